@@ -1,0 +1,1 @@
+"""shardplan: per-module parallel configurations for LLM inference."""

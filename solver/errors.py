@@ -1,0 +1,39 @@
+"""The tool's own errors. The CLI turns each into one line on stderr and an exit code."""
+from __future__ import annotations
+
+
+class ShardplanError(Exception):
+    """Base class; `exit_code` is what the CLI exits with."""
+
+    exit_code = 2
+
+
+class InputError(ShardplanError):
+    """Bad input: a field is missing, malformed or out of range. Exit code 2.
+
+    The message names the field and the problem in one line.
+    """
+
+    exit_code = 2
+
+    def __init__(self, field: str, problem: str):
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}" if field else problem)
+
+
+class InfeasibleError(ShardplanError):
+    """No configuration satisfies the constraints. Exit code 1.
+
+    `binding` names the constraint(s) that bind; `remedy` says what would make it feasible.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, binding: list[str] | None = None, remedy: str | None = None):
+        self.binding = binding or []
+        self.remedy = remedy
+        text = message
+        if remedy:
+            text += f"; {remedy}"
+        super().__init__(text)

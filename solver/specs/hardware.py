@@ -1,0 +1,116 @@
+"""Hardware: one accelerator rank, the node it sits in and the network tiers between ranks.
+
+A hardware YAML (see `hardware/*.yaml`) validates into `Hardware`. Units are SI and carried in the field
+names: bytes, bytes per second (`_Bps`), FLOP/s, seconds.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
+TierName = Literal["intra_node", "scale_up", "inter_node", "inter_rack"]
+
+
+class Tier(BaseModel):
+    """A network tier: the link a collective uses when its group spans this level of the topology."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bandwidth_Bps: float = Field(gt=0, description="per-rank one-direction line rate, bytes/s")
+    latency_s: float = Field(ge=0, description="per-hop latency added to each collective step, seconds")
+    efficiency: float = Field(gt=0, le=1, description="achieved bus bandwidth / line rate")
+    span_ranks: int = Field(gt=0, description="largest group that stays inside this tier")
+
+
+class Efficiency(BaseModel):
+    """Achieved-vs-peak fractions: the few physically meaningful factors that calibration fits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gemm: float = Field(gt=0, le=1, description="dense GEMM achieved / peak FLOP/s at large shapes")
+    attention: float = Field(gt=0, le=1, description="prefill attention kernel achieved / peak FLOP/s")
+    hbm: float = Field(gt=0, le=1, description="streaming HBM achieved / peak bandwidth")
+    kernel_overhead_s: float = Field(ge=0, description="fixed launch/tail cost per kernel, seconds")
+
+
+class Hardware(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    vendor: str = ""
+    memory_bytes: int = Field(gt=0, description="HBM per rank")
+    hbm_bandwidth_Bps: float = Field(gt=0, description="peak HBM bandwidth per rank")
+    peak_flops: dict[Dtype, float] = Field(description="dense peak FLOP/s (or OP/s) per rank by dtype")
+    ranks_per_node: int = Field(gt=0)
+    scale_up_domain: int = Field(gt=0, description="ranks reachable over the scale-up fabric (>= node)")
+    tiers: dict[TierName, Tier]
+    efficiency: Efficiency
+    reserved_bytes: int = Field(ge=0, description="runtime/framework memory not available to the model")
+    max_experts_per_rank: int | None = Field(
+        default=None, gt=0, description="dispatch-path cap on routed experts per rank (Atlas A2 MC2: 24)"
+    )
+    sources: dict[str, str] = Field(default_factory=dict, description="field -> public source")
+
+    @field_validator("peak_flops")
+    @classmethod
+    def _positive_flops(cls, value: dict[str, float]) -> dict[str, float]:
+        if not value:
+            raise ValueError("at least one dtype is required")
+        for dtype, flops in value.items():
+            if flops <= 0:
+                raise ValueError(f"{dtype} must be > 0")
+        return value
+
+    @model_validator(mode="after")
+    def _topology(self) -> "Hardware":
+        if self.scale_up_domain < self.ranks_per_node:
+            raise ValueError("scale_up_domain must be >= ranks_per_node")
+        if "intra_node" not in self.tiers:
+            raise ValueError("tiers.intra_node is required")
+        if "inter_node" not in self.tiers and "inter_rack" not in self.tiers:
+            raise ValueError("tiers needs inter_node or inter_rack for groups beyond the scale-up domain")
+        return self
+
+    def supports(self, dtype: str) -> bool:
+        return dtype in self.peak_flops
+
+    def flops(self, dtype: str) -> float:
+        """Peak FLOP/s for a compute dtype; fp16 falls back to bf16 (same tensor-core rate)."""
+        if dtype in self.peak_flops:
+            return self.peak_flops[dtype]  # type: ignore[index]
+        if dtype == "fp16" and "bf16" in self.peak_flops:
+            return self.peak_flops["bf16"]
+        raise KeyError(dtype)
+
+    def tier_for_group(self, group_ranks: int, stride: int = 1) -> TierName:
+        """Tier a collective crosses for a group of `group_ranks` ranks spaced `stride` apart.
+
+        Groups are laid out contiguously (stride 1) unless an inner parallel dimension sits between their
+        members; the span the group covers decides the slowest link it must use.
+        """
+        span = group_ranks * stride if group_ranks > 1 else 1
+        if span <= self.ranks_per_node:
+            return "intra_node"
+        if span <= self.scale_up_domain and "scale_up" in self.tiers:
+            return "scale_up"
+        if "inter_node" in self.tiers and (
+            "inter_rack" not in self.tiers or span <= self.tiers["inter_node"].span_ranks
+        ):
+            return "inter_node"
+        return "inter_rack"
+
+
+def hardware_from_dict(data: dict, origin: str) -> Hardware:
+    from solver.specs.validation import validate_model
+
+    return validate_model(Hardware, data, origin)
+
+
+def load_hardware_file(path: Path) -> Hardware:
+    from solver.specs.validation import load_yaml
+
+    return hardware_from_dict(load_yaml(path), str(path))
