@@ -53,6 +53,9 @@ class Hardware(BaseModel):
     max_experts_per_rank: int | None = Field(
         default=None, gt=0, description="dispatch-path cap on routed experts per rank (Atlas A2 MC2: 24)"
     )
+    sparse_attention_head_pad: int = Field(
+        default=1, gt=0, description="sparse-MLA kernels pad heads per rank up to this (64 on SM90, 128 on SM100)"
+    )
     sources: dict[str, str] = Field(default_factory=dict, description="field -> public source")
 
     @field_validator("peak_flops")

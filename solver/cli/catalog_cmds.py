@@ -1,0 +1,130 @@
+"""`models`, `hardware`, `inspect` and `memory`: what a model is and what a rank holds."""
+from __future__ import annotations
+
+import click
+
+from solver.cli.options import dtype_options, format_option, knob_options, parallel_from_options
+from solver.errors import InputError
+from solver.estimate.memory import MemoryOptions, max_batch, memory_per_rank
+from solver.estimate.params import count_params
+from solver.report.render import console, dump, table
+from solver.report.model_view import inspect_data, memory_data
+from solver.specs.hardware_catalog import list_hardware, load_hardware
+from solver.specs.model_catalog import list_models, load_model
+from solver.specs.precision import resolve_precision
+
+
+def _warn(lines) -> None:
+    for line in lines:
+        click.echo(f"note: {line}", err=True)
+
+
+@click.command("models")
+@format_option()
+def models_cmd(fmt: str) -> None:
+    """List the model catalog (file and aliases)."""
+    rows = []
+    for file, aliases in list_models():
+        spec = load_model(file.removesuffix(".json"))
+        p = count_params(spec)
+        rows.append({"file": file, "aliases": aliases, "architecture": spec.architecture,
+                     "total_params": p.total, "active_params": int(round(p.active))})
+    if fmt != "table":
+        click.echo(dump({"models": rows}, fmt))
+        return
+    console().print(table("models", ["file", "architecture", "total (B)", "active (B)", "aliases"],
+                          [[r["file"], r["architecture"], r["total_params"] / 1e9, r["active_params"] / 1e9,
+                            ", ".join(r["aliases"])] for r in rows]))
+
+
+@click.command("hardware")
+@format_option()
+def hardware_cmd(fmt: str) -> None:
+    """List the hardware catalog."""
+    rows = []
+    for name in list_hardware():
+        hw = load_hardware(name)
+        rows.append({"name": name, "description": hw.description, "memory_gb": hw.memory_bytes / 1e9,
+                     "hbm_tb_s": hw.hbm_bandwidth_Bps / 1e12,
+                     "peak_tflops": {k: v / 1e12 for k, v in hw.peak_flops.items()},
+                     "ranks_per_node": hw.ranks_per_node, "scale_up_domain": hw.scale_up_domain})
+    if fmt != "table":
+        click.echo(dump({"hardware": rows}, fmt))
+        return
+    console().print(table("hardware", ["name", "memory (GB)", "HBM (TB/s)", "peak TFLOP/s", "ranks/node",
+                                       "scale-up", "description"],
+                          [[r["name"], r["memory_gb"], r["hbm_tb_s"],
+                            " ".join(f"{k}:{v:g}" for k, v in r["peak_tflops"].items()), r["ranks_per_node"],
+                            r["scale_up_domain"], r["description"]] for r in rows]))
+
+
+@click.command("inspect")
+@click.argument("model")
+@format_option()
+def inspect_cmd(model: str, fmt: str) -> None:
+    """Architecture class, parameters per module, module characteristics (seed Step 1)."""
+    spec = load_model(model)
+    _warn(spec.warnings)
+    data = inspect_data(spec)
+    if fmt != "table":
+        click.echo(dump(data, fmt))
+        return
+    con = console()
+    con.print(f"[bold]{spec.name}[/bold]  model_type={spec.model_type}  architecture={data['architecture']}")
+    con.print(table("basic parameters (seed 1.1)", ["parameter", "value"], list(data["basic"].items())))
+    con.print(table("parameters per module", ["module", "params (B)", "share", "active/token (B)", "split by"],
+                    [[m["name"], m["params"] / 1e9, f"{m['share']:.1%}", m["active_params"] / 1e9, m["parallel"]]
+                     for m in data["modules"]]))
+    con.print(f"total {data['total_params'] / 1e9:.2f}B, active {data['active_params'] / 1e9:.2f}B per token, "
+              f"MTP {data['mtp_params'] / 1e9:.2f}B (checkpoint {data['checkpoint_params'] / 1e9:.1f}B)")
+    con.print(table("module characteristics (seed 1.2)", ["module", "prefill", "decode", "parallel dimension"],
+                    [[c["module"], c["prefill"], c["decode"], c["parallel"]] for c in data["characteristics"]]))
+
+
+@click.command("memory")
+@click.argument("model")
+@click.option("--hardware", "hardware", required=True, help="hardware name or YAML path")
+@click.option("--cards", type=int, required=True, help="world size W (ranks)")
+@knob_options
+@click.option("--batch", type=int, required=True, help="concurrent sequences across the deployment")
+@click.option("--seq-len", type=int, required=True, help="context tokens held per sequence")
+@click.option("--mtp", type=int, default=0, show_default=True, help="next-n (MTP) depth; 0 = off")
+@click.option("--prefill-chunk", type=int, default=None, help="tokens per attention replica in one prefill step")
+@click.option("--mem-fraction", type=float, default=None, help="usable fraction of capacity (default 0.95)")
+@dtype_options
+@format_option()
+def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_fraction, weight_dtype,
+               moe_weight_dtype, kv_dtype, fmt, **knobs) -> None:
+    """Per-rank memory of a parallel_config: feasible or not, and the largest batch that fits."""
+    if batch < 1:
+        raise InputError("--batch", f"must be >= 1, got {batch}")
+    if seq_len < 1:
+        raise InputError("--seq-len", f"must be >= 1, got {seq_len}")
+    if mem_fraction is not None and not 0 < mem_fraction <= 1:
+        raise InputError("--mem-fraction", f"must be in (0, 1], got {mem_fraction}")
+    spec = load_model(model)
+    hw = load_hardware(hardware)
+    pc = parallel_from_options(cards, knobs)
+    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
+    opts = MemoryOptions(**{k: v for k, v in (("prefill_chunk", prefill_chunk), ("total_fraction", mem_fraction))
+                            if v is not None})
+    rep = memory_per_rank(spec, hw, pc, prec, batch, seq_len, opts, mtp_layers=mtp)
+    best = max_batch(spec, hw, pc, prec, seq_len, opts, mtp_layers=mtp)
+    _warn(spec.warnings + prec.notes)
+    data = memory_data(spec, hw, pc, prec, rep, best, batch, seq_len)
+    if fmt != "table":
+        click.echo(dump(data, fmt))
+        return
+    con = console()
+    con.print(f"[bold]{spec.name}[/bold] on {cards} x {hw.name}: "
+              + " ".join(f"{k}={v}" for k, v in data["parallel_config"].items()))
+    con.print(table("memory per rank (GB = 1e9 bytes)", ["item", "GB"],
+                    [[k, v] for k, v in data["breakdown"].items()]))
+    verdict = "[green]feasible[/green]" if data["feasible"] else "[red]does not fit[/red]"
+    con.print(f"total {data['total_gb']:.2f} GB of {data['capacity_gb']:.2f} GB (limit {data['limit_gb']:.2f}): "
+              f"{verdict}; weights+KV {data['weights_kv_share']:.0%} of capacity"
+              f"{' (above the seed 0.8 mark)' if data['tight'] else ''}; max batch at {seq_len} tokens: "
+              f"{data['max_batch']}")
+
+
+COMMANDS = [models_cmd, hardware_cmd, inspect_cmd, memory_cmd]

@@ -1,0 +1,113 @@
+"""Plain data for `inspect` and `memory` (renderers only: every figure comes from estimate/)."""
+from __future__ import annotations
+
+from typing import Any
+
+from solver.estimate.memory import MemoryReport
+from solver.estimate.params import count_params
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+
+GB = 1e9
+LARGE_VOCAB = 100_000  # seed: V > 100K -> set embed/lm_head TP independently
+
+_PARALLEL = {
+    "embedding": "embed_tp", "attention": "attn_tp / cp / kvp / attn_sp", "indexer": "replicated under attn_tp; "
+    "split by attn_sp / cp", "o_proj": "o_proj_tp (else attn_tp)", "dense_ffn": "dense_tp",
+    "shared_experts": "dense_tp", "routed_experts": "moe_tp x EP", "router": "follows EP (replicated)",
+    "norms": "replicated", "lm_head": "lmhead_tp",
+}
+
+
+def _basic(m: ModelSpec) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "architecture": m.architecture, "L (layers)": m.num_layers, "L_moe (MoE layers)": m.num_moe_layers,
+        "H (hidden)": m.hidden_size, "H_ffn (dense FFN)": m.intermediate_size, "N_h (heads)": m.num_attention_heads,
+        "N_kv (KV heads)": m.num_key_value_heads, "D_h (head dim)": m.head_dim, "V (vocab)": m.vocab_size,
+    }
+    if m.is_moe:
+        d.update({"E (routed experts)": m.num_experts, "E_act (per token)": m.experts_per_token,
+                  "moe_intermediate_size": m.moe_intermediate_size, "shared experts": m.num_shared_experts})
+        if m.num_zero_experts:
+            d["zero-computation experts"] = m.num_zero_experts
+    if m.has_mla:
+        d.update({"kv_lora_rank": m.kv_lora_rank, "q_lora_rank": m.q_lora_rank, "v_head_dim": m.v_head_dim,
+                   "qk_rope_head_dim": m.qk_rope_head_dim, "N_h * v_head_dim (o_proj TP must divide)": m.o_proj_dim})
+    if m.has_dsa:
+        d.update({"index_n_heads": m.index_n_heads, "index_head_dim": m.index_head_dim, "index_topk": m.index_topk})
+    if m.num_local_attention_layers:
+        d["local-window layers"] = f"{m.num_local_attention_layers} of {m.num_layers} (window {m.local_attention_window})"
+    if m.num_mtp_layers:
+        d["MTP (next-n) layers"] = m.num_mtp_layers
+    d["checkpoint formats"] = (f"attention {m.quant.attention}, dense {m.quant.dense}, experts {m.quant.experts}, "
+                               f"embedding {m.quant.embedding}, lm_head {m.quant.lm_head}")
+    return d
+
+
+def _characteristics(m: ModelSpec) -> list[dict[str, str]]:
+    big_vocab = m.vocab_size > LARGE_VOCAB
+    vocab = f"{'large' if big_vocab else 'small'} vocabulary matrix (V={m.vocab_size:,})"
+    rows = [{"module": "embedding", "prefill": vocab + ", a gather", "decode": vocab + ", a gather",
+             "parallel": "embed_tp" + (" (set independently: V > 100K)" if big_vocab else " (follow main strategy)")}]
+    if m.has_mla:
+        rows.append({"module": "attention QKV (MLA)", "prefill": "compute-bound at large S (non-absorbed, d_k 192)",
+                     "decode": "memory-bound (S=1, absorbed); latent KV not split by TP",
+                     "parallel": "attn_tp / cp (prefer CP or DP: TP does not shard the latent)"})
+    else:
+        rows.append({"module": "attention QKV", "prefill": "compute-bound at large S",
+                     "decode": "memory-bound (S=1)", "parallel": "attn_tp / cp"})
+    rows.append({"module": "attention core", "prefill": "compute-bound (O(S^2)" + (", sparse top-k)" if m.has_dsa else ")"),
+                 "decode": "memory-bound (reads the KV cache)", "parallel": "attn_tp / cp / kvp"})
+    if m.has_dsa:
+        rows.append({"module": "DSA indexer", "prefill": "O(S^2) FP8 scoring; repeated on every TP rank",
+                     "decode": "reads the indexer key cache", "parallel": "attn_sp / cp (replicated under TP)"})
+    rows.append({"module": "o_proj", "prefill": "compute-bound", "decode": "memory-bound",
+                 "parallel": "o_proj_tp" + (" (set independently for MLA)" if m.has_mla else " (follows attn_tp)")})
+    if m.has_dense_ffn:
+        rows.append({"module": "dense FFN", "prefill": "compute-bound", "decode": "memory-bound",
+                     "parallel": "dense_tp (within a node)"})
+    if m.is_moe:
+        rows.append({"module": "MoE router", "prefill": "lightweight", "decode": "lightweight", "parallel": "follows EP"})
+        rows.append({"module": "MoE experts", "prefill": "compute-bound (grouped GEMM)",
+                     "decode": f"distributed memory access ({m.experts_per_token} of {m.num_experts} per token)",
+                     "parallel": "moe_tp (usually 1, EP = W / moe_tp)"})
+    rows.append({"module": "lm_head", "prefill": vocab, "decode": vocab, "parallel": "lmhead_tp"})
+    return rows
+
+
+def inspect_data(m: ModelSpec) -> dict[str, Any]:
+    rep = count_params(m)
+    total = rep.total
+    mods = [{"name": x.name, "params": x.params, "share": x.params / total, "active_params": int(round(x.active_params)),
+             "parallel": _PARALLEL.get(x.name, "")} for x in rep.modules if x.params]
+    return {
+        "name": m.name, "model_type": m.model_type, "architecture": m.architecture,
+        "attention": m.attention_kind, "is_moe": m.is_moe,
+        "total_params": total, "active_params": int(round(rep.active)),
+        "mtp_params": rep.mtp_params, "checkpoint_params": rep.checkpoint_total,
+        "modules": mods, "basic": _basic(m), "characteristics": _characteristics(m),
+        "warnings": list(m.warnings), "nonstandard_modules": list(m.nonstandard_modules),
+    }
+
+
+def memory_data(m: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, rep: MemoryReport,
+                best_batch: int, batch: int, seq_len: int) -> dict[str, Any]:
+    breakdown = {f"weights.{k}": v / GB for k, v in rep.weights_bytes.items()}
+    breakdown.update({"kv_cache": rep.kv_cache_bytes / GB, "indexer_cache": rep.indexer_cache_bytes / GB,
+                      "activations": rep.activation_bytes / GB, "comm_buffers": rep.comm_buffer_bytes / GB,
+                      "framework_reserve": rep.reserved_bytes / GB})
+    return {
+        "model": m.name, "hardware": hw.name, "cards": pc.world_size,
+        "parallel_config": pc.with_derived(), "batch": batch, "seq_len": seq_len,
+        "precision": {g: f.name for g, f in prec.weights.items()} | {"activation": prec.activation,
+                                                                  "kv_bytes": prec.kv_bytes},
+        "params_per_card_gb": rep.weights_total / GB,
+        "kv_cache_per_card_gb": rep.cache_total / GB,
+        "total_gb": rep.total / GB, "capacity_gb": rep.capacity_bytes / GB, "limit_gb": rep.limit_bytes / GB,
+        "feasible": rep.feasible, "tight": rep.tight,
+        "weights_kv_share": (rep.weights_total + rep.cache_total) / rep.capacity_bytes,
+        "sequences_per_rank": rep.sequences_per_rank,
+        "max_batch": best_batch, "breakdown": breakdown, "notes": list(rep.notes),
+    }

@@ -1,0 +1,66 @@
+"""Output formats shared by every command: table (rich), yaml, json."""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Sequence
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+FORMATS = ("table", "yaml", "json")
+
+
+def to_plain(obj: Any) -> Any:
+    """Make pydantic models, dataclasses, tuples and numpy/pandas scalars JSON/YAML-safe."""
+    import dataclasses
+
+    if hasattr(obj, "model_dump"):
+        return to_plain(obj.model_dump())
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return to_plain(dataclasses.asdict(obj))
+    if isinstance(obj, dict):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):
+        return obj.item()
+    return obj
+
+
+def dump(data: Any, fmt: str) -> str:
+    plain = to_plain(data)
+    if fmt == "json":
+        return json.dumps(plain, indent=2)
+    if fmt == "yaml":
+        return yaml.safe_dump(plain, sort_keys=False, allow_unicode=True)
+    raise ValueError(fmt)
+
+
+def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], justify_numbers: bool = True) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in columns:
+        t.add_column(col)
+    for row in rows:
+        t.add_row(*[fmt_cell(v) for v in row])
+    return t
+
+
+def fmt_cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value == 0:
+            return "0"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        if abs(value) >= 1:
+            return f"{value:.2f}"
+        return f"{value:.3g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return "" if value is None else str(value)
+
+
+def console() -> Console:
+    return Console(width=160, soft_wrap=False)

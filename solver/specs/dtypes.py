@@ -1,0 +1,65 @@
+"""Number formats: bytes per element, scale overhead, and the compute dtype a format runs at.
+
+Scale overhead is expressed per parameter for block/group-scaled formats; the exact count depends on the
+matrix shape only through ceil() at the edges, which is below 0.1% for the shapes of real models.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.errors import InputError
+
+
+@dataclass(frozen=True)
+class NumberFormat:
+    name: str
+    bits: float  # storage bits per element
+    scale_bytes_per_param: float  # bytes of scales/zero-points per element
+    compute: str  # dtype whose peak FLOP/s a GEMM in this format runs at
+
+    @property
+    def bytes_per_param(self) -> float:
+        return self.bits / 8 + self.scale_bytes_per_param
+
+
+FORMATS: dict[str, NumberFormat] = {
+    f.name: f
+    for f in (
+        NumberFormat("fp32", 32, 0.0, "fp32"),
+        NumberFormat("bf16", 16, 0.0, "bf16"),
+        NumberFormat("fp16", 16, 0.0, "fp16"),
+        # per-tensor scaled FP8: one scale per matrix, negligible
+        NumberFormat("fp8", 8, 0.0, "fp8"),
+        # DeepSeek-style 128x128 blocks with one fp32 scale each (config weight_block_size [128, 128])
+        NumberFormat("fp8_block", 8, 4 / (128 * 128), "fp8"),
+        # W8A8 int8 with a per-output-channel fp32 scale; 4 bytes per row of ~4-7K inputs
+        NumberFormat("int8", 8, 4 / 4096, "int8"),
+        # int4 weights, group 128, bf16 scale (W4A8 / W4A16 recipes)
+        NumberFormat("int4", 4, 2 / 128, "int4"),
+        # OCP MXFP4: 32-element blocks share one 8-bit exponent (gpt-oss checkpoints)
+        NumberFormat("mxfp4", 4, 1 / 32, "fp4"),
+        # NVFP4: 16-element blocks with an fp8 scale (+ a per-tensor fp32 scale, negligible)
+        NumberFormat("nvfp4", 4, 1 / 16, "fp4"),
+        NumberFormat("fp4", 4, 1 / 16, "fp4"),
+    )
+}
+
+# KV cache formats: element bytes; fp8/int8 KV carries per-token scales that the cache layouts fold in.
+KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
+
+
+def number_format(name: str, field: str = "dtype") -> NumberFormat:
+    key = name.lower().replace("-", "_")
+    aliases = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "e4m3": "fp8", "w8a8": "int8",
+               "fp8_e4m3": "fp8", "w4a8": "int4", "w4a16": "int4"}
+    key = aliases.get(key, key)
+    if key not in FORMATS:
+        raise InputError(field, f"unknown number format {name!r}; known: {', '.join(FORMATS)}")
+    return FORMATS[key]
+
+
+def kv_element_bytes(name: str, field: str = "kv_dtype") -> int:
+    fmt = number_format(name, field)
+    if fmt.name not in KV_FORMATS:
+        raise InputError(field, f"{name!r} is not a KV-cache format; use one of {', '.join(KV_FORMATS)}")
+    return int(fmt.bits // 8)

@@ -1,0 +1,200 @@
+"""A small, safe expression language for framework rules.
+
+Rules in framework profiles are data (YAML), so they are parsed with `ast` and checked against a whitelist
+instead of being handed to `eval`. The language is just what divisibility and equality rules need:
+
+    names, int/float/bool constants (also `true` / `false`), + - * // %, unary - + not,
+    comparisons (chained too), and / or, parentheses, min(...), max(...), divides(a, b)
+
+`divides(a, b)` is true when `b % a == 0` (false for a == 0). There is no `/`, `**`, attribute access,
+subscript, string, lambda or any other call, so evaluating a rule cannot run code or blow up in size.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable, Mapping, Union
+
+from solver.errors import InputError
+
+Value = Union[bool, int, float]
+Env = Mapping[str, Value]
+_Eval = Callable[[Env], Value]
+
+MAX_EXPR_CHARS = 2000  # a rule is one line; anything longer is a mistake, not a rule
+
+_CONSTANT_NAMES: dict[str, bool] = {"true": True, "false": False}
+FUNCTIONS = frozenset({"min", "max", "divides"})
+
+_BINOPS: dict[type, Callable[[Value, Value], Value]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_CMPOPS: dict[type, Callable[[Value, Value], bool]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+_SYMBOL = {ast.Div: "/", ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
+           ast.LShift: "<<", ast.RShift: ">>", ast.In: "in", ast.NotIn: "not in", ast.Is: "is",
+           ast.IsNot: "is not", ast.Invert: "~"}
+
+
+def _divides(a: Value, b: Value) -> bool:
+    return a != 0 and b % a == 0
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A compiled expression: `names` are the free names it reads, `evaluate(env)` computes it."""
+
+    text: str
+    names: frozenset[str]
+    tree: ast.Expression = field(repr=False, compare=False)
+    _fn: _Eval = field(repr=False, compare=False)
+
+    def evaluate(self, env: Env) -> Value:
+        try:
+            return self._fn(env)
+        except _MissingName as exc:
+            raise InputError(f"expression {self.text!r}", f"name '{exc.name}' has no value") from None
+        except ZeroDivisionError:
+            raise InputError(f"expression {self.text!r}", "division or modulo by zero") from None
+        except TypeError as exc:
+            raise InputError(f"expression {self.text!r}", f"cannot evaluate ({exc})") from None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class _MissingName(Exception):
+    def __init__(self, name: str):
+        self.name = name
+
+
+class _Compiler:
+    """Turns a whitelisted AST into nested closures; anything off the whitelist is an InputError."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.names: set[str] = set()
+
+    def reject(self, what: str) -> InputError:
+        return InputError(f"expression {self.text!r}", f"{what} is not allowed")
+
+    def compile(self, node: ast.AST) -> _Eval:
+        if isinstance(node, ast.Constant):
+            value = node.value
+            # bool is a subclass of int; strings, bytes, None and complex are out
+            if isinstance(value, (bool, int, float)) and not isinstance(value, complex):
+                return lambda env, v=value: v
+            raise self.reject(f"constant {value!r}")
+        if isinstance(node, ast.Name):
+            if node.id in _CONSTANT_NAMES:
+                return lambda env, v=_CONSTANT_NAMES[node.id]: v
+            if node.id in FUNCTIONS:
+                raise self.reject(f"function name '{node.id}' used as a value")
+            self.names.add(node.id)
+
+            def load(env: Env, name: str = node.id) -> Value:
+                try:
+                    return env[name]
+                except KeyError:
+                    raise _MissingName(name) from None
+
+            return load
+        if isinstance(node, ast.BoolOp):
+            parts = [self.compile(v) for v in node.values]
+            if isinstance(node.op, ast.And):
+                return lambda env: all(bool(p(env)) for p in parts)  # all/any short-circuit like and/or
+            return lambda env: any(bool(p(env)) for p in parts)
+        if isinstance(node, ast.UnaryOp):
+            operand = self.compile(node.operand)
+            if isinstance(node.op, ast.Not):
+                return lambda env: not operand(env)
+            if isinstance(node.op, ast.USub):
+                return lambda env: -operand(env)
+            if isinstance(node.op, ast.UAdd):
+                return lambda env: +operand(env)
+            raise self.reject(f"operator '{_SYMBOL.get(type(node.op), type(node.op).__name__)}'")
+        if isinstance(node, ast.BinOp):
+            op = _BINOPS.get(type(node.op))
+            if op is None:
+                raise self.reject(f"operator '{_SYMBOL.get(type(node.op), type(node.op).__name__)}'")
+            left, right = self.compile(node.left), self.compile(node.right)
+            return lambda env: op(left(env), right(env))
+        if isinstance(node, ast.Compare):
+            ops = []
+            for cmp in node.ops:
+                fn = _CMPOPS.get(type(cmp))
+                if fn is None:
+                    raise self.reject(f"comparison '{_SYMBOL.get(type(cmp), type(cmp).__name__)}'")
+                ops.append(fn)
+            operands = [self.compile(node.left), *(self.compile(c) for c in node.comparators)]
+
+            def compare(env: Env) -> bool:
+                # chained like Python: a < b < c means a < b and b < c, each operand evaluated once
+                left = operands[0](env)
+                for fn, nxt in zip(ops, operands[1:]):
+                    right = nxt(env)
+                    if not fn(left, right):
+                        return False
+                    left = right
+                return True
+
+            return compare
+        if isinstance(node, ast.Call):
+            return self.compile_call(node)
+        label = {ast.Attribute: "attribute access", ast.Subscript: "subscript", ast.Lambda: "lambda",
+                 ast.IfExp: "conditional expression", ast.NamedExpr: "assignment expression"}
+        raise self.reject(label.get(type(node), f"syntax '{type(node).__name__}'"))
+
+    def compile_call(self, node: ast.Call) -> _Eval:
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            callee = node.func.id if isinstance(node.func, ast.Name) else "a non-name callee"
+            raise self.reject(f"call to {callee} (only min, max, divides)")
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.reject("keyword or starred arguments")
+        args = [self.compile(a) for a in node.args]
+        name = node.func.id
+        if name == "divides":
+            if len(args) != 2:
+                raise InputError(f"expression {self.text!r}", "divides(a, b) takes exactly two arguments")
+            a, b = args
+            return lambda env: _divides(a(env), b(env))
+        if len(args) < 2:
+            raise InputError(f"expression {self.text!r}", f"{name}() needs at least two arguments")
+        fn = min if name == "min" else max
+        return lambda env: fn(p(env) for p in args)
+
+
+@lru_cache(maxsize=1024)
+def compile_expr(text: str) -> Expr:
+    """Parse and whitelist-check `text`; raises InputError naming the expression on anything unsupported."""
+    if not isinstance(text, str):
+        raise InputError("expression", f"expected a string, got {type(text).__name__}")
+    source = text.strip()
+    if not source:
+        raise InputError("expression", "empty expression")
+    if len(source) > MAX_EXPR_CHARS:
+        raise InputError(f"expression {source[:40]!r}...", f"longer than {MAX_EXPR_CHARS} characters")
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError as exc:
+        raise InputError(f"expression {source!r}", f"not valid syntax ({exc.msg})") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise InputError(f"expression {source!r}", "too deeply nested") from None
+    compiler = _Compiler(source)
+    try:
+        fn = compiler.compile(tree.body)
+    except RecursionError:
+        raise InputError(f"expression {source!r}", "too deeply nested") from None
+    return Expr(text=source, names=frozenset(compiler.names), tree=tree, _fn=fn)

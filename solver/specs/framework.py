@@ -1,0 +1,239 @@
+"""FrameworkProfile: which parallel knobs an inference framework exposes and the rules its code enforces.
+
+A framework is data (`solver/frameworks/<name>.yaml`), not a code branch. Each rule is a pair of expressions
+in the safe language of `solver.specs.expr` over a fixed set of names (`RULE_NAMES`); the planner turns the
+same rules into constraints, and `shardplan check` evaluates them on one configuration. Knobs a framework
+does not expose are fixed at 1.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from solver.catalog import frameworks_dir
+from solver.errors import InputError
+from solver.specs.expr import Expr, Value, compile_expr
+
+KnobName = Literal[
+    "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
+    "cp_size", "kvp_size", "attn_sp_size",
+]
+KNOB_NAMES: tuple[str, ...] = KnobName.__args__  # type: ignore[attr-defined]
+TP_KNOBS: tuple[str, ...] = tuple(k for k in KNOB_NAMES if k.endswith("_tp_size"))
+
+# What a rule may read. Model facts come from the model's config.json; `afd` (attention-FFN disaggregation)
+# is a deployment switch, not a knob, but one framework rule depends on it.
+DERIVED_NAMES = ("attn_dp_size", "moe_ep_size")
+DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd")
+MODEL_NAMES = (
+    "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "is_moe",
+    "o_proj_dim",
+)
+RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES))
+
+
+class Rule(BaseModel):
+    """`require` must hold whenever `when` holds; `message` is the one line a user sees otherwise."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[A-Z]\.[a-z0-9_]+$", description="class letter + name, e.g. C.cp_full_world")
+    when: str = "true"
+    require: str
+    message: str
+    source: str = Field(min_length=1)
+    # "warning" marks a rule whose violation is legal but slow (a fallback path); the planner may use it as a
+    # penalty instead of a hard constraint
+    severity: Literal["error", "warning"] = "error"
+
+    _when: Expr = PrivateAttr()
+    _require: Expr = PrivateAttr()
+
+    @field_validator("message")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        value = value.strip()
+        if not value or "\n" in value:
+            raise ValueError("must be one non-empty line")
+        return value
+
+    @model_validator(mode="after")
+    def _compile(self) -> "Rule":
+        for attr in ("when", "require"):
+            try:
+                expr = compile_expr(getattr(self, attr))
+            except InputError as exc:
+                raise ValueError(f"rule {self.id}: {attr}: {exc}") from None
+            unknown = sorted(expr.names - RULE_NAMES)
+            if unknown:
+                raise ValueError(
+                    f"rule {self.id}: {attr} uses unknown name(s) {', '.join(unknown)}; "
+                    f"allowed: {', '.join(sorted(RULE_NAMES))}"
+                )
+            setattr(self, f"_{attr}", expr)
+        return self
+
+    @property
+    def when_expr(self) -> Expr:
+        return self._when
+
+    @property
+    def require_expr(self) -> Expr:
+        return self._require
+
+    @property
+    def names(self) -> frozenset[str]:
+        return self._when.names | self._require.names
+
+    def applies(self, env: Mapping[str, Value]) -> bool:
+        return bool(self._when.evaluate(env))
+
+    def holds(self, env: Mapping[str, Value]) -> bool:
+        """True when the rule does not apply or its requirement is met."""
+        return not self.applies(env) or bool(self._require.evaluate(env))
+
+
+class FrameworkEfficiency(BaseModel):
+    """Per-framework multipliers on the hardware's achieved-vs-peak factors; fitted later, 1.0 until then."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gemm: float = Field(1.0, gt=0)
+    attention: float = Field(1.0, gt=0)
+    hbm: float = Field(1.0, gt=0)
+    comm: float = Field(1.0, gt=0)
+    kernel_overhead_s: float | None = Field(None, ge=0, description="overrides the hardware's when set")
+
+
+class FrameworkProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str
+    source: str
+    knobs: list[KnobName] = Field(min_length=1, description="knobs the framework exposes; others are fixed at 1")
+    splits_kv_heads: bool = Field(
+        description="attention TP splits KV heads, so it must divide num_key_value_heads (no replication)"
+    )
+    max_mtp: int = Field(ge=0, description="deepest MTP / next-n speculation the framework runs")
+    rules: list[Rule] = Field(default_factory=list)
+    efficiency: FrameworkEfficiency = Field(default_factory=FrameworkEfficiency)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "FrameworkProfile":
+        if len(set(self.knobs)) != len(self.knobs):
+            raise ValueError("knobs: listed twice")
+        seen: set[str] = set()
+        for rule in self.rules:
+            if rule.id in seen:
+                raise ValueError(f"rule {rule.id}: id used twice")
+            seen.add(rule.id)
+        return self
+
+    @property
+    def fixed_knobs(self) -> tuple[str, ...]:
+        return tuple(k for k in KNOB_NAMES if k not in self.knobs)
+
+    def rule(self, rule_id: str) -> Rule:
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        raise KeyError(rule_id)
+
+    def violated(self, env: Mapping[str, Value], severity: str | None = None) -> list[Rule]:
+        """Rules that apply to `env` and fail (optionally only those of one severity)."""
+        return [r for r in self.rules if (severity is None or r.severity == severity) and not r.holds(env)]
+
+    def check(self, env: Mapping[str, Value]) -> list[str]:
+        """Every problem with `env` under this framework, one line each ('' list = accepted).
+
+        Besides the rules: knobs the framework lacks must be 1, MTP depth is capped, and a framework that
+        splits KV heads needs attention TP to divide them.
+        """
+        problems = [f"{k} = {env[k]} but {self.name} has no such knob (fixed at 1)"
+                    for k in self.fixed_knobs if env.get(k, 1) != 1]
+        if env.get("mtp", 0) > self.max_mtp:
+            problems.append(f"mtp = {env['mtp']} exceeds {self.name}'s maximum of {self.max_mtp}")
+        if self.splits_kv_heads and env["num_key_value_heads"] % env["attn_tp_size"]:
+            problems.append(
+                f"attn_tp_size = {env['attn_tp_size']} does not divide num_key_value_heads = "
+                f"{env['num_key_value_heads']} ({self.name} splits KV heads)"
+            )
+        problems += [f"[{r.id}] {r.message}" for r in self.violated(env)]
+        return problems
+
+
+def rule_env(
+    config: Mapping[str, int],
+    *,
+    world: int,
+    batch: int,
+    mtp: int,
+    num_attention_heads: int,
+    num_key_value_heads: int,
+    n_routed_experts: int,
+    has_mla: bool,
+    has_dsa: bool,
+    o_proj_dim: int,
+    ranks_per_node: int,
+    afd: bool = False,
+) -> dict[str, Value]:
+    """The mapping rule expressions read: knobs (missing ones = 1), derived sizes, deployment and model facts.
+
+    For MLA models pass num_key_value_heads = num_attention_heads (their configs may omit it); o_proj_dim is
+    num_attention_heads * v_head_dim.
+    """
+    unknown = sorted(set(config) - set(KNOB_NAMES))
+    if unknown:
+        raise InputError("parallel_config", f"unknown knob(s) {', '.join(unknown)}")
+    knobs = {k: int(config.get(k, 1)) for k in KNOB_NAMES}
+    for k, v in knobs.items():
+        if v < 1:
+            raise InputError(f"parallel_config.{k}", f"must be >= 1, got {v}")
+    return {
+        **knobs,
+        "attn_dp_size": world // knobs["attn_tp_size"],
+        "moe_ep_size": world // knobs["moe_tp_size"],
+        "world": world,
+        "batch": batch,
+        "mtp": mtp,
+        "ranks_per_node": ranks_per_node,
+        "afd": bool(afd),
+        "num_attention_heads": num_attention_heads,
+        "num_key_value_heads": num_key_value_heads,
+        "n_routed_experts": n_routed_experts,
+        "has_mla": bool(has_mla),
+        "has_dsa": bool(has_dsa),
+        "is_moe": n_routed_experts > 0,
+        "o_proj_dim": o_proj_dim,
+    }
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def list_frameworks() -> list[str]:
+    """Names of the shipped profiles, sorted."""
+    return sorted(p.stem for p in frameworks_dir().glob("*.yaml"))
+
+
+def load_framework_file(path: Path) -> FrameworkProfile:
+    from solver.specs.validation import load_yaml, validate_model
+
+    return validate_model(FrameworkProfile, load_yaml(path), str(path))
+
+
+def load_framework(name_or_path: str | Path) -> FrameworkProfile:
+    """A shipped profile by name ('cann-recipes', 'cann_recipes', 'vLLM') or a user's YAML by path."""
+    path = Path(name_or_path).expanduser()
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise InputError("framework", f"file not found: {name_or_path}")
+        return load_framework_file(path)
+    candidate = frameworks_dir() / f"{_norm(str(name_or_path))}.yaml"
+    if not candidate.is_file():
+        raise InputError("framework", f"unknown framework '{name_or_path}'; known: {', '.join(list_frameworks())}")
+    return load_framework_file(candidate)

@@ -1,0 +1,90 @@
+"""ParallelConfig: the seed's parallel_config keys. DP and EP sizes are derived, never stored."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from solver.errors import InputError
+
+KNOBS = (
+    "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
+    "cp_size", "kvp_size", "attn_sp_size",
+)
+# CLI flag for each knob (the seed's names with dashes, shortened as in design.md)
+KNOB_FLAGS = {
+    "attn_tp_size": "--attn-tp", "dense_tp_size": "--dense-tp", "moe_tp_size": "--moe-tp",
+    "embed_tp_size": "--embed-tp", "lmhead_tp_size": "--lmhead-tp", "o_proj_tp_size": "--oproj-tp",
+    "cp_size": "--cp", "kvp_size": "--kvp", "attn_sp_size": "--attn-sp",
+}
+
+
+class ParallelConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    world_size: int = Field(gt=0)
+    attn_tp_size: int = Field(1, gt=0)
+    dense_tp_size: int = Field(1, gt=0)
+    moe_tp_size: int = Field(1, gt=0)
+    embed_tp_size: int = Field(1, gt=0)
+    lmhead_tp_size: int = Field(1, gt=0)
+    o_proj_tp_size: int = Field(1, gt=0)
+    cp_size: int = Field(1, gt=0)
+    kvp_size: int = Field(1, gt=0)
+    attn_sp_size: int = Field(1, gt=0)
+
+    # -- derived (the seed: *_dp_size = world_size // *_tp_size)
+    @property
+    def attn_dp_size(self) -> int:
+        return self.world_size // self.attn_tp_size
+
+    @property
+    def moe_ep_size(self) -> int:
+        return self.world_size // self.moe_tp_size
+
+    @property
+    def dense_dp_size(self) -> int:
+        return self.world_size // self.dense_tp_size
+
+    @property
+    def attn_group_size(self) -> int:
+        """Ranks that jointly serve one request's attention: TP x CP x KVP x SP."""
+        return self.attn_tp_size * self.cp_size * self.kvp_size * self.attn_sp_size
+
+    @property
+    def attn_replicas(self) -> int:
+        """Independent attention replicas (groups that serve disjoint requests)."""
+        return max(1, self.world_size // self.attn_group_size)
+
+    @property
+    def oproj_shards(self) -> int:
+        """o_proj split: its own TP when set, else it follows attention TP (row-parallel)."""
+        return self.o_proj_tp_size if self.o_proj_tp_size > 1 else self.attn_tp_size
+
+    def knobs(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in KNOBS}
+
+    def with_derived(self) -> dict[str, int]:
+        d = {"world_size": self.world_size, **self.knobs()}
+        d["attn_dp_size"] = self.attn_dp_size
+        d["moe_ep_size"] = self.moe_ep_size
+        return d
+
+
+def make_parallel_config(world_size: int, **knobs: int | None) -> ParallelConfig:
+    """Build and check divisibility: every knob must divide the world size (seed class A)."""
+    if world_size is None or world_size < 1:
+        raise InputError("cards", f"must be a positive integer, got {world_size}")
+    values = {k: v for k, v in knobs.items() if v is not None}
+    for knob, value in values.items():
+        if knob not in KNOBS:
+            raise InputError(knob, "unknown parallel knob")
+        if value < 1:
+            raise InputError(KNOB_FLAGS.get(knob, knob), f"must be >= 1, got {value}")
+        if world_size % value:
+            raise InputError(KNOB_FLAGS.get(knob, knob), f"{value} does not divide the world size {world_size}")
+    pc = ParallelConfig(world_size=world_size, **values)
+    if world_size % pc.attn_group_size:
+        raise InputError(
+            "--attn-tp/--cp/--kvp/--attn-sp",
+            f"attention group attn_tp*cp*kvp*sp = {pc.attn_group_size} does not divide the world size {world_size}",
+        )
+    return pc

@@ -1,0 +1,105 @@
+"""Deployment number formats: checkpoint formats, user overrides, and what the hardware can run."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solver.errors import InputError
+from solver.specs.dtypes import NumberFormat, kv_element_bytes, number_format
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+
+GROUPS = ("attention", "dense", "experts", "embedding", "lm_head", "norm")
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Storage format per module group, activation dtype of GEMMs, and KV-cache element bytes."""
+
+    weights: dict[str, NumberFormat]
+    activation: str  # compute dtype of activations in GEMMs: bf16, fp8, int8
+    kv_bytes: int
+    notes: tuple[str, ...] = field(default=())
+
+    def fmt(self, group: str) -> NumberFormat:
+        return self.weights[group]
+
+    def gemm_dtype(self, group: str) -> str:
+        """dtype whose peak a GEMM runs at: the lower-precision side only helps if both operands use it."""
+        w = self.weights[group].compute
+        if self.activation in ("fp8", "int8") and w in ("fp8", "int8", "fp4", "int4"):
+            return self.activation if w in ("fp4", "int4") else w
+        if w == "fp4" and self.activation == "fp4":
+            return "fp4"
+        return "bf16"
+
+
+_LOW = {"fp8", "fp8_block", "int8", "int4", "mxfp4", "nvfp4", "fp4"}
+
+
+def resolve_precision(
+    model: ModelSpec,
+    hw: Hardware,
+    weight_dtype: str | None = None,
+    moe_weight_dtype: str | None = None,
+    kv_dtype: str | None = None,
+    activation_dtype: str | None = None,
+) -> Precision:
+    """Formats for a deployment. User choices win; otherwise the checkpoint's, where the hardware runs them.
+
+    A checkpoint format the hardware cannot run (FP8 on Ascend) is served in bf16, and the note says so.
+    A format the user names that the hardware lacks is an error.
+    """
+    notes: list[str] = []
+    q = model.quant
+
+    def check_user(name: str | None, flag: str) -> NumberFormat | None:
+        if name is None:
+            return None
+        fmt = number_format(name, flag)
+        if fmt.compute not in ("bf16", "fp16", "fp32") and not hw.supports(fmt.compute):
+            have = ", ".join(sorted(hw.peak_flops))
+            raise InputError(flag, f"{hw.name} has no {fmt.compute} support (it has {have})")
+        return fmt
+
+    def from_ckpt(name: str, group: str) -> NumberFormat:
+        fmt = number_format(name, f"quantization_config.{group}")
+        if fmt.compute in ("bf16", "fp16", "fp32") or hw.supports(fmt.compute):
+            return fmt
+        notes.append(f"{group} weights are {fmt.name} in the checkpoint but {hw.name} has no {fmt.compute}; "
+                     "served as bf16 (pass --weight-dtype/--moe-weight-dtype to choose)")
+        return number_format("bf16")
+
+    user_w = check_user(weight_dtype, "--weight-dtype")
+    user_moe = check_user(moe_weight_dtype, "--moe-weight-dtype")
+    weights = {
+        "attention": user_w or from_ckpt(q.attention, "attention"),
+        "dense": user_w or from_ckpt(q.dense, "dense"),
+        "experts": user_moe or user_w or from_ckpt(q.experts, "experts"),
+        "embedding": from_ckpt(q.embedding, "embedding"),
+        "lm_head": from_ckpt(q.lm_head, "lm_head"),
+        "norm": number_format("bf16"),
+    }
+    if activation_dtype is not None:
+        act = number_format(activation_dtype, "--activation-dtype").compute
+        if act not in ("bf16", "fp16") and not hw.supports(act):
+            raise InputError("--activation-dtype", f"{hw.name} has no {act} support")
+    else:
+        # W8A8-style: 8-bit weights run with 8-bit activations where the hardware has that rate
+        low = {w.compute for g, w in weights.items() if g in ("dense", "experts") and w.name in _LOW}
+        act = "bf16"
+        for cand in ("fp8", "int8"):
+            if cand in low and hw.supports(cand):
+                act = cand
+                break
+        if act == "bf16" and low & {"fp4", "int4"}:
+            act = "fp8" if hw.supports("fp8") else ("int8" if hw.supports("int8") else "bf16")
+            if "fp4" in low and hw.supports("fp4") and any(w.name == "nvfp4" for w in weights.values()):
+                act = "fp4"
+    if kv_dtype is not None:
+        kv = kv_element_bytes(kv_dtype, "--kv-dtype")
+        kv_fmt = number_format(kv_dtype, "--kv-dtype").compute
+        if kv == 1 and not hw.supports(kv_fmt):
+            raise InputError("--kv-dtype", f"{hw.name} has no {kv_fmt} support")
+    else:
+        kv = 2
+    return Precision(weights=weights, activation=act, kv_bytes=kv, notes=tuple(notes))
