@@ -1,0 +1,51 @@
+"""Sort device kernel/op names into the four classes calibration reports on.
+
+Order matters: communication is tested first (a DeepEP kernel may mention "expert"), then attention (a
+FlashAttention kernel may be a `cutlass::device_kernel<flash::...>`), then GEMM/MoE; the rest is "other".
+Matching is case-insensitive on the whole (often templated) kernel name.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+COMMUNICATION = "communication"
+ATTENTION = "attention"
+GEMM_MOE = "gemm_moe"
+OTHER = "other"
+CLASSES: tuple[str, ...] = (COMMUNICATION, ATTENTION, GEMM_MOE, OTHER)
+COMPUTE_CLASSES: tuple[str, ...] = (ATTENTION, GEMM_MOE, OTHER)
+
+# `(?<![a-z])` / `(?![a-z])` act as word edges that still let "_" and "::" separate words, since kernel
+# names glue words with those.
+_COMMUNICATION = re.compile(
+    r"nccl|rccl|msccl|hccl|hcom|c10d|nvshmem"
+    r"|all_?reduce|all_?gather|all_?to_?all|reduce_?scatter|sendrecv|cross_device_reduce"
+    r"|(?<![a-z])(?:send|recv|broadcast)(?![a-z])"
+    # DeepEP: deep_ep::{intranode,internode,internode_ll}::{dispatch,combine,notify_dispatch,cached_notify,...}
+    # (the H800 trace names the namespace dpsk::ep). get_dispatch_layout lives in ep::cuda and only counts
+    # tokens locally, so it is deliberately not matched.
+    r"|ep::(?:intra|inter)node(?:_ll)?::"
+    r"|deepep|deep_ep_(?:dispatch|combine)"
+)
+_ATTENTION = re.compile(
+    r"flash|fmha|(?<![a-z])mla|attention|attn|sdpa|paged_?attention|incre_?flash|fusedinferattention"
+    r"|promptflash|(?<![a-z])fa[23]?_(?:fwd|bwd)"
+)
+_GEMM_MOE = re.compile(
+    r"gemm|gemv|matmul|cutlass|cublas|xmma|(?<![a-z])bmm(?![a-z])|(?<![a-z])mm(?![a-z])"
+    r"|moe|expert|grouped_?mat"
+)
+
+
+@lru_cache(maxsize=65536)
+def classify(name: str) -> str:
+    """Class of one device kernel/op: "communication", "attention", "gemm_moe" or "other"."""
+    low = name.lower()
+    if _COMMUNICATION.search(low):
+        return COMMUNICATION
+    if _ATTENTION.search(low):
+        return ATTENTION
+    if _GEMM_MOE.search(low):
+        return GEMM_MOE
+    return OTHER

@@ -1,0 +1,406 @@
+"""Read Chrome-trace JSON from the PyTorch profiler (Kineto) or torch_npu into compact per-rank records.
+
+A trace is parsed once with `json.load` and immediately reduced to `DeviceEvent` tuples, step windows and a
+memory peak; the raw event dicts are dropped before steps are built, so a large trace costs its parse once.
+
+Which events are device work ("device events"):
+  * CUDA (Kineto): `ph == "X"` with `cat` in {kernel, gpu_memcpy, gpu_memset} (also the older spellings
+    Kernel/Memcpy/Memset).
+  * torch_npu: `ph == "X"` events in any process whose `process_name` metadata contains "Ascend Hardware",
+    "NPU", "HCCL" or "Communication" -- except the derived "Overlap Analysis" process and threads whose
+    name contains "Plane" (HCCL's per-link task breakdown, which would count each collective twice).
+    Identical (name, start, duration) ops seen in two such processes are kept once.
+
+Steps, in order of preference:
+  1. `step_marker` given: annotations whose name starts with it (GPU-side copies preferred);
+  2. `ProfilerStep#N` annotations: the GPU-side `gpu_user_annotation` copy when present (its window is on
+     the device clock already), else the host-side one;
+  3. neither: the whole trace is one step spanning the first to the last device event.
+With a GPU-side window, a device event belongs to the step its start falls in (metrics clip to the window).
+With a host-side window, a kernel belongs to the step that *launched* it (matched through the launch's
+`correlation` id; by its own start when there is no launch record), and the step is widened to cover the
+device work it launched: [min(host start, first kernel start), max(host end, last kernel end)], because the
+GPU runs behind the CPU and the host window alone would cut the tail of the step off.
+
+Times are microseconds relative to `RankTrace.origin_us` (the earliest device event or step start), taken
+from exact integer nanoseconds so that large epoch timestamps with fractional parts lose no precision.
+"""
+from __future__ import annotations
+
+import bisect
+import gzip
+import itertools
+import json
+import re
+import sys
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Iterable, NamedTuple
+
+from solver.calibrate.classify import classify
+from solver.errors import InputError
+
+FIELD = "traces"
+
+_CUDA_DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+_NPU_DEVICE_PROCESS = re.compile(r"ascend hardware|npu|hccl|communication", re.IGNORECASE)
+_NPU_EXCLUDED_PROCESS = re.compile(r"overlap analysis", re.IGNORECASE)
+_NPU_EXCLUDED_THREAD = re.compile(r"plane", re.IGNORECASE)
+_PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP_NUMBER = re.compile(r"#(\d+)\s*$")
+_RANK_IN_NAME = re.compile(r"rank[_\-]?(\d+)", re.IGNORECASE)
+_NPU_PROFILER_INFO = re.compile(r"^profiler_info_(\d+)\.json$")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class DeviceEvent(NamedTuple):
+    """One kernel / memcpy / memset / NPU op. A tuple to keep millions of them cheap."""
+
+    name: str
+    kind: str  # classify.CLASSES
+    start_us: float
+    dur_us: float
+    stream: str  # "pid:tid" of the device timeline row
+
+    @property
+    def end_us(self) -> float:
+        return self.start_us + self.dur_us
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int
+    start_us: float
+    end_us: float
+    events: tuple[DeviceEvent, ...]
+
+    @property
+    def duration_us(self) -> float:
+        return self.end_us - self.start_us
+
+
+@dataclass(frozen=True)
+class RankTrace:
+    rank: int
+    steps: list[Step]
+    peak_memory_bytes: int | None  # max "Total Allocated" of device [memory] events
+    peak_reserved_bytes: int | None = None  # max "Total Reserved"
+    source: str = ""
+    origin_us: float = 0.0  # absolute trace timestamp of time zero
+    step_source: str = "whole_trace"  # "gpu_annotation" | "host_annotation" | "whole_trace"
+    world_size: int | None = None
+
+
+# --------------------------------------------------------------------------------------------- reading
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with path.open("rb") as raw:
+            magic = raw.read(2)
+        opener = gzip.open if magic == _GZIP_MAGIC else open
+        with opener(path, "rb") as fp:
+            # floats stay strings: only ts/dur are needed and they are converted exactly below
+            return json.load(fp, parse_float=str)
+    except json.JSONDecodeError as exc:
+        raise InputError(FIELD, f"{path}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except UnicodeDecodeError:
+        raise InputError(FIELD, f"{path}: not JSON (not UTF-8 text)") from None
+    except (OSError, EOFError) as exc:
+        raise InputError(FIELD, f"{path}: cannot read ({_one_line(exc)})") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _ns(value: Any) -> int | None:
+    """Microsecond timestamp (int, float or decimal string) -> integer nanoseconds; None if unusable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value * 1000
+    if isinstance(value, float):
+        return round(value * 1000)
+    if isinstance(value, str):
+        head, dot, frac = value.strip().partition(".")
+        if head.isdigit() and (not dot or frac.isdigit()):
+            return int(head) * 1000 + int((frac + "000")[:3]) + (1 if frac[3:4] >= "5" else 0)
+        try:
+            return int((Decimal(value) * 1000).to_integral_value())
+        except (InvalidOperation, ValueError):
+            return None
+    return None
+
+
+# ----------------------------------------------------------------------------------------- reduction
+
+
+class _Reduced(NamedTuple):
+    # device events as (name, kind, start_ns, dur_ns, stream, correlation)
+    device: list[tuple[str, str, int, int, str, int | None]]
+    gpu_annotations: list[tuple[str, int, int]]  # (name, start_ns, end_ns)
+    host_annotations: list[tuple[str, int, int]]
+    launches: dict[int, int]  # correlation id -> host launch start_ns
+    peak_allocated: int | None
+    peak_reserved: int | None
+
+
+def _metadata(events: list[Any]) -> tuple[set[Any], set[tuple[Any, Any]]]:
+    """pids that hold torch_npu device ops, and (pid, tid) rows to leave out."""
+    npu_pids: set[Any] = set()
+    excluded_rows: set[tuple[Any, Any]] = set()
+    for e in events:
+        if not isinstance(e, dict) or e.get("ph") != "M":
+            continue
+        args = e.get("args")
+        label = args.get("name") if isinstance(args, dict) else None
+        if not isinstance(label, str):
+            continue
+        if e.get("name") == "process_name":
+            if _NPU_DEVICE_PROCESS.search(label) and not _NPU_EXCLUDED_PROCESS.search(label):
+                npu_pids.add(e.get("pid"))
+        elif e.get("name") == "thread_name" and _NPU_EXCLUDED_THREAD.search(label):
+            excluded_rows.add((e.get("pid"), e.get("tid")))
+    return npu_pids, excluded_rows
+
+
+def _is_step_name(name: str, step_marker: str | None) -> bool:
+    if step_marker is not None:
+        return name.startswith(step_marker)
+    return _PROFILER_STEP.match(name) is not None
+
+
+def _reduce(events: list[Any], step_marker: str | None) -> _Reduced:
+    npu_pids, excluded_rows = _metadata(events)
+    device: list[tuple[str, str, int, int, str, int | None]] = []
+    seen_npu: set[tuple[str, int, int]] = set()
+    gpu_ann: list[tuple[str, int, int]] = []
+    host_ann: list[tuple[str, int, int]] = []
+    launches: dict[int, int] = {}
+    peak_alloc: int | None = None
+    peak_res: int | None = None
+    streams: dict[tuple[Any, Any], str] = {}
+
+    for e in events:
+        if not isinstance(e, dict):
+            continue
+        ph = e.get("ph")
+        if ph == "X":
+            name = e.get("name")
+            start = _ns(e.get("ts"))
+            dur = _ns(e.get("dur", 0))
+            if not isinstance(name, str) or start is None or dur is None or dur < 0:
+                continue
+            cat = e.get("cat")
+            cat = cat.lower() if isinstance(cat, str) else ""
+            pid = e.get("pid")
+            args = e.get("args") if isinstance(e.get("args"), dict) else {}
+            is_cuda = cat in _CUDA_DEVICE_CATS
+            is_npu = (not is_cuda and pid in npu_pids and (pid, e.get("tid")) not in excluded_rows
+                      and cat not in ("gpu_user_annotation", "user_annotation", "cpu_op", "python_function"))
+            if is_cuda or is_npu:
+                if is_npu:
+                    key = (name, start, dur)
+                    if key in seen_npu:
+                        continue
+                    seen_npu.add(key)
+                row = (pid, e.get("tid"))
+                stream = streams.get(row)
+                if stream is None:
+                    stream = streams[row] = sys.intern(f"{pid}:{row[1]}")
+                corr = args.get("correlation")
+                name = sys.intern(name)
+                device.append((name, classify(name), start, dur, stream, corr if isinstance(corr, int) else None))
+            elif cat == "gpu_user_annotation":
+                if _is_step_name(name, step_marker):
+                    gpu_ann.append((name, start, start + dur))
+            elif cat in ("cuda_runtime", "cuda_driver"):
+                corr = args.get("correlation")
+                if isinstance(corr, int):
+                    launches[corr] = start
+            elif _is_step_name(name, step_marker):
+                host_ann.append((name, start, start + dur))
+        elif ph in ("i", "I") and e.get("name") == "[memory]":
+            args = e.get("args")
+            if not isinstance(args, dict) or args.get("Device Type") == 0 or args.get("Device Id") == -1:
+                continue  # host-memory samples
+            alloc, res = args.get("Total Allocated"), args.get("Total Reserved")
+            if isinstance(alloc, int):
+                peak_alloc = alloc if peak_alloc is None else max(peak_alloc, alloc)
+            if isinstance(res, int):
+                peak_res = res if peak_res is None else max(peak_res, res)
+    return _Reduced(device, gpu_ann, host_ann, launches, peak_alloc, peak_res)
+
+
+# ------------------------------------------------------------------------------------------- steps
+
+
+def _windows(annotations: list[tuple[str, int, int]]) -> list[tuple[int, int, int]]:
+    """(index, start_ns, end_ns) sorted by start; the index is the "#N" of the name, else the ordinal."""
+    out: list[tuple[int, int, int]] = []
+    seen: set[tuple[str, int]] = set()
+    for ordinal, (name, start, end) in enumerate(sorted(annotations, key=lambda a: (a[1], a[0]))):
+        if (name, start) in seen:
+            continue
+        seen.add((name, start))
+        m = _STEP_NUMBER.search(name)
+        out.append((int(m.group(1)) if m else ordinal, start, end))
+    return out
+
+
+def _locate(starts: list[int], max_ends: list[int], windows: list[tuple[int, int, int]], t: int) -> int | None:
+    """Position of the latest-starting window that contains t (windows may nest or overlap)."""
+    i = bisect.bisect_right(starts, t) - 1
+    while i >= 0 and max_ends[i] > t:
+        if t < windows[i][2]:
+            return i
+        i -= 1
+    return None
+
+
+def _build_steps(red: _Reduced, path: Path, step_marker: str | None) -> tuple[list[tuple[int, int, int, list]], str]:
+    """Steps as (index, start_ns, end_ns, device tuples) and where the boundaries came from."""
+    if red.gpu_annotations:
+        windows, source = _windows(red.gpu_annotations), "gpu_annotation"
+    elif red.host_annotations:
+        windows, source = _windows(red.host_annotations), "host_annotation"
+    elif step_marker is not None:
+        raise InputError("step_marker", f"{path}: no annotation whose name starts with {step_marker!r}; "
+                                        "check the record_function name or drop the marker")
+    else:
+        first = min(d[2] for d in red.device)
+        last = max(d[2] + d[3] for d in red.device)
+        return [(0, first, last, list(red.device))], "whole_trace"
+
+    starts = [w[1] for w in windows]
+    max_ends = list(itertools.accumulate((w[2] for w in windows), max))
+    buckets: list[list] = [[] for _ in windows]
+    for dev in red.device:
+        t = dev[2]
+        if source == "host_annotation" and dev[5] is not None and dev[5] in red.launches:
+            t = red.launches[dev[5]]
+        i = _locate(starts, max_ends, windows, t)
+        if i is not None:
+            buckets[i].append(dev)
+
+    steps = []
+    for (index, start, end), bucket in zip(windows, buckets):
+        if source == "host_annotation" and bucket:
+            start = min(start, min(d[2] for d in bucket))
+            end = max(end, max(d[2] + d[3] for d in bucket))
+        steps.append((index, start, end, bucket))
+    return steps, source
+
+
+# ---------------------------------------------------------------------------------------------- rank
+
+
+def _rank_from_path(path: Path) -> int | None:
+    for part in (path.name, *(p.name for p in list(path.parents)[:3])):
+        m = _RANK_IN_NAME.search(part)
+        if m:
+            return int(m.group(1))
+    # torch_npu: <run>_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json next to <run>_ascend_pt/profiler_info_N.json
+    for folder in (path.parent, path.parent.parent):
+        try:
+            for child in folder.iterdir():
+                m = _NPU_PROFILER_INFO.match(child.name)
+                if m:
+                    return int(m.group(1))
+        except OSError:
+            continue
+    return None
+
+
+def _distributed_info(obj: Any) -> tuple[int | None, int | None]:
+    info = obj.get("distributedInfo") if isinstance(obj, dict) else None
+    if not isinstance(info, dict):
+        return None, None
+    rank, world = info.get("rank"), info.get("world_size")
+    return (rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
+            world if isinstance(world, int) and not isinstance(world, bool) else None)
+
+
+def load_trace_file(path: str | Path, step_marker: str | None = None, default_rank: int = 0) -> RankTrace:
+    """One rank's trace file (plain or gzip JSON). The rank is distributedInfo.rank, else a rank_N/rankN
+    in the path, else torch_npu's profiler_info_N.json beside it, else `default_rank`."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(FIELD, f"{path}: no such file")
+    obj = _read_json(path)
+    if isinstance(obj, dict) and isinstance(obj.get("traceEvents"), list):
+        events = obj["traceEvents"]
+    elif isinstance(obj, list):
+        events = obj
+    else:
+        raise InputError(FIELD, f"{path}: JSON but not a Chrome trace (expected a traceEvents list or a list of events)")
+    rank, world = _distributed_info(obj)
+    red = _reduce(events, step_marker)
+    del obj, events  # the raw dicts are no longer referenced from here on
+    if not red.device:
+        raise InputError(FIELD, f"{path}: no device events (kernels, memcpy/memset or NPU ops); "
+                                "profile with the CUDA/NPU activity enabled")
+    if rank is None:
+        rank = _rank_from_path(path)
+    if rank is None:
+        rank = default_rank
+
+    raw_steps, source = _build_steps(red, path, step_marker)
+    origin = min(min(s[1] for s in raw_steps), min(d[2] for d in red.device))
+    steps = [
+        Step(
+            index=index,
+            start_us=(start - origin) / 1000,
+            end_us=(end - origin) / 1000,
+            events=tuple(DeviceEvent(n, k, (s - origin) / 1000, d / 1000, st) for n, k, s, d, st, _ in bucket),
+        )
+        for index, start, end, bucket in raw_steps
+    ]
+    return RankTrace(rank=rank, steps=steps, peak_memory_bytes=red.peak_allocated,
+                     peak_reserved_bytes=red.peak_reserved, source=str(path), origin_us=origin / 1000,
+                     step_source=source, world_size=world)
+
+
+# -------------------------------------------------------------------------------------------- folders
+
+_TRACE_SUFFIXES = (".json", ".json.gz")
+_NESTED_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz", "trace_view.json", "trace_view.json.gz")
+
+
+def _natural_key(path: Path) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
+
+
+def trace_files(path: str | Path) -> list[Path]:
+    """The trace files a path names: itself, or the *.json / *.json.gz files directly in a folder; when a
+    folder has none, the *.pt.trace.json[.gz] and torch_npu trace_view.json files anywhere below it."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise InputError(FIELD, f"{path}: no such file or folder")
+    files = [p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(_TRACE_SUFFIXES)]
+    if not files:
+        files = [p for pattern in _NESTED_PATTERNS for p in path.rglob(pattern) if p.is_file()]
+    if not files:
+        raise InputError(FIELD, f"{path}: folder holds no trace files (*.json, *.json.gz, *.pt.trace.json)")
+    return sorted(set(files), key=_natural_key)
+
+
+def load_traces(path: str | Path | Iterable[str | Path], step_marker: str | None = None) -> list[RankTrace]:
+    """Every rank's trace under `path` (a file, a folder, or a list of files), sorted by rank.
+    A file whose rank cannot be read from it or its name takes its position in the sorted file list."""
+    if isinstance(path, (str, Path)):
+        files = trace_files(path)
+    else:
+        files = [f for p in path for f in trace_files(p)]
+    traces = [load_trace_file(f, step_marker, default_rank=i) for i, f in enumerate(files)]
+    by_rank: dict[int, RankTrace] = {}
+    for t in traces:
+        if t.rank in by_rank:
+            raise InputError(FIELD, f"{t.source} and {by_rank[t.rank].source} both hold rank {t.rank}; "
+                                    "pass one run's files only")
+        by_rank[t.rank] = t
+    return [by_rank[r] for r in sorted(by_rank)]
