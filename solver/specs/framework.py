@@ -105,6 +105,7 @@ class FrameworkEfficiency(BaseModel):
     hbm: float = Field(1.0, gt=0)
     comm: float = Field(1.0, gt=0)
     kernel_overhead_s: float | None = Field(None, ge=0, description="overrides the hardware's when set")
+    step_overhead_s: float = Field(0.0, ge=0, description="fixed scheduler/launch cost per forward step")
 
 
 class FrameworkProfile(BaseModel):
@@ -135,6 +136,20 @@ class FrameworkProfile(BaseModel):
     @property
     def fixed_knobs(self) -> tuple[str, ...]:
         return tuple(k for k in KNOB_NAMES if k not in self.knobs)
+
+    def efficiency_for(self, hardware: str) -> dict[str, float]:
+        """Multipliers for the performance model on one hardware: the profile's own, times the fitted
+        per-(framework, hardware) factors in `fitted.yaml` (written by benchmarks/fit_efficiency.py)."""
+        base = self.efficiency
+        out = {"gemm": base.gemm, "attention": base.attention, "hbm": base.hbm, "comm": base.comm,
+               "step_overhead_s": base.step_overhead_s}
+        fitted = _fitted().get(self.name, {}).get(hardware, {})
+        for key, value in fitted.items():
+            if key.endswith("_s"):
+                out[key] = float(value)
+            else:
+                out[key] = out.get(key, 1.0) * float(value)
+        return out
 
     def rule(self, rule_id: str) -> Rule:
         for rule in self.rules:
@@ -209,6 +224,17 @@ def rule_env(
         "is_moe": n_routed_experts > 0,
         "o_proj_dim": o_proj_dim,
     }
+
+
+def _fitted() -> dict[str, dict[str, dict[str, float]]]:
+    """Fitted efficiency factors per framework and hardware; empty when no fit has been written."""
+    from solver.specs.validation import load_yaml
+
+    path = frameworks_dir() / "fitted" / "factors.yaml"
+    if not path.is_file():
+        return {}
+    data = load_yaml(path) or {}
+    return data.get("factors", {}) if isinstance(data, dict) else {}
 
 
 def _norm(name: str) -> str:

@@ -1,0 +1,240 @@
+"""FLOPs, bytes and time per module per rank for one forward step.
+
+Every operation reports the same record (FLOPs, bytes, compute time, memory time, kernel overhead), so any
+figure can be checked by hand. Time = max(FLOPs / achieved FLOP/s, bytes / achieved HBM bandwidth) plus a
+fixed cost per kernel. Work that an implementation repeats on every rank of a group (MLA down-projections,
+the DSA indexer under attention TP) is charged to every rank.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.estimate.memory import indexer_bytes_per_token_layer, kv_bytes_per_token_layer
+from solver.estimate.params import ParamReport, _attention_parts, _indexer_parts
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+
+# GEMM output width at which a tile-based kernel reaches half its large-shape efficiency: small per-rank
+# slices (TP over narrow experts) waste tensor-core tiles. Assumption: one 128-wide tile (wave quantization).
+GEMM_HALF_WIDTH = 128
+ACT_BYTES = 2  # bf16 activations between kernels
+
+
+@dataclass(frozen=True)
+class Factors:
+    """Achieved fractions for one hardware x framework (the few factors calibration fits)."""
+
+    gemm: float
+    attention: float
+    hbm: float
+    comm: float
+    kernel_overhead_s: float
+    step_overhead_s: float = 0.0
+    expert_imbalance: float = 1.2  # default balancing ~20% slower than ideal (SGLang large-scale EP blog)
+
+
+def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
+    s = scale or {}
+    return Factors(
+        gemm=min(1.0, hw.efficiency.gemm * s.get("gemm", 1.0)),
+        attention=min(1.0, hw.efficiency.attention * s.get("attention", 1.0)),
+        hbm=min(1.0, hw.efficiency.hbm * s.get("hbm", 1.0)),
+        comm=s.get("comm", 1.0),
+        kernel_overhead_s=hw.efficiency.kernel_overhead_s * s.get("kernel_overhead", 1.0),
+        step_overhead_s=s.get("step_overhead_s", 0.0),
+        expert_imbalance=s.get("expert_imbalance", 1.2),
+    )
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one step processes, per attention replica."""
+
+    phase: str  # "prefill" | "decode"
+    new_tokens: float  # tokens through the layers
+    context: float  # mean keys each new token attends to (its position in the sequence)
+    sequences: float  # sequences in the step
+    logits_tokens: float  # tokens that need logits (last token per prefill sequence, every decode token)
+
+
+@dataclass(frozen=True)
+class OpCost:
+    name: str
+    module: str
+    flops: float
+    bytes: float
+    compute_s: float
+    memory_s: float
+    overhead_s: float
+
+    @property
+    def time_s(self) -> float:
+        return max(self.compute_s, self.memory_s) + self.overhead_s
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s >= self.memory_s else "memory"
+
+    def scaled(self, n: float) -> "OpCost":
+        return OpCost(self.name, self.module, self.flops * n, self.bytes * n, self.compute_s * n,
+                      self.memory_s * n, self.overhead_s * n)
+
+
+def _op(name: str, module: str, flops: float, nbytes: float, peak_flops: float, eff: float, hw: Hardware,
+        f: Factors, kernels: float, shape_eff: float = 1.0) -> OpCost:
+    compute = flops / (peak_flops * eff * shape_eff) if flops else 0.0
+    memory = nbytes / (hw.hbm_bandwidth_Bps * f.hbm) if nbytes else 0.0
+    return OpCost(name, module, flops, nbytes, compute, memory, kernels * f.kernel_overhead_s)
+
+
+def shape_efficiency(width: float) -> float:
+    return width / (width + GEMM_HALF_WIDTH) if width > 0 else 1.0
+
+
+def distinct_experts_touched(num_experts: int, topk_real: float, tokens: float) -> float:
+    """Expected distinct experts hit by `tokens` tokens each routing to `topk_real` of `num_experts`."""
+    if num_experts <= 0 or tokens <= 0:
+        return 0.0
+    p_miss = max(0.0, 1.0 - topk_real / num_experts)
+    return num_experts * (1.0 - p_miss ** tokens)
+
+
+def load_imbalance(base: float, pairs_per_rank: float, ranks: int) -> float:
+    """Busiest EP rank vs mean: routing skew (base) and the balls-in-bins spread of few tokens."""
+    if ranks <= 1 or pairs_per_rank <= 0:
+        return 1.0
+    spread = 1.0 + math.sqrt(2.0 * math.log(ranks) / pairs_per_rank)
+    return max(base, spread)
+
+
+def _attn_token_shards(pc: ParallelConfig) -> int:
+    return pc.cp_size * pc.attn_sp_size
+
+
+def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
+              params: ParamReport) -> dict[str, list[OpCost]]:
+    """Per-layer-type op lists: 'attention' (every attention layer), 'dense' (dense-FFN layers), 'moe'."""
+    a = pc.attn_tp_size
+    h = model.hidden_size
+    T = w.new_tokens
+    t_a = T / _attn_token_shards(pc)  # tokens whose projections a rank computes
+    u = T * pc.attn_replicas / pc.world_size  # token share per rank for FFN/MoE modules
+    gemm_attn = hw.flops(prec.gemm_dtype("attention"))
+    bpp_attn = prec.fmt("attention").bytes_per_param
+
+    # --- projections (q/kv or MLA), replicated parts charged to every TP rank
+    tp_par = sum(p.params for p in _attention_parts(model) if p.split == "tp")
+    kv_par = sum(p.params for p in _attention_parts(model) if p.split == "kv_heads")
+    rep_par = sum(p.params for p in _attention_parts(model) if p.split == "none")
+    proj_params_rank = tp_par / a + kv_par / min(a, model.num_key_value_heads) + rep_par
+    attn_ops = [_op("qkv_proj", "attention", 2 * t_a * proj_params_rank,
+                    proj_params_rank * bpp_attn + t_a * h * ACT_BYTES, gemm_attn, f.gemm, hw, f,
+                    kernels=6 if model.has_mla else 3,
+                    shape_eff=shape_efficiency(model.num_attention_heads * model.head_dim / a))]
+
+    # --- attention core
+    ctx = max(w.context, 1.0)
+    heads = model.num_attention_heads / a
+    pair_shards = _attn_token_shards(pc) * pc.kvp_size
+    kv_bpt = kv_bytes_per_token_layer(model, prec.kv_bytes, a)
+    attn_peak = hw.flops("bf16")
+    if model.has_dsa:
+        topk = model.index_topk or 2048
+        keys = min(ctx, topk)
+        # DSA runs in MLA's MQA (absorbed) form: d_k = kv_lora + rope, d_v = kv_lora; heads padded per rank
+        dk = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+        dv = model.kv_lora_rank or 0
+        eff_heads = max(heads, hw.sparse_attention_head_pad)
+        core_flops = 2 * eff_heads * T * keys * (dk + dv) / pair_shards
+        core_bytes = (w.sequences * keys * kv_bpt if w.phase == "decode" else T * kv_bpt) / pair_shards
+    else:
+        window = model.local_attention_window
+        if window and model.num_local_attention_layers:
+            share_local = model.num_local_attention_layers / model.num_layers
+            keys = (1 - share_local) * ctx + share_local * min(ctx, window)
+        else:
+            keys = ctx
+        if model.has_mla and w.phase == "decode":
+            dk = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+            dv = model.kv_lora_rank or 0
+        else:
+            dk, dv = model.head_dim, model.v_head_dim
+        core_flops = 2 * heads * T * keys * (dk + dv) / pair_shards
+        read_tokens = w.sequences * keys if w.phase == "decode" else T
+        core_bytes = read_tokens * kv_bpt / pair_shards
+    attn_eff = f.attention if w.phase == "prefill" else f.gemm
+    attn_ops.append(_op("attention_core", "attention", core_flops, core_bytes + t_a * h * ACT_BYTES,
+                        attn_peak, attn_eff, hw, f, kernels=2))
+
+    # --- DSA indexer: replicated under attention TP, split by SP/CP (token shards) and KVP (key shards)
+    if model.has_dsa:
+        ih, idim = model.index_n_heads or 0, model.index_head_dim or 0
+        idx_params = sum(p.params for p in _indexer_parts(model))
+        idx_peak = hw.flops("fp8") if hw.supports("fp8") else hw.flops("int8") if hw.supports("int8") else attn_peak
+        score_flops = 2 * ih * idim * T * ctx / pair_shards
+        idx_read = (w.sequences * ctx if w.phase == "decode" else T) * indexer_bytes_per_token_layer(model)
+        attn_ops.append(_op("indexer_proj", "indexer", 2 * t_a * idx_params,
+                            idx_params * bpp_attn, gemm_attn, f.gemm, hw, f, kernels=3))
+        attn_ops.append(_op("indexer_score", "indexer", score_flops, idx_read / pair_shards, idx_peak,
+                            f.attention, hw, f, kernels=2))
+
+    # --- o_proj: compute follows attention tokens; weights split by its own TP
+    o_params = model.o_proj_dim * h
+    attn_ops.append(_op("o_proj", "o_proj", 2 * t_a * o_params / a, o_params / pc.oproj_shards * bpp_attn,
+                        gemm_attn, f.gemm, hw, f, kernels=1, shape_eff=shape_efficiency(h / max(1, pc.oproj_shards // a))))
+
+    # --- dense FFN and the MoE block
+    dense_ops: list[OpCost] = []
+    if model.has_dense_ffn:
+        p = params.module("dense_ffn").params / model.num_dense_layers
+        d = pc.dense_tp_size
+        dense_ops.append(_op("dense_ffn", "dense_ffn", 2 * u * p, p / d * prec.fmt("dense").bytes_per_param,
+                             hw.flops(prec.gemm_dtype("dense")), f.gemm, hw, f, kernels=3,
+                             shape_eff=shape_efficiency(model.intermediate_size / d)))
+    moe_ops: list[OpCost] = []
+    if model.is_moe and model.num_moe_layers:
+        L = model.num_moe_layers
+        inter = model.moe_intermediate_size or model.intermediate_size
+        expert_params = params.module("routed_experts").params / (L * model.num_experts)
+        k_real = model.experts_per_token * model.num_experts / model.expert_slots
+        ep, t = pc.moe_ep_size, pc.moe_tp_size
+        system_tokens = T * pc.attn_replicas
+        pairs_rank = system_tokens * k_real / ep
+        imb = load_imbalance(f.expert_imbalance, pairs_rank, ep)
+        touched = distinct_experts_touched(model.num_experts, k_real, system_tokens) / ep
+        moe_ops.append(_op("routed_experts", "routed_experts", 2 * pairs_rank * expert_params / t * imb,
+                           touched * expert_params / t * prec.fmt("experts").bytes_per_param
+                           + pairs_rank * (h + 2 * inter / t) * ACT_BYTES,
+                           hw.flops(prec.gemm_dtype("experts")), f.gemm, hw, f, kernels=4,
+                           shape_eff=shape_efficiency(inter / t)))
+        router = params.module("router").params / L
+        moe_ops.append(_op("router", "router", 2 * u * router, router * 2, hw.flops("bf16"), f.gemm, hw, f,
+                           kernels=2))
+        if model.num_shared_experts:
+            sp_ = params.module("shared_experts").params / L
+            d = pc.dense_tp_size
+            moe_ops.append(_op("shared_experts", "shared_experts", 2 * u * sp_,
+                               sp_ / d * prec.fmt("dense").bytes_per_param, hw.flops(prec.gemm_dtype("dense")),
+                               f.gemm, hw, f, kernels=3,
+                               shape_eff=shape_efficiency((model.shared_expert_intermediate_size or inter
+                                                           * model.num_shared_experts) / d)))
+    return {"attention": attn_ops, "dense": dense_ops, "moe": moe_ops}
+
+
+def head_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
+             params: ParamReport) -> list[OpCost]:
+    """Embedding lookup and lm_head, once per step."""
+    h, v = model.hidden_size, model.vocab_size
+    u = w.new_tokens * pc.attn_replicas / pc.world_size
+    u_logit = w.logits_tokens * pc.attn_replicas / pc.world_size
+    embed = _op("embedding", "embedding", 0.0, u * pc.embed_tp_size * h * prec.fmt("embedding").bytes_per_param,
+                hw.flops("bf16"), f.gemm, hw, f, kernels=1)
+    head_params = v * h
+    lm = _op("lm_head", "lm_head", 2 * u_logit * head_params,
+             head_params / pc.lmhead_tp_size * prec.fmt("lm_head").bytes_per_param + u_logit * v * 4,
+             hw.flops(prec.gemm_dtype("lm_head")), f.gemm, hw, f, kernels=2,
+             shape_eff=shape_efficiency(v / pc.lmhead_tp_size))
+    return [embed, lm]
