@@ -350,14 +350,15 @@ def _layer_split(cfg: dict, f: _Fields, layers: int, is_moe: bool, model_type: s
         raise InputError(f"{f.origin}: mlp_only_layers", "must be a list of layer indices")
     if first_dense > layers:
         raise InputError(f"{f.origin}: first_k_dense_replace", f"{first_dense} exceeds num_hidden_layers ({layers})")
-    moe = 0
-    for i in range(layers):
-        if i < first_dense or i in only_mlp:
-            continue
-        # deepseek: i % moe_layer_freq after the first dense layers; qwen/llama4: (i + 1) % step
-        offset = i if "first_k_dense_replace" in cfg else (i + 1)
-        if offset % freq == 0:
-            moe += 1
+    # deepseek: i % moe_layer_freq after the first dense layers; qwen/llama4: (i + 1) % step.
+    # Counted arithmetically (not by looping over layers) so an absurd layer count cannot hang the parser.
+    shift = 0 if "first_k_dense_replace" in cfg else 1
+
+    def is_moe_layer(i: int) -> bool:
+        return first_dense <= i < layers and (i + shift) % freq == 0
+
+    lo, hi = first_dense + shift, layers - 1 + shift  # offsets of the layers after the dense prefix
+    moe = max(0, hi // freq - (lo - 1) // freq) - sum(1 for i in set(only_mlp) if is_moe_layer(i))
     return moe, layers - moe, 1
 
 
@@ -393,15 +394,25 @@ def _quant(cfg: dict, origin: str, warnings: list[str]) -> QuantSpec:
     if not isinstance(q, dict):
         raise InputError(f"{origin}: quantization_config", "must be an object")
     method = str(q.get("quant_method", "")).lower()
-    skip = [str(m) for m in (q.get("modules_to_not_convert") or q.get("ignored_layers") or [])]
+    skip_key = "modules_to_not_convert" if q.get("modules_to_not_convert") else "ignored_layers"
+    skip_raw = q.get(skip_key) or []
+    if not isinstance(skip_raw, list):
+        raise InputError(f"{origin}: quantization_config.{skip_key}", "must be a list of module names")
+    skip = [str(m) for m in skip_raw]
 
     def skipped(*needles: str) -> bool:
         return any(any(n in m for n in needles) for m in skip)
 
     if method == "fp8":
         block = q.get("weight_block_size")
+        if block is not None and not (
+            isinstance(block, list) and len(block) == 2
+            and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)
+        ):
+            raise InputError(f"{origin}: quantization_config.weight_block_size",
+                             f"must be two positive integers, got {block!r}")
         fmt = "fp8_block" if block else "fp8"
-        bs = tuple(block) if isinstance(block, list) and len(block) == 2 else None
+        bs = (block[0], block[1]) if block else None
         attn = "bf16" if skipped("self_attn") else fmt
         return QuantSpec(method=method, attention=attn, dense=fmt, experts=fmt, embedding="bf16",
                          lm_head="bf16", block_size=bs)

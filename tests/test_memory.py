@@ -1,0 +1,204 @@
+"""Per-rank memory: KV bytes per token, how each parallel knob splits weights and cache, the walls."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from solver.errors import InputError
+from solver.estimate.memory import (
+    MemoryReport,
+    cache_per_rank,
+    indexer_bytes_per_token_layer,
+    kv_bytes_per_token_layer,
+    max_batch,
+    memory_per_rank,
+    weights_per_rank,
+    MemoryOptions,
+)
+from solver.estimate.params import count_params
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import make_parallel_config
+from solver.specs.precision import resolve_precision
+
+H200 = load_hardware("h200_sxm")
+
+
+def _prec(alias: str, hw: str = "h200_sxm"):
+    return resolve_precision(load_model(alias), load_hardware(hw))
+
+
+def _weights(alias: str, world: int, **knobs: int) -> dict[str, float]:
+    model = load_model(alias)
+    return weights_per_rank(model, make_parallel_config(world, **knobs), _prec(alias), MemoryOptions())
+
+
+def _kv(alias: str, world: int, batch: float = 1, seq_len: int = 4096, **knobs: int) -> float:
+    model = load_model(alias)
+    kv, _, _ = cache_per_rank(model, make_parallel_config(world, **knobs), _prec(alias), batch, seq_len)
+    return kv
+
+
+def _report(weights: float, kv: float, capacity: float = 100.0, reserve: float = 3.0, other: float = 0.0) -> MemoryReport:
+    return MemoryReport(weights_bytes={"w": weights}, kv_cache_bytes=kv, indexer_cache_bytes=0.0,
+                        activation_bytes=other, comm_buffer_bytes=0.0, reserved_bytes=reserve,
+                        capacity_bytes=capacity, total_fraction=0.95, weights_kv_fraction=0.8,
+                        sequences_per_rank=1.0)
+
+
+# ------------------------------------------------------------------------------- KV bytes per token per layer
+
+
+def test_llama_70b_bf16_kv_is_4096_bytes_per_token_layer() -> None:
+    # 8 KV heads x (128 K + 128 V) x 2 bytes
+    assert kv_bytes_per_token_layer(load_model("llama-3.1-70b"), 2) == 4096
+
+
+def test_deepseek_v3_mla_kv_is_1152_bytes_bf16_and_656_fp8() -> None:
+    model = load_model("deepseek-v3")
+    assert kv_bytes_per_token_layer(model, 2) == 1152  # (512 latent + 64 rope) x 2
+    assert kv_bytes_per_token_layer(model, 1) == 656  # 512 fp8 + 4 fp32 scales + 64 bf16 rope
+
+
+def test_deepseek_v32_indexer_cache_is_132_bytes_per_token_layer() -> None:
+    assert indexer_bytes_per_token_layer(load_model("deepseek-v3.2")) == 132  # 128 fp8 + one fp32 scale
+    assert indexer_bytes_per_token_layer(load_model("deepseek-v3")) == 0
+
+
+@pytest.mark.parametrize("attn_tp, heads_per_rank", [(1, 4), (2, 2), (4, 1), (8, 1)])
+def test_gqa_kv_bytes_follow_kv_heads_per_rank(attn_tp: int, heads_per_rank: int) -> None:
+    model = load_model("qwen3-235b-a22b")
+    assert model.num_key_value_heads == 4 and model.head_dim == model.v_head_dim == 128
+    expected = heads_per_rank * (model.head_dim + model.v_head_dim) * 2
+    assert kv_bytes_per_token_layer(model, 2, attn_tp) == expected
+    assert expected == {1: 2048, 2: 1024, 4: 512, 8: 512}[attn_tp]
+
+
+# ------------------------------------------------------------------------------------------ memory rules
+
+
+@pytest.mark.parametrize("module, knob", [
+    ("dense_ffn", "dense_tp_size"), ("embedding", "embed_tp_size"), ("lm_head", "lmhead_tp_size"),
+    ("o_proj", "o_proj_tp_size"), ("attention", "attn_tp_size"),
+])
+def test_module_weights_divide_by_its_tp_degree(module: str, knob: str) -> None:
+    # Llama-3.1-70B has 8 KV heads, so even the K/V projections split 8 ways
+    full = _weights("llama-3.1-70b", 8)[module]
+    split = _weights("llama-3.1-70b", 8, **{knob: 8})[module]
+    assert split == pytest.approx(full / 8)
+
+
+@pytest.mark.parametrize("moe_tp", [1, 2, 8])
+def test_routed_experts_divide_by_world_size(moe_tp: int) -> None:
+    single = _weights("deepseek-v3", 1)["routed_experts"]
+    # EP = 64 / moe_tp experts groups, each expert split moe_tp ways: always 1/64 of the experts per rank
+    assert _weights("deepseek-v3", 64, moe_tp_size=moe_tp)["routed_experts"] == pytest.approx(single / 64)
+
+
+def test_mla_kv_cache_is_not_sharded_by_attention_tp() -> None:
+    # one sequence per rank in both: a single attention replica of 8 TP ranks vs one rank alone
+    assert _kv("deepseek-v3", 8, attn_tp_size=8) == pytest.approx(_kv("deepseek-v3", 1))
+    # while a GQA cache with 8 KV heads does split 8 ways
+    assert _kv("llama-3.1-70b", 8, attn_tp_size=8) == pytest.approx(_kv("llama-3.1-70b", 1) / 8)
+
+
+def test_gqa_kv_heads_replicate_when_attn_tp_exceeds_kv_heads() -> None:
+    model = load_model("qwen3-235b-a22b")  # 4 KV heads
+    assert _kv("qwen3-235b-a22b", 8, attn_tp_size=8) == pytest.approx(_kv("qwen3-235b-a22b", 4, attn_tp_size=4))
+    # the K/V projection weights stop splitting at 4 ranks while q_proj keeps splitting
+    parts = {p.name: p.params for p in count_params(model).module("attention").parts}
+    bpp = _prec("qwen3-235b-a22b").fmt("attention").bytes_per_param
+    expected = (parts["q_proj"] / 8 + parts["kv_proj"] / 4) * bpp + parts["qk_norm"] * bpp
+    assert _weights("qwen3-235b-a22b", 8, attn_tp_size=8)["attention"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("knob", ["cp_size", "kvp_size"])
+def test_cp_and_kvp_shard_the_cache_by_tokens(knob: str) -> None:
+    for alias in ("llama-3.1-70b", "deepseek-v3"):
+        assert _kv(alias, 8, **{knob: 8}) == pytest.approx(_kv(alias, 1) / 8)
+
+
+def test_sp_keeps_full_attention_weights_and_full_cache_per_rank() -> None:
+    for alias in ("llama-3.1-70b", "deepseek-v3.2"):
+        alone, sp = _weights(alias, 1), _weights(alias, 4, attn_sp_size=4)
+        assert sp["attention"] == pytest.approx(alone["attention"])
+        assert sp["o_proj"] == pytest.approx(alone["o_proj"])
+        assert _kv(alias, 4, attn_sp_size=4) == pytest.approx(_kv(alias, 1))
+
+
+def test_dsa_indexer_weights_are_replicated_under_attention_tp() -> None:
+    alone, tp8 = _weights("deepseek-v3.2", 8), _weights("deepseek-v3.2", 8, attn_tp_size=8)
+    assert tp8["indexer"] == pytest.approx(alone["indexer"]) and alone["indexer"] > 0
+    assert tp8["attention"] < alone["attention"]  # the MLA up-projections do split
+
+
+def test_feasibility_wall_is_min_of_095_capacity_and_capacity_minus_reserve() -> None:
+    assert _report(0, 0, capacity=100, reserve=3).limit_bytes == pytest.approx(95)  # 0.95 x capacity binds
+    assert _report(0, 0, capacity=100, reserve=10).limit_bytes == pytest.approx(90)  # the reserve binds
+    # the model's own bytes (everything but the reserve) are held against the wall
+    assert _report(60, 30, capacity=100, reserve=10).feasible
+    assert not _report(60, 30, capacity=100, reserve=10, other=0.5).feasible
+    # on real hardware: Atlas A3 (64 GB, 3.5 GiB reserve) is bound by the reserve, H200 by 0.95
+    llama, pc = load_model("llama-3.1-8b"), make_parallel_config(1)
+    a3 = load_hardware("atlas_a3")
+    rep = memory_per_rank(llama, a3, pc, resolve_precision(llama, a3), 1, 1024)
+    assert rep.limit_bytes == a3.memory_bytes - a3.reserved_bytes
+    rep = memory_per_rank(llama, H200, pc, resolve_precision(llama, H200), 1, 1024)
+    assert rep.limit_bytes == pytest.approx(0.95 * H200.memory_bytes)
+
+
+def test_weights_plus_kv_above_080_capacity_is_tight() -> None:
+    assert _report(50, 31, capacity=100).tight
+    assert not _report(50, 29, capacity=100).tight
+    assert _report(50, 31, capacity=100).feasible  # tight is a warning, not the wall
+
+
+def test_max_batch_is_a_multiple_of_attention_replicas_and_the_next_multiple_does_not_fit() -> None:
+    model = load_model("llama-3.1-70b")
+    pc = make_parallel_config(8, attn_tp_size=2, dense_tp_size=2)
+    prec, seq_len = resolve_precision(model, H200), 32768
+    best = max_batch(model, H200, pc, prec, seq_len)
+    step = pc.attn_replicas
+    assert step == 4 and best > 0 and best % step == 0
+    assert memory_per_rank(model, H200, pc, prec, best, seq_len).feasible
+    assert not memory_per_rank(model, H200, pc, prec, best + step, seq_len).feasible
+
+
+def test_mtp_weights_count_only_when_mtp_layers_positive() -> None:
+    model = load_model("deepseek-v3")
+    pc = make_parallel_config(16)
+    prec = resolve_precision(model, H200)
+    off = memory_per_rank(model, H200, pc, prec, 16, 4096, mtp_layers=0)
+    on = memory_per_rank(model, H200, pc, prec, 16, 4096, mtp_layers=1)
+    assert "mtp" not in off.weights_bytes
+    assert on.weights_bytes["mtp"] > 0
+    assert on.weights_total - off.weights_total == pytest.approx(on.weights_bytes["mtp"])
+    # the MTP layer also caches KV: one more layer on top of the 61
+    assert on.kv_cache_bytes == pytest.approx(off.kv_cache_bytes * 62 / 61)
+
+
+def test_fp8_checkpoint_on_atlas_a3_is_served_as_bf16_with_a_note() -> None:
+    model = load_model("deepseek-v3")
+    assert model.quant.experts == "fp8_block"
+    prec = resolve_precision(model, load_hardware("atlas_a3"))
+    assert {prec.fmt(g).name for g in ("attention", "dense", "experts")} == {"bf16"}
+    assert prec.notes and all("served as bf16" in note for note in prec.notes)
+    assert resolve_precision(model, H200).fmt("experts").name == "fp8_block"  # H200 runs FP8
+
+
+def test_weight_dtype_fp8_on_atlas_a2_raises_input_error() -> None:
+    model = load_model("llama-3.1-70b")
+    with pytest.raises(InputError, match="--weight-dtype: atlas_a2 has no fp8"):
+        resolve_precision(model, load_hardware("atlas_a2"), weight_dtype="fp8")
+
+
+def test_memory_total_is_the_sum_of_its_parts() -> None:
+    model = load_model("deepseek-v3.2")
+    a3 = load_hardware("atlas_a3")
+    pc = make_parallel_config(64, cp_size=64, o_proj_tp_size=8, embed_tp_size=16, lmhead_tp_size=16)
+    rep = memory_per_rank(model, a3, pc, resolve_precision(model, a3), 64, 65536)
+    parts = (rep.weights_total + rep.kv_cache_bytes + rep.indexer_cache_bytes + rep.activation_bytes
+             + rep.comm_buffer_bytes + rep.reserved_bytes)
+    assert math.isclose(rep.total, parts)
+    assert rep.indexer_cache_bytes > 0

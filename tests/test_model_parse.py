@@ -1,0 +1,172 @@
+"""ModelSpec parsing: what the catalog configs parse to, the one-line errors, and a fuzz of real configs."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solver.catalog import catalog_dir
+from solver.errors import InputError, ShardplanError
+from solver.estimate.memory import kv_bytes_per_token_layer
+from solver.estimate.params import count_params
+from solver.specs.model import parse_model_config
+from solver.specs.model_catalog import load_model, resolve_model_file
+from solver.specs.validation import load_json
+
+CONFIG_FILES = sorted(catalog_dir("models").glob("*.json"))
+CONFIGS: dict[str, dict[str, Any]] = {p.name: json.loads(p.read_text()) for p in CONFIG_FILES}
+
+
+def _config(stem: str) -> dict[str, Any]:
+    return copy.deepcopy(CONFIGS[f"{stem}.json"])
+
+
+# ------------------------------------------------------------------------------------------ catalog configs
+
+
+@pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: p.stem)
+def test_every_catalog_config_parses(path: Path) -> None:
+    spec = parse_model_config(load_json(path), path.stem)
+    assert spec.num_layers == spec.num_dense_layers + spec.num_moe_layers or spec.model_type == "longcat_flash"
+    assert count_params(spec).total > 0
+
+
+def test_every_index_entry_resolves_to_a_file() -> None:
+    index = (catalog_dir("models") / "index.yaml").read_text()
+    for path in CONFIG_FILES:
+        assert path.name in index, f"{path.name} has no entry in models/index.yaml"
+        assert resolve_model_file(path.stem)[0] == path
+
+
+@pytest.mark.parametrize("alias, architecture, attention", [
+    ("deepseek-v3", "moe+mla", "mla"),
+    ("deepseek-v3.2", "moe+dsa", "dsa"),
+    ("glm-5", "moe+dsa", "dsa"),
+    ("kimi-k2", "moe+mla", "mla"),
+    ("longcat-flash", "moe+mla", "mla"),
+    ("qwen3-235b-a22b", "moe", "gqa"),
+    ("qwen3-32b", "dense", "gqa"),
+    ("llama-3.1-70b", "dense", "gqa"),
+    ("mixtral-8x7b", "moe", "gqa"),
+    ("gpt-oss-120b", "hybrid-attention", "gqa"),
+    ("llama-4-scout", "hybrid-attention", "gqa"),
+])
+def test_architecture_class_follows_the_config(alias: str, architecture: str, attention: str) -> None:
+    spec = load_model(alias)
+    assert (spec.architecture, spec.attention_kind) == (architecture, attention)
+
+
+def test_deepseek_v3_layer_split_is_3_dense_58_moe() -> None:
+    spec = load_model("deepseek-v3")
+    assert (spec.num_layers, spec.num_dense_layers, spec.num_moe_layers) == (61, 3, 58)
+    assert spec.num_mtp_layers == 1
+    assert (spec.kv_lora_rank, spec.qk_rope_head_dim, spec.head_dim, spec.v_head_dim) == (512, 64, 192, 128)
+
+
+def test_fp8_checkpoint_formats_are_read_from_quantization_config() -> None:
+    spec = load_model("deepseek-v3")
+    assert spec.quant.method == "fp8"
+    assert spec.quant.experts == "fp8_block" and spec.quant.block_size == (128, 128)
+    assert spec.quant.embedding == "bf16" and spec.quant.lm_head == "bf16"
+
+
+def test_missing_hidden_size_names_the_field() -> None:
+    cfg = _config("meta-llama--Meta-Llama-3.1-8B")
+    del cfg["hidden_size"]
+    with pytest.raises(InputError, match="hidden_size: missing"):
+        parse_model_config(cfg, "x")
+
+
+def test_heads_not_dividing_hidden_without_head_dim_is_an_error() -> None:
+    cfg = _config("meta-llama--Meta-Llama-3.1-8B")
+    cfg.update(num_attention_heads=30, num_key_value_heads=10)
+    assert "head_dim" not in cfg
+    with pytest.raises(InputError, match="does not divide hidden_size"):
+        parse_model_config(cfg, "x")
+
+
+def test_heads_not_dividing_hidden_is_fine_with_head_dim() -> None:
+    cfg = _config("meta-llama--Meta-Llama-3.1-8B")
+    cfg.update(num_attention_heads=30, num_key_value_heads=10, head_dim=128)
+    assert parse_model_config(cfg, "x").head_dim == 128
+
+
+@pytest.mark.parametrize("key", ["hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size"])
+def test_negative_sizes_are_rejected(key: str) -> None:
+    cfg = _config("meta-llama--Meta-Llama-3.1-8B")
+    cfg[key] = -4096
+    with pytest.raises(InputError, match=f"{key}: must be >= 1"):
+        parse_model_config(cfg, "x")
+
+
+def test_malformed_json_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text('{"hidden_size": 4096,')
+    with pytest.raises(InputError, match="not valid JSON"):
+        load_json(path)
+
+
+def test_config_that_is_not_an_object_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="must be a JSON object"):
+        parse_model_config([1, 2], "x")
+
+
+# -------------------------------------------------------------------------------------------------- fuzz
+
+_BAD_VALUES = st.sampled_from([-1, -4096, 0, "abc", "128", None, 10**30, 2**63, 0.5, 1.5, 4096.0, [], [1, 2],
+                               ["a", "b"], {}, True])
+_MODEL_TYPES = st.sampled_from(["llama", "qwen3_moe", "mixtral", "deepseek_v3", "deepseek_v32", "glm_moe_dsa",
+                                "gpt_oss", "llama4", "llama4_text", "longcat_flash", "mistral", "nonsense", ""])
+
+
+def _paths(cfg: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Top-level keys and the keys one level down in nested objects (text_config, quantization_config)."""
+    out: list[tuple[str, ...]] = []
+    for key, value in cfg.items():
+        out.append((key,))
+        if isinstance(value, dict):
+            out += [(key, sub) for sub in value]
+    return out
+
+
+@st.composite
+def _mutated_config(draw: st.DrawFn) -> dict[str, Any]:
+    cfg = copy.deepcopy(CONFIGS[draw(st.sampled_from(sorted(CONFIGS)))])
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["delete", "set", "set", "model_type"]))
+        if kind == "model_type":
+            cfg["model_type"] = draw(_MODEL_TYPES)
+            continue
+        paths = _paths(cfg)
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        parent = cfg
+        for key in path[:-1]:
+            parent = parent[key]
+        if not isinstance(parent, dict) or path[-1] not in parent:
+            continue
+        if kind == "delete":
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = copy.deepcopy(draw(_BAD_VALUES))
+    return cfg
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_mutated_config())
+def test_mutated_configs_raise_only_shardplan_errors(cfg: dict[str, Any]) -> None:
+    try:
+        spec = parse_model_config(cfg, "fuzz")
+    except ShardplanError:
+        return
+    report = count_params(spec)
+    assert report.total >= 0
+    for kv_bytes in (1, 2):
+        for tp in (1, 8):
+            assert kv_bytes_per_token_layer(spec, kv_bytes, tp) >= 0
