@@ -33,10 +33,11 @@ def main() -> None:
 
 def _register() -> None:
     # Each subcommand lives in its own module; import here so `main` stays small.
-    from solver.cli import catalog_cmds
+    from solver.cli import catalog_cmds, solve_cmd
 
-    for command in catalog_cmds.COMMANDS:
-        main.add_command(command)
+    for module in (catalog_cmds, solve_cmd):
+        for command in module.COMMANDS:
+            main.add_command(command)
 
 
 _register()

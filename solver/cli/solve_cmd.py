@@ -1,0 +1,115 @@
+"""`shardplan solve`: the ranked top 2-3 parallel_configs for a model, hardware, world size and scenario."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import click
+
+from solver.cli.options import dtype_options, format_option
+from solver.errors import InputError
+from solver.plan.cpsat import SolverParams
+from solver.plan.solve import PlanResult, plan
+from solver.rank.select import Candidate, rank_candidates
+from solver.report.candidates import result_dict, seed_yaml
+from solver.report.render import console, dump, table
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.precision import resolve_precision
+from solver.specs.reference import list_references
+from solver.specs.scenario import Scenario
+
+
+@lru_cache(maxsize=1)
+def _ref_models() -> dict[str, str]:
+    out = {}
+    for ref in list_references():
+        try:
+            out[ref.id] = load_model(ref.model).name
+        except Exception:  # noqa: BLE001 - a reference whose model is not in the catalog matches by name only
+            out[ref.id] = ref.model
+    return out
+
+
+def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
+              weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
+              method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
+              allow_cross_node: bool = False, explain_binding: bool = True) -> tuple[PlanResult, list[Candidate]]:
+    """Library entry point shared by the CLI, sweeps and notebooks."""
+    if cards < 1:
+        raise InputError("--cards", f"must be >= 1, got {cards}")
+    spec = load_model(model)
+    hw = load_hardware(hardware)
+    fw = load_framework(framework)
+    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
+    result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=top,
+                  allow_cross_node=allow_cross_node, explain_binding=explain_binding)
+    cands = rank_candidates(result.candidates, spec, hw, scenario, list_references(), _ref_models())
+    return result, cands
+
+
+@click.command("solve")
+@click.argument("model")
+@click.option("--hardware", required=True, help="hardware name or YAML path")
+@click.option("--cards", type=int, required=True, help="world size W (ranks)")
+@click.option("--scenario", "kind", type=click.Choice(["throughput", "latency", "balanced"]), default="balanced",
+              show_default=True, help="the seed's target scenario")
+@click.option("--isl", type=int, default=4096, show_default=True, help="input tokens per request")
+@click.option("--osl", type=int, default=256, show_default=True, help="output tokens per request")
+@click.option("--concurrency", type=int, default=None, help="fixed concurrent requests (default: planner decides)")
+@click.option("--max-concurrency", type=int, default=4096, show_default=True)
+@click.option("--phase", type=click.Choice(["serving", "prefill", "decode"]), default="serving", show_default=True)
+@click.option("--ttft-ms", type=float, default=None, help="SLA: time to first token")
+@click.option("--tpot-ms", type=float, default=None, help="SLA: time per output token")
+@click.option("--mtp", type=int, default=0, show_default=True, help="next-n (MTP) depth")
+@click.option("--framework", default="generic", show_default=True, help="framework profile name or YAML path")
+@dtype_options
+@click.option("--method", type=click.Choice(["cpsat", "exhaustive"]), default="cpsat", show_default=True)
+@click.option("--workers", type=int, default=1, show_default=True, help="CP-SAT search workers")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--time-limit", type=float, default=10.0, show_default=True, help="seconds per CP-SAT solve")
+@click.option("--top", type=int, default=3, show_default=True)
+@click.option("--allow-cross-node", is_flag=True, help="let TP groups leave the node (a cost, not a wall)")
+@click.option("--explain", is_flag=True, help="show the Pareto front the candidates came from")
+@format_option("yaml")
+def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurrency, phase, ttft_ms, tpot_ms, mtp,
+              framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed, time_limit, top,
+              allow_cross_node, explain, fmt) -> None:
+    """Recommend the top 2-3 parallel_configs (seed Step 4 format)."""
+    for flag, value in (("--isl", isl), ("--osl", osl), ("--workers", workers), ("--top", top),
+                        ("--max-concurrency", max_concurrency)):
+        if value is not None and value < 1:
+            raise InputError(flag, f"must be >= 1, got {value}")
+    if concurrency is not None and concurrency < 1:
+        raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
+    scenario = Scenario(kind=kind, isl=isl, osl=osl, concurrency=concurrency, max_concurrency=max_concurrency,
+                        ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp, phase=phase)
+    params = SolverParams(workers=workers, seed=seed, time_limit_s=time_limit)
+    result, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
+                              kv_dtype, method, params, top, allow_cross_node)
+    if fmt == "json":
+        click.echo(dump(result_dict(result, cands), "json"))
+        return
+    if fmt == "yaml":
+        click.echo(seed_yaml(result, cands), nl=False)
+        if explain:
+            click.echo(dump({"pareto_front": result_dict(result, cands)["pareto_front"]}, "yaml"))
+        return
+    con = console()
+    rows = []
+    for c in cands:
+        d = result_dict(result, [c])["candidates"][0]
+        e = d["estimation"]
+        rows.append([c.rank, c.pattern, " ".join(f"{k.replace('_size', '')}={v}" for k, v in
+                                                 c.planned.config.knobs().items() if v > 1) or "all 1",
+                     e["concurrency"], e["memory_per_rank_gb"], e["ttft_ms"], e["tpot_ms"],
+                     e["output_tokens_per_s_per_rank"], c.reference])
+    con.print(table(f"{model} on {cards} x {hardware} ({kind})",
+                    ["#", "pattern", "knobs > 1", "conc.", "mem GB", "TTFT ms", "TPOT ms", "tok/s/rank", "reference"],
+                    rows))
+    for c in cands:
+        con.print(f"[bold]{c.rank}. {c.pattern}[/bold]: {c.reason}")
+    con.print("binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
+
+
+COMMANDS = [solve_cmd]

@@ -1,0 +1,191 @@
+"""Planning end to end: space -> tables -> CP-SAT (or exhaustive) -> Pareto front -> top candidates, each
+re-estimated with the full estimator. Infeasibility is diagnosed by relaxing one constraint family at a time.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from solver.errors import InfeasibleError, InputError
+from solver.estimate.compute import factors_for
+from solver.estimate.memory import MemoryOptions
+from solver.estimate.serving import Estimate, Workload, estimate
+from solver.plan import cpsat
+from solver.plan.exhaustive import enumerate_points, pareto
+from solver.plan.tables import Tables, build_tables
+from solver.space.domains import Space, build_space
+from solver.specs.framework import FrameworkProfile
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+from solver.specs.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Planned:
+    config: ParallelConfig
+    batch: int
+    estimate: Estimate
+    latency_s: float  # planner's additive score
+    inv_throughput_s: float
+    on_front: bool
+
+
+@dataclass
+class PlanResult:
+    candidates: list[Planned]
+    front: list[Planned]
+    space: Space
+    binding: list[str] = field(default_factory=list)
+    method: str = "cpsat"
+    pruned: dict[str, list[str]] = field(default_factory=dict)  # rule -> knob values it removed
+
+
+def _workload(scenario: Scenario, batch: int) -> Workload:
+    if scenario.phase == "prefill":
+        return Workload("prefill", batch=batch, seq_len=scenario.isl)
+    if scenario.phase == "decode":
+        return Workload("decode", batch=batch, seq_len=scenario.isl + scenario.osl // 2, mtp=scenario.mtp,
+                        mtp_accept=scenario.mtp_accept)
+    return Workload("serving", isl=scenario.isl, osl=scenario.osl, concurrency=batch, mtp=scenario.mtp,
+                    mtp_accept=scenario.mtp_accept)
+
+
+def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,
+         params: cpsat.SolverParams | None = None, method: str = "cpsat", top: int = 3,
+         allow_cross_node: bool = False, mem_opts: MemoryOptions | None = None,
+         explain_binding: bool = True) -> PlanResult:
+    params = params or cpsat.SolverParams()
+    if scenario.mtp > fw.max_mtp:
+        raise InputError("--mtp", f"{scenario.mtp} exceeds {fw.name}'s maximum MTP depth {fw.max_mtp}")
+    f = factors_for(hw, fw.efficiency_for(hw.name))
+    space = build_space(model, hw, fw, world, scenario, allow_cross_node)
+    tables = build_tables(model, hw, prec, f, fw, space, scenario, mem_opts)
+    pm = cpsat.build(tables, model, hw, fw, scenario)
+    if method == "exhaustive":
+        points = pareto(enumerate_points(tables, model, hw, fw, scenario))
+    else:
+        points = cpsat.pareto_front(pm, params)
+    if not points:
+        raise _diagnose(model, hw, prec, fw, world, scenario, tables, pm, params, mem_opts)
+    w_lat, w_inv = scenario.objective_weights
+    lat_ref = min(p.latency for p in points)
+    inv_ref = min(p.inv_throughput for p in points)
+
+    def score(p: cpsat.Point) -> float:
+        # weighted log-ratio to the best of each objective: scale-free, so a 2x loss in latency weighs the
+        # same whether latency is milliseconds or seconds
+        return w_lat * math.log(p.latency / lat_ref) + w_inv * math.log(p.inv_throughput / inv_ref)
+
+    chosen: list[cpsat.Point] = []
+    seen: set[tuple] = set()
+    for p in sorted(points, key=score):  # the best compromise always lies on the front
+        k = cpsat.pattern_key(tables, p)
+        if k not in seen:
+            chosen.append(p)
+            seen.add(k)
+        if len(chosen) == top:
+            break
+    if len(chosen) < top:  # fewer distinct patterns on the front: the best of other patterns
+        anchor = chosen[0]
+        chosen += cpsat.weighted_best(pm, w_lat, w_inv, anchor.latency, anchor.inv_throughput, params, chosen,
+                                      top - len(chosen))
+    front_keys = {p.key() for p in points}
+
+    def realize(p: cpsat.Point) -> Planned:
+        cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
+        est = estimate(model, hw, cfg, prec, f, _workload(scenario, p.batch), mem_opts)
+        return Planned(cfg, p.batch, est, p.latency / cpsat.TIME_SCALE, p.inv_throughput / cpsat.TIME_SCALE,
+                       p.key() in front_keys)
+
+    result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], space, method=method)
+    if explain_binding:
+        result.binding = binding_constraints(pm, params, chosen[0], w_lat, w_inv, lat_ref, inv_ref)
+    pruned: dict[str, list[str]] = {}
+    for p in space.pruned:
+        pruned.setdefault(p.rule, []).append(f"{p.knob}={p.value}")
+    result.pruned = {rule: sorted(set(v)) for rule, v in sorted(pruned.items())}
+    return result
+
+
+def _score(pm: cpsat.PlanModel, params: cpsat.SolverParams, a: int, c: int) -> float | None:
+    from ortools.sat.python import cp_model
+
+    s = cpsat._solver(params)
+    pm.model.Minimize(a * pm.latency + c * pm.inv_throughput)
+    if s.Solve(pm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return s.ObjectiveValue()
+    return None
+
+
+def binding_constraints(pm: cpsat.PlanModel, params: cpsat.SolverParams, best: cpsat.Point, w_lat: float,
+                        w_inv: float, lat_ref: int, inv_ref: int) -> list[str]:
+    """Constraint families whose removal alone would improve the chosen optimum."""
+    a = max(1, round(w_lat * 1e9 / max(best.latency, 1)))
+    c = max(1, round(w_inv * 1e9 / max(best.inv_throughput, 1)))
+    base = _score(pm, params, a, c)
+    if base is None:
+        return []
+    out = []
+    for name in list(pm.families):
+        pm.relaxed = {name}
+        pm.sync()
+        value = _score(pm, params, a, c)
+        if value is not None and value < base * (1 - 1e-9):
+            out.append(name)
+    pm.relaxed = set()
+    pm.sync()
+    return out
+
+
+def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+              scenario: Scenario, tables: Tables, pm: cpsat.PlanModel, params: cpsat.SolverParams,
+              mem_opts: MemoryOptions | None) -> InfeasibleError:
+    from solver.estimate.memory import memory_per_rank
+
+    binding = []
+    for name in list(pm.families):
+        pm.relaxed = {name}
+        pm.sync()
+        if _score(pm, params, 1, 1) is not None:
+            binding.append(name)
+    pm.relaxed = set()
+    pm.sync()
+    if not binding and len(pm.families) > 1:
+        pm.relaxed = set(pm.families)
+        pm.sync()
+        if _score(pm, params, 1, 1) is not None:
+            binding = sorted(pm.families)
+        pm.relaxed = set()
+        pm.sync()
+    remedies = []
+    if "B.memory_per_rank" in binding or not binding:
+        # fewest cards that fit: the most sharded config at the smallest batch, for growing world sizes
+        smallest = min(tables.batches)
+        for w in [world * k for k in (2, 3, 4, 6, 8, 12, 16, 24, 32)]:
+            pc = ParallelConfig(world_size=w, moe_tp_size=1, attn_tp_size=min(w, hw.ranks_per_node,
+                                model.num_attention_heads), embed_tp_size=min(w, hw.ranks_per_node),
+                                lmhead_tp_size=min(w, hw.ranks_per_node),
+                                dense_tp_size=min(w, hw.ranks_per_node))
+            if w % pc.attn_tp_size or (model.is_moe and model.num_experts % w and model.num_experts % (w // 1)):
+                continue
+            try:
+                rep = memory_per_rank(model, hw, pc, prec, smallest, scenario.max_seq_len, mem_opts,
+                                      mtp_layers=scenario.mtp)
+            except Exception:  # noqa: BLE001 - an invalid shape for this world size is just skipped
+                continue
+            if rep.feasible:
+                remedies.append(f"{w} cards fit (e.g. attn_tp {pc.attn_tp_size} with MoE EP)")
+                break
+        if not remedies:
+            remedies.append(f"no world size up to {world * 32} fits with TP inside a node "
+                            "(try --allow-cross-node)")
+        if scenario.concurrency:
+            remedies.append("a smaller --concurrency")
+        remedies.append("a shorter sequence, or cheaper weights (--weight-dtype int8/fp8, --moe-weight-dtype int4)")
+    if any(b.startswith("SLA") for b in binding):
+        remedies.append("relax --ttft-ms/--tpot-ms or add cards")
+    names = ", ".join(binding) if binding else "the combination of memory and framework rules"
+    return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {names} binds",
+                           binding, "what would fit: " + "; ".join(remedies) if remedies else None)

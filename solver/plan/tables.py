@@ -1,0 +1,178 @@
+"""Per-choice cost tables for the planner, computed by the estimator.
+
+A step's cost is a sum over module groups, and each group's cost depends only on its own knobs and the
+batch: attention (attn_tp, cp, kvp, attn_sp, o_proj_tp), dense (dense_tp: dense FFN + shared experts),
+moe (moe_tp: routed experts, router, EP all-to-all), embed (embed_tp), lmhead (lmhead_tp). So the tables
+are exact for the additive model; the planner re-checks its answers with the full estimator.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from solver.estimate.compute import Factors, Work
+from solver.estimate.memory import (
+    MemoryOptions,
+    activation_per_rank,
+    cache_per_rank,
+    comm_buffers_per_rank,
+    module_weight_bytes,
+)
+from solver.estimate.params import ParamReport, count_params
+from solver.estimate.serving import mtp_tokens_per_step
+from solver.estimate.step import StepCost, step_cost
+from solver.space.domains import Space
+from solver.specs.framework import FrameworkProfile, rule_env
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+from solver.specs.scenario import Scenario
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "attn": ("attn_tp_size", "cp_size", "kvp_size", "attn_sp_size", "o_proj_tp_size"),
+    "dense": ("dense_tp_size",),
+    "moe": ("moe_tp_size",),
+    "embed": ("embed_tp_size",),
+    "lmhead": ("lmhead_tp_size",),
+}
+MODULE_GROUP = {
+    "attention": "attn", "indexer": "attn", "o_proj": "attn", "dense_ffn": "dense", "shared_experts": "dense",
+    "routed_experts": "moe", "router": "moe", "embedding": "embed", "lm_head": "lmhead",
+}
+WEIGHT_GROUP = {**MODULE_GROUP, "norms": None}
+
+
+@dataclass(frozen=True)
+class Entry:
+    prefill_s: float
+    decode_s: float
+    memory_bytes: float
+
+
+@dataclass(frozen=True)
+class Tables:
+    world: int
+    choices: dict[str, list[tuple[int, ...]]]  # group -> list of knob-value tuples (GROUPS order)
+    batches: tuple[int, ...]
+    entries: dict[tuple[int, str, int], Entry]  # (batch, group, choice index) -> cost
+    const_memory_bytes: float
+    const_step_s: float
+    mtp_tokens: float
+    osl: int
+    memory_limit_bytes: float
+
+    def config(self, picks: dict[str, int]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for g, i in picks.items():
+            out.update(dict(zip(GROUPS[g], self.choices[g][i])))
+        return out
+
+
+def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, world: int, hw: Hardware,
+                      scenario: Scenario) -> list[tuple[int, ...]]:
+    """Attention choices: at most one token-sharding mode (CP, KVP or SP) at a time, group divides W, and
+    every framework rule that reads only attention knobs holds."""
+    d = space.domains
+    names = set(GROUPS["attn"])
+    local_rules = [r for r in fw.rules if r.severity == "error"
+                   and r.names <= names | {"world", "mtp", "ranks_per_node", "afd", "num_attention_heads",
+                                           "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa",
+                                           "is_moe", "o_proj_dim", "attn_dp_size"}]
+    out = []
+    for tp, cp, kvp, sp, op in itertools.product(d["attn_tp_size"], d["cp_size"], d["kvp_size"],
+                                                 d["attn_sp_size"], d["o_proj_tp_size"]):
+        if sum(x > 1 for x in (cp, kvp, sp)) > 1:
+            continue
+        if world % (tp * cp * kvp * sp):
+            continue
+        if kvp > 1 and scenario.phase == "prefill":
+            continue  # KVP splits a decode cache; it does nothing for a prefill-only deployment
+        cfg = {"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "o_proj_tp_size": op}
+        env = rule_env(cfg, world=world, batch=1, mtp=scenario.mtp, num_attention_heads=model.num_attention_heads,
+                       num_key_value_heads=model.num_key_value_heads, n_routed_experts=model.num_experts,
+                       has_mla=model.has_mla, has_dsa=model.has_dsa, o_proj_dim=model.o_proj_dim,
+                       ranks_per_node=hw.ranks_per_node)
+        if all(r.holds(env) for r in local_rules):
+            out.append((tp, cp, kvp, sp, op))
+    return out
+
+
+def _group_times(step: StepCost) -> dict[str, float]:
+    out = {g: 0.0 for g in GROUPS}
+    for o in step.ops:
+        g = MODULE_GROUP.get(o.module)
+        if g:
+            out[g] += o.time_s
+    for c in step.comms:
+        g = MODULE_GROUP.get(c.module)
+        if g:
+            out[g] += c.exposed_s
+    return out
+
+
+def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw: FrameworkProfile,
+                 space: Space, scenario: Scenario, mem_opts: MemoryOptions | None = None) -> Tables:
+    mem_opts = mem_opts or MemoryOptions()
+    W = space.world
+    params = count_params(model)
+    choices: dict[str, list[tuple[int, ...]]] = {
+        "attn": _attention_tuples(space, model, fw, W, hw, scenario),
+        "dense": [(v,) for v in space.domains["dense_tp_size"]],
+        "moe": [(v,) for v in space.domains["moe_tp_size"]],
+        "embed": [(v,) for v in space.domains["embed_tp_size"]],
+        "lmhead": [(v,) for v in space.domains["lmhead_tp_size"]],
+    }
+    isl, osl = scenario.isl, scenario.osl
+    ctx_decode = isl + osl / 2
+    mtp = scenario.mtp
+    mtp_layers = mtp if model.num_mtp_layers else 0
+    entries: dict[tuple[int, str, int], Entry] = {}
+    # memory not owned by any group: norms and router (replicated), the runtime reserve is in the limit
+    const_mem = sum(module_weight_bytes(m, model, ParallelConfig(world_size=W), prec, mem_opts)
+                    for m in params.modules if m.name in ("norms", "router"))
+    if mtp_layers:
+        base = ParallelConfig(world_size=W)
+        const_mem += sum(module_weight_bytes(m, model, base, prec, mem_opts) for m in params.mtp)
+    for b in space.batches:
+        for g, opts in choices.items():
+            for i, values in enumerate(opts):
+                kn = dict(zip(GROUPS[g], values))
+                pc = ParallelConfig(world_size=W, **kn)
+                R = pc.attn_replicas
+                # the attention group serves its busiest replica; other groups see the system's token share
+                per_rep = max(1.0, b / R) if g == "attn" else b / R
+                pre = step_cost(model, hw, pc, prec, f,
+                                Work("prefill", isl * per_rep, (isl + 1) / 2, per_rep, per_rep), params)
+                dec = step_cost(model, hw, pc, prec, f,
+                                Work("decode", per_rep * (1 + mtp), ctx_decode, per_rep, per_rep * (1 + mtp)),
+                                params, mtp_layers=mtp_layers)
+                mem = _group_memory(g, model, pc, prec, mem_opts, params, b, isl + osl, mtp_layers)
+                entries[(b, g, i)] = Entry(_group_times(pre)[g], _group_times(dec)[g], mem)
+    limit = min(mem_opts.total_fraction * hw.memory_bytes, hw.memory_bytes - hw.reserved_bytes)
+    return Tables(W, choices, space.batches, entries, const_mem, f.step_overhead_s,
+                  mtp_tokens_per_step(mtp, scenario.mtp_accept), osl, limit)
+
+
+def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
+                  params: ParamReport, batch: int, seq_len: int, mtp_layers: int) -> float:
+    """Bytes a group adds per rank. Activations and EP buffers are charged at their largest so the linear
+    memory constraint never admits a config the exact check rejects."""
+    total = sum(module_weight_bytes(m, model, pc, prec, opts) for m in params.modules
+                if m.parts and WEIGHT_GROUP.get(m.name) == g)
+    if g == "attn":
+        kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=model.num_mtp_layers
+                                       if mtp_layers else 0)
+        chunk = min(opts.prefill_chunk, seq_len * max(seqs, 1))
+        act = max(activation_per_rank(model, pc, prec, chunk, max(1.0, chunk / seq_len)),
+                  activation_per_rank(model, pc, prec, seqs, seqs))
+        total += kv + idx + act
+        total += comm_buffers_per_rank(model, ParallelConfig(world_size=pc.world_size, attn_tp_size=pc.attn_tp_size,
+                                                             cp_size=pc.cp_size, kvp_size=pc.kvp_size,
+                                                             attn_sp_size=pc.attn_sp_size,
+                                                             o_proj_tp_size=pc.o_proj_tp_size), 0.0)
+    if g == "moe" and model.is_moe and pc.moe_ep_size > 1:
+        tokens = max(opts.prefill_chunk, batch / max(1, pc.world_size) * (1 + mtp_layers))
+        total += comm_buffers_per_rank(model, pc, tokens) - comm_buffers_per_rank(
+            model, ParallelConfig(world_size=pc.world_size, moe_tp_size=pc.world_size), 0.0)
+    return total

@@ -1,0 +1,187 @@
+"""The seed's Step 4: order candidates (memory feasibility, cross-node risk, expected performance, distance to a
+verified config), name their pattern, label trade-offs and explain them with the Step 2 decision tree."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from solver.estimate import comm
+from solver.plan.solve import Planned
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import KNOBS, ParallelConfig
+from solver.specs.reference import Reference
+from solver.specs.scenario import Scenario
+
+PERF_TIE = 0.03  # within 3% the seed prefers the configuration closer to a verified one
+
+
+@dataclass
+class Candidate:
+    rank: int
+    planned: Planned
+    pattern: str
+    reason: str
+    reference: str
+    reference_diff: list[str]
+    tradeoff: dict[str, str]
+    cross_node: bool
+    comparative_testing: bool
+    score: float
+    notes: list[str] = field(default_factory=list)
+
+
+def pattern_name(pc: ParallelConfig, model: ModelSpec) -> str:
+    W = pc.world_size
+    tps = [pc.attn_tp_size, pc.dense_tp_size if model.has_dense_ffn else pc.attn_tp_size,
+           pc.moe_tp_size if model.is_moe else pc.attn_tp_size]
+    if W > 1 and all(t == W for t in tps) and pc.cp_size == pc.kvp_size == pc.attn_sp_size == 1:
+        return f"Pure TP{W}"
+    parts = []
+    a = pc.attn_tp_size
+    parts.append("Attn DP" if a == 1 else (f"Attn TP{a}" if a == W else f"Attn TP{a} x DP{W // a}"))
+    if pc.cp_size > 1:
+        parts.append(f"CP{pc.cp_size}")
+    if pc.kvp_size > 1:
+        parts.append(f"KVP{pc.kvp_size}")
+    if pc.attn_sp_size > 1:
+        parts.append(f"SP{pc.attn_sp_size}")
+    if model.has_dense_ffn and pc.dense_tp_size > 1:
+        parts.append(f"Dense TP{pc.dense_tp_size}")
+    if model.is_moe:
+        t = pc.moe_tp_size
+        parts.append("MoE EP" if t == 1 else (f"MoE TP{t}" if t == W else f"MoE TP{t} x EP{W // t}"))
+    if model.has_mla and pc.o_proj_tp_size > 1 and pc.o_proj_tp_size != a:
+        parts.append(f"O_proj TP{pc.o_proj_tp_size}")
+    return " + ".join(parts)
+
+
+def _norm(value: int, world: int) -> str:
+    return "1" if value == 1 else ("W" if value == world else str(value))
+
+
+def reference_distance(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: Reference,
+                       ref_model_name: str | None) -> tuple[float, list[str]]:
+    """Knobs that differ (as 1 / W / degree), plus model and hardware mismatch penalties."""
+    diffs = []
+    for k in KNOBS:
+        mine = getattr(pc, k)
+        theirs = ref.parallel_config.as_dict().get(k, 1)
+        if _norm(mine, pc.world_size) != _norm(theirs, ref.world_size):
+            diffs.append(f"{k} {mine} vs {theirs}")
+    d = float(len(diffs))
+    if ref_model_name != model.name:
+        d += 2.0
+    if ref.hardware != hw.name:
+        d += 1.0
+    d += abs(math.log2(pc.world_size) - math.log2(ref.world_size)) * 0.25
+    return d, diffs
+
+
+def closest_reference(pc: ParallelConfig, model: ModelSpec, hw: Hardware, refs: list[Reference],
+                      ref_models: dict[str, str]) -> tuple[Reference | None, float, list[str]]:
+    best, best_d, best_diff = None, math.inf, []
+    for ref in refs:
+        d, diff = reference_distance(pc, model, hw, ref, ref_models.get(ref.id))
+        if d < best_d:
+            best, best_d, best_diff = ref, d, diff
+    return best, best_d, best_diff
+
+
+def cross_node(pc: ParallelConfig, hw: Hardware) -> bool:
+    """TP groups that leave the node (the seed's main communication risk)."""
+    tps = (pc.attn_tp_size, pc.dense_tp_size, pc.embed_tp_size, pc.lmhead_tp_size, pc.oproj_shards)
+    return any(comm.crosses(hw, t) not in ("none", "intra_node") for t in tps if t > 1)
+
+
+def _label(value: float, best: float) -> str:
+    if best <= 0:
+        return "neutral"
+    ratio = value / best
+    return "advantage" if ratio <= 1.1 else ("neutral" if ratio <= 1.5 else "risk")
+
+
+def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware) -> str:
+    """Name the seed's Step 2 branches this config follows and where it departs."""
+    W = pc.world_size
+    lines = []
+    if model.is_moe:
+        ep = pc.moe_ep_size
+        lines.append(f"Layer 1 (MoE backbone): EP and TP compared; chose "
+                     + ("EP" if pc.moe_tp_size == 1 else f"TP{pc.moe_tp_size} x EP{ep}")
+                     + f" ({model.num_experts // max(ep, 1)} experts per rank)")
+    else:
+        lines.append("Layer 1 (dense backbone): " + ("DP" if pc.attn_tp_size == 1 else f"TP{pc.attn_tp_size}")
+                     + " within the node")
+    if model.has_dense_ffn and model.is_moe:
+        lines.append(f"dense FFN TP{pc.dense_tp_size} (seed: TP within the node)")
+    if model.vocab_size > 100_000:
+        lines.append(f"V={model.vocab_size:,} > 100K: embed TP{pc.embed_tp_size}, lm_head TP{pc.lmhead_tp_size} set"
+                     " independently")
+    a = pc.attn_tp_size
+    if scenario.kind == "throughput":
+        expect = "attn_tp=1 (max DP)"
+        follows = a == 1
+    elif scenario.kind == "latency":
+        expect = "small attn_tp (2/4) for MLA, moderate attn_tp for GQA"
+        follows = a > 1
+    else:
+        expect = "between the throughput and latency branches"
+        follows = True
+    lines.append(f"Layer 2 ({scenario.kind}): seed suggests {expect}; chose attn_tp={a}"
+                 + ("" if follows else " — departs because the estimate favours it (see estimation)"))
+    seq = scenario.max_seq_len
+    addon = [n for n, v in (("CP", pc.cp_size), ("KVP", pc.kvp_size), ("SP", pc.attn_sp_size)) if v > 1]
+    if seq <= 4096:
+        l3 = "<=4K: no add-on"
+    elif seq <= 65536:
+        l3 = "4K-64K: check prefill split"
+    else:
+        l3 = "64K+: +CP, ultra-long decode may add KVP"
+    lines.append(f"Layer 3 (max sequence {seq:,}, {l3}): " + (f"+{'/'.join(addon)}" if addon else "no add-on"))
+    if model.has_mla and a > 1:
+        lines.append("note: attention TP on an MLA model does not shard the latent KV cache (seed common error)")
+    return "; ".join(lines)
+
+
+def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scenario: Scenario,
+                    refs: list[Reference], ref_models: dict[str, str]) -> list[Candidate]:
+    if not planned:
+        return []
+    w_lat, w_inv = scenario.objective_weights
+    lat = [p.latency_s for p in planned]
+    inv = [p.inv_throughput_s for p in planned]
+    lat0, inv0 = min(lat), min(inv)
+    rows = []
+    for p in planned:
+        score = w_lat * p.latency_s / lat0 + w_inv * p.inv_throughput_s / inv0
+        ref, dist, diff = closest_reference(p.config, model, hw, refs, ref_models)
+        rows.append((p, score, ref, dist, diff, cross_node(p.config, hw)))
+    best_score = min(r[1] for r in rows)
+
+    def order(r):
+        p, score, _, dist, _, xnode = r
+        perf_bucket = 0 if score <= best_score * (1 + PERF_TIE) else 1
+        return (not p.estimate.memory.feasible, xnode, perf_bucket, score if perf_bucket else 0.0, dist, score)
+
+    rows.sort(key=order)
+    out = []
+    thr = [r[0].estimate.output_tokens_per_s_per_rank for r in rows]
+    for i, (p, score, ref, dist, diff, xnode) in enumerate(rows):
+        e = p.estimate
+        latency_val = e.ttft_s + max(0, scenario.osl - 1) * e.tpot_s
+        best_lat = min(r[0].estimate.ttft_s + max(0, scenario.osl - 1) * r[0].estimate.tpot_s for r in rows)
+        mem = e.memory
+        long_ctx = ("advantage" if (p.config.cp_size * p.config.kvp_size * p.config.attn_sp_size > 1
+                                    or mem.kv_share_of_available < 0.25)
+                    else "risk" if mem.kv_share_of_available > 0.5 else "neutral")
+        comparative = i == 0 and dist >= 4 and score <= best_score * (1 + PERF_TIE)
+        out.append(Candidate(
+            rank=i + 1, planned=p, pattern=pattern_name(p.config, model),
+            reason=decision_tree_reason(p.config, model, scenario, hw),
+            reference=(ref.id if ref else "none"), reference_diff=diff,
+            tradeoff={"throughput": _label(1 / max(e.output_tokens_per_s_per_rank, 1e-12), 1 / max(max(thr), 1e-12)),
+                      "latency": _label(latency_val, best_lat), "long_context": long_ctx},
+            cross_node=xnode, comparative_testing=comparative, score=score,
+        ))
+    return out

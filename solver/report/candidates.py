@@ -1,0 +1,85 @@
+"""The seed's Step 4 output: candidate_a/b/c with parallel_config, estimation, tradeoff, pattern, reason,
+reference; plus the binding constraints. Renderers only."""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from solver.plan.solve import PlanResult
+from solver.rank.select import Candidate
+
+GB = 1e9
+LETTERS = "abcdefghij"
+
+
+def estimation(c: Candidate) -> dict[str, Any]:
+    e = c.planned.estimate
+    m = e.memory
+    return {
+        "params_per_card_gb": round(m.weights_total / GB, 2),
+        "kv_cache_per_card_gb": round(m.cache_total / GB, 2),
+        "memory_per_rank_gb": round(m.total / GB, 2),
+        "memory_feasible": m.feasible,
+        "cross_node_comm": c.cross_node,
+        "concurrency": c.planned.batch,
+        "ttft_ms": round(e.ttft_s * 1e3, 2),
+        "tpot_ms": round(e.tpot_s * 1e3, 3),
+        "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
+        "output_tokens_per_s": round(e.output_tokens_per_s, 1),
+        "tokens_per_s_per_user": round(e.tokens_per_s_per_user, 2),
+    }
+
+
+def candidate_dict(c: Candidate) -> dict[str, Any]:
+    pc = c.planned.config
+    ref = c.reference + (f" (differs: {', '.join(c.reference_diff)})" if c.reference_diff else " (same knobs)")
+    if c.comparative_testing:
+        ref += "; recommended for comparative testing"
+    return {
+        "rank": c.rank,
+        "pattern": c.pattern,
+        "reason": c.reason,
+        "reference": ref,
+        "parallel_config": {**pc.knobs(), "attn_dp_size": pc.attn_dp_size, "moe_ep_size": pc.moe_ep_size},
+        "estimation": estimation(c),
+        "tradeoff": c.tradeoff,
+    }
+
+
+def result_dict(result: PlanResult, cands: list[Candidate]) -> dict[str, Any]:
+    return {
+        "candidates": [candidate_dict(c) for c in cands],
+        "binding_constraints": result.binding,
+        "pruned_values": result.pruned,
+        "method": result.method,
+        "pareto_front": [
+            {"parallel_config": p.config.knobs(), "concurrency": p.batch,
+             "ttft_ms": round(p.estimate.ttft_s * 1e3, 2), "tpot_ms": round(p.estimate.tpot_s * 1e3, 3),
+             "output_tokens_per_s_per_rank": round(p.estimate.output_tokens_per_s_per_rank, 1)}
+            for p in result.front
+        ],
+    }
+
+
+def seed_yaml(result: PlanResult, cands: list[Candidate]) -> str:
+    """The seed's commented YAML: one block per candidate, DP/EP noted as derived."""
+    out = []
+    for c, letter in zip(cands, LETTERS):
+        label = "recommended" if c.rank == 1 else "alternative"
+        d = candidate_dict(c)
+        out.append(f"# candidate {letter.upper()} ({label}): {c.pattern}")
+        out.append(f"# reason: {c.reason}")
+        out.append(f"# reference: {d['reference']}")
+        block = {f"candidate_{letter}": {"parallel_config": c.planned.config.knobs(),
+                                         "estimation": d["estimation"], "tradeoff": d["tradeoff"]}}
+        text = yaml.safe_dump(block, sort_keys=False)
+        pc = c.planned.config
+        text = text.replace("    attn_tp_size: ", f"    # attn_dp_size = {pc.attn_dp_size}\n    attn_tp_size: ")
+        text = text.replace("    moe_tp_size: ", f"    # moe_ep_size = {pc.moe_ep_size}\n    moe_tp_size: ")
+        out.append(text)
+    out.append("# dp_size / ep_size are derived by the framework (world_size // *_tp_size), not set in YAML")
+    out.append("# binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
+    for rule, values in result.pruned.items():
+        out.append(f"# search space: {rule} removed {', '.join(values)}")
+    return "\n".join(out) + "\n"

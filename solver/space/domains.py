@@ -1,0 +1,105 @@
+"""The search space: for each knob, the values it may take, and the batch values the planner may pick.
+
+A knob's domain is the divisors of the world size that pass its own rules (class A, one knob at a time) and
+the hardware's hard limits; rules that tie several knobs together are constraints in plan/.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solver.specs.framework import FrameworkProfile
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import KNOBS
+from solver.specs.scenario import Scenario
+
+TP_KNOBS = ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size")
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """A value removed from a knob's domain, and the rule that removed it (traceable in the output)."""
+
+    knob: str
+    value: int
+    rule: str
+
+
+@dataclass(frozen=True)
+class Space:
+    world: int
+    domains: dict[str, tuple[int, ...]]
+    batches: tuple[int, ...]
+    pruned: tuple[Pruned, ...] = field(default=())
+
+    def size(self) -> int:
+        n = len(self.batches)
+        for values in self.domains.values():
+            n *= len(values)
+        return n
+
+
+def _batch_values(world: int, scenario: Scenario) -> tuple[int, ...]:
+    if scenario.concurrency is not None:
+        return (scenario.concurrency,)
+    if scenario.phase == "prefill":
+        return (1,) if scenario.concurrency is None else (scenario.concurrency,)
+    # powers of two from one request per rank's worth up to the cap (the largest that fits is not always best)
+    values, b = [], 1
+    while b <= scenario.max_concurrency:
+        values.append(b)
+        b *= 2
+    return tuple(values)
+
+
+def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
+                allow_cross_node: bool = False) -> Space:
+    pruned: list[Pruned] = []
+    divs = divisors(world)
+    domains: dict[str, tuple[int, ...]] = {}
+
+    def keep(knob: str, value: int) -> bool:
+        # the framework exposes only some knobs; the others stay at 1
+        if knob not in fw.knobs and value != 1:
+            return False
+        if not model.has_dense_ffn and not model.num_shared_experts and knob == "dense_tp_size" and value != 1:
+            return False  # no dense FFN: dense_tp = 1 (seed Layer 1)
+        if not model.has_mla and knob == "o_proj_tp_size" and value != 1:
+            return False  # o_proj follows attention TP outside MLA models (seed output format note)
+        if not model.is_moe and knob == "moe_tp_size" and value != world and value != 1:
+            return False
+        checks = {
+            "attn_tp_size": [(model.num_attention_heads % value == 0, "A.heads_divisible_attn_tp"),
+                             (not fw.splits_kv_heads or model.num_key_value_heads % value == 0,
+                              "A.kv_heads_divisible_attn_tp")],
+            "moe_tp_size": [(not model.is_moe or model.num_experts % (world // value) == 0,
+                             "A.experts_divisible_moe_ep")],
+            "o_proj_tp_size": [(model.o_proj_dim % value == 0, "A.o_proj_dim_divisible")],
+            "kvp_size": [(value == 1 or model.num_layers > 0, "A.kvp")],
+        }
+        for ok, rule in checks.get(knob, []):
+            if not ok:
+                pruned.append(Pruned(knob, value, rule))
+                return False
+        if knob in TP_KNOBS and not allow_cross_node and value > hw.ranks_per_node:
+            # seed class B: tp_size <= cards per node (cross-node TP degrades sharply)
+            pruned.append(Pruned(knob, value, "B.tp_within_node"))
+            return False
+        if knob == "moe_tp_size" and hw.max_experts_per_rank and model.is_moe:
+            per_rank = model.num_experts / (world // value)
+            if per_rank > hw.max_experts_per_rank:
+                pruned.append(Pruned(knob, value, "B.max_experts_per_rank"))
+                return False
+        return True
+
+    for knob in KNOBS:
+        values = tuple(v for v in divs if keep(knob, v))
+        domains[knob] = values
+    if not model.is_moe:
+        # a dense model's "MoE TP" is meaningless: fix it to the world so EP = 1
+        domains["moe_tp_size"] = (world,) if world in divs else (1,)
+    return Space(world, domains, _batch_values(world, scenario), tuple(pruned))

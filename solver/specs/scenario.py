@@ -1,0 +1,47 @@
+"""Scenario: what the deployment is for (the seed's target scenario) and its workload and SLAs."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ScenarioKind = Literal["throughput", "latency", "balanced"]
+
+# Weights of (request latency, inverse throughput per rank) in the planner's objective, after each is
+# normalised by its best achievable value. The seed's decision tree: high throughput emphasises decode,
+# low latency emphasises TTFT/TPOT, balanced weighs both.
+SCENARIO_WEIGHTS: dict[str, tuple[float, float]] = {
+    "throughput": (0.2, 0.8),
+    "latency": (0.8, 0.2),
+    "balanced": (0.5, 0.5),
+}
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ScenarioKind = "balanced"
+    isl: int = Field(4096, gt=0, description="input tokens per request")
+    osl: int = Field(256, gt=0, description="output tokens per request")
+    concurrency: int | None = Field(None, gt=0, description="fixed concurrent requests; None = planner decides")
+    max_concurrency: int = Field(4096, gt=0, description="upper bound when the planner decides concurrency")
+    ttft_ms: float | None = Field(None, gt=0)
+    tpot_ms: float | None = Field(None, gt=0)
+    mtp: int = Field(0, ge=0)
+    mtp_accept: float = Field(0.7, gt=0, le=1)
+    phase: Literal["serving", "prefill", "decode"] = "serving"
+    weights: tuple[float, float] | None = None  # (latency, inverse throughput) override
+
+    @model_validator(mode="after")
+    def _check(self) -> "Scenario":
+        if self.weights is not None and (min(self.weights) < 0 or sum(self.weights) <= 0):
+            raise ValueError("weights must be non-negative and not both zero")
+        return self
+
+    @property
+    def objective_weights(self) -> tuple[float, float]:
+        return self.weights or SCENARIO_WEIGHTS[self.kind]
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.isl + self.osl
