@@ -1,0 +1,120 @@
+"""The planner: CP-SAT front equals the exhaustive front; every answer satisfies every hard constraint."""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solver.cli.main import main
+from solver.cli.solve_cmd import run_solve
+from solver.errors import InfeasibleError
+from solver.estimate.compute import factors_for
+from solver.plan import cpsat
+from solver.plan.exhaustive import enumerate_points, pareto
+from solver.plan.tables import build_tables
+from solver.space.domains import build_space
+from solver.specs.framework import load_framework, rule_env
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.precision import resolve_precision
+from solver.specs.scenario import Scenario
+
+SMALL = [("qwen3-30b-a3b", "h200_sxm"), ("mixtral-8x7b", "h100_sxm"), ("qwen3-8b", "a100_sxm"),
+         ("gpt-oss-20b", "b200_sxm"), ("deepseek-v3.2", "atlas_a3")]
+
+
+def _instance(model: str, hw: str, world: int, fw: str, kind: str, isl: int):
+    m, h, f = load_model(model), load_hardware(hw), load_framework(fw)
+    prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
+    sc = Scenario(kind=kind, isl=isl, osl=128, max_concurrency=64)
+    space = build_space(m, h, f, world, sc)
+    t = build_tables(m, h, prec, factors_for(h), f, space, sc)
+    return m, h, f, sc, t
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(SMALL), world=st.sampled_from([1, 2, 4]), fw=st.sampled_from(["generic", "cann-recipes"]),
+       kind=st.sampled_from(["throughput", "latency", "balanced"]), isl=st.sampled_from([512, 4096]))
+def test_cpsat_front_equals_exhaustive_front(case, world, fw, kind, isl):
+    m, h, f, sc, t = _instance(case[0], case[1], world, fw, kind, isl)
+    pm = cpsat.build(t, m, h, f, sc)
+    front = cpsat.pareto_front(pm, cpsat.SolverParams())
+    exhaustive = pareto(enumerate_points(t, m, h, f, sc))
+    assert [(p.latency, p.inv_throughput) for p in front] == [(p.latency, p.inv_throughput) for p in exhaustive]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(SMALL), world=st.sampled_from([4, 8, 16]), kind=st.sampled_from(["throughput", "latency"]))
+def test_every_returned_config_satisfies_every_hard_constraint(case, world, kind):
+    model, hw = case
+    fw = "cann-recipes" if hw.startswith("atlas") else "generic"
+    sc = Scenario(kind=kind, isl=2048, osl=128, max_concurrency=256)
+    try:
+        result, cands = run_solve(model, hw, world, sc, fw, "int8" if hw.startswith("atlas") else None,
+                                  explain_binding=False)
+    except InfeasibleError:
+        return
+    m, h, f = load_model(model), load_hardware(hw), load_framework(fw)
+    for c in cands:
+        pc = c.planned.config
+        for k, v in pc.knobs().items():
+            assert world % v == 0, k
+        assert m.num_attention_heads % pc.attn_tp_size == 0
+        if m.is_moe:
+            assert m.num_experts % pc.moe_ep_size == 0
+        assert pc.attn_tp_size <= h.ranks_per_node
+        assert c.planned.estimate.memory.feasible
+        env = rule_env(pc.knobs(), world=world, batch=c.planned.batch, mtp=0,
+                       num_attention_heads=m.num_attention_heads, num_key_value_heads=m.num_key_value_heads,
+                       n_routed_experts=m.num_experts, has_mla=m.has_mla, has_dsa=m.has_dsa,
+                       o_proj_dim=m.o_proj_dim, ranks_per_node=h.ranks_per_node)
+        assert not [r.id for r in f.violated(env, severity="error")]
+
+
+def test_identical_input_gives_identical_output():
+    sc = Scenario(kind="balanced", isl=4096, osl=256)
+    a = run_solve("qwen3-30b-a3b", "h200_sxm", 8, sc, explain_binding=False)[1]
+    b = run_solve("qwen3-30b-a3b", "h200_sxm", 8, sc, explain_binding=False)[1]
+    assert [(c.planned.config, c.planned.batch) for c in a] == [(c.planned.config, c.planned.batch) for c in b]
+
+
+def test_candidates_are_distinct_patterns():
+    sc = Scenario(kind="throughput", isl=4096, osl=256)
+    _, cands = run_solve("deepseek-v3.2", "atlas_a3", 32, sc, "cann-recipes", "int8", explain_binding=False)
+    assert len({c.pattern for c in cands}) == len(cands) >= 2
+
+
+def test_throughput_scenario_on_mla_moe_prefers_attention_dp_with_ep():
+    """Seed Layer 2: high throughput on MLA -> attn_tp = 1 (max DP), MoE EP."""
+    sc = Scenario(kind="throughput", isl=4096, osl=256)
+    _, cands = run_solve("deepseek-v3.2", "atlas_a3", 64, sc, "cann-recipes", "int8", explain_binding=False)
+    best = cands[0].planned.config
+    assert best.attn_tp_size == 1 and best.moe_tp_size == 1
+
+
+def test_impossible_deployment_exits_1_naming_the_binding_constraint():
+    r = CliRunner().invoke(main, ["solve", "llama-3.1-405b", "--hardware", "h100_sxm", "--cards", "2"])
+    assert r.exit_code == 1
+    assert "B.memory_per_rank" in r.stderr and "\n" not in r.stderr.strip()
+
+
+def test_solve_json_has_the_seed_keys():
+    r = CliRunner().invoke(main, ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "4", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    import json
+
+    data = json.loads(r.stdout)
+    c = data["candidates"][0]
+    for key in ("rank", "parallel_config", "estimation", "tradeoff", "pattern", "reason", "reference"):
+        assert key in c
+    assert {"attn_dp_size", "moe_ep_size"} <= set(c["parallel_config"])
+    assert "binding_constraints" in data
+
+
+@pytest.mark.parametrize("args", [["--cards", "0"], ["--isl", "0"], ["--mtp", "9"]])
+def test_solve_bad_input_is_one_line_exit_2(args):
+    base = ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "4"]
+    r = CliRunner().invoke(main, base + args)
+    assert r.exit_code == 2
+    assert r.stderr.startswith("error:") and "Traceback" not in r.stderr
