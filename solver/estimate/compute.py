@@ -21,6 +21,7 @@ from solver.specs.precision import Precision
 # slices (TP over narrow experts) waste tensor-core tiles. Assumption: one 128-wide tile (wave quantization).
 GEMM_HALF_WIDTH = 128
 ACT_BYTES = 2  # bf16 activations between kernels
+LOGIT_BYTES = 4  # fp32 indexer logits per (query, key) pair
 
 
 @dataclass(frozen=True)
@@ -37,13 +38,22 @@ class Factors:
 
 
 def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
+    """Hardware factors times the framework's multipliers (`FrameworkProfile.efficiency_for`).
+
+    Keys ending in `_s` are absolute seconds, not multipliers: `kernel_overhead_s` replaces the hardware's
+    per-kernel cost (FrameworkEfficiency documents it as an override, and fitted factors write it that way;
+    before this fix it was silently ignored and only a `kernel_overhead` multiplier was read).
+    """
     s = scale or {}
+    kernel = s.get("kernel_overhead_s")
+    if kernel is None:
+        kernel = hw.efficiency.kernel_overhead_s * s.get("kernel_overhead", 1.0)
     return Factors(
         gemm=min(1.0, hw.efficiency.gemm * s.get("gemm", 1.0)),
         attention=min(1.0, hw.efficiency.attention * s.get("attention", 1.0)),
         hbm=min(1.0, hw.efficiency.hbm * s.get("hbm", 1.0)),
         comm=s.get("comm", 1.0),
-        kernel_overhead_s=hw.efficiency.kernel_overhead_s * s.get("kernel_overhead", 1.0),
+        kernel_overhead_s=float(kernel),
         step_overhead_s=s.get("step_overhead_s", 0.0),
         expert_imbalance=s.get("expert_imbalance", 1.2),
     )
@@ -58,6 +68,9 @@ class Work:
     context: float  # mean keys each new token attends to (its position in the sequence)
     sequences: float  # sequences in the step
     logits_tokens: float  # tokens that need logits (last token per prefill sequence, every decode token)
+    # attention replicas that have work this step (0 = all). One prompt under attention DP8 keeps one replica
+    # busy: the MoE sees that prompt's tokens only, not eight times them.
+    busy_replicas: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,47 @@ def _attn_token_shards(pc: ParallelConfig) -> int:
     return pc.cp_size * pc.attn_sp_size
 
 
+def busy_replicas(pc: ParallelConfig, w: Work) -> float:
+    r = pc.attn_replicas
+    return min(float(r), w.busy_replicas) if w.busy_replicas > 0 else float(r)
+
+
+def group_tokens(pc: ParallelConfig, w: Work, degree: int, tokens: float | None = None) -> float:
+    """Tokens that one group of `degree` ranks (a module's TP group) processes in the busiest group.
+
+    `tokens` is per attention replica (default: the step's new tokens). A group inside one attention group
+    (degree <= TP x CP x KVP x SP) gets its share of that replica's tokens; a larger group spans
+    degree / attn_group_size replicas, of which at most `busy_replicas` have tokens. Per-rank FLOPs of a
+    module whose weights are split `degree` ways = 2 x group_tokens x params / degree.
+    """
+    t = w.new_tokens if tokens is None else tokens
+    g = pc.attn_group_size
+    if degree <= g:
+        return t * degree / g
+    return t * min(degree / g, busy_replicas(pc, w))
+
+
+def mean_keys_capped(w: Work, cap: float) -> float:
+    """Mean over the step's query tokens of min(keys visible, cap) (DSA top-k, sliding window).
+
+    The mean of a min is not the min of the mean: a 4K prompt with top-k 2048 attends on average to 1536
+    keys per query, not min(2048.5, 2048). Prefill queries of one sequence sit at positions prior+1..prior+n
+    (n new tokens per sequence, `context` their mean position); decode tokens all see `context` keys.
+    """
+    ctx = max(w.context, 1.0)
+    if w.phase != "prefill" or w.sequences <= 0:
+        return min(ctx, cap)
+    n = max(1.0, w.new_tokens / w.sequences)
+    prior = max(0.0, ctx - (n + 1) / 2)
+
+    def cum(x: float) -> float:  # sum over positions 1..x of min(p, cap)
+        if x <= cap:
+            return x * (x + 1) / 2
+        return cap * (cap + 1) / 2 + (x - cap) * cap
+
+    return (cum(prior + n) - cum(prior)) / n
+
+
 def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
               params: ParamReport) -> dict[str, list[OpCost]]:
     """Per-layer-type op lists: 'attention' (every attention layer), 'dense' (dense-FFN layers), 'moe'."""
@@ -121,7 +175,9 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     h = model.hidden_size
     T = w.new_tokens
     t_a = T / _attn_token_shards(pc)  # tokens whose projections a rank computes
-    u = T * pc.attn_replicas / pc.world_size  # token share per rank for FFN/MoE modules
+
+    def u(degree: int) -> float:  # token share per rank of a module whose weights split `degree` ways
+        return group_tokens(pc, w, degree) / degree
     gemm_attn = hw.flops(prec.gemm_dtype("attention"))
     bpp_attn = prec.fmt("attention").bytes_per_param
 
@@ -143,8 +199,8 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     attn_peak = hw.flops("bf16")
     if model.has_dsa:
         topk = model.index_topk or 2048
-        keys = min(ctx, topk)
         # DSA runs in MLA's MQA (absorbed) form: d_k = kv_lora + rope, d_v = kv_lora; heads padded per rank
+        keys = mean_keys_capped(w, topk)
         dk = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
         dv = model.kv_lora_rank or 0
         eff_heads = max(heads, hw.sparse_attention_head_pad)
@@ -154,7 +210,7 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
         window = model.local_attention_window
         if window and model.num_local_attention_layers:
             share_local = model.num_local_attention_layers / model.num_layers
-            keys = (1 - share_local) * ctx + share_local * min(ctx, window)
+            keys = (1 - share_local) * ctx + share_local * mean_keys_capped(w, window)
         else:
             keys = ctx
         if model.has_mla and w.phase == "decode":
@@ -176,22 +232,33 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
         idx_peak = hw.flops("fp8") if hw.supports("fp8") else hw.flops("int8") if hw.supports("int8") else attn_peak
         score_flops = 2 * ih * idim * T * ctx / pair_shards
         idx_read = (w.sequences * ctx if w.phase == "decode" else T) * indexer_bytes_per_token_layer(model)
+        # the score kernel writes one fp32 logit per (query, key) pair and a separate top-k kernel reads them
+        # back (DeepGEMM fp8_mqa_logits + top-k per row); at 64K that is ~8.6 GB each way per layer, a missing
+        # memory term before this fix
+        logits_bytes = T * ctx * LOGIT_BYTES / pair_shards
         attn_ops.append(_op("indexer_proj", "indexer", 2 * t_a * idx_params,
                             idx_params * bpp_attn, gemm_attn, f.gemm, hw, f, kernels=3))
-        attn_ops.append(_op("indexer_score", "indexer", score_flops, idx_read / pair_shards, idx_peak,
-                            f.attention, hw, f, kernels=2))
+        attn_ops.append(_op("indexer_score", "indexer", score_flops, idx_read / pair_shards + logits_bytes,
+                            idx_peak, f.attention, hw, f, kernels=2))
+        attn_ops.append(_op("indexer_topk", "indexer", 0.0, logits_bytes + T * topk * 4 / pair_shards,
+                            idx_peak, f.attention, hw, f, kernels=1))
 
-    # --- o_proj: compute follows attention tokens; weights split by its own TP
+    # --- o_proj: row-parallel over its own TP group; the group processes the tokens of its ranks. Under KVP
+    # the ranks share tokens, so the KVP merge leaves each rank a 1/kvp share (by heads when o_proj TP = kvp,
+    # by tokens otherwise) -- before this fix every KVP rank was charged the whole o_proj GEMM.
+    # Row-parallel splits the input (K) dimension, so the output stays h wide for the tile efficiency.
     o_params = model.o_proj_dim * h
-    attn_ops.append(_op("o_proj", "o_proj", 2 * t_a * o_params / a, o_params / pc.oproj_shards * bpp_attn,
-                        gemm_attn, f.gemm, hw, f, kernels=1, shape_eff=shape_efficiency(h / max(1, pc.oproj_shards // a))))
+    o_deg = pc.oproj_shards
+    attn_ops.append(_op("o_proj", "o_proj", 2 * group_tokens(pc, w, o_deg) * o_params / o_deg,
+                        o_params / o_deg * bpp_attn, gemm_attn, f.gemm, hw, f, kernels=1,
+                        shape_eff=shape_efficiency(h)))
 
     # --- dense FFN and the MoE block
     dense_ops: list[OpCost] = []
     if model.has_dense_ffn:
         p = params.module("dense_ffn").params / model.num_dense_layers
         d = pc.dense_tp_size
-        dense_ops.append(_op("dense_ffn", "dense_ffn", 2 * u * p, p / d * prec.fmt("dense").bytes_per_param,
+        dense_ops.append(_op("dense_ffn", "dense_ffn", 2 * u(d) * p, p / d * prec.fmt("dense").bytes_per_param,
                              hw.flops(prec.gemm_dtype("dense")), f.gemm, hw, f, kernels=3,
                              shape_eff=shape_efficiency(model.intermediate_size / d)))
     moe_ops: list[OpCost] = []
@@ -201,7 +268,7 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
         expert_params = params.module("routed_experts").params / (L * model.num_experts)
         k_real = model.experts_per_token * model.num_experts / model.expert_slots
         ep, t = pc.moe_ep_size, pc.moe_tp_size
-        system_tokens = T * pc.attn_replicas
+        system_tokens = T * busy_replicas(pc, w)
         pairs_rank = system_tokens * k_real / ep
         imb = load_imbalance(f.expert_imbalance, pairs_rank, ep)
         touched = distinct_experts_touched(model.num_experts, k_real, system_tokens) / ep
@@ -211,12 +278,12 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
                            hw.flops(prec.gemm_dtype("experts")), f.gemm, hw, f, kernels=4,
                            shape_eff=shape_efficiency(inter / t)))
         router = params.module("router").params / L
-        moe_ops.append(_op("router", "router", 2 * u * router, router * 2, hw.flops("bf16"), f.gemm, hw, f,
+        moe_ops.append(_op("router", "router", 2 * u(1) * router, router * 2, hw.flops("bf16"), f.gemm, hw, f,
                            kernels=2))
         if model.num_shared_experts:
             sp_ = params.module("shared_experts").params / L
             d = pc.dense_tp_size
-            moe_ops.append(_op("shared_experts", "shared_experts", 2 * u * sp_,
+            moe_ops.append(_op("shared_experts", "shared_experts", 2 * u(d) * sp_,
                                sp_ / d * prec.fmt("dense").bytes_per_param, hw.flops(prec.gemm_dtype("dense")),
                                f.gemm, hw, f, kernels=3,
                                shape_eff=shape_efficiency((model.shared_expert_intermediate_size or inter
@@ -228,10 +295,10 @@ def head_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
              params: ParamReport) -> list[OpCost]:
     """Embedding lookup and lm_head, once per step."""
     h, v = model.hidden_size, model.vocab_size
-    u = w.new_tokens * pc.attn_replicas / pc.world_size
-    u_logit = w.logits_tokens * pc.attn_replicas / pc.world_size
-    embed = _op("embedding", "embedding", 0.0, u * pc.embed_tp_size * h * prec.fmt("embedding").bytes_per_param,
+    e, lt = pc.embed_tp_size, pc.lmhead_tp_size
+    embed = _op("embedding", "embedding", 0.0, group_tokens(pc, w, e) * h * prec.fmt("embedding").bytes_per_param,
                 hw.flops("bf16"), f.gemm, hw, f, kernels=1)
+    u_logit = group_tokens(pc, w, lt, w.logits_tokens) / lt
     head_params = v * h
     lm = _op("lm_head", "lm_head", 2 * u_logit * head_params,
              head_params / pc.lmhead_tp_size * prec.fmt("lm_head").bytes_per_param + u_logit * v * 4,

@@ -4,13 +4,21 @@ Rank layout (innermost first): attention TP, then CP/SP/KVP, then attention repl
 innermost for the MoE block, so EP peers sit `moe_tp` ranks apart. Communication follows the seed's Step 3.3:
 all-reduce and all-to-all sit on the critical path; KV gathers for CP/SP and send/recv can overlap compute
 (second stream), so only what exceeds the attention compute they hide behind is exposed.
+
+Resharding between modules with different TP sizes (seed Step 2, "switching cost"): hidden states leave every
+module sharded by tokens (a reduce-scatter of its partial sums over its TP group) and a module with TP d
+all-gathers its group's tokens on entry. Each TP module is therefore charged all-gather in + reduce-scatter
+out over its own group, which is exactly an all-reduce when its neighbours use the same TP (named
+`*_allreduce`) and is listed as `*_gather` / `*_scatter` at a boundary where the TP size changes. Charging
+per module keeps the step additive over module groups (the planner's tables rely on it) and equals the
+cheapest resharding: an all-reduce followed by a smaller group costs the same as reduce-scatter + gather.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from solver.estimate import comm
-from solver.estimate.compute import ACT_BYTES, Factors, OpCost, Work, head_ops, layer_ops
+from solver.estimate.compute import ACT_BYTES, Factors, OpCost, Work, group_tokens, head_ops, layer_ops
 from solver.estimate.memory import indexer_bytes_per_token_layer, kv_bytes_per_token_layer
 from solver.estimate.params import ParamReport, count_params
 from solver.specs.hardware import Hardware
@@ -84,6 +92,18 @@ def _c(name: str, module: str, prim: str, n: int, nbytes: float, t: float, tier:
     return CommCost(name, module, prim, n, nbytes, t, t if exposed is None else exposed, tier)
 
 
+def _tp_module(name: str, module: str, hw: Hardware, d: int, nbytes: float, eff: float, reshard: bool
+               ) -> list[CommCost]:
+    """All-gather in + reduce-scatter out over a module's TP group (one all-reduce when nothing reshards)."""
+    tier = comm.crosses(hw, d)
+    if not reshard:
+        return [_c(f"{name}_allreduce", module, "all_reduce", d, nbytes, comm.all_reduce_s(hw, d, nbytes, 1, eff),
+                   tier)]
+    return [_c(f"{name}_gather", module, "all_gather", d, nbytes, comm.all_gather_s(hw, d, nbytes, 1, eff), tier),
+            _c(f"{name}_scatter", module, "reduce_scatter", d, nbytes, comm.reduce_scatter_s(hw, d, nbytes, 1, eff),
+               tier)]
+
+
 def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
                 attn_compute_s: float) -> dict[str, list[CommCost]]:
     """Per-layer communication for the attention block, the dense FFN and the MoE block."""
@@ -91,7 +111,6 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
     a = pc.attn_tp_size
     T = w.new_tokens
     t_a = T / (pc.cp_size * pc.attn_sp_size)
-    u = T * pc.attn_replicas / pc.world_size
     eff = f.comm
     attn: list[CommCost] = []
 
@@ -100,14 +119,20 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
         attn.append(_c("attn_tp_allreduce", "o_proj", "all_reduce", a, nbytes,
                        comm.all_reduce_s(hw, a, nbytes, 1, eff), comm.crosses(hw, a)))
     o_extra = pc.oproj_shards // a if pc.oproj_shards > a else 1
-    if o_extra > 1:  # o_proj TP under attention DP: gather inputs, reduce-scatter outputs
-        stride = a * pc.cp_size * pc.kvp_size * pc.attn_sp_size if pc.attn_group_size < pc.world_size else a
-        gather = o_extra * t_a * model.o_proj_dim / a * ACT_BYTES
-        scatter = o_extra * t_a * h * ACT_BYTES
-        attn.append(_c("oproj_tp_gather", "o_proj", "all_gather", o_extra, gather,
-                       comm.all_gather_s(hw, o_extra, gather, stride, eff), comm.crosses(hw, o_extra, stride)))
+    kvp_oproj = pc.kvp_size > 1 and o_extra == pc.kvp_size  # seed class C: o_proj_tp == kvp_size
+    if o_extra > 1:
+        # o_proj TP beyond attention TP: row-parallel over the o_proj group, whose ranks sit next to each other
+        # (stride a). Each rank needs only its 1/o_extra input slice of every group token: an all-to-all of its
+        # own t_a x o_dim/a input (before this fix the gather was charged o_extra times that, the full input on
+        # every rank). Under KVP with o_proj TP = kvp the merge already leaves each rank its head slice: no gather.
+        # Partial sums of the group's tokens are then reduce-scattered back to their owners.
+        if not kvp_oproj:
+            gather = t_a * model.o_proj_dim / a * ACT_BYTES
+            attn.append(_c("oproj_tp_gather", "o_proj", "all_to_all", o_extra, gather,
+                           comm.all_to_all_s(hw, o_extra, gather, a, eff), comm.crosses(hw, o_extra, a)))
+        scatter = group_tokens(pc, w, pc.oproj_shards) / a * h * ACT_BYTES
         attn.append(_c("oproj_tp_scatter", "o_proj", "reduce_scatter", o_extra, scatter,
-                       comm.reduce_scatter_s(hw, o_extra, scatter, stride, eff), comm.crosses(hw, o_extra, stride)))
+                       comm.reduce_scatter_s(hw, o_extra, scatter, a, eff), comm.crosses(hw, o_extra, a)))
 
     cache_bpt = kv_bytes_per_token_layer(model, prec.kv_bytes, a) + indexer_bytes_per_token_layer(model)
     shards = pc.cp_size * pc.attn_sp_size
@@ -117,15 +142,20 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
         t = comm.all_gather_s(hw, shards, nbytes, a, eff)
         attn.append(_c("kv_allgather", "attention", "all_gather", shards, nbytes, t, comm.crosses(hw, shards, a),
                        exposed=max(0.0, t - attn_compute_s)))
+    # KVP splits keys in both phases (the core FLOPs are divided by kvp in prefill too); CP splits keys only
+    # in decode (in prefill it splits queries and gathers KV above)
     key_shards = pc.kvp_size * (pc.cp_size if w.phase == "decode" else 1)
-    if key_shards > 1 and w.phase == "decode":
-        # each rank attends to its slice of the cache; partial outputs merge by log-sum-exp
-        width = (model.kv_lora_rank or model.v_head_dim) if model.has_mla else model.v_head_dim
-        nbytes = T * model.num_attention_heads / a * (width + 1) * 4
+    if key_shards > 1:
+        # each rank attends to its slice of the cache; partial outputs merge by log-sum-exp: the lse (fp32) is
+        # exchanged and the corrected outputs are reduce-scattered in the activation dtype (vLLM DCP
+        # cp_lse_ag_out_rs); before this fix the outputs were charged as fp32 (2x)
+        absorbed = model.has_mla and (w.phase == "decode" or model.has_dsa)
+        width = (model.kv_lora_rank or model.v_head_dim) if absorbed else model.v_head_dim
+        nbytes = T * model.num_attention_heads / a * (width * ACT_BYTES + 4)
         t = comm.reduce_scatter_s(hw, key_shards, nbytes, a, eff)
         attn.append(_c("lse_merge", "attention", "reduce_scatter", key_shards, nbytes, t,
                        comm.crosses(hw, key_shards, a)))
-        if pc.cp_size > 1:
+        if pc.cp_size > 1 and w.phase == "decode":
             qbytes = T * model.num_attention_heads / a * ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
                                                           if model.has_mla else model.head_dim) * ACT_BYTES
             t = comm.all_gather_s(hw, pc.cp_size, qbytes, a, eff)
@@ -136,26 +166,30 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
             t = comm.all_gather_s(hw, key_shards, nbytes, a, eff)
             attn.append(_c("topk_merge", "indexer", "all_gather", key_shards, nbytes, t,
                            comm.crosses(hw, key_shards, a)))
+    if pc.kvp_size > 1:
+        # KVP ranks all compute the queries of every token of the group, but after the merge each holds a
+        # 1/kvp share of the layer output: the next layer's input is all-gathered (missing before this fix)
+        nbytes = T * h * ACT_BYTES
+        attn.append(_c("kvp_hidden_allgather", "attention", "all_gather", pc.kvp_size, nbytes,
+                       comm.all_gather_s(hw, pc.kvp_size, nbytes, a, eff), comm.crosses(hw, pc.kvp_size, a)))
 
     dense: list[CommCost] = []
     if model.has_dense_ffn and pc.dense_tp_size > 1:
         d = pc.dense_tp_size
-        nbytes = d * u * h * ACT_BYTES
-        dense.append(_c("dense_tp_allreduce", "dense_ffn", "all_reduce", d, nbytes,
-                        comm.all_reduce_s(hw, d, nbytes, 1, eff), comm.crosses(hw, d)))
+        dense += _tp_module("dense_tp", "dense_ffn", hw, d, group_tokens(pc, w, d) * h * ACT_BYTES, eff, d != a)
 
     moe: list[CommCost] = []
     if model.is_moe and model.num_moe_layers:
         ep, t = pc.moe_ep_size, pc.moe_tp_size
         k_real = model.experts_per_token * model.num_experts / model.expert_slots
         if t > 1:
-            nbytes = t * u * h * ACT_BYTES
-            moe.append(_c("moe_tp_allreduce", "routed_experts", "all_reduce", t, nbytes,
-                          comm.all_reduce_s(hw, t, nbytes, 1, eff), comm.crosses(hw, t)))
+            moe += _tp_module("moe_tp", "routed_experts", hw, t, group_tokens(pc, w, t) * h * ACT_BYTES, eff,
+                              t != a)
         if ep > 1:
-            # dispatch in the GEMM's 8-bit format when it has one (DeepEP FP8 dispatch), combine in bf16
+            # dispatch in the GEMM's 8-bit format when it has one (DeepEP FP8 dispatch), combine in bf16; the
+            # busiest rank sends its own tokens to the t ranks of each destination MoE group
             disp_b = 1 if prec.activation in ("fp8", "int8", "fp4") else ACT_BYTES
-            send = t * u * k_real * h
+            send = t * group_tokens(pc, w, 1) * k_real * h
             td = comm.all_to_all_s(hw, ep, send * disp_b, t, eff)
             tc = comm.all_to_all_s(hw, ep, send * ACT_BYTES, t, eff)
             tier = comm.crosses(hw, ep, t)
@@ -163,23 +197,21 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
             moe.append(_c("ep_combine", "routed_experts", "all_to_all", ep, send * ACT_BYTES, tc, tier))
         if model.num_shared_experts and pc.dense_tp_size > 1:
             d = pc.dense_tp_size
-            nbytes = d * u * h * ACT_BYTES
-            moe.append(_c("shared_tp_allreduce", "shared_experts", "all_reduce", d, nbytes,
-                          comm.all_reduce_s(hw, d, nbytes, 1, eff), comm.crosses(hw, d)))
+            moe += _tp_module("shared_tp", "shared_experts", hw, d, group_tokens(pc, w, d) * h * ACT_BYTES, eff,
+                              d != a)
     return {"attention": attn, "dense": dense, "moe": moe}
 
 
 def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work) -> list[CommCost]:
     h, v = model.hidden_size, model.vocab_size
-    u = w.new_tokens * pc.attn_replicas / pc.world_size
-    u_logit = w.logits_tokens * pc.attn_replicas / pc.world_size
     out = []
     e = pc.embed_tp_size
+    lt = pc.lmhead_tp_size
+    u_logit = group_tokens(pc, w, lt, w.logits_tokens) / lt
     if e > 1:  # vocab-parallel lookup: partial rows summed over the group
-        nbytes = e * u * h * ACT_BYTES
+        nbytes = group_tokens(pc, w, e) * h * ACT_BYTES
         out.append(_c("embed_allreduce", "embedding", "all_reduce", e, nbytes,
                       comm.all_reduce_s(hw, e, nbytes, 1, f.comm), comm.crosses(hw, e)))
-    lt = pc.lmhead_tp_size
     if lt > 1:  # gather hidden states of the group, then exchange vocab slices of the logits
         g = lt * u_logit * h * ACT_BYTES
         lg = u_logit * v * 4
@@ -209,5 +241,17 @@ def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
                                 c.exposed_s * count, c.tier) for c in comms[kind]]
     step.ops += head_ops(model, hw, pc, prec, f, w, params)
     step.comms += head_comms(model, hw, pc, f, w)
+    if mtp_layers and w.phase == "decode":
+        # each of the `mtp_layers` sequential draft passes ends in the shared lm_head over one token per
+        # sequence: its weights are read again every pass (missing before this fix; ~0.5 ms per pass for
+        # DeepSeek's 1.85 GB bf16 head on one H200 rank)
+        dw = Work("decode", new_tokens=w.sequences, context=w.context, sequences=w.sequences,
+                  logits_tokens=w.sequences, busy_replicas=w.busy_replicas)
+        draft = [o for o in head_ops(model, hw, pc, prec, f, dw, params) if o.name == "lm_head"]
+        step.ops += [OpCost("mtp_lm_head", o.module, o.flops, o.bytes, o.compute_s, o.memory_s, o.overhead_s)
+                     .scaled(mtp_layers) for o in draft]
+        step.comms += [CommCost("mtp_" + c.name, c.module, c.primitive, c.group, c.bytes * mtp_layers,
+                                c.time_s * mtp_layers, c.exposed_s * mtp_layers, c.tier)
+                       for c in head_comms(model, hw, pc, f, dw) if c.module == "lm_head"]
     step.overhead_s = f.step_overhead_s
     return step

@@ -1,0 +1,204 @@
+"""`shardplan estimate`: memory, TTFT, TPOT and throughput of one given parallel_config, or of many CSV rows."""
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from solver.cli.options import dtype_options, format_option, knob_options, parallel_from_options
+from solver.errors import InputError, ShardplanError
+from solver.estimate.compute import factors_for
+from solver.estimate.serving import DEFAULT_MTP_ACCEPT, Workload, estimate
+from solver.report.estimate_view import estimate_data, render_estimate
+from solver.report.render import console, dump
+from solver.specs.framework import load_framework, rule_env
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import KNOB_FLAGS
+from solver.specs.precision import resolve_precision
+
+PRED_COLUMNS = ("ttft_ms_pred", "tpot_ms_pred", "error")
+
+
+def _positive(value: int | None, flag: str, minimum: int = 1) -> None:
+    if value is not None and value < minimum:
+        raise InputError(flag, f"must be >= {minimum}, got {value}")
+
+
+def workload_from_options(isl: int | None, osl: int | None, concurrency: int | None, phase: str | None,
+                          batch: int | None, seq_len: int | None, mtp: int, mtp_accept: float) -> Workload:
+    """Exactly one complete workload: serving (--isl --osl --concurrency) or a phase (--phase --batch --seq-len)."""
+    serving = {"--isl": isl, "--osl": osl, "--concurrency": concurrency}
+    single = {"--phase": phase, "--batch": batch, "--seq-len": seq_len}
+    s_given = [k for k, v in serving.items() if v is not None]
+    p_given = [k for k, v in single.items() if v is not None]
+    if s_given and p_given:
+        raise InputError("workload", f"give either {'/'.join(serving)} or {'/'.join(single)}, not both "
+                                     f"(got {', '.join(s_given + p_given)})")
+    if not s_given and not p_given:
+        raise InputError("workload", "missing: give --isl N --osl N --concurrency C (serving) or "
+                                     "--phase prefill|decode --batch B --seq-len S")
+    given, group = (s_given, serving) if s_given else (p_given, single)
+    missing = [k for k in group if k not in given]
+    if missing:
+        raise InputError("workload", f"{', '.join(given)} also needs {', '.join(missing)}")
+    for flag, value in {**serving, "--batch": batch, "--seq-len": seq_len}.items():
+        _positive(value, flag)
+    _positive(mtp, "--mtp", 0)
+    if not 0.0 <= mtp_accept <= 1.0:
+        raise InputError("--mtp-accept", f"must be in [0, 1], got {mtp_accept}")
+    if s_given:
+        return Workload("serving", isl=isl, osl=osl, concurrency=concurrency, mtp=mtp,  # type: ignore[arg-type]
+                        mtp_accept=mtp_accept)
+    return Workload(phase, batch=batch, seq_len=seq_len, mtp=mtp, mtp_accept=mtp_accept)  # type: ignore[arg-type]
+
+
+def _framework_check(fw, model, hw, pc, wl: Workload) -> list[str]:
+    """Rule violations: errors raise (the framework cannot run this config), warnings come back as notes."""
+    env = rule_env(pc.knobs(), world=pc.world_size, batch=wl.sequences, mtp=wl.mtp,
+                   num_attention_heads=model.num_attention_heads,
+                   num_key_value_heads=model.num_attention_heads if model.has_mla else model.num_key_value_heads,
+                   n_routed_experts=model.num_experts, has_mla=model.has_mla, has_dsa=model.has_dsa,
+                   o_proj_dim=model.o_proj_dim, ranks_per_node=hw.ranks_per_node)
+    warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
+    errors = [p for p in fw.check(env) if p not in warnings]
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InputError("parallel_config", f"not runnable under framework {fw.name}: {errors[0]}{more}")
+    return [f"framework {fw.name}: {w} (slow path)" for w in warnings]
+
+
+def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], wl: Workload, weight_dtype,
+            moe_weight_dtype, kv_dtype, framework: str, fmt: str) -> None:
+    model = load_model(model_name)
+    hw = load_hardware(hardware)
+    fw = load_framework(framework)
+    pc = parallel_from_options(cards, knobs)
+    prec = resolve_precision(model, hw, weight_dtype, moe_weight_dtype, kv_dtype)
+    if wl.mtp and not model.num_mtp_layers:
+        raise InputError("--mtp", f"{model.name} has no MTP (next-n) layers")
+    notes = list(model.warnings) + list(prec.notes) + _framework_check(fw, model, hw, pc, wl)
+    f = factors_for(hw, fw.efficiency_for(hw.name))
+    est = estimate(model, hw, pc, prec, f, wl)
+    if not est.memory.feasible:
+        notes.append(f"does not fit: {est.memory.total / 1e9:.2f} GB per rank over the limit of "
+                     f"{est.memory.limit_bytes / 1e9:.2f} GB")
+    for line in notes:
+        click.echo(f"note: {line}", err=True)
+    data = estimate_data(model, hw, pc, prec, fw, wl, est, notes)
+    if fmt != "table":
+        click.echo(dump(data, fmt))
+        return
+    render_estimate(data, console())
+
+
+def _fmt_num(v: float) -> str:
+    return f"{v:.4f}"
+
+
+def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, int]:
+    """Evaluate every row; a row that cannot be evaluated gets `error` and the run goes on. (rows, errors)."""
+    from solver.measured import REQUIRED_COLUMNS, case_from_row
+
+    src = Path(path_in)
+    if not src.is_file():
+        raise InputError("--from-csv", f"file not found: {path_in}")
+    try:
+        with src.open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh)
+            header = list(reader.fieldnames or [])
+            rows = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError("--from-csv", f"cannot read {path_in}: {exc}") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise InputError("--from-csv", f"{path_in}: missing column(s): {', '.join(missing)}")
+    fieldnames = header + [c for c in PRED_COLUMNS if c not in header]
+    out: list[dict[str, Any]] = []
+    errors = 0
+    for row in rows:
+        rec = dict(row)
+        try:
+            case = case_from_row(row, framework)
+            f = factors_for(case.hw, case.framework.efficiency_for(case.hw.name))
+            est = estimate(case.model, case.hw, case.pc, case.prec, f, case.workload)
+            rec.update(ttft_ms_pred=_fmt_num(est.ttft_s * 1e3), tpot_ms_pred=_fmt_num(est.tpot_s * 1e3), error="")
+        except ShardplanError as exc:
+            errors += 1
+            rec.update(ttft_ms_pred="", tpot_ms_pred="", error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - a batch run reports the row and goes on
+            errors += 1
+            rec.update(ttft_ms_pred="", tpot_ms_pred="", error=f"{type(exc).__name__}: {exc}")
+        out.append(rec)
+    try:
+        if path_out == "-":
+            _write(sys.stdout, fieldnames, out)
+        else:
+            with open(path_out, "w", newline="", encoding="utf-8") as fh:
+                _write(fh, fieldnames, out)
+    except OSError as exc:
+        raise InputError("--out", f"cannot write {path_out}: {exc.strerror or exc}") from None
+    return len(out), errors
+
+
+def _write(fh, fieldnames: list[str], rows: list[dict[str, Any]]) -> None:
+    writer = csv.DictWriter(fh, fieldnames=fieldnames, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+@click.command("estimate")
+@click.argument("model", required=False)
+@click.option("--hardware", "hardware", default=None, help="hardware name or YAML path")
+@click.option("--cards", type=int, default=None, help="world size W (ranks)")
+@knob_options
+@click.option("--isl", type=int, default=None, help="serving: input tokens per request")
+@click.option("--osl", type=int, default=None, help="serving: output tokens per request")
+@click.option("--concurrency", type=int, default=None, help="serving: requests in flight across the deployment")
+@click.option("--phase", type=click.Choice(["prefill", "decode"]), default=None,
+              help="one phase instead of serving: prefill of BATCH prompts or a decode step of BATCH sequences")
+@click.option("--batch", type=int, default=None, help="with --phase: prompts / sequences across the deployment")
+@click.option("--seq-len", type=int, default=None, help="with --phase: prompt length / context length")
+@click.option("--mtp", type=int, default=0, show_default=True, help="MTP (next-n) depth; 0 = off")
+@click.option("--mtp-accept", type=float, default=DEFAULT_MTP_ACCEPT, show_default=True,
+              help="acceptance rate of each draft token")
+@dtype_options
+@click.option("--framework", default=None,
+              help="framework profile name or YAML (default generic; CSV mode: the row's backend column)")
+@click.option("--from-csv", "from_csv", default=None, help="evaluate every row of a calibration-style CSV")
+@click.option("--out", "out", default=None, help="with --from-csv: output CSV path ('-' = stdout)")
+@format_option()
+def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept,
+                 weight_dtype, moe_weight_dtype, kv_dtype, framework, from_csv, out, fmt, **knobs) -> None:
+    """Memory, TTFT, TPOT and throughput of one parallel_config, with a breakdown by module and by kind.
+
+    \b
+    shardplan estimate deepseek-v3.2 --hardware h200_sxm --cards 8 --attn-sp 8 --phase prefill --batch 1 --seq-len 32768
+    shardplan estimate --from-csv measured.csv --out predicted.csv
+    """
+    if from_csv is not None:
+        single = {"MODEL": model, "--hardware": hardware, "--cards": cards, "--isl": isl, "--osl": osl,
+                  "--concurrency": concurrency, "--phase": phase, "--batch": batch, "--seq-len": seq_len,
+                  **{KNOB_FLAGS[k]: v for k, v in knobs.items()}}
+        extra = [k for k, v in single.items() if v is not None]
+        if extra:
+            raise InputError("--from-csv", f"each row carries its own config; drop {', '.join(extra)}")
+        if not out:
+            raise InputError("--out", "required with --from-csv")
+        n, bad = run_csv(from_csv, out, framework)
+        click.echo(f"note: evaluated {n} rows ({bad} could not be evaluated; see the error column)"
+                   + ("" if out == "-" else f", wrote {out}"), err=True)
+        return
+    if out is not None:
+        raise InputError("--out", "only with --from-csv")
+    for value, flag in ((model, "MODEL"), (hardware, "--hardware"), (cards, "--cards")):
+        if value is None:
+            raise InputError(flag, "required (or use --from-csv IN --out OUT)")
+    wl = workload_from_options(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept)
+    _single(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework or "generic", fmt)
+
+
+COMMANDS = [estimate_cmd]

@@ -1,0 +1,95 @@
+"""Collective cost by primitive and topology tier (solver.estimate.comm), with hand-computed cases."""
+from __future__ import annotations
+
+import pytest
+
+from solver.estimate import comm
+from solver.specs.hardware import Hardware
+from solver.specs.hardware_catalog import load_hardware
+
+H200 = load_hardware("h200_sxm")
+A3 = load_hardware("atlas_a3")
+NVL = 450e9 * 0.82  # H200 intra-node achieved bytes/s
+RDMA = 50e9 * 0.86  # H200 inter-node achieved bytes/s per rank
+
+
+def _flat(**over) -> Hardware:
+    """8 ranks per node, 1 GB/s inside, 0.1 GB/s between nodes, no latency: times are pure byte counts."""
+    data = dict(
+        name="toy", memory_bytes=10**11, hbm_bandwidth_Bps=1e12, peak_flops={"bf16": 1e15},
+        ranks_per_node=8, scale_up_domain=8,
+        tiers={"intra_node": dict(bandwidth_Bps=1e9, latency_s=0.0, efficiency=1.0, span_ranks=8),
+               "inter_node": dict(bandwidth_Bps=1e8, latency_s=0.0, efficiency=1.0, span_ranks=1 << 20)},
+        efficiency=dict(gemm=1.0, attention=1.0, hbm=1.0, kernel_overhead_s=0.0), reserved_bytes=0,
+    )
+    data.update(over)
+    return Hardware(**data)
+
+
+TOY = _flat()
+
+
+def test_all_reduce_moves_two_times_n_minus_one_over_n_of_the_buffer() -> None:
+    # 8 ranks in one node, 8 GB buffer, 1 GB/s: 2 x 7/8 x 8 GB = 14 GB -> 14 s
+    assert comm.all_reduce_s(TOY, 8, 8e9) == pytest.approx(14.0)
+    assert comm.all_reduce_s(TOY, 2, 8e9) == pytest.approx(8.0)  # 2 x 1/2 x 8
+    assert comm.all_reduce_s(TOY, 1, 8e9) == 0.0
+    # on H200: 2 x 7/8 x B over NVLink at 82% + two latency terms
+    B = 117e6
+    assert comm.all_reduce_s(H200, 8, B) == pytest.approx(2 * (10e-6 + 7 / 8 * B / NVL))
+
+
+def test_reduce_scatter_and_all_gather_move_n_minus_one_over_n() -> None:
+    assert comm.reduce_scatter_s(TOY, 4, 4e9) == pytest.approx(3.0)
+    assert comm.all_gather_s(TOY, 4, 4e9) == pytest.approx(3.0)
+    assert comm.all_reduce_s(TOY, 4, 4e9) == pytest.approx(2 * comm.reduce_scatter_s(TOY, 4, 4e9))
+
+
+def test_group_of_16_on_8_rank_nodes_crosses_the_inter_node_tier() -> None:
+    assert comm.crosses(H200, 8) == "intra_node"
+    assert comm.crosses(H200, 16) == "inter_node"
+    levels = comm.group_levels(H200, 16)
+    assert [(lv.members, lv.tier_name) for lv in levels] == [(8, "intra_node"), (2, "inter_node")]
+    # hierarchical: reduce-scatter 7/8 of B inside the node, then 1/2 of the remaining B/8 across nodes
+    B = 1e9
+    rs = 10e-6 + 7 / 8 * B / NVL + 20e-6 + 1 / 2 * (B / 8) / RDMA
+    assert comm.reduce_scatter_s(H200, 16, B) == pytest.approx(rs)
+    assert comm.all_reduce_s(H200, 16, B) == pytest.approx(2 * rs)
+    # 8 NICs carry the B/8 chunks in parallel: 1.6x the in-node all-reduce, not the 10x of one slow ring
+    assert 1.5 < comm.all_reduce_s(H200, 16, B) / comm.all_reduce_s(H200, 8, B) < 1.7
+
+
+def test_strided_group_spans_more_nodes_than_its_size() -> None:
+    # 8 members spaced 2 apart (e.g. EP peers with moe_tp 2) cover 16 ranks: 4 per node x 2 nodes
+    assert [(lv.members, lv.tier_name) for lv in comm.group_levels(H200, 8, stride=2)] == [
+        (4, "intra_node"), (2, "inter_node")]
+    assert comm.crosses(H200, 4, stride=2) == "intra_node"
+
+
+def test_atlas_a3_group_beyond_16_dies_uses_the_superpod_scale_up_tier() -> None:
+    assert comm.crosses(A3, 16) == "intra_node"
+    assert comm.crosses(A3, 32) == "scale_up"
+    assert comm.crosses(A3, 1536) == "inter_rack"
+
+
+def test_all_to_all_inside_a_node_vs_across_nodes() -> None:
+    # each rank sends 8 GB spread evenly over the group; its own share stays home
+    assert comm.all_to_all_s(TOY, 8, 8e9) == pytest.approx(7.0)  # 7/8 of 8 GB at 1 GB/s
+    # 16 ranks on two nodes: 7/16 goes over the fast link, 8/16 over the 10x slower one, in parallel
+    t16 = comm.all_to_all_s(TOY, 16, 8e9)
+    assert t16 == pytest.approx(max(8e9 * 7 / 16 / 1e9, 8e9 * 8 / 16 / 1e8)) == pytest.approx(40.0)
+    # on H200 the cross-node part is bounded by the RDMA NIC
+    B = 100e6
+    assert comm.all_to_all_s(H200, 8, B) == pytest.approx(10e-6 + B * 7 / 8 / NVL)
+    assert comm.all_to_all_s(H200, 16, B) == pytest.approx(20e-6 + B * 8 / 16 / RDMA)
+    assert comm.all_to_all_s(TOY, 1, 8e9) == 0.0
+
+
+def test_comm_efficiency_factor_scales_bandwidth() -> None:
+    assert comm.all_reduce_s(TOY, 8, 8e9, comm_eff=0.5) == pytest.approx(28.0)
+
+
+def test_send_recv_uses_the_named_tier() -> None:
+    assert comm.send_recv_s(TOY, 1e9) == pytest.approx(1.0)
+    assert comm.send_recv_s(TOY, 1e9, "inter_node") == pytest.approx(10.0)
+    assert comm.send_recv_s(TOY, 1e9, "scale_up") == pytest.approx(1.0)  # missing tier falls back to intra-node

@@ -1,0 +1,366 @@
+"""One hand-computed case per estimator rule (solver.estimate.compute / step / serving's MTP rule).
+
+Each test is named after the rule it checks. Figures are per layer and per rank unless a test says otherwise.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from solver.estimate import comm
+from solver.estimate.compute import (
+    Factors,
+    OpCost,
+    Work,
+    _op,
+    distinct_experts_touched,
+    factors_for,
+    head_ops,
+    layer_ops,
+    mean_keys_capped,
+)
+from solver.estimate.memory import cache_per_rank, kv_bytes_per_token_layer
+from solver.estimate.params import _attention_parts, count_params
+from solver.estimate.serving import mtp_tokens_per_step
+from solver.estimate.step import layer_comms, step_cost
+from solver.specs.hardware import Hardware
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import make_parallel_config
+from solver.specs.precision import resolve_precision
+
+H200 = load_hardware("h200_sxm")
+A3 = load_hardware("atlas_a3")
+V3 = load_model("deepseek-v3")
+V32 = load_model("deepseek-v3.2")
+LLAMA70 = load_model("llama-3.1-70b")
+F_H200 = factors_for(H200)
+
+
+def _prec(model, hw=H200, **kw):
+    return resolve_precision(model, hw, **kw)
+
+
+def _ops(model, pc, w, hw=H200, prec=None, f=None):
+    """name -> OpCost for one layer of each kind (attention ops, dense, moe)."""
+    prec = prec or _prec(model, hw)
+    f = f or factors_for(hw)
+    kinds = layer_ops(model, hw, pc, prec, f, w, count_params(model))
+    return {o.name: o for ops in kinds.values() for o in ops}
+
+
+def _comms(model, pc, w, hw=H200, prec=None, attn_compute_s=0.0):
+    prec = prec or _prec(model, hw)
+    out = layer_comms(model, hw, pc, prec, factors_for(hw), w, attn_compute_s)
+    return {c.name: c for cs in out.values() for c in cs}
+
+
+def _prefill(S: int, prompts: float = 1) -> Work:
+    return Work("prefill", new_tokens=S * prompts, context=(S + 1) / 2, sequences=prompts, logits_tokens=prompts)
+
+
+def _decode(batch: float, ctx: float, mtp: int = 0) -> Work:
+    return Work("decode", new_tokens=batch * (1 + mtp), context=ctx, sequences=batch, logits_tokens=batch * (1 + mtp))
+
+
+def _toy_hw(**over) -> Hardware:
+    data = dict(
+        name="toy", memory_bytes=10**11, hbm_bandwidth_Bps=1e12, peak_flops={"bf16": 1e15, "fp8": 2e15},
+        ranks_per_node=8, scale_up_domain=8,
+        tiers={"intra_node": dict(bandwidth_Bps=1e9, latency_s=0.0, efficiency=1.0, span_ranks=8),
+               "inter_node": dict(bandwidth_Bps=1e8, latency_s=0.0, efficiency=1.0, span_ranks=1 << 20)},
+        efficiency=dict(gemm=1.0, attention=1.0, hbm=1.0, kernel_overhead_s=0.0), reserved_bytes=0,
+    )
+    data.update(over)
+    return Hardware(**data)
+
+
+# ------------------------------------------------------------------------------------------ time of one op
+
+
+def test_time_is_max_of_compute_and_memory_plus_kernel_overhead() -> None:
+    hw = _toy_hw()
+    f = Factors(gemm=0.5, attention=1.0, hbm=0.8, comm=1.0, kernel_overhead_s=3e-6)
+    # 1e12 FLOPs at 1e15 x 0.5 = 2 ms; 4e9 bytes at 1e12 x 0.8 = 5 ms; 2 kernels x 3 us
+    op = _op("x", "m", 1e12, 4e9, hw.flops("bf16"), f.gemm, hw, f, kernels=2)
+    assert op.compute_s == pytest.approx(2e-3)
+    assert op.memory_s == pytest.approx(5e-3)
+    assert op.overhead_s == pytest.approx(6e-6)
+    assert op.time_s == pytest.approx(5e-3 + 6e-6)
+    assert op.bound == "memory"
+    assert OpCost("y", "m", 0, 0, 2.0, 3.0, 0.5).time_s == 3.5
+
+
+def test_framework_kernel_overhead_override_reaches_factors() -> None:
+    # FrameworkEfficiency.kernel_overhead_s is an absolute override (fixed: it used to be dropped)
+    assert factors_for(H200, {"kernel_overhead_s": 1e-5}).kernel_overhead_s == pytest.approx(1e-5)
+    assert factors_for(H200, {"kernel_overhead": 2.0}).kernel_overhead_s == pytest.approx(6e-6)
+    assert factors_for(H200, {"gemm": 2.0}).gemm == 1.0  # capped at peak
+
+
+# --------------------------------------------------------------------------------------------- MLA / DSA
+
+
+def test_mla_cache_not_sharded_by_attention_tp() -> None:
+    # the latent (512 + 64 rope) is one shared "head": 1152 bytes per token per layer on EVERY TP rank
+    assert kv_bytes_per_token_layer(V3, 2, attn_tp=8) == kv_bytes_per_token_layer(V3, 2, attn_tp=1) == 1152
+    prec = _prec(V3)
+    kv_tp8, _, _ = cache_per_rank(V3, make_parallel_config(8, attn_tp_size=8), prec, batch=8, seq_len=4096)
+    kv_dp8, _, _ = cache_per_rank(V3, make_parallel_config(8), prec, batch=8, seq_len=4096)
+    assert kv_tp8 == pytest.approx(8 * kv_dp8)  # TP8 holds all 8 sequences, DP8 one each
+    # decode reads the whole latent cache on every TP rank: 8 seqs x 4096 keys x 1152 B (+ hidden input)
+    w = _decode(8, 4096)
+    core = _ops(V3, make_parallel_config(8, attn_tp_size=8), w)["attention_core"]
+    assert core.bytes == pytest.approx(8 * 4096 * 1152 + 8 * V3.hidden_size * 2)
+
+
+def test_mla_absorbed_decode_uses_dk_576_dv_512() -> None:
+    w = _decode(8, 1000)
+    core = _ops(V3, make_parallel_config(8), w)["attention_core"]
+    assert core.flops == pytest.approx(2 * 128 * 8 * 1000 * (576 + 512))
+
+
+def test_mla_prefill_non_absorbed_uses_dk_192_dv_128() -> None:
+    w = _prefill(1000)
+    core = _ops(V3, make_parallel_config(8), w)["attention_core"]
+    assert core.flops == pytest.approx(2 * 128 * 1000 * 500.5 * (192 + 128))
+
+
+def test_sparse_attention_head_padding_on_hopper_makes_tp8_compute_4x_useful() -> None:
+    # 128 heads / TP8 = 16 per rank, padded to 64 by the SM90 sparse-MLA kernel: 4x the useful FLOPs
+    w = _prefill(1000)  # below top-k: every query attends to all earlier keys, mean 500.5
+    tp8 = _ops(V32, make_parallel_config(8, attn_tp_size=8), w)["attention_core"]
+    dp = _ops(V32, make_parallel_config(8), w)["attention_core"]
+    useful_tp8 = 2 * 16 * 1000 * 500.5 * (576 + 512)
+    assert tp8.flops == pytest.approx(4 * useful_tp8)
+    assert dp.flops == pytest.approx(2 * 128 * 1000 * 500.5 * (576 + 512))  # no padding at 128 heads
+    assert tp8.flops == pytest.approx(dp.flops / 2)  # 8 ranks buy only a 2x cut
+    # no padding on hardware without the rule (Atlas A3 catalog entry: pad 1)
+    a3 = _ops(V32, make_parallel_config(16, attn_tp_size=16), w, hw=A3)["attention_core"]
+    assert a3.flops == pytest.approx(2 * 8 * 1000 * 500.5 * (576 + 512))
+
+
+def test_dsa_keys_per_query_are_the_mean_of_min_position_topk() -> None:
+    # a 4096-token prompt with top-k 2048: positions 1..2048 see p keys, the rest 2048 -> mean 1536.25
+    assert mean_keys_capped(_prefill(4096), 2048) == pytest.approx((2048 * 2049 / 2 + 2048 * 2048) / 4096)
+    assert mean_keys_capped(_prefill(1000), 2048) == pytest.approx(500.5)
+    assert mean_keys_capped(_decode(4, 65536), 2048) == 2048
+    w = _prefill(4096)
+    core = _ops(V32, make_parallel_config(8), w)["attention_core"]
+    assert core.flops == pytest.approx(2 * 128 * 4096 * 1536.25 * 1088)
+
+
+def test_indexer_work_per_rank_is_whole_under_tp_and_one_nth_under_sp_cp() -> None:
+    S = 16384
+    w = _prefill(S)
+    whole = 2 * 64 * 128 * S * (S + 1) / 2  # 16,384 FLOPs per (query, key) pair
+    tp8 = _ops(V32, make_parallel_config(8, attn_tp_size=8), w)
+    dp = _ops(V32, make_parallel_config(8), w)
+    sp8 = _ops(V32, make_parallel_config(8, attn_sp_size=8), w)
+    cp8 = _ops(V32, make_parallel_config(8, cp_size=8), w)
+    assert tp8["indexer_score"].flops == pytest.approx(whole)  # replicated: every TP rank repeats it
+    assert dp["indexer_score"].flops == pytest.approx(whole)
+    assert sp8["indexer_score"].flops == pytest.approx(whole / 8)
+    assert cp8["indexer_score"].flops == pytest.approx(whole / 8)
+    idx_params = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
+    assert tp8["indexer_proj"].flops == pytest.approx(2 * S * idx_params)
+    assert sp8["indexer_proj"].flops == pytest.approx(2 * S / 8 * idx_params)
+
+
+def test_indexer_topk_reads_back_the_fp32_logits() -> None:
+    S = 8192
+    w = _prefill(S)
+    ops = _ops(V32, make_parallel_config(8), w)
+    logits = S * (S + 1) / 2 * 4
+    assert ops["indexer_topk"].bytes == pytest.approx(logits + S * 2048 * 4)
+    assert ops["indexer_topk"].bound == "memory"
+    assert ops["indexer_score"].bytes == pytest.approx(S * 132 + logits)
+
+
+# ---------------------------------------------------------------------------------------------- GQA / SP
+
+
+def test_gqa_kv_replicated_beyond_n_kv() -> None:
+    # Llama-3.1-70B: 8 KV heads of 128; TP16 leaves one (replicated) KV head per rank, not half of one
+    assert kv_bytes_per_token_layer(LLAMA70, 2, attn_tp=4) == 2 * 256 * 2
+    assert kv_bytes_per_token_layer(LLAMA70, 2, attn_tp=8) == 1 * 256 * 2
+    assert kv_bytes_per_token_layer(LLAMA70, 2, attn_tp=16) == 1 * 256 * 2
+    w = _decode(1, 100)
+    qkv16 = _ops(LLAMA70, make_parallel_config(16, attn_tp_size=16), w)["qkv_proj"]
+    h = 8192
+    q, kv = h * 64 * 128, 2 * h * 8 * 128
+    assert qkv16.flops == pytest.approx(2 * (q / 16 + kv / 8))
+
+
+def test_sp_keeps_full_heads_unsharded_weights_and_allgathers_new_kv_and_indexer_keys() -> None:
+    S = 8192
+    w = _prefill(S)
+    prec = _prec(V32, kv_dtype="fp8")
+    pc = make_parallel_config(8, attn_sp_size=8)
+    ops = _ops(V32, pc, w, prec=prec)
+    full = sum(p.params for p in _attention_parts(V32))
+    assert ops["qkv_proj"].flops == pytest.approx(2 * S / 8 * full)  # whole weights, 1/8 of the tokens
+    keys = mean_keys_capped(w, 2048)
+    assert ops["attention_core"].flops == pytest.approx(2 * 128 * S * keys * 1088 / 8)  # 128 heads, no padding
+    c = _comms(V32, pc, w, prec=prec)
+    assert c["kv_allgather"].primitive == "all_gather"
+    assert c["kv_allgather"].bytes == pytest.approx(S * (656 + 132))  # FP8 latent + indexer key
+    assert "attn_tp_allreduce" not in c  # no hidden-state all-reduce
+    # cache is not sharded by SP: every rank keeps the whole KV, like TP
+    kv_sp, idx_sp, _ = cache_per_rank(V32, pc, prec, batch=1, seq_len=S)
+    kv_tp, idx_tp, _ = cache_per_rank(V32, make_parallel_config(8, attn_tp_size=8), prec, batch=1, seq_len=S)
+    assert (kv_sp, idx_sp) == (kv_tp, idx_tp)
+
+
+def test_cp_prefill_kv_allgather_overlaps_attention_exposed_is_excess() -> None:
+    w = _prefill(32768)
+    pc = make_parallel_config(8, cp_size=8)
+    t = _comms(V32, pc, w)["kv_allgather"].time_s
+    assert t > 0
+    assert _comms(V32, pc, w, attn_compute_s=0.0)["kv_allgather"].exposed_s == pytest.approx(t)
+    assert _comms(V32, pc, w, attn_compute_s=t / 4)["kv_allgather"].exposed_s == pytest.approx(0.75 * t)
+    assert _comms(V32, pc, w, attn_compute_s=10 * t)["kv_allgather"].exposed_s == 0.0
+    # in the full step the gather hides behind this layer's attention core + indexer
+    step = step_cost(V32, H200, pc, _prec(V32), F_H200, w)
+    assert sum(c.exposed_s for c in step.comms if c.name == "kv_allgather") == 0.0
+
+
+def test_kvp_decode_merges_partial_outputs_with_lse_reduce_scatter() -> None:
+    T = 16
+    w = _decode(T, 65536)
+    pc = make_parallel_config(8, kvp_size=8, o_proj_tp_size=8)
+    c = _comms(V3, pc, w)
+    merge = c["lse_merge"]
+    assert merge.primitive == "reduce_scatter" and merge.group == 8
+    assert merge.bytes == pytest.approx(T * 128 * (512 * 2 + 4))  # latent-space outputs bf16 + fp32 lse
+    # the merge hands each rank its head slice: o_proj TP = kvp needs no input gather, only the scatter
+    assert "oproj_tp_gather" not in c and c["oproj_tp_scatter"].bytes == pytest.approx(T * 7168 * 2)
+    assert c["kvp_hidden_allgather"].bytes == pytest.approx(T * 7168 * 2)
+    # each KVP rank reads 1/8 of the cache and does 1/8 of the pairs and of o_proj
+    ops = _ops(V3, pc, w)
+    assert ops["attention_core"].flops == pytest.approx(2 * 128 * T * 65536 * 1088 / 8)
+    assert ops["o_proj"].flops == pytest.approx(2 * T * 128 * 128 * 7168 / 8)
+
+
+def test_oproj_tp_under_attention_dp_gathers_inputs_and_reduce_scatters_outputs() -> None:
+    T = 64  # per replica
+    w = _decode(T, 4096)
+    pc = make_parallel_config(16, o_proj_tp_size=8)
+    c = _comms(V32, pc, w, hw=A3, prec=_prec(V32, A3))
+    gather, scatter = c["oproj_tp_gather"], c["oproj_tp_scatter"]
+    # each rank sends its own T x (128 x 128) input, a 1/8 slice to each peer (fixed: was 8x that)
+    assert gather.bytes == pytest.approx(T * 16384 * 2) and gather.group == 8
+    assert scatter.primitive == "reduce_scatter"
+    assert scatter.bytes == pytest.approx(8 * T * 7168 * 2)  # partial sums of the group's 8 x T tokens
+    o = _ops(V32, pc, w, hw=A3, prec=_prec(V32, A3))["o_proj"]
+    assert o.flops == pytest.approx(2 * 8 * T * 16384 * 7168 / 8)
+    assert "oproj_tp_gather" not in _comms(V32, make_parallel_config(16), w, hw=A3, prec=_prec(V32, A3))
+
+
+def test_resharding_cost_appears_at_a_boundary_where_tp_size_changes() -> None:
+    T = 512
+    w = _decode(T, 1024)
+    nbytes = 8 * T * 7168 * 2  # the dense TP8 group gathers the tokens of 8 DP ranks
+    # attention DP -> dense TP8: all-gather in, reduce-scatter out
+    c = _comms(V3, make_parallel_config(8, dense_tp_size=8), w)
+    assert c["dense_tp_gather"].primitive == "all_gather" and c["dense_tp_gather"].bytes == pytest.approx(nbytes)
+    assert c["dense_tp_scatter"].primitive == "reduce_scatter"
+    assert c["dense_tp_gather"].time_s == pytest.approx(comm.all_gather_s(H200, 8, nbytes))
+    assert c["dense_tp_gather"].time_s + c["dense_tp_scatter"].time_s == pytest.approx(
+        comm.all_reduce_s(H200, 8, nbytes))
+    # same TP on both sides: a plain all-reduce; DP on both sides: nothing
+    same = _comms(V3, make_parallel_config(8, attn_tp_size=8, dense_tp_size=8), w)
+    assert "dense_tp_allreduce" in same and "dense_tp_gather" not in same
+    assert not [k for k in _comms(V3, make_parallel_config(8), w) if k.startswith("dense")]
+
+
+# ------------------------------------------------------------------------------------------------- MoE
+
+
+def test_expected_distinct_experts_touched_is_E_times_one_minus_miss_probability() -> None:
+    E, k = 256, 8
+    assert distinct_experts_touched(E, k, 1) == pytest.approx(8)  # one token: its top-k
+    t64 = distinct_experts_touched(E, k, 64)
+    assert t64 == pytest.approx(E * (1 - (1 - k / E) ** 64))
+    assert t64 == pytest.approx(222.44, abs=0.01)  # neither "all 256" nor "top-k 8"
+    assert distinct_experts_touched(E, k, 10_000) == pytest.approx(E)
+    # decode reads only the touched experts' weights: 64 tokens across EP8 -> 222.44 / 8 experts per rank
+    w = _decode(8, 4096)  # 8 per replica x 8 replicas = 64 tokens
+    prec = _prec(V3)
+    routed = _ops(V3, make_parallel_config(8), w, prec=prec)["routed_experts"]
+    expert = 3 * 7168 * 2048
+    bpp = prec.fmt("experts").bytes_per_param
+    act = 64 * 8 / 8 * (7168 + 2 * 2048) * 2
+    assert routed.bytes == pytest.approx(t64 / 8 * expert * bpp + act)
+
+
+def test_ep_dispatch_bytes_are_tokens_times_topk_times_hidden_times_bytes() -> None:
+    w = _decode(4, 4096)  # 4 tokens per DP rank
+    prec = _prec(V3)  # FP8 checkpoint on H200: FP8 dispatch, bf16 combine
+    assert prec.activation == "fp8"
+    c = _comms(V3, make_parallel_config(8), w, prec=prec)
+    assert c["ep_dispatch"].bytes == pytest.approx(4 * 8 * 7168 * 1)
+    assert c["ep_combine"].bytes == pytest.approx(4 * 8 * 7168 * 2)
+    assert c["ep_dispatch"].time_s == pytest.approx(comm.all_to_all_s(H200, 8, 4 * 8 * 7168))
+
+
+def test_one_prompt_under_attention_dp_loads_the_moe_with_that_prompt_only() -> None:
+    S = 4096
+    one = Work("prefill", S, (S + 1) / 2, 1, 1, busy_replicas=1)
+    dp = _ops(V32, make_parallel_config(8), one)
+    sp = _ops(V32, make_parallel_config(8, attn_sp_size=8), _prefill(S))
+    assert dp["routed_experts"].flops == pytest.approx(sp["routed_experts"].flops)
+    # the busy rank keeps its tokens for the replicated modules (shared experts at dense_tp 1)
+    assert dp["shared_experts"].flops == pytest.approx(8 * sp["shared_experts"].flops)
+
+
+# ------------------------------------------------------------------------------------- bound and MTP
+
+
+def test_decode_of_a_big_model_at_small_batch_is_memory_bound() -> None:
+    step = step_cost(V3, H200, make_parallel_config(8), _prec(V3), F_H200, _decode(4, 4096))
+    ops = {o.name: o for o in step.ops}
+    assert ops["routed_experts"].bound == "memory"
+    assert ops["qkv_proj"].bound == "memory"
+    split = step.split()
+    assert split["memory_s"] > 5 * split["compute_s"]
+
+
+def test_prefill_at_long_sequence_is_compute_bound() -> None:
+    step = step_cost(V3, H200, make_parallel_config(8, cp_size=8), _prec(V3), F_H200, _prefill(32768))
+    ops = {o.name: o for o in step.ops}
+    for name in ("attention_core", "qkv_proj", "o_proj", "routed_experts"):
+        assert ops[name].bound == "compute", name
+    split = step.split()
+    assert split["compute_s"] > 5 * split["memory_s"]
+
+
+def test_mtp_tokens_per_step_is_one_plus_a_plus_a_squared() -> None:
+    assert mtp_tokens_per_step(0, 0.7) == 1.0
+    assert mtp_tokens_per_step(1, 0.7) == pytest.approx(1.7)
+    assert mtp_tokens_per_step(3, 0.7) == pytest.approx(1 + 0.7 + 0.49 + 0.343)
+
+
+def test_mtp_draft_passes_read_the_shared_lm_head_again() -> None:
+    pc = make_parallel_config(8)
+    prec = _prec(V3)
+    base = step_cost(V3, H200, pc, prec, F_H200, _decode(8, 4096, mtp=2), mtp_layers=2)
+    drafts = [o for o in base.ops if o.name == "mtp_lm_head"]
+    assert len(drafts) == 1 and drafts[0].module == "lm_head"
+    head = [o for o in head_ops(V3, H200, pc, prec, F_H200, _decode(8, 4096), count_params(V3)) if o.name == "lm_head"]
+    assert drafts[0].bytes == pytest.approx(2 * head[0].bytes)  # two draft passes, one token per sequence each
+    no_mtp = step_cost(V3, H200, pc, prec, F_H200, _decode(8, 4096))
+    assert not [o for o in no_mtp.ops if o.name == "mtp_lm_head"]
+
+
+def test_step_time_is_compute_plus_exposed_comm_plus_overhead() -> None:
+    f = Factors(gemm=0.78, attention=0.75, hbm=0.8, comm=1.0, kernel_overhead_s=3e-6, step_overhead_s=1e-3)
+    step = step_cost(V3, H200, make_parallel_config(8, attn_tp_size=8), _prec(V3), f, _decode(64, 4096))
+    assert step.time_s == pytest.approx(sum(o.time_s for o in step.ops) + sum(c.exposed_s for c in step.comms)
+                                        + 1e-3)
+    mods = step.by_module()
+    assert sum(m["time_s"] for m in mods.values()) + step.overhead_s == pytest.approx(step.time_s)
+    s = step.split()
+    assert sum(s.values()) == pytest.approx(step.time_s)
+    assert math.isfinite(step.time_s)
