@@ -38,8 +38,7 @@ def _instance(model: str, hw: str, world: int, fw: str, kind: str, isl: int):
        kind=st.sampled_from(["throughput", "latency", "balanced"]), isl=st.sampled_from([512, 4096]))
 def test_cpsat_front_equals_exhaustive_front(case, world, fw, kind, isl):
     m, h, f, sc, t = _instance(case[0], case[1], world, fw, kind, isl)
-    pm = cpsat.build(t, m, h, f, sc)
-    front = cpsat.pareto_front(pm, cpsat.SolverParams())
+    front = cpsat.Planner(t, m, h, f, sc).front()
     exhaustive = pareto(enumerate_points(t, m, h, f, sc))
     assert [(p.latency, p.inv_throughput) for p in front] == [(p.latency, p.inv_throughput) for p in exhaustive]
 

@@ -1,14 +1,17 @@
-"""The CP-SAT model: one Boolean per (group choice), one per batch value, their products, and the
-constraint families as small named functions. Objectives are integer-scaled sums of the cost tables.
+"""The CP-SAT model: one Boolean per group choice, the constraint families as small named functions, and
+integer-scaled sums of the cost tables as objectives.
 
-Two objectives span the Pareto front: request latency (TTFT + (OSL-1) x TPOT) and inverse throughput per
-rank (seconds per output token per rank). The front is enumerated exactly by the epsilon-constraint method:
-minimise inverse throughput, tie-break on latency, then demand strictly lower latency and repeat.
+The two objectives are request latency L = TTFT + (OSL-1) x TPOT and inverse throughput per rank
+I = L x W / (B x OSL) (seconds per output token per rank). For a fixed concurrency B, I is proportional to L,
+so both are minimised by the same configuration: the Pareto front is exactly the non-dominated set of the
+per-concurrency latency optima. One small model per B (no batch x choice products) keeps solves fast.
+Ties in latency are broken towards smaller parallel degrees (fewer, simpler groups), exactly, by a
+lexicographic weight.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ortools.sat.python import cp_model
 
@@ -20,6 +23,7 @@ from solver.specs.scenario import Scenario
 
 TIME_SCALE = 1e7  # integer units of 0.1 us
 MEM_SCALE = 1e-3  # integer units of kB
+TIE_WEIGHT = 128  # > the largest simplicity penalty, so latency always dominates
 
 
 @dataclass(frozen=True)
@@ -31,33 +35,84 @@ class SolverParams:
 
 @dataclass(frozen=True)
 class Point:
-    """One configuration with its integer objective values (exactly as the model scores it)."""
+    """One configuration with its objective values exactly as the model scores them."""
 
     picks: tuple[tuple[str, int], ...]  # (group, choice index)
     batch: int
     latency: int  # TIME_SCALE units
-    inv_throughput: int  # TIME_SCALE units x rank per output token
+    inv_throughput: float  # latency x W / (batch x OSL), same units
 
     def key(self) -> tuple:
         return (self.picks, self.batch)
 
 
+def inv_throughput(t: Tables, latency: int, batch: int) -> float:
+    return latency * t.world / (batch * t.osl)
+
+
+def coefs(t: Tables, b: int, g: str, i: int) -> tuple[int, int, int, int]:
+    """(latency, ttft, tpot, memory) integer coefficients of one choice at concurrency b."""
+    e = t.entries[(b, g, i)]
+    tpot = e.decode_s / t.mtp_tokens
+    lat = e.prefill_s + max(0, t.osl - 1) * tpot
+    return (round(lat * TIME_SCALE), round(e.prefill_s * TIME_SCALE), round(tpot * TIME_SCALE),
+            round(e.memory_bytes * MEM_SCALE))
+
+
+def const_coefs(t: Tables) -> tuple[int, int, int]:
+    """(latency, ttft, tpot) of the fixed per-step overhead."""
+    tpot = t.const_step_s / t.mtp_tokens
+    lat = t.const_step_s + max(0, t.osl - 1) * tpot
+    return round(lat * TIME_SCALE), round(t.const_step_s * TIME_SCALE), round(tpot * TIME_SCALE)
+
+
+def simplicity(values: tuple[int, ...]) -> int:
+    """Tie-break penalty: bits of the parallel degrees (TP1 costs 0, TP8 costs 3)."""
+    return sum((v - 1).bit_length() for v in values)
+
+
+def memory_cap(t: Tables) -> int:
+    return round((t.memory_limit_bytes - t.const_memory_bytes) * MEM_SCALE)
+
+
+def rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, batch: int
+                ) -> list[tuple[str, list[str], list[list[int]]]]:
+    """Each hard framework rule as (rule id, knobs it reads, allowed value tuples) at this concurrency.
+    Rules the knob domains already satisfy are dropped: they can neither constrain nor bind."""
+    domains = {k: sorted({opt[i] for opt in t.choices[g]}) for g, ks in GROUPS.items() for i, k in enumerate(ks)}
+    derived = {"attn_dp_size": "attn_tp_size", "moe_ep_size": "moe_tp_size"}
+    out = []
+    for rule in fw.rules:
+        if rule.severity != "error":
+            continue
+        knobs = sorted({n for n in rule.names if n in domains} | {k for d, k in derived.items() if d in rule.names})
+        spaces = [domains[k] for k in knobs]
+        allowed = []
+        total = 0
+        for combo in itertools.product(*spaces):
+            total += 1
+            env = rule_env(dict(zip(knobs, combo)), world=t.world, batch=batch, mtp=scenario.mtp,
+                           num_attention_heads=model.num_attention_heads,
+                           num_key_value_heads=model.num_key_value_heads, n_routed_experts=model.num_experts,
+                           has_mla=model.has_mla, has_dsa=model.has_dsa, o_proj_dim=model.o_proj_dim,
+                           ranks_per_node=hw.ranks_per_node)
+            if rule.holds(env):
+                allowed.append(list(combo))
+        if len(allowed) < total:
+            out.append((rule.id, knobs, allowed))
+    return out
+
+
 @dataclass
-class PlanModel:
-    tables: Tables
+class BatchModel:
+    """The model for one concurrency value."""
+
+    batch: int
     model: cp_model.CpModel
-    x: dict[str, list[cp_model.IntVar]]  # group -> Booleans per choice
-    y: dict[int, cp_model.IntVar]  # batch -> Boolean
-    z: dict[tuple[int, str, int], cp_model.IntVar]
+    x: dict[str, list[cp_model.IntVar]]
     knob_vars: dict[str, cp_model.IntVar]
-    batch_var: cp_model.IntVar
     latency: cp_model.LinearExpr
-    inv_throughput: cp_model.LinearExpr
-    ttft: cp_model.LinearExpr
-    tpot: cp_model.LinearExpr
-    memory: cp_model.LinearExpr
-    # constraint family -> its enforcement literal; families are switched on through solver assumptions so
-    # one can be relaxed to find which constraints bind
+    objective: cp_model.LinearExpr  # latency x TIE_WEIGHT + simplicity
     families: dict[str, cp_model.IntVar] = field(default_factory=dict)
     relaxed: set[str] = field(default_factory=set)
     temps: list = field(default_factory=list)
@@ -68,53 +123,29 @@ class PlanModel:
         return self.families[name]
 
     def sync(self) -> None:
+        """Constraint families are on through assumptions, so one can be relaxed to see whether it binds."""
         self.model.ClearAssumptions()
         lits = [lit for name, lit in self.families.items() if name not in self.relaxed] + list(self.temps)
         if lits:
             self.model.AddAssumptions(lits)
 
 
-def _coef(t: Tables, b: int, g: str, i: int) -> tuple[int, int, int, int, int]:
-    e = t.entries[(b, g, i)]
-    tpot = e.decode_s / t.mtp_tokens
-    lat = e.prefill_s + max(0, t.osl - 1) * tpot
-    inv = lat * t.world / (b * t.osl)
-    return (round(lat * TIME_SCALE), round(inv * TIME_SCALE), round(e.prefill_s * TIME_SCALE),
-            round(tpot * TIME_SCALE), round(e.memory_bytes * MEM_SCALE))
-
-
-def build(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario) -> PlanModel:
+def build_batch(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario,
+                b: int) -> BatchModel:
     m = cp_model.CpModel()
     x = {g: [m.NewBoolVar(f"x_{g}_{i}") for i in range(len(opts))] for g, opts in t.choices.items()}
-    y = {b: m.NewBoolVar(f"y_{b}") for b in t.batches}
-    for g, bools in x.items():
+    for bools in x.values():
         m.AddExactlyOne(bools)
-    m.AddExactlyOne(list(y.values()))
-    z: dict[tuple[int, str, int], cp_model.IntVar] = {}
-    lat, inv, ttft, tpot, mem = [], [], [], [], []
-    const_step = t.const_step_s
-    for b in t.batches:
-        const_tpot = const_step / t.mtp_tokens
-        const_lat = const_step + max(0, t.osl - 1) * const_tpot
-        lat.append(round(const_lat * TIME_SCALE) * y[b])
-        inv.append(round(const_lat * t.world / (b * t.osl) * TIME_SCALE) * y[b])
-        ttft.append(round(const_step * TIME_SCALE) * y[b])
-        tpot.append(round(const_tpot * TIME_SCALE) * y[b])
-        for g, bools in x.items():
-            group_z = []
-            for i, xv in enumerate(bools):
-                zv = m.NewBoolVar(f"z_{b}_{g}_{i}")
-                m.AddBoolAnd([xv, y[b]]).OnlyEnforceIf(zv)
-                m.AddBoolOr([xv.Not(), y[b].Not()]).OnlyEnforceIf(zv.Not())
-                z[(b, g, i)] = zv
-                group_z.append(zv)
-                c_lat, c_inv, c_ttft, c_tpot, c_mem = _coef(t, b, g, i)
-                lat.append(c_lat * zv)
-                inv.append(c_inv * zv)
-                ttft.append(c_ttft * zv)
-                tpot.append(c_tpot * zv)
-                mem.append(c_mem * zv)
-            m.Add(sum(group_z) == y[b])
+    c_lat, c_ttft, c_tpot = const_coefs(t)
+    lat, ttft, tpot, mem, simple = [c_lat], [c_ttft], [c_tpot], [], []
+    for g, bools in x.items():
+        for i, xv in enumerate(bools):
+            cl, ct, cp, cm = coefs(t, b, g, i)
+            lat.append(cl * xv)
+            ttft.append(ct * xv)
+            tpot.append(cp * xv)
+            mem.append(cm * xv)
+            simple.append(simplicity(t.choices[g][i]) * xv)
     knob_vars: dict[str, cp_model.IntVar] = {}
     for g, knobs in GROUPS.items():
         for k_idx, knob in enumerate(knobs):
@@ -122,203 +153,124 @@ def build(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProfile, 
             var = m.NewIntVarFromDomain(cp_model.Domain.FromValues(values), knob)
             m.Add(var == sum(opt[k_idx] * xv for opt, xv in zip(t.choices[g], x[g])))
             knob_vars[knob] = var
-    batch_var = m.NewIntVarFromDomain(cp_model.Domain.FromValues(list(t.batches)), "batch")
-    m.Add(batch_var == sum(b * yv for b, yv in y.items()))
-    pm = PlanModel(t, m, x, y, z, knob_vars, batch_var, sum(lat), sum(inv), sum(ttft), sum(tpot), sum(mem))
-    add_memory_cap(pm)
-    add_sla(pm, scenario)
-    add_framework_rules(pm, model_spec, hw, fw, scenario)
-    pm.sync()
-    return pm
+    latency = sum(lat)
+    bm = BatchModel(b, m, x, knob_vars, latency, TIE_WEIGHT * latency + sum(simple))
+    add_memory_cap(bm, t, sum(mem))
+    add_sla(bm, scenario, sum(ttft), sum(tpot))
+    add_framework_rules(bm, rule_tables(t, model_spec, hw, fw, scenario, b))
+    bm.model.Minimize(bm.objective)
+    bm.sync()
+    return bm
 
 
 # ------------------------------------------------------------------------------------ constraint families
 
 
-def add_memory_cap(pm: PlanModel) -> None:
+def add_memory_cap(bm: BatchModel, t: Tables, memory) -> None:
     """Class B: memory per rank <= min(0.95 x capacity, capacity - reserve)."""
-    t = pm.tables
-    cap = round((t.memory_limit_bytes - t.const_memory_bytes) * MEM_SCALE)
-    pm.model.Add(pm.memory <= cap).OnlyEnforceIf(pm.family("B.memory_per_rank"))
+    bm.model.Add(memory <= memory_cap(t)).OnlyEnforceIf(bm.family("B.memory_per_rank"))
 
 
-def add_sla(pm: PlanModel, scenario: Scenario) -> None:
+def add_sla(bm: BatchModel, scenario: Scenario, ttft, tpot) -> None:
     if scenario.ttft_ms is not None:
-        pm.model.Add(pm.ttft <= round(scenario.ttft_ms * 1e-3 * TIME_SCALE)).OnlyEnforceIf(pm.family("SLA.ttft"))
+        bm.model.Add(ttft <= round(scenario.ttft_ms * 1e-3 * TIME_SCALE)).OnlyEnforceIf(bm.family("SLA.ttft"))
     if scenario.tpot_ms is not None:
-        pm.model.Add(pm.tpot <= round(scenario.tpot_ms * 1e-3 * TIME_SCALE)).OnlyEnforceIf(pm.family("SLA.tpot"))
+        bm.model.Add(tpot <= round(scenario.tpot_ms * 1e-3 * TIME_SCALE)).OnlyEnforceIf(bm.family("SLA.tpot"))
 
 
-def add_framework_rules(pm: PlanModel, model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
-                        scenario: Scenario) -> None:
-    """Class A/C rules from the framework profile as table constraints over the knobs they read."""
-    t = pm.tables
-    domains = {k: sorted({opt[i] for opt in t.choices[g]}) for g, ks in GROUPS.items() for i, k in enumerate(ks)}
-    for rule in fw.rules:
-        if rule.severity != "error":
-            continue
-        knobs = sorted(n for n in rule.names if n in domains)
-        derived = {"attn_dp_size": "attn_tp_size", "moe_ep_size": "moe_tp_size"}
-        for d, k in derived.items():
-            if d in rule.names and k not in knobs:
-                knobs.append(k)
-        uses_batch = "batch" in rule.names
-        vars_ = [pm.knob_vars[k] for k in knobs] + ([pm.batch_var] if uses_batch else [])
-        spaces = [domains[k] for k in knobs] + ([list(t.batches)] if uses_batch else [])
-        allowed = []
-        for combo in _product(spaces):
-            cfg = dict(zip(knobs, combo[: len(knobs)]))
-            env = rule_env(cfg, world=t.world, batch=combo[-1] if uses_batch else 1, mtp=scenario.mtp,
-                           num_attention_heads=model.num_attention_heads,
-                           num_key_value_heads=model.num_key_value_heads, n_routed_experts=model.num_experts,
-                           has_mla=model.has_mla, has_dsa=model.has_dsa, o_proj_dim=model.o_proj_dim,
-                           ranks_per_node=hw.ranks_per_node)
-            if rule.holds(env):
-                allowed.append(list(combo))
-        total = 1
-        for sp_ in spaces:
-            total *= len(sp_)
-        if len(allowed) == total:
-            continue  # the domains already satisfy this rule: nothing to constrain
-        if not vars_:
-            if not allowed:
-                pm.model.AddBoolOr([]).OnlyEnforceIf(pm.family(rule.id))
-            continue
-        pm.model.AddAllowedAssignments(vars_, allowed).OnlyEnforceIf(pm.family(rule.id))
-
-
-def _product(spaces: list[list[int]]) -> Iterable[tuple[int, ...]]:
-    import itertools
-
-    return itertools.product(*spaces) if spaces else [()]
+def add_framework_rules(bm: BatchModel, tables: list[tuple[str, list[str], list[list[int]]]]) -> None:
+    """Class A/C rules of the framework profile as table constraints over the knobs each reads."""
+    for rule_id, knobs, allowed in tables:
+        lit = bm.family(rule_id)
+        if not knobs:
+            bm.model.AddBoolOr([]).OnlyEnforceIf(lit)  # a rule that fails whatever the knobs
+        else:
+            bm.model.AddAllowedAssignments([bm.knob_vars[k] for k in knobs], allowed).OnlyEnforceIf(lit)
 
 
 # ----------------------------------------------------------------------------------------------- solving
 
 
-def _solver(params: SolverParams) -> cp_model.CpSolver:
-    s = cp_model.CpSolver()
-    s.parameters.num_search_workers = params.workers
-    s.parameters.random_seed = params.seed
-    s.parameters.max_time_in_seconds = params.time_limit_s
-    return s
-
-
-def _point(pm: PlanModel, s: cp_model.CpSolver) -> Point:
-    picks = tuple((g, next(i for i, v in enumerate(bools) if s.Value(v))) for g, bools in pm.x.items())
-    batch = next(b for b, v in pm.y.items() if s.Value(v))
-    return Point(picks, batch, int(s.Value(pm.latency)), int(s.Value(pm.inv_throughput)))
-
-
-class _Temps:
-    """Temporary constraints, each enforced by its own literal and switched on through assumptions
-    (CP-SAT cannot delete a constraint; an unassumed enforcement literal leaves it inert)."""
-
-    def __init__(self, pm: PlanModel):
-        self.pm = pm
-
-    def add(self, bounded) -> cp_model.IntVar:
-        lit = self.pm.model.NewBoolVar(f"tmp_{len(self.pm.temps)}")
-        self.pm.model.Add(bounded).OnlyEnforceIf(lit)
-        return self._on(lit)
-
-    def add_clause(self, lits: list) -> cp_model.IntVar:
-        lit = self.pm.model.NewBoolVar(f"tmpc_{len(self.pm.temps)}")
-        self.pm.model.AddBoolOr(lits).OnlyEnforceIf(lit)
-        return self._on(lit)
-
-    def _on(self, lit):
-        self.pm.temps.append(lit)
-        self.pm.sync()
-        return lit
-
-    def drop(self, lit) -> None:
-        self.pm.temps = [a for a in self.pm.temps if a is not lit]
-        self.pm.sync()
-
-    def clear(self) -> None:
-        self.pm.temps = []
-        self.pm.sync()
-
-
-def _lexmin(pm: PlanModel, temps: _Temps, first, second, params: SolverParams) -> Point | None:
-    """Minimise `first`, then `second` with `first` held at its optimum."""
-    m = pm.model
-    s = _solver(params)
-    m.Minimize(first)
-    if s.Solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    best = round(s.ObjectiveValue())
-    hold = temps.add(first <= best)
-    m.Minimize(second)
-    status = s.Solve(m)
-    point = _point(pm, s) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
-    temps.drop(hold)
-    return point
-
-
-def pareto_front(pm: PlanModel, params: SolverParams, max_points: int = 24) -> list[Point]:
-    """Exact front of (latency, inverse throughput) by the epsilon-constraint method."""
-    temps = _Temps(pm)
-    front: list[Point] = []
-    while len(front) < max_points:
-        p = _lexmin(pm, temps, pm.inv_throughput, pm.latency, params)
-        if p is None:
-            break
-        front.append(p)
-        temps.add(pm.latency <= p.latency - 1)
-    temps.clear()
-    return front
-
-
-def weighted_best(pm: PlanModel, w_lat: float, w_inv: float, lat_ref: int, inv_ref: int, params: SolverParams,
-                  exclude: list[Point], count: int) -> list[Point]:
-    """The `count` best configurations by the scenario's weighted cost, each a different pattern (attention
-    layout, dense TP, MoE TP) from those excluded and those found before it."""
-    scale = 10_000_000
-    a = max(1, round(w_lat * scale / max(lat_ref, 1)))
-    c = max(1, round(w_inv * scale / max(inv_ref, 1)))
-    temps = _Temps(pm)
-    for p in exclude:
-        temps.add_clause(_pattern_lits(pm, p))
-    out: list[Point] = []
-    for _ in range(count):
-        s = _solver(params)
-        pm.model.Minimize(a * pm.latency + c * pm.inv_throughput)
-        if s.Solve(pm.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            break
-        p = _point(pm, s)
-        out.append(p)
-        temps.add_clause(_pattern_lits(pm, p))
-    temps.clear()
-    return out
-
-
-def pattern_key(t: Tables, p: Point) -> tuple:
+def pattern_key(t: Tables, picks: dict[str, int]) -> tuple:
     """What makes two configurations the same pattern: the attention layout (TP, CP, KVP, SP), dense TP and
     MoE TP. Embedding/LM-head/o_proj degrees refine a pattern rather than change it."""
-    picks = dict(p.picks)
-    attn = t.choices["attn"][picks["attn"]][:4]
-    return (attn, t.choices["dense"][picks["dense"]], t.choices["moe"][picks["moe"]])
+    return (t.choices["attn"][picks["attn"]][:4], t.choices["dense"][picks["dense"]],
+            t.choices["moe"][picks["moe"]])
 
 
-def _pattern_lits(pm: PlanModel, p: Point) -> list:
-    """Clause forbidding every configuration of the same pattern as `p`."""
-    t = pm.tables
-    picks = dict(p.picks)
-    same_attn = [pm.x["attn"][i] for i, opt in enumerate(t.choices["attn"])
-                 if opt[:4] == t.choices["attn"][picks["attn"]][:4]]
-    in_s = pm.model.NewBoolVar("same_attn")
-    pm.model.Add(sum(same_attn) == in_s)
-    return [in_s.Not(), pm.x["dense"][picks["dense"]].Not(), pm.x["moe"][picks["moe"]].Not()]
+class Planner:
+    """Per-concurrency models, built on first use."""
+
+    def __init__(self, t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario,
+                 params: SolverParams | None = None):
+        self.t, self.model, self.hw, self.fw, self.scenario = t, model, hw, fw, scenario
+        self.params = params or SolverParams()
+        self._models: dict[int, BatchModel] = {}
+
+    def batch_model(self, b: int) -> BatchModel:
+        if b not in self._models:
+            self._models[b] = build_batch(self.t, self.model, self.hw, self.fw, self.scenario, b)
+        return self._models[b]
+
+    def _solver(self) -> cp_model.CpSolver:
+        s = cp_model.CpSolver()
+        s.parameters.num_search_workers = self.params.workers
+        s.parameters.random_seed = self.params.seed
+        s.parameters.max_time_in_seconds = self.params.time_limit_s
+        return s
+
+    def best(self, b: int, exclude_patterns: list[tuple] = (), relaxed: frozenset[str] = frozenset()
+             ) -> Point | None:
+        """Lowest-latency configuration at concurrency b, avoiding the given patterns."""
+        bm = self.batch_model(b)
+        lits = []
+        for key in exclude_patterns:
+            lit = bm.model.NewBoolVar("not_pattern")
+            same = [bm.x["attn"][i] for i, o in enumerate(self.t.choices["attn"]) if o[:4] == key[0]]
+            dense = [bm.x["dense"][i] for i, o in enumerate(self.t.choices["dense"]) if o == key[1]]
+            moe = [bm.x["moe"][i] for i, o in enumerate(self.t.choices["moe"]) if o == key[2]]
+            if same and dense and moe:
+                bm.model.AddBoolOr([v.Not() for v in (_any(bm, same), _any(bm, dense), _any(bm, moe))]
+                                   ).OnlyEnforceIf(lit)
+                lits.append(lit)
+        bm.temps = lits
+        bm.relaxed = set(relaxed)
+        bm.sync()
+        s = self._solver()
+        status = s.Solve(bm.model)
+        bm.temps, bm.relaxed = [], set()
+        bm.sync()
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None
+        picks = tuple((g, next(i for i, v in enumerate(bools) if s.Value(v))) for g, bools in bm.x.items())
+        lat = int(s.Value(bm.latency))
+        return Point(picks, b, lat, inv_throughput(self.t, lat, b))
+
+    def front(self) -> list[Point]:
+        points = [p for p in (self.best(b) for b in self.t.batches) if p is not None]
+        return pareto(points)
+
+    def families(self, b: int) -> list[str]:
+        return list(self.batch_model(b).families)
 
 
-def _nogood_lits(pm: PlanModel, p: Point) -> list:
-    """Clause forbidding this exact configuration (knob choices; any batch)."""
-    return [pm.x[g][i].Not() for g, i in p.picks]
+def _any(bm: BatchModel, lits: list) -> cp_model.IntVar:
+    """A literal true iff one of `lits` (members of an exactly-one group) is true."""
+    v = bm.model.NewBoolVar("any")
+    bm.model.Add(sum(lits) == v)
+    return v
 
 
-def feasible(pm: PlanModel, params: SolverParams) -> bool:
-    s = _solver(params)
-    pm.model.ClearObjective()
-    return s.Solve(pm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+def pareto(points: list[Point]) -> list[Point]:
+    """Non-dominated points in (inverse throughput, latency), sorted by inverse throughput; one point per
+    distinct objective pair (the first seen)."""
+    best: dict[tuple[float, int], Point] = {}
+    for p in points:
+        best.setdefault((p.inv_throughput, p.latency), p)
+    front: list[Point] = []
+    min_lat = None
+    for (_, lat), p in sorted(best.items(), key=lambda kv: kv[0]):
+        if min_lat is None or lat < min_lat:
+            front.append(p)
+            min_lat = lat
+    return front

@@ -11,7 +11,8 @@ from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
-from solver.plan.exhaustive import enumerate_points, pareto
+from solver.plan.cpsat import pareto
+from solver.plan.exhaustive import enumerate_points
 from solver.plan.tables import Tables, build_tables
 from solver.space.domains import Space, build_space
 from solver.specs.framework import FrameworkProfile
@@ -62,35 +63,39 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     f = factors_for(hw, fw.efficiency_for(hw.name))
     space = build_space(model, hw, fw, world, scenario, allow_cross_node)
     tables = build_tables(model, hw, prec, f, fw, space, scenario, mem_opts)
-    pm = cpsat.build(tables, model, hw, fw, scenario)
+    planner = cpsat.Planner(tables, model, hw, fw, scenario, params)
     if method == "exhaustive":
         points = pareto(enumerate_points(tables, model, hw, fw, scenario))
     else:
-        points = cpsat.pareto_front(pm, params)
+        points = planner.front()
     if not points:
-        raise _diagnose(model, hw, prec, fw, world, scenario, tables, pm, params, mem_opts)
+        raise _diagnose(model, hw, prec, fw, world, scenario, tables, planner, mem_opts)
     w_lat, w_inv = scenario.objective_weights
     lat_ref = min(p.latency for p in points)
     inv_ref = min(p.inv_throughput for p in points)
 
     def score(p: cpsat.Point) -> float:
         # weighted log-ratio to the best of each objective: scale-free, so a 2x loss in latency weighs the
-        # same whether latency is milliseconds or seconds
+        # same whether latency is milliseconds or seconds. The best compromise always lies on the front.
         return w_lat * math.log(p.latency / lat_ref) + w_inv * math.log(p.inv_throughput / inv_ref)
 
     chosen: list[cpsat.Point] = []
-    seen: set[tuple] = set()
-    for p in sorted(points, key=score):  # the best compromise always lies on the front
-        k = cpsat.pattern_key(tables, p)
+    seen: list[tuple] = []
+    for p in sorted(points, key=score):
+        k = cpsat.pattern_key(tables, dict(p.picks))
         if k not in seen:
             chosen.append(p)
-            seen.add(k)
+            seen.append(k)
         if len(chosen) == top:
             break
-    if len(chosen) < top:  # fewer distinct patterns on the front: the best of other patterns
-        anchor = chosen[0]
-        chosen += cpsat.weighted_best(pm, w_lat, w_inv, anchor.latency, anchor.inv_throughput, params, chosen,
-                                      top - len(chosen))
+    while len(chosen) < top:
+        # fewer distinct patterns on the front: the best configuration of a new pattern at any concurrency
+        alts = [p for p in (planner.best(b, seen) for b in tables.batches) if p is not None]
+        if not alts:
+            break
+        p = min(alts, key=score)
+        chosen.append(p)
+        seen.append(cpsat.pattern_key(tables, dict(p.picks)))
     front_keys = {p.key() for p in points}
 
     def realize(p: cpsat.Point) -> Planned:
@@ -101,7 +106,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
 
     result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], space, method=method)
     if explain_binding:
-        result.binding = binding_constraints(pm, params, chosen[0], w_lat, w_inv, lat_ref, inv_ref)
+        result.binding = binding_constraints(planner, chosen[0])
     pruned: dict[str, list[str]] = {}
     for p in space.pruned:
         pruned.setdefault(p.rule, []).append(f"{p.knob}={p.value}")
@@ -109,56 +114,32 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     return result
 
 
-def _score(pm: cpsat.PlanModel, params: cpsat.SolverParams, a: int, c: int) -> float | None:
-    from ortools.sat.python import cp_model
-
-    s = cpsat._solver(params)
-    pm.model.Minimize(a * pm.latency + c * pm.inv_throughput)
-    if s.Solve(pm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return s.ObjectiveValue()
-    return None
-
-
-def binding_constraints(pm: cpsat.PlanModel, params: cpsat.SolverParams, best: cpsat.Point, w_lat: float,
-                        w_inv: float, lat_ref: int, inv_ref: int) -> list[str]:
-    """Constraint families whose removal alone would improve the chosen optimum."""
-    a = max(1, round(w_lat * 1e9 / max(best.latency, 1)))
-    c = max(1, round(w_inv * 1e9 / max(best.inv_throughput, 1)))
-    base = _score(pm, params, a, c)
-    if base is None:
-        return []
+def binding_constraints(planner: cpsat.Planner, best: cpsat.Point) -> list[str]:
+    """Constraint families whose removal alone would lower the chosen configuration's latency at its
+    concurrency (the operating point the recommendation is for)."""
     out = []
-    for name in list(pm.families):
-        pm.relaxed = {name}
-        pm.sync()
-        value = _score(pm, params, a, c)
-        if value is not None and value < base * (1 - 1e-9):
+    for name in planner.families(best.batch):
+        p = planner.best(best.batch, relaxed=frozenset({name}))
+        if p is not None and p.latency < best.latency:
             out.append(name)
-    pm.relaxed = set()
-    pm.sync()
     return out
 
 
 def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
-              scenario: Scenario, tables: Tables, pm: cpsat.PlanModel, params: cpsat.SolverParams,
+              scenario: Scenario, tables: Tables, planner: cpsat.Planner,
               mem_opts: MemoryOptions | None) -> InfeasibleError:
     from solver.estimate.memory import memory_per_rank
 
-    binding = []
-    for name in list(pm.families):
-        pm.relaxed = {name}
-        pm.sync()
-        if _score(pm, params, 1, 1) is not None:
+    binding: list[str] = []
+    names = sorted({n for b in tables.batches for n in planner.families(b)})
+    for name in names:
+        if any(planner.best(b, relaxed=frozenset({name})) for b in tables.batches):
             binding.append(name)
-    pm.relaxed = set()
-    pm.sync()
-    if not binding and len(pm.families) > 1:
-        pm.relaxed = set(pm.families)
-        pm.sync()
-        if _score(pm, params, 1, 1) is not None:
-            binding = sorted(pm.families)
-        pm.relaxed = set()
-        pm.sync()
+    if not binding and names:
+        if any(planner.best(b, relaxed=frozenset(names)) for b in tables.batches):
+            binding = names
+    if not tables.choices["attn"]:
+        binding.append("framework rules leave no attention layout")
     remedies = []
     if "B.memory_per_rank" in binding or not binding:
         # fewest cards that fit: the most sharded config at the smallest batch, for growing world sizes
