@@ -9,6 +9,7 @@ so its levels run in parallel and the slowest one decides.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from solver.specs.hardware import Hardware, Tier
 
@@ -36,10 +37,16 @@ def _tiers_by_span(hw: Hardware) -> list[tuple[int, str, Tier]]:
 
 def group_levels(hw: Hardware, n: int, stride: int = 1) -> list[Level]:
     """Split a group of n ranks (members `stride` apart) into per-tier member counts whose product is n."""
+    return list(_levels(tuple(_tiers_by_span(hw)), n, stride))
+
+
+@lru_cache(maxsize=4096)
+def _levels(tiers: tuple[tuple[int, str, Tier], ...], n: int, stride: int) -> tuple[Level, ...]:
+    # pure in its (hashable) arguments, and called for every collective of every candidate: memoised
     levels: list[Level] = []
     remaining = n
     covered = stride  # rank distance spanned by one member at the current level
-    for span, name, tier in _tiers_by_span(hw):
+    for span, name, tier in tiers:
         if remaining <= 1:
             break
         fit = max(1, span // covered)
@@ -52,9 +59,9 @@ def group_levels(hw: Hardware, n: int, stride: int = 1) -> list[Level]:
         remaining //= k
         covered *= k
     if remaining > 1:
-        _, name, tier = _tiers_by_span(hw)[-1]
+        _, name, tier = tiers[-1]
         levels.append(Level(remaining, tier, name))
-    return levels
+    return tuple(levels)
 
 
 def crosses(hw: Hardware, n: int, stride: int = 1) -> str:

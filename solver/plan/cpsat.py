@@ -75,15 +75,27 @@ def memory_cap(t: Tables) -> int:
     return round((t.memory_limit_bytes - t.const_memory_bytes) * MEM_SCALE)
 
 
-def rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, batch: int
-                ) -> list[tuple[str, list[str], list[list[int]]]]:
+def rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, batch: int,
+                static: list | None = None) -> list[tuple[str, list[str], list[list[int]]]]:
     """Each hard framework rule as (rule id, knobs it reads, allowed value tuples) at this concurrency.
-    Rules the knob domains already satisfy are dropped: they can neither constrain nor bind."""
+    Rules the knob domains already satisfy are dropped: they can neither constrain nor bind. Rules that do not
+    read the batch are the same at every concurrency: pass them as `static` to compute them once."""
+    if static is None:
+        static = _rule_tables(t, model, hw, fw, scenario, None, batch_rules=False)
+    return static + _rule_tables(t, model, hw, fw, scenario, batch, batch_rules=True)
+
+
+def static_rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario) -> list:
+    return _rule_tables(t, model, hw, fw, scenario, None, batch_rules=False)
+
+
+def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario,
+                 batch: int | None, batch_rules: bool) -> list[tuple[str, list[str], list[list[int]]]]:
     domains = {k: sorted({opt[i] for opt in t.choices[g]}) for g, ks in GROUPS.items() for i, k in enumerate(ks)}
     derived = {"attn_dp_size": "attn_tp_size", "moe_ep_size": "moe_tp_size"}
     out = []
     for rule in fw.rules:
-        if rule.severity != "error":
+        if rule.severity != "error" or ("batch" in rule.names) != batch_rules:
             continue
         knobs = sorted({n for n in rule.names if n in domains} | {k for d, k in derived.items() if d in rule.names})
         spaces = [domains[k] for k in knobs]
@@ -91,7 +103,7 @@ def rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
         total = 0
         for combo in itertools.product(*spaces):
             total += 1
-            env = rule_env(dict(zip(knobs, combo)), world=t.world, batch=batch, mtp=scenario.mtp,
+            env = rule_env(dict(zip(knobs, combo)), world=t.world, batch=batch or 1, mtp=scenario.mtp,
                            num_attention_heads=model.num_attention_heads,
                            num_key_value_heads=model.num_key_value_heads, n_routed_experts=model.num_experts,
                            has_mla=model.has_mla, has_dsa=model.has_dsa, o_proj_dim=model.o_proj_dim,
@@ -131,7 +143,7 @@ class BatchModel:
 
 
 def build_batch(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario,
-                b: int) -> BatchModel:
+                b: int, static_rules: list | None = None) -> BatchModel:
     m = cp_model.CpModel()
     x = {g: [m.NewBoolVar(f"x_{g}_{i}") for i in range(len(opts))] for g, opts in t.choices.items()}
     for bools in x.values():
@@ -157,7 +169,7 @@ def build_batch(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkPro
     bm = BatchModel(b, m, x, knob_vars, latency, TIE_WEIGHT * latency + sum(simple))
     add_memory_cap(bm, t, sum(mem))
     add_sla(bm, scenario, sum(ttft), sum(tpot))
-    add_framework_rules(bm, rule_tables(t, model_spec, hw, fw, scenario, b))
+    add_framework_rules(bm, rule_tables(t, model_spec, hw, fw, scenario, b, static_rules))
     bm.model.Minimize(bm.objective)
     bm.sync()
     return bm
@@ -206,10 +218,11 @@ class Planner:
         self.t, self.model, self.hw, self.fw, self.scenario = t, model, hw, fw, scenario
         self.params = params or SolverParams()
         self._models: dict[int, BatchModel] = {}
+        self._static = static_rule_tables(t, model, hw, fw, scenario)
 
     def batch_model(self, b: int) -> BatchModel:
         if b not in self._models:
-            self._models[b] = build_batch(self.t, self.model, self.hw, self.fw, self.scenario, b)
+            self._models[b] = build_batch(self.t, self.model, self.hw, self.fw, self.scenario, b, self._static)
         return self._models[b]
 
     def _solver(self) -> cp_model.CpSolver:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import itertools
 
-from solver.plan.cpsat import Point, TIME_SCALE, coefs, const_coefs, inv_throughput, memory_cap, pareto, rule_tables
+from solver.plan.cpsat import (Point, TIME_SCALE, coefs, const_coefs, inv_throughput, memory_cap, pareto,
+                               rule_tables, static_rule_tables)
 from solver.plan.tables import GROUPS, Tables
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -25,9 +26,10 @@ def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkPro
     ttft_cap = round(scenario.ttft_ms * 1e-3 * TIME_SCALE) if scenario.ttft_ms is not None else None
     tpot_cap = round(scenario.tpot_ms * 1e-3 * TIME_SCALE) if scenario.tpot_ms is not None else None
     out: list[Point] = []
+    static = static_rule_tables(t, model, hw, fw, scenario)
     for b in t.batches:
         rules = [(knobs, {tuple(a) for a in allowed}) for _, knobs, allowed in
-                 rule_tables(t, model, hw, fw, scenario, b)]
+                 rule_tables(t, model, hw, fw, scenario, b, static)]
         table = {g: [coefs(t, b, g, i) for i in range(len(t.choices[g]))] for g in groups}
         for idx in itertools.product(*(range(len(t.choices[g])) for g in groups)):
             lat, ttft, tpot, mem = c_lat, c_ttft, c_tpot, 0
