@@ -9,7 +9,7 @@ import argparse
 import statistics
 import time
 
-from solver.cli.solve_cmd import run_solve
+from solver.api import run_solve
 from solver.specs.scenario import Scenario
 
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.cli.main import main
-from solver.cli.solve_cmd import run_solve
+from solver.api import run_solve
 from solver.errors import InfeasibleError
 from solver.estimate.compute import factors_for
 from solver.plan import cpsat

@@ -1,51 +1,15 @@
 """`shardplan solve`: the ranked top 2-3 parallel_configs for a model, hardware, world size and scenario."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 import click
 
 from solver.cli.options import dtype_options, format_option
 from solver.errors import InputError
 from solver.plan.cpsat import SolverParams
-from solver.plan.solve import PlanResult, plan
-from solver.rank.select import Candidate, rank_candidates
+from solver.api import run_solve
 from solver.report.candidates import result_dict, seed_yaml
 from solver.report.render import console, dump, table
-from solver.specs.framework import load_framework
-from solver.specs.hardware_catalog import load_hardware
-from solver.specs.model_catalog import load_model
-from solver.specs.precision import resolve_precision
-from solver.specs.reference import list_references
 from solver.specs.scenario import Scenario
-
-
-@lru_cache(maxsize=1)
-def _ref_models() -> dict[str, str]:
-    out = {}
-    for ref in list_references():
-        try:
-            out[ref.id] = load_model(ref.model).name
-        except Exception:  # noqa: BLE001 - a reference whose model is not in the catalog matches by name only
-            out[ref.id] = ref.model
-    return out
-
-
-def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
-              weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
-              method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
-              allow_cross_node: bool = False, explain_binding: bool = True) -> tuple[PlanResult, list[Candidate]]:
-    """Library entry point shared by the CLI, sweeps and notebooks."""
-    if cards < 1:
-        raise InputError("--cards", f"must be >= 1, got {cards}")
-    spec = load_model(model)
-    hw = load_hardware(hardware)
-    fw = load_framework(framework)
-    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
-    result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=top,
-                  allow_cross_node=allow_cross_node, explain_binding=explain_binding)
-    cands = rank_candidates(result.candidates, spec, hw, scenario, list_references(), _ref_models())
-    return result, cands
 
 
 @click.command("solve")
