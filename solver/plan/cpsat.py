@@ -2,7 +2,8 @@
 integer-scaled sums of the cost tables as objectives.
 
 The two objectives are request latency L = TTFT + (OSL-1) x TPOT and inverse throughput per rank
-I = L x W / (B x OSL) (seconds per output token per rank). For a fixed concurrency B, I is proportional to L,
+I = L x W / (B x OSL) (seconds per output token per rank; decode-only and prefill-only deployments use
+OSL x TPOT and the prefill time, see Scenario.latency_terms). For a fixed concurrency B, I is proportional to L,
 so both are minimised by the same configuration: the Pareto front is exactly the non-dominated set of the
 per-concurrency latency optima. One small model per B (no batch x choice products) keeps solves fast.
 Ties in latency are broken towards smaller parallel degrees (fewer, simpler groups), exactly, by a
@@ -47,14 +48,14 @@ class Point:
 
 
 def inv_throughput(t: Tables, latency: int, batch: int) -> float:
-    return latency * t.world / (batch * t.osl)
+    return latency * t.world / (batch * t.tokens_per_request)
 
 
 def coefs(t: Tables, b: int, g: str, i: int) -> tuple[int, int, int, int]:
     """(latency, ttft, tpot, memory) integer coefficients of one choice at concurrency b."""
     e = t.entries[(b, g, i)]
     tpot = e.decode_s / t.mtp_tokens
-    lat = e.prefill_s + max(0, t.osl - 1) * tpot
+    lat = t.prefill_weight * e.prefill_s + t.decode_steps * tpot
     return (round(lat * TIME_SCALE), round(e.prefill_s * TIME_SCALE), round(tpot * TIME_SCALE),
             round(e.memory_bytes * MEM_SCALE))
 
@@ -62,7 +63,7 @@ def coefs(t: Tables, b: int, g: str, i: int) -> tuple[int, int, int, int]:
 def const_coefs(t: Tables) -> tuple[int, int, int]:
     """(latency, ttft, tpot) of the fixed per-step overhead."""
     tpot = t.const_step_s / t.mtp_tokens
-    lat = t.const_step_s + max(0, t.osl - 1) * tpot
+    lat = t.prefill_weight * t.const_step_s + t.decode_steps * tpot
     return round(lat * TIME_SCALE), round(t.const_step_s * TIME_SCALE), round(tpot * TIME_SCALE)
 
 

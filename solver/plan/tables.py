@@ -59,7 +59,9 @@ class Tables:
     const_memory_bytes: float
     const_step_s: float
     mtp_tokens: float
-    osl: int
+    prefill_weight: float  # how much of the prefill time counts in request latency (0 for decode-only)
+    decode_steps: int  # TPOTs in request latency
+    tokens_per_request: int  # tokens a request yields (output, or input for prefill-only)
     memory_limit_bytes: float
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
@@ -149,11 +151,12 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                 dec = step_cost(model, hw, pc, prec, f,
                                 Work("decode", per_rep * (1 + mtp), ctx_decode, per_rep, per_rep * (1 + mtp)),
                                 params, mtp_layers=mtp_layers)
-                mem = _group_memory(g, model, pc, prec, mem_opts, params, b, isl + osl, mtp_layers)
+                mem = _group_memory(g, model, pc, prec, mem_opts, params, b, scenario.max_seq_len, mtp_layers)
                 entries[(b, g, i)] = Entry(_group_times(pre)[g], _group_times(dec)[g], mem)
     limit = min(mem_opts.total_fraction * hw.memory_bytes, hw.memory_bytes - hw.reserved_bytes)
+    pw, steps, per_request = scenario.latency_terms
     return Tables(W, choices, space.batches, entries, const_mem, f.step_overhead_s,
-                  mtp_tokens_per_step(mtp, scenario.mtp_accept), osl, limit)
+                  mtp_tokens_per_step(mtp, scenario.mtp_accept), pw, steps, per_request, limit)
 
 
 def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,

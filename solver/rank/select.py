@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from solver.estimate import comm
+from solver.space.domains import tp_domain
 from solver.plan.solve import Planned
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -91,7 +91,7 @@ def closest_reference(pc: ParallelConfig, model: ModelSpec, hw: Hardware, refs: 
 def cross_node(pc: ParallelConfig, hw: Hardware) -> bool:
     """TP groups that leave the node (the seed's main communication risk)."""
     tps = (pc.attn_tp_size, pc.dense_tp_size, pc.embed_tp_size, pc.lmhead_tp_size, pc.oproj_shards)
-    return any(comm.crosses(hw, t) not in ("none", "intra_node") for t in tps if t > 1)
+    return any(t > tp_domain(hw) for t in tps)
 
 
 def _label(value: float, best: float) -> str:
@@ -169,8 +169,9 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
     thr = [r[0].estimate.output_tokens_per_s_per_rank for r in rows]
     for i, (p, score, ref, dist, diff, xnode) in enumerate(rows):
         e = p.estimate
-        latency_val = e.ttft_s + max(0, scenario.osl - 1) * e.tpot_s
-        best_lat = min(r[0].estimate.ttft_s + max(0, scenario.osl - 1) * r[0].estimate.tpot_s for r in rows)
+        pw, steps, _ = scenario.latency_terms
+        latency_val = pw * e.ttft_s + steps * e.tpot_s
+        best_lat = min(pw * r[0].estimate.ttft_s + steps * r[0].estimate.tpot_s for r in rows)
         mem = e.memory
         long_ctx = ("advantage" if (p.config.cp_size * p.config.kvp_size * p.config.attn_sp_size > 1
                                     or mem.kv_share_of_available < 0.25)

@@ -16,6 +16,15 @@ from solver.specs.scenario import Scenario
 TP_KNOBS = ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size")
 
 
+def tp_domain(hw: Hardware) -> int:
+    """Largest TP group that stays on the fast fabric: the node, or the whole scale-up domain when that
+    fabric runs at the node's bandwidth (NVL72 racks, the CloudMatrix384 UB domain)."""
+    up = hw.tiers.get("scale_up")
+    if up is not None and up.bandwidth_Bps >= hw.tiers["intra_node"].bandwidth_Bps:
+        return hw.scale_up_domain
+    return hw.ranks_per_node
+
+
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -85,11 +94,12 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
             if not ok:
                 pruned.append(Pruned(knob, value, rule))
                 return False
-        if knob in TP_KNOBS and not allow_cross_node and value > hw.ranks_per_node:
+        if knob in TP_KNOBS and not allow_cross_node and value > tp_domain(hw):
             # seed class B: tp_size <= cards per node (cross-node TP degrades sharply)
             pruned.append(Pruned(knob, value, "B.tp_within_node"))
             return False
-        if knob == "moe_tp_size" and hw.max_experts_per_rank and model.is_moe:
+        if knob == "moe_tp_size" and hw.max_experts_per_rank and model.is_moe and world // value > 1:
+            # the cap belongs to the EP dispatch path; without EP there is no dispatch
             per_rank = model.num_experts / (world // value)
             if per_rank > hw.max_experts_per_rank:
                 pruned.append(Pruned(knob, value, "B.max_experts_per_rank"))

@@ -44,4 +44,15 @@ class Scenario(BaseModel):
 
     @property
     def max_seq_len(self) -> int:
-        return self.isl + self.osl
+        return self.isl if self.phase == "prefill" else self.isl + self.osl
+
+    @property
+    def latency_terms(self) -> tuple[float, float, int]:
+        """(weight of the prefill time, decode steps, tokens per request) in the request-latency objective.
+        serving: TTFT + (OSL-1) x TPOT per OSL output tokens; decode-only: OSL x TPOT; prefill-only: the
+        prefill time per ISL input tokens."""
+        if self.phase == "prefill":
+            return 1.0, 0, self.isl
+        if self.phase == "decode":
+            return 0.0, self.osl, self.osl
+        return 1.0, max(0, self.osl - 1), self.osl

@@ -1,0 +1,98 @@
+"""Agreement with reality: for every verified deployment in references/ (facts/verified-configs.md), run the
+planner with the cann-recipes profile on that deployment's hardware, world size, phase, batch, lengths,
+quantization and MTP depth, and report whether the verified config, or its pattern, is in the top 3.
+
+Pattern = attention layout (attention TP degree, CP on/off, KVP on/off) + MoE EP/TP + dense TP on/off.
+Run: python benchmarks/verified_agreement.py [--top 3] [--markdown]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from solver.api import run_solve
+from solver.errors import ShardplanError
+from solver.estimate.compute import factors_for
+from solver.estimate.serving import estimate
+from solver.plan.solve import _workload
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import resolve_precision
+from solver.specs.reference import Reference, list_references
+from solver.specs.scenario import Scenario
+
+KIND = {"throughput": "throughput", "latency": "latency", "long_context": "throughput", "prefill": "throughput"}
+
+
+def scenario_for(ref: Reference) -> Scenario:
+    phase = "prefill" if ref.phase == "prefill" else "decode"
+    return Scenario(kind=KIND[ref.scenario], isl=ref.input_len, osl=ref.output_len or 1, concurrency=ref.batch,
+                    mtp=ref.mtp, phase=phase)
+
+
+def pattern(cfg: dict[str, int], world: int) -> tuple:
+    a = cfg.get("attn_tp_size", 1)
+    return (a, cfg.get("cp_size", 1) > 1, cfg.get("kvp_size", 1) > 1, cfg.get("moe_tp_size", 1),
+            cfg.get("dense_tp_size", 1) > 1)
+
+
+def evaluate(ref: Reference, top: int) -> dict:
+    truth = ref.parallel_config.as_dict()
+    q = ref.quant
+    t0 = time.perf_counter()
+    try:
+        _, cands = run_solve(ref.model, ref.hardware, ref.world_size, scenario_for(ref), "cann-recipes",
+                             q.weights, q.moe_weights, q.kv_cache if q.kv_cache != "bf16" else None,
+                             top=top, explain_binding=False)
+    except ShardplanError as exc:
+        return {"id": ref.id, "status": f"error: {exc}", "exact": False, "pattern": False, "rank": None,
+                "seconds": time.perf_counter() - t0, "top": []}
+    got = [c.planned.config.knobs() for c in cands]
+    # how much worse the estimator thinks the verified config is than the planner's first choice
+    sc = scenario_for(ref)
+    m, hw, fw = load_model(ref.model), load_hardware(ref.hardware), load_framework("cann-recipes")
+    prec = resolve_precision(m, hw, q.weights, q.moe_weights, q.kv_cache if q.kv_cache != "bf16" else None)
+    f = factors_for(hw, fw.efficiency_for(hw.name))
+    pw, steps, _ = sc.latency_terms
+    mine = estimate(m, hw, ParallelConfig(world_size=ref.world_size, **truth), prec, f, _workload(sc, ref.batch))
+    lat_truth = pw * mine.ttft_s + steps * mine.tpot_s
+    best = cands[0].planned.estimate
+    lat_best = pw * best.ttft_s + steps * best.tpot_s
+    gap = lat_truth / lat_best - 1
+    fits = mine.memory.feasible
+    exact = next((i + 1 for i, g in enumerate(got) if all(g.get(k, 1) == v for k, v in truth.items())), None)
+    pat = next((i + 1 for i, g in enumerate(got) if pattern(g, ref.world_size) == pattern(truth, ref.world_size)),
+               None)
+    return {"id": ref.id, "status": "ok", "exact": exact is not None, "pattern": pat is not None,
+            "rank": pat, "seconds": time.perf_counter() - t0, "top": [c.pattern for c in cands],
+            "truth": ref.pattern, "gap": gap, "fits": fits}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--top", type=int, default=3)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    refs = [r for r in list_references() if not args.only or r.id in args.only.split(",")]
+    rows = [evaluate(r, args.top) for r in refs]
+    print(f"| id | verified pattern | in top {args.top} (pattern) | exact knobs | verified vs #1 (estimated) "
+          f"| planner top {args.top} |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        shown = r["status"] if r["status"] != "ok" else "; ".join(r["top"])
+        gap = (f"{r['gap']:+.0%}{'' if r['fits'] else ', does not fit'}" if "gap" in r else "")
+        print(f"| {r['id']} | {r.get('truth', '')} | {'#' + str(r['rank']) if r['pattern'] else 'no'} | "
+              f"{'yes' if r['exact'] else 'no'} | {gap} | {shown} |")
+    n = len(rows)
+    ok = sum(r["pattern"] for r in rows)
+    ex = sum(r["exact"] for r in rows)
+    near = sum(r["pattern"] or (r.get("gap", 1.0) <= 0.10 and r.get("fits", False)) for r in rows)
+    print(f"\npattern in top {args.top}: {ok}/{n} = {ok / n:.0%}; exact knobs in top {args.top}: {ex}/{n} = {ex / n:.0%}; "
+          f"pattern in top {args.top} or verified config within 10% of #1 by the estimate: {near}/{n} = {near / n:.0%}; "
+          f"median solve {sorted(r['seconds'] for r in rows)[n // 2]:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
