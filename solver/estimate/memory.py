@@ -199,10 +199,13 @@ def activation_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, t
     if model.has_dsa:
         # indexer logits for the queries of this rank against the context, fp32, chunked per query block
         attn += t * min(tokens, 4096) * 4
-    dense = t * 2 * model.intermediate_size / pc.dense_tp_size * act_b if model.has_dense_ffn else 0.0
+    # FFN/MoE groups gather the tokens of their members: a rank's share of the system's tokens is u
+    u = tokens * pc.attn_replicas / pc.world_size
+    dense = u * pc.dense_tp_size * 2 * model.intermediate_size / pc.dense_tp_size * act_b \
+        if model.has_dense_ffn else 0.0
     moe = 0.0
     if model.is_moe:
-        pairs = t * model.experts_per_token * pc.moe_tp_size  # token-expert pairs landing on a rank
+        pairs = u * model.experts_per_token * pc.moe_tp_size  # token-expert pairs landing on a rank
         inter = model.moe_intermediate_size or model.intermediate_size
         moe = pairs * (h + 2 * inter / pc.moe_tp_size) * act_b
     logits = max(sequences, 1.0) * model.vocab_size / pc.lmhead_tp_size * 4

@@ -1,0 +1,101 @@
+"""`shardplan check CONFIG.yaml`: validate a user's parallel_config and estimate it (seed Step 4 review)."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from solver.cli.options import format_option
+from solver.errors import InputError
+from solver.estimate.serving import Workload
+from solver.rank.review import Review, review
+from solver.report.render import console, dump
+from solver.specs.deployment import load_deployment
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import ParallelConfig, make_parallel_config
+from solver.specs.precision import resolve_precision
+
+
+def _est(e) -> dict:
+    if e is None:
+        return {}
+    return {"ttft_ms": round(e.ttft_s * 1e3, 2), "tpot_ms": round(e.tpot_s * 1e3, 3),
+            "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
+            "memory_per_rank_gb": round(e.memory.total / 1e9, 2), "memory_feasible": e.memory.feasible,
+            "params_per_card_gb": round(e.memory.weights_total / 1e9, 2),
+            "kv_cache_per_card_gb": round(e.memory.cache_total / 1e9, 2)}
+
+
+def review_dict(r: Review, pc: ParallelConfig) -> dict:
+    return {"valid": r.valid, "parallel_config": {**pc.knobs(), "attn_dp_size": pc.attn_dp_size,
+                                                  "moe_ep_size": pc.moe_ep_size},
+            "violations": r.violations, "warnings": r.warnings, "common_errors": r.common_errors,
+            "notes": r.notes, "estimation": _est(r.estimate),
+            "comparisons": {k: _est(v) for k, v in r.comparisons.items()}}
+
+
+@click.command("check")
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--model", default=None, help="overrides the file's model")
+@click.option("--hardware", default=None, help="overrides the file's hardware")
+@click.option("--cards", type=int, default=None, help="overrides the file's world_size")
+@click.option("--framework", default=None, help="overrides the file's framework profile")
+@format_option("yaml")
+def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
+    """Validate a parallel_config (the seed's YAML keys) by class A/B/C, flag common errors, estimate it.
+    Exit 1 when a hard constraint is violated."""
+    dep = load_deployment(config)
+    model = model or dep.model
+    hardware = hardware or dep.hardware
+    world = cards or dep.world_size
+    for flag, value in (("model", model), ("hardware", hardware), ("world_size", world)):
+        if value is None:
+            raise InputError(flag, f"missing: give it in {config} or as --{flag.replace('world_size', 'cards')}")
+    if dep.workload is None:
+        raise InputError("workload", f"missing in {config}: phase/batch/seq_len or isl/osl/concurrency")
+    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework or dep.framework)
+    w = dep.workload
+    if w.phase == "serving":
+        wl = Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, mtp=dep.mtp)
+    else:
+        wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, mtp=dep.mtp)
+    try:
+        pc = make_parallel_config(world, **dep.parallel_config)
+    except InputError as exc:
+        # a knob that does not divide the world is a class A violation to report, not bad input
+        pc = ParallelConfig(world_size=world, **dep.parallel_config)
+        note = str(exc)
+    else:
+        note = None
+    prev = ParallelConfig(world_size=world, **dep.previous_parallel_config) if dep.previous_parallel_config else None
+    prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache)
+    r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
+    if note and not any(note in v for v in r.violations["A"]):
+        r.violations["A"].insert(0, note)
+    data = review_dict(r, pc)
+    if fmt != "table":
+        click.echo(dump(data, fmt))
+    else:
+        con = console()
+        con.print(f"[bold]{spec.name}[/bold] on {world} x {hw.name} ({fw.name}): "
+                  + ("[green]valid[/green]" if r.valid else "[red]invalid[/red]"))
+        for cls, name in (("A", "model"), ("B", "hardware"), ("C", "framework")):
+            for v in r.violations[cls]:
+                con.print(f"  [red]{cls}[/red] ({name}): {v}")
+            for v in r.warnings[cls]:
+                con.print(f"  [yellow]{cls}[/yellow] ({name}, warning): {v}")
+        for e in r.common_errors:
+            con.print(f"  common error: {e}")
+        for n in r.notes:
+            con.print(f"  note: {n}")
+        if data["estimation"]:
+            con.print("  estimate: " + ", ".join(f"{k}={v}" for k, v in data["estimation"].items()))
+        for k, v in data["comparisons"].items():
+            con.print(f"  compare {k}: " + ", ".join(f"{kk}={vv}" for kk, vv in v.items()))
+    if not r.valid:
+        sys.exit(1)
+
+
+COMMANDS = [check_cmd]

@@ -1,0 +1,121 @@
+"""Seed Step 4 review of one user-given parallel_config: every violation by class (A model, B hardware,
+C framework), the seed's "common errors" that apply, and the weight-handling note."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solver.estimate.compute import factors_for
+from solver.estimate.memory import MemoryOptions
+from solver.estimate.serving import Estimate, Workload, estimate
+from solver.space.domains import tp_domain
+from solver.specs.framework import FrameworkProfile, rule_env
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import KNOBS, ParallelConfig
+from solver.specs.precision import Precision
+
+LARGE_VOCAB = 100_000
+SMALL_SCALE = 16  # the seed's "small-to-medium scale" MoE deployments (R1 16-card references)
+
+
+@dataclass
+class Review:
+    violations: dict[str, list[str]] = field(default_factory=lambda: {"A": [], "B": [], "C": []})
+    warnings: dict[str, list[str]] = field(default_factory=lambda: {"A": [], "B": [], "C": []})
+    common_errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    estimate: Estimate | None = None
+    comparisons: dict[str, Estimate] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return not any(self.violations.values())
+
+
+def _model_rules(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -> list[str]:
+    W = pc.world_size
+    out = [f"world_size {W} % {k} = {v} != 0" for k, v in pc.knobs().items() if W % v]
+    if model.num_attention_heads % pc.attn_tp_size:
+        out.append(f"num_attention_heads {model.num_attention_heads} % attn_tp_size {pc.attn_tp_size} != 0")
+    if fw.splits_kv_heads and model.num_key_value_heads % pc.attn_tp_size:
+        out.append(f"num_key_value_heads {model.num_key_value_heads} % attn_tp_size {pc.attn_tp_size} != 0 "
+                   f"({fw.name} splits KV heads)")
+    if model.is_moe and model.num_experts % pc.moe_ep_size:
+        out.append(f"num_experts {model.num_experts} % moe_ep_size {pc.moe_ep_size} != 0")
+    if model.has_mla and model.o_proj_dim % pc.o_proj_tp_size:
+        out.append(f"N_h * v_head_dim {model.o_proj_dim} % o_proj_tp_size {pc.o_proj_tp_size} != 0")
+    return out
+
+
+def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig, prec: Precision,
+           wl: Workload, mtp: int = 0, online_split: bool | None = None,
+           previous: ParallelConfig | None = None, mem_opts: MemoryOptions | None = None) -> Review:
+    r = Review()
+    r.violations["A"] += _model_rules(model, pc, fw)
+    env = rule_env(pc.knobs(), world=pc.world_size, batch=wl.sequences, mtp=mtp,
+                   num_attention_heads=model.num_attention_heads, num_key_value_heads=model.num_key_value_heads,
+                   n_routed_experts=model.num_experts, has_mla=model.has_mla, has_dsa=model.has_dsa,
+                   o_proj_dim=model.o_proj_dim, ranks_per_node=hw.ranks_per_node)
+    seen_a = " ".join(r.violations["A"])
+    for rule in fw.rules:
+        if rule.holds(env):
+            continue
+        cls = rule.id.split(".")[0]
+        if cls == "A" and ("world_size" in seen_a or "%" in seen_a) and rule.id.startswith("A.world_divisible"):
+            continue  # already listed by the model check
+        target = r.warnings if rule.severity == "warning" else r.violations
+        target.setdefault(cls, []).append(f"[{rule.id}] {rule.message}")
+    for k in fw.fixed_knobs:
+        if getattr(pc, k) != 1:
+            r.violations["C"].append(f"{k} = {getattr(pc, k)} but {fw.name} has no such knob (fixed at 1)")
+    if mtp > fw.max_mtp:
+        r.violations["C"].append(f"mtp {mtp} exceeds {fw.name}'s maximum {fw.max_mtp}")
+
+    f = factors_for(hw, fw.efficiency_for(hw.name))
+    if not r.violations["A"]:
+        r.estimate = estimate(model, hw, pc, prec, f, wl, mem_opts)
+        mem = r.estimate.memory
+        if not mem.feasible:
+            r.violations["B"].append(f"memory per rank {mem.total / 1e9:.1f} GB exceeds the limit "
+                                     f"{mem.limit_bytes / 1e9:.1f} GB (0.95 x {mem.capacity_bytes / 1e9:.0f} GB)")
+        elif mem.tight:
+            r.warnings["B"].append("weights + KV above 0.8 of capacity (seed 3.2): little room for batch growth")
+        if mem.kv_share_of_available > 0.5:
+            r.warnings["B"].append("KV cache above 50% of available memory (seed 3.4): consider KVP / CP")
+    dom = tp_domain(hw)
+    for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size"):
+        if getattr(pc, k) > dom:
+            r.violations["B"].append(f"{k} {getattr(pc, k)} > {dom} ranks of the node/scale-up domain "
+                                     "(cross-node TP)")
+    if hw.max_experts_per_rank and model.is_moe and pc.moe_ep_size > 1:
+        per = model.num_experts / pc.moe_ep_size
+        if per > hw.max_experts_per_rank:
+            r.violations["B"].append(f"{per:g} experts per rank > {hw.max_experts_per_rank} ({hw.name} dispatch path)")
+
+    # the seed's common errors
+    W = pc.world_size
+    if model.has_mla and pc.attn_tp_size > 1:
+        r.common_errors.append("attention TP on an MLA model: the latent KV cache is not split by heads, every TP "
+                               "rank holds and reads all of it; prefer attention DP, and CP for long prefill")
+    if any(getattr(pc, k) > dom for k in ("attn_tp_size", "dense_tp_size", "embed_tp_size", "lmhead_tp_size")):
+        r.common_errors.append("TP communication crosses nodes: keep tp_size <= ranks per node")
+    if model.vocab_size > LARGE_VOCAB and (pc.embed_tp_size == 1 or pc.lmhead_tp_size == 1) and W > 1:
+        r.common_errors.append(f"embed/lm_head TP left at 1 with V = {model.vocab_size:,} > 100K: set them "
+                               "independently (references use 16)")
+    tps = [pc.attn_tp_size, pc.dense_tp_size, pc.moe_tp_size, pc.embed_tp_size, pc.lmhead_tp_size]
+    if W > 1 and all(t == W for t in tps):
+        r.common_errors.append("default all-TP: compare with EP / DP (see `shardplan solve`)")
+    if model.is_moe and W <= SMALL_SCALE and W > 1 and pc.moe_tp_size == W and r.estimate is not None:
+        alt = ParallelConfig(**{**pc.model_dump(), "moe_tp_size": 1})
+        if model.num_experts % alt.moe_ep_size == 0:
+            r.comparisons["moe_ep"] = estimate(model, hw, alt, prec, f, wl, mem_opts)
+            r.common_errors.append("small-scale MoE with only TP considered: compare EP (moe_tp_size 1); "
+                                   "see comparisons.moe_ep")
+    if previous is not None:
+        changed = [k for k in KNOBS if getattr(previous, k) != getattr(pc, k)]
+        if changed and online_split is not True:
+            r.notes.append(f"{', '.join(changed)} changed: offline-split weights are bound to the old "
+                           "parallel_config; re-run weight conversion or set enable_online_split_weight: True")
+    elif online_split is False:
+        r.notes.append("enable_online_split_weight is False: weights must be converted for this parallel_config")
+    return r

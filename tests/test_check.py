@@ -1,0 +1,95 @@
+"""`shardplan check`: violations by class, the seed's common errors, weight handling, bad input."""
+from __future__ import annotations
+
+import json
+
+import yaml
+from click.testing import CliRunner
+
+from solver.cli.main import main
+
+BASE = {"model": "deepseek-r1", "hardware": "atlas_a3", "framework": "cann-recipes", "world_size": 16,
+        "workload": {"phase": "decode", "batch": 64, "seq_len": 356}, "quant": {"weights": "int8"}}
+
+
+def _run(tmp_path, data, *extra):
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return CliRunner().invoke(main, ["check", str(path), "--format", "json", *extra])
+
+
+def test_verified_config_is_valid(tmp_path):
+    r = _run(tmp_path, {**BASE, "parallel_config": {"embed_tp_size": 16, "lmhead_tp_size": 16}})
+    assert r.exit_code == 0, r.stdout + r.stderr
+    data = json.loads(r.stdout)
+    assert data["valid"] and data["estimation"]["memory_feasible"]
+
+
+def test_heads_not_divisible_is_a_class_a_violation(tmp_path):
+    r = _run(tmp_path, {**BASE, "world_size": 24, "parallel_config": {"attn_tp_size": 3}})
+    assert r.exit_code == 1
+    assert any("num_attention_heads" in v for v in json.loads(r.stdout)["violations"]["A"])
+
+
+def test_knob_not_dividing_world_is_a_class_a_violation(tmp_path):
+    r = _run(tmp_path, {**BASE, "parallel_config": {"dense_tp_size": 3}})
+    assert r.exit_code == 1
+    assert json.loads(r.stdout)["violations"]["A"]
+
+
+def test_framework_rule_is_a_class_c_violation(tmp_path):
+    # cann-recipes: cp_size > 1 requires cp_size == world_size
+    r = _run(tmp_path, {**BASE, "parallel_config": {"cp_size": 2, "embed_tp_size": 16, "lmhead_tp_size": 16}})
+    assert r.exit_code == 1
+    assert any("C.cp_full_world" in v for v in json.loads(r.stdout)["violations"]["C"])
+
+
+def test_tp_across_nodes_is_a_class_b_violation_on_a_node_bound_fabric(tmp_path):
+    data = {**BASE, "model": "qwen3-32b", "hardware": "h200_sxm", "framework": "generic", "quant": {},
+            "parallel_config": {"attn_tp_size": 16, "dense_tp_size": 16}}
+    r = _run(tmp_path, data)
+    out = json.loads(r.stdout)
+    assert r.exit_code == 1 and any("cross-node" in v for v in out["violations"]["B"])
+    assert any("crosses nodes" in e for e in out["common_errors"])
+
+
+def test_attention_tp_on_mla_is_flagged_as_a_common_error(tmp_path):
+    r = _run(tmp_path, {**BASE, "parallel_config": {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 16,
+                                                    "lmhead_tp_size": 16}})
+    assert any("MLA" in e for e in json.loads(r.stdout)["common_errors"])
+
+
+def test_large_vocab_with_embed_tp_1_is_flagged(tmp_path):
+    r = _run(tmp_path, {**BASE, "parallel_config": {}})
+    assert any("V = 129,280" in e for e in json.loads(r.stdout)["common_errors"])
+
+
+def test_small_scale_moe_pure_tp_gets_an_ep_comparison(tmp_path):
+    tp = {k: 16 for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size")}
+    out = json.loads(_run(tmp_path, {**BASE, "parallel_config": tp}).stdout)
+    assert "moe_ep" in out["comparisons"] and out["comparisons"]["moe_ep"]["tpot_ms"] > 0
+
+
+def test_changed_config_with_offline_split_weights_gets_the_weight_note(tmp_path):
+    data = {**BASE, "parallel_config": {"embed_tp_size": 16, "lmhead_tp_size": 16},
+            "previous_parallel_config": {"embed_tp_size": 8, "lmhead_tp_size": 16},
+            "enable_online_split_weight": False}
+    out = json.loads(_run(tmp_path, data).stdout)
+    assert any("weight conversion" in n for n in out["notes"])
+
+
+def test_seed_top_level_keys_are_read(tmp_path):
+    data = {**BASE, "embed_tp_size": 16, "lmhead_tp_size": 16}
+    out = json.loads(_run(tmp_path, data).stdout)
+    assert out["parallel_config"]["embed_tp_size"] == 16
+
+
+def test_unknown_key_is_bad_input(tmp_path):
+    r = _run(tmp_path, {**BASE, "parallel_config": {"attn_tpsize": 2}})
+    assert r.exit_code == 2 and r.stderr.startswith("error:") and "attn_tpsize" in r.stderr
+
+
+def test_missing_workload_is_bad_input(tmp_path):
+    data = {k: v for k, v in BASE.items() if k != "workload"}
+    r = _run(tmp_path, data)
+    assert r.exit_code == 2 and "workload" in r.stderr
