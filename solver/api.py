@@ -46,6 +46,22 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     return result, cands
 
 
+def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, cand: Candidate,
+                     framework: str = "generic", weight_dtype: str | None = None,
+                     moe_weight_dtype: str | None = None, kv_dtype: str | None = None) -> list[str]:
+    """Why the seed's main alternative patterns lost to `cand` (numbers from the estimator)."""
+    from solver.estimate.compute import factors_for
+    from solver.plan.solve import _workload
+    from solver.rank.explain import explain
+
+    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
+    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
+    f = factors_for(hw, fw.efficiency_for(hw.name))
+    p = cand.planned
+    return explain(spec, hw, fw, prec, f, scenario, p.config, p.estimate, p.batch, _workload(scenario, p.batch),
+                   cand.pattern)
+
+
 def solve(model: str, hardware: str, cards: int, scenario: Scenario | None = None, **kwargs) -> list[Candidate]:
     """Ranked candidates for one deployment (see run_solve for the keyword arguments)."""
     return run_solve(model, hardware, cards, scenario or Scenario(), **kwargs)[1]

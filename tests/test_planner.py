@@ -117,3 +117,14 @@ def test_solve_bad_input_is_one_line_exit_2(args):
     r = CliRunner().invoke(main, base + args)
     assert r.exit_code == 2
     assert r.stderr.startswith("error:") and "Traceback" not in r.stderr
+
+
+def test_explain_says_why_the_main_alternatives_lost():
+    r = CliRunner().invoke(main, ["solve", "qwen3-235b-a22b", "--hardware", "h200_sxm", "--cards", "8",
+                                  "--scenario", "throughput", "--explain", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    import json
+
+    why = json.loads(r.stdout)["explain"]
+    assert why and all(":" in line for line in why)
+    assert any("does not fit" in line or "request latency" in line for line in why)

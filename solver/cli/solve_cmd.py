@@ -6,7 +6,7 @@ import click
 from solver.cli.options import dtype_options, format_option
 from solver.errors import InputError
 from solver.plan.cpsat import SolverParams
-from solver.api import run_solve
+from solver.api import explain_solution, run_solve
 from solver.report.candidates import result_dict, seed_yaml
 from solver.report.render import console, dump, table
 from solver.specs.scenario import Scenario
@@ -34,7 +34,7 @@ from solver.specs.scenario import Scenario
 @click.option("--time-limit", type=float, default=10.0, show_default=True, help="seconds per CP-SAT solve")
 @click.option("--top", type=int, default=3, show_default=True)
 @click.option("--allow-cross-node", is_flag=True, help="let TP groups leave the node (a cost, not a wall)")
-@click.option("--explain", is_flag=True, help="show the Pareto front the candidates came from")
+@click.option("--explain", is_flag=True, help="why the seed's main alternative patterns lost, and the Pareto front")
 @format_option("yaml")
 def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurrency, phase, ttft_ms, tpot_ms, mtp,
               framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed, time_limit, top,
@@ -51,12 +51,20 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     params = SolverParams(workers=workers, seed=seed, time_limit_s=time_limit)
     result, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
                               kv_dtype, method, params, top, allow_cross_node)
+    why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,
+                            moe_weight_dtype, kv_dtype) if explain and cands else [])
     if fmt == "json":
-        click.echo(dump(result_dict(result, cands), "json"))
+        data = result_dict(result, cands)
+        if explain:
+            data["explain"] = why
+        click.echo(dump(data, "json"))
         return
     if fmt == "yaml":
         click.echo(seed_yaml(result, cands), nl=False)
         if explain:
+            click.echo("# why the main alternatives lost:")
+            for line in why:
+                click.echo(f"#   {line}")
             click.echo(dump({"pareto_front": result_dict(result, cands)["pareto_front"]}, "yaml"))
         return
     con = console()
@@ -74,6 +82,8 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     for c in cands:
         con.print(f"[bold]{c.rank}. {c.pattern}[/bold]: {c.reason}")
     con.print("binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
+    for line in why:
+        con.print(f"why not {line}")
 
 
 COMMANDS = [solve_cmd]

@@ -1,0 +1,97 @@
+"""`solve --explain`: why the seed's main alternative patterns lost to the recommendation, in numbers."""
+from __future__ import annotations
+
+from solver.errors import ShardplanError
+from solver.estimate.compute import Factors
+from solver.estimate.serving import Estimate, Workload, estimate
+from solver.estimate.step import StepCost
+from solver.rank.select import pattern_name
+from solver.space.domains import tp_domain
+from solver.specs.framework import FrameworkProfile, rule_env
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig, make_parallel_config
+from solver.specs.precision import Precision
+from solver.specs.scenario import Scenario
+
+
+def _largest_div(n: int, cap: int, must_divide: int) -> int:
+    return max(d for d in range(1, min(n, cap) + 1) if n % d == 0 and must_divide % d == 0)
+
+
+def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario) -> dict[str, dict[str, int]]:
+    """The seed's baseline patterns for this model and world size (Step 2 quick reference)."""
+    tp = _largest_div(world, tp_domain(hw), model.num_attention_heads)
+    alts = {
+        f"all-TP{tp}": {"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": tp if model.is_moe else world,
+                        "embed_tp_size": tp, "lmhead_tp_size": tp},
+        "Attn DP + MoE EP": {"attn_tp_size": 1, "moe_tp_size": 1 if model.is_moe else world,
+                             "embed_tp_size": tp, "lmhead_tp_size": tp},
+        f"Attn TP{tp} + MoE EP": {"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": 1 if model.is_moe else world,
+                                  "embed_tp_size": tp, "lmhead_tp_size": tp},
+    }
+    if scenario.max_seq_len > 4096:
+        alts[f"Attn DP + CP{world} + MoE EP"] = {"cp_size": world, "moe_tp_size": 1 if model.is_moe else world,
+                                                  "embed_tp_size": tp, "lmhead_tp_size": tp}
+    return alts
+
+
+def _shares(step: StepCost) -> dict[str, float]:
+    """Seconds per component: each module's compute/memory time and each collective's exposed time."""
+    out: dict[str, float] = {}
+    for o in step.ops:
+        key = f"{o.module} ({o.bound}-bound)"
+        out[key] = out.get(key, 0.0) + o.time_s
+    for c in step.comms:
+        key = f"{c.module} {c.primitive.replace('_', '-')}"
+        out[key] = out.get(key, 0.0) + c.exposed_s
+    return out
+
+
+def _main_step(e: Estimate, scenario: Scenario) -> tuple[str, StepCost | None]:
+    if scenario.phase == "prefill" or e.decode is None:
+        return "prefill step", e.prefill
+    return "decode step", e.decode
+
+
+def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
+            scenario: Scenario, best_cfg: ParallelConfig, best_est: Estimate, batch: int, wl: Workload,
+            best_pattern: str) -> list[str]:
+    pw, steps, _ = scenario.latency_terms
+    best_lat = pw * best_est.ttft_s + steps * best_est.tpot_s
+    label, best_step = _main_step(best_est, scenario)
+    best_parts = _shares(best_step) if best_step else {}
+    lines = []
+    for name, knobs in alternatives(model, hw, best_cfg.world_size, scenario).items():
+        try:
+            pc = make_parallel_config(best_cfg.world_size, **knobs)
+        except ShardplanError as exc:
+            lines.append(f"{name}: not expressible here ({exc})")
+            continue
+        if pc.knobs() == best_cfg.knobs() or pattern_name(pc, model) == best_pattern:
+            continue  # the recommendation itself (or the same pattern with other vocabulary/o_proj degrees)
+        env = rule_env(pc.knobs(), world=pc.world_size, batch=batch, mtp=scenario.mtp,
+                       num_attention_heads=model.num_attention_heads, num_key_value_heads=model.num_key_value_heads,
+                       n_routed_experts=model.num_experts, has_mla=model.has_mla, has_dsa=model.has_dsa,
+                       o_proj_dim=model.o_proj_dim, ranks_per_node=hw.ranks_per_node)
+        broken = [r.id for r in fw.violated(env, severity="error")]
+        if model.num_attention_heads % pc.attn_tp_size or (model.is_moe and model.num_experts % pc.moe_ep_size):
+            broken.append("A.divisibility")
+        if broken:
+            lines.append(f"{name}: violates {', '.join(broken)}")
+            continue
+        e = estimate(model, hw, pc, prec, f, wl)
+        if not e.memory.feasible:
+            lines.append(f"{name}: does not fit ({e.memory.total / 1e9:.1f} GB per rank, limit "
+                         f"{e.memory.limit_bytes / 1e9:.1f} GB) at concurrency {batch}")
+            continue
+        lat = pw * e.ttft_s + steps * e.tpot_s
+        _, step = _main_step(e, scenario)
+        parts = _shares(step) if step else {}
+        total = step.time_s if step else 0.0
+        worst = max(parts, key=lambda k: parts[k] - best_parts.get(k, 0.0)) if parts else ""
+        share = parts.get(worst, 0.0) / total if total else 0.0
+        base_share = best_parts.get(worst, 0.0) / best_step.time_s if best_step and best_step.time_s else 0.0
+        lines.append(f"{name}: request latency {lat / best_lat - 1:+.0%} vs {best_pattern}; {worst} is "
+                     f"{share:.0%} of its {label} ({base_share:.0%} for the recommendation)")
+    return lines
