@@ -86,8 +86,10 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
                                                  d["attn_sp_size"], d["o_proj_tp_size"]):
         if sum(x > 1 for x in (cp, kvp, sp)) > 1:
             continue
-        if tp > 1 and op not in (1,):
-            continue  # seed Layer 1: o_proj gets its own TP only under attention DP (attn_tp > 1 -> oproj 1)
+        if tp > 1 and op not in (1, tp):
+            # seed Layer 1: o_proj gets its own TP only under attention DP; under attention TP it follows
+            # attn_tp (written 1, or equal to attn_tp where a framework requires that spelling)
+            continue
         if world % (tp * cp * kvp * sp):
             continue
         if kvp > 1 and scenario.phase == "prefill":

@@ -24,11 +24,12 @@ def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario)
     tp = _largest_div(world, tp_domain(hw), model.num_attention_heads)
     alts = {
         f"all-TP{tp}": {"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": tp if model.is_moe else world,
-                        "embed_tp_size": tp, "lmhead_tp_size": tp},
+                        "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_tp_size": tp if model.has_mla else 1},
         "Attn DP + MoE EP": {"attn_tp_size": 1, "moe_tp_size": 1 if model.is_moe else world,
                              "embed_tp_size": tp, "lmhead_tp_size": tp},
         f"Attn TP{tp} + MoE EP": {"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": 1 if model.is_moe else world,
-                                  "embed_tp_size": tp, "lmhead_tp_size": tp},
+                                  "embed_tp_size": tp, "lmhead_tp_size": tp,
+                                  "o_proj_tp_size": tp if model.has_mla else 1},
     }
     if scenario.max_seq_len > 4096:
         alts[f"Attn DP + CP{world} + MoE EP"] = {"cp_size": world, "moe_tp_size": 1 if model.is_moe else world,
@@ -49,7 +50,9 @@ def _shares(step: StepCost) -> dict[str, float]:
 
 
 def _main_step(e: Estimate, scenario: Scenario) -> tuple[str, StepCost | None]:
-    if scenario.phase == "prefill" or e.decode is None:
+    """The phase that dominates this configuration's request latency."""
+    pw, steps, _ = scenario.latency_terms
+    if e.decode is None or (e.prefill is not None and pw * e.ttft_s >= steps * e.tpot_s):
         return "prefill step", e.prefill
     return "decode step", e.decode
 
@@ -59,8 +62,6 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             best_pattern: str) -> list[str]:
     pw, steps, _ = scenario.latency_terms
     best_lat = pw * best_est.ttft_s + steps * best_est.tpot_s
-    label, best_step = _main_step(best_est, scenario)
-    best_parts = _shares(best_step) if best_step else {}
     lines = []
     for name, knobs in alternatives(model, hw, best_cfg.world_size, scenario).items():
         try:
@@ -86,7 +87,10 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
                          f"{e.memory.limit_bytes / 1e9:.1f} GB) at concurrency {batch}")
             continue
         lat = pw * e.ttft_s + steps * e.tpot_s
-        _, step = _main_step(e, scenario)
+        label, step = _main_step(e, scenario)
+        # compare the same phase of the recommendation
+        best_step = best_est.prefill if label == "prefill step" else best_est.decode
+        best_parts = _shares(best_step) if best_step else {}
         parts = _shares(step) if step else {}
         total = step.time_s if step else 0.0
         worst = max(parts, key=lambda k: parts[k] - best_parts.get(k, 0.0)) if parts else ""
