@@ -101,7 +101,9 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
                        ranks_per_node=hw.ranks_per_node)
         if all(r.holds(env) for r in local_rules):
             out.append((tp, cp, kvp, sp, op))
-    return out
+    # under attention TP, o_proj_tp = attn_tp and = 1 are the same layout: keep one spelling, the framework's
+    accepted = set(out)
+    return [c for c in out if not (c[0] > 1 and c[4] == c[0] and (*c[:4], 1) in accepted)]
 
 
 def _group_times(step: StepCost) -> dict[str, float]:
@@ -140,11 +142,27 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     if mtp_layers:
         base = ParallelConfig(world_size=W)
         const_mem += sum(module_weight_bytes(m, model, base, prec, mem_opts) for m in params.mtp)
+    limit = min(mem_opts.total_fraction * hw.memory_bytes, hw.memory_bytes - hw.reserved_bytes)
+    batches = []
     for b in space.batches:
+        mem = {(g, i): _group_memory(g, model, ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values))), prec,
+                                     mem_opts, params, b, scenario.max_seq_len, mtp_layers)
+               for g, opts in choices.items() for i, values in enumerate(opts)}
+        best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}
+        floor = const_mem + sum(best.values())
+        if floor > limit and b != min(space.batches):
+            continue  # no configuration holds this many sequences: the concurrency leaves the space
+        batches.append(b)
         for g, opts in choices.items():
+            others = floor - best[g]
             for i, values in enumerate(opts):
-                kn = dict(zip(GROUPS[g], values))
-                pc = ParallelConfig(world_size=W, **kn)
+                m = mem[(g, i)]
+                if others + m > limit:
+                    # memory alone rules this choice out at this concurrency (the model's memory constraint
+                    # and the exhaustive filter both drop it), so its times are never read
+                    entries[(b, g, i)] = Entry(0.0, 0.0, m)
+                    continue
+                pc = ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values)))
                 R = pc.attn_replicas
                 # the attention group serves its busiest replica; other groups see the system's token share
                 per_rep = max(1.0, b / R) if g == "attn" else b / R
@@ -153,11 +171,9 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                 dec = step_cost(model, hw, pc, prec, f,
                                 Work("decode", per_rep * (1 + mtp), ctx_decode, per_rep, per_rep * (1 + mtp)),
                                 params, mtp_layers=mtp_layers)
-                mem = _group_memory(g, model, pc, prec, mem_opts, params, b, scenario.max_seq_len, mtp_layers)
-                entries[(b, g, i)] = Entry(_group_times(pre)[g], _group_times(dec)[g], mem)
-    limit = min(mem_opts.total_fraction * hw.memory_bytes, hw.memory_bytes - hw.reserved_bytes)
+                entries[(b, g, i)] = Entry(_group_times(pre)[g], _group_times(dec)[g], m)
     pw, steps, per_request = scenario.latency_terms
-    return Tables(W, choices, space.batches, entries, const_mem, f.step_overhead_s,
+    return Tables(W, choices, tuple(batches), entries, const_mem, f.step_overhead_s,
                   mtp_tokens_per_step(mtp, scenario.mtp_accept), pw, steps, per_request, limit)
 
 
