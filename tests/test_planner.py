@@ -128,3 +128,52 @@ def test_explain_says_why_the_main_alternatives_lost():
     why = json.loads(r.stdout)["explain"]
     assert why and all(":" in line for line in why)
     assert any("does not fit" in line or "request latency" in line for line in why)
+
+
+@st.composite
+def random_model_config(draw):
+    """A small random dense or MoE GQA model config (valid shapes)."""
+    heads = draw(st.sampled_from([8, 16, 32]))
+    kv = draw(st.sampled_from([h for h in (1, 2, 4, 8) if heads % h == 0]))
+    head_dim = draw(st.sampled_from([64, 128]))
+    cfg = {"model_type": "qwen3_moe", "hidden_size": heads * head_dim, "num_attention_heads": heads,
+           "num_key_value_heads": kv, "head_dim": head_dim, "num_hidden_layers": draw(st.integers(2, 24)),
+           "intermediate_size": draw(st.sampled_from([2048, 4096, 8192])),
+           "vocab_size": draw(st.sampled_from([32000, 151936])), "max_position_embeddings": 32768}
+    if draw(st.booleans()):
+        cfg.update(num_experts=draw(st.sampled_from([8, 16, 64])), num_experts_per_tok=2,
+                   moe_intermediate_size=draw(st.sampled_from([512, 1024])))
+    else:
+        cfg["model_type"] = "llama"
+    return cfg
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cfg=random_model_config(), hw=st.sampled_from(["h100_sxm", "atlas_a2", "mi300x", "gb200"]),
+       world=st.sampled_from([1, 2, 4, 8]), kind=st.sampled_from(["throughput", "latency", "balanced"]))
+def test_random_models_get_valid_answers_and_matching_fronts(cfg, hw, world, kind):
+    import json
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "config.json"
+        path.write_text(json.dumps(cfg))
+        m, h, f = load_model(str(path)), load_hardware(hw), load_framework("generic")
+        prec = resolve_precision(m, h)
+        sc = Scenario(kind=kind, isl=1024, osl=128, max_concurrency=64)
+        t = build_tables(m, h, prec, factors_for(h), f, build_space(m, h, f, world, sc), sc)
+        front = cpsat.Planner(t, m, h, f, sc).front()
+        exhaustive = pareto(enumerate_points(t, m, h, f, sc))
+        assert [(p.latency, p.inv_throughput) for p in front] == [(p.latency, p.inv_throughput) for p in exhaustive]
+        try:
+            _, cands = run_solve(str(path), hw, world, sc, explain_binding=False)
+        except InfeasibleError:
+            assert not front
+            return
+        for c in cands:
+            pc = c.planned.config
+            assert all(world % v == 0 for v in pc.knobs().values())
+            assert m.num_attention_heads % pc.attn_tp_size == 0
+            assert not m.is_moe or m.num_experts % pc.moe_ep_size == 0
+            assert c.planned.estimate.memory.feasible
