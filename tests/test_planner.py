@@ -14,7 +14,7 @@ from solver.plan import cpsat
 from solver.plan.exhaustive import enumerate_points, pareto
 from solver.plan.tables import build_tables
 from solver.space.domains import build_space, tp_domain
-from solver.specs.framework import load_framework, rule_env
+from solver.specs.framework import load_framework, model_env
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.precision import resolve_precision
@@ -64,10 +64,7 @@ def test_every_returned_config_satisfies_every_hard_constraint(case, world, kind
             assert m.num_experts % pc.moe_ep_size == 0
         assert pc.attn_tp_size <= tp_domain(h)
         assert c.planned.estimate.memory.feasible
-        env = rule_env(pc.knobs(), world=world, batch=c.planned.batch, mtp=0,
-                       num_attention_heads=m.num_attention_heads, num_key_value_heads=m.num_key_value_heads,
-                       n_routed_experts=m.num_experts, has_mla=m.has_mla, has_dsa=m.has_dsa,
-                       o_proj_dim=m.o_proj_dim, ranks_per_node=h.ranks_per_node)
+        env = model_env(pc.knobs(), m, h.ranks_per_node, world=world, batch=c.planned.batch)
         assert not [r.id for r in f.violated(env, severity="error")]
 
 

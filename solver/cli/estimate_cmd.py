@@ -14,7 +14,7 @@ from solver.estimate.compute import factors_for
 from solver.estimate.serving import DEFAULT_MTP_ACCEPT, Workload, estimate
 from solver.report.estimate_view import estimate_data, render_estimate
 from solver.report.render import console, dump
-from solver.specs.framework import load_framework, rule_env
+from solver.specs.framework import load_framework, model_env
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import KNOB_FLAGS
@@ -58,11 +58,7 @@ def workload_from_options(isl: int | None, osl: int | None, concurrency: int | N
 
 def _framework_check(fw, model, hw, pc, wl: Workload) -> list[str]:
     """Rule violations: errors raise (the framework cannot run this config), warnings come back as notes."""
-    env = rule_env(pc.knobs(), world=pc.world_size, batch=wl.sequences, mtp=wl.mtp,
-                   num_attention_heads=model.num_attention_heads,
-                   num_key_value_heads=model.num_attention_heads if model.has_mla else model.num_key_value_heads,
-                   n_routed_experts=model.num_experts, has_mla=model.has_mla, has_dsa=model.has_dsa,
-                   o_proj_dim=model.o_proj_dim, ranks_per_node=hw.ranks_per_node)
+    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=wl.mtp)
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
     errors = [p for p in fw.check(env) if p not in warnings]
     if errors:

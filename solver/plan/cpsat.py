@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solver.plan.tables import GROUPS, Tables
-from solver.specs.framework import FrameworkProfile, rule_env
+from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.scenario import Scenario
@@ -104,11 +104,8 @@ def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile
         total = 0
         for combo in itertools.product(*spaces):
             total += 1
-            env = rule_env(dict(zip(knobs, combo)), world=t.world, batch=batch or 1, mtp=scenario.mtp,
-                           num_attention_heads=model.num_attention_heads,
-                           num_key_value_heads=model.num_key_value_heads, n_routed_experts=model.num_experts,
-                           has_mla=model.has_mla, has_dsa=model.has_dsa, o_proj_dim=model.o_proj_dim,
-                           ranks_per_node=hw.ranks_per_node)
+            env = model_env(dict(zip(knobs, combo)), model, hw.ranks_per_node, world=t.world,
+                            batch=batch or 1, mtp=scenario.mtp)
             if rule.holds(env):
                 allowed.append(list(combo))
         if len(allowed) < total:

@@ -22,7 +22,7 @@ from solver.estimate.params import ParamReport, count_params
 from solver.estimate.serving import mtp_tokens_per_step
 from solver.estimate.step import StepCost, step_cost
 from solver.space.domains import Space
-from solver.specs.framework import FrameworkProfile, rule_env
+from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -95,10 +95,7 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
         if kvp > 1 and scenario.phase == "prefill":
             continue  # KVP splits a decode cache; it does nothing for a prefill-only deployment
         cfg = {"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "o_proj_tp_size": op}
-        env = rule_env(cfg, world=world, batch=1, mtp=scenario.mtp, num_attention_heads=model.num_attention_heads,
-                       num_key_value_heads=model.num_key_value_heads, n_routed_experts=model.num_experts,
-                       has_mla=model.has_mla, has_dsa=model.has_dsa, o_proj_dim=model.o_proj_dim,
-                       ranks_per_node=hw.ranks_per_node)
+        env = model_env(cfg, model, hw.ranks_per_node, world=world, mtp=scenario.mtp)
         if all(r.holds(env) for r in local_rules):
             out.append((tp, cp, kvp, sp, op))
     # under attention TP, o_proj_tp = attn_tp and = 1 are the same layout: keep one spelling, the framework's

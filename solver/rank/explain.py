@@ -7,7 +7,7 @@ from solver.estimate.serving import Estimate, Workload, estimate
 from solver.estimate.step import StepCost
 from solver.rank.select import pattern_name
 from solver.space.domains import tp_domain
-from solver.specs.framework import FrameworkProfile, rule_env
+from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig, make_parallel_config
@@ -71,10 +71,8 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             continue
         if pc.knobs() == best_cfg.knobs() or pattern_name(pc, model) == best_pattern:
             continue  # the recommendation itself (or the same pattern with other vocabulary/o_proj degrees)
-        env = rule_env(pc.knobs(), world=pc.world_size, batch=batch, mtp=scenario.mtp,
-                       num_attention_heads=model.num_attention_heads, num_key_value_heads=model.num_key_value_heads,
-                       n_routed_experts=model.num_experts, has_mla=model.has_mla, has_dsa=model.has_dsa,
-                       o_proj_dim=model.o_proj_dim, ranks_per_node=hw.ranks_per_node)
+        env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=batch,
+                        mtp=scenario.mtp)
         broken = [r.id for r in fw.violated(env, severity="error")]
         if model.num_attention_heads % pc.attn_tp_size or (model.is_moe and model.num_experts % pc.moe_ep_size):
             broken.append("A.divisibility")

@@ -8,7 +8,7 @@ from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.space.domains import tp_domain
-from solver.specs.framework import FrameworkProfile, rule_env
+from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig
@@ -52,10 +52,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
            previous: ParallelConfig | None = None, mem_opts: MemoryOptions | None = None) -> Review:
     r = Review()
     r.violations["A"] += _model_rules(model, pc, fw)
-    env = rule_env(pc.knobs(), world=pc.world_size, batch=wl.sequences, mtp=mtp,
-                   num_attention_heads=model.num_attention_heads, num_key_value_heads=model.num_key_value_heads,
-                   n_routed_experts=model.num_experts, has_mla=model.has_mla, has_dsa=model.has_dsa,
-                   o_proj_dim=model.o_proj_dim, ranks_per_node=hw.ranks_per_node)
+    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=mtp)
     seen_a = " ".join(r.violations["A"])
     for rule in fw.rules:
         if rule.holds(env):

@@ -8,13 +8,16 @@ does not expose are fixed at 1.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import TYPE_CHECKING, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from solver.catalog import frameworks_dir
 from solver.errors import InputError
 from solver.specs.expr import Expr, Value, compile_expr
+
+if TYPE_CHECKING:
+    from solver.specs.model import ModelSpec
 
 KnobName = Literal[
     "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
@@ -224,6 +227,15 @@ def rule_env(
         "is_moe": n_routed_experts > 0,
         "o_proj_dim": o_proj_dim,
     }
+
+
+def model_env(config: Mapping[str, int], model: "ModelSpec", ranks_per_node: int, *, world: int, batch: int = 1,
+              mtp: int = 0) -> dict[str, Value]:
+    """rule_env with the model facts read from a ModelSpec."""
+    return rule_env(config, world=world, batch=batch, mtp=mtp, num_attention_heads=model.num_attention_heads,
+                    num_key_value_heads=model.num_key_value_heads, n_routed_experts=model.num_experts,
+                    has_mla=model.has_mla, has_dsa=model.has_dsa, o_proj_dim=model.o_proj_dim,
+                    ranks_per_node=ranks_per_node)
 
 
 def _fitted() -> dict[str, dict[str, dict[str, float]]]:
