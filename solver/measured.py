@@ -1,18 +1,37 @@
 """Rows of measured-serving tables (the calibration CSV's columns) turned into specs and workloads.
 
-Column meaning (facts/measurements.md): tp = attention TP, attention_dp = attention DP, world = tp x
-attention_dp = moe_tp x moe_ep; gemm_quant_mode / moe_quant_mode are the weight formats; backend is the
-framework. Dense models run every module at TP = tp.
+Column meaning (facts/measurements.md): `tp` = attention TP, `attention_dp` = attention DP, world = tp x
+attention_dp = moe_tp x moe_ep; `gemm_quant_mode` / `moe_quant_mode` are the weight formats of the dense GEMMs
+and of the routed experts; `precision` is the row's headline format; `backend` is the framework. Dense models
+run every module at TP = tp (their moe_* columns are read but not used).
+
+Blank cells (empty, NaN or missing column) follow one convention, applied in this order:
+
+- attention_dp blank -> 1 (no attention DP), so world = tp;
+- moe_ep blank -> world / moe_tp when moe_tp is given, else 1;
+- moe_tp blank -> world / moe_ep for MoE models (moe_ep given or 1), tp for dense models (dense models use
+  moe_tp = tp and moe_ep = 1 whatever the cells say, but a zero or negative cell is still an error);
+- pp blank -> 1 (other values are rejected: pipeline parallel is not modelled);
+- gemm_quant_mode / moe_quant_mode blank -> the `precision` column's format (fp8 -> fp8, fp4 -> nvfp4,
+  bf16/fp16 -> bf16); when that is blank too, the checkpoint's own formats (the model's quantization_config);
+- backend blank -> the `generic` framework profile.
+
+Required and never defaulted: model, system, tp, isl, osl, concurrency. A zero, negative or non-integer size,
+an unknown model / system / framework / number format, a format the hardware can neither compute nor hold
+weight-only, or moe_tp x moe_ep != world for a MoE model raises `InputError` whose field is the CSV column
+(`predict_rows` turns it into the row's `error` column).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Iterable, Mapping
 
 from solver.errors import InputError
 from solver.estimate.compute import Factors
-from solver.estimate.serving import Workload
+from solver.estimate.serving import DEFAULT_REQUEST_OVERHEAD_S, Estimate, Workload, estimate
+from solver.catalog import frameworks_dir
 from solver.specs.framework import FrameworkProfile, load_framework
 from solver.specs.hardware import Hardware
 from solver.specs.hardware_catalog import load_hardware
@@ -21,8 +40,12 @@ from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig, make_parallel_config
 from solver.specs.precision import Precision, resolve_precision
 
-REQUIRED_COLUMNS = ("model", "system", "gemm_quant_mode", "moe_quant_mode", "isl", "osl", "concurrency", "tp",
-                    "attention_dp", "moe_tp", "moe_ep")
+REQUIRED_COLUMNS = ("model", "system", "isl", "osl", "concurrency", "tp")
+OPTIONAL_COLUMNS = ("backend", "precision", "gemm_quant_mode", "moe_quant_mode", "attention_dp", "moe_tp",
+                    "moe_ep", "pp")
+# the `precision` column's headline format -> the weight format it implies when the quant columns are blank
+PRECISION_TO_FORMAT = {"fp8": "fp8", "fp4": "nvfp4", "nvfp4": "nvfp4", "bf16": "bf16", "fp16": "bf16",
+                       "float16": "bf16", "bfloat16": "bf16", "int8": "int8", "int4": "int4"}
 
 
 @dataclass(frozen=True)
@@ -33,10 +56,22 @@ class Case:
     prec: Precision
     framework: FrameworkProfile
     workload: Workload
+    # the framework x hardware multipliers and overheads (FrameworkProfile.efficiency_for), read once
+    efficiency: dict[str, float] = field(default_factory=dict)
+
+
+def _blank(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and value.strip().lower() in ("", "nan", "none", "null")
 
 
 def _int(row: Mapping[str, Any], col: str, minimum: int = 1) -> int:
     value = row.get(col)
+    if _blank(value):
+        raise InputError(col, "is blank (required)")
     try:
         f = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -46,39 +81,147 @@ def _int(row: Mapping[str, Any], col: str, minimum: int = 1) -> int:
     return int(f)
 
 
+def _opt_int(row: Mapping[str, Any], col: str) -> int | None:
+    return None if _blank(row.get(col)) else _int(row, col)
+
+
 def _fmt(mode: str) -> str:
-    mode = str(mode).lower()
-    return {"fp8_block": "fp8_block", "fp8": "fp8", "nvfp4": "nvfp4", "w4afp8": "int4", "int8_wo": "int8",
-            "float16": "bf16", "bf16": "bf16", "w8a8": "int8"}.get(mode, mode)
+    mode = str(mode).strip().lower()
+    return {"fp8_block": "fp8_block", "fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "w4afp8": "int4",
+            "int4_wo": "int4", "int8_wo": "int8", "float16": "bf16", "bf16": "bf16", "w8a8": "int8"}.get(mode, mode)
 
 
-def case_from_row(row: Mapping[str, Any], framework: str | None = None) -> Case:
+def _text(row: Mapping[str, Any], col: str) -> str | None:
+    value = row.get(col)
+    return None if _blank(value) else str(value).strip()
+
+
+def parallel_sizes(row: Mapping[str, Any], is_moe: bool) -> tuple[int, int, int, int]:
+    """(tp, attention_dp, moe_tp, moe_ep) with the blank-cell convention of the module docstring."""
+    tp = _int(row, "tp")
+    dp = _opt_int(row, "attention_dp") or 1
+    world = tp * dp
+    moe_tp, moe_ep = _opt_int(row, "moe_tp"), _opt_int(row, "moe_ep")
+    if not is_moe:  # read (a zero is still an error) but unused: dense FFNs follow attention TP
+        return tp, dp, tp, 1
+    if moe_ep is None:
+        if moe_tp is not None and world % moe_tp:
+            raise InputError("moe_tp", f"{moe_tp} does not divide tp x attention_dp = {world}")
+        moe_ep = world // moe_tp if moe_tp is not None else 1
+    if moe_tp is None:
+        if world % moe_ep:
+            raise InputError("moe_ep", f"{moe_ep} does not divide tp x attention_dp = {world}")
+        moe_tp = world // moe_ep
+    if moe_tp * moe_ep != world:
+        raise InputError("moe_tp", f"moe_tp x moe_ep = {moe_tp * moe_ep} differs from tp x attention_dp = {world}")
+    return tp, dp, moe_tp, moe_ep
+
+
+def weight_formats(row: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(gemm format, MoE format) by the blank-cell convention; None = the checkpoint's."""
+    headline = _text(row, "precision")
+    fallback = None
+    if headline is not None:
+        fallback = PRECISION_TO_FORMAT.get(headline.lower())
+        if fallback is None:
+            raise InputError("precision", f"unknown precision {headline!r}; known: {', '.join(PRECISION_TO_FORMAT)}")
+    gemm, moe = _text(row, "gemm_quant_mode"), _text(row, "moe_quant_mode")
+    return (_fmt(gemm) if gemm else fallback), (_fmt(moe) if moe else fallback)
+
+
+@lru_cache(maxsize=64)
+def _framework(name: str) -> FrameworkProfile:
+    return load_framework(name)  # profiles are frozen: one shared instance per name
+
+
+@lru_cache(maxsize=256)
+def _efficiency(framework: str, hardware: str, fitted_stamp: int) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted(_framework(framework).efficiency_for(hardware).items()))
+
+
+def _fitted_stamp() -> int:
+    """Changes when the fitted-factors file does, so cached efficiencies never go stale."""
+    try:
+        return (frameworks_dir() / "fitted" / "factors.yaml").stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _column_error(col: str, exc: InputError) -> InputError:
+    return InputError(col, exc.problem)
+
+
+def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: int | None = None) -> Case:
+    """A row as specs + a serving workload. Raises InputError naming the column for anything unusable."""
     missing = [c for c in REQUIRED_COLUMNS if c not in row]
     if missing:
-        raise InputError("csv", f"missing column(s): {', '.join(missing)}")
-    model = load_model(str(row["model"]))
-    hw = load_hardware(str(row["system"]))
-    fw = load_framework(framework or str(row.get("backend") or "generic"))
-    tp, dp = _int(row, "tp"), _int(row, "attention_dp")
-    moe_tp, moe_ep = _int(row, "moe_tp"), _int(row, "moe_ep")
-    if "pp" in row and row["pp"] not in (None, "") and _int(row, "pp") != 1:
+        raise InputError(missing[0], f"missing column(s): {', '.join(missing)}")
+    for col in ("model", "system"):
+        if _blank(row.get(col)):
+            raise InputError(col, "is blank (required)")
+    try:
+        model = load_model(str(row["model"]).strip())
+    except InputError as exc:
+        raise _column_error("model", exc) from None
+    try:
+        hw = load_hardware(str(row["system"]).strip())
+    except InputError as exc:
+        raise _column_error("system", exc) from None
+    fw_name = framework or _text(row, "backend") or "generic"
+    try:
+        fw = _framework(fw_name)
+    except InputError as exc:
+        raise _column_error("backend", exc) from None
+    isl, osl, conc = _int(row, "isl"), _int(row, "osl"), _int(row, "concurrency")
+    tp, dp, moe_tp, moe_ep = parallel_sizes(row, model.is_moe)
+    pp = _opt_int(row, "pp")
+    if pp not in (None, 1):
         raise InputError("pp", "pipeline parallel is not modelled")
     world = tp * dp
-    if model.is_moe and moe_tp * moe_ep != world:
-        raise InputError("moe_tp", f"moe_tp x moe_ep = {moe_tp * moe_ep} differs from tp x attention_dp = {world}")
     # dense FFN and vocabulary layers follow attention TP in these frameworks; MoE has its own TP
-    pc = make_parallel_config(world, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp, lmhead_tp_size=tp,
-                              moe_tp_size=moe_tp if model.is_moe else tp)
-    gemm, moe = _fmt(row["gemm_quant_mode"]), _fmt(row["moe_quant_mode"])
-    kv = "fp8" if str(row.get("precision", "")).lower() in ("fp8", "fp4") and hw.supports("fp8") else None
-    prec = resolve_precision(model, hw, weight_dtype=gemm, moe_weight_dtype=moe if model.is_moe else None,
-                             kv_dtype=kv)
-    wl = Workload("serving", isl=_int(row, "isl"), osl=_int(row, "osl"), concurrency=_int(row, "concurrency"))
-    return Case(model, hw, pc, prec, fw, wl)
+    try:
+        pc = make_parallel_config(world, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp, lmhead_tp_size=tp,
+                                  moe_tp_size=moe_tp if model.is_moe else tp)
+    except InputError as exc:
+        raise _column_error("moe_tp" if "moe" in exc.field else "tp", exc) from None
+    gemm, moe = weight_formats(row)
+    headline = (_text(row, "precision") or "").lower()
+    kv = "fp8" if headline in ("fp8", "fp4", "nvfp4") and hw.supports("fp8") else None
+    try:
+        prec = resolve_precision(model, hw, weight_dtype=gemm, moe_weight_dtype=moe if model.is_moe else None,
+                                 kv_dtype=kv)
+    except InputError as exc:
+        col = {"--weight-dtype": "gemm_quant_mode", "--moe-weight-dtype": "moe_quant_mode"}.get(exc.field, "precision")
+        raise _column_error(col, exc) from None
+    eff = dict(_efficiency(fw_name, hw.name, _fitted_stamp()))
+    wl = Workload("serving", isl=isl, osl=osl, concurrency=conc,
+                  request_overhead_s=float(eff.get("request_overhead_s", DEFAULT_REQUEST_OVERHEAD_S)),
+                  **({"benchmark_waves": waves} if waves else {}))
+    return Case(model, hw, pc, prec, fw, wl, eff)
 
 
 def factors(case: Case) -> Factors:
     """Hardware factors scaled by the framework's fitted multipliers for this hardware."""
     from solver.estimate.compute import factors_for
 
-    return factors_for(case.hw, case.framework.efficiency_for(case.hw.name))
+    return factors_for(case.hw, case.efficiency or case.framework.efficiency_for(case.hw.name))
+
+
+def predict_row(row: Mapping[str, Any], framework: str | None = None) -> Estimate:
+    """The serving estimate for one row (raises InputError naming the column when it cannot be evaluated)."""
+    case = case_from_row(row, framework)
+    return estimate(case.model, case.hw, case.pc, case.prec, factors(case), case.workload)
+
+
+def predict_rows(rows: Iterable[Mapping[str, Any]], framework: str | None = None) -> list[dict[str, Any]]:
+    """Batch mode: each row plus pred_ttft_ms / pred_tpot_ms, or an `error` column ("column: problem")."""
+    out = []
+    for row in rows:
+        rec = dict(row)
+        try:
+            est = predict_row(row, framework)
+            rec.update(pred_ttft_ms=est.ttft_s * 1e3, pred_tpot_ms=est.tpot_s * 1e3, error="")
+        except InputError as exc:
+            rec.update(pred_ttft_ms=None, pred_tpot_ms=None, error=str(exc))
+        out.append(rec)
+    return out

@@ -15,6 +15,10 @@ from solver.calibrate.metrics import (
     top_kernels,
 )
 from solver.calibrate.trace import DeviceEvent, RankTrace, Step, load_trace_file, load_traces, trace_files
+from solver.calibrate.advice import Finding
+from solver.calibrate.compare import Comparison, Setup, compare, make_setup
+from solver.calibrate.config import ProfiledConfig, load_profiled_config, parse_profiled_config
+from solver.calibrate.fit import FitResult, Observation, fit_factors, recalibrate
 from solver.calibrate.verdict import (
     RULES,
     Verdict,
@@ -30,5 +34,7 @@ __all__ = [
     "KernelStat", "RankMetrics", "StepMetrics", "TraceSummary", "check_step_counts", "peak_memory",
     "rank_metrics", "rank_variance", "step_metrics", "summarize", "top_kernels",
     "DeviceEvent", "RankTrace", "Step", "load_trace_file", "load_traces", "trace_files",
+    "Finding", "Comparison", "Setup", "compare", "make_setup", "ProfiledConfig", "load_profiled_config",
+    "parse_profiled_config", "FitResult", "Observation", "fit_factors", "recalibrate",
     "RULES", "Verdict", "communication_verdict", "deviation", "deviation_verdict", "judge", "variance_verdict",
 ]

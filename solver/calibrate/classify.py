@@ -31,6 +31,7 @@ _COMMUNICATION = re.compile(
 _ATTENTION = re.compile(
     r"flash|fmha|(?<![a-z])mla|attention|attn|sdpa|paged_?attention|incre_?flash|fusedinferattention"
     r"|promptflash|(?<![a-z])fa[23]?_(?:fwd|bwd)"
+    r"|mqa_logits"  # DeepGEMM fp8_mqa_logits: the DSA indexer's scores (compare.py counts them as attention)
 )
 _GEMM_MOE = re.compile(
     r"gemm|gemv|matmul|cutlass|cublas|xmma|(?<![a-z])bmm(?![a-z])|(?<![a-z])mm(?![a-z])"
@@ -49,3 +50,11 @@ def classify(name: str) -> str:
     if _GEMM_MOE.search(low):
         return GEMM_MOE
     return OTHER
+
+
+_BACKWARD = re.compile(r"bwd|backward|wgrad|dgrad")
+
+
+def is_backward(name: str) -> bool:
+    """A backward-pass kernel (FlashAttnBwd, *_bwd_*, wgrad/dgrad GEMMs): the trace is a training step."""
+    return _BACKWARD.search(name.lower()) is not None

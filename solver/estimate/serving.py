@@ -3,10 +3,37 @@
 Three workloads:
 - pure prefill: one prompt (or a batch of prompts) of S tokens -> TTFT;
 - pure decode: batch B at context L -> TPOT;
-- aggregated serving at concurrency C with fixed ISL/OSL, the way benchmark clients measure it: requests of
-  equal length stay in lockstep waves, so each wave's prefills queue behind each other in chunks of the
-  scheduler's token budget (TTFT is the mean over the wave), then the wave decodes together at batch C per
-  replica with a mean context of ISL + OSL/2.
+- aggregated serving at concurrency C with fixed ISL/OSL, measured the way benchmark clients do it: a closed
+  loop keeps C requests in flight and a run sends N = k x C requests (k = `benchmark_waves`).
+
+Aggregated serving model (per attention replica; symbols with units):
+
+    C_r   = ceil(C / replicas)                       requests in flight on the busiest replica
+    B     = min(C_r, B_kv, max_running)              running sequences; B_kv = KV-cache capacity (memory.py)
+    n     = clamp(floor(budget / ISL), 1, B)         prompts per prefill step (scheduler token budget)
+    P_n   [s] = prefill step time of n prompts;  p = P_n / n  [s] prefill work per request
+    tau   [s] = decode step time of the batch B at mean context ISL + OSL/2
+    S     [s] = p + (ceil(ISL / budget) - 1) * tau    service time of one prefill (chunks ride later steps)
+    o     [s] = fixed per-request cost on the TTFT path (HTTP, tokenizer, scheduler hand-off, first detokenize)
+
+Steady state (after the first wave). Continuous-batching schedulers put the prefill of an arriving request
+into the running decode steps, so the GPU spends a share rho of its time on prefill and every decode step is
+stretched by it; the requests that finish decoding re-arrive at the pace of the prefills before them, so later
+waves are staggered rather than lockstep. With lambda [1/s] the request rate of the replica:
+
+    TPOT       = tau / (1 - rho) / m                  m = tokens per step (MTP), stall included
+    W_q        = min(rho * S / (2 (1 - rho)), (B - 1) S)   M/D/1 mean wait for the prefill server
+    TTFT_ss    = o + tau / 2 + S + W_q                half a step of residual before the scheduler picks it up
+    lambda     = B / (TTFT_ss + (OSL - 1) TPOT),  rho = lambda * p        (solved for rho by bisection)
+
+First wave: all B requests arrive at once and are prefilled n at a time, so request i waits for
+ceil(i / n) prefill steps: TTFT_1 = o + P_n * mean_i ceil(i / n). The benchmark mean is
+TTFT_serv = (TTFT_1 + (k - 1) TTFT_ss) / k. When KV capacity holds fewer than C_r sequences the rest wait for a
+slot: each slot serves C_r / B requests in turn, so W_slot = (C_r - B) / B * (TTFT_serv + (OSL - 1) TPOT) and
+TTFT = TTFT_serv + W_slot. Throughput follows from Little's law: C * OSL / (TTFT + (OSL - 1) TPOT).
+
+`serving_times` holds these formulas over plain step times so that a calibration can re-evaluate them quickly;
+`estimate` computes the step times from the step-cost model and calls it.
 """
 from __future__ import annotations
 
@@ -14,7 +41,7 @@ import math
 from dataclasses import dataclass
 
 from solver.estimate.compute import Factors, Work
-from solver.estimate.memory import MemoryOptions, MemoryReport, memory_per_rank
+from solver.estimate.memory import MemoryOptions, MemoryReport, max_batch, memory_per_rank
 from solver.estimate.params import count_params
 from solver.estimate.step import StepCost, step_cost
 from solver.specs.hardware import Hardware
@@ -22,8 +49,17 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 
-DEFAULT_TOKEN_BUDGET = 8192  # tokens per scheduler step (vLLM/SGLang chunked-prefill default)
+DEFAULT_TOKEN_BUDGET = 8192  # tokens per scheduler step (vLLM/SGLang chunked-prefill, TRT-LLM max_num_tokens default)
 DEFAULT_MTP_ACCEPT = 0.7  # MTP1 acceptance ~70% (CloudMatrix384 paper, facts/measurements.md #9)
+# Requests a benchmark run sends, in multiples of the concurrency (num_prompts = k x concurrency). The CSV does not
+# record it; public serving-benchmark scripts use a few to ten times the concurrency. k = 5 is the value that
+# minimised the calibration error among k in {2, 3, 5, 8, 20} (one global number, not per framework or model;
+# rerun with `python benchmarks/accuracy.py --waves K`).
+DEFAULT_BENCHMARK_WAVES = 5
+# Fixed per-request cost on the TTFT path when no fit exists for the framework x hardware, seconds: the median of
+# the per-pair request_overhead_s values benchmarks/fit_efficiency.py fits (it prints the median; 0.167 s on the
+# calibration CSV). 0 would ignore a cost every measured deployment shows.
+DEFAULT_REQUEST_OVERHEAD_S = 0.17
 
 
 @dataclass(frozen=True)
@@ -39,6 +75,10 @@ class Workload:
     mtp: int = 0  # next-n depth
     mtp_accept: float = DEFAULT_MTP_ACCEPT
     token_budget: int = DEFAULT_TOKEN_BUDGET
+    # serving only: benchmark and framework parameters (see the module docstring)
+    benchmark_waves: int = DEFAULT_BENCHMARK_WAVES  # k: a run sends k x concurrency requests
+    request_overhead_s: float = DEFAULT_REQUEST_OVERHEAD_S  # o: fixed per-request TTFT cost (fitted per fw x hw)
+    max_running: int = 0  # framework cap on running sequences per replica (max_num_seqs); 0 = memory decides
 
     @property
     def context_len(self) -> int:
@@ -63,6 +103,12 @@ class Estimate:
     tokens_per_s_per_user: float
     world_size: int
     sequences_per_replica: float
+    # serving only: the parts of TTFT/TPOT (module docstring); 0 for pure prefill/decode
+    ttft_first_wave_s: float = 0.0
+    ttft_steady_s: float = 0.0
+    slot_wait_s: float = 0.0
+    prefill_share: float = 0.0  # rho: share of GPU time spent on prefill in steady state
+    running_per_replica: float = 0.0  # B: sequences decoding together (KV capacity may cap it below C_r)
 
     @property
     def output_tokens_per_s_per_rank(self) -> float:
@@ -88,13 +134,99 @@ def decode_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
     return step_cost(model, hw, pc, prec, f, w, mtp_layers=mtp if model.num_mtp_layers else 0)
 
 
-def _wave_ttft(prefill_all_s: float, requests: int, isl: int, budget: int) -> float:
-    """Mean TTFT over a wave whose prefills share one replica in chunks of `budget` tokens."""
-    total_tokens = requests * isl
-    steps = max(1, math.ceil(total_tokens / budget))
-    per_step = prefill_all_s / steps
-    finish_steps = [min(steps, math.ceil((i + 1) * isl / budget)) for i in range(requests)]
-    return per_step * sum(finish_steps) / requests
+@dataclass(frozen=True)
+class ServingShape:
+    """What the serving formulas need besides step times: counts per replica (no units)."""
+
+    per_replica: int  # C_r
+    running: int  # B
+    prompts_per_step: int  # n
+    chunks: int  # ceil(ISL / budget)
+
+
+@dataclass(frozen=True)
+class ServingTimes:
+    ttft_s: float
+    tpot_s: float
+    ttft_first_wave_s: float
+    ttft_steady_s: float
+    slot_wait_s: float
+    prefill_share: float
+    request_s: float  # TTFT + (OSL - 1) TPOT: time one request is in the system
+
+
+def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float) -> ServingShape:
+    per_replica = max(1, math.ceil(wl.concurrency / replicas))
+    running = min(per_replica, max(1, int(kv_capacity_per_replica)))
+    if wl.max_running > 0:
+        running = min(running, wl.max_running)
+    n = max(1, min(running, wl.token_budget // max(1, wl.isl)))
+    chunks = max(1, math.ceil(wl.isl / max(1, wl.token_budget)))
+    return ServingShape(per_replica, running, n, chunks)
+
+
+def first_wave_groups(requests: int, per_step: int) -> float:
+    """mean over i = 1..requests of ceil(i / per_step): prefill steps request i waits for in a burst."""
+    full, rest = divmod(requests, per_step)
+    total = per_step * full * (full + 1) / 2 + rest * (full + 1)
+    return total / requests
+
+
+def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Workload) -> ServingTimes:
+    """TTFT and TPOT of aggregated serving from the step times (module docstring). Seconds in, seconds out.
+
+    prefill_s: one prefill step of `shape.prompts_per_step` prompts of ISL tokens (P_n);
+    decode_s: one decode step of `shape.running` sequences (tau).
+    """
+    m = mtp_tokens_per_step(wl.mtp, wl.mtp_accept)
+    B, n = shape.running, shape.prompts_per_step
+    p = prefill_s / n
+    tau = decode_s
+    S = p + (shape.chunks - 1) * tau
+    o = wl.request_overhead_s
+    steps_out = max(0.0, (wl.osl - 1) / m)  # decode steps after the first token
+
+    def ttft_ss(rho: float) -> float:
+        wait = min(rho * S / (2 * (1 - rho)), (B - 1) * S)
+        return o + tau / 2 + S + wait
+
+    def excess(rho: float) -> float:  # rho x cycle - prefill work per cycle; increasing in rho
+        return rho * (ttft_ss(rho) + steps_out * tau / (1 - rho)) - B * p
+
+    lo, hi = 0.0, 1.0 - 1e-9
+    if excess(hi) <= 0:
+        lo = hi
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if excess(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    rho = lo
+    step = tau / (1 - rho)
+    tpot = step / m
+    steady = ttft_ss(rho)
+    first = o + prefill_s * first_wave_groups(B, n)
+    k = max(1, wl.benchmark_waves)
+    served = (first + (k - 1) * steady) / k
+    request_s = served + steps_out * step
+    slot_wait = max(0, shape.per_replica - B) / B * request_s
+    ttft = served + slot_wait
+    return ServingTimes(ttft, tpot, first, steady, slot_wait, rho, ttft + steps_out * step)
+
+
+def kv_capacity_per_replica(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, context: int,
+                            mem_opts: MemoryOptions | None = None, mtp: int = 0) -> float:
+    """Sequences of `context` tokens one attention replica can hold (0 when the weights alone do not fit)."""
+    return max_batch(model, hw, pc, prec, context, mem_opts, mtp_layers=mtp) / pc.attn_replicas
+
+
+def serving_steps(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors,
+                  wl: Workload, shape: ServingShape) -> tuple[StepCost, StepCost]:
+    """(prefill step of n prompts, decode step of the running batch) for the serving formulas."""
+    pre = prefill_step(model, hw, pc, prec, f, wl.isl, shape.prompts_per_step)
+    dec = decode_step(model, hw, pc, prec, f, shape.running, wl.isl + wl.osl / 2, wl.mtp)
+    return pre, dec
 
 
 def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, wl: Workload,
@@ -116,15 +248,16 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
         return Estimate(0.0, tpot, None, dec, memory, per_replica * replicas / tpot, 1.0 / tpot, pc.world_size,
                         per_replica)
     # aggregated serving: the busiest replica decides latency
-    per_replica = math.ceil(wl.concurrency / replicas)
-    pre = prefill_step(model, hw, pc, prec, f, wl.isl, per_replica)
-    ttft = _wave_ttft(pre.time_s, per_replica, wl.isl, wl.token_budget)
-    dec = decode_step(model, hw, pc, prec, f, per_replica, wl.isl + wl.osl / 2, wl.mtp)
-    tpot = dec.time_s / tok_per_step
-    request_s = ttft + max(0, wl.osl - 1) * tpot
-    throughput = wl.concurrency * wl.osl / request_s
-    return Estimate(ttft, tpot, pre, dec, memory, throughput, 1.0 / tpot, pc.world_size, per_replica)
+    cap = kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
+    shape = serving_shape(wl, replicas, cap)
+    pre, dec = serving_steps(model, hw, pc, prec, f, wl, shape)
+    t = serving_times(shape, pre.time_s, dec.time_s, wl)
+    throughput = wl.concurrency * wl.osl / t.request_s
+    return Estimate(t.ttft_s, t.tpot_s, pre, dec, memory, throughput, 1.0 / t.tpot_s, pc.world_size,
+                    shape.per_replica, ttft_first_wave_s=t.ttft_first_wave_s, ttft_steady_s=t.ttft_steady_s,
+                    slot_wait_s=t.slot_wait_s, prefill_share=t.prefill_share, running_per_replica=shape.running)
 
 
 __all__ = ["Workload", "Estimate", "estimate", "prefill_step", "decode_step", "mtp_tokens_per_step",
-           "count_params"]
+           "count_params", "serving_times", "serving_shape", "serving_steps", "ServingShape", "ServingTimes",
+           "kv_capacity_per_replica", "first_wave_groups"]

@@ -56,6 +56,12 @@ class Hardware(BaseModel):
     sparse_attention_head_pad: int = Field(
         default=1, gt=0, description="sparse-MLA kernels pad heads per rank up to this (64 on SM90, 128 on SM100)"
     )
+    weight_only_formats: list[Dtype] = Field(
+        default_factory=list,
+        description="compute dtypes the device can store and dequantize in the GEMM kernel without native compute "
+        "at that rate (weight-only, e.g. fp4/int4 on Hopper via Marlin-style kernels); GEMMs then run at the "
+        "activation dtype",
+    )
     sources: dict[str, str] = Field(default_factory=dict, description="field -> public source")
 
     @field_validator("peak_flops")

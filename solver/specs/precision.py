@@ -57,8 +57,15 @@ def resolve_precision(
             return None
         fmt = number_format(name, flag)
         if fmt.compute not in ("bf16", "fp16", "fp32") and not hw.supports(fmt.compute):
+            if fmt.compute in hw.weight_only_formats:
+                # weight-only: stored in this format, dequantized in the GEMM kernel, computed at the activation
+                # dtype (Precision.gemm_dtype maps 4-bit weights to the 8-bit or bf16 activation rate)
+                notes.append(f"{flag} {fmt.name}: {hw.name} has no {fmt.compute} compute; weight-only "
+                             "(dequantized in-kernel, GEMMs at the activation dtype)")
+                return fmt
             have = ", ".join(sorted(hw.peak_flops))
-            raise InputError(flag, f"{hw.name} has no {fmt.compute} support (it has {have})")
+            wo = f"; weight-only: {', '.join(hw.weight_only_formats)}" if hw.weight_only_formats else ""
+            raise InputError(flag, f"{hw.name} has no {fmt.compute} support (it has {have}{wo})")
         return fmt
 
     def from_ckpt(name: str, group: str) -> NumberFormat:

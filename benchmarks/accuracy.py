@@ -1,0 +1,457 @@
+"""Accuracy benchmark: the serving estimator against measured TTFT / TPOT.
+
+    python benchmarks/accuracy.py [--csv PATH] [--factors PATH] [--waves K] [--no-cv] [--rows N]
+
+Runs every row of the calibration CSV (facts/calibration/measured_agg_calibration.csv: aggregated serving at
+fixed ISL/OSL/concurrency) through `solver.measured` + `solver.estimate.serving`, and prints the median, mean
+and p90 absolute percentage error of TTFT and TPOT, overall and per model / system / framework, for
+
+  (a) default factors: the hardware YAML's efficiency factors and the framework profile's own multipliers;
+  (b) fitted factors, in-sample: solver/frameworks/fitted/factors.yaml (written by fit_efficiency.py);
+  (c) leave-one-model-out: for every (framework, hardware) group and every model architecture in it, the
+      factors are refitted on the group's other models and evaluated on the held-out one (models with the
+      same architecture, DeepSeek-V3 and -R1, are held out together so the fit has never seen the shapes).
+
+It also reports rows skipped (with the InputError each raised) and predicted vs published figures for the rows
+of facts/measurements.md the estimator can express (PUBLISHED below, with the source row number).
+
+Fast path: the fit and the cross-validation evaluate thousands of factor settings. Every op of a step costs
+max(compute_s, memory_s) + overhead_s, where compute_s scales as 1 / (achieved FLOP/s fraction) and memory_s as
+1 / (HBM fraction). `prepare` computes each row's prefill and decode steps once at the hardware's own factors and
+keeps those per-op terms; `predict` rescales them for new factors and calls the same `serving_times` formulas as
+`estimate`. Communication is scaled as a whole by 1 / comm, which is exact only for comm = 1 (link latency does
+not scale); comm is never fitted and every shipped profile has 1. `check_fast_path` compares both paths on every
+run and the report says so.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from solver.errors import InputError  # noqa: E402
+from solver.estimate.compute import factors_for  # noqa: E402
+from solver.estimate.serving import (  # noqa: E402
+    DEFAULT_REQUEST_OVERHEAD_S, ServingShape, estimate, kv_capacity_per_replica, serving_shape,
+    serving_steps, serving_times,
+)
+from solver.estimate.step import StepCost  # noqa: E402
+from solver.measured import Case, case_from_row  # noqa: E402
+from solver.specs.validation import load_yaml  # noqa: E402
+
+DEFAULT_CSV = REPO.parent / "shared" / "facts" / "calibration" / "measured_agg_calibration.csv"
+FACTORS_YAML = REPO / "solver" / "frameworks" / "fitted" / "factors.yaml"
+
+# The factors a fit may set per (framework, hardware), with their physically plausible bounds. Multipliers
+# scale the hardware YAML's achieved fractions (gemm 0.78 x 1.3 ~ 1.0 is the ceiling); *_s are absolute seconds.
+#   gemm                achieved GEMM FLOP/s (prefill GEMMs and the decode attention kernel's compute)
+#   hbm                 achieved HBM bandwidth (decode weight and KV reads)
+#   step_overhead_s     fixed scheduler / launch / sampling cost per forward step (0 - 5 ms)
+#   request_overhead_s  fixed per-request cost on the TTFT path: HTTP, tokenizer, scheduler hand-off (0 - 0.3 s)
+# The attention and comm multipliers of the framework profile are honoured but not fitted: the CSV does not
+# constrain them (fits with them moved the median error by < 1 point while drifting to their bounds).
+PARAMS = ("gemm", "hbm", "step_overhead_s", "request_overhead_s")
+BOUNDS: dict[str, tuple[float, float]] = {
+    "gemm": (0.3, 1.3),
+    "hbm": (0.5, 1.25),
+    "step_overhead_s": (0.0, 0.005),
+    "request_overhead_s": (0.0, 0.3),
+}
+NEUTRAL: dict[str, float] = {"gemm": 1.0, "attention": 1.0, "hbm": 1.0, "comm": 1.0, "step_overhead_s": 0.0,
+                             "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S}
+
+
+# ---------------------------------------------------------------------------------------------- fast path
+
+
+@dataclass(frozen=True)
+class StepTerms:
+    """A step's cost split into terms that scale with one factor each (seconds at the hardware's factors)."""
+
+    compute_s: np.ndarray  # per op
+    uses_attention: np.ndarray  # per op: compute ran at the attention fraction (else the GEMM fraction)
+    memory_s: np.ndarray  # per op
+    kernel_s: float  # launch overheads, summed
+    comm_s: float  # exposed communication, summed
+    step_s: float  # the step overhead it was computed with
+
+    @classmethod
+    def of(cls, step: StepCost, phase: str) -> "StepTerms":
+        attn = [o.name == "indexer_score" or (o.name == "attention_core" and phase == "prefill") for o in step.ops]
+        return cls(np.array([o.compute_s for o in step.ops]), np.array(attn, dtype=bool),
+                   np.array([o.memory_s for o in step.ops]), float(sum(o.overhead_s for o in step.ops)),
+                   float(step.exposed_comm_s), float(step.overhead_s))
+
+    def time_s(self, r_gemm: float, r_attn: float, r_hbm: float, r_comm: float, step_overhead_s: float) -> float:
+        """Step time when the compute, memory and communication terms are scaled by the given ratios."""
+        comp = self.compute_s * np.where(self.uses_attention, r_attn, r_gemm)
+        return float(np.maximum(comp, self.memory_s * r_hbm).sum()) + self.kernel_s + self.comm_s * r_comm \
+            + step_overhead_s
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One CSV row ready for fast re-evaluation."""
+
+    index: int
+    row: Mapping[str, Any]
+    case: Case
+    shape: ServingShape
+    prefill: StepTerms
+    decode: StepTerms
+    framework: str
+    hardware: str
+    model: str
+    family: str  # architecture: models with identical shapes share it (DeepSeek-V3 and -R1)
+    ttft_s: float
+    tpot_s: float
+
+
+def family_of(case: Case) -> str:
+    m = case.model
+    return "|".join(str(x) for x in (m.model_type, m.hidden_size, m.num_layers, m.num_experts, m.vocab_size,
+                                     m.num_attention_heads, m.intermediate_size))
+
+
+def _measured(row: Mapping[str, Any], col: str) -> float:
+    try:
+        value = float(row[col])
+    except (KeyError, TypeError, ValueError):
+        raise InputError(col, f"not a number: {row.get(col)!r}") from None
+    if not value > 0 or math.isnan(value):
+        raise InputError(col, f"must be > 0, got {row.get(col)!r}")
+    return value / 1e3
+
+
+def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) -> Prepared:
+    """Specs, serving shape and per-op step terms of a row (InputError names the column it cannot use)."""
+    case = case_from_row(row, waves=waves)
+    ttft, tpot = _measured(row, "ttft_ms"), _measured(row, "tpot_ms")
+    base = factors_for(case.hw, {})  # the hardware's own factors: multipliers 1, no step overhead
+    wl = case.workload
+    cap = kv_capacity_per_replica(case.model, case.hw, case.pc, case.prec, wl.context_len)
+    shape = serving_shape(wl, case.pc.attn_replicas, cap)
+    pre, dec = serving_steps(case.model, case.hw, case.pc, case.prec, base, wl, shape)
+    return Prepared(index, row, case, shape, StepTerms.of(pre, "prefill"), StepTerms.of(dec, "decode"),
+                    case.framework.name, case.hw.name, case.model.name, family_of(case), ttft, tpot)
+
+
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    import pandas as pd
+
+    return pd.read_csv(path, keep_default_na=False).to_dict("records")
+
+
+def prepare_all(rows: Sequence[Mapping[str, Any]], waves: int | None = None
+                ) -> tuple[list[Prepared], list[tuple[int, Mapping[str, Any], str]]]:
+    """(evaluable rows, skipped rows with the error each raised). Only InputError is expected."""
+    ok, skipped = [], []
+    for i, row in enumerate(rows):
+        try:
+            ok.append(prepare(row, i, waves))
+        except InputError as exc:
+            skipped.append((i, row, str(exc)))
+    return ok, skipped
+
+
+def _ratio(hw_fraction: float, mult: float) -> float:
+    """compute time at multiplier `mult` / compute time at the hardware's own fraction (factors_for clamps at 1)."""
+    return min(1.0, hw_fraction) / min(1.0, hw_fraction * mult)
+
+
+def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
+    """(TTFT s, TPOT s) of a prepared row under factor settings `params` (keys of PARAMS; missing = NEUTRAL)."""
+    e = p.case.hw.efficiency
+    q = {**NEUTRAL, **params}
+    r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
+    step = q["step_overhead_s"]
+    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step)
+    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step)
+    wl = replace(p.case.workload, request_overhead_s=q["request_overhead_s"])
+    t = serving_times(p.shape, pre, dec, wl)
+    return t.ttft_s, t.tpot_s
+
+
+def profile_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, float]]] | None) -> dict[str, float]:
+    """The factor settings `estimate` uses for this row: framework profile x fitted file (None = no fit)."""
+    eff = p.case.framework.efficiency
+    out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
+           "step_overhead_s": eff.step_overhead_s, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S}
+    for key, value in ((fitted or {}).get(p.framework, {}).get(p.hardware, {}) or {}).items():
+        out[key] = float(value) if key.endswith("_s") else out.get(key, 1.0) * float(value)
+    return out
+
+
+def load_factors(path: Path = FACTORS_YAML) -> dict[str, dict[str, dict[str, float]]]:
+    if not path.is_file():
+        return {}
+    data = load_yaml(path) or {}
+    return data.get("factors", {}) or {}
+
+
+def check_fast_path(prepared: Sequence[Prepared], limit: int = 12) -> float:
+    """Largest relative difference between the fast path and `estimate` (with the shipped factor file)."""
+    worst = 0.0
+    fitted = load_factors()
+    for p in prepared[:limit]:
+        c = p.case
+        f = factors_for(c.hw, c.framework.efficiency_for(c.hw.name))
+        est = estimate(c.model, c.hw, c.pc, c.prec, f, c.workload)
+        t, s = predict(p, profile_params(p, fitted))
+        worst = max(worst, abs(t / est.ttft_s - 1), abs(s / est.tpot_s - 1))
+    return worst
+
+
+# ---------------------------------------------------------------------------------------------- statistics
+
+
+def errors(prepared: Sequence[Prepared], params_of: Callable[[Prepared], Mapping[str, float]]
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Signed relative errors (predicted / measured - 1) of TTFT and TPOT, one per row."""
+    et, ep = [], []
+    for p in prepared:
+        t, s = predict(p, params_of(p))
+        et.append(t / p.ttft_s - 1)
+        ep.append(s / p.tpot_s - 1)
+    return np.array(et), np.array(ep)
+
+
+def summary(e: np.ndarray) -> tuple[float, float, float]:
+    """(median, mean, p90) of the absolute percentage error."""
+    a = np.abs(e) * 100
+    if not len(a):
+        return (math.nan,) * 3
+    return float(np.median(a)), float(np.mean(a)), float(np.percentile(a, 90))
+
+
+def short_model(name: str) -> str:
+    return name.split("/")[-1]
+
+
+def table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray, title: str) -> list[str]:
+    """Plain-text table: overall, then per model / system / framework."""
+    lines = [title, f"{'group':<44}{'rows':>5}  {'TTFT med':>8} {'mean':>7} {'p90':>7}  {'TPOT med':>8} {'mean':>7}"
+             f" {'p90':>7}  {'TTFT bias':>9} {'TPOT bias':>9}"]
+
+    def add(label: str, idx: list[int]) -> None:
+        t, s = summary(et[idx]), summary(ep[idx])
+        bt, bs = float(np.median(et[idx]) * 100), float(np.median(ep[idx]) * 100)
+        lines.append(f"{label:<44}{len(idx):>5}  {t[0]:>7.1f}% {t[1]:>6.1f}% {t[2]:>6.1f}%  {s[0]:>7.1f}% "
+                     f"{s[1]:>6.1f}% {s[2]:>6.1f}%  {bt:>+8.1f}% {bs:>+8.1f}%")
+
+    add("ALL", list(range(len(prepared))))
+    for key, label in (("model", "model"), ("hardware", "system"), ("framework", "framework")):
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, p in enumerate(prepared):
+            groups[getattr(p, key)].append(i)
+        for name in sorted(groups):
+            add(f"  {label}: {short_model(name)}", groups[name])
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------- published rows
+
+
+@dataclass(frozen=True)
+class Published:
+    """A row of facts/measurements.md the estimator can express, and what it published."""
+
+    source_row: int
+    label: str
+    row: dict[str, Any]  # CSV-style columns (serving) or a decode/prefill workload (kind)
+    metric: str  # tok_s_gpu | tok_s_user | ttft_ms | tpot_ms | tok_s_node | in_tok_s_node | in_tok_s_npu | tok_s_total
+    value: float
+    note: str = ""
+
+
+def _srv(model: str, system: str, backend: str, precision: str, isl: int, osl: int, conc: int, tp: int, dp: int,
+         moe_tp: int, moe_ep: int, **extra: Any) -> dict[str, Any]:
+    return {"model": model, "system": system, "backend": backend, "precision": precision, "isl": isl, "osl": osl,
+            "concurrency": conc, "tp": tp, "attention_dp": dp, "moe_tp": moe_tp, "moe_ep": moe_ep, **extra}
+
+
+R1, L70, Q235, OSS = "deepseek-ai/DeepSeek-R1", "meta-llama/Meta-Llama-3.1-70B", "Qwen/Qwen3-235B-A22B", \
+    "openai/gpt-oss-120b"
+PUBLISHED: tuple[Published, ...] = (
+    Published(5, "R1 FP4 8xB200 DP8+EP8 1K/2K c7168",
+              _srv(R1, "b200_sxm", "trtllm", "fp4", 1024, 2048, 7168, 1, 8, 1, 8), "tok_s_gpu", 5393),
+    Published(5, "  same, per user", _srv(R1, "b200_sxm", "trtllm", "fp4", 1024, 2048, 7168, 1, 8, 1, 8),
+              "tok_s_user", 6.2),
+    Published(6, "R1 FP8 8xH200 DP8+EP8 1K/2K c1024 maxbatch128",
+              _srv(R1, "h200_sxm", "trtllm", "fp8", 1024, 2048, 1024, 1, 8, 1, 8, max_running=128), "tok_s_gpu", 1436),
+    Published(6, "  same, per user", _srv(R1, "h200_sxm", "trtllm", "fp8", 1024, 2048, 1024, 1, 8, 1, 8,
+                                          max_running=128), "tok_s_user", 11.3),
+    Published(7, "R1 FP4 B200 TP8/EP2 c1 MTP3", _srv(R1, "b200_sxm", "trtllm", "fp4", 1024, 2048, 1, 8, 1, 4, 2,
+                                                     mtp=3), "tok_s_user", 274, "ISL/OSL not published: 1K/2K assumed"),
+    Published(7, "R1 FP8 H200 TP8/EP4 c1 MTP3", _srv(R1, "h200_sxm", "trtllm", "fp8", 1024, 2048, 1, 8, 1, 2, 4,
+                                                     mtp=3), "tok_s_user", 158, "ISL/OSL not published: 1K/2K assumed"),
+    Published(10, "V3.2 FP4-MoE 8xB200 DP8+EP8 MTP1 8K/1K c256",
+              _srv("deepseek-ai/DeepSeek-V3.2", "b200_sxm", "trtllm", "", 8192, 1024, 256, 1, 8, 1, 8, mtp=1,
+                   moe_quant_mode="nvfp4"), "ttft_ms", 19500),
+    Published(10, "  same, TPOT", _srv("deepseek-ai/DeepSeek-V3.2", "b200_sxm", "trtllm", "", 8192, 1024, 256, 1, 8,
+                                       1, 8, mtp=1, moe_quant_mode="nvfp4"), "tpot_ms", 98.5),
+    Published(10, "  same, per GPU", _srv("deepseek-ai/DeepSeek-V3.2", "b200_sxm", "trtllm", "", 8192, 1024, 256, 1,
+                                          8, 1, 8, mtp=1, moe_quant_mode="nvfp4"), "tok_s_gpu", 1077),
+    Published(13, "Qwen3-235B W8A8 A3 TP4xDP4+EP16 3584/1536 c144",
+              _srv(Q235, "atlas_a3", "vllm", "", 3584, 1536, 144, 4, 4, 1, 16, gemm_quant_mode="int8",
+                   moe_quant_mode="int8"), "ttft_ms", 4720, "vllm-ascend: the vllm profile"),
+    Published(13, "  same, TPOT", _srv(Q235, "atlas_a3", "vllm", "", 3584, 1536, 144, 4, 4, 1, 16,
+                                       gemm_quant_mode="int8", moe_quant_mode="int8"), "tpot_ms", 48.7),
+    Published(13, "  same, total tok/s", _srv(Q235, "atlas_a3", "vllm", "", 3584, 1536, 144, 4, 4, 1, 16,
+                                              gemm_quant_mode="int8", moe_quant_mode="int8"), "tok_s_total", 2762),
+    Published(14, "Llama-3.3-70B FP8 2xH100 TP2 5000/500 c1", _srv(L70, "h100_sxm", "trtllm", "fp8", 5000, 500, 1, 2,
+                                                                   1, 2, 1), "ttft_ms", 407,
+              "NIM (TRT-LLM); Llama-3.1-70B architecture"),
+    Published(14, "  same, ITL", _srv(L70, "h100_sxm", "trtllm", "fp8", 5000, 500, 1, 2, 1, 2, 1), "tpot_ms", 18.6),
+    Published(14, "Llama-3.3-70B FP8 2xH100 TP2 5000/500 c50", _srv(L70, "h100_sxm", "trtllm", "fp8", 5000, 500, 50,
+                                                                    2, 1, 2, 1), "ttft_ms", 835),
+    Published(14, "  same, ITL", _srv(L70, "h100_sxm", "trtllm", "fp8", 5000, 500, 50, 2, 1, 2, 1), "tpot_ms", 59.7),
+    Published(14, "  same, total output tok/s", _srv(L70, "h100_sxm", "trtllm", "fp8", 5000, 500, 50, 2, 1, 2, 1),
+              "tok_s_total", 814),
+    Published(16, "Qwen3-235B FP8 H200 DP4+EP4 1K/1K max load", _srv("Qwen/Qwen3-235B-A22B-FP8", "h200_sxm", "trtllm",
+                                                                     "fp8", 1024, 1024, 0, 1, 4, 1, 4),
+              "tok_s_gpu", 3268, "'max load': concurrency = the KV-cache capacity the estimator computes"),
+    Published(17, "GPT-OSS-120B H200 TP1 1K/1K max load", _srv(OSS, "h200_sxm", "trtllm", "", 1024, 1024, 0, 1, 1, 1,
+                                                                1, gemm_quant_mode="mxfp4", moe_quant_mode="mxfp4"),
+              "tok_s_gpu", 6798, "'max load' as #16; MXFP4 weight-only on Hopper"),
+)
+
+
+def _published_estimate(pub: Published) -> tuple[float, str]:
+    """(predicted value in the published metric, note)."""
+    from solver.estimate.compute import factors_for as ff
+
+    row = dict(pub.row)
+    mtp = int(row.pop("mtp", 0))
+    max_running = int(row.pop("max_running", 0))
+    note = pub.note
+    if not row["concurrency"]:  # 'max load': the KV-cache capacity of the deployment
+        probe = case_from_row({**row, "concurrency": 1})
+        cap = kv_capacity_per_replica(probe.model, probe.hw, probe.pc, probe.prec, probe.workload.context_len)
+        row["concurrency"] = max(1, int(cap) * probe.pc.attn_replicas)
+        note = f"{note}; C = {row['concurrency']}".lstrip("; ")
+    case = case_from_row(row)
+    wl = replace(case.workload, mtp=mtp, max_running=max_running)
+    f = ff(case.hw, case.framework.efficiency_for(case.hw.name))
+    est = estimate(case.model, case.hw, case.pc, case.prec, f, wl)
+    value = {
+        "tok_s_gpu": est.output_tokens_per_s_per_rank,
+        "tok_s_user": est.tokens_per_s_per_user,
+        "ttft_ms": est.ttft_s * 1e3,
+        "tpot_ms": est.tpot_s * 1e3,
+        "tok_s_total": est.output_tokens_per_s,
+    }[pub.metric]
+    return value, note
+
+
+def published_report() -> list[str]:
+    lines = ["Published figures (facts/measurements.md; never fitted on):",
+             f"{'#':>3}  {'setup':<50}{'metric':<12}{'published':>10}{'predicted':>11}{'error':>8}  note"]
+    for pub in PUBLISHED:
+        try:
+            value, note = _published_estimate(pub)
+            err = f"{(value / pub.value - 1) * 100:+.0f}%"
+            lines.append(f"{pub.source_row:>3}  {pub.label:<50}{pub.metric:<12}{pub.value:>10g}{value:>11.4g}"
+                         f"{err:>8}  {note}")
+        except InputError as exc:
+            lines.append(f"{pub.source_row:>3}  {pub.label:<50}{pub.metric:<12}{pub.value:>10g}{'-':>11}{'-':>8}"
+                         f"  not expressible: {exc}")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+
+def group_key(p: Prepared) -> tuple[str, str]:
+    return p.framework, p.hardware
+
+
+def loo_errors(prepared: Sequence[Prepared], fit: Callable[[Sequence[Prepared]], dict[str, float] | None]
+               ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Leave-one-model-out: per (framework, hardware) group and architecture, fit on the rest, predict it.
+
+    Mirrors how fit_efficiency.py fills pairs with too few rows: when the group's other models leave fewer
+    rows than the fit minimum, the fit pools the framework's rows of the other models on all hardware.
+    """
+    et = np.full(len(prepared), np.nan)
+    ep = np.full(len(prepared), np.nan)
+    notes = []
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, p in enumerate(prepared):
+        groups[group_key(p)].append(i)
+    for key, idx in sorted(groups.items()):
+        fams = sorted({prepared[i].family for i in idx})
+        for fam in fams:
+            test = [i for i in idx if prepared[i].family == fam]
+            train = [prepared[i] for i in idx if prepared[i].family != fam]
+            params = fit(train) if train else None
+            name = short_model(prepared[test[0]].model)
+            if params is None:
+                pooled = [q for q in prepared if q.framework == key[0] and q.family != fam]
+                params = fit(pooled) if pooled else None
+                how = (f"pooled {key[0]} fit on {len(pooled)} rows of other models, all hardware" if params
+                       else "default factors")
+                notes.append(f"{key[0]} x {key[1]} without {name}: {len(train)} rows left -> {how}")
+            for i in test:
+                p = prepared[i]
+                t, s = predict(p, params if params is not None else profile_params(p, None))
+                et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
+    return et, ep, notes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--csv", type=Path, default=DEFAULT_CSV)
+    ap.add_argument("--factors", type=Path, default=FACTORS_YAML)
+    ap.add_argument("--waves", type=int, default=None, help="benchmark waves k (default: serving.py's)")
+    ap.add_argument("--no-cv", action="store_true", help="skip leave-one-model-out")
+    ap.add_argument("--rows", type=int, default=0, help="only the first N rows (smoke runs)")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    rows = load_rows(args.csv)
+    if args.rows:
+        rows = rows[: args.rows]
+    prepared, skipped = prepare_all(rows, args.waves)
+    print(f"calibration CSV: {args.csv}  rows {len(rows)}, evaluated {len(prepared)}, skipped {len(skipped)}")
+    reasons = Counter(err for _, _, err in skipped)
+    for err, n in reasons.most_common():
+        print(f"  skipped {n}: {err}")
+    gap = check_fast_path(prepared)
+    print(f"fast path vs estimate(): max relative difference {gap:.1e}"
+          + ("  WARNING: the fast path no longer matches the estimator" if gap > 1e-6 else ""))
+    print()
+    et, ep = errors(prepared, lambda p: profile_params(p, None))
+    print("\n".join(table(prepared, et, ep, "(a) default factors (hardware YAML x framework profile, no fit)")))
+    print()
+    fitted = load_factors(args.factors)
+    et, ep = errors(prepared, lambda p: profile_params(p, fitted))
+    print("\n".join(table(prepared, et, ep, f"(b) fitted factors, in-sample ({args.factors.name})")))
+    print()
+    if not args.no_cv:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from fit_efficiency import fit_group  # noqa: E402
+
+        et, ep, notes = loo_errors(prepared, fit_group)
+        print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out (refit per framework x hardware without "
+                                                "the held-out architecture)")))
+        for n in notes:
+            print(f"  note: {n}")
+        print()
+    print("\n".join(published_report()))
+    print(f"\nruntime {time.time() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

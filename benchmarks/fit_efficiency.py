@@ -1,0 +1,164 @@
+"""Fit a few efficiency factors per (framework, hardware) from the calibration CSV.
+
+    python benchmarks/fit_efficiency.py [--csv PATH] [--out PATH] [--dry-run]
+
+For every (framework, hardware) pair with at least MIN_ROWS evaluable rows, the factors in
+accuracy.PARAMS (GEMM and HBM multipliers on the hardware YAML's achieved fractions, a per-step overhead and a
+per-request TTFT overhead, in seconds) are chosen to minimise
+
+    mean_rows |ln(TTFT_pred / TTFT_meas)| * W_TTFT + mean_rows |ln(TPOT_pred / TPOT_meas)|
+      + PRIOR * sum_multipliers ln(m)^2
+
+within accuracy.BOUNDS (physically plausible ranges, so a fit cannot hide a structural error). The fit never
+sees the model: one set of factors per framework x hardware serves every model, which is what the planner needs
+for a model it has no measurement of. The prior keeps factors the rows do not constrain (e.g. gemm when all
+rows are decode-bound) at the hardware's own values. Pairs with fewer rows get the framework's fit pooled over
+all its rows (the multipliers are relative to each hardware's own factors, so they carry over).
+
+The optimiser is a bounded coordinate search (no SciPy dependency): each factor in turn is scanned on a grid
+over its range and the best value kept; the grid then narrows around the optimum. It is deterministic.
+
+Output: solver/frameworks/fitted/factors.yaml, {factors: {framework: {hardware: {factor: value}}}}, read by
+FrameworkProfile.efficiency_for (multipliers multiply the profile's own; *_s keys are absolute seconds).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import math
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from accuracy import (  # noqa: E402
+    BOUNDS, DEFAULT_CSV, FACTORS_YAML, NEUTRAL, PARAMS, Prepared, load_rows, predict, prepare_all, short_model,
+)
+
+MIN_ROWS = 6  # fewer rows than this in a (framework, hardware) group: no fit, the defaults stand
+W_TTFT = 1.0  # weight of the TTFT term against TPOT's
+PRIOR = 1.0  # ridge on ln(multiplier): a 0.7x or 1.4x factor costs 0.12, about a 12% error on every row
+SWEEPS = 4
+GRID = 9
+
+
+def loss(rows: Sequence[Prepared], params: dict[str, float]) -> float:
+    lt = ls = 0.0
+    for p in rows:
+        t, s = predict(p, params)
+        lt += abs(math.log(t / p.ttft_s))
+        ls += abs(math.log(s / p.tpot_s))
+    n = len(rows)
+    prior = sum(math.log(params[k]) ** 2 for k in PARAMS if not k.endswith("_s"))
+    return W_TTFT * lt / n + ls / n + PRIOR * prior
+
+
+def _grid(lo: float, hi: float, log: bool) -> np.ndarray:
+    if log:
+        return np.exp(np.linspace(math.log(lo), math.log(hi), GRID))
+    return np.linspace(lo, hi, GRID)
+
+
+def fit_group(rows: Sequence[Prepared], params: Sequence[str] = PARAMS) -> dict[str, float] | None:
+    """Factors for one (framework, hardware) group, or None when it has fewer than MIN_ROWS rows."""
+    if len(rows) < MIN_ROWS:
+        return None
+    best = dict(NEUTRAL)
+    best_loss = loss(rows, best)
+    span = {k: BOUNDS[k] for k in params}
+    for _ in range(SWEEPS):
+        for k in params:
+            lo, hi = span[k]
+            log = not k.endswith("_s")
+            for v in _grid(lo, hi, log):
+                trial = {**best, k: float(v)}
+                value = loss(rows, trial)
+                if value < best_loss - 1e-12:
+                    best, best_loss = trial, value
+        # narrow every range around the current optimum (a third of its width), inside the bounds
+        for k in params:
+            lo, hi = span[k]
+            b_lo, b_hi = BOUNDS[k]
+            if k.endswith("_s"):
+                w = (hi - lo) / 3
+                span[k] = (max(b_lo, best[k] - w / 2), min(b_hi, best[k] + w / 2))
+            else:
+                w = (math.log(hi) - math.log(lo)) / 3
+                span[k] = (max(b_lo, best[k] * math.exp(-w / 2)), min(b_hi, best[k] * math.exp(w / 2)))
+    return {k: round(best[k], 6 if k.endswith("_s") else 4) for k in params}
+
+
+def fit_all(prepared: Sequence[Prepared]) -> tuple[dict[str, dict[str, dict[str, float]]], list[str]]:
+    """(factors per framework and hardware, the pairs filled from the framework's pooled fit)."""
+    groups: dict[tuple[str, str], list[Prepared]] = defaultdict(list)
+    by_fw: dict[str, list[Prepared]] = defaultdict(list)
+    for p in prepared:
+        groups[(p.framework, p.hardware)].append(p)
+        by_fw[p.framework].append(p)
+    pooled = {fw: fit_group(rows) for fw, rows in by_fw.items()}
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    filled = []
+    for (fw, hw), rows in sorted(groups.items()):
+        res = fit_group(rows)
+        models = ", ".join(sorted({short_model(p.model) for p in rows}))
+        how = "fitted"
+        if res is None:
+            res, how = pooled.get(fw), f"below {MIN_ROWS} rows: the pooled {fw} fit (all hardware)"
+            if res is None:
+                print(f"  {fw:>7} x {hw:<9} {len(rows):>3} rows: not fitted ({models})")
+                continue
+            filled.append(f"{fw} x {hw}")
+        before, after = loss(rows, dict(NEUTRAL)), loss(rows, res)
+        print(f"  {fw:>7} x {hw:<9} {len(rows):>3} rows: loss {before:.3f} -> {after:.3f}  {res}  ({models}; {how})")
+        out.setdefault(fw, {})[hw] = res
+    return out, filled
+
+
+def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv: Path, n_rows: int,
+               filled: Sequence[str] = ()) -> None:
+    import yaml
+
+    header = [
+        "# Fitted efficiency factors per (framework, hardware). GENERATED: do not edit by hand.",
+        f"# Produced by benchmarks/fit_efficiency.py on {_dt.date.today().isoformat()} from {csv.name}",
+        f"# ({n_rows} evaluable rows; public ai-dynamo/aiconfigurator silicon_sample.csv, Apache-2.0).",
+        "# Rerun: python benchmarks/fit_efficiency.py   (then python benchmarks/accuracy.py to check).",
+        "# Multipliers (gemm, hbm) scale the hardware YAML's achieved fractions and the framework",
+        "# profile's own multipliers; keys ending in _s are absolute seconds (step_overhead_s per forward step,",
+        "# request_overhead_s per request on the TTFT path). Bounds: "
+        + ", ".join(f"{k} {lo:g}..{hi:g}" for k, (lo, hi) in BOUNDS.items()) + ".",
+        f"# Pairs with fewer than {MIN_ROWS} rows get the framework's pooled fit over all its rows (relative to each",
+        "# hardware's own factors): " + (", ".join(filled) or "none") + ". No per-model or per-row factors.",
+    ]
+    body = yaml.safe_dump({"factors": factors}, sort_keys=True, default_flow_style=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(header) + "\n" + body)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--csv", type=Path, default=DEFAULT_CSV)
+    ap.add_argument("--out", type=Path, default=FACTORS_YAML)
+    ap.add_argument("--dry-run", action="store_true", help="print the fit, write nothing")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    prepared, skipped = prepare_all(load_rows(args.csv))
+    print(f"fitting on {len(prepared)} rows ({len(skipped)} skipped: they raise InputError)")
+    factors, filled = fit_all(prepared)
+    overheads = [v["request_overhead_s"] for hw in factors.values() for v in hw.values()]
+    if overheads:
+        print(f"median fitted request_overhead_s: {float(np.median(overheads)):.4f}"
+              " (serving.DEFAULT_REQUEST_OVERHEAD_S uses it for unfitted pairs)")
+    if not args.dry_run:
+        write_yaml(factors, args.out, args.csv, len(prepared), filled)
+        print(f"wrote {args.out}")
+    print(f"runtime {time.time() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

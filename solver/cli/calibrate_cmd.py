@@ -1,0 +1,205 @@
+"""`shardplan calibrate`: read profiler traces of a running configuration, judge them (seed Step 5) against the
+estimate of the same configuration, and optionally fit the hardware's efficiency factors to them."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import click
+
+from solver.calibrate.advice import communication_findings, deviation_findings, memory_findings, variance_finding
+from solver.calibrate.compare import Setup, compare, make_setup, measured_classes
+from solver.calibrate.config import load_profiled_config
+from solver.calibrate.fit import Observation, recalibrate, write_hardware_yaml
+from solver.calibrate.metrics import TraceSummary, summarize
+from solver.calibrate.report import Report, RunErrors, backward_kernels, render
+from solver.calibrate.trace import RankTrace, load_traces
+from solver.cli.options import format_option
+from solver.errors import InputError
+from solver.report.render import console, dump
+from solver.specs.hardware_catalog import load_hardware
+
+
+def _trace_world(traces: Sequence[RankTrace]) -> int | None:
+    worlds = {t.world_size for t in traces if t.world_size is not None}
+    if len(worlds) > 1:
+        raise InputError("traces", f"the rank traces record different world sizes ({', '.join(map(str, sorted(worlds)))})"
+                                   "; pass one run's files only")
+    return next(iter(worlds), None)
+
+
+def _label(paths: Sequence[str], traces: Sequence[RankTrace]) -> str:
+    """Trace files for the YAML's sources: the paths given, with the rank-file count of a folder."""
+    if len(paths) == 1 and len(traces) > 1:
+        return f"{paths[0]} ({len(traces)} rank files)"
+    return ", ".join(paths)
+
+
+def _load_run(paths: Sequence[str], step_marker: str | None) -> tuple[list[RankTrace], TraceSummary]:
+    traces = load_traces(list(paths), step_marker)
+    return traces, summarize(traces)
+
+
+def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker: str | None,
+                 traces: list[RankTrace] | None = None, summary: TraceSummary | None = None
+                 ) -> tuple[Observation, TraceSummary]:
+    if traces is None or summary is None:
+        traces, summary = _load_run(paths, step_marker)
+    count, example = backward_kernels(traces)
+    if count:
+        raise InputError("--recalibrate", f"{_label(paths, traces)} is a training step ({count} backward kernels, "
+                                          f"e.g. {example[:60]}); the inference estimate cannot be fitted to it")
+    cfg = load_profiled_config(config, _trace_world(traces), len(traces))
+    if not cfg.has_workload:
+        raise InputError(config, "--recalibrate needs the workload: phase, batch and seq_len (or isl/osl)")
+    setup = make_setup(model, hw, cfg)
+    return Observation(setup, measured_classes(summary), _label(paths, traces)), summary
+
+
+@click.command("calibrate")
+@click.argument("traces", nargs=-1, metavar="TRACE...")
+@click.option("--config", "config", default=None, metavar="CONFIG.yaml",
+              help="the parallel_config (and workload) the traces were profiled under; see docs/calibration-example.md")
+@click.option("--model", "model", default=None, help="model of the profiled run (with --config)")
+@click.option("--hardware", "hardware", default=None, help="hardware name or YAML path (with --config; alone: "
+                                                           "memory capacity check)")
+@click.option("--peak-memory-gb", "peak_gb", type=float, default=None,
+              help="peak memory per rank in GB (torch.*.max_memory_allocated() / 1e9) when the trace has no "
+                   "memory events")
+@click.option("--step-marker", default=None, help="annotation name prefix that marks a step (default ProfilerStep#N)")
+@click.option("--run", "runs", type=(str, str), multiple=True, metavar="TRACE CONFIG",
+              help="another profiled run (trace file or folder, its CONFIG.yaml) to fit with --recalibrate; repeatable")
+@click.option("--recalibrate", "recal_out", default=None, metavar="OUT.yaml",
+              help="fit the hardware's efficiency factors to the traces and write a calibrated hardware YAML")
+@format_option()
+def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, recal_out, fmt) -> None:
+    """Judge profiler traces of a running parallel_config (seed Step 5): communication ratio (raw and exposed),
+    peak memory, rank variance, and the deviation from the estimate of the same config, module by module.
+
+    TRACE is one run: a Chrome-trace JSON (.json or .json.gz, PyTorch profiler or torch_npu), one file per rank,
+    or a folder of them.
+
+    \b
+    shardplan calibrate prof/                                   # metrics and verdicts only
+    shardplan calibrate prof/ --config run.yaml --model qwen3-30b-a3b --hardware h200_sxm
+    shardplan calibrate pre/ --config pre.yaml --run dec/ dec.yaml --model M --hardware H --recalibrate H-cal.yaml
+    """
+    if not traces:
+        raise InputError("TRACE", "give at least one trace file or folder")
+    if config is not None and (model is None or hardware is None):
+        missing = " and ".join(f for f, v in (("--model", model), ("--hardware", hardware)) if v is None)
+        raise InputError("--config", f"also needs {missing} (the estimate of the profiled config needs both)")
+    if model is not None and config is None:
+        raise InputError("--model", "only used with --config CONFIG.yaml (the parallel_config that was profiled)")
+    if (recal_out is not None or runs) and config is None:
+        raise InputError("--recalibrate" if recal_out is not None else "--run",
+                         "needs --config CONFIG.yaml, --model and --hardware")
+    if runs and recal_out is None:
+        raise InputError("--run", "adds runs to a fit: use it with --recalibrate OUT.yaml")
+    if peak_gb is not None and not peak_gb > 0:
+        raise InputError("--peak-memory-gb", f"must be > 0, got {peak_gb}")
+
+    rank_traces, summary = _load_run(traces, step_marker)
+    hw = load_hardware(hardware) if hardware is not None else None
+    notes: list[str] = []
+    if peak_gb is not None:
+        peak, peak_source = peak_gb * 1e9, "--peak-memory-gb"
+        if summary.peak_memory_bytes is not None:
+            notes.append(f"--peak-memory-gb {peak_gb} overrides the trace's {summary.peak_memory_bytes / 1e9:.2f} GB")
+    elif summary.peak_memory_bytes is not None:
+        peak, peak_source = float(summary.peak_memory_bytes), "trace memory events"
+    else:
+        peak, peak_source = None, None
+        notes.append("no peak memory: the trace has no [memory] events (profile_memory=False); pass "
+                     "--peak-memory-gb from torch.cuda/npu.max_memory_allocated()")
+    if len(summary.ranks) < 2:
+        world = _trace_world(rank_traces)
+        notes.append("rank variance needs the traces of several ranks (one file per rank)"
+                     + (f"; this run has world_size {world}" if world else ""))
+    n_bwd, bwd_example = backward_kernels(rank_traces)
+    training = n_bwd > 0
+    if training:
+        notes.append(f"training step: {n_bwd} backward kernels (e.g. {bwd_example[:60]}...); the inference "
+                     "estimate (forward only, serving workload) does not describe it, so only the trace's metrics "
+                     "and verdicts are reported")
+
+    rep = Report(list(traces), rank_traces, summary, peak, peak_source, notes=notes,
+                 hardware=hw.name if hw is not None else None, training=training)
+    setup: Setup | None = None
+    if config is not None:
+        cfg = load_profiled_config(config, _trace_world(rank_traces), len(rank_traces))
+        setup = make_setup(model, hw, cfg)
+        rep.config, rep.model = cfg, setup.model.name
+        notes.extend(setup.notes)
+        if cfg.world_from == "traces":
+            notes.append(f"world_size {cfg.parallel.world_size} taken from the traces")
+        if not cfg.has_workload:
+            notes.append(f"{config}: no workload (phase, batch, seq_len): the estimate comparison is skipped")
+        elif not training:
+            rep.comparison = compare(summary, setup, peak)
+        if len(rank_traces) < cfg.parallel.world_size:
+            notes.append(f"{len(rank_traces)} of {cfg.parallel.world_size} ranks traced")
+
+    pc = setup.pc if setup is not None else None
+    findings = communication_findings(summary, pc, hw, rep.comparison)
+    var = variance_finding(summary, pc, setup.model if setup is not None else None)
+    if var is not None:
+        findings.append(var)
+    findings += memory_findings(peak, hw, rep.comparison, setup.cfg.batch if setup else None,
+                                setup.cfg.phase if setup else None)
+    if rep.comparison is not None and setup is not None:
+        findings += deviation_findings(rep.comparison, setup.pc, setup.hw, setup.model)
+        other = rep.comparison.by_kind()["other"]
+        if rep.comparison.measured_step_s > 0 and other.measured_s > 0.2 * rep.comparison.measured_step_s:
+            notes.append(f"{other.measured_s / rep.comparison.measured_step_s:.0%} of the step is in kernels the "
+                         "estimate does not model (norms, activations, casts, copies): class 'other'")
+    rep.findings = findings
+
+    if recal_out is not None:
+        assert hw is not None and model is not None and config is not None
+        if training:
+            raise InputError("--recalibrate", f"{_label(traces, rank_traces)} is a training step; the inference "
+                                              "estimate cannot be fitted to it")
+        first, _ = _observation(traces, config, model, hw, step_marker, rank_traces, summary)
+        obs = [first]
+        summaries = [summary]
+        configs = [config]
+        for path, cfg_path in runs:
+            o, s = _observation([path], cfg_path, model, hw, step_marker)
+            obs.append(o)
+            summaries.append(s)
+            configs.append(cfg_path)
+        frameworks = {o.setup.cfg.framework for o in obs}
+        if len(frameworks) > 1:
+            raise InputError("--run", f"the runs use different frameworks ({', '.join(sorted(frameworks))}); "
+                                      "fit one framework's runs at a time")
+        label = "; ".join(o.label for o in obs)
+        fit, data = recalibrate(obs, hw, label)
+        header = (f"Calibrated by `shardplan calibrate --recalibrate` from {label}.\n"
+                  "Fitted: " + ", ".join(f"{f.key} {f.before:.4g} -> {f.after:.4g}" for f in fit.factors
+                                         if f.changed) + ".")
+        write_hardware_yaml(data, recal_out, header)
+        cal = load_hardware(_as_path(recal_out))  # what solve/estimate will read
+        rep.fit, rep.fit_output = fit, recal_out
+        for o, s, cfg_path in zip(obs, summaries, configs):
+            before = compare(s, o.setup, None)
+            after = compare(s, o.setup, None, hw=cal)
+            rep.fit_runs.append(RunErrors(o.label, cfg_path, o.setup.cfg.phase or "", before, after))
+
+    for line in notes:
+        click.echo(f"note: {line}", err=True)
+    if fmt != "table":
+        click.echo(dump(rep.data(), fmt))
+        return
+    render(rep, console())
+    if recal_out is not None:
+        click.echo(f"wrote {recal_out}: use it as --hardware {recal_out} with solve/estimate")
+
+
+def _as_path(path: str) -> str:
+    """load_hardware treats a value as a file when it looks like one; make sure a bare name does."""
+    p = Path(path)
+    return str(p) if ("/" in path or path.lower().endswith((".yaml", ".yml"))) else f"./{path}"
+
+
+COMMANDS: list[Any] = [calibrate_cmd]

@@ -1,0 +1,187 @@
+"""The accuracy pipeline: CSV rows -> specs (blank-cell convention), serving formulas, fitted factors, benchmark."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from solver.errors import InputError
+from solver.estimate.serving import (
+    ServingShape, Workload, first_wave_groups, serving_times,
+)
+from solver.measured import case_from_row, parallel_sizes, predict_row, predict_rows, weight_formats
+from solver.specs.framework import list_frameworks, load_framework
+from solver.specs.hardware_catalog import list_hardware, load_hardware
+from solver.specs.precision import resolve_precision
+from solver.specs.model_catalog import load_model
+from solver.specs.validation import load_yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+import accuracy  # noqa: E402
+import fit_efficiency  # noqa: E402
+
+CSV = accuracy.DEFAULT_CSV
+needs_csv = pytest.mark.skipif(not CSV.is_file(), reason="calibration CSV (../shared/facts) not present")
+
+ROW = {"backend": "trtllm", "model": "Qwen/Qwen3-235B-A22B-FP8", "system": "h100_sxm", "precision": "fp8",
+       "gemm_quant_mode": "fp8_block", "moe_quant_mode": "fp8_block", "isl": "512", "osl": "256",
+       "concurrency": "8", "tp": "4", "pp": "1", "attention_dp": "1", "moe_tp": "1", "moe_ep": "4"}
+
+
+# ------------------------------------------------------------------------------------------ every CSV row
+
+
+@needs_csv
+def test_every_csv_row_evaluates_or_raises_input_error() -> None:
+    rows = accuracy.load_rows(CSV)
+    assert len(rows) >= 300
+    out = predict_rows(rows)  # batch mode: only InputError is turned into the error column
+    ok = [r for r in out if not r["error"]]
+    bad = [r for r in out if r["error"]]
+    assert len(ok) >= 0.95 * len(rows)
+    for r in ok:
+        assert r["pred_ttft_ms"] > 0 and r["pred_tpot_ms"] > 0 and math.isfinite(r["pred_ttft_ms"])
+    known_columns = {"attention_dp", "moe_tp", "moe_ep", "tp", "pp", "model", "system", "backend", "precision",
+                     "gemm_quant_mode", "moe_quant_mode", "isl", "osl", "concurrency"}
+    for r in bad:
+        assert r["error"].split(":")[0] in known_columns, r["error"]  # the message names the column
+
+
+# ------------------------------------------------------------------------------------------ blank-cell convention
+
+
+def test_blank_attention_dp_is_one_and_blank_moe_columns_follow_the_world() -> None:
+    assert parallel_sizes({**ROW, "attention_dp": ""}, is_moe=True) == (4, 1, 1, 4)
+    assert parallel_sizes({**ROW, "attention_dp": float("nan")}, is_moe=True) == (4, 1, 1, 4)
+    assert parallel_sizes({**ROW, "moe_tp": ""}, is_moe=True) == (4, 1, 1, 4)  # world / moe_ep
+    assert parallel_sizes({**ROW, "moe_ep": ""}, is_moe=True) == (4, 1, 1, 4)  # world / moe_tp
+    assert parallel_sizes({**ROW, "moe_tp": "", "moe_ep": ""}, is_moe=True) == (4, 1, 4, 1)  # TP over the world
+    assert parallel_sizes({**ROW, "tp": "2", "attention_dp": "4", "moe_tp": "", "moe_ep": "8"}, True) == (2, 4, 1, 8)
+    assert parallel_sizes({**ROW, "moe_tp": "", "moe_ep": ""}, is_moe=False) == (4, 1, 4, 1)  # dense: moe_tp = tp
+
+
+@pytest.mark.parametrize("col", ["tp", "attention_dp", "moe_tp", "moe_ep", "isl", "osl", "concurrency"])
+@pytest.mark.parametrize("value", ["0", "-2", "0.0"])
+def test_zero_or_negative_sizes_name_the_column(col: str, value: str) -> None:
+    with pytest.raises(InputError) as err:
+        case_from_row({**ROW, col: value})
+    assert err.value.field == col
+
+
+def test_inconsistent_moe_split_and_unknown_names_name_the_column() -> None:
+    for patch, col in (({"moe_tp": "2", "moe_ep": "1"}, "moe_tp"), ({"model": "no/such"}, "model"),
+                       ({"system": "h300"}, "system"), ({"backend": "nope"}, "backend"),
+                       ({"gemm_quant_mode": "fp7"}, "gemm_quant_mode"), ({"tp": ""}, "tp"), ({"pp": "2"}, "pp")):
+        with pytest.raises(InputError) as err:
+            case_from_row({**ROW, **patch})
+        assert err.value.field == col, patch
+
+
+def test_blank_quant_takes_the_precision_column_then_the_checkpoint() -> None:
+    assert weight_formats({**ROW, "gemm_quant_mode": "", "moe_quant_mode": ""}) == ("fp8", "fp8")
+    assert weight_formats({**ROW, "precision": "fp4", "gemm_quant_mode": "", "moe_quant_mode": ""}) == \
+        ("nvfp4", "nvfp4")
+    assert weight_formats({**ROW, "precision": "", "gemm_quant_mode": "", "moe_quant_mode": ""}) == (None, None)
+    case = case_from_row({**ROW, "precision": "", "gemm_quant_mode": "", "moe_quant_mode": ""})
+    assert case.prec.fmt("experts").name == "fp8_block"  # the checkpoint's own format
+
+
+def test_hopper_runs_4bit_weights_weight_only_and_atlas_rejects_fp8() -> None:
+    case = case_from_row({**ROW, "model": "openai/gpt-oss-120b", "system": "h200_sxm", "precision": "fp4",
+                          "gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4", "tp": "1", "moe_ep": "1"})
+    assert case.prec.fmt("experts").name == "nvfp4"
+    assert case.prec.gemm_dtype("experts") == "fp8"  # dequantized in-kernel, FP8 activations
+    assert any("weight-only" in n for n in case.prec.notes)
+    a3 = load_hardware("atlas_a3")
+    assert "int4" in a3.weight_only_formats and "fp8" not in a3.weight_only_formats
+    model = load_model("Qwen/Qwen3-235B-A22B")
+    assert resolve_precision(model, a3, weight_dtype="int4").gemm_dtype("dense") == "int8"  # W4A8
+    with pytest.raises(InputError) as err:
+        resolve_precision(model, a3, weight_dtype="fp8")
+    assert err.value.field == "--weight-dtype"
+    with pytest.raises(InputError) as err:
+        case_from_row({**ROW, "system": "atlas_a3"})
+    assert err.value.field == "gemm_quant_mode"
+
+
+# ------------------------------------------------------------------------------------------ serving formulas
+
+
+def test_first_wave_groups_is_the_mean_of_ceil() -> None:
+    for requests in (1, 5, 16, 17):
+        for n in (1, 3, 8):
+            exact = sum(math.ceil(i / n) for i in range(1, requests + 1)) / requests
+            assert first_wave_groups(requests, n) == pytest.approx(exact)
+
+
+def test_serving_times_limits() -> None:
+    wl = Workload("serving", isl=1024, osl=512, concurrency=8, request_overhead_s=0.0, benchmark_waves=1)
+    shape = ServingShape(per_replica=8, running=8, prompts_per_step=8, chunks=1)
+    t = serving_times(shape, prefill_s=0.1, decode_s=0.01, wl=wl)
+    assert t.ttft_s == pytest.approx(0.1)  # one wave, all eight prompts in one step
+    assert t.tpot_s > 0.01  # prefill of later requests stalls the decode steps
+    many = serving_times(shape, 0.1, 0.01, Workload("serving", isl=1024, osl=512, concurrency=8,
+                                                    request_overhead_s=0.0, benchmark_waves=1000))
+    assert many.ttft_s < t.ttft_s  # later waves are staggered
+    # KV capacity below the concurrency: the rest wait for a slot (a whole request time each turn)
+    capped = serving_times(ServingShape(16, 8, 8, 1), 0.1, 0.01, wl)
+    assert capped.slot_wait_s == pytest.approx(t.request_s - 0.0, rel=0.05)
+
+
+def test_estimate_serving_reports_its_parts() -> None:
+    est = predict_row(ROW)
+    assert est.ttft_s > est.ttft_steady_s > 0
+    assert 0 <= est.prefill_share < 1
+    assert est.running_per_replica == 8
+    assert est.output_tokens_per_s == pytest.approx(8 * 256 / (est.ttft_s + 255 * est.tpot_s), rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------------ fitted factors
+
+
+def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() -> None:
+    path = accuracy.FACTORS_YAML
+    assert path.is_file()
+    assert "benchmarks/fit_efficiency.py" in path.read_text().splitlines()[1]  # how it was produced
+    data = load_yaml(path)
+    assert set(data) == {"factors"}
+    frameworks, hardware = set(list_frameworks()), set(list_hardware())
+    for fw, per_hw in data["factors"].items():
+        assert fw in frameworks  # no model keys: framework -> hardware -> factor only
+        for hw, values in per_hw.items():
+            assert hw in hardware
+            assert set(values) <= set(accuracy.PARAMS)
+            for key, value in values.items():
+                lo, hi = accuracy.BOUNDS[key]
+                assert lo <= value <= hi, (fw, hw, key, value)
+            eff = load_framework(fw).efficiency_for(hw)
+            assert eff["request_overhead_s"] == values["request_overhead_s"]
+
+
+# ------------------------------------------------------------------------------------------ benchmark smoke
+
+
+@needs_csv
+def test_accuracy_functions_on_a_handful_of_rows() -> None:
+    rows = accuracy.load_rows(CSV)
+    pick = [r for r in rows if r["backend"] == "trtllm" and r["system"] == "h100_sxm"][:14]
+    prepared, skipped = accuracy.prepare_all(pick)
+    assert len(prepared) + len(skipped) == len(pick) and len(prepared) >= 8
+    assert accuracy.check_fast_path(prepared, limit=4) < 1e-9  # the fast path is the estimator
+    et, ep = accuracy.errors(prepared, lambda p: accuracy.profile_params(p, accuracy.load_factors()))
+    assert len(et) == len(prepared) and all(map(math.isfinite, et)) and all(map(math.isfinite, ep))
+    med, mean, p90 = accuracy.summary(ep)
+    assert 0 <= med <= p90
+    lines = accuracy.table(prepared, et, ep, "smoke")
+    assert lines[2].startswith("ALL")
+    fitted = fit_efficiency.fit_group(prepared)
+    assert fitted is not None and set(fitted) == set(accuracy.PARAMS)
+    for key, value in fitted.items():
+        lo, hi = accuracy.BOUNDS[key]
+        assert lo <= value <= hi
+    assert fit_efficiency.fit_group(prepared[:3]) is None  # below the minimum: no fit
+    et2, ep2, notes = accuracy.loo_errors(prepared, fit_efficiency.fit_group)
+    assert not any(math.isnan(x) for x in et2)
