@@ -35,6 +35,8 @@ class Factors:
     kernel_overhead_s: float
     step_overhead_s: float = 0.0
     expert_imbalance: float = 1.2  # default balancing ~20% slower than ideal (SGLang large-scale EP blog)
+    # fixed per-request cost on the TTFT path, fitted per framework x hardware (None: serving's default)
+    request_overhead_s: float | None = None
 
 
 def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
@@ -56,6 +58,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         kernel_overhead_s=float(kernel),
         step_overhead_s=s.get("step_overhead_s", 0.0),
         expert_imbalance=s.get("expert_imbalance", 1.2),
+        request_overhead_s=s.get("request_overhead_s"),
     )
 
 

@@ -38,7 +38,7 @@ TTFT = TTFT_serv + W_slot. Throughput follows from Little's law: C * OSL / (TTFT
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from solver.estimate.compute import Factors, Work
 from solver.estimate.memory import MemoryOptions, MemoryReport, max_batch, memory_per_rank
@@ -77,7 +77,9 @@ class Workload:
     token_budget: int = DEFAULT_TOKEN_BUDGET
     # serving only: benchmark and framework parameters (see the module docstring)
     benchmark_waves: int = DEFAULT_BENCHMARK_WAVES  # k: a run sends k x concurrency requests
-    request_overhead_s: float = DEFAULT_REQUEST_OVERHEAD_S  # o: fixed per-request TTFT cost (fitted per fw x hw)
+    # o: fixed per-request TTFT cost; None takes the fitted value of the framework x hardware (Factors), else
+    # the default
+    request_overhead_s: float | None = None
     max_running: int = 0  # framework cap on running sequences per replica (max_num_seqs); 0 = memory decides
 
     @property
@@ -113,6 +115,12 @@ class Estimate:
     @property
     def output_tokens_per_s_per_rank(self) -> float:
         return self.output_tokens_per_s / self.world_size
+
+
+def request_overhead(wl: Workload, f: Factors) -> float:
+    if wl.request_overhead_s is not None:
+        return wl.request_overhead_s
+    return f.request_overhead_s if f.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
 
 
 def mtp_tokens_per_step(depth: int, accept: float) -> float:
@@ -183,7 +191,7 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
     p = prefill_s / n
     tau = decode_s
     S = p + (shape.chunks - 1) * tau
-    o = wl.request_overhead_s
+    o = wl.request_overhead_s if wl.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
     steps_out = max(0.0, (wl.osl - 1) / m)  # decode steps after the first token
 
     def ttft_ss(rho: float) -> float:
@@ -251,7 +259,7 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     cap = kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
     shape = serving_shape(wl, replicas, cap)
     pre, dec = serving_steps(model, hw, pc, prec, f, wl, shape)
-    t = serving_times(shape, pre.time_s, dec.time_s, wl)
+    t = serving_times(shape, pre.time_s, dec.time_s, replace(wl, request_overhead_s=request_overhead(wl, f)))
     throughput = wl.concurrency * wl.osl / t.request_s
     return Estimate(t.ttft_s, t.tpot_s, pre, dec, memory, throughput, 1.0 / t.tpot_s, pc.world_size,
                     shape.per_replica, ttft_first_wave_s=t.ttft_first_wave_s, ttft_steady_s=t.ttft_steady_s,

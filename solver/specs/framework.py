@@ -7,6 +7,7 @@ does not expose are fixed at 1.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Mapping
 
@@ -146,6 +147,8 @@ class FrameworkProfile(BaseModel):
         base = self.efficiency
         out = {"gemm": base.gemm, "attention": base.attention, "hbm": base.hbm, "comm": base.comm,
                "step_overhead_s": base.step_overhead_s}
+        if base.kernel_overhead_s is not None:
+            out["kernel_overhead_s"] = base.kernel_overhead_s
         fitted = _fitted().get(self.name, {}).get(hardware, {})
         for key, value in fitted.items():
             if key.endswith("_s"):
@@ -239,13 +242,19 @@ def model_env(config: Mapping[str, int], model: "ModelSpec", ranks_per_node: int
 
 
 def _fitted() -> dict[str, dict[str, dict[str, float]]]:
-    """Fitted efficiency factors per framework and hardware; empty when no fit has been written."""
-    from solver.specs.validation import load_yaml
-
+    """Fitted efficiency factors per framework and hardware; empty when no fit has been written. Read once per
+    version of the file (the fit script rewrites it)."""
     path = frameworks_dir() / "fitted" / "factors.yaml"
     if not path.is_file():
         return {}
-    data = load_yaml(path) or {}
+    return _fitted_at(str(path), path.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=2)
+def _fitted_at(path: str, stamp: int) -> dict[str, dict[str, dict[str, float]]]:
+    from solver.specs.validation import load_yaml
+
+    data = load_yaml(Path(path)) or {}
     return data.get("factors", {}) if isinstance(data, dict) else {}
 
 

@@ -72,6 +72,10 @@ def resolve_precision(
         fmt = number_format(name, f"quantization_config.{group}")
         if fmt.compute in ("bf16", "fp16", "fp32") or hw.supports(fmt.compute):
             return fmt
+        if fmt.compute in hw.weight_only_formats:
+            # stored as published and dequantised in the GEMM (e.g. MXFP4 experts on Hopper)
+            notes.append(f"{group} weights stay {fmt.name} (weight-only on {hw.name}: no native {fmt.compute})")
+            return fmt
         notes.append(f"{group} weights are {fmt.name} in the checkpoint but {hw.name} has no {fmt.compute}; "
                      "served as bf16 (pass --weight-dtype/--moe-weight-dtype to choose)")
         return number_format("bf16")
