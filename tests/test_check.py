@@ -93,3 +93,24 @@ def test_missing_workload_is_bad_input(tmp_path):
     data = {k: v for k, v in BASE.items() if k != "workload"}
     r = _run(tmp_path, data)
     assert r.exit_code == 2 and "workload" in r.stderr
+
+
+def test_calibrate_style_flat_file_is_read_by_check(tmp_path):
+    data = {"world_size": 16, "embed_tp_size": 16, "lmhead_tp_size": 16, "phase": "decode", "batch": 64,
+            "seq_len": 356, "weight_dtype": "int8", "description": "flat spelling"}
+    r = _run(tmp_path, data, "--model", "deepseek-r1", "--hardware", "atlas_a3", "--framework", "cann-recipes")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["valid"]
+
+
+def test_check_style_file_is_read_by_calibrate(tmp_path):
+    from pathlib import Path
+
+    data = {"model": "qwen3-30b-a3b", "hardware": "h200_sxm", "world_size": 8,
+            "parallel_config": {"attn_tp_size": 4}, "workload": {"phase": "decode", "batch": 128, "seq_len": 4096}}
+    path = tmp_path / "dep.yaml"
+    path.write_text(yaml.safe_dump(data))
+    traces = Path(__file__).resolve().parents[1] / "docs" / "examples" / "trace-decode"
+    r = CliRunner().invoke(main, ["calibrate", str(traces), "--config", str(path), "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["estimate_comparison"]

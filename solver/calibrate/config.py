@@ -17,6 +17,9 @@ Schema (every key optional unless noted; unknown keys are an error):
     kv_dtype: bf16
     description: free text
 
+A `shardplan check` deployment file is accepted as is: its `workload:` and `quant:` blocks are read as the
+flat keys above, and `model` / `hardware` stand in for --model / --hardware.
+
 The derived sizes (attn_dp_size, moe_ep_size, ...) are not keys: the seed derives them (world // tp).
 A workload (phase + batch + seq_len or isl) is needed to compare the trace against the estimate and to
 recalibrate; without one, only the parallel layout is used (which groups cross nodes).
@@ -29,12 +32,14 @@ from typing import Any
 
 from solver.errors import InputError
 from solver.estimate.serving import Workload
+from solver.specs.deployment import DEPLOYMENT_ONLY, flatten_nested_keys
 from solver.specs.parallel import KNOBS, ParallelConfig
 from solver.specs.validation import load_yaml
 
 WORKLOAD_KEYS = ("phase", "batch", "seq_len", "isl", "osl")
 OTHER_KEYS = ("world_size", "cards", "framework", "weight_dtype", "moe_weight_dtype", "kv_dtype", "description")
-TOP_KEYS = ("parallel_config", *KNOBS, *WORKLOAD_KEYS, *OTHER_KEYS)
+# keys of a `shardplan check` deployment file that calibration reads elsewhere (model, hardware) or not at all
+TOP_KEYS = ("parallel_config", *KNOBS, *WORKLOAD_KEYS, *OTHER_KEYS, *DEPLOYMENT_ONLY)
 DERIVED = ("attn_dp_size", "dense_dp_size", "moe_ep_size", "moe_dp_size", "ep_size", "dp_size")
 
 
@@ -108,6 +113,7 @@ def parse_profiled_config(data: Any, origin: str, trace_world: int | None = None
         data = {}
     if not isinstance(data, dict):
         raise InputError(origin, f"expected a mapping at the top level, got {type(data).__name__}")
+    data = flatten_nested_keys(data, origin)  # a `shardplan check` file (workload:/quant: blocks) works too
     for key in data:
         if key not in TOP_KEYS:
             raise _unknown(origin, key, TOP_KEYS)

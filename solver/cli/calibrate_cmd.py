@@ -87,6 +87,14 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
     if not traces:
         raise InputError("TRACE", "give at least one trace file or folder")
     if config is not None and (model is None or hardware is None):
+        # a deployment file may name them (the same file `shardplan check` reads)
+        from solver.specs.validation import load_yaml
+
+        data = load_yaml(Path(config)) if Path(config).is_file() else None
+        if isinstance(data, dict):
+            model = model or (str(data["model"]) if data.get("model") else None)
+            hardware = hardware or (str(data["hardware"]) if data.get("hardware") else None)
+    if config is not None and (model is None or hardware is None):
         missing = " and ".join(f for f, v in (("--model", model), ("--hardware", hardware)) if v is None)
         raise InputError("--config", f"also needs {missing} (the estimate of the profiled config needs both)")
     if model is not None and config is None:

@@ -9,6 +9,8 @@
     workload: {phase: decode, batch: 64, seq_len: 65536}   # or {isl: 4096, osl: 256, concurrency: 64}
     quant: {weights: int8, moe_weights: int8, kv_cache: int8}
     mtp: 0
+    # workload and dtype keys may also sit at the top level (phase, batch, seq_len | isl, osl, concurrency;
+    # weight_dtype, moe_weight_dtype, kv_dtype), the spelling `shardplan calibrate --config` documents
     enable_online_split_weight: false
     previous_parallel_config: {...}   # the config the offline-split weights were converted for
 """
@@ -84,11 +86,50 @@ class Deployment(BaseModel):
         return self
 
 
+# The flat spelling `shardplan calibrate --config` also reads: workload and dtype keys at the top level.
+FLAT_WORKLOAD = ("phase", "batch", "seq_len", "isl", "osl", "concurrency")
+FLAT_QUANT = {"weight_dtype": "weights", "moe_weight_dtype": "moe_weights", "kv_dtype": "kv_cache"}
+DEPLOYMENT_ONLY = ("model", "hardware", "mtp", "enable_online_split_weight", "previous_parallel_config")
+
+
+def nest_flat_keys(data: dict, origin: str) -> dict:
+    """Move top-level workload and dtype keys into `workload:` and `quant:` (one file serves check and
+    calibrate)."""
+    data = dict(data)
+    data.pop("description", None)
+    for flat, nested in ((FLAT_WORKLOAD, "workload"), (tuple(FLAT_QUANT), "quant")):
+        found = {k: data.pop(k) for k in flat if k in data}
+        if not found:
+            continue
+        if isinstance(data.get(nested), dict):
+            raise InputError(f"{origin}: {next(iter(found))}", f"given both at the top level and under {nested}:")
+        data[nested] = {FLAT_QUANT.get(k, k): v for k, v in found.items()}
+    return data
+
+
+def flatten_nested_keys(data: dict, origin: str) -> dict:
+    """The inverse: `workload:` and `quant:` mappings become top-level keys."""
+    data = dict(data)
+    inverse = {v: k for k, v in FLAT_QUANT.items()}
+    for nested, rename in (("workload", {}), ("quant", inverse)):
+        block = data.pop(nested, None)
+        if block is None:
+            continue
+        if not isinstance(block, dict):
+            raise InputError(f"{origin}: {nested}", f"expected a mapping, got {type(block).__name__}")
+        for k, v in block.items():
+            key = rename.get(k, k)
+            if key in data:
+                raise InputError(f"{origin}: {key}", f"given both at the top level and under {nested}:")
+            data[key] = v
+    return data
+
+
 def load_deployment(path: str | Path) -> Deployment:
     data = load_yaml(Path(path))
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a mapping of the seed's parallel_config keys")
-    data = dict(data)
+    data = nest_flat_keys(data, str(path))
     # the seed's YAML puts the knobs at the top level (or under a candidate_x block); gather them
     for key in list(data):
         if isinstance(data[key], dict) and key.startswith("candidate_") and "parallel_config" in data[key]:
