@@ -15,7 +15,7 @@ from solver.specs.precision import resolve_precision
 from solver.specs.reference import list_references
 from solver.specs.scenario import Scenario
 
-__all__ = ["run_solve", "solve", "Scenario", "SolverParams"]
+__all__ = ["run_solve", "solve", "Scenario", "SolverParams", "sweep", "recommend"]
 
 
 @lru_cache(maxsize=1)
@@ -65,3 +65,29 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
 def solve(model: str, hardware: str, cards: int, scenario: Scenario | None = None, **kwargs) -> list[Candidate]:
     """Ranked candidates for one deployment (see run_solve for the keyword arguments)."""
     return run_solve(model, hardware, cards, scenario or Scenario(), **kwargs)[1]
+
+
+def sweep(model: str, hardware, cards, scenarios=None, *, jobs: int = 1, progress=None, **kwargs):
+    """Capacity sweep: a pandas DataFrame with the Pareto front of every (hardware, cards, scenario[, ISL/OSL])
+    combination, one row per configuration, and one row naming the binding constraint where none fits.
+
+    `hardware`: a name or a list; `cards`: "8,16,32", "8..1024" (powers of two) or a list of ints;
+    `scenarios`: kinds ("throughput", "latency", "balanced"; default all three) or Scenario objects. Keyword
+    arguments: isl, osl, seq_lens, ttft_ms, tpot_ms, concurrency, max_concurrency, mtp, framework, weight_dtype,
+    moe_weight_dtype, kv_dtype (a dtype, or {hardware: dtype}), method, params, top, allow_cross_node,
+    explain_binding. `jobs` > 1 solves in worker processes (same table). Columns: solver.capacity.sweep.COLUMNS.
+    """
+    from solver.capacity.sweep import sweep as _sweep
+
+    return _sweep(model, hardware, cards, scenarios, jobs=jobs, progress=progress, **kwargs)
+
+
+def recommend(model: str, hardware, **kwargs):
+    """The fewest cards (and the configuration) that carry a load within the SLA, per hardware; the cheapest
+    when prices per card-hour are given. Returns a solver.capacity.recommend.Recommendation (`.best`,
+    `.options`, `.to_frame()`). Keyword arguments: target_output_tokens_per_s or target_requests_per_s, isl,
+    osl, ttft_ms, tpot_ms, prices ({hardware: price per card-hour}), cards, framework, weight_dtype, ...
+    """
+    from solver.capacity.recommend import recommend as _recommend
+
+    return _recommend(model, hardware, **kwargs)

@@ -1,0 +1,220 @@
+"""The fewest cards that carry a load within an SLA, and the configuration; the cheapest hardware when prices
+per card-hour are given.
+
+For each hardware the card counts are tried in increasing order. At each count the planner's whole Pareto front
+(request latency vs throughput per rank, SLA constraints enforced) is re-estimated; the first count where some
+configuration reaches the target output tokens/s wins, and of the configurations that reach it the one with the
+lowest request latency is chosen (it meets the load with the best user experience; `headroom` says how much
+load it has to spare). One deployment of W cards is modelled: DP inside the configuration is how it scales out.
+
+Costs (when a price per card-hour is given): cost per hour = cards x price; cost per million output tokens at
+the target load = cost per hour / (target tokens/s x 3600) x 1e6 (what each served token costs, since the
+cluster is paid for whether busy or not), and at capacity (the configuration's own throughput).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from solver.capacity.sweep import DEFAULT_SCENARIOS, Task, build_plan, parse_cards, solve_task
+from solver.errors import InputError, ShardplanError
+from solver.plan.cpsat import SolverParams
+from solver.specs.parallel import KNOBS
+
+DEFAULT_CARDS = "1..1024"
+
+
+@dataclass
+class Option:
+    """The answer for one hardware."""
+
+    hardware: str
+    met: bool
+    cards: int | None = None
+    config: dict[str, int] = field(default_factory=dict)  # knobs plus attn_dp_size, moe_ep_size
+    pattern: str = ""
+    concurrency: int | None = None
+    output_tokens_per_s: float | None = None
+    requests_per_s: float | None = None
+    headroom: float | None = None  # throughput / target
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    tokens_per_s_per_user: float | None = None
+    memory_per_rank_gb: float | None = None
+    price_per_card_hour: float | None = None
+    cost_per_hour: float | None = None
+    cost_per_million_output_tokens: float | None = None  # at the target load
+    cost_per_million_output_tokens_at_capacity: float | None = None
+    tried_cards: list[int] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class Recommendation:
+    model: str
+    target_output_tokens_per_s: float
+    target_requests_per_s: float
+    isl: int
+    osl: int
+    ttft_ms: float | None
+    tpot_ms: float | None
+    options: list[Option]
+    best: Option | None
+    basis: str  # "cost per hour" | "cards" | "none met"
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = []
+        for o in self.options:
+            d = asdict(o)
+            cfg = d.pop("config")
+            d.pop("tried_cards")
+            d.update(cfg)
+            d["recommended"] = o is self.best
+            rows.append(d)
+        return pd.DataFrame(rows)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "target": {"output_tokens_per_s": self.target_output_tokens_per_s,
+                       "requests_per_s": self.target_requests_per_s, "isl": self.isl, "osl": self.osl,
+                       "ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms},
+            "recommended": self.best.hardware if self.best else None,
+            "basis": self.basis,
+            "options": [asdict(o) for o in self.options],
+        }
+
+
+def parse_prices(value: str | Mapping[str, float] | Iterable[str] | None, hardware: Sequence[str]) -> dict[str, float]:
+    """`H=3.5` items (or a dict) -> {canonical hardware name: price per card-hour}."""
+    from solver.specs.hardware_catalog import load_hardware
+
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        items = [(str(k), v) for k, v in value.items()]
+    else:
+        parts = value.split(",") if isinstance(value, str) else [p for v in value for p in str(v).split(",")]
+        items = []
+        for part in parts:
+            part = part.strip()
+            if not part:
+                continue
+            key, sep, val = part.partition("=")
+            if not sep or not key.strip():
+                raise InputError("--price", f"expected HARDWARE=PRICE_PER_CARD_HOUR, got {part!r}")
+            items.append((key.strip(), val.strip()))
+    out: dict[str, float] = {}
+    for key, val in items:
+        try:
+            price = float(val)
+        except (TypeError, ValueError):
+            raise InputError("--price", f"not a number: {key}={val}") from None
+        if not math.isfinite(price) or price <= 0:
+            raise InputError("--price", f"must be > 0, got {key}={val}")
+        name = load_hardware(key).name
+        if name not in hardware:
+            raise InputError("--price", f"{key} is not one of the hardware given ({', '.join(hardware)})")
+        out[name] = price
+    return out
+
+
+def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens_per_s: float | None = None,
+              target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
+              ttft_ms: float | None = None, tpot_ms: float | None = None, prices: Any = None,
+              cards: str | Iterable[int] = DEFAULT_CARDS, framework: str = "generic", weight_dtype: Any = None,
+              moe_weight_dtype: Any = None, kv_dtype: Any = None, mtp: int = 0, max_concurrency: int = 4096,
+              allow_cross_node: bool = False, params: SolverParams | None = None,
+              progress: Callable[[str], None] | None = None) -> Recommendation:
+    """See the module docstring. Exactly one of the two targets; `prices` maps hardware to a price per card-hour."""
+    if (target_output_tokens_per_s is None) == (target_requests_per_s is None):
+        raise InputError("--target-output-tokens-per-s/--target-requests-per-s", "give exactly one of the two")
+    target = target_output_tokens_per_s if target_output_tokens_per_s is not None else target_requests_per_s
+    if target is None or not math.isfinite(target) or target <= 0:
+        flag = "--target-output-tokens-per-s" if target_output_tokens_per_s is not None else "--target-requests-per-s"
+        raise InputError(flag, f"must be > 0, got {target}")
+    if osl is None or osl < 1:
+        raise InputError("--osl", f"must be >= 1, got {osl}")
+    tok_s = float(target_output_tokens_per_s if target_output_tokens_per_s is not None
+                  else target_requests_per_s * osl)
+    card_list = parse_cards(cards)
+    # one planner task per (hardware, cards); validation of every input happens here, before any solve
+    plan = build_plan(model, hardware, card_list, [DEFAULT_SCENARIOS[2]], isl=isl, osl=osl, ttft_ms=ttft_ms,
+                      tpot_ms=tpot_ms, max_concurrency=max_concurrency, mtp=mtp, framework=framework,
+                      weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype,
+                      params=params, allow_cross_node=allow_cross_node)
+    price = parse_prices(prices, plan.hardware)
+    by_hw: dict[str, list[Task]] = {}
+    for t in plan.tasks:
+        by_hw.setdefault(t.hardware_name, []).append(t)
+    options = []
+    for hw_name, tasks in by_hw.items():
+        options.append(_first_that_meets(hw_name, sorted(tasks, key=lambda t: t.cards), tok_s, price.get(hw_name),
+                                         progress))
+    met = [o for o in options if o.met]
+    if not met:
+        best, basis = None, "none met"
+    elif len(met) > 1 and all(o.cost_per_hour is not None for o in met):
+        best, basis = min(met, key=lambda o: (o.cost_per_hour, o.cards)), "cost per hour"
+    else:
+        best, basis = min(met, key=lambda o: (o.cards, -(o.output_tokens_per_s or 0))), "cards"
+    return Recommendation(plan.model_name, tok_s, tok_s / osl, isl, osl, ttft_ms, tpot_ms, options, best, basis)
+
+
+def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: float | None,
+                      progress: Callable[[str], None] | None) -> Option:
+    opt = Option(hardware=hw_name, met=False, price_per_card_hour=price)
+    best_seen: tuple[float, int] | None = None
+    last_binding = ""
+    for t in tasks:
+        if progress:
+            progress(f"{hw_name}: {t.cards} cards")
+        opt.tried_cards.append(t.cards)
+        rows = solve_task(t)
+        if rows and "__error__" in rows[0]:
+            r = rows[0]
+            raise InputError(r["field"], r["problem"]) if r["__error__"] == "InputError" \
+                else ShardplanError(r["message"])
+        ok = [r for r in rows if r["feasible"]]
+        if not ok:
+            last_binding = rows[0]["binding_constraint"] if rows else ""
+            continue
+        top = max(ok, key=lambda r: r["output_tokens_per_s"])
+        if best_seen is None or top["output_tokens_per_s"] > best_seen[0]:
+            best_seen = (top["output_tokens_per_s"], t.cards)
+        meets = [r for r in ok if r["output_tokens_per_s"] >= tok_s]
+        if not meets:
+            continue
+        r = min(meets, key=lambda r: (r["request_latency_ms"], -r["output_tokens_per_s"], r["rank"]))
+        opt.met = True
+        opt.cards = t.cards
+        opt.config = {**{k: int(r[k]) for k in KNOBS}, "attn_dp_size": int(r["attn_dp_size"]),
+                      "moe_ep_size": int(r["moe_ep_size"])}
+        opt.pattern = r["pattern"]
+        opt.concurrency = int(r["concurrency"])
+        opt.output_tokens_per_s = r["output_tokens_per_s"]
+        opt.requests_per_s = r["requests_per_s"]
+        opt.headroom = round(r["output_tokens_per_s"] / tok_s, 3)
+        opt.ttft_ms, opt.tpot_ms = r["ttft_ms"], r["tpot_ms"]
+        opt.tokens_per_s_per_user = r["tokens_per_s_per_user"]
+        opt.memory_per_rank_gb = r["memory_per_rank_gb"]
+        if price is not None:
+            opt.cost_per_hour = round(t.cards * price, 4)
+            opt.cost_per_million_output_tokens = round(opt.cost_per_hour / (tok_s * 3600) * 1e6, 4)
+            opt.cost_per_million_output_tokens_at_capacity = round(
+                opt.cost_per_hour / (r["output_tokens_per_s"] * 3600) * 1e6, 4)
+        return opt
+    largest = tasks[-1].cards if tasks else 0
+    if best_seen is None:
+        opt.note = (f"no configuration fits or meets the SLA up to {largest} cards"
+                    + (f" (binding: {last_binding})" if last_binding else ""))
+    else:
+        opt.note = (f"the most found is {best_seen[0]:,.0f} output tokens/s on {best_seen[1]} cards, "
+                    f"below the target {tok_s:,.0f}; try more cards (--cards) or a looser SLA")
+    return opt
+
+
+__all__ = ["Option", "Recommendation", "recommend", "parse_prices"]

@@ -1,0 +1,233 @@
+"""`shardplan sweep` (Pareto tables across cluster sizes) and `shardplan recommend` (the fewest cards for a load):
+thin layers over solver.capacity."""
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import click
+
+from solver.errors import InfeasibleError, InputError
+from solver.plan.cpsat import SolverParams
+from solver.report.render import FORMATS, console, dump, table
+
+_HW_HELP = "hardware name or YAML path; repeat it, or list several (--hardware atlas_a3 h200_sxm, or a,b)"
+_DTYPE_HELP = "for every hardware (int8) or per hardware (atlas_a3=int8); repeatable"
+
+
+def _common(func: Callable) -> Callable:
+    """Workload, SLA, framework and dtype options shared by sweep and recommend."""
+    opts = [
+        click.option("--isl", type=int, default=4096, show_default=True, help="input tokens per request"),
+        click.option("--osl", type=int, default=256, show_default=True, help="output tokens per request"),
+        click.option("--ttft-ms", type=float, default=None, help="SLA: time to first token, ms"),
+        click.option("--tpot-ms", type=float, default=None, help="SLA: time per output token, ms"),
+        click.option("--max-concurrency", type=int, default=4096, show_default=True,
+                     help="upper bound on concurrent requests the planner considers"),
+        click.option("--mtp", type=int, default=0, show_default=True, help="next-n (MTP) depth"),
+        click.option("--framework", default="generic", show_default=True, help="framework profile name or YAML path"),
+        click.option("--weight-dtype", multiple=True, help="weights of every linear layer: " + _DTYPE_HELP),
+        click.option("--moe-weight-dtype", multiple=True, help="routed-expert weights: " + _DTYPE_HELP),
+        click.option("--kv-dtype", multiple=True, help="KV-cache dtype: " + _DTYPE_HELP),
+        click.option("--allow-cross-node", is_flag=True, help="let TP groups leave the node (a cost, not a wall)"),
+        click.option("--time-limit", type=float, default=10.0, show_default=True, help="seconds per CP-SAT solve"),
+        click.option("--seed", type=int, default=0, show_default=True, help="CP-SAT random seed"),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def _dtype(values: tuple[str, ...]) -> list[str] | None:
+    return list(values) or None
+
+
+def _hardware(hardware: tuple[str, ...], more: tuple[str, ...]) -> list[str]:
+    items = [*hardware, *more]
+    if not items:
+        raise InputError("--hardware", "give at least one hardware name or YAML path")
+    return items
+
+
+def _params(time_limit: float, seed: int) -> SolverParams:
+    if time_limit <= 0:
+        raise InputError("--time-limit", f"must be > 0, got {time_limit}")
+    return SolverParams(workers=1, seed=seed, time_limit_s=time_limit)
+
+
+@contextmanager
+def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | None]:
+    """A rich progress bar on stderr when it is a terminal; nothing when piped or captured."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        yield None
+        return
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[last]}"), console=err, transient=True) as bar:
+        task = bar.add_task(description, total=None, last="")
+
+        def update(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total or None, last=label)
+
+        yield update
+
+
+# ---------------------------------------------------------------------------------------------------- sweep
+
+
+@click.command("sweep")
+@click.argument("model")
+@click.argument("more_hardware", nargs=-1, metavar="[HARDWARE...]")
+@click.option("--hardware", "hardware", multiple=True, help=_HW_HELP)
+@click.option("--cards", required=True,
+              help="cluster sizes: a list (8,16,32) or a range of powers of two (8..1024), or both")
+@click.option("--scenarios", "--scenario", "scenarios", multiple=True,
+              help="throughput, latency, balanced (comma-separated or repeated)  [default: all three]")
+@click.option("--seq-lens", default=None, help="several lengths: ISL or ISL:OSL, comma-separated (8192,65536:1024); "
+              "replaces --isl/--osl")
+@_common
+@click.option("--concurrency", type=int, default=None, help="fixed concurrent requests (default: planner decides)")
+@click.option("--method", type=click.Choice(["cpsat", "exhaustive"]), default="cpsat", show_default=True)
+@click.option("--top", type=int, default=3, show_default=True, help="candidates marked per combination")
+@click.option("--explain-binding", is_flag=True,
+              help="name the constraints that bind each recommended point (slower: one solve per family)")
+@click.option("--jobs", "-j", type=int, default=1, show_default=True, help="solves in parallel processes")
+@click.option("--out", "out", default=None, help="write the Pareto table here: .csv (default), .json or .parquet; "
+              "without it the CSV goes to stdout")
+@click.option("--plot", "plot", default=None, help="also draw the frontier and scale-out plots (PNG)")
+def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, osl, ttft_ms, tpot_ms,
+              max_concurrency, mtp, framework, weight_dtype, moe_weight_dtype, kv_dtype, allow_cross_node,
+              time_limit, seed, concurrency, method, top, explain_binding, jobs, out, plot) -> None:
+    """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
+    configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
+    from solver.capacity.sweep import build_plan, check_writable, run_tasks, sweep_rows, to_frame, write_table
+
+    if jobs < 1:
+        raise InputError("--jobs", f"must be >= 1, got {jobs}")
+    start = time.perf_counter()
+    sp = build_plan(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl, osl=osl,
+                    seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms, concurrency=concurrency,
+                    max_concurrency=max_concurrency, mtp=mtp, framework=framework,
+                    weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
+                    kv_dtype=_dtype(kv_dtype), method=method, params=_params(time_limit, seed), top=top,
+                    allow_cross_node=allow_cross_node, explain_binding=explain_binding)
+    if out is not None:
+        check_writable(out, "--out")
+    if plot is not None:
+        check_writable(plot, "--plot")
+    with _progress(f"sweep {sp.model_name}") as progress:
+        df = to_frame(sweep_rows(run_tasks(sp.tasks, jobs, progress)))
+    wall = time.perf_counter() - start
+    if out is None:
+        sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
+    else:
+        write_table(df, out)
+    if plot is not None:
+        from solver.capacity.plots import plot_sweep
+
+        if df["feasible"].fillna(False).astype(bool).any():
+            plot_sweep(df, plot)
+        else:
+            click.echo("note: no combination is feasible; no plot drawn", err=True)
+    if out is None:
+        return
+    _print_summary(df, sp.model_name)
+    infeasible = int((~df["feasible"].fillna(False).astype(bool) & df["rank"].isna()).sum())
+    n = len(sp.tasks)
+    click.echo(f"wrote {len(df)} rows ({n} combination{'s' if n != 1 else ''}, {infeasible} infeasible) to {out}"
+               + (f" and a plot to {plot}" if plot else "") + f" in {wall:.1f} s", err=True)
+
+
+def _print_summary(df, model_name: str) -> None:
+    """One line per combination: the recommended configuration, or why none fits."""
+    rows = []
+    for (hw, w, kind, i, o), g in df.groupby(["hardware", "cards", "scenario", "isl", "osl"], sort=False):
+        rec = g[g["candidate"] == 1]
+        if rec.empty:
+            rows.append([hw, int(w), kind, f"{i}/{o}", "-", "infeasible: " + str(g["binding_constraint"].iloc[0]),
+                         None, None, None, None, None])
+            continue
+        r = rec.iloc[0]
+        front = int(g["on_front"].fillna(False).astype(bool).sum())
+        rows.append([hw, int(w), kind, f"{i}/{o}", front, r["pattern"], int(r["concurrency"]), float(r["ttft_ms"]),
+                     float(r["tpot_ms"]), float(r["output_tokens_per_s_per_rank"]), float(r["output_tokens_per_s"])])
+    console().print(table(f"{model_name}: recommended configuration per combination (full front in the file)",
+                          ["hardware", "cards", "scenario", "ISL/OSL", "front", "recommended pattern", "conc.",
+                           "TTFT ms", "TPOT ms", "tok/s/rank", "tok/s total"], rows))
+
+
+# ------------------------------------------------------------------------------------------------ recommend
+
+
+@click.command("recommend")
+@click.argument("model")
+@click.argument("more_hardware", nargs=-1, metavar="[HARDWARE...]")
+@click.option("--hardware", "hardware", multiple=True, help=_HW_HELP)
+@click.option("--target-output-tokens-per-s", type=float, default=None, help="load: output tokens/s in total")
+@click.option("--target-requests-per-s", type=float, default=None, help="load: requests/s (x OSL output tokens)")
+@click.option("--price", "prices", multiple=True, help="price per card-hour, HARDWARE=PRICE (repeatable)")
+@click.option("--cards", default="1..1024", show_default=True, help="cluster sizes to try: a list or a range of "
+              "powers of two")
+@_common
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="output format")
+def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, target_requests_per_s, prices, cards,
+                  isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, framework, weight_dtype, moe_weight_dtype,
+                  kv_dtype, allow_cross_node, time_limit, seed, fmt) -> None:
+    """The fewest cards (and the configuration) that carry a load within the SLA; with several hardware and
+    prices per card-hour, the cheapest, with its cost per million output tokens."""
+    from solver.capacity.recommend import recommend
+
+    hw = _hardware(hardware, more_hardware)
+    with _progress("recommend") as progress:
+        rec = recommend(model, hw, target_output_tokens_per_s=target_output_tokens_per_s,
+                        target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
+                        tpot_ms=tpot_ms, prices=list(prices) or None, cards=cards, framework=framework,
+                        weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
+                        kv_dtype=_dtype(kv_dtype), mtp=mtp, max_concurrency=max_concurrency,
+                        allow_cross_node=allow_cross_node, params=_params(time_limit, seed),
+                        progress=(lambda label: progress(0, 0, label)) if progress else None)
+    if fmt in ("json", "yaml"):
+        click.echo(dump(rec.as_dict(), fmt), nl=fmt == "json")
+    else:
+        _print_recommendation(rec)
+    if rec.best is None:
+        notes = "; ".join(f"{o.hardware}: {o.note}" for o in rec.options)
+        raise InfeasibleError(f"no cluster size tried meets {rec.target_output_tokens_per_s:,.0f} output tokens/s "
+                              f"for {rec.model} ({notes})", [o.note for o in rec.options])
+
+
+def _print_recommendation(rec) -> None:
+    con = console()
+    sla = ", ".join(s for s in ((f"TTFT <= {rec.ttft_ms:g} ms" if rec.ttft_ms else ""),
+                                (f"TPOT <= {rec.tpot_ms:g} ms" if rec.tpot_ms else "")) if s) or "no SLA"
+    title = (f"{rec.model}: {rec.target_output_tokens_per_s:,.0f} output tokens/s "
+             f"({rec.target_requests_per_s:,.2f} requests/s at ISL {rec.isl} / OSL {rec.osl}), {sla}")
+    rows = []
+    for o in rec.options:
+        if not o.met:
+            rows.append(["", o.hardware, "-", o.note, None, None, None, None, None, None, None])
+            continue
+        knobs = " ".join(f"{k.replace('_size', '')}={v}" for k, v in o.config.items() if v > 1) or "all 1"
+        rows.append(["*" if o is rec.best else "", o.hardware, o.cards, f"{o.pattern} ({knobs})", o.concurrency,
+                     o.ttft_ms, o.tpot_ms, o.output_tokens_per_s, o.headroom, o.cost_per_hour,
+                     o.cost_per_million_output_tokens])
+    con.print(table(title, ["", "hardware", "cards", "configuration", "conc.", "TTFT ms", "TPOT ms", "tok/s total",
+                            "headroom", "$/hour", "$/M tokens"], rows))
+    if rec.best is not None:
+        b = rec.best
+        cost = ""
+        if b.cost_per_hour is not None:
+            cost = (f"; ${b.cost_per_hour:,.2f}/hour, ${b.cost_per_million_output_tokens:,.3f} per million output "
+                    f"tokens at the target load (${b.cost_per_million_output_tokens_at_capacity:,.3f} at capacity)")
+        basis = {"cost per hour": "cheapest per hour", "cards": "fewest cards"}.get(rec.basis, rec.basis)
+        con.print(f"recommended ({basis}): {b.cards} x {b.hardware}, {b.pattern}{cost}")
+        if len(rec.options) > 1 and rec.basis == "cards":
+            con.print("note: give --price HARDWARE=PRICE for every hardware to compare cost")
+
+
+COMMANDS = [sweep_cmd, recommend_cmd]

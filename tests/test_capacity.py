@@ -1,0 +1,260 @@
+"""Capacity planning: `shardplan sweep` (Pareto tables to CSV/JSON/Parquet, plots, parallel jobs) and
+`shardplan recommend` (fewest cards for a load, cheapest hardware), and their Python API."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from solver import api
+from solver.capacity.sweep import COLUMNS, atomic_write, parse_cards, read_table, write_table
+from solver.cli.main import main
+from solver.errors import InputError
+from solver.specs.parallel import KNOBS
+
+# DeepSeek-V3.2 on Atlas A3 in W8A8: 8 cards do not fit (an infeasible row), 16 do (a front).
+SWEEP = ["sweep", "deepseek-v3.2", "--hardware", "atlas_a3", "--weight-dtype", "int8", "--cards", "8,16",
+         "--scenarios", "throughput,latency"]
+DOCUMENTED = ["hardware", "cards", "scenario", "rank", *KNOBS, "attn_dp_size", "moe_ep_size", "memory_per_rank_gb",
+              "ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank", "output_tokens_per_s", "tokens_per_s_per_user",
+              "feasible", "binding_constraint"]
+
+
+def _run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("sweep")
+    out, png = folder / "pareto.csv", folder / "pareto.png"
+    result = _run(*SWEEP, "--out", str(out), "--plot", str(png))
+    assert result.exit_code == 0, result.output
+    return {"csv": out, "png": png, "result": result, "folder": folder}
+
+
+# ------------------------------------------------------------------------------------------------ parsing
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("8,16,32", [8, 16, 32]),
+    ("8..1024", [8, 16, 32, 64, 128, 256, 512, 1024]),
+    ("6..100", [8, 16, 32, 64]),
+    ("8..32,24, 8", [8, 16, 24, 32]),
+    ("1..1", [1]),
+])
+def test_parse_cards(text: str, expected: list[int]) -> None:
+    assert parse_cards(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "  ", "abc", "8,,x", "9..15", "0", "32..8", "8-16", "1.5"])
+def test_parse_cards_rejects(text: str) -> None:
+    with pytest.raises(InputError, match="--cards"):
+        parse_cards(text)
+
+
+# -------------------------------------------------------------------------------------- the sweep's table
+
+
+def test_sweep_csv_has_the_documented_columns_and_reads_back_with_pandas(swept: dict) -> None:
+    df = pd.read_csv(swept["csv"])
+    assert list(df.columns[:len(DOCUMENTED)]) == DOCUMENTED
+    assert list(df.columns) == list(COLUMNS)
+    assert set(df["scenario"]) == {"throughput", "latency"}
+    assert set(df["cards"]) == {8, 16}
+    assert (df["hardware"] == "atlas_a3").all()
+    # summary on stderr: rows, combinations, infeasible count; no progress bar when not on a terminal
+    assert "4 combinations, 2 infeasible" in swept["result"].stderr
+    assert "\r" not in swept["result"].stderr and "━" not in swept["result"].stderr
+
+
+def test_sweep_invariants(swept: dict) -> None:
+    df = pd.read_csv(swept["csv"])
+    feasible = df[df["feasible"]]
+    infeasible = df[~df["feasible"]]
+    # 8 Atlas A3 cards cannot hold DeepSeek-V3.2: one row per scenario, naming the constraint and a remedy
+    assert len(infeasible) == 2 and (infeasible["cards"] == 8).all()
+    assert infeasible["binding_constraint"].fillna("").str.len().gt(0).all()
+    assert infeasible["binding_constraint"].str.contains("memory").all()
+    assert infeasible["note"].str.contains("16 cards fit").all()
+    assert infeasible[list(KNOBS)].isna().all().all()
+    assert len(feasible) > 4
+    for _, r in feasible.iterrows():
+        w = int(r["cards"])
+        for k in KNOBS:
+            assert w % int(r[k]) == 0, f"{k}={r[k]} does not divide {w}"
+        assert int(r["attn_dp_size"]) * int(r["attn_tp_size"]) == w
+        assert int(r["moe_ep_size"]) * int(r["moe_tp_size"]) == w
+        assert r["memory_per_rank_gb"] <= 64.0
+        assert r["output_tokens_per_s"] == pytest.approx(r["output_tokens_per_s_per_rank"] * w, rel=1e-3)
+        assert r["request_latency_ms"] == pytest.approx(r["ttft_ms"] + (r["osl"] - 1) * r["tpot_ms"], rel=1e-3)
+    for (hw, w, kind), g in feasible.groupby(["hardware", "cards", "scenario"]):
+        assert list(g["rank"]) == list(range(1, len(g) + 1))
+        assert g["output_tokens_per_s_per_rank"].is_monotonic_decreasing
+        assert (g["candidate"] == 1).sum() == 1, f"{hw} x{w} {kind}: one recommended configuration"
+        front = g[g["on_front"]]
+        assert len(front) >= 3
+        # non-dominated in (request latency, throughput per rank), by every feasible row of the combination
+        lat, thr = "request_latency_ms", "output_tokens_per_s_per_rank"
+        for _, a in front.iterrows():
+            dominated_by = g[(g[lat] <= a[lat]) & (g[thr] >= a[thr]) & ((g[lat] < a[lat]) | (g[thr] > a[thr]))]
+            assert dominated_by.empty, f"{hw} x{w} {kind}: front rank {a['rank']} is dominated"
+
+
+def test_sweep_jobs_2_writes_the_same_file_as_jobs_1(swept: dict, tmp_path: Path) -> None:
+    out = tmp_path / "j2.csv"
+    result = _run(*SWEEP, "--jobs", "2", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes() == swept["csv"].read_bytes()
+
+
+def test_json_and_parquet_round_trip(swept: dict, tmp_path: Path) -> None:
+    df = read_table(swept["csv"])
+    for name in ("pareto.json", "pareto.parquet"):
+        path = write_table(df, tmp_path / name)
+        back = read_table(path)
+        pd.testing.assert_frame_equal(back, df, check_exact=False)
+    records = json.loads((tmp_path / "pareto.json").read_text())
+    assert records[0]["feasible"] is False and records[0]["attn_tp_size"] is None
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary files left
+
+
+def test_plot_is_a_png(swept: dict) -> None:
+    import matplotlib.image as mpimg
+
+    data = swept["png"].read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    h, w = mpimg.imread(swept["png"]).shape[:2]
+    assert w > 1000 and h > 400
+
+
+def test_sweep_without_out_writes_csv_to_stdout() -> None:
+    result = _run("sweep", "llama-3.1-8b", "--hardware", "h200_sxm", "--cards", "1", "--scenarios", "latency")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split(",")[:4] == ["hardware", "cards", "scenario", "rank"]
+    assert len(lines) >= 3 and all(line.startswith("h200_sxm,1,latency,") for line in lines[1:])
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--cards", ""], "--cards"),
+    (["--cards", "eight"], "--cards"),
+    (["--cards", "9..15"], "no power of two"),
+    (["--cards", "8", "--scenarios", "fastest"], "unknown scenario 'fastest'"),
+    (["--cards", "8", "--jobs", "0"], "--jobs"),
+    (["--cards", "8", "--seq-lens", "8k:x"], "--seq-lens"),
+    (["--cards", "8", "--weight-dtype", "h200_sxm=int8"], "--weight-dtype"),
+])
+def test_sweep_bad_input_is_one_line_exit_2_and_no_file(tmp_path: Path, args: list[str], needle: str) -> None:
+    out = tmp_path / "pareto.csv"
+    result = _run("sweep", "deepseek-v3.2", "--hardware", "atlas_a3", *args, "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert needle in result.stderr
+    assert "Traceback" not in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("where", ["missing-folder", "folder", "file-as-folder"])
+def test_sweep_unwritable_out_fails_before_solving(tmp_path: Path, where: str) -> None:
+    (tmp_path / "afile").write_text("x")
+    out = {"missing-folder": tmp_path / "nope" / "p.csv", "folder": tmp_path,
+           "file-as-folder": tmp_path / "afile" / "p.csv"}[where]
+    result = _run(*SWEEP, "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: --out:")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_written_file_gets_the_usual_permissions(swept: dict) -> None:
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    assert swept["csv"].stat().st_mode & 0o777 == 0o666 & ~umask  # not the 0600 of a private temporary file
+
+
+def test_atomic_write_leaves_nothing_behind_when_the_writer_fails(tmp_path: Path) -> None:
+    target = tmp_path / "p.csv"
+    target.write_text("old")
+
+    def broken(tmp: str) -> None:
+        Path(tmp).write_text("half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(InputError, match="No space left"):
+        atomic_write(target, broken)
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["p.csv"]
+
+
+# ---------------------------------------------------------------------------------------------- Python API
+
+
+def test_api_sweep_returns_a_typed_dataframe() -> None:
+    df = api.sweep("llama-3.1-8b", "h200_sxm", [1, 8], "latency", seq_lens=[(2048, 128), (8192, 128)])
+    assert isinstance(df, pd.DataFrame) and list(df.columns) == list(COLUMNS)
+    assert str(df["cards"].dtype) == "Int64" and str(df["feasible"].dtype) == "boolean"
+    assert set(zip(df["isl"], df["cards"])) == {(2048, 1), (2048, 8), (8192, 1), (8192, 8)}
+    assert df.attrs["combinations"] == 4 and df.attrs["wall_s"] > 0
+    assert df["feasible"].all() and (df["osl"] == 128).all()
+
+
+def test_api_sweep_sla_makes_rows_infeasible_with_the_sla_named() -> None:
+    df = api.sweep("llama-3.1-70b", "h100_sxm", [8], "latency", tpot_ms=1.0)
+    assert len(df) == 1 and not df["feasible"].iloc[0]
+    assert "SLA.tpot" in df["binding_constraint"].iloc[0]
+
+
+# ---------------------------------------------------------------------------------------------- recommend
+
+
+def test_recommend_fewest_cards_and_cheapest_hardware() -> None:
+    rec = api.recommend("llama-3.1-70b", ["h100_sxm", "h200_sxm"], target_output_tokens_per_s=1000,
+                        cards="1..8", prices={"h100_sxm": 2.0, "h200_sxm": 3.5})
+    by_hw = {o.hardware: o for o in rec.options}
+    assert all(o.met and o.cards == 8 for o in rec.options)
+    for o in rec.options:
+        assert o.output_tokens_per_s >= 1000 and o.headroom >= 1
+        assert o.tried_cards == [1, 2, 4, 8]  # fewer cards were tried and could not carry the load
+        assert o.cost_per_hour == pytest.approx(o.cards * o.price_per_card_hour)
+        assert o.cost_per_million_output_tokens == pytest.approx(o.cost_per_hour / (1000 * 3600) * 1e6, rel=1e-3)
+        assert o.cost_per_million_output_tokens_at_capacity <= o.cost_per_million_output_tokens
+        assert all(o.cards % v == 0 for v in o.config.values())
+    assert rec.basis == "cost per hour" and rec.best is by_hw["h100_sxm"]
+    frame = rec.to_frame()
+    assert frame["recommended"].tolist() == [True, False]
+
+
+def test_recommend_requests_per_s_target_and_cli(tmp_path: Path) -> None:
+    result = _run("recommend", "llama-3.1-70b", "--hardware", "h200_sxm", "--target-requests-per-s", "2",
+                  "--osl", "256", "--cards", "1..8", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["target"]["output_tokens_per_s"] == pytest.approx(512)
+    opt = data["options"][0]
+    assert data["recommended"] == "h200_sxm" and opt["met"] and opt["requests_per_s"] >= 2
+    table = _run("recommend", "llama-3.1-70b", "h100_sxm", "--hardware", "h200_sxm",
+                 "--target-requests-per-s", "2", "--osl", "256", "--cards", "1..8")
+    assert table.exit_code == 0, table.output
+    assert "recommended (fewest cards)" in table.stdout and "--price" in table.stdout
+
+
+def test_recommend_unreachable_load_exits_1_and_bad_input_exits_2() -> None:
+    result = _run("recommend", "llama-3.1-70b", "--hardware", "h100_sxm", "--target-output-tokens-per-s", "1e9",
+                  "--cards", "1,2")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: no cluster size tried meets") and result.stderr.count("\n") == 1
+    for args in (["--target-output-tokens-per-s", "5", "--target-requests-per-s", "1"],
+                 ["--target-output-tokens-per-s", "-5"],
+                 ["--target-output-tokens-per-s", "5", "--price", "h200_sxm=3"],
+                 ["--target-output-tokens-per-s", "5", "--price", "h100_sxm=cheap"]):
+        bad = _run("recommend", "llama-3.1-70b", "--hardware", "h100_sxm", *args)
+        assert bad.exit_code == 2, (args, bad.output)
+        assert bad.stderr.startswith("error: ") and bad.stderr.count("\n") == 1
