@@ -37,7 +37,19 @@ def _tiers_by_span(hw: Hardware) -> list[tuple[int, str, Tier]]:
 
 def group_levels(hw: Hardware, n: int, stride: int = 1) -> list[Level]:
     """Split a group of n ranks (members `stride` apart) into per-tier member counts whose product is n."""
-    return list(_levels(tuple(_tiers_by_span(hw)), n, stride))
+    return list(_levels(_tiers(hw), n, stride))
+
+
+_TIERS: dict[int, tuple[Hardware, tuple]] = {}
+
+
+def _tiers(hw: Hardware) -> tuple:
+    # Hardware is frozen but holds dicts (unhashable): remember its tier list by identity, checking the object
+    hit = _TIERS.get(id(hw))
+    if hit is None or hit[0] is not hw:
+        hit = (hw, tuple(_tiers_by_span(hw)))
+        _TIERS[id(hw)] = hit
+    return hit[1]
 
 
 @lru_cache(maxsize=4096)

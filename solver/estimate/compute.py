@@ -172,8 +172,9 @@ def mean_keys_capped(w: Work, cap: float) -> float:
 
 
 def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
-              params: ParamReport) -> dict[str, list[OpCost]]:
-    """Per-layer-type op lists: 'attention' (every attention layer), 'dense' (dense-FFN layers), 'moe'."""
+              params: ParamReport, ffn: bool = True) -> dict[str, list[OpCost]]:
+    """Per-layer-type op lists: 'attention' (every attention layer), 'dense' (dense-FFN layers), 'moe'.
+    `ffn=False` skips the dense/MoE blocks (the planner's attention table needs only the attention block)."""
     a = pc.attn_tp_size
     h = model.hidden_size
     T = w.new_tokens
@@ -185,9 +186,10 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     bpp_attn = prec.fmt("attention").bytes_per_param
 
     # --- projections (q/kv or MLA), replicated parts charged to every TP rank
-    tp_par = sum(p.params for p in _attention_parts(model) if p.split == "tp")
-    kv_par = sum(p.params for p in _attention_parts(model) if p.split == "kv_heads")
-    rep_par = sum(p.params for p in _attention_parts(model) if p.split == "none")
+    parts = _attention_parts(model)
+    tp_par = sum(p.params for p in parts if p.split == "tp")
+    kv_par = sum(p.params for p in parts if p.split == "kv_heads")
+    rep_par = sum(p.params for p in parts if p.split == "none")
     proj_params_rank = tp_par / a + kv_par / min(a, model.num_key_value_heads) + rep_par
     attn_ops = [_op("qkv_proj", "attention", 2 * t_a * proj_params_rank,
                     proj_params_rank * bpp_attn + t_a * h * ACT_BYTES, gemm_attn, f.gemm, hw, f,
@@ -258,6 +260,8 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
 
     # --- dense FFN and the MoE block
     dense_ops: list[OpCost] = []
+    if not ffn:
+        return {"attention": attn_ops, "dense": dense_ops, "moe": []}
     if model.has_dense_ffn:
         p = params.module("dense_ffn").params / model.num_dense_layers
         d = pc.dense_tp_size

@@ -105,8 +105,9 @@ def _tp_module(name: str, module: str, hw: Hardware, d: int, nbytes: float, eff:
 
 
 def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
-                attn_compute_s: float) -> dict[str, list[CommCost]]:
-    """Per-layer communication for the attention block, the dense FFN and the MoE block."""
+                attn_compute_s: float, ffn: bool = True) -> dict[str, list[CommCost]]:
+    """Per-layer communication for the attention block, the dense FFN and the MoE block (`ffn=False`: the
+    attention block only)."""
     h = model.hidden_size
     a = pc.attn_tp_size
     T = w.new_tokens
@@ -174,6 +175,8 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
                        comm.all_gather_s(hw, pc.kvp_size, nbytes, a, eff), comm.crosses(hw, pc.kvp_size, a)))
 
     dense: list[CommCost] = []
+    if not ffn:
+        return {"attention": attn, "dense": dense, "moe": []}
     if model.has_dense_ffn and pc.dense_tp_size > 1:
         d = pc.dense_tp_size
         dense += _tp_module("dense_tp", "dense_ffn", hw, d, group_tokens(pc, w, d) * h * ACT_BYTES, eff, d != a)
@@ -223,12 +226,13 @@ def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w
 
 
 def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
-              params: ParamReport | None = None, mtp_layers: int = 0) -> StepCost:
-    """Cost of one forward step over all layers (plus `mtp_layers` next-n layers, run like MoE layers)."""
+              params: ParamReport | None = None, mtp_layers: int = 0, attention_only: bool = False) -> StepCost:
+    """Cost of one forward step over all layers (plus `mtp_layers` next-n layers, run like MoE layers).
+    `attention_only`: just the attention blocks (what depends on the attention layout; used by plan/tables)."""
     params = params or count_params(model)
-    ops = layer_ops(model, hw, pc, prec, f, w, params)
+    ops = layer_ops(model, hw, pc, prec, f, w, params, ffn=not attention_only)
     attn_core = sum(o.compute_s for o in ops["attention"] if o.name in ("attention_core", "indexer_score"))
-    comms = layer_comms(model, hw, pc, prec, f, w, attn_core)
+    comms = layer_comms(model, hw, pc, prec, f, w, attn_core, ffn=not attention_only)
     n_attn = model.num_layers + mtp_layers
     n_dense = model.num_dense_layers
     n_moe = model.num_moe_layers + (mtp_layers if model.is_moe else 0)
@@ -239,6 +243,9 @@ def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
         step.ops += [o.scaled(count) for o in ops[kind]]
         step.comms += [CommCost(c.name, c.module, c.primitive, c.group, c.bytes * count, c.time_s * count,
                                 c.exposed_s * count, c.tier) for c in comms[kind]]
+    if attention_only:
+        step.overhead_s = f.step_overhead_s
+        return step
     step.ops += head_ops(model, hw, pc, prec, f, w, params)
     step.comms += head_comms(model, hw, pc, f, w)
     if mtp_layers and w.phase == "decode":

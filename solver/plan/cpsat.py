@@ -228,6 +228,12 @@ class Planner:
         s.parameters.num_search_workers = self.params.workers
         s.parameters.random_seed = self.params.seed
         s.parameters.max_time_in_seconds = self.params.time_limit_s
+        # these models are small (a few hundred Booleans): probing, symmetry detection and repeated presolve
+        # cost more than the search; the answer is still proven optimal (measured: 0.85 s -> 0.26 s for the
+        # 13 models of DeepSeek-V3.2 at W=128)
+        s.parameters.cp_model_probing_level = 0
+        s.parameters.symmetry_level = 0
+        s.parameters.max_presolve_iterations = 1
         return s
 
     def best(self, b: int, exclude_patterns: list[tuple] = (), relaxed: frozenset[str] = frozenset()

@@ -163,11 +163,13 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                 R = pc.attn_replicas
                 # the attention group serves its busiest replica; other groups see the system's token share
                 per_rep = max(1.0, b / R) if g == "attn" else b / R
+                only = g == "attn"
                 pre = step_cost(model, hw, pc, prec, f,
-                                Work("prefill", isl * per_rep, (isl + 1) / 2, per_rep, per_rep), params)
+                                Work("prefill", isl * per_rep, (isl + 1) / 2, per_rep, per_rep), params,
+                                attention_only=only)
                 dec = step_cost(model, hw, pc, prec, f,
                                 Work("decode", per_rep * (1 + mtp), ctx_decode, per_rep, per_rep * (1 + mtp)),
-                                params, mtp_layers=mtp_layers)
+                                params, mtp_layers=mtp_layers, attention_only=only)
                 entries[(b, g, i)] = Entry(_group_times(pre)[g], _group_times(dec)[g], m)
     pw, steps, per_request = scenario.latency_terms
     return Tables(W, choices, tuple(batches), entries, const_mem, f.step_overhead_s,
