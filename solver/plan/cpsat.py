@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ortools.sat.python import cp_model
 
@@ -54,7 +55,7 @@ def inv_throughput(t: Tables, latency: int, batch: int) -> float:
 def coefs(t: Tables, b: int, g: str, i: int) -> tuple[int, int, int, int]:
     """(latency, ttft, tpot, memory) integer coefficients of one choice at concurrency b."""
     e = t.entries[(b, g, i)]
-    tpot = e.decode_s / t.mtp_tokens
+    tpot = e.decode_s / t.mtp_tokens + e.prefill_s * t.prefill_per_token
     lat = t.prefill_weight * e.prefill_s + t.decode_steps * tpot
     return (round(lat * TIME_SCALE), round(e.prefill_s * TIME_SCALE), round(tpot * TIME_SCALE),
             round(e.memory_bytes * MEM_SCALE))
@@ -62,7 +63,7 @@ def coefs(t: Tables, b: int, g: str, i: int) -> tuple[int, int, int, int]:
 
 def const_coefs(t: Tables) -> tuple[int, int, int]:
     """(latency, ttft, tpot) of the fixed per-step overhead."""
-    tpot = t.const_step_s / t.mtp_tokens
+    tpot = t.const_step_s / t.mtp_tokens + t.const_step_s * t.prefill_per_token
     lat = t.prefill_weight * t.const_step_s + t.decode_steps * tpot
     return round(lat * TIME_SCALE), round(t.const_step_s * TIME_SCALE), round(tpot * TIME_SCALE)
 
@@ -216,6 +217,8 @@ class Planner:
         self.t, self.model, self.hw, self.fw, self.scenario = t, model, hw, fw, scenario
         self.params = params or SolverParams()
         self._models: dict[int, BatchModel] = {}
+        self.verify: Callable[[Point], bool] | None = None
+        self.max_cuts = 12
         self._static = static_rule_tables(t, model, hw, fw, scenario)
 
     def batch_model(self, b: int) -> BatchModel:
@@ -238,7 +241,9 @@ class Planner:
 
     def best(self, b: int, exclude_patterns: list[tuple] = (), relaxed: frozenset[str] = frozenset()
              ) -> Point | None:
-        """Lowest-latency configuration at concurrency b, avoiding the given patterns."""
+        """Lowest-latency configuration at concurrency b, avoiding the given patterns. With a `verify`
+        callback (the full estimator's SLA and memory check), an answer it rejects is cut off and the model
+        solved again: the additive tables are a proxy, the full estimate has the last word."""
         bm = self.batch_model(b)
         lits = []
         for key in exclude_patterns:
@@ -250,18 +255,28 @@ class Planner:
                 bm.model.AddBoolOr([v.Not() for v in (_any(bm, same), _any(bm, dense), _any(bm, moe))]
                                    ).OnlyEnforceIf(lit)
                 lits.append(lit)
-        bm.temps = lits
-        bm.relaxed = set(relaxed)
-        bm.sync()
-        s = self._solver()
-        status = s.Solve(bm.model)
+        point = None
+        for _ in range(self.max_cuts + 1):
+            bm.temps = lits
+            bm.relaxed = set(relaxed)
+            bm.sync()
+            s = self._solver()
+            status = s.Solve(bm.model)
+            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                point = None
+                break
+            picks = tuple((g, next(i for i, v in enumerate(bools) if s.Value(v))) for g, bools in bm.x.items())
+            lat = int(s.Value(bm.latency))
+            point = Point(picks, b, lat, inv_throughput(self.t, lat, b))
+            if self.verify is None or relaxed or self.verify(point):
+                break
+            cut = bm.model.NewBoolVar("rejected")
+            bm.model.AddBoolOr([bm.x[g][i].Not() for g, i in picks]).OnlyEnforceIf(cut)
+            lits = lits + [cut]
+            point = None
         bm.temps, bm.relaxed = [], set()
         bm.sync()
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return None
-        picks = tuple((g, next(i for i, v in enumerate(bools) if s.Value(v))) for g, bools in bm.x.items())
-        lat = int(s.Value(bm.latency))
-        return Point(picks, b, lat, inv_throughput(self.t, lat, b))
+        return point
 
     def front(self) -> list[Point]:
         points = [p for p in (self.best(b) for b in self.t.batches) if p is not None]

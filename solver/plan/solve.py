@@ -64,6 +64,21 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     space = build_space(model, hw, fw, world, scenario, allow_cross_node)
     tables = build_tables(model, hw, prec, f, fw, space, scenario, mem_opts)
     planner = cpsat.Planner(tables, model, hw, fw, scenario, params)
+    realized: dict[tuple, Estimate] = {}
+
+    def full(p: cpsat.Point) -> Estimate:
+        if p.key() not in realized:
+            cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
+            realized[p.key()] = estimate(model, hw, cfg, prec, f, _workload(scenario, p.batch), mem_opts)
+        return realized[p.key()]
+
+    def verify(p: cpsat.Point) -> bool:
+        e = full(p)
+        return e.memory.feasible and (scenario.ttft_ms is None or e.ttft_s * 1e3 <= scenario.ttft_ms) and (
+            scenario.tpot_ms is None or e.tpot_s * 1e3 <= scenario.tpot_ms)
+
+    if scenario.ttft_ms is not None or scenario.tpot_ms is not None:
+        planner.verify = verify  # SLAs are judged by the full serving model, not only the additive proxy
     if method == "exhaustive":
         points = pareto(enumerate_points(tables, model, hw, fw, scenario))
     else:
@@ -100,8 +115,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
 
     def realize(p: cpsat.Point) -> Planned:
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
-        est = estimate(model, hw, cfg, prec, f, _workload(scenario, p.batch), mem_opts)
-        return Planned(cfg, p.batch, est, p.latency / cpsat.TIME_SCALE, p.inv_throughput / cpsat.TIME_SCALE,
+        return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.inv_throughput / cpsat.TIME_SCALE,
                        p.key() in front_keys)
 
     result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], space, method=method)

@@ -61,6 +61,7 @@ class Tables:
     mtp_tokens: float
     prefill_weight: float  # how much of the prefill time counts in request latency (0 for decode-only)
     decode_steps: int  # TPOTs in request latency
+    prefill_per_token: float  # share of the batch's prefill each output token pays (serving: 1 / OSL)
     tokens_per_request: int  # tokens a request yields (output, or input for prefill-only)
     memory_limit_bytes: float
 
@@ -173,7 +174,8 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                 entries[(b, g, i)] = Entry(_group_times(pre)[g], _group_times(dec)[g], m)
     pw, steps, per_request = scenario.latency_terms
     return Tables(W, choices, tuple(batches), entries, const_mem, f.step_overhead_s,
-                  mtp_tokens_per_step(mtp, scenario.mtp_accept), pw, steps, per_request, limit)
+                  mtp_tokens_per_step(mtp, scenario.mtp_accept), pw, steps, scenario.prefill_per_output_token,
+                  per_request, limit)
 
 
 def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,

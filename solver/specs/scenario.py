@@ -47,6 +47,13 @@ class Scenario(BaseModel):
         return self.isl if self.phase == "prefill" else self.isl + self.osl
 
     @property
+    def prefill_per_output_token(self) -> float:
+        """Share of a request's prefill carried by each output token. In serving, decode steps carry the
+        prefill chunks of arriving requests (continuous batching), so each token pays 1/OSL of the prefill of
+        the batch it runs with: TPOT = tau / (1 - rho) = tau + B x p / OSL (estimate.serving)."""
+        return 1.0 / self.osl if self.phase == "serving" else 0.0
+
+    @property
     def latency_terms(self) -> tuple[float, float, int]:
         """(weight of the prefill time, decode steps, tokens per request) in the request-latency objective.
         serving: TTFT + (OSL-1) x TPOT per OSL output tokens; decode-only: OSL x TPOT; prefill-only: the
