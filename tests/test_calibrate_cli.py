@@ -16,7 +16,7 @@ from solver.calibrate.synth import COMM_STREAM, step_timeline
 from solver.cli.main import main
 from solver.specs.hardware_catalog import load_hardware
 
-REAL_TRACE = Path("/work/shared/facts/traces/deepseek-v3-train-ep64.trace.json")
+from conftest import REAL_TRACE  # noqa: E402  (../shared/facts beside the checkout)
 KEYS = ("communication_ratio", "communication_ratio_raw", "rank_variance", "peak_memory_gb", "step_time_ms",
         "verdicts")
 

@@ -22,7 +22,7 @@ from solver.calibrate.metrics import (
 from solver.calibrate.trace import DeviceEvent, RankTrace, Step, load_trace_file, load_traces
 from solver.errors import InputError
 
-REAL_TRACE = Path("/work/shared/facts/traces/deepseek-v3-train-ep64.trace.json")
+from conftest import REAL_TRACE  # noqa: E402  (../shared/facts beside the checkout)
 
 
 def _step(*events: tuple[str, str, float, float, str], start: float = 0, end: float = 10_000) -> Step:

@@ -11,7 +11,7 @@ from solver.calibrate.classify import ATTENTION, COMMUNICATION, GEMM_MOE, OTHER,
 from solver.calibrate.trace import load_trace_file, load_traces, trace_files
 from solver.errors import InputError
 
-REAL_TRACE = Path("/work/shared/facts/traces/deepseek-v3-train-ep64.trace.json")
+from conftest import REAL_TRACE  # noqa: E402  (../shared/facts beside the checkout)
 
 
 def _names(step) -> list[str]:
