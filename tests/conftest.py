@@ -6,3 +6,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FACTS = REPO.parent / "shared" / "facts"
 REAL_TRACE = FACTS / "traces" / "deepseek-v3-train-ep64.trace.json"
+
+
+def toy_hardware(**over):
+    """A round-number device for hand-computed cases: 1 PFLOP/s bf16 (2 fp8), 1 TB/s HBM, 1 GB/s in the node,
+    0.1 GB/s between nodes, no latencies, no overheads, perfect efficiencies."""
+    from solver.specs.hardware import Hardware
+
+    data = dict(
+        name="toy", memory_bytes=10**11, hbm_bandwidth_Bps=1e12, peak_flops={"bf16": 1e15, "fp8": 2e15},
+        ranks_per_node=8, scale_up_domain=8,
+        tiers={"intra_node": dict(bandwidth_Bps=1e9, latency_s=0.0, efficiency=1.0, span_ranks=8),
+               "inter_node": dict(bandwidth_Bps=1e8, latency_s=0.0, efficiency=1.0, span_ranks=1 << 20)},
+        efficiency=dict(gemm=1.0, attention=1.0, hbm=1.0, kernel_overhead_s=0.0), reserved_bytes=0,
+    )
+    data.update(over)
+    return Hardware(**data)

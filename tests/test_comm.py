@@ -7,6 +7,8 @@ from solver.estimate import comm
 from solver.specs.hardware import Hardware
 from solver.specs.hardware_catalog import load_hardware
 
+from conftest import toy_hardware  # noqa: E402
+
 H200 = load_hardware("h200_sxm")
 A3 = load_hardware("atlas_a3")
 NVL = 450e9 * 0.82  # H200 intra-node achieved bytes/s
@@ -15,15 +17,7 @@ RDMA = 50e9 * 0.86  # H200 inter-node achieved bytes/s per rank
 
 def _flat(**over) -> Hardware:
     """8 ranks per node, 1 GB/s inside, 0.1 GB/s between nodes, no latency: times are pure byte counts."""
-    data = dict(
-        name="toy", memory_bytes=10**11, hbm_bandwidth_Bps=1e12, peak_flops={"bf16": 1e15},
-        ranks_per_node=8, scale_up_domain=8,
-        tiers={"intra_node": dict(bandwidth_Bps=1e9, latency_s=0.0, efficiency=1.0, span_ranks=8),
-               "inter_node": dict(bandwidth_Bps=1e8, latency_s=0.0, efficiency=1.0, span_ranks=1 << 20)},
-        efficiency=dict(gemm=1.0, attention=1.0, hbm=1.0, kernel_overhead_s=0.0), reserved_bytes=0,
-    )
-    data.update(over)
-    return Hardware(**data)
+    return toy_hardware(**over)
 
 
 TOY = _flat()

@@ -25,6 +25,8 @@ from solver.estimate.params import _attention_parts, count_params
 from solver.estimate.serving import mtp_tokens_per_step
 from solver.estimate.step import layer_comms, step_cost
 from solver.specs.hardware import Hardware
+
+from conftest import toy_hardware  # noqa: E402
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import make_parallel_config
@@ -65,15 +67,7 @@ def _decode(batch: float, ctx: float, mtp: int = 0) -> Work:
 
 
 def _toy_hw(**over) -> Hardware:
-    data = dict(
-        name="toy", memory_bytes=10**11, hbm_bandwidth_Bps=1e12, peak_flops={"bf16": 1e15, "fp8": 2e15},
-        ranks_per_node=8, scale_up_domain=8,
-        tiers={"intra_node": dict(bandwidth_Bps=1e9, latency_s=0.0, efficiency=1.0, span_ranks=8),
-               "inter_node": dict(bandwidth_Bps=1e8, latency_s=0.0, efficiency=1.0, span_ranks=1 << 20)},
-        efficiency=dict(gemm=1.0, attention=1.0, hbm=1.0, kernel_overhead_s=0.0), reserved_bytes=0,
-    )
-    data.update(over)
-    return Hardware(**data)
+    return toy_hardware(**over)
 
 
 # ------------------------------------------------------------------------------------------ time of one op

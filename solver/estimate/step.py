@@ -63,17 +63,20 @@ class StepCost:
 
     def by_module(self) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}
+
+        def row(module: str) -> dict[str, float]:
+            return out.setdefault(module, dict.fromkeys(
+                ("compute_s", "memory_s", "time_s", "comm_s", "exposed_comm_s", "flops", "bytes"), 0.0))
+
         for o in self.ops:
-            d = out.setdefault(o.module, {"compute_s": 0.0, "memory_s": 0.0, "time_s": 0.0, "comm_s": 0.0,
-                                          "exposed_comm_s": 0.0, "flops": 0.0, "bytes": 0.0})
+            d = row(o.module)
             d["compute_s"] += o.compute_s
             d["memory_s"] += o.memory_s
             d["time_s"] += o.time_s
             d["flops"] += o.flops
             d["bytes"] += o.bytes
         for c in self.comms:
-            d = out.setdefault(c.module, {"compute_s": 0.0, "memory_s": 0.0, "time_s": 0.0, "comm_s": 0.0,
-                                          "exposed_comm_s": 0.0, "flops": 0.0, "bytes": 0.0})
+            d = row(c.module)
             d["comm_s"] += c.time_s
             d["exposed_comm_s"] += c.exposed_s
             d["time_s"] += c.exposed_s
