@@ -114,10 +114,17 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         lines.append("Layer 1 (dense backbone): " + ("DP" if pc.attn_tp_size == 1 else f"TP{pc.attn_tp_size}")
                      + " within the node")
     if model.has_dense_ffn and model.is_moe:
-        lines.append(f"dense FFN TP{pc.dense_tp_size} (seed: TP within the node)")
+        lines.append(f"dense FFN and shared experts TP{pc.dense_tp_size}" if pc.dense_tp_size > 1 else
+                     "dense FFN and shared experts replicated (seed allows TP within the node; the estimate "
+                     "prefers no all-reduce here)")
     if model.vocab_size > 100_000:
-        lines.append(f"V={model.vocab_size:,} > 100K: embed TP{pc.embed_tp_size}, lm_head TP{pc.lmhead_tp_size} set"
-                     " independently")
+        table_gb = model.vocab_size * model.hidden_size * 2 / 1e9
+        parts = []
+        for name, degree in (("embed", pc.embed_tp_size), ("lm_head", pc.lmhead_tp_size)):
+            parts.append(f"{name} TP{degree}" if degree > 1 else
+                         f"{name} replicated ({table_gb:.1f} GB per rank: its all-reduce would cost more than "
+                         "the memory it frees, and memory does not bind)")
+        lines.append(f"V={model.vocab_size:,} > 100K, set independently: " + ", ".join(parts))
     a = pc.attn_tp_size
     if scenario.kind == "throughput":
         expect = "attn_tp=1 (max DP)"
