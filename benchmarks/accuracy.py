@@ -10,13 +10,15 @@ and p90 absolute percentage error of TTFT and TPOT, overall and per model / syst
   (b) fitted factors, in-sample: solver/frameworks/fitted/factors.yaml (written by fit_efficiency.py);
   (c) leave-one-model-out: for every (framework, hardware) group and every model architecture in it, the
       factors are refitted on the group's other models and evaluated on the held-out one (models with the
-      same architecture, DeepSeek-V3 and -R1, are held out together so the fit has never seen the shapes).
+      same architecture, DeepSeek-V3 and -R1, are held out together so the fit has never seen the shapes);
+      the factor fitted once over all rows (grouped_gemm) is refitted without the held-out architecture too.
 
 It also reports rows skipped (with the InputError each raised) and predicted vs published figures for the rows
 of facts/measurements.md the estimator can express (PUBLISHED below, with the source row number).
 
 Fast path: the fit and the cross-validation evaluate thousands of factor settings. Every op of a step costs
-max(compute_s, memory_s) + overhead_s, where compute_s scales as 1 / (achieved FLOP/s fraction) and memory_s as
+max(compute_s, memory_s) + overhead_s, where compute_s scales as 1 / (achieved FLOP/s fraction: the GEMM's, the
+attention kernel's, or for the routed experts the GEMM's times the grouped-GEMM fraction) and memory_s as
 1 / (HBM fraction). `prepare` computes each row's prefill and decode steps once at the hardware's own factors and
 keeps those per-op terms; `predict` rescales them for new factors and calls the same `serving_times` formulas as
 `estimate`. Communication is scaled as a whole by 1 / comm, which is exact only for comm = 1 (link latency does
@@ -44,7 +46,7 @@ from solver.errors import InputError  # noqa: E402
 from solver.estimate.compute import factors_for  # noqa: E402
 from solver.estimate.serving import (  # noqa: E402
     DEFAULT_REQUEST_OVERHEAD_S, ServingShape, estimate, kv_capacity_per_replica, serving_shape,
-    serving_steps, serving_times,
+    serving_steps, serving_times, token_budget,
 )
 from solver.estimate.step import StepCost  # noqa: E402
 from solver.measured import Case, case_from_row  # noqa: E402
@@ -62,14 +64,19 @@ FACTORS_YAML = REPO / "solver" / "frameworks" / "fitted" / "factors.yaml"
 # The attention and comm multipliers of the framework profile are honoured but not fitted: the CSV does not
 # constrain them (fits with them moved the median error by < 1 point while drifting to their bounds).
 PARAMS = ("gemm", "hbm", "step_overhead_s", "request_overhead_s")
+# Factors fitted once over all rows (every framework and hardware pooled) and written into every fitted pair:
+#   grouped_gemm        routed-expert grouped-GEMM FLOP/s as a fraction of the dense GEMM's (0.1 - 1). Fitted per
+#                       pair it would be unconstrained wherever a pair has one MoE model (held out, none is left).
+GLOBAL_PARAMS = ("grouped_gemm",)
 BOUNDS: dict[str, tuple[float, float]] = {
     "gemm": (0.3, 1.3),
     "hbm": (0.5, 1.25),
     "step_overhead_s": (0.0, 0.005),
     "request_overhead_s": (0.0, 0.3),
+    "grouped_gemm": (0.1, 1.0),
 }
-NEUTRAL: dict[str, float] = {"gemm": 1.0, "attention": 1.0, "hbm": 1.0, "comm": 1.0, "step_overhead_s": 0.0,
-                             "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S}
+NEUTRAL: dict[str, float] = {"gemm": 1.0, "attention": 1.0, "hbm": 1.0, "comm": 1.0, "grouped_gemm": 1.0,
+                             "step_overhead_s": 0.0, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S}
 
 
 # ---------------------------------------------------------------------------------------------- fast path
@@ -80,22 +87,31 @@ class StepTerms:
     """A step's cost split into terms that scale with one factor each (seconds at the hardware's factors)."""
 
     compute_s: np.ndarray  # per op
-    uses_attention: np.ndarray  # per op: compute ran at the attention fraction (else the GEMM fraction)
+    kind: np.ndarray  # per op: the fraction its compute ran at (GEMM, ATTENTION or GROUPED below)
     memory_s: np.ndarray  # per op
     kernel_s: float  # launch overheads, summed
     comm_s: float  # exposed communication, summed
     step_s: float  # the step overhead it was computed with
 
+    GEMM, ATTENTION, GROUPED = 0, 1, 2
+
     @classmethod
     def of(cls, step: StepCost, phase: str) -> "StepTerms":
-        attn = [o.name == "indexer_score" or (o.name == "attention_core" and phase == "prefill") for o in step.ops]
-        return cls(np.array([o.compute_s for o in step.ops]), np.array(attn, dtype=bool),
+        def kind(name: str) -> int:
+            if name == "indexer_score" or (name == "attention_core" and phase == "prefill"):
+                return cls.ATTENTION
+            return cls.GROUPED if name == "routed_experts" else cls.GEMM
+
+        return cls(np.array([o.compute_s for o in step.ops]), np.array([kind(o.name) for o in step.ops], dtype=int),
                    np.array([o.memory_s for o in step.ops]), float(sum(o.overhead_s for o in step.ops)),
                    float(step.exposed_comm_s), float(step.overhead_s))
 
-    def time_s(self, r_gemm: float, r_attn: float, r_hbm: float, r_comm: float, step_overhead_s: float) -> float:
-        """Step time when the compute, memory and communication terms are scaled by the given ratios."""
-        comp = self.compute_s * np.where(self.uses_attention, r_attn, r_gemm)
+    def time_s(self, r_gemm: float, r_attn: float, r_hbm: float, r_comm: float, step_overhead_s: float,
+               r_grouped: float | None = None) -> float:
+        """Step time when the compute, memory and communication terms are scaled by the given ratios
+        (r_grouped: the routed-expert GEMMs; None = r_gemm)."""
+        ratio = np.array([r_gemm, r_attn, r_gemm if r_grouped is None else r_grouped])
+        comp = self.compute_s * ratio[self.kind]
         return float(np.maximum(comp, self.memory_s * r_hbm).sum()) + self.kernel_s + self.comm_s * r_comm \
             + step_overhead_s
 
@@ -139,7 +155,10 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     case = case_from_row(row, waves=waves)
     ttft, tpot = _measured(row, "ttft_ms"), _measured(row, "tpot_ms")
     base = factors_for(case.hw, {})  # the hardware's own factors: multipliers 1, no step overhead
-    wl = case.workload
+    # the framework's scheduler token budget (profile default for this hardware), as estimate() resolves it
+    framework_f = factors_for(case.hw, case.efficiency or case.framework.efficiency_for(case.hw.name))
+    wl = replace(case.workload, token_budget=token_budget(case.workload, framework_f, case.pc))
+    case = replace(case, workload=wl)
     cap = kv_capacity_per_replica(case.model, case.hw, case.pc, case.prec, wl.context_len)
     shape = serving_shape(wl, case.pc.attn_replicas, cap)
     pre, dec = serving_steps(case.model, case.hw, case.pc, case.prec, base, wl, shape)
@@ -175,9 +194,10 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     e = p.case.hw.efficiency
     q = {**NEUTRAL, **params}
     r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
+    grouped = r[0] / min(1.0, q["grouped_gemm"])  # the steps were computed at grouped_gemm = 1
     step = q["step_overhead_s"]
-    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step)
-    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step)
+    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped)
+    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped)
     wl = replace(p.case.workload, request_overhead_s=q["request_overhead_s"])
     t = serving_times(p.shape, pre, dec, wl)
     return t.ttft_s, t.tpot_s
@@ -187,7 +207,8 @@ def profile_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     """The factor settings `estimate` uses for this row: framework profile x fitted file (None = no fit)."""
     eff = p.case.framework.efficiency
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
-           "step_overhead_s": eff.step_overhead_s, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S}
+           "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
+           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S}
     for key, value in ((fitted or {}).get(p.framework, {}).get(p.hardware, {}) or {}).items():
         out[key] = float(value) if key.endswith("_s") else out.get(key, 1.0) * float(value)
     return out
@@ -377,12 +398,15 @@ def group_key(p: Prepared) -> tuple[str, str]:
     return p.framework, p.hardware
 
 
-def loo_errors(prepared: Sequence[Prepared], fit: Callable[[Sequence[Prepared]], dict[str, float] | None]
+def loo_errors(prepared: Sequence[Prepared], fit: Callable[..., dict[str, float] | None],
+               fit_global: Callable[[Sequence[Prepared]], dict[str, float] | None] | None = None
                ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Leave-one-model-out: per (framework, hardware) group and architecture, fit on the rest, predict it.
 
     Mirrors how fit_efficiency.py fills pairs with too few rows: when the group's other models leave fewer
     rows than the fit minimum, the fit pools the framework's rows of the other models on all hardware.
+    `fit_global` (fit_efficiency.fit_global) refits the once-for-all factors on every row of the other
+    architectures, and the per-pair fits hold them fixed (`fit(rows, fixed=...)`), as the shipped fit does.
     """
     et = np.full(len(prepared), np.nan)
     ep = np.full(len(prepared), np.nan)
@@ -390,23 +414,43 @@ def loo_errors(prepared: Sequence[Prepared], fit: Callable[[Sequence[Prepared]],
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, p in enumerate(prepared):
         groups[group_key(p)].append(i)
+    held_global: dict[str, dict[str, float]] = {}
+
+    def global_without(fam: str) -> dict[str, float]:
+        if fit_global is None:
+            return {}
+        if fam not in held_global:
+            held_global[fam] = fit_global([q for q in prepared if q.family != fam]) or {}
+        return held_global[fam]
+
+    def fit_fixed(rows: Sequence[Prepared], fixed: dict[str, float]) -> dict[str, float] | None:
+        res = fit(rows, fixed=fixed) if fixed else fit(rows)
+        return None if res is None else {**fixed, **res}
+
     for key, idx in sorted(groups.items()):
         fams = sorted({prepared[i].family for i in idx})
         for fam in fams:
             test = [i for i in idx if prepared[i].family == fam]
             train = [prepared[i] for i in idx if prepared[i].family != fam]
-            params = fit(train) if train else None
+            fixed = global_without(fam)
+            params = fit_fixed(train, fixed) if train else None
             name = short_model(prepared[test[0]].model)
             if params is None:
                 pooled = [q for q in prepared if q.framework == key[0] and q.family != fam]
-                params = fit(pooled) if pooled else None
+                params = fit_fixed(pooled, fixed) if pooled else None
                 how = (f"pooled {key[0]} fit on {len(pooled)} rows of other models, all hardware" if params
                        else "default factors")
                 notes.append(f"{key[0]} x {key[1]} without {name}: {len(train)} rows left -> {how}")
             for i in test:
                 p = prepared[i]
-                t, s = predict(p, params if params is not None else profile_params(p, None))
+                t, s = predict(p, params if params is not None else {**profile_params(p, None), **fixed})
                 et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
+    if fit_global is not None:
+        names = {fam: "/".join(sorted({short_model(q.model) for q in prepared if q.family == fam}))
+                 for fam in held_global}
+        values = [f"{names[fam]} {k} {v:.3g}" for fam, g in sorted(held_global.items(), key=lambda x: names[x[0]])
+                  for k, v in g.items()]
+        notes.append("global factors refitted without each architecture: " + ", ".join(values))
     return et, ep, notes
 
 
@@ -440,9 +484,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     if not args.no_cv:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from fit_efficiency import fit_group  # noqa: E402
+        from fit_efficiency import fit_global, fit_group  # noqa: E402
 
-        et, ep, notes = loo_errors(prepared, fit_group)
+        et, ep, notes = loo_errors(prepared, fit_group, fit_global)
         print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out (refit per framework x hardware without "
                                                 "the held-out architecture)")))
         for n in notes:

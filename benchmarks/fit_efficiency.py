@@ -2,9 +2,12 @@
 
     python benchmarks/fit_efficiency.py [--csv PATH] [--out PATH] [--dry-run]
 
-For every (framework, hardware) pair with at least MIN_ROWS evaluable rows, the factors in
-accuracy.PARAMS (GEMM and HBM multipliers on the hardware YAML's achieved fractions, a per-step overhead and a
-per-request TTFT overhead, in seconds) are chosen to minimise
+First, the factors in accuracy.GLOBAL_PARAMS (the routed-expert grouped-GEMM fraction of the dense GEMM's
+FLOP/s) are fitted once over all rows, every framework and hardware pooled (`fit_global`): one number that a
+pair holding a single MoE model could not pin down on its own. Then, for every (framework, hardware) pair with
+at least MIN_ROWS evaluable rows and the global factors held fixed, the factors in accuracy.PARAMS (GEMM and
+HBM multipliers on the hardware YAML's achieved fractions, a per-step overhead and a per-request TTFT overhead,
+in seconds) are chosen to minimise
 
     mean_rows |ln(TTFT_pred / TTFT_meas)| * W_TTFT + mean_rows |ln(TPOT_pred / TPOT_meas)|
       + PRIOR * sum_multipliers ln(m)^2
@@ -12,14 +15,17 @@ per-request TTFT overhead, in seconds) are chosen to minimise
 within accuracy.BOUNDS (physically plausible ranges, so a fit cannot hide a structural error). The fit never
 sees the model: one set of factors per framework x hardware serves every model, which is what the planner needs
 for a model it has no measurement of. The prior keeps factors the rows do not constrain (e.g. gemm when all
-rows are decode-bound) at the hardware's own values. Pairs with fewer rows get the framework's fit pooled over
-all its rows (the multipliers are relative to each hardware's own factors, so they carry over).
+rows are decode-bound) at the hardware's own values; the global fit puts no prior on grouped_gemm (the pooled
+rows determine it; its bounds 0.1..1 keep it physical). Pairs with fewer rows get the framework's fit pooled
+over all its rows (the multipliers are relative to each hardware's own factors, so they carry over).
 
 The optimiser is a bounded coordinate search (no SciPy dependency): each factor in turn is scanned on a grid
 over its range and the best value kept; the grid then narrows around the optimum. It is deterministic.
 
 Output: solver/frameworks/fitted/factors.yaml, {factors: {framework: {hardware: {factor: value}}}}, read by
-FrameworkProfile.efficiency_for (multipliers multiply the profile's own; *_s keys are absolute seconds).
+FrameworkProfile.efficiency_for (multipliers multiply the profile's own; *_s keys are absolute seconds). Every
+fitted pair carries the global factors too; a pair the file does not list (another framework or device) keeps
+grouped_gemm = 1 (the fraction was fitted on these frameworks' NVIDIA kernels only).
 """
 from __future__ import annotations
 
@@ -30,13 +36,14 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy import (  # noqa: E402
-    BOUNDS, DEFAULT_CSV, FACTORS_YAML, NEUTRAL, PARAMS, Prepared, load_rows, predict, prepare_all, short_model,
+    BOUNDS, DEFAULT_CSV, FACTORS_YAML, GLOBAL_PARAMS, NEUTRAL, PARAMS, Prepared, load_rows, predict, prepare_all,
+    short_model,
 )
 
 MIN_ROWS = 6  # fewer rows than this in a (framework, hardware) group: no fit, the defaults stand
@@ -63,11 +70,13 @@ def _grid(lo: float, hi: float, log: bool) -> np.ndarray:
     return np.linspace(lo, hi, GRID)
 
 
-def fit_group(rows: Sequence[Prepared], params: Sequence[str] = PARAMS) -> dict[str, float] | None:
-    """Factors for one (framework, hardware) group, or None when it has fewer than MIN_ROWS rows."""
+def fit_group(rows: Sequence[Prepared], params: Sequence[str] = PARAMS,
+              fixed: Mapping[str, float] | None = None) -> dict[str, float] | None:
+    """Factors for one (framework, hardware) group, or None when it has fewer than MIN_ROWS rows. `fixed`
+    factors (the global fit's) are held at their values and not returned."""
     if len(rows) < MIN_ROWS:
         return None
-    best = dict(NEUTRAL)
+    best = {**NEUTRAL, **(fixed or {})}
     best_loss = loss(rows, best)
     span = {k: BOUNDS[k] for k in params}
     for _ in range(SWEEPS):
@@ -92,18 +101,29 @@ def fit_group(rows: Sequence[Prepared], params: Sequence[str] = PARAMS) -> dict[
     return {k: round(best[k], 6 if k.endswith("_s") else 4) for k in params}
 
 
-def fit_all(prepared: Sequence[Prepared]) -> tuple[dict[str, dict[str, dict[str, float]]], list[str]]:
-    """(factors per framework and hardware, the pairs filled from the framework's pooled fit)."""
+def fit_global(rows: Sequence[Prepared]) -> dict[str, float] | None:
+    """The once-for-all factors (GLOBAL_PARAMS): one pooled fit over `rows` (every framework and hardware)
+    together with pooled PARAMS, of which only the global ones are kept."""
+    res = fit_group(rows, (*GLOBAL_PARAMS, *PARAMS))
+    return None if res is None else {k: res[k] for k in GLOBAL_PARAMS}
+
+
+def fit_all(prepared: Sequence[Prepared]
+            ) -> tuple[dict[str, dict[str, dict[str, float]]], list[str], dict[str, float]]:
+    """(factors per framework and hardware, the pairs filled from the framework's pooled fit, the global
+    factors every pair shares)."""
+    shared = fit_global(prepared) or {}
+    print(f"  global over {len(prepared)} rows: {shared}")
     groups: dict[tuple[str, str], list[Prepared]] = defaultdict(list)
     by_fw: dict[str, list[Prepared]] = defaultdict(list)
     for p in prepared:
         groups[(p.framework, p.hardware)].append(p)
         by_fw[p.framework].append(p)
-    pooled = {fw: fit_group(rows) for fw, rows in by_fw.items()}
+    pooled = {fw: fit_group(rows, fixed=shared) for fw, rows in by_fw.items()}
     out: dict[str, dict[str, dict[str, float]]] = {}
     filled = []
     for (fw, hw), rows in sorted(groups.items()):
-        res = fit_group(rows)
+        res = fit_group(rows, fixed=shared)
         models = ", ".join(sorted({short_model(p.model) for p in rows}))
         how = "fitted"
         if res is None:
@@ -112,14 +132,14 @@ def fit_all(prepared: Sequence[Prepared]) -> tuple[dict[str, dict[str, dict[str,
                 print(f"  {fw:>7} x {hw:<9} {len(rows):>3} rows: not fitted ({models})")
                 continue
             filled.append(f"{fw} x {hw}")
-        before, after = loss(rows, dict(NEUTRAL)), loss(rows, res)
+        before, after = loss(rows, dict(NEUTRAL)), loss(rows, {**shared, **res})
         print(f"  {fw:>7} x {hw:<9} {len(rows):>3} rows: loss {before:.3f} -> {after:.3f}  {res}  ({models}; {how})")
-        out.setdefault(fw, {})[hw] = res
-    return out, filled
+        out.setdefault(fw, {})[hw] = {**shared, **res}
+    return out, filled, shared
 
 
 def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv: Path, n_rows: int,
-               filled: Sequence[str] = ()) -> None:
+               filled: Sequence[str] = (), shared: Mapping[str, float] | None = None) -> None:
     import yaml
 
     header = [
@@ -133,6 +153,9 @@ def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv:
         + ", ".join(f"{k} {lo:g}..{hi:g}" for k, (lo, hi) in BOUNDS.items()) + ".",
         f"# Pairs with fewer than {MIN_ROWS} rows get the framework's pooled fit over all its rows (relative to each",
         "# hardware's own factors): " + (", ".join(filled) or "none") + ". No per-model or per-row factors.",
+        "# grouped_gemm (the routed-expert grouped GEMM's FLOP/s as a fraction of the dense GEMM's) is fitted once",
+        "# over all rows, every framework and hardware pooled"
+        + "".join(f", {k} = {v:g}" for k, v in (shared or {}).items()) + "; each fitted pair carries it.",
     ]
     body = yaml.safe_dump({"factors": factors}, sort_keys=True, default_flow_style=False)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -148,13 +171,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.time()
     prepared, skipped = prepare_all(load_rows(args.csv))
     print(f"fitting on {len(prepared)} rows ({len(skipped)} skipped: they raise InputError)")
-    factors, filled = fit_all(prepared)
+    factors, filled, shared = fit_all(prepared)
     overheads = [v["request_overhead_s"] for hw in factors.values() for v in hw.values()]
     if overheads:
         print(f"median fitted request_overhead_s: {float(np.median(overheads)):.4f}"
               " (serving.DEFAULT_REQUEST_OVERHEAD_S uses it for unfitted pairs)")
     if not args.dry_run:
-        write_yaml(factors, args.out, args.csv, len(prepared), filled)
+        write_yaml(factors, args.out, args.csv, len(prepared), filled, shared)
         print(f"wrote {args.out}")
     print(f"runtime {time.time() - t0:.1f} s")
     return 0

@@ -149,16 +149,22 @@ def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() 
     data = load_yaml(path)
     assert set(data) == {"factors"}
     frameworks, hardware = set(list_frameworks()), set(list_hardware())
+    shared = set()
     for fw, per_hw in data["factors"].items():
         assert fw in frameworks  # no model keys: framework -> hardware -> factor only
         for hw, values in per_hw.items():
             assert hw in hardware
-            assert set(values) <= set(accuracy.PARAMS)
+            assert set(values) <= set(accuracy.PARAMS) | set(accuracy.GLOBAL_PARAMS)
             for key, value in values.items():
                 lo, hi = accuracy.BOUNDS[key]
                 assert lo <= value <= hi, (fw, hw, key, value)
             eff = load_framework(fw).efficiency_for(hw)
             assert eff["request_overhead_s"] == values["request_overhead_s"]
+            assert eff["grouped_gemm"] == pytest.approx(values["grouped_gemm"])
+            shared.add(values["grouped_gemm"])
+    assert len(shared) == 1  # fitted once over all rows: one value, not one per pair
+    # a pair the file does not list keeps the dense GEMM's efficiency for its routed experts
+    assert load_framework("cann-recipes").efficiency_for("atlas_a3")["grouped_gemm"] == 1.0
 
 
 # ------------------------------------------------------------------------------------------ benchmark smoke

@@ -5,6 +5,7 @@ Each test is named after the rule it checks. Figures are per layer and per rank 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -22,8 +23,16 @@ from solver.estimate.compute import (
 )
 from solver.estimate.memory import cache_per_rank, kv_bytes_per_token_layer
 from solver.estimate.params import _attention_parts, count_params
-from solver.estimate.serving import mtp_tokens_per_step
+from solver.estimate.serving import (
+    DEFAULT_TOKEN_BUDGET,
+    Workload,
+    estimate,
+    mtp_tokens_per_step,
+    serving_shape,
+    token_budget,
+)
 from solver.estimate.step import layer_comms, step_cost
+from solver.specs.framework import load_framework
 from solver.specs.hardware import Hardware
 
 from conftest import toy_hardware  # noqa: E402
@@ -307,6 +316,70 @@ def test_one_prompt_under_attention_dp_loads_the_moe_with_that_prompt_only() -> 
     assert dp["routed_experts"].flops == pytest.approx(sp["routed_experts"].flops)
     # the busy rank keeps its tokens for the replicated modules (shared experts at dense_tp 1)
     assert dp["shared_experts"].flops == pytest.approx(8 * sp["shared_experts"].flops)
+
+
+def test_grouped_gemm_fraction_slows_the_routed_expert_compute_only() -> None:
+    # TP8 MoE (EP 1): 8192 prompt tokens x top-8 pairs on every rank, a compute-bound grouped GEMM
+    pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=8)
+    prec = _prec(V3)
+    quarter = factors_for(H200, {"grouped_gemm": 0.25})
+    dense, slow = _ops(V3, pc, _prefill(8192), prec=prec), _ops(V3, pc, _prefill(8192), prec=prec, f=quarter)
+    assert slow["routed_experts"].compute_s == pytest.approx(4 * dense["routed_experts"].compute_s)
+    assert slow["routed_experts"].memory_s == pytest.approx(dense["routed_experts"].memory_s)
+    for name in ("shared_experts", "dense_ffn", "qkv_proj", "o_proj"):  # dense GEMMs keep the dense fraction
+        assert slow[name].compute_s == pytest.approx(dense[name].compute_s), name
+    assert factors_for(H200, {"grouped_gemm": 3.0}).grouped_gemm == 1.0  # never faster than a dense GEMM
+    assert factors_for(H200).grouped_gemm == 1.0  # no fit: as dense
+    # decode at small batch streams the touched experts' weights: the fraction leaves its time alone
+    d = _decode(8, 4096)
+    d_dense = _ops(V3, make_parallel_config(8), d, prec=prec)["routed_experts"]
+    d_slow = _ops(V3, make_parallel_config(8), d, prec=prec, f=quarter)["routed_experts"]
+    assert d_slow.bound == "memory" and d_slow.time_s == pytest.approx(d_dense.time_s)
+
+
+def test_token_permute_moves_pairs_times_hidden_times_2_bytes_twice() -> None:
+    # TP8 MoE: every rank permutes all 8192 x 8 pairs at full hidden width (one EP rank: no imbalance)
+    tp8 = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=8)
+    op = _ops(V3, tp8, _prefill(8192))["moe_permute"]
+    assert op.module == "routed_experts" and op.flops == 0 and op.bound == "memory"
+    assert op.bytes == pytest.approx(2 * 8192 * 8 * 7168 * 2)
+    assert op.memory_s == pytest.approx(op.bytes / (H200.hbm_bandwidth_Bps * H200.efficiency.hbm))
+    # EP8 under attention DP8: the busiest rank holds 8 x 8192 x 8 / 8 pairs times the 1.2 routing skew
+    ep = _ops(V3, make_parallel_config(8), _prefill(8192))["moe_permute"]
+    assert ep.bytes == pytest.approx(2 * 8192 * 8 * 1.2 * 7168 * 2)
+
+
+def test_token_budget_is_the_frameworks_public_default_for_the_device() -> None:
+    sg, vl, tr = (load_framework(n) for n in ("sglang", "vllm", "trtllm"))
+    assert sg.efficiency_for("h200_sxm")["token_budget"] == 8192  # chunked_prefill_size below 160 GiB
+    assert sg.efficiency_for("b200_sxm")["token_budget"] == 16384  # from 160 GiB
+    assert vl.efficiency_for("h100_sxm")["token_budget"] == 8192  # max_num_batched_tokens from 70 GiB
+    assert vl.efficiency_for("a100_sxm")["token_budget"] == 2048  # vLLM keeps A100-80GB at 2048 by name
+    assert vl.efficiency_for("atlas_a3")["token_budget"] == 2048  # 64 GiB per die
+    assert tr.efficiency_for("b200_sxm")["token_budget"] == 8192  # max_num_tokens
+    assert sg.efficiency_for("not_in_the_catalog")["token_budget"] == 8192  # unknown device: the base value
+
+
+def test_serving_budget_is_the_workloads_else_the_frameworks_split_over_sglang_attention_dp() -> None:
+    b200 = load_hardware("b200_sxm")
+    wl = Workload("serving", isl=1024, osl=1024, concurrency=64)
+    tp8, dp8 = make_parallel_config(8, attn_tp_size=8), make_parallel_config(8)
+    f_sg = factors_for(b200, load_framework("sglang").efficiency_for("b200_sxm"))
+    f_tr = factors_for(b200, load_framework("trtllm").efficiency_for("b200_sxm"))
+    assert token_budget(wl, f_sg, tp8) == 16384
+    assert token_budget(wl, f_sg, dp8) == 2048  # chunked_prefill_size // dp_size
+    assert token_budget(wl, f_tr, dp8) == 8192  # TRT-LLM: max_num_tokens per attention-DP rank
+    assert token_budget(replace(wl, token_budget=4096), f_tr, tp8) == 4096  # the workload's own wins
+    assert token_budget(wl, factors_for(b200), tp8) == DEFAULT_TOKEN_BUDGET  # no profile: the default
+    assert serving_shape(replace(wl, token_budget=16384), 1, 1e6).prompts_per_step == 16
+    assert serving_shape(wl, 1, 1e6).prompts_per_step == DEFAULT_TOKEN_BUDGET // 1024  # unresolved: default
+    # estimate() resolves the framework's budget: the same figures as passing it explicitly
+    m = load_model("deepseek-r1")
+    prec = _prec(m, b200)
+    auto = estimate(m, b200, tp8, prec, f_sg, wl)
+    explicit = estimate(m, b200, tp8, prec, f_sg, replace(wl, token_budget=16384))
+    assert auto.ttft_s == pytest.approx(explicit.ttft_s) and auto.tpot_s == pytest.approx(explicit.tpot_s)
+    assert auto.ttft_s != pytest.approx(estimate(m, b200, tp8, prec, f_sg, replace(wl, token_budget=8192)).ttft_s)
 
 
 # ------------------------------------------------------------------------------------- bound and MTP

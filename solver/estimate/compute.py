@@ -35,6 +35,13 @@ class Factors:
     kernel_overhead_s: float
     step_overhead_s: float = 0.0
     expert_imbalance: float = 1.2  # default balancing ~20% slower than ideal (SGLang large-scale EP blog)
+    # achieved FLOP/s of the routed-expert grouped GEMMs as a fraction of the dense GEMM's (`gemm`); 1 = as
+    # dense. One number fitted over all calibration rows by benchmarks/fit_efficiency.py (see `layer_ops`)
+    grouped_gemm: float = 1.0
+    # the framework's scheduler defaults (FrameworkScheduler): tokens per forward step, None = serving's
+    # DEFAULT_TOKEN_BUDGET; and whether attention-DP ranks split that budget (SGLang)
+    token_budget: int | None = None
+    budget_split_by_attention_dp: bool = False
     # fixed per-request cost on the TTFT path, fitted per framework x hardware (None: serving's default)
     request_overhead_s: float | None = None
 
@@ -45,6 +52,8 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
     Keys ending in `_s` are absolute seconds, not multipliers: `kernel_overhead_s` replaces the hardware's
     per-kernel cost (FrameworkEfficiency documents it as an override, and fitted factors write it that way;
     before this fix it was silently ignored and only a `kernel_overhead` multiplier was read).
+    `grouped_gemm` is a fraction of the GEMM efficiency (capped at 1); `token_budget` and
+    `budget_split_by_attention_dp` are the framework's scheduler defaults, passed through.
     """
     s = scale or {}
     kernel = s.get("kernel_overhead_s")
@@ -58,6 +67,9 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         kernel_overhead_s=float(kernel),
         step_overhead_s=s.get("step_overhead_s", 0.0),
         expert_imbalance=s.get("expert_imbalance", 1.2),
+        grouped_gemm=min(1.0, s.get("grouped_gemm", 1.0)),
+        token_budget=int(s["token_budget"]) if s.get("token_budget") else None,
+        budget_split_by_attention_dp=bool(s.get("budget_split_by_attention_dp", 0.0)),
         request_overhead_s=s.get("request_overhead_s"),
     )
 
@@ -279,11 +291,24 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
         pairs_rank = system_tokens * k_real / ep
         imb = load_imbalance(f.expert_imbalance, pairs_rank, ep)
         touched = distinct_experts_touched(model.num_experts, k_real, system_tokens) / ep
+        # Grouped GEMM over the local experts. Its FLOP/s are the dense GEMM's times `grouped_gemm`: at the
+        # tens to hundreds of rows per expert of a serving step the MoE kernels (gather-by-index, per-expert
+        # tile scheduling, weights streamed once per expert) reach well below a large dense GEMM (0.23 of it,
+        # fitted over the calibration CSV; benchmarks/README.md). Small-batch decode stays weight-bound, so the
+        # fraction matters where the grouped GEMM is compute-bound: prefill, and decode at hundreds of rows
+        # per expert (large attention-DP batches).
         moe_ops.append(_op("routed_experts", "routed_experts", 2 * pairs_rank * expert_params / t * imb,
                            touched * expert_params / t * prec.fmt("experts").bytes_per_param
                            + pairs_rank * (h + 2 * inter / t) * ACT_BYTES,
                            hw.flops(prec.gemm_dtype("experts")), f.gemm, hw, f, kernels=4,
-                           shape_eff=shape_efficiency(inter / t)))
+                           shape_eff=shape_efficiency(inter / t) * f.grouped_gemm))
+        # Token permute / un-permute: memory-bound kernels outside the grouped GEMM (not overlapped with it).
+        # The permute writes every (token, expert) pair's hidden row in expert order and the un-permute reads
+        # the down-projection's rows back to sum them per token: pairs x hidden x 2 bytes x 2 passes on the
+        # busiest rank (under MoE TP every rank holds all its group's pairs at full hidden width). One kernel
+        # more: the permute is among the four the grouped-GEMM op already counts.
+        moe_ops.append(_op("moe_permute", "routed_experts", 0.0, 2 * pairs_rank * imb * h * ACT_BYTES,
+                           hw.flops("bf16"), f.gemm, hw, f, kernels=1))
         router = params.module("router").params / L
         moe_ops.append(_op("router", "router", 2 * u(1) * router, router * 2, hw.flops("bf16"), f.gemm, hw, f,
                            kernels=2))

@@ -10,7 +10,8 @@ Aggregated serving model (per attention replica; symbols with units):
 
     C_r   = ceil(C / replicas)                       requests in flight on the busiest replica
     B     = min(C_r, B_kv, max_running)              running sequences; B_kv = KV-cache capacity (memory.py)
-    n     = clamp(floor(budget / ISL), 1, B)         prompts per prefill step (scheduler token budget)
+    n     = clamp(floor(budget / ISL), 1, B)         prompts per prefill step; budget = the scheduler's tokens
+                                                     per forward step, the framework's default (FrameworkScheduler)
     P_n   [s] = prefill step time of n prompts;  p = P_n / n  [s] prefill work per request
     tau   [s] = decode step time of the batch B at mean context ISL + OSL/2
     S     [s] = p + (ceil(ISL / budget) - 1) * tau    service time of one prefill (chunks ride later steps)
@@ -49,7 +50,9 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 
-DEFAULT_TOKEN_BUDGET = 8192  # tokens per scheduler step (vLLM/SGLang chunked-prefill, TRT-LLM max_num_tokens default)
+# Tokens per scheduler step when neither the workload nor the framework profile sets one (the profiles carry each
+# framework's public default: vLLM max_num_batched_tokens, SGLang chunked_prefill_size, TRT-LLM max_num_tokens)
+DEFAULT_TOKEN_BUDGET = 8192
 DEFAULT_MTP_ACCEPT = 0.7  # MTP1 acceptance ~70% (CloudMatrix384 paper, facts/measurements.md #9)
 # Requests a benchmark run sends, in multiples of the concurrency (num_prompts = k x concurrency). The CSV does not
 # record it; public serving-benchmark scripts use a few to ten times the concurrency. k = 5 is the value that
@@ -57,9 +60,9 @@ DEFAULT_MTP_ACCEPT = 0.7  # MTP1 acceptance ~70% (CloudMatrix384 paper, facts/me
 # rerun with `python benchmarks/accuracy.py --waves K`).
 DEFAULT_BENCHMARK_WAVES = 5
 # Fixed per-request cost on the TTFT path when no fit exists for the framework x hardware, seconds: the median of
-# the per-pair request_overhead_s values benchmarks/fit_efficiency.py fits (it prints the median; 0.167 s on the
+# the per-pair request_overhead_s values benchmarks/fit_efficiency.py fits (it prints the median; 0.135 s on the
 # calibration CSV). 0 would ignore a cost every measured deployment shows.
-DEFAULT_REQUEST_OVERHEAD_S = 0.17
+DEFAULT_REQUEST_OVERHEAD_S = 0.14
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class Workload:
     concurrency: int = 0
     mtp: int = 0  # next-n depth
     mtp_accept: float = DEFAULT_MTP_ACCEPT
-    token_budget: int = DEFAULT_TOKEN_BUDGET
+    token_budget: int | None = None  # tokens per forward step; None = the framework's default (`token_budget`)
     # serving only: benchmark and framework parameters (see the module docstring)
     benchmark_waves: int = DEFAULT_BENCHMARK_WAVES  # k: a run sends k x concurrency requests
     # o: fixed per-request TTFT cost; None takes the fitted value of the framework x hardware (Factors), else
@@ -123,6 +126,16 @@ def request_overhead(wl: Workload, f: Factors) -> float:
     return f.request_overhead_s if f.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
 
 
+def token_budget(wl: Workload, f: Factors, pc: ParallelConfig) -> int:
+    """Tokens per forward step of one attention replica: the workload's budget, else the framework's default
+    (`Factors.token_budget`, from its profile), else DEFAULT_TOKEN_BUDGET; divided among the attention-DP
+    ranks where the framework does so (SGLang with DP attention: chunked_prefill_size // dp_size)."""
+    budget = wl.token_budget if wl.token_budget is not None else (f.token_budget or DEFAULT_TOKEN_BUDGET)
+    if f.budget_split_by_attention_dp and pc.attn_replicas > 1:
+        budget = budget // pc.attn_replicas
+    return max(1, budget)
+
+
 def mtp_tokens_per_step(depth: int, accept: float) -> float:
     """Expected tokens emitted per decode step with `depth` draft tokens accepted in sequence."""
     return 1.0 + sum(accept ** i for i in range(1, depth + 1))
@@ -168,8 +181,9 @@ def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float) -
     running = min(per_replica, max(1, int(kv_capacity_per_replica)))
     if wl.max_running > 0:
         running = min(running, wl.max_running)
-    n = max(1, min(running, wl.token_budget // max(1, wl.isl)))
-    chunks = max(1, math.ceil(wl.isl / max(1, wl.token_budget)))
+    budget = wl.token_budget if wl.token_budget is not None else DEFAULT_TOKEN_BUDGET
+    n = max(1, min(running, budget // max(1, wl.isl)))
+    chunks = max(1, math.ceil(wl.isl / max(1, budget)))
     return ServingShape(per_replica, running, n, chunks)
 
 
@@ -256,6 +270,7 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
         return Estimate(0.0, tpot, None, dec, memory, per_replica * replicas / tpot, 1.0 / tpot, pc.world_size,
                         per_replica)
     # aggregated serving: the busiest replica decides latency
+    wl = replace(wl, token_budget=token_budget(wl, f, pc))
     cap = kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
     shape = serving_shape(wl, replicas, cap)
     pre, dec = serving_steps(model, hw, pc, prec, f, wl, shape)
@@ -268,4 +283,4 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
 
 __all__ = ["Workload", "Estimate", "estimate", "prefill_step", "decode_step", "mtp_tokens_per_step",
            "count_params", "serving_times", "serving_shape", "serving_steps", "ServingShape", "ServingTimes",
-           "kv_capacity_per_replica", "first_wave_groups"]
+           "kv_capacity_per_replica", "first_wave_groups", "token_budget", "DEFAULT_TOKEN_BUDGET"]

@@ -108,8 +108,50 @@ class FrameworkEfficiency(BaseModel):
     attention: float = Field(1.0, gt=0)
     hbm: float = Field(1.0, gt=0)
     comm: float = Field(1.0, gt=0)
+    grouped_gemm: float = Field(
+        1.0, gt=0, description="multiplier on the routed-expert grouped GEMM's fraction of the dense GEMM's FLOP/s"
+    )
     kernel_overhead_s: float | None = Field(None, ge=0, description="overrides the hardware's when set")
     step_overhead_s: float = Field(0.0, ge=0, description="fixed scheduler/launch cost per forward step")
+
+
+class TokenBudgetTier(BaseModel):
+    """A larger scheduler token budget the framework picks by default on devices with more memory."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_memory_gib: float = Field(gt=0, description="applies to devices with at least this much HBM (GiB)")
+    tokens: int = Field(gt=0)
+
+
+class FrameworkScheduler(BaseModel):
+    """The serving scheduler's defaults that shape prefill: tokens per forward step (chunked-prefill size /
+    max_num_batched_tokens / max_num_tokens), as the framework sets them when the user does not."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token_budget: int = Field(8192, gt=0, description="default tokens per forward step")
+    token_budget_tiers: list[TokenBudgetTier] = Field(
+        default_factory=list, description="larger defaults by device memory (the framework's own thresholds)"
+    )
+    token_budget_by_hardware: dict[str, int] = Field(
+        default_factory=dict, description="catalog device -> budget, where the framework decides by device name"
+    )
+    budget_split_by_attention_dp: bool = Field(
+        False, description="the budget is divided by the attention-DP size (each DP rank gets budget / dp)"
+    )
+    source: str = ""
+
+    def token_budget_for(self, hardware: str, memory_bytes: float | None) -> int:
+        """The default budget on device `hardware` with `memory_bytes` of HBM (None: unknown)."""
+        if hardware in self.token_budget_by_hardware:
+            return self.token_budget_by_hardware[hardware]
+        budget = self.token_budget
+        if memory_bytes is not None:
+            for tier in sorted(self.token_budget_tiers, key=lambda t: t.min_memory_gib):
+                if memory_bytes >= tier.min_memory_gib * 2**30:
+                    budget = tier.tokens
+        return budget
 
 
 class FrameworkProfile(BaseModel):
@@ -125,6 +167,7 @@ class FrameworkProfile(BaseModel):
     max_mtp: int = Field(ge=0, description="deepest MTP / next-n speculation the framework runs")
     rules: list[Rule] = Field(default_factory=list)
     efficiency: FrameworkEfficiency = Field(default_factory=FrameworkEfficiency)
+    scheduler: FrameworkScheduler = Field(default_factory=FrameworkScheduler)
 
     @model_validator(mode="after")
     def _consistent(self) -> "FrameworkProfile":
@@ -143,10 +186,12 @@ class FrameworkProfile(BaseModel):
 
     def efficiency_for(self, hardware: str) -> dict[str, float]:
         """Multipliers for the performance model on one hardware: the profile's own, times the fitted
-        per-(framework, hardware) factors in `fitted.yaml` (written by benchmarks/fit_efficiency.py)."""
+        per-(framework, hardware) factors in `fitted/factors.yaml` (written by benchmarks/fit_efficiency.py).
+        `token_budget` (tokens per forward step) and `budget_split_by_attention_dp` (1.0 / 0.0) carry the
+        profile's scheduler defaults to `Factors`."""
         base = self.efficiency
         out = {"gemm": base.gemm, "attention": base.attention, "hbm": base.hbm, "comm": base.comm,
-               "step_overhead_s": base.step_overhead_s}
+               "grouped_gemm": base.grouped_gemm, "step_overhead_s": base.step_overhead_s}
         if base.kernel_overhead_s is not None:
             out["kernel_overhead_s"] = base.kernel_overhead_s
         fitted = _fitted().get(self.name, {}).get(hardware, {})
@@ -155,6 +200,8 @@ class FrameworkProfile(BaseModel):
                 out[key] = float(value)
             else:
                 out[key] = out.get(key, 1.0) * float(value)
+        out["token_budget"] = float(self.scheduler.token_budget_for(hardware, _memory_bytes(hardware)))
+        out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         return out
 
     def rule(self, rule_id: str) -> Rule:
@@ -256,6 +303,16 @@ def _fitted_at(path: str, stamp: int) -> dict[str, dict[str, dict[str, float]]]:
 
     data = load_yaml(Path(path)) or {}
     return data.get("factors", {}) if isinstance(data, dict) else {}
+
+
+def _memory_bytes(hardware: str) -> float | None:
+    """HBM per rank of a catalog device (None for a name the catalog does not know, e.g. a user's file)."""
+    from solver.specs.hardware_catalog import load_hardware
+
+    try:
+        return float(load_hardware(hardware).memory_bytes)
+    except (InputError, OSError, ValueError):
+        return None
 
 
 def _norm(name: str) -> str:
