@@ -44,7 +44,7 @@ GROUPS = {
     "core": ("attention_core",),
     "indexer": ("indexer_proj", "indexer_score", "indexer_topk"),
     "o_proj": ("o_proj",),
-    "moe": ("routed_experts", "router", "shared_experts"),
+    "moe": ("routed_experts", "moe_permute", "router", "shared_experts"),
     "other": ("dense_ffn", "embedding", "lm_head", "mtp_lm_head"),
 }
 
@@ -160,7 +160,7 @@ def _cells(r: dict, decode: bool) -> list[str]:
 def main() -> None:
     print("# DeepSeek-V3.2: attention TP vs DP vs SP vs CP, MoE EP = W (analytic model, times in ms per step)\n")
     print("proj = q/kv (MLA) projections; core = sparse MLA; indexer = indexer projections + scoring + top-k; "
-          "o_proj = o_proj GEMM; MoE = routed + shared experts + router; other = dense FFN layers + embedding + "
+          "o_proj = o_proj GEMM; MoE = routed experts (with their token permute) + shared experts + router; other = dense FFN layers + embedding + "
           "lm_head; comm = exposed communication (all modules); idx % = indexer share of the step; "
           "mem GB = memory per rank; fits = under 0.95 x capacity.\n")
     for dep in deployments():
