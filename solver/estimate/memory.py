@@ -6,7 +6,7 @@ wall); weights + KV above 0.8 of capacity is a strong warning (class B, may be j
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from solver.estimate.params import ModuleParams, ParamReport, count_params
 from solver.specs.hardware import Hardware
@@ -231,7 +231,7 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
     opts = opts or MemoryOptions()
     report = count_params(model)
     mtp = mtp_layers or 0  # MTP is a deployment choice: its layers count only when enabled
-    weights = weights_per_rank(model, pc, prec, MemoryOptions(**{**opts.__dict__, "include_mtp": mtp > 0}), report)
+    weights = weights_per_rank(model, pc, prec, replace(opts, include_mtp=mtp > 0), report)
     # next-n depth > 1 reuses the checkpoint's MTP layer(s): weights and cache are those layers only
     kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len,
                                    mtp_layers=model.num_mtp_layers if mtp > 0 else 0)

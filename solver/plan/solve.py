@@ -14,7 +14,7 @@ from solver.plan import cpsat
 from solver.plan.cpsat import pareto
 from solver.plan.exhaustive import enumerate_points
 from solver.plan.tables import Tables, build_tables
-from solver.space.domains import Space, build_space
+from solver.space.domains import Space, build_space, divisors, tp_domain
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -159,19 +159,16 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
         # fewest cards that fit: the most sharded config at the smallest batch, for growing world sizes
         smallest = min(tables.batches)
         for w in [world * k for k in (2, 3, 4, 6, 8, 12, 16, 24, 32)]:
-            pc = ParallelConfig(world_size=w, moe_tp_size=1, attn_tp_size=min(w, hw.ranks_per_node,
-                                model.num_attention_heads), embed_tp_size=min(w, hw.ranks_per_node),
-                                lmhead_tp_size=min(w, hw.ranks_per_node),
-                                dense_tp_size=min(w, hw.ranks_per_node))
-            if w % pc.attn_tp_size or (model.is_moe and model.num_experts % w and model.num_experts % (w // 1)):
+            # the most sharded layout the planner itself would allow: TP inside the fast domain, MoE on EP
+            tp = max(d for d in divisors(w) if d <= tp_domain(hw) and model.num_attention_heads % d == 0)
+            if model.is_moe and model.num_experts % w:
                 continue
-            try:
-                rep = memory_per_rank(model, hw, pc, prec, smallest, scenario.max_seq_len, mem_opts,
-                                      mtp_layers=scenario.mtp)
-            except Exception:  # noqa: BLE001 - an invalid shape for this world size is just skipped
-                continue
+            pc = ParallelConfig(world_size=w, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp,
+                                lmhead_tp_size=tp, moe_tp_size=1 if model.is_moe else w)
+            rep = memory_per_rank(model, hw, pc, prec, smallest, scenario.max_seq_len, mem_opts,
+                                  mtp_layers=scenario.mtp)
             if rep.feasible:
-                remedies.append(f"{w} cards fit (e.g. attn_tp {pc.attn_tp_size} with MoE EP)")
+                remedies.append(f"{w} cards fit (e.g. attn_tp {tp} with MoE EP)")
                 break
         if not remedies:
             remedies.append(f"no world size up to {world * 32} fits with TP inside a node "

@@ -88,7 +88,6 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
             "moe_tp_size": [(not model.is_moe or model.num_experts % (world // value) == 0,
                              "A.experts_divisible_moe_ep")],
             "o_proj_tp_size": [(model.o_proj_dim % value == 0, "A.o_proj_dim_divisible")],
-            "kvp_size": [(value == 1 or model.num_layers > 0, "A.kvp")],
         }
         for ok, rule in checks.get(knob, []):
             if not ok:
