@@ -8,78 +8,8 @@ so its levels run in parallel and the slowest one decides.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
-
-from solver.specs.hardware import Hardware, Tier
-
-
-@dataclass(frozen=True)
-class Level:
-    members: int  # group members reached over this level's link (>= 1)
-    tier: Tier
-    tier_name: str
-
-
-def _tiers_by_span(hw: Hardware) -> list[tuple[int, str, Tier]]:
-    out: list[tuple[int, str, Tier]] = [(hw.ranks_per_node, "intra_node", hw.tiers["intra_node"])]
-    if "scale_up" in hw.tiers and hw.scale_up_domain > hw.ranks_per_node:
-        out.append((hw.scale_up_domain, "scale_up", hw.tiers["scale_up"]))
-    if "inter_node" in hw.tiers:
-        span = hw.tiers["inter_node"].span_ranks
-        out.append((max(span, out[-1][0]), "inter_node", hw.tiers["inter_node"]))
-    if "inter_rack" in hw.tiers:
-        out.append((1 << 40, "inter_rack", hw.tiers["inter_rack"]))
-    else:
-        out[-1] = (1 << 40, out[-1][1], out[-1][2])
-    return out
-
-
-def group_levels(hw: Hardware, n: int, stride: int = 1) -> list[Level]:
-    """Split a group of n ranks (members `stride` apart) into per-tier member counts whose product is n."""
-    return list(_levels(_tiers(hw), n, stride))
-
-
-_TIERS: dict[int, tuple[Hardware, tuple]] = {}
-
-
-def _tiers(hw: Hardware) -> tuple:
-    # Hardware is frozen but holds dicts (unhashable): remember its tier list by identity, checking the object
-    hit = _TIERS.get(id(hw))
-    if hit is None or hit[0] is not hw:
-        hit = (hw, tuple(_tiers_by_span(hw)))
-        _TIERS[id(hw)] = hit
-    return hit[1]
-
-
-@lru_cache(maxsize=4096)
-def _levels(tiers: tuple[tuple[int, str, Tier], ...], n: int, stride: int) -> tuple[Level, ...]:
-    # pure in its (hashable) arguments, and called for every collective of every candidate: memoised
-    levels: list[Level] = []
-    remaining = n
-    covered = stride  # rank distance spanned by one member at the current level
-    for span, name, tier in tiers:
-        if remaining <= 1:
-            break
-        fit = max(1, span // covered)
-        k = min(remaining, fit)
-        # keep the product exact for non-power-of-two shapes
-        while remaining % k:
-            k -= 1
-        if k > 1:
-            levels.append(Level(k, tier, name))
-        remaining //= k
-        covered *= k
-    if remaining > 1:
-        _, name, tier = tiers[-1]
-        levels.append(Level(remaining, tier, name))
-    return tuple(levels)
-
-
-def crosses(hw: Hardware, n: int, stride: int = 1) -> str:
-    """Slowest tier a group touches ('none' for a single rank)."""
-    levels = group_levels(hw, n, stride)
-    return levels[-1].tier_name if levels else "none"
+from solver.specs.hardware import Hardware
+from solver.specs.topology import Level, crosses, group_levels  # noqa: F401  (crosses/Level re-exported)
 
 
 def _bw(level: Level, comm_eff: float) -> float:

@@ -96,21 +96,11 @@ class Hardware(BaseModel):
         raise KeyError(dtype)
 
     def tier_for_group(self, group_ranks: int, stride: int = 1) -> TierName:
-        """Tier a collective crosses for a group of `group_ranks` ranks spaced `stride` apart.
+        """Slowest tier a collective of `group_ranks` ranks spaced `stride` apart crosses (one rank: its node)."""
+        from solver.specs.topology import crosses
 
-        Groups are laid out contiguously (stride 1) unless an inner parallel dimension sits between their
-        members; the span the group covers decides the slowest link it must use.
-        """
-        span = group_ranks * stride if group_ranks > 1 else 1
-        if span <= self.ranks_per_node:
-            return "intra_node"
-        if span <= self.scale_up_domain and "scale_up" in self.tiers:
-            return "scale_up"
-        if "inter_node" in self.tiers and (
-            "inter_rack" not in self.tiers or span <= self.tiers["inter_node"].span_ranks
-        ):
-            return "inter_node"
-        return "inter_rack"
+        tier = crosses(self, group_ranks, stride)
+        return "intra_node" if tier == "none" else tier  # type: ignore[return-value]
 
 
 def hardware_from_dict(data: dict, origin: str) -> Hardware:
