@@ -199,3 +199,13 @@ def load_profiled_config(path: str | Path, trace_world: int | None = None,
     if not p.is_file():
         raise InputError("--config", f"file not found: {path}")
     return parse_profiled_config(load_yaml(p), str(path), trace_world, trace_ranks)
+
+
+def named_target(path: str | Path) -> tuple[str | None, str | None]:
+    """(model, hardware) a config names, as a `shardplan check` deployment file does; (None, None) otherwise."""
+    p = Path(path)
+    data = load_yaml(p) if p.is_file() else None
+    if not isinstance(data, dict):
+        return None, None
+    return (str(data["model"]) if data.get("model") else None,
+            str(data["hardware"]) if data.get("hardware") else None)

@@ -9,7 +9,7 @@ import click
 
 from solver.calibrate.advice import communication_findings, deviation_findings, memory_findings, variance_finding
 from solver.calibrate.compare import Setup, compare, make_setup, measured_classes
-from solver.calibrate.config import load_profiled_config
+from solver.calibrate.config import load_profiled_config, named_target
 from solver.calibrate.fit import Observation, recalibrate, write_hardware_yaml
 from solver.calibrate.metrics import TraceSummary, summarize
 from solver.calibrate.report import Report, RunErrors, backward_kernels, render
@@ -87,13 +87,8 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
     if not traces:
         raise InputError("TRACE", "give at least one trace file or folder")
     if config is not None and (model is None or hardware is None):
-        # a deployment file may name them (the same file `shardplan check` reads)
-        from solver.specs.validation import load_yaml
-
-        data = load_yaml(Path(config)) if Path(config).is_file() else None
-        if isinstance(data, dict):
-            model = model or (str(data["model"]) if data.get("model") else None)
-            hardware = hardware or (str(data["hardware"]) if data.get("hardware") else None)
+        named_model, named_hardware = named_target(config)
+        model, hardware = model or named_model, hardware or named_hardware
     if config is not None and (model is None or hardware is None):
         missing = " and ".join(f for f, v in (("--model", model), ("--hardware", hardware)) if v is None)
         raise InputError("--config", f"also needs {missing} (the estimate of the profiled config needs both)")
