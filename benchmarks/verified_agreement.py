@@ -32,10 +32,13 @@ def scenario_for(ref: Reference) -> Scenario:
                     mtp=ref.mtp, phase=phase)
 
 
-def pattern(cfg: dict[str, int], world: int) -> tuple:
+def pattern(cfg: dict[str, int], phase: str) -> tuple:
+    """Attention TP degree, CP on/off, KVP on/off, MoE TP degree (so EP), dense TP on/off. CP splits the
+    prompts of a prefill; in a decode step its ranks run as attention DP (estimate.step.decode_layout), so for
+    a decode config CP on and off are the same decode deployment and are not told apart."""
     a = cfg.get("attn_tp_size", 1)
-    return (a, cfg.get("cp_size", 1) > 1, cfg.get("kvp_size", 1) > 1, cfg.get("moe_tp_size", 1),
-            cfg.get("dense_tp_size", 1) > 1)
+    cp = cfg.get("cp_size", 1) > 1 and phase == "prefill"
+    return (a, cp, cfg.get("kvp_size", 1) > 1, cfg.get("moe_tp_size", 1), cfg.get("dense_tp_size", 1) > 1)
 
 
 def evaluate(ref: Reference, top: int) -> dict:
@@ -63,7 +66,7 @@ def evaluate(ref: Reference, top: int) -> dict:
     gap = lat_truth / lat_best - 1
     fits = mine.memory.feasible
     exact = next((i + 1 for i, g in enumerate(got) if all(g.get(k, 1) == v for k, v in truth.items())), None)
-    pat = next((i + 1 for i, g in enumerate(got) if pattern(g, ref.world_size) == pattern(truth, ref.world_size)),
+    pat = next((i + 1 for i, g in enumerate(got) if pattern(g, ref.phase) == pattern(truth, ref.phase)),
                None)
     return {"id": ref.id, "status": "ok", "exact": exact is not None, "pattern": pat is not None,
             "rank": pat, "seconds": time.perf_counter() - t0, "top": [c.pattern for c in cands],

@@ -15,7 +15,7 @@ cheapest resharding: an all-reduce followed by a smaller group costs the same as
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from solver.estimate import comm
 from solver.estimate.compute import ACT_BYTES, Factors, OpCost, Work, group_tokens, head_ops, layer_ops
@@ -146,9 +146,9 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
         t = comm.all_gather_s(hw, shards, nbytes, a, eff)
         attn.append(_c("kv_allgather", "attention", "all_gather", shards, nbytes, t, comm.crosses(hw, shards, a),
                        exposed=max(0.0, t - attn_compute_s)))
-    # KVP splits keys in both phases (the core FLOPs are divided by kvp in prefill too); CP splits keys only
-    # in decode (in prefill it splits queries and gathers KV above)
-    key_shards = pc.kvp_size * (pc.cp_size if w.phase == "decode" else 1)
+    # KVP splits keys in both phases (the core FLOPs are divided by kvp in prefill too); CP splits the
+    # queries of a prompt and gathers KV above (decode never sees CP: decode_layout)
+    key_shards = pc.kvp_size
     if key_shards > 1:
         # each rank attends to its slice of the cache; partial outputs merge by log-sum-exp: the lse (fp32) is
         # exchanged and the corrected outputs are reduce-scattered in the activation dtype (vLLM DCP
@@ -159,12 +159,6 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
         t = comm.reduce_scatter_s(hw, key_shards, nbytes, a, eff)
         attn.append(_c("lse_merge", "attention", "reduce_scatter", key_shards, nbytes, t,
                        comm.crosses(hw, key_shards, a)))
-        if pc.cp_size > 1 and w.phase == "decode":
-            qbytes = T * model.num_attention_heads / a * ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
-                                                          if model.has_mla else model.head_dim) * ACT_BYTES
-            t = comm.all_gather_s(hw, pc.cp_size, qbytes, a, eff)
-            attn.append(_c("q_allgather", "attention", "all_gather", pc.cp_size, qbytes, t,
-                           comm.crosses(hw, pc.cp_size, a)))
         if model.has_dsa:
             nbytes = T * (model.index_topk or 2048) * 8
             t = comm.all_gather_s(hw, key_shards, nbytes, a, eff)
@@ -228,11 +222,34 @@ def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w
     return out
 
 
+def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
+    """Where a decode step runs under CP. CP splits the tokens of a prompt (prefill); once prompts are in the
+    cache, the CP group's ranks decode as attention-DP replicas, each request on one rank with its whole KV
+    (the seed: CP is the prefill add-on, KVP the decode-time KV split, and `kvp_size` is its own knob). The CP
+    group's sequences spread over its ranks, so the busiest rank decodes max(1, sequences / cp) of them.
+    Evidence: the cann-recipes V3.2 decode config (cp_size = W = 128, batch 256 at 64K, MTP3) publishes TPOT
+    19.84 ms (references/v32-d128-q.yaml), i.e. a step of 29-48 ms for 1.44-2.44 tokens per step. Splitting
+    every request's KV over the 128 ranks would all-gather the queries of all 1024 tokens (128 heads x 576
+    bf16 values, 151 MB per layer, 9.2 GB over 61 layers) to every rank: ~57 ms at A3's 161 GB/s effective UB
+    rate, more than the whole step. Per-replica work in, per-rank work and the DP layout out; prefill and
+    cp 1 pass through."""
+    if w.phase != "decode" or pc.cp_size == 1:
+        return pc, w
+    spread = min(float(pc.cp_size), max(1.0, w.sequences))  # ranks of the group that hold a sequence
+    busy = (w.busy_replicas if w.busy_replicas > 0 else pc.attn_replicas) * spread
+    dp = pc.model_copy(update={"cp_size": 1})
+    return dp, replace(w, new_tokens=w.new_tokens / spread, sequences=w.sequences / spread,
+                       logits_tokens=w.logits_tokens / spread,
+                       busy_replicas=busy if spread < pc.cp_size or w.busy_replicas > 0 else 0.0)
+
+
 def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
               params: ParamReport | None = None, mtp_layers: int = 0, attention_only: bool = False) -> StepCost:
     """Cost of one forward step over all layers (plus `mtp_layers` next-n layers, run like MoE layers).
-    `attention_only`: just the attention blocks (what depends on the attention layout; used by plan/tables)."""
+    `attention_only`: just the attention blocks (what depends on the attention layout; used by plan/tables).
+    `w` is the work of one attention replica (TP x CP x KVP x SP ranks); decode under CP: decode_layout."""
     params = params or count_params(model)
+    pc, w = decode_layout(pc, w)
     ops = layer_ops(model, hw, pc, prec, f, w, params, ffn=not attention_only)
     attn_core = sum(o.compute_s for o in ops["attention"] if o.name in ("attention_core", "indexer_score"))
     comms = layer_comms(model, hw, pc, prec, f, w, attn_core, ffn=not attention_only)

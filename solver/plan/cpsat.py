@@ -209,6 +209,19 @@ def pattern_key(t: Tables, picks: dict[str, int]) -> tuple:
             t.choices["moe"][picks["moe"]])
 
 
+def attention_family(choice: tuple[int, ...]) -> str:
+    """The attention backbone a choice (attn_tp, cp, kvp, sp, ...) belongs to: the seed's Layer 1 decision
+    (TP over heads or DP) and its Layer 3 add-ons (CP, KVP) plus the RFC's SP."""
+    tp, cp, kvp, sp = choice[:4]
+    if sp > 1:
+        return "sp"
+    if cp > 1:
+        return "cp"
+    if kvp > 1:
+        return "kvp"
+    return "tp" if tp > 1 else "dp"
+
+
 class Planner:
     """Per-concurrency models, built on first use."""
 
@@ -239,13 +252,19 @@ class Planner:
         s.parameters.max_presolve_iterations = 1
         return s
 
-    def best(self, b: int, exclude_patterns: list[tuple] = (), relaxed: frozenset[str] = frozenset()
-             ) -> Point | None:
-        """Lowest-latency configuration at concurrency b, avoiding the given patterns. With a `verify`
-        callback (the full estimator's SLA and memory check), an answer it rejects is cut off and the model
-        solved again: the additive tables are a proxy, the full estimate has the last word."""
+    def best(self, b: int, exclude_patterns: list[tuple] = (), relaxed: frozenset[str] = frozenset(),
+             exclude_families: frozenset[str] = frozenset()) -> Point | None:
+        """Lowest-latency configuration at concurrency b, avoiding the given patterns and attention families.
+        With a `verify` callback (the full estimator's SLA and memory check), an answer it rejects is cut off
+        and the model solved again: the additive tables are a proxy, the full estimate has the last word."""
         bm = self.batch_model(b)
         lits = []
+        banned = [bm.x["attn"][i] for i, o in enumerate(self.t.choices["attn"])
+                  if attention_family(o) in exclude_families]
+        if banned:
+            lit = bm.model.NewBoolVar("not_family")
+            bm.model.AddBoolAnd([v.Not() for v in banned]).OnlyEnforceIf(lit)
+            lits.append(lit)
         for key in exclude_patterns:
             lit = bm.model.NewBoolVar("not_pattern")
             same = [bm.x["attn"][i] for i, o in enumerate(self.t.choices["attn"]) if o[:4] == key[0]]

@@ -94,15 +94,25 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         # same whether latency is milliseconds or seconds. The best compromise always lies on the front.
         return w_lat * math.log(p.latency / lat_ref) + w_inv * math.log(p.inv_throughput / inv_ref)
 
-    chosen: list[cpsat.Point] = []
-    seen: list[tuple] = []
-    for p in sorted(points, key=score):
+    ordered = sorted(points, key=score)
+    chosen: list[cpsat.Point] = [ordered[0]]
+    seen: list[tuple] = [cpsat.pattern_key(tables, dict(ordered[0].picks))]
+    if top >= 2:
+        # one slot for the best configuration on another attention backbone (TP vs DP, or a CP/KVP/SP
+        # add-on): the seed asks that the backbones be compared, not only variants of the winner's
+        fam = frozenset({cpsat.attention_family(tables.choices["attn"][dict(ordered[0].picks)["attn"]])})
+        alts = [p for p in (planner.best(b, seen, exclude_families=fam) for b in tables.batches) if p is not None]
+        if alts:
+            p = min(alts, key=score)
+            chosen.append(p)
+            seen.append(cpsat.pattern_key(tables, dict(p.picks)))
+    for p in ordered[1:]:
+        if len(chosen) >= top:
+            break
         k = cpsat.pattern_key(tables, dict(p.picks))
         if k not in seen:
             chosen.append(p)
             seen.append(k)
-        if len(chosen) == top:
-            break
     while len(chosen) < top:
         # fewer distinct patterns on the front: the best configuration of a new pattern at any concurrency
         alts = [p for p in (planner.best(b, seen) for b in tables.batches) if p is not None]

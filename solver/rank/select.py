@@ -146,6 +146,10 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
     else:
         l3 = "64K+: +CP, ultra-long decode may add KVP"
     lines.append(f"Layer 3 (max sequence {seq:,}, {l3}): " + (f"+{'/'.join(addon)}" if addon else "no add-on"))
+    if scenario.phase == "decode" and seq > 4096 and pc.attn_tp_size == 1 and pc.kvp_size == 1:
+        lines.append(f"CP splits prompts and leaves this decode step unchanged (its ranks decode as attention "
+                     f"DP): set cp_size={W} if these ranks also prefill the prompts, as cann-recipes decode "
+                     f"configs do")
     if model.has_mla and a > 1:
         lines.append("note: attention TP on an MLA model does not shard the latent KV cache (seed common error)")
     return "; ".join(lines)

@@ -93,6 +93,11 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
             if not ok:
                 pruned.append(Pruned(knob, value, rule))
                 return False
+        if knob == "cp_size" and scenario.phase == "decode" and value != 1:
+            # CP splits prompts; its ranks decode as attention DP (estimate.step.decode_layout), so in a
+            # decode-only scenario every cp value is the cp = 1 config under another name
+            pruned.append(Pruned(knob, value, "scenario.cp_splits_prefill_only"))
+            return False
         if knob in TP_KNOBS and not allow_cross_node and value > tp_domain(hw):
             # seed class B: tp_size <= cards per node (cross-node TP degrades sharply)
             pruned.append(Pruned(knob, value, "B.tp_within_node"))
