@@ -11,7 +11,7 @@ Configurations (W = 8 or 16 ranks, moe_tp 1 so EP = W everywhere):
   TP  attention TP W, dense/shared-expert/embedding/lm_head TP W (how vLLM/SGLang run -tp W with EP)
   DP  attention DP W (attn_tp 1)
   SP  the RFC: attn_sp_size W, attn_tp 1: tokens of the step split over W ranks, full weights and heads
-  CP  cp_size W, attn_tp 1: prefill like SP; decode splits the KV cache (query all-gather + LSE merge)
+  CP  cp_size W, attn_tp 1: prefill like SP; decode runs as attention DP (each request on one rank)
 For DP/SP/CP the other modules are replicated on H200; on A3 they take the cann-recipes V3.2 shape
 (embed/lm_head TP16, o_proj TP8, dense/shared-expert TP4) so that W8A8 weights fit in a 64 GB die.
 

@@ -68,7 +68,8 @@ def evaluate(ref: Reference, top: int) -> dict:
     exact = next((i + 1 for i, g in enumerate(got) if all(g.get(k, 1) == v for k, v in truth.items())), None)
     pat = next((i + 1 for i, g in enumerate(got) if pattern(g, ref.phase) == pattern(truth, ref.phase)),
                None)
-    return {"id": ref.id, "status": "ok", "exact": exact is not None, "pattern": pat is not None,
+    strict = any(pattern(g, "prefill") == pattern(truth, "prefill") for g in got)  # CP told apart everywhere
+    return {"id": ref.id, "status": "ok", "exact": exact is not None, "pattern": pat is not None, "strict": strict,
             "rank": pat, "seconds": time.perf_counter() - t0, "top": [c.pattern for c in cands],
             "truth": ref.pattern, "gap": gap, "fits": fits}
 
@@ -91,9 +92,11 @@ def main() -> None:
     n = len(rows)
     ok = sum(r["pattern"] for r in rows)
     ex = sum(r["exact"] for r in rows)
+    strict = sum(r.get("strict", False) for r in rows)
     near = sum(r["pattern"] or (r.get("gap", 1.0) <= 0.10 and r.get("fits", False)) for r in rows)
     print(f"\npattern in top {args.top}: {ok}/{n} = {ok / n:.0%}; exact knobs in top {args.top}: {ex}/{n} = {ex / n:.0%}; "
           f"pattern in top {args.top} or verified config within 10% of #1 by the estimate: {near}/{n} = {near / n:.0%}; "
+          f"counting CP on/off in decode configs too: {strict}/{n} = {strict / n:.0%}; "
           f"median solve {sorted(r['seconds'] for r in rows)[n // 2]:.2f} s")
 
 

@@ -246,6 +246,27 @@ def test_kvp_decode_merges_partial_outputs_with_lse_reduce_scatter() -> None:
     assert ops["o_proj"].flops == pytest.approx(2 * T * 128 * 128 * 7168 / 8)
 
 
+def test_cp_decode_runs_as_attention_dp_with_the_groups_sequences_spread_over_its_ranks() -> None:
+    """CP splits prompts; a decode step under CP is the attention-DP step of sequences / cp per rank."""
+    B, W = 64, 16
+    w = _decode(B, 16384, mtp=1)  # one CP group of 16 ranks holds all 64 sequences
+    under_cp = step_cost(V32, A3, make_parallel_config(W, cp_size=W), _prec(V32, A3), factors_for(A3), w)
+    as_dp = step_cost(V32, A3, make_parallel_config(W), _prec(V32, A3), factors_for(A3), _decode(B / W, 16384, 1))
+    assert under_cp.time_s == pytest.approx(as_dp.time_s)
+    assert not [c for c in under_cp.comms if c.name in ("kv_allgather", "lse_merge", "topk_merge")]
+    # fewer sequences than CP ranks: the busiest rank decodes one, not a fraction
+    one = step_cost(V32, A3, make_parallel_config(W, cp_size=W), _prec(V32, A3), factors_for(A3), _decode(1, 16384))
+    dp_one = step_cost(V32, A3, make_parallel_config(W), _prec(V32, A3), factors_for(A3),
+                       replace(_decode(1, 16384), busy_replicas=1))  # one replica busy, the MoE sees one token
+    assert one.time_s == pytest.approx(dp_one.time_s)
+
+
+def test_cp_prefill_still_splits_the_prompt_tokens() -> None:
+    w = _prefill(32768)
+    pc = make_parallel_config(8, cp_size=8)
+    assert _ops(V32, pc, w)["qkv_proj"].flops == pytest.approx(_ops(V32, make_parallel_config(8), w)["qkv_proj"].flops / 8)
+
+
 def test_oproj_tp_under_attention_dp_gathers_inputs_and_reduce_scatters_outputs() -> None:
     T = 64  # per replica
     w = _decode(T, 4096)

@@ -81,6 +81,26 @@ def test_candidates_are_distinct_patterns():
     assert len({c.pattern for c in cands}) == len(cands) >= 2
 
 
+def test_candidates_include_the_best_of_another_attention_backbone():
+    """Seed: the backbones are compared, so the top 3 holds the best config whose attention layout (TP, DP,
+    CP, KVP, SP) differs from the winner's, whatever its margin."""
+    sc = Scenario(kind="throughput", isl=32, osl=32, concurrency=128, phase="decode")
+    _, cands = run_solve("deepseek-r1", "atlas_a3", 128, sc, "cann-recipes", "int8", explain_binding=False)
+    fam = lambda pc: cpsat.attention_family((pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size))  # noqa: E731
+    first = fam(cands[0].planned.config)
+    assert any(fam(c.planned.config) != first for c in cands[1:])
+
+
+def test_decode_scenario_prunes_cp_as_it_only_splits_prompts():
+    sc = Scenario(kind="throughput", isl=65536, osl=256, concurrency=256, phase="decode")
+    m, h, fw = load_model("deepseek-v3.2"), load_hardware("atlas_a3"), load_framework("cann-recipes")
+    space = build_space(m, h, fw, 128, sc)
+    assert space.domains["cp_size"] == (1,)
+    assert {p.rule for p in space.pruned if p.knob == "cp_size"} == {"scenario.cp_splits_prefill_only"}
+    serving = build_space(m, h, fw, 128, sc.model_copy(update={"phase": "serving"}))
+    assert 128 in serving.domains["cp_size"]
+
+
 def test_throughput_scenario_on_mla_moe_prefers_attention_dp_with_ep():
     """Seed Layer 2: high throughput on MLA -> attn_tp = 1 (max DP), MoE EP."""
     sc = Scenario(kind="throughput", isl=4096, osl=256)

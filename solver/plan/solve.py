@@ -101,7 +101,11 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         # one slot for the best configuration on another attention backbone (TP vs DP, or a CP/KVP/SP
         # add-on): the seed asks that the backbones be compared, not only variants of the winner's
         fam = frozenset({cpsat.attention_family(tables.choices["attn"][dict(ordered[0].picks)["attn"]])})
-        alts = [p for p in (planner.best(b, seen, exclude_families=fam) for b in tables.batches) if p is not None]
+        # its best at the winner's concurrency, or another backbone's point already on the front
+        alts = [q for q in ordered[1:] if cpsat.attention_family(
+            tables.choices["attn"][dict(q.picks)["attn"]]) not in fam]
+        alt = planner.best(ordered[0].batch, seen, exclude_families=fam)
+        alts += [alt] if alt is not None else []
         if alts:
             p = min(alts, key=score)
             chosen.append(p)
