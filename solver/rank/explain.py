@@ -31,7 +31,7 @@ def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario)
                                   "embed_tp_size": tp, "lmhead_tp_size": tp,
                                   "o_proj_tp_size": tp if model.has_mla else 1},
     }
-    if scenario.max_seq_len > 4096:
+    if scenario.max_seq_len > 4096 and scenario.phase != "decode":  # in decode, CP's ranks run as DP
         alts[f"Attn DP + CP{world} + MoE EP"] = {"cp_size": world, "moe_tp_size": 1 if model.is_moe else world,
                                                   "embed_tp_size": tp, "lmhead_tp_size": tp}
     return alts

@@ -165,14 +165,16 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
     lat0, inv0 = min(lat), min(inv)
     rows = []
     for p in planned:
-        score = w_lat * p.latency_s / lat0 + w_inv * p.inv_throughput_s / inv0
+        # the planner's weighted log-ratio (plan.solve): a 3% tie means 3% in the weighted geometric mean of
+        # latency and inverse throughput, whichever candidate is the reference
+        score = w_lat * math.log(p.latency_s / lat0) + w_inv * math.log(p.inv_throughput_s / inv0)
         ref, dist, diff = closest_reference(p.config, model, hw, refs, ref_models)
         rows.append((p, score, ref, dist, diff, cross_node(p.config, hw)))
     best_score = min(r[1] for r in rows)
 
     def order(r):
         p, score, _, dist, _, xnode = r
-        perf_bucket = 0 if score <= best_score * (1 + PERF_TIE) else 1
+        perf_bucket = 0 if score <= best_score + math.log(1 + PERF_TIE) else 1
         return (not p.estimate.memory.feasible, xnode, perf_bucket, score if perf_bucket else 0.0, dist, score)
 
     rows.sort(key=order)
@@ -187,7 +189,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
         long_ctx = ("advantage" if (p.config.cp_size * p.config.kvp_size * p.config.attn_sp_size > 1
                                     or mem.kv_share_of_available < 0.25)
                     else "risk" if mem.kv_share_of_available > 0.5 else "neutral")
-        comparative = i == 0 and dist >= 4 and score <= best_score * (1 + PERF_TIE)
+        comparative = i == 0 and dist >= 4 and score <= best_score + math.log(1 + PERF_TIE)
         out.append(Candidate(
             rank=i + 1, planned=p, pattern=pattern_name(p.config, model),
             reason=decision_tree_reason(p.config, model, scenario, hw),
