@@ -68,6 +68,16 @@ def test_every_returned_config_satisfies_every_hard_constraint(case, world, kind
         assert not [r.id for r in f.violated(env, severity="error")]
 
 
+def test_cpsat_front_equals_exhaustive_front_on_the_kimi_k2_thinking_prefill_deployment():
+    """Regression: with CP-SAT's presolve on, this instance (reference kimi-th-p64) came back OPTIMAL with
+    embed TP2, 0.03% slower than the embed TP1 the exhaustive enumerator finds; the planner solves without it."""
+    sc = Scenario(kind="throughput", isl=65536, osl=1, concurrency=64, phase="prefill")
+    fronts = [[(p.config, round(p.latency_s, 9)) for p in run_solve(
+        "kimi-k2-thinking", "atlas_a3", 64, sc, "cann-recipes", "bf16", "int4", None, method=m,
+        explain_binding=False)[0].front] for m in ("cpsat", "exhaustive")]
+    assert fronts[0] == fronts[1]
+
+
 def test_identical_input_gives_identical_output():
     sc = Scenario(kind="balanced", isl=4096, osl=256)
     a = run_solve("qwen3-30b-a3b", "h200_sxm", 8, sc, explain_binding=False)[1]
