@@ -18,6 +18,7 @@ from solver.specs.framework import load_framework, model_env
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.precision import resolve_precision
+from solver.specs.reference import list_references
 from solver.specs.scenario import Scenario
 
 SMALL = [("qwen3-30b-a3b", "h200_sxm"), ("mixtral-8x7b", "h100_sxm"), ("qwen3-8b", "a100_sxm"),
@@ -68,13 +69,22 @@ def test_every_returned_config_satisfies_every_hard_constraint(case, world, kind
         assert not [r.id for r in f.violated(env, severity="error")]
 
 
-def test_cpsat_front_equals_exhaustive_front_on_the_kimi_k2_thinking_prefill_deployment():
-    """Regression: with CP-SAT's presolve on, this instance (reference kimi-th-p64) came back OPTIMAL with
-    embed TP2, 0.03% slower than the embed TP1 the exhaustive enumerator finds; the planner solves without it."""
-    sc = Scenario(kind="throughput", isl=65536, osl=1, concurrency=64, phase="prefill")
-    fronts = [[(p.config, round(p.latency_s, 9)) for p in run_solve(
-        "kimi-k2-thinking", "atlas_a3", 64, sc, "cann-recipes", "bf16", "int4", None, method=m,
-        explain_binding=False)[0].front] for m in ("cpsat", "exhaustive")]
+def _reference_scenario(ref) -> Scenario:
+    phase = "prefill" if ref.phase == "prefill" else "decode"
+    return Scenario(kind="throughput", isl=ref.input_len, osl=ref.output_len or 1, concurrency=ref.batch,
+                    mtp=ref.mtp, phase=phase)
+
+
+@pytest.mark.parametrize("ref", [pytest.param(r, id=r.id, marks=[pytest.mark.slow] if r.world_size > 64 else [])
+                                 for r in list_references()])
+def test_cpsat_front_equals_exhaustive_front_on_every_verified_deployment(ref):
+    """Regression: with CP-SAT's presolve on, kimi-th-p64 and glm5-d128 came back OPTIMAL with embed TP2, slower
+    than the embed TP1 the exhaustive enumerator finds; the planner solves without presolve."""
+    q = ref.quant
+    kv = q.kv_cache if q.kv_cache != "bf16" else None
+    fronts = [[(p.config, p.batch, round(p.latency_s, 9)) for p in run_solve(
+        ref.model, ref.hardware, ref.world_size, _reference_scenario(ref), "cann-recipes", q.weights, q.moe_weights,
+        kv, method=m, explain_binding=False)[0].front] for m in ("cpsat", "exhaustive")]
     assert fronts[0] == fronts[1]
 
 
