@@ -78,8 +78,8 @@ def _reference_scenario(ref) -> Scenario:
 @pytest.mark.parametrize("ref", [pytest.param(r, id=r.id, marks=[pytest.mark.slow] if r.world_size > 64 else [])
                                  for r in list_references()])
 def test_cpsat_front_equals_exhaustive_front_on_every_verified_deployment(ref):
-    """Regression: with CP-SAT's presolve on, kimi-th-p64 and glm5-d128 came back OPTIMAL with embed TP2, slower
-    than the embed TP1 the exhaustive enumerator finds; the planner solves without presolve."""
+    """Regression: with CP-SAT's presolve on, 6 of these fronts came back OPTIMAL but worse than the exhaustive
+    one (kimi-th-p64, glm5-d128: embed TP2 for TP1); the planner solves without presolve."""
     q = ref.quant
     kv = q.kv_cache if q.kv_cache != "bf16" else None
     fronts = [[(p.config, p.batch, round(p.latency_s, 9)) for p in run_solve(
