@@ -78,6 +78,14 @@ def test_changed_config_with_offline_split_weights_gets_the_weight_note(tmp_path
     assert any("weight conversion" in n for n in out["notes"])
 
 
+def test_cp_in_a_decode_deployment_gets_the_prefill_only_note(tmp_path):
+    data = {**BASE, "parallel_config": {"embed_tp_size": 16, "lmhead_tp_size": 16, "cp_size": 16}}
+    out = json.loads(_run(tmp_path, data).stdout)
+    assert out["valid"] and any("cp_size 16 splits prompts" in n for n in out["notes"])
+    plain = json.loads(_run(tmp_path, {**BASE, "parallel_config": {"embed_tp_size": 16, "lmhead_tp_size": 16}}).stdout)
+    assert out["estimation"]["tpot_ms"] == plain["estimation"]["tpot_ms"]
+
+
 def test_seed_top_level_keys_are_read(tmp_path):
     data = {**BASE, "embed_tp_size": 16, "lmhead_tp_size": 16}
     out = json.loads(_run(tmp_path, data).stdout)

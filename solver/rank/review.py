@@ -108,6 +108,10 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
             r.comparisons["moe_ep"] = estimate(model, hw, alt, prec, f, wl, mem_opts)
             r.common_errors.append("small-scale MoE with only TP considered: compare EP (moe_tp_size 1); "
                                    "see comparisons.moe_ep")
+    if wl.kind == "decode" and pc.cp_size > 1:
+        r.notes.append(f"cp_size {pc.cp_size} splits prompts: this decode step runs the same as cp_size 1 (its ranks "
+                       "decode as attention DP); it pays off only where these ranks also prefill long prompts. "
+                       "To split one request's KV in decode use kvp_size")
     if previous is not None:
         changed = [k for k in KNOBS if getattr(previous, k) != getattr(pc, k)]
         if changed and online_split is not True:
