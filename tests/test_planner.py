@@ -25,20 +25,21 @@ SMALL = [("qwen3-30b-a3b", "h200_sxm"), ("mixtral-8x7b", "h100_sxm"), ("qwen3-8b
          ("gpt-oss-20b", "b200_sxm"), ("deepseek-v3.2", "atlas_a3")]
 
 
-def _instance(model: str, hw: str, world: int, fw: str, kind: str, isl: int):
+def _instance(model: str, hw: str, world: int, fw: str, kind: str, isl: int, phase: str = "serving"):
     m, h, f = load_model(model), load_hardware(hw), load_framework(fw)
     prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
-    sc = Scenario(kind=kind, isl=isl, osl=128, max_concurrency=64)
+    sc = Scenario(kind=kind, isl=isl, osl=128, max_concurrency=64, phase=phase)
     space = build_space(m, h, f, world, sc)
     t = build_tables(m, h, prec, factors_for(h), f, space, sc)
     return m, h, f, sc, t
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=st.sampled_from(SMALL), world=st.sampled_from([1, 2, 4]), fw=st.sampled_from(["generic", "cann-recipes"]),
-       kind=st.sampled_from(["throughput", "latency", "balanced"]), isl=st.sampled_from([512, 4096]))
-def test_cpsat_front_equals_exhaustive_front(case, world, fw, kind, isl):
-    m, h, f, sc, t = _instance(case[0], case[1], world, fw, kind, isl)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(SMALL), world=st.sampled_from([1, 2, 4, 8, 16]),
+       fw=st.sampled_from(["generic", "cann-recipes"]), kind=st.sampled_from(["throughput", "latency", "balanced"]),
+       isl=st.sampled_from([512, 4096, 32768]), phase=st.sampled_from(["serving", "prefill", "decode"]))
+def test_cpsat_front_equals_exhaustive_front(case, world, fw, kind, isl, phase):
+    m, h, f, sc, t = _instance(case[0], case[1], world, fw, kind, isl, phase)
     front = cpsat.Planner(t, m, h, f, sc).front()
     exhaustive = pareto(enumerate_points(t, m, h, f, sc))
     assert [(p.latency, p.inv_throughput) for p in front] == [(p.latency, p.inv_throughput) for p in exhaustive]
