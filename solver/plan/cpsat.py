@@ -247,8 +247,10 @@ class Planner:
         # these models are small (a few hundred Booleans): probing and symmetry detection cost more than the
         # search. Presolve is off: with it, OR-Tools 9.15 returned OPTIMAL for a worse front than the
         # exhaustive enumerator finds on 6 of the 30 verified deployments (e.g. kimi-th-p64, glm5-d128: embed
-        # TP2 for TP1; tests/test_planner.py); the search alone proves the true optimum and is faster here
-        # (W=128 0.95 -> 0.86 s, W=1024 2.25 -> 1.37 s, benchmarks/solver_speed.py)
+        # TP2 for TP1; tests/test_planner.py). The same model object gives two different OPTIMAL objectives
+        # with presolve on and off while the families are on through assumptions, and one without them: a
+        # presolve/assumption fault, not the model. The search alone proves the true optimum and is faster
+        # here (W=128 0.95 -> 0.86 s, W=1024 2.25 -> 1.37 s, benchmarks/solver_speed.py)
         s.parameters.cp_model_probing_level = 0
         s.parameters.symmetry_level = 0
         s.parameters.cp_model_presolve = False
