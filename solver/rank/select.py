@@ -160,14 +160,23 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
     if not planned:
         return []
     w_lat, w_inv = scenario.objective_weights
-    lat = [p.latency_s for p in planned]
-    inv = [p.inv_throughput_s for p in planned]
-    lat0, inv0 = min(lat), min(inv)
+    pw, steps, _ = scenario.latency_terms
+
+    def figures(p: Planned) -> tuple[float, float]:
+        # the full serving estimate each candidate shows, not the planner's additive proxy: the proxy leaves
+        # out the serving dynamics (scheduler budget per replica, queueing), so two configurations it ties
+        # (DP and CP at equal per-rank work) can differ here by 15% in throughput
+        e = p.estimate
+        return pw * e.ttft_s + steps * e.tpot_s, 1.0 / max(e.output_tokens_per_s_per_rank, 1e-12)
+
+    lat0 = min(figures(p)[0] for p in planned)
+    inv0 = min(figures(p)[1] for p in planned)
     rows = []
     for p in planned:
         # the planner's weighted log-ratio (plan.solve): a 3% tie means 3% in the weighted geometric mean of
         # latency and inverse throughput, whichever candidate is the reference
-        score = w_lat * math.log(p.latency_s / lat0) + w_inv * math.log(p.inv_throughput_s / inv0)
+        lat, inv = figures(p)
+        score = w_lat * math.log(max(lat, 1e-12) / max(lat0, 1e-12)) + w_inv * math.log(inv / inv0)
         ref, dist, diff = closest_reference(p.config, model, hw, refs, ref_models)
         rows.append((p, score, ref, dist, diff, cross_node(p.config, hw)))
     best_score = min(r[1] for r in rows)
