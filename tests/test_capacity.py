@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from solver import api
-from solver.capacity.sweep import COLUMNS, atomic_write, parse_cards, read_table, write_table
+from solver.capacity.inputs import parse_cards
+from solver.capacity.table import COLUMNS, atomic_write, read_table, write_table
 from solver.cli.main import main
 from solver.errors import InputError
 from solver.specs.parallel import KNOBS

@@ -134,7 +134,7 @@ def save_figure(fig: Any, path: str | os.PathLike) -> None:
     """Save atomically (a temporary file, then a rename); the format follows the extension (PNG by default)."""
     from pathlib import Path
 
-    from solver.capacity.sweep import atomic_write
+    from solver.capacity.table import atomic_write
 
     fmt = Path(path).suffix.lstrip(".").lower()
     if fmt not in fig.canvas.get_supported_filetypes():

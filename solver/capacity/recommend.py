@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from solver.capacity.sweep import DEFAULT_SCENARIOS, Task, build_plan, parse_cards, solve_task
+from solver.capacity.inputs import DEFAULT_SCENARIOS, parse_cards
+from solver.capacity.sweep import Task, build_plan, solve_task
 from solver.errors import InputError, ShardplanError
 from solver.plan.cpsat import SolverParams
 from solver.specs.parallel import KNOBS

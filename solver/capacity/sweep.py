@@ -16,181 +16,25 @@ table is identical to a serial run.
 from __future__ import annotations
 
 import math
-import os
-import re
-import secrets
-import shutil
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from multiprocessing import get_context
-from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 from pydantic import ValidationError
 
+from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware
+from solver.capacity.table import DIGITS, to_frame
 from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.cpsat import SolverParams
 from solver.specs.parallel import KNOBS
-from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario
+from solver.specs.scenario import Scenario
 
 GB = 1e9
-SCENARIO_KINDS = tuple(SCENARIO_WEIGHTS)  # throughput, latency, balanced
-DEFAULT_SCENARIOS = ("throughput", "latency", "balanced")
-
-# The table's columns, in order. The first block is the documented schema (README "Capacity planning").
-COLUMNS: tuple[str, ...] = (
-    "hardware", "cards", "scenario", "rank",
-    *KNOBS, "attn_dp_size", "moe_ep_size",
-    "memory_per_rank_gb", "ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank", "output_tokens_per_s",
-    "tokens_per_s_per_user", "feasible", "binding_constraint",
-    # context of the row
-    "model", "isl", "osl", "ttft_sla_ms", "tpot_sla_ms", "concurrency", "request_latency_ms", "requests_per_s",
-    "on_front", "candidate", "pattern", "memory_feasible", "weight_dtype", "note",
-)
-INT_COLUMNS = ("cards", "rank", *KNOBS, "attn_dp_size", "moe_ep_size", "isl", "osl", "concurrency", "candidate")
-FLOAT_COLUMNS = ("memory_per_rank_gb", "ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank", "output_tokens_per_s",
-                 "tokens_per_s_per_user", "ttft_sla_ms", "tpot_sla_ms", "request_latency_ms", "requests_per_s")
-BOOL_COLUMNS = ("feasible", "on_front", "memory_feasible")
-STR_COLUMNS = ("hardware", "scenario", "binding_constraint", "model", "pattern", "weight_dtype", "note")
-# Rounding on output: far below the estimator's accuracy, and it keeps files stable and readable.
-DIGITS = {"memory_per_rank_gb": 3, "ttft_ms": 3, "tpot_ms": 4, "output_tokens_per_s_per_rank": 3,
-          "output_tokens_per_s": 2, "tokens_per_s_per_user": 4, "request_latency_ms": 3, "requests_per_s": 4}
 
 ProgressFn = Callable[[int, int, str], None]
-
-
-# ------------------------------------------------------------------------------------------ parsing inputs
-
-
-def parse_cards(text: str | int | Iterable[int]) -> list[int]:
-    """`8,16,32`, `8..1024` (the powers of two in the range, ends included) or a mix: `8..64,96,128`.
-
-    Returns the sorted distinct card counts; an empty or unparseable value is an InputError."""
-    if isinstance(text, bool):
-        raise InputError("--cards", f"not a card count: {text!r}")
-    if isinstance(text, int):
-        items: list[int] = [text]
-    elif isinstance(text, str):
-        if not text.strip():
-            raise InputError("--cards", "empty; give a list (8,16,32) or a range of powers of two (8..1024)")
-        items = []
-        for part in text.split(","):
-            part = part.strip()
-            m = re.fullmatch(r"(\d+)\s*\.\.\s*(\d+)", part)
-            if m:
-                lo, hi = int(m.group(1)), int(m.group(2))
-                if lo < 1 or hi < lo:
-                    raise InputError("--cards", f"range {part!r} must be LOW..HIGH with 1 <= LOW <= HIGH")
-                powers = [1 << k for k in range(0, hi.bit_length() + 1) if lo <= (1 << k) <= hi]
-                if not powers:
-                    raise InputError("--cards", f"no power of two in {part!r}")
-                items.extend(powers)
-            elif re.fullmatch(r"\d+", part):
-                items.append(int(part))
-            else:
-                raise InputError("--cards", f"cannot parse {part!r}; use a list (8,16,32) or a range (8..1024)")
-    else:
-        try:
-            items = [int(v) for v in text]
-        except (TypeError, ValueError):
-            raise InputError("--cards", f"not a list of card counts: {text!r}") from None
-        if not items:
-            raise InputError("--cards", "empty list of card counts")
-    bad = [v for v in items if v < 1]
-    if bad:
-        raise InputError("--cards", f"card counts must be >= 1, got {bad[0]}")
-    return sorted(set(items))
-
-
-def parse_scenarios(value: str | Scenario | Iterable[str | Scenario] | None) -> list[str | Scenario]:
-    """Scenario kinds (comma-separated or a list) or ready-made Scenario objects; unknown kinds are an InputError."""
-    if value is None:
-        return list(DEFAULT_SCENARIOS)
-    if isinstance(value, (str, Scenario)):
-        value = [value]
-    out: list[str | Scenario] = []
-    for item in value:
-        if isinstance(item, Scenario):
-            out.append(item)
-            continue
-        for name in str(item).split(","):
-            name = name.strip().lower()
-            if not name:
-                continue
-            if name not in SCENARIO_KINDS:
-                raise InputError("--scenarios", f"unknown scenario {name!r}; known: {', '.join(SCENARIO_KINDS)}")
-            if name not in out:
-                out.append(name)
-    if not out:
-        raise InputError("--scenarios", f"empty; known: {', '.join(SCENARIO_KINDS)}")
-    return out
-
-
-def parse_seq_lens(value: str | Iterable[int | tuple[int, int]] | None, osl: int) -> list[tuple[int, int]]:
-    """`8192,65536` (input lengths, each with `osl` output tokens) or `8192:1024,65536:512` (ISL:OSL pairs)."""
-    if value is None:
-        return []
-    items: list[tuple[int, int]] = []
-    parts: Iterable[Any] = value.split(",") if isinstance(value, str) else value
-    for part in parts:
-        if isinstance(part, tuple):
-            pair = part
-        elif isinstance(part, int):
-            pair = (part, osl)
-        else:
-            text = str(part).strip().lower()
-            m = re.fullmatch(r"(\d+)(k?)(?::(\d+)(k?))?", text)
-            if not m:
-                raise InputError("--seq-lens", f"cannot parse {part!r}; use ISL or ISL:OSL, e.g. 8192,65536:1024")
-            isl = int(m.group(1)) * (1024 if m.group(2) else 1)
-            out_len = osl if m.group(3) is None else int(m.group(3)) * (1024 if m.group(4) else 1)
-            pair = (isl, out_len)
-        if len(pair) != 2 or min(pair) < 1:
-            raise InputError("--seq-lens", f"lengths must be >= 1, got {part!r}")
-        if pair not in items:
-            items.append((int(pair[0]), int(pair[1])))
-    if not items:
-        raise InputError("--seq-lens", "empty")
-    return items
-
-
-def per_hardware(value: str | Mapping[str, str] | Sequence[str] | None, flag: str,
-                 hardware: Sequence[str]) -> dict[str, str | None]:
-    """A dtype for every hardware: one value for all (`int8`), or per hardware (`atlas_a3=int8`, or a dict).
-
-    `hardware` holds canonical names; keys are matched after loading them as hardware names."""
-    from solver.specs.hardware_catalog import load_hardware
-
-    out: dict[str, str | None] = {h: None for h in hardware}
-    if value is None:
-        return out
-    if isinstance(value, str):
-        items: list[tuple[str | None, str]] = []
-        for part in value.split(","):
-            part = part.strip()
-            if part:
-                key, sep, val = part.partition("=")
-                items.append((key.strip(), val.strip()) if sep else (None, part))
-    elif isinstance(value, Mapping):
-        items = [(k, v) for k, v in value.items()]
-    else:
-        items = []
-        for v in value:
-            items.extend((k, d) for k, d in per_hardware(v, flag, hardware).items() if d is not None)
-    for key, val in items:
-        if not val:
-            raise InputError(flag, f"empty value in {value!r}")
-        if key is None:
-            for h in hardware:
-                out[h] = val
-            continue
-        name = load_hardware(key).name
-        if name not in out:
-            raise InputError(flag, f"{key} is not one of the hardware given ({', '.join(hardware)})")
-        out[name] = val
-    return out
 
 
 # ----------------------------------------------------------------------------------------------- tasks
@@ -450,23 +294,6 @@ def sweep_rows(results: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return rows
 
 
-def to_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """Rows to a DataFrame with the documented columns and dtypes (nullable integers: empty for infeasible rows)."""
-    df = pd.DataFrame(list(rows), columns=list(COLUMNS))
-    for c in INT_COLUMNS:
-        df[c] = pd.array([None if (v is None or (isinstance(v, float) and math.isnan(v))) else int(v)
-                          for v in df[c]], dtype="Int64")
-    for c in FLOAT_COLUMNS:
-        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
-    for c in BOOL_COLUMNS:
-        df[c] = pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else bool(v)
-                          for v in df[c]], dtype="boolean")
-    for c in STR_COLUMNS:
-        df[c] = df[c].map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
-        df[c] = df[c].astype(object)
-    return df
-
-
 def sweep(model: str, hardware: str | Sequence[str], cards: str | int | Iterable[int], scenarios: Any = None,
           *, jobs: int = 1, progress: ProgressFn | None = None, **kwargs: Any) -> pd.DataFrame:
     """The Pareto table of every combination (see the module docstring). Keyword arguments are those of
@@ -478,96 +305,3 @@ def sweep(model: str, hardware: str | Sequence[str], cards: str | int | Iterable
     df.attrs["wall_s"] = time.perf_counter() - start
     df.attrs["combinations"] = len(sp.tasks)
     return df
-
-
-# ---------------------------------------------------------------------------------------------- output
-
-
-FILE_FORMATS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".pq": "parquet"}
-
-
-def file_format(path: str | os.PathLike) -> str:
-    """CSV unless the extension says JSON (.json) or Parquet (.parquet, .pq)."""
-    return FILE_FORMATS.get(Path(path).suffix.lower(), "csv")
-
-
-def check_writable(path: str | os.PathLike, flag: str = "--out") -> Path:
-    """Fail before a long sweep, not after it: the folder must exist and take a new file; Parquet needs pyarrow."""
-    p = Path(path).expanduser()
-    if p.is_dir():
-        raise InputError(flag, f"{p} is a folder; give a file name")
-    folder = p.parent if str(p.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(flag, f"folder {folder} does not exist")
-    os.unlink(_new_temp(folder, p.name, ".probe", flag))
-    if p.exists() and not os.access(p, os.W_OK):
-        raise InputError(flag, f"{p} exists and is not writable")
-    if flag == "--out" and file_format(p) == "parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise InputError(flag, "Parquet output needs pyarrow (pip install 'shardplan[parquet]'); "
-                             "use .csv or .json") from None
-    return p
-
-
-def _new_temp(folder: Path, name: str, suffix: str, flag: str) -> str:
-    """Create an empty hidden file beside the target; opened like any new file, so the umask sets its mode
-    (tempfile.mkstemp would make it 0600)."""
-    for _ in range(100):
-        tmp = folder / f".{name}.{secrets.token_hex(4)}{suffix}"
-        try:
-            with open(tmp, "x"):
-                return str(tmp)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise InputError(flag, f"cannot write in {folder}: {exc.strerror or exc}") from None
-    raise InputError(flag, f"cannot create a temporary file in {folder}")
-
-
-def atomic_write(path: str | os.PathLike, writer: Callable[[str], None], flag: str = "--out") -> Path:
-    """Write through a temporary file in the same folder and rename it into place: never a partial file."""
-    p = Path(path).expanduser()
-    folder = p.parent if str(p.parent) else Path(".")
-    tmp = _new_temp(folder, p.name, ".tmp", flag)
-    try:
-        writer(tmp)
-        if p.is_file():
-            shutil.copymode(p, tmp)  # replacing a file keeps its permissions
-        os.replace(tmp, p)
-    except OSError as exc:
-        raise InputError(flag, f"cannot write {p}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return p
-
-
-def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """CSV, JSON (records) or Parquet by extension, written atomically."""
-    fmt = file_format(path)
-    if fmt == "parquet":
-        check_writable(path)  # the pyarrow check
-
-    def write(tmp: str) -> None:
-        if fmt == "json":
-            df.to_json(tmp, orient="records", indent=1)
-        elif fmt == "parquet":
-            df.to_parquet(tmp, index=False)
-        else:
-            df.to_csv(tmp, index=False, lineterminator="\n")
-
-    return atomic_write(path, write)
-
-
-def read_table(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a sweep back with the documented dtypes (CSV, JSON or Parquet by extension)."""
-    fmt = file_format(path)
-    if fmt == "parquet":
-        df = pd.read_parquet(path)
-    elif fmt == "json":
-        df = pd.read_json(path, orient="records", dtype=False)
-    else:
-        df = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    return to_frame(df.to_dict("records"))

@@ -105,7 +105,8 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
               time_limit, seed, concurrency, method, top, explain_binding, jobs, out, plot) -> None:
     """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
-    from solver.capacity.sweep import build_plan, check_writable, run_tasks, sweep_rows, to_frame, write_table
+    from solver.capacity.sweep import build_plan, run_tasks, sweep_rows
+    from solver.capacity.table import check_writable, to_frame, write_table
 
     if jobs < 1:
         raise InputError("--jobs", f"must be >= 1, got {jobs}")

@@ -107,7 +107,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
     lines = []
     if model.is_moe:
         ep = pc.moe_ep_size
-        lines.append(f"Layer 1 (MoE backbone): EP and TP compared; chose "
+        lines.append("Layer 1 (MoE backbone): EP and TP compared; chose "
                      + ("EP" if pc.moe_tp_size == 1 else f"TP{pc.moe_tp_size} x EP{ep}")
                      + f" ({model.num_experts // max(ep, 1)} experts per rank)")
     else:

@@ -1,0 +1,141 @@
+"""Parsing a sweep's inputs: card lists and ranges, scenario names, sequence lengths, per-hardware values.
+Each bad value is an InputError naming its flag."""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+from solver.errors import InputError
+from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario
+
+SCENARIO_KINDS = tuple(SCENARIO_WEIGHTS)  # throughput, latency, balanced
+DEFAULT_SCENARIOS = ("throughput", "latency", "balanced")
+
+
+def parse_cards(text: str | int | Iterable[int]) -> list[int]:
+    """`8,16,32`, `8..1024` (the powers of two in the range, ends included) or a mix: `8..64,96,128`.
+
+    Returns the sorted distinct card counts; an empty or unparseable value is an InputError."""
+    if isinstance(text, bool):
+        raise InputError("--cards", f"not a card count: {text!r}")
+    if isinstance(text, int):
+        items: list[int] = [text]
+    elif isinstance(text, str):
+        if not text.strip():
+            raise InputError("--cards", "empty; give a list (8,16,32) or a range of powers of two (8..1024)")
+        items = []
+        for part in text.split(","):
+            part = part.strip()
+            m = re.fullmatch(r"(\d+)\s*\.\.\s*(\d+)", part)
+            if m:
+                lo, hi = int(m.group(1)), int(m.group(2))
+                if lo < 1 or hi < lo:
+                    raise InputError("--cards", f"range {part!r} must be LOW..HIGH with 1 <= LOW <= HIGH")
+                powers = [1 << k for k in range(0, hi.bit_length() + 1) if lo <= (1 << k) <= hi]
+                if not powers:
+                    raise InputError("--cards", f"no power of two in {part!r}")
+                items.extend(powers)
+            elif re.fullmatch(r"\d+", part):
+                items.append(int(part))
+            else:
+                raise InputError("--cards", f"cannot parse {part!r}; use a list (8,16,32) or a range (8..1024)")
+    else:
+        try:
+            items = [int(v) for v in text]
+        except (TypeError, ValueError):
+            raise InputError("--cards", f"not a list of card counts: {text!r}") from None
+        if not items:
+            raise InputError("--cards", "empty list of card counts")
+    bad = [v for v in items if v < 1]
+    if bad:
+        raise InputError("--cards", f"card counts must be >= 1, got {bad[0]}")
+    return sorted(set(items))
+
+
+def parse_scenarios(value: str | Scenario | Iterable[str | Scenario] | None) -> list[str | Scenario]:
+    """Scenario kinds (comma-separated or a list) or ready-made Scenario objects; unknown kinds are an InputError."""
+    if value is None:
+        return list(DEFAULT_SCENARIOS)
+    if isinstance(value, (str, Scenario)):
+        value = [value]
+    out: list[str | Scenario] = []
+    for item in value:
+        if isinstance(item, Scenario):
+            out.append(item)
+            continue
+        for name in str(item).split(","):
+            name = name.strip().lower()
+            if not name:
+                continue
+            if name not in SCENARIO_KINDS:
+                raise InputError("--scenarios", f"unknown scenario {name!r}; known: {', '.join(SCENARIO_KINDS)}")
+            if name not in out:
+                out.append(name)
+    if not out:
+        raise InputError("--scenarios", f"empty; known: {', '.join(SCENARIO_KINDS)}")
+    return out
+
+
+def parse_seq_lens(value: str | Iterable[int | tuple[int, int]] | None, osl: int) -> list[tuple[int, int]]:
+    """`8192,65536` (input lengths, each with `osl` output tokens) or `8192:1024,65536:512` (ISL:OSL pairs)."""
+    if value is None:
+        return []
+    items: list[tuple[int, int]] = []
+    parts: Iterable[Any] = value.split(",") if isinstance(value, str) else value
+    for part in parts:
+        if isinstance(part, tuple):
+            pair = part
+        elif isinstance(part, int):
+            pair = (part, osl)
+        else:
+            text = str(part).strip().lower()
+            m = re.fullmatch(r"(\d+)(k?)(?::(\d+)(k?))?", text)
+            if not m:
+                raise InputError("--seq-lens", f"cannot parse {part!r}; use ISL or ISL:OSL, e.g. 8192,65536:1024")
+            isl = int(m.group(1)) * (1024 if m.group(2) else 1)
+            out_len = osl if m.group(3) is None else int(m.group(3)) * (1024 if m.group(4) else 1)
+            pair = (isl, out_len)
+        if len(pair) != 2 or min(pair) < 1:
+            raise InputError("--seq-lens", f"lengths must be >= 1, got {part!r}")
+        if pair not in items:
+            items.append((int(pair[0]), int(pair[1])))
+    if not items:
+        raise InputError("--seq-lens", "empty")
+    return items
+
+
+def per_hardware(value: str | Mapping[str, str] | Sequence[str] | None, flag: str,
+                 hardware: Sequence[str]) -> dict[str, str | None]:
+    """A dtype for every hardware: one value for all (`int8`), or per hardware (`atlas_a3=int8`, or a dict).
+
+    `hardware` holds canonical names; keys are matched after loading them as hardware names."""
+    from solver.specs.hardware_catalog import load_hardware
+
+    out: dict[str, str | None] = {h: None for h in hardware}
+    if value is None:
+        return out
+    if isinstance(value, str):
+        items: list[tuple[str | None, str]] = []
+        for part in value.split(","):
+            part = part.strip()
+            if part:
+                key, sep, val = part.partition("=")
+                items.append((key.strip(), val.strip()) if sep else (None, part))
+    elif isinstance(value, Mapping):
+        items = [(k, v) for k, v in value.items()]
+    else:
+        items = []
+        for v in value:
+            items.extend((k, d) for k, d in per_hardware(v, flag, hardware).items() if d is not None)
+    for key, val in items:
+        if not val:
+            raise InputError(flag, f"empty value in {value!r}")
+        if key is None:
+            for h in hardware:
+                out[h] = val
+            continue
+        name = load_hardware(key).name
+        if name not in out:
+            raise InputError(flag, f"{key} is not one of the hardware given ({', '.join(hardware)})")
+        out[name] = val
+    return out
