@@ -13,23 +13,11 @@ import time
 from solver.api import run_solve
 from solver.errors import ShardplanError
 from solver.estimate.compute import factors_for
-from solver.estimate.serving import estimate
-from solver.plan.solve import _workload
+from solver.estimate.serving import Workload, estimate
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
-from solver.specs.parallel import ParallelConfig
-from solver.specs.precision import resolve_precision
 from solver.specs.reference import Reference, list_references
-from solver.specs.scenario import Scenario
-
-KIND = {"throughput": "throughput", "latency": "latency", "long_context": "throughput", "prefill": "throughput"}
-
-
-def scenario_for(ref: Reference) -> Scenario:
-    phase = "prefill" if ref.phase == "prefill" else "decode"
-    return Scenario(kind=KIND[ref.scenario], isl=ref.input_len, osl=ref.output_len or 1, concurrency=ref.batch,
-                    mtp=ref.mtp, phase=phase)
 
 
 def pattern(cfg: dict[str, int], phase: str) -> tuple:
@@ -42,28 +30,23 @@ def pattern(cfg: dict[str, int], phase: str) -> tuple:
 
 
 def evaluate(ref: Reference, top: int) -> dict:
-    truth = ref.parallel_config.as_dict()
+    truth = ref.knobs
     q = ref.quant
+    sc = ref.planning_scenario()
     t0 = time.perf_counter()
     try:
-        _, cands = run_solve(ref.model, ref.hardware, ref.world_size, scenario_for(ref), "cann-recipes",
-                             q.weights, q.moe_weights, q.kv_cache if q.kv_cache != "bf16" else None,
-                             top=top, explain_binding=False)
+        _, cands = run_solve(ref.model, ref.hardware, ref.world_size, sc, "cann-recipes", q.weights, q.moe_weights,
+                             q.kv_cache, top=top, explain_binding=False)
     except ShardplanError as exc:
         return {"id": ref.id, "status": f"error: {exc}", "exact": False, "pattern": False, "rank": None,
                 "seconds": time.perf_counter() - t0, "top": []}
     got = [c.planned.config.knobs() for c in cands]
     # how much worse the estimator thinks the verified config is than the planner's first choice
-    sc = scenario_for(ref)
     m, hw, fw = load_model(ref.model), load_hardware(ref.hardware), load_framework("cann-recipes")
-    prec = resolve_precision(m, hw, q.weights, q.moe_weights, q.kv_cache if q.kv_cache != "bf16" else None)
     f = factors_for(hw, fw.efficiency_for(hw.name))
-    pw, steps, _ = sc.latency_terms
-    mine = estimate(m, hw, ParallelConfig(world_size=ref.world_size, **truth), prec, f, _workload(sc, ref.batch))
-    lat_truth = pw * mine.ttft_s + steps * mine.tpot_s
+    mine = estimate(m, hw, ref.config(), ref.precision(m, hw), f, Workload.for_scenario(sc, ref.batch))
     best = cands[0].planned.estimate
-    lat_best = pw * best.ttft_s + steps * best.tpot_s
-    gap = lat_truth / lat_best - 1
+    gap = sc.request_latency(mine.ttft_s, mine.tpot_s) / sc.request_latency(best.ttft_s, best.tpot_s) - 1
     fits = mine.memory.feasible
     exact = next((i + 1 for i, g in enumerate(got) if all(g.get(k, 1) == v for k, v in truth.items())), None)
     pat = next((i + 1 for i, g in enumerate(got) if pattern(g, ref.phase) == pattern(truth, ref.phase)),

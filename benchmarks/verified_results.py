@@ -24,8 +24,6 @@ from solver.estimate.serving import DEFAULT_MTP_ACCEPT, Workload, estimate, mtp_
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
-from solver.specs.parallel import ParallelConfig
-from solver.specs.precision import resolve_precision
 from solver.specs.reference import Reference, Result, list_references
 
 DIES_PER_CARD = 2  # Atlas A3: a card (package) holds two dies, one rank each (facts/verified-configs.md)
@@ -60,9 +58,7 @@ def predicted(ref: Reference, res: Result, accept: float, scale: dict[str, float
     if "micro-batching" in res.conditions:
         return None
     model, hw, fw = load_model(ref.model), load_hardware(ref.hardware), load_framework("cann-recipes")
-    q = ref.quant
-    prec = resolve_precision(model, hw, q.weights, q.moe_weights, q.kv_cache if q.kv_cache != "bf16" else None)
-    pc = ParallelConfig(world_size=ref.world_size, **ref.parallel_config.as_dict())
+    prec, pc = ref.precision(model, hw), ref.config()
     eff = fw.efficiency_for(hw.name)
     for key, mult in (scale or {}).items():
         eff[key] = eff.get(key, 1.0) * mult

@@ -51,15 +51,15 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
                      moe_weight_dtype: str | None = None, kv_dtype: str | None = None) -> list[str]:
     """Why the seed's main alternative patterns lost to `cand` (numbers from the estimator)."""
     from solver.estimate.compute import factors_for
-    from solver.plan.solve import _workload
+    from solver.estimate.serving import Workload
     from solver.rank.explain import explain
 
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     f = factors_for(hw, fw.efficiency_for(hw.name))
     p = cand.planned
-    return explain(spec, hw, fw, prec, f, scenario, p.config, p.estimate, p.batch, _workload(scenario, p.batch),
-                   cand.pattern)
+    return explain(spec, hw, fw, prec, f, scenario, p.config, p.estimate, p.batch,
+                   Workload.for_scenario(scenario, p.batch), cand.pattern)
 
 
 def solve(model: str, hardware: str, cards: int, scenario: Scenario | None = None, **kwargs) -> list[Candidate]:

@@ -1,7 +1,6 @@
 """Calibration figures over synthetic traces with hand-computed answers, and sanity on the real trace."""
 from __future__ import annotations
 
-
 import pytest
 
 import traces_synth as ts

@@ -70,22 +70,15 @@ def test_every_returned_config_satisfies_every_hard_constraint(case, world, kind
         assert not [r.id for r in f.violated(env, severity="error")]
 
 
-def _reference_scenario(ref) -> Scenario:
-    phase = "prefill" if ref.phase == "prefill" else "decode"
-    return Scenario(kind="throughput", isl=ref.input_len, osl=ref.output_len or 1, concurrency=ref.batch,
-                    mtp=ref.mtp, phase=phase)
-
-
 @pytest.mark.parametrize("ref", [pytest.param(r, id=r.id, marks=[pytest.mark.slow] if r.world_size > 64 else [])
                                  for r in list_references()])
 def test_cpsat_front_equals_exhaustive_front_on_every_verified_deployment(ref):
     """Regression: with CP-SAT's presolve on, 6 of these fronts came back OPTIMAL but worse than the exhaustive
     one (kimi-th-p64, glm5-d128: embed TP2 for TP1); the planner solves without presolve."""
     q = ref.quant
-    kv = q.kv_cache if q.kv_cache != "bf16" else None
     fronts = [[(p.config, p.batch, round(p.latency_s, 9)) for p in run_solve(
-        ref.model, ref.hardware, ref.world_size, _reference_scenario(ref), "cann-recipes", q.weights, q.moe_weights,
-        kv, method=m, explain_binding=False)[0].front] for m in ("cpsat", "exhaustive")]
+        ref.model, ref.hardware, ref.world_size, ref.planning_scenario(), "cann-recipes", q.weights, q.moe_weights,
+        q.kv_cache, method=m, explain_binding=False)[0].front] for m in ("cpsat", "exhaustive")]
     assert fronts[0] == fronts[1]
 
 

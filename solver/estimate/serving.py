@@ -49,6 +49,7 @@ from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
+from solver.specs.scenario import Scenario
 
 # Tokens per scheduler step when neither the workload nor the framework profile sets one (the profiles carry each
 # framework's public default: vLLM max_num_batched_tokens, SGLang chunked_prefill_size, TRT-LLM max_num_tokens)
@@ -84,6 +85,18 @@ class Workload:
     # the default
     request_overhead_s: float | None = None
     max_running: int = 0  # framework cap on running sequences per replica (max_num_seqs); 0 = memory decides
+
+    @classmethod
+    def for_scenario(cls, scenario: Scenario, batch: int) -> "Workload":
+        """A planning scenario at concurrency `batch`: prefill of `batch` prompts, a decode step of `batch`
+        sequences at the mean context ISL + OSL/2, or aggregated serving."""
+        if scenario.phase == "prefill":
+            return cls("prefill", batch=batch, seq_len=scenario.isl)
+        if scenario.phase == "decode":
+            return cls("decode", batch=batch, seq_len=scenario.isl + scenario.osl // 2, mtp=scenario.mtp,
+                       mtp_accept=scenario.mtp_accept)
+        return cls("serving", isl=scenario.isl, osl=scenario.osl, concurrency=batch, mtp=scenario.mtp,
+                   mtp_accept=scenario.mtp_accept)
 
     @property
     def context_len(self) -> int:

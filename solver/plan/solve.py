@@ -43,16 +43,6 @@ class PlanResult:
     pruned: dict[str, list[str]] = field(default_factory=dict)  # rule -> knob values it removed
 
 
-def _workload(scenario: Scenario, batch: int) -> Workload:
-    if scenario.phase == "prefill":
-        return Workload("prefill", batch=batch, seq_len=scenario.isl)
-    if scenario.phase == "decode":
-        return Workload("decode", batch=batch, seq_len=scenario.isl + scenario.osl // 2, mtp=scenario.mtp,
-                        mtp_accept=scenario.mtp_accept)
-    return Workload("serving", isl=scenario.isl, osl=scenario.osl, concurrency=batch, mtp=scenario.mtp,
-                    mtp_accept=scenario.mtp_accept)
-
-
 def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,
          params: cpsat.SolverParams | None = None, method: str = "cpsat", top: int = 3,
          allow_cross_node: bool = False, mem_opts: MemoryOptions | None = None,
@@ -69,7 +59,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     def full(p: cpsat.Point) -> Estimate:
         if p.key() not in realized:
             cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
-            realized[p.key()] = estimate(model, hw, cfg, prec, f, _workload(scenario, p.batch), mem_opts)
+            realized[p.key()] = estimate(model, hw, cfg, prec, f, Workload.for_scenario(scenario, p.batch), mem_opts)
         return realized[p.key()]
 
     def verify(p: cpsat.Point) -> bool:

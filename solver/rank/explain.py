@@ -51,8 +51,8 @@ def _shares(step: StepCost) -> dict[str, float]:
 
 def _main_step(e: Estimate, scenario: Scenario) -> tuple[str, StepCost | None]:
     """The phase that dominates this configuration's request latency."""
-    pw, steps, _ = scenario.latency_terms
-    if e.decode is None or (e.prefill is not None and pw * e.ttft_s >= steps * e.tpot_s):
+    if e.decode is None or (e.prefill is not None and scenario.request_latency(e.ttft_s, 0.0)
+                            >= scenario.request_latency(0.0, e.tpot_s)):
         return "prefill step", e.prefill
     return "decode step", e.decode
 
@@ -60,8 +60,7 @@ def _main_step(e: Estimate, scenario: Scenario) -> tuple[str, StepCost | None]:
 def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
             scenario: Scenario, best_cfg: ParallelConfig, best_est: Estimate, batch: int, wl: Workload,
             best_pattern: str) -> list[str]:
-    pw, steps, _ = scenario.latency_terms
-    best_lat = pw * best_est.ttft_s + steps * best_est.tpot_s
+    best_lat = scenario.request_latency(best_est.ttft_s, best_est.tpot_s)
     lines = []
     for name, knobs in alternatives(model, hw, best_cfg.world_size, scenario).items():
         try:
@@ -84,7 +83,7 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             lines.append(f"{name}: does not fit ({e.memory.total / 1e9:.1f} GB per rank, limit "
                          f"{e.memory.limit_bytes / 1e9:.1f} GB) at concurrency {batch}")
             continue
-        lat = pw * e.ttft_s + steps * e.tpot_s
+        lat = scenario.request_latency(e.ttft_s, e.tpot_s)
         label, step = _main_step(e, scenario)
         # compare the same phase of the recommendation
         best_step = best_est.prefill if label == "prefill step" else best_est.decode

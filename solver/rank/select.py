@@ -160,40 +160,29 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
     if not planned:
         return []
     w_lat, w_inv = scenario.objective_weights
-    pw, steps, _ = scenario.latency_terms
-
-    def figures(p: Planned) -> tuple[float, float]:
-        # the full serving estimate each candidate shows, not the planner's additive proxy: the proxy leaves
-        # out the serving dynamics (scheduler budget per replica, queueing), so two configurations it ties
-        # (DP and CP at equal per-rank work) can differ here by 15% in throughput
-        e = p.estimate
-        return pw * e.ttft_s + steps * e.tpot_s, 1.0 / max(e.output_tokens_per_s_per_rank, 1e-12)
-
-    lat0 = min(figures(p)[0] for p in planned)
-    inv0 = min(figures(p)[1] for p in planned)
+    # the full serving estimate each candidate shows, not the planner's additive proxy: the proxy leaves out
+    # the serving dynamics (scheduler budget per replica, queueing), so two configurations it ties (DP and CP
+    # at equal per-rank work) can differ here by 15% in throughput
+    lat = [max(scenario.request_latency(p.estimate.ttft_s, p.estimate.tpot_s), 1e-12) for p in planned]
+    inv = [1.0 / max(p.estimate.output_tokens_per_s_per_rank, 1e-12) for p in planned]
     rows = []
-    for p in planned:
+    for p, lat_p, inv_p in zip(planned, lat, inv):
         # the planner's weighted log-ratio (plan.solve): a 3% tie means 3% in the weighted geometric mean of
         # latency and inverse throughput, whichever candidate is the reference
-        lat, inv = figures(p)
-        score = w_lat * math.log(max(lat, 1e-12) / max(lat0, 1e-12)) + w_inv * math.log(inv / inv0)
+        score = w_lat * math.log(lat_p / min(lat)) + w_inv * math.log(inv_p / min(inv))
         ref, dist, diff = closest_reference(p.config, model, hw, refs, ref_models)
-        rows.append((p, score, ref, dist, diff, cross_node(p.config, hw)))
+        rows.append((p, score, ref, dist, diff, cross_node(p.config, hw), lat_p, inv_p))
     best_score = min(r[1] for r in rows)
 
     def order(r):
-        p, score, _, dist, _, xnode = r
+        p, score, _, dist, _, xnode, _, _ = r
         perf_bucket = 0 if score <= best_score + math.log(1 + PERF_TIE) else 1
         return (not p.estimate.memory.feasible, xnode, perf_bucket, score if perf_bucket else 0.0, dist, score)
 
     rows.sort(key=order)
     out = []
-    thr = [r[0].estimate.output_tokens_per_s_per_rank for r in rows]
-    for i, (p, score, ref, dist, diff, xnode) in enumerate(rows):
+    for i, (p, score, ref, dist, diff, xnode, lat_p, inv_p) in enumerate(rows):
         e = p.estimate
-        pw, steps, _ = scenario.latency_terms
-        latency_val = pw * e.ttft_s + steps * e.tpot_s
-        best_lat = min(pw * r[0].estimate.ttft_s + steps * r[0].estimate.tpot_s for r in rows)
         mem = e.memory
         long_ctx = ("advantage" if (p.config.cp_size * p.config.kvp_size * p.config.attn_sp_size > 1
                                     or mem.kv_share_of_available < 0.25)
@@ -203,8 +192,8 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
             rank=i + 1, planned=p, pattern=pattern_name(p.config, model),
             reason=decision_tree_reason(p.config, model, scenario, hw),
             reference=(ref.id if ref else "none"), reference_diff=diff,
-            tradeoff={"throughput": _label(1 / max(e.output_tokens_per_s_per_rank, 1e-12), 1 / max(max(thr), 1e-12)),
-                      "latency": _label(latency_val, best_lat), "long_context": long_ctx},
+            tradeoff={"throughput": _label(inv_p, min(inv)), "latency": _label(lat_p, min(lat)),
+                      "long_context": long_ctx},
             cross_node=xnode, comparative_testing=comparative, score=score,
         ))
     return out

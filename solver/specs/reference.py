@@ -13,6 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from solver.catalog import catalog_dir
 from solver.errors import InputError
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision, resolve_precision
+from solver.specs.scenario import Scenario
 
 # The seed's eight parallel_config keys (attn_sp_size is newer than every verified deployment).
 SEED_KNOBS: tuple[str, ...] = (
@@ -23,7 +28,10 @@ SeedKnob = Literal[
     "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
     "cp_size", "kvp_size",
 ]
-Scenario = Literal["throughput", "latency", "long_context", "prefill"]
+ScenarioLabel = Literal["throughput", "latency", "long_context", "prefill"]
+# the planner's scenario kind for each label: long-context and prefill deployments are run for throughput
+PLANNING_KIND = {"throughput": "throughput", "latency": "latency", "long_context": "throughput",
+                 "prefill": "throughput"}
 WeightDtype = Literal["bf16", "int8", "int4"]
 ActDtype = Literal["bf16", "int8"]
 
@@ -97,7 +105,7 @@ class Reference(BaseModel):
     mtp: int = Field(0, ge=0)
     other: str = ""
     pattern: str
-    scenario: Scenario
+    scenario: ScenarioLabel
     provenance: Provenance
     results: list[Result] = Field(default_factory=list)
 
@@ -128,6 +136,19 @@ class Reference(BaseModel):
     @property
     def knobs(self) -> dict[str, int]:
         return self.parallel_config.as_dict()
+
+    def config(self) -> ParallelConfig:
+        return ParallelConfig(world_size=self.world_size, **self.knobs)
+
+    def planning_scenario(self) -> Scenario:
+        """The deployment's workload as the planner takes it: its phase (prefill or decode alone), batch as
+        the fixed concurrency, lengths and MTP depth."""
+        return Scenario(kind=PLANNING_KIND[self.scenario], isl=self.input_len, osl=self.output_len or 1,
+                        concurrency=self.batch, mtp=self.mtp, phase=self.phase)
+
+    def precision(self, model: ModelSpec, hw: Hardware) -> Precision:
+        q = self.quant
+        return resolve_precision(model, hw, q.weights, q.moe_weights, q.kv_cache)
 
 
 def references_dir() -> Path:

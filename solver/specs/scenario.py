@@ -63,3 +63,8 @@ class Scenario(BaseModel):
         if self.phase == "decode":
             return 0.0, self.osl, self.osl
         return 1.0, max(0, self.osl - 1), self.osl
+
+    def request_latency(self, ttft_s: float, tpot_s: float) -> float:
+        """The planner's latency objective in seconds from a TTFT and a TPOT (latency_terms)."""
+        pw, steps, _ = self.latency_terms
+        return pw * ttft_s + steps * tpot_s
