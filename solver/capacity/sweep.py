@@ -162,6 +162,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
     """Rows of one combination (runs in a worker process when jobs > 1). Tool errors come back as data so that
     they cross the process boundary intact."""
     from solver.api import run_solve
+    from solver.plan.solve import full_estimate_misses
     from solver.rank.select import pattern_name
     from solver.specs.model_catalog import load_model
 
@@ -181,23 +182,14 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
                  "problem": getattr(err, "problem", str(err)), "message": str(err)}]
 
     cand_rank = {(tuple(c.planned.config.knobs().values()), c.planned.batch): c.rank for c in cands}
-    planned = list(result.front)
-    front_keys = {(tuple(p.config.knobs().values()), p.batch) for p in planned}
-    planned += [c.planned for c in sorted(cands, key=lambda c: c.rank)
-                if (tuple(c.planned.config.knobs().values()), c.planned.batch) not in front_keys]
+    planned = list(result.front) + [c.planned for c in sorted(cands, key=lambda c: c.rank) if not c.planned.on_front]
+    sc = t.scenario
+    per_request = 1 if sc.phase == "prefill" else sc.osl  # output tokens a request yields
     rows = []
     for p in planned:
         key = (tuple(p.config.knobs().values()), p.batch)
         e = p.estimate
-        sc = t.scenario
-        latency_s = e.ttft_s + max(0, sc.osl - 1) * e.tpot_s
-        misses = []
-        if not e.memory.feasible:
-            misses.append("B.memory_per_rank (full estimate)")
-        if sc.ttft_ms is not None and e.ttft_s * 1e3 > sc.ttft_ms * (1 + 1e-6):
-            misses.append("SLA.ttft (full estimate)")
-        if sc.tpot_ms is not None and e.tpot_s * 1e3 > sc.tpot_ms * (1 + 1e-6):
-            misses.append("SLA.tpot (full estimate)")
+        misses = [f"{m} (full estimate)" for m in full_estimate_misses(e, sc)]
         binding = list(misses)
         if cand_rank.get(key) == 1 and result.binding:
             binding += result.binding  # the families that bind the recommended operating point (explain_binding)
@@ -211,9 +203,10 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
             output_tokens_per_s=_r(e.output_tokens_per_s, "output_tokens_per_s"),
             tokens_per_s_per_user=_r(e.tokens_per_s_per_user, "tokens_per_s_per_user"),
             feasible=not misses, binding_constraint="; ".join(binding),
-            concurrency=p.batch, request_latency_ms=_r(latency_s * 1e3, "request_latency_ms"),
-            requests_per_s=_r(e.output_tokens_per_s / sc.osl, "requests_per_s"),
-            on_front=key in front_keys, candidate=cand_rank.get(key), pattern=pattern_name(p.config, spec),
+            concurrency=p.batch, request_latency_ms=_r(sc.request_latency(e.ttft_s, e.tpot_s) * 1e3,
+                                                       "request_latency_ms"),
+            requests_per_s=_r(e.output_tokens_per_s / per_request, "requests_per_s"),
+            on_front=p.on_front, candidate=cand_rank.get(key), pattern=pattern_name(p.config, spec),
             memory_feasible=e.memory.feasible, note="; ".join(e.memory.notes) if misses else "",
         )
         rows.append(row)

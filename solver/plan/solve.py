@@ -3,7 +3,6 @@ re-estimated with the full estimator. Infeasibility is diagnosed by relaxing one
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from solver.errors import InfeasibleError, InputError
@@ -43,6 +42,17 @@ class PlanResult:
     pruned: dict[str, list[str]] = field(default_factory=dict)  # rule -> knob values it removed
 
 
+def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
+    """Constraint families the full estimate breaks (the planner's tables are a proxy; this has the last
+    word). A relative 1e-6 absorbs float noise at a limit."""
+    misses = [] if e.memory.feasible else ["B.memory_per_rank"]
+    if scenario.ttft_ms is not None and e.ttft_s * 1e3 > scenario.ttft_ms * (1 + 1e-6):
+        misses.append("SLA.ttft")
+    if scenario.tpot_ms is not None and e.tpot_s * 1e3 > scenario.tpot_ms * (1 + 1e-6):
+        misses.append("SLA.tpot")
+    return misses
+
+
 def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,
          params: cpsat.SolverParams | None = None, method: str = "cpsat", top: int = 3,
          allow_cross_node: bool = False, mem_opts: MemoryOptions | None = None,
@@ -63,9 +73,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         return realized[p.key()]
 
     def verify(p: cpsat.Point) -> bool:
-        e = full(p)
-        return e.memory.feasible and (scenario.ttft_ms is None or e.ttft_s * 1e3 <= scenario.ttft_ms) and (
-            scenario.tpot_ms is None or e.tpot_s * 1e3 <= scenario.tpot_ms)
+        return not full_estimate_misses(full(p), scenario)
 
     if scenario.ttft_ms is not None or scenario.tpot_ms is not None:
         planner.verify = verify  # SLAs are judged by the full serving model, not only the additive proxy
@@ -75,14 +83,11 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         points = planner.front()
     if not points:
         raise _diagnose(model, hw, prec, fw, world, scenario, tables, planner, mem_opts)
-    w_lat, w_inv = scenario.objective_weights
     lat_ref = min(p.latency for p in points)
     inv_ref = min(p.inv_throughput for p in points)
 
-    def score(p: cpsat.Point) -> float:
-        # weighted log-ratio to the best of each objective: scale-free, so a 2x loss in latency weighs the
-        # same whether latency is milliseconds or seconds. The best compromise always lies on the front.
-        return w_lat * math.log(p.latency / lat_ref) + w_inv * math.log(p.inv_throughput / inv_ref)
+    def score(p: cpsat.Point) -> float:  # the best compromise always lies on the front
+        return scenario.score(p.latency, p.inv_throughput, lat_ref, inv_ref)
 
     ordered = sorted(points, key=score)
     chosen: list[cpsat.Point] = [ordered[0]]

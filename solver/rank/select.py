@@ -159,7 +159,6 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
                     refs: list[Reference], ref_models: dict[str, str]) -> list[Candidate]:
     if not planned:
         return []
-    w_lat, w_inv = scenario.objective_weights
     # the full serving estimate each candidate shows, not the planner's additive proxy: the proxy leaves out
     # the serving dynamics (scheduler budget per replica, queueing), so two configurations it ties (DP and CP
     # at equal per-rank work) can differ here by 15% in throughput
@@ -169,7 +168,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
     for p, lat_p, inv_p in zip(planned, lat, inv):
         # the planner's weighted log-ratio (plan.solve): a 3% tie means 3% in the weighted geometric mean of
         # latency and inverse throughput, whichever candidate is the reference
-        score = w_lat * math.log(lat_p / min(lat)) + w_inv * math.log(inv_p / min(inv))
+        score = scenario.score(lat_p, inv_p, min(lat), min(inv))
         ref, dist, diff = closest_reference(p.config, model, hw, refs, ref_models)
         rows.append((p, score, ref, dist, diff, cross_node(p.config, hw), lat_p, inv_p))
     best_score = min(r[1] for r in rows)

@@ -1,6 +1,7 @@
 """Scenario: what the deployment is for (the seed's target scenario) and its workload and SLAs."""
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -63,6 +64,12 @@ class Scenario(BaseModel):
         if self.phase == "decode":
             return 0.0, self.osl, self.osl
         return 1.0, max(0, self.osl - 1), self.osl
+
+    def score(self, latency: float, inv_throughput: float, latency_ref: float, inv_throughput_ref: float) -> float:
+        """The scenario's weighted log-ratio of (latency, inverse throughput) to reference values: scale-free,
+        so a 2x loss in latency weighs the same whether latency is milliseconds or seconds; lower is better."""
+        w_lat, w_inv = self.objective_weights
+        return w_lat * math.log(latency / latency_ref) + w_inv * math.log(inv_throughput / inv_throughput_ref)
 
     def request_latency(self, ttft_s: float, tpot_s: float) -> float:
         """The planner's latency objective in seconds from a TTFT and a TPOT (latency_terms)."""
