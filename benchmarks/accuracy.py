@@ -49,7 +49,7 @@ from solver.estimate.serving import (  # noqa: E402
     serving_steps, serving_times, token_budget,
 )
 from solver.estimate.step import StepCost  # noqa: E402
-from solver.measured import Case, case_from_row  # noqa: E402
+from solver.measured import Case, case_from_row, factors  # noqa: E402
 from solver.specs.validation import load_yaml  # noqa: E402
 
 DEFAULT_CSV = REPO.parent / "shared" / "facts" / "calibration" / "measured_agg_calibration.csv"
@@ -156,7 +156,7 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     ttft, tpot = _measured(row, "ttft_ms"), _measured(row, "tpot_ms")
     base = factors_for(case.hw, {})  # the hardware's own factors: multipliers 1, no step overhead
     # the framework's scheduler token budget (profile default for this hardware), as estimate() resolves it
-    framework_f = factors_for(case.hw, case.efficiency or case.framework.efficiency_for(case.hw.name))
+    framework_f = factors(case)
     wl = replace(case.workload, token_budget=token_budget(case.workload, framework_f, case.pc))
     case = replace(case, workload=wl)
     cap = kv_capacity_per_replica(case.model, case.hw, case.pc, case.prec, wl.context_len)
@@ -227,8 +227,7 @@ def check_fast_path(prepared: Sequence[Prepared], limit: int = 12) -> float:
     fitted = load_factors()
     for p in prepared[:limit]:
         c = p.case
-        f = factors_for(c.hw, c.framework.efficiency_for(c.hw.name))
-        est = estimate(c.model, c.hw, c.pc, c.prec, f, c.workload)
+        est = estimate(c.model, c.hw, c.pc, c.prec, factors(c), c.workload)
         t, s = predict(p, profile_params(p, fitted))
         worst = max(worst, abs(t / est.ttft_s - 1), abs(s / est.tpot_s - 1))
     return worst
@@ -351,8 +350,6 @@ PUBLISHED: tuple[Published, ...] = (
 
 def _published_estimate(pub: Published) -> tuple[float, str]:
     """(predicted value in the published metric, note)."""
-    from solver.estimate.compute import factors_for as ff
-
     row = dict(pub.row)
     mtp = int(row.pop("mtp", 0))
     max_running = int(row.pop("max_running", 0))
@@ -364,8 +361,7 @@ def _published_estimate(pub: Published) -> tuple[float, str]:
         note = f"{note}; C = {row['concurrency']}".lstrip("; ")
     case = case_from_row(row)
     wl = replace(case.workload, mtp=mtp, max_running=max_running)
-    f = ff(case.hw, case.framework.efficiency_for(case.hw.name))
-    est = estimate(case.model, case.hw, case.pc, case.prec, f, wl)
+    est = estimate(case.model, case.hw, case.pc, case.prec, factors(case), wl)
     value = {
         "tok_s_gpu": est.output_tokens_per_s_per_rank,
         "tok_s_user": est.tokens_per_s_per_user,

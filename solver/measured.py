@@ -41,8 +41,6 @@ from solver.specs.parallel import ParallelConfig, make_parallel_config
 from solver.specs.precision import Precision, resolve_precision
 
 REQUIRED_COLUMNS = ("model", "system", "isl", "osl", "concurrency", "tp")
-OPTIONAL_COLUMNS = ("backend", "precision", "gemm_quant_mode", "moe_quant_mode", "attention_dp", "moe_tp",
-                    "moe_ep", "pp")
 # the `precision` column's headline format -> the weight format it implies when the quant columns are blank
 PRECISION_TO_FORMAT = {"fp8": "fp8", "fp4": "nvfp4", "nvfp4": "nvfp4", "bf16": "bf16", "fp16": "bf16",
                        "float16": "bf16", "bfloat16": "bf16", "int8": "int8", "int4": "int4"}

@@ -17,13 +17,13 @@ from solver.calibrate.compare import COMM_EXPOSED, ClassComparison, Comparison
 from solver.calibrate.metrics import TraceSummary
 from solver.calibrate.verdict import COMMUNICATION_RATIO, ESTIMATE_DEVIATION, RANK_VARIANCE, Verdict, judge
 from solver.estimate import comm
+from solver.estimate.memory import TOTAL_FRACTION, WEIGHTS_KV_FRACTION
 from solver.estimate.step import StepCost
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 
 CLASS_LABEL = {ATTENTION: "attention", GEMM_MOE: "GEMM/MoE", COMM_EXPOSED: "exposed communication"}
-NEAR_CAPACITY = 0.95  # seed 3.4: total memory over 0.95 x capacity -> raise parallelism or lower the batch
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def communication_findings(summary: TraceSummary, pc: ParallelConfig | None, hw:
 
 # collective name prefix (estimate/step.py) -> the knob whose group it runs over
 _COMM_KNOB = (("attn_tp_", "attn_tp_size"), ("oproj_tp_", "o_proj_tp_size"), ("kv_allgather", "cp_size"),
-              ("lse_merge", "kvp_size"), ("q_allgather", "cp_size"), ("topk_merge", "kvp_size"),
+              ("lse_merge", "kvp_size"), ("topk_merge", "kvp_size"),
               ("kvp_hidden", "kvp_size"), ("dense_tp_", "dense_tp_size"), ("shared_tp_", "dense_tp_size"),
               ("moe_tp_", "moe_tp_size"), ("ep_", "moe_ep_size"), ("embed_", "embed_tp_size"),
               ("lmhead_", "lmhead_tp_size"), ("logits_", "lmhead_tp_size"))
@@ -199,7 +199,7 @@ def memory_findings(peak_bytes: float | None, hw: Hardware | None, cmp: Comparis
         return out
     if hw is not None:
         share = peak_bytes / hw.memory_bytes
-        level = "bad" if share > NEAR_CAPACITY else ("warn" if share > 0.80 else "ok")
+        level = "bad" if share > TOTAL_FRACTION else ("warn" if share > WEIGHTS_KV_FRACTION else "ok")
         action = {"ok": "none", "warn": "little headroom: keep the batch",
                   "bad": "over 0.95 x capacity: raise parallelism or lower the batch"}[level]
         out.append(Finding("peak_memory_share", share, level,

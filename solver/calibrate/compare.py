@@ -215,17 +215,14 @@ def compare(summary: TraceSummary, setup: Setup, peak_bytes: float | None, hw: H
 
 
 def comparison_data(cmp: Comparison) -> dict[str, Any]:
-    def pct(x: float | None) -> float | None:
-        return None if x is None else x
-
     return {
         "phase": cmp.phase,
         "step_time_ms": {"measured": cmp.measured_step_s * 1e3, "estimated": cmp.estimated_step_s * 1e3,
-                         "deviation": pct(cmp.step_deviation)},
+                         "deviation": cmp.step_deviation},
         "classes": [{"class": c.kind, "measured_ms": c.measured_s * 1e3, "estimated_ms": c.estimated_s * 1e3,
-                     "deviation": pct(c.deviation), "module": c.module, "judged": c.judged}
+                     "deviation": c.deviation, "module": c.module, "judged": c.judged}
                     for c in cmp.classes],
         "memory_gb": {"measured_peak": None if cmp.measured_peak_bytes is None else cmp.measured_peak_bytes / 1e9,
-                      "estimated": cmp.estimated_memory_bytes / 1e9, "deviation": pct(cmp.memory_deviation),
+                      "estimated": cmp.estimated_memory_bytes / 1e9, "deviation": cmp.memory_deviation,
                       "capacity": cmp.memory.capacity_bytes / 1e9, "limit": cmp.memory.limit_bytes / 1e9},
     }

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from solver.errors import InputError
-from solver.estimate.serving import Workload
 from solver.specs.deployment import DEPLOYMENT_ONLY, flatten_nested_keys
 from solver.specs.parallel import KNOBS, ParallelConfig
 from solver.specs.validation import load_yaml
@@ -61,11 +60,6 @@ class ProfiledConfig:
     @property
     def has_workload(self) -> bool:
         return self.phase is not None
-
-    def workload(self) -> Workload:
-        if self.phase is None:
-            raise InputError(self.source, "no workload: give phase, batch and seq_len (or isl/osl)")
-        return Workload(self.phase, batch=self.batch or 1, seq_len=self.seq_len or 1)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"source": self.source, "world_size": self.parallel.world_size,

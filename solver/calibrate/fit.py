@@ -94,9 +94,6 @@ class FitResult:
     iterations: int
     residual: float  # root-mean-square relative class error after the fit
 
-    def by_key(self) -> dict[str, FactorFit]:
-        return {f.key: f for f in self.factors}
-
 
 def _rows(obs: Sequence[Observation], hw: Hardware, keys: list[str], values: dict[str, float]):
     """Per (run, class): measured M, estimated E, and A_k = e-governed time for each factor key."""

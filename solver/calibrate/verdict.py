@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from solver.calibrate.compare import signed_deviation
 from solver.errors import InputError
 
 Level = Literal["ok", "warn", "bad"]
@@ -104,10 +105,12 @@ def variance_verdict(variance: float) -> Verdict:
 
 
 def deviation(estimated: float, measured: float) -> float:
-    """Relative deviation |measured - estimated| / estimated of a measurement from its estimate."""
-    if not estimated > 0:
+    """Relative deviation |measured - estimated| / estimated of a measurement from its estimate: the magnitude
+    of `compare.signed_deviation`, except that a missing estimate (<= 0) raises instead of giving None."""
+    signed = signed_deviation(estimated, measured)
+    if signed is None:
         raise InputError("estimate", f"must be > 0 to compare against, got {estimated!r}")
-    return abs(measured - estimated) / estimated
+    return abs(signed)
 
 
 def deviation_verdict(value: float) -> Verdict:

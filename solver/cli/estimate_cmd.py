@@ -97,7 +97,7 @@ def _fmt_num(v: float) -> str:
 
 def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, int]:
     """Evaluate every row; a row that cannot be evaluated gets `error` and the run goes on. (rows, errors)."""
-    from solver.measured import REQUIRED_COLUMNS, case_from_row
+    from solver.measured import REQUIRED_COLUMNS, predict_row
 
     src = Path(path_in)
     if not src.is_file():
@@ -118,9 +118,7 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
     for row in rows:
         rec = dict(row)
         try:
-            case = case_from_row(row, framework)
-            f = factors_for(case.hw, case.framework.efficiency_for(case.hw.name))
-            est = estimate(case.model, case.hw, case.pc, case.prec, f, case.workload)
+            est = predict_row(row, framework)
             rec.update(ttft_ms_pred=_fmt_num(est.ttft_s * 1e3), tpot_ms_pred=_fmt_num(est.tpot_s * 1e3), error="")
         except ShardplanError as exc:
             errors += 1
