@@ -20,8 +20,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import pandas as pd
 
 from solver.capacity.inputs import DEFAULT_SCENARIOS, parse_cards
-from solver.capacity.sweep import Task, build_plan, solve_task
-from solver.errors import InputError, ShardplanError
+from solver.capacity.sweep import Task, build_plan, solve_task, sweep_rows
+from solver.errors import InputError
 from solver.plan.cpsat import SolverParams
 from solver.specs.parallel import KNOBS
 
@@ -174,11 +174,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         if progress:
             progress(f"{hw_name}: {t.cards} cards")
         opt.tried_cards.append(t.cards)
-        rows = solve_task(t)
-        if rows and "__error__" in rows[0]:
-            r = rows[0]
-            raise InputError(r["field"], r["problem"]) if r["__error__"] == "InputError" \
-                else ShardplanError(r["message"])
+        rows = sweep_rows([solve_task(t)])  # raises a tool error a task returned as data
         ok = [r for r in rows if r["feasible"]]
         if not ok:
             last_binding = rows[0]["binding_constraint"] if rows else ""

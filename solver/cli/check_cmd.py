@@ -29,8 +29,7 @@ def _est(e) -> dict:
 
 
 def review_dict(r: Review, pc: ParallelConfig) -> dict:
-    return {"valid": r.valid, "parallel_config": {**pc.knobs(), "attn_dp_size": pc.attn_dp_size,
-                                                  "moe_ep_size": pc.moe_ep_size},
+    return {"valid": r.valid, "parallel_config": pc.knobs_and_derived(),
             "violations": r.violations, "warnings": r.warnings, "common_errors": r.common_errors,
             "notes": r.notes, "estimation": _est(r.estimate),
             "comparisons": {k: _est(v) for k, v in r.comparisons.items()}}

@@ -285,7 +285,7 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
         L = model.num_moe_layers
         inter = model.moe_intermediate_size or model.intermediate_size
         expert_params = params.module("routed_experts").params / (L * model.num_experts)
-        k_real = model.experts_per_token * model.num_experts / model.expert_slots
+        k_real = model.real_experts_per_token
         ep, t = pc.moe_ep_size, pc.moe_tp_size
         system_tokens = T * busy_replicas(pc, w)
         pairs_rank = system_tokens * k_real / ep

@@ -201,11 +201,10 @@ def activation_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, t
         attn += t * min(tokens, 4096) * 4
     # FFN/MoE groups gather the tokens of their members: a rank's share of the system's tokens is u
     u = tokens * pc.attn_replicas / pc.world_size
-    dense = u * pc.dense_tp_size * 2 * model.intermediate_size / pc.dense_tp_size * act_b \
-        if model.has_dense_ffn else 0.0
+    dense = u * 2 * model.intermediate_size * act_b if model.has_dense_ffn else 0.0
     moe = 0.0
     if model.is_moe:
-        pairs = u * model.experts_per_token * pc.moe_tp_size  # token-expert pairs landing on a rank
+        pairs = u * model.real_experts_per_token * pc.moe_tp_size  # token-expert pairs landing on a rank
         inter = model.moe_intermediate_size or model.intermediate_size
         moe = pairs * (h + 2 * inter / pc.moe_tp_size) * act_b
     logits = max(sequences, 1.0) * model.vocab_size / pc.lmhead_tp_size * 4
@@ -218,7 +217,8 @@ def comm_buffers_per_rank(model: ModelSpec, pc: ParallelConfig, tokens_per_rank:
     total = COMM_BUFFER_BYTES if any(g > 1 for g in groups) else 0.0
     if model.is_moe and pc.moe_ep_size > 1:
         # all-to-all dispatch and combine staging: every token-expert pair a rank can send, both ways
-        total += 2 * tokens_per_rank * model.experts_per_token * model.hidden_size * 2
+        # (zero-computation experts stay on the rank: they are not dispatched)
+        total += 2 * tokens_per_rank * model.real_experts_per_token * model.hidden_size * 2
     return total
 
 

@@ -154,7 +154,7 @@ def _layer_modules(m: ModelSpec, attn_layers: int, dense_layers: int, moe_layers
                                      shared * moe_layers))
         routed = expert * m.num_experts * moe_layers
         # expected real (non-zero) experts among the top-k: zero experts take their share of the slots
-        real_topk = m.experts_per_token * m.num_experts / m.expert_slots
+        real_topk = m.real_experts_per_token
         mods.append(ModuleParams("routed_experts", "experts", (Part("experts", routed, "tp"),),
                                  expert * real_topk * moe_layers))
         router = (h * m.expert_slots + (m.expert_slots if m.router_bias else 0)) * moe_layers

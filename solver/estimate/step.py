@@ -181,7 +181,7 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
     moe: list[CommCost] = []
     if model.is_moe and model.num_moe_layers:
         ep, t = pc.moe_ep_size, pc.moe_tp_size
-        k_real = model.experts_per_token * model.num_experts / model.expert_slots
+        k_real = model.real_experts_per_token
         if t > 1:
             moe += _tp_module("moe_tp", "routed_experts", hw, t, group_tokens(pc, w, t) * h * ACT_BYTES, eff,
                               t != a)

@@ -13,7 +13,7 @@ from solver.plan import cpsat
 from solver.plan.cpsat import pareto
 from solver.plan.exhaustive import enumerate_points
 from solver.plan.tables import Tables, build_tables
-from solver.space.domains import Space, build_space, divisors, tp_domain
+from solver.space.domains import build_space, largest_tp
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -27,8 +27,7 @@ class Planned:
     config: ParallelConfig
     batch: int
     estimate: Estimate
-    latency_s: float  # planner's additive score
-    inv_throughput_s: float
+    latency_s: float  # the planner's additive latency objective
     on_front: bool
 
 
@@ -36,7 +35,6 @@ class Planned:
 class PlanResult:
     candidates: list[Planned]
     front: list[Planned]
-    space: Space
     binding: list[str] = field(default_factory=list)
     method: str = "cpsat"
     pruned: dict[str, list[str]] = field(default_factory=dict)  # rule -> knob values it removed
@@ -124,10 +122,9 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
 
     def realize(p: cpsat.Point) -> Planned:
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
-        return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.inv_throughput / cpsat.TIME_SCALE,
-                       p.key() in front_keys)
+        return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys)
 
-    result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], space, method=method)
+    result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method)
     if explain_binding:
         result.binding = binding_constraints(planner, chosen[0])
     pruned: dict[str, list[str]] = {}
@@ -169,7 +166,7 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
         smallest = min(tables.batches)
         for w in [world * k for k in (2, 3, 4, 6, 8, 12, 16, 24, 32)]:
             # the most sharded layout the planner itself would allow: TP inside the fast domain, MoE on EP
-            tp = max(d for d in divisors(w) if d <= tp_domain(hw) and model.num_attention_heads % d == 0)
+            tp = largest_tp(w, hw, model)
             if model.is_moe and model.num_experts % w:
                 continue
             pc = ParallelConfig(world_size=w, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp,

@@ -6,7 +6,7 @@ from solver.estimate.compute import Factors
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.estimate.step import StepCost
 from solver.rank.select import pattern_name
-from solver.space.domains import tp_domain
+from solver.space.domains import largest_tp
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -15,13 +15,9 @@ from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
 
-def _largest_div(n: int, cap: int, must_divide: int) -> int:
-    return max(d for d in range(1, min(n, cap) + 1) if n % d == 0 and must_divide % d == 0)
-
-
 def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario) -> dict[str, dict[str, int]]:
     """The seed's baseline patterns for this model and world size (Step 2 quick reference)."""
-    tp = _largest_div(world, tp_domain(hw), model.num_attention_heads)
+    tp = largest_tp(world, hw, model)
     alts = {
         f"all-TP{tp}": {"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": tp if model.is_moe else world,
                         "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_tp_size": tp if model.has_mla else 1},

@@ -14,7 +14,6 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig
 from solver.specs.precision import Precision
 
-LARGE_VOCAB = 100_000
 SMALL_SCALE = 16  # the seed's "small-to-medium scale" MoE deployments (R1 16-card references)
 
 
@@ -96,7 +95,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
                                "rank holds and reads all of it; prefer attention DP, and CP for long prefill")
     if any(getattr(pc, k) > dom for k in ("attn_tp_size", "dense_tp_size", "embed_tp_size", "lmhead_tp_size")):
         r.common_errors.append("TP communication crosses nodes: keep tp_size <= ranks per node")
-    if model.vocab_size > LARGE_VOCAB and (pc.embed_tp_size == 1 or pc.lmhead_tp_size == 1) and W > 1:
+    if model.has_large_vocab and (pc.embed_tp_size == 1 or pc.lmhead_tp_size == 1) and W > 1:
         r.common_errors.append(f"embed/lm_head TP left at 1 with V = {model.vocab_size:,} > 100K: set them "
                                "independently (references use 16)")
     tps = [pc.attn_tp_size, pc.dense_tp_size, pc.moe_tp_size, pc.embed_tp_size, pc.lmhead_tp_size]

@@ -3,7 +3,7 @@ verified config), name their pattern, label trade-offs and explain them with the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from solver.space.domains import tp_domain
 from solver.plan.solve import Planned
@@ -27,8 +27,6 @@ class Candidate:
     tradeoff: dict[str, str]
     cross_node: bool
     comparative_testing: bool
-    score: float
-    notes: list[str] = field(default_factory=list)
 
 
 def pattern_name(pc: ParallelConfig, model: ModelSpec) -> str:
@@ -117,7 +115,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         lines.append(f"dense FFN and shared experts TP{pc.dense_tp_size}" if pc.dense_tp_size > 1 else
                      "dense FFN and shared experts replicated (seed allows TP within the node; the estimate "
                      "prefers no all-reduce here)")
-    if model.vocab_size > 100_000:
+    if model.has_large_vocab:
         table_gb = model.vocab_size * model.hidden_size * 2 / 1e9
         parts = []
         for name, degree in (("embed", pc.embed_tp_size), ("lm_head", pc.lmhead_tp_size)):
@@ -193,6 +191,6 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
             reference=(ref.id if ref else "none"), reference_diff=diff,
             tradeoff={"throughput": _label(inv_p, min(inv)), "latency": _label(lat_p, min(lat)),
                       "long_context": long_ctx},
-            cross_node=xnode, comparative_testing=comparative, score=score,
+            cross_node=xnode, comparative_testing=comparative,
         ))
     return out

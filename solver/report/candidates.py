@@ -41,7 +41,7 @@ def candidate_dict(c: Candidate) -> dict[str, Any]:
         "pattern": c.pattern,
         "reason": c.reason,
         "reference": ref,
-        "parallel_config": {**pc.knobs(), "attn_dp_size": pc.attn_dp_size, "moe_ep_size": pc.moe_ep_size},
+        "parallel_config": pc.knobs_and_derived(),
         "estimation": estimation(c),
         "tradeoff": c.tradeoff,
     }

@@ -11,7 +11,6 @@ from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 
 GB = 1e9
-LARGE_VOCAB = 100_000  # seed: V > 100K -> set embed/lm_head TP independently
 
 _PARALLEL = {
     "embedding": "embed_tp", "attention": "attn_tp / cp / kvp / attn_sp", "indexer": "replicated under attn_tp; "
@@ -47,7 +46,7 @@ def _basic(m: ModelSpec) -> dict[str, Any]:
 
 
 def _characteristics(m: ModelSpec) -> list[dict[str, str]]:
-    big_vocab = m.vocab_size > LARGE_VOCAB
+    big_vocab = m.has_large_vocab
     vocab = f"{'large' if big_vocab else 'small'} vocabulary matrix (V={m.vocab_size:,})"
     rows = [{"module": "embedding", "prefill": vocab + ", a gather", "decode": vocab + ", a gather",
              "parallel": "embed_tp" + (" (set independently: V > 100K)" if big_vocab else " (follow main strategy)")}]

@@ -25,6 +25,11 @@ def tp_domain(hw: Hardware) -> int:
     return hw.ranks_per_node
 
 
+def largest_tp(world: int, hw: Hardware, model: ModelSpec) -> int:
+    """The largest attention TP the planner could pick: divides W and the heads, inside tp_domain."""
+    return max(d for d in divisors(world) if d <= tp_domain(hw) and model.num_attention_heads % d == 0)
+
+
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -45,18 +50,12 @@ class Space:
     batches: tuple[int, ...]
     pruned: tuple[Pruned, ...] = field(default=())
 
-    def size(self) -> int:
-        n = len(self.batches)
-        for values in self.domains.values():
-            n *= len(values)
-        return n
 
-
-def _batch_values(world: int, scenario: Scenario) -> tuple[int, ...]:
+def _batch_values(scenario: Scenario) -> tuple[int, ...]:
     if scenario.concurrency is not None:
         return (scenario.concurrency,)
     if scenario.phase == "prefill":
-        return (1,) if scenario.concurrency is None else (scenario.concurrency,)
+        return (1,)
     # powers of two from one request per rank's worth up to the cap (the largest that fits is not always best)
     values, b = [], 1
     while b <= scenario.max_concurrency:
@@ -79,8 +78,6 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
             return False  # no dense FFN: dense_tp = 1 (seed Layer 1)
         if not model.has_mla and knob == "o_proj_tp_size" and value != 1:
             return False  # o_proj follows attention TP outside MLA models (seed output format note)
-        if not model.is_moe and knob == "moe_tp_size" and value != world and value != 1:
-            return False
         checks = {
             "attn_tp_size": [(model.num_attention_heads % value == 0, "A.heads_divisible_attn_tp"),
                              (not fw.splits_kv_heads or model.num_key_value_heads % value == 0,
@@ -115,5 +112,5 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
         domains[knob] = values
     if not model.is_moe:
         # a dense model's "MoE TP" is meaningless: fix it to the world so EP = 1
-        domains["moe_tp_size"] = (world,) if world in divs else (1,)
-    return Space(world, domains, _batch_values(world, scenario), tuple(pruned))
+        domains["moe_tp_size"] = (world,)
+    return Space(world, domains, _batch_values(scenario), tuple(pruned))

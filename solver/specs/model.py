@@ -14,6 +14,7 @@ from solver.errors import InputError
 
 Architecture = Literal["dense", "moe", "moe+mla", "moe+dsa", "dense+mla", "hybrid-attention"]
 AttentionKind = Literal["gqa", "mla", "dsa"]
+LARGE_VOCAB = 100_000  # seed: a vocabulary over 100K -> set embed/lm_head TP independently of the backbone
 
 
 class QuantSpec(BaseModel):
@@ -100,6 +101,16 @@ class ModelSpec(BaseModel):
     @property
     def has_dense_ffn(self) -> bool:
         return self.num_dense_layers > 0
+
+    @property
+    def has_large_vocab(self) -> bool:
+        return self.vocab_size > LARGE_VOCAB
+
+    @property
+    def real_experts_per_token(self) -> float:
+        """Routed experts a token reaches that compute: top-k scaled by the real share of the router's slots
+        (LongCat's zero-computation experts take the rest)."""
+        return self.experts_per_token * self.num_experts / self.expert_slots
 
     @property
     def o_proj_dim(self) -> int:

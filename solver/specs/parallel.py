@@ -62,11 +62,12 @@ class ParallelConfig(BaseModel):
     def knobs(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in KNOBS}
 
+    def knobs_and_derived(self) -> dict[str, int]:
+        """The knobs plus the DP/EP sizes the framework derives: the seed's parallel_config block."""
+        return {**self.knobs(), "attn_dp_size": self.attn_dp_size, "moe_ep_size": self.moe_ep_size}
+
     def with_derived(self) -> dict[str, int]:
-        d = {"world_size": self.world_size, **self.knobs()}
-        d["attn_dp_size"] = self.attn_dp_size
-        d["moe_ep_size"] = self.moe_ep_size
-        return d
+        return {"world_size": self.world_size, **self.knobs_and_derived()}
 
 
 def make_parallel_config(world_size: int, **knobs: int | None) -> ParallelConfig:
