@@ -20,11 +20,12 @@ import re
 import statistics
 
 from solver.estimate.compute import factors_for
-from solver.estimate.serving import DEFAULT_MTP_ACCEPT, Workload, estimate, mtp_tokens_per_step
+from solver.estimate.serving import Workload, estimate, mtp_tokens_per_step
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.reference import Reference, Result, list_references
+from solver.specs.scenario import DEFAULT_MTP_ACCEPT
 
 DIES_PER_CARD = 2  # Atlas A3: a card (package) holds two dies, one rank each (facts/verified-configs.md)
 ACCEPTED = re.compile(r"~?([0-9.]+) accepted")  # "(MTP3, ~1.44 accepted)" in the v32-d128-q results

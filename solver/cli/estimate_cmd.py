@@ -11,7 +11,8 @@ import click
 from solver.cli.options import dtype_options, format_option, knob_options, parallel_from_options
 from solver.errors import InputError, ShardplanError
 from solver.estimate.compute import factors_for
-from solver.estimate.serving import DEFAULT_MTP_ACCEPT, Workload, estimate
+from solver.estimate.serving import Workload, estimate
+from solver.specs.scenario import DEFAULT_MTP_ACCEPT
 from solver.report.estimate_view import estimate_data, render_estimate
 from solver.report.render import console, dump
 from solver.specs.framework import load_framework, model_env

@@ -138,10 +138,6 @@ def load_imbalance(base: float, pairs_per_rank: float, ranks: int) -> float:
     return max(base, spread)
 
 
-def _attn_token_shards(pc: ParallelConfig) -> int:
-    return pc.cp_size * pc.attn_sp_size
-
-
 def busy_replicas(pc: ParallelConfig, w: Work) -> float:
     r = pc.attn_replicas
     return min(float(r), w.busy_replicas) if w.busy_replicas > 0 else float(r)
@@ -190,7 +186,7 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     a = pc.attn_tp_size
     h = model.hidden_size
     T = w.new_tokens
-    t_a = T / _attn_token_shards(pc)  # tokens whose projections a rank computes
+    t_a = T / pc.token_shards  # tokens whose projections a rank computes
 
     def u(degree: int) -> float:  # token share per rank of a module whose weights split `degree` ways
         return group_tokens(pc, w, degree) / degree
@@ -211,7 +207,7 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     # --- attention core
     ctx = max(w.context, 1.0)
     heads = model.num_attention_heads / a
-    pair_shards = _attn_token_shards(pc) * pc.kvp_size
+    pair_shards = pc.token_shards * pc.kvp_size
     kv_bpt = kv_bytes_per_token_layer(model, prec.kv_bytes, a)
     attn_peak = hw.flops("bf16")
     if model.has_dsa:

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from solver.estimate.params import ModuleParams, ParamReport, count_params
+from solver.specs.framework import DEFAULT_TOKEN_BUDGET
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -18,8 +19,8 @@ TOTAL_FRACTION = 0.95  # seed 3.4: total memory > capacity x 0.95 -> increase pa
 WEIGHTS_KV_FRACTION = 0.8  # seed 3.2: parameters + KV close to capacity x 0.8 -> tight
 # NCCL/HCCL communicator buffers: ~340-390 MiB per GPU at TP 2-8 (facts/hardware.md)
 COMM_BUFFER_BYTES = 375 * 2**20
-# Default tokens per attention replica in one prefill forward (chunked prefill; vLLM and SGLang default 8192)
-DEFAULT_PREFILL_CHUNK = 8192
+# Default tokens per attention replica in one prefill forward: the chunked-prefill default token budget
+DEFAULT_PREFILL_CHUNK = DEFAULT_TOKEN_BUDGET
 INDEXER_SCALE_BYTES = 4  # one fp32 scale per cached indexer key (facts/attention-variants.md)
 
 
@@ -31,6 +32,11 @@ class MemoryOptions:
     # which knob splits the shared experts: frameworks differ (dense MLP TP vs the MoE module's TP)
     shared_experts_knob: str = "dense_tp_size"
     include_mtp: bool = False
+
+
+def memory_limit(capacity_bytes: float, reserved_bytes: float, total_fraction: float) -> float:
+    """The wall: the seed's 0.95 x capacity for what the model uses, and the runtime reserve must fit too."""
+    return min(total_fraction * capacity_bytes, capacity_bytes - reserved_bytes)
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,7 @@ class MemoryReport:
 
     @property
     def limit_bytes(self) -> float:
-        """The wall: the seed's 0.95 x capacity for what the model uses, and the runtime reserve must fit too."""
-        return min(self.total_fraction * self.capacity_bytes, self.capacity_bytes - self.reserved_bytes)
+        return memory_limit(self.capacity_bytes, self.reserved_bytes, self.total_fraction)
 
     @property
     def feasible(self) -> bool:
@@ -179,7 +184,7 @@ def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch:
 # ------------------------------------------------------------------------------------------- activations
 
 
-def activation_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, tokens: float,
+def activation_per_rank(model: ModelSpec, pc: ParallelConfig, tokens: float,
                         sequences: float) -> float:
     """Peak transient bytes of one forward over `tokens` tokens of one attention replica.
 
@@ -187,7 +192,7 @@ def activation_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, t
     """
     h = model.hidden_size
     act_b = 2  # activations held in bf16 between kernels
-    t = tokens / (pc.cp_size * pc.attn_sp_size)  # tokens a rank computes attention for
+    t = tokens / pc.token_shards  # tokens a rank computes attention for
     residual = 3 * t * h * act_b  # residual, normed input, module output
     heads = model.num_attention_heads / pc.attn_tp_size
     if model.has_mla:
@@ -209,6 +214,18 @@ def activation_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, t
         moe = pairs * (h + 2 * inter / pc.moe_tp_size) * act_b
     logits = max(sequences, 1.0) * model.vocab_size / pc.lmhead_tp_size * 4
     return residual + max(attn, dense, moe, logits)
+
+
+def prefill_chunk(opts: MemoryOptions, seq_len: int, seqs: float) -> float:
+    """Tokens of one prefill forward: the chunk, or all the prompts a rank holds when they are fewer."""
+    return min(opts.prefill_chunk, max(seq_len, 1) * max(seqs, 1))
+
+
+def activation_peak(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float) -> float:
+    """The larger transient of a prefill chunk and of a decode step of `seqs` sequences."""
+    chunk = prefill_chunk(opts, seq_len, seqs)
+    return max(activation_per_rank(model, pc, chunk, max(1.0, chunk / max(seq_len, 1))),
+               activation_per_rank(model, pc, seqs, seqs))
 
 
 def comm_buffers_per_rank(model: ModelSpec, pc: ParallelConfig, tokens_per_rank: float) -> float:
@@ -235,13 +252,9 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
     # next-n depth > 1 reuses the checkpoint's MTP layer(s): weights and cache are those layers only
     kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len,
                                    mtp_layers=model.num_mtp_layers if mtp > 0 else 0)
-    chunk = min(opts.prefill_chunk, max(seq_len, 1) * max(seqs, 1))
-    decode_tokens = seqs
-    act = max(
-        activation_per_rank(model, pc, prec, chunk, max(1.0, chunk / max(seq_len, 1))),
-        activation_per_rank(model, pc, prec, decode_tokens, seqs),
-    )
-    comm = comm_buffers_per_rank(model, pc, max(chunk / (pc.cp_size * pc.attn_sp_size), decode_tokens))
+    chunk = prefill_chunk(opts, seq_len, seqs)
+    act = activation_peak(model, pc, opts, seq_len, seqs)
+    comm = comm_buffers_per_rank(model, pc, max(chunk / pc.token_shards, seqs))
     notes = list(prec.notes)
     return MemoryReport(
         weights_bytes=weights,

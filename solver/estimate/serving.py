@@ -49,12 +49,9 @@ from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
-from solver.specs.scenario import Scenario
+from solver.specs.framework import DEFAULT_TOKEN_BUDGET
+from solver.specs.scenario import DEFAULT_MTP_ACCEPT, Scenario
 
-# Tokens per scheduler step when neither the workload nor the framework profile sets one (the profiles carry each
-# framework's public default: vLLM max_num_batched_tokens, SGLang chunked_prefill_size, TRT-LLM max_num_tokens)
-DEFAULT_TOKEN_BUDGET = 8192
-DEFAULT_MTP_ACCEPT = 0.7  # MTP1 acceptance ~70% (CloudMatrix384 paper, facts/measurements.md #9)
 # Requests a benchmark run sends, in multiples of the concurrency (num_prompts = k x concurrency). The CSV does not
 # record it; public serving-benchmark scripts use a few to ten times the concurrency. k = 5 is the value that
 # minimised the calibration error among k in {2, 3, 5, 8, 20} (one global number, not per framework or model;

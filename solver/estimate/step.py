@@ -38,6 +38,11 @@ class CommCost:
     exposed_s: float
     tier: str
 
+    def scaled(self, n: float, prefix: str = "") -> "CommCost":
+        """The same collective run n times (over n layers or draft passes)."""
+        return replace(self, name=prefix + self.name, bytes=self.bytes * n, time_s=self.time_s * n,
+                       exposed_s=self.exposed_s * n)
+
 
 @dataclass
 class StepCost:
@@ -114,7 +119,7 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
     h = model.hidden_size
     a = pc.attn_tp_size
     T = w.new_tokens
-    t_a = T / (pc.cp_size * pc.attn_sp_size)
+    t_a = T / pc.token_shards
     eff = f.comm
     attn: list[CommCost] = []
 
@@ -139,7 +144,7 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
                        comm.reduce_scatter_s(hw, o_extra, scatter, a, eff), comm.crosses(hw, o_extra, a)))
 
     cache_bpt = kv_bytes_per_token_layer(model, prec.kv_bytes, a) + indexer_bytes_per_token_layer(model)
-    shards = pc.cp_size * pc.attn_sp_size
+    shards = pc.token_shards
     if shards > 1:
         # every rank needs the new KV (and indexer keys) of the tokens the others computed; second stream
         nbytes = T * cache_bpt
@@ -254,15 +259,12 @@ def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     attn_core = sum(o.compute_s for o in ops["attention"] if o.name in ("attention_core", "indexer_score"))
     comms = layer_comms(model, hw, pc, prec, f, w, attn_core, ffn=not attention_only)
     n_attn = model.num_layers + mtp_layers
-    n_dense = model.num_dense_layers
+    n_dense = model.num_dense_layers  # LongCat: counts every attention sub-block, each with its dense FFN
     n_moe = model.num_moe_layers + (mtp_layers if model.is_moe else 0)
-    if model.sublayers_per_moe_block > 1:
-        n_dense = model.num_dense_layers  # LongCat: every attention sub-block has its dense FFN
     step = StepCost()
     for kind, count in (("attention", n_attn), ("dense", n_dense), ("moe", n_moe)):
         step.ops += [o.scaled(count) for o in ops[kind]]
-        step.comms += [CommCost(c.name, c.module, c.primitive, c.group, c.bytes * count, c.time_s * count,
-                                c.exposed_s * count, c.tier) for c in comms[kind]]
+        step.comms += [c.scaled(count) for c in comms[kind]]
     if attention_only:
         step.overhead_s = f.step_overhead_s
         return step
@@ -275,10 +277,8 @@ def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
         dw = Work("decode", new_tokens=w.sequences, context=w.context, sequences=w.sequences,
                   logits_tokens=w.sequences, busy_replicas=w.busy_replicas)
         draft = [o for o in head_ops(model, hw, pc, prec, f, dw, params) if o.name == "lm_head"]
-        step.ops += [OpCost("mtp_lm_head", o.module, o.flops, o.bytes, o.compute_s, o.memory_s, o.overhead_s)
-                     .scaled(mtp_layers) for o in draft]
-        step.comms += [CommCost("mtp_" + c.name, c.module, c.primitive, c.group, c.bytes * mtp_layers,
-                                c.time_s * mtp_layers, c.exposed_s * mtp_layers, c.tier)
+        step.ops += [replace(o.scaled(mtp_layers), name="mtp_lm_head") for o in draft]
+        step.comms += [c.scaled(mtp_layers, prefix="mtp_")
                        for c in head_comms(model, hw, pc, f, dw) if c.module == "lm_head"]
     step.overhead_s = f.step_overhead_s
     return step

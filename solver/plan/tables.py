@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from solver.estimate.compute import Factors, Work
 from solver.estimate.memory import (
     MemoryOptions,
-    activation_per_rank,
+    activation_peak,
+    memory_limit,
     cache_per_rank,
     comm_buffers_per_rank,
     module_weight_bytes,
@@ -140,7 +141,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     if mtp_layers:
         base = ParallelConfig(world_size=W)
         const_mem += sum(module_weight_bytes(m, model, base, prec, mem_opts) for m in params.mtp)
-    limit = min(mem_opts.total_fraction * hw.memory_bytes, hw.memory_bytes - hw.reserved_bytes)
+    limit = memory_limit(hw.memory_bytes, hw.reserved_bytes, mem_opts.total_fraction)
     batches = []
     for b in space.batches:
         mem = {(g, i): _group_memory(g, model, ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values))), prec,
@@ -187,10 +188,7 @@ def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision,
     if g == "attn":
         kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=model.num_mtp_layers
                                        if mtp_layers else 0)
-        chunk = min(opts.prefill_chunk, seq_len * max(seqs, 1))
-        act = max(activation_per_rank(model, pc, prec, chunk, max(1.0, chunk / seq_len)),
-                  activation_per_rank(model, pc, prec, seqs, seqs))
-        total += kv + idx + act
+        total += kv + idx + activation_peak(model, pc, opts, seq_len, seqs)
         total += comm_buffers_per_rank(model, ParallelConfig(world_size=pc.world_size, attn_tp_size=pc.attn_tp_size,
                                                              cp_size=pc.cp_size, kvp_size=pc.kvp_size,
                                                              attn_sp_size=pc.attn_sp_size,

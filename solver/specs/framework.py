@@ -25,7 +25,6 @@ KnobName = Literal[
     "cp_size", "kvp_size", "attn_sp_size",
 ]
 KNOB_NAMES: tuple[str, ...] = KnobName.__args__  # type: ignore[attr-defined]
-TP_KNOBS: tuple[str, ...] = tuple(k for k in KNOB_NAMES if k.endswith("_tp_size"))
 
 # What a rule may read. Model facts come from the model's config.json; `afd` (attention-FFN disaggregation)
 # is a deployment switch, not a knob, but one framework rule depends on it.
@@ -80,14 +79,6 @@ class Rule(BaseModel):
         return self
 
     @property
-    def when_expr(self) -> Expr:
-        return self._when
-
-    @property
-    def require_expr(self) -> Expr:
-        return self._require
-
-    @property
     def names(self) -> frozenset[str]:
         return self._when.names | self._require.names
 
@@ -124,13 +115,18 @@ class TokenBudgetTier(BaseModel):
     tokens: int = Field(gt=0)
 
 
+# Tokens per scheduler step when neither the workload nor the framework profile sets one: the public default
+# of vLLM max_num_batched_tokens / SGLang chunked_prefill_size (the profiles carry each framework's own)
+DEFAULT_TOKEN_BUDGET = 8192
+
+
 class FrameworkScheduler(BaseModel):
     """The serving scheduler's defaults that shape prefill: tokens per forward step (chunked-prefill size /
     max_num_batched_tokens / max_num_tokens), as the framework sets them when the user does not."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    token_budget: int = Field(8192, gt=0, description="default tokens per forward step")
+    token_budget: int = Field(DEFAULT_TOKEN_BUDGET, gt=0, description="default tokens per forward step")
     token_budget_tiers: list[TokenBudgetTier] = Field(
         default_factory=list, description="larger defaults by device memory (the framework's own thresholds)"
     )

@@ -41,8 +41,9 @@ class ParallelConfig(BaseModel):
         return self.world_size // self.moe_tp_size
 
     @property
-    def dense_dp_size(self) -> int:
-        return self.world_size // self.dense_tp_size
+    def token_shards(self) -> int:
+        """Ranks a step's tokens are split over inside an attention group: CP (a prompt's tokens) x SP."""
+        return self.cp_size * self.attn_sp_size
 
     @property
     def attn_group_size(self) -> int:

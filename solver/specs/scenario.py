@@ -18,6 +18,9 @@ SCENARIO_WEIGHTS: dict[str, tuple[float, float]] = {
 }
 
 
+DEFAULT_MTP_ACCEPT = 0.7  # MTP1 acceptance ~70% (CloudMatrix384 paper, facts/measurements.md #9)
+
+
 class Scenario(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -29,7 +32,7 @@ class Scenario(BaseModel):
     ttft_ms: float | None = Field(None, gt=0)
     tpot_ms: float | None = Field(None, gt=0)
     mtp: int = Field(0, ge=0)
-    mtp_accept: float = Field(0.7, gt=0, le=1)
+    mtp_accept: float = Field(DEFAULT_MTP_ACCEPT, gt=0, le=1)
     phase: Literal["serving", "prefill", "decode"] = "serving"
     weights: tuple[float, float] | None = None  # (latency, inverse throughput) override
 
