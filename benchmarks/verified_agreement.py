@@ -43,7 +43,7 @@ def evaluate(ref: Reference, top: int) -> dict:
     got = [c.planned.config.knobs() for c in cands]
     # how much worse the estimator thinks the verified config is than the planner's first choice
     m, hw, fw = load_model(ref.model), load_hardware(ref.hardware), load_framework("cann-recipes")
-    f = factors_for(hw, fw.efficiency_for(hw.name))
+    f = factors_for(hw, fw.efficiency_for(hw))
     mine = estimate(m, hw, ref.config(), ref.precision(m, hw), f, Workload.for_scenario(sc, ref.batch))
     best = cands[0].planned.estimate
     gap = sc.request_latency(mine.ttft_s, mine.tpot_s) / sc.request_latency(best.ttft_s, best.tpot_s) - 1

@@ -60,7 +60,7 @@ def predicted(ref: Reference, res: Result, accept: float, scale: dict[str, float
         return None
     model, hw, fw = load_model(ref.model), load_hardware(ref.hardware), load_framework("cann-recipes")
     prec, pc = ref.precision(model, hw), ref.config()
-    eff = fw.efficiency_for(hw.name)
+    eff = fw.efficiency_for(hw)
     for key, mult in (scale or {}).items():
         eff[key] = eff.get(key, 1.0) * mult
     f = factors_for(hw, eff)

@@ -56,7 +56,7 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
 
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
-    f = factors_for(hw, fw.efficiency_for(hw.name))
+    f = factors_for(hw, fw.efficiency_for(hw))
     p = cand.planned
     return explain(spec, hw, fw, prec, f, scenario, p.config, p.estimate, p.batch,
                    Workload.for_scenario(scenario, p.batch), cand.pattern)

@@ -202,7 +202,7 @@ def factors(case: Case) -> Factors:
     """Hardware factors scaled by the framework's fitted multipliers for this hardware."""
     from solver.estimate.compute import factors_for
 
-    return factors_for(case.hw, case.efficiency or case.framework.efficiency_for(case.hw.name))
+    return factors_for(case.hw, case.efficiency or case.framework.efficiency_for(case.hw))
 
 
 def predict_row(row: Mapping[str, Any], framework: str | None = None) -> Estimate:

@@ -65,7 +65,7 @@ class Setup:
 
     def factors(self, hw: Hardware | None = None) -> Factors:
         hw = hw or self.hw
-        return factors_for(hw, self.fw.efficiency_for(hw.name))
+        return factors_for(hw, self.fw.efficiency_for(hw))
 
     def step(self, hw: Hardware | None = None, factors: Factors | None = None) -> StepCost:
         """One forward step of the config's workload on `hw` (default: the run's hardware)."""

@@ -78,7 +78,7 @@ def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], w
     if wl.mtp and not model.num_mtp_layers:
         raise InputError("--mtp", f"{model.name} has no MTP (next-n) layers")
     notes = list(model.warnings) + list(prec.notes) + _framework_check(fw, model, hw, pc, wl)
-    f = factors_for(hw, fw.efficiency_for(hw.name))
+    f = factors_for(hw, fw.efficiency_for(hw))
     est = estimate(model, hw, pc, prec, f, wl)
     if not est.memory.feasible:
         notes.append(f"does not fit: {est.memory.total / 1e9:.2f} GB per rank over the limit of "

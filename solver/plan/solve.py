@@ -58,7 +58,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     params = params or cpsat.SolverParams()
     if scenario.mtp > fw.max_mtp:
         raise InputError("--mtp", f"{scenario.mtp} exceeds {fw.name}'s maximum MTP depth {fw.max_mtp}")
-    f = factors_for(hw, fw.efficiency_for(hw.name))
+    f = factors_for(hw, fw.efficiency_for(hw))
     space = build_space(model, hw, fw, world, scenario, allow_cross_node)
     tables = build_tables(model, hw, prec, f, fw, space, scenario, mem_opts)
     planner = cpsat.Planner(tables, model, hw, fw, scenario, params)

@@ -67,7 +67,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
     if mtp > fw.max_mtp:
         r.violations["C"].append(f"mtp {mtp} exceeds {fw.name}'s maximum {fw.max_mtp}")
 
-    f = factors_for(hw, fw.efficiency_for(hw.name))
+    f = factors_for(hw, fw.efficiency_for(hw))
     if not r.violations["A"]:
         r.estimate = estimate(model, hw, pc, prec, f, wl, mem_opts)
         mem = r.estimate.memory

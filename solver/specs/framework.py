@@ -18,6 +18,7 @@ from solver.errors import InputError
 from solver.specs.expr import Expr, Value, compile_expr
 
 if TYPE_CHECKING:
+    from solver.specs.hardware import Hardware
     from solver.specs.model import ModelSpec
 
 KnobName = Literal[
@@ -180,23 +181,28 @@ class FrameworkProfile(BaseModel):
     def fixed_knobs(self) -> tuple[str, ...]:
         return tuple(k for k in KNOB_NAMES if k not in self.knobs)
 
-    def efficiency_for(self, hardware: str) -> dict[str, float]:
+    def efficiency_for(self, hardware: Hardware | str) -> dict[str, float]:
         """Multipliers for the performance model on one hardware: the profile's own, times the fitted
         per-(framework, hardware) factors in `fitted/factors.yaml` (written by benchmarks/fit_efficiency.py).
         `token_budget` (tokens per forward step) and `budget_split_by_attention_dp` (1.0 / 0.0) carry the
-        profile's scheduler defaults to `Factors`."""
+        profile's scheduler defaults to `Factors`. Give the Hardware where you hold it: its memory picks the
+        budget tier (a name is looked up in the catalog, so a user's hardware file has none)."""
+        if isinstance(hardware, str):
+            name, memory = hardware, _memory_bytes(hardware)
+        else:
+            name, memory = hardware.name, float(hardware.memory_bytes)
         base = self.efficiency
         out = {"gemm": base.gemm, "attention": base.attention, "hbm": base.hbm, "comm": base.comm,
                "grouped_gemm": base.grouped_gemm, "step_overhead_s": base.step_overhead_s}
         if base.kernel_overhead_s is not None:
             out["kernel_overhead_s"] = base.kernel_overhead_s
-        fitted = _fitted().get(self.name, {}).get(hardware, {})
+        fitted = _fitted().get(self.name, {}).get(name, {})
         for key, value in fitted.items():
             if key.endswith("_s"):
                 out[key] = float(value)
             else:
                 out[key] = out.get(key, 1.0) * float(value)
-        out["token_budget"] = float(self.scheduler.token_budget_for(hardware, _memory_bytes(hardware)))
+        out["token_budget"] = float(self.scheduler.token_budget_for(name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         return out
 
