@@ -27,6 +27,7 @@ from solver.estimate.compute import Work, factors_for
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.params import count_params
 from solver.estimate.step import StepCost, step_cost
+from solver.estimate.serving import decode_step
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig, make_parallel_config
@@ -111,9 +112,7 @@ def prefill_case(dep: Deployment, pc: ParallelConfig, S: int, prompts: int) -> d
 def decode_case(dep: Deployment, pc: ParallelConfig, ctx: int, batch: int) -> dict:
     hw = load_hardware(dep.hw_name)
     f = factors_for(hw)
-    per_replica = max(1.0, batch / pc.attn_replicas)
-    w = Work("decode", new_tokens=per_replica, context=ctx, sequences=per_replica, logits_tokens=per_replica)
-    step = step_cost(MODEL, hw, pc, dep.prec, f, w, PARAMS)
+    step = decode_step(MODEL, hw, pc, dep.prec, f, max(1.0, batch / pc.attn_replicas), ctx)
     mem = memory_per_rank(MODEL, hw, pc, dep.prec, batch, ctx)
     row = _row(step, mem)
     row["tok_s_rank"] = batch / step.time_s / pc.world_size
