@@ -78,12 +78,10 @@ def memory_cap(t: Tables) -> int:
 
 
 def rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, batch: int,
-                static: list | None = None) -> list[tuple[str, list[str], list[list[int]]]]:
+                static: list) -> list[tuple[str, list[str], list[list[int]]]]:
     """Each hard framework rule as (rule id, knobs it reads, allowed value tuples) at this concurrency.
     Rules the knob domains already satisfy are dropped: they can neither constrain nor bind. Rules that do not
-    read the batch are the same at every concurrency: pass them as `static` to compute them once."""
-    if static is None:
-        static = _rule_tables(t, model, hw, fw, scenario, None, batch_rules=False)
+    read the batch are the same at every concurrency: `static` (static_rule_tables) computes them once."""
     return static + _rule_tables(t, model, hw, fw, scenario, batch, batch_rules=True)
 
 
@@ -142,7 +140,7 @@ class BatchModel:
 
 
 def build_batch(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario,
-                b: int, static_rules: list | None = None) -> BatchModel:
+                b: int, static_rules: list) -> BatchModel:
     m = cp_model.CpModel()
     x = {g: [m.NewBoolVar(f"x_{g}_{i}") for i in range(len(opts))] for g, opts in t.choices.items()}
     for bools in x.values():
