@@ -50,7 +50,7 @@ from solver.estimate.serving import (  # noqa: E402
 )
 from solver.estimate.step import StepCost  # noqa: E402
 from solver.measured import Case, case_from_row, factors  # noqa: E402
-from solver.specs.validation import load_yaml  # noqa: E402
+from solver.specs.framework import apply_fitted, fitted_factors  # noqa: E402
 
 DEFAULT_CSV = REPO.parent / "shared" / "facts" / "calibration" / "measured_agg_calibration.csv"
 FACTORS_YAML = REPO / "solver" / "frameworks" / "fitted" / "factors.yaml"
@@ -209,16 +209,11 @@ def profile_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
            "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
            "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S}
-    for key, value in ((fitted or {}).get(p.framework, {}).get(p.hardware, {}) or {}).items():
-        out[key] = float(value) if key.endswith("_s") else out.get(key, 1.0) * float(value)
-    return out
+    return apply_fitted(out, ((fitted or {}).get(p.framework, {}).get(p.hardware, {}) or {}))
 
 
 def load_factors(path: Path = FACTORS_YAML) -> dict[str, dict[str, dict[str, float]]]:
-    if not path.is_file():
-        return {}
-    data = load_yaml(path) or {}
-    return data.get("factors", {}) or {}
+    return fitted_factors(path)
 
 
 def check_fast_path(prepared: Sequence[Prepared], limit: int = 12) -> float:

@@ -31,8 +31,7 @@ from typing import Any, Iterable, Mapping
 from solver.errors import InputError
 from solver.estimate.compute import Factors
 from solver.estimate.serving import DEFAULT_REQUEST_OVERHEAD_S, Estimate, Workload, estimate
-from solver.catalog import frameworks_dir
-from solver.specs.framework import FrameworkProfile, load_framework
+from solver.specs.framework import FrameworkProfile, fitted_stamp, load_framework
 from solver.specs.hardware import Hardware
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model import ModelSpec
@@ -137,14 +136,6 @@ def _efficiency(framework: str, hardware: str, fitted_stamp: int) -> tuple[tuple
     return tuple(sorted(_framework(framework).efficiency_for(hardware).items()))
 
 
-def _fitted_stamp() -> int:
-    """Changes when the fitted-factors file does, so cached efficiencies never go stale."""
-    try:
-        return (frameworks_dir() / "fitted" / "factors.yaml").stat().st_mtime_ns
-    except OSError:
-        return 0
-
-
 def _column_error(col: str, exc: InputError) -> InputError:
     return InputError(col, exc.problem)
 
@@ -191,7 +182,7 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
     except InputError as exc:
         col = {"--weight-dtype": "gemm_quant_mode", "--moe-weight-dtype": "moe_quant_mode"}.get(exc.field, "precision")
         raise _column_error(col, exc) from None
-    eff = dict(_efficiency(fw_name, hw.name, _fitted_stamp()))
+    eff = dict(_efficiency(fw_name, hw.name, fitted_stamp()))
     wl = Workload("serving", isl=isl, osl=osl, concurrency=conc,
                   request_overhead_s=float(eff.get("request_overhead_s", DEFAULT_REQUEST_OVERHEAD_S)),
                   **({"benchmark_waves": waves} if waves else {}))

@@ -196,12 +196,7 @@ class FrameworkProfile(BaseModel):
                "grouped_gemm": base.grouped_gemm, "step_overhead_s": base.step_overhead_s}
         if base.kernel_overhead_s is not None:
             out["kernel_overhead_s"] = base.kernel_overhead_s
-        fitted = _fitted().get(self.name, {}).get(name, {})
-        for key, value in fitted.items():
-            if key.endswith("_s"):
-                out[key] = float(value)
-            else:
-                out[key] = out.get(key, 1.0) * float(value)
+        out = apply_fitted(out, fitted_factors().get(self.name, {}).get(name, {}))
         out["token_budget"] = float(self.scheduler.token_budget_for(name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         return out
@@ -290,13 +285,35 @@ def model_env(config: Mapping[str, int], model: "ModelSpec", ranks_per_node: int
                     ranks_per_node=ranks_per_node)
 
 
-def _fitted() -> dict[str, dict[str, dict[str, float]]]:
+def fitted_factors_path() -> Path:
+    """Where benchmarks/fit_efficiency.py writes the fitted factors."""
+    return frameworks_dir() / "fitted" / "factors.yaml"
+
+
+def fitted_stamp(path: Path | None = None) -> int:
+    """Changes when the fitted-factors file does (0 when there is none), so caches keyed on it never go stale."""
+    try:
+        return (path or fitted_factors_path()).stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def fitted_factors(path: Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """Fitted efficiency factors per framework and hardware; empty when no fit has been written. Read once per
     version of the file (the fit script rewrites it)."""
-    path = frameworks_dir() / "fitted" / "factors.yaml"
+    path = path or fitted_factors_path()
     if not path.is_file():
         return {}
-    return _fitted_at(str(path), path.stat().st_mtime_ns)
+    return _fitted_at(str(path), fitted_stamp(path))
+
+
+def apply_fitted(base: Mapping[str, float], fitted: Mapping[str, float]) -> dict[str, float]:
+    """A profile's settings with one (framework, hardware) fit applied: keys ending in _s are absolute seconds
+    and replace the base; the others are multipliers on it."""
+    out = dict(base)
+    for key, value in fitted.items():
+        out[key] = float(value) if key.endswith("_s") else out.get(key, 1.0) * float(value)
+    return out
 
 
 @lru_cache(maxsize=2)
