@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
-from solver.space.domains import tp_domain
+from solver.space.domains import cross_node_tp, tp_domain
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -78,11 +78,9 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
             r.warnings["B"].append("weights + KV above 0.8 of capacity (seed 3.2): little room for batch growth")
         if mem.kv_share_of_available > 0.5:
             r.warnings["B"].append("KV cache above 50% of available memory (seed 3.4): consider KVP / CP")
-    dom = tp_domain(hw)
-    for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size"):
-        if getattr(pc, k) > dom:
-            r.violations["B"].append(f"{k} {getattr(pc, k)} > {dom} ranks of the node/scale-up domain "
-                                     "(cross-node TP)")
+    wide = cross_node_tp(pc, hw)
+    for k, v in wide.items():
+        r.violations["B"].append(f"{k} {v} > {tp_domain(hw)} ranks of the node/scale-up domain (cross-node TP)")
     if hw.max_experts_per_rank and model.is_moe and pc.moe_ep_size > 1:
         per = model.num_experts / pc.moe_ep_size
         if per > hw.max_experts_per_rank:
@@ -93,7 +91,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
     if model.has_mla and pc.attn_tp_size > 1:
         r.common_errors.append("attention TP on an MLA model: the latent KV cache is not split by heads, every TP "
                                "rank holds and reads all of it; prefer attention DP, and CP for long prefill")
-    if any(getattr(pc, k) > dom for k in ("attn_tp_size", "dense_tp_size", "embed_tp_size", "lmhead_tp_size")):
+    if wide:
         r.common_errors.append("TP communication crosses nodes: keep tp_size <= ranks per node")
     if model.has_large_vocab and (pc.embed_tp_size == 1 or pc.lmhead_tp_size == 1) and W > 1:
         r.common_errors.append(f"embed/lm_head TP left at 1 with V = {model.vocab_size:,} > 100K: set them "

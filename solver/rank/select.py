@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.space.domains import tp_domain
+from solver.space.domains import cross_node_tp
 from solver.plan.solve import Planned
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -88,8 +88,7 @@ def closest_reference(pc: ParallelConfig, model: ModelSpec, hw: Hardware, refs: 
 
 def cross_node(pc: ParallelConfig, hw: Hardware) -> bool:
     """TP groups that leave the node (the seed's main communication risk)."""
-    tps = (pc.attn_tp_size, pc.dense_tp_size, pc.embed_tp_size, pc.lmhead_tp_size, pc.oproj_shards)
-    return any(t > tp_domain(hw) for t in tps)
+    return bool(cross_node_tp(pc, hw))
 
 
 def _label(value: float, best: float) -> str:

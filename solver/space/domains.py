@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import KNOBS
+from solver.specs.parallel import KNOBS, ParallelConfig
 from solver.specs.scenario import Scenario
 
-TP_KNOBS = ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size")
+# every knob that sizes a tensor-parallel group (o_proj's own TP under attention DP included)
+TP_KNOBS = ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size")
 
 
 def tp_domain(hw: Hardware) -> int:
@@ -28,6 +29,13 @@ def tp_domain(hw: Hardware) -> int:
 def largest_tp(world: int, hw: Hardware, model: ModelSpec) -> int:
     """The largest attention TP the planner could pick: divides W and the heads, inside tp_domain."""
     return max(d for d in divisors(world) if d <= tp_domain(hw) and model.num_attention_heads % d == 0)
+
+
+def cross_node_tp(pc: ParallelConfig, hw: Hardware) -> dict[str, int]:
+    """TP groups wider than tp_domain, by knob (seed class B: tp_size <= ranks per node); the planner prunes
+    them unless --allow-cross-node, `check` reports them, the ranking marks them as a risk."""
+    dom = tp_domain(hw)
+    return {k: getattr(pc, k) for k in TP_KNOBS if getattr(pc, k) > dom}
 
 
 def divisors(n: int) -> list[int]:
