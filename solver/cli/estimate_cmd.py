@@ -61,7 +61,7 @@ def _framework_check(fw, model, hw, pc, wl: Workload) -> list[str]:
     """Rule violations: errors raise (the framework cannot run this config), warnings come back as notes."""
     env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=wl.mtp)
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
-    errors = [p for p in fw.check(env) if p not in warnings]
+    errors = fw.check(env, "error")
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise InputError("parallel_config", f"not runnable under framework {fw.name}: {errors[0]}{more}")

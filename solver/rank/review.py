@@ -61,11 +61,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
             continue  # already listed by the model check
         target = r.warnings if rule.severity == "warning" else r.violations
         target.setdefault(cls, []).append(f"[{rule.id}] {rule.message}")
-    for k in fw.fixed_knobs:
-        if getattr(pc, k) != 1:
-            r.violations["C"].append(f"{k} = {getattr(pc, k)} but {fw.name} has no such knob (fixed at 1)")
-    if mtp > fw.max_mtp:
-        r.violations["C"].append(f"mtp {mtp} exceeds {fw.name}'s maximum {fw.max_mtp}")
+    r.violations["C"] += fw.limits(env)
 
     f = factors_for(hw, fw.efficiency_for(hw))
     if not r.violations["A"]:

@@ -211,22 +211,29 @@ class FrameworkProfile(BaseModel):
         """Rules that apply to `env` and fail (optionally only those of one severity)."""
         return [r for r in self.rules if (severity is None or r.severity == severity) and not r.holds(env)]
 
-    def check(self, env: Mapping[str, Value]) -> list[str]:
-        """Every problem with `env` under this framework, one line each ('' list = accepted).
-
-        Besides the rules: knobs the framework lacks must be 1, MTP depth is capped, and a framework that
-        splits KV heads needs attention TP to divide them.
-        """
+    def limits(self, env: Mapping[str, Value]) -> list[str]:
+        """What the framework cannot express at all (class C, outside its rules): knobs it lacks must be 1,
+        MTP depth is capped."""
         problems = [f"{k} = {env[k]} but {self.name} has no such knob (fixed at 1)"
                     for k in self.fixed_knobs if env.get(k, 1) != 1]
         if env.get("mtp", 0) > self.max_mtp:
             problems.append(f"mtp = {env['mtp']} exceeds {self.name}'s maximum of {self.max_mtp}")
-        if self.splits_kv_heads and env["num_key_value_heads"] % env["attn_tp_size"]:
+        return problems
+
+    def check(self, env: Mapping[str, Value], severity: str | None = None) -> list[str]:
+        """Every problem with `env` under this framework, one line each ('' list = accepted); `severity`
+        "error" or "warning" keeps only those (the limits and the KV-head split are errors).
+
+        Besides the rules: the limits, and a framework that splits KV heads needs attention TP to divide them.
+        """
+        errors = severity in (None, "error")
+        problems = self.limits(env) if errors else []
+        if errors and self.splits_kv_heads and env["num_key_value_heads"] % env["attn_tp_size"]:
             problems.append(
                 f"attn_tp_size = {env['attn_tp_size']} does not divide num_key_value_heads = "
                 f"{env['num_key_value_heads']} ({self.name} splits KV heads)"
             )
-        problems += [f"[{r.id}] {r.message}" for r in self.violated(env)]
+        problems += [f"[{r.id}] {r.message}" for r in self.violated(env, severity)]
         return problems
 
 
