@@ -75,7 +75,8 @@ def sweep(model: str, hardware, cards, scenarios=None, *, jobs: int = 1, progres
     `scenarios`: kinds ("throughput", "latency", "balanced"; default all three) or Scenario objects. Keyword
     arguments: isl, osl, seq_lens, ttft_ms, tpot_ms, concurrency, max_concurrency, mtp, framework, weight_dtype,
     moe_weight_dtype, kv_dtype (a dtype, or {hardware: dtype}), method, params, top, allow_cross_node,
-    explain_binding. `jobs` > 1 solves in worker processes (same table). Columns: solver.capacity.sweep.COLUMNS.
+    explain_binding. `jobs` > 1 solves in worker processes; `executor="ray"|"dask"` with `address` (or a Dask
+    Client) on an existing cluster (same table either way). Columns: solver.capacity.sweep.COLUMNS.
     """
     from solver.capacity.sweep import sweep as _sweep
 

@@ -10,21 +10,20 @@ What a sweep holds, for every combination it solves:
 - infeasible (no configuration fits or meets the SLA): one row with feasible=False, the binding constraint
   families in `binding_constraint` and the planner's remedy in `note`; the knob and figure columns are empty.
 
-Solves are independent, so `jobs > 1` runs them in worker processes; rows are put back in task order, so the
-table is identical to a serial run.
+Solves are independent, so `jobs > 1` runs them in worker processes, and `executor="ray"|"dask"` on an existing
+cluster; rows are put back in task order, so the table is identical to a serial run.
 """
 from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 from pydantic import ValidationError
 
+from solver.capacity import executors
 from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware
 from solver.capacity.table import DIGITS, to_frame
 from solver.errors import InfeasibleError, InputError, ShardplanError
@@ -241,37 +240,10 @@ def _model_name(model: str) -> str:
     return load_model(model).name
 
 
-def run_tasks(tasks: Sequence[Task], jobs: int = 1, progress: ProgressFn | None = None) -> list[list[dict]]:
-    """Rows per task, in task order whatever the number of worker processes."""
-    if jobs < 1:
-        raise InputError("--jobs", f"must be >= 1, got {jobs}")
-    out: list[list[dict] | None] = [None] * len(tasks)
-    done = 0
-    if jobs == 1 or len(tasks) <= 1:
-        for i, t in enumerate(tasks):
-            out[i] = solve_task(t)
-            done += 1
-            if progress:
-                progress(done, len(tasks), t.label)
-        return [rows or [] for rows in out]
-    pos = {t.index: i for i, t in enumerate(tasks)}
-    # spawn, not fork: OR-Tools keeps threads, and a forked copy of a threaded process can hang. Biggest
-    # clusters first so the slowest solves do not trail at the end.
-    order = sorted(tasks, key=lambda t: -t.cards)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=get_context("spawn")) as pool:
-        futures = {pool.submit(solve_task, t): t for t in order}
-        try:
-            for fut in as_completed(futures):
-                t = futures[fut]
-                out[pos[t.index]] = fut.result()
-                done += 1
-                if progress:
-                    progress(done, len(tasks), t.label)
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
-    return [rows or [] for rows in out]
+def run_tasks(tasks: Sequence[Task], jobs: int = 1, progress: ProgressFn | None = None, *,
+              executor: str = "local", address: Any = None) -> list[list[dict]]:
+    """Rows per task, in task order, whatever runs them (`solver.capacity.executors`)."""
+    return executors.run(solve_task, tasks, jobs=jobs, executor=executor, address=address, progress=progress)
 
 
 def sweep_rows(results: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -288,13 +260,14 @@ def sweep_rows(results: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
 
 def sweep(model: str, hardware: str | Sequence[str], cards: str | int | Iterable[int], scenarios: Any = None,
-          *, jobs: int = 1, progress: ProgressFn | None = None, **kwargs: Any) -> pd.DataFrame:
+          *, jobs: int = 1, progress: ProgressFn | None = None, executor: str = "local", address: Any = None,
+          **kwargs: Any) -> pd.DataFrame:
     """The Pareto table of every combination (see the module docstring). Keyword arguments are those of
     `build_plan` (isl, osl, seq_lens, ttft_ms, tpot_ms, framework, weight_dtype, ...). The wall time in seconds
     is in `df.attrs["wall_s"]`."""
     start = time.perf_counter()
     sp = build_plan(model, hardware, cards, scenarios, **kwargs)
-    df = to_frame(sweep_rows(run_tasks(sp.tasks, jobs, progress)))
+    df = to_frame(sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address)))
     df.attrs["wall_s"] = time.perf_counter() - start
     df.attrs["combinations"] = len(sp.tasks)
     return df

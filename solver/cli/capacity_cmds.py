@@ -97,12 +97,18 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
 @click.option("--explain-binding", is_flag=True,
               help="name the constraints that bind each recommended point (slower: one solve per family)")
 @click.option("--jobs", "-j", type=int, default=1, show_default=True, help="solves in parallel processes")
+@click.option("--executor", type=click.Choice(["local", "ray", "dask"]), default="local", show_default=True,
+              help="where the solves run: this machine (--jobs processes), or an existing Ray or Dask cluster "
+              "(optional extras shardplan[ray] / shardplan[dask]); the table is the same bytes either way")
+@click.option("--address", default=None, help="the cluster's address with --executor ray|dask "
+              "(Dask: tcp://HOST:8786; Ray: ray://HOST:10001 or auto)")
 @click.option("--out", "out", default=None, help="write the Pareto table here: .csv (default), .json or .parquet; "
               "without it the CSV goes to stdout")
 @click.option("--plot", "plot", default=None, help="also draw the frontier and scale-out plots (PNG)")
 def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, osl, ttft_ms, tpot_ms,
               max_concurrency, mtp, framework, weight_dtype, moe_weight_dtype, kv_dtype, allow_cross_node,
-              time_limit, seed, concurrency, method, top, explain_binding, jobs, out, plot) -> None:
+              time_limit, seed, concurrency, method, top, explain_binding, jobs, executor, address, out,
+              plot) -> None:
     """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
     from solver.capacity.sweep import build_plan, run_tasks, sweep_rows
@@ -122,7 +128,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     if plot is not None:
         check_writable(plot, "--plot")
     with _progress(f"sweep {sp.model_name}") as progress:
-        df = to_frame(sweep_rows(run_tasks(sp.tasks, jobs, progress)))
+        df = to_frame(sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address)))
     wall = time.perf_counter() - start
     if out is None:
         sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
