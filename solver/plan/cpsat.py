@@ -94,8 +94,15 @@ def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile
     domains = {k: sorted({opt[i] for opt in t.choices[g]}) for g, ks in GROUPS.items() for i, k in enumerate(ks)}
     derived = {"attn_dp_size": "attn_tp_size", "moe_ep_size": "moe_tp_size"}
     out = []
+    # the deployment and model facts, knobs at 1: a rule whose `when` reads none of the knobs is decided here
+    # once instead of over every knob combination (cann-recipes' AFD rule, never on while planning, spans six
+    # TP knobs: 262K combinations at W=128)
+    facts = model_env({}, model, hw.ranks_per_node, world=t.world, batch=batch or 1, mtp=scenario.mtp)
+    knob_names = set(domains) | set(derived)
     for rule in fw.rules:
         if rule.severity != "error" or ("batch" in rule.names) != batch_rules:
+            continue
+        if not (rule.when_names & knob_names) and not rule.applies(facts):
             continue
         knobs = sorted({n for n in rule.names if n in domains} | {k for d, k in derived.items() if d in rule.names})
         spaces = [domains[k] for k in knobs]

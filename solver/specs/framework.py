@@ -83,6 +83,10 @@ class Rule(BaseModel):
     def names(self) -> frozenset[str]:
         return self._when.names | self._require.names
 
+    @property
+    def when_names(self) -> frozenset[str]:
+        return self._when.names
+
     def applies(self, env: Mapping[str, Value]) -> bool:
         return bool(self._when.evaluate(env))
 
