@@ -12,6 +12,7 @@ from solver.errors import InputError
 
 from solver.specs import limits
 from solver.specs.parallel import KNOB_FLAGS, ParallelConfig, make_parallel_config
+from solver.specs.framework import model_env
 from solver.specs.scenario import Scenario
 from solver.report.render import FORMATS
 
@@ -138,6 +139,29 @@ def scenario_from_options(**fields: Any) -> Scenario:
         loc = [str(part) for part in err.get("loc", ())]
         flag = "--" + loc[0].replace("_", "-") if loc else "scenario"
         raise InputError(flag, err.get("msg", "invalid").removeprefix("Value error, ")) from None
+
+
+def check_mtp(model_name: str, mtp: int) -> None:
+    """--mtp N needs MTP (next-n) layers in the model's config: nothing else says how big they are. (The
+    library still plans a reference whose published deployment ran MTP on a config that omits them.)"""
+    if mtp:
+        from solver.specs.model_catalog import load_model
+
+        model = load_model(model_name)
+        if not model.num_mtp_layers:
+            raise InputError("--mtp", f"{model.name} has no MTP (next-n) layers in its config; use --mtp 0")
+
+
+def framework_check(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
+    """The framework profile's rules on a user's knobs (the planner's own rule machinery): an error (TP64 on 32
+    heads, EP256 on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
+    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=batch, mtp=mtp)
+    warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
+    errors = fw.check(env, "error")
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InputError("parallel_config", f"not runnable under framework {fw.name}: {errors[0]}{more}")
+    return [f"framework {fw.name}: {w} (slow path)" for w in warnings]
 
 
 def parallel_from_options(cards: int, opts: dict[str, Any]) -> ParallelConfig:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import click
 
 from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
-                                dtype_options, format_option, scenario_from_options)
+                                check_mtp, dtype_options, format_option,
+                                scenario_from_options)
 from solver.plan.cpsat import SolverParams
 from solver.api import explain_solution, run_solve
 from solver.rank.select import ORDERING
@@ -47,6 +48,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     scenario = scenario_from_options(kind=kind, isl=isl, osl=osl, concurrency=concurrency,
                                      max_concurrency=max_concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
                                      phase=phase)
+    check_mtp(model, mtp)
     params = SolverParams(workers=workers, seed=seed, time_limit_s=time_limit)
     result, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
                               kv_dtype, method, params, top, allow_cross_node)

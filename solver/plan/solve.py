@@ -82,8 +82,6 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         raise InputError("--top", f"must be an integer in [1, {MAX_TOP}], got {top!r}")
     if scenario.mtp > fw.max_mtp:
         raise InputError("--mtp", f"{scenario.mtp} exceeds {fw.name}'s maximum MTP depth {fw.max_mtp}")
-    if scenario.mtp and not model.num_mtp_layers:
-        raise InputError("--mtp", f"{model.name} has no MTP (next-n) layers; use --mtp 0")
     f = factors_for(hw, fw.efficiency_for(hw))
     space = build_space(model, hw, fw, world, scenario, allow_cross_node)
     tables = build_tables(model, hw, prec, f, fw, space, scenario, mem_opts)
