@@ -91,6 +91,8 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
     """Evaluate every row; a row that cannot be evaluated gets `error` and the run goes on. (rows, errors)."""
     from solver.measured import REQUIRED_COLUMNS, predict_row
 
+    if framework is not None:  # a profile every row would fail on is bad input, not N row errors
+        load_framework(framework)
     if path_out != "-":  # before the rows are evaluated: a bad target fails at once
         check_extension(path_out, "--out", (".csv",))
         check_writable(path_out, "--out")
@@ -130,6 +132,10 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
                 _write(fh, fieldnames, out)
 
         atomic_write(path_out, write, "--out")
+    if out and errors == len(out):
+        first = out[0]["error"]
+        raise InputError("--from-csv", f"none of the {len(out)} rows could be evaluated (first: {first[:200]})"
+                         + ("" if path_out == "-" else f"; the errors are in {path_out}"))
     return len(out), errors
 
 
