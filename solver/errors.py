@@ -37,3 +37,13 @@ class InfeasibleError(ShardplanError):
         if remedy:
             text += f"; {remedy}"
         super().__init__(text)
+
+
+class InternalError(ShardplanError):
+    """A fault of the tool itself, not of the input. Exit code 3 (1 is "infeasible", 2 "bad input")."""
+
+    exit_code = 3
+
+
+# The environment variable that, like `shardplan --debug`, prints the traceback of an internal error.
+DEBUG_ENV = "SHARDPLAN_DEBUG"

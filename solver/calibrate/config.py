@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from solver.errors import InputError
+from solver.specs import limits
 from solver.specs.deployment import DEPLOYMENT_ONLY, flatten_nested_keys
 from solver.specs.parallel import KNOBS, ParallelConfig
 from solver.specs.validation import load_yaml
@@ -72,11 +73,19 @@ class ProfiledConfig:
         return d
 
 
+# upper bounds (solver.specs.limits): token counts, a batch, and otherwise a rank count (world size, knobs)
+_CAPS = {"batch": limits.MAX_CONCURRENCY, "seq_len": limits.MAX_TOKENS, "isl": limits.MAX_TOKENS,
+         "osl": limits.MAX_TOKENS}
+
+
 def _int(origin: str, key: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"{origin}: {key}", f"must be an integer, got {value!r}")
     if value < 1:
         raise InputError(f"{origin}: {key}", f"must be >= 1, got {value}")
+    cap = _CAPS.get(key, limits.MAX_CARDS)
+    if value > cap:
+        raise InputError(f"{origin}: {key}", f"{value} is over the cap of {cap:,}")
     return value
 
 

@@ -226,10 +226,10 @@ def recalibrate(obs: Sequence[Observation], hw: Hardware, sources_label: str, da
 def write_hardware_yaml(data: dict[str, Any], path: str | Path, header: str = "") -> None:
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
     lines = "".join(f"# {line}\n" for line in header.splitlines()) if header else ""
-    try:
-        Path(path).write_text(lines + text)
-    except OSError as exc:
-        raise InputError("--recalibrate", f"cannot write {path}: {exc.strerror or exc}") from None
+    from solver.outfile import check_extension, write_text
+
+    check_extension(path, "--recalibrate", (".yaml", ".yml"))
+    write_text(path, lines + text, "--recalibrate")
 
 
 __all__ = ["Observation", "FactorFit", "FitResult", "fit_factors", "recalibrate", "calibrated_data",

@@ -28,9 +28,8 @@ from exact integer nanoseconds so that large epoch timestamps with fractional pa
 from __future__ import annotations
 
 import bisect
-import gzip
 import itertools
-import json
+import math
 import re
 import sys
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from typing import Any, Iterable, NamedTuple
 
 from solver.calibrate.classify import classify
 from solver.errors import InputError
+from solver.specs.validation import load_json
 
 FIELD = "traces"
 
@@ -51,7 +51,6 @@ _PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _STEP_NUMBER = re.compile(r"#(\d+)\s*$")
 _RANK_IN_NAME = re.compile(r"rank[_\-]?(\d+)", re.IGNORECASE)
 _NPU_PROFILER_INFO = re.compile(r"^profiler_info_(\d+)\.json$")
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class DeviceEvent(NamedTuple):
@@ -96,19 +95,8 @@ class RankTrace:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        with path.open("rb") as raw:
-            magic = raw.read(2)
-        opener = gzip.open if magic == _GZIP_MAGIC else open
-        with opener(path, "rb") as fp:
-            # floats stay strings: only ts/dur are needed and they are converted exactly below
-            return json.load(fp, parse_float=str)
-    except json.JSONDecodeError as exc:
-        raise InputError(FIELD, f"{path}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    except UnicodeDecodeError:
-        raise InputError(FIELD, f"{path}: not JSON (not UTF-8 text)") from None
-    except (OSError, EOFError) as exc:
-        raise InputError(FIELD, f"{path}: cannot read ({_one_line(exc)})") from None
+    # floats stay strings: only ts/dur are needed and they are converted exactly below
+    return load_json(path, FIELD, parse_float=str, depth_check=False)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -122,14 +110,17 @@ def _ns(value: Any) -> int | None:
     if isinstance(value, int):
         return value * 1000
     if isinstance(value, float):
-        return round(value * 1000)
+        return round(value * 1000) if math.isfinite(value) else None  # NaN/Infinity literals: unusable
     if isinstance(value, str):
         head, dot, frac = value.strip().partition(".")
         if head.isdigit() and (not dot or frac.isdigit()):
             return int(head) * 1000 + int((frac + "000")[:3]) + (1 if frac[3:4] >= "5" else 0)
         try:
-            return int((Decimal(value) * 1000).to_integral_value())
-        except (InvalidOperation, ValueError):
+            d = Decimal(value)
+            if not d.is_finite() or d.adjusted() > 30:  # NaN, Infinity, or beyond any clock (1e30 us)
+                return None
+            return int((d * 1000).to_integral_value())
+        except (InvalidOperation, ValueError, OverflowError):
             return None
     return None
 
@@ -147,6 +138,13 @@ class _Reduced(NamedTuple):
     peak_reserved: int | None
 
 
+def _scalar(value: Any) -> Any:
+    """A pid/tid as a row key: str or int as given; anything else (a list, a mapping, a float NaN) is unusable."""
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return value
+    return None
+
+
 def _metadata(events: list[Any]) -> tuple[set[Any], set[tuple[Any, Any]]]:
     """pids that hold torch_npu device ops, and (pid, tid) rows to leave out."""
     npu_pids: set[Any] = set()
@@ -160,9 +158,9 @@ def _metadata(events: list[Any]) -> tuple[set[Any], set[tuple[Any, Any]]]:
             continue
         if e.get("name") == "process_name":
             if _NPU_DEVICE_PROCESS.search(label) and not _NPU_EXCLUDED_PROCESS.search(label):
-                npu_pids.add(e.get("pid"))
+                npu_pids.add(_scalar(e.get("pid")))
         elif e.get("name") == "thread_name" and _NPU_EXCLUDED_THREAD.search(label):
-            excluded_rows.add((e.get("pid"), e.get("tid")))
+            excluded_rows.add((_scalar(e.get("pid")), _scalar(e.get("tid"))))
     return npu_pids, excluded_rows
 
 
@@ -195,10 +193,10 @@ def _reduce(events: list[Any], step_marker: str | None) -> _Reduced:
                 continue
             cat = e.get("cat")
             cat = cat.lower() if isinstance(cat, str) else ""
-            pid = e.get("pid")
+            pid, tid = _scalar(e.get("pid")), _scalar(e.get("tid"))
             args = e.get("args") if isinstance(e.get("args"), dict) else {}
             is_cuda = cat in _CUDA_DEVICE_CATS
-            is_npu = (not is_cuda and pid in npu_pids and (pid, e.get("tid")) not in excluded_rows
+            is_npu = (not is_cuda and pid in npu_pids and (pid, tid) not in excluded_rows
                       and cat not in ("gpu_user_annotation", "user_annotation", "cpu_op", "python_function"))
             if is_cuda or is_npu:
                 if is_npu:
@@ -206,7 +204,7 @@ def _reduce(events: list[Any], step_marker: str | None) -> _Reduced:
                     if key in seen_npu:
                         continue
                     seen_npu.add(key)
-                row = (pid, e.get("tid"))
+                row = (pid, tid)
                 stream = streams.get(row)
                 if stream is None:
                     stream = streams[row] = sys.intern(f"{pid}:{row[1]}")

@@ -6,6 +6,7 @@ import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from solver.errors import InputError
+from solver.specs.limits import MAX_CARDS, MAX_TOKENS
 from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario
 
 SCENARIO_KINDS = tuple(SCENARIO_WEIGHTS)  # throughput, latency, balanced
@@ -26,6 +27,8 @@ def parse_cards(text: str | int | Iterable[int]) -> list[int]:
         items = []
         for part in text.split(","):
             part = part.strip()
+            if any(len(d) > 18 for d in re.findall(r"\d+", part)):
+                raise InputError("--cards", f"{part[:24]}...: over the cap of {MAX_CARDS:,} cards")
             m = re.fullmatch(r"(\d+)\s*\.\.\s*(\d+)", part)
             if m:
                 lo, hi = int(m.group(1)), int(m.group(2))
@@ -49,6 +52,10 @@ def parse_cards(text: str | int | Iterable[int]) -> list[int]:
     bad = [v for v in items if v < 1]
     if bad:
         raise InputError("--cards", f"card counts must be >= 1, got {bad[0]}")
+    big = [v for v in items if v > MAX_CARDS]
+    if big:
+        raise InputError("--cards", f"{big[0]} is over the cap of {MAX_CARDS:,} cards (the largest cluster any "
+                                    "hardware file describes)")
     return sorted(set(items))
 
 
@@ -89,7 +96,7 @@ def parse_seq_lens(value: str | Iterable[int | tuple[int, int]] | None, osl: int
             pair = (part, osl)
         else:
             text = str(part).strip().lower()
-            m = re.fullmatch(r"(\d+)(k?)(?::(\d+)(k?))?", text)
+            m = re.fullmatch(r"(\d{1,18})(k?)(?::(\d{1,18})(k?))?", text)
             if not m:
                 raise InputError("--seq-lens", f"cannot parse {part!r}; use ISL or ISL:OSL, e.g. 8192,65536:1024")
             isl = int(m.group(1)) * (1024 if m.group(2) else 1)
@@ -97,6 +104,8 @@ def parse_seq_lens(value: str | Iterable[int | tuple[int, int]] | None, osl: int
             pair = (isl, out_len)
         if len(pair) != 2 or min(pair) < 1:
             raise InputError("--seq-lens", f"lengths must be >= 1, got {part!r}")
+        if max(pair) > MAX_TOKENS:
+            raise InputError("--seq-lens", f"{part!r}: a length over the cap of {MAX_TOKENS:,} tokens")
         if pair not in items:
             items.append((int(pair[0]), int(pair[1])))
     if not items:

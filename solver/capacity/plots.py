@@ -16,6 +16,7 @@ import pandas as pd
 
 from solver.errors import InputError
 
+PLOT_EXTENSIONS = (".png", ".svg", ".pdf")  # what save_figure writes, by extension
 SCENARIO_MARKERS = {"throughput": "s", "latency": "^", "balanced": "o"}
 
 
@@ -134,9 +135,7 @@ def save_figure(fig: Any, path: str | os.PathLike) -> None:
     """Save atomically (a temporary file, then a rename); the format follows the extension (PNG by default)."""
     from pathlib import Path
 
-    from solver.capacity.table import atomic_write
+    from solver.outfile import atomic_write, check_extension
 
-    fmt = Path(path).suffix.lstrip(".").lower()
-    if fmt not in fig.canvas.get_supported_filetypes():
-        fmt = "png"
+    fmt = check_extension(path, "--plot", PLOT_EXTENSIONS).lstrip(".")
     atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=120), flag="--plot")

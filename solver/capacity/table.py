@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 import os
-import secrets
-import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import pandas as pd
 
+from solver import outfile
 from solver.errors import InputError
+from solver.outfile import check_extension
 from solver.specs.parallel import KNOBS
 
 # The table's columns, in order. The first block is the documented schema (README "Capacity planning").
@@ -54,62 +54,24 @@ def to_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
 FILE_FORMATS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".pq": "parquet"}
 
 
-def file_format(path: str | os.PathLike) -> str:
-    """CSV unless the extension says JSON (.json) or Parquet (.parquet, .pq)."""
-    return FILE_FORMATS.get(Path(path).suffix.lower(), "csv")
+def file_format(path: str | os.PathLike, flag: str = "--out") -> str:
+    """CSV (.csv), JSON (.json) or Parquet (.parquet, .pq) by extension; any other extension is refused."""
+    return FILE_FORMATS[check_extension(path, flag, FILE_FORMATS)]
 
 
 def check_writable(path: str | os.PathLike, flag: str = "--out") -> Path:
-    """Fail before a long sweep, not after it: the folder must exist and take a new file; Parquet needs pyarrow."""
-    p = Path(path).expanduser()
-    if p.is_dir():
-        raise InputError(flag, f"{p} is a folder; give a file name")
-    folder = p.parent if str(p.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(flag, f"folder {folder} does not exist")
-    os.unlink(_new_temp(folder, p.name, ".probe", flag))
-    if p.exists() and not os.access(p, os.W_OK):
-        raise InputError(flag, f"{p} exists and is not writable")
-    if flag == "--out" and file_format(p) == "parquet":
+    """Fail before a long sweep, not after it (solver.outfile: the target, its folder, a temporary file);
+    a table's extension must be known and Parquet needs pyarrow. A --plot file is checked by the plot writer."""
+    if flag == "--out" and file_format(path, flag) == "parquet":
         try:
             import pyarrow  # noqa: F401
         except ImportError:
             raise InputError(flag, "Parquet output needs pyarrow (pip install 'shardplan[parquet]'); "
                              "use .csv or .json") from None
-    return p
+    return outfile.check_writable(path, flag)
 
 
-def _new_temp(folder: Path, name: str, suffix: str, flag: str) -> str:
-    """Create an empty hidden file beside the target; opened like any new file, so the umask sets its mode
-    (tempfile.mkstemp would make it 0600)."""
-    for _ in range(100):
-        tmp = folder / f".{name}.{secrets.token_hex(4)}{suffix}"
-        try:
-            with open(tmp, "x"):
-                return str(tmp)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise InputError(flag, f"cannot write in {folder}: {exc.strerror or exc}") from None
-    raise InputError(flag, f"cannot create a temporary file in {folder}")
-
-
-def atomic_write(path: str | os.PathLike, writer: Callable[[str], None], flag: str = "--out") -> Path:
-    """Write through a temporary file in the same folder and rename it into place: never a partial file."""
-    p = Path(path).expanduser()
-    folder = p.parent if str(p.parent) else Path(".")
-    tmp = _new_temp(folder, p.name, ".tmp", flag)
-    try:
-        writer(tmp)
-        if p.is_file():
-            shutil.copymode(p, tmp)  # replacing a file keeps its permissions
-        os.replace(tmp, p)
-    except OSError as exc:
-        raise InputError(flag, f"cannot write {p}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return p
+atomic_write = outfile.atomic_write
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:

@@ -14,7 +14,7 @@ from solver.calibrate.fit import Observation, recalibrate, write_hardware_yaml
 from solver.calibrate.metrics import TraceSummary, summarize
 from solver.calibrate.report import Report, RunErrors, backward_kernels, render
 from solver.calibrate.trace import RankTrace, load_traces
-from solver.cli.options import format_option
+from solver.cli.options import GB, NAME, format_option
 from solver.errors import InputError
 from solver.report.render import console, dump
 from solver.specs.hardware_catalog import load_hardware
@@ -58,18 +58,18 @@ def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker:
 
 @click.command("calibrate")
 @click.argument("traces", nargs=-1, metavar="TRACE...")
-@click.option("--config", "config", default=None, metavar="CONFIG.yaml",
+@click.option("--config", "config", type=NAME, default=None, metavar="CONFIG.yaml",
               help="the parallel_config (and workload) the traces were profiled under; see docs/calibration-example.md")
-@click.option("--model", "model", default=None, help="model of the profiled run (with --config)")
-@click.option("--hardware", "hardware", default=None, help="hardware name or YAML path (with --config; alone: "
+@click.option("--model", "model", type=NAME, default=None, help="model of the profiled run (with --config)")
+@click.option("--hardware", "hardware", type=NAME, default=None, help="hardware name or YAML path (with --config; alone: "
                                                            "memory capacity check)")
-@click.option("--peak-memory-gb", "peak_gb", type=float, default=None,
+@click.option("--peak-memory-gb", "peak_gb", type=GB, default=None,
               help="peak memory per rank in GB (torch.*.max_memory_allocated() / 1e9) when the trace has no "
                    "memory events")
 @click.option("--step-marker", default=None, help="annotation name prefix that marks a step (default ProfilerStep#N)")
 @click.option("--run", "runs", type=(str, str), multiple=True, metavar="TRACE CONFIG",
               help="another profiled run (trace file or folder, its CONFIG.yaml) to fit with --recalibrate; repeatable")
-@click.option("--recalibrate", "recal_out", default=None, metavar="OUT.yaml",
+@click.option("--recalibrate", "recal_out", type=NAME, default=None, metavar="OUT.yaml",
               help="fit the hardware's efficiency factors to the traces and write a calibrated hardware YAML")
 @format_option()
 def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, recal_out, fmt) -> None:
@@ -99,8 +99,11 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
                          "needs --config CONFIG.yaml, --model and --hardware")
     if runs and recal_out is None:
         raise InputError("--run", "adds runs to a fit: use it with --recalibrate OUT.yaml")
-    if peak_gb is not None and not peak_gb > 0:
-        raise InputError("--peak-memory-gb", f"must be > 0, got {peak_gb}")
+    if recal_out is not None:  # before the traces are read and fitted: a bad target fails at once
+        from solver.outfile import check_extension, check_writable
+
+        check_extension(recal_out, "--recalibrate", (".yaml", ".yml"))
+        check_writable(recal_out, "--recalibrate")
 
     rank_traces, summary = _load_run(traces, step_marker)
     hw = load_hardware(hardware) if hardware is not None else None

@@ -9,10 +9,13 @@ from typing import Callable, Iterator
 
 import click
 
+from solver.cli.options import (CONCURRENCY, check_mtp, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
+                                DEFAULT_FORMAT)
 from solver.errors import InfeasibleError, InputError
 from solver.plan.cpsat import SolverParams
 from solver.report.render import FORMATS, console, dump, table
 
+SWEEP_FORMATS = ("csv", "json", "table")
 _HW_HELP = "hardware name or YAML path; repeat it, or list several (--hardware atlas_a3 h200_sxm, or a,b)"
 _DTYPE_HELP = "for every hardware (int8) or per hardware (atlas_a3=int8); repeatable"
 
@@ -20,20 +23,20 @@ _DTYPE_HELP = "for every hardware (int8) or per hardware (atlas_a3=int8); repeat
 def _common(func: Callable) -> Callable:
     """Workload, SLA, framework and dtype options shared by sweep and recommend."""
     opts = [
-        click.option("--isl", type=int, default=4096, show_default=True, help="input tokens per request"),
-        click.option("--osl", type=int, default=256, show_default=True, help="output tokens per request"),
-        click.option("--ttft-ms", type=float, default=None, help="SLA: time to first token, ms"),
-        click.option("--tpot-ms", type=float, default=None, help="SLA: time per output token, ms"),
-        click.option("--max-concurrency", type=int, default=4096, show_default=True,
+        click.option("--isl", type=TOKENS, default=4096, show_default=True, help="input tokens per request"),
+        click.option("--osl", type=TOKENS, default=256, show_default=True, help="output tokens per request"),
+        click.option("--ttft-ms", type=MS, default=None, help="SLA: time to first token, ms"),
+        click.option("--tpot-ms", type=MS, default=None, help="SLA: time per output token, ms"),
+        click.option("--max-concurrency", type=CONCURRENCY, default=4096, show_default=True,
                      help="upper bound on concurrent requests the planner considers"),
-        click.option("--mtp", type=int, default=0, show_default=True, help="next-n (MTP) depth"),
-        click.option("--framework", default="generic", show_default=True, help="framework profile name or YAML path"),
+        click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth"),
+        click.option("--framework", type=NAME, default="generic", show_default=True, help="framework profile name or YAML path"),
         click.option("--weight-dtype", multiple=True, help="weights of every linear layer: " + _DTYPE_HELP),
         click.option("--moe-weight-dtype", multiple=True, help="routed-expert weights: " + _DTYPE_HELP),
         click.option("--kv-dtype", multiple=True, help="KV-cache dtype: " + _DTYPE_HELP),
         click.option("--allow-cross-node", is_flag=True, help="let TP groups leave the node (a cost, not a wall)"),
-        click.option("--time-limit", type=float, default=10.0, show_default=True, help="seconds per CP-SAT solve"),
-        click.option("--seed", type=int, default=0, show_default=True, help="CP-SAT random seed"),
+        click.option("--time-limit", type=SECONDS, default=10.0, show_default=True, help="seconds per CP-SAT solve"),
+        click.option("--seed", type=SEED, default=0, show_default=True, help="CP-SAT random seed"),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -91,31 +94,37 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
 @click.option("--seq-lens", default=None, help="several lengths: ISL or ISL:OSL, comma-separated (8192,65536:1024); "
               "replaces --isl/--osl")
 @_common
-@click.option("--concurrency", type=int, default=None, help="fixed concurrent requests (default: planner decides)")
-@click.option("--method", type=click.Choice(["cpsat", "exhaustive"]), default="cpsat", show_default=True)
-@click.option("--top", type=int, default=3, show_default=True, help="candidates marked per combination")
+@click.option("--concurrency", type=CONCURRENCY, default=None, help="fixed concurrent requests (default: planner decides)")
+@click.option("--method", type=click.Choice(["cpsat", "exhaustive"]), default="cpsat", show_default=True,
+              help="cpsat: the CP-SAT planner; exhaustive: enumerate every configuration (a cross-check, slower)")
+@click.option("--top", type=TOP, default=3, show_default=True, help="candidates marked per combination")
 @click.option("--explain-binding", is_flag=True,
               help="name the constraints that bind each recommended point (slower: one solve per family)")
-@click.option("--jobs", "-j", type=int, default=1, show_default=True, help="solves in parallel processes")
+@click.option("--jobs", "-j", type=JOBS, default=1, show_default=True, help="solves in parallel processes")
 @click.option("--executor", type=click.Choice(["local", "ray", "dask"]), default="local", show_default=True,
               help="where the solves run: this machine (--jobs processes), or an existing Ray or Dask cluster "
               "(optional extras shardplan[ray] / shardplan[dask]); the table is the same bytes either way")
-@click.option("--address", default=None, help="the cluster's address with --executor ray|dask "
+@click.option("--address", type=NAME, default=None, help="the cluster's address with --executor ray|dask "
               "(Dask: tcp://HOST:8786; Ray: ray://HOST:10001 or auto)")
-@click.option("--out", "out", default=None, help="write the Pareto table here: .csv (default), .json or .parquet; "
+@click.option("--out", "out", type=NAME, default=None, help="write the Pareto table here: .csv (default), .json or .parquet; "
               "without it the CSV goes to stdout")
-@click.option("--plot", "plot", default=None, help="also draw the frontier and scale-out plots (PNG)")
+@click.option("--plot", "plot", type=NAME, default=None,
+              help="also draw the frontier and scale-out plots (.png, .svg or .pdf)")
+@click.option("--format", "fmt", type=click.Choice(SWEEP_FORMATS), default=None,
+              help="without --out, what goes to stdout: csv (the whole table; the default), json (records) or "
+                   "table (the summary); with --out the file's extension sets its format and the summary is shown")
 def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, osl, ttft_ms, tpot_ms,
               max_concurrency, mtp, framework, weight_dtype, moe_weight_dtype, kv_dtype, allow_cross_node,
               time_limit, seed, concurrency, method, top, explain_binding, jobs, executor, address, out,
-              plot) -> None:
+              plot, fmt) -> None:
     """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
     from solver.capacity.sweep import build_plan, run_tasks, sweep_rows
     from solver.capacity.table import check_writable, to_frame, write_table
 
-    if jobs < 1:
-        raise InputError("--jobs", f"must be >= 1, got {jobs}")
+    if out is not None and fmt not in (None, "table"):
+        raise InputError("--format", f"{fmt} with --out: the extension of {out} sets the file's format")
+    check_mtp(model, mtp)
     start = time.perf_counter()
     sp = build_plan(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl, osl=osl,
                     seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms, concurrency=concurrency,
@@ -126,11 +135,19 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     if out is not None:
         check_writable(out, "--out")
     if plot is not None:
+        from solver.capacity.plots import PLOT_EXTENSIONS
+        from solver.outfile import check_extension
+
+        check_extension(plot, "--plot", PLOT_EXTENSIONS)
         check_writable(plot, "--plot")
     with _progress(f"sweep {sp.model_name}") as progress:
         df = to_frame(sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address)))
     wall = time.perf_counter() - start
-    if out is None:
+    if out is None and fmt == "json":
+        sys.stdout.write(df.to_json(orient="records", indent=1) + "\n")
+    elif out is None and fmt == "table":
+        _print_summary(df, sp.model_name)
+    elif out is None:
         sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
     else:
         write_table(df, out)
@@ -175,13 +192,14 @@ def _print_summary(df, model_name: str) -> None:
 @click.argument("model")
 @click.argument("more_hardware", nargs=-1, metavar="[HARDWARE...]")
 @click.option("--hardware", "hardware", multiple=True, help=_HW_HELP)
-@click.option("--target-output-tokens-per-s", type=float, default=None, help="load: output tokens/s in total")
-@click.option("--target-requests-per-s", type=float, default=None, help="load: requests/s (x OSL output tokens)")
+@click.option("--target-output-tokens-per-s", type=RATE, default=None, help="load: output tokens/s in total")
+@click.option("--target-requests-per-s", type=RATE, default=None, help="load: requests/s (x OSL output tokens)")
 @click.option("--price", "prices", multiple=True, help="price per card-hour, HARDWARE=PRICE (repeatable)")
 @click.option("--cards", default="1..1024", show_default=True, help="cluster sizes to try: a list or a range of "
               "powers of two")
 @_common
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="output format")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=DEFAULT_FORMAT, show_default=True,
+              help="output format (data on stdout, notes and errors on stderr)")
 def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, target_requests_per_s, prices, cards,
                   isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, framework, weight_dtype, moe_weight_dtype,
                   kv_dtype, allow_cross_node, time_limit, seed, fmt) -> None:
@@ -190,6 +208,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
     from solver.capacity.recommend import recommend
 
     hw = _hardware(hardware, more_hardware)
+    check_mtp(model, mtp)
     with _progress("recommend") as progress:
         rec = recommend(model, hw, target_output_tokens_per_s=target_output_tokens_per_s,
                         target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import click
 
-from solver.cli.options import dtype_options, format_option, knob_options, parallel_from_options
+from solver.cli.options import (CARDS, framework_check, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, dtype_options, format_option,
+                                knob_options, parallel_from_options)
 from solver.errors import InputError
 from solver.estimate.memory import MemoryOptions, max_batch, memory_per_rank
 from solver.estimate.params import count_params
 from solver.report.render import console, dump, table
 from solver.report.model_view import inspect_data, memory_data
+from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import list_hardware, load_hardware
 from solver.specs.model_catalog import list_models, load_model
 from solver.specs.precision import resolve_precision
@@ -45,21 +47,22 @@ def hardware_cmd(fmt: str) -> None:
     for name in list_hardware():
         hw = load_hardware(name)
         rows.append({"name": name, "description": hw.description, "memory_gb": hw.memory_bytes / 1e9,
+                     "memory_gib": hw.memory_bytes / 2**30,
                      "hbm_tb_s": hw.hbm_bandwidth_Bps / 1e12,
                      "peak_tflops": {k: v / 1e12 for k, v in hw.peak_flops.items()},
                      "ranks_per_node": hw.ranks_per_node, "scale_up_domain": hw.scale_up_domain})
     if fmt != "table":
         click.echo(dump({"hardware": rows}, fmt))
         return
-    console().print(table("hardware", ["name", "memory (GB)", "HBM (TB/s)", "peak TFLOP/s", "ranks/node",
+    console().print(table("hardware (GB = 1e9 bytes, GiB = 2^30)", ["name", "memory (GB)", "(GiB)", "HBM (TB/s)", "peak TFLOP/s", "ranks/node",
                                        "scale-up", "description"],
-                          [[r["name"], r["memory_gb"], r["hbm_tb_s"],
+                          [[r["name"], r["memory_gb"], r["memory_gib"], r["hbm_tb_s"],
                             " ".join(f"{k}:{v:g}" for k, v in r["peak_tflops"].items()), r["ranks_per_node"],
                             r["scale_up_domain"], r["description"]] for r in rows]))
 
 
 @click.command("inspect")
-@click.argument("model")
+@click.argument("model", type=NAME)
 @format_option()
 def inspect_cmd(model: str, fmt: str) -> None:
     """Architecture class, parameters per module, module characteristics (seed Step 1)."""
@@ -82,35 +85,34 @@ def inspect_cmd(model: str, fmt: str) -> None:
 
 
 @click.command("memory")
-@click.argument("model")
-@click.option("--hardware", "hardware", required=True, help="hardware name or YAML path")
-@click.option("--cards", type=int, required=True, help="world size W (ranks)")
+@click.argument("model", type=NAME)
+@click.option("--hardware", "hardware", type=NAME, required=True, help="hardware name or YAML path")
+@click.option("--cards", type=CARDS, required=True, help="world size W (ranks)")
 @knob_options
-@click.option("--batch", type=int, required=True, help="concurrent sequences across the deployment")
-@click.option("--seq-len", type=int, required=True, help="context tokens held per sequence")
-@click.option("--mtp", type=int, default=0, show_default=True, help="next-n (MTP) depth; 0 = off")
-@click.option("--prefill-chunk", type=int, default=None, help="tokens per attention replica in one prefill step")
-@click.option("--mem-fraction", type=float, default=None, help="usable fraction of capacity (default 0.95)")
+@click.option("--batch", type=CONCURRENCY, required=True, help="concurrent sequences across the deployment")
+@click.option("--seq-len", type=TOKENS, required=True, help="context tokens held per sequence")
+@click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth; 0 = off")
+@click.option("--prefill-chunk", type=TOKENS, default=None, help="tokens per attention replica in one prefill step")
+@click.option("--mem-fraction", type=FRACTION, default=None, help="usable fraction of capacity (default 0.95)")
+@click.option("--framework", type=NAME, default="generic", show_default=True,
+              help="framework profile whose rules the knobs must satisfy (name or YAML path)")
 @dtype_options
 @format_option()
-def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_fraction, weight_dtype,
+def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_fraction, framework, weight_dtype,
                moe_weight_dtype, kv_dtype, fmt, **knobs) -> None:
     """Per-rank memory of a parallel_config: feasible or not, and the largest batch that fits."""
-    if batch < 1:
-        raise InputError("--batch", f"must be >= 1, got {batch}")
-    if seq_len < 1:
-        raise InputError("--seq-len", f"must be >= 1, got {seq_len}")
-    if mem_fraction is not None and not 0 < mem_fraction <= 1:
-        raise InputError("--mem-fraction", f"must be in (0, 1], got {mem_fraction}")
     spec = load_model(model)
     hw = load_hardware(hardware)
     pc = parallel_from_options(cards, knobs)
+    if mtp and not spec.num_mtp_layers:
+        raise InputError("--mtp", f"{spec.name} has no MTP (next-n) layers")
+    notes = framework_check(load_framework(framework), spec, hw, pc, batch, mtp)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     opts = MemoryOptions(**{k: v for k, v in (("prefill_chunk", prefill_chunk), ("total_fraction", mem_fraction))
                             if v is not None})
     rep = memory_per_rank(spec, hw, pc, prec, batch, seq_len, opts, mtp_layers=mtp)
     best = max_batch(spec, hw, pc, prec, seq_len, opts, mtp_layers=mtp)
-    _warn(spec.warnings + prec.notes)
+    _warn([*spec.warnings, *prec.notes, *notes])
     data = memory_data(spec, hw, pc, prec, rep, best, batch, seq_len)
     if fmt != "table":
         click.echo(dump(data, fmt))
@@ -121,7 +123,10 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
     con.print(table("memory per rank (GB = 1e9 bytes)", ["item", "GB"],
                     [[k, v] for k, v in data["breakdown"].items()]))
     verdict = "[green]feasible[/green]" if data["feasible"] else "[red]does not fit[/red]"
-    con.print(f"total {data['total_gb']:.2f} GB of {data['capacity_gb']:.2f} GB (limit {data['limit_gb']:.2f}): "
+    reserve, cap = hw.reserved_bytes / 1e9, data["capacity_gb"]
+    con.print(f"total {data['total_gb']:.2f} GB of {cap:.2f} GB ({cap * 1e9 / 2**30:.1f} GiB) = "
+              f"{data['total_gb'] - reserve:.2f} GB model + {reserve:.2f} GB runtime reserve; the model's limit is "
+              f"{data['limit_gb']:.2f} GB = min({opts.total_fraction:g} x capacity, capacity - reserve): "
               f"{verdict}; weights+KV {data['weights_kv_share']:.0%} of capacity"
               f"{' (above the seed 0.8 mark)' if data['tight'] else ''}; max batch at {seq_len} tokens: "
               f"{data['max_batch']}")

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from solver.cli.options import format_option
+from solver.cli.options import CARDS, NAME, format_option
 from solver.errors import InputError
 from solver.estimate.serving import Workload
 from solver.rank.review import Review, review
@@ -37,11 +37,11 @@ def review_dict(r: Review, pc: ParallelConfig) -> dict:
 
 @click.command("check")
 @click.argument("config", type=click.Path(dir_okay=False))
-@click.option("--model", default=None, help="overrides the file's model")
-@click.option("--hardware", default=None, help="overrides the file's hardware")
-@click.option("--cards", type=int, default=None, help="overrides the file's world_size")
-@click.option("--framework", default=None, help="overrides the file's framework profile")
-@format_option("yaml")
+@click.option("--model", type=NAME, default=None, help="overrides the file's model")
+@click.option("--hardware", type=NAME, default=None, help="overrides the file's hardware")
+@click.option("--cards", type=CARDS, default=None, help="overrides the file's world_size")
+@click.option("--framework", type=NAME, default=None, help="overrides the file's framework profile")
+@format_option()
 def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     """Validate a parallel_config (the seed's YAML keys) by class A/B/C, flag common errors, estimate it.
     Exit 1 when a hard constraint is violated."""
@@ -52,6 +52,7 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     for flag, value in (("model", model), ("hardware", hardware), ("world_size", world)):
         if value is None:
             raise InputError(flag, f"missing: give it in {config} or as --{flag.replace('world_size', 'cards')}")
+    dep.check_derived(world, config)
     if dep.workload is None:
         raise InputError("workload", f"missing in {config}: phase/batch/seq_len or isl/osl/concurrency")
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework or dep.framework)

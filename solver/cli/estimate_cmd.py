@@ -8,14 +8,16 @@ from typing import Any
 
 import click
 
-from solver.cli.options import dtype_options, format_option, knob_options, parallel_from_options
+from solver.cli.options import (CARDS, framework_check, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, dtype_options, format_option,
+                                knob_options, parallel_from_options)
 from solver.errors import InputError, ShardplanError
+from solver.outfile import atomic_write, check_extension, check_writable
 from solver.estimate.compute import factors_for
 from solver.estimate.serving import Workload, estimate
 from solver.specs.scenario import DEFAULT_MTP_ACCEPT
 from solver.report.estimate_view import estimate_data, render_estimate
 from solver.report.render import console, dump
-from solver.specs.framework import load_framework, model_env
+from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import KNOB_FLAGS
@@ -57,17 +59,6 @@ def workload_from_options(isl: int | None, osl: int | None, concurrency: int | N
     return Workload(phase, batch=batch, seq_len=seq_len, mtp=mtp, mtp_accept=mtp_accept)  # type: ignore[arg-type]
 
 
-def _framework_check(fw, model, hw, pc, wl: Workload) -> list[str]:
-    """Rule violations: errors raise (the framework cannot run this config), warnings come back as notes."""
-    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=wl.mtp)
-    warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
-    errors = fw.check(env, "error")
-    if errors:
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InputError("parallel_config", f"not runnable under framework {fw.name}: {errors[0]}{more}")
-    return [f"framework {fw.name}: {w} (slow path)" for w in warnings]
-
-
 def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], wl: Workload, weight_dtype,
             moe_weight_dtype, kv_dtype, framework: str, fmt: str) -> None:
     model = load_model(model_name)
@@ -77,7 +68,7 @@ def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], w
     prec = resolve_precision(model, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     if wl.mtp and not model.num_mtp_layers:
         raise InputError("--mtp", f"{model.name} has no MTP (next-n) layers")
-    notes = list(model.warnings) + list(prec.notes) + _framework_check(fw, model, hw, pc, wl)
+    notes = list(model.warnings) + list(prec.notes) + framework_check(fw, model, hw, pc, wl.sequences, wl.mtp)
     f = factors_for(hw, fw.efficiency_for(hw))
     est = estimate(model, hw, pc, prec, f, wl)
     if not est.memory.feasible:
@@ -100,6 +91,11 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
     """Evaluate every row; a row that cannot be evaluated gets `error` and the run goes on. (rows, errors)."""
     from solver.measured import REQUIRED_COLUMNS, predict_row
 
+    if framework is not None:  # a profile every row would fail on is bad input, not N row errors
+        load_framework(framework)
+    if path_out != "-":  # before the rows are evaluated: a bad target fails at once
+        check_extension(path_out, "--out", (".csv",))
+        check_writable(path_out, "--out")
     src = Path(path_in)
     if not src.is_file():
         raise InputError("--from-csv", f"file not found: {path_in}")
@@ -128,14 +124,18 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
             errors += 1
             rec.update(ttft_ms_pred="", tpot_ms_pred="", error=f"{type(exc).__name__}: {exc}")
         out.append(rec)
-    try:
-        if path_out == "-":
-            _write(sys.stdout, fieldnames, out)
-        else:
-            with open(path_out, "w", newline="", encoding="utf-8") as fh:
+    if path_out == "-":
+        _write(sys.stdout, fieldnames, out)
+    else:
+        def write(tmp: str) -> None:
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
                 _write(fh, fieldnames, out)
-    except OSError as exc:
-        raise InputError("--out", f"cannot write {path_out}: {exc.strerror or exc}") from None
+
+        atomic_write(path_out, write, "--out")
+    if out and errors == len(out):
+        first = out[0]["error"]
+        raise InputError("--from-csv", f"none of the {len(out)} rows could be evaluated (first: {first[:200]})"
+                         + ("" if path_out == "-" else f"; the errors are in {path_out}"))
     return len(out), errors
 
 
@@ -146,25 +146,25 @@ def _write(fh, fieldnames: list[str], rows: list[dict[str, Any]]) -> None:
 
 
 @click.command("estimate")
-@click.argument("model", required=False)
-@click.option("--hardware", "hardware", default=None, help="hardware name or YAML path")
-@click.option("--cards", type=int, default=None, help="world size W (ranks)")
+@click.argument("model", type=NAME, required=False)
+@click.option("--hardware", "hardware", type=NAME, default=None, help="hardware name or YAML path")
+@click.option("--cards", type=CARDS, default=None, help="world size W (ranks)")
 @knob_options
-@click.option("--isl", type=int, default=None, help="serving: input tokens per request")
-@click.option("--osl", type=int, default=None, help="serving: output tokens per request")
-@click.option("--concurrency", type=int, default=None, help="serving: requests in flight across the deployment")
+@click.option("--isl", type=TOKENS, default=None, help="serving: input tokens per request")
+@click.option("--osl", type=TOKENS, default=None, help="serving: output tokens per request")
+@click.option("--concurrency", type=CONCURRENCY, default=None, help="serving: requests in flight across the deployment")
 @click.option("--phase", type=click.Choice(["prefill", "decode"]), default=None,
               help="one phase instead of serving: prefill of BATCH prompts or a decode step of BATCH sequences")
-@click.option("--batch", type=int, default=None, help="with --phase: prompts / sequences across the deployment")
-@click.option("--seq-len", type=int, default=None, help="with --phase: prompt length / context length")
-@click.option("--mtp", type=int, default=0, show_default=True, help="MTP (next-n) depth; 0 = off")
-@click.option("--mtp-accept", type=float, default=DEFAULT_MTP_ACCEPT, show_default=True,
+@click.option("--batch", type=CONCURRENCY, default=None, help="with --phase: prompts / sequences across the deployment")
+@click.option("--seq-len", type=TOKENS, default=None, help="with --phase: prompt length / context length")
+@click.option("--mtp", type=MTP, default=0, show_default=True, help="MTP (next-n) depth; 0 = off")
+@click.option("--mtp-accept", type=FRACTION, default=DEFAULT_MTP_ACCEPT, show_default=True,
               help="acceptance rate of each draft token")
 @dtype_options
-@click.option("--framework", default=None,
+@click.option("--framework", type=NAME, default=None,
               help="framework profile name or YAML (default generic; CSV mode: the row's backend column)")
-@click.option("--from-csv", "from_csv", default=None, help="evaluate every row of a calibration-style CSV")
-@click.option("--out", "out", default=None, help="with --from-csv: output CSV path ('-' = stdout)")
+@click.option("--from-csv", "from_csv", type=NAME, default=None, help="evaluate every row of a calibration-style CSV")
+@click.option("--out", "out", type=NAME, default=None, help="with --from-csv: output CSV path ('-' = stdout)")
 @format_option()
 def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept,
                  weight_dtype, moe_weight_dtype, kv_dtype, framework, from_csv, out, fmt, **knobs) -> None:

@@ -1,34 +1,95 @@
-"""`shardplan` command line: a thin layer over the library. Errors become one line and an exit code."""
+"""`shardplan` command line: a thin layer over the library. Errors become one line and an exit code:
+2 bad input (the tool's InputError, a click usage error, a pydantic error at the boundary), 1 infeasible,
+3 an internal error (the traceback with --debug or SHARDPLAN_DEBUG=1)."""
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 import click
+from pydantic import ValidationError
 
-from solver.errors import ShardplanError
+from solver.errors import DEBUG_ENV, InternalError, ShardplanError
+
+
+def _debug() -> bool:
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 class _Group(click.Group):
-    """Runs a subcommand and turns the tool's own errors into one stderr line (never a traceback)."""
+    """Runs a subcommand and turns every failure into one stderr line and a documented exit code."""
+
+    def main(self, *args, **kwargs):  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except ShardplanError as exc:
+            click.echo(f"error: {_one_line(exc)}", err=True)
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            click.echo(f"error: {_one_line(exc.format_message())}{where}", err=True)
+            sys.exit(2)
+        except click.ClickException as exc:
+            click.echo(f"error: {_one_line(exc.format_message())}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("error: aborted", err=True)
+            sys.exit(130)
+        except ValidationError as exc:
+            # the specs are the boundary: a pydantic error escaping a command is still the user's input
+            from solver.specs.validation import first_error
+
+            click.echo(f"error: {_one_line(first_error(exc, 'input'))}", err=True)
+            sys.exit(2)
+        except BrokenPipeError:
+            _quiet_stdout()
+            sys.exit(0)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:  # noqa: BLE001 - the last resort: one line, exit 3, traceback on request
+            if _debug() or _flag_debug(args, kwargs):
+                traceback.print_exc()
+            err = InternalError(f"internal error: {type(exc).__name__}: {_one_line(exc)[:300]} "
+                                f"(a fault of shardplan, not of the input; rerun with --debug or {DEBUG_ENV}=1 "
+                                "for the traceback)")
+            click.echo(f"error: {err}", err=True)
+            sys.exit(err.exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except ShardplanError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-        except click.exceptions.Exit:
-            raise
-        except (click.ClickException, click.Abort):
-            raise
-        except BrokenPipeError:
-            sys.exit(0)
+        if ctx.params.get("debug"):
+            os.environ[DEBUG_ENV] = "1"
+        return super().invoke(ctx)
+
+
+def _flag_debug(args, kwargs) -> bool:
+    argv = kwargs.get("args") or (args[0] if args else None) or sys.argv[1:]
+    return "--debug" in list(argv)
+
+
+def _quiet_stdout() -> None:
+    # stdout's reader went away: point it at /dev/null so the interpreter's final flush does not complain
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="shardplan")
-def main() -> None:
-    """Recommend per-module parallel configurations for LLM inference."""
+@click.option("--debug", is_flag=True, help=f"print the traceback of an internal error (also {DEBUG_ENV}=1)")
+def main(debug: bool) -> None:
+    """Recommend per-module parallel configurations for LLM inference.
+
+    Exit codes: 0 success, 1 no feasible configuration, 2 bad input, 3 internal error."""
 
 
 def _register() -> None:

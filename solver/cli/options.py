@@ -1,23 +1,123 @@
-"""Click options shared by several commands, and the small helpers that turn them into specs."""
+"""Click options shared by several commands, the option types that validate numbers at the boundary (finite,
+in range, below the size caps of solver.specs.limits), and the small helpers that turn options into specs."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import click
+from pydantic import ValidationError
 
+from solver.errors import InputError
+
+from solver.specs import limits
 from solver.specs.parallel import KNOB_FLAGS, ParallelConfig, make_parallel_config
+from solver.specs.framework import model_env
+from solver.specs.scenario import Scenario
 from solver.report.render import FORMATS
 
+# One default output format for every command that prints a result (sweep writes a file or CSV instead).
+DEFAULT_FORMAT = "table"
 
-def format_option(default: str = "table") -> Callable:
+
+class Int(click.ParamType):
+    """An integer in [lo, hi]; the error names the bounds (and why the upper one exists) in one line."""
+
+    name = "integer"
+
+    def __init__(self, lo: int, hi: int, why: str = ""):
+        self.lo, self.hi, self.why = lo, hi, why
+
+    def convert(self, value: Any, param, ctx) -> int:
+        if isinstance(value, bool):
+            self.fail(f"expected an integer, got {value!r}", param, ctx)
+        if isinstance(value, int):
+            n = value
+        else:
+            text = str(value).strip().replace("_", "")
+            if len(text) > 30:
+                self.fail(f"{text[:20]}... ({len(text)} characters) is not an integer in [{self.lo}, {self.hi}]",
+                          param, ctx)
+            try:
+                n = int(text)
+            except ValueError:
+                self.fail(f"{value!r} is not an integer", param, ctx)
+        if not self.lo <= n <= self.hi:
+            why = f" ({self.why})" if self.why and n > self.hi else ""
+            self.fail(f"{n} is out of range: must be in [{self.lo}, {self.hi:,}]{why}", param, ctx)
+        return n
+
+
+class Float(click.ParamType):
+    """A finite number with a lower bound (open or closed) and an upper one; nan and inf are refused."""
+
+    name = "number"
+
+    def __init__(self, lo: float, hi: float, lo_open: bool = True):
+        self.lo, self.hi, self.lo_open = lo, hi, lo_open
+
+    def convert(self, value: Any, param, ctx) -> float:
+        if isinstance(value, bool):
+            self.fail(f"expected a number, got {value!r}", param, ctx)
+        try:
+            x = float(value)
+        except (TypeError, ValueError, OverflowError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        low_ok = x > self.lo if self.lo_open else x >= self.lo
+        if not low_ok or x > self.hi:
+            bracket = "(" if self.lo_open else "["
+            self.fail(f"{x:g} is out of range: must be in {bracket}{self.lo:g}, {self.hi:g}]", param, ctx)
+        return x
+
+
+CARDS = Int(1, limits.MAX_CARDS, "the largest cluster any hardware file describes")
+KNOB = Int(1, limits.MAX_CARDS, "a knob divides the world size")
+TOKENS = Int(1, limits.MAX_TOKENS, "1.6x the longest context a published model declares")
+CONCURRENCY = Int(1, limits.MAX_CONCURRENCY)
+MTP = Int(0, limits.MAX_MTP)
+TOP = Int(1, limits.MAX_TOP, "the seed's format lists 2-3; each extra candidate is a search")
+SEED = Int(0, limits.MAX_SEED, "CP-SAT's random seed is a 32-bit integer")
+WORKERS = Int(1, limits.MAX_WORKERS)
+JOBS = Int(1, limits.MAX_JOBS)
+MS = Float(0.0, limits.MAX_SLA_MS)
+SECONDS = Float(0.0, limits.MAX_TIME_LIMIT_S)
+FRACTION = Float(0.0, 1.0)
+RATE = Float(0.0, limits.MAX_RATE)
+GB = Float(0.0, 1e6)
+
+
+class Name(click.ParamType):
+    """A catalog name or a path: non-empty, at most MAX_NAME characters per path component."""
+
+    name = "name"
+
+    def convert(self, value: Any, param, ctx) -> str:
+        text = str(value)
+        if not text.strip():
+            self.fail("must not be empty", param, ctx)
+        if "\x00" in text:
+            self.fail("contains a NUL character", param, ctx)
+        longest = max((len(part) for part in text.replace("\\", "/").split("/")), default=0)
+        if longest > limits.MAX_NAME:
+            self.fail(f"a name or path component of {longest} characters (at most {limits.MAX_NAME})", param, ctx)
+        return text
+
+
+NAME = Name()
+
+
+def format_option(default: str = DEFAULT_FORMAT) -> Callable:
     return click.option("--format", "fmt", type=click.Choice(FORMATS), default=default, show_default=True,
-                        help="output format")
+                        help="output format (data on stdout, notes and errors on stderr)")
 
 
 def knob_options(func: Callable) -> Callable:
     """--attn-tp, --dense-tp, ... one per parallel_config knob (unset = the knob's default of 1)."""
     for knob, flag in reversed(list(KNOB_FLAGS.items())):
-        func = click.option(flag, knob, type=int, default=None, help=f"{knob}")(func)
+        func = click.option(flag, knob, type=KNOB, default=None,
+                            help=f"parallel_config {knob} (default 1; must divide --cards)")(func)
     return func
 
 
@@ -28,6 +128,40 @@ def dtype_options(func: Callable) -> Callable:
     func = click.option("--weight-dtype", type=str, default=None,
                         help="weights of every linear layer (default: the checkpoint's where the hardware runs it)")(func)
     return func
+
+
+def scenario_from_options(**fields: Any) -> Scenario:
+    """A Scenario from command-line values; a field it refuses is reported under its flag (--max-concurrency)."""
+    try:
+        return Scenario(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(part) for part in err.get("loc", ())]
+        flag = "--" + loc[0].replace("_", "-") if loc else "scenario"
+        raise InputError(flag, err.get("msg", "invalid").removeprefix("Value error, ")) from None
+
+
+def check_mtp(model_name: str, mtp: int) -> None:
+    """--mtp N needs MTP (next-n) layers in the model's config: nothing else says how big they are. (The
+    library still plans a reference whose published deployment ran MTP on a config that omits them.)"""
+    if mtp:
+        from solver.specs.model_catalog import load_model
+
+        model = load_model(model_name)
+        if not model.num_mtp_layers:
+            raise InputError("--mtp", f"{model.name} has no MTP (next-n) layers in its config; use --mtp 0")
+
+
+def framework_check(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
+    """The framework profile's rules on a user's knobs (the planner's own rule machinery): an error (TP64 on 32
+    heads, EP256 on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
+    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=batch, mtp=mtp)
+    warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
+    errors = fw.check(env, "error")
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InputError("parallel_config", f"not runnable under framework {fw.name}: {errors[0]}{more}")
+    return [f"framework {fw.name}: {w} (slow path)" for w in warnings]
 
 
 def parallel_from_options(cards: int, opts: dict[str, Any]) -> ParallelConfig:

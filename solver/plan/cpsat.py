@@ -12,12 +12,15 @@ lexicographic weight.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ortools.sat.python import cp_model
 
+from solver.errors import InputError, InternalError
 from solver.plan.tables import GROUPS, Tables
+from solver.specs.limits import MAX_COEF, MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -34,6 +37,25 @@ class SolverParams:
     seed: int = 0
     time_limit_s: float = 10.0
 
+    def __post_init__(self) -> None:
+        # CP-SAT takes an int32 seed and a positive finite time limit; anything else crashes or means "no search"
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or not 1 <= self.workers <= MAX_WORKERS:
+            raise InputError("--workers", f"must be an integer in [1, {MAX_WORKERS}], got {self.workers!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= MAX_SEED:
+            raise InputError("--seed", f"must be an integer in [0, {MAX_SEED}], got {self.seed!r}")
+        t = self.time_limit_s
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 < t <= MAX_TIME_LIMIT_S:
+            raise InputError("--time-limit", f"must be a number of seconds in (0, {MAX_TIME_LIMIT_S:g}], got {t!r}")
+
+
+@dataclass(frozen=True)
+class SolveStatus:
+    """How one CP-SAT solve ended when it did not prove its answer: a time-out with or without a solution."""
+
+    batch: int
+    found: bool  # a feasible solution was found before the limit (FEASIBLE), else UNKNOWN
+    gap: float | None  # (objective - best bound) / objective of the solution found, when found
+
 
 @dataclass(frozen=True)
 class Point:
@@ -48,6 +70,20 @@ class Point:
         return (self.picks, self.batch)
 
 
+# Memory enters only `sum <= cap` with non-negative terms: any term above the largest cap a device can have
+# (hardware.MAX_BYTES) breaks it alone, so clamping there keeps the constraint exact and the integers small.
+_MEM_CLAMP = 2.0**50 * MEM_SCALE
+
+
+def exact(value: float, what: str, weight: int = TIE_WEIGHT) -> int:
+    """A CP-SAT coefficient or bound: an integer well inside int64 once summed and tie-weighted, or bad input
+    (times or sizes so large the inputs cannot describe a real deployment)."""
+    if not math.isfinite(value) or abs(value) > MAX_COEF / (weight * 64):
+        raise InputError("planner", f"{what} of {value:.3g} (scaled) is beyond what the planner's integer model "
+                                    "holds; the inputs (sequence lengths, sizes, device figures) are out of range")
+    return round(value)
+
+
 def inv_throughput(t: Tables, latency: int, batch: int) -> float:
     return latency * t.world / (batch * t.tokens_per_request)
 
@@ -57,15 +93,16 @@ def coefs(t: Tables, b: int, g: str, i: int) -> tuple[int, int, int, int]:
     e = t.entries[(b, g, i)]
     tpot = e.decode_s / t.mtp_tokens + e.prefill_s * t.prefill_per_token
     lat = t.prefill_weight * e.prefill_s + t.decode_steps * tpot
-    return (round(lat * TIME_SCALE), round(e.prefill_s * TIME_SCALE), round(tpot * TIME_SCALE),
-            round(e.memory_bytes * MEM_SCALE))
+    return (exact(lat * TIME_SCALE, "a latency"), exact(e.prefill_s * TIME_SCALE, "a TTFT"),
+            exact(tpot * TIME_SCALE, "a TPOT"), exact(min(e.memory_bytes * MEM_SCALE, _MEM_CLAMP), "a memory size", 1))
 
 
 def const_coefs(t: Tables) -> tuple[int, int, int]:
     """(latency, ttft, tpot) of the fixed per-step overhead."""
     tpot = t.const_step_s / t.mtp_tokens + t.const_step_s * t.prefill_per_token
     lat = t.prefill_weight * t.const_step_s + t.decode_steps * tpot
-    return round(lat * TIME_SCALE), round(t.const_step_s * TIME_SCALE), round(tpot * TIME_SCALE)
+    return (exact(lat * TIME_SCALE, "a latency"), exact(t.const_step_s * TIME_SCALE, "a step overhead"),
+            exact(tpot * TIME_SCALE, "a TPOT"))
 
 
 def simplicity(values: tuple[int, ...]) -> int:
@@ -74,7 +111,7 @@ def simplicity(values: tuple[int, ...]) -> int:
 
 
 def memory_cap(t: Tables) -> int:
-    return round((t.memory_limit_bytes - t.const_memory_bytes) * MEM_SCALE)
+    return exact(min((t.memory_limit_bytes - t.const_memory_bytes) * MEM_SCALE, _MEM_CLAMP), "the memory cap", 1)
 
 
 def rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, batch: int,
@@ -189,9 +226,11 @@ def add_memory_cap(bm: BatchModel, t: Tables, memory) -> None:
 
 def add_sla(bm: BatchModel, scenario: Scenario, ttft, tpot) -> None:
     if scenario.ttft_ms is not None:
-        bm.model.Add(ttft <= round(scenario.ttft_ms * 1e-3 * TIME_SCALE)).OnlyEnforceIf(bm.family("SLA.ttft"))
+        bm.model.Add(ttft <= exact(scenario.ttft_ms * 1e-3 * TIME_SCALE, "the TTFT bound", 1)
+                     ).OnlyEnforceIf(bm.family("SLA.ttft"))
     if scenario.tpot_ms is not None:
-        bm.model.Add(tpot <= round(scenario.tpot_ms * 1e-3 * TIME_SCALE)).OnlyEnforceIf(bm.family("SLA.tpot"))
+        bm.model.Add(tpot <= exact(scenario.tpot_ms * 1e-3 * TIME_SCALE, "the TPOT bound", 1)
+                     ).OnlyEnforceIf(bm.family("SLA.tpot"))
 
 
 def add_framework_rules(bm: BatchModel, tables: list[tuple[str, list[str], list[list[int]]]]) -> None:
@@ -238,6 +277,8 @@ class Planner:
         self.verify: Callable[[Point], bool] | None = None
         self.max_cuts = 12
         self._static = static_rule_tables(t, model, hw, fw, scenario)
+        # solves the time limit cut short: (batch, relaxed) -> how it ended; the search behind an answer
+        self.timeouts: dict[tuple[int, frozenset[str]], SolveStatus] = {}
 
     def batch_model(self, b: int) -> BatchModel:
         if b not in self._models:
@@ -290,6 +331,15 @@ class Planner:
             bm.sync()
             s = self._solver()
             status = s.Solve(bm.model)
+            if status == cp_model.MODEL_INVALID:
+                raise InternalError(f"CP-SAT rejected the model at concurrency {b}: {bm.model.Validate()[:200]}")
+            if status == cp_model.UNKNOWN:  # the time limit hit before any solution
+                self.timeouts[(b, frozenset(relaxed))] = SolveStatus(b, False, None)
+                point = None
+                break
+            if status == cp_model.FEASIBLE:  # the time limit hit before optimality was proven
+                obj, bound = s.ObjectiveValue(), s.BestObjectiveBound()
+                self.timeouts[(b, frozenset(relaxed))] = SolveStatus(b, True, (obj - bound) / max(abs(obj), 1.0))
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 point = None
                 break
@@ -305,6 +355,10 @@ class Planner:
         bm.temps, bm.relaxed = [], set()
         bm.sync()
         return point
+
+    def timed_out(self, relaxed: frozenset[str] = frozenset()) -> list[SolveStatus]:
+        """The solves (at these relaxed families) the time limit cut short."""
+        return [v for (b, r), v in sorted(self.timeouts.items(), key=lambda kv: kv[0][0]) if r == relaxed]
 
     def front(self) -> list[Point]:
         points = [p for p in (self.best(b) for b in self.t.batches) if p is not None]

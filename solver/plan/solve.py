@@ -3,17 +3,19 @@ re-estimated with the full estimator. Infeasibility is diagnosed by relaxing one
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-from solver.errors import InfeasibleError, InputError
+from solver.errors import InfeasibleError, InputError, InternalError
+from solver.specs.limits import MAX_CARDS, MAX_TOP
 from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
 from solver.plan.cpsat import pareto
 from solver.plan.exhaustive import enumerate_points
-from solver.plan.tables import Tables, build_tables
-from solver.space.domains import build_space, largest_tp
+from solver.plan.tables import GROUPS, Tables, build_tables
+from solver.space.domains import build_space
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -38,6 +40,24 @@ class PlanResult:
     binding: list[str] = field(default_factory=list)
     method: str = "cpsat"
     pruned: dict[str, list[str]] = field(default_factory=dict)  # rule -> knob values it removed
+    # OPTIMAL: every solve behind the front proved its optimum; FEASIBLE: the time limit cut some short, so the
+    # front is the best found so far (`timeouts` says where, with the gap to the best bound)
+    status: str = "OPTIMAL"
+    timeouts: list[cpsat.SolveStatus] = field(default_factory=list)
+    time_limit_s: float | None = None
+
+    def timeout_note(self) -> str | None:
+        """One line on a time-out: how many solves ran out, and the largest gap left."""
+        if self.status == "OPTIMAL":
+            return None
+        gaps = [t.gap for t in self.timeouts if t.gap is not None]
+        empty = sum(1 for t in self.timeouts if not t.found)
+        parts = [f"{len(self.timeouts)} CP-SAT solve(s) hit --time-limit {self.time_limit_s:g} s"]
+        if gaps:
+            parts.append(f"best found so far, gap to the bound up to {max(gaps):.2%}")
+        if empty:
+            parts.append(f"{empty} found no solution in time")
+        return "timed out (FEASIBLE, not OPTIMAL): " + "; ".join(parts) + "; raise --time-limit to prove the optimum"
 
 
 def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
@@ -54,8 +74,12 @@ def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
 def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,
          params: cpsat.SolverParams | None = None, method: str = "cpsat", top: int = 3,
          allow_cross_node: bool = False, mem_opts: MemoryOptions | None = None,
-         explain_binding: bool = True) -> PlanResult:
+         explain_binding: bool = True, diagnose: bool = True) -> PlanResult:
     params = params or cpsat.SolverParams()
+    if isinstance(world, bool) or not isinstance(world, int) or not 1 <= world <= MAX_CARDS:
+        raise InputError("--cards", f"must be an integer in [1, {MAX_CARDS:,}], got {world!r}")
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
+        raise InputError("--top", f"must be an integer in [1, {MAX_TOP}], got {top!r}")
     if scenario.mtp > fw.max_mtp:
         raise InputError("--mtp", f"{scenario.mtp} exceeds {fw.name}'s maximum MTP depth {fw.max_mtp}")
     f = factors_for(hw, fw.efficiency_for(hw))
@@ -73,14 +97,27 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     def verify(p: cpsat.Point) -> bool:
         return not full_estimate_misses(full(p), scenario)
 
-    if scenario.ttft_ms is not None or scenario.tpot_ms is not None:
-        planner.verify = verify  # SLAs are judged by the full serving model, not only the additive proxy
-    if method == "exhaustive":
-        points = pareto(enumerate_points(tables, model, hw, fw, scenario))
+    # memory and SLAs are judged by the full estimate, not only the additive proxy: nothing that does not fit
+    # is ever recommended
+    planner.verify = verify
+    if any(not opts for opts in tables.choices.values()):
+        points = []  # a group without any allowed layout: nothing to solve
+    elif method == "exhaustive":
+        points = pareto([p for p in enumerate_points(tables, model, hw, fw, scenario) if verify(p)])
     else:
         points = planner.front()
     if not points:
-        raise _diagnose(model, hw, prec, fw, world, scenario, tables, planner, mem_opts)
+        stalled = planner.timed_out()
+        if stalled:
+            raise InfeasibleError(
+                f"no parallel_config found for {model.name} on {world} x {hw.name} within --time-limit "
+                f"{params.time_limit_s:g} s: CP-SAT timed out at {len(stalled)} of {len(tables.batches)} "
+                "concurrencies without a solution (not shown infeasible)", ["time limit"],
+                "raise --time-limit")
+        if not diagnose:
+            raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}")
+        raise _diagnose(model, hw, prec, fw, world, scenario, tables, planner, mem_opts, params,
+                        allow_cross_node, space)
     lat_ref = min(p.latency for p in points)
     inv_ref = min(p.inv_throughput for p in points)
 
@@ -124,7 +161,13 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
         return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys)
 
-    result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method)
+    result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method,
+                        time_limit_s=params.time_limit_s)
+    result.timeouts = planner.timed_out()
+    result.status = "FEASIBLE" if result.timeouts else "OPTIMAL"
+    bad = [c for c in result.candidates if full_estimate_misses(c.estimate, scenario)]
+    if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
+        raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     if explain_binding:
         result.binding = binding_constraints(planner, chosen[0])
     pruned: dict[str, list[str]] = {}
@@ -147,43 +190,69 @@ def binding_constraints(planner: cpsat.Planner, best: cpsat.Point) -> list[str]:
 
 def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
               scenario: Scenario, tables: Tables, planner: cpsat.Planner,
-              mem_opts: MemoryOptions | None) -> InfeasibleError:
-    from solver.estimate.memory import memory_per_rank
-
+              mem_opts: MemoryOptions | None, params: cpsat.SolverParams,
+              allow_cross_node: bool, space) -> InfeasibleError:
     binding: list[str] = []
-    names = sorted({n for b in tables.batches for n in planner.families(b)})
+    empty = [g for g, opts in tables.choices.items() if not opts]
+    # a group with no allowed layout leaves no model to relax: name it and the rules that emptied it
+    names = [] if empty else sorted({n for b in tables.batches for n in planner.families(b)})
     for name in names:
         if any(planner.best(b, relaxed=frozenset({name})) for b in tables.batches):
             binding.append(name)
     if not binding and names:
         if any(planner.best(b, relaxed=frozenset(names)) for b in tables.batches):
             binding = names
-    if not tables.choices["attn"]:
-        binding.append("framework rules leave no attention layout")
+    for g in empty:
+        rules = sorted({p.rule for p in space.pruned if p.knob in GROUPS[g]})
+        binding.append(f"no {g} layout is left" + (f" ({', '.join(rules)})" if rules else ""))
+    stalled = [t for t in planner.timeouts.values() if not t.found]
     remedies = []
-    if "B.memory_per_rank" in binding or not binding:
-        # fewest cards that fit: the most sharded config at the smallest batch, for growing world sizes
-        smallest = min(tables.batches)
-        for w in [world * k for k in (2, 3, 4, 6, 8, 12, 16, 24, 32)]:
-            # the most sharded layout the planner itself would allow: TP inside the fast domain, MoE on EP
-            tp = largest_tp(w, hw, model)
-            if model.is_moe and model.num_experts % w:
-                continue
-            pc = ParallelConfig(world_size=w, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp,
-                                lmhead_tp_size=tp, moe_tp_size=1 if model.is_moe else w)
-            rep = memory_per_rank(model, hw, pc, prec, smallest, scenario.max_seq_len, mem_opts,
-                                  mtp_layers=scenario.mtp)
-            if rep.feasible:
-                remedies.append(f"{w} cards fit (e.g. attn_tp {tp} with MoE EP)")
-                break
-        if not remedies:
-            remedies.append(f"no world size up to {world * 32} fits with TP inside a node "
-                            "(try --allow-cross-node)")
+    if "B.memory_per_rank" in binding or not binding or empty:
+        fits = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
+        if fits is not None:
+            remedies.append(f"{fits} cards fit (the planner found a configuration there)")
+        else:
+            tried = ", ".join(str(w) for w in _remedy_worlds(world, model))
+            remedies.append(f"none of {tried} cards fits either" + ("" if allow_cross_node
+                                                                     else " (try --allow-cross-node)"))
         if scenario.concurrency:
             remedies.append("a smaller --concurrency")
         remedies.append("a shorter sequence, or cheaper weights (--weight-dtype int8/fp8, --moe-weight-dtype int4)")
     if any(b.startswith("SLA") for b in binding):
         remedies.append("relax --ttft-ms/--tpot-ms or add cards")
+    if stalled:
+        remedies.append(f"{len(stalled)} relaxed solve(s) timed out, so the binding list may be short; "
+                        "raise --time-limit")
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"
     return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {names} binds",
                            binding, "what would fit: " + "; ".join(remedies) if remedies else None)
+
+
+REMEDY_TRIES = 6  # planner runs a diagnosis may spend on finding a world size that fits
+
+
+def _remedy_worlds(world: int, model: ModelSpec) -> list[int]:
+    """World sizes to try, nearest first (by ratio), larger before smaller at the same distance: multiples
+    carry more memory, and divisors can be what makes the experts divide (384 experts on 4096 ranks do not)."""
+    sizes = {world * k for k in (2, 3, 4, 6, 8, 16, 32)} | {world // k for k in (2, 4, 8, 16, 32, 64, 128)
+                                                             if world % k == 0}
+    sizes = {w for w in sizes if 1 <= w <= MAX_CARDS and w != world}
+    ordered = sorted(sizes, key=lambda w: (abs(math.log(w / world)), -w))
+    if model.is_moe:  # sizes whose expert-parallel degree can divide the experts first
+        ordered.sort(key=lambda w: math.gcd(w, model.num_experts) < min(w, 8))
+    return ordered[:REMEDY_TRIES]
+
+
+def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                   scenario: Scenario, params: cpsat.SolverParams, allow_cross_node: bool,
+                   mem_opts: MemoryOptions | None) -> int | None:
+    """The nearest world size at which the planner itself finds a configuration (so the remedy is checked)."""
+    quick = cpsat.SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, 5.0))
+    for w in _remedy_worlds(world, model):
+        try:
+            plan(model, hw, prec, fw, w, scenario, quick, top=1, allow_cross_node=allow_cross_node,
+                 mem_opts=mem_opts, explain_binding=False, diagnose=False)
+        except InfeasibleError:
+            continue
+        return w
+    return None

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from solver.plan.solve import PlanResult
-from solver.rank.select import Candidate
+from solver.rank.select import ORDERING, Candidate
 
 GB = 1e9
 LETTERS = "abcdefghij"
@@ -53,6 +53,9 @@ def result_dict(result: PlanResult, cands: list[Candidate]) -> dict[str, Any]:
         "binding_constraints": result.binding,
         "pruned_values": result.pruned,
         "method": result.method,
+        "solver_status": result.status,
+        "time_limit_note": result.timeout_note(),
+        "ordering": ORDERING,
         "pareto_front": [
             {"parallel_config": p.config.knobs(), "concurrency": p.batch,
              "ttft_ms": round(p.estimate.ttft_s * 1e3, 2), "tpot_ms": round(p.estimate.tpot_s * 1e3, 3),
@@ -80,6 +83,8 @@ def seed_yaml(result: PlanResult, cands: list[Candidate]) -> str:
         out.append(text)
     out.append("# dp_size / ep_size are derived by the framework (world_size // *_tp_size), not set in YAML")
     out.append("# binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
+    out.append(f"# solver status: {result.status}" + (f" ({result.timeout_note()})" if result.timeout_note() else ""))
+    out.append(f"# ordering: {ORDERING}")
     for rule, values in result.pruned.items():
         out.append(f"# search space: {rule} removed {', '.join(values)}")
     return "\n".join(out) + "\n"

@@ -19,22 +19,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from solver.errors import InputError
+from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
 from solver.specs.parallel import KNOBS
 from solver.specs.validation import load_yaml, validate_model
 
 
+# integers are strict: `attn_tp_size: true` or `batch: 8.5` is an error, not 1 or 8
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+# the derived sizes a seed YAML may state; each must equal world_size // its tp size
+DERIVED = {"attn_dp_size": "attn_tp_size", "moe_ep_size": "moe_tp_size"}
+
+
 class WorkloadSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     phase: Literal["prefill", "decode", "serving"] | None = None
-    batch: int | None = Field(None, gt=0)
-    seq_len: int | None = Field(None, gt=0)
-    isl: int | None = Field(None, gt=0)
-    osl: int | None = Field(None, gt=0)
-    concurrency: int | None = Field(None, gt=0)
+    batch: int | None = Field(None, gt=0, le=MAX_CONCURRENCY)
+    seq_len: int | None = Field(None, gt=0, le=MAX_TOKENS)
+    isl: int | None = Field(None, gt=0, le=MAX_TOKENS)
+    osl: int | None = Field(None, gt=0, le=MAX_TOKENS)
+    concurrency: int | None = Field(None, gt=0, le=MAX_CONCURRENCY)
 
     @model_validator(mode="after")
     def _complete(self) -> "WorkloadSpec":
@@ -52,7 +59,7 @@ class WorkloadSpec(BaseModel):
 
 
 class QuantSpecIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     weights: str | None = None
     moe_weights: str | None = None
@@ -60,18 +67,19 @@ class QuantSpecIn(BaseModel):
 
 
 class Deployment(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     model: str | None = None
     hardware: str | None = None
     framework: str = "generic"
-    world_size: int | None = Field(None, gt=0)
-    parallel_config: dict[str, int] = Field(default_factory=dict)
+    world_size: int | None = Field(None, gt=0, le=MAX_CARDS)
+    parallel_config: dict[str, StrictInt] = Field(default_factory=dict)
     workload: WorkloadSpec | None = None
     quant: QuantSpecIn = QuantSpecIn()
-    mtp: int = Field(0, ge=0)
+    mtp: int = Field(0, ge=0, le=MAX_MTP)
     enable_online_split_weight: bool | None = None
-    previous_parallel_config: dict[str, int] | None = None
+    previous_parallel_config: dict[str, StrictInt] | None = None
+    derived: dict[str, StrictInt] = Field(default_factory=dict, description="attn_dp_size / moe_ep_size as stated")
 
     @model_validator(mode="after")
     def _knobs(self) -> "Deployment":
@@ -81,9 +89,20 @@ class Deployment(BaseModel):
             if unknown:
                 raise ValueError(f"{field}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KNOBS)}")
             for k, v in cfg.items():
-                if v < 1:
-                    raise ValueError(f"{field}.{k}: must be >= 1, got {v}")
+                if not 1 <= v <= MAX_CARDS:
+                    raise ValueError(f"{field}.{k}: must be in [1, {MAX_CARDS:,}], got {v}")
         return self
+
+    def check_derived(self, world: int, origin: str) -> None:
+        """A stated attn_dp_size / moe_ep_size must be what the knobs give on this world size (the seed derives
+        them; a mismatch means the file says two different things)."""
+        for name, knob in DERIVED.items():
+            if name in self.derived:
+                expected = world // self.parallel_config.get(knob, 1)
+                if self.derived[name] != expected:
+                    raise InputError(f"{origin}: {name}", f"{self.derived[name]} but world_size {world} // {knob} "
+                                                          f"{self.parallel_config.get(knob, 1)} = {expected}; "
+                                                          "remove it or make the two agree")
 
 
 # The flat spelling `shardplan calibrate --config` also reads: workload and dtype keys at the top level.
@@ -136,11 +155,28 @@ def load_deployment(path: str | Path) -> Deployment:
             data.setdefault("parallel_config", data.pop(key)["parallel_config"])
     top = {k: data.pop(k) for k in list(data) if k in KNOBS}
     if "cards" in data:
+        if "world_size" in data and data["world_size"] != data["cards"]:
+            raise InputError(f"{path}: cards", f"{data['cards']!r} but world_size {data['world_size']!r}; give one")
         data.setdefault("world_size", data.pop("cards"))
-    for derived in ("attn_dp_size", "moe_ep_size"):
-        data.pop(derived, None)
-        if isinstance(data.get("parallel_config"), dict):
-            data["parallel_config"] = {k: v for k, v in data["parallel_config"].items() if k != derived}
+        data.pop("cards", None)
+    nested = data.get("parallel_config")
+    if nested is not None and not isinstance(nested, dict):
+        raise InputError(f"{path}: parallel_config", f"expected a mapping, got {type(nested).__name__}")
+    derived: dict = {}
+    for block in (data, nested or {}):
+        for name in DERIVED:
+            if name in block:
+                value = block.pop(name)
+                if name in derived and derived[name] != value:
+                    raise InputError(f"{path}: {name}", f"{derived[name]!r} at one place and {value!r} at another")
+                derived[name] = value
+    if derived:
+        data["derived"] = derived
+    for knob, value in top.items():
+        # a knob both at the top level and under parallel_config must say the same thing: never pick one
+        if nested is not None and knob in nested and nested[knob] != value:
+            raise InputError(f"{path}: {knob}", f"{value!r} at the top level but {nested[knob]!r} under "
+                                                "parallel_config; give it once")
     if top:
-        data["parallel_config"] = {**(data.get("parallel_config") or {}), **top}
+        data["parallel_config"] = {**(nested or {}), **top}
     return validate_model(Deployment, data, str(path))

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from solver.catalog import frameworks_dir
 from solver.errors import InputError
+from solver.specs.limits import MAX_MTP, MAX_TOKENS
 from solver.specs.expr import Expr, Value, compile_expr
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *DERIVED_NAMES, *DEPLOYMENT
 class Rule(BaseModel):
     """`require` must hold whenever `when` holds; `message` is the one line a user sees otherwise."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     id: str = Field(pattern=r"^[A-Z]\.[a-z0-9_]+$", description="class letter + name, e.g. C.cp_full_world")
     when: str = "true"
@@ -98,26 +99,26 @@ class Rule(BaseModel):
 class FrameworkEfficiency(BaseModel):
     """Per-framework multipliers on the hardware's achieved-vs-peak factors; fitted later, 1.0 until then."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    gemm: float = Field(1.0, gt=0)
-    attention: float = Field(1.0, gt=0)
-    hbm: float = Field(1.0, gt=0)
-    comm: float = Field(1.0, gt=0)
+    gemm: float = Field(1.0, gt=0, le=100)
+    attention: float = Field(1.0, gt=0, le=100)
+    hbm: float = Field(1.0, gt=0, le=100)
+    comm: float = Field(1.0, gt=0, le=100)
     grouped_gemm: float = Field(
-        1.0, gt=0, description="multiplier on the routed-expert grouped GEMM's fraction of the dense GEMM's FLOP/s"
+        1.0, gt=0, le=100, description="multiplier on the routed-expert grouped GEMM's fraction of the dense GEMM's FLOP/s"
     )
-    kernel_overhead_s: float | None = Field(None, ge=0, description="overrides the hardware's when set")
-    step_overhead_s: float = Field(0.0, ge=0, description="fixed scheduler/launch cost per forward step")
+    kernel_overhead_s: float | None = Field(None, ge=0, le=1, description="overrides the hardware's when set")
+    step_overhead_s: float = Field(0.0, ge=0, le=1, description="fixed scheduler/launch cost per forward step")
 
 
 class TokenBudgetTier(BaseModel):
     """A larger scheduler token budget the framework picks by default on devices with more memory."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    min_memory_gib: float = Field(gt=0, description="applies to devices with at least this much HBM (GiB)")
-    tokens: int = Field(gt=0)
+    min_memory_gib: float = Field(gt=0, le=2**20, description="applies to devices with at least this much HBM (GiB)")
+    tokens: int = Field(gt=0, le=MAX_TOKENS)
 
 
 # Tokens per scheduler step when neither the workload nor the framework profile sets one: the public default
@@ -129,9 +130,9 @@ class FrameworkScheduler(BaseModel):
     """The serving scheduler's defaults that shape prefill: tokens per forward step (chunked-prefill size /
     max_num_batched_tokens / max_num_tokens), as the framework sets them when the user does not."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    token_budget: int = Field(DEFAULT_TOKEN_BUDGET, gt=0, description="default tokens per forward step")
+    token_budget: int = Field(DEFAULT_TOKEN_BUDGET, gt=0, le=MAX_TOKENS, description="default tokens per forward step")
     token_budget_tiers: list[TokenBudgetTier] = Field(
         default_factory=list, description="larger defaults by device memory (the framework's own thresholds)"
     )
@@ -156,7 +157,7 @@ class FrameworkScheduler(BaseModel):
 
 
 class FrameworkProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str
@@ -165,7 +166,7 @@ class FrameworkProfile(BaseModel):
     splits_kv_heads: bool = Field(
         description="attention TP splits KV heads, so it must divide num_key_value_heads (no replication)"
     )
-    max_mtp: int = Field(ge=0, description="deepest MTP / next-n speculation the framework runs")
+    max_mtp: int = Field(ge=0, le=MAX_MTP, description="deepest MTP / next-n speculation the framework runs")
     rules: list[Rule] = Field(default_factory=list)
     efficiency: FrameworkEfficiency = Field(default_factory=FrameworkEfficiency)
     scheduler: FrameworkScheduler = Field(default_factory=FrameworkScheduler)

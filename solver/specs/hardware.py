@@ -13,43 +13,54 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
 TierName = Literal["intra_node", "scale_up", "inter_node", "inter_rack"]
 
+# Typo guards, not figures of any device: each lies orders of magnitude beyond every shipped hardware file,
+# so only a slip (a missing exponent, bytes for GB) trips them, and the planner's integers stay exact.
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+MAX_BYTES = 2**50  # 1 PiB per rank
+MAX_BPS = 1e16  # 10 PB/s
+MIN_BPS = 1e6  # 1 MB/s
+MAX_FLOPS = 1e19  # 10 EFLOP/s per rank
+MIN_FLOPS = 1e9  # 1 GFLOP/s
+MAX_LATENCY_S = 1.0
+
 
 class Tier(BaseModel):
     """A network tier: the link a collective uses when its group spans this level of the topology."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _STRICT
 
-    bandwidth_Bps: float = Field(gt=0, description="per-rank one-direction line rate, bytes/s")
-    latency_s: float = Field(ge=0, description="per-hop latency added to each collective step, seconds")
+    bandwidth_Bps: float = Field(ge=MIN_BPS, le=MAX_BPS, description="per-rank one-direction line rate, bytes/s")
+    latency_s: float = Field(ge=0, le=MAX_LATENCY_S,
+                             description="per-hop latency added to each collective step, seconds")
     efficiency: float = Field(gt=0, le=1, description="achieved bus bandwidth / line rate")
-    span_ranks: int = Field(gt=0, description="largest group that stays inside this tier")
+    span_ranks: int = Field(gt=0, le=2**31, description="largest group that stays inside this tier")
 
 
 class Efficiency(BaseModel):
     """Achieved-vs-peak fractions: the few physically meaningful factors that calibration fits."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _STRICT
 
     gemm: float = Field(gt=0, le=1, description="dense GEMM achieved / peak FLOP/s at large shapes")
     attention: float = Field(gt=0, le=1, description="prefill attention kernel achieved / peak FLOP/s")
     hbm: float = Field(gt=0, le=1, description="streaming HBM achieved / peak bandwidth")
-    kernel_overhead_s: float = Field(ge=0, description="fixed launch/tail cost per kernel, seconds")
+    kernel_overhead_s: float = Field(ge=0, le=MAX_LATENCY_S, description="fixed launch/tail cost per kernel, seconds")
 
 
 class Hardware(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _STRICT
 
     name: str
     description: str = ""
     vendor: str = ""
-    memory_bytes: int = Field(gt=0, description="HBM per rank")
-    hbm_bandwidth_Bps: float = Field(gt=0, description="peak HBM bandwidth per rank")
+    memory_bytes: int = Field(gt=0, le=MAX_BYTES, description="HBM per rank")
+    hbm_bandwidth_Bps: float = Field(ge=MIN_BPS, le=MAX_BPS, description="peak HBM bandwidth per rank")
     peak_flops: dict[Dtype, float] = Field(description="dense peak FLOP/s (or OP/s) per rank by dtype")
-    ranks_per_node: int = Field(gt=0)
-    scale_up_domain: int = Field(gt=0, description="ranks reachable over the scale-up fabric (>= node)")
+    ranks_per_node: int = Field(gt=0, le=2**31)
+    scale_up_domain: int = Field(gt=0, le=2**31, description="ranks reachable over the scale-up fabric (>= node)")
     tiers: dict[TierName, Tier]
     efficiency: Efficiency
-    reserved_bytes: int = Field(ge=0, description="runtime/framework memory not available to the model")
+    reserved_bytes: int = Field(ge=0, le=MAX_BYTES, description="runtime/framework memory not available to the model")
     max_experts_per_rank: int | None = Field(
         default=None, gt=0, description="dispatch-path cap on routed experts per rank (Atlas A2 MC2: 24)"
     )
@@ -67,11 +78,12 @@ class Hardware(BaseModel):
     @field_validator("peak_flops")
     @classmethod
     def _positive_flops(cls, value: dict[str, float]) -> dict[str, float]:
-        if not value:
-            raise ValueError("at least one dtype is required")
+        if "bf16" not in value:
+            # attention, norms and activations run in bf16 whatever the weights are stored in
+            raise ValueError("bf16 is required (attention and activations run in bf16)")
         for dtype, flops in value.items():
-            if flops <= 0:
-                raise ValueError(f"{dtype} must be > 0")
+            if not MIN_FLOPS <= flops <= MAX_FLOPS:
+                raise ValueError(f"{dtype}: {flops:g} FLOP/s is outside [{MIN_FLOPS:g}, {MAX_FLOPS:g}]")
         return value
 
     @model_validator(mode="after")

@@ -1,9 +1,12 @@
 """ParallelConfig: the seed's parallel_config keys. DP and EP sizes are derived, never stored."""
 from __future__ import annotations
 
+from numbers import Integral
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from solver.errors import InputError
+from solver.specs.limits import MAX_CARDS
 
 KNOBS = (
     "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
@@ -20,16 +23,16 @@ KNOB_FLAGS = {
 class ParallelConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    world_size: int = Field(gt=0)
-    attn_tp_size: int = Field(1, gt=0)
-    dense_tp_size: int = Field(1, gt=0)
-    moe_tp_size: int = Field(1, gt=0)
-    embed_tp_size: int = Field(1, gt=0)
-    lmhead_tp_size: int = Field(1, gt=0)
-    o_proj_tp_size: int = Field(1, gt=0)
-    cp_size: int = Field(1, gt=0)
-    kvp_size: int = Field(1, gt=0)
-    attn_sp_size: int = Field(1, gt=0)
+    world_size: int = Field(gt=0, le=MAX_CARDS)
+    attn_tp_size: int = Field(1, gt=0, le=MAX_CARDS)
+    dense_tp_size: int = Field(1, gt=0, le=MAX_CARDS)
+    moe_tp_size: int = Field(1, gt=0, le=MAX_CARDS)
+    embed_tp_size: int = Field(1, gt=0, le=MAX_CARDS)
+    lmhead_tp_size: int = Field(1, gt=0, le=MAX_CARDS)
+    o_proj_tp_size: int = Field(1, gt=0, le=MAX_CARDS)
+    cp_size: int = Field(1, gt=0, le=MAX_CARDS)
+    kvp_size: int = Field(1, gt=0, le=MAX_CARDS)
+    attn_sp_size: int = Field(1, gt=0, le=MAX_CARDS)
 
     # -- derived (the seed: *_dp_size = world_size // *_tp_size)
     @property
@@ -73,12 +76,14 @@ class ParallelConfig(BaseModel):
 
 def make_parallel_config(world_size: int, **knobs: int | None) -> ParallelConfig:
     """Build and check divisibility: every knob must divide the world size (seed class A)."""
-    if world_size is None or world_size < 1:
-        raise InputError("cards", f"must be a positive integer, got {world_size}")
+    if isinstance(world_size, bool) or not isinstance(world_size, Integral) or not 1 <= world_size <= MAX_CARDS:
+        raise InputError("cards", f"must be an integer in [1, {MAX_CARDS:,}], got {world_size!r}")
     values = {k: v for k, v in knobs.items() if v is not None}
     for knob, value in values.items():
         if knob not in KNOBS:
             raise InputError(knob, "unknown parallel knob")
+        if isinstance(value, bool) or not isinstance(value, Integral):
+            raise InputError(KNOB_FLAGS.get(knob, knob), f"must be an integer, got {value!r}")
         if value < 1:
             raise InputError(KNOB_FLAGS.get(knob, knob), f"must be >= 1, got {value}")
         if world_size % value:

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from solver.specs.limits import MAX_CONCURRENCY, MAX_MTP, MAX_SLA_MS, MAX_TOKENS
+
 ScenarioKind = Literal["throughput", "latency", "balanced"]
 
 # Weights of (request latency, inverse throughput per rank) in the planner's objective, after each is
@@ -22,16 +24,18 @@ DEFAULT_MTP_ACCEPT = 0.7  # MTP1 acceptance ~70% (CloudMatrix384 paper, facts/me
 
 
 class Scenario(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=False)
 
     kind: ScenarioKind = "balanced"
-    isl: int = Field(4096, gt=0, description="input tokens per request")
-    osl: int = Field(256, gt=0, description="output tokens per request")
-    concurrency: int | None = Field(None, gt=0, description="fixed concurrent requests; None = planner decides")
-    max_concurrency: int = Field(4096, gt=0, description="upper bound when the planner decides concurrency")
-    ttft_ms: float | None = Field(None, gt=0)
-    tpot_ms: float | None = Field(None, gt=0)
-    mtp: int = Field(0, ge=0)
+    isl: int = Field(4096, gt=0, le=MAX_TOKENS, description="input tokens per request")
+    osl: int = Field(256, gt=0, le=MAX_TOKENS, description="output tokens per request")
+    concurrency: int | None = Field(None, gt=0, le=MAX_CONCURRENCY,
+                                    description="fixed concurrent requests; None = planner decides")
+    max_concurrency: int = Field(4096, gt=0, le=MAX_CONCURRENCY,
+                                 description="upper bound when the planner decides concurrency")
+    ttft_ms: float | None = Field(None, gt=0, le=MAX_SLA_MS)
+    tpot_ms: float | None = Field(None, gt=0, le=MAX_SLA_MS)
+    mtp: int = Field(0, ge=0, le=MAX_MTP)
     mtp_accept: float = Field(DEFAULT_MTP_ACCEPT, gt=0, le=1)
     phase: Literal["serving", "prefill", "decode"] = "serving"
     weights: tuple[float, float] | None = None  # (latency, inverse throughput) override
@@ -40,6 +44,9 @@ class Scenario(BaseModel):
     def _check(self) -> "Scenario":
         if self.weights is not None and (min(self.weights) < 0 or sum(self.weights) <= 0):
             raise ValueError("weights must be non-negative and not both zero")
+        if self.concurrency is not None and self.concurrency > self.max_concurrency:
+            raise ValueError(f"concurrency {self.concurrency} exceeds max_concurrency {self.max_concurrency}; "
+                             "raise --max-concurrency or lower --concurrency")
         return self
 
     @property

@@ -1,9 +1,18 @@
-"""Turn file and schema problems into one-line `InputError`s that name the field."""
+"""The one home for reading the user's JSON and YAML files (plain or gzip), and for turning file and schema
+problems into one-line `InputError`s that name the field.
+
+Every reader goes through `read_text`: a file that is not UTF-8, a corrupt gzip stream, nesting deeper than
+MAX_DEPTH, an integer literal over Python's 4,300-digit conversion limit or a YAML alias bomb is reported as
+bad input, never a traceback. Non-finite numbers (`Infinity`, `NaN`) are *not* refused here: a published
+config (Nemotron-3-Super) carries `Infinity` in a field that sizes nothing; the schema of each field decides.
+"""
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -11,6 +20,10 @@ from pydantic import BaseModel, ValidationError
 from solver.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
+
+MAX_DEPTH = 64  # real configs, hardware files and traces nest < 10 deep
+MAX_YAML_NODES = 1_000_000  # an alias bomb expands to billions; the largest shipped YAML has a few thousand
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def first_error(exc: ValidationError, origin: str) -> InputError:
@@ -30,27 +43,121 @@ def validate_model(model: type[M], data: Any, origin: str) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise first_error(exc, origin) from None
+    except RecursionError:
+        raise InputError(origin, f"nested deeper than {MAX_DEPTH} levels") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def read_bytes(path: Path, field: str | None = None) -> bytes:
+    """The file's bytes, gunzipped when it starts with the gzip magic."""
+    where = field or str(path)
+    prefix = f"{path}: " if field else ""
+    try:
+        with Path(path).open("rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise InputError(where, f"{prefix}cannot read file ({exc.strerror or _one_line(exc)})") from None
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(where, f"{prefix}corrupt gzip file ({_one_line(exc)})") from None
+    return data
+
+
+def read_text(path: Path, field: str | None = None) -> str:
+    """The file as UTF-8 text (a BOM is dropped); anything else is one clear error."""
+    data = read_bytes(path, field)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        where, prefix = (field, f"{path}: ") if field else (str(path), "")
+        raise InputError(where, f"{prefix}not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+def check_depth(data: Any, origin: str, limit: int = MAX_DEPTH) -> Any:
+    """Refuse structures nested deeper than `limit` (iteratively: the check itself cannot overflow)."""
+    stack = [(data, 1)]
+    seen: set[int] = set()  # YAML aliases share one object: walk it once
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            raise InputError(origin, f"nested deeper than {limit} levels")
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return data
+
+
+def parse_json(text: str, origin: str, parse_float: Callable[[str], Any] | None = None,
+               depth_check: bool = True) -> Any:
+    """JSON text; `depth_check` off for large flat files (traces) whose readers never recurse."""
+    try:
+        data = json.loads(text, parse_float=parse_float)
+    except json.JSONDecodeError as exc:
+        raise InputError(origin, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise InputError(origin, f"not valid JSON (nested deeper than {MAX_DEPTH} levels)") from None
+    except ValueError as exc:  # an integer literal beyond Python's int-conversion limit
+        raise InputError(origin, f"not valid JSON ({_one_line(exc).split(';')[0]})") from None
+    return check_depth(data, origin) if depth_check else data
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that counts composed nodes (an alias bomb is refused before it expands)."""
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        self._nodes = getattr(self, "_nodes", 0) + 1
+        if self._nodes > MAX_YAML_NODES:
+            raise yaml.YAMLError(f"more than {MAX_YAML_NODES:,} nodes")
+        depth = getattr(self, "_depth", 0) + 1
+        if depth > MAX_DEPTH:
+            raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels")
+        self._depth = depth
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth = depth - 1
+
+
+def parse_yaml(text: str, origin: str) -> Any:
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise InputError(origin, f"not valid YAML{where} ({exc.problem or 'syntax error'})") from None
+    except yaml.YAMLError as exc:
+        raise InputError(origin, f"not valid YAML ({_one_line(exc)})") from None
+    except RecursionError:
+        raise InputError(origin, f"not valid YAML (nested deeper than {MAX_DEPTH} levels)") from None
+    except ValueError as exc:  # an integer literal beyond Python's int-conversion limit
+        raise InputError(origin, f"not valid YAML ({_one_line(exc).split(';')[0]})") from None
+    return check_depth(data, origin)
 
 
 def load_yaml(path: Path) -> Any:
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read file ({exc.strerror or exc})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise InputError(str(path), f"not valid YAML{where}") from None
+    return parse_yaml(read_text(Path(path)), str(path))
 
 
-def load_json(path: Path) -> Any:
+def load_json(path: Path, field: str | None = None, parse_float: Callable[[str], Any] | None = None,
+              depth_check: bool = True) -> Any:
+    """A JSON file (plain or gzip). `field` names the option in errors (the path is then part of the message)."""
+    text = read_text(Path(path), field)
+    origin = field or str(path)
     try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read file ({exc.strerror or exc})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(str(path), f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        return parse_json(text, origin, parse_float, depth_check)
+    except InputError as exc:
+        if field:
+            raise InputError(field, f"{path}: {exc.problem}") from None
+        raise

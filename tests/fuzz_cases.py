@@ -1,0 +1,719 @@
+"""The fuzz generator behind tests/test_fuzz_cli.py (a fast subset) and benchmarks/fuzz.py (the long run).
+
+A case is one command line as a user would type it, over every subcommand, with option values drawn from pools
+of good and bad values and with files (hardware, framework, model configs, deployment and profiled configs,
+traces, CSVs, output targets) built here and mutated the way a user's mistakes mutate them. Each value and
+file carries the generator's own label, and a case's label follows from them:
+
+- "valid": every value is good; the command must exit 0 or 1 (1 = infeasible or, for `check`, a hard
+  constraint the config breaks).
+- "invalid": at least one value is bad by the rules below; the command must exit 2 with one error line.
+- "any": the generator cannot tell (a truncated file may still parse); only no traceback and no hang count.
+
+Outcomes: ok, traceback (exit 3, a Python traceback, or an exception out of the CLI), hang (over the time-out),
+accepted-invalid (exit 0 on an invalid case), rejected-valid (exit 2 on a valid case), exit1-invalid.
+Cases whose only bad part is a mutated model config carry family "model-config": model-field parsing belongs
+to the layers work, so their failures are reported under that name.
+"""
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import strategies as st
+
+REPO = Path(__file__).resolve().parents[1]
+
+SUBCOMMANDS = ("models", "hardware", "inspect", "memory", "estimate", "solve", "check", "sweep", "recommend",
+               "calibrate")
+
+
+@dataclass(frozen=True)
+class Case:
+    cmd: str
+    argv: tuple[str, ...]
+    label: str  # valid | invalid | any
+    family: str = "options"  # options | model-config | file | output
+    why: str = ""  # the bad value, for the report
+    slow: bool = False  # a valid solve/sweep/recommend: kept out of the fast subset
+
+
+@dataclass
+class Outcome:
+    case: Case
+    exit_code: int | None
+    stderr_tail: str
+    seconds: float
+    kind: str = field(default="")
+
+
+# ------------------------------------------------------------------------------------------------ outcomes
+
+
+def classify(case: Case, exit_code: int | None, output: str, exception: BaseException | None = None,
+             hung: bool = False) -> str:
+    if hung:
+        return "hang"
+    if exit_code == 3 or "Traceback (most recent call last)" in output or exception is not None:
+        return "traceback"
+    if exit_code not in (0, 1, 2):
+        return f"exit{exit_code}"
+    if case.label == "invalid":
+        return {0: "accepted-invalid", 1: "exit1-invalid", 2: "ok"}[exit_code]
+    if case.label == "valid" and exit_code == 2:
+        return "rejected-valid"
+    return "ok"
+
+
+FAILURES = ("traceback", "hang", "accepted-invalid")  # what the issue's "Must show" counts
+
+
+# ------------------------------------------------------------------------------------------------ fixtures
+
+
+@dataclass
+class Fixtures:
+    folder: Path
+    hardware: list[tuple[str, str, str]]  # (path, label, why)
+    frameworks: list[tuple[str, str, str]]
+    models: list[tuple[str, str, str]]
+    deployments: list[tuple[str, str, str]]
+    traces: list[tuple[str, str, str]]
+    csvs: list[tuple[str, str, str]]
+    configs: list[tuple[str, str, str]]
+    outs: list[tuple[str, str, str]]  # table targets (.csv/.json)
+    csv_outs: list[tuple[str, str, str]]
+
+
+def _dump_yaml(path: Path, data: Any) -> str:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+def _set(data: dict, dotted: str, value: Any) -> dict:
+    data = copy.deepcopy(data)
+    node = data
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node[part]
+    if value is _DELETE:
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = value
+    return data
+
+
+_DELETE = object()
+_BAD_NUMBERS = [float("inf"), float("nan"), -1, 0, True, "fast", 1e300, None, [1, 2]]
+
+
+def _mutations(base: dict, fields: list[str], bad: list[Any]) -> list[tuple[dict, str]]:
+    out = []
+    for f in fields:
+        for v in bad:
+            out.append((_set(base, f, v), f"{f}={v!r}"))
+        out.append((_set(base, f, _DELETE), f"{f} missing"))
+    return out
+
+
+def _write_bad_texts(folder: Path, stem: str, text: str, suffix: str) -> list[tuple[str, str, str]]:
+    """Encoding, nesting, truncation and size mutations of any JSON/YAML file."""
+    out = []
+    p = folder / f"{stem}-latin1{suffix}"
+    p.write_bytes(text.encode("utf-8")[:40] + b"\xff\xfe\xe9" + text.encode("utf-8")[40:])
+    out.append((str(p), "invalid", "not UTF-8"))
+    p = folder / f"{stem}-deep{suffix}"
+    p.write_text("[" * 50_000 + "]" * 50_000)
+    out.append((str(p), "invalid", "nested 50,000 deep"))
+    p = folder / f"{stem}-deepmap{suffix}"
+    p.write_text("{\"a\": " * 3000 + "1" + "}" * 3000)
+    out.append((str(p), "invalid", "mapping nested 3,000 deep"))
+    p = folder / f"{stem}-empty{suffix}"
+    p.write_text("")
+    out.append((str(p), "invalid", "empty file"))
+    p = folder / f"{stem}-list{suffix}"
+    p.write_text("[1, 2, 3]\n")
+    out.append((str(p), "invalid", "a list, not a mapping"))
+    for cut in (0.3, 0.7):
+        p = folder / f"{stem}-cut{int(cut * 100)}{suffix}"
+        p.write_text(text[: int(len(text) * cut)])
+        out.append((str(p), "any", f"truncated at {cut:.0%}"))
+    p = folder / f"{stem}-gz{suffix}"
+    p.write_bytes(gzip.compress(text.encode())[:30])
+    out.append((str(p), "invalid", "corrupt gzip"))
+    return out
+
+
+def build_fixtures(folder: Path) -> Fixtures:
+    folder.mkdir(parents=True, exist_ok=True)
+    # ---- hardware
+    hw_text = (REPO / "hardware" / "h100_sxm.yaml").read_text()
+    hw = yaml.safe_load(hw_text)
+    hardware = [(_dump_yaml(folder / "hw-ok.yaml", hw), "valid", "")]
+    numeric = ["memory_bytes", "hbm_bandwidth_Bps", "peak_flops.bf16", "ranks_per_node", "reserved_bytes",
+               "tiers.intra_node.bandwidth_Bps", "tiers.inter_node.latency_s", "efficiency.gemm",
+               "efficiency.kernel_overhead_s"]
+    for i, (data, why) in enumerate(_mutations(hw, numeric, _BAD_NUMBERS)):
+        if why.startswith("reserved_bytes=0"):
+            continue  # zero reserve is allowed
+        if why == "efficiency.kernel_overhead_s=0" or why == "tiers.inter_node.latency_s=0":
+            continue
+        hardware.append((_dump_yaml(folder / f"hw-bad{i}.yaml", data), "invalid", why))
+    hardware.append((_dump_yaml(folder / "hw-nobf16.yaml", _set(hw, "peak_flops", {"fp8": 1.9e15})), "invalid",
+                     "no bf16 peak"))
+    hardware.append((_dump_yaml(folder / "hw-extra.yaml", _set(hw, "colour", "blue")), "invalid", "unknown key"))
+    hardware += _write_bad_texts(folder, "hw", hw_text, ".yaml")
+    # ---- frameworks
+    fw = yaml.safe_load((REPO / "solver" / "frameworks" / "generic.yaml").read_text())
+    frameworks = [(_dump_yaml(folder / "fw-ok.yaml", fw), "valid", "")]
+    for i, (data, why) in enumerate(_mutations(fw, ["efficiency.gemm", "efficiency.hbm", "max_mtp"],
+                                               [float("inf"), float("nan"), -1, 0, "x", 1e300])):
+        if why in ("max_mtp=0", "efficiency.gemm missing", "efficiency.hbm missing"):
+            continue  # max_mtp 0 is a legal profile; a missing multiplier defaults to 1.0
+        frameworks.append((_dump_yaml(folder / f"fw-bad{i}.yaml", data), "invalid", why))
+    frameworks += _write_bad_texts(folder, "fw", yaml.safe_dump(fw), ".yaml")
+    # ---- model configs (family model-config)
+    cfg_text = (REPO / "models" / "Qwen--Qwen3-8B.json").read_text()
+    cfg = json.loads(cfg_text)
+    models = []
+    p = folder / "model-ok.json"
+    p.write_text(cfg_text)
+    models.append((str(p), "valid", ""))
+    for i, (data, why) in enumerate(_mutations(cfg, ["hidden_size", "num_hidden_layers", "num_attention_heads",
+                                                     "vocab_size"],
+                                               [float("inf"), float("nan"), -4, 0, "big", 1e300, 7.5])):
+        p = folder / f"model-bad{i}.json"
+        p.write_text(json.dumps(data))
+        models.append((str(p), "invalid", why))
+    p = folder / "model-bigint.json"
+    p.write_text(cfg_text.replace('"num_hidden_layers": 36', '"num_hidden_layers": ' + "9" * 5000))
+    models.append((str(p), "invalid", "a 5,000-digit integer"))
+    models += _write_bad_texts(folder, "model", cfg_text, ".json")
+    # ---- check deployments
+    base_dep = {"model": "qwen3-30b-a3b", "hardware": "h100_sxm", "world_size": 8,
+                "parallel_config": {"attn_tp_size": 4, "moe_tp_size": 1},
+                "workload": {"phase": "decode", "batch": 16, "seq_len": 2048}}
+    deployments = [(_dump_yaml(folder / "dep-ok.yaml", base_dep), "valid", "")]
+    deployments.append((_dump_yaml(folder / "dep-tp64.yaml", _set(_set(base_dep, "world_size", 64),
+                                                                  "parallel_config.attn_tp_size", 64)),
+                        "valid", "TP64 on 32 heads: a class-A violation, exit 1"))
+    bad_deps = [
+        (_set(base_dep, "attn_tp_size", 8), "top-level attn_tp_size 8 vs parallel_config 4"),
+        (_set(base_dep, "parallel_config.attn_dp_size", 4), "attn_dp_size 4 but 8 // 4 = 2"),
+        (_set(base_dep, "parallel_config.attn_tp_size", True), "attn_tp_size: true"),
+        (_set(base_dep, "parallel_config.attn_tp_size", 2.5), "attn_tp_size: 2.5"),
+        (_set(base_dep, "parallel_config.attn_tp_size", 0), "attn_tp_size: 0"),
+        (_set(base_dep, "parallel_config.attn_tp_size", 2**40), "attn_tp_size: 2**40"),
+        (_set(base_dep, "parallel_config.tp", 2), "unknown knob"),
+        (_set(base_dep, "world_size", 2**31), "world_size 2**31"),
+        (_set(base_dep, "world_size", "eight"), "world_size: eight"),
+        (_set(base_dep, "workload.batch", float("nan")), "batch: nan"),
+        (_set(base_dep, "workload.batch", 0), "batch: 0"),
+        (_set(base_dep, "workload.seq_len", 10**30), "seq_len 1e30"),
+        (_set(base_dep, "workload", _DELETE), "no workload"),
+        (_set(base_dep, "mtp", -1), "mtp -1"),
+        (_set(base_dep, "model", _DELETE), "no model"),
+        (_set(base_dep, "model", "no-such-model"), "unknown model"),
+        (_set(base_dep, "hardware", "no-such-hw"), "unknown hardware"),
+        (_set(base_dep, "framework", "nope"), "unknown framework"),
+    ]
+    for i, (data, why) in enumerate(bad_deps):
+        deployments.append((_dump_yaml(folder / f"dep-bad{i}.yaml", data), "invalid", why))
+    deployments += _write_bad_texts(folder, "dep", yaml.safe_dump(base_dep), ".yaml")
+    # ---- traces
+    ex = REPO / "docs" / "examples" / "trace-decode"
+    traces = [(str(ex), "valid", ""), (str(ex / "rank_0.pt.trace.json"), "valid", "")]
+    one = json.loads((ex / "rank_0.pt.trace.json").read_text())
+    events = one["traceEvents"]
+
+    def tr(name: str, evs: list, label: str, why: str, **top: Any) -> None:
+        p = folder / name
+        p.write_text(json.dumps({**{k: v for k, v in one.items() if k != "traceEvents"}, **top,
+                                 "traceEvents": evs}))
+        traces.append((str(p), label, why))
+
+    tr("tr-pidlist.json", [dict(e, pid=[1, 2]) if e.get("ph") == "X" else e for e in events], "any",
+       "pid as a list on every event")
+    tr("tr-somepidlist.json", [dict(e, pid=[1]) if i == 3 else e for i, e in enumerate(events)], "valid",
+       "one event with a list pid")
+    tr("tr-nants.json", [dict(e, ts=float("nan")) if i % 2 else e for i, e in enumerate(events)], "any",
+       "NaN timestamps")
+    tr("tr-infdur.json", [dict(e, dur=float("inf")) if e.get("ph") == "X" else e for e in events], "invalid",
+       "infinite durations everywhere")
+    tr("tr-hugets.json", [dict(e, ts="1e999999") if i % 3 == 0 else e for i, e in enumerate(events)], "any",
+       "a 1e999999 timestamp")
+    tr("tr-none.json", [], "invalid", "no events")
+    tr("tr-dist.json", events, "any", "distributedInfo with a list rank", distributedInfo={"rank": [0]})
+    p = folder / "tr-ok.json.gz"
+    p.write_bytes(gzip.compress(json.dumps(one).encode()))
+    traces.append((str(p), "valid", "gzip"))
+    traces += _write_bad_texts(folder, "tr", json.dumps(one)[:20000], ".json")
+    traces = [t for t in traces if "cut" not in t[0]] + [t for t in traces if "cut" in t[0]]
+    # ---- profiled configs for calibrate --config
+    prof = yaml.safe_load((REPO / "docs" / "examples" / "qwen3-30b-decode.yaml").read_text())
+    configs = [(_dump_yaml(folder / "cfg-ok.yaml", prof), "valid", "")]
+    for i, (data, why) in enumerate(_mutations(prof, ["batch", "seq_len", "attn_tp_size", "world_size"],
+                                               [float("nan"), -1, 0, True, "x", 10**40])):
+        if why.endswith(" missing") and why.split()[0] in ("attn_tp_size", "world_size", "batch", "seq_len"):
+            continue  # optional keys (batch/seq_len only with phase: those are checked below)
+        configs.append((_dump_yaml(folder / f"cfg-bad{i}.yaml", data), "invalid", why))
+    # ---- CSVs for estimate --from-csv
+    src = (Path(os.environ.get("SHARDPLAN_FACTS", REPO.parent / "shared" / "facts")) / "calibration"
+           / "measured_agg_calibration.csv")
+    lines = src.read_text().splitlines() if src.is_file() else []
+    header = lines[0] if lines else "model,system,isl,osl,concurrency,tp"
+    body = [ln for ln in lines[1:] if ",h100_sxm," in ln or ",h200_sxm," in ln][:4]
+    csvs = []
+    p = folder / "rows-ok.csv"
+    p.write_text("\n".join([header, *body]) + "\n")
+    csvs.append((str(p), "valid" if body else "any", ""))
+    p = folder / "rows-nomodel.csv"
+    p.write_text("\n".join([",".join(c for c in header.split(",") if c != "model")]) + "\n")
+    csvs.append((str(p), "invalid", "no model column"))
+    p = folder / "rows-latin1.csv"
+    p.write_bytes(("\n".join([header, *body]) + "\n").encode() + b"\xff\xfe")
+    csvs.append((str(p), "invalid", "not UTF-8"))
+    p = folder / "rows-empty.csv"
+    p.write_text("")
+    csvs.append((str(p), "invalid", "empty"))
+    p = folder / "rows-junk.csv"
+    p.write_text(header + "\n" + ",".join(["nan"] * len(header.split(","))) + "\n")
+    csvs.append((str(p), "invalid", "every row junk (nothing can be evaluated)"))
+    # ---- output targets
+    outdir = folder / "out"
+    outdir.mkdir(exist_ok=True)
+    real = outdir / "real.csv"
+    real.write_text("old\n")
+    link = outdir / "link.csv"
+    if not link.is_symlink():
+        link.symlink_to(real)
+    dangling = outdir / "dangling.csv"
+    if not dangling.is_symlink():
+        dangling.symlink_to(outdir / "created-through-link.csv")
+    fifo = outdir / "fifo.csv"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    fifo_link = outdir / "to-fifo.csv"
+    if not fifo_link.is_symlink():
+        fifo_link.symlink_to(fifo)
+    chardev = outdir / "full.csv"
+    made_dev = False
+    if not chardev.exists():
+        try:  # a copy of /dev/full's node inside the fixture folder: harmless if a bug replaced it
+            os.mknod(chardev, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+            made_dev = True
+        except (PermissionError, OSError):
+            pass
+    else:
+        made_dev = stat.S_ISCHR(os.stat(chardev).st_mode)
+    (outdir / "adir.csv").mkdir(exist_ok=True)
+    outs = [(str(outdir / "t1.csv"), "valid", ""), (str(outdir / "t2.json"), "valid", ""),
+            (str(link), "valid", "through a symlink"), (str(dangling), "valid", "dangling symlink"),
+            (str(outdir / "t3.xlsx"), "invalid", ".xlsx"), (str(outdir / "noext"), "invalid", "no extension"),
+            (str(fifo), "invalid", "a FIFO"), (str(fifo_link), "invalid", "a symlink to a FIFO"),
+            (str(outdir / "adir.csv"), "invalid", "a folder"), (str(outdir / "nofolder" / "x.csv"), "invalid",
+                                                               "missing folder")]
+    if made_dev:
+        outs.append((str(chardev), "invalid", "a character device"))
+    csv_outs = [o for o in outs if not o[0].endswith(".json")] + [(str(outdir / "t4.json"), "invalid",
+                                                                   ".json for a CSV writer")]
+    return Fixtures(folder, hardware, frameworks, models, deployments, traces, csvs, configs, outs, csv_outs)
+
+
+# --------------------------------------------------------------------------------------------- value pools
+
+# (text, good?) per kind of option value
+GOOD_BAD = {
+    "cards": ([("1", True), ("2", True), ("4", True), ("8", True)],
+              [("0", False), ("-8", False), ("abc", False), ("2147483648", False),
+               ("99999999999999999999999", False), ("8.0", False), ("", False), ("1e3", False), ("9" * 5000, False)]),
+    "tokens": ([("1", True), ("128", True), ("1024", True), ("4096", True)],
+               [("0", False), ("-5", False), ("12345678901234567890123", False), ("16777217", False),
+                ("nan", False), ("4k", False)]),
+    "conc": ([("1", True), ("8", True), ("32", True)],
+             [("0", False), ("-1", False), ("1048577", False), ("x", False)]),
+    "ms": ([("50", True), ("2000", True), ("0.5", True)],
+           [("0", False), ("-1", False), ("nan", False), ("inf", False), ("-inf", False), ("1e400", False),
+            ("1e30", False), ("fast", False)]),
+    "mtp0": ([("0", True)], [("-1", False), ("1", False), ("3", False), ("17", False), ("x", False)]),
+    "time": ([("1", True), ("3", True)],
+             [("0", False), ("-1", False), ("nan", False), ("inf", False), ("1e-400", False), ("3601", False),
+              ("none", False)]),
+    "top": ([("1", True), ("2", True), ("3", True)], [("0", False), ("11", False), ("1000", False), ("-3", False)]),
+    "seed": ([("0", True), ("7", True), ("2147483647", True)],
+             [("-1", False), ("2147483648", False), ("1e9", False)]),
+    "workers": ([("1", True)], [("0", False), ("257", False), ("-2", False)]),
+    "jobs": ([("1", True)], [("0", False), ("300", False)]),
+    "fraction": ([("0.9", True), ("1", True)], [("0", False), ("1.5", False), ("nan", False), ("-0.1", False)]),
+    "rate": ([("500", True), ("2000", True)], [("0", False), ("-5", False), ("nan", False), ("inf", False),
+                                               ("1e400", False)]),
+    "gb": ([("40", True)], [("0", False), ("-3", False), ("nan", False), ("inf", False)]),
+    "format": ([("table", True), ("json", True), ("yaml", True)], [("xml", False), ("", False)]),
+    "fw": ([("generic", True), ("vllm", True)], [("nope", False), ("x" * 300, False)]),
+    # memory/estimate check the user's knobs against the profile: only the generic one accepts every knob
+    "fw_generic": ([("generic", True)], [("nope", False), ("x" * 300, False)]),
+    "phase_solve": ([("serving", True), ("decode", True), ("prefill", True)], [("both", False)]),
+    "method": ([("cpsat", True)], [("milp", False)]),
+    "scenario": ([("latency", True), ("throughput", True), ("balanced", True)], [("fastest", False)]),
+}
+
+
+def _pick(draw, kind: str, bad_rate: float = 0.5) -> tuple[str, bool]:
+    good, bad = GOOD_BAD[kind]
+    if draw(st.floats(0, 1)) < bad_rate:
+        return draw(st.sampled_from(bad))
+    return draw(st.sampled_from(good))
+
+
+def _file(draw, pool: list[tuple[str, str, str]], clean: bool = False) -> tuple[str, str, str]:
+    if clean:
+        pool = [p for p in pool if p[1] == "valid"] or pool
+    return draw(st.sampled_from(pool))
+
+
+def _combine(labels: list[str]) -> str:
+    if "invalid" in labels:
+        return "invalid"
+    if "any" in labels:
+        return "any"
+    return "valid"
+
+
+SMALL_MODELS = ("qwen3-8b", "llama-3.1-8b", "qwen3-30b-a3b")
+SMALL_HW = ("h100_sxm", "h200_sxm")
+
+
+def _model_arg(draw, fx: Fixtures, bad_rate: float) -> tuple[str, str, str, str]:
+    """(model, label, why, family)"""
+    r = draw(st.floats(0, 1))
+    if r < bad_rate * 0.6:
+        path, label, why = _file(draw, fx.models)
+        return path, label, why, "model-config"
+    if r < bad_rate * 0.8:
+        return draw(st.sampled_from(["no-such-model", "x" * 300, "", "../../etc/passwd"])), "invalid", "bad name", \
+            "options"
+    return draw(st.sampled_from(SMALL_MODELS)), "valid", "", "options"
+
+
+def _hardware_arg(draw, fx: Fixtures, bad_rate: float) -> tuple[str, str, str]:
+    r = draw(st.floats(0, 1))
+    if r < bad_rate * 0.7:
+        return _file(draw, fx.hardware)
+    if r < bad_rate * 0.8:
+        return draw(st.sampled_from(["h999", "y" * 300])), "invalid", "unknown hardware"
+    return draw(st.sampled_from(SMALL_HW)), "valid", ""
+
+
+CLEAN_SHARE = 0.45  # cases drawn with only good values, so valid inputs are exercised as much as bad ones
+
+
+class _Builder:
+    def __init__(self, cmd: str, draw=None):
+        self.cmd, self.argv, self.parts = cmd, [cmd], []
+        self.clean = draw is not None and draw(st.floats(0, 1)) < CLEAN_SHARE
+
+    def rate(self, bad_rate: float) -> float:
+        return 0.0 if self.clean else bad_rate
+
+    def file(self, draw, pool):
+        return _file(draw, pool, self.clean)
+
+    def add(self, args: list[str], label: str, why: str = "", family: str = "options") -> None:
+        self.argv += args
+        self.parts.append((label, family, why))
+
+    def opt(self, draw, flag: str, kind: str, bad_rate: float) -> None:
+        value, good = _pick(draw, kind, self.rate(bad_rate))
+        self.add([flag, value], "valid" if good else "invalid", f"{flag} {value[:30]!r}")
+
+    def case(self, slow: bool = False) -> Case:
+        label = _combine([lab for lab, _, _ in self.parts])
+        bad = [(fam, why) for lab, fam, why in self.parts if lab != "valid"]
+        fams = [fam for fam, _ in bad]
+        # a case whose only problems are model-config ones is the layers branch's; any other bad value wins
+        fam = ("model-config" if fams and set(fams) == {"model-config"}
+               else next((f for f in fams if f != "model-config"), "options"))
+        why = "; ".join(w for _, w in bad if w)
+        return Case(self.cmd, tuple(self.argv), label, fam, why, slow and label == "valid")
+
+
+@st.composite
+def catalog_cases(draw) -> Case:
+    b = _Builder(draw(st.sampled_from(["models", "hardware"])), draw)
+    b.opt(draw, "--format", "format", 0.3)
+    return b.case()
+
+
+@st.composite
+def inspect_cases(draw, fx: Fixtures) -> Case:
+    b = _Builder("inspect", draw)
+    m, label, why, fam = _model_arg(draw, fx, b.rate(0.7))
+    b.add([m], label, why, fam)
+    if draw(st.booleans()):
+        b.opt(draw, "--format", "format", 0.2)
+    return b.case()
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in (1, 2, 4, 8, 16, 32, 64) if n % d == 0 and d <= 8]
+
+
+@st.composite
+def _knobs(draw, b: _Builder, model: str, cards: int, bad_rate: float) -> None:
+    """Valid knobs: divisors of the world (<= 8, so TP stays in a node) whose attention group divides it; for
+    the MoE model EP = cards / moe_tp divides its 128 experts. Invalid: a non-divisor, 0/-1/junk, or the
+    model's limits (TP64 on 32 heads; EP 256 on 128 experts)."""
+    r = draw(st.floats(0, 1))
+    if r < bad_rate:
+        bad = draw(st.sampled_from([("--attn-tp", "3"), ("--moe-tp", "0"), ("--dense-tp", "-2"),
+                                    ("--cp", "x"), ("--kvp", "99999999999999999999"), ("--embed-tp", "1.5"),
+                                    ("--attn-tp", "16")]))
+        if bad == ("--attn-tp", "16") and cards % 16 == 0:
+            bad = ("--attn-tp", "3")
+        b.add(list(bad), "invalid", " ".join(bad))
+        return
+    attn = draw(st.sampled_from(_divisors(cards)))
+    b.add(["--attn-tp", str(attn)], "valid")
+    for flag in draw(st.lists(st.sampled_from(["--dense-tp", "--moe-tp", "--embed-tp", "--lmhead-tp"]),
+                              max_size=3, unique=True)):
+        b.add([flag, str(draw(st.sampled_from(_divisors(cards))))], "valid")
+    if draw(st.booleans()) and cards // attn >= 2:
+        b.add(["--cp", "2"], "valid")
+
+
+def _model_limit_case(b: _Builder, draw) -> bool:
+    """The issue's accepted-nonsense knobs: TP64 on a 32-head model, EP256 on 128 experts."""
+    which = draw(st.sampled_from(["tp64", "ep256"]))
+    if which == "tp64":
+        b.add(["llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "64", "--attn-tp", "64"], "invalid",
+              "TP64 on 32 heads")
+    else:
+        b.add(["qwen3-30b-a3b", "--hardware", "h100_sxm", "--cards", "256", "--moe-tp", "1"], "invalid",
+              "EP256 on 128 experts")
+    return True
+
+
+@st.composite
+def memory_cases(draw, fx: Fixtures) -> Case:
+    b = _Builder("memory", draw)
+    if not b.clean and draw(st.floats(0, 1)) < 0.1:
+        _model_limit_case(b, draw)
+    else:
+        m, label, why, fam = _model_arg(draw, fx, b.rate(0.3))
+        b.add([m], label, why, fam)
+        hw, label, why = _hardware_arg(draw, fx, b.rate(0.3))
+        b.add(["--hardware", hw], label, why)
+        cards_txt, good = _pick(draw, "cards", b.rate(0.15))
+        b.add(["--cards", cards_txt], "valid" if good else "invalid", f"--cards {cards_txt[:20]!r}")
+        if good:
+            draw(_knobs(b, m, int(cards_txt), b.rate(0.2)))
+    b.opt(draw, "--batch", "conc", 0.15)
+    b.opt(draw, "--seq-len", "tokens", 0.15)
+    for flag, kind in draw(st.lists(st.sampled_from([("--mtp", "mtp0"), ("--prefill-chunk", "tokens"),
+                                                     ("--mem-fraction", "fraction"), ("--format", "format"),
+                                                     ("--framework", "fw_generic")]), max_size=2, unique=True)):
+        b.opt(draw, flag, kind, 0.4)
+    return b.case()
+
+
+@st.composite
+def estimate_cases(draw, fx: Fixtures) -> Case:
+    b = _Builder("estimate", draw)
+    if draw(st.floats(0, 1)) < 0.25:  # CSV mode
+        path, label, why = b.file(draw, fx.csvs)
+        b.add(["--from-csv", path], label, why, "file")
+        out, label, why = b.file(draw, fx.csv_outs)
+        b.add(["--out", out], label, why, "output")
+        if draw(st.booleans()):
+            b.opt(draw, "--framework", "fw_generic", 0.5)
+        return b.case()
+    if not b.clean and draw(st.floats(0, 1)) < 0.08:
+        _model_limit_case(b, draw)
+        cards = None
+    else:
+        m, label, why, fam = _model_arg(draw, fx, b.rate(0.3))
+        b.add([m], label, why, fam)
+        hw, label, why = _hardware_arg(draw, fx, b.rate(0.3))
+        b.add(["--hardware", hw], label, why)
+        cards_txt, good = _pick(draw, "cards", b.rate(0.15))
+        b.add(["--cards", cards_txt], "valid" if good else "invalid", f"--cards {cards_txt[:20]!r}")
+        if good:
+            draw(_knobs(b, m, int(cards_txt), b.rate(0.15)))
+    mode = draw(st.sampled_from(["serving", "phase"] if b.clean else ["serving", "phase", "both", "partial"]))
+    if mode in ("serving", "both"):
+        b.opt(draw, "--isl", "tokens", 0.1)
+        b.opt(draw, "--osl", "tokens", 0.1)
+        b.opt(draw, "--concurrency", "conc", 0.1)
+    if mode in ("phase", "both"):
+        b.add(["--phase", draw(st.sampled_from(["prefill", "decode"]))], "valid")
+        b.opt(draw, "--batch", "conc", 0.1)
+        b.opt(draw, "--seq-len", "tokens", 0.1)
+    if mode == "both":
+        b.add([], "invalid", "serving and phase options together")
+    if mode == "partial":
+        b.add(["--isl", "128"], "invalid", "--isl without --osl/--concurrency")
+    for flag, kind in draw(st.lists(st.sampled_from([("--mtp", "mtp0"), ("--mtp-accept", "fraction"),
+                                                     ("--format", "format")]), max_size=2, unique=True)):
+        b.opt(draw, flag, kind, 0.4)
+    if draw(st.floats(0, 1)) < 0.2:
+        path, label, why = b.file(draw, fx.frameworks)
+        b.add(["--framework", path], label, why, "file")
+    return b.case()
+
+
+def _solve_base(draw, b: _Builder, fx: Fixtures, bad_rate: float) -> None:
+    m, label, why, fam = _model_arg(draw, fx, b.rate(bad_rate))
+    b.add([m], label, why, fam)
+    hw, label, why = _hardware_arg(draw, fx, b.rate(bad_rate))
+    b.add(["--hardware", hw], label, why)
+
+
+@st.composite
+def solve_cases(draw, fx: Fixtures) -> Case:
+    b = _Builder("solve", draw)
+    _solve_base(draw, b, fx, 0.3)
+    b.opt(draw, "--cards", "cards", 0.2)
+    # small searches keep valid solves in seconds
+    max_conc = int(draw(st.sampled_from(["16", "64"])))
+    b.add(["--max-concurrency", str(max_conc), "--time-limit", "2"], "valid")
+    picks = draw(st.lists(st.sampled_from([
+        ("--isl", "tokens"), ("--osl", "tokens"), ("--concurrency", "conc"), ("--ttft-ms", "ms"),
+        ("--tpot-ms", "ms"), ("--mtp", "mtp0"), ("--time-limit", "time"), ("--top", "top"), ("--seed", "seed"),
+        ("--workers", "workers"), ("--phase", "phase_solve"), ("--method", "method"), ("--format", "format"),
+        ("--framework", "fw"), ("--scenario", "scenario")]), max_size=3, unique=True))
+    for flag, kind in picks:
+        value, good = _pick(draw, kind, b.rate(0.5))
+        label = "valid" if good else "invalid"
+        if flag == "--concurrency" and good and int(value) > max_conc:
+            label = "invalid"  # over --max-concurrency
+        b.add([flag, value], label, f"{flag} {value[:30]!r}")
+    if draw(st.floats(0, 1)) < 0.1:
+        path, label, why = b.file(draw, fx.frameworks)
+        b.add(["--framework", path], label, why, "file")
+    return b.case(slow=True)
+
+
+@st.composite
+def check_cases(draw, fx: Fixtures) -> Case:
+    b = _Builder("check", draw)
+    path, label, why = b.file(draw, fx.deployments)
+    b.add([path], label, why, "file")
+    picks = draw(st.lists(st.sampled_from([("--cards", "cards"), ("--format", "format"), ("--framework", "fw")]),
+                          max_size=2, unique=True))
+    for flag, kind in picks:
+        value, good = _pick(draw, kind, b.rate(0.5))
+        label = "valid" if good else "invalid"
+        if flag == "--cards" and good and "dep-ok" in path and int(value) % 4:
+            label = "valid"  # attn_tp 4 not dividing the world: a class-A finding (exit 1), not bad input
+        b.add([flag, value], label, f"{flag} {value[:30]!r}")
+    return b.case()
+
+
+@st.composite
+def sweep_cases(draw, fx: Fixtures) -> Case:
+    b = _Builder("sweep", draw)
+    _solve_base(draw, b, fx, 0.25)
+    cards = draw(st.sampled_from([("1,2", "valid"), ("1..2", "valid")] + ([] if b.clean else [
+        ("0", "invalid"), ("8..2147483648", "invalid"), ("99999999999999999999", "invalid"), ("abc", "invalid"),
+        ("2..1", "invalid"), ("9" * 5000, "invalid")])))
+    b.add(["--cards", cards[0], "--scenarios", "latency", "--max-concurrency", "16", "--time-limit", "2"], cards[1],
+          f"--cards {cards[0][:20]!r}")
+    r = draw(st.floats(0, 1))
+    if r < 0.6:
+        out, label, why = b.file(draw, fx.outs)
+        b.add(["--out", out], label, why, "output")
+        if not b.clean and draw(st.floats(0, 1)) < 0.2:
+            fmt = draw(st.sampled_from(["csv", "json"]))
+            b.add(["--format", fmt], "invalid", "--format with --out")
+    elif r < 0.8:
+        fmt = draw(st.sampled_from([("csv", "valid"), ("json", "valid"), ("table", "valid")]
+                                   + ([] if b.clean else [("xml", "invalid")])))
+        b.add(["--format", fmt[0]], fmt[1], f"--format {fmt[0]}")
+    if draw(st.floats(0, 1)) < 0.15:
+        plot = draw(st.sampled_from([(str(fx.folder / "out" / "p.png"), "valid")] + ([] if b.clean else [
+            (str(fx.folder / "out" / "p.bmpx"), "invalid"), (str(fx.folder / "out" / "fifo.csv"), "invalid")])))
+        b.add(["--plot", plot[0]], plot[1], f"--plot {Path(plot[0]).name}", "output")
+    for flag, kind in draw(st.lists(st.sampled_from([("--jobs", "jobs"), ("--top", "top"), ("--seed", "seed"),
+                                                     ("--isl", "tokens"), ("--tpot-ms", "ms"), ("--mtp", "mtp0")]),
+                                    max_size=2, unique=True)):
+        b.opt(draw, flag, kind, 0.6)
+    return b.case(slow=True)
+
+
+@st.composite
+def recommend_cases(draw, fx: Fixtures) -> Case:
+    b = _Builder("recommend", draw)
+    _solve_base(draw, b, fx, 0.25)
+    b.add(["--cards", "1,2", "--max-concurrency", "16", "--time-limit", "2"], "valid")
+    which = draw(st.sampled_from(["--target-output-tokens-per-s", "--target-requests-per-s"]
+                                 + ([] if b.clean else ["both", "none"])))
+    if which in ("both", "none"):
+        b.add(["--target-output-tokens-per-s", "500", "--target-requests-per-s", "1"] if which == "both" else [],
+              "invalid", f"targets: {which}")
+    else:
+        b.opt(draw, which, "rate", 0.5)
+    if not b.clean and draw(st.floats(0, 1)) < 0.3:
+        price = draw(st.sampled_from([("h100_sxm=2.5", None), ("h100_sxm=cheap", "invalid"),
+                                      ("h100_sxm=nan", "invalid"), ("h100_sxm=-1", "invalid"),
+                                      ("nowhere=3", "invalid")]))
+        label = price[1] or ("valid" if "h100_sxm" in b.argv else "any" if any(a.endswith("hw-ok.yaml")
+                                                                               for a in b.argv) else "invalid")
+        b.add(["--price", price[0]], label, f"--price {price[0]}")
+    for flag, kind in draw(st.lists(st.sampled_from([("--tpot-ms", "ms"), ("--isl", "tokens"), ("--mtp", "mtp0"),
+                                                     ("--format", "format")]), max_size=2, unique=True)):
+        b.opt(draw, flag, kind, 0.6)
+    return b.case(slow=True)
+
+
+@st.composite
+def calibrate_cases(draw, fx: Fixtures) -> Case:
+    b = _Builder("calibrate", draw)
+    path, label, why = b.file(draw, fx.traces)
+    b.add([path], label, why, "file")
+    if draw(st.floats(0, 1)) < 0.4:
+        cfg, label, why = b.file(draw, fx.configs)
+        b.add(["--config", cfg, "--model", "qwen3-30b-a3b", "--hardware", "h200_sxm"], label, why, "file")
+        if label == "valid" and path.endswith(("tr-ok.json.gz", "rank_0.pt.trace.json")):
+            pass  # one rank of an 8-rank config: allowed (a note)
+    if draw(st.floats(0, 1)) < 0.3:
+        b.opt(draw, "--peak-memory-gb", "gb", 0.5)
+    if draw(st.floats(0, 1)) < 0.2:
+        b.opt(draw, "--format", "format", 0.3)
+    return b.case()
+
+
+def cases(fx: Fixtures, fast: bool = False) -> st.SearchStrategy[Case]:
+    """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each)."""
+    strategies = [catalog_cases(), inspect_cases(fx), memory_cases(fx), estimate_cases(fx), solve_cases(fx),
+                  check_cases(fx), sweep_cases(fx), recommend_cases(fx), calibrate_cases(fx)]
+    s = st.one_of(*strategies)
+    return s.filter(lambda c: not c.slow) if fast else s
+
+
+# ------------------------------------------------------------------------------------------------ running
+
+
+def run_in_process(case: Case) -> tuple[int | None, str, BaseException | None]:
+    """Run one case through the real entry point (solver.cli.main, as /work/bin/shardplan does) in this
+    process: (exit code, stdout + stderr, an exception that escaped)."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    env = {k: None for k in ("SHARDPLAN_DEBUG",)}
+    res = CliRunner().invoke(main, list(case.argv[0:]), env=env, catch_exceptions=True)
+    exc = res.exception if res.exception is not None and not isinstance(res.exception, SystemExit) else None
+    out = (res.stdout or "") + (res.stderr or "")
+    return res.exit_code, out, exc
+
+
+def stderr_tail(output: str) -> str:
+    lines = [ln for ln in output.strip().splitlines() if ln.strip()]
+    return lines[-1][:240] if lines else ""

@@ -1,0 +1,400 @@
+"""Issue 11's rules, one test each: bad input is one line and exit 2, internal errors exit 3, files are read
+safely, numbers are finite and capped, check refuses contradictions, output targets are never destroyed, only
+what fits is recommended, a time-out says so, remedies are checked, traces survive odd events."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from conftest import REPO
+from solver.cli.main import main
+from solver.errors import InfeasibleError, InputError
+
+H100 = REPO / "hardware" / "h100_sxm.yaml"
+
+
+def run(*args: str, env: dict | None = None):
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def one_error_line(r, code: int = 2, needle: str = "") -> None:
+    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+    assert needle in lines[0], lines[0]
+
+
+def hw_file(tmp_path: Path, **changes) -> str:
+    data = yaml.safe_load(H100.read_text())
+    for dotted, value in changes.items():
+        node = data
+        *head, last = dotted.split("__")
+        for part in head:
+            node = node[part]
+        node[last] = value
+    p = tmp_path / "hw.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return str(p)
+
+
+# ------------------------------------------------------------------------------------------- exit codes
+
+
+def test_an_internal_error_is_one_line_with_exit_code_3(monkeypatch) -> None:
+    import solver.cli.catalog_cmds as cc
+
+    def boom():
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cc, "list_hardware", boom)
+    r = run("hardware")
+    one_error_line(r, 3, "internal error: RuntimeError: a bug")
+
+
+def test_debug_flag_and_env_print_the_internal_traceback(monkeypatch) -> None:
+    import solver.cli.catalog_cmds as cc
+
+    monkeypatch.setattr(cc, "list_hardware", lambda: 1 / 0)
+    for r in (run("--debug", "hardware"), run("hardware", env={"SHARDPLAN_DEBUG": "1"})):
+        assert r.exit_code == 3 and "Traceback (most recent call last)" in r.stderr
+        assert "ZeroDivisionError" in r.stderr
+
+
+def test_a_click_usage_error_is_one_error_line_with_exit_code_2() -> None:
+    one_error_line(run("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "eight"), 2, "--cards")
+    one_error_line(run("nosuchcommand"), 2)
+
+
+# ------------------------------------------------------------------------------------------ safe reading
+
+
+@pytest.mark.parametrize("content, needle", [
+    (b"name: \xff\xfe bad\n", "not UTF-8"),
+    (b"[" * 20000 + b"]" * 20000, "nested deeper"),
+    (b"a: " + b"9" * 5000 + b"\n", "4300 digits"),
+    (gzip.compress(b"name: x\n")[:12], "corrupt gzip"),
+])
+def test_a_hardware_file_that_cannot_be_read_is_one_error_line(tmp_path: Path, content: bytes, needle: str) -> None:
+    p = tmp_path / "hw.yaml"
+    p.write_bytes(content)
+    one_error_line(run("solve", "qwen3-8b", "--hardware", str(p), "--cards", "1"), 2, needle)
+
+
+@pytest.mark.parametrize("content, needle", [
+    (b'{"a": "\xff"}', "not UTF-8"),
+    (b"[" * 100000 + b"]" * 100000, "nested deeper"),
+    (b'{"hidden_size": ' + b"7" * 5000 + b"}", "4300 digits"),
+])
+def test_a_model_config_that_cannot_be_read_is_one_error_line(tmp_path: Path, content: bytes, needle: str) -> None:
+    p = tmp_path / "config.json"
+    p.write_bytes(content)
+    one_error_line(run("inspect", str(p)), 2, needle)
+
+
+def test_non_finite_json_numbers_are_read_for_the_schema_to_judge(tmp_path: Path) -> None:
+    """Nemotron-3-Super carries Infinity in a field that sizes nothing: loading must not refuse it."""
+    from solver.specs.validation import load_json
+
+    p = tmp_path / "c.json"
+    p.write_text('{"time_step_limit": [0.0, Infinity], "x": NaN}')
+    data = load_json(p)
+    assert data["time_step_limit"][1] == float("inf")
+
+
+def test_a_yaml_alias_bomb_is_walked_once_not_expanded(tmp_path: Path) -> None:
+    from solver.specs.validation import parse_yaml
+
+    text = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    assert len(parse_yaml(text, "bomb")) == 9  # 9**9 leaves if expanded; the depth walk visits each list once
+
+
+# ------------------------------------------------------------------------------------- numbers at the edge
+
+
+@pytest.mark.parametrize("field, value, needle", [
+    ("hbm_bandwidth_Bps", True, "valid number"),
+    ("hbm_bandwidth_Bps", float("inf"), "finite"),
+    ("peak_flops__bf16", float("nan"), "finite"),
+    ("efficiency__gemm", float("inf"), "finite"),
+    ("memory_bytes", 1e300, "valid integer"),
+    ("peak_flops", {"fp8": 1.9e15}, "bf16 is required"),
+])
+def test_a_hardware_number_that_is_not_finite_in_range_or_a_number_is_refused(tmp_path, field, value, needle):
+    one_error_line(run("estimate", "qwen3-8b", "--hardware", hw_file(tmp_path, **{field: value}), "--cards", "1",
+                       "--phase", "decode", "--batch", "1", "--seq-len", "128"), 2, needle)
+
+
+def test_a_framework_with_an_infinite_efficiency_is_refused(tmp_path: Path) -> None:
+    fw = yaml.safe_load((REPO / "solver" / "frameworks" / "generic.yaml").read_text())
+    fw["efficiency"]["gemm"] = float("inf")
+    p = tmp_path / "fw.yaml"
+    p.write_text(yaml.safe_dump(fw))
+    one_error_line(run("estimate", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--framework", str(p),
+                       "--phase", "decode", "--batch", "1", "--seq-len", "128"), 2, "finite")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--cards", "2147483648"], "--cards"),
+    (["--cards", "99999999999999999999999"], "--cards"),
+    (["--isl", "12345678901234567890123"], "--isl"),
+    (["--tpot-ms", "inf"], "--tpot-ms"),
+    (["--tpot-ms", "0"], "--tpot-ms"),
+    (["--ttft-ms", "nan"], "--ttft-ms"),
+    (["--mtp", "-1"], "--mtp"),
+    (["--seed", "2147483648"], "--seed"),
+    (["--top", "1000"], "--top"),
+    (["--time-limit", "0"], "--time-limit"),
+    (["--time-limit", "nan"], "--time-limit"),
+    (["--time-limit", "-1"], "--time-limit"),
+    (["--concurrency", "100", "--max-concurrency", "10"], "max_concurrency"),
+    (["--mtp", "1"], "no MTP"),
+])
+def test_solve_refuses_out_of_range_options_at_once(args: list[str], needle: str) -> None:
+    one_error_line(run("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", *args), 2, needle)
+
+
+def test_a_name_longer_than_a_path_component_is_refused() -> None:
+    one_error_line(run("solve", "x" * 300, "--hardware", "h100_sxm", "--cards", "1"), 2, "300 characters")
+
+
+def test_memory_refuses_the_issues_accepted_nonsense() -> None:
+    base = ["--hardware", "h100_sxm", "--batch", "1", "--seq-len", "128"]
+    one_error_line(run("memory", "llama-3.1-8b", *base, "--cards", "64", "--attn-tp", "64"), 2, "num_attention_heads")
+    one_error_line(run("memory", "qwen3-30b-a3b", *base, "--cards", "256"), 2, "routed experts")
+    one_error_line(run("memory", "qwen3-8b", *base, "--cards", "1", "--mtp", "-1"), 2, "--mtp")
+    one_error_line(run("memory", "qwen3-8b", *base, "--cards", "1", "--prefill-chunk", "0"), 2, "--prefill-chunk")
+
+
+def test_the_planner_refuses_coefficients_that_are_not_exact_integers() -> None:
+    from solver.plan.cpsat import exact
+
+    assert exact(12.4, "x") == 12
+    for bad in (float("inf"), float("nan"), 2.0**60):
+        with pytest.raises(InputError):
+            exact(bad, "a latency")
+
+
+# ---------------------------------------------------------------------------------------------- check
+
+
+def _dep(tmp_path: Path, **over) -> str:
+    data = {"model": "qwen3-30b-a3b", "hardware": "h100_sxm", "world_size": 8,
+            "parallel_config": {"attn_tp_size": 4}, "workload": {"phase": "decode", "batch": 8, "seq_len": 1024}}
+    for k, v in over.items():
+        if k.startswith("pc_"):
+            data["parallel_config"][k[3:]] = v
+        else:
+            data[k] = v
+    p = tmp_path / "dep.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return str(p)
+
+
+def test_check_refuses_a_top_level_knob_that_contradicts_parallel_config(tmp_path: Path) -> None:
+    one_error_line(run("check", _dep(tmp_path, attn_tp_size=8)), 2, "attn_tp_size: 8 at the top level but 4")
+
+
+def test_check_refuses_an_attn_dp_size_the_knobs_do_not_give(tmp_path: Path) -> None:
+    one_error_line(run("check", _dep(tmp_path, pc_attn_dp_size=4)), 2, "attn_dp_size: 4 but world_size 8")
+    assert run("check", _dep(tmp_path, pc_attn_dp_size=2), "--format", "json").exit_code == 0
+
+
+def test_check_does_not_read_true_as_one(tmp_path: Path) -> None:
+    one_error_line(run("check", _dep(tmp_path, pc_attn_tp_size=True)), 2, "attn_tp_size")
+
+
+def test_check_reports_tp64_on_32_heads_as_a_violation(tmp_path: Path) -> None:
+    r = run("check", _dep(tmp_path, world_size=64, pc_attn_tp_size=64), "--format", "json")
+    assert r.exit_code == 1 and any("num_attention_heads" in v for v in json.loads(r.stdout)["violations"]["A"])
+
+
+def test_estimate_from_csv_with_an_unknown_framework_is_bad_input(tmp_path: Path) -> None:
+    src = tmp_path / "rows.csv"
+    src.write_text("model,system,isl,osl,concurrency,tp\nqwen3-8b,h100_sxm,128,16,1,1\n")
+    one_error_line(run("estimate", "--from-csv", str(src), "--out", str(tmp_path / "o.csv"), "--framework", "nope"),
+                   2, "unknown framework")
+    assert not (tmp_path / "o.csv").exists()
+
+
+# ------------------------------------------------------------------------------------------ output files
+
+
+SMALL_SWEEP = ["sweep", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--scenarios", "latency",
+               "--max-concurrency", "8"]
+
+
+def test_an_output_target_that_is_a_fifo_or_a_device_is_refused_and_kept(tmp_path: Path) -> None:
+    fifo = tmp_path / "f.csv"
+    os.mkfifo(fifo)
+    one_error_line(run(*SMALL_SWEEP, "--out", str(fifo)), 2, "is a FIFO")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    dev = tmp_path / "full.csv"
+    try:
+        os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+    except (PermissionError, OSError):
+        pytest.skip("cannot create a device node here (needs root)")
+    one_error_line(run(*SMALL_SWEEP, "--out", str(dev)), 2, "is a character device")
+    assert stat.S_ISCHR(os.stat(dev).st_mode)
+
+
+def test_a_symlinked_output_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
+    target = tmp_path / "real.csv"
+    target.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    r = run(*SMALL_SWEEP, "--out", str(link))
+    assert r.exit_code == 0, r.stderr
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text().startswith("hardware,cards,")
+
+
+def test_an_unknown_output_extension_is_refused_before_solving(tmp_path: Path) -> None:
+    one_error_line(run(*SMALL_SWEEP, "--out", str(tmp_path / "x.xlsx")), 2, "'.xlsx' is not a format")
+    one_error_line(run(*SMALL_SWEEP, "--plot", str(tmp_path / "x.bmpx")), 2, "--plot")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sweep_format_json_writes_records_to_stdout() -> None:
+    r = run(*SMALL_SWEEP, "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert rows and {"hardware", "cards", "feasible"} <= set(rows[0])
+
+
+# ---------------------------------------------------------------------------- only what fits, time-outs
+
+
+def test_solve_never_recommends_a_candidate_that_does_not_fit() -> None:
+    """The issue: Pure TP8 at 64.32 GB on a 64 GB device came back with memory_feasible false and exit 0."""
+    r = run("solve", "qwen3-235b-a22b-fp8", "--hardware", "atlas_a3", "--cards", "8", "--scenario", "balanced",
+            "--format", "json")
+    assert r.exit_code in (0, 1), r.stderr
+    if r.exit_code == 0:
+        cands = json.loads(r.stdout)["candidates"]
+        assert cands and all(c["estimation"]["memory_feasible"] for c in cands)
+
+
+def test_the_solve_table_shows_feasibility_status_and_the_tie_band() -> None:
+    r = run("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--max-concurrency", "16")
+    assert r.exit_code == 0, r.stderr
+    assert "fits" in r.stdout and "solver status: OPTIMAL" in r.stdout and "within 3%" in r.stdout
+
+
+def test_a_time_out_without_a_solution_says_it_timed_out_not_what_binds() -> None:
+    r = run("solve", "qwen3-30b-a3b", "--hardware", "h100_sxm", "--cards", "8", "--time-limit", "1e-9")
+    one_error_line(r, 1, "timed out")
+    assert "binds" not in r.stderr and "cards fit" not in r.stderr
+
+
+def test_a_time_out_with_a_solution_is_feasible_not_optimal_with_its_gap(monkeypatch) -> None:
+    """CP-SAT answers FEASIBLE when the limit hits after a solution: emulate that on a real solve."""
+    from ortools.sat.python import cp_model
+
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    real = cp_model.CpSolver.Solve
+
+    def cut_short(self, model, *a, **k):
+        status = real(self, model, *a, **k)
+        return cp_model.FEASIBLE if status == cp_model.OPTIMAL else status
+
+    monkeypatch.setattr(cp_model.CpSolver, "Solve", cut_short)
+    result, cands = run_solve("qwen3-8b", "h100_sxm", 2, Scenario(max_concurrency=8), explain_binding=False)
+    assert cands and result.status == "FEASIBLE"
+    note = result.timeout_note()
+    assert note and "timed out (FEASIBLE, not OPTIMAL)" in note and "gap" in note
+
+
+def test_the_cards_that_fit_remedy_is_one_the_planner_solved() -> None:
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    sc = Scenario(max_concurrency=16)
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("llama-3.1-70b", "h100_sxm", 1, sc, explain_binding=False)
+    text = str(err.value)
+    assert "cards fit (the planner found a configuration there)" in text
+    n = int(text.split(" cards fit")[0].rsplit(" ", 1)[-1])
+    _, cands = run_solve("llama-3.1-70b", "h100_sxm", n, sc, explain_binding=False)
+    assert cands
+
+
+@pytest.mark.slow
+def test_kimi_k2_on_4096_h200_names_a_size_that_solves() -> None:
+    """384 experts do not divide over 4096 ranks with TP inside a node; smaller worlds solve (32 cards do)."""
+    r = run("solve", "kimi-k2", "--hardware", "h200_sxm", "--cards", "4096")
+    assert r.exit_code == 1 and "no world size up to" not in r.stderr
+    assert "cards fit (the planner found a configuration there)" in r.stderr
+
+
+# ------------------------------------------------------------------------------------------------ traces
+
+
+def _trace(tmp_path: Path, events: list, name: str = "t.json") -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps({"traceEvents": events}))
+    return p
+
+
+K = {"ph": "X", "cat": "kernel", "name": "ampere_gemm", "pid": 1, "tid": 7}
+
+
+def test_a_trace_pid_given_as_a_list_is_not_a_crash(tmp_path: Path) -> None:
+    from solver.calibrate.trace import load_trace_file
+
+    t = load_trace_file(_trace(tmp_path, [dict(K, ts=0, dur=5, pid=[1, 2]), dict(K, ts=10, dur=5)]))
+    assert sum(len(s.events) for s in t.steps) == 2
+
+
+def test_nan_and_infinite_trace_times_are_skipped(tmp_path: Path) -> None:
+    from solver.calibrate.trace import load_trace_file
+
+    p = tmp_path / "t.json"
+    p.write_text('{"traceEvents": [' + json.dumps(dict(K, ts=0, dur=5)) + ","
+                 + '{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": NaN, "dur": Infinity},'
+                 + json.dumps(dict(K, ts="1e999999", dur=5)) + "]}")
+    t = load_trace_file(p)
+    assert sum(len(s.events) for s in t.steps) == 1
+
+
+def test_a_corrupt_gzip_trace_is_one_error_line(tmp_path: Path) -> None:
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(b'{"traceEvents": []}')[:15])
+    one_error_line(run("calibrate", str(p)), 2, "corrupt gzip")
+
+
+# --------------------------------------------------------------------------------------------------- UX
+
+
+def test_the_memory_line_says_what_the_limit_subtracts_and_shows_gib() -> None:
+    r = run("memory", "qwen3-8b", "--hardware", "h200_sxm", "--cards", "1", "--batch", "1", "--seq-len", "128")
+    assert r.exit_code == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "runtime reserve" in text and "min(0.95 x capacity, capacity - reserve)" in text
+    assert "141.0 GiB" in text
+
+
+def test_every_option_of_every_command_has_help_text() -> None:
+    missing = []
+    for name, cmd in main.commands.items():
+        for p in cmd.params:
+            if getattr(p, "param_type_name", "") == "option" and not p.help:
+                missing.append(f"{name} {p.opts[0]}")
+    assert missing == []
+
+
+def test_every_command_that_prints_a_result_defaults_to_the_same_format() -> None:
+    defaults = {name: next(p.default for p in cmd.params if p.name == "fmt")
+                for name, cmd in main.commands.items() if any(p.name == "fmt" for p in cmd.params)
+                and name != "sweep"}
+    assert set(defaults.values()) == {"table"}, defaults
