@@ -144,7 +144,8 @@ class Reference(BaseModel):
         """The deployment's workload as the planner takes it: its phase (prefill or decode alone), batch as
         the fixed concurrency, lengths and MTP depth."""
         return Scenario(kind=PLANNING_KIND[self.scenario], isl=self.input_len, osl=self.output_len or 1,
-                        concurrency=self.batch, mtp=self.mtp, phase=self.phase)
+                        concurrency=self.batch, mtp=self.mtp, phase=self.phase,
+                        max_concurrency=max(self.batch, Scenario.model_fields["max_concurrency"].default))
 
     def precision(self, model: ModelSpec, hw: Hardware) -> Precision:
         q = self.quant
