@@ -1,0 +1,220 @@
+"""Disaggregated planning: two plans of the existing planner (phase prefill, phase decode) joined by a rate match
+and the KV-transfer cost (estimate.disagg), not a second planner.
+
+For every worker size W (ranks per worker) that fits the model, `plan` gives the prefill front (configs x prompts
+per step, with the prefill time) and the decode front (configs x running sequences, with TPOT under the SLA).
+A pool pair (prefill point, decode point) and a decode worker count y fix the demand: the decode pool finishes
+lambda = y B_w / (OSL TPOT) requests/s (B_w running sequences per decode worker); the rate match takes the fewest
+prefill workers whose capacity x n_w / P (n_w prompts per step per worker, P the step) meets it, within the cards
+(estimate.disagg.workers_to_match). Every such deployment is then evaluated by the full serving model at the
+concurrency that fills the decode pool (C = y B_w) and judged by the SLA; the scenario's score picks the winner.
+A cheap ratio estimate ranks the pairs first so that only the best SHORTLIST are fully evaluated.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from solver.errors import InfeasibleError, InputError
+from solver.estimate.compute import factors_for
+from solver.estimate.disagg import DisaggEstimate, DisaggWorkload, estimate_disagg, workers_to_match
+from solver.estimate.memory import MemoryOptions
+from solver.plan import cpsat
+from solver.plan.solve import Planned, PlanResult, plan
+from solver.specs.framework import FrameworkProfile
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.precision import Precision
+from solver.specs.scenario import Scenario
+
+SHORTLIST = 40  # pool pairs per plan evaluated with the full serving model after the ratio estimate
+# Largest prefill step the prompt grid goes to, tokens per rank: SGLang's large-scale EP prefill runs 16384
+# tokens per GPU (facts/measurements.md #3). The prefill planner plans one batch per call (space._batch_values).
+PREFILL_TOKENS_PER_RANK_MAX = 16384
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One pool: its workers and the phase plan's point (config, batch per worker, the phase estimate)."""
+
+    phase: str  # "prefill" | "decode"
+    workers: int
+    planned: Planned  # batch = prompts per step (prefill) / running sequences (decode) of one worker
+
+    @property
+    def ranks(self) -> int:
+        return self.workers * self.planned.config.world_size
+
+
+@dataclass(frozen=True)
+class DisaggPlan:
+    prefill: Pool
+    decode: Pool
+    estimate: DisaggEstimate
+    demand_rps: float  # requests/s the decode pool finishes at its batch and TPOT (the ratio estimate)
+    prefill_rps_per_worker: float  # requests/s one prefill worker starts
+
+    @property
+    def ratio(self) -> str:
+        return f"{self.prefill.workers}P{self.decode.workers}D"
+
+    @property
+    def cards(self) -> int:
+        return self.prefill.ranks + self.decode.ranks
+
+
+@dataclass
+class DisaggResult:
+    best: DisaggPlan
+    alternatives: list[DisaggPlan]
+    worker_sizes: list[int]
+    skipped: dict[str, str] = field(default_factory=dict)  # 'phase W=size' -> why no plan
+
+
+def worker_sizes(model: ModelSpec, hw: Hardware, cards: int) -> list[int]:
+    """Sizes a worker may take: powers of two and multiples of a node that divide the cards, below the cards
+    (the other pool needs at least one rank)."""
+    sizes = {1 << k for k in range(cards.bit_length()) if (1 << k) < cards}
+    sizes |= {w for w in range(hw.ranks_per_node, cards, hw.ranks_per_node) if cards % w == 0}
+    return sorted(sizes)
+
+
+def prefill_batches(isl: int, world: int) -> list[int]:
+    """Prompts per prefill step of one worker the prefill plans try: 1, then W x 2^k up to the token cap."""
+    out, b = [1], world
+    while b * isl <= PREFILL_TOKENS_PER_RANK_MAX * world:
+        if b > 1:
+            out.append(b)
+        b *= 2
+    return out
+
+
+def phase_scenario(scenario: Scenario, phase: str, batch: int | None = None) -> Scenario:
+    """The scenario a pool is planned for: prefill keeps the TTFT SLA (its step must fit in it) at `batch`
+    prompts per step, decode the TPOT SLA and the MTP depth with the concurrency the planner's to choose."""
+    if phase == "prefill":
+        return Scenario(kind=scenario.kind, isl=scenario.isl, osl=scenario.osl, concurrency=batch,
+                        max_concurrency=scenario.max_concurrency, ttft_ms=scenario.ttft_ms, phase="prefill")
+    return Scenario(kind=scenario.kind, isl=scenario.isl, osl=scenario.osl, max_concurrency=scenario.max_concurrency,
+                    tpot_ms=scenario.tpot_ms, mtp=scenario.mtp, mtp_accept=scenario.mtp_accept, phase="decode")
+
+
+def sla_misses(e: DisaggEstimate, scenario: Scenario) -> list[str]:
+    misses = []
+    if not e.prefill_memory.feasible:
+        misses.append("B.memory_per_rank (prefill)")
+    if not e.decode_memory.feasible:
+        misses.append("B.memory_per_rank (decode)")
+    if scenario.ttft_ms is not None and e.ttft_s * 1e3 > scenario.ttft_ms * (1 + 1e-6):
+        misses.append("SLA.ttft")
+    if scenario.tpot_ms is not None and e.tpot_s * 1e3 > scenario.tpot_ms * (1 + 1e-6):
+        misses.append("SLA.tpot")
+    return misses
+
+
+def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes):
+    fronts: dict[str, dict[int, list[Planned]]] = {"prefill": {}, "decode": {}}
+    skipped: dict[str, str] = {}
+    for w in sizes:
+        for phase, batches in (("decode", [None]), ("prefill", prefill_batches(scenario.isl, w))):
+            pts = []
+            for b in batches:
+                try:
+                    res: PlanResult = plan(model, hw, prec, fw, w, phase_scenario(scenario, phase, b), params,
+                                           allow_cross_node=allow_cross_node, mem_opts=mem_opts,
+                                           explain_binding=False)
+                except InfeasibleError as exc:
+                    if b in (None, 1):
+                        skipped[f"{phase} W={w}"] = str(exc)
+                    break  # more prompts per step will not fit either
+                pts += [p for p in res.front + res.candidates if p.estimate.memory.feasible]
+            if not pts:
+                continue
+            seen, uniq = set(), []
+            for p in pts:
+                k = (tuple(p.config.knobs().items()), p.batch)
+                if k not in seen:
+                    seen.add(k)
+                    uniq.append(p)
+            fronts[phase][w] = uniq
+    return fronts, skipped
+
+
+def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, cards: int,
+                scenario: Scenario, params: cpsat.SolverParams | None = None, allow_cross_node: bool = False,
+                mem_opts: MemoryOptions | None = None, sizes: list[int] | None = None,
+                top: int = 3) -> DisaggResult:
+    """The best disaggregated deployment within `cards` ranks for the scenario and SLA (module docstring)."""
+    if cards < 2:
+        raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")
+    if scenario.phase != "serving":
+        raise InputError("--phase", "disaggregated planning plans both phases; use --phase serving")
+    if scenario.concurrency is not None:
+        raise InputError("--concurrency", "disaggregated planning picks the concurrency that fills the decode pool; "
+                                          "drop --concurrency (or bound it with --max-concurrency)")
+    sizes = sizes or worker_sizes(model, hw, cards)
+    fronts, skipped = _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes)
+    f = factors_for(hw, fw.efficiency_for(hw))
+    pairs = []  # (ratio estimate of output tokens/s per rank, prefill point, decode point, x, y, demand, mu_w)
+    for wp, pre_pts in fronts["prefill"].items():
+        for wd, dec_pts in fronts["decode"].items():
+            for d in dec_pts:
+                tpot = d.estimate.tpot_s
+                for y in range(1, (cards - wp) // wd + 1):
+                    demand = y * d.batch / (scenario.osl * tpot)
+                    for p in pre_pts:
+                        mu_w = p.estimate.output_tokens_per_s  # prompts/s: one token per prompt
+                        x = workers_to_match(demand, mu_w)
+                        if x * wp + y * wd > cards:
+                            continue
+                        if y * d.batch > scenario.max_concurrency:
+                            continue
+                        pairs.append((demand * scenario.osl / (x * wp + y * wd), p, d, x, y, demand, mu_w))
+    if not pairs:
+        why = "; ".join(f"{k}: {m}" for k, m in sorted(skipped.items())) or "no pool pair fits the cards"
+        raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: {why}",
+                              ["B.memory_per_rank"] if skipped else ["cards"],
+                              "what would fit: more cards, cheaper weights or a looser SLA")
+    pairs.sort(key=lambda t: -t[0])
+    evaluated: list[DisaggPlan] = []
+    rejected: list[str] = []
+    for _, p, d, x, y, demand, mu_w in pairs[:SHORTLIST]:
+        wl = DisaggWorkload(isl=scenario.isl, osl=scenario.osl, concurrency=y * d.batch, prefill_workers=x,
+                            decode_workers=y, prefill_batch=prompts_per_replica(p),
+                            decode_batch=max(1, math.ceil(d.batch / d.config.attn_replicas)), mtp=scenario.mtp,
+                            mtp_accept=scenario.mtp_accept)
+        e = estimate_disagg(model, hw, p.config, d.config, prec, f, f, wl, mem_opts)
+        misses = sla_misses(e, scenario)
+        if misses:
+            rejected.extend(misses)
+            continue
+        evaluated.append(DisaggPlan(Pool("prefill", x, p), Pool("decode", y, d), e, demand, mu_w))
+    if not evaluated:
+        binding = sorted(set(rejected))
+        raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} meets the SLA: "
+                              f"{', '.join(binding)} binds", binding, "what would fit: relax --ttft-ms/--tpot-ms")
+    lat = [scenario.request_latency(c.estimate.ttft_s, c.estimate.tpot_s) for c in evaluated]
+    inv = [1.0 / c.estimate.output_tokens_per_s_per_rank for c in evaluated]
+    lat_ref, inv_ref = min(lat), min(inv)
+    order = sorted(range(len(evaluated)), key=lambda i: scenario.score(lat[i], inv[i], lat_ref, inv_ref))
+    ranked = [evaluated[i] for i in order]
+    alts, seen = [], {_key(ranked[0])}
+    for c in ranked[1:]:
+        if len(alts) >= top - 1:
+            break
+        if _key(c) not in seen:
+            seen.add(_key(c))
+            alts.append(c)
+    return DisaggResult(ranked[0], alts, sizes, skipped)
+
+
+def prompts_per_replica(p: Planned) -> int:
+    """Prompts one attention replica of a prefill worker takes per step at the plan's batch (every replica
+    prefills at least one: estimate.serving's prefill workload)."""
+    return max(1, math.ceil(p.batch / p.config.attn_replicas))
+
+
+def _key(c: DisaggPlan) -> tuple:
+    """Distinct alternatives: another pool layout or ratio, not the same deployment at another batch."""
+    return (tuple(c.prefill.planned.config.knobs().items()), tuple(c.decode.planned.config.knobs().items()),
+            c.prefill.workers, c.decode.workers)
