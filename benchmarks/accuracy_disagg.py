@@ -51,7 +51,7 @@ from solver.estimate.disagg import (  # noqa: E402
 )
 from solver.estimate.serving import DEFAULT_REQUEST_OVERHEAD_S, decode_step, kv_capacity_per_replica, prefill_step  # noqa: E402
 from solver.measured import factors  # noqa: E402
-from solver.measured_disagg import DisaggCase, case_from_disagg_row  # noqa: E402
+from solver.measured_disagg import DisaggCase, case_from_disagg_row, predict_disagg_row  # noqa: E402
 from solver.specs.framework import apply_fitted  # noqa: E402
 
 DEFAULT_CSV = REPO.parent / "shared" / "facts" / "calibration" / "measured_disagg_calibration.csv"
@@ -74,8 +74,9 @@ class Prepared:
     tpot_s: float
 
 
-def prepare(row: Mapping[str, Any], index: int = 0) -> Prepared:
-    c = case_from_disagg_row(row)
+def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) -> Prepared:
+    predict_disagg_row(row)  # rejects rows the labels make impossible (a pool that cannot hold the model)
+    c = case_from_disagg_row(row, waves=waves)
     ttft, tpot = _measured(row, "ttft_ms"), _measured(row, "tpot_ms")
     d, p = c.decode, c.prefill
     base = factors_for(d.hw, {})
@@ -258,6 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--csv", type=Path, default=DEFAULT_CSV)
     ap.add_argument("--no-cv", action="store_true", help="skip leave-one-model-out")
     ap.add_argument("--rows", type=int, default=0, help="only the first N rows (smoke runs)")
+    ap.add_argument("--waves", type=int, default=None, help="benchmark waves k (default: serving.py's)")
     args = ap.parse_args(argv)
     t0 = time.time()
     rows = load_rows(args.csv)
@@ -266,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     prepared, skipped = [], []
     for i, row in enumerate(rows):
         try:
-            prepared.append(prepare(row, i))
+            prepared.append(prepare(row, i, args.waves))
         except InputError as exc:
             skipped.append(str(exc))
     print(f"disaggregated CSV: {args.csv}  rows {len(rows)}, evaluated {len(prepared)}, skipped {len(skipped)}")

@@ -15,7 +15,8 @@ live there). For the disaggregated columns:
 - decode_batch blank -> memory decides (the KV capacity of a decode replica).
 
 Required and never defaulted: model, system, isl, osl, concurrency, prefill_tp, decode_tp. An error names the
-table's column (`prefill_moe_ep`, not `moe_ep`).
+table's column (`prefill_moe_ep`, not `moe_ep`). A pool whose weights do not fit its ranks cannot have been
+measured as labelled: `predict_disagg_row` rejects the row, naming that pool's `_tp` column.
 """
 from __future__ import annotations
 
@@ -80,5 +81,17 @@ def case_from_disagg_row(row: Mapping[str, Any], framework: str | None = None,
 def predict_disagg_row(row: Mapping[str, Any], framework: str | None = None) -> DisaggEstimate:
     """The disaggregated serving estimate for one row (InputError names the column when it cannot be used)."""
     c = case_from_disagg_row(row, framework)
-    return estimate_disagg(c.decode.model, c.decode.hw, c.prefill.pc, c.decode.pc, c.decode.prec,
-                           factors(c.prefill), factors(c.decode), c.workload)
+    est = estimate_disagg(c.decode.model, c.decode.hw, c.prefill.pc, c.decode.pc, c.decode.prec,
+                          factors(c.prefill), factors(c.decode), c.workload)
+    check_fits(c, est)
+    return est
+
+
+def check_fits(c: DisaggCase, est: DisaggEstimate) -> None:
+    """InputError on the pool's `_tp` column when a worker cannot hold the model at its smallest load (the
+    decode pool's running batch is already capped by its KV capacity, so what is left is the weights)."""
+    for pool, case, mem in (("prefill", c.prefill, est.prefill_memory), ("decode", c.decode, est.decode_memory)):
+        if not mem.feasible:
+            raise InputError(f"{pool}_tp", f"{case.model.name} does not fit a {pool} worker of "
+                             f"{case.pc.world_size} x {case.hw.name} as labelled ({mem.total / 1e9:.0f} GB per rank "
+                             f"over the {mem.limit_bytes / 1e9:.0f} GB limit)")

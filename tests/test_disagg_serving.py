@@ -44,11 +44,30 @@ def test_first_wave_waits_for_the_prefill_steps_before_it() -> None:
 
 
 def test_more_prefill_workers_shorten_the_wait() -> None:
-    one = disagg_times(shape(256, x=1, y=4, rd=8), 0.2, 0.03, 0.001, 256, 200, 0.0, 5)
-    two = disagg_times(shape(256, x=2, y=4, rd=8), 0.2, 0.03, 0.001, 256, 200, 0.0, 5)
-    assert two.prefill_utilization < one.prefill_utilization
+    # 32 clients, cycle Z = 0.2 + 0.001 + 0.03 + 199 x 0.03 = 6.201 s -> 5.16 requests/s against 5 (one worker)
+    # or 10 (two) per second: saturated with one, rho = 0.52 with two
+    one = disagg_times(shape(32, x=1, y=4, rd=8), 0.2, 0.03, 0.001, 32, 200, 0.0, 5)
+    two = disagg_times(shape(32, x=2, y=4, rd=8), 0.2, 0.03, 0.001, 32, 200, 0.0, 5)
+    assert one.prefill_utilization == 1.0
+    assert two.prefill_utilization == pytest.approx(32 / 6.201 / 10)
     assert two.prefill_wait_s < one.prefill_wait_s
     assert two.ttft_s < one.ttft_s
+
+
+def test_light_load_waits_half_a_step_when_the_pool_is_busy() -> None:
+    # 2 clients, cycle Z = 0.1 prefill + 0.01 first step + 9 x 0.01 = 0.2 s -> 10 requests/s against
+    # mu = 2 slots / 0.1 s = 20 per second: rho = 0.5, wait = 0.5 x 0.1 / 2 = 25 ms
+    t = disagg_times(shape(2, x=2), 0.1, 0.01, 0.0, 2, 10, 0.0, 5)
+    assert t.prefill_utilization == pytest.approx(0.5)
+    assert t.prefill_wait_s == pytest.approx(0.025)
+
+
+def test_a_saturated_prefill_pool_queues_what_it_cannot_start() -> None:
+    # 100 clients, cycle Z = 0.5 prefill + 0.01 first step + 10 x 0.01 = 0.61 s -> 164 requests/s wanted,
+    # mu = 1 / 0.5 = 2 per second: the loop runs at 2 per second and the wait is 100 / 2 - 0.61 = 49.39 s
+    t = disagg_times(shape(100), 0.5, 0.01, 0.0, 100, 11, 0.0, 5)
+    assert t.request_rate == pytest.approx(2.0)
+    assert t.prefill_wait_s == pytest.approx(100 / 2 - 0.61)
 
 
 def test_requests_beyond_the_decode_slots_wait_for_one() -> None:

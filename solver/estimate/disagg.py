@@ -12,10 +12,14 @@ ranks, R_d replicas) serve a closed loop of C client requests of ISL / OSL token
     o   [s]  fixed per-request cost on the TTFT path (HTTP, tokenizer, router, KV hand-off bookkeeping)
 
     TPOT     = tau / m                          m = tokens per step (MTP)
-    rho      = lambda / mu                      prefill pool utilisation at request rate lambda
-    W_q      = min(rho P_n / (2 (1 - rho)), (N - 1) P_n)   M/D/1 wait for a prefill slot, N = ceil(C / (x R_p n))
+    Z   [s]  = o + P_n + T_kv + tau + (OSL - 1) TPOT    a request's cycle without waiting
+    C_f      = min(C, y R_d B)                  requests that hold a decode slot (the rest wait for one)
+    lambda   = min(C_f / Z, mu)                 the closed loop's asymptotic bounds: the clients' rate, or the
+                                                prefill pool's capacity when that is the bottleneck
+    W_q      = rho P_n / 2                      rho = lambda / mu < 1: a request finds the pool mid-step with
+                                                probability rho and waits half a step
+             = C_f / mu - Z                     saturated (C_f / Z >= mu): the queue holds what the pool cannot start
     TTFT_ss  = o + W_q + P_n + T_kv + tau       steady state: wait, prefill, transfer, the first decode step
-    lambda   = min(C, y R_d B) / (TTFT_ss + (OSL - 1) TPOT)   (solved for rho by bisection)
 
 First wave (a benchmark starts with all C requests at once): request i waits ceil(i / (x R_p n)) prefill steps,
 TTFT_1 = o + P_n * mean_i ceil(i / (x R_p n)) + T_kv + tau; the benchmark mean over k waves is
@@ -145,37 +149,24 @@ def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s
     m = mtp_tokens_per_step(mtp, mtp_accept)
     tau = decode_s
     tpot = tau / m
-    steps_out = max(0.0, (osl - 1) / m) * tau  # decode time after the first token
+    decode_after_s = max(0.0, (osl - 1) / m) * tau  # decode time after the first token
     per_step = shape.prefill_workers * shape.prefill_replicas * shape.prompts_per_step
     mu = per_step / prefill_s
-    backlog = max(1, math.ceil(concurrency / per_step))  # prefill steps a full queue holds
     flowing = min(concurrency, shape.decode_workers * shape.decode_replicas * shape.running)
-
-    def ttft_ss(rho: float) -> float:
-        wait = min(rho * prefill_s / (2 * (1 - rho)), (backlog - 1) * prefill_s)
-        return overhead_s + wait + prefill_s + transfer_s + tau
-
-    def excess(rho: float) -> float:  # requests the pool would start per cycle minus those in flight
-        return rho * mu * (ttft_ss(rho) + steps_out) - flowing
-
-    lo, hi = 0.0, 1.0 - 1e-9
-    if excess(hi) <= 0:
-        lo = hi
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if excess(mid) > 0:
-            hi = mid
-        else:
-            lo = mid
-    rho = lo
-    steady = ttft_ss(rho)
+    base = overhead_s + prefill_s + transfer_s + tau
+    rate = flowing / (base + decode_after_s)
+    if rate >= mu:  # the prefill pool is the bottleneck: the wait absorbs what it cannot start
+        rho, wait = 1.0, flowing / mu - (base + decode_after_s)
+    else:
+        rho = rate / mu
+        wait = rho * prefill_s / 2
+    steady = base + wait
     first = overhead_s + prefill_s * first_wave_groups(concurrency, per_step) + transfer_s + tau
     k = max(1, waves)
     served = (first + (k - 1) * steady) / k
-    slot_wait = max(0, shape.per_replica - shape.running) / shape.running * (served + steps_out)
+    slot_wait = max(0, shape.per_replica - shape.running) / shape.running * (served + decode_after_s)
     ttft = served + slot_wait
-    wait = steady - (overhead_s + prefill_s + transfer_s + tau)
-    return DisaggTimes(ttft, tpot, ttft + steps_out, first, steady, wait, prefill_s, transfer_s, tau, slot_wait,
+    return DisaggTimes(ttft, tpot, ttft + decode_after_s, first, steady, wait, prefill_s, transfer_s, tau, slot_wait,
                        rho, rho * mu, mu)
 
 
