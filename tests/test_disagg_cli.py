@@ -1,0 +1,63 @@
+"""`solve --serving disagg`: two pools in the seed's format, the rate match, the aggregated comparison."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from solver.cli.main import main
+
+ARGS = ["solve", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "4", "--scenario", "throughput",
+        "--isl", "1024", "--osl", "512", "--tpot-ms", "30", "--serving", "disagg"]
+
+
+@pytest.fixture(scope="module")
+def plan() -> dict:
+    res = CliRunner().invoke(main, [*ARGS, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_both_pools_come_in_the_seed_candidate_format(plan: dict) -> None:
+    for key in ("prefill_pool", "decode_pool"):
+        pool = plan[key]
+        assert {"workers", "pattern", "reason", "reference", "parallel_config", "estimation", "tradeoff"} <= set(pool)
+        assert pool["parallel_config"]["attn_dp_size"] * pool["parallel_config"]["attn_tp_size"] \
+            == pool["estimation"]["ranks_per_worker"]
+
+
+def test_pools_fit_the_cards_and_meet_the_sla(plan: dict) -> None:
+    used = plan["prefill_pool"]["estimation"]["ranks"] + plan["decode_pool"]["estimation"]["ranks"]
+    assert used == plan["estimation"]["ranks_used"] <= 4
+    assert plan["estimation"]["tpot_ms"] <= 30
+    assert plan["prefill_pool"]["estimation"]["memory_feasible"] and plan["decode_pool"]["estimation"]["memory_feasible"]
+
+
+def test_prefill_capacity_meets_the_decode_demand(plan: dict) -> None:
+    rm = plan["estimation"]["rate_match"]
+    workers = plan["prefill_pool"]["workers"]
+    assert workers * rm["prefill_requests_per_s_per_worker"] >= rm["decode_demand_requests_per_s"] * (1 - 1e-6)
+    # and one worker fewer would not (the rate match takes the fewest)
+    assert (workers - 1) * rm["prefill_requests_per_s_per_worker"] < rm["decode_demand_requests_per_s"]
+
+
+def test_the_comparison_names_a_winner_and_why(plan: dict) -> None:
+    c = plan["comparison"]
+    assert c["winner"] in ("disagg", "agg")
+    assert c["throughput_per_rank_ratio"] > 0
+    assert any("KV transfer" in w for w in c["why"])
+    assert "parallel_config" in plan["aggregated"]
+
+
+def test_yaml_and_table_formats() -> None:
+    for fmt, needle in (("yaml", "prefill_pool:"), ("table", "vs aggregated")):
+        res = CliRunner().invoke(main, [*ARGS, "--format", fmt])
+        assert res.exit_code == 0, res.output
+        assert needle in res.output
+
+
+def test_a_fixed_concurrency_is_refused_with_one_line() -> None:
+    res = CliRunner().invoke(main, [*ARGS, "--concurrency", "64"])
+    assert res.exit_code == 2
+    assert "--concurrency" in res.output and "Traceback" not in res.output
