@@ -61,3 +61,30 @@ def test_a_fixed_concurrency_is_refused_with_one_line() -> None:
     res = CliRunner().invoke(main, [*ARGS, "--concurrency", "64"])
     assert res.exit_code == 2
     assert "--concurrency" in res.output and "Traceback" not in res.output
+
+
+def test_sweep_writes_one_row_per_disaggregated_plan(tmp_path) -> None:
+    import pandas as pd
+
+    out = tmp_path / "d.csv"
+    res = CliRunner().invoke(main, ["sweep", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "2,4",
+                                    "--scenarios", "throughput", "--isl", "1024", "--osl", "512", "--serving",
+                                    "disagg", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    df = pd.read_csv(out)
+    assert set(df["cards"]) == {2, 4}
+    assert (df["ranks_used"] <= df["cards"]).all()
+    assert (df["prefill_workers"] * df["prefill_ranks_per_worker"] + df["decode_workers"]
+            * df["decode_ranks_per_worker"] == df["ranks_used"]).all()
+    assert set(df.loc[df["rank"] == 1, "winner"]) <= {"agg", "disagg"}
+
+
+def test_recommend_finds_the_fewest_cards_whose_pools_carry_the_load() -> None:
+    args = ["recommend", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--isl", "1024", "--osl", "512",
+            "--tpot-ms", "30", "--serving", "disagg", "--format", "json"]
+    res = CliRunner().invoke(main, [*args, "--cards", "2..16", "--target-output-tokens-per-s", "40000"])
+    assert res.exit_code == 0, res.output
+    best = json.loads(res.output)["recommended"]
+    assert best["output_tokens_per_s"] >= 40000 and best["ranks_used"] <= best["cards"]
+    res = CliRunner().invoke(main, [*args, "--cards", "2", "--target-output-tokens-per-s", "1e9"])
+    assert res.exit_code == 1
