@@ -57,10 +57,16 @@ def test_yaml_and_table_formats() -> None:
         assert needle in res.output
 
 
-def test_a_fixed_concurrency_is_refused_with_one_line() -> None:
-    res = CliRunner().invoke(main, [*ARGS, "--concurrency", "64"])
+def test_a_fixed_concurrency_is_the_load_both_pools_serve() -> None:
+    res = CliRunner().invoke(main, [*ARGS, "--concurrency", "300", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["estimation"]["concurrency"] == 300
+
+
+def test_disaggregation_needs_a_card_per_pool() -> None:
+    res = CliRunner().invoke(main, [*ARGS[:5], "1", *ARGS[6:]])
     assert res.exit_code == 2
-    assert "--concurrency" in res.output and "Traceback" not in res.output
+    assert "--cards" in res.output and "Traceback" not in res.output
 
 
 def test_sweep_writes_one_row_per_disaggregated_plan(tmp_path) -> None:

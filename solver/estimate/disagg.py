@@ -235,6 +235,7 @@ class DisaggEstimate:
 
     isl: int
     osl: int
+    concurrency: int
 
     @property
     def requests_per_s(self) -> float:
@@ -279,7 +280,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                            mem_opts, mtp_layers=wl.mtp)
     throughput = wl.concurrency * wl.osl / t.request_s
     return DisaggEstimate(t, shape, xfer, pre, dec, pmem, dmem, wl.prefill_workers * prefill_pc.world_size,
-                          wl.decode_workers * decode_pc.world_size, throughput, wl.isl, wl.osl)
+                          wl.decode_workers * decode_pc.world_size, throughput, wl.isl, wl.osl, wl.concurrency)
 
 
 __all__ = ["DisaggWorkload", "DisaggEstimate", "estimate_disagg", "prompts_per_step", "kv_bytes_per_request", "kv_transfer", "transfer_tier", "Transfer", "PoolShape", "pool_shape",

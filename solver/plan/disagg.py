@@ -4,10 +4,10 @@ and the KV-transfer cost (estimate.disagg), not a second planner.
 For every worker size W (ranks per worker) that fits the model, `plan` gives the prefill front (configs x prompts
 per step, with the prefill time) and the decode front (configs x running sequences, with TPOT under the SLA).
 A pool pair (prefill point, decode point) and a decode worker count y fix the demand: the decode pool finishes
-lambda = y B_w / (OSL TPOT) requests/s (B_w running sequences per decode worker); the rate match takes the fewest
-prefill workers whose capacity x n_w / P (n_w prompts per step per worker, P the step) meets it, within the cards
-(estimate.disagg.workers_to_match). Every such deployment is then evaluated by the full serving model at the
-concurrency that fills the decode pool (C = y B_w) and judged by the SLA; the scenario's score picks the winner.
+lambda = C / (OSL TPOT) requests/s (C = y B_w with B_w running sequences per decode worker, or the scenario's
+fixed concurrency); the rate match takes the fewest prefill workers whose capacity x n_w / P (n_w prompts per
+step per worker, P the step) meets it, within the cards (estimate.disagg.workers_to_match). Every such deployment is then evaluated by the full serving model at the
+concurrency C and judged by the SLA; the scenario's score picks the winner.
 A cheap ratio estimate ranks the pairs first so that only the best SHORTLIST are fully evaluated.
 """
 from __future__ import annotations
@@ -149,9 +149,6 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
         raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")
     if scenario.phase != "serving":
         raise InputError("--phase", "disaggregated planning plans both phases; use --phase serving")
-    if scenario.concurrency is not None:
-        raise InputError("--concurrency", "disaggregated planning picks the concurrency that fills the decode pool; "
-                                          "drop --concurrency (or bound it with --max-concurrency)")
     sizes = sizes or worker_sizes(model, hw, cards)
     fronts, skipped = _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes)
     f = factors_for(hw, fw.efficiency_for(hw))
@@ -161,15 +158,18 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
             for d in dec_pts:
                 tpot = d.estimate.tpot_s
                 for y in range(1, (cards - wp) // wd + 1):
-                    demand = y * d.batch / (scenario.osl * tpot)
+                    conc = _concurrency(scenario, d.batch, y)
+                    if conc is None:
+                        continue
+                    demand = conc / (scenario.osl * tpot)
                     for p in pre_pts:
                         mu_w = p.estimate.output_tokens_per_s  # prompts/s: one token per prompt
                         x = workers_to_match(demand, mu_w)
                         if x * wp + y * wd > cards:
                             continue
-                        if y * d.batch > scenario.max_concurrency:
+                        if conc > scenario.max_concurrency:
                             continue
-                        pairs.append((demand * scenario.osl / (x * wp + y * wd), p, d, x, y, demand, mu_w))
+                        pairs.append((demand * scenario.osl / (x * wp + y * wd), p, d, x, y, demand, mu_w, conc))
     if not pairs:
         why = "; ".join(f"{k}: {m}" for k, m in sorted(skipped.items())) or "no pool pair fits the cards"
         raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: {why}",
@@ -178,8 +178,8 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     pairs.sort(key=lambda t: -t[0])
     evaluated: list[DisaggPlan] = []
     rejected: list[str] = []
-    for _, p, d, x, y, demand, mu_w in pairs[:SHORTLIST]:
-        wl = DisaggWorkload(isl=scenario.isl, osl=scenario.osl, concurrency=y * d.batch, prefill_workers=x,
+    for _, p, d, x, y, demand, mu_w, conc in pairs[:SHORTLIST]:
+        wl = DisaggWorkload(isl=scenario.isl, osl=scenario.osl, concurrency=conc, prefill_workers=x,
                             decode_workers=y, prefill_batch=prompts_per_replica(p),
                             decode_batch=max(1, math.ceil(d.batch / d.config.attn_replicas)), mtp=scenario.mtp,
                             mtp_accept=scenario.mtp_accept)
@@ -206,6 +206,16 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
             seen.add(_key(c))
             alts.append(c)
     return DisaggResult(ranked[0], alts, sizes, skipped)
+
+
+def _concurrency(scenario: Scenario, batch: int, decode_workers: int) -> int | None:
+    """Clients the pair serves: the decode pool full (y x B_w), or the scenario's fixed concurrency when its share
+    per decode worker falls in this decode point's batch bucket (the front's batches are powers of two; the full
+    model re-evaluates the decode step at the actual share)."""
+    if scenario.concurrency is None:
+        return decode_workers * batch
+    share = -(-scenario.concurrency // decode_workers)
+    return scenario.concurrency if batch // 2 < share <= batch else None
 
 
 def prompts_per_replica(p: Planned) -> int:

@@ -131,8 +131,7 @@ def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> d
     e = d.estimate
     t = e.times
     out = {
-        "concurrency": e.shape.decode_workers * e.shape.decode_replicas * e.shape.running
-        if e.shape.per_replica <= e.shape.running else None,
+        "concurrency": e.concurrency,
         "ttft_ms": round(e.ttft_s * 1e3, 2),
         "ttft_parts_ms": {"prefill_wait": round(t.prefill_wait_s * 1e3, 2), "prefill": round(t.prefill_s * 1e3, 2),
                           "kv_transfer": round(t.transfer_s * 1e3, 3),
@@ -151,8 +150,6 @@ def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> d
                        "prefill_utilization": round(t.prefill_utilization, 3)},
         "ranks_used": d.cards,
     }
-    if out["concurrency"] is None:
-        out.pop("concurrency")
     if hw_ranks_per_node:
         nodes_p = d.prefill.ranks / hw_ranks_per_node
         nodes_d = d.decode.ranks / hw_ranks_per_node
@@ -246,8 +243,9 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
                  f"input {e['input_tokens_per_s']:,.0f} tok/s; prefill utilisation "
                  f"{e['rate_match']['prefill_utilization']:.0%}")
     c = data["comparison"]
-    lines.append(f"  vs aggregated: {c['winner']} wins" + (f" ({c['throughput_per_rank_ratio']:.2f}x throughput per "
-                                                            "rank)" if c["throughput_per_rank_ratio"] else ""))
+    lines.append(f"  vs aggregated: {c['winner']} wins" + (f" (throughput per rank disagg / agg "
+                                                            f"{c['throughput_per_rank_ratio']:.2f}x)"
+                                                            if c["throughput_per_rank_ratio"] else ""))
     lines += [f"    - {w}" for w in c["why"]]
     return "\n".join(lines) + "\n"
 
