@@ -14,6 +14,7 @@ overall, per model / system / framework, and for two subsets: the rows that give
   (b) refitted on the disaggregated rows, in-sample: the same few factors (accuracy.PARAMS: GEMM and HBM
       multipliers, per-step and per-request overheads) per (framework, hardware), fewer than MIN_ROWS rows ->
       the framework's pooled fit; never per model or row;
+  (b2) the same refit on the complete rows only (they hold one architecture: no leave-one-model-out there);
   (c) leave-one-model-out: per (framework, hardware) group and architecture (DeepSeek-V3 and -R1 together), the
       factors refitted on the group's other architectures, else the framework's other architectures on all
       hardware, else (a).
@@ -202,7 +203,7 @@ def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.nda
         for fam in sorted({prepared[i].family for i in idx}):
             test = [i for i in idx if prepared[i].family == fam]
             train = [prepared[i] for i in idx if prepared[i].family != fam]
-            name = short_model(prepared[test[0]].model)
+            name = "/".join(sorted({short_model(q.model) for q in prepared if q.family == fam}))
             params = fit_group(train, fixed_start(train, fitted)) if train else None
             if params is None:
                 pooled = [q for q in prepared if q.framework == key[0] and q.family != fam]
@@ -288,6 +289,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                             "hardware; pooled per framework below MIN_ROWS)")))
     for (fw, hw), v in sorted(refit.items()):
         print(f"  {fw:>7} x {hw:<9} " + ", ".join(f"{k} {v[k]:.4g}" for k in PARAMS))
+    print()
+    complete = [p for p in prepared if p.complete]
+    refit_c = fit_all(complete, fitted)
+    et, ep = errors(complete, lambda p: refit_c.get((p.framework, p.hardware)) or shipped_params(p, fitted))
+    print("\n".join(table(complete, et, ep, "(b2) refitted on the complete rows only, in-sample (same rule; one "
+                                           "architecture, so no leave-one-model-out on them)")[:4]))
     print()
     if not args.no_cv:
         et, ep, notes = loo_errors(prepared, fitted)
