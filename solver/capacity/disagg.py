@@ -42,21 +42,34 @@ def _row(d: DisaggPlan) -> dict[str, Any]:
     return out
 
 
-def _scenario(kind: str | Scenario, isl: int, osl: int, ttft_ms, tpot_ms, max_concurrency: int, mtp: int) -> Scenario:
+def _scenario(kind: str | Scenario, isl: int, osl: int, ttft_ms, tpot_ms, max_concurrency: int, mtp: int,
+              concurrency: int | None = None) -> Scenario:
     if isinstance(kind, Scenario):
         return kind
     return Scenario(kind=kind, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms, max_concurrency=max_concurrency,
-                    mtp=mtp)
+                    mtp=mtp, concurrency=concurrency)
+
+
+def _unsupported(**given: Any) -> None:
+    """Options of the aggregated commands the disaggregated path does not implement: refused, not dropped."""
+    for flag, value in given.items():
+        if value:
+            raise InputError(flag, "not available with --serving disagg")
 
 
 def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None, *, isl: int = 4096,
                  osl: int = 256, seq_lens: str | None = None, ttft_ms: float | None = None,
                  tpot_ms: float | None = None, max_concurrency: int = 4096, mtp: int = 0, framework: str = "generic",
                  weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
-                 top: int = 3, allow_cross_node: bool = False,
+                 top: int = 3, allow_cross_node: bool = False, concurrency: int | None = None,
+                 method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
                  progress: Callable[[str], None] | None = None) -> pd.DataFrame:
     from solver.report.disagg_view import run_disagg
     from solver.specs.hardware_catalog import load_hardware
+
+    _unsupported(**{"--jobs": jobs != 1, "--plot": plot, "--explain-binding": explain_binding})
+    if concurrency is not None and concurrency < 1:
+        raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
 
     hw_names = [load_hardware(h).name for h in hardware]
     card_list = parse_cards(cards)
@@ -70,14 +83,14 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
         for w in card_list:
             for kind in kinds:
                 for i, o in lengths:
-                    sc = _scenario(kind, i, o, ttft_ms, tpot_ms, max_concurrency, mtp)
+                    sc = _scenario(kind, i, o, ttft_ms, tpot_ms, max_concurrency, mtp, concurrency)
                     key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o}
                     if progress:
                         progress(f"{hw} x {w} {sc.kind} {i}/{o}")
                     try:
                         rep = run_disagg(model, hw, w, sc, framework, dt["--weight-dtype"][hw],
                                          dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params, top,
-                                         allow_cross_node)
+                                         allow_cross_node, method=method)
                     except InfeasibleError as exc:
                         rows.append({**key, "rank": None, "feasible": False, "note": str(exc)})
                         continue
@@ -100,19 +113,37 @@ class DisaggRecommendation:
         return {"model": self.model, "serving": "disagg", "target_output_tokens_per_s": self.target_output_tokens_per_s,
                 "recommended": self.best, "options": self.options}
 
+    def render(self, fmt: str) -> str:
+        from solver.report.render import dump
+
+        if fmt in ("json", "yaml"):
+            return dump(self.as_dict(), fmt).rstrip("\n") + "\n"
+        lines = [f"{self.model}: {self.target_output_tokens_per_s:,.0f} output tokens/s, disaggregated"]
+        for o in self.options:
+            if not o["met"]:
+                lines.append(f"  {o['hardware']}: {o['note']}")
+                continue
+            mark = "*" if o is self.best else " "
+            lines.append(f"{mark} {o['hardware']}: {o['cards']} cards, {o['ratio']} (prefill {o['prefill_workers']} x "
+                         f"{o['prefill_ranks_per_worker']}, decode {o['decode_workers']} x "
+                         f"{o['decode_ranks_per_worker']}; {o['ranks_used']} used), {o['output_tokens_per_s']:,.0f} "
+                         f"tok/s, TTFT {o['ttft_ms']:,.0f} ms, TPOT {o['tpot_ms']:.1f} ms, headroom {o['headroom']:.2f}")
+        return "\n".join(lines) + "\n"
+
 
 def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_tokens_per_s: float | None = None,
                      target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
                      ttft_ms: float | None = None, tpot_ms: float | None = None, cards: str = "1..1024",
                      framework: str = "generic", weight_dtype=None, moe_weight_dtype=None, kv_dtype=None,
                      mtp: int = 0, max_concurrency: int = 4096, allow_cross_node: bool = False,
-                     params: SolverParams | None = None,
+                     params: SolverParams | None = None, prices: Sequence[str] | None = None,
                      progress: Callable[[str], None] | None = None) -> DisaggRecommendation:
     """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries
     the target output tokens/s within the SLA; the recommendation is the fewest cards over the hardware."""
     from solver.report.disagg_view import run_disagg
     from solver.specs.hardware_catalog import load_hardware
 
+    _unsupported(**{"--price": prices})
     if (target_output_tokens_per_s is None) == (target_requests_per_s is None):
         raise InputError("--target-output-tokens-per-s/--target-requests-per-s", "give exactly one of the two")
     tok_s = float(target_output_tokens_per_s if target_output_tokens_per_s is not None

@@ -116,7 +116,8 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
                           max_concurrency=max_concurrency, mtp=mtp, framework=framework,
                           weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                           kv_dtype=_dtype(kv_dtype), params=_params(time_limit, seed), top=top,
-                          allow_cross_node=allow_cross_node)
+                          allow_cross_node=allow_cross_node, concurrency=concurrency, method=method, jobs=jobs,
+                          plot=plot, explain_binding=explain_binding)
         sys.stdout.write(df.to_csv(index=False, lineterminator="\n")) if out is None else write_table(df, out)
         return
     from solver.capacity.sweep import build_plan, run_tasks, sweep_rows
@@ -205,8 +206,8 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                tpot_ms=tpot_ms, cards=cards, framework=framework, weight_dtype=_dtype(weight_dtype),
                                moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
                                max_concurrency=max_concurrency, allow_cross_node=allow_cross_node,
-                               params=_params(time_limit, seed))
-        click.echo(dump(rec.as_dict(), "json" if fmt == "json" else "yaml"))
+                               params=_params(time_limit, seed), prices=list(prices) or None)
+        click.echo(rec.render(fmt), nl=False)
         if rec.best is None:
             raise InfeasibleError(f"no cluster size tried carries {rec.target_output_tokens_per_s:,.0f} output "
                                   f"tokens/s for {rec.model} disaggregated", ["load"])

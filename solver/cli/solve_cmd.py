@@ -54,8 +54,10 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     if serving == "disagg":  # solver.report.disagg_view plans both pools and the aggregated comparison
         from solver.report.disagg_view import render, run_disagg
 
+        if explain:
+            raise InputError("--explain", "not available with --serving disagg (the comparison says why)")
         rep = run_disagg(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype, kv_dtype,
-                         params, top, allow_cross_node)
+                         params, top, allow_cross_node, method=method)
         click.echo(render(rep, fmt), nl=False)
         return
     result, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,

@@ -112,7 +112,7 @@ def sla_misses(e: DisaggEstimate, scenario: Scenario) -> list[str]:
     return misses
 
 
-def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes):
+def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes, method):
     fronts: dict[str, dict[int, list[Planned]]] = {"prefill": {}, "decode": {}}
     skipped: dict[str, str] = {}
     for w in sizes:
@@ -121,7 +121,7 @@ def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_
             for b in batches:
                 try:
                     res: PlanResult = plan(model, hw, prec, fw, w, phase_scenario(scenario, phase, b), params,
-                                           allow_cross_node=allow_cross_node, mem_opts=mem_opts,
+                                           method=method, allow_cross_node=allow_cross_node, mem_opts=mem_opts,
                                            explain_binding=False)
                 except InfeasibleError as exc:
                     if b in (None, 1):
@@ -143,14 +143,15 @@ def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_
 def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, cards: int,
                 scenario: Scenario, params: cpsat.SolverParams | None = None, allow_cross_node: bool = False,
                 mem_opts: MemoryOptions | None = None, sizes: list[int] | None = None,
-                top: int = 3) -> DisaggResult:
+                top: int = 3, method: str = "cpsat") -> DisaggResult:
     """The best disaggregated deployment within `cards` ranks for the scenario and SLA (module docstring)."""
     if cards < 2:
         raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")
     if scenario.phase != "serving":
         raise InputError("--phase", "disaggregated planning plans both phases; use --phase serving")
     sizes = sizes or worker_sizes(model, hw, cards)
-    fronts, skipped = _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes)
+    fronts, skipped = _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes,
+                              method)
     f = factors_for(hw, fw.efficiency_for(hw))
     pairs = []  # (ratio estimate of output tokens/s per rank, prefill point, decode point, x, y, demand, mu_w)
     for wp, pre_pts in fronts["prefill"].items():

@@ -98,7 +98,7 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
 def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
                weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
                params: SolverParams | None = None, top: int = 3, allow_cross_node: bool = False,
-               compare_aggregated: bool = True) -> DisaggReport:
+               compare_aggregated: bool = True, method: str = "cpsat") -> DisaggReport:
     from solver.api import run_solve
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
@@ -107,7 +107,8 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
 
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
-    res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top)
+    res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,
+                                    method=method)
     best = res.best
     pools = (PoolView("prefill", best.prefill.workers, _pool_candidate(best.prefill, spec, hw, scenario)),
              PoolView("decode", best.decode.workers, _pool_candidate(best.decode, spec, hw, scenario)))
@@ -115,8 +116,8 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     if compare_aggregated:
         try:
             _, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
-                                 kv_dtype, params=params, top=1, allow_cross_node=allow_cross_node,
-                                 explain_binding=False)
+                                 kv_dtype, method=method, params=params, top=1,
+                                 allow_cross_node=allow_cross_node, explain_binding=False)
             agg = cands[0] if cands else None
         except InfeasibleError as exc:
             agg_err = str(exc)
