@@ -94,3 +94,11 @@ def test_recommend_finds_the_fewest_cards_whose_pools_carry_the_load() -> None:
     assert best["output_tokens_per_s"] >= 40000 and best["ranks_used"] <= best["cards"]
     res = CliRunner().invoke(main, [*args, "--cards", "2", "--target-output-tokens-per-s", "1e9"])
     assert res.exit_code == 1
+
+
+def test_cards_that_cannot_hold_a_worker_per_pool_name_the_cards_needed() -> None:
+    # DeepSeek-R1 (FP8) needs 16 H100 per worker: two pools need 32 cards, 24 are given
+    res = CliRunner().invoke(main, ["solve", "deepseek-r1", "--hardware", "h100_sxm", "--cards", "24",
+                                    "--serving", "disagg"])
+    assert res.exit_code == 1
+    assert "need 32 cards" in res.output and "Traceback" not in res.output

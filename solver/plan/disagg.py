@@ -68,7 +68,7 @@ class DisaggResult:
     best: DisaggPlan
     alternatives: list[DisaggPlan]
     worker_sizes: list[int]
-    skipped: dict[str, str] = field(default_factory=dict)  # 'phase W=size' -> why no plan
+    skipped: dict[str, InfeasibleError] = field(default_factory=dict)  # 'phase W=size' -> why no plan
 
 
 def worker_sizes(model: ModelSpec, hw: Hardware, cards: int) -> list[int]:
@@ -114,7 +114,7 @@ def sla_misses(e: DisaggEstimate, scenario: Scenario) -> list[str]:
 
 def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes, method):
     fronts: dict[str, dict[int, list[Planned]]] = {"prefill": {}, "decode": {}}
-    skipped: dict[str, str] = {}
+    skipped: dict[str, InfeasibleError] = {}
     for w in sizes:
         for phase, batches in (("decode", [None]), ("prefill", prefill_batches(scenario.isl, w))):
             pts = []
@@ -125,7 +125,7 @@ def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_
                                            explain_binding=False)
                 except InfeasibleError as exc:
                     if b in (None, 1):
-                        skipped[f"{phase} W={w}"] = str(exc)
+                        skipped[f"{phase} W={w}"] = exc
                     break  # more prompts per step will not fit either
                 pts += [p for p in res.front + res.candidates if p.estimate.memory.feasible]
             if not pts:
@@ -172,10 +172,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
                             continue
                         pairs.append((demand * scenario.osl / (x * wp + y * wd), p, d, x, y, demand, mu_w, conc))
     if not pairs:
-        why = "; ".join(f"{k}: {m}" for k, m in sorted(skipped.items())) or "no pool pair fits the cards"
-        raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: {why}",
-                              ["B.memory_per_rank"] if skipped else ["cards"],
-                              "what would fit: more cards, cheaper weights or a looser SLA")
+        raise _no_pair(model, hw, cards, fronts, skipped)
     pairs.sort(key=lambda t: -t[0])
     evaluated: list[DisaggPlan] = []
     rejected: list[str] = []
@@ -217,6 +214,26 @@ def _concurrency(scenario: Scenario, batch: int, decode_workers: int) -> int | N
         return decode_workers * batch
     share = -(-scenario.concurrency // decode_workers)
     return scenario.concurrency if batch // 2 < share <= batch else None
+
+
+def _no_pair(model: ModelSpec, hw: Hardware, cards: int, fronts: dict, skipped: dict[str, InfeasibleError]
+             ) -> InfeasibleError:
+    """Why no (prefill, decode) pair fits: a pool has no worker size that holds the model, or the smallest
+    workers of the two pools together exceed the cards."""
+    smallest = {ph: min(fronts[ph], default=None) for ph in ("prefill", "decode")}
+    missing = [ph for ph, w in smallest.items() if w is None]
+    if missing:
+        failed = [k for k in skipped if k.split()[0] in missing]
+        binding = sorted({b for k in failed for b in skipped[k].binding}) or ["B.memory_per_rank"]
+        remedy = skipped[failed[-1]].remedy if failed else None
+        return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: no "
+                               f"{' or '.join(missing)} worker of at most {max(worker_sizes(model, hw, cards))} ranks "
+                               f"is feasible ({', '.join(binding)} binds)", binding,
+                               (remedy + " per worker, and one worker for each pool") if remedy else None)
+    need = smallest["prefill"] + smallest["decode"]
+    return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the smallest "
+                           f"prefill ({smallest['prefill']}) and decode ({smallest['decode']}) workers need {need} "
+                           "cards together", ["cards"], f"what would fit: {need} cards or more")
 
 
 def prompts_per_replica(p: Planned) -> int:

@@ -49,7 +49,7 @@ class DisaggReport:
     aggregated: Candidate | None
     aggregated_error: str | None
     comparison: Comparison
-    skipped: dict[str, str] = field(default_factory=dict)
+    skipped: dict = field(default_factory=dict)  # 'phase W=size' -> the InfeasibleError of that plan
 
 
 def _pool_candidate(pool, spec, hw, scenario: Scenario) -> Candidate:
