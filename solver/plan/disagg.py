@@ -8,7 +8,8 @@ lambda = C / (OSL TPOT) requests/s (C = y B_w with B_w running sequences per dec
 fixed concurrency); the rate match takes the fewest prefill workers whose capacity x n_w / P (n_w prompts per
 step per worker, P the step) meets it, within the cards (estimate.disagg.workers_to_match). Every such deployment is then evaluated by the full serving model at the
 concurrency C and judged by the SLA; the scenario's score picks the winner.
-A cheap ratio estimate ranks the pairs first so that only the best SHORTLIST are fully evaluated.
+A cheap ratio estimate ranks the pairs first; they are fully evaluated in that order until SHORTLIST meet the SLA
+(or MAX_EVALUATED have been tried), so that a tight TTFT SLA still finds the pairs the ratio ranks lower.
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from solver.specs.model import ModelSpec
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
-SHORTLIST = 40  # pool pairs per plan evaluated with the full serving model after the ratio estimate
+SHORTLIST = 40  # pool pairs meeting the SLA that the scenario's score chooses among
+MAX_EVALUATED = 400  # pool pairs evaluated with the full serving model at most (a few ms each)
 # Largest prefill step the prompt grid goes to, tokens per rank: SGLang's large-scale EP prefill runs 16384
 # tokens per GPU (facts/measurements.md #3). The prefill planner plans one batch per call (space._batch_values).
 PREFILL_TOKENS_PER_RANK_MAX = 16384
@@ -176,7 +178,9 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     pairs.sort(key=lambda t: -t[0])
     evaluated: list[DisaggPlan] = []
     rejected: list[str] = []
-    for _, p, d, x, y, demand, mu_w, conc in pairs[:SHORTLIST]:
+    for _, p, d, x, y, demand, mu_w, conc in pairs[:MAX_EVALUATED]:
+        if len(evaluated) >= SHORTLIST:
+            break
         wl = DisaggWorkload(isl=scenario.isl, osl=scenario.osl, concurrency=conc, prefill_workers=x,
                             decode_workers=y, prefill_batch=prompts_per_replica(p),
                             decode_batch=max(1, math.ceil(d.batch / d.config.attn_replicas)), mtp=scenario.mtp,
