@@ -30,7 +30,7 @@ import math
 import sys
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy import (  # noqa: E402
     BOUNDS, NEUTRAL, PARAMS, StepTerms, _measured, _ratio, family_of, load_factors, load_rows, short_model, summary,
 )
-from fit_efficiency import GRID, MIN_ROWS, PRIOR, SWEEPS, W_TTFT, _grid  # noqa: E402
+from fit_efficiency import MIN_ROWS, PRIOR, SWEEPS, W_TTFT, _grid  # noqa: E402
 
 from solver.errors import InputError  # noqa: E402
 from solver.estimate.compute import factors_for  # noqa: E402
