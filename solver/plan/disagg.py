@@ -8,7 +8,8 @@ lambda = C / (OSL TPOT) requests/s (C = y B_w with B_w running sequences per dec
 fixed concurrency); the rate match takes the fewest prefill workers whose capacity x n_w / P (n_w prompts per
 step per worker, P the step) meets it, within the cards (estimate.disagg.workers_to_match). Every such deployment is then evaluated by the full serving model at the
 concurrency C and judged by the SLA; the scenario's score picks the winner.
-A cheap ratio estimate ranks the pairs first; they are fully evaluated in that order until SHORTLIST meet the SLA
+A cheap ratio estimate (request latency without queueing, ranks per output token/s at the demand) ranks the pairs
+by the scenario's score first; they are fully evaluated in that order until SHORTLIST meet the SLA
 (or MAX_EVALUATED have been tried), so that a tight TTFT SLA still finds the pairs the ratio ranks lower.
 """
 from __future__ import annotations
@@ -155,7 +156,8 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     fronts, skipped = _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes,
                               method)
     f = factors_for(hw, fw.efficiency_for(hw))
-    pairs = []  # (ratio estimate of output tokens/s per rank, prefill point, decode point, x, y, demand, mu_w)
+    pairs = []  # (ratio estimate: request latency, ranks per output token/s; prefill point, decode point, x, y,
+    #            demand, mu_w, concurrency)
     for wp, pre_pts in fronts["prefill"].items():
         for wd, dec_pts in fronts["decode"].items():
             for d in dec_pts:
@@ -172,13 +174,16 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
                             continue
                         if conc > scenario.max_concurrency:
                             continue
-                        pairs.append((demand * scenario.osl / (x * wp + y * wd), p, d, x, y, demand, mu_w, conc))
+                        lat = scenario.request_latency(p.estimate.ttft_s + tpot, tpot)  # no queueing, no transfer
+                        pairs.append((lat, (x * wp + y * wd) / (demand * scenario.osl), p, d, x, y, demand, mu_w,
+                                      conc))
     if not pairs:
         raise _no_pair(model, hw, cards, fronts, skipped)
-    pairs.sort(key=lambda t: -t[0])
+    lat0, inv0 = min(t[0] for t in pairs), min(t[1] for t in pairs)
+    pairs.sort(key=lambda t: scenario.score(t[0], t[1], lat0, inv0))  # the scenario's own order, on the ratio
     evaluated: list[DisaggPlan] = []
     rejected: list[str] = []
-    for _, p, d, x, y, demand, mu_w, conc in pairs[:MAX_EVALUATED]:
+    for _, _, p, d, x, y, demand, mu_w, conc in pairs[:MAX_EVALUATED]:
         if len(evaluated) >= SHORTLIST:
             break
         wl = DisaggWorkload(isl=scenario.isl, osl=scenario.osl, concurrency=conc, prefill_workers=x,
