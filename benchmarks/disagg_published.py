@@ -10,6 +10,7 @@ Published (facts/measurements.md; never fitted on):
       20-22 tokens/s per user.
 
 Part 1 estimates the published configurations as published (like for like: the estimator, not the planner).
+Part 3 puts SGLang's 96-H100 split (3 prefill nodes, 9 decode nodes) through the same serving model.
 Part 2 runs the planner (`solve --serving disagg`) for 96 H100 at 2K prompts under each TPOT SLA and reports its
 pools, per-node prefill throughput (the prefill pool's capacity, input tokens/s per node, comparable with #3,
 which ran prefill flat out, and at the operating point) and per-node decode throughput (output tokens/s per decode
@@ -138,6 +139,31 @@ def planned(framework: str, osl: int, tpot_ms: float, max_concurrency: int) -> l
     return lines
 
 
+def published_split(framework: str, osl: int) -> list[str]:
+    """SGLang's 96-H100 deployment (3 prefill nodes, 9 decode nodes: attention DP + EP in both, 256 sequences per
+    decode GPU) through the same disaggregated serving model."""
+    from solver.estimate.disagg import DisaggWorkload, estimate_disagg
+
+    m, hw, fw = load_model(MODEL), load_hardware("h100_sxm"), load_framework(framework)
+    prec = resolve_precision(m, hw, None, None, None)
+    f = factors_for(hw, fw.efficiency_for(hw))
+    pre = make_parallel_config(24, attn_tp_size=1, moe_tp_size=1)
+    dec = make_parallel_config(72, attn_tp_size=1, moe_tp_size=1)
+    wl = DisaggWorkload(isl=ISL, osl=osl, concurrency=72 * 256, prefill_batch=16384 // ISL, decode_batch=256)
+    e = estimate_disagg(m, hw, pre, dec, prec, f, f, wl)
+    t = e.times
+    return [f"Part 3: SGLang's split (1 prefill worker of 24 ranks = 3 nodes, 1 decode worker of 72 = 9 nodes, attention"
+            f" DP + EP, {16384 // ISL} prompts per prefill rank, 256 sequences per decode GPU) through the same model, "
+            f"OSL {osl}",
+            f"  prefill capacity {t.prefill_capacity * ISL / 3:,.0f} input tok/s per node (SGLang {SGLANG_PREFILL_2K:,}"
+            f" at 4 nodes EP32), decode {e.output_tokens_per_s / 9:,.0f} output tok/s per node (SGLang "
+            f"{SGLANG_DECODE:,}), TPOT {e.tpot_s * 1e3:.1f} ms, TTFT {e.ttft_s * 1e3:,.0f} ms (prefill "
+            f"utilisation {t.prefill_utilization:.0%}, steady-state wait {t.prefill_wait_s * 1e3:,.0f} ms), "
+            f"{e.output_tokens_per_s_per_rank:,.0f} output tok/s per GPU; memory per rank prefill "
+            f"{e.prefill_memory.total / 1e9:.1f} GB, decode {e.decode_memory.total / 1e9:.1f} GB with {e.shape.running} "
+            f"sequences running per GPU (KV capacity; slot wait {t.slot_wait_s * 1e3:,.0f} ms)"]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--osl", type=int, default=1024)
@@ -150,6 +176,8 @@ def main(argv=None) -> int:
     for tpot in args.tpot_ms:
         print()
         print("\n".join(planned(args.framework, args.osl, tpot, args.max_concurrency)))
+    print()
+    print("\n".join(published_split(args.framework, args.osl)))
     print(f"\nruntime {time.time() - t0:.1f} s")
     return 0
 
