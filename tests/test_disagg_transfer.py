@@ -61,3 +61,24 @@ def test_mla_transfer_to_a_tp_decode_group_sends_the_latent_to_every_rank() -> N
     assert t.recv_bytes_per_rank == whole
     assert t.send_bytes_per_rank == 4 * whole
     assert t.time_s == pytest.approx(20e-6 + 4 * whole / (50e9 * 0.86))
+
+
+def test_decode_pool_memory_holds_the_kv_of_all_its_running_requests() -> None:
+    # Llama-3.1-70B bf16 KV, decode TP8 (one KV head per rank): 80 layers x (128 + 128) x 2 B = 40,960 B per token
+    # per rank; 64 sequences of 1024 + 1024 tokens on the single replica
+    from solver.estimate.compute import factors_for
+    from solver.estimate.disagg import DisaggWorkload, estimate_disagg
+    from solver.specs.precision import resolve_precision
+
+    m, hw = load_model(L70), load_hardware("h100_sxm")
+    tp8 = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8, moe_tp_size=8)
+    prec = resolve_precision(m, hw, "fp8", None, None)
+    f = factors_for(hw, {})
+    e = estimate_disagg(m, hw, tp8, tp8, prec, f, f, DisaggWorkload(isl=1024, osl=1024, concurrency=64,
+                                                                      prefill_workers=1, decode_workers=1))
+    assert e.shape.running == 64
+    assert e.decode_memory.kv_cache_bytes == pytest.approx(64 * 2048 * 80 * 256 * 2)
+    # the prefill worker holds only the prompts of one step
+    assert e.prefill_memory.kv_cache_bytes == pytest.approx(e.shape.prompts_per_step * 1024 * 80 * 256 * 2)
+    # throughput per GPU counts the ranks of both pools
+    assert e.output_tokens_per_s_per_rank == pytest.approx(e.output_tokens_per_s / 16)
