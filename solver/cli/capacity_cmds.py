@@ -118,7 +118,10 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
                           kv_dtype=_dtype(kv_dtype), params=_params(time_limit, seed), top=top,
                           allow_cross_node=allow_cross_node, concurrency=concurrency, method=method, jobs=jobs,
                           plot=plot, explain_binding=explain_binding)
-        sys.stdout.write(df.to_csv(index=False, lineterminator="\n")) if out is None else write_table(df, out)
+        if out is None:
+            sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
+        else:
+            write_table(df, out)
         return
     from solver.capacity.sweep import build_plan, run_tasks, sweep_rows
     from solver.capacity.table import check_writable, to_frame, write_table
@@ -201,7 +204,8 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
     if serving == "disagg":  # the fewest cards whose xPyD plan carries the load (solver.capacity.disagg)
         from solver.capacity.disagg import recommend_disagg
 
-        rec = recommend_disagg(model, _hardware(hardware, more_hardware), target_output_tokens_per_s=target_output_tokens_per_s,
+        rec = recommend_disagg(model, _hardware(hardware, more_hardware),
+                               target_output_tokens_per_s=target_output_tokens_per_s,
                                target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
                                tpot_ms=tpot_ms, cards=cards, framework=framework, weight_dtype=_dtype(weight_dtype),
                                moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
