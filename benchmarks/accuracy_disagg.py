@@ -50,7 +50,9 @@ from solver.estimate.compute import factors_for  # noqa: E402
 from solver.estimate.disagg import (  # noqa: E402
     PoolShape, disagg_times, estimate_disagg, kv_transfer, pool_shape, prompts_per_step,
 )
-from solver.estimate.serving import DEFAULT_REQUEST_OVERHEAD_S, decode_step, kv_capacity_per_replica, prefill_step  # noqa: E402
+from solver.estimate.serving import (  # noqa: E402
+    DEFAULT_REQUEST_OVERHEAD_S, decode_step, kv_capacity_per_replica, prefill_step,
+)
 from solver.measured import factors  # noqa: E402
 from solver.measured_disagg import DisaggCase, case_from_disagg_row, predict_disagg_row  # noqa: E402
 from solver.specs.framework import apply_fitted  # noqa: E402

@@ -71,7 +71,8 @@ def like_for_like(framework: str) -> list[str]:
     e = estimate(m, hw, pc, prec, f, Workload("prefill", batch=32 * per_gpu, seq_len=ISL))
     v = e.output_tokens_per_s * ISL / (32 / hw.ranks_per_node)
     lines.append(f"{3:>3}  {'H100 prefill 4 nodes, attn DP32 + EP32, 8 x 2K prompts per GPU':<62}"
-                 f"{SGLANG_PREFILL_2K:>10,}{v:>11,.0f}{_err(v, SGLANG_PREFILL_2K):>7}  step {e.ttft_s:.2f} s: {_split(e.prefill)}")
+                 f"{SGLANG_PREFILL_2K:>10,}{v:>11,.0f}{_err(v, SGLANG_PREFILL_2K):>7}  step {e.ttft_s:.2f} s: "
+                 f"{_split(e.prefill)}")
     # 4: decode EP72 on 9 nodes, 256 sequences per GPU at 2K input (context 2K + half of an unpublished output)
     pc = make_parallel_config(72, attn_tp_size=1, moe_tp_size=1)
     e = estimate(m, hw, pc, prec, f, Workload("decode", batch=72 * 256, seq_len=ISL))
@@ -152,16 +153,16 @@ def published_split(framework: str, osl: int) -> list[str]:
     wl = DisaggWorkload(isl=ISL, osl=osl, concurrency=72 * 256, prefill_batch=16384 // ISL, decode_batch=256)
     e = estimate_disagg(m, hw, pre, dec, prec, f, f, wl)
     t = e.times
-    return [f"Part 3: SGLang's split (1 prefill worker of 24 ranks = 3 nodes, 1 decode worker of 72 = 9 nodes, attention"
-            f" DP + EP, {16384 // ISL} prompts per prefill rank, 256 sequences per decode GPU) through the same model, "
-            f"OSL {osl}",
+    return [f"Part 3: SGLang's split (1 prefill worker of 24 ranks = 3 nodes, 1 decode worker of 72 = 9 nodes, "
+            f"attention DP + EP, {16384 // ISL} prompts per prefill rank, 256 sequences per decode GPU) through the "
+            f"same model, OSL {osl}",
             f"  prefill capacity {t.prefill_capacity * ISL / 3:,.0f} input tok/s per node (SGLang {SGLANG_PREFILL_2K:,}"
             f" at 4 nodes EP32), decode {e.output_tokens_per_s / 9:,.0f} output tok/s per node (SGLang "
             f"{SGLANG_DECODE:,}), TPOT {e.tpot_s * 1e3:.1f} ms, TTFT {e.ttft_s * 1e3:,.0f} ms (prefill "
             f"utilisation {t.prefill_utilization:.0%}, steady-state wait {t.prefill_wait_s * 1e3:,.0f} ms), "
             f"{e.output_tokens_per_s_per_rank:,.0f} output tok/s per GPU; memory per rank prefill "
-            f"{e.prefill_memory.total / 1e9:.1f} GB, decode {e.decode_memory.total / 1e9:.1f} GB with {e.shape.running} "
-            f"sequences running per GPU (KV capacity; slot wait {t.slot_wait_s * 1e3:,.0f} ms)"]
+            f"{e.prefill_memory.total / 1e9:.1f} GB, decode {e.decode_memory.total / 1e9:.1f} GB with "
+            f"{e.shape.running} sequences running per GPU (KV capacity; slot wait {t.slot_wait_s * 1e3:,.0f} ms)"]
 
 
 def main(argv=None) -> int:

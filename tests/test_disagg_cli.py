@@ -31,7 +31,7 @@ def test_pools_fit_the_cards_and_meet_the_sla(plan: dict) -> None:
     used = plan["prefill_pool"]["estimation"]["ranks"] + plan["decode_pool"]["estimation"]["ranks"]
     assert used == plan["estimation"]["ranks_used"] <= 4
     assert plan["estimation"]["tpot_ms"] <= 30
-    assert plan["prefill_pool"]["estimation"]["memory_feasible"] and plan["decode_pool"]["estimation"]["memory_feasible"]
+    assert all(plan[k]["estimation"]["memory_feasible"] for k in ("prefill_pool", "decode_pool"))
 
 
 def test_prefill_capacity_meets_the_decode_demand(plan: dict) -> None:

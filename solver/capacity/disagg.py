@@ -127,7 +127,8 @@ class DisaggRecommendation:
             lines.append(f"{mark} {o['hardware']}: {o['cards']} cards, {o['ratio']} (prefill {o['prefill_workers']} x "
                          f"{o['prefill_ranks_per_worker']}, decode {o['decode_workers']} x "
                          f"{o['decode_ranks_per_worker']}; {o['ranks_used']} used), {o['output_tokens_per_s']:,.0f} "
-                         f"tok/s, TTFT {o['ttft_ms']:,.0f} ms, TPOT {o['tpot_ms']:.1f} ms, headroom {o['headroom']:.2f}")
+                         f"tok/s, TTFT {o['ttft_ms']:,.0f} ms, TPOT {o['tpot_ms']:.1f} ms, "
+                         f"headroom {o['headroom']:.2f}")
         return "\n".join(lines) + "\n"
 
 

@@ -283,5 +283,8 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                           wl.decode_workers * decode_pc.world_size, throughput, wl.isl, wl.osl, wl.concurrency)
 
 
-__all__ = ["DisaggWorkload", "DisaggEstimate", "estimate_disagg", "prompts_per_step", "kv_bytes_per_request", "kv_transfer", "transfer_tier", "Transfer", "PoolShape", "pool_shape",
-           "DisaggTimes", "disagg_times", "workers_to_match"]
+__all__ = [
+    "DisaggWorkload", "DisaggEstimate", "estimate_disagg", "prompts_per_step", "kv_bytes_per_request",
+    "kv_transfer", "transfer_tier", "Transfer", "PoolShape", "pool_shape", "DisaggTimes", "disagg_times",
+    "workers_to_match"
+]

@@ -6,11 +6,12 @@ per step, with the prefill time) and the decode front (configs x running sequenc
 A pool pair (prefill point, decode point) and a decode worker count y fix the demand: the decode pool finishes
 lambda = C / (OSL TPOT) requests/s (C = y B_w with B_w running sequences per decode worker, or the scenario's
 fixed concurrency); the rate match takes the fewest prefill workers whose capacity x n_w / P (n_w prompts per
-step per worker, P the step) meets it, within the cards (estimate.disagg.workers_to_match). Every such deployment is then evaluated by the full serving model at the
-concurrency C and judged by the SLA; the scenario's score picks the winner.
+step per worker, P the step) meets it, within the cards (estimate.disagg.workers_to_match).
+
 A cheap ratio estimate (request latency without queueing, ranks per output token/s at the demand) ranks the pairs
-by the scenario's score first; they are fully evaluated in that order until SHORTLIST meet the SLA
-(or MAX_EVALUATED have been tried), so that a tight TTFT SLA still finds the pairs the ratio ranks lower.
+by the scenario's score; in that order each is evaluated by the full serving model at concurrency C and judged by
+the SLA, until SHORTLIST meet it (or MAX_EVALUATED have been tried, so that a tight TTFT SLA still finds the pairs
+the ratio ranks lower); the scenario's score on the full estimates picks the winner.
 """
 from __future__ import annotations
 
