@@ -113,12 +113,35 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
 @click.option("--format", "fmt", type=click.Choice(SWEEP_FORMATS), default=None,
               help="without --out, what goes to stdout: csv (the whole table; the default), json (records) or "
                    "table (the summary); with --out the file's extension sets its format and the summary is shown")
+@click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
+              help="disagg: plan prefill and decode pools (xPyD) per combination (solver.capacity.disagg)")
 def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, osl, ttft_ms, tpot_ms,
               max_concurrency, mtp, framework, weight_dtype, moe_weight_dtype, kv_dtype, allow_cross_node,
               time_limit, seed, concurrency, method, top, explain_binding, jobs, executor, address, out,
-              plot, fmt) -> None:
+              plot, fmt, serving) -> None:
     """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
+    if serving == "disagg":  # one row per disaggregated plan (solver.capacity.disagg)
+        from solver.capacity.disagg import sweep_disagg
+        from solver.capacity.table import write_table
+
+        if executor != "local" or address is not None:
+            raise InputError("--executor", "runs aggregated sweeps only; --serving disagg solves on this machine")
+        if fmt not in (None, "csv"):
+            raise InputError("--format", f"{fmt} is not available with --serving disagg (the table is CSV)")
+
+        df = sweep_disagg(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl,
+                          osl=osl, seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+                          max_concurrency=max_concurrency, mtp=mtp, framework=framework,
+                          weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
+                          kv_dtype=_dtype(kv_dtype), params=_params(time_limit, seed), top=top,
+                          allow_cross_node=allow_cross_node, concurrency=concurrency, method=method, jobs=jobs,
+                          plot=plot, explain_binding=explain_binding)
+        if out is None:
+            sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
+        else:
+            write_table(df, out)
+        return
     from solver.capacity.sweep import build_plan, run_tasks, sweep_rows
     from solver.capacity.table import check_writable, to_frame, write_table
 
@@ -200,11 +223,28 @@ def _print_summary(df, model_name: str) -> None:
 @_common
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=DEFAULT_FORMAT, show_default=True,
               help="output format (data on stdout, notes and errors on stderr)")
+@click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
+              help="disagg: plan prefill and decode pools (xPyD) per combination (solver.capacity.disagg)")
 def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, target_requests_per_s, prices, cards,
                   isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, framework, weight_dtype, moe_weight_dtype,
-                  kv_dtype, allow_cross_node, time_limit, seed, fmt) -> None:
+                  kv_dtype, allow_cross_node, time_limit, seed, fmt, serving) -> None:
     """The fewest cards (and the configuration) that carry a load within the SLA; with several hardware and
     prices per card-hour, the cheapest, with its cost per million output tokens."""
+    if serving == "disagg":  # the fewest cards whose xPyD plan carries the load (solver.capacity.disagg)
+        from solver.capacity.disagg import recommend_disagg
+
+        rec = recommend_disagg(model, _hardware(hardware, more_hardware),
+                               target_output_tokens_per_s=target_output_tokens_per_s,
+                               target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
+                               tpot_ms=tpot_ms, cards=cards, framework=framework, weight_dtype=_dtype(weight_dtype),
+                               moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
+                               max_concurrency=max_concurrency, allow_cross_node=allow_cross_node,
+                               params=_params(time_limit, seed), prices=list(prices) or None)
+        click.echo(rec.render(fmt), nl=False)
+        if rec.best is None:
+            raise InfeasibleError(f"no cluster size tried carries {rec.target_output_tokens_per_s:,.0f} output "
+                                  f"tokens/s for {rec.model} disaggregated", ["load"])
+        return
     from solver.capacity.recommend import recommend
 
     hw = _hardware(hardware, more_hardware)

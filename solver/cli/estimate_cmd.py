@@ -106,6 +106,10 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
             rows = list(reader)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError("--from-csv", f"cannot read {path_in}: {exc}") from None
+    from solver.measured_disagg import is_disagg
+
+    if is_disagg(header):  # prefill_* / decode_* columns: disaggregated rows (solver.measured_disagg)
+        from solver.measured_disagg import REQUIRED_COLUMNS, predict_disagg_row as predict_row  # noqa: F811
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise InputError("--from-csv", f"{path_in}: missing column(s): {', '.join(missing)}")

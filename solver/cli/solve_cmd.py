@@ -40,16 +40,27 @@ from solver.report.render import console, dump, table
 @click.option("--top", type=TOP, default=3, show_default=True, help="candidates to list")
 @click.option("--allow-cross-node", is_flag=True, help="let TP groups leave the node (a cost, not a wall)")
 @click.option("--explain", is_flag=True, help="why the seed's main alternative patterns lost, and the Pareto front")
+@click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
+              help="disagg: plan a prefill pool and a decode pool (xPyD) and compare with the aggregated plan")
 @format_option()
 def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurrency, phase, ttft_ms, tpot_ms, mtp,
               framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed, time_limit, top,
-              allow_cross_node, explain, fmt) -> None:
+              allow_cross_node, explain, serving, fmt) -> None:
     """Recommend the top 2-3 parallel_configs (seed Step 4 format)."""
     scenario = scenario_from_options(kind=kind, isl=isl, osl=osl, concurrency=concurrency,
                                      max_concurrency=max_concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
                                      phase=phase)
     check_mtp(model, mtp)
     params = SolverParams(workers=workers, seed=seed, time_limit_s=time_limit)
+    if serving == "disagg":  # solver.report.disagg_view plans both pools and the aggregated comparison
+        from solver.report.disagg_view import render, run_disagg
+
+        if explain:
+            raise InputError("--explain", "not available with --serving disagg (the comparison says why)")
+        rep = run_disagg(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype, kv_dtype,
+                         params, top, allow_cross_node, method=method)
+        click.echo(render(rep, fmt), nl=False)
+        return
     result, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
                               kv_dtype, method, params, top, allow_cross_node)
     note = result.timeout_note()

@@ -1,0 +1,312 @@
+"""Accuracy benchmark of the disaggregated serving model against measured xPyD rows.
+
+    python benchmarks/accuracy_disagg.py [--csv PATH] [--no-cv] [--rows N]
+
+Runs every row of facts/calibration/measured_disagg_calibration.csv (260 measured disaggregated rows: each pool's
+parallel sizes, worker counts, batches; client concurrency; TTFT and TPOT) through `solver.measured_disagg` +
+`solver.estimate.disagg`, and prints the median, mean and p90 absolute percentage error of TTFT and TPOT,
+overall, per model / system / framework, and for two subsets: the rows that give the worker counts and batches
+("complete") and those that leave them blank (read by the blank-cell convention: one worker per pool; their
+`tp` is the worker's size with attention DP recorded as 1, see the README), for
+
+  (a) shipped factors: the hardware YAML x framework profile x solver/frameworks/fitted/factors.yaml (the
+      aggregated fit of benchmarks/fit_efficiency.py, which never saw a disaggregated row): what the planner uses;
+  (b) refitted on the disaggregated rows, in-sample: the same few factors (accuracy.PARAMS: GEMM and HBM
+      multipliers, per-step and per-request overheads) per (framework, hardware), fewer than MIN_ROWS rows ->
+      the framework's pooled fit; never per model or row;
+  (b2) the same refit on the complete rows only (they hold one architecture: no leave-one-model-out there);
+  (c) leave-one-model-out: per (framework, hardware) group and architecture (DeepSeek-V3 and -R1 together), the
+      factors refitted on the group's other architectures, else the framework's other architectures on all
+      hardware, else (a).
+
+Fast path, as in accuracy.py: each row's prefill and decode steps are computed once at the hardware's factors and
+kept as per-op terms (accuracy.StepTerms); a factor setting rescales them and calls the same `disagg_times` as
+`estimate_disagg` (the KV transfer does not depend on the fitted factors). `check_fast_path` compares both paths.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from accuracy import (  # noqa: E402
+    BOUNDS, NEUTRAL, PARAMS, StepTerms, _measured, _ratio, family_of, load_factors, load_rows, short_model, summary,
+)
+from fit_efficiency import MIN_ROWS, PRIOR, SWEEPS, W_TTFT, _grid  # noqa: E402
+
+from solver.errors import InputError  # noqa: E402
+from solver.estimate.compute import factors_for  # noqa: E402
+from solver.estimate.disagg import (  # noqa: E402
+    PoolShape, disagg_times, estimate_disagg, kv_transfer, pool_shape, prompts_per_step,
+)
+from solver.estimate.serving import (  # noqa: E402
+    DEFAULT_REQUEST_OVERHEAD_S, decode_step, kv_capacity_per_replica, prefill_step,
+)
+from solver.measured import factors  # noqa: E402
+from solver.measured_disagg import DisaggCase, case_from_disagg_row, predict_disagg_row  # noqa: E402
+from solver.specs.framework import apply_fitted  # noqa: E402
+
+DEFAULT_CSV = REPO.parent / "shared" / "facts" / "calibration" / "measured_disagg_calibration.csv"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    index: int
+    case: DisaggCase
+    shape: PoolShape
+    prefill: StepTerms
+    decode: StepTerms
+    transfer_s: float
+    framework: str
+    hardware: str
+    model: str
+    family: str
+    complete: bool  # the row gives both worker counts
+    ttft_s: float
+    tpot_s: float
+
+
+def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) -> Prepared:
+    predict_disagg_row(row)  # rejects rows the labels make impossible (a pool that cannot hold the model)
+    c = case_from_disagg_row(row, waves=waves)
+    ttft, tpot = _measured(row, "ttft_ms"), _measured(row, "tpot_ms")
+    d, p = c.decode, c.prefill
+    base = factors_for(d.hw, {})
+    wl = c.workload
+    cap = kv_capacity_per_replica(d.model, d.hw, d.pc, d.prec, wl.isl + wl.osl, None, wl.mtp)
+    # the framework's scheduler budget decides the prompts per step when the row leaves prefill_batch blank
+    n = prompts_per_step(wl, factors(p), p.pc)
+    shape = pool_shape(wl.concurrency, wl.prefill_workers, p.pc.attn_replicas, n, wl.decode_workers,
+                       d.pc.attn_replicas, cap, wl.decode_batch or 0)
+    pre = prefill_step(d.model, d.hw, p.pc, d.prec, base, wl.isl, shape.prompts_per_step)
+    dec = decode_step(d.model, d.hw, d.pc, d.prec, base, shape.running, wl.isl + wl.osl / 2, wl.mtp)
+    xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_bytes, wl.isl)
+    complete = all(str(row.get(k, "")).strip() not in ("", "nan") for k in ("prefill_workers", "decode_workers"))
+    return Prepared(index, c, shape, StepTerms.of(pre, "prefill"), StepTerms.of(dec, "decode"), xfer.time_s,
+                    d.framework.name, d.hw.name, d.model.name, family_of(d), complete, ttft, tpot)
+
+
+def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
+    """(TTFT s, TPOT s) under factor settings `params` (keys of accuracy.PARAMS / NEUTRAL)."""
+    e = p.case.decode.hw.efficiency
+    q = {**NEUTRAL, **params}
+    r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
+    grouped = r[0] / min(1.0, q["grouped_gemm"])
+    step = q["step_overhead_s"]
+    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped)
+    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped)
+    wl = p.case.workload
+    t = disagg_times(p.shape, pre, dec, p.transfer_s, wl.concurrency, wl.osl, q["request_overhead_s"],
+                     wl.benchmark_waves, wl.mtp, wl.mtp_accept)
+    return t.ttft_s, t.tpot_s
+
+
+def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, float]]] | None) -> dict[str, float]:
+    eff = p.case.decode.framework.efficiency
+    out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
+           "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
+           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S}
+    return apply_fitted(out, ((fitted or {}).get(p.framework, {}).get(p.hardware, {}) or {}))
+
+
+def check_fast_path(prepared: Sequence[Prepared], limit: int = 12) -> float:
+    worst = 0.0
+    fitted = load_factors()
+    for p in prepared[:limit]:
+        c = p.case
+        est = estimate_disagg(c.decode.model, c.decode.hw, c.prefill.pc, c.decode.pc, c.decode.prec,
+                              factors(c.prefill), factors(c.decode), c.workload)
+        t, s = predict(p, shipped_params(p, fitted))
+        worst = max(worst, abs(t / est.ttft_s - 1), abs(s / est.tpot_s - 1))
+    return worst
+
+
+# ---------------------------------------------------------------------------------------------- fit
+
+
+def loss(rows: Sequence[Prepared], params: Mapping[str, float]) -> float:
+    """fit_efficiency.loss over the disaggregated prediction: mean |ln ratio| of TTFT (x W_TTFT) and TPOT plus
+    the ridge on ln(multiplier)."""
+    lt = ls = 0.0
+    for p in rows:
+        t, s = predict(p, params)
+        lt += abs(math.log(t / p.ttft_s))
+        ls += abs(math.log(s / p.tpot_s))
+    prior = sum(math.log(params[k]) ** 2 for k in PARAMS if not k.endswith("_s"))
+    return W_TTFT * lt / len(rows) + ls / len(rows) + PRIOR * prior
+
+
+def fit_group(rows: Sequence[Prepared], start: Mapping[str, float]) -> dict[str, float] | None:
+    """fit_efficiency.fit_group's bounded coordinate search (same grid, sweeps and bounds) over PARAMS, the
+    other factors held at `start`. None when fewer than MIN_ROWS rows."""
+    if len(rows) < MIN_ROWS:
+        return None
+    best = dict(start)
+    best_loss = loss(rows, best)
+    span = {k: BOUNDS[k] for k in PARAMS}
+    for _ in range(SWEEPS):
+        for k in PARAMS:
+            for v in _grid(*span[k], not k.endswith("_s")):
+                trial = {**best, k: float(v)}
+                value = loss(rows, trial)
+                if value < best_loss - 1e-12:
+                    best, best_loss = trial, value
+        for k in PARAMS:
+            lo, hi = span[k]
+            b_lo, b_hi = BOUNDS[k]
+            if k.endswith("_s"):
+                w = (hi - lo) / 3
+                span[k] = (max(b_lo, best[k] - w / 2), min(b_hi, best[k] + w / 2))
+            else:
+                w = (math.log(hi) - math.log(lo)) / 3
+                span[k] = (max(b_lo, best[k] * math.exp(-w / 2)), min(b_hi, best[k] * math.exp(w / 2)))
+    return best
+
+
+def fixed_start(rows: Sequence[Prepared], fitted) -> dict[str, float]:
+    """The factors a refit does not move (attention, comm, grouped_gemm: the shipped values), PARAMS neutral."""
+    base = shipped_params(rows[0], fitted)
+    return {**NEUTRAL, **{k: v for k, v in base.items() if k not in PARAMS}}
+
+
+def fit_all(prepared: Sequence[Prepared], fitted) -> dict[tuple[str, str], dict[str, float]]:
+    groups: dict[tuple[str, str], list[Prepared]] = defaultdict(list)
+    by_fw: dict[str, list[Prepared]] = defaultdict(list)
+    for p in prepared:
+        groups[(p.framework, p.hardware)].append(p)
+        by_fw[p.framework].append(p)
+    pooled = {fw: fit_group(rows, fixed_start(rows, fitted)) for fw, rows in by_fw.items()}
+    out = {}
+    for key, rows in sorted(groups.items()):
+        res = fit_group(rows, fixed_start(rows, fitted)) or pooled.get(key[0])
+        if res is not None:
+            out[key] = res
+    return out
+
+
+def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    et, ep = np.full(len(prepared), np.nan), np.full(len(prepared), np.nan)
+    notes = []
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, p in enumerate(prepared):
+        groups[(p.framework, p.hardware)].append(i)
+    for key, idx in sorted(groups.items()):
+        for fam in sorted({prepared[i].family for i in idx}):
+            test = [i for i in idx if prepared[i].family == fam]
+            train = [prepared[i] for i in idx if prepared[i].family != fam]
+            name = "/".join(sorted({short_model(q.model) for q in prepared if q.family == fam}))
+            params = fit_group(train, fixed_start(train, fitted)) if train else None
+            if params is None:
+                pooled = [q for q in prepared if q.framework == key[0] and q.family != fam]
+                params = fit_group(pooled, fixed_start(pooled, fitted)) if pooled else None
+                how = (f"pooled {key[0]} fit on {len(pooled)} rows of other models" if params is not None
+                       else "shipped factors (no other model's rows to fit)")
+                notes.append(f"{key[0]} x {key[1]} without {name}: {len(train)} rows left -> {how}")
+            for i in test:
+                p = prepared[i]
+                t, s = predict(p, params if params is not None else shipped_params(p, fitted))
+                et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
+    return et, ep, notes
+
+
+# ---------------------------------------------------------------------------------------------- report
+
+
+def table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray, title: str) -> list[str]:
+    lines = [title, f"{'group':<44}{'rows':>5}  {'TTFT med':>8} {'mean':>7} {'p90':>7}  {'TPOT med':>8} {'mean':>7}"
+             f" {'p90':>7}  {'TTFT bias':>9} {'TPOT bias':>9}"]
+
+    def add(label: str, idx: list[int]) -> None:
+        if not idx:
+            return
+        t, s = summary(et[idx]), summary(ep[idx])
+        bt, bs = float(np.median(et[idx]) * 100), float(np.median(ep[idx]) * 100)
+        lines.append(f"{label:<44}{len(idx):>5}  {t[0]:>7.1f}% {t[1]:>6.1f}% {t[2]:>6.1f}%  {s[0]:>7.1f}% "
+                     f"{s[1]:>6.1f}% {s[2]:>6.1f}%  {bt:>+8.1f}% {bs:>+8.1f}%")
+
+    add("ALL", list(range(len(prepared))))
+    add("  complete rows (workers and batches given)", [i for i, p in enumerate(prepared) if p.complete])
+    add("  rows without worker counts (convention)", [i for i, p in enumerate(prepared) if not p.complete])
+    for key, label in (("model", "model"), ("hardware", "system"), ("framework", "framework")):
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, p in enumerate(prepared):
+            groups[getattr(p, key)].append(i)
+        for name in sorted(groups):
+            add(f"  {label}: {short_model(name)}", groups[name])
+    return lines
+
+
+def errors(prepared: Sequence[Prepared], params_of: Callable[[Prepared], Mapping[str, float]]
+           ) -> tuple[np.ndarray, np.ndarray]:
+    et, ep = [], []
+    for p in prepared:
+        t, s = predict(p, params_of(p))
+        et.append(t / p.ttft_s - 1)
+        ep.append(s / p.tpot_s - 1)
+    return np.array(et), np.array(ep)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--csv", type=Path, default=DEFAULT_CSV)
+    ap.add_argument("--no-cv", action="store_true", help="skip leave-one-model-out")
+    ap.add_argument("--rows", type=int, default=0, help="only the first N rows (smoke runs)")
+    ap.add_argument("--waves", type=int, default=None, help="benchmark waves k (default: serving.py's)")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    rows = load_rows(args.csv)
+    if args.rows:
+        rows = rows[: args.rows]
+    prepared, skipped = [], []
+    for i, row in enumerate(rows):
+        try:
+            prepared.append(prepare(row, i, args.waves))
+        except InputError as exc:
+            skipped.append(str(exc))
+    print(f"disaggregated CSV: {args.csv}  rows {len(rows)}, evaluated {len(prepared)}, skipped {len(skipped)}")
+    for err, n in Counter(skipped).most_common():
+        print(f"  skipped {n}: {err}")
+    gap = check_fast_path(prepared)
+    print(f"fast path vs estimate_disagg(): max relative difference {gap:.1e}"
+          + ("  WARNING: the fast path no longer matches the estimator" if gap > 1e-6 else ""))
+    print()
+    fitted = load_factors()
+    et, ep = errors(prepared, lambda p: shipped_params(p, fitted))
+    print("\n".join(table(prepared, et, ep, "(a) shipped factors (aggregated fit; no disaggregated row seen)")))
+    print()
+    refit = fit_all(prepared, fitted)
+    et, ep = errors(prepared, lambda p: refit.get((p.framework, p.hardware)) or shipped_params(p, fitted))
+    print("\n".join(table(prepared, et, ep, "(b) refitted on the disaggregated rows, in-sample (per framework x "
+                                            "hardware; pooled per framework below MIN_ROWS)")))
+    for (fw, hw), v in sorted(refit.items()):
+        print(f"  {fw:>7} x {hw:<9} " + ", ".join(f"{k} {v[k]:.4g}" for k in PARAMS))
+    print()
+    complete = [p for p in prepared if p.complete]
+    refit_c = fit_all(complete, fitted)
+    et, ep = errors(complete, lambda p: refit_c.get((p.framework, p.hardware)) or shipped_params(p, fitted))
+    print("\n".join(table(complete, et, ep, "(b2) refitted on the complete rows only, in-sample (same rule; one "
+                                           "architecture, so no leave-one-model-out on them)")[:4]))
+    print()
+    if not args.no_cv:
+        et, ep, notes = loo_errors(prepared, fitted)
+        print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out (refit without the held-out architecture)")))
+        for n in notes:
+            print(f"  note: {n}")
+        print()
+    print(f"runtime {time.time() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

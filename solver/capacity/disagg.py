@@ -1,0 +1,183 @@
+"""`sweep --serving disagg` and `recommend --serving disagg`: the disaggregated plan (report.disagg_view.run_disagg)
+for every (hardware, cards, scenario, ISL/OSL), as a table, and the fewest cards whose plan carries a load.
+
+Sweep table: one row per plan (the recommended one, rank 1, and its alternatives) or one infeasible row per
+combination. Columns: hardware, cards, scenario, isl, osl, rank, ratio (xPyD), prefill_workers,
+prefill_ranks_per_worker, prefill_<knob> (the nine knobs), decode_workers, decode_ranks_per_worker,
+decode_<knob>, ranks_used, concurrency, ttft_ms, tpot_ms, output_tokens_per_s, output_tokens_per_s_per_rank,
+input_tokens_per_s, kv_transfer_ms, kv_transfer_tier, prefill_utilization, feasible, note; rank-1 rows also carry
+the best aggregated plan's output tokens/s per rank on the same cards (agg_output_tokens_per_s_per_rank, empty
+when none fits) and the winner.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware
+from solver.errors import InfeasibleError, InputError
+from solver.plan.cpsat import SolverParams
+from solver.plan.disagg import DisaggPlan
+from solver.specs.parallel import KNOBS
+from solver.specs.scenario import Scenario
+
+
+def _row(d: DisaggPlan) -> dict[str, Any]:
+    e = d.estimate
+    out: dict[str, Any] = {"ratio": d.ratio}
+    for pool in (d.prefill, d.decode):
+        pc = pool.planned.config
+        out[f"{pool.phase}_workers"] = pool.workers
+        out[f"{pool.phase}_ranks_per_worker"] = pc.world_size
+        out.update({f"{pool.phase}_{k}": getattr(pc, k) for k in KNOBS})
+    out.update(ranks_used=d.cards, concurrency=d.decode.workers * d.decode.planned.batch,
+               ttft_ms=round(e.ttft_s * 1e3, 2), tpot_ms=round(e.tpot_s * 1e3, 3),
+               output_tokens_per_s=round(e.output_tokens_per_s, 1),
+               output_tokens_per_s_per_rank=round(e.output_tokens_per_s_per_rank, 1),
+               input_tokens_per_s=round(e.input_tokens_per_s, 1), kv_transfer_ms=round(e.transfer.time_s * 1e3, 3),
+               kv_transfer_tier=e.transfer.tier, prefill_utilization=round(e.times.prefill_utilization, 3),
+               feasible=True, note="")
+    return out
+
+
+def _scenario(kind: str | Scenario, isl: int, osl: int, ttft_ms, tpot_ms, max_concurrency: int, mtp: int,
+              concurrency: int | None = None) -> Scenario:
+    if isinstance(kind, Scenario):
+        return kind
+    return Scenario(kind=kind, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms, max_concurrency=max_concurrency,
+                    mtp=mtp, concurrency=concurrency)
+
+
+def _unsupported(**given: Any) -> None:
+    """Options of the aggregated commands the disaggregated path does not implement: refused, not dropped."""
+    for flag, value in given.items():
+        if value:
+            raise InputError(flag, "not available with --serving disagg")
+
+
+def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None, *, isl: int = 4096,
+                 osl: int = 256, seq_lens: str | None = None, ttft_ms: float | None = None,
+                 tpot_ms: float | None = None, max_concurrency: int = 4096, mtp: int = 0, framework: str = "generic",
+                 weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
+                 top: int = 3, allow_cross_node: bool = False, concurrency: int | None = None,
+                 method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
+                 progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+    from solver.report.disagg_view import run_disagg
+    from solver.specs.hardware_catalog import load_hardware
+
+    _unsupported(**{"--jobs": jobs != 1, "--plot": plot, "--explain-binding": explain_binding})
+    if concurrency is not None and concurrency < 1:
+        raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
+
+    hw_names = [load_hardware(h).name for h in hardware]
+    card_list = parse_cards(cards)
+    kinds = parse_scenarios(scenarios)
+    lengths = parse_seq_lens(seq_lens, osl) if seq_lens else [(isl, osl)]
+    dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
+                                                        ("--moe-weight-dtype", moe_weight_dtype),
+                                                        ("--kv-dtype", kv_dtype))}
+    rows = []
+    for hw in hw_names:
+        for w in card_list:
+            for kind in kinds:
+                for i, o in lengths:
+                    sc = _scenario(kind, i, o, ttft_ms, tpot_ms, max_concurrency, mtp, concurrency)
+                    key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o}
+                    if progress:
+                        progress(f"{hw} x {w} {sc.kind} {i}/{o}")
+                    try:
+                        rep = run_disagg(model, hw, w, sc, framework, dt["--weight-dtype"][hw],
+                                         dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params, top,
+                                         allow_cross_node, method=method)
+                    except InfeasibleError as exc:
+                        rows.append({**key, "rank": None, "feasible": False, "note": str(exc)})
+                        continue
+                    agg = rep.aggregated.planned.estimate.output_tokens_per_s_per_rank if rep.aggregated else None
+                    for rank, d in enumerate([rep.plan, *rep.alternatives], 1):
+                        extra = ({"agg_output_tokens_per_s_per_rank": None if agg is None else round(agg, 1),
+                                  "winner": rep.comparison.winner} if rank == 1 else {})
+                        rows.append({**key, "rank": rank, **_row(d), **extra})
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class DisaggRecommendation:
+    model: str
+    target_output_tokens_per_s: float
+    options: list[dict[str, Any]]  # per hardware: the first cluster size whose plan carries the load, or why none
+    best: dict[str, Any] | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "serving": "disagg", "target_output_tokens_per_s": self.target_output_tokens_per_s,
+                "recommended": self.best, "options": self.options}
+
+    def render(self, fmt: str) -> str:
+        from solver.report.render import dump
+
+        if fmt in ("json", "yaml"):
+            return dump(self.as_dict(), fmt).rstrip("\n") + "\n"
+        lines = [f"{self.model}: {self.target_output_tokens_per_s:,.0f} output tokens/s, disaggregated"]
+        for o in self.options:
+            if not o["met"]:
+                lines.append(f"  {o['hardware']}: {o['note']}")
+                continue
+            mark = "*" if o is self.best else " "
+            lines.append(f"{mark} {o['hardware']}: {o['cards']} cards, {o['ratio']} (prefill {o['prefill_workers']} x "
+                         f"{o['prefill_ranks_per_worker']}, decode {o['decode_workers']} x "
+                         f"{o['decode_ranks_per_worker']}; {o['ranks_used']} used), {o['output_tokens_per_s']:,.0f} "
+                         f"tok/s, TTFT {o['ttft_ms']:,.0f} ms, TPOT {o['tpot_ms']:.1f} ms, "
+                         f"headroom {o['headroom']:.2f}")
+        return "\n".join(lines) + "\n"
+
+
+def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_tokens_per_s: float | None = None,
+                     target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
+                     ttft_ms: float | None = None, tpot_ms: float | None = None, cards: str = "1..1024",
+                     framework: str = "generic", weight_dtype=None, moe_weight_dtype=None, kv_dtype=None,
+                     mtp: int = 0, max_concurrency: int = 4096, allow_cross_node: bool = False,
+                     params: SolverParams | None = None, prices: Sequence[str] | None = None,
+                     progress: Callable[[str], None] | None = None) -> DisaggRecommendation:
+    """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries
+    the target output tokens/s within the SLA; the recommendation is the fewest cards over the hardware."""
+    from solver.report.disagg_view import run_disagg
+    from solver.specs.hardware_catalog import load_hardware
+
+    _unsupported(**{"--price": prices})
+    if (target_output_tokens_per_s is None) == (target_requests_per_s is None):
+        raise InputError("--target-output-tokens-per-s/--target-requests-per-s", "give exactly one of the two")
+    tok_s = float(target_output_tokens_per_s if target_output_tokens_per_s is not None
+                  else target_requests_per_s * osl)
+    if tok_s <= 0:
+        raise InputError("--target-output-tokens-per-s", f"must be > 0, got {tok_s}")
+    hw_names = [load_hardware(h).name for h in hardware]
+    dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
+                                                        ("--moe-weight-dtype", moe_weight_dtype),
+                                                        ("--kv-dtype", kv_dtype))}
+    sc = Scenario(kind="throughput", isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+                  max_concurrency=max_concurrency, mtp=mtp)
+    options = []
+    for hw in hw_names:
+        found: dict[str, Any] = {"hardware": hw, "met": False, "note": "no cluster size tried carries the load"}
+        for w in parse_cards(cards):
+            if w < 2:
+                continue
+            if progress:
+                progress(f"{hw} x {w}")
+            try:
+                rep = run_disagg(model, hw, w, sc, framework, dt["--weight-dtype"][hw], dt["--moe-weight-dtype"][hw],
+                                 dt["--kv-dtype"][hw], params, 1, allow_cross_node, compare_aggregated=False)
+            except InfeasibleError:
+                continue
+            e = rep.plan.estimate
+            if e.output_tokens_per_s >= tok_s:
+                found = {"hardware": hw, "met": True, "cards": w, **_row(rep.plan),
+                         "headroom": round(e.output_tokens_per_s / tok_s, 3)}
+                break
+        options.append(found)
+    met = [o for o in options if o["met"]]
+    best = min(met, key=lambda o: (o["cards"], -o["output_tokens_per_s"])) if met else None
+    from solver.specs.model_catalog import load_model
+
+    return DisaggRecommendation(load_model(model).name, tok_s, options, best)

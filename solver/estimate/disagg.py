@@ -1,0 +1,290 @@
+"""Disaggregated serving: a prefill pool and a decode pool joined by a KV-cache transfer.
+
+x prefill workers (each one parallel_config of W_p ranks, R_p attention replicas) and y decode workers (W_d
+ranks, R_d replicas) serve a closed loop of C client requests of ISL / OSL tokens. Symbols and units:
+
+    n        prompts per prefill step on one attention replica (the engine's prefill batch, or the token budget)
+    P_n [s]  prefill step of n prompts of ISL tokens on one replica (all replicas of a worker step together)
+    mu  [1/s] = x R_p n / P_n               requests per second the prefill pool can start
+    B        running sequences per decode replica = min(ceil(C / (y R_d)), KV capacity, engine cap)
+    tau [s]  decode step of B sequences at mean context ISL + OSL/2 (no prefill in it: that is the point)
+    T_kv [s] KV transfer of one request (kv_transfer_time), over the tier joining the two pools
+    o   [s]  fixed per-request cost on the TTFT path (HTTP, tokenizer, router, KV hand-off bookkeeping)
+
+    TPOT     = tau / m                          m = tokens per step (MTP)
+    Z   [s]  = o + P_n + T_kv + tau + (OSL - 1) TPOT    a request's cycle without waiting
+    C_f      = min(C, y R_d B)                  requests that hold a decode slot (the rest wait for one)
+    lambda   = min(C_f / Z, mu)                 the closed loop's asymptotic bounds: the clients' rate, or the
+                                                prefill pool's capacity when that is the bottleneck
+    W_q      = rho P_n / 2                      rho = lambda / mu < 1: a request finds the pool mid-step with
+                                                probability rho and waits half a step
+             = C_f / mu - Z                     saturated (C_f / Z >= mu): the queue holds what the pool cannot start
+    TTFT_ss  = o + W_q + P_n + T_kv + tau       steady state: wait, prefill, transfer, the first decode step
+
+First wave (a benchmark starts with all C requests at once): request i waits ceil(i / (x R_p n)) prefill steps,
+TTFT_1 = o + P_n * mean_i ceil(i / (x R_p n)) + T_kv + tau; the benchmark mean over k waves is
+(TTFT_1 + (k - 1) TTFT_ss) / k (k as in estimate.serving). Requests beyond the decode slots (C > y R_d B) wait
+for a slot: W_slot = (C_r - B) / B * (TTFT + (OSL - 1) TPOT), C_r = ceil(C / (y R_d)). Throughput by Little's
+law: C * OSL / (TTFT + (OSL - 1) TPOT), per GPU over x W_p + y W_d ranks.
+
+KV transfer: the request's cache (every cached layer, indexer keys included) moves from the prefill worker's
+attention group to the decode worker's. A decode rank receives what it will hold (kv_bytes_per_token_layer at
+its attention TP: GQA heads split, an MLA latent whole on every TP rank); the prefill ranks share the sending.
+The slower side sets the time, at the tier's per-rank bandwidth x efficiency plus its latency.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.estimate.compute import Factors
+from solver.estimate.memory import (
+    MemoryOptions, MemoryReport, cached_tokens_per_layer_sum, indexer_bytes_per_token_layer,
+    kv_bytes_per_token_layer, memory_per_rank,
+)
+from solver.estimate.serving import (
+    DEFAULT_BENCHMARK_WAVES, Workload, decode_step, first_wave_groups, kv_capacity_per_replica,
+    mtp_tokens_per_step, prefill_step, request_overhead, token_budget,
+)
+from solver.estimate.step import StepCost
+from solver.specs.hardware import Hardware, Tier
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+from solver.specs.scenario import DEFAULT_MTP_ACCEPT
+
+
+def kv_bytes_per_request(model: ModelSpec, kv_bytes: int, tokens: int, attn_tp: int = 1,
+                         mtp_layers: int = 0) -> float:
+    """Cache bytes `tokens` tokens of one request occupy on one rank of an attention group with TP `attn_tp`
+    (attn_tp = 1: the whole request). Every cached layer (local-window layers capped at their window), the MTP
+    layers' cache when they run, and DSA indexer keys, which attention TP does not split."""
+    layer_tokens = cached_tokens_per_layer_sum(model, tokens) + mtp_layers * tokens
+    per_token_layer = kv_bytes_per_token_layer(model, kv_bytes, attn_tp) + indexer_bytes_per_token_layer(model)
+    return layer_tokens * per_token_layer
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One request's KV hand-off from a prefill worker to a decode worker."""
+
+    tier: str  # the tier joining the two pools
+    bytes_per_request: float  # the request's whole cache
+    send_bytes_per_rank: float  # the busiest sending (prefill) rank
+    recv_bytes_per_rank: float  # the busiest receiving (decode) rank
+    time_s: float
+
+
+def transfer_tier(hw: Hardware, prefill_ranks: int, decode_ranks: int) -> tuple[str, Tier]:
+    """The tier a prefill worker and a decode worker placed side by side talk over: the slowest tier a group of
+    both workers' ranks crosses (NVLink inside a node or an NVL72 rack, UB inside a SuperPoD, else RDMA)."""
+    name = hw.tier_for_group(prefill_ranks + decode_ranks)
+    return name, hw.tiers[name]
+
+
+def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode: ParallelConfig, kv_bytes: int,
+                isl: int, mtp_layers: int = 0) -> Transfer:
+    """Bytes and seconds of one request's KV transfer (module docstring). The decode side's CP x KVP split the
+    tokens across its ranks; the replicated copies of a latent (MLA) are each sent once per receiving rank."""
+    whole = kv_bytes_per_request(model, kv_bytes, isl, 1, mtp_layers)
+    recv = kv_bytes_per_request(model, kv_bytes, isl, decode.attn_tp_size, mtp_layers) / (decode.cp_size
+                                                                                           * decode.kvp_size)
+    traffic = recv * decode.attn_group_size  # every receiving rank's share, copies counted
+    send = traffic / prefill.attn_group_size
+    name, tier = transfer_tier(hw, prefill.world_size, decode.world_size)
+    time_s = tier.latency_s + max(send, recv) / (tier.bandwidth_Bps * tier.efficiency)
+    return Transfer(name, whole, send, recv, time_s)
+
+
+@dataclass(frozen=True)
+class PoolShape:
+    """Counts of the two pools (no units)."""
+
+    prefill_workers: int  # x
+    prefill_replicas: int  # R_p: attention replicas per prefill worker
+    prompts_per_step: int  # n, per prefill replica
+    decode_workers: int  # y
+    decode_replicas: int  # R_d: attention replicas per decode worker
+    per_replica: int  # C_r = ceil(C / (y R_d))
+    running: int  # B: sequences decoding together per decode replica
+
+
+def pool_shape(concurrency: int, prefill_workers: int, prefill_replicas: int, prompts_per_step: int,
+               decode_workers: int, decode_replicas: int, kv_capacity_per_replica: float,
+               max_running: int = 0) -> PoolShape:
+    """B = min(C_r, KV capacity, the engine's cap per replica); n is at least 1 and at most the prompts a
+    replica can ever hold at once (C spread over the prefill replicas)."""
+    per_replica = max(1, math.ceil(concurrency / (decode_workers * decode_replicas)))
+    running = min(per_replica, max(1, int(kv_capacity_per_replica)))
+    if max_running > 0:
+        running = min(running, max_running)
+    n = max(1, min(prompts_per_step, math.ceil(concurrency / (prefill_workers * prefill_replicas))))
+    return PoolShape(prefill_workers, prefill_replicas, n, decode_workers, decode_replicas, per_replica, running)
+
+
+@dataclass(frozen=True)
+class DisaggTimes:
+    ttft_s: float
+    tpot_s: float
+    request_s: float  # TTFT + (OSL - 1) TPOT
+    ttft_first_wave_s: float
+    ttft_steady_s: float
+    prefill_wait_s: float  # W_q in steady state
+    prefill_s: float  # P_n
+    transfer_s: float  # T_kv
+    first_decode_s: float  # tau
+    slot_wait_s: float
+    prefill_utilization: float  # rho
+    request_rate: float  # lambda, requests/s of the whole deployment
+    prefill_capacity: float  # mu, requests/s the prefill pool can start
+
+
+def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s: float, concurrency: int,
+                 osl: int, overhead_s: float, waves: int, mtp: int = 0, mtp_accept: float = 1.0) -> DisaggTimes:
+    """TTFT and TPOT of disaggregated serving from the step times (module docstring). Seconds in, seconds out.
+
+    prefill_s: one prefill step of `shape.prompts_per_step` prompts on a replica (P_n);
+    decode_s: one decode step of `shape.running` sequences (tau); transfer_s: one request's KV transfer.
+    """
+    m = mtp_tokens_per_step(mtp, mtp_accept)
+    tau = decode_s
+    tpot = tau / m
+    decode_after_s = max(0.0, (osl - 1) / m) * tau  # decode time after the first token
+    per_step = shape.prefill_workers * shape.prefill_replicas * shape.prompts_per_step
+    mu = per_step / prefill_s
+    flowing = min(concurrency, shape.decode_workers * shape.decode_replicas * shape.running)
+    base = overhead_s + prefill_s + transfer_s + tau
+    rate = flowing / (base + decode_after_s)
+    if rate >= mu:  # the prefill pool is the bottleneck: the wait absorbs what it cannot start
+        rho, wait = 1.0, flowing / mu - (base + decode_after_s)
+    else:
+        rho = rate / mu
+        wait = rho * prefill_s / 2
+    steady = base + wait
+    first = overhead_s + prefill_s * first_wave_groups(concurrency, per_step) + transfer_s + tau
+    k = max(1, waves)
+    served = (first + (k - 1) * steady) / k
+    slot_wait = max(0, shape.per_replica - shape.running) / shape.running * (served + decode_after_s)
+    ttft = served + slot_wait
+    return DisaggTimes(ttft, tpot, ttft + decode_after_s, first, steady, wait, prefill_s, transfer_s, tau, slot_wait,
+                       rho, rho * mu, mu)
+
+
+def workers_to_match(decode_rate: float, prefill_rate_per_worker: float, utilization: float = 1.0) -> int:
+    """Prefill workers whose capacity meets the decode pool's demand: ceil(lambda / (mu_w x utilization)).
+
+    decode_rate: requests/s the decode pool finishes at its batch and TPOT; prefill_rate_per_worker: requests/s
+    one prefill worker starts (R_p n / P_n)."""
+    if decode_rate <= 0:
+        return 0
+    return max(1, math.ceil(decode_rate / (prefill_rate_per_worker * utilization) - 1e-9))
+
+
+@dataclass(frozen=True)
+class DisaggWorkload:
+    """Closed-loop serving of `concurrency` requests on x prefill and y decode workers.
+
+    prefill_batch: prompts per prefill step per attention replica (None: the framework's token budget / ISL);
+    decode_batch: the engine's cap on running sequences per decode attention replica (None: memory decides).
+    """
+
+    isl: int
+    osl: int
+    concurrency: int
+    prefill_workers: int = 1
+    decode_workers: int = 1
+    prefill_batch: int | None = None
+    decode_batch: int | None = None
+    mtp: int = 0
+    mtp_accept: float = DEFAULT_MTP_ACCEPT
+    benchmark_waves: int = DEFAULT_BENCHMARK_WAVES
+    request_overhead_s: float | None = None  # None: the fitted value of the framework x hardware, else default
+
+
+@dataclass(frozen=True)
+class DisaggEstimate:
+    times: DisaggTimes
+    shape: PoolShape
+    transfer: Transfer
+    prefill: StepCost
+    decode: StepCost
+    prefill_memory: MemoryReport  # per rank of a prefill worker
+    decode_memory: MemoryReport  # per rank of a decode worker (the KV of all its running requests)
+    prefill_ranks: int  # x W_p
+    decode_ranks: int  # y W_d
+    output_tokens_per_s: float  # whole deployment
+    @property
+    def ttft_s(self) -> float:
+        return self.times.ttft_s
+
+    @property
+    def tpot_s(self) -> float:
+        return self.times.tpot_s
+
+    @property
+    def world_size(self) -> int:
+        return self.prefill_ranks + self.decode_ranks
+
+    @property
+    def output_tokens_per_s_per_rank(self) -> float:
+        return self.output_tokens_per_s / self.world_size
+
+    @property
+    def tokens_per_s_per_user(self) -> float:
+        return 1.0 / self.times.tpot_s
+
+    isl: int
+    osl: int
+    concurrency: int
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.output_tokens_per_s / self.osl
+
+    @property
+    def input_tokens_per_s(self) -> float:
+        """Prompt tokens the prefill pool processes per second at the operating point."""
+        return self.requests_per_s * self.isl
+
+    @property
+    def memory_feasible(self) -> bool:
+        return self.prefill_memory.feasible and self.decode_memory.feasible
+
+
+def prompts_per_step(wl: DisaggWorkload, f: Factors, pc: ParallelConfig) -> int:
+    """n: the engine's prefill batch when given, else as many prompts as the scheduler's token budget holds."""
+    if wl.prefill_batch is not None:
+        return wl.prefill_batch
+    budget = token_budget(Workload("serving", isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency), f, pc)
+    return max(1, budget // wl.isl)
+
+
+def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, decode_pc: ParallelConfig,
+                    prec: Precision, f_prefill: Factors, f_decode: Factors, wl: DisaggWorkload,
+                    mem_opts: MemoryOptions | None = None) -> DisaggEstimate:
+    """Step times from the step-cost model (serving.prefill_step / decode_step), then `disagg_times`."""
+    cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, mem_opts, wl.mtp)
+    shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,
+                       prompts_per_step(wl, f_prefill, prefill_pc), wl.decode_workers, decode_pc.attn_replicas,
+                       cap, wl.decode_batch or 0)
+    pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, wl.isl, shape.prompts_per_step)
+    dec = decode_step(model, hw, decode_pc, prec, f_decode, shape.running, wl.isl + wl.osl / 2, wl.mtp)
+    mtp_layers = model.num_mtp_layers if wl.mtp else 0
+    xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers)
+    overhead = request_overhead(Workload("serving", request_overhead_s=wl.request_overhead_s), f_decode)
+    t = disagg_times(shape, pre.time_s, dec.time_s, xfer.time_s, wl.concurrency, wl.osl, overhead,
+                     wl.benchmark_waves, wl.mtp, wl.mtp_accept)
+    pmem = memory_per_rank(model, hw, prefill_pc, prec, shape.prompts_per_step * shape.prefill_replicas, wl.isl,
+                           mem_opts)
+    dmem = memory_per_rank(model, hw, decode_pc, prec, shape.running * shape.decode_replicas, wl.isl + wl.osl,
+                           mem_opts, mtp_layers=wl.mtp)
+    throughput = wl.concurrency * wl.osl / t.request_s
+    return DisaggEstimate(t, shape, xfer, pre, dec, pmem, dmem, wl.prefill_workers * prefill_pc.world_size,
+                          wl.decode_workers * decode_pc.world_size, throughput, wl.isl, wl.osl, wl.concurrency)
+
+
+__all__ = [
+    "DisaggWorkload", "DisaggEstimate", "estimate_disagg", "prompts_per_step", "kv_bytes_per_request",
+    "kv_transfer", "transfer_tier", "Transfer", "PoolShape", "pool_shape", "DisaggTimes", "disagg_times",
+    "workers_to_match"
+]

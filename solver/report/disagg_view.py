@@ -1,0 +1,253 @@
+"""`--serving disagg` output: both pools in the seed's candidate format, the serving estimate of the pair (TTFT
+parts, KV transfer, rate match), and the comparison with the best aggregated plan on the same cards and SLA.
+
+`run_disagg` is the entry point the CLI calls (solve, and per cluster size sweep / recommend): it plans the pools
+(plan.disagg), ranks each pool's configuration like an aggregated candidate (rank.select) and plans the
+aggregated deployment for the comparison. Launch commands: each `DisaggReport.pools` entry carries the pool's
+ParallelConfig (`candidate.planned.config`) and worker count, which is what an engine emitter needs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from solver.errors import InfeasibleError
+from solver.plan.cpsat import SolverParams
+from solver.plan.disagg import DisaggPlan, DisaggResult, phase_scenario, plan_disagg
+from solver.rank.select import Candidate, rank_candidates
+from solver.report.candidates import candidate_dict
+from solver.specs.scenario import Scenario
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class PoolView:
+    phase: str
+    workers: int
+    candidate: Candidate  # the pool's config in the seed's format (candidate.planned.config: the launch hook)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    winner: str  # "disagg" | "agg" | "none" (no aggregated plan fits)
+    throughput_ratio: float | None  # disagg / agg output tokens/s per rank
+    why: tuple[str, ...]
+
+
+@dataclass
+class DisaggReport:
+    model: str
+    hardware: str
+    cards: int
+    scenario: Scenario
+    plan: DisaggPlan
+    pools: tuple[PoolView, PoolView]
+    alternatives: list[DisaggPlan]
+    aggregated: Candidate | None
+    aggregated_error: str | None
+    comparison: Comparison
+    skipped: dict = field(default_factory=dict)  # 'phase W=size' -> the InfeasibleError of that plan
+
+
+def _pool_candidate(pool, spec, hw, scenario: Scenario) -> Candidate:
+    from solver.api import _ref_models
+    from solver.specs.reference import list_references
+
+    return rank_candidates([pool.planned], spec, hw, phase_scenario(scenario, pool.phase, pool.planned.batch),
+                           list_references(), _ref_models())[0]
+
+
+def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int) -> Comparison:
+    """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why."""
+    e = d.estimate
+    if agg is None:
+        return Comparison("disagg", None, ("no aggregated configuration fits these cards and SLA",))
+    # the aggregated deployment uses every card; the disaggregated one may leave some idle
+    a = agg.planned.estimate
+    ratio = e.output_tokens_per_s_per_rank / a.output_tokens_per_s_per_rank
+    lat_d = scenario.request_latency(e.ttft_s, e.tpot_s)
+    lat_a = scenario.request_latency(a.ttft_s, a.tpot_s)
+    inv_d, inv_a = 1 / e.output_tokens_per_s_per_rank, 1 / a.output_tokens_per_s_per_rank
+    sd = scenario.score(lat_d, inv_d, min(lat_d, lat_a), min(inv_d, inv_a))
+    sa = scenario.score(lat_a, inv_a, min(lat_d, lat_a), min(inv_d, inv_a))
+    why = [f"output tokens/s per rank: disagg {e.output_tokens_per_s_per_rank:,.1f} vs aggregated "
+           f"{a.output_tokens_per_s_per_rank:,.1f} ({(ratio - 1) * 100:+.0f}%); TTFT {e.ttft_s * 1e3:,.0f} vs "
+           f"{a.ttft_s * 1e3:,.0f} ms; TPOT {e.tpot_s * 1e3:.1f} vs {a.tpot_s * 1e3:.1f} ms"]
+    if a.prefill_share > 0:
+        why.append(f"aggregated decode steps carry the prefills: {a.prefill_share:.0%} of its time is prefill, "
+                   f"which stretches every decode step by {1 / (1 - a.prefill_share):.2f}x; the decode pool has none")
+    pc_a = agg.planned.config
+    why.append(f"each pool has its own layout: prefill {d.prefill.planned.config.attn_tp_size}-way attention TP "
+               f"x {d.prefill.planned.config.attn_replicas} replicas, decode "
+               f"{d.decode.planned.config.attn_tp_size}-way x {d.decode.planned.config.attn_replicas} replicas "
+               f"(aggregated: {pc_a.attn_tp_size}-way x {pc_a.attn_replicas}); decode runs "
+               f"{e.shape.running} sequences per replica (aggregated {a.running_per_replica:g})")
+    why.append(f"disaggregation pays {e.transfer.time_s * 1e3:.2f} ms of KV transfer per request "
+               f"({e.transfer.bytes_per_request / 1e6:.1f} MB over {e.transfer.tier}) and keeps "
+               f"{d.prefill.ranks} of {d.cards} ranks on prefill (utilisation {e.times.prefill_utilization:.0%})")
+    if d.cards < cards:
+        why.append(f"the disaggregated plan uses {d.cards} of the {cards} cards (the rate match leaves the rest "
+                   "idle); its per-rank figures count only the ranks used")
+    winner = "disagg" if sd < sa else "agg"
+    return Comparison(winner, ratio, tuple(why))
+
+
+def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
+               weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
+               params: SolverParams | None = None, top: int = 3, allow_cross_node: bool = False,
+               compare_aggregated: bool = True, method: str = "cpsat") -> DisaggReport:
+    from solver.api import run_solve
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.precision import resolve_precision
+
+    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
+    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
+    res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,
+                                    method=method)
+    best = res.best
+    pools = (PoolView("prefill", best.prefill.workers, _pool_candidate(best.prefill, spec, hw, scenario)),
+             PoolView("decode", best.decode.workers, _pool_candidate(best.decode, spec, hw, scenario)))
+    agg, agg_err = None, None
+    if compare_aggregated:
+        try:
+            _, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
+                                 kv_dtype, method=method, params=params, top=1,
+                                 allow_cross_node=allow_cross_node, explain_binding=False)
+            agg = cands[0] if cands else None
+        except InfeasibleError as exc:
+            agg_err = str(exc)
+    return DisaggReport(spec.name, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
+                        compare(best, agg, scenario, cards), res.skipped)
+
+
+# ---------------------------------------------------------------------------------------------- rendering
+
+
+def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> dict[str, Any]:
+    e = d.estimate
+    t = e.times
+    out = {
+        "concurrency": e.concurrency,
+        "ttft_ms": round(e.ttft_s * 1e3, 2),
+        "ttft_parts_ms": {"prefill_wait": round(t.prefill_wait_s * 1e3, 2), "prefill": round(t.prefill_s * 1e3, 2),
+                          "kv_transfer": round(t.transfer_s * 1e3, 3),
+                          "first_decode_step": round(t.first_decode_s * 1e3, 3),
+                          "first_wave_mean": round(t.ttft_first_wave_s * 1e3, 2),
+                          "steady_state": round(t.ttft_steady_s * 1e3, 2)},
+        "tpot_ms": round(e.tpot_s * 1e3, 3),
+        "output_tokens_per_s": round(e.output_tokens_per_s, 1),
+        "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
+        "input_tokens_per_s": round(e.input_tokens_per_s, 1),
+        "tokens_per_s_per_user": round(e.tokens_per_s_per_user, 2),
+        "kv_transfer": {"tier": e.transfer.tier, "bytes_per_request": round(e.transfer.bytes_per_request),
+                        "recv_bytes_per_rank": round(e.transfer.recv_bytes_per_rank)},
+        "rate_match": {"decode_demand_requests_per_s": round(d.demand_rps, 3),
+                       "prefill_requests_per_s_per_worker": round(d.prefill_rps_per_worker, 3),
+                       "prefill_utilization": round(t.prefill_utilization, 3)},
+        "ranks_used": d.cards,
+    }
+    if hw_ranks_per_node:
+        nodes_p = d.prefill.ranks / hw_ranks_per_node
+        nodes_d = d.decode.ranks / hw_ranks_per_node
+        out["per_node"] = {"prefill_input_tokens_per_s": round(e.input_tokens_per_s / nodes_p, 1),
+                           "decode_output_tokens_per_s": round(e.output_tokens_per_s / nodes_d, 1)}
+    return out
+
+
+def _pool_dict(v: PoolView, d: DisaggPlan) -> dict[str, Any]:
+    c = candidate_dict(v.candidate)
+    pool = d.prefill if v.phase == "prefill" else d.decode
+    mem = d.estimate.prefill_memory if v.phase == "prefill" else d.estimate.decode_memory
+    pc = pool.planned.config
+    est = {"workers": v.workers, "ranks_per_worker": pc.world_size, "ranks": pool.ranks,
+           "params_per_card_gb": round(mem.weights_total / GB, 2),
+           "kv_cache_per_card_gb": round(mem.cache_total / GB, 2),
+           "memory_per_rank_gb": round(mem.total / GB, 2), "memory_feasible": mem.feasible,
+           "cross_node_comm": v.candidate.cross_node}
+    if v.phase == "prefill":
+        est["prompts_per_step_per_replica"] = d.estimate.shape.prompts_per_step
+        est["prefill_step_ms"] = round(d.estimate.times.prefill_s * 1e3, 2)
+    else:
+        est["running_per_replica"] = d.estimate.shape.running
+        est["decode_step_ms"] = round(d.estimate.times.first_decode_s * 1e3, 3)
+    return {"workers": v.workers, "pattern": c["pattern"], "reason": c["reason"], "reference": c["reference"],
+            "parallel_config": c["parallel_config"], "estimation": est, "tradeoff": c["tradeoff"]}
+
+
+def _brief(d: DisaggPlan) -> dict[str, Any]:
+    e = d.estimate
+    return {"ratio": d.ratio, "prefill_parallel_config": d.prefill.planned.config.knobs(),
+            "decode_parallel_config": d.decode.planned.config.knobs(), "ranks_used": d.cards,
+            "ttft_ms": round(e.ttft_s * 1e3, 2), "tpot_ms": round(e.tpot_s * 1e3, 3),
+            "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1)}
+
+
+def report_dict(r: DisaggReport, ranks_per_node: int | None = None) -> dict[str, Any]:
+    agg = None
+    if r.aggregated is not None:
+        a = candidate_dict(r.aggregated)
+        agg = {"pattern": a["pattern"], "parallel_config": a["parallel_config"], "estimation": a["estimation"]}
+    return {
+        "serving": "disagg",
+        "model": r.model, "hardware": r.hardware, "cards": r.cards,
+        "ratio": r.plan.ratio,
+        "prefill_pool": _pool_dict(r.pools[0], r.plan),
+        "decode_pool": _pool_dict(r.pools[1], r.plan),
+        "estimation": serving_estimation(r.plan, ranks_per_node),
+        "alternatives": [_brief(d) for d in r.alternatives],
+        "aggregated": agg if agg is not None else {"infeasible": r.aggregated_error},
+        "comparison": {"winner": r.comparison.winner,
+                       "throughput_per_rank_ratio": None if r.comparison.throughput_ratio is None
+                       else round(r.comparison.throughput_ratio, 3),
+                       "why": list(r.comparison.why)},
+    }
+
+
+def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
+    """yaml (the seed's commented blocks), json, or a plain table."""
+    from solver.report.render import dump
+
+    data = report_dict(r, ranks_per_node)
+    if fmt == "json":
+        return dump(data, "json") + "\n"
+    if fmt == "yaml":
+        out = [f"# disaggregated serving: {data['ratio']} ({r.plan.prefill.workers} prefill worker(s) of "
+               f"{r.plan.prefill.planned.config.world_size} ranks, {r.plan.decode.workers} decode worker(s) of "
+               f"{r.plan.decode.planned.config.world_size}; {r.plan.cards} of {r.cards} cards)"]
+        for key in ("prefill_pool", "decode_pool"):
+            p = data[key]
+            out.append(f"# {key}: {p['pattern']}")
+            out.append(f"# reason: {p['reason']}")
+            out.append(f"# reference: {p['reference']}")
+            out.append(yaml.safe_dump({key: {k: p[k] for k in ("workers", "parallel_config", "estimation",
+                                                                "tradeoff")}}, sort_keys=False).rstrip())
+        out.append(yaml.safe_dump({k: data[k] for k in ("estimation", "alternatives", "aggregated", "comparison")},
+                                  sort_keys=False, width=110).rstrip())
+        return "\n".join(out) + "\n"
+    e = data["estimation"]
+    lines = [f"{r.model} on {r.cards} x {r.hardware}, disaggregated: {data['ratio']} ({r.plan.cards} ranks used)"]
+    for key in ("prefill_pool", "decode_pool"):
+        p = data[key]
+        knobs = " ".join(f"{k.replace('_size', '')}={v}" for k, v in p["parallel_config"].items() if v > 1)
+        lines.append(f"  {key.split('_')[0]:<8} {p['workers']} x {p['estimation']['ranks_per_worker']} ranks  "
+                     f"{p['pattern']}  ({knobs or 'all 1'})  mem {p['estimation']['memory_per_rank_gb']} GB/rank")
+    lines.append(f"  TTFT {e['ttft_ms']:,.1f} ms (wait {e['ttft_parts_ms']['prefill_wait']:,.1f} + prefill "
+                 f"{e['ttft_parts_ms']['prefill']:,.1f} + KV {e['ttft_parts_ms']['kv_transfer']:.2f} over "
+                 f"{e['kv_transfer']['tier']} + first step {e['ttft_parts_ms']['first_decode_step']:.2f}; "
+                 f"first-wave mean {e['ttft_parts_ms']['first_wave_mean']:,.1f})  TPOT {e['tpot_ms']:.2f} ms")
+    lines.append(f"  output {e['output_tokens_per_s']:,.0f} tok/s ({e['output_tokens_per_s_per_rank']:,.1f} per rank), "
+                 f"input {e['input_tokens_per_s']:,.0f} tok/s; prefill utilisation "
+                 f"{e['rate_match']['prefill_utilization']:.0%}")
+    c = data["comparison"]
+    lines.append(f"  vs aggregated: {c['winner']} wins" + (f" (throughput per rank disagg / agg "
+                                                            f"{c['throughput_per_rank_ratio']:.2f}x)"
+                                                            if c["throughput_per_rank_ratio"] else ""))
+    lines += [f"    - {w}" for w in c["why"]]
+    return "\n".join(lines) + "\n"
+
+

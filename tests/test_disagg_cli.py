@@ -1,0 +1,104 @@
+"""`solve --serving disagg`: two pools in the seed's format, the rate match, the aggregated comparison."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from solver.cli.main import main
+
+ARGS = ["solve", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "4", "--scenario", "throughput",
+        "--isl", "1024", "--osl", "512", "--tpot-ms", "30", "--serving", "disagg"]
+
+
+@pytest.fixture(scope="module")
+def plan() -> dict:
+    res = CliRunner().invoke(main, [*ARGS, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_both_pools_come_in_the_seed_candidate_format(plan: dict) -> None:
+    for key in ("prefill_pool", "decode_pool"):
+        pool = plan[key]
+        assert {"workers", "pattern", "reason", "reference", "parallel_config", "estimation", "tradeoff"} <= set(pool)
+        assert pool["parallel_config"]["attn_dp_size"] * pool["parallel_config"]["attn_tp_size"] \
+            == pool["estimation"]["ranks_per_worker"]
+
+
+def test_pools_fit_the_cards_and_meet_the_sla(plan: dict) -> None:
+    used = plan["prefill_pool"]["estimation"]["ranks"] + plan["decode_pool"]["estimation"]["ranks"]
+    assert used == plan["estimation"]["ranks_used"] <= 4
+    assert plan["estimation"]["tpot_ms"] <= 30
+    assert all(plan[k]["estimation"]["memory_feasible"] for k in ("prefill_pool", "decode_pool"))
+
+
+def test_prefill_capacity_meets_the_decode_demand(plan: dict) -> None:
+    rm = plan["estimation"]["rate_match"]
+    workers = plan["prefill_pool"]["workers"]
+    assert workers * rm["prefill_requests_per_s_per_worker"] >= rm["decode_demand_requests_per_s"] * (1 - 1e-6)
+    # and one worker fewer would not (the rate match takes the fewest)
+    assert (workers - 1) * rm["prefill_requests_per_s_per_worker"] < rm["decode_demand_requests_per_s"]
+
+
+def test_the_comparison_names_a_winner_and_why(plan: dict) -> None:
+    c = plan["comparison"]
+    assert c["winner"] in ("disagg", "agg")
+    assert c["throughput_per_rank_ratio"] > 0
+    assert any("KV transfer" in w for w in c["why"])
+    assert "parallel_config" in plan["aggregated"]
+
+
+def test_yaml_and_table_formats() -> None:
+    for fmt, needle in (("yaml", "prefill_pool:"), ("table", "vs aggregated")):
+        res = CliRunner().invoke(main, [*ARGS, "--format", fmt])
+        assert res.exit_code == 0, res.output
+        assert needle in res.output
+
+
+def test_a_fixed_concurrency_is_the_load_both_pools_serve() -> None:
+    res = CliRunner().invoke(main, [*ARGS, "--concurrency", "300", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["estimation"]["concurrency"] == 300
+
+
+def test_disaggregation_needs_a_card_per_pool() -> None:
+    res = CliRunner().invoke(main, [*ARGS[:5], "1", *ARGS[6:]])
+    assert res.exit_code == 2
+    assert "--cards" in res.output and "Traceback" not in res.output
+
+
+def test_sweep_writes_one_row_per_disaggregated_plan(tmp_path) -> None:
+    import pandas as pd
+
+    out = tmp_path / "d.csv"
+    res = CliRunner().invoke(main, ["sweep", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "2,4",
+                                    "--scenarios", "throughput", "--isl", "1024", "--osl", "512", "--serving",
+                                    "disagg", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    df = pd.read_csv(out)
+    assert set(df["cards"]) == {2, 4}
+    assert (df["ranks_used"] <= df["cards"]).all()
+    assert (df["prefill_workers"] * df["prefill_ranks_per_worker"] + df["decode_workers"]
+            * df["decode_ranks_per_worker"] == df["ranks_used"]).all()
+    assert set(df.loc[df["rank"] == 1, "winner"]) <= {"agg", "disagg"}
+
+
+def test_recommend_finds_the_fewest_cards_whose_pools_carry_the_load() -> None:
+    args = ["recommend", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--isl", "1024", "--osl", "512",
+            "--tpot-ms", "30", "--serving", "disagg", "--format", "json"]
+    res = CliRunner().invoke(main, [*args, "--cards", "2..16", "--target-output-tokens-per-s", "40000"])
+    assert res.exit_code == 0, res.output
+    best = json.loads(res.output)["recommended"]
+    assert best["output_tokens_per_s"] >= 40000 and best["ranks_used"] <= best["cards"]
+    res = CliRunner().invoke(main, [*args, "--cards", "2", "--target-output-tokens-per-s", "1e9"])
+    assert res.exit_code == 1
+
+
+def test_cards_that_cannot_hold_a_worker_per_pool_name_the_cards_needed() -> None:
+    # DeepSeek-R1 (FP8) needs 16 H100 per worker: two pools need 32 cards, 24 are given
+    res = CliRunner().invoke(main, ["solve", "deepseek-r1", "--hardware", "h100_sxm", "--cards", "24",
+                                    "--serving", "disagg"])
+    assert res.exit_code == 1
+    assert "need 32 cards" in res.output and "Traceback" not in res.output

@@ -1,0 +1,83 @@
+"""The disaggregated serving formulas (estimate.disagg.disagg_times) and the rate match, hand-computed."""
+from __future__ import annotations
+
+import pytest
+
+from solver.estimate.disagg import disagg_times, pool_shape, workers_to_match
+
+
+def shape(c: int, x: int = 1, rp: int = 1, n: int = 1, y: int = 1, rd: int = 1, cap: float = 1e9, mr: int = 0):
+    return pool_shape(c, x, rp, n, y, rd, cap, mr)
+
+
+def test_ratio_at_a_given_load() -> None:
+    # 2 decode workers x 256 sequences at TPOT 50 ms, OSL 1000: 512 / (1000 x 0.05) = 10.24 requests/s;
+    # a prefill worker starts 4 prompts every 0.5 s = 8 requests/s -> 2 workers (1 would carry 8 < 10.24)
+    assert workers_to_match(2 * 256 / (1000 * 0.05), 4 / 0.5) == 2
+    # exactly at capacity one worker is enough; at 80% target utilisation it takes two
+    assert workers_to_match(8.0, 8.0) == 1
+    assert workers_to_match(8.0, 8.0, utilization=0.8) == 2
+
+
+def test_single_request_ttft_is_overhead_prefill_transfer_and_first_step() -> None:
+    # one request, one wave: no wait; TTFT = o + P + T_kv + tau = 0.05 + 0.1 + 0.002 + 0.01
+    t = disagg_times(shape(1), prefill_s=0.1, decode_s=0.01, transfer_s=0.002, concurrency=1, osl=11,
+                     overhead_s=0.05, waves=1)
+    assert t.ttft_s == pytest.approx(0.162)
+    assert t.tpot_s == pytest.approx(0.01)
+    assert t.request_s == pytest.approx(0.162 + 10 * 0.01)
+
+
+def test_tpot_has_no_prefill_interference() -> None:
+    fast = disagg_times(shape(64), 0.01, 0.02, 0.0, 64, 100, 0.0, 5)
+    slow = disagg_times(shape(64), 1.0, 0.02, 0.0, 64, 100, 0.0, 5)
+    assert fast.tpot_s == slow.tpot_s == pytest.approx(0.02)
+    assert slow.ttft_s > fast.ttft_s
+
+
+def test_first_wave_waits_for_the_prefill_steps_before_it() -> None:
+    # 4 requests at once, 2 prefill slots per step (2 workers x 1 replica x 1 prompt): mean ceil(i/2) over
+    # i = 1..4 is 1.5 steps of 0.1 s; one wave, no overhead, no transfer, tau 0.01
+    t = disagg_times(shape(4, x=2), 0.1, 0.01, 0.0, 4, 2, 0.0, 1)
+    assert t.ttft_first_wave_s == pytest.approx(0.15 + 0.01)
+    assert t.ttft_s == pytest.approx(t.ttft_first_wave_s)
+
+
+def test_more_prefill_workers_shorten_the_wait() -> None:
+    # 32 clients, cycle Z = 0.2 + 0.001 + 0.03 + 199 x 0.03 = 6.201 s -> 5.16 requests/s against 5 (one worker)
+    # or 10 (two) per second: saturated with one, rho = 0.52 with two
+    one = disagg_times(shape(32, x=1, y=4, rd=8), 0.2, 0.03, 0.001, 32, 200, 0.0, 5)
+    two = disagg_times(shape(32, x=2, y=4, rd=8), 0.2, 0.03, 0.001, 32, 200, 0.0, 5)
+    assert one.prefill_utilization == 1.0
+    assert two.prefill_utilization == pytest.approx(32 / 6.201 / 10)
+    assert two.prefill_wait_s < one.prefill_wait_s
+    assert two.ttft_s < one.ttft_s
+
+
+def test_light_load_waits_half_a_step_when_the_pool_is_busy() -> None:
+    # 2 clients, cycle Z = 0.1 prefill + 0.01 first step + 9 x 0.01 = 0.2 s -> 10 requests/s against
+    # mu = 2 slots / 0.1 s = 20 per second: rho = 0.5, wait = 0.5 x 0.1 / 2 = 25 ms
+    t = disagg_times(shape(2, x=2), 0.1, 0.01, 0.0, 2, 10, 0.0, 5)
+    assert t.prefill_utilization == pytest.approx(0.5)
+    assert t.prefill_wait_s == pytest.approx(0.025)
+
+
+def test_a_saturated_prefill_pool_queues_what_it_cannot_start() -> None:
+    # 100 clients, cycle Z = 0.5 prefill + 0.01 first step + 10 x 0.01 = 0.61 s -> 164 requests/s wanted,
+    # mu = 1 / 0.5 = 2 per second: the loop runs at 2 per second and the wait is 100 / 2 - 0.61 = 49.39 s
+    t = disagg_times(shape(100), 0.5, 0.01, 0.0, 100, 11, 0.0, 5)
+    assert t.request_rate == pytest.approx(2.0)
+    assert t.prefill_wait_s == pytest.approx(100 / 2 - 0.61)
+
+
+def test_requests_beyond_the_decode_slots_wait_for_one() -> None:
+    # 8 requests, one decode replica capped at 4 running: 4 wait a whole request time each turn
+    capped = shape(8, cap=4)
+    assert capped.running == 4 and capped.per_replica == 8
+    t = disagg_times(capped, 0.01, 0.01, 0.0, 8, 11, 0.0, 1)
+    assert t.slot_wait_s == pytest.approx((8 - 4) / 4 * (t.ttft_s - t.slot_wait_s + 10 * 0.01))
+
+
+def test_engine_batch_caps_the_running_sequences() -> None:
+    assert shape(1000, y=2, rd=4, mr=16).running == 16
+    assert shape(1000, y=2, rd=4).running == 125

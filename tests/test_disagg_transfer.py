@@ -1,0 +1,84 @@
+"""KV transfer between the pools: bytes per request (MLA vs GQA) and the tier joining them, hand-computed."""
+from __future__ import annotations
+
+import pytest
+
+from solver.estimate.disagg import kv_bytes_per_request, kv_transfer, transfer_tier
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import make_parallel_config
+
+R1 = "deepseek-ai/DeepSeek-R1"  # MLA: kv_lora_rank 512 + rope 64, 61 layers
+L70 = "meta-llama/Meta-Llama-3.1-70B"  # GQA: 8 KV heads of 128, 80 layers
+
+
+def test_mla_request_bytes_are_latent_plus_rope_per_layer() -> None:
+    # bf16: (512 + 64) x 2 B = 1152 B per token per layer; x 61 layers x 2048 tokens
+    assert kv_bytes_per_request(load_model(R1), 2, 2048) == 1152 * 61 * 2048 == 143_917_056
+
+
+def test_fp8_mla_request_bytes_use_the_flashmla_layout() -> None:
+    # 512 fp8 + 4 fp32 scales (one per 128) + 64 bf16 rope = 656 B per token per layer
+    assert kv_bytes_per_request(load_model(R1), 1, 2048) == 656 * 61 * 2048
+
+
+def test_gqa_request_bytes_are_k_and_v_of_every_kv_head() -> None:
+    # 8 heads x (128 + 128) x 2 B = 4096 B per token per layer; x 80 layers x 2048 tokens
+    assert kv_bytes_per_request(load_model(L70), 2, 2048) == 4096 * 80 * 2048 == 671_088_640
+
+
+def test_attention_tp_splits_gqa_heads_but_not_an_mla_latent() -> None:
+    r1, l70 = load_model(R1), load_model(L70)
+    assert kv_bytes_per_request(l70, 2, 2048, attn_tp=8) == kv_bytes_per_request(l70, 2, 2048) / 8
+    assert kv_bytes_per_request(r1, 2, 2048, attn_tp=8) == kv_bytes_per_request(r1, 2, 2048)
+
+
+def test_tier_is_nvlink_inside_a_node_rdma_between_nodes_and_the_rack_fabric_on_nvl72() -> None:
+    h100, gb200 = load_hardware("h100_sxm"), load_hardware("gb200")
+    assert transfer_tier(h100, 4, 4)[0] == "intra_node"
+    assert transfer_tier(h100, 8, 8)[0] == "inter_node"
+    assert transfer_tier(gb200, 4, 8)[0] == "scale_up"
+
+
+def test_gqa_transfer_time_tp8_to_tp8_over_rdma() -> None:
+    # each of the 8 decode ranks receives its KV heads: 671,088,640 / 8 B; the 8 prefill ranks send as much;
+    # H100 RDMA: 50 GB/s x 0.86 efficiency, 20 us latency
+    hw = load_hardware("h100_sxm")
+    p = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8, moe_tp_size=8)
+    t = kv_transfer(load_model(L70), hw, p, p, 2, 2048)
+    assert t.tier == "inter_node"
+    assert t.recv_bytes_per_rank == t.send_bytes_per_rank == 671_088_640 / 8
+    assert t.time_s == pytest.approx(20e-6 + 671_088_640 / 8 / (50e9 * 0.86))
+
+
+def test_mla_transfer_to_a_tp_decode_group_sends_the_latent_to_every_rank() -> None:
+    # decode attention TP4: each of its 4 ranks holds the whole latent; one prefill rank (TP1) sends 4 copies
+    hw = load_hardware("h100_sxm")
+    pre = make_parallel_config(8, attn_tp_size=1, moe_tp_size=1)
+    dec = make_parallel_config(8, attn_tp_size=4, moe_tp_size=1)
+    t = kv_transfer(load_model(R1), hw, pre, dec, 2, 2048)
+    whole = 143_917_056
+    assert t.recv_bytes_per_rank == whole
+    assert t.send_bytes_per_rank == 4 * whole
+    assert t.time_s == pytest.approx(20e-6 + 4 * whole / (50e9 * 0.86))
+
+
+def test_decode_pool_memory_holds_the_kv_of_all_its_running_requests() -> None:
+    # Llama-3.1-70B bf16 KV, decode TP8 (one KV head per rank): 80 layers x (128 + 128) x 2 B = 40,960 B per token
+    # per rank; 64 sequences of 1024 + 1024 tokens on the single replica
+    from solver.estimate.compute import factors_for
+    from solver.estimate.disagg import DisaggWorkload, estimate_disagg
+    from solver.specs.precision import resolve_precision
+
+    m, hw = load_model(L70), load_hardware("h100_sxm")
+    tp8 = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8, moe_tp_size=8)
+    prec = resolve_precision(m, hw, "fp8", None, None)
+    f = factors_for(hw, {})
+    e = estimate_disagg(m, hw, tp8, tp8, prec, f, f, DisaggWorkload(isl=1024, osl=1024, concurrency=64,
+                                                                      prefill_workers=1, decode_workers=1))
+    assert e.shape.running == 64
+    assert e.decode_memory.kv_cache_bytes == pytest.approx(64 * 2048 * 80 * 256 * 2)
+    # the prefill worker holds only the prompts of one step
+    assert e.prefill_memory.kv_cache_bytes == pytest.approx(e.shape.prompts_per_step * 1024 * 80 * 256 * 2)
+    # throughput per GPU counts the ranks of both pools
+    assert e.output_tokens_per_s_per_rank == pytest.approx(e.output_tokens_per_s / 16)
