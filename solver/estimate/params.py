@@ -19,6 +19,7 @@ MODULES = (
     "embedding", "attention", "indexer", "o_proj", "linear_attention", "ssm", "dense_ffn", "shared_experts",
     "routed_experts", "router", "moe_latent", "norms", "lm_head", "vision", "audio",
 )
+ENCODER_MODULES = ("vision", "audio")
 __all__ = ["MODULES", "ModuleParams", "ParamReport", "Part", "count_params", "stack_modules"]
 
 
@@ -56,6 +57,28 @@ class ParamReport:
     @property
     def checkpoint_total(self) -> int:
         return self.total + self.mtp_params + self.mtp_checkpoint_extra
+
+    def encoder_params(self) -> int:
+        return sum(m.params for m in self.modules if m.name in ENCODER_MODULES)
+
+    def counted(self, basis: str) -> float:
+        """The total under a published figure's counting basis (models/published.yaml)."""
+        text = self.total - self.encoder_params()
+        embed = self.by_name().get("embedding", 0) + self.by_name().get("lm_head", 0)
+        table = {"text": text, "encoders": self.total, "mtp": text + self.mtp_params, "non_embedding": text - embed,
+                 "checkpoint": self.checkpoint_total}
+        if basis not in table:
+            raise KeyError(f"unknown counting basis {basis!r} (known: {', '.join(table)})")
+        return float(table[basis])
+
+    def active_counted(self, basis: str) -> float:
+        """Active parameters per token under a card's definition: all, non_embedding, no_input_embedding."""
+        by = self.by_name()
+        table = {"all": self.active, "non_embedding": self.active - by.get("embedding", 0) - by.get("lm_head", 0),
+                 "no_input_embedding": self.active - by.get("embedding", 0)}
+        if basis not in table:
+            raise KeyError(f"unknown active basis {basis!r} (known: {', '.join(table)})")
+        return float(table[basis])
 
     def module(self, name: str) -> ModuleParams:
         for m in self.modules:
@@ -127,7 +150,8 @@ def count_params(m: ModelSpec) -> ParamReport:
         acc.add(Share("lm_head", "lm_head", "lmhead_tp_size", (Part("lm_head", v * h, "tp"),)))
     for enc in m.encoders:
         # encoders stay 16-bit in shipped checkpoints and run replicated (specs/config/encoders.py)
-        acc.add(Share(enc.name, "norm", None, (Part(f"{enc.name}_encoder", enc.params, "none"),)))
+        # a text token touches no encoder weight: active 0
+        acc.add(Share(enc.name, "norm", None, (Part(f"{enc.name}_encoder", enc.params, "none"),), active=0.0))
     modules = acc.modules()
     if not any(x.name == "lm_head" for x in modules):
         modules.insert(len(modules) - sum(1 for x in modules if x.name in ("vision", "audio")),

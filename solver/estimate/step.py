@@ -32,7 +32,7 @@ from solver.estimate.compute import (  # noqa: F401  (CommCost, tp_module re-exp
 )
 from solver.estimate.params import ParamReport
 from solver.specs.hardware import Hardware
-from solver.specs.layers.base import ACT_BYTES
+from solver.specs.layers.base import ACT_BYTES, block_counts  # noqa: F401
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
@@ -154,10 +154,10 @@ def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
                        busy_replicas=busy if spread < pc.cp_size or w.busy_replicas > 0 else 0.0)
 
 
-def _add_stack(step: StepCost, layers: list, kit: Kit, mixers_only: bool) -> None:
-    """Ops and collectives of every distinct block of (layer, count) pairs, scaled by its count. A block's
-    KV gather hides behind its own attention core."""
-    for block, n, ops in stack_ops(layers, kit, mixers_only):
+def _add_stack(step: StepCost, blocks: list, kit: Kit, mixers_only: bool) -> None:
+    """Ops and collectives of every distinct block, scaled by its count. A block's KV gather hides behind
+    its own attention core."""
+    for block, n, ops in stack_ops(blocks, kit, mixers_only):
         hide = sum(o.compute_s for o in ops if o.name in _HIDING_OPS)
         step.ops += [o.scaled(n) for o in ops]
         step.comms += [c.scaled(n) for c in block.comms(kit, hide)]
@@ -171,11 +171,11 @@ def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     decode_layout."""
     pc, w = decode_layout(pc, w)
     kit = Kit(hw, pc, prec, f, w)
-    layers = list(model.layer_groups)
+    blocks = model.block_groups
     if mtp_layers and model.mtp_modules:
-        layers += [(layer, mtp_layers) for layer in model.mtp_modules[0]]
+        blocks = blocks + block_counts([(layer, mtp_layers) for layer in model.mtp_modules[0]])
     step = StepCost()
-    _add_stack(step, layers, kit, mixers_only=attention_only)
+    _add_stack(step, blocks, kit, mixers_only=attention_only)
     if attention_only:
         step.overhead_s = f.step_overhead_s
         return step

@@ -23,6 +23,7 @@ from solver.specs.config.fields import MAX_LAYERS, Fields
 from solver.specs.config.pattern import Slot, slots
 from solver.specs.config.quant import QuantSpec, read_quant
 from solver.specs.layers import MLA, Attention, DenseFFN, Layer, MoE, grouped, runs
+from solver.specs.layers.base import block_counts
 from solver.specs.layers.base import Block
 from solver.specs.validation import load_yaml
 
@@ -64,6 +65,11 @@ class ModelSpec(BaseModel):
     def blocks(self) -> list[Block]:
         return [b for layer in self.layers for b in layer.blocks]
 
+    @cached_property
+    def block_groups(self) -> list[tuple[Block, int]]:
+        """Distinct blocks of the stack with their counts (equal blocks in different layers add up)."""
+        return block_counts(self.layer_groups)
+
     def stack_label(self) -> str:
         """Compact stack, e.g. `3 x [MLA ... + FFN 18432], 58 x [MLA ... + MoE 8/256 x 2048 + shared 2048]`."""
         return ", ".join(f"{n} x [{layer.label()}]" for layer, n in runs(self.layers))
@@ -85,15 +91,15 @@ class ModelSpec(BaseModel):
 
     # ------------------------------------------------------------- derived attributes (older callers)
 
-    @property
+    @cached_property
     def num_layers(self) -> int:
         return len(self.layers)
 
-    @property
+    @cached_property
     def num_dense_layers(self) -> int:
         return sum(1 for layer in self.layers if any(isinstance(b, DenseFFN) for b in layer.blocks))
 
-    @property
+    @cached_property
     def num_moe_layers(self) -> int:
         return sum(1 for layer in self.layers if any(isinstance(b, MoE) for b in layer.blocks))
 
@@ -101,15 +107,15 @@ class ModelSpec(BaseModel):
     def num_mtp_layers(self) -> int:
         return len(self.mtp_modules)
 
-    @property
+    @cached_property
     def is_moe(self) -> bool:
         return self._moe is not None
 
-    @property
+    @cached_property
     def has_mla(self) -> bool:
         return isinstance(self._attention, MLA)
 
-    @property
+    @cached_property
     def has_dsa(self) -> bool:
         return isinstance(self._attention, MLA) and self._attention.indexer is not None
 
@@ -120,7 +126,7 @@ class ModelSpec(BaseModel):
             return "none"
         return "dsa" if self.has_dsa else ("mla" if self.has_mla else "gqa")
 
-    @property
+    @cached_property
     def architecture(self) -> str:
         kinds = {type(b).__name__ for b in self.blocks if b.role == "mixer"}
         moe = "moe" if self.is_moe else "dense"
@@ -135,7 +141,7 @@ class ModelSpec(BaseModel):
             return "hybrid-attention"
         return moe
 
-    @property
+    @cached_property
     def has_dense_ffn(self) -> bool:
         return self._dense is not None
 
@@ -146,14 +152,14 @@ class ModelSpec(BaseModel):
     def _attr(self, name: str, default: Any = None) -> Any:
         return getattr(self._attention, name, default) if self._attention is not None else default
 
-    @property
+    @cached_property
     def num_attention_heads(self) -> int:
         """Heads attention TP must divide: the gcd over every mixer's head groups (attention heads, linear
         key / value heads, Mamba heads and groups), so a TP size valid for this number is valid for all."""
         units = [u for b in self.blocks if b.role == "mixer" for u in _tp_units(b)]
         return math.gcd(*units) if units else 1
 
-    @property
+    @cached_property
     def num_key_value_heads(self) -> int:
         kv = [b.kv_heads for b in self.blocks if isinstance(b, Attention)]
         if self.has_mla or not kv:
@@ -201,11 +207,11 @@ class ModelSpec(BaseModel):
     def index_topk(self) -> int | None:
         return self._attention.indexer.topk if self.has_dsa else None  # type: ignore[union-attr]
 
-    @property
+    @cached_property
     def num_local_attention_layers(self) -> int:
         return sum(1 for b in self.blocks if isinstance(b, Attention) and b.window)
 
-    @property
+    @cached_property
     def local_attention_window(self) -> int | None:
         return next((b.window for b in self.blocks if isinstance(b, Attention) and b.window), None)
 

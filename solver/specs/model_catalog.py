@@ -37,6 +37,12 @@ def list_models() -> list[tuple[str, list[str]]]:
     return [(f, list(a)) for f, a in sorted((data.get("models") or {}).items())]
 
 
+def published_counts() -> dict[str, dict]:
+    """Published parameter counts per catalog alias, with what each counts (models/published.yaml)."""
+    data = load_yaml(catalog_dir("models") / "published.yaml") or {}
+    return dict(data.get("models") or {})
+
+
 def _config_path(arg: str) -> Path | None:
     path = Path(arg).expanduser()
     if path.is_dir():

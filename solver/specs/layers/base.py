@@ -192,3 +192,12 @@ def runs(layers: tuple[Layer, ...]) -> list[tuple[Layer, int]]:
         else:
             out.append((layer, 1))
     return out
+
+
+def block_counts(layers: list[tuple[Layer, int]]) -> list[tuple[Block, int]]:
+    """Distinct blocks of (layer, count) pairs with their counts, in order of first appearance."""
+    counts: dict[Block, int] = {}
+    for layer, n in layers:
+        for block in layer.blocks:
+            counts[block] = counts.get(block, 0) + n
+    return list(counts.items())
