@@ -22,14 +22,14 @@ from solver.specs.config.encoders import ENCODER_KEYS, Encoder, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields
 from solver.specs.config.pattern import Slot, slots
 from solver.specs.config.quant import QuantSpec, read_quant
-from solver.specs.layers import MLA, Attention, DenseFFN, Layer, MoE, grouped, runs
-from solver.specs.layers.base import block_counts
+from solver.specs.layers import MLA, Attention, CompressedAttention, DenseFFN, Layer, MoE, grouped, runs
+from solver.specs.layers.base import block_counts, compact
 from solver.specs.layers.base import Block
 from solver.specs.validation import load_yaml
 
 Architecture = Literal["dense", "moe", "moe+mla", "moe+dsa", "dense+mla", "hybrid-attention", "hybrid-linear",
                        "hybrid-ssm", "moe+hybrid-linear", "moe+hybrid-ssm"]
-AttentionKind = Literal["gqa", "mla", "dsa", "none"]
+AttentionKind = Literal["gqa", "mla", "dsa", "csa", "none"]
 LARGE_VOCAB = 100_000  # seed: a vocabulary over 100K -> set embed/lm_head TP independently of the backbone
 
 __all__ = ["ModelSpec", "QuantSpec", "parse_model_config", "LARGE_VOCAB"]
@@ -71,13 +71,14 @@ class ModelSpec(BaseModel):
         return block_counts(self.layer_groups)
 
     def stack_label(self) -> str:
-        """Compact stack, e.g. `3 x [MLA ... + FFN 18432], 58 x [MLA ... + MoE 8/256 x 2048 + shared 2048]`."""
-        return ", ".join(f"{n} x [{layer.label()}]" for layer, n in runs(self.layers))
+        """Compact stack, e.g. `3 x [MLA ... + FFN 18432], 58 x [MLA ... + MoE 8/256 x 2048 + shared 2048]`;
+        repeating groups fold: `12 x (3 x [GatedDeltaNet ...] + 1 x [GQA ...])`."""
+        return compact(self.layers)
 
     @cached_property
     def _attention(self) -> Block | None:
         """Primary attention mixer: the first whose KV grows with the sequence."""
-        growing = [b for b in self.blocks if isinstance(b, (Attention, MLA))]
+        growing = [b for b in self.blocks if isinstance(b, (Attention, MLA, CompressedAttention))]
         full = [b for b in growing if not getattr(b, "window", None)]
         return (full or growing or [None])[0]
 
@@ -124,6 +125,8 @@ class ModelSpec(BaseModel):
         a = self._attention
         if a is None:
             return "none"
+        if isinstance(a, CompressedAttention):
+            return "csa"
         return "dsa" if self.has_dsa else ("mla" if self.has_mla else "gqa")
 
     @cached_property
@@ -134,6 +137,8 @@ class ModelSpec(BaseModel):
             return f"{moe}+hybrid-linear" if self.is_moe else "hybrid-linear"
         if "Mamba2" in kinds:
             return f"{moe}+hybrid-ssm" if self.is_moe else "hybrid-ssm"
+        if "CompressedAttention" in kinds:
+            return f"{moe}+csa"
         if self.has_mla:
             return f"{moe}+dsa" if self.has_dsa and self.is_moe else (f"{moe}+mla" if self.is_moe or not self.has_dsa
                                                                       else "dense+mla")
@@ -259,7 +264,9 @@ class ModelSpec(BaseModel):
 
 
 def _tp_units(b: Block) -> list[int]:
-    for names in (("heads", "kv_heads"), ("key_heads", "value_heads"), ("heads", "groups"), ("heads",)):
+    # attention TP splits query heads (KV heads replicate beyond their count), linear key and value heads,
+    # Mamba heads and their B/C groups
+    for names in (("key_heads", "value_heads"), ("heads", "groups"), ("heads",)):
         if all(hasattr(b, n) for n in names):
             return [getattr(b, n) for n in names]
     return []

@@ -201,3 +201,23 @@ def block_counts(layers: list[tuple[Layer, int]]) -> list[tuple[Block, int]]:
         for block in layer.blocks:
             counts[block] = counts.get(block, 0) + n
     return list(counts.items())
+
+
+def compact(layers: tuple[Layer, ...]) -> str:
+    """The stack as runs, with repeating groups of runs folded: `10 x (5 x [SWA ...] + 1 x [GQA ...])`."""
+    seq = runs(layers)
+    parts: list[str] = []
+    i = 0
+    while i < len(seq):
+        best = (1, 1)  # (period in runs, repetitions)
+        for p in range(1, (len(seq) - i) // 2 + 1):
+            k = 1
+            while seq[i + k * p:i + (k + 1) * p] == seq[i:i + p]:
+                k += 1
+            if k > 1 and p * k > best[0] * best[1]:
+                best = (p, k)
+        p, k = best
+        group = " + ".join(f"{n} x [{layer.label()}]" for layer, n in seq[i:i + p])
+        parts.append(f"{k} x ({group})" if k > 1 else group)
+        i += p * k
+    return ", ".join(parts)

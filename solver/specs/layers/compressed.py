@@ -39,7 +39,8 @@ class CompressedAttention(Block):
 
     def label(self) -> str:
         idx = f" top{self.indexer.topk}" if self.indexer else ""
-        return f"CSA {self.heads} x {self.head_dim} 1:{self.ratio} w{self.window}{idx}"
+        ratio = f" 1:{self.ratio}" if self.ratio else ""
+        return f"CSA {self.heads} x {self.head_dim}{ratio} w{self.window}{idx}"
 
     @property
     def o_dim(self) -> int:
