@@ -307,3 +307,22 @@ def test_nested_text_config_and_vision_tower_are_both_counted() -> None:
 def test_unknown_model_type_with_understood_fields_is_read_with_a_note() -> None:
     spec = parse_model_config(_dense_cfg(model_type="brand_new"), "x")
     assert any("brand_new" in w for w in spec.warnings)
+
+
+def test_mamba1_params_and_state() -> None:
+    from solver.specs.layers import Mamba1
+
+    m = Mamba1(hidden=H, d_inner=128, state_size=8, dt_rank=4, conv_kernel=4, inner_norms=True, state_dtype_bytes=4)
+    assert m.params == (H * 256 + 128 * 4 + 128 + 128 * (4 + 16) + 4 * 128 + 128 + 128 * 8 + 128 + (4 + 16)
+                        + 128 * H)
+    assert m.state(2, 1).constant_bytes == 128 * 8 * 4 + 3 * 128 * 2
+
+
+def test_jamba_periods_place_attention_and_experts() -> None:
+    cfg = _dense_cfg(model_type="jamba", num_hidden_layers=8, attn_layer_period=4, attn_layer_offset=2,
+                     expert_layer_period=2, expert_layer_offset=1, num_experts=4, num_experts_per_tok=2,
+                     mamba_d_state=8, mamba_d_conv=4, mamba_expand=2)
+    spec = parse_model_config(cfg, "x")
+    assert [type(x.mixer).__name__[0] for x in spec.layers] == list("MMAMMMAM")
+    assert [type(x.ffn).__name__ for x in spec.layers][:2] == ["DenseFFN", "MoE"]
+    assert spec.layers[0].mixer.dt_rank == 4  # "auto": ceil(64 / 16)

@@ -12,6 +12,7 @@ from solver.specs.layers import (
     GatedDeltaNet,
     Indexer,
     Lightning,
+    Mamba1,
     Mamba2,
     MoE,
 )
@@ -132,15 +133,18 @@ class BlockReader:
         raise f.err("layer_types", "linear_attention layers need linear_num_key_heads / linear_num_value_heads "
                     "(Gated DeltaNet), linear_attn_config (KDA) or attn_type_list (lightning)")
 
-    def mamba(self) -> Mamba2:
+    def mamba(self) -> Block:
         f = self.f
+        if not f.has("mamba_num_heads", "mamba_n_heads"):
+            return self.mamba1()
         heads = f.int("mamba_num_heads", "mamba_n_heads")
         head_dim = f.int("mamba_head_dim", "mamba_d_head")
         return Mamba2(hidden=self.h, heads=heads, head_dim=head_dim,
                       state_size=f.int("ssm_state_size", "mamba_d_state", "state_size"),
                       groups=f.int("n_groups", "mamba_n_groups", default=1),
                       conv_kernel=f.int("conv_kernel", "mamba_d_conv", default=4),
-                      conv_bias=f.bool("use_conv_bias", True), proj_bias=f.bool("mamba_proj_bias")
+                      conv_bias=f.bool("use_conv_bias", True) and f.bool("mamba_conv_bias", True),
+                      proj_bias=f.bool("mamba_proj_bias")
                       or f.bool("use_bias"), state_dtype_bytes=self.state_bytes)
 
     def compressed(self, index: int) -> CompressedAttention:
@@ -164,6 +168,20 @@ class BlockReader:
             return 0
         mix = (2 + m) * m
         return 2 * (mix * m * self.h + mix + 3)
+
+    def mamba1(self) -> Mamba1:
+        """Mamba-1 (no head count): d_inner = mamba_expand x hidden; dt_rank "auto" = ceil(hidden / 16)."""
+        f = self.f
+        if not f.has("mamba_d_state", "ssm_state_size", "state_size"):
+            raise f.err("layer_types", "mamba layers need mamba_num_heads (Mamba-2) or mamba_d_state (Mamba-1)")
+        expand = f.int("mamba_expand", "expand", default=2)
+        rank = f.cfg.get("mamba_dt_rank", "auto")
+        dt_rank = -(-self.h // 16) if rank == "auto" else f.check_int("mamba_dt_rank", rank)
+        return Mamba1(hidden=self.h, d_inner=expand * self.h,
+                      state_size=f.int("mamba_d_state", "ssm_state_size", "state_size"), dt_rank=dt_rank,
+                      conv_kernel=f.int("mamba_d_conv", "conv_kernel", default=4),
+                      conv_bias=f.bool("mamba_conv_bias", True), proj_bias=f.bool("mamba_proj_bias"),
+                      inner_norms=f.bool("_mamba_inner_norms"), state_dtype_bytes=self.state_bytes)
 
     def mixer(self, slot: Slot) -> Block | None:
         kind = slot.mixer

@@ -4,12 +4,14 @@ Mixer kinds: full, sliding, chunked (softmax attention, windowed or not), linear
 dense, moe, none. Conventions read, in order of precedence:
   one block per layer:  hybrid_override_pattern ("M" Mamba, "E" MoE, "*" attention, "-" MLP) or
                         layers_block_type (mamba / moe / attention / mlp), Nemotron-H
-  mixers:               layer_types; attn_type_list (0 linear, 1 softmax); linear_attn_config.kda_layers /
+  mixers:               compress_ratios (DeepSeek-V4); layer_types; attn_type_list (0 linear, 1 softmax);
+                        attn_layer_period / attn_layer_offset (Jamba); linear_attn_config.kda_layers /
                         full_attn_layers (1-based); full_attention_interval; block_configs[i].attention.no_op;
                         sliding_window_pattern (every N-th layer global, or a string such as "LLLG");
                         attention_chunk_size + no_rope_layer_interval; use_sliding_window + max_window_layers;
                         sliding_window alone (every layer windowed)
-  FFNs:                 block_configs[i].ffn; mlp_layer_types; moe_layer_freq as a list; first_k_dense_replace,
+  FFNs:                 block_configs[i].ffn; mlp_layer_types; expert_layer_period / offset (Jamba);
+                        moe_layer_freq as a list; first_k_dense_replace,
                         moe_layer_freq / decoder_sparse_step / interleave_moe_layer_step as an int;
                         mlp_only_layers; a num_layers that counts blocks of several sub-layers (LongCat)
 Every list must have one entry per layer and every entry must be known: anything else is an InputError
@@ -117,6 +119,11 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
             raise f.err("linear_attn_config", f"layer numbers {extra} outside 1..{layers}" if shift
                         else f"layer numbers {extra} outside 0..{layers - 1}")
         return kinds, "linear_attn_config"
+    if f.has("attn_layer_period"):
+        # Jamba: attention where i % period == offset, Mamba elsewhere
+        period = f.int("attn_layer_period", maximum=max(layers, 1))
+        offset = f.int("attn_layer_offset", default=0, minimum=0, maximum=period - 1)
+        return ["full" if i % period == offset else "mamba" for i in range(layers)], "attn_layer_period"
     if f.has("full_attention_interval"):
         n = f.int("full_attention_interval", maximum=layers)
         return ["full" if (i + 1) % n == 0 else "linear" for i in range(layers)], "full_attention_interval"
@@ -174,6 +181,11 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
             if t not in MLP_LAYER_TYPE:
                 raise f.err("mlp_layer_types", f"unknown entry {t!r} at index {i}")
         return [MLP_LAYER_TYPE[t] for t in types]
+    if f.has("expert_layer_period"):
+        # Jamba: MoE where i % period == offset, dense elsewhere
+        period = f.int("expert_layer_period", maximum=max(layers, 1))
+        offset = f.int("expert_layer_offset", default=0, minimum=0, maximum=period - 1)
+        return ["moe" if i % period == offset else "dense" for i in range(layers)]
     if isinstance(cfg.get("moe_layer_freq"), list):
         flags = f.int_list("moe_layer_freq", layers) or []
         if any(v not in (0, 1) for v in flags):

@@ -1,4 +1,4 @@
-"""State-space mixer: Mamba-2 (Nemotron-H, Jamba-1.5, Falcon-H1, Granite-4 hybrids).
+"""State-space mixers: Mamba-2 (Nemotron-H, Falcon-H1, Granite-4 hybrids) and Mamba-1 (Jamba).
 
 Parameters (HF Mamba2Mixer): in_proj hidden -> 2 x d_inner + 2 x groups x d_state + heads, a depthwise
 causal conv over x, B, C (conv_dim = d_inner + 2 x groups x d_state, kernel k, optional bias), dt_bias,
@@ -71,3 +71,62 @@ class Mamba2(Block):
 
     def activation(self, pc, tokens: float) -> float:
         return tokens * (2 * self.d_inner + 2 * self.groups * self.state_size) / pc.attn_tp_size * 2
+
+
+@dataclass(frozen=True)
+class Mamba1(Block):
+    """Mamba-1 (HF MambaMixer / JambaMambaMixer): in_proj hidden -> 2 x d_inner, a depthwise conv over x
+    (kernel k, optional bias), x_proj d_inner -> dt_rank + 2 x d_state, dt_proj dt_rank -> d_inner (+ bias),
+    A_log d_inner x d_state, D d_inner, out_proj d_inner -> hidden; Jamba adds RMSNorms on dt, B and C.
+    State per request: the conv tail (k - 1) x d_inner and the SSM state d_inner x d_state."""
+
+    hidden: int
+    d_inner: int
+    state_size: int
+    dt_rank: int
+    conv_kernel: int = 4
+    conv_bias: bool = True
+    proj_bias: bool = False
+    inner_norms: bool = False  # Jamba's dt / B / C layernorms
+    state_dtype_bytes: int = 2
+
+    role = "mixer"
+    kind = "Mamba1"
+
+    def label(self) -> str:
+        return f"Mamba1 {self.d_inner} N{self.state_size}"
+
+    @property
+    def heads(self) -> int:  # TP splits d_inner channels; report them as the unit attention TP must divide
+        return self.d_inner
+
+    def parts(self) -> tuple[Part, ...]:
+        h, di, n, r = self.hidden, self.d_inner, self.state_size, self.dt_rank
+        return (Part("in_proj", h * 2 * di + (2 * di if self.proj_bias else 0), "tp"),
+                Part("conv1d", di * self.conv_kernel + (di if self.conv_bias else 0), "tp"),
+                Part("x_proj", di * (r + 2 * n), "tp"),
+                Part("dt_proj", r * di + di, "tp"),
+                Part("A_log+D", di * n + di, "tp"),
+                Part("inner_norms", (r + 2 * n) if self.inner_norms else 0, "none"),
+                Part("out_proj", di * h + (h if self.proj_bias else 0), "tp"))
+
+    def shares(self) -> tuple[Share, ...]:
+        return (Share(MODULE, "attention", "attn_tp_size", tuple(p for p in self.parts() if p.params)),)
+
+    def state(self, kv_bytes: int, attn_tp: int) -> State:
+        share = math.ceil(self.d_inner / attn_tp) / self.d_inner
+        ssm = self.d_inner * self.state_size * self.state_dtype_bytes
+        conv = (self.conv_kernel - 1) * self.d_inner * 2
+        return State(constant_bytes=(ssm + conv) * share)
+
+    def ops(self, cx: CostKit) -> list:
+        proj = sum(p.params for p in self.parts())
+        # the selective scan is per channel: d_inner "heads" of d_k = d_state, d_v = 1
+        return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=self.d_inner,
+                             dk=self.state_size, dv=1, state_bytes_rank=self.state(2, cx.pc.attn_tp_size).constant_bytes)
+
+    def comms(self, cx: CostKit, hide_s: float) -> list:
+        return recurrent_comms(cx, MODULE, self.hidden)
+
+    def activation(self, pc, tokens: float) -> float:
+        return tokens * 2 * self.d_inner / pc.attn_tp_size * 2
