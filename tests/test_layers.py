@@ -326,3 +326,9 @@ def test_jamba_periods_place_attention_and_experts() -> None:
     assert [type(x.mixer).__name__[0] for x in spec.layers] == list("MMAMMMAM")
     assert [type(x.ffn).__name__ for x in spec.layers][:2] == ["DenseFFN", "MoE"]
     assert spec.layers[0].mixer.dt_rank == 4  # "auto": ceil(64 / 16)
+
+
+def test_parallel_hybrid_layer_holds_attention_and_mamba_side_by_side() -> None:
+    cfg = _dense_cfg(model_type="falcon_h1", mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=1)
+    layer = parse_model_config(cfg, "x").layers[0]
+    assert [type(b).__name__ for b in layer.blocks] == ["Attention", "Mamba2", "DenseFFN"]

@@ -388,8 +388,10 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         reader = BlockReader(f, hidden, n_layers)
     norms = reader.norms
     stack: list[Layer] = []
+    parallel_ssm = f.bool("_parallel_mamba")  # Falcon-H1: attention and Mamba-2 side by side in every layer
     for slot in layer_slots:
-        blocks = tuple(b for b in ((reader.mixer(slot),) + reader.ffns(slot)) if b is not None)
+        side = (reader.mamba(),) if parallel_ssm and slot.mixer in ("full", "sliding", "chunked") else ()
+        blocks = tuple(b for b in ((reader.mixer(slot),) + side + reader.ffns(slot)) if b is not None)
         per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
         stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params()))
     layers = tuple(stack)
