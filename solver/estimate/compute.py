@@ -11,7 +11,6 @@ return over the model's stack. It never names a layer type.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from solver.estimate import comm

@@ -18,11 +18,11 @@ from pydantic import BaseModel, ConfigDict, SkipValidation
 
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
-from solver.specs.config.encoders import ENCODER_KEYS, Encoder, read_encoders
+from solver.specs.config.encoders import Encoder, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields
-from solver.specs.config.pattern import Slot, slots
+from solver.specs.config.pattern import Slot, one_block_pattern, slots
 from solver.specs.config.quant import QuantSpec, read_quant
-from solver.specs.layers import MLA, Attention, CompressedAttention, DenseFFN, Layer, MoE, grouped, runs
+from solver.specs.layers import MLA, Attention, CompressedAttention, DenseFFN, Layer, MoE, grouped
 from solver.specs.layers.base import block_counts, compact
 from solver.specs.layers.base import Block
 from solver.specs.validation import load_yaml
@@ -340,11 +340,9 @@ def _mtp(f: Fields, reader: BlockReader, stack: tuple[Layer, ...]) -> tuple[tupl
     pattern = None
     if f.has("mtp_hybrid_override_pattern"):
         sub = Fields({"hybrid_override_pattern": f.cfg["mtp_hybrid_override_pattern"]}, f.origin, f.prefix)
-        from solver.specs.config.pattern import one_block_pattern
         pattern = one_block_pattern(sub)
     elif f.has("mtp_layers_block_type"):
         sub = Fields({"layers_block_type": f.cfg["mtp_layers_block_type"]}, f.origin, f.prefix)
-        from solver.specs.config.pattern import one_block_pattern
         pattern = one_block_pattern(sub)
     if pattern is not None:
         layers = []
@@ -411,5 +409,3 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         pattern_source=source, quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
     )
 
-
-_ = ENCODER_KEYS  # re-exported for callers that list the keys
