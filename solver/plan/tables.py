@@ -3,7 +3,10 @@
 A step's cost is a sum over module groups, and each group's cost depends only on its own knobs and the
 batch: attention (attn_tp, cp, kvp, attn_sp, o_proj_tp), dense (dense_tp: dense FFN + shared experts),
 moe (moe_tp: routed experts, router, EP all-to-all), embed (embed_tp), lmhead (lmhead_tp). So the tables
-are exact for the additive model; the planner re-checks its answers with the full estimator.
+are exact for the additive model; the planner re-checks its answers with the full estimator. One term is not
+additive: when dense TP equals MoE TP the shared and routed experts share one all-reduce (specs/layers/moe.py),
+which the tables charge once per group (an upper bound the full estimate removes). Modules map to groups by
+the knob each layer block declares for them (`module_groups`): the tables never name a layer type.
 """
 from __future__ import annotations
 
