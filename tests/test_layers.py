@@ -332,3 +332,10 @@ def test_parallel_hybrid_layer_holds_attention_and_mamba_side_by_side() -> None:
     cfg = _dense_cfg(model_type="falcon_h1", mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=1)
     layer = parse_model_config(cfg, "x").layers[0]
     assert [type(b).__name__ for b in layer.blocks] == ["Attention", "Mamba2", "DenseFFN"]
+
+
+def test_gemma_4_moe_key_spellings_are_read() -> None:
+    cfg = _dense_cfg(model_type="gemma4_text", enable_moe_block=True, num_experts=8, top_k_experts=2,
+                     expert_intermediate_size=32)
+    moe = parse_model_config(cfg, "x").layers[0].ffn
+    assert (type(moe).__name__, moe.experts, moe.topk, moe.inter) == ("MoE", 8, 2, 32)
