@@ -22,7 +22,7 @@ from solver.estimate.compute import (
     mean_keys_capped,
 )
 from solver.estimate.memory import cache_per_rank, kv_bytes_per_token_layer
-from solver.estimate.params import _attention_parts, count_params
+from solver.estimate.params import count_params
 from solver.estimate.serving import (
     DEFAULT_TOKEN_BUDGET,
     Workload,
@@ -202,7 +202,7 @@ def test_sp_keeps_full_heads_unsharded_weights_and_allgathers_new_kv_and_indexer
     prec = _prec(V32, kv_dtype="fp8")
     pc = make_parallel_config(8, attn_sp_size=8)
     ops = _ops(V32, pc, w, prec=prec)
-    full = sum(p.params for p in _attention_parts(V32))
+    full = sum(p.params for p in V32._attention.proj_parts())
     assert ops["qkv_proj"].flops == pytest.approx(2 * S / 8 * full)  # whole weights, 1/8 of the tokens
     keys = mean_keys_capped(w, 2048)
     assert ops["attention_core"].flops == pytest.approx(2 * 128 * S * keys * 1088 / 8)  # 128 heads, no padding

@@ -11,6 +11,7 @@ from solver.estimate.memory import (
     cache_per_rank,
     indexer_bytes_per_token_layer,
     kv_bytes_per_token_layer,
+    state_per_rank,
     max_batch,
     memory_per_rank,
     weights_per_rank,
@@ -202,3 +203,32 @@ def test_memory_total_is_the_sum_of_its_parts() -> None:
              + rep.comm_buffer_bytes + rep.reserved_bytes)
     assert math.isclose(rep.total, parts)
     assert rep.indexer_cache_bytes > 0
+
+
+def test_hybrid_model_holds_kv_for_its_attention_layers_only_at_128k() -> None:
+    # Nemotron-3-Nano: 6 GQA layers (2 KV heads x 128 x K,V x 2 B) among 52; 23 Mamba-2 layers hold a constant state
+    model = load_model("nemotron-3-nano")
+    pc = make_parallel_config(1)
+    kv, idx, _ = cache_per_rank(model, pc, _prec("nemotron-3-nano"), 1, 131072)
+    assert kv == 6 * 131072 * 2 * 128 * 2 * 2 and idx == 0
+    state = state_per_rank(model, pc, _prec("nemotron-3-nano"), 1, 131072)
+    assert state == 23 * (64 * 64 * 128 * 4 + 3 * (4096 + 2 * 8 * 128) * 2)  # fp32 SSM state + bf16 conv tail
+
+
+def test_sliding_window_layers_hold_only_their_window_at_128k() -> None:
+    # Gemma-3-27B: 10 global layers hold 128K tokens, 52 sliding layers hold 1024; 16 KV heads x 128 x K,V x 2 B
+    model = load_model("gemma-3-27b")
+    kv, _, _ = cache_per_rank(model, make_parallel_config(1), _prec("gemma-3-27b"), 1, 131072)
+    per_token = 16 * 128 * 2 * 2
+    assert kv == (10 * 131072 + 52 * 1024) * per_token
+
+
+def test_cp_splits_only_growing_state() -> None:
+    model = load_model("qwen3-next-80b-a3b")
+    prec = _prec("qwen3-next-80b-a3b")
+    kv1, _, _ = cache_per_rank(model, make_parallel_config(4), prec, 4, 65536)
+    kv4, _, _ = cache_per_rank(model, make_parallel_config(4, cp_size=4), prec, 4, 65536)
+    assert kv4 == kv1  # 4 sequences on 4 DP replicas vs 4 sequences over one CP4 group: same bytes per rank
+    s1 = state_per_rank(model, make_parallel_config(4), prec, 4, 65536)
+    s4 = state_per_rank(model, make_parallel_config(4, cp_size=4), prec, 4, 65536)
+    assert s4 == 4 * s1  # the CP group holds all 4 requests' linear state on every rank: CP does not split it

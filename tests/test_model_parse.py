@@ -32,7 +32,7 @@ def _config(stem: str) -> dict[str, Any]:
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: p.stem)
 def test_every_catalog_config_parses(path: Path) -> None:
     spec = parse_model_config(load_json(path), path.stem)
-    assert spec.num_layers == spec.num_dense_layers + spec.num_moe_layers or spec.model_type == "longcat_flash"
+    assert spec.layers and all(layer.blocks for layer in spec.layers)
     assert count_params(spec).total > 0
 
 
@@ -170,3 +170,91 @@ def test_mutated_configs_raise_only_shardplan_errors(cfg: dict[str, Any]) -> Non
     for kv_bytes in (1, 2):
         for tp in (1, 8):
             assert kv_bytes_per_token_layer(spec, kv_bytes, tp) >= 0
+
+
+# ------------------------------------------------------------------------------ bad size-bearing fields
+
+
+def test_unknown_layer_types_entry_names_the_field_and_value() -> None:
+    cfg = _config("LGAI-EXAONE--EXAONE-4.0-32B")
+    cfg["layer_types"][3] = "mystery_attention"
+    with pytest.raises(InputError, match=r"layer_types: unknown entry 'mystery_attention' at index 3"):
+        parse_model_config(cfg, "x")
+
+
+def test_layer_types_of_the_wrong_length_is_an_error() -> None:
+    cfg = _config("LGAI-EXAONE--EXAONE-4.0-32B")
+    cfg["layer_types"] = cfg["layer_types"][:-1]
+    with pytest.raises(InputError, match="layer_types: has 63 entries for 64 layers"):
+        parse_model_config(cfg, "x")
+
+
+def test_hybrid_pattern_of_the_wrong_length_is_an_error() -> None:
+    cfg = _config("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    cfg["hybrid_override_pattern"] += "M"
+    with pytest.raises(InputError, match="hybrid_override_pattern: has 53 entries for num_hidden_layers = 52"):
+        parse_model_config(cfg, "x")
+
+
+def test_unknown_pattern_character_is_an_error() -> None:
+    cfg = _config("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    cfg["hybrid_override_pattern"] = "X" + cfg["hybrid_override_pattern"][1:]
+    with pytest.raises(InputError, match="hybrid_override_pattern: unknown layer character"):
+        parse_model_config(cfg, "x")
+
+
+def test_negative_window_is_an_error() -> None:
+    cfg = _config("LGAI-EXAONE--EXAONE-4.0-32B")
+    cfg["sliding_window"] = -4096
+    with pytest.raises(InputError, match="sliding_window: must be >= 1, got -4096"):
+        parse_model_config(cfg, "x")
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 1e300, 2**62])
+def test_non_finite_or_absurd_layer_counts_are_refused(value: float) -> None:
+    cfg = _config("meta-llama--Meta-Llama-3.1-8B")
+    cfg["num_hidden_layers"] = value
+    with pytest.raises(InputError, match="num_hidden_layers: must be"):
+        parse_model_config(cfg, "x")
+
+
+def test_huge_integer_in_a_size_field_is_refused() -> None:
+    cfg = _config("meta-llama--Meta-Llama-3.1-8B")
+    cfg["intermediate_size"] = 10**15
+    with pytest.raises(InputError, match="intermediate_size: must be <="):
+        parse_model_config(cfg, "x")
+
+
+def test_infinity_in_a_field_that_sizes_nothing_is_fine() -> None:
+    # Nemotron-3-Super's time_step_limit holds the bare JSON token Infinity (SOURCES.md)
+    spec = load_model("nemotron-3-super")
+    assert spec.num_layers == 88
+
+
+def test_one_based_index_list_outside_the_layers_is_an_error() -> None:
+    cfg = _config("moonshotai--Kimi-K3")
+    cfg["text_config"]["linear_attn_config"]["full_attn_layers"].append(200)
+    with pytest.raises(InputError, match="linear_attn_config"):
+        parse_model_config(cfg, "x")
+
+
+def test_nested_field_errors_name_the_nested_path() -> None:
+    cfg = _config("Qwen--Qwen3.5-9B")
+    cfg["text_config"]["linear_num_value_heads"] = -2
+    with pytest.raises(InputError, match=r"text_config\.linear_num_value_heads: must be >= 1"):
+        parse_model_config(cfg, "x")
+
+
+def test_bad_config_on_the_command_line_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from solver.cli.main import main as cli
+
+    cfg = _config("LGAI-EXAONE--EXAONE-4.0-32B")
+    cfg["layer_types"][0] = "bogus"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    result = CliRunner().invoke(cli, ["inspect", str(path)])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.strip().splitlines() if line]
+    assert len(lines) == 1 and "layer_types: unknown entry 'bogus'" in lines[0]

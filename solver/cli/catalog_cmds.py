@@ -63,10 +63,12 @@ def hardware_cmd(fmt: str) -> None:
 
 @click.command("inspect")
 @click.argument("model", type=NAME)
+@click.option("--download", is_flag=True, help="fetch config.json (only) from the Hugging Face hub when the "
+              "name is neither in the catalog nor in the local hub cache")
 @format_option()
-def inspect_cmd(model: str, fmt: str) -> None:
-    """Architecture class, parameters per module, module characteristics (seed Step 1)."""
-    spec = load_model(model)
+def inspect_cmd(model: str, download: bool, fmt: str) -> None:
+    """Layer stack, parameters and state per layer type, modules per group (seed Step 1)."""
+    spec = load_model(model, download=download)
     _warn(spec.warnings)
     data = inspect_data(spec)
     if fmt != "table":
@@ -74,6 +76,15 @@ def inspect_cmd(model: str, fmt: str) -> None:
         return
     con = console()
     con.print(f"[bold]{spec.name}[/bold]  model_type={spec.model_type}  architecture={data['architecture']}")
+    con.print(f"stack ({spec.num_layers} layers, pattern from {data['pattern_source'] or 'the default: every layer alike'}): "
+              f"{data['stack']}")
+    con.print(table("layer types", ["block", "layers", "params/layer (M)", "params (B)", "state B/token",
+                                    "window", "state const (MB)"],
+                    [[r["block"], r["layers"], r["params_per_layer"] / 1e6, r["params"] / 1e9,
+                      r["state_bytes_per_token"], r["state_window"] or "-", r["state_constant_bytes"] / 1e6]
+                     for r in data["layer_types"]]))
+    con.print(table("outside the stack", ["module", "params (B)", "placement"],
+                    [[r["module"], r["params"] / 1e9, r["placement"]] for r in data["outside_stack"]]))
     con.print(table("basic parameters (seed 1.1)", ["parameter", "value"], list(data["basic"].items())))
     con.print(table("parameters per module", ["module", "params (B)", "share", "active/token (B)", "split by"],
                     [[m["name"], m["params"] / 1e9, f"{m['share']:.1%}", m["active_params"] / 1e9, m["parallel"]]

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from solver.estimate.params import ModuleParams, ParamReport, count_params
+from solver.specs.layers.dsa import INDEXER_SCALE_BYTES  # noqa: F401  (re-exported)
 from solver.specs.framework import DEFAULT_TOKEN_BUDGET
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -21,7 +22,6 @@ WEIGHTS_KV_FRACTION = 0.8  # seed 3.2: parameters + KV close to capacity x 0.8 -
 COMM_BUFFER_BYTES = 375 * 2**20
 # Default tokens per attention replica in one prefill forward: the chunked-prefill default token budget
 DEFAULT_PREFILL_CHUNK = DEFAULT_TOKEN_BUDGET
-INDEXER_SCALE_BYTES = 4  # one fp32 scale per cached indexer key (facts/attention-variants.md)
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ class MemoryReport:
     weights_kv_fraction: float
     sequences_per_rank: float
     notes: tuple[str, ...] = field(default=())
+    state_bytes: float = 0.0  # constant per-request state (linear attention, SSM) of the sequences held
 
     @property
     def weights_total(self) -> float:
@@ -59,7 +60,7 @@ class MemoryReport:
 
     @property
     def cache_total(self) -> float:
-        return self.kv_cache_bytes + self.indexer_cache_bytes
+        return self.kv_cache_bytes + self.indexer_cache_bytes + self.state_bytes
 
     @property
     def total(self) -> float:
@@ -89,40 +90,27 @@ class MemoryReport:
 # ------------------------------------------------------------------------------------------------ weights
 
 
-def _split_degree(part_split: str, degree: int, kv_heads: int) -> int:
-    if part_split == "tp":
-        return degree
-    if part_split == "kv_heads":
-        return min(degree, kv_heads)
-    return 1
-
-
-def _module_degree(name: str, pc: ParallelConfig, opts: MemoryOptions) -> int:
-    """How many ways a module's 'tp' parts are split under this config."""
-    return {
-        "embedding": pc.embed_tp_size,
-        "attention": pc.attn_tp_size,  # SP/CP keep full attention weights on every rank
-        "indexer": pc.attn_tp_size,  # parts are all "none": replicated under TP (facts/attention-variants.md)
-        "o_proj": pc.oproj_shards,
-        "dense_ffn": pc.dense_tp_size,
-        "shared_experts": getattr(pc, opts.shared_experts_knob),
-        "routed_experts": pc.world_size,  # E/EP experts per rank, each split moe_tp ways
-        "router": 1,
-        "norms": 1,
-        "lm_head": pc.lmhead_tp_size,
-        "mtp_glue": 1,
-    }[name]
+def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions) -> int:
+    """How many ways the "tp" parts of a module owned by `knob` are split under this config."""
+    if knob is None:
+        return 1
+    if knob == "moe_tp_size":
+        return pc.world_size  # E/EP experts per rank, each split moe_tp ways
+    if knob == "o_proj_tp_size":
+        return pc.oproj_shards
+    if knob == "shared_experts_tp":
+        return getattr(pc, opts.shared_experts_knob)
+    if knob == "encoder_tp_size":
+        return 1
+    return getattr(pc, knob)  # attention TP: SP/CP keep full attention weights on every rank
 
 
 def module_weight_bytes(mod: ModuleParams, model: ModelSpec, pc: ParallelConfig, prec: Precision,
                         opts: MemoryOptions) -> float:
-    degree = _module_degree(mod.name, pc, opts)
+    degree = split_degree(mod.knob, pc, opts)
     fmt = prec.fmt(mod.group)
-    total = 0.0
     # norms and router weights stay 16-bit in quantized checkpoints (the "norm" group is always bf16)
-    for part in mod.parts:
-        total += part.params * fmt.bytes_per_param / _split_degree(part.split, degree, model.num_key_value_heads)
-    return total
+    return sum(part.params * fmt.bytes_per_param / part.degree(degree) for part in mod.parts)
 
 
 def weights_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
@@ -142,43 +130,89 @@ def kv_heads_per_rank(model: ModelSpec, attn_tp: int) -> int:
     return max(1, math.ceil(model.num_key_value_heads / attn_tp))
 
 
+def _primary(model: ModelSpec):
+    return model._attention
+
+
 def kv_bytes_per_token_layer(model: ModelSpec, kv_bytes: int, attn_tp: int = 1) -> float:
-    """KV-cache bytes one token adds in one layer on one rank (before CP/KVP token sharding).
+    """KV-cache bytes one token adds in one layer of the primary (full) attention type on one rank.
 
     GQA: K and V for this rank's KV heads. MLA: the compressed latent plus the rope key, one shared 'head'
-    that attention TP does not shard. FP8 MLA uses the FlashMLA layout: 512 fp8 + 4 fp32 scales + 64 bf16 rope.
+    that attention TP does not shard. Per-layer figures for every layer type: `state_of_layers`.
     """
-    if model.has_mla:
-        lora, rope = model.kv_lora_rank or 0, model.qk_rope_head_dim or 0
-        if kv_bytes == 1:
-            return lora + 4 * math.ceil(lora / 128) + 2 * rope
-        return (lora + rope) * kv_bytes
-    heads = kv_heads_per_rank(model, attn_tp)
-    return heads * (model.head_dim + model.v_head_dim) * kv_bytes
+    a = _primary(model)
+    return a.state(kv_bytes, attn_tp).per_token_bytes if a is not None else 0.0
 
 
 def indexer_bytes_per_token_layer(model: ModelSpec) -> float:
     """DSA indexer key cache: index_head_dim FP8 values + one FP32 scale (132 B for V3.2)."""
-    if not model.has_dsa:
-        return 0.0
-    return (model.index_head_dim or 0) + INDEXER_SCALE_BYTES
+    a = _primary(model)
+    return a.state(2, 1).index_per_token_bytes if a is not None else 0.0
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """One request's state summed over layers, on one rank before CP / KVP token sharding."""
+
+    kv: float  # growing KV (capped at the window for sliding / chunked layers)
+    index: float  # DSA indexer keys
+    constant: float  # linear-attention / SSM state and conv tails
+
+
+def state_of_layers(layers: list, kv_bytes: int, attn_tp: int, seq_len: float) -> StateBytes:
+    """Per-request state of (layer, count) pairs holding `seq_len` tokens."""
+    kv = idx = const = 0.0
+    for layer, n in layers:
+        for block in layer.blocks:
+            st = block.state(kv_bytes, attn_tp)
+            held = st.tokens_held(seq_len)
+            kv += n * st.per_token_bytes * held
+            idx += n * st.index_per_token_bytes * held
+            const += n * st.constant_bytes
+    return StateBytes(kv, idx, const)
 
 
 def cached_tokens_per_layer_sum(model: ModelSpec, seq_len: int) -> float:
-    """Sum over layers of tokens held: local-window layers keep at most their window."""
-    window = model.local_attention_window or seq_len
-    return model.num_global_attention_layers * seq_len + model.num_local_attention_layers * min(seq_len, window)
+    """Sum over layers with a growing cache of the tokens each holds (windowed layers keep their window)."""
+    total = 0.0
+    for layer, n in model.layer_groups:
+        for block in layer.blocks:
+            st = block.state(2, 1)
+            if st.grows:
+                total += n * st.tokens_held(seq_len)
+    return total
+
+
+def _mtp_layers(model: ModelSpec, mtp_layers: int) -> list:
+    """The MTP modules' layers (their caches count only when MTP is on)."""
+    if not mtp_layers:
+        return []
+    return [(layer, 1) for module in model.mtp_modules[:mtp_layers] for layer in module]
+
+
+def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int,
+                  mtp_layers: int = 0) -> StateBytes:
+    """One request's state on one rank: growing parts split by CP x KVP, constant parts by attention TP only."""
+    st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_bytes, pc.attn_tp_size,
+                         seq_len)
+    shards = pc.cp_size * pc.kvp_size
+    return StateBytes(st.kv / shards, st.index / shards, st.constant)
 
 
 def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
                    mtp_layers: int = 0) -> tuple[float, float, float]:
-    """(KV bytes, indexer bytes, sequences per rank). CP and KVP shard tokens; TP shards GQA heads only."""
+    """(KV bytes, indexer bytes, sequences per rank). CP and KVP shard tokens; TP shards GQA heads only.
+    Constant per-request state (linear / SSM layers): `state_per_rank`."""
     seqs = batch / pc.attn_replicas
-    token_shards = pc.cp_size * pc.kvp_size
-    layer_tokens = cached_tokens_per_layer_sum(model, seq_len) + mtp_layers * seq_len
-    kv = seqs * layer_tokens * kv_bytes_per_token_layer(model, prec.kv_bytes, pc.attn_tp_size) / token_shards
-    idx = seqs * layer_tokens * indexer_bytes_per_token_layer(model) / token_shards
-    return kv, idx, seqs
+    st = request_state(model, pc, prec, seq_len, mtp_layers)
+    return seqs * st.kv, seqs * st.index, seqs
+
+
+def state_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
+                   mtp_layers: int = 0) -> float:
+    """Constant per-request state (linear attention, SSM) of the sequences a rank holds."""
+    seqs = batch / pc.attn_replicas
+    return seqs * request_state(model, pc, prec, seq_len, mtp_layers).constant
 
 
 # ------------------------------------------------------------------------------------------- activations
@@ -188,32 +222,15 @@ def activation_per_rank(model: ModelSpec, pc: ParallelConfig, tokens: float,
                         sequences: float) -> float:
     """Peak transient bytes of one forward over `tokens` tokens of one attention replica.
 
-    Layers run one after another, so the peak is the residual stream plus the largest module intermediate.
+    Layers run one after another, so the peak is the residual stream plus the largest block intermediate.
     """
     h = model.hidden_size
     act_b = 2  # activations held in bf16 between kernels
     t = tokens / pc.token_shards  # tokens a rank computes attention for
     residual = 3 * t * h * act_b  # residual, normed input, module output
-    heads = model.num_attention_heads / pc.attn_tp_size
-    if model.has_mla:
-        # non-absorbed prefill: q and k at nope+rope per head, v at v_head_dim
-        attn = t * heads * (2 * model.head_dim + model.v_head_dim) * act_b
-    else:
-        kvh = kv_heads_per_rank(model, pc.attn_tp_size)
-        attn = t * (heads * model.head_dim + 2 * kvh * model.head_dim) * act_b
-    if model.has_dsa:
-        # indexer logits for the queries of this rank against the context, fp32, chunked per query block
-        attn += t * min(tokens, 4096) * 4
-    # FFN/MoE groups gather the tokens of their members: a rank's share of the system's tokens is u
-    u = tokens * pc.attn_replicas / pc.world_size
-    dense = u * 2 * model.intermediate_size * act_b if model.has_dense_ffn else 0.0
-    moe = 0.0
-    if model.is_moe:
-        pairs = u * model.real_experts_per_token * pc.moe_tp_size  # token-expert pairs landing on a rank
-        inter = model.moe_intermediate_size or model.intermediate_size
-        moe = pairs * (h + 2 * inter / pc.moe_tp_size) * act_b
+    largest = max((b.activation(pc, tokens) for layer, _ in model.layer_groups for b in layer.blocks), default=0.0)
     logits = max(sequences, 1.0) * model.vocab_size / pc.lmhead_tp_size * 4
-    return residual + max(attn, dense, moe, logits)
+    return residual + max(largest, logits)
 
 
 def prefill_chunk(opts: MemoryOptions, seq_len: int, seqs: float) -> float:
@@ -235,7 +252,8 @@ def comm_buffers_per_rank(model: ModelSpec, pc: ParallelConfig, tokens_per_rank:
     if model.is_moe and pc.moe_ep_size > 1:
         # all-to-all dispatch and combine staging: every token-expert pair a rank can send, both ways
         # (zero-computation experts stay on the rank: they are not dispatched)
-        total += 2 * tokens_per_rank * model.real_experts_per_token * model.hidden_size * 2
+        width = max(getattr(b, "expert_width", 0) for b in model.blocks)
+        total += 2 * tokens_per_rank * model.real_experts_per_token * width * 2
     return total
 
 
@@ -250,8 +268,9 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
     mtp = mtp_layers or 0  # MTP is a deployment choice: its layers count only when enabled
     weights = weights_per_rank(model, pc, prec, replace(opts, include_mtp=mtp > 0), report)
     # next-n depth > 1 reuses the checkpoint's MTP layer(s): weights and cache are those layers only
-    kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len,
-                                   mtp_layers=model.num_mtp_layers if mtp > 0 else 0)
+    mtp_cache = model.num_mtp_layers if mtp > 0 else 0
+    kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
+    state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
     chunk = prefill_chunk(opts, seq_len, seqs)
     act = activation_peak(model, pc, opts, seq_len, seqs)
     comm = comm_buffers_per_rank(model, pc, max(chunk / pc.token_shards, seqs))
@@ -268,6 +287,7 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
         weights_kv_fraction=opts.weights_kv_fraction,
         sequences_per_rank=seqs,
         notes=tuple(notes),
+        state_bytes=state,
     )
 
 

@@ -18,30 +18,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from solver.estimate import comm
-from solver.estimate.compute import ACT_BYTES, Factors, OpCost, Work, group_tokens, head_ops, layer_ops
-from solver.estimate.memory import indexer_bytes_per_token_layer, kv_bytes_per_token_layer
-from solver.estimate.params import ParamReport, count_params
+from solver.estimate.compute import (  # noqa: F401  (CommCost, tp_module re-exported: callers import them here)
+    CommCost,
+    Factors,
+    Kit,
+    OpCost,
+    Work,
+    collective,
+    group_tokens,
+    head_ops,
+    stack_ops,
+    tp_module,
+)
+from solver.estimate.params import ParamReport
 from solver.specs.hardware import Hardware
+from solver.specs.layers.base import ACT_BYTES, block_counts  # noqa: F401
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 
-
-@dataclass(frozen=True)
-class CommCost:
-    name: str
-    module: str
-    primitive: str
-    group: int
-    bytes: float
-    time_s: float
-    exposed_s: float
-    tier: str
-
-    def scaled(self, n: float, prefix: str = "") -> "CommCost":
-        """The same collective run n times (over n layers or draft passes)."""
-        return replace(self, name=prefix + self.name, bytes=self.bytes * n, time_s=self.time_s * n,
-                       exposed_s=self.exposed_s * n)
+# ops whose compute a KV gather on the second stream can hide behind (the attention core of the same layer)
+_HIDING_OPS = ("attention_core", "indexer_score")
 
 
 @dataclass
@@ -100,111 +97,20 @@ def _c(name: str, module: str, prim: str, n: int, nbytes: float, t: float, tier:
     return CommCost(name, module, prim, n, nbytes, t, t if exposed is None else exposed, tier)
 
 
-def _tp_module(name: str, module: str, hw: Hardware, d: int, nbytes: float, eff: float, reshard: bool
-               ) -> list[CommCost]:
-    """All-gather in + reduce-scatter out over a module's TP group (one all-reduce when nothing reshards)."""
-    tier = comm.crosses(hw, d)
-    if not reshard:
-        return [_c(f"{name}_allreduce", module, "all_reduce", d, nbytes, comm.all_reduce_s(hw, d, nbytes, 1, eff),
-                   tier)]
-    return [_c(f"{name}_gather", module, "all_gather", d, nbytes, comm.all_gather_s(hw, d, nbytes, 1, eff), tier),
-            _c(f"{name}_scatter", module, "reduce_scatter", d, nbytes, comm.reduce_scatter_s(hw, d, nbytes, 1, eff),
-               tier)]
-
-
 def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
                 attn_compute_s: float, ffn: bool = True) -> dict[str, list[CommCost]]:
-    """Per-layer communication for the attention block, the dense FFN and the MoE block (`ffn=False`: the
-    attention block only)."""
-    h = model.hidden_size
-    a = pc.attn_tp_size
-    T = w.new_tokens
-    t_a = T / pc.token_shards
-    eff = f.comm
-    attn: list[CommCost] = []
-
-    if a > 1:  # row-parallel o_proj output: all-reduce over attention TP
-        nbytes = t_a * h * ACT_BYTES
-        attn.append(_c("attn_tp_allreduce", "o_proj", "all_reduce", a, nbytes,
-                       comm.all_reduce_s(hw, a, nbytes, 1, eff), comm.crosses(hw, a)))
-    o_extra = pc.oproj_shards // a if pc.oproj_shards > a else 1
-    kvp_oproj = pc.kvp_size > 1 and o_extra == pc.kvp_size  # seed class C: o_proj_tp == kvp_size
-    if o_extra > 1:
-        # o_proj TP beyond attention TP: row-parallel over the o_proj group, whose ranks sit next to each other
-        # (stride a). Each rank needs only its 1/o_extra input slice of every group token: an all-to-all of its
-        # own t_a x o_dim/a input (before this fix the gather was charged o_extra times that, the full input on
-        # every rank). Under KVP with o_proj TP = kvp the merge already leaves each rank its head slice: no gather.
-        # Partial sums of the group's tokens are then reduce-scattered back to their owners.
-        if not kvp_oproj:
-            gather = t_a * model.o_proj_dim / a * ACT_BYTES
-            attn.append(_c("oproj_tp_gather", "o_proj", "all_to_all", o_extra, gather,
-                           comm.all_to_all_s(hw, o_extra, gather, a, eff), comm.crosses(hw, o_extra, a)))
-        scatter = group_tokens(pc, w, pc.oproj_shards) / a * h * ACT_BYTES
-        attn.append(_c("oproj_tp_scatter", "o_proj", "reduce_scatter", o_extra, scatter,
-                       comm.reduce_scatter_s(hw, o_extra, scatter, a, eff), comm.crosses(hw, o_extra, a)))
-
-    cache_bpt = kv_bytes_per_token_layer(model, prec.kv_bytes, a) + indexer_bytes_per_token_layer(model)
-    shards = pc.token_shards
-    if shards > 1:
-        # every rank needs the new KV (and indexer keys) of the tokens the others computed; second stream
-        nbytes = T * cache_bpt
-        t = comm.all_gather_s(hw, shards, nbytes, a, eff)
-        attn.append(_c("kv_allgather", "attention", "all_gather", shards, nbytes, t, comm.crosses(hw, shards, a),
-                       exposed=max(0.0, t - attn_compute_s)))
-    # KVP splits keys in both phases (the core FLOPs are divided by kvp in prefill too); CP splits the
-    # queries of a prompt and gathers KV above (decode never sees CP: decode_layout)
-    key_shards = pc.kvp_size
-    if key_shards > 1:
-        # each rank attends to its slice of the cache; partial outputs merge by log-sum-exp: the lse (fp32) is
-        # exchanged and the corrected outputs are reduce-scattered in the activation dtype (vLLM DCP
-        # cp_lse_ag_out_rs); before this fix the outputs were charged as fp32 (2x)
-        absorbed = model.has_mla and (w.phase == "decode" or model.has_dsa)
-        width = (model.kv_lora_rank or model.v_head_dim) if absorbed else model.v_head_dim
-        nbytes = T * model.num_attention_heads / a * (width * ACT_BYTES + 4)
-        t = comm.reduce_scatter_s(hw, key_shards, nbytes, a, eff)
-        attn.append(_c("lse_merge", "attention", "reduce_scatter", key_shards, nbytes, t,
-                       comm.crosses(hw, key_shards, a)))
-        if model.has_dsa:
-            nbytes = T * (model.index_topk or 2048) * 8
-            t = comm.all_gather_s(hw, key_shards, nbytes, a, eff)
-            attn.append(_c("topk_merge", "indexer", "all_gather", key_shards, nbytes, t,
-                           comm.crosses(hw, key_shards, a)))
-    if pc.kvp_size > 1:
-        # KVP ranks all compute the queries of every token of the group, but after the merge each holds a
-        # 1/kvp share of the layer output: the next layer's input is all-gathered (missing before this fix)
-        nbytes = T * h * ACT_BYTES
-        attn.append(_c("kvp_hidden_allgather", "attention", "all_gather", pc.kvp_size, nbytes,
-                       comm.all_gather_s(hw, pc.kvp_size, nbytes, a, eff), comm.crosses(hw, pc.kvp_size, a)))
-
-    dense: list[CommCost] = []
-    if not ffn:
-        return {"attention": attn, "dense": dense, "moe": []}
-    if model.has_dense_ffn and pc.dense_tp_size > 1:
-        d = pc.dense_tp_size
-        dense += _tp_module("dense_tp", "dense_ffn", hw, d, group_tokens(pc, w, d) * h * ACT_BYTES, eff, d != a)
-
-    moe: list[CommCost] = []
-    if model.is_moe and model.num_moe_layers:
-        ep, t = pc.moe_ep_size, pc.moe_tp_size
-        k_real = model.real_experts_per_token
-        if t > 1:
-            moe += _tp_module("moe_tp", "routed_experts", hw, t, group_tokens(pc, w, t) * h * ACT_BYTES, eff,
-                              t != a)
-        if ep > 1:
-            # dispatch in the GEMM's 8-bit format when it has one (DeepEP FP8 dispatch), combine in bf16; the
-            # busiest rank sends its own tokens to the t ranks of each destination MoE group
-            disp_b = 1 if prec.activation in ("fp8", "int8", "fp4") else ACT_BYTES
-            send = t * group_tokens(pc, w, 1) * k_real * h
-            td = comm.all_to_all_s(hw, ep, send * disp_b, t, eff)
-            tc = comm.all_to_all_s(hw, ep, send * ACT_BYTES, t, eff)
-            tier = comm.crosses(hw, ep, t)
-            moe.append(_c("ep_dispatch", "routed_experts", "all_to_all", ep, send * disp_b, td, tier))
-            moe.append(_c("ep_combine", "routed_experts", "all_to_all", ep, send * ACT_BYTES, tc, tier))
-        if model.num_shared_experts and pc.dense_tp_size > 1:
-            d = pc.dense_tp_size
-            moe += _tp_module("shared_tp", "shared_experts", hw, d, group_tokens(pc, w, d) * h * ACT_BYTES, eff,
-                              d != a)
-    return {"attention": attn, "dense": dense, "moe": moe}
+    """Collectives of one instance of the primary mixer ('attention'), first dense FFN and first MoE: the
+    per-layer view for reports and tests (step_cost iterates the whole stack)."""
+    kit = Kit(hw, pc, prec, f, w)
+    mixer = model._attention or next((b for b in model.blocks if b.role == "mixer"), None)
+    out: dict[str, list[CommCost]] = {"attention": mixer.comms(kit, attn_compute_s) if mixer else [],
+                                      "dense": [], "moe": []}
+    if ffn:
+        if model._dense is not None:
+            out["dense"] = model._dense.comms(kit, attn_compute_s)
+        if model._moe is not None:
+            out["moe"] = model._moe.comms(kit, attn_compute_s)
+    return out
 
 
 def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work) -> list[CommCost]:
@@ -248,35 +154,40 @@ def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
                        busy_replicas=busy if spread < pc.cp_size or w.busy_replicas > 0 else 0.0)
 
 
+def _add_stack(step: StepCost, blocks: list, kit: Kit, mixers_only: bool) -> None:
+    """Ops and collectives of every distinct block, scaled by its count. A block's KV gather hides behind
+    its own attention core."""
+    for block, n, ops in stack_ops(blocks, kit, mixers_only):
+        hide = sum(o.compute_s for o in ops if o.name in _HIDING_OPS)
+        step.ops += [o.scaled(n) for o in ops]
+        step.comms += [c.scaled(n) for c in block.comms(kit, hide)]
+
+
 def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
               params: ParamReport | None = None, mtp_layers: int = 0, attention_only: bool = False) -> StepCost:
-    """Cost of one forward step over all layers (plus `mtp_layers` next-n layers, run like MoE layers).
-    `attention_only`: just the attention blocks (what depends on the attention layout; used by plan/tables).
-    `w` is the work of one attention replica (TP x CP x KVP x SP ranks); decode under CP: decode_layout."""
-    params = params or count_params(model)
+    """Cost of one forward step over the layer stack (plus `mtp_layers` sequential draft passes, each through
+    one MTP module's layers). `attention_only`: just the mixers (what depends on the attention layout; used by
+    plan/tables). `w` is the work of one attention replica (TP x CP x KVP x SP ranks); decode under CP:
+    decode_layout."""
     pc, w = decode_layout(pc, w)
-    ops = layer_ops(model, hw, pc, prec, f, w, params, ffn=not attention_only)
-    attn_core = sum(o.compute_s for o in ops["attention"] if o.name in ("attention_core", "indexer_score"))
-    comms = layer_comms(model, hw, pc, prec, f, w, attn_core, ffn=not attention_only)
-    n_attn = model.num_layers + mtp_layers
-    n_dense = model.num_dense_layers  # LongCat: counts every attention sub-block, each with its dense FFN
-    n_moe = model.num_moe_layers + (mtp_layers if model.is_moe else 0)
+    kit = Kit(hw, pc, prec, f, w)
+    blocks = model.block_groups
+    if mtp_layers and model.mtp_modules:
+        blocks = blocks + block_counts([(layer, mtp_layers) for layer in model.mtp_modules[0]])
     step = StepCost()
-    for kind, count in (("attention", n_attn), ("dense", n_dense), ("moe", n_moe)):
-        step.ops += [o.scaled(count) for o in ops[kind]]
-        step.comms += [c.scaled(count) for c in comms[kind]]
+    _add_stack(step, blocks, kit, mixers_only=attention_only)
     if attention_only:
         step.overhead_s = f.step_overhead_s
         return step
-    step.ops += head_ops(model, hw, pc, prec, f, w, params)
+    step.ops += head_ops(model, hw, pc, prec, f, w)
     step.comms += head_comms(model, hw, pc, f, w)
     if mtp_layers and w.phase == "decode":
         # each of the `mtp_layers` sequential draft passes ends in the shared lm_head over one token per
-        # sequence: its weights are read again every pass (missing before this fix; ~0.5 ms per pass for
-        # DeepSeek's 1.85 GB bf16 head on one H200 rank)
+        # sequence: its weights are read again every pass (~0.5 ms per pass for DeepSeek's 1.85 GB bf16 head
+        # on one H200 rank)
         dw = Work("decode", new_tokens=w.sequences, context=w.context, sequences=w.sequences,
                   logits_tokens=w.sequences, busy_replicas=w.busy_replicas)
-        draft = [o for o in head_ops(model, hw, pc, prec, f, dw, params) if o.name == "lm_head"]
+        draft = [o for o in head_ops(model, hw, pc, prec, f, dw) if o.name == "lm_head"]
         step.ops += [replace(o.scaled(mtp_layers), name="mtp_lm_head") for o in draft]
         step.comms += [c.scaled(mtp_layers, prefix="mtp_")
                        for c in head_comms(model, hw, pc, f, dw) if c.module == "lm_head"]

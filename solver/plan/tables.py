@@ -3,7 +3,10 @@
 A step's cost is a sum over module groups, and each group's cost depends only on its own knobs and the
 batch: attention (attn_tp, cp, kvp, attn_sp, o_proj_tp), dense (dense_tp: dense FFN + shared experts),
 moe (moe_tp: routed experts, router, EP all-to-all), embed (embed_tp), lmhead (lmhead_tp). So the tables
-are exact for the additive model; the planner re-checks its answers with the full estimator.
+are exact for the additive model; the planner re-checks its answers with the full estimator. One term is not
+additive: when dense TP equals MoE TP the shared and routed experts share one all-reduce (specs/layers/moe.py),
+which the tables charge once per group (an upper bound the full estimate removes). Modules map to groups by
+the knob each layer block declares for them (`module_groups`): the tables never name a layer type.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from solver.estimate.memory import (
     cache_per_rank,
     comm_buffers_per_rank,
     module_weight_bytes,
+    state_per_rank,
 )
 from solver.estimate.params import ParamReport, count_params
 from solver.estimate.serving import mtp_tokens_per_step
@@ -37,11 +41,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "embed": ("embed_tp_size",),
     "lmhead": ("lmhead_tp_size",),
 }
-MODULE_GROUP = {
-    "attention": "attn", "indexer": "attn", "o_proj": "attn", "dense_ffn": "dense", "shared_experts": "dense",
-    "routed_experts": "moe", "router": "moe", "embedding": "embed", "lm_head": "lmhead",
-}
-WEIGHT_GROUP = {**MODULE_GROUP, "norms": None}
+# a module belongs to the group of the knob that owns it (each layer block declares its modules' knobs:
+# specs/layers); shared experts follow the dense group's knob by default (MemoryOptions.shared_experts_knob)
+KNOB_GROUP: dict[str, str] = {k: g for g, knobs in GROUPS.items() for k in knobs} | {"shared_experts_tp": "dense"}
+
+
+def module_groups(params: ParamReport) -> dict[str, str | None]:
+    """module name -> planner group (None: replicated, owned by no knob: norms, encoders, MTP glue)."""
+    return {name: KNOB_GROUP.get(knob) if knob else None for name, knob in params.knobs().items()}
 
 
 @dataclass(frozen=True)
@@ -105,14 +112,14 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
     return [c for c in out if not (c[0] > 1 and c[4] == c[0] and (*c[:4], 1) in accepted)]
 
 
-def _group_times(step: StepCost) -> dict[str, float]:
+def _group_times(step: StepCost, groups: dict[str, str | None]) -> dict[str, float]:
     out = {g: 0.0 for g in GROUPS}
     for o in step.ops:
-        g = MODULE_GROUP.get(o.module)
+        g = groups.get(o.module)
         if g:
             out[g] += o.time_s
     for c in step.comms:
-        g = MODULE_GROUP.get(c.module)
+        g = groups.get(c.module)
         if g:
             out[g] += c.exposed_s
     return out
@@ -123,6 +130,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     mem_opts = mem_opts or MemoryOptions()
     W = space.world
     params = count_params(model)
+    groups = module_groups(params)
     choices: dict[str, list[tuple[int, ...]]] = {
         "attn": _attention_tuples(space, model, fw, W, hw, scenario),
         "dense": [(v,) for v in space.domains["dense_tp_size"]],
@@ -135,9 +143,9 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     mtp = scenario.mtp
     mtp_layers = mtp if model.num_mtp_layers else 0
     entries: dict[tuple[int, str, int], Entry] = {}
-    # memory not owned by any group: norms and router (replicated), the runtime reserve is in the limit
+    # memory not owned by any group: norms and encoders (replicated); the runtime reserve is in the limit
     const_mem = sum(module_weight_bytes(m, model, ParallelConfig(world_size=W), prec, mem_opts)
-                    for m in params.modules if m.name in ("norms", "router"))
+                    for m in params.modules if m.parts and groups.get(m.name) is None)
     if mtp_layers:
         base = ParallelConfig(world_size=W)
         const_mem += sum(module_weight_bytes(m, model, base, prec, mem_opts) for m in params.mtp)
@@ -145,7 +153,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     batches = []
     for b in space.batches:
         mem = {(g, i): _group_memory(g, model, ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values))), prec,
-                                     mem_opts, params, b, scenario.max_seq_len, mtp_layers)
+                                     mem_opts, params, groups, b, scenario.max_seq_len, mtp_layers)
                for g, opts in choices.items() for i, values in enumerate(opts)}
         best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}
         floor = const_mem + sum(best.values())
@@ -172,7 +180,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                 dec = step_cost(model, hw, pc, prec, f,
                                 Work("decode", per_rep * (1 + mtp), ctx_decode, per_rep, per_rep * (1 + mtp)),
                                 params, mtp_layers=mtp_layers, attention_only=only)
-                entries[(b, g, i)] = Entry(_group_times(pre)[g], _group_times(dec)[g], m)
+                entries[(b, g, i)] = Entry(_group_times(pre, groups)[g], _group_times(dec, groups)[g], m)
     pw, steps, per_request = scenario.latency_terms
     return Tables(W, choices, tuple(batches), entries, const_mem, f.step_overhead_s,
                   mtp_tokens_per_step(mtp, scenario.mtp_accept), pw, steps, scenario.prefill_per_output_token,
@@ -180,15 +188,17 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
 
 
 def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
-                  params: ParamReport, batch: int, seq_len: int, mtp_layers: int) -> float:
+                  params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int,
+                  mtp_layers: int) -> float:
     """Bytes a group adds per rank. Activations and EP buffers are charged at their largest so the linear
     memory constraint never admits a config the exact check rejects."""
     total = sum(module_weight_bytes(m, model, pc, prec, opts) for m in params.modules
-                if m.parts and WEIGHT_GROUP.get(m.name) == g)
+                if m.parts and groups.get(m.name) == g)
     if g == "attn":
-        kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=model.num_mtp_layers
-                                       if mtp_layers else 0)
-        total += kv + idx + activation_peak(model, pc, opts, seq_len, seqs)
+        mtp_cache = model.num_mtp_layers if mtp_layers else 0
+        kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
+        state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
+        total += kv + idx + state + activation_peak(model, pc, opts, seq_len, seqs)
         total += comm_buffers_per_rank(model, ParallelConfig(world_size=pc.world_size, attn_tp_size=pc.attn_tp_size,
                                                              cp_size=pc.cp_size, kvp_size=pc.kvp_size,
                                                              attn_sp_size=pc.attn_sp_size,

@@ -16,7 +16,9 @@ _PARALLEL = {
     "embedding": "embed_tp", "attention": "attn_tp / cp / kvp / attn_sp", "indexer": "replicated under attn_tp; "
     "split by attn_sp / cp", "o_proj": "o_proj_tp (else attn_tp)", "dense_ffn": "dense_tp",
     "shared_experts": "dense_tp", "routed_experts": "moe_tp x EP", "router": "follows EP (replicated)",
-    "norms": "replicated", "lm_head": "lmhead_tp",
+    "norms": "replicated", "lm_head": "lmhead_tp", "linear_attention": "attn_tp (heads; state not split by cp/kvp)",
+    "ssm": "attn_tp (heads, groups; state not split by cp/kvp)", "moe_latent": "replicated (follows EP)",
+    "vision": "replicated", "audio": "replicated",
 }
 
 
@@ -76,6 +78,33 @@ def _characteristics(m: ModelSpec) -> list[dict[str, str]]:
     return rows
 
 
+def _block_rows(m: ModelSpec) -> list[dict[str, Any]]:
+    """One row per distinct block type of the stack: how many layers hold it, its parameters, and its
+    per-request state (bytes per token at bf16 KV on one rank, the window that caps it, constant bytes)."""
+    rows = []
+    for block, n in m.block_groups:
+        st = block.state(2, 1)
+        rows.append({"block": block.label(), "kind": block.kind, "role": block.role, "layers": n,
+                     "params_per_layer": block.params, "params": block.params * n,
+                     "state_bytes_per_token": st.per_token_bytes + st.index_per_token_bytes,
+                     "state_window": st.window, "state_constant_bytes": st.constant_bytes})
+    return rows
+
+
+def _outside(m: ModelSpec, rep) -> list[dict[str, Any]]:
+    by = rep.by_name()
+    rows = [{"module": "embedding", "params": by.get("embedding", 0), "placement": "embed_tp (vocab-parallel)"},
+            {"module": "lm_head", "params": by.get("lm_head", 0),
+             "placement": "tied to the embedding" if m.tie_word_embeddings else "lmhead_tp (vocab-parallel)"}]
+    for enc in m.encoders:
+        rows.append({"module": f"{enc.name} encoder ({enc.layers} layers, width {enc.hidden})", "params": enc.params,
+                     "placement": "replicated on every rank (engines run the encoder outside the LLM's TP)"})
+    if m.mtp_modules:
+        rows.append({"module": f"MTP / next-n ({len(m.mtp_modules)} x [{' , '.join(x.label() for x in m.mtp_modules[0])}])",
+                     "params": rep.mtp_params, "placement": "like the stack's layers; counted only with --mtp"})
+    return rows
+
+
 def inspect_data(m: ModelSpec) -> dict[str, Any]:
     rep = count_params(m)
     total = rep.total
@@ -86,6 +115,8 @@ def inspect_data(m: ModelSpec) -> dict[str, Any]:
         "attention": m.attention_kind, "is_moe": m.is_moe,
         "total_params": total, "active_params": int(round(rep.active)),
         "mtp_params": rep.mtp_params, "checkpoint_params": rep.checkpoint_total,
+        "stack": m.stack_label(), "pattern_source": m.pattern_source, "layer_types": _block_rows(m),
+        "outside_stack": _outside(m, rep),
         "modules": mods, "basic": _basic(m), "characteristics": _characteristics(m),
         "warnings": list(m.warnings), "nonstandard_modules": list(m.nonstandard_modules),
     }
@@ -95,6 +126,7 @@ def memory_data(m: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision,
                 best_batch: int, batch: int, seq_len: int) -> dict[str, Any]:
     breakdown = {f"weights.{k}": v / GB for k, v in rep.weights_bytes.items()}
     breakdown.update({"kv_cache": rep.kv_cache_bytes / GB, "indexer_cache": rep.indexer_cache_bytes / GB,
+                      "linear_ssm_state": rep.state_bytes / GB,
                       "activations": rep.activation_bytes / GB, "comm_buffers": rep.comm_buffer_bytes / GB,
                       "framework_reserve": rep.reserved_bytes / GB})
     return {

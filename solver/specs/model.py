@@ -1,190 +1,365 @@
-"""ModelSpec: every size the estimators need, parsed from a Hugging Face `config.json`.
+"""ModelSpec: a model as an ordered stack of typed layers plus the modules outside the stack.
 
-The parser knows the field names of the families shardplan supports (llama, qwen3, qwen3_moe, mixtral,
-deepseek_v3, deepseek_v32, kimi_k2, glm_moe_dsa, gpt_oss, llama4, longcat_flash) and falls back to the
-common names for anything else. What it cannot size fails with one line naming the field.
+`parse_model_config` reads a Hugging Face `config.json` by convention (specs/config/: pattern.py for the
+layer pattern, blocks.py for the block sizes, encoders.py for vision / audio towers, quant.py for the
+checkpoint formats); `family_defaults.yaml` supplies what an architecture class fixes without writing it.
+The flat attributes older callers read (num_attention_heads, is_moe, num_experts, ...) are derived from the
+stack: the "primary" attention mixer is the first one whose KV grows with the sequence, the primary MoE the
+first MoE block. Sizing code iterates the stack instead.
 """
 from __future__ import annotations
 
+import math
+from functools import cached_property, lru_cache
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SkipValidation
 
 from solver.errors import InputError
+from solver.specs.config.blocks import BlockReader
+from solver.specs.config.encoders import Encoder, read_encoders
+from solver.specs.config.fields import MAX_LAYERS, Fields
+from solver.specs.config.pattern import Slot, one_block_pattern, slots
+from solver.specs.config.quant import QuantSpec, read_quant
+from solver.specs.layers import MLA, Attention, CompressedAttention, DenseFFN, Layer, MoE, grouped
+from solver.specs.layers.base import block_counts, compact
+from solver.specs.layers.base import Block
+from solver.specs.validation import load_yaml
 
-Architecture = Literal["dense", "moe", "moe+mla", "moe+dsa", "dense+mla", "hybrid-attention"]
-AttentionKind = Literal["gqa", "mla", "dsa"]
+Architecture = Literal["dense", "moe", "moe+mla", "moe+dsa", "dense+mla", "hybrid-attention", "hybrid-linear",
+                       "hybrid-ssm", "moe+hybrid-linear", "moe+hybrid-ssm"]
+AttentionKind = Literal["gqa", "mla", "dsa", "csa", "none"]
 LARGE_VOCAB = 100_000  # seed: a vocabulary over 100K -> set embed/lm_head TP independently of the backbone
 
-
-class QuantSpec(BaseModel):
-    """Checkpoint number formats per module group (what the published weights are stored in)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    method: str = "none"  # quant_method from the config, or "none"
-    attention: str = "bf16"
-    dense: str = "bf16"  # dense FFN and shared experts
-    experts: str = "bf16"  # routed experts
-    embedding: str = "bf16"
-    lm_head: str = "bf16"
-    block_size: tuple[int, int] | None = None
+__all__ = ["ModelSpec", "QuantSpec", "parse_model_config", "LARGE_VOCAB"]
 
 
 class ModelSpec(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, ignored_types=(cached_property,))
 
     name: str
     model_type: str
-    architecture: Architecture
-    attention_kind: AttentionKind
-    is_moe: bool
-
     hidden_size: int
-    num_layers: int  # attention (decoder) layers of the main model
-    num_dense_layers: int  # layers with a dense FFN
-    num_moe_layers: int  # layers with a routed MoE
     vocab_size: int
     tie_word_embeddings: bool = False
-
-    # attention
-    num_attention_heads: int
-    num_key_value_heads: int
-    head_dim: int  # q/k head dim (GQA) or nope+rope (MLA)
-    v_head_dim: int
-    attention_bias: bool = False
-    attention_out_bias: bool = False
-    qk_norm: bool = False
-    attention_sinks: bool = False
-    q_lora_rank: int | None = None
-    kv_lora_rank: int | None = None
-    qk_nope_head_dim: int | None = None
-    qk_rope_head_dim: int | None = None
-    # DSA lightning indexer
-    index_n_heads: int | None = None
-    index_head_dim: int | None = None
-    index_topk: int | None = None
-    # layers whose attention sees a bounded window (sliding window or chunked local attention)
-    num_local_attention_layers: int = 0
-    local_attention_window: int | None = None
-
-    # FFN / MoE
-    intermediate_size: int  # dense FFN
-    moe_intermediate_size: int | None = None
-    num_experts: int = 0  # routed experts with weights
-    num_zero_experts: int = 0  # zero-computation (identity) experts: routed to, hold no weights
-    experts_per_token: int = 0
-    num_shared_experts: int = 0
-    shared_expert_intermediate_size: int | None = None
-    mlp_bias: bool = False
-    router_bias: bool = False
-    ffn_matrices: int = 3  # gated (SwiGLU): gate, up, down
-    # LongCat-style shortcut-connected MoE: each MoE block sits beside this many attention+FFN sub-blocks
-    sublayers_per_moe_block: int = 1
-
-    # multi-token prediction (next-n) layers, reported separately
-    num_mtp_layers: int = 0
-
+    layers: SkipValidation[tuple[Layer, ...]]
+    # next-n (MTP) modules: each a tuple of layers plus its glue (eh_proj 2H -> H and three norms)
+    mtp_modules: SkipValidation[tuple[tuple[Layer, ...], ...]] = ()
+    mtp_checkpoint_copies: bool = False  # DeepSeek layout: each MTP module stores embedding + head copies
+    encoders: SkipValidation[tuple[Encoder, ...]] = ()
     max_position_embeddings: int | None = None
+    pattern_source: str = ""  # the config field the layer pattern came from
     quant: QuantSpec = QuantSpec()
     warnings: tuple[str, ...] = ()
     nonstandard_modules: tuple[str, ...] = ()
 
+    # ------------------------------------------------------------------------------------- the stack
+
+    @cached_property
+    def layer_groups(self) -> list[tuple[Layer, int]]:
+        """Distinct layers with their counts (what the estimators iterate)."""
+        return grouped(self.layers)
+
+    @cached_property
+    def blocks(self) -> list[Block]:
+        return [b for layer in self.layers for b in layer.blocks]
+
+    @cached_property
+    def block_groups(self) -> list[tuple[Block, int]]:
+        """Distinct blocks of the stack with their counts (equal blocks in different layers add up)."""
+        return block_counts(self.layer_groups)
+
+    def stack_label(self) -> str:
+        """Compact stack, e.g. `3 x [MLA ... + FFN 18432], 58 x [MLA ... + MoE 8/256 x 2048 + shared 2048]`;
+        repeating groups fold: `12 x (3 x [GatedDeltaNet ...] + 1 x [GQA ...])`."""
+        return compact(self.layers)
+
+    @cached_property
+    def _attention(self) -> Block | None:
+        """Primary attention mixer: the first whose KV grows with the sequence."""
+        growing = [b for b in self.blocks if isinstance(b, (Attention, MLA, CompressedAttention))]
+        full = [b for b in growing if not getattr(b, "window", None)]
+        return (full or growing or [None])[0]
+
+    @cached_property
+    def _moe(self) -> MoE | None:
+        return next((b for b in self.blocks if isinstance(b, MoE)), None)
+
+    @cached_property
+    def _dense(self) -> DenseFFN | None:
+        return next((b for b in self.blocks if isinstance(b, DenseFFN)), None)
+
+    # ------------------------------------------------------------- derived attributes (older callers)
+
+    @cached_property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    @cached_property
+    def num_dense_layers(self) -> int:
+        return sum(1 for layer in self.layers if any(isinstance(b, DenseFFN) for b in layer.blocks))
+
+    @cached_property
+    def num_moe_layers(self) -> int:
+        return sum(1 for layer in self.layers if any(isinstance(b, MoE) for b in layer.blocks))
+
     @property
+    def num_mtp_layers(self) -> int:
+        return len(self.mtp_modules)
+
+    @cached_property
+    def is_moe(self) -> bool:
+        return self._moe is not None
+
+    @cached_property
     def has_mla(self) -> bool:
-        return self.attention_kind in ("mla", "dsa")
+        return isinstance(self._attention, MLA)
 
-    @property
+    @cached_property
     def has_dsa(self) -> bool:
-        return self.attention_kind == "dsa"
+        return isinstance(self._attention, MLA) and self._attention.indexer is not None
 
     @property
+    def attention_kind(self) -> AttentionKind:
+        a = self._attention
+        if a is None:
+            return "none"
+        if isinstance(a, CompressedAttention):
+            return "csa"
+        return "dsa" if self.has_dsa else ("mla" if self.has_mla else "gqa")
+
+    @cached_property
+    def architecture(self) -> str:
+        kinds = {type(b).__name__ for b in self.blocks if b.role == "mixer"}
+        moe = "moe" if self.is_moe else "dense"
+        if kinds & {"GatedDeltaNet", "Lightning", "KDA"}:
+            return f"{moe}+hybrid-linear" if self.is_moe else "hybrid-linear"
+        if "Mamba2" in kinds:
+            return f"{moe}+hybrid-ssm" if self.is_moe else "hybrid-ssm"
+        if "CompressedAttention" in kinds:
+            return f"{moe}+csa"
+        if self.has_mla:
+            return f"{moe}+dsa" if self.has_dsa and self.is_moe else (f"{moe}+mla" if self.is_moe or not self.has_dsa
+                                                                      else "dense+mla")
+        if 0 < self.num_local_attention_layers < self.num_layers:
+            return "hybrid-attention"
+        return moe
+
+    @cached_property
     def has_dense_ffn(self) -> bool:
-        return self.num_dense_layers > 0
+        return self._dense is not None
 
     @property
     def has_large_vocab(self) -> bool:
         return self.vocab_size > LARGE_VOCAB
 
+    def _attr(self, name: str, default: Any = None) -> Any:
+        return getattr(self._attention, name, default) if self._attention is not None else default
+
+    @cached_property
+    def num_attention_heads(self) -> int:
+        """Heads attention TP must divide: the gcd over every mixer's head groups (attention heads, linear
+        key / value heads, Mamba heads and groups), so a TP size valid for this number is valid for all."""
+        units = [u for b in self.blocks if b.role == "mixer" for u in _tp_units(b)]
+        return math.gcd(*units) if units else 1
+
+    @cached_property
+    def num_key_value_heads(self) -> int:
+        kv = [b.kv_heads for b in self.blocks if isinstance(b, Attention)]
+        if self.has_mla or not kv:
+            return self.num_attention_heads
+        return math.gcd(*kv)
+
     @property
-    def real_experts_per_token(self) -> float:
-        """Routed experts a token reaches that compute: top-k scaled by the real share of the router's slots
-        (LongCat's zero-computation experts take the rest)."""
-        return self.experts_per_token * self.num_experts / self.expert_slots
+    def head_dim(self) -> int:
+        return int(self._attr("head_dim", 0))
+
+    @property
+    def v_head_dim(self) -> int:
+        return int(self._attr("v_head_dim", 0))
 
     @property
     def o_proj_dim(self) -> int:
         """Input width of o_proj: N_h * v_head_dim (the seed's o_proj TP divisibility constraint)."""
-        return self.num_attention_heads * self.v_head_dim
+        return int(self._attr("o_dim", 0))
 
     @property
-    def expert_slots(self) -> int:
-        return self.num_experts + self.num_zero_experts
+    def kv_lora_rank(self) -> int | None:
+        return self._attr("kv_lora_rank")
+
+    @property
+    def q_lora_rank(self) -> int | None:
+        return self._attr("q_lora_rank")
+
+    @property
+    def qk_rope_head_dim(self) -> int | None:
+        return self._attr("qk_rope_head_dim")
+
+    @property
+    def qk_nope_head_dim(self) -> int | None:
+        return self._attr("qk_nope_head_dim")
+
+    @property
+    def index_n_heads(self) -> int | None:
+        return self._attention.indexer.heads if self.has_dsa else None  # type: ignore[union-attr]
+
+    @property
+    def index_head_dim(self) -> int | None:
+        return self._attention.indexer.head_dim if self.has_dsa else None  # type: ignore[union-attr]
+
+    @property
+    def index_topk(self) -> int | None:
+        return self._attention.indexer.topk if self.has_dsa else None  # type: ignore[union-attr]
+
+    @cached_property
+    def num_local_attention_layers(self) -> int:
+        return sum(1 for b in self.blocks if isinstance(b, Attention) and b.window)
+
+    @cached_property
+    def local_attention_window(self) -> int | None:
+        return next((b.window for b in self.blocks if isinstance(b, Attention) and b.window), None)
 
     @property
     def num_global_attention_layers(self) -> int:
         return self.num_layers - self.num_local_attention_layers
 
+    @property
+    def intermediate_size(self) -> int:
+        if self._dense is not None:
+            return self._dense.inter
+        return self._moe.inter if self._moe is not None else 0
+
+    @property
+    def moe_intermediate_size(self) -> int | None:
+        return self._moe.inter if self._moe else None
+
+    @property
+    def num_experts(self) -> int:
+        return self._moe.experts if self._moe else 0
+
+    @property
+    def num_zero_experts(self) -> int:
+        return self._moe.zero_experts if self._moe else 0
+
+    @property
+    def experts_per_token(self) -> int:
+        return self._moe.topk if self._moe else 0
+
+    @property
+    def num_shared_experts(self) -> int:
+        return 1 if self._moe and self._moe.shared_inter else 0
+
+    @property
+    def shared_expert_intermediate_size(self) -> int | None:
+        return self._moe.shared_inter if self._moe and self._moe.shared_inter else None
+
+    @property
+    def expert_slots(self) -> int:
+        return self._moe.slots if self._moe else 0
+
+    @property
+    def real_experts_per_token(self) -> float:
+        return self._moe.real_topk if self._moe else 0.0
+
+
+def _tp_units(b: Block) -> list[int]:
+    # attention TP splits query heads (KV heads replicate beyond their count), linear key and value heads,
+    # Mamba heads and their B/C groups
+    for names in (("key_heads", "value_heads"), ("heads", "groups"), ("heads",)):
+        if all(hasattr(b, n) for n in names):
+            return [getattr(b, n) for n in names]
+    return []
+
 
 # ---------------------------------------------------------------------------------------------- parsing
 
-
-def _text_config(raw: dict[str, Any]) -> dict[str, Any]:
-    """Multimodal wrappers (llama4) keep the language model under text_config."""
-    text = raw.get("text_config")
-    if isinstance(text, dict) and "hidden_size" in text:
-        merged = dict(text)
-        for key in ("architectures", "quantization_config", "tie_word_embeddings"):
-            if key in raw and key not in merged:
-                merged[key] = raw[key]
-        merged.setdefault("model_type", raw.get("model_type", text.get("model_type", "")))
-        merged["_wrapper_model_type"] = raw.get("model_type")
-        return merged
-    return raw
+_DEFAULTS_PATH = Path(__file__).parent / "config" / "family_defaults.yaml"
+# wrapper keys whose values belong to the whole checkpoint, lifted into the text config when it lacks them
+_LIFTED = ("architectures", "quantization_config", "tie_word_embeddings", "torch_dtype", "dtype")
+_KNOWN_TYPES_NOTE = "sizes read from the config's own fields by convention"
 
 
-class _Fields:
-    """Typed access to config fields with one-line errors naming the field."""
-
-    def __init__(self, cfg: dict[str, Any], origin: str):
-        self.cfg = cfg
-        self.origin = origin
-
-    def _err(self, field: str, problem: str) -> InputError:
-        return InputError(f"{self.origin}: {field}", problem)
-
-    def has(self, *names: str) -> bool:
-        return any(self.cfg.get(n) is not None for n in names)
-
-    def int(self, *names: str, default: int | None = None, minimum: int = 1) -> int:
-        for name in names:
-            if self.cfg.get(name) is not None:
-                value = self.cfg[name]
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
-                    raise self._err(name, f"must be an integer, got {value!r}")
-                if value < minimum:
-                    raise self._err(name, f"must be >= {minimum}, got {value}")
-                return int(value)
-        if default is not None:
-            return default
-        raise self._err(names[0], "missing (required to size the model)")
-
-    def opt_int(self, *names: str, minimum: int = 1) -> int | None:
-        return self.int(*names, minimum=minimum) if self.has(*names) else None
-
-    def bool(self, name: str, default: bool = False) -> bool:
-        value = self.cfg.get(name, default)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise self._err(name, f"must be true or false, got {value!r}")
-        return value
+@lru_cache(maxsize=1)
+def _family_defaults() -> dict[str, dict[str, Any]]:
+    return load_yaml(_DEFAULTS_PATH) or {}
 
 
-_KNOWN_TYPES = {
-    "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v3", "deepseek_v32",
-    "deepseek_v2", "kimi_k2", "glm_moe_dsa", "gpt_oss", "llama4", "llama4_text", "longcat_flash",
-}
+def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Multimodal wrappers keep the language model under text_config (or llm_config / language_config)."""
+    for key in ("text_config", "llm_config", "language_config"):
+        text = raw.get(key)
+        if isinstance(text, dict) and text:
+            merged = dict(text)
+            for k in _LIFTED:
+                if k in raw and k not in merged:
+                    merged[k] = raw[k]
+            merged.setdefault("model_type", raw.get("model_type", ""))
+            return merged, f"{key}."
+    return raw, ""
+
+
+def _apply_defaults(cfg: dict[str, Any], wrapper_type: str) -> tuple[dict[str, Any], bool]:
+    table = _family_defaults()
+    known = False
+    out = dict(cfg)
+    for t in (str(cfg.get("model_type") or ""), wrapper_type):
+        if t in table:
+            known = True
+            for k, v in (table[t] or {}).items():
+                if out.get(k) is None:
+                    out[k] = v
+    return out, known
+
+
+def _layer_count(f: Fields) -> int:
+    for key in ("num_hidden_layers", "n_layer", "num_layers"):
+        if f.has(key):
+            return f.int(key, maximum=MAX_LAYERS)
+    for key in ("hybrid_override_pattern", "layers_block_type", "layer_types", "block_configs"):
+        if isinstance(f.cfg.get(key), (list, str)) and f.cfg.get(key):
+            return len(f.cfg[key])
+    return f.int("num_hidden_layers", maximum=MAX_LAYERS)
+
+
+def _mtp(f: Fields, reader: BlockReader, stack: tuple[Layer, ...]) -> tuple[tuple[tuple[Layer, ...], ...], bool]:
+    """Next-n modules: num_nextn_predict_layers (DeepSeek layout: copies of embedding and head in each),
+    mtp_num_hidden_layers (Qwen3.5), num_mtp_modules x mtp_transformer_layers (MiniMax); the layers of one
+    module follow mtp_hybrid_override_pattern / mtp_layers_block_type when given, else one decoder layer
+    with the model's full attention and its FFN type (MoE when the model has one)."""
+    n = f.int("num_nextn_predict_layers", default=0, minimum=0, maximum=64)
+    copies = n > 0
+    per_module = 1
+    if not n:
+        n = f.int("mtp_num_hidden_layers", default=0, minimum=0, maximum=64)
+    if not n and f.has("num_mtp_modules") and f.cfg.get("use_mtp", True):
+        n = f.int("num_mtp_modules", minimum=0, maximum=64)
+        per_module = f.int("mtp_transformer_layers", default=1, maximum=64)
+    if not n:
+        return (), False
+    pattern = None
+    if f.has("mtp_hybrid_override_pattern"):
+        sub = Fields({"hybrid_override_pattern": f.cfg["mtp_hybrid_override_pattern"]}, f.origin, f.prefix)
+        pattern = one_block_pattern(sub)
+    elif f.has("mtp_layers_block_type"):
+        sub = Fields({"layers_block_type": f.cfg["mtp_layers_block_type"]}, f.origin, f.prefix)
+        pattern = one_block_pattern(sub)
+    if pattern is not None:
+        layers = []
+        for mixer, ffn in pattern[1]:
+            slot = Slot(mixer, ffn, index=len(stack) - 1)
+            layers.append(Layer(tuple(x for x in ((reader.mixer(slot),) + reader.ffns(slot)) if x is not None),
+                                reader.h, 1))
+        module = tuple(layers)
+    else:
+        slot = Slot("full", "moe" if reader.is_moe else "dense", index=len(stack) - 1)
+        if f.has("compress_ratios"):
+            slot = Slot("compressed", slot.ffn, index=len(stack))
+        mixer = reader.mixer(slot) if slot.mixer == "compressed" else next((layer.mixer for layer in reversed(stack) if isinstance(layer.mixer, (Attention, MLA))
+                      and not getattr(layer.mixer, "window", None)), None) or reader.mixer(slot)
+        ffn = reader.ffns(slot)
+        module = (Layer((mixer,) + ffn, reader.h, reader.norms, reader.hyper_params()),) * per_module  # type: ignore[operator]
+    return tuple(module for _ in range(n)), copies
 
 
 def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelSpec:
@@ -192,255 +367,45 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     origin = origin or name
     if not isinstance(raw, dict):
         raise InputError(origin, f"config must be a JSON object, got {type(raw).__name__}")
-    cfg = _text_config(raw)
-    f = _Fields(cfg, origin)
+    text, prefix = _text_config(raw)
+    wrapper_type = str(raw.get("model_type") or "")
+    cfg, known = _apply_defaults(text, wrapper_type)
+    f = Fields(cfg, origin, prefix)
     warnings: list[str] = []
-    nonstandard: list[str] = []
-
     model_type = str(cfg.get("model_type") or "")
-    if model_type not in _KNOWN_TYPES:
-        warnings.append(f"model_type {model_type!r} is not a known family; sizes read from the common field names")
+    if not known and model_type:
+        warnings.append(f"model_type {model_type!r} is not in the family defaults; {_KNOWN_TYPES_NOTE}")
 
     hidden = f.int("hidden_size", "d_model", "n_embd")
     vocab = f.int("vocab_size")
-    heads = f.int("num_attention_heads", "n_head", "num_heads")
-    longcat = model_type == "longcat_flash"
-    if longcat:
-        # num_layers counts ScMoE blocks; each holds two attention + dense-FFN sub-blocks beside one MoE
-        blocks = f.int("num_layers")
-        layers = f.int("num_hidden_layers", default=2 * blocks)
-        if layers % blocks:
-            raise InputError(f"{origin}: num_hidden_layers", f"must be a multiple of num_layers ({blocks})")
-    else:
-        layers = f.int("num_hidden_layers", "n_layer", "num_layers")
-    kv_heads = f.int("num_key_value_heads", "num_kv_heads", default=heads)
-    if kv_heads > heads or heads % kv_heads:
-        raise InputError(f"{origin}: num_key_value_heads", f"{kv_heads} must divide num_attention_heads ({heads})")
-
-    # ---- attention kind
-    mla = f.has("kv_lora_rank")
-    dsa = mla and f.has("index_n_heads", "index_topk")
-    if mla:
-        kv_lora = f.int("kv_lora_rank")
-        q_lora = f.opt_int("q_lora_rank")
-        rope = f.int("qk_rope_head_dim")
-        nope = f.int("qk_nope_head_dim")
-        v_dim = f.int("v_head_dim")
-        head_dim = nope + rope
-        kv_heads = heads  # MLA decompresses per head; the cache holds one latent (see estimate.memory)
-    else:
-        kv_lora = q_lora = rope = nope = None
-        if f.has("head_dim"):
-            head_dim = f.int("head_dim")
-        else:
-            if hidden % heads:
-                raise InputError(
-                    f"{origin}: num_attention_heads",
-                    f"{heads} does not divide hidden_size ({hidden}) and no head_dim is given",
-                )
-            head_dim = hidden // heads
-        v_dim = head_dim
-    index_heads = f.opt_int("index_n_heads") if dsa else None
-    index_dim = f.opt_int("index_head_dim") if dsa else None
-    index_topk = f.opt_int("index_topk") if dsa else None
-    if dsa and (index_heads is None or index_dim is None):
-        raise InputError(f"{origin}: index_head_dim", "DSA indexer needs index_n_heads and index_head_dim")
-
-    # ---- local-window attention layers
-    local_layers, window = _local_attention(cfg, f, layers, model_type)
-
-    # ---- FFN and MoE
-    n_experts = f.int("n_routed_experts", "num_local_experts", "num_experts", default=0, minimum=0)
-    zero_experts = f.int("zero_expert_num", default=0, minimum=0) if longcat else 0
-    topk = f.int("num_experts_per_tok", "experts_per_token", "moe_topk", default=0, minimum=0)
-    is_moe = n_experts > 0
-    if is_moe and topk == 0:
-        raise InputError(f"{origin}: num_experts_per_tok", "missing for a model with routed experts")
-    if is_moe and topk > n_experts + zero_experts:
-        raise InputError(f"{origin}: num_experts_per_tok", f"{topk} exceeds the number of experts ({n_experts})")
-    if longcat:
-        dense_inter = f.int("ffn_hidden_size", "intermediate_size")
-        moe_inter = f.int("expert_ffn_hidden_size", "moe_intermediate_size")
-    elif model_type in ("llama4", "llama4_text"):
-        dense_inter = f.int("intermediate_size_mlp", "intermediate_size")
-        moe_inter = f.int("intermediate_size") if is_moe else None
-    else:
-        dense_inter = f.int("intermediate_size", "ffn_hidden_size", "n_inner", default=4 * hidden)
-        moe_inter = (
-            f.int("moe_intermediate_size", "intermediate_size") if is_moe else None
-        )
-    shared = f.int("n_shared_experts", "num_shared_experts", default=0, minimum=0)
-    shared_inter = f.opt_int("shared_expert_intermediate_size")
-    if model_type in ("llama4", "llama4_text") and is_moe:
-        shared, shared_inter = 1, f.int("intermediate_size")
-    if shared_inter and not shared:
-        shared = 1
-
-    moe_layers, dense_layers, per_block = _layer_split(cfg, f, layers, is_moe, model_type)
-
-    quant = _quant(cfg, origin, warnings)
-    arch: Architecture
-    if dsa:
-        arch = "moe+dsa" if is_moe else "dense+mla"
-    elif mla:
-        arch = "moe+mla" if is_moe else "dense+mla"
-    elif local_layers and local_layers < layers:
-        arch = "hybrid-attention"
-    else:
-        arch = "moe" if is_moe else "dense"
-
-    # modules the standard TP/EP rules do not cover: sized when possible, flagged for the planner
-    for key in ("vision_config", "audio_config", "ngram_embedding", "engram", "vision_tower"):
-        if key in raw and raw[key]:
+    n_layers = _layer_count(f)
+    reader = BlockReader(f, hidden, n_layers)
+    layer_slots, source = slots(f, n_layers, reader.is_moe)
+    if len(layer_slots) != n_layers:
+        n_layers = len(layer_slots)
+        reader = BlockReader(f, hidden, n_layers)
+    norms = reader.norms
+    stack: list[Layer] = []
+    parallel_ssm = f.bool("_parallel_mamba")  # Falcon-H1: attention and Mamba-2 side by side in every layer
+    for slot in layer_slots:
+        side = (reader.mamba(),) if parallel_ssm and slot.mixer in ("full", "sliding", "chunked") else ()
+        blocks = tuple(b for b in ((reader.mixer(slot),) + side + reader.ffns(slot)) if b is not None)
+        per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
+        stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params()))
+    layers = tuple(stack)
+    mtp, copies = _mtp(f, reader, layers)
+    encoders = tuple(read_encoders(raw, hidden, origin))
+    nonstandard = [e.name for e in encoders]
+    for key in ("ngram_embedding", "engram"):
+        if raw.get(key):
             nonstandard.append(key)
-    if nonstandard:
-        warnings.append(
-            f"non-standard modules {', '.join(nonstandard)} are not partitioned by the standard rules; "
-            "their weights are counted as replicated on every rank"
-        )
-
+            warnings.append(f"{key}: not counted (no sizing convention for it); the totals exclude it")
+    quant = read_quant(cfg, origin, warnings)
     return ModelSpec(
-        name=name,
-        model_type=model_type,
-        architecture=arch,
-        attention_kind="dsa" if dsa else ("mla" if mla else "gqa"),
-        is_moe=is_moe,
-        hidden_size=hidden,
-        num_layers=layers,
-        num_dense_layers=dense_layers,
-        num_moe_layers=moe_layers,
-        vocab_size=vocab,
-        tie_word_embeddings=f.bool("tie_word_embeddings"),
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        head_dim=head_dim,
-        v_head_dim=v_dim,
-        attention_bias=f.bool("attention_bias") or f.bool("qkv_bias"),
-        attention_out_bias=(model_type == "gpt_oss" and f.bool("attention_bias")),
-        qk_norm=model_type in ("qwen3", "qwen3_moe"),
-        attention_sinks=model_type == "gpt_oss",
-        q_lora_rank=q_lora,
-        kv_lora_rank=kv_lora,
-        qk_nope_head_dim=nope,
-        qk_rope_head_dim=rope,
-        index_n_heads=index_heads,
-        index_head_dim=index_dim,
-        index_topk=index_topk,
-        num_local_attention_layers=local_layers,
-        local_attention_window=window,
-        intermediate_size=dense_inter,
-        moe_intermediate_size=moe_inter,
-        num_experts=n_experts,
-        num_zero_experts=zero_experts,
-        experts_per_token=topk,
-        num_shared_experts=shared,
-        shared_expert_intermediate_size=shared_inter,
-        mlp_bias=f.bool("mlp_bias") or model_type == "gpt_oss",
-        router_bias=model_type == "gpt_oss" or str(cfg.get("topk_method", "")) == "noaux_tc",
-        sublayers_per_moe_block=per_block,
-        num_mtp_layers=f.int("num_nextn_predict_layers", default=0, minimum=0),
-        max_position_embeddings=f.opt_int("max_position_embeddings"),
-        quant=quant,
-        warnings=tuple(warnings),
-        nonstandard_modules=tuple(nonstandard),
+        name=name, model_type=model_type, hidden_size=hidden, vocab_size=vocab,
+        tie_word_embeddings=f.bool("tie_word_embeddings"), layers=layers, mtp_modules=mtp,
+        mtp_checkpoint_copies=copies, encoders=encoders,
+        max_position_embeddings=f.opt_int("max_position_embeddings", maximum=2**40),
+        pattern_source=source, quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
     )
 
-
-def _layer_split(cfg: dict, f: _Fields, layers: int, is_moe: bool, model_type: str) -> tuple[int, int, int]:
-    """(MoE layers, dense-FFN layers, attention sub-blocks per MoE block)."""
-    if not is_moe:
-        return 0, layers, 1
-    if model_type == "longcat_flash":
-        blocks = f.int("num_layers")
-        # every sub-block has a dense FFN; every block has one MoE
-        return blocks, layers, layers // blocks
-    first_dense = f.int("first_k_dense_replace", default=0, minimum=0)
-    freq = f.int("moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", default=1)
-    only_mlp = cfg.get("mlp_only_layers") or []
-    if not isinstance(only_mlp, list) or not all(isinstance(i, int) for i in only_mlp):
-        raise InputError(f"{f.origin}: mlp_only_layers", "must be a list of layer indices")
-    if first_dense > layers:
-        raise InputError(f"{f.origin}: first_k_dense_replace", f"{first_dense} exceeds num_hidden_layers ({layers})")
-    # deepseek: i % moe_layer_freq after the first dense layers; qwen/llama4: (i + 1) % step.
-    # Counted arithmetically (not by looping over layers) so an absurd layer count cannot hang the parser.
-    shift = 0 if "first_k_dense_replace" in cfg else 1
-
-    def is_moe_layer(i: int) -> bool:
-        return first_dense <= i < layers and (i + shift) % freq == 0
-
-    lo, hi = first_dense + shift, layers - 1 + shift  # offsets of the layers after the dense prefix
-    moe = max(0, hi // freq - (lo - 1) // freq) - sum(1 for i in set(only_mlp) if is_moe_layer(i))
-    return moe, layers - moe, 1
-
-
-def _local_attention(cfg: dict, f: _Fields, layers: int, model_type: str) -> tuple[int, int | None]:
-    """Count layers whose KV cache is bounded by a window (sliding or chunked attention)."""
-    types = cfg.get("layer_types")
-    if isinstance(types, list) and types:
-        if len(types) != layers:
-            raise InputError(f"{f.origin}: layer_types", f"has {len(types)} entries for {layers} layers")
-        local = sum(1 for t in types if t in ("sliding_attention", "chunked_attention", "local_attention"))
-        if local:
-            return local, f.int("sliding_window", "attention_chunk_size")
-        return 0, None
-    if model_type in ("llama4", "llama4_text") and f.has("attention_chunk_size"):
-        # Llama 4 interleaves one global (NoPE) layer every 4 layers; the rest use chunked local attention
-        interval = f.int("no_rope_layer_interval", default=4)
-        return layers - layers // interval, f.int("attention_chunk_size")
-    if f.bool("use_sliding_window") and f.has("sliding_window"):
-        max_window_layers = f.int("max_window_layers", default=layers, minimum=0)
-        local = layers - min(max_window_layers, layers)
-        return local, f.int("sliding_window") if local else None
-    if model_type == "mistral" and f.has("sliding_window"):
-        return layers, f.int("sliding_window")
-    return 0, None
-
-
-def _quant(cfg: dict, origin: str, warnings: list[str]) -> QuantSpec:
-    q = cfg.get("quantization_config")
-    if q is None:
-        dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
-        base = {"float16": "fp16", "float32": "fp32"}.get(dtype, "bf16")
-        return QuantSpec(attention=base, dense=base, experts=base, embedding=base, lm_head=base)
-    if not isinstance(q, dict):
-        raise InputError(f"{origin}: quantization_config", "must be an object")
-    method = str(q.get("quant_method", "")).lower()
-    skip_key = "modules_to_not_convert" if q.get("modules_to_not_convert") else "ignored_layers"
-    skip_raw = q.get(skip_key) or []
-    if not isinstance(skip_raw, list):
-        raise InputError(f"{origin}: quantization_config.{skip_key}", "must be a list of module names")
-    skip = [str(m) for m in skip_raw]
-
-    def skipped(*needles: str) -> bool:
-        return any(any(n in m for n in needles) for m in skip)
-
-    if method == "fp8":
-        block = q.get("weight_block_size")
-        if block is not None and not (
-            isinstance(block, list) and len(block) == 2
-            and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)
-        ):
-            raise InputError(f"{origin}: quantization_config.weight_block_size",
-                             f"must be two positive integers, got {block!r}")
-        fmt = "fp8_block" if block else "fp8"
-        bs = (block[0], block[1]) if block else None
-        attn = "bf16" if skipped("self_attn") else fmt
-        return QuantSpec(method=method, attention=attn, dense=fmt, experts=fmt, embedding="bf16",
-                         lm_head="bf16", block_size=bs)
-    if method == "mxfp4":
-        return QuantSpec(
-            method=method,
-            attention="bf16" if skipped("self_attn") else "mxfp4",
-            dense="bf16",
-            experts="mxfp4",
-            embedding="bf16",
-            lm_head="bf16",
-        )
-    if method in ("modelopt", "nvfp4", "compressed-tensors", "awq", "gptq", "w8a8", "int8", "int4"):
-        fmt = {"awq": "int4", "gptq": "int4", "w8a8": "int8", "int8": "int8", "int4": "int4"}.get(method, "nvfp4")
-        bits = q.get("bits")
-        if bits == 8:
-            fmt = "int8"
-        warnings.append(f"quant_method {method!r} read as {fmt} for linear layers (embedding and lm_head bf16)")
-        return QuantSpec(method=method, attention=fmt, dense=fmt, experts=fmt, embedding="bf16", lm_head="bf16")
-    raise InputError(f"{origin}: quantization_config.quant_method", f"unsupported quant_method {method!r}")

@@ -1,7 +1,12 @@
-"""Resolve a model argument: catalog alias, Hugging Face id, a config.json path or a folder holding one."""
+"""Resolve a model argument: catalog alias, a config.json path or a folder holding one, or a Hugging Face
+`org/name` found in the local hub cache (huggingface_hub.try_to_load_from_cache: HF_HUB_CACHE, else
+HF_HOME/hub, else ~/.cache/huggingface/hub). `download=True` fetches config.json (and a separate
+hf_quant_config.json when the repository has one) and nothing else; HF_HUB_OFFLINE=1 forbids it.
+"""
 from __future__ import annotations
 
 import difflib
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,6 +42,12 @@ def list_models() -> list[tuple[str, list[str]]]:
     return [(f, list(a)) for f, a in sorted((data.get("models") or {}).items())]
 
 
+def published_counts() -> dict[str, dict]:
+    """Published parameter counts per catalog alias, with what each counts (models/published.yaml)."""
+    data = load_yaml(catalog_dir("models") / "published.yaml") or {}
+    return dict(data.get("models") or {})
+
+
 def _config_path(arg: str) -> Path | None:
     path = Path(arg).expanduser()
     if path.is_dir():
@@ -51,7 +62,50 @@ def _config_path(arg: str) -> Path | None:
     return None
 
 
-def resolve_model_file(arg: str) -> tuple[Path, str]:
+def hub_cache_dir() -> Path:
+    """Where huggingface_hub keeps downloads, read from the environment at call time."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def _is_repo_id(arg: str) -> bool:
+    parts = arg.split("/")
+    return len(parts) == 2 and all(parts) and not arg.endswith(".json")
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _from_hub(repo: str, download: bool) -> Path | None:
+    """config.json of `repo` from the local hub cache, or fetched when `download` is set."""
+    try:
+        from huggingface_hub import hf_hub_download, try_to_load_from_cache
+    except ImportError:
+        raise InputError("model", f"{repo!r} is not in the catalog, and huggingface_hub is not installed to look "
+                         "in the hub cache (pip install 'shardplan[hub]', or pass a config.json path)") from None
+    cache = hub_cache_dir()
+    found = try_to_load_from_cache(repo_id=repo, filename="config.json", cache_dir=cache)
+    if isinstance(found, str) and Path(found).is_file():
+        return Path(found)
+    if not download:
+        return None
+    if _offline():
+        raise InputError("--download", f"HF_HUB_OFFLINE is set: cannot fetch {repo}/config.json")
+    try:
+        path = Path(hf_hub_download(repo_id=repo, filename="config.json", cache_dir=cache))
+    except Exception as exc:  # network, auth, missing repo: one line
+        raise InputError("--download", f"could not fetch {repo}/config.json: {type(exc).__name__}") from None
+    try:  # NVIDIA ModelOpt repos keep the quantization config beside config.json
+        hf_hub_download(repo_id=repo, filename="hf_quant_config.json", cache_dir=cache)
+    except Exception:
+        pass  # most repositories have none: the config's own quantization_config applies
+    return path
+
+
+def resolve_model_file(arg: str, download: bool = False) -> tuple[Path, str]:
     """(path to config.json, display name)."""
     path = _config_path(arg)
     if path is not None:
@@ -61,16 +115,22 @@ def resolve_model_file(arg: str) -> tuple[Path, str]:
     if key in table:
         file = table[key]
         return catalog_dir("models") / file, file.removesuffix(".json").split("--", 1)[-1]
+    if _is_repo_id(arg):
+        found = _from_hub(arg, download)
+        if found is not None:
+            return found, arg.split("/", 1)[1]
+        raise InputError("model", f"{arg!r} is not in the catalog nor in the hub cache at {hub_cache_dir()}; pass "
+                         "a config.json path or a folder holding one, or `inspect --download` to fetch config.json")
     close = difflib.get_close_matches(key, list(table), n=4, cutoff=0.5)
     hint = f"; close names: {', '.join(close)}" if close else "; see `shardplan models`"
     raise InputError("model", f"unknown model {arg!r}{hint}")
 
 
 @lru_cache(maxsize=64)
-def _load_cached(path: str, name: str) -> ModelSpec:
+def _load_cached(path: str, name: str, mtime: float) -> ModelSpec:
     return parse_model_config(load_json(Path(path)), name, origin=path)
 
 
-def load_model(arg: str) -> ModelSpec:
-    path, name = resolve_model_file(arg)
-    return _load_cached(str(path), name)
+def load_model(arg: str, download: bool = False) -> ModelSpec:
+    path, name = resolve_model_file(arg, download)
+    return _load_cached(str(path), name, path.stat().st_mtime)

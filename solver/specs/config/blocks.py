@@ -1,0 +1,250 @@
+"""Build each layer's blocks from its kinds (pattern.py) and the config's sizes, by field convention."""
+from __future__ import annotations
+
+from solver.specs.config.fields import Fields
+from solver.specs.config.pattern import Slot
+from solver.specs.layers import (
+    KDA,
+    MLA,
+    Attention,
+    CompressedAttention,
+    DenseFFN,
+    GatedDeltaNet,
+    Indexer,
+    Lightning,
+    Mamba1,
+    Mamba2,
+    MoE,
+)
+from solver.specs.layers.base import Block
+
+STATE_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
+
+
+def ffn_mult_width(mult: float, hidden: int) -> int:
+    """DeciLM / Nemotron-NAS: int(2 x ffn_mult x hidden / 3) rounded up to a multiple of 256."""
+    width = int(2 * mult * hidden / 3)
+    return -(-width // 256) * 256
+
+
+class BlockReader:
+    """Reads the sizes once and builds blocks per slot (equal blocks are equal objects: costs group)."""
+
+    def __init__(self, f: Fields, hidden: int, layers: int):
+        self.f, self.h, self.layers = f, hidden, layers
+        cfg = f.cfg
+        self.heads = f.int("num_attention_heads", "n_head", "num_heads")
+        self.kv_heads = f.int("num_key_value_heads", "num_kv_heads", default=self.heads)
+        self._mla = f.has("kv_lora_rank")
+        if f.has("head_dim", "attention_head_dim"):
+            self.head_dim = f.int("head_dim", "attention_head_dim")
+        elif self._mla:
+            self.head_dim = 0  # MLA sizes its heads from qk_nope / qk_rope / v_head_dim
+        else:
+            if hidden % self.heads:
+                raise f.err("num_attention_heads",
+                            f"{self.heads} does not divide hidden_size ({hidden}) and no head_dim is given")
+            self.head_dim = hidden // self.heads
+        if not cfg.get("block_configs") and (self.kv_heads > self.heads or self.heads % self.kv_heads):
+            raise f.err("num_key_value_heads", f"{self.kv_heads} must divide num_attention_heads ({self.heads})")
+        act = str(cfg.get("mlp_hidden_act") or cfg.get("hidden_act") or cfg.get("hidden_activation") or "silu")
+        self.gated = act != "relu2"  # squared-ReLU MLPs (Nemotron-H) are up/down only
+        self.mlp_bias = f.bool("mlp_bias")
+        self.norms = f.int("_norms_per_layer", default=2)
+        self.experts = f.int("n_routed_experts", "num_local_experts", "num_experts", default=0, minimum=0)
+        self.zero = f.int("zero_expert_num", default=0, minimum=0)
+        self.is_moe = self.experts > 0
+        self.state_bytes = self._state_dtype()
+
+    # ------------------------------------------------------------------------------------------- mixers
+
+    def _state_dtype(self) -> int:
+        for key in ("mamba_ssm_cache_dtype", "mamba_ssm_dtype"):
+            value = self.f.cfg.get(key)
+            if value is not None:
+                if str(value) not in STATE_DTYPE_BYTES:
+                    raise self.f.err(key, f"unknown dtype {value!r}")
+                return STATE_DTYPE_BYTES[str(value)]
+        return 2  # engines keep the state in the model dtype unless the config says otherwise
+
+    def window(self, kind: str) -> int | None:
+        if kind == "sliding":
+            return self.f.int("sliding_window", maximum=10**9)
+        if kind == "chunked":
+            return self.f.int("attention_chunk_size", maximum=10**9)
+        return None
+
+    def attention(self, kind: str, slot: Slot) -> Block:
+        f, cfg = self.f, self.f.cfg
+        if self._mla:
+            return self.mla()
+        heads, kv, dh = self.heads, self.kv_heads, self.head_dim
+        k_eq_v = False
+        if isinstance(cfg.get("block_configs"), list):
+            group = cfg["block_configs"][slot.index]["attention"].get("n_heads_in_group")
+            kv = heads // f.check_int(f"block_configs[{slot.index}].attention.n_heads_in_group", group)
+        if kind == "full" and f.has("global_head_dim", "num_global_key_value_heads"):
+            dh = f.int("global_head_dim", default=dh)
+            kv = f.int("num_global_key_value_heads", default=kv)
+            k_eq_v = f.bool("attention_k_eq_v")
+        if heads % kv:
+            raise f.err("num_key_value_heads", f"{kv} must divide num_attention_heads ({heads})")
+        bias = f.bool("attention_bias") or f.bool("qkv_bias")
+        qk = ""
+        if f.bool("use_qk_norm") or cfg.get("qk_norm_type"):
+            qk = "layer" if cfg.get("qk_norm_type") == "per_layer" else "head"
+            if cfg.get("_qk_norm_weight") is False:
+                qk = ""
+        return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh,
+                         window=self.window(kind), qkv_bias=bias, out_bias=bias and f.bool("_attention_out_bias"),
+                         qk_norm=qk, sinks=f.bool("_attention_sinks"), output_gate=f.bool("attn_output_gate"),
+                         k_eq_v=k_eq_v)
+
+    def mla(self) -> MLA:
+        f = self.f
+        dsa = f.has("index_n_heads", "index_topk")
+        indexer = None
+        if dsa:
+            if not f.has("index_n_heads") or not f.has("index_head_dim"):
+                raise f.err("index_head_dim", "DSA indexer needs index_n_heads and index_head_dim")
+            indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk", default=2048))
+        return MLA(hidden=self.h, heads=self.heads, kv_lora_rank=f.int("kv_lora_rank"),
+                   qk_nope_head_dim=f.int("qk_nope_head_dim"), qk_rope_head_dim=f.int("qk_rope_head_dim"),
+                   v_head_dim=f.int("v_head_dim"), q_lora_rank=f.opt_int("q_lora_rank"), indexer=indexer,
+                   output_gate=f.bool("mla_use_output_gate"))
+
+    def linear(self) -> Block:
+        f, cfg = self.f, self.f.cfg
+        lin = cfg.get("linear_attn_config")
+        if isinstance(lin, dict) and (lin.get("kda_layers") is not None):
+            lf = Fields(lin, f.origin, prefix=f.prefix + "linear_attn_config.")
+            return KDA(hidden=self.h, heads=lf.int("num_heads"), head_dim=lf.int("head_dim"),
+                       conv_kernel=lf.int("short_conv_kernel_size", default=4),
+                       full_rank_gate=lf.bool("use_full_rank_gate"), state_dtype_bytes=self.state_bytes)
+        if f.has("linear_num_value_heads", "linear_num_key_heads"):
+            return GatedDeltaNet(hidden=self.h, key_heads=f.int("linear_num_key_heads"),
+                                 value_heads=f.int("linear_num_value_heads"), key_dim=f.int("linear_key_head_dim"),
+                                 value_dim=f.int("linear_value_head_dim"),
+                                 conv_kernel=f.int("linear_conv_kernel_dim", default=4),
+                                 state_dtype_bytes=self.state_bytes)
+        if cfg.get("attn_type_list") is not None:
+            return Lightning(hidden=self.h, heads=self.heads, head_dim=self.head_dim, state_dtype_bytes=4
+                             if cfg.get("linear_attn_dtype") == "float32" else self.state_bytes)
+        raise f.err("layer_types", "linear_attention layers need linear_num_key_heads / linear_num_value_heads "
+                    "(Gated DeltaNet), linear_attn_config (KDA) or attn_type_list (lightning)")
+
+    def mamba(self) -> Block:
+        f = self.f
+        if not f.has("mamba_num_heads", "mamba_n_heads"):
+            return self.mamba1()
+        heads = f.int("mamba_num_heads", "mamba_n_heads")
+        head_dim = f.int("mamba_head_dim", "mamba_d_head")
+        return Mamba2(hidden=self.h, heads=heads, head_dim=head_dim,
+                      state_size=f.int("ssm_state_size", "mamba_d_state", "state_size"),
+                      groups=f.int("n_groups", "mamba_n_groups", default=1),
+                      conv_kernel=f.int("conv_kernel", "mamba_d_conv", default=4),
+                      conv_bias=f.bool("use_conv_bias", True) and f.bool("mamba_conv_bias", True),
+                      proj_bias=f.bool("mamba_proj_bias")
+                      or f.bool("use_bias"), state_dtype_bytes=self.state_bytes)
+
+    def compressed(self, index: int) -> CompressedAttention:
+        """DeepSeek-V4 layer `index` (an index past the stack reads the MTP layers' entries)."""
+        f = self.f
+        ratios = f.int_list("compress_ratios") or []
+        ratio = ratios[index] if index < len(ratios) else 0
+        indexer = None
+        if ratio == 4 and f.has("index_n_heads"):
+            indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk", default=2048))
+        return CompressedAttention(hidden=self.h, heads=self.heads, head_dim=self.head_dim,
+                                   q_lora_rank=f.int("q_lora_rank"), o_lora_rank=f.int("o_lora_rank"),
+                                   o_groups=f.int("o_groups", default=1), ratio=ratio,
+                                   window=f.int("sliding_window", maximum=10**9), indexer=indexer)
+
+    def hyper_params(self) -> int:
+        """Hyper-connections (hc_mult streams): per sub-block a (2 + m) x m mixing map of the m x hidden
+        input, its bias and three scales (DeepSeek-V4 inference code)."""
+        m = self.f.int("hc_mult", default=0, minimum=0, maximum=64)
+        if m <= 1:
+            return 0
+        mix = (2 + m) * m
+        return 2 * (mix * m * self.h + mix + 3)
+
+    def mamba1(self) -> Mamba1:
+        """Mamba-1 (no head count): d_inner = mamba_expand x hidden; dt_rank "auto" = ceil(hidden / 16)."""
+        f = self.f
+        if not f.has("mamba_d_state", "ssm_state_size", "state_size"):
+            raise f.err("layer_types", "mamba layers need mamba_num_heads (Mamba-2) or mamba_d_state (Mamba-1)")
+        expand = f.int("mamba_expand", "expand", default=2)
+        rank = f.cfg.get("mamba_dt_rank", "auto")
+        dt_rank = -(-self.h // 16) if rank == "auto" else f.check_int("mamba_dt_rank", rank)
+        return Mamba1(hidden=self.h, d_inner=expand * self.h,
+                      state_size=f.int("mamba_d_state", "ssm_state_size", "state_size"), dt_rank=dt_rank,
+                      conv_kernel=f.int("mamba_d_conv", "conv_kernel", default=4),
+                      conv_bias=f.bool("mamba_conv_bias", True), proj_bias=f.bool("mamba_proj_bias"),
+                      inner_norms=f.bool("_mamba_inner_norms"), state_dtype_bytes=self.state_bytes)
+
+    def mixer(self, slot: Slot) -> Block | None:
+        kind = slot.mixer
+        if kind is None:
+            return None
+        if kind == "compressed":
+            return self.compressed(slot.index)
+        if kind in ("full", "sliding", "chunked"):
+            return self.attention(kind, slot)
+        if kind == "linear":
+            return self.linear()
+        if kind == "mamba":
+            return self.mamba()
+        raise self.f.err("layer_types", f"unknown mixer {kind!r}")
+
+    # ---------------------------------------------------------------------------------------------- FFNs
+
+    def dense_width(self, slot: Slot) -> int:
+        f, cfg = self.f, self.f.cfg
+        if isinstance(cfg.get("block_configs"), list):
+            ffn = cfg["block_configs"][slot.index]["ffn"]
+            return ffn_mult_width(Fields(ffn, f.origin, f"{f.prefix}block_configs[{slot.index}].ffn.")
+                                  .number("ffn_mult", 0.0, 1000.0), self.h)
+        return f.int("intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner", default=4 * self.h)
+
+    def dense(self, slot: Slot) -> DenseFFN:
+        return DenseFFN(hidden=self.h, inter=self.dense_width(slot), gated=self.gated, bias=self.mlp_bias)
+
+    def moe(self, slot: Slot) -> MoE:
+        f, L = self.f, self.layers
+        i = min(slot.index, L - 1)  # MTP layers read the last layer's per-layer entries
+        topk_name = f.first("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk",
+                            "top_k_experts")
+        if topk_name is None:
+            raise f.err("num_experts_per_tok", "missing for a model with routed experts")
+        topk = f.per_layer(topk_name, L, 1)[i]  # type: ignore[index]
+        if topk > self.experts + self.zero:
+            raise f.err(topk_name, f"{topk} exceeds the number of experts ({self.experts})")
+        inter_name = f.first("moe_intermediate_size", "expert_ffn_hidden_size", "expert_intermediate_size",
+                             "intermediate_size")
+        if inter_name is None:
+            raise f.err("moe_intermediate_size", "missing for a model with routed experts")
+        inter = f.per_layer(inter_name, L, 1)[i]  # type: ignore[index]
+        count_name = f.first("n_shared_experts", "num_shared_experts", "num_shared_expert")
+        count = f.per_layer(count_name, L, 0)[i] if count_name else 0  # type: ignore[index]
+        width_name = f.first("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
+                             "shared_intermediate_size")
+        if width_name is not None:
+            shared = f.int(width_name, minimum=0)  # 0: no shared expert
+        else:
+            base = f.int("intermediate_size", default=inter) if count_name == "num_shared_expert" else inter
+            shared = count * base
+        router_bias = (str(f.cfg.get("topk_method", "")) == "noaux_tc" or f.bool("use_routing_bias")
+                       or f.bool("_router_bias"))
+        return MoE(hidden=self.h, experts=self.experts, topk=topk, inter=inter, shared_inter=shared,
+                   zero_experts=self.zero, gated=self.gated, bias=self.mlp_bias, router_bias=router_bias,
+                   shared_gate=bool(shared) and f.bool("_shared_expert_gate"),
+                   latent=f.int("moe_latent_size", "routed_expert_hidden_size", default=0, minimum=0))
+
+    def ffns(self, slot: Slot) -> tuple[Block, ...]:
+        if slot.ffn is None:
+            return ()
+        if slot.ffn == "dense":
+            out: tuple[Block, ...] = (self.dense(slot),)
+            return out + ((self.moe(slot),) if slot.extra_moe else ())
+        return (self.moe(slot),)

@@ -1,0 +1,90 @@
+"""Modules outside the decoder stack that a multimodal config declares: vision / audio encoders and their
+projectors into the text width.
+
+Counted by convention from the encoder config's fields (ViT blocks: attention 4 x h^2, MLP 2 or 3 x h x
+inter, norms; patch embedding; position table; projector), not by family:
+  layers            depth | num_hidden_layers | vt_num_hidden_layers
+  width / MLP       hidden_size | vt_hidden_size, intermediate_size | vt_intermediate_size
+  patch embedding   in_channels | num_channels (3) x temporal_patch_size (1) x patch_size^2 x h (+ bias)
+  positions         num_position_embeddings, else (image_size / patch_size)^2 when image_size is given
+  projector         spatial_merge_size / merge_kernel_size (patch merger: (h m^2)^2 + h m^2 x out) into
+                    out_hidden_size | text_hidden_size | the text hidden size; deepstack_visual_indexes add
+                    one merger each; a plain linear h -> text hidden otherwise
+  gated MLP         hidden_act silu (pixtral) gated; GELU MLPs not gated
+  biases / norms    LayerNorm (weight + bias) unless norm_type rmsnorm; linear biases unless attn_bias /
+                    linear_bias false
+Checked exactly against the Gemma-3 SigLIP towers (keras-hub presets, facts/model_configs/SOURCES.md); for
+the others the count follows these conventions and is reported as its own module.
+Placement: engines run the encoder replicated on every rank of the attention group (vLLM, SGLang: the ViT
+is not split by the LLM's TP unless asked), so its weights count on every rank.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from solver.specs.config.fields import Fields
+
+ENCODER_KEYS = ("vision_config", "audio_config", "vision_tower")
+
+
+@dataclass(frozen=True)
+class Encoder:
+    name: str  # vision | audio
+    params: int
+    layers: int
+    hidden: int
+    placement: str = "replicated"
+
+
+def _vit(f: Fields, text_hidden: int) -> tuple[int, int, int]:
+    c = f.cfg
+    layers = f.int("depth", "num_hidden_layers", "vt_num_hidden_layers", maximum=10_000)
+    h = f.int("hidden_size", "vt_hidden_size", "embed_dim")
+    inter = f.int("intermediate_size", "vt_intermediate_size", default=4 * h)
+    act = str(c.get("hidden_act") or c.get("hidden_activation") or c.get("activation_func") or "gelu")
+    gated = act == "silu"
+    rms = str(c.get("norm_type", "")).startswith("rms") or gated
+    bias = not (c.get("attn_bias") is False or c.get("linear_bias") is False or c.get("attention_bias") is False
+                or gated)
+    norm = h if rms else 2 * h
+    attn = 4 * h * h + (4 * h if bias else 0)
+    mlp = (3 if gated else 2) * h * inter + ((inter + h) if bias and not gated else 0)
+    per_layer = attn + mlp + 2 * norm
+    channels = f.int("in_channels", "num_channels", default=3)
+    temporal = f.int("temporal_patch_size", default=1)
+    patch = f.int("patch_size", default=14)
+    patch_embed = channels * temporal * patch * patch * h + (h if not gated and c.get("patch_embed_proj_bias") is not False else 0)
+    positions = 0
+    if f.has("num_position_embeddings"):
+        positions = f.int("num_position_embeddings") * h
+    elif f.has("image_size") and not gated:
+        positions = (f.int("image_size") // patch) ** 2 * h
+    post_norm = norm if not f.has("depth") else 0
+    out = f.int("out_hidden_size", "text_hidden_size", default=text_hidden)
+    merge = f.int("spatial_merge_size", default=1)
+    if isinstance(c.get("merge_kernel_size"), list):
+        merge = f.int_list("merge_kernel_size")[0]  # type: ignore[index]
+    if merge > 1:
+        wide = h * merge * merge
+        merger = norm + wide * wide + wide + wide * out + out
+        mergers = 1 + len(c.get("deepstack_visual_indexes") or [])
+        deep = (mergers - 1) * (wide * wide + wide + wide * out + out + 2 * wide)
+        projector = merger + deep
+    else:
+        projector = h * out + h  # one linear into the text width and a norm on its input
+    return layers * per_layer + patch_embed + positions + post_norm + projector, layers, h
+
+
+def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str) -> list[Encoder]:
+    out = []
+    for key in ENCODER_KEYS:
+        sub = raw.get(key)
+        if not sub:
+            continue
+        if not isinstance(sub, dict):
+            raise Fields(raw, origin).err(key, "must be an object")
+        f = Fields(sub, origin, prefix=f"{key}.")
+        params, layers, h = _vit(f, text_hidden)
+        out.append(Encoder("audio" if key.startswith("audio") else "vision", params, layers, h))
+    return out

@@ -1,0 +1,231 @@
+"""The layer pattern: which mixer and which FFN each layer has, read from the config's own conventions.
+
+Mixer kinds: full, sliding, chunked (softmax attention, windowed or not), linear, mamba, none. FFN kinds:
+dense, moe, none. Conventions read, in order of precedence:
+  one block per layer:  hybrid_override_pattern ("M" Mamba, "E" MoE, "*" attention, "-" MLP) or
+                        layers_block_type (mamba / moe / attention / mlp), Nemotron-H
+  mixers:               compress_ratios (DeepSeek-V4); layer_types; attn_type_list (0 linear, 1 softmax);
+                        attn_layer_period / attn_layer_offset (Jamba); linear_attn_config.kda_layers /
+                        full_attn_layers (1-based); full_attention_interval; block_configs[i].attention.no_op;
+                        sliding_window_pattern (every N-th layer global, or a string such as "LLLG");
+                        attention_chunk_size + no_rope_layer_interval; use_sliding_window + max_window_layers;
+                        sliding_window alone (every layer windowed)
+  FFNs:                 block_configs[i].ffn; mlp_layer_types; expert_layer_period / offset (Jamba);
+                        moe_layer_freq as a list; first_k_dense_replace,
+                        moe_layer_freq / decoder_sparse_step / interleave_moe_layer_step as an int;
+                        mlp_only_layers; a num_layers that counts blocks of several sub-layers (LongCat)
+Every list must have one entry per layer and every entry must be known: anything else is an InputError
+naming the field and the value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.specs.config.fields import Fields
+
+LAYER_TYPE_MIXER = {
+    "full_attention": "full", "attention": "full", "global_attention": "full", "global": "full",
+    "sliding_attention": "sliding", "local_attention": "sliding", "sliding": "sliding", "local": "sliding",
+    "chunked_attention": "chunked", "linear_attention": "linear", "mamba": "mamba", "mamba2": "mamba",
+}
+BLOCK_TYPE = {"mamba": ("mamba", None), "mamba2": ("mamba", None), "moe": (None, "moe"),
+              "attention": ("full", None), "mlp": (None, "dense")}
+PATTERN_CHAR = {"M": ("mamba", None), "E": (None, "moe"), "*": ("full", None), "-": (None, "dense")}
+MLP_LAYER_TYPE = {"dense": "dense", "mlp": "dense", "moe": "moe", "sparse": "moe"}
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One layer's kinds (blocks are built from them and the config's sizes)."""
+
+    mixer: str | None
+    ffn: str | None
+    extra_moe: bool = False  # an MoE beside the dense FFN (LongCat shortcut-connected MoE)
+    index: int = 0
+
+
+def one_block_pattern(f: Fields) -> tuple[str, list[tuple[str | None, str | None]]] | None:
+    """Nemotron-H style: each layer is a mixer OR an FFN."""
+    if f.has("hybrid_override_pattern"):
+        pat = f.cfg["hybrid_override_pattern"]
+        if not isinstance(pat, str) or not pat:
+            raise f.err("hybrid_override_pattern", f"must be a non-empty string, got {pat!r}")
+        bad = sorted({c for c in pat if c not in PATTERN_CHAR})
+        if bad:
+            raise f.err("hybrid_override_pattern", f"unknown layer character(s) {''.join(bad)!r} (known: M E * -)")
+        return "hybrid_override_pattern", [PATTERN_CHAR[c] for c in pat]
+    if f.has("layers_block_type"):
+        types = f.str_list("layers_block_type") or []
+        out = []
+        for i, t in enumerate(types):
+            if t not in BLOCK_TYPE:
+                raise f.err("layers_block_type", f"unknown entry {t!r} at index {i} (known: {', '.join(BLOCK_TYPE)})")
+            out.append(BLOCK_TYPE[t])
+        return "layers_block_type", out
+    return None
+
+
+def _index_set(f: Fields, container: dict, key: str, layers: int, field: str) -> set[int]:
+    """Layer indices from a list that may be 1-based (Kimi Linear: kda_layers / full_attn_layers)."""
+    raw = container.get(key) or []
+    if not isinstance(raw, list):
+        raise f.err(field, f"must be a list of layer numbers, got {type(raw).__name__}")
+    values = [f.check_int(f"{field}[{i}]", v, 0) for i, v in enumerate(raw)]
+    return set(values)
+
+
+def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
+    """One mixer kind per layer and the field it came from."""
+    cfg = f.cfg
+    if cfg.get("compress_ratios") is not None:
+        ratios = f.int_list("compress_ratios") or []
+        extra = f.int("num_nextn_predict_layers", default=0, minimum=0)
+        if len(ratios) not in (layers, layers + extra):
+            raise f.err("compress_ratios", f"has {len(ratios)} entries for {layers} layers (+{extra} MTP)")
+        return ["compressed"] * layers, "compress_ratios"
+    if cfg.get("layer_types") is not None:
+        types = f.str_list("layer_types") or []
+        if len(types) != layers:
+            raise f.err("layer_types", f"has {len(types)} entries for {layers} layers")
+        out: list[str | None] = []
+        for i, t in enumerate(types):
+            if t not in LAYER_TYPE_MIXER:
+                raise f.err("layer_types", f"unknown entry {t!r} at index {i} (known: {', '.join(LAYER_TYPE_MIXER)})")
+            out.append(LAYER_TYPE_MIXER[t])
+        return out, "layer_types"
+    if cfg.get("attn_type_list") is not None:
+        flags = f.int_list("attn_type_list", layers) or []
+        if any(v not in (0, 1) for v in flags):
+            raise f.err("attn_type_list", f"entries must be 0 (linear) or 1 (softmax), got {sorted(set(flags))}")
+        return ["full" if v else "linear" for v in flags], "attn_type_list"
+    lin = cfg.get("linear_attn_config")
+    if isinstance(lin, dict) and (lin.get("kda_layers") is not None or lin.get("full_attn_layers") is not None):
+        linear = _index_set(f, lin, "kda_layers", layers, "linear_attn_config.kda_layers")
+        full = _index_set(f, lin, "full_attn_layers", layers, "linear_attn_config.full_attn_layers")
+        everything = linear | full
+        # 1-based when the numbers run 1..L (no 0, and L present); 0-based when they run 0..L-1
+        one_based = 0 not in everything and (layers in everything or not everything)
+        shift = 1 if one_based else 0
+        kinds: list[str | None] = []
+        for i in range(layers):
+            n = i + shift
+            if n in linear and n in full:
+                raise f.err("linear_attn_config", f"layer {n} is listed as both linear and full attention")
+            if n not in linear and n not in full:
+                raise f.err("linear_attn_config", f"layer {n} is in neither kda_layers nor full_attn_layers")
+            kinds.append("linear" if n in linear else "full")
+        extra = sorted(n for n in everything if not shift <= n < layers + shift)
+        if extra:
+            raise f.err("linear_attn_config", f"layer numbers {extra} outside 1..{layers}" if shift
+                        else f"layer numbers {extra} outside 0..{layers - 1}")
+        return kinds, "linear_attn_config"
+    if f.has("attn_layer_period"):
+        # Jamba: attention where i % period == offset, Mamba elsewhere
+        period = f.int("attn_layer_period", maximum=max(layers, 1))
+        offset = f.int("attn_layer_offset", default=0, minimum=0, maximum=period - 1)
+        return ["full" if i % period == offset else "mamba" for i in range(layers)], "attn_layer_period"
+    if f.has("full_attention_interval"):
+        n = f.int("full_attention_interval", maximum=layers)
+        return ["full" if (i + 1) % n == 0 else "linear" for i in range(layers)], "full_attention_interval"
+    if isinstance(cfg.get("block_configs"), list):
+        blocks = cfg["block_configs"]
+        if len(blocks) != layers:
+            raise f.err("block_configs", f"has {len(blocks)} entries for {layers} layers")
+        out = []
+        for i, b in enumerate(blocks):
+            attn = b.get("attention") if isinstance(b, dict) else None
+            if not isinstance(attn, dict):
+                raise f.err(f"block_configs[{i}].attention", "must be an object")
+            if attn.get("replace_with_linear"):
+                raise f.err(f"block_configs[{i}].attention.replace_with_linear", "not supported (true)")
+            out.append(None if attn.get("no_op") else "full")
+        return out, "block_configs"
+    if f.has("sliding_window_pattern"):
+        pat = cfg["sliding_window_pattern"]
+        if isinstance(pat, str):
+            if not pat or any(c not in "LG" for c in pat):
+                raise f.err("sliding_window_pattern", f"must be a string of L and G, got {pat!r}")
+            return ["sliding" if pat[i % len(pat)] == "L" else "full" for i in range(layers)], "sliding_window_pattern"
+        n = f.int("sliding_window_pattern", maximum=max(layers, 1))
+        return ["full" if (i + 1) % n == 0 else "sliding" for i in range(layers)], "sliding_window_pattern"
+    if f.has("attention_chunk_size") and f.has("no_rope_layer_interval"):
+        n = f.int("no_rope_layer_interval", maximum=max(layers, 1))
+        return ["full" if (i + 1) % n == 0 else "chunked" for i in range(layers)], "no_rope_layer_interval"
+    if f.bool("use_sliding_window") and f.has("sliding_window"):
+        first = f.int("max_window_layers", default=layers, minimum=0)
+        return ["sliding" if i >= first else "full" for i in range(layers)], "max_window_layers"
+    if f.has("sliding_window") and cfg.get("use_sliding_window") is None:
+        return ["sliding"] * layers, "sliding_window"
+    return ["full"] * layers, ""
+
+
+def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) -> list[str | None]:
+    cfg = f.cfg
+    if isinstance(cfg.get("block_configs"), list):
+        out: list[str | None] = []
+        for i, b in enumerate(cfg["block_configs"]):
+            ffn = b.get("ffn") if isinstance(b, dict) else None
+            if not isinstance(ffn, dict):
+                raise f.err(f"block_configs[{i}].ffn", "must be an object")
+            if ffn.get("replace_with_linear"):
+                raise f.err(f"block_configs[{i}].ffn.replace_with_linear", "not supported (true)")
+            out.append(None if ffn.get("no_op") else "dense")
+        return out
+    if not is_moe:
+        return ["dense"] * layers
+    if cfg.get("mlp_layer_types") is not None:
+        types = f.str_list("mlp_layer_types") or []
+        if len(types) != layers:
+            raise f.err("mlp_layer_types", f"has {len(types)} entries for {layers} layers")
+        for i, t in enumerate(types):
+            if t not in MLP_LAYER_TYPE:
+                raise f.err("mlp_layer_types", f"unknown entry {t!r} at index {i}")
+        return [MLP_LAYER_TYPE[t] for t in types]
+    if f.has("expert_layer_period"):
+        # Jamba: MoE where i % period == offset, dense elsewhere
+        period = f.int("expert_layer_period", maximum=max(layers, 1))
+        offset = f.int("expert_layer_offset", default=0, minimum=0, maximum=period - 1)
+        return ["moe" if i % period == offset else "dense" for i in range(layers)]
+    if isinstance(cfg.get("moe_layer_freq"), list):
+        flags = f.int_list("moe_layer_freq", layers) or []
+        if any(v not in (0, 1) for v in flags):
+            raise f.err("moe_layer_freq", "as a list, entries must be 0 (dense) or 1 (MoE)")
+        kinds = ["moe" if v else "dense" for v in flags]
+    else:
+        first_dense = f.int("first_k_dense_replace", default=0, minimum=0)
+        if first_dense > layers:
+            raise f.err("first_k_dense_replace", f"{first_dense} exceeds num_hidden_layers ({layers})")
+        freq = f.int("moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", default=1,
+                     maximum=max(layers, 1))
+        # DeepSeek: i % moe_layer_freq after the first dense layers; Qwen / Llama-4: (i + 1) % step
+        shift = 0 if "first_k_dense_replace" in cfg else 1
+        kinds = ["moe" if i >= first_dense and (i + shift) % freq == 0 else "dense" for i in range(layers)]
+    only_mlp = cfg.get("mlp_only_layers") or []
+    if not isinstance(only_mlp, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only_mlp):
+        raise f.err("mlp_only_layers", "must be a list of layer indices")
+    for i in only_mlp:
+        if not 0 <= i < layers:
+            raise f.err("mlp_only_layers", f"index {i} outside 0..{layers - 1}")
+        kinds[i] = "dense"
+    return kinds
+
+
+def slots(f: Fields, layers: int, is_moe: bool) -> tuple[list[Slot], str]:
+    one = one_block_pattern(f)
+    if one is not None:
+        field, pairs = one
+        if f.has("num_hidden_layers") and f.int("num_hidden_layers", maximum=10_000) != len(pairs):
+            raise f.err(field, f"has {len(pairs)} entries for num_hidden_layers = {f.cfg['num_hidden_layers']}")
+        if not is_moe and any(ffn == "moe" for _, ffn in pairs):
+            raise f.err(field, "has MoE layers but the config declares no routed experts")
+        return [Slot(m, x, index=i) for i, (m, x) in enumerate(pairs)], field
+    mixers, field = mixer_kinds(f, layers)
+    ffns = ffn_kinds(f, layers, is_moe, mixers)
+    blocks = f.opt_int("num_layers") if f.has("num_hidden_layers") and f.has("num_layers") else None
+    if blocks and is_moe and blocks < layers:
+        # num_layers counts blocks of several attention + dense-FFN sub-layers that share one MoE (LongCat)
+        if layers % blocks:
+            raise f.err("num_hidden_layers", f"{layers} must be a multiple of num_layers ({blocks})")
+        per = layers // blocks
+        return [Slot(mixers[i], "dense", extra_moe=(i % per == per - 1), index=i) for i in range(layers)], field
+    return [Slot(mixers[i], ffns[i], index=i) for i in range(layers)], field

@@ -1,0 +1,161 @@
+"""Softmax attention over heads: MHA / GQA / MQA, optionally over a sliding or chunked window.
+
+Knobs: attention TP splits query heads and (up to N_kv) KV heads; o_proj is row-parallel over its own TP
+(o_proj_tp) or attention TP. CP / SP split a step's tokens and KVP splits the cached keys: this is a layer
+whose state grows with the sequence, so all three apply. A window caps the keys a query sees and the tokens
+the cache holds (sliding_window, attention_chunk_size).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
+
+
+def kv_heads_per_rank(kv_heads: int, attn_tp: int) -> int:
+    """KV heads one rank holds: replicated once attention TP exceeds them."""
+    return max(1, math.ceil(kv_heads / attn_tp))
+
+
+@dataclass(frozen=True)
+class Attention(Block):
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    window: int | None = None  # sliding / chunked window in tokens; None = full attention
+    qkv_bias: bool = False
+    out_bias: bool = False
+    qk_norm: str = ""  # "head": RMSNorm weights of head_dim on q and k; "layer": over all q / k heads; "": none
+    sinks: bool = False  # one learned sink logit per head (gpt-oss)
+    output_gate: bool = False  # q_proj also produces a per-channel output gate (Qwen3-Next / 3.5)
+    k_eq_v: bool = False  # one projection serves K and V (Gemma-4 global layers)
+
+    role = "mixer"
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        if self.window:
+            return "SWA"
+        return "MHA" if self.kv_heads == self.heads else ("MQA" if self.kv_heads == 1 else "GQA")
+
+    def label(self) -> str:
+        w = f" w{self.window}" if self.window else ""
+        return f"{self.kind} {self.heads}/{self.kv_heads} x {self.head_dim}{w}"
+
+    @property
+    def o_dim(self) -> int:
+        return self.heads * self.v_head_dim
+
+    def proj_parts(self) -> tuple[Part, ...]:
+        h, nh, dh, nkv = self.hidden, self.heads, self.head_dim, self.kv_heads
+        q_out = nh * dh * (2 if self.output_gate else 1)
+        kv_out = nkv * (dh if self.k_eq_v else dh + self.v_head_dim)
+        parts = [Part("q_proj", h * q_out + (nh * dh if self.qkv_bias else 0), "tp"),
+                 Part("kv_proj", h * kv_out + (kv_out if self.qkv_bias else 0), "kv_heads", nkv)]
+        if self.qk_norm == "head":
+            parts.append(Part("qk_norm", 2 * dh, "none"))
+        elif self.qk_norm == "layer":
+            parts.append(Part("qk_norm", (nh + nkv) * dh, "none"))
+        if self.sinks:
+            parts.append(Part("sinks", nh, "tp"))
+        return tuple(parts)
+
+    def shares(self) -> tuple[Share, ...]:
+        o = self.o_dim * self.hidden + (self.hidden if self.out_bias else 0)
+        return (Share("attention", "attention", "attn_tp_size", self.proj_parts()),
+                Share("o_proj", "attention", "o_proj_tp_size", (Part("o_proj", o, "tp"),)))
+
+    def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int) -> float:
+        return kv_heads_per_rank(self.kv_heads, attn_tp) * (self.head_dim + self.v_head_dim) * kv_bytes
+
+    def state(self, kv_bytes: int, attn_tp: int) -> State:
+        return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), window=self.window)
+
+    # ------------------------------------------------------------------------------------------- costs
+
+    def keys(self, cx: CostKit) -> float:
+        """Mean keys a query of this step attends to: the context, or the window's share of it."""
+        ctx = max(cx.w.context, 1.0)
+        return cx.mean_keys_capped(self.window) if self.window else ctx
+
+    def ops(self, cx: CostKit) -> list:
+        pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
+        a, h, T = pc.attn_tp_size, self.hidden, w.new_tokens
+        t_a = T / pc.token_shards  # tokens whose projections a rank computes
+        gemm = hw.flops(prec.gemm_dtype("attention"))
+        bpp = prec.fmt("attention").bytes_per_param
+        rank_params = sum(p.params / p.degree(a) for p in self.proj_parts())
+        ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params, rank_params * bpp + t_a * h * ACT_BYTES,
+                     gemm, f.gemm, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / a))]
+        keys = self.keys(cx)
+        pair_shards = pc.token_shards * pc.kvp_size
+        kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
+        flops = 2 * self.heads / a * T * keys * (self.head_dim + self.v_head_dim) / pair_shards
+        read_tokens = w.sequences * keys if w.phase == "decode" else T
+        eff = f.attention if w.phase == "prefill" else f.gemm
+        ops.append(cx.op("attention_core", "attention", flops, read_tokens * kv_bpt / pair_shards
+                         + t_a * h * ACT_BYTES, hw.flops("bf16"), eff, kernels=2))
+        ops.append(o_proj_op(cx, self.o_dim, h))
+        return ops
+
+    def comms(self, cx: CostKit, hide_s: float) -> list:
+        return sequence_attention_comms(cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
+                                        cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size),
+                                        merge_width=self.v_head_dim)
+
+    def activation(self, pc, tokens: float) -> float:
+        t = tokens / pc.token_shards
+        q = self.heads / pc.attn_tp_size * self.head_dim
+        return t * (q + 2 * kv_heads_per_rank(self.kv_heads, pc.attn_tp_size) * self.head_dim) * ACT_BYTES
+
+
+def o_proj_op(cx: CostKit, o_dim: int, hidden: int):
+    """o_proj: row-parallel over its own TP group, which processes the tokens of its ranks. Under KVP the
+    ranks share tokens, so the KVP merge leaves each rank a 1/kvp share. Row-parallel splits the input (K)
+    dimension, so the output stays `hidden` wide for the tile efficiency."""
+    pc, f, hw, prec = cx.pc, cx.f, cx.hw, cx.prec
+    params = o_dim * hidden
+    d = pc.oproj_shards
+    return cx.op("o_proj", "o_proj", 2 * cx.group_tokens(d) * params / d,
+                 params / d * prec.fmt("attention").bytes_per_param, hw.flops(prec.gemm_dtype("attention")),
+                 f.gemm, kernels=1, shape_eff=cx.shape_efficiency(hidden))
+
+
+def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: int, o_dim: int,
+                             cache_bpt: float, merge_width: float, topk: int | None = None) -> list:
+    """Collectives of a layer whose KV grows with the sequence (softmax attention, MLA, DSA)."""
+    pc, w = cx.pc, cx.w
+    a, T = pc.attn_tp_size, w.new_tokens
+    t_a = T / pc.token_shards
+    out = []
+    if a > 1:  # row-parallel o_proj output: all-reduce over attention TP
+        out.append(cx.coll("attn_tp_allreduce", "o_proj", "all_reduce", a, t_a * hidden * ACT_BYTES))
+    o_extra = pc.oproj_shards // a if pc.oproj_shards > a else 1
+    kvp_oproj = pc.kvp_size > 1 and o_extra == pc.kvp_size  # seed class C: o_proj_tp == kvp_size
+    if o_extra > 1:
+        # o_proj TP beyond attention TP: each rank needs only its 1/o_extra input slice of every group token
+        # (an all-to-all of its own t_a x o_dim/a input); under KVP with o_proj TP = kvp the merge already
+        # leaves each rank its head slice. Partial sums are then reduce-scattered back to their owners.
+        if not kvp_oproj:
+            out.append(cx.coll("oproj_tp_gather", "o_proj", "all_to_all", o_extra, t_a * o_dim / a * ACT_BYTES,
+                               stride=a))
+        out.append(cx.coll("oproj_tp_scatter", "o_proj", "reduce_scatter", o_extra,
+                           cx.group_tokens(pc.oproj_shards) / a * hidden * ACT_BYTES, stride=a))
+    if pc.token_shards > 1:
+        # every rank needs the new KV (and indexer keys) of the tokens the others computed; second stream
+        out.append(cx.coll("kv_allgather", "attention", "all_gather", pc.token_shards, T * cache_bpt, stride=a,
+                           hide_s=hide_s))
+    if pc.kvp_size > 1:
+        # partial outputs merge by log-sum-exp: the lse (fp32) is exchanged and the corrected outputs are
+        # reduce-scattered in the activation dtype (vLLM DCP cp_lse_ag_out_rs)
+        out.append(cx.coll("lse_merge", "attention", "reduce_scatter", pc.kvp_size,
+                           T * heads / a * (merge_width * ACT_BYTES + 4), stride=a))
+        if topk:
+            out.append(cx.coll("topk_merge", "indexer", "all_gather", pc.kvp_size, T * topk * 8, stride=a))
+        # after the merge each rank holds a 1/kvp share of the layer output: the next input is all-gathered
+        out.append(cx.coll("kvp_hidden_allgather", "attention", "all_gather", pc.kvp_size,
+                           T * hidden * ACT_BYTES, stride=a))
+    return out

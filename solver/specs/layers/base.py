@@ -1,0 +1,223 @@
+"""What every layer block answers, and the records it answers with.
+
+A model is an ordered stack of `Layer`s; a layer is a tuple of blocks (a mixer, an FFN, or both; LongCat's
+shortcut layers carry a dense FFN and an MoE beside one mixer). Each block type lives in its own module and
+answers the same questions:
+
+  shares()          its parameters, per module, with the rule that splits each part ("tp", "kv_heads", "none")
+                    and the parallel knob that sets the split degree
+  state(kv_bytes, attn_tp)
+                    what one request keeps between steps: bytes per token that grow with the sequence
+                    (capped by a window for sliding / chunked layers) and constant bytes (linear / SSM state)
+  ops(cx)           FLOPs and bytes per phase, as OpCost records made by the estimator's kit `cx`
+  comms(cx, hide_s) its collectives, as CommCost records made by `cx`
+  activation(cx_pc, tokens)
+                    the largest transient it holds in a forward over `tokens` tokens
+
+The estimator passes the kit (hardware, parallel config, precision, factors, work, and the record makers), so
+the formulas live here and the timing lives in estimate/: specs never import estimate (data flows one way).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+ACT_BYTES = 2  # bf16 activations between kernels
+
+# Knobs a module's "tp" parts follow. "moe_tp_size" splits routed experts over the whole world (E/EP experts
+# per rank, each split moe_tp ways); "shared_experts_tp" is the framework's choice for shared experts
+# (MemoryOptions.shared_experts_knob, dense_tp by default); None = replicated.
+KNOB_NAMES = ("embed_tp_size", "attn_tp_size", "o_proj_tp_size", "dense_tp_size", "shared_experts_tp",
+              "moe_tp_size", "lmhead_tp_size", "encoder_tp_size")
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    params: int
+    split: str = "tp"  # "tp" | "kv_heads" | "none"
+    heads: int = 0  # for "kv_heads": the group splits up to this many heads, then replicates them
+
+    def degree(self, n: int) -> int:
+        if self.split == "tp":
+            return n
+        if self.split == "kv_heads":
+            return max(1, min(n, self.heads))
+        return 1
+
+
+@dataclass(frozen=True)
+class Share:
+    """One module's parameters inside one block."""
+
+    module: str  # report / planner module name: attention, o_proj, linear_attention, ssm, dense_ffn, ...
+    group: str  # precision group: attention | dense | experts | embedding | lm_head | norm
+    knob: str | None  # the knob whose size splits the "tp" parts (KNOB_NAMES), None = replicated
+    parts: tuple[Part, ...]
+    active: float | None = None  # parameters one token touches (None = all of them)
+
+    @property
+    def params(self) -> int:
+        return sum(p.params for p in self.parts)
+
+    @property
+    def active_params(self) -> float:
+        return float(self.params) if self.active is None else self.active
+
+
+@dataclass(frozen=True)
+class State:
+    """Per-request state one block keeps, on one rank before CP/KVP token sharding."""
+
+    per_token_bytes: float = 0.0  # KV bytes per cached token
+    window: int | None = None  # tokens kept at most (sliding / chunked); None = the whole sequence
+    index_per_token_bytes: float = 0.0  # DSA indexer keys per cached token
+    constant_bytes: float = 0.0  # recurrent / conv state, independent of the sequence length
+
+    @property
+    def grows(self) -> bool:
+        return self.per_token_bytes > 0 or self.index_per_token_bytes > 0
+
+    def tokens_held(self, seq_len: float) -> float:
+        return min(seq_len, self.window) if self.window else seq_len
+
+
+NO_STATE = State()
+
+
+class CostKit(Protocol):
+    """What the estimator hands a block to cost itself (estimate.compute.Kit implements it)."""
+
+    hw: Any
+    pc: Any
+    prec: Any
+    f: Any
+    w: Any
+
+    def op(self, name: str, module: str, flops: float, nbytes: float, peak: float, eff: float, kernels: float,
+           shape_eff: float = 1.0) -> Any: ...
+
+    def coll(self, name: str, module: str, primitive: str, n: int, nbytes: float, stride: int = 1,
+             hide_s: float | None = None) -> Any: ...
+
+    def tp_module(self, name: str, module: str, d: int, nbytes: float, reshard: bool) -> list[Any]: ...
+
+    def group_tokens(self, degree: int, tokens: float | None = None) -> float: ...
+
+    def mean_keys_capped(self, cap: float) -> float: ...
+
+    def shape_efficiency(self, width: float) -> float: ...
+
+    def busy_replicas(self) -> float: ...
+
+
+class Block:
+    """Base of every block type (frozen dataclasses subclass it)."""
+
+    role = "mixer"  # "mixer" | "ffn"
+    kind = "block"  # short type name used in reports (GQA, MLA, GatedDeltaNet, Mamba2, FFN, MoE, ...)
+
+    def shares(self) -> tuple[Share, ...]:
+        raise NotImplementedError
+
+    def state(self, kv_bytes: int, attn_tp: int) -> State:
+        return NO_STATE
+
+    def label(self) -> str:
+        return self.kind
+
+    def ops(self, cx: CostKit) -> list[Any]:
+        raise NotImplementedError
+
+    def comms(self, cx: CostKit, hide_s: float) -> list[Any]:
+        return []
+
+    def activation(self, pc: Any, tokens: float) -> float:
+        return 0.0
+
+    @property
+    def params(self) -> int:
+        return sum(s.params for s in self.shares())
+
+    @property
+    def active_params(self) -> float:
+        return sum(s.active_params for s in self.shares())
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One decoder layer: its blocks in order, and the hidden-size norm vectors it carries."""
+
+    blocks: tuple[Block, ...]
+    hidden: int
+    norms: int = 2  # RMSNorm/LayerNorm weight vectors of size hidden (pre-mixer, pre-FFN; Gemma has 4)
+    hyper: int = 0  # hyper-connection mixing parameters (DeepSeek-V4 hc_mult), replicated
+
+    @property
+    def mixer(self) -> Block | None:
+        return next((b for b in self.blocks if b.role == "mixer"), None)
+
+    @property
+    def ffns(self) -> tuple[Block, ...]:
+        return tuple(b for b in self.blocks if b.role == "ffn")
+
+    @property
+    def ffn(self) -> Block | None:
+        return self.ffns[0] if self.ffns else None
+
+    def norm_share(self) -> Share:
+        parts = (Part("layernorms", self.norms * self.hidden, "none"),)
+        if self.hyper:
+            parts += (Part("hyper_connections", self.hyper, "none"),)
+        return Share("norms", "norm", None, parts)
+
+    def label(self) -> str:
+        return " + ".join(b.label() for b in self.blocks) or "identity"
+
+
+def grouped(layers: tuple[Layer, ...]) -> list[tuple[Layer, int]]:
+    """Distinct layers with their counts, in order of first appearance (costs are computed once per type)."""
+    counts: dict[Layer, int] = {}
+    for layer in layers:
+        counts[layer] = counts.get(layer, 0) + 1
+    return list(counts.items())
+
+
+def runs(layers: tuple[Layer, ...]) -> list[tuple[Layer, int]]:
+    """Consecutive runs of equal layers (for the compact stack label)."""
+    out: list[tuple[Layer, int]] = []
+    for layer in layers:
+        if out and out[-1][0] == layer:
+            out[-1] = (layer, out[-1][1] + 1)
+        else:
+            out.append((layer, 1))
+    return out
+
+
+def block_counts(layers: list[tuple[Layer, int]]) -> list[tuple[Block, int]]:
+    """Distinct blocks of (layer, count) pairs with their counts, in order of first appearance."""
+    counts: dict[Block, int] = {}
+    for layer, n in layers:
+        for block in layer.blocks:
+            counts[block] = counts.get(block, 0) + n
+    return list(counts.items())
+
+
+def compact(layers: tuple[Layer, ...]) -> str:
+    """The stack as runs, with repeating groups of runs folded: `10 x (5 x [SWA ...] + 1 x [GQA ...])`."""
+    seq = runs(layers)
+    parts: list[str] = []
+    i = 0
+    while i < len(seq):
+        best = (1, 1)  # (period in runs, repetitions)
+        for p in range(1, (len(seq) - i) // 2 + 1):
+            k = 1
+            while seq[i + k * p:i + (k + 1) * p] == seq[i:i + p]:
+                k += 1
+            if k > 1 and p * k > best[0] * best[1]:
+                best = (p, k)
+        p, k = best
+        group = " + ".join(f"{n} x [{layer.label()}]" for layer, n in seq[i:i + p])
+        parts.append(f"{k} x ({group})" if k > 1 else group)
+        i += p * k
+    return ", ".join(parts)

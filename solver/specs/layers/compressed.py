@@ -1,0 +1,127 @@
+"""Compressed sparse attention (DeepSeek-V4): one shared 512-wide KV head per layer, kept at two
+resolutions: the last `window` tokens raw (sliding window) and the whole sequence compressed `ratio` : 1
+(compress_ratios per layer: 4 = CSA, with a lightning indexer choosing top-k compressed entries; 128 = HCA,
+attended densely). Queries come from a low-rank path (q_lora_rank); the output projection is grouped low
+rank (o_groups groups of heads, each -> o_lora_rank, then all groups -> hidden).
+
+Parameters (DeepSeek-V4 inference code): wq_a, q_norm, wq_b; wkv + kv_norm (one head); a compressor per
+layer (wkv and wgate of coff x head_dim, coff = 2 for the overlapping ratio-4 windows, 1 otherwise, and a
+learned position bias of ratio x coff x head_dim); the indexer with its own compressor on CSA layers; wo_a
+(heads x head_dim -> o_groups x o_lora_rank, block-diagonal) and wo_b; one sink logit per head.
+State per request: head_dim bytes-per-element per compressed token (grows at 1 / ratio), the raw window
+(bounded: counted as constant), indexer keys per compressed token on CSA layers.
+Knobs: attention TP splits the query heads and the grouped o-projection; the KV head is replicated. CP / SP /
+KVP split the growing compressed cache like any layer whose state grows with the sequence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.specs.layers.attention import sequence_attention_comms
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
+from solver.specs.layers.dsa import Indexer
+
+
+@dataclass(frozen=True)
+class CompressedAttention(Block):
+    hidden: int
+    heads: int
+    head_dim: int
+    q_lora_rank: int
+    o_lora_rank: int
+    o_groups: int
+    ratio: int  # compressed entries per `ratio` tokens; 0 = no compressed branch (window only)
+    window: int
+    indexer: Indexer | None = None
+
+    role = "mixer"
+    kind = "CSA"
+
+    def label(self) -> str:
+        idx = f" top{self.indexer.topk}" if self.indexer else ""
+        ratio = f" 1:{self.ratio}" if self.ratio else ""
+        return f"CSA {self.heads} x {self.head_dim}{ratio} w{self.window}{idx}"
+
+    @property
+    def o_dim(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def coff(self) -> int:
+        return 2 if self.ratio == 4 else 1
+
+    def proj_parts(self) -> tuple[Part, ...]:
+        h, d = self.hidden, self.head_dim
+        parts = [Part("wq_a", h * self.q_lora_rank, "none"), Part("q_norm", self.q_lora_rank, "none"),
+                 Part("wq_b", self.q_lora_rank * self.heads * d, "tp"),
+                 Part("wkv", h * d, "none"), Part("kv_norm", d, "none"), Part("sinks", self.heads, "tp")]
+        if self.ratio:
+            c = self.coff
+            parts.append(Part("compressor", 2 * h * c * d + self.ratio * c * d + d, "none"))
+        return tuple(parts)
+
+    def shares(self) -> tuple[Share, ...]:
+        out = [Share("attention", "attention", "attn_tp_size", self.proj_parts())]
+        if self.indexer:
+            ix = self.indexer
+            comp = 2 * self.hidden * 2 * ix.head_dim + self.ratio * 2 * ix.head_dim + ix.head_dim
+            out.append(Share("indexer", "attention", "attn_tp_size",
+                             self.indexer.parts(self.hidden, self.q_lora_rank) + (Part("compressor", comp, "none"),)))
+        o = self.o_dim * self.o_lora_rank + self.o_groups * self.o_lora_rank * self.hidden
+        out.append(Share("o_proj", "attention", "o_proj_tp_size", (Part("wo_a+wo_b", o, "tp"),)))
+        return tuple(out)
+
+    def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int = 1) -> float:
+        return self.head_dim * kv_bytes / self.ratio if self.ratio else 0.0
+
+    def state(self, kv_bytes: int, attn_tp: int) -> State:
+        idx = self.indexer.bytes_per_token / self.ratio if self.indexer and self.ratio else 0.0
+        return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes), index_per_token_bytes=idx,
+                     constant_bytes=self.window * self.head_dim * kv_bytes)
+
+    def keys(self, cx: CostKit) -> float:
+        ctx = max(cx.w.context, 1.0)
+        compressed = ctx / self.ratio if self.ratio else 0.0
+        if self.indexer:
+            compressed = min(compressed, self.indexer.topk)
+        return compressed + cx.mean_keys_capped(self.window)
+
+    def ops(self, cx: CostKit) -> list:
+        pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
+        a, h, T = pc.attn_tp_size, self.hidden, w.new_tokens
+        t_a = T / pc.token_shards
+        gemm = hw.flops(prec.gemm_dtype("attention"))
+        bpp = prec.fmt("attention").bytes_per_param
+        rank = sum(p.params / p.degree(a) for p in self.proj_parts())
+        ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank, rank * bpp + t_a * h * ACT_BYTES, gemm, f.gemm,
+                     kernels=6, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / a))]
+        keys = self.keys(cx)
+        pair_shards = pc.token_shards * pc.kvp_size
+        heads = max(self.heads / a, hw.sparse_attention_head_pad) if self.indexer else self.heads / a
+        flops = 2 * heads * T * keys * 2 * self.head_dim / pair_shards
+        read = (w.sequences * keys if w.phase == "decode" else T) * self.head_dim * prec.kv_bytes / pair_shards
+        eff = f.attention if w.phase == "prefill" else f.gemm
+        ops.append(cx.op("attention_core", "attention", flops, read + t_a * h * ACT_BYTES, hw.flops("bf16"), eff,
+                         kernels=2))
+        if self.indexer:
+            # the indexer scores compressed entries only (ctx / ratio keys per query)
+            ops += self.indexer.ops(cx, h, self.q_lora_rank, key_share=1 / self.ratio)
+        o = self.o_dim * self.o_lora_rank + self.o_groups * self.o_lora_rank * h
+        d = pc.oproj_shards
+        ops.append(cx.op("o_proj", "o_proj", 2 * cx.group_tokens(d) * o / d, o / d * bpp, gemm, f.gemm, kernels=2,
+                         shape_eff=cx.shape_efficiency(h)))
+        return ops
+
+    def comms(self, cx: CostKit, hide_s: float) -> list:
+        idx = self.state(cx.prec.kv_bytes, 1).index_per_token_bytes
+        return sequence_attention_comms(
+            cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
+            cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes) + idx, merge_width=self.head_dim,
+            topk=self.indexer.topk if self.indexer else None)
+
+    def activation(self, pc, tokens: float) -> float:
+        t = tokens / pc.token_shards
+        act = t * self.heads / pc.attn_tp_size * 2 * self.head_dim * ACT_BYTES
+        if self.indexer:
+            act += self.indexer.activation(t, tokens / max(self.ratio, 1))
+        return act

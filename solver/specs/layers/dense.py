@@ -1,0 +1,52 @@
+"""Dense FFN: gated (SwiGLU: gate, up, down) or not (up, down: Nemotron-H relu2, GELU MLPs).
+
+Knob: dense TP splits the intermediate dimension (column-parallel up/gate, row-parallel down); its output is
+all-reduced over the dense TP group, or all-gathered in / reduce-scattered out where the TP size changes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share
+
+
+def ffn_params(hidden: int, inter: int, gated: bool, bias: bool) -> int:
+    matrices = 3 if gated else 2
+    return matrices * hidden * inter + (((matrices - 1) * inter + hidden) if bias else 0)
+
+
+@dataclass(frozen=True)
+class DenseFFN(Block):
+    hidden: int
+    inter: int
+    gated: bool = True
+    bias: bool = False
+
+    role = "ffn"
+    kind = "FFN"
+
+    def label(self) -> str:
+        return f"FFN {self.inter}" + ("" if self.gated else " (non-gated)")
+
+    def shares(self) -> tuple[Share, ...]:
+        return (Share("dense_ffn", "dense", "dense_tp_size",
+                      (Part("mlp", ffn_params(self.hidden, self.inter, self.gated, self.bias), "tp"),)),)
+
+    def ops(self, cx: CostKit) -> list:
+        pc, f, hw, prec = cx.pc, cx.f, cx.hw, cx.prec
+        p = ffn_params(self.hidden, self.inter, self.gated, self.bias)
+        d = pc.dense_tp_size
+        return [cx.op("dense_ffn", "dense_ffn", 2 * cx.group_tokens(d) / d * p, p / d * prec.fmt("dense").bytes_per_param,
+                      hw.flops(prec.gemm_dtype("dense")), f.gemm, kernels=3,
+                      shape_eff=cx.shape_efficiency(self.inter / d))]
+
+    def comms(self, cx: CostKit, hide_s: float) -> list:
+        d = cx.pc.dense_tp_size
+        if d <= 1:
+            return []
+        return cx.tp_module("dense_tp", "dense_ffn", d, cx.group_tokens(d) * self.hidden * ACT_BYTES,
+                            d != cx.pc.attn_tp_size)
+
+    def activation(self, pc, tokens: float) -> float:
+        u = tokens * pc.attn_replicas / pc.world_size  # a rank's share of the system's tokens
+        return u * (2 if self.gated else 1) * self.inter * ACT_BYTES

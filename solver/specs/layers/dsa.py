@@ -1,0 +1,60 @@
+"""DSA lightning indexer (DeepSeek-V3.2, GLM-5): scores every past key per query in FP8 and keeps the top-k.
+
+Its projections are replicated under attention TP in every shipped implementation, so each TP rank repeats
+the whole indexer; SP / CP split its tokens and KVP its keys. Its key cache holds index_head_dim FP8 values
+plus one FP32 scale per token (132 B for V3.2; facts/attention-variants.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.specs.layers.base import CostKit, Part, Share
+
+INDEXER_SCALE_BYTES = 4  # one fp32 scale per cached indexer key
+LOGIT_BYTES = 4  # fp32 indexer logits per (query, key) pair
+
+
+@dataclass(frozen=True)
+class Indexer:
+    heads: int
+    head_dim: int
+    topk: int
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.head_dim + INDEXER_SCALE_BYTES
+
+    def parts(self, hidden: int, q_lora_rank: int | None) -> tuple[Part, ...]:
+        q_in = q_lora_rank or hidden
+        return (Part("wq_b", q_in * self.heads * self.head_dim, "none"),
+                Part("wk", hidden * self.head_dim, "none"),
+                Part("k_norm", 2 * self.head_dim, "none"),  # LayerNorm weight + bias
+                Part("weights_proj", hidden * self.heads, "none"))
+
+    def share(self, hidden: int, q_lora_rank: int | None) -> Share:
+        return Share("indexer", "attention", "attn_tp_size", self.parts(hidden, q_lora_rank))
+
+    def ops(self, cx: CostKit, hidden: int, q_lora_rank: int | None, key_share: float = 1.0) -> list:
+        """`key_share`: the fraction of past tokens the indexer scores (1 / ratio over compressed entries)."""
+        pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
+        T = w.new_tokens
+        t_a = T / pc.token_shards
+        ctx = max(w.context, 1.0) * key_share
+        pair_shards = pc.token_shards * pc.kvp_size
+        params = sum(p.params for p in self.parts(hidden, q_lora_rank))
+        peak = hw.flops("fp8") if hw.supports("fp8") else hw.flops("int8") if hw.supports("int8") else hw.flops("bf16")
+        score_flops = 2 * self.heads * self.head_dim * T * ctx / pair_shards
+        read = (w.sequences * ctx if w.phase == "decode" else T) * self.bytes_per_token
+        # the score kernel writes one fp32 logit per (query, key) pair and a separate top-k kernel reads them
+        # back (DeepGEMM fp8_mqa_logits + top-k per row)
+        logits = T * ctx * LOGIT_BYTES / pair_shards
+        return [cx.op("indexer_proj", "indexer", 2 * t_a * params, params * prec.fmt("attention").bytes_per_param,
+                      hw.flops(prec.gemm_dtype("attention")), f.gemm, kernels=3),
+                cx.op("indexer_score", "indexer", score_flops, read / pair_shards + logits, peak, f.attention,
+                      kernels=2),
+                cx.op("indexer_topk", "indexer", 0.0, logits + T * self.topk * 4 / pair_shards, peak, f.attention,
+                      kernels=1)]
+
+    def activation(self, t: float, tokens: float) -> float:
+        # logits for this rank's queries against the context, fp32, chunked per query block
+        return t * min(tokens, 4096) * LOGIT_BYTES

@@ -1,0 +1,132 @@
+"""State-space mixers: Mamba-2 (Nemotron-H, Falcon-H1, Granite-4 hybrids) and Mamba-1 (Jamba).
+
+Parameters (HF Mamba2Mixer): in_proj hidden -> 2 x d_inner + 2 x groups x d_state + heads, a depthwise
+causal conv over x, B, C (conv_dim = d_inner + 2 x groups x d_state, kernel k, optional bias), dt_bias,
+A_log and D per head, a gated RMSNorm over d_inner, out_proj d_inner -> hidden. d_inner = heads x head_dim.
+State per request: the conv tail (k - 1) x conv_dim and the SSM state heads x head_dim x d_state (in
+mamba_ssm_cache_dtype). Knobs: attention TP splits heads and groups; CP / SP / KVP do not split the state.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.specs.layers.base import Block, CostKit, Part, Share, State
+from solver.specs.layers.recurrent import recurrent_comms, recurrent_ops
+
+MODULE = "ssm"
+
+
+@dataclass(frozen=True)
+class Mamba2(Block):
+    hidden: int
+    heads: int
+    head_dim: int
+    state_size: int
+    groups: int = 1
+    conv_kernel: int = 4
+    conv_bias: bool = True
+    proj_bias: bool = False
+    state_dtype_bytes: int = 2
+
+    role = "mixer"
+    kind = "Mamba2"
+
+    def label(self) -> str:
+        return f"Mamba2 {self.heads} x {self.head_dim} N{self.state_size}"
+
+    @property
+    def d_inner(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return self.d_inner + 2 * self.groups * self.state_size
+
+    def parts(self) -> tuple[Part, ...]:
+        h, di = self.hidden, self.d_inner
+        in_out = 2 * di + 2 * self.groups * self.state_size + self.heads
+        return (Part("in_proj", h * in_out + (in_out if self.proj_bias else 0), "tp"),
+                Part("conv1d", self.conv_dim * self.conv_kernel + (self.conv_dim if self.conv_bias else 0), "tp"),
+                Part("A_log+D+dt_bias", 3 * self.heads, "tp"),
+                Part("norm", di, "tp"),
+                Part("out_proj", di * h + (h if self.proj_bias else 0), "tp"))
+
+    def shares(self) -> tuple[Share, ...]:
+        return (Share(MODULE, "attention", "attn_tp_size", self.parts()),)
+
+    def state(self, kv_bytes: int, attn_tp: int) -> State:
+        share = math.ceil(self.heads / attn_tp) / self.heads
+        ssm = self.heads * self.head_dim * self.state_size * self.state_dtype_bytes
+        conv = (self.conv_kernel - 1) * self.conv_dim * 2
+        return State(constant_bytes=(ssm + conv) * share)
+
+    def ops(self, cx: CostKit) -> list:
+        proj = sum(p.params for p in self.parts())
+        return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=self.heads, dk=self.state_size,
+                             dv=self.head_dim, state_bytes_rank=self.state(2, cx.pc.attn_tp_size).constant_bytes)
+
+    def comms(self, cx: CostKit, hide_s: float) -> list:
+        return recurrent_comms(cx, MODULE, self.hidden)
+
+    def activation(self, pc, tokens: float) -> float:
+        return tokens * (2 * self.d_inner + 2 * self.groups * self.state_size) / pc.attn_tp_size * 2
+
+
+@dataclass(frozen=True)
+class Mamba1(Block):
+    """Mamba-1 (HF MambaMixer / JambaMambaMixer): in_proj hidden -> 2 x d_inner, a depthwise conv over x
+    (kernel k, optional bias), x_proj d_inner -> dt_rank + 2 x d_state, dt_proj dt_rank -> d_inner (+ bias),
+    A_log d_inner x d_state, D d_inner, out_proj d_inner -> hidden; Jamba adds RMSNorms on dt, B and C.
+    State per request: the conv tail (k - 1) x d_inner and the SSM state d_inner x d_state."""
+
+    hidden: int
+    d_inner: int
+    state_size: int
+    dt_rank: int
+    conv_kernel: int = 4
+    conv_bias: bool = True
+    proj_bias: bool = False
+    inner_norms: bool = False  # Jamba's dt / B / C layernorms
+    state_dtype_bytes: int = 2
+
+    role = "mixer"
+    kind = "Mamba1"
+
+    def label(self) -> str:
+        return f"Mamba1 {self.d_inner} N{self.state_size}"
+
+    @property
+    def heads(self) -> int:  # TP splits d_inner channels; report them as the unit attention TP must divide
+        return self.d_inner
+
+    def parts(self) -> tuple[Part, ...]:
+        h, di, n, r = self.hidden, self.d_inner, self.state_size, self.dt_rank
+        return (Part("in_proj", h * 2 * di + (2 * di if self.proj_bias else 0), "tp"),
+                Part("conv1d", di * self.conv_kernel + (di if self.conv_bias else 0), "tp"),
+                Part("x_proj", di * (r + 2 * n), "tp"),
+                Part("dt_proj", r * di + di, "tp"),
+                Part("A_log+D", di * n + di, "tp"),
+                Part("inner_norms", (r + 2 * n) if self.inner_norms else 0, "none"),
+                Part("out_proj", di * h + (h if self.proj_bias else 0), "tp"))
+
+    def shares(self) -> tuple[Share, ...]:
+        return (Share(MODULE, "attention", "attn_tp_size", tuple(p for p in self.parts() if p.params)),)
+
+    def state(self, kv_bytes: int, attn_tp: int) -> State:
+        share = math.ceil(self.d_inner / attn_tp) / self.d_inner
+        ssm = self.d_inner * self.state_size * self.state_dtype_bytes
+        conv = (self.conv_kernel - 1) * self.d_inner * 2
+        return State(constant_bytes=(ssm + conv) * share)
+
+    def ops(self, cx: CostKit) -> list:
+        proj = sum(p.params for p in self.parts())
+        # the selective scan is per channel: d_inner "heads" of d_k = d_state, d_v = 1
+        return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=self.d_inner,
+                             dk=self.state_size, dv=1, state_bytes_rank=self.state(2, cx.pc.attn_tp_size).constant_bytes)
+
+    def comms(self, cx: CostKit, hide_s: float) -> list:
+        return recurrent_comms(cx, MODULE, self.hidden)
+
+    def activation(self, pc, tokens: float) -> float:
+        return tokens * 2 * self.d_inner / pc.attn_tp_size * 2

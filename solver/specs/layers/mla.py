@@ -1,0 +1,131 @@
+"""Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2, GLM-5, LongCat), optionally with a DSA indexer.
+
+The cache holds one compressed latent (kv_lora_rank) plus the rope key per token: a single shared "head"
+that attention TP does not shard (facts/attention-variants.md). Prefill runs non-absorbed (d_k = nope+rope,
+d_v = v_head_dim); decode runs absorbed, MQA-like (d_k = kv_lora + rope, d_v = kv_lora). The down-projections
+and their norms are replicated under attention TP. With a DSA indexer (dsa.py) core attention reads only the
+top-k keys per query and the indexer's key cache grows beside the latent.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.specs.layers.attention import o_proj_op, sequence_attention_comms
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
+from solver.specs.layers.dsa import Indexer
+
+
+@dataclass(frozen=True)
+class MLA(Block):
+    hidden: int
+    heads: int
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None = None
+    indexer: Indexer | None = None
+    output_gate: bool = False  # a per-head output gate projection (hidden -> heads x v_head_dim)
+
+    role = "mixer"
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return "DSA" if self.indexer else "MLA"
+
+    @property
+    def head_dim(self) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    @property
+    def o_dim(self) -> int:
+        return self.heads * self.v_head_dim
+
+    def label(self) -> str:
+        idx = f" top{self.indexer.topk}" if self.indexer else ""
+        return f"{self.kind} {self.heads} x {self.head_dim} lora{self.kv_lora_rank}{idx}"
+
+    def proj_parts(self) -> tuple[Part, ...]:
+        h, nh, rope, nope, v = self.hidden, self.heads, self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim
+        parts: list[Part] = []
+        if self.q_lora_rank:
+            parts += [Part("q_a_proj", h * self.q_lora_rank, "none"),
+                      Part("q_a_layernorm", self.q_lora_rank, "none"),
+                      Part("q_b_proj", self.q_lora_rank * nh * (nope + rope), "tp")]
+        else:
+            parts.append(Part("q_proj", h * nh * (nope + rope), "tp"))
+        parts += [Part("kv_a_proj_with_mqa", h * (self.kv_lora_rank + rope), "none"),
+                  Part("kv_a_layernorm", self.kv_lora_rank, "none"),
+                  Part("kv_b_proj", self.kv_lora_rank * nh * (nope + v), "tp")]
+        if self.output_gate:
+            parts.append(Part("g_proj", h * nh * v, "tp"))
+        return tuple(parts)
+
+    def shares(self) -> tuple[Share, ...]:
+        out = [Share("attention", "attention", "attn_tp_size", self.proj_parts())]
+        if self.indexer:
+            out.append(self.indexer.share(self.hidden, self.q_lora_rank))
+        out.append(Share("o_proj", "attention", "o_proj_tp_size", (Part("o_proj", self.o_dim * self.hidden, "tp"),)))
+        return tuple(out)
+
+    def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int = 1) -> float:
+        """Latent + rope key; FP8 uses the FlashMLA layout: 512 fp8 + 4 fp32 scales + 64 bf16 rope."""
+        lora, rope = self.kv_lora_rank, self.qk_rope_head_dim
+        if kv_bytes == 1:
+            return lora + 4 * math.ceil(lora / 128) + 2 * rope
+        return (lora + rope) * kv_bytes
+
+    def state(self, kv_bytes: int, attn_tp: int) -> State:
+        idx = self.indexer.bytes_per_token if self.indexer else 0.0
+        return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), index_per_token_bytes=idx)
+
+    def ops(self, cx: CostKit) -> list:
+        pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
+        a, h, T = pc.attn_tp_size, self.hidden, w.new_tokens
+        t_a = T / pc.token_shards
+        gemm = hw.flops(prec.gemm_dtype("attention"))
+        bpp = prec.fmt("attention").bytes_per_param
+        rank_params = sum(p.params / p.degree(a) for p in self.proj_parts())
+        ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params, rank_params * bpp + t_a * h * ACT_BYTES,
+                     gemm, f.gemm, kernels=6, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / a))]
+        ctx = max(w.context, 1.0)
+        heads = self.heads / a
+        pair_shards = pc.token_shards * pc.kvp_size
+        kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
+        absorbed_dk, absorbed_dv = self.kv_lora_rank + self.qk_rope_head_dim, self.kv_lora_rank
+        if self.indexer:
+            # DSA runs in MLA's MQA (absorbed) form over the top-k keys; heads padded per rank by the kernel
+            keys = cx.mean_keys_capped(self.indexer.topk)
+            eff_heads = max(heads, hw.sparse_attention_head_pad)
+            flops = 2 * eff_heads * T * keys * (absorbed_dk + absorbed_dv) / pair_shards
+            nbytes = (w.sequences * keys * kv_bpt if w.phase == "decode" else T * kv_bpt) / pair_shards
+        else:
+            keys = ctx
+            dk, dv = (absorbed_dk, absorbed_dv) if w.phase == "decode" else (self.head_dim, self.v_head_dim)
+            flops = 2 * heads * T * keys * (dk + dv) / pair_shards
+            nbytes = (w.sequences * keys if w.phase == "decode" else T) * kv_bpt / pair_shards
+        eff = f.attention if w.phase == "prefill" else f.gemm
+        ops.append(cx.op("attention_core", "attention", flops, nbytes + t_a * h * ACT_BYTES, hw.flops("bf16"),
+                         eff, kernels=2))
+        if self.indexer:
+            ops += self.indexer.ops(cx, self.hidden, self.q_lora_rank)
+        ops.append(o_proj_op(cx, self.o_dim, h))
+        return ops
+
+    def comms(self, cx: CostKit, hide_s: float) -> list:
+        absorbed = cx.w.phase == "decode" or self.indexer is not None
+        idx = self.indexer.bytes_per_token if self.indexer else 0.0
+        return sequence_attention_comms(
+            cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
+            cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size) + idx,
+            merge_width=(self.kv_lora_rank or self.v_head_dim) if absorbed else self.v_head_dim,
+            topk=self.indexer.topk if self.indexer else None)
+
+    def activation(self, pc, tokens: float) -> float:
+        t = tokens / pc.token_shards
+        # non-absorbed prefill: q and k at nope+rope per head, v at v_head_dim
+        act = t * self.heads / pc.attn_tp_size * (2 * self.head_dim + self.v_head_dim) * ACT_BYTES
+        if self.indexer:
+            act += self.indexer.activation(t, tokens)
+        return act

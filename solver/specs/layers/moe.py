@@ -1,0 +1,158 @@
+"""Mixture of experts: routed experts (top-k of E), optional shared experts, zero-computation experts,
+optional latent projections (Nemotron-3 LatentMoE: experts work in a smaller latent width).
+
+Knobs: routed experts split over every rank of the MoE group (E / EP experts per rank, each split moe_tp
+ways); the router follows EP (replicated); shared experts follow the framework's shared-expert knob (dense TP
+by default). Collectives: the MoE TP all-reduce and the EP dispatch / combine all-to-alls. When the shared
+experts run on the same TP group as the routed ones, their outputs are summed before the reduction: ONE
+all-reduce carries both (vLLM SharedFusedMoE, SGLang fused shared experts), not one each.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share
+from solver.specs.layers.dense import ffn_params
+
+
+def distinct_experts_touched(num_experts: int, topk_real: float, tokens: float) -> float:
+    """Expected distinct experts hit by `tokens` tokens each routing to `topk_real` of `num_experts`."""
+    if num_experts <= 0 or tokens <= 0:
+        return 0.0
+    p_miss = max(0.0, 1.0 - topk_real / num_experts)
+    return num_experts * (1.0 - p_miss ** tokens)
+
+
+def load_imbalance(base: float, pairs_per_rank: float, ranks: int) -> float:
+    """Busiest EP rank vs mean: routing skew (base) and the balls-in-bins spread of few tokens."""
+    if ranks <= 1 or pairs_per_rank <= 0:
+        return 1.0
+    spread = 1.0 + math.sqrt(2.0 * math.log(ranks) / pairs_per_rank)
+    return max(base, spread)
+
+
+@dataclass(frozen=True)
+class MoE(Block):
+    hidden: int
+    experts: int
+    topk: int
+    inter: int
+    shared_inter: int = 0  # total width of the shared experts (0 = none)
+    zero_experts: int = 0  # identity experts: routed to, hold no weights, compute nothing
+    gated: bool = True
+    bias: bool = False
+    router_bias: bool = False  # per-expert score correction bias (noaux_tc) or router bias
+    shared_gate: bool = False  # a sigmoid gate on the shared expert output (hidden -> 1)
+    latent: int = 0  # LatentMoE: experts run at this width between two projections (0 = at hidden)
+
+    role = "ffn"
+    kind = "MoE"
+
+    def label(self) -> str:
+        extra = f" + shared {self.shared_inter}" if self.shared_inter else ""
+        zero = f" + {self.zero_experts} zero" if self.zero_experts else ""
+        lat = f" latent {self.latent}" if self.latent else ""
+        return f"MoE {self.topk}/{self.experts} x {self.inter}{lat}{extra}{zero}"
+
+    @property
+    def slots(self) -> int:
+        return self.experts + self.zero_experts
+
+    @property
+    def real_topk(self) -> float:
+        """Routed experts a token reaches that compute: top-k scaled by the real share of the slots."""
+        return self.topk * self.experts / self.slots
+
+    @property
+    def expert_width(self) -> int:
+        return self.latent or self.hidden
+
+    @property
+    def expert_params(self) -> int:
+        return ffn_params(self.expert_width, self.inter, self.gated, self.bias)
+
+    @property
+    def router_params(self) -> int:
+        return self.hidden * self.slots + (self.slots if self.router_bias else 0)
+
+    @property
+    def shared_params(self) -> int:
+        if not self.shared_inter:
+            return 0
+        return ffn_params(self.hidden, self.shared_inter, self.gated, self.bias) + (self.hidden if self.shared_gate else 0)
+
+    def shares(self) -> tuple[Share, ...]:
+        out = []
+        if self.shared_inter:
+            out.append(Share("shared_experts", "dense", "shared_experts_tp", (Part("shared", self.shared_params, "tp"),)))
+        routed = self.expert_params * self.experts
+        out.append(Share("routed_experts", "experts", "moe_tp_size", (Part("experts", routed, "tp"),),
+                         active=self.expert_params * self.real_topk))
+        # router weights stay 16-bit in quantized checkpoints (the "norm" precision group)
+        out.append(Share("router", "norm", "moe_tp_size", (Part("gate", self.router_params, "none"),)))
+        if self.latent:  # hidden -> latent before the experts, latent -> hidden after; replicated like the router
+            out.append(Share("moe_latent", "dense", "moe_tp_size",
+                             (Part("latent_proj", 2 * self.hidden * self.latent, "none"),)))
+        return tuple(out)
+
+    def ops(self, cx: CostKit) -> list:
+        pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
+        T, h = w.new_tokens, self.hidden
+        ep, t = pc.moe_ep_size, pc.moe_tp_size
+        system_tokens = T * cx.busy_replicas()
+        pairs = system_tokens * self.real_topk / ep
+        imb = load_imbalance(f.expert_imbalance, pairs, ep)
+        touched = distinct_experts_touched(self.experts, self.real_topk, system_tokens) / ep
+        p = self.expert_params
+        width = self.expert_width
+        # Grouped GEMM over the local experts at `grouped_gemm` times the dense GEMM's FLOP/s: at tens to
+        # hundreds of rows per expert the MoE kernels reach well below a large dense GEMM (fitted over the
+        # calibration CSV; benchmarks/README.md)
+        ops = [cx.op("routed_experts", "routed_experts", 2 * pairs * p / t * imb,
+                     touched * p / t * prec.fmt("experts").bytes_per_param
+                     + pairs * (width + 2 * self.inter / t) * ACT_BYTES,
+                     hw.flops(prec.gemm_dtype("experts")), f.gemm, kernels=4,
+                     shape_eff=cx.shape_efficiency(self.inter / t) * f.grouped_gemm),
+               # token permute / un-permute: pairs x width x 2 bytes x 2 passes on the busiest rank
+               cx.op("moe_permute", "routed_experts", 0.0, 2 * pairs * imb * width * ACT_BYTES, hw.flops("bf16"),
+                     f.gemm, kernels=1)]
+        u1 = cx.group_tokens(1)
+        router = self.router_params
+        ops.append(cx.op("router", "router", 2 * u1 * router, router * 2, hw.flops("bf16"), f.gemm, kernels=2))
+        if self.latent:
+            lp = 2 * h * self.latent
+            ops.append(cx.op("latent_proj", "moe_latent", 2 * u1 * lp, lp * prec.fmt("dense").bytes_per_param,
+                             hw.flops(prec.gemm_dtype("dense")), f.gemm, kernels=2))
+        if self.shared_inter:
+            d = pc.dense_tp_size
+            sp = self.shared_params
+            ops.append(cx.op("shared_experts", "shared_experts", 2 * cx.group_tokens(d) / d * sp,
+                             sp / d * prec.fmt("dense").bytes_per_param, hw.flops(prec.gemm_dtype("dense")), f.gemm,
+                             kernels=3, shape_eff=cx.shape_efficiency(self.shared_inter / d)))
+        return ops
+
+    def comms(self, cx: CostKit, hide_s: float) -> list:
+        pc, prec = cx.pc, cx.prec
+        h, a = self.hidden, pc.attn_tp_size
+        ep, t, d = pc.moe_ep_size, pc.moe_tp_size, pc.dense_tp_size
+        out = []
+        fused = bool(self.shared_inter) and d == t
+        if t > 1:
+            # the shared experts' partial sums ride in the same buffer when they share the TP group
+            out += cx.tp_module("moe_tp", "routed_experts", t, cx.group_tokens(t) * h * ACT_BYTES, t != a)
+        if ep > 1:
+            # dispatch in the GEMM's 8-bit format when it has one (DeepEP FP8 dispatch), combine in bf16; the
+            # busiest rank sends its own tokens to the t ranks of each destination MoE group
+            disp_b = 1 if prec.activation in ("fp8", "int8", "fp4") else ACT_BYTES
+            send = t * cx.group_tokens(1) * self.real_topk * self.expert_width
+            out.append(cx.coll("ep_dispatch", "routed_experts", "all_to_all", ep, send * disp_b, stride=t))
+            out.append(cx.coll("ep_combine", "routed_experts", "all_to_all", ep, send * ACT_BYTES, stride=t))
+        if self.shared_inter and d > 1 and not fused:
+            out += cx.tp_module("shared_tp", "shared_experts", d, cx.group_tokens(d) * h * ACT_BYTES, d != a)
+        return out
+
+    def activation(self, pc, tokens: float) -> float:
+        u = tokens * pc.attn_replicas / pc.world_size
+        pairs = u * self.real_topk * pc.moe_tp_size  # token-expert pairs landing on a rank
+        return pairs * (self.expert_width + (2 if self.gated else 1) * self.inter / pc.moe_tp_size) * ACT_BYTES

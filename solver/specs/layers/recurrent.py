@@ -1,0 +1,48 @@
+"""Shared cost rules of mixers with a constant per-request state (linear attention, state-space).
+
+Their state does not grow with the sequence, so CP, SP and KVP do not split it: a rank of a token-sharded
+attention group gathers the group's hidden states (all-gather over the token shards) and runs the whole
+recurrence for its heads; KVP ranks repeat it. Attention TP splits the heads (and the state). Costs per step:
+projection GEMMs over every token of the group, the recurrence (per token and head ~6 x d_k x d_v FLOPs:
+the state update, the delta / decay correction and the output read), the chunk-parallel prefill form's
+intra-chunk term (2 x chunk x (d_k + d_v) per token and head), and one read + write of the state per
+sequence per step.
+"""
+from __future__ import annotations
+
+from solver.specs.layers.base import ACT_BYTES, CostKit
+
+PREFILL_CHUNK = 64  # tokens per chunk of the chunk-parallel scan (fla / SSD kernels use 64)
+RECURRENCE_FLOPS = 6  # per token, head and state element (update, correction, output)
+
+
+def recurrent_ops(cx: CostKit, module: str, *, hidden: int, proj_params: int, heads: int, dk: int, dv: int,
+                  state_bytes_rank: float, kernels: float = 4) -> list:
+    pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
+    a, T = pc.attn_tp_size, w.new_tokens
+    gemm = hw.flops(prec.gemm_dtype("attention"))
+    bpp = prec.fmt("attention").bytes_per_param
+    rank_params = proj_params / a
+    ops = [cx.op(f"{module}_proj", module, 2 * T * rank_params, rank_params * bpp + 2 * T * hidden * ACT_BYTES,
+                 gemm, f.gemm, kernels=kernels, shape_eff=cx.shape_efficiency(heads * dv / a))]
+    h_rank = heads / a
+    flops = T * h_rank * RECURRENCE_FLOPS * dk * dv
+    if w.phase == "prefill":
+        flops += T * h_rank * 2 * PREFILL_CHUNK * (dk + dv)
+    state_rw = 2 * w.sequences * state_bytes_rank
+    eff = f.attention if w.phase == "prefill" else f.gemm
+    ops.append(cx.op(f"{module}_scan", module, flops, state_rw + T * h_rank * (2 * dk + 2 * dv) * ACT_BYTES,
+                     hw.flops("bf16"), eff, kernels=2))
+    return ops
+
+
+def recurrent_comms(cx: CostKit, module: str, hidden: int) -> list:
+    pc, w = cx.pc, cx.w
+    a, T = pc.attn_tp_size, w.new_tokens
+    out = []
+    if pc.token_shards > 1:  # the recurrence needs every token of the group, in order
+        out.append(cx.coll(f"{module}_token_gather", module, "all_gather", pc.token_shards, T * hidden * ACT_BYTES,
+                           stride=a))
+    if a > 1:  # row-parallel out_proj over the heads
+        out.append(cx.coll(f"{module}_tp_allreduce", module, "all_reduce", a, T * hidden * ACT_BYTES))
+    return out
