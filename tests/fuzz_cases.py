@@ -362,6 +362,7 @@ GOOD_BAD = {
     "phase_solve": ([("serving", True), ("decode", True), ("prefill", True)], [("both", False)]),
     "method": ([("cpsat", True)], [("milp", False)]),
     "scenario": ([("latency", True), ("throughput", True), ("balanced", True)], [("fastest", False)]),
+    "dtype": ([("bf16", True)], [("fp3", False), ("", False), ("int8x", False), ("z" * 300, False)]),
 }
 
 
@@ -518,7 +519,8 @@ def memory_cases(draw, fx: Fixtures) -> Case:
     b.opt(draw, "--seq-len", "tokens", 0.15)
     for flag, kind in draw(st.lists(st.sampled_from([("--mtp", "mtp0"), ("--prefill-chunk", "tokens"),
                                                      ("--mem-fraction", "fraction"), ("--format", "format"),
-                                                     ("--framework", "fw_generic")]), max_size=2, unique=True)):
+                                                     ("--framework", "fw_generic"), ("--weight-dtype", "dtype"),
+                                                     ("--kv-dtype", "dtype")]), max_size=2, unique=True)):
         b.opt(draw, flag, kind, 0.4)
     return b.case()
 
@@ -587,7 +589,8 @@ def solve_cases(draw, fx: Fixtures) -> Case:
         ("--isl", "tokens"), ("--osl", "tokens"), ("--concurrency", "conc"), ("--ttft-ms", "ms"),
         ("--tpot-ms", "ms"), ("--mtp", "mtp0"), ("--time-limit", "time"), ("--top", "top"), ("--seed", "seed"),
         ("--workers", "workers"), ("--phase", "phase_solve"), ("--method", "method"), ("--format", "format"),
-        ("--framework", "fw"), ("--scenario", "scenario")]), max_size=3, unique=True))
+        ("--framework", "fw"), ("--scenario", "scenario"), ("--weight-dtype", "dtype"), ("--kv-dtype", "dtype")]),
+        max_size=3, unique=True))
     for flag, kind in picks:
         value, good = _pick(draw, kind, b.rate(0.5))
         label = "valid" if good else "invalid"
@@ -597,6 +600,8 @@ def solve_cases(draw, fx: Fixtures) -> Case:
     if draw(st.floats(0, 1)) < 0.1:
         path, label, why = b.file(draw, fx.frameworks)
         b.add(["--framework", path], label, why, "file")
+    if draw(st.floats(0, 1)) < 0.1:
+        b.add(["--explain"], "valid")
     return b.case(slow=True)
 
 

@@ -224,7 +224,8 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
         remedies.append(f"{len(stalled)} relaxed solve(s) timed out, so the binding list may be short; "
                         "raise --time-limit")
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"
-    return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {names} binds",
+    why = names if empty else f"{names} binds"
+    return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",
                            binding, "what would fit: " + "; ".join(remedies) if remedies else None)
 
 
