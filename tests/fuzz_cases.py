@@ -438,9 +438,9 @@ class _Builder:
         label = _combine([lab for lab, _, _ in self.parts])
         bad = [(fam, why) for lab, fam, why in self.parts if lab != "valid"]
         fams = [fam for fam, _ in bad]
-        # a case whose only problems are model-config ones is the layers branch's; any other bad value wins
-        fam = ("model-config" if fams and set(fams) == {"model-config"}
-               else next((f for f in fams if f != "model-config"), "options"))
+        # every command loads the model before the hardware, framework and files (option values are checked
+        # before either), so a case with a mutated model config fails on it: the layers branch's part
+        fam = "model-config" if "model-config" in fams else (fams[0] if fams else "options")
         why = "; ".join(w for _, w in bad if w)
         return Case(self.cmd, tuple(self.argv), label, fam, why, slow and label == "valid")
 
@@ -608,6 +608,9 @@ def solve_cases(draw, fx: Fixtures) -> Case:
 @st.composite
 def check_cases(draw, fx: Fixtures) -> Case:
     b = _Builder("check", draw)
+    if not b.clean and draw(st.floats(0, 1)) < 0.05:
+        b.add(["c" * 300 + ".yaml"], "invalid", "a 300-character file name")
+        return b.case()
     path, label, why = b.file(draw, fx.deployments)
     b.add([path], label, why, "file")
     picks = draw(st.lists(st.sampled_from([("--cards", "cards"), ("--format", "format"), ("--framework", "fw")]),
@@ -680,6 +683,9 @@ def recommend_cases(draw, fx: Fixtures) -> Case:
 @st.composite
 def calibrate_cases(draw, fx: Fixtures) -> Case:
     b = _Builder("calibrate", draw)
+    if not b.clean and draw(st.floats(0, 1)) < 0.05:
+        b.add(["t" * 300 + ".json"], "invalid", "a 300-character trace name")
+        return b.case()
     path, label, why = b.file(draw, fx.traces)
     b.add([path], label, why, "file")
     if draw(st.floats(0, 1)) < 0.4:
