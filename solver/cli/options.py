@@ -133,7 +133,12 @@ def dtype_options(func: Callable) -> Callable:
 
 
 def scenario_from_options(**fields: Any) -> Scenario:
-    """A Scenario from command-line values; a field it refuses is reported under its flag (--max-concurrency)."""
+    """A Scenario from command-line values; a field it refuses is reported under its flag (--max-concurrency).
+    An option left at its default is not passed, so the Scenario knows what the user gave."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        fields = {k: v for k, v in fields.items()
+                  if k not in ctx.params or ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT}
     try:
         return Scenario(**fields)
     except ValidationError as exc:

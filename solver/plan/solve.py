@@ -103,7 +103,14 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     if any(not opts for opts in tables.choices.values()):
         points = []  # a group without any allowed layout: nothing to solve
     elif method == "exhaustive":
-        points = pareto([p for p in enumerate_points(tables, model, hw, fw, scenario) if verify(p)])
+        # at one concurrency throughput is proportional to latency, so only each batch's fastest point can be on
+        # the front: the fastest that the full estimate accepts (as CP-SAT's cuts find it), in enumeration order
+        by_batch: dict[int, list[cpsat.Point]] = {}
+        for p in enumerate_points(tables, model, hw, fw, scenario):
+            by_batch.setdefault(p.batch, []).append(p)
+        points = pareto([q for pts in by_batch.values()
+                         for q in [next((p for p in sorted(pts, key=lambda p: p.latency) if verify(p)), None)]
+                         if q is not None])
     else:
         points = planner.front()
     if not points:
