@@ -155,7 +155,7 @@ def report(results: list, wall: float) -> None:
     for o in results:
         by_cmd[o.case.cmd][o.kind] += 1
         labels[o.case.cmd][o.case.label] += 1
-    print(f"\n{len(results)} cases in {wall:.0f} s (median {sorted(o.seconds for o in results)[len(results) // 2]:.2f} s"
+    print(f"\n{len(results)} cases in {wall:.0f} s (median {sorted(o.seconds for o in results)[len(results) // 2]:.3f} s"
           f" per case, slowest {max(o.seconds for o in results):.1f} s)\n")
     head = f"{'subcommand':<11}{'cases':>6}{'valid':>7}{'invalid':>8}{'any':>5} | " + " ".join(f"{k:>9}"[:max(9, len(k))]
                                                                                          for k in kinds)

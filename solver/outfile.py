@@ -27,8 +27,8 @@ def check_extension(path: str | os.PathLike, flag: str, allowed: Iterable[str]) 
     allowed = tuple(allowed)
     suffix = Path(path).suffix.lower()
     if suffix not in allowed:
-        shown = f"'{suffix}'" if suffix else "no extension"
-        raise InputError(flag, f"{path}: {shown} is not a format this writes; use {', '.join(allowed)}")
+        shown = f"'{suffix}' is not a format this writes" if suffix else "has no extension to pick the format"
+        raise InputError(flag, f"{path}: {shown}; use {', '.join(allowed)}")
     return suffix
 
 

@@ -362,6 +362,7 @@ GOOD_BAD = {
     "phase_solve": ([("serving", True), ("decode", True), ("prefill", True)], [("both", False)]),
     "method": ([("cpsat", True)], [("milp", False)]),
     "scenario": ([("latency", True), ("throughput", True), ("balanced", True)], [("fastest", False)]),
+    "dtype": ([("bf16", True)], [("fp3", False), ("", False), ("int8x", False), ("z" * 300, False)]),
 }
 
 
@@ -437,9 +438,9 @@ class _Builder:
         label = _combine([lab for lab, _, _ in self.parts])
         bad = [(fam, why) for lab, fam, why in self.parts if lab != "valid"]
         fams = [fam for fam, _ in bad]
-        # a case whose only problems are model-config ones is the layers branch's; any other bad value wins
-        fam = ("model-config" if fams and set(fams) == {"model-config"}
-               else next((f for f in fams if f != "model-config"), "options"))
+        # every command loads the model before the hardware, framework and files (option values are checked
+        # before either), so a case with a mutated model config fails on it: the layers branch's part
+        fam = "model-config" if "model-config" in fams else (fams[0] if fams else "options")
         why = "; ".join(w for _, w in bad if w)
         return Case(self.cmd, tuple(self.argv), label, fam, why, slow and label == "valid")
 
@@ -518,7 +519,8 @@ def memory_cases(draw, fx: Fixtures) -> Case:
     b.opt(draw, "--seq-len", "tokens", 0.15)
     for flag, kind in draw(st.lists(st.sampled_from([("--mtp", "mtp0"), ("--prefill-chunk", "tokens"),
                                                      ("--mem-fraction", "fraction"), ("--format", "format"),
-                                                     ("--framework", "fw_generic")]), max_size=2, unique=True)):
+                                                     ("--framework", "fw_generic"), ("--weight-dtype", "dtype"),
+                                                     ("--kv-dtype", "dtype")]), max_size=2, unique=True)):
         b.opt(draw, flag, kind, 0.4)
     return b.case()
 
@@ -587,23 +589,30 @@ def solve_cases(draw, fx: Fixtures) -> Case:
         ("--isl", "tokens"), ("--osl", "tokens"), ("--concurrency", "conc"), ("--ttft-ms", "ms"),
         ("--tpot-ms", "ms"), ("--mtp", "mtp0"), ("--time-limit", "time"), ("--top", "top"), ("--seed", "seed"),
         ("--workers", "workers"), ("--phase", "phase_solve"), ("--method", "method"), ("--format", "format"),
-        ("--framework", "fw"), ("--scenario", "scenario")]), max_size=3, unique=True))
+        ("--framework", "fw"), ("--scenario", "scenario"), ("--weight-dtype", "dtype"), ("--kv-dtype", "dtype")]),
+        max_size=3, unique=True))
     for flag, kind in picks:
         value, good = _pick(draw, kind, b.rate(0.5))
         label = "valid" if good else "invalid"
         if flag == "--concurrency" and good and int(value) > max_conc:
             label = "invalid"  # over --max-concurrency
         b.add([flag, value], label, f"{flag} {value[:30]!r}")
-    if draw(st.floats(0, 1)) < 0.1:
+    if "--framework" not in b.argv and draw(st.floats(0, 1)) < 0.1:  # click keeps the last of a repeated option
         path, label, why = b.file(draw, fx.frameworks)
         b.add(["--framework", path], label, why, "file")
+    if draw(st.floats(0, 1)) < 0.1:
+        b.add(["--explain"], "valid")
     return b.case(slow=True)
 
 
 @st.composite
 def check_cases(draw, fx: Fixtures) -> Case:
     b = _Builder("check", draw)
+    if not b.clean and draw(st.floats(0, 1)) < 0.05:
+        b.add(["c" * 300 + ".yaml"], "invalid", "a 300-character file name")
+        return b.case()
     path, label, why = b.file(draw, fx.deployments)
+    dep_at = len(b.parts)
     b.add([path], label, why, "file")
     picks = draw(st.lists(st.sampled_from([("--cards", "cards"), ("--format", "format"), ("--framework", "fw")]),
                           max_size=2, unique=True))
@@ -612,6 +621,8 @@ def check_cases(draw, fx: Fixtures) -> Case:
         label = "valid" if good else "invalid"
         if flag == "--cards" and good and "dep-ok" in path and int(value) % 4:
             label = "valid"  # attn_tp 4 not dividing the world: a class-A finding (exit 1), not bad input
+        if flag == "--framework" and good and why == "unknown framework":
+            b.parts[dep_at] = ("valid", "file", "")  # the override replaces the file's unknown framework
         b.add([flag, value], label, f"{flag} {value[:30]!r}")
     return b.case()
 
@@ -675,6 +686,9 @@ def recommend_cases(draw, fx: Fixtures) -> Case:
 @st.composite
 def calibrate_cases(draw, fx: Fixtures) -> Case:
     b = _Builder("calibrate", draw)
+    if not b.clean and draw(st.floats(0, 1)) < 0.05:
+        b.add(["t" * 300 + ".json"], "invalid", "a 300-character trace name")
+        return b.case()
     path, label, why = b.file(draw, fx.traces)
     b.add([path], label, why, "file")
     if draw(st.floats(0, 1)) < 0.4:

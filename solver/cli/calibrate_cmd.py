@@ -57,7 +57,7 @@ def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker:
 
 
 @click.command("calibrate")
-@click.argument("traces", nargs=-1, metavar="TRACE...")
+@click.argument("traces", nargs=-1, type=NAME, metavar="TRACE...")
 @click.option("--config", "config", type=NAME, default=None, metavar="CONFIG.yaml",
               help="the parallel_config (and workload) the traces were profiled under; see docs/calibration-example.md")
 @click.option("--model", "model", type=NAME, default=None, help="model of the profiled run (with --config)")
@@ -67,7 +67,7 @@ def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker:
               help="peak memory per rank in GB (torch.*.max_memory_allocated() / 1e9) when the trace has no "
                    "memory events")
 @click.option("--step-marker", default=None, help="annotation name prefix that marks a step (default ProfilerStep#N)")
-@click.option("--run", "runs", type=(str, str), multiple=True, metavar="TRACE CONFIG",
+@click.option("--run", "runs", type=(NAME, NAME), multiple=True, metavar="TRACE CONFIG",
               help="another profiled run (trace file or folder, its CONFIG.yaml) to fit with --recalibrate; repeatable")
 @click.option("--recalibrate", "recal_out", type=NAME, default=None, metavar="OUT.yaml",
               help="fit the hardware's efficiency factors to the traces and write a calibrated hardware YAML")

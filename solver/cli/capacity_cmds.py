@@ -84,9 +84,9 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
 
 
 @click.command("sweep")
-@click.argument("model")
-@click.argument("more_hardware", nargs=-1, metavar="[HARDWARE...]")
-@click.option("--hardware", "hardware", multiple=True, help=_HW_HELP)
+@click.argument("model", type=NAME)
+@click.argument("more_hardware", nargs=-1, type=NAME, metavar="[HARDWARE...]")
+@click.option("--hardware", "hardware", type=NAME, multiple=True, help=_HW_HELP)
 @click.option("--cards", required=True,
               help="cluster sizes: a list (8,16,32) or a range of powers of two (8..1024), or both")
 @click.option("--scenarios", "--scenario", "scenarios", multiple=True,
@@ -212,9 +212,9 @@ def _print_summary(df, model_name: str) -> None:
 
 
 @click.command("recommend")
-@click.argument("model")
-@click.argument("more_hardware", nargs=-1, metavar="[HARDWARE...]")
-@click.option("--hardware", "hardware", multiple=True, help=_HW_HELP)
+@click.argument("model", type=NAME)
+@click.argument("more_hardware", nargs=-1, type=NAME, metavar="[HARDWARE...]")
+@click.option("--hardware", "hardware", type=NAME, multiple=True, help=_HW_HELP)
 @click.option("--target-output-tokens-per-s", type=RATE, default=None, help="load: output tokens/s in total")
 @click.option("--target-requests-per-s", type=RATE, default=None, help="load: requests/s (x OSL output tokens)")
 @click.option("--price", "prices", multiple=True, help="price per card-hour, HARDWARE=PRICE (repeatable)")

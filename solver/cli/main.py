@@ -31,6 +31,12 @@ class _Group(click.Group):
         except ShardplanError as exc:
             click.echo(f"error: {_one_line(exc)}", err=True)
             sys.exit(exc.exit_code)
+        except click.BadParameter as exc:
+            # the tool's own shape: "error: --flag: problem", as an InputError would print it
+            name = _param_name(exc.param) or exc.param_hint or "input"
+            problem = "missing (required)" if isinstance(exc, click.MissingParameter) else exc.message
+            click.echo(f"error: {_one_line(name)}: {_one_line(problem)}", err=True)
+            sys.exit(2)
         except click.UsageError as exc:
             where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             click.echo(f"error: {_one_line(exc.format_message())}{where}", err=True)
@@ -67,6 +73,15 @@ class _Group(click.Group):
         if ctx.params.get("debug"):
             os.environ[DEBUG_ENV] = "1"
         return super().invoke(ctx)
+
+
+def _param_name(param) -> str | None:
+    if param is None:
+        return None
+    if isinstance(param, click.Option):
+        longs = [o for o in param.opts if o.startswith("--")]
+        return (longs or param.opts)[0]
+    return param.human_readable_name
 
 
 def _flag_debug(args, kwargs) -> bool:

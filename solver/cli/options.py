@@ -36,15 +36,17 @@ class Int(click.ParamType):
         else:
             text = str(value).strip().replace("_", "")
             if len(text) > 30:
-                self.fail(f"{text[:20]}... ({len(text)} characters) is not an integer in [{self.lo}, {self.hi}]",
+                self.fail(f"must be an integer <= {self.hi:,}, got {text[:20]}... ({len(text)} characters)",
                           param, ctx)
             try:
                 n = int(text)
             except ValueError:
-                self.fail(f"{value!r} is not an integer", param, ctx)
-        if not self.lo <= n <= self.hi:
-            why = f" ({self.why})" if self.why and n > self.hi else ""
-            self.fail(f"{n} is out of range: must be in [{self.lo}, {self.hi:,}]{why}", param, ctx)
+                self.fail(f"must be an integer, got {value!r}", param, ctx)
+        if n < self.lo:
+            self.fail(f"must be >= {self.lo}, got {n}", param, ctx)
+        if n > self.hi:
+            why = f" ({self.why})" if self.why else ""
+            self.fail(f"must be <= {self.hi:,}, got {n}{why}", param, ctx)
         return n
 
 
@@ -62,13 +64,13 @@ class Float(click.ParamType):
         try:
             x = float(value)
         except (TypeError, ValueError, OverflowError):
-            self.fail(f"{value!r} is not a number", param, ctx)
+            self.fail(f"must be a number, got {value!r}", param, ctx)
         if not math.isfinite(x):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        low_ok = x > self.lo if self.lo_open else x >= self.lo
-        if not low_ok or x > self.hi:
-            bracket = "(" if self.lo_open else "["
-            self.fail(f"{x:g} is out of range: must be in {bracket}{self.lo:g}, {self.hi:g}]", param, ctx)
+            self.fail(f"must be a finite number, got {value!r}", param, ctx)
+        if not (x > self.lo if self.lo_open else x >= self.lo):
+            self.fail(f"must be {'>' if self.lo_open else '>='} {self.lo:g}, got {value}", param, ctx)
+        if x > self.hi:
+            self.fail(f"must be <= {self.hi:g}, got {value}", param, ctx)
         return x
 
 
@@ -131,7 +133,12 @@ def dtype_options(func: Callable) -> Callable:
 
 
 def scenario_from_options(**fields: Any) -> Scenario:
-    """A Scenario from command-line values; a field it refuses is reported under its flag (--max-concurrency)."""
+    """A Scenario from command-line values; a field it refuses is reported under its flag (--max-concurrency).
+    An option left at its default is not passed, so the Scenario knows what the user gave."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        fields = {k: v for k, v in fields.items()
+                  if k not in ctx.params or ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT}
     try:
         return Scenario(**fields)
     except ValidationError as exc:

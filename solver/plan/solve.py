@@ -15,7 +15,7 @@ from solver.plan import cpsat
 from solver.plan.cpsat import pareto
 from solver.plan.exhaustive import enumerate_points
 from solver.plan.tables import GROUPS, Tables, build_tables
-from solver.space.domains import build_space
+from solver.space.domains import build_space, largest_tp
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -103,7 +103,14 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     if any(not opts for opts in tables.choices.values()):
         points = []  # a group without any allowed layout: nothing to solve
     elif method == "exhaustive":
-        points = pareto([p for p in enumerate_points(tables, model, hw, fw, scenario) if verify(p)])
+        # at one concurrency throughput is proportional to latency, so only each batch's fastest point can be on
+        # the front: the fastest that the full estimate accepts (as CP-SAT's cuts find it), in enumeration order
+        by_batch: dict[int, list[cpsat.Point]] = {}
+        for p in enumerate_points(tables, model, hw, fw, scenario):
+            by_batch.setdefault(p.batch, []).append(p)
+        points = pareto([q for pts in by_batch.values()
+                         for q in [next((p for p in sorted(pts, key=lambda p: p.latency) if verify(p)), None)]
+                         if q is not None])
     else:
         points = planner.front()
     if not points:
@@ -212,9 +219,9 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
         if fits is not None:
             remedies.append(f"{fits} cards fit (the planner found a configuration there)")
         else:
-            tried = ", ".join(str(w) for w in _remedy_worlds(world, model))
-            remedies.append(f"none of {tried} cards fits either" + ("" if allow_cross_node
-                                                                     else " (try --allow-cross-node)"))
+            near = _remedy_worlds(world, model)
+            remedies.append(f"none of the sizes tried ({min(near, default=world)} to {max(near, default=world)} "
+                            "cards) fits" + ("" if allow_cross_node else " with TP inside a node (try --allow-cross-node)"))
         if scenario.concurrency:
             remedies.append("a smaller --concurrency")
         remedies.append("a shorter sequence, or cheaper weights (--weight-dtype int8/fp8, --moe-weight-dtype int4)")
@@ -224,11 +231,13 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
         remedies.append(f"{len(stalled)} relaxed solve(s) timed out, so the binding list may be short; "
                         "raise --time-limit")
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"
-    return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {names} binds",
+    why = names if empty else f"{names} binds"
+    return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",
                            binding, "what would fit: " + "; ".join(remedies) if remedies else None)
 
 
-REMEDY_TRIES = 6  # planner runs a diagnosis may spend on finding a world size that fits
+REMEDY_SIZES = 12  # world sizes a diagnosis screens for one that fits
+REMEDY_PLANS = 3  # of those, how many it may confirm with the planner (each is a small solve)
 
 
 def _remedy_worlds(world: int, model: ModelSpec) -> list[int]:
@@ -237,22 +246,44 @@ def _remedy_worlds(world: int, model: ModelSpec) -> list[int]:
     sizes = {world * k for k in (2, 3, 4, 6, 8, 16, 32)} | {world // k for k in (2, 4, 8, 16, 32, 64, 128)
                                                              if world % k == 0}
     sizes = {w for w in sizes if 1 <= w <= MAX_CARDS and w != world}
-    ordered = sorted(sizes, key=lambda w: (abs(math.log(w / world)), -w))
-    if model.is_moe:  # sizes whose expert-parallel degree can divide the experts first
-        ordered.sort(key=lambda w: math.gcd(w, model.num_experts) < min(w, 8))
-    return ordered[:REMEDY_TRIES]
+    return sorted(sizes, key=lambda w: (abs(math.log(w / world)), -w))[:REMEDY_SIZES]
+
+
+def _might_fit(model: ModelSpec, hw: Hardware, prec: Precision, w: int, scenario: Scenario,
+               mem_opts: MemoryOptions | None) -> bool:
+    """A cheap screen before the planner is asked: the most sharded layout with TP inside the node (MoE TP as
+    small as lets EP divide the experts) holds the smallest batch."""
+    from solver.estimate.memory import memory_per_rank
+
+    tp = largest_tp(w, hw, model)
+    moe_tps = [1] if not model.is_moe else [t for t in (1, 2, 4, 8, 16, 32) if t <= tp and w % t == 0
+                                            and model.num_experts % (w // t) == 0]
+    if not moe_tps:
+        return False
+    pc = ParallelConfig(world_size=w, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp, lmhead_tp_size=tp,
+                        moe_tp_size=moe_tps[0] if model.is_moe else tp)
+    return memory_per_rank(model, hw, pc, prec, scenario.concurrency or 1, scenario.max_seq_len, mem_opts,
+                           mtp_layers=scenario.mtp).feasible
 
 
 def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
                    scenario: Scenario, params: cpsat.SolverParams, allow_cross_node: bool,
                    mem_opts: MemoryOptions | None) -> int | None:
-    """The nearest world size at which the planner itself finds a configuration (so the remedy is checked)."""
+    """The nearest world size at which the planner itself finds a configuration (so the remedy is checked):
+    sizes pass a memory screen first, and the planner confirms at the smallest concurrency."""
     quick = cpsat.SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, 5.0))
+    small = scenario if scenario.concurrency else scenario.model_copy(update={"max_concurrency": 1})
+    plans = 0
     for w in _remedy_worlds(world, model):
+        if not _might_fit(model, hw, prec, w, scenario, mem_opts):
+            continue
+        plans += 1
         try:
-            plan(model, hw, prec, fw, w, scenario, quick, top=1, allow_cross_node=allow_cross_node,
+            plan(model, hw, prec, fw, w, small, quick, top=1, allow_cross_node=allow_cross_node,
                  mem_opts=mem_opts, explain_binding=False, diagnose=False)
         except InfeasibleError:
+            if plans >= REMEDY_PLANS:
+                return None
             continue
         return w
     return None

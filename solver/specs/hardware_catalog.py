@@ -32,7 +32,10 @@ def load_hardware(name_or_path: str) -> Hardware:
 def _is_path(text: str) -> bool:
     # Catalog names never carry a suffix or a separator, so either one (or an existing file) means a user file.
     looks_like_file = text.lower().endswith(_YAML_SUFFIXES) or "/" in text or "\\" in text
-    return looks_like_file or Path(text).expanduser().is_file()
+    try:
+        return looks_like_file or Path(text).expanduser().is_file()
+    except (OSError, ValueError):  # a name too long for a path, or with a NUL: not a file, so a catalog name
+        return False
 
 
 def _normalize(name: str) -> str:

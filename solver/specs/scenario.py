@@ -44,7 +44,9 @@ class Scenario(BaseModel):
     def _check(self) -> "Scenario":
         if self.weights is not None and (min(self.weights) < 0 or sum(self.weights) <= 0):
             raise ValueError("weights must be non-negative and not both zero")
-        if self.concurrency is not None and self.concurrency > self.max_concurrency:
+        # a fixed concurrency makes the bound moot, unless both were given and contradict each other
+        if ("max_concurrency" in self.model_fields_set and self.concurrency is not None
+                and self.concurrency > self.max_concurrency):
             raise ValueError(f"concurrency {self.concurrency} exceeds max_concurrency {self.max_concurrency}; "
                              "raise --max-concurrency or lower --concurrency")
         return self

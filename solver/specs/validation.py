@@ -153,11 +153,17 @@ def load_yaml(path: Path) -> Any:
 def load_json(path: Path, field: str | None = None, parse_float: Callable[[str], Any] | None = None,
               depth_check: bool = True) -> Any:
     """A JSON file (plain or gzip). `field` names the option in errors (the path is then part of the message)."""
-    text = read_text(Path(path), field)
-    origin = field or str(path)
+    if not field:
+        return parse_json(read_text(Path(path)), str(path), parse_float, depth_check)
+    # under an option's name (traces): "PATH: not JSON (...)" / "PATH: cannot read (...)", the trace reader's words
     try:
-        return parse_json(text, origin, parse_float, depth_check)
+        return parse_json(read_text(Path(path), field), field, parse_float, depth_check)
     except InputError as exc:
-        if field:
-            raise InputError(field, f"{path}: {exc.problem}") from None
-        raise
+        problem = exc.problem.removeprefix(f"{path}: ")
+        if problem.startswith("not valid JSON"):
+            problem = "not JSON" + problem.removeprefix("not valid JSON")
+        elif problem.startswith("not UTF-8"):
+            problem = f"not JSON ({problem})"
+        elif problem.startswith("corrupt gzip file"):
+            problem = "cannot read (corrupt gzip" + problem.removeprefix("corrupt gzip file").replace(" (", ": ", 1)
+        raise InputError(field, f"{path}: {problem}") from None
