@@ -17,7 +17,7 @@ from solver.space.domains import build_space, largest_tp
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import ParallelConfig
+from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
@@ -38,6 +38,7 @@ class PlanResult:
     binding: list[str] = field(default_factory=list)
     method: str = "cpsat"
     pruned: dict[str, list[str]] = field(default_factory=dict)  # rule -> knob values it removed
+    knobs: tuple[str, ...] = KNOBS  # the model's own knobs (parallel.model_knobs): what the output shows
 
 
 def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
@@ -124,7 +125,8 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
         return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys)
 
-    result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method)
+    result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method,
+                        knobs=model_knobs(model))
     if explain_binding:
         result.binding = binding_constraints(planner, chosen[0])
     pruned: dict[str, list[str]] = {}
@@ -170,18 +172,19 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
             if model.is_moe and model.num_experts % w:
                 continue
             pc = ParallelConfig(world_size=w, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp,
-                                lmhead_tp_size=tp, moe_tp_size=1 if model.is_moe else w)
+                                lmhead_tp_size=tp)
             rep = memory_per_rank(model, hw, pc, prec, smallest, scenario.max_seq_len, mem_opts,
                                   mtp_layers=scenario.mtp)
             if rep.feasible:
-                remedies.append(f"{w} cards fit (e.g. attn_tp {tp} with MoE EP)")
+                remedies.append(f"{w} cards fit (e.g. attn_tp {tp}" + (" with MoE EP)" if model.is_moe else ")"))
                 break
         if not remedies:
             remedies.append(f"no world size up to {world * 32} fits with TP inside a node "
                             "(try --allow-cross-node)")
         if scenario.concurrency:
             remedies.append("a smaller --concurrency")
-        remedies.append("a shorter sequence, or cheaper weights (--weight-dtype int8/fp8, --moe-weight-dtype int4)")
+        remedies.append("a shorter sequence, or cheaper weights (--weight-dtype int8/fp8"
+                        + (", --moe-weight-dtype int4)" if model.is_moe else ")"))
     if any(b.startswith("SLA") for b in binding):
         remedies.append("relax --ttft-ms/--tpot-ms or add cards")
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"

@@ -10,26 +10,31 @@ from solver.space.domains import largest_tp
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import ParallelConfig, make_parallel_config
+from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
 
 def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario) -> dict[str, dict[str, int]]:
-    """The seed's baseline patterns for this model and world size (Step 2 quick reference)."""
+    """The seed's baseline patterns for this model and world size (Step 2 quick reference), in the model's
+    own knobs: MoE EP only for a model with routed experts, o_proj's own TP only for MLA."""
     tp = largest_tp(world, hw, model)
-    alts = {
-        f"all-TP{tp}": {"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": tp if model.is_moe else world,
-                        "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_tp_size": tp if model.has_mla else 1},
-        "Attn DP + MoE EP": {"attn_tp_size": 1, "moe_tp_size": 1 if model.is_moe else world,
-                             "embed_tp_size": tp, "lmhead_tp_size": tp},
-        f"Attn TP{tp} + MoE EP": {"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": 1 if model.is_moe else world,
-                                  "embed_tp_size": tp, "lmhead_tp_size": tp,
-                                  "o_proj_tp_size": tp if model.has_mla else 1},
-    }
+    present = model_knobs(model)
+
+    def own(knobs: dict[str, int]) -> dict[str, int]:
+        return {k: v for k, v in knobs.items() if k in present}
+
+    moe = " + MoE EP" if model.is_moe else ""
+    alts = {f"all-TP{tp}": own({"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": tp, "embed_tp_size": tp,
+                                "lmhead_tp_size": tp, "o_proj_tp_size": tp})}
+    alts[f"Attn DP{moe}" if moe else f"DP{world}"] = own({"attn_tp_size": 1, "moe_tp_size": 1,
+                                                            "embed_tp_size": tp, "lmhead_tp_size": tp})
+    if model.is_moe:
+        alts[f"Attn TP{tp}{moe}"] = own({"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": 1,
+                                          "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_tp_size": tp})
     if scenario.max_seq_len > 4096 and scenario.phase != "decode":  # in decode, CP's ranks run as DP
-        alts[f"Attn DP + CP{world} + MoE EP"] = {"cp_size": world, "moe_tp_size": 1 if model.is_moe else world,
-                                                  "embed_tp_size": tp, "lmhead_tp_size": tp}
+        alts[f"Attn DP + CP{world}{moe}"] = own({"cp_size": world, "moe_tp_size": 1, "embed_tp_size": tp,
+                                                  "lmhead_tp_size": tp})
     return alts
 
 
