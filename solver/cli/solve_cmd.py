@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import click
 
-from solver.cli.options import dtype_options, format_option
+from solver.cli.options import dtype_options
 from solver.errors import InputError
 from solver.plan.cpsat import SolverParams
 from solver.api import explain_solution, run_solve
+from solver.launch.candidates import candidate_launches, launch_text
 from solver.report.candidates import result_dict, seed_yaml
-from solver.report.render import console, dump, table
+from solver.report.render import FORMATS, console, dump, table
 from solver.specs.scenario import Scenario
 
 
@@ -35,7 +36,8 @@ from solver.specs.scenario import Scenario
 @click.option("--top", type=int, default=3, show_default=True)
 @click.option("--allow-cross-node", is_flag=True, help="let TP groups leave the node (a cost, not a wall)")
 @click.option("--explain", is_flag=True, help="why the seed's main alternative patterns lost, and the Pareto front")
-@format_option("yaml")
+@click.option("--format", "fmt", type=click.Choice([*FORMATS, "launch"]), default="yaml", show_default=True,
+              help="output format; launch: the engine command per candidate (--framework names the engine)")
 def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurrency, phase, ttft_ms, tpot_ms, mtp,
               framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed, time_limit, top,
               allow_cross_node, explain, fmt) -> None:
@@ -53,8 +55,13 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                               kv_dtype, method, params, top, allow_cross_node)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,
                             moe_weight_dtype, kv_dtype) if explain and cands else [])
+    launches = candidate_launches(model, hardware, framework, cands, scenario, weight_dtype, moe_weight_dtype,
+                                  kv_dtype)
+    if fmt == "launch":
+        click.echo(launch_text(cands, launches), nl=False)
+        return
     if fmt == "json":
-        data = result_dict(result, cands)
+        data = result_dict(result, cands, launches)
         if explain:
             data["explain"] = why
         click.echo(dump(data, "json"))

@@ -49,9 +49,13 @@ def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS) -> dict[str, An
     }
 
 
-def result_dict(result: PlanResult, cands: list[Candidate]) -> dict[str, Any]:
+def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict] | None = None) -> dict[str, Any]:
+    """`launches`: one engine command per candidate (solver.launch), carried as each candidate's `launch`."""
+    out = [candidate_dict(c, result.knobs) for c in cands]
+    for d, launch in zip(out, launches or []):
+        d["launch"] = launch
     return {
-        "candidates": [candidate_dict(c, result.knobs) for c in cands],
+        "candidates": out,
         "binding_constraints": result.binding,
         "pruned_values": result.pruned,
         "method": result.method,

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from solver.catalog import frameworks_dir
 from solver.errors import InputError
 from solver.specs.expr import Expr, Value, compile_expr
+from solver.specs.launch_spec import Feature, LaunchSpec
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
@@ -184,6 +185,10 @@ class FrameworkProfile(BaseModel):
     rules: list[Rule] = Field(default_factory=list)
     efficiency: FrameworkEfficiency = Field(default_factory=FrameworkEfficiency)
     scheduler: FrameworkScheduler = Field(default_factory=FrameworkScheduler)
+    launch: LaunchSpec | None = Field(None, description="how the engine's flags and files spell a config")
+    features: dict[str, Feature] = Field(
+        default_factory=dict, description="engine features the planner does not model yet (pipeline_parallel, "
+        "redundant_experts, ...), with flag and source")
 
     @model_validator(mode="after")
     def _consistent(self) -> "FrameworkProfile":
