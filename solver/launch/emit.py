@@ -99,7 +99,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
              "moe_weight_dtype": inputs.moe_weight_dtype if inputs.moe_weight_dtype != inputs.weight_dtype else None}
     for name, value in given.items():
         if value is not None and name not in used:
-            raise InputError(f"--engine {fw.name}", f"{name} {value}: {fw.name}'s profile has no flag for it")
+            raise InputError(f"--engine {fw.name}", f"{name} {value}: {fw.name}'s profile has no flag for it "
+                             "(serve a checkpoint stored in that format and leave the dtype out)")
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
     nnodes = math.ceil(world / hw.ranks_per_node)
     gpus = min(world, hw.ranks_per_node)
