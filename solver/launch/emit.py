@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from solver.errors import InputError
-from solver.specs.framework import FrameworkProfile, model_env
+from solver.specs.framework import KNOB_NAMES, FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.launch_spec import LaunchArg
 from solver.specs.model import ModelSpec
@@ -91,6 +91,11 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         raise InputError("parallel_config", bad[0])
     world = pc.world_size
     env = model_env(pc.knobs(), model, hw.ranks_per_node, world=world, batch=inputs.batch, mtp=inputs.mtp)
+    broken = fw.violated(env, severity="error")
+    if broken:
+        rule = broken[0]
+        knobs = ", ".join(f"{k} {env[k]}" for k in KNOB_NAMES if k in rule.names and env[k] != 1)
+        raise InputError(f"--engine {fw.name}", f"cannot express {knobs or 'this config'}: [{rule.id}] {rule.message}")
     problems = fw.check(env, severity="error")
     if problems:
         raise InputError(f"--engine {fw.name}", f"cannot express this config: {problems[0]}")
