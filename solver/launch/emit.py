@@ -94,7 +94,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     broken = fw.violated(env, severity="error")
     if broken:
         rule = broken[0]
-        knobs = ", ".join(f"{k} {env[k]}" for k in KNOB_NAMES if k in rule.names and env[k] != 1)
+        knobs = ", ".join(f"{k} {env[k]}" for k in KNOB_NAMES if k in rule.names and k not in env.free)
         raise InputError(f"--engine {fw.name}", f"cannot express {knobs or 'this config'}: [{rule.id}] {rule.message}")
     problems = fw.check(env, severity="error")
     if problems:
