@@ -169,3 +169,13 @@ def test_pcie_cards_without_nvlink_run_tp_over_pcie(name):
 def test_h20_has_more_bandwidth_than_compute_relative_to_h100():
     h20, h100 = load_hardware("h20"), load_hardware("h100_sxm")
     assert h20.hbm_bandwidth_Bps > h100.hbm_bandwidth_Bps and h20.flops("bf16") < h100.flops("bf16") / 5
+
+
+def test_every_json_candidate_carries_its_launch():
+    r, data = _solve("qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "8", "--framework", "sglang")
+    assert r.exit_code == 0, r.stderr
+    for c in data["candidates"]:
+        launch = c["launch"]
+        assert launch["engine"] == "sglang" and "error" not in launch
+        assert set(launch) == {"engine", "nodes", "files"} and launch["nodes"][0]["argv"][:3] == [
+            "python3", "-m", "sglang.launch_server"]

@@ -55,8 +55,8 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                               kv_dtype, method, params, top, allow_cross_node)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,
                             moe_weight_dtype, kv_dtype) if explain and cands else [])
-    launches = candidate_launches(model, hardware, framework, cands, scenario, weight_dtype, moe_weight_dtype,
-                                  kv_dtype)
+    launches = (candidate_launches(model, hardware, framework, cands, scenario, weight_dtype, moe_weight_dtype,
+                                   kv_dtype) if fmt in ("json", "launch") else None)
     if fmt == "launch":
         click.echo(launch_text(cands, launches), nl=False)
         return

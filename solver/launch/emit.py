@@ -50,7 +50,11 @@ def _text(arg: LaunchArg, names: dict[str, Any], engine: str) -> str:
         value = names.get(m.group(1))
         if value is None:
             raise InputError(f"--engine {engine}", f"{arg.knob or arg.flag}: {m.group(1)} is not set")
-        return str(int(value)) if isinstance(value, (bool, int, float)) and not isinstance(value, str) else value
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, float)):
+            return str(int(value)) if float(value).is_integer() else str(value)
+        return value
     text = _TEMPLATE.sub(fill, arg.text or "")
     if arg.map is not None:
         if text not in arg.map:
