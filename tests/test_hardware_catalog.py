@@ -14,7 +14,7 @@ from solver.specs.hardware_catalog import list_hardware, load_hardware
 
 EXPECTED = {
     "a100_sxm", "h100_sxm", "h200_sxm", "h800", "b200_sxm", "b300_sxm", "gb200", "gb300",
-    "mi300x", "mi325x", "mi355x", "atlas_a2", "atlas_a3",
+    "mi300x", "mi325x", "mi355x", "atlas_a2", "atlas_a3", "h20", "l40s", "rtx_pro_6000_blackwell",
 }
 CATALOG_FILES = sorted(catalog_dir("hardware").glob("*.yaml"))
 
@@ -129,7 +129,7 @@ def test_gb200_64_ranks_are_scale_up_and_144_beyond_the_rack() -> None:
 
 def test_sparse_attention_head_pad_by_architecture() -> None:
     pads = {name: load_hardware(name).sparse_attention_head_pad for name in list_hardware()}
-    assert {n for n, p in pads.items() if p == 64} == {"h100_sxm", "h200_sxm", "h800"}
+    assert {n for n, p in pads.items() if p == 64} == {"h100_sxm", "h200_sxm", "h800", "h20"}  # SM90
     assert {n for n, p in pads.items() if p == 128} == {"b200_sxm", "b300_sxm", "gb200", "gb300"}
 
 

@@ -234,7 +234,7 @@ def test_framework_rules_reject_untied_knobs():
     env = env_for("q3-attn4", **tied)
     assert load_framework("vllm").check(env) == []
     untied = env_for("q3-attn4", **{**tied, "dense_tp_size": 2})
-    assert [r.id for r in load_framework("vllm").violated(untied)] == ["C.dense_tp_is_attn_tp"]
+    assert [r.id for r in load_framework("vllm").violated(untied)] == ["C.dense_tp_is_tp"]
     assert "C.attention_dp_all_or_none" in [r.id for r in load_framework("trtllm").violated(env)]
     sp = env_for("r1-d128", attn_sp_size=8)
     assert [r.id for r in load_framework("sglang").violated(sp)] == ["C.attn_sp_dsa_only"]
@@ -242,7 +242,7 @@ def test_framework_rules_reject_untied_knobs():
 
 def test_framework_names_and_errors(tmp_path: Path):
     assert load_framework("CANN_recipes").name == "cann-recipes"
-    with pytest.raises(InputError, match=r"unknown framework 'tgi'; known: cann-recipes, generic, sglang"):
+    with pytest.raises(InputError, match=r"unknown framework 'tgi'; known: atom, cann-recipes, generic, sglang"):
         load_framework("tgi")
     data = yaml.safe_load((Path(__file__).parents[1] / "solver/frameworks/generic.yaml").read_text())
     data["rules"].append(dict(id="C.bogus", require="tp_size == 1", message="x", source="test"))

@@ -188,8 +188,10 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         r = min(meets, key=lambda r: (r["request_latency_ms"], -r["output_tokens_per_s"], r["rank"]))
         opt.met = True
         opt.cards = t.cards
-        opt.config = {**{k: int(r[k]) for k in KNOBS}, "attn_dp_size": int(r["attn_dp_size"]),
-                      "moe_ep_size": int(r["moe_ep_size"])}
+        # the model's own knobs only: a sweep row leaves a missing module's knob empty
+        opt.config = {**{k: int(r[k]) for k in KNOBS if r.get(k) is not None},
+                      "attn_dp_size": int(r["attn_dp_size"]),
+                      **({"moe_ep_size": int(r["moe_ep_size"])} if r.get("moe_ep_size") is not None else {})}
         opt.pattern = r["pattern"]
         opt.concurrency = int(r["concurrency"])
         opt.output_tokens_per_s = r["output_tokens_per_s"]

@@ -28,7 +28,7 @@ from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens,
 from solver.capacity.table import DIGITS, to_frame
 from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.cpsat import SolverParams
-from solver.specs.parallel import KNOBS
+from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.scenario import Scenario
 
 GB = 1e9
@@ -193,9 +193,11 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         if cand_rank.get(key) == 1 and result.binding:
             binding += result.binding  # the families that bind the recommended operating point (explain_binding)
         row = _base_row(t, spec.name)
-        row.update(p.config.knobs())
+        own = model_knobs(spec)  # no column value for a module the model lacks
+        row.update({k: v for k, v in p.config.knobs().items() if k in own})
         row.update(
-            attn_dp_size=p.config.attn_dp_size, moe_ep_size=p.config.moe_ep_size,
+            attn_dp_size=p.config.attn_dp_size,
+            moe_ep_size=p.config.moe_ep_size if "moe_tp_size" in own else None,
             memory_per_rank_gb=_r(e.memory.total / GB, "memory_per_rank_gb"),
             ttft_ms=_r(e.ttft_s * 1e3, "ttft_ms"), tpot_ms=_r(e.tpot_s * 1e3, "tpot_ms"),
             output_tokens_per_s_per_rank=_r(e.output_tokens_per_s_per_rank, "output_tokens_per_s_per_rank"),
@@ -210,7 +212,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         )
         rows.append(row)
     rows.sort(key=lambda r: (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"], r["concurrency"],
-                             tuple(r[k] for k in KNOBS)))
+                             tuple(r.get(k) or 0 for k in KNOBS)))
     for i, r in enumerate(rows, 1):
         r["rank"] = i
     mark_front(rows)

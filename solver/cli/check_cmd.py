@@ -14,7 +14,7 @@ from solver.specs.deployment import load_deployment
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
-from solver.specs.parallel import ParallelConfig, make_parallel_config
+from solver.specs.parallel import KNOBS, ParallelConfig, make_parallel_config, model_knobs
 from solver.specs.precision import resolve_precision
 
 
@@ -28,8 +28,8 @@ def _est(e) -> dict:
             "kv_cache_per_card_gb": round(e.memory.cache_total / 1e9, 2)}
 
 
-def review_dict(r: Review, pc: ParallelConfig) -> dict:
-    return {"valid": r.valid, "parallel_config": pc.knobs_and_derived(),
+def review_dict(r: Review, pc: ParallelConfig, knobs: tuple[str, ...] = KNOBS) -> dict:
+    return {"valid": r.valid, "parallel_config": pc.model_view(knobs),
             "violations": r.violations, "warnings": r.warnings, "common_errors": r.common_errors,
             "notes": r.notes, "estimation": _est(r.estimate),
             "comparisons": {k: _est(v) for k, v in r.comparisons.items()}}
@@ -74,7 +74,7 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
     if note and not any(note in v for v in r.violations["A"]):
         r.violations["A"].insert(0, note)
-    data = review_dict(r, pc)
+    data = review_dict(r, pc, model_knobs(spec))
     if fmt != "table":
         click.echo(dump(data, fmt))
     else:

@@ -109,9 +109,9 @@ def main(debug: bool) -> None:
 
 def _register() -> None:
     # Each subcommand lives in its own module; import here so `main` stays small.
-    from solver.cli import calibrate_cmd, capacity_cmds, catalog_cmds, check_cmd, estimate_cmd, solve_cmd
+    from solver.cli import calibrate_cmd, capacity_cmds, catalog_cmds, check_cmd, estimate_cmd, launch_cmd, solve_cmd
 
-    for module in (catalog_cmds, check_cmd, solve_cmd, estimate_cmd, calibrate_cmd, capacity_cmds):
+    for module in (catalog_cmds, check_cmd, solve_cmd, estimate_cmd, calibrate_cmd, capacity_cmds, launch_cmd):
         for command in module.COMMANDS:
             main.add_command(command)
 

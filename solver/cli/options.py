@@ -110,9 +110,10 @@ class Name(click.ParamType):
 NAME = Name()
 
 
-def format_option(default: str = DEFAULT_FORMAT) -> Callable:
-    return click.option("--format", "fmt", type=click.Choice(FORMATS), default=default, show_default=True,
-                        help="output format (data on stdout, notes and errors on stderr)")
+def format_option(default: str = DEFAULT_FORMAT, extra: tuple[str, ...] = (),
+                  help: str = "output format (data on stdout, notes and errors on stderr)") -> Callable:
+    return click.option("--format", "fmt", type=click.Choice([*FORMATS, *extra]), default=default,
+                        show_default=True, help=help)
 
 
 def knob_options(func: Callable) -> Callable:

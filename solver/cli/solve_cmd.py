@@ -6,8 +6,10 @@ import click
 from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
                                 check_mtp, dtype_options, format_option,
                                 scenario_from_options)
+from solver.errors import InputError
 from solver.plan.cpsat import SolverParams
 from solver.api import explain_solution, run_solve
+from solver.launch.candidates import candidate_launches, launch_text
 from solver.rank.select import ORDERING
 from solver.report.candidates import result_dict, seed_yaml
 from solver.report.render import console, dump, table
@@ -42,7 +44,8 @@ from solver.report.render import console, dump, table
 @click.option("--explain", is_flag=True, help="why the seed's main alternative patterns lost, and the Pareto front")
 @click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
               help="disagg: plan a prefill pool and a decode pool (xPyD) and compare with the aggregated plan")
-@format_option()
+@format_option(extra=("launch",), help="output format; launch: the engine command per candidate (--framework "
+               "names the engine)")
 def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurrency, phase, ttft_ms, tpot_ms, mtp,
               framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed, time_limit, top,
               allow_cross_node, explain, serving, fmt) -> None:
@@ -68,8 +71,13 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         click.echo(f"note: {note}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,
                             moe_weight_dtype, kv_dtype) if explain and cands else [])
+    launches = (candidate_launches(model, hardware, framework, cands, scenario, weight_dtype, moe_weight_dtype,
+                                   kv_dtype) if fmt in ("json", "launch") else None)
+    if fmt == "launch":
+        click.echo(launch_text(cands, launches), nl=False)
+        return
     if fmt == "json":
-        data = result_dict(result, cands)
+        data = result_dict(result, cands, launches)
         if explain:
             data["explain"] = why
         click.echo(dump(data, "json"))

@@ -19,7 +19,7 @@ from solver.space.domains import build_space, largest_tp
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import ParallelConfig
+from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
@@ -58,6 +58,7 @@ class PlanResult:
         if empty:
             parts.append(f"{empty} found no solution in time")
         return "timed out (FEASIBLE, not OPTIMAL): " + "; ".join(parts) + "; raise --time-limit to prove the optimum"
+    knobs: tuple[str, ...] = KNOBS  # the model's own knobs (parallel.model_knobs): what the output shows
 
 
 def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
@@ -169,7 +170,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys)
 
     result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method,
-                        time_limit_s=params.time_limit_s)
+                        time_limit_s=params.time_limit_s, knobs=model_knobs(model))
     result.timeouts = planner.timed_out()
     result.status = "FEASIBLE" if result.timeouts else "OPTIMAL"
     bad = [c for c in result.candidates if full_estimate_misses(c.estimate, scenario)]
@@ -224,7 +225,8 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
                             "cards) fits" + ("" if allow_cross_node else " with TP inside a node (try --allow-cross-node)"))
         if scenario.concurrency:
             remedies.append("a smaller --concurrency")
-        remedies.append("a shorter sequence, or cheaper weights (--weight-dtype int8/fp8, --moe-weight-dtype int4)")
+        remedies.append("a shorter sequence, or cheaper weights (--weight-dtype int8/fp8"
+                        + (", --moe-weight-dtype int4)" if model.is_moe else ")"))
     if any(b.startswith("SLA") for b in binding):
         remedies.append("relax --ttft-ms/--tpot-ms or add cards")
     if stalled:

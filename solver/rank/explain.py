@@ -10,26 +10,31 @@ from solver.space.domains import largest_tp
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import ParallelConfig, make_parallel_config
+from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
 
 def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario) -> dict[str, dict[str, int]]:
-    """The seed's baseline patterns for this model and world size (Step 2 quick reference)."""
+    """The seed's baseline patterns for this model and world size (Step 2 quick reference), in the model's
+    own knobs: MoE EP only for a model with routed experts, o_proj's own TP only for MLA."""
     tp = largest_tp(world, hw, model)
-    alts = {
-        f"all-TP{tp}": {"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": tp if model.is_moe else world,
-                        "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_tp_size": tp if model.has_mla else 1},
-        "Attn DP + MoE EP": {"attn_tp_size": 1, "moe_tp_size": 1 if model.is_moe else world,
-                             "embed_tp_size": tp, "lmhead_tp_size": tp},
-        f"Attn TP{tp} + MoE EP": {"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": 1 if model.is_moe else world,
-                                  "embed_tp_size": tp, "lmhead_tp_size": tp,
-                                  "o_proj_tp_size": tp if model.has_mla else 1},
-    }
+    present = model_knobs(model)
+
+    def own(knobs: dict[str, int]) -> dict[str, int]:
+        return {k: v for k, v in knobs.items() if k in present}
+
+    moe = " + MoE EP" if model.is_moe else ""
+    alts = {f"all-TP{tp}": own({"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": tp, "embed_tp_size": tp,
+                                "lmhead_tp_size": tp, "o_proj_tp_size": tp})}
+    alts[f"Attn DP{moe}" if moe else f"DP{world}"] = own({"attn_tp_size": 1, "moe_tp_size": 1,
+                                                            "embed_tp_size": tp, "lmhead_tp_size": tp})
+    if model.is_moe:
+        alts[f"Attn TP{tp}{moe}"] = own({"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": 1,
+                                          "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_tp_size": tp})
     if scenario.max_seq_len > 4096 and scenario.phase != "decode":  # in decode, CP's ranks run as DP
-        alts[f"Attn DP + CP{world} + MoE EP"] = {"cp_size": world, "moe_tp_size": 1 if model.is_moe else world,
-                                                  "embed_tp_size": tp, "lmhead_tp_size": tp}
+        alts[f"Attn DP + CP{world}{moe}"] = own({"cp_size": world, "moe_tp_size": 1, "embed_tp_size": tp,
+                                                  "lmhead_tp_size": tp})
     return alts
 
 
@@ -53,11 +58,52 @@ def _main_step(e: Estimate, scenario: Scenario) -> tuple[str, StepCost | None]:
     return "decode step", e.decode
 
 
+def _pct(new: float, old: float) -> str:
+    return f"{new / old - 1:+.0%}" if old else "n/a"
+
+
+def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
+                  scenario: Scenario, best_cfg: ParallelConfig, best_est: Estimate, best_pattern: str,
+                  generic: FrameworkProfile | None = None) -> list[str]:
+    """What the engine cannot express costs: the generic profile's best configuration (every knob, only
+    divisibility rules), estimated with this engine's own factors so only expressiveness differs, against the
+    engine's recommendation. Empty under the generic profile itself."""
+    from solver.errors import InfeasibleError
+    from solver.plan.solve import plan
+    from solver.specs.framework import load_framework
+
+    if fw.name == "generic":
+        return []
+    generic = generic or load_framework("generic")
+    try:
+        result = plan(model, hw, prec, generic, best_cfg.world_size, scenario, top=1, explain_binding=False)
+    except InfeasibleError:
+        return [f"generic profile: no feasible configuration either; {fw.name} loses nothing it could express"]
+    g = result.candidates[0]
+    own = model_knobs(model)
+    shown = ", ".join(f"{k.replace('_size', '')}={v}" for k, v in g.config.knobs().items() if k in own and v > 1)
+    name = pattern_name(g.config, model)
+    env = model_env(g.config.knobs(), model, hw.ranks_per_node, world=g.config.world_size, batch=g.batch,
+                    mtp=scenario.mtp)
+    blocked = fw.check(env, severity="error")
+    if not blocked:
+        return [f"generic profile's best ({name}: {shown or 'all 1'}) is expressible in {fw.name}: its "
+                "rules cost nothing here"]
+    e = estimate(model, hw, g.config, prec, f, Workload.for_scenario(scenario, g.batch))
+    lat, best_lat = (scenario.request_latency(x.ttft_s, x.tpot_s) for x in (e, best_est))
+    return [f"generic profile's best: {name} ({shown or 'all 1'}, concurrency {g.batch}); {fw.name} cannot "
+            f"express it ({blocked[0]}). With {fw.name}'s own factors it would change TTFT {_pct(e.ttft_s, best_est.ttft_s)} "
+            f"({best_est.ttft_s * 1e3:.0f} -> {e.ttft_s * 1e3:.0f} ms), TPOT {_pct(e.tpot_s, best_est.tpot_s)} "
+            f"({best_est.tpot_s * 1e3:.1f} -> {e.tpot_s * 1e3:.1f} ms), request latency {_pct(lat, best_lat)}, "
+            f"output tokens/s per rank {_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)} "
+            f"vs {fw.name}'s {best_pattern}"]
+
+
 def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
             scenario: Scenario, best_cfg: ParallelConfig, best_est: Estimate, batch: int, wl: Workload,
             best_pattern: str) -> list[str]:
     best_lat = scenario.request_latency(best_est.ttft_s, best_est.tpot_s)
-    lines = []
+    lines = engine_margin(model, hw, fw, prec, f, scenario, best_cfg, best_est, best_pattern)
     for name, knobs in alternatives(model, hw, best_cfg.world_size, scenario).items():
         try:
             pc = make_parallel_config(best_cfg.world_size, **knobs)

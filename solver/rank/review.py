@@ -11,7 +11,7 @@ from solver.space.domains import cross_node_tp, tp_domain
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import KNOBS, ParallelConfig
+from solver.specs.parallel import KNOBS, ParallelConfig, absent_knob_problems, model_knobs
 from solver.specs.precision import Precision
 
 SMALL_SCALE = 16  # the seed's "small-to-medium scale" MoE deployments (R1 16-card references)
@@ -33,7 +33,8 @@ class Review:
 
 def _model_rules(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -> list[str]:
     W = pc.world_size
-    out = [f"world_size {W} % {k} = {v} != 0" for k, v in pc.knobs().items() if W % v]
+    out = absent_knob_problems(model, pc.knobs())
+    out += [f"world_size {W} % {k} = {v} != 0" for k, v in pc.knobs().items() if W % v]
     if model.num_attention_heads % pc.attn_tp_size:
         out.append(f"num_attention_heads {model.num_attention_heads} % attn_tp_size {pc.attn_tp_size} != 0")
     if fw.splits_kv_heads and model.num_key_value_heads % pc.attn_tp_size:
@@ -74,7 +75,8 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
             r.warnings["B"].append("weights + KV above 0.8 of capacity (seed 3.2): little room for batch growth")
         if mem.kv_share_of_available > 0.5:
             r.warnings["B"].append("KV cache above 50% of available memory (seed 3.4): consider KVP / CP")
-    wide = cross_node_tp(pc, hw)
+    # a knob of a missing module is reported once, by absent_knob_problems, not as a TP group
+    wide = {k: v for k, v in cross_node_tp(pc, hw).items() if k in model_knobs(model)}
     for k, v in wide.items():
         r.violations["B"].append(f"{k} {v} > {tp_domain(hw)} ranks of the node/scale-up domain (cross-node TP)")
     if hw.max_experts_per_rank and model.is_moe and pc.moe_ep_size > 1:
@@ -92,7 +94,9 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
     if model.has_large_vocab and (pc.embed_tp_size == 1 or pc.lmhead_tp_size == 1) and W > 1:
         r.common_errors.append(f"embed/lm_head TP left at 1 with V = {model.vocab_size:,} > 100K: set them "
                                "independently (references use 16)")
-    tps = [pc.attn_tp_size, pc.dense_tp_size, pc.moe_tp_size, pc.embed_tp_size, pc.lmhead_tp_size]
+    present = model_knobs(model)
+    tps = [getattr(pc, k) for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size",
+                                    "lmhead_tp_size") if k in present]
     if W > 1 and all(t == W for t in tps):
         r.common_errors.append("default all-TP: compare with EP / DP (see `shardplan solve`)")
     if model.is_moe and W <= SMALL_SCALE and W > 1 and pc.moe_tp_size == W and r.estimate is not None:

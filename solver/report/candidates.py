@@ -8,6 +8,7 @@ import yaml
 
 from solver.plan.solve import PlanResult
 from solver.rank.select import ORDERING, Candidate
+from solver.specs.parallel import KNOBS
 
 GB = 1e9
 LETTERS = "abcdefghij"
@@ -31,7 +32,8 @@ def estimation(c: Candidate) -> dict[str, Any]:
     }
 
 
-def candidate_dict(c: Candidate) -> dict[str, Any]:
+def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS) -> dict[str, Any]:
+    """One candidate; `knobs`: the model's own (PlanResult.knobs), so no knob of a missing module shows."""
     pc = c.planned.config
     ref = c.reference + (f" (differs: {', '.join(c.reference_diff)})" if c.reference_diff else " (same knobs)")
     if c.comparative_testing:
@@ -41,15 +43,19 @@ def candidate_dict(c: Candidate) -> dict[str, Any]:
         "pattern": c.pattern,
         "reason": c.reason,
         "reference": ref,
-        "parallel_config": pc.knobs_and_derived(),
+        "parallel_config": pc.model_view(knobs),
         "estimation": estimation(c),
         "tradeoff": c.tradeoff,
     }
 
 
-def result_dict(result: PlanResult, cands: list[Candidate]) -> dict[str, Any]:
+def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict] | None = None) -> dict[str, Any]:
+    """`launches`: one engine command per candidate (solver.launch), carried as each candidate's `launch`."""
+    out = [candidate_dict(c, result.knobs) for c in cands]
+    for d, launch in zip(out, launches or []):
+        d["launch"] = launch
     return {
-        "candidates": [candidate_dict(c) for c in cands],
+        "candidates": out,
         "binding_constraints": result.binding,
         "pruned_values": result.pruned,
         "method": result.method,
@@ -57,7 +63,8 @@ def result_dict(result: PlanResult, cands: list[Candidate]) -> dict[str, Any]:
         "time_limit_note": result.timeout_note(),
         "ordering": ORDERING,
         "pareto_front": [
-            {"parallel_config": p.config.knobs(), "concurrency": p.batch,
+            {"parallel_config": {k: v for k, v in p.config.knobs().items() if k in result.knobs},
+             "concurrency": p.batch,
              "ttft_ms": round(p.estimate.ttft_s * 1e3, 2), "tpot_ms": round(p.estimate.tpot_s * 1e3, 3),
              "output_tokens_per_s_per_rank": round(p.estimate.output_tokens_per_s_per_rank, 1)}
             for p in result.front
@@ -70,11 +77,12 @@ def seed_yaml(result: PlanResult, cands: list[Candidate]) -> str:
     out = []
     for c, letter in zip(cands, LETTERS):
         label = "recommended" if c.rank == 1 else "alternative"
-        d = candidate_dict(c)
+        d = candidate_dict(c, result.knobs)
         out.append(f"# candidate {letter.upper()} ({label}): {c.pattern}")
         out.append(f"# reason: {c.reason}")
         out.append(f"# reference: {d['reference']}")
-        block = {f"candidate_{letter}": {"parallel_config": c.planned.config.knobs(),
+        own = {k: v for k, v in c.planned.config.knobs().items() if k in result.knobs}
+        block = {f"candidate_{letter}": {"parallel_config": own,
                                          "estimation": d["estimation"], "tradeoff": d["tradeoff"]}}
         text = yaml.safe_dump(block, sort_keys=False)
         pc = c.planned.config
@@ -82,6 +90,9 @@ def seed_yaml(result: PlanResult, cands: list[Candidate]) -> str:
         text = text.replace("    moe_tp_size: ", f"    # moe_ep_size = {pc.moe_ep_size}\n    moe_tp_size: ")
         out.append(text)
     out.append("# dp_size / ep_size are derived by the framework (world_size // *_tp_size), not set in YAML")
+    absent = [k for k in KNOBS if k not in result.knobs]
+    if absent:
+        out.append(f"# not knobs of this model (no such module, or o_proj follows attention TP): {', '.join(absent)}")
     out.append("# binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
     out.append(f"# solver status: {result.status}" + (f" ({result.timeout_note()})" if result.timeout_note() else ""))
     out.append(f"# ordering: {ORDERING}")

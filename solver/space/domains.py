@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import KNOBS, ParallelConfig
+from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.scenario import Scenario
 
 # every knob that sizes a tensor-parallel group (o_proj's own TP under attention DP included)
@@ -77,15 +77,16 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
     pruned: list[Pruned] = []
     divs = divisors(world)
     domains: dict[str, tuple[int, ...]] = {}
+    present = model_knobs(model)
 
     def keep(knob: str, value: int) -> bool:
         # the framework exposes only some knobs; the others stay at 1
         if knob not in fw.knobs and value != 1:
             return False
-        if not model.has_dense_ffn and not model.num_shared_experts and knob == "dense_tp_size" and value != 1:
-            return False  # no dense FFN: dense_tp = 1 (seed Layer 1)
-        if not model.has_mla and knob == "o_proj_tp_size" and value != 1:
-            return False  # o_proj follows attention TP outside MLA models (seed output format note)
+        # no knob for a module the model lacks (its rules treat it as free); o_proj outside MLA models
+        # follows attention TP, spelled 1 (ParallelConfig.oproj_shards)
+        if knob not in present and value != 1:
+            return False
         checks = {
             "attn_tp_size": [(model.num_attention_heads % value == 0, "A.heads_divisible_attn_tp"),
                              (not fw.splits_kv_heads or model.num_key_value_heads % value == 0,
@@ -118,7 +119,4 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
     for knob in KNOBS:
         values = tuple(v for v in divs if keep(knob, v))
         domains[knob] = values
-    if not model.is_moe:
-        # a dense model's "MoE TP" is meaningless: fix it to the world so EP = 1
-        domains["moe_tp_size"] = (world,)
     return Space(world, domains, _batch_values(scenario), tuple(pruned))

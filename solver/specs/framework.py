@@ -7,6 +7,7 @@ does not expose are fixed at 1.
 """
 from __future__ import annotations
 
+import itertools
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Mapping
@@ -17,6 +18,7 @@ from solver.catalog import frameworks_dir
 from solver.errors import InputError
 from solver.specs.limits import MAX_MTP, MAX_TOKENS
 from solver.specs.expr import Expr, Value, compile_expr
+from solver.specs.launch_spec import Feature, LaunchSpec
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
@@ -31,6 +33,7 @@ KNOB_NAMES: tuple[str, ...] = KnobName.__args__  # type: ignore[attr-defined]
 # What a rule may read. Model facts come from the model's config.json; `afd` (attention-FFN disaggregation)
 # is a deployment switch, not a knob, but one framework rule depends on it.
 DERIVED_NAMES = ("attn_dp_size", "moe_ep_size")
+DERIVED_FROM = {"attn_dp_size": "attn_tp_size", "moe_ep_size": "moe_tp_size"}  # derived = world // knob
 DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd")
 MODEL_NAMES = (
     "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "is_moe",
@@ -91,9 +94,26 @@ class Rule(BaseModel):
     def applies(self, env: Mapping[str, Value]) -> bool:
         return bool(self._when.evaluate(env))
 
-    def holds(self, env: Mapping[str, Value]) -> bool:
-        """True when the rule does not apply or its requirement is met."""
+    def _holds_at(self, env: Mapping[str, Value]) -> bool:
         return not self.applies(env) or bool(self._require.evaluate(env))
+
+    def holds(self, env: Mapping[str, Value]) -> bool:
+        """True when the rule does not apply or its requirement is met. A knob of a module the model lacks
+        (RuleEnv.free) has no value: the rule holds when some value of it would satisfy it, so a rule about a
+        missing module never constrains the others."""
+        free = [k for k in getattr(env, "free", ())
+                if k in self.names or any(d in self.names for d, src in DERIVED_FROM.items() if src == k)]
+        if not free:
+            return self._holds_at(env)
+        world = int(env["world"])
+        values = [d for d in range(1, world + 1) if world % d == 0]
+        for combo in itertools.product(values, repeat=len(free)):
+            trial = {**env, **dict(zip(free, combo))}
+            for derived, src in DERIVED_FROM.items():
+                trial[derived] = world // int(trial[src])
+            if self._holds_at(trial):
+                return True
+        return False
 
 
 class FrameworkEfficiency(BaseModel):
@@ -170,6 +190,10 @@ class FrameworkProfile(BaseModel):
     rules: list[Rule] = Field(default_factory=list)
     efficiency: FrameworkEfficiency = Field(default_factory=FrameworkEfficiency)
     scheduler: FrameworkScheduler = Field(default_factory=FrameworkScheduler)
+    launch: LaunchSpec | None = Field(None, description="how the engine's flags and files spell a config")
+    features: dict[str, Feature] = Field(
+        default_factory=dict, description="engine features the planner does not model yet (pipeline_parallel, "
+        "redundant_experts, ...), with flag and source")
 
     @model_validator(mode="after")
     def _consistent(self) -> "FrameworkProfile":
@@ -219,8 +243,9 @@ class FrameworkProfile(BaseModel):
     def limits(self, env: Mapping[str, Value]) -> list[str]:
         """What the framework cannot express at all (class C, outside its rules): knobs it lacks must be 1,
         MTP depth is capped."""
+        absent = getattr(env, "absent", ())  # the model's missing modules: absent_knob_problems reports them
         problems = [f"{k} = {env[k]} but {self.name} has no such knob (fixed at 1)"
-                    for k in self.fixed_knobs if env.get(k, 1) != 1]
+                    for k in self.fixed_knobs if k not in absent and env.get(k, 1) != 1]
         if env.get("mtp", 0) > self.max_mtp:
             problems.append(f"mtp = {env['mtp']} exceeds {self.name}'s maximum of {self.max_mtp}")
         return problems
@@ -242,6 +267,14 @@ class FrameworkProfile(BaseModel):
         return problems
 
 
+class RuleEnv(dict):
+    """The names a rule reads, plus the model's absent knobs (parallel.absent_knobs): `free` ones (a module
+    the model lacks) take no value, Rule.holds quantifies over them; `absent` also holds the tied ones."""
+
+    free: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+
+
 def rule_env(
     config: Mapping[str, int],
     *,
@@ -256,12 +289,16 @@ def rule_env(
     o_proj_dim: int,
     ranks_per_node: int,
     afd: bool = False,
+    absent: tuple[str, ...] = (),
 ) -> dict[str, Value]:
     """The mapping rule expressions read: knobs (missing ones = 1), derived sizes, deployment and model facts.
 
     For MLA models pass num_key_value_heads = num_attention_heads (their configs may omit it); o_proj_dim is
-    num_attention_heads * v_head_dim.
+    num_attention_heads * v_head_dim. `absent`: knobs of modules the model lacks (parallel.absent_knobs); a
+    tied one (o_proj outside MLA) takes its attention value, the others are free.
     """
+    from solver.specs.parallel import TIED_ABSENT
+
     unknown = sorted(set(config) - set(KNOB_NAMES))
     if unknown:
         raise InputError("parallel_config", f"unknown knob(s) {', '.join(unknown)}")
@@ -269,7 +306,10 @@ def rule_env(
     for k, v in knobs.items():
         if v < 1:
             raise InputError(f"parallel_config.{k}", f"must be >= 1, got {v}")
-    return {
+    for k in absent:
+        if k in TIED_ABSENT:
+            knobs[k] = knobs[TIED_ABSENT[k]]
+    env = RuleEnv({
         **knobs,
         "attn_dp_size": world // knobs["attn_tp_size"],
         "moe_ep_size": world // knobs["moe_tp_size"],
@@ -285,16 +325,21 @@ def rule_env(
         "has_dsa": bool(has_dsa),
         "is_moe": n_routed_experts > 0,
         "o_proj_dim": o_proj_dim,
-    }
+    })
+    env.absent = tuple(absent)
+    env.free = tuple(k for k in absent if k not in TIED_ABSENT)
+    return env
 
 
 def model_env(config: Mapping[str, int], model: "ModelSpec", ranks_per_node: int, *, world: int, batch: int = 1,
               mtp: int = 0) -> dict[str, Value]:
-    """rule_env with the model facts read from a ModelSpec."""
+    """rule_env with the model facts read from a ModelSpec, and its absent knobs."""
+    from solver.specs.parallel import absent_knobs
+
     return rule_env(config, world=world, batch=batch, mtp=mtp, num_attention_heads=model.num_attention_heads,
                     num_key_value_heads=model.num_key_value_heads, n_routed_experts=model.num_experts,
                     has_mla=model.has_mla, has_dsa=model.has_dsa, o_proj_dim=model.o_proj_dim,
-                    ranks_per_node=ranks_per_node)
+                    ranks_per_node=ranks_per_node, absent=absent_knobs(model))
 
 
 def fitted_factors_path() -> Path:

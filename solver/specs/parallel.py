@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS
+
+if TYPE_CHECKING:
+    from solver.specs.model import ModelSpec
 
 KNOBS = (
     "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
@@ -18,6 +22,45 @@ KNOB_FLAGS = {
     "embed_tp_size": "--embed-tp", "lmhead_tp_size": "--lmhead-tp", "o_proj_tp_size": "--oproj-tp",
     "cp_size": "--cp", "kvp_size": "--kvp", "attn_sp_size": "--attn-sp",
 }
+
+
+# A knob whose module the model lacks has no value at all; o_proj outside MLA models is part of attention and
+# shards with it (seed output format note), so its knob takes attention TP's value rather than none.
+TIED_ABSENT = {"o_proj_tp_size": "attn_tp_size"}
+
+
+def model_knobs(model: "ModelSpec") -> tuple[str, ...]:
+    """The knobs this model has, in KNOBS order: one per module it contains. No moe_tp_size without routed
+    experts; no dense_tp_size without a dense FFN or shared experts; no o_proj_tp_size outside MLA models
+    (o_proj follows attention TP there)."""
+    absent = set()
+    if not model.is_moe:
+        absent.add("moe_tp_size")
+    if not model.has_dense_ffn and not model.num_shared_experts:
+        absent.add("dense_tp_size")
+    if not model.has_mla:
+        absent.add("o_proj_tp_size")
+    return tuple(k for k in KNOBS if k not in absent)
+
+
+def absent_knobs(model: "ModelSpec") -> tuple[str, ...]:
+    present = set(model_knobs(model))
+    return tuple(k for k in KNOBS if k not in present)
+
+
+def absent_knob_problems(model: "ModelSpec", knobs: dict[str, int]) -> list[str]:
+    """One line per knob a config sets for a module the model lacks (1, or the value it is tied to, is the
+    knob's own default and passes)."""
+    out = []
+    for k in absent_knobs(model):
+        v = knobs.get(k, 1)
+        tied = knobs.get(TIED_ABSENT[k], 1) if k in TIED_ABSENT else 1
+        if v not in (1, tied):
+            why = {"moe_tp_size": "has no routed experts",
+                   "dense_tp_size": "has no dense FFN or shared experts",
+                   "o_proj_tp_size": "has no MLA: o_proj follows attention TP"}[k]
+            out.append(f"{k} = {v} but {model.name} {why}; leave {k} out")
+    return out
 
 
 class ParallelConfig(BaseModel):
@@ -72,6 +115,14 @@ class ParallelConfig(BaseModel):
 
     def with_derived(self) -> dict[str, int]:
         return {"world_size": self.world_size, **self.knobs_and_derived()}
+
+    def model_view(self, present: tuple[str, ...] | list[str]) -> dict[str, int]:
+        """knobs_and_derived limited to a model's own knobs (model_knobs): no MoE EP size without MoE."""
+        out = {k: getattr(self, k) for k in KNOBS if k in present}
+        out["attn_dp_size"] = self.attn_dp_size
+        if "moe_tp_size" in present:
+            out["moe_ep_size"] = self.moe_ep_size
+        return out
 
 
 def make_parallel_config(world_size: int, **knobs: int | None) -> ParallelConfig:

@@ -1,0 +1,60 @@
+"""`shardplan launch DEPLOYMENT.yaml --engine E`: the engine's command for a user's own parallel_config, or
+one line naming the knob the engine cannot express (exit 2)."""
+from __future__ import annotations
+
+import click
+
+from solver.cli.options import CARDS, NAME
+from solver.errors import InputError
+from solver.launch import HEAD_ADDR, MODEL_PATH, LaunchInputs, emit_launch, render_shell
+from solver.report.render import dump
+from solver.specs.deployment import load_deployment
+from solver.specs.framework import list_frameworks, load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import make_parallel_config
+
+
+@click.command("launch")
+@click.argument("config", type=NAME)
+@click.option("--engine", type=NAME, required=True,
+              help=f"engine profile: {', '.join(list_frameworks())}, or a YAML path")
+@click.option("--model", type=NAME, default=None, help="overrides the file's model")
+@click.option("--hardware", type=NAME, default=None, help="overrides the file's hardware")
+@click.option("--cards", type=CARDS, default=None, help="overrides the file's world_size")
+@click.option("--model-path", type=NAME, default=MODEL_PATH, show_default=True,
+              help="checkpoint path or HF id in the command")
+@click.option("--head-addr", type=NAME, default=HEAD_ADDR, show_default=True, help="head node address (multi-node)")
+@click.option("--format", "fmt", type=click.Choice(["shell", "json", "yaml"]), default="shell", show_default=True,
+              help="shell: the commands to paste; json/yaml: the launch document (argv, env, files per node)")
+def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fmt) -> None:
+    """Print the engine command (per node) and files for CONFIG's parallel_config (the `check` file format)."""
+    dep = load_deployment(config)
+    model, hardware, world = model or dep.model, hardware or dep.hardware, cards or dep.world_size
+    for flag, value in (("model", model), ("hardware", hardware), ("world_size", world)):
+        if value is None:
+            raise InputError(flag, f"missing: give it in {config} or as --{flag.replace('world_size', 'cards')}")
+    if dep.workload is None:
+        raise InputError("workload", f"missing in {config}: phase/batch/seq_len or isl/osl/concurrency")
+    try:
+        fw = load_framework(engine)
+    except InputError as exc:
+        raise InputError("--engine", exc.problem) from None
+    spec, hw = load_model(model), load_hardware(hardware)
+    w = dep.workload
+    if w.phase == "serving":
+        batch, max_len = w.concurrency, w.isl + w.osl
+    else:
+        batch, max_len = w.batch, w.seq_len
+    pc = make_parallel_config(world, **dep.parallel_config)
+    inputs = LaunchInputs(batch=batch, max_model_len=max_len, mtp=dep.mtp, weight_dtype=dep.quant.weights,
+                          moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,
+                          model_path=model_path, head_addr=head_addr)
+    launch = emit_launch(fw, spec, hw, pc, inputs)
+    if fmt == "shell":
+        click.echo(render_shell(launch, f"{spec.name} on {world} x {hw.name} ({fw.name})"), nl=False)
+    else:
+        click.echo(dump(launch, fmt))
+
+
+COMMANDS = [launch_cmd]

@@ -1,0 +1,50 @@
+"""Launch commands for the planner's candidates: the same emitter `shardplan launch` uses, fed with what the
+estimate assumed (the candidate's concurrency, the scenario's longest sequence and MTP, the formats the user
+chose)."""
+from __future__ import annotations
+
+from typing import Any
+
+from solver.errors import InputError
+from solver.launch.emit import LaunchInputs, emit_launch
+from solver.rank.select import Candidate
+from solver.specs.framework import FrameworkProfile
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.scenario import Scenario
+
+
+def candidate_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand: Candidate, scenario: Scenario,
+                     weight_dtype: str | None = None, moe_weight_dtype: str | None = None,
+                     kv_dtype: str | None = None) -> dict[str, Any]:
+    """The launch of one candidate; {"error": line} when the profile cannot spell it (a planner/profile
+    disagreement the round-trip test guards against, shown rather than hidden)."""
+    inputs = LaunchInputs(batch=cand.planned.batch, max_model_len=scenario.max_seq_len, mtp=scenario.mtp,
+                          weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype)
+    try:
+        return emit_launch(fw, model, hw, cand.planned.config, inputs)
+    except InputError as exc:
+        return {"engine": fw.name, "error": str(exc)}
+
+
+def candidate_launches(model: str, hardware: str, framework: str, cands: list[Candidate], scenario: Scenario,
+                       weight_dtype: str | None = None, moe_weight_dtype: str | None = None,
+                       kv_dtype: str | None = None) -> list[dict[str, Any]]:
+    """One launch per candidate, by the names `solve` was given."""
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+
+    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
+    return [candidate_launch(fw, spec, hw, c, scenario, weight_dtype, moe_weight_dtype, kv_dtype) for c in cands]
+
+
+def launch_text(cands: list[Candidate], launches: list[dict[str, Any]]) -> str:
+    """`solve --format launch`: each candidate's command as shell text."""
+    from solver.launch.shell import render_shell
+
+    out = []
+    for c, launch in zip(cands, launches):
+        title = f"candidate {c.rank}: {c.pattern} ({launch['engine']}, concurrency {c.planned.batch})"
+        out.append(f"# {title}\n# error: {launch['error']}\n" if "error" in launch else render_shell(launch, title))
+    return "\n".join(out)

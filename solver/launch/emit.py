@@ -1,0 +1,156 @@
+"""One parallel_config -> {"engine", "nodes": [{"node_rank", "argv", "env"}], "files"} for one engine.
+
+The config must pass the engine's rules first (the same FrameworkProfile.check that `check` and the planner
+use): what the engine cannot express is refused, one line naming the knob, never emitted approximately.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from solver.errors import InputError
+from solver.specs.framework import KNOB_NAMES, FrameworkProfile, model_env
+from solver.specs.hardware import Hardware
+from solver.specs.launch_spec import LaunchArg
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig, absent_knob_problems, absent_knobs
+
+# Placeholders a user replaces before running (README, "Launch commands"): shell variables, so the printed
+# command runs once they are exported, and fails loudly (empty argument) when they are not.
+MODEL_PATH = "${MODEL_PATH}"
+HEAD_ADDR = "${HEAD_NODE_ADDR}"
+_TEMPLATE = re.compile(r"\{([a-z_]+)\}")
+
+
+@dataclass(frozen=True)
+class LaunchInputs:
+    """What the estimate assumed besides the knobs: concurrency, sequence length, MTP, formats."""
+
+    batch: int
+    max_model_len: int
+    mtp: int = 0
+    weight_dtype: str | None = None
+    moe_weight_dtype: str | None = None
+    kv_dtype: str | None = None
+    model_path: str = MODEL_PATH
+    head_addr: str = HEAD_ADDR
+
+
+def _node_addr(i: int, head: str) -> str:
+    return head if i == 0 else f"${{NODE{i}_ADDR}}"
+
+
+def _text(arg: LaunchArg, names: dict[str, Any], engine: str) -> str:
+    def fill(m: re.Match) -> str:
+        value = names.get(m.group(1))
+        if value is None:
+            raise InputError(f"--engine {engine}", f"{arg.knob or arg.flag}: {m.group(1)} is not set")
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, float)):
+            return str(int(value)) if float(value).is_integer() else str(value)
+        return value
+    text = _TEMPLATE.sub(fill, arg.text or "")
+    if arg.map is not None:
+        if text not in arg.map:
+            raise InputError(f"--engine {engine}", f"{arg.knob or arg.flag} {text}: {engine} has no spelling for it "
+                             f"(it takes {', '.join(sorted(arg.map))})")
+        text = arg.map[text]
+    return text
+
+
+def _value(arg: LaunchArg, names: dict[str, Any], engine: str) -> Any:
+    if arg.switch:
+        return True
+    if arg.value_expr is not None:
+        v = arg.value_expr.evaluate(names)
+        return v if isinstance(v, bool) else (int(v) if float(v).is_integer() else float(v))
+    return _text(arg, names, engine)
+
+
+def _put(doc: dict, dotted: str, value: Any) -> None:
+    *path, last = dotted.split(".")
+    for p in path:
+        doc = doc.setdefault(p, {})
+    doc[last] = value
+
+
+def _argv_token(v: Any) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
+                inputs: LaunchInputs) -> dict[str, Any]:
+    """The engine's command per node and its files, or InputError (exit 2) naming what it cannot express."""
+    spec = fw.launch
+    if spec is None:
+        raise InputError("--engine", f"{fw.name} has no launch section: it is not an engine")
+    bad = absent_knob_problems(model, pc.knobs())
+    if bad:
+        raise InputError("parallel_config", bad[0])
+    world = pc.world_size
+    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=world, batch=inputs.batch, mtp=inputs.mtp)
+    broken = fw.violated(env, severity="error")
+    if broken:
+        rule = broken[0]
+        knobs = ", ".join(f"{k} {env[k]}" for k in KNOB_NAMES if k in rule.names and k not in env.free)
+        raise InputError(f"--engine {fw.name}", f"cannot express {knobs or 'this config'}: [{rule.id}] {rule.message}")
+    problems = fw.check(env, severity="error")
+    if problems:
+        raise InputError(f"--engine {fw.name}", f"cannot express this config: {problems[0]}")
+    used = {n for a in spec.args if a.text for n in _TEMPLATE.findall(a.text)}
+    given = {"weight_dtype": inputs.weight_dtype, "kv_dtype": inputs.kv_dtype,
+             "moe_weight_dtype": inputs.moe_weight_dtype if inputs.moe_weight_dtype != inputs.weight_dtype else None}
+    for name, value in given.items():
+        if value is not None and name not in used:
+            raise InputError(f"--engine {fw.name}", f"{name} {value}: {fw.name}'s profile has no flag for it "
+                             "(serve a checkpoint stored in that format and leave the dtype out)")
+    skip = set(absent_knobs(model))  # no argument for a module the model lacks
+    nnodes = math.ceil(world / hw.ranks_per_node)
+    gpus = min(world, hw.ranks_per_node)
+    base = {
+        **env,
+        "nnodes": nnodes, "gpus_per_node": gpus, "max_model_len": inputs.max_model_len,
+        "token_budget": fw.scheduler.token_budget_for(hw.name, float(hw.memory_bytes)),
+        "weight_dtype_set": inputs.weight_dtype is not None or inputs.moe_weight_dtype is not None,
+        "kv_dtype_set": inputs.kv_dtype is not None,
+        "model_path": inputs.model_path, "head_addr": inputs.head_addr,
+        "hosts": ",".join(f"{_node_addr(i, inputs.head_addr)}:{gpus}" for i in range(nnodes)),
+        "weight_dtype": inputs.weight_dtype, "moe_weight_dtype": inputs.moe_weight_dtype or inputs.weight_dtype,
+        "kv_dtype": inputs.kv_dtype,
+    }
+    nodes, files = [], {}
+    for rank in range(nnodes if spec.per_node else 1):
+        names = {**base, "node_rank": rank}
+        argv: list[str] = []
+        envs: dict[str, str] = {}
+        docs: dict[str, dict] = {name: {} for name in spec.documents}
+        for arg in spec.args:
+            if arg.knob in skip or not arg.when_expr.evaluate(names):
+                continue
+            v = _value(arg, names, fw.name)
+            if arg.doc is not None:
+                _put(docs[arg.doc], arg.key or "", v)
+            elif arg.env is not None:
+                envs[arg.env] = _argv_token(v)
+            elif arg.switch:
+                argv.append(arg.flag or "")
+            else:
+                argv += ([arg.flag] if arg.flag else []) + [_argv_token(v)]
+        for name, d in spec.documents.items():
+            if not docs[name] or not d.when_expr.evaluate(names):
+                continue
+            if d.file is not None:
+                files[d.file] = yaml.safe_dump(docs[name], sort_keys=False) if d.format == "yaml" else \
+                    json.dumps(docs[name], indent=2) + "\n"
+                if d.flag:
+                    argv += [d.flag, d.file]
+            else:
+                argv += [d.flag or "", json.dumps(docs[name], separators=(",", ":"))]
+        nodes.append({"node_rank": rank, "argv": argv, "env": envs})
+    return {"engine": fw.name, "nodes": nodes, "files": files}

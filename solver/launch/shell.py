@@ -1,0 +1,28 @@
+"""A launch (emit.emit_launch) as shell text a user pastes: files as heredocs, one command per node."""
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+_PLACEHOLDER = re.compile(r"^[A-Za-z0-9_./:,=-]*(\$\{[A-Z0-9_]+\}[A-Za-z0-9_./:,=-]*)+$")
+
+
+def _quote(token: str) -> str:
+    # placeholders stay unquoted so the shell expands them; everything else is quoted as needed
+    return token if _PLACEHOLDER.match(token) else shlex.quote(token)
+
+
+def render_shell(launch: dict[str, Any], title: str = "") -> str:
+    out = [f"# {title}" if title else f"# {launch['engine']}"]
+    for name, text in launch["files"].items():
+        out.append(f"cat > {shlex.quote(name)} <<'SHARDPLAN_EOF'\n{text.rstrip()}\nSHARDPLAN_EOF")
+    many = len(launch["nodes"]) > 1
+    for node in launch["nodes"]:
+        if not node["argv"] and not node["env"]:
+            continue
+        if many:
+            out.append(f"# node {node['node_rank']}" + (" (head)" if node["node_rank"] == 0 else ""))
+        prefix = " ".join(f"{k}={_quote(v)}" for k, v in node["env"].items())
+        out.append((prefix + " " if prefix else "") + " ".join(_quote(t) for t in node["argv"]))
+    return "\n".join(out) + "\n"

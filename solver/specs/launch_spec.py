@@ -1,0 +1,161 @@
+"""The launch part of an engine profile: how the engine's command line and config files spell a
+parallel_config, and which features it has that the planner does not model yet. Data only; solver.launch
+emits from it and decides nothing.
+
+Every argv token, document key and environment variable is one `LaunchArg`: a `when` condition and either a
+numeric `value` expression, a `text` template, or a bare `switch`. Expressions use the rule language
+(solver.specs.expr) over the rule names plus LAUNCH_NAMES; templates fill {name} from LAUNCH_TEXT_NAMES and
+the numeric names.
+"""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from solver.errors import InputError
+from solver.specs.expr import Expr, compile_expr
+
+# numeric names an emitter adds to the rule names (solver.launch.emit computes them)
+LAUNCH_NAMES = frozenset({
+    "nnodes",            # nodes the world spans: ceil(world / ranks_per_node)
+    "node_rank",         # this node's index (0 = head)
+    "gpus_per_node",     # ranks on one node: min(world, ranks_per_node)
+    "max_model_len",     # longest sequence the estimate assumed (prompt + output)
+    "token_budget",      # tokens per forward step the estimate assumed (the profile's scheduler default)
+    "weight_dtype_set",  # the user chose a weight format (else the checkpoint's is served)
+    "kv_dtype_set",      # the user chose a KV-cache format (else the engine's default, the model dtype)
+})
+# text names: placeholders the user replaces, documented in README ("Launch commands")
+LAUNCH_TEXT_NAMES = frozenset({"model_path", "head_addr", "hosts", "weight_dtype", "kv_dtype", "moe_weight_dtype"})
+_TEMPLATE = re.compile(r"\{([a-z_]+)\}")
+
+
+class LaunchArg(BaseModel):
+    """One argv token pair (`flag value`), bare flag (`switch`), positional `text`, document key or env var."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    flag: str | None = None
+    value: str | None = Field(None, description="numeric expression; rendered as an integer (bool: true/false)")
+    text: str | None = Field(None, description="template, {name} from the launch names")
+    map: dict[str, str] | None = Field(None, description="translates the rendered text (dtype spellings); "
+                                       "a text missing from it cannot be expressed")
+    switch: bool = False
+    when: str = "true"
+    doc: str | None = Field(None, description="document (LaunchSpec.documents) this key goes into")
+    key: str | None = Field(None, description="dotted key inside `doc`")
+    env: str | None = Field(None, description="environment variable name instead of argv")
+    knob: str | None = Field(None, description="what a refusal names (the knob or setting this spells)")
+
+    _when: Expr = PrivateAttr()
+    _value: Expr | None = PrivateAttr(None)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _number_is_expression(cls, v: object) -> object:
+        return str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+    @model_validator(mode="after")
+    def _compile(self) -> "LaunchArg":
+        kinds = sum(x is not None and x is not False for x in (self.value, self.text, self.switch or None))
+        if kinds != 1:
+            raise ValueError("give exactly one of value, text, switch")
+        if (self.doc is None) != (self.key is None):
+            raise ValueError("doc and key go together")
+        if self.switch and self.flag is None:
+            raise ValueError("switch needs a flag")
+        if self.doc is None and self.env is None and self.flag is None and self.text is None:
+            raise ValueError("a value needs a flag, a doc key or an env name")
+        from solver.specs.framework import RULE_NAMES
+
+        allowed = RULE_NAMES | LAUNCH_NAMES
+        for attr in ("when", "value"):
+            src = getattr(self, attr)
+            if src is None:
+                continue
+            try:
+                expr = compile_expr(src)
+            except InputError as exc:
+                raise ValueError(f"{attr}: {exc}") from None
+            unknown = sorted(expr.names - allowed)
+            if unknown:
+                raise ValueError(f"{attr} uses unknown name(s) {', '.join(unknown)}")
+            setattr(self, f"_{attr}", expr)
+        if self.text is not None:
+            unknown = sorted(set(_TEMPLATE.findall(self.text)) - LAUNCH_TEXT_NAMES - allowed)
+            if unknown:
+                raise ValueError(f"text uses unknown placeholder(s) {', '.join(unknown)}")
+        return self
+
+    @property
+    def when_expr(self) -> Expr:
+        return self._when
+
+    @property
+    def value_expr(self) -> Expr | None:
+        return self._value
+
+
+class LaunchDocument(BaseModel):
+    """A structured block the engine reads: inline JSON after a flag (vLLM --additional-config,
+    --speculative-config), or a file (TensorRT-LLM --extra_llm_api_options, cann-recipes' model YAML)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: Literal["json", "yaml"]
+    flag: str | None = Field(None, description="argv flag that takes the document (inline) or its file name")
+    file: str | None = Field(None, description="file name; the document is written there (launch.files)")
+    when: str = "true"
+
+    _when: Expr = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _check(self) -> "LaunchDocument":
+        if self.flag is None and self.file is None:
+            raise ValueError("a document needs a flag, a file, or both")
+        from solver.specs.framework import RULE_NAMES
+
+        expr = compile_expr(self.when)
+        unknown = sorted(expr.names - RULE_NAMES - LAUNCH_NAMES)
+        if unknown:
+            raise ValueError(f"when uses unknown name(s) {', '.join(unknown)}")
+        self._when = expr
+        return self
+
+    @property
+    def when_expr(self) -> Expr:
+        return self._when
+
+
+class LaunchSpec(BaseModel):
+    """The engine's command: argv entries in order, documents, and whether each node runs its own command
+    (`per_node`) or one launcher on the head starts every rank (MPI)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    per_node: bool = True
+    args: list[LaunchArg] = Field(min_length=1)
+    documents: dict[str, LaunchDocument] = Field(default_factory=dict)
+    source: str = Field(min_length=1)
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _docs_known(self) -> "LaunchSpec":
+        for a in self.args:
+            if a.doc is not None and a.doc not in self.documents:
+                raise ValueError(f"argument {a.flag or a.key}: unknown document {a.doc}")
+        return self
+
+
+class Feature(BaseModel):
+    """An engine feature, with its flag and source: recorded so the planner can model it (pipeline parallel,
+    redundant experts) without re-reading the docs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    supported: bool
+    flag: str = ""
+    note: str = ""
+    source: str = Field(min_length=1)

@@ -1,0 +1,181 @@
+"""Engine profiles, launch commands and knob presence (issue 14): one test per rule."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from solver.cli.main import main
+from solver.specs.framework import list_frameworks, load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import model_knobs
+
+ENGINES = [f for f in list_frameworks() if f != "generic"]
+
+
+def _solve(*args: str):
+    r = CliRunner().invoke(main, ["solve", *args, "--format", "json", "--top", "2"])
+    return r, (json.loads(r.stdout) if r.exit_code == 0 else None)
+
+
+def _deployment(tmp_path, pc: dict, model="deepseek-v3", hardware="h200_sxm", world=8, **extra) -> str:
+    path = tmp_path / "dep.yaml"
+    path.write_text(yaml.safe_dump({"model": model, "hardware": hardware, "world_size": world,
+                                    "parallel_config": pc, "workload": {"isl": 4096, "osl": 256, "concurrency": 32},
+                                    **extra}))
+    return str(path)
+
+
+def test_a_dense_model_has_no_moe_knob_and_a_gqa_model_no_o_proj_knob():
+    assert "moe_tp_size" not in model_knobs(load_model("llama-3.1-70b"))
+    assert "o_proj_tp_size" not in model_knobs(load_model("llama-3.1-70b"))
+    assert "dense_tp_size" not in model_knobs(load_model("qwen3-235b-a22b"))  # no dense FFN, no shared experts
+    assert {"moe_tp_size", "o_proj_tp_size", "dense_tp_size"} <= set(model_knobs(load_model("deepseek-v3")))
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_engines_run_llama_70b_as_tp8_on_8_h100(engine):
+    r, data = _solve("llama-3.1-70b", "--hardware", "h100_sxm", "--cards", "8", "--framework", engine)
+    assert r.exit_code == 0, r.stderr
+    assert data["candidates"][0]["parallel_config"]["attn_tp_size"] == 8
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-70b", "qwen3-32b", "llama-3.1-8b"])
+def test_a_latency_scenario_on_h200_is_tp8_for_dense_models_under_vllm(model):
+    r, data = _solve(model, "--hardware", "h200_sxm", "--cards", "8", "--framework", "vllm", "--scenario", "latency")
+    assert r.exit_code == 0, r.stderr
+    assert data["candidates"][0]["parallel_config"]["attn_tp_size"] == 8
+
+
+def test_a_dense_model_on_two_nodes_shows_no_moe_knob_and_no_cross_node_tp():
+    r, data = _solve("llama-3.1-70b", "--hardware", "h100_sxm", "--cards", "16")
+    assert r.exit_code == 0, r.stderr
+    for c in data["candidates"]:
+        assert not {"moe_tp_size", "moe_ep_size", "o_proj_tp_size"} & set(c["parallel_config"])
+        assert c["estimation"]["cross_node_comm"] is False
+
+
+def test_the_remedy_for_a_dense_model_speaks_of_its_own_modules():
+    r = CliRunner().invoke(main, ["solve", "llama-3.1-405b", "--hardware", "h100_sxm", "--cards", "2"])
+    assert r.exit_code == 1
+    assert "MoE" not in r.stderr and "moe" not in r.stderr
+
+
+def test_check_reports_a_knob_of_a_missing_module(tmp_path):
+    dep = _deployment(tmp_path, {"attn_tp_size": 8, "dense_tp_size": 8, "moe_tp_size": 8, "embed_tp_size": 8,
+                                 "lmhead_tp_size": 8}, model="llama-3.1-70b", hardware="h100_sxm")
+    r = CliRunner().invoke(main, ["check", dep, "--format", "json"])
+    assert r.exit_code == 1
+    data = json.loads(r.stdout)
+    assert any("moe_tp_size" in v and "no routed experts" in v for v in data["violations"]["A"])
+
+
+def test_launch_refuses_moe_tp_2_with_ep_under_vllm_naming_the_knob(tmp_path):
+    dep = _deployment(tmp_path, {"attn_tp_size": 8, "dense_tp_size": 8, "moe_tp_size": 2, "embed_tp_size": 8,
+                                 "lmhead_tp_size": 8})
+    r = CliRunner().invoke(main, ["launch", dep, "--engine", "vllm"])
+    assert r.exit_code == 2
+    assert "moe_tp_size 2" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_launch_refuses_an_unknown_engine(tmp_path):
+    dep = _deployment(tmp_path, {"attn_tp_size": 8})
+    r = CliRunner().invoke(main, ["launch", dep, "--engine", "nosuch"])
+    assert r.exit_code == 2 and "--engine" in r.stderr and "known:" in r.stderr
+
+
+def test_launch_refuses_a_knob_the_engine_lacks(tmp_path):
+    dep = _deployment(tmp_path, {"attn_tp_size": 1, "cp_size": 8, "embed_tp_size": 1, "lmhead_tp_size": 1})
+    r = CliRunner().invoke(main, ["launch", dep, "--engine", "vllm"])
+    assert r.exit_code == 2 and "cp_size" in r.stderr
+
+
+def test_launch_refuses_a_dtype_the_engine_cannot_spell(tmp_path):
+    dep = _deployment(tmp_path, {"attn_tp_size": 8, "dense_tp_size": 8, "moe_tp_size": 8, "embed_tp_size": 8,
+                                 "lmhead_tp_size": 8, "o_proj_tp_size": 8}, quant={"kv_cache": "int8"})
+    r = CliRunner().invoke(main, ["launch", dep, "--engine", "vllm"])
+    assert r.exit_code == 2 and "int8" in r.stderr
+
+
+def test_vllm_dp_across_nodes_has_per_node_ranks_and_headless_workers(tmp_path):
+    dep = _deployment(tmp_path, {"attn_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1},
+                      world=16)
+    r = CliRunner().invoke(main, ["launch", dep, "--engine", "vllm", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    nodes = json.loads(r.stdout)["nodes"]
+    assert len(nodes) == 2
+    head, worker = (n["argv"] for n in nodes)
+    assert "--headless" not in head and "--headless" in worker
+    assert worker[worker.index("--data-parallel-start-rank") + 1] == "8"
+    assert head[head.index("--data-parallel-size") + 1] == "16" and "--enable-expert-parallel" in head
+
+
+def test_trtllm_across_nodes_is_one_mpi_launch_with_its_options_file(tmp_path):
+    dep = _deployment(tmp_path, {"attn_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1},
+                      world=16)
+    r = CliRunner().invoke(main, ["launch", dep, "--engine", "trtllm", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    launch = json.loads(r.stdout)
+    assert len(launch["nodes"]) == 1 and launch["nodes"][0]["argv"][0] == "mpirun"
+    extra = yaml.safe_load(launch["files"]["extra_llm_api_options.yaml"])
+    assert extra["enable_attention_dp"] is True and extra["moe_expert_parallel_size"] == 16
+
+
+def test_cann_recipes_launch_is_the_model_yaml_parallel_config_block(tmp_path):
+    pc = {"attn_tp_size": 1, "dense_tp_size": 4, "moe_tp_size": 1, "embed_tp_size": 16, "lmhead_tp_size": 16,
+          "o_proj_tp_size": 8}
+    dep = _deployment(tmp_path, pc, model="deepseek-v3.2", hardware="atlas_a3", world=16)
+    r = CliRunner().invoke(main, ["launch", dep, "--engine", "cann-recipes", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    block = yaml.safe_load(next(iter(json.loads(r.stdout)["files"].values())))
+    assert block["world_size"] == 16 and block["parallel_config"] == pc
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_records_pipeline_parallel_and_redundant_experts_with_a_source(engine):
+    fw = load_framework(engine)
+    for feature in ("pipeline_parallel", "redundant_experts"):
+        assert feature in fw.features and fw.features[feature].source
+    assert fw.launch is not None
+
+
+@pytest.mark.parametrize("engine", list_frameworks())
+def test_every_profile_rule_cites_its_source(engine):
+    fw = load_framework(engine)
+    assert all(r.source for r in fw.rules)
+    if engine not in ("generic", "cann-recipes"):
+        assert all("engines.md" in r.source or "seed 003" in r.source for r in fw.rules), engine
+
+
+def test_explain_under_atom_prices_the_generic_profiles_best():
+    r = CliRunner().invoke(main, ["solve", "deepseek-v3.2", "--hardware", "mi300x", "--cards", "8", "--framework",
+                                  "atom", "--scenario", "latency", "--isl", "65536", "--explain", "--format", "json",
+                                  "--top", "1"])
+    assert r.exit_code == 0, r.stderr
+    line = json.loads(r.stdout)["explain"][0]
+    assert line.startswith("generic profile's best") and "atom cannot express it" in line and "TTFT" in line
+
+
+@pytest.mark.parametrize("name", ["l40s", "rtx_pro_6000_blackwell"])
+def test_pcie_cards_without_nvlink_run_tp_over_pcie(name):
+    hw = load_hardware(name)
+    assert "scale_up" not in hw.tiers and hw.tiers["intra_node"].bandwidth_Bps <= 64e9
+    assert all(hw.sources.get(k) for k in ("memory_bytes", "hbm_bandwidth_Bps", "peak_flops.bf16"))
+
+
+def test_h20_has_more_bandwidth_than_compute_relative_to_h100():
+    h20, h100 = load_hardware("h20"), load_hardware("h100_sxm")
+    assert h20.hbm_bandwidth_Bps > h100.hbm_bandwidth_Bps and h20.flops("bf16") < h100.flops("bf16") / 5
+
+
+def test_every_json_candidate_carries_its_launch():
+    r, data = _solve("qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "8", "--framework", "sglang")
+    assert r.exit_code == 0, r.stderr
+    for c in data["candidates"]:
+        launch = c["launch"]
+        assert launch["engine"] == "sglang" and "error" not in launch
+        assert set(launch) == {"engine", "nodes", "files"} and launch["nodes"][0]["argv"][:3] == [
+            "python3", "-m", "sglang.launch_server"]
