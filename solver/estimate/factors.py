@@ -26,6 +26,17 @@ class Factors:
     budget_split_by_attention_dp: bool = False
     # fixed per-request cost on the TTFT path, fitted per framework x hardware (None: serving's default)
     request_overhead_s: float | None = None
+    # --- the engine's serving loop (FrameworkServing; serving.py and scheduler.py use them)
+    decode_first: bool = True  # scheduler policy: decode-first chunked mixing (vLLM) vs prefill-first batches
+    first_token_iterations: float = 0.0  # engine iterations between a prompt's prefill and its streamed token
+    graph_sizes: tuple[int, ...] = ()  # captured CUDA-graph decode batches; () = none
+    eager_launch_s: float = 0.0  # host time per eagerly launched kernel
+    seq_overhead_s: float = 0.0  # host time per running sequence per step (schedule, sample, detokenize); fitted
+    # custom small-message all-reduce (comm.all_reduce_s): one-shot up to the first size, two-shot up to the
+    # second (bytes per rank), NCCL above; 0 = no custom kernel. Its launch-to-done latency is fitted once.
+    allreduce_oneshot_max_bytes: float = 0.0
+    allreduce_custom_max_bytes: float = 0.0
+    allreduce_latency_s: float | None = None  # None: the link tier's latency
 
 
 def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
@@ -53,4 +64,12 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         token_budget=int(s["token_budget"]) if s.get("token_budget") else None,
         budget_split_by_attention_dp=bool(s.get("budget_split_by_attention_dp", 0.0)),
         request_overhead_s=s.get("request_overhead_s"),
+        decode_first=bool(s.get("decode_first", 1.0)),
+        first_token_iterations=float(s.get("first_token_iterations", 0.0)),
+        graph_sizes=tuple(int(b) for b in s.get("graph_sizes", ())),  # type: ignore[union-attr]
+        eager_launch_s=float(s.get("eager_launch_s", 0.0)),
+        seq_overhead_s=float(s.get("seq_overhead_s", 0.0)),
+        allreduce_oneshot_max_bytes=float(s.get("allreduce_oneshot_max_bytes", 0.0)),
+        allreduce_custom_max_bytes=float(s.get("allreduce_custom_max_bytes", 0.0)),
+        allreduce_latency_s=s.get("allreduce_latency_s"),
     )

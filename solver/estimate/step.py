@@ -100,12 +100,12 @@ def _c(name: str, module: str, prim: str, n: int, nbytes: float, t: float, tier:
     return CommCost(name, module, prim, n, nbytes, t, t if exposed is None else exposed, tier)
 
 
-def _tp_module(name: str, module: str, hw: Hardware, d: int, nbytes: float, eff: float, reshard: bool
-               ) -> list[CommCost]:
+def _tp_module(name: str, module: str, hw: Hardware, d: int, nbytes: float, eff: float, reshard: bool,
+               custom: comm.CustomAllReduce | None = None) -> list[CommCost]:
     """All-gather in + reduce-scatter out over a module's TP group (one all-reduce when nothing reshards)."""
     tier = comm.crosses(hw, d)
     if not reshard:
-        return [_c(f"{name}_allreduce", module, "all_reduce", d, nbytes, comm.all_reduce_s(hw, d, nbytes, 1, eff),
+        return [_c(f"{name}_allreduce", module, "all_reduce", d, nbytes, comm.all_reduce_s(hw, d, nbytes, 1, eff, custom),
                    tier)]
     return [_c(f"{name}_gather", module, "all_gather", d, nbytes, comm.all_gather_s(hw, d, nbytes, 1, eff), tier),
             _c(f"{name}_scatter", module, "reduce_scatter", d, nbytes, comm.reduce_scatter_s(hw, d, nbytes, 1, eff),
@@ -121,12 +121,13 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
     T = w.new_tokens
     t_a = T / pc.token_shards
     eff = f.comm
+    ar = comm.CustomAllReduce.of(f)  # the engine's small-message all-reduce kernel (comm.py)
     attn: list[CommCost] = []
 
     if a > 1:  # row-parallel o_proj output: all-reduce over attention TP
         nbytes = t_a * h * ACT_BYTES
         attn.append(_c("attn_tp_allreduce", "o_proj", "all_reduce", a, nbytes,
-                       comm.all_reduce_s(hw, a, nbytes, 1, eff), comm.crosses(hw, a)))
+                       comm.all_reduce_s(hw, a, nbytes, 1, eff, ar), comm.crosses(hw, a)))
     o_extra = pc.oproj_shards // a if pc.oproj_shards > a else 1
     kvp_oproj = pc.kvp_size > 1 and o_extra == pc.kvp_size  # seed class C: o_proj_tp == kvp_size
     if o_extra > 1:
@@ -181,7 +182,7 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
         return {"attention": attn, "dense": dense, "moe": []}
     if model.has_dense_ffn and pc.dense_tp_size > 1:
         d = pc.dense_tp_size
-        dense += _tp_module("dense_tp", "dense_ffn", hw, d, group_tokens(pc, w, d) * h * ACT_BYTES, eff, d != a)
+        dense += _tp_module("dense_tp", "dense_ffn", hw, d, group_tokens(pc, w, d) * h * ACT_BYTES, eff, d != a, ar)
 
     moe: list[CommCost] = []
     if model.is_moe and model.num_moe_layers:
@@ -189,7 +190,7 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
         k_real = model.real_experts_per_token
         if t > 1:
             moe += _tp_module("moe_tp", "routed_experts", hw, t, group_tokens(pc, w, t) * h * ACT_BYTES, eff,
-                              t != a)
+                              t != a, ar)
         if ep > 1:
             # dispatch in the GEMM's 8-bit format when it has one (DeepEP FP8 dispatch), combine in bf16; the
             # busiest rank sends its own tokens to the t ranks of each destination MoE group
@@ -203,7 +204,7 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
         if model.num_shared_experts and pc.dense_tp_size > 1:
             d = pc.dense_tp_size
             moe += _tp_module("shared_tp", "shared_experts", hw, d, group_tokens(pc, w, d) * h * ACT_BYTES, eff,
-                              d != a)
+                              d != a, ar)
     return {"attention": attn, "dense": dense, "moe": moe}
 
 
@@ -216,7 +217,8 @@ def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w
     if e > 1:  # vocab-parallel lookup: partial rows summed over the group
         nbytes = group_tokens(pc, w, e) * h * ACT_BYTES
         out.append(_c("embed_allreduce", "embedding", "all_reduce", e, nbytes,
-                      comm.all_reduce_s(hw, e, nbytes, 1, f.comm), comm.crosses(hw, e)))
+                      comm.all_reduce_s(hw, e, nbytes, 1, f.comm, comm.CustomAllReduce.of(f)),
+                      comm.crosses(hw, e)))
     if lt > 1:  # gather hidden states of the group, then exchange vocab slices of the logits
         g = lt * u_logit * h * ACT_BYTES
         lg = u_logit * v * 4
