@@ -80,10 +80,11 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "grouped_gemm": (0.1, 1.0),
     "seq_overhead_s": (0.0, 1e-4),
     "allreduce_latency_s": (2e-6, 2e-5),
+    "kernel_overhead_s": (1e-6, 1e-5),
 }
 NEUTRAL: dict[str, float] = {"gemm": 1.0, "attention": 1.0, "hbm": 1.0, "comm": 1.0, "grouped_gemm": 1.0,
                              "step_overhead_s": 0.0, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S,
-                             "seq_overhead_s": 0.0, "allreduce_latency_s": 1e-5}
+                             "seq_overhead_s": 0.0, "allreduce_latency_s": 1e-5, "kernel_overhead_s": None}
 # the custom all-reduce latency the steps are prepared with (its time is linear in it: StepTerms.ar_count)
 AR_PROBE_S = 1e-5
 
@@ -121,13 +122,13 @@ class StepTerms:
                    comm0, float(step.overhead_s), kernels_launched(step, f), ar)
 
     def time_s(self, r_gemm: float, r_attn: float, r_hbm: float, r_comm: float, step_overhead_s: float,
-               r_grouped: float | None = None, ar_latency_s: float = AR_PROBE_S) -> float:
+               r_grouped: float | None = None, ar_latency_s: float = AR_PROBE_S, r_kernel: float = 1.0) -> float:
         """Step time when the compute, memory and communication terms are scaled by the given ratios
         (r_grouped: the routed-expert GEMMs; None = r_gemm)."""
         ratio = np.array([r_gemm, r_attn, r_gemm if r_grouped is None else r_grouped])
         comp = self.compute_s * ratio[self.kind]
         comm = self.comm_s + ar_latency_s * self.ar_count
-        return float(np.maximum(comp, self.memory_s * r_hbm).sum()) + self.kernel_s + comm * r_comm \
+        return float(np.maximum(comp, self.memory_s * r_hbm).sum()) + self.kernel_s * r_kernel + comm * r_comm \
             + step_overhead_s
 
 
@@ -219,8 +220,10 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     grouped = r[0] / min(1.0, q["grouped_gemm"])  # the steps were computed at grouped_gemm = 1
     step = q["step_overhead_s"]
     lat = q["allreduce_latency_s"]
-    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat)
-    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat)
+    hw_kernel = e.kernel_overhead_s
+    rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
+    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
+    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
     f = replace(p.base, seq_overhead_s=q["seq_overhead_s"])  # type: ignore[type-var]
     pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, f)
     dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, f)
@@ -235,7 +238,9 @@ def profile_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
            "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
            "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0,
-           "allreduce_latency_s": p.case.hw.tiers["intra_node"].latency_s}
+           "allreduce_latency_s": p.case.hw.tiers["intra_node"].latency_s,
+           "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None
+           else p.case.hw.efficiency.kernel_overhead_s}
     return apply_fitted(out, ((fitted or {}).get(p.framework, {}).get(p.hardware, {}) or {}))
 
 

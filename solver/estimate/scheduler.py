@@ -33,10 +33,13 @@ What the simulation shows, and the closed forms use (tests/test_serving_schedule
       TPOT = (sum_{j > g} P_j + D tau) / (OSL - 1)  D = ceil((OSL - 1) / m) decode steps (m tokens per step)
 
   whatever k is: TTFT grows linearly with C_r, not with a queue's load.
-- decode_first spreads cohorts: a prompt joins the next step, so requests finish one step apart and re-arrive
-  staggered; after the first wave TTFT is about one stretched step and the prefills stretch TPOT instead. Its
-  closed form is serving.py's steady state (M/D/1 on the prefill share) blended with the first-wave burst, the
-  prefill share counted over the DP group: a prompt on any rank stretches every rank's step.
+- decode_first mixes: a prompt joins the next step beside the decodes, so the prefills stretch every running
+  request's TPOT instead of holding its TTFT. Deterministically the first wave's groups of n persist (they
+  finish one decode step apart and are prefilled one step apart again; `jitter_s` re-bunches them into bursts).
+  serving.py's closed form is the steady state of requests arriving one by one (M/D/1 on the prefill share,
+  counted over the DP group: a prompt on any rank stretches every rank's step) blended with the first-wave
+  burst: it matches the simulation's TPOT (tests) and the measured vLLM rows better than persistent groups do
+  (in-sample TTFT median 13% against 33%), not the deterministic simulation's TTFT.
 """
 from __future__ import annotations
 
@@ -46,6 +49,7 @@ from collections import deque
 from dataclasses import dataclass
 
 POLICIES = ("prefill_first", "decode_first")
+GOLDEN = 0.6180339887498949  # i x golden ratio mod 1: evenly spread jitter without a random generator
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,8 @@ class LoopSpec:
     overhead_s: float = 0.0  # o
     first_token_s: float = 0.0  # ftl
     waves: int = 5  # k
+    jitter_s: float = 0.0  # request i's front end takes o + jitter x u_i, u_i in [0, 1) (a fixed low-discrepancy
+    # sequence, so runs stay deterministic): the spread real clients and tokenizers add
 
 
 @dataclass(frozen=True)
@@ -107,10 +113,11 @@ def simulate(spec: LoopSpec, policy: str) -> LoopResult:
     def send(t: float) -> None:
         nonlocal sent, rr
         i = len(reqs)
-        reqs.append(_Req(t, rr % R, t + spec.overhead_s, spec.chunks))
+        front = spec.overhead_s + spec.jitter_s * ((i * GOLDEN) % 1.0)
+        reqs.append(_Req(t, rr % R, t + front, spec.chunks))
         rr += 1
         sent += 1
-        heapq.heappush(arrivals, (t + spec.overhead_s, i))
+        heapq.heappush(arrivals, (t + front, i))
 
     for _ in range(C):
         send(0.0)
@@ -166,7 +173,7 @@ def simulate(spec: LoopSpec, policy: str) -> LoopResult:
             finished += 1
             if sent < total:
                 send(now + spec.first_token_s)  # the client sees the last token ftl later, then sends
-    ttft = [q.first + spec.first_token_s - q.send for q in reqs]
+    ttft = [q.first + spec.first_token_s - q.send for q in reqs]  # the jittered front end counts in TTFT
     tpot = [(q.done - q.first) / (spec.osl - 1) if spec.osl > 1 else 0.0 for q in reqs]
     return LoopResult(sum(ttft) / len(ttft), sum(tpot) / len(tpot), len(reqs), now)
 

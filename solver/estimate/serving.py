@@ -15,9 +15,8 @@ simulation and the derivation of the closed forms used here):
     B     = min(C_r, B_kv, max_running)              running sequences; B_kv = KV-cache capacity (memory.py)
     n     = clamp(floor(budget / ISL), 1, B)         prompts per prefill step; budget = the scheduler's tokens
                                                      per forward step, the framework's default (FrameworkScheduler)
-    P_n   [s] = prefill step time of n prompts;  p = P_n / n  [s] prefill work per request
+    P_n   [s] = prefill step time of n prompts (a prompt longer than the budget: all its chunks)
     tau   [s] = decode step time of the batch B at mean context ISL + OSL/2
-    S     [s] = p + (ceil(ISL / budget) - 1) * tau    service time of one prefill (chunks ride later steps)
 
 Step times outside the kernels (the engine's serving loop, FrameworkServing; `step_time`):
 
@@ -35,17 +34,20 @@ The fixed TTFT cost, split by where it is spent:
 
 Scheduler policies (FrameworkServing.policy):
 
-prefill_first (SGLang, TRT-LLM): cohorts stay together (scheduler.py). The B requests of a cohort are prefilled
+prefill_first (SGLang): cohorts stay together (scheduler.py). The B requests of a cohort are prefilled
 in G = ceil(B / n) back-to-back steps, then decode in lockstep for D = (OSL - 1) / m steps (m = tokens per step,
 MTP), so every wave repeats the first:
 
     TTFT = o + ftl + mean_g sum_{j<=g} P_j,    TPOT = (sum_{j>g} P_j + D tau) / (OSL - 1)   (scheduler.lockstep)
 
-decode_first (vLLM V1): a prompt joins the next step's spare budget, cohorts spread. Steady state (after the
-first wave): the GPU spends a share rho of its time on prefill; every decode step is stretched by it. With R
-synchronised ranks a prompt on any rank stretches every rank's step: the share counted over the group is
-rho_g = rho x (1 - (1 - q)^R) / q with q = rho tau / ((1 - rho) p) prompts per step per rank (capped at 1). With
-lambda [1/s] the request rate of the replica:
+decode_first (vLLM V1, TRT-LLM in-flight batching): a prompt joins the next step beside the running decodes.
+In the deterministic loop the first wave's groups would persist (scheduler.py); the measured rows behave as
+requests arriving one by one (vLLM in-sample TTFT median 13% with the form below, 33% with persistent groups),
+and this form is their steady state. Steady state: the GPU spends a share rho of its time on prefill; every decode step is
+stretched by it. With R synchronised ranks a prompt on any rank stretches every rank's step: the share counted
+over the group is rho_g = rho x (1 - (1 - q)^R) / q with q = rho tau / ((1 - rho) p) prompts per step per
+rank (capped at 1). With p = P_n / n, S = p + (chunks - 1) tau the service time of one prompt and lambda
+[1/s] the request rate of the replica:
 
     TPOT       = tau / (1 - rho_g) / m
     W_q        = min(rho S / (2 (1 - rho)), (B - 1) S)   M/D/1 mean wait for the prefill server
@@ -56,8 +58,13 @@ lambda [1/s] the request rate of the replica:
     ceil(i / n) prefill steps: TTFT_1 = o + ftl + P_n * mean_i ceil(i / n). The benchmark mean is
     TTFT_serv = (TTFT_1 + (k - 1) TTFT_ss) / k.
 
+Attention-DP ranks step together (R > 1 for MoE): every rank's steps last as long as the busiest rank's, so the
+busiest rank's C_r decides both policies, and under decode_first rho_g above counts the prompts of every rank
+(scheduler.simulate shows a prefill on one rank stalling the other's decode; tests/test_serving_dp.py).
+
 When KV capacity holds fewer than C_r sequences the rest wait for a slot: each slot serves C_r / B requests in
-turn, so W_slot = (C_r - B) / B * (TTFT_serv + (OSL - 1) TPOT) and TTFT = TTFT_serv + W_slot. Throughput follows
+turn, so W_slot = (C_r - B) / B * (TTFT_serv + (OSL - 1) TPOT) for all but the first B of the run's k C_r
+requests, and TTFT = TTFT_serv + W_slot (1 - B / (k C_r)). Throughput follows
 from Little's law: C * OSL / (TTFT + (OSL - 1) TPOT).
 
 `serving_times` holds these formulas over plain step times so that a calibration can re-evaluate them quickly;
@@ -150,7 +157,7 @@ class Estimate:
     ttft_first_wave_s: float = 0.0
     ttft_steady_s: float = 0.0
     slot_wait_s: float = 0.0
-    prefill_share: float = 0.0  # rho: share of GPU time spent on prefill in steady state
+    prefill_share: float = 0.0  # share of GPU time spent on prefill in steady state
     running_per_replica: float = 0.0  # B: sequences decoding together (KV capacity may cap it below C_r)
     # serving only: the fixed TTFT cost split (module docstring) and the steps as the engine runs them
     first_token_delay_s: float = 0.0  # ftl: engine iterations before the first token is streamed
@@ -293,6 +300,12 @@ def _group_share(rho: float, ranks: int, tau: float, p: float) -> float:
     return min(1 - 1e-9, rho * (1 - (1 - q) ** ranks) / q)
 
 
+def _waiting_share(running: int, per_replica: int, wl: Workload) -> float:
+    """Share of a run's k x C_r requests that wait for a slot: all but the first B."""
+    total = max(1, wl.benchmark_waves) * per_replica
+    return max(0.0, 1 - running / total)
+
+
 def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Workload,
                   policy: ServingPolicy | None = None) -> ServingTimes:
     """TTFT and TPOT of aggregated serving from the step times (module docstring). Seconds in, seconds out.
@@ -312,7 +325,7 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
         ls = lockstep(B, n, prefill_s, tau, steps_out, wl.osl, ftl)
         served = o + ls.ttft_s
         cycle = o + ftl + ls.cycle_s
-        slot_wait = max(0, shape.per_replica - B) / B * cycle
+        slot_wait = max(0, shape.per_replica - B) / B * cycle * _waiting_share(B, shape.per_replica, wl)
         ttft = served + slot_wait
         share = (ls.cycle_s - steps_out * tau) / ls.cycle_s if ls.cycle_s > 0 else 0.0
         return ServingTimes(ttft, ls.tpot_s, served, served, slot_wait, share, ttft + (wl.osl - 1) * ls.tpot_s,
@@ -345,7 +358,7 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
     k = max(1, wl.benchmark_waves)
     served = (first + (k - 1) * steady) / k
     request_s = served + steps_out * step
-    slot_wait = max(0, shape.per_replica - B) / B * request_s
+    slot_wait = max(0, shape.per_replica - B) / B * request_s * _waiting_share(B, shape.per_replica, wl)
     ttft = served + slot_wait
     return ServingTimes(ttft, tpot, first, steady, slot_wait, rho, ttft + steps_out * step, ftl)
 
