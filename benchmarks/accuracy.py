@@ -307,6 +307,56 @@ def table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray, title: s
     return lines
 
 
+def ranking(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray) -> list[str]:
+    """Side-by-side groups (same model, hardware, framework, ISL, OSL, concurrency; several parallel configs):
+    does the estimate (measured x (1 + signed error)) pick the measured best? By output tokens/s per GPU
+    (C x OSL / (TTFT + (OSL - 1) TPOT) / world) and by TPOT. Rows repeated under one config are averaged."""
+    groups: dict[tuple, dict[tuple, list[tuple[float, float, float, float]]]] = defaultdict(lambda: defaultdict(list))
+    for i, p in enumerate(prepared):
+        w, pc = p.case.workload, p.case.pc
+        t, s = p.ttft_s * (1 + et[i]), p.tpot_s * (1 + ep[i])
+        key = (p.model, p.hardware, p.framework, w.isl, w.osl, w.concurrency)
+        cfg = (pc.attn_tp_size, pc.attn_replicas, pc.moe_tp_size, pc.moe_ep_size, str(p.case.prec.fmt("dense").name))
+
+        def per_gpu(ttft: float, tpot: float) -> float:
+            return w.concurrency * w.osl / (ttft + (w.osl - 1) * tpot) / pc.world_size
+
+        groups[key][cfg].append((per_gpu(p.ttft_s, p.tpot_s), per_gpu(t, s), p.tpot_s, s))
+    n = hit_tput = hit_tpot = 0
+    for cfgs in groups.values():
+        if len(cfgs) < 2:
+            continue
+        n += 1
+        mean = {c: [float(np.mean([v[i] for v in vals])) for i in range(4)] for c, vals in cfgs.items()}
+        hit_tput += max(mean, key=lambda c: mean[c][0]) == max(mean, key=lambda c: mean[c][1])
+        hit_tpot += min(mean, key=lambda c: mean[c][2]) == min(mean, key=lambda c: mean[c][3])
+    if not n:
+        return ["ranking: no side-by-side groups"]
+    return [f"ranking within {n} side-by-side groups (same model, hardware, framework, ISL/OSL, concurrency): "
+            f"picks the measured best by tok/s/GPU in {hit_tput} ({100 * hit_tput / n:.0f}%), by TPOT in "
+            f"{hit_tpot} ({100 * hit_tpot / n:.0f}%)"]
+
+
+def mode_table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray) -> list[str]:
+    """The same statistics by parallel mode: TP only, TP + EP, attention DP (+ EP)."""
+    def mode(p: Prepared) -> str:
+        pc = p.case.pc
+        if pc.attn_replicas > 1:
+            return "attention DP" + (" + EP" if pc.moe_ep_size > 1 else "")
+        return "TP + EP" if pc.moe_ep_size > 1 else f"TP{'' if pc.world_size > 1 else ' 1'}"
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(prepared):
+        groups[mode(p)].append(i)
+    lines = []
+    for name in sorted(groups):
+        idx = groups[name]
+        t, s = summary(et[idx]), summary(ep[idx])
+        lines.append(f"  {'mode: ' + name:<42}{len(idx):>5}  {t[0]:>7.1f}% {t[1]:>6.1f}% {t[2]:>6.1f}%  {s[0]:>7.1f}% "
+                     f"{s[1]:>6.1f}% {s[2]:>6.1f}%  {float(np.median(et[idx]) * 100):>+8.1f}% "
+                     f"{float(np.median(ep[idx]) * 100):>+8.1f}%")
+    return lines
+
+
 # ---------------------------------------------------------------------------------------------- published rows
 
 
@@ -499,11 +549,13 @@ def main(argv: Sequence[str] | None = None) -> int:
           + ("  WARNING: the fast path no longer matches the estimator" if gap > 1e-6 else ""))
     print()
     et, ep = errors(prepared, lambda p: profile_params(p, None))
-    print("\n".join(table(prepared, et, ep, "(a) default factors (hardware YAML x framework profile, no fit)")))
+    print("\n".join(table(prepared, et, ep, "(a) default factors (hardware YAML x framework profile, no fit)")
+                    + mode_table(prepared, et, ep) + ranking(prepared, et, ep)))
     print()
     fitted = load_factors(args.factors)
     et, ep = errors(prepared, lambda p: profile_params(p, fitted))
-    print("\n".join(table(prepared, et, ep, f"(b) fitted factors, in-sample ({args.factors.name})")))
+    print("\n".join(table(prepared, et, ep, f"(b) fitted factors, in-sample ({args.factors.name})")
+                    + mode_table(prepared, et, ep) + ranking(prepared, et, ep)))
     print()
     if not args.no_cv:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -511,7 +563,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         et, ep, notes = loo_errors(prepared, fit_group, fit_global)
         print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out (refit per framework x hardware without "
-                                                "the held-out architecture)")))
+                                                "the held-out architecture)") + mode_table(prepared, et, ep)
+                         + ranking(prepared, et, ep)))
         for n in notes:
             print(f"  note: {n}")
         print()

@@ -28,6 +28,7 @@ class Factors:
     request_overhead_s: float | None = None
     # --- the engine's serving loop (FrameworkServing; serving.py and scheduler.py use them)
     decode_first: bool = True  # scheduler policy: decode-first chunked mixing (vLLM) vs prefill-first batches
+    decode_first_synced: bool = True  # the policy when attention-DP ranks step together
     first_token_iterations: float = 0.0  # engine iterations between a prompt's prefill and its streamed token
     graph_sizes: tuple[int, ...] = ()  # captured CUDA-graph decode batches; () = none
     eager_launch_s: float = 0.0  # host time per eagerly launched kernel
@@ -65,6 +66,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         budget_split_by_attention_dp=bool(s.get("budget_split_by_attention_dp", 0.0)),
         request_overhead_s=s.get("request_overhead_s"),
         decode_first=bool(s.get("decode_first", 1.0)),
+        decode_first_synced=bool(s.get("decode_first_synced", s.get("decode_first", 1.0))),
         first_token_iterations=float(s.get("first_token_iterations", 0.0)),
         graph_sizes=tuple(int(b) for b in s.get("graph_sizes", ())),  # type: ignore[union-attr]
         eager_launch_s=float(s.get("eager_launch_s", 0.0)),

@@ -92,10 +92,11 @@ from solver.specs.scenario import DEFAULT_MTP_ACCEPT, Scenario
 # minimised the calibration error among k in {2, 3, 5, 8, 20} (one global number, not per framework or model;
 # rerun with `python benchmarks/accuracy.py --waves K`).
 DEFAULT_BENCHMARK_WAVES = 5
-# Fixed per-request cost on the TTFT path when no fit exists for the framework x hardware, seconds: the median of
-# the per-pair request_overhead_s values benchmarks/fit_efficiency.py fits (it prints the median; 0.135 s on the
-# calibration CSV). 0 would ignore a cost every measured deployment shows.
-DEFAULT_REQUEST_OVERHEAD_S = 0.14
+# Fixed per-request front-end cost on the TTFT path when no fit exists for the framework x hardware, seconds: the
+# median of the per-pair request_overhead_s values benchmarks/fit_efficiency.py fits (it prints the median; 0.100 s
+# on the corrected calibration CSV with the serving model of issue 15). 0 would ignore a cost every measured
+# deployment shows.
+DEFAULT_REQUEST_OVERHEAD_S = 0.10
 
 
 @dataclass(frozen=True)
@@ -227,10 +228,16 @@ class ServingPolicy:
 
     decode_first: bool = True
     first_token_iterations: float = 0.0
+    decode_first_synced: bool | None = None  # when attention-DP ranks step together; None = decode_first
 
     @classmethod
     def of(cls, f: Factors) -> "ServingPolicy":
-        return cls(f.decode_first, f.first_token_iterations)
+        return cls(f.decode_first, f.first_token_iterations, f.decode_first_synced)
+
+    def decode_first_for(self, synced_ranks: int) -> bool:
+        if synced_ranks > 1 and self.decode_first_synced is not None:
+            return self.decode_first_synced
+        return self.decode_first
 
 
 @dataclass(frozen=True)
@@ -321,7 +328,7 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
     o = wl.request_overhead_s if wl.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
     ftl = policy.first_token_iterations * tau
     steps_out = max(0.0, (wl.osl - 1) / m)  # decode steps after the first token
-    if not policy.decode_first:
+    if not policy.decode_first_for(shape.synced_ranks):
         ls = lockstep(B, n, prefill_s, tau, steps_out, wl.osl, ftl)
         served = o + ls.ttft_s
         cycle = o + ftl + ls.cycle_s
@@ -419,7 +426,8 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
                     slot_wait_s=t.slot_wait_s, prefill_share=t.prefill_share, running_per_replica=shape.running,
                     first_token_delay_s=t.first_token_delay_s, front_end_s=request_overhead(wl, f),
                     prefill_step_s=pre_s, decode_step_s=dec_s, graph_batch=shape.graph_batch,
-                    eager_decode=shape.eager_decode, policy="decode_first" if f.decode_first else "prefill_first")
+                    eager_decode=shape.eager_decode,
+                    policy="decode_first" if ServingPolicy.of(f).decode_first_for(shape.synced_ranks) else "prefill_first")
 
 
 __all__ = ["Workload", "Estimate", "estimate", "prefill_step", "decode_step", "mtp_tokens_per_step",

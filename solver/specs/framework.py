@@ -172,6 +172,9 @@ class FrameworkServing(BaseModel):
         "decode_first", description="prefill_first: waiting prompts run as their own context batch before "
         "decodes resume (SGLang, TRT-LLM); decode_first: running decodes first, prompts chunked into the rest "
         "of the token budget (vLLM V1)")
+    attention_dp_policy: Literal["prefill_first", "decode_first"] | None = Field(
+        None, description="the policy when attention-DP ranks step together (MoE with attention DP), where the "
+        "scheduler balances context requests across ranks; None = `policy`")
     first_token_iterations: float = Field(
         0.0, ge=0, le=2, description="engine iterations between the end of a prompt's prefill and its first "
         "streamed token (1 with an overlap scheduler that processes step i's output during step i+1)")
@@ -258,7 +261,9 @@ class FrameworkProfile(BaseModel):
         """The serving block as the flat numbers `Factors` takes (factors.SERVING_KEYS)."""
         s = self.serving
         sizes = s.graph_sizes()
+        dp_policy = s.attention_dp_policy or s.policy
         return {"decode_first": 1.0 if s.policy == "decode_first" else 0.0,
+                "decode_first_synced": 1.0 if dp_policy == "decode_first" else 0.0,
                 "first_token_iterations": s.first_token_iterations,
                 "graph_sizes": sizes,  # type: ignore[dict-item]  (a tuple: Factors.graph_sizes)
                 "eager_launch_s": s.eager_launch_s,
