@@ -34,7 +34,8 @@ The fixed TTFT cost, split by where it is spent:
 
 Scheduler policies (FrameworkServing.policy):
 
-prefill_first (SGLang): cohorts stay together (scheduler.py). The B requests of a cohort are prefilled
+prefill_first (SGLang; TRT-LLM under attention DP, whose executor balances context requests across the ranks:
+FrameworkServing.attention_dp_policy): cohorts stay together (scheduler.py). The B requests of a cohort are prefilled
 in G = ceil(B / n) back-to-back steps, then decode in lockstep for D = (OSL - 1) / m steps (m = tokens per step,
 MTP), so every wave repeats the first:
 
@@ -43,8 +44,8 @@ MTP), so every wave repeats the first:
 decode_first (vLLM V1, TRT-LLM in-flight batching): a prompt joins the next step beside the running decodes.
 In the deterministic loop the first wave's groups would persist (scheduler.py); the measured rows behave as
 requests arriving one by one (vLLM in-sample TTFT median 13% with the form below, 33% with persistent groups),
-and this form is their steady state. Steady state: the GPU spends a share rho of its time on prefill; every decode step is
-stretched by it. With R synchronised ranks a prompt on any rank stretches every rank's step: the share counted
+and this form is their steady state: the GPU spends a share rho of its time on prefill and every decode step
+is stretched by it. With R synchronised ranks a prompt on any rank stretches every rank's step: the share counted
 over the group is rho_g = rho x (1 - (1 - q)^R) / q with q = rho tau / ((1 - rho) p) prompts per step per
 rank (capped at 1). With p = P_n / n, S = p + (chunks - 1) tau the service time of one prompt and lambda
 [1/s] the request rate of the replica:
@@ -386,6 +387,10 @@ def serving_steps(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     return pre, dec
 
 
+def _policy_name(decode_first: bool) -> str:
+    return "decode_first" if decode_first else "prefill_first"
+
+
 def synced_ranks(model: ModelSpec, pc: ParallelConfig) -> int:
     """Attention-DP ranks that step together: a MoE model's expert all-to-all (or MoE TP across replicas)
     ends every step on all of them; a dense model's replicas serve independently."""
@@ -427,7 +432,7 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
                     first_token_delay_s=t.first_token_delay_s, front_end_s=request_overhead(wl, f),
                     prefill_step_s=pre_s, decode_step_s=dec_s, graph_batch=shape.graph_batch,
                     eager_decode=shape.eager_decode,
-                    policy="decode_first" if ServingPolicy.of(f).decode_first_for(shape.synced_ranks) else "prefill_first")
+                    policy=_policy_name(ServingPolicy.of(f).decode_first_for(shape.synced_ranks)))
 
 
 __all__ = ["Workload", "Estimate", "estimate", "prefill_step", "decode_step", "mtp_tokens_per_step",

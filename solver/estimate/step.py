@@ -105,8 +105,8 @@ def _tp_module(name: str, module: str, hw: Hardware, d: int, nbytes: float, eff:
     """All-gather in + reduce-scatter out over a module's TP group (one all-reduce when nothing reshards)."""
     tier = comm.crosses(hw, d)
     if not reshard:
-        return [_c(f"{name}_allreduce", module, "all_reduce", d, nbytes, comm.all_reduce_s(hw, d, nbytes, 1, eff, custom),
-                   tier)]
+        return [_c(f"{name}_allreduce", module, "all_reduce", d, nbytes,
+                   comm.all_reduce_s(hw, d, nbytes, 1, eff, custom), tier)]
     return [_c(f"{name}_gather", module, "all_gather", d, nbytes, comm.all_gather_s(hw, d, nbytes, 1, eff), tier),
             _c(f"{name}_scatter", module, "reduce_scatter", d, nbytes, comm.reduce_scatter_s(hw, d, nbytes, 1, eff),
                tier)]
