@@ -80,7 +80,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "grouped_gemm": (0.1, 1.0),
     "seq_overhead_s": (0.0, 1e-4),
     "allreduce_latency_s": (2e-6, 2e-5),
-    "kernel_overhead_s": (1e-6, 1e-5),
 }
 NEUTRAL: dict[str, float] = {"gemm": 1.0, "attention": 1.0, "hbm": 1.0, "comm": 1.0, "grouped_gemm": 1.0,
                              "step_overhead_s": 0.0, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S,
