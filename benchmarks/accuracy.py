@@ -45,9 +45,10 @@ if str(REPO) not in sys.path:
 from solver.errors import InputError  # noqa: E402
 from solver.estimate.compute import factors_for  # noqa: E402
 from solver.estimate.serving import (  # noqa: E402
-    DEFAULT_REQUEST_OVERHEAD_S, ServingShape, estimate, kv_capacity_per_replica, serving_shape,
-    serving_steps, serving_times, token_budget,
+    DEFAULT_REQUEST_OVERHEAD_S, ServingPolicy, ServingShape, estimate, kernels_launched, kv_capacity_per_replica,
+    serving_shape, serving_steps, serving_times, step_time, synced_ranks, token_budget,
 )
+from solver.estimate.factors import Factors  # noqa: E402
 from solver.estimate.step import StepCost  # noqa: E402
 from solver.measured import Case, case_from_row, factors  # noqa: E402
 from solver.specs.framework import apply_fitted, fitted_factors  # noqa: E402
@@ -59,24 +60,35 @@ FACTORS_YAML = REPO / "solver" / "frameworks" / "fitted" / "factors.yaml"
 # scale the hardware YAML's achieved fractions (gemm 0.78 x 1.3 ~ 1.0 is the ceiling); *_s are absolute seconds.
 #   gemm                achieved GEMM FLOP/s (prefill GEMMs and the decode attention kernel's compute)
 #   hbm                 achieved HBM bandwidth (decode weight and KV reads)
-#   step_overhead_s     fixed scheduler / launch / sampling cost per forward step (0 - 5 ms)
+#   kernel_overhead_s   GPU time per kernel launched (1 - 12 us; the hardware YAML's 3 us is the neutral value):
+#                       the step's fixed cost scales with layers x kernels, so it carries over between models
+#                       (a per-step constant fitted instead, step_overhead_s, gave leave-one-model-out TPOT 15.2%
+#                       against 13.8% with this; step_overhead_s stays a profile setting, not fitted)
 #   request_overhead_s  fixed per-request cost on the TTFT path: HTTP, tokenizer, scheduler hand-off (0 - 0.3 s)
+#   seq_overhead_s      host cost per running sequence per step: scheduling, sampling, detokenizing (0 - 100 us)
 # The attention and comm multipliers of the framework profile are honoured but not fitted: the CSV does not
 # constrain them (fits with them moved the median error by < 1 point while drifting to their bounds).
-PARAMS = ("gemm", "hbm", "step_overhead_s", "request_overhead_s")
+PARAMS = ("gemm", "hbm", "kernel_overhead_s", "request_overhead_s", "seq_overhead_s")
 # Factors fitted once over all rows (every framework and hardware pooled) and written into every fitted pair:
 #   grouped_gemm        routed-expert grouped-GEMM FLOP/s as a fraction of the dense GEMM's (0.1 - 1). Fitted per
 #                       pair it would be unconstrained wherever a pair has one MoE model (held out, none is left).
-GLOBAL_PARAMS = ("grouped_gemm",)
+#   allreduce_latency_s launch-to-done latency of the engines' custom one-shot / two-shot all-reduce kernels
+#                       (comm.py; 2 - 20 us): a kernel property, the same for every engine that ships one.
+GLOBAL_PARAMS = ("grouped_gemm", "allreduce_latency_s")
 BOUNDS: dict[str, tuple[float, float]] = {
     "gemm": (0.3, 1.3),
     "hbm": (0.5, 1.25),
-    "step_overhead_s": (0.0, 0.005),
     "request_overhead_s": (0.0, 0.3),
     "grouped_gemm": (0.1, 1.0),
+    "seq_overhead_s": (0.0, 1e-4),
+    "allreduce_latency_s": (2e-6, 2e-5),
+    "kernel_overhead_s": (1e-6, 1.2e-5),
 }
 NEUTRAL: dict[str, float] = {"gemm": 1.0, "attention": 1.0, "hbm": 1.0, "comm": 1.0, "grouped_gemm": 1.0,
-                             "step_overhead_s": 0.0, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S}
+                             "step_overhead_s": 0.0, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S,
+                             "seq_overhead_s": 0.0, "allreduce_latency_s": 1e-5, "kernel_overhead_s": 3e-6}
+# the custom all-reduce latency the steps are prepared with (its time is linear in it: StepTerms.ar_count)
+AR_PROBE_S = 1e-5
 
 
 # ---------------------------------------------------------------------------------------------- fast path
@@ -90,29 +102,35 @@ class StepTerms:
     kind: np.ndarray  # per op: the fraction its compute ran at (GEMM, ATTENTION or GROUPED below)
     memory_s: np.ndarray  # per op
     kernel_s: float  # launch overheads, summed
-    comm_s: float  # exposed communication, summed
+    comm_s: float  # exposed communication, summed, with the custom all-reduce at latency 0
     step_s: float  # the step overhead it was computed with
+    kernels: float = 0.0  # kernels launched (serving.kernels_launched)
+    ar_count: float = 0.0  # custom all-reduce latencies on the critical path: comm = comm_s + L x ar_count
 
     GEMM, ATTENTION, GROUPED = 0, 1, 2
 
     @classmethod
-    def of(cls, step: StepCost, phase: str) -> "StepTerms":
+    def of(cls, step: StepCost, phase: str, f: Factors, probe: StepCost | None = None) -> "StepTerms":
+        """`step` computed with the custom all-reduce latency AR_PROBE_S, `probe` the same step at latency 0."""
         def kind(name: str) -> int:
             if name == "indexer_score" or (name == "attention_core" and phase == "prefill"):
                 return cls.ATTENTION
             return cls.GROUPED if name == "routed_experts" else cls.GEMM
 
+        comm0 = float((probe or step).exposed_comm_s)
+        ar = (float(step.exposed_comm_s) - comm0) / AR_PROBE_S if probe is not None else 0.0
         return cls(np.array([o.compute_s for o in step.ops]), np.array([kind(o.name) for o in step.ops], dtype=int),
                    np.array([o.memory_s for o in step.ops]), float(sum(o.overhead_s for o in step.ops)),
-                   float(step.exposed_comm_s), float(step.overhead_s))
+                   comm0, float(step.overhead_s), kernels_launched(step, f), ar)
 
     def time_s(self, r_gemm: float, r_attn: float, r_hbm: float, r_comm: float, step_overhead_s: float,
-               r_grouped: float | None = None) -> float:
+               r_grouped: float | None = None, ar_latency_s: float = AR_PROBE_S, r_kernel: float = 1.0) -> float:
         """Step time when the compute, memory and communication terms are scaled by the given ratios
         (r_grouped: the routed-expert GEMMs; None = r_gemm)."""
         ratio = np.array([r_gemm, r_attn, r_gemm if r_grouped is None else r_grouped])
         comp = self.compute_s * ratio[self.kind]
-        return float(np.maximum(comp, self.memory_s * r_hbm).sum()) + self.kernel_s + self.comm_s * r_comm \
+        comm = self.comm_s + ar_latency_s * self.ar_count
+        return float(np.maximum(comp, self.memory_s * r_hbm).sum()) + self.kernel_s * r_kernel + comm * r_comm \
             + step_overhead_s
 
 
@@ -132,6 +150,7 @@ class Prepared:
     family: str  # architecture: models with identical shapes share it (DeepSeek-V3 and -R1)
     ttft_s: float
     tpot_s: float
+    base: Factors | None = None  # the factors the steps were prepared with (the framework's serving loop)
 
 
 def family_of(case: Case) -> str:
@@ -154,16 +173,22 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     """Specs, serving shape and per-op step terms of a row (InputError names the column it cannot use)."""
     case = case_from_row(row, waves=waves)
     ttft, tpot = _measured(row, "ttft_ms"), _measured(row, "tpot_ms")
-    base = factors_for(case.hw, {})  # the hardware's own factors: multipliers 1, no step overhead
+    # the hardware's own factors (multipliers 1, no step overhead) with the framework's serving loop: its
+    # graphs and custom all-reduce, the latter at AR_PROBE_S and at 0 (the step is linear in that latency)
+    loop = case.framework.serving_factors()
+    base = factors_for(case.hw, {**loop, "allreduce_latency_s": AR_PROBE_S})
+    zero = factors_for(case.hw, {**loop, "allreduce_latency_s": 0.0})
     # the framework's scheduler token budget (profile default for this hardware), as estimate() resolves it
     framework_f = factors(case)
     wl = replace(case.workload, token_budget=token_budget(case.workload, framework_f, case.pc))
     case = replace(case, workload=wl)
     cap = kv_capacity_per_replica(case.model, case.hw, case.pc, case.prec, wl.context_len)
-    shape = serving_shape(wl, case.pc.attn_replicas, cap)
+    shape = serving_shape(wl, case.pc.attn_replicas, cap, synced_ranks(case.model, case.pc), base.graph_sizes)
     pre, dec = serving_steps(case.model, case.hw, case.pc, case.prec, base, wl, shape)
-    return Prepared(index, row, case, shape, StepTerms.of(pre, "prefill"), StepTerms.of(dec, "decode"),
-                    case.framework.name, case.hw.name, case.model.name, family_of(case), ttft, tpot)
+    pre0, dec0 = serving_steps(case.model, case.hw, case.pc, case.prec, zero, wl, shape)
+    return Prepared(index, row, case, shape, StepTerms.of(pre, "prefill", base, pre0),
+                    StepTerms.of(dec, "decode", base, dec0), case.framework.name, case.hw.name, case.model.name,
+                    family_of(case), ttft, tpot, base)
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -196,10 +221,16 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
     grouped = r[0] / min(1.0, q["grouped_gemm"])  # the steps were computed at grouped_gemm = 1
     step = q["step_overhead_s"]
-    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped)
-    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped)
+    lat = q["allreduce_latency_s"]
+    hw_kernel = e.kernel_overhead_s
+    rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
+    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
+    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
+    f = replace(p.base, seq_overhead_s=q["seq_overhead_s"])  # type: ignore[type-var]
+    pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, f)
+    dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, f)
     wl = replace(p.case.workload, request_overhead_s=q["request_overhead_s"])
-    t = serving_times(p.shape, pre, dec, wl)
+    t = serving_times(p.shape, pre, dec, wl, ServingPolicy.of(f))
     return t.ttft_s, t.tpot_s
 
 
@@ -208,7 +239,10 @@ def profile_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     eff = p.case.framework.efficiency
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
            "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
-           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S}
+           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0,
+           "allreduce_latency_s": p.case.hw.tiers["intra_node"].latency_s,
+           "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None
+           else p.case.hw.efficiency.kernel_overhead_s}
     return apply_fitted(out, ((fitted or {}).get(p.framework, {}).get(p.hardware, {}) or {}))
 
 
@@ -272,6 +306,56 @@ def table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray, title: s
             groups[getattr(p, key)].append(i)
         for name in sorted(groups):
             add(f"  {label}: {short_model(name)}", groups[name])
+    return lines
+
+
+def ranking(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray) -> list[str]:
+    """Side-by-side groups (same model, hardware, framework, ISL, OSL, concurrency; several parallel configs):
+    does the estimate (measured x (1 + signed error)) pick the measured best? By output tokens/s per GPU
+    (C x OSL / (TTFT + (OSL - 1) TPOT) / world) and by TPOT. Rows repeated under one config are averaged."""
+    groups: dict[tuple, dict[tuple, list[tuple[float, float, float, float]]]] = defaultdict(lambda: defaultdict(list))
+    for i, p in enumerate(prepared):
+        w, pc = p.case.workload, p.case.pc
+        t, s = p.ttft_s * (1 + et[i]), p.tpot_s * (1 + ep[i])
+        key = (p.model, p.hardware, p.framework, w.isl, w.osl, w.concurrency)
+        cfg = (pc.attn_tp_size, pc.attn_replicas, pc.moe_tp_size, pc.moe_ep_size, str(p.case.prec.fmt("dense").name))
+
+        def per_gpu(ttft: float, tpot: float) -> float:
+            return w.concurrency * w.osl / (ttft + (w.osl - 1) * tpot) / pc.world_size
+
+        groups[key][cfg].append((per_gpu(p.ttft_s, p.tpot_s), per_gpu(t, s), p.tpot_s, s))
+    n = hit_tput = hit_tpot = 0
+    for cfgs in groups.values():
+        if len(cfgs) < 2:
+            continue
+        n += 1
+        mean = {c: [float(np.mean([v[i] for v in vals])) for i in range(4)] for c, vals in cfgs.items()}
+        hit_tput += max(mean, key=lambda c: mean[c][0]) == max(mean, key=lambda c: mean[c][1])
+        hit_tpot += min(mean, key=lambda c: mean[c][2]) == min(mean, key=lambda c: mean[c][3])
+    if not n:
+        return ["ranking: no side-by-side groups"]
+    return [f"ranking within {n} side-by-side groups (same model, hardware, framework, ISL/OSL, concurrency): "
+            f"picks the measured best by tok/s/GPU in {hit_tput} ({100 * hit_tput / n:.0f}%), by TPOT in "
+            f"{hit_tpot} ({100 * hit_tpot / n:.0f}%)"]
+
+
+def mode_table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray) -> list[str]:
+    """The same statistics by parallel mode: TP only, TP + EP, attention DP (+ EP)."""
+    def mode(p: Prepared) -> str:
+        pc = p.case.pc
+        if pc.attn_replicas > 1:
+            return "attention DP" + (" + EP" if pc.moe_ep_size > 1 else "")
+        return "TP + EP" if pc.moe_ep_size > 1 else f"TP{'' if pc.world_size > 1 else ' 1'}"
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(prepared):
+        groups[mode(p)].append(i)
+    lines = []
+    for name in sorted(groups):
+        idx = groups[name]
+        t, s = summary(et[idx]), summary(ep[idx])
+        lines.append(f"  {'mode: ' + name:<42}{len(idx):>5}  {t[0]:>7.1f}% {t[1]:>6.1f}% {t[2]:>6.1f}%  {s[0]:>7.1f}% "
+                     f"{s[1]:>6.1f}% {s[2]:>6.1f}%  {float(np.median(et[idx]) * 100):>+8.1f}% "
+                     f"{float(np.median(ep[idx]) * 100):>+8.1f}%")
     return lines
 
 
@@ -467,11 +551,13 @@ def main(argv: Sequence[str] | None = None) -> int:
           + ("  WARNING: the fast path no longer matches the estimator" if gap > 1e-6 else ""))
     print()
     et, ep = errors(prepared, lambda p: profile_params(p, None))
-    print("\n".join(table(prepared, et, ep, "(a) default factors (hardware YAML x framework profile, no fit)")))
+    print("\n".join(table(prepared, et, ep, "(a) default factors (hardware YAML x framework profile, no fit)")
+                    + mode_table(prepared, et, ep) + ranking(prepared, et, ep)))
     print()
     fitted = load_factors(args.factors)
     et, ep = errors(prepared, lambda p: profile_params(p, fitted))
-    print("\n".join(table(prepared, et, ep, f"(b) fitted factors, in-sample ({args.factors.name})")))
+    print("\n".join(table(prepared, et, ep, f"(b) fitted factors, in-sample ({args.factors.name})")
+                    + mode_table(prepared, et, ep) + ranking(prepared, et, ep)))
     print()
     if not args.no_cv:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -479,7 +565,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         et, ep, notes = loo_errors(prepared, fit_group, fit_global)
         print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out (refit per framework x hardware without "
-                                                "the held-out architecture)")))
+                                                "the held-out architecture)") + mode_table(prepared, et, ep)
+                         + ranking(prepared, et, ep)))
         for n in notes:
             print(f"  note: {n}")
         print()

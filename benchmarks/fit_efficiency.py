@@ -3,11 +3,12 @@
     python benchmarks/fit_efficiency.py [--csv PATH] [--out PATH] [--dry-run]
 
 First, the factors in accuracy.GLOBAL_PARAMS (the routed-expert grouped-GEMM fraction of the dense GEMM's
-FLOP/s) are fitted once over all rows, every framework and hardware pooled (`fit_global`): one number that a
-pair holding a single MoE model could not pin down on its own. Then, for every (framework, hardware) pair with
+FLOP/s, and the launch-to-done latency of the engines' custom one-shot / two-shot all-reduce kernels) are
+fitted once over all rows, every framework and hardware pooled (`fit_global`): numbers that a pair holding a
+single MoE model or one TP size could not pin down on its own. Then, for every (framework, hardware) pair with
 at least MIN_ROWS evaluable rows and the global factors held fixed, the factors in accuracy.PARAMS (GEMM and
-HBM multipliers on the hardware YAML's achieved fractions, a per-step overhead and a per-request TTFT overhead,
-in seconds) are chosen to minimise
+HBM multipliers on the hardware YAML's achieved fractions, the GPU time per kernel launched, a per-request
+front-end TTFT cost and a per-running-sequence cost per step, in seconds) are chosen to minimise
 
     mean_rows |ln(TTFT_pred / TTFT_meas)| * W_TTFT + mean_rows |ln(TPOT_pred / TPOT_meas)|
       + PRIOR * sum_multipliers ln(m)^2
@@ -148,13 +149,14 @@ def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv:
         f"# ({n_rows} evaluable rows; public ai-dynamo/aiconfigurator silicon_sample.csv, Apache-2.0).",
         "# Rerun: python benchmarks/fit_efficiency.py   (then python benchmarks/accuracy.py to check).",
         "# Multipliers (gemm, hbm) scale the hardware YAML's achieved fractions and the framework",
-        "# profile's own multipliers; keys ending in _s are absolute seconds (step_overhead_s per forward step,",
-        "# request_overhead_s per request on the TTFT path). Bounds: "
+        "# profile's own multipliers; keys ending in _s are absolute seconds (kernel_overhead_s per kernel launched,",
+        "# request_overhead_s per request on the TTFT path, seq_overhead_s per running sequence per step,",
+        "# allreduce_latency_s per custom all-reduce). Bounds: "
         + ", ".join(f"{k} {lo:g}..{hi:g}" for k, (lo, hi) in BOUNDS.items()) + ".",
         f"# Pairs with fewer than {MIN_ROWS} rows get the framework's pooled fit over all its rows (relative to each",
         "# hardware's own factors): " + (", ".join(filled) or "none") + ". No per-model or per-row factors.",
-        "# grouped_gemm (the routed-expert grouped GEMM's FLOP/s as a fraction of the dense GEMM's) is fitted once",
-        "# over all rows, every framework and hardware pooled"
+        "# grouped_gemm (the routed-expert grouped GEMM's FLOP/s as a fraction of the dense GEMM's) and",
+        "# allreduce_latency_s are fitted once over all rows, every framework and hardware pooled"
         + "".join(f", {k} = {v:g}" for k, v in (shared or {}).items()) + "; each fitted pair carries it.",
     ]
     body = yaml.safe_dump({"factors": factors}, sort_keys=True, default_flow_style=False)

@@ -10,11 +10,19 @@ Blank cells (empty, NaN or missing column) follow one convention, applied in thi
 - attention_dp blank -> 1 (no attention DP), so world = tp;
 - moe_ep blank -> world / moe_tp when moe_tp is given, else 1;
 - moe_tp blank -> world / moe_ep for MoE models (moe_ep given or 1), tp for dense models (dense models use
-  moe_tp = tp and moe_ep = 1 whatever the cells say, but a zero or negative cell is still an error);
+  moe_tp = tp and moe_ep = 1 whatever the cells say; a negative cell is still an error);
+- 0 in attention_dp, moe_tp or moe_ep of a dense model is blank (the CSV writes 0 where a column does not
+  apply); in a MoE model a 0 there is an error (it would be ambiguous);
 - pp blank -> 1 (other values are rejected: pipeline parallel is not modelled);
 - gemm_quant_mode / moe_quant_mode blank -> the `precision` column's format (fp8 -> fp8, fp4 -> nvfp4,
   bf16/fp16 -> bf16); when that is blank too, the checkpoint's own formats (the model's quantization_config);
 - backend blank -> the `generic` framework profile.
+
+`concurrency` is the benchmark's client concurrency over the whole deployment (on attention-DP rows too; the
+corrected calibration CSV writes it so), and the serving model spreads it over the DP ranks itself.
+
+The row must be runnable under its framework: the profile's error rules (framework.py) are evaluated on the
+row's configuration, and a violation is an InputError naming `tp` (e.g. attention TP 28 on a 128-head model).
 
 Required and never defaulted: model, system, tp, isl, osl, concurrency. A zero, negative or non-integer size,
 an unknown model / system / framework / number format, a format the hardware can neither compute nor hold
@@ -31,7 +39,7 @@ from typing import Any, Iterable, Mapping
 from solver.errors import InputError
 from solver.estimate.compute import Factors
 from solver.estimate.serving import DEFAULT_REQUEST_OVERHEAD_S, Estimate, Workload, estimate
-from solver.specs.framework import FrameworkProfile, fitted_stamp, load_framework
+from solver.specs.framework import FrameworkProfile, fitted_stamp, load_framework, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model import ModelSpec
@@ -93,14 +101,23 @@ def _text(row: Mapping[str, Any], col: str) -> str | None:
     return None if _blank(value) else str(value).strip()
 
 
+def _dense_opt_int(row: Mapping[str, Any], col: str) -> int | None:
+    """A dense model's DP/MoE cell: blank or 0 = not given."""
+    if _blank(row.get(col)):
+        return None
+    return _int(row, col, minimum=0) or None
+
+
 def parallel_sizes(row: Mapping[str, Any], is_moe: bool) -> tuple[int, int, int, int]:
     """(tp, attention_dp, moe_tp, moe_ep) with the blank-cell convention of the module docstring."""
     tp = _int(row, "tp")
+    if not is_moe:  # read (a negative cell is still an error) but unused: dense FFNs follow attention TP
+        dp = _dense_opt_int(row, "attention_dp") or 1
+        _dense_opt_int(row, "moe_tp"), _dense_opt_int(row, "moe_ep")
+        return tp, dp, tp, 1
     dp = _opt_int(row, "attention_dp") or 1
     world = tp * dp
     moe_tp, moe_ep = _opt_int(row, "moe_tp"), _opt_int(row, "moe_ep")
-    if not is_moe:  # read (a zero is still an error) but unused: dense FFNs follow attention TP
-        return tp, dp, tp, 1
     if moe_ep is None:
         if moe_tp is not None and world % moe_tp:
             raise InputError("moe_tp", f"{moe_tp} does not divide tp x attention_dp = {world}")
@@ -167,12 +184,15 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
     if pp not in (None, 1):
         raise InputError("pp", "pipeline parallel is not modelled")
     world = tp * dp
-    # dense FFN and vocabulary layers follow attention TP in these frameworks; MoE has its own TP
+    # dense FFN, o_proj and vocabulary layers follow attention TP in these frameworks (o_proj_tp_size 1 =
+    # o_proj split with attention TP, ParallelConfig.oproj_shards); MoE has its own TP
     try:
-        pc = make_parallel_config(world, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp, lmhead_tp_size=tp,
+        pc = make_parallel_config(world, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp,
+                                  lmhead_tp_size=tp,
                                   moe_tp_size=moe_tp if model.is_moe else tp)
     except InputError as exc:
         raise _column_error("moe_tp" if "moe" in exc.field else "tp", exc) from None
+    _framework_rules(fw, model, hw, pc, conc)
     gemm, moe = weight_formats(row)
     headline = (_text(row, "precision") or "").lower()
     kv = "fp8" if headline in ("fp8", "fp4", "nvfp4") and hw.supports("fp8") else None
@@ -187,6 +207,16 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
                   request_overhead_s=float(eff.get("request_overhead_s", DEFAULT_REQUEST_OVERHEAD_S)),
                   **({"benchmark_waves": waves} if waves else {}))
     return Case(model, hw, pc, prec, fw, wl, eff)
+
+
+def _framework_rules(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
+                     concurrency: int) -> None:
+    """The framework's error rules on the row's configuration (module docstring)."""
+    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=concurrency)
+    errors = fw.check(env, "error")
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InputError("tp", f"not runnable under framework {fw.name}: {errors[0]}{more}")
 
 
 def factors(case: Case) -> Factors:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import sys
 from pathlib import Path
 
@@ -123,12 +124,12 @@ def test_serving_times_limits() -> None:
     t = serving_times(shape, prefill_s=0.1, decode_s=0.01, wl=wl)
     assert t.ttft_s == pytest.approx(0.1)  # one wave, all eight prompts in one step
     assert t.tpot_s > 0.01  # prefill of later requests stalls the decode steps
-    many = serving_times(shape, 0.1, 0.01, Workload("serving", isl=1024, osl=512, concurrency=8,
-                                                    request_overhead_s=0.0, benchmark_waves=1000))
+    many = serving_times(shape, 0.1, 0.01, replace(wl, benchmark_waves=1000))
     assert many.ttft_s < t.ttft_s  # later waves are staggered
-    # KV capacity below the concurrency: the rest wait for a slot (a whole request time each turn)
+    # KV capacity below the concurrency: all but the first 8 of the run's 16 requests wait for a slot, a whole
+    # request time each turn
     capped = serving_times(ServingShape(16, 8, 8, 1), 0.1, 0.01, wl)
-    assert capped.slot_wait_s == pytest.approx(t.request_s - 0.0, rel=0.05)
+    assert capped.slot_wait_s == pytest.approx(t.request_s * (1 - 8 / 16), rel=0.05)
 
 
 def test_estimate_serving_reports_its_parts() -> None:

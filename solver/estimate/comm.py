@@ -5,8 +5,22 @@ domain, and beyond. Collectives run hierarchically (reduce-scatter inside, then 
 multi-node groups): each level moves its share of the bytes over that level's link. Each level costs an
 offset (its latency) plus bytes / (line rate x achieved efficiency). All-to-all sends to every peer at once,
 so its levels run in parallel and the slowest one decides.
+
+Small all-reduces (decode: batch x hidden x 2 bytes, tens of KB) do not run as NCCL rings in the serving engines:
+vLLM and SGLang ship a custom all-reduce (one-shot below a size, two-shot above, NCCL past its buffer), TRT-LLM
+its ONESHOT / TWOSHOT strategies. Inside one peer-access domain (a node's NVLink, an NVL72 rack), with L the
+kernel's launch-to-done latency and bw the link's achieved rate:
+
+    one-shot  t = L + (n - 1) x bytes / bw        each rank reads every peer's buffer and sums locally
+    two-shot  t = 2 L + 2 (n - 1) / n x bytes / bw   reduce-scatter then all-gather, each one kernel phase
+
+The ring charges 2 link latencies per level plus the same bytes as two-shot; at decode sizes the latency decides,
+which is what makes TP 8 vs attention DP a close call at concurrency 1-8. The thresholds are the engine's
+(FrameworkServing); L is fitted once over the calibration rows (benchmarks/fit_efficiency.py).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from solver.specs.hardware import Hardware
 from solver.specs.topology import Level, crosses, group_levels  # noqa: F401  (crosses/Level re-exported)
@@ -30,10 +44,45 @@ def all_gather_s(hw: Hardware, n: int, bytes_out: float, stride: int = 1, comm_e
     return reduce_scatter_s(hw, n, bytes_out, stride, comm_eff)
 
 
-def all_reduce_s(hw: Hardware, n: int, nbytes: float, stride: int = 1, comm_eff: float = 1.0) -> float:
-    """Ring all-reduce = reduce-scatter + all-gather: 2(n-1)/n of the buffer crosses each rank's link."""
+@dataclass(frozen=True)
+class CustomAllReduce:
+    """An engine's custom all-reduce kernel (module docstring): one-shot up to `oneshot_max_bytes` per rank,
+    two-shot up to `custom_max_bytes`, NCCL ring above; `latency_s` None = the link tier's latency."""
+
+    oneshot_max_bytes: float
+    custom_max_bytes: float
+    latency_s: float | None = None
+
+    @classmethod
+    def of(cls, f: object) -> "CustomAllReduce | None":
+        """The kernel a `Factors` describes (None when the engine has none)."""
+        top = float(getattr(f, "allreduce_custom_max_bytes", 0.0) or 0.0)
+        if top <= 0:
+            return None
+        return cls(float(getattr(f, "allreduce_oneshot_max_bytes", 0.0) or 0.0), top,
+                   getattr(f, "allreduce_latency_s", None))
+
+
+# tiers whose ranks can map each other's memory (what the custom kernels need)
+PEER_ACCESS_TIERS = ("intra_node", "scale_up")
+
+
+def all_reduce_s(hw: Hardware, n: int, nbytes: float, stride: int = 1, comm_eff: float = 1.0,
+                 custom: "CustomAllReduce | None" = None) -> float:
+    """All-reduce of `nbytes` per rank. NCCL ring = reduce-scatter + all-gather: 2(n-1)/n of the buffer crosses
+    each rank's link. With the engine's `custom` kernel, small messages in one peer-access domain run one-shot
+    or two-shot instead (module docstring)."""
     if n <= 1:
         return 0.0
+    if custom is not None and nbytes <= custom.custom_max_bytes:
+        levels = group_levels(hw, n, stride)
+        if len(levels) == 1 and levels[0].tier_name in PEER_ACCESS_TIERS:
+            lv = levels[0]
+            lat = lv.tier.latency_s if custom.latency_s is None else custom.latency_s
+            bw = _bw(lv, comm_eff)
+            if nbytes <= custom.oneshot_max_bytes:
+                return lat + (n - 1) * nbytes / bw
+            return 2 * lat + 2 * (n - 1) / n * nbytes / bw
     return 2 * reduce_scatter_s(hw, n, nbytes, stride, comm_eff)
 
 

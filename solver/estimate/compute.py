@@ -22,60 +22,11 @@ from solver.specs.layers.moe import distinct_experts_touched, load_imbalance  # 
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
+from solver.estimate.factors import Factors, factors_for  # noqa: F401  (re-exported: their home moved)
 
 # GEMM output width at which a tile-based kernel reaches half its large-shape efficiency: small per-rank
 # slices (TP over narrow experts) waste tensor-core tiles. Assumption: one 128-wide tile (wave quantization).
 GEMM_HALF_WIDTH = 128
-
-
-@dataclass(frozen=True)
-class Factors:
-    """Achieved fractions for one hardware x framework (the few factors calibration fits)."""
-
-    gemm: float
-    attention: float
-    hbm: float
-    comm: float
-    kernel_overhead_s: float
-    step_overhead_s: float = 0.0
-    expert_imbalance: float = 1.2  # default balancing ~20% slower than ideal (SGLang large-scale EP blog)
-    # achieved FLOP/s of the routed-expert grouped GEMMs as a fraction of the dense GEMM's (`gemm`); 1 = as
-    # dense. One number fitted over all calibration rows by benchmarks/fit_efficiency.py (see `layer_ops`)
-    grouped_gemm: float = 1.0
-    # the framework's scheduler defaults (FrameworkScheduler): tokens per forward step, None = serving's
-    # DEFAULT_TOKEN_BUDGET; and whether attention-DP ranks split that budget (SGLang)
-    token_budget: int | None = None
-    budget_split_by_attention_dp: bool = False
-    # fixed per-request cost on the TTFT path, fitted per framework x hardware (None: serving's default)
-    request_overhead_s: float | None = None
-
-
-def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
-    """Hardware factors times the framework's multipliers (`FrameworkProfile.efficiency_for`).
-
-    Keys ending in `_s` are absolute seconds, not multipliers: `kernel_overhead_s` replaces the hardware's
-    per-kernel cost (FrameworkEfficiency documents it as an override, and fitted factors write it that way;
-    before this fix it was silently ignored and only a `kernel_overhead` multiplier was read).
-    `grouped_gemm` is a fraction of the GEMM efficiency (capped at 1); `token_budget` and
-    `budget_split_by_attention_dp` are the framework's scheduler defaults, passed through.
-    """
-    s = scale or {}
-    kernel = s.get("kernel_overhead_s")
-    if kernel is None:
-        kernel = hw.efficiency.kernel_overhead_s * s.get("kernel_overhead", 1.0)
-    return Factors(
-        gemm=min(1.0, hw.efficiency.gemm * s.get("gemm", 1.0)),
-        attention=min(1.0, hw.efficiency.attention * s.get("attention", 1.0)),
-        hbm=min(1.0, hw.efficiency.hbm * s.get("hbm", 1.0)),
-        comm=s.get("comm", 1.0),
-        kernel_overhead_s=float(kernel),
-        step_overhead_s=s.get("step_overhead_s", 0.0),
-        expert_imbalance=s.get("expert_imbalance", 1.2),
-        grouped_gemm=min(1.0, s.get("grouped_gemm", 1.0)),
-        token_budget=int(s["token_budget"]) if s.get("token_budget") else None,
-        budget_split_by_attention_dp=bool(s.get("budget_split_by_attention_dp", 0.0)),
-        request_overhead_s=s.get("request_overhead_s"),
-    )
 
 
 @dataclass(frozen=True)
@@ -192,7 +143,10 @@ def collective(hw: Hardware, f: Factors, name: str, module: str, primitive: str,
                stride: int = 1, hide_s: float | None = None) -> CommCost:
     """One collective over `n` ranks spaced `stride` apart. `hide_s`: compute it can overlap (a second
     stream), so only the excess is exposed; None = on the critical path."""
-    t = _PRIMITIVES[primitive](hw, n, nbytes, stride, f.comm)
+    if primitive == "all_reduce":  # the engine's small-message all-reduce kernel, when it has one (comm.py)
+        t = comm.all_reduce_s(hw, n, nbytes, stride, f.comm, comm.CustomAllReduce.of(f))
+    else:
+        t = _PRIMITIVES[primitive](hw, n, nbytes, stride, f.comm)
     exposed = t if hide_s is None else max(0.0, t - hide_s)
     return CommCost(name, module, primitive, n, nbytes, t, exposed, comm.crosses(hw, n, stride))
 

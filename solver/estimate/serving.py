@@ -6,32 +6,67 @@ Three workloads:
 - aggregated serving at concurrency C with fixed ISL/OSL, measured the way benchmark clients do it: a closed
   loop keeps C requests in flight and a run sends N = k x C requests (k = `benchmark_waves`).
 
-Aggregated serving model (per attention replica; symbols with units):
+Aggregated serving model (per attention replica; symbols with units; scheduler.py has the benchmark loop, its
+simulation and the derivation of the closed forms used here):
 
+    R     = attention-DP ranks that step together (MoE models: the expert all-to-all synchronises them; dense
+            replicas are independent, R = 1)
     C_r   = ceil(C / replicas)                       requests in flight on the busiest replica
     B     = min(C_r, B_kv, max_running)              running sequences; B_kv = KV-cache capacity (memory.py)
     n     = clamp(floor(budget / ISL), 1, B)         prompts per prefill step; budget = the scheduler's tokens
                                                      per forward step, the framework's default (FrameworkScheduler)
-    P_n   [s] = prefill step time of n prompts;  p = P_n / n  [s] prefill work per request
+    P_n   [s] = prefill step time of n prompts (a prompt longer than the budget: all its chunks)
     tau   [s] = decode step time of the batch B at mean context ISL + OSL/2
-    S     [s] = p + (ceil(ISL / budget) - 1) * tau    service time of one prefill (chunks ride later steps)
-    o     [s] = fixed per-request cost on the TTFT path (HTTP, tokenizer, scheduler hand-off, first detokenize)
 
-Steady state (after the first wave). Continuous-batching schedulers put the prefill of an arriving request
-into the running decode steps, so the GPU spends a share rho of its time on prefill and every decode step is
-stretched by it; the requests that finish decoding re-arrive at the pace of the prefills before them, so later
-waves are staggered rather than lockstep. With lambda [1/s] the request rate of the replica:
+Step times outside the kernels (the engine's serving loop, FrameworkServing; `step_time`):
 
-    TPOT       = tau / (1 - rho) / m                  m = tokens per step (MTP), stall included
-    W_q        = min(rho * S / (2 (1 - rho)), (B - 1) S)   M/D/1 mean wait for the prefill server
-    TTFT_ss    = o + tau / 2 + S + W_q                half a step of residual before the scheduler picks it up
+    decode runs the batch padded to the next captured CUDA-graph size (the GPU work of the padded batch); past
+    the largest graph, and for every prefill, the step runs eagerly: it takes at least kernels x eager_launch_s
+    (the host issuing each kernel); every step also costs seq_overhead_s per sequence in it (scheduling,
+    sampling, detokenizing) on top of the fixed step_overhead_s.
+
+The fixed TTFT cost, split by where it is spent:
+
+    o   [s] front end (HTTP, tokenizer, hand-off to the scheduler), fitted per framework x hardware
+    ftl [s] = first_token_iterations x tau: engine iterations before the first token is streamed (an overlap
+            scheduler processes step i's output during step i+1)
+    the eager launch floor of the prefill step (layers x kernels launched) is in P_n itself
+
+Scheduler policies (FrameworkServing.policy):
+
+prefill_first (SGLang; TRT-LLM under attention DP, whose executor balances context requests across the ranks:
+FrameworkServing.attention_dp_policy): cohorts stay together (scheduler.py). The B requests of a cohort are prefilled
+in G = ceil(B / n) back-to-back steps, then decode in lockstep for D = (OSL - 1) / m steps (m = tokens per step,
+MTP), so every wave repeats the first:
+
+    TTFT = o + ftl + mean_g sum_{j<=g} P_j,    TPOT = (sum_{j>g} P_j + D tau) / (OSL - 1)   (scheduler.lockstep)
+
+decode_first (vLLM V1, TRT-LLM in-flight batching): a prompt joins the next step beside the running decodes.
+In the deterministic loop the first wave's groups would persist (scheduler.py); the measured rows behave as
+requests arriving one by one (vLLM in-sample TTFT median 13% with the form below, 33% with persistent groups),
+and this form is their steady state: the GPU spends a share rho of its time on prefill and every decode step
+is stretched by it. With R synchronised ranks a prompt on any rank stretches every rank's step: the share counted
+over the group is rho_g = rho x (1 - (1 - q)^R) / q with q = rho tau / ((1 - rho) p) prompts per step per
+rank (capped at 1). With p = P_n / n, S = p + (chunks - 1) tau the service time of one prompt and lambda
+[1/s] the request rate of the replica:
+
+    TPOT       = tau / (1 - rho_g) / m
+    W_q        = min(rho S / (2 (1 - rho)), (B - 1) S)   M/D/1 mean wait for the prefill server
+    TTFT_ss    = o + ftl + tau / 2 + S + W_q             half a step of residual before the scheduler picks it up
     lambda     = B / (TTFT_ss + (OSL - 1) TPOT),  rho = lambda * p        (solved for rho by bisection)
 
-First wave: all B requests arrive at once and are prefilled n at a time, so request i waits for
-ceil(i / n) prefill steps: TTFT_1 = o + P_n * mean_i ceil(i / n). The benchmark mean is
-TTFT_serv = (TTFT_1 + (k - 1) TTFT_ss) / k. When KV capacity holds fewer than C_r sequences the rest wait for a
-slot: each slot serves C_r / B requests in turn, so W_slot = (C_r - B) / B * (TTFT_serv + (OSL - 1) TPOT) and
-TTFT = TTFT_serv + W_slot. Throughput follows from Little's law: C * OSL / (TTFT + (OSL - 1) TPOT).
+    First wave: all B requests arrive at once and are prefilled n at a time, so request i waits for
+    ceil(i / n) prefill steps: TTFT_1 = o + ftl + P_n * mean_i ceil(i / n). The benchmark mean is
+    TTFT_serv = (TTFT_1 + (k - 1) TTFT_ss) / k.
+
+Attention-DP ranks step together (R > 1 for MoE): every rank's steps last as long as the busiest rank's, so the
+busiest rank's C_r decides both policies, and under decode_first rho_g above counts the prompts of every rank
+(scheduler.simulate shows a prefill on one rank stalling the other's decode; tests/test_serving_dp.py).
+
+When KV capacity holds fewer than C_r sequences the rest wait for a slot: each slot serves C_r / B requests in
+turn, so W_slot = (C_r - B) / B * (TTFT_serv + (OSL - 1) TPOT) for all but the first B of the run's k C_r
+requests, and TTFT = TTFT_serv + W_slot (1 - B / (k C_r)). Throughput follows
+from Little's law: C * OSL / (TTFT + (OSL - 1) TPOT).
 
 `serving_times` holds these formulas over plain step times so that a calibration can re-evaluate them quickly;
 `estimate` computes the step times from the step-cost model and calls it.
@@ -42,6 +77,7 @@ import math
 from dataclasses import dataclass, replace
 
 from solver.estimate.compute import Factors, Work
+from solver.estimate.scheduler import lockstep, prefill_steps_mean
 from solver.estimate.memory import MemoryOptions, MemoryReport, max_batch, memory_per_rank
 from solver.estimate.params import count_params
 from solver.estimate.step import StepCost, step_cost
@@ -57,10 +93,11 @@ from solver.specs.scenario import DEFAULT_MTP_ACCEPT, Scenario
 # minimised the calibration error among k in {2, 3, 5, 8, 20} (one global number, not per framework or model;
 # rerun with `python benchmarks/accuracy.py --waves K`).
 DEFAULT_BENCHMARK_WAVES = 5
-# Fixed per-request cost on the TTFT path when no fit exists for the framework x hardware, seconds: the median of
-# the per-pair request_overhead_s values benchmarks/fit_efficiency.py fits (it prints the median; 0.135 s on the
-# calibration CSV). 0 would ignore a cost every measured deployment shows.
-DEFAULT_REQUEST_OVERHEAD_S = 0.14
+# Fixed per-request front-end cost on the TTFT path when no fit exists for the framework x hardware, seconds: the
+# median of the per-pair request_overhead_s values benchmarks/fit_efficiency.py fits (it prints the median; 0.100 s
+# on the corrected calibration CSV with the serving model of issue 15). 0 would ignore a cost every measured
+# deployment shows.
+DEFAULT_REQUEST_OVERHEAD_S = 0.10
 
 
 @dataclass(frozen=True)
@@ -122,8 +159,16 @@ class Estimate:
     ttft_first_wave_s: float = 0.0
     ttft_steady_s: float = 0.0
     slot_wait_s: float = 0.0
-    prefill_share: float = 0.0  # rho: share of GPU time spent on prefill in steady state
+    prefill_share: float = 0.0  # share of GPU time spent on prefill in steady state
     running_per_replica: float = 0.0  # B: sequences decoding together (KV capacity may cap it below C_r)
+    # serving only: the fixed TTFT cost split (module docstring) and the steps as the engine runs them
+    first_token_delay_s: float = 0.0  # ftl: engine iterations before the first token is streamed
+    front_end_s: float = 0.0  # o: HTTP, tokenizer, hand-off
+    prefill_step_s: float = 0.0  # P_n with the eager launch floor and per-sequence costs
+    decode_step_s: float = 0.0  # tau at the CUDA-graph batch, with per-sequence costs
+    graph_batch: int = 0  # the decode batch padded to its CUDA graph
+    eager_decode: bool = False  # the running batch exceeds the largest captured graph
+    policy: str = ""  # the scheduler policy the serving formulas used
 
     @property
     def output_tokens_per_s_per_rank(self) -> float:
@@ -173,6 +218,27 @@ class ServingShape:
     running: int  # B
     prompts_per_step: int  # n
     chunks: int  # ceil(ISL / budget)
+    synced_ranks: int = 1  # R: attention-DP ranks that step together (1 = independent replicas)
+    graph_batch: int = 0  # batch the decode step runs on the GPU (padded to a CUDA graph); 0 = `running`
+    eager_decode: bool = False  # the running batch exceeds the largest captured graph
+
+
+@dataclass(frozen=True)
+class ServingPolicy:
+    """The engine's scheduler as the serving formulas read it (FrameworkServing via Factors)."""
+
+    decode_first: bool = True
+    first_token_iterations: float = 0.0
+    decode_first_synced: bool | None = None  # when attention-DP ranks step together; None = decode_first
+
+    @classmethod
+    def of(cls, f: Factors) -> "ServingPolicy":
+        return cls(f.decode_first, f.first_token_iterations, f.decode_first_synced)
+
+    def decode_first_for(self, synced_ranks: int) -> bool:
+        if synced_ranks > 1 and self.decode_first_synced is not None:
+            return self.decode_first_synced
+        return self.decode_first
 
 
 @dataclass(frozen=True)
@@ -184,9 +250,37 @@ class ServingTimes:
     slot_wait_s: float
     prefill_share: float
     request_s: float  # TTFT + (OSL - 1) TPOT: time one request is in the system
+    first_token_delay_s: float = 0.0  # ftl, inside TTFT
 
 
-def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float) -> ServingShape:
+def graph_batch(running: int, sizes: tuple[int, ...]) -> tuple[int, bool]:
+    """(batch a decode step of `running` sequences runs, whether it runs eagerly). With captured sizes the
+    batch is padded to the smallest size that holds it; past the largest it runs eagerly at its own size. No
+    sizes (an engine profile without graphs): its own size, not flagged eager."""
+    if not sizes:
+        return running, False
+    for b in sizes:  # ascending
+        if b >= running:
+            return b, False
+    return running, True
+
+
+def kernels_launched(step: StepCost, f: Factors) -> float:
+    """Kernels one step launches: the step-cost model charges kernel_overhead_s per kernel."""
+    if f.kernel_overhead_s <= 0:
+        return 0.0
+    return sum(o.overhead_s for o in step.ops) / f.kernel_overhead_s
+
+
+def step_time(gpu_s: float, kernels: float, sequences: float, eager: bool, f: Factors) -> float:
+    """A forward step as the engine runs it [s]: the GPU time, floored by the host's kernel launches when it
+    runs eagerly (kernels x eager_launch_s), plus seq_overhead_s per sequence in the step."""
+    t = max(gpu_s, kernels * f.eager_launch_s) if eager else gpu_s
+    return t + f.seq_overhead_s * sequences
+
+
+def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float, synced_ranks: int = 1,
+                  graph_sizes: tuple[int, ...] = ()) -> ServingShape:
     per_replica = max(1, math.ceil(wl.concurrency / replicas))
     running = min(per_replica, max(1, int(kv_capacity_per_replica)))
     if wl.max_running > 0:
@@ -194,36 +288,66 @@ def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float) -
     budget = wl.token_budget if wl.token_budget is not None else DEFAULT_TOKEN_BUDGET
     n = max(1, min(running, budget // max(1, wl.isl)))
     chunks = max(1, math.ceil(wl.isl / max(1, budget)))
-    return ServingShape(per_replica, running, n, chunks)
+    padded, eager = graph_batch(running, graph_sizes)
+    return ServingShape(per_replica, running, n, chunks, max(1, synced_ranks), padded, eager)
 
 
 def first_wave_groups(requests: int, per_step: int) -> float:
     """mean over i = 1..requests of ceil(i / per_step): prefill steps request i waits for in a burst."""
-    full, rest = divmod(requests, per_step)
-    total = per_step * full * (full + 1) / 2 + rest * (full + 1)
-    return total / requests
+    return prefill_steps_mean(requests, per_step)
 
 
-def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Workload) -> ServingTimes:
+def _group_share(rho: float, ranks: int, tau: float, p: float) -> float:
+    """Share of a synchronised DP group's step time spent in prefill when each rank alone spends rho: a
+    prompt on any rank stretches every rank's step (module docstring, decode_first)."""
+    if ranks <= 1 or rho <= 0:
+        return rho
+    q = min(1.0, rho * tau / ((1 - rho) * p)) if p > 0 else 1.0
+    if q <= 0:
+        return rho
+    return min(1 - 1e-9, rho * (1 - (1 - q) ** ranks) / q)
+
+
+def _waiting_share(running: int, per_replica: int, wl: Workload) -> float:
+    """Share of a run's k x C_r requests that wait for a slot: all but the first B."""
+    total = max(1, wl.benchmark_waves) * per_replica
+    return max(0.0, 1 - running / total)
+
+
+def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Workload,
+                  policy: ServingPolicy | None = None) -> ServingTimes:
     """TTFT and TPOT of aggregated serving from the step times (module docstring). Seconds in, seconds out.
 
     prefill_s: one prefill step of `shape.prompts_per_step` prompts of ISL tokens (P_n);
-    decode_s: one decode step of `shape.running` sequences (tau).
+    decode_s: one decode step of `shape.running` sequences (tau); both as the engine runs them (step_time).
+    policy: the engine's scheduler (None: decode_first, no first-token delay).
     """
+    policy = policy or ServingPolicy()
     m = mtp_tokens_per_step(wl.mtp, wl.mtp_accept)
     B, n = shape.running, shape.prompts_per_step
-    p = prefill_s / n
     tau = decode_s
-    S = p + (shape.chunks - 1) * tau
     o = wl.request_overhead_s if wl.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
+    ftl = policy.first_token_iterations * tau
     steps_out = max(0.0, (wl.osl - 1) / m)  # decode steps after the first token
+    if not policy.decode_first_for(shape.synced_ranks):
+        ls = lockstep(B, n, prefill_s, tau, steps_out, wl.osl, ftl)
+        served = o + ls.ttft_s
+        cycle = o + ftl + ls.cycle_s
+        slot_wait = max(0, shape.per_replica - B) / B * cycle * _waiting_share(B, shape.per_replica, wl)
+        ttft = served + slot_wait
+        share = (ls.cycle_s - steps_out * tau) / ls.cycle_s if ls.cycle_s > 0 else 0.0
+        return ServingTimes(ttft, ls.tpot_s, served, served, slot_wait, share, ttft + (wl.osl - 1) * ls.tpot_s,
+                            ftl)
+    p = prefill_s / n
+    S = p + (shape.chunks - 1) * tau
+    R = shape.synced_ranks
 
     def ttft_ss(rho: float) -> float:
         wait = min(rho * S / (2 * (1 - rho)), (B - 1) * S)
-        return o + tau / 2 + S + wait
+        return o + ftl + tau / 2 + S + wait
 
     def excess(rho: float) -> float:  # rho x cycle - prefill work per cycle; increasing in rho
-        return rho * (ttft_ss(rho) + steps_out * tau / (1 - rho)) - B * p
+        return rho * (ttft_ss(rho) + steps_out * tau / (1 - _group_share(rho, R, tau, p))) - B * p
 
     lo, hi = 0.0, 1.0 - 1e-9
     if excess(hi) <= 0:
@@ -235,16 +359,16 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
         else:
             lo = mid
     rho = lo
-    step = tau / (1 - rho)
+    step = tau / (1 - _group_share(rho, R, tau, p))
     tpot = step / m
     steady = ttft_ss(rho)
-    first = o + prefill_s * first_wave_groups(B, n)
+    first = o + ftl + prefill_s * first_wave_groups(B, n)
     k = max(1, wl.benchmark_waves)
     served = (first + (k - 1) * steady) / k
     request_s = served + steps_out * step
-    slot_wait = max(0, shape.per_replica - B) / B * request_s
+    slot_wait = max(0, shape.per_replica - B) / B * request_s * _waiting_share(B, shape.per_replica, wl)
     ttft = served + slot_wait
-    return ServingTimes(ttft, tpot, first, steady, slot_wait, rho, ttft + steps_out * step)
+    return ServingTimes(ttft, tpot, first, steady, slot_wait, rho, ttft + steps_out * step, ftl)
 
 
 def kv_capacity_per_replica(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, context: int,
@@ -255,10 +379,22 @@ def kv_capacity_per_replica(model: ModelSpec, hw: Hardware, pc: ParallelConfig, 
 
 def serving_steps(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors,
                   wl: Workload, shape: ServingShape) -> tuple[StepCost, StepCost]:
-    """(prefill step of n prompts, decode step of the running batch) for the serving formulas."""
+    """(prefill step of n prompts, decode step of the running batch padded to its CUDA graph) for the
+    serving formulas; GPU time only (`step_time` adds what the engine's loop adds). The padded rows are
+    charged like real ones (their attention too: a small overestimate at the padding's share)."""
     pre = prefill_step(model, hw, pc, prec, f, wl.isl, shape.prompts_per_step)
-    dec = decode_step(model, hw, pc, prec, f, shape.running, wl.isl + wl.osl / 2, wl.mtp)
+    dec = decode_step(model, hw, pc, prec, f, shape.graph_batch or shape.running, wl.isl + wl.osl / 2, wl.mtp)
     return pre, dec
+
+
+def _policy_name(decode_first: bool) -> str:
+    return "decode_first" if decode_first else "prefill_first"
+
+
+def synced_ranks(model: ModelSpec, pc: ParallelConfig) -> int:
+    """Attention-DP ranks that step together: a MoE model's expert all-to-all (or MoE TP across replicas)
+    ends every step on all of them; a dense model's replicas serve independently."""
+    return pc.attn_replicas if model.is_moe and pc.attn_replicas > 1 else 1
 
 
 def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, wl: Workload,
@@ -269,28 +405,37 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     if wl.kind == "prefill":
         per_replica = max(1.0, wl.batch / replicas)
         pre = prefill_step(model, hw, pc, prec, f, wl.seq_len, per_replica)
-        ttft = pre.time_s
+        ttft = step_time(pre.time_s, kernels_launched(pre, f), per_replica, True, f)
         # pure prefill emits one token per prompt: throughput is prompts finished per second
         return Estimate(ttft, 0.0, pre, None, memory, per_replica * replicas / ttft, 0.0, pc.world_size,
                         per_replica)
     if wl.kind == "decode":
         per_replica = max(1.0, wl.batch / replicas)
-        dec = decode_step(model, hw, pc, prec, f, per_replica, wl.seq_len, wl.mtp)
-        tpot = dec.time_s / tok_per_step
+        padded, eager = graph_batch(math.ceil(per_replica), f.graph_sizes)
+        dec = decode_step(model, hw, pc, prec, f, max(per_replica, float(padded)), wl.seq_len, wl.mtp)
+        tpot = step_time(dec.time_s, kernels_launched(dec, f), per_replica, eager, f) / tok_per_step
         return Estimate(0.0, tpot, None, dec, memory, per_replica * replicas / tpot, 1.0 / tpot, pc.world_size,
                         per_replica)
     # aggregated serving: the busiest replica decides latency
     wl = replace(wl, token_budget=token_budget(wl, f, pc))
     cap = kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
-    shape = serving_shape(wl, replicas, cap)
+    shape = serving_shape(wl, replicas, cap, synced_ranks(model, pc), f.graph_sizes)
     pre, dec = serving_steps(model, hw, pc, prec, f, wl, shape)
-    t = serving_times(shape, pre.time_s, dec.time_s, replace(wl, request_overhead_s=request_overhead(wl, f)))
+    pre_s = step_time(pre.time_s, kernels_launched(pre, f), shape.prompts_per_step, True, f)
+    dec_s = step_time(dec.time_s, kernels_launched(dec, f), shape.running, shape.eager_decode, f)
+    t = serving_times(shape, pre_s, dec_s, replace(wl, request_overhead_s=request_overhead(wl, f)),
+                      ServingPolicy.of(f))
     throughput = wl.concurrency * wl.osl / t.request_s
     return Estimate(t.ttft_s, t.tpot_s, pre, dec, memory, throughput, 1.0 / t.tpot_s, pc.world_size,
                     shape.per_replica, ttft_first_wave_s=t.ttft_first_wave_s, ttft_steady_s=t.ttft_steady_s,
-                    slot_wait_s=t.slot_wait_s, prefill_share=t.prefill_share, running_per_replica=shape.running)
+                    slot_wait_s=t.slot_wait_s, prefill_share=t.prefill_share, running_per_replica=shape.running,
+                    first_token_delay_s=t.first_token_delay_s, front_end_s=request_overhead(wl, f),
+                    prefill_step_s=pre_s, decode_step_s=dec_s, graph_batch=shape.graph_batch,
+                    eager_decode=shape.eager_decode,
+                    policy=_policy_name(ServingPolicy.of(f).decode_first_for(shape.synced_ranks)))
 
 
 __all__ = ["Workload", "Estimate", "estimate", "prefill_step", "decode_step", "mtp_tokens_per_step",
            "count_params", "serving_times", "serving_shape", "serving_steps", "ServingShape", "ServingTimes",
+           "ServingPolicy", "graph_batch", "step_time", "kernels_launched", "synced_ranks",
            "kv_capacity_per_replica", "first_wave_groups", "token_budget", "DEFAULT_TOKEN_BUDGET"]

@@ -122,7 +122,8 @@ def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w
     if e > 1:  # vocab-parallel lookup: partial rows summed over the group
         nbytes = group_tokens(pc, w, e) * h * ACT_BYTES
         out.append(_c("embed_allreduce", "embedding", "all_reduce", e, nbytes,
-                      comm.all_reduce_s(hw, e, nbytes, 1, f.comm), comm.crosses(hw, e)))
+                      comm.all_reduce_s(hw, e, nbytes, 1, f.comm, comm.CustomAllReduce.of(f)),
+                      comm.crosses(hw, e)))
     if lt > 1:  # gather hidden states of the group, then exchange vocab slices of the logits
         g = lt * u_logit * h * ACT_BYTES
         lg = u_logit * v * 4

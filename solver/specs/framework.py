@@ -176,6 +176,60 @@ class FrameworkScheduler(BaseModel):
         return budget
 
 
+class GraphBatchRange(BaseModel):
+    """Captured decode batch sizes start, start + step, ..., up to stop (inclusive)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    start: int = Field(gt=0)
+    stop: int = Field(gt=0)
+    step: int = Field(1, gt=0)
+
+
+class FrameworkServing(BaseModel):
+    """How the engine's serving loop spends time outside the kernels (serving.py, scheduler.py): which work
+    its scheduler puts in a forward step, the CUDA-graph batch sizes it captures, what runs eagerly, and its
+    custom small-message all-reduce. Defaults describe an engine with none of these (plain formulas)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    policy: Literal["prefill_first", "decode_first"] = Field(
+        "decode_first", description="prefill_first: waiting prompts run as their own context batch before "
+        "decodes resume (SGLang, TRT-LLM); decode_first: running decodes first, prompts chunked into the rest "
+        "of the token budget (vLLM V1)")
+    attention_dp_policy: Literal["prefill_first", "decode_first"] | None = Field(
+        None, description="the policy when attention-DP ranks step together (MoE with attention DP), where the "
+        "scheduler balances context requests across ranks; None = `policy`")
+    first_token_iterations: float = Field(
+        0.0, ge=0, le=2, description="engine iterations between the end of a prompt's prefill and its first "
+        "streamed token (1 with an overlap scheduler that processes step i's output during step i+1)")
+    graph_batches: list[GraphBatchRange] = Field(
+        default_factory=list, description="decode batch sizes captured as CUDA graphs (a batch runs padded to "
+        "the next one); empty = no graphs; past the largest, decode runs eagerly")
+    eager_launch_s: float = Field(
+        0.0, ge=0, description="host time per kernel launched eagerly (prefill, decode past the largest graph): "
+        "an eager step takes at least kernels x this")
+    allreduce_oneshot_max_bytes: int = Field(
+        0, ge=0, description="the custom all-reduce runs one-shot up to this message size per rank (0: no "
+        "custom all-reduce kernel, NCCL ring at every size)")
+    allreduce_custom_max_bytes: int = Field(
+        0, ge=0, description="two-shot custom all-reduce up to this size; NCCL above")
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "FrameworkServing":
+        for r in self.graph_batches:
+            if r.stop < r.start:
+                raise ValueError(f"graph_batches: stop {r.stop} < start {r.start}")
+        if self.allreduce_custom_max_bytes < self.allreduce_oneshot_max_bytes:
+            raise ValueError("allreduce_custom_max_bytes must be >= allreduce_oneshot_max_bytes")
+        return self
+
+    def graph_sizes(self) -> tuple[int, ...]:
+        """Every captured batch size, ascending."""
+        return tuple(sorted({b for r in self.graph_batches for b in range(r.start, r.stop + 1, r.step)}))
+
+
 class FrameworkProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -194,6 +248,7 @@ class FrameworkProfile(BaseModel):
     features: dict[str, Feature] = Field(
         default_factory=dict, description="engine features the planner does not model yet (pipeline_parallel, "
         "redundant_experts, ...), with flag and source")
+    serving: FrameworkServing = Field(default_factory=FrameworkServing)
 
     @model_validator(mode="after")
     def _consistent(self) -> "FrameworkProfile":
@@ -228,7 +283,21 @@ class FrameworkProfile(BaseModel):
         out = apply_fitted(out, fitted_factors().get(self.name, {}).get(name, {}))
         out["token_budget"] = float(self.scheduler.token_budget_for(name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
+        out.update(self.serving_factors())
         return out
+
+    def serving_factors(self) -> dict[str, float]:
+        """The serving block as the flat numbers `Factors` takes (factors.SERVING_KEYS)."""
+        s = self.serving
+        sizes = s.graph_sizes()
+        dp_policy = s.attention_dp_policy or s.policy
+        return {"decode_first": 1.0 if s.policy == "decode_first" else 0.0,
+                "decode_first_synced": 1.0 if dp_policy == "decode_first" else 0.0,
+                "first_token_iterations": s.first_token_iterations,
+                "graph_sizes": sizes,  # type: ignore[dict-item]  (a tuple: Factors.graph_sizes)
+                "eager_launch_s": s.eager_launch_s,
+                "allreduce_oneshot_max_bytes": float(s.allreduce_oneshot_max_bytes),
+                "allreduce_custom_max_bytes": float(s.allreduce_custom_max_bytes)}
 
     def rule(self, rule_id: str) -> Rule:
         for rule in self.rules:

@@ -1,0 +1,77 @@
+"""Factors: the achieved fractions and fixed costs of one hardware x framework (what calibration fits), and
+`factors_for`, which builds them from the hardware YAML and the framework's multipliers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.specs.hardware import Hardware
+
+@dataclass(frozen=True)
+class Factors:
+    """Achieved fractions for one hardware x framework (the few factors calibration fits)."""
+
+    gemm: float
+    attention: float
+    hbm: float
+    comm: float
+    kernel_overhead_s: float
+    step_overhead_s: float = 0.0
+    expert_imbalance: float = 1.2  # default balancing ~20% slower than ideal (SGLang large-scale EP blog)
+    # achieved FLOP/s of the routed-expert grouped GEMMs as a fraction of the dense GEMM's (`gemm`); 1 = as
+    # dense. One number fitted over all calibration rows by benchmarks/fit_efficiency.py (see `layer_ops`)
+    grouped_gemm: float = 1.0
+    # the framework's scheduler defaults (FrameworkScheduler): tokens per forward step, None = serving's
+    # DEFAULT_TOKEN_BUDGET; and whether attention-DP ranks split that budget (SGLang)
+    token_budget: int | None = None
+    budget_split_by_attention_dp: bool = False
+    # fixed per-request cost on the TTFT path, fitted per framework x hardware (None: serving's default)
+    request_overhead_s: float | None = None
+    # --- the engine's serving loop (FrameworkServing; serving.py and scheduler.py use them)
+    decode_first: bool = True  # scheduler policy: decode-first chunked mixing (vLLM) vs prefill-first batches
+    decode_first_synced: bool = True  # the policy when attention-DP ranks step together
+    first_token_iterations: float = 0.0  # engine iterations between a prompt's prefill and its streamed token
+    graph_sizes: tuple[int, ...] = ()  # captured CUDA-graph decode batches; () = none
+    eager_launch_s: float = 0.0  # host time per eagerly launched kernel
+    seq_overhead_s: float = 0.0  # host time per running sequence per step (schedule, sample, detokenize); fitted
+    # custom small-message all-reduce (comm.all_reduce_s): one-shot up to the first size, two-shot up to the
+    # second (bytes per rank), NCCL above; 0 = no custom kernel. Its launch-to-done latency is fitted once.
+    allreduce_oneshot_max_bytes: float = 0.0
+    allreduce_custom_max_bytes: float = 0.0
+    allreduce_latency_s: float | None = None  # None: the link tier's latency
+
+
+def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
+    """Hardware factors times the framework's multipliers (`FrameworkProfile.efficiency_for`).
+
+    Keys ending in `_s` are absolute seconds, not multipliers: `kernel_overhead_s` replaces the hardware's
+    per-kernel cost (FrameworkEfficiency documents it as an override, and fitted factors write it that way;
+    before this fix it was silently ignored and only a `kernel_overhead` multiplier was read).
+    `grouped_gemm` is a fraction of the GEMM efficiency (capped at 1); `token_budget` and
+    `budget_split_by_attention_dp` are the framework's scheduler defaults, passed through.
+    """
+    s = scale or {}
+    kernel = s.get("kernel_overhead_s")
+    if kernel is None:
+        kernel = hw.efficiency.kernel_overhead_s * s.get("kernel_overhead", 1.0)
+    return Factors(
+        gemm=min(1.0, hw.efficiency.gemm * s.get("gemm", 1.0)),
+        attention=min(1.0, hw.efficiency.attention * s.get("attention", 1.0)),
+        hbm=min(1.0, hw.efficiency.hbm * s.get("hbm", 1.0)),
+        comm=s.get("comm", 1.0),
+        kernel_overhead_s=float(kernel),
+        step_overhead_s=s.get("step_overhead_s", 0.0),
+        expert_imbalance=s.get("expert_imbalance", 1.2),
+        grouped_gemm=min(1.0, s.get("grouped_gemm", 1.0)),
+        token_budget=int(s["token_budget"]) if s.get("token_budget") else None,
+        budget_split_by_attention_dp=bool(s.get("budget_split_by_attention_dp", 0.0)),
+        request_overhead_s=s.get("request_overhead_s"),
+        decode_first=bool(s.get("decode_first", 1.0)),
+        decode_first_synced=bool(s.get("decode_first_synced", s.get("decode_first", 1.0))),
+        first_token_iterations=float(s.get("first_token_iterations", 0.0)),
+        graph_sizes=tuple(int(b) for b in s.get("graph_sizes", ())),  # type: ignore[union-attr]
+        eager_launch_s=float(s.get("eager_launch_s", 0.0)),
+        seq_overhead_s=float(s.get("seq_overhead_s", 0.0)),
+        allreduce_oneshot_max_bytes=float(s.get("allreduce_oneshot_max_bytes", 0.0)),
+        allreduce_custom_max_bytes=float(s.get("allreduce_custom_max_bytes", 0.0)),
+        allreduce_latency_s=s.get("allreduce_latency_s"),
+    )
