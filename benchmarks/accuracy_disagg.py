@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy import (  # noqa: E402
-    BOUNDS, NEUTRAL, PARAMS, StepTerms, _measured, _ratio, family_of, load_factors, load_rows, short_model, summary,
+    AR_PROBE_S, BOUNDS, NEUTRAL, PARAMS, StepTerms, _measured, _ratio, family_of, load_factors, load_rows, short_model, summary,
 )
 from fit_efficiency import MIN_ROWS, PRIOR, SWEEPS, W_TTFT, _grid  # noqa: E402
 
@@ -82,18 +82,27 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     c = case_from_disagg_row(row, waves=waves)
     ttft, tpot = _measured(row, "ttft_ms"), _measured(row, "tpot_ms")
     d, p = c.decode, c.prefill
-    base = factors_for(d.hw, {})
+    # the hardware's own factors with the custom all-reduce at AR_PROBE_S and at 0: the step is linear in that
+    # latency (accuracy.StepTerms.ar_count), so a fitted latency rescales it exactly
+    loop_d, loop_p = d.framework.serving_factors(), p.framework.serving_factors()
+    base = factors_for(d.hw, {**loop_d, "allreduce_latency_s": AR_PROBE_S})
+    base_p = factors_for(d.hw, {**loop_p, "allreduce_latency_s": AR_PROBE_S})
+    zero = factors_for(d.hw, {**loop_d, "allreduce_latency_s": 0.0})
+    zero_p = factors_for(d.hw, {**loop_p, "allreduce_latency_s": 0.0})
     wl = c.workload
     cap = kv_capacity_per_replica(d.model, d.hw, d.pc, d.prec, wl.isl + wl.osl, None, wl.mtp)
     # the framework's scheduler budget decides the prompts per step when the row leaves prefill_batch blank
     n = prompts_per_step(wl, factors(p), p.pc)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, p.pc.attn_replicas, n, wl.decode_workers,
                        d.pc.attn_replicas, cap, wl.decode_batch or 0)
-    pre = prefill_step(d.model, d.hw, p.pc, d.prec, base, wl.isl, shape.prompts_per_step)
+    pre = prefill_step(d.model, d.hw, p.pc, d.prec, base_p, wl.isl, shape.prompts_per_step)
     dec = decode_step(d.model, d.hw, d.pc, d.prec, base, shape.running, wl.isl + wl.osl / 2, wl.mtp)
+    pre0 = prefill_step(d.model, d.hw, p.pc, d.prec, zero_p, wl.isl, shape.prompts_per_step)
+    dec0 = decode_step(d.model, d.hw, d.pc, d.prec, zero, shape.running, wl.isl + wl.osl / 2, wl.mtp)
     xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_bytes, wl.isl)
     complete = all(str(row.get(k, "")).strip() not in ("", "nan") for k in ("prefill_workers", "decode_workers"))
-    return Prepared(index, c, shape, StepTerms.of(pre, "prefill"), StepTerms.of(dec, "decode"), xfer.time_s,
+    return Prepared(index, c, shape, StepTerms.of(pre, "prefill", base_p, pre0), StepTerms.of(dec, "decode", base, dec0),
+                    xfer.time_s,
                     d.framework.name, d.hw.name, d.model.name, family_of(d), complete, ttft, tpot)
 
 
@@ -104,8 +113,11 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
     grouped = r[0] / min(1.0, q["grouped_gemm"])
     step = q["step_overhead_s"]
-    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped)
-    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped)
+    lat = q["allreduce_latency_s"]
+    hw_kernel = e.kernel_overhead_s
+    rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
+    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
+    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
     wl = p.case.workload
     t = disagg_times(p.shape, pre, dec, p.transfer_s, wl.concurrency, wl.osl, q["request_overhead_s"],
                      wl.benchmark_waves, wl.mtp, wl.mtp_accept)
@@ -116,7 +128,10 @@ def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     eff = p.case.decode.framework.efficiency
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
            "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
-           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S}
+           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S,
+           "allreduce_latency_s": p.case.decode.hw.tiers["intra_node"].latency_s,
+           "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None
+           else p.case.decode.hw.efficiency.kernel_overhead_s}
     return apply_fitted(out, ((fitted or {}).get(p.framework, {}).get(p.hardware, {}) or {}))
 
 
