@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[1]
 
-SUBCOMMANDS = ("models", "hardware", "inspect", "memory", "estimate", "solve", "check", "sweep", "recommend",
+SUBCOMMANDS = ("models", "hardware", "inspect", "memory", "estimate", "solve", "check", "launch", "sweep", "recommend",
                "calibrate")
 
 
@@ -628,6 +628,26 @@ def check_cases(draw, fx: Fixtures) -> Case:
 
 
 @st.composite
+def launch_cases(draw, fx: Fixtures) -> Case:
+    """`launch DEPLOYMENT --engine E`: a good file under a real engine may still be one the engine cannot express
+    (exit 2 naming the knob) or break a class-A rule, so it is "any"; a bad file, engine or format is invalid."""
+    b = _Builder("launch", draw)
+    path, label, why = b.file(draw, fx.deployments)
+    b.add([path], "any" if label == "valid" else label, why, "file")
+    engines = [("generic", "any"), ("vllm", "any"), ("sglang", "any"), ("trtllm", "any"), ("atom", "any"),
+               ("vllm-ascend", "any"), ("cann-recipes", "any")]
+    engine = draw(st.sampled_from(engines + ([] if b.clean else [("nope", "invalid"), ("e" * 300, "invalid")])))
+    b.add(["--engine", engine[0]], engine[1], f"--engine {engine[0][:20]!r}")
+    if draw(st.floats(0, 1)) < 0.4:
+        fmt = draw(st.sampled_from([("shell", "any"), ("json", "any"), ("yaml", "any")]
+                                   + ([] if b.clean else [("table", "invalid"), ("xml", "invalid")])))
+        b.add(["--format", fmt[0]], fmt[1], f"--format {fmt[0]}")
+    if draw(st.floats(0, 1)) < 0.2:
+        b.opt(draw, "--cards", "cards", 0.5)
+    return b.case()
+
+
+@st.composite
 def sweep_cases(draw, fx: Fixtures) -> Case:
     b = _Builder("sweep", draw)
     _solve_base(draw, b, fx, 0.25)
@@ -706,7 +726,7 @@ def calibrate_cases(draw, fx: Fixtures) -> Case:
 def cases(fx: Fixtures, fast: bool = False) -> st.SearchStrategy[Case]:
     """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each)."""
     strategies = [catalog_cases(), inspect_cases(fx), memory_cases(fx), estimate_cases(fx), solve_cases(fx),
-                  check_cases(fx), sweep_cases(fx), recommend_cases(fx), calibrate_cases(fx)]
+                  check_cases(fx), launch_cases(fx), sweep_cases(fx), recommend_cases(fx), calibrate_cases(fx)]
     s = st.one_of(*strategies)
     return s.filter(lambda c: not c.slow) if fast else s
 
