@@ -633,17 +633,21 @@ def launch_cases(draw, fx: Fixtures) -> Case:
     (exit 2 naming the knob) or break a class-A rule, so it is "any"; a bad file, engine or format is invalid."""
     b = _Builder("launch", draw)
     path, label, why = b.file(draw, fx.deployments)
-    b.add([path], "any" if label == "valid" else label, why, "file")
     engines = [("generic", "any"), ("vllm", "any"), ("sglang", "any"), ("trtllm", "any"), ("atom", "any"),
                ("vllm-ascend", "any"), ("cann-recipes", "any")]
     engine = draw(st.sampled_from(engines + ([] if b.clean else [("nope", "invalid"), ("e" * 300, "invalid")])))
-    b.add(["--engine", engine[0]], engine[1], f"--engine {engine[0][:20]!r}")
+    # the good deployment under the generic profile (every knob, no tie) is one the engine expresses: valid
+    expressible = label == "valid" and path.endswith("dep-ok.yaml") and engine[0] == "generic"
+    b.add([path], "valid" if expressible else "any" if label == "valid" else label, why, "file")
+    b.add(["--engine", engine[0]], "valid" if expressible else engine[1], f"--engine {engine[0][:20]!r}")
     if draw(st.floats(0, 1)) < 0.4:
-        fmt = draw(st.sampled_from([("shell", "any"), ("json", "any"), ("yaml", "any")]
+        fmt = draw(st.sampled_from([("shell", "valid"), ("json", "valid"), ("yaml", "valid")]
                                    + ([] if b.clean else [("table", "invalid"), ("xml", "invalid")])))
         b.add(["--format", fmt[0]], fmt[1], f"--format {fmt[0]}")
     if draw(st.floats(0, 1)) < 0.2:
-        b.opt(draw, "--cards", "cards", 0.5)
+        value, good = _pick(draw, "cards", b.rate(0.5))
+        # a good size may still not hold the file's knobs (attn_tp 4 on 2 cards): only 8 keeps the file valid
+        b.add(["--cards", value], ("valid" if value == "8" else "any") if good else "invalid", f"--cards {value!r}")
     return b.case()
 
 
