@@ -49,20 +49,20 @@ def hw_file(tmp_path: Path, **changes) -> str:
 
 
 def test_an_internal_error_is_one_line_with_exit_code_3(monkeypatch) -> None:
-    import solver.cli.catalog_cmds as cc
+    import solver.specs.hardware_catalog as hc  # catalog_cmds imports it when the command runs
 
     def boom():
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(cc, "list_hardware", boom)
+    monkeypatch.setattr(hc, "list_hardware", boom)
     r = run("hardware")
     one_error_line(r, 3, "internal error: RuntimeError: a bug")
 
 
 def test_debug_flag_and_env_print_the_internal_traceback(monkeypatch) -> None:
-    import solver.cli.catalog_cmds as cc
+    import solver.specs.hardware_catalog as hc  # catalog_cmds imports it when the command runs
 
-    monkeypatch.setattr(cc, "list_hardware", lambda: 1 / 0)
+    monkeypatch.setattr(hc, "list_hardware", lambda: 1 / 0)
     for r in (run("--debug", "hardware"), run("hardware", env={"SHARDPLAN_DEBUG": "1"})):
         assert r.exit_code == 3 and "Traceback (most recent call last)" in r.stderr
         assert "ZeroDivisionError" in r.stderr
