@@ -1,7 +1,7 @@
 """Median wall time of planning DeepSeek-V3.2 (all knobs, generic profile) at several world sizes, in a warm
 process, for CP-SAT and (where it finishes in reasonable time) the exhaustive enumerator over the same tables.
 
-Run: python benchmarks/solver_speed.py [--repeats 3] [--exhaustive-max-world 16]
+Run: python benchmarks/solver_speed.py [--repeats 5] [--exhaustive-max-world 16]
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def timed(fn, repeats: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--exhaustive-max-world", type=int, default=16)
     ap.add_argument("--worlds", default="16,128,1024")
     args = ap.parse_args()

@@ -59,6 +59,20 @@ class PlanResult:
             parts.append(f"{empty} found no solution in time")
         return "timed out (FEASIBLE, not OPTIMAL): " + "; ".join(parts) + "; raise --time-limit to prove the optimum"
     knobs: tuple[str, ...] = KNOBS  # the model's own knobs (parallel.model_knobs): what the output shows
+    # where the SLA/memory cut loop gave up (cpsat.CutStop): the full estimate rejected every answer the cut
+    # budget allowed, so those concurrencies were not searched further (not shown infeasible)
+    cut_stops: list[cpsat.CutStop] = field(default_factory=list)
+
+    def cut_note(self) -> str | None:
+        """One line on the cut loop's stops, or None when every solve ended with an accepted answer or a proof."""
+        if not self.cut_stops:
+            return None
+        where = sorted({(c.asked, c.batch) for c in self.cut_stops})
+        cuts = max(c.cuts for c in self.cut_stops)
+        shown = ", ".join(f"{asked} at concurrency {b}" for asked, b in where[:6])
+        more = f" and {len(where) - 6} more" if len(where) > 6 else ""
+        return (f"cut loop stopped after {cuts} rejected answers (the full estimate's memory/SLA check) for "
+                f"{shown}{more}: those were not searched further, so a fitting configuration may exist there")
 
 
 def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
@@ -172,6 +186,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method,
                         time_limit_s=params.time_limit_s, knobs=model_knobs(model))
     result.timeouts = planner.timed_out()
+    result.cut_stops = list(planner.cut_stops)
     result.status = "FEASIBLE" if result.timeouts else "OPTIMAL"
     bad = [c for c in result.candidates if full_estimate_misses(c.estimate, scenario)]
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
@@ -232,6 +247,11 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
     if stalled:
         remedies.append(f"{len(stalled)} relaxed solve(s) timed out, so the binding list may be short; "
                         "raise --time-limit")
+    stopped = sorted({c.batch for c in planner.cut_stops if c.asked == "the front"})
+    if stopped:
+        remedies.append(f"the cut loop stopped at {len(stopped)} concurrenc{'y' if len(stopped) == 1 else 'ies'} "
+                        f"({', '.join(map(str, stopped[:6]))}) after {planner.max_cuts} configurations the full "
+                        "estimate rejected, so a fitting one may exist there; a fixed --concurrency searches one")
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"
     why = names if empty else f"{names} binds"
     return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",
