@@ -286,6 +286,8 @@ class Planner:
         self.timeouts: dict[tuple[int, frozenset[str]], SolveStatus] = {}
         # solves whose SLA/memory cut loop ran out of cuts before the full estimate accepted an answer
         self.cut_stops: list[CutStop] = []
+        self._front: list[Point] | None = None
+        self._front_log: tuple[dict, list] = ({}, [])
 
     def batch_model(self, b: int) -> BatchModel:
         if b not in self._models:
@@ -378,8 +380,17 @@ class Planner:
         return [v for (b, r), v in sorted(self.timeouts.items(), key=lambda kv: kv[0][0]) if r == relaxed]
 
     def front(self) -> list[Point]:
-        points = [p for p in (self.best(b) for b in self.t.batches) if p is not None]
-        return pareto(points)
+        """The Pareto front, solved once per planner: a planner reused for another scenario kind (the same
+        tables, SLAs and solver parameters: solve.plan's cache) answers from it."""
+        if self._front is None:
+            self._front = pareto([p for p in (self.best(b) for b in self.t.batches) if p is not None])
+            self._front_log = (dict(self.timeouts), list(self.cut_stops))
+        return list(self._front)
+
+    def reset_log(self) -> None:
+        """Forget what questions after the front recorded (time-outs, cut stops), keeping the front's own: a
+        new plan reusing this planner reports only its own solves and the front's."""
+        self.timeouts, self.cut_stops = dict(self._front_log[0]), list(self._front_log[1])
 
     def families(self, b: int) -> list[str]:
         return list(self.batch_model(b).families)

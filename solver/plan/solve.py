@@ -4,7 +4,9 @@ re-estimated with the full estimator. Infeasibility is diagnosed by relaxing one
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from solver.errors import InfeasibleError, InputError, InternalError
 from solver.specs.limits import MAX_CARDS, MAX_TOP
@@ -75,6 +77,42 @@ class PlanResult:
                 f"{shown}{more}: those were not searched further, so a fitting configuration may exist there")
 
 
+# ------------------------------------------------------------------------------- tables and planners reused
+
+_CACHE_SIZE = 32  # a sweep's combinations for one model: cards x ISL/OSL x hardware, scenario kinds shared
+_CACHE: OrderedDict[tuple, tuple[tuple, Any]] = OrderedDict()
+
+
+def _tables_key(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
+                allow_cross_node: bool, mem_opts: MemoryOptions | None) -> tuple:
+    """What the space, the tables and the full estimates read of a scenario (space.domains: concurrency, phase;
+    plan.tables: lengths, MTP, latency terms; estimate.serving.Workload.for_scenario:
+    phase, lengths, MTP): not its kind or weights, which only rank the front. The objects themselves are
+    compared by _cached."""
+    return (model.name, hw.name, fw.name, world, allow_cross_node, mem_opts, scenario.isl, scenario.osl,
+            scenario.mtp, scenario.mtp_accept, scenario.phase, scenario.concurrency, scenario.max_concurrency,
+            scenario.max_seq_len, scenario.latency_terms, scenario.prefill_per_output_token)
+
+
+def _cached(key: tuple, inputs: tuple, build: Callable[[], Any]) -> Any:
+    """The value built for `key` when it was built from equal inputs (the same objects, or equal ones: a
+    reloaded profile, a re-resolved precision), else a new one; least recently used entries go first."""
+    hit = _CACHE.get(key)
+    if hit is not None and len(hit[0]) == len(inputs) and all(a is b or a == b for a, b in zip(hit[0], inputs)):
+        _CACHE.move_to_end(key)
+        return hit[1]
+    value = build()
+    _CACHE[key] = (inputs, value)
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return value
+
+
+def clear_cache() -> None:
+    """Drop the reused tables and planners (benchmarks time a cold plan with it)."""
+    _CACHE.clear()
+
+
 def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
     """Constraint families the full estimate breaks (the planner's tables are a proxy; this has the last
     word). A relative 1e-6 absorbs float noise at a limit."""
@@ -99,9 +137,16 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         raise InputError("--mtp", f"{scenario.mtp} exceeds {fw.name}'s maximum MTP depth {fw.max_mtp}")
     f = factors_for(hw, fw.efficiency_for(hw))
     space = build_space(model, hw, fw, world, scenario, allow_cross_node)
-    tables = build_tables(model, hw, prec, f, fw, space, scenario, mem_opts)
-    planner = cpsat.Planner(tables, model, hw, fw, scenario, params)
-    realized: dict[tuple, Estimate] = {}
+    same = (model, hw, prec, f, fw, space, mem_opts)
+    tables = _cached(("tables", *_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts)), same,
+                     lambda: build_tables(model, hw, prec, f, fw, space, scenario, mem_opts))
+    # the planner (its models and front) and the full estimates of its points are shared by scenarios that
+    # differ only in what ranks the front (kind, weights): the SLAs, workload and solver parameters match
+    planner, realized = _cached(
+        ("planner", method, params, scenario.ttft_ms, scenario.tpot_ms,
+         *_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts)), (*same, tables),
+        lambda: (cpsat.Planner(tables, model, hw, fw, scenario, params), {}))
+    planner.reset_log()
 
     def full(p: cpsat.Point) -> Estimate:
         if p.key() not in realized:
