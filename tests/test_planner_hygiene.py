@@ -104,3 +104,41 @@ def test_a_proof_of_infeasibility_is_not_a_cut_stop() -> None:
         pytest.skip(f"{n} configurations: too many to cut one by one")
     assert pl.best(b) is None and pl.cut_stops == []
     assert PlanResult(candidates=[], front=[]).cut_note() is None
+
+
+def _answer(result) -> tuple:
+    return ([(c.config.knobs(), c.batch, c.latency_s, c.on_front, c.estimate.ttft_s) for c in result.candidates],
+            [(p.config.knobs(), p.batch, p.latency_s) for p in result.front], result.binding, result.status)
+
+
+@pytest.mark.parametrize("kinds", [("throughput", "latency", "balanced")])
+def test_reused_tables_and_fronts_change_no_answer(kinds) -> None:
+    from solver.plan import solve
+
+    m, h, f = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), load_framework("cann-recipes")
+    prec = resolve_precision(m, h)
+    scenarios = [Scenario(kind=k, isl=4096, osl=128, max_concurrency=64) for k in kinds]
+    scenarios += [Scenario(kind="latency", isl=4096, osl=128, max_concurrency=64, tpot_ms=20.0),
+                  Scenario(kind="latency", isl=2048, osl=128, max_concurrency=64)]
+    fresh = []
+    for sc in scenarios:
+        solve.clear_cache()
+        fresh.append(_answer(solve.plan(m, h, prec, f, 8, sc)))
+    solve.clear_cache()
+    reused = [_answer(solve.plan(m, h, prec, f, 8, sc)) for sc in scenarios]
+    assert reused == fresh
+
+
+def test_a_scenario_kind_reuses_the_front_but_an_sla_does_not() -> None:
+    from solver.plan import solve
+
+    m, h, f = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), load_framework("cann-recipes")
+    prec = resolve_precision(m, h)
+    solve.clear_cache()
+    solve.plan(m, h, prec, f, 8, Scenario(kind="throughput", isl=4096, osl=128, max_concurrency=64))
+    planners = {k for k in solve._CACHE if k[0] == "planner"}
+    solve.plan(m, h, prec, f, 8, Scenario(kind="latency", isl=4096, osl=128, max_concurrency=64))
+    assert {k for k in solve._CACHE if k[0] == "planner"} == planners
+    solve.plan(m, h, prec, f, 8, Scenario(kind="latency", isl=4096, osl=128, max_concurrency=64, ttft_ms=900.0))
+    assert len({k for k in solve._CACHE if k[0] == "planner"}) == len(planners) + 1
+    assert len({k for k in solve._CACHE if k[0] == "tables"}) == 1
