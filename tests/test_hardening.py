@@ -302,13 +302,13 @@ def test_a_time_out_with_a_solution_is_feasible_not_optimal_with_its_gap(monkeyp
     from solver.api import run_solve
     from solver.specs.scenario import Scenario
 
-    real = cp_model.CpSolver.Solve
+    real = cp_model.CpSolver.solve
 
     def cut_short(self, model, *a, **k):
         status = real(self, model, *a, **k)
         return cp_model.FEASIBLE if status == cp_model.OPTIMAL else status
 
-    monkeypatch.setattr(cp_model.CpSolver, "Solve", cut_short)
+    monkeypatch.setattr(cp_model.CpSolver, "solve", cut_short)
     result, cands = run_solve("qwen3-8b", "h100_sxm", 2, Scenario(max_concurrency=8), explain_binding=False)
     assert cands and result.status == "FEASIBLE"
     note = result.timeout_note()
