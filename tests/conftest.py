@@ -22,3 +22,18 @@ def toy_hardware(**over):
     )
     data.update(over)
     return Hardware(**data)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh_planner_cache():
+    """Each test plans from an empty cache (solve.plan reuses tables and fronts across calls): a test that
+    patches the estimator or the solver sees its own patch, not an earlier test's answer."""
+    import sys
+
+    solve = sys.modules.get("solver.plan.solve")
+    if solve is not None and hasattr(solve, "clear_cache"):
+        solve.clear_cache()
+    yield

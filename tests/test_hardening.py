@@ -49,20 +49,20 @@ def hw_file(tmp_path: Path, **changes) -> str:
 
 
 def test_an_internal_error_is_one_line_with_exit_code_3(monkeypatch) -> None:
-    import solver.cli.catalog_cmds as cc
+    import solver.specs.hardware_catalog as hc  # catalog_cmds imports it when the command runs
 
     def boom():
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(cc, "list_hardware", boom)
+    monkeypatch.setattr(hc, "list_hardware", boom)
     r = run("hardware")
     one_error_line(r, 3, "internal error: RuntimeError: a bug")
 
 
 def test_debug_flag_and_env_print_the_internal_traceback(monkeypatch) -> None:
-    import solver.cli.catalog_cmds as cc
+    import solver.specs.hardware_catalog as hc  # catalog_cmds imports it when the command runs
 
-    monkeypatch.setattr(cc, "list_hardware", lambda: 1 / 0)
+    monkeypatch.setattr(hc, "list_hardware", lambda: 1 / 0)
     for r in (run("--debug", "hardware"), run("hardware", env={"SHARDPLAN_DEBUG": "1"})):
         assert r.exit_code == 3 and "Traceback (most recent call last)" in r.stderr
         assert "ZeroDivisionError" in r.stderr
@@ -302,13 +302,13 @@ def test_a_time_out_with_a_solution_is_feasible_not_optimal_with_its_gap(monkeyp
     from solver.api import run_solve
     from solver.specs.scenario import Scenario
 
-    real = cp_model.CpSolver.Solve
+    real = cp_model.CpSolver.solve
 
     def cut_short(self, model, *a, **k):
         status = real(self, model, *a, **k)
         return cp_model.FEASIBLE if status == cp_model.OPTIMAL else status
 
-    monkeypatch.setattr(cp_model.CpSolver, "Solve", cut_short)
+    monkeypatch.setattr(cp_model.CpSolver, "solve", cut_short)
     result, cands = run_solve("qwen3-8b", "h100_sxm", 2, Scenario(max_concurrency=8), explain_binding=False)
     assert cands and result.status == "FEASIBLE"
     note = result.timeout_note()

@@ -3,21 +3,19 @@ estimate of the same configuration, and optionally fit the hardware's efficiency
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import click
 
-from solver.calibrate.advice import communication_findings, deviation_findings, memory_findings, variance_finding
-from solver.calibrate.compare import Setup, compare, make_setup, measured_classes
-from solver.calibrate.config import load_profiled_config, named_target
-from solver.calibrate.fit import Observation, recalibrate, write_hardware_yaml
-from solver.calibrate.metrics import TraceSummary, summarize
-from solver.calibrate.report import Report, RunErrors, backward_kernels, render
-from solver.calibrate.trace import RankTrace, load_traces
 from solver.cli.options import GB, NAME, format_option
 from solver.errors import InputError
 from solver.report.render import console, dump
-from solver.specs.hardware_catalog import load_hardware
+
+if TYPE_CHECKING:  # solver.calibrate (pandas, numpy) loads when the command runs
+    from solver.calibrate.compare import Setup
+    from solver.calibrate.fit import Observation
+    from solver.calibrate.metrics import TraceSummary
+    from solver.calibrate.trace import RankTrace
 
 
 def _trace_world(traces: Sequence[RankTrace]) -> int | None:
@@ -36,6 +34,9 @@ def _label(paths: Sequence[str], traces: Sequence[RankTrace]) -> str:
 
 
 def _load_run(paths: Sequence[str], step_marker: str | None) -> tuple[list[RankTrace], TraceSummary]:
+    from solver.calibrate.metrics import summarize
+    from solver.calibrate.trace import load_traces
+
     traces = load_traces(list(paths), step_marker)
     return traces, summarize(traces)
 
@@ -43,6 +44,11 @@ def _load_run(paths: Sequence[str], step_marker: str | None) -> tuple[list[RankT
 def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker: str | None,
                  traces: list[RankTrace] | None = None, summary: TraceSummary | None = None
                  ) -> tuple[Observation, TraceSummary]:
+    from solver.calibrate.compare import make_setup, measured_classes
+    from solver.calibrate.config import load_profiled_config
+    from solver.calibrate.fit import Observation
+    from solver.calibrate.report import backward_kernels
+
     if traces is None or summary is None:
         traces, summary = _load_run(paths, step_marker)
     count, example = backward_kernels(traces)
@@ -84,6 +90,13 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
     shardplan calibrate prof/ --config run.yaml --model qwen3-30b-a3b --hardware h200_sxm
     shardplan calibrate pre/ --config pre.yaml --run dec/ dec.yaml --model M --hardware H --recalibrate H-cal.yaml
     """
+    from solver.calibrate.advice import communication_findings, deviation_findings, memory_findings, variance_finding
+    from solver.calibrate.compare import compare, make_setup
+    from solver.calibrate.config import load_profiled_config, named_target
+    from solver.calibrate.fit import recalibrate, write_hardware_yaml
+    from solver.calibrate.report import Report, RunErrors, backward_kernels, render
+    from solver.specs.hardware_catalog import load_hardware
+
     if not traces:
         raise InputError("TRACE", "give at least one trace file or folder")
     if config is not None and (model is None or hardware is None):

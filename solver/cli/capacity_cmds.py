@@ -5,15 +5,17 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import click
 
 from solver.cli.options import (CONCURRENCY, check_mtp, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
                                 DEFAULT_FORMAT)
 from solver.errors import InfeasibleError, InputError
-from solver.plan.cpsat import SolverParams
 from solver.report.render import FORMATS, console, dump, table
+
+if TYPE_CHECKING:
+    from solver.plan.cpsat import SolverParams
 
 SWEEP_FORMATS = ("csv", "json", "table")
 _HW_HELP = "hardware name or YAML path; repeat it, or list several (--hardware atlas_a3 h200_sxm, or a,b)"
@@ -55,6 +57,8 @@ def _hardware(hardware: tuple[str, ...], more: tuple[str, ...]) -> list[str]:
 
 
 def _params(time_limit: float, seed: int) -> SolverParams:
+    from solver.plan.cpsat import SolverParams
+
     if time_limit <= 0:
         raise InputError("--time-limit", f"must be > 0, got {time_limit}")
     return SolverParams(workers=1, seed=seed, time_limit_s=time_limit)

@@ -6,14 +6,7 @@ import click
 from solver.cli.options import (CARDS, framework_check, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, dtype_options, format_option,
                                 knob_options, parallel_from_options)
 from solver.errors import InputError
-from solver.estimate.memory import MemoryOptions, max_batch, memory_per_rank
-from solver.estimate.params import count_params
 from solver.report.render import console, dump, table
-from solver.report.model_view import inspect_data, memory_data
-from solver.specs.framework import load_framework
-from solver.specs.hardware_catalog import list_hardware, load_hardware
-from solver.specs.model_catalog import list_models, load_model
-from solver.specs.precision import resolve_precision
 
 
 def _warn(lines) -> None:
@@ -25,6 +18,9 @@ def _warn(lines) -> None:
 @format_option()
 def models_cmd(fmt: str) -> None:
     """List the model catalog (file and aliases)."""
+    from solver.estimate.params import count_params
+    from solver.specs.model_catalog import list_models, load_model
+
     rows = []
     for file, aliases in list_models():
         spec = load_model(file.removesuffix(".json"))
@@ -43,6 +39,8 @@ def models_cmd(fmt: str) -> None:
 @format_option()
 def hardware_cmd(fmt: str) -> None:
     """List the hardware catalog."""
+    from solver.specs.hardware_catalog import list_hardware, load_hardware
+
     rows = []
     for name in list_hardware():
         hw = load_hardware(name)
@@ -68,6 +66,9 @@ def hardware_cmd(fmt: str) -> None:
 @format_option()
 def inspect_cmd(model: str, download: bool, fmt: str) -> None:
     """Layer stack, parameters and state per layer type, modules per group (seed Step 1)."""
+    from solver.report.model_view import inspect_data
+    from solver.specs.model_catalog import load_model
+
     spec = load_model(model, download=download)
     _warn(spec.warnings)
     data = inspect_data(spec)
@@ -112,6 +113,13 @@ def inspect_cmd(model: str, download: bool, fmt: str) -> None:
 def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_fraction, framework, weight_dtype,
                moe_weight_dtype, kv_dtype, fmt, **knobs) -> None:
     """Per-rank memory of a parallel_config: feasible or not, and the largest batch that fits."""
+    from solver.estimate.memory import MemoryOptions, max_batch, memory_per_rank
+    from solver.report.model_view import memory_data
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.precision import resolve_precision
+
     spec = load_model(model)
     hw = load_hardware(hardware)
     pc = parallel_from_options(cards, knobs)

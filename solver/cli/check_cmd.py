@@ -2,20 +2,17 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from solver.cli.options import CARDS, NAME, format_option
 from solver.errors import InputError
-from solver.estimate.serving import Workload
-from solver.rank.review import Review, review
 from solver.report.render import console, dump
-from solver.specs.deployment import load_deployment
-from solver.specs.framework import load_framework
-from solver.specs.hardware_catalog import load_hardware
-from solver.specs.model_catalog import load_model
 from solver.specs.parallel import KNOBS, ParallelConfig, make_parallel_config, model_knobs
-from solver.specs.precision import resolve_precision
+
+if TYPE_CHECKING:
+    from solver.rank.review import Review
 
 
 def _est(e) -> dict:
@@ -45,6 +42,14 @@ def review_dict(r: Review, pc: ParallelConfig, knobs: tuple[str, ...] = KNOBS) -
 def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     """Validate a parallel_config (the seed's YAML keys) by class A/B/C, flag common errors, estimate it.
     Exit 1 when a hard constraint is violated."""
+    from solver.estimate.serving import Workload
+    from solver.rank.review import review
+    from solver.specs.deployment import load_deployment
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.precision import resolve_precision
+
     dep = load_deployment(config)
     model = model or dep.model
     hardware = hardware or dep.hardware

@@ -4,7 +4,7 @@ from __future__ import annotations
 import csv
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,16 +12,12 @@ from solver.cli.options import (CARDS, framework_check, CONCURRENCY, FRACTION, M
                                 knob_options, parallel_from_options)
 from solver.errors import InputError, ShardplanError
 from solver.outfile import atomic_write, check_extension, check_writable
-from solver.estimate.compute import factors_for
-from solver.estimate.serving import Workload, estimate
-from solver.specs.scenario import DEFAULT_MTP_ACCEPT
-from solver.report.estimate_view import estimate_data, render_estimate
 from solver.report.render import console, dump
-from solver.specs.framework import load_framework
-from solver.specs.hardware_catalog import load_hardware
-from solver.specs.model_catalog import load_model
 from solver.specs.parallel import KNOB_FLAGS
-from solver.specs.precision import resolve_precision
+from solver.specs.scenario import DEFAULT_MTP_ACCEPT
+
+if TYPE_CHECKING:
+    from solver.estimate.serving import Workload
 
 PRED_COLUMNS = ("ttft_ms_pred", "tpot_ms_pred", "error")
 
@@ -34,6 +30,8 @@ def _positive(value: int | None, flag: str, minimum: int = 1) -> None:
 def workload_from_options(isl: int | None, osl: int | None, concurrency: int | None, phase: str | None,
                           batch: int | None, seq_len: int | None, mtp: int, mtp_accept: float) -> Workload:
     """Exactly one complete workload: serving (--isl --osl --concurrency) or a phase (--phase --batch --seq-len)."""
+    from solver.estimate.serving import Workload
+
     serving = {"--isl": isl, "--osl": osl, "--concurrency": concurrency}
     single = {"--phase": phase, "--batch": batch, "--seq-len": seq_len}
     s_given = [k for k, v in serving.items() if v is not None]
@@ -61,6 +59,14 @@ def workload_from_options(isl: int | None, osl: int | None, concurrency: int | N
 
 def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], wl: Workload, weight_dtype,
             moe_weight_dtype, kv_dtype, framework: str, fmt: str) -> None:
+    from solver.estimate.compute import factors_for
+    from solver.estimate.serving import estimate
+    from solver.report.estimate_view import estimate_data, render_estimate
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.precision import resolve_precision
+
     model = load_model(model_name)
     hw = load_hardware(hardware)
     fw = load_framework(framework)
@@ -90,6 +96,7 @@ def _fmt_num(v: float) -> str:
 def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, int]:
     """Evaluate every row; a row that cannot be evaluated gets `error` and the run goes on. (rows, errors)."""
     from solver.measured import REQUIRED_COLUMNS, predict_row
+    from solver.specs.framework import load_framework
 
     if framework is not None:  # a profile every row would fail on is bad input, not N row errors
         load_framework(framework)

@@ -4,31 +4,49 @@ from __future__ import annotations
 
 import click
 
-from solver.cli.options import CARDS, NAME
+from solver.cli.options import CARDS, NAME, Deferred
 from solver.errors import InputError
-from solver.launch import HEAD_ADDR, MODEL_PATH, LaunchInputs, emit_launch, render_shell
 from solver.report.render import dump
-from solver.specs.deployment import load_deployment
-from solver.specs.framework import list_frameworks, load_framework
-from solver.specs.hardware_catalog import load_hardware
-from solver.specs.model_catalog import load_model
 from solver.specs.parallel import make_parallel_config
+
+
+def _engine_help() -> str:
+    from solver.specs.framework import list_frameworks
+
+    return f"engine profile: {', '.join(list_frameworks())}, or a YAML path"
+
+
+def _model_path() -> str:
+    from solver.launch import MODEL_PATH
+
+    return MODEL_PATH
+
+
+def _head_addr() -> str:
+    from solver.launch import HEAD_ADDR
+
+    return HEAD_ADDR
 
 
 @click.command("launch")
 @click.argument("config", type=NAME)
-@click.option("--engine", type=NAME, required=True,
-              help=f"engine profile: {', '.join(list_frameworks())}, or a YAML path")
+@click.option("--engine", type=NAME, required=True, cls=Deferred, help_fn=_engine_help)
 @click.option("--model", type=NAME, default=None, help="overrides the file's model")
 @click.option("--hardware", type=NAME, default=None, help="overrides the file's hardware")
 @click.option("--cards", type=CARDS, default=None, help="overrides the file's world_size")
-@click.option("--model-path", type=NAME, default=MODEL_PATH, show_default=True,
+@click.option("--model-path", type=NAME, default=_model_path, show_default=True, cls=Deferred,
               help="checkpoint path or HF id in the command")
-@click.option("--head-addr", type=NAME, default=HEAD_ADDR, show_default=True, help="head node address (multi-node)")
+@click.option("--head-addr", type=NAME, default=_head_addr, show_default=True, cls=Deferred, help="head node address (multi-node)")
 @click.option("--format", "fmt", type=click.Choice(["shell", "json", "yaml"]), default="shell", show_default=True,
               help="shell: the commands to paste; json/yaml: the launch document (argv, env, files per node)")
 def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fmt) -> None:
     """Print the engine command (per node) and files for CONFIG's parallel_config (the `check` file format)."""
+    from solver.launch import LaunchInputs, emit_launch, render_shell
+    from solver.specs.deployment import load_deployment
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+
     dep = load_deployment(config)
     model, hardware, world = model or dep.model, hardware or dep.hardware, cards or dep.world_size
     for flag, value in (("model", model), ("hardware", hardware), ("world_size", world)):

@@ -5,16 +5,21 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from typing import TYPE_CHECKING
+
 import click
-from pydantic import ValidationError
 
 from solver.errors import InputError
-
+from solver.report.render import FORMATS
 from solver.specs import limits
 from solver.specs.parallel import KNOB_FLAGS, ParallelConfig, make_parallel_config
-from solver.specs.framework import model_env
-from solver.specs.scenario import Scenario
-from solver.report.render import FORMATS
+
+if TYPE_CHECKING:
+    from solver.specs.scenario import Scenario
+
+# Command modules import only click, this module and light constants at the top: whatever a command needs to
+# run (the planner, OR-Tools, pandas, numpy, rich, the estimators) is imported inside it, so `--help` and a
+# light command (inspect) start without them.
 
 # One default output format for every command that prints a result (sweep writes a file or CSV instead).
 DEFAULT_FORMAT = "table"
@@ -110,6 +115,33 @@ class Name(click.ParamType):
 NAME = Name()
 
 
+class Deferred(click.Option):
+    """An option whose help text (`help_fn`) or default (a callable) comes from a module the command imports only
+    when it runs (the profiles on disk, the launch emitter's constants): computed when --help is printed or the
+    command parses, not when the command module is imported."""
+
+    def __init__(self, *args: Any, help_fn: Callable[[], str] | None = None, **kwargs: Any):
+        self.help_fn = help_fn
+        super().__init__(*args, **kwargs)
+
+    @property
+    def help(self) -> str | None:  # type: ignore[override]
+        return self.help_fn() if self.help_fn is not None else self._help
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        self._help = value
+
+    def get_help_record(self, ctx: click.Context):
+        default = self.default
+        if callable(default):  # show the value, not click's "(dynamic)"
+            self.default = default()
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.default = default
+
+
 def format_option(default: str = DEFAULT_FORMAT, extra: tuple[str, ...] = (),
                   help: str = "output format (data on stdout, notes and errors on stderr)") -> Callable:
     return click.option("--format", "fmt", type=click.Choice([*FORMATS, *extra]), default=default,
@@ -136,6 +168,10 @@ def dtype_options(func: Callable) -> Callable:
 def scenario_from_options(**fields: Any) -> Scenario:
     """A Scenario from command-line values; a field it refuses is reported under its flag (--max-concurrency).
     An option left at its default is not passed, so the Scenario knows what the user gave."""
+    from pydantic import ValidationError
+
+    from solver.specs.scenario import Scenario
+
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         fields = {k: v for k, v in fields.items()
@@ -163,6 +199,8 @@ def check_mtp(model_name: str, mtp: int) -> None:
 def framework_check(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
     """The framework profile's rules on a user's knobs (the planner's own rule machinery): an error (TP64 on 32
     heads, EP256 on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
+    from solver.specs.framework import model_env
+
     env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=batch, mtp=mtp)
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
     errors = fw.check(env, "error")

@@ -7,11 +7,6 @@ from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED
                                 check_mtp, dtype_options, format_option,
                                 scenario_from_options)
 from solver.errors import InputError
-from solver.plan.cpsat import SolverParams
-from solver.api import explain_solution, run_solve
-from solver.launch.candidates import candidate_launches, launch_text
-from solver.rank.select import ORDERING
-from solver.report.candidates import result_dict, seed_yaml
 from solver.report.render import console, dump, table
 
 
@@ -50,6 +45,12 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
               framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed, time_limit, top,
               allow_cross_node, explain, serving, fmt) -> None:
     """Recommend the top 2-3 parallel_configs (seed Step 4 format)."""
+    from solver.api import explain_solution, run_solve
+    from solver.launch.candidates import candidate_launches, launch_text
+    from solver.plan.cpsat import SolverParams
+    from solver.rank.select import ORDERING
+    from solver.report.candidates import result_dict, seed_yaml
+
     scenario = scenario_from_options(kind=kind, isl=isl, osl=osl, concurrency=concurrency,
                                      max_concurrency=max_concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
                                      phase=phase)
@@ -67,8 +68,9 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     result, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
                               kv_dtype, method, params, top, allow_cross_node)
     note = result.timeout_note()
-    if note:
-        click.echo(f"note: {note}", err=True)
+    for line in (note, result.cut_note()):
+        if line:
+            click.echo(f"note: {line}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,
                             moe_weight_dtype, kv_dtype) if explain and cands else [])
     launches = (candidate_launches(model, hardware, framework, cands, scenario, weight_dtype, moe_weight_dtype,

@@ -58,6 +58,17 @@ class SolveStatus:
 
 
 @dataclass(frozen=True)
+class CutStop:
+    """A concurrency where the cut loop stopped without an answer the full estimate accepts: `cuts` answers
+    were rejected (memory or an SLA the additive tables put within bounds) and the budget (Planner.max_cuts)
+    ran out, so the concurrency is not shown infeasible, only not searched further."""
+
+    batch: int
+    cuts: int
+    asked: str  # what the solve looked for: "the front", "another pattern", "another attention backbone"
+
+
+@dataclass(frozen=True)
 class Point:
     """One configuration with its objective values exactly as the model scores them."""
 
@@ -158,7 +169,9 @@ def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile
 
 @dataclass
 class BatchModel:
-    """The model for one concurrency value."""
+    """The model for one concurrency value, built once and never changed afterwards: what one question adds
+    (excluded patterns, cuts, which families are on) goes on a working copy (Planner.best), so the cached
+    model does not grow from call to call."""
 
     batch: int
     model: cp_model.CpModel
@@ -167,28 +180,21 @@ class BatchModel:
     latency: cp_model.LinearExpr
     objective: cp_model.LinearExpr  # latency x TIE_WEIGHT + simplicity
     families: dict[str, cp_model.IntVar] = field(default_factory=dict)
-    relaxed: set[str] = field(default_factory=set)
-    temps: list = field(default_factory=list)
 
     def family(self, name: str) -> cp_model.IntVar:
+        """The literal that switches a constraint family on; families are on through assumptions, so one can
+        be relaxed (left out of the assumptions) to see whether it binds."""
         if name not in self.families:
-            self.families[name] = self.model.NewBoolVar(f"family_{name}")
+            self.families[name] = self.model.new_bool_var(f"family_{name}")
         return self.families[name]
-
-    def sync(self) -> None:
-        """Constraint families are on through assumptions, so one can be relaxed to see whether it binds."""
-        self.model.ClearAssumptions()
-        lits = [lit for name, lit in self.families.items() if name not in self.relaxed] + list(self.temps)
-        if lits:
-            self.model.AddAssumptions(lits)
 
 
 def build_batch(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario,
                 b: int, static_rules: list) -> BatchModel:
     m = cp_model.CpModel()
-    x = {g: [m.NewBoolVar(f"x_{g}_{i}") for i in range(len(opts))] for g, opts in t.choices.items()}
+    x = {g: [m.new_bool_var(f"x_{g}_{i}") for i in range(len(opts))] for g, opts in t.choices.items()}
     for bools in x.values():
-        m.AddExactlyOne(bools)
+        m.add_exactly_one(bools)
     c_lat, c_ttft, c_tpot = const_coefs(t)
     lat, ttft, tpot, mem, simple = [c_lat], [c_ttft], [c_tpot], [], []
     for g, bools in x.items():
@@ -203,16 +209,15 @@ def build_batch(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkPro
     for g, knobs in GROUPS.items():
         for k_idx, knob in enumerate(knobs):
             values = sorted({opt[k_idx] for opt in t.choices[g]})
-            var = m.NewIntVarFromDomain(cp_model.Domain.FromValues(values), knob)
-            m.Add(var == sum(opt[k_idx] * xv for opt, xv in zip(t.choices[g], x[g])))
+            var = m.new_int_var_from_domain(cp_model.Domain.from_values(values), knob)
+            m.add(var == sum(opt[k_idx] * xv for opt, xv in zip(t.choices[g], x[g])))
             knob_vars[knob] = var
     latency = sum(lat)
     bm = BatchModel(b, m, x, knob_vars, latency, TIE_WEIGHT * latency + sum(simple))
     add_memory_cap(bm, t, sum(mem))
     add_sla(bm, scenario, sum(ttft), sum(tpot))
     add_framework_rules(bm, rule_tables(t, model_spec, hw, fw, scenario, b, static_rules))
-    bm.model.Minimize(bm.objective)
-    bm.sync()
+    bm.model.minimize(bm.objective)
     return bm
 
 
@@ -221,16 +226,16 @@ def build_batch(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkPro
 
 def add_memory_cap(bm: BatchModel, t: Tables, memory) -> None:
     """Class B: memory per rank <= min(0.95 x capacity, capacity - reserve)."""
-    bm.model.Add(memory <= memory_cap(t)).OnlyEnforceIf(bm.family("B.memory_per_rank"))
+    bm.model.add(memory <= memory_cap(t)).only_enforce_if(bm.family("B.memory_per_rank"))
 
 
 def add_sla(bm: BatchModel, scenario: Scenario, ttft, tpot) -> None:
     if scenario.ttft_ms is not None:
-        bm.model.Add(ttft <= exact(scenario.ttft_ms * 1e-3 * TIME_SCALE, "the TTFT bound", 1)
-                     ).OnlyEnforceIf(bm.family("SLA.ttft"))
+        bm.model.add(ttft <= exact(scenario.ttft_ms * 1e-3 * TIME_SCALE, "the TTFT bound", 1)
+                     ).only_enforce_if(bm.family("SLA.ttft"))
     if scenario.tpot_ms is not None:
-        bm.model.Add(tpot <= exact(scenario.tpot_ms * 1e-3 * TIME_SCALE, "the TPOT bound", 1)
-                     ).OnlyEnforceIf(bm.family("SLA.tpot"))
+        bm.model.add(tpot <= exact(scenario.tpot_ms * 1e-3 * TIME_SCALE, "the TPOT bound", 1)
+                     ).only_enforce_if(bm.family("SLA.tpot"))
 
 
 def add_framework_rules(bm: BatchModel, tables: list[tuple[str, list[str], list[list[int]]]]) -> None:
@@ -238,9 +243,9 @@ def add_framework_rules(bm: BatchModel, tables: list[tuple[str, list[str], list[
     for rule_id, knobs, allowed in tables:
         lit = bm.family(rule_id)
         if not knobs:
-            bm.model.AddBoolOr([]).OnlyEnforceIf(lit)  # a rule that fails whatever the knobs
+            bm.model.add_bool_or([]).only_enforce_if(lit)  # a rule that fails whatever the knobs
         else:
-            bm.model.AddAllowedAssignments([bm.knob_vars[k] for k in knobs], allowed).OnlyEnforceIf(lit)
+            bm.model.add_allowed_assignments([bm.knob_vars[k] for k in knobs], allowed).only_enforce_if(lit)
 
 
 # ----------------------------------------------------------------------------------------------- solving
@@ -279,6 +284,10 @@ class Planner:
         self._static = static_rule_tables(t, model, hw, fw, scenario)
         # solves the time limit cut short: (batch, relaxed) -> how it ended; the search behind an answer
         self.timeouts: dict[tuple[int, frozenset[str]], SolveStatus] = {}
+        # solves whose SLA/memory cut loop ran out of cuts before the full estimate accepted an answer
+        self.cut_stops: list[CutStop] = []
+        self._front: list[Point] | None = None
+        self._front_log: tuple[dict, list] = ({}, [])
 
     def batch_model(self, b: int) -> BatchModel:
         if b not in self._models:
@@ -287,7 +296,7 @@ class Planner:
 
     def _solver(self) -> cp_model.CpSolver:
         s = cp_model.CpSolver()
-        s.parameters.num_search_workers = self.params.workers
+        s.parameters.num_workers = self.params.workers
         s.parameters.random_seed = self.params.seed
         s.parameters.max_time_in_seconds = self.params.time_limit_s
         # these models are small (a few hundred Booleans): probing and symmetry detection cost more than the
@@ -306,54 +315,64 @@ class Planner:
              exclude_families: frozenset[str] = frozenset()) -> Point | None:
         """Lowest-latency configuration at concurrency b, avoiding the given patterns and attention families.
         With a `verify` callback (the full estimator's SLA and memory check), an answer it rejects is cut off
-        and the model solved again: the additive tables are a proxy, the full estimate has the last word."""
+        and the model solved again: the additive tables are a proxy, the full estimate has the last word.
+        Exclusions and cuts go on a copy of the cached model, dropped when the call returns."""
         bm = self.batch_model(b)
-        lits = []
+        work = bm.model.clone()  # variables keep their indices: bm.x and bm.latency read the copy's solutions
+        # each exclusion is enforced by a literal assumed true, after the families' (the model's structure, and
+        # so CP-SAT's search, is that of the first question asked of this concurrency plus this call's own)
+        lits = [lit for name, lit in bm.families.items() if name not in relaxed]
         banned = [bm.x["attn"][i] for i, o in enumerate(self.t.choices["attn"])
                   if attention_family(o) in exclude_families]
         if banned:
-            lit = bm.model.NewBoolVar("not_family")
-            bm.model.AddBoolAnd([v.Not() for v in banned]).OnlyEnforceIf(lit)
+            lit = work.new_bool_var("not_family")
+            work.add_bool_and([v.negated() for v in banned]).only_enforce_if(lit)
             lits.append(lit)
         for key in exclude_patterns:
-            lit = bm.model.NewBoolVar("not_pattern")
+            lit = work.new_bool_var("not_pattern")
             same = [bm.x["attn"][i] for i, o in enumerate(self.t.choices["attn"]) if o[:4] == key[0]]
             dense = [bm.x["dense"][i] for i, o in enumerate(self.t.choices["dense"]) if o == key[1]]
             moe = [bm.x["moe"][i] for i, o in enumerate(self.t.choices["moe"]) if o == key[2]]
             if same and dense and moe:
-                bm.model.AddBoolOr([v.Not() for v in (_any(bm, same), _any(bm, dense), _any(bm, moe))]
-                                   ).OnlyEnforceIf(lit)
+                work.add_bool_or([v.negated() for v in (_any(work, same), _any(work, dense), _any(work, moe))]
+                                 ).only_enforce_if(lit)
                 lits.append(lit)
+        if lits:
+            work.add_assumptions(lits)
         point = None
+        rejected = 0
+        key = (b, frozenset(relaxed))
         for _ in range(self.max_cuts + 1):
-            bm.temps = lits
-            bm.relaxed = set(relaxed)
-            bm.sync()
             s = self._solver()
-            status = s.Solve(bm.model)
+            status = s.solve(work)
             if status == cp_model.MODEL_INVALID:
-                raise InternalError(f"CP-SAT rejected the model at concurrency {b}: {bm.model.Validate()[:200]}")
+                raise InternalError(f"CP-SAT rejected the model at concurrency {b}: {work.validate()[:200]}")
             if status == cp_model.UNKNOWN:  # the time limit hit before any solution
-                self.timeouts[(b, frozenset(relaxed))] = SolveStatus(b, False, None)
+                self.timeouts[key] = SolveStatus(b, False, None)
                 point = None
                 break
             if status == cp_model.FEASIBLE:  # the time limit hit before optimality was proven
-                obj, bound = s.ObjectiveValue(), s.BestObjectiveBound()
-                self.timeouts[(b, frozenset(relaxed))] = SolveStatus(b, True, (obj - bound) / max(abs(obj), 1.0))
+                obj, bound = s.objective_value, s.best_objective_bound
+                self.timeouts[key] = SolveStatus(b, True, (obj - bound) / max(abs(obj), 1.0))
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                point = None
+                point = None  # INFEASIBLE: nothing (left after the cuts) satisfies the model at this concurrency
                 break
-            picks = tuple((g, next(i for i, v in enumerate(bools) if s.Value(v))) for g, bools in bm.x.items())
-            lat = int(s.Value(bm.latency))
+            picks = tuple((g, next(i for i, v in enumerate(bools) if s.value(v))) for g, bools in bm.x.items())
+            lat = int(s.value(bm.latency))
             point = Point(picks, b, lat, inv_throughput(self.t, lat, b))
             if self.verify is None or relaxed or self.verify(point):
                 break
-            cut = bm.model.NewBoolVar("rejected")
-            bm.model.AddBoolOr([bm.x[g][i].Not() for g, i in picks]).OnlyEnforceIf(cut)
-            lits = lits + [cut]
+            # the full estimate rejects this answer (memory or an SLA): cut it off and ask again
+            cut = work.new_bool_var("rejected")
+            work.add_bool_or([bm.x[g][i].negated() for g, i in picks]).only_enforce_if(cut)
+            work.add_assumption(cut)
+            rejected += 1
             point = None
-        bm.temps, bm.relaxed = [], set()
-        bm.sync()
+        else:
+            # every answer the cut budget allowed was rejected: say so rather than report the concurrency empty
+            asked = ("another attention backbone" if exclude_families else
+                     "another pattern" if exclude_patterns else "the front")
+            self.cut_stops.append(CutStop(b, rejected, asked))
         return point
 
     def timed_out(self, relaxed: frozenset[str] = frozenset()) -> list[SolveStatus]:
@@ -361,17 +380,26 @@ class Planner:
         return [v for (b, r), v in sorted(self.timeouts.items(), key=lambda kv: kv[0][0]) if r == relaxed]
 
     def front(self) -> list[Point]:
-        points = [p for p in (self.best(b) for b in self.t.batches) if p is not None]
-        return pareto(points)
+        """The Pareto front, solved once per planner: a planner reused for another scenario kind (the same
+        tables, SLAs and solver parameters: solve.plan's cache) answers from it."""
+        if self._front is None:
+            self._front = pareto([p for p in (self.best(b) for b in self.t.batches) if p is not None])
+            self._front_log = (dict(self.timeouts), list(self.cut_stops))
+        return list(self._front)
+
+    def reset_log(self) -> None:
+        """Forget what questions after the front recorded (time-outs, cut stops), keeping the front's own: a
+        new plan reusing this planner reports only its own solves and the front's."""
+        self.timeouts, self.cut_stops = dict(self._front_log[0]), list(self._front_log[1])
 
     def families(self, b: int) -> list[str]:
         return list(self.batch_model(b).families)
 
 
-def _any(bm: BatchModel, lits: list) -> cp_model.IntVar:
+def _any(m: cp_model.CpModel, lits: list) -> cp_model.IntVar:
     """A literal true iff one of `lits` (members of an exactly-one group) is true."""
-    v = bm.model.NewBoolVar("any")
-    bm.model.Add(sum(lits) == v)
+    v = m.new_bool_var("any")
+    m.add(sum(lits) == v)
     return v
 
 

@@ -4,7 +4,9 @@ re-estimated with the full estimator. Infeasibility is diagnosed by relaxing one
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from solver.errors import InfeasibleError, InputError, InternalError
 from solver.specs.limits import MAX_CARDS, MAX_TOP
@@ -59,6 +61,56 @@ class PlanResult:
             parts.append(f"{empty} found no solution in time")
         return "timed out (FEASIBLE, not OPTIMAL): " + "; ".join(parts) + "; raise --time-limit to prove the optimum"
     knobs: tuple[str, ...] = KNOBS  # the model's own knobs (parallel.model_knobs): what the output shows
+    # where the SLA/memory cut loop gave up (cpsat.CutStop): the full estimate rejected every answer the cut
+    # budget allowed, so those concurrencies were not searched further (not shown infeasible)
+    cut_stops: list[cpsat.CutStop] = field(default_factory=list)
+
+    def cut_note(self) -> str | None:
+        """One line on the cut loop's stops, or None when every solve ended with an accepted answer or a proof."""
+        if not self.cut_stops:
+            return None
+        where = sorted({(c.asked, c.batch) for c in self.cut_stops})
+        cuts = max(c.cuts for c in self.cut_stops)
+        shown = ", ".join(f"{asked} at concurrency {b}" for asked, b in where[:6])
+        more = f" and {len(where) - 6} more" if len(where) > 6 else ""
+        return (f"cut loop stopped after {cuts} rejected answers (the full estimate's memory/SLA check) for "
+                f"{shown}{more}: those were not searched further, so a fitting configuration may exist there")
+
+
+# ------------------------------------------------------------------------------- tables and planners reused
+
+_CACHE_SIZE = 32  # a sweep's combinations for one model: cards x ISL/OSL x hardware, scenario kinds shared
+_CACHE: OrderedDict[tuple, tuple[tuple, Any]] = OrderedDict()
+
+
+def _tables_key(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
+                allow_cross_node: bool, mem_opts: MemoryOptions | None) -> tuple:
+    """What the space, the tables and the full estimates read of a scenario (space.domains: concurrency, phase;
+    plan.tables: lengths, MTP, latency terms; estimate.serving.Workload.for_scenario:
+    phase, lengths, MTP): not its kind or weights, which only rank the front. The objects themselves are
+    compared by _cached."""
+    return (model.name, hw.name, fw.name, world, allow_cross_node, mem_opts, scenario.isl, scenario.osl,
+            scenario.mtp, scenario.mtp_accept, scenario.phase, scenario.concurrency, scenario.max_concurrency,
+            scenario.max_seq_len, scenario.latency_terms, scenario.prefill_per_output_token)
+
+
+def _cached(key: tuple, inputs: tuple, build: Callable[[], Any]) -> Any:
+    """The value built for `key` when it was built from equal inputs (the same objects, or equal ones: a
+    reloaded profile, a re-resolved precision), else a new one; least recently used entries go first."""
+    hit = _CACHE.get(key)
+    if hit is not None and len(hit[0]) == len(inputs) and all(a is b or a == b for a, b in zip(hit[0], inputs)):
+        _CACHE.move_to_end(key)
+        return hit[1]
+    value = build()
+    _CACHE[key] = (inputs, value)
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return value
+
+
+def clear_cache() -> None:
+    """Drop the reused tables and planners (benchmarks time a cold plan with it)."""
+    _CACHE.clear()
 
 
 def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
@@ -85,9 +137,16 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         raise InputError("--mtp", f"{scenario.mtp} exceeds {fw.name}'s maximum MTP depth {fw.max_mtp}")
     f = factors_for(hw, fw.efficiency_for(hw))
     space = build_space(model, hw, fw, world, scenario, allow_cross_node)
-    tables = build_tables(model, hw, prec, f, fw, space, scenario, mem_opts)
-    planner = cpsat.Planner(tables, model, hw, fw, scenario, params)
-    realized: dict[tuple, Estimate] = {}
+    same = (model, hw, prec, f, fw, space, mem_opts)
+    tables = _cached(("tables", *_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts)), same,
+                     lambda: build_tables(model, hw, prec, f, fw, space, scenario, mem_opts))
+    # the planner (its models and front) and the full estimates of its points are shared by scenarios that
+    # differ only in what ranks the front (kind, weights): the SLAs, workload and solver parameters match
+    planner, realized = _cached(
+        ("planner", method, params, scenario.ttft_ms, scenario.tpot_ms,
+         *_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts)), (*same, tables),
+        lambda: (cpsat.Planner(tables, model, hw, fw, scenario, params), {}))
+    planner.reset_log()
 
     def full(p: cpsat.Point) -> Estimate:
         if p.key() not in realized:
@@ -172,6 +231,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method,
                         time_limit_s=params.time_limit_s, knobs=model_knobs(model))
     result.timeouts = planner.timed_out()
+    result.cut_stops = list(planner.cut_stops)
     result.status = "FEASIBLE" if result.timeouts else "OPTIMAL"
     bad = [c for c in result.candidates if full_estimate_misses(c.estimate, scenario)]
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
@@ -232,6 +292,11 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
     if stalled:
         remedies.append(f"{len(stalled)} relaxed solve(s) timed out, so the binding list may be short; "
                         "raise --time-limit")
+    stopped = sorted({c.batch for c in planner.cut_stops if c.asked == "the front"})
+    if stopped:
+        remedies.append(f"the cut loop stopped at {len(stopped)} concurrenc{'y' if len(stopped) == 1 else 'ies'} "
+                        f"({', '.join(map(str, stopped[:6]))}) after {planner.max_cuts} configurations the full "
+                        "estimate rejected, so a fitting one may exist there; a fixed --concurrency searches one")
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"
     why = names if empty else f"{names} binds"
     return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",

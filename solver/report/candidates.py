@@ -61,6 +61,7 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
         "method": result.method,
         "solver_status": result.status,
         "time_limit_note": result.timeout_note(),
+        "cut_loop_note": result.cut_note(),
         "ordering": ORDERING,
         "pareto_front": [
             {"parallel_config": {k: v for k, v in p.config.knobs().items() if k in result.knobs},

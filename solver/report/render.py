@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-import yaml
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:  # rich and yaml load when output is written, not when a command module is imported
+    from rich.console import Console
+    from rich.table import Table
 
 FORMATS = ("table", "yaml", "json")
 
@@ -33,11 +33,15 @@ def dump(data: Any, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(plain, indent=2)
     if fmt == "yaml":
+        import yaml
+
         return yaml.safe_dump(plain, sort_keys=False, allow_unicode=True)
     raise ValueError(fmt)
 
 
 def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], justify_numbers: bool = True) -> Table:
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left")
     for col in columns:
         t.add_column(col)
@@ -63,4 +67,6 @@ def fmt_cell(value: Any) -> str:
 
 
 def console() -> Console:
+    from rich.console import Console
+
     return Console(width=160, soft_wrap=False)

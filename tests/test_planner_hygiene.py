@@ -1,0 +1,144 @@
+"""CP-SAT hygiene: the current (snake_case) OR-Tools API, cached per-concurrency models that do not grow from
+call to call, and a cut loop that says why it stopped."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from ortools.sat.python import cp_model
+
+from solver.estimate.compute import factors_for
+from solver.plan import cpsat
+from solver.plan.solve import PlanResult
+from solver.plan.tables import build_tables
+from solver.space.domains import build_space
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.precision import resolve_precision
+from solver.specs.scenario import Scenario
+
+
+def _planner(model="qwen3-30b-a3b", hw="h200_sxm", world=8, fw="cann-recipes", **sc) -> cpsat.Planner:
+    m, h, f = load_model(model), load_hardware(hw), load_framework(fw)
+    prec = resolve_precision(m, h)
+    scenario = Scenario(kind="balanced", isl=4096, osl=128, max_concurrency=64, **sc)
+    t = build_tables(m, h, prec, factors_for(h), f, build_space(m, h, f, world, scenario), scenario)
+    return cpsat.Planner(t, m, h, f, scenario)
+
+
+def _size(bm: cpsat.BatchModel) -> tuple[int, int, int]:
+    p = bm.model.proto
+    return len(p.variables), len(p.constraints), len(p.assumptions)
+
+
+def test_planning_calls_no_deprecated_ortools_method(monkeypatch) -> None:
+    monkeypatch.setattr(cp_model, "enable_warnings", True)  # OR-Tools warns on its CamelCase aliases
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        pl = _planner(ttft_ms=5000.0)
+        pl.verify = lambda p: True
+        front = pl.front()
+        b = front[0].batch
+        key = cpsat.pattern_key(pl.t, dict(front[0].picks))
+        pl.best(b, [key], exclude_families=frozenset({"dp"}))
+        for name in pl.families(b):
+            pl.best(b, relaxed=frozenset({name}))
+    assert front
+
+
+def test_a_cached_model_does_not_grow_across_calls() -> None:
+    pl = _planner(ttft_ms=5000.0)
+    front = pl.front()
+    sizes = {b: _size(pl.batch_model(b)) for b in pl.t.batches}
+    b = front[0].batch
+    key = cpsat.pattern_key(pl.t, dict(front[0].picks))
+    rejected = []
+
+    def verify(p: cpsat.Point) -> bool:  # reject the first two answers: two cuts
+        rejected.append(p)
+        return len(rejected) > 2
+
+    pl.verify = verify
+    for _ in range(3):
+        rejected.clear()
+        pl.best(b)
+        pl.best(b, [key])
+        pl.best(b, exclude_families=frozenset({cpsat.attention_family(pl.t.choices["attn"][dict(front[0].picks)["attn"]])}))
+        for name in pl.families(b):
+            pl.best(b, relaxed=frozenset({name}))
+    assert {bb: _size(pl.batch_model(bb)) for bb in pl.t.batches} == sizes
+
+
+def test_the_same_question_gets_the_same_answer_after_others_were_asked() -> None:
+    pl = _planner()
+    first = pl.front()
+    b = first[0].batch
+    pl.best(b, [cpsat.pattern_key(pl.t, dict(first[0].picks))])
+    for name in pl.families(b):
+        pl.best(b, relaxed=frozenset({name}))
+    assert pl.front() == first
+
+
+def test_the_cut_loop_says_why_it_stopped() -> None:
+    pl = _planner()
+    pl.max_cuts = 2
+    pl.verify = lambda p: False  # the full estimate rejects every answer
+    b = pl.t.batches[0]
+    assert pl.best(b) is None
+    assert pl.cut_stops == [cpsat.CutStop(b, 3, "the front")]
+    result = PlanResult(candidates=[], front=[], cut_stops=pl.cut_stops)
+    note = result.cut_note()
+    assert note is not None and "3 rejected" in note and f"concurrency {b}" in note
+
+
+def test_a_proof_of_infeasibility_is_not_a_cut_stop() -> None:
+    pl = _planner()
+    pl.max_cuts = 10_000
+    pl.verify = lambda p: False
+    b = pl.t.batches[0]
+    n = 1
+    for opts in pl.t.choices.values():
+        n *= len(opts)
+    if n > 400:
+        pytest.skip(f"{n} configurations: too many to cut one by one")
+    assert pl.best(b) is None and pl.cut_stops == []
+    assert PlanResult(candidates=[], front=[]).cut_note() is None
+
+
+def _answer(result) -> tuple:
+    return ([(c.config.knobs(), c.batch, c.latency_s, c.on_front, c.estimate.ttft_s) for c in result.candidates],
+            [(p.config.knobs(), p.batch, p.latency_s) for p in result.front], result.binding, result.status)
+
+
+@pytest.mark.parametrize("kinds", [("throughput", "latency", "balanced")])
+def test_reused_tables_and_fronts_change_no_answer(kinds) -> None:
+    from solver.plan import solve
+
+    m, h, f = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), load_framework("cann-recipes")
+    prec = resolve_precision(m, h)
+    scenarios = [Scenario(kind=k, isl=4096, osl=128, max_concurrency=64) for k in kinds]
+    scenarios += [Scenario(kind="latency", isl=4096, osl=128, max_concurrency=64, tpot_ms=20.0),
+                  Scenario(kind="latency", isl=2048, osl=128, max_concurrency=64)]
+    fresh = []
+    for sc in scenarios:
+        solve.clear_cache()
+        fresh.append(_answer(solve.plan(m, h, prec, f, 8, sc)))
+    solve.clear_cache()
+    reused = [_answer(solve.plan(m, h, prec, f, 8, sc)) for sc in scenarios]
+    assert reused == fresh
+
+
+def test_a_scenario_kind_reuses_the_front_but_an_sla_does_not() -> None:
+    from solver.plan import solve
+
+    m, h, f = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), load_framework("cann-recipes")
+    prec = resolve_precision(m, h)
+    solve.clear_cache()
+    solve.plan(m, h, prec, f, 8, Scenario(kind="throughput", isl=4096, osl=128, max_concurrency=64))
+    planners = {k for k in solve._CACHE if k[0] == "planner"}
+    solve.plan(m, h, prec, f, 8, Scenario(kind="latency", isl=4096, osl=128, max_concurrency=64))
+    assert {k for k in solve._CACHE if k[0] == "planner"} == planners
+    solve.plan(m, h, prec, f, 8, Scenario(kind="latency", isl=4096, osl=128, max_concurrency=64, ttft_ms=900.0))
+    assert len({k for k in solve._CACHE if k[0] == "planner"}) == len(planners) + 1
+    assert len({k for k in solve._CACHE if k[0] == "tables"}) == 1
