@@ -109,6 +109,10 @@ def module_weight_bytes(mod: ModuleParams, model: ModelSpec, pc: ParallelConfig,
                         opts: MemoryOptions) -> float:
     degree = split_degree(mod.knob, pc, opts)
     fmt = prec.fmt(mod.group)
+    if mod.knob == "moe_tp_size" and mod.group == "experts" and pc.redundant_experts and model.num_experts:
+        # redundant experts are full copies: the rank holds (E + r) / EP experts, not E / EP
+        degree_scale = model.num_experts / pc.expert_slots(model.num_experts)
+        return sum(part.params * fmt.bytes_per_param / part.degree(degree) for part in mod.parts) / degree_scale
     # norms and router weights stay 16-bit in quantized checkpoints (the "norm" group is always bf16)
     return sum(part.params * fmt.bytes_per_param / part.degree(degree) for part in mod.parts)
 

@@ -107,7 +107,7 @@ def const_coefs(t: Tables) -> tuple[int, int, int]:
 
 def simplicity(values: tuple[int, ...]) -> int:
     """Tie-break penalty: bits of the parallel degrees (TP1 costs 0, TP8 costs 3)."""
-    return sum((v - 1).bit_length() for v in values)
+    return sum(max(0, v - 1).bit_length() for v in values)  # a setting may be 0 (redundant experts)
 
 
 def memory_cap(t: Tables) -> int:

@@ -26,7 +26,7 @@ from solver.estimate.memory import (
 from solver.estimate.params import ParamReport, count_params
 from solver.estimate.serving import mtp_tokens_per_step
 from solver.estimate.step import StepCost, step_cost
-from solver.space.domains import Space
+from solver.space.domains import Space, redundant_for
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -37,7 +37,9 @@ from solver.specs.scenario import Scenario
 GROUPS: dict[str, tuple[str, ...]] = {
     "attn": ("attn_tp_size", "cp_size", "kvp_size", "attn_sp_size", "o_proj_tp_size"),
     "dense": ("dense_tp_size",),
-    "moe": ("moe_tp_size",),
+    # redundant experts ride with MoE TP: the planner places the fewest that make EP divide the experts
+    # (space.domains.redundant_for), so each MoE choice is (moe_tp, redundant)
+    "moe": ("moe_tp_size", "redundant_experts"),
     "embed": ("embed_tp_size",),
     "lmhead": ("lmhead_tp_size",),
 }
@@ -134,7 +136,8 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     choices: dict[str, list[tuple[int, ...]]] = {
         "attn": _attention_tuples(space, model, fw, W, hw, scenario),
         "dense": [(v,) for v in space.domains["dense_tp_size"]],
-        "moe": [(v,) for v in space.domains["moe_tp_size"]],
+        "moe": [(v, r) for v in space.domains["moe_tp_size"]
+                for r in (redundant_for(model, fw, W // v),) if r is not None],
         "embed": [(v,) for v in space.domains["embed_tp_size"]],
         "lmhead": [(v,) for v in space.domains["lmhead_tp_size"]],
     }

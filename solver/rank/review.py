@@ -40,8 +40,10 @@ def _model_rules(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -> 
     if fw.splits_kv_heads and model.num_key_value_heads % pc.attn_tp_size:
         out.append(f"num_key_value_heads {model.num_key_value_heads} % attn_tp_size {pc.attn_tp_size} != 0 "
                    f"({fw.name} splits KV heads)")
-    if model.is_moe and model.num_experts % pc.moe_ep_size:
-        out.append(f"num_experts {model.num_experts} % moe_ep_size {pc.moe_ep_size} != 0")
+    if model.is_moe and pc.expert_slots(model.num_experts) % pc.moe_ep_size:
+        r = pc.redundant_experts
+        slots = f"num_experts {model.num_experts}" + (f" + redundant_experts {r}" if r else "")
+        out.append(f"{slots} % moe_ep_size {pc.moe_ep_size} != 0")
     if model.has_mla and model.o_proj_dim % pc.o_proj_tp_size:
         out.append(f"N_h * v_head_dim {model.o_proj_dim} % o_proj_tp_size {pc.o_proj_tp_size} != 0")
     return out
@@ -52,7 +54,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
            previous: ParallelConfig | None = None, mem_opts: MemoryOptions | None = None) -> Review:
     r = Review()
     r.violations["A"] += _model_rules(model, pc, fw)
-    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=mtp)
+    env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=mtp)
     seen_a = " ".join(r.violations["A"])
     for rule in fw.rules:
         if rule.holds(env):
@@ -80,7 +82,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
     for k, v in wide.items():
         r.violations["B"].append(f"{k} {v} > {tp_domain(hw)} ranks of the node/scale-up domain (cross-node TP)")
     if hw.max_experts_per_rank and model.is_moe and pc.moe_ep_size > 1:
-        per = model.num_experts / pc.moe_ep_size
+        per = pc.expert_slots(model.num_experts) / pc.moe_ep_size  # redundant copies count
         if per > hw.max_experts_per_rank:
             r.violations["B"].append(f"{per:g} experts per rank > {hw.max_experts_per_rank} ({hw.name} dispatch path)")
 
@@ -101,7 +103,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         r.common_errors.append("default all-TP: compare with EP / DP (see `shardplan solve`)")
     if model.is_moe and W <= SMALL_SCALE and W > 1 and pc.moe_tp_size == W and r.estimate is not None:
         alt = ParallelConfig(**{**pc.model_dump(), "moe_tp_size": 1})
-        if model.num_experts % alt.moe_ep_size == 0:
+        if alt.expert_slots(model.num_experts) % alt.moe_ep_size == 0:
             r.comparisons["moe_ep"] = estimate(model, hw, alt, prec, f, wl, mem_opts)
             r.common_errors.append("small-scale MoE with only TP considered: compare EP (moe_tp_size 1); "
                                    "see comparisons.moe_ep")

@@ -22,6 +22,19 @@ KNOB_FLAGS = {
     "embed_tp_size": "--embed-tp", "lmhead_tp_size": "--lmhead-tp", "o_proj_tp_size": "--oproj-tp",
     "cp_size": "--cp", "kvp_size": "--kvp", "attn_sp_size": "--attn-sp",
 }
+# Settings of a parallel_config that are not group sizes (so not divisors of the world): redundant experts are
+# extra physical copies of routed experts (EPLB), placed so EP divides experts + redundant (engines.md,
+# "redundant experts" row: vLLM --num-redundant-experts, SGLang --ep-num-redundant-experts, TRT-LLM num_slots)
+SETTINGS = ("redundant_experts",)
+SETTING_FLAGS = {"redundant_experts": "--redundant-experts"}
+CONFIG_KEYS = KNOBS + SETTINGS
+
+
+def smallest_redundant(experts: int, ep: int) -> int:
+    """The fewest extra expert copies that make EP divide the physical expert slots: (-E) mod EP (0 when EP
+    divides E). 256 experts: EP72 and EP144 need 32 (288 slots, DeepSeek's decode EP144 runs 32 redundant),
+    EP320 needs 64."""
+    return (-experts) % ep if ep > 1 and experts > 0 else 0
 
 
 # A knob whose module the model lacks has no value at all; o_proj outside MLA models is part of attention and
@@ -76,6 +89,7 @@ class ParallelConfig(BaseModel):
     cp_size: int = Field(1, gt=0, le=MAX_CARDS)
     kvp_size: int = Field(1, gt=0, le=MAX_CARDS)
     attn_sp_size: int = Field(1, gt=0, le=MAX_CARDS)
+    redundant_experts: int = Field(0, ge=0, le=MAX_CARDS)
 
     # -- derived (the seed: *_dp_size = world_size // *_tp_size)
     @property
@@ -109,6 +123,14 @@ class ParallelConfig(BaseModel):
     def knobs(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in KNOBS}
 
+    def settings(self) -> dict[str, int]:
+        """The knobs plus the non-divisor settings (redundant experts): what a parallel_config block holds."""
+        return {**self.knobs(), **{k: getattr(self, k) for k in SETTINGS}}
+
+    def expert_slots(self, experts: int) -> int:
+        """Physical routed-expert copies over the MoE group: the model's experts plus the redundant ones."""
+        return experts + self.redundant_experts if experts else 0
+
     def knobs_and_derived(self) -> dict[str, int]:
         """The knobs plus the DP/EP sizes the framework derives: the seed's parallel_config block."""
         return {**self.knobs(), "attn_dp_size": self.attn_dp_size, "moe_ep_size": self.moe_ep_size}
@@ -122,6 +144,8 @@ class ParallelConfig(BaseModel):
         out["attn_dp_size"] = self.attn_dp_size
         if "moe_tp_size" in present:
             out["moe_ep_size"] = self.moe_ep_size
+            if self.redundant_experts:
+                out["redundant_experts"] = self.redundant_experts
         return out
 
 
@@ -131,10 +155,14 @@ def make_parallel_config(world_size: int, **knobs: int | None) -> ParallelConfig
         raise InputError("cards", f"must be an integer in [1, {MAX_CARDS:,}], got {world_size!r}")
     values = {k: v for k, v in knobs.items() if v is not None}
     for knob, value in values.items():
-        if knob not in KNOBS:
+        if knob not in CONFIG_KEYS:
             raise InputError(knob, "unknown parallel knob")
         if isinstance(value, bool) or not isinstance(value, Integral):
-            raise InputError(KNOB_FLAGS.get(knob, knob), f"must be an integer, got {value!r}")
+            raise InputError(KNOB_FLAGS.get(knob, SETTING_FLAGS.get(knob, knob)), f"must be an integer, got {value!r}")
+        if knob in SETTINGS:
+            if not 0 <= value <= MAX_CARDS:
+                raise InputError(SETTING_FLAGS[knob], f"must be in [0, {MAX_CARDS:,}], got {value}")
+            continue
         if value < 1:
             raise InputError(KNOB_FLAGS.get(knob, knob), f"must be >= 1, got {value}")
         if world_size % value:
