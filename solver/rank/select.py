@@ -34,6 +34,8 @@ class Candidate:
 
 
 def pattern_name(pc: ParallelConfig, model: ModelSpec) -> str:
+    if pc.pp_size > 1:  # the pattern of one stage, then the stages
+        return f"{pattern_name(pc.stage(), model)} x PP{pc.pp_size}"
     W = pc.world_size
     tps = [pc.attn_tp_size, pc.dense_tp_size if model.has_dense_ffn else pc.attn_tp_size,
            pc.moe_tp_size if model.is_moe else pc.attn_tp_size]

@@ -52,6 +52,14 @@ def redundant_for(model: ModelSpec, fw: FrameworkProfile, ep: int) -> int | None
     return smallest_redundant(E, ep)
 
 
+def pp_fits_nodes(world: int, pp: int, hw: Hardware) -> bool:
+    """Seed class B for PP: each stage is whole nodes, or a part of one node that tiles it (TP inside the
+    node, PP across nodes, the intended use)."""
+    stage = world // pp
+    rpn = hw.ranks_per_node
+    return stage % rpn == 0 or rpn % stage == 0
+
+
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -105,12 +113,22 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
             "attn_tp_size": [(model.num_attention_heads % value == 0, "A.heads_divisible_attn_tp"),
                              (not fw.splits_kv_heads or model.num_key_value_heads % value == 0,
                               "A.kv_heads_divisible_attn_tp")],
-            "moe_tp_size": [(redundant_for(model, fw, world // value) is not None, "A.experts_divisible_moe_ep")],
+            "moe_tp_size": [(any(redundant_for(model, fw, world // p // value) is not None
+                                 for p in (divisors(world) if "pp_size" in fw.knobs else [1])
+                                 if (world // p) % value == 0),
+                             "A.experts_divisible_moe_ep")],
             "o_proj_tp_size": [(model.o_proj_dim % value == 0, "A.o_proj_dim_divisible")],
         }
         for ok, rule in checks.get(knob, []):
             if not ok:
                 pruned.append(Pruned(knob, value, rule))
+                return False
+        if knob == "pp_size" and value > 1:
+            if value > model.num_layers:
+                pruned.append(Pruned(knob, value, "A.pp_at_most_layers"))
+                return False
+            if not pp_fits_nodes(world, value, hw):
+                pruned.append(Pruned(knob, value, "B.pp_stage_whole_nodes"))
                 return False
         if knob == "cp_size" and scenario.phase == "decode" and value != 1:
             # CP splits prompts; its ranks decode as attention DP (estimate.step.decode_layout), so in a

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 KnobName = Literal[
     "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
-    "cp_size", "kvp_size", "attn_sp_size",
+    "cp_size", "kvp_size", "attn_sp_size", "pp_size",
 ]
 KNOB_NAMES: tuple[str, ...] = KnobName.__args__  # type: ignore[attr-defined]
 
@@ -397,6 +397,9 @@ def rule_env(
     for k in absent:
         if k in TIED_ABSENT:
             knobs[k] = knobs[TIED_ABSENT[k]]
+    # rules read `world` as the ranks of one pipeline stage: TP, DP and EP live inside a stage (engines.md: vLLM
+    # world = TP x DP x PP), so every rule written for a world holds per stage; pp_size * world is all ranks
+    world = world // knobs["pp_size"] if world % knobs["pp_size"] == 0 else world
     env = RuleEnv({
         **knobs,
         "redundant_experts": redundant,
