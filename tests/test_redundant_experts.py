@@ -44,7 +44,12 @@ def test_ep72_on_256_experts_is_in_the_search_space(v3):
     scenario = Scenario(kind="throughput", phase="decode", isl=2048, osl=256)
     hw = load_hardware("h100_sxm")
     assert 1 in build_space(v3, hw, load_framework("sglang"), 72, scenario).domains["moe_tp_size"]
-    assert 1 not in build_space(v3, hw, load_framework("atom"), 72, scenario).domains["moe_tp_size"]
+    # without PP or copies EP72 is out (vLLM with PP off would keep EP72 only through its redundant experts)
+    no_pp = load_framework("vllm").model_copy(update={"knobs": [k for k in load_framework("vllm").knobs
+                                                               if k != "pp_size"]})
+    no_copies = no_pp.model_copy(update={"features": {}})
+    assert 1 in build_space(v3, hw, no_pp, 72, scenario).domains["moe_tp_size"]
+    assert 1 not in build_space(v3, hw, no_copies, 72, scenario).domains["moe_tp_size"]
 
 
 def test_memory_counts_the_redundant_copies(v3):
