@@ -140,3 +140,9 @@ def test_planner_places_redundant_experts_for_ep72(v3):
                               params=SolverParams(time_limit_s=10.0))
     ep = [c.planned.config for c in cands if c.planned.config.moe_ep_size == 72]
     assert ep and all(pc.redundant_experts == 32 for pc in ep)
+
+
+def test_at_most_one_copy_per_expert(v3):
+    # 256 experts over 512 ranks would need 256 copies (allowed, one each); over 1024, 768 (refused)
+    assert redundant_for(v3, load_framework("sglang"), 512) == 256
+    assert redundant_for(v3, load_framework("sglang"), 1024) is None

@@ -49,7 +49,10 @@ def redundant_for(model: ModelSpec, fw: FrameworkProfile, ep: int) -> int | None
         return 0 if E % ep == 0 else None
     if fw.fixed_redundant_experts is not None:
         return fw.fixed_redundant_experts if (E + fw.fixed_redundant_experts) % ep == 0 else None
-    return smallest_redundant(E, ep)
+    r = smallest_redundant(E, ep)
+    # at most one extra copy per expert (assumption: the published deployments copy far fewer, 32 of 256 for
+    # DeepSeek's EP144, 64 of 256 for CloudMatrix's EP320; past that EP is mostly replication, not a split)
+    return r if r <= E else None
 
 
 def pp_fits_nodes(world: int, pp: int, hw: Hardware) -> bool:
