@@ -56,44 +56,52 @@ def _vllm(flags: dict, model) -> dict[str, int]:
     extra = json.loads(flags.get("--additional-config", "{}"))
     fine = extra.get("finegrained_tp_config", {})
     sp = tp if extra.get("enable_dsa_cp") else 1
+    pp = int(flags.get("--pipeline-parallel-size", 1))
     world = tp * dp
     attn = tp // kvp // sp
-    return {"world": world, "attn_tp_size": attn, "kvp_size": kvp, "attn_sp_size": sp,
+    return {"world": world * pp, "pp_size": pp, "attn_tp_size": attn, "kvp_size": kvp, "attn_sp_size": sp,
             "dense_tp_size": fine.get("mlp_tensor_parallel_size", tp),
             "embed_tp_size": fine.get("embedding_tensor_parallel_size", tp),
             "lmhead_tp_size": fine.get("lmhead_tensor_parallel_size", tp),
             "o_proj_shards": fine.get("oproj_tensor_parallel_size", tp),
-            "moe_tp_size": 1 if flags.get("--enable-expert-parallel") else world}
+            "moe_tp_size": 1 if flags.get("--enable-expert-parallel") else world,
+            "redundant_experts": int(flags.get("--num-redundant-experts", 0))}
 
 
 def _sglang(flags: dict, model) -> dict[str, int]:
     tp = int(flags["--tp-size"])
     dp = int(flags.get("--dp-size", 1))
     sp = int(flags.get("--attn-cp-size", 1))
+    pp = int(flags.get("--pp-size", 1))
     if not model.is_moe:  # no DP attention: --tp-size is attention TP, --dp-size replicas
-        return {"world": tp * dp, "attn_tp_size": tp, "attn_sp_size": 1, "kvp_size": 1, "dense_tp_size": tp,
+        return {"world": tp * dp * pp, "pp_size": pp, "attn_tp_size": tp, "attn_sp_size": 1, "kvp_size": 1, "dense_tp_size": tp,
                 "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_shards": tp}
     attn = tp // (dp * sp)
     dpa = bool(flags.get("--enable-dp-attention"))
-    return {"world": tp, "attn_tp_size": attn, "attn_sp_size": sp, "kvp_size": 1,
+    return {"world": tp * pp, "pp_size": pp, "attn_tp_size": attn, "attn_sp_size": sp, "kvp_size": 1,
             "dense_tp_size": 1 if flags.get("--moe-dense-tp-size") == "1" else tp,
             "embed_tp_size": 1 if dpa else tp,
             "lmhead_tp_size": attn if flags.get("--enable-dp-lm-head") else tp,
-            "o_proj_shards": attn, "moe_tp_size": tp // int(flags.get("--ep-size", 1))}
+            "o_proj_shards": attn, "moe_tp_size": tp // int(flags.get("--ep-size", 1)),
+            "redundant_experts": int(flags.get("--ep-num-redundant-experts", 0))}
 
 
 def _trtllm(flags: dict, files: dict, model) -> dict[str, int]:
     world = int(flags["--tp_size"])
+    pp = int(flags.get("--pp_size", 1))
     extra = yaml.safe_load(files.get(flags.get("--extra_llm_api_options", ""), "{}")) or {}
     attn = 1 if extra.get("enable_attention_dp") else world
-    return {"world": world, "attn_tp_size": attn, "attn_sp_size": 1, "kvp_size": 1, "dense_tp_size": attn,
+    return {"world": world * pp, "pp_size": pp, "attn_tp_size": attn, "attn_sp_size": 1, "kvp_size": 1,
+            "dense_tp_size": attn,
             "embed_tp_size": attn, "lmhead_tp_size": world if extra.get("enable_lm_head_tp_in_adp") else attn,
-            "o_proj_shards": attn, "moe_tp_size": int(extra.get("moe_tensor_parallel_size", world))}
+            "o_proj_shards": attn, "moe_tp_size": int(extra.get("moe_tensor_parallel_size", world)),
+            "redundant_experts": (int(extra.get("moe_config", {}).get("load_balancer", {}).get("num_slots", 0))
+                                  - model.num_experts) if "moe_config" in extra else 0}
 
 
 def _atom(flags: dict, model) -> dict[str, int]:
-    tp, dp = int(flags["-tp"]), int(flags.get("-dp", 1))
-    return {"world": tp * dp, "attn_tp_size": tp, "attn_sp_size": 1, "kvp_size": 1, "dense_tp_size": tp,
+    tp, dp, pp = int(flags["-tp"]), int(flags.get("-dp", 1)), int(flags.get("-pp", 1))
+    return {"world": tp * dp * pp, "pp_size": pp, "attn_tp_size": tp, "attn_sp_size": 1, "kvp_size": 1, "dense_tp_size": tp,
             "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_shards": tp,
             "moe_tp_size": 1 if flags.get("--enable-expert-parallel") else tp * dp}
 
@@ -105,6 +113,7 @@ def _seed_file(files: dict) -> dict[str, int]:
     op = pc.get("o_proj_tp_size", 1)
     out = {"world": data["world_size"], **pc, "o_proj_shards": op if op > 1 else attn}
     out.pop("o_proj_tp_size", None)
+    out.setdefault("redundant_experts", data.get("num_redundant_experts", 0))
     return out
 
 
@@ -131,8 +140,10 @@ def parse_launch(launch: dict, model) -> dict[str, int]:
 def _expected(pc: ParallelConfig, model) -> dict[str, int]:
     own = model_knobs(model)
     out = {"world": pc.world_size, "o_proj_shards": pc.oproj_shards}
+    if model.is_moe:
+        out["redundant_experts"] = pc.redundant_experts
     for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "cp_size",
-              "kvp_size", "attn_sp_size"):
+              "kvp_size", "attn_sp_size", "pp_size"):
         if k in own:
             out[k] = getattr(pc, k)
     return out
@@ -159,7 +170,7 @@ def check_roundtrip(framework: str, model_name: str, hardware: str, world: int, 
                                                             max_model_len=scenario.max_seq_len))
         got = parse_launch(launch, model)
         want = _expected(pc, model)
-        assert {k: got.get(k, 1) for k in want} == want, (framework, model_name, hardware, world, launch)
+        assert {k: got.get(k, 0 if k == "redundant_experts" else 1) for k in want} == want, (framework, model_name, hardware, world, launch)
     return True
 
 

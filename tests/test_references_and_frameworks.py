@@ -174,7 +174,7 @@ def test_cann_profile_accepts_every_reference():
 
 
 def test_cann_profile_shape():
-    assert CANN.knobs == list(SEED_KNOBS) and CANN.fixed_knobs == ("attn_sp_size",)
+    assert CANN.knobs == list(SEED_KNOBS) and CANN.fixed_knobs == ("attn_sp_size", "pp_size")  # no PP (verified-configs.md)
     assert not CANN.splits_kv_heads  # q3-16tp: attn_tp 16 over 4 KV heads (replicated)
     assert CANN.max_mtp == 3
     assert all(r.source for r in CANN.rules)

@@ -109,6 +109,10 @@ def module_weight_bytes(mod: ModuleParams, model: ModelSpec, pc: ParallelConfig,
                         opts: MemoryOptions) -> float:
     degree = split_degree(mod.knob, pc, opts)
     fmt = prec.fmt(mod.group)
+    if mod.knob == "moe_tp_size" and mod.group == "experts" and pc.redundant_experts and model.num_experts:
+        # redundant experts are full copies: the rank holds (E + r) / EP experts, not E / EP
+        degree_scale = model.num_experts / pc.expert_slots(model.num_experts)
+        return sum(part.params * fmt.bytes_per_param / part.degree(degree) for part in mod.parts) / degree_scale
     # norms and router weights stay 16-bit in quantized checkpoints (the "norm" group is always bf16)
     return sum(part.params * fmt.bytes_per_param / part.degree(degree) for part in mod.parts)
 
@@ -262,8 +266,11 @@ def comm_buffers_per_rank(model: ModelSpec, pc: ParallelConfig, tokens_per_rank:
 
 def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, batch: float,
                     seq_len: int, opts: MemoryOptions | None = None, mtp_layers: int | None = None) -> MemoryReport:
-    """Per-rank memory for `batch` concurrent sequences holding `seq_len` tokens of context each."""
+    """Per-rank memory for `batch` concurrent sequences holding `seq_len` tokens of context each. Under
+    pipeline parallel: the largest stage's (stage_memory)."""
     opts = opts or MemoryOptions()
+    if pc.pp_size > 1:
+        return max(stage_memory(model, hw, pc, prec, batch, seq_len, opts, mtp_layers), key=lambda r: r.total)
     report = count_params(model)
     mtp = mtp_layers or 0  # MTP is a deployment choice: its layers count only when enabled
     weights = weights_per_rank(model, pc, prec, replace(opts, include_mtp=mtp > 0), report)
@@ -289,6 +296,22 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
         notes=tuple(notes),
         state_bytes=state,
     )
+
+
+def stage_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, batch: float,
+                 seq_len: int, opts: MemoryOptions | None = None, mtp_layers: int | None = None) -> list[MemoryReport]:
+    """Per-rank memory of each pipeline stage: its layers' weights and caches on the stage's ranks, the
+    embedding on the first stage, the LM head (and MTP) on the last. Every stage holds all `batch` sequences'
+    state for its own layers (each sequence passes through every stage)."""
+    from solver.estimate.pipeline import stages
+
+    out = []
+    for st in stages(model, pc.pp_size):
+        r = memory_per_rank(st.model, hw, pc.stage(), prec, batch, seq_len, opts, mtp_layers if st.last else 0)
+        weights = {k: v for k, v in r.weights_bytes.items() if k not in st.absent_modules}
+        notes = r.notes + (f"pipeline stage {st.index} of {pc.pp_size}: {len(st.model.layers)} layers",)
+        out.append(replace(r, weights_bytes=weights, notes=notes))
+    return out
 
 
 def max_batch(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, seq_len: int,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from solver.estimate import comm
+from solver.estimate import comm, pipeline
 from solver.estimate.compute import (  # noqa: F401  (CommCost, tp_module re-exported: callers import them here)
     CommCost,
     Factors,
@@ -169,7 +169,9 @@ def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     """Cost of one forward step over the layer stack (plus `mtp_layers` sequential draft passes, each through
     one MTP module's layers). `attention_only`: just the mixers (what depends on the attention layout; used by
     plan/tables). `w` is the work of one attention replica (TP x CP x KVP x SP ranks); decode under CP:
-    decode_layout."""
+    decode_layout. Under pipeline parallel: pipeline_step."""
+    if pc.pp_size > 1:
+        return pipeline_step(model, hw, pc, prec, f, w, mtp_layers, attention_only)
     pc, w = decode_layout(pc, w)
     kit = Kit(hw, pc, prec, f, w)
     blocks = model.block_groups
@@ -194,3 +196,33 @@ def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
                        for c in head_comms(model, hw, pc, f, dw) if c.module == "lm_head"]
     step.overhead_s = f.step_overhead_s
     return step
+
+
+def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
+                  mtp_layers: int = 0, attention_only: bool = False) -> StepCost:
+    """A step of one pipeline (estimate.pipeline): each stage's cost on a microbatch (its layers, the
+    embedding on the first, the LM head and MTP on the last), the slowest stage plus its activation hand-off
+    repeated over the step's slots. The returned ops and collectives are the pacing stage's, scaled by the
+    slots, plus `pp_send_recv`: what a caller sums per module is what the step takes."""
+    pp, spc = pc.pp_size, pc.stage()
+    m = pipeline.microbatches(pp, w.sequences)
+    micro = replace(w, new_tokens=w.new_tokens / m, sequences=w.sequences / m, logits_tokens=w.logits_tokens / m)
+    pacing: StepCost | None = None
+    for st in pipeline.stages(model, pp):
+        sc = step_cost(st.model, hw, spc, prec, f, micro, mtp_layers=mtp_layers if st.last else 0,
+                       attention_only=attention_only)
+        gone = st.absent_modules
+        sc.ops = [o for o in sc.ops if o.module not in gone]
+        sc.comms = [c for c in sc.comms if c.module not in gone]
+        if pacing is None or sc.time_s > pacing.time_s:
+            pacing = sc
+    assert pacing is not None
+    k = pipeline.slots(w.phase, pp, m)
+    out = StepCost([o.scaled(k) for o in pacing.ops], [c.scaled(k) for c in pacing.comms], f.step_overhead_s)
+    # the hand-off, module "pipeline" (plan/tables charges it to the attention group, which owns the layout):
+    # a rank forwards its attention replica's hidden states of the microbatch; not overlapped (assumption)
+    t = pipeline.send_s(hw, spc.world_size, micro.new_tokens, model.hidden_size, f.comm)
+    tier = pipeline.send_tier(hw, spc.world_size)
+    out.comms.append(CommCost("pp_send_recv", "pipeline", "send_recv", 2,
+                              micro.new_tokens * model.hidden_size * ACT_BYTES * k, t * k, t * k, tier))
+    return out

@@ -94,7 +94,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     if bad:
         raise InputError("parallel_config", bad[0])
     world = pc.world_size
-    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=world, batch=inputs.batch, mtp=inputs.mtp)
+    env = model_env(pc.settings(), model, hw.ranks_per_node, world=world, batch=inputs.batch, mtp=inputs.mtp)
     broken = fw.violated(env, severity="error")
     if broken:
         rule = broken[0]

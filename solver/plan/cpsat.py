@@ -19,7 +19,7 @@ from typing import Callable
 from ortools.sat.python import cp_model
 
 from solver.errors import InputError, InternalError
-from solver.plan.tables import GROUPS, Tables
+from solver.plan.tables import GROUPS, SHARED, Tables
 from solver.specs.limits import MAX_COEF, MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
@@ -118,7 +118,7 @@ def const_coefs(t: Tables) -> tuple[int, int, int]:
 
 def simplicity(values: tuple[int, ...]) -> int:
     """Tie-break penalty: bits of the parallel degrees (TP1 costs 0, TP8 costs 3)."""
-    return sum((v - 1).bit_length() for v in values)
+    return sum(max(0, v - 1).bit_length() for v in values)  # a setting may be 0 (redundant experts)
 
 
 def memory_cap(t: Tables) -> int:
@@ -150,9 +150,13 @@ def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile
     for rule in fw.rules:
         if rule.severity != "error" or ("batch" in rule.names) != batch_rules:
             continue
-        if not (rule.when_names & knob_names) and not rule.applies(facts):
+        staged = len(domains.get("pp_size", ())) > 1 and "world" in rule.when_names
+        if not (rule.when_names & knob_names) and not staged and not rule.applies(facts):
             continue
-        knobs = sorted({n for n in rule.names if n in domains} | {k for d, k in derived.items() if d in rule.names})
+        knobs = sorted({n for n in rule.names if n in domains} | {k for d, k in derived.items() if d in rule.names}
+                       # rules read `world` per pipeline stage: their tables range over the stage count too
+                       | ({"pp_size"} if len(domains.get("pp_size", ())) > 1
+                          and rule.names & {"world", *derived} else set()))
         spaces = [domains[k] for k in knobs]
         allowed = []
         total = 0
@@ -204,12 +208,17 @@ def build_batch(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkPro
             ttft.append(ct * xv)
             tpot.append(cp * xv)
             mem.append(cm * xv)
-            simple.append(simplicity(t.choices[g][i]) * xv)
+            # the stage count is carried by every group: its tie-break penalty counts once, with attention
+            own = t.choices[g][i] if g == "attn" else t.choices[g][i][:len(GROUPS[g]) - len(SHARED)]
+            simple.append(simplicity(own) * xv)
     knob_vars: dict[str, cp_model.IntVar] = {}
     for g, knobs in GROUPS.items():
         for k_idx, knob in enumerate(knobs):
             values = sorted({opt[k_idx] for opt in t.choices[g]})
-            var = m.new_int_var_from_domain(cp_model.Domain.from_values(values), knob)
+            # a knob every group carries (tables.SHARED: the stage count) is one variable all groups equal
+            var = knob_vars.get(knob)
+            if var is None:
+                var = m.new_int_var_from_domain(cp_model.Domain.from_values(values), knob)
             m.add(var == sum(opt[k_idx] * xv for opt, xv in zip(t.choices[g], x[g])))
             knob_vars[knob] = var
     latency = sum(lat)

@@ -42,8 +42,12 @@ def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkPro
             if mem > cap or (ttft_cap is not None and ttft > ttft_cap) or (tpot_cap is not None and tpot > tpot_cap):
                 continue
             cfg: dict[str, int] = {}
+            shared_ok = True
             for g, i in zip(groups, idx):
-                cfg.update(dict(zip(GROUPS[g], t.choices[g][i])))
+                for k, v in zip(GROUPS[g], t.choices[g][i]):
+                    shared_ok = shared_ok and cfg.setdefault(k, v) == v  # one stage count for all groups
+            if not shared_ok:
+                continue
             if all(tuple(cfg[k] for k in knobs) in allowed for knobs, allowed in rules):
                 out.append(Point(tuple(zip(groups, idx)), b, lat, inv_throughput(t, lat, b)))
     return out

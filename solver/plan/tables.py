@@ -26,7 +26,7 @@ from solver.estimate.memory import (
 from solver.estimate.params import ParamReport, count_params
 from solver.estimate.serving import mtp_tokens_per_step
 from solver.estimate.step import StepCost, step_cost
-from solver.space.domains import Space
+from solver.space.domains import Space, redundant_for
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -34,16 +34,23 @@ from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
+# Pipeline stages change every group's cost (layers per stage, ranks per stage), so the stage count is the
+# last entry of every group's choice and the planner makes all groups pick the same one (SHARED): with it
+# fixed, the groups stay additive.
+SHARED = ("pp_size",)
 GROUPS: dict[str, tuple[str, ...]] = {
-    "attn": ("attn_tp_size", "cp_size", "kvp_size", "attn_sp_size", "o_proj_tp_size"),
-    "dense": ("dense_tp_size",),
-    "moe": ("moe_tp_size",),
-    "embed": ("embed_tp_size",),
-    "lmhead": ("lmhead_tp_size",),
+    "attn": ("attn_tp_size", "cp_size", "kvp_size", "attn_sp_size", "o_proj_tp_size", *SHARED),
+    "dense": ("dense_tp_size", *SHARED),
+    # redundant experts ride with MoE TP: the planner places the fewest that make EP divide the experts
+    # (space.domains.redundant_for), so each MoE choice is (moe_tp, redundant, pp)
+    "moe": ("moe_tp_size", "redundant_experts", *SHARED),
+    "embed": ("embed_tp_size", *SHARED),
+    "lmhead": ("lmhead_tp_size", *SHARED),
 }
 # a module belongs to the group of the knob that owns it (each layer block declares its modules' knobs:
 # specs/layers); shared experts follow the dense group's knob by default (MemoryOptions.shared_experts_knob)
-KNOB_GROUP: dict[str, str] = {k: g for g, knobs in GROUPS.items() for k in knobs} | {"shared_experts_tp": "dense"}
+KNOB_GROUP: dict[str, str] = ({k: g for g, knobs in GROUPS.items() for k in knobs if k not in SHARED}
+                              | {"shared_experts_tp": "dense"})
 
 
 def module_groups(params: ParamReport) -> dict[str, str | None]:
@@ -87,29 +94,36 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
     d = space.domains
     names = set(GROUPS["attn"])
     local_rules = [r for r in fw.rules if r.severity == "error"
-                   and r.names <= names | {"world", "mtp", "ranks_per_node", "afd", "num_attention_heads",
+                   and r.names <= names | {"pp_size", "world", "mtp", "ranks_per_node", "afd", "num_attention_heads",
                                            "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa",
                                            "is_moe", "o_proj_dim", "attn_dp_size"}]
     out = []
-    for tp, cp, kvp, sp, op in itertools.product(d["attn_tp_size"], d["cp_size"], d["kvp_size"],
-                                                 d["attn_sp_size"], d["o_proj_tp_size"]):
+    for tp, cp, kvp, sp, op, pp in itertools.product(d["attn_tp_size"], d["cp_size"], d["kvp_size"],
+                                                     d["attn_sp_size"], d["o_proj_tp_size"], d["pp_size"]):
         if sum(x > 1 for x in (cp, kvp, sp)) > 1:
             continue
         if tp > 1 and op not in (1, tp):
             # seed Layer 1: o_proj gets its own TP only under attention DP; under attention TP it follows
             # attn_tp (written 1, or equal to attn_tp where a framework requires that spelling)
             continue
-        if world % (tp * cp * kvp * sp):
+        if (world // pp) % (tp * cp * kvp * sp):
             continue
         if kvp > 1 and scenario.phase == "prefill":
             continue  # KVP splits a decode cache; it does nothing for a prefill-only deployment
-        cfg = {"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "o_proj_tp_size": op}
+        cfg = {"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "o_proj_tp_size": op,
+               "pp_size": pp}
         env = model_env(cfg, model, hw.ranks_per_node, world=world, mtp=scenario.mtp)
         if all(r.holds(env) for r in local_rules):
-            out.append((tp, cp, kvp, sp, op))
+            out.append((tp, cp, kvp, sp, op, pp))
     # under attention TP, o_proj_tp = attn_tp and = 1 are the same layout: keep one spelling, the framework's
     accepted = set(out)
-    return [c for c in out if not (c[0] > 1 and c[4] == c[0] and (*c[:4], 1) in accepted)]
+    return [c for c in out if not (c[0] > 1 and c[4] == c[0] and (*c[:4], 1, c[5]) in accepted)]
+
+
+def _per_stage(values: list[int], pps: tuple[int, ...], world: int, rest=None) -> list[tuple[int, ...]]:
+    """A group's choices with each stage count: the knob must divide the stage's ranks."""
+    return [(v, *((rest(v, p),) if rest else ()), p) for p in pps for v in values
+            if (world // p) % v == 0 and (rest is None or rest(v, p) is not None)]
 
 
 def _group_times(step: StepCost, groups: dict[str, str | None]) -> dict[str, float]:
@@ -119,7 +133,8 @@ def _group_times(step: StepCost, groups: dict[str, str | None]) -> dict[str, flo
         if g:
             out[g] += o.time_s
     for c in step.comms:
-        g = groups.get(c.module)
+        # the pipeline hand-off goes with the attention group's choice, which carries the stage count
+        g = "attn" if c.module == "pipeline" else groups.get(c.module)
         if g:
             out[g] += c.exposed_s
     return out
@@ -129,14 +144,16 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                  space: Space, scenario: Scenario, mem_opts: MemoryOptions | None = None) -> Tables:
     mem_opts = mem_opts or MemoryOptions()
     W = space.world
+    pps = space.domains["pp_size"]
     params = count_params(model)
     groups = module_groups(params)
     choices: dict[str, list[tuple[int, ...]]] = {
         "attn": _attention_tuples(space, model, fw, W, hw, scenario),
-        "dense": [(v,) for v in space.domains["dense_tp_size"]],
-        "moe": [(v,) for v in space.domains["moe_tp_size"]],
-        "embed": [(v,) for v in space.domains["embed_tp_size"]],
-        "lmhead": [(v,) for v in space.domains["lmhead_tp_size"]],
+        "dense": _per_stage(space.domains["dense_tp_size"], pps, W),
+        "moe": [c for c in _per_stage(space.domains["moe_tp_size"], pps, W,
+                                      lambda v, p: _redundant(model, fw, hw, W // p // v))],
+        "embed": _per_stage(space.domains["embed_tp_size"], pps, W),
+        "lmhead": _per_stage(space.domains["lmhead_tp_size"], pps, W),
     }
     isl, osl = scenario.isl, scenario.osl
     ctx_decode = isl + osl / 2
@@ -187,11 +204,27 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                   per_request, limit)
 
 
+def _redundant(model: ModelSpec, fw: FrameworkProfile, hw: Hardware, ep: int) -> int | None:
+    """Redundant experts at this EP size (space.domains.redundant_for), None where EP cannot hold the
+    experts or the copies break the hardware's experts-per-rank cap."""
+    r = redundant_for(model, fw, ep)
+    if r is None or not model.is_moe or ep <= 1 or not hw.max_experts_per_rank:
+        return r
+    return r if (model.num_experts + r) / ep <= hw.max_experts_per_rank else None
+
+
 def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
                   params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int,
                   mtp_layers: int) -> float:
     """Bytes a group adds per rank. Activations and EP buffers are charged at their largest so the linear
-    memory constraint never admits a config the exact check rejects."""
+    memory constraint never admits a config the exact check rejects. Under PP: on the stage with the most
+    layers (the first), charged the embedding and the LM head both (an upper bound by one of them)."""
+    if pc.pp_size > 1:
+        from solver.estimate.pipeline import stages
+
+        top = max(stages(model, pc.pp_size), key=lambda st: len(st.model.layers))
+        return _group_memory(g, top.model, pc.stage(), prec, opts, count_params(top.model), groups, batch,
+                             seq_len, mtp_layers)
     total = sum(module_weight_bytes(m, model, pc, prec, opts) for m in params.modules
                 if m.parts and groups.get(m.name) == g)
     if g == "attn":

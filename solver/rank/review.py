@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
-from solver.space.domains import cross_node_tp, tp_domain
+from solver.space.domains import cross_node_tp, pp_fits_nodes, tp_domain
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -40,8 +40,16 @@ def _model_rules(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -> 
     if fw.splits_kv_heads and model.num_key_value_heads % pc.attn_tp_size:
         out.append(f"num_key_value_heads {model.num_key_value_heads} % attn_tp_size {pc.attn_tp_size} != 0 "
                    f"({fw.name} splits KV heads)")
-    if model.is_moe and model.num_experts % pc.moe_ep_size:
-        out.append(f"num_experts {model.num_experts} % moe_ep_size {pc.moe_ep_size} != 0")
+    if model.is_moe and pc.expert_slots(model.num_experts) % pc.moe_ep_size:
+        r = pc.redundant_experts
+        slots = f"num_experts {model.num_experts}" + (f" + redundant_experts {r}" if r else "")
+        out.append(f"{slots} % moe_ep_size {pc.moe_ep_size} != 0")
+    if pc.pp_size > model.num_layers:
+        out.append(f"pp_size {pc.pp_size} > num_layers {model.num_layers}: a stage would hold no layer")
+    if pc.pp_size > 1 and W % pc.pp_size == 0:
+        S = pc.stage_world
+        out += [f"stage size {S} (world {W} / pp {pc.pp_size}) % {k} = {v} != 0"
+                for k, v in pc.knobs().items() if k != "pp_size" and W % v == 0 and S % v]
     if model.has_mla and model.o_proj_dim % pc.o_proj_tp_size:
         out.append(f"N_h * v_head_dim {model.o_proj_dim} % o_proj_tp_size {pc.o_proj_tp_size} != 0")
     return out
@@ -52,7 +60,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
            previous: ParallelConfig | None = None, mem_opts: MemoryOptions | None = None) -> Review:
     r = Review()
     r.violations["A"] += _model_rules(model, pc, fw)
-    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=mtp)
+    env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=mtp)
     seen_a = " ".join(r.violations["A"])
     for rule in fw.rules:
         if rule.holds(env):
@@ -80,9 +88,18 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
     for k, v in wide.items():
         r.violations["B"].append(f"{k} {v} > {tp_domain(hw)} ranks of the node/scale-up domain (cross-node TP)")
     if hw.max_experts_per_rank and model.is_moe and pc.moe_ep_size > 1:
-        per = model.num_experts / pc.moe_ep_size
+        per = pc.expert_slots(model.num_experts) / pc.moe_ep_size  # redundant copies count
         if per > hw.max_experts_per_rank:
             r.violations["B"].append(f"{per:g} experts per rank > {hw.max_experts_per_rank} ({hw.name} dispatch path)")
+
+    if pc.pp_size > 1 and pc.world_size % pc.pp_size == 0:
+        L, pp = model.num_layers, pc.pp_size
+        if L % pp:
+            r.warnings["B"].append(f"{L} layers do not divide into pp_size {pp} stages: balanced stages of "
+                                   f"{-(-L // pp)} and {L // pp} layers, the slowest sets the pace")
+        if not pp_fits_nodes(pc.world_size, pp, hw):
+            r.warnings["B"].append(f"a stage of {pc.stage_world} ranks is neither whole nodes nor a part of one "
+                                   f"({hw.ranks_per_node} per node): stages share a node boundary")
 
     # the seed's common errors
     W = pc.world_size
@@ -101,7 +118,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         r.common_errors.append("default all-TP: compare with EP / DP (see `shardplan solve`)")
     if model.is_moe and W <= SMALL_SCALE and W > 1 and pc.moe_tp_size == W and r.estimate is not None:
         alt = ParallelConfig(**{**pc.model_dump(), "moe_tp_size": 1})
-        if model.num_experts % alt.moe_ep_size == 0:
+        if alt.expert_slots(model.num_experts) % alt.moe_ep_size == 0:
             r.comparisons["moe_ep"] = estimate(model, hw, alt, prec, f, wl, mem_opts)
             r.common_errors.append("small-scale MoE with only TP considered: compare EP (moe_tp_size 1); "
                                    "see comparisons.moe_ep")

@@ -34,6 +34,8 @@ class Candidate:
 
 
 def pattern_name(pc: ParallelConfig, model: ModelSpec) -> str:
+    if pc.pp_size > 1:  # the pattern of one stage, then the stages
+        return f"{pattern_name(pc.stage(), model)} x PP{pc.pp_size}"
     W = pc.world_size
     tps = [pc.attn_tp_size, pc.dense_tp_size if model.has_dense_ffn else pc.attn_tp_size,
            pc.moe_tp_size if model.is_moe else pc.attn_tp_size]
@@ -110,7 +112,8 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         ep = pc.moe_ep_size
         lines.append("Layer 1 (MoE backbone): EP and TP compared; chose "
                      + ("EP" if pc.moe_tp_size == 1 else f"TP{pc.moe_tp_size} x EP{ep}")
-                     + f" ({model.num_experts // max(ep, 1)} experts per rank)")
+                     + f" ({pc.expert_slots(model.num_experts) // max(ep, 1)} experts per rank"
+                     + (f", {pc.redundant_experts} redundant)" if pc.redundant_experts else ")"))
     else:
         lines.append("Layer 1 (dense backbone): " + ("DP" if pc.attn_tp_size == 1 else f"TP{pc.attn_tp_size}")
                      + " within the node")

@@ -14,6 +14,15 @@ GB = 1e9
 LETTERS = "abcdefghij"
 
 
+def own_config(pc, knobs: tuple[str, ...]) -> dict[str, int]:
+    """The config's knobs the model has, plus the redundant experts when there are any (a parallel_config
+    setting: the engines' --num-redundant-experts)."""
+    out = {k: v for k, v in pc.knobs().items() if k in knobs and (k != "pp_size" or v > 1)}  # as model_view
+    if pc.redundant_experts:
+        out["redundant_experts"] = pc.redundant_experts
+    return out
+
+
 def estimation(c: Candidate) -> dict[str, Any]:
     e = c.planned.estimate
     m = e.memory
@@ -64,7 +73,7 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
         "cut_loop_note": result.cut_note(),
         "ordering": ORDERING,
         "pareto_front": [
-            {"parallel_config": {k: v for k, v in p.config.knobs().items() if k in result.knobs},
+            {"parallel_config": own_config(p.config, result.knobs),
              "concurrency": p.batch,
              "ttft_ms": round(p.estimate.ttft_s * 1e3, 2), "tpot_ms": round(p.estimate.tpot_s * 1e3, 3),
              "output_tokens_per_s_per_rank": round(p.estimate.output_tokens_per_s_per_rank, 1)}
@@ -82,13 +91,15 @@ def seed_yaml(result: PlanResult, cands: list[Candidate]) -> str:
         out.append(f"# candidate {letter.upper()} ({label}): {c.pattern}")
         out.append(f"# reason: {c.reason}")
         out.append(f"# reference: {d['reference']}")
-        own = {k: v for k, v in c.planned.config.knobs().items() if k in result.knobs}
+        own = own_config(c.planned.config, result.knobs)
         block = {f"candidate_{letter}": {"parallel_config": own,
                                          "estimation": d["estimation"], "tradeoff": d["tradeoff"]}}
         text = yaml.safe_dump(block, sort_keys=False)
         pc = c.planned.config
         text = text.replace("    attn_tp_size: ", f"    # attn_dp_size = {pc.attn_dp_size}\n    attn_tp_size: ")
         text = text.replace("    moe_tp_size: ", f"    # moe_ep_size = {pc.moe_ep_size}\n    moe_tp_size: ")
+        text = text.replace("    redundant_experts: ", "    # EP divides routed + redundant experts (EPLB copies)\n"
+                                                      "    redundant_experts: ")
         out.append(text)
     out.append("# dp_size / ep_size are derived by the framework (world_size // *_tp_size), not set in YAML")
     absent = [k for k in KNOBS if k not in result.knobs]

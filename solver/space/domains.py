@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
+from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs, smallest_redundant
 from solver.specs.scenario import Scenario
 
 # every knob that sizes a tensor-parallel group (o_proj's own TP under attention DP included)
@@ -36,6 +36,31 @@ def cross_node_tp(pc: ParallelConfig, hw: Hardware) -> dict[str, int]:
     them unless --allow-cross-node, `check` reports them, the ranking marks them as a risk."""
     dom = tp_domain(hw)
     return {k: getattr(pc, k) for k in TP_KNOBS if getattr(pc, k) > dom}
+
+
+def redundant_for(model: ModelSpec, fw: FrameworkProfile, ep: int) -> int | None:
+    """Redundant experts the planner places at this EP size: the profile's fixed count, else the fewest that
+    make EP divide the expert slots when the engine has the feature, else 0 (EP must divide the experts).
+    None: this EP cannot hold the experts under the profile."""
+    if not model.is_moe or ep <= 1:
+        return 0
+    E = model.num_experts
+    if not fw.has_feature("redundant_experts"):
+        return 0 if E % ep == 0 else None
+    if fw.fixed_redundant_experts is not None:
+        return fw.fixed_redundant_experts if (E + fw.fixed_redundant_experts) % ep == 0 else None
+    r = smallest_redundant(E, ep)
+    # at most one extra copy per expert (assumption: the published deployments copy far fewer, 32 of 256 for
+    # DeepSeek's EP144, 64 of 256 for CloudMatrix's EP320; past that EP is mostly replication, not a split)
+    return r if r <= E else None
+
+
+def pp_fits_nodes(world: int, pp: int, hw: Hardware) -> bool:
+    """Seed class B for PP: each stage is whole nodes, or a part of one node that tiles it (TP inside the
+    node, PP across nodes, the intended use)."""
+    stage = world // pp
+    rpn = hw.ranks_per_node
+    return stage % rpn == 0 or rpn % stage == 0
 
 
 def divisors(n: int) -> list[int]:
@@ -91,13 +116,22 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
             "attn_tp_size": [(model.num_attention_heads % value == 0, "A.heads_divisible_attn_tp"),
                              (not fw.splits_kv_heads or model.num_key_value_heads % value == 0,
                               "A.kv_heads_divisible_attn_tp")],
-            "moe_tp_size": [(not model.is_moe or model.num_experts % (world // value) == 0,
+            "moe_tp_size": [(any(redundant_for(model, fw, world // p // value) is not None
+                                 for p in (divisors(world) if "pp_size" in fw.knobs else [1])
+                                 if (world // p) % value == 0),
                              "A.experts_divisible_moe_ep")],
             "o_proj_tp_size": [(model.o_proj_dim % value == 0, "A.o_proj_dim_divisible")],
         }
         for ok, rule in checks.get(knob, []):
             if not ok:
                 pruned.append(Pruned(knob, value, rule))
+                return False
+        if knob == "pp_size" and value > 1:
+            if value > model.num_layers:
+                pruned.append(Pruned(knob, value, "A.pp_at_most_layers"))
+                return False
+            if not pp_fits_nodes(world, value, hw):
+                pruned.append(Pruned(knob, value, "B.pp_stage_whole_nodes"))
                 return False
         if knob == "cp_size" and scenario.phase == "decode" and value != 1:
             # CP splits prompts; its ranks decode as attention DP (estimate.step.decode_layout), so in a
@@ -110,7 +144,8 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
             return False
         if knob == "moe_tp_size" and hw.max_experts_per_rank and model.is_moe and world // value > 1:
             # the cap belongs to the EP dispatch path; without EP there is no dispatch
-            per_rank = model.num_experts / (world // value)
+            # redundant copies are experts the rank holds and dispatches to: the cap counts them
+            per_rank = (model.num_experts + (redundant_for(model, fw, world // value) or 0)) / (world // value)
             if per_rank > hw.max_experts_per_rank:
                 pruned.append(Pruned(knob, value, "B.max_experts_per_rank"))
                 return False

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
-from solver.specs.parallel import KNOBS
+from solver.specs.parallel import CONFIG_KEYS, KNOBS, SETTINGS
 from solver.specs.validation import load_yaml, validate_model
 
 
@@ -85,12 +85,13 @@ class Deployment(BaseModel):
     def _knobs(self) -> "Deployment":
         for field in ("parallel_config", "previous_parallel_config"):
             cfg = getattr(self, field) or {}
-            unknown = sorted(set(cfg) - set(KNOBS))
+            unknown = sorted(set(cfg) - set(CONFIG_KEYS))
             if unknown:
-                raise ValueError(f"{field}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KNOBS)}")
+                raise ValueError(f"{field}: unknown key(s) {', '.join(unknown)}; known: {', '.join(CONFIG_KEYS)}")
             for k, v in cfg.items():
-                if not 1 <= v <= MAX_CARDS:
-                    raise ValueError(f"{field}.{k}: must be in [1, {MAX_CARDS:,}], got {v}")
+                low = 0 if k in SETTINGS else 1  # redundant_experts may be 0
+                if not low <= v <= MAX_CARDS:
+                    raise ValueError(f"{field}.{k}: must be in [{low}, {MAX_CARDS:,}], got {v}")
         return self
 
     def check_derived(self, world: int, origin: str) -> None:
@@ -153,7 +154,7 @@ def load_deployment(path: str | Path) -> Deployment:
     for key in list(data):
         if isinstance(data[key], dict) and key.startswith("candidate_") and "parallel_config" in data[key]:
             data.setdefault("parallel_config", data.pop(key)["parallel_config"])
-    top = {k: data.pop(k) for k in list(data) if k in KNOBS}
+    top = {k: data.pop(k) for k in list(data) if k in CONFIG_KEYS}
     if "cards" in data:
         if "world_size" in data and data["world_size"] != data["cards"]:
             raise InputError(f"{path}: cards", f"{data['cards']!r} but world_size {data['world_size']!r}; give one")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 KnobName = Literal[
     "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
-    "cp_size", "kvp_size", "attn_sp_size",
+    "cp_size", "kvp_size", "attn_sp_size", "pp_size",
 ]
 KNOB_NAMES: tuple[str, ...] = KnobName.__args__  # type: ignore[attr-defined]
 
@@ -35,11 +35,13 @@ KNOB_NAMES: tuple[str, ...] = KnobName.__args__  # type: ignore[attr-defined]
 DERIVED_NAMES = ("attn_dp_size", "moe_ep_size")
 DERIVED_FROM = {"attn_dp_size": "attn_tp_size", "moe_ep_size": "moe_tp_size"}  # derived = world // knob
 DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd")
+# parallel_config settings that are not group sizes (parallel.SETTINGS): the redundant expert copies (EPLB)
+SETTING_NAMES = ("redundant_experts",)
 MODEL_NAMES = (
     "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "is_moe",
     "o_proj_dim",
 )
-RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES))
+RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTING_NAMES, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES))
 
 
 class Rule(BaseModel):
@@ -249,6 +251,9 @@ class FrameworkProfile(BaseModel):
         default_factory=dict, description="engine features the planner does not model yet (pipeline_parallel, "
         "redundant_experts, ...), with flag and source")
     serving: FrameworkServing = Field(default_factory=FrameworkServing)
+    fixed_redundant_experts: int | None = Field(
+        None, ge=0, le=2**17, description="redundant experts the engine always places (None: the planner picks "
+        "the fewest that make EP divide the experts, when features.redundant_experts is supported)")
 
     @model_validator(mode="after")
     def _consistent(self) -> "FrameworkProfile":
@@ -260,6 +265,10 @@ class FrameworkProfile(BaseModel):
                 raise ValueError(f"rule {rule.id}: id used twice")
             seen.add(rule.id)
         return self
+
+    def has_feature(self, name: str) -> bool:
+        feature = self.features.get(name)
+        return feature is not None and feature.supported
 
     @property
     def fixed_knobs(self) -> tuple[str, ...]:
@@ -317,6 +326,13 @@ class FrameworkProfile(BaseModel):
                     for k in self.fixed_knobs if k not in absent and env.get(k, 1) != 1]
         if env.get("mtp", 0) > self.max_mtp:
             problems.append(f"mtp = {env['mtp']} exceeds {self.name}'s maximum of {self.max_mtp}")
+        r = env.get("redundant_experts", 0)
+        if r and not self.has_feature("redundant_experts"):
+            problems.append(f"redundant_experts = {r} but {self.name} has no redundant experts (features)")
+        elif r and self.fixed_redundant_experts is not None and r != self.fixed_redundant_experts:
+            problems.append(f"redundant_experts = {r} but {self.name} places {self.fixed_redundant_experts}")
+        if r and not env.get("is_moe"):
+            problems.append(f"redundant_experts = {r} on a model without routed experts; leave it out")
         return problems
 
     def check(self, env: Mapping[str, Value], severity: str | None = None) -> list[str]:
@@ -368,18 +384,25 @@ def rule_env(
     """
     from solver.specs.parallel import TIED_ABSENT
 
-    unknown = sorted(set(config) - set(KNOB_NAMES))
+    unknown = sorted(set(config) - set(KNOB_NAMES) - set(SETTING_NAMES))
     if unknown:
         raise InputError("parallel_config", f"unknown knob(s) {', '.join(unknown)}")
     knobs = {k: int(config.get(k, 1)) for k in KNOB_NAMES}
+    redundant = int(config.get("redundant_experts", 0))
+    if redundant < 0:
+        raise InputError("parallel_config.redundant_experts", f"must be >= 0, got {redundant}")
     for k, v in knobs.items():
         if v < 1:
             raise InputError(f"parallel_config.{k}", f"must be >= 1, got {v}")
     for k in absent:
         if k in TIED_ABSENT:
             knobs[k] = knobs[TIED_ABSENT[k]]
+    # rules read `world` as the ranks of one pipeline stage: TP, DP and EP live inside a stage (engines.md: vLLM
+    # world = TP x DP x PP), so every rule written for a world holds per stage; pp_size * world is all ranks
+    world = world // knobs["pp_size"] if world % knobs["pp_size"] == 0 else world
     env = RuleEnv({
         **knobs,
+        "redundant_experts": redundant,
         "attn_dp_size": world // knobs["attn_tp_size"],
         "moe_ep_size": world // knobs["moe_tp_size"],
         "world": world,

@@ -14,19 +14,36 @@ if TYPE_CHECKING:
 
 KNOBS = (
     "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
-    "cp_size", "kvp_size", "attn_sp_size",
+    "cp_size", "kvp_size", "attn_sp_size", "pp_size",
 )
 # CLI flag for each knob (the seed's names with dashes, shortened as in design.md)
 KNOB_FLAGS = {
     "attn_tp_size": "--attn-tp", "dense_tp_size": "--dense-tp", "moe_tp_size": "--moe-tp",
     "embed_tp_size": "--embed-tp", "lmhead_tp_size": "--lmhead-tp", "o_proj_tp_size": "--oproj-tp",
-    "cp_size": "--cp", "kvp_size": "--kvp", "attn_sp_size": "--attn-sp",
+    "cp_size": "--cp", "kvp_size": "--kvp", "attn_sp_size": "--attn-sp", "pp_size": "--pp",
 }
+# Settings of a parallel_config that are not group sizes (so not divisors of the world): redundant experts are
+# extra physical copies of routed experts (EPLB), placed so EP divides experts + redundant (engines.md,
+# "redundant experts" row: vLLM --num-redundant-experts, SGLang --ep-num-redundant-experts, TRT-LLM num_slots)
+SETTINGS = ("redundant_experts",)
+SETTING_FLAGS = {"redundant_experts": "--redundant-experts"}
+CONFIG_KEYS = KNOBS + SETTINGS
+
+
+def smallest_redundant(experts: int, ep: int) -> int:
+    """The fewest extra expert copies that make EP divide the physical expert slots: (-E) mod EP (0 when EP
+    divides E). 256 experts: EP72 and EP144 need 32 (288 slots, DeepSeek's decode EP144 runs 32 redundant),
+    EP320 needs 64."""
+    return (-experts) % ep if ep > 1 and experts > 0 else 0
 
 
 # A knob whose module the model lacks has no value at all; o_proj outside MLA models is part of attention and
 # shards with it (seed output format note), so its knob takes attention TP's value rather than none.
 TIED_ABSENT = {"o_proj_tp_size": "attn_tp_size"}
+
+
+# knobs that size a group inside one pipeline stage (all but pp itself)
+TP_STAGE_KNOBS = tuple(k for k in KNOBS if k != "pp_size")
 
 
 def model_knobs(model: "ModelSpec") -> tuple[str, ...]:
@@ -76,15 +93,23 @@ class ParallelConfig(BaseModel):
     cp_size: int = Field(1, gt=0, le=MAX_CARDS)
     kvp_size: int = Field(1, gt=0, le=MAX_CARDS)
     attn_sp_size: int = Field(1, gt=0, le=MAX_CARDS)
+    # pipeline stages: world = pp x the ranks of one stage; every other knob sizes groups inside one stage
+    pp_size: int = Field(1, gt=0, le=MAX_CARDS)
+    redundant_experts: int = Field(0, ge=0, le=MAX_CARDS)
 
-    # -- derived (the seed: *_dp_size = world_size // *_tp_size)
+    # -- derived (the seed: *_dp_size = world_size // *_tp_size, inside one pipeline stage)
+    @property
+    def stage_world(self) -> int:
+        """Ranks of one pipeline stage (the whole world without PP)."""
+        return self.world_size // self.pp_size
+
     @property
     def attn_dp_size(self) -> int:
-        return self.world_size // self.attn_tp_size
+        return self.stage_world // self.attn_tp_size
 
     @property
     def moe_ep_size(self) -> int:
-        return self.world_size // self.moe_tp_size
+        return self.stage_world // self.moe_tp_size
 
     @property
     def token_shards(self) -> int:
@@ -99,7 +124,7 @@ class ParallelConfig(BaseModel):
     @property
     def attn_replicas(self) -> int:
         """Independent attention replicas (groups that serve disjoint requests)."""
-        return max(1, self.world_size // self.attn_group_size)
+        return max(1, self.stage_world // self.attn_group_size)
 
     @property
     def oproj_shards(self) -> int:
@@ -108,6 +133,18 @@ class ParallelConfig(BaseModel):
 
     def knobs(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in KNOBS}
+
+    def stage(self) -> "ParallelConfig":
+        """One pipeline stage as a config of its own: the stage's ranks, no PP."""
+        return self.model_copy(update={"world_size": self.stage_world, "pp_size": 1})
+
+    def settings(self) -> dict[str, int]:
+        """The knobs plus the non-divisor settings (redundant experts): what a parallel_config block holds."""
+        return {**self.knobs(), **{k: getattr(self, k) for k in SETTINGS}}
+
+    def expert_slots(self, experts: int) -> int:
+        """Physical routed-expert copies over the MoE group: the model's experts plus the redundant ones."""
+        return experts + self.redundant_experts if experts else 0
 
     def knobs_and_derived(self) -> dict[str, int]:
         """The knobs plus the DP/EP sizes the framework derives: the seed's parallel_config block."""
@@ -118,10 +155,12 @@ class ParallelConfig(BaseModel):
 
     def model_view(self, present: tuple[str, ...] | list[str]) -> dict[str, int]:
         """knobs_and_derived limited to a model's own knobs (model_knobs): no MoE EP size without MoE."""
-        out = {k: getattr(self, k) for k in KNOBS if k in present}
+        out = {k: getattr(self, k) for k in KNOBS if k in present and (k != "pp_size" or self.pp_size > 1)}
         out["attn_dp_size"] = self.attn_dp_size
         if "moe_tp_size" in present:
             out["moe_ep_size"] = self.moe_ep_size
+            if self.redundant_experts:
+                out["redundant_experts"] = self.redundant_experts
         return out
 
 
@@ -131,18 +170,26 @@ def make_parallel_config(world_size: int, **knobs: int | None) -> ParallelConfig
         raise InputError("cards", f"must be an integer in [1, {MAX_CARDS:,}], got {world_size!r}")
     values = {k: v for k, v in knobs.items() if v is not None}
     for knob, value in values.items():
-        if knob not in KNOBS:
+        if knob not in CONFIG_KEYS:
             raise InputError(knob, "unknown parallel knob")
         if isinstance(value, bool) or not isinstance(value, Integral):
-            raise InputError(KNOB_FLAGS.get(knob, knob), f"must be an integer, got {value!r}")
+            raise InputError(KNOB_FLAGS.get(knob, SETTING_FLAGS.get(knob, knob)), f"must be an integer, got {value!r}")
+        if knob in SETTINGS:
+            if not 0 <= value <= MAX_CARDS:
+                raise InputError(SETTING_FLAGS[knob], f"must be in [0, {MAX_CARDS:,}], got {value}")
+            continue
         if value < 1:
             raise InputError(KNOB_FLAGS.get(knob, knob), f"must be >= 1, got {value}")
         if world_size % value:
             raise InputError(KNOB_FLAGS.get(knob, knob), f"{value} does not divide the world size {world_size}")
     pc = ParallelConfig(world_size=world_size, **values)
-    if world_size % pc.attn_group_size:
-        raise InputError(
-            "--attn-tp/--cp/--kvp/--attn-sp",
-            f"attention group attn_tp*cp*kvp*sp = {pc.attn_group_size} does not divide the world size {world_size}",
-        )
+    if pc.stage_world % pc.attn_group_size:
+        where = f"the stage size {pc.stage_world} (world {world_size} / pp {pc.pp_size})" if pc.pp_size > 1 else \
+            f"the world size {world_size}"
+        raise InputError("--attn-tp/--cp/--kvp/--attn-sp",
+                         f"attention group attn_tp*cp*kvp*sp = {pc.attn_group_size} does not divide {where}")
+    for knob, value in values.items():
+        if knob in TP_STAGE_KNOBS and pc.stage_world % value:
+            raise InputError(KNOB_FLAGS[knob], f"{value} does not divide the stage size {pc.stage_world} "
+                             f"(world {world_size} / pp {pc.pp_size})")
     return pc

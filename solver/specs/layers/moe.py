@@ -24,6 +24,18 @@ def distinct_experts_touched(num_experts: int, topk_real: float, tokens: float) 
     return num_experts * (1.0 - p_miss ** tokens)
 
 
+# Busiest EP rank vs mean with EPLB placing redundant copies of the hot experts: "perfect EPLB ~5% slower
+# than ideal" against ~20% for default balancing (hardware.md, expert load imbalance row; SGLang large-scale
+# EP blog, 2025-05, measured with 32 redundant experts). The source gives one figure, not a curve in the
+# number of copies, so any redundancy takes it; without redundancy the factor is left as it is.
+EPLB_IMBALANCE = 1.05
+
+
+def routing_skew(base: float, redundant: int) -> float:
+    """The routing-skew floor of the busiest rank: the factor's own value, lowered to EPLB's with copies."""
+    return min(base, EPLB_IMBALANCE) if redundant > 0 else base
+
+
 def load_imbalance(base: float, pairs_per_rank: float, ranks: int) -> float:
     """Busiest EP rank vs mean: routing skew (base) and the balls-in-bins spread of few tokens."""
     if ranks <= 1 or pairs_per_rank <= 0:
@@ -102,8 +114,10 @@ class MoE(Block):
         ep, t = pc.moe_ep_size, pc.moe_tp_size
         system_tokens = T * cx.busy_replicas()
         pairs = system_tokens * self.real_topk / ep
-        imb = load_imbalance(f.expert_imbalance, pairs, ep)
-        touched = distinct_experts_touched(self.experts, self.real_topk, system_tokens) / ep
+        imb = load_imbalance(routing_skew(f.expert_imbalance, pc.redundant_experts), pairs, ep)
+        # weights are read once per distinct physical slot hit: redundant copies split a hot expert's tokens
+        # and add slots, E + r over the EP group
+        touched = distinct_experts_touched(pc.expert_slots(self.experts), self.real_topk, system_tokens) / ep
         p = self.expert_params
         width = self.expert_width
         # Grouped GEMM over the local experts at `grouped_gemm` times the dense GEMM's FLOP/s: at tens to

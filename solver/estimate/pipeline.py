@@ -1,0 +1,92 @@
+"""Pipeline parallel: the layer stack split into `pp_size` stages, each run by `world / pp` ranks with every
+other knob inside the stage.
+
+Layout. Stages get consecutive layers, balanced: L // pp each, the first L % pp stages one more (an assumption:
+the engines' own split is not in the facts; seed class A/B style: divisible is exact, otherwise the stages
+differ by one layer and the slowest sets the pace). The embedding lives on the first stage, the LM head and
+the MTP modules on the last (they follow the final hidden state). Memory per rank is the largest stage's.
+
+Time. A stage forwards one microbatch in t_stage and hands its activations (tokens x hidden x 2 bytes) to the
+next stage over the tier between them (t_send). With M microbatches:
+  prefill: (M + pp - 1) x (t_stage + t_send)  -- the pipeline fills and drains: the bubble is (pp - 1) slots
+  decode:  max(M, pp) x (t_stage + t_send)    -- microbatches circulate; a sequence's token comes back every
+                                                 max(M, pp) slots, idle stages when M < pp
+M = min(pp, sequences): the engines keep pp batches in flight (one per stage), and one sequence is one
+microbatch (a single prompt is not split).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from solver.estimate import comm
+from solver.specs.layers.base import ACT_BYTES
+from solver.specs.model import ModelSpec
+
+
+def stage_sizes(num_layers: int, pp: int) -> tuple[int, ...]:
+    """Layers per stage, balanced: the first num_layers % pp stages hold one more."""
+    base, extra = divmod(num_layers, pp)
+    return tuple(base + (1 if i < extra else 0) for i in range(pp))
+
+
+@dataclass(frozen=True)
+class Stage:
+    index: int
+    model: ModelSpec  # the stage's layers (MTP modules only on the last)
+    first: bool  # holds the embedding
+    last: bool  # holds the LM head (and MTP)
+
+    @property
+    def absent_modules(self) -> frozenset[str]:
+        """Modules outside the layer stack this stage does not hold."""
+        out = set()
+        if not self.first:
+            out.add("embedding")
+        if not self.last:
+            out.add("lm_head")
+        if not self.first and not self.last and self.model.tie_word_embeddings:
+            out.add("embedding")  # tied: the table sits on the first stage and, as the head, on the last
+        return frozenset(out)
+
+
+@lru_cache(maxsize=256)
+def stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
+    """The model's pipeline stages."""
+    sizes = stage_sizes(len(model.layers), pp)
+    out, start = [], 0
+    fields = {name: getattr(model, name) for name in type(model).model_fields}
+    for i, n in enumerate(sizes):
+        last = i == pp - 1
+        sub = type(model).model_construct(**{**fields, "layers": model.layers[start:start + n],
+                                             "mtp_modules": model.mtp_modules if last else ()})
+        out.append(Stage(i, sub, i == 0, last))
+        start += n
+    return tuple(out)
+
+
+def microbatches(pp: int, sequences: float) -> int:
+    """Microbatches in flight: one per stage, at most one per sequence."""
+    return max(1, min(pp, math.floor(sequences))) if sequences >= 1 else 1
+
+
+def slots(phase: str, pp: int, m: int) -> int:
+    """Stage-time slots a step takes: fill + drain for prefill, the circulation period for decode."""
+    return m + pp - 1 if phase == "prefill" else max(m, pp)
+
+
+def send_tier(hw, stage_world: int) -> str:
+    """The tier between consecutive stages: the narrowest tier spanning two adjacent stages (2 x stage
+    ranks). Stages of whole nodes talk across nodes, or over the scale-up fabric inside an NVL72 rack."""
+    fits = [(t.span_ranks, name) for name, t in hw.tiers.items() if t.span_ranks >= 2 * stage_world]
+    return min(fits)[1] if fits else max((t.span_ranks, name) for name, t in hw.tiers.items())[1]
+
+
+def send_s(hw, stage_world: int, tokens: float, hidden: int, comm_eff: float) -> float:
+    """One stage boundary's activation hand-off: tokens x hidden x bf16 point to point (each rank of a stage
+    sends to its peer in the next, in parallel, so the per-rank line rate carries one copy)."""
+    return comm.send_recv_s(hw, tokens * hidden * ACT_BYTES, send_tier(hw, stage_world), comm_eff)
+
+
+__all__ = ["Stage", "stages", "stage_sizes", "microbatches", "slots", "send_s", "send_tier", "replace"]

@@ -1,0 +1,153 @@
+"""Pipeline parallel: one test per rule. Llama-3.1-405B: 126 layers, hidden 16384, vocab 128,256, BF16."""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from solver.errors import InputError
+from solver.estimate.compute import Work, factors_for
+from solver.estimate.memory import memory_per_rank, stage_memory
+from solver.estimate.params import count_params
+from solver.estimate.pipeline import microbatches, send_s, send_tier, slots, stage_sizes, stages
+from solver.estimate.step import step_cost
+from solver.launch import LaunchInputs, emit_launch
+from solver.space.domains import build_space
+from solver.specs.framework import load_framework, model_env
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import ParallelConfig, make_parallel_config
+from solver.specs.precision import resolve_precision
+from solver.specs.scenario import Scenario
+
+GB = 1e9
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return load_model("llama-3.1-405b")
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return load_hardware("h100_sxm")
+
+
+def tp8_pp2(**kw) -> ParallelConfig:
+    return ParallelConfig(world_size=16, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8,
+                          pp_size=2, **kw)
+
+
+def test_stages_are_balanced_the_first_ones_one_layer_longer():
+    assert stage_sizes(126, 2) == (63, 63)
+    assert stage_sizes(126, 4) == (32, 32, 31, 31)
+    assert sum(stage_sizes(61, 8)) == 61
+
+
+def test_embedding_on_the_first_stage_lm_head_on_the_last(llama):
+    st = stages(llama, 2)
+    assert st[0].first and not st[0].last and "lm_head" in st[0].absent_modules
+    assert st[1].last and "embedding" in st[1].absent_modules
+    assert len(st[0].model.layers) == len(st[1].model.layers) == 63
+
+
+def test_memory_per_stage_is_half_the_layers_plus_its_own_table(llama, h100):
+    prec = resolve_precision(llama, h100)
+    pc = tp8_pp2()
+    params = count_params(llama)
+    by = params.by_name()
+    layer_params = params.total - by["embedding"] - by["lm_head"]
+    table = llama.vocab_size * llama.hidden_size  # 128,256 x 16,384
+    first, last = stage_memory(llama, h100, pc, prec, 16, 4096)
+    # stage 0: 63 of 126 layers and the embedding, over TP8, 2 bytes a parameter (bf16)
+    want = (layer_params / 2 + table) * 2 / 8
+    assert first.weights_total == pytest.approx(want, rel=2e-3)  # the final norm sits with the layers' count
+    assert "embedding" in first.weights_bytes and "lm_head" not in first.weights_bytes
+    assert "lm_head" in last.weights_bytes and "embedding" not in last.weights_bytes
+    assert memory_per_rank(llama, h100, pc, prec, 16, 4096).total == max(first.total, last.total)
+    # KV: each stage holds its 63 layers' KV of all 16 sequences: 8 KV heads / TP8 = 1 head x 128 x 2 (K, V) x 2 B
+    assert first.kv_cache_bytes == pytest.approx(16 * 4096 * 63 * 1 * 128 * 2 * 2)
+
+
+def test_bubble_fill_and_drain_for_prefill_circulation_for_decode():
+    assert microbatches(4, 16) == 4 and microbatches(4, 1) == 1
+    assert slots("prefill", 4, 4) == 7  # M + pp - 1
+    assert slots("decode", 4, 4) == 4  # max(M, pp)
+    assert slots("decode", 4, 1) == 4  # one sequence: the other stages idle
+
+
+def test_pipeline_step_is_the_stage_microbatch_cost_times_the_slots(llama, h100):
+    prec = resolve_precision(llama, h100)
+    f = factors_for(h100, load_framework("vllm").efficiency_for(h100))
+    pc = tp8_pp2()
+    w = Work("prefill", 8 * 2048, 1024.5, 8, 8)
+    step = step_cost(llama, h100, pc, prec, f, w)
+    # M = 2 microbatches of 4 prompts; 3 slots of (slowest stage + hand-off)
+    micro = Work("prefill", 4 * 2048, 1024.5, 4, 4)
+    stage_s = []
+    for st in stages(llama, 2):
+        sc = step_cost(st.model, h100, pc.stage(), prec, f, micro)
+        stage_s.append(sum(o.time_s for o in sc.ops if o.module not in st.absent_modules)
+                       + sum(c.exposed_s for c in sc.comms if c.module not in st.absent_modules))
+    hand_off = send_s(h100, 8, 4 * 2048, 16384, f.comm)
+    assert step.time_s == pytest.approx(3 * (max(stage_s) + hand_off) + f.step_overhead_s, rel=1e-9)
+
+
+def test_stage_hand_off_crosses_nodes_when_stages_are_whole_nodes(h100):
+    assert send_tier(h100, 8) != "intra_node"  # two 8-GPU stages span 16 ranks: across nodes
+    assert send_tier(h100, 4) == "intra_node"  # two 4-GPU stages share a node
+    # 2048 tokens x 16,384 x 2 B = 64 MiB over the scale-out link
+    t = h100.tiers[send_tier(h100, 8)]
+    assert send_s(h100, 8, 2048, 16384, 1.0) == pytest.approx(
+        t.latency_s + 2048 * 16384 * 2 / (t.bandwidth_Bps * t.efficiency))
+
+
+def test_pp_domain_is_stages_of_whole_nodes_or_part_of_one(llama, h100):
+    sc = Scenario(kind="latency", isl=2048, osl=256)
+    d = build_space(llama, h100, load_framework("vllm"), 24, sc).domains["pp_size"]
+    assert set(d) == {1, 3, 6, 12, 24}  # stages of 24, 8, 4, 2, 1 ranks; 2 (12 ranks) and 4 (6) are cut
+    assert build_space(llama, h100, load_framework("cann-recipes"), 16, sc).domains["pp_size"] == (1,)
+
+
+def test_rules_read_world_as_one_stage(llama):
+    env = model_env({"attn_tp_size": 8, "pp_size": 2}, llama, 8, world=16)
+    assert env["world"] == 8 and env["attn_dp_size"] == 1
+
+
+def test_pp_not_dividing_the_world_is_one_line():
+    with pytest.raises(InputError, match="--pp: 3 does not divide the world size 16"):
+        make_parallel_config(16, pp_size=3)
+    with pytest.raises(InputError, match="stage size 8"):
+        make_parallel_config(16, pp_size=2, attn_tp_size=16)
+
+
+def test_launch_spells_pp_and_engines_without_it_refuse(llama, h100):
+    inputs = LaunchInputs(batch=16, max_model_len=4352)
+    launch = emit_launch(load_framework("vllm"), llama, h100, tp8_pp2(), inputs)
+    argv = launch["nodes"][0]["argv"]
+    assert argv[argv.index("--pipeline-parallel-size") + 1] == "2"
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "8"
+    assert len(launch["nodes"]) == 2
+    with pytest.raises(InputError, match="pp_size = 2 but cann-recipes has no such knob"):
+        emit_launch(load_framework("cann-recipes"), llama, h100, tp8_pp2(), inputs)
+
+
+def test_llama_405b_on_16_h100_under_vllm_gets_tp8_pp2():
+    from solver.cli.main import main as cli
+
+    res = CliRunner().invoke(cli, ["solve", "llama-3.1-405b", "--hardware", "h100_sxm", "--cards", "16",
+                                   "--framework", "vllm", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    first = json.loads(res.output)["candidates"][0]
+    assert first["parallel_config"]["pp_size"] == 2 and first["parallel_config"]["attn_tp_size"] == 8
+    assert "--pipeline-parallel-size" in first["launch"]["nodes"][0]["argv"]
+
+
+def test_solve_with_pp_not_dividing_the_world_exits_2():
+    from solver.cli.main import main as cli
+
+    res = CliRunner().invoke(cli, ["estimate", "llama-3.1-405b", "--hardware", "h100_sxm", "--cards", "16",
+                                   "--attn-tp", "8", "--pp", "3", "--isl", "2048", "--osl", "256",
+                                   "--concurrency", "16"])
+    assert res.exit_code == 2 and "--pp: 3 does not divide the world size 16" in res.output
