@@ -46,7 +46,7 @@ def test_the_generator_labels_every_subcommand_both_ways(fixtures: fc.Fixtures) 
     """The labels must mean something: each subcommand gets valid and invalid cases."""
     seen: dict[str, set[str]] = {}
 
-    @settings(max_examples=400, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=1500, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(case=fc.cases(fixtures))
     def collect(case: fc.Case) -> None:
