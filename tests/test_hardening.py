@@ -401,3 +401,16 @@ def test_every_command_that_prints_a_result_defaults_to_the_same_format() -> Non
                 for name, cmd in main.commands.items() if any(p.name == "fmt" for p in cmd.params)
                 and name not in ("sweep", "launch")}  # a CSV stream and shell commands to paste, not reports
     assert set(defaults.values()) == {"table"}, defaults
+
+
+def test_launch_refuses_a_deployment_whose_derived_sizes_disagree(tmp_path: Path) -> None:
+    """`launch` reads the `check` file format and holds it to the same rule: a stated attn_dp_size must be what
+    the knobs give (found by benchmarks/fuzz.py: cann-recipes printed a command for it)."""
+    dep = {"model": "qwen3-30b-a3b", "hardware": "h100_sxm", "world_size": 8,
+           "parallel_config": {"attn_tp_size": 4, "moe_tp_size": 1, "attn_dp_size": 4},
+           "workload": {"phase": "decode", "batch": 16, "seq_len": 2048}}
+    path = tmp_path / "dep.yaml"
+    path.write_text(yaml.safe_dump(dep))
+    result = CliRunner().invoke(main, ["launch", str(path), "--engine", "cann-recipes"])
+    assert result.exit_code == 2
+    assert "attn_dp_size" in result.output and "Traceback" not in result.output

@@ -52,6 +52,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     for flag, value in (("model", model), ("hardware", hardware), ("world_size", world)):
         if value is None:
             raise InputError(flag, f"missing: give it in {config} or as --{flag.replace('world_size', 'cards')}")
+    dep.check_derived(world, config)  # the file must say one thing (as `check` requires)
     if dep.workload is None:
         raise InputError("workload", f"missing in {config}: phase/batch/seq_len or isl/osl/concurrency")
     try:
