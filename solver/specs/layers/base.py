@@ -19,6 +19,8 @@ the formulas live here and the timing lives in estimate/: specs never import est
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -111,14 +113,15 @@ class CostKit(Protocol):
     def busy_replicas(self) -> float: ...
 
 
-class Block:
+class Block(ABC):
     """Base of every block type (frozen dataclasses subclass it)."""
 
     role = "mixer"  # "mixer" | "ffn"
     kind = "block"  # short type name used in reports (GQA, MLA, GatedDeltaNet, Mamba2, FFN, MoE, ...)
 
+    @abstractmethod
     def shares(self) -> tuple[Share, ...]:
-        raise NotImplementedError
+        """The block's parameters, each with the knob that splits it."""
 
     def state(self, kv_bytes: int, attn_tp: int) -> State:
         return NO_STATE
@@ -126,8 +129,9 @@ class Block:
     def label(self) -> str:
         return self.kind
 
+    @abstractmethod
     def ops(self, cx: CostKit) -> list[Any]:
-        raise NotImplementedError
+        """FLOPs and bytes of one instance of the block in the step `cx` describes."""
 
     def comms(self, cx: CostKit, hide_s: float) -> list[Any]:
         return []

@@ -12,6 +12,8 @@ Knobs: attention TP splits the heads and the state; CP / SP / KVP do not split t
 """
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import math
 from dataclasses import dataclass
 
@@ -26,12 +28,13 @@ class _Linear(Block):
     hidden: int
     state_dtype_bytes: int
 
+    @abstractmethod
     def parts(self) -> tuple[Part, ...]:
-        raise NotImplementedError
+        """The kernel's projections and gates."""
 
+    @abstractmethod
     def head_shape(self) -> tuple[int, int, int]:
         """(state heads, d_k, d_v)."""
-        raise NotImplementedError
 
     def conv_channels(self) -> int:
         return 0
