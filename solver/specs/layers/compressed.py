@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from solver.specs.layers.attention import sequence_attention_comms
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
 from solver.specs.layers.dsa import Indexer
+from solver.specs.layers.mla import latent_projection_op
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,7 @@ class CompressedAttention(Block):
         t_a = T / pc.token_shards
         gemm = hw.flops(prec.gemm_dtype("attention"))
         bpp = prec.fmt("attention").bytes_per_param
-        rank = sum(p.params / p.degree(a) for p in self.proj_parts())
-        ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank, rank * bpp + t_a * h * ACT_BYTES, gemm, f.gemm,
-                     kernels=6, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / a))]
+        ops = [latent_projection_op(self, cx)]
         keys = self.keys(cx)
         pair_shards = pc.token_shards * pc.kvp_size
         heads = max(self.heads / a, hw.sparse_attention_head_pad) if self.indexer else self.heads / a

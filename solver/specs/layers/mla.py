@@ -84,11 +84,7 @@ class MLA(Block):
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
         a, h, T = pc.attn_tp_size, self.hidden, w.new_tokens
         t_a = T / pc.token_shards
-        gemm = hw.flops(prec.gemm_dtype("attention"))
-        bpp = prec.fmt("attention").bytes_per_param
-        rank_params = sum(p.params / p.degree(a) for p in self.proj_parts())
-        ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params, rank_params * bpp + t_a * h * ACT_BYTES,
-                     gemm, f.gemm, kernels=6, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / a))]
+        ops = [latent_projection_op(self, cx)]
         ctx = max(w.context, 1.0)
         heads = self.heads / a
         pair_shards = pc.token_shards * pc.kvp_size
@@ -129,3 +125,16 @@ class MLA(Block):
         if self.indexer:
             act += self.indexer.activation(t, tokens)
         return act
+
+
+def latent_projection_op(block: Block, cx: CostKit):
+    """The q / latent-KV projections of an MLA-style block (MLA, compressed attention): replicated
+    down-projections charged to every attention-TP rank, up-projections split by it (`proj_parts`)."""
+    pc, hw, prec = cx.pc, cx.hw, cx.prec
+    a = pc.attn_tp_size
+    t_a = cx.w.new_tokens / pc.token_shards
+    rank = sum(p.params / p.degree(a) for p in block.proj_parts())
+    return cx.op("qkv_proj", "attention", 2 * t_a * rank,
+                 rank * prec.fmt("attention").bytes_per_param + t_a * block.hidden * ACT_BYTES,
+                 hw.flops(prec.gemm_dtype("attention")), cx.f.gemm, kernels=6,
+                 shape_eff=cx.shape_efficiency(block.heads * block.head_dim / a))
