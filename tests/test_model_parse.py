@@ -245,6 +245,13 @@ def test_nested_field_errors_name_the_nested_path() -> None:
         parse_model_config(cfg, "x")
 
 
+def test_vision_index_list_that_is_not_a_list_names_the_field() -> None:
+    cfg = _config("Qwen--Qwen3.5-35B-A3B")
+    cfg["vision_config"]["deepstack_visual_indexes"] = -1
+    with pytest.raises(InputError, match=r"deepstack_visual_indexes: must be a list of integers"):
+        parse_model_config(cfg, "x")
+
+
 def test_bad_config_on_the_command_line_is_one_line_and_exit_2(tmp_path: Path) -> None:
     from click.testing import CliRunner
 

@@ -68,7 +68,7 @@ def _vit(f: Fields, text_hidden: int) -> tuple[int, int, int]:
     if merge > 1:
         wide = h * merge * merge
         merger = norm + wide * wide + wide + wide * out + out
-        mergers = 1 + len(c.get("deepstack_visual_indexes") or [])
+        mergers = 1 + len(f.int_list("deepstack_visual_indexes") or [])
         deep = (mergers - 1) * (wide * wide + wide + wide * out + out + 2 * wide)
         projector = merger + deep
     else:
