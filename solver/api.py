@@ -48,8 +48,10 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
 
 def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, cand: Candidate,
                      framework: str = "generic", weight_dtype: str | None = None,
-                     moe_weight_dtype: str | None = None, kv_dtype: str | None = None) -> list[str]:
-    """Why the seed's main alternative patterns lost to `cand` (numbers from the estimator)."""
+                     moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
+                     candidates: list[Candidate] = ()) -> list[str]:
+    """The score of every candidate, and why the seed's main alternative patterns lost to `cand` (numbers from
+    the estimator)."""
     from solver.estimate.compute import factors_for
     from solver.estimate.serving import Workload
     from solver.rank.explain import explain
@@ -58,8 +60,10 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     f = factors_for(hw, fw.efficiency_for(hw))
     p = cand.planned
+    shown = [(c.pattern, c.planned.estimate, c.planned.role + ("" if c.planned.on_front else ", off the front"))
+             for c in candidates]
     return explain(spec, hw, fw, prec, f, scenario, p.config, p.estimate, p.batch,
-                   Workload.for_scenario(scenario, p.batch), cand.pattern)
+                   Workload.for_scenario(scenario, p.batch), cand.pattern, shown)
 
 
 def solve(model: str, hardware: str, cards: int, scenario: Scenario | None = None, **kwargs) -> list[Candidate]:

@@ -87,8 +87,9 @@ def test_sweep_invariants(swept: dict) -> None:
         w = int(r["cards"])
         for k in KNOBS:
             assert w % int(r[k]) == 0, f"{k}={r[k]} does not divide {w}"
-        assert int(r["attn_dp_size"]) * int(r["attn_tp_size"]) == w
-        assert int(r["moe_ep_size"]) * int(r["moe_tp_size"]) == w
+        # the seed's *_dp_size = world // *_tp_size, inside one pipeline stage
+        assert int(r["attn_dp_size"]) * int(r["attn_tp_size"]) * int(r["pp_size"]) == w
+        assert int(r["moe_ep_size"]) * int(r["moe_tp_size"]) * int(r["pp_size"]) == w
         assert r["memory_per_rank_gb"] <= 64.0
         assert r["output_tokens_per_s"] == pytest.approx(r["output_tokens_per_s_per_rank"] * w, rel=1e-3)
         assert r["request_latency_ms"] == pytest.approx(r["ttft_ms"] + (r["osl"] - 1) * r["tpot_ms"], rel=1e-3)

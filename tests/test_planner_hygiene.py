@@ -27,7 +27,7 @@ def _planner(model="qwen3-30b-a3b", hw="h200_sxm", world=8, fw="cann-recipes", *
     return cpsat.Planner(t, m, h, f, scenario)
 
 
-def _size(bm: cpsat.BatchModel) -> tuple[int, int, int]:
+def _size(bm: cpsat.ViewModel) -> tuple[int, int, int]:
     p = bm.model.proto
     return len(p.variables), len(p.constraints), len(p.assumptions)
 
@@ -50,7 +50,8 @@ def test_planning_calls_no_deprecated_ortools_method(monkeypatch) -> None:
 def test_a_cached_model_does_not_grow_across_calls() -> None:
     pl = _planner(ttft_ms=5000.0)
     front = pl.front()
-    sizes = {b: _size(pl.batch_model(b)) for b in pl.t.batches}
+    sizes = {k: _size(vm) for k, vm in pl.cached_models().items()}
+    assert sizes
     b = front[0].batch
     key = cpsat.pattern_key(pl.t, dict(front[0].picks))
     rejected = []
@@ -67,7 +68,7 @@ def test_a_cached_model_does_not_grow_across_calls() -> None:
         pl.best(b, exclude_families=frozenset({cpsat.attention_family(pl.t.choices["attn"][dict(front[0].picks)["attn"]])}))
         for name in pl.families(b):
             pl.best(b, relaxed=frozenset({name}))
-    assert {bb: _size(pl.batch_model(bb)) for bb in pl.t.batches} == sizes
+    assert {k: _size(pl.cached_models()[k]) for k in sizes} == sizes
 
 
 def test_the_same_question_gets_the_same_answer_after_others_were_asked() -> None:

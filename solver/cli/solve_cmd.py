@@ -72,7 +72,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         if line:
             click.echo(f"note: {line}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,
-                            moe_weight_dtype, kv_dtype) if explain and cands else [])
+                            moe_weight_dtype, kv_dtype, cands) if explain and cands else [])
     launches = (candidate_launches(model, hardware, framework, cands, scenario, weight_dtype, moe_weight_dtype,
                                    kv_dtype) if fmt in ("json", "launch") else None)
     if fmt == "launch":
@@ -114,7 +114,8 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     con.print("mem GB: per rank including the runtime reserve; fits: within min(0.95 x capacity, capacity - "
               "reserve) per the full estimate")
     for line in why:
-        con.print(f"why not {line}")
+        # the candidates' scores first (rank/explain.candidate_scores), then why each alternative lost
+        con.print(line if line.startswith(("score =", "#")) else f"why not {line}", markup=False)
 
 
 COMMANDS = [solve_cmd]

@@ -134,8 +134,24 @@ def stack_modules(layers: list[tuple[Layer, int]]) -> list[ModuleParams]:
     return acc.modules()
 
 
+# reports per model object (the planner asks for every pipeline stage's many times); identity-keyed, the entry
+# keeps the model alive so its id is not reused. A ParamReport is read, never changed, by its callers.
+_REPORTS: dict[int, tuple[ModelSpec, "ParamReport"]] = {}
+
+
 def count_params(m: ModelSpec) -> ParamReport:
     """Exact parameters per module of the main model, with MTP layers reported separately."""
+    hit = _REPORTS.get(id(m))
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_REPORTS) > 1024:
+        _REPORTS.clear()
+    report = _count_params(m)
+    _REPORTS[id(m)] = (m, report)
+    return report
+
+
+def _count_params(m: ModelSpec) -> ParamReport:
     h, v = m.hidden_size, m.vocab_size
     acc = _Acc()
     acc.add(Share("embedding", "embedding", "embed_tp_size", (Part("embed_tokens", v * h, "tp"),)))

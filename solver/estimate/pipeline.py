@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from solver.estimate import comm
 from solver.specs.layers.base import ACT_BYTES
@@ -51,9 +50,24 @@ class Stage:
         return frozenset(out)
 
 
-@lru_cache(maxsize=256)
+# stages per (model object, pp): keyed by identity (hashing a ModelSpec walks every layer), the entry keeps
+# the model alive so its id is not reused
+_STAGES: dict[tuple[int, int], tuple[ModelSpec, tuple["Stage", ...]]] = {}
+
+
 def stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
     """The model's pipeline stages."""
+    hit = _STAGES.get((id(model), pp))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    if len(_STAGES) > 1024:
+        _STAGES.clear()
+    out = _build_stages(model, pp)
+    _STAGES[(id(model), pp)] = (model, out)
+    return out
+
+
+def _build_stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
     sizes = stage_sizes(len(model.layers), pp)
     out, start = [], 0
     fields = {name: getattr(model, name) for name in type(model).model_fields}

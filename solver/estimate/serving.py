@@ -266,7 +266,10 @@ def graph_batch(running: int, sizes: tuple[int, ...]) -> tuple[int, bool]:
 
 
 def kernels_launched(step: StepCost, f: Factors) -> float:
-    """Kernels one step launches: the step-cost model charges kernel_overhead_s per kernel."""
+    """Kernels one step launches: the step-cost model charges kernel_overhead_s per kernel (a pipeline step
+    carries its busiest stage's count: StepCost.kernels)."""
+    if step.kernels is not None:
+        return step.kernels
     if f.kernel_overhead_s <= 0:
         return 0.0
     return sum(o.overhead_s for o in step.ops) / f.kernel_overhead_s

@@ -34,7 +34,7 @@ from solver.estimate.params import ParamReport
 from solver.specs.hardware import Hardware
 from solver.specs.layers.base import ACT_BYTES, block_counts  # noqa: F401
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import ParallelConfig
+from solver.specs.parallel import CONFIG_KEYS, ParallelConfig
 from solver.specs.precision import Precision
 
 # ops whose compute a KV gather on the second stream can hide behind (the attention core of the same layer)
@@ -46,6 +46,9 @@ class StepCost:
     ops: list[OpCost] = field(default_factory=list)  # totals over layers
     comms: list[CommCost] = field(default_factory=list)
     overhead_s: float = 0.0
+    # kernels the step launches, where it is not the ops' own count (a pipeline: the busiest stage's launcher,
+    # see pipeline_step); None = the ops' overheads over the per-kernel overhead (serving.kernels_launched)
+    kernels: float | None = None
 
     @property
     def compute_s(self) -> float:
@@ -155,51 +158,105 @@ def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
                        busy_replicas=busy if spread < pc.cp_size or w.busy_replicas > 0 else 0.0)
 
 
-def _add_stack(step: StepCost, blocks: list, kit: Kit, mixers_only: bool) -> None:
-    """Ops and collectives of every distinct block, scaled by its count. A block's KV gather hides behind
-    its own attention core."""
-    for block, n, ops in stack_ops(blocks, kit, mixers_only):
-        hide = sum(o.compute_s for o in ops if o.name in _HIDING_OPS)
-        step.ops += [o.scaled(n) for o in ops]
-        step.comms += [c.scaled(n) for c in block.comms(kit, hide)]
+# One block's ops and collectives for one (hardware, parallel config, precision, factors, work): the planner's
+# tables and pipeline stages ask for the same block under the same kit many times (every stage of a pipeline
+# holds the same layer objects; a stage count repeats each). Keyed by identity of the block and the kit's
+# objects, which the entry keeps alive so an id is never reused while its entry exists.
+_BLOCK_CACHE: dict[tuple, tuple] = {}
+_BLOCK_CACHE_MAX = 200_000
 
 
-def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
-              params: ParamReport | None = None, mtp_layers: int = 0, attention_only: bool = False) -> StepCost:
-    """Cost of one forward step over the layer stack (plus `mtp_layers` sequential draft passes, each through
-    one MTP module's layers). `attention_only`: just the mixers (what depends on the attention layout; used by
-    plan/tables). `w` is the work of one attention replica (TP x CP x KVP x SP ranks); decode under CP:
-    decode_layout. Under pipeline parallel: pipeline_step."""
-    if pc.pp_size > 1:
-        return pipeline_step(model, hw, pc, prec, f, w, mtp_layers, attention_only)
+def _pc_key(pc: ParallelConfig) -> tuple:
+    return (pc.world_size, *(getattr(pc, k) for k in CONFIG_KEYS))
+
+
+def block_cost(block, kit: Kit) -> tuple[list[OpCost], list[CommCost]]:
+    """(ops, collectives) of one instance of `block`; its KV gather hides behind its own attention core."""
+    key = (id(block), id(kit.hw), id(kit.prec), id(kit.f), _pc_key(kit.pc), kit.w)
+    hit = _BLOCK_CACHE.get(key)
+    if hit is not None and hit[0] is block and hit[1] is kit.hw and hit[2] is kit.prec and hit[3] is kit.f:
+        return hit[4], hit[5]
+    ops = block.ops(kit)
+    hide = sum(o.compute_s for o in ops if o.name in _HIDING_OPS)
+    comms = block.comms(kit, hide)
+    if len(_BLOCK_CACHE) >= _BLOCK_CACHE_MAX:
+        _BLOCK_CACHE.clear()
+    _BLOCK_CACHE[key] = (block, kit.hw, kit.prec, kit.f, ops, comms)
+    return ops, comms
+
+
+_MODULES: dict[int, tuple[object, frozenset[str]]] = {}
+
+
+def block_modules(block) -> frozenset[str]:
+    """The modules a block's parameters declare (cached per block object)."""
+    hit = _MODULES.get(id(block))
+    if hit is not None and hit[0] is block:
+        return hit[1]
+    out = frozenset(sh.module for sh in block.shares())
+    _MODULES[id(block)] = (block, out)
+    return out
+
+
+def step_items(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
+               mtp_layers: int = 0, attention_only: bool = False, modules: frozenset[str] | None = None
+               ) -> list[tuple[list[OpCost], list[CommCost], float, bool]]:
+    """A step without pipeline stages as (ops, collectives, times repeated, is an MTP draft pass) chunks of
+    unscaled records: step_cost scales them into a StepCost, the planner's tables sum them (group_cost)."""
     pc, w = decode_layout(pc, w)
     kit = Kit(hw, pc, prec, f, w)
     blocks = model.block_groups
     if mtp_layers and model.mtp_modules:
         blocks = blocks + block_counts([(layer, mtp_layers) for layer in model.mtp_modules[0]])
-    step = StepCost()
-    _add_stack(step, blocks, kit, mixers_only=attention_only)
+    out = []
+    for block, n in blocks:
+        if attention_only and block.role != "mixer":
+            continue
+        if modules is not None and not (block_modules(block) & modules):
+            continue
+        ops, comms = block_cost(block, kit)
+        out.append((ops, comms, n, False))
     if attention_only:
-        step.overhead_s = f.step_overhead_s
-        return step
-    step.ops += head_ops(model, hw, pc, prec, f, w)
-    step.comms += head_comms(model, hw, pc, f, w)
-    if mtp_layers and w.phase == "decode":
+        return out
+    if modules is None or modules & {"embedding", "lm_head"}:
+        out.append((head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w), 1, False))
+    if mtp_layers and w.phase == "decode" and (modules is None or "lm_head" in modules):
         # each of the `mtp_layers` sequential draft passes ends in the shared lm_head over one token per
         # sequence: its weights are read again every pass (~0.5 ms per pass for DeepSeek's 1.85 GB bf16 head
         # on one H200 rank)
         dw = Work("decode", new_tokens=w.sequences, context=w.context, sequences=w.sequences,
                   logits_tokens=w.sequences, busy_replicas=w.busy_replicas)
         draft = [o for o in head_ops(model, hw, pc, prec, f, dw) if o.name == "lm_head"]
-        step.ops += [replace(o.scaled(mtp_layers), name="mtp_lm_head") for o in draft]
-        step.comms += [c.scaled(mtp_layers, prefix="mtp_")
-                       for c in head_comms(model, hw, pc, f, dw) if c.module == "lm_head"]
-    step.overhead_s = f.step_overhead_s
+        comms = [c for c in head_comms(model, hw, pc, f, dw) if c.module == "lm_head"]
+        out.append((draft, comms, mtp_layers, True))
+    return out
+
+
+def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
+              params: ParamReport | None = None, mtp_layers: int = 0, attention_only: bool = False,
+              modules: frozenset[str] | None = None) -> StepCost:
+    """Cost of one forward step over the layer stack (plus `mtp_layers` sequential draft passes, each through
+    one MTP module's layers). `attention_only`: just the mixers (what depends on the attention layout; used by
+    plan/tables). `w` is the work of one attention replica (TP x CP x KVP x SP ranks); decode under CP:
+    decode_layout. Under pipeline parallel: pipeline_step. `modules`: cost only the blocks holding one of these
+    modules, and the embedding / LM head only when named (the planner's per-group tables; what a caller
+    attributes to those modules is unchanged)."""
+    if pc.pp_size > 1:
+        return pipeline_step(model, hw, pc, prec, f, w, mtp_layers, attention_only, modules)
+    step = StepCost(overhead_s=f.step_overhead_s)
+    for ops, comms, n, draft in step_items(model, hw, pc, prec, f, w, mtp_layers, attention_only, modules):
+        if draft:
+            step.ops += [replace(o.scaled(n), name="mtp_lm_head") for o in ops]
+            step.comms += [c.scaled(n, prefix="mtp_") for c in comms]
+        else:
+            step.ops += [o.scaled(n) for o in ops]
+            step.comms += [c.scaled(n) for c in comms]
     return step
 
 
 def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
-                  mtp_layers: int = 0, attention_only: bool = False) -> StepCost:
+                  mtp_layers: int = 0, attention_only: bool = False,
+                  modules: frozenset[str] | None = None) -> StepCost:
     """A step of one pipeline (estimate.pipeline): each stage's cost on a microbatch (its layers, the
     embedding on the first, the LM head and MTP on the last), the slowest stage plus its activation hand-off
     repeated over the step's slots. The returned ops and collectives are the pacing stage's, scaled by the
@@ -208,17 +265,31 @@ def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     m = pipeline.microbatches(pp, w.sequences)
     micro = replace(w, new_tokens=w.new_tokens / m, sequences=w.sequences / m, logits_tokens=w.logits_tokens / m)
     pacing: StepCost | None = None
+    pacing_s = 0.0
+    launched = 0.0  # the most kernel-launch overhead any stage carries
+    seen: set[tuple] = set()
     for st in pipeline.stages(model, pp):
+        # stages holding the same blocks (and the same embedding / head) cost the same: cost one of them
+        sig = (tuple((id(b), n) for b, n in st.model.block_groups), st.absent_modules, st.last)
+        if sig in seen:
+            continue
+        seen.add(sig)
         sc = step_cost(st.model, hw, spc, prec, f, micro, mtp_layers=mtp_layers if st.last else 0,
-                       attention_only=attention_only)
+                       attention_only=attention_only, modules=modules)
         gone = st.absent_modules
         sc.ops = [o for o in sc.ops if o.module not in gone]
         sc.comms = [c for c in sc.comms if c.module not in gone]
-        if pacing is None or sc.time_s > pacing.time_s:
-            pacing = sc
+        t = sc.time_s
+        launched = max(launched, sum(o.overhead_s for o in sc.ops))
+        if pacing is None or t > pacing_s:
+            pacing, pacing_s = sc, t
     assert pacing is not None
     k = pipeline.slots(w.phase, pp, m)
-    out = StepCost([o.scaled(k) for o in pacing.ops], [c.scaled(k) for c in pacing.comms], f.step_overhead_s)
+    # each stage is its own process launching its own kernels: run eagerly, the slowest launcher paces the
+    # pipeline as the slowest GPU stage does, so the step's launch count is the busiest stage's, per slot
+    kernels = k * launched / f.kernel_overhead_s if f.kernel_overhead_s > 0 else 0.0
+    out = StepCost([o.scaled(k) for o in pacing.ops], [c.scaled(k) for c in pacing.comms], f.step_overhead_s,
+                   kernels)
     # the hand-off, module "pipeline" (plan/tables charges it to the attention group, which owns the layout):
     # a rank forwards its attention replica's hidden states of the microbatch; not overlapped (assumption)
     t = pipeline.send_s(hw, spc.world_size, micro.new_tokens, model.hidden_size, f.comm)

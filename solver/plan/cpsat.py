@@ -19,6 +19,7 @@ from typing import Callable
 from ortools.sat.python import cp_model
 
 from solver.errors import InputError, InternalError
+from solver.estimate.figures import Figures, figures
 from solver.plan.tables import GROUPS, SHARED, Tables
 from solver.specs.limits import MAX_COEF, MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
 from solver.specs.framework import FrameworkProfile, model_env
@@ -74,8 +75,10 @@ class Point:
 
     picks: tuple[tuple[str, int], ...]  # (group, choice index)
     batch: int
-    latency: int  # TIME_SCALE units
-    inv_throughput: float  # latency x W / (batch x OSL), same units
+    latency: int  # request latency of the full figures (Scenario.request_latency), TIME_SCALE units
+    inv_throughput: float  # seconds per output token per rank (W / throughput), TIME_SCALE units
+    simplicity: int = 0  # tie-break: bits of the parallel degrees
+    served: float = 0.0  # sequences in flight (StepPlan.served): with the batch, what makes latency ~ inverse throughput
 
     def key(self) -> tuple:
         return (self.picks, self.batch)
@@ -95,27 +98,6 @@ def exact(value: float, what: str, weight: int = TIE_WEIGHT) -> int:
     return round(value)
 
 
-def inv_throughput(t: Tables, latency: int, batch: int) -> float:
-    return latency * t.world / (batch * t.tokens_per_request)
-
-
-def coefs(t: Tables, b: int, g: str, i: int) -> tuple[int, int, int, int]:
-    """(latency, ttft, tpot, memory) integer coefficients of one choice at concurrency b."""
-    e = t.entries[(b, g, i)]
-    tpot = e.decode_s / t.mtp_tokens + e.prefill_s * t.prefill_per_token
-    lat = t.prefill_weight * e.prefill_s + t.decode_steps * tpot
-    return (exact(lat * TIME_SCALE, "a latency"), exact(e.prefill_s * TIME_SCALE, "a TTFT"),
-            exact(tpot * TIME_SCALE, "a TPOT"), exact(min(e.memory_bytes * MEM_SCALE, _MEM_CLAMP), "a memory size", 1))
-
-
-def const_coefs(t: Tables) -> tuple[int, int, int]:
-    """(latency, ttft, tpot) of the fixed per-step overhead."""
-    tpot = t.const_step_s / t.mtp_tokens + t.const_step_s * t.prefill_per_token
-    lat = t.prefill_weight * t.const_step_s + t.decode_steps * tpot
-    return (exact(lat * TIME_SCALE, "a latency"), exact(t.const_step_s * TIME_SCALE, "a step overhead"),
-            exact(tpot * TIME_SCALE, "a TPOT"))
-
-
 def simplicity(values: tuple[int, ...]) -> int:
     """Tie-break penalty: bits of the parallel degrees (TP1 costs 0, TP8 costs 3)."""
     return sum(max(0, v - 1).bit_length() for v in values)  # a setting may be 0 (redundant experts)
@@ -123,6 +105,10 @@ def simplicity(values: tuple[int, ...]) -> int:
 
 def memory_cap(t: Tables) -> int:
     return exact(min((t.memory_limit_bytes - t.const_memory_bytes) * MEM_SCALE, _MEM_CLAMP), "the memory cap", 1)
+
+
+def memory_coef(t: Tables, b: int, g: str, i: int) -> int:
+    return exact(min(t.memory[(b, g, i)] * MEM_SCALE, _MEM_CLAMP), "a memory size", 1)
 
 
 def rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, batch: int,
@@ -172,17 +158,18 @@ def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile
 
 
 @dataclass
-class BatchModel:
-    """The model for one concurrency value, built once and never changed afterwards: what one question adds
-    (excluded patterns, cuts, which families are on) goes on a working copy (Planner.best), so the cached
-    model does not grow from call to call."""
+class ViewModel:
+    """The model of one attention layout at one concurrency, built once and never changed afterwards: what
+    one question adds (exclusions, cuts, bounds) goes on a working copy (Planner._solve_view)."""
 
     batch: int
+    key: tuple[int, ...]
     model: cp_model.CpModel
-    x: dict[str, list[cp_model.IntVar]]
+    x: dict[str, dict[int, cp_model.IntVar]]  # group -> choice index (in Tables.choices) -> Boolean
     knob_vars: dict[str, cp_model.IntVar]
-    latency: cp_model.LinearExpr
-    objective: cp_model.LinearExpr  # latency x TIE_WEIGHT + simplicity
+    pe: cp_model.IntVar | None  # prefill step as the engine runs it, TIME_SCALE units (None: no prefill)
+    te: cp_model.IntVar | None  # decode step
+    slack: int  # rounding: integer step times are within `slack` units of the exact ones
     families: dict[str, cp_model.IntVar] = field(default_factory=dict)
 
     def family(self, name: str) -> cp_model.IntVar:
@@ -193,68 +180,86 @@ class BatchModel:
         return self.families[name]
 
 
-def build_batch(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario,
-                b: int, static_rules: list) -> BatchModel:
+def _stage_sums(m: cp_model.CpModel, terms: list[tuple[object, tuple[float, ...]]], stages: int, scale: float,
+                what: str) -> list:
+    """Per-stage linear sums of (Boolean, per-stage seconds) terms, in integer units."""
+    return [sum(exact(v[s] * scale, what) * lit for lit, v in terms if v[s]) for s in range(stages)]
+
+
+def _step_var(m: cp_model.CpModel, name: str, gpu_terms, launch_terms, pipe, eager: bool, f) -> cp_model.IntVar:
+    """The step as the engine runs it, less its per-sequence cost: max(GPU, kernels x eager launch) when it
+    runs eagerly, else the GPU time; GPU = slots x (max over stages + hand-off) + overhead (group_cost.Pipeline)."""
+    S = pipe.stages
+    gpu = _stage_sums(m, gpu_terms, S, TIME_SCALE, "a step time")
+    hi = exact(MAX_STEP_S * TIME_SCALE, "a step time")
+    top = m.new_int_var(0, hi, f"{name}_stage")
+    m.add_max_equality(top, gpu)
+    const = exact((pipe.slots * pipe.send_s + pipe.overhead_s) * TIME_SCALE, "a step overhead")
+    out = m.new_int_var(0, hi * max(1, pipe.slots) + const, name)
+    if eager and f.kernel_overhead_s > 0 and f.eager_launch_s > 0:
+        ratio = f.eager_launch_s / f.kernel_overhead_s
+        launch = _stage_sums(m, launch_terms, S, TIME_SCALE * ratio, "a launch time")
+        ltop = m.new_int_var(0, hi, f"{name}_launch")
+        m.add_max_equality(ltop, launch)
+        m.add_max_equality(out, [pipe.slots * top + const, pipe.slots * ltop])
+    else:
+        m.add(out == pipe.slots * top + const)
+    return out
+
+
+MAX_STEP_S = 3600.0  # a step longer than an hour is outside any deployment the inputs can describe
+
+
+def build_view(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, b: int,
+               key: tuple[int, ...], rules: list) -> ViewModel:
+    vc = t.view(b, key)
     m = cp_model.CpModel()
-    x = {g: [m.new_bool_var(f"x_{g}_{i}") for i in range(len(opts))] for g, opts in t.choices.items()}
+    x: dict[str, dict[int, cp_model.IntVar]] = {"attn": {i: m.new_bool_var(f"x_attn_{i}") for i in vc.attn}}
+    for g, opts in vc.other.items():
+        x[g] = {j: m.new_bool_var(f"x_{g}_{j}") for j in opts}
+    for g in GROUPS:
+        x.setdefault(g, {})
     for bools in x.values():
-        m.add_exactly_one(bools)
-    c_lat, c_ttft, c_tpot = const_coefs(t)
-    lat, ttft, tpot, mem, simple = [c_lat], [c_ttft], [c_tpot], [], []
-    for g, bools in x.items():
-        for i, xv in enumerate(bools):
-            cl, ct, cp, cm = coefs(t, b, g, i)
-            lat.append(cl * xv)
-            ttft.append(ct * xv)
-            tpot.append(cp * xv)
-            mem.append(cm * xv)
-            # the stage count is carried by every group: its tie-break penalty counts once, with attention
-            own = t.choices[g][i] if g == "attn" else t.choices[g][i][:len(GROUPS[g]) - len(SHARED)]
-            simple.append(simplicity(own) * xv)
+        m.add_exactly_one(list(bools.values()))
+    pre_terms = [(x["attn"][i], sh[0]) for i, sh in vc.attn.items()]
+    dec_terms = [(x["attn"][i], sh[1]) for i, sh in vc.attn.items()]
+    for g, opts in vc.other.items():
+        pre_terms += [(x[g][j], sh[0]) for j, sh in opts.items()]
+        dec_terms += [(x[g][j], sh[1]) for j, sh in opts.items()]
+    for (jd, jm), corr in vc.pairs.items():
+        both = m.new_bool_var(f"pair_{jd}_{jm}")
+        m.add_bool_and([x["dense"][jd], x["moe"][jm]]).only_enforce_if(both)
+        m.add_bool_or([x["dense"][jd].negated(), x["moe"][jm].negated(), both])
+        pre_terms.append((both, corr[0]))
+        dec_terms.append((both, corr[1]))
+    pe = te = None
+    n_terms = 2 + len(GROUPS)
+    if vc.pre_pipe is not None:
+        pe = _step_var(m, "pe", [(lit, sh.gpu_s) for lit, sh in pre_terms],
+                       [(lit, sh.launch_s) for lit, sh in pre_terms], vc.pre_pipe, True, t.f)
+    if vc.dec_pipe is not None:
+        te = _step_var(m, "te", [(lit, sh.gpu_s) for lit, sh in dec_terms],
+                       [(lit, sh.launch_s) for lit, sh in dec_terms], vc.dec_pipe, vc.plan.dec_eager, t.f)
     knob_vars: dict[str, cp_model.IntVar] = {}
     for g, knobs in GROUPS.items():
         for k_idx, knob in enumerate(knobs):
-            values = sorted({opt[k_idx] for opt in t.choices[g]})
-            # a knob every group carries (tables.SHARED: the stage count) is one variable all groups equal
-            var = knob_vars.get(knob)
-            if var is None:
-                var = m.new_int_var_from_domain(cp_model.Domain.from_values(values), knob)
-            m.add(var == sum(opt[k_idx] * xv for opt, xv in zip(t.choices[g], x[g])))
+            if knob in knob_vars:
+                continue  # the stage count: one value for the whole layout
+            values = sorted({t.choices[g][i][k_idx] for i in x[g]}) or [1]
+            var = m.new_int_var_from_domain(cp_model.Domain.from_values(values), knob)
+            m.add(var == sum(t.choices[g][i][k_idx] * xv for i, xv in x[g].items()))
             knob_vars[knob] = var
-    latency = sum(lat)
-    bm = BatchModel(b, m, x, knob_vars, latency, TIE_WEIGHT * latency + sum(simple))
-    add_memory_cap(bm, t, sum(mem))
-    add_sla(bm, scenario, sum(ttft), sum(tpot))
-    add_framework_rules(bm, rule_tables(t, model_spec, hw, fw, scenario, b, static_rules))
-    bm.model.minimize(bm.objective)
-    return bm
-
-
-# ------------------------------------------------------------------------------------ constraint families
-
-
-def add_memory_cap(bm: BatchModel, t: Tables, memory) -> None:
-    """Class B: memory per rank <= min(0.95 x capacity, capacity - reserve)."""
-    bm.model.add(memory <= memory_cap(t)).only_enforce_if(bm.family("B.memory_per_rank"))
-
-
-def add_sla(bm: BatchModel, scenario: Scenario, ttft, tpot) -> None:
-    if scenario.ttft_ms is not None:
-        bm.model.add(ttft <= exact(scenario.ttft_ms * 1e-3 * TIME_SCALE, "the TTFT bound", 1)
-                     ).only_enforce_if(bm.family("SLA.ttft"))
-    if scenario.tpot_ms is not None:
-        bm.model.add(tpot <= exact(scenario.tpot_ms * 1e-3 * TIME_SCALE, "the TPOT bound", 1)
-                     ).only_enforce_if(bm.family("SLA.tpot"))
-
-
-def add_framework_rules(bm: BatchModel, tables: list[tuple[str, list[str], list[list[int]]]]) -> None:
-    """Class A/C rules of the framework profile as table constraints over the knobs each reads."""
-    for rule_id, knobs, allowed in tables:
-        lit = bm.family(rule_id)
+    slack = n_terms * max(1, vc.pre_pipe.slots if vc.pre_pipe else 1, vc.dec_pipe.slots if vc.dec_pipe else 1)
+    vm = ViewModel(b, key, m, x, knob_vars, pe, te, slack)
+    mem = sum(memory_coef(t, b, g, i) * xv for g, bools in x.items() for i, xv in bools.items())
+    m.add(mem <= memory_cap(t)).only_enforce_if(vm.family("B.memory_per_rank"))
+    for rule_id, knobs, allowed in rules:
+        lit = vm.family(rule_id)
         if not knobs:
-            bm.model.add_bool_or([]).only_enforce_if(lit)  # a rule that fails whatever the knobs
+            m.add_bool_or([]).only_enforce_if(lit)  # a rule that fails whatever the knobs
         else:
-            bm.model.add_allowed_assignments([bm.knob_vars[k] for k in knobs], allowed).only_enforce_if(lit)
+            m.add_allowed_assignments([knob_vars[k] for k in knobs], allowed).only_enforce_if(lit)
+    return vm
 
 
 # ----------------------------------------------------------------------------------------------- solving
@@ -281,27 +286,55 @@ def attention_family(choice: tuple[int, ...]) -> str:
 
 
 class Planner:
-    """Per-concurrency models, built on first use."""
+    """Exact per-concurrency optima of the full serving figures, and the Pareto front over concurrencies.
+
+    At concurrency B a configuration's request latency L is F_v(Pe, Te): v its attention layout (which fixes
+    the serving transform, tables.ViewCosts), Pe and Te its prefill and decode steps as the engine runs them,
+    both sums over group choices (max over stages under PP), and F_v non-decreasing in each
+    (estimate.figures). So the best configuration of a layout lies on the Pareto set of (Pe, Te) within it,
+    and CP-SAT finds it by a dominance search: minimise a linear surrogate, evaluate F_v exactly at the
+    answer, cut off every point it dominates (they cannot do better, nor meet an SLA it misses) and every point
+    whose Pe or Te alone already reaches the incumbent's L (F_v at the layout's lower bound of the other), and
+    repeat until no point is left. Layouts are visited in the order of a lower bound on their L (F_v of the
+    per-group minima) and skipped once the bound reaches the incumbent: branch and bound over layouts, CP-SAT
+    inside each. The answer is the exact minimum of the figure shown, up to the integer resolution of the
+    step times (`slack` x 0.1 us). docs/planner.md has the argument; tests/test_planner_exact.py checks it
+    against exhaustive enumeration of the full estimate."""
 
     def __init__(self, t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario,
                  params: SolverParams | None = None):
         self.t, self.model, self.hw, self.fw, self.scenario = t, model, hw, fw, scenario
         self.params = params or SolverParams()
-        self._models: dict[int, BatchModel] = {}
+        self._models: dict[tuple[int, tuple], ViewModel] = {}
         self.verify: Callable[[Point], bool] | None = None
-        self.max_cuts = 12
+        self.max_cuts = 12  # answers the full estimate may reject per question before the search stops there
+        self.max_rounds = 400  # dominance-search rounds per layout (a bound, never reached on the test suite)
         self._static = static_rule_tables(t, model, hw, fw, scenario)
-        # solves the time limit cut short: (batch, relaxed) -> how it ended; the search behind an answer
+        self._rules: dict[int, list] = {}
         self.timeouts: dict[tuple[int, frozenset[str]], SolveStatus] = {}
-        # solves whose SLA/memory cut loop ran out of cuts before the full estimate accepted an answer
         self.cut_stops: list[CutStop] = []
         self._front: list[Point] | None = None
         self._front_log: tuple[dict, list] = ({}, [])
+        self.solves = 0  # CP-SAT calls made (benchmarks report it)
+        keys: dict[tuple, list[int]] = {}
+        for i, c in enumerate(t.choices["attn"]):
+            keys.setdefault(t.layout_key(c), []).append(i)
+        self._layouts = keys
 
-    def batch_model(self, b: int) -> BatchModel:
-        if b not in self._models:
-            self._models[b] = build_batch(self.t, self.model, self.hw, self.fw, self.scenario, b, self._static)
-        return self._models[b]
+    def rules(self, b: int) -> list:
+        if b not in self._rules:
+            self._rules[b] = rule_tables(self.t, self.model, self.hw, self.fw, self.scenario, b, self._static)
+        return self._rules[b]
+
+    def cached_models(self) -> dict[tuple[int, tuple], ViewModel]:
+        """The per-(concurrency, layout) models built so far (each built once, then only copied)."""
+        return dict(self._models)
+
+    def view_model(self, b: int, key: tuple) -> ViewModel:
+        if (b, key) not in self._models:
+            self._models[(b, key)] = build_view(self.t, self.model, self.hw, self.fw, self.scenario, b, key,
+                                                self.rules(b))
+        return self._models[(b, key)]
 
     def _solver(self) -> cp_model.CpSolver:
         s = cp_model.CpSolver()
@@ -310,79 +343,248 @@ class Planner:
         s.parameters.max_time_in_seconds = self.params.time_limit_s
         # these models are small (a few hundred Booleans): probing and symmetry detection cost more than the
         # search. Presolve is off: with it, OR-Tools 9.15 returned OPTIMAL for a worse front than the
-        # exhaustive enumerator finds on 6 of the 30 verified deployments (e.g. kimi-th-p64, glm5-d128: embed
-        # TP2 for TP1; tests/test_planner.py). The same model object gives two different OPTIMAL objectives
-        # with presolve on and off while the families are on through assumptions, and one without them: a
-        # presolve/assumption fault, not the model. The search alone proves the true optimum and is faster
-        # here (W=128 0.95 -> 0.86 s, W=1024 2.25 -> 1.37 s, benchmarks/solver_speed.py)
+        # exhaustive enumerator on 6 of the 30 verified deployments while the families were on through
+        # assumptions (tests/test_planner.py); the search alone proves the optimum.
         s.parameters.cp_model_probing_level = 0
         s.parameters.symmetry_level = 0
         s.parameters.cp_model_presolve = False
         return s
 
+    # -------------------------------------------------------------------------------------- exact figures
+
+    def latency_of(self, b: int, picks: dict[str, int]) -> tuple[float, Figures]:
+        fig = self.t.figures(b, picks)
+        return self.scenario.request_latency(fig.ttft_s, fig.tpot_s), fig
+
+    def _meets_sla(self, fig: Figures, relaxed: frozenset[str]) -> bool:
+        sc = self.scenario
+        if sc.ttft_ms is not None and "SLA.ttft" not in relaxed and fig.ttft_s * 1e3 > sc.ttft_ms * (1 + 1e-9):
+            return False
+        if sc.tpot_ms is not None and "SLA.tpot" not in relaxed and fig.tpot_s * 1e3 > sc.tpot_ms * (1 + 1e-9):
+            return False
+        return True
+
+    def _point(self, b: int, picks: dict[str, int], lat_s: float, fig: Figures) -> Point:
+        inv = self.t.world / max(fig.output_tokens_per_s, 1e-300)
+        served = self.t.view(b, self.t.layout_key(self.t.choices["attn"][picks["attn"]]), full=False).plan.served
+        return Point(tuple(sorted(picks.items(), key=lambda kv: list(GROUPS).index(kv[0]))), b,
+                     exact(lat_s * TIME_SCALE, "a latency"), inv * TIME_SCALE,
+                     _simplicity(self.t, picks), served)
+
+    def _lf(self, vc, pe_s: float, te_s: float) -> float:
+        """L of layout vc at step times (as the engine runs them, less per-sequence costs) pe_s, te_s."""
+        # a bound with nothing tabled yet can be 0 s: a picosecond floor keeps the figures defined, and below
+        # any step the tables hold
+        fig = figures(vc.plan, self.t.f, max(pe_s, 1e-12), 0.0, max(te_s, 1e-12), 0.0)
+        return self.scenario.request_latency(fig.ttft_s, fig.tpot_s)
+
+    def _bound(self, vc, attention_only: bool) -> tuple[float, float, float]:
+        """(L lower bound, Pe lower bound, Te lower bound) of a layout, in seconds: per stage, the smallest
+        share of every group (0 for the groups not yet tabled), the most negative pairwise correction."""
+        def low(idx: int):
+            parts = [[sh[idx] for sh in vc.attn.values()]]
+            if not attention_only:
+                parts += [[sh[idx] for sh in opts.values()] for opts in vc.other.values()]
+                parts.append([c[idx] for c in vc.pairs.values()])
+            return parts
+
+        def step(idx: int, pipe, eager: bool) -> float:
+            if pipe is None:
+                return 0.0
+            gpu = [0.0] * pipe.stages
+            launch = [0.0] * pipe.stages
+            for k, part in enumerate(low(idx)):
+                shs = [sh for sh in part if sh is not None]
+                if not shs:
+                    continue
+                for s in range(pipe.stages):
+                    lo_g = min(sh.gpu_s[s] for sh in shs)
+                    lo_l = min(sh.launch_s[s] for sh in shs)
+                    if k == len(vc.other) + 1 and not attention_only:  # pairwise corrections: only if negative
+                        lo_g, lo_l = min(0.0, lo_g), min(0.0, lo_l)
+                    gpu[s] += lo_g
+                    launch[s] += lo_l
+            g = pipe.gpu_s(tuple(gpu))
+            if eager:
+                g = max(g, pipe.kernels(tuple(launch), self.t.f) * self.t.f.eager_launch_s)
+            return g
+
+        pe = step(0, vc.pre_pipe, True)
+        te = step(1, vc.dec_pipe, vc.plan.dec_eager)
+        return self._lf(vc, pe, te), pe, te
+
+    def _cut_at(self, vc, best_l: float, other_lo: float, prefill: bool) -> float:
+        """The smallest step time (seconds) at which L reaches best_l with the other step at its bound."""
+        f = (lambda v: self._lf(vc, v, other_lo)) if prefill else (lambda v: self._lf(vc, other_lo, v))
+        lo, hi = 0.0, 1.0
+        while f(hi) < best_l:
+            hi *= 2
+            if hi > MAX_STEP_S:
+                return math.inf
+        while hi - lo > 1e-3 * hi + 0.5 / TIME_SCALE:  # f(hi) >= best_l throughout: any precision is a valid cut
+            mid = (lo + hi) / 2
+            if f(mid) < best_l:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+    # ------------------------------------------------------------------------------------------ the search
+
+    def served(self, b: int) -> list[float]:
+        """The distinct sequences-in-flight of the layouts at concurrency b (StepPlan.served): in serving just
+        b; a prefill or decode batch smaller than the replicas still keeps each replica busy with one."""
+        return sorted({self.t.view(b, key, full=False).plan.served for key in self._layouts})
+
     def best(self, b: int, exclude_patterns: list[tuple] = (), relaxed: frozenset[str] = frozenset(),
-             exclude_families: frozenset[str] = frozenset()) -> Point | None:
-        """Lowest-latency configuration at concurrency b, avoiding the given patterns and attention families.
-        With a `verify` callback (the full estimator's SLA and memory check), an answer it rejects is cut off
-        and the model solved again: the additive tables are a proxy, the full estimate has the last word.
-        Exclusions and cuts go on a copy of the cached model, dropped when the call returns."""
-        bm = self.batch_model(b)
-        work = bm.model.clone()  # variables keep their indices: bm.x and bm.latency read the copy's solutions
-        # each exclusion is enforced by a literal assumed true, after the families' (the model's structure, and
-        # so CP-SAT's search, is that of the first question asked of this concurrency plus this call's own)
-        lits = [lit for name, lit in bm.families.items() if name not in relaxed]
-        banned = [bm.x["attn"][i] for i, o in enumerate(self.t.choices["attn"])
-                  if attention_family(o) in exclude_families]
+             exclude_families: frozenset[str] = frozenset(), served: float | None = None) -> Point | None:
+        """Lowest-latency configuration at concurrency b (exactly, by the full figures), avoiding the given
+        patterns and attention families; `served`: among the layouts that keep that many sequences in flight
+        only. The SLAs and the full estimate's memory check (`verify`) are checked on the exact figures; an
+        answer they reject is cut off with every point it dominates."""
+        layouts = []
+        for key, idx in self._layouts.items():
+            if all(attention_family(self.t.choices["attn"][i]) in exclude_families for i in idx):
+                continue
+            vc = self.t.view(b, key, full=False)
+            if served is not None and vc.plan.served != served:
+                continue
+            layouts.append((self._bound(vc, attention_only=True)[0], key))
+        layouts.sort()
+        state = {"best": None, "rejected": 0}
+        for lb, key in layouts:
+            inc = state["best"]
+            if inc is not None and lb >= inc[0]:
+                break
+            vc = self.t.view(b, key)
+            lb2, pe_lo, te_lo = self._bound(vc, attention_only=False)
+            if inc is not None and lb2 >= inc[0]:
+                continue
+            if not self._solve_view(b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state):
+                break  # the time limit: the incumbent stands, reported through self.timeouts
+        if state["rejected"] > self.max_cuts:
+            asked = ("another attention backbone" if exclude_families else
+                     "another pattern" if exclude_patterns else "the front")
+            self.cut_stops.append(CutStop(b, state["rejected"], asked))
+        return state["best"][2] if state["best"] is not None else None
+
+    def _solve_view(self, b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state) -> bool:
+        vm = self.view_model(b, key)
+        work = vm.model.clone()
+        lits = [lit for name, lit in vm.families.items() if name not in relaxed]
+        banned = [vm.x["attn"][i] for i in vm.x["attn"] if attention_family(self.t.choices["attn"][i]) in exclude_families]
         if banned:
             lit = work.new_bool_var("not_family")
             work.add_bool_and([v.negated() for v in banned]).only_enforce_if(lit)
             lits.append(lit)
-        for key in exclude_patterns:
-            lit = work.new_bool_var("not_pattern")
-            same = [bm.x["attn"][i] for i, o in enumerate(self.t.choices["attn"]) if o[:4] == key[0]]
-            dense = [bm.x["dense"][i] for i, o in enumerate(self.t.choices["dense"]) if o == key[1]]
-            moe = [bm.x["moe"][i] for i, o in enumerate(self.t.choices["moe"]) if o == key[2]]
-            if same and dense and moe:
-                work.add_bool_or([v.negated() for v in (_any(work, same), _any(work, dense), _any(work, moe))]
-                                 ).only_enforce_if(lit)
+        for pk in exclude_patterns:
+            same = [vm.x["attn"][i] for i in vm.x["attn"] if self.t.choices["attn"][i][:4] == pk[0]]
+            dense = [vm.x["dense"][j] for j in vm.x["dense"] if self.t.choices["dense"][j] == pk[1]]
+            moe = [vm.x["moe"][j] for j in vm.x["moe"] if self.t.choices["moe"][j] == pk[2]]
+            if same and (dense or not self.t.choices["dense"]) and (moe or not self.t.choices["moe"]):
+                lit = work.new_bool_var("not_pattern")
+                parts = [_any(work, v) for v in (same, dense, moe) if v]
+                work.add_bool_or([v.negated() for v in parts]).only_enforce_if(lit)
                 lits.append(lit)
         if lits:
             work.add_assumptions(lits)
-        point = None
-        rejected = 0
-        key = (b, frozenset(relaxed))
-        for _ in range(self.max_cuts + 1):
+        # the surrogate: L's slopes at the layout's lower bound, as small integers
+        eps = 1e-6
+        l0 = self._lf(vc, pe_lo, te_lo)
+        a = (self._lf(vc, pe_lo + eps, te_lo) - l0) / eps if vm.pe is not None else 0.0
+        c = (self._lf(vc, pe_lo, te_lo + eps) - l0) / eps if vm.te is not None else 0.0
+        top = max(a, c, 1e-12)
+        wa, wc = (max(1, round(1000 * a / top)) if vm.pe is not None else 0,
+                  max(1, round(1000 * c / top)) if vm.te is not None else 0)
+        simple = sum(_simplicity_of(self.t, g, i) * xv for g, bools in vm.x.items() for i, xv in bools.items())
+        obj = TIE_WEIGHT * ((wa * vm.pe if vm.pe is not None else 0) + (wc * vm.te if vm.te is not None else 0))
+        work.minimize(obj + simple)
+        cut_for = None
+        for _ in range(self.max_rounds):
+            inc = state["best"]
+            if inc is not None and cut_for != inc[0]:
+                cut_for = inc[0]
+                # points whose one step alone already reaches the incumbent's L cannot beat it
+                for var, lo_other, is_pre in ((vm.pe, te_lo, True), (vm.te, pe_lo, False)):
+                    if var is None:
+                        continue
+                    cut = self._cut_at(vc, inc[0], lo_other, is_pre)
+                    if math.isfinite(cut):
+                        work.add(var <= math.ceil(cut * TIME_SCALE) + vm.slack)
             s = self._solver()
+            self.solves += 1
             status = s.solve(work)
             if status == cp_model.MODEL_INVALID:
                 raise InternalError(f"CP-SAT rejected the model at concurrency {b}: {work.validate()[:200]}")
-            if status == cp_model.UNKNOWN:  # the time limit hit before any solution
-                self.timeouts[key] = SolveStatus(b, False, None)
-                point = None
-                break
-            if status == cp_model.FEASIBLE:  # the time limit hit before optimality was proven
-                obj, bound = s.objective_value, s.best_objective_bound
-                self.timeouts[key] = SolveStatus(b, True, (obj - bound) / max(abs(obj), 1.0))
+            if status == cp_model.UNKNOWN:
+                self.timeouts[(b, frozenset(relaxed))] = SolveStatus(b, False, None)
+                return False
+            if status == cp_model.FEASIBLE:
+                obj_v, bound = s.objective_value, s.best_objective_bound
+                self.timeouts[(b, frozenset(relaxed))] = SolveStatus(b, True, (obj_v - bound) / max(abs(obj_v), 1.0))
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                point = None  # INFEASIBLE: nothing (left after the cuts) satisfies the model at this concurrency
-                break
-            picks = tuple((g, next(i for i, v in enumerate(bools) if s.value(v))) for g, bools in bm.x.items())
-            lat = int(s.value(bm.latency))
-            point = Point(picks, b, lat, inv_throughput(self.t, lat, b))
-            if self.verify is None or relaxed or self.verify(point):
-                break
-            # the full estimate rejects this answer (memory or an SLA): cut it off and ask again
-            cut = work.new_bool_var("rejected")
-            work.add_bool_or([bm.x[g][i].negated() for g, i in picks]).only_enforce_if(cut)
-            work.add_assumption(cut)
-            rejected += 1
-            point = None
-        else:
-            # every answer the cut budget allowed was rejected: say so rather than report the concurrency empty
-            asked = ("another attention backbone" if exclude_families else
-                     "another pattern" if exclude_patterns else "the front")
-            self.cut_stops.append(CutStop(b, rejected, asked))
-        return point
+                return True  # INFEASIBLE: nothing left in this layout
+            picks = {g: next(i for i, v in bools.items() if s.value(v)) for g, bools in vm.x.items() if bools}
+            lat_s, fig = self.latency_of(b, picks)
+            point = self._point(b, picks, lat_s, fig)
+            sla_ok = self._meets_sla(fig, relaxed)
+            verified = True
+            improves = inc is None or (point.latency, point.simplicity) < (inc[2].latency, inc[1])
+            # the full estimate's check is asked of an answer that would become the incumbent only (a worse
+            # one is cut off by dominance either way)
+            if sla_ok and improves and self.verify is not None and not relaxed:
+                verified = self.verify(point)
+                if not verified:
+                    state["rejected"] += 1
+                    if state["rejected"] > self.max_cuts:
+                        return False
+            if sla_ok and verified and improves:
+                state["best"] = (lat_s, point.simplicity, point)
+            if not verified:
+                # the full estimate's memory check rejects this configuration, not its figures: cut it alone
+                work.add_bool_or([vm.x[g][i].negated() for g, i in picks.items()])
+                continue
+            # every point this one dominates in (Pe, Te) has an L, a TTFT and a TPOT at least as large; one that
+            # does not beat the incumbent also lets the cut start where L reaches the incumbent's on the segment
+            # from the layout's lower bound to it, which cuts off more (L is non-decreasing in both steps)
+            at = {var: s.value(var) for var in (vm.pe, vm.te) if var is not None}
+            inc = state["best"]
+            if inc is not None and inc[2] is not point and lat_s >= inc[0]:
+                at = self._shrink(vc, vm, at, pe_lo, te_lo, inc[0])
+            conds = []
+            for var, v in at.items():
+                lit = work.new_bool_var("below")
+                work.add(var <= v - 1).only_enforce_if(lit)
+                conds.append(lit)
+            if not conds:
+                return True
+            work.add_bool_or(conds)
+        return True
+
+    def _shrink(self, vc, vm: ViewModel, at: dict, pe_lo: float, te_lo: float, best_l: float) -> dict:
+        """The corner of a cut at the first point of the segment lower bound -> `at` where L reaches best_l:
+        every point dominating that corner (with the integer slack) has L >= best_l."""
+        pe = at.get(vm.pe, 0) / TIME_SCALE if vm.pe is not None else 0.0
+        te = at.get(vm.te, 0) / TIME_SCALE if vm.te is not None else 0.0
+
+        def lf(lam: float) -> float:
+            return self._lf(vc, pe_lo + lam * (pe - pe_lo), te_lo + lam * (te - te_lo))
+
+        if lf(1.0) < best_l:
+            return at
+        lo, hi = 0.0, 1.0
+        for _ in range(10):  # lf(hi) >= best_l throughout: any precision is a valid cut
+            mid = (lo + hi) / 2
+            if lf(mid) < best_l:
+                lo = mid
+            else:
+                hi = mid
+        out = {}
+        if vm.pe is not None:
+            out[vm.pe] = min(at[vm.pe], math.ceil((pe_lo + hi * (pe - pe_lo)) * TIME_SCALE) + vm.slack)
+        if vm.te is not None:
+            out[vm.te] = min(at[vm.te], math.ceil((te_lo + hi * (te - te_lo)) * TIME_SCALE) + vm.slack)
+        return out
 
     def timed_out(self, relaxed: frozenset[str] = frozenset()) -> list[SolveStatus]:
         """The solves (at these relaxed families) the time limit cut short."""
@@ -392,7 +594,10 @@ class Planner:
         """The Pareto front, solved once per planner: a planner reused for another scenario kind (the same
         tables, SLAs and solver parameters: solve.plan's cache) answers from it."""
         if self._front is None:
-            self._front = pareto([p for p in (self.best(b) for b in self.t.batches) if p is not None])
+            # at one concurrency and one number of sequences in flight, inverse throughput is proportional to
+            # latency: the front is the non-dominated set of those optima
+            self._front = pareto([p for p in (self.best(b, served=q) for b in self.t.batches for q in self.served(b))
+                                  if p is not None])
             self._front_log = (dict(self.timeouts), list(self.cut_stops))
         return list(self._front)
 
@@ -402,7 +607,21 @@ class Planner:
         self.timeouts, self.cut_stops = dict(self._front_log[0]), list(self._front_log[1])
 
     def families(self, b: int) -> list[str]:
-        return list(self.batch_model(b).families)
+        """The constraint families at concurrency b: memory, the framework's rules that bind anything, SLAs."""
+        out = ["B.memory_per_rank"] + [r[0] for r in self.rules(b)]
+        out += [n for n, v in (("SLA.ttft", self.scenario.ttft_ms), ("SLA.tpot", self.scenario.tpot_ms))
+                if v is not None]
+        return out
+
+
+def _simplicity_of(t: Tables, g: str, i: int) -> int:
+    # the stage count is carried by every group: its tie-break penalty counts once, with attention
+    own = t.choices[g][i] if g == "attn" else t.choices[g][i][:len(GROUPS[g]) - len(SHARED)]
+    return simplicity(own)
+
+
+def _simplicity(t: Tables, picks: dict[str, int]) -> int:
+    return sum(_simplicity_of(t, g, i) for g, i in picks.items())
 
 
 def _any(m: cp_model.CpModel, lits: list) -> cp_model.IntVar:

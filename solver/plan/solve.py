@@ -31,8 +31,11 @@ class Planned:
     config: ParallelConfig
     batch: int
     estimate: Estimate
-    latency_s: float  # the planner's additive latency objective
+    latency_s: float  # request latency (Scenario.request_latency) of the full figures
     on_front: bool
+    # why it is a candidate: "best score" (the scenario's score over the front), "other backbone" (the best
+    # on another attention backbone), "next pattern" (the next distinct pattern by the score)
+    role: str = "best score"
 
 
 @dataclass
@@ -163,13 +166,14 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     if any(not opts for opts in tables.choices.values()):
         points = []  # a group without any allowed layout: nothing to solve
     elif method == "exhaustive":
-        # at one concurrency throughput is proportional to latency, so only each batch's fastest point can be on
-        # the front: the fastest that the full estimate accepts (as CP-SAT's cuts find it), in enumeration order
-        by_batch: dict[int, list[cpsat.Point]] = {}
+        # at one concurrency and one number of sequences in flight throughput is proportional to latency, so
+        # only the fastest point of each such class can be on the front: the fastest the full estimate accepts
+        # (as the CP-SAT search finds it), in enumeration order
+        by_class: dict[tuple[int, float], list[cpsat.Point]] = {}
         for p in enumerate_points(tables, model, hw, fw, scenario):
-            by_batch.setdefault(p.batch, []).append(p)
-        points = pareto([q for pts in by_batch.values()
-                         for q in [next((p for p in sorted(pts, key=lambda p: p.latency) if verify(p)), None)]
+            by_class.setdefault((p.batch, p.served), []).append(p)
+        points = pareto([q for pts in by_class.values()
+                         for q in [next((p for p in sorted(pts, key=lambda p: (p.latency, p.simplicity)) if verify(p)), None)]
                          if q is not None])
     else:
         points = planner.front()
@@ -193,6 +197,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
 
     ordered = sorted(points, key=score)
     chosen: list[cpsat.Point] = [ordered[0]]
+    roles = {ordered[0].key(): "best score"}
     seen: list[tuple] = [cpsat.pattern_key(tables, dict(ordered[0].picks))]
     if top >= 2:
         # one slot for the best configuration on another attention backbone (TP vs DP, or a CP/KVP/SP
@@ -206,6 +211,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         if alts:
             p = min(alts, key=score)
             chosen.append(p)
+            roles[p.key()] = "other backbone"
             seen.append(cpsat.pattern_key(tables, dict(p.picks)))
     for p in ordered[1:]:
         if len(chosen) >= top:
@@ -213,20 +219,24 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         k = cpsat.pattern_key(tables, dict(p.picks))
         if k not in seen:
             chosen.append(p)
+            roles[p.key()] = "next pattern"
             seen.append(k)
     while len(chosen) < top:
         # fewer distinct patterns on the front: the best configuration of a new pattern at any concurrency
-        alts = [p for p in (planner.best(b, seen) for b in tables.batches) if p is not None]
+        alts = [p for p in (planner.best(b, seen, served=q) for b in tables.batches for q in planner.served(b))
+                if p is not None]
         if not alts:
             break
         p = min(alts, key=score)
         chosen.append(p)
+        roles[p.key()] = "next pattern"
         seen.append(cpsat.pattern_key(tables, dict(p.picks)))
     front_keys = {p.key() for p in points}
 
     def realize(p: cpsat.Point) -> Planned:
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
-        return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys)
+        return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys,
+                       roles.get(p.key(), "front"))
 
     result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method,
                         time_limit_s=params.time_limit_s, knobs=model_knobs(model))

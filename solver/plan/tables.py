@@ -1,19 +1,26 @@
-"""Per-choice cost tables for the planner, computed by the estimator.
+"""The planner's tables: what each module group's choice costs, computed by the estimator, exactly as the
+full estimate adds it up.
 
-A step's cost is a sum over module groups, and each group's cost depends only on its own knobs and the
-batch: attention (attn_tp, cp, kvp, attn_sp, o_proj_tp), dense (dense_tp: dense FFN + shared experts),
-moe (moe_tp: routed experts, router, EP all-to-all), embed (embed_tp), lmhead (lmhead_tp). So the tables
-are exact for the additive model; the planner re-checks its answers with the full estimator. One term is not
-additive: when dense TP equals MoE TP the shared and routed experts share one all-reduce (specs/layers/moe.py),
-which the tables charge once per group (an upper bound the full estimate removes). Modules map to groups by
-the knob each layer block declares for them (`module_groups`): the tables never name a layer type.
+A configuration's figures at concurrency B are a function of its attention layout (which fixes the replicas,
+the serving shape and the work of the steps to cost: estimate.figures.StepPlan) and of four step quantities,
+the GPU seconds and kernels of its prefill and decode steps. Those are sums over module groups: attention
+(attn_tp, cp, kvp, sp, o_proj_tp), dense (dense FFN + shared experts), moe (routed experts, router, EP
+all-to-all), embed, lmhead; under PP the max over stages of the per-stage sums (plan.group_cost). A group
+other than attention costs differently under different attention layouts (tokens per rank, resharding
+against attention TP, CP's decode layout), so its table is per (layout, choice): a pairwise table. The one
+term that pairs two non-attention groups, the fused shared + routed all-reduce when dense TP equals MoE TP
+(specs/layers/moe.py), is a pairwise correction per (dense, moe) choice. The tables are filled per layout
+on first use (`Tables.view`): the planner's bounds skip layouts that cannot win. Modules map to groups by the
+knob each layer block declares for them (`module_groups`): the tables never name a layer type.
 """
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 from solver.estimate.compute import Factors, Work
+from solver.estimate.figures import Figures, StepPlan, figures, step_plan
 from solver.estimate.memory import (
     MemoryOptions,
     activation_peak,
@@ -24,13 +31,14 @@ from solver.estimate.memory import (
     state_per_rank,
 )
 from solver.estimate.params import ParamReport, count_params
-from solver.estimate.serving import mtp_tokens_per_step
-from solver.estimate.step import StepCost, step_cost
+from solver.estimate.serving import Workload
+from solver.estimate.step import decode_layout
+from solver.plan.group_cost import NONE, Pipeline, Share, pipeline_of, shares
 from solver.space.domains import Space, redundant_for
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import ParallelConfig
+from solver.specs.parallel import CONFIG_KEYS, ParallelConfig
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
@@ -58,33 +66,170 @@ def module_groups(params: ParamReport) -> dict[str, str | None]:
     return {name: KNOB_GROUP.get(knob) if knob else None for name, knob in params.knobs().items()}
 
 
-@dataclass(frozen=True)
-class Entry:
-    prefill_s: float
-    decode_s: float
-    memory_bytes: float
+@dataclass
+class ViewCosts:
+    """One attention layout at one concurrency: the steps it runs and every group's share of them."""
+
+    plan: StepPlan
+    pre_pipe: Pipeline | None  # None: the workload runs no prefill step (decode-only)
+    dec_pipe: Pipeline | None
+    attn: dict[int, tuple[Share | None, Share | None]]  # attention choice -> (prefill, decode), with NONE
+    other: dict[str, dict[int, tuple[Share | None, Share | None]]] = field(default_factory=dict)
+    # (dense choice, moe choice) -> correction to the sum of their shares (the fused all-reduce)
+    pairs: dict[tuple[int, int], tuple[Share | None, Share | None]] = field(default_factory=dict)
+    complete: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass
 class Tables:
     world: int
     choices: dict[str, list[tuple[int, ...]]]  # group -> list of knob-value tuples (GROUPS order)
     batches: tuple[int, ...]
-    entries: dict[tuple[int, str, int], Entry]  # (batch, group, choice index) -> cost
+    memory: dict[tuple[int, str, int], float]  # (batch, group, choice) -> bytes per rank
     const_memory_bytes: float
-    const_step_s: float
-    mtp_tokens: float
-    prefill_weight: float  # how much of the prefill time counts in request latency (0 for decode-only)
-    decode_steps: int  # TPOTs in request latency
-    prefill_per_token: float  # share of the batch's prefill each output token pays (serving: 1 / OSL)
-    tokens_per_request: int  # tokens a request yields (output, or input for prefill-only)
     memory_limit_bytes: float
+    tokens_per_request: int  # tokens a request yields (output, or input for prefill-only)
+    # what the lazily filled views read
+    model: ModelSpec
+    hw: Hardware
+    prec: Precision
+    f: Factors
+    scenario: Scenario
+    groups: dict[str, str | None]
+    _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
+    _shares: dict[tuple, dict[str, Share]] = field(default_factory=dict)
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
         for g, i in picks.items():
             out.update(dict(zip(GROUPS[g], self.choices[g][i])))
         return out
+
+    @staticmethod
+    def layout_key(attn_choice: tuple[int, ...]) -> tuple[int, ...]:
+        """What of an attention choice the other groups and the serving shape see: all but o_proj TP."""
+        return (*attn_choice[:4], attn_choice[5])
+
+    def _pc(self, values: dict[str, int]) -> ParallelConfig:
+        return ParallelConfig(world_size=self.world, **values)
+
+    def _layout_pc(self, key: tuple[int, ...], **more: int) -> ParallelConfig:
+        tp, cp, kvp, sp, pp = key
+        return self._pc({"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "pp_size": pp,
+                         **more})
+
+    def _share(self, pc: ParallelConfig, w: Work | None, mtp: int, want: tuple[str, ...],
+               attention_only: bool = False) -> dict[str, Share] | None:
+        if w is None:
+            return None
+        key = (tuple(getattr(pc, k) for k in CONFIG_KEYS), w, mtp, want, attention_only)
+        hit = self._shares.get(key)
+        if hit is None:
+            hit = shares(self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only)
+            self._shares[key] = hit
+        return hit
+
+    def view(self, b: int, key: tuple[int, ...], full: bool = True) -> ViewCosts:
+        """The costs of layout `key` at concurrency b; `full=False` fills the attention choices only (what the
+        planner's first bound reads)."""
+        vc = self._views.get((b, key))
+        if vc is None:
+            rep = self._layout_pc(key)
+            sp = step_plan(self.model, rep, self.f, Workload.for_scenario(self.scenario, b))
+            mtp = sp.mtp_layers
+            pre_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.pre_work, 0) if sp.pre_work else None
+            dec_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.dec_work, mtp) if sp.dec_work else None
+            none_pre = self._share(rep, sp.pre_work, 0, (NONE,))
+            none_dec = self._share(rep, sp.dec_work, mtp, (NONE,))
+            attn = {}
+            for i, c in enumerate(self.choices["attn"]):
+                if self.layout_key(c) != key:
+                    continue
+                pc = self._pc(dict(zip(GROUPS["attn"], c)))
+                pre = self._share(pc, sp.pre_work, 0, ("attn",), attention_only=True)
+                dec = self._share(pc, sp.dec_work, mtp, ("attn",), attention_only=True)
+                attn[i] = (pre["attn"] + none_pre[NONE] if pre else None, dec["attn"] + none_dec[NONE] if dec else None)
+            vc = ViewCosts(sp, pre_pipe, dec_pipe, attn)
+            self._views[(b, key)] = vc
+        if full and not vc.complete:
+            self._fill(vc, key)
+        return vc
+
+    def _outside(self, key: tuple[int, ...], w: Work | None) -> tuple[tuple[int, ...], Work | None]:
+        """The attention layout as the other groups see it, and the work they see: they read the attention
+        TP degree, the attention group's size and the replicas (compute.group_tokens, the reshard test against
+        attention TP), not how the group splits (CP, KVP, SP). So layouts with equal (TP, group size, PP) share
+        their tables (spelled with KVP); a decode step under CP is first put in its decode layout
+        (step.decode_layout), except under PP, where each stage's microbatch is laid out by itself."""
+        tp, cp, kvp, sp, pp = key
+        if w is not None and w.phase == "decode" and cp > 1:
+            if pp > 1:
+                return key, w
+            pc, w = decode_layout(self._layout_pc(key), w)
+            tp, cp, kvp, sp = pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size
+        return (tp, 1, cp * kvp * sp, 1, pp), w
+
+    def _fill(self, vc: ViewCosts, key: tuple[int, ...]) -> None:
+        sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
+        (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
+        for g in GROUPS:
+            if g == "attn":
+                continue
+            vc.other[g] = {}
+            for j, c in enumerate(self.choices[g]):
+                if c[-1] != pp:
+                    continue
+                knobs = dict(zip(GROUPS[g][:-1], c[:-1]))
+                pre = self._share(self._layout_pc(k_pre, **knobs), w_pre, 0, (g,))
+                dec = self._share(self._layout_pc(k_dec, **knobs), w_dec, mtp, (g,))
+                vc.other[g][j] = (pre[g] if pre else None, dec[g] if dec else None)
+        # the one cross-group term: dense and MoE at the same TP degree may share a collective
+        if "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
+            for jd, cd in enumerate(self.choices["dense"]):
+                for jm, cm in enumerate(self.choices["moe"]):
+                    if cd[-1] != pp or cm[-1] != pp or cd[0] != cm[0] or cd[0] == 1:
+                        continue
+                    knobs = {"dense_tp_size": cd[0], "moe_tp_size": cm[0], "redundant_experts": cm[1]}
+                    both = [self._share(self._layout_pc(k, **knobs), w, m, ("dense", "moe"))
+                            for k, w, m in ((k_pre, w_pre, 0), (k_dec, w_dec, mtp))]
+                    sep = [vc.other["dense"][jd], vc.other["moe"][jm]]
+                    corr = tuple(None if s is None else (s["dense"] + s["moe"]) - sep[0][k] - sep[1][k]
+                                 for k, s in enumerate(both))
+                    if any(c is not None and (any(abs(x) > 0 for x in c.gpu_s) or any(abs(x) > 0 for x in c.launch_s))
+                           for c in corr):
+                        vc.pairs[(jd, jm)] = corr
+        vc.complete = True
+
+    def sums(self, b: int, picks: dict[str, int]) -> tuple[ViewCosts, Share | None, Share | None]:
+        """(view, prefill share, decode share) of a whole configuration: the per-stage sums over its groups."""
+        key = self.layout_key(self.choices["attn"][picks["attn"]])
+        vc = self.view(b, key)
+        pre, dec = vc.attn[picks["attn"]]
+        for g, j in picks.items():
+            if g == "attn":
+                continue
+            p, d = vc.other[g][j]
+            pre = pre + p if pre is not None else None
+            dec = dec + d if dec is not None else None
+        corr = vc.pairs.get((picks.get("dense", -1), picks.get("moe", -1)))
+        if corr:
+            pre = pre + corr[0] if pre is not None else None
+            dec = dec + corr[1] if dec is not None else None
+        return vc, pre, dec
+
+    def figures(self, b: int, picks: dict[str, int]) -> Figures:
+        """The configuration's figures, as the full estimate computes them (tests/test_planner_exact.py)."""
+        vc, pre, dec = self.sums(b, picks)
+        return figures_of(vc, pre, dec, self.f)
+
+
+def figures_of(vc: ViewCosts, pre: Share | None, dec: Share | None, f: Factors) -> Figures:
+    args = {}
+    if pre is not None:
+        args.update(pre_gpu_s=vc.pre_pipe.gpu_s(pre.gpu_s), pre_kernels=vc.pre_pipe.kernels(pre.launch_s, f))
+    if dec is not None:
+        args.update(dec_gpu_s=vc.dec_pipe.gpu_s(dec.gpu_s), dec_kernels=vc.dec_pipe.kernels(dec.launch_s, f))
+    return figures(vc.plan, f, **args)
 
 
 def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, world: int, hw: Hardware,
@@ -126,22 +271,10 @@ def _per_stage(values: list[int], pps: tuple[int, ...], world: int, rest=None) -
             if (world // p) % v == 0 and (rest is None or rest(v, p) is not None)]
 
 
-def _group_times(step: StepCost, groups: dict[str, str | None]) -> dict[str, float]:
-    out = {g: 0.0 for g in GROUPS}
-    for o in step.ops:
-        g = groups.get(o.module)
-        if g:
-            out[g] += o.time_s
-    for c in step.comms:
-        # the pipeline hand-off goes with the attention group's choice, which carries the stage count
-        g = "attn" if c.module == "pipeline" else groups.get(c.module)
-        if g:
-            out[g] += c.exposed_s
-    return out
-
-
 def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw: FrameworkProfile,
                  space: Space, scenario: Scenario, mem_opts: MemoryOptions | None = None) -> Tables:
+    """The choices of every group and their memory per concurrency; step costs are filled per layout on
+    first use (Tables.view)."""
     mem_opts = mem_opts or MemoryOptions()
     W = space.world
     pps = space.domains["pp_size"]
@@ -155,11 +288,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
         "embed": _per_stage(space.domains["embed_tp_size"], pps, W),
         "lmhead": _per_stage(space.domains["lmhead_tp_size"], pps, W),
     }
-    isl, osl = scenario.isl, scenario.osl
-    ctx_decode = isl + osl / 2
-    mtp = scenario.mtp
-    mtp_layers = mtp if model.num_mtp_layers else 0
-    entries: dict[tuple[int, str, int], Entry] = {}
+    mtp_layers = scenario.mtp if model.num_mtp_layers else 0
     # memory not owned by any group: norms and encoders (replicated); the runtime reserve is in the limit
     const_mem = sum(module_weight_bytes(m, model, ParallelConfig(world_size=W), prec, mem_opts)
                     for m in params.modules if m.parts and groups.get(m.name) is None)
@@ -168,40 +297,24 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
         const_mem += sum(module_weight_bytes(m, model, base, prec, mem_opts) for m in params.mtp)
     limit = memory_limit(hw.memory_bytes, hw.reserved_bytes, mem_opts.total_fraction)
     batches = []
+    memory: dict[tuple[int, str, int], float] = {}
     for b in space.batches:
-        mem = {(g, i): _group_memory(g, model, ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values))), prec,
-                                     mem_opts, params, groups, b, scenario.max_seq_len, mtp_layers)
-               for g, opts in choices.items() for i, values in enumerate(opts)}
+        mem = {}
+        for g, opts in choices.items():
+            for i, values in enumerate(opts):
+                pc = ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values)))
+                # every replica holds up to the busiest replica's requests (C_r = ceil(B / replicas)): room for
+                # them all keeps the running batch at C_r, as the serving figures assume (figures.step_plan)
+                held = math.ceil(b / pc.attn_replicas) * pc.attn_replicas if g == "attn" else b
+                mem[(g, i)] = _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
+                                            scenario.max_seq_len, mtp_layers)
         best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}
-        floor = const_mem + sum(best.values())
-        if floor > limit and b != min(space.batches):
+        if const_mem + sum(best.values()) > limit and b != min(space.batches):
             continue  # no configuration holds this many sequences: the concurrency leaves the space
         batches.append(b)
-        for g, opts in choices.items():
-            others = floor - best[g]
-            for i, values in enumerate(opts):
-                m = mem[(g, i)]
-                if others + m > limit:
-                    # memory alone rules this choice out at this concurrency (the model's memory constraint
-                    # and the exhaustive filter both drop it), so its times are never read
-                    entries[(b, g, i)] = Entry(0.0, 0.0, m)
-                    continue
-                pc = ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values)))
-                R = pc.attn_replicas
-                # the attention group serves its busiest replica; other groups see the system's token share
-                per_rep = max(1.0, b / R) if g == "attn" else b / R
-                only = g == "attn"
-                pre = step_cost(model, hw, pc, prec, f,
-                                Work("prefill", isl * per_rep, (isl + 1) / 2, per_rep, per_rep), params,
-                                attention_only=only)
-                dec = step_cost(model, hw, pc, prec, f,
-                                Work("decode", per_rep * (1 + mtp), ctx_decode, per_rep, per_rep * (1 + mtp)),
-                                params, mtp_layers=mtp_layers, attention_only=only)
-                entries[(b, g, i)] = Entry(_group_times(pre, groups)[g], _group_times(dec, groups)[g], m)
-    pw, steps, per_request = scenario.latency_terms
-    return Tables(W, choices, tuple(batches), entries, const_mem, f.step_overhead_s,
-                  mtp_tokens_per_step(mtp, scenario.mtp_accept), pw, steps, scenario.prefill_per_output_token,
-                  per_request, limit)
+        memory.update({(b, g, i): m for (g, i), m in mem.items()})
+    return Tables(W, choices, tuple(batches), memory, const_mem, limit, scenario.latency_terms[2],
+                  model, hw, prec, f, scenario, groups)
 
 
 def _redundant(model: ModelSpec, fw: FrameworkProfile, hw: Hardware, ep: int) -> int | None:

@@ -99,11 +99,42 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
             f"vs {fw.name}'s {best_pattern}"]
 
 
+def score_vs(scenario: Scenario, e: Estimate, ref: Estimate) -> float:
+    """The scenario's score of `e` with `ref` as the reference (0 for ref itself; lower is better): the
+    weighted log-ratio of request latency and inverse throughput the planner ranks by (Scenario.score)."""
+    def pair(x: Estimate) -> tuple[float, float]:
+        return (max(scenario.request_latency(x.ttft_s, x.tpot_s), 1e-12),
+                1.0 / max(x.output_tokens_per_s_per_rank, 1e-12))
+
+    (lat, inv), (lat0, inv0) = pair(e), pair(ref)
+    return scenario.score(lat, inv, lat0, inv0)
+
+
+def _scored(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
+    lat, lat0 = (scenario.request_latency(x.ttft_s, x.tpot_s) for x in (e, ref))
+    thr, thr0 = e.output_tokens_per_s_per_rank, ref.output_tokens_per_s_per_rank
+    return (f"score {score_vs(scenario, e, ref):+.3f} (request latency {_pct(lat, lat0)}, "
+            f"tokens/s per rank {_pct(thr, thr0)})")
+
+
+def candidate_scores(scenario: Scenario, candidates: list[tuple[str, Estimate, str]]) -> list[str]:
+    """One line per candidate: its score against #1 and why it is in the list ((pattern, estimate, role))."""
+    if not candidates:
+        return []
+    ref = candidates[0][1]
+    w_lat, w_inv = scenario.objective_weights
+    head = (f"score = {w_lat:g} x ln(request latency / #1's) + {w_inv:g} x ln(inverse throughput per rank / "
+            f"#1's) ({scenario.kind}); lower is better, 0 = #1")
+    return [head] + [f"#{i + 1} {pattern} ({role}): {_scored(scenario, e, ref)}"
+                     for i, (pattern, e, role) in enumerate(candidates)]
+
+
 def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
             scenario: Scenario, best_cfg: ParallelConfig, best_est: Estimate, batch: int, wl: Workload,
-            best_pattern: str) -> list[str]:
+            best_pattern: str, candidates: list[tuple[str, Estimate, str]] = ()) -> list[str]:
     best_lat = scenario.request_latency(best_est.ttft_s, best_est.tpot_s)
-    lines = engine_margin(model, hw, fw, prec, f, scenario, best_cfg, best_est, best_pattern)
+    lines = candidate_scores(scenario, list(candidates))
+    lines += engine_margin(model, hw, fw, prec, f, scenario, best_cfg, best_est, best_pattern)
     for name, knobs in alternatives(model, hw, best_cfg.world_size, scenario).items():
         try:
             pc = make_parallel_config(best_cfg.world_size, **knobs)
@@ -135,6 +166,6 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
         worst = max(parts, key=lambda k: parts[k] - best_parts.get(k, 0.0)) if parts else ""
         share = parts.get(worst, 0.0) / total if total else 0.0
         base_share = best_parts.get(worst, 0.0) / best_step.time_s if best_step and best_step.time_s else 0.0
-        lines.append(f"{name}: request latency {lat / best_lat - 1:+.0%} vs {best_pattern}; {worst} is "
+        lines.append(f"{name}: {_scored(scenario, e, best_est)} vs {best_pattern}; {worst} is "
                      f"{share:.0%} of its {label} ({base_share:.0%} for the recommendation)")
     return lines

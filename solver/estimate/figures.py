@@ -1,0 +1,133 @@
+"""From step costs to the figures a configuration shows: the last stage of `serving.estimate`, in two halves.
+
+`step_plan` is what a configuration's attention layout fixes at one workload before any kernel is costed:
+the replicas, the serving shape (requests per replica, running batch, prompts per prefill step, CUDA-graph
+batch), the work of the prefill and decode steps to cost, and the engine loop's per-sequence counts.
+`figures` turns the costed steps (GPU seconds and kernels launched of each) into TTFT, TPOT, request latency
+and throughput with the serving formulas (serving.serving_times, step_time).
+
+The split is what lets the planner be exact: a step's GPU seconds and kernels are sums over module groups
+(estimate.step), so the planner sums its tables, calls `figures` on the sums, and gets the figure the full
+estimate shows; `figures` is non-decreasing in each of the four step quantities (tests/test_planner_exact.py),
+so the configurations that minimise a figure lie on the Pareto set of those sums.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from solver.estimate.compute import Factors, Work
+from solver.estimate.serving import (
+    ServingPolicy,
+    ServingShape,
+    Workload,
+    graph_batch,
+    mtp_tokens_per_step,
+    request_overhead,
+    serving_shape,
+    serving_times,
+    step_time,
+    synced_ranks,
+    token_budget,
+)
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """The steps one configuration runs at one workload, and how their costs become its figures."""
+
+    kind: str  # "prefill" | "decode" | "serving"
+    world: int
+    replicas: int
+    per_replica: float  # prefill / decode: sequences per replica (>= 1); serving: C_r
+    pre_work: Work | None  # the prefill step to cost (None for decode-only)
+    dec_work: Work | None  # the decode step to cost (None for prefill-only)
+    mtp_layers: int  # draft passes the decode step runs
+    wl: Workload  # with the token budget and the request overhead resolved
+    shape: ServingShape | None = None  # serving only
+    pre_seqs: float = 0.0  # sequences in the prefill step (the loop's per-sequence cost)
+    dec_seqs: float = 0.0
+    dec_eager: bool = False  # the decode step runs eagerly (past the largest captured graph)
+    graph_batch: int = 0
+
+    @property
+    def served(self) -> float:
+        """Sequences the deployment works on at once: throughput = served x tokens / request time, so two
+        configurations with equal `served` at one workload have inverse throughput proportional to latency."""
+        return float(self.wl.concurrency) if self.kind == "serving" else self.per_replica * self.replicas
+
+    def key(self) -> tuple:
+        """Everything the figures read besides the step costs: configurations with equal keys share one
+        transform (the planner's tables group by it)."""
+        return (self.kind, self.replicas, self.per_replica, self.shape, self.pre_seqs, self.dec_seqs,
+                self.dec_eager, self.wl)
+
+
+@dataclass(frozen=True)
+class Figures:
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s: float  # whole deployment
+    request_s: float  # serving: TTFT + (OSL - 1) TPOT
+    prefill_step_s: float  # the steps as the engine runs them (step_time)
+    decode_step_s: float
+    times: object | None = None  # serving.ServingTimes (serving only)
+
+    def per_rank(self, world: int) -> float:
+        return self.output_tokens_per_s / world
+
+
+def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
+              kv_capacity_per_replica: float = math.inf) -> StepPlan:
+    """The steps `pc` runs at `wl`. `kv_capacity_per_replica`: sequences one replica's memory holds (serving:
+    fewer than C_r makes requests wait for a slot); the planner passes the default, having required room for
+    C_r sequences on every replica."""
+    replicas = pc.attn_replicas
+    mtp_layers = wl.mtp if model.num_mtp_layers else 0
+    if wl.kind == "prefill":
+        per = max(1.0, wl.batch / replicas)
+        work = Work("prefill", new_tokens=wl.seq_len * per, context=(wl.seq_len + 1) / 2, sequences=per,
+                    logits_tokens=per)
+        return StepPlan("prefill", pc.world_size, replicas, per, work, None, 0, wl, pre_seqs=per)
+    if wl.kind == "decode":
+        per = max(1.0, wl.batch / replicas)
+        padded, eager = graph_batch(math.ceil(per), f.graph_sizes)
+        seqs = max(per, float(padded))
+        work = Work("decode", new_tokens=seqs * (1 + wl.mtp), context=wl.seq_len, sequences=seqs,
+                    logits_tokens=seqs * (1 + wl.mtp))
+        return StepPlan("decode", pc.world_size, replicas, per, None, work, mtp_layers, wl, dec_seqs=per,
+                        dec_eager=eager, graph_batch=padded)
+    wl = replace(wl, token_budget=token_budget(wl, f, pc), request_overhead_s=request_overhead(wl, f))
+    cap = kv_capacity_per_replica if math.isfinite(kv_capacity_per_replica) else float(wl.concurrency)
+    shape = serving_shape(wl, replicas, cap, synced_ranks(model, pc), f.graph_sizes)
+    n = shape.prompts_per_step
+    pre = Work("prefill", new_tokens=wl.isl * n, context=(wl.isl + 1) / 2, sequences=n, logits_tokens=n)
+    b = shape.graph_batch or shape.running
+    dec = Work("decode", new_tokens=b * (1 + wl.mtp), context=wl.isl + wl.osl / 2, sequences=b,
+               logits_tokens=b * (1 + wl.mtp))
+    return StepPlan("serving", pc.world_size, replicas, shape.per_replica, pre, dec, mtp_layers, wl, shape,
+                    pre_seqs=n, dec_seqs=shape.running, dec_eager=shape.eager_decode,
+                    graph_batch=shape.graph_batch)
+
+
+def figures(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: float = 0.0, dec_gpu_s: float = 0.0,
+            dec_kernels: float = 0.0) -> Figures:
+    """The figures of the steps `sp` names, costed at these GPU seconds and kernel counts. Seconds in, seconds
+    and tokens per second out."""
+    wl = sp.wl
+    pre_s = step_time(pre_gpu_s, pre_kernels, sp.pre_seqs, True, f) if sp.pre_work is not None else 0.0
+    dec_s = step_time(dec_gpu_s, dec_kernels, sp.dec_seqs, sp.dec_eager, f) if sp.dec_work is not None else 0.0
+    if sp.kind == "prefill":
+        # pure prefill emits one token per prompt: throughput is prompts finished per second
+        return Figures(pre_s, 0.0, sp.per_replica * sp.replicas / pre_s, pre_s, pre_s, 0.0)
+    m = mtp_tokens_per_step(wl.mtp, wl.mtp_accept)
+    if sp.kind == "decode":
+        tpot = dec_s / m
+        return Figures(0.0, tpot, sp.per_replica * sp.replicas / tpot, tpot * wl.osl, 0.0, dec_s)
+    t = serving_times(sp.shape, pre_s, dec_s, wl, ServingPolicy.of(f))
+    return Figures(t.ttft_s, t.tpot_s, wl.concurrency * wl.osl / t.request_s, t.request_s, pre_s, dec_s, t)
+
+
+__all__ = ["StepPlan", "Figures", "step_plan", "figures"]

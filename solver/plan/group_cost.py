@@ -1,0 +1,131 @@
+"""One module group's share of a forward step, stage by stage, exactly as estimate.step costs it.
+
+A step (estimate.step.step_cost) is a sum over its ops and collectives, each owned by a module, and a module
+belongs to the planner group of the knob that splits it (tables.module_groups). Under pipeline parallel the
+step is the slowest stage's sum, repeated over the step's slots, plus the activation hand-off
+(estimate.step.pipeline_step): so a group's share is kept per distinct stage and the planner takes the max
+over stages of the sums. What a non-attention group costs also depends on the attention layout around it
+(tokens per rank of its TP group, whether it reshards against attention TP, the decode layout of CP), so the
+planner asks for it per attention layout (`Layout`): the exact additive quantity is (layout, choice), a
+pairwise table. tests/test_planner_exact.py checks the sums against step_cost on random configurations.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from solver.estimate import pipeline
+from solver.estimate.compute import Factors, Work
+from solver.estimate.step import step_items
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+
+NONE = "none"  # the pseudo-group of modules no knob owns (norms, encoders): costed once per layout
+
+
+@dataclass(frozen=True)
+class Share:
+    """A group's GPU seconds and kernel overhead seconds (kernels x kernel_overhead_s, how the step-cost model
+    counts launches) on each distinct stage of one step, before the pipeline's slots (1 stage without PP)."""
+
+    gpu_s: tuple[float, ...]
+    launch_s: tuple[float, ...]
+
+    def __add__(self, other: "Share") -> "Share":
+        return Share(tuple(a + b for a, b in zip(self.gpu_s, other.gpu_s)),
+                     tuple(a + b for a, b in zip(self.launch_s, other.launch_s)))
+
+    def __sub__(self, other: "Share") -> "Share":
+        return Share(tuple(a - b for a, b in zip(self.gpu_s, other.gpu_s)),
+                     tuple(a - b for a, b in zip(self.launch_s, other.launch_s)))
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """How a layout's stages make one step: GPU = slots x max_s stage + slots x hand-off + step overhead;
+    kernels launched = slots x max_s stage launches (step.pipeline_step)."""
+
+    stages: int  # distinct stages costed
+    slots: int  # 1 without PP
+    send_s: float  # one hand-off (0 without PP)
+    overhead_s: float
+
+    def gpu_s(self, per_stage: tuple[float, ...]) -> float:
+        return self.slots * (max(per_stage) + self.send_s) + self.overhead_s
+
+    def kernels(self, per_stage: tuple[float, ...], f: Factors) -> float:
+        """Kernels the step launches (serving.kernels_launched) from the stages' kernel overhead seconds."""
+        return self.slots * max(per_stage) / f.kernel_overhead_s if f.kernel_overhead_s > 0 else 0.0
+
+
+_DISTINCT: dict[tuple[int, int], tuple[ModelSpec, list]] = {}
+
+
+def _distinct_stages(model: ModelSpec, pp: int) -> list:
+    """The stages of `model` under `pp` that differ (in blocks, embedding / head, MTP), cached per model."""
+    hit = _DISTINCT.get((id(model), pp))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    out, seen = [], set()
+    for st in pipeline.stages(model, pp):
+        sig = (tuple((id(b), n) for b, n in st.model.block_groups), st.absent_modules, st.last)
+        if sig not in seen:
+            seen.add(sig)
+            out.append(st)
+    _DISTINCT[(id(model), pp)] = (model, out)
+    return out
+
+
+def _stages(model: ModelSpec, pc: ParallelConfig, w: Work, mtp_layers: int
+            ) -> list[tuple[ModelSpec, ParallelConfig, Work, int, frozenset[str]]]:
+    """(stage model, stage config, microbatch work, MTP passes, modules it lacks) per distinct stage."""
+    if pc.pp_size == 1:
+        return [(model, pc, w, mtp_layers, frozenset())]
+    pp, spc = pc.pp_size, pc.stage()
+    m = pipeline.microbatches(pp, w.sequences)
+    micro = replace(w, new_tokens=w.new_tokens / m, sequences=w.sequences / m, logits_tokens=w.logits_tokens / m)
+    return [(st.model, spc, micro, mtp_layers if st.last else 0, st.absent_modules)
+            for st in _distinct_stages(model, pp)]
+
+
+def pipeline_of(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work, mtp_layers: int) -> Pipeline:
+    if pc.pp_size == 1:
+        return Pipeline(1, 1, 0.0, f.step_overhead_s)
+    pp, spc = pc.pp_size, pc.stage()
+    m = pipeline.microbatches(pp, w.sequences)
+    stages = _stages(model, pc, w, mtp_layers)
+    k = pipeline.slots(w.phase, pp, m)
+    send = pipeline.send_s(hw, spc.world_size, w.new_tokens / m, model.hidden_size, f.comm)
+    return Pipeline(len(stages), k, send, f.step_overhead_s)
+
+
+def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
+           mtp_layers: int, groups: dict[str, str | None], want: tuple[str, ...],
+           attention_only: bool = False) -> dict[str, Share]:
+    """The shares of the groups in `want` (NONE: unowned modules) at `pc`, one step of `w`. Each group's own
+    knobs are read from `pc`; `attention_only` costs the mixers alone (the attention group's choices)."""
+    # the blocks holding a wanted module (every op's module is one its block's parameters declare:
+    # tests/test_planner_exact.py), NONE standing for the modules no knob owns
+    modules = frozenset(m for m, g in groups.items() if (g or NONE) in want)
+    stages = _stages(model, pc, w, mtp_layers)
+    per: dict[str, list[list[float]]] = {g: [[0.0] * len(stages), [0.0] * len(stages)] for g in want}
+    for s, (sm, spc, sw, mtp, absent) in enumerate(stages):
+        for ops, comms, n, _ in step_items(sm, hw, spc, prec, f, sw, mtp, attention_only, modules):
+            for o in ops:
+                if o.module in absent:
+                    continue
+                g = groups.get(o.module) or NONE
+                if g in per:
+                    per[g][0][s] += o.time_s * n
+                    per[g][1][s] += o.overhead_s * n
+            for c in comms:
+                if c.module in absent:
+                    continue
+                g = groups.get(c.module) or NONE
+                if g in per:
+                    per[g][0][s] += c.exposed_s * n
+    return {g: Share(tuple(v[0]), tuple(v[1])) for g, v in per.items()}
+
+
+__all__ = ["Share", "Pipeline", "pipeline_of", "shares", "NONE"]
