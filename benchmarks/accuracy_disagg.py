@@ -243,8 +243,25 @@ def fit_all(prepared: Sequence[Prepared], fitted) -> dict[tuple[str, str], dict[
     return out
 
 
+def disagg_factors_without(prepared: Sequence[Prepared], fam: str, fitted) -> Callable[[Prepared], dict]:
+    """The hand-off and burst share refitted (fit_disagg.fit_all) on the complete rows of the other
+    architectures: a held-out row gets its pair's, else its framework's pooled, else the defaults."""
+    from fit_disagg import fit_all as fit_disagg_all
+
+    fit = fit_disagg_all([q for q in prepared if q.family != fam], fitted)
+
+    def of(p: Prepared) -> dict:
+        pairs = fit.get(p.framework, {})
+        v = pairs.get(p.hardware) or pairs.get("_pooled") or {}
+        return {"handoff_s": v.get("handoff_s", 0.0), "burst_share": v.get("burst_share")}
+    return of
+
+
 def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Leave one architecture out: the step factors (PARAMS) refitted on the group's other architectures (else
+    the framework's, else shipped), the disaggregated factors on the other architectures' complete rows."""
     et, ep = np.full(len(prepared), np.nan), np.full(len(prepared), np.nan)
+    without = {fam: disagg_factors_without(prepared, fam, fitted) for fam in sorted({p.family for p in prepared})}
     notes = []
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, p in enumerate(prepared):
@@ -263,7 +280,8 @@ def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.nda
                 notes.append(f"{key[0]} x {key[1]} without {name}: {len(train)} rows left -> {how}")
             for i in test:
                 p = prepared[i]
-                t, s = predict(p, params if params is not None else shipped_params(p, fitted))
+                q = {**(params if params is not None else shipped_params(p, fitted)), **without[fam](p)}
+                t, s = predict(p, q)
                 et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
     return et, ep, notes
 
