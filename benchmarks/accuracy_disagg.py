@@ -136,7 +136,7 @@ def coverage(rows: Sequence[Mapping[str, Any]], prepared: Sequence[Prepared]) ->
 def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     """(TTFT s, TPOT s) under factor settings `params` (keys of accuracy.PARAMS / NEUTRAL)."""
     e = p.case.decode.hw.efficiency
-    q = {**NEUTRAL, "handoff_s": 0.0, **params}
+    q = {**NEUTRAL, **params}
     r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
     grouped = r[0] / min(1.0, q["grouped_gemm"])
     step = q["step_overhead_s"]
@@ -151,8 +151,7 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, fd)
     wl = p.case.workload
     t = disagg_times(p.shape, pre, dec, p.transfer_s, wl.concurrency, wl.osl, q["request_overhead_s"],
-                     wl.benchmark_waves, wl.mtp, wl.mtp_accept, q["handoff_s"],
-                     ServingPolicy.of(fd).first_token_iterations, q.get("burst_share"))
+                     wl.benchmark_waves, wl.mtp, wl.mtp_accept, ServingPolicy.of(fd).first_token_iterations, q.get("burst_share"))
     return t.ttft_s, t.tpot_s
 
 
@@ -161,7 +160,7 @@ def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
            "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
            "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0,
-           "handoff_s": p.case.workload.handoff_s, "burst_share": p.case.workload.burst_share,
+           "burst_share": p.case.workload.burst_share,
            "allreduce_latency_s": p.case.decode.hw.tiers["intra_node"].latency_s,
            "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None
            else p.case.decode.hw.efficiency.kernel_overhead_s}
@@ -244,7 +243,7 @@ def fit_all(prepared: Sequence[Prepared], fitted) -> dict[tuple[str, str], dict[
 
 
 def disagg_factors_without(prepared: Sequence[Prepared], fam: str, fitted) -> Callable[[Prepared], dict]:
-    """The hand-off and burst share refitted (fit_disagg.fit_all) on the complete rows of the other
+    """The burst share refitted (fit_disagg.fit_all) on the complete rows of the other
     architectures: a held-out row gets its pair's, else its framework's pooled, else the defaults."""
     from fit_disagg import fit_all as fit_disagg_all
 
@@ -253,7 +252,7 @@ def disagg_factors_without(prepared: Sequence[Prepared], fam: str, fitted) -> Ca
     def of(p: Prepared) -> dict:
         pairs = fit.get(p.framework, {})
         v = pairs.get(p.hardware) or pairs.get("_pooled") or {}
-        return {"handoff_s": v.get("handoff_s", 0.0), "burst_share": v.get("burst_share")}
+        return {"burst_share": v.get("burst_share")}
     return of
 
 
@@ -284,6 +283,26 @@ def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.nda
                 t, s = predict(p, q)
                 et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
     return et, ep, notes
+
+
+def loso_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray]:
+    """Leave one system out, on the complete rows (one architecture: no model to leave out): the burst share
+    refitted (fit_disagg.fit_all) without the held-out hardware's rows, so a held-out row gets its
+    framework's pooled fit over the other systems; the step factors stay the shipped (aggregated) ones."""
+    from fit_disagg import fit_all as fit_disagg_all
+
+    rows = [p for p in prepared if p.complete]
+    et, ep = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    for hw in sorted({p.hardware for p in rows}):
+        fit = fit_disagg_all([q for q in rows if q.hardware != hw], fitted)
+        for i, p in enumerate(rows):
+            if p.hardware != hw:
+                continue
+            v = fit.get(p.framework, {}).get("_pooled") or {}
+            q = {**shipped_params(p, fitted), "burst_share": v.get("burst_share")}
+            t, s = predict(p, q)
+            et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
+    return et, ep
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -345,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     fitted = load_factors()
     et, ep = errors(prepared, lambda p: shipped_params(p, fitted))
-    print("\n".join(table(prepared, et, ep, "(a) shipped factors (aggregated fit, factors.yaml, + fitted/disagg.yaml: hand-off and burst share, fitted on the complete rows)")))
+    print("\n".join(table(prepared, et, ep, "(a) shipped factors (aggregated fit, factors.yaml, + fitted/disagg.yaml: the burst share, fitted on the complete rows)")))
     print()
     refit = fit_all(prepared, fitted)
     et, ep = errors(prepared, lambda p: refit.get((p.framework, p.hardware)) or shipped_params(p, fitted))
@@ -361,6 +380,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                            "architecture, so no leave-one-model-out on them)")[:4]))
     print()
     if not args.no_cv:
+        complete = [p for p in prepared if p.complete]
+        et, ep = loso_errors(prepared, fitted)
+        print("\n".join(table(complete, et, ep, "(c2) complete rows, leave one system out (burst share "
+                                                "refitted without the held-out hardware; step factors shipped)")))
+        print()
         et, ep, notes = loo_errors(prepared, fitted)
         print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out (refit without the held-out architecture)")))
         for n in notes:

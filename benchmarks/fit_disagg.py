@@ -1,20 +1,22 @@
-"""Fit the disaggregated-serving factors per (framework, hardware) and write solver/frameworks/fitted/disagg.yaml.
+"""Fit the disaggregated-serving factor per (framework, hardware) and write solver/frameworks/fitted/disagg.yaml.
 
     python benchmarks/fit_disagg.py [--csv PATH] [--dry-run]      (then: python benchmarks/accuracy_disagg.py)
 
-The factors (solver.specs.disagg_fitted.DISAGG_FACTORS) exist only because the pools are split, so the aggregated
-fit (fitted/factors.yaml) cannot carry them; they move TTFT only:
+The factor (solver.specs.disagg_fitted.DISAGG_FACTORS) exists only because the pools are split, so the aggregated
+fit (fitted/factors.yaml) cannot carry it; it moves TTFT only:
 
-    handoff_s    [s] fixed per-request cost of the hand-off between the pools (bootstrap with the decode server,
-                 its KV pre-allocation, polling for the transfer's completion), bounds HANDOFF_BOUNDS;
     burst_share  [-] share of requests that reach the prefill pool in a burst: 1 / k when only the first of the
                  benchmark's k waves is one, 1 when every wave re-forms it (estimate.disagg module docstring).
 
-They are fitted on the complete rows only (both worker counts and batches given: a row read by the blank-cell
-convention has a guessed worker count, and its queueing, not the hand-off, decides its TTFT), minimising the mean
+It is fitted on the complete rows only (both worker counts and batches given: a row read by the blank-cell
+convention has a guessed worker count, and its queueing decides its TTFT), minimising the mean
 |ln(TTFT_pred / TTFT_meas)| over a grid, the step factors held at the shipped ones (aggregated fit). A pair with
 fewer than MIN_ROWS complete rows gets its framework's fit over all its complete rows (`_pooled`); a framework with
-fewer than MIN_ROWS complete rows gets none (the estimator's defaults: h = 0, phi = 1 / k). Never per model or row.
+fewer than MIN_ROWS complete rows gets none (the estimator's default phi = 1 / k). Never per model or row.
+
+A fixed per-request hand-off cost (bootstrap, decode-side KV pre-allocation) was fitted beside it and dropped: the
+two traded off (0.12 s with phi 0.15 for TensorRT-LLM) and with it the leave-one-system-out TTFT median was 47.8%
+against 35.7% with phi alone (benchmarks/README.md, "Disaggregated prefill/decode").
 """
 from __future__ import annotations
 
@@ -38,23 +40,20 @@ from fit_efficiency import MIN_ROWS  # noqa: E402
 
 from solver.specs.disagg_fitted import disagg_fitted_path  # noqa: E402
 
-HANDOFF_BOUNDS = (0.0, 0.5)  # s: from none to half a second per request (Mooncake/NIXL handshakes are ms-scale)
-HANDOFF_GRID = np.linspace(*HANDOFF_BOUNDS, 51)
-BURST_GRID = np.linspace(0.0, 1.0, 21)
+BURST_GRID = np.linspace(0.0, 1.0, 41)
 
 
-def ttft_loss(rows: Sequence[Prepared], base: Mapping[int, Mapping[str, float]], h: float, phi: float) -> float:
-    return sum(abs(math.log(predict(p, {**base[p.index], "handoff_s": h, "burst_share": phi})[0] / p.ttft_s))
-               for p in rows) / len(rows)
+def ttft_loss(rows: Sequence[Prepared], base: Mapping[int, Mapping[str, float]], phi: float) -> float:
+    return sum(abs(math.log(predict(p, {**base[p.index], "burst_share": phi})[0] / p.ttft_s)) for p in rows) / len(rows)
 
 
 def fit_pair(rows: Sequence[Prepared], fitted) -> dict[str, float] | None:
-    """(handoff_s, burst_share) minimising the TTFT loss on `rows`; None below MIN_ROWS."""
+    """burst_share minimising the TTFT loss on `rows`; None below MIN_ROWS."""
     if len(rows) < MIN_ROWS:
         return None
-    base = {p.index: {**shipped_params(p, fitted), "handoff_s": 0.0, "burst_share": None} for p in rows}
-    best = min(((ttft_loss(rows, base, h, phi), h, phi) for h in HANDOFF_GRID for phi in BURST_GRID))
-    return {"handoff_s": round(float(best[1]), 4), "burst_share": round(float(best[2]), 3), "rows": len(rows)}
+    base = {p.index: shipped_params(p, fitted) for p in rows}
+    best = min((ttft_loss(rows, base, phi), phi) for phi in BURST_GRID)
+    return {"burst_share": round(float(best[1]), 3), "rows": len(rows)}
 
 
 def fit_all(prepared: Sequence[Prepared], fitted) -> dict[str, dict[str, dict[str, float]]]:
@@ -78,12 +77,12 @@ def fit_all(prepared: Sequence[Prepared], fitted) -> dict[str, dict[str, dict[st
 
 
 def write(fit: Mapping, path: Path, csv: Path, n_complete: int) -> None:
-    header = (f"# Disaggregated-serving factors per (framework, hardware). GENERATED: do not edit by hand.\n"
+    header = (f"# Disaggregated-serving factor per (framework, hardware). GENERATED: do not edit by hand.\n"
               f"# Produced by benchmarks/fit_disagg.py on {datetime.date.today()} from {csv.name} ({n_complete} complete\n"
-              f"# rows: worker counts and batches given). handoff_s [s]: per-request hand-off between the pools on the\n"
-              f"# TTFT path; burst_share: share of requests reaching the prefill pool in a burst (1/k: the first of k\n"
-              f"# waves only). `_pooled`: the framework's fit over all its complete rows, for pairs with fewer than\n"
-              f"# {MIN_ROWS} (`rows` = rows fitted). Rerun: python benchmarks/fit_disagg.py && python benchmarks/accuracy_disagg.py\n")
+              f"# rows: worker counts and batches given). burst_share: share of requests reaching the prefill pool\n"
+              f"# in a burst (1/k: the first of k benchmark waves only; 1: every wave). `_pooled`: the framework's fit\n"
+              f"# over all its complete rows, for pairs with fewer than {MIN_ROWS} (`rows` = rows fitted).\n"
+              f"# Rerun: python benchmarks/fit_disagg.py && python benchmarks/accuracy_disagg.py\n")
     path.write_text(header + yaml.safe_dump({"factors": fit}, sort_keys=True))
 
 
@@ -96,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fit = fit_all(prepared, load_factors())
     for fw, pairs in fit.items():
         for hw, v in pairs.items():
-            print(f"{fw:>7} x {hw:<9} handoff_s {v['handoff_s']:.3f}  burst_share {v['burst_share']:.2f}  ({v['rows']} rows)")
+            print(f"{fw:>7} x {hw:<9} burst_share {v['burst_share']:.3f}  ({v['rows']} rows)")
     if not args.dry_run:
         path = disagg_fitted_path()
         write(fit, path, args.csv, sum(p.complete for p in prepared))

@@ -11,9 +11,6 @@ ranks, R_d replicas) serve a closed loop of C client requests of ISL / OSL token
     T_kv [s] KV transfer of one request (kv_transfer_time), over the tier joining the two pools
     o   [s]  fixed per-request cost on the TTFT path (HTTP, tokenizer, router, KV hand-off bookkeeping)
 
-    h   [s]  fixed per-request cost of the hand-off between the pools (the prefill server's bootstrap with the
-             decode server, the decode server's KV pre-allocation, polling for the transfer's completion): fitted
-             per framework x hardware on the measured xPyD rows (solver/frameworks/fitted/disagg.yaml)
     a   [s]  = (1/2 + 1 + i_ft) tau   the decode side of the first token: the transferred request joins the running
              batch at the next step boundary (half a step of residual on average), runs its first step, and
              streams after i_ft more iterations (the engine's first_token_iterations: an overlap scheduler)
@@ -22,20 +19,22 @@ ranks, R_d replicas) serve a closed loop of C client requests of ISL / OSL token
                CUDA graph, floored by the host's kernel launches past the largest graph, plus seq_overhead_s per
                sequence; P_n likewise runs eagerly with its n prompts (the aggregated model's serving loop)
     TPOT     = tau / m                          m = tokens per step (MTP)
-    Z   [s]  = o + h + P_n + T_kv + a + (OSL - 1) TPOT    a request's cycle without waiting
+    Z   [s]  = o + P_n + T_kv + a + (OSL - 1) TPOT    a request's cycle without waiting
     C_f      = min(C, y R_d B)                  requests that hold a decode slot (the rest wait for one)
     lambda   = min(C_f / Z, mu)                 the closed loop's asymptotic bounds: the clients' rate, or the
                                                 prefill pool's capacity when that is the bottleneck
     W_q      = rho P_n / 2                      rho = lambda / mu < 1: a request finds the pool mid-step with
                                                 probability rho and waits half a step
              = C_f / mu - Z                     saturated (C_f / Z >= mu): the queue holds what the pool cannot start
-    TTFT_ss  = o + h + W_q + P_n + T_kv + a     steady state: wait, prefill, transfer, the first decode step
+    TTFT_ss  = o + W_q + P_n + T_kv + a         steady state: wait, prefill, transfer, the first decode step
 
 First wave (a benchmark starts with all C requests at once): request i waits ceil(i / (x R_p n)) prefill steps,
-TTFT_1 = o + h + P_n * mean_i ceil(i / (x R_p n)) + T_kv + a. The benchmark mean is
+TTFT_1 = o + P_n * mean_i ceil(i / (x R_p n)) + T_kv + a. The benchmark mean is
 phi TTFT_1 + (1 - phi) TTFT_ss, phi = the share of requests that reach the prefill pool in a burst: 1 / k when only
 the first of k waves is one (k as in estimate.serving), up to 1 when the closed loop re-forms the burst every wave
-(a cohort that decodes together finishes together); fitted per framework x hardware with h (fitted/disagg.yaml). Requests beyond the decode slots (C > y R_d B) wait
+(a cohort that decodes together finishes together); fitted per framework x hardware on the measured xPyD rows
+(solver/frameworks/fitted/disagg.yaml; a per-request hand-off cost fitted beside it traded off against phi and
+did not carry to held-out systems, so it is not modelled). Requests beyond the decode slots (C > y R_d B) wait
 for a slot: W_slot = (C_r - B) / B * (TTFT + (OSL - 1) TPOT), C_r = ceil(C / (y R_d)). Throughput by Little's
 law: C * OSL / (TTFT + (OSL - 1) TPOT), per GPU over x W_p + y W_d ranks.
 
@@ -155,7 +154,6 @@ class DisaggTimes:
     prefill_s: float  # P_n
     transfer_s: float  # T_kv
     first_decode_s: float  # a = (DECODE_ADMISSION_STEPS + first_token_iterations) x tau
-    handoff_s: float  # h
     slot_wait_s: float
     prefill_utilization: float  # rho
     request_rate: float  # lambda, requests/s of the whole deployment
@@ -165,13 +163,12 @@ class DisaggTimes:
 
 def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s: float, concurrency: int,
                  osl: int, overhead_s: float, waves: int, mtp: int = 0, mtp_accept: float = 1.0,
-                 handoff_s: float = 0.0, first_token_iterations: float = 0.0,
-                 burst_share: float | None = None) -> DisaggTimes:
+                 first_token_iterations: float = 0.0, burst_share: float | None = None) -> DisaggTimes:
     """TTFT and TPOT of disaggregated serving from the step times (module docstring). Seconds in, seconds out.
 
     prefill_s: one prefill step of `shape.prompts_per_step` prompts on a replica as the engine runs it (P_n);
     decode_s: one decode step of `shape.running` sequences as the engine runs it (tau); transfer_s: one request's
-    KV transfer; handoff_s: h; first_token_iterations: i_ft of the decode engine; burst_share: phi (None: 1 / k).
+    KV transfer; first_token_iterations: i_ft of the decode engine; burst_share: phi (None: 1 / k).
     """
     m = mtp_tokens_per_step(mtp, mtp_accept)
     tau = decode_s
@@ -181,7 +178,7 @@ def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s
     mu = per_step / prefill_s
     flowing = min(concurrency, shape.decode_workers * shape.decode_replicas * shape.running)
     admit = (DECODE_ADMISSION_STEPS + first_token_iterations) * tau
-    base = overhead_s + handoff_s + prefill_s + transfer_s + admit
+    base = overhead_s + prefill_s + transfer_s + admit
     rate = flowing / (base + decode_after_s)
     if rate >= mu:  # the prefill pool is the bottleneck: the wait absorbs what it cannot start
         rho, wait = 1.0, flowing / mu - (base + decode_after_s)
@@ -189,12 +186,12 @@ def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s
         rho = rate / mu
         wait = rho * prefill_s / 2
     steady = base + wait
-    first = overhead_s + handoff_s + prefill_s * first_wave_groups(concurrency, per_step) + transfer_s + admit
+    first = overhead_s + prefill_s * first_wave_groups(concurrency, per_step) + transfer_s + admit
     phi = 1.0 / max(1, waves) if burst_share is None else burst_share
     served = phi * first + (1.0 - phi) * steady
     slot_wait = max(0, shape.per_replica - shape.running) / shape.running * (served + decode_after_s)
     ttft = served + slot_wait
-    return DisaggTimes(ttft, tpot, ttft + decode_after_s, first, steady, wait, prefill_s, transfer_s, admit, handoff_s,
+    return DisaggTimes(ttft, tpot, ttft + decode_after_s, first, steady, wait, prefill_s, transfer_s, admit,
                        slot_wait, rho, rho * mu, mu, tau)
 
 
@@ -227,7 +224,6 @@ class DisaggWorkload:
     mtp_accept: float = DEFAULT_MTP_ACCEPT
     benchmark_waves: int = DEFAULT_BENCHMARK_WAVES
     request_overhead_s: float | None = None  # None: the fitted value of the framework x hardware, else default
-    handoff_s: float = 0.0  # h [s]
     burst_share: float | None = None  # phi; None: 1 / benchmark_waves. Callers pass solver.specs.disagg_fitted's
 
 
@@ -307,8 +303,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers)
     overhead = request_overhead(Workload("serving", request_overhead_s=wl.request_overhead_s), f_decode)
     t = disagg_times(shape, pre_s, dec_s, xfer.time_s, wl.concurrency, wl.osl, overhead,
-                     wl.benchmark_waves, wl.mtp, wl.mtp_accept, wl.handoff_s,
-                     ServingPolicy.of(f_decode).first_token_iterations, wl.burst_share)
+                     wl.benchmark_waves, wl.mtp, wl.mtp_accept, ServingPolicy.of(f_decode).first_token_iterations, wl.burst_share)
     pmem = memory_per_rank(model, hw, prefill_pc, prec, shape.prompts_per_step * shape.prefill_replicas, wl.isl,
                            mem_opts)
     dmem = memory_per_rank(model, hw, decode_pc, prec, shape.running * shape.decode_replicas, wl.isl + wl.osl,

@@ -147,7 +147,6 @@ def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> d
         "ttft_ms": round(e.ttft_s * 1e3, 2),
         "ttft_parts_ms": {"prefill_wait": round(t.prefill_wait_s * 1e3, 2), "prefill": round(t.prefill_s * 1e3, 2),
                           "kv_transfer": round(t.transfer_s * 1e3, 3),
-                          "handoff": round(t.handoff_s * 1e3, 2),
                           "first_decode_step": round(t.first_decode_s * 1e3, 3),
                           "first_wave_mean": round(t.ttft_first_wave_s * 1e3, 2),
                           "steady_state": round(t.ttft_steady_s * 1e3, 2)},
@@ -271,7 +270,7 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
                      f"{p['pattern']}  ({knobs or 'all 1'})  mem {p['estimation']['memory_per_rank_gb']} GB/rank")
     lines.append(f"  TTFT {e['ttft_ms']:,.1f} ms (wait {e['ttft_parts_ms']['prefill_wait']:,.1f} + prefill "
                  f"{e['ttft_parts_ms']['prefill']:,.1f} + KV {e['ttft_parts_ms']['kv_transfer']:.2f} over "
-                 f"{e['kv_transfer']['tier']} + hand-off {e['ttft_parts_ms']['handoff']:,.1f} + decode admission and first "
+                 f"{e['kv_transfer']['tier']} + decode admission and first "
                  f"step {e['ttft_parts_ms']['first_decode_step']:.2f}; "
                  f"first-wave mean {e['ttft_parts_ms']['first_wave_mean']:,.1f})  TPOT {e['tpot_ms']:.2f} ms")
     lines.append(f"  output {e['output_tokens_per_s']:,.0f} tok/s ({e['output_tokens_per_s_per_rank']:,.1f} per rank), "

@@ -10,9 +10,8 @@ from solver.catalog import frameworks_dir
 from solver.specs.framework import fitted_stamp
 
 # keys the file may carry per (framework, hardware):
-#   handoff_s    [s] the hand-off between the pools on the TTFT path (bootstrap, decode-side KV pre-allocation)
 #   burst_share  [-] share of requests that reach the prefill pool in a burst (1/k: only the first of k waves)
-DISAGG_FACTORS = ("handoff_s", "burst_share")
+DISAGG_FACTORS = ("burst_share",)
 
 
 def disagg_fitted_path() -> Path:
@@ -36,16 +35,11 @@ def disagg_fitted(path: Path | None = None) -> dict[str, dict[str, dict[str, flo
 
 
 def disagg_factors(framework: str, hardware: str, path: Path | None = None) -> dict[str, float]:
-    """The (framework, hardware) pair's fit, else the framework's pooled fit (`_pooled`), else {} (no hand-off
-    cost, phi = 1 / k: the estimator's defaults)."""
+    """The (framework, hardware) pair's fit, else the framework's pooled fit (`_pooled`), else {} (phi = 1 / k:
+    the estimator's default)."""
     fw = disagg_fitted(path).get(framework, {})
     pair = fw.get(hardware) or fw.get("_pooled") or {}
     return {k: float(pair[k]) for k in DISAGG_FACTORS if k in pair}
-
-
-def handoff_s(framework: str, hardware: str, path: Path | None = None) -> float:
-    """h [s] of the pair (0 when nothing is fitted)."""
-    return disagg_factors(framework, hardware, path).get("handoff_s", 0.0)
 
 
 def burst_share(framework: str, hardware: str, path: Path | None = None) -> float | None:
@@ -53,4 +47,4 @@ def burst_share(framework: str, hardware: str, path: Path | None = None) -> floa
     return disagg_factors(framework, hardware, path).get("burst_share")
 
 
-__all__ = ["DISAGG_FACTORS", "disagg_factors", "disagg_fitted", "disagg_fitted_path", "handoff_s", "burst_share"]
+__all__ = ["DISAGG_FACTORS", "disagg_factors", "disagg_fitted", "disagg_fitted_path", "burst_share"]
