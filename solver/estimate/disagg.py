@@ -58,16 +58,17 @@ from solver.estimate.serving import (
     kernels_launched, kv_capacity_per_replica, mtp_tokens_per_step, prefill_step, request_overhead, step_time,
     token_budget,
 )
-
-# Steps of the decode loop between a request's arrival on the decode server and its first decode step ending,
-# besides first_token_iterations: half a step of residual (it joins at the next step boundary) and the step.
-DECODE_ADMISSION_STEPS = 1.5
 from solver.estimate.step import StepCost
 from solver.specs.hardware import Hardware, Tier
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 from solver.specs.scenario import DEFAULT_MTP_ACCEPT
+
+# Steps of the decode loop between a request's arrival on the decode server and its first decode step ending,
+# besides first_token_iterations: half a step of residual (it joins at the next step boundary, as the aggregated
+# model's tau / 2 before the scheduler picks a prompt up) and the step itself.
+DECODE_ADMISSION_STEPS = 1.5
 
 
 def kv_bytes_per_request(model: ModelSpec, kv_bytes: int, tokens: int, attn_tp: int = 1,
@@ -224,7 +225,7 @@ class DisaggWorkload:
     mtp_accept: float = DEFAULT_MTP_ACCEPT
     benchmark_waves: int = DEFAULT_BENCHMARK_WAVES
     request_overhead_s: float | None = None  # None: the fitted value of the framework x hardware, else default
-    burst_share: float | None = None  # phi; None: 1 / benchmark_waves. Callers pass solver.specs.disagg_fitted's
+    burst_share: float | None = None  # phi; None: 1 / benchmark_waves (solver.specs.disagg_fitted.burst_share)
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ class DisaggEstimate:
     shape: PoolShape
     transfer: Transfer
     prefill: StepCost  # GPU cost of the prefill step (P_n adds the loop's costs: times.prefill_s)
-    decode: StepCost  # GPU cost of the decode step at the padded batch (tau: times.tpot_s x tokens per step)
+    decode: StepCost  # GPU cost of the decode step at the padded batch (tau with the loop's costs: times.decode_step_s)
     prefill_memory: MemoryReport  # per rank of a prefill worker
     decode_memory: MemoryReport  # per rank of a decode worker (the KV of all its running requests)
     prefill_ranks: int  # x W_p
@@ -302,8 +303,8 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     mtp_layers = model.num_mtp_layers if wl.mtp else 0
     xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers)
     overhead = request_overhead(Workload("serving", request_overhead_s=wl.request_overhead_s), f_decode)
-    t = disagg_times(shape, pre_s, dec_s, xfer.time_s, wl.concurrency, wl.osl, overhead,
-                     wl.benchmark_waves, wl.mtp, wl.mtp_accept, ServingPolicy.of(f_decode).first_token_iterations, wl.burst_share)
+    t = disagg_times(shape, pre_s, dec_s, xfer.time_s, wl.concurrency, wl.osl, overhead, wl.benchmark_waves,
+                     wl.mtp, wl.mtp_accept, ServingPolicy.of(f_decode).first_token_iterations, wl.burst_share)
     pmem = memory_per_rank(model, hw, prefill_pc, prec, shape.prompts_per_step * shape.prefill_replicas, wl.isl,
                            mem_opts)
     dmem = memory_per_rank(model, hw, decode_pc, prec, shape.running * shape.decode_replicas, wl.isl + wl.osl,
