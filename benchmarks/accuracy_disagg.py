@@ -30,7 +30,7 @@ import math
 import sys
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -51,8 +51,10 @@ from solver.estimate.disagg import (  # noqa: E402
     PoolShape, disagg_times, estimate_disagg, kv_transfer, pool_shape, prompts_per_step,
 )
 from solver.estimate.serving import (  # noqa: E402
-    DEFAULT_REQUEST_OVERHEAD_S, decode_step, kv_capacity_per_replica, prefill_step,
+    DEFAULT_REQUEST_OVERHEAD_S, ServingPolicy, decode_step, kv_capacity_per_replica, prefill_step, step_time,
 )
+from solver.estimate.factors import Factors  # noqa: E402
+from solver.specs.disagg_fitted import disagg_fitted  # noqa: E402
 from solver.measured import factors  # noqa: E402
 from solver.measured_disagg import DisaggCase, case_from_disagg_row, predict_disagg_row  # noqa: E402
 from solver.specs.framework import apply_fitted  # noqa: E402
@@ -75,6 +77,8 @@ class Prepared:
     complete: bool  # the row gives both worker counts
     ttft_s: float
     tpot_s: float
+    base_p: Factors  # the prefill and decode engines' loops (graphs, eager launch, first-token iterations)
+    base_d: Factors
 
 
 def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) -> Prepared:
@@ -94,16 +98,39 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     # the framework's scheduler budget decides the prompts per step when the row leaves prefill_batch blank
     n = prompts_per_step(wl, factors(p), p.pc)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, p.pc.attn_replicas, n, wl.decode_workers,
-                       d.pc.attn_replicas, cap, wl.decode_batch or 0)
+                       d.pc.attn_replicas, cap, wl.decode_batch or 0, base.graph_sizes)
+    batch = shape.graph_batch or shape.running  # the decode step's GPU work runs the padded batch
     pre = prefill_step(d.model, d.hw, p.pc, d.prec, base_p, wl.isl, shape.prompts_per_step)
-    dec = decode_step(d.model, d.hw, d.pc, d.prec, base, shape.running, wl.isl + wl.osl / 2, wl.mtp)
+    dec = decode_step(d.model, d.hw, d.pc, d.prec, base, batch, wl.isl + wl.osl / 2, wl.mtp)
     pre0 = prefill_step(d.model, d.hw, p.pc, d.prec, zero_p, wl.isl, shape.prompts_per_step)
-    dec0 = decode_step(d.model, d.hw, d.pc, d.prec, zero, shape.running, wl.isl + wl.osl / 2, wl.mtp)
+    dec0 = decode_step(d.model, d.hw, d.pc, d.prec, zero, batch, wl.isl + wl.osl / 2, wl.mtp)
     xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_bytes, wl.isl)
     complete = all(str(row.get(k, "")).strip() not in ("", "nan") for k in ("prefill_workers", "decode_workers"))
     return Prepared(index, c, shape, StepTerms.of(pre, "prefill", base_p, pre0), StepTerms.of(dec, "decode", base, dec0),
                     xfer.time_s,
-                    d.framework.name, d.hw.name, d.model.name, family_of(d), complete, ttft, tpot)
+                    d.framework.name, d.hw.name, d.model.name, family_of(d), complete, ttft, tpot, base_p, base)
+
+
+def prepare_rows(rows: Sequence[Mapping[str, Any]], waves: int | None = None) -> tuple[list[Prepared], list[str]]:
+    """The evaluable rows and, for the others, the one-line reason."""
+    prepared, skipped = [], []
+    for i, row in enumerate(rows):
+        try:
+            prepared.append(prepare(row, i, waves))
+        except InputError as exc:
+            skipped.append(str(exc))
+    return prepared, skipped
+
+
+def coverage(rows: Sequence[Mapping[str, Any]], prepared: Sequence[Prepared]) -> list[str]:
+    """Which rows count as complete, and how many of the others repeat a complete row's measurement (the same
+    TTFT and TPOT under the convention's labels: the table's later rows re-list earlier runs)."""
+    complete = [p for p in prepared if p.complete]
+    seen = {(round(p.ttft_s, 6), round(p.tpot_s, 7)) for p in complete}
+    repeats = sum(1 for p in prepared if not p.complete and (round(p.ttft_s, 6), round(p.tpot_s, 7)) in seen)
+    return [f"  complete rows (prefill_workers, decode_workers, both batches given): {len(complete)}; rows read by "
+            f"the blank-cell convention: {len(prepared) - len(complete)} ({repeats} of them repeat a complete row's "
+            f"TTFT and TPOT under the convention's labels)"]
 
 
 def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
@@ -118,9 +145,13 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
     pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
     dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
+    fp = replace(p.base_p, seq_overhead_s=q["seq_overhead_s"])
+    fd = replace(p.base_d, seq_overhead_s=q["seq_overhead_s"])
+    pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, fp)
+    dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, fd)
     wl = p.case.workload
     t = disagg_times(p.shape, pre, dec, p.transfer_s, wl.concurrency, wl.osl, q["request_overhead_s"],
-                     wl.benchmark_waves, wl.mtp, wl.mtp_accept)
+                     wl.benchmark_waves, wl.mtp, wl.mtp_accept, ServingPolicy.of(fd).first_token_iterations, q.get("burst_share"))
     return t.ttft_s, t.tpot_s
 
 
@@ -128,7 +159,8 @@ def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     eff = p.case.decode.framework.efficiency
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
            "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
-           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S,
+           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0,
+           "burst_share": p.case.workload.burst_share,
            "allreduce_latency_s": p.case.decode.hw.tiers["intra_node"].latency_s,
            "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None
            else p.case.decode.hw.efficiency.kernel_overhead_s}
@@ -210,8 +242,25 @@ def fit_all(prepared: Sequence[Prepared], fitted) -> dict[tuple[str, str], dict[
     return out
 
 
+def disagg_factors_without(prepared: Sequence[Prepared], fam: str, fitted) -> Callable[[Prepared], dict]:
+    """The burst share refitted (fit_disagg.fit_all) on the complete rows of the other
+    architectures: a held-out row gets its pair's, else its framework's pooled, else the defaults."""
+    from fit_disagg import fit_all as fit_disagg_all
+
+    fit = fit_disagg_all([q for q in prepared if q.family != fam], fitted)
+
+    def of(p: Prepared) -> dict:
+        pairs = fit.get(p.framework, {})
+        v = pairs.get(p.hardware) or pairs.get("_pooled") or {}
+        return {"burst_share": v.get("burst_share")}
+    return of
+
+
 def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Leave one architecture out: the step factors (PARAMS) refitted on the group's other architectures (else
+    the framework's, else shipped), the disaggregated factors on the other architectures' complete rows."""
     et, ep = np.full(len(prepared), np.nan), np.full(len(prepared), np.nan)
+    without = {fam: disagg_factors_without(prepared, fam, fitted) for fam in sorted({p.family for p in prepared})}
     notes = []
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, p in enumerate(prepared):
@@ -230,9 +279,30 @@ def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.nda
                 notes.append(f"{key[0]} x {key[1]} without {name}: {len(train)} rows left -> {how}")
             for i in test:
                 p = prepared[i]
-                t, s = predict(p, params if params is not None else shipped_params(p, fitted))
+                q = {**(params if params is not None else shipped_params(p, fitted)), **without[fam](p)}
+                t, s = predict(p, q)
                 et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
     return et, ep, notes
+
+
+def loso_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray]:
+    """Leave one system out, on the complete rows (one architecture: no model to leave out): the burst share
+    refitted (fit_disagg.fit_all) without the held-out hardware's rows, so a held-out row gets its
+    framework's pooled fit over the other systems; the step factors stay the shipped (aggregated) ones."""
+    from fit_disagg import fit_all as fit_disagg_all
+
+    rows = [p for p in prepared if p.complete]
+    et, ep = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    for hw in sorted({p.hardware for p in rows}):
+        fit = fit_disagg_all([q for q in rows if q.hardware != hw], fitted)
+        for i, p in enumerate(rows):
+            if p.hardware != hw:
+                continue
+            v = fit.get(p.framework, {}).get("_pooled") or {}
+            q = {**shipped_params(p, fitted), "burst_share": v.get("burst_share")}
+            t, s = predict(p, q)
+            et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
+    return et, ep
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -283,22 +353,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = load_rows(args.csv)
     if args.rows:
         rows = rows[: args.rows]
-    prepared, skipped = [], []
-    for i, row in enumerate(rows):
-        try:
-            prepared.append(prepare(row, i, args.waves))
-        except InputError as exc:
-            skipped.append(str(exc))
+    prepared, skipped = prepare_rows(rows, args.waves)
     print(f"disaggregated CSV: {args.csv}  rows {len(rows)}, evaluated {len(prepared)}, skipped {len(skipped)}")
     for err, n in Counter(skipped).most_common():
         print(f"  skipped {n}: {err}")
+    print("\n".join(coverage(rows, prepared)))
     gap = check_fast_path(prepared)
     print(f"fast path vs estimate_disagg(): max relative difference {gap:.1e}"
           + ("  WARNING: the fast path no longer matches the estimator" if gap > 1e-6 else ""))
     print()
     fitted = load_factors()
     et, ep = errors(prepared, lambda p: shipped_params(p, fitted))
-    print("\n".join(table(prepared, et, ep, "(a) shipped factors (aggregated fit; no disaggregated row seen)")))
+    print("\n".join(table(prepared, et, ep, "(a) shipped factors (aggregated fit, factors.yaml, + fitted/disagg.yaml: the burst share, fitted on the complete rows)")))
     print()
     refit = fit_all(prepared, fitted)
     et, ep = errors(prepared, lambda p: refit.get((p.framework, p.hardware)) or shipped_params(p, fitted))
@@ -314,6 +380,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                            "architecture, so no leave-one-model-out on them)")[:4]))
     print()
     if not args.no_cv:
+        complete = [p for p in prepared if p.complete]
+        et, ep = loso_errors(prepared, fitted)
+        print("\n".join(table(complete, et, ep, "(c2) complete rows, leave one system out (burst share "
+                                                "refitted without the held-out hardware; step factors shipped)")))
+        print()
         et, ep, notes = loo_errors(prepared, fitted)
         print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out (refit without the held-out architecture)")))
         for n in notes:

@@ -133,7 +133,7 @@ def planned(framework: str, osl: int, tpot_ms: float, max_concurrency: int) -> l
         a = r.aggregated.planned
         lines.append(f"  aggregated on {CARDS}: {r.aggregated.pattern}, concurrency {a.batch}, "
                      f"{a.estimate.output_tokens_per_s_per_rank:,.0f} tok/s per GPU, TPOT {a.estimate.tpot_s * 1e3:.1f}"
-                     f" ms -> {c.winner} wins ({c.throughput_ratio:.2f}x per GPU)")
+                     f" ms -> {c.winner} wins on the scenario score (disagg / agg output tok/s per GPU {c.throughput_ratio:.2f}x)")
     else:
         lines.append(f"  aggregated on {CARDS}: {r.aggregated_error}")
     lines += [f"    - {w}" for w in c.why]
@@ -144,13 +144,15 @@ def published_split(framework: str, osl: int) -> list[str]:
     """SGLang's 96-H100 deployment (3 prefill nodes, 9 decode nodes: attention DP + EP in both, 256 sequences per
     decode GPU) through the same disaggregated serving model."""
     from solver.estimate.disagg import DisaggWorkload, estimate_disagg
+    from solver.specs.disagg_fitted import burst_share
 
     m, hw, fw = load_model(MODEL), load_hardware("h100_sxm"), load_framework(framework)
     prec = resolve_precision(m, hw, None, None, None)
     f = factors_for(hw, fw.efficiency_for(hw))
     pre = make_parallel_config(24, attn_tp_size=1, moe_tp_size=1)
     dec = make_parallel_config(72, attn_tp_size=1, moe_tp_size=1)
-    wl = DisaggWorkload(isl=ISL, osl=osl, concurrency=72 * 256, prefill_batch=16384 // ISL, decode_batch=256)
+    wl = DisaggWorkload(isl=ISL, osl=osl, concurrency=72 * 256, prefill_batch=16384 // ISL, decode_batch=256,
+                        burst_share=burst_share(fw.name, hw.name))  # as the planner does
     e = estimate_disagg(m, hw, pre, dec, prec, f, f, wl)
     t = e.times
     return [f"Part 3: SGLang's split (1 prefill worker of 24 ranks = 3 nodes, 1 decode worker of 72 = 9 nodes, "

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping
 from solver.errors import InputError
 from solver.estimate.disagg import DisaggEstimate, DisaggWorkload, estimate_disagg
 from solver.measured import Case, _opt_int, case_from_row, factors
+from solver.specs.disagg_fitted import burst_share
 
 POOLS = ("prefill", "decode")
 POOL_SIZE_COLUMNS = ("tp", "attention_dp", "moe_tp", "moe_ep", "pp")
@@ -74,7 +75,8 @@ def case_from_disagg_row(row: Mapping[str, Any], framework: str | None = None,
                         prefill_workers=_opt_int(row, "prefill_workers") or 1,
                         decode_workers=_opt_int(row, "decode_workers") or 1,
                         prefill_batch=_opt_int(row, "prefill_batch"), decode_batch=_opt_int(row, "decode_batch"),
-                        benchmark_waves=base.benchmark_waves, request_overhead_s=base.request_overhead_s)
+                        benchmark_waves=base.benchmark_waves, request_overhead_s=base.request_overhead_s,
+                        burst_share=burst_share(dec.framework.name, dec.hw.name))
     return DisaggCase(pre, dec, wl)
 
 

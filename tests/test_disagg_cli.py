@@ -102,3 +102,18 @@ def test_cards_that_cannot_hold_a_worker_per_pool_name_the_cards_needed() -> Non
                                     "--serving", "disagg"])
     assert res.exit_code == 1
     assert "need 32 cards" in res.output and "Traceback" not in res.output
+
+
+def test_each_pool_carries_its_workers_launch_with_its_role(plan: dict) -> None:
+    # the default framework is generic (the seed's format, not an engine): the launch says what it lacks
+    for key, role in (("prefill_pool", "prefill"), ("decode_pool", "decode")):
+        launch = plan[key]["launch"]
+        assert launch["role"] == role and launch["missing"]
+
+
+def test_launch_format_prints_both_pools_commands_with_the_engines_role_flags() -> None:
+    res = CliRunner().invoke(main, [*ARGS, "--framework", "sglang", "--format", "launch"])
+    assert res.exit_code == 0, res.output
+    assert "# prefill pool:" in res.output and "# decode pool:" in res.output
+    assert "--disaggregation-mode prefill" in res.output and "--disaggregation-mode decode" in res.output
+    assert "# missing:" in res.output

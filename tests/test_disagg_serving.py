@@ -19,13 +19,39 @@ def test_ratio_at_a_given_load() -> None:
     assert workers_to_match(8.0, 8.0, utilization=0.8) == 2
 
 
-def test_single_request_ttft_is_overhead_prefill_transfer_and_first_step() -> None:
-    # one request, one wave: no wait; TTFT = o + P + T_kv + tau = 0.05 + 0.1 + 0.002 + 0.01
+def test_single_request_ttft_is_overhead_prefill_transfer_and_decode_admission() -> None:
+    # one request, one wave: no wait; TTFT = o + P + T_kv + 1.5 tau (half a step until the decode batch takes it,
+    # then its first step) = 0.05 + 0.1 + 0.002 + 0.015
     t = disagg_times(shape(1), prefill_s=0.1, decode_s=0.01, transfer_s=0.002, concurrency=1, osl=11,
                      overhead_s=0.05, waves=1)
-    assert t.ttft_s == pytest.approx(0.162)
+    assert t.ttft_s == pytest.approx(0.167)
     assert t.tpot_s == pytest.approx(0.01)
-    assert t.request_s == pytest.approx(0.162 + 10 * 0.01)
+    assert t.request_s == pytest.approx(0.167 + 10 * 0.01)
+
+
+def test_first_token_iterations_of_the_decode_engine_add_to_ttft() -> None:
+    # the same request with one overlap-scheduler iteration before the token streams: 0.167 + 0.01
+    t = disagg_times(shape(1), 0.1, 0.01, 0.002, 1, 11, 0.05, 1, first_token_iterations=1.0)
+    assert t.ttft_s == pytest.approx(0.177)
+    assert t.first_decode_s == pytest.approx(0.025)
+
+
+def test_burst_share_weights_the_first_wave_against_the_steady_state() -> None:
+    # 4 requests at once, 1 prefill slot of 0.1 s: first wave mean ceil(i/1) = 2.5 steps; k = 5 waves
+    base = disagg_times(shape(4), 0.1, 0.01, 0.0, 4, 2, 0.0, 5)
+    every = disagg_times(shape(4), 0.1, 0.01, 0.0, 4, 2, 0.0, 5, burst_share=1.0)
+    none = disagg_times(shape(4), 0.1, 0.01, 0.0, 4, 2, 0.0, 5, burst_share=0.0)
+    assert every.ttft_s == pytest.approx(every.ttft_first_wave_s)  # every wave re-forms the burst
+    assert none.ttft_s == pytest.approx(none.ttft_steady_s)
+    assert base.ttft_s == pytest.approx((base.ttft_first_wave_s + 4 * base.ttft_steady_s) / 5)  # default 1 / k
+
+
+def test_decode_runs_the_batch_padded_to_its_cuda_graph() -> None:
+    graphs = (1, 2, 4, 8, 16)
+    s = pool_shape(11, 1, 1, 1, 1, 1, 1e9, 0, graphs)
+    assert (s.running, s.graph_batch, s.eager_decode) == (11, 16, False)
+    past = pool_shape(40, 1, 1, 1, 1, 1, 1e9, 0, graphs)
+    assert (past.running, past.graph_batch, past.eager_decode) == (40, 40, True)
 
 
 def test_tpot_has_no_prefill_interference() -> None:
@@ -39,35 +65,35 @@ def test_first_wave_waits_for_the_prefill_steps_before_it() -> None:
     # 4 requests at once, 2 prefill slots per step (2 workers x 1 replica x 1 prompt): mean ceil(i/2) over
     # i = 1..4 is 1.5 steps of 0.1 s; one wave, no overhead, no transfer, tau 0.01
     t = disagg_times(shape(4, x=2), 0.1, 0.01, 0.0, 4, 2, 0.0, 1)
-    assert t.ttft_first_wave_s == pytest.approx(0.15 + 0.01)
+    assert t.ttft_first_wave_s == pytest.approx(0.15 + 0.015)
     assert t.ttft_s == pytest.approx(t.ttft_first_wave_s)
 
 
 def test_more_prefill_workers_shorten_the_wait() -> None:
-    # 32 clients, cycle Z = 0.2 + 0.001 + 0.03 + 199 x 0.03 = 6.201 s -> 5.16 requests/s against 5 (one worker)
+    # 32 clients, cycle Z = 0.2 + 0.001 + 1.5 x 0.03 + 199 x 0.03 = 6.216 s -> 5.15 requests/s against 5 (one worker)
     # or 10 (two) per second: saturated with one, rho = 0.52 with two
     one = disagg_times(shape(32, x=1, y=4, rd=8), 0.2, 0.03, 0.001, 32, 200, 0.0, 5)
     two = disagg_times(shape(32, x=2, y=4, rd=8), 0.2, 0.03, 0.001, 32, 200, 0.0, 5)
     assert one.prefill_utilization == 1.0
-    assert two.prefill_utilization == pytest.approx(32 / 6.201 / 10)
+    assert two.prefill_utilization == pytest.approx(32 / 6.216 / 10)
     assert two.prefill_wait_s < one.prefill_wait_s
     assert two.ttft_s < one.ttft_s
 
 
 def test_light_load_waits_half_a_step_when_the_pool_is_busy() -> None:
-    # 2 clients, cycle Z = 0.1 prefill + 0.01 first step + 9 x 0.01 = 0.2 s -> 10 requests/s against
-    # mu = 2 slots / 0.1 s = 20 per second: rho = 0.5, wait = 0.5 x 0.1 / 2 = 25 ms
+    # 2 clients, cycle Z = 0.1 prefill + 0.015 admission and first step + 9 x 0.01 = 0.205 s -> 9.76 requests/s
+    # against mu = 2 slots / 0.1 s = 20 per second: rho = 0.488, wait = rho x 0.1 / 2 = 24.4 ms
     t = disagg_times(shape(2, x=2), 0.1, 0.01, 0.0, 2, 10, 0.0, 5)
-    assert t.prefill_utilization == pytest.approx(0.5)
-    assert t.prefill_wait_s == pytest.approx(0.025)
+    assert t.prefill_utilization == pytest.approx(2 / 0.205 / 20)
+    assert t.prefill_wait_s == pytest.approx(2 / 0.205 / 20 * 0.05)
 
 
 def test_a_saturated_prefill_pool_queues_what_it_cannot_start() -> None:
-    # 100 clients, cycle Z = 0.5 prefill + 0.01 first step + 10 x 0.01 = 0.61 s -> 164 requests/s wanted,
-    # mu = 1 / 0.5 = 2 per second: the loop runs at 2 per second and the wait is 100 / 2 - 0.61 = 49.39 s
+    # 100 clients, cycle Z = 0.5 prefill + 0.015 admission and first step + 10 x 0.01 = 0.615 s -> 163
+    # requests/s wanted, mu = 1 / 0.5 = 2 per second: the loop runs at 2 per second, the wait is 100 / 2 - 0.615 s
     t = disagg_times(shape(100), 0.5, 0.01, 0.0, 100, 11, 0.0, 5)
     assert t.request_rate == pytest.approx(2.0)
-    assert t.prefill_wait_s == pytest.approx(100 / 2 - 0.61)
+    assert t.prefill_wait_s == pytest.approx(100 / 2 - 0.615)
 
 
 def test_requests_beyond_the_decode_slots_wait_for_one() -> None:

@@ -11,19 +11,30 @@ ranks, R_d replicas) serve a closed loop of C client requests of ISL / OSL token
     T_kv [s] KV transfer of one request (kv_transfer_time), over the tier joining the two pools
     o   [s]  fixed per-request cost on the TTFT path (HTTP, tokenizer, router, KV hand-off bookkeeping)
 
+    a   [s]  = (1/2 + 1 + i_ft) tau   the decode side of the first token: the transferred request joins the running
+             batch at the next step boundary (half a step of residual on average), runs its first step, and
+             streams after i_ft more iterations (the engine's first_token_iterations: an overlap scheduler)
+
+    tau      = the decode loop's step (serving.step_time): the GPU time of B sequences padded to the next captured
+               CUDA graph, floored by the host's kernel launches past the largest graph, plus seq_overhead_s per
+               sequence; P_n likewise runs eagerly with its n prompts (the aggregated model's serving loop)
     TPOT     = tau / m                          m = tokens per step (MTP)
-    Z   [s]  = o + P_n + T_kv + tau + (OSL - 1) TPOT    a request's cycle without waiting
+    Z   [s]  = o + P_n + T_kv + a + (OSL - 1) TPOT    a request's cycle without waiting
     C_f      = min(C, y R_d B)                  requests that hold a decode slot (the rest wait for one)
     lambda   = min(C_f / Z, mu)                 the closed loop's asymptotic bounds: the clients' rate, or the
                                                 prefill pool's capacity when that is the bottleneck
     W_q      = rho P_n / 2                      rho = lambda / mu < 1: a request finds the pool mid-step with
                                                 probability rho and waits half a step
              = C_f / mu - Z                     saturated (C_f / Z >= mu): the queue holds what the pool cannot start
-    TTFT_ss  = o + W_q + P_n + T_kv + tau       steady state: wait, prefill, transfer, the first decode step
+    TTFT_ss  = o + W_q + P_n + T_kv + a         steady state: wait, prefill, transfer, the first decode step
 
 First wave (a benchmark starts with all C requests at once): request i waits ceil(i / (x R_p n)) prefill steps,
-TTFT_1 = o + P_n * mean_i ceil(i / (x R_p n)) + T_kv + tau; the benchmark mean over k waves is
-(TTFT_1 + (k - 1) TTFT_ss) / k (k as in estimate.serving). Requests beyond the decode slots (C > y R_d B) wait
+TTFT_1 = o + P_n * mean_i ceil(i / (x R_p n)) + T_kv + a. The benchmark mean is
+phi TTFT_1 + (1 - phi) TTFT_ss, phi = the share of requests that reach the prefill pool in a burst: 1 / k when only
+the first of k waves is one (k as in estimate.serving), up to 1 when the closed loop re-forms the burst every wave
+(a cohort that decodes together finishes together); fitted per framework x hardware on the measured xPyD rows
+(solver/frameworks/fitted/disagg.yaml; a per-request hand-off cost fitted beside it traded off against phi and
+did not carry to held-out systems, so it is not modelled). Requests beyond the decode slots (C > y R_d B) wait
 for a slot: W_slot = (C_r - B) / B * (TTFT + (OSL - 1) TPOT), C_r = ceil(C / (y R_d)). Throughput by Little's
 law: C * OSL / (TTFT + (OSL - 1) TPOT), per GPU over x W_p + y W_d ranks.
 
@@ -43,8 +54,9 @@ from solver.estimate.memory import (
     kv_bytes_per_token_layer, memory_per_rank,
 )
 from solver.estimate.serving import (
-    DEFAULT_BENCHMARK_WAVES, Workload, decode_step, first_wave_groups, kv_capacity_per_replica,
-    mtp_tokens_per_step, prefill_step, request_overhead, token_budget,
+    DEFAULT_BENCHMARK_WAVES, ServingPolicy, Workload, decode_step, first_wave_groups, graph_batch,
+    kernels_launched, kv_capacity_per_replica, mtp_tokens_per_step, prefill_step, request_overhead, step_time,
+    token_budget,
 )
 from solver.estimate.step import StepCost
 from solver.specs.hardware import Hardware, Tier
@@ -52,6 +64,11 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 from solver.specs.scenario import DEFAULT_MTP_ACCEPT
+
+# Steps of the decode loop between a request's arrival on the decode server and its first decode step ending,
+# besides first_token_iterations: half a step of residual (it joins at the next step boundary, as the aggregated
+# model's tau / 2 before the scheduler picks a prompt up) and the step itself.
+DECODE_ADMISSION_STEPS = 1.5
 
 
 def kv_bytes_per_request(model: ModelSpec, kv_bytes: int, tokens: int, attn_tp: int = 1,
@@ -107,19 +124,24 @@ class PoolShape:
     decode_replicas: int  # R_d: attention replicas per decode worker
     per_replica: int  # C_r = ceil(C / (y R_d))
     running: int  # B: sequences decoding together per decode replica
+    graph_batch: int = 0  # batch the decode step runs on the GPU (padded to a CUDA graph); 0 = `running`
+    eager_decode: bool = False  # the running batch exceeds the largest captured graph
 
 
 def pool_shape(concurrency: int, prefill_workers: int, prefill_replicas: int, prompts_per_step: int,
                decode_workers: int, decode_replicas: int, kv_capacity_per_replica: float,
-               max_running: int = 0) -> PoolShape:
+               max_running: int = 0, graph_sizes: tuple[int, ...] = ()) -> PoolShape:
     """B = min(C_r, KV capacity, the engine's cap per replica); n is at least 1 and at most the prompts a
-    replica can ever hold at once (C spread over the prefill replicas)."""
+    replica can ever hold at once (C spread over the prefill replicas). The decode step runs B padded to the
+    decode engine's next captured CUDA-graph size (serving.graph_batch)."""
     per_replica = max(1, math.ceil(concurrency / (decode_workers * decode_replicas)))
     running = min(per_replica, max(1, int(kv_capacity_per_replica)))
     if max_running > 0:
         running = min(running, max_running)
     n = max(1, min(prompts_per_step, math.ceil(concurrency / (prefill_workers * prefill_replicas))))
-    return PoolShape(prefill_workers, prefill_replicas, n, decode_workers, decode_replicas, per_replica, running)
+    padded, eager = graph_batch(running, graph_sizes)
+    return PoolShape(prefill_workers, prefill_replicas, n, decode_workers, decode_replicas, per_replica, running,
+                     padded, eager)
 
 
 @dataclass(frozen=True)
@@ -132,19 +154,22 @@ class DisaggTimes:
     prefill_wait_s: float  # W_q in steady state
     prefill_s: float  # P_n
     transfer_s: float  # T_kv
-    first_decode_s: float  # tau
+    first_decode_s: float  # a = (DECODE_ADMISSION_STEPS + first_token_iterations) x tau
     slot_wait_s: float
     prefill_utilization: float  # rho
     request_rate: float  # lambda, requests/s of the whole deployment
     prefill_capacity: float  # mu, requests/s the prefill pool can start
+    decode_step_s: float = 0.0  # tau
 
 
 def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s: float, concurrency: int,
-                 osl: int, overhead_s: float, waves: int, mtp: int = 0, mtp_accept: float = 1.0) -> DisaggTimes:
+                 osl: int, overhead_s: float, waves: int, mtp: int = 0, mtp_accept: float = 1.0,
+                 first_token_iterations: float = 0.0, burst_share: float | None = None) -> DisaggTimes:
     """TTFT and TPOT of disaggregated serving from the step times (module docstring). Seconds in, seconds out.
 
-    prefill_s: one prefill step of `shape.prompts_per_step` prompts on a replica (P_n);
-    decode_s: one decode step of `shape.running` sequences (tau); transfer_s: one request's KV transfer.
+    prefill_s: one prefill step of `shape.prompts_per_step` prompts on a replica as the engine runs it (P_n);
+    decode_s: one decode step of `shape.running` sequences as the engine runs it (tau); transfer_s: one request's
+    KV transfer; first_token_iterations: i_ft of the decode engine; burst_share: phi (None: 1 / k).
     """
     m = mtp_tokens_per_step(mtp, mtp_accept)
     tau = decode_s
@@ -153,7 +178,8 @@ def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s
     per_step = shape.prefill_workers * shape.prefill_replicas * shape.prompts_per_step
     mu = per_step / prefill_s
     flowing = min(concurrency, shape.decode_workers * shape.decode_replicas * shape.running)
-    base = overhead_s + prefill_s + transfer_s + tau
+    admit = (DECODE_ADMISSION_STEPS + first_token_iterations) * tau
+    base = overhead_s + prefill_s + transfer_s + admit
     rate = flowing / (base + decode_after_s)
     if rate >= mu:  # the prefill pool is the bottleneck: the wait absorbs what it cannot start
         rho, wait = 1.0, flowing / mu - (base + decode_after_s)
@@ -161,13 +187,13 @@ def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s
         rho = rate / mu
         wait = rho * prefill_s / 2
     steady = base + wait
-    first = overhead_s + prefill_s * first_wave_groups(concurrency, per_step) + transfer_s + tau
-    k = max(1, waves)
-    served = (first + (k - 1) * steady) / k
+    first = overhead_s + prefill_s * first_wave_groups(concurrency, per_step) + transfer_s + admit
+    phi = 1.0 / max(1, waves) if burst_share is None else burst_share
+    served = phi * first + (1.0 - phi) * steady
     slot_wait = max(0, shape.per_replica - shape.running) / shape.running * (served + decode_after_s)
     ttft = served + slot_wait
-    return DisaggTimes(ttft, tpot, ttft + decode_after_s, first, steady, wait, prefill_s, transfer_s, tau, slot_wait,
-                       rho, rho * mu, mu)
+    return DisaggTimes(ttft, tpot, ttft + decode_after_s, first, steady, wait, prefill_s, transfer_s, admit,
+                       slot_wait, rho, rho * mu, mu, tau)
 
 
 def workers_to_match(decode_rate: float, prefill_rate_per_worker: float, utilization: float = 1.0) -> int:
@@ -199,6 +225,7 @@ class DisaggWorkload:
     mtp_accept: float = DEFAULT_MTP_ACCEPT
     benchmark_waves: int = DEFAULT_BENCHMARK_WAVES
     request_overhead_s: float | None = None  # None: the fitted value of the framework x hardware, else default
+    burst_share: float | None = None  # phi; None: 1 / benchmark_waves (solver.specs.disagg_fitted.burst_share)
 
 
 @dataclass(frozen=True)
@@ -206,8 +233,8 @@ class DisaggEstimate:
     times: DisaggTimes
     shape: PoolShape
     transfer: Transfer
-    prefill: StepCost
-    decode: StepCost
+    prefill: StepCost  # GPU cost of the prefill step (P_n adds the loop's costs: times.prefill_s)
+    decode: StepCost  # GPU cost of the decode step at the padded batch (tau with the loop's costs: times.decode_step_s)
     prefill_memory: MemoryReport  # per rank of a prefill worker
     decode_memory: MemoryReport  # per rank of a decode worker (the KV of all its running requests)
     prefill_ranks: int  # x W_p
@@ -262,18 +289,22 @@ def prompts_per_step(wl: DisaggWorkload, f: Factors, pc: ParallelConfig) -> int:
 def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, decode_pc: ParallelConfig,
                     prec: Precision, f_prefill: Factors, f_decode: Factors, wl: DisaggWorkload,
                     mem_opts: MemoryOptions | None = None) -> DisaggEstimate:
-    """Step times from the step-cost model (serving.prefill_step / decode_step), then `disagg_times`."""
+    """Step times from the step-cost model (serving.prefill_step / decode_step) run by each pool's serving loop
+    (serving.step_time: CUDA-graph padding, eager launch floor, per-sequence cost), then `disagg_times`."""
     cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, mem_opts, wl.mtp)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,
                        prompts_per_step(wl, f_prefill, prefill_pc), wl.decode_workers, decode_pc.attn_replicas,
-                       cap, wl.decode_batch or 0)
+                       cap, wl.decode_batch or 0, f_decode.graph_sizes)
     pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, wl.isl, shape.prompts_per_step)
-    dec = decode_step(model, hw, decode_pc, prec, f_decode, shape.running, wl.isl + wl.osl / 2, wl.mtp)
+    dec = decode_step(model, hw, decode_pc, prec, f_decode, shape.graph_batch or shape.running,
+                      wl.isl + wl.osl / 2, wl.mtp)
+    pre_s = step_time(pre.time_s, kernels_launched(pre, f_prefill), shape.prompts_per_step, True, f_prefill)
+    dec_s = step_time(dec.time_s, kernels_launched(dec, f_decode), shape.running, shape.eager_decode, f_decode)
     mtp_layers = model.num_mtp_layers if wl.mtp else 0
     xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers)
     overhead = request_overhead(Workload("serving", request_overhead_s=wl.request_overhead_s), f_decode)
-    t = disagg_times(shape, pre.time_s, dec.time_s, xfer.time_s, wl.concurrency, wl.osl, overhead,
-                     wl.benchmark_waves, wl.mtp, wl.mtp_accept)
+    t = disagg_times(shape, pre_s, dec_s, xfer.time_s, wl.concurrency, wl.osl, overhead, wl.benchmark_waves,
+                     wl.mtp, wl.mtp_accept, ServingPolicy.of(f_decode).first_token_iterations, wl.burst_share)
     pmem = memory_per_rank(model, hw, prefill_pc, prec, shape.prompts_per_step * shape.prefill_replicas, wl.isl,
                            mem_opts)
     dmem = memory_per_rank(model, hw, decode_pc, prec, shape.running * shape.decode_replicas, wl.isl + wl.osl,
@@ -286,5 +317,5 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
 __all__ = [
     "DisaggWorkload", "DisaggEstimate", "estimate_disagg", "prompts_per_step", "kv_bytes_per_request",
     "kv_transfer", "transfer_tier", "Transfer", "PoolShape", "pool_shape", "DisaggTimes", "disagg_times",
-    "workers_to_match"
+    "workers_to_match", "DECODE_ADMISSION_STEPS"
 ]

@@ -27,6 +27,19 @@ def candidate_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand:
         return {"engine": fw.name, "error": str(exc)}
 
 
+def pool_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand: Candidate, role: str,
+                max_model_len: int, mtp: int = 0, weight_dtype: str | None = None,
+                moe_weight_dtype: str | None = None, kv_dtype: str | None = None) -> dict[str, Any]:
+    """The command of one worker of a disaggregated pool (`role` prefill or decode): the pool's parallel_config
+    and batch, with the profile's launch.disagg role and KV-transfer flags; {"error": line} as candidate_launch."""
+    inputs = LaunchInputs(batch=cand.planned.batch, max_model_len=max_model_len, mtp=mtp, weight_dtype=weight_dtype,
+                          moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype)
+    try:
+        return emit_launch(fw, model, hw, cand.planned.config, inputs, role=role)
+    except InputError as exc:
+        return {"engine": fw.name, "role": role, "error": str(exc)}
+
+
 def candidate_launches(model: str, hardware: str, framework: str, cands: list[Candidate], scenario: Scenario,
                        weight_dtype: str | None = None, moe_weight_dtype: str | None = None,
                        kv_dtype: str | None = None) -> list[dict[str, Any]]:

@@ -2,6 +2,10 @@
 
 The config must pass the engine's rules first (the same FrameworkProfile.check that `check` and the planner
 use): what the engine cannot express is refused, one line naming the knob, never emitted approximately.
+
+A worker of a disaggregated pool (`role` "prefill" or "decode") also gets the profile's `launch.disagg` args and
+documents (its role, the KV-cache transfer); the launch then carries "role" and, where the profile says the facts
+do not give a flag, "missing" (the line the output shows instead of inventing it).
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import yaml
 from solver.errors import InputError
 from solver.specs.framework import KNOB_NAMES, FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
-from solver.specs.launch_spec import LaunchArg
+from solver.specs.launch_spec import DISAGG_ROLES, LaunchArg
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig, absent_knob_problems, absent_knobs
 
@@ -85,11 +89,17 @@ def _argv_token(v: Any) -> str:
 
 
 def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
-                inputs: LaunchInputs) -> dict[str, Any]:
-    """The engine's command per node and its files, or InputError (exit 2) naming what it cannot express."""
+                inputs: LaunchInputs, role: str | None = None) -> dict[str, Any]:
+    """The engine's command per node and its files, or InputError (exit 2) naming what it cannot express.
+    `role`: the worker serves that pool of a disaggregated deployment (module docstring)."""
     spec = fw.launch
     if spec is None:
         raise InputError("--engine", f"{fw.name} has no launch section: it is not an engine")
+    if role is not None and role not in DISAGG_ROLES:
+        raise InputError("role", f"{role}: a pool is one of {', '.join(DISAGG_ROLES)}")
+    pool = spec.disagg if role is not None else None
+    args = spec.args + (pool.args if pool is not None else [])
+    documents = {**spec.documents, **(pool.documents if pool is not None else {})}
     bad = absent_knob_problems(model, pc.knobs())
     if bad:
         raise InputError("parallel_config", bad[0])
@@ -103,7 +113,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     problems = fw.check(env, severity="error")
     if problems:
         raise InputError(f"--engine {fw.name}", f"cannot express this config: {problems[0]}")
-    used = {n for a in spec.args if a.text for n in _TEMPLATE.findall(a.text)}
+    used = {n for a in args if a.text for n in _TEMPLATE.findall(a.text)}
     given = {"weight_dtype": inputs.weight_dtype, "kv_dtype": inputs.kv_dtype,
              "moe_weight_dtype": inputs.moe_weight_dtype if inputs.moe_weight_dtype != inputs.weight_dtype else None}
     for name, value in given.items():
@@ -123,14 +133,15 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "hosts": ",".join(f"{_node_addr(i, inputs.head_addr)}:{gpus}" for i in range(nnodes)),
         "weight_dtype": inputs.weight_dtype, "moe_weight_dtype": inputs.moe_weight_dtype or inputs.weight_dtype,
         "kv_dtype": inputs.kv_dtype,
+        "role": role, "prefill_role": role == "prefill",
     }
     nodes, files = [], {}
     for rank in range(nnodes if spec.per_node else 1):
         names = {**base, "node_rank": rank}
         argv: list[str] = []
         envs: dict[str, str] = {}
-        docs: dict[str, dict] = {name: {} for name in spec.documents}
-        for arg in spec.args:
+        docs: dict[str, dict] = {name: {} for name in documents}
+        for arg in args:
             if arg.knob in skip or not arg.when_expr.evaluate(names):
                 continue
             v = _value(arg, names, fw.name)
@@ -142,15 +153,23 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
                 argv.append(arg.flag or "")
             else:
                 argv += ([arg.flag] if arg.flag else []) + [_argv_token(v)]
-        for name, d in spec.documents.items():
+        for name, d in documents.items():
             if not docs[name] or not d.when_expr.evaluate(names):
                 continue
             if d.file is not None:
-                files[d.file] = yaml.safe_dump(docs[name], sort_keys=False) if d.format == "yaml" else \
+                fname = f"{role}_{d.file}" if role is not None else d.file  # the two pools' files side by side
+                files[fname] = yaml.safe_dump(docs[name], sort_keys=False) if d.format == "yaml" else \
                     json.dumps(docs[name], indent=2) + "\n"
                 if d.flag:
-                    argv += [d.flag, d.file]
+                    argv += [d.flag, fname]
             else:
                 argv += [d.flag or "", json.dumps(docs[name], separators=(",", ":"))]
         nodes.append({"node_rank": rank, "argv": argv, "env": envs})
-    return {"engine": fw.name, "nodes": nodes, "files": files}
+    out: dict[str, Any] = {"engine": fw.name, "nodes": nodes, "files": files}
+    if role is not None:
+        out["role"] = role
+        missing = pool.missing if pool is not None else (f"{fw.name}'s profile has no launch.disagg entry: the "
+                                                         "prefill/decode role and KV-transfer flags are not given")
+        if missing:
+            out["missing"] = missing
+    return out

@@ -15,6 +15,8 @@ def _quote(token: str) -> str:
 
 def render_shell(launch: dict[str, Any], title: str = "") -> str:
     out = [f"# {title}" if title else f"# {launch['engine']}"]
+    if launch.get("missing"):  # what the facts do not give is said, never invented
+        out.append(f"# missing: {launch['missing']}")
     for name, text in launch["files"].items():
         out.append(f"cat > {shlex.quote(name)} <<'SHARDPLAN_EOF'\n{text.rstrip()}\nSHARDPLAN_EOF")
     many = len(launch["nodes"]) > 1

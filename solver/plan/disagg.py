@@ -24,6 +24,7 @@ from solver.estimate.disagg import DisaggEstimate, DisaggWorkload, estimate_disa
 from solver.estimate.memory import MemoryOptions
 from solver.plan import cpsat
 from solver.plan.solve import Planned, PlanResult, plan
+from solver.specs.disagg_fitted import burst_share
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -157,6 +158,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     fronts, skipped = _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes,
                               method)
     f = factors_for(hw, fw.efficiency_for(hw))
+    phi = burst_share(fw.name, hw.name)
     pairs = []  # (ratio estimate: request latency, ranks per output token/s; prefill point, decode point, x, y,
     #            demand, mu_w, concurrency)
     for wp, pre_pts in fronts["prefill"].items():
@@ -190,7 +192,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
         wl = DisaggWorkload(isl=scenario.isl, osl=scenario.osl, concurrency=conc, prefill_workers=x,
                             decode_workers=y, prefill_batch=prompts_per_replica(p),
                             decode_batch=max(1, math.ceil(d.batch / d.config.attn_replicas)), mtp=scenario.mtp,
-                            mtp_accept=scenario.mtp_accept)
+                            mtp_accept=scenario.mtp_accept, burst_share=phi)
         e = estimate_disagg(model, hw, p.config, d.config, prec, f, f, wl, mem_opts)
         misses = sla_misses(e, scenario)
         if misses:

@@ -3,8 +3,10 @@ parts, KV transfer, rate match), and the comparison with the best aggregated pla
 
 `run_disagg` is the entry point the CLI calls (solve, and per cluster size sweep / recommend): it plans the pools
 (plan.disagg), ranks each pool's configuration like an aggregated candidate (rank.select) and plans the
-aggregated deployment for the comparison. Launch commands: each `DisaggReport.pools` entry carries the pool's
-ParallelConfig (`candidate.planned.config`) and worker count, which is what an engine emitter needs.
+aggregated deployment for the comparison. Launch commands: each `DisaggReport.pools` entry carries the command of
+one of its workers (solver.launch.candidates.pool_launch: the pool's parallel_config and batch plus the profile's
+launch.disagg role and KV-transfer flags, and the line saying what the facts do not give); `--format launch`
+prints both as shell text.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ class PoolView:
     phase: str
     workers: int
     candidate: Candidate  # the pool's config in the seed's format (candidate.planned.config: the launch hook)
+    launch: dict[str, Any] | None = None  # one worker's command (emit.emit_launch with role); None: no engine
 
 
 @dataclass(frozen=True)
@@ -105,13 +108,21 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     from solver.specs.model_catalog import load_model
     from solver.specs.precision import resolve_precision
 
+    from solver.launch.candidates import pool_launch
+
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,
                                     method=method)
     best = res.best
-    pools = (PoolView("prefill", best.prefill.workers, _pool_candidate(best.prefill, spec, hw, scenario)),
-             PoolView("decode", best.decode.workers, _pool_candidate(best.decode, spec, hw, scenario)))
+
+    def view(pool) -> PoolView:
+        cand = _pool_candidate(pool, spec, hw, scenario)
+        launch = (pool_launch(fw, spec, hw, cand, pool.phase, scenario.max_seq_len, scenario.mtp, weight_dtype,
+                              moe_weight_dtype, kv_dtype) if fw.launch is not None else None)
+        return PoolView(pool.phase, pool.workers, cand, launch)
+
+    pools = (view(best.prefill), view(best.decode))
     agg, agg_err = None, None
     if compare_aggregated:
         try:
@@ -174,9 +185,28 @@ def _pool_dict(v: PoolView, d: DisaggPlan) -> dict[str, Any]:
         est["prefill_step_ms"] = round(d.estimate.times.prefill_s * 1e3, 2)
     else:
         est["running_per_replica"] = d.estimate.shape.running
-        est["decode_step_ms"] = round(d.estimate.times.first_decode_s * 1e3, 3)
+        est["decode_step_ms"] = round(d.estimate.times.decode_step_s * 1e3, 3)
     return {"workers": v.workers, "pattern": c["pattern"], "reason": c["reason"], "reference": c["reference"],
-            "parallel_config": c["parallel_config"], "estimation": est, "tradeoff": c["tradeoff"]}
+            "parallel_config": c["parallel_config"], "estimation": est, "tradeoff": c["tradeoff"],
+            "launch": v.launch}
+
+
+def launch_text(r: DisaggReport) -> str:
+    """`solve --serving disagg --format launch`: one worker's command per pool, run once per worker."""
+    from solver.launch.shell import render_shell
+
+    out = []
+    for v in r.pools:
+        pc = v.candidate.planned.config
+        title = (f"{v.phase} pool: {v.workers} worker(s) of {pc.world_size} ranks, {v.candidate.pattern}; run once "
+                 f"per worker, each on its own GPUs (a multi-node worker: its own ${{HEAD_NODE_ADDR}})")
+        if v.launch is None:
+            out.append(f"# {title}\n# error: the framework profile has no launch section (not an engine)\n")
+        elif "error" in v.launch:
+            out.append(f"# {title}\n# error: {v.launch['error']}\n")
+        else:
+            out.append(render_shell(v.launch, title))
+    return "\n".join(out)
 
 
 def _brief(d: DisaggPlan) -> dict[str, Any]:
@@ -212,6 +242,8 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
     """yaml (the seed's commented blocks), json, or a plain table."""
     from solver.report.render import dump
 
+    if fmt == "launch":
+        return launch_text(r)
     data = report_dict(r, ranks_per_node)
     if fmt == "json":
         return dump(data, "json") + "\n"
@@ -238,7 +270,8 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
                      f"{p['pattern']}  ({knobs or 'all 1'})  mem {p['estimation']['memory_per_rank_gb']} GB/rank")
     lines.append(f"  TTFT {e['ttft_ms']:,.1f} ms (wait {e['ttft_parts_ms']['prefill_wait']:,.1f} + prefill "
                  f"{e['ttft_parts_ms']['prefill']:,.1f} + KV {e['ttft_parts_ms']['kv_transfer']:.2f} over "
-                 f"{e['kv_transfer']['tier']} + first step {e['ttft_parts_ms']['first_decode_step']:.2f}; "
+                 f"{e['kv_transfer']['tier']} + decode admission and first "
+                 f"step {e['ttft_parts_ms']['first_decode_step']:.2f}; "
                  f"first-wave mean {e['ttft_parts_ms']['first_wave_mean']:,.1f})  TPOT {e['tpot_ms']:.2f} ms")
     lines.append(f"  output {e['output_tokens_per_s']:,.0f} tok/s ({e['output_tokens_per_s_per_rank']:,.1f} per rank), "
                  f"input {e['input_tokens_per_s']:,.0f} tok/s; prefill utilisation "

@@ -26,9 +26,12 @@ LAUNCH_NAMES = frozenset({
     "token_budget",      # tokens per forward step the estimate assumed (the profile's scheduler default)
     "weight_dtype_set",  # the user chose a weight format (else the checkpoint's is served)
     "kv_dtype_set",      # the user chose a KV-cache format (else the engine's default, the model dtype)
+    "prefill_role",      # disaggregated serving: 1 on a prefill-pool worker, 0 on a decode-pool worker
 })
 # text names: placeholders the user replaces, documented in README ("Launch commands")
-LAUNCH_TEXT_NAMES = frozenset({"model_path", "head_addr", "hosts", "weight_dtype", "kv_dtype", "moe_weight_dtype"})
+LAUNCH_TEXT_NAMES = frozenset({"model_path", "head_addr", "hosts", "weight_dtype", "kv_dtype", "moe_weight_dtype",
+                               "role"})  # role: "prefill" or "decode" (disaggregated serving; `map` spells it)
+DISAGG_ROLES = ("prefill", "decode")
 _TEMPLATE = re.compile(r"\{([a-z_]+)\}")
 
 
@@ -129,9 +132,33 @@ class LaunchDocument(BaseModel):
         return self._when
 
 
+class DisaggLaunch(BaseModel):
+    """What a worker of a disaggregated pool adds to the engine's command: its role (prefill or decode) and the
+    KV-cache transfer it uses, as more `args` / `documents` (appended to the launch's own, the `role` text name
+    and `prefill_role` set). `missing` says, in the output, what the facts do not give (a flag that is not
+    known is not emitted; the user is told to add it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    args: list[LaunchArg] = Field(default_factory=list)
+    documents: dict[str, LaunchDocument] = Field(default_factory=dict)
+    source: str = Field(min_length=1)
+    missing: str = ""
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _complete_or_said(self) -> "DisaggLaunch":
+        if not self.args and not self.missing:
+            raise ValueError("give the role/transfer args or say in `missing` why there are none")
+        for a in self.args:
+            if a.doc is not None and a.doc not in self.documents:
+                raise ValueError(f"argument {a.flag or a.key}: unknown document {a.doc}")
+        return self
+
+
 class LaunchSpec(BaseModel):
     """The engine's command: argv entries in order, documents, and whether each node runs its own command
-    (`per_node`) or one launcher on the head starts every rank (MPI)."""
+    (`per_node`) or one launcher on the head starts every rank (MPI); `disagg`: what a pool worker adds."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -140,12 +167,17 @@ class LaunchSpec(BaseModel):
     documents: dict[str, LaunchDocument] = Field(default_factory=dict)
     source: str = Field(min_length=1)
     notes: str = ""
+    disagg: DisaggLaunch | None = None
 
     @model_validator(mode="after")
     def _docs_known(self) -> "LaunchSpec":
         for a in self.args:
             if a.doc is not None and a.doc not in self.documents:
                 raise ValueError(f"argument {a.flag or a.key}: unknown document {a.doc}")
+        if self.disagg is not None:
+            clash = sorted(set(self.disagg.documents) & set(self.documents))
+            if clash:
+                raise ValueError(f"disagg document(s) {', '.join(clash)} already defined by the launch")
         return self
 
 

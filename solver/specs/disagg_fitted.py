@@ -1,0 +1,50 @@
+"""Factors of disaggregated serving fitted per (framework, hardware) on the measured xPyD rows
+(solver/frameworks/fitted/disagg.yaml, written by benchmarks/fit_disagg.py). What the aggregated fit
+(fitted/factors.yaml) already covers is not repeated here: only what exists because the pools are split."""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from solver.catalog import frameworks_dir
+from solver.specs.framework import fitted_stamp
+
+# keys the file may carry per (framework, hardware):
+#   burst_share  [-] share of requests that reach the prefill pool in a burst (1/k: only the first of k waves)
+DISAGG_FACTORS = ("burst_share",)
+
+
+def disagg_fitted_path() -> Path:
+    return frameworks_dir() / "fitted" / "disagg.yaml"
+
+
+@lru_cache(maxsize=2)
+def _read(path: str, stamp: int) -> dict[str, dict[str, dict[str, float]]]:
+    from solver.specs.validation import load_yaml
+
+    data = load_yaml(Path(path)) or {}
+    return data.get("factors", {}) if isinstance(data, dict) else {}
+
+
+def disagg_fitted(path: Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """framework -> hardware -> {factor: value}; empty when no fit has been written."""
+    path = path or disagg_fitted_path()
+    if not path.is_file():
+        return {}
+    return _read(str(path), fitted_stamp(path))
+
+
+def disagg_factors(framework: str, hardware: str, path: Path | None = None) -> dict[str, float]:
+    """The (framework, hardware) pair's fit, else the framework's pooled fit (`_pooled`), else {} (phi = 1 / k:
+    the estimator's default)."""
+    fw = disagg_fitted(path).get(framework, {})
+    pair = fw.get(hardware) or fw.get("_pooled") or {}
+    return {k: float(pair[k]) for k in DISAGG_FACTORS if k in pair}
+
+
+def burst_share(framework: str, hardware: str, path: Path | None = None) -> float | None:
+    """phi of the pair (None when nothing is fitted: the estimator's 1 / k)."""
+    return disagg_factors(framework, hardware, path).get("burst_share")
+
+
+__all__ = ["DISAGG_FACTORS", "disagg_factors", "disagg_fitted", "disagg_fitted_path", "burst_share"]
