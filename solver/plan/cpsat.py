@@ -316,6 +316,7 @@ class Planner:
         self._front: list[Point] | None = None
         self._front_log: tuple[dict, list] = ({}, [])
         self.solves = 0  # CP-SAT calls made (benchmarks report it)
+        self._answers: dict[tuple, dict[str, int]] = {}  # answers so far: seeds for the next questions
         keys: dict[tuple, list[int]] = {}
         for i, c in enumerate(t.choices["attn"]):
             keys.setdefault(t.layout_key(c), []).append(i)
@@ -451,7 +452,7 @@ class Planner:
                 continue
             layouts.append((self._bound(vc, attention_only=True)[0], key))
         layouts.sort()
-        state = {"best": None, "rejected": 0}
+        state = {"best": self._seed(b, exclude_patterns, relaxed, exclude_families, served), "rejected": 0}
         for lb, key in layouts:
             inc = state["best"]
             if inc is not None and lb >= inc[0]:
@@ -466,7 +467,41 @@ class Planner:
             asked = ("another attention backbone" if exclude_families else
                      "another pattern" if exclude_patterns else "the front")
             self.cut_stops.append(CutStop(b, state["rejected"], asked))
-        return state["best"][2] if state["best"] is not None else None
+        if state["best"] is not None:
+            self._answers[state["best"][2].key()] = dict(state["best"][2].picks)
+            return state["best"][2]
+        return None
+
+    def _seed(self, b: int, exclude_patterns, relaxed: frozenset[str], exclude_families, served) -> tuple | None:
+        """A first incumbent: the answers found at other concurrencies, scored here, if one is admissible (the
+        memory cap, the rules, the exclusions, the SLAs, the full estimate's check). It only lets the bounds
+        skip layouts sooner; the search still proves the optimum."""
+        best = None
+        for picks in list(self._answers.values())[-3:]:
+            a = self.t.choices["attn"][picks["attn"]]
+            if attention_family(a) in exclude_families or pattern_key(self.t, picks) in exclude_patterns:
+                continue
+            vc = self.t.view(b, self.t.layout_key(a))
+            if served is not None and vc.plan.served != served:
+                continue
+            if any(g != "attn" and j not in vc.other[g] for g, j in picks.items()):
+                continue
+            if "B.memory_per_rank" not in relaxed and sum(memory_coef(self.t, b, g, i) for g, i in picks.items()) > memory_cap(self.t):
+                continue
+            cfg = self.t.config(picks)
+            if any(rid not in relaxed and tuple(cfg[k] for k in knobs) not in {tuple(x) for x in allowed}
+                   for rid, knobs, allowed in self.rules(b)):
+                continue
+            lat_s, fig = self.latency_of(b, picks)
+            if not self._meets_sla(fig, relaxed):
+                continue
+            point = self._point(b, picks, lat_s, fig)
+            if best is not None and (point.latency, point.simplicity) >= (best[2].latency, best[1]):
+                continue
+            if self.verify is not None and not relaxed and not self.verify(point):
+                continue
+            best = (lat_s, point.simplicity, point)
+        return best
 
     def _solve_view(self, b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state) -> bool:
         vm = self.view_model(b, key)

@@ -1,8 +1,11 @@
 """Exhaustive enumeration over the same tables and constraints as the CP-SAT search.
 
-For tests and `--method exhaustive`: every combination of group choices (one stage count for all), each
-scored by the exact figures (Tables.figures) and filtered by the same memory cap, framework rules and SLAs,
-so the per-concurrency optima, and the front, are the CP-SAT planner's.
+For tests and `--method exhaustive`: every combination of group choices (one stage count for all), filtered by
+the same memory cap, framework rules and SLAs. Within one (concurrency, attention layout) a combination that
+another dominates in its two step times (Pe, Te) cannot have a lower latency nor meet an SLA the other misses
+(the serving figures are non-decreasing in both: docs/planner.md), so only the non-dominated ones are scored
+with the exact figures (Tables.figures); the rest are enumerated and dropped unscored. The per-concurrency
+optima, and the front, are then the CP-SAT planner's.
 """
 from __future__ import annotations
 
@@ -18,6 +21,20 @@ from solver.specs.scenario import Scenario
 __all__ = ["enumerate_points", "pareto"]
 
 
+def _steps(t: Tables, b: int, picks: dict[str, int]) -> tuple[tuple, float, float]:
+    """(layout, Pe, Te): the steps as the engine runs them, less the per-sequence cost (what the figures read)."""
+    vc, pre, dec = t.sums(b, picks)
+    f = t.f
+    pe = te = 0.0
+    if pre is not None:
+        pe = max(vc.pre_pipe.gpu_s(pre.gpu_s), vc.pre_pipe.kernels(pre.launch_s, f) * f.eager_launch_s)
+    if dec is not None:
+        te = vc.dec_pipe.gpu_s(dec.gpu_s)
+        if vc.plan.dec_eager:
+            te = max(te, vc.dec_pipe.kernels(dec.launch_s, f) * f.eager_launch_s)
+    return t.layout_key(t.choices["attn"][picks["attn"]]), pe, te
+
+
 def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
                      scenario: Scenario) -> list[Point]:
     groups = list(t.choices)
@@ -28,6 +45,7 @@ def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkPro
     for b in t.batches:
         rules = [(knobs, {tuple(a) for a in allowed}) for _, knobs, allowed in
                  rule_tables(t, model, hw, fw, scenario, b, static)]
+        by_layout: dict[tuple, list[tuple[float, float, dict[str, int]]]] = {}
         for idx in itertools.product(*(range(len(t.choices[g])) for g in groups)):
             picks = dict(zip(groups, idx))
             cfg: dict[str, int] = {}
@@ -41,11 +59,16 @@ def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkPro
                 continue
             if not all(tuple(cfg[k] for k in knobs) in allowed for knobs, allowed in rules):
                 continue
-            lat_s, fig = scorer.latency_of(b, picks)
-            if not scorer._meets_sla(fig, frozenset()):
-                continue
-            out.append(scorer._point(b, picks, lat_s, fig))
+            key, pe, te = _steps(t, b, picks)
+            by_layout.setdefault(key, []).append((pe, te, picks))
+        for pts in by_layout.values():
+            pts.sort(key=lambda x: (x[0], x[1]))
+            low = None
+            for pe, te, picks in pts:
+                if low is not None and te > low:
+                    continue  # dominated by a combination with no larger Pe and a smaller Te
+                low = te if low is None else min(low, te)
+                lat_s, fig = scorer.latency_of(b, picks)
+                if scorer._meets_sla(fig, frozenset()):
+                    out.append(scorer._point(b, picks, lat_s, fig))
     return out
-
-
-
