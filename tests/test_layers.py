@@ -233,8 +233,8 @@ def test_shared_and_routed_outputs_reduce_in_one_all_reduce_when_they_share_the_
     kit = _kit(world=4, attn_tp_size=4, dense_tp_size=4, moe_tp_size=4)
     names = [c.name for c in moe.comms(kit, 0.0)]
     assert names == ["moe_tp_allreduce"]
-    split = _kit(world=4, attn_tp_size=4, dense_tp_size=4, moe_tp_size=1)
-    assert "shared_tp_allreduce" in [c.name for c in moe.comms(split, 0.0)]
+    split = _kit(world=4, attn_tp_size=4, dense_tp_size=2, moe_tp_size=1)  # shared experts on TP2 of 4
+    assert [c.name for c in moe.comms(split, 0.0)] == ["moe_ep_allreduce", "shared_tp_gather", "shared_tp_scatter"]
 
 
 # ------------------------------------------------------------------------------- compressed attention

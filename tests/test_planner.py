@@ -71,8 +71,8 @@ def test_every_returned_config_satisfies_every_hard_constraint(case, world, kind
         for k, v in pc.knobs().items():
             assert world % v == 0, k
         assert m.num_attention_heads % pc.attn_tp_size == 0
-        if m.is_moe:
-            assert m.num_experts % pc.moe_ep_size == 0
+        if m.is_moe:  # redundant expert copies may fill EP (framework rule: EP divides experts + copies)
+            assert (m.num_experts + pc.redundant_experts) % pc.moe_ep_size == 0
         assert pc.attn_tp_size <= tp_domain(h)
         assert c.planned.estimate.memory.feasible
         env = model_env(pc.knobs(), m, h.ranks_per_node, world=world, batch=c.planned.batch)

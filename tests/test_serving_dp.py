@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from solver.estimate.scheduler import LoopSpec, simulate
-from solver.estimate.serving import Workload, serving_shape, synced_ranks
+from solver.estimate.serving import (ServingPolicy, ServingShape, Workload, serving_shape, serving_times,
+                                    synced_ranks)
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import make_parallel_config
 
@@ -48,3 +49,37 @@ def test_moe_ranks_synchronise_and_dense_replicas_do_not() -> None:
                               lmhead_tp_size=1)
     assert synced_ranks(load_model("deepseek-ai/DeepSeek-V3"), pc) == 8
     assert synced_ranks(load_model("meta-llama/Llama-3.1-8B-Instruct"), pc) == 1
+
+
+def test_the_closed_loop_keeps_synchronised_ranks_prefilling_in_the_same_steps() -> None:
+    # 2 ranks, one client each, OSL 3, prefill 0.1 s, decode 0.01 s. Wave 1: both prompts in step 1 (0.1 s:
+    # the longest rank, not the sum), two decode steps, both finish at 0.12 and their clients send together:
+    # wave 2 prefills both in 0.12-0.22. No decode step ever carries the other rank's prefill.
+    r = simulate(LoopSpec(concurrency=2, replicas=2, slots=4, prompts_per_step=1, chunks=1, prefill_s=0.1,
+                          decode_s=0.01, osl=3, waves=2), "decode_first")
+    assert r.ttft_s == pytest.approx(0.1)
+    assert r.tpot_s == pytest.approx(0.01)
+    assert r.makespan_s == pytest.approx(0.24)
+
+
+def test_a_synchronised_group_carries_the_busiest_ranks_prefill_load_not_a_chunk_per_step() -> None:
+    # 64 ranks x 8 sequences, one prompt costs 1.32 s, decode 30 ms, OSL 256. Ranks prefilling at independent
+    # times would put a prompt in 1 - (1 - 8/255)^64 = 87% of the steps: TPOT ~ 0.03 + 0.87 x 1.32 = 1.18 s.
+    # The loop aligns them (46 ms); the closed form is one rank's steady state, tau / (1 - rho).
+    sim = simulate(LoopSpec(concurrency=512, replicas=64, slots=8, prompts_per_step=2, chunks=1, prefill_s=2.64,
+                            decode_s=0.03, osl=256, waves=5, overhead_s=0.1), "decode_first")
+    assert sim.tpot_s < 0.03 + 0.05 * 1.32
+    wl = Workload("serving", isl=4096, osl=256, concurrency=512, request_overhead_s=0.1)
+    synced = serving_times(ServingShape(8, 8, 2, 1, 64), 2.64, 0.03, wl, ServingPolicy(decode_first=True))
+    alone = serving_times(ServingShape(8, 8, 2, 1, 1), 2.64, 0.03, wl, ServingPolicy(decode_first=True))
+    assert synced.tpot_s == pytest.approx(alone.tpot_s)
+    assert synced.tpot_s == pytest.approx(sim.tpot_s, rel=0.5)
+
+
+def test_a_saturated_budget_queues_the_loops_other_requests() -> None:
+    # 16 sequences, one prompt per step (0.1 s) beside a 0.01 s decode, OSL 2: every step carries a prompt
+    # (0.11 s), a request's cycle is 16 steps (1.76 s) of which one decodes: steady TTFT 1.65 s, TPOT 0.11 s
+    wl = Workload("serving", isl=1024, osl=2, concurrency=16, request_overhead_s=0.0)
+    t = serving_times(ServingShape(16, 16, 1, 1), 0.1, 0.01, wl, ServingPolicy(decode_first=True))
+    assert t.tpot_s == pytest.approx(0.11)
+    assert t.ttft_steady_s == pytest.approx(16 * 0.11 - 0.11)

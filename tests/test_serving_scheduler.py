@@ -99,3 +99,26 @@ def test_jitter_rebunches_decode_first_groups() -> None:
 def test_simulate_rejects_an_unknown_policy() -> None:
     with pytest.raises(ValueError):
         simulate(TINY, "fifo")
+
+
+def test_serving_times_never_fall_when_a_step_gets_slower() -> None:
+    # the planner's bounds rely on it: TPOT and request time are non-decreasing in both step times, TTFT in the
+    # prefill step time (a slower decode can lower the steady-state TTFT: it lowers the prefill load)
+    import random
+
+    rng = random.Random(7)
+    for _ in range(600):
+        b = rng.choice([1, 2, 8, 64, 256, 1000])
+        shape = ServingShape(b * rng.choice([1, 3]), b, min(b, rng.choice([1, 2, 8, 16])), rng.choice([1, 1, 3]),
+                             rng.choice([1, 8]))
+        wl = Workload("serving", isl=1000, osl=rng.choice([2, 3, 16, 1024, 8192]), concurrency=shape.per_replica,
+                      mtp=rng.choice([0, 1, 3]), request_overhead_s=rng.choice([0.0, 0.1]),
+                      benchmark_waves=rng.choice([1, 5]))
+        policy = ServingPolicy(decode_first=rng.random() < 0.5, first_token_iterations=rng.choice([0, 1]))
+        p, tau = 10 ** rng.uniform(-3, 1), 10 ** rng.uniform(-3.5, -0.5)
+        t = serving_times(shape, p, tau, wl, policy)
+        for slower, fields in (((p * 1.01, tau), ("ttft_s", "tpot_s", "request_s")),
+                               ((p, tau * 1.01), ("tpot_s", "request_s"))):
+            u = serving_times(shape, *slower, wl, policy)
+            for name in fields:
+                assert getattr(u, name) >= getattr(t, name) * (1 - 1e-9), (name, shape, wl, policy, p, tau)

@@ -45,23 +45,33 @@ decode_first (vLLM V1, TRT-LLM in-flight batching): a prompt joins the next step
 In the deterministic loop the first wave's groups would persist (scheduler.py); the measured rows behave as
 requests arriving one by one (vLLM in-sample TTFT median 13% with the form below, 33% with persistent groups),
 and this form is their steady state: the GPU spends a share rho of its time on prefill and every decode step
-is stretched by it. With R synchronised ranks a prompt on any rank stretches every rank's step: the share counted
-over the group is rho_g = rho x (1 - (1 - q)^R) / q with q = rho tau / ((1 - rho) p) prompts per step per
-rank (capped at 1). With p = P_n / n, S = p + (chunks - 1) tau the service time of one prompt and lambda
-[1/s] the request rate of the replica:
+is stretched by it. With q prompts per step on the busiest rank, p = P_n / n the GPU time of one prompt (all
+its chunks), S = p + (chunks - 1) tau its service time and lambda [1/s] the rank's request rate:
 
-    TPOT       = tau / (1 - rho_g) / m
+    s          = tau + q p                               the step with the prefills riding in it
+    TPOT       = s / m
+    rho        = lambda p = q p / s                      the share of GPU time spent on prefill
     W_q        = min(rho S / (2 (1 - rho)), (B - 1) S)   M/D/1 mean wait for the prefill server
     TTFT_ss    = o + ftl + tau / 2 + S + W_q             half a step of residual before the scheduler picks it up
-    lambda     = B / (TTFT_ss + (OSL - 1) TPOT),  rho = lambda * p        (solved for rho by bisection)
+    lambda (TTFT_ss + (OSL - 1) s / m) = B               (solved for q by bisection; s = tau / (1 - rho))
+
+    A rank takes at most n prompts (or one chunk of a longer prompt) per step, q <= n / chunks; when the loop
+    would need more, every step carries a full budget and the other requests queue: TTFT_ss = B / lambda -
+    (OSL - 1) s / m.
 
     First wave: all B requests arrive at once and are prefilled n at a time, so request i waits for
     ceil(i / n) prefill steps: TTFT_1 = o + ftl + P_n * mean_i ceil(i / n). The benchmark mean is
     TTFT_serv = (TTFT_1 + (k - 1) TTFT_ss) / k.
 
 Attention-DP ranks step together (R > 1 for MoE): every rank's steps last as long as the busiest rank's, so the
-busiest rank's C_r decides both policies, and under decode_first rho_g above counts the prompts of every rank
-(scheduler.simulate shows a prefill on one rank stalling the other's decode; tests/test_serving_dp.py).
+busiest rank's C_r decides both policies. Under decode_first a chunk on one rank stalls every rank for that
+chunk (scheduler.simulate; tests/test_serving_dp.py), and the closed loop keeps the ranks' prefills in the same
+steps: requests that were prefilled in one step finish in one step on every rank (same OSL, one step clock) and
+their clients send the next ones together, and a long prefill step gathers the arrivals of every rank for the
+next. So a synchronised group's step carries the busiest rank's own prefill load, as one replica's does, not one
+chunk per step from ranks prefilling at independent times (which would give s -> tau + p at large R: the
+simulation of 64 ranks, 8 sequences each, p = 1.32 s, tau = 30 ms, OSL 256, gives a 46 ms TPOT, this form 67 ms,
+ranks prefilling at independent times 1.18 s; tests/test_serving_dp.py).
 
 When KV capacity holds fewer than C_r sequences the rest wait for a slot: each slot serves C_r / B requests in
 turn, so W_slot = (C_r - B) / B * (TTFT_serv + (OSL - 1) TPOT) for all but the first B of the run's k C_r
@@ -300,17 +310,6 @@ def first_wave_groups(requests: int, per_step: int) -> float:
     return prefill_steps_mean(requests, per_step)
 
 
-def _group_share(rho: float, ranks: int, tau: float, p: float) -> float:
-    """Share of a synchronised DP group's step time spent in prefill when each rank alone spends rho: a
-    prompt on any rank stretches every rank's step (module docstring, decode_first)."""
-    if ranks <= 1 or rho <= 0:
-        return rho
-    q = min(1.0, rho * tau / ((1 - rho) * p)) if p > 0 else 1.0
-    if q <= 0:
-        return rho
-    return min(1 - 1e-9, rho * (1 - (1 - q) ** ranks) / q)
-
-
 def _waiting_share(running: int, per_replica: int, wl: Workload) -> float:
     """Share of a run's k x C_r requests that wait for a slot: all but the first B."""
     total = max(1, wl.benchmark_waves) * per_replica
@@ -343,28 +342,40 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
                             ftl)
     p = prefill_s / n
     S = p + (shape.chunks - 1) * tau
-    R = shape.synced_ranks
 
     def ttft_ss(rho: float) -> float:
         wait = min(rho * S / (2 * (1 - rho)), (B - 1) * S)
         return o + ftl + tau / 2 + S + wait
 
-    def excess(rho: float) -> float:  # rho x cycle - prefill work per cycle; increasing in rho
-        return rho * (ttft_ss(rho) + steps_out * tau / (1 - _group_share(rho, R, tau, p))) - B * p
+    # Steady state, solved for q = prompts per step on the busiest rank: the step is s = tau + q p (its
+    # prefills ride in the steps; in a synchronised group the other ranks' prefills run in the same steps, see
+    # the module docstring), the rank's request rate lambda = q / s and its prefill share rho = lambda p; q
+    # balances the closed loop (lambda x cycle = B). excess is increasing in q (lambda = q / (tau + q p) is).
+    def state(q: float) -> tuple[float, float, float]:
+        s = tau + q * p
+        lam = q / s
+        return s, lam, min(1 - 1e-12, lam * p)
 
-    lo, hi = 0.0, 1.0 - 1e-9
-    if excess(hi) <= 0:
+    def excess(q: float) -> float:
+        s, lam, rho = state(q)
+        return lam * (ttft_ss(rho) + steps_out * s) - B
+
+    # a rank takes at most n prompts per step, or one chunk of a longer prompt: q <= n / chunks
+    lo, hi = 0.0, n / shape.chunks
+    saturated = excess(hi) <= 0
+    if saturated:
         lo = hi
-    for _ in range(60):
+    for _ in range(0 if saturated else 60):
         mid = (lo + hi) / 2
         if excess(mid) > 0:
             hi = mid
         else:
             lo = mid
-    rho = lo
-    step = tau / (1 - _group_share(rho, R, tau, p))
+    step, lam, rho = state(lo)
     tpot = step / m
-    steady = ttft_ss(rho)
+    # saturated: every step carries a full budget of prompts and the loop's other requests queue for it, so a
+    # request's cycle is B / lambda and TTFT the part of it not spent decoding
+    steady = max(ttft_ss(rho), B / lam - steps_out * step) if saturated else ttft_ss(rho)
     first = o + ftl + prefill_s * first_wave_groups(B, n)
     k = max(1, wl.benchmark_waves)
     served = (first + (k - 1) * steady) / k

@@ -5,7 +5,9 @@ Knobs: routed experts split over every rank of the MoE group (E / EP experts per
 ways); the router follows EP (replicated); shared experts follow the framework's shared-expert knob (dense TP
 by default). Collectives: the MoE TP all-reduce and the EP dispatch / combine all-to-alls. When the shared
 experts run on the same TP group as the routed ones, their outputs are summed before the reduction: ONE
-all-reduce carries both (vLLM SharedFusedMoE, SGLang fused shared experts), not one each.
+all-reduce carries both (vLLM SharedFusedMoE, SGLang fused shared experts), not one each. When the attention
+TP group is the whole MoE group (EP without attention DP) every rank holds every token: no dispatch or
+combine, one all-reduce of the partial outputs.
 """
 from __future__ import annotations
 
@@ -151,6 +153,16 @@ class MoE(Block):
         h, a = self.hidden, pc.attn_tp_size
         ep, t, d = pc.moe_ep_size, pc.moe_tp_size, pc.dense_tp_size
         out = []
+        g = ep * t
+        if ep > 1 and a == g:
+            # the attention TP group is the MoE group: every rank already holds all the tokens, so nothing is
+            # dispatched; each rank runs its local experts on the tokens routed to them and ONE all-reduce sums
+            # the partial outputs (vLLM, SGLang and TensorRT-LLM without attention DP), carrying the shared
+            # experts' partial sums too when they split over the same ranks
+            out += cx.tp_module("moe_ep", "routed_experts", g, cx.group_tokens(g) * h * ACT_BYTES, False)
+            if self.shared_inter and d > 1 and d != g:
+                out += cx.tp_module("shared_tp", "shared_experts", d, cx.group_tokens(d) * h * ACT_BYTES, d != a)
+            return out
         fused = bool(self.shared_inter) and d == t
         if t > 1:
             # the shared experts' partial sums ride in the same buffer when they share the TP group
