@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import nbformat
 from nbclient import NotebookClient
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "capacity_planning.ipynb"
 
 
+@pytest.mark.slow  # sweeps up to 256 cards on two hardware kinds: minutes on 2 cores
 def test_capacity_planning_notebook_executes(tmp_path: Path) -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     # run in a scratch folder: whatever the notebook writes stays out of the checkout

@@ -115,7 +115,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
               "reserve) per the full estimate")
     for line in why:
         # the candidates' scores first (rank/explain.candidate_scores), then why each alternative lost
-        con.print(line if line.startswith(("score =", "#")) else f"why not {line}", markup=False)
+        con.print(line if line.startswith(("score:", "#")) else f"why not {line}", markup=False)
 
 
 COMMANDS = [solve_cmd]

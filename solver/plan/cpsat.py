@@ -365,6 +365,10 @@ class Planner:
             return False
         return True
 
+    def _meets_tpot(self, fig: Figures, relaxed: frozenset[str]) -> bool:
+        sc = self.scenario
+        return sc.tpot_ms is None or "SLA.tpot" in relaxed or fig.tpot_s * 1e3 <= sc.tpot_ms * (1 + 1e-9)
+
     def _point(self, b: int, picks: dict[str, int], lat_s: float, fig: Figures) -> Point:
         inv = self.t.world / max(fig.output_tokens_per_s, 1e-300)
         served = self.t.view(b, self.t.layout_key(self.t.choices["attn"][picks["attn"]]), full=False).plan.served
@@ -575,11 +579,13 @@ class Planner:
                         return False
             if sla_ok and verified and improves:
                 state["best"] = (lat_s, point.simplicity, point)
-            if not verified:
-                # the full estimate's memory check rejects this configuration, not its figures: cut it alone
+            if not verified or (not sla_ok and self._meets_tpot(fig, relaxed)):
+                # the full estimate's memory check rejects this configuration, not its figures; or it misses
+                # the TTFT bound only, and TTFT can fall a little as the decode step grows (a slower decode
+                # lowers the request rate and the prefill queue: estimate/serving.py): cut it alone
                 work.add_bool_or([vm.x[g][i].negated() for g, i in picks.items()])
                 continue
-            # every point this one dominates in (Pe, Te) has an L, a TTFT and a TPOT at least as large; one that
+            # every point this one dominates in (Pe, Te) has an L and a TPOT at least as large; one that
             # does not beat the incumbent also lets the cut start where L reaches the incumbent's on the segment
             # from the layout's lower bound to it, which cuts off more (L is non-decreasing in both steps)
             at = {var: s.value(var) for var in (vm.pe, vm.te) if var is not None}

@@ -180,8 +180,8 @@ class Tables:
                 if c[-1] != pp:
                     continue
                 knobs = dict(zip(GROUPS[g][:-1], c[:-1]))
-                pre = self._share(self._layout_pc(_beside(k_pre, c[0]), **knobs), w_pre, 0, (g,))
-                dec = self._share(self._layout_pc(_beside(k_dec, c[0]), **knobs), w_dec, mtp, (g,))
+                pre = self._share(self._layout_pc(_beside(k_pre, c[0], self.world), **knobs), w_pre, 0, (g,))
+                dec = self._share(self._layout_pc(_beside(k_dec, c[0], self.world), **knobs), w_dec, mtp, (g,))
                 vc.other[g][j] = (pre[g] if pre else None, dec[g] if dec else None)
         # the one cross-group term: dense and MoE at the same TP degree may share a collective
         if "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
@@ -190,7 +190,7 @@ class Tables:
                     if cd[-1] != pp or cm[-1] != pp or cd[0] != cm[0] or cd[0] == 1:
                         continue
                     knobs = {"dense_tp_size": cd[0], "moe_tp_size": cm[0], "redundant_experts": cm[1]}
-                    both = [self._share(self._layout_pc(_beside(k, cd[0]), **knobs), w, m, ("dense", "moe"))
+                    both = [self._share(self._layout_pc(_beside(k, cd[0], self.world), **knobs), w, m, ("dense", "moe"))
                             for k, w, m in ((k_pre, w_pre, 0), (k_dec, w_dec, mtp))]
                     sep = [vc.other["dense"][jd], vc.other["moe"][jm]]
                     corr = tuple(None if s is None else (s["dense"] + s["moe"]) - sep[0][k] - sep[1][k]
@@ -223,12 +223,13 @@ class Tables:
         return figures_of(vc, pre, dec, self.f)
 
 
-def _beside(key: tuple[int, ...], degree: int) -> tuple[int, ...]:
-    """The layout a group of TP `degree` is costed beside: of attention TP it reads only whether it is equal to
-    its own degree (an all-reduce when it is, a gather and a scatter when it reshards), so an unequal one is
-    spelled 1 with the same group size (KVP), and layouts differing only there share the table."""
+def _beside(key: tuple[int, ...], degree: int, world: int) -> tuple[int, ...]:
+    """The layout a group of TP `degree` is costed beside: of attention TP it reads only whether it equals its
+    own degree (an all-reduce when it does, a gather and a scatter when it reshards) or the MoE group's span
+    (degree x EP: attention TP over the whole MoE group needs no dispatch), so any other value is spelled 1
+    with the same group size (KVP), and layouts differing only there share the table."""
     tp, cp, kvp, sp, pp = key
-    if tp == degree or (cp, sp) != (1, 1):
+    if tp in (1, degree, world // pp) or (cp, sp) != (1, 1):
         return key
     return (1, 1, tp * kvp, 1, pp)
 

@@ -123,7 +123,7 @@ def candidate_scores(scenario: Scenario, candidates: list[tuple[str, Estimate, s
         return []
     ref = candidates[0][1]
     w_lat, w_inv = scenario.objective_weights
-    head = (f"score = {w_lat:g} x ln(request latency / #1's) + {w_inv:g} x ln(inverse throughput per rank / "
+    head = (f"score: {w_lat:g} x ln(request latency / #1's) + {w_inv:g} x ln(inverse throughput per rank / "
             f"#1's) ({scenario.kind}); lower is better, 0 = #1")
     return [head] + [f"#{i + 1} {pattern} ({role}): {_scored(scenario, e, ref)}"
                      for i, (pattern, e, role) in enumerate(candidates)]
