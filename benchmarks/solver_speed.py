@@ -34,24 +34,27 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--exhaustive-max-world", type=int, default=16)
     ap.add_argument("--worlds", default="16,128,1024")
+    ap.add_argument("--framework", default="generic", help="generic (every knob) or an engine profile")
     args = ap.parse_args()
     sc = Scenario(kind="balanced", isl=4096, osl=256)
-    run_solve("deepseek-v3.2", "atlas_a3", 16, sc, "generic", "int8", explain_binding=False)  # warm caches
+    fw = args.framework
+    run_solve("deepseek-v3.2", "atlas_a3", 16, sc, fw, "int8", explain_binding=False)  # warm caches
+    print(f"framework {fw}, DeepSeek-V3.2 on atlas_a3, int8, ISL 4096 / OSL 256, median of {args.repeats}")
     print(f"{'W':>6} {'cpsat_s':>9} {'cpsat+binding_s':>16} {'other_kind_s':>13} {'exhaustive_s':>13} {'ratio':>7}")
     for w in (int(x) for x in args.worlds.split(",")):
         def cp():
-            return run_solve("deepseek-v3.2", "atlas_a3", w, sc, "generic", "int8", explain_binding=False)
+            return run_solve("deepseek-v3.2", "atlas_a3", w, sc, fw, "int8", explain_binding=False)
 
         def cpb():
-            return run_solve("deepseek-v3.2", "atlas_a3", w, sc, "generic", "int8", explain_binding=True)
+            return run_solve("deepseek-v3.2", "atlas_a3", w, sc, fw, "int8", explain_binding=True)
 
         def ex():
-            return run_solve("deepseek-v3.2", "atlas_a3", w, sc, "generic", "int8", method="exhaustive",
+            return run_solve("deepseek-v3.2", "atlas_a3", w, sc, fw, "int8", method="exhaustive",
                              explain_binding=False)
 
         def other():
             return run_solve("deepseek-v3.2", "atlas_a3", w, sc.model_copy(update={"kind": "throughput"}),
-                             "generic", "int8", explain_binding=False)
+                             fw, "int8", explain_binding=False)
 
         t_cp = timed(cp, args.repeats)
         t_cpb = timed(cpb, args.repeats)

@@ -155,8 +155,10 @@ def test_explain_under_atom_prices_the_generic_profiles_best():
                                   "atom", "--scenario", "latency", "--isl", "65536", "--explain", "--format", "json",
                                   "--top", "1"])
     assert r.exit_code == 0, r.stderr
-    line = json.loads(r.stdout)["explain"][0]
-    assert line.startswith("generic profile's best") and "atom cannot express it" in line and "TTFT" in line
+    lines = json.loads(r.stdout)["explain"]
+    assert lines[0].startswith("score:") and lines[1].startswith("#1 ")  # the candidates' scores come first
+    line = next(x for x in lines if x.startswith("generic profile's best"))
+    assert "atom cannot express it" in line and "TTFT" in line
 
 
 @pytest.mark.parametrize("name", ["l40s", "rtx_pro_6000_blackwell"])

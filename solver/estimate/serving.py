@@ -84,7 +84,7 @@ from Little's law: C * OSL / (TTFT + (OSL - 1) TPOT).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from solver.estimate.compute import Factors, Work
 from solver.estimate.scheduler import lockstep, prefill_steps_mean
@@ -413,39 +413,30 @@ def synced_ranks(model: ModelSpec, pc: ParallelConfig) -> int:
 
 def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, wl: Workload,
              mem_opts: MemoryOptions | None = None) -> Estimate:
-    replicas = pc.attn_replicas
+    """The full estimate: memory, the steps `pc` runs at `wl` (figures.step_plan), their costs (step_cost),
+    and the figures the serving formulas make of them (figures.figures): the same two halves the planner's
+    tables sum, so what the planner optimises is what this shows."""
+    from solver.estimate.figures import figures, step_plan  # figures.py builds on this module's formulas
+
     memory = memory_per_rank(model, hw, pc, prec, wl.sequences, wl.context_len, mem_opts, mtp_layers=wl.mtp)
-    tok_per_step = mtp_tokens_per_step(wl.mtp, wl.mtp_accept)
-    if wl.kind == "prefill":
-        per_replica = max(1.0, wl.batch / replicas)
-        pre = prefill_step(model, hw, pc, prec, f, wl.seq_len, per_replica)
-        ttft = step_time(pre.time_s, kernels_launched(pre, f), per_replica, True, f)
-        # pure prefill emits one token per prompt: throughput is prompts finished per second
-        return Estimate(ttft, 0.0, pre, None, memory, per_replica * replicas / ttft, 0.0, pc.world_size,
-                        per_replica)
-    if wl.kind == "decode":
-        per_replica = max(1.0, wl.batch / replicas)
-        padded, eager = graph_batch(math.ceil(per_replica), f.graph_sizes)
-        dec = decode_step(model, hw, pc, prec, f, max(per_replica, float(padded)), wl.seq_len, wl.mtp)
-        tpot = step_time(dec.time_s, kernels_launched(dec, f), per_replica, eager, f) / tok_per_step
-        return Estimate(0.0, tpot, None, dec, memory, per_replica * replicas / tpot, 1.0 / tpot, pc.world_size,
-                        per_replica)
-    # aggregated serving: the busiest replica decides latency
-    wl = replace(wl, token_budget=token_budget(wl, f, pc))
-    cap = kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
-    shape = serving_shape(wl, replicas, cap, synced_ranks(model, pc), f.graph_sizes)
-    pre, dec = serving_steps(model, hw, pc, prec, f, wl, shape)
-    pre_s = step_time(pre.time_s, kernels_launched(pre, f), shape.prompts_per_step, True, f)
-    dec_s = step_time(dec.time_s, kernels_launched(dec, f), shape.running, shape.eager_decode, f)
-    t = serving_times(shape, pre_s, dec_s, replace(wl, request_overhead_s=request_overhead(wl, f)),
-                      ServingPolicy.of(f))
-    throughput = wl.concurrency * wl.osl / t.request_s
-    return Estimate(t.ttft_s, t.tpot_s, pre, dec, memory, throughput, 1.0 / t.tpot_s, pc.world_size,
+    cap = (kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
+           if wl.kind == "serving" else math.inf)
+    sp = step_plan(model, pc, f, wl, cap)
+    pre = step_cost(model, hw, pc, prec, f, sp.pre_work) if sp.pre_work is not None else None
+    dec = (step_cost(model, hw, pc, prec, f, sp.dec_work, mtp_layers=sp.mtp_layers)
+           if sp.dec_work is not None else None)
+    fig = figures(sp, f, pre.time_s if pre else 0.0, kernels_launched(pre, f) if pre else 0.0,
+                  dec.time_s if dec else 0.0, kernels_launched(dec, f) if dec else 0.0)
+    if sp.kind != "serving":
+        return Estimate(fig.ttft_s, fig.tpot_s, pre, dec, memory, fig.output_tokens_per_s,
+                        1.0 / fig.tpot_s if fig.tpot_s else 0.0, pc.world_size, sp.per_replica)
+    t, shape = fig.times, sp.shape
+    return Estimate(t.ttft_s, t.tpot_s, pre, dec, memory, fig.output_tokens_per_s, 1.0 / t.tpot_s, pc.world_size,
                     shape.per_replica, ttft_first_wave_s=t.ttft_first_wave_s, ttft_steady_s=t.ttft_steady_s,
                     slot_wait_s=t.slot_wait_s, prefill_share=t.prefill_share, running_per_replica=shape.running,
-                    first_token_delay_s=t.first_token_delay_s, front_end_s=request_overhead(wl, f),
-                    prefill_step_s=pre_s, decode_step_s=dec_s, graph_batch=shape.graph_batch,
-                    eager_decode=shape.eager_decode,
+                    first_token_delay_s=t.first_token_delay_s, front_end_s=sp.wl.request_overhead_s,
+                    prefill_step_s=fig.prefill_step_s, decode_step_s=fig.decode_step_s,
+                    graph_batch=shape.graph_batch, eager_decode=shape.eager_decode,
                     policy=_policy_name(ServingPolicy.of(f).decode_first_for(shape.synced_ranks)))
 
 

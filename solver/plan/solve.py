@@ -17,7 +17,7 @@ from solver.plan import cpsat
 from solver.plan.cpsat import pareto
 from solver.plan.exhaustive import enumerate_points
 from solver.plan.tables import GROUPS, Tables, build_tables
-from solver.space.domains import build_space, largest_tp
+from solver.space.domains import build_space, largest_tp, redundant_for
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -326,19 +326,21 @@ def _remedy_worlds(world: int, model: ModelSpec) -> list[int]:
     return sorted(sizes, key=lambda w: (abs(math.log(w / world)), -w))[:REMEDY_SIZES]
 
 
-def _might_fit(model: ModelSpec, hw: Hardware, prec: Precision, w: int, scenario: Scenario,
+def _might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, w: int, scenario: Scenario,
                mem_opts: MemoryOptions | None) -> bool:
     """A cheap screen before the planner is asked: the most sharded layout with TP inside the node (MoE TP as
-    small as lets EP divide the experts) holds the smallest batch."""
+    small as lets EP hold the experts, with the redundant copies the engine would place) holds the smallest
+    batch."""
     from solver.estimate.memory import memory_per_rank
 
     tp = largest_tp(w, hw, model)
     moe_tps = [1] if not model.is_moe else [t for t in (1, 2, 4, 8, 16, 32) if t <= tp and w % t == 0
-                                            and model.num_experts % (w // t) == 0]
+                                            and redundant_for(model, fw, w // t) is not None]
     if not moe_tps:
         return False
+    t = moe_tps[0] if model.is_moe else tp
     pc = ParallelConfig(world_size=w, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp, lmhead_tp_size=tp,
-                        moe_tp_size=moe_tps[0] if model.is_moe else tp)
+                        moe_tp_size=t, redundant_experts=(redundant_for(model, fw, w // t) or 0) if model.is_moe else 0)
     return memory_per_rank(model, hw, pc, prec, scenario.concurrency or 1, scenario.max_seq_len, mem_opts,
                            mtp_layers=scenario.mtp).feasible
 
@@ -352,7 +354,7 @@ def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewor
     small = scenario if scenario.concurrency else scenario.model_copy(update={"max_concurrency": 1})
     plans = 0
     for w in _remedy_worlds(world, model):
-        if not _might_fit(model, hw, prec, w, scenario, mem_opts):
+        if not _might_fit(model, hw, prec, fw, w, scenario, mem_opts):
             continue
         plans += 1
         try:

@@ -6,7 +6,7 @@ from solver.estimate.compute import Factors
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.estimate.step import StepCost
 from solver.rank.select import pattern_name
-from solver.space.domains import largest_tp
+from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -132,7 +132,6 @@ def candidate_scores(scenario: Scenario, candidates: list[tuple[str, Estimate, s
 def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
             scenario: Scenario, best_cfg: ParallelConfig, best_est: Estimate, batch: int, wl: Workload,
             best_pattern: str, candidates: list[tuple[str, Estimate, str]] = ()) -> list[str]:
-    best_lat = scenario.request_latency(best_est.ttft_s, best_est.tpot_s)
     lines = candidate_scores(scenario, list(candidates))
     lines += engine_margin(model, hw, fw, prec, f, scenario, best_cfg, best_est, best_pattern)
     for name, knobs in alternatives(model, hw, best_cfg.world_size, scenario).items():
@@ -146,8 +145,7 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
         env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=batch,
                         mtp=scenario.mtp)
         broken = [r.id for r in fw.violated(env, severity="error")]
-        if model.num_attention_heads % pc.attn_tp_size or (model.is_moe and model.num_experts % pc.moe_ep_size):
-            broken.append("A.divisibility")
+        broken += config_violations(model, hw, fw, pc, scenario, allow_cross_node=True)
         if broken:
             lines.append(f"{name}: violates {', '.join(broken)}")
             continue
@@ -156,7 +154,6 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             lines.append(f"{name}: does not fit ({e.memory.total / 1e9:.1f} GB per rank, limit "
                          f"{e.memory.limit_bytes / 1e9:.1f} GB) at concurrency {batch}")
             continue
-        lat = scenario.request_latency(e.ttft_s, e.tpot_s)
         label, step = _main_step(e, scenario)
         # compare the same phase of the recommendation
         best_step = best_est.prefill if label == "prefill step" else best_est.decode

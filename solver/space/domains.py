@@ -97,59 +97,73 @@ def _batch_values(scenario: Scenario) -> tuple[int, ...]:
     return tuple(values)
 
 
+NOT_IN_SPACE = ""  # a knob the framework does not expose or the model lacks: silently 1, no rule to name
+
+
+def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
+              allow_cross_node: bool, knob: str, value: int) -> str | None:
+    """The one home of the rules that bound one knob's value alone (class A divisibility, class B hardware
+    limits, the scenario's): the rule id `value` breaks, NOT_IN_SPACE, or None when it is allowed. The space,
+    `--explain` and the remedies all ask here."""
+    if knob not in fw.knobs and value != 1:
+        return NOT_IN_SPACE  # the framework exposes only some knobs; the others stay at 1
+    if knob not in model_knobs(model) and value != 1:
+        # no knob for a module the model lacks (its rules treat it as free); o_proj outside MLA models follows
+        # attention TP, spelled 1 (ParallelConfig.oproj_shards)
+        return NOT_IN_SPACE
+    if knob == "attn_tp_size":
+        if model.num_attention_heads % value:
+            return "A.heads_divisible_attn_tp"
+        if fw.splits_kv_heads and model.num_key_value_heads % value:
+            return "A.kv_heads_divisible_attn_tp"
+    if knob == "moe_tp_size" and not any(redundant_for(model, fw, world // p // value) is not None
+                                         for p in (divisors(world) if "pp_size" in fw.knobs else [1])
+                                         if (world // p) % value == 0):
+        return "A.experts_divisible_moe_ep"
+    if knob == "o_proj_tp_size" and model.o_proj_dim % value:
+        return "A.o_proj_dim_divisible"
+    if knob == "pp_size" and value > 1:
+        if value > model.num_layers:
+            return "A.pp_at_most_layers"
+        if not pp_fits_nodes(world, value, hw):
+            return "B.pp_stage_whole_nodes"
+    if knob == "cp_size" and scenario.phase == "decode" and value != 1:
+        # CP splits prompts; its ranks decode as attention DP (estimate.step.decode_layout), so in a
+        # decode-only scenario every cp value is the cp = 1 config under another name
+        return "scenario.cp_splits_prefill_only"
+    if knob in TP_KNOBS and not allow_cross_node and value > tp_domain(hw):
+        return "B.tp_within_node"  # seed class B: tp_size <= cards per node (cross-node TP degrades sharply)
+    if knob == "moe_tp_size" and hw.max_experts_per_rank and model.is_moe and world // value > 1:
+        # the cap belongs to the EP dispatch path; without EP there is no dispatch. Redundant copies are
+        # experts the rank holds and dispatches to: the cap counts them
+        per_rank = (model.num_experts + (redundant_for(model, fw, world // value) or 0)) / (world // value)
+        if per_rank > hw.max_experts_per_rank:
+            return "B.max_experts_per_rank"
+    return None
+
+
+def config_violations(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig,
+                      scenario: Scenario, allow_cross_node: bool = False) -> list[str]:
+    """The one-knob rules (knob_rule) a whole configuration breaks, by rule id."""
+    out = []
+    for knob in KNOBS:
+        rule = knob_rule(model, hw, fw, pc.world_size, scenario, allow_cross_node, knob, getattr(pc, knob))
+        if rule:
+            out.append(rule)
+    return out
+
+
 def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
                 allow_cross_node: bool = False) -> Space:
     pruned: list[Pruned] = []
     divs = divisors(world)
     domains: dict[str, tuple[int, ...]] = {}
-    present = model_knobs(model)
 
     def keep(knob: str, value: int) -> bool:
-        # the framework exposes only some knobs; the others stay at 1
-        if knob not in fw.knobs and value != 1:
-            return False
-        # no knob for a module the model lacks (its rules treat it as free); o_proj outside MLA models
-        # follows attention TP, spelled 1 (ParallelConfig.oproj_shards)
-        if knob not in present and value != 1:
-            return False
-        checks = {
-            "attn_tp_size": [(model.num_attention_heads % value == 0, "A.heads_divisible_attn_tp"),
-                             (not fw.splits_kv_heads or model.num_key_value_heads % value == 0,
-                              "A.kv_heads_divisible_attn_tp")],
-            "moe_tp_size": [(any(redundant_for(model, fw, world // p // value) is not None
-                                 for p in (divisors(world) if "pp_size" in fw.knobs else [1])
-                                 if (world // p) % value == 0),
-                             "A.experts_divisible_moe_ep")],
-            "o_proj_tp_size": [(model.o_proj_dim % value == 0, "A.o_proj_dim_divisible")],
-        }
-        for ok, rule in checks.get(knob, []):
-            if not ok:
-                pruned.append(Pruned(knob, value, rule))
-                return False
-        if knob == "pp_size" and value > 1:
-            if value > model.num_layers:
-                pruned.append(Pruned(knob, value, "A.pp_at_most_layers"))
-                return False
-            if not pp_fits_nodes(world, value, hw):
-                pruned.append(Pruned(knob, value, "B.pp_stage_whole_nodes"))
-                return False
-        if knob == "cp_size" and scenario.phase == "decode" and value != 1:
-            # CP splits prompts; its ranks decode as attention DP (estimate.step.decode_layout), so in a
-            # decode-only scenario every cp value is the cp = 1 config under another name
-            pruned.append(Pruned(knob, value, "scenario.cp_splits_prefill_only"))
-            return False
-        if knob in TP_KNOBS and not allow_cross_node and value > tp_domain(hw):
-            # seed class B: tp_size <= cards per node (cross-node TP degrades sharply)
-            pruned.append(Pruned(knob, value, "B.tp_within_node"))
-            return False
-        if knob == "moe_tp_size" and hw.max_experts_per_rank and model.is_moe and world // value > 1:
-            # the cap belongs to the EP dispatch path; without EP there is no dispatch
-            # redundant copies are experts the rank holds and dispatches to: the cap counts them
-            per_rank = (model.num_experts + (redundant_for(model, fw, world // value) or 0)) / (world // value)
-            if per_rank > hw.max_experts_per_rank:
-                pruned.append(Pruned(knob, value, "B.max_experts_per_rank"))
-                return False
-        return True
+        rule = knob_rule(model, hw, fw, world, scenario, allow_cross_node, knob, value)
+        if rule:
+            pruned.append(Pruned(knob, value, rule))
+        return rule is None
 
     for knob in KNOBS:
         values = tuple(v for v in divs if keep(knob, v))
