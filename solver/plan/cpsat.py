@@ -20,7 +20,7 @@ from ortools.sat.python import cp_model
 
 from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
-from solver.plan.tables import GROUPS, SHARED, Tables
+from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables
 from solver.specs.limits import MAX_COEF, MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
@@ -390,7 +390,6 @@ class Planner:
             parts = [[sh[idx] for sh in vc.attn.values()]]
             if not attention_only:
                 parts += [[sh[idx] for sh in opts.values()] for opts in vc.other.values()]
-                parts.append([c[idx] for c in vc.pairs.values()])
             return parts
 
         def step(idx: int, pipe, eager: bool) -> float:
@@ -403,12 +402,13 @@ class Planner:
                 if not shs:
                     continue
                 for s in range(pipe.stages):
-                    lo_g = min(sh.gpu_s[s] for sh in shs)
-                    lo_l = min(sh.launch_s[s] for sh in shs)
-                    if k == len(vc.other) + 1 and not attention_only:  # pairwise corrections: only if negative
-                        lo_g, lo_l = min(0.0, lo_g), min(0.0, lo_l)
-                    gpu[s] += lo_g
-                    launch[s] += lo_l
+                    gpu[s] += min(sh.gpu_s[s] for sh in shs)
+                    launch[s] += min(sh.launch_s[s] for sh in shs)
+            if not attention_only and vc.pairs:  # pairwise corrections lower the sum: the most negative one
+                corr = [c[idx] for c in vc.pairs.values() if c[idx] is not None]
+                for s in range(pipe.stages):
+                    gpu[s] += min(0.0, min(c.gpu_s[s] for c in corr))
+                    launch[s] += min(0.0, min(c.launch_s[s] for c in corr))
             g = pipe.gpu_s(tuple(gpu))
             if eager:
                 g = max(g, pipe.kernels(tuple(launch), self.t.f) * self.t.f.eager_launch_s)
@@ -461,6 +461,15 @@ class Planner:
             inc = state["best"]
             if inc is not None and lb >= inc[0]:
                 break
+            vc = self.t.view(b, key, full=False)
+            dropped = False
+            for g in FILL_ORDER[:-1]:  # group by group: a bound already past the incumbent drops the layout
+                self.t.fill_group(vc, key, g)
+                if inc is not None and self._bound(vc, attention_only=False)[0] >= inc[0]:
+                    dropped = True
+                    break
+            if dropped:
+                continue
             vc = self.t.view(b, key)
             lb2, pe_lo, te_lo = self._bound(vc, attention_only=False)
             if inc is not None and lb2 >= inc[0]:

@@ -32,7 +32,7 @@ from solver.estimate.memory import (
 )
 from solver.estimate.params import ParamReport, count_params
 from solver.estimate.serving import Workload
-from solver.estimate.step import decode_layout
+from solver.estimate.step import block_modules, decode_layout
 from solver.plan.group_cost import NONE, Pipeline, Share, pipeline_of, shares
 from solver.space.domains import Space, redundant_for
 from solver.specs.framework import FrameworkProfile, model_env
@@ -57,6 +57,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 # a module belongs to the group of the knob that owns it (each layer block declares its modules' knobs:
 # specs/layers); shared experts follow the dense group's knob by default (MemoryOptions.shared_experts_knob)
+# the non-attention groups in the order the planner's bounds fill them: the usually largest share first, so a
+# layout that cannot win is dropped before the rest are costed; dense last, as its pairwise correction with
+# MoE (negative) is only known once both are (a bound over MoE and dense without it would not be one)
+FILL_ORDER = ("moe", "lmhead", "embed", "dense")
 KNOB_GROUP: dict[str, str] = ({k: g for g, knobs in GROUPS.items() for k in knobs if k not in SHARED}
                               | {"shared_experts_tp": "dense"})
 
@@ -98,6 +102,7 @@ class Tables:
     groups: dict[str, str | None]
     _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
     _shares: dict[tuple, dict[str, Share]] = field(default_factory=dict)
+    _unowned_blocks: bool | None = None
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -129,6 +134,20 @@ class Tables:
             self._shares[key] = hit
         return hit
 
+    def _none(self, pc: ParallelConfig, w: Work | None, mtp: int) -> dict[str, Share] | None:
+        """The unowned modules' share; nothing to cost when no block (of the stack or MTP) holds one."""
+        if w is None:
+            return None
+        if self._unowned_blocks is None:
+            unowned = frozenset(m for m, g in self.groups.items() if g is None)
+            blocks = [b for b, _ in self.model.block_groups]
+            blocks += [b for layer in (self.model.mtp_modules[0] if self.model.mtp_modules else ()) for b in layer.blocks]
+            self._unowned_blocks = any(block_modules(b) & unowned for b in blocks)
+        if not self._unowned_blocks:
+            stages = pipeline_of(self.model, self.hw, pc, self.f, w, mtp).stages
+            return {NONE: Share((0.0,) * stages, (0.0,) * stages)}
+        return self._share(pc, w, mtp, (NONE,))
+
     def view(self, b: int, key: tuple[int, ...], full: bool = True) -> ViewCosts:
         """The costs of layout `key` at concurrency b; `full=False` fills the attention choices only (what the
         planner's first bound reads)."""
@@ -139,8 +158,8 @@ class Tables:
             mtp = sp.mtp_layers
             pre_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.pre_work, 0) if sp.pre_work else None
             dec_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.dec_work, mtp) if sp.dec_work else None
-            none_pre = self._share(rep, sp.pre_work, 0, (NONE,))
-            none_dec = self._share(rep, sp.dec_work, mtp, (NONE,))
+            none_pre = self._none(rep, sp.pre_work, 0)
+            none_dec = self._none(rep, sp.dec_work, mtp)
             attn = {}
             for i, c in enumerate(self.choices["attn"]):
                 if self.layout_key(c) != key:
@@ -169,20 +188,27 @@ class Tables:
             tp, cp, kvp, sp = pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size
         return (tp, 1, cp * kvp * sp, 1, pp), w
 
+    def fill_group(self, vc: ViewCosts, key: tuple[int, ...], g: str) -> None:
+        """One non-attention group's shares beside layout `key` (the planner's bounds ask group by group)."""
+        if g in vc.other:
+            return
+        sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
+        (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
+        opts = {}
+        for j, c in enumerate(self.choices[g]):
+            if c[-1] != pp:
+                continue
+            knobs = dict(zip(GROUPS[g][:-1], c[:-1]))
+            pre = self._share(self._layout_pc(_beside(k_pre, c[0], self.world), **knobs), w_pre, 0, (g,))
+            dec = self._share(self._layout_pc(_beside(k_dec, c[0], self.world), **knobs), w_dec, mtp, (g,))
+            opts[j] = (pre[g] if pre else None, dec[g] if dec else None)
+        vc.other[g] = opts
+
     def _fill(self, vc: ViewCosts, key: tuple[int, ...]) -> None:
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
         (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
-        for g in GROUPS:
-            if g == "attn":
-                continue
-            vc.other[g] = {}
-            for j, c in enumerate(self.choices[g]):
-                if c[-1] != pp:
-                    continue
-                knobs = dict(zip(GROUPS[g][:-1], c[:-1]))
-                pre = self._share(self._layout_pc(_beside(k_pre, c[0], self.world), **knobs), w_pre, 0, (g,))
-                dec = self._share(self._layout_pc(_beside(k_dec, c[0], self.world), **knobs), w_dec, mtp, (g,))
-                vc.other[g][j] = (pre[g] if pre else None, dec[g] if dec else None)
+        for g in FILL_ORDER:
+            self.fill_group(vc, key, g)
         # the one cross-group term: dense and MoE at the same TP degree may share a collective
         if "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
             for jd, cd in enumerate(self.choices["dense"]):
