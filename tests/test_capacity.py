@@ -260,3 +260,12 @@ def test_recommend_unreachable_load_exits_1_and_bad_input_exits_2() -> None:
         bad = _run("recommend", "llama-3.1-70b", "--hardware", "h100_sxm", *args)
         assert bad.exit_code == 2, (args, bad.output)
         assert bad.stderr.startswith("error: ") and bad.stderr.count("\n") == 1
+
+
+def test_the_front_rows_are_the_same_for_every_scenario(swept: dict) -> None:
+    """One front per (hardware, cards, workload): the scenario only picks candidate 1 from it."""
+    df = pd.read_csv(swept["csv"])
+    front = df[df["on_front"].fillna(False).astype(bool)]
+    sets = {kind: sorted(map(tuple, g[[*KNOBS, "concurrency"]].astype(int).values.tolist()))
+            for kind, g in front.groupby("scenario")}
+    assert len(sets) == 2 and sets["throughput"] == sets["latency"]
