@@ -317,10 +317,7 @@ class Planner:
         self._front_log: tuple[dict, list] = ({}, [])
         self.solves = 0  # CP-SAT calls made (benchmarks report it)
         self._answers: dict[tuple, dict[str, int]] = {}  # answers so far: seeds for the next questions
-        keys: dict[tuple, list[int]] = {}
-        for i, c in enumerate(t.choices["attn"]):
-            keys.setdefault(t.layout_key(c), []).append(i)
-        self._layouts = keys
+        self._layouts = t.layouts()
 
     def rules(self, b: int) -> list:
         if b not in self._rules:

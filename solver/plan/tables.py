@@ -103,12 +103,21 @@ class Tables:
     _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
     _shares: dict[tuple, dict[str, Share]] = field(default_factory=dict)
     _unowned_blocks: bool | None = None
+    _layouts: dict[tuple[int, ...], list[int]] | None = None
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
         for g, i in picks.items():
             out.update(dict(zip(GROUPS[g], self.choices[g][i])))
         return out
+
+    def layouts(self) -> dict[tuple[int, ...], list[int]]:
+        """Attention layout -> the attention choices (indices) that have it."""
+        if self._layouts is None:
+            self._layouts = {}
+            for i, c in enumerate(self.choices["attn"]):
+                self._layouts.setdefault(self.layout_key(c), []).append(i)
+        return self._layouts
 
     @staticmethod
     def layout_key(attn_choice: tuple[int, ...]) -> tuple[int, ...]:
@@ -161,9 +170,8 @@ class Tables:
             none_pre = self._none(rep, sp.pre_work, 0)
             none_dec = self._none(rep, sp.dec_work, mtp)
             attn = {}
-            for i, c in enumerate(self.choices["attn"]):
-                if self.layout_key(c) != key:
-                    continue
+            for i in self.layouts()[key]:
+                c = self.choices["attn"][i]
                 pc = self._pc(dict(zip(GROUPS["attn"], c)))
                 pre = self._share(pc, sp.pre_work, 0, ("attn",), attention_only=True)
                 dec = self._share(pc, sp.dec_work, mtp, ("attn",), attention_only=True)
