@@ -594,7 +594,10 @@ class Planner:
             # every point this one dominates in (Pe, Te) has an L and a TPOT at least as large; one that
             # does not beat the incumbent also lets the cut start where L reaches the incumbent's on the segment
             # from the layout's lower bound to it, which cuts off more (L is non-decreasing in both steps)
-            at = {var: s.value(var) for var in (vm.pe, vm.te) if var is not None}
+            # The integer step times are within the slack of the exact ones, so the cut starts `slack` above this
+            # point's: what it removes is no faster in exact terms either; this point itself, and the few within
+            # the slack, are cut one by one
+            at = {var: s.value(var) + vm.slack for var in (vm.pe, vm.te) if var is not None}
             inc = state["best"]
             if inc is not None and inc[2] is not point and lat_s >= inc[0]:
                 at = self._shrink(vc, vm, at, pe_lo, te_lo, inc[0])
@@ -606,6 +609,7 @@ class Planner:
             if not conds:
                 return True
             work.add_bool_or(conds)
+            work.add_bool_or([vm.x[g][i].negated() for g, i in picks.items()])
         return True
 
     def _shrink(self, vc, vm: ViewModel, at: dict, pe_lo: float, te_lo: float, best_l: float) -> dict:

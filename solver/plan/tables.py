@@ -239,10 +239,10 @@ class Tables:
         key = self.layout_key(self.choices["attn"][picks["attn"]])
         vc = self.view(b, key)
         pre, dec = vc.attn[picks["attn"]]
-        for g, j in picks.items():
-            if g == "attn":
+        for g in GROUPS:  # one summation order, whatever the order of `picks`: the same floats every time
+            if g == "attn" or g not in picks:
                 continue
-            p, d = vc.other[g][j]
+            p, d = vc.other[g][picks[g]]
             pre = pre + p if pre is not None else None
             dec = dec + d if dec is not None else None
         corr = vc.pairs.get((picks.get("dense", -1), picks.get("moe", -1)))
