@@ -67,3 +67,50 @@ def test_ep_under_attention_tp_reduces_once_and_dispatches_nothing() -> None:
     assert tp[0].time_s == pytest.approx(all_reduce_s(H100, 4, 4 * 64 * 2))
     dp = comms(attn_tp_size=1, dense_tp_size=1, moe_tp_size=1)
     assert [c.name for c in dp] == ["ep_dispatch", "ep_combine"]
+
+
+# --- EP dispatch / combine (comm.ep_all_to_all_s): the kernel's per-call latency from the DeepEP fit
+H800 = load_hardware("h800")
+H800_NVL = 200e9 * 0.775  # hardware/h800.yaml intra-node line rate x efficiency
+H800_RDMA = 50e9 * 0.86  # inter-node, one NIC per GPU
+DEEPEP_DISPATCH = 128 * 8 * 7168  # 128 tokens x top-8 x hidden 7168, FP8: bytes each rank sends
+
+
+def test_ep_kernel_latency_is_base_plus_per_doubling_at_ep8_and_ep256() -> None:
+    from solver.estimate.comm import ep_kernel_latency_s
+
+    k = H800.ep_a2a
+    assert k is not None
+    assert ep_kernel_latency_s(H800, 8) == pytest.approx(k.latency_s + 3 * k.per_doubling_s)
+    assert ep_kernel_latency_s(H800, 256) == pytest.approx(k.latency_s + 8 * k.per_doubling_s)
+    assert ep_kernel_latency_s(H800, 8) == pytest.approx(33.3e-6, rel=0.01)  # fit_ep_a2a.py, not a hop's 10 us
+
+
+def test_ep_dispatch_at_ep8_and_ep256_is_latency_plus_slowest_level_bytes() -> None:
+    from solver.estimate.comm import ep_all_to_all_s
+
+    k = H800.ep_a2a
+    ep8 = k.latency_s + 3 * k.per_doubling_s + DEEPEP_DISPATCH * 7 / 8 / H800_NVL
+    assert ep_all_to_all_s(H800, 8, DEEPEP_DISPATCH) == pytest.approx(ep8)
+    # 32 nodes: 248 of the 256 peers sit across the NIC, the slowest level
+    ep256 = k.latency_s + 8 * k.per_doubling_s + DEEPEP_DISPATCH * 248 / 256 / H800_RDMA
+    assert ep_all_to_all_s(H800, 256, DEEPEP_DISPATCH) == pytest.approx(ep256)
+
+
+def test_ep_dispatch_lands_near_deepeps_published_times() -> None:
+    from solver.estimate.comm import ep_all_to_all_s
+
+    # facts/hardware.md (DeepEP README): dispatch 77 us at EP8, 194 us at EP256; combine (BF16) 114 / 369 us
+    assert ep_all_to_all_s(H800, 8, DEEPEP_DISPATCH) == pytest.approx(77e-6, rel=0.05)
+    assert ep_all_to_all_s(H800, 256, DEEPEP_DISPATCH) == pytest.approx(194e-6, rel=0.05)
+    assert ep_all_to_all_s(H800, 8, 2 * DEEPEP_DISPATCH) == pytest.approx(114e-6, rel=0.05)
+    assert ep_all_to_all_s(H800, 256, 2 * DEEPEP_DISPATCH) == pytest.approx(369e-6, rel=0.05)
+
+
+def test_ep_dispatch_without_kernel_data_is_a_plain_all_to_all() -> None:
+    from solver.estimate.comm import all_to_all_s, ep_all_to_all_s
+
+    mi = load_hardware("mi300x")
+    assert mi.ep_a2a is None
+    assert ep_all_to_all_s(mi, 16, DEEPEP_DISPATCH) == pytest.approx(all_to_all_s(mi, 16, DEEPEP_DISPATCH))
+    assert ep_all_to_all_s(H800, 1, DEEPEP_DISPATCH) == 0.0
