@@ -173,8 +173,11 @@ class MoE(Block):
             # per-call latency is the device's (comm.ep_all_to_all_s), not a link hop's
             disp_b = 1 if prec.activation in ("fp8", "int8", "fp4") else ACT_BYTES
             send = t * cx.group_tokens(1) * self.real_topk * self.expert_width
-            out.append(cx.coll("ep_dispatch", "routed_experts", "ep_all_to_all", ep, send * disp_b, stride=t))
-            out.append(cx.coll("ep_combine", "routed_experts", "ep_all_to_all", ep, send * ACT_BYTES, stride=t))
+            # the published kernel latency is the decode (low-latency) kernels'; prefill runs the engines'
+            # throughput kernels, which have no published per-call figure: a plain all-to-all there
+            a2a = "ep_all_to_all" if cx.w.phase == "decode" else "all_to_all"
+            out.append(cx.coll("ep_dispatch", "routed_experts", a2a, ep, send * disp_b, stride=t))
+            out.append(cx.coll("ep_combine", "routed_experts", a2a, ep, send * ACT_BYTES, stride=t))
         if self.shared_inter and d > 1 and not fused:
             out += cx.tp_module("shared_tp", "shared_experts", d, cx.group_tokens(d) * h * ACT_BYTES, d != a)
         return out
