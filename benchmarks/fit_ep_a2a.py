@@ -25,7 +25,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from solver.estimate.comm import _a2a_levels  # noqa: E402
+from solver.estimate.comm import all_to_all_transfer_s  # noqa: E402
 from solver.specs.hardware import load_hardware_file  # noqa: E402
 
 TOKENS, HIDDEN, TOPK = 128, 7168, 8  # DeepEP README low-latency setting (DeepSeek-V3 shapes)
@@ -37,7 +37,7 @@ POINTS = (("dispatch", 8, 1, 77e-6), ("dispatch", 256, 1, 194e-6),
 def transfer_s(n: int, elem_bytes: int) -> float:
     """The project's all-to-all transfer time (no latency) for the published message on H800."""
     hw = load_hardware_file(REPO / "hardware" / "h800.yaml").model_copy(update={"ep_a2a": None})
-    return _a2a_levels(hw, n, TOKENS * TOPK * HIDDEN * elem_bytes, 1, 1.0)[1]
+    return all_to_all_transfer_s(hw, n, TOKENS * TOPK * HIDDEN * elem_bytes)
 
 
 def fit() -> tuple[float, float, list[tuple[str, int, float, float, float]]]:

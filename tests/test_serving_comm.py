@@ -114,3 +114,31 @@ def test_ep_dispatch_without_kernel_data_is_a_plain_all_to_all() -> None:
     assert mi.ep_a2a is None
     assert ep_all_to_all_s(mi, 16, DEEPEP_DISPATCH) == pytest.approx(all_to_all_s(mi, 16, DEEPEP_DISPATCH))
     assert ep_all_to_all_s(H800, 1, DEEPEP_DISPATCH) == 0.0
+
+
+def test_only_decode_dispatch_pays_the_ep_kernel_latency() -> None:
+    # DeepSeek-V3 on 8 x H800, attention DP 8 + EP 8: decode dispatch = kernel latency + bytes; prefill runs the
+    # throughput kernels (no published per-call figure): the plain all-to-all with the NVLink hop latency
+    from solver.estimate.comm import all_to_all_s, ep_all_to_all_s
+    from solver.estimate.compute import Work
+    from solver.estimate.factors import factors_for
+    from solver.estimate.step import layer_comms
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    v3 = load_model("deepseek-v3")
+    pc = make_parallel_config(8, attn_tp_size=1, moe_tp_size=1)
+    prec = resolve_precision(v3, H800)
+    assert pc.attn_tp_size == 1 and pc.moe_ep_size == 8
+
+    def dispatch(w: Work):
+        out = layer_comms(v3, H800, pc, prec, factors_for(H800), w, 0.0)
+        return {c.name: c for cs in out.values() for c in cs}["ep_dispatch"]
+
+    dec = dispatch(Work("decode", new_tokens=16, context=2048, sequences=16, logits_tokens=16))
+    assert dec.bytes == pytest.approx(16 * 8 * 7168)  # FP8 dispatch: tokens x top-8 x hidden x 1 byte
+    assert dec.time_s == pytest.approx(ep_all_to_all_s(H800, 8, dec.bytes))
+    assert dec.time_s == pytest.approx(33.3e-6 + 16 * 8 * 7168 * 7 / 8 / H800_NVL, rel=0.01)
+    pre = dispatch(Work("prefill", new_tokens=4096, context=2048, sequences=1, logits_tokens=1))
+    assert pre.time_s == pytest.approx(all_to_all_s(H800, 8, pre.bytes))

@@ -17,6 +17,14 @@ kernel's launch-to-done latency and bw the link's achieved rate:
 The ring charges 2 link latencies per level plus the same bytes as two-shot; at decode sizes the latency decides,
 which is what makes TP 8 vs attention DP a close call at concurrency 1-8. The thresholds are the engine's
 (FrameworkServing); L is fitted once over the calibration rows (benchmarks/fit_efficiency.py).
+
+EP dispatch and combine at decode run GPU-initiated kernels (DeepEP low-latency class) that send to every peer
+and then wait on every peer's arrival flag: one call costs the kernel's latency, not a link hop's (DeepEP's
+published decode figures leave ~33 us per call on H800 once the bytes are taken out, against the 10-20 us hop):
+
+    t = L_ep(n) + slowest level's bytes / bw,    L_ep(n) = latency + per_doubling x log2 n   (Hardware.ep_a2a)
+
+fitted by benchmarks/fit_ep_a2a.py; a device without `ep_a2a` keeps the plain all-to-all.
 """
 from __future__ import annotations
 
@@ -107,23 +115,26 @@ def all_to_all_s(hw: Hardware, n: int, bytes_sent: float, stride: int = 1, comm_
     return lat + move
 
 
-def ep_kernel_latency_s(hw: Hardware, n: int) -> float:
+def all_to_all_transfer_s(hw: Hardware, n: int, bytes_sent: float, stride: int = 1, comm_eff: float = 1.0) -> float:
+    """The bytes part of `all_to_all_s` alone (no latency): the slowest level's transfer."""
+    return _a2a_levels(hw, n, bytes_sent, stride, comm_eff)[1] if n > 1 else 0.0
+
+
+def ep_kernel_latency_s(hw: Hardware, n: int, stride: int = 1) -> float:
     """Per-call latency of the EP dispatch/combine kernel over n ranks: latency + per_doubling x log2 n (the
-    device's `ep_a2a`, fitted by benchmarks/fit_ep_a2a.py on DeepEP's published low-latency table); without
-    that data, the slowest tier's latency, as a plain all-to-all."""
+    device's `ep_a2a`, module docstring); without that data, the slowest tier's latency, as a plain all-to-all."""
+    if n <= 1:
+        return 0.0
     if hw.ep_a2a is None:
-        return _a2a_levels(hw, n, 0.0, 1, 1.0)[0]
+        return _a2a_levels(hw, n, 0.0, stride, 1.0)[0]
     return hw.ep_a2a.latency_s + hw.ep_a2a.per_doubling_s * math.log2(n)
 
 
 def ep_all_to_all_s(hw: Hardware, n: int, bytes_sent: float, stride: int = 1, comm_eff: float = 1.0) -> float:
-    """EP dispatch or combine: the kernel's per-call latency (`ep_kernel_latency_s`: launch + the wait on every
-    peer's arrival flag, which NVLink/RDMA hop latency alone does not cover) plus the all-to-all's bytes."""
+    """EP dispatch or combine at decode: the kernel's per-call latency plus the all-to-all's bytes."""
     if n <= 1:
         return 0.0
-    if hw.ep_a2a is None:
-        return all_to_all_s(hw, n, bytes_sent, stride, comm_eff)
-    return ep_kernel_latency_s(hw, n) + _a2a_levels(hw, n, bytes_sent, stride, comm_eff)[1]
+    return ep_kernel_latency_s(hw, n, stride) + all_to_all_transfer_s(hw, n, bytes_sent, stride, comm_eff)
 
 
 def send_recv_s(hw: Hardware, nbytes: float, tier_name: str = "intra_node", comm_eff: float = 1.0) -> float:
