@@ -142,3 +142,20 @@ def test_only_decode_dispatch_pays_the_ep_kernel_latency() -> None:
     assert dec.time_s == pytest.approx(33.3e-6 + 16 * 8 * 7168 * 7 / 8 / H800_NVL, rel=0.01)
     pre = dispatch(Work("prefill", new_tokens=4096, context=2048, sequences=1, logits_tokens=1))
     assert pre.time_s == pytest.approx(all_to_all_s(H800, 8, pre.bytes))
+
+
+def test_every_shipped_ep_latency_is_the_fit_on_deepeps_table() -> None:
+    # the YAMLs carry benchmarks/fit_ep_a2a.py's result (rounded to 3 figures), one value for every device
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from fit_ep_a2a import fit
+    from solver.specs.hardware_catalog import list_hardware
+
+    base, per_doubling, _ = fit()
+    for name in list_hardware():
+        k = load_hardware(name).ep_a2a
+        if k is not None:
+            assert k.latency_s == pytest.approx(base, rel=5e-3), name
+            assert k.per_doubling_s == pytest.approx(per_doubling, rel=5e-3), name
