@@ -329,7 +329,22 @@ def table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray, title: s
             groups[getattr(p, key)].append(i)
         for name in sorted(groups):
             add(f"  {label}: {short_model(name)}", groups[name])
+    modes: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(prepared):
+        modes[f"{p.framework} {decode_mode(p)}"].append(i)
+    for name in sorted(modes):
+        add(f"  decode: {name}", modes[name])
     return lines
+
+
+def decode_mode(p: Prepared) -> str:
+    """The decode pool's parallel mode: attention DP + EP, TP + EP, TP (the EP all-to-all runs in the first)."""
+    pc = p.case.decode.pc
+    if pc.moe_ep_size > 1 and pc.attn_replicas > 1:
+        return f"attention DP + EP{pc.moe_ep_size}"
+    if pc.moe_ep_size > 1:
+        return f"TP + EP{pc.moe_ep_size}"
+    return "TP" if pc.attn_tp_size > 1 else "TP 1"
 
 
 def errors(prepared: Sequence[Prepared], params_of: Callable[[Prepared], Mapping[str, float]]

@@ -326,7 +326,7 @@ def test_ep_dispatch_bytes_are_tokens_times_topk_times_hidden_times_bytes() -> N
     c = _comms(V3, make_parallel_config(8), w, prec=prec)
     assert c["ep_dispatch"].bytes == pytest.approx(4 * 8 * 7168 * 1)
     assert c["ep_combine"].bytes == pytest.approx(4 * 8 * 7168 * 2)
-    assert c["ep_dispatch"].time_s == pytest.approx(comm.all_to_all_s(H200, 8, 4 * 8 * 7168))
+    assert c["ep_dispatch"].time_s == pytest.approx(comm.ep_all_to_all_s(H200, 8, 4 * 8 * 7168))
 
 
 def test_one_prompt_under_attention_dp_loads_the_moe_with_that_prompt_only() -> None:

@@ -28,6 +28,7 @@ _COMM_KERNELS = {
     "all_gather": "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
     "reduce_scatter": "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
     "all_to_all": "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*)",
+    "ep_all_to_all": "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*)",
 }
 _COMBINE_KERNEL = "void deep_ep::intranode::combine<__nv_bfloat16, 8, 768, 4096>(int4*, float*, int4*, int*)"
 

@@ -17,9 +17,18 @@ kernel's launch-to-done latency and bw the link's achieved rate:
 The ring charges 2 link latencies per level plus the same bytes as two-shot; at decode sizes the latency decides,
 which is what makes TP 8 vs attention DP a close call at concurrency 1-8. The thresholds are the engine's
 (FrameworkServing); L is fitted once over the calibration rows (benchmarks/fit_efficiency.py).
+
+EP dispatch and combine at decode run GPU-initiated kernels (DeepEP low-latency class) that send to every peer
+and then wait on every peer's arrival flag: one call costs the kernel's latency, not a link hop's (DeepEP's
+published decode figures leave ~33 us per call on H800 once the bytes are taken out, against the 10-20 us hop):
+
+    t = L_ep(n) + slowest level's bytes / bw,    L_ep(n) = latency + per_doubling x log2 n   (Hardware.ep_a2a)
+
+fitted by benchmarks/fit_ep_a2a.py; a device without `ep_a2a` keeps the plain all-to-all.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from solver.specs.hardware import Hardware
@@ -86,20 +95,46 @@ def all_reduce_s(hw: Hardware, n: int, nbytes: float, stride: int = 1, comm_eff:
     return 2 * reduce_scatter_s(hw, n, nbytes, stride, comm_eff)
 
 
-def all_to_all_s(hw: Hardware, n: int, bytes_sent: float, stride: int = 1, comm_eff: float = 1.0) -> float:
-    """All-to-all where each rank sends `bytes_sent` spread evenly over the n ranks (its own share stays)."""
-    if n <= 1:
-        return 0.0
-    levels = group_levels(hw, n, stride)
-    worst, inner = 0.0, 1
-    lat = 0.0
-    for lv in levels:
+def _a2a_levels(hw: Hardware, n: int, bytes_sent: float, stride: int, comm_eff: float) -> tuple[float, float]:
+    """(slowest tier latency, slowest level's transfer time) of an all-to-all: the levels run in parallel."""
+    worst, inner, lat = 0.0, 1, 0.0
+    for lv in group_levels(hw, n, stride):
         # peers first reached at this level: (k-1) * (members of all inner levels)
         peers = (lv.members - 1) * inner
         worst = max(worst, bytes_sent * peers / n / _bw(lv, comm_eff))
         lat = max(lat, lv.tier.latency_s)
         inner *= lv.members
-    return lat + worst
+    return lat, worst
+
+
+def all_to_all_s(hw: Hardware, n: int, bytes_sent: float, stride: int = 1, comm_eff: float = 1.0) -> float:
+    """All-to-all where each rank sends `bytes_sent` spread evenly over the n ranks (its own share stays)."""
+    if n <= 1:
+        return 0.0
+    lat, move = _a2a_levels(hw, n, bytes_sent, stride, comm_eff)
+    return lat + move
+
+
+def all_to_all_transfer_s(hw: Hardware, n: int, bytes_sent: float, stride: int = 1, comm_eff: float = 1.0) -> float:
+    """The bytes part of `all_to_all_s` alone (no latency): the slowest level's transfer."""
+    return _a2a_levels(hw, n, bytes_sent, stride, comm_eff)[1] if n > 1 else 0.0
+
+
+def ep_kernel_latency_s(hw: Hardware, n: int, stride: int = 1) -> float:
+    """Per-call latency of the EP dispatch/combine kernel over n ranks: latency + per_doubling x log2 n (the
+    device's `ep_a2a`, module docstring); without that data, the slowest tier's latency, as a plain all-to-all."""
+    if n <= 1:
+        return 0.0
+    if hw.ep_a2a is None:
+        return _a2a_levels(hw, n, 0.0, stride, 1.0)[0]
+    return hw.ep_a2a.latency_s + hw.ep_a2a.per_doubling_s * math.log2(n)
+
+
+def ep_all_to_all_s(hw: Hardware, n: int, bytes_sent: float, stride: int = 1, comm_eff: float = 1.0) -> float:
+    """EP dispatch or combine at decode: the kernel's per-call latency plus the all-to-all's bytes."""
+    if n <= 1:
+        return 0.0
+    return ep_kernel_latency_s(hw, n, stride) + all_to_all_transfer_s(hw, n, bytes_sent, stride, comm_eff)
 
 
 def send_recv_s(hw: Hardware, nbytes: float, tier_name: str = "intra_node", comm_eff: float = 1.0) -> float:

@@ -136,7 +136,8 @@ class CommCost:
 
 
 _PRIMITIVES = {"all_reduce": comm.all_reduce_s, "all_gather": comm.all_gather_s,
-               "reduce_scatter": comm.reduce_scatter_s, "all_to_all": comm.all_to_all_s}
+               "reduce_scatter": comm.reduce_scatter_s, "all_to_all": comm.all_to_all_s,
+               "ep_all_to_all": comm.ep_all_to_all_s}
 
 
 def collective(hw: Hardware, f: Factors, name: str, module: str, primitive: str, n: int, nbytes: float,

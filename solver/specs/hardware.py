@@ -47,6 +47,17 @@ class Efficiency(BaseModel):
     kernel_overhead_s: float = Field(ge=0, le=MAX_LATENCY_S, description="fixed launch/tail cost per kernel, seconds")
 
 
+class EPKernel(BaseModel):
+    """Launch-to-done latency of the expert-parallel dispatch / combine kernels (DeepEP low-latency class: GPU-
+    initiated sends to every peer, then a wait on every peer's flag). One call costs
+    latency_s + per_doubling_s x log2(EP size), plus its bytes over the tiers (comm.ep_all_to_all_s)."""
+
+    model_config = _STRICT
+
+    latency_s: float = Field(ge=0, le=MAX_LATENCY_S, description="per-call latency at EP 1 (extrapolated), seconds")
+    per_doubling_s: float = Field(ge=0, le=MAX_LATENCY_S, description="added per doubling of the EP group, seconds")
+
+
 class Hardware(BaseModel):
     model_config = _STRICT
 
@@ -72,6 +83,9 @@ class Hardware(BaseModel):
         description="compute dtypes the device can store and dequantize in the GEMM kernel without native compute "
         "at that rate (weight-only, e.g. fp4/int4 on Hopper via Marlin-style kernels); GEMMs then run at the "
         "activation dtype",
+    )
+    ep_a2a: EPKernel | None = Field(
+        default=None, description="EP dispatch/combine kernel latency; None = the link tiers' latency (no data)"
     )
     sources: dict[str, str] = Field(default_factory=dict, description="field -> public source")
 

@@ -169,11 +169,15 @@ class MoE(Block):
             out += cx.tp_module("moe_tp", "routed_experts", t, cx.group_tokens(t) * h * ACT_BYTES, t != a)
         if ep > 1:
             # dispatch in the GEMM's 8-bit format when it has one (DeepEP FP8 dispatch), combine in bf16; the
-            # busiest rank sends its own tokens to the t ranks of each destination MoE group
+            # busiest rank sends its own tokens to the t ranks of each destination MoE group. The EP kernels'
+            # per-call latency is the device's (comm.ep_all_to_all_s), not a link hop's
             disp_b = 1 if prec.activation in ("fp8", "int8", "fp4") else ACT_BYTES
             send = t * cx.group_tokens(1) * self.real_topk * self.expert_width
-            out.append(cx.coll("ep_dispatch", "routed_experts", "all_to_all", ep, send * disp_b, stride=t))
-            out.append(cx.coll("ep_combine", "routed_experts", "all_to_all", ep, send * ACT_BYTES, stride=t))
+            # the published kernel latency is the decode (low-latency) kernels'; prefill runs the engines'
+            # throughput kernels, which have no published per-call figure: a plain all-to-all there
+            a2a = "ep_all_to_all" if cx.w.phase == "decode" else "all_to_all"
+            out.append(cx.coll("ep_dispatch", "routed_experts", a2a, ep, send * disp_b, stride=t))
+            out.append(cx.coll("ep_combine", "routed_experts", a2a, ep, send * ACT_BYTES, stride=t))
         if self.shared_inter and d > 1 and not fused:
             out += cx.tp_module("shared_tp", "shared_experts", d, cx.group_tokens(d) * h * ACT_BYTES, d != a)
         return out
