@@ -366,6 +366,8 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
     if saturated:
         lo = hi
     for _ in range(0 if saturated else 60):
+        if hi - lo <= 1e-12 * hi:  # to float precision of the figures (planner bounds call this often)
+            break
         mid = (lo + hi) / 2
         if excess(mid) > 0:
             hi = mid

@@ -423,7 +423,7 @@ class Planner:
             hi *= 2
             if hi > MAX_STEP_S:
                 return math.inf
-        while hi - lo > 1e-3 * hi + 0.5 / TIME_SCALE:  # f(hi) >= best_l throughout: any precision is a valid cut
+        while hi - lo > 2e-2 * hi + 0.5 / TIME_SCALE:  # f(hi) >= best_l throughout: any precision is a valid cut
             mid = (lo + hi) / 2
             if f(mid) < best_l:
                 lo = mid
@@ -487,7 +487,7 @@ class Planner:
         memory cap, the rules, the exclusions, the SLAs, the full estimate's check). It only lets the bounds
         skip layouts sooner; the search still proves the optimum."""
         best = None
-        for picks in list(self._answers.values())[-3:]:
+        for picks in list(self._answers.values())[-1:]:
             a = self.t.choices["attn"][picks["attn"]]
             if attention_family(a) in exclude_families or pattern_key(self.t, picks) in exclude_patterns:
                 continue
