@@ -79,3 +79,29 @@ def test_help_names_each_command_with_the_first_line_of_its_docstring() -> None:
     for name, cmd in main.commands.items():
         first = cmd.help.split("\n")[0].split()[0]
         assert any(line.split()[:2] == [name, first] for line in text.splitlines() if line.strip()), name
+
+
+def test_a_pydantic_error_escaping_a_command_is_still_bad_input(capsys) -> None:
+    # main no longer imports pydantic to catch ValidationError: it recognises one once pydantic is loaded
+    import click
+    import pytest
+    from pydantic import BaseModel
+
+    from solver.cli.main import main
+
+    class Probe(BaseModel):
+        cards: int
+
+    @click.command("_probe")
+    def probe() -> None:
+        Probe(cards="many")
+
+    main.add_command(probe)
+    try:
+        with pytest.raises(SystemExit) as exc:
+            main(["_probe"], prog_name="shardplan")
+    finally:
+        del main.commands["_probe"]
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err.count("\n") == 1 and err.startswith("error: ") and "cards" in err, err
