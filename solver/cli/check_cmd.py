@@ -9,10 +9,11 @@ import click
 from solver.cli.options import CARDS, NAME, format_option
 from solver.errors import InputError
 from solver.report.render import console, dump
-from solver.specs.parallel import KNOBS, ParallelConfig, make_parallel_config, model_knobs
+from solver.specs.knobs import KNOBS
 
 if TYPE_CHECKING:
     from solver.rank.review import Review
+    from solver.specs.parallel import ParallelConfig
 
 
 def _est(e) -> dict:
@@ -48,6 +49,7 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs
     from solver.specs.precision import resolve_precision
 
     dep = load_deployment(config)

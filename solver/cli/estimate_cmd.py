@@ -8,13 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from solver.cli.options import (CARDS, framework_check, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, dtype_options, format_option,
-                                knob_options, parallel_from_options)
+from solver.cli.options import (CARDS, framework_check, CONCURRENCY, Deferred, FRACTION, MTP, NAME, TOKENS, dtype_options,
+                                format_option, knob_options, parallel_from_options)
 from solver.errors import InputError, ShardplanError
-from solver.outfile import atomic_write, check_extension, check_writable
 from solver.report.render import console, dump
-from solver.specs.parallel import KNOB_FLAGS
-from solver.specs.scenario import DEFAULT_MTP_ACCEPT
+from solver.specs.knobs import KNOB_FLAGS
 
 if TYPE_CHECKING:
     from solver.estimate.serving import Workload
@@ -96,6 +94,7 @@ def _fmt_num(v: float) -> str:
 def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, int]:
     """Evaluate every row; a row that cannot be evaluated gets `error` and the run goes on. (rows, errors)."""
     from solver.measured import REQUIRED_COLUMNS, predict_row
+    from solver.outfile import atomic_write, check_extension, check_writable
     from solver.specs.framework import load_framework
 
     if framework is not None:  # a profile every row would fail on is bad input, not N row errors
@@ -156,6 +155,12 @@ def _write(fh, fieldnames: list[str], rows: list[dict[str, Any]]) -> None:
     writer.writerows(rows)
 
 
+def _mtp_accept() -> float:
+    from solver.specs.scenario import DEFAULT_MTP_ACCEPT  # a pydantic module: loaded when the command parses
+
+    return DEFAULT_MTP_ACCEPT
+
+
 @click.command("estimate")
 @click.argument("model", type=NAME, required=False)
 @click.option("--hardware", "hardware", type=NAME, default=None, help="hardware name or YAML path")
@@ -169,7 +174,7 @@ def _write(fh, fieldnames: list[str], rows: list[dict[str, Any]]) -> None:
 @click.option("--batch", type=CONCURRENCY, default=None, help="with --phase: prompts / sequences across the deployment")
 @click.option("--seq-len", type=TOKENS, default=None, help="with --phase: prompt length / context length")
 @click.option("--mtp", type=MTP, default=0, show_default=True, help="MTP (next-n) depth; 0 = off")
-@click.option("--mtp-accept", type=FRACTION, default=DEFAULT_MTP_ACCEPT, show_default=True,
+@click.option("--mtp-accept", type=FRACTION, default=_mtp_accept, show_default=True, cls=Deferred,
               help="acceptance rate of each draft token")
 @dtype_options
 @click.option("--framework", type=NAME, default=None,

@@ -7,7 +7,6 @@ import click
 from solver.cli.options import CARDS, NAME, Deferred
 from solver.errors import InputError
 from solver.report.render import dump
-from solver.specs.parallel import make_parallel_config
 
 
 def _engine_help() -> str:
@@ -46,6 +45,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import make_parallel_config
 
     dep = load_deployment(config)
     model, hardware, world = model or dep.model, hardware or dep.hardware, cards or dep.world_size

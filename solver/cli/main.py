@@ -3,12 +3,12 @@
 3 an internal error (the traceback with --debug or SHARDPLAN_DEBUG=1)."""
 from __future__ import annotations
 
+import importlib
 import os
 import sys
-import traceback
+from collections.abc import Iterator, MutableMapping
 
 import click
-from pydantic import ValidationError
 
 from solver.errors import DEBUG_ENV, InternalError, ShardplanError
 
@@ -47,12 +47,6 @@ class _Group(click.Group):
         except click.Abort:
             click.echo("error: aborted", err=True)
             sys.exit(130)
-        except ValidationError as exc:
-            # the specs are the boundary: a pydantic error escaping a command is still the user's input
-            from solver.specs.validation import first_error
-
-            click.echo(f"error: {_one_line(first_error(exc, 'input'))}", err=True)
-            sys.exit(2)
         except BrokenPipeError:
             _quiet_stdout()
             sys.exit(0)
@@ -60,7 +54,15 @@ class _Group(click.Group):
             click.echo("error: interrupted", err=True)
             sys.exit(130)
         except Exception as exc:  # noqa: BLE001 - the last resort: one line, exit 3, traceback on request
+            if _is_validation_error(exc):
+                # the specs are the boundary: a pydantic error escaping a command is still the user's input
+                from solver.specs.validation import first_error
+
+                click.echo(f"error: {_one_line(first_error(exc, 'input'))}", err=True)
+                sys.exit(2)
             if _debug() or _flag_debug(args, kwargs):
+                import traceback
+
                 traceback.print_exc()
             err = InternalError(f"internal error: {type(exc).__name__}: {_one_line(exc)[:300]} "
                                 f"(a fault of shardplan, not of the input; rerun with --debug or {DEBUG_ENV}=1 "
@@ -73,6 +75,12 @@ class _Group(click.Group):
         if ctx.params.get("debug"):
             os.environ[DEBUG_ENV] = "1"
         return super().invoke(ctx)
+
+
+def _is_validation_error(exc: Exception) -> bool:
+    # pydantic loads only with a command that builds a spec (not for --help): none loaded, none raised
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(exc, pydantic.ValidationError)
 
 
 def _param_name(param) -> str | None:
@@ -107,13 +115,51 @@ def main(debug: bool) -> None:
     Exit codes: 0 success, 1 no feasible configuration, 2 bad input, 3 internal error."""
 
 
-def _register() -> None:
-    # Each subcommand lives in its own module; import here so `main` stays small.
-    from solver.cli import calibrate_cmd, capacity_cmds, catalog_cmds, check_cmd, estimate_cmd, launch_cmd, solve_cmd
+# Each subcommand lives in its own module of solver.cli (its COMMANDS list). A module is imported when one of its
+# commands runs (or --help lists them all), so `inspect` does not build `solve`'s options; this table only says
+# where each name lives (tests/test_cli_start.py checks it against the modules' COMMANDS).
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "catalog_cmds": ("models", "hardware", "inspect", "memory"),
+    "check_cmd": ("check",),
+    "solve_cmd": ("solve",),
+    "estimate_cmd": ("estimate",),
+    "calibrate_cmd": ("calibrate",),
+    "capacity_cmds": ("sweep", "recommend"),
+    "launch_cmd": ("launch",),
+}
 
-    for module in (catalog_cmds, check_cmd, solve_cmd, estimate_cmd, calibrate_cmd, capacity_cmds, launch_cmd):
-        for command in module.COMMANDS:
-            main.add_command(command)
+
+class _Commands(MutableMapping):
+    """The group's name -> command mapping, filled one module at a time: a lookup by name imports that command's
+    module only; iterating (--help, a "did you mean") imports them all."""
+
+    def __init__(self, modules: dict[str, tuple[str, ...]]):
+        self._where = {name: module for module, names in modules.items() for name in names}
+        self._loaded: dict[str, click.Command] = {}
+
+    def _load(self, module: str) -> None:
+        for command in importlib.import_module(f"solver.cli.{module}").COMMANDS:
+            self._loaded.setdefault(command.name, command)
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded and name in self._where:
+            self._load(self._where[name])
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        for module in dict.fromkeys(self._where.values()):
+            self._load(module)
+        return iter(list(self._loaded))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._where.pop(name, None)
+        del self._loaded[name]
 
 
-_register()
+main.commands = _Commands(COMMAND_MODULES)

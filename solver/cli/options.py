@@ -12,9 +12,10 @@ import click
 from solver.errors import InputError
 from solver.report.render import FORMATS
 from solver.specs import limits
-from solver.specs.parallel import KNOB_FLAGS, ParallelConfig, make_parallel_config
+from solver.specs.knobs import KNOB_FLAGS
 
 if TYPE_CHECKING:
+    from solver.specs.parallel import ParallelConfig
     from solver.specs.scenario import Scenario
 
 # Command modules import only click, this module and light constants at the top: whatever a command needs to
@@ -211,4 +212,6 @@ def framework_check(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> 
 
 
 def parallel_from_options(cards: int, opts: dict[str, Any]) -> ParallelConfig:
+    from solver.specs.parallel import make_parallel_config
+
     return make_parallel_config(cards, **{k: opts.get(k) for k in KNOB_FLAGS})

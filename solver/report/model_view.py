@@ -1,14 +1,16 @@
 """Plain data for `inspect` and `memory` (renderers only: every figure comes from estimate/)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from solver.estimate.memory import MemoryReport
 from solver.estimate.params import count_params
-from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import ParallelConfig
-from solver.specs.precision import Precision
+
+if TYPE_CHECKING:  # types of `memory` only: `inspect` loads neither the memory estimator nor the hardware specs
+    from solver.estimate.memory import MemoryReport
+    from solver.specs.hardware import Hardware
+    from solver.specs.parallel import ParallelConfig
+    from solver.specs.precision import Precision
 
 GB = 1e9
 
