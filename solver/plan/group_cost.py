@@ -112,19 +112,13 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
     per: dict[str, list[list[float]]] = {g: [[0.0] * len(stages), [0.0] * len(stages)] for g in want}
     for s, (sm, spc, sw, mtp, absent) in enumerate(stages):
         for ops, comms, n, _ in step_items(sm, hw, spc, prec, f, sw, mtp, attention_only, modules):
-            for o in ops:
-                if o.module in absent:
-                    continue
-                g = groups.get(o.module) or NONE
-                if g in per:
-                    per[g][0][s] += o.time_s * n
-                    per[g][1][s] += o.overhead_s * n
-            for c in comms:
-                if c.module in absent:
-                    continue
-                g = groups.get(c.module) or NONE
-                if g in per:
-                    per[g][0][s] += c.exposed_s * n
+            # (module, seconds on the step's critical path, kernel overhead seconds) of every op and collective
+            items = [(o.module, o.time_s, o.overhead_s) for o in ops] + [(c.module, c.exposed_s, 0.0) for c in comms]
+            for module, t, k in items:
+                g = groups.get(module) or NONE
+                if g in per and module not in absent:
+                    per[g][0][s] += t * n
+                    per[g][1][s] += k * n
     return {g: Share(tuple(v[0]), tuple(v[1])) for g, v in per.items()}
 
 
