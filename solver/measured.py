@@ -212,7 +212,7 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
 def _framework_rules(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
                      concurrency: int) -> None:
     """The framework's error rules on the row's configuration (module docstring)."""
-    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=concurrency)
+    env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=concurrency)
     errors = fw.check(env, "error")
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""

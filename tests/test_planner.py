@@ -75,7 +75,8 @@ def test_every_returned_config_satisfies_every_hard_constraint(case, world, kind
             assert (m.num_experts + pc.redundant_experts) % pc.moe_ep_size == 0
         assert pc.attn_tp_size <= tp_domain(h)
         assert c.planned.estimate.memory.feasible
-        env = model_env(pc.knobs(), m, h.ranks_per_node, world=world, batch=c.planned.batch)
+        env = model_env(pc.settings(), m, h.ranks_per_node,
+                        world=world, batch=c.planned.batch)
         assert not [r.id for r in f.violated(env, severity="error")]
 
 

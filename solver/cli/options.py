@@ -202,7 +202,7 @@ def framework_check(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> 
     heads, EP256 on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
     from solver.specs.framework import model_env
 
-    env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=batch, mtp=mtp)
+    env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=batch, mtp=mtp)
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
     errors = fw.check(env, "error")
     if errors:

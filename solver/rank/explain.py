@@ -83,7 +83,7 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
     own = model_knobs(model)
     shown = ", ".join(f"{k.replace('_size', '')}={v}" for k, v in g.config.knobs().items() if k in own and v > 1)
     name = pattern_name(g.config, model)
-    env = model_env(g.config.knobs(), model, hw.ranks_per_node, world=g.config.world_size, batch=g.batch,
+    env = model_env(g.config.settings(), model, hw.ranks_per_node, world=g.config.world_size, batch=g.batch,
                     mtp=scenario.mtp)
     blocked = fw.check(env, severity="error")
     if not blocked:
@@ -142,7 +142,7 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             continue
         if pc.knobs() == best_cfg.knobs() or pattern_name(pc, model) == best_pattern:
             continue  # the recommendation itself (or the same pattern with other vocabulary/o_proj degrees)
-        env = model_env(pc.knobs(), model, hw.ranks_per_node, world=pc.world_size, batch=batch,
+        env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=batch,
                         mtp=scenario.mtp)
         broken = [r.id for r in fw.violated(env, severity="error")]
         broken += config_violations(model, hw, fw, pc, scenario, allow_cross_node=True)
