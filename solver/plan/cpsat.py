@@ -354,7 +354,8 @@ class Planner:
         fig = self.t.figures(b, picks)
         return self.scenario.request_latency(fig.ttft_s, fig.tpot_s), fig
 
-    def _meets_sla(self, fig: Figures, relaxed: frozenset[str]) -> bool:
+    def meets_sla(self, fig: Figures, relaxed: frozenset[str]) -> bool:
+        """The SLAs (TTFT, TPOT bounds not relaxed) on the exact figures."""
         sc = self.scenario
         if sc.ttft_ms is not None and "SLA.ttft" not in relaxed and fig.ttft_s * 1e3 > sc.ttft_ms * (1 + 1e-9):
             return False
@@ -366,7 +367,8 @@ class Planner:
         sc = self.scenario
         return sc.tpot_ms is None or "SLA.tpot" in relaxed or fig.tpot_s * 1e3 <= sc.tpot_ms * (1 + 1e-9)
 
-    def _point(self, b: int, picks: dict[str, int], lat_s: float, fig: Figures) -> Point:
+    def point(self, b: int, picks: dict[str, int], lat_s: float, fig: Figures) -> Point:
+        """A configuration at concurrency b as the front holds it, from its exact figures."""
         inv = self.t.world / max(fig.output_tokens_per_s, 1e-300)
         served = self.t.view(b, self.t.layout_key(self.t.choices["attn"][picks["attn"]]), full=False).plan.served
         return Point(tuple(sorted(picks.items(), key=lambda kv: list(GROUPS).index(kv[0]))), b,
@@ -503,9 +505,9 @@ class Planner:
                    for rid, knobs, allowed in self.rules(b)):
                 continue
             lat_s, fig = self.latency_of(b, picks)
-            if not self._meets_sla(fig, relaxed):
+            if not self.meets_sla(fig, relaxed):
                 continue
-            point = self._point(b, picks, lat_s, fig)
+            point = self.point(b, picks, lat_s, fig)
             if best is not None and (point.latency, point.simplicity) >= (best[2].latency, best[1]):
                 continue
             if self.verify is not None and not relaxed and not self.verify(point):
@@ -571,8 +573,8 @@ class Planner:
                 return True  # INFEASIBLE: nothing left in this layout
             picks = {g: next(i for i, v in bools.items() if s.value(v)) for g, bools in vm.x.items() if bools}
             lat_s, fig = self.latency_of(b, picks)
-            point = self._point(b, picks, lat_s, fig)
-            sla_ok = self._meets_sla(fig, relaxed)
+            point = self.point(b, picks, lat_s, fig)
+            sla_ok = self.meets_sla(fig, relaxed)
             verified = True
             improves = inc is None or (point.latency, point.simplicity) < (inc[2].latency, inc[1])
             # the full estimate's check is asked of an answer that would become the incumbent only (a worse

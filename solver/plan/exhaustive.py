@@ -69,6 +69,6 @@ def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkPro
                     continue  # dominated by a combination with no larger Pe and a smaller Te
                 low = te if low is None else min(low, te)
                 lat_s, fig = scorer.latency_of(b, picks)
-                if scorer._meets_sla(fig, frozenset()):
-                    out.append(scorer._point(b, picks, lat_s, fig))
+                if scorer.meets_sla(fig, frozenset()):
+                    out.append(scorer.point(b, picks, lat_s, fig))
     return out
