@@ -41,9 +41,9 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy import (  # noqa: E402
-    AR_PROBE_S, BOUNDS, NEUTRAL, PARAMS, StepTerms, _measured, _ratio, family_of, load_factors, load_rows, short_model, summary,
+    AR_PROBE_S, NEUTRAL, PARAMS, StepTerms, _measured, _ratio, family_of, load_factors, load_rows, short_model, summary,
 )
-from fit_efficiency import MIN_ROWS, PRIOR, SWEEPS, W_TTFT, _grid  # noqa: E402
+from fit_efficiency import MIN_ROWS, PRIOR, W_TTFT, coordinate_search  # noqa: E402
 
 from solver.errors import InputError  # noqa: E402
 from solver.estimate.compute import factors_for  # noqa: E402
@@ -199,26 +199,7 @@ def fit_group(rows: Sequence[Prepared], start: Mapping[str, float]) -> dict[str,
     other factors held at `start`. None when fewer than MIN_ROWS rows."""
     if len(rows) < MIN_ROWS:
         return None
-    best = dict(start)
-    best_loss = loss(rows, best)
-    span = {k: BOUNDS[k] for k in PARAMS}
-    for _ in range(SWEEPS):
-        for k in PARAMS:
-            for v in _grid(*span[k], not k.endswith("_s")):
-                trial = {**best, k: float(v)}
-                value = loss(rows, trial)
-                if value < best_loss - 1e-12:
-                    best, best_loss = trial, value
-        for k in PARAMS:
-            lo, hi = span[k]
-            b_lo, b_hi = BOUNDS[k]
-            if k.endswith("_s"):
-                w = (hi - lo) / 3
-                span[k] = (max(b_lo, best[k] - w / 2), min(b_hi, best[k] + w / 2))
-            else:
-                w = (math.log(hi) - math.log(lo)) / 3
-                span[k] = (max(b_lo, best[k] * math.exp(-w / 2)), min(b_hi, best[k] * math.exp(w / 2)))
-    return best
+    return coordinate_search(lambda factors: loss(rows, factors), start, PARAMS)
 
 
 def fixed_start(rows: Sequence[Prepared], fitted) -> dict[str, float]:

@@ -71,14 +71,12 @@ def _grid(lo: float, hi: float, log: bool) -> np.ndarray:
     return np.linspace(lo, hi, GRID)
 
 
-def fit_group(rows: Sequence[Prepared], params: Sequence[str] = PARAMS,
-              fixed: Mapping[str, float] | None = None) -> dict[str, float] | None:
-    """Factors for one (framework, hardware) group, or None when it has fewer than MIN_ROWS rows. `fixed`
-    factors (the global fit's) are held at their values and not returned."""
-    if len(rows) < MIN_ROWS:
-        return None
-    best = {**NEUTRAL, **(fixed or {})}
-    best_loss = loss(rows, best)
+def coordinate_search(objective, start: Mapping[str, float], params: Sequence[str]) -> dict[str, float]:
+    """The bounded coordinate search every fit here uses: SWEEPS passes over `params`, each trying GRID values
+    of one factor (log-spaced for multipliers, linear for seconds) inside its current range, then narrowing
+    every range to a third of its width around the best point, inside BOUNDS. `objective(factors)` -> loss."""
+    best = dict(start)
+    best_loss = objective(best)
     span = {k: BOUNDS[k] for k in params}
     for _ in range(SWEEPS):
         for k in params:
@@ -86,7 +84,7 @@ def fit_group(rows: Sequence[Prepared], params: Sequence[str] = PARAMS,
             log = not k.endswith("_s")
             for v in _grid(lo, hi, log):
                 trial = {**best, k: float(v)}
-                value = loss(rows, trial)
+                value = objective(trial)
                 if value < best_loss - 1e-12:
                     best, best_loss = trial, value
         # narrow every range around the current optimum (a third of its width), inside the bounds
@@ -99,6 +97,16 @@ def fit_group(rows: Sequence[Prepared], params: Sequence[str] = PARAMS,
             else:
                 w = (math.log(hi) - math.log(lo)) / 3
                 span[k] = (max(b_lo, best[k] * math.exp(-w / 2)), min(b_hi, best[k] * math.exp(w / 2)))
+    return best
+
+
+def fit_group(rows: Sequence[Prepared], params: Sequence[str] = PARAMS,
+              fixed: Mapping[str, float] | None = None) -> dict[str, float] | None:
+    """Factors for one (framework, hardware) group, or None when it has fewer than MIN_ROWS rows. `fixed`
+    factors (the global fit's) are held at their values and not returned."""
+    if len(rows) < MIN_ROWS:
+        return None
+    best = coordinate_search(lambda factors: loss(rows, factors), {**NEUTRAL, **(fixed or {})}, params)
     return {k: round(best[k], 6 if k.endswith("_s") else 4) for k in params}
 
 
