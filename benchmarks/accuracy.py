@@ -265,12 +265,14 @@ def check_fast_path(prepared: Sequence[Prepared], limit: int = 12) -> float:
 # ---------------------------------------------------------------------------------------------- statistics
 
 
-def errors(prepared: Sequence[Prepared], params_of: Callable[[Prepared], Mapping[str, float]]
+def errors(prepared: Sequence, params_of: Callable[[Any], Mapping[str, float]], predict_fn=None
            ) -> tuple[np.ndarray, np.ndarray]:
-    """Signed relative errors (predicted / measured - 1) of TTFT and TPOT, one per row."""
+    """Signed relative errors (predicted / measured - 1) of TTFT and TPOT, one per row; `predict_fn(row,
+    params)` -> (TTFT, TPOT), `predict` by default (the disaggregated benchmark passes its own)."""
+    predict_fn = predict_fn or predict
     et, ep = [], []
     for p in prepared:
-        t, s = predict(p, params_of(p))
+        t, s = predict_fn(p, params_of(p))
         et.append(t / p.ttft_s - 1)
         ep.append(s / p.tpot_s - 1)
     return np.array(et), np.array(ep)

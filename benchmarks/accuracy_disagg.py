@@ -26,7 +26,6 @@ kept as per-op terms (accuracy.StepTerms); a factor setting rescales them and ca
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from collections import Counter, defaultdict
@@ -43,7 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy import (  # noqa: E402
     AR_PROBE_S, NEUTRAL, PARAMS, StepTerms, _measured, _ratio, family_of, load_factors, load_rows, short_model, summary,
 )
-from fit_efficiency import MIN_ROWS, PRIOR, W_TTFT, coordinate_search  # noqa: E402
+from fit_efficiency import MIN_ROWS, coordinate_search  # noqa: E402
+from fit_efficiency import loss as fit_loss  # noqa: E402
+from accuracy import errors as agg_errors  # noqa: E402
 
 from solver.errors import InputError  # noqa: E402
 from solver.estimate.compute import factors_for  # noqa: E402
@@ -183,15 +184,8 @@ def check_fast_path(prepared: Sequence[Prepared], limit: int = 12) -> float:
 
 
 def loss(rows: Sequence[Prepared], params: Mapping[str, float]) -> float:
-    """fit_efficiency.loss over the disaggregated prediction: mean |ln ratio| of TTFT (x W_TTFT) and TPOT plus
-    the ridge on ln(multiplier)."""
-    lt = ls = 0.0
-    for p in rows:
-        t, s = predict(p, params)
-        lt += abs(math.log(t / p.ttft_s))
-        ls += abs(math.log(s / p.tpot_s))
-    prior = sum(math.log(params[k]) ** 2 for k in PARAMS if not k.endswith("_s"))
-    return W_TTFT * lt / len(rows) + ls / len(rows) + PRIOR * prior
+    """fit_efficiency.loss over the disaggregated prediction."""
+    return fit_loss(rows, params, predict)
 
 
 def fit_group(rows: Sequence[Prepared], start: Mapping[str, float]) -> dict[str, float] | None:
@@ -330,12 +324,8 @@ def decode_mode(p: Prepared) -> str:
 
 def errors(prepared: Sequence[Prepared], params_of: Callable[[Prepared], Mapping[str, float]]
            ) -> tuple[np.ndarray, np.ndarray]:
-    et, ep = [], []
-    for p in prepared:
-        t, s = predict(p, params_of(p))
-        et.append(t / p.ttft_s - 1)
-        ep.append(s / p.tpot_s - 1)
-    return np.array(et), np.array(ep)
+    """accuracy.errors over the disaggregated prediction."""
+    return agg_errors(prepared, params_of, predict)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -54,10 +54,12 @@ SWEEPS = 4
 GRID = 9
 
 
-def loss(rows: Sequence[Prepared], params: dict[str, float]) -> float:
+def loss(rows: Sequence[Prepared], params: Mapping[str, float], predict_fn=predict) -> float:
+    """Mean |ln(predicted / measured)| of TTFT (x W_TTFT) and TPOT, plus the ridge on ln(multiplier);
+    `predict_fn(row, params)` -> (TTFT, TPOT) (accuracy.predict, or the disaggregated one)."""
     lt = ls = 0.0
     for p in rows:
-        t, s = predict(p, params)
+        t, s = predict_fn(p, params)
         lt += abs(math.log(t / p.ttft_s))
         ls += abs(math.log(s / p.tpot_s))
     n = len(rows)
