@@ -58,12 +58,6 @@ class StepPlan:
         configurations with equal `served` at one workload have inverse throughput proportional to latency."""
         return float(self.wl.concurrency) if self.kind == "serving" else self.per_replica * self.replicas
 
-    def key(self) -> tuple:
-        """Everything the figures read besides the step costs: configurations with equal keys share one
-        transform (the planner's tables group by it)."""
-        return (self.kind, self.replicas, self.per_replica, self.shape, self.pre_seqs, self.dec_seqs,
-                self.dec_eager, self.wl)
-
 
 @dataclass(frozen=True)
 class Figures:

@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 
 from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
+from solver.plan.group_cost import Share
 from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables
 from solver.specs.limits import MAX_COEF, MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
 from solver.specs.framework import FrameworkProfile, model_env
@@ -356,16 +357,7 @@ class Planner:
 
     def meets_sla(self, fig: Figures, relaxed: frozenset[str]) -> bool:
         """The SLAs (TTFT, TPOT bounds not relaxed) on the exact figures."""
-        sc = self.scenario
-        if sc.ttft_ms is not None and "SLA.ttft" not in relaxed and fig.ttft_s * 1e3 > sc.ttft_ms * (1 + 1e-9):
-            return False
-        if sc.tpot_ms is not None and "SLA.tpot" not in relaxed and fig.tpot_s * 1e3 > sc.tpot_ms * (1 + 1e-9):
-            return False
-        return True
-
-    def _meets_tpot(self, fig: Figures, relaxed: frozenset[str]) -> bool:
-        sc = self.scenario
-        return sc.tpot_ms is None or "SLA.tpot" in relaxed or fig.tpot_s * 1e3 <= sc.tpot_ms * (1 + 1e-9)
+        return not self.scenario.sla_misses(fig.ttft_s, fig.tpot_s, relaxed)
 
     def point(self, b: int, picks: dict[str, int], lat_s: float, fig: Figures) -> Point:
         """A configuration at concurrency b as the front holds it, from its exact figures."""
@@ -391,12 +383,12 @@ class Planner:
                 parts += [[sh[idx] for sh in opts.values()] for opts in vc.other.values()]
             return parts
 
-        def step(idx: int, pipe, eager: bool) -> float:
+        def low_share(idx: int, pipe):
             if pipe is None:
-                return 0.0
+                return None
             gpu = [0.0] * pipe.stages
             launch = [0.0] * pipe.stages
-            for k, part in enumerate(low(idx)):
+            for part in low(idx):
                 shs = [sh for sh in part if sh is not None]
                 if not shs:
                     continue
@@ -408,13 +400,9 @@ class Planner:
                 for s in range(pipe.stages):
                     gpu[s] += min(0.0, min(c.gpu_s[s] for c in corr))
                     launch[s] += min(0.0, min(c.launch_s[s] for c in corr))
-            g = pipe.gpu_s(tuple(gpu))
-            if eager:
-                g = max(g, pipe.kernels(tuple(launch), self.t.f) * self.t.f.eager_launch_s)
-            return g
+            return Share(tuple(gpu), tuple(launch))
 
-        pe = step(0, vc.pre_pipe, True)
-        te = step(1, vc.dec_pipe, vc.plan.dec_eager)
+        pe, te = vc.step_times(low_share(0, vc.pre_pipe), low_share(1, vc.dec_pipe), self.t.f)
         return self._lf(vc, pe, te), pe, te
 
     def _cut_at(self, vc, best_l: float, other_lo: float, prefill: bool) -> float:
@@ -574,7 +562,8 @@ class Planner:
             picks = {g: next(i for i, v in bools.items() if s.value(v)) for g, bools in vm.x.items() if bools}
             lat_s, fig = self.latency_of(b, picks)
             point = self.point(b, picks, lat_s, fig)
-            sla_ok = self.meets_sla(fig, relaxed)
+            sla_missed = self.scenario.sla_misses(fig.ttft_s, fig.tpot_s, relaxed)
+            sla_ok = not sla_missed
             verified = True
             improves = inc is None or (point.latency, point.simplicity) < (inc[2].latency, inc[1])
             # the full estimate's check is asked of an answer that would become the incumbent only (a worse
@@ -587,7 +576,7 @@ class Planner:
                         return False
             if sla_ok and verified and improves:
                 state["best"] = (lat_s, point.simplicity, point)
-            if not verified or (not sla_ok and self._meets_tpot(fig, relaxed)):
+            if not verified or sla_missed == ["SLA.ttft"]:
                 # the full estimate's memory check rejects this configuration, not its figures; or it misses
                 # the TTFT bound only, and TTFT can fall a little as the decode step grows (a slower decode
                 # lowers the request rate and the prefill queue: estimate/serving.py): cut it alone

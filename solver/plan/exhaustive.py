@@ -24,15 +24,7 @@ __all__ = ["enumerate_points", "pareto"]
 def _steps(t: Tables, b: int, picks: dict[str, int]) -> tuple[tuple, float, float]:
     """(layout, Pe, Te): the steps as the engine runs them, less the per-sequence cost (what the figures read)."""
     vc, pre, dec = t.sums(b, picks)
-    f = t.f
-    pe = te = 0.0
-    if pre is not None:
-        pe = max(vc.pre_pipe.gpu_s(pre.gpu_s), vc.pre_pipe.kernels(pre.launch_s, f) * f.eager_launch_s)
-    if dec is not None:
-        te = vc.dec_pipe.gpu_s(dec.gpu_s)
-        if vc.plan.dec_eager:
-            te = max(te, vc.dec_pipe.kernels(dec.launch_s, f) * f.eager_launch_s)
-    return t.layout_key(t.choices["attn"][picks["attn"]]), pe, te
+    return (t.layout_key(t.choices["attn"][picks["attn"]]), *vc.step_times(pre, dec, t.f))
 
 
 def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile,

@@ -118,13 +118,8 @@ def clear_cache() -> None:
 
 def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
     """Constraint families the full estimate breaks (the planner's tables are a proxy; this has the last
-    word). A relative 1e-6 absorbs float noise at a limit."""
-    misses = [] if e.memory.feasible else ["B.memory_per_rank"]
-    if scenario.ttft_ms is not None and e.ttft_s * 1e3 > scenario.ttft_ms * (1 + 1e-6):
-        misses.append("SLA.ttft")
-    if scenario.tpot_ms is not None and e.tpot_s * 1e3 > scenario.tpot_ms * (1 + 1e-6):
-        misses.append("SLA.tpot")
-    return misses
+    word)."""
+    return ([] if e.memory.feasible else ["B.memory_per_rank"]) + scenario.sla_misses(e.ttft_s, e.tpot_s)
 
 
 def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,

@@ -83,6 +83,19 @@ class ViewCosts:
     pairs: dict[tuple[int, int], tuple[Share | None, Share | None]] = field(default_factory=dict)
     complete: bool = False
 
+    def step_times(self, pre: Share | None, dec: Share | None, f: Factors) -> tuple[float, float]:
+        """(Pe, Te): the prefill and decode steps of these summed shares as the engine runs them, less the
+        per-sequence cost (serving.step_time's max(GPU, kernels x eager launch), prefill always eager); what
+        the serving figures are monotone in, and what the planner's CP-SAT variables hold."""
+        pe = te = 0.0
+        if pre is not None:
+            pe = max(self.pre_pipe.gpu_s(pre.gpu_s), self.pre_pipe.kernels(pre.launch_s, f) * f.eager_launch_s)
+        if dec is not None:
+            te = self.dec_pipe.gpu_s(dec.gpu_s)
+            if self.plan.dec_eager:
+                te = max(te, self.dec_pipe.kernels(dec.launch_s, f) * f.eager_launch_s)
+        return pe, te
+
 
 @dataclass
 class Tables:

@@ -83,6 +83,16 @@ class Scenario(BaseModel):
         w_lat, w_inv = self.objective_weights
         return w_lat * math.log(latency / latency_ref) + w_inv * math.log(inv_throughput / inv_throughput_ref)
 
+    def sla_misses(self, ttft_s: float, tpot_s: float, relaxed: frozenset[str] = frozenset()) -> list[str]:
+        """The SLA constraint families (SLA.ttft, SLA.tpot) these figures break, leaving out the relaxed ones.
+        A relative 1e-6 absorbs float noise at a limit."""
+        out = []
+        if self.ttft_ms is not None and "SLA.ttft" not in relaxed and ttft_s * 1e3 > self.ttft_ms * (1 + 1e-6):
+            out.append("SLA.ttft")
+        if self.tpot_ms is not None and "SLA.tpot" not in relaxed and tpot_s * 1e3 > self.tpot_ms * (1 + 1e-6):
+            out.append("SLA.tpot")
+        return out
+
     def request_latency(self, ttft_s: float, tpot_s: float) -> float:
         """The planner's latency objective in seconds from a TTFT and a TPOT (latency_terms)."""
         pw, steps, _ = self.latency_terms
