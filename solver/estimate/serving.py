@@ -53,7 +53,8 @@ its chunks), S = p + (chunks - 1) tau its service time and lambda [1/s] the rank
     rho        = lambda p = q p / s                      the share of GPU time spent on prefill
     W_q        = min(rho S / (2 (1 - rho)), (B - 1) S)   M/D/1 mean wait for the prefill server
     TTFT_ss    = o + ftl + tau / 2 + S + W_q             half a step of residual before the scheduler picks it up
-    lambda (TTFT_ss + (OSL - 1) s / m) = B               (solved for q by bisection; s = tau / (1 - rho))
+    lambda (TTFT_ss + (OSL - 1) s / m) = B               (a quadratic in q on each side of W_q's cap:
+                                                         balance_root; s = tau / (1 - rho))
 
     A rank takes at most n prompts (or one chunk of a longer prompt) per step, q <= n / chunks; when the loop
     would need more, every step carries a full budget and the other requests queue: TTFT_ss = B / lambda -
@@ -365,14 +366,19 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
     saturated = excess(hi) <= 0
     if saturated:
         lo = hi
-    for _ in range(0 if saturated else 60):
-        if hi - lo <= 1e-12 * hi:  # to float precision of the figures (planner bounds call this often)
-            break
-        mid = (lo + hi) / 2
-        if excess(mid) > 0:
-            hi = mid
-        else:
-            lo = mid
+    else:
+        root = balance_root(B, tau, p, S, o + ftl + tau / 2 + S, steps_out)
+        if root is not None and 0.0 <= root <= hi and root * p < (1 - 1e-12) * (tau + root * p):
+            lo = root
+        else:  # degenerate steps (tau or p zero, rho at its clamp): bisection on the same balance
+            for _ in range(60):
+                if hi - lo <= 1e-12 * hi:
+                    break
+                mid = (lo + hi) / 2
+                if excess(mid) > 0:
+                    hi = mid
+                else:
+                    lo = mid
     step, lam, rho = state(lo)
     tpot = step / m
     # saturated: every step carries a full budget of prompts and the loop's other requests queue for it, so a
@@ -385,6 +391,28 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
     slot_wait = max(0, shape.per_replica - B) / B * request_s * _waiting_share(B, shape.per_replica, wl)
     ttft = served + slot_wait
     return ServingTimes(ttft, tpot, first, steady, slot_wait, rho, ttft + steps_out * step, ftl)
+
+
+def balance_root(B: float, tau: float, p: float, S: float, base_s: float, steps_out: float) -> float | None:
+    """q [prompts per step] at which the decode-first closed loop balances, lambda (TTFT_ss + steps_out s) = B,
+    in closed form (None where tau or p is not positive). With s = tau + q p, rho = q p / s and 1 - rho = tau / s,
+    the M/D/1 wait is rho S / (2 (1 - rho)) = q p S / (2 tau), linear in q; multiplying the balance by s gives a
+    quadratic a q^2 + b q - B tau = 0 on each side of the wait's cap (B - 1) S, reached at q* = 2 tau (B - 1) / p.
+    base_s = TTFT_ss without the wait (o + ftl + tau / 2 + S)."""
+    if not (tau > 0 and p > 0):
+        return None
+
+    def positive_root(a: float, b: float) -> float:
+        c = B * tau  # a q^2 + b q - c = 0, a >= 0, c > 0: one positive root, written without cancellation
+        if a <= 0:
+            return c / b if b > 0 else math.inf
+        d = math.sqrt(b * b + 4 * a * c)
+        return 2 * c / (b + d) if b >= 0 else (d - b) / (2 * a)
+
+    below = positive_root(p * (steps_out + S / (2 * tau)), steps_out * tau - B * p + base_s)
+    if below <= 2 * tau * (B - 1) / p:
+        return below
+    return positive_root(p * steps_out, steps_out * tau - B * p + base_s + (B - 1) * S)
 
 
 def kv_capacity_per_replica(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, context: int,
