@@ -19,6 +19,7 @@ from solver.calibrate.verdict import COMMUNICATION_RATIO, ESTIMATE_DEVIATION, RA
 from solver.estimate import comm
 from solver.estimate.memory import TOTAL_FRACTION, WEIGHTS_KV_FRACTION
 from solver.estimate.step import StepCost
+from solver.specs.knobs import knob_module
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -127,7 +128,7 @@ def _communication_action(v: Verdict, pc: ParallelConfig, hw: Hardware, step: St
         g = max(tp_cross, key=lambda g: g.size)
         names = ", ".join(f"{x.knob}={x.size}" for x in tp_cross)
         return (f"keep tp_size <= ranks per node ({hw.ranks_per_node}): {names} cross{'es' if len(tp_cross) == 1 else ''}"
-                f" nodes ({g.tier})", _knob_module(g.knob),
+                f" nodes ({g.tier})", knob_module(g.knob),
                 f"TP crosses nodes ({names} > {hw.ranks_per_node} ranks per node)")
     top_knob, share, top = None, 0.0, None
     if step is not None and step.comm_s > 0:
@@ -159,16 +160,9 @@ def _communication_action(v: Verdict, pc: ParallelConfig, hw: Hardware, step: St
     if tp:
         g = max(tp, key=lambda g: g.size)
         return (f"reduce {g.knob} (now {g.size}) or move the module to DP/EP (seed 3.4: communication near "
-                "compute means the TP degree is too large)", _knob_module(g.knob),
+                "compute means the TP degree is too large)", knob_module(g.knob),
                 f"TP all-reduce over {g.knob}={g.size} ({g.tier})")
     return v.action, None, "no parallel group in this config communicates (collectives from elsewhere)"
-
-
-def _knob_module(knob: str) -> str:
-    return {"attn_tp_size": "attention", "dense_tp_size": "dense_ffn", "moe_tp_size": "routed_experts",
-            "embed_tp_size": "embedding", "lmhead_tp_size": "lm_head", "o_proj_tp_size": "o_proj",
-            "cp_size": "attention", "kvp_size": "attention", "attn_sp_size": "attention",
-            "moe_ep_size": "routed_experts"}.get(knob, knob)
 
 
 def variance_finding(summary: TraceSummary, pc: ParallelConfig | None, model: ModelSpec | None) -> Finding | None:

@@ -22,6 +22,7 @@ from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
 from solver.plan.group_cost import Share
 from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables
+from solver.specs.knobs import DERIVED
 from solver.specs.limits import MAX_COEF, MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
@@ -127,7 +128,7 @@ def static_rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkP
 def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario,
                  batch: int | None, batch_rules: bool) -> list[tuple[str, list[str], list[list[int]]]]:
     domains = {k: sorted({opt[i] for opt in t.choices[g]}) for g, ks in GROUPS.items() for i, k in enumerate(ks)}
-    derived = {"attn_dp_size": "attn_tp_size", "moe_ep_size": "moe_tp_size"}
+    derived = DERIVED
     out = []
     # the deployment and model facts, knobs at 1: a rule whose `when` reads none of the knobs is decided here
     # once instead of over every knob combination (cann-recipes' AFD rule, never on while planning, spans six

@@ -37,6 +37,7 @@ from solver.plan.group_cost import NONE, Pipeline, Share, pipeline_of, shares
 from solver.space.domains import Space, redundant_for
 from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
+from solver.specs.knobs import KNOB_SPECS, SETTING_GROUP, SPLIT_ONLY, group_knobs
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import CONFIG_KEYS, ParallelConfig
 from solver.specs.precision import Precision
@@ -44,16 +45,15 @@ from solver.specs.scenario import Scenario
 
 # Pipeline stages change every group's cost (layers per stage, ranks per stage), so the stage count is the
 # last entry of every group's choice and the planner makes all groups pick the same one (SHARED): with it
-# fixed, the groups stay additive.
-SHARED = ("pp_size",)
+# fixed, the groups stay additive. Which group owns which knob is the registry's (specs.knobs); an attention
+# choice is spelled layout first (TP, CP, KVP, SP), then o_proj TP, as the planner reads it by position.
+SHARED = group_knobs("stage")
+ATTN_ORDER = ("attn_tp_size", "cp_size", "kvp_size", "attn_sp_size", "o_proj_tp_size")
+# redundant experts ride with MoE TP: the planner places the fewest that make EP divide the experts
+# (space.domains.redundant_for), so each MoE choice is (moe_tp, redundant, pp)
 GROUPS: dict[str, tuple[str, ...]] = {
-    "attn": ("attn_tp_size", "cp_size", "kvp_size", "attn_sp_size", "o_proj_tp_size", *SHARED),
-    "dense": ("dense_tp_size", *SHARED),
-    # redundant experts ride with MoE TP: the planner places the fewest that make EP divide the experts
-    # (space.domains.redundant_for), so each MoE choice is (moe_tp, redundant, pp)
-    "moe": ("moe_tp_size", "redundant_experts", *SHARED),
-    "embed": ("embed_tp_size", *SHARED),
-    "lmhead": ("lmhead_tp_size", *SHARED),
+    g: (*(ATTN_ORDER if g == "attn" else group_knobs(g)), *(k for k, sg in SETTING_GROUP.items() if sg == g), *SHARED)
+    for g in dict.fromkeys(k.group for k in KNOB_SPECS if k.group != "stage")
 }
 # a module belongs to the group of the knob that owns it (each layer block declares its modules' knobs:
 # specs/layers); shared experts follow the dense group's knob by default (MemoryOptions.shared_experts_knob)
@@ -62,7 +62,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
 # MoE (negative) is only known once both are (a bound over MoE and dense without it would not be one)
 FILL_ORDER = ("moe", "lmhead", "embed", "dense")
 KNOB_GROUP: dict[str, str] = ({k: g for g, knobs in GROUPS.items() for k in knobs if k not in SHARED}
-                              | {"shared_experts_tp": "dense"})
+                              | {k: g for k, g in SPLIT_ONLY.items() if g})
 
 
 def module_groups(params: ParamReport) -> dict[str, str | None]:

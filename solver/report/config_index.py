@@ -10,14 +10,11 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from solver.specs.knobs import KNOB
 from solver.specs.reference import SEED_KNOBS, Reference, list_references, references_dir
 
 INDEX_NAME = "config-index.md"
 
-_KNOB_HEADERS = {
-    "attn_tp_size": "attn_tp", "dense_tp_size": "dense_tp", "moe_tp_size": "moe_tp", "embed_tp_size": "embed_tp",
-    "lmhead_tp_size": "lmhead_tp", "o_proj_tp_size": "o_proj_tp", "cp_size": "cp", "kvp_size": "kvp",
-}
 _METRIC_LABELS = {
     "tpot": "TPOT", "output_throughput_per_card": "output", "prefill_batch_latency": "batch latency",
     "prefill_throughput_per_card": "prefill",
@@ -121,7 +118,7 @@ def render_config_index(refs: Sequence[Reference]) -> str:
         "",
     ]
     headers = ["id", "model", "hw", "world", "phase", "batch", "in/out",
-               *(_KNOB_HEADERS[k] for k in SEED_KNOBS), "attn_dp", "moe_ep", "quant", "mtp", "pattern", "results"]
+               *(KNOB[k].short for k in SEED_KNOBS), "attn_dp", "moe_ep", "quant", "mtp", "pattern", "results"]
     rows = [
         [r.id, r.model_name, _HARDWARE[r.hardware], _world(r), r.phase, str(r.batch), _lengths(r),
          *(_knob_cell(r, k) for k in SEED_KNOBS), str(r.attn_dp_size), str(r.moe_ep_size), _quant(r),

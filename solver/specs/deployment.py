@@ -24,13 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
 from solver.specs.parallel import CONFIG_KEYS, KNOBS, SETTINGS
+# the derived sizes a seed YAML may state; each must equal world_size // its tp size
+from solver.specs.knobs import DERIVED
 from solver.specs.validation import load_yaml, validate_model
 
 
 # integers are strict: `attn_tp_size: true` or `batch: 8.5` is an error, not 1 or 8
 _STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-# the derived sizes a seed YAML may state; each must equal world_size // its tp size
-DERIVED = {"attn_dp_size": "attn_tp_size", "moe_ep_size": "moe_tp_size"}
 
 
 class WorkloadSpec(BaseModel):

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from solver.catalog import frameworks_dir
 from solver.errors import InputError
 from solver.specs.limits import MAX_MTP, MAX_TOKENS
+from solver.specs.knobs import DERIVED, DERIVED_NAMES, KNOBS, SETTINGS
 from solver.specs.expr import Expr, Value, compile_expr
 from solver.specs.launch_spec import Feature, LaunchSpec
 
@@ -24,19 +25,15 @@ if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
     from solver.specs.model import ModelSpec
 
-KnobName = Literal[
-    "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
-    "cp_size", "kvp_size", "attn_sp_size", "pp_size",
-]
-KNOB_NAMES: tuple[str, ...] = KnobName.__args__  # type: ignore[attr-defined]
+KNOB_NAMES: tuple[str, ...] = KNOBS
+KnobName = Literal[KNOBS]  # type: ignore[valid-type]
 
 # What a rule may read. Model facts come from the model's config.json; `afd` (attention-FFN disaggregation)
 # is a deployment switch, not a knob, but one framework rule depends on it.
-DERIVED_NAMES = ("attn_dp_size", "moe_ep_size")
-DERIVED_FROM = {"attn_dp_size": "attn_tp_size", "moe_ep_size": "moe_tp_size"}  # derived = world // knob
+DERIVED_FROM = DERIVED  # derived = world // knob
 DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd")
 # parallel_config settings that are not group sizes (parallel.SETTINGS): the redundant expert copies (EPLB)
-SETTING_NAMES = ("redundant_experts",)
+SETTING_NAMES = SETTINGS
 MODEL_NAMES = (
     "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "is_moe",
     "o_proj_dim",

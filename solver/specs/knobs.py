@@ -1,20 +1,65 @@
-"""The parallel_config's knob names and their CLI flags: plain constants with no imports, so the command line
-can build its options without loading pydantic (solver.specs.parallel re-exports them with ParallelConfig)."""
+"""The parallel_config's vocabulary, one record per knob: its name, CLI flag, the seed's short name, the planner
+group that owns it, the module it splits and the size derived from it. Everything that names a knob (the
+config model, the CLI, the framework rules, the planner's groups, reports, profiling advice) reads this
+registry. Plain data with no imports beyond `collections`, so the command line builds its options without
+loading pydantic (solver.specs.parallel re-exports the names with ParallelConfig)."""
 from __future__ import annotations
 
-KNOBS = (
-    "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
-    "cp_size", "kvp_size", "attn_sp_size", "pp_size",
+from collections import namedtuple
+
+KnobSpec = namedtuple("KnobSpec", "name flag short group module derived seed splits_weights")
+KnobSpec.__doc__ = """One knob. name: the parallel_config key; flag: its CLI option; short: the seed's column name;
+group: the planner group whose choice sets it (plan.tables.GROUPS; "stage" = every group shares it); module:
+the module it splits, in the parameter report's names; derived: the size world // knob the seed also states
+("" if none); seed: one of the seed's eight parallel_config keys; splits_weights: it shards its module's
+weights (CP, KVP, SP and PP split tokens, cache or layers instead)."""
+
+KNOB_SPECS: tuple[KnobSpec, ...] = (
+    KnobSpec("attn_tp_size", "--attn-tp", "attn_tp", "attn", "attention", "attn_dp_size", True, True),
+    KnobSpec("dense_tp_size", "--dense-tp", "dense_tp", "dense", "dense_ffn", "", True, True),
+    KnobSpec("moe_tp_size", "--moe-tp", "moe_tp", "moe", "routed_experts", "moe_ep_size", True, True),
+    KnobSpec("embed_tp_size", "--embed-tp", "embed_tp", "embed", "embedding", "", True, True),
+    KnobSpec("lmhead_tp_size", "--lmhead-tp", "lmhead_tp", "lmhead", "lm_head", "", True, True),
+    KnobSpec("o_proj_tp_size", "--oproj-tp", "o_proj_tp", "attn", "o_proj", "", True, True),
+    KnobSpec("cp_size", "--cp", "cp", "attn", "attention", "", True, False),
+    KnobSpec("kvp_size", "--kvp", "kvp", "attn", "attention", "", True, False),
+    # the RFC's attention sequence parallelism (seeds/000): newer than the seed's eight keys
+    KnobSpec("attn_sp_size", "--attn-sp", "attn_sp", "attn", "attention", "", False, False),
+    KnobSpec("pp_size", "--pp", "pp", "stage", "layers", "", False, False),
 )
+KNOB: dict[str, KnobSpec] = {k.name: k for k in KNOB_SPECS}
+
+KNOBS: tuple[str, ...] = tuple(k.name for k in KNOB_SPECS)
+SEED_KNOBS: tuple[str, ...] = tuple(k.name for k in KNOB_SPECS if k.seed)
 # CLI flag for each knob (the seed's names with dashes, shortened as in design.md)
-KNOB_FLAGS = {
-    "attn_tp_size": "--attn-tp", "dense_tp_size": "--dense-tp", "moe_tp_size": "--moe-tp",
-    "embed_tp_size": "--embed-tp", "lmhead_tp_size": "--lmhead-tp", "o_proj_tp_size": "--oproj-tp",
-    "cp_size": "--cp", "kvp_size": "--kvp", "attn_sp_size": "--attn-sp", "pp_size": "--pp",
-}
+KNOB_FLAGS: dict[str, str] = {k.name: k.flag for k in KNOB_SPECS}
+# derived size -> the knob it is world // of (attn_dp_size = world // attn_tp_size)
+DERIVED: dict[str, str] = {k.derived: k.name for k in KNOB_SPECS if k.derived}
+DERIVED_NAMES: tuple[str, ...] = tuple(DERIVED)
+
 # Settings of a parallel_config that are not group sizes (so not divisors of the world): redundant experts are
 # extra physical copies of routed experts (EPLB), placed so EP divides experts + redundant (engines.md,
-# "redundant experts" row: vLLM --num-redundant-experts, SGLang --ep-num-redundant-experts, TRT-LLM num_slots)
+# "redundant experts" row: vLLM --num-redundant-experts, SGLang --ep-num-redundant-experts, TRT-LLM num_slots).
+# The planner places them with MoE TP (the group of `SETTING_GROUP`).
 SETTINGS = ("redundant_experts",)
 SETTING_FLAGS = {"redundant_experts": "--redundant-experts"}
+SETTING_GROUP = {"redundant_experts": "moe"}
 CONFIG_KEYS = KNOBS + SETTINGS
+
+# Split knobs a layer may declare for a module beyond the parallel_config's: shared experts follow the
+# framework's choice of knob (MemoryOptions.shared_experts_knob: dense TP by default), encoders stay
+# replicated. Each maps to the planner group that owns the module.
+SPLIT_ONLY: dict[str, str | None] = {"shared_experts_tp": "dense", "encoder_tp_size": None}
+SPLIT_KNOBS: tuple[str, ...] = (*(k.name for k in KNOB_SPECS if k.splits_weights), *SPLIT_ONLY)
+
+
+def knob_module(name: str) -> str:
+    """The module a knob (or a derived size) splits, in the parameter report's names; the name itself for
+    anything else."""
+    spec = KNOB.get(DERIVED.get(name, name))
+    return spec.module if spec else name
+
+
+def group_knobs(group: str) -> tuple[str, ...]:
+    """The knobs a planner group's choice sets, in registry order."""
+    return tuple(k.name for k in KNOB_SPECS if k.group == group)

@@ -15,19 +15,13 @@ from solver.catalog import catalog_dir
 from solver.errors import InputError
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
+from solver.specs.knobs import SEED_KNOBS
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision, resolve_precision
 from solver.specs.scenario import Scenario
 
-# The seed's eight parallel_config keys (attn_sp_size is newer than every verified deployment).
-SEED_KNOBS: tuple[str, ...] = (
-    "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
-    "cp_size", "kvp_size",
-)
-SeedKnob = Literal[
-    "attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
-    "cp_size", "kvp_size",
-]
+# The seed's eight parallel_config keys (attn_sp_size is newer than every verified deployment): specs.knobs.
+SeedKnob = Literal[SEED_KNOBS]  # type: ignore[valid-type]
 ScenarioLabel = Literal["throughput", "latency", "long_context", "prefill"]
 # the planner's scenario kind for each label: long-context and prefill deployments are run for throughput
 PLANNING_KIND = {"throughput": "throughput", "latency": "latency", "long_context": "throughput",

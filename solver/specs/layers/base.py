@@ -24,13 +24,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from solver.specs.knobs import SPLIT_KNOBS
+
 ACT_BYTES = 2  # bf16 activations between kernels
 
 # Knobs a module's "tp" parts follow. "moe_tp_size" splits routed experts over the whole world (E/EP experts
 # per rank, each split moe_tp ways); "shared_experts_tp" is the framework's choice for shared experts
 # (MemoryOptions.shared_experts_knob, dense_tp by default); None = replicated.
-KNOB_NAMES = ("embed_tp_size", "attn_tp_size", "o_proj_tp_size", "dense_tp_size", "shared_experts_tp",
-              "moe_tp_size", "lmhead_tp_size", "encoder_tp_size")
+KNOB_NAMES = SPLIT_KNOBS
 
 
 @dataclass(frozen=True)
