@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
-from solver.specs.parallel import CONFIG_KEYS, KNOBS, SETTINGS
+from solver.specs.parallel import CONFIG_KEYS, SETTINGS
 # the derived sizes a seed YAML may state; each must equal world_size // its tp size
 from solver.specs.knobs import DERIVED
 from solver.specs.validation import load_yaml, validate_model
