@@ -34,7 +34,7 @@ from solver.estimate.params import ParamReport
 from solver.specs.hardware import Hardware
 from solver.specs.layers.base import ACT_BYTES, block_counts  # noqa: F401
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import CONFIG_KEYS, ParallelConfig
+from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 
 # ops whose compute a KV gather on the second stream can hide behind (the attention core of the same layer)
@@ -167,7 +167,7 @@ _BLOCK_CACHE_MAX = 200_000
 
 
 def _pc_key(pc: ParallelConfig) -> tuple:
-    return (pc.world_size, *(getattr(pc, k) for k in CONFIG_KEYS))
+    return pc.key()
 
 
 def block_cost(block, kit: Kit) -> tuple[list[OpCost], list[CommCost]]:

@@ -112,14 +112,37 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
     per: dict[str, list[list[float]]] = {g: [[0.0] * len(stages), [0.0] * len(stages)] for g in want}
     for s, (sm, spc, sw, mtp, absent) in enumerate(stages):
         for ops, comms, n, _ in step_items(sm, hw, spc, prec, f, sw, mtp, attention_only, modules):
-            # (module, seconds on the step's critical path, kernel overhead seconds) of every op and collective
-            items = [(o.module, o.time_s, o.overhead_s) for o in ops] + [(c.module, c.exposed_s, 0.0) for c in comms]
-            for module, t, k in items:
+            for module, t, k in _module_sums(ops, comms):
                 g = groups.get(module) or NONE
                 if g in per and module not in absent:
                     per[g][0][s] += t * n
                     per[g][1][s] += k * n
     return {g: Share(tuple(v[0]), tuple(v[1])) for g, v in per.items()}
+
+
+# Per-module sums of one block's records: block_cost hands out the same lists for the same block and kit, so
+# the sums are kept with the lists (alive in the entry, so an id is never reused while it is cached)
+_SUMS: dict[int, tuple] = {}
+_SUMS_MAX = 200_000
+
+
+def _module_sums(ops: list, comms: list) -> tuple[tuple[str, float, float], ...]:
+    """(module, seconds on the step's critical path, kernel overhead seconds) of every module in the records."""
+    hit = _SUMS.get(id(ops))
+    if hit is not None and hit[0] is ops and hit[1] is comms:
+        return hit[2]
+    acc: dict[str, list[float]] = {}
+    for o in ops:
+        a = acc.setdefault(o.module, [0.0, 0.0])
+        a[0] += o.time_s
+        a[1] += o.overhead_s
+    for c in comms:
+        acc.setdefault(c.module, [0.0, 0.0])[0] += c.exposed_s
+    out = tuple((m, a[0], a[1]) for m, a in acc.items())
+    if len(_SUMS) >= _SUMS_MAX:
+        _SUMS.clear()
+    _SUMS[id(ops)] = (ops, comms, out)
+    return out
 
 
 __all__ = ["Share", "Pipeline", "pipeline_of", "shares", "NONE"]

@@ -39,7 +39,7 @@ from solver.specs.framework import FrameworkProfile, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import KNOB_SPECS, SETTING_GROUP, SPLIT_ONLY, group_knobs
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import CONFIG_KEYS, ParallelConfig
+from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
@@ -117,6 +117,7 @@ class Tables:
     _shares: dict[tuple, dict[str, Share]] = field(default_factory=dict)
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
+    _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -138,7 +139,11 @@ class Tables:
         return (*attn_choice[:4], attn_choice[5])
 
     def _pc(self, values: dict[str, int]) -> ParallelConfig:
-        return ParallelConfig(world_size=self.world, **values)
+        key = tuple(values.items())  # each call site spells its knobs in one order
+        pc = self._pcs.get(key)
+        if pc is None:
+            pc = self._pcs[key] = ParallelConfig(world_size=self.world, **values)
+        return pc
 
     def _layout_pc(self, key: tuple[int, ...], **more: int) -> ParallelConfig:
         tp, cp, kvp, sp, pp = key
@@ -149,7 +154,7 @@ class Tables:
                attention_only: bool = False) -> dict[str, Share] | None:
         if w is None:
             return None
-        key = (tuple(getattr(pc, k) for k in CONFIG_KEYS), w, mtp, want, attention_only)
+        key = (pc.key(), w, mtp, want, attention_only)
         hit = self._shares.get(key)
         if hit is None:
             hit = shares(self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only)

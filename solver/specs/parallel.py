@@ -118,6 +118,11 @@ class ParallelConfig(BaseModel):
     def knobs(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in KNOBS}
 
+    def key(self) -> tuple[int, ...]:
+        """Every field's value in declaration order (world size, knobs, settings): the config's identity for
+        the estimator's caches (a pydantic model keeps exactly its fields in __dict__; 7x faster than getattr)."""
+        return tuple(self.__dict__.values())
+
     def stage(self) -> "ParallelConfig":
         """One pipeline stage as a config of its own: the stage's ranks, no PP."""
         return self.model_copy(update={"world_size": self.stage_world, "pp_size": 1})
