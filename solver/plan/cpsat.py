@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 
 from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
+from solver.plan.bound import joint_pairs, relaxed_minimum
 from solver.plan.group_cost import Share
 from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables
 from solver.specs.knobs import DERIVED
@@ -335,6 +336,7 @@ class Planner:
         self.solves = 0  # CP-SAT calls made (benchmarks report it)
         self._answers: dict[tuple, dict[str, int]] = {}  # answers so far: seeds for the next questions
         self._layouts = t.layouts()
+        self._screens: dict[tuple[int, tuple], dict[str, set[int]] | None] = {}
 
     def rules(self, b: int) -> list:
         if b not in self._rules:
@@ -390,13 +392,40 @@ class Planner:
         fig = figures(vc.plan, self.t.f, max(pe_s, 1e-12), 0.0, max(te_s, 1e-12), 0.0)
         return self.scenario.request_latency(fig.ttft_s, fig.tpot_s)
 
-    def _bound(self, vc, attention_only: bool) -> tuple[float, float, float]:
+    def _memory_screen(self, b: int, key: tuple) -> dict[str, set[int]] | None:
+        """The choices of each group that can fit beside layout `key` at concurrency b (their memory plus the
+        smallest of every other group within the cap: the CP-SAT model's memory constraint, relaxed to one
+        group at a time), or None when no configuration of the layout fits. Memoised per (b, layout)."""
+        hit = self._screens.get((b, key), False)
+        if hit is not False:
+            return hit
+        t, pp = self.t, key[4]
+        opts = {"attn": list(self._layouts[key])}
+        for g in GROUPS:
+            if g != "attn":
+                opts[g] = [j for j, c in enumerate(t.choices[g]) if c[-1] == pp]
+        mem = {g: {j: memory_coef(t, b, g, j) for j in js} for g, js in opts.items()}
+        low = {g: min(m.values()) for g, m in mem.items() if m}
+        slack = memory_cap(t) - sum(low.values())
+        out = None if slack < 0 else {g: {j for j, v in m.items() if v - low[g] <= slack} for g, m in mem.items()}
+        self._screens[(b, key)] = out
+        return out
+
+    def _bound(self, vc, attention_only: bool, screen: dict[str, set[int]] | None = None
+               ) -> tuple[float, float, float]:
         """(L lower bound, Pe lower bound, Te lower bound) of a layout, in seconds: per stage, the smallest
-        share of every group (0 for the groups not yet tabled), the most negative pairwise correction."""
+        share of every group (0 for the groups not yet tabled), the most negative pairwise correction; L is the
+        exact minimum over the groups' sums (plan.bound). `screen`: only these choices (the memory screen)."""
+        def keep(g: str, opts: dict) -> dict:
+            return opts if screen is None else {j: sh for j, sh in opts.items() if j in screen[g]}
+
+        attn = keep("attn", vc.attn)
+        other = {g: keep(g, opts) for g, opts in vc.other.items()}
+
         def low(idx: int):
-            parts = [[sh[idx] for sh in vc.attn.values()]]
+            parts = [[sh[idx] for sh in attn.values()]]
             if not attention_only:
-                parts += [[sh[idx] for sh in opts.values()] for opts in vc.other.values()]
+                parts += [[sh[idx] for sh in opts.values()] for opts in other.values()]
             return parts
 
         def low_share(idx: int, pipe):
@@ -419,7 +448,16 @@ class Planner:
             return Share(tuple(gpu), tuple(launch))
 
         pe, te = vc.step_times(low_share(0, vc.pre_pipe), low_share(1, vc.dec_pipe), self.t.f)
-        return self._lf(vc, pe, te), pe, te
+        # L itself: the exact minimum over the groups' sums with memory and rules set aside (plan.bound), at
+        # least F at the per-step minima (pe, te), often well above it
+        groups = [list(attn.values())]
+        if not attention_only:
+            rest = dict(other)
+            if vc.complete and "dense" in rest and "moe" in rest:
+                groups.append(joint_pairs(rest.pop("dense"), rest.pop("moe"), vc.pairs))
+            groups += [list(opts.values()) for opts in rest.values()]
+        f = self.t.f
+        return relaxed_minimum(groups, lambda pre, dec: self._lf(vc, *vc.step_times(pre, dec, f))), pe, te
 
     def _cut_at(self, vc, best_l: float, other_lo: float, prefill: bool) -> float:
         """The smallest step time (seconds) at which L reaches best_l with the other step at its bound."""
@@ -451,13 +489,18 @@ class Planner:
         only. The SLAs and the full estimate's memory check (`verify`) are checked on the exact figures; an
         answer they reject is cut off with every point it dominates."""
         layouts = []
+        screens = {}
         for key, idx in self._layouts.items():
             if all(attention_family(self.t.choices["attn"][i]) in exclude_families for i in idx):
                 continue
+            screen = None if "B.memory_per_rank" in relaxed else self._memory_screen(b, key)
+            if screen is None and "B.memory_per_rank" not in relaxed:
+                continue  # nothing of this layout fits: it cannot be on the front
             vc = self.t.view(b, key, full=False)
             if served is not None and vc.plan.served != served:
                 continue
-            layouts.append((self._bound(vc, attention_only=True)[0], key))
+            screens[key] = screen
+            layouts.append((self._bound(vc, attention_only=True, screen=screen)[0], key))
         layouts.sort()
         state = {"best": self._seed(b, exclude_patterns, relaxed, exclude_families, served), "rejected": 0}
         for lb, key in layouts:
@@ -468,13 +511,13 @@ class Planner:
             dropped = False
             for g in FILL_ORDER[:-1]:  # group by group: a bound already past the incumbent drops the layout
                 self.t.fill_group(vc, key, g)
-                if inc is not None and self._bound(vc, attention_only=False)[0] >= inc[0]:
+                if inc is not None and self._bound(vc, attention_only=False, screen=screens[key])[0] >= inc[0]:
                     dropped = True
                     break
             if dropped:
                 continue
             vc = self.t.view(b, key)
-            lb2, pe_lo, te_lo = self._bound(vc, attention_only=False)
+            lb2, pe_lo, te_lo = self._bound(vc, attention_only=False, screen=screens[key])
             if inc is not None and lb2 >= inc[0]:
                 continue
             if not self._solve_view(b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state):

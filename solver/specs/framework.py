@@ -490,9 +490,16 @@ def list_frameworks() -> list[str]:
 
 
 def load_framework_file(path: Path) -> FrameworkProfile:
+    st = path.stat()
+    return _load_framework_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=64)
+def _load_framework_cached(path: str, mtime_ns: int, size: int) -> FrameworkProfile:
+    # profiles are frozen: one parse per file version serves every solve of a process (a sweep, a benchmark)
     from solver.specs.validation import load_yaml, validate_model
 
-    return validate_model(FrameworkProfile, load_yaml(path), str(path))
+    return validate_model(FrameworkProfile, load_yaml(Path(path)), path)
 
 
 def load_framework(name_or_path: str | Path) -> FrameworkProfile:

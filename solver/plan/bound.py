@@ -1,0 +1,93 @@
+"""A lower bound on the best request latency of one attention layout: the exact minimum of the figure over the
+sums of the groups' shares, with the memory cap and the framework rules set aside.
+
+A configuration of the layout is one option per group; its steps are the per-stage sums of the options'
+shares (plan.group_cost), and its latency F(step_times(sums)) is non-decreasing in every coordinate of those
+sums (estimate.figures, tests/test_planner_exact.py). So the minimum over all configurations lies on the Pareto
+set of the sums, which is the Pareto set of the Minkowski sum of the groups' own Pareto sets: built group by
+group, pruning dominated partial sums. Kernel-launch seconds enter only an eager step's launch floor; they are
+relaxed to each group's smallest (a bound on the sums), which keeps the vectors short (GPU seconds per stage of
+each step). A group not yet costed adds nothing (its shares are >= 0); dense and MoE, when both are costed,
+are one joint group of their pairs with the fused all-reduce's correction, so the bound is exact there too.
+Without the memory cap and the rules the feasible set only grows, so the minimum found is at most the best
+feasible latency: a valid bound, and a tight one where neither binds (the usual case).
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+from solver.plan.group_cost import Share
+
+Option = tuple[Share | None, Share | None]  # (prefill share, decode share) of one choice
+# the work allowed per group (partial sums x the group's Pareto options); past it the group enters as its
+# per-coordinate minimum, which lowers every sum: still a bound, a looser one
+MAX_SUMS = 4096
+
+
+def _vector(opt: Option) -> tuple[float, ...]:
+    pre, dec = opt
+    return (*(pre.gpu_s if pre is not None else ()), *(dec.gpu_s if dec is not None else ()))
+
+
+def _launch_floor(opts: Iterable[Option]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    pres = [o[0].launch_s for o in opts if o[0] is not None]
+    decs = [o[1].launch_s for o in opts if o[1] is not None]
+    return (tuple(map(min, zip(*pres))) if pres else (), tuple(map(min, zip(*decs))) if decs else ())
+
+
+def pareto(points: Iterable[tuple[float, ...]]) -> list[tuple[float, ...]]:
+    """The points no other point is <= in every coordinate (one copy of equal points)."""
+    out: list[tuple[float, ...]] = []
+    for p in sorted(set(points)):  # lexicographic: a point's dominators come before it
+        if not any(all(a <= b for a, b in zip(q, p)) for q in out):
+            out.append(p)
+    return out
+
+
+def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share | None, Share | None], float]
+                    ) -> float:
+    """min over one option per group of figure(prefill sum, decode sum), launch seconds relaxed per group.
+    `figure` maps summed shares to the latency (the layout's step times and serving figures)."""
+    groups = [g for g in groups if g]
+    if not groups:
+        return figure(None, None)
+    sample = groups[0][0]
+    n_pre = len(sample[0].gpu_s) if sample[0] is not None else 0
+    launch_pre = [0.0] * n_pre
+    launch_dec = [0.0] * (len(sample[1].gpu_s) if sample[1] is not None else 0)
+    sums: list[tuple[float, ...]] = [(0.0,) * (n_pre + len(launch_dec))]
+    for opts in groups:
+        lp, ld = _launch_floor(opts)
+        launch_pre = [a + b for a, b in zip(launch_pre, lp)] if lp else launch_pre
+        launch_dec = [a + b for a, b in zip(launch_dec, ld)] if ld else launch_dec
+        own = pareto(_vector(o) for o in opts)
+        if len(own) * len(sums) > MAX_SUMS:
+            own = [tuple(map(min, zip(*own)))]
+        sums = pareto(tuple(a + b for a, b in zip(s, o)) for s in sums for o in own)
+    best = float("inf")
+    for v in sums:
+        pre = Share(v[:n_pre], tuple(launch_pre)) if sample[0] is not None else None
+        dec = Share(v[n_pre:], tuple(launch_dec)) if sample[1] is not None else None
+        best = min(best, figure(pre, dec))
+    return best
+
+
+def joint_pairs(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tuple[int, int], Option]
+                ) -> list[Option]:
+    """Dense and MoE as one group: every pair of their options, with the pair's correction where it has one."""
+    out = []
+    for jd, d in dense.items():
+        for jm, m in moe.items():
+            corr = pairs.get((jd, jm))
+            parts = []
+            for k in (0, 1):
+                if d[k] is None:
+                    parts.append(None)
+                    continue
+                s = d[k] + m[k]
+                parts.append(s + corr[k] if corr is not None and corr[k] is not None else s)
+            out.append((parts[0], parts[1]))
+    return out
+
+
+__all__ = ["relaxed_minimum", "joint_pairs", "pareto", "MAX_SUMS"]

@@ -1,0 +1,71 @@
+"""The layout bound (plan.bound): the exact minimum over one option per group of a monotone figure of the summed
+shares, when launches do not matter; never above it when they do (launch seconds relaxed per group)."""
+from __future__ import annotations
+
+import itertools
+import math
+
+from hypothesis import given, settings, strategies as st
+
+from solver.plan.bound import joint_pairs, pareto, relaxed_minimum
+from solver.plan.group_cost import Share
+
+sec = st.floats(0.0, 1.0)
+
+
+@st.composite
+def groups(draw, stages: int):
+    out = []
+    for _ in range(draw(st.integers(1, 4))):
+        opts = []
+        for _ in range(draw(st.integers(1, 5))):
+            pre = Share(tuple(draw(sec) for _ in range(stages)), tuple(draw(sec) for _ in range(stages)))
+            dec = Share(tuple(draw(sec) for _ in range(stages)), tuple(draw(sec) for _ in range(stages)))
+            opts.append((pre, dec))
+        out.append(opts)
+    return out
+
+
+def _brute(gs, figure):
+    best = math.inf
+    for combo in itertools.product(*gs):
+        pre, dec = combo[0]
+        for p, d in combo[1:]:
+            pre, dec = pre + p, dec + d
+        best = min(best, figure(pre, dec))
+    return best
+
+
+def _latency(pre: Share, dec: Share, launch_weight: float) -> float:
+    # a monotone figure of the kind the serving model is: slowest stage, a launch floor, a queue-like term
+    pe = max(max(pre.gpu_s), launch_weight * max(pre.launch_s))
+    te = max(max(dec.gpu_s), launch_weight * max(dec.launch_s))
+    return pe + 255 * te + pe * te / (1.0 + te)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3).flatmap(lambda s: groups(s)))
+def test_relaxed_minimum_is_the_minimum_over_every_configuration_without_launch_floors(gs):
+    fig = lambda pre, dec: _latency(pre, dec, 0.0)  # noqa: E731
+    assert math.isclose(relaxed_minimum(gs, fig), _brute(gs, fig), rel_tol=1e-12, abs_tol=1e-15)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3).flatmap(lambda s: groups(s)))
+def test_relaxed_minimum_never_exceeds_the_best_configuration(gs):
+    fig = lambda pre, dec: _latency(pre, dec, 3.0)  # noqa: E731
+    assert relaxed_minimum(gs, fig) <= _brute(gs, fig) * (1 + 1e-12)
+
+
+def test_pareto_keeps_the_points_nothing_dominates():
+    pts = [(1.0, 3.0), (2.0, 2.0), (2.0, 3.0), (3.0, 1.0), (3.0, 3.0), (1.0, 3.0)]
+    assert pareto(pts) == [(1.0, 3.0), (2.0, 2.0), (3.0, 1.0)]
+
+
+def test_joint_pairs_add_the_fused_all_reduce_correction():
+    one = Share((1.0,), (0.1,))
+    dense = {0: (one, one)}
+    moe = {0: (one, one), 1: (one, one)}
+    corr = Share((-0.5,), (0.0,))
+    out = joint_pairs(dense, moe, {(0, 1): (corr, corr)})
+    assert [o[0].gpu_s for o in out] == [(2.0,), (1.5,)]
