@@ -2,7 +2,7 @@
 
     python benchmarks/disagg_published.py [--osl N] [--tpot-ms MS ...] [--framework NAME]
 
-Published (facts/measurements.md; never fitted on). The "Mechanism of #3" section decomposes the prefill step
+Published (facts/measurements.md; never fitted on). The "Mechanism of #3" section sets the model's prefill step
 against the step #3 implies (prefill_mechanism).
 
 Published:
@@ -101,17 +101,16 @@ def like_for_like(framework: str) -> list[str]:
 
 
 def prefill_mechanism(framework: str) -> list[str]:
-    """Where #3's prefill step goes in the model, against the step the published figure implies, and what two
-    physical readings of the routed-expert path change (what-ifs from the model's own op costs; no fit):
+    """Where #3's prefill step goes in the model, against the step the published figure implies:
 
-    - grouped GEMM rate: the routed experts run at `grouped_gemm` x the dense GEMM's FLOP/s, a fraction fitted on
-      the aggregated rows, where a local expert sees tens to hundreds of rows; at 16,384 prompt tokens per GPU
-      an expert on EP32 sees ~16K rows, a GEMM as large as the dense ones (what-if: grouped_gemm = 1);
-    - dispatch/combine bytes: the model sends every token-expert pair to its expert's rank; the throughput
-      (normal-mode) EP kernels cross RDMA once per destination node and fan out over NVLink inside it, so a token
-      crosses the slow tier E[remote nodes hit] times, not topk x (N-1)/N (uniform routing over N nodes:
-      (N-1)(1 - (1-1/N)^k); DeepSeek's group-limited routing hits fewer).
+    - dispatch/combine bytes (modelled: specs/layers/moe.rdma_copies_share): the throughput (normal-mode) EP
+      kernels cross RDMA once per remote node a token's experts sit on, not once per token-expert pair;
+    - grouped GEMM rate (not modelled: a what-if from the model's own op costs, no fit): the routed experts run
+      at `grouped_gemm` x the dense GEMM's FLOP/s, a fraction fitted on the aggregated rows, applied at every
+      size; at 16,384 prompt tokens per GPU an expert on EP32 sees ~16K rows, a GEMM as large as the dense ones.
     """
+    from solver.specs.layers.moe import rdma_copies_share
+
     m, hw, fw = load_model(MODEL), load_hardware("h100_sxm"), load_framework(framework)
     prec = resolve_precision(m, hw, None, None, None)
     f = factors_for(hw, fw.efficiency_for(hw))
@@ -124,27 +123,22 @@ def prefill_mechanism(framework: str) -> list[str]:
     experts = next(o for o in e.prefill.ops if o.name == "routed_experts")
     k = m.real_experts_per_token
     rows = tokens * k / (m.num_experts / pc.moe_ep_size)
-    g = replace(f, grouped_gemm=1.0)
-    e1 = estimate(m, hw, pc, prec, g, wl)
-    experts1 = next(o for o in e1.prefill.ops if o.name == "routed_experts")
     nodes = ranks // hw.ranks_per_node
-    hit = (nodes - 1) * (1 - (1 - 1 / nodes) ** k)
-    charged = k * (nodes - 1) / nodes
-    dedup = hit / charged
-    step1 = e1.prefill.compute_s + e1.prefill.exposed_comm_s
-    step2 = e1.prefill.compute_s + e1.prefill.exposed_comm_s * dedup
-    per_node = lambda t: tokens * hw.ranks_per_node / t  # noqa: E731
+    share = rdma_copies_share(hw, ranks, 1, k)
+    e1 = estimate(m, hw, pc, prec, replace(f, grouped_gemm=1.0), wl)
+    experts1 = next(o for o in e1.prefill.ops if o.name == "routed_experts")
+    step1 = e1.prefill.time_s
+    per_node = tokens * hw.ranks_per_node / step1
     return [f"Mechanism of #3 (prefill, EP{ranks} on {nodes} nodes, {tokens:,} tokens per GPU of {ISL}-token prompts)",
             f"  published {SGLANG_PREFILL_2K:,} input tok/s per node = a {published_step:.2f} s step; the model's "
             f"{e.prefill.time_s:.2f} s: {_split(e.prefill)}",
-            f"  routed experts: {rows:,.0f} rows per local expert, charged {experts.flops / experts.compute_s / 1e12:,.0f}"
-            f" TFLOP/s (grouped_gemm {f.grouped_gemm:g} x the dense GEMM); at the dense GEMM's rate "
-            f"{experts1.compute_s:.2f} s -> step {step1:.2f} s, {per_node(step1):,.0f} tok/s per node "
-            f"({_err(per_node(step1), SGLANG_PREFILL_2K)})",
-            f"  all-to-all: the model puts {charged:.2f} of a token's {k:g} expert copies on RDMA; once per remote node"
-            f" hit is {hit:.2f} (uniform routing over {nodes} nodes), x{dedup:.2f} of the exposed "
-            f"{e1.prefill.exposed_comm_s:.2f} s -> step {step2:.2f} s, {per_node(step2):,.0f} tok/s per node "
-            f"({_err(per_node(step2), SGLANG_PREFILL_2K)})"]
+            f"  all-to-all (modelled): a token crosses RDMA once per remote node hit, {share * k * (nodes - 1) / nodes:.2f}"
+            f" of its {k:g} copies (uniform routing over {nodes} nodes) instead of {k * (nodes - 1) / nodes:.2f}: "
+            f"x{share:.2f} of the per-pair bytes",
+            f"  routed experts (not modelled): {rows:,.0f} rows per local expert, charged "
+            f"{experts.flops / experts.compute_s / 1e12:,.0f} TFLOP/s (grouped_gemm {f.grouped_gemm:g} x the dense GEMM,"
+            f" fitted where an expert sees tens to hundreds of rows); at the dense GEMM's rate {experts1.compute_s:.2f}"
+            f" s -> step {step1:.2f} s, {per_node:,.0f} tok/s per node ({_err(per_node, SGLANG_PREFILL_2K)})"]
 
 
 def planned(framework: str, osl: int, tpot_ms: float, max_concurrency: int) -> list[str]:
