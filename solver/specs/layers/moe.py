@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share
 from solver.specs.layers.dense import ffn_params
+
+if TYPE_CHECKING:
+    from solver.specs.hardware import Hardware
 
 
 # tiers inside which ranks reach each other over NVLink (a node, an NVL72 rack); past them a token crosses RDMA
 NVLINK_TIERS = ("intra_node", "scale_up")
 
 
-def rdma_copies_share(hw, ep: int, stride: int, topk: float) -> float:
+def rdma_copies_share(hw: Hardware, ep: int, stride: int, topk: float) -> float:
     """Throughput-mode EP kernels (prefill; DeepEP normal mode, the DeepSeek-V3 report's dispatch) send a token
     over RDMA once per remote NVLink domain holding any of its experts and fan it out over NVLink there. A
     per-pair all-to-all puts topk x (D-1)/D of a token's copies on RDMA (D domains in the group); the domains hit
