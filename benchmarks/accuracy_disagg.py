@@ -57,7 +57,9 @@ from solver.estimate.serving import (  # noqa: E402
 from solver.estimate.factors import Factors  # noqa: E402
 from solver.specs.disagg_fitted import disagg_fitted  # noqa: E402
 from solver.measured import factors  # noqa: E402
-from solver.measured_disagg import DisaggCase, case_from_disagg_row, predict_disagg_row  # noqa: E402
+from solver.measured_disagg import (  # noqa: E402
+    POOL_SIZE_COLUMNS, POOLS, DisaggCase, case_from_disagg_row, is_complete, predict_disagg_row, worker_count_spread,
+)
 from solver.specs.framework import apply_fitted  # noqa: E402
 
 DEFAULT_CSV = REPO.parent / "shared" / "facts" / "calibration" / "measured_disagg_calibration.csv"
@@ -106,21 +108,101 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     pre0 = prefill_step(d.model, d.hw, p.pc, d.prec, zero_p, wl.isl, shape.prompts_per_step)
     dec0 = decode_step(d.model, d.hw, d.pc, d.prec, zero, batch, wl.isl + wl.osl / 2, wl.mtp)
     xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_bytes, wl.isl)
-    complete = all(str(row.get(k, "")).strip() not in ("", "nan") for k in ("prefill_workers", "decode_workers"))
+    complete = is_complete(row)
     return Prepared(index, c, shape, StepTerms.of(pre, "prefill", base_p, pre0), StepTerms.of(dec, "decode", base, dec0),
                     xfer.time_s,
                     d.framework.name, d.hw.name, d.model.name, family_of(d), complete, ttft, tpot, base_p, base)
 
 
-def prepare_rows(rows: Sequence[Mapping[str, Any]], waves: int | None = None) -> tuple[list[Prepared], list[str]]:
-    """The evaluable rows and, for the others, the one-line reason."""
+def prepare_rows(rows: Sequence[Mapping[str, Any]], waves: int | None = None
+                 ) -> tuple[list[Prepared], list[tuple[str, str]]]:
+    """The evaluable rows and, for the others, (row id, the one-line reason)."""
     prepared, skipped = [], []
     for i, row in enumerate(rows):
         try:
             prepared.append(prepare(row, i, waves))
         except InputError as exc:
-            skipped.append(str(exc))
+            skipped.append((str(row.get("id") or f"row {i}"), str(exc)))
     return prepared, skipped
+
+
+def skipped_lines(skipped: Sequence[tuple[str, str]]) -> list[str]:
+    """Every skipped row by id, grouped by the reason."""
+    by: dict[str, list[str]] = defaultdict(list)
+    for rid, err in skipped:
+        by[err].append(rid)
+    out = []
+    for err, ids in sorted(by.items(), key=lambda kv: -len(kv[1])):
+        out.append(f"  skipped {len(ids)}: {err}")
+        out += [f"      {rid}" for rid in ids]
+    return out
+
+
+LABEL_COLUMNS = tuple(f"{pool}_{col}" for pool in POOLS for col in POOL_SIZE_COLUMNS)
+
+
+def label_evidence(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the convention's labels lose, read off the table itself: a row without worker counts that repeats a
+    complete row's measurement (same system, ISL, OSL, concurrency, TTFT and TPOT; the model is labelled
+    DeepSeek-V3 on one and -R1 on the other, one architecture) is the same run; the size columns where the two
+    disagree are the ones the convention does not record as run."""
+    def key(r: Mapping[str, Any]) -> tuple:
+        return (r.get("system"), str(r.get("isl")), str(r.get("osl")), str(r.get("concurrency")),
+                round(float(r["ttft_ms"]), 6), round(float(r["tpot_ms"]), 7))
+    complete = {key(r): r for r in rows if is_complete(r)}
+    pairs = [(complete[key(r)], r) for r in rows if not is_complete(r) and key(r) in complete]
+    if not pairs:
+        return ["  no row without worker counts repeats a complete row"]
+    differ: dict[str, list[str]] = defaultdict(list)
+    for full, conv in pairs:
+        for col in LABEL_COLUMNS:
+            a, b = _num(full.get(col)), _num(conv.get(col))
+            if a != b:
+                differ[col].append(f"{a:g}->{b:g}")
+    out = [f"  {len(pairs)} rows without worker counts repeat a complete row's run; size columns that differ "
+           f"(complete -> convention):"]
+    for col in LABEL_COLUMNS:
+        if differ[col]:
+            seen = Counter(differ[col])
+            out.append(f"    {col:<22} {len(differ[col]):>3} of {len(pairs)}: "
+                       + ", ".join(f"{v} x{n}" for v, n in seen.most_common()))
+    return out
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+SPREAD_TOLERANCE = 0.15  # the TPOT goal: a row whose unknowns can move it further cannot score the model
+
+
+def spread_lines(rows: Sequence[Mapping[str, Any]], prepared: Sequence[Prepared]) -> list[str]:
+    """For the evaluated rows without worker counts whose labels carry no EP (the duplicates show attention DP
+    is not recorded on EP rows): how far the unknown worker counts move the prediction
+    (measured_disagg.worker_count_spread), and how many stay within SPREAD_TOLERANCE on both TTFT and TPOT."""
+    tp_only = [p for p in prepared if not p.complete
+               and p.case.prefill.pc.moe_ep_size == 1 and p.case.decode.pc.moe_ep_size == 1]
+    spreads = [worker_count_spread(rows[p.index]) for p in tp_only]
+    if not spreads:
+        return []
+    st, sp = np.array([s[0] for s in spreads]), np.array([s[1] for s in spreads])
+    ok = [p for p, (a, b) in zip(tp_only, spreads) if a <= SPREAD_TOLERANCE and b <= SPREAD_TOLERANCE]
+    conc = np.array([p.case.workload.concurrency for p in tp_only])
+    out = [f"  {len(tp_only)} evaluated rows without worker counts carry no EP; over the worker counts they leave "
+           f"blank (x, y in 1..concurrency) their predicted TTFT moves by median {np.median(st) * 100:.0f}%, TPOT "
+           f"by median {np.median(sp) * 100:.0f}%"]
+    for lo, hi in ((1, 2), (3, 8), (9, 64), (65, 10 ** 9)):
+        m = (conc >= lo) & (conc <= hi)
+        if m.any():
+            out.append(f"    concurrency {lo}-{hi if hi < 10 ** 9 else 'up'}: {int(m.sum())} rows, TTFT spread median "
+                       f"{np.median(st[m]) * 100:.0f}%, TPOT {np.median(sp[m]) * 100:.0f}%")
+    models = sorted({short_model(p.model) for p in ok})
+    out.append(f"  within {SPREAD_TOLERANCE:.0%} on both: {len(ok)} rows ({', '.join(models) or 'none'}): too few, "
+               f"and no other architecture, to score on; the complete rows stay the scored set")
+    return out
 
 
 def coverage(rows: Sequence[Mapping[str, Any]], prepared: Sequence[Prepared]) -> list[str]:
@@ -341,9 +423,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = rows[: args.rows]
     prepared, skipped = prepare_rows(rows, args.waves)
     print(f"disaggregated CSV: {args.csv}  rows {len(rows)}, evaluated {len(prepared)}, skipped {len(skipped)}")
-    for err, n in Counter(skipped).most_common():
-        print(f"  skipped {n}: {err}")
+    print("\n".join(skipped_lines(skipped)))
     print("\n".join(coverage(rows, prepared)))
+    print("what the rows without worker counts lose:")
+    print("\n".join(label_evidence(rows)))
+    print("\n".join(spread_lines(rows, prepared)))
     gap = check_fast_path(prepared)
     print(f"fast path vs estimate_disagg(): max relative difference {gap:.1e}"
           + ("  WARNING: the fast path no longer matches the estimator" if gap > 1e-6 else ""))

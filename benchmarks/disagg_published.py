@@ -2,7 +2,10 @@
 
     python benchmarks/disagg_published.py [--osl N] [--tpot-ms MS ...] [--framework NAME]
 
-Published (facts/measurements.md; never fitted on):
+Published (facts/measurements.md; never fitted on). The "Mechanism of #3" section sets the model's prefill step
+against the step #3 implies (prefill_mechanism).
+
+Published:
   #3  SGLang large-scale EP, H100 prefill, 4 nodes EP32, 16384 tokens per GPU: 57,674 / 54,543 / 50,302 input
       tokens/s per node at 1K / 2K / 4K prompts;
   #4  same, H100 decode, 9 nodes EP72, 256 sequences per GPU, 2K input: 22,282 output tokens/s per node;
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,6 +98,47 @@ def like_for_like(framework: str) -> list[str]:
                  f"{DEEPSEEK_DECODE:>10,}{v:>11,.0f}{_err(v, DEEPSEEK_DECODE):>7}  TPOT {e.tpot_s * 1e3:.1f} ms "
                  f"({1 / e.tpot_s:.1f} tok/s/user; published 20-22)")
     return lines
+
+
+def prefill_mechanism(framework: str) -> list[str]:
+    """Where #3's prefill step goes in the model, against the step the published figure implies:
+
+    - dispatch/combine bytes (modelled: specs/layers/moe.rdma_copies_share): the throughput (normal-mode) EP
+      kernels cross RDMA once per remote node a token's experts sit on, not once per token-expert pair;
+    - grouped GEMM rate (not modelled: a what-if from the model's own op costs, no fit): the routed experts run
+      at `grouped_gemm` x the dense GEMM's FLOP/s, a fraction fitted on the aggregated rows, applied at every
+      size; at 16,384 prompt tokens per GPU an expert on EP32 sees ~16K rows, a GEMM as large as the dense ones.
+    """
+    from solver.specs.layers.moe import rdma_copies_share
+
+    m, hw, fw = load_model(MODEL), load_hardware("h100_sxm"), load_framework(framework)
+    prec = resolve_precision(m, hw, None, None, None)
+    f = factors_for(hw, fw.efficiency_for(hw))
+    ranks = 32
+    pc = make_parallel_config(ranks, attn_tp_size=1, moe_tp_size=1)
+    tokens = 16384
+    wl = Workload("prefill", batch=ranks * (tokens // ISL), seq_len=ISL)
+    e = estimate(m, hw, pc, prec, f, wl)
+    published_step = tokens / (SGLANG_PREFILL_2K / hw.ranks_per_node)
+    experts = next(o for o in e.prefill.ops if o.name == "routed_experts")
+    k = m.real_experts_per_token
+    rows = tokens * k / (m.num_experts / pc.moe_ep_size)
+    nodes = ranks // hw.ranks_per_node
+    share = rdma_copies_share(hw, ranks, 1, k)
+    e1 = estimate(m, hw, pc, prec, replace(f, grouped_gemm=1.0), wl)
+    experts1 = next(o for o in e1.prefill.ops if o.name == "routed_experts")
+    step1 = e1.prefill.time_s
+    per_node = tokens * hw.ranks_per_node / step1
+    return [f"Mechanism of #3 (prefill, EP{ranks} on {nodes} nodes, {tokens:,} tokens per GPU of {ISL}-token prompts)",
+            f"  published {SGLANG_PREFILL_2K:,} input tok/s per node = a {published_step:.2f} s step; the model's "
+            f"{e.prefill.time_s:.2f} s: {_split(e.prefill)}",
+            f"  all-to-all (modelled): a token crosses RDMA once per remote node hit, {share * k * (nodes - 1) / nodes:.2f}"
+            f" of its {k:g} copies (uniform routing over {nodes} nodes) instead of {k * (nodes - 1) / nodes:.2f}: "
+            f"x{share:.2f} of the per-pair bytes",
+            f"  routed experts (not modelled): {rows:,.0f} rows per local expert, charged "
+            f"{experts.flops / experts.compute_s / 1e12:,.0f} TFLOP/s (grouped_gemm {f.grouped_gemm:g} x the dense GEMM,"
+            f" fitted where an expert sees tens to hundreds of rows); at the dense GEMM's rate {experts1.compute_s:.2f}"
+            f" s -> step {step1:.2f} s, {per_node:,.0f} tok/s per node ({_err(per_node, SGLANG_PREFILL_2K)})"]
 
 
 def planned(framework: str, osl: int, tpot_ms: float, max_concurrency: int) -> list[str]:
@@ -176,6 +221,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     t0 = time.time()
     print("\n".join(like_for_like(args.framework)))
+    print()
+    print("\n".join(prefill_mechanism(args.framework)))
     for tpot in args.tpot_ms:
         print()
         print("\n".join(planned(args.framework, args.osl, tpot, args.max_concurrency)))

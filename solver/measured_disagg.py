@@ -17,6 +17,10 @@ live there). For the disaggregated columns:
 Required and never defaulted: model, system, isl, osl, concurrency, prefill_tp, decode_tp. An error names the
 table's column (`prefill_moe_ep`, not `moe_ep`). A pool whose weights do not fit its ranks cannot have been
 measured as labelled: `predict_disagg_row` rejects the row, naming that pool's `_tp` column.
+
+A row that leaves the worker counts blank is a measurement of an unknown deployment: `worker_count_spread` says how
+far the counts it does not give could move its prediction (benchmarks/accuracy_disagg.py scores only the rows
+that give them).
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from solver.measured import Case, _opt_int, case_from_row, factors
 from solver.specs.disagg_fitted import burst_share
 
 POOLS = ("prefill", "decode")
+WORKER_COLUMNS = ("prefill_workers", "decode_workers")
 POOL_SIZE_COLUMNS = ("tp", "attention_dp", "moe_tp", "moe_ep", "pp")
 REQUIRED_COLUMNS = ("model", "system", "isl", "osl", "concurrency", "prefill_tp", "decode_tp")
 
@@ -87,6 +92,26 @@ def predict_disagg_row(row: Mapping[str, Any], framework: str | None = None) -> 
                           factors(c.prefill), factors(c.decode), c.workload)
     check_fits(c, est)
     return est
+
+
+def is_complete(row: Mapping[str, Any]) -> bool:
+    """The row gives both worker counts (the table's first rows); the others are read by the convention."""
+    return all(str(row.get(k, "")).strip() not in ("", "nan") for k in WORKER_COLUMNS)
+
+
+def worker_count_spread(row: Mapping[str, Any], framework: str | None = None) -> tuple[float, float]:
+    """How far the worker counts a row leaves blank could move its prediction: (TTFT, TPOT) largest / smallest
+    - 1 over the corners x, y in {1, C} (at least one worker per pool, at most one per request). TPOT falls as
+    y spreads the batch and the prefill wait as x adds capacity, so the corners bound what the unknown counts can
+    do. A row that gives both counts has nothing unknown: (0, 0). InputError as `predict_disagg_row`."""
+    if is_complete(row):
+        return 0.0, 0.0
+    c = max(1, _opt_int(row, "concurrency") or 1)
+    ests = [predict_disagg_row({**row, "prefill_workers": x, "decode_workers": y}, framework)
+            for x in sorted({1, c}) for y in sorted({1, c})]
+    ttft = [e.ttft_s for e in ests]
+    tpot = [e.tpot_s for e in ests]
+    return max(ttft) / min(ttft) - 1, max(tpot) / min(tpot) - 1
 
 
 def check_fits(c: DisaggCase, est: DisaggEstimate) -> None:

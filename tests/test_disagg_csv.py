@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from solver.cli.main import main
 from solver.errors import InputError
-from solver.measured_disagg import case_from_disagg_row, is_disagg, predict_disagg_row
+from solver.measured_disagg import case_from_disagg_row, is_disagg, predict_disagg_row, worker_count_spread
 
 from conftest import FACTS
 
@@ -96,3 +96,16 @@ def test_every_row_of_the_shipped_disaggregated_table_is_evaluated_or_names_its_
     # heads (the lossy rows that label a DP+EP worker "tp 72" on a 128-head model)
     assert all("does not fit" in str(e) or "num_attention_heads" in str(e) for e in bad), [str(e) for e in bad]
     assert len(bad) < len(rows) / 5
+
+
+def test_a_row_that_gives_its_worker_counts_has_nothing_left_to_spread() -> None:
+    assert worker_count_spread(ROW) == (0.0, 0.0)
+
+
+def test_one_request_leaves_the_worker_counts_no_room_and_many_requests_a_lot() -> None:
+    blank = {**ROW, "prefill_workers": "", "decode_workers": "", "prefill_batch": "", "decode_batch": ""}
+    # one request: x, y in {1} only, the prediction is fixed
+    assert worker_count_spread({**blank, "concurrency": "1"}) == (0.0, 0.0)
+    # 96 requests on 1 or 96 decode workers: 96 sequences per step or 1, TPOT moves far beyond any goal
+    ttft, tpot = worker_count_spread(blank)
+    assert tpot > 0.15 and ttft > 0.15

@@ -7,15 +7,37 @@ by default). Collectives: the MoE TP all-reduce and the EP dispatch / combine al
 experts run on the same TP group as the routed ones, their outputs are summed before the reduction: ONE
 all-reduce carries both (vLLM SharedFusedMoE, SGLang fused shared experts), not one each. When the attention
 TP group is the whole MoE group (EP without attention DP) every rank holds every token: no dispatch or
-combine, one all-reduce of the partial outputs.
+combine, one all-reduce of the partial outputs. Prefill's throughput EP kernels cross RDMA once per remote NVLink
+domain a token's experts sit on (rdma_copies_share); decode's low-latency kernels send every token-expert pair.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share
 from solver.specs.layers.dense import ffn_params
+
+if TYPE_CHECKING:
+    from solver.specs.hardware import Hardware
+
+
+# tiers inside which ranks reach each other over NVLink (a node, an NVL72 rack); past them a token crosses RDMA
+NVLINK_TIERS = ("intra_node", "scale_up")
+
+
+def rdma_copies_share(hw: Hardware, ep: int, stride: int, topk: float) -> float:
+    """Throughput-mode EP kernels (prefill; DeepEP normal mode, the DeepSeek-V3 report's dispatch) send a token
+    over RDMA once per remote NVLink domain holding any of its experts and fan it out over NVLink there. A
+    per-pair all-to-all puts topk x (D-1)/D of a token's copies on RDMA (D domains in the group); the domains hit
+    are (D-1)(1 - (1-1/D)^topk) under uniform routing. Returns hit / charged (1 inside one NVLink domain)."""
+    from solver.specs.topology import group_levels
+
+    d = math.prod(lv.members for lv in group_levels(hw, ep, stride) if lv.tier_name not in NVLINK_TIERS)
+    if d <= 1 or topk <= 0:
+        return 1.0
+    return d * (1.0 - (1.0 - 1.0 / d) ** topk) / topk
 
 
 def distinct_experts_touched(num_experts: int, topk_real: float, tokens: float) -> float:
@@ -176,6 +198,10 @@ class MoE(Block):
             # the published kernel latency is the decode (low-latency) kernels'; prefill runs the engines'
             # throughput kernels, which have no published per-call figure: a plain all-to-all there
             a2a = "ep_all_to_all" if cx.w.phase == "decode" else "all_to_all"
+            if a2a == "all_to_all":
+                # RDMA once per remote NVLink domain hit: scaling the whole send makes the RDMA level's bytes
+                # exact; the NVLink level it also scales stays well below it (an order of magnitude faster link)
+                send *= rdma_copies_share(cx.hw, ep, t, self.real_topk)
             out.append(cx.coll("ep_dispatch", "routed_experts", a2a, ep, send * disp_b, stride=t))
             out.append(cx.coll("ep_combine", "routed_experts", a2a, ep, send * ACT_BYTES, stride=t))
         if self.shared_inter and d > 1 and not fused:
