@@ -72,12 +72,15 @@ def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share 
     return best
 
 
-def joint_pairs(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tuple[int, int], Option]
-                ) -> list[Option]:
-    """Dense and MoE as one group: every pair of their options, with the pair's correction where it has one."""
+def joint_pairs(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tuple[int, int], Option],
+                excluded: frozenset[tuple[int, int]] = frozenset()) -> list[Option]:
+    """Dense and MoE as one group: every pair of their options (but the `excluded` (dense, moe) pairs), with the
+    pair's correction where it has one."""
     out = []
     for jd, d in dense.items():
         for jm, m in moe.items():
+            if (jd, jm) in excluded:
+                continue
             corr = pairs.get((jd, jm))
             parts = []
             for k in (0, 1):

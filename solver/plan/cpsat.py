@@ -337,6 +337,7 @@ class Planner:
         self._answers: dict[tuple, dict[str, int]] = {}  # answers so far: seeds for the next questions
         self._layouts = t.layouts()
         self._screens: dict[tuple[int, tuple], dict[str, set[int]] | None] = {}
+        self._bound_memo: dict[tuple, tuple] = {}
 
     def rules(self, b: int) -> list:
         if b not in self._rules:
@@ -392,6 +393,15 @@ class Planner:
         fig = figures(vc.plan, self.t.f, max(pe_s, 1e-12), 0.0, max(te_s, 1e-12), 0.0)
         return self.scenario.request_latency(fig.ttft_s, fig.tpot_s)
 
+    def _excluded_pairs(self, key: tuple, exclude_patterns) -> frozenset[tuple[int, int]]:
+        """The (dense, moe) choice pairs that make an excluded pattern beside layout `key`."""
+        pats = {(pk[1], pk[2]) for pk in exclude_patterns if pk[0] == key[:4]}
+        if not pats:
+            return frozenset()
+        dense, moe = self.t.choices["dense"], self.t.choices["moe"]
+        return frozenset((jd, jm) for jd, cd in enumerate(dense) for jm, cm in enumerate(moe)
+                         if cd[-1] == key[4] and cm[-1] == key[4] and (cd, cm) in pats)
+
     def _memory_screen(self, b: int, key: tuple) -> dict[str, set[int]] | None:
         """The choices of each group that can fit beside layout `key` at concurrency b (their memory plus the
         smallest of every other group within the cap: the CP-SAT model's memory constraint, relaxed to one
@@ -411,11 +421,23 @@ class Planner:
         self._screens[(b, key)] = out
         return out
 
-    def _bound(self, vc, attention_only: bool, screen: dict[str, set[int]] | None = None
-               ) -> tuple[float, float, float]:
+    def _bound(self, vc, attention_only: bool, screen: dict[str, set[int]] | None = None,
+               excluded: frozenset[tuple[int, int]] = frozenset()) -> tuple[float, float, float]:
         """(L lower bound, Pe lower bound, Te lower bound) of a layout, in seconds: per stage, the smallest
         share of every group (0 for the groups not yet tabled), the most negative pairwise correction; L is the
-        exact minimum over the groups' sums (plan.bound). `screen`: only these choices (the memory screen)."""
+        exact minimum over the groups' sums (plan.bound). `screen`: only these choices (the memory screen);
+        `excluded`: (dense, moe) choice pairs that make an excluded pattern with this layout. Memoised: a
+        layout's bound at one fill state is asked again by every question at its concurrency."""
+        memo = (id(vc), attention_only, tuple(vc.other), vc.complete, screen is not None, excluded)
+        hit = self._bound_memo.get(memo)
+        if hit is not None and hit[0] is vc:
+            return hit[1]
+        out = self._bound_of(vc, attention_only, screen, excluded)
+        self._bound_memo[memo] = (vc, out)
+        return out
+
+    def _bound_of(self, vc, attention_only: bool, screen: dict[str, set[int]] | None,
+                  excluded: frozenset[tuple[int, int]]) -> tuple[float, float, float]:
         def keep(g: str, opts: dict) -> dict:
             return opts if screen is None else {j: sh for j, sh in opts.items() if j in screen[g]}
 
@@ -454,7 +476,7 @@ class Planner:
         if not attention_only:
             rest = dict(other)
             if vc.complete and "dense" in rest and "moe" in rest:
-                groups.append(joint_pairs(rest.pop("dense"), rest.pop("moe"), vc.pairs))
+                groups.append(joint_pairs(rest.pop("dense"), rest.pop("moe"), vc.pairs, excluded))
             groups += [list(opts.values()) for opts in rest.values()]
         f = self.t.f
         return relaxed_minimum(groups, lambda pre, dec: self._lf(vc, *vc.step_times(pre, dec, f))), pe, te
@@ -517,7 +539,8 @@ class Planner:
             if dropped:
                 continue
             vc = self.t.view(b, key)
-            lb2, pe_lo, te_lo = self._bound(vc, attention_only=False, screen=screens[key])
+            lb2, pe_lo, te_lo = self._bound(vc, attention_only=False, screen=screens[key],
+                                            excluded=self._excluded_pairs(key, exclude_patterns))
             if inc is not None and lb2 >= inc[0]:
                 continue
             if not self._solve_view(b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state):

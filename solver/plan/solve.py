@@ -208,16 +208,10 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
             chosen.append(p)
             roles[p.key()] = "other backbone"
             seen.append(cpsat.pattern_key(tables, dict(p.picks)))
-    for p in ordered[1:]:
-        if len(chosen) >= top:
-            break
-        k = cpsat.pattern_key(tables, dict(p.picks))
-        if k not in seen:
-            chosen.append(p)
-            roles[p.key()] = "next pattern"
-            seen.append(k)
     while len(chosen) < top:
-        # fewer distinct patterns on the front: the best configuration of a new pattern at any concurrency
+        # the next distinct pattern by the score: at one concurrency and one number of sequences in flight the
+        # score falls with latency, so the best of each such class among the patterns not yet shown, and the
+        # best of those (on the front or not: a pattern tied with one shown is off the front, yet next)
         alts = [p for p in (planner.best(b, seen, served=q) for b in tables.batches for q in planner.served(b))
                 if p is not None]
         if not alts:
