@@ -361,16 +361,22 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     limit = memory_limit(hw.memory_bytes, hw.reserved_bytes, mem_opts.total_fraction)
     batches = []
     memory: dict[tuple[int, str, int], float] = {}
+    pcs = {(g, i): ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values)))
+           for g, opts in choices.items() for i, values in enumerate(opts)}
+    # what does not grow with the sequences held (weights, the attention groups' buffers): once per choice
+    fixed = {(g, i): _group_memory(g, model, pc, prec, mem_opts, params, groups, 0, scenario.max_seq_len,
+                                   mtp_layers, part="fixed") for (g, i), pc in pcs.items()}
     for b in space.batches:
         mem = {}
-        for g, opts in choices.items():
-            for i, values in enumerate(opts):
-                pc = ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values)))
-                # every replica holds up to the busiest replica's requests (C_r = ceil(B / replicas)): room for
-                # them all keeps the running batch at C_r, as the serving figures assume (figures.step_plan)
-                held = math.ceil(b / pc.attn_replicas) * pc.attn_replicas if g == "attn" else b
-                mem[(g, i)] = _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
-                                            scenario.max_seq_len, mtp_layers)
+        for (g, i), pc in pcs.items():
+            if g not in PER_SEQUENCE_MEMORY:
+                mem[(g, i)] = fixed[(g, i)]
+                continue
+            # every replica holds up to the busiest replica's requests (C_r = ceil(B / replicas)): room for
+            # them all keeps the running batch at C_r, as the serving figures assume (figures.step_plan)
+            held = math.ceil(b / pc.attn_replicas) * pc.attn_replicas if g == "attn" else b
+            mem[(g, i)] = fixed[(g, i)] + _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
+                                                        scenario.max_seq_len, mtp_layers, part="batch")
         best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}
         if const_mem + sum(best.values()) > limit and b != min(space.batches):
             continue  # no configuration holds this many sequences: the concurrency leaves the space
@@ -389,30 +395,39 @@ def _redundant(model: ModelSpec, fw: FrameworkProfile, hw: Hardware, ep: int) ->
     return r if (model.num_experts + r) / ep <= hw.max_experts_per_rank else None
 
 
+# the groups whose memory grows with the sequences a rank holds (caches, activations; EP staging buffers)
+PER_SEQUENCE_MEMORY = ("attn", "moe")
+
+
 def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
                   params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int,
-                  mtp_layers: int) -> float:
-    """Bytes a group adds per rank. Activations and EP buffers are charged at their largest so the linear
-    memory constraint never admits a config the exact check rejects. Under PP: on the stage with the most
-    layers (the first), charged the embedding and the LM head both (an upper bound by one of them)."""
+                  mtp_layers: int, part: str = "all") -> float:
+    """Bytes a group adds per rank: `part` "fixed" (weights, the attention groups' buffers), "batch" (what
+    grows with the `batch` sequences held) or "all". Activations and EP buffers are charged at their largest
+    so the linear memory constraint never admits a config the exact check rejects. Under PP: on the stage with
+    the most layers (the first), charged the embedding and the LM head both (an upper bound by one of them)."""
     if pc.pp_size > 1:
         from solver.estimate.pipeline import stages
 
         top = max(stages(model, pc.pp_size), key=lambda st: len(st.model.layers))
         return _group_memory(g, top.model, pc.stage(), prec, opts, count_params(top.model), groups, batch,
-                             seq_len, mtp_layers)
-    total = sum(module_weight_bytes(m, model, pc, prec, opts) for m in params.modules
-                if m.parts and groups.get(m.name) == g)
-    if g == "attn":
+                             seq_len, mtp_layers, part)
+    fixed, per_batch = part in ("fixed", "all"), part in ("batch", "all")
+    total = 0.0
+    if fixed:
+        total += sum(module_weight_bytes(m, model, pc, prec, opts) for m in params.modules
+                     if m.parts and groups.get(m.name) == g)
+    if g == "attn" and per_batch:
         mtp_cache = model.num_mtp_layers if mtp_layers else 0
         kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
         state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
         total += kv + idx + state + activation_peak(model, pc, opts, seq_len, seqs)
+    if g == "attn" and fixed:
         total += comm_buffers_per_rank(model, ParallelConfig(world_size=pc.world_size, attn_tp_size=pc.attn_tp_size,
                                                              cp_size=pc.cp_size, kvp_size=pc.kvp_size,
                                                              attn_sp_size=pc.attn_sp_size,
                                                              o_proj_tp_size=pc.o_proj_tp_size), 0.0)
-    if g == "moe" and model.is_moe and pc.moe_ep_size > 1:
+    if g == "moe" and model.is_moe and pc.moe_ep_size > 1 and per_batch:
         tokens = max(opts.prefill_chunk, batch / max(1, pc.world_size) * (1 + mtp_layers))
         total += comm_buffers_per_rank(model, pc, tokens) - comm_buffers_per_rank(
             model, ParallelConfig(world_size=pc.world_size, moe_tp_size=pc.world_size), 0.0)
