@@ -37,8 +37,18 @@ def _launch_floor(opts: Iterable[Option]) -> tuple[tuple[float, ...], tuple[floa
 
 def pareto(points: Iterable[tuple[float, ...]]) -> list[tuple[float, ...]]:
     """The points no other point is <= in every coordinate (one copy of equal points)."""
-    out: list[tuple[float, ...]] = []
-    for p in sorted(set(points)):  # lexicographic: a point's dominators come before it
+    pts = sorted(set(points))  # lexicographic: a point's dominators come before it
+    if pts and len(pts[0]) <= 2:  # one or two coordinates (no PP): a sweep keeps the falling second one
+        out, low = [], float("inf")
+        for p in pts:
+            if len(p) < 2 or p[1] < low:
+                if len(p) < 2 and out:
+                    break
+                out.append(p)
+                low = p[1] if len(p) == 2 else low
+        return out
+    out = []
+    for p in pts:
         if not any(all(a <= b for a, b in zip(q, p)) for q in out):
             out.append(p)
     return out

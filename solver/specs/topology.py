@@ -35,19 +35,20 @@ def _tiers_by_span(hw: Hardware) -> list[tuple[int, str, Tier]]:
     return out
 
 
-_GROUPS: dict[tuple[int, int, int], tuple[Hardware, list]] = {}
+_GROUPS: dict[tuple[int, int, int], tuple[Hardware, tuple]] = {}
 
 
-def group_levels(hw: Hardware, n: int, stride: int = 1) -> list[Level]:
+def group_levels(hw: Hardware, n: int, stride: int = 1) -> tuple[Level, ...]:
     """Split a group of n ranks (members `stride` apart) into per-tier member counts whose product is n."""
-    # asked for every collective of every candidate: remembered per (hardware object, n, stride)
+    # asked for every collective of every candidate: remembered per (hardware object, n, stride), and handed
+    # out as the (immutable) tuple itself
     hit = _GROUPS.get((id(hw), n, stride))
     if hit is None or hit[0] is not hw:
         if len(_GROUPS) > 65536:
             _GROUPS.clear()
-        hit = (hw, list(_levels(_tiers(hw), n, stride)))
+        hit = (hw, _levels(_tiers(hw), n, stride))
         _GROUPS[(id(hw), n, stride)] = hit
-    return list(hit[1])
+    return hit[1]
 
 
 _TIERS: dict[int, tuple[Hardware, tuple]] = {}
