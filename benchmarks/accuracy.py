@@ -68,7 +68,7 @@ FACTORS_YAML = REPO / "solver" / "frameworks" / "fitted" / "factors.yaml"
 #   seq_kernel_s        cost per running sequence per kernel the step launches (0 - 200 ns): the per-sequence
 #                       work inside each kernel, so it scales with the model's layers x kernels per layer and
 #                       carries over between models (fitted per step instead, as seq_overhead_s, a host cost per
-#                       sequence, it gave leave-one-model-out TPOT 16.0% against 14.3% with this; seq_overhead_s
+#                       sequence, it gave leave-one-model-out TPOT 15.9% against 13.8% with this; seq_overhead_s
 #                       stays a profile setting, not fitted)
 # The attention and comm multipliers of the framework profile are honoured but not fitted: the CSV does not
 # constrain them (fits with them moved the median error by < 1 point while drifting to their bounds).

@@ -28,8 +28,8 @@ Step times outside the kernels (the engine's serving loop, FrameworkServing; `st
     kernel's per-sequence setup, page-table walk and split-KV reduction; per-token routing and sampling
     passes), so a 61-layer MoE pays it about four times as often as a 32-layer dense model. One per-step
     constant per (engine, hardware), as fitted before, took the model's layer count from whichever models the
-    pair was fitted on: leave-one-model-out TPOT 16.0% with it, 14.3% with the per-kernel form
-    (benchmarks/README.md).
+    pair was fitted on: leave-one-model-out TPOT 15.9% with it, 13.8% with the per-kernel form
+    (benchmarks/accuracy.py).
 
 The fixed TTFT cost, split by where it is spent:
 
