@@ -228,8 +228,8 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
     pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
     dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
-    fp = replace(p.base_p, seq_overhead_s=q["seq_overhead_s"])
-    fd = replace(p.base_d, seq_overhead_s=q["seq_overhead_s"])
+    fp = replace(p.base_p, seq_overhead_s=q["seq_overhead_s"], seq_kernel_s=q["seq_kernel_s"])
+    fd = replace(p.base_d, seq_overhead_s=q["seq_overhead_s"], seq_kernel_s=q["seq_kernel_s"])
     pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, fp)
     dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, fd)
     wl = p.case.workload
@@ -242,7 +242,7 @@ def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     eff = p.case.decode.framework.efficiency
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
            "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
-           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0,
+           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0, "seq_kernel_s": 0.0,
            "burst_share": p.case.workload.burst_share,
            "allreduce_latency_s": p.case.decode.hw.tiers["intra_node"].latency_s,
            "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None

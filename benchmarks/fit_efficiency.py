@@ -109,7 +109,12 @@ def fit_group(rows: Sequence[Prepared], params: Sequence[str] = PARAMS,
     if len(rows) < MIN_ROWS:
         return None
     best = coordinate_search(lambda factors: loss(rows, factors), {**NEUTRAL, **(fixed or {})}, params)
-    return {k: round(best[k], 6 if k.endswith("_s") else 4) for k in params}
+    return {k: _rounded(k, best[k]) for k in params}
+
+
+def _rounded(key: str, value: float) -> float:
+    """Multipliers to 4 decimals; seconds to 4 significant digits (seq_kernel_s is ~1e-7 s)."""
+    return round(value, 4) if not key.endswith("_s") else float(f"{value:.4g}")
 
 
 def fit_global(rows: Sequence[Prepared]) -> dict[str, float] | None:
@@ -160,7 +165,7 @@ def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv:
         "# Rerun: python benchmarks/fit_efficiency.py   (then python benchmarks/accuracy.py to check).",
         "# Multipliers (gemm, hbm) scale the hardware YAML's achieved fractions and the framework",
         "# profile's own multipliers; keys ending in _s are absolute seconds (kernel_overhead_s per kernel launched,",
-        "# request_overhead_s per request on the TTFT path, seq_overhead_s per running sequence per step,",
+        "# request_overhead_s per request on the TTFT path, seq_kernel_s per running sequence per kernel launched,",
         "# allreduce_latency_s per custom all-reduce). Bounds: "
         + ", ".join(f"{k} {lo:g}..{hi:g}" for k, (lo, hi) in BOUNDS.items()) + ".",
         f"# Pairs with fewer than {MIN_ROWS} rows get the framework's pooled fit over all its rows (relative to each",

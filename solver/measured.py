@@ -32,7 +32,7 @@ weight-only, or moe_tp x moe_ep != world for a MoE model raises `InputError` who
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
@@ -45,6 +45,7 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model import ModelSpec
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig, make_parallel_config
+from solver.specs.dtypes import number_format
 from solver.specs.precision import Precision, resolve_precision
 
 REQUIRED_COLUMNS = ("model", "system", "isl", "osl", "concurrency", "tp")
@@ -202,11 +203,29 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
     except InputError as exc:
         col = {"--weight-dtype": "gemm_quant_mode", "--moe-weight-dtype": "moe_quant_mode"}.get(exc.field, "precision")
         raise _column_error(col, exc) from None
+    prec = keep_unconverted(prec, model, gemm)
     eff = dict(_efficiency(fw_name, hw.name, fitted_stamp()))
     wl = Workload("serving", isl=isl, osl=osl, concurrency=conc,
                   request_overhead_s=float(eff.get("request_overhead_s", DEFAULT_REQUEST_OVERHEAD_S)),
                   **({"benchmark_waves": waves} if waves else {}))
     return Case(model, hw, pc, prec, fw, wl, eff)
+
+
+def keep_unconverted(prec: Precision, model: ModelSpec, gemm: str | None) -> Precision:
+    """The row's GEMM format applies to the GEMMs the checkpoint quantizes. A quantized checkpoint that keeps a
+    module group in 16 bits (quantization_config.modules_to_not_convert: gpt-oss keeps self_attn, the router,
+    embedding and lm_head in BF16, facts/model_configs/openai--gpt-oss-120b.json) is served that way whatever the
+    row's headline format: the engine loads the published weights, it does not re-quantize them."""
+    q = model.quant
+    if gemm is None or q.method == "none":
+        return prec
+    kept = {g: getattr(q, g) for g in ("attention", "dense") if getattr(q, g) in ("bf16", "fp16")
+            and prec.fmt(g).name != getattr(q, g)}
+    if not kept:
+        return prec
+    weights = {**prec.weights, **{g: number_format(f) for g, f in kept.items()}}
+    note = ", ".join(f"{g} stays {f} (not converted in the checkpoint)" for g, f in kept.items())
+    return replace(prec, weights=weights, notes=(*prec.notes, note))
 
 
 def _framework_rules(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,

@@ -53,10 +53,32 @@ def test_decode_at_one_past_a_graph_size_costs_the_padded_batch() -> None:
     model = load_model("meta-llama/Llama-3.1-8B-Instruct")
     hw = load_hardware("h100_sxm")
     fw = load_framework("vllm")
-    f = replace(factors_for(hw, fw.efficiency_for(hw)), seq_overhead_s=0.0)
+    f = replace(factors_for(hw, fw.efficiency_for(hw)), seq_overhead_s=0.0, seq_kernel_s=0.0)
     pc = make_parallel_config(1)
     prec = resolve_precision(model, hw)
     est = estimate(model, hw, pc, prec, f, Workload("decode", batch=249, seq_len=2048))
     padded = decode_step(model, hw, pc, prec, f, 256, 2048)
     assert est.tpot_s == pytest.approx(padded.time_s)
     assert kernels_launched(padded, f) > 32  # every layer launches kernels
+
+
+def test_per_sequence_cost_per_kernel_scales_with_sequences_and_kernels() -> None:
+    f = replace(factors_for(load_hardware("h100_sxm"), {}), seq_kernel_s=1e-7)
+    # 10 sequences x 1000 kernels x 100 ns = 1 ms on top of the 1 ms of GPU work
+    assert step_time(1e-3, 1000, 10, False, f) == pytest.approx(2e-3)
+    # a model launching twice the kernels (twice the layers) pays it twice; so do twice the sequences
+    assert step_time(1e-3, 2000, 10, False, f) - 1e-3 == pytest.approx(2e-3)
+    assert step_time(1e-3, 1000, 20, False, f) - 1e-3 == pytest.approx(2e-3)
+
+
+def test_per_sequence_costs_add_the_per_step_and_per_kernel_parts() -> None:
+    f = replace(factors_for(load_hardware("h100_sxm"), {}), seq_overhead_s=1e-5, seq_kernel_s=1e-8)
+    # 4 sequences x (10 us + 500 kernels x 10 ns = 15 us) = 60 us
+    assert step_time(0.0, 500, 4, False, f) == pytest.approx(6e-5)
+
+
+def test_fitted_per_kernel_sequence_cost_reaches_the_estimate() -> None:
+    fitted = {"seq_kernel_s": 5e-8}
+    f = factors_for(load_hardware("h100_sxm"), fitted)
+    assert f.seq_kernel_s == 5e-8
+    assert factors_for(load_hardware("h100_sxm"), {}).seq_kernel_s == 0.0

@@ -41,3 +41,23 @@ def test_weight_only_int4_on_blackwell_runs_w4a8() -> None:
     case = case_from_row({**R1, "precision": "", "gemm_quant_mode": "fp8", "moe_quant_mode": "w4afp8"})
     assert case.prec.fmt("experts").name == "int4"
     assert case.prec.gemm_dtype("experts") == "fp8"
+
+
+GPT_OSS = {"backend": "trtllm", "model": "openai/gpt-oss-120b", "system": "b200_sxm", "precision": "fp4",
+           "gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4", "isl": 1024, "osl": 1024, "concurrency": 4,
+           "tp": 1}
+
+
+def test_modules_the_checkpoint_keeps_in_bf16_stay_bf16_under_the_rows_gemm_format() -> None:
+    # gpt-oss-120b's quantization_config leaves self_attn in BF16 (modules_to_not_convert): the row's nvfp4
+    # applies to the experts the checkpoint quantizes, the attention GEMMs run BF16
+    case = case_from_row(GPT_OSS)
+    assert case.prec.fmt("attention").name == "bf16" and case.prec.gemm_dtype("attention") == "bf16"
+    assert case.prec.fmt("experts").name == "nvfp4" and case.prec.gemm_dtype("experts") == "fp4"
+    assert any("not converted" in n for n in case.prec.notes)
+
+
+def test_a_checkpoint_that_quantizes_attention_takes_the_rows_gemm_format() -> None:
+    # DeepSeek-R1's FP8 checkpoint quantizes self_attn: an nvfp4 row runs it at nvfp4
+    case = case_from_row({**R1, "precision": "fp4", "gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4"})
+    assert case.prec.fmt("attention").name == "nvfp4"

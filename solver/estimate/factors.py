@@ -32,7 +32,10 @@ class Factors:
     first_token_iterations: float = 0.0  # engine iterations between a prompt's prefill and its streamed token
     graph_sizes: tuple[int, ...] = ()  # captured CUDA-graph decode batches; () = none
     eager_launch_s: float = 0.0  # host time per eagerly launched kernel
-    seq_overhead_s: float = 0.0  # host time per running sequence per step (schedule, sample, detokenize); fitted
+    seq_overhead_s: float = 0.0  # host time per running sequence per step (schedule, sample, detokenize)
+    # time per running sequence per kernel the step launches: the per-sequence work inside every kernel beyond
+    # the FLOPs and bytes the op model counts, so it scales with the model's layers x kernels per layer; fitted
+    seq_kernel_s: float = 0.0
     # custom small-message all-reduce (comm.all_reduce_s): one-shot up to the first size, two-shot up to the
     # second (bytes per rank), NCCL above; 0 = no custom kernel. Its launch-to-done latency is fitted once.
     allreduce_oneshot_max_bytes: float = 0.0
@@ -71,6 +74,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         graph_sizes=tuple(int(b) for b in s.get("graph_sizes", ())),  # type: ignore[union-attr]
         eager_launch_s=float(s.get("eager_launch_s", 0.0)),
         seq_overhead_s=float(s.get("seq_overhead_s", 0.0)),
+        seq_kernel_s=float(s.get("seq_kernel_s", 0.0)),
         allreduce_oneshot_max_bytes=float(s.get("allreduce_oneshot_max_bytes", 0.0)),
         allreduce_custom_max_bytes=float(s.get("allreduce_custom_max_bytes", 0.0)),
         allreduce_latency_s=s.get("allreduce_latency_s"),

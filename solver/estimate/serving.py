@@ -23,7 +23,13 @@ Step times outside the kernels (the engine's serving loop, FrameworkServing; `st
     decode runs the batch padded to the next captured CUDA-graph size (the GPU work of the padded batch); past
     the largest graph, and for every prefill, the step runs eagerly: it takes at least kernels x eager_launch_s
     (the host issuing each kernel); every step also costs seq_overhead_s per sequence in it (scheduling,
-    sampling, detokenizing) on top of the fixed step_overhead_s.
+    sampling, detokenizing) on top of the fixed step_overhead_s, and seq_kernel_s per sequence per kernel it
+    launches: the per-sequence work inside each kernel that the FLOP and byte counts miss (a decode attention
+    kernel's per-sequence setup, page-table walk and split-KV reduction; per-token routing and sampling
+    passes), so a 61-layer MoE pays it about four times as often as a 32-layer dense model. One per-step
+    constant per (engine, hardware), as fitted before, took the model's layer count from whichever models the
+    pair was fitted on: leave-one-model-out TPOT 15.9% with it, 13.8% with the per-kernel form
+    (benchmarks/accuracy.py).
 
 The fixed TTFT cost, split by where it is spent:
 
@@ -288,9 +294,11 @@ def kernels_launched(step: StepCost, f: Factors) -> float:
 
 def step_time(gpu_s: float, kernels: float, sequences: float, eager: bool, f: Factors) -> float:
     """A forward step as the engine runs it [s]: the GPU time, floored by the host's kernel launches when it
-    runs eagerly (kernels x eager_launch_s), plus seq_overhead_s per sequence in the step."""
+    runs eagerly (kernels x eager_launch_s), plus seq_overhead_s per sequence in the step and seq_kernel_s per
+    sequence per kernel launched (the per-sequence cost of a step grows with the model's layers x kernels per
+    layer, not only with the sequences: module docstring). Non-decreasing in gpu_s, kernels and sequences."""
     t = max(gpu_s, kernels * f.eager_launch_s) if eager else gpu_s
-    return t + f.seq_overhead_s * sequences
+    return t + (f.seq_overhead_s + f.seq_kernel_s * kernels) * sequences
 
 
 def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float, synced_ranks: int = 1,

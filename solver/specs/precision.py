@@ -24,10 +24,16 @@ class Precision:
         return self.weights[group]
 
     def gemm_dtype(self, group: str) -> str:
-        """dtype whose peak a GEMM runs at: the lower-precision side only helps if both operands use it."""
+        """dtype whose peak a GEMM runs at: the lower-precision side only helps if both operands use it.
+
+        Activations are quantized per GEMM to what that GEMM's kernel takes: with FP4 activations (an NVFP4
+        MoE) an FP8 attention or dense GEMM quantizes its input to FP8 and runs W8A8, not BF16 (the 4-bit
+        activation rate needs 4-bit weights)."""
         w = self.weights[group].compute
-        if self.activation in ("fp8", "int8") and w in ("fp8", "int8", "fp4", "int4"):
-            return self.activation if w in ("fp4", "int4") else w
+        if w in ("fp8", "int8") and self.activation in ("fp8", "int8", "fp4"):
+            return w
+        if w in ("fp4", "int4") and self.activation in ("fp8", "int8"):
+            return self.activation
         if w == "fp4" and self.activation == "fp4":
             return "fp4"
         return "bf16"

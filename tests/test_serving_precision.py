@@ -1,0 +1,31 @@
+"""Which GEMMs run in which precision (mechanism 6 of the serving issue): activations are quantized per GEMM."""
+from __future__ import annotations
+
+from solver.specs.dtypes import number_format
+from solver.specs.precision import Precision
+
+
+def _prec(activation: str, **weights: str) -> Precision:
+    groups = {"attention": "bf16", "dense": "bf16", "experts": "bf16", "embedding": "bf16", "lm_head": "bf16",
+              "norm": "bf16", **weights}
+    return Precision(weights={g: number_format(f) for g, f in groups.items()}, activation=activation, kv_bytes=1)
+
+
+def test_fp8_attention_beside_an_nvfp4_moe_runs_fp8_not_bf16() -> None:
+    p = _prec("fp4", attention="fp8", experts="nvfp4")
+    assert p.gemm_dtype("attention") == "fp8"
+    assert p.gemm_dtype("experts") == "fp4"
+
+
+def test_bf16_weights_run_bf16_whatever_the_activation() -> None:
+    for act in ("fp4", "fp8", "bf16"):
+        assert _prec(act).gemm_dtype("attention") == "bf16"
+
+
+def test_4bit_weights_with_8bit_activations_run_at_the_activation_rate() -> None:
+    assert _prec("fp8", experts="mxfp4").gemm_dtype("experts") == "fp8"  # W4A8
+    assert _prec("bf16", experts="mxfp4").gemm_dtype("experts") == "bf16"  # W4A16
+
+
+def test_8bit_weights_with_bf16_activations_run_bf16() -> None:
+    assert _prec("bf16", dense="fp8").gemm_dtype("dense") == "bf16"
