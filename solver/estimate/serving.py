@@ -375,7 +375,7 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
     if saturated:
         lo = hi
     else:
-        root = balance_root(B, tau, p, S, o + ftl + tau / 2 + S, steps_out)
+        root = balance_root(B, tau, p, shape.chunks, o + ftl, steps_out)
         if root is not None and 0.0 <= root <= hi and root * p < (1 - 1e-12) * (tau + root * p):
             lo = root
         else:  # degenerate steps (tau or p zero, rho at its clamp): bisection on the same balance
@@ -401,14 +401,15 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
     return ServingTimes(ttft, tpot, first, steady, slot_wait, rho, ttft + steps_out * step, ftl)
 
 
-def balance_root(B: float, tau: float, p: float, S: float, base_s: float, steps_out: float) -> float | None:
+def balance_root(B: float, tau: float, p: float, chunks: int, fixed_s: float, steps_out: float) -> float | None:
     """q [prompts per step] at which the decode-first closed loop balances, lambda (TTFT_ss + steps_out s) = B,
     in closed form (None where tau or p is not positive). With s = tau + q p, rho = q p / s and 1 - rho = tau / s,
     the M/D/1 wait is rho S / (2 (1 - rho)) = q p S / (2 tau), linear in q; multiplying the balance by s gives a
     quadratic a q^2 + b q - B tau = 0 on each side of the wait's cap (B - 1) S, reached at q* = 2 tau (B - 1) / p.
-    base_s = TTFT_ss without the wait (o + ftl + tau / 2 + S)."""
+    S = p + (chunks - 1) tau; fixed_s = o + ftl (TTFT_ss = fixed_s + tau / 2 + S + W_q)."""
     if not (tau > 0 and p > 0):
         return None
+    S = p + (chunks - 1) * tau
 
     def positive_root(a: float, b: float) -> float:
         c = B * tau  # a q^2 + b q - c = 0, a >= 0, c > 0: one positive root, written without cancellation
@@ -417,10 +418,13 @@ def balance_root(B: float, tau: float, p: float, S: float, base_s: float, steps_
         d = math.sqrt(b * b + 4 * a * c)
         return 2 * c / (b + d) if b >= 0 else (d - b) / (2 * a)
 
-    below = positive_root(p * (steps_out + S / (2 * tau)), steps_out * tau - B * p + base_s)
+    # b below the cap: steps_out tau + TTFT_ss(no wait) - B p; at the cap the wait adds (B - 1) S, and
+    # (B - 1) S + S - B p = B (chunks - 1) tau: summed from positive terms only
+    head = steps_out * tau + fixed_s + tau / 2
+    below = positive_root(p * (steps_out + S / (2 * tau)), head + (chunks - 1) * tau - (B - 1) * p)
     if below <= 2 * tau * (B - 1) / p:
         return below
-    return positive_root(p * steps_out, steps_out * tau - B * p + base_s + (B - 1) * S)
+    return positive_root(p * steps_out, head + B * (chunks - 1) * tau)
 
 
 def kv_capacity_per_replica(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, context: int,
