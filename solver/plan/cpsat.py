@@ -381,7 +381,7 @@ class Planner:
     def point(self, b: int, picks: dict[str, int], lat_s: float, fig: Figures) -> Point:
         """A configuration at concurrency b as the front holds it, from its exact figures."""
         inv = self.t.world / max(fig.output_tokens_per_s, 1e-300)
-        served = self.t.view(b, self.t.layout_key(self.t.choices["attn"][picks["attn"]]), full=False).plan.served
+        served = self.t.step_plan_of(b, self.t.layout_key(self.t.choices["attn"][picks["attn"]])).served
         return Point(tuple(sorted(picks.items(), key=lambda kv: list(GROUPS).index(kv[0]))), b,
                      exact(lat_s * TIME_SCALE, "a latency"), inv * TIME_SCALE,
                      _simplicity(self.t, picks), served)
@@ -502,7 +502,8 @@ class Planner:
     def served(self, b: int) -> list[float]:
         """The distinct sequences-in-flight of the layouts at concurrency b (StepPlan.served): in serving just
         b; a prefill or decode batch smaller than the replicas still keeps each replica busy with one."""
-        return sorted({self.t.view(b, key, full=False).plan.served for key in self._layouts})
+        return sorted({self.t.step_plan_of(b, key).served for key in self._layouts
+                       if self._memory_screen(b, key) is not None})
 
     def best(self, b: int, exclude_patterns: list[tuple] = (), relaxed: frozenset[str] = frozenset(),
              exclude_families: frozenset[str] = frozenset(), served: float | None = None) -> Point | None:
@@ -518,9 +519,9 @@ class Planner:
             screen = None if "B.memory_per_rank" in relaxed else self._memory_screen(b, key)
             if screen is None and "B.memory_per_rank" not in relaxed:
                 continue  # nothing of this layout fits: it cannot be on the front
-            vc = self.t.view(b, key, full=False)
-            if served is not None and vc.plan.served != served:
+            if served is not None and self.t.step_plan_of(b, key).served != served:
                 continue
+            vc = self.t.view(b, key, full=False)
             screens[key] = screen
             layouts.append((self._bound(vc, attention_only=True, screen=screen)[0], key))
         layouts.sort()

@@ -118,6 +118,7 @@ class Tables:
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
+    _plans: dict[tuple[int, tuple], StepPlan] = field(default_factory=dict)
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -175,13 +176,21 @@ class Tables:
             return {NONE: Share((0.0,) * stages, (0.0,) * stages)}
         return self._share(pc, w, mtp, (NONE,))
 
+    def step_plan_of(self, b: int, key: tuple[int, ...]) -> StepPlan:
+        """The steps layout `key` runs at concurrency b (nothing costed yet)."""
+        sp = self._plans.get((b, key))
+        if sp is None:
+            sp = self._plans[(b, key)] = step_plan(self.model, self._layout_pc(key), self.f,
+                                                   Workload.for_scenario(self.scenario, b))
+        return sp
+
     def view(self, b: int, key: tuple[int, ...], full: bool = True) -> ViewCosts:
         """The costs of layout `key` at concurrency b; `full=False` fills the attention choices only (what the
         planner's first bound reads)."""
         vc = self._views.get((b, key))
         if vc is None:
             rep = self._layout_pc(key)
-            sp = step_plan(self.model, rep, self.f, Workload.for_scenario(self.scenario, b))
+            sp = self.step_plan_of(b, key)
             mtp = sp.mtp_layers
             pre_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.pre_work, 0) if sp.pre_work else None
             dec_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.dec_work, mtp) if sp.dec_work else None
