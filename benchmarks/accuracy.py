@@ -46,7 +46,7 @@ from solver.errors import InputError  # noqa: E402
 from solver.estimate.compute import factors_for  # noqa: E402
 from solver.estimate.serving import (  # noqa: E402
     DEFAULT_REQUEST_OVERHEAD_S, ServingPolicy, ServingShape, estimate, kernels_launched, kv_capacity_per_replica,
-    serving_shape, serving_steps, serving_times, step_time, synced_ranks, token_budget,
+    serving_shape, serving_steps, serving_times, step_layers, step_time, synced_ranks, token_budget,
 )
 from solver.estimate.factors import Factors  # noqa: E402
 from solver.estimate.step import StepCost  # noqa: E402
@@ -65,14 +65,17 @@ FACTORS_YAML = REPO / "solver" / "frameworks" / "fitted" / "factors.yaml"
 #                       (a per-step constant fitted instead, step_overhead_s, gave leave-one-model-out TPOT 15.2%
 #                       against 13.8% with this; step_overhead_s stays a profile setting, not fitted)
 #   request_overhead_s  fixed per-request cost on the TTFT path: HTTP, tokenizer, scheduler hand-off (0 - 0.3 s)
-#   seq_kernel_s        cost per running sequence per kernel the step launches (0 - 200 ns): the per-sequence
-#                       work inside each kernel, so it scales with the model's layers x kernels per layer and
-#                       carries over between models (fitted per step instead, as seq_overhead_s, a host cost per
-#                       sequence, it gave leave-one-model-out TPOT 15.9% against 13.8% with this; seq_overhead_s
-#                       stays a profile setting, not fitted)
+#   seq_layer_s         cost per running sequence per layer the step runs (0 - 4 us; serving.step_layers): the
+#                       per-sequence work inside each layer's kernels (the decode attention kernel's setup,
+#                       page-table walk and split-KV reduction), so it scales with the model's layers and carries
+#                       over between models. Fitted per step instead (seq_overhead_s, a host cost per sequence):
+#                       leave-one-model-out TPOT 15.9%; per kernel launched (seq_kernel_s, 160b017): 13.8% but
+#                       group regressions (sglang 25.8%, TP + EP 24.7%, Qwen3-235B 18.8%); per layer: 14.0%
+#                       with sglang 23.0%, TP + EP 15.8%, Qwen3-235B 13.8% (h200 27.5% against 24.6%).
+#                       seq_overhead_s stays a profile setting, not fitted
 # The attention and comm multipliers of the framework profile are honoured but not fitted: the CSV does not
 # constrain them (fits with them moved the median error by < 1 point while drifting to their bounds).
-PARAMS = ("gemm", "hbm", "kernel_overhead_s", "request_overhead_s", "seq_kernel_s")
+PARAMS = ("gemm", "hbm", "kernel_overhead_s", "request_overhead_s", "seq_layer_s")
 # Factors fitted once over all rows (every framework and hardware pooled) and written into every fitted pair:
 #   grouped_gemm        routed-expert grouped-GEMM FLOP/s as a fraction of the dense GEMM's (0.1 - 1). Fitted per
 #                       pair it would be unconstrained wherever a pair has one MoE model (held out, none is left).
@@ -84,13 +87,13 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "hbm": (0.5, 1.25),
     "request_overhead_s": (0.0, 0.3),
     "grouped_gemm": (0.1, 1.0),
-    "seq_kernel_s": (0.0, 2e-7),
+    "seq_layer_s": (0.0, 4e-6),
     "allreduce_latency_s": (2e-6, 2e-5),
     "kernel_overhead_s": (1e-6, 1.2e-5),
 }
 NEUTRAL: dict[str, float] = {"gemm": 1.0, "attention": 1.0, "hbm": 1.0, "comm": 1.0, "grouped_gemm": 1.0,
                              "step_overhead_s": 0.0, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S,
-                             "seq_overhead_s": 0.0, "seq_kernel_s": 0.0, "allreduce_latency_s": 1e-5,
+                             "seq_overhead_s": 0.0, "seq_layer_s": 0.0, "allreduce_latency_s": 1e-5,
                              "kernel_overhead_s": 3e-6}
 # the custom all-reduce latency the steps are prepared with (its time is linear in it: StepTerms.ar_count)
 AR_PROBE_S = 1e-5
@@ -110,13 +113,16 @@ class StepTerms:
     comm_s: float  # exposed communication, summed, with the custom all-reduce at latency 0
     step_s: float  # the step overhead it was computed with
     kernels: float = 0.0  # kernels launched (serving.kernels_launched)
+    layers: float = 0.0  # layer passes per sequence (serving.step_layers)
     ar_count: float = 0.0  # custom all-reduce latencies on the critical path: comm = comm_s + L x ar_count
 
     GEMM, ATTENTION, GROUPED = 0, 1, 2
 
     @classmethod
-    def of(cls, step: StepCost, phase: str, f: Factors, probe: StepCost | None = None) -> "StepTerms":
-        """`step` computed with the custom all-reduce latency AR_PROBE_S, `probe` the same step at latency 0."""
+    def of(cls, step: StepCost, phase: str, f: Factors, probe: StepCost | None = None,
+           layers: float = 0.0) -> "StepTerms":
+        """`step` computed with the custom all-reduce latency AR_PROBE_S, `probe` the same step at latency 0;
+        `layers` its layer passes per sequence (serving.step_layers)."""
         def kind(name: str) -> int:
             if name == "indexer_score" or (name == "attention_core" and phase == "prefill"):
                 return cls.ATTENTION
@@ -126,7 +132,7 @@ class StepTerms:
         ar = (float(step.exposed_comm_s) - comm0) / AR_PROBE_S if probe is not None else 0.0
         return cls(np.array([o.compute_s for o in step.ops]), np.array([kind(o.name) for o in step.ops], dtype=int),
                    np.array([o.memory_s for o in step.ops]), float(sum(o.overhead_s for o in step.ops)),
-                   comm0, float(step.overhead_s), kernels_launched(step, f), ar)
+                   comm0, float(step.overhead_s), kernels_launched(step, f), layers, ar)
 
     def time_s(self, r_gemm: float, r_attn: float, r_hbm: float, r_comm: float, step_overhead_s: float,
                r_grouped: float | None = None, ar_latency_s: float = AR_PROBE_S, r_kernel: float = 1.0) -> float:
@@ -191,8 +197,11 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     shape = serving_shape(wl, case.pc.attn_replicas, cap, synced_ranks(case.model, case.pc), base.graph_sizes)
     pre, dec = serving_steps(case.model, case.hw, case.pc, case.prec, base, wl, shape)
     pre0, dec0 = serving_steps(case.model, case.hw, case.pc, case.prec, zero, wl, shape)
-    return Prepared(index, row, case, shape, StepTerms.of(pre, "prefill", base, pre0),
-                    StepTerms.of(dec, "decode", base, dec0), case.framework.name, case.hw.name, case.model.name,
+    draft = wl.mtp if case.model.num_mtp_layers else 0
+    pre_layers = step_layers(case.model, case.pc, "prefill", shape.prompts_per_step)
+    dec_layers = step_layers(case.model, case.pc, "decode", shape.graph_batch or shape.running, draft)
+    return Prepared(index, row, case, shape, StepTerms.of(pre, "prefill", base, pre0, pre_layers),
+                    StepTerms.of(dec, "decode", base, dec0, dec_layers), case.framework.name, case.hw.name, case.model.name,
                     family_of(case), ttft, tpot, base)
 
 
@@ -231,9 +240,9 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
     pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
     dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
-    f = replace(p.base, seq_overhead_s=q["seq_overhead_s"], seq_kernel_s=q["seq_kernel_s"])  # type: ignore[type-var]
-    pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, f)
-    dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, f)
+    f = replace(p.base, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])  # type: ignore[type-var]
+    pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, f, layers=p.prefill.layers)
+    dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, f, layers=p.decode.layers)
     wl = replace(p.case.workload, request_overhead_s=q["request_overhead_s"])
     t = serving_times(p.shape, pre, dec, wl, ServingPolicy.of(f))
     return t.ttft_s, t.tpot_s
@@ -244,7 +253,7 @@ def profile_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     eff = p.case.framework.efficiency
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
            "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
-           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0, "seq_kernel_s": 0.0,
+           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0, "seq_layer_s": 0.0,
            "allreduce_latency_s": p.case.hw.tiers["intra_node"].latency_s,
            "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None
            else p.case.hw.efficiency.kernel_overhead_s}

@@ -52,7 +52,7 @@ from solver.estimate.disagg import (  # noqa: E402
     PoolShape, disagg_times, estimate_disagg, kv_transfer, pool_shape, prompts_per_step,
 )
 from solver.estimate.serving import (  # noqa: E402
-    DEFAULT_REQUEST_OVERHEAD_S, ServingPolicy, decode_step, kv_capacity_per_replica, prefill_step, step_time,
+    DEFAULT_REQUEST_OVERHEAD_S, ServingPolicy, decode_step, kv_capacity_per_replica, prefill_step, step_layers, step_time,
 )
 from solver.estimate.factors import Factors  # noqa: E402
 from solver.specs.disagg_fitted import disagg_fitted  # noqa: E402
@@ -109,7 +109,11 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     dec0 = decode_step(d.model, d.hw, d.pc, d.prec, zero, batch, wl.isl + wl.osl / 2, wl.mtp)
     xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_bytes, wl.isl)
     complete = is_complete(row)
-    return Prepared(index, c, shape, StepTerms.of(pre, "prefill", base_p, pre0), StepTerms.of(dec, "decode", base, dec0),
+    draft = wl.mtp if d.model.num_mtp_layers else 0
+    layers_p = step_layers(d.model, p.pc, "prefill", shape.prompts_per_step)
+    layers_d = step_layers(d.model, d.pc, "decode", batch, draft)
+    return Prepared(index, c, shape, StepTerms.of(pre, "prefill", base_p, pre0, layers_p),
+                    StepTerms.of(dec, "decode", base, dec0, layers_d),
                     xfer.time_s,
                     d.framework.name, d.hw.name, d.model.name, family_of(d), complete, ttft, tpot, base_p, base)
 
@@ -228,10 +232,10 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
     pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
     dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
-    fp = replace(p.base_p, seq_overhead_s=q["seq_overhead_s"], seq_kernel_s=q["seq_kernel_s"])
-    fd = replace(p.base_d, seq_overhead_s=q["seq_overhead_s"], seq_kernel_s=q["seq_kernel_s"])
-    pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, fp)
-    dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, fd)
+    fp = replace(p.base_p, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])
+    fd = replace(p.base_d, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])
+    pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, fp, layers=p.prefill.layers)
+    dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, fd, layers=p.decode.layers)
     wl = p.case.workload
     t = disagg_times(p.shape, pre, dec, p.transfer_s, wl.concurrency, wl.osl, q["request_overhead_s"],
                      wl.benchmark_waves, wl.mtp, wl.mtp_accept, ServingPolicy.of(fd).first_token_iterations, q.get("burst_share"))
@@ -242,7 +246,7 @@ def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     eff = p.case.decode.framework.efficiency
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
            "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
-           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0, "seq_kernel_s": 0.0,
+           "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0, "seq_layer_s": 0.0,
            "burst_share": p.case.workload.burst_share,
            "allreduce_latency_s": p.case.decode.hw.tiers["intra_node"].latency_s,
            "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None

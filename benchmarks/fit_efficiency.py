@@ -113,7 +113,7 @@ def fit_group(rows: Sequence[Prepared], params: Sequence[str] = PARAMS,
 
 
 def _rounded(key: str, value: float) -> float:
-    """Multipliers to 4 decimals; seconds to 4 significant digits (seq_kernel_s is ~1e-7 s)."""
+    """Multipliers to 4 decimals; seconds to 4 significant digits (seq_layer_s is ~1e-6 s)."""
     return round(value, 4) if not key.endswith("_s") else float(f"{value:.4g}")
 
 
@@ -165,7 +165,7 @@ def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv:
         "# Rerun: python benchmarks/fit_efficiency.py   (then python benchmarks/accuracy.py to check).",
         "# Multipliers (gemm, hbm) scale the hardware YAML's achieved fractions and the framework",
         "# profile's own multipliers; keys ending in _s are absolute seconds (kernel_overhead_s per kernel launched,",
-        "# request_overhead_s per request on the TTFT path, seq_kernel_s per running sequence per kernel launched,",
+        "# request_overhead_s per request on the TTFT path, seq_layer_s per running sequence per layer run,",
         "# allreduce_latency_s per custom all-reduce). Bounds: "
         + ", ".join(f"{k} {lo:g}..{hi:g}" for k, (lo, hi) in BOUNDS.items()) + ".",
         f"# Pairs with fewer than {MIN_ROWS} rows get the framework's pooled fit over all its rows (relative to each",

@@ -87,3 +87,81 @@ def test_send_recv_uses_the_named_tier() -> None:
     assert comm.send_recv_s(TOY, 1e9) == pytest.approx(1.0)
     assert comm.send_recv_s(TOY, 1e9, "inter_node") == pytest.approx(10.0)
     assert comm.send_recv_s(TOY, 1e9, "scale_up") == pytest.approx(1.0)  # missing tier falls back to intra-node
+
+
+# ------------------------------------------------------------------ one fabric, one level (topology.group_levels)
+
+GB200 = load_hardware("gb200")
+H100 = load_hardware("h100_sxm")
+NVL5 = 900e9 * 0.82  # GB200 NVLink achieved bytes/s per GPU, tray and rack alike
+UB = 196e9 * 0.82  # Atlas A3 UB achieved bytes/s per die, node and SuperPoD alike
+CUSTOM = comm.CustomAllReduce(oneshot_max_bytes=1 << 20, custom_max_bytes=8 << 20, latency_s=5e-6)
+
+
+def test_a_group_over_two_trays_of_one_nvlink_rack_is_one_level() -> None:
+    # TP8 on GB200: 4 GPUs a tray x 2 trays; tray and rack tiers are the same NVLink figures: one fabric
+    assert [(lv.members, lv.tier_name) for lv in comm.group_levels(GB200, 8)] == [(8, "scale_up")]
+    assert comm.crosses(GB200, 8) == "scale_up"
+
+
+def test_a_tp8_all_reduce_over_two_trays_of_one_nvlink_rack_runs_the_custom_kernel() -> None:
+    # 64 KB one-shot: L + 7 x 64 KB / bw, not a ring per level (2 x (10 us + ...) x 2 levels)
+    b = 64 * 1024
+    assert comm.all_reduce_s(GB200, 8, b, custom=CUSTOM) == pytest.approx(5e-6 + 7 * b / NVL5)
+    # 4 MB two-shot: 2 L + 2 x 7/8 x 4 MB / bw
+    b = 4 << 20
+    assert comm.all_reduce_s(GB200, 8, b, custom=CUSTOM) == pytest.approx(2 * 5e-6 + 2 * 7 / 8 * b / NVL5)
+
+
+def test_a_ring_over_one_nvlink_rack_is_one_hop_per_phase() -> None:
+    # 32 GPUs of the rack (8 trays): reduce-scatter = one latency + 31/32 of the buffer over the GPU's ports
+    B = 1e9
+    assert comm.reduce_scatter_s(GB200, 32, B) == pytest.approx(10e-6 + 31 / 32 * B / NVL5)
+
+
+def test_an_all_to_all_over_one_nvlink_rack_shares_the_gpus_ports_over_every_peer() -> None:
+    # 16 GPUs over 4 trays: 15/16 of what a rank sends leaves over its NVLink ports, the tray peers' share
+    # included (two parallel 900 GB/s levels would count the same ports twice)
+    B = 100e6
+    assert comm.all_to_all_s(GB200, 16, B) == pytest.approx(10e-6 + B * 15 / 16 / NVL5)
+
+
+def test_past_the_rack_the_rdma_level_stays_its_own() -> None:
+    assert [(lv.members, lv.tier_name) for lv in comm.group_levels(GB200, 144)] == [
+        (72, "scale_up"), (2, "inter_rack")]
+
+
+def test_an_atlas_a3_group_over_two_nodes_of_one_ub_domain_is_one_level() -> None:
+    assert [(lv.members, lv.tier_name) for lv in comm.group_levels(A3, 32)] == [(32, "scale_up")]
+    B = 1e9
+    assert comm.reduce_scatter_s(A3, 32, B) == pytest.approx(10e-6 + 31 / 32 * B / UB)
+
+
+def test_an_h100_group_over_two_nodes_stays_two_levels_and_rings() -> None:
+    # NVLink in the node, RDMA between: different links, so two levels, and no custom kernel across them
+    assert [(lv.members, lv.tier_name) for lv in comm.group_levels(H100, 16)] == [
+        (8, "intra_node"), (2, "inter_node")]
+    b = 64 * 1024
+    assert comm.all_reduce_s(H100, 16, b, custom=CUSTOM) == pytest.approx(2 * comm.reduce_scatter_s(H100, 16, b))
+
+
+def test_tiers_merge_only_on_identical_link_figures() -> None:
+    # the toy device with a scale-up tier of the node's bandwidth but another latency: two levels
+    tiers = {"intra_node": dict(bandwidth_Bps=1e9, latency_s=0.0, efficiency=1.0, span_ranks=8),
+             "scale_up": dict(bandwidth_Bps=1e9, latency_s=1e-6, efficiency=1.0, span_ranks=64),
+             "inter_rack": dict(bandwidth_Bps=1e8, latency_s=0.0, efficiency=1.0, span_ranks=1 << 20)}
+    hw = toy_hardware(scale_up_domain=64, tiers=tiers)
+    assert [(lv.members, lv.tier_name) for lv in comm.group_levels(hw, 16)] == [(8, "intra_node"), (2, "scale_up")]
+    same = {**tiers, "scale_up": {**tiers["scale_up"], "latency_s": 0.0}}
+    hw = toy_hardware(scale_up_domain=64, tiers=same)
+    assert [(lv.members, lv.tier_name) for lv in comm.group_levels(hw, 16)] == [(16, "scale_up")]
+
+
+def test_identical_tiers_with_another_link_between_them_do_not_merge() -> None:
+    # node 1 GB/s, rack 0.5 GB/s, beyond 1 GB/s: the outer tier is not the node's fabric
+    tiers = {"intra_node": dict(bandwidth_Bps=1e9, latency_s=0.0, efficiency=1.0, span_ranks=8),
+             "scale_up": dict(bandwidth_Bps=5e8, latency_s=0.0, efficiency=1.0, span_ranks=16),
+             "inter_rack": dict(bandwidth_Bps=1e9, latency_s=0.0, efficiency=1.0, span_ranks=1 << 20)}
+    hw = toy_hardware(scale_up_domain=16, tiers=tiers)
+    assert [(lv.members, lv.tier_name) for lv in comm.group_levels(hw, 32)] == [
+        (8, "intra_node"), (2, "scale_up"), (2, "inter_rack")]

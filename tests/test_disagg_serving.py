@@ -107,3 +107,27 @@ def test_requests_beyond_the_decode_slots_wait_for_one() -> None:
 def test_engine_batch_caps_the_running_sequences() -> None:
     assert shape(1000, y=2, rd=4, mr=16).running == 16
     assert shape(1000, y=2, rd=4).running == 125
+
+
+def test_the_decode_pool_pays_the_per_layer_sequence_cost_of_its_own_layout() -> None:
+    # Llama-3.1-70B (80 layers), decode TP8 without graphs: 64 running sequences x 80 layers x 1 us = 5.12 ms
+    # more per decode step; TPOT is the decode step alone (no MTP)
+    from dataclasses import replace
+
+    from solver.estimate.compute import factors_for
+    from solver.estimate.disagg import DisaggWorkload, estimate_disagg
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    m, hw = load_model("meta-llama/Meta-Llama-3.1-70B"), load_hardware("h100_sxm")
+    tp8 = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8, moe_tp_size=8)
+    prec = resolve_precision(m, hw, "fp8", None, None)
+    f = replace(factors_for(hw, {}), graph_sizes=(), seq_overhead_s=0.0, seq_layer_s=0.0)
+    wl = DisaggWorkload(isl=1024, osl=1024, concurrency=64, prefill_workers=1, decode_workers=1)
+    base = estimate_disagg(m, hw, tp8, tp8, prec, f, f, wl)
+    g = replace(f, seq_layer_s=1e-6)
+    more = estimate_disagg(m, hw, tp8, tp8, prec, f, g, wl)
+    assert base.shape.running == 64
+    assert more.tpot_s - base.tpot_s == pytest.approx(64 * 80 * 1e-6, rel=1e-9)

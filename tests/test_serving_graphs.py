@@ -1,4 +1,4 @@
-"""Per-sequence costs and CUDA-graph batch buckets (serving.py: graph_batch, step_time), hand-computed."""
+"""Per-sequence costs and CUDA-graph batch buckets (serving.py: graph_batch, step_time, step_layers), hand-computed."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -6,7 +6,10 @@ from dataclasses import replace
 import pytest
 
 from solver.estimate.factors import factors_for
-from solver.estimate.serving import Workload, decode_step, estimate, graph_batch, kernels_launched, step_time
+from solver.estimate.figures import step_plan
+from solver.estimate.serving import (
+    Workload, decode_step, estimate, graph_batch, kernels_launched, step_layers, step_time,
+)
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -44,16 +47,16 @@ def test_vllm_graph_sizes_step_by_8_then_16() -> None:
 def test_eager_step_is_floored_by_kernel_launches_and_pays_per_sequence() -> None:
     f = replace(factors_for(load_hardware("h100_sxm"), {}), eager_launch_s=5e-6, seq_overhead_s=1e-5)
     # 1000 kernels x 5 us = 5 ms > the 1 ms of GPU work; 10 sequences x 10 us
-    assert step_time(1e-3, 1000, 10, True, f) == pytest.approx(5e-3 + 1e-4)
+    assert step_time(1e-3, 1000, 10, True, f, layers=32) == pytest.approx(5e-3 + 1e-4)
     # graphed: the GPU time plus the per-sequence cost only
-    assert step_time(1e-3, 1000, 10, False, f) == pytest.approx(1e-3 + 1e-4)
+    assert step_time(1e-3, 1000, 10, False, f, layers=32) == pytest.approx(1e-3 + 1e-4)
 
 
 def test_decode_at_one_past_a_graph_size_costs_the_padded_batch() -> None:
     model = load_model("meta-llama/Llama-3.1-8B-Instruct")
     hw = load_hardware("h100_sxm")
     fw = load_framework("vllm")
-    f = replace(factors_for(hw, fw.efficiency_for(hw)), seq_overhead_s=0.0, seq_kernel_s=0.0)
+    f = replace(factors_for(hw, fw.efficiency_for(hw)), seq_overhead_s=0.0, seq_layer_s=0.0)
     pc = make_parallel_config(1)
     prec = resolve_precision(model, hw)
     est = estimate(model, hw, pc, prec, f, Workload("decode", batch=249, seq_len=2048))
@@ -62,23 +65,71 @@ def test_decode_at_one_past_a_graph_size_costs_the_padded_batch() -> None:
     assert kernels_launched(padded, f) > 32  # every layer launches kernels
 
 
-def test_per_sequence_cost_per_kernel_scales_with_sequences_and_kernels() -> None:
-    f = replace(factors_for(load_hardware("h100_sxm"), {}), seq_kernel_s=1e-7)
-    # 10 sequences x 1000 kernels x 100 ns = 1 ms on top of the 1 ms of GPU work
-    assert step_time(1e-3, 1000, 10, False, f) == pytest.approx(2e-3)
-    # a model launching twice the kernels (twice the layers) pays it twice; so do twice the sequences
-    assert step_time(1e-3, 2000, 10, False, f) - 1e-3 == pytest.approx(2e-3)
-    assert step_time(1e-3, 1000, 20, False, f) - 1e-3 == pytest.approx(2e-3)
+def test_per_sequence_cost_per_layer_scales_with_sequences_and_layers() -> None:
+    f = replace(factors_for(load_hardware("h100_sxm"), {}), seq_layer_s=1e-6)
+    # 10 sequences x 100 layers x 1 us = 1 ms on top of the 1 ms of GPU work
+    assert step_time(1e-3, 1000, 10, False, f, layers=100) == pytest.approx(2e-3)
+    # twice the layers pay it twice; so do twice the sequences; the kernels launched do not enter
+    assert step_time(1e-3, 1000, 10, False, f, layers=200) - 1e-3 == pytest.approx(2e-3)
+    assert step_time(1e-3, 1000, 20, False, f, layers=100) - 1e-3 == pytest.approx(2e-3)
+    assert step_time(1e-3, 5000, 10, False, f, layers=100) == pytest.approx(2e-3)
 
 
-def test_per_sequence_costs_add_the_per_step_and_per_kernel_parts() -> None:
-    f = replace(factors_for(load_hardware("h100_sxm"), {}), seq_overhead_s=1e-5, seq_kernel_s=1e-8)
-    # 4 sequences x (10 us + 500 kernels x 10 ns = 15 us) = 60 us
-    assert step_time(0.0, 500, 4, False, f) == pytest.approx(6e-5)
+def test_per_sequence_costs_add_the_per_step_and_per_layer_parts() -> None:
+    f = replace(factors_for(load_hardware("h100_sxm"), {}), seq_overhead_s=1e-5, seq_layer_s=1e-7)
+    # 4 sequences x (10 us + 50 layers x 100 ns = 15 us) = 60 us
+    assert step_time(0.0, 500, 4, False, f, layers=50) == pytest.approx(6e-5)
 
 
-def test_fitted_per_kernel_sequence_cost_reaches_the_estimate() -> None:
-    fitted = {"seq_kernel_s": 5e-8}
-    f = factors_for(load_hardware("h100_sxm"), fitted)
-    assert f.seq_kernel_s == 5e-8
-    assert factors_for(load_hardware("h100_sxm"), {}).seq_kernel_s == 0.0
+def test_fitted_per_layer_sequence_cost_reaches_the_factors() -> None:
+    f = factors_for(load_hardware("h100_sxm"), {"seq_layer_s": 5e-7})
+    assert f.seq_layer_s == 5e-7
+    assert factors_for(load_hardware("h100_sxm"), {}).seq_layer_s == 0.0
+
+
+def test_a_step_runs_the_stacks_layers() -> None:
+    model = load_model("meta-llama/Llama-3.1-8B-Instruct")  # 32 layers
+    assert step_layers(model, make_parallel_config(8, attn_tp_size=8, dense_tp_size=8), "decode", 64) == 32
+
+
+def test_mtp_draft_passes_add_the_mtp_modules_layers_to_decode_only() -> None:
+    model = load_model("deepseek-ai/DeepSeek-V3")  # 61 layers, one MTP layer
+    pc = make_parallel_config(8, attn_tp_size=8, moe_tp_size=8)
+    assert step_layers(model, pc, "decode", 16, draft_passes=2) == 61 + 2
+    assert step_layers(model, pc, "prefill", 16, draft_passes=2) == 61
+
+
+def test_under_pp_a_sequence_crosses_the_busiest_stages_layers_per_slot() -> None:
+    model = load_model("meta-llama/Llama-3.1-8B-Instruct")  # 32 layers: 8 a stage at PP4
+    pc = make_parallel_config(4, pp_size=4)
+    # decode of 64 sequences: 4 microbatches, 4 slots: each sequence's 8 layers on the pacing stage, once
+    assert step_layers(model, pc, "decode", 64) == 8
+    # one sequence: 1 microbatch circulating through 4 slots: all 32 layers in series
+    assert step_layers(model, pc, "decode", 1) == 32
+    # prefill of 4 prompts: 4 microbatches, fill + drain = 7 slots: 8 x 7 / 4 = 14
+    assert step_layers(model, pc, "prefill", 4) == 14
+    # 30 layers at PP4: stages of 8, 8, 7, 7; the busiest holds 8
+    odd = model.model_copy(update={"layers": model.layers[:30]})
+    assert step_layers(odd, pc, "decode", 64) == 8
+
+
+def test_the_step_plan_holds_the_layers_of_its_steps() -> None:
+    model = load_model("deepseek-ai/DeepSeek-V3")
+    hw = load_hardware("h200_sxm")
+    f = factors_for(hw, {})
+    pc = make_parallel_config(8, attn_tp_size=8, moe_tp_size=8)
+    sp = step_plan(model, pc, f, Workload("serving", isl=1024, osl=256, concurrency=8, mtp=1))
+    assert (sp.pre_layers, sp.dec_layers) == (61, 62)
+
+
+def test_the_estimate_charges_the_per_layer_cost_per_running_sequence() -> None:
+    model = load_model("meta-llama/Llama-3.1-8B-Instruct")
+    hw = load_hardware("h100_sxm")
+    f = replace(factors_for(hw, {}), seq_overhead_s=0.0, seq_layer_s=0.0, graph_sizes=())
+    pc = make_parallel_config(1)
+    prec = resolve_precision(model, hw)
+    wl = Workload("decode", batch=16, seq_len=2048)
+    base = estimate(model, hw, pc, prec, f, wl).tpot_s
+    # 16 sequences x 32 layers x 1 us = 512 us more per decode step
+    with_cost = estimate(model, hw, pc, prec, replace(f, seq_layer_s=1e-6), wl).tpot_s
+    assert with_cost - base == pytest.approx(16 * 32 * 1e-6)

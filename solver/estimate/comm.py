@@ -1,8 +1,10 @@
 """Collective communication time by primitive and topology tier.
 
 A group of n ranks spaced `stride` apart is split into levels: members inside a node, inside the scale-up
-domain, and beyond. Collectives run hierarchically (reduce-scatter inside, then across, as NCCL/HCCL do for
-multi-node groups): each level moves its share of the bytes over that level's link. Each level costs an
+domain, and beyond; adjacent tiers with identical link figures are one fabric and one level (an NVL72 rack's
+trays, an Atlas A3 SuperPoD's nodes: topology.group_levels). Collectives run hierarchically (reduce-scatter
+inside, then across, as NCCL/HCCL do for multi-node groups): each level moves its share of the bytes over that
+level's link. Each level costs an
 offset (its latency) plus bytes / (line rate x achieved efficiency). All-to-all sends to every peer at once,
 so its levels run in parallel and the slowest one decides.
 

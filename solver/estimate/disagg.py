@@ -17,7 +17,8 @@ ranks, R_d replicas) serve a closed loop of C client requests of ISL / OSL token
 
     tau      = the decode loop's step (serving.step_time): the GPU time of B sequences padded to the next captured
                CUDA graph, floored by the host's kernel launches past the largest graph, plus seq_overhead_s per
-               sequence; P_n likewise runs eagerly with its n prompts (the aggregated model's serving loop)
+               sequence and seq_layer_s per sequence per layer of the decode worker's layout (step_layers); P_n
+               likewise runs eagerly with its n prompts (the aggregated model's serving loop)
     TPOT     = tau / m                          m = tokens per step (MTP)
     Z   [s]  = o + P_n + T_kv + a + (OSL - 1) TPOT    a request's cycle without waiting
     C_f      = min(C, y R_d B)                  requests that hold a decode slot (the rest wait for one)
@@ -55,8 +56,8 @@ from solver.estimate.memory import (
 )
 from solver.estimate.serving import (
     DEFAULT_BENCHMARK_WAVES, ServingPolicy, Workload, decode_step, first_wave_groups, graph_batch,
-    kernels_launched, kv_capacity_per_replica, mtp_tokens_per_step, prefill_step, request_overhead, step_time,
-    token_budget,
+    kernels_launched, kv_capacity_per_replica, mtp_tokens_per_step, prefill_step, request_overhead, step_layers,
+    step_time, token_budget,
 )
 from solver.estimate.step import StepCost
 from solver.specs.hardware import Hardware, Tier
@@ -296,10 +297,13 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                        prompts_per_step(wl, f_prefill, prefill_pc), wl.decode_workers, decode_pc.attn_replicas,
                        cap, wl.decode_batch or 0, f_decode.graph_sizes)
     pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, wl.isl, shape.prompts_per_step)
-    dec = decode_step(model, hw, decode_pc, prec, f_decode, shape.graph_batch or shape.running,
-                      wl.isl + wl.osl / 2, wl.mtp)
-    pre_s = step_time(pre.time_s, kernels_launched(pre, f_prefill), shape.prompts_per_step, True, f_prefill)
-    dec_s = step_time(dec.time_s, kernels_launched(dec, f_decode), shape.running, shape.eager_decode, f_decode)
+    dec_batch = shape.graph_batch or shape.running  # the decode step runs the padded batch
+    dec = decode_step(model, hw, decode_pc, prec, f_decode, dec_batch, wl.isl + wl.osl / 2, wl.mtp)
+    pre_s = step_time(pre.time_s, kernels_launched(pre, f_prefill), shape.prompts_per_step, True, f_prefill,
+                      layers=step_layers(model, prefill_pc, "prefill", shape.prompts_per_step))
+    dec_s = step_time(dec.time_s, kernels_launched(dec, f_decode), shape.running, shape.eager_decode, f_decode,
+                      layers=step_layers(model, decode_pc, "decode", dec_batch,
+                                         wl.mtp if model.num_mtp_layers else 0))
     mtp_layers = model.num_mtp_layers if wl.mtp else 0
     xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers)
     overhead = request_overhead(Workload("serving", request_overhead_s=wl.request_overhead_s), f_decode)

@@ -33,9 +33,10 @@ class Factors:
     graph_sizes: tuple[int, ...] = ()  # captured CUDA-graph decode batches; () = none
     eager_launch_s: float = 0.0  # host time per eagerly launched kernel
     seq_overhead_s: float = 0.0  # host time per running sequence per step (schedule, sample, detokenize)
-    # time per running sequence per kernel the step launches: the per-sequence work inside every kernel beyond
-    # the FLOPs and bytes the op model counts, so it scales with the model's layers x kernels per layer; fitted
-    seq_kernel_s: float = 0.0
+    # time per running sequence per layer the step runs (serving.step_layers): the per-sequence work inside
+    # each layer's kernels beyond the FLOPs and bytes the op model counts (the decode attention kernel's
+    # per-sequence setup, page-table walk and split-KV reduction); fitted
+    seq_layer_s: float = 0.0
     # custom small-message all-reduce (comm.all_reduce_s): one-shot up to the first size, two-shot up to the
     # second (bytes per rank), NCCL above; 0 = no custom kernel. Its launch-to-done latency is fitted once.
     allreduce_oneshot_max_bytes: float = 0.0
@@ -74,7 +75,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         graph_sizes=tuple(int(b) for b in s.get("graph_sizes", ())),  # type: ignore[union-attr]
         eager_launch_s=float(s.get("eager_launch_s", 0.0)),
         seq_overhead_s=float(s.get("seq_overhead_s", 0.0)),
-        seq_kernel_s=float(s.get("seq_kernel_s", 0.0)),
+        seq_layer_s=float(s.get("seq_layer_s", 0.0)),
         allreduce_oneshot_max_bytes=float(s.get("allreduce_oneshot_max_bytes", 0.0)),
         allreduce_custom_max_bytes=float(s.get("allreduce_custom_max_bytes", 0.0)),
         allreduce_latency_s=s.get("allreduce_latency_s"),

@@ -26,6 +26,7 @@ from solver.estimate.serving import (
     request_overhead,
     serving_shape,
     serving_times,
+    step_layers,
     step_time,
     synced_ranks,
     token_budget,
@@ -51,6 +52,8 @@ class StepPlan:
     dec_seqs: float = 0.0
     dec_eager: bool = False  # the decode step runs eagerly (past the largest captured graph)
     graph_batch: int = 0
+    pre_layers: float = 0.0  # layer passes per sequence of each step (serving.step_layers)
+    dec_layers: float = 0.0
 
     @property
     def served(self) -> float:
@@ -84,7 +87,8 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
         per = max(1.0, wl.batch / replicas)
         work = Work("prefill", new_tokens=wl.seq_len * per, context=(wl.seq_len + 1) / 2, sequences=per,
                     logits_tokens=per)
-        return StepPlan("prefill", pc.world_size, replicas, per, work, None, 0, wl, pre_seqs=per)
+        return StepPlan("prefill", pc.world_size, replicas, per, work, None, 0, wl, pre_seqs=per,
+                        pre_layers=step_layers(model, pc, "prefill", per))
     if wl.kind == "decode":
         per = max(1.0, wl.batch / replicas)
         padded, eager = graph_batch(math.ceil(per), f.graph_sizes)
@@ -92,7 +96,7 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
         work = Work("decode", new_tokens=seqs * (1 + wl.mtp), context=wl.seq_len, sequences=seqs,
                     logits_tokens=seqs * (1 + wl.mtp))
         return StepPlan("decode", pc.world_size, replicas, per, None, work, mtp_layers, wl, dec_seqs=per,
-                        dec_eager=eager, graph_batch=padded)
+                        dec_eager=eager, graph_batch=padded, dec_layers=step_layers(model, pc, "decode", seqs, mtp_layers))
     wl = replace(wl, token_budget=token_budget(wl, f, pc), request_overhead_s=request_overhead(wl, f))
     cap = kv_capacity_per_replica if math.isfinite(kv_capacity_per_replica) else float(wl.concurrency)
     shape = serving_shape(wl, replicas, cap, synced_ranks(model, pc), f.graph_sizes)
@@ -103,7 +107,8 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
                logits_tokens=b * (1 + wl.mtp))
     return StepPlan("serving", pc.world_size, replicas, shape.per_replica, pre, dec, mtp_layers, wl, shape,
                     pre_seqs=n, dec_seqs=shape.running, dec_eager=shape.eager_decode,
-                    graph_batch=shape.graph_batch)
+                    graph_batch=shape.graph_batch, pre_layers=step_layers(model, pc, "prefill", n),
+                    dec_layers=step_layers(model, pc, "decode", b, mtp_layers))
 
 
 def figures(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: float = 0.0, dec_gpu_s: float = 0.0,
@@ -111,8 +116,10 @@ def figures(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: float
     """The figures of the steps `sp` names, costed at these GPU seconds and kernel counts. Seconds in, seconds
     and tokens per second out."""
     wl = sp.wl
-    pre_s = step_time(pre_gpu_s, pre_kernels, sp.pre_seqs, True, f) if sp.pre_work is not None else 0.0
-    dec_s = step_time(dec_gpu_s, dec_kernels, sp.dec_seqs, sp.dec_eager, f) if sp.dec_work is not None else 0.0
+    pre_s = (step_time(pre_gpu_s, pre_kernels, sp.pre_seqs, True, f, layers=sp.pre_layers)
+             if sp.pre_work is not None else 0.0)
+    dec_s = (step_time(dec_gpu_s, dec_kernels, sp.dec_seqs, sp.dec_eager, f, layers=sp.dec_layers)
+             if sp.dec_work is not None else 0.0)
     if sp.kind == "prefill":
         # pure prefill emits one token per prompt: throughput is prompts finished per second
         return Figures(pre_s, 0.0, sp.per_replica * sp.replicas / pre_s, pre_s, pre_s, 0.0)

@@ -23,13 +23,15 @@ Step times outside the kernels (the engine's serving loop, FrameworkServing; `st
     decode runs the batch padded to the next captured CUDA-graph size (the GPU work of the padded batch); past
     the largest graph, and for every prefill, the step runs eagerly: it takes at least kernels x eager_launch_s
     (the host issuing each kernel); every step also costs seq_overhead_s per sequence in it (scheduling,
-    sampling, detokenizing) on top of the fixed step_overhead_s, and seq_kernel_s per sequence per kernel it
-    launches: the per-sequence work inside each kernel that the FLOP and byte counts miss (a decode attention
-    kernel's per-sequence setup, page-table walk and split-KV reduction; per-token routing and sampling
-    passes), so a 61-layer MoE pays it about four times as often as a 32-layer dense model. One per-step
-    constant per (engine, hardware), as fitted before, took the model's layer count from whichever models the
-    pair was fitted on: leave-one-model-out TPOT 15.9% with it, 13.8% with the per-kernel form
-    (benchmarks/accuracy.py).
+    sampling, detokenizing) on top of the fixed step_overhead_s, and seq_layer_s per sequence per layer it
+    runs (step_layers: the stack, MTP draft passes, under PP the busiest stage): the per-sequence work inside
+    each layer's kernels that the FLOP and byte counts miss (the decode attention kernel's per-sequence setup,
+    page-table walk and split-KV reduction), so a 61-layer MoE pays it about twice as often as a 32-layer dense
+    model. One per-step constant per (engine, hardware) took the model's layer count from whichever models the
+    pair was fitted on (leave-one-model-out TPOT 15.9%); per kernel launched 13.8% with group regressions
+    (sglang, TP + EP, Qwen3-235B); per layer 14.0% without them (benchmarks/accuracy.py). The layer count is
+    fixed by the model and the layout, so a layout's figures depend on its step times alone (the planner's
+    Pareto argument, figures.py).
 
 The fixed TTFT cost, split by where it is spent:
 
@@ -93,6 +95,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
 from solver.estimate.scheduler import lockstep, prefill_steps_mean
 from solver.estimate.memory import MemoryOptions, MemoryReport, max_batch, memory_per_rank
@@ -292,13 +295,29 @@ def kernels_launched(step: StepCost, f: Factors) -> float:
     return sum(o.overhead_s for o in step.ops) / f.kernel_overhead_s
 
 
-def step_time(gpu_s: float, kernels: float, sequences: float, eager: bool, f: Factors) -> float:
+def step_layers(model: ModelSpec, pc: ParallelConfig, phase: str, sequences: float, draft_passes: int = 0) -> float:
+    """Layer passes one sequence of a `phase` step of `sequences` sequences makes on the step's critical path: the stack's layers plus
+    `draft_passes` MTP draft passes through the MTP module's layers (decode only, as step_cost runs them).
+    Under PP the busiest stage's layers (MTP on the last stage), times the slots the step takes per
+    microbatch (pipeline.slots / pipeline.microbatches: a step repeats the pacing stage's time over its slots,
+    each slot holding 1/m of the sequences), so one sequence at PP4 crosses all four stages' layers. A count
+    from the model and the layout, never from step costs (figures.step_plan holds it)."""
+    mtp = draft_passes * len(model.mtp_modules[0]) if draft_passes and model.mtp_modules and phase == "decode" \
+        else 0
+    if pc.pp_size <= 1:
+        return float(model.num_layers + mtp)
+    busiest = max(len(st.model.layers) + (mtp if st.last else 0) for st in pipeline.stages(model, pc.pp_size))
+    m = pipeline.microbatches(pc.pp_size, sequences)
+    return busiest * pipeline.slots(phase, pc.pp_size, m) / m
+
+
+def step_time(gpu_s: float, kernels: float, sequences: float, eager: bool, f: Factors, *, layers: float) -> float:
     """A forward step as the engine runs it [s]: the GPU time, floored by the host's kernel launches when it
-    runs eagerly (kernels x eager_launch_s), plus seq_overhead_s per sequence in the step and seq_kernel_s per
-    sequence per kernel launched (the per-sequence cost of a step grows with the model's layers x kernels per
-    layer, not only with the sequences: module docstring). Non-decreasing in gpu_s, kernels and sequences."""
+    runs eagerly (kernels x eager_launch_s), plus seq_overhead_s per sequence in the step and seq_layer_s per
+    sequence per layer it runs (`layers`: step_layers; the per-sequence work inside each layer's kernels that
+    the FLOP and byte counts miss: module docstring). Non-decreasing in gpu_s, kernels and sequences."""
     t = max(gpu_s, kernels * f.eager_launch_s) if eager else gpu_s
-    return t + (f.seq_overhead_s + f.seq_kernel_s * kernels) * sequences
+    return t + (f.seq_overhead_s + f.seq_layer_s * layers) * sequences
 
 
 def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float, synced_ranks: int = 1,
@@ -484,5 +503,5 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
 
 __all__ = ["Workload", "Estimate", "estimate", "prefill_step", "decode_step", "mtp_tokens_per_step",
            "count_params", "serving_times", "serving_shape", "serving_steps", "ServingShape", "ServingTimes",
-           "ServingPolicy", "graph_batch", "step_time", "kernels_launched", "synced_ranks",
+           "ServingPolicy", "graph_batch", "step_time", "step_layers", "kernels_launched", "synced_ranks",
            "kv_capacity_per_replica", "first_wave_groups", "token_budget", "DEFAULT_TOKEN_BUDGET"]

@@ -3,6 +3,13 @@
 A group of n ranks spaced `stride` apart is split into levels whose member counts multiply to n: members
 inside a node, inside the scale-up domain, and beyond. The communication model (estimate/comm.py) charges each
 level its own link; the hardware catalog asks which tier a group crosses.
+
+One fabric, one level: where adjacent tiers have identical link figures (bandwidth, latency, efficiency) they are
+one switched fabric seen at two spans (GB200/GB300 NVL72: the tray's and the rack's NVLink are the same 18
+ports at 900 GB/s per GPU; Atlas A3: one UB domain of 768 dies at 196 GB/s per die; facts/hardware.md). A
+rank reaches every peer of the group over those same ports, so the levels merge into one, named by the
+outermost tier the group reaches: its bandwidth is shared over all the group's peers (as one level's is), and
+a collective over it is one hop, not a ring per level (comm.py: the custom all-reduce applies).
 """
 from __future__ import annotations
 
@@ -66,10 +73,10 @@ def _tiers(hw: Hardware) -> tuple:
 @lru_cache(maxsize=4096)
 def _levels(tiers: tuple[tuple[int, str, Tier], ...], n: int, stride: int) -> tuple[Level, ...]:
     # pure in its (hashable) arguments, and called for every collective of every candidate: memoised
-    levels: list[Level] = []
+    levels: list[tuple[int, Level]] = []  # (index of the tier, level)
     remaining = n
     covered = stride  # rank distance spanned by one member at the current level
-    for span, name, tier in tiers:
+    for i, (span, name, tier) in enumerate(tiers):
         if remaining <= 1:
             break
         fit = max(1, span // covered)
@@ -78,13 +85,30 @@ def _levels(tiers: tuple[tuple[int, str, Tier], ...], n: int, stride: int) -> tu
         while remaining % k:
             k -= 1
         if k > 1:
-            levels.append(Level(k, tier, name))
+            levels.append((i, Level(k, tier, name)))
         remaining //= k
         covered *= k
     if remaining > 1:
         _, name, tier = tiers[-1]
-        levels.append(Level(remaining, tier, name))
-    return tuple(levels)
+        levels.append((len(tiers) - 1, Level(remaining, tier, name)))
+    return tuple(_one_level_per_fabric(levels))
+
+
+def _same_link(a: Tier, b: Tier) -> bool:
+    return (a.bandwidth_Bps, a.latency_s, a.efficiency) == (b.bandwidth_Bps, b.latency_s, b.efficiency)
+
+
+def _one_level_per_fabric(levels: list[tuple[int, Level]]) -> list[Level]:
+    """Merge levels on the same or adjacent tiers with identical link figures (module docstring): members
+    multiply, the merged level is named by the outer tier."""
+    out: list[tuple[int, Level]] = []
+    for i, lv in levels:
+        if out and i - out[-1][0] <= 1 and _same_link(out[-1][1].tier, lv.tier):
+            lv = Level(out[-1][1].members * lv.members, lv.tier, lv.tier_name)
+            out[-1] = (i, lv)
+        else:
+            out.append((i, lv))
+    return [lv for _, lv in out]
 
 
 def crosses(hw: Hardware, n: int, stride: int = 1) -> str:
