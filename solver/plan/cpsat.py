@@ -386,11 +386,15 @@ class Planner:
                      exact(lat_s * TIME_SCALE, "a latency"), inv * TIME_SCALE,
                      _simplicity(self.t, picks), served)
 
-    def _lf(self, vc, pe_s: float, te_s: float) -> float:
-        """L of layout vc at step times (as the engine runs them, less per-sequence costs) pe_s, te_s."""
+    def _fig(self, vc, pe_s: float, te_s: float) -> Figures:
+        """The figures of layout vc at step times (as the engine runs them, less per-sequence costs)."""
         # a bound with nothing tabled yet can be 0 s: a picosecond floor keeps the figures defined, and below
         # any step the tables hold
-        fig = figures(vc.plan, self.t.f, max(pe_s, 1e-12), 0.0, max(te_s, 1e-12), 0.0)
+        return figures(vc.plan, self.t.f, max(pe_s, 1e-12), 0.0, max(te_s, 1e-12), 0.0)
+
+    def _lf(self, vc, pe_s: float, te_s: float) -> float:
+        """L of layout vc at step times pe_s, te_s."""
+        fig = self._fig(vc, pe_s, te_s)
         return self.scenario.request_latency(fig.ttft_s, fig.tpot_s)
 
     def _excluded_pairs(self, key: tuple, exclude_patterns) -> frozenset[tuple[int, int]]:
@@ -422,22 +426,27 @@ class Planner:
         return out
 
     def _bound(self, vc, attention_only: bool, screen: dict[str, set[int]] | None = None,
-               excluded: frozenset[tuple[int, int]] = frozenset()) -> tuple[float, float, float]:
+               excluded: frozenset[tuple[int, int]] = frozenset(), relaxed: frozenset[str] = frozenset()
+               ) -> tuple[float, float, float]:
         """(L lower bound, Pe lower bound, Te lower bound) of a layout, in seconds: per stage, the smallest
         share of every group (0 for the groups not yet tabled), the most negative pairwise correction; L is the
         exact minimum over the groups' sums (plan.bound). `screen`: only these choices (the memory screen);
-        `excluded`: (dense, moe) choice pairs that make an excluded pattern with this layout. Memoised: a
-        layout's bound at one fill state is asked again by every question at its concurrency."""
-        memo = (id(vc), attention_only, tuple(vc.other), vc.complete, screen is not None, excluded)
+        `excluded`: (dense, moe) choice pairs that make an excluded pattern with this layout. Under a TPOT
+        SLA (not `relaxed`) only sums that meet it count, and a layout none meets has an infinite bound: TPOT is
+        non-decreasing in every coordinate too, so a configuration meeting it is dominated by a Pareto sum that
+        meets it (TTFT can fall a little as the decode step grows, so its SLA is left to the search). Memoised:
+        a layout's bound at one fill state is asked again by every question at its concurrency."""
+        tpot_cap = self.scenario.tpot_ms if "SLA.tpot" not in relaxed else None
+        memo = (id(vc), attention_only, tuple(vc.other), vc.complete, screen is not None, excluded, tpot_cap)
         hit = self._bound_memo.get(memo)
         if hit is not None and hit[0] is vc:
             return hit[1]
-        out = self._bound_of(vc, attention_only, screen, excluded)
+        out = self._bound_of(vc, attention_only, screen, excluded, tpot_cap)
         self._bound_memo[memo] = (vc, out)
         return out
 
     def _bound_of(self, vc, attention_only: bool, screen: dict[str, set[int]] | None,
-                  excluded: frozenset[tuple[int, int]]) -> tuple[float, float, float]:
+                  excluded: frozenset[tuple[int, int]], tpot_cap_ms: float | None) -> tuple[float, float, float]:
         def keep(g: str, opts: dict) -> dict:
             return opts if screen is None else {j: sh for j, sh in opts.items() if j in screen[g]}
 
@@ -479,7 +488,14 @@ class Planner:
                 groups.append(joint_pairs(rest.pop("dense"), rest.pop("moe"), vc.pairs, excluded))
             groups += [list(opts.values()) for opts in rest.values()]
         f = self.t.f
-        return relaxed_minimum(groups, lambda pre, dec: self._lf(vc, *vc.step_times(pre, dec, f))), pe, te
+
+        def latency(pre, dec) -> float:
+            fig = self._fig(vc, *vc.step_times(pre, dec, f))
+            if tpot_cap_ms is not None and self.scenario.sla_misses(0.0, fig.tpot_s, frozenset({"SLA.ttft"})):
+                return math.inf
+            return self.scenario.request_latency(fig.ttft_s, fig.tpot_s)
+
+        return relaxed_minimum(groups, latency), pe, te
 
     def _cut_at(self, vc, best_l: float, other_lo: float, prefill: bool) -> float:
         """The smallest step time (seconds) at which L reaches best_l with the other step at its bound."""
@@ -523,7 +539,9 @@ class Planner:
                 continue
             vc = self.t.view(b, key, full=False)
             screens[key] = screen
-            layouts.append((self._bound(vc, attention_only=True, screen=screen)[0], key))
+            lb = self._bound(vc, attention_only=True, screen=screen, relaxed=relaxed)[0]
+            if math.isfinite(lb):  # infinite: no configuration of the layout meets the TPOT SLA
+                layouts.append((lb, key))
         layouts.sort()
         state = {"best": self._seed(b, exclude_patterns, relaxed, exclude_families, served), "rejected": 0}
         for lb, key in layouts:
@@ -534,15 +552,16 @@ class Planner:
             dropped = False
             for g in FILL_ORDER[:-1]:  # group by group: a bound already past the incumbent drops the layout
                 self.t.fill_group(vc, key, g)
-                if inc is not None and self._bound(vc, attention_only=False, screen=screens[key])[0] >= inc[0]:
+                lb1 = self._bound(vc, attention_only=False, screen=screens[key], relaxed=relaxed)[0]
+                if (inc is not None and lb1 >= inc[0]) or not math.isfinite(lb1):
                     dropped = True
                     break
             if dropped:
                 continue
             vc = self.t.view(b, key)
             lb2, pe_lo, te_lo = self._bound(vc, attention_only=False, screen=screens[key],
-                                            excluded=self._excluded_pairs(key, exclude_patterns))
-            if inc is not None and lb2 >= inc[0]:
+                                            excluded=self._excluded_pairs(key, exclude_patterns), relaxed=relaxed)
+            if (inc is not None and lb2 >= inc[0]) or not math.isfinite(lb2):
                 continue
             if not self._solve_view(b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state):
                 break  # the time limit: the incumbent stands, reported through self.timeouts

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from solver.errors import InfeasibleError, InputError, InternalError
 from solver.specs.limits import MAX_CARDS, MAX_TOP
 from solver.estimate.compute import factors_for
-from solver.estimate.memory import MemoryOptions
+from solver.estimate.memory import MemoryOptions, memory_per_rank
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
 from solver.plan.cpsat import pareto
@@ -153,7 +153,14 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         return realized[p.key()]
 
     def verify(p: cpsat.Point) -> bool:
-        return not full_estimate_misses(full(p), scenario)
+        # the full estimate's constraints, and room for what the figures assume: the busiest replica's
+        # sequences at the longest context (the tables' memory is a relaxation of that: tables._group_memory)
+        if full_estimate_misses(full(p), scenario):
+            return False
+        cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
+        held = math.ceil(p.batch / cfg.attn_replicas) * cfg.attn_replicas
+        return memory_per_rank(model, hw, cfg, prec, held, scenario.max_seq_len, mem_opts,
+                               mtp_layers=scenario.mtp if model.num_mtp_layers else 0).feasible
 
     # memory and SLAs are judged by the full estimate, not only the additive proxy: nothing that does not fit
     # is ever recommended

@@ -412,8 +412,10 @@ def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision,
                   params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int,
                   mtp_layers: int, part: str = "all") -> float:
     """Bytes a group adds per rank: `part` "fixed" (weights, the attention groups' buffers), "batch" (what
-    grows with the `batch` sequences held) or "all". Activations and EP buffers are charged at their largest
-    so the linear memory constraint never admits a config the exact check rejects. Under PP: on the stage with
+    grows with the `batch` sequences held) or "all". Activations are charged for the attention layout with the
+    other knobs at 1 and EP buffers at their largest: mostly above the exact figure, not always (MoE TP under
+    attention DP gathers more tokens into the experts' transient), so the planner holds each answer to the
+    memory model itself (solve.verify) and the tables only prune. Under PP: on the stage with
     the most layers (the first), charged the embedding and the LM head both (an upper bound by one of them)."""
     if pc.pp_size > 1:
         from solver.estimate.pipeline import stages
