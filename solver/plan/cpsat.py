@@ -332,6 +332,7 @@ class Planner:
         self.timeouts: dict[tuple[int, frozenset[str]], SolveStatus] = {}
         self.cut_stops: list[CutStop] = []
         self._front: list[Point] | None = None
+        self._classes: dict[tuple[int, float], Point] = {}
         self._front_log: tuple[dict, list] = ({}, [])
         self.solves = 0  # CP-SAT calls made (benchmarks report it)
         self._answers: dict[tuple, dict[str, int]] = {}  # answers so far: seeds for the next questions
@@ -740,10 +741,16 @@ class Planner:
         if self._front is None:
             # at one concurrency and one number of sequences in flight, inverse throughput is proportional to
             # latency: the front is the non-dominated set of those optima
-            self._front = pareto([p for p in (self.best(b, served=q) for b in self.t.batches for q in self.served(b))
-                                  if p is not None])
+            self._classes = {(b, q): p for b in self.t.batches for q in self.served(b)
+                             for p in [self.best(b, served=q)] if p is not None}
+            self._front = pareto(list(self._classes.values()))
             self._front_log = (dict(self.timeouts), list(self.cut_stops))
         return list(self._front)
+
+    def class_optima(self) -> dict[tuple[int, float], Point]:
+        """(concurrency, sequences in flight) -> the best configuration of that class (the front's inputs)."""
+        self.front()
+        return dict(self._classes)
 
     def reset_log(self) -> None:
         """Forget what questions after the front recorded (time-outs, cut stops), keeping the front's own: a

@@ -219,8 +219,15 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         # the next distinct pattern by the score: at one concurrency and one number of sequences in flight the
         # score falls with latency, so the best of each such class among the patterns not yet shown, and the
         # best of those (on the front or not: a pattern tied with one shown is off the front, yet next)
-        alts = [p for p in (planner.best(b, seen, served=q) for b in tables.batches for q in planner.served(b))
-                if p is not None]
+        # classes in the order of their unconstrained best's score, which no configuration of the class beats:
+        # once it reaches the best alternative found, no later class can do better
+        alts: list[cpsat.Point] = []
+        for (b, q), p0 in sorted(planner.class_optima().items(), key=lambda kv: score(kv[1])):
+            if alts and score(p0) >= score(min(alts, key=score)):
+                break
+            p = p0 if cpsat.pattern_key(tables, dict(p0.picks)) not in seen else planner.best(b, seen, served=q)
+            if p is not None:
+                alts.append(p)
         if not alts:
             break
         p = min(alts, key=score)
