@@ -201,38 +201,37 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     chosen: list[cpsat.Point] = [ordered[0]]
     roles = {ordered[0].key(): "best score"}
     seen: list[tuple] = [cpsat.pattern_key(tables, dict(ordered[0].picks))]
-    if top >= 2:
-        # one slot for the best configuration on another attention backbone (TP vs DP, or a CP/KVP/SP
-        # add-on): the seed asks that the backbones be compared, not only variants of the winner's
-        fam = frozenset({cpsat.attention_family(tables.choices["attn"][dict(ordered[0].picks)["attn"]])})
-        # its best at the winner's concurrency, or another backbone's point already on the front
-        alts = [q for q in ordered[1:] if cpsat.attention_family(
-            tables.choices["attn"][dict(q.picks)["attn"]]) not in fam]
-        alt = planner.best(ordered[0].batch, seen, exclude_families=fam)
-        alts += [alt] if alt is not None else []
-        if alts:
-            p = min(alts, key=score)
-            chosen.append(p)
-            roles[p.key()] = "other backbone"
-            seen.append(cpsat.pattern_key(tables, dict(p.picks)))
-    while len(chosen) < top:
-        # the next distinct pattern by the score: at one concurrency and one number of sequences in flight the
-        # score falls with latency, so the best of each such class among the patterns not yet shown, and the
-        # best of those (on the front or not: a pattern tied with one shown is off the front, yet next)
-        # classes in the order of their unconstrained best's score, which no configuration of the class beats:
-        # once it reaches the best alternative found, no later class can do better
-        alts: list[cpsat.Point] = []
+    def next_by_score(exclude_families: frozenset[str] = frozenset()) -> cpsat.Point | None:
+        """The best-scoring configuration of a pattern not yet shown (outside these attention families), over
+        every configuration: at one concurrency and one number of sequences in flight the score falls with
+        latency, so the best of each such class, and the best of those (on the front or not: a pattern tied with
+        one shown is off the front, yet next). Classes are visited in the order of their unconstrained best's
+        score, which no configuration of the class beats: once it reaches the best found, no later class can
+        do better."""
+        found = None
         for (b, q), p0 in sorted(planner.class_optima().items(), key=lambda kv: score(kv[1])):
-            if alts and score(p0) >= score(min(alts, key=score)):
+            if found is not None and score(p0) >= score(found):
                 break
-            p = p0 if cpsat.pattern_key(tables, dict(p0.picks)) not in seen else planner.best(b, seen, served=q)
-            if p is not None:
-                alts.append(p)
-        if not alts:
-            break
-        p = min(alts, key=score)
+            fresh = (cpsat.pattern_key(tables, dict(p0.picks)) not in seen and cpsat.attention_family(
+                tables.choices["attn"][dict(p0.picks)["attn"]]) not in exclude_families)
+            p = p0 if fresh else planner.best(b, seen, served=q, exclude_families=exclude_families)
+            if p is not None and (found is None or score(p) < score(found)):
+                found = p
+        return found
+
+    # one slot for the best configuration on another attention backbone (TP vs DP, or a CP/KVP/SP add-on): the
+    # seed asks that the backbones be compared, not only variants of the winner's; then the next patterns
+    backbone = frozenset({cpsat.attention_family(tables.choices["attn"][dict(ordered[0].picks)["attn"]])})
+    asks = [("other backbone", backbone)] if top >= 2 else []
+    while len(chosen) < top:
+        role, families = asks.pop(0) if asks else ("next pattern", frozenset())
+        p = next_by_score(families)
+        if p is None:
+            if role == "next pattern":
+                break
+            continue
         chosen.append(p)
-        roles[p.key()] = "next pattern"
+        roles[p.key()] = role
         seen.append(cpsat.pattern_key(tables, dict(p.picks)))
     front_keys = {p.key() for p in points}
 
