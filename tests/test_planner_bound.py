@@ -7,7 +7,7 @@ import math
 
 from hypothesis import given, settings, strategies as st
 
-from solver.plan.bound import joint_pairs, pareto, relaxed_minimum
+from solver.plan.bound import joint_pairs, nondominated, relaxed_minimum
 from solver.plan.group_cost import Share
 
 sec = st.floats(0.0, 1.0)
@@ -57,9 +57,9 @@ def test_relaxed_minimum_never_exceeds_the_best_configuration(gs):
     assert relaxed_minimum(gs, fig) <= _brute(gs, fig) * (1 + 1e-12)
 
 
-def test_pareto_keeps_the_points_nothing_dominates():
+def test_nondominated_keeps_the_points_nothing_dominates():
     pts = [(1.0, 3.0), (2.0, 2.0), (2.0, 3.0), (3.0, 1.0), (3.0, 3.0), (1.0, 3.0)]
-    assert pareto(pts) == [(1.0, 3.0), (2.0, 2.0), (3.0, 1.0)]
+    assert nondominated(pts) == [(1.0, 3.0), (2.0, 2.0), (3.0, 1.0)]
 
 
 def test_joint_pairs_add_the_fused_all_reduce_correction():

@@ -10,13 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.estimate.compute import Work, factors_for
-from solver.estimate.memory import memory_per_rank
 from solver.estimate.params import count_params
 from solver.estimate.serving import ServingPolicy, ServingShape, Workload, estimate, serving_times
 from solver.estimate.step import step_cost
 from solver.plan import cpsat
 from solver.plan.solve import full_estimate_misses
-from solver.plan.tables import GROUPS, build_tables, module_groups
+from solver.plan.tables import GROUPS, assumed_memory, build_tables, module_groups
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
@@ -92,8 +91,7 @@ def test_the_tables_sum_to_the_full_estimate(case, fw, world, phase, isl, mtp, d
         return
     picks = configs[data.draw(st.integers(0, len(configs) - 1))]
     pc = ParallelConfig(world_size=world, **t.config(picks))
-    held = math.ceil(b / pc.attn_replicas) * pc.attn_replicas
-    if not memory_per_rank(m, h, pc, prec, held, sc.max_seq_len, mtp_layers=sc.mtp).feasible:
+    if not assumed_memory(m, h, pc, prec, sc, b).feasible:
         return  # what the planner asks to fit does not (its full-estimate check rejects the configuration)
     e = estimate(m, h, pc, prec, fac, Workload.for_scenario(sc, b))
     fig = t.figures(b, picks)

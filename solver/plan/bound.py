@@ -35,7 +35,7 @@ def _launch_floor(opts: Iterable[Option]) -> tuple[tuple[float, ...], tuple[floa
     return (tuple(map(min, zip(*pres))) if pres else (), tuple(map(min, zip(*decs))) if decs else ())
 
 
-def pareto(points: Iterable[tuple[float, ...]]) -> list[tuple[float, ...]]:
+def nondominated(points: Iterable[tuple[float, ...]]) -> list[tuple[float, ...]]:
     """The points no other point is <= in every coordinate (one copy of equal points)."""
     pts = sorted(set(points))  # lexicographic: a point's dominators come before it
     if pts and len(pts[0]) <= 2:  # one or two coordinates (no PP): a sweep keeps the falling second one
@@ -70,10 +70,10 @@ def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share 
         lp, ld = _launch_floor(opts)
         launch_pre = [a + b for a, b in zip(launch_pre, lp)] if lp else launch_pre
         launch_dec = [a + b for a, b in zip(launch_dec, ld)] if ld else launch_dec
-        own = pareto(_vector(o) for o in opts)
+        own = nondominated(_vector(o) for o in opts)
         if len(own) * len(sums) > MAX_SUMS:
             own = [tuple(map(min, zip(*own)))]
-        sums = pareto(tuple(a + b for a, b in zip(s, o)) for s in sums for o in own)
+        sums = nondominated(tuple(a + b for a, b in zip(s, o)) for s in sums for o in own)
     best = float("inf")
     for v in sums:
         pre = Share(v[:n_pre], tuple(launch_pre)) if sample[0] is not None else None
@@ -103,4 +103,4 @@ def joint_pairs(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tu
     return out
 
 
-__all__ = ["relaxed_minimum", "joint_pairs", "pareto", "MAX_SUMS"]
+__all__ = ["relaxed_minimum", "joint_pairs", "nondominated", "MAX_SUMS"]

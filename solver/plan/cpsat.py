@@ -20,7 +20,7 @@ from ortools.sat.python import cp_model
 
 from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
-from solver.plan.bound import joint_pairs, relaxed_minimum
+from solver.plan.bound import joint_pairs, nondominated, relaxed_minimum
 from solver.plan.group_cost import Share
 from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables
 from solver.specs.knobs import DERIVED
@@ -788,10 +788,4 @@ def pareto(points: list[Point]) -> list[Point]:
     best: dict[tuple[float, int], Point] = {}
     for p in points:
         best.setdefault((p.inv_throughput, p.latency), p)
-    front: list[Point] = []
-    min_lat = None
-    for (_, lat), p in sorted(best.items(), key=lambda kv: kv[0]):
-        if min_lat is None or lat < min_lat:
-            front.append(p)
-            min_lat = lat
-    return front
+    return [best[k] for k in nondominated(best)]

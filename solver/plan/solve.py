@@ -11,12 +11,12 @@ from typing import Any, Callable
 from solver.errors import InfeasibleError, InputError, InternalError
 from solver.specs.limits import MAX_CARDS, MAX_TOP
 from solver.estimate.compute import factors_for
-from solver.estimate.memory import MemoryOptions, memory_per_rank
+from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
 from solver.plan.cpsat import pareto
 from solver.plan.exhaustive import enumerate_points
-from solver.plan.tables import GROUPS, Tables, build_tables
+from solver.plan.tables import GROUPS, Tables, assumed_memory, build_tables
 from solver.space.domains import build_space, largest_tp, redundant_for
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -158,9 +158,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
         if full_estimate_misses(full(p), scenario):
             return False
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
-        held = math.ceil(p.batch / cfg.attn_replicas) * cfg.attn_replicas
-        return memory_per_rank(model, hw, cfg, prec, held, scenario.max_seq_len, mem_opts,
-                               mtp_layers=scenario.mtp if model.num_mtp_layers else 0).feasible
+        return assumed_memory(model, hw, cfg, prec, scenario, p.batch, mem_opts).feasible
 
     # memory and SLAs are judged by the full estimate, not only the additive proxy: nothing that does not fit
     # is ever recommended

@@ -23,6 +23,8 @@ from solver.estimate.compute import Factors, Work
 from solver.estimate.figures import Figures, StepPlan, figures, step_plan
 from solver.estimate.memory import (
     MemoryOptions,
+    MemoryReport,
+    memory_per_rank,
     activation_peak,
     memory_limit,
     cache_per_rank,
@@ -63,6 +65,21 @@ GROUPS: dict[str, tuple[str, ...]] = {
 FILL_ORDER = ("moe", "lmhead", "embed", "dense")
 KNOB_GROUP: dict[str, str] = ({k: g for g, knobs in GROUPS.items() for k in knobs if k not in SHARED}
                               | {k: g for k, g in SPLIT_ONLY.items() if g})
+
+
+def held_sequences(batch: int, pc: ParallelConfig) -> int:
+    """Sequences a configuration must have room for at concurrency `batch`: every replica the busiest one's
+    C_r = ceil(B / replicas), so the running batch stays at C_r, as the serving figures assume
+    (figures.step_plan)."""
+    return math.ceil(batch / pc.attn_replicas) * pc.attn_replicas
+
+
+def assumed_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, scenario: Scenario,
+                   batch: int, mem_opts: MemoryOptions | None = None) -> MemoryReport:
+    """The memory model's figure for what the planner's figures assume: the held sequences at the scenario's
+    longest context (the tables approximate it per group; the planner holds each answer to it)."""
+    return memory_per_rank(model, hw, pc, prec, held_sequences(batch, pc), scenario.max_seq_len, mem_opts,
+                           mtp_layers=scenario.mtp if model.num_mtp_layers else 0)
 
 
 def module_groups(params: ParamReport) -> dict[str, str | None]:
@@ -381,9 +398,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
             if g not in PER_SEQUENCE_MEMORY:
                 mem[(g, i)] = fixed[(g, i)]
                 continue
-            # every replica holds up to the busiest replica's requests (C_r = ceil(B / replicas)): room for
-            # them all keeps the running batch at C_r, as the serving figures assume (figures.step_plan)
-            held = math.ceil(b / pc.attn_replicas) * pc.attn_replicas if g == "attn" else b
+            held = held_sequences(b, pc) if g == "attn" else b
             mem[(g, i)] = fixed[(g, i)] + _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
                                                         scenario.max_seq_len, mtp_layers, part="batch")
         best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}

@@ -25,20 +25,18 @@ if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
     from solver.specs.model import ModelSpec
 
-KNOB_NAMES: tuple[str, ...] = KNOBS
+KNOB_NAMES: tuple[str, ...] = KNOBS  # re-exported: the registry's knob names (specs.knobs)
 KnobName = Literal[KNOBS]  # type: ignore[valid-type]
 
 # What a rule may read. Model facts come from the model's config.json; `afd` (attention-FFN disaggregation)
 # is a deployment switch, not a knob, but one framework rule depends on it.
-DERIVED_FROM = DERIVED  # derived = world // knob
 DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd")
 # parallel_config settings that are not group sizes (parallel.SETTINGS): the redundant expert copies (EPLB)
-SETTING_NAMES = SETTINGS
 MODEL_NAMES = (
     "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "is_moe",
     "o_proj_dim",
 )
-RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTING_NAMES, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES))
+RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES))
 
 
 class Rule(BaseModel):
@@ -101,14 +99,14 @@ class Rule(BaseModel):
         (RuleEnv.free) has no value: the rule holds when some value of it would satisfy it, so a rule about a
         missing module never constrains the others."""
         free = [k for k in getattr(env, "free", ())
-                if k in self.names or any(d in self.names for d, src in DERIVED_FROM.items() if src == k)]
+                if k in self.names or any(d in self.names for d, src in DERIVED.items() if src == k)]
         if not free:
             return self._holds_at(env)
         world = int(env["world"])
         values = [d for d in range(1, world + 1) if world % d == 0]
         for combo in itertools.product(values, repeat=len(free)):
             trial = {**env, **dict(zip(free, combo))}
-            for derived, src in DERIVED_FROM.items():
+            for derived, src in DERIVED.items():
                 trial[derived] = world // int(trial[src])
             if self._holds_at(trial):
                 return True
@@ -381,7 +379,7 @@ def rule_env(
     """
     from solver.specs.parallel import TIED_ABSENT
 
-    unknown = sorted(set(config) - set(KNOB_NAMES) - set(SETTING_NAMES))
+    unknown = sorted(set(config) - set(KNOB_NAMES) - set(SETTINGS))
     if unknown:
         raise InputError("parallel_config", f"unknown knob(s) {', '.join(unknown)}")
     knobs = {k: int(config.get(k, 1)) for k in KNOB_NAMES}
