@@ -109,7 +109,7 @@ def test_under_pp_a_sequence_crosses_the_busiest_stages_layers_per_slot() -> Non
     # prefill of 4 prompts: 4 microbatches, fill + drain = 7 slots: 8 x 7 / 4 = 14
     assert step_layers(model, pc, "prefill", 4) == 14
     # 30 layers at PP4: stages of 8, 8, 7, 7; the busiest holds 8
-    odd = model.model_copy(update={"layers": model.layers[:30]})
+    odd = replace(model, layers=model.layers[:30])
     assert step_layers(odd, pc, "decode", 64) == 8
 
 

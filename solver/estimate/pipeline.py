@@ -70,11 +70,10 @@ def stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
 def _build_stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
     sizes = stage_sizes(len(model.layers), pp)
     out, start = [], 0
-    fields = {name: getattr(model, name) for name in type(model).model_fields}
     for i, n in enumerate(sizes):
         last = i == pp - 1
-        sub = type(model).model_construct(**{**fields, "layers": model.layers[start:start + n],
-                                             "mtp_modules": model.mtp_modules if last else ()})
+        sub = replace(model, layers=model.layers[start:start + n],
+                      mtp_modules=model.mtp_modules if last else ())
         out.append(Stage(i, sub, i == 0, last))
         start += n
     return tuple(out)

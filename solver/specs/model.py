@@ -14,7 +14,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SkipValidation
+from dataclasses import dataclass, field
 
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
@@ -35,22 +35,24 @@ LARGE_VOCAB = 100_000  # seed: a vocabulary over 100K -> set embed/lm_head TP in
 __all__ = ["ModelSpec", "QuantSpec", "parse_model_config", "LARGE_VOCAB"]
 
 
-class ModelSpec(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, ignored_types=(cached_property,))
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """A parsed model. A plain frozen dataclass, not a pydantic model: `parse_model_config` validates every field
+    it reads (`Fields`), and keeping pydantic off this path keeps `inspect` from importing it."""
 
     name: str
     model_type: str
     hidden_size: int
     vocab_size: int
     tie_word_embeddings: bool = False
-    layers: SkipValidation[tuple[Layer, ...]]
+    layers: tuple[Layer, ...]
     # next-n (MTP) modules: each a tuple of layers plus its glue (eh_proj 2H -> H and three norms)
-    mtp_modules: SkipValidation[tuple[tuple[Layer, ...], ...]] = ()
+    mtp_modules: tuple[tuple[Layer, ...], ...] = ()
     mtp_checkpoint_copies: bool = False  # DeepSeek layout: each MTP module stores embedding + head copies
-    encoders: SkipValidation[tuple[Encoder, ...]] = ()
+    encoders: tuple[Encoder, ...] = ()
     max_position_embeddings: int | None = None
     pattern_source: str = ""  # the config field the layer pattern came from
-    quant: QuantSpec = QuantSpec()
+    quant: QuantSpec = field(default_factory=QuantSpec)
     warnings: tuple[str, ...] = ()
     nonstandard_modules: tuple[str, ...] = ()
 

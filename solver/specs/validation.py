@@ -12,14 +12,16 @@ import gzip
 import json
 import zlib
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:  # pydantic loads with the first schema validated, not with every reader (inspect needs none)
+    from pydantic import BaseModel, ValidationError
 
 from solver.errors import InputError
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 
 MAX_DEPTH = 64  # real configs, hardware files and traces nest < 10 deep
 MAX_YAML_NODES = 1_000_000  # an alias bomb expands to billions; the largest shipped YAML has a few thousand
@@ -37,6 +39,8 @@ def first_error(exc: ValidationError, origin: str) -> InputError:
 
 
 def validate_model(model: type[M], data: Any, origin: str) -> M:
+    from pydantic import ValidationError
+
     if not isinstance(data, dict):
         raise InputError(origin, f"expected a mapping at the top level, got {type(data).__name__}")
     try:

@@ -3,15 +3,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass, replace
 
 from solver.errors import InputError
 
 
-class QuantSpec(BaseModel):
+@dataclass(frozen=True)
+class QuantSpec:
     """Checkpoint number formats per module group (what the published weights are stored in)."""
-
-    model_config = ConfigDict(frozen=True)
 
     method: str = "none"  # quant_method from the config, or "none"
     attention: str = "bf16"
@@ -31,7 +30,7 @@ def read_quant(cfg: dict[str, Any], origin: str, warnings: list[str]) -> QuantSp
     if expert is not None:
         if str(expert) not in _EXPERT_DTYPE:
             raise InputError(f"{origin}: expert_dtype", f"unknown format {expert!r}")
-        spec = spec.model_copy(update={"experts": _EXPERT_DTYPE[str(expert)]})
+        spec = replace(spec, experts=_EXPERT_DTYPE[str(expert)])
     return spec
 
 
