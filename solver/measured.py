@@ -39,7 +39,9 @@ from typing import Any, Iterable, Mapping
 from solver.errors import InputError
 from solver.estimate.compute import Factors
 from solver.estimate.serving import DEFAULT_REQUEST_OVERHEAD_S, Estimate, Workload, estimate
-from solver.specs.framework import FrameworkProfile, fitted_stamp, load_framework, model_env
+from solver.specs.fitted import fitted_stamp
+from solver.specs.framework import FrameworkProfile, load_framework
+from solver.specs.rule_env import model_env
 from solver.specs.hardware import Hardware
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model import ModelSpec

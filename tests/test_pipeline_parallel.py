@@ -12,7 +12,8 @@ from solver.estimate.pipeline import microbatches, send_s, send_tier, slots, sta
 from solver.estimate.step import step_cost
 from solver.launch import LaunchInputs, emit_launch
 from solver.space.domains import build_space
-from solver.specs.framework import load_framework, model_env
+from solver.specs.framework import load_framework
+from solver.specs.rule_env import model_env
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig, make_parallel_config

@@ -14,7 +14,8 @@ from solver.plan import cpsat
 from solver.plan.exhaustive import enumerate_points, pareto
 from solver.plan.tables import build_tables
 from solver.space.domains import build_space, tp_domain
-from solver.specs.framework import load_framework, model_env
+from solver.specs.framework import load_framework
+from solver.specs.rule_env import model_env
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.precision import resolve_precision

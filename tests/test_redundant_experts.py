@@ -11,7 +11,8 @@ from solver.estimate.serving import Workload
 from solver.launch import LaunchInputs, emit_launch
 from solver.rank.review import review
 from solver.space.domains import build_space, redundant_for
-from solver.specs.framework import load_framework, model_env
+from solver.specs.framework import load_framework
+from solver.specs.rule_env import model_env
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.layers.moe import EPLB_IMBALANCE, routing_skew
 from solver.specs.model_catalog import load_model

@@ -200,7 +200,7 @@ def check_mtp(model_name: str, mtp: int) -> None:
 def framework_check(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
     """The framework profile's rules on a user's knobs (the planner's own rule machinery): an error (TP64 on 32
     heads, EP256 on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
-    from solver.specs.framework import model_env
+    from solver.specs.rule_env import model_env
 
     env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=batch, mtp=mtp)
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]

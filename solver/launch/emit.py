@@ -18,7 +18,8 @@ from typing import Any
 import yaml
 
 from solver.errors import InputError
-from solver.specs.framework import KNOB_NAMES, FrameworkProfile, model_env
+from solver.specs.framework import KNOB_NAMES, FrameworkProfile
+from solver.specs.rule_env import model_env
 from solver.specs.hardware import Hardware
 from solver.specs.launch_spec import DISAGG_ROLES, LaunchArg
 from solver.specs.model import ModelSpec

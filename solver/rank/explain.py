@@ -7,7 +7,8 @@ from solver.estimate.serving import Estimate, Workload, estimate
 from solver.estimate.step import StepCost
 from solver.rank.select import pattern_name
 from solver.space.domains import config_violations, largest_tp
-from solver.specs.framework import FrameworkProfile, model_env
+from solver.specs.framework import FrameworkProfile
+from solver.specs.rule_env import model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs

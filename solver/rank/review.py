@@ -8,7 +8,8 @@ from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.space.domains import cross_node_tp, pp_fits_nodes, tp_domain
-from solver.specs.framework import FrameworkProfile, model_env
+from solver.specs.framework import FrameworkProfile
+from solver.specs.rule_env import model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig, absent_knob_problems, model_knobs

@@ -3,11 +3,9 @@
 (fitted/factors.yaml) already covers is not repeated here: only what exists because the pools are split."""
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
-from solver.catalog import frameworks_dir
-from solver.specs.framework import fitted_stamp
+from solver.specs.fitted import fitted_dir, read_factors
 
 # keys the file may carry per (framework, hardware):
 #   burst_share  [-] share of requests that reach the prefill pool in a burst (1/k: only the first of k waves)
@@ -15,23 +13,12 @@ DISAGG_FACTORS = ("burst_share",)
 
 
 def disagg_fitted_path() -> Path:
-    return frameworks_dir() / "fitted" / "disagg.yaml"
-
-
-@lru_cache(maxsize=2)
-def _read(path: str, stamp: int) -> dict[str, dict[str, dict[str, float]]]:
-    from solver.specs.validation import load_yaml
-
-    data = load_yaml(Path(path)) or {}
-    return data.get("factors", {}) if isinstance(data, dict) else {}
+    return fitted_dir() / "disagg.yaml"
 
 
 def disagg_fitted(path: Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """framework -> hardware -> {factor: value}; empty when no fit has been written."""
-    path = path or disagg_fitted_path()
-    if not path.is_file():
-        return {}
-    return _read(str(path), fitted_stamp(path))
+    return read_factors(path or disagg_fitted_path())
 
 
 def disagg_factors(framework: str, hardware: str, path: Path | None = None) -> dict[str, float]:

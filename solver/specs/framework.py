@@ -19,11 +19,13 @@ from solver.errors import InputError
 from solver.specs.limits import MAX_MTP, MAX_TOKENS
 from solver.specs.knobs import DERIVED, DERIVED_NAMES, KNOBS, SETTINGS
 from solver.specs.expr import Expr, Value, compile_expr
+from solver.specs.fitted import apply_fitted, fitted_factors
 from solver.specs.launch_spec import Feature, LaunchSpec
+# model_env's home is specs.rule_env; named here for the planner modules that read it with the profile
+from solver.specs.rule_env import model_env  # noqa: F401
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
-    from solver.specs.model import ModelSpec
 
 KNOB_NAMES: tuple[str, ...] = KNOBS  # re-exported: the registry's knob names (specs.knobs)
 KnobName = Literal[KNOBS]  # type: ignore[valid-type]
@@ -96,7 +98,7 @@ class Rule(BaseModel):
 
     def holds(self, env: Mapping[str, Value]) -> bool:
         """True when the rule does not apply or its requirement is met. A knob of a module the model lacks
-        (RuleEnv.free) has no value: the rule holds when some value of it would satisfy it, so a rule about a
+        (rule_env.RuleEnv.free) has no value: the rule holds when some value of it would satisfy it, so a rule about a
         missing module never constrains the others."""
         free = [k for k in getattr(env, "free", ())
                 if k in self.names or any(d in self.names for d, src in DERIVED.items() if src == k)]
@@ -345,127 +347,6 @@ class FrameworkProfile(BaseModel):
             )
         problems += [f"[{r.id}] {r.message}" for r in self.violated(env, severity)]
         return problems
-
-
-class RuleEnv(dict):
-    """The names a rule reads, plus the model's absent knobs (parallel.absent_knobs): `free` ones (a module
-    the model lacks) take no value, Rule.holds quantifies over them; `absent` also holds the tied ones."""
-
-    free: tuple[str, ...] = ()
-    absent: tuple[str, ...] = ()
-
-
-def rule_env(
-    config: Mapping[str, int],
-    *,
-    world: int,
-    batch: int,
-    mtp: int,
-    num_attention_heads: int,
-    num_key_value_heads: int,
-    n_routed_experts: int,
-    has_mla: bool,
-    has_dsa: bool,
-    o_proj_dim: int,
-    ranks_per_node: int,
-    afd: bool = False,
-    absent: tuple[str, ...] = (),
-) -> dict[str, Value]:
-    """The mapping rule expressions read: knobs (missing ones = 1), derived sizes, deployment and model facts.
-
-    For MLA models pass num_key_value_heads = num_attention_heads (their configs may omit it); o_proj_dim is
-    num_attention_heads * v_head_dim. `absent`: knobs of modules the model lacks (parallel.absent_knobs); a
-    tied one (o_proj outside MLA) takes its attention value, the others are free.
-    """
-    from solver.specs.parallel import TIED_ABSENT
-
-    unknown = sorted(set(config) - set(KNOB_NAMES) - set(SETTINGS))
-    if unknown:
-        raise InputError("parallel_config", f"unknown knob(s) {', '.join(unknown)}")
-    knobs = {k: int(config.get(k, 1)) for k in KNOB_NAMES}
-    redundant = int(config.get("redundant_experts", 0))
-    if redundant < 0:
-        raise InputError("parallel_config.redundant_experts", f"must be >= 0, got {redundant}")
-    for k, v in knobs.items():
-        if v < 1:
-            raise InputError(f"parallel_config.{k}", f"must be >= 1, got {v}")
-    for k in absent:
-        if k in TIED_ABSENT:
-            knobs[k] = knobs[TIED_ABSENT[k]]
-    # rules read `world` as the ranks of one pipeline stage: TP, DP and EP live inside a stage (engines.md: vLLM
-    # world = TP x DP x PP), so every rule written for a world holds per stage; pp_size * world is all ranks
-    world = world // knobs["pp_size"] if world % knobs["pp_size"] == 0 else world
-    env = RuleEnv({
-        **knobs,
-        "redundant_experts": redundant,
-        "attn_dp_size": world // knobs["attn_tp_size"],
-        "moe_ep_size": world // knobs["moe_tp_size"],
-        "world": world,
-        "batch": batch,
-        "mtp": mtp,
-        "ranks_per_node": ranks_per_node,
-        "afd": bool(afd),
-        "num_attention_heads": num_attention_heads,
-        "num_key_value_heads": num_key_value_heads,
-        "n_routed_experts": n_routed_experts,
-        "has_mla": bool(has_mla),
-        "has_dsa": bool(has_dsa),
-        "is_moe": n_routed_experts > 0,
-        "o_proj_dim": o_proj_dim,
-    })
-    env.absent = tuple(absent)
-    env.free = tuple(k for k in absent if k not in TIED_ABSENT)
-    return env
-
-
-def model_env(config: Mapping[str, int], model: "ModelSpec", ranks_per_node: int, *, world: int, batch: int = 1,
-              mtp: int = 0) -> dict[str, Value]:
-    """rule_env with the model facts read from a ModelSpec, and its absent knobs."""
-    from solver.specs.parallel import absent_knobs
-
-    return rule_env(config, world=world, batch=batch, mtp=mtp, num_attention_heads=model.num_attention_heads,
-                    num_key_value_heads=model.num_key_value_heads, n_routed_experts=model.num_experts,
-                    has_mla=model.has_mla, has_dsa=model.has_dsa, o_proj_dim=model.o_proj_dim,
-                    ranks_per_node=ranks_per_node, absent=absent_knobs(model))
-
-
-def fitted_factors_path() -> Path:
-    """Where benchmarks/fit_efficiency.py writes the fitted factors."""
-    return frameworks_dir() / "fitted" / "factors.yaml"
-
-
-def fitted_stamp(path: Path | None = None) -> int:
-    """Changes when the fitted-factors file does (0 when there is none), so caches keyed on it never go stale."""
-    try:
-        return (path or fitted_factors_path()).stat().st_mtime_ns
-    except OSError:
-        return 0
-
-
-def fitted_factors(path: Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
-    """Fitted efficiency factors per framework and hardware; empty when no fit has been written. Read once per
-    version of the file (the fit script rewrites it)."""
-    path = path or fitted_factors_path()
-    if not path.is_file():
-        return {}
-    return _fitted_at(str(path), fitted_stamp(path))
-
-
-def apply_fitted(base: Mapping[str, float], fitted: Mapping[str, float]) -> dict[str, float]:
-    """A profile's settings with one (framework, hardware) fit applied: keys ending in _s are absolute seconds
-    and replace the base; the others are multipliers on it."""
-    out = dict(base)
-    for key, value in fitted.items():
-        out[key] = float(value) if key.endswith("_s") else out.get(key, 1.0) * float(value)
-    return out
-
-
-@lru_cache(maxsize=2)
-def _fitted_at(path: str, stamp: int) -> dict[str, dict[str, dict[str, float]]]:
-    from solver.specs.validation import load_yaml
-
-    data = load_yaml(Path(path)) or {}
-    return data.get("factors", {}) if isinstance(data, dict) else {}
 
 
 def _memory_bytes(hardware: str) -> float | None:

@@ -1,0 +1,58 @@
+"""The fitted-factor files (solver/frameworks/fitted/*.yaml, written by the fit scripts in benchmarks/) and how
+one (framework, hardware) fit applies to a profile's settings."""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+from solver.catalog import frameworks_dir
+
+Factors = dict[str, dict[str, dict[str, float]]]  # framework -> hardware (or `_pooled`) -> {factor: value}
+
+
+def fitted_dir() -> Path:
+    return frameworks_dir() / "fitted"
+
+
+def fitted_factors_path() -> Path:
+    """Where benchmarks/fit_efficiency.py writes the fitted factors."""
+    return fitted_dir() / "factors.yaml"
+
+
+def fitted_stamp(path: Path | None = None) -> int:
+    """Changes when a fitted file does (0 when there is none), so caches keyed on it never go stale."""
+    try:
+        return (path or fitted_factors_path()).stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def read_factors(path: Path) -> Factors:
+    """A fitted file's `factors` mapping; empty when no fit has been written. Read once per version of the
+    file (the fit scripts rewrite it)."""
+    if not path.is_file():
+        return {}
+    return _read_at(str(path), fitted_stamp(path))
+
+
+def fitted_factors(path: Path | None = None) -> Factors:
+    """Fitted efficiency factors per framework and hardware (fitted/factors.yaml)."""
+    return read_factors(path or fitted_factors_path())
+
+
+def apply_fitted(base: Mapping[str, float], fitted: Mapping[str, float]) -> dict[str, float]:
+    """A profile's settings with one (framework, hardware) fit applied: keys ending in _s are absolute seconds
+    and replace the base; the others are multipliers on it."""
+    out = dict(base)
+    for key, value in fitted.items():
+        out[key] = float(value) if key.endswith("_s") else out.get(key, 1.0) * float(value)
+    return out
+
+
+@lru_cache(maxsize=4)
+def _read_at(path: str, stamp: int) -> Factors:
+    from solver.specs.validation import load_yaml
+
+    data = load_yaml(Path(path)) or {}
+    return data.get("factors", {}) if isinstance(data, dict) else {}

@@ -1,0 +1,95 @@
+"""The names a framework rule reads (specs.framework.RULE_NAMES): a configuration's knobs and derived sizes, the
+deployment (world, batch, MTP, ranks per node) and the model's facts, built once per configuration."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping
+
+from solver.errors import InputError
+from solver.specs.expr import Value
+from solver.specs.knobs import KNOBS as KNOB_NAMES
+from solver.specs.knobs import SETTINGS
+
+if TYPE_CHECKING:
+    from solver.specs.model import ModelSpec
+
+
+class RuleEnv(dict):
+    """The names a rule reads, plus the model's absent knobs (parallel.absent_knobs): `free` ones (a module
+    the model lacks) take no value, Rule.holds quantifies over them; `absent` also holds the tied ones."""
+
+    free: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+
+
+def rule_env(
+    config: Mapping[str, int],
+    *,
+    world: int,
+    batch: int,
+    mtp: int,
+    num_attention_heads: int,
+    num_key_value_heads: int,
+    n_routed_experts: int,
+    has_mla: bool,
+    has_dsa: bool,
+    o_proj_dim: int,
+    ranks_per_node: int,
+    afd: bool = False,
+    absent: tuple[str, ...] = (),
+) -> dict[str, Value]:
+    """The mapping rule expressions read: knobs (missing ones = 1), derived sizes, deployment and model facts.
+
+    For MLA models pass num_key_value_heads = num_attention_heads (their configs may omit it); o_proj_dim is
+    num_attention_heads * v_head_dim. `absent`: knobs of modules the model lacks (parallel.absent_knobs); a
+    tied one (o_proj outside MLA) takes its attention value, the others are free.
+    """
+    from solver.specs.parallel import TIED_ABSENT
+
+    unknown = sorted(set(config) - set(KNOB_NAMES) - set(SETTINGS))
+    if unknown:
+        raise InputError("parallel_config", f"unknown knob(s) {', '.join(unknown)}")
+    knobs = {k: int(config.get(k, 1)) for k in KNOB_NAMES}
+    redundant = int(config.get("redundant_experts", 0))
+    if redundant < 0:
+        raise InputError("parallel_config.redundant_experts", f"must be >= 0, got {redundant}")
+    for k, v in knobs.items():
+        if v < 1:
+            raise InputError(f"parallel_config.{k}", f"must be >= 1, got {v}")
+    for k in absent:
+        if k in TIED_ABSENT:
+            knobs[k] = knobs[TIED_ABSENT[k]]
+    # rules read `world` as the ranks of one pipeline stage: TP, DP and EP live inside a stage (engines.md: vLLM
+    # world = TP x DP x PP), so every rule written for a world holds per stage; pp_size * world is all ranks
+    world = world // knobs["pp_size"] if world % knobs["pp_size"] == 0 else world
+    env = RuleEnv({
+        **knobs,
+        "redundant_experts": redundant,
+        "attn_dp_size": world // knobs["attn_tp_size"],
+        "moe_ep_size": world // knobs["moe_tp_size"],
+        "world": world,
+        "batch": batch,
+        "mtp": mtp,
+        "ranks_per_node": ranks_per_node,
+        "afd": bool(afd),
+        "num_attention_heads": num_attention_heads,
+        "num_key_value_heads": num_key_value_heads,
+        "n_routed_experts": n_routed_experts,
+        "has_mla": bool(has_mla),
+        "has_dsa": bool(has_dsa),
+        "is_moe": n_routed_experts > 0,
+        "o_proj_dim": o_proj_dim,
+    })
+    env.absent = tuple(absent)
+    env.free = tuple(k for k in absent if k not in TIED_ABSENT)
+    return env
+
+
+def model_env(config: Mapping[str, int], model: "ModelSpec", ranks_per_node: int, *, world: int, batch: int = 1,
+              mtp: int = 0) -> dict[str, Value]:
+    """rule_env with the model facts read from a ModelSpec, and its absent knobs."""
+    from solver.specs.parallel import absent_knobs
+
+    return rule_env(config, world=world, batch=batch, mtp=mtp, num_attention_heads=model.num_attention_heads,
+                    num_key_value_heads=model.num_key_value_heads, n_routed_experts=model.num_experts,
+                    has_mla=model.has_mla, has_dsa=model.has_dsa, o_proj_dim=model.o_proj_dim,
+                    ranks_per_node=ranks_per_node, absent=absent_knobs(model))
