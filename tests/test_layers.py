@@ -5,8 +5,6 @@ Sizes are chosen small and round so every figure can be checked on paper; `_kit`
 """
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from conftest import toy_hardware  # noqa: E402
@@ -341,16 +339,3 @@ def test_gemma_4_moe_key_spellings_are_read() -> None:
                      expert_intermediate_size=32)
     moe = parse_model_config(cfg, "x").layers[0].ffn
     assert (type(moe).__name__, moe.experts, moe.topk, moe.inter) == ("MoE", 8, 2, 32)
-
-
-def test_grouped_gemm_rows_pad_to_the_kernel_row_tile() -> None:
-    from solver.specs.layers.moe import grouped_tile_rows, row_tile_efficiency
-
-    # the tile height follows the rows per expert: next power of two within 16..128
-    assert (grouped_tile_rows(2), grouped_tile_rows(40), grouped_tile_rows(200)) == (16, 64, 128)
-    # 256 rows in 128-row tiles: 2 full tiles + half a tile of padding on average -> 256 / 320
-    assert row_tile_efficiency(256) == pytest.approx(0.8)
-    # 2 rows in a 16-row tile, one tile per expert hit (P = 1 - e^-2): 2 / (16 x 0.8647)
-    assert row_tile_efficiency(2) == pytest.approx(2 / (16 * (1 - math.exp(-2))))
-    # 16,384 rows (a large prefill): 128.5 tiles for 128 tiles of rows
-    assert row_tile_efficiency(16384) == pytest.approx(128 / 128.5)

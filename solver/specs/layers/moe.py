@@ -68,37 +68,6 @@ def load_imbalance(base: float, pairs_per_rank: float, ranks: int) -> float:
     return max(base, spread)
 
 
-# Grouped-GEMM row tiles. The MoE kernels pad each expert's rows to the tile height (the M block of the
-# grouped layout) and pick that height from the expected rows per expert: the next power of two between the
-# smallest token tile and the full MMA tile. Assumption, from the engines' kernels: the full tile is 128 rows
-# (the Hopper / Blackwell grouped-contiguous layouts align each expert's rows to 128); small batches run 16-row
-# token tiles (vLLM fused_moe's smallest BLOCK_SIZE_M; FlashInfer's trtllm-gen MoE sizes its token tile to the
-# next power of two of the tokens per expert).
-GROUPED_TILE_MAX_ROWS = 128
-GROUPED_TILE_MIN_ROWS = 16
-
-
-def grouped_tile_rows(rows: float) -> int:
-    """Tile height for `rows` mean rows per expert: the next power of two, within the kernel's tile range."""
-    t = GROUPED_TILE_MIN_ROWS
-    while t < rows and t < GROUPED_TILE_MAX_ROWS:
-        t *= 2
-    return t
-
-
-def row_tile_efficiency(rows: float) -> float:
-    """Rows computed / rows the tiles cover, each expert's rows ~ Poisson(rows) padded up to the tile height T.
-
-    Expected tiles per expert: P(X > 0) = 1 - e^-rows when an expert sees at most a tile (few rows, one tile
-    each), rows / T + (1 - e^-rows) / 2 when it sees many (the last tile half full on average); the larger of
-    the two. 256 rows -> 2.5 tiles of 128, 0.8; 16,384 rows -> 0.996; 2 rows in a 16-row tile -> 0.14."""
-    if rows <= 0:
-        return 1.0
-    t = grouped_tile_rows(rows)
-    hit = 1.0 - math.exp(-rows)
-    return (rows / t) / max(hit, rows / t + 0.5 * hit)
-
-
 @dataclass(frozen=True)
 class MoE(Block):
     hidden: int
@@ -175,16 +144,14 @@ class MoE(Block):
         touched = distinct_experts_touched(pc.expert_slots(self.experts), self.real_topk, system_tokens) / ep
         p = self.expert_params
         width = self.expert_width
-        # Grouped GEMM over the local experts: each expert's rows (the busiest rank's pairs over its slots)
-        # padded to the kernel's row tile (row_tile_efficiency), the expert's width split moe_tp ways
-        # (shape_efficiency), at `grouped_gemm` times the dense GEMM's FLOP/s for what remains (fitted over
-        # the calibration CSV; benchmarks/README.md)
-        rows = pairs * imb * ep / pc.expert_slots(self.experts)
+        # Grouped GEMM over the local experts at `grouped_gemm` times the dense GEMM's FLOP/s: at tens to
+        # hundreds of rows per expert the MoE kernels reach well below a large dense GEMM (fitted over the
+        # calibration CSV; benchmarks/README.md)
         ops = [cx.op("routed_experts", "routed_experts", 2 * pairs * p / t * imb,
                      touched * p / t * prec.fmt("experts").bytes_per_param
                      + pairs * (width + 2 * self.inter / t) * ACT_BYTES,
                      hw.flops(prec.gemm_dtype("experts")), f.gemm, kernels=4,
-                     shape_eff=cx.shape_efficiency(self.inter / t) * f.grouped_gemm * row_tile_efficiency(rows)),
+                     shape_eff=cx.shape_efficiency(self.inter / t) * f.grouped_gemm),
                # token permute / un-permute: pairs x width x 2 bytes x 2 passes on the busiest rank
                cx.op("moe_permute", "routed_experts", 0.0, 2 * pairs * imb * width * ACT_BYTES, hw.flops("bf16"),
                      f.gemm, kernels=1)]
