@@ -49,8 +49,7 @@ from accuracy import errors as agg_errors  # noqa: E402
 from solver.errors import InputError  # noqa: E402
 from solver.estimate.compute import factors_for  # noqa: E402
 from solver.estimate.disagg import (  # noqa: E402
-    PoolShape, disagg_times, estimate_disagg, kv_transfer, pool_shape, prefill_chunks, prefill_pool_step,
-    prompts_per_step,
+    PoolShape, disagg_times, estimate_disagg, kv_transfer, pool_shape, prompts_per_step,
 )
 from solver.estimate.serving import (  # noqa: E402
     DEFAULT_REQUEST_OVERHEAD_S, ServingPolicy, decode_step, kv_capacity_per_replica, prefill_step, step_layers, step_time,
@@ -83,7 +82,6 @@ class Prepared:
     tpot_s: float
     base_p: Factors  # the prefill and decode engines' loops (graphs, eager launch, first-token iterations)
     base_d: Factors
-    chunks: int = 1  # prefill steps per prompt batch (estimate.disagg.prefill_chunks)
 
 
 def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) -> Prepared:
@@ -105,10 +103,9 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     shape = pool_shape(wl.concurrency, wl.prefill_workers, p.pc.attn_replicas, n, wl.decode_workers,
                        d.pc.attn_replicas, cap, wl.decode_batch or 0, base.graph_sizes)
     batch = shape.graph_batch or shape.running  # the decode step's GPU work runs the padded batch
-    chunks = prefill_chunks(wl, factors(p), p.pc, shape.prompts_per_step)
-    pre = prefill_pool_step(d.model, d.hw, p.pc, d.prec, base_p, wl.isl, shape.prompts_per_step, chunks)
+    pre = prefill_step(d.model, d.hw, p.pc, d.prec, base_p, wl.isl, shape.prompts_per_step)
     dec = decode_step(d.model, d.hw, d.pc, d.prec, base, batch, wl.isl + wl.osl / 2, wl.mtp)
-    pre0 = prefill_pool_step(d.model, d.hw, p.pc, d.prec, zero_p, wl.isl, shape.prompts_per_step, chunks)
+    pre0 = prefill_step(d.model, d.hw, p.pc, d.prec, zero_p, wl.isl, shape.prompts_per_step)
     dec0 = decode_step(d.model, d.hw, d.pc, d.prec, zero, batch, wl.isl + wl.osl / 2, wl.mtp)
     xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_bytes, wl.isl)
     complete = is_complete(row)
@@ -118,8 +115,7 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     return Prepared(index, c, shape, StepTerms.of(pre, "prefill", base_p, pre0, layers_p),
                     StepTerms.of(dec, "decode", base, dec0, layers_d),
                     xfer.time_s,
-                    d.framework.name, d.hw.name, d.model.name, family_of(d), complete, ttft, tpot, base_p, base,
-                    chunks)
+                    d.framework.name, d.hw.name, d.model.name, family_of(d), complete, ttft, tpot, base_p, base)
 
 
 def prepare_rows(rows: Sequence[Mapping[str, Any]], waves: int | None = None
@@ -238,7 +234,7 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
     fp = replace(p.base_p, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])
     fd = replace(p.base_d, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])
-    pre = p.chunks * step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, fp, layers=p.prefill.layers)
+    pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, fp, layers=p.prefill.layers)
     dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, fd, layers=p.decode.layers)
     wl = p.case.workload
     t = disagg_times(p.shape, pre, dec, p.transfer_s, wl.concurrency, wl.osl, q["request_overhead_s"],

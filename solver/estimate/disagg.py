@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.estimate.compute import Factors, Work
+from solver.estimate.compute import Factors
 from solver.estimate.memory import (
     MemoryOptions, MemoryReport, cached_tokens_per_layer_sum, indexer_bytes_per_token_layer,
     kv_bytes_per_token_layer, memory_per_rank,
@@ -59,7 +59,7 @@ from solver.estimate.serving import (
     kernels_launched, kv_capacity_per_replica, mtp_tokens_per_step, prefill_step, request_overhead, step_layers,
     step_time, token_budget,
 )
-from solver.estimate.step import StepCost, step_cost
+from solver.estimate.step import StepCost
 from solver.specs.hardware import Hardware, Tier
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -222,7 +222,6 @@ class DisaggWorkload:
     decode_workers: int = 1
     prefill_batch: int | None = None
     decode_batch: int | None = None
-    token_budget: int | None = None  # the prefill engine's tokens per step (None: the framework's default)
     mtp: int = 0
     mtp_accept: float = DEFAULT_MTP_ACCEPT
     benchmark_waves: int = DEFAULT_BENCHMARK_WAVES
@@ -280,38 +279,12 @@ class DisaggEstimate:
         return self.prefill_memory.feasible and self.decode_memory.feasible
 
 
-def _budget(wl: DisaggWorkload, f: Factors, pc: ParallelConfig) -> int:
-    """Tokens per prefill step of one attention replica: the workload's budget, else the framework's default,
-    divided among attention-DP ranks where the engine does so (serving.token_budget)."""
-    return token_budget(Workload("serving", isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency,
-                                 token_budget=wl.token_budget), f, pc)
-
-
 def prompts_per_step(wl: DisaggWorkload, f: Factors, pc: ParallelConfig) -> int:
     """n: the engine's prefill batch when given, else as many prompts as the scheduler's token budget holds."""
     if wl.prefill_batch is not None:
         return wl.prefill_batch
-    return max(1, _budget(wl, f, pc) // wl.isl)
-
-
-def prefill_chunks(wl: DisaggWorkload, f: Factors, pc: ParallelConfig, prompts: int) -> int:
-    """Steps the prefill worker takes for its `prompts` prompts per replica: a step holds at most the token
-    budget, so n x ISL tokens over a smaller budget run as ceil(n ISL / budget) chunked steps (SGLang with DP
-    attention divides chunked_prefill_size by the DP size: 16384 / 8 = 2048 tokens per rank, an 8K prompt in
-    four steps)."""
-    return max(1, math.ceil(prompts * wl.isl / _budget(wl, f, pc)))
-
-
-def prefill_pool_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, isl: int,
-                      prompts: float, chunks: int = 1) -> StepCost:
-    """One of the `chunks` steps that prefill `prompts` prompts of ISL tokens on a replica: ISL / chunks tokens
-    of each prompt at their mean position (ISL + 1) / 2 over the chunks, so the chunks' attention, linear in
-    the keys, sums to the whole prompt's; each step reads the weights again. chunks = 1: serving.prefill_step."""
-    if chunks <= 1:
-        return prefill_step(model, hw, pc, prec, f, isl, prompts)
-    w = Work("prefill", new_tokens=isl * prompts / chunks, context=(isl + 1) / 2, sequences=prompts,
-             logits_tokens=prompts / chunks)
-    return step_cost(model, hw, pc, prec, f, w)
+    budget = token_budget(Workload("serving", isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency), f, pc)
+    return max(1, budget // wl.isl)
 
 
 def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, decode_pc: ParallelConfig,
@@ -323,12 +296,11 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,
                        prompts_per_step(wl, f_prefill, prefill_pc), wl.decode_workers, decode_pc.attn_replicas,
                        cap, wl.decode_batch or 0, f_decode.graph_sizes)
-    chunks = prefill_chunks(wl, f_prefill, prefill_pc, shape.prompts_per_step)
-    pre = prefill_pool_step(model, hw, prefill_pc, prec, f_prefill, wl.isl, shape.prompts_per_step, chunks)
+    pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, wl.isl, shape.prompts_per_step)
     dec_batch = shape.graph_batch or shape.running  # the decode step runs the padded batch
     dec = decode_step(model, hw, decode_pc, prec, f_decode, dec_batch, wl.isl + wl.osl / 2, wl.mtp)
-    pre_s = chunks * step_time(pre.time_s, kernels_launched(pre, f_prefill), shape.prompts_per_step, True, f_prefill,
-                               layers=step_layers(model, prefill_pc, "prefill", shape.prompts_per_step))
+    pre_s = step_time(pre.time_s, kernels_launched(pre, f_prefill), shape.prompts_per_step, True, f_prefill,
+                      layers=step_layers(model, prefill_pc, "prefill", shape.prompts_per_step))
     dec_s = step_time(dec.time_s, kernels_launched(dec, f_decode), shape.running, shape.eager_decode, f_decode,
                       layers=step_layers(model, decode_pc, "decode", dec_batch,
                                          wl.mtp if model.num_mtp_layers else 0))
