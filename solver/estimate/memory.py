@@ -222,19 +222,29 @@ def state_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch:
 # ------------------------------------------------------------------------------------------- activations
 
 
-def activation_per_rank(model: ModelSpec, pc: ParallelConfig, tokens: float,
-                        sequences: float) -> float:
-    """Peak transient bytes of one forward over `tokens` tokens of one attention replica.
-
-    Layers run one after another, so the peak is the residual stream plus the largest block intermediate.
-    """
+def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float) -> dict[str, float]:
+    """Peak transient bytes of one forward over `tokens` tokens of one attention replica, by the knob that sizes
+    each part (Block.activation_knob; the logits: lmhead_tp_size): the residual stream plus the largest
+    intermediate of those blocks. Layers run one after another, so the peak is the largest term
+    (activation_per_rank); the planner constrains each term on its own (plan.tables.ViewMemory)."""
     h = model.hidden_size
     act_b = 2  # activations held in bf16 between kernels
     t = tokens / pc.token_shards  # tokens a rank computes attention for
     residual = 3 * t * h * act_b  # residual, normed input, module output
-    largest = max((b.activation(pc, tokens) for layer, _ in model.layer_groups for b in layer.blocks), default=0.0)
+    largest: dict[str, float] = {}
+    for layer, _ in model.layer_groups:
+        for b in layer.blocks:
+            k = b.activation_knob
+            largest[k] = max(largest.get(k, 0.0), b.activation(pc, tokens))
     logits = max(sequences, 1.0) * model.vocab_size / pc.lmhead_tp_size * 4
-    return residual + max(largest, logits)
+    largest["lmhead_tp_size"] = max(largest.get("lmhead_tp_size", 0.0), logits)
+    return {k: residual + v for k, v in largest.items()}
+
+
+def activation_per_rank(model: ModelSpec, pc: ParallelConfig, tokens: float,
+                        sequences: float) -> float:
+    """Peak transient bytes of one forward over `tokens` tokens of one attention replica."""
+    return max(activation_terms(model, pc, tokens, sequences).values())
 
 
 def prefill_chunk(opts: MemoryOptions, seq_len: int, seqs: float) -> float:
@@ -242,23 +252,44 @@ def prefill_chunk(opts: MemoryOptions, seq_len: int, seqs: float) -> float:
     return min(opts.prefill_chunk, max(seq_len, 1) * max(seqs, 1))
 
 
+def activation_peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int,
+                          seqs: float) -> dict[str, float]:
+    """activation_terms at the larger of a prefill chunk and a decode step of `seqs` sequences, term by term
+    (the max over phases of the max over terms is the max over terms of the max over phases)."""
+    chunk = prefill_chunk(opts, seq_len, seqs)
+    pre = activation_terms(model, pc, chunk, max(1.0, chunk / max(seq_len, 1)))
+    dec = activation_terms(model, pc, seqs, seqs)
+    return {k: max(pre.get(k, 0.0), dec.get(k, 0.0)) for k in pre.keys() | dec.keys()}
+
+
 def activation_peak(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float) -> float:
     """The larger transient of a prefill chunk and of a decode step of `seqs` sequences."""
-    chunk = prefill_chunk(opts, seq_len, seqs)
-    return max(activation_per_rank(model, pc, chunk, max(1.0, chunk / max(seq_len, 1))),
-               activation_per_rank(model, pc, seqs, seqs))
+    return max(activation_peak_terms(model, pc, opts, seq_len, seqs).values())
+
+
+def staging_tokens(opts: MemoryOptions, pc: ParallelConfig, seq_len: int, seqs: float) -> float:
+    """Tokens a rank stages for the EP all-to-all: its share of a prefill chunk, or its decode sequences."""
+    return max(prefill_chunk(opts, seq_len, seqs) / pc.token_shards, seqs)
+
+
+def ep_staging_bytes(model: ModelSpec, pc: ParallelConfig, tokens_per_rank: float) -> float:
+    """All-to-all dispatch and combine staging: every token-expert pair a rank can send, both ways
+    (zero-computation experts stay on the rank: they are not dispatched); 0 without EP."""
+    if not (model.is_moe and pc.moe_ep_size > 1):
+        return 0.0
+    width = max(getattr(b, "expert_width", 0) for b in model.blocks)
+    return 2 * tokens_per_rank * model.real_experts_per_token * width * 2
+
+
+def comm_groups(pc: ParallelConfig) -> tuple[int, ...]:
+    """The group sizes that open a communicator (its buffers: COMM_BUFFER_BYTES once, whatever their number)."""
+    return (pc.attn_tp_size, pc.dense_tp_size, pc.embed_tp_size, pc.lmhead_tp_size, pc.cp_size, pc.kvp_size,
+            pc.attn_sp_size, pc.oproj_shards)
 
 
 def comm_buffers_per_rank(model: ModelSpec, pc: ParallelConfig, tokens_per_rank: float) -> float:
-    groups = [pc.attn_tp_size, pc.dense_tp_size, pc.embed_tp_size, pc.lmhead_tp_size, pc.cp_size,
-              pc.kvp_size, pc.attn_sp_size, pc.oproj_shards]
-    total = COMM_BUFFER_BYTES if any(g > 1 for g in groups) else 0.0
-    if model.is_moe and pc.moe_ep_size > 1:
-        # all-to-all dispatch and combine staging: every token-expert pair a rank can send, both ways
-        # (zero-computation experts stay on the rank: they are not dispatched)
-        width = max(getattr(b, "expert_width", 0) for b in model.blocks)
-        total += 2 * tokens_per_rank * model.real_experts_per_token * width * 2
-    return total
+    total = COMM_BUFFER_BYTES if any(g > 1 for g in comm_groups(pc)) else 0.0
+    return total + ep_staging_bytes(model, pc, tokens_per_rank)
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -278,9 +309,8 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
     mtp_cache = model.num_mtp_layers if mtp > 0 else 0
     kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
     state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
-    chunk = prefill_chunk(opts, seq_len, seqs)
     act = activation_peak(model, pc, opts, seq_len, seqs)
-    comm = comm_buffers_per_rank(model, pc, max(chunk / pc.token_shards, seqs))
+    comm = comm_buffers_per_rank(model, pc, staging_tokens(opts, pc, seq_len, seqs))
     notes = list(prec.notes)
     return MemoryReport(
         weights_bytes=weights,

@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 
 from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
+from solver.estimate.memory import COMM_BUFFER_BYTES
 from solver.plan.bound import joint_pairs, nondominated, relaxed_minimum
 from solver.plan.group_cost import Share
 from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables
@@ -228,6 +229,35 @@ class _Model(cp_model.CpModel):
 MAX_STEP_S = 3600.0  # a step longer than an hour is outside any deployment the inputs can describe
 
 
+def _bytes(v: float) -> int:
+    return exact(min(v * MEM_SCALE, _MEM_CLAMP), "a memory size", 1)
+
+
+def _memory_constraints(m: cp_model.CpModel, t: Tables, b: int, key: tuple, x: dict, lit) -> None:
+    """The memory model's cap on a layout: the groups' table entries, plus the layout's terms
+    (tables.ViewMemory: the transient is the largest of its terms, so each term gets a constraint of its own;
+    the EP staging; the communicator buffers once). Under PP the tables' bound alone (verify has the last word)."""
+    mem = sum(memory_coef(t, b, g, i) * xv for g, bools in x.items() for i, xv in bools.items())
+    cap = memory_cap(t)
+    vmem = t.view_memory(b, key)
+    if vmem is None:
+        m.add(mem <= cap).only_enforce_if(lit)
+        return
+    extra = sum(_bytes(vmem.staging[j]) * xv for j, xv in x["moe"].items() if vmem.staging.get(j))
+    free = [x["attn"][i] for i in vmem.comm_free if i in x["attn"]]
+    opening = [x[g][j] for g, js in vmem.comm_open.items() for j in js if j in x[g]]
+    if free and opening:
+        comm = m.new_bool_var("comm_buffers")  # some group opens a communicator the attention choice does not
+        for xv in opening:
+            m.add(comm >= sum(free) + xv - 1)
+        extra += _bytes(COMM_BUFFER_BYTES) * comm
+    m.add(mem + extra <= cap).only_enforce_if(lit)
+    transient = sum(_bytes(vmem.attn_transient[i]) * xv for i, xv in x["attn"].items())
+    for g, terms in vmem.terms.items():
+        term = sum(_bytes(terms[j]) * xv for j, xv in x[g].items() if j in terms)
+        m.add(mem - transient + extra + term <= cap).only_enforce_if(lit)
+
+
 def build_view(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, b: int,
                key: tuple[int, ...], rules: list) -> ViewModel:
     vc = t.view(b, key)
@@ -269,8 +299,7 @@ def build_view(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProf
             knob_vars[knob] = var
     slack = n_terms * max(1, vc.pre_pipe.slots if vc.pre_pipe else 1, vc.dec_pipe.slots if vc.dec_pipe else 1)
     vm = ViewModel(b, key, m, x, knob_vars, pe, te, slack)
-    mem = sum(memory_coef(t, b, g, i) * xv for g, bools in x.items() for i, xv in bools.items())
-    m.add(mem <= memory_cap(t)).only_enforce_if(vm.family("B.memory_per_rank"))
+    _memory_constraints(m, t, b, key, x, vm.family("B.memory_per_rank"))
     for rule_id, knobs, allowed in rules:
         lit = vm.family(rule_id)
         if not knobs:
@@ -589,7 +618,7 @@ class Planner:
                 continue
             if any(g != "attn" and j not in vc.other[g] for g, j in picks.items()):
                 continue
-            if "B.memory_per_rank" not in relaxed and sum(memory_coef(self.t, b, g, i) for g, i in picks.items()) > memory_cap(self.t):
+            if "B.memory_per_rank" not in relaxed and not self.t.fits(b, picks):
                 continue
             cfg = self.t.config(picks)
             if any(rid not in relaxed and tuple(cfg[k] for k in knobs) not in {tuple(x) for x in allowed}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 
-from solver.plan.cpsat import Planner, Point, memory_cap, memory_coef, pareto, rule_tables, static_rule_tables
+from solver.plan.cpsat import Planner, Point, pareto, rule_tables, static_rule_tables
 from solver.plan.tables import GROUPS, Tables
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -30,7 +30,6 @@ def _steps(t: Tables, b: int, picks: dict[str, int]) -> tuple[tuple, float, floa
 def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
                      scenario: Scenario) -> list[Point]:
     groups = list(t.choices)
-    cap = memory_cap(t)
     scorer = Planner(t, model, hw, fw, scenario)
     out: list[Point] = []
     static = static_rule_tables(t, model, hw, fw, scenario)
@@ -47,7 +46,7 @@ def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkPro
                     shared_ok = shared_ok and cfg.setdefault(k, v) == v  # one stage count for all groups
             if not shared_ok:
                 continue
-            if sum(memory_coef(t, b, g, i) for g, i in picks.items()) > cap:
+            if not t.fits(b, picks):
                 continue
             if not all(tuple(cfg[k] for k in knobs) in allowed for knobs, allowed in rules):
                 continue

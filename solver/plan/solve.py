@@ -154,7 +154,8 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
 
     def verify(p: cpsat.Point) -> bool:
         # the full estimate's constraints, and room for what the figures assume: the busiest replica's
-        # sequences at the longest context (the tables' memory is a relaxation of that: tables._group_memory)
+        # sequences at the longest context (the planner's memory constraint is that model on one stage,
+        # tables.ViewMemory; under PP a bound of it)
         if full_estimate_misses(full(p), scenario):
             return False
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))

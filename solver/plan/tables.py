@@ -22,14 +22,19 @@ from dataclasses import dataclass, field
 from solver.estimate.compute import Factors, Work
 from solver.estimate.figures import Figures, StepPlan, figures, step_plan
 from solver.estimate.memory import (
+    COMM_BUFFER_BYTES,
     MemoryOptions,
     MemoryReport,
     memory_per_rank,
     activation_peak,
+    activation_peak_terms,
     memory_limit,
     cache_per_rank,
     comm_buffers_per_rank,
+    comm_groups,
+    ep_staging_bytes,
     module_weight_bytes,
+    staging_tokens,
     state_per_rank,
 )
 from solver.estimate.params import ParamReport, count_params
@@ -114,6 +119,25 @@ class ViewCosts:
         return pe, te
 
 
+@dataclass(frozen=True)
+class ViewMemory:
+    """The memory of one attention layout at one concurrency beyond the additive tables, single stage (pp = 1).
+
+    The memory model's transient is the largest of its terms (memory.activation_peak_terms: attention blocks,
+    dense FFN, MoE, logits, each sized by one group's knob), so it fits iff the additive part plus each term
+    does: one linear constraint per term. The attention term sits in the attention choice's table entry
+    (`attn_transient`, subtracted where another term replaces it); the EP all-to-all staging depends on the
+    layout's tokens per rank and the MoE choice (`staging`); the communicator buffers count once however many
+    groups open one (`comm_free`: attention choices that open none themselves; `comm_open`: the other groups'
+    choices that do). With these, the planner's memory constraint is the memory model's, not a bound of it."""
+
+    attn_transient: dict[int, float]
+    terms: dict[str, dict[int, float]]
+    staging: dict[int, float]
+    comm_free: tuple[int, ...]
+    comm_open: dict[str, tuple[int, ...]]
+
+
 @dataclass
 class Tables:
     world: int
@@ -130,7 +154,10 @@ class Tables:
     f: Factors
     scenario: Scenario
     groups: dict[str, str | None]
+    mem_opts: MemoryOptions = field(default_factory=MemoryOptions)
+    mtp_layers: int = 0  # MTP layers whose weights and caches the deployment holds (0: MTP off)
     _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
+    _view_memory: dict[tuple[int, tuple], ViewMemory | None] = field(default_factory=dict)
     _shares: dict[tuple, dict[str, Share]] = field(default_factory=dict)
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
@@ -200,6 +227,58 @@ class Tables:
             sp = self._plans[(b, key)] = step_plan(self.model, self._layout_pc(key), self.f,
                                                    Workload.for_scenario(self.scenario, b))
         return sp
+
+    def view_memory(self, b: int, key: tuple[int, ...]) -> ViewMemory | None:
+        """The layout's memory terms at concurrency b (ViewMemory); None under PP, where the tables charge the
+        largest stage with both the embedding and the LM head (an upper bound by one of them) and `verify`
+        holds each answer to the memory model."""
+        if key[4] > 1:
+            return None
+        hit = self._view_memory.get((b, key), False)
+        if hit is not False:
+            return hit
+        rep = self._layout_pc(key)
+        held = held_sequences(b, rep)
+        seq_len = self.scenario.max_seq_len
+        seqs = held / rep.attn_replicas
+        attn_transient = {i: _attention_transient(self.model, self._pc(dict(zip(GROUPS["attn"], self.choices["attn"][i]))),
+                                                  self.mem_opts, seq_len, seqs) for i in self.layouts()[key]}
+        terms: dict[str, dict[int, float]] = {}
+        comm_open: dict[str, tuple[int, ...]] = {}
+        staging: dict[int, float] = {}
+        for g in ("dense", "moe", "embed", "lmhead"):
+            owned = [k for k in GROUPS[g] if k != "pp_size"]
+            for j, c in enumerate(self.choices[g]):
+                if c[-1] != key[4]:
+                    continue
+                pc = self._layout_pc(key, **dict(zip(GROUPS[g][:-1], c[:-1])))
+                t = {k: v for k, v in activation_peak_terms(self.model, pc, self.mem_opts, seq_len, seqs).items()
+                     if k in owned}
+                if t:
+                    terms.setdefault(g, {})[j] = max(t.values())
+                if g == "moe":
+                    staging[j] = ep_staging_bytes(self.model, pc, staging_tokens(self.mem_opts, pc, seq_len, seqs))
+                if any(v > 1 for v in comm_groups(pc)):
+                    comm_open[g] = comm_open.get(g, ()) + (j,)
+        comm_free = tuple(i for i in self.layouts()[key]
+                          if not any(v > 1 for v in comm_groups(self._pc(dict(zip(GROUPS["attn"], self.choices["attn"][i]))))))
+        out = ViewMemory(attn_transient, terms, staging, comm_free, comm_open)
+        self._view_memory[(b, key)] = out
+        return out
+
+    def fits(self, b: int, picks: dict[str, int]) -> bool:
+        """The planner's memory constraint on one configuration (the CP-SAT model's, in bytes)."""
+        cap = self.memory_limit_bytes - self.const_memory_bytes
+        base = sum(self.memory[(b, g, i)] for g, i in picks.items())
+        key = self.layout_key(self.choices["attn"][picks["attn"]])
+        vm = self.view_memory(b, key)
+        if vm is None:
+            return base <= cap
+        extra = vm.staging.get(picks["moe"], 0.0)
+        if picks["attn"] in vm.comm_free and any(picks[g] in js for g, js in vm.comm_open.items()):
+            extra += COMM_BUFFER_BYTES
+        tr = vm.attn_transient[picks["attn"]]
+        return base + extra <= cap and all(base - tr + extra + t[picks[g]] <= cap for g, t in vm.terms.items())
 
     def view(self, b: int, key: tuple[int, ...], full: bool = True) -> ViewCosts:
         """The costs of layout `key` at concurrency b; `full=False` fills the attention choices only (what the
@@ -407,7 +486,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
         batches.append(b)
         memory.update({(b, g, i): m for (g, i), m in mem.items()})
     return Tables(W, choices, tuple(batches), memory, const_mem, limit, scenario.latency_terms[2],
-                  model, hw, prec, f, scenario, groups)
+                  model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
 
 
 def _redundant(model: ModelSpec, fw: FrameworkProfile, hw: Hardware, ep: int) -> int | None:
@@ -423,36 +502,76 @@ def _redundant(model: ModelSpec, fw: FrameworkProfile, hw: Hardware, ep: int) ->
 PER_SEQUENCE_MEMORY = ("attn", "moe")
 
 
+def _attention_transient(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int,
+                         seqs: float) -> float:
+    """The attention group's activation term (memory.activation_peak_terms of the knobs it owns)."""
+    terms = activation_peak_terms(model, pc, opts, seq_len, seqs)
+    return max((v for k, v in terms.items() if k in GROUPS["attn"]), default=0.0)
+
+
 def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
                   params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int,
                   mtp_layers: int, part: str = "all") -> float:
     """Bytes a group adds per rank: `part` "fixed" (weights, the attention groups' buffers), "batch" (what
-    grows with the `batch` sequences held) or "all". Activations are charged for the attention layout with the
-    other knobs at 1 and EP buffers at their largest: mostly above the exact figure, not always (MoE TP under
-    attention DP gathers more tokens into the experts' transient), so the planner holds each answer to the
-    memory model itself (solve.verify) and the tables only prune. Under PP: on the stage with
-    the most layers (the first), charged the embedding and the LM head both (an upper bound by one of them)."""
+    grows with the `batch` sequences held) or "all". Single stage: the attention group carries its caches and
+    its own activation term; the other terms, the EP staging and a communicator another group opens are the
+    layout's (Tables.view_memory), so the sum over groups is a lower bound of the memory model's figure that
+    the planner's per-layout constraints make exact. Under PP: on the stage with the most layers (the first),
+    charged the embedding and the LM head both (an upper bound by one of them), every activation term in the
+    attention group (other knobs at 1) and the EP buffers at their largest; `verify` holds each answer to the
+    memory model."""
     if pc.pp_size > 1:
         from solver.estimate.pipeline import stages
 
         top = max(stages(model, pc.pp_size), key=lambda st: len(st.model.layers))
-        return _group_memory(g, top.model, pc.stage(), prec, opts, count_params(top.model), groups, batch,
-                             seq_len, mtp_layers, part)
+        return _stage_group_memory(g, top.model, pc.stage(), prec, opts, count_params(top.model), groups, batch,
+                                   seq_len, mtp_layers, part)
     fixed, per_batch = part in ("fixed", "all"), part in ("batch", "all")
     total = 0.0
     if fixed:
-        total += sum(module_weight_bytes(m, model, pc, prec, opts) for m in params.modules
-                     if m.parts and groups.get(m.name) == g)
+        total += _weights(g, model, pc, prec, opts, params, groups) + _attention_buffers(g, model, pc)
     if g == "attn" and per_batch:
-        mtp_cache = model.num_mtp_layers if mtp_layers else 0
-        kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
-        state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
-        total += kv + idx + state + activation_peak(model, pc, opts, seq_len, seqs)
-    if g == "attn" and fixed:
-        total += comm_buffers_per_rank(model, ParallelConfig(world_size=pc.world_size, attn_tp_size=pc.attn_tp_size,
-                                                             cp_size=pc.cp_size, kvp_size=pc.kvp_size,
-                                                             attn_sp_size=pc.attn_sp_size,
-                                                             o_proj_tp_size=pc.o_proj_tp_size), 0.0)
+        cache, state, seqs = _caches(model, pc, prec, batch, seq_len, mtp_layers)
+        total += cache + state + _attention_transient(model, pc, opts, seq_len, seqs)
+    return total
+
+
+def _weights(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
+             params: ParamReport, groups: dict[str, str | None]) -> float:
+    return sum(module_weight_bytes(m, model, pc, prec, opts) for m in params.modules
+               if m.parts and groups.get(m.name) == g)
+
+
+def _attention_buffers(g: str, model: ModelSpec, pc: ParallelConfig) -> float:
+    """The communicator buffers the attention knobs open (charged once: memory.comm_buffers_per_rank)."""
+    if g != "attn":
+        return 0.0
+    return comm_buffers_per_rank(model, ParallelConfig(world_size=pc.world_size, attn_tp_size=pc.attn_tp_size,
+                                                       cp_size=pc.cp_size, kvp_size=pc.kvp_size,
+                                                       attn_sp_size=pc.attn_sp_size,
+                                                       o_proj_tp_size=pc.o_proj_tp_size), 0.0)
+
+
+def _caches(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: int, seq_len: int,
+            mtp_layers: int) -> tuple[float, float, float]:
+    """(KV + indexer, state, sequences per rank) of the held sequences."""
+    mtp_cache = model.num_mtp_layers if mtp_layers else 0
+    kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
+    state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
+    return kv + idx, state, seqs
+
+
+def _stage_group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
+                        params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int,
+                        mtp_layers: int, part: str) -> float:
+    """The largest stage's share of a group under PP (see _group_memory)."""
+    fixed, per_batch = part in ("fixed", "all"), part in ("batch", "all")
+    total = 0.0
+    if fixed:
+        total += _weights(g, model, pc, prec, opts, params, groups) + _attention_buffers(g, model, pc)
+    if g == "attn" and per_batch:
+        cache, state, seqs = _caches(model, pc, prec, batch, seq_len, mtp_layers)
+        total += cache + state + activation_peak(model, pc, opts, seq_len, seqs)
     if g == "moe" and model.is_moe and pc.moe_ep_size > 1 and per_batch:
         tokens = max(opts.prefill_chunk, batch / max(1, pc.world_size) * (1 + mtp_layers))
         total += comm_buffers_per_rank(model, pc, tokens) - comm_buffers_per_rank(

@@ -118,6 +118,7 @@ class Block(ABC):
     """Base of every block type (frozen dataclasses subclass it)."""
 
     role = "mixer"  # "mixer" | "ffn"
+    activation_knob = "attn_tp_size"  # the knob whose group sizes the block's intermediate (memory.activation_terms)
     kind = "block"  # short type name used in reports (GQA, MLA, GatedDeltaNet, Mamba2, FFN, MoE, ...)
 
     @abstractmethod

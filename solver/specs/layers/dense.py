@@ -23,6 +23,7 @@ class DenseFFN(Block):
     bias: bool = False
 
     role = "ffn"
+    activation_knob = "dense_tp_size"
     kind = "FFN"
 
     def label(self) -> str:

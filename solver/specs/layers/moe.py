@@ -83,6 +83,7 @@ class MoE(Block):
     latent: int = 0  # LatentMoE: experts run at this width between two projections (0 = at hidden)
 
     role = "ffn"
+    activation_knob = "moe_tp_size"
     kind = "MoE"
 
     def label(self) -> str:

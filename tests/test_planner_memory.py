@@ -1,0 +1,89 @@
+"""The planner's memory constraint is the memory model's (single stage): the tables' entries plus each layout's
+terms (tables.ViewMemory) admit exactly the configurations whose busiest replica's sequences fit at the longest
+context (tables.assumed_memory), and the CP-SAT view model admits exactly what `Tables.fits` admits."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from ortools.sat.python import cp_model
+
+from solver.estimate.compute import factors_for
+from solver.estimate.memory import MemoryOptions, activation_peak, activation_peak_terms
+from solver.plan import cpsat
+from solver.plan.tables import GROUPS, assumed_memory, build_tables
+from solver.space.domains import build_space
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import resolve_precision
+from solver.specs.scenario import Scenario
+
+# MoE TP under attention DP (the expert transient grows with MoE TP), the logits under LM-head TP, EP staging
+# under CP, dense and hybrid models
+CASES = [("deepseek-v3.2", "atlas_a3", "cann-recipes", 16, "serving", 32768),
+         ("qwen3-235b-a22b", "h100_sxm", "vllm", 8, "decode", 32768),
+         ("qwen3-30b-a3b", "h100_sxm", "generic", 2, "serving", 32768),
+         ("llama-3.1-70b", "h100_sxm", "sglang", 8, "serving", 32768),
+         ("qwen3.5-35b-a3b", "h100_sxm", "generic", 2, "decode", 32768)]
+
+
+def _tables(model, hw, fw, world, phase, isl):
+    m, h, f = load_model(model), load_hardware(hw), load_framework(fw)
+    prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
+    sc = Scenario(isl=isl, osl=256, max_concurrency=512, phase=phase)
+    fac = factors_for(h, f.efficiency_for(h))
+    return m, h, prec, sc, build_tables(m, h, prec, fac, f, build_space(m, h, f, world, sc), sc)
+
+
+def _single_stage_picks(t, rng, n):
+    for _ in range(n):
+        picks = {g: rng.choice([i for i, c in enumerate(opts) if c[-1] == 1]) for g, opts in t.choices.items()}
+        yield rng.choice(t.batches), picks
+
+
+def test_activation_peak_is_the_largest_of_its_terms() -> None:
+    m = load_model("deepseek-v3.2")
+    pc = ParallelConfig(world_size=16, attn_tp_size=1, moe_tp_size=16, lmhead_tp_size=4)
+    terms = activation_peak_terms(m, pc, MemoryOptions(), 32768, 4.0)
+    assert set(terms) == {"attn_tp_size", "dense_tp_size", "moe_tp_size", "lmhead_tp_size"}
+    assert activation_peak(m, pc, MemoryOptions(), 32768, 4.0) == max(terms.values())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] + "-" + c[2] for c in CASES])
+def test_tables_fit_exactly_what_the_memory_model_fits(case) -> None:
+    m, h, prec, sc, t = _tables(*case)
+    rng = random.Random(0)
+    seen = {True: 0, False: 0}
+    for b, picks in _single_stage_picks(t, rng, 150):
+        pc = ParallelConfig(world_size=t.world, **t.config(picks))
+        report = assumed_memory(m, h, pc, prec, sc, b)
+        margin = abs(report.total - report.reserved_bytes - report.limit_bytes)
+        if margin < 1e6:  # within a megabyte of the cap: rounding decides, not the model
+            continue
+        assert t.fits(b, picks) == report.feasible, (b, t.config(picks))
+        seen[report.feasible] += 1
+    assert seen[True] and seen[False]  # both sides of the cap were exercised
+
+
+@pytest.mark.parametrize("case", CASES[:3], ids=[c[0] + "-" + c[2] for c in CASES[:3]])
+def test_cp_sat_memory_constraints_admit_what_tables_fit_admits(case) -> None:
+    m, h, prec, sc, t = _tables(*case)
+    rng = random.Random(1)
+    seen = set()
+    for b, picks in _single_stage_picks(t, rng, 80):
+        key = t.layout_key(t.choices["attn"][picks["attn"]])
+        model = cp_model.CpModel()
+        x = {g: {i: model.new_bool_var(f"{g}{i}") for i, c in enumerate(t.choices[g]) if c[-1] == key[4]
+                 and (g != "attn" or i in t.layouts()[key])} for g in GROUPS}
+        for g, bools in x.items():
+            for i, v in bools.items():
+                model.add(v == (1 if picks[g] == i else 0))
+        lit = model.new_bool_var("memory")
+        model.add(lit == 1)
+        cpsat._memory_constraints(model, t, b, key, x, lit)
+        status = cp_model.CpSolver().solve(model)
+        assert (status in (cp_model.OPTIMAL, cp_model.FEASIBLE)) == t.fits(b, picks), (b, t.config(picks))
+        seen.add(t.fits(b, picks))
+    assert seen == {True, False}
