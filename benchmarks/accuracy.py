@@ -46,7 +46,8 @@ from solver.errors import InputError  # noqa: E402
 from solver.estimate.compute import factors_for  # noqa: E402
 from solver.estimate.serving import (  # noqa: E402
     DEFAULT_REQUEST_OVERHEAD_S, ServingPolicy, ServingShape, ServingTimes, estimate, kernels_launched,
-    kv_capacity_per_replica, serving_shape, serving_steps, serving_times, step_layers, step_time, synced_ranks, token_budget,
+    kv_capacity_per_replica, serving_shape, serving_steps, serving_times, step_layers, step_time, synced_ranks,
+    token_budget,
 )
 from solver.estimate.factors import Factors  # noqa: E402
 from solver.estimate.step import StepCost  # noqa: E402
