@@ -220,3 +220,18 @@ def test_source_is_read_from_the_row_id() -> None:
     assert accuracy.source_of({"id": "qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_sglang_agg_1024x512_c128"}) \
         == "per-model sweeps"
     assert accuracy.source_of({}) == "unknown"
+
+
+@needs_csv
+def test_the_fit_prior_ridges_the_per_kernel_cost_as_a_multiplier_on_the_hardwares() -> None:
+    rows = [r for r in accuracy.load_rows(CSV) if r["backend"] == "vllm" and r["system"] == "h100_sxm"][:3]
+    prepared, _ = accuracy.prepare_all(rows)
+    hw = prepared[0].case.hw.efficiency.kernel_overhead_s
+    exact = lambda p, params: (p.ttft_s, p.tpot_s)  # noqa: E731  (no error: the loss is the prior alone)
+    base = {**accuracy.NEUTRAL, "gemm": 1.0, "hbm": 1.0}
+    assert fit_efficiency.loss(prepared, {**base, "kernel_overhead_s": hw}, exact) == pytest.approx(0.0, abs=1e-15)
+    doubled = fit_efficiency.loss(prepared, {**base, "kernel_overhead_s": 2 * hw}, exact)
+    halved = fit_efficiency.loss(prepared, {**base, "kernel_overhead_s": hw / 2}, exact)
+    assert doubled == pytest.approx(fit_efficiency.PRIOR * math.log(2) ** 2) == pytest.approx(halved)
+    both = fit_efficiency.loss(prepared, {**base, "gemm": 2.0, "kernel_overhead_s": 2 * hw}, exact)
+    assert both == pytest.approx(2 * fit_efficiency.PRIOR * math.log(2) ** 2)
