@@ -1,6 +1,6 @@
 """Accuracy benchmark: the serving estimator against measured TTFT / TPOT.
 
-    python benchmarks/accuracy.py [--csv PATH] [--factors PATH] [--waves K] [--no-cv] [--rows N]
+    python benchmarks/accuracy.py [--csv PATH] [--factors PATH] [--waves K] [--no-cv] [--rows N] [--residuals]
 
 Runs every row of the calibration CSV (facts/calibration/measured_agg_calibration.csv: aggregated serving at
 fixed ISL/OSL/concurrency) through `solver.measured` + `solver.estimate.serving`, and prints the median, mean
@@ -12,6 +12,9 @@ and p90 absolute percentage error of TTFT and TPOT, overall and per model / syst
       factors are refitted on the group's other models and evaluated on the held-out one (models with the
       same architecture, DeepSeek-V3 and -R1, are held out together so the fit has never seen the shapes);
       the factor fitted once over all rows (grouped_gemm) is refitted without the held-out architecture too.
+
+`--residuals` adds the predicted TTFT split into its parts (front end, first-token delay, queue + prefill, slot
+wait) and the median ln(measured / predicted) by benchmark source (read from the row id), prefill groups and ISL.
 
 It also reports rows skipped (with the InputError each raised) and predicted vs published figures for the rows
 of facts/measurements.md the estimator can express (PUBLISHED below, with the source row number).
