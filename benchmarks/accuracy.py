@@ -1,6 +1,6 @@
 """Accuracy benchmark: the serving estimator against measured TTFT / TPOT.
 
-    python benchmarks/accuracy.py [--csv PATH] [--factors PATH] [--waves K] [--no-cv] [--rows N]
+    python benchmarks/accuracy.py [--csv PATH] [--factors PATH] [--waves K] [--no-cv] [--rows N] [--residuals]
 
 Runs every row of the calibration CSV (facts/calibration/measured_agg_calibration.csv: aggregated serving at
 fixed ISL/OSL/concurrency) through `solver.measured` + `solver.estimate.serving`, and prints the median, mean
@@ -12,6 +12,9 @@ and p90 absolute percentage error of TTFT and TPOT, overall and per model / syst
       factors are refitted on the group's other models and evaluated on the held-out one (models with the
       same architecture, DeepSeek-V3 and -R1, are held out together so the fit has never seen the shapes);
       the factor fitted once over all rows (grouped_gemm) is refitted without the held-out architecture too.
+
+`--residuals` adds the predicted TTFT split into its parts (front end, first-token delay, queue + prefill, slot
+wait) and the median ln(measured / predicted) by benchmark source (read from the row id), prefill groups and ISL.
 
 It also reports rows skipped (with the InputError each raised) and predicted vs published figures for the rows
 of facts/measurements.md the estimator can express (PUBLISHED below, with the source row number).
@@ -45,8 +48,9 @@ if str(REPO) not in sys.path:
 from solver.errors import InputError  # noqa: E402
 from solver.estimate.compute import factors_for  # noqa: E402
 from solver.estimate.serving import (  # noqa: E402
-    DEFAULT_REQUEST_OVERHEAD_S, ServingPolicy, ServingShape, estimate, kernels_launched, kv_capacity_per_replica,
-    serving_shape, serving_steps, serving_times, step_layers, step_time, synced_ranks, token_budget,
+    DEFAULT_REQUEST_OVERHEAD_S, ServingPolicy, ServingShape, ServingTimes, estimate, kernels_launched,
+    kv_capacity_per_replica, serving_shape, serving_steps, serving_times, step_layers, step_time, synced_ranks,
+    token_budget,
 )
 from solver.estimate.factors import Factors  # noqa: E402
 from solver.estimate.step import StepCost  # noqa: E402
@@ -230,6 +234,12 @@ def _ratio(hw_fraction: float, mult: float) -> float:
 
 def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     """(TTFT s, TPOT s) of a prepared row under factor settings `params` (keys of PARAMS; missing = NEUTRAL)."""
+    t, _, _ = predict_times(p, params)
+    return t.ttft_s, t.tpot_s
+
+
+def predict_times(p: Prepared, params: Mapping[str, float]) -> tuple[ServingTimes, float, float]:
+    """(the serving formulas' parts, prefill step s, decode step s) of a prepared row under `params`."""
     e = p.case.hw.efficiency
     q = {**NEUTRAL, **params}
     r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
@@ -244,8 +254,7 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, f, layers=p.prefill.layers)
     dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, f, layers=p.decode.layers)
     wl = replace(p.case.workload, request_overhead_s=q["request_overhead_s"])
-    t = serving_times(p.shape, pre, dec, wl, ServingPolicy.of(f))
-    return t.ttft_s, t.tpot_s
+    return serving_times(p.shape, pre, dec, wl, ServingPolicy.of(f)), pre, dec
 
 
 def profile_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, float]]] | None) -> dict[str, float]:
@@ -373,6 +382,95 @@ def mode_table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray) -> 
                      f"{s[1]:>6.1f}% {s[2]:>6.1f}%  {float(np.median(et[idx]) * 100):>+8.1f}% "
                      f"{float(np.median(ep[idx]) * 100):>+8.1f}%")
     return lines
+
+
+# ---------------------------------------------------------------------------------------------- residuals
+
+
+def source_of(row: Mapping[str, Any]) -> str:
+    """The benchmark campaign a calibration row comes from, read from its `id` (the CSV has no source column):
+    ids that start with a date or `dsr1_` / `deepseek_r1_deepseek` name the dated serving sweeps (DeepSeek,
+    Llama-3.1-70B, gpt-oss); ids `<model>_<model>_<system>_<backend>_agg_...` the per-model sweeps (Qwen3,
+    Llama-3.1-8B). Reported only: the estimator never reads it."""
+    rid = str(row.get("id", ""))
+    if rid[:4].isdigit() or rid.startswith(("dsr1_", "deepseek_r1_deepseek")):
+        return "dated sweeps"
+    return "per-model sweeps" if rid else "unknown"
+
+
+@dataclass(frozen=True)
+class Residual:
+    """One row's predicted TTFT split into its parts (serving formulas; seconds) against the measured one."""
+
+    row: int
+    measured_s: float
+    predicted_s: float
+    front_end_s: float  # o
+    first_token_s: float  # ftl
+    queue_prefill_s: float  # waiting for and running the prefill steps (first wave and steady state blended)
+    slot_wait_s: float  # waiting for a KV slot
+    prefill_step_s: float
+    decode_step_s: float
+    prefill_groups: int  # G = ceil(B / n): prefill steps a cohort of B running sequences takes
+
+    @property
+    def log_error(self) -> float:
+        """ln(measured / predicted): > 0 where the estimate is low."""
+        return math.log(self.measured_s / self.predicted_s)
+
+
+def residual(p: Prepared, params: Mapping[str, float]) -> Residual:
+    """The parts of `p`'s predicted TTFT: front end + first-token delay + queue and prefill + slot wait."""
+    t, pre, dec = predict_times(p, params)
+    o = {**NEUTRAL, **params}["request_overhead_s"]
+    served = t.ttft_s - t.slot_wait_s
+    return Residual(p.index, p.ttft_s, t.ttft_s, o, t.first_token_delay_s, served - o - t.first_token_delay_s,
+                    t.slot_wait_s, pre, dec, math.ceil(p.shape.running / p.shape.prompts_per_step))
+
+
+def residual_report(prepared: Sequence[Prepared], params_of: Callable[[Any], Mapping[str, float]]) -> list[str]:
+    """Median ln(measured / predicted TTFT) by source x framework, by prefill groups G and by ISL, and the mean
+    share of each part of the predicted TTFT; then which models each source holds (leave-one-model-out
+    holds out part of one source)."""
+    res = [residual(p, params_of(p)) for p in prepared]
+    lines = ["TTFT residuals, fitted factors: median ln(measured / predicted) (> 0: estimate low), rows, and the "
+             "mean share of the predicted TTFT in front end / first-token delay / queue + prefill / slot wait"]
+
+    def add(label: str, idx: list[int]) -> None:
+        r = [res[i] for i in idx]
+        share = [float(np.mean([getattr(x, k) / x.predicted_s for x in r]))
+                 for k in ("front_end_s", "first_token_s", "queue_prefill_s", "slot_wait_s")]
+        lines.append(f"  {label:<40}{len(r):>5}  {float(np.median([x.log_error for x in r])):>+6.2f}   "
+                     + " / ".join(f"{v:.2f}" for v in share))
+
+    for title, key in (("source x framework", lambda p, r: f"{source_of(p.row)} x {p.framework}"),
+                       ("framework x prefill groups G", lambda p, r: f"{p.framework} G {_bucket(r.prefill_groups)}"),
+                       ("framework x ISL", lambda p, r: f"{p.framework} ISL {p.case.workload.isl}")):
+        lines.append(f" by {title}")
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, (p, r) in enumerate(zip(prepared, res)):
+            groups[key(p, r)].append(i)
+        for name in sorted(groups, key=_natural):
+            add(name, groups[name])
+    by_source: dict[str, Counter] = defaultdict(Counter)
+    for p in prepared:
+        by_source[source_of(p.row)][short_model(p.model)] += 1
+    lines.append(" models per source: " + "; ".join(
+        f"{src}: " + ", ".join(f"{m} {n}" for m, n in sorted(c.items())) for src, c in sorted(by_source.items())))
+    return lines
+
+
+def _natural(label: str) -> tuple:
+    """Sort key: the label's words, numbers by value ("G 3-4" before "G 17-32")."""
+    return tuple((0, int(w.split("-")[0]), w) if w.split("-")[0].isdigit() else (1, 0, w) for w in label.split())
+
+
+def _bucket(g: int) -> str:
+    """1, 2, 3-4, 5-8, ... (powers of two)."""
+    if g <= 2:
+        return str(g)
+    hi = 1 << (g - 1).bit_length()
+    return f"{hi // 2 + 1}-{hi}"
 
 
 # ---------------------------------------------------------------------------------------------- published rows
@@ -552,6 +650,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--waves", type=int, default=None, help="benchmark waves k (default: serving.py's)")
     ap.add_argument("--no-cv", action="store_true", help="skip leave-one-model-out")
     ap.add_argument("--rows", type=int, default=0, help="only the first N rows (smoke runs)")
+    ap.add_argument("--residuals", action="store_true",
+                    help="also print the TTFT residuals by source, prefill groups and ISL (fitted factors)")
     args = ap.parse_args(argv)
     t0 = time.time()
     rows = load_rows(args.csv)
@@ -575,6 +675,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(table(prepared, et, ep, f"(b) fitted factors, in-sample ({args.factors.name})")
                     + mode_table(prepared, et, ep) + ranking(prepared, et, ep)))
     print()
+    if args.residuals:
+        print("\n".join(residual_report(prepared, lambda p: profile_params(p, fitted))))
+        print()
     if not args.no_cv:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from fit_efficiency import fit_global, fit_group  # noqa: E402

@@ -192,3 +192,46 @@ def test_accuracy_functions_on_a_handful_of_rows() -> None:
     assert fit_efficiency.fit_group(prepared[:3]) is None  # below the minimum: no fit
     et2, ep2, notes = accuracy.loo_errors(prepared, fit_efficiency.fit_group)
     assert not any(math.isnan(x) for x in et2)
+
+
+# ------------------------------------------------------------------------------------------ residuals
+
+
+@needs_csv
+@pytest.mark.parametrize("backend", ["sglang", "vllm"])  # prefill_first cohorts, decode_first steady state
+def test_residual_parts_add_up_to_the_predicted_ttft(backend: str) -> None:
+    rows = [r for r in accuracy.load_rows(CSV) if r["backend"] == backend][:6]
+    prepared, _ = accuracy.prepare_all(rows)
+    fitted = accuracy.load_factors()
+    for p in prepared:
+        params = accuracy.profile_params(p, fitted)
+        r = accuracy.residual(p, params)
+        assert r.predicted_s == pytest.approx(accuracy.predict(p, params)[0], rel=1e-12)
+        parts = r.front_end_s + r.first_token_s + r.queue_prefill_s + r.slot_wait_s
+        assert parts == pytest.approx(r.predicted_s, rel=1e-9)
+        assert min(r.front_end_s, r.first_token_s, r.queue_prefill_s, r.slot_wait_s) >= 0
+        assert r.prefill_groups == math.ceil(p.shape.running / p.shape.prompts_per_step)
+        assert r.log_error == pytest.approx(math.log(p.ttft_s / r.predicted_s))
+
+
+def test_source_is_read_from_the_row_id() -> None:
+    assert accuracy.source_of({"id": "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x1024_c8"}) == "dated sweeps"
+    assert accuracy.source_of({"id": "dsr1_b200_sglang_fp4_agg_1024x1024_c16_cfg99"}) == "dated sweeps"
+    assert accuracy.source_of({"id": "qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_sglang_agg_1024x512_c128"}) \
+        == "per-model sweeps"
+    assert accuracy.source_of({}) == "unknown"
+
+
+@needs_csv
+def test_the_fit_prior_ridges_the_per_kernel_cost_as_a_multiplier_on_the_hardwares() -> None:
+    rows = [r for r in accuracy.load_rows(CSV) if r["backend"] == "vllm" and r["system"] == "h100_sxm"][:3]
+    prepared, _ = accuracy.prepare_all(rows)
+    hw = prepared[0].case.hw.efficiency.kernel_overhead_s
+    exact = lambda p, params: (p.ttft_s, p.tpot_s)  # noqa: E731  (no error: the loss is the prior alone)
+    base = {**accuracy.NEUTRAL, "gemm": 1.0, "hbm": 1.0}
+    assert fit_efficiency.loss(prepared, {**base, "kernel_overhead_s": hw}, exact) == pytest.approx(0.0, abs=1e-15)
+    doubled = fit_efficiency.loss(prepared, {**base, "kernel_overhead_s": 2 * hw}, exact)
+    halved = fit_efficiency.loss(prepared, {**base, "kernel_overhead_s": hw / 2}, exact)
+    assert doubled == pytest.approx(fit_efficiency.PRIOR * math.log(2) ** 2) == pytest.approx(halved)
+    both = fit_efficiency.loss(prepared, {**base, "gemm": 2.0, "kernel_overhead_s": 2 * hw}, exact)
+    assert both == pytest.approx(2 * fit_efficiency.PRIOR * math.log(2) ** 2)
