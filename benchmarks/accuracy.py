@@ -55,7 +55,7 @@ from solver.estimate.serving import (  # noqa: E402
 from solver.estimate.factors import Factors  # noqa: E402
 from solver.estimate.step import StepCost  # noqa: E402
 from solver.measured import Case, case_from_row, factors  # noqa: E402
-from solver.specs.framework import apply_fitted, fitted_factors  # noqa: E402
+from solver.specs.fitted import apply_fitted, fitted_factors  # noqa: E402
 
 DEFAULT_CSV = REPO.parent / "shared" / "facts" / "calibration" / "measured_agg_calibration.csv"
 FACTORS_YAML = REPO / "solver" / "frameworks" / "fitted" / "factors.yaml"
