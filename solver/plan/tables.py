@@ -524,15 +524,29 @@ def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision,
         from solver.estimate.pipeline import stages
 
         top = max(stages(model, pc.pp_size), key=lambda st: len(st.model.layers))
-        return _stage_group_memory(g, top.model, pc.stage(), prec, opts, count_params(top.model), groups, batch,
-                                   seq_len, mtp_layers, part)
+        return _stage_memory(g, top.model, pc.stage(), prec, opts, count_params(top.model), groups, batch,
+                             seq_len, mtp_layers, part, one_stage=False)
+    return _stage_memory(g, model, pc, prec, opts, params, groups, batch, seq_len, mtp_layers, part, one_stage=True)
+
+
+def _stage_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
+                  params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int, mtp_layers: int,
+                  part: str, one_stage: bool) -> float:
+    """A group's bytes on one stage (see _group_memory): `one_stage` the additive part the layout's terms
+    complete, else (the largest stage under PP) every activation term and the EP buffers at their largest."""
     fixed, per_batch = part in ("fixed", "all"), part in ("batch", "all")
     total = 0.0
     if fixed:
         total += _weights(g, model, pc, prec, opts, params, groups) + _attention_buffers(g, model, pc)
     if g == "attn" and per_batch:
         cache, state, seqs = _caches(model, pc, prec, batch, seq_len, mtp_layers)
-        total += cache + state + _attention_transient(model, pc, opts, seq_len, seqs)
+        act = (_attention_transient(model, pc, opts, seq_len, seqs) if one_stage
+               else activation_peak(model, pc, opts, seq_len, seqs))
+        total += cache + state + act
+    if not one_stage and g == "moe" and model.is_moe and pc.moe_ep_size > 1 and per_batch:
+        tokens = max(opts.prefill_chunk, batch / max(1, pc.world_size) * (1 + mtp_layers))
+        total += comm_buffers_per_rank(model, pc, tokens) - comm_buffers_per_rank(
+            model, ParallelConfig(world_size=pc.world_size, moe_tp_size=pc.world_size), 0.0)
     return total
 
 
@@ -559,21 +573,3 @@ def _caches(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: int, s
     kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
     state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
     return kv + idx, state, seqs
-
-
-def _stage_group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
-                        params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int,
-                        mtp_layers: int, part: str) -> float:
-    """The largest stage's share of a group under PP (see _group_memory)."""
-    fixed, per_batch = part in ("fixed", "all"), part in ("batch", "all")
-    total = 0.0
-    if fixed:
-        total += _weights(g, model, pc, prec, opts, params, groups) + _attention_buffers(g, model, pc)
-    if g == "attn" and per_batch:
-        cache, state, seqs = _caches(model, pc, prec, batch, seq_len, mtp_layers)
-        total += cache + state + activation_peak(model, pc, opts, seq_len, seqs)
-    if g == "moe" and model.is_moe and pc.moe_ep_size > 1 and per_batch:
-        tokens = max(opts.prefill_chunk, batch / max(1, pc.world_size) * (1 + mtp_layers))
-        total += comm_buffers_per_rank(model, pc, tokens) - comm_buffers_per_rank(
-            model, ParallelConfig(world_size=pc.world_size, moe_tp_size=pc.world_size), 0.0)
-    return total
