@@ -29,10 +29,10 @@ CASES = [("deepseek-v3.2", "atlas_a3", "cann-recipes", 16, "serving", 32768),
          ("qwen3.5-35b-a3b", "h100_sxm", "generic", 2, "decode", 32768)]
 
 
-def _tables(model, hw, fw, world, phase, isl):
+def _tables(model, hw, fw, world, phase, isl, mtp=0):
     m, h, f = load_model(model), load_hardware(hw), load_framework(fw)
     prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
-    sc = Scenario(isl=isl, osl=256, max_concurrency=512, phase=phase)
+    sc = Scenario(isl=isl, osl=256, max_concurrency=512, phase=phase, mtp=mtp)
     fac = factors_for(h, f.efficiency_for(h))
     return m, h, prec, sc, build_tables(m, h, prec, fac, f, build_space(m, h, f, world, sc), sc)
 
@@ -49,6 +49,19 @@ def test_activation_peak_is_the_largest_of_its_terms() -> None:
     terms = activation_peak_terms(m, pc, MemoryOptions(), 32768, 4.0)
     assert set(terms) == {"attn_tp_size", "dense_tp_size", "moe_tp_size", "lmhead_tp_size"}
     assert activation_peak(m, pc, MemoryOptions(), 32768, 4.0) == max(terms.values())
+
+
+@pytest.mark.parametrize("case", CASES + [("deepseek-v3", "h200_sxm", "sglang", 8, "serving", 4096, 1)],
+                         ids=[c[0] + "-" + c[2] for c in CASES] + ["deepseek-v3-sglang-mtp"])
+def test_the_tables_give_the_memory_models_bytes(case) -> None:
+    """Weights (MTP layers with their groups), caches, the largest transient term, the EP staging and the
+    communicator buffers once: the same bytes as memory_per_rank, configuration by configuration."""
+    m, h, prec, sc, t = _tables(*case)
+    rng = random.Random(2)
+    for b, picks in _single_stage_picks(t, rng, 60):
+        pc = ParallelConfig(world_size=t.world, **t.config(picks))
+        report = assumed_memory(m, h, pc, prec, sc, b)
+        assert t.memory_of(b, picks) == pytest.approx(report.total - report.reserved_bytes, rel=1e-9), t.config(picks)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] + "-" + c[2] for c in CASES])

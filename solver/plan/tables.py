@@ -266,19 +266,26 @@ class Tables:
         self._view_memory[(b, key)] = out
         return out
 
-    def fits(self, b: int, picks: dict[str, int]) -> bool:
-        """The planner's memory constraint on one configuration (the CP-SAT model's, in bytes)."""
-        cap = self.memory_limit_bytes - self.const_memory_bytes
-        base = sum(self.memory[(b, g, i)] for g, i in picks.items())
+    def memory_of(self, b: int, picks: dict[str, int]) -> float | None:
+        """Bytes per rank the memory model gives this configuration (the held sequences at the longest context,
+        without the runtime reserve), from the tables and the layout's terms; None under PP."""
         key = self.layout_key(self.choices["attn"][picks["attn"]])
         vm = self.view_memory(b, key)
         if vm is None:
-            return base <= cap
+            return None
+        base = self.const_memory_bytes + sum(self.memory[(b, g, i)] for g, i in picks.items())
         extra = vm.staging.get(picks["moe"], 0.0)
         if picks["attn"] in vm.comm_free and any(picks[g] in js for g, js in vm.comm_open.items()):
             extra += COMM_BUFFER_BYTES
         tr = vm.attn_transient[picks["attn"]]
-        return base + extra <= cap and all(base - tr + extra + t[picks[g]] <= cap for g, t in vm.terms.items())
+        return base + extra - tr + max([tr] + [t[picks[g]] for g, t in vm.terms.items()])
+
+    def fits(self, b: int, picks: dict[str, int]) -> bool:
+        """The planner's memory constraint on one configuration (the CP-SAT model's, in bytes)."""
+        m = self.memory_of(b, picks)
+        if m is None:
+            return sum(self.memory[(b, g, i)] for g, i in picks.items()) <= self.memory_limit_bytes - self.const_memory_bytes
+        return m <= self.memory_limit_bytes
 
     def view(self, b: int, key: tuple[int, ...], full: bool = True) -> ViewCosts:
         """The costs of layout `key` at concurrency b; `full=False` fills the attention choices only (what the
@@ -460,9 +467,10 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     # memory not owned by any group: norms and encoders (replicated); the runtime reserve is in the limit
     const_mem = sum(module_weight_bytes(m, model, ParallelConfig(world_size=W), prec, mem_opts)
                     for m in params.modules if m.parts and groups.get(m.name) is None)
-    if mtp_layers:
+    if mtp_layers:  # the MTP layers' modules split like the stack's (their groups'); the glue is replicated
         base = ParallelConfig(world_size=W)
-        const_mem += sum(module_weight_bytes(m, model, base, prec, mem_opts) for m in params.mtp)
+        const_mem += sum(module_weight_bytes(m, model, base, prec, mem_opts) for m in params.mtp
+                         if groups.get(m.name) is None)
     limit = memory_limit(hw.memory_bytes, hw.reserved_bytes, mem_opts.total_fraction)
     batches = []
     memory: dict[tuple[int, str, int], float] = {}
@@ -537,7 +545,7 @@ def _stage_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision,
     fixed, per_batch = part in ("fixed", "all"), part in ("batch", "all")
     total = 0.0
     if fixed:
-        total += _weights(g, model, pc, prec, opts, params, groups) + _attention_buffers(g, model, pc)
+        total += _weights(g, model, pc, prec, opts, params, groups, mtp_layers) + _attention_buffers(g, model, pc)
     if g == "attn" and per_batch:
         cache, state, seqs = _caches(model, pc, prec, batch, seq_len, mtp_layers)
         act = (_attention_transient(model, pc, opts, seq_len, seqs) if one_stage
@@ -551,9 +559,10 @@ def _stage_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision,
 
 
 def _weights(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
-             params: ParamReport, groups: dict[str, str | None]) -> float:
-    return sum(module_weight_bytes(m, model, pc, prec, opts) for m in params.modules
-               if m.parts and groups.get(m.name) == g)
+             params: ParamReport, groups: dict[str, str | None], mtp_layers: int) -> float:
+    """The group's modules on this rank, with the MTP layers' when MTP is on (memory.weights_per_rank)."""
+    mods = params.modules + (params.mtp if mtp_layers else ())
+    return sum(module_weight_bytes(m, model, pc, prec, opts) for m in mods if m.parts and groups.get(m.name) == g)
 
 
 def _attention_buffers(g: str, model: ModelSpec, pc: ParallelConfig) -> float:
