@@ -1,6 +1,7 @@
-"""The planner's memory constraint is the memory model's (single stage): the tables' entries plus each layout's
-terms (tables.ViewMemory) admit exactly the configurations whose busiest replica's sequences fit at the longest
-context (tables.assumed_memory), and the CP-SAT view model admits exactly what `Tables.fits` admits."""
+"""The planner's memory constraint is the memory model's: the tables' entries plus each layout's terms, stage by
+stage (tables.StageMemory), give the bytes memory_per_rank gives the busiest replica's sequences at the longest
+context (tables.assumed_memory), so they admit exactly the configurations that fit, and the CP-SAT view model
+admits exactly what `Tables.fits` admits."""
 from __future__ import annotations
 
 import random
@@ -37,9 +38,12 @@ def _tables(model, hw, fw, world, phase, isl, mtp=0):
     return m, h, prec, sc, build_tables(m, h, prec, fac, f, build_space(m, h, f, world, sc), sc)
 
 
-def _single_stage_picks(t, rng, n):
+def _picks(t, rng, n):
+    """Random configurations, each with one stage count for every group."""
+    stage_counts = sorted({c[-1] for c in t.choices["attn"]})
     for _ in range(n):
-        picks = {g: rng.choice([i for i, c in enumerate(opts) if c[-1] == 1]) for g, opts in t.choices.items()}
+        pp = rng.choice(stage_counts)
+        picks = {g: rng.choice([i for i, c in enumerate(opts) if c[-1] == pp]) for g, opts in t.choices.items()}
         yield rng.choice(t.batches), picks
 
 
@@ -51,14 +55,18 @@ def test_activation_peak_is_the_largest_of_its_terms() -> None:
     assert activation_peak(m, pc, MemoryOptions(), 32768, 4.0) == max(terms.values())
 
 
-@pytest.mark.parametrize("case", CASES + [("deepseek-v3", "h200_sxm", "sglang", 8, "serving", 4096, 1)],
-                         ids=[c[0] + "-" + c[2] for c in CASES] + ["deepseek-v3-sglang-mtp"])
+PP_CASES = [("deepseek-v3", "h200_sxm", "generic", 16, "serving", 4096, 1),  # PP, MTP on the last stage
+            ("llama-3.1-70b", "h100_sxm", "generic", 8, "serving", 32768),
+            ("gemma-3-27b", "a100_sxm", "generic", 4, "decode", 32768)]
+
+
+@pytest.mark.parametrize("case", CASES + PP_CASES, ids=[c[0] + "-" + c[2] for c in CASES + PP_CASES])
 def test_the_tables_give_the_memory_models_bytes(case) -> None:
     """Weights (MTP layers with their groups), caches, the largest transient term, the EP staging and the
     communicator buffers once: the same bytes as memory_per_rank, configuration by configuration."""
     m, h, prec, sc, t = _tables(*case)
     rng = random.Random(2)
-    for b, picks in _single_stage_picks(t, rng, 60):
+    for b, picks in _picks(t, rng, 60):
         pc = ParallelConfig(world_size=t.world, **t.config(picks))
         report = assumed_memory(m, h, pc, prec, sc, b)
         assert t.memory_of(b, picks) == pytest.approx(report.total - report.reserved_bytes, rel=1e-9), t.config(picks)
@@ -69,7 +77,7 @@ def test_tables_fit_exactly_what_the_memory_model_fits(case) -> None:
     m, h, prec, sc, t = _tables(*case)
     rng = random.Random(0)
     seen = {True: 0, False: 0}
-    for b, picks in _single_stage_picks(t, rng, 150):
+    for b, picks in _picks(t, rng, 150):
         pc = ParallelConfig(world_size=t.world, **t.config(picks))
         report = assumed_memory(m, h, pc, prec, sc, b)
         margin = abs(report.total - report.reserved_bytes - report.limit_bytes)
@@ -85,7 +93,7 @@ def test_cp_sat_memory_constraints_admit_what_tables_fit_admits(case) -> None:
     m, h, prec, sc, t = _tables(*case)
     rng = random.Random(1)
     seen = set()
-    for b, picks in _single_stage_picks(t, rng, 80):
+    for b, picks in _picks(t, rng, 80):
         key = t.layout_key(t.choices["attn"][picks["attn"]])
         model = cp_model.CpModel()
         x = {g: {i: model.new_bool_var(f"{g}{i}") for i, c in enumerate(t.choices[g]) if c[-1] == key[4]

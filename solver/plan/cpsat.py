@@ -234,28 +234,29 @@ def _bytes(v: float) -> int:
 
 
 def _memory_constraints(m: cp_model.CpModel, t: Tables, b: int, key: tuple, x: dict, lit) -> None:
-    """The memory model's cap on a layout: the groups' table entries, plus the layout's terms
-    (tables.ViewMemory: the transient is the largest of its terms, so each term gets a constraint of its own;
-    the EP staging; the communicator buffers once). Under PP the tables' bound alone (verify has the last word)."""
-    mem = sum(memory_coef(t, b, g, i) * xv for g, bools in x.items() for i, xv in bools.items())
-    cap = memory_cap(t)
-    vmem = t.view_memory(b, key)
-    if vmem is None:
-        m.add(mem <= cap).only_enforce_if(lit)
-        return
-    extra = sum(_bytes(vmem.staging[j]) * xv for j, xv in x["moe"].items() if vmem.staging.get(j))
-    free = [x["attn"][i] for i in vmem.comm_free if i in x["attn"]]
-    opening = [x[g][j] for g, js in vmem.comm_open.items() for j in js if j in x[g]]
-    if free and opening:
-        comm = m.new_bool_var("comm_buffers")  # some group opens a communicator the attention choice does not
-        for xv in opening:
-            m.add(comm >= sum(free) + xv - 1)
-        extra += _bytes(COMM_BUFFER_BYTES) * comm
-    m.add(mem + extra <= cap).only_enforce_if(lit)
-    transient = sum(_bytes(vmem.attn_transient[i]) * xv for i, xv in x["attn"].items())
-    for g, terms in vmem.terms.items():
-        term = sum(_bytes(terms[j]) * xv for j, xv in x[g].items() if j in terms)
-        m.add(mem - transient + extra + term <= cap).only_enforce_if(lit)
+    """The memory model's cap on a layout, stage by stage (tables.StageMemory): the additive part (the tables'
+    entries on one stage, the stage's own under PP) plus each transient term on its own (the transient is the
+    largest of them), the EP staging, and the communicator buffers once."""
+    for k, sm in enumerate(t.view_memory(b, key)):
+        if sm.base is None:
+            mem = sum(memory_coef(t, b, g, i) * xv for g, bools in x.items() for i, xv in bools.items())
+        else:
+            mem = sum(_bytes(sm.base[g][i]) * xv for g, bools in x.items() for i, xv in bools.items()
+                      if i in sm.base.get(g, {}))
+        cap = exact(min(sm.limit * MEM_SCALE, _MEM_CLAMP), "the memory cap", 1)
+        extra = sum(_bytes(sm.staging[j]) * xv for j, xv in x["moe"].items() if sm.staging.get(j))
+        free = [x["attn"][i] for i in sm.comm_free if i in x["attn"]]
+        opening = [x[g][j] for g, js in sm.comm_open.items() for j in js if j in x[g]]
+        if free and opening:
+            comm = m.new_bool_var(f"comm_buffers_{k}")  # a group opens a communicator the attention choice does not
+            for xv in opening:
+                m.add(comm >= sum(free) + xv - 1)
+            extra += _bytes(COMM_BUFFER_BYTES) * comm
+        m.add(mem + extra <= cap).only_enforce_if(lit)
+        transient = sum(_bytes(sm.attn_transient[i]) * xv for i, xv in x["attn"].items())
+        for g, terms in sm.terms.items():
+            term = sum(_bytes(terms[j]) * xv for j, xv in x[g].items() if j in terms)
+            m.add(mem - transient + extra + term <= cap).only_enforce_if(lit)
 
 
 def build_view(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, b: int,

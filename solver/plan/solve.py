@@ -154,8 +154,7 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
 
     def verify(p: cpsat.Point) -> bool:
         # the full estimate's constraints, and room for what the figures assume: the busiest replica's
-        # sequences at the longest context (the planner's memory constraint is that model on one stage,
-        # tables.ViewMemory; under PP a bound of it)
+        # sequences at the longest context (the planner's memory constraint is that model: tables.StageMemory)
         if full_estimate_misses(full(p), scenario):
             return False
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))

@@ -26,7 +26,6 @@ from solver.estimate.memory import (
     MemoryOptions,
     MemoryReport,
     memory_per_rank,
-    activation_peak,
     activation_peak_terms,
     memory_limit,
     cache_per_rank,
@@ -120,22 +119,31 @@ class ViewCosts:
 
 
 @dataclass(frozen=True)
-class ViewMemory:
-    """The memory of one attention layout at one concurrency beyond the additive tables, single stage (pp = 1).
+class StageMemory:
+    """The memory of one attention layout at one concurrency on one pipeline stage, beyond what adds up.
 
     The memory model's transient is the largest of its terms (memory.activation_peak_terms: attention blocks,
     dense FFN, MoE, logits, each sized by one group's knob), so it fits iff the additive part plus each term
-    does: one linear constraint per term. The attention term sits in the attention choice's table entry
+    does: one linear constraint per term. The attention term sits in the attention choice's entry
     (`attn_transient`, subtracted where another term replaces it); the EP all-to-all staging depends on the
     layout's tokens per rank and the MoE choice (`staging`); the communicator buffers count once however many
     groups open one (`comm_free`: attention choices that open none themselves; `comm_open`: the other groups'
-    choices that do). With these, the planner's memory constraint is the memory model's, not a bound of it."""
+    choices that do). `base`: the stage's additive bytes per group choice (None: the tables' entries, single
+    stage); `limit`: the bytes they may take (the memory limit less the stage's unowned weights)."""
 
+    limit: float
+    base: dict[str, dict[int, float]] | None
     attn_transient: dict[int, float]
     terms: dict[str, dict[int, float]]
     staging: dict[int, float]
     comm_free: tuple[int, ...]
     comm_open: dict[str, tuple[int, ...]]
+
+
+# A layout's memory, stage by stage: the memory model's figure is the largest stage's (memory.stage_memory), so
+# a configuration fits iff it fits on every stage. With it the planner's memory constraint is the memory
+# model's, not a bound of it.
+ViewMemory = tuple[StageMemory, ...]
 
 
 @dataclass
@@ -157,7 +165,7 @@ class Tables:
     mem_opts: MemoryOptions = field(default_factory=MemoryOptions)
     mtp_layers: int = 0  # MTP layers whose weights and caches the deployment holds (0: MTP off)
     _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
-    _view_memory: dict[tuple[int, tuple], ViewMemory | None] = field(default_factory=dict)
+    _view_memory: dict[tuple[int, tuple], ViewMemory] = field(default_factory=dict)
     _shares: dict[tuple, dict[str, Share]] = field(default_factory=dict)
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
@@ -228,64 +236,95 @@ class Tables:
                                                    Workload.for_scenario(self.scenario, b))
         return sp
 
-    def view_memory(self, b: int, key: tuple[int, ...]) -> ViewMemory | None:
-        """The layout's memory terms at concurrency b (ViewMemory); None under PP, where the tables charge the
-        largest stage with both the embedding and the LM head (an upper bound by one of them) and `verify`
-        holds each answer to the memory model."""
-        if key[4] > 1:
-            return None
-        hit = self._view_memory.get((b, key), False)
-        if hit is not False:
+    def view_memory(self, b: int, key: tuple[int, ...]) -> ViewMemory:
+        """The layout's memory at concurrency b, stage by stage (StageMemory)."""
+        hit = self._view_memory.get((b, key))
+        if hit is not None:
             return hit
         rep = self._layout_pc(key)
         held = held_sequences(b, rep)
-        seq_len = self.scenario.max_seq_len
-        seqs = held / rep.attn_replicas
-        attn_transient = {i: _attention_transient(self.model, self._pc(dict(zip(GROUPS["attn"], self.choices["attn"][i]))),
-                                                  self.mem_opts, seq_len, seqs) for i in self.layouts()[key]}
-        terms: dict[str, dict[int, float]] = {}
-        comm_open: dict[str, tuple[int, ...]] = {}
-        staging: dict[int, float] = {}
-        for g in ("dense", "moe", "embed", "lmhead"):
-            owned = [k for k in GROUPS[g] if k != "pp_size"]
-            for j, c in enumerate(self.choices[g]):
-                if c[-1] != key[4]:
-                    continue
-                pc = self._layout_pc(key, **dict(zip(GROUPS[g][:-1], c[:-1])))
-                t = {k: v for k, v in activation_peak_terms(self.model, pc, self.mem_opts, seq_len, seqs).items()
-                     if k in owned}
-                if t:
-                    terms.setdefault(g, {})[j] = max(t.values())
-                if g == "moe":
-                    staging[j] = ep_staging_bytes(self.model, pc, staging_tokens(self.mem_opts, pc, seq_len, seqs))
-                if any(v > 1 for v in comm_groups(pc)):
-                    comm_open[g] = comm_open.get(g, ()) + (j,)
-        comm_free = tuple(i for i in self.layouts()[key]
-                          if not any(v > 1 for v in comm_groups(self._pc(dict(zip(GROUPS["attn"], self.choices["attn"][i]))))))
-        out = ViewMemory(attn_transient, terms, staging, comm_free, comm_open)
+        if key[4] == 1:
+            out: ViewMemory = (self._stage_memory(b, key, None, held),)
+        else:
+            from solver.estimate.pipeline import stages
+
+            out = tuple(self._stage_memory(b, key, st, held) for st in stages(self.model, key[4]))
         self._view_memory[(b, key)] = out
         return out
 
-    def memory_of(self, b: int, picks: dict[str, int]) -> float | None:
+    def _stage_memory(self, b: int, key: tuple[int, ...], st, held: int) -> StageMemory:
+        """One stage's terms (`st` None: the single stage, whose additive part is the tables' entries)."""
+        model = self.model if st is None else st.model
+        params = count_params(model)
+        absent = frozenset() if st is None else st.absent_modules
+        mtp = self.mtp_layers if st is None or st.last else 0
+        seq_len, opts = self.scenario.max_seq_len, self.mem_opts
+        seqs = held / self._layout_pc(key).attn_replicas
+
+        def stage_pc(values: dict[str, int]) -> ParallelConfig:
+            pc = self._pc(values)
+            return pc if st is None else pc.stage()
+
+        base: dict[str, dict[int, float]] | None = None if st is None else {}
+        attn_transient: dict[int, float] = {}
+        comm_free = []
+        for i in self.layouts()[key]:
+            pc = stage_pc(dict(zip(GROUPS["attn"], self.choices["attn"][i])))
+            cache, state, _ = _caches(model, pc, self.prec, held, seq_len, mtp)
+            attn_transient[i] = _attention_transient(model, pc, opts, seq_len, seqs)
+            if base is not None:
+                base.setdefault("attn", {})[i] = (_weights("attn", model, pc, self.prec, opts, params, self.groups,
+                                                           mtp, absent) + _attention_buffers("attn", model, pc)
+                                                  + cache + state + attn_transient[i])
+            if not any(v > 1 for v in comm_groups(pc)):
+                comm_free.append(i)
+        terms: dict[str, dict[int, float]] = {}
+        comm_open: dict[str, tuple[int, ...]] = {}
+        staging: dict[int, float] = {}
+        tp, cp, kvp, sp, pp = key
+        layout = {"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "pp_size": pp}
+        for g in ("dense", "moe", "embed", "lmhead"):
+            owned = [k for k in GROUPS[g] if k != "pp_size"]
+            for j, c in enumerate(self.choices[g]):
+                if c[-1] != pp:
+                    continue
+                pc = stage_pc({**layout, **dict(zip(GROUPS[g][:-1], c[:-1]))})
+                if base is not None:
+                    base.setdefault(g, {})[j] = _weights(g, model, pc, self.prec, opts, params, self.groups, mtp,
+                                                         absent)
+                t = [v for k, v in activation_peak_terms(model, pc, opts, seq_len, seqs).items() if k in owned]
+                if t:
+                    terms.setdefault(g, {})[j] = max(t)
+                if g == "moe":
+                    staging[j] = ep_staging_bytes(model, pc, staging_tokens(opts, pc, seq_len, seqs))
+                if any(v > 1 for v in comm_groups(pc)):
+                    comm_open[g] = comm_open.get(g, ()) + (j,)
+        limit = self.memory_limit_bytes - (self.const_memory_bytes if st is None else
+                                           _unowned_weights(model, self.world // pp, self.prec, opts, params,
+                                                            self.groups, mtp, absent))
+        return StageMemory(limit, base, attn_transient, terms, staging, tuple(comm_free), comm_open)
+
+    def memory_of(self, b: int, picks: dict[str, int]) -> float:
         """Bytes per rank the memory model gives this configuration (the held sequences at the longest context,
-        without the runtime reserve), from the tables and the layout's terms; None under PP."""
+        the largest stage's under PP; without the runtime reserve), from the tables and the layout's terms."""
         key = self.layout_key(self.choices["attn"][picks["attn"]])
-        vm = self.view_memory(b, key)
-        if vm is None:
-            return None
-        base = self.const_memory_bytes + sum(self.memory[(b, g, i)] for g, i in picks.items())
-        extra = vm.staging.get(picks["moe"], 0.0)
-        if picks["attn"] in vm.comm_free and any(picks[g] in js for g, js in vm.comm_open.items()):
-            extra += COMM_BUFFER_BYTES
-        tr = vm.attn_transient[picks["attn"]]
-        return base + extra - tr + max([tr] + [t[picks[g]] for g, t in vm.terms.items()])
+        out = 0.0
+        for sm in self.view_memory(b, key):
+            unowned = self.memory_limit_bytes - sm.limit
+            if sm.base is None:
+                base = sum(self.memory[(b, g, i)] for g, i in picks.items())
+            else:
+                base = sum(sm.base[g].get(i, 0.0) for g, i in picks.items() if g in sm.base)
+            extra = sm.staging.get(picks["moe"], 0.0)
+            if picks["attn"] in sm.comm_free and any(picks[g] in js for g, js in sm.comm_open.items()):
+                extra += COMM_BUFFER_BYTES
+            tr = sm.attn_transient[picks["attn"]]
+            out = max(out, unowned + base + extra - tr + max([tr] + [t[picks[g]] for g, t in sm.terms.items()]))
+        return out
 
     def fits(self, b: int, picks: dict[str, int]) -> bool:
         """The planner's memory constraint on one configuration (the CP-SAT model's, in bytes)."""
-        m = self.memory_of(b, picks)
-        if m is None:
-            return sum(self.memory[(b, g, i)] for g, i in picks.items()) <= self.memory_limit_bytes - self.const_memory_bytes
-        return m <= self.memory_limit_bytes
+        return self.memory_of(b, picks) <= self.memory_limit_bytes
 
     def view(self, b: int, key: tuple[int, ...], full: bool = True) -> ViewCosts:
         """The costs of layout `key` at concurrency b; `full=False` fills the attention choices only (what the
@@ -465,12 +504,8 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     }
     mtp_layers = scenario.mtp if model.num_mtp_layers else 0
     # memory not owned by any group: norms and encoders (replicated); the runtime reserve is in the limit
-    const_mem = sum(module_weight_bytes(m, model, ParallelConfig(world_size=W), prec, mem_opts)
-                    for m in params.modules if m.parts and groups.get(m.name) is None)
-    if mtp_layers:  # the MTP layers' modules split like the stack's (their groups'); the glue is replicated
-        base = ParallelConfig(world_size=W)
-        const_mem += sum(module_weight_bytes(m, model, base, prec, mem_opts) for m in params.mtp
-                         if groups.get(m.name) is None)
+    # (the MTP layers' modules split like the stack's, with their groups; their glue is replicated)
+    const_mem = _unowned_weights(model, W, prec, mem_opts, params, groups, mtp_layers, frozenset())
     limit = memory_limit(hw.memory_bytes, hw.reserved_bytes, mem_opts.total_fraction)
     batches = []
     memory: dict[tuple[int, str, int], float] = {}
@@ -521,48 +556,53 @@ def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision,
                   params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int,
                   mtp_layers: int, part: str = "all") -> float:
     """Bytes a group adds per rank: `part` "fixed" (weights, the attention groups' buffers), "batch" (what
-    grows with the `batch` sequences held) or "all". Single stage: the attention group carries its caches and
-    its own activation term; the other terms, the EP staging and a communicator another group opens are the
-    layout's (Tables.view_memory), so the sum over groups is a lower bound of the memory model's figure that
-    the planner's per-layout constraints make exact. Under PP: on the stage with the most layers (the first),
-    charged the embedding and the LM head both (an upper bound by one of them), every activation term in the
-    attention group (other knobs at 1) and the EP buffers at their largest; `verify` holds each answer to the
-    memory model."""
-    if pc.pp_size > 1:
-        from solver.estimate.pipeline import stages
+    grows with the `batch` sequences held) or "all". What adds up over groups: weights, caches and the attention
+    group's own activation term; the other terms, the EP staging and a communicator another group opens are
+    the layout's (Tables.view_memory). Under PP the first stage's (the most layers, the embedding), with the
+    unowned weights the tables charge beyond that stage's taken off the attention entry: a lower bound of
+    the largest stage's figure, which the per-stage constraints make exact."""
+    if pc.pp_size == 1:
+        return _stage_entry(g, model, pc, prec, opts, params, groups, batch, seq_len, mtp_layers, part)
+    from solver.estimate.pipeline import stages
 
-        top = max(stages(model, pc.pp_size), key=lambda st: len(st.model.layers))
-        return _stage_memory(g, top.model, pc.stage(), prec, opts, count_params(top.model), groups, batch,
-                             seq_len, mtp_layers, part, one_stage=False)
-    return _stage_memory(g, model, pc, prec, opts, params, groups, batch, seq_len, mtp_layers, part, one_stage=True)
+    first = stages(model, pc.pp_size)[0]
+    mtp = mtp_layers if first.last else 0
+    out = _stage_entry(g, first.model, pc.stage(), prec, opts, count_params(first.model), groups, batch, seq_len,
+                       mtp, part, first.absent_modules)
+    if g == "attn" and part in ("fixed", "all"):
+        out -= (_unowned_weights(model, pc.world_size, prec, opts, params, groups, mtp_layers, frozenset())
+                - _unowned_weights(first.model, pc.stage_world, prec, opts, count_params(first.model), groups, mtp,
+                                   first.absent_modules))
+    return out
 
 
-def _stage_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
-                  params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int, mtp_layers: int,
-                  part: str, one_stage: bool) -> float:
-    """A group's bytes on one stage (see _group_memory): `one_stage` the additive part the layout's terms
-    complete, else (the largest stage under PP) every activation term and the EP buffers at their largest."""
+def _stage_entry(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
+                 params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int, mtp_layers: int,
+                 part: str, absent: frozenset[str] = frozenset()) -> float:
     fixed, per_batch = part in ("fixed", "all"), part in ("batch", "all")
     total = 0.0
     if fixed:
-        total += _weights(g, model, pc, prec, opts, params, groups, mtp_layers) + _attention_buffers(g, model, pc)
+        total += _weights(g, model, pc, prec, opts, params, groups, mtp_layers, absent) + _attention_buffers(g, model, pc)
     if g == "attn" and per_batch:
         cache, state, seqs = _caches(model, pc, prec, batch, seq_len, mtp_layers)
-        act = (_attention_transient(model, pc, opts, seq_len, seqs) if one_stage
-               else activation_peak(model, pc, opts, seq_len, seqs))
-        total += cache + state + act
-    if not one_stage and g == "moe" and model.is_moe and pc.moe_ep_size > 1 and per_batch:
-        tokens = max(opts.prefill_chunk, batch / max(1, pc.world_size) * (1 + mtp_layers))
-        total += comm_buffers_per_rank(model, pc, tokens) - comm_buffers_per_rank(
-            model, ParallelConfig(world_size=pc.world_size, moe_tp_size=pc.world_size), 0.0)
+        total += cache + state + _attention_transient(model, pc, opts, seq_len, seqs)
     return total
 
 
-def _weights(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
-             params: ParamReport, groups: dict[str, str | None], mtp_layers: int) -> float:
-    """The group's modules on this rank, with the MTP layers' when MTP is on (memory.weights_per_rank)."""
+def _weights(g: str | None, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
+             params: ParamReport, groups: dict[str, str | None], mtp_layers: int,
+             absent: frozenset[str] = frozenset()) -> float:
+    """The group's modules on this rank (None: the modules no knob owns), with the MTP layers' when MTP is on
+    (memory.weights_per_rank), without the modules a pipeline stage does not hold."""
     mods = params.modules + (params.mtp if mtp_layers else ())
-    return sum(module_weight_bytes(m, model, pc, prec, opts) for m in mods if m.parts and groups.get(m.name) == g)
+    return sum(module_weight_bytes(m, model, pc, prec, opts) for m in mods
+               if m.parts and groups.get(m.name) == g and m.name not in absent)
+
+
+def _unowned_weights(model: ModelSpec, ranks: int, prec: Precision, opts: MemoryOptions, params: ParamReport,
+                     groups: dict[str, str | None], mtp_layers: int, absent: frozenset[str]) -> float:
+    """Weights no knob owns (norms, encoders, the MTP glue): replicated on every rank of a stage."""
+    return _weights(None, model, ParallelConfig(world_size=ranks), prec, opts, params, groups, mtp_layers, absent)
 
 
 def _attention_buffers(g: str, model: ModelSpec, pc: ParallelConfig) -> float:
