@@ -221,8 +221,19 @@ def coverage(rows: Sequence[Mapping[str, Any]], prepared: Sequence[Prepared]) ->
             f"TTFT and TPOT under the convention's labels)"]
 
 
-def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
-    """(TTFT s, TPOT s) under factor settings `params` (keys of accuracy.PARAMS / NEUTRAL)."""
+@dataclass(frozen=True)
+class LoopInputs:
+    """What `disagg_times` takes for one row under a factor setting (seconds; first_token_iterations in steps)."""
+
+    prefill_s: float
+    decode_s: float
+    overhead_s: float
+    first_token_iterations: float
+    burst_share: float | None
+
+
+def loop_inputs(p: Prepared, params: Mapping[str, float]) -> LoopInputs:
+    """The step times (each pool's serving loop applied) and the TTFT constants under `params`."""
     e = p.case.decode.hw.efficiency
     q = {**NEUTRAL, **params}
     r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
@@ -237,9 +248,16 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     fd = replace(p.base_d, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])
     pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, fp, layers=p.prefill.layers)
     dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, fd, layers=p.decode.layers)
+    return LoopInputs(pre, dec, q["request_overhead_s"], ServingPolicy.of(fd).first_token_iterations,
+                      q.get("burst_share"))
+
+
+def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
+    """(TTFT s, TPOT s) under factor settings `params` (keys of accuracy.PARAMS / NEUTRAL)."""
+    li = loop_inputs(p, params)
     wl = p.case.workload
-    t = disagg_times(p.shape, pre, dec, p.transfer_s, wl.concurrency, wl.osl, q["request_overhead_s"],
-                     wl.benchmark_waves, wl.mtp, wl.mtp_accept, ServingPolicy.of(fd).first_token_iterations, q.get("burst_share"))
+    t = disagg_times(p.shape, li.prefill_s, li.decode_s, p.transfer_s, wl.concurrency, wl.osl, li.overhead_s,
+                     wl.benchmark_waves, wl.mtp, wl.mtp_accept, li.first_token_iterations, li.burst_share)
     return t.ttft_s, t.tpot_s
 
 
