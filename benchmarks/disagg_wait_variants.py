@@ -13,8 +13,9 @@ step` (estimate.disagg.prefill_queue_wait); the script checks that its figure eq
     rank M/D/1      W = rho P_n / (2 (1 - rho)), lambda from Little's law over the loop
     + shared step   the above + (1 - rho)(1 - (1 - rho)^(R_s - 1)) P_n / 2 (shipped)
 
-Rows that scored them are printed with the median / mean / p90 absolute TTFT error; nothing is fitted, so each
-figure is also its leave-one-system-out figure, except the variants marked "fitted".
+Each line gives the median / mean / p90 absolute TTFT error; nothing is fitted, so each figure is also its
+leave-one-system-out figure, except the lines marked "fitted": the number of waves k fitted per framework (or per
+framework x hardware, pooled below MIN_ROWS rows) in-sample, and held out (refitted without the row's hardware).
 """
 from __future__ import annotations
 
@@ -74,6 +75,19 @@ def ttft(p: Prepared, fitted, wait: Wait, waves: float | None = None) -> float:
     return served + max(0, s.per_replica - s.running) / s.running * (served + after)
 
 
+WAVE_GRID = (1, 1.25, 1.5, 1.75, 2, 2.5, 3, 4, 5, 6, 7, 8, 10, 12, 15, 20)
+
+
+def fit_waves(train: Sequence[Prepared], p: Prepared, fitted, wait: Wait, per_pair: bool) -> float:
+    """k minimising the mean |ln(TTFT_pred / TTFT_meas)| over `train`'s rows of p's (framework, hardware) when
+    per_pair and it has MIN_ROWS of them, else of p's framework (fit_disagg's pooling rule)."""
+    from fit_efficiency import MIN_ROWS
+
+    pair = [q for q in train if q.framework == p.framework and q.hardware == p.hardware]
+    use = pair if per_pair and len(pair) >= MIN_ROWS else [q for q in train if q.framework == p.framework]
+    return min(WAVE_GRID, key=lambda k: sum(abs(math.log(ttft(q, fitted, wait, k) / q.ttft_s)) for q in use))
+
+
 def summary(errs: Sequence[float]) -> str:
     a = np.abs(np.asarray(errs)) * 100
     return f"median {np.median(a):5.1f}%  mean {np.mean(a):5.1f}%  p90 {np.percentile(a, 90):5.1f}%"
@@ -96,6 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for k in (3, 4, 6, 8):
         print(f"  {'rank M/D/1 + shared step':<36} k {k:<3} "
               + summary([ttft(p, fitted, rank_md1_shared, k) / p.ttft_s - 1 for p in rows]))
+    for name, wait, per_pair in (("deterministic, k per framework", deterministic, False),
+                                 ("shipped wait, k per (framework, hardware)", rank_md1_shared, True)):
+        ins = [ttft(p, fitted, wait, fit_waves(rows, p, fitted, wait, per_pair)) / p.ttft_s - 1 for p in rows]
+        held = [ttft(p, fitted, wait, fit_waves([q for q in rows if q.hardware != p.hardware], p, fitted, wait,
+                                                per_pair)) / p.ttft_s - 1 for p in rows]
+        print(f"  fitted: {name:<45} in-sample {summary(ins)}")
+        print(f"  {'':<53} held out  {summary(held)}")
     for fw in sorted({p.framework for p in rows}):
         sub = [p for p in rows if p.framework == fw]
         print(f"  shipped, {fw:<27} {len(sub):>3} rows " + summary([ttft(p, fitted, rank_md1_shared) / p.ttft_s - 1
