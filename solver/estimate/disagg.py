@@ -32,8 +32,10 @@ TTFT_1 = o + P_n * mean_i ceil(i / (x R_p n)) + T_kv + a.
 Later waves do not re-form the burst: the first wave leaves the prefill pool one step's worth at a time, so its
 requests finish and return spread over at least the time the burst took to prefill (the decode steps only stretch
 the spacing as the batch fills), and the clients' cycles mix them. They reach the pool as a stream of rate lambda
-and queue as random arrivals at the ranks that serve them. Each of the x R_p attention ranks of the pool takes
-its own requests (the router spreads them evenly, lambda_r = lambda / (x R_p)) and prefills up to n per step;
+and queue as random arrivals at the ranks that serve them (a loop without noise would not wait at all below
+saturation; the measured rows wait as random arrivals do: benchmarks/disagg_wait_variants.py). Each of the x R_p
+attention ranks of the pool queues its own requests (lambda_r = lambda / (x R_p) on average; the engine routes a
+request to a rank by its id, not by the ranks' load: docs/disagg.md) and prefills up to n per step;
 the R_s ranks of a worker that step together (serving.synced_ranks: a MoE model's attention replicas, whose
 expert all-to-all synchronises them; a dense model's replicas are independent, R_s = 1) run a step while any of
 them has work:
