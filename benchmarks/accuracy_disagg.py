@@ -53,6 +53,7 @@ from solver.estimate.disagg import (  # noqa: E402
 )
 from solver.estimate.serving import (  # noqa: E402
     DEFAULT_REQUEST_OVERHEAD_S, ServingPolicy, decode_step, kv_capacity_per_replica, prefill_step, step_layers, step_time,
+    synced_ranks,
 )
 from solver.estimate.factors import Factors  # noqa: E402
 from solver.specs.disagg_fitted import disagg_fitted  # noqa: E402
@@ -101,7 +102,7 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     # the framework's scheduler budget decides the prompts per step when the row leaves prefill_batch blank
     n = prompts_per_step(wl, factors(p), p.pc)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, p.pc.attn_replicas, n, wl.decode_workers,
-                       d.pc.attn_replicas, cap, wl.decode_batch or 0, base.graph_sizes)
+                       d.pc.attn_replicas, cap, wl.decode_batch or 0, base.graph_sizes, synced_ranks(d.model, p.pc))
     batch = shape.graph_batch or shape.running  # the decode step's GPU work runs the padded batch
     pre = prefill_step(d.model, d.hw, p.pc, d.prec, base_p, wl.isl, shape.prompts_per_step)
     dec = decode_step(d.model, d.hw, d.pc, d.prec, base, batch, wl.isl + wl.osl / 2, wl.mtp)
@@ -220,8 +221,19 @@ def coverage(rows: Sequence[Mapping[str, Any]], prepared: Sequence[Prepared]) ->
             f"TTFT and TPOT under the convention's labels)"]
 
 
-def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
-    """(TTFT s, TPOT s) under factor settings `params` (keys of accuracy.PARAMS / NEUTRAL)."""
+@dataclass(frozen=True)
+class LoopInputs:
+    """What `disagg_times` takes for one row under a factor setting (seconds; first_token_iterations in steps)."""
+
+    prefill_s: float
+    decode_s: float
+    overhead_s: float
+    first_token_iterations: float
+    burst_share: float | None
+
+
+def loop_inputs(p: Prepared, params: Mapping[str, float]) -> LoopInputs:
+    """The step times (each pool's serving loop applied) and the TTFT constants under `params`."""
     e = p.case.decode.hw.efficiency
     q = {**NEUTRAL, **params}
     r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
@@ -236,9 +248,16 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     fd = replace(p.base_d, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])
     pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, fp, layers=p.prefill.layers)
     dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, fd, layers=p.decode.layers)
+    return LoopInputs(pre, dec, q["request_overhead_s"], ServingPolicy.of(fd).first_token_iterations,
+                      q.get("burst_share"))
+
+
+def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
+    """(TTFT s, TPOT s) under factor settings `params` (keys of accuracy.PARAMS / NEUTRAL)."""
+    li = loop_inputs(p, params)
     wl = p.case.workload
-    t = disagg_times(p.shape, pre, dec, p.transfer_s, wl.concurrency, wl.osl, q["request_overhead_s"],
-                     wl.benchmark_waves, wl.mtp, wl.mtp_accept, ServingPolicy.of(fd).first_token_iterations, q.get("burst_share"))
+    t = disagg_times(p.shape, li.prefill_s, li.decode_s, p.transfer_s, wl.concurrency, wl.osl, li.overhead_s,
+                     wl.benchmark_waves, wl.mtp, wl.mtp_accept, li.first_token_iterations, li.burst_share)
     return t.ttft_s, t.tpot_s
 
 
@@ -308,7 +327,7 @@ def disagg_factors_without(prepared: Sequence[Prepared], fam: str, fitted) -> Ca
     architectures: a held-out row gets its pair's, else its framework's pooled, else the defaults."""
     from fit_disagg import fit_all as fit_disagg_all
 
-    fit = fit_disagg_all([q for q in prepared if q.family != fam], fitted)
+    fit = fit_disagg_all([q for q in prepared if q.family != fam], fitted)  # the shipped factors (none: {})
 
     def of(p: Prepared) -> dict:
         pairs = fit.get(p.framework, {})
@@ -346,16 +365,21 @@ def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.nda
     return et, ep, notes
 
 
-def loso_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray]:
-    """Leave one system out, on the complete rows (one architecture: no model to leave out): the burst share
-    refitted (fit_disagg.fit_all) without the held-out hardware's rows, so a held-out row gets its
-    framework's pooled fit over the other systems; the step factors stay the shipped (aggregated) ones."""
+def loso_errors(prepared: Sequence[Prepared], fitted, factors: Sequence[str] | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Leave one system out, on the complete rows (one architecture: no model to leave out): the disaggregated
+    factors (`factors`, default fit_disagg.SHIPPED_FACTORS) refitted (fit_disagg.fit_all) without the held-out
+    hardware's rows, so a held-out row gets its framework's pooled fit over the other systems; the step factors
+    stay the shipped (aggregated) ones. With no factor shipped nothing is refitted and this is (a) on the
+    complete rows."""
+    from fit_disagg import SHIPPED_FACTORS
     from fit_disagg import fit_all as fit_disagg_all
 
     rows = [p for p in prepared if p.complete]
     et, ep = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
     for hw in sorted({p.hardware for p in rows}):
-        fit = fit_disagg_all([q for q in rows if q.hardware != hw], fitted)
+        fit = fit_disagg_all([q for q in rows if q.hardware != hw], fitted,
+                             SHIPPED_FACTORS if factors is None else factors)
         for i, p in enumerate(rows):
             if p.hardware != hw:
                 continue
@@ -363,6 +387,23 @@ def loso_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.nd
             q = {**shipped_params(p, fitted), "burst_share": v.get("burst_share")}
             t, s = predict(p, q)
             et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
+    return et, ep
+
+
+def candidate_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray]:
+    """The complete rows with the candidate factors (fit_disagg.CANDIDATE_FACTORS: the burst share) fitted on
+    all of them, in-sample: what shipping them would give."""
+    from fit_disagg import CANDIDATE_FACTORS
+    from fit_disagg import fit_all as fit_disagg_all
+
+    rows = [p for p in prepared if p.complete]
+    fit = fit_disagg_all(rows, fitted, CANDIDATE_FACTORS)
+    et, ep = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    for i, p in enumerate(rows):
+        pairs = fit.get(p.framework, {})
+        v = pairs.get(p.hardware) or pairs.get("_pooled") or {}
+        t, s = predict(p, {**shipped_params(p, fitted), "burst_share": v.get("burst_share")})
+        et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
     return et, ep
 
 
@@ -438,7 +479,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     fitted = load_factors()
     et, ep = errors(prepared, lambda p: shipped_params(p, fitted))
-    print("\n".join(table(prepared, et, ep, "(a) shipped factors (aggregated fit, factors.yaml, + fitted/disagg.yaml: the burst share, fitted on the complete rows)")))
+    print("\n".join(table(prepared, et, ep, "(a) shipped factors (aggregated fit, factors.yaml, + fitted/disagg.yaml: "
+                                            "none; the prefill wait is the closed loop's)")))
     print()
     refit = fit_all(prepared, fitted)
     et, ep = errors(prepared, lambda p: refit.get((p.framework, p.hardware)) or shipped_params(p, fitted))
@@ -456,8 +498,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_cv:
         complete = [p for p in prepared if p.complete]
         et, ep = loso_errors(prepared, fitted)
-        print("\n".join(table(complete, et, ep, "(c2) complete rows, leave one system out (burst share "
-                                                "refitted without the held-out hardware; step factors shipped)")))
+        print("\n".join(table(complete, et, ep, "(c2) complete rows, leave one system out (the shipped "
+                                                "disaggregated factors, if any, refitted without the held-out "
+                                                "hardware; step factors shipped)")))
+        print()
+        from fit_disagg import CANDIDATE_FACTORS
+        et, ep = candidate_errors(prepared, fitted)
+        print("\n".join(table(complete, et, ep, f"(c3) candidate, not shipped: {', '.join(CANDIDATE_FACTORS)} "
+                                                f"fitted per framework x hardware on the complete rows, in-sample")[:4]))
+        et, ep = loso_errors(prepared, fitted, CANDIDATE_FACTORS)
+        held = table(complete, et, ep, "    the same, leave one system out")
+        print("\n".join([held[0]] + held[2:4]))
         print()
         et, ep, notes = loo_errors(prepared, fitted)
         print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out (refit without the held-out architecture)")))

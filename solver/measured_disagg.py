@@ -31,6 +31,7 @@ from solver.errors import InputError
 from solver.estimate.disagg import DisaggEstimate, DisaggWorkload, estimate_disagg
 from solver.measured import Case, _opt_int, case_from_row, factors
 from solver.specs.disagg_fitted import burst_share
+from solver.specs.hardware import Hardware
 
 POOLS = ("prefill", "decode")
 WORKER_COLUMNS = ("prefill_workers", "decode_workers")
@@ -43,6 +44,11 @@ class DisaggCase:
     prefill: Case  # specs + the prefill worker's parallel_config (its workload is the aggregated one: unused)
     decode: Case
     workload: DisaggWorkload
+
+    @property
+    def hw(self) -> Hardware:
+        """The hardware both pools run on (a row names one system; the aggregated fit's helpers read it)."""
+        return self.decode.hw
 
 
 def is_disagg(columns: Iterable[str]) -> bool:

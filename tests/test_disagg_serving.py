@@ -1,9 +1,11 @@
 """The disaggregated serving formulas (estimate.disagg.disagg_times) and the rate match, hand-computed."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from solver.estimate.disagg import disagg_times, pool_shape, workers_to_match
+from solver.estimate.disagg import closed_loop_rate, disagg_times, pool_shape, prefill_queue_wait, workers_to_match
 
 
 def shape(c: int, x: int = 1, rp: int = 1, n: int = 1, y: int = 1, rd: int = 1, cap: float = 1e9, mr: int = 0):
@@ -70,30 +72,58 @@ def test_first_wave_waits_for_the_prefill_steps_before_it() -> None:
 
 
 def test_more_prefill_workers_shorten_the_wait() -> None:
-    # 32 clients, cycle Z = 0.2 + 0.001 + 1.5 x 0.03 + 199 x 0.03 = 6.216 s -> 5.15 requests/s against 5 (one worker)
-    # or 10 (two) per second: saturated with one, rho = 0.52 with two
+    # 32 clients, cycle Z = 0.2 + 0.001 + 1.5 x 0.03 + 199 x 0.03 = 6.216 s -> at most 5.15 requests/s wanted
+    # against mu = 5 (one worker) or 10 (two) per second. One: 5 rho (6.216 + 0.1 rho / (1 - rho)) = 32 at
+    # rho = 0.8997 (the M/D/1 wait 0.897 s); two: 10 rho (6.216 + 0.1 rho / (1 - rho)) = 32 at rho = 0.5064
     one = disagg_times(shape(32, x=1, y=4, rd=8), 0.2, 0.03, 0.001, 32, 200, 0.0, 5)
     two = disagg_times(shape(32, x=2, y=4, rd=8), 0.2, 0.03, 0.001, 32, 200, 0.0, 5)
-    assert one.prefill_utilization == 1.0
-    assert two.prefill_utilization == pytest.approx(32 / 6.216 / 10)
+    assert one.prefill_utilization == pytest.approx(0.8997, abs=1e-4)
+    assert two.prefill_utilization == pytest.approx(0.5064, abs=1e-4)
+    for t in (one, two):  # Little's law over the loop
+        assert t.request_rate * (6.216 + t.prefill_wait_s) == pytest.approx(32)
     assert two.prefill_wait_s < one.prefill_wait_s
     assert two.ttft_s < one.ttft_s
 
 
-def test_light_load_waits_half_a_step_when_the_pool_is_busy() -> None:
-    # 2 clients, cycle Z = 0.1 prefill + 0.015 admission and first step + 9 x 0.01 = 0.205 s -> 9.76 requests/s
-    # against mu = 2 slots / 0.1 s = 20 per second: rho = 0.488, wait = rho x 0.1 / 2 = 24.4 ms
-    t = disagg_times(shape(2, x=2), 0.1, 0.01, 0.0, 2, 10, 0.0, 5)
-    assert t.prefill_utilization == pytest.approx(2 / 0.205 / 20)
-    assert t.prefill_wait_s == pytest.approx(2 / 0.205 / 20 * 0.05)
+def test_prefill_queue_wait_is_the_ranks_md1_queue_plus_the_workers_shared_step() -> None:
+    # rho 0.5, steps of 0.2 s: the rank's M/D/1 queue waits 0.5 x 0.2 / (2 x 0.5) = 0.1 s; with 4 ranks stepping
+    # together, an arrival at its idle rank (probability 0.5) finds the worker stepping for the others with
+    # probability 1 - 0.5^3 = 0.875 and waits half a step: + 0.5 x 0.875 x 0.1 = 0.04375 s
+    assert prefill_queue_wait(0.5, 0.2, 1) == pytest.approx(0.1)
+    assert prefill_queue_wait(0.5, 0.2, 4) == pytest.approx(0.14375)
+    assert prefill_queue_wait(0.0, 0.2, 4) == 0.0
+    assert prefill_queue_wait(1.0, 0.2, 1) == math.inf
+
+
+def test_closed_loop_rate_solves_littles_law_over_the_loop() -> None:
+    # 2 clients, cycle 0.3 s, one rank of 1 prompt per 0.1 s step (mu = 10/s): lambda (0.3 + W(lambda / 10)) = 2
+    # with W = rho 0.1 / (2 (1 - rho)) is lambda^2 - 20 lambda + 80 = 0: lambda = 10 - sqrt(20) = 5.5279 /s,
+    # W = 0.061803 s
+    lam = closed_loop_rate(2, 0.3, 10.0, 0.1, 1)
+    assert lam == pytest.approx(10 - math.sqrt(20))
+    assert lam * (0.3 + prefill_queue_wait(lam / 10, 0.1, 1)) == pytest.approx(2.0)
+
+
+def test_later_waves_queue_at_the_loops_rate_and_the_first_is_a_burst() -> None:
+    # the case above as a pool: o 5 ms, P 0.1 s, tau 10 ms (admission 15 ms), OSL 19 (18 x 10 ms): Z = 0.3 s;
+    # steady TTFT = 0.12 + 0.061803; first wave of 2 on one slot: 5 ms + 1.5 x 0.1 + 15 ms = 0.17 s;
+    # k = 5 waves: (0.17 + 4 x 0.181803) / 5
+    t = disagg_times(shape(2), 0.1, 0.01, 0.0, 2, 19, 0.005, 5)
+    assert t.prefill_wait_s == pytest.approx(0.061803, abs=1e-6)
+    assert t.ttft_steady_s == pytest.approx(0.181803, abs=1e-6)
+    assert t.ttft_first_wave_s == pytest.approx(0.17)
+    assert t.ttft_s == pytest.approx((0.17 + 4 * 0.181803) / 5, abs=1e-6)
+    assert t.request_rate == pytest.approx(10 - math.sqrt(20))
 
 
 def test_a_saturated_prefill_pool_queues_what_it_cannot_start() -> None:
     # 100 clients, cycle Z = 0.5 prefill + 0.015 admission and first step + 10 x 0.01 = 0.615 s -> 163
-    # requests/s wanted, mu = 1 / 0.5 = 2 per second: the loop runs at 2 per second, the wait is 100 / 2 - 0.615 s
+    # requests/s wanted, mu = 1 / 0.5 = 2 per second: the loop runs at (just under) 2 per second, the wait tends
+    # to 100 / 2 - 0.615 s (M/D/1 at the root: 1 - rho = 0.25 / (50 - 0.615) -> lambda = 1.990)
     t = disagg_times(shape(100), 0.5, 0.01, 0.0, 100, 11, 0.0, 5)
-    assert t.request_rate == pytest.approx(2.0)
-    assert t.prefill_wait_s == pytest.approx(100 / 2 - 0.615)
+    assert t.request_rate == pytest.approx(2.0, rel=0.01)
+    assert t.prefill_wait_s == pytest.approx(100 / 2 - 0.615, rel=0.01)
+    assert t.prefill_wait_s > 100 / 2 - 0.615
 
 
 def test_requests_beyond_the_decode_slots_wait_for_one() -> None:

@@ -22,20 +22,40 @@ ranks, R_d replicas) serve a closed loop of C client requests of ISL / OSL token
     TPOT     = tau / m                          m = tokens per step (MTP)
     Z   [s]  = o + P_n + T_kv + a + (OSL - 1) TPOT    a request's cycle without waiting
     C_f      = min(C, y R_d B)                  requests that hold a decode slot (the rest wait for one)
-    lambda   = min(C_f / Z, mu)                 the closed loop's asymptotic bounds: the clients' rate, or the
-                                                prefill pool's capacity when that is the bottleneck
-    W_q      = rho P_n / 2                      rho = lambda / mu < 1: a request finds the pool mid-step with
-                                                probability rho and waits half a step
-             = C_f / mu - Z                     saturated (C_f / Z >= mu): the queue holds what the pool cannot start
+
+The prefill wait, from the closed loop (no fitted share). A benchmark run sends k x C requests (k = the benchmark
+waves, estimate.serving.DEFAULT_BENCHMARK_WAVES): every client sends k requests one after the other.
+
+First wave (all C at once): request i waits ceil(i / (x R_p n)) prefill steps,
+TTFT_1 = o + P_n * mean_i ceil(i / (x R_p n)) + T_kv + a.
+
+Later waves do not re-form the burst: the first wave leaves the prefill pool one step's worth at a time, so its
+requests finish and return spread over at least the time the burst took to prefill (the decode steps only stretch
+the spacing as the batch fills), and the clients' cycles mix them. They reach the pool as a stream of rate lambda
+and queue as random arrivals at the ranks that serve them (a loop without noise would not wait at all below
+saturation; the measured rows wait as random arrivals do: benchmarks/disagg_wait_variants.py). Each of the x R_p
+attention ranks of the pool queues its own requests (lambda_r = lambda / (x R_p) on average; the engine routes a
+request to a rank by its id, not by the ranks' load: docs/disagg.md) and prefills up to n per step;
+the R_s ranks of a worker that step together (serving.synced_ranks: a MoE model's attention replicas, whose
+expert all-to-all synchronises them; a dense model's replicas are independent, R_s = 1) run a step while any of
+them has work:
+
+    rho      = lambda / mu                      each rank's utilisation
+    W_q(rho) = rho P_n / (2 (1 - rho))          the rank's own queue (M/D/1 with deterministic steps; exact at
+                                                n = 1, as every measured row runs; for n > 1 a step of n is one
+                                                service, which states the queue at its n = 1 size)
+             + (1 - rho) (1 - (1 - rho)^(R_s - 1)) P_n / 2
+                                                an arrival that finds its rank idle still waits for the step the
+                                                worker runs for its other ranks: half a step on average
+    lambda   : lambda (Z + W_q(lambda / mu)) = C_f    (Little's law over the loop; W_q grows without bound as
+                                                rho -> 1, so the root is below mu; bisection)
     TTFT_ss  = o + W_q + P_n + T_kv + a         steady state: wait, prefill, transfer, the first decode step
 
-First wave (a benchmark starts with all C requests at once): request i waits ceil(i / (x R_p n)) prefill steps,
-TTFT_1 = o + P_n * mean_i ceil(i / (x R_p n)) + T_kv + a. The benchmark mean is
-phi TTFT_1 + (1 - phi) TTFT_ss, phi = the share of requests that reach the prefill pool in a burst: 1 / k when only
-the first of k waves is one (k as in estimate.serving), up to 1 when the closed loop re-forms the burst every wave
-(a cohort that decodes together finishes together); fitted per framework x hardware on the measured xPyD rows
-(solver/frameworks/fitted/disagg.yaml; a per-request hand-off cost fitted beside it traded off against phi and
-did not carry to held-out systems, so it is not modelled). Requests beyond the decode slots (C > y R_d B) wait
+When the prefill pool is the bottleneck (C_f / Z >> mu) the root tends to lambda -> mu and W_q -> C_f / mu - Z:
+the queue holds what the pool cannot start. The benchmark mean is (TTFT_1 + (k - 1) TTFT_ss) / k: the share of
+requests that wait in a burst is the first wave's, 1 / k (`burst_share` overrides it; nothing is fitted: a
+per-(framework, hardware) share fitted on the measured rows did better in-sample and worse on held-out systems,
+benchmarks/README.md, "Disaggregated prefill/decode"). Requests beyond the decode slots (C > y R_d B) wait
 for a slot: W_slot = (C_r - B) / B * (TTFT + (OSL - 1) TPOT), C_r = ceil(C / (y R_d)). Throughput by Little's
 law: C * OSL / (TTFT + (OSL - 1) TPOT), per GPU over x W_p + y W_d ranks.
 
@@ -57,7 +77,7 @@ from solver.estimate.memory import (
 from solver.estimate.serving import (
     DEFAULT_BENCHMARK_WAVES, ServingPolicy, Workload, decode_step, first_wave_groups, graph_batch,
     kernels_launched, kv_capacity_per_replica, mtp_tokens_per_step, prefill_step, request_overhead, step_layers,
-    step_time, token_budget,
+    step_time, synced_ranks, token_budget,
 )
 from solver.estimate.step import StepCost
 from solver.specs.hardware import Hardware, Tier
@@ -127,14 +147,17 @@ class PoolShape:
     running: int  # B: sequences decoding together per decode replica
     graph_batch: int = 0  # batch the decode step runs on the GPU (padded to a CUDA graph); 0 = `running`
     eager_decode: bool = False  # the running batch exceeds the largest captured graph
+    prefill_synced: int = 1  # attention ranks of a prefill worker that step together (serving.synced_ranks)
 
 
 def pool_shape(concurrency: int, prefill_workers: int, prefill_replicas: int, prompts_per_step: int,
                decode_workers: int, decode_replicas: int, kv_capacity_per_replica: float,
-               max_running: int = 0, graph_sizes: tuple[int, ...] = ()) -> PoolShape:
+               max_running: int = 0, graph_sizes: tuple[int, ...] = (), prefill_synced: int = 1) -> PoolShape:
     """B = min(C_r, KV capacity, the engine's cap per replica); n is at least 1 and at most the prompts a
     replica can ever hold at once (C spread over the prefill replicas). The decode step runs B padded to the
-    decode engine's next captured CUDA-graph size (serving.graph_batch)."""
+    decode engine's next captured CUDA-graph size (serving.graph_batch). prefill_synced: the prefill worker's
+    attention ranks that step together (serving.synced_ranks: a MoE model's replicas; a dense model's are
+    independent, 1)."""
     per_replica = max(1, math.ceil(concurrency / (decode_workers * decode_replicas)))
     running = min(per_replica, max(1, int(kv_capacity_per_replica)))
     if max_running > 0:
@@ -142,7 +165,7 @@ def pool_shape(concurrency: int, prefill_workers: int, prefill_replicas: int, pr
     n = max(1, min(prompts_per_step, math.ceil(concurrency / (prefill_workers * prefill_replicas))))
     padded, eager = graph_batch(running, graph_sizes)
     return PoolShape(prefill_workers, prefill_replicas, n, decode_workers, decode_replicas, per_replica, running,
-                     padded, eager)
+                     padded, eager, max(1, prefill_synced))
 
 
 @dataclass(frozen=True)
@@ -163,6 +186,36 @@ class DisaggTimes:
     decode_step_s: float = 0.0  # tau
 
 
+def prefill_queue_wait(rho: float, prefill_s: float, ranks_per_worker: int) -> float:
+    """W_q [s] of a request reaching a prefill rank at utilisation rho (module docstring): the rank's own M/D/1
+    queue of steps of prefill_s, plus half a step when the rank is idle but the worker steps for its other
+    ranks (`ranks_per_worker` = R_s attention ranks stepping together). rho in [0, 1); inf at 1."""
+    if rho >= 1.0:
+        return math.inf
+    own = rho * prefill_s / (2.0 * (1.0 - rho))
+    others_busy = 1.0 - (1.0 - rho) ** max(0, ranks_per_worker - 1)
+    return own + (1.0 - rho) * others_busy * prefill_s / 2.0
+
+
+# Bisection steps for the closed loop's rate: the bracket (0, mu) shrinks to 2^-60 of mu, far below any
+# step-time resolution.
+LOOP_BISECTION_STEPS = 60
+
+
+def closed_loop_rate(flowing: float, cycle_s: float, mu: float, prefill_s: float, ranks_per_worker: int) -> float:
+    """lambda [1/s] with lambda (cycle_s + W_q(lambda / mu)) = flowing: `flowing` clients each cycling through
+    cycle_s (Z) plus the prefill queue's wait. The left side rises from 0 to inf on (0, mu), so the root is
+    unique; bisection keeps it pure and cheap (LOOP_BISECTION_STEPS evaluations)."""
+    lo, hi = 0.0, mu
+    for _ in range(LOOP_BISECTION_STEPS):
+        lam = 0.5 * (lo + hi)
+        if lam * (cycle_s + prefill_queue_wait(lam / mu, prefill_s, ranks_per_worker)) > flowing:
+            hi = lam
+        else:
+            lo = lam
+    return lo
+
+
 def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s: float, concurrency: int,
                  osl: int, overhead_s: float, waves: int, mtp: int = 0, mtp_accept: float = 1.0,
                  first_token_iterations: float = 0.0, burst_share: float | None = None) -> DisaggTimes:
@@ -170,7 +223,8 @@ def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s
 
     prefill_s: one prefill step of `shape.prompts_per_step` prompts on a replica as the engine runs it (P_n);
     decode_s: one decode step of `shape.running` sequences as the engine runs it (tau); transfer_s: one request's
-    KV transfer; first_token_iterations: i_ft of the decode engine; burst_share: phi (None: 1 / k).
+    KV transfer; first_token_iterations: i_ft of the decode engine; burst_share: the share of requests that wait
+    in a burst (None: the first wave's, 1 / k).
     """
     m = mtp_tokens_per_step(mtp, mtp_accept)
     tau = decode_s
@@ -181,12 +235,10 @@ def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s
     flowing = min(concurrency, shape.decode_workers * shape.decode_replicas * shape.running)
     admit = (DECODE_ADMISSION_STEPS + first_token_iterations) * tau
     base = overhead_s + prefill_s + transfer_s + admit
-    rate = flowing / (base + decode_after_s)
-    if rate >= mu:  # the prefill pool is the bottleneck: the wait absorbs what it cannot start
-        rho, wait = 1.0, flowing / mu - (base + decode_after_s)
-    else:
-        rho = rate / mu
-        wait = rho * prefill_s / 2
+    cycle = base + decode_after_s
+    rate = closed_loop_rate(flowing, cycle, mu, prefill_s, shape.prefill_synced)
+    rho = rate / mu
+    wait = max(0.0, flowing / rate - cycle)  # = W_q(rho) at the root (Little's law over the loop)
     steady = base + wait
     first = overhead_s + prefill_s * first_wave_groups(concurrency, per_step) + transfer_s + admit
     phi = 1.0 / max(1, waves) if burst_share is None else burst_share
@@ -194,7 +246,7 @@ def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s
     slot_wait = max(0, shape.per_replica - shape.running) / shape.running * (served + decode_after_s)
     ttft = served + slot_wait
     return DisaggTimes(ttft, tpot, ttft + decode_after_s, first, steady, wait, prefill_s, transfer_s, admit,
-                       slot_wait, rho, rho * mu, mu, tau)
+                       slot_wait, rho, rate, mu, tau)
 
 
 def workers_to_match(decode_rate: float, prefill_rate_per_worker: float, utilization: float = 1.0) -> int:
@@ -226,7 +278,7 @@ class DisaggWorkload:
     mtp_accept: float = DEFAULT_MTP_ACCEPT
     benchmark_waves: int = DEFAULT_BENCHMARK_WAVES
     request_overhead_s: float | None = None  # None: the fitted value of the framework x hardware, else default
-    burst_share: float | None = None  # phi; None: 1 / benchmark_waves (solver.specs.disagg_fitted.burst_share)
+    burst_share: float | None = None  # share waiting in a burst; None: the first wave's, 1 / benchmark_waves
 
 
 @dataclass(frozen=True)
@@ -295,7 +347,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, mem_opts, wl.mtp)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,
                        prompts_per_step(wl, f_prefill, prefill_pc), wl.decode_workers, decode_pc.attn_replicas,
-                       cap, wl.decode_batch or 0, f_decode.graph_sizes)
+                       cap, wl.decode_batch or 0, f_decode.graph_sizes, synced_ranks(model, prefill_pc))
     pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, wl.isl, shape.prompts_per_step)
     dec_batch = shape.graph_batch or shape.running  # the decode step runs the padded batch
     dec = decode_step(model, hw, decode_pc, prec, f_decode, dec_batch, wl.isl + wl.osl / 2, wl.mtp)
@@ -321,5 +373,5 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
 __all__ = [
     "DisaggWorkload", "DisaggEstimate", "estimate_disagg", "prompts_per_step", "kv_bytes_per_request",
     "kv_transfer", "transfer_tier", "Transfer", "PoolShape", "pool_shape", "DisaggTimes", "disagg_times",
-    "workers_to_match", "DECODE_ADMISSION_STEPS"
+    "workers_to_match", "DECODE_ADMISSION_STEPS", "prefill_queue_wait", "closed_loop_rate", "LOOP_BISECTION_STEPS"
 ]

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from solver.specs.fitted import fitted_dir, read_factors
 
-# keys the file may carry per (framework, hardware):
-#   burst_share  [-] share of requests that reach the prefill pool in a burst (1/k: only the first of k waves)
+# keys the file may carry per (framework, hardware) (the shipped file carries none: the prefill wait is the closed
+# loop's, estimate/disagg.py; fit_disagg.py --write-candidate writes the candidate):
+#   burst_share  [-] share of requests that reach the prefill pool in a burst (the loop's: 1/k, the first wave)
 DISAGG_FACTORS = ("burst_share",)
 
 
@@ -22,8 +23,8 @@ def disagg_fitted(path: Path | None = None) -> dict[str, dict[str, dict[str, flo
 
 
 def disagg_factors(framework: str, hardware: str, path: Path | None = None) -> dict[str, float]:
-    """The (framework, hardware) pair's fit, else the framework's pooled fit (`_pooled`), else {} (phi = 1 / k:
-    the estimator's default)."""
+    """The (framework, hardware) pair's fit, else the framework's pooled fit (`_pooled`), else {} (the estimator
+    derives the wait: the first of k waves is a burst)."""
     fw = disagg_fitted(path).get(framework, {})
     pair = fw.get(hardware) or fw.get("_pooled") or {}
     return {k: float(pair[k]) for k in DISAGG_FACTORS if k in pair}
