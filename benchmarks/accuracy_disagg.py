@@ -61,7 +61,7 @@ from solver.measured import factors  # noqa: E402
 from solver.measured_disagg import (  # noqa: E402
     POOL_SIZE_COLUMNS, POOLS, DisaggCase, case_from_disagg_row, is_complete, predict_disagg_row, worker_count_spread,
 )
-from solver.specs.framework import apply_fitted  # noqa: E402
+from solver.specs.fitted import apply_fitted  # noqa: E402
 
 DEFAULT_CSV = REPO.parent / "shared" / "facts" / "calibration" / "measured_disagg_calibration.csv"
 
