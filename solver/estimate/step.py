@@ -150,6 +150,17 @@ def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
     cp 1 pass through."""
     if w.phase != "decode" or pc.cp_size == 1:
         return pc, w
+    key = (pc.key(), w)
+    hit = _DECODE_LAYOUTS.get(key)
+    if hit is not None:
+        return hit
+    if len(_DECODE_LAYOUTS) >= _BLOCK_CACHE_MAX:
+        _DECODE_LAYOUTS.clear()
+    hit = _DECODE_LAYOUTS[key] = _decode_layout(pc, w)
+    return hit
+
+
+def _decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
     spread = min(float(pc.cp_size), max(1.0, w.sequences))  # ranks of the group that hold a sequence
     busy = (w.busy_replicas if w.busy_replicas > 0 else pc.attn_replicas) * spread
     dp = pc.model_copy(update={"cp_size": 1})
@@ -157,6 +168,10 @@ def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
                        logits_tokens=w.logits_tokens / spread,
                        busy_replicas=busy if spread < pc.cp_size or w.busy_replicas > 0 else 0.0)
 
+
+# decode_layout per (config, work): the planner's tables ask for the same one for every block and group (both
+# frozen, so the pair handed out is shared)
+_DECODE_LAYOUTS: dict[tuple, tuple[ParallelConfig, Work]] = {}
 
 # One block's ops and collectives for one (hardware, parallel config, precision, factors, work): the planner's
 # tables and pipeline stages ask for the same block under the same kit many times (every stage of a pipeline
@@ -170,9 +185,10 @@ def _pc_key(pc: ParallelConfig) -> tuple:
     return pc.key()
 
 
-def block_cost(block, kit: Kit) -> tuple[list[OpCost], list[CommCost]]:
-    """(ops, collectives) of one instance of `block`; its KV gather hides behind its own attention core."""
-    key = (id(block), id(kit.hw), id(kit.prec), id(kit.f), _pc_key(kit.pc), kit.w)
+def block_cost(block, kit: Kit, pc_key: tuple | None = None) -> tuple[list[OpCost], list[CommCost]]:
+    """(ops, collectives) of one instance of `block`; its KV gather hides behind its own attention core.
+    `pc_key`: kit.pc.key() when the caller has it already."""
+    key = (id(block), id(kit.hw), id(kit.prec), id(kit.f), pc_key or _pc_key(kit.pc), kit.w)
     hit = _BLOCK_CACHE.get(key)
     if hit is not None and hit[0] is block and hit[1] is kit.hw and hit[2] is kit.prec and hit[3] is kit.f:
         return hit[4], hit[5]
@@ -205,6 +221,7 @@ def step_items(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisi
     unscaled records: step_cost scales them into a StepCost, the planner's tables sum them (group_cost)."""
     pc, w = decode_layout(pc, w)
     kit = Kit(hw, pc, prec, f, w)
+    pc_key = pc.key()
     blocks = model.block_groups
     if mtp_layers and model.mtp_modules:
         blocks = blocks + block_counts([(layer, mtp_layers) for layer in model.mtp_modules[0]])
@@ -214,7 +231,7 @@ def step_items(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisi
             continue
         if modules is not None and not (block_modules(block) & modules):
             continue
-        ops, comms = block_cost(block, kit)
+        ops, comms = block_cost(block, kit, pc_key)
         out.append((ops, comms, n, False))
     if attention_only:
         return out

@@ -107,17 +107,48 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
     knobs are read from `pc`; `attention_only` costs the mixers alone (the attention group's choices)."""
     # the blocks holding a wanted module (every op's module is one its block's parameters declare:
     # tests/test_planner_exact.py), NONE standing for the modules no knob owns
-    modules = frozenset(m for m, g in groups.items() if (g or NONE) in want)
+    modules = _wanted_modules(groups, want)
     stages = _stages(model, pc, w, mtp_layers)
     per: dict[str, list[list[float]]] = {g: [[0.0] * len(stages), [0.0] * len(stages)] for g in want}
     for s, (sm, spc, sw, mtp, absent) in enumerate(stages):
         for ops, comms, n, _ in step_items(sm, hw, spc, prec, f, sw, mtp, attention_only, modules):
-            for module, t, k in _module_sums(ops, comms):
-                g = groups.get(module) or NONE
-                if g in per and module not in absent:
-                    per[g][0][s] += t * n
-                    per[g][1][s] += k * n
+            # module by module, in the records' order: the same additions (and roundings) as step_cost's
+            for g, t, k in _wanted_sums(ops, comms, groups, want, absent):
+                acc = per[g]
+                acc[0][s] += t * n
+                acc[1][s] += k * n
     return {g: Share(tuple(v[0]), tuple(v[1])) for g, v in per.items()}
+
+
+_WANTED: dict[tuple[int, tuple[str, ...]], tuple[dict, frozenset[str]]] = {}
+
+
+def _wanted_modules(groups: dict[str, str | None], want: tuple[str, ...]) -> frozenset[str]:
+    """The modules of the groups in `want` (NONE: those no knob owns), per (groups object, want)."""
+    hit = _WANTED.get((id(groups), want))
+    if hit is not None and hit[0] is groups:
+        return hit[1]
+    out = frozenset(m for m, g in groups.items() if (g or NONE) in want)
+    _WANTED[(id(groups), want)] = (groups, out)
+    return out
+
+
+_GROUP_SUMS: dict[tuple, tuple] = {}
+
+
+def _wanted_sums(ops: list, comms: list, groups: dict[str, str | None], want: tuple[str, ...],
+                 absent: frozenset[str]) -> tuple[tuple[str, float, float], ...]:
+    """_module_sums kept to the modules of the groups in `want` and not `absent`, each with its group."""
+    key = (id(ops), id(groups), want, absent)
+    hit = _GROUP_SUMS.get(key)
+    if hit is not None and hit[0] is ops and hit[1] is comms and hit[2] is groups:
+        return hit[3]
+    out = tuple((g, t, k) for module, t, k in _module_sums(ops, comms)
+                for g in (groups.get(module) or NONE,) if g in want and module not in absent)
+    if len(_GROUP_SUMS) >= _SUMS_MAX:
+        _GROUP_SUMS.clear()
+    _GROUP_SUMS[key] = (ops, comms, groups, out)
+    return out
 
 
 # Per-module sums of one block's records: block_cost hands out the same lists for the same block and kit, so

@@ -136,6 +136,7 @@ class Tables:
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _plans: dict[tuple[int, tuple], StepPlan] = field(default_factory=dict)
+    _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -163,6 +164,13 @@ class Tables:
             pc = self._pcs[key] = ParallelConfig(world_size=self.world, **values)
         return pc
 
+    def _attn_pc(self, i: int) -> ParallelConfig:
+        """The config of attention choice i, other knobs at 1."""
+        pc = self._attn_pcs.get(i)
+        if pc is None:
+            pc = self._attn_pcs[i] = self._pc(dict(zip(GROUPS["attn"], self.choices["attn"][i])))
+        return pc
+
     def _layout_pc(self, key: tuple[int, ...], **more: int) -> ParallelConfig:
         tp, cp, kvp, sp, pp = key
         return self._pc({"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "pp_size": pp,
@@ -179,8 +187,10 @@ class Tables:
             self._shares[key] = hit
         return hit
 
-    def _none(self, pc: ParallelConfig, w: Work | None, mtp: int) -> dict[str, Share] | None:
-        """The unowned modules' share; nothing to cost when no block (of the stack or MTP) holds one."""
+    def _none(self, pc: ParallelConfig, w: Work | None, mtp: int, pipe: Pipeline | None = None
+              ) -> dict[str, Share] | None:
+        """The unowned modules' share; nothing to cost when no block (of the stack or MTP) holds one. `pipe`:
+        the step's pipeline (pipeline_of), when the caller has it."""
         if w is None:
             return None
         if self._unowned_blocks is None:
@@ -189,7 +199,7 @@ class Tables:
             blocks += [b for layer in (self.model.mtp_modules[0] if self.model.mtp_modules else ()) for b in layer.blocks]
             self._unowned_blocks = any(block_modules(b) & unowned for b in blocks)
         if not self._unowned_blocks:
-            stages = pipeline_of(self.model, self.hw, pc, self.f, w, mtp).stages
+            stages = (pipe or pipeline_of(self.model, self.hw, pc, self.f, w, mtp)).stages
             return {NONE: Share((0.0,) * stages, (0.0,) * stages)}
         return self._share(pc, w, mtp, (NONE,))
 
@@ -211,12 +221,11 @@ class Tables:
             mtp = sp.mtp_layers
             pre_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.pre_work, 0) if sp.pre_work else None
             dec_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.dec_work, mtp) if sp.dec_work else None
-            none_pre = self._none(rep, sp.pre_work, 0)
-            none_dec = self._none(rep, sp.dec_work, mtp)
+            none_pre = self._none(rep, sp.pre_work, 0, pre_pipe)
+            none_dec = self._none(rep, sp.dec_work, mtp, dec_pipe)
             attn = {}
             for i in self.layouts()[key]:
-                c = self.choices["attn"][i]
-                pc = self._pc(dict(zip(GROUPS["attn"], c)))
+                pc = self._attn_pc(i)
                 pre = self._share(pc, sp.pre_work, 0, ("attn",), attention_only=True)
                 dec = self._share(pc, sp.dec_work, mtp, ("attn",), attention_only=True)
                 attn[i] = (pre["attn"] + none_pre[NONE] if pre else None, dec["attn"] + none_dec[NONE] if dec else None)
