@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
-import numpy as np
-
 from solver.plan.group_cost import Share
 
 Option = tuple[Share | None, Share | None]  # (prefill share, decode share) of one choice
@@ -56,48 +54,6 @@ def nondominated(points: Iterable[tuple[float, ...]]) -> list[tuple[float, ...]]
     return out
 
 
-# from this many points on, the Pareto filters run in numpy (the same set, in the same order: below it the
-# arrays cost more than they save)
-NUMPY_MIN = 64
-_BLOCK = 1 << 22  # comparisons per numpy block of the many-coordinate dominance test
-
-
-def _nondominated_array(a: np.ndarray) -> list[tuple[float, ...]]:
-    """nondominated() of the rows of `a` (float64, at least two coordinates): the same points, in the same
-    (lexicographic) order, as Python floats."""
-    a = a[np.lexsort(a.T[::-1])]
-    if len(a) > 1:  # one copy of equal points (they are adjacent once sorted)
-        a = a[np.concatenate(([True], np.any(a[1:] != a[:-1], axis=1)))]
-    n, d = a.shape
-    if d == 2:  # the sweep: keep a point whose second coordinate falls below every earlier one's
-        low = np.minimum.accumulate(a[:, 1])
-        keep = np.concatenate(([True], a[1:, 1] < low[:-1]))
-    else:  # a point is dominated when another (distinct) point is <= in every coordinate
-        keep = np.empty(n, dtype=bool)
-        step = max(1, _BLOCK // max(1, n * d))
-        for lo in range(0, n, step):
-            blk = a[lo:lo + step]
-            le = np.all(a[None, :, :] <= blk[:, None, :], axis=2)
-            le[np.arange(len(blk)), np.arange(lo, lo + len(blk))] = False
-            keep[lo:lo + step] = ~le.any(axis=1)
-    return [tuple(r) for r in a[keep].tolist()]
-
-
-def _front(vectors: list[tuple[float, ...]]) -> list[tuple[float, ...]]:
-    if len(vectors) >= NUMPY_MIN and len(vectors[0]) >= 2:
-        return _nondominated_array(np.array(vectors, dtype=np.float64))
-    return nondominated(vectors)
-
-
-def _sum_front(sums: list[tuple[float, ...]], own: list[tuple[float, ...]]) -> list[tuple[float, ...]]:
-    """The Pareto set of every sum of a partial sum and an option (the same floats either way)."""
-    d = len(own[0])
-    if len(sums) * len(own) >= NUMPY_MIN and d >= 2:
-        a = np.array(sums, dtype=np.float64)[:, None, :] + np.array(own, dtype=np.float64)[None, :, :]
-        return _nondominated_array(a.reshape(-1, d))
-    return nondominated(tuple(a + b for a, b in zip(s, o)) for s in sums for o in own)
-
-
 def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share | None, Share | None], float]
                     ) -> float:
     """min over one option per group of figure(prefill sum, decode sum), launch seconds relaxed per group.
@@ -114,10 +70,10 @@ def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share 
         lp, ld = _launch_floor(opts)
         launch_pre = [a + b for a, b in zip(launch_pre, lp)] if lp else launch_pre
         launch_dec = [a + b for a, b in zip(launch_dec, ld)] if ld else launch_dec
-        own = _front([_vector(o) for o in opts])
+        own = nondominated(_vector(o) for o in opts)
         if len(own) * len(sums) > MAX_SUMS:
             own = [tuple(map(min, zip(*own)))]
-        sums = _sum_front(sums, own)
+        sums = nondominated(tuple(a + b for a, b in zip(s, o)) for s in sums for o in own)
     best = float("inf")
     for v in sums:
         pre = Share(v[:n_pre], tuple(launch_pre)) if sample[0] is not None else None
