@@ -401,6 +401,9 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     # what does not grow with the sequences held (weights, the attention groups' buffers): once per choice
     fixed = {(g, i): _group_memory(g, model, pc, prec, mem_opts, params, groups, 0, scenario.max_seq_len,
                                    mtp_layers, part="fixed") for (g, i), pc in pcs.items()}
+    # what grows with the sequences held, per (choice, sequences held): under attention DP a small concurrency
+    # still holds one sequence per replica, so several concurrencies ask for the same figure
+    per_held: dict[tuple[str, int, int], float] = {}
     for b in space.batches:
         mem = {}
         for (g, i), pc in pcs.items():
@@ -408,8 +411,11 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                 mem[(g, i)] = fixed[(g, i)]
                 continue
             held = held_sequences(b, pc) if g == "attn" else b
-            mem[(g, i)] = fixed[(g, i)] + _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
-                                                        scenario.max_seq_len, mtp_layers, part="batch")
+            grow = per_held.get((g, i, held))
+            if grow is None:
+                grow = per_held[(g, i, held)] = _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
+                                                              scenario.max_seq_len, mtp_layers, part="batch")
+            mem[(g, i)] = fixed[(g, i)] + grow
         best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}
         if const_mem + sum(best.values()) > limit and b != min(space.batches):
             continue  # no configuration holds this many sequences: the concurrency leaves the space
