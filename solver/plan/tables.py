@@ -341,10 +341,11 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
                                            "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa",
                                            "is_moe", "o_proj_dim", "attn_dp_size"}]
     out = []
-    for tp, cp, kvp, sp, op, pp in itertools.product(d["attn_tp_size"], d["cp_size"], d["kvp_size"],
-                                                     d["attn_sp_size"], d["o_proj_tp_size"], d["pp_size"]):
-        if sum(x > 1 for x in (cp, kvp, sp)) > 1:
-            continue
+    # in itertools.product's order, the one-mode test made before the o_proj and stage loops (it reads neither)
+    splits = [(cp, kvp, sp) for cp, kvp, sp in itertools.product(d["cp_size"], d["kvp_size"], d["attn_sp_size"])
+              if (cp > 1) + (kvp > 1) + (sp > 1) <= 1]
+    for tp, (cp, kvp, sp), op, pp in itertools.product(d["attn_tp_size"], splits, d["o_proj_tp_size"],
+                                                       d["pp_size"]):
         if tp > 1 and op not in (1, tp):
             # seed Layer 1: o_proj gets its own TP only under attention DP; under attention TP it follows
             # attn_tp (written 1, or equal to attn_tp where a framework requires that spelling)
