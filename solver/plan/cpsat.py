@@ -439,7 +439,8 @@ class Planner:
     def _bound(self, vc, attention_only: bool, screen: dict[str, set[int]] | None = None,
                excluded: frozenset[tuple[int, int]] = frozenset(), relaxed: frozenset[str] = frozenset()
                ) -> tuple[float, float, float]:
-        """(L lower bound, Pe lower bound, Te lower bound) of a layout, in seconds: per stage, the smallest
+        """(L lower bound, Pe lower bound, Te lower bound) of a layout, in seconds (Pe and Te NaN unless the
+        view is complete and all groups are asked: only that view's solve reads them): per stage, the smallest
         share of every group (0 for the groups not yet tabled), the most negative pairwise correction; L is the
         exact minimum over the groups' sums (plan.bound). `screen`: only these choices (the memory screen);
         `excluded`: (dense, moe) choice pairs that make an excluded pattern with this layout. Under a TPOT
@@ -489,7 +490,10 @@ class Planner:
                     launch[s] += min(0.0, min(c.launch_s[s] for c in corr))
             return Share(tuple(gpu), tuple(launch))
 
-        pe, te = vc.step_times(low_share(0, vc.pre_pipe), low_share(1, vc.dec_pipe), self.t.f)
+        # the per-step bounds feed the search's surrogate, which only a complete view's solve reads
+        pe = te = math.nan
+        if vc.complete and not attention_only:
+            pe, te = vc.step_times(low_share(0, vc.pre_pipe), low_share(1, vc.dec_pipe), self.t.f)
         # L itself: the exact minimum over the groups' sums with memory and rules set aside (plan.bound), at
         # least F at the per-step minima (pe, te), often well above it
         groups = [list(attn.values())]
