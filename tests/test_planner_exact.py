@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from solver.estimate.compute import Work, factors_for
 from solver.estimate.params import count_params
 from solver.estimate.serving import ServingPolicy, ServingShape, Workload, estimate, serving_times
-from solver.estimate.step import step_cost
+from solver.estimate.step import module_sums, step_cost, step_items, step_sums
 from solver.plan import cpsat
 from solver.plan.solve import full_estimate_misses
 from solver.plan.tables import GROUPS, assumed_memory, build_tables, module_groups
@@ -72,6 +72,32 @@ def test_every_op_belongs_to_a_module_its_parameters_declare() -> None:
                              mtp_layers=1 if m.num_mtp_layers and phase == "decode" else 0)
             modules = {o.module for o in step.ops} | {c.module for c in step.comms}
             assert modules <= set(known), f"{name} {phase}: {sorted(modules - set(known))}"
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=st.sampled_from(CASES), tp=st.sampled_from([1, 2, 8]), cp=st.sampled_from([1, 4]),
+       moe_tp=st.sampled_from([1, 4]), phase=st.sampled_from(["prefill", "decode"]),
+       tokens=st.sampled_from([1, 7, 64, 4096]), mtp=st.sampled_from([0, 2]),
+       attention_only=st.booleans(), want=st.sampled_from([None, ("embedding",), ("lm_head",), ("o_proj", "experts")]))
+def test_the_cached_module_sums_equal_the_records_sums(case, tp, cp, moe_tp, phase, tokens, mtp, attention_only,
+                                                       want) -> None:
+    """The planner's tables add step_sums (per-module sums cached per block and kit, the records not kept): each
+    chunk must be exactly (==, not approx) the per-module sums of step_items' records, the same twice over (the
+    cached answer), with the same repeat counts and draft flags."""
+    m, h = load_model(case[0]), load_hardware(case[1])
+    prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
+    f = factors_for(h)
+    pc = ParallelConfig(world_size=16, attn_tp_size=tp, cp_size=cp, moe_tp_size=moe_tp if m.is_moe else 1,
+                        dense_tp_size=2, embed_tp_size=2, lmhead_tp_size=4)
+    w = Work(phase, tokens, 1024, max(1, tokens // 8), tokens if phase == "decode" else 1)
+    mtp = mtp if m.num_mtp_layers else 0
+    modules = frozenset(want) if want else None
+    items = step_items(m, h, pc, prec, f, w, mtp, attention_only, modules)
+    expect = [(module_sums(ops, comms), n, draft) for ops, comms, n, draft in items]
+    assert step_sums(m, h, pc, prec, f, w, mtp, attention_only, modules) == expect
+    assert step_sums(m, h, pc, prec, f, w, mtp, attention_only, modules) == expect
+    if modules is None:
+        assert expect, "a whole step costs at least one block"
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

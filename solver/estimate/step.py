@@ -150,13 +150,32 @@ def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
     cp 1 pass through."""
     if w.phase != "decode" or pc.cp_size == 1:
         return pc, w
+    key = (pc.key(), w)
+    hit = _DECODE_LAYOUTS.get(key)
+    if hit is not None:
+        return hit
+    if len(_DECODE_LAYOUTS) >= _BLOCK_CACHE_MAX:
+        _DECODE_LAYOUTS.clear()
+        _DP_LAYOUTS.clear()
+    hit = _DECODE_LAYOUTS[key] = _decode_layout(pc, w)
+    return hit
+
+
+def _decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
     spread = min(float(pc.cp_size), max(1.0, w.sequences))  # ranks of the group that hold a sequence
     busy = (w.busy_replicas if w.busy_replicas > 0 else pc.attn_replicas) * spread
-    dp = pc.model_copy(update={"cp_size": 1})
+    dp = _DP_LAYOUTS.get(pc.key())
+    if dp is None:
+        dp = _DP_LAYOUTS[pc.key()] = pc.model_copy(update={"cp_size": 1})
     return dp, replace(w, new_tokens=w.new_tokens / spread, sequences=w.sequences / spread,
                        logits_tokens=w.logits_tokens / spread,
                        busy_replicas=busy if spread < pc.cp_size or w.busy_replicas > 0 else 0.0)
 
+
+# decode_layout per (config, work): the planner's tables ask for the same one for every block and group (both
+# frozen, so the pair handed out is shared)
+_DECODE_LAYOUTS: dict[tuple, tuple[ParallelConfig, Work]] = {}
+_DP_LAYOUTS: dict[tuple, ParallelConfig] = {}  # config key -> the config with cp 1 (far fewer than the pairs)
 
 # One block's ops and collectives for one (hardware, parallel config, precision, factors, work): the planner's
 # tables and pipeline stages ask for the same block under the same kit many times (every stage of a pipeline
@@ -170,19 +189,67 @@ def _pc_key(pc: ParallelConfig) -> tuple:
     return pc.key()
 
 
-def block_cost(block, kit: Kit) -> tuple[list[OpCost], list[CommCost]]:
-    """(ops, collectives) of one instance of `block`; its KV gather hides behind its own attention core."""
-    key = (id(block), id(kit.hw), id(kit.prec), id(kit.f), _pc_key(kit.pc), kit.w)
+def _records(block, kit: Kit) -> tuple[list[OpCost], list[CommCost]]:
+    ops = block.ops(kit)
+    hide = sum(o.compute_s for o in ops if o.name in _HIDING_OPS)
+    return ops, block.comms(kit, hide)
+
+
+def _kit_key(block, kit: Kit, pc_key: tuple | None) -> tuple:
+    return (id(block), id(kit.hw), id(kit.prec), id(kit.f), pc_key or _pc_key(kit.pc), kit.w)
+
+
+def block_cost(block, kit: Kit, pc_key: tuple | None = None) -> tuple[list[OpCost], list[CommCost]]:
+    """(ops, collectives) of one instance of `block`; its KV gather hides behind its own attention core.
+    `pc_key`: kit.pc.key() when the caller has it already."""
+    key = _kit_key(block, kit, pc_key)
     hit = _BLOCK_CACHE.get(key)
     if hit is not None and hit[0] is block and hit[1] is kit.hw and hit[2] is kit.prec and hit[3] is kit.f:
         return hit[4], hit[5]
-    ops = block.ops(kit)
-    hide = sum(o.compute_s for o in ops if o.name in _HIDING_OPS)
-    comms = block.comms(kit, hide)
+    ops, comms = _records(block, kit)
     if len(_BLOCK_CACHE) >= _BLOCK_CACHE_MAX:
         _BLOCK_CACHE.clear()
     _BLOCK_CACHE[key] = (block, kit.hw, kit.prec, kit.f, ops, comms)
     return ops, comms
+
+
+ModuleSums = tuple[tuple[str, float, float], ...]
+
+
+def module_sums(ops: list[OpCost], comms: list[CommCost]) -> ModuleSums:
+    """(module, seconds on the step's critical path, kernel overhead seconds) of every module in the records,
+    in the order the records first name them, each the running sum over its records (as by_module adds)."""
+    acc: dict[str, list[float]] = {}
+    for o in ops:
+        a = acc.setdefault(o.module, [0.0, 0.0])
+        a[0] += o.time_s
+        a[1] += o.overhead_s
+    for c in comms:
+        acc.setdefault(c.module, [0.0, 0.0])[0] += c.exposed_s
+    return tuple((m, a[0], a[1]) for m, a in acc.items())
+
+
+# Per-module sums per (block or head, kit), for the planner's tables: they add sums, never read a record, so
+# only the sums are kept (a few floats; the records of a hundred thousand configurations would be millions
+# of objects for the garbage collector to scan). Keyed like _BLOCK_CACHE; the entry keeps the key's objects.
+_SUMS_CACHE: dict[tuple, tuple] = {}
+
+
+def _cached_sums(key: tuple, keep: tuple, build) -> ModuleSums:
+    hit = _SUMS_CACHE.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], keep)):
+        return hit[1]
+    out = build()
+    if len(_SUMS_CACHE) >= _BLOCK_CACHE_MAX:
+        _SUMS_CACHE.clear()
+    _SUMS_CACHE[key] = (keep, out)
+    return out
+
+
+def block_sums(block, kit: Kit, pc_key: tuple | None = None) -> ModuleSums:
+    """module_sums of block_cost(block, kit), without keeping the records."""
+    return _cached_sums(_kit_key(block, kit, pc_key), (block, kit.hw, kit.prec, kit.f),
+                        lambda: module_sums(*_records(block, kit)))
 
 
 _MODULES: dict[int, tuple[object, frozenset[str]]] = {}
@@ -198,37 +265,80 @@ def block_modules(block) -> frozenset[str]:
     return out
 
 
+_SELECTED: dict[tuple, tuple] = {}
+
+
+def _selected(model: ModelSpec, mtp_layers: int, attention_only: bool, modules: frozenset[str] | None, phase: str
+              ) -> tuple[list[tuple[object, float]], bool, bool]:
+    """What a step costs: the (block, count) pairs, whether the embedding / LM head, whether the MTP draft
+    heads (cached per model and question)."""
+    key = (id(model), mtp_layers, attention_only, modules, phase)
+    hit = _SELECTED.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    blocks = model.block_groups
+    if mtp_layers and model.mtp_modules:
+        blocks = blocks + block_counts([(layer, mtp_layers) for layer in model.mtp_modules[0]])
+    chosen = [(block, n) for block, n in blocks
+              if not (attention_only and block.role != "mixer")
+              and not (modules is not None and not (block_modules(block) & modules))]
+    head = not attention_only and (modules is None or bool(modules & {"embedding", "lm_head"}))
+    # each of the `mtp_layers` sequential draft passes ends in the shared lm_head over one token per
+    # sequence: its weights are read again every pass (~0.5 ms per pass for DeepSeek's 1.85 GB bf16 head
+    # on one H200 rank)
+    draft = (not attention_only and bool(mtp_layers) and phase == "decode"
+             and (modules is None or "lm_head" in modules))
+    out = (chosen, head, draft)
+    if len(_SELECTED) >= 4096:
+        _SELECTED.clear()
+    _SELECTED[key] = (model, out)
+    return out
+
+
+def _draft_records(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work
+                   ) -> tuple[list[OpCost], list[CommCost]]:
+    """One MTP draft pass's LM head: one token per sequence."""
+    dw = Work("decode", new_tokens=w.sequences, context=w.context, sequences=w.sequences,
+              logits_tokens=w.sequences, busy_replicas=w.busy_replicas)
+    return ([o for o in head_ops(model, hw, pc, prec, f, dw) if o.name == "lm_head"],
+            [c for c in head_comms(model, hw, pc, f, dw) if c.module == "lm_head"])
+
+
 def step_items(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
                mtp_layers: int = 0, attention_only: bool = False, modules: frozenset[str] | None = None
                ) -> list[tuple[list[OpCost], list[CommCost], float, bool]]:
     """A step without pipeline stages as (ops, collectives, times repeated, is an MTP draft pass) chunks of
-    unscaled records: step_cost scales them into a StepCost, the planner's tables sum them (group_cost)."""
+    unscaled records: step_cost scales them into a StepCost (the planner's tables add step_sums)."""
     pc, w = decode_layout(pc, w)
     kit = Kit(hw, pc, prec, f, w)
-    blocks = model.block_groups
-    if mtp_layers and model.mtp_modules:
-        blocks = blocks + block_counts([(layer, mtp_layers) for layer in model.mtp_modules[0]])
-    out = []
-    for block, n in blocks:
-        if attention_only and block.role != "mixer":
-            continue
-        if modules is not None and not (block_modules(block) & modules):
-            continue
-        ops, comms = block_cost(block, kit)
-        out.append((ops, comms, n, False))
-    if attention_only:
-        return out
-    if modules is None or modules & {"embedding", "lm_head"}:
+    pc_key = pc.key()
+    blocks, head, draft = _selected(model, mtp_layers, attention_only, modules, w.phase)
+    out = [(*block_cost(block, kit, pc_key), n, False) for block, n in blocks]
+    if head:
         out.append((head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w), 1, False))
-    if mtp_layers and w.phase == "decode" and (modules is None or "lm_head" in modules):
-        # each of the `mtp_layers` sequential draft passes ends in the shared lm_head over one token per
-        # sequence: its weights are read again every pass (~0.5 ms per pass for DeepSeek's 1.85 GB bf16 head
-        # on one H200 rank)
-        dw = Work("decode", new_tokens=w.sequences, context=w.context, sequences=w.sequences,
-                  logits_tokens=w.sequences, busy_replicas=w.busy_replicas)
-        draft = [o for o in head_ops(model, hw, pc, prec, f, dw) if o.name == "lm_head"]
-        comms = [c for c in head_comms(model, hw, pc, f, dw) if c.module == "lm_head"]
-        out.append((draft, comms, mtp_layers, True))
+    if draft:
+        out.append((*_draft_records(model, hw, pc, prec, f, w), mtp_layers, True))
+    return out
+
+
+def step_sums(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
+              mtp_layers: int = 0, attention_only: bool = False, modules: frozenset[str] | None = None
+              ) -> list[tuple[ModuleSums, float, bool]]:
+    """step_items as (module_sums of the chunk, times repeated, is an MTP draft pass): what the planner's
+    tables add up (plan.group_cost), with only the sums cached."""
+    pc, w = decode_layout(pc, w)
+    kit = Kit(hw, pc, prec, f, w)
+    pc_key = pc.key()
+    blocks, head, draft = _selected(model, mtp_layers, attention_only, modules, w.phase)
+    out = [(block_sums(block, kit, pc_key), n, False) for block, n in blocks]
+    keep = (model, hw, prec, f)
+    ids = (id(model), id(hw), id(prec), id(f), pc_key, w)
+    if head:
+        out.append((_cached_sums(("head", *ids), keep, lambda: module_sums(
+            head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w))), 1, False))
+    if draft:
+        out.append((_cached_sums(("draft", *ids), keep, lambda: module_sums(
+            *_draft_records(model, hw, pc, prec, f, w))), mtp_layers, True))
     return out
 
 

@@ -368,6 +368,7 @@ class Planner:
         self._answers: dict[tuple, dict[str, int]] = {}  # answers so far: seeds for the next questions
         self._layouts = t.layouts()
         self._screens: dict[tuple[int, tuple], dict[str, set[int]] | None] = {}
+        self._screen_rest: dict[tuple[int, int], dict[str, tuple[list[tuple[int, int]], int | None]]] = {}
         self._bound_memo: dict[tuple, tuple] = {}
 
     def rules(self, b: int) -> list:
@@ -445,21 +446,31 @@ class Planner:
         if hit is not False:
             return hit
         t, pp = self.t, key[4]
-        opts = {"attn": list(self._layouts[key])}
-        for g in GROUPS:
-            if g != "attn":
-                opts[g] = [j for j, c in enumerate(t.choices[g]) if c[-1] == pp]
-        mem = {g: {j: memory_coef(t, b, g, j) for j in js} for g, js in opts.items()}
-        low = {g: min(m.values()) for g, m in mem.items() if m}
-        slack = memory_cap(t) - sum(low.values())
-        out = None if slack < 0 else {g: {j for j, v in m.items() if v - low[g] <= slack} for g, m in mem.items()}
+        # the other groups' coefficients are the same for every layout of this stage count: once per (b, pp)
+        rest = self._screen_rest.get((b, pp))
+        if rest is None:
+            rest = {}
+            for g in GROUPS:
+                if g != "attn":
+                    m = [(j, memory_coef(t, b, g, j)) for j, c in enumerate(t.choices[g]) if c[-1] == pp]
+                    rest[g] = (m, min(v for _, v in m) if m else None)
+            self._screen_rest[(b, pp)] = rest
+        attn = [(i, memory_coef(t, b, "attn", i)) for i in self._layouts[key]]
+        low_attn = min(v for _, v in attn)  # integers: the sum is exact in any order
+        slack = memory_cap(t) - low_attn - sum(lo for _, lo in rest.values() if lo is not None)
+        out = None
+        if slack >= 0:
+            out = {"attn": {i for i, v in attn if v - low_attn <= slack}}
+            for g, (m, lo) in rest.items():
+                out[g] = {j for j, v in m if v - lo <= slack}
         self._screens[(b, key)] = out
         return out
 
     def _bound(self, vc, attention_only: bool, screen: dict[str, set[int]] | None = None,
                excluded: frozenset[tuple[int, int]] = frozenset(), relaxed: frozenset[str] = frozenset()
                ) -> tuple[float, float, float]:
-        """(L lower bound, Pe lower bound, Te lower bound) of a layout, in seconds: per stage, the smallest
+        """(L lower bound, Pe lower bound, Te lower bound) of a layout, in seconds (Pe and Te NaN unless the
+        view is complete and all groups are asked: only that view's solve reads them): per stage, the smallest
         share of every group (0 for the groups not yet tabled), the most negative pairwise correction; L is the
         exact minimum over the groups' sums (plan.bound). `screen`: only these choices (the memory screen);
         `excluded`: (dense, moe) choice pairs that make an excluded pattern with this layout. Under a TPOT
@@ -509,7 +520,10 @@ class Planner:
                     launch[s] += min(0.0, min(c.launch_s[s] for c in corr))
             return Share(tuple(gpu), tuple(launch))
 
-        pe, te = vc.step_times(low_share(0, vc.pre_pipe), low_share(1, vc.dec_pipe), self.t.f)
+        # the per-step bounds feed the search's surrogate, which only a complete view's solve reads
+        pe = te = math.nan
+        if vc.complete and not attention_only:
+            pe, te = vc.step_times(low_share(0, vc.pre_pipe), low_share(1, vc.dec_pipe), self.t.f)
         # L itself: the exact minimum over the groups' sums with memory and rules set aside (plan.bound), at
         # least F at the per-step minima (pe, te), often well above it
         groups = [list(attn.values())]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
-from solver.estimate.step import step_items
+from solver.estimate.step import step_sums
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -82,11 +82,23 @@ def _stages(model: ModelSpec, pc: ParallelConfig, w: Work, mtp_layers: int
     """(stage model, stage config, microbatch work, MTP passes, modules it lacks) per distinct stage."""
     if pc.pp_size == 1:
         return [(model, pc, w, mtp_layers, frozenset())]
+    key = (id(model), pc.key(), w, mtp_layers)
+    hit = _STAGE_WORK.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
     pp, spc = pc.pp_size, pc.stage()
     m = pipeline.microbatches(pp, w.sequences)
     micro = replace(w, new_tokens=w.new_tokens / m, sequences=w.sequences / m, logits_tokens=w.logits_tokens / m)
-    return [(st.model, spc, micro, mtp_layers if st.last else 0, st.absent_modules)
-            for st in _distinct_stages(model, pp)]
+    out = [(st.model, spc, micro, mtp_layers if st.last else 0, st.absent_modules)
+           for st in _distinct_stages(model, pp)]
+    if len(_STAGE_WORK) >= 100_000:
+        _STAGE_WORK.clear()
+    _STAGE_WORK[key] = (model, out)
+    return out
+
+
+# _stages per (model, config, work, MTP passes) under PP: every group's share at a layout asks for the same
+_STAGE_WORK: dict[tuple, tuple[ModelSpec, list]] = {}
 
 
 def pipeline_of(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work, mtp_layers: int) -> Pipeline:
@@ -107,41 +119,33 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
     knobs are read from `pc`; `attention_only` costs the mixers alone (the attention group's choices)."""
     # the blocks holding a wanted module (every op's module is one its block's parameters declare:
     # tests/test_planner_exact.py), NONE standing for the modules no knob owns
-    modules = frozenset(m for m, g in groups.items() if (g or NONE) in want)
+    modules = _wanted_modules(groups, want)
     stages = _stages(model, pc, w, mtp_layers)
     per: dict[str, list[list[float]]] = {g: [[0.0] * len(stages), [0.0] * len(stages)] for g in want}
     for s, (sm, spc, sw, mtp, absent) in enumerate(stages):
-        for ops, comms, n, _ in step_items(sm, hw, spc, prec, f, sw, mtp, attention_only, modules):
-            for module, t, k in _module_sums(ops, comms):
+        for sums, n, _ in step_sums(sm, hw, spc, prec, f, sw, mtp, attention_only, modules):
+            # module by module, in the records' order: the same additions (and roundings) as step_cost's
+            for module, t, k in sums:
                 g = groups.get(module) or NONE
                 if g in per and module not in absent:
-                    per[g][0][s] += t * n
-                    per[g][1][s] += k * n
+                    acc = per[g]
+                    acc[0][s] += t * n
+                    acc[1][s] += k * n
     return {g: Share(tuple(v[0]), tuple(v[1])) for g, v in per.items()}
 
 
-# Per-module sums of one block's records: block_cost hands out the same lists for the same block and kit, so
-# the sums are kept with the lists (alive in the entry, so an id is never reused while it is cached)
-_SUMS: dict[int, tuple] = {}
-_SUMS_MAX = 200_000
+_WANTED: dict[tuple[int, tuple[str, ...]], tuple[dict, frozenset[str]]] = {}
 
 
-def _module_sums(ops: list, comms: list) -> tuple[tuple[str, float, float], ...]:
-    """(module, seconds on the step's critical path, kernel overhead seconds) of every module in the records."""
-    hit = _SUMS.get(id(ops))
-    if hit is not None and hit[0] is ops and hit[1] is comms:
-        return hit[2]
-    acc: dict[str, list[float]] = {}
-    for o in ops:
-        a = acc.setdefault(o.module, [0.0, 0.0])
-        a[0] += o.time_s
-        a[1] += o.overhead_s
-    for c in comms:
-        acc.setdefault(c.module, [0.0, 0.0])[0] += c.exposed_s
-    out = tuple((m, a[0], a[1]) for m, a in acc.items())
-    if len(_SUMS) >= _SUMS_MAX:
-        _SUMS.clear()
-    _SUMS[id(ops)] = (ops, comms, out)
+def _wanted_modules(groups: dict[str, str | None], want: tuple[str, ...]) -> frozenset[str]:
+    """The modules of the groups in `want` (NONE: those no knob owns), per (groups object, want)."""
+    hit = _WANTED.get((id(groups), want))
+    if hit is not None and hit[0] is groups:
+        return hit[1]
+    out = frozenset(m for m, g in groups.items() if (g or NONE) in want)
+    if len(_WANTED) >= 4096:
+        _WANTED.clear()
+    _WANTED[(id(groups), want)] = (groups, out)
     return out
 
 

@@ -171,6 +171,7 @@ class Tables:
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _plans: dict[tuple[int, tuple], StepPlan] = field(default_factory=dict)
+    _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -198,6 +199,13 @@ class Tables:
             pc = self._pcs[key] = ParallelConfig(world_size=self.world, **values)
         return pc
 
+    def _attn_pc(self, i: int) -> ParallelConfig:
+        """The config of attention choice i, other knobs at 1."""
+        pc = self._attn_pcs.get(i)
+        if pc is None:
+            pc = self._attn_pcs[i] = self._pc(dict(zip(GROUPS["attn"], self.choices["attn"][i])))
+        return pc
+
     def _layout_pc(self, key: tuple[int, ...], **more: int) -> ParallelConfig:
         tp, cp, kvp, sp, pp = key
         return self._pc({"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "pp_size": pp,
@@ -214,8 +222,10 @@ class Tables:
             self._shares[key] = hit
         return hit
 
-    def _none(self, pc: ParallelConfig, w: Work | None, mtp: int) -> dict[str, Share] | None:
-        """The unowned modules' share; nothing to cost when no block (of the stack or MTP) holds one."""
+    def _none(self, pc: ParallelConfig, w: Work | None, mtp: int, pipe: Pipeline | None = None
+              ) -> dict[str, Share] | None:
+        """The unowned modules' share; nothing to cost when no block (of the stack or MTP) holds one. `pipe`:
+        the step's pipeline (pipeline_of), when the caller has it."""
         if w is None:
             return None
         if self._unowned_blocks is None:
@@ -224,7 +234,7 @@ class Tables:
             blocks += [b for layer in (self.model.mtp_modules[0] if self.model.mtp_modules else ()) for b in layer.blocks]
             self._unowned_blocks = any(block_modules(b) & unowned for b in blocks)
         if not self._unowned_blocks:
-            stages = pipeline_of(self.model, self.hw, pc, self.f, w, mtp).stages
+            stages = (pipe or pipeline_of(self.model, self.hw, pc, self.f, w, mtp)).stages
             return {NONE: Share((0.0,) * stages, (0.0,) * stages)}
         return self._share(pc, w, mtp, (NONE,))
 
@@ -336,12 +346,11 @@ class Tables:
             mtp = sp.mtp_layers
             pre_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.pre_work, 0) if sp.pre_work else None
             dec_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.dec_work, mtp) if sp.dec_work else None
-            none_pre = self._none(rep, sp.pre_work, 0)
-            none_dec = self._none(rep, sp.dec_work, mtp)
+            none_pre = self._none(rep, sp.pre_work, 0, pre_pipe)
+            none_dec = self._none(rep, sp.dec_work, mtp, dec_pipe)
             attn = {}
             for i in self.layouts()[key]:
-                c = self.choices["attn"][i]
-                pc = self._pc(dict(zip(GROUPS["attn"], c)))
+                pc = self._attn_pc(i)
                 pre = self._share(pc, sp.pre_work, 0, ("attn",), attention_only=True)
                 dec = self._share(pc, sp.dec_work, mtp, ("attn",), attention_only=True)
                 attn[i] = (pre["attn"] + none_pre[NONE] if pre else None, dec["attn"] + none_dec[NONE] if dec else None)
@@ -457,10 +466,11 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
                                            "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa",
                                            "is_moe", "o_proj_dim", "attn_dp_size"}]
     out = []
-    for tp, cp, kvp, sp, op, pp in itertools.product(d["attn_tp_size"], d["cp_size"], d["kvp_size"],
-                                                     d["attn_sp_size"], d["o_proj_tp_size"], d["pp_size"]):
-        if sum(x > 1 for x in (cp, kvp, sp)) > 1:
-            continue
+    # in itertools.product's order, the one-mode test made before the o_proj and stage loops (it reads neither)
+    splits = [(cp, kvp, sp) for cp, kvp, sp in itertools.product(d["cp_size"], d["kvp_size"], d["attn_sp_size"])
+              if (cp > 1) + (kvp > 1) + (sp > 1) <= 1]
+    for tp, (cp, kvp, sp), op, pp in itertools.product(d["attn_tp_size"], splits, d["o_proj_tp_size"],
+                                                       d["pp_size"]):
         if tp > 1 and op not in (1, tp):
             # seed Layer 1: o_proj gets its own TP only under attention DP; under attention TP it follows
             # attn_tp (written 1, or equal to attn_tp where a framework requires that spelling)
@@ -514,6 +524,9 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     # what does not grow with the sequences held (weights, the attention groups' buffers): once per choice
     fixed = {(g, i): _group_memory(g, model, pc, prec, mem_opts, params, groups, 0, scenario.max_seq_len,
                                    mtp_layers, part="fixed") for (g, i), pc in pcs.items()}
+    # what grows with the sequences held, per (choice, sequences held): under attention DP a small concurrency
+    # still holds one sequence per replica, so several concurrencies ask for the same figure
+    per_held: dict[tuple[str, int, int], float] = {}
     for b in space.batches:
         mem = {}
         for (g, i), pc in pcs.items():
@@ -521,8 +534,11 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                 mem[(g, i)] = fixed[(g, i)]
                 continue
             held = held_sequences(b, pc) if g == "attn" else b
-            mem[(g, i)] = fixed[(g, i)] + _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
-                                                        scenario.max_seq_len, mtp_layers, part="batch")
+            grow = per_held.get((g, i, held))
+            if grow is None:
+                grow = per_held[(g, i, held)] = _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
+                                                              scenario.max_seq_len, mtp_layers, part="batch")
+            mem[(g, i)] = fixed[(g, i)] + grow
         best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}
         if const_mem + sum(best.values()) > limit and b != min(space.batches):
             continue  # no configuration holds this many sequences: the concurrency leaves the space

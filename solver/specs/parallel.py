@@ -64,6 +64,10 @@ def absent_knob_problems(model: "ModelSpec", knobs: dict[str, int]) -> list[str]
     return out
 
 
+_STAGES: dict[tuple[int, ...], "ParallelConfig"] = {}  # ParallelConfig.key() -> its stage() (frozen: shared)
+_STAGES_MAX = 100_000
+
+
 class ParallelConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -124,8 +128,15 @@ class ParallelConfig(BaseModel):
         return tuple(self.__dict__.values())
 
     def stage(self) -> "ParallelConfig":
-        """One pipeline stage as a config of its own: the stage's ranks, no PP."""
-        return self.model_copy(update={"world_size": self.stage_world, "pp_size": 1})
+        """One pipeline stage as a config of its own: the stage's ranks, no PP (one object per config: the
+        planner's tables ask for it on every share, and a pydantic copy costs ~20 us)."""
+        key = self.key()
+        out = _STAGES.get(key)
+        if out is None:
+            if len(_STAGES) >= _STAGES_MAX:
+                _STAGES.clear()
+            out = _STAGES[key] = self.model_copy(update={"world_size": self.stage_world, "pp_size": 1})
+        return out
 
     def settings(self) -> dict[str, int]:
         """The knobs plus the non-divisor settings (redundant experts): what a parallel_config block holds."""
