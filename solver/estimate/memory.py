@@ -277,7 +277,7 @@ def ep_staging_bytes(model: ModelSpec, pc: ParallelConfig, tokens_per_rank: floa
     (zero-computation experts stay on the rank: they are not dispatched); 0 without EP."""
     if not (model.is_moe and pc.moe_ep_size > 1):
         return 0.0
-    width = max(getattr(b, "expert_width", 0) for b in model.blocks)
+    width = max(getattr(b, "expert_width", 0) for b, _ in model.block_groups)  # distinct blocks: the same max
     return 2 * tokens_per_rank * model.real_experts_per_token * width * 2
 
 
