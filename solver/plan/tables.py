@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from solver.estimate.compute import Factors, Work
 from solver.estimate.figures import Figures, StepPlan, figures, step_plan
@@ -48,6 +49,9 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
+
+if TYPE_CHECKING:
+    from solver.estimate.pipeline import Stage
 
 # Pipeline stages change every group's cost (layers per stage, ranks per stage), so the stage count is the
 # last entry of every group's choice and the planner makes all groups pick the same one (SHARED): with it
@@ -254,16 +258,17 @@ class Tables:
         rep = self._layout_pc(key)
         held = held_sequences(b, rep)
         if key[4] == 1:
-            out: ViewMemory = (self._stage_memory(b, key, None, held),)
+            out: ViewMemory = (self._stage_memory(key, None, held),)
         else:
             from solver.estimate.pipeline import stages
 
-            out = tuple(self._stage_memory(b, key, st, held) for st in stages(self.model, key[4]))
+            out = tuple(self._stage_memory(key, st, held) for st in stages(self.model, key[4]))
         self._view_memory[(b, key)] = out
         return out
 
-    def _stage_memory(self, b: int, key: tuple[int, ...], st, held: int) -> StageMemory:
-        """One stage's terms (`st` None: the single stage, whose additive part is the tables' entries)."""
+    def _stage_memory(self, key: tuple[int, ...], st: "Stage | None", held: int) -> StageMemory:
+        """One stage's terms with `held` sequences (`st` None: the single stage, whose additive part is the
+        tables' entries)."""
         model = self.model if st is None else st.model
         params = count_params(model)
         absent = frozenset() if st is None else st.absent_modules
@@ -271,15 +276,14 @@ class Tables:
         seq_len, opts = self.scenario.max_seq_len, self.mem_opts
         seqs = held / self._layout_pc(key).attn_replicas
 
-        def stage_pc(values: dict[str, int]) -> ParallelConfig:
-            pc = self._pc(values)
+        def on_stage(pc: ParallelConfig) -> ParallelConfig:
             return pc if st is None else pc.stage()
 
         base: dict[str, dict[int, float]] | None = None if st is None else {}
         attn_transient: dict[int, float] = {}
         comm_free = []
         for i in self.layouts()[key]:
-            pc = stage_pc(dict(zip(GROUPS["attn"], self.choices["attn"][i])))
+            pc = on_stage(self._pc(dict(zip(GROUPS["attn"], self.choices["attn"][i]))))
             cache, state, _ = _caches(model, pc, self.prec, held, seq_len, mtp)
             attn_transient[i] = _attention_transient(model, pc, opts, seq_len, seqs)
             if base is not None:
@@ -291,14 +295,13 @@ class Tables:
         terms: dict[str, dict[int, float]] = {}
         comm_open: dict[str, tuple[int, ...]] = {}
         staging: dict[int, float] = {}
-        tp, cp, kvp, sp, pp = key
-        layout = {"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "pp_size": pp}
+        pp = key[4]
         for g in ("dense", "moe", "embed", "lmhead"):
             owned = [k for k in GROUPS[g] if k != "pp_size"]
             for j, c in enumerate(self.choices[g]):
                 if c[-1] != pp:
                     continue
-                pc = stage_pc({**layout, **dict(zip(GROUPS[g][:-1], c[:-1]))})
+                pc = on_stage(self._layout_pc(key, **dict(zip(GROUPS[g][:-1], c[:-1]))))
                 if base is not None:
                     base.setdefault(g, {})[j] = _weights(g, model, pc, self.prec, opts, params, self.groups, mtp,
                                                          absent)
