@@ -26,9 +26,10 @@ from solver.plan.group_cost import Share
 from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables
 from solver.specs.knobs import DERIVED
 from solver.specs.limits import MAX_COEF, MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
-from solver.specs.framework import FrameworkProfile, model_env
+from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
+from solver.specs.rule_env import model_env
 from solver.specs.scenario import Scenario
 
 TIME_SCALE = 1e7  # integer units of 0.1 us

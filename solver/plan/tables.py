@@ -42,12 +42,13 @@ from solver.estimate.serving import Workload
 from solver.estimate.step import block_modules, decode_layout
 from solver.plan.group_cost import NONE, Pipeline, Share, pipeline_of, shares
 from solver.space.domains import Space, redundant_for
-from solver.specs.framework import FrameworkProfile, model_env
+from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import KNOB_SPECS, SETTING_GROUP, SPLIT_ONLY, group_knobs
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
+from solver.specs.rule_env import model_env
 from solver.specs.scenario import Scenario
 
 if TYPE_CHECKING:

@@ -21,8 +21,6 @@ from solver.specs.knobs import DERIVED, DERIVED_NAMES, KNOBS, SETTINGS
 from solver.specs.expr import Expr, Value, compile_expr
 from solver.specs.fitted import apply_fitted, fitted_factors
 from solver.specs.launch_spec import Feature, LaunchSpec
-# model_env's home is specs.rule_env; named here for the planner modules that read it with the profile
-from solver.specs.rule_env import model_env  # noqa: F401
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
