@@ -285,12 +285,10 @@ class Tables:
         comm_free = []
         for i in self.layouts()[key]:
             pc = on_stage(self._pc(dict(zip(GROUPS["attn"], self.choices["attn"][i]))))
-            cache, state, _ = _caches(model, pc, self.prec, held, seq_len, mtp)
             attn_transient[i] = _attention_transient(model, pc, opts, seq_len, seqs)
             if base is not None:
-                base.setdefault("attn", {})[i] = (_weights("attn", model, pc, self.prec, opts, params, self.groups,
-                                                           mtp, absent) + _attention_buffers("attn", model, pc)
-                                                  + cache + state + attn_transient[i])
+                base.setdefault("attn", {})[i] = _stage_entry("attn", model, pc, self.prec, opts, params, self.groups,
+                                                              held, seq_len, mtp, "all", absent)
             if not any(v > 1 for v in comm_groups(pc)):
                 comm_free.append(i)
         terms: dict[str, dict[int, float]] = {}
@@ -304,8 +302,8 @@ class Tables:
                     continue
                 pc = on_stage(self._layout_pc(key, **dict(zip(GROUPS[g][:-1], c[:-1]))))
                 if base is not None:
-                    base.setdefault(g, {})[j] = _weights(g, model, pc, self.prec, opts, params, self.groups, mtp,
-                                                         absent)
+                    base.setdefault(g, {})[j] = _stage_entry(g, model, pc, self.prec, opts, params, self.groups,
+                                                             held, seq_len, mtp, "all", absent)
                 t = [v for k, v in activation_peak_terms(model, pc, opts, seq_len, seqs).items() if k in owned]
                 if t:
                     terms.setdefault(g, {})[j] = max(t)
