@@ -185,9 +185,11 @@ def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv:
         "# hardware's own factors): " + (", ".join(filled) or "none") + ". No per-model or per-row factors.",
         "# grouped_gemm (the routed-expert grouped GEMM's FLOP/s as a fraction of the dense GEMM's) and",
         "# allreduce_latency_s are fitted once over all rows, every framework and hardware pooled"
-        + "".join(f", {k} = {v:g}" for k, v in (shared or {}).items()) + "; each fitted pair carries it.",
+        + "".join(f", {k} = {v:g}" for k, v in (shared or {}).items()) + "; each fitted pair carries it, and",
+        "# `global` holds them for the pairs without a fit (specs/fitted.fitted_global).",
     ]
-    body = yaml.safe_dump({"factors": factors}, sort_keys=True, default_flow_style=False)
+    body = yaml.safe_dump({"global": dict(shared or {}), "factors": factors}, sort_keys=True,
+                          default_flow_style=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(header) + "\n" + body)
 

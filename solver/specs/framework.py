@@ -19,7 +19,7 @@ from solver.errors import InputError
 from solver.specs.limits import MAX_MTP, MAX_TOKENS
 from solver.specs.knobs import DERIVED, DERIVED_NAMES, KNOBS, SETTINGS
 from solver.specs.expr import Expr, Value, compile_expr
-from solver.specs.fitted import apply_fitted, fitted_factors
+from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.launch_spec import Feature, LaunchSpec
 
 if TYPE_CHECKING:
@@ -284,7 +284,8 @@ class FrameworkProfile(BaseModel):
                "grouped_gemm": base.grouped_gemm, "step_overhead_s": base.step_overhead_s}
         if base.kernel_overhead_s is not None:
             out["kernel_overhead_s"] = base.kernel_overhead_s
-        out = apply_fitted(out, fitted_factors().get(self.name, {}).get(name, {}))
+        # a pair without its own fit still carries the factors fitted once over every pair (fitted_global)
+        out = apply_fitted(out, pair_factors(fitted_factors(), fitted_global(), self.name, name))
         out["token_budget"] = float(self.scheduler.token_budget_for(name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         out.update(self.serving_factors())
