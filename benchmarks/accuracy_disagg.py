@@ -276,7 +276,7 @@ def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
            "allreduce_latency_s": p.case.decode.hw.tiers["intra_node"].latency_s,
            "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None
            else p.case.decode.hw.efficiency.kernel_overhead_s}
-    common = fitted_global() if shared is None else shared
+    common = fitted_global(p.case.decode.hw.vendor) if shared is None else shared
     return apply_fitted(out, pair_factors(fitted or {}, common, p.framework, p.hardware))
 
 
@@ -376,9 +376,9 @@ def loo_disagg_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray,
 
 
 def agg_fit_without(families: Sequence[str], csv: Path = AGG_CSV
-                    ) -> dict[str, tuple[dict, dict[str, float], int] | None]:
-    """Per architecture: the aggregated fit (fit_efficiency.fit_all over the aggregated calibration CSV, the
-    pairs' factors and the global ones) without that architecture's rows, and how many of its rows it left out;
+                    ) -> dict[str, tuple[dict, dict[str, dict[str, float]], int] | None]:
+    """Per architecture: the aggregated fit (fit_efficiency.fit_all over the aggregated calibration CSV: the
+    pairs' factors, the global ones per vendor) without that architecture's rows, and how many rows it left out;
     None when the aggregated CSV has none of it (the shipped fit never saw it)."""
     import contextlib
     import io
@@ -392,9 +392,11 @@ def agg_fit_without(families: Sequence[str], csv: Path = AGG_CSV
         if not dropped:
             out[fam] = None
             continue
+        train = [q for q in agg if q.family != fam]
         with contextlib.redirect_stdout(io.StringIO()):  # fit_all prints its per-pair lines
-            pairs, _, shared = fit_agg([q for q in agg if q.family != fam])
-        out[fam] = (pairs, shared, dropped)
+            pairs, _, shared = fit_agg(train)
+        # as fit_efficiency writes them: the global factors per vendor of the rows fitted
+        out[fam] = (pairs, {q.case.hw.vendor: dict(shared) for q in train}, dropped)
     return out
 
 
@@ -416,12 +418,14 @@ def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.nda
             notes.append(f"{name}: no aggregated row -> the shipped factors (fitted without it)")
         else:
             notes.append(f"{name}: aggregated fit without its {refit[2]} rows, global "
-                         + ", ".join(f"{k} {v:.4g}" for k, v in refit[1].items()) + "; pairs "
+                         + "; ".join(f"{vendor} " + ", ".join(f"{k} {v:.4g}" for k, v in g.items())
+                                     for vendor, g in sorted(refit[1].items())) + "; pairs "
                          + ", ".join(f"{fw} x {hw}" for fw, hws in sorted(refit[0].items()) for hw in sorted(hws)))
         for i, p in enumerate(prepared):
             if p.family != fam:
                 continue
-            base = shipped_params(p, fitted) if refit is None else shipped_params(p, refit[0], refit[1])
+            base = (shipped_params(p, fitted) if refit is None
+                    else shipped_params(p, refit[0], refit[1].get(p.case.decode.hw.vendor, {})))
             t, s = predict(p, {**base, **without[fam](p)})
             et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
     return et, ep, notes
