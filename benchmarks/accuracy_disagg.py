@@ -30,6 +30,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -375,29 +376,45 @@ def loo_disagg_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray,
     return et, ep, notes
 
 
-def agg_fit_without(families: Sequence[str], csv: Path = AGG_CSV
-                    ) -> dict[str, tuple[dict, dict[str, dict[str, float]], int] | None]:
-    """Per architecture: the aggregated fit (fit_efficiency.fit_all over the aggregated calibration CSV: the
-    pairs' factors, the global ones per vendor) without that architecture's rows, and how many rows it left out;
-    None when the aggregated CSV has none of it (the shipped fit never saw it)."""
+@lru_cache(maxsize=1)
+def agg_prepared(csv: Path = AGG_CSV) -> tuple:
+    """The aggregated calibration rows as fit_efficiency fits them (accuracy.prepare_all), read once."""
+    return tuple(prepare_agg(load_rows(csv))[0])
+
+
+def agg_fit_without(drop: Callable[[Any], bool], csv: Path = AGG_CSV
+                    ) -> tuple[dict, dict[str, dict[str, float]], int] | None:
+    """The aggregated fit (fit_efficiency.fit_all over the aggregated calibration CSV: the pairs' factors, the
+    global ones per vendor of the rows fitted, as fit_efficiency writes them) without the rows `drop` selects,
+    and how many it left out; None when it selects none (the shipped fit already never saw them)."""
     import contextlib
     import io
 
     from fit_efficiency import fit_all as fit_agg
 
-    agg, _ = prepare_agg(load_rows(csv))
-    out: dict[str, tuple[dict, dict[str, float], int] | None] = {}
-    for fam in families:
-        dropped = sum(1 for q in agg if q.family == fam)
-        if not dropped:
-            out[fam] = None
-            continue
-        train = [q for q in agg if q.family != fam]
-        with contextlib.redirect_stdout(io.StringIO()):  # fit_all prints its per-pair lines
-            pairs, _, shared = fit_agg(train)
-        # as fit_efficiency writes them: the global factors per vendor of the rows fitted
-        out[fam] = (pairs, {q.case.hw.vendor: dict(shared) for q in train}, dropped)
-    return out
+    agg = agg_prepared(csv)
+    train = [q for q in agg if not drop(q)]
+    if len(train) == len(agg):
+        return None
+    with contextlib.redirect_stdout(io.StringIO()):  # fit_all prints its per-pair lines
+        pairs, _, shared = fit_agg(train)
+    return pairs, {q.case.hw.vendor: dict(shared) for q in train}, len(agg) - len(train)
+
+
+def refit_params(p: Prepared, fitted, refit: tuple[dict, dict[str, dict[str, float]], int] | None) -> dict:
+    """The row's factor settings under an aggregated refit (agg_fit_without), as the shipped file applies."""
+    if refit is None:
+        return shipped_params(p, fitted)
+    return shipped_params(p, refit[0], refit[1].get(p.case.decode.hw.vendor, {}))
+
+
+def refit_note(label: str, refit: tuple[dict, dict[str, dict[str, float]], int] | None) -> str:
+    if refit is None:
+        return f"{label}: no aggregated row -> the shipped factors (fitted without it)"
+    glob = "; ".join(f"{vendor} " + ", ".join(f"{k} {v:.4g}" for k, v in g.items())
+                     for vendor, g in sorted(refit[1].items()))
+    pairs = ", ".join(f"{fw} x {hw}" for fw, hws in sorted(refit[0].items()) for hw in sorted(hws))
+    return f"{label}: aggregated fit without its {refit[2]} rows, global {glob}; pairs {pairs}"
 
 
 def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -408,26 +425,38 @@ def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.nda
     other architectures' complete rows."""
     et, ep = np.full(len(prepared), np.nan), np.full(len(prepared), np.nan)
     fams = sorted({p.family for p in prepared})
-    refits = agg_fit_without(fams)
     without = {fam: disagg_factors_without(prepared, fam, fitted) for fam in fams}
     notes = []
     for fam in fams:
         name = "/".join(sorted({short_model(q.model) for q in prepared if q.family == fam}))
-        refit = refits[fam]
-        if refit is None:
-            notes.append(f"{name}: no aggregated row -> the shipped factors (fitted without it)")
-        else:
-            notes.append(f"{name}: aggregated fit without its {refit[2]} rows, global "
-                         + "; ".join(f"{vendor} " + ", ".join(f"{k} {v:.4g}" for k, v in g.items())
-                                     for vendor, g in sorted(refit[1].items())) + "; pairs "
-                         + ", ".join(f"{fw} x {hw}" for fw, hws in sorted(refit[0].items()) for hw in sorted(hws)))
+        refit = agg_fit_without(lambda q, fam=fam: q.family == fam)
+        notes.append(refit_note(name, refit))
         for i, p in enumerate(prepared):
-            if p.family != fam:
-                continue
-            base = (shipped_params(p, fitted) if refit is None
-                    else shipped_params(p, refit[0], refit[1].get(p.case.decode.hw.vendor, {})))
-            t, s = predict(p, {**base, **without[fam](p)})
-            et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
+            if p.family == fam:
+                t, s = predict(p, {**refit_params(p, fitted, refit), **without[fam](p)})
+                et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
+    return et, ep, notes
+
+
+def loso_both_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Leave one system out of both fits, on the complete rows: the aggregated fit refitted without the held-out
+    hardware's aggregated rows (so its pairs fall to the global factors, as an unmeasured system does) and the
+    disaggregated factors (none shipped) without its complete rows."""
+    from fit_disagg import SHIPPED_FACTORS
+    from fit_disagg import fit_all as fit_disagg_all
+
+    rows = [p for p in prepared if p.complete]
+    et, ep = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    notes = []
+    for hw in sorted({p.hardware for p in rows}):
+        refit = agg_fit_without(lambda q, hw=hw: q.hardware == hw)
+        notes.append(refit_note(hw, refit))
+        fit = fit_disagg_all([q for q in rows if q.hardware != hw], fitted, SHIPPED_FACTORS)
+        for i, p in enumerate(rows):
+            if p.hardware == hw:
+                v = fit.get(p.framework, {}).get("_pooled") or {}
+                t, s = predict(p, {**refit_params(p, fitted, refit), "burst_share": v.get("burst_share")})
+                et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
     return et, ep, notes
 
 
@@ -579,6 +608,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         et, ep, notes = loo_errors(prepared, fitted)
         print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out: the aggregated fit (factors.yaml) refitted "
                                                 "without the held-out architecture, applied as the shipped file is")))
+        for n in notes:
+            print(f"  note: {n}")
+        print()
+        et, ep, notes = loso_both_errors(prepared, fitted)
+        print("\n".join(table(complete, et, ep, "(c6) complete rows, leave one system out of both fits (the "
+                                                "aggregated fit without the system's aggregated rows too)")))
         for n in notes:
             print(f"  note: {n}")
         print()
