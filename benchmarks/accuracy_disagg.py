@@ -15,9 +15,12 @@ overall, per model / system / framework, and for two subsets: the rows that give
       multipliers, per-step and per-request overheads) per (framework, hardware), fewer than MIN_ROWS rows ->
       the framework's pooled fit; never per model or row;
   (b2) the same refit on the complete rows only (they hold one architecture: no leave-one-model-out there);
-  (c) leave-one-model-out: per (framework, hardware) group and architecture (DeepSeek-V3 and -R1 together), the
-      factors refitted on the group's other architectures, else the framework's other architectures on all
-      hardware, else (a).
+  (c) leave-one-model-out, the shipped path's fold: per architecture (DeepSeek-V3 and -R1 together), the
+      aggregated fit (fit_efficiency.fit_all: factors.yaml's pairs and global factors) refitted on the aggregated
+      CSV without it, applied as the shipped file is; (c5) the older fold: the step factors refitted on the other
+      architectures' disaggregated rows (convention rows, worker counts guessed);
+  (c2) / (c6) leave-one-system-out on the complete rows: the disaggregated factors (none shipped) without the
+      system, and (c6) the aggregated fit without the system's aggregated rows too.
 
 Fast path, as in accuracy.py: each row's prefill and decode steps are computed once at the hardware's factors and
 kept as per-op terms (accuracy.StepTerms); a factor setting rescales them and calls the same `disagg_times` as

@@ -52,7 +52,7 @@ def test_a_pair_without_a_fit_carries_the_global_factors(tmp_path: Path) -> None
     pairs, shared = fitted_factors(path), fitted_global("nvidia", path)
     assert shared == {"grouped_gemm": 0.25, "allreduce_latency_s": 2.0e-05}
     assert pair_factors(pairs, shared, "eng", "hwb") == shared
-    assert pair_factors(pairs, shared, "other", "hwa") == shared
+    assert pair_factors(pairs, shared, "other", "hwa") == {}  # an engine the fit saw no row of: its profile stands
     assert pair_factors(pairs, shared, "eng", "hwa") == {"gemm": 0.8, "grouped_gemm": 0.25,
                                                           "allreduce_latency_s": 2.0e-05}
 
@@ -83,6 +83,9 @@ def test_an_unfitted_hardware_runs_the_grouped_gemm_fraction_every_fitted_pair_r
     assert fw.efficiency_for("gb300")["grouped_gemm"] == fw.efficiency.grouped_gemm * shared["grouped_gemm"]
     assert fw.efficiency_for("h200_sxm")["grouped_gemm"] == (
         fw.efficiency.grouped_gemm * fitted_factors()["sglang"]["h200_sxm"]["grouped_gemm"])
+    # the generic profile (no calibration row) keeps its own multiplier on every device
+    generic = load_framework("generic")
+    assert generic.efficiency_for("gb300")["grouped_gemm"] == generic.efficiency.grouped_gemm
     # an NPU: the fit saw no row of its vendor, so its experts keep the profile's own multiplier
     ascend = load_framework("cann-recipes")
     assert ascend.efficiency_for("atlas_a3")["grouped_gemm"] == ascend.efficiency.grouped_gemm

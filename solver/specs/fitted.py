@@ -54,8 +54,13 @@ def fitted_global(vendor: str, path: Path | None = None) -> dict[str, float]:
 
 
 def pair_factors(fitted: Factors, shared: Mapping[str, float], framework: str, hardware: str) -> dict[str, float]:
-    """One (framework, hardware) pair's fit, else the global factors every pair shares (`shared`)."""
-    return dict((fitted.get(framework, {}) or {}).get(hardware) or shared)
+    """One (framework, hardware) pair's fit, else, for a framework the fit has rows of, the global factors every
+    pair shares (`shared`); a framework the fit never saw (the generic profile, an engine without calibration
+    rows) gets nothing: its profile stands."""
+    pairs = fitted.get(framework) or {}
+    if not pairs:
+        return {}
+    return dict(pairs.get(hardware) or shared)
 
 
 def apply_fitted(base: Mapping[str, float], fitted: Mapping[str, float]) -> dict[str, float]:
