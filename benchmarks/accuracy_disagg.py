@@ -15,9 +15,12 @@ overall, per model / system / framework, and for two subsets: the rows that give
       multipliers, per-step and per-request overheads) per (framework, hardware), fewer than MIN_ROWS rows ->
       the framework's pooled fit; never per model or row;
   (b2) the same refit on the complete rows only (they hold one architecture: no leave-one-model-out there);
-  (c) leave-one-model-out: per (framework, hardware) group and architecture (DeepSeek-V3 and -R1 together), the
-      factors refitted on the group's other architectures, else the framework's other architectures on all
-      hardware, else (a).
+  (c) leave-one-model-out, the shipped path's fold: per architecture (DeepSeek-V3 and -R1 together), the
+      aggregated fit (fit_efficiency.fit_all: factors.yaml's pairs and global factors) refitted on the aggregated
+      CSV without it, applied as the shipped file is; (c5) the older fold: the step factors refitted on the other
+      architectures' disaggregated rows (convention rows, worker counts guessed);
+  (c2) / (c6) leave-one-system-out on the complete rows: the disaggregated factors (none shipped) without the
+      system, and (c6) the aggregated fit without the system's aggregated rows too.
 
 Fast path, as in accuracy.py: each row's prefill and decode steps are computed once at the hardware's factors and
 kept as per-op terms (accuracy.StepTerms); a factor setting rescales them and calls the same `disagg_times` as
@@ -30,6 +33,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -42,6 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy import (  # noqa: E402
     AR_PROBE_S, NEUTRAL, PARAMS, StepTerms, _measured, _ratio, family_of, load_factors, load_rows, short_model, summary,
 )
+from accuracy import DEFAULT_CSV as AGG_CSV  # noqa: E402
+from accuracy import prepare_all as prepare_agg  # noqa: E402
 from fit_efficiency import MIN_ROWS, coordinate_search  # noqa: E402
 from fit_efficiency import loss as fit_loss  # noqa: E402
 from accuracy import errors as agg_errors  # noqa: E402
@@ -61,7 +67,7 @@ from solver.measured import factors  # noqa: E402
 from solver.measured_disagg import (  # noqa: E402
     POOL_SIZE_COLUMNS, POOLS, DisaggCase, case_from_disagg_row, is_complete, predict_disagg_row, worker_count_spread,
 )
-from solver.specs.fitted import apply_fitted  # noqa: E402
+from solver.specs.fitted import apply_fitted, fitted_global, pair_factors  # noqa: E402
 
 DEFAULT_CSV = REPO.parent / "shared" / "facts" / "calibration" / "measured_disagg_calibration.csv"
 
@@ -261,7 +267,11 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     return t.ttft_s, t.tpot_s
 
 
-def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, float]]] | None) -> dict[str, float]:
+def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, float]]] | None,
+                   shared: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The factor settings estimate_disagg uses for the row: the profile x the pair's fit in `fitted`, else the
+    global factors every pair shares (`shared`; None: fitted/factors.yaml's `global` block), as
+    Framework.efficiency_for applies them."""
     eff = p.case.decode.framework.efficiency
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
            "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
@@ -270,7 +280,8 @@ def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
            "allreduce_latency_s": p.case.decode.hw.tiers["intra_node"].latency_s,
            "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None
            else p.case.decode.hw.efficiency.kernel_overhead_s}
-    return apply_fitted(out, ((fitted or {}).get(p.framework, {}).get(p.hardware, {}) or {}))
+    common = fitted_global(p.case.decode.hw.vendor) if shared is None else shared
+    return apply_fitted(out, pair_factors(fitted or {}, common, p.framework, p.hardware))
 
 
 def check_fast_path(prepared: Sequence[Prepared], limit: int = 12) -> float:
@@ -336,9 +347,12 @@ def disagg_factors_without(prepared: Sequence[Prepared], fam: str, fitted) -> Ca
     return of
 
 
-def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Leave one architecture out: the step factors (PARAMS) refitted on the group's other architectures (else
-    the framework's, else shipped), the disaggregated factors on the other architectures' complete rows."""
+def loo_disagg_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Leave one architecture out, refitting on the disaggregated rows (c5): the step factors (PARAMS) refitted
+    on the group's other architectures' disaggregated rows (else the framework's, else shipped), the
+    disaggregated factors on the other architectures' complete rows. The other architectures' rows are all
+    convention rows (worker counts guessed), so this fold fits request_overhead_s and the GEMM / HBM factors to
+    guessed queues; (c) is the fold of the shipped path."""
     et, ep = np.full(len(prepared), np.nan), np.full(len(prepared), np.nan)
     without = {fam: disagg_factors_without(prepared, fam, fitted) for fam in sorted({p.family for p in prepared})}
     notes = []
@@ -361,6 +375,90 @@ def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.nda
                 p = prepared[i]
                 q = {**(params if params is not None else shipped_params(p, fitted)), **without[fam](p)}
                 t, s = predict(p, q)
+                et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
+    return et, ep, notes
+
+
+@lru_cache(maxsize=1)
+def agg_prepared(csv: Path = AGG_CSV) -> tuple:
+    """The aggregated calibration rows as fit_efficiency fits them (accuracy.prepare_all), read once."""
+    return tuple(prepare_agg(load_rows(csv))[0])
+
+
+def agg_fit_without(drop: Callable[[Any], bool], csv: Path = AGG_CSV
+                    ) -> tuple[dict, dict[str, dict[str, float]], int] | None:
+    """The aggregated fit (fit_efficiency.fit_all over the aggregated calibration CSV: the pairs' factors, the
+    global ones per vendor of the rows fitted, as fit_efficiency writes them) without the rows `drop` selects,
+    and how many it left out; None when it selects none (the shipped fit already never saw them)."""
+    import contextlib
+    import io
+
+    from fit_efficiency import fit_all as fit_agg
+
+    agg = agg_prepared(csv)
+    train = [q for q in agg if not drop(q)]
+    if len(train) == len(agg):
+        return None
+    with contextlib.redirect_stdout(io.StringIO()):  # fit_all prints its per-pair lines
+        pairs, _, shared = fit_agg(train)
+    return pairs, {q.case.hw.vendor: dict(shared) for q in train}, len(agg) - len(train)
+
+
+def refit_params(p: Prepared, fitted, refit: tuple[dict, dict[str, dict[str, float]], int] | None) -> dict:
+    """The row's factor settings under an aggregated refit (agg_fit_without), as the shipped file applies."""
+    if refit is None:
+        return shipped_params(p, fitted)
+    return shipped_params(p, refit[0], refit[1].get(p.case.decode.hw.vendor, {}))
+
+
+def refit_note(label: str, refit: tuple[dict, dict[str, dict[str, float]], int] | None) -> str:
+    if refit is None:
+        return f"{label}: no aggregated row -> the shipped factors (fitted without it)"
+    glob = "; ".join(f"{vendor} " + ", ".join(f"{k} {v:.4g}" for k, v in g.items())
+                     for vendor, g in sorted(refit[1].items()))
+    pairs = ", ".join(f"{fw} x {hw}" for fw, hws in sorted(refit[0].items()) for hw in sorted(hws))
+    return f"{label}: aggregated fit without its {refit[2]} rows, global {glob}; pairs {pairs}"
+
+
+def loo_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Leave one architecture out, as the shipped path would run had the architecture never been measured: the
+    step factors are the aggregated fit (fit_efficiency.fit_all, the factors.yaml the estimator reads) refitted
+    on the aggregated CSV without the architecture, applied per pair as the shipped file is (a pair the refit
+    does not cover gets the refit's global factors); the disaggregated factors (none shipped) refitted on the
+    other architectures' complete rows."""
+    et, ep = np.full(len(prepared), np.nan), np.full(len(prepared), np.nan)
+    fams = sorted({p.family for p in prepared})
+    without = {fam: disagg_factors_without(prepared, fam, fitted) for fam in fams}
+    notes = []
+    for fam in fams:
+        name = "/".join(sorted({short_model(q.model) for q in prepared if q.family == fam}))
+        refit = agg_fit_without(lambda q, fam=fam: q.family == fam)
+        notes.append(refit_note(name, refit))
+        for i, p in enumerate(prepared):
+            if p.family == fam:
+                t, s = predict(p, {**refit_params(p, fitted, refit), **without[fam](p)})
+                et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
+    return et, ep, notes
+
+
+def loso_both_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Leave one system out of both fits, on the complete rows: the aggregated fit refitted without the held-out
+    hardware's aggregated rows (so its pairs fall to the global factors, as an unmeasured system does) and the
+    disaggregated factors (none shipped) without its complete rows."""
+    from fit_disagg import SHIPPED_FACTORS
+    from fit_disagg import fit_all as fit_disagg_all
+
+    rows = [p for p in prepared if p.complete]
+    et, ep = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    notes = []
+    for hw in sorted({p.hardware for p in rows}):
+        refit = agg_fit_without(lambda q, hw=hw: q.hardware == hw)
+        notes.append(refit_note(hw, refit))
+        fit = fit_disagg_all([q for q in rows if q.hardware != hw], fitted, SHIPPED_FACTORS)
+        for i, p in enumerate(rows):
+            if p.hardware == hw:
+                v = fit.get(p.framework, {}).get("_pooled") or {}
+                t, s = predict(p, {**refit_params(p, fitted, refit), "burst_share": v.get("burst_share")})
                 et[i], ep[i] = t / p.ttft_s - 1, s / p.tpot_s - 1
     return et, ep, notes
 
@@ -511,7 +609,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join([held[0]] + held[2:4]))
         print()
         et, ep, notes = loo_errors(prepared, fitted)
-        print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out (refit without the held-out architecture)")))
+        print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out: the aggregated fit (factors.yaml) refitted "
+                                                "without the held-out architecture, applied as the shipped file is")))
+        for n in notes:
+            print(f"  note: {n}")
+        print()
+        et, ep, notes = loso_both_errors(prepared, fitted)
+        print("\n".join(table(complete, et, ep, "(c6) complete rows, leave one system out of both fits (the "
+                                                "aggregated fit without the system's aggregated rows too)")))
+        for n in notes:
+            print(f"  note: {n}")
+        print()
+        et, ep, notes = loo_disagg_errors(prepared, fitted)
+        print("\n".join(table(prepared, et, ep, "(c5) leave-one-model-out refitting the step factors on the other "
+                                                "architectures' disaggregated (convention) rows")[:5]))
         for n in notes:
             print(f"  note: {n}")
         print()

@@ -168,7 +168,8 @@ def fit_all(prepared: Sequence[Prepared]
 
 
 def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv: Path, n_rows: int,
-               filled: Sequence[str] = (), shared: Mapping[str, float] | None = None) -> None:
+               filled: Sequence[str] = (), shared: Mapping[str, float] | None = None,
+               vendors: Sequence[str] = ()) -> None:
     import yaml
 
     header = [
@@ -185,9 +186,12 @@ def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv:
         "# hardware's own factors): " + (", ".join(filled) or "none") + ". No per-model or per-row factors.",
         "# grouped_gemm (the routed-expert grouped GEMM's FLOP/s as a fraction of the dense GEMM's) and",
         "# allreduce_latency_s are fitted once over all rows, every framework and hardware pooled"
-        + "".join(f", {k} = {v:g}" for k, v in (shared or {}).items()) + "; each fitted pair carries it.",
+        + "".join(f", {k} = {v:g}" for k, v in (shared or {}).items()) + "; each fitted pair carries it, and",
+        "# `global` holds them per vendor of the rows fitted, for that vendor's pairs without a fit",
+        "# (specs/fitted.fitted_global).",
     ]
-    body = yaml.safe_dump({"factors": factors}, sort_keys=True, default_flow_style=False)
+    body = yaml.safe_dump({"global": {v: dict(shared or {}) for v in vendors}, "factors": factors}, sort_keys=True,
+                          default_flow_style=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(header) + "\n" + body)
 
@@ -207,7 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"median fitted request_overhead_s: {float(np.median(overheads)):.4f}"
               " (serving.DEFAULT_REQUEST_OVERHEAD_S uses it for unfitted pairs)")
     if not args.dry_run:
-        write_yaml(factors, args.out, args.csv, len(prepared), filled, shared)
+        write_yaml(factors, args.out, args.csv, len(prepared), filled, shared,
+                   sorted({p.case.hw.vendor for p in prepared if p.case.hw.vendor}))
         print(f"wrote {args.out}")
     print(f"runtime {time.time() - t0:.1f} s")
     return 0

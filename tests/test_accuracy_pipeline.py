@@ -148,7 +148,7 @@ def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() 
     assert path.is_file()
     assert "benchmarks/fit_efficiency.py" in path.read_text().splitlines()[1]  # how it was produced
     data = load_yaml(path)
-    assert set(data) == {"factors"}
+    assert set(data) == {"factors", "global"}
     frameworks, hardware = set(list_frameworks()), set(list_hardware())
     shared = set()
     for fw, per_hw in data["factors"].items():
@@ -164,7 +164,10 @@ def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() 
             assert eff["grouped_gemm"] == pytest.approx(values["grouped_gemm"])
             shared.add(values["grouped_gemm"])
     assert len(shared) == 1  # fitted once over all rows: one value, not one per pair
-    # a pair the file does not list keeps the dense GEMM's efficiency for its routed experts
+    # the global block carries it for the fitted rows' vendor; a pair the file does not list of that vendor runs
+    # it too, one of another vendor keeps the dense GEMM's efficiency for its routed experts
+    assert {v["grouped_gemm"] for v in data["global"].values()} == shared
+    assert load_framework("sglang").efficiency_for("gb300")["grouped_gemm"] == pytest.approx(shared.pop())
     assert load_framework("cann-recipes").efficiency_for("atlas_a3")["grouped_gemm"] == 1.0
 
 

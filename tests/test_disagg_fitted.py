@@ -32,3 +32,60 @@ def test_rows_read_from_the_csv_carry_their_pairs_fit() -> None:
 
     c = case_from_disagg_row(ROW)
     assert c.workload.burst_share == burst_share(c.decode.framework.name, c.decode.hw.name)
+
+
+# The aggregated file's global factors (fitted once over every framework and hardware) on pairs without a fit: the
+# disaggregated rows on GB200 / GB300 under SGLang run such pairs (benchmarks/README.md, "Disaggregated prefill/decode").
+
+
+def _write_agg(tmp_path: Path) -> Path:
+    p = tmp_path / "factors.yaml"
+    p.write_text("global:\n  nvidia: {grouped_gemm: 0.25, allreduce_latency_s: 2.0e-05}\n"
+                 "factors:\n  eng:\n    hwa: {gemm: 0.8, grouped_gemm: 0.25, allreduce_latency_s: 2.0e-05}\n")
+    return p
+
+
+def test_a_pair_without_a_fit_carries_the_global_factors(tmp_path: Path) -> None:
+    from solver.specs.fitted import fitted_factors, fitted_global, pair_factors
+
+    path = _write_agg(tmp_path)
+    pairs, shared = fitted_factors(path), fitted_global("nvidia", path)
+    assert shared == {"grouped_gemm": 0.25, "allreduce_latency_s": 2.0e-05}
+    assert pair_factors(pairs, shared, "eng", "hwb") == shared
+    assert pair_factors(pairs, shared, "other", "hwa") == {}  # an engine the fit saw no row of: its profile stands
+    assert pair_factors(pairs, shared, "eng", "hwa") == {"gemm": 0.8, "grouped_gemm": 0.25,
+                                                          "allreduce_latency_s": 2.0e-05}
+
+
+def test_a_file_without_a_global_block_adds_nothing(tmp_path: Path) -> None:
+    from solver.specs.fitted import fitted_global
+
+    p = tmp_path / "old.yaml"
+    p.write_text("factors:\n  eng:\n    hwa: {gemm: 0.8}\n")
+    assert fitted_global("nvidia", p) == {}
+    assert fitted_global("nvidia", tmp_path / "missing.yaml") == {}
+
+
+def test_a_vendor_the_fit_saw_no_row_of_gets_no_global_factor(tmp_path: Path) -> None:
+    from solver.specs.fitted import fitted_global
+
+    assert fitted_global("huawei", _write_agg(tmp_path)) == {}
+
+
+def test_an_unfitted_hardware_runs_the_grouped_gemm_fraction_every_fitted_pair_runs() -> None:
+    from solver.specs.fitted import fitted_factors, fitted_global
+    from solver.specs.framework import load_framework
+
+    shared = fitted_global("nvidia")
+    assert "gb300" not in fitted_factors().get("sglang", {})  # the aggregated CSV has no SGLang GB300 row
+    fw = load_framework("sglang")
+    # the profile's multiplier (1.0) times the global fraction, as on a fitted pair
+    assert fw.efficiency_for("gb300")["grouped_gemm"] == fw.efficiency.grouped_gemm * shared["grouped_gemm"]
+    assert fw.efficiency_for("h200_sxm")["grouped_gemm"] == (
+        fw.efficiency.grouped_gemm * fitted_factors()["sglang"]["h200_sxm"]["grouped_gemm"])
+    # the generic profile (no calibration row) keeps its own multiplier on every device
+    generic = load_framework("generic")
+    assert generic.efficiency_for("gb300")["grouped_gemm"] == generic.efficiency.grouped_gemm
+    # an NPU: the fit saw no row of its vendor, so its experts keep the profile's own multiplier
+    ascend = load_framework("cann-recipes")
+    assert ascend.efficiency_for("atlas_a3")["grouped_gemm"] == ascend.efficiency.grouped_gemm

@@ -161,3 +161,27 @@ def test_the_decode_pool_pays_the_per_layer_sequence_cost_of_its_own_layout() ->
     more = estimate_disagg(m, hw, tp8, tp8, prec, f, g, wl)
     assert base.shape.running == 64
     assert more.tpot_s - base.tpot_s == pytest.approx(64 * 80 * 1e-6, rel=1e-9)
+
+
+def test_the_front_end_cost_on_ttft_is_the_prefill_servers() -> None:
+    # the request enters at the prefill server (HTTP, tokenizer, router): its request_overhead_s is on the TTFT
+    # path; the decode server's is not. One request, one wave: TTFT moves by the prefill side's 0.2 s exactly.
+    from dataclasses import replace
+
+    from solver.estimate.compute import factors_for
+    from solver.estimate.disagg import DisaggWorkload, estimate_disagg
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    m, hw = load_model("meta-llama/Meta-Llama-3.1-70B"), load_hardware("h100_sxm")
+    tp8 = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8, moe_tp_size=8)
+    prec = resolve_precision(m, hw, "fp8", None, None)
+    f = replace(factors_for(hw, {}), request_overhead_s=0.1)
+    wl = DisaggWorkload(isl=1024, osl=16, concurrency=1, benchmark_waves=1)
+    base = estimate_disagg(m, hw, tp8, tp8, prec, f, f, wl)
+    slow_front = estimate_disagg(m, hw, tp8, tp8, prec, replace(f, request_overhead_s=0.3), f, wl)
+    slow_decode = estimate_disagg(m, hw, tp8, tp8, prec, f, replace(f, request_overhead_s=0.3), wl)
+    assert slow_front.ttft_s - base.ttft_s == pytest.approx(0.2, rel=1e-9)
+    assert slow_decode.ttft_s == pytest.approx(base.ttft_s, rel=1e-12)

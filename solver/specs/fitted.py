@@ -33,12 +33,34 @@ def read_factors(path: Path) -> Factors:
     file (the fit scripts rewrite it)."""
     if not path.is_file():
         return {}
-    return _read_at(str(path), fitted_stamp(path))
+    return _read_at(str(path), fitted_stamp(path)).get("factors", {})
 
 
 def fitted_factors(path: Path | None = None) -> Factors:
     """Fitted efficiency factors per framework and hardware (fitted/factors.yaml)."""
     return read_factors(path or fitted_factors_path())
+
+
+def fitted_global(vendor: str, path: Path | None = None) -> dict[str, float]:
+    """The factors fitted once over every framework and hardware of a vendor (fitted/factors.yaml's `global`
+    block, per vendor of the rows fitted: grouped_gemm, allreduce_latency_s are properties of the vendor's kernel
+    libraries): what a (framework, hardware) pair without its own fit still carries, as the fitted pairs do.
+    Empty for a vendor the fit saw no row of, or a file without the block."""
+    target = path or fitted_factors_path()
+    if not target.is_file():
+        return {}
+    block = (_read_at(str(target), fitted_stamp(target)).get("global") or {}).get(vendor) or {}
+    return {k: float(v) for k, v in block.items()}
+
+
+def pair_factors(fitted: Factors, shared: Mapping[str, float], framework: str, hardware: str) -> dict[str, float]:
+    """One (framework, hardware) pair's fit, else, for a framework the fit has rows of, the global factors every
+    pair shares (`shared`); a framework the fit never saw (the generic profile, an engine without calibration
+    rows) gets nothing: its profile stands."""
+    pairs = fitted.get(framework) or {}
+    if not pairs:
+        return {}
+    return dict(pairs.get(hardware) or shared)
 
 
 def apply_fitted(base: Mapping[str, float], fitted: Mapping[str, float]) -> dict[str, float]:
@@ -51,8 +73,8 @@ def apply_fitted(base: Mapping[str, float], fitted: Mapping[str, float]) -> dict
 
 
 @lru_cache(maxsize=4)
-def _read_at(path: str, stamp: int) -> Factors:
+def _read_at(path: str, stamp: int) -> dict:
     from solver.specs.validation import load_yaml
 
     data = load_yaml(Path(path)) or {}
-    return data.get("factors", {}) if isinstance(data, dict) else {}
+    return data if isinstance(data, dict) else {}

@@ -19,7 +19,7 @@ from solver.errors import InputError
 from solver.specs.limits import MAX_MTP, MAX_TOKENS
 from solver.specs.knobs import DERIVED, DERIVED_NAMES, KNOBS, SETTINGS
 from solver.specs.expr import Expr, Value, compile_expr
-from solver.specs.fitted import apply_fitted, fitted_factors
+from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.launch_spec import Feature, LaunchSpec
 
 if TYPE_CHECKING:
@@ -276,15 +276,16 @@ class FrameworkProfile(BaseModel):
         profile's scheduler defaults to `Factors`. Give the Hardware where you hold it: its memory picks the
         budget tier (a name is looked up in the catalog, so a user's hardware file has none)."""
         if isinstance(hardware, str):
-            name, memory = hardware, _memory_bytes(hardware)
+            name, memory, vendor = hardware, _memory_bytes(hardware), _vendor(hardware)
         else:
-            name, memory = hardware.name, float(hardware.memory_bytes)
+            name, memory, vendor = hardware.name, float(hardware.memory_bytes), hardware.vendor
         base = self.efficiency
         out = {"gemm": base.gemm, "attention": base.attention, "hbm": base.hbm, "comm": base.comm,
                "grouped_gemm": base.grouped_gemm, "step_overhead_s": base.step_overhead_s}
         if base.kernel_overhead_s is not None:
             out["kernel_overhead_s"] = base.kernel_overhead_s
-        out = apply_fitted(out, fitted_factors().get(self.name, {}).get(name, {}))
+        # a pair without its own fit still carries the factors fitted once over every pair (fitted_global)
+        out = apply_fitted(out, pair_factors(fitted_factors(), fitted_global(vendor), self.name, name))
         out["token_budget"] = float(self.scheduler.token_budget_for(name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         out.update(self.serving_factors())
@@ -355,6 +356,16 @@ def _memory_bytes(hardware: str) -> float | None:
         return float(load_hardware(hardware).memory_bytes)
     except (InputError, OSError, ValueError):
         return None
+
+
+def _vendor(hardware: str) -> str:
+    """The vendor of a catalog device ("" for a name the catalog does not know)."""
+    from solver.specs.hardware_catalog import load_hardware
+
+    try:
+        return load_hardware(hardware).vendor
+    except (InputError, OSError, ValueError):
+        return ""
 
 
 def _norm(name: str) -> str:
