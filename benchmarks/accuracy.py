@@ -85,10 +85,7 @@ PARAMS = ("gemm", "hbm", "kernel_overhead_s", "request_overhead_s", "seq_layer_s
 #                       pair it would be unconstrained wherever a pair has one MoE model (held out, none is left).
 #   allreduce_latency_s launch-to-done latency of the engines' custom one-shot / two-shot all-reduce kernels
 #                       (comm.py; 2 - 20 us): a kernel property, the same for every engine that ships one.
-#   gemm_k_overhead     a GEMM tile's fixed prologue / epilogue in main-loop iterations of 128 bytes of K
-#                       (compute.k_inv; 0 - 16): narrow-K GEMMs (an expert's down projection under MoE TP) run
-#                       slower than deep ones. A kernel property, the same for every engine and model.
-GLOBAL_PARAMS = ("grouped_gemm", "allreduce_latency_s", "gemm_k_overhead")
+GLOBAL_PARAMS = ("grouped_gemm", "allreduce_latency_s")
 BOUNDS: dict[str, tuple[float, float]] = {
     "gemm": (0.3, 1.3),
     "hbm": (0.5, 1.25),
@@ -97,14 +94,11 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "seq_layer_s": (0.0, 4e-6),
     "allreduce_latency_s": (2e-6, 2e-5),
     "kernel_overhead_s": (1e-6, 1.2e-5),
-    "gemm_k_overhead": (0.0, 16.0),
 }
-# factors scanned on a linear grid although they are not seconds (0 is their neutral value)
-LINEAR_PARAMS = ("gemm_k_overhead",)
 NEUTRAL: dict[str, float] = {"gemm": 1.0, "attention": 1.0, "hbm": 1.0, "comm": 1.0, "grouped_gemm": 1.0,
                              "step_overhead_s": 0.0, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S,
                              "seq_overhead_s": 0.0, "seq_layer_s": 0.0, "allreduce_latency_s": 1e-5,
-                             "kernel_overhead_s": 3e-6, "gemm_k_overhead": 0.0}
+                             "kernel_overhead_s": 3e-6}
 # the custom all-reduce latency the steps are prepared with (its time is linear in it: StepTerms.ar_count)
 AR_PROBE_S = 1e-5
 
@@ -119,7 +113,6 @@ class StepTerms:
     compute_s: np.ndarray  # per op
     kind: np.ndarray  # per op: the fraction its compute ran at (GEMM, ATTENTION or GROUPED below)
     memory_s: np.ndarray  # per op
-    k_inv: np.ndarray  # per op: compute.k_inv (compute_s is at gemm_k_overhead 0: StepTerms.of checks)
     kernel_s: float  # launch overheads, summed
     comm_s: float  # exposed communication, summed, with the custom all-reduce at latency 0
     step_s: float  # the step overhead it was computed with
@@ -139,24 +132,18 @@ class StepTerms:
                 return cls.ATTENTION
             return cls.GROUPED if name == "routed_experts" else cls.GEMM
 
-        if f.gemm_k_overhead:
-            raise ValueError("StepTerms need steps computed at gemm_k_overhead 0 (the fast path scales it)")
         comm0 = float((probe or step).exposed_comm_s)
         ar = (float(step.exposed_comm_s) - comm0) / AR_PROBE_S if probe is not None else 0.0
         return cls(np.array([o.compute_s for o in step.ops]), np.array([kind(o.name) for o in step.ops], dtype=int),
-                   np.array([o.memory_s for o in step.ops]), np.array([o.k_inv for o in step.ops]),
-                   float(sum(o.overhead_s for o in step.ops)),
+                   np.array([o.memory_s for o in step.ops]), float(sum(o.overhead_s for o in step.ops)),
                    comm0, float(step.overhead_s), kernels_launched(step, f), layers, ar)
 
     def time_s(self, r_gemm: float, r_attn: float, r_hbm: float, r_comm: float, step_overhead_s: float,
-               r_grouped: float | None = None, ar_latency_s: float = AR_PROBE_S, r_kernel: float = 1.0,
-               k_overhead: float = 0.0) -> float:
+               r_grouped: float | None = None, ar_latency_s: float = AR_PROBE_S, r_kernel: float = 1.0) -> float:
         """Step time when the compute, memory and communication terms are scaled by the given ratios
-        (r_grouped: the routed-expert GEMMs; None = r_gemm) and the GEMM tiles cost `k_overhead` iterations."""
+        (r_grouped: the routed-expert GEMMs; None = r_gemm)."""
         ratio = np.array([r_gemm, r_attn, r_gemm if r_grouped is None else r_grouped])
         comp = self.compute_s * ratio[self.kind]
-        if k_overhead:
-            comp = comp * (1.0 + k_overhead * self.k_inv)
         comm = self.comm_s + ar_latency_s * self.ar_count
         return float(np.maximum(comp, self.memory_s * r_hbm).sum()) + self.kernel_s * r_kernel + comm * r_comm \
             + step_overhead_s
@@ -261,9 +248,8 @@ def predict_times(p: Prepared, params: Mapping[str, float]) -> tuple[ServingTime
     lat = q["allreduce_latency_s"]
     hw_kernel = e.kernel_overhead_s
     rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
-    kc = q["gemm_k_overhead"]
-    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk, kc)
-    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk, kc)
+    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
+    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
     f = replace(p.base, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])  # type: ignore[type-var]
     pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, f, layers=p.prefill.layers)
     dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, f, layers=p.decode.layers)

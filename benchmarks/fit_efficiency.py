@@ -48,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy import (  # noqa: E402
-    BOUNDS, DEFAULT_CSV, FACTORS_YAML, GLOBAL_PARAMS, LINEAR_PARAMS, NEUTRAL, PARAMS, Prepared, load_rows, predict, prepare_all,
+    BOUNDS, DEFAULT_CSV, FACTORS_YAML, GLOBAL_PARAMS, NEUTRAL, PARAMS, Prepared, load_rows, predict, prepare_all,
     short_model,
 )
 
@@ -96,7 +96,7 @@ def coordinate_search(objective, start: Mapping[str, float], params: Sequence[st
     for _ in range(SWEEPS):
         for k in params:
             lo, hi = span[k]
-            log = not k.endswith("_s") and k not in LINEAR_PARAMS
+            log = not k.endswith("_s")
             for v in _grid(lo, hi, log):
                 trial = {**best, k: float(v)}
                 value = objective(trial)
@@ -106,7 +106,7 @@ def coordinate_search(objective, start: Mapping[str, float], params: Sequence[st
         for k in params:
             lo, hi = span[k]
             b_lo, b_hi = BOUNDS[k]
-            if k.endswith("_s") or k in LINEAR_PARAMS:
+            if k.endswith("_s"):
                 w = (hi - lo) / 3
                 span[k] = (max(b_lo, best[k] - w / 2), min(b_hi, best[k] + w / 2))
             else:

@@ -27,12 +27,6 @@ from solver.estimate.factors import Factors, factors_for  # noqa: F401  (re-expo
 # GEMM output width at which a tile-based kernel reaches half its large-shape efficiency: small per-rank
 # slices (TP over narrow experts) waste tensor-core tiles. Assumption: one 128-wide tile (wave quantization).
 GEMM_HALF_WIDTH = 128
-# Bytes of K one main-loop iteration of a tensor-core GEMM tile consumes per row: 64 BF16, 128 FP8, 256 FP4
-# elements (assumption: the 128-byte K stage of CUTLASS / DeepGEMM tiles). A tile's fixed prologue / epilogue is
-# amortised over K x bytes / K_TILE_BYTES iterations (Factors.gemm_k_overhead, k_inv).
-K_TILE_BYTES = 128
-# bytes per element of the dtype a GEMM computes in (Precision.gemm_dtype)
-COMPUTE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5}
 
 
 @dataclass(frozen=True)
@@ -58,9 +52,6 @@ class OpCost:
     compute_s: float
     memory_s: float
     overhead_s: float
-    # FLOP-weighted mean of 1 / (main-loop iterations per output tile) over the op's GEMMs (k_inv); compute_s
-    # already carries the factor 1 + gemm_k_overhead x k_inv
-    k_inv: float = 0.0
 
     @property
     def time_s(self) -> float:
@@ -72,31 +63,18 @@ class OpCost:
 
     def scaled(self, n: float) -> "OpCost":
         return OpCost(self.name, self.module, self.flops * n, self.bytes * n, self.compute_s * n,
-                      self.memory_s * n, self.overhead_s * n, self.k_inv)
+                      self.memory_s * n, self.overhead_s * n)
 
 
 def _op(name: str, module: str, flops: float, nbytes: float, peak_flops: float, eff: float, hw: Hardware,
-        f: Factors, kernels: float, shape_eff: float = 1.0, k_inv: float = 0.0) -> OpCost:
-    compute = flops / (peak_flops * eff * shape_eff) * (1.0 + f.gemm_k_overhead * k_inv) if flops else 0.0
+        f: Factors, kernels: float, shape_eff: float = 1.0) -> OpCost:
+    compute = flops / (peak_flops * eff * shape_eff) if flops else 0.0
     memory = nbytes / (hw.hbm_bandwidth_Bps * f.hbm) if nbytes else 0.0
-    return OpCost(name, module, flops, nbytes, compute, memory, kernels * f.kernel_overhead_s, k_inv)
+    return OpCost(name, module, flops, nbytes, compute, memory, kernels * f.kernel_overhead_s)
 
 
 def shape_efficiency(width: float) -> float:
     return width / (width + GEMM_HALF_WIDTH) if width > 0 else 1.0
-
-
-def k_inv(dtype: str, parts: tuple[tuple[float, float], ...]) -> float:
-    """FLOP-weighted mean of 1 / k over an op's GEMMs, k = K x bytes / K_TILE_BYTES main-loop iterations per
-    output tile; `parts` = (FLOP weight, K per rank). A tile costs k + c iterations' time (c =
-    Factors.gemm_k_overhead: prologue, epilogue), so the op's compute time is (1 + c x k_inv) times its ideal:
-    the down projection of an expert split 8 ways (K = 2048 / 8 = 256 FP4 elements: one iteration) pays c
-    iterations per iteration of work, a 7168-deep GEMM (28-112 iterations) almost nothing."""
-    b = COMPUTE_BYTES.get(dtype, 2.0)
-    total = sum(w for w, _ in parts)
-    if total <= 0:
-        return 0.0
-    return sum(w * K_TILE_BYTES / (k * b) for w, k in parts if k > 0) / total
 
 
 def busy_replicas(pc: ParallelConfig, w: Work) -> float:
@@ -194,11 +172,8 @@ class Kit:
     w: Work
 
     def op(self, name: str, module: str, flops: float, nbytes: float, peak: float, eff: float, kernels: float,
-           shape_eff: float = 1.0, k_inv: float = 0.0) -> OpCost:
-        return _op(name, module, flops, nbytes, peak, eff, self.hw, self.f, kernels, shape_eff, k_inv)
-
-    def k_inv(self, dtype: str, parts: tuple[tuple[float, float], ...]) -> float:
-        return k_inv(dtype, parts)
+           shape_eff: float = 1.0) -> OpCost:
+        return _op(name, module, flops, nbytes, peak, eff, self.hw, self.f, kernels, shape_eff)
 
     def coll(self, name: str, module: str, primitive: str, n: int, nbytes: float, stride: int = 1,
              hide_s: float | None = None) -> CommCost:
@@ -258,5 +233,5 @@ def head_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     lm = _op("lm_head", "lm_head", 2 * u_logit * head_params,
              head_params / pc.lmhead_tp_size * prec.fmt("lm_head").bytes_per_param + u_logit * v * 4,
              hw.flops(prec.gemm_dtype("lm_head")), f.gemm, hw, f, kernels=2,
-             shape_eff=shape_efficiency(v / pc.lmhead_tp_size), k_inv=k_inv(prec.gemm_dtype("lm_head"), ((1, h),)))
+             shape_eff=shape_efficiency(v / pc.lmhead_tp_size))
     return [embed, lm]

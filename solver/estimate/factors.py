@@ -20,9 +20,6 @@ class Factors:
     # achieved FLOP/s of the routed-expert grouped GEMMs as a fraction of the dense GEMM's (`gemm`); 1 = as
     # dense. One number fitted over all calibration rows by benchmarks/fit_efficiency.py (see `layer_ops`)
     grouped_gemm: float = 1.0
-    # fixed cost of one GEMM output tile (prologue, epilogue) in main-loop iterations of K_TILE_BYTES of K
-    # (compute.k_inv): a GEMM with k iterations per tile runs at k / (k + gemm_k_overhead) of its rate. 0 = off
-    gemm_k_overhead: float = 0.0
     # the framework's scheduler defaults (FrameworkScheduler): tokens per forward step, None = serving's
     # DEFAULT_TOKEN_BUDGET; and whether attention-DP ranks split that budget (SGLang)
     token_budget: int | None = None
@@ -69,7 +66,6 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         step_overhead_s=s.get("step_overhead_s", 0.0),
         expert_imbalance=s.get("expert_imbalance", 1.2),
         grouped_gemm=min(1.0, s.get("grouped_gemm", 1.0)),
-        gemm_k_overhead=float(s.get("gemm_k_overhead", 0.0)),
         token_budget=int(s["token_budget"]) if s.get("token_budget") else None,
         budget_split_by_attention_dp=bool(s.get("budget_split_by_attention_dp", 0.0)),
         request_overhead_s=s.get("request_overhead_s"),

@@ -89,8 +89,7 @@ class Attention(Block):
         bpp = prec.fmt("attention").bytes_per_param
         rank_params = sum(p.params / p.degree(a) for p in self.proj_parts())
         ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params, rank_params * bpp + t_a * h * ACT_BYTES,
-                     gemm, f.gemm, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / a),
-                     k_inv=cx.k_inv(prec.gemm_dtype("attention"), ((1, h),)))]
+                     gemm, f.gemm, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / a))]
         keys = self.keys(cx)
         pair_shards = pc.token_shards * pc.kvp_size
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
@@ -122,8 +121,7 @@ def o_proj_op(cx: CostKit, o_dim: int, hidden: int):
     d = pc.oproj_shards
     return cx.op("o_proj", "o_proj", 2 * cx.group_tokens(d) * params / d,
                  params / d * prec.fmt("attention").bytes_per_param, hw.flops(prec.gemm_dtype("attention")),
-                 f.gemm, kernels=1, shape_eff=cx.shape_efficiency(hidden),
-                 k_inv=cx.k_inv(prec.gemm_dtype("attention"), ((1, o_dim / d),)))
+                 f.gemm, kernels=1, shape_eff=cx.shape_efficiency(hidden))
 
 
 def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: int, o_dim: int,

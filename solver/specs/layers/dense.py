@@ -15,12 +15,6 @@ def ffn_params(hidden: int, inter: int, gated: bool, bias: bool) -> int:
     return matrices * hidden * inter + (((matrices - 1) * inter + hidden) if bias else 0)
 
 
-def ffn_k_parts(hidden: float, inter_per_rank: float, gated: bool) -> tuple[tuple[float, float], ...]:
-    """(FLOP weight, K) of an FFN's GEMMs on one rank (compute.k_inv): gate / up read `hidden`, the
-    row-parallel down projection reads the rank's slice of the intermediate."""
-    return ((2.0 if gated else 1.0, hidden), (1.0, inter_per_rank))
-
-
 @dataclass(frozen=True)
 class DenseFFN(Block):
     hidden: int
@@ -45,8 +39,7 @@ class DenseFFN(Block):
         d = pc.dense_tp_size
         return [cx.op("dense_ffn", "dense_ffn", 2 * cx.group_tokens(d) / d * p, p / d * prec.fmt("dense").bytes_per_param,
                       hw.flops(prec.gemm_dtype("dense")), f.gemm, kernels=3,
-                      shape_eff=cx.shape_efficiency(self.inter / d),
-                      k_inv=cx.k_inv(prec.gemm_dtype("dense"), ffn_k_parts(self.hidden, self.inter / d, self.gated)))]
+                      shape_eff=cx.shape_efficiency(self.inter / d))]
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         d = cx.pc.dense_tp_size

@@ -133,15 +133,8 @@ def latent_projection_op(block: Block, cx: CostKit):
     pc, hw, prec = cx.pc, cx.hw, cx.prec
     a = pc.attn_tp_size
     t_a = cx.w.new_tokens / pc.token_shards
-    parts = block.proj_parts()
-    rank = sum(p.params / p.degree(a) for p in parts)
-    # K of each projection: the up-projections read the compressed q / kv latents, the rest the hidden state
-    q_lora = getattr(block, "q_lora_rank", None)
-    k_of = {"q_b_proj": q_lora, "wq_b": q_lora, "kv_b_proj": getattr(block, "kv_lora_rank", None)}
-    dtype = prec.gemm_dtype("attention")
+    rank = sum(p.params / p.degree(a) for p in block.proj_parts())
     return cx.op("qkv_proj", "attention", 2 * t_a * rank,
                  rank * prec.fmt("attention").bytes_per_param + t_a * block.hidden * ACT_BYTES,
-                 hw.flops(dtype), cx.f.gemm, kernels=6,
-                 shape_eff=cx.shape_efficiency(block.heads * block.head_dim / a),
-                 k_inv=cx.k_inv(dtype, tuple((p.params / p.degree(a), k_of.get(p.name) or block.hidden)
-                                             for p in parts)))
+                 hw.flops(prec.gemm_dtype("attention")), cx.f.gemm, kernels=6,
+                 shape_eff=cx.shape_efficiency(block.heads * block.head_dim / a))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share
-from solver.specs.layers.dense import ffn_k_parts, ffn_params
+from solver.specs.layers.dense import ffn_params
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
@@ -152,27 +152,23 @@ class MoE(Block):
                      touched * p / t * prec.fmt("experts").bytes_per_param
                      + pairs * (width + 2 * self.inter / t) * ACT_BYTES,
                      hw.flops(prec.gemm_dtype("experts")), f.gemm, kernels=4,
-                     shape_eff=cx.shape_efficiency(self.inter / t) * f.grouped_gemm,
-                     k_inv=cx.k_inv(prec.gemm_dtype("experts"), ffn_k_parts(width, self.inter / t, self.gated))),
+                     shape_eff=cx.shape_efficiency(self.inter / t) * f.grouped_gemm),
                # token permute / un-permute: pairs x width x 2 bytes x 2 passes on the busiest rank
                cx.op("moe_permute", "routed_experts", 0.0, 2 * pairs * imb * width * ACT_BYTES, hw.flops("bf16"),
                      f.gemm, kernels=1)]
         u1 = cx.group_tokens(1)
         router = self.router_params
-        ops.append(cx.op("router", "router", 2 * u1 * router, router * 2, hw.flops("bf16"), f.gemm, kernels=2,
-                         k_inv=cx.k_inv("bf16", ((1, h),))))
+        ops.append(cx.op("router", "router", 2 * u1 * router, router * 2, hw.flops("bf16"), f.gemm, kernels=2))
         if self.latent:
             lp = 2 * h * self.latent
             ops.append(cx.op("latent_proj", "moe_latent", 2 * u1 * lp, lp * prec.fmt("dense").bytes_per_param,
-                             hw.flops(prec.gemm_dtype("dense")), f.gemm, kernels=2,
-                             k_inv=cx.k_inv(prec.gemm_dtype("dense"), ((1, h), (1, self.latent)))))
+                             hw.flops(prec.gemm_dtype("dense")), f.gemm, kernels=2))
         if self.shared_inter:
             d = pc.dense_tp_size
             sp = self.shared_params
             ops.append(cx.op("shared_experts", "shared_experts", 2 * cx.group_tokens(d) / d * sp,
                              sp / d * prec.fmt("dense").bytes_per_param, hw.flops(prec.gemm_dtype("dense")), f.gemm,
-                             kernels=3, shape_eff=cx.shape_efficiency(self.shared_inter / d),
-                             k_inv=cx.k_inv(prec.gemm_dtype("dense"), ffn_k_parts(h, self.shared_inter / d, self.gated))))
+                             kernels=3, shape_eff=cx.shape_efficiency(self.shared_inter / d)))
         return ops
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
