@@ -48,7 +48,7 @@ from solver.specs.model import ModelSpec
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig, make_parallel_config
 from solver.specs.dtypes import number_format
-from solver.specs.precision import Precision, resolve_precision
+from solver.specs.precision import Precision, experts_only, resolve_precision
 
 REQUIRED_COLUMNS = ("model", "system", "isl", "osl", "concurrency", "tp")
 # the `precision` column's headline format -> the weight format it implies when the quant columns are blank
@@ -205,7 +205,7 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
     except InputError as exc:
         col = {"--weight-dtype": "gemm_quant_mode", "--moe-weight-dtype": "moe_quant_mode"}.get(exc.field, "precision")
         raise _column_error(col, exc) from None
-    prec = keep_unconverted(prec, model, gemm)
+    prec = experts_only(keep_unconverted(prec, model, gemm), model)
     eff = dict(_efficiency(fw_name, hw.name, fitted_stamp()))
     wl = Workload("serving", isl=isl, osl=osl, concurrency=conc,
                   request_overhead_s=float(eff.get("request_overhead_s", DEFAULT_REQUEST_OVERHEAD_S)),
