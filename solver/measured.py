@@ -18,6 +18,10 @@ Blank cells (empty, NaN or missing column) follow one convention, applied in thi
   bf16/fp16 -> bf16); when that is blank too, the checkpoint's own formats (the model's quantization_config);
 - backend blank -> the `generic` framework profile.
 
+The GEMM format applies to the GEMMs the checkpoint quantizes: groups a checkpoint keeps in 16 bits stay so
+(`keep_unconverted`), and an NVFP4 format on a MoE model quantizes the routed experts only
+(`precision.experts_only`: attention and the dense GEMMs keep the checkpoint's format). Each says so in a note.
+
 `concurrency` is the benchmark's client concurrency over the whole deployment (on attention-DP rows too; the
 corrected calibration CSV writes it so), and the serving model spreads it over the DP ranks itself.
 
