@@ -209,7 +209,7 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
     except InputError as exc:
         col = {"--weight-dtype": "gemm_quant_mode", "--moe-weight-dtype": "moe_quant_mode"}.get(exc.field, "precision")
         raise _column_error(col, exc) from None
-    prec = experts_only(keep_unconverted(prec, model, gemm), model)
+    prec = experts_only(keep_unconverted(prec, model, gemm), model, hw)
     eff = dict(_efficiency(fw_name, hw.name, fitted_stamp()))
     wl = Workload("serving", isl=isl, osl=osl, concurrency=conc,
                   request_overhead_s=float(eff.get("request_overhead_s", DEFAULT_REQUEST_OVERHEAD_S)),
