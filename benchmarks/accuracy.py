@@ -14,7 +14,8 @@ and p90 absolute percentage error of TTFT and TPOT, overall and per model / syst
       the factor fitted once over all rows (grouped_gemm) is refitted without the held-out architecture too.
 
 `--residuals` adds the predicted TTFT split into its parts (front end, first-token delay, queue + prefill, slot
-wait) and the median ln(measured / predicted) by benchmark source (read from the row id), prefill groups and ISL.
+wait) and the median ln(measured / predicted) by benchmark source (read from the row id), prefill groups, ISL and
+model x prompt length.
 
 It also reports rows skipped (with the InputError each raised) and predicted vs published figures for the rows
 of facts/measurements.md the estimator can express (PUBLISHED below, with the source row number).
@@ -445,7 +446,10 @@ def residual_report(prepared: Sequence[Prepared], params_of: Callable[[Any], Map
 
     for title, key in (("source x framework", lambda p, r: f"{source_of(p.row)} x {p.framework}"),
                        ("framework x prefill groups G", lambda p, r: f"{p.framework} G {_bucket(r.prefill_groups)}"),
-                       ("framework x ISL", lambda p, r: f"{p.framework} ISL {p.case.workload.isl}")):
+                       ("framework x ISL", lambda p, r: f"{p.framework} ISL {p.case.workload.isl}"),
+                       # the DeepSeek deficit is at short prompts only (benchmarks/README.md, issue 15 prefill7)
+                       ("model x prompt length", lambda p, r: f"{short_model(p.model)} ISL "
+                        + ("<= 2048" if p.case.workload.isl <= 2048 else "> 2048"))):
         lines.append(f" by {title}")
         groups: dict[str, list[int]] = defaultdict(list)
         for i, (p, r) in enumerate(zip(prepared, res)):

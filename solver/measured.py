@@ -18,6 +18,10 @@ Blank cells (empty, NaN or missing column) follow one convention, applied in thi
   bf16/fp16 -> bf16); when that is blank too, the checkpoint's own formats (the model's quantization_config);
 - backend blank -> the `generic` framework profile.
 
+The GEMM format applies to the GEMMs the checkpoint quantizes: groups a checkpoint keeps in 16 bits stay so
+(`keep_unconverted`), and an NVFP4 format on a MoE model quantizes the routed experts only
+(`precision.experts_only`: attention and the dense GEMMs keep the checkpoint's format). Each says so in a note.
+
 `concurrency` is the benchmark's client concurrency over the whole deployment (on attention-DP rows too; the
 corrected calibration CSV writes it so), and the serving model spreads it over the DP ranks itself.
 
@@ -48,7 +52,7 @@ from solver.specs.model import ModelSpec
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig, make_parallel_config
 from solver.specs.dtypes import number_format
-from solver.specs.precision import Precision, resolve_precision
+from solver.specs.precision import Precision, experts_only, resolve_precision
 
 REQUIRED_COLUMNS = ("model", "system", "isl", "osl", "concurrency", "tp")
 # the `precision` column's headline format -> the weight format it implies when the quant columns are blank
@@ -205,7 +209,7 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
     except InputError as exc:
         col = {"--weight-dtype": "gemm_quant_mode", "--moe-weight-dtype": "moe_quant_mode"}.get(exc.field, "precision")
         raise _column_error(col, exc) from None
-    prec = keep_unconverted(prec, model, gemm)
+    prec = experts_only(keep_unconverted(prec, model, gemm), model, hw)
     eff = dict(_efficiency(fw_name, hw.name, fitted_stamp()))
     wl = Workload("serving", isl=isl, osl=osl, concurrency=conc,
                   request_overhead_s=float(eff.get("request_overhead_s", DEFAULT_REQUEST_OVERHEAD_S)),

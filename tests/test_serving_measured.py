@@ -58,6 +58,27 @@ def test_modules_the_checkpoint_keeps_in_bf16_stay_bf16_under_the_rows_gemm_form
 
 
 def test_a_checkpoint_that_quantizes_attention_takes_the_rows_gemm_format() -> None:
-    # DeepSeek-R1's FP8 checkpoint quantizes self_attn: an nvfp4 row runs it at nvfp4
+    # DeepSeek-R1's FP8 checkpoint (128 x 128 block scales) quantizes self_attn: a per-tensor fp8 row runs it so
+    case = case_from_row({**R1, "gemm_quant_mode": "fp8", "moe_quant_mode": "fp8"})
+    assert case.prec.fmt("attention").name == "fp8"
+
+
+def test_an_nvfp4_moe_row_quantizes_the_routed_experts_only() -> None:
+    # NVFP4 MoE checkpoints quantize the experts: attention and the dense GEMMs (first dense layers, shared
+    # experts) keep DeepSeek's fp8_block, 1 + 4 / (128 x 128) bytes per weight, and run W8A8 at the FP8 rate
     case = case_from_row({**R1, "precision": "fp4", "gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4"})
-    assert case.prec.fmt("attention").name == "nvfp4"
+    for group in ("attention", "dense"):
+        assert case.prec.fmt(group).name == "fp8_block"
+        assert case.prec.fmt(group).bytes_per_param == 1 + 4 / (128 * 128)
+        assert case.prec.gemm_dtype(group) == "fp8"
+    assert case.prec.fmt("experts").name == "nvfp4" and case.prec.gemm_dtype("experts") == "fp4"
+    assert any("routed experts only" in n for n in case.prec.notes)
+
+
+def test_an_nvfp4_dense_model_row_quantizes_every_gemm() -> None:
+    row = {"backend": "trtllm", "model": "meta-llama/Meta-Llama-3.1-70B", "system": "b200_sxm", "precision": "fp4",
+           "gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4", "isl": 1024, "osl": 1024, "concurrency": 4,
+           "tp": 8}
+    case = case_from_row(row)
+    assert case.prec.fmt("attention").name == "nvfp4" and case.prec.gemm_dtype("attention") == "fp4"
+    assert case.prec.fmt("dense").name == "nvfp4"

@@ -41,6 +41,35 @@ class Precision:
 
 _LOW = {"fp8", "fp8_block", "int8", "int4", "mxfp4", "nvfp4", "fp4"}
 
+# Formats that a published checkpoint of a MoE model applies to its routed experts only: the NVFP4 MoE
+# checkpoints quantize the experts and keep attention and the dense GEMMs (dense FFN layers, shared experts) in
+# the base checkpoint's format (issue 15, mechanism 6; facts/measurements.md #10 "FP4 MoE"). Measured on the
+# calibration CSV: leave-one-model-out TTFT median 32.4% -> 31.3%, TPOT 13.5% -> 13.1% (benchmarks/README.md).
+EXPERT_ONLY_FORMATS = ("nvfp4",)
+
+
+def experts_only(prec: Precision, model: ModelSpec, hw: Hardware) -> Precision:
+    """A measured deployment's GEMM format, where it is one of EXPERT_ONLY_FORMATS on a MoE model, quantizes the
+    routed experts only: the attention and dense groups keep the model's own checkpoint format (16-bit formats
+    stay 16-bit; one the hardware cannot compute is served as bf16, as resolve_precision does), and a note says
+    so. A dense model, or a format outside the list, is returned unchanged."""
+    if not model.is_moe or prec.fmt("experts").name not in EXPERT_ONLY_FORMATS:
+        return prec
+
+    def own(group: str) -> NumberFormat:
+        fmt = number_format(getattr(model.quant, group), f"quantization_config.{group}")
+        runs = fmt.compute in ("bf16", "fp16", "fp32") or hw.supports(fmt.compute)
+        return fmt if runs else number_format("bf16")
+
+    kept = {g: own(g) for g in ("attention", "dense") if prec.fmt(g).name in EXPERT_ONLY_FORMATS}
+    kept = {g: f for g, f in kept.items() if f.name != prec.fmt(g).name}
+    if not kept:
+        return prec
+    note = ", ".join(f"{g} stays {f.name} (a {prec.fmt('experts').name} MoE checkpoint quantizes the routed experts only)"
+                     for g, f in kept.items())
+    return Precision(weights={**prec.weights, **kept}, activation=prec.activation, kv_bytes=prec.kv_bytes,
+                     notes=(*prec.notes, note))
+
 
 def resolve_precision(
     model: ModelSpec,
