@@ -138,10 +138,10 @@ def test_the_estimate_charges_the_per_layer_cost_per_running_sequence() -> None:
 def test_the_fitted_per_layer_sequence_cost_is_one_value_per_engine() -> None:
     # the per-sequence work inside each layer's kernels is the engine's own kernels' (benchmarks/fit_efficiency.py
     # fits it once per framework over every hardware): every fitted pair of a framework carries the same value
-    from solver.specs.framework import list_frameworks
+    from solver.specs.fitted import fitted_factors
 
-    for fw in list_frameworks():
-        profile = load_framework(fw)
-        values = {profile.efficiency_for(hw).get("seq_layer_s") for hw in ("b200_sxm", "h100_sxm", "h200_sxm")}
-        fitted = {v for v in values if v}
-        assert len(fitted) <= 1, (fw, values)
+    fitted = fitted_factors()
+    assert fitted
+    for fw, per_hw in fitted.items():
+        values = {hw: load_framework(fw).efficiency_for(hw)["seq_layer_s"] for hw in per_hw}
+        assert len(set(values.values())) == 1, (fw, values)
