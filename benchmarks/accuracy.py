@@ -70,17 +70,23 @@ FACTORS_YAML = REPO / "solver" / "frameworks" / "fitted" / "factors.yaml"
 #                       (a per-step constant fitted instead, step_overhead_s, gave leave-one-model-out TPOT 15.2%
 #                       against 13.8% with this; step_overhead_s stays a profile setting, not fitted)
 #   request_overhead_s  fixed per-request cost on the TTFT path: HTTP, tokenizer, scheduler hand-off (0 - 0.3 s)
+# (seq_layer_s, per framework: FRAMEWORK_PARAMS below)
+# The attention and comm multipliers of the framework profile are honoured but not fitted: the CSV does not
+# constrain them (fits with them moved the median error by < 1 point while drifting to their bounds).
+PARAMS = ("gemm", "hbm", "kernel_overhead_s", "request_overhead_s")
+# Factors fitted once per framework over all its rows (every hardware pooled) and written into each of its pairs:
 #   seq_layer_s         cost per running sequence per layer the step runs (0 - 4 us; serving.step_layers): the
 #                       per-sequence work inside each layer's kernels (the decode attention kernel's setup,
 #                       page-table walk and split-KV reduction), so it scales with the model's layers and carries
-#                       over between models. Fitted per step instead (seq_overhead_s, a host cost per sequence):
-#                       leave-one-model-out TPOT 15.9%; per kernel launched (seq_kernel_s, 160b017): 13.8% but
-#                       group regressions (sglang 25.8%, TP + EP 24.7%, Qwen3-235B 18.8%); per layer: 14.0%
-#                       with sglang 23.0%, TP + EP 15.8%, Qwen3-235B 13.8% (h200 27.5% against 24.6%).
-#                       seq_overhead_s stays a profile setting, not fitted
-# The attention and comm multipliers of the framework profile are honoured but not fitted: the CSV does not
-# constrain them (fits with them moved the median error by < 1 point while drifting to their bounds).
-PARAMS = ("gemm", "hbm", "kernel_overhead_s", "request_overhead_s", "seq_layer_s")
+#                       over between models. The kernels are the engine's own (TRT-LLM's, FlashInfer / FA3 in
+#                       SGLang, vLLM's), so one value per engine: fitted per (framework, hardware) it took
+#                       0 - 1.9 us depending on which models a pair held (trtllm x h200: 0.2 us with Llama-3.1-70B,
+#                       1.87 us without it, whose held-out TPOT then came out 35% high); leave-one-model-out TPOT
+#                       13.5% (p90 38.0%) per pair, 12.6% (p90 36.3%) per framework, 12.5% (p90 40.6%) once over
+#                       every row (benchmarks/README.md, issue 15). Fitted per step instead (seq_overhead_s, a
+#                       host cost per sequence): 15.9%; per kernel launched (seq_kernel_s, 160b017): 13.8% with
+#                       group regressions. seq_overhead_s stays a profile setting, not fitted
+FRAMEWORK_PARAMS = ("seq_layer_s",)
 # Factors fitted once over all rows (every framework and hardware pooled) and written into every fitted pair:
 #   grouped_gemm        routed-expert grouped-GEMM FLOP/s as a fraction of the dense GEMM's (0.1 - 1). Fitted per
 #                       pair it would be unconstrained wherever a pair has one MoE model (held out, none is left).
@@ -592,14 +598,17 @@ def group_key(p: Prepared) -> tuple[str, str]:
 
 
 def loo_errors(prepared: Sequence[Prepared], fit: Callable[..., dict[str, float] | None],
-               fit_global: Callable[[Sequence[Prepared]], dict[str, float] | None] | None = None
+               fit_global: Callable[[Sequence[Prepared]], dict[str, float] | None] | None = None,
+               fit_framework: Callable[..., dict[str, float] | None] | None = None
                ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Leave-one-model-out: per (framework, hardware) group and architecture, fit on the rest, predict it.
 
     Mirrors how fit_efficiency.py fills pairs with too few rows: when the group's other models leave fewer
     rows than the fit minimum, the fit pools the framework's rows of the other models on all hardware.
     `fit_global` (fit_efficiency.fit_global) refits the once-for-all factors on every row of the other
-    architectures, and the per-pair fits hold them fixed (`fit(rows, fixed=...)`), as the shipped fit does.
+    architectures, and the per-pair fits hold them fixed (`fit(rows, fixed=...)`), as the shipped fit does;
+    `fit_framework` (fit_efficiency.fit_framework) likewise refits the per-framework factors on the framework's
+    rows of the other architectures, every hardware, with the global ones fixed.
     """
     et = np.full(len(prepared), np.nan)
     ep = np.full(len(prepared), np.nan)
@@ -616,6 +625,17 @@ def loo_errors(prepared: Sequence[Prepared], fit: Callable[..., dict[str, float]
             held_global[fam] = fit_global([q for q in prepared if q.family != fam]) or {}
         return held_global[fam]
 
+    held_framework: dict[tuple[str, str], dict[str, float]] = {}
+
+    def fixed_without(fw: str, fam: str) -> dict[str, float]:
+        glob = global_without(fam)
+        if fit_framework is None:
+            return glob
+        if (fw, fam) not in held_framework:
+            rows = [q for q in prepared if q.framework == fw and q.family != fam]
+            held_framework[(fw, fam)] = (fit_framework(rows, fixed=glob) or {}) if rows else {}
+        return {**glob, **held_framework[(fw, fam)]}
+
     def fit_fixed(rows: Sequence[Prepared], fixed: dict[str, float]) -> dict[str, float] | None:
         res = fit(rows, fixed=fixed) if fixed else fit(rows)
         return None if res is None else {**fixed, **res}
@@ -625,7 +645,7 @@ def loo_errors(prepared: Sequence[Prepared], fit: Callable[..., dict[str, float]
         for fam in fams:
             test = [i for i in idx if prepared[i].family == fam]
             train = [prepared[i] for i in idx if prepared[i].family != fam]
-            fixed = global_without(fam)
+            fixed = fixed_without(key[0], fam)
             params = fit_fixed(train, fixed) if train else None
             name = short_model(prepared[test[0]].model)
             if params is None:
@@ -644,6 +664,12 @@ def loo_errors(prepared: Sequence[Prepared], fit: Callable[..., dict[str, float]
         values = [f"{names[fam]} {k} {v:.3g}" for fam, g in sorted(held_global.items(), key=lambda x: names[x[0]])
                   for k, v in g.items()]
         notes.append("global factors refitted without each architecture: " + ", ".join(values))
+    if held_framework:
+        names = {fam: "/".join(sorted({short_model(q.model) for q in prepared if q.family == fam}))
+                 for _, fam in held_framework}
+        values = [f"{fw} without {names[fam]} {k} {v:.3g}" for (fw, fam), g in sorted(held_framework.items())
+                  for k, v in g.items()]
+        notes.append("per-framework factors refitted without each architecture: " + ", ".join(values))
     return et, ep, notes
 
 
@@ -684,9 +710,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
     if not args.no_cv:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from fit_efficiency import fit_global, fit_group  # noqa: E402
+        from fit_efficiency import fit_framework, fit_global, fit_group  # noqa: E402
 
-        et, ep, notes = loo_errors(prepared, fit_group, fit_global)
+        et, ep, notes = loo_errors(prepared, fit_group, fit_global, fit_framework)
         print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out (refit per framework x hardware without "
                                                 "the held-out architecture)") + mode_table(prepared, et, ep)
                          + ranking(prepared, et, ep)))

@@ -5,10 +5,12 @@
 First, the factors in accuracy.GLOBAL_PARAMS (the routed-expert grouped-GEMM fraction of the dense GEMM's
 FLOP/s, and the launch-to-done latency of the engines' custom one-shot / two-shot all-reduce kernels) are
 fitted once over all rows, every framework and hardware pooled (`fit_global`): numbers that a pair holding a
-single MoE model or one TP size could not pin down on its own. Then, for every (framework, hardware) pair with
-at least MIN_ROWS evaluable rows and the global factors held fixed, the factors in accuracy.PARAMS (GEMM and
-HBM multipliers on the hardware YAML's achieved fractions, the GPU time per kernel launched, a per-request
-front-end TTFT cost and a per-running-sequence cost per step, in seconds) are chosen to minimise
+single MoE model or one TP size could not pin down on its own. Next, the factors in accuracy.FRAMEWORK_PARAMS
+(the cost per running sequence per layer run: the engine's own decode kernels) once per framework over all its
+rows, every hardware pooled, the global ones held fixed (`fit_framework`). Then, for every (framework, hardware)
+pair with at least MIN_ROWS evaluable rows and those held fixed, the factors in accuracy.PARAMS (GEMM and HBM
+multipliers on the hardware YAML's achieved fractions, the GPU time per kernel launched and a per-request
+front-end TTFT cost, in seconds) are chosen to minimise
 
     mean_rows |ln(TTFT_pred / TTFT_meas)| * W_TTFT + mean_rows |ln(TPOT_pred / TPOT_meas)|
       + PRIOR * sum_multipliers ln(m)^2
@@ -48,8 +50,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy import (  # noqa: E402
-    BOUNDS, DEFAULT_CSV, FACTORS_YAML, GLOBAL_PARAMS, NEUTRAL, PARAMS, Prepared, load_rows, predict, prepare_all,
-    short_model,
+    BOUNDS, DEFAULT_CSV, FACTORS_YAML, FRAMEWORK_PARAMS, GLOBAL_PARAMS, NEUTRAL, PARAMS, Prepared, load_rows,
+    predict, prepare_all, short_model,
 )
 
 MIN_ROWS = 6  # fewer rows than this in a (framework, hardware) group: no fit, the defaults stand
@@ -133,14 +135,21 @@ def _rounded(key: str, value: float) -> float:
 def fit_global(rows: Sequence[Prepared]) -> dict[str, float] | None:
     """The once-for-all factors (GLOBAL_PARAMS): one pooled fit over `rows` (every framework and hardware)
     together with pooled PARAMS, of which only the global ones are kept."""
-    res = fit_group(rows, (*GLOBAL_PARAMS, *PARAMS))
+    res = fit_group(rows, (*GLOBAL_PARAMS, *FRAMEWORK_PARAMS, *PARAMS))
     return None if res is None else {k: res[k] for k in GLOBAL_PARAMS}
+
+
+def fit_framework(rows: Sequence[Prepared], fixed: Mapping[str, float] | None = None) -> dict[str, float] | None:
+    """The per-framework factors (FRAMEWORK_PARAMS): one fit over all of one framework's `rows` (every hardware)
+    together with pooled PARAMS, of which only the per-framework ones are kept; `fixed` the global ones."""
+    res = fit_group(rows, (*FRAMEWORK_PARAMS, *PARAMS), fixed=fixed)
+    return None if res is None else {k: res[k] for k in FRAMEWORK_PARAMS}
 
 
 def fit_all(prepared: Sequence[Prepared]
             ) -> tuple[dict[str, dict[str, dict[str, float]]], list[str], dict[str, float]]:
     """(factors per framework and hardware, the pairs filled from the framework's pooled fit, the global
-    factors every pair shares)."""
+    factors every pair shares; each pair also carries its framework's FRAMEWORK_PARAMS)."""
     shared = fit_global(prepared) or {}
     print(f"  global over {len(prepared)} rows: {shared}")
     groups: dict[tuple[str, str], list[Prepared]] = defaultdict(list)
@@ -148,11 +157,16 @@ def fit_all(prepared: Sequence[Prepared]
     for p in prepared:
         groups[(p.framework, p.hardware)].append(p)
         by_fw[p.framework].append(p)
-    pooled = {fw: fit_group(rows, fixed=shared) for fw, rows in by_fw.items()}
+    per_fw = {fw: {**shared, **(fit_framework(rows, fixed=shared) or {})} for fw, rows in by_fw.items()}
+    for fw, values in sorted(per_fw.items()):
+        print(f"  {fw:>7} over {len(by_fw[fw])} rows, every hardware: "
+              f"{ {k: values[k] for k in FRAMEWORK_PARAMS if k in values} }")
+    pooled = {fw: fit_group(rows, fixed=per_fw[fw]) for fw, rows in by_fw.items()}
     out: dict[str, dict[str, dict[str, float]]] = {}
     filled = []
     for (fw, hw), rows in sorted(groups.items()):
-        res = fit_group(rows, fixed=shared)
+        shared_fw = per_fw[fw]
+        res = fit_group(rows, fixed=shared_fw)
         models = ", ".join(sorted({short_model(p.model) for p in rows}))
         how = "fitted"
         if res is None:
@@ -161,9 +175,9 @@ def fit_all(prepared: Sequence[Prepared]
                 print(f"  {fw:>7} x {hw:<9} {len(rows):>3} rows: not fitted ({models})")
                 continue
             filled.append(f"{fw} x {hw}")
-        before, after = loss(rows, dict(NEUTRAL)), loss(rows, {**shared, **res})
+        before, after = loss(rows, dict(NEUTRAL)), loss(rows, {**shared_fw, **res})
         print(f"  {fw:>7} x {hw:<9} {len(rows):>3} rows: loss {before:.3f} -> {after:.3f}  {res}  ({models}; {how})")
-        out.setdefault(fw, {})[hw] = {**shared, **res}
+        out.setdefault(fw, {})[hw] = {**shared_fw, **res}
     return out, filled, shared
 
 
@@ -189,6 +203,10 @@ def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv:
         + "".join(f", {k} = {v:g}" for k, v in (shared or {}).items()) + "; each fitted pair carries it, and",
         "# `global` holds them per vendor of the rows fitted, for that vendor's pairs without a fit",
         "# (specs/fitted.fitted_global).",
+        "# " + ", ".join(FRAMEWORK_PARAMS) + " fitted once per framework over all its rows, every hardware pooled (the"
+        " engine's own kernels): " + "; ".join(
+            f"{fw} " + ", ".join(f"{k} = {next(iter(hw.values()))[k]:g}" for k in FRAMEWORK_PARAMS)
+            for fw, hw in sorted(factors.items()) if hw) + ".",
     ]
     body = yaml.safe_dump({"global": {v: dict(shared or {}) for v in vendors}, "factors": factors}, sort_keys=True,
                           default_flow_style=False)

@@ -155,7 +155,7 @@ def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() 
         assert fw in frameworks  # no model keys: framework -> hardware -> factor only
         for hw, values in per_hw.items():
             assert hw in hardware
-            assert set(values) <= set(accuracy.PARAMS) | set(accuracy.GLOBAL_PARAMS)
+            assert set(values) <= set(accuracy.PARAMS) | set(accuracy.FRAMEWORK_PARAMS) | set(accuracy.GLOBAL_PARAMS)
             for key, value in values.items():
                 lo, hi = accuracy.BOUNDS[key]
                 assert lo <= value <= hi, (fw, hw, key, value)

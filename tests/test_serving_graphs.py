@@ -133,3 +133,15 @@ def test_the_estimate_charges_the_per_layer_cost_per_running_sequence() -> None:
     # 16 sequences x 32 layers x 1 us = 512 us more per decode step
     with_cost = estimate(model, hw, pc, prec, replace(f, seq_layer_s=1e-6), wl).tpot_s
     assert with_cost - base == pytest.approx(16 * 32 * 1e-6)
+
+
+def test_the_fitted_per_layer_sequence_cost_is_one_value_per_engine() -> None:
+    # the per-sequence work inside each layer's kernels is the engine's own kernels' (benchmarks/fit_efficiency.py
+    # fits it once per framework over every hardware): every fitted pair of a framework carries the same value
+    from solver.specs.fitted import fitted_factors
+
+    fitted = fitted_factors()
+    assert fitted
+    for fw, per_hw in fitted.items():
+        values = {hw: load_framework(fw).efficiency_for(hw)["seq_layer_s"] for hw in per_hw}
+        assert len(set(values.values())) == 1, (fw, values)

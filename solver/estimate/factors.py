@@ -35,7 +35,7 @@ class Factors:
     seq_overhead_s: float = 0.0  # host time per running sequence per step (schedule, sample, detokenize)
     # time per running sequence per layer the step runs (serving.step_layers): the per-sequence work inside
     # each layer's kernels beyond the FLOPs and bytes the op model counts (the decode attention kernel's
-    # per-sequence setup, page-table walk and split-KV reduction); fitted
+    # per-sequence setup, page-table walk and split-KV reduction); fitted once per engine (its own kernels)
     seq_layer_s: float = 0.0
     # custom small-message all-reduce (comm.all_reduce_s): one-shot up to the first size, two-shot up to the
     # second (bytes per rank), NCCL above; 0 = no custom kernel. Its launch-to-done latency is fitted once.

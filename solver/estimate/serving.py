@@ -29,9 +29,11 @@ Step times outside the kernels (the engine's serving loop, FrameworkServing; `st
     page-table walk and split-KV reduction), so a 61-layer MoE pays it about twice as often as a 32-layer dense
     model. One per-step constant per (engine, hardware) took the model's layer count from whichever models the
     pair was fitted on (leave-one-model-out TPOT 15.9%); per kernel launched 13.8% with group regressions
-    (sglang, TP + EP, Qwen3-235B); per layer 14.0% without them (benchmarks/accuracy.py). The layer count is
-    fixed by the model and the layout, so a layout's figures depend on its step times alone (the planner's
-    Pareto argument, figures.py).
+    (sglang, TP + EP, Qwen3-235B); per layer 14.0% without them (benchmarks/accuracy.py). The kernels are the
+    engine's, so seq_layer_s is fitted once per engine over every hardware: per (engine, hardware) it took the
+    size of whichever models a pair held (held out 13.5%, h200 23.0%), per engine 12.6% (h200 15.4%). The layer
+    count is fixed by the model and the layout, so a layout's figures depend on its step times alone (the
+    planner's Pareto argument, figures.py).
 
 The fixed TTFT cost, split by where it is spent:
 
