@@ -48,7 +48,7 @@ from accuracy import (  # noqa: E402
 )
 from accuracy import DEFAULT_CSV as AGG_CSV  # noqa: E402
 from accuracy import prepare_all as prepare_agg  # noqa: E402
-from fit_efficiency import MIN_ROWS, coordinate_search  # noqa: E402
+from fit_efficiency import MIN_ROWS, coordinate_search, engine_factors  # noqa: E402
 from fit_efficiency import loss as fit_loss  # noqa: E402
 from accuracy import errors as agg_errors  # noqa: E402
 
@@ -280,7 +280,7 @@ def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
            "allreduce_latency_s": p.case.decode.hw.tiers["intra_node"].latency_s,
            "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None
            else p.case.decode.hw.efficiency.kernel_overhead_s}
-    common = fitted_global(p.case.decode.hw.vendor) if shared is None else shared
+    common = fitted_global(p.case.decode.hw.vendor, framework=p.framework) if shared is None else shared
     return apply_fitted(out, pair_factors(fitted or {}, common, p.framework, p.hardware))
 
 
@@ -408,7 +408,10 @@ def refit_params(p: Prepared, fitted, refit: tuple[dict, dict[str, dict[str, flo
     """The row's factor settings under an aggregated refit (agg_fit_without), as the shipped file applies."""
     if refit is None:
         return shipped_params(p, fitted)
-    return shipped_params(p, refit[0], refit[1].get(p.case.decode.hw.vendor, {}))
+    shared = refit[1].get(p.case.decode.hw.vendor, {})
+    # a pair the refit does not cover carries the global factors and its engine's own (fitted_global)
+    engine = engine_factors(refit[0]).get(p.framework, {}) if shared else {}
+    return shipped_params(p, refit[0], {**shared, **engine})
 
 
 def refit_note(label: str, refit: tuple[dict, dict[str, dict[str, float]], int] | None) -> str:

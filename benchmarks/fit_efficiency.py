@@ -181,6 +181,12 @@ def fit_all(prepared: Sequence[Prepared]
     return out, filled, shared
 
 
+def engine_factors(factors: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict[str, dict[str, float]]:
+    """Each framework's FRAMEWORK_PARAMS (every pair of a framework carries the same values): what its pairs
+    without a fit carry besides the global factors (factors.yaml's `engines` block)."""
+    return {fw: {k: next(iter(hw.values()))[k] for k in FRAMEWORK_PARAMS} for fw, hw in factors.items() if hw}
+
+
 def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv: Path, n_rows: int,
                filled: Sequence[str] = (), shared: Mapping[str, float] | None = None,
                vendors: Sequence[str] = ()) -> None:
@@ -201,15 +207,16 @@ def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv:
         "# grouped_gemm (the routed-expert grouped GEMM's FLOP/s as a fraction of the dense GEMM's) and",
         "# allreduce_latency_s are fitted once over all rows, every framework and hardware pooled"
         + "".join(f", {k} = {v:g}" for k, v in (shared or {}).items()) + "; each fitted pair carries it, and",
-        "# `global` holds them per vendor of the rows fitted, for that vendor's pairs without a fit",
-        "# (specs/fitted.fitted_global).",
+        "# `global` holds them per vendor of the rows fitted, for that vendor's pairs without a fit, and",
+        "# `engines` each framework's own factors below, for the same pairs (specs/fitted.fitted_global).",
         "# " + ", ".join(FRAMEWORK_PARAMS) + " fitted once per framework over all its rows, every hardware pooled (the"
         " engine's own kernels): " + "; ".join(
             f"{fw} " + ", ".join(f"{k} = {next(iter(hw.values()))[k]:g}" for k in FRAMEWORK_PARAMS)
             for fw, hw in sorted(factors.items()) if hw) + ".",
     ]
-    body = yaml.safe_dump({"global": {v: dict(shared or {}) for v in vendors}, "factors": factors}, sort_keys=True,
-                          default_flow_style=False)
+    engines = {fw: {v: dict(params) for v in vendors} for fw, params in engine_factors(factors).items()}
+    body = yaml.safe_dump({"global": {v: dict(shared or {}) for v in vendors}, "engines": engines,
+                           "factors": factors}, sort_keys=True, default_flow_style=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(header) + "\n" + body)
 

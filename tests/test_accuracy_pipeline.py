@@ -148,7 +148,7 @@ def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() 
     assert path.is_file()
     assert "benchmarks/fit_efficiency.py" in path.read_text().splitlines()[1]  # how it was produced
     data = load_yaml(path)
-    assert set(data) == {"factors", "global"}
+    assert set(data) == {"factors", "global", "engines"}
     frameworks, hardware = set(list_frameworks()), set(list_hardware())
     shared = set()
     for fw, per_hw in data["factors"].items():
@@ -169,6 +169,12 @@ def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() 
     assert {v["grouped_gemm"] for v in data["global"].values()} == shared
     assert load_framework("sglang").efficiency_for("gb300")["grouped_gemm"] == pytest.approx(shared.pop())
     assert load_framework("cann-recipes").efficiency_for("atlas_a3")["grouped_gemm"] == 1.0
+    # the per-engine factors: one value per framework, in its pairs and in the `engines` block for its others
+    for fw, per_hw in data["factors"].items():
+        for key in accuracy.FRAMEWORK_PARAMS:
+            (value,) = {v[key] for v in per_hw.values()}
+            assert {e[key] for e in data["engines"][fw].values()} == {value}
+            assert load_framework(fw).efficiency_for("gb300")[key] == pytest.approx(value)
 
 
 # ------------------------------------------------------------------------------------------ benchmark smoke

@@ -89,3 +89,17 @@ def test_an_unfitted_hardware_runs_the_grouped_gemm_fraction_every_fitted_pair_r
     # an NPU: the fit saw no row of its vendor, so its experts keep the profile's own multiplier
     ascend = load_framework("cann-recipes")
     assert ascend.efficiency_for("atlas_a3")["grouped_gemm"] == ascend.efficiency.grouped_gemm
+
+
+def test_an_unfitted_pair_carries_its_engines_own_factors_too(tmp_path):
+    """A pair without its own fit carries the global factors and its framework's per-engine ones (`engines`:
+    seq_layer_s, the engine's decode kernels), for the vendor the fit saw; another vendor gets neither."""
+    from solver.specs.fitted import fitted_global
+
+    p = tmp_path / "factors.yaml"
+    p.write_text("global:\n  nvidia:\n    grouped_gemm: 0.25\n"
+                 "engines:\n  eng:\n    nvidia:\n      seq_layer_s: 1.0e-06\n"
+                 "factors:\n  eng:\n    hwa:\n      gemm: 0.8\n      grouped_gemm: 0.25\n      seq_layer_s: 1.0e-06\n")
+    assert fitted_global("nvidia", p, framework="eng") == {"grouped_gemm": 0.25, "seq_layer_s": 1.0e-06}
+    assert fitted_global("nvidia", p, framework="other") == {"grouped_gemm": 0.25}
+    assert fitted_global("amd", p, framework="eng") == {}

@@ -41,16 +41,21 @@ def fitted_factors(path: Path | None = None) -> Factors:
     return read_factors(path or fitted_factors_path())
 
 
-def fitted_global(vendor: str, path: Path | None = None) -> dict[str, float]:
+def fitted_global(vendor: str, path: Path | None = None, *, framework: str = "") -> dict[str, float]:
     """The factors fitted once over every framework and hardware of a vendor (fitted/factors.yaml's `global`
     block, per vendor of the rows fitted: grouped_gemm, allreduce_latency_s are properties of the vendor's kernel
-    libraries): what a (framework, hardware) pair without its own fit still carries, as the fitted pairs do.
-    Empty for a vendor the fit saw no row of, or a file without the block."""
+    libraries), with `framework`'s own per-engine factors on that vendor (the `engines` block: seq_layer_s, the
+    engine's decode kernels): what a (framework, hardware) pair without its own fit still carries, as the
+    fitted pairs do. Empty for a vendor the fit saw no row of, or a file without the block."""
     target = path or fitted_factors_path()
     if not target.is_file():
         return {}
-    block = (_read_at(str(target), fitted_stamp(target)).get("global") or {}).get(vendor) or {}
-    return {k: float(v) for k, v in block.items()}
+    data = _read_at(str(target), fitted_stamp(target))
+    block = (data.get("global") or {}).get(vendor) or {}
+    if not block:
+        return {}
+    engine = ((data.get("engines") or {}).get(framework) or {}).get(vendor) or {}
+    return {k: float(v) for k, v in {**block, **engine}.items()}
 
 
 def pair_factors(fitted: Factors, shared: Mapping[str, float], framework: str, hardware: str) -> dict[str, float]:
