@@ -342,6 +342,37 @@ def step_sums(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     return out
 
 
+def stages_sums(stages: list[tuple[ModelSpec, int]], hw: Hardware, pc: ParallelConfig, prec: Precision,
+                f: Factors, w: Work, attention_only: bool = False, modules: frozenset[str] | None = None
+                ) -> list[list[tuple[ModuleSums, float, bool]]]:
+    """step_sums of each (stage model, MTP passes) in `stages`, all run on `pc` with work `w` (a pipeline's
+    stages: one config and microbatch): the same lists, with the decode layout, the kit and each block's sums
+    looked up once for all stages (the stages hold the same block objects)."""
+    pc, w = decode_layout(pc, w)
+    kit = Kit(hw, pc, prec, f, w)
+    pc_key = pc.key()
+    ids = (id(hw), id(prec), id(f), pc_key, w)
+    seen: dict[int, ModuleSums] = {}
+    out = []
+    for model, mtp_layers in stages:
+        blocks, head, draft = _selected(model, mtp_layers, attention_only, modules, w.phase)
+        chunks = []
+        for block, n in blocks:
+            sums = seen.get(id(block))
+            if sums is None:
+                sums = seen[id(block)] = block_sums(block, kit, pc_key)
+            chunks.append((sums, n, False))
+        keep = (model, hw, prec, f)
+        if head:
+            chunks.append((_cached_sums(("head", id(model), *ids), keep, lambda: module_sums(
+                head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w))), 1, False))
+        if draft:
+            chunks.append((_cached_sums(("draft", id(model), *ids), keep, lambda: module_sums(
+                *_draft_records(model, hw, pc, prec, f, w))), mtp_layers, True))
+        out.append(chunks)
+    return out
+
+
 def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
               params: ParamReport | None = None, mtp_layers: int = 0, attention_only: bool = False,
               modules: frozenset[str] | None = None) -> StepCost:
