@@ -128,13 +128,31 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
         absent = stages[s][4]
         for sums, n, _ in chunks:
             # module by module, in the records' order: the same additions (and roundings) as step_cost's
-            for module, t, k in sums:
-                g = groups.get(module) or NONE
-                if g in per and module not in absent:
-                    acc = per[g]
-                    acc[0][s] += t * n
-                    acc[1][s] += k * n
+            for g, t, k in _owned(sums, groups, want, absent):
+                acc = per[g]
+                acc[0][s] += t * n
+                acc[1][s] += k * n
     return {g: Share(tuple(v[0]), tuple(v[1])) for g, v in per.items()}
+
+
+# _owned per (sums object, groups object, want, absent): the cached sums objects recur across shares
+_OWNED: dict[tuple, tuple] = {}
+
+
+def _owned(sums: tuple, groups: dict[str, str | None], want: tuple[str, ...], absent: frozenset[str]
+           ) -> tuple[tuple[str, float, float], ...]:
+    """(group, seconds, kernel seconds) of the modules in `sums` that a group in `want` owns and the stage
+    holds, in the sums' order."""
+    key = (id(sums), id(groups), want, absent)
+    hit = _OWNED.get(key)
+    if hit is not None and hit[0] is sums and hit[1] is groups:
+        return hit[2]
+    out = tuple((g, t, k) for module, t, k in sums
+                for g in ((groups.get(module) or NONE),) if g in want and module not in absent)
+    if len(_OWNED) >= 200_000:
+        _OWNED.clear()
+    _OWNED[key] = (sums, groups, out)
+    return out
 
 
 _WANTED: dict[tuple[int, tuple[str, ...]], tuple[dict, frozenset[str]]] = {}

@@ -177,6 +177,7 @@ class Tables:
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _plans: dict[tuple[int, tuple], StepPlan] = field(default_factory=dict)
     _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
+    _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -383,14 +384,25 @@ class Tables:
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
         (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
         opts = {}
+        want = (g,)
         for j, c in enumerate(self.choices[g]):
             if c[-1] != pp:
                 continue
-            knobs = dict(zip(GROUPS[g][:-1], c[:-1]))
-            pre = self._share(self._layout_pc(_beside(k_pre, c[0], self.world), **knobs), w_pre, 0, (g,))
-            dec = self._share(self._layout_pc(_beside(k_dec, c[0], self.world), **knobs), w_dec, mtp, (g,))
+            pre = self._share(self._group_pc(k_pre, g, j), w_pre, 0, want) if w_pre is not None else None
+            dec = self._share(self._group_pc(k_dec, g, j), w_dec, mtp, want) if w_dec is not None else None
             opts[j] = (pre[g] if pre else None, dec[g] if dec else None)
         vc.other[g] = opts
+
+    def _group_pc(self, outside: tuple[int, ...], g: str, j: int) -> ParallelConfig:
+        """The config group g's choice j is costed at beside the layout `outside` (_outside), memoised: every
+        concurrency asks for the same ones."""
+        key = (outside, g, j)
+        pc = self._group_pcs.get(key)
+        if pc is None:
+            c = self.choices[g][j]
+            pc = self._group_pcs[key] = self._layout_pc(_beside(outside, c[0], self.world),
+                                                        **dict(zip(GROUPS[g][:-1], c[:-1])))
+        return pc
 
     def _fill(self, vc: ViewCosts, key: tuple[int, ...]) -> None:
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
