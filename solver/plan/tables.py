@@ -171,7 +171,7 @@ class Tables:
     mtp_layers: int = 0  # MTP layers whose weights and caches the deployment holds (0: MTP off)
     _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
     _view_memory: dict[tuple[int, tuple], ViewMemory] = field(default_factory=dict)
-    _shares: dict[tuple, dict[str, Share]] = field(default_factory=dict)
+    _shares: dict[tuple, tuple[ParallelConfig, dict[str, Share]]] = field(default_factory=dict)
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
@@ -221,12 +221,15 @@ class Tables:
                attention_only: bool = False) -> dict[str, Share] | None:
         if w is None:
             return None
-        key = (pc.key(), w, mtp, want, attention_only)
+        # keyed by the config object (the tables' own, from _pc: one per knob values, kept for their life);
+        # the entry holds it, so a reused id cannot match another
+        key = (id(pc), w, mtp, want, attention_only)
         hit = self._shares.get(key)
-        if hit is None:
-            hit = shares(self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only)
-            self._shares[key] = hit
-        return hit
+        if hit is not None and hit[0] is pc:
+            return hit[1]
+        out = shares(self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only)
+        self._shares[key] = (pc, out)
+        return out
 
     def _none(self, pc: ParallelConfig, w: Work | None, mtp: int, pipe: Pipeline | None = None
               ) -> dict[str, Share] | None:
