@@ -280,3 +280,16 @@ def test_each_groups_share_is_costed_at_the_layout_it_runs_beside() -> None:
 def test_groups_cover_every_knob_once() -> None:
     knobs = [k for g in GROUPS.values() for k in g if k != "pp_size"]
     assert len(knobs) == len(set(knobs))
+
+
+def test_the_static_rule_tables_from_the_cache_are_the_ones_computed() -> None:
+    """static_rule_tables is computed once per deployment: what it hands out again must equal a fresh
+    enumeration, for that deployment and not another (here: another MTP depth, which rules read)."""
+    m, h, f, prec, fac, sc, t = _instance("deepseek-v3.2", "atlas_a3", "cann-recipes", 16, "decode", 4096, mtp=1)
+    cpsat.clear_rule_cache()
+    first = cpsat.static_rule_tables(t, m, h, f, sc)
+    again = cpsat.static_rule_tables(t, m, h, f, sc)
+    assert first == again == cpsat._rule_tables(t, m, h, f, sc, None, batch_rules=False)
+    other = sc.model_copy(update={"mtp": 4})  # past cann-recipes' C.mtp_depth: a rule the other lacks
+    fresh = cpsat._rule_tables(t, m, h, f, other, None, batch_rules=False)
+    assert fresh != first and cpsat.static_rule_tables(t, m, h, f, other) == fresh
