@@ -100,6 +100,49 @@ def test_the_cached_module_sums_equal_the_records_sums(case, tp, cp, moe_tp, pha
         assert expect, "a whole step costs at least one block"
 
 
+def test_equal_blocks_share_their_cached_sums() -> None:
+    """The block caches key a block by the first equal one met (step.canonical_block): a pipeline stage holds
+    other layer objects than the model, equal to its own. Equal blocks must cost exactly what each costs on its
+    own records, and distinct blocks must not share."""
+    import copy
+
+    from solver.estimate.compute import Kit
+    from solver.estimate.step import _records, block_sums, canonical_block
+
+    m, h = load_model("deepseek-v3.2"), load_hardware("atlas_a3")
+    prec, f = resolve_precision(m, h, weight_dtype="int8"), factors_for(h)
+    kit = Kit(h, ParallelConfig(world_size=16, attn_tp_size=4, moe_tp_size=2), prec, f, Work("decode", 32, 4096, 32, 32))
+    blocks = [b for b, _ in m.block_groups]
+    for b in blocks:
+        twin = copy.deepcopy(b)
+        assert twin is not b and twin == b
+        assert canonical_block(twin) is canonical_block(b)
+        assert block_sums(twin, kit) == module_sums(*_records(twin, kit)) == block_sums(b, kit)
+    assert len({id(canonical_block(b)) for b in blocks}) == len(blocks)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(CASES), pp=st.sampled_from([2, 3, 4]), phase=st.sampled_from(["prefill", "decode"]),
+       mtp=st.sampled_from([0, 2]), attention_only=st.booleans(),
+       want=st.sampled_from([None, ("embedding",), ("lm_head",), ("o_proj", "experts")]))
+def test_the_stages_summed_in_one_pass_equal_each_stages_sums(case, pp, phase, mtp, attention_only, want) -> None:
+    """group_cost.shares sums a pipeline's stages in one pass (step.stages_sums): each stage's list must be
+    exactly (==) step_sums of that stage on its own."""
+    from solver.estimate.pipeline import stages
+    from solver.estimate.step import stages_sums
+
+    m, h = load_model(case[0]), load_hardware(case[1])
+    prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
+    f = factors_for(h)
+    pc = ParallelConfig(world_size=8, attn_tp_size=2, moe_tp_size=2 if m.is_moe else 1, cp_size=2)
+    w = Work(phase, 64, 1024, 8, 64 if phase == "decode" else 8)
+    mtp = mtp if m.num_mtp_layers else 0
+    modules = frozenset(want) if want else None
+    sts = [(st.model, mtp if st.last else 0) for st in stages(m, pp)]
+    got = stages_sums(sts, h, pc, prec, f, w, attention_only, modules)
+    assert got == [step_sums(sm, h, pc, prec, f, w, k, attention_only, modules) for sm, k in sts]
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=st.sampled_from(CASES), fw=st.sampled_from(FRAMEWORKS), world=st.sampled_from([1, 2, 4, 8, 16]),
        phase=st.sampled_from(["serving", "prefill", "decode"]), isl=st.sampled_from([512, 4096]),
@@ -237,3 +280,16 @@ def test_each_groups_share_is_costed_at_the_layout_it_runs_beside() -> None:
 def test_groups_cover_every_knob_once() -> None:
     knobs = [k for g in GROUPS.values() for k in g if k != "pp_size"]
     assert len(knobs) == len(set(knobs))
+
+
+def test_the_static_rule_tables_from_the_cache_are_the_ones_computed() -> None:
+    """static_rule_tables is computed once per deployment: what it hands out again must equal a fresh
+    enumeration, for that deployment and not another (here: another MTP depth, which rules read)."""
+    m, h, f, prec, fac, sc, t = _instance("deepseek-v3.2", "atlas_a3", "cann-recipes", 16, "decode", 4096, mtp=1)
+    cpsat.clear_rule_cache()
+    first = cpsat.static_rule_tables(t, m, h, f, sc)
+    again = cpsat.static_rule_tables(t, m, h, f, sc)
+    assert first == again == cpsat._rule_tables(t, m, h, f, sc, None, batch_rules=False)
+    other = sc.model_copy(update={"mtp": 4})  # past cann-recipes' C.mtp_depth: a rule the other lacks
+    fresh = cpsat._rule_tables(t, m, h, f, other, None, batch_rules=False)
+    assert fresh != first and cpsat.static_rule_tables(t, m, h, f, other) == fresh

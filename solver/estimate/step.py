@@ -189,6 +189,27 @@ def _pc_key(pc: ParallelConfig) -> tuple:
     return pc.key()
 
 
+# Equal blocks cost the same (a block is frozen data; its ops read only its fields and the kit), and the model
+# already adds equal blocks up (base.block_counts). A pipeline stage's stack holds other, equal layer objects
+# than the whole model's (its first layer of each kind), so the caches below key a block by the first equal
+# one met: an id is looked up once per object, the value hash only then.
+_CANON: dict[int, tuple[object, object]] = {}  # id(block) -> (block, the canonical equal block)
+_BY_VALUE: dict[object, object] = {}
+
+
+def canonical_block(block):
+    """The first block met that equals `block` (the caches' key: equal blocks share their records)."""
+    hit = _CANON.get(id(block))
+    if hit is not None and hit[0] is block:
+        return hit[1]
+    if len(_CANON) >= 65_536:
+        _CANON.clear()
+        _BY_VALUE.clear()
+    out = _BY_VALUE.setdefault(block, block)
+    _CANON[id(block)] = (block, out)
+    return out
+
+
 def _records(block, kit: Kit) -> tuple[list[OpCost], list[CommCost]]:
     ops = block.ops(kit)
     hide = sum(o.compute_s for o in ops if o.name in _HIDING_OPS)
@@ -202,6 +223,7 @@ def _kit_key(block, kit: Kit, pc_key: tuple | None) -> tuple:
 def block_cost(block, kit: Kit, pc_key: tuple | None = None) -> tuple[list[OpCost], list[CommCost]]:
     """(ops, collectives) of one instance of `block`; its KV gather hides behind its own attention core.
     `pc_key`: kit.pc.key() when the caller has it already."""
+    block = canonical_block(block)
     key = _kit_key(block, kit, pc_key)
     hit = _BLOCK_CACHE.get(key)
     if hit is not None and hit[0] is block and hit[1] is kit.hw and hit[2] is kit.prec and hit[3] is kit.f:
@@ -248,6 +270,7 @@ def _cached_sums(key: tuple, keep: tuple, build) -> ModuleSums:
 
 def block_sums(block, kit: Kit, pc_key: tuple | None = None) -> ModuleSums:
     """module_sums of block_cost(block, kit), without keeping the records."""
+    block = canonical_block(block)
     return _cached_sums(_kit_key(block, kit, pc_key), (block, kit.hw, kit.prec, kit.f),
                         lambda: module_sums(*_records(block, kit)))
 
@@ -339,6 +362,38 @@ def step_sums(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     if draft:
         out.append((_cached_sums(("draft", *ids), keep, lambda: module_sums(
             *_draft_records(model, hw, pc, prec, f, w))), mtp_layers, True))
+    return out
+
+
+def stages_sums(stages: list[tuple[ModelSpec, int]], hw: Hardware, pc: ParallelConfig, prec: Precision,
+                f: Factors, w: Work, attention_only: bool = False, modules: frozenset[str] | None = None
+                ) -> list[list[tuple[ModuleSums, float, bool]]]:
+    """step_sums of each (stage model, MTP passes) in `stages`, all run on `pc` with work `w` (a pipeline's
+    stages: one config and microbatch): the same lists, with the decode layout, the kit and each block's sums
+    looked up once for all stages (the stages hold the same block objects)."""
+    pc, w = decode_layout(pc, w)
+    kit = Kit(hw, pc, prec, f, w)
+    pc_key = pc.key()
+    ids = (id(hw), id(prec), id(f), pc_key, w)
+    seen: dict[int, ModuleSums] = {}
+    out = []
+    for model, mtp_layers in stages:
+        blocks, head, draft = _selected(model, mtp_layers, attention_only, modules, w.phase)
+        chunks = []
+        for block, n in blocks:
+            block = canonical_block(block)
+            sums = seen.get(id(block))
+            if sums is None:
+                sums = seen[id(block)] = block_sums(block, kit, pc_key)
+            chunks.append((sums, n, False))
+        keep = (model, hw, prec, f)
+        if head:
+            chunks.append((_cached_sums(("head", id(model), *ids), keep, lambda: module_sums(
+                head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w))), 1, False))
+        if draft:
+            chunks.append((_cached_sums(("draft", id(model), *ids), keep, lambda: module_sums(
+                *_draft_records(model, hw, pc, prec, f, w))), mtp_layers, True))
+        out.append(chunks)
     return out
 
 

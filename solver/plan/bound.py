@@ -14,6 +14,7 @@ feasible latency: a valid bound, and a tight one where neither binds (the usual 
 """
 from __future__ import annotations
 
+from operator import add as _add
 from typing import Callable, Iterable, Sequence
 
 from solver.plan.group_cost import Share
@@ -38,7 +39,9 @@ def _launch_floor(opts: Iterable[Option]) -> tuple[tuple[float, ...], tuple[floa
 def nondominated(points: Iterable[tuple[float, ...]]) -> list[tuple[float, ...]]:
     """The points no other point is <= in every coordinate (one copy of equal points)."""
     pts = sorted(set(points))  # lexicographic: a point's dominators come before it
-    if pts and len(pts[0]) <= 2:  # one or two coordinates (no PP): a sweep keeps the falling second one
+    if len(pts) <= 1:
+        return pts
+    if len(pts[0]) <= 2:  # one or two coordinates (no PP): a sweep keeps the falling second one
         out, low = [], float("inf")
         for p in pts:
             if len(p) < 2 or p[1] < low:
@@ -66,6 +69,7 @@ def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share 
     launch_pre = [0.0] * n_pre
     launch_dec = [0.0] * (len(sample[1].gpu_s) if sample[1] is not None else 0)
     sums: list[tuple[float, ...]] = [(0.0,) * (n_pre + len(launch_dec))]
+    first = True
     for opts in groups:
         lp, ld = _launch_floor(opts)
         launch_pre = [a + b for a, b in zip(launch_pre, lp)] if lp else launch_pre
@@ -73,7 +77,11 @@ def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share 
         own = nondominated(_vector(o) for o in opts)
         if len(own) * len(sums) > MAX_SUMS:
             own = [tuple(map(min, zip(*own)))]
-        sums = nondominated(tuple(a + b for a, b in zip(s, o)) for s in sums for o in own)
+        if first:  # 0.0 + x is x: the first group's sums are its own Pareto set, in its order
+            first = False
+            sums = [tuple(map(_add, sums[0], o)) for o in own]
+            continue
+        sums = nondominated(tuple(map(_add, s, o)) for s in sums for o in own)
     best = float("inf")
     for v in sums:
         pre = Share(v[:n_pre], tuple(launch_pre)) if sample[0] is not None else None

@@ -125,12 +125,38 @@ def rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
 
 
 def static_rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario) -> list:
-    return _rule_tables(t, model, hw, fw, scenario, None, batch_rules=False)
+    """The rules that do not read the batch, once per (framework, model, ranks per node, world, MTP, knob
+    domains): all _rule_tables reads. Plans of one deployment for other workloads (a sweep) share them;
+    solve.clear_cache drops them, so a benchmark's timed plan builds its own."""
+    domains = _domains(t)
+    key = (id(fw), id(model), hw.ranks_per_node, t.world, scenario.mtp,
+           tuple((k, tuple(v)) for k, v in domains.items()))
+    hit = _STATIC_RULES.get(key)
+    if hit is not None and hit[0] is fw and hit[1] is model:
+        return list(hit[2])
+    out = _rule_tables(t, model, hw, fw, scenario, None, batch_rules=False)
+    if len(_STATIC_RULES) >= 256:
+        _STATIC_RULES.clear()
+    _STATIC_RULES[key] = (fw, model, out)
+    return list(out)
+
+
+# static_rule_tables per deployment (the entry keeps the framework and model, so their ids are not reused)
+_STATIC_RULES: dict[tuple, tuple] = {}
+
+
+def clear_rule_cache() -> None:
+    _STATIC_RULES.clear()
+
+
+def _domains(t: Tables) -> dict[str, list[int]]:
+    """Each knob's values over the tables' choices (the stage count: every group's)."""
+    return {k: sorted({opt[i] for opt in t.choices[g]}) for g, ks in GROUPS.items() for i, k in enumerate(ks)}
 
 
 def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario,
                  batch: int | None, batch_rules: bool) -> list[tuple[str, list[str], list[list[int]]]]:
-    domains = {k: sorted({opt[i] for opt in t.choices[g]}) for g, ks in GROUPS.items() for i, k in enumerate(ks)}
+    domains = _domains(t)
     derived = DERIVED
     out = []
     # the deployment and model facts, knobs at 1: a rule whose `when` reads none of the knobs is decided here

@@ -12,10 +12,11 @@ pairwise table. tests/test_planner_exact.py checks the sums against step_cost on
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from operator import add as _add, sub as _sub
 
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
-from solver.estimate.step import step_sums
+from solver.estimate.step import stages_sums
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -33,12 +34,10 @@ class Share:
     launch_s: tuple[float, ...]
 
     def __add__(self, other: "Share") -> "Share":
-        return Share(tuple(a + b for a, b in zip(self.gpu_s, other.gpu_s)),
-                     tuple(a + b for a, b in zip(self.launch_s, other.launch_s)))
+        return Share(tuple(map(_add, self.gpu_s, other.gpu_s)), tuple(map(_add, self.launch_s, other.launch_s)))
 
     def __sub__(self, other: "Share") -> "Share":
-        return Share(tuple(a - b for a, b in zip(self.gpu_s, other.gpu_s)),
-                     tuple(a - b for a, b in zip(self.launch_s, other.launch_s)))
+        return Share(tuple(map(_sub, self.gpu_s, other.gpu_s)), tuple(map(_sub, self.launch_s, other.launch_s)))
 
 
 @dataclass(frozen=True)
@@ -122,16 +121,38 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
     modules = _wanted_modules(groups, want)
     stages = _stages(model, pc, w, mtp_layers)
     per: dict[str, list[list[float]]] = {g: [[0.0] * len(stages), [0.0] * len(stages)] for g in want}
-    for s, (sm, spc, sw, mtp, absent) in enumerate(stages):
-        for sums, n, _ in step_sums(sm, hw, spc, prec, f, sw, mtp, attention_only, modules):
+    # every stage runs the same stage config on the same microbatch (_stages): their sums in one pass
+    _, spc, sw, _, _ = stages[0]
+    each = stages_sums([(sm, mtp) for sm, _, _, mtp, _ in stages], hw, spc, prec, f, sw, attention_only, modules)
+    for s, chunks in enumerate(each):
+        absent = stages[s][4]
+        for sums, n, _ in chunks:
             # module by module, in the records' order: the same additions (and roundings) as step_cost's
-            for module, t, k in sums:
-                g = groups.get(module) or NONE
-                if g in per and module not in absent:
-                    acc = per[g]
-                    acc[0][s] += t * n
-                    acc[1][s] += k * n
+            for g, t, k in _owned(sums, groups, want, absent):
+                acc = per[g]
+                acc[0][s] += t * n
+                acc[1][s] += k * n
     return {g: Share(tuple(v[0]), tuple(v[1])) for g, v in per.items()}
+
+
+# _owned per (sums object, groups object, want, absent): the cached sums objects recur across shares
+_OWNED: dict[tuple, tuple] = {}
+
+
+def _owned(sums: tuple, groups: dict[str, str | None], want: tuple[str, ...], absent: frozenset[str]
+           ) -> tuple[tuple[str, float, float], ...]:
+    """(group, seconds, kernel seconds) of the modules in `sums` that a group in `want` owns and the stage
+    holds, in the sums' order."""
+    key = (id(sums), id(groups), want, absent)
+    hit = _OWNED.get(key)
+    if hit is not None and hit[0] is sums and hit[1] is groups:
+        return hit[2]
+    out = tuple((g, t, k) for module, t, k in sums
+                for g in ((groups.get(module) or NONE),) if g in want and module not in absent)
+    if len(_OWNED) >= 200_000:
+        _OWNED.clear()
+    _OWNED[key] = (sums, groups, out)
+    return out
 
 
 _WANTED: dict[tuple[int, tuple[str, ...]], tuple[dict, frozenset[str]]] = {}

@@ -171,12 +171,13 @@ class Tables:
     mtp_layers: int = 0  # MTP layers whose weights and caches the deployment holds (0: MTP off)
     _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
     _view_memory: dict[tuple[int, tuple], ViewMemory] = field(default_factory=dict)
-    _shares: dict[tuple, dict[str, Share]] = field(default_factory=dict)
+    _shares: dict[tuple, tuple[ParallelConfig, dict[str, Share]]] = field(default_factory=dict)
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _plans: dict[tuple[int, tuple], StepPlan] = field(default_factory=dict)
     _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
+    _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -220,12 +221,15 @@ class Tables:
                attention_only: bool = False) -> dict[str, Share] | None:
         if w is None:
             return None
-        key = (pc.key(), w, mtp, want, attention_only)
+        # keyed by the config object (the tables' own, from _pc: one per knob values, kept for their life);
+        # the entry holds it, so a reused id cannot match another
+        key = (id(pc), w, mtp, want, attention_only)
         hit = self._shares.get(key)
-        if hit is None:
-            hit = shares(self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only)
-            self._shares[key] = hit
-        return hit
+        if hit is not None and hit[0] is pc:
+            return hit[1]
+        out = shares(self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only)
+        self._shares[key] = (pc, out)
+        return out
 
     def _none(self, pc: ParallelConfig, w: Work | None, mtp: int, pipe: Pipeline | None = None
               ) -> dict[str, Share] | None:
@@ -383,14 +387,25 @@ class Tables:
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
         (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
         opts = {}
+        want = (g,)
         for j, c in enumerate(self.choices[g]):
             if c[-1] != pp:
                 continue
-            knobs = dict(zip(GROUPS[g][:-1], c[:-1]))
-            pre = self._share(self._layout_pc(_beside(k_pre, c[0], self.world), **knobs), w_pre, 0, (g,))
-            dec = self._share(self._layout_pc(_beside(k_dec, c[0], self.world), **knobs), w_dec, mtp, (g,))
+            pre = self._share(self._group_pc(k_pre, g, j), w_pre, 0, want) if w_pre is not None else None
+            dec = self._share(self._group_pc(k_dec, g, j), w_dec, mtp, want) if w_dec is not None else None
             opts[j] = (pre[g] if pre else None, dec[g] if dec else None)
         vc.other[g] = opts
+
+    def _group_pc(self, outside: tuple[int, ...], g: str, j: int) -> ParallelConfig:
+        """The config group g's choice j is costed at beside the layout `outside` (_outside), memoised: every
+        concurrency asks for the same ones."""
+        key = (outside, g, j)
+        pc = self._group_pcs.get(key)
+        if pc is None:
+            c = self.choices[g][j]
+            pc = self._group_pcs[key] = self._layout_pc(_beside(outside, c[0], self.world),
+                                                        **dict(zip(GROUPS[g][:-1], c[:-1])))
+        return pc
 
     def _fill(self, vc: ViewCosts, key: tuple[int, ...]) -> None:
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]

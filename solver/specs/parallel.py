@@ -33,7 +33,23 @@ TP_STAGE_KNOBS = tuple(k for k in KNOBS if k != "pp_size")
 def model_knobs(model: "ModelSpec") -> tuple[str, ...]:
     """The knobs this model has, in KNOBS order: one per module it contains. No moe_tp_size without routed
     experts; no dense_tp_size without a dense FFN or shared experts; no o_proj_tp_size outside MLA models
-    (o_proj follows attention TP there)."""
+    (o_proj follows attention TP there). Cached per model object (every rule environment asks: the planner's
+    rule tables build tens of thousands)."""
+    hit = _MODEL_KNOBS.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    if len(_MODEL_KNOBS) >= 4096:
+        _MODEL_KNOBS.clear()
+    out = _model_knobs(model)
+    _MODEL_KNOBS[id(model)] = (model, out)
+    return out
+
+
+# model_knobs per model object (the entry keeps the model alive, so its id is not reused)
+_MODEL_KNOBS: dict[int, tuple["ModelSpec", tuple[str, ...]]] = {}
+
+
+def _model_knobs(model: "ModelSpec") -> tuple[str, ...]:
     absent = set()
     if not model.is_moe:
         absent.add("moe_tp_size")
@@ -45,8 +61,18 @@ def model_knobs(model: "ModelSpec") -> tuple[str, ...]:
 
 
 def absent_knobs(model: "ModelSpec") -> tuple[str, ...]:
+    hit = _ABSENT.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
     present = set(model_knobs(model))
-    return tuple(k for k in KNOBS if k not in present)
+    out = tuple(k for k in KNOBS if k not in present)
+    if len(_ABSENT) >= 4096:
+        _ABSENT.clear()
+    _ABSENT[id(model)] = (model, out)
+    return out
+
+
+_ABSENT: dict[int, tuple["ModelSpec", tuple[str, ...]]] = {}  # absent_knobs per model object, as _MODEL_KNOBS
 
 
 def absent_knob_problems(model: "ModelSpec", knobs: dict[str, int]) -> list[str]:
