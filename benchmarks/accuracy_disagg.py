@@ -62,7 +62,6 @@ from solver.estimate.serving import (  # noqa: E402
     synced_ranks,
 )
 from solver.estimate.factors import Factors  # noqa: E402
-from solver.specs.disagg_fitted import disagg_fitted  # noqa: E402
 from solver.measured import factors  # noqa: E402
 from solver.measured_disagg import (  # noqa: E402
     POOL_SIZE_COLUMNS, POOLS, DisaggCase, case_from_disagg_row, is_complete, predict_disagg_row, worker_count_spread,
@@ -611,24 +610,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         held = table(complete, et, ep, "    the same, leave one system out")
         print("\n".join([held[0]] + held[2:4]))
         print()
-        et, ep, notes = loo_errors(prepared, fitted)
-        print("\n".join(table(prepared, et, ep, "(c) leave-one-model-out: the aggregated fit (factors.yaml) refitted "
-                                                "without the held-out architecture, applied as the shipped file is")))
-        for n in notes:
-            print(f"  note: {n}")
-        print()
-        et, ep, notes = loso_both_errors(prepared, fitted)
-        print("\n".join(table(complete, et, ep, "(c6) complete rows, leave one system out of both fits (the "
-                                                "aggregated fit without the system's aggregated rows too)")))
-        for n in notes:
-            print(f"  note: {n}")
-        print()
-        et, ep, notes = loo_disagg_errors(prepared, fitted)
-        print("\n".join(table(prepared, et, ep, "(c5) leave-one-model-out refitting the step factors on the other "
-                                                "architectures' disaggregated (convention) rows")[:5]))
-        for n in notes:
-            print(f"  note: {n}")
-        print()
+        for rows, (et, ep, notes), title, head in (
+                (prepared, loo_errors(prepared, fitted), "(c) leave-one-model-out: the aggregated fit (factors.yaml) "
+                 "refitted without the held-out architecture, applied as the shipped file is", None),
+                (complete, loso_both_errors(prepared, fitted), "(c6) complete rows, leave one system out of both fits "
+                 "(the aggregated fit without the system's aggregated rows too)", None),
+                (prepared, loo_disagg_errors(prepared, fitted), "(c5) leave-one-model-out refitting the step factors "
+                 "on the other architectures' disaggregated (convention) rows", 5)):
+            print("\n".join(table(rows, et, ep, title)[:head]))
+            for n in notes:
+                print(f"  note: {n}")
+            print()
     print(f"runtime {time.time() - t0:.1f} s")
     return 0
 
