@@ -285,7 +285,8 @@ class FrameworkProfile(BaseModel):
         if base.kernel_overhead_s is not None:
             out["kernel_overhead_s"] = base.kernel_overhead_s
         # a pair without its own fit still carries the factors fitted once over every pair (fitted_global)
-        out = apply_fitted(out, pair_factors(fitted_factors(), fitted_global(vendor, framework=self.name), self.name, name))
+        shared = fitted_global(vendor, framework=self.name)
+        out = apply_fitted(out, pair_factors(fitted_factors(), shared, self.name, name))
         out["token_budget"] = float(self.scheduler.token_budget_for(name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         out.update(self.serving_factors())
