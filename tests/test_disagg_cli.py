@@ -117,3 +117,24 @@ def test_launch_format_prints_both_pools_commands_with_the_engines_role_flags() 
     assert "# prefill pool:" in res.output and "# decode pool:" in res.output
     assert "--disaggregation-mode prefill" in res.output and "--disaggregation-mode decode" in res.output
     assert "# missing:" in res.output
+
+
+def test_a_prefill_workers_request_cap_is_the_prompts_all_its_replicas_take_in_a_step() -> None:
+    # every attention replica prefills at least one prompt per step (the estimate's prefill workload), so a
+    # DP8 prefill worker planned at one prompt per step must admit 8 requests, not 1
+    from solver.launch.candidates import pool_launch
+    from solver.plan.solve import Planned
+    from solver.rank.select import Candidate
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import make_parallel_config
+
+    spec, hw, fw = load_model("deepseek-r1"), load_hardware("h100_sxm"), load_framework("sglang")
+    pc = make_parallel_config(16, attn_tp_size=2, moe_tp_size=1, dense_tp_size=1, lmhead_tp_size=2)
+    assert pc.attn_replicas == 8
+    for batch, cap in ((1, 8), (8, 8), (9, 16)):
+        planned = Planned(config=pc, batch=batch, estimate=None, latency_s=0.0, on_front=True)
+        cand = Candidate(1, planned, "p", "", "", [], {}, False, False)
+        argv = pool_launch(fw, spec, hw, cand, "prefill", 3072)["nodes"][0]["argv"]
+        assert argv[argv.index("--max-running-requests") + 1] == str(cap)

@@ -31,8 +31,15 @@ def pool_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand: Cand
                 max_model_len: int, mtp: int = 0, weight_dtype: str | None = None,
                 moe_weight_dtype: str | None = None, kv_dtype: str | None = None) -> dict[str, Any]:
     """The command of one worker of a disaggregated pool (`role` prefill or decode): the pool's parallel_config
-    and batch, with the profile's launch.disagg role and KV-transfer flags; {"error": line} as candidate_launch."""
-    inputs = LaunchInputs(batch=cand.planned.batch, max_model_len=max_model_len, mtp=mtp, weight_dtype=weight_dtype,
+    and batch, with the profile's launch.disagg role and KV-transfer flags; {"error": line} as candidate_launch.
+    A prefill worker's running-request cap is the prompts all its attention replicas take in one step, as the
+    estimate prices it (plan.disagg.prompts_per_replica: every replica prefills at least one)."""
+    from solver.plan.disagg import prompts_per_replica
+
+    batch = cand.planned.batch
+    if role == "prefill":
+        batch = prompts_per_replica(cand.planned) * cand.planned.config.attn_replicas
+    inputs = LaunchInputs(batch=batch, max_model_len=max_model_len, mtp=mtp, weight_dtype=weight_dtype,
                           moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype)
     try:
         return emit_launch(fw, model, hw, cand.planned.config, inputs, role=role)
