@@ -159,3 +159,32 @@ def test_every_shipped_ep_latency_is_the_fit_on_deepeps_table() -> None:
         if k is not None:
             assert k.latency_s == pytest.approx(base, rel=5e-3), name
             assert k.per_doubling_s == pytest.approx(per_doubling, rel=5e-3), name
+
+
+# vLLM's dispatch (SGLang ships a copy; TRT-LLM's profile takes the same thresholds): one-shot at any size on 2
+# ranks, below 512 KB on up to 4, below 256 KB on up to 8
+BY_RANKS = CustomAllReduce(oneshot_max_bytes=256 * 1024, custom_max_bytes=8 * 2**20, latency_s=5e-6,
+                           oneshot_by_ranks=((2, 8 * 2**20), (4, 512 * 1024)))
+
+
+def test_two_ranks_run_one_shot_up_to_the_custom_buffer() -> None:
+    nbytes = 2**20  # a TP 2 decode of 64 sequences x 8192 hidden x 2 bytes
+    assert all_reduce_s(H100, 2, nbytes, custom=BY_RANKS) == pytest.approx(5e-6 + 1 * nbytes / BW)
+
+
+def test_four_ranks_run_one_shot_below_512_kb_and_eight_ranks_two_shot() -> None:
+    nbytes = 384 * 1024
+    assert all_reduce_s(H100, 4, nbytes, custom=BY_RANKS) == pytest.approx(5e-6 + 3 * nbytes / BW)
+    assert all_reduce_s(H100, 8, nbytes, custom=BY_RANKS) == pytest.approx(2 * 5e-6 + 2 * 7 / 8 * nbytes / BW)
+    assert all_reduce_s(H100, 4, 1.5 * nbytes, custom=BY_RANKS) == pytest.approx(
+        2 * 5e-6 + 2 * 3 / 4 * 1.5 * nbytes / BW)
+
+
+def test_every_engine_profile_carries_the_rank_dependent_one_shot_limits() -> None:
+    from solver.estimate.factors import factors_for
+    from solver.specs.framework import load_framework
+
+    for name in ("vllm", "sglang", "trtllm"):
+        kernel = CustomAllReduce.of(factors_for(H100, load_framework(name).serving_factors()))
+        assert kernel is not None
+        assert [kernel.oneshot_max(n) for n in (2, 4, 8)] == [8 * 2**20, 512 * 1024, 256 * 1024]

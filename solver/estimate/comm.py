@@ -18,7 +18,10 @@ kernel's launch-to-done latency and bw the link's achieved rate:
 
 The ring charges 2 link latencies per level plus the same bytes as two-shot; at decode sizes the latency decides,
 which is what makes TP 8 vs attention DP a close call at concurrency 1-8. The thresholds are the engine's
-(FrameworkServing); L is fitted once over the calibration rows (benchmarks/fit_efficiency.py).
+(FrameworkServing) and depend on the group size: vLLM's kernel (SGLang ships a copy) runs one-shot at any size
+on 2 ranks, below 512 KB on up to 4 and below 256 KB on up to 8 (allreduce_oneshot_max_bytes_by_ranks), so a
+TP 2 decode of 32-128 sequences pays one latency per all-reduce, not two. L is fitted once over the calibration
+rows (benchmarks/fit_efficiency.py).
 
 EP dispatch and combine at decode run GPU-initiated kernels (DeepEP low-latency class) that send to every peer
 and then wait on every peer's arrival flag: one call costs the kernel's latency, not a link hop's (DeepEP's
@@ -63,6 +66,8 @@ class CustomAllReduce:
     oneshot_max_bytes: float
     custom_max_bytes: float
     latency_s: float | None = None
+    # (ranks R, bytes), R ascending: a group of at most R ranks runs one-shot up to these bytes instead
+    oneshot_by_ranks: tuple[tuple[int, float], ...] = ()
 
     @classmethod
     def of(cls, f: object) -> "CustomAllReduce | None":
@@ -71,7 +76,15 @@ class CustomAllReduce:
         if top <= 0:
             return None
         return cls(float(getattr(f, "allreduce_oneshot_max_bytes", 0.0) or 0.0), top,
-                   getattr(f, "allreduce_latency_s", None))
+                   getattr(f, "allreduce_latency_s", None),
+                   tuple(sorted(getattr(f, "allreduce_oneshot_max_bytes_by_ranks", ()) or ())))
+
+    def oneshot_max(self, n: int) -> float:
+        """The one-shot limit for a group of n ranks: the smallest listed R >= n, else oneshot_max_bytes."""
+        for ranks, nbytes in self.oneshot_by_ranks:
+            if n <= ranks:
+                return nbytes
+        return self.oneshot_max_bytes
 
 
 # tiers whose ranks can map each other's memory (what the custom kernels need)
@@ -91,7 +104,7 @@ def all_reduce_s(hw: Hardware, n: int, nbytes: float, stride: int = 1, comm_eff:
             lv = levels[0]
             lat = lv.tier.latency_s if custom.latency_s is None else custom.latency_s
             bw = _bw(lv, comm_eff)
-            if nbytes <= custom.oneshot_max_bytes:
+            if nbytes <= custom.oneshot_max(n):
                 return lat + (n - 1) * nbytes / bw
             return 2 * lat + 2 * (n - 1) / n * nbytes / bw
     return 2 * reduce_scatter_s(hw, n, nbytes, stride, comm_eff)

@@ -42,6 +42,8 @@ class Factors:
     allreduce_oneshot_max_bytes: float = 0.0
     allreduce_custom_max_bytes: float = 0.0
     allreduce_latency_s: float | None = None  # None: the link tier's latency
+    # (ranks R, bytes): groups of at most R ranks run one-shot up to these bytes (the kernel's own dispatch)
+    allreduce_oneshot_max_bytes_by_ranks: tuple[tuple[int, float], ...] = ()
 
 
 def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
@@ -79,4 +81,6 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         allreduce_oneshot_max_bytes=float(s.get("allreduce_oneshot_max_bytes", 0.0)),
         allreduce_custom_max_bytes=float(s.get("allreduce_custom_max_bytes", 0.0)),
         allreduce_latency_s=s.get("allreduce_latency_s"),
+        allreduce_oneshot_max_bytes_by_ranks=tuple(
+            (int(r), float(b)) for r, b in s.get("allreduce_oneshot_max_bytes_by_ranks", ())),  # type: ignore[union-attr]
     )

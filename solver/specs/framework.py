@@ -211,6 +211,9 @@ class FrameworkServing(BaseModel):
         "custom all-reduce kernel, NCCL ring at every size)")
     allreduce_custom_max_bytes: int = Field(
         0, ge=0, description="two-shot custom all-reduce up to this size; NCCL above")
+    allreduce_oneshot_max_bytes_by_ranks: dict[int, int] = Field(
+        default_factory=dict, description="groups of at most R ranks run one-shot up to this size instead of "
+        "allreduce_oneshot_max_bytes (R: bytes; the smallest R that holds the group applies)")
     source: str = ""
 
     @model_validator(mode="after")
@@ -303,7 +306,9 @@ class FrameworkProfile(BaseModel):
                 "graph_sizes": sizes,  # type: ignore[dict-item]  (a tuple: Factors.graph_sizes)
                 "eager_launch_s": s.eager_launch_s,
                 "allreduce_oneshot_max_bytes": float(s.allreduce_oneshot_max_bytes),
-                "allreduce_custom_max_bytes": float(s.allreduce_custom_max_bytes)}
+                "allreduce_custom_max_bytes": float(s.allreduce_custom_max_bytes),
+                "allreduce_oneshot_max_bytes_by_ranks": tuple(  # type: ignore[dict-item]  (Factors: a tuple)
+                    sorted((int(r), float(b)) for r, b in s.allreduce_oneshot_max_bytes_by_ranks.items()))}
 
     def rule(self, rule_id: str) -> Rule:
         for rule in self.rules:
