@@ -31,6 +31,7 @@ from solver.estimate.compute import (  # noqa: F401  (CommCost, tp_module re-exp
     tp_module,
 )
 from solver.estimate.params import ParamReport
+from solver.memo import IdentityMemo
 from solver.specs.hardware import Hardware
 from solver.specs.layers.base import ACT_BYTES, block_counts  # noqa: F401
 from solver.specs.model import ModelSpec
@@ -193,21 +194,18 @@ def _pc_key(pc: ParallelConfig) -> tuple:
 # already adds equal blocks up (base.block_counts). A pipeline stage's stack holds other, equal layer objects
 # than the whole model's (its first layer of each kind), so the caches below key a block by the first equal
 # one met: an id is looked up once per object, the value hash only then.
-_CANON: dict[int, tuple[object, object]] = {}  # id(block) -> (block, the canonical equal block)
+_CANON = IdentityMemo(65_536)  # block object -> the canonical equal block
 _BY_VALUE: dict[object, object] = {}
 
 
 def canonical_block(block):
     """The first block met that equals `block` (the caches' key: equal blocks share their records)."""
-    hit = _CANON.get(id(block))
-    if hit is not None and hit[0] is block:
-        return hit[1]
-    if len(_CANON) >= 65_536:
-        _CANON.clear()
-        _BY_VALUE.clear()
-    out = _BY_VALUE.setdefault(block, block)
-    _CANON[id(block)] = (block, out)
-    return out
+    def first_equal():
+        if len(_BY_VALUE) >= 65_536:
+            _BY_VALUE.clear()
+        return _BY_VALUE.setdefault(block, block)
+
+    return _CANON.get((block,), None, first_equal)
 
 
 def _records(block, kit: Kit) -> tuple[list[OpCost], list[CommCost]]:
@@ -347,22 +345,9 @@ def step_items(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisi
 def step_sums(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
               mtp_layers: int = 0, attention_only: bool = False, modules: frozenset[str] | None = None
               ) -> list[tuple[ModuleSums, float, bool]]:
-    """step_items as (module_sums of the chunk, times repeated, is an MTP draft pass): what the planner's
-    tables add up (plan.group_cost), with only the sums cached."""
-    pc, w = decode_layout(pc, w)
-    kit = Kit(hw, pc, prec, f, w)
-    pc_key = pc.key()
-    blocks, head, draft = _selected(model, mtp_layers, attention_only, modules, w.phase)
-    out = [(block_sums(block, kit, pc_key), n, False) for block, n in blocks]
-    keep = (model, hw, prec, f)
-    ids = (id(model), id(hw), id(prec), id(f), pc_key, w)
-    if head:
-        out.append((_cached_sums(("head", *ids), keep, lambda: module_sums(
-            head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w))), 1, False))
-    if draft:
-        out.append((_cached_sums(("draft", *ids), keep, lambda: module_sums(
-            *_draft_records(model, hw, pc, prec, f, w))), mtp_layers, True))
-    return out
+    """step_items as (module_sums of the chunk, times repeated, is an MTP draft pass), with only the sums
+    cached: one stage of stages_sums (what the planner's tables add up, plan.group_cost)."""
+    return stages_sums([(model, mtp_layers)], hw, pc, prec, f, w, attention_only, modules)[0]
 
 
 def stages_sums(stages: list[tuple[ModelSpec, int]], hw: Hardware, pc: ParallelConfig, prec: Precision,

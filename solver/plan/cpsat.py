@@ -21,6 +21,7 @@ from ortools.sat.python import cp_model
 from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
 from solver.estimate.memory import COMM_BUFFER_BYTES
+from solver.memo import IdentityMemo
 from solver.plan.bound import joint_pairs, nondominated, relaxed_minimum
 from solver.plan.group_cost import Share
 from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables
@@ -129,20 +130,12 @@ def static_rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkP
     domains): all _rule_tables reads. Plans of one deployment for other workloads (a sweep) share them;
     solve.clear_cache drops them, so a benchmark's timed plan builds its own."""
     domains = _domains(t)
-    key = (id(fw), id(model), hw.ranks_per_node, t.world, scenario.mtp,
-           tuple((k, tuple(v)) for k, v in domains.items()))
-    hit = _STATIC_RULES.get(key)
-    if hit is not None and hit[0] is fw and hit[1] is model:
-        return list(hit[2])
-    out = _rule_tables(t, model, hw, fw, scenario, None, batch_rules=False)
-    if len(_STATIC_RULES) >= 256:
-        _STATIC_RULES.clear()
-    _STATIC_RULES[key] = (fw, model, out)
-    return list(out)
+    rest = (hw.ranks_per_node, t.world, scenario.mtp, tuple((k, tuple(v)) for k, v in domains.items()))
+    return list(_STATIC_RULES.get((fw, model), rest, lambda: _rule_tables(t, model, hw, fw, scenario, None,
+                                                                          batch_rules=False)))
 
 
-# static_rule_tables per deployment (the entry keeps the framework and model, so their ids are not reused)
-_STATIC_RULES: dict[tuple, tuple] = {}
+_STATIC_RULES = IdentityMemo(256)  # static_rule_tables per deployment
 
 
 def clear_rule_cache() -> None:

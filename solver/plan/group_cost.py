@@ -17,6 +17,7 @@ from operator import add as _add, sub as _sub
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
 from solver.estimate.step import stages_sums
+from solver.memo import IdentityMemo
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -136,23 +137,16 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
 
 
 # _owned per (sums object, groups object, want, absent): the cached sums objects recur across shares
-_OWNED: dict[tuple, tuple] = {}
+_OWNED = IdentityMemo(200_000)
 
 
 def _owned(sums: tuple, groups: dict[str, str | None], want: tuple[str, ...], absent: frozenset[str]
            ) -> tuple[tuple[str, float, float], ...]:
     """(group, seconds, kernel seconds) of the modules in `sums` that a group in `want` owns and the stage
     holds, in the sums' order."""
-    key = (id(sums), id(groups), want, absent)
-    hit = _OWNED.get(key)
-    if hit is not None and hit[0] is sums and hit[1] is groups:
-        return hit[2]
-    out = tuple((g, t, k) for module, t, k in sums
-                for g in ((groups.get(module) or NONE),) if g in want and module not in absent)
-    if len(_OWNED) >= 200_000:
-        _OWNED.clear()
-    _OWNED[key] = (sums, groups, out)
-    return out
+    return _OWNED.get((sums, groups), (want, absent), lambda: tuple(
+        (g, t, k) for module, t, k in sums
+        for g in ((groups.get(module) or NONE),) if g in want and module not in absent))
 
 
 _WANTED: dict[tuple[int, tuple[str, ...]], tuple[dict, frozenset[str]]] = {}

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from solver.errors import InputError
+from solver.memo import IdentityMemo
 from solver.specs.knobs import CONFIG_KEYS, KNOB_FLAGS, KNOBS, SETTING_FLAGS, SETTINGS  # noqa: F401 (re-exported)
 from solver.specs.limits import MAX_CARDS
 
@@ -33,20 +34,13 @@ TP_STAGE_KNOBS = tuple(k for k in KNOBS if k != "pp_size")
 def model_knobs(model: "ModelSpec") -> tuple[str, ...]:
     """The knobs this model has, in KNOBS order: one per module it contains. No moe_tp_size without routed
     experts; no dense_tp_size without a dense FFN or shared experts; no o_proj_tp_size outside MLA models
-    (o_proj follows attention TP there). Cached per model object (every rule environment asks: the planner's
+    (o_proj follows attention TP there). Memoised per model object (every rule environment asks: the planner's
     rule tables build tens of thousands)."""
-    hit = _MODEL_KNOBS.get(id(model))
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    if len(_MODEL_KNOBS) >= 4096:
-        _MODEL_KNOBS.clear()
-    out = _model_knobs(model)
-    _MODEL_KNOBS[id(model)] = (model, out)
-    return out
+    return _MODEL_KNOBS.get((model,), None, lambda: _model_knobs(model))
 
 
-# model_knobs per model object (the entry keeps the model alive, so its id is not reused)
-_MODEL_KNOBS: dict[int, tuple["ModelSpec", tuple[str, ...]]] = {}
+_MODEL_KNOBS = IdentityMemo(4096)
+_ABSENT = IdentityMemo(4096)
 
 
 def _model_knobs(model: "ModelSpec") -> tuple[str, ...]:
@@ -61,18 +55,11 @@ def _model_knobs(model: "ModelSpec") -> tuple[str, ...]:
 
 
 def absent_knobs(model: "ModelSpec") -> tuple[str, ...]:
-    hit = _ABSENT.get(id(model))
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    present = set(model_knobs(model))
-    out = tuple(k for k in KNOBS if k not in present)
-    if len(_ABSENT) >= 4096:
-        _ABSENT.clear()
-    _ABSENT[id(model)] = (model, out)
-    return out
+    def build() -> tuple[str, ...]:
+        present = set(model_knobs(model))
+        return tuple(k for k in KNOBS if k not in present)
 
-
-_ABSENT: dict[int, tuple["ModelSpec", tuple[str, ...]]] = {}  # absent_knobs per model object, as _MODEL_KNOBS
+    return _ABSENT.get((model,), None, build)
 
 
 def absent_knob_problems(model: "ModelSpec", knobs: dict[str, int]) -> list[str]:
