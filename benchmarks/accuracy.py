@@ -1,6 +1,7 @@
 """Accuracy benchmark: the serving estimator against measured TTFT / TPOT.
 
     python benchmarks/accuracy.py [--csv PATH] [--factors PATH] [--waves K] [--no-cv] [--rows N] [--residuals]
+                                  [--oracle]
 
 Runs every row of the calibration CSV (facts/calibration/measured_agg_calibration.csv: aggregated serving at
 fixed ISL/OSL/concurrency) through `solver.measured` + `solver.estimate.serving`, and prints the median, mean
@@ -15,7 +16,9 @@ and p90 absolute percentage error of TTFT and TPOT, overall and per model / syst
 
 `--residuals` adds the predicted TTFT split into its parts (front end, first-token delay, queue + prefill, slot
 wait) and the median ln(measured / predicted) by benchmark source (read from the row id), prefill groups, ISL and
-model x prompt length.
+model x prompt length. `--oracle` adds (c) with the fixed TTFT cost (request_overhead_s) refitted on each held-out
+model's own rows: how far held-out TTFT would get if that cost were known per model (benchmarks/README.md, issue 15
+stop ttft8).
 
 It also reports rows skipped (with the InputError each raised) and predicted vs published figures for the rows
 of facts/measurements.md the estimator can express (PUBLISHED below, with the source row number).
@@ -597,9 +600,23 @@ def group_key(p: Prepared) -> tuple[str, str]:
     return p.framework, p.hardware
 
 
+def refit_on(rows: Sequence[Prepared], params: Mapping[str, float], keys: Sequence[str],
+             grid: int = 61) -> dict[str, float]:
+    """`params` with each of `keys` rescanned over its BOUNDS on `rows` alone (mean |ln| TTFT error): the
+    ceiling a per-model value of those factors could reach. A diagnosis only (`--oracle`): the estimator never
+    sees a held-out model's rows."""
+    out = dict(params)
+    for k in keys:
+        lo, hi = BOUNDS[k]
+        out[k] = float(min(np.linspace(lo, hi, grid), key=lambda v: sum(
+            abs(math.log(predict(p, {**out, k: float(v)})[0] / p.ttft_s)) for p in rows)))
+    return out
+
+
 def loo_errors(prepared: Sequence[Prepared], fit: Callable[..., dict[str, float] | None],
                fit_global: Callable[[Sequence[Prepared]], dict[str, float] | None] | None = None,
-               fit_framework: Callable[..., dict[str, float] | None] | None = None
+               fit_framework: Callable[..., dict[str, float] | None] | None = None,
+               oracle: Sequence[str] = ()
                ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Leave-one-model-out: per (framework, hardware) group and architecture, fit on the rest, predict it.
 
@@ -654,6 +671,8 @@ def loo_errors(prepared: Sequence[Prepared], fit: Callable[..., dict[str, float]
                 how = (f"pooled {key[0]} fit on {len(pooled)} rows of other models, all hardware" if params
                        else "default factors")
                 notes.append(f"{key[0]} x {key[1]} without {name}: {len(train)} rows left -> {how}")
+            if oracle and params is not None:  # diagnosis: these factors refitted on the held-out rows
+                params = refit_on([prepared[i] for i in test], params, oracle)
             for i in test:
                 p = prepared[i]
                 t, s = predict(p, params if params is not None else {**profile_params(p, None), **fixed})
@@ -682,6 +701,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=0, help="only the first N rows (smoke runs)")
     ap.add_argument("--residuals", action="store_true",
                     help="also print the TTFT residuals by source, prefill groups and ISL (fitted factors)")
+    ap.add_argument("--oracle", action="store_true",
+                    help="also run leave-one-model-out with request_overhead_s refitted on the held-out model's own "
+                         "rows: the ceiling of any per-model fixed TTFT cost (a diagnosis, not an estimate)")
     args = ap.parse_args(argv)
     t0 = time.time()
     rows = load_rows(args.csv)
@@ -719,6 +741,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for n in notes:
             print(f"  note: {n}")
         print()
+        if args.oracle:
+            et, ep, _ = loo_errors(prepared, fit_group, fit_global, fit_framework, oracle=("request_overhead_s",))
+            print("\n".join(table(prepared, et, ep, "(c, oracle) leave-one-model-out with request_overhead_s refitted "
+                                                    "on the held-out model's own rows (a ceiling, not an estimate)")
+                             + mode_table(prepared, et, ep) + ranking(prepared, et, ep)))
+            print()
     print("\n".join(published_report()))
     print(f"\nruntime {time.time() - t0:.1f} s")
     return 0
