@@ -7,7 +7,7 @@ import math
 
 from hypothesis import given, settings, strategies as st
 
-from solver.plan.bound import extend, joint_pairs, minimum, nondominated, relaxed_minimum
+from solver.plan.bound import joint_pairs, nondominated, relaxed_minimum
 from solver.plan.group_cost import Share
 
 sec = st.floats(0.0, 1.0)
@@ -55,17 +55,6 @@ def test_relaxed_minimum_is_the_minimum_over_every_configuration_without_launch_
 def test_relaxed_minimum_never_exceeds_the_best_configuration(gs):
     fig = lambda pre, dec: _latency(pre, dec, 3.0)  # noqa: E731
     assert relaxed_minimum(gs, fig) <= _brute(gs, fig) * (1 + 1e-12)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.integers(1, 3).flatmap(lambda s: st.tuples(groups(s), st.integers(0, 4))))
-def test_sums_extended_from_a_kept_prefix_equal_the_sums_from_scratch(case):
-    # the planner's bounds add one group at a time to the sums they kept for the view: bit for bit the same
-    gs, k = case
-    fig = lambda pre, dec: _latency(pre, dec, 3.0)  # noqa: E731
-    whole = extend(None, gs)
-    assert extend(extend(None, gs[:k]), gs[k:]) == whole
-    assert minimum(whole, fig) == relaxed_minimum(gs, fig)
 
 
 def test_nondominated_keeps_the_points_nothing_dominates():

@@ -14,7 +14,6 @@ feasible latency: a valid bound, and a tight one where neither binds (the usual 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from operator import add as _add
 from typing import Callable, Iterable, Sequence
 
@@ -62,40 +61,15 @@ def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share 
                     ) -> float:
     """min over one option per group of figure(prefill sum, decode sum), launch seconds relaxed per group.
     `figure` maps summed shares to the latency (the layout's step times and serving figures)."""
-    return minimum(extend(None, groups), figure)
-
-
-@dataclass(frozen=True)
-class Sums:
-    """The Pareto set of the sums over the groups added so far (extend), with the launch floors: what
-    relaxed_minimum evaluates. A caller whose groups grow one at a time (the planner's bounds, group by group)
-    keeps it and adds the next group only: the same operations in the same order as from scratch."""
-
-    n_pre: int  # prefill coordinates (stages); the rest are decode's
-    pre: bool  # the step has a prefill / a decode share
-    dec: bool
-    launch_pre: tuple[float, ...]
-    launch_dec: tuple[float, ...]
-    sums: tuple[tuple[float, ...], ...]
-
-
-def extend(state: Sums | None, groups: Sequence[Sequence[Option]]) -> Sums | None:
-    """`state` (None: no group yet) with `groups` added, in order (empty groups add nothing)."""
     groups = [g for g in groups if g]
     if not groups:
-        return state
-    if state is None:
-        sample = groups[0][0]
-        n_pre = len(sample[0].gpu_s) if sample[0] is not None else 0
-        launch_pre = [0.0] * n_pre
-        launch_dec = [0.0] * (len(sample[1].gpu_s) if sample[1] is not None else 0)
-        sums: list[tuple[float, ...]] = [(0.0,) * (n_pre + len(launch_dec))]
-        first = True
-        pre, dec = sample[0] is not None, sample[1] is not None
-    else:
-        n_pre, pre, dec = state.n_pre, state.pre, state.dec
-        launch_pre, launch_dec, sums = list(state.launch_pre), list(state.launch_dec), list(state.sums)
-        first = False
+        return figure(None, None)
+    sample = groups[0][0]
+    n_pre = len(sample[0].gpu_s) if sample[0] is not None else 0
+    launch_pre = [0.0] * n_pre
+    launch_dec = [0.0] * (len(sample[1].gpu_s) if sample[1] is not None else 0)
+    sums: list[tuple[float, ...]] = [(0.0,) * (n_pre + len(launch_dec))]
+    first = True
     for opts in groups:
         lp, ld = _launch_floor(opts)
         launch_pre = [a + b for a, b in zip(launch_pre, lp)] if lp else launch_pre
@@ -108,18 +82,10 @@ def extend(state: Sums | None, groups: Sequence[Sequence[Option]]) -> Sums | Non
             sums = [tuple(map(_add, sums[0], o)) for o in own]
             continue
         sums = nondominated(tuple(map(_add, s, o)) for s in sums for o in own)
-    return Sums(n_pre, pre, dec, tuple(launch_pre), tuple(launch_dec), tuple(sums))
-
-
-def minimum(state: Sums | None, figure: Callable[[Share | None, Share | None], float]) -> float:
-    """The smallest figure over the sums of `state` (figure(None, None) with no group)."""
-    if state is None:
-        return figure(None, None)
-    n_pre = state.n_pre
     best = float("inf")
-    for v in state.sums:
-        pre = Share(v[:n_pre], state.launch_pre) if state.pre else None
-        dec = Share(v[n_pre:], state.launch_dec) if state.dec else None
+    for v in sums:
+        pre = Share(v[:n_pre], tuple(launch_pre)) if sample[0] is not None else None
+        dec = Share(v[n_pre:], tuple(launch_dec)) if sample[1] is not None else None
         best = min(best, figure(pre, dec))
     return best
 
@@ -145,4 +111,4 @@ def joint_pairs(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tu
     return out
 
 
-__all__ = ["relaxed_minimum", "extend", "minimum", "Sums", "joint_pairs", "nondominated", "MAX_SUMS"]
+__all__ = ["relaxed_minimum", "joint_pairs", "nondominated", "MAX_SUMS"]

@@ -22,7 +22,7 @@ from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
 from solver.estimate.memory import COMM_BUFFER_BYTES
 from solver.memo import IdentityMemo
-from solver.plan.bound import extend, joint_pairs, minimum, nondominated
+from solver.plan.bound import joint_pairs, nondominated, relaxed_minimum
 from solver.plan.group_cost import Share
 from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables
 from solver.specs.knobs import DERIVED
@@ -391,7 +391,6 @@ class Planner:
         self._screens: dict[tuple[int, tuple], dict[str, set[int]] | None] = {}
         self._screen_rest: dict[tuple[int, int], dict[str, tuple[list[tuple[int, int]], int | None]]] = {}
         self._bound_memo: dict[tuple, tuple] = {}
-        self._sums_memo: dict[tuple, tuple] = {}  # (view, screened, groups summed) -> (view, bound.Sums)
 
     def rules(self, b: int) -> list:
         if b not in self._rules:
@@ -548,30 +547,12 @@ class Planner:
             pe, te = vc.step_times(low_share(0, vc.pre_pipe), low_share(1, vc.dec_pipe), self.t.f)
         # L itself: the exact minimum over the groups' sums with memory and rules set aside (plan.bound), at
         # least F at the per-step minima (pe, te), often well above it
-        names: list[tuple] = [("attn",)]
+        groups = [list(attn.values())]
         if not attention_only:
-            rest = list(other)
+            rest = dict(other)
             if vc.complete and "dense" in rest and "moe" in rest:
-                rest.remove("dense")
-                rest.remove("moe")
-                names.append(("dense", "moe", excluded))
-            names += [(g,) for g in rest]
-        # the sums group by group, from the longest prefix of these groups already summed for this view (the
-        # bounds ask for attention, then attention + MoE, ...): the same operations as summing from scratch
-        head = (id(vc), screen is not None)
-        state, done = None, 0
-        for k in range(len(names), 0, -1):
-            hit = self._sums_memo.get((*head, *names[:k]))
-            if hit is not None and hit[0] is vc:
-                state, done = hit[1], k
-                break
-        for k in range(done, len(names)):
-            n = names[k]
-            opts = (list(attn.values()) if n[0] == "attn" else
-                    joint_pairs(other["dense"], other["moe"], vc.pairs, excluded) if len(n) > 1 else
-                    list(other[n[0]].values()))
-            state = extend(state, [opts])
-            self._sums_memo[(*head, *names[:k + 1])] = (vc, state)
+                groups.append(joint_pairs(rest.pop("dense"), rest.pop("moe"), vc.pairs, excluded))
+            groups += [list(opts.values()) for opts in rest.values()]
         f = self.t.f
 
         def latency(pre, dec) -> float:
@@ -580,7 +561,7 @@ class Planner:
                 return math.inf
             return self.scenario.request_latency(fig.ttft_s, fig.tpot_s)
 
-        return minimum(state, latency), pe, te
+        return relaxed_minimum(groups, latency), pe, te
 
     def _cut_at(self, vc, best_l: float, other_lo: float, prefill: bool) -> float:
         """The smallest step time (seconds) at which L reaches best_l with the other step at its bound."""
