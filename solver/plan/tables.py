@@ -179,7 +179,6 @@ class Tables:
     _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
     _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _pipes: dict[tuple, tuple[ParallelConfig, Pipeline]] = field(default_factory=dict)
-    _fills: dict[tuple, dict] = field(default_factory=dict)  # fill_group's tables and _fill's pairs, shared
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -397,20 +396,14 @@ class Tables:
             return
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
         (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
-        # what the group sees of the layout and its steps (_outside): layouts and concurrencies that agree
-        # there share the table (read only)
-        seen = (g, k_pre, w_pre, k_dec, w_dec, mtp, pp)
-        opts = self._fills.get(seen)
-        if opts is None:
-            opts = {}
-            want = (g,)
-            for j, c in enumerate(self.choices[g]):
-                if c[-1] != pp:
-                    continue
-                pre = self._share(self._group_pc(k_pre, g, j), w_pre, 0, want) if w_pre is not None else None
-                dec = self._share(self._group_pc(k_dec, g, j), w_dec, mtp, want) if w_dec is not None else None
-                opts[j] = (pre[g] if pre else None, dec[g] if dec else None)
-            self._fills[seen] = opts
+        opts = {}
+        want = (g,)
+        for j, c in enumerate(self.choices[g]):
+            if c[-1] != pp:
+                continue
+            pre = self._share(self._group_pc(k_pre, g, j), w_pre, 0, want) if w_pre is not None else None
+            dec = self._share(self._group_pc(k_dec, g, j), w_dec, mtp, want) if w_dec is not None else None
+            opts[j] = (pre[g] if pre else None, dec[g] if dec else None)
         vc.other[g] = opts
 
     def _group_pc(self, outside: tuple[int, ...], g: str, j: int) -> ParallelConfig:
@@ -429,13 +422,8 @@ class Tables:
         (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
         for g in FILL_ORDER:
             self.fill_group(vc, key, g)
-        # the one cross-group term: dense and MoE at the same TP degree may share a collective (per what the
-        # groups see of the layout, as their tables)
-        seen = ("pairs", k_pre, w_pre, k_dec, w_dec, mtp, pp)
-        hit = self._fills.get(seen)
-        if hit is not None:
-            vc.pairs = hit
-        elif "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
+        # the one cross-group term: dense and MoE at the same TP degree may share a collective
+        if "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
             for jd, cd in enumerate(self.choices["dense"]):
                 for jm, cm in enumerate(self.choices["moe"]):
                     if cd[-1] != pp or cm[-1] != pp or cd[0] != cm[0] or cd[0] == 1:
@@ -449,7 +437,6 @@ class Tables:
                     if any(c is not None and (any(abs(x) > 0 for x in c.gpu_s) or any(abs(x) > 0 for x in c.launch_s))
                            for c in corr):
                         vc.pairs[(jd, jm)] = corr
-            self._fills[seen] = vc.pairs
         vc.complete = True
 
     def sums(self, b: int, picks: dict[str, int]) -> tuple[ViewCosts, Share | None, Share | None]:
