@@ -268,7 +268,11 @@ def _cached_sums(key: tuple, keep: tuple, build) -> ModuleSums:
 
 def block_sums(block, kit: Kit, pc_key: tuple | None = None) -> ModuleSums:
     """module_sums of block_cost(block, kit), without keeping the records."""
-    block = canonical_block(block)
+    return _canonical_sums(canonical_block(block), kit, pc_key)
+
+
+def _canonical_sums(block, kit: Kit, pc_key: tuple | None) -> ModuleSums:
+    """block_sums of a block already canonical (canonical_block)."""
     return _cached_sums(_kit_key(block, kit, pc_key), (block, kit.hw, kit.prec, kit.f),
                         lambda: module_sums(*_records(block, kit)))
 
@@ -356,30 +360,76 @@ def stages_sums(stages: list[tuple[ModelSpec, int]], hw: Hardware, pc: ParallelC
     """step_sums of each (stage model, MTP passes) in `stages`, all run on `pc` with work `w` (a pipeline's
     stages: one config and microbatch): the same lists, with the decode layout, the kit and each block's sums
     looked up once for all stages (the stages hold the same block objects)."""
+    return plan_sums(sums_plan(stages, attention_only, modules, w.phase), hw, pc, prec, f, w)
+
+
+@dataclass(frozen=True)
+class SumsPlan:
+    """What stages_sums adds up, independent of the config and the work: the distinct (canonical) blocks, and
+    per stage its model, MTP passes and chunks (index into `blocks`, HEAD or DRAFT; times repeated). A caller
+    asking for the same stages and modules many times (the planner's tables) builds it once."""
+
+    blocks: tuple
+    stages: tuple[tuple[ModelSpec, int, tuple[tuple[int, float], ...]], ...]
+
+
+HEAD, DRAFT = -1, -2
+
+
+def sums_plan(stages: list[tuple[ModelSpec, int]], attention_only: bool, modules: frozenset[str] | None,
+              phase: str) -> SumsPlan:
+    index: dict[int, int] = {}
+    blocks: list = []
+    out = []
+    for model, mtp_layers in stages:
+        chosen, head, draft = _selected(model, mtp_layers, attention_only, modules, phase)
+        chunks: list[tuple[int, float]] = []
+        for block, n in chosen:
+            block = canonical_block(block)
+            i = index.get(id(block))
+            if i is None:
+                i = index[id(block)] = len(blocks)
+                blocks.append(block)
+            chunks.append((i, n))
+        if head:
+            chunks.append((HEAD, 1))
+        if draft:
+            chunks.append((DRAFT, mtp_layers))
+        out.append((model, mtp_layers, tuple(chunks)))
+    return SumsPlan(tuple(blocks), tuple(out))
+
+
+def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work
+              ) -> list[list[tuple[ModuleSums, float, bool]]]:
+    """stages_sums of a SumsPlan at one config and work."""
     pc, w = decode_layout(pc, w)
     kit = Kit(hw, pc, prec, f, w)
     pc_key = pc.key()
-    ids = (id(hw), id(prec), id(f), pc_key, w)
-    seen: dict[int, ModuleSums] = {}
+    sums = [_canonical_sums(block, kit, pc_key) for block in plan.blocks]
     out = []
-    for model, mtp_layers in stages:
-        blocks, head, draft = _selected(model, mtp_layers, attention_only, modules, w.phase)
-        chunks = []
-        for block, n in blocks:
-            block = canonical_block(block)
-            sums = seen.get(id(block))
-            if sums is None:
-                sums = seen[id(block)] = block_sums(block, kit, pc_key)
-            chunks.append((sums, n, False))
-        keep = (model, hw, prec, f)
-        if head:
-            chunks.append((_cached_sums(("head", id(model), *ids), keep, lambda: module_sums(
-                head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w))), 1, False))
-        if draft:
-            chunks.append((_cached_sums(("draft", id(model), *ids), keep, lambda: module_sums(
-                *_draft_records(model, hw, pc, prec, f, w))), mtp_layers, True))
-        out.append(chunks)
+    for model, mtp_layers, chunks in plan.stages:
+        row = []
+        for i, n in chunks:
+            if i >= 0:
+                row.append((sums[i], n, False))
+            elif i == HEAD:
+                row.append((_head_sums(model, hw, pc, prec, f, w, pc_key), 1, False))
+            else:
+                row.append((_draft_sums(model, hw, pc, prec, f, w, pc_key), mtp_layers, True))
+        out.append(row)
     return out
+
+
+def _head_sums(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
+               pc_key: tuple) -> ModuleSums:
+    return _cached_sums(("head", id(model), id(hw), id(prec), id(f), pc_key, w), (model, hw, prec, f),
+                        lambda: module_sums(head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w)))
+
+
+def _draft_sums(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
+                pc_key: tuple) -> ModuleSums:
+    return _cached_sums(("draft", id(model), id(hw), id(prec), id(f), pc_key, w), (model, hw, prec, f),
+                        lambda: module_sums(*_draft_records(model, hw, pc, prec, f, w)))
 
 
 def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,

@@ -30,7 +30,7 @@ from solver.specs.limits import MAX_COEF, MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKER
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.rule_env import model_env
+from solver.specs.rule_env import model_env, model_facts, rule_env
 from solver.specs.scenario import Scenario
 
 TIME_SCALE = 1e7  # integer units of 0.1 us
@@ -156,6 +156,8 @@ def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile
     # once instead of over every knob combination (cann-recipes' AFD rule, never on while planning, spans six
     # TP knobs: 262K combinations at W=128)
     facts = model_env({}, model, hw.ranks_per_node, world=t.world, batch=batch or 1, mtp=scenario.mtp)
+    deployment = dict(world=t.world, batch=batch or 1, mtp=scenario.mtp, ranks_per_node=hw.ranks_per_node,
+                      **model_facts(model))  # model_env's arguments, read once for every combination below
     knob_names = set(domains) | set(derived)
     for rule in fw.rules:
         if rule.severity != "error" or ("batch" in rule.names) != batch_rules:
@@ -172,8 +174,7 @@ def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile
         total = 0
         for combo in itertools.product(*spaces):
             total += 1
-            env = model_env(dict(zip(knobs, combo)), model, hw.ranks_per_node, world=t.world,
-                            batch=batch or 1, mtp=scenario.mtp)
+            env = rule_env(dict(zip(knobs, combo)), **deployment)
             if rule.holds(env):
                 allowed.append(list(combo))
         if len(allowed) < total:

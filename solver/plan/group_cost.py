@@ -16,7 +16,7 @@ from operator import add as _add, sub as _sub
 
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
-from solver.estimate.step import stages_sums
+from solver.estimate.step import SumsPlan, plan_sums, sums_plan
 from solver.memo import IdentityMemo
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -117,16 +117,16 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
            attention_only: bool = False) -> dict[str, Share]:
     """The shares of the groups in `want` (NONE: unowned modules) at `pc`, one step of `w`. Each group's own
     knobs are read from `pc`; `attention_only` costs the mixers alone (the attention group's choices)."""
-    # the blocks holding a wanted module (every op's module is one its block's parameters declare:
-    # tests/test_planner_exact.py), NONE standing for the modules no knob owns
-    modules = _wanted_modules(groups, want)
-    stages = _stages(model, pc, w, mtp_layers)
-    per: dict[str, list[list[float]]] = {g: [[0.0] * len(stages), [0.0] * len(stages)] for g in want}
-    # every stage runs the same stage config on the same microbatch (_stages): their sums in one pass
-    _, spc, sw, _, _ = stages[0]
-    each = stages_sums([(sm, mtp) for sm, _, _, mtp, _ in stages], hw, spc, prec, f, sw, attention_only, modules)
+    plan, absents = _share_plan(model, pc.pp_size, mtp_layers, groups, want, attention_only, w.phase)
+    if pc.pp_size == 1:
+        spc, sw = pc, w
+    else:  # every stage runs the same stage config on the same microbatch: their sums in one pass
+        spc, sw = pc.stage(), _micro(pc.pp_size, w)
+    each = plan_sums(plan, hw, spc, prec, f, sw)
+    n_st = len(each)
+    per: dict[str, list[list[float]]] = {g: [[0.0] * n_st, [0.0] * n_st] for g in want}
     for s, chunks in enumerate(each):
-        absent = stages[s][4]
+        absent = absents[s]
         for sums, n, _ in chunks:
             # module by module, in the records' order: the same additions (and roundings) as step_cost's
             for g, t, k in _owned(sums, groups, want, absent):
@@ -134,6 +134,40 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
                 acc[0][s] += t * n
                 acc[1][s] += k * n
     return {g: Share(tuple(v[0]), tuple(v[1])) for g, v in per.items()}
+
+
+def _micro(pp: int, w: Work) -> Work:
+    """The microbatch each stage of a `pp`-stage pipeline runs of step `w` (as estimate.step.pipeline_step)."""
+    hit = _MICRO.get((pp, w))
+    if hit is None:
+        m = pipeline.microbatches(pp, w.sequences)
+        hit = replace(w, new_tokens=w.new_tokens / m, sequences=w.sequences / m, logits_tokens=w.logits_tokens / m)
+        if len(_MICRO) >= 100_000:
+            _MICRO.clear()
+        _MICRO[(pp, w)] = hit
+    return hit
+
+
+_MICRO: dict[tuple[int, Work], Work] = {}
+
+
+def _share_plan(model: ModelSpec, pp: int, mtp_layers: int, groups: dict[str, str | None], want: tuple[str, ...],
+                attention_only: bool, phase: str) -> tuple[SumsPlan, tuple[frozenset[str], ...]]:
+    """What shares adds up for these stages and groups (step.SumsPlan), and each distinct stage's absent
+    modules, once per (model, stage count, MTP passes, groups, want, question, phase)."""
+    def build():
+        modules = _wanted_modules(groups, want)
+        if pp == 1:
+            stages = [(model, mtp_layers, frozenset())]
+        else:
+            stages = [(st.model, mtp_layers if st.last else 0, st.absent_modules) for st in _distinct_stages(model, pp)]
+        plan = sums_plan([(sm, mtp) for sm, mtp, _ in stages], attention_only, modules, phase)
+        return plan, tuple(a for _, _, a in stages)
+
+    return _PLANS.get((model, groups), (pp, mtp_layers, want, attention_only, phase), build)
+
+
+_PLANS = IdentityMemo(4096)
 
 
 # _owned per (sums object, groups object, want, absent): the cached sums objects recur across shares

@@ -178,6 +178,7 @@ class Tables:
     _plans: dict[tuple[int, tuple], StepPlan] = field(default_factory=dict)
     _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
     _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
+    _pipes: dict[tuple, tuple[ParallelConfig, Pipeline]] = field(default_factory=dict)
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -246,6 +247,15 @@ class Tables:
             stages = (pipe or pipeline_of(self.model, self.hw, pc, self.f, w, mtp)).stages
             return {NONE: Share((0.0,) * stages, (0.0,) * stages)}
         return self._share(pc, w, mtp, (NONE,))
+
+    def _pipeline(self, pc: ParallelConfig, w: Work, mtp: int) -> Pipeline:
+        """pipeline_of a layout's config (the tables' own object, kept for their life) and step: concurrencies
+        whose steps coincide share it."""
+        key = (id(pc), w, mtp)
+        hit = self._pipes.get(key)
+        if hit is None or hit[0] is not pc:
+            hit = self._pipes[key] = (pc, pipeline_of(self.model, self.hw, pc, self.f, w, mtp))
+        return hit[1]
 
     def step_plan_of(self, b: int, key: tuple[int, ...]) -> StepPlan:
         """The steps layout `key` runs at concurrency b (nothing costed yet)."""
@@ -350,8 +360,8 @@ class Tables:
             rep = self._layout_pc(key)
             sp = self.step_plan_of(b, key)
             mtp = sp.mtp_layers
-            pre_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.pre_work, 0) if sp.pre_work else None
-            dec_pipe = pipeline_of(self.model, self.hw, rep, self.f, sp.dec_work, mtp) if sp.dec_work else None
+            pre_pipe = self._pipeline(rep, sp.pre_work, 0) if sp.pre_work else None
+            dec_pipe = self._pipeline(rep, sp.dec_work, mtp) if sp.dec_work else None
             none_pre = self._none(rep, sp.pre_work, 0, pre_pipe)
             none_dec = self._none(rep, sp.dec_work, mtp, dec_pipe)
             attn = {}

@@ -87,9 +87,14 @@ def rule_env(
 def model_env(config: Mapping[str, int], model: "ModelSpec", ranks_per_node: int, *, world: int, batch: int = 1,
               mtp: int = 0) -> dict[str, Value]:
     """rule_env with the model facts read from a ModelSpec, and its absent knobs."""
+    return rule_env(config, world=world, batch=batch, mtp=mtp, ranks_per_node=ranks_per_node, **model_facts(model))
+
+
+def model_facts(model: "ModelSpec") -> dict:
+    """The rule_env arguments a ModelSpec gives (its facts and absent knobs): read once by a caller building
+    many environments of one model (the planner's rule tables)."""
     from solver.specs.parallel import absent_knobs
 
-    return rule_env(config, world=world, batch=batch, mtp=mtp, num_attention_heads=model.num_attention_heads,
-                    num_key_value_heads=model.num_key_value_heads, n_routed_experts=model.num_experts,
-                    has_mla=model.has_mla, has_dsa=model.has_dsa, o_proj_dim=model.o_proj_dim,
-                    ranks_per_node=ranks_per_node, absent=absent_knobs(model))
+    return dict(num_attention_heads=model.num_attention_heads, num_key_value_heads=model.num_key_value_heads,
+                n_routed_experts=model.num_experts, has_mla=model.has_mla, has_dsa=model.has_dsa,
+                o_proj_dim=model.o_proj_dim, absent=absent_knobs(model))
