@@ -524,7 +524,9 @@ PUBLISHED: tuple[Published, ...] = (
                                                      mtp=3), "tok_s_user", 158, "ISL/OSL not published: 1K/2K assumed"),
     Published(10, "V3.2 FP4-MoE 8xB200 DP8+EP8 MTP1 8K/1K c256",
               _srv("deepseek-ai/DeepSeek-V3.2", "b200_sxm", "trtllm", "", 8192, 1024, 256, 1, 8, 1, 8, mtp=1,
-                   moe_quant_mode="nvfp4"), "ttft_ms", 19500),
+                   moe_quant_mode="nvfp4"), "ttft_ms", 19500,
+              "the three figures disagree at C 256: C x OSL / (TTFT + (OSL - 1) TPOT) = 272 tok/s/GPU; they agree "
+              "at C ~ 1012"),
     Published(10, "  same, TPOT", _srv("deepseek-ai/DeepSeek-V3.2", "b200_sxm", "trtllm", "", 8192, 1024, 256, 1, 8,
                                        1, 8, mtp=1, moe_quant_mode="nvfp4"), "tpot_ms", 98.5),
     Published(10, "  same, per GPU", _srv("deepseek-ai/DeepSeek-V3.2", "b200_sxm", "trtllm", "", 8192, 1024, 256, 1,
