@@ -53,6 +53,22 @@ def test_inspect_loads_neither_the_memory_estimator_nor_the_hardware_nor_the_fra
     assert not unwanted & loaded, unwanted & loaded
 
 
+def test_inspect_of_a_transformer_loads_neither_the_linear_attention_nor_the_ssm_layers() -> None:
+    # specs.layers imports those on first use: a hybrid model loads them, a transformer does not pay for them
+    layers = ("solver.specs.layers.linear", "solver.specs.layers.mamba", "solver.specs.layers.recurrent")
+    dense = set(_modules_after(_run(["inspect", "deepseek-v3.2", "--format", "json"])))
+    assert not set(layers) & dense, set(layers) & dense
+    hybrid = set(_modules_after(_run(["inspect", "qwen3-next-80b-a3b", "--format", "json"])))
+    assert "solver.specs.layers.linear" in hybrid
+
+
+def test_inspect_loads_neither_rich_emoji_table_nor_difflib_nor_gzip() -> None:
+    # the table output prints text as given (no emoji codes), so rich's 4,000-name emoji table never loads;
+    # difflib and gzip load only for an unknown name and a gzip file
+    loaded = set(_modules_after(_run(["inspect", "deepseek-v3.2"])))
+    assert not {"rich._emoji_codes", "difflib", "gzip"} & loaded, {"rich._emoji_codes", "difflib", "gzip"} & loaded
+
+
 def test_a_command_imports_only_its_own_command_module() -> None:
     for argv, own in ((["inspect", "qwen3-8b", "--format", "json"], "catalog_cmds"),
                       (["solve", "--help"], "solve_cmd"), (["launch", "--help"], "launch_cmd")):

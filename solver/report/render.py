@@ -67,6 +67,13 @@ def fmt_cell(value: Any) -> str:
 
 
 def console() -> Console:
+    """The console every table and line goes through. Text is printed as given: rich's emoji codes are off (a
+    name or value holding `:fire:` stays as typed; rich never loads its emoji table). Rich's highlighter only
+    adds colours, so it runs only where colour is written: without a colour system (a pipe, a file) its styles
+    print nothing, and skipping it skips its regexes and a pass over every cell."""
     from rich.console import Console
 
-    return Console(width=160, soft_wrap=False)
+    con = Console(width=160, soft_wrap=False, emoji=False, highlight=False)
+    if con.color_system is not None:
+        con = Console(width=160, soft_wrap=False, emoji=False)
+    return con

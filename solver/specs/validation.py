@@ -8,7 +8,6 @@ config (Nemotron-3-Super) carries `Infinity` in a field that sizes nothing; the 
 """
 from __future__ import annotations
 
-import gzip
 import json
 import zlib
 from pathlib import Path
@@ -65,6 +64,8 @@ def read_bytes(path: Path, field: str | None = None) -> bytes:
     except OSError as exc:
         raise InputError(where, f"{prefix}cannot read file ({exc.strerror or _one_line(exc)})") from None
     if data[:2] == _GZIP_MAGIC:
+        import gzip  # a gzip file is the rare case: a plain read does not load the module
+
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:

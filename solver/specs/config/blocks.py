@@ -4,16 +4,11 @@ from __future__ import annotations
 from solver.specs.config.fields import Fields
 from solver.specs.config.pattern import Slot
 from solver.specs.layers import (
-    KDA,
     MLA,
     Attention,
     CompressedAttention,
     DenseFFN,
-    GatedDeltaNet,
     Indexer,
-    Lightning,
-    Mamba1,
-    Mamba2,
     MoE,
 )
 from solver.specs.layers.base import Block
@@ -114,6 +109,8 @@ class BlockReader:
                    output_gate=f.bool("mla_use_output_gate"))
 
     def linear(self) -> Block:
+        from solver.specs.layers.linear import KDA, GatedDeltaNet, Lightning
+
         f, cfg = self.f, self.f.cfg
         lin = cfg.get("linear_attn_config")
         if isinstance(lin, dict) and (lin.get("kda_layers") is not None):
@@ -137,6 +134,8 @@ class BlockReader:
         f = self.f
         if not f.has("mamba_num_heads", "mamba_n_heads"):
             return self.mamba1()
+        from solver.specs.layers.mamba import Mamba2
+
         heads = f.int("mamba_num_heads", "mamba_n_heads")
         head_dim = f.int("mamba_head_dim", "mamba_d_head")
         return Mamba2(hidden=self.h, heads=heads, head_dim=head_dim,
@@ -171,6 +170,8 @@ class BlockReader:
 
     def mamba1(self) -> Mamba1:
         """Mamba-1 (no head count): d_inner = mamba_expand x hidden; dt_rank "auto" = ceil(hidden / 16)."""
+        from solver.specs.layers.mamba import Mamba1
+
         f = self.f
         if not f.has("mamba_d_state", "ssm_state_size", "state_size"):
             raise f.err("layer_types", "mamba layers need mamba_num_heads (Mamba-2) or mamba_d_state (Mamba-1)")
