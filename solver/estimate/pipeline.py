@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, replace
 
 from solver.estimate import comm
+from solver.memo import IdentityMemo
 from solver.specs.layers.base import ACT_BYTES
 from solver.specs.model import ModelSpec
 
@@ -67,6 +68,24 @@ def stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
     return out
 
 
+_DISTINCT = IdentityMemo(1024)
+
+
+def distinct_stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
+    """The stages that cost differently: stages holding the same blocks, the same modules outside the stack and
+    the same MTP role cost the same, so one of each is costed."""
+    def build() -> tuple[Stage, ...]:
+        out, seen = [], set()
+        for st in stages(model, pp):
+            sig = (tuple((id(b), n) for b, n in st.model.block_groups), st.absent_modules, st.last)
+            if sig not in seen:
+                seen.add(sig)
+                out.append(st)
+        return tuple(out)
+
+    return _DISTINCT.get((model,), pp, build)
+
+
 def _build_stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
     sizes = stage_sizes(len(model.layers), pp)
     out, start = [], 0
@@ -102,4 +121,4 @@ def send_s(hw, stage_world: int, tokens: float, hidden: int, comm_eff: float) ->
     return comm.send_recv_s(hw, tokens * hidden * ACT_BYTES, send_tier(hw, stage_world), comm_eff)
 
 
-__all__ = ["Stage", "stages", "stage_sizes", "microbatches", "slots", "send_s", "send_tier", "replace"]
+__all__ = ["Stage", "stages", "distinct_stages", "stage_sizes", "microbatches", "slots", "send_s", "send_tier", "replace"]

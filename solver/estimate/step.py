@@ -16,6 +16,7 @@ cheapest resharding: an all-reduce followed by a smaller group costs the same as
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from solver.estimate import comm, pipeline
 from solver.estimate.compute import (  # noqa: F401  (CommCost, tp_module re-exported: callers import them here)
@@ -454,6 +455,13 @@ def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     return step
 
 
+@lru_cache(maxsize=65_536)
+def micro_work(pp: int, w: Work) -> tuple[int, Work]:
+    """(microbatches, the work of one): what each stage of a `pp`-stage pipeline runs of step `w`."""
+    m = pipeline.microbatches(pp, w.sequences)
+    return m, replace(w, new_tokens=w.new_tokens / m, sequences=w.sequences / m, logits_tokens=w.logits_tokens / m)
+
+
 def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
                   mtp_layers: int = 0, attention_only: bool = False,
                   modules: frozenset[str] | None = None) -> StepCost:
@@ -462,18 +470,11 @@ def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     repeated over the step's slots. The returned ops and collectives are the pacing stage's, scaled by the
     slots, plus `pp_send_recv`: what a caller sums per module is what the step takes."""
     pp, spc = pc.pp_size, pc.stage()
-    m = pipeline.microbatches(pp, w.sequences)
-    micro = replace(w, new_tokens=w.new_tokens / m, sequences=w.sequences / m, logits_tokens=w.logits_tokens / m)
+    m, micro = micro_work(pp, w)
     pacing: StepCost | None = None
     pacing_s = 0.0
     launched = 0.0  # the most kernel-launch overhead any stage carries
-    seen: set[tuple] = set()
-    for st in pipeline.stages(model, pp):
-        # stages holding the same blocks (and the same embedding / head) cost the same: cost one of them
-        sig = (tuple((id(b), n) for b, n in st.model.block_groups), st.absent_modules, st.last)
-        if sig in seen:
-            continue
-        seen.add(sig)
+    for st in pipeline.distinct_stages(model, pp):
         sc = step_cost(st.model, hw, spc, prec, f, micro, mtp_layers=mtp_layers if st.last else 0,
                        attention_only=attention_only, modules=modules)
         gone = st.absent_modules

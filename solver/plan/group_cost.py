@@ -11,12 +11,12 @@ pairwise table. tests/test_planner_exact.py checks the sums against step_cost on
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from operator import add as _add, sub as _sub
 
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
-from solver.estimate.step import SumsPlan, plan_sums, sums_plan
+from solver.estimate.step import SumsPlan, micro_work, plan_sums, sums_plan
 from solver.memo import IdentityMemo
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -59,57 +59,15 @@ class Pipeline:
         return self.slots * max(per_stage) / f.kernel_overhead_s if f.kernel_overhead_s > 0 else 0.0
 
 
-_DISTINCT: dict[tuple[int, int], tuple[ModelSpec, list]] = {}
-
-
-def _distinct_stages(model: ModelSpec, pp: int) -> list:
-    """The stages of `model` under `pp` that differ (in blocks, embedding / head, MTP), cached per model."""
-    hit = _DISTINCT.get((id(model), pp))
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    out, seen = [], set()
-    for st in pipeline.stages(model, pp):
-        sig = (tuple((id(b), n) for b, n in st.model.block_groups), st.absent_modules, st.last)
-        if sig not in seen:
-            seen.add(sig)
-            out.append(st)
-    _DISTINCT[(id(model), pp)] = (model, out)
-    return out
-
-
-def _stages(model: ModelSpec, pc: ParallelConfig, w: Work, mtp_layers: int
-            ) -> list[tuple[ModelSpec, ParallelConfig, Work, int, frozenset[str]]]:
-    """(stage model, stage config, microbatch work, MTP passes, modules it lacks) per distinct stage."""
-    if pc.pp_size == 1:
-        return [(model, pc, w, mtp_layers, frozenset())]
-    key = (id(model), pc.key(), w, mtp_layers)
-    hit = _STAGE_WORK.get(key)
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    pp, spc = pc.pp_size, pc.stage()
-    m = pipeline.microbatches(pp, w.sequences)
-    micro = replace(w, new_tokens=w.new_tokens / m, sequences=w.sequences / m, logits_tokens=w.logits_tokens / m)
-    out = [(st.model, spc, micro, mtp_layers if st.last else 0, st.absent_modules)
-           for st in _distinct_stages(model, pp)]
-    if len(_STAGE_WORK) >= 100_000:
-        _STAGE_WORK.clear()
-    _STAGE_WORK[key] = (model, out)
-    return out
-
-
-# _stages per (model, config, work, MTP passes) under PP: every group's share at a layout asks for the same
-_STAGE_WORK: dict[tuple, tuple[ModelSpec, list]] = {}
-
-
-def pipeline_of(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work, mtp_layers: int) -> Pipeline:
+def pipeline_of(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work) -> Pipeline:
+    """The pipeline a step of `w` runs at `pc`: its distinct stages, slots and stage hand-off."""
     if pc.pp_size == 1:
         return Pipeline(1, 1, 0.0, f.step_overhead_s)
     pp, spc = pc.pp_size, pc.stage()
-    m = pipeline.microbatches(pp, w.sequences)
-    stages = _stages(model, pc, w, mtp_layers)
+    m, micro = micro_work(pp, w)
     k = pipeline.slots(w.phase, pp, m)
-    send = pipeline.send_s(hw, spc.world_size, w.new_tokens / m, model.hidden_size, f.comm)
-    return Pipeline(len(stages), k, send, f.step_overhead_s)
+    send = pipeline.send_s(hw, spc.world_size, micro.new_tokens, model.hidden_size, f.comm)
+    return Pipeline(len(pipeline.distinct_stages(model, pp)), k, send, f.step_overhead_s)
 
 
 def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
@@ -121,7 +79,7 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
     if pc.pp_size == 1:
         spc, sw = pc, w
     else:  # every stage runs the same stage config on the same microbatch: their sums in one pass
-        spc, sw = pc.stage(), _micro(pc.pp_size, w)
+        spc, sw = pc.stage(), micro_work(pc.pp_size, w)[1]
     each = plan_sums(plan, hw, spc, prec, f, sw)
     n_st = len(each)
     per: dict[str, list[list[float]]] = {g: [[0.0] * n_st, [0.0] * n_st] for g in want}
@@ -136,21 +94,6 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
     return {g: Share(tuple(v[0]), tuple(v[1])) for g, v in per.items()}
 
 
-def _micro(pp: int, w: Work) -> Work:
-    """The microbatch each stage of a `pp`-stage pipeline runs of step `w` (as estimate.step.pipeline_step)."""
-    hit = _MICRO.get((pp, w))
-    if hit is None:
-        m = pipeline.microbatches(pp, w.sequences)
-        hit = replace(w, new_tokens=w.new_tokens / m, sequences=w.sequences / m, logits_tokens=w.logits_tokens / m)
-        if len(_MICRO) >= 100_000:
-            _MICRO.clear()
-        _MICRO[(pp, w)] = hit
-    return hit
-
-
-_MICRO: dict[tuple[int, Work], Work] = {}
-
-
 def _share_plan(model: ModelSpec, pp: int, mtp_layers: int, groups: dict[str, str | None], want: tuple[str, ...],
                 attention_only: bool, phase: str) -> tuple[SumsPlan, tuple[frozenset[str], ...]]:
     """What shares adds up for these stages and groups (step.SumsPlan), and each distinct stage's absent
@@ -160,7 +103,7 @@ def _share_plan(model: ModelSpec, pp: int, mtp_layers: int, groups: dict[str, st
         if pp == 1:
             stages = [(model, mtp_layers, frozenset())]
         else:
-            stages = [(st.model, mtp_layers if st.last else 0, st.absent_modules) for st in _distinct_stages(model, pp)]
+            stages = [(st.model, mtp_layers if st.last else 0, st.absent_modules) for st in pipeline.distinct_stages(model, pp)]
         plan = sums_plan([(sm, mtp) for sm, mtp, _ in stages], attention_only, modules, phase)
         return plan, tuple(a for _, _, a in stages)
 

@@ -40,6 +40,7 @@ from solver.estimate.memory import (
 from solver.estimate.params import ParamReport, count_params
 from solver.estimate.serving import Workload
 from solver.estimate.step import block_modules, decode_layout
+from solver.memo import IdentityMemo
 from solver.plan.group_cost import NONE, Pipeline, Share, pipeline_of, shares
 from solver.space.domains import Space, redundant_for
 from solver.specs.framework import FrameworkProfile
@@ -151,6 +152,11 @@ class StageMemory:
 ViewMemory = tuple[StageMemory, ...]
 
 
+# entries a Tables keeps per memo (shares, pipelines): past it the memo starts over (a generic W=128 plan asks
+# for ~80K shares)
+_TABLE_MEMO = 1_000_000
+
+
 @dataclass
 class Tables:
     world: int
@@ -171,14 +177,14 @@ class Tables:
     mtp_layers: int = 0  # MTP layers whose weights and caches the deployment holds (0: MTP off)
     _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
     _view_memory: dict[tuple[int, tuple], ViewMemory] = field(default_factory=dict)
-    _shares: dict[tuple, tuple[ParallelConfig, dict[str, Share]]] = field(default_factory=dict)
+    _shares: IdentityMemo = field(default_factory=lambda: IdentityMemo(_TABLE_MEMO))
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _plans: dict[tuple[int, tuple], StepPlan] = field(default_factory=dict)
     _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
     _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
-    _pipes: dict[tuple, tuple[ParallelConfig, Pipeline]] = field(default_factory=dict)
+    _pipes: IdentityMemo = field(default_factory=lambda: IdentityMemo(_TABLE_MEMO))
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -222,15 +228,9 @@ class Tables:
                attention_only: bool = False) -> dict[str, Share] | None:
         if w is None:
             return None
-        # keyed by the config object (the tables' own, from _pc: one per knob values, kept for their life);
-        # the entry holds it, so a reused id cannot match another
-        key = (id(pc), w, mtp, want, attention_only)
-        hit = self._shares.get(key)
-        if hit is not None and hit[0] is pc:
-            return hit[1]
-        out = shares(self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only)
-        self._shares[key] = (pc, out)
-        return out
+        # keyed by the config object (the tables' own, from _pc: one per knob values)
+        return self._shares.get((pc,), (w, mtp, want, attention_only), lambda: shares(
+            self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only))
 
     def _none(self, pc: ParallelConfig, w: Work | None, mtp: int, pipe: Pipeline | None = None
               ) -> dict[str, Share] | None:
@@ -244,18 +244,13 @@ class Tables:
             blocks += [b for layer in (self.model.mtp_modules[0] if self.model.mtp_modules else ()) for b in layer.blocks]
             self._unowned_blocks = any(block_modules(b) & unowned for b in blocks)
         if not self._unowned_blocks:
-            stages = (pipe or pipeline_of(self.model, self.hw, pc, self.f, w, mtp)).stages
+            stages = (pipe or self._pipeline(pc, w)).stages
             return {NONE: Share((0.0,) * stages, (0.0,) * stages)}
         return self._share(pc, w, mtp, (NONE,))
 
-    def _pipeline(self, pc: ParallelConfig, w: Work, mtp: int) -> Pipeline:
-        """pipeline_of a layout's config (the tables' own object, kept for their life) and step: concurrencies
-        whose steps coincide share it."""
-        key = (id(pc), w, mtp)
-        hit = self._pipes.get(key)
-        if hit is None or hit[0] is not pc:
-            hit = self._pipes[key] = (pc, pipeline_of(self.model, self.hw, pc, self.f, w, mtp))
-        return hit[1]
+    def _pipeline(self, pc: ParallelConfig, w: Work) -> Pipeline:
+        """pipeline_of a layout's config and step: concurrencies whose steps coincide share it."""
+        return self._pipes.get((pc,), w, lambda: pipeline_of(self.model, self.hw, pc, self.f, w))
 
     def step_plan_of(self, b: int, key: tuple[int, ...]) -> StepPlan:
         """The steps layout `key` runs at concurrency b (nothing costed yet)."""
@@ -360,8 +355,8 @@ class Tables:
             rep = self._layout_pc(key)
             sp = self.step_plan_of(b, key)
             mtp = sp.mtp_layers
-            pre_pipe = self._pipeline(rep, sp.pre_work, 0) if sp.pre_work else None
-            dec_pipe = self._pipeline(rep, sp.dec_work, mtp) if sp.dec_work else None
+            pre_pipe = self._pipeline(rep, sp.pre_work) if sp.pre_work else None
+            dec_pipe = self._pipeline(rep, sp.dec_work) if sp.dec_work else None
             none_pre = self._none(rep, sp.pre_work, 0, pre_pipe)
             none_dec = self._none(rep, sp.dec_work, mtp, dec_pipe)
             attn = {}
