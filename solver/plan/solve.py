@@ -137,6 +137,8 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         if was:
+            gc.freeze()  # what the plan made joins the oldest generation: no young collection rescans it
+            gc.unfreeze()
             gc.enable()
 
 
