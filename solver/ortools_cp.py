@@ -15,15 +15,13 @@ import sys
 import types
 from typing import Any
 
-_CP_MODEL = "ortools.sat.python.cp_model"
-
 
 class _StandIn(types.ModuleType):
     """`pandas` while cp_model is imported; afterwards a forwarder to the real module."""
 
     def __getattr__(self, name: str) -> Any:
         # a dunder (__file__, __path__: import machinery, repr) is not a reason to load pandas; cp_model reading
-        # more of pandas at import is not ours to fake (_import falls back)
+        # more of pandas at import is not ours to fake (import_without_pandas falls back)
         if (name.startswith("__") and name.endswith("__")) or sys.modules.get("pandas") is self:
             raise AttributeError(f"module 'pandas' (deferred by solver.ortools_cp) has no attribute {name!r}")
         return getattr(importlib.import_module("pandas"), name)
@@ -47,9 +45,11 @@ class _PandasClass(type):
         return getattr(importlib.import_module("pandas"), cls.__name__)(*args, **kwargs)
 
 
-def _import() -> types.ModuleType:
-    if _CP_MODEL in sys.modules or "pandas" in sys.modules:
-        return importlib.import_module(_CP_MODEL)
+def import_without_pandas(module: str) -> types.ModuleType:
+    """`module` imported with `pandas` deferred as above (ordinarily when pandas is already loaded, or when the
+    module reads more of pandas at import than Index and Series)."""
+    if module in sys.modules or "pandas" in sys.modules:
+        return importlib.import_module(module)
     # what cp_model imports besides pandas is imported first, so the stand-in is seen by cp_model alone
     import numpy  # noqa: F401
     from ortools.sat.python import cp_model_helper  # noqa: F401
@@ -60,13 +60,13 @@ def _import() -> types.ModuleType:
     stand_in.Series = _PandasClass("Series", (), {"__module__": "pandas"})
     sys.modules["pandas"] = stand_in
     try:
-        return importlib.import_module(_CP_MODEL)
+        return importlib.import_module(module)
     except AttributeError:
-        sys.modules.pop(_CP_MODEL, None)
+        sys.modules.pop(module, None)
     finally:
         if sys.modules.get("pandas") is stand_in:
             del sys.modules["pandas"]
-    return importlib.import_module(_CP_MODEL)
+    return importlib.import_module(module)
 
 
-cp_model = _import()
+cp_model = import_without_pandas("ortools.sat.python.cp_model")
