@@ -4,6 +4,7 @@ file, atexit callbacks and threads still run, the exit code is the same, and a c
 SystemExit back."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -80,3 +81,19 @@ def test_a_caller_that_passes_args_gets_system_exit_and_carries_on() -> None:
             "except SystemExit as exc:\n    print('carried on after exit', exc.code)\n")
     run = _py(code, [], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout == "carried on after exit 2\n"
+
+
+def test_the_console_script_exits_the_same_way(tmp_path: Path) -> None:
+    # the script pip writes for `shardplan = "solver.cli.main:main"`: sys.exit(main()) on the process's argv
+    script = tmp_path / "shardplan"
+    script.write_text("import re\nimport sys\nfrom solver.cli.main import main\nif __name__ == '__main__':\n"
+                      "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit(main())\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    bad = subprocess.run([sys.executable, str(script), "inspect", "deepseek-v4"], capture_output=True, text=True,
+                         env=env, cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("error: model: unknown model 'deepseek-v4'")
+    ok = subprocess.run([sys.executable, str(script), "models", "--format", "json"], capture_output=True,
+                        text=True, env=env, cwd=tmp_path)
+    assert ok.returncode == 0 and ok.stdout == _py(GIVEN, ["models", "--format", "json"], capture_output=True,
+                                                   text=True, check=True).stdout

@@ -46,7 +46,6 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
               allow_cross_node, explain, serving, fmt) -> None:
     """Recommend the top 2-3 parallel_configs (seed Step 4 format)."""
     from solver.api import explain_solution, run_solve
-    from solver.launch.candidates import candidate_launches, launch_text
     from solver.plan.cpsat import SolverParams
     from solver.rank.select import ORDERING
     from solver.report.candidates import result_dict, seed_yaml
@@ -73,8 +72,12 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
             click.echo(f"note: {line}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,
                             moe_weight_dtype, kv_dtype, cands) if explain and cands else [])
-    launches = (candidate_launches(model, hardware, framework, cands, scenario, weight_dtype, moe_weight_dtype,
-                                   kv_dtype) if fmt in ("json", "launch") else None)
+    launches = None
+    if fmt in ("json", "launch"):  # the launch emitter loads only for the formats that show it
+        from solver.launch.candidates import candidate_launches, launch_text
+
+        launches = candidate_launches(model, hardware, framework, cands, scenario, weight_dtype, moe_weight_dtype,
+                                      kv_dtype)
     if fmt == "launch":
         click.echo(launch_text(cands, launches), nl=False)
         return
