@@ -43,3 +43,39 @@ def test_a_table_solve_loads_no_launch_emitter_and_a_json_solve_does() -> None:
 
     assert loaded("table") == set()
     assert "solver.launch.emit" in loaded("json")
+
+
+def test_command_imports_pause_the_collector_and_freeze_what_they_made() -> None:
+    import gc
+
+    import pytest
+
+    from solver.cli.options import command_imports
+
+    assert gc.isenabled()
+    try:
+        with command_imports():
+            assert not gc.isenabled()
+            made = [[i] for i in range(1000)]  # container objects the collector tracks
+        assert gc.isenabled() and gc.get_freeze_count() >= len(made)
+        gc.unfreeze()
+        with pytest.raises(ZeroDivisionError), command_imports():
+            1 / 0
+        assert gc.isenabled()  # resumed after a failed import too
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def test_inspect_and_solve_run_with_their_imports_frozen() -> None:
+    # the objects the command's imports made sit in the permanent generation: no collection rescans them
+    for argv in (["inspect", "deepseek-v3.2"], ["solve", "qwen3-8b", "--hardware", "h200_sxm", "--cards", "8"]):
+        code = ("import gc, json, sys\nfrom solver.cli.main import main\nfrozen = []\n"
+                "import solver.specs.model_catalog as catalog\n"
+                "load = catalog.load_model\n"
+                "def spy(*a, **k):\n    frozen.append(gc.get_freeze_count())\n    return load(*a, **k)\n"
+                "catalog.load_model = spy\n"
+                f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\nprint(json.dumps(frozen))")
+        run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+        frozen = json.loads(run.stdout.strip().splitlines()[-1])
+        assert frozen and frozen[0] > 10_000, (argv, frozen)
