@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def command_imports() -> Iterator[None]:
     """Around a command's own imports (the planner, the estimators, the specs and pydantic): the cyclic collector
     paused while they run and what they made frozen after (gc.freeze: module-level objects live as long as the
-    process, so no later collection rescans them; any garbage stays collectable by reference counting). The
+    process, so no later collection rescans them; reference counting still frees what is not in a cycle). The
     collector otherwise runs about a hundred times over those objects during a cold solve: 60-90 ms of it."""
     was = gc.isenabled()
     gc.disable()
