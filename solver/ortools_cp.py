@@ -20,9 +20,10 @@ class _StandIn(types.ModuleType):
     """`pandas` while cp_model is imported; afterwards a forwarder to the real module."""
 
     def __getattr__(self, name: str) -> Any:
-        # a dunder (__file__, __path__: import machinery, repr) is not a reason to load pandas; cp_model reading
-        # more of pandas at import is not ours to fake (import_without_pandas falls back)
-        if (name.startswith("__") and name.endswith("__")) or sys.modules.get("pandas") is self:
+        # cp_model reading more of pandas at import is not ours to fake (import_without_pandas falls back); a
+        # dunder probe (__file__, __path__: import machinery, tools) is no reason to load pandas
+        loaded = sys.modules.get("pandas")
+        if loaded is self or (loaded is None and name.startswith("__") and name.endswith("__")):
             raise AttributeError(f"module 'pandas' (deferred by solver.ortools_cp) has no attribute {name!r}")
         return getattr(importlib.import_module("pandas"), name)
 
@@ -42,6 +43,8 @@ class _PandasClass(type):
         return pd is not None and not isinstance(pd, _StandIn) and issubclass(sub, getattr(pd, cls.__name__))
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(sys.modules.get("pandas"), _StandIn):  # called while cp_model is imported: fall back
+            raise AttributeError(f"pandas.{cls.__name__} called while cp_model is imported")
         return getattr(importlib.import_module("pandas"), cls.__name__)(*args, **kwargs)
 
 

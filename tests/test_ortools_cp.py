@@ -42,9 +42,10 @@ def test_cp_model_pandas_api_still_works_with_the_real_pandas() -> None:
                  "s = cp_model.CpSolver()\n"
                  "out['solved'] = s.solve(m) == cp_model.OPTIMAL\n"
                  "out['values'] = type(s.values(x)) is pd.Series\n"
-                 "out['forwards'] = cp_model.pd.DataFrame is pd.DataFrame\n")
+                 "out['forwards'] = cp_model.pd.DataFrame is pd.DataFrame\n"
+                 "out['version'] = cp_model.pd.__version__ == pd.__version__\n")
     assert out == {"deferred": True, "not_a_series": False, "series": True, "isinstance": True, "subclass": True,
-                   "solved": True, "values": True, "forwards": True}
+                   "solved": True, "values": True, "forwards": True, "version": True}
 
 
 def test_with_pandas_already_loaded_cp_model_gets_pandas_itself() -> None:
@@ -53,12 +54,16 @@ def test_with_pandas_already_loaded_cp_model_gets_pandas_itself() -> None:
     assert out == {"same": True}
 
 
-def test_a_module_reading_more_of_pandas_at_import_is_imported_the_ordinary_way(tmp_path: Path) -> None:
+def test_a_module_using_more_of_pandas_at_import_is_imported_the_ordinary_way(tmp_path: Path) -> None:
     (tmp_path / "needs_frame.py").write_text("import pandas as pd\nFRAME = pd.DataFrame\n")
-    out = _probe(f"sys.path.insert(0, {str(tmp_path)!r})\n"
-                 "from solver.ortools_cp import import_without_pandas\n"
-                 "mod = import_without_pandas('needs_frame')\n"
+    (tmp_path / "builds_series.py").write_text("import pandas as pd\nS = pd.Series([1, 2])\n")
+    head = f"sys.path.insert(0, {str(tmp_path)!r})\nfrom solver.ortools_cp import import_without_pandas\n"
+    out = _probe(head + "frame = import_without_pandas('needs_frame')\n"
                  "import pandas\n"
-                 "out['real'] = mod.FRAME is pandas.DataFrame and mod.pd is pandas\n"
+                 "out['real'] = frame.FRAME is pandas.DataFrame and frame.pd is pandas\n"
                  "out['pandas_is_pandas'] = type(sys.modules['pandas']).__name__ == 'module'\n")
     assert out == {"real": True, "pandas_is_pandas": True}
+    out = _probe(head + "series = import_without_pandas('builds_series')\n"
+                 "import pandas\n"
+                 "out['series'] = type(series.S) is pandas.Series and list(series.S) == [1, 2]\n")
+    assert out == {"series": True}
