@@ -5,12 +5,13 @@ from __future__ import annotations
 from functools import lru_cache
 
 from solver.errors import InputError
+from solver.ortools_cp import cp_model as _cp_model  # noqa: F401 - before the planner imports it: no pandas
 from solver.plan.cpsat import SolverParams
 from solver.plan.solve import PlanResult, plan
 from solver.rank.select import Candidate, rank_candidates
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
-from solver.specs.model_catalog import load_model
+from solver.specs.model_catalog import load_model, resolve_model_file
 from solver.specs.precision import resolve_precision
 from solver.specs.reference import list_references
 from solver.specs.scenario import Scenario
@@ -20,10 +21,11 @@ __all__ = ["run_solve", "solve", "Scenario", "SolverParams", "sweep", "recommend
 
 @lru_cache(maxsize=1)
 def _ref_models() -> dict[str, str]:
+    """Reference id -> the name its model resolves to (what load_model names it), without parsing the configs."""
     out = {}
     for ref in list_references():
         try:
-            out[ref.id] = load_model(ref.model).name
+            out[ref.id] = resolve_model_file(ref.model)[1]
         except Exception:  # noqa: BLE001 - a reference whose model is not in the catalog matches by name only
             out[ref.id] = ref.model
     return out

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from solver.cli.options import (CARDS, framework_check, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, dtype_options, format_option,
-                                knob_options, parallel_from_options)
+from solver.cli.options import (CARDS, framework_check, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, command_imports,
+                                dtype_options, format_option, knob_options, parallel_from_options)
 from solver.errors import InputError
 from solver.report.render import console, dump, table
 
@@ -66,8 +66,9 @@ def hardware_cmd(fmt: str) -> None:
 @format_option()
 def inspect_cmd(model: str, download: bool, fmt: str) -> None:
     """Layer stack, parameters and state per layer type, modules per group (seed Step 1)."""
-    from solver.report.model_view import inspect_data
-    from solver.specs.model_catalog import load_model
+    with command_imports():
+        from solver.report.model_view import inspect_data
+        from solver.specs.model_catalog import load_model
 
     spec = load_model(model, download=download)
     _warn(spec.warnings)

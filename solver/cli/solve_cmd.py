@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
-                                check_mtp, dtype_options, format_option,
+                                check_mtp, command_imports, dtype_options, format_option,
                                 scenario_from_options)
 from solver.errors import InputError
 from solver.report.render import console, dump, table
@@ -45,11 +45,11 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
               framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed, time_limit, top,
               allow_cross_node, explain, serving, fmt) -> None:
     """Recommend the top 2-3 parallel_configs (seed Step 4 format)."""
-    from solver.api import explain_solution, run_solve
-    from solver.launch.candidates import candidate_launches, launch_text
-    from solver.plan.cpsat import SolverParams
-    from solver.rank.select import ORDERING
-    from solver.report.candidates import result_dict, seed_yaml
+    with command_imports():
+        from solver.api import explain_solution, run_solve
+        from solver.plan.cpsat import SolverParams
+        from solver.rank.select import ORDERING
+        from solver.report.candidates import result_dict, seed_yaml
 
     scenario = scenario_from_options(kind=kind, isl=isl, osl=osl, concurrency=concurrency,
                                      max_concurrency=max_concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
@@ -73,8 +73,12 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
             click.echo(f"note: {line}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,
                             moe_weight_dtype, kv_dtype, cands) if explain and cands else [])
-    launches = (candidate_launches(model, hardware, framework, cands, scenario, weight_dtype, moe_weight_dtype,
-                                   kv_dtype) if fmt in ("json", "launch") else None)
+    launches = None
+    if fmt in ("json", "launch"):  # the launch emitter loads only for the formats that show it
+        from solver.launch.candidates import candidate_launches, launch_text
+
+        launches = candidate_launches(model, hardware, framework, cands, scenario, weight_dtype, moe_weight_dtype,
+                                      kv_dtype)
     if fmt == "launch":
         click.echo(launch_text(cands, launches), nl=False)
         return
