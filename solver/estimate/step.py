@@ -24,10 +24,12 @@ from solver.estimate.compute import (  # noqa: F401  (CommCost, tp_module re-exp
     Factors,
     Kit,
     OpCost,
+    SumsKit,
     Work,
     collective,
     group_tokens,
     head_ops,
+    op_time_s,
     stack_ops,
     tp_module,
 )
@@ -252,30 +254,58 @@ def module_sums(ops: list[OpCost], comms: list[CommCost]) -> ModuleSums:
 
 # Per-module sums per (block or head, kit), for the planner's tables: they add sums, never read a record, so
 # only the sums are kept (a few floats; the records of a hundred thousand configurations would be millions
-# of objects for the garbage collector to scan). Keyed like _BLOCK_CACHE; the entry keeps the key's objects.
-_SUMS_CACHE: dict[tuple, tuple] = {}
+# of objects for the garbage collector to scan). One entry per kit (hardware, precision and factors by
+# identity, the config's key, the work), holding the kit and a dict of the sums costed under it, keyed by the
+# (canonical) block's id, "head" / "draft" + the model's id: a share looks the kit up once and each block by
+# an int. Entries keep the objects their ids name, so an id is never matched to another object.
+_KITS: dict[tuple, tuple] = {}
 
 
-def _cached_sums(key: tuple, keep: tuple, build) -> ModuleSums:
-    hit = _SUMS_CACHE.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], keep)):
+def _kit_sums(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work, pc_key: tuple
+              ) -> tuple[SumsKit, dict]:
+    """The sums kit of (hw, pc, prec, f, w) and the dict of the sums costed under it (_KITS)."""
+    key = (id(hw), id(prec), id(f), pc_key, w)
+    hit = _KITS.get(key)
+    if hit is None or hit[0] is not hw or hit[1] is not prec or hit[2] is not f:
+        if len(_KITS) >= _BLOCK_CACHE_MAX:
+            _KITS.clear()
+        hit = _KITS[key] = (hw, prec, f, SumsKit(hw, pc, prec, f, w), {})
+    return hit[3], hit[4]
+
+
+def _sums_of(store: dict, block, kit: SumsKit) -> ModuleSums:
+    """module_sums of a canonical block's records under `kit`, cached in the kit's `store`."""
+    hit = store.get(id(block))
+    if hit is not None and hit[0] is block:
         return hit[1]
-    out = build()
-    if len(_SUMS_CACHE) >= _BLOCK_CACHE_MAX:
-        _SUMS_CACHE.clear()
-    _SUMS_CACHE[key] = (keep, out)
-    return out
+    out = store[id(block)] = (block, _light_sums(block, kit))
+    return out[1]
+
+
+def _light_sums(block, kit: SumsKit) -> ModuleSums:
+    """module_sums(*_records(block, kit)) from the SumsKit's records: the same additions in the same order."""
+    ops = block.ops(kit)
+    hide = sum(o[2] for o in ops if o[0] in _HIDING_OPS)
+    acc: dict[str, list[float]] = {}
+    for _, module, compute, memory, overhead in ops:
+        a = acc.get(module)
+        if a is None:
+            a = acc[module] = [0.0, 0.0]
+        a[0] += op_time_s(compute, memory, overhead)
+        a[1] += overhead
+    for module, exposed in block.comms(kit, hide):
+        a = acc.get(module)
+        if a is None:
+            a = acc[module] = [0.0, 0.0]
+        a[0] += exposed
+    return tuple((m, a[0], a[1]) for m, a in acc.items())
 
 
 def block_sums(block, kit: Kit, pc_key: tuple | None = None) -> ModuleSums:
     """module_sums of block_cost(block, kit), without keeping the records."""
-    return _canonical_sums(canonical_block(block), kit, pc_key)
-
-
-def _canonical_sums(block, kit: Kit, pc_key: tuple | None) -> ModuleSums:
-    """block_sums of a block already canonical (canonical_block)."""
-    return _cached_sums(_kit_key(block, kit, pc_key), (block, kit.hw, kit.prec, kit.f),
-                        lambda: module_sums(*_records(block, kit)))
+    k = kit.pc.key() if pc_key is None else pc_key
+    skit, store = _kit_sums(kit.hw, kit.pc, kit.prec, kit.f, kit.w, k)
+    return _sums_of(store, canonical_block(block), skit)
 
 
 _MODULES: dict[int, tuple[object, frozenset[str]]] = {}
@@ -404,9 +434,8 @@ def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision,
               ) -> list[list[tuple[ModuleSums, float, bool]]]:
     """stages_sums of a SumsPlan at one config and work."""
     pc, w = decode_layout(pc, w)
-    kit = Kit(hw, pc, prec, f, w)
-    pc_key = pc.key()
-    sums = [_canonical_sums(block, kit, pc_key) for block in plan.blocks]
+    kit, store = _kit_sums(hw, pc, prec, f, w, pc.key())
+    sums = [_sums_of(store, block, kit) for block in plan.blocks]
     out = []
     for model, mtp_layers, chunks in plan.stages:
         row = []
@@ -414,23 +443,30 @@ def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision,
             if i >= 0:
                 row.append((sums[i], n, False))
             elif i == HEAD:
-                row.append((_head_sums(model, hw, pc, prec, f, w, pc_key), 1, False))
+                row.append((_head_sums(store, model, kit), 1, False))
             else:
-                row.append((_draft_sums(model, hw, pc, prec, f, w, pc_key), mtp_layers, True))
+                row.append((_draft_sums(store, model, kit), mtp_layers, True))
         out.append(row)
     return out
 
 
-def _head_sums(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
-               pc_key: tuple) -> ModuleSums:
-    return _cached_sums(("head", id(model), id(hw), id(prec), id(f), pc_key, w), (model, hw, prec, f),
-                        lambda: module_sums(head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w)))
+def _head_sums(store: dict, model: ModelSpec, kit: SumsKit) -> ModuleSums:
+    hit = store.get(("head", id(model)))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    hw, pc, prec, f, w = kit.hw, kit.pc, kit.prec, kit.f, kit.w
+    out = module_sums(head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w))
+    store[("head", id(model))] = (model, out)
+    return out
 
 
-def _draft_sums(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
-                pc_key: tuple) -> ModuleSums:
-    return _cached_sums(("draft", id(model), id(hw), id(prec), id(f), pc_key, w), (model, hw, prec, f),
-                        lambda: module_sums(*_draft_records(model, hw, pc, prec, f, w)))
+def _draft_sums(store: dict, model: ModelSpec, kit: SumsKit) -> ModuleSums:
+    hit = store.get(("draft", id(model)))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    out = module_sums(*_draft_records(model, kit.hw, kit.pc, kit.prec, kit.f, kit.w))
+    store[("draft", id(model))] = (model, out)
+    return out
 
 
 def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
