@@ -278,14 +278,20 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
 def head_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
              params: ParamReport | None = None) -> list[OpCost]:
     """Embedding lookup and lm_head, once per step."""
+    return kit_head_ops(model, Kit(hw, pc, prec, f, w))
+
+
+def kit_head_ops(model: ModelSpec, kit: Kit) -> list:
+    """head_ops as `kit`'s records."""
+    hw, pc, prec, f, w = kit.hw, kit.pc, kit.prec, kit.f, kit.w
     h, v = model.hidden_size, model.vocab_size
     e, lt = pc.embed_tp_size, pc.lmhead_tp_size
-    embed = _op("embedding", "embedding", 0.0, group_tokens(pc, w, e) * h * prec.fmt("embedding").bytes_per_param,
-                hw.flops("bf16"), f.gemm, hw, f, kernels=1)
+    embed = kit.op("embedding", "embedding", 0.0, group_tokens(pc, w, e) * h * prec.fmt("embedding").bytes_per_param,
+                   hw.flops("bf16"), f.gemm, kernels=1)
     u_logit = group_tokens(pc, w, lt, w.logits_tokens) / lt
     head_params = v * h
-    lm = _op("lm_head", "lm_head", 2 * u_logit * head_params,
-             head_params / pc.lmhead_tp_size * prec.fmt("lm_head").bytes_per_param + u_logit * v * 4,
-             hw.flops(prec.gemm_dtype("lm_head")), f.gemm, hw, f, kernels=2,
-             shape_eff=shape_efficiency(v / pc.lmhead_tp_size))
+    lm = kit.op("lm_head", "lm_head", 2 * u_logit * head_params,
+                head_params / pc.lmhead_tp_size * prec.fmt("lm_head").bytes_per_param + u_logit * v * 4,
+                hw.flops(prec.gemm_dtype("lm_head")), f.gemm, kernels=2,
+                shape_eff=shape_efficiency(v / pc.lmhead_tp_size))
     return [embed, lm]

@@ -29,6 +29,7 @@ from solver.estimate.compute import (  # noqa: F401  (CommCost, tp_module re-exp
     collective,
     group_tokens,
     head_ops,
+    kit_head_ops,
     op_time_s,
     stack_ops,
     tp_module,
@@ -99,11 +100,6 @@ class StepCost:
                 "overhead_s": self.overhead_s}
 
 
-def _c(name: str, module: str, prim: str, n: int, nbytes: float, t: float, tier: str, exposed: float | None = None
-       ) -> CommCost:
-    return CommCost(name, module, prim, n, nbytes, t, t if exposed is None else exposed, tier)
-
-
 def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
                 attn_compute_s: float, ffn: bool = True) -> dict[str, list[CommCost]]:
     """Collectives of one instance of the primary mixer ('attention'), first dense FFN and first MoE: the
@@ -121,23 +117,26 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
 
 
 def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work) -> list[CommCost]:
+    return _head_colls(model, pc, w, lambda *a: collective(hw, f, *a))
+
+
+def kit_head_comms(model: ModelSpec, kit: Kit) -> list:
+    """head_comms as `kit`'s records."""
+    return _head_colls(model, kit.pc, kit.w, kit.coll)
+
+
+def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
+    """The embedding's and LM head's collectives, made by `coll` (a Kit's record maker)."""
     h, v = model.hidden_size, model.vocab_size
     out = []
     e = pc.embed_tp_size
     lt = pc.lmhead_tp_size
     u_logit = group_tokens(pc, w, lt, w.logits_tokens) / lt
     if e > 1:  # vocab-parallel lookup: partial rows summed over the group
-        nbytes = group_tokens(pc, w, e) * h * ACT_BYTES
-        out.append(_c("embed_allreduce", "embedding", "all_reduce", e, nbytes,
-                      comm.all_reduce_s(hw, e, nbytes, 1, f.comm, comm.CustomAllReduce.of(f)),
-                      comm.crosses(hw, e)))
+        out.append(coll("embed_allreduce", "embedding", "all_reduce", e, group_tokens(pc, w, e) * h * ACT_BYTES))
     if lt > 1:  # gather hidden states of the group, then exchange vocab slices of the logits
-        g = lt * u_logit * h * ACT_BYTES
-        lg = u_logit * v * 4
-        out.append(_c("lmhead_gather", "lm_head", "all_gather", lt, g, comm.all_gather_s(hw, lt, g, 1, f.comm),
-                      comm.crosses(hw, lt)))
-        out.append(_c("logits_exchange", "lm_head", "all_to_all", lt, lg, comm.all_to_all_s(hw, lt, lg, 1, f.comm),
-                      comm.crosses(hw, lt)))
+        out.append(coll("lmhead_gather", "lm_head", "all_gather", lt, lt * u_logit * h * ACT_BYTES))
+        out.append(coll("logits_exchange", "lm_head", "all_to_all", lt, u_logit * v * 4))
     return out
 
 
@@ -261,6 +260,12 @@ def module_sums(ops: list[OpCost], comms: list[CommCost]) -> ModuleSums:
 _KITS: dict[tuple, tuple] = {}
 
 
+# plan_sums' way in: the caller's (hardware, config, precision, factors, work) objects -> their _KITS entry (the
+# planner's tables pass the same config and work objects again and again: a lookup by ids, no hashing of the
+# config's values or the work's, no decode layout)
+_BY_OBJECTS: dict[tuple, tuple] = {}
+
+
 def _kit_sums(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work, pc_key: tuple
               ) -> tuple[SumsKit, dict]:
     """The sums kit of (hw, pc, prec, f, w) and the dict of the sums costed under it (_KITS)."""
@@ -283,9 +288,13 @@ def _sums_of(store: dict, block, kit: SumsKit) -> ModuleSums:
 
 
 def _light_sums(block, kit: SumsKit) -> ModuleSums:
-    """module_sums(*_records(block, kit)) from the SumsKit's records: the same additions in the same order."""
+    """module_sums(*_records(block, kit)) from the SumsKit's records."""
     ops = block.ops(kit)
-    hide = sum(o[2] for o in ops if o[0] in _HIDING_OPS)
+    return _light_module_sums(ops, block.comms(kit, sum(o[2] for o in ops if o[0] in _HIDING_OPS)))
+
+
+def _light_module_sums(ops: list[tuple], comms: list[tuple]) -> ModuleSums:
+    """module_sums of a SumsKit's records: the same additions in the same order."""
     acc: dict[str, list[float]] = {}
     for _, module, compute, memory, overhead in ops:
         a = acc.get(module)
@@ -293,7 +302,7 @@ def _light_sums(block, kit: SumsKit) -> ModuleSums:
             a = acc[module] = [0.0, 0.0]
         a[0] += op_time_s(compute, memory, overhead)
         a[1] += overhead
-    for module, exposed in block.comms(kit, hide):
+    for module, exposed in comms:
         a = acc.get(module)
         if a is None:
             a = acc[module] = [0.0, 0.0]
@@ -433,8 +442,14 @@ def sums_plan(stages: list[tuple[ModelSpec, int]], attention_only: bool, modules
 def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work
               ) -> list[list[tuple[ModuleSums, float, bool]]]:
     """stages_sums of a SumsPlan at one config and work."""
-    pc, w = decode_layout(pc, w)
-    kit, store = _kit_sums(hw, pc, prec, f, w, pc.key())
+    key = (id(hw), id(pc), id(prec), id(f), id(w))
+    hit = _BY_OBJECTS.get(key)
+    if hit is None or hit[0] is not hw or hit[1] is not pc or hit[2] is not prec or hit[3] is not f or hit[4] is not w:
+        lpc, lw = decode_layout(pc, w)
+        if len(_BY_OBJECTS) >= _BLOCK_CACHE_MAX:
+            _BY_OBJECTS.clear()
+        hit = _BY_OBJECTS[key] = (hw, pc, prec, f, w, *_kit_sums(hw, lpc, prec, f, lw, lpc.key()))
+    kit, store = hit[5], hit[6]
     sums = [_sums_of(store, block, kit) for block in plan.blocks]
     out = []
     for model, mtp_layers, chunks in plan.stages:
@@ -454,8 +469,7 @@ def _head_sums(store: dict, model: ModelSpec, kit: SumsKit) -> ModuleSums:
     hit = store.get(("head", id(model)))
     if hit is not None and hit[0] is model:
         return hit[1]
-    hw, pc, prec, f, w = kit.hw, kit.pc, kit.prec, kit.f, kit.w
-    out = module_sums(head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w))
+    out = _light_module_sums(kit_head_ops(model, kit), kit_head_comms(model, kit))
     store[("head", id(model))] = (model, out)
     return out
 
