@@ -260,12 +260,6 @@ def module_sums(ops: list[OpCost], comms: list[CommCost]) -> ModuleSums:
 _KITS: dict[tuple, tuple] = {}
 
 
-# plan_sums' way in: the caller's (hardware, config, precision, factors, work) objects -> their _KITS entry (the
-# planner's tables pass the same config and work objects again and again: a lookup by ids, no hashing of the
-# config's values or the work's, no decode layout)
-_BY_OBJECTS: dict[tuple, tuple] = {}
-
-
 def _kit_sums(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work, pc_key: tuple
               ) -> tuple[SumsKit, dict]:
     """The sums kit of (hw, pc, prec, f, w) and the dict of the sums costed under it (_KITS)."""
@@ -442,14 +436,8 @@ def sums_plan(stages: list[tuple[ModelSpec, int]], attention_only: bool, modules
 def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work
               ) -> list[list[tuple[ModuleSums, float, bool]]]:
     """stages_sums of a SumsPlan at one config and work."""
-    key = (id(hw), id(pc), id(prec), id(f), id(w))
-    hit = _BY_OBJECTS.get(key)
-    if hit is None or hit[0] is not hw or hit[1] is not pc or hit[2] is not prec or hit[3] is not f or hit[4] is not w:
-        lpc, lw = decode_layout(pc, w)
-        if len(_BY_OBJECTS) >= _BLOCK_CACHE_MAX:
-            _BY_OBJECTS.clear()
-        hit = _BY_OBJECTS[key] = (hw, pc, prec, f, w, *_kit_sums(hw, lpc, prec, f, lw, lpc.key()))
-    kit, store = hit[5], hit[6]
+    pc, w = decode_layout(pc, w)
+    kit, store = _kit_sums(hw, pc, prec, f, w, pc.key())
     sums = [_sums_of(store, block, kit) for block in plan.blocks]
     out = []
     for model, mtp_layers, chunks in plan.stages:

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from solver.specs.layers.attention import o_proj_op, sequence_attention_comms
-from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object
 from solver.specs.layers.dsa import Indexer
 
 
@@ -46,6 +46,7 @@ class MLA(Block):
         idx = f" top{self.indexer.topk}" if self.indexer else ""
         return f"{self.kind} {self.heads} x {self.head_dim} lora{self.kv_lora_rank}{idx}"
 
+    @per_object
     def proj_parts(self) -> tuple[Part, ...]:
         h, nh, rope, nope, v = self.hidden, self.heads, self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim
         parts: list[Part] = []
