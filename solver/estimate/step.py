@@ -256,7 +256,7 @@ def module_sums(ops: list[OpCost], comms: list[CommCost]) -> ModuleSums:
 # of objects for the garbage collector to scan). One entry per kit (hardware, precision and factors by
 # identity, the config's key, the work), holding the kit and a dict of the sums costed under it, keyed by the
 # (canonical) block's id, "head" / "draft" + the model's id: a share looks the kit up once and each block by
-# an int. Entries keep the objects their ids name, so an id is never matched to another object.
+# an int. Entries keep the objects their ids name, so a hit by ids is a hit on those very objects.
 _KITS: dict[tuple, tuple] = {}
 
 
@@ -265,7 +265,7 @@ def _kit_sums(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: 
     """The sums kit of (hw, pc, prec, f, w) and the dict of the sums costed under it (_KITS)."""
     key = (id(hw), id(prec), id(f), pc_key, w)
     hit = _KITS.get(key)
-    if hit is None or hit[0] is not hw or hit[1] is not prec or hit[2] is not f:
+    if hit is None:
         if len(_KITS) >= _BLOCK_CACHE_MAX:
             _KITS.clear()
         hit = _KITS[key] = (hw, prec, f, SumsKit(hw, pc, prec, f, w), {})
@@ -275,7 +275,7 @@ def _kit_sums(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: 
 def _sums_of(store: dict, block, kit: SumsKit) -> ModuleSums:
     """module_sums of a canonical block's records under `kit`, cached in the kit's `store`."""
     hit = store.get(id(block))
-    if hit is not None and hit[0] is block:
+    if hit is not None:
         return hit[1]
     out = store[id(block)] = (block, _light_sums(block, kit))
     return out[1]
@@ -455,7 +455,7 @@ def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision,
 
 def _head_sums(store: dict, model: ModelSpec, kit: SumsKit) -> ModuleSums:
     hit = store.get(("head", id(model)))
-    if hit is not None and hit[0] is model:
+    if hit is not None:
         return hit[1]
     out = _light_module_sums(kit_head_ops(model, kit), kit_head_comms(model, kit))
     store[("head", id(model))] = (model, out)
@@ -464,7 +464,7 @@ def _head_sums(store: dict, model: ModelSpec, kit: SumsKit) -> ModuleSums:
 
 def _draft_sums(store: dict, model: ModelSpec, kit: SumsKit) -> ModuleSums:
     hit = store.get(("draft", id(model)))
-    if hit is not None and hit[0] is model:
+    if hit is not None:
         return hit[1]
     out = module_sums(*_draft_records(model, kit.hw, kit.pc, kit.prec, kit.f, kit.w))
     store[("draft", id(model))] = (model, out)
