@@ -72,6 +72,7 @@ class Attention(Block):
     def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int) -> float:
         return kv_heads_per_rank(self.kv_heads, attn_tp) * (self.head_dim + self.v_head_dim) * kv_bytes
 
+    @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), window=self.window)
 

@@ -38,16 +38,19 @@ R = TypeVar("R")
 
 
 def per_object(method: Callable[..., R]) -> Callable[..., R]:
-    """A method of a frozen spec object, computed once per (object, arguments): a block's parts follow from
-    its fields alone, and the estimator asks for them on every costing. Keyed by the object's id; the entry
-    keeps the object, so an id is never matched to another one."""
+    """A method of a frozen spec object, computed once per (object, positional arguments): a block's parts and
+    per-request state follow from its fields and the arguments alone, and the estimator and the memory model
+    ask for them on every costing. Keyed by the object's id; the entry
+    keeps the object, so a hit by id is a hit on that very object."""
     store: dict[tuple, tuple[object, Any]] = {}
 
     @wraps(method)
-    def once(self: object, *args: Any) -> R:
+    def once(self: object, *args: Any, **kwargs: Any) -> R:
+        if kwargs:  # keyword calls are not remembered (none of the estimator's)
+            return method(self, *args, **kwargs)
         key = (id(self), *args)
         hit = store.get(key)
-        if hit is not None and hit[0] is self:
+        if hit is not None:  # the entry keeps its object alive: no other object can carry its id
             return hit[1]
         if len(store) >= 4096:
             store.clear()

@@ -76,6 +76,7 @@ class CompressedAttention(Block):
     def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int = 1) -> float:
         return self.head_dim * kv_bytes / self.ratio if self.ratio else 0.0
 
+    @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
         idx = self.indexer.bytes_per_token / self.ratio if self.indexer and self.ratio else 0.0
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes), index_per_token_bytes=idx,

@@ -77,6 +77,7 @@ class MLA(Block):
             return lora + 4 * math.ceil(lora / 128) + 2 * rope
         return (lora + rope) * kv_bytes
 
+    @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
         idx = self.indexer.bytes_per_token if self.indexer else 0.0
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), index_per_token_bytes=idx)
