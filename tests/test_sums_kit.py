@@ -8,10 +8,9 @@ import dataclasses
 import pytest
 
 from solver.estimate import comm
-from solver.estimate.compute import Kit, SumsKit, Work, collective, collective_s, factors_for
-from solver.estimate.step import _head_colls, _records, block_sums, head_comms, head_ops, kit_head_comms, module_sums
-from solver.estimate.compute import kit_head_ops
-from solver.estimate.step import _light_module_sums, _light_sums
+from solver.estimate.compute import Kit, SumsKit, Work, collective, collective_s, factors_for, kit_head_ops
+from solver.estimate.step import (_head_colls, _light_module_sums, _light_sums, _records, block_sums, head_comms,
+                                  head_ops, kit_head_comms, module_sums)
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import list_models, load_model
 from solver.specs.parallel import ParallelConfig

@@ -151,19 +151,6 @@ _PRIMITIVES = {"all_reduce": comm.all_reduce_s, "all_gather": comm.all_gather_s,
                "ep_all_to_all": comm.ep_all_to_all_s}
 
 
-_CUSTOM: dict[int, tuple[Factors, comm.CustomAllReduce | None]] = {}  # id(factors) -> (factors, its kernel)
-
-
-def _custom_all_reduce(f: Factors) -> comm.CustomAllReduce | None:
-    """comm.CustomAllReduce.of(f), once per factors object (asked for every all-reduce)."""
-    hit = _CUSTOM.get(id(f))
-    if hit is None or hit[0] is not f:
-        if len(_CUSTOM) >= 4096:
-            _CUSTOM.clear()
-        hit = _CUSTOM[id(f)] = (f, comm.CustomAllReduce.of(f))
-    return hit[1]
-
-
 # collective_s per (hardware, factors, primitive, ranks, bytes, stride): a generic W=128 plan asks for 46,484
 # collectives with 2,362 distinct arguments. Keyed by the objects' ids; the entry keeps them (so a hit by ids is
 # a hit on those very objects).
@@ -177,7 +164,7 @@ def collective_s(hw: Hardware, f: Factors, primitive: str, n: int, nbytes: float
     if hit is not None:
         return hit[2]
     if primitive == "all_reduce":  # the engine's small-message all-reduce kernel, when it has one (comm.py)
-        t = comm.all_reduce_s(hw, n, nbytes, stride, f.comm, _custom_all_reduce(f))
+        t = comm.all_reduce_s(hw, n, nbytes, stride, f.comm, comm.CustomAllReduce.of(f))
     else:
         t = _PRIMITIVES[primitive](hw, n, nbytes, stride, f.comm)
     if len(_COLLECTIVES) >= 65_536:
