@@ -28,3 +28,25 @@ def test_the_memo_starts_over_past_its_limit() -> None:
     for o in objs:
         memo.get((o,), None, lambda: 0)
     assert len(memo) == 1  # the third entry cleared the first two
+
+
+def test_an_entry_keeps_its_objects_alive() -> None:
+    """A hit is trusted by ids alone because each entry holds its objects: none is freed (so no id is reused by
+    another object) while its entry exists."""
+    import gc
+    import weakref
+
+    memo = IdentityMemo(8)
+    a = _Slot()
+    ref = weakref.ref(a)
+    memo.get((a,), None, lambda: 1)
+    del a
+    gc.collect()
+    assert ref() is not None
+    memo.clear()
+    gc.collect()
+    assert ref() is None
+
+
+class _Slot:
+    pass

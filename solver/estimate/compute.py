@@ -55,7 +55,7 @@ class OpCost:
 
     @property
     def time_s(self) -> float:
-        return max(self.compute_s, self.memory_s) + self.overhead_s
+        return op_time_s(self.compute_s, self.memory_s, self.overhead_s)
 
     @property
     def bound(self) -> str:
@@ -66,10 +66,21 @@ class OpCost:
                       self.memory_s * n, self.overhead_s * n)
 
 
+def op_time_s(compute_s: float, memory_s: float, overhead_s: float) -> float:
+    """An op's time: the slower of its compute and its memory traffic, plus its kernels' fixed cost."""
+    return max(compute_s, memory_s) + overhead_s
+
+
+def _op_times(flops: float, nbytes: float, peak_flops: float, eff: float, hw: Hardware, f: Factors,
+              shape_eff: float) -> tuple[float, float]:
+    """(compute seconds, memory seconds) of an op's FLOPs and bytes."""
+    return (flops / (peak_flops * eff * shape_eff) if flops else 0.0,
+            nbytes / (hw.hbm_bandwidth_Bps * f.hbm) if nbytes else 0.0)
+
+
 def _op(name: str, module: str, flops: float, nbytes: float, peak_flops: float, eff: float, hw: Hardware,
         f: Factors, kernels: float, shape_eff: float = 1.0) -> OpCost:
-    compute = flops / (peak_flops * eff * shape_eff) if flops else 0.0
-    memory = nbytes / (hw.hbm_bandwidth_Bps * f.hbm) if nbytes else 0.0
+    compute, memory = _op_times(flops, nbytes, peak_flops, eff, hw, f, shape_eff)
     return OpCost(name, module, flops, nbytes, compute, memory, kernels * f.kernel_overhead_s)
 
 
@@ -140,25 +151,54 @@ _PRIMITIVES = {"all_reduce": comm.all_reduce_s, "all_gather": comm.all_gather_s,
                "ep_all_to_all": comm.ep_all_to_all_s}
 
 
-def collective(hw: Hardware, f: Factors, name: str, module: str, primitive: str, n: int, nbytes: float,
-               stride: int = 1, hide_s: float | None = None) -> CommCost:
-    """One collective over `n` ranks spaced `stride` apart. `hide_s`: compute it can overlap (a second
-    stream), so only the excess is exposed; None = on the critical path."""
+# collective_s per (hardware, factors, primitive, ranks, bytes, stride): a generic W=128 plan asks for 46,484
+# collectives with 2,362 distinct arguments. Keyed by the objects' ids; the entry keeps them (so a hit by ids is
+# a hit on those very objects).
+_COLLECTIVES: dict[tuple, tuple[Hardware, Factors, float]] = {}
+
+
+def collective_s(hw: Hardware, f: Factors, primitive: str, n: int, nbytes: float, stride: int = 1) -> float:
+    """Seconds of one collective over `n` ranks spaced `stride` apart."""
+    key = (id(hw), id(f), primitive, n, nbytes, stride)
+    hit = _COLLECTIVES.get(key)
+    if hit is not None:
+        return hit[2]
     if primitive == "all_reduce":  # the engine's small-message all-reduce kernel, when it has one (comm.py)
         t = comm.all_reduce_s(hw, n, nbytes, stride, f.comm, comm.CustomAllReduce.of(f))
     else:
         t = _PRIMITIVES[primitive](hw, n, nbytes, stride, f.comm)
-    exposed = t if hide_s is None else max(0.0, t - hide_s)
-    return CommCost(name, module, primitive, n, nbytes, t, exposed, comm.crosses(hw, n, stride))
+    if len(_COLLECTIVES) >= 65_536:
+        _COLLECTIVES.clear()
+    _COLLECTIVES[key] = (hw, f, t)
+    return t
+
+
+def exposed_s(t: float, hide_s: float | None) -> float:
+    """What of a collective's `t` seconds the step waits for: all of it on the critical path (`hide_s` None),
+    else the excess over the compute it overlaps."""
+    return t if hide_s is None else max(0.0, t - hide_s)
+
+
+def collective(hw: Hardware, f: Factors, name: str, module: str, primitive: str, n: int, nbytes: float,
+               stride: int = 1, hide_s: float | None = None) -> CommCost:
+    """One collective over `n` ranks spaced `stride` apart. `hide_s`: compute it can overlap (a second
+    stream), so only the excess is exposed; None = on the critical path."""
+    t = collective_s(hw, f, primitive, n, nbytes, stride)
+    return CommCost(name, module, primitive, n, nbytes, t, exposed_s(t, hide_s), comm.crosses(hw, n, stride))
+
+
+def _tp_module(coll, name: str, module: str, d: int, nbytes: float, reshard: bool) -> list:
+    """tp_module's collectives, made by `coll` (a Kit's record maker)."""
+    if not reshard:
+        return [coll(f"{name}_allreduce", module, "all_reduce", d, nbytes)]
+    return [coll(f"{name}_gather", module, "all_gather", d, nbytes),
+            coll(f"{name}_scatter", module, "reduce_scatter", d, nbytes)]
 
 
 def tp_module(name: str, module: str, hw: Hardware, f: Factors, d: int, nbytes: float, reshard: bool
               ) -> list[CommCost]:
     """All-gather in + reduce-scatter out over a module's TP group (one all-reduce when nothing reshards)."""
-    if not reshard:
-        return [collective(hw, f, f"{name}_allreduce", module, "all_reduce", d, nbytes)]
-    return [collective(hw, f, f"{name}_gather", module, "all_gather", d, nbytes),
-            collective(hw, f, f"{name}_scatter", module, "reduce_scatter", d, nbytes)]
+    return _tp_module(lambda *a: collective(hw, f, *a), name, module, d, nbytes, reshard)
 
 
 @dataclass(frozen=True)
@@ -180,7 +220,7 @@ class Kit:
         return collective(self.hw, self.f, name, module, primitive, n, nbytes, stride, hide_s)
 
     def tp_module(self, name: str, module: str, d: int, nbytes: float, reshard: bool) -> list[CommCost]:
-        return tp_module(name, module, self.hw, self.f, d, nbytes, reshard)
+        return _tp_module(self.coll, name, module, d, nbytes, reshard)
 
     def group_tokens(self, degree: int, tokens: float | None = None) -> float:
         return group_tokens(self.pc, self.w, degree, tokens)
@@ -193,6 +233,22 @@ class Kit:
 
     def busy_replicas(self) -> float:
         return busy_replicas(self.pc, self.w)
+
+
+@dataclass(frozen=True)
+class SumsKit(Kit):
+    """A Kit whose records hold only what per-module sums read (estimate.step: the planner's tables add those
+    sums and never read a record): an op is (name, module, compute s, memory s, overhead s), a collective
+    (module, exposed s). The same formulas and arithmetic as Kit's records, without building them."""
+
+    def op(self, name: str, module: str, flops: float, nbytes: float, peak: float, eff: float,  # type: ignore[override]
+           kernels: float, shape_eff: float = 1.0) -> tuple[str, str, float, float, float]:
+        compute, memory = _op_times(flops, nbytes, peak, eff, self.hw, self.f, shape_eff)
+        return name, module, compute, memory, kernels * self.f.kernel_overhead_s
+
+    def coll(self, name: str, module: str, primitive: str, n: int, nbytes: float, stride: int = 1,  # type: ignore[override]
+             hide_s: float | None = None) -> tuple[str, float]:
+        return module, exposed_s(collective_s(self.hw, self.f, primitive, n, nbytes, stride), hide_s)
 
 
 def block_ops(block: Block, kit: Kit) -> list[OpCost]:
@@ -224,14 +280,20 @@ def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
 def head_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
              params: ParamReport | None = None) -> list[OpCost]:
     """Embedding lookup and lm_head, once per step."""
+    return kit_head_ops(model, Kit(hw, pc, prec, f, w))
+
+
+def kit_head_ops(model: ModelSpec, kit: Kit) -> list:
+    """head_ops as `kit`'s records."""
+    hw, pc, prec, f, w = kit.hw, kit.pc, kit.prec, kit.f, kit.w
     h, v = model.hidden_size, model.vocab_size
     e, lt = pc.embed_tp_size, pc.lmhead_tp_size
-    embed = _op("embedding", "embedding", 0.0, group_tokens(pc, w, e) * h * prec.fmt("embedding").bytes_per_param,
-                hw.flops("bf16"), f.gemm, hw, f, kernels=1)
+    embed = kit.op("embedding", "embedding", 0.0, group_tokens(pc, w, e) * h * prec.fmt("embedding").bytes_per_param,
+                   hw.flops("bf16"), f.gemm, kernels=1)
     u_logit = group_tokens(pc, w, lt, w.logits_tokens) / lt
     head_params = v * h
-    lm = _op("lm_head", "lm_head", 2 * u_logit * head_params,
-             head_params / pc.lmhead_tp_size * prec.fmt("lm_head").bytes_per_param + u_logit * v * 4,
-             hw.flops(prec.gemm_dtype("lm_head")), f.gemm, hw, f, kernels=2,
-             shape_eff=shape_efficiency(v / pc.lmhead_tp_size))
+    lm = kit.op("lm_head", "lm_head", 2 * u_logit * head_params,
+                head_params / pc.lmhead_tp_size * prec.fmt("lm_head").bytes_per_param + u_logit * v * 4,
+                hw.flops(prec.gemm_dtype("lm_head")), f.gemm, kernels=2,
+                shape_eff=shape_efficiency(v / pc.lmhead_tp_size))
     return [embed, lm]

@@ -18,16 +18,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from solver.estimate import comm, pipeline
+from solver.estimate import pipeline
 from solver.estimate.compute import (  # noqa: F401  (CommCost, tp_module re-exported: callers import them here)
     CommCost,
     Factors,
     Kit,
     OpCost,
+    SumsKit,
     Work,
     collective,
     group_tokens,
     head_ops,
+    kit_head_ops,
+    op_time_s,
     stack_ops,
     tp_module,
 )
@@ -97,11 +100,6 @@ class StepCost:
                 "overhead_s": self.overhead_s}
 
 
-def _c(name: str, module: str, prim: str, n: int, nbytes: float, t: float, tier: str, exposed: float | None = None
-       ) -> CommCost:
-    return CommCost(name, module, prim, n, nbytes, t, t if exposed is None else exposed, tier)
-
-
 def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
                 attn_compute_s: float, ffn: bool = True) -> dict[str, list[CommCost]]:
     """Collectives of one instance of the primary mixer ('attention'), first dense FFN and first MoE: the
@@ -119,23 +117,26 @@ def layer_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
 
 
 def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work) -> list[CommCost]:
+    return _head_colls(model, pc, w, lambda *a: collective(hw, f, *a))
+
+
+def kit_head_comms(model: ModelSpec, kit: Kit) -> list:
+    """head_comms as `kit`'s records."""
+    return _head_colls(model, kit.pc, kit.w, kit.coll)
+
+
+def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
+    """The embedding's and LM head's collectives, made by `coll` (a Kit's record maker)."""
     h, v = model.hidden_size, model.vocab_size
     out = []
     e = pc.embed_tp_size
     lt = pc.lmhead_tp_size
     u_logit = group_tokens(pc, w, lt, w.logits_tokens) / lt
     if e > 1:  # vocab-parallel lookup: partial rows summed over the group
-        nbytes = group_tokens(pc, w, e) * h * ACT_BYTES
-        out.append(_c("embed_allreduce", "embedding", "all_reduce", e, nbytes,
-                      comm.all_reduce_s(hw, e, nbytes, 1, f.comm, comm.CustomAllReduce.of(f)),
-                      comm.crosses(hw, e)))
+        out.append(coll("embed_allreduce", "embedding", "all_reduce", e, group_tokens(pc, w, e) * h * ACT_BYTES))
     if lt > 1:  # gather hidden states of the group, then exchange vocab slices of the logits
-        g = lt * u_logit * h * ACT_BYTES
-        lg = u_logit * v * 4
-        out.append(_c("lmhead_gather", "lm_head", "all_gather", lt, g, comm.all_gather_s(hw, lt, g, 1, f.comm),
-                      comm.crosses(hw, lt)))
-        out.append(_c("logits_exchange", "lm_head", "all_to_all", lt, lg, comm.all_to_all_s(hw, lt, lg, 1, f.comm),
-                      comm.crosses(hw, lt)))
+        out.append(coll("lmhead_gather", "lm_head", "all_gather", lt, lt * u_logit * h * ACT_BYTES))
+        out.append(coll("logits_exchange", "lm_head", "all_to_all", lt, u_logit * v * 4))
     return out
 
 
@@ -252,30 +253,62 @@ def module_sums(ops: list[OpCost], comms: list[CommCost]) -> ModuleSums:
 
 # Per-module sums per (block or head, kit), for the planner's tables: they add sums, never read a record, so
 # only the sums are kept (a few floats; the records of a hundred thousand configurations would be millions
-# of objects for the garbage collector to scan). Keyed like _BLOCK_CACHE; the entry keeps the key's objects.
-_SUMS_CACHE: dict[tuple, tuple] = {}
+# of objects for the garbage collector to scan). One entry per kit (hardware, precision and factors by
+# identity, the config's key, the work), holding the kit and a dict of the sums costed under it, keyed by the
+# (canonical) block's id, "head" / "draft" + the model's id: a share looks the kit up once and each block by
+# an int. Entries keep the objects their ids name, so a hit by ids is a hit on those very objects.
+_KITS: dict[tuple, tuple] = {}
 
 
-def _cached_sums(key: tuple, keep: tuple, build) -> ModuleSums:
-    hit = _SUMS_CACHE.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], keep)):
+def _kit_sums(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work, pc_key: tuple
+              ) -> tuple[SumsKit, dict]:
+    """The sums kit of (hw, pc, prec, f, w) and the dict of the sums costed under it (_KITS)."""
+    key = (id(hw), id(prec), id(f), pc_key, w)
+    hit = _KITS.get(key)
+    if hit is None:
+        if len(_KITS) >= _BLOCK_CACHE_MAX:
+            _KITS.clear()
+        hit = _KITS[key] = (hw, prec, f, SumsKit(hw, pc, prec, f, w), {})
+    return hit[3], hit[4]
+
+
+def _sums_of(store: dict, block, kit: SumsKit) -> ModuleSums:
+    """module_sums of a canonical block's records under `kit`, cached in the kit's `store`."""
+    hit = store.get(id(block))
+    if hit is not None:
         return hit[1]
-    out = build()
-    if len(_SUMS_CACHE) >= _BLOCK_CACHE_MAX:
-        _SUMS_CACHE.clear()
-    _SUMS_CACHE[key] = (keep, out)
-    return out
+    out = store[id(block)] = (block, _light_sums(block, kit))
+    return out[1]
+
+
+def _light_sums(block, kit: SumsKit) -> ModuleSums:
+    """module_sums(*_records(block, kit)) from the SumsKit's records."""
+    ops = block.ops(kit)
+    return _light_module_sums(ops, block.comms(kit, sum(o[2] for o in ops if o[0] in _HIDING_OPS)))
+
+
+def _light_module_sums(ops: list[tuple], comms: list[tuple]) -> ModuleSums:
+    """module_sums of a SumsKit's records: the same additions in the same order."""
+    acc: dict[str, list[float]] = {}
+    for _, module, compute, memory, overhead in ops:
+        a = acc.get(module)
+        if a is None:
+            a = acc[module] = [0.0, 0.0]
+        a[0] += op_time_s(compute, memory, overhead)
+        a[1] += overhead
+    for module, exposed in comms:
+        a = acc.get(module)
+        if a is None:
+            a = acc[module] = [0.0, 0.0]
+        a[0] += exposed
+    return tuple((m, a[0], a[1]) for m, a in acc.items())
 
 
 def block_sums(block, kit: Kit, pc_key: tuple | None = None) -> ModuleSums:
     """module_sums of block_cost(block, kit), without keeping the records."""
-    return _canonical_sums(canonical_block(block), kit, pc_key)
-
-
-def _canonical_sums(block, kit: Kit, pc_key: tuple | None) -> ModuleSums:
-    """block_sums of a block already canonical (canonical_block)."""
-    return _cached_sums(_kit_key(block, kit, pc_key), (block, kit.hw, kit.prec, kit.f),
-                        lambda: module_sums(*_records(block, kit)))
+    k = kit.pc.key() if pc_key is None else pc_key
+    skit, store = _kit_sums(kit.hw, kit.pc, kit.prec, kit.f, kit.w, k)
+    return _sums_of(store, canonical_block(block), skit)
 
 
 _MODULES: dict[int, tuple[object, frozenset[str]]] = {}
@@ -404,9 +437,8 @@ def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision,
               ) -> list[list[tuple[ModuleSums, float, bool]]]:
     """stages_sums of a SumsPlan at one config and work."""
     pc, w = decode_layout(pc, w)
-    kit = Kit(hw, pc, prec, f, w)
-    pc_key = pc.key()
-    sums = [_canonical_sums(block, kit, pc_key) for block in plan.blocks]
+    kit, store = _kit_sums(hw, pc, prec, f, w, pc.key())
+    sums = [_sums_of(store, block, kit) for block in plan.blocks]
     out = []
     for model, mtp_layers, chunks in plan.stages:
         row = []
@@ -414,23 +446,29 @@ def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision,
             if i >= 0:
                 row.append((sums[i], n, False))
             elif i == HEAD:
-                row.append((_head_sums(model, hw, pc, prec, f, w, pc_key), 1, False))
+                row.append((_head_sums(store, model, kit), 1, False))
             else:
-                row.append((_draft_sums(model, hw, pc, prec, f, w, pc_key), mtp_layers, True))
+                row.append((_draft_sums(store, model, kit), mtp_layers, True))
         out.append(row)
     return out
 
 
-def _head_sums(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
-               pc_key: tuple) -> ModuleSums:
-    return _cached_sums(("head", id(model), id(hw), id(prec), id(f), pc_key, w), (model, hw, prec, f),
-                        lambda: module_sums(head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w)))
+def _head_sums(store: dict, model: ModelSpec, kit: SumsKit) -> ModuleSums:
+    hit = store.get(("head", id(model)))
+    if hit is not None:
+        return hit[1]
+    out = _light_module_sums(kit_head_ops(model, kit), kit_head_comms(model, kit))
+    store[("head", id(model))] = (model, out)
+    return out
 
 
-def _draft_sums(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
-                pc_key: tuple) -> ModuleSums:
-    return _cached_sums(("draft", id(model), id(hw), id(prec), id(f), pc_key, w), (model, hw, prec, f),
-                        lambda: module_sums(*_draft_records(model, hw, pc, prec, f, w)))
+def _draft_sums(store: dict, model: ModelSpec, kit: SumsKit) -> ModuleSums:
+    hit = store.get(("draft", id(model)))
+    if hit is not None:
+        return hit[1]
+    out = module_sums(*_draft_records(model, kit.hw, kit.pc, kit.prec, kit.f, kit.w))
+    store[("draft", id(model))] = (model, out)
+    return out
 
 
 def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object
 
 
 def kv_heads_per_rank(kv_heads: int, attn_tp: int) -> int:
@@ -49,6 +49,7 @@ class Attention(Block):
     def o_dim(self) -> int:
         return self.heads * self.v_head_dim
 
+    @per_object
     def proj_parts(self) -> tuple[Part, ...]:
         h, nh, dh, nkv = self.hidden, self.heads, self.head_dim, self.kv_heads
         q_out = nh * dh * (2 if self.output_gate else 1)
@@ -71,6 +72,7 @@ class Attention(Block):
     def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int) -> float:
         return kv_heads_per_rank(self.kv_heads, attn_tp) * (self.head_dim + self.v_head_dim) * kv_bytes
 
+    @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), window=self.window)
 

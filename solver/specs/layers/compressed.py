@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.specs.layers.attention import sequence_attention_comms
-from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object
 from solver.specs.layers.dsa import Indexer
 from solver.specs.layers.mla import latent_projection_op
 
@@ -51,6 +51,7 @@ class CompressedAttention(Block):
     def coff(self) -> int:
         return 2 if self.ratio == 4 else 1
 
+    @per_object
     def proj_parts(self) -> tuple[Part, ...]:
         h, d = self.hidden, self.head_dim
         parts = [Part("wq_a", h * self.q_lora_rank, "none"), Part("q_norm", self.q_lora_rank, "none"),
@@ -75,6 +76,7 @@ class CompressedAttention(Block):
     def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int = 1) -> float:
         return self.head_dim * kv_bytes / self.ratio if self.ratio else 0.0
 
+    @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
         idx = self.indexer.bytes_per_token / self.ratio if self.indexer and self.ratio else 0.0
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes), index_per_token_bytes=idx,

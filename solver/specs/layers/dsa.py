@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.specs.layers.base import CostKit, Part, Share
+from solver.specs.layers.base import CostKit, Part, Share, per_object
 
 INDEXER_SCALE_BYTES = 4  # one fp32 scale per cached indexer key
 LOGIT_BYTES = 4  # fp32 indexer logits per (query, key) pair
@@ -24,6 +24,7 @@ class Indexer:
     def bytes_per_token(self) -> float:
         return self.head_dim + INDEXER_SCALE_BYTES
 
+    @per_object
     def parts(self, hidden: int, q_lora_rank: int | None) -> tuple[Part, ...]:
         q_in = q_lora_rank or hidden
         return (Part("wq_b", q_in * self.heads * self.head_dim, "none"),

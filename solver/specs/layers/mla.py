@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from solver.specs.layers.attention import o_proj_op, sequence_attention_comms
-from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object
 from solver.specs.layers.dsa import Indexer
 
 
@@ -46,6 +46,7 @@ class MLA(Block):
         idx = f" top{self.indexer.topk}" if self.indexer else ""
         return f"{self.kind} {self.heads} x {self.head_dim} lora{self.kv_lora_rank}{idx}"
 
+    @per_object
     def proj_parts(self) -> tuple[Part, ...]:
         h, nh, rope, nope, v = self.hidden, self.heads, self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim
         parts: list[Part] = []
@@ -76,6 +77,7 @@ class MLA(Block):
             return lora + 4 * math.ceil(lora / 128) + 2 * rope
         return (lora + rope) * kv_bytes
 
+    @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
         idx = self.indexer.bytes_per_token if self.indexer else 0.0
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), index_per_token_bytes=idx)

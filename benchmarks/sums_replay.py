@@ -1,0 +1,74 @@
+"""What the planner's step sums cost on their own: record the `plan_sums` calls of one plan (group_cost.shares'
+way into estimate.step), then replay them with the estimator's caches cleared (every block costed again, as
+in a plan) and with them warm (the bookkeeping alone). Prints CPU seconds, median and minimum of the repeats,
+and whether every replayed answer equals (==) the plan's.
+
+    python benchmarks/sums_replay.py [--model deepseek-v3.2] [--hardware atlas_a3] [--framework generic]
+                                     [--world 128] [--repeats 7]
+
+Run it in two checkouts back to back to compare them (it reads only what both have)."""
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+
+from solver.api import run_solve
+from solver.estimate import compute, step
+from solver.plan import group_cost
+from solver.specs.scenario import Scenario
+
+# the estimator's caches the sums path fills (those a checkout lacks are skipped)
+_CACHES = ((step, "_SUMS_CACHE"), (step, "_KITS"), (step, "_BLOCK_CACHE"), (step, "_DECODE_LAYOUTS"),
+           (step, "_DP_LAYOUTS"), (compute, "_COLLECTIVES"))
+
+
+def _clear() -> None:
+    for mod, name in _CACHES:
+        getattr(mod, name, {}).clear()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="deepseek-v3.2")
+    ap.add_argument("--hardware", default="atlas_a3")
+    ap.add_argument("--framework", default="generic")
+    ap.add_argument("--world", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=7)
+    a = ap.parse_args()
+    calls = []
+    record = group_cost.plan_sums
+
+    def capture(*args):
+        out = record(*args)
+        calls.append((args, out))
+        return out
+
+    group_cost.plan_sums = capture
+    run_solve(a.model, a.hardware, a.world, Scenario(kind="balanced", isl=4096, osl=256), a.framework,
+              "int8" if a.hardware.startswith("atlas") else None, explain_binding=False)
+    group_cost.plan_sums = record
+    gc.disable()  # as the planner runs them
+    _clear()
+    equal = all(step.plan_sums(*args) == out for args, out in calls)
+
+    def timed(cold: bool) -> list[float]:
+        out = []
+        for _ in range(a.repeats):
+            if cold:
+                _clear()
+            t = time.process_time()
+            for args, _ in calls:
+                step.plan_sums(*args)
+            out.append(time.process_time() - t)
+        return out
+
+    cold, warm = timed(True), timed(False)
+    print(f"{a.model} {a.hardware} {a.framework} W={a.world}: {len(calls)} plan_sums calls, answers equal: {equal}")
+    print(f"caches cleared: median {statistics.median(cold):.3f} min {min(cold):.3f} CPU s; "
+          f"warm: median {statistics.median(warm):.3f} min {min(warm):.3f} CPU s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""The planner's sums path (estimate.step: SumsKit records, the per-kit sums store, the collective memo, the
+blocks' memoised parts) gives exactly (==) what the full records give."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import pytest
+
+from solver.estimate import comm
+from solver.estimate.compute import Kit, SumsKit, Work, collective, collective_s, factors_for, kit_head_ops
+from solver.estimate.step import (_head_colls, _light_module_sums, _light_sums, _records, block_sums, head_comms,
+                                  head_ops, kit_head_comms, module_sums)
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import list_models, load_model
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import resolve_precision
+
+HW = {"atlas": load_hardware("atlas_a3"), "h200": load_hardware("h200_sxm")}
+WORKS = [Work("prefill", 4096, 2048.5, 1, 1), Work("prefill", 3 * 4096, 3000.0, 3, 3, 2.0),
+         Work("decode", 64, 4224.0, 64, 64), Work("decode", 1, 4224.0, 1, 1, 1.0)]
+
+
+def _configs(m) -> list[ParallelConfig]:
+    moe = 2 if m.is_moe else 1
+    dense = 4 if (m.has_dense_ffn or m.num_shared_experts) else 1
+    oproj = 8 if m.has_mla else 1
+    return [ParallelConfig(world_size=16),
+            ParallelConfig(world_size=16, attn_tp_size=2, moe_tp_size=moe, dense_tp_size=dense, o_proj_tp_size=oproj,
+                           embed_tp_size=4, lmhead_tp_size=16),
+            ParallelConfig(world_size=32, attn_tp_size=1, cp_size=2, kvp_size=2, moe_tp_size=moe, dense_tp_size=dense,
+                           lmhead_tp_size=2),
+            ParallelConfig(world_size=16, attn_tp_size=16, moe_tp_size=1, dense_tp_size=dense, attn_sp_size=1)]
+
+
+@pytest.mark.parametrize("name", [names[0] for _, names in list_models()])
+def test_the_sums_kit_records_add_up_to_the_records_sums(name: str) -> None:
+    """Every block of every catalog model, and its embedding / LM head, on configs and works that take each
+    branch (TP, CP + KVP, EP, reshards, vocab-parallel head; prefill and decode): the SumsKit's tuples sum to
+    exactly the module sums of the OpCost / CommCost records."""
+    m = load_model(name)
+    h = HW["atlas"] if "deepseek" in name else HW["h200"]
+    prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
+    f = factors_for(h)
+    blocks = [b for b, _ in m.block_groups] + [b for layer in (m.mtp_modules[0] if m.mtp_modules else ())
+                                               for b in layer.blocks]
+    for pc in _configs(m):
+        for w in WORKS:
+            kit, skit = Kit(h, pc, prec, f, w), SumsKit(h, pc, prec, f, w)
+            for b in blocks:
+                assert _light_sums(b, skit) == module_sums(*_records(b, kit)), (name, pc.key(), w, b.kind)
+            assert _light_module_sums(kit_head_ops(m, skit), kit_head_comms(m, skit)) == module_sums(
+                head_ops(m, h, pc, prec, f, w), head_comms(m, h, pc, f, w))
+
+
+def test_the_head_collectives_are_the_primitives_own() -> None:
+    """head_comms made through the kit's collective maker: each record is the primitive's own time and tier."""
+    m, h = load_model("deepseek-v3.2"), HW["atlas"]
+    f = factors_for(h)
+    pc = ParallelConfig(world_size=32, embed_tp_size=16, lmhead_tp_size=32)
+    w = Work("decode", 64, 4096.0, 64, 64)
+    got = {c.name: c for c in head_comms(m, h, pc, f, w)}
+    assert set(got) == {"embed_allreduce", "lmhead_gather", "logits_exchange"}
+    e = got["embed_allreduce"]
+    assert e.time_s == e.exposed_s == comm.all_reduce_s(h, 16, e.bytes, 1, f.comm, comm.CustomAllReduce.of(f))
+    assert got["lmhead_gather"].time_s == comm.all_gather_s(h, 32, got["lmhead_gather"].bytes, 1, f.comm)
+    assert got["logits_exchange"].time_s == comm.all_to_all_s(h, 32, got["logits_exchange"].bytes, 1, f.comm)
+    assert all(c.tier == comm.crosses(h, c.group) for c in got.values())
+    assert _head_colls(m, pc, w, lambda *a: collective(h, f, *a)) == list(got.values())
+
+
+def test_the_collective_memo_tells_its_arguments_apart() -> None:
+    """collective_s is remembered per (hardware, factors, primitive, ranks, bytes, stride): every argument
+    changes the answer somewhere, and each answer is the primitive's own, asked first or again."""
+    f = factors_for(HW["h200"])
+    slow = dataclasses.replace(f, comm=f.comm / 2)
+    cases = [("all_reduce", 8, 1e6, 1), ("all_reduce", 8, 1e9, 1), ("all_gather", 8, 1e6, 1),
+             ("reduce_scatter", 16, 1e6, 1), ("all_to_all", 16, 1e6, 2), ("all_to_all", 16, 1e6, 8),
+             ("ep_all_to_all", 16, 1e6, 1)]
+
+    def direct(hw, fac, prim, n, nbytes, stride):
+        if prim == "all_reduce":
+            return comm.all_reduce_s(hw, n, nbytes, stride, fac.comm, comm.CustomAllReduce.of(fac))
+        return {"all_gather": comm.all_gather_s, "reduce_scatter": comm.reduce_scatter_s,
+                "all_to_all": comm.all_to_all_s, "ep_all_to_all": comm.ep_all_to_all_s}[prim](hw, n, nbytes, stride,
+                                                                                              fac.comm)
+
+    for _ in range(2):
+        for hw in HW.values():
+            for fac in (f, slow):
+                for case in cases:
+                    assert collective_s(hw, fac, *case) == direct(hw, fac, *case), (hw.name, fac.comm, case)
+    # the cases would tell a memo that dropped an argument apart: each argument changes the time here
+    h2 = HW["h200"]
+    assert all(direct(h2, f, *c) != direct(h2, slow, *c) for c in cases)
+    assert all(direct(HW["atlas"], f, *c) != direct(h2, f, *c) for c in cases)
+    assert len({direct(h2, f, *c) for c in cases}) == len(cases)
+
+
+def test_a_blocks_parts_are_built_once_and_stay_its_own() -> None:
+    """proj_parts / the indexer's parts are memoised per block object: the same tuple again, equal to a fresh
+    build, and an equal copy or another block gets its own answer."""
+    m = load_model("deepseek-v3.2")
+    mla = m._attention
+    first = mla.proj_parts()
+    assert mla.proj_parts() is first
+    fresh = type(mla).proj_parts.__wrapped__(mla)
+    assert fresh == first and fresh is not first
+    twin = copy.deepcopy(mla)
+    assert twin.proj_parts() == first
+    other = dataclasses.replace(mla, q_lora_rank=None)
+    assert other.proj_parts() != first and other.proj_parts() == type(mla).proj_parts.__wrapped__(other)
+    ix = mla.indexer
+    assert ix.parts(mla.hidden, mla.q_lora_rank) is ix.parts(mla.hidden, mla.q_lora_rank)
+    assert ix.parts(mla.hidden, None) == type(ix).parts.__wrapped__(ix, mla.hidden, None)
+    assert ix.parts(mla.hidden, None) != ix.parts(mla.hidden, mla.q_lora_rank)
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3.2", "qwen3-30b-a3b", "gpt-oss-20b"])
+def test_a_blocks_state_is_remembered_per_arguments(name: str) -> None:
+    """state(kv_bytes, attn_tp) is memoised per block and arguments: each answer is a fresh build's, another
+    argument gets its own, and a keyword call is answered too (not remembered)."""
+    m = load_model(name)
+    for b in {b for b, _ in m.block_groups if b.role == "mixer"}:
+        build = getattr(type(b).state, "__wrapped__", None)
+        assert build is not None, type(b).__name__
+        for args in [(1, 1), (2, 1), (2, 8), (1, 64)]:
+            assert b.state(*args) == build(b, *args)
+            assert b.state(*args) is b.state(*args)
+        assert b.state(kv_bytes=2, attn_tp=8) == build(b, 2, 8)
+
+
+def test_block_sums_are_kept_per_kit() -> None:
+    """The sums store is one per kit: the same block under another config or work gets its own sums."""
+    m, h = load_model("deepseek-v3.2"), HW["atlas"]
+    prec, f = resolve_precision(m, h, weight_dtype="int8"), factors_for(h)
+    b = m._moe
+    got = set()
+    for pc in _configs(m):
+        for w in WORKS:
+            kit = Kit(h, pc, prec, f, w)
+            s = block_sums(b, kit)
+            assert s == module_sums(*_records(b, kit))
+            got.add(s)
+    assert len(got) == len(_configs(m)) * len(WORKS)
