@@ -7,7 +7,7 @@ import math
 
 from hypothesis import given, settings, strategies as st
 
-from solver.plan.bound import joint_pairs, nondominated, relaxed_minimum
+from solver.plan.bound import combined, corner_figure, joint_pairs, minimum, nondominated, pareto_sums, relaxed_minimum
 from solver.plan.group_cost import Share
 
 sec = st.floats(0.0, 1.0)
@@ -69,3 +69,41 @@ def test_joint_pairs_add_the_fused_all_reduce_correction():
     corr = Share((-0.5,), (0.0,))
     out = joint_pairs(dense, moe, {(0, 1): (corr, corr)})
     assert [o[0].gpu_s for o in out] == [(2.0,), (1.5,)]
+
+
+def _two_parts(stages: int):
+    # at most two groups a part: their Minkowski sum stays within MAX_SUMS, where combined is exact
+    return st.tuples(groups(stages), groups(stages)).map(lambda ab: (ab[0][:2], ab[1][:2]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3).flatmap(_two_parts))
+def test_sums_built_in_two_parts_and_combined_are_the_minimum_over_every_configuration(parts):
+    # Planner._bound sums the attention choices and the other groups apart (each memoised), then combines them
+    a, b = parts
+    fig = lambda pre, dec: _latency(pre, dec, 0.0)  # noqa: E731
+    both = minimum(combined(pareto_sums(a), pareto_sums(b)), fig)
+    assert math.isclose(both, _brute(a + b, fig), rel_tol=1e-12, abs_tol=1e-15)
+    launch = lambda pre, dec: _latency(pre, dec, 3.0)  # noqa: E731
+    assert minimum(combined(pareto_sums(a), pareto_sums(b)), launch) <= _brute(a + b, launch) * (1 + 1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 3).flatmap(_two_parts))
+def test_the_corners_figure_never_exceeds_the_best_configuration(parts):
+    # what lets the scan drop a layout with one figure call: it must be a lower bound of every configuration
+    a, b = parts
+    for w in (0.0, 3.0):
+        fig = lambda pre, dec: _latency(pre, dec, w)  # noqa: E731
+        sa, sb = pareto_sums(a), pareto_sums(b)
+        low = corner_figure(sa, sb, fig)
+        assert low <= minimum(combined(sa, sb), fig) * (1 + 1e-12)
+        assert low <= _brute(a + b, fig) * (1 + 1e-12)
+
+
+def test_the_corner_is_below_every_point_and_on_the_lowest_of_each_coordinate():
+    s = pareto_sums([[(Share((1.0,), (0.0,)), Share((4.0,), (0.0,))), (Share((3.0,), (0.0,)), Share((2.0,), (0.0,)))]])
+    assert s.corner == (1.0, 2.0)
+    z = pareto_sums([[(Share((0.0,), (0.0,)), Share((0.0,), (0.0,)))]])
+    fig = lambda pre, dec: pre.gpu_s[0] + 10 * dec.gpu_s[0]  # noqa: E731
+    assert corner_figure(s, z, fig) == 21.0 < minimum(s, fig) == 23.0

@@ -14,6 +14,7 @@ feasible latency: a valid bound, and a tight one where neither binds (the usual 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from operator import add as _add
 from typing import Callable, Iterable, Sequence
 
@@ -57,13 +58,27 @@ def nondominated(points: Iterable[tuple[float, ...]]) -> list[tuple[float, ...]]
     return out
 
 
-def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share | None, Share | None], float]
-                    ) -> float:
-    """min over one option per group of figure(prefill sum, decode sum), launch seconds relaxed per group.
-    `figure` maps summed shares to the latency (the layout's step times and serving figures)."""
+@dataclass(frozen=True)
+class Sums:
+    """The Pareto set of the summed GPU seconds (per stage of each step) over one option per group of some
+    groups, with the groups' launch floors summed: what relaxed_minimum evaluates the figure on."""
+
+    points: tuple[tuple[float, ...], ...]
+    launch_pre: tuple[float, ...]
+    launch_dec: tuple[float, ...]
+    n_pre: int  # prefill coordinates at the front of each point
+    has_pre: bool
+    has_dec: bool
+
+    @property
+    def corner(self) -> tuple[float, ...]:
+        """The per-coordinate minimum of the points: no sum is below it in any coordinate."""
+        return tuple(map(min, zip(*self.points)))
+
+
+def pareto_sums(groups: Sequence[Sequence[Option]]) -> Sums:
+    """The Sums of these (non-empty) groups, built group by group, dominated partial sums pruned."""
     groups = [g for g in groups if g]
-    if not groups:
-        return figure(None, None)
     sample = groups[0][0]
     n_pre = len(sample[0].gpu_s) if sample[0] is not None else 0
     launch_pre = [0.0] * n_pre
@@ -82,12 +97,53 @@ def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share 
             sums = [tuple(map(_add, sums[0], o)) for o in own]
             continue
         sums = nondominated(tuple(map(_add, s, o)) for s in sums for o in own)
+    return Sums(tuple(sums), tuple(launch_pre), tuple(launch_dec), n_pre, sample[0] is not None,
+                sample[1] is not None)
+
+
+def combined(a: Sums, b: Sums) -> Sums:
+    """The Sums of the groups of `a` and of `b` together: the Pareto set of their Minkowski sum (the same set as
+    pareto_sums of all the groups at once; past MAX_SUMS the smaller side enters as its per-coordinate minimum)."""
+    pa, pb = a.points, b.points
+    if len(pa) * len(pb) > MAX_SUMS:
+        if len(pa) <= len(pb):
+            pa = (tuple(map(min, zip(*pa))),)
+        else:
+            pb = (tuple(map(min, zip(*pb))),)
+    return Sums(tuple(nondominated(tuple(map(_add, x, y)) for x in pa for y in pb)),
+                tuple(map(_add, a.launch_pre, b.launch_pre)), tuple(map(_add, a.launch_dec, b.launch_dec)),
+                a.n_pre, a.has_pre, a.has_dec)
+
+
+def corner_figure(a: Sums, b: Sums, figure: Callable[[Share | None, Share | None], float]) -> float:
+    """figure at the sum of the two corners: at most minimum(combined(a, b), figure) (every point of the
+    combined set is the sum of a point of each, so it is >= that corner in every coordinate, and the figure is
+    non-decreasing), from one figure call and without building the combined set."""
+    v = tuple(map(_add, a.corner, b.corner))
+    pre = Share(v[:a.n_pre], tuple(map(_add, a.launch_pre, b.launch_pre))) if a.has_pre else None
+    dec = Share(v[a.n_pre:], tuple(map(_add, a.launch_dec, b.launch_dec))) if a.has_dec else None
+    return figure(pre, dec)
+
+
+def minimum(sums: Sums, figure: Callable[[Share | None, Share | None], float]) -> float:
+    """min of figure(prefill sum, decode sum) over the Sums' points."""
     best = float("inf")
-    for v in sums:
-        pre = Share(v[:n_pre], tuple(launch_pre)) if sample[0] is not None else None
-        dec = Share(v[n_pre:], tuple(launch_dec)) if sample[1] is not None else None
+    n_pre = sums.n_pre
+    for v in sums.points:
+        pre = Share(v[:n_pre], sums.launch_pre) if sums.has_pre else None
+        dec = Share(v[n_pre:], sums.launch_dec) if sums.has_dec else None
         best = min(best, figure(pre, dec))
     return best
+
+
+def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share | None, Share | None], float]
+                    ) -> float:
+    """min over one option per group of figure(prefill sum, decode sum), launch seconds relaxed per group.
+    `figure` maps summed shares to the latency (the layout's step times and serving figures)."""
+    groups = [g for g in groups if g]
+    if not groups:
+        return figure(None, None)
+    return minimum(pareto_sums(groups), figure)
 
 
 def joint_pairs(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tuple[int, int], Option],
@@ -111,4 +167,4 @@ def joint_pairs(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tu
     return out
 
 
-__all__ = ["relaxed_minimum", "joint_pairs", "nondominated", "MAX_SUMS"]
+__all__ = ["relaxed_minimum", "pareto_sums", "combined", "corner_figure", "minimum", "Sums", "joint_pairs", "nondominated", "MAX_SUMS"]

@@ -22,7 +22,7 @@ from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
 from solver.estimate.memory import COMM_BUFFER_BYTES
 from solver.memo import IdentityMemo
-from solver.plan.bound import joint_pairs, nondominated, relaxed_minimum
+from solver.plan.bound import Sums, combined, corner_figure, joint_pairs, minimum, nondominated, pareto_sums
 from solver.plan.group_cost import Share
 from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables
 from solver.specs.knobs import DERIVED
@@ -391,6 +391,7 @@ class Planner:
         self._screens: dict[tuple[int, tuple], dict[str, set[int]] | None] = {}
         self._screen_rest: dict[tuple[int, int], dict[str, tuple[list[tuple[int, int]], int | None]]] = {}
         self._bound_memo: dict[tuple, tuple] = {}
+        self._sums_memo = IdentityMemo(200_000)  # Planner._sums
 
     def rules(self, b: int) -> list:
         if b not in self._rules:
@@ -488,8 +489,8 @@ class Planner:
         return out
 
     def _bound(self, vc, attention_only: bool, screen: dict[str, set[int]] | None = None,
-               excluded: frozenset[tuple[int, int]] = frozenset(), relaxed: frozenset[str] = frozenset()
-               ) -> tuple[float, float, float]:
+               excluded: frozenset[tuple[int, int]] = frozenset(), relaxed: frozenset[str] = frozenset(),
+               at_least: float | None = None) -> tuple[float, float, float]:
         """(L lower bound, Pe lower bound, Te lower bound) of a layout, in seconds (Pe and Te NaN unless the
         view is complete and all groups are asked: only that view's solve reads them): per stage, the smallest
         share of every group (0 for the groups not yet tabled), the most negative pairwise correction; L is the
@@ -498,18 +499,23 @@ class Planner:
         SLA (not `relaxed`) only sums that meet it count, and a layout none meets has an infinite bound: TPOT is
         non-decreasing in every coordinate too, so a configuration meeting it is dominated by a Pareto sum that
         meets it (TTFT can fall a little as the decode step grows, so its SLA is left to the search). Memoised:
-        a layout's bound at one fill state is asked again by every question at its concurrency."""
+        a layout's bound at one fill state is asked again by every question at its concurrency. `at_least`: the
+        caller only needs to know whether the bound reaches it (the incumbent's L), so a lower value that
+        already reaches it (plan.bound.corner_figure) may be returned instead of the minimum."""
         tpot_cap = self.scenario.tpot_ms if "SLA.tpot" not in relaxed else None
         memo = (id(vc), attention_only, tuple(vc.other), vc.complete, screen is not None, excluded, tpot_cap)
         hit = self._bound_memo.get(memo)
         if hit is not None and hit[0] is vc:
             return hit[1]
-        out = self._bound_of(vc, attention_only, screen, excluded, tpot_cap)
-        self._bound_memo[memo] = (vc, out)
+        *out, exact = self._bound_of(vc, attention_only, screen, excluded, tpot_cap, at_least)
+        out = tuple(out)
+        if exact:  # the minimum itself (a corners' figure answers only this question's comparison)
+            self._bound_memo[memo] = (vc, out)
         return out
 
     def _bound_of(self, vc, attention_only: bool, screen: dict[str, set[int]] | None,
-                  excluded: frozenset[tuple[int, int]], tpot_cap_ms: float | None) -> tuple[float, float, float]:
+                  excluded: frozenset[tuple[int, int]], tpot_cap_ms: float | None, at_least: float | None = None
+                  ) -> tuple[float, float, float, bool]:
         def keep(g: str, opts: dict) -> dict:
             return opts if screen is None else {j: sh for j, sh in opts.items() if j in screen[g]}
 
@@ -547,12 +553,6 @@ class Planner:
             pe, te = vc.step_times(low_share(0, vc.pre_pipe), low_share(1, vc.dec_pipe), self.t.f)
         # L itself: the exact minimum over the groups' sums with memory and rules set aside (plan.bound), at
         # least F at the per-step minima (pe, te), often well above it
-        groups = [list(attn.values())]
-        if not attention_only:
-            rest = dict(other)
-            if vc.complete and "dense" in rest and "moe" in rest:
-                groups.append(joint_pairs(rest.pop("dense"), rest.pop("moe"), vc.pairs, excluded))
-            groups += [list(opts.values()) for opts in rest.values()]
         f = self.t.f
 
         def latency(pre, dec) -> float:
@@ -561,7 +561,44 @@ class Planner:
                 return math.inf
             return self.scenario.request_latency(fig.ttft_s, fig.tpot_s)
 
-        return relaxed_minimum(groups, latency), pe, te
+        # the groups' Pareto sums: the attention choices' per view, the other groups' per tables they read (one
+        # table serves every layout and concurrency costed alike: Tables._group_tables), so those are summed once
+        sums = self._sums(("attn",), (vc.attn,), (attn,), frozenset())
+        if not attention_only:
+            names = [g for g in other if g not in ("dense", "moe")] if vc.complete and "dense" in other \
+                and "moe" in other else list(other)
+            tables, kept = [vc.other[g] for g in names], [other[g] for g in names]
+            if len(names) < len(other):
+                names.insert(0, "dense x moe")
+                tables.insert(0, (vc.other["dense"], vc.other["moe"], vc.pairs))
+                kept.insert(0, (other["dense"], other["moe"]))
+            rest = self._sums(tuple(names), tuple(tables), tuple(kept), excluded)
+            if rest is not None:
+                if at_least is not None:  # the corners' figure may already reach it: a bound, and one call
+                    low = corner_figure(sums, rest, latency)
+                    if low >= at_least:
+                        return low, pe, te, False
+                sums = rest if sums is None else combined(sums, rest)
+        return (latency(None, None) if sums is None else minimum(sums, latency)), pe, te, True
+
+    def _sums(self, names: tuple[str, ...], tables: tuple, kept: tuple[dict, ...],
+              excluded: frozenset[tuple[int, int]]) -> Sums | None:
+        """pareto_sums of these groups (the kept options of each; "dense x moe": the joint pairs of the kept
+        dense and MoE options, but the `excluded`), None when none has an option; memoised per tables and
+        kept choices."""
+        def build() -> Sums | None:
+            groups = []
+            for name, opts in zip(names, kept):
+                if name == "dense x moe":
+                    groups.append(joint_pairs(opts[0], opts[1], tables[names.index(name)][2], excluded))
+                else:
+                    groups.append(list(opts.values()))
+            groups = [g for g in groups if g]
+            return pareto_sums(groups) if groups else None
+
+        objs = tuple(x for t in tables for x in (t if isinstance(t, tuple) else (t,)))
+        which = tuple(tuple(o) for opts in kept for o in (opts if isinstance(opts, tuple) else (opts,)))
+        return self._sums_memo.get(objs, (names, which, excluded), build)
 
     def _cut_at(self, vc, best_l: float, other_lo: float, prefill: bool) -> float:
         """The smallest step time (seconds) at which L reaches best_l with the other step at its bound."""
@@ -618,7 +655,8 @@ class Planner:
             dropped = False
             for g in FILL_ORDER[:-1]:  # group by group: a bound already past the incumbent drops the layout
                 self.t.fill_group(vc, key, g)
-                lb1 = self._bound(vc, attention_only=False, screen=screens[key], relaxed=relaxed)[0]
+                lb1 = self._bound(vc, attention_only=False, screen=screens[key], relaxed=relaxed,
+                                  at_least=inc[0] if inc is not None else None)[0]
                 if (inc is not None and lb1 >= inc[0]) or not math.isfinite(lb1):
                     dropped = True
                     break
@@ -626,7 +664,8 @@ class Planner:
                 continue
             vc = self.t.view(b, key)
             lb2, pe_lo, te_lo = self._bound(vc, attention_only=False, screen=screens[key],
-                                            excluded=self._excluded_pairs(key, exclude_patterns), relaxed=relaxed)
+                                            excluded=self._excluded_pairs(key, exclude_patterns), relaxed=relaxed,
+                                            at_least=inc[0] if inc is not None else None)
             if (inc is not None and lb2 >= inc[0]) or not math.isfinite(lb2):
                 continue
             if not self._solve_view(b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state):

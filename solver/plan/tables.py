@@ -185,6 +185,10 @@ class Tables:
     _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
     _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _pipes: IdentityMemo = field(default_factory=lambda: IdentityMemo(_TABLE_MEMO))
+    # a group's shares, the attention choices' and the dense x MoE corrections depend on the layout only through
+    # what they are costed at (_outside, the works): concurrencies and layouts that coincide there share one
+    # (read-only) table, looked up once instead of choice by choice
+    _group_tables: dict[tuple, dict] = field(default_factory=dict)
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -357,14 +361,19 @@ class Tables:
             mtp = sp.mtp_layers
             pre_pipe = self._pipeline(rep, sp.pre_work) if sp.pre_work else None
             dec_pipe = self._pipeline(rep, sp.dec_work) if sp.dec_work else None
-            none_pre = self._none(rep, sp.pre_work, 0, pre_pipe)
-            none_dec = self._none(rep, sp.dec_work, mtp, dec_pipe)
-            attn = {}
-            for i in self.layouts()[key]:
-                pc = self._attn_pc(i)
-                pre = self._share(pc, sp.pre_work, 0, ("attn",), attention_only=True)
-                dec = self._share(pc, sp.dec_work, mtp, ("attn",), attention_only=True)
-                attn[i] = (pre["attn"] + none_pre[NONE] if pre else None, dec["attn"] + none_dec[NONE] if dec else None)
+            tkey = ("attn", key, sp.pre_work, sp.dec_work, mtp)
+            attn = self._group_tables.get(tkey)
+            if attn is None:
+                none_pre = self._none(rep, sp.pre_work, 0, pre_pipe)
+                none_dec = self._none(rep, sp.dec_work, mtp, dec_pipe)
+                attn = {}
+                for i in self.layouts()[key]:
+                    pc = self._attn_pc(i)
+                    pre = self._share(pc, sp.pre_work, 0, ("attn",), attention_only=True)
+                    dec = self._share(pc, sp.dec_work, mtp, ("attn",), attention_only=True)
+                    attn[i] = (pre["attn"] + none_pre[NONE] if pre else None,
+                               dec["attn"] + none_dec[NONE] if dec else None)
+                self._group_tables[tkey] = attn
             vc = ViewCosts(sp, pre_pipe, dec_pipe, attn)
             self._views[(b, key)] = vc
         if full and not vc.complete:
@@ -391,14 +400,18 @@ class Tables:
             return
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
         (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
-        opts = {}
-        want = (g,)
-        for j, c in enumerate(self.choices[g]):
-            if c[-1] != pp:
-                continue
-            pre = self._share(self._group_pc(k_pre, g, j), w_pre, 0, want) if w_pre is not None else None
-            dec = self._share(self._group_pc(k_dec, g, j), w_dec, mtp, want) if w_dec is not None else None
-            opts[j] = (pre[g] if pre else None, dec[g] if dec else None)
+        tkey = (g, k_pre, w_pre, k_dec, w_dec, mtp)
+        opts = self._group_tables.get(tkey)
+        if opts is None:
+            opts = {}
+            want = (g,)
+            for j, c in enumerate(self.choices[g]):
+                if c[-1] != pp:
+                    continue
+                pre = self._share(self._group_pc(k_pre, g, j), w_pre, 0, want) if w_pre is not None else None
+                dec = self._share(self._group_pc(k_dec, g, j), w_dec, mtp, want) if w_dec is not None else None
+                opts[j] = (pre[g] if pre else None, dec[g] if dec else None)
+            self._group_tables[tkey] = opts
         vc.other[g] = opts
 
     def _group_pc(self, outside: tuple[int, ...], g: str, j: int) -> ParallelConfig:
@@ -418,7 +431,12 @@ class Tables:
         for g in FILL_ORDER:
             self.fill_group(vc, key, g)
         # the one cross-group term: dense and MoE at the same TP degree may share a collective
-        if "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
+        tkey = ("pairs", k_pre, w_pre, k_dec, w_dec, mtp)
+        pairs = self._group_tables.get(tkey)
+        if pairs is not None:
+            vc.pairs = pairs
+        elif "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
+            self._group_tables[tkey] = vc.pairs
             for jd, cd in enumerate(self.choices["dense"]):
                 for jm, cm in enumerate(self.choices["moe"]):
                     if cd[-1] != pp or cm[-1] != pp or cd[0] != cm[0] or cd[0] == 1:
