@@ -5,7 +5,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 from solver.errors import InputError
-from solver.ortools_cp import cp_model as _cp_model  # noqa: F401 - before the planner imports it: no pandas
 from solver.plan.cpsat import SolverParams
 from solver.plan.solve import PlanResult, plan
 from solver.rank.select import Candidate, rank_candidates

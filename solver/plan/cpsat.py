@@ -16,12 +16,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ortools.sat.python import cp_model
-
 from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
 from solver.estimate.memory import COMM_BUFFER_BYTES
 from solver.memo import IdentityMemo
+from solver.ortools_cp import cp_model  # OR-Tools' cp_model without its eager pandas import
 from solver.plan.bound import Sums, combined, corner_figure, joint_pairs, minimum, nondominated, pareto_sums
 from solver.plan.group_cost import Share
 from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables
