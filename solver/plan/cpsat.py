@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
@@ -168,10 +168,9 @@ def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile
                        # rules read `world` per pipeline stage: their tables range over the stage count too
                        | ({"pp_size"} if len(domains.get("pp_size", ())) > 1
                           and rule.names & {"world", *derived} else set()))
-        spaces = [domains[k] for k in knobs]
         allowed = []
         total = 0
-        for combo in itertools.product(*spaces):
+        for combo in _reachable(t, knobs, domains):
             total += 1
             env = rule_env(dict(zip(knobs, combo)), **deployment)
             if rule.holds(env):
@@ -179,6 +178,28 @@ def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile
         if len(allowed) < total:
             out.append((rule.id, knobs, allowed))
     return out
+
+
+def _reachable(t: Tables, knobs: list[str], domains: dict[str, list[int]]) -> Iterator[tuple[int, ...]]:
+    """The values `knobs` can take together, in their order: each group's choices projected on the knobs it owns,
+    crossed (the stage count, every group's, with the first of them). A superset of what a configuration can pick and a
+    subset of the domains' product, so a rule holds on every configuration exactly when it holds on all of
+    these, and a table of them allows what the product's table allows."""
+    owner = {k: g for g, ks in GROUPS.items() for k in ks if k not in SHARED}
+    shared = [k for k in knobs if k not in owner]  # the stage count rides with the first group projected
+    parts: list[tuple[list[str], list[tuple[int, ...]]]] = []
+    for g, ks in GROUPS.items():
+        mine = [k for k in knobs if owner.get(k) == g]
+        if mine:
+            mine, shared = mine + shared, []
+            idx = [ks.index(k) for k in mine]
+            parts.append((mine, sorted({tuple(c[i] for i in idx) for c in t.choices[g]})))
+    parts += [([k], [(v,) for v in domains[k]]) for k in shared]
+    order = [k for names, _ in parts for k in names]
+    at = [order.index(k) for k in knobs]
+    for combo in itertools.product(*(vals for _, vals in parts)):
+        flat = tuple(v for sub in combo for v in sub)
+        yield tuple(flat[i] for i in at)
 
 
 @dataclass
