@@ -595,9 +595,9 @@ class Planner:
             rest = self._sums(tuple(names), tuple(tables), tuple(kept), excluded)
             if rest is not None:
                 if at_least is not None:  # the corners' figure may already reach it: a bound, and one call
-                    low = corner_figure(sums, rest, latency)
-                    if low >= at_least:
-                        return low, pe, te, False
+                    floor = corner_figure(sums, rest, latency)
+                    if floor >= at_least:
+                        return floor, pe, te, False
                 sums = rest if sums is None else combined(sums, rest)
         return (latency(None, None) if sums is None else minimum(sums, latency)), pe, te, True
 
