@@ -232,3 +232,23 @@ def test_cp_splits_only_growing_state() -> None:
     s1 = state_per_rank(model, make_parallel_config(4), prec, 4, 65536)
     s4 = state_per_rank(model, make_parallel_config(4, cp_size=4), prec, 4, 65536)
     assert s4 == 4 * s1  # the CP group holds all 4 requests' linear state on every rank: CP does not split it
+
+
+def test_request_state_reads_attention_tp_and_token_shards_only() -> None:
+    """One request's state depends on the attention TP degree and the CP x KVP token shards (and the cache
+    format, length, MTP), not on the other knobs: the memo serves equal configurations the same figures, and
+    configurations that differ there their own."""
+    from solver.estimate.memory import _REQUEST_STATE, request_state, state_of_layers
+
+    m, hw = load_model("deepseek-v3.2"), load_hardware("h200_sxm")
+    prec = resolve_precision(m, hw)
+    base = make_parallel_config(16, attn_tp_size=2, kvp_size=2, dense_tp_size=4)
+    other = make_parallel_config(16, attn_tp_size=2, kvp_size=2, dense_tp_size=1, lmhead_tp_size=8)
+    _REQUEST_STATE.clear()
+    a = request_state(m, base, prec, 8192)
+    assert request_state(m, other, prec, 8192) is a
+    fresh = state_of_layers(m.layer_groups, prec.kv_bytes, 2, 8192)
+    assert (a.kv, a.index, a.constant) == (fresh.kv / 2, fresh.index / 2, fresh.constant)
+    cp = request_state(m, make_parallel_config(16, attn_tp_size=2, cp_size=4), prec, 8192)
+    assert cp.kv == fresh.kv / 4
+    assert request_state(m, base, prec, 4096).kv < a.kv

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from solver.estimate.params import ModuleParams, ParamReport, count_params
+from solver.memo import IdentityMemo
 from solver.specs.layers.dsa import INDEXER_SCALE_BYTES  # noqa: F401  (re-exported)
 from solver.specs.framework import DEFAULT_TOKEN_BUDGET
 from solver.specs.hardware import Hardware
@@ -194,13 +195,22 @@ def _mtp_layers(model: ModelSpec, mtp_layers: int) -> list:
     return [(layer, 1) for module in model.mtp_modules[:mtp_layers] for layer in module]
 
 
+# request_state per (model, attention TP, token shards, KV bytes, length, MTP): the planner's memory tables ask
+# for it per attention choice and sequences held, and it reads neither the batch nor the other knobs
+_REQUEST_STATE = IdentityMemo(65_536)
+
+
 def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int,
                   mtp_layers: int = 0) -> StateBytes:
     """One request's state on one rank: growing parts split by CP x KVP, constant parts by attention TP only."""
-    st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_bytes, pc.attn_tp_size,
-                         seq_len)
     shards = pc.cp_size * pc.kvp_size
-    return StateBytes(st.kv / shards, st.index / shards, st.constant)
+
+    def build() -> StateBytes:
+        st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_bytes, pc.attn_tp_size,
+                             seq_len)
+        return StateBytes(st.kv / shards, st.index / shards, st.constant)
+
+    return _REQUEST_STATE.get((model,), (pc.attn_tp_size, shards, prec.kv_bytes, seq_len, mtp_layers), build)
 
 
 def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
