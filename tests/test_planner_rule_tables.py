@@ -70,3 +70,23 @@ def test_a_rule_every_pickable_configuration_meets_binds_nothing() -> None:
     ids = {rid for rid, _, _ in cpsat.static_rule_tables(t, m, h, f, sc)}
     assert "A.attention_group_fits" in {r.id for r in f.rules}
     assert "A.attention_group_fits" not in ids
+
+
+def test_rule_tables_are_reused_only_for_the_same_choices() -> None:
+    """A rule's table depends on the choices the groups offer (not only on the knob domains), so the per-deployment
+    memo hands a table only to tables with the same choices: with an attention choice the rule refuses added
+    (the domains unchanged), the rule is back."""
+    import dataclasses
+
+    t, m, h, f, sc = _tables("deepseek-v3.2", "atlas_a3", "generic", 128)
+    cpsat.clear_rule_cache()
+    assert "A.attention_group_fits" not in {rid for rid, _, _ in cpsat.static_rule_tables(t, m, h, f, sc)}
+    domains = cpsat._domains(t)
+    rule = next(r for r in f.rules if r.id == "A.attention_group_fits")
+    deployment = dict(world=t.world, batch=1, mtp=sc.mtp, ranks_per_node=h.ranks_per_node, **model_facts(m))
+    knobs = list(GROUPS["attn"])
+    refused = next(c for c in itertools.product(*(domains[k] for k in knobs))
+                   if not rule.holds(rule_env(dict(zip(knobs, c)), **deployment)))
+    wider = dataclasses.replace(t, choices={**t.choices, "attn": [*t.choices["attn"], refused]})
+    assert cpsat._domains(wider) == domains
+    assert "A.attention_group_fits" in {rid for rid, _, _ in cpsat.static_rule_tables(wider, m, h, f, sc)}

@@ -125,11 +125,10 @@ def rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
 
 
 def static_rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario) -> list:
-    """The rules that do not read the batch, once per (framework, model, ranks per node, world, MTP, knob
-    domains): all _rule_tables reads. Plans of one deployment for other workloads (a sweep) share them;
+    """The rules that do not read the batch, once per (framework, model, ranks per node, world, MTP, the groups'
+    choices): all _rule_tables reads. Plans of one deployment for other workloads (a sweep) share them;
     solve.clear_cache drops them, so a benchmark's timed plan builds its own."""
-    domains = _domains(t)
-    rest = (hw.ranks_per_node, t.world, scenario.mtp, tuple((k, tuple(v)) for k, v in domains.items()))
+    rest = (hw.ranks_per_node, t.world, scenario.mtp, tuple((g, tuple(t.choices[g])) for g in GROUPS))
     return list(_STATIC_RULES.get((fw, model), rest, lambda: _rule_tables(t, model, hw, fw, scenario, None,
                                                                           batch_rules=False)))
 
