@@ -66,3 +66,62 @@ def test_address_without_a_cluster_executor_is_bad_input() -> None:
     result = CliRunner().invoke(main, [*CLI, "--address", "tcp://127.0.0.1:8786"])
     assert result.exit_code == 2
     assert "--address" in result.output
+
+
+def test_a_deployments_scenarios_run_in_one_worker(monkeypatch) -> None:
+    """The scenario kinds of one (hardware, cards, lengths) share its tables and front, so a worker gets them
+    together, in order; rows come back in task order and progress counts tasks."""
+    import importlib
+
+    from solver.capacity import executors
+
+    sweep = importlib.import_module("solver.capacity.sweep")  # the package re-exports the function of that name
+    sp = sweep.build_plan("qwen3-8b", "h200_sxm", "1,2", "throughput,latency", seq_lens="1024:128,2048:128")
+    sent = []
+    real = executors.run
+
+    def record(solve, items, **kw):
+        sent.extend(items)
+        return real(solve, items, **kw)
+
+    monkeypatch.setattr(executors, "run", record)
+    ticks = []
+    rows = sweep.run_tasks(sp.tasks, 1, lambda done, total, label: ticks.append((done, total)))
+    assert [len(g.tasks) for g in sent] == [2, 2, 2, 2]
+    assert all(len({(t.cards, t.scenario.isl) for t in g.tasks}) == 1 for g in sent)
+    assert [t.index for g in sent for t in g.tasks] == sorted(t.index for t in sp.tasks)
+    assert rows == [sweep.solve_task(t) for t in sp.tasks]
+    assert ticks == [(2, 8), (4, 8), (6, 8), (8, 8)]
+
+
+def test_a_local_worker_freezes_what_it_holds_before_its_last_collection() -> None:
+    """A worker's exit would otherwise collect every table entry of the plans it ran (seconds, which the pool's
+    shutdown waits for): the pool's workers start with an exit hook that freezes them first."""
+    import subprocess
+    import sys
+
+    from solver.capacity import executors
+
+    code = ("import atexit, gc\n"
+            "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
+            "from solver.capacity.executors import _worker_start\n"
+            "_worker_start()\n"
+            "held = [[i] for i in range(10000)]\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert run.stdout.strip() == "frozen True"
+    seen = {}
+
+    class Pool(executors.ProcessPoolExecutor):
+        def __init__(self, *a, **kw):
+            seen.update(kw)
+            super().__init__(*a, **kw)
+
+    import operator
+    import types
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(executors, "ProcessPoolExecutor", Pool)
+        items = [types.SimpleNamespace(cards=c) for c in (1, 2)]
+        assert executors.run_local(operator.attrgetter("cards"), items, 2, None) == [1, 2]
+    assert seen["initializer"] is executors._worker_start

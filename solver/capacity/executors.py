@@ -1,18 +1,20 @@
 """Where a sweep's solves run: this process, local worker processes, or an existing Ray or Dask cluster.
 
-Every executor takes the same tasks and returns each task's rows at the task's own position, so the table a
-sweep writes is the same bytes whichever runs it. Ray and Dask are optional extras (`pip install
+Every executor takes the same items (a sweep's: one deployment's solves each) and returns each item's result at the
+item's own position, so the table a sweep writes is the same bytes whichever runs it. Ray and Dask are optional extras (`pip install
 'shardplan[ray]'` / `'shardplan[dask]'`); the cluster's workers need shardplan installed (the same version).
 """
 from __future__ import annotations
 
+import atexit
+import gc
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from typing import Any, Callable, Sequence
 
 from solver.errors import InputError
 
-Rows = list[dict[str, Any]]
+Rows = Any  # what the solve function returns for one item (a sweep: each of a deployment's tasks' rows)
 ProgressFn = Callable[[int, int, str], None]
 SolveFn = Callable[[Any], Rows]
 
@@ -20,7 +22,7 @@ EXECUTORS = ("local", "ray", "dask")
 
 
 class _Collector:
-    """Rows in task order and the progress callback, shared by every executor."""
+    """Results in item order and the progress callback, shared by every executor."""
 
     def __init__(self, tasks: Sequence[Any], progress: ProgressFn | None):
         self.tasks = tasks
@@ -43,6 +45,13 @@ def _largest_first(tasks: Sequence[Any]) -> list[int]:
     return sorted(range(len(tasks)), key=lambda i: -tasks[i].cards)
 
 
+def _worker_start() -> None:
+    """A local worker process, at its exit, freezes what it holds (gc.freeze) before the interpreter's last
+    collection: that collection would otherwise walk every cached table entry of the plans it ran (4 M objects
+    after the 512- and 1024-card DeepSeek-V3.2 plans: about 6 s, which the pool waits for on shutdown)."""
+    atexit.register(gc.freeze)
+
+
 def run_local(solve: SolveFn, tasks: Sequence[Any], jobs: int, progress: ProgressFn | None) -> list[Rows]:
     out = _Collector(tasks, progress)
     if jobs == 1 or len(tasks) <= 1:
@@ -50,7 +59,8 @@ def run_local(solve: SolveFn, tasks: Sequence[Any], jobs: int, progress: Progres
             out.put(i, solve(t))
         return out.result()
     # spawn, not fork: OR-Tools keeps threads, and a forked copy of a threaded process can hang
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=get_context("spawn"),
+                             initializer=_worker_start) as pool:
         futures = {pool.submit(solve, tasks[i]): i for i in _largest_first(tasks)}
         try:
             for fut in as_completed(futures):
@@ -103,7 +113,7 @@ def run_ray(solve: SolveFn, tasks: Sequence[Any], address: str | None, progress:
 
 def run(solve: SolveFn, tasks: Sequence[Any], *, jobs: int = 1, executor: str = "local", address: Any = None,
         progress: ProgressFn | None = None) -> list[Rows]:
-    """Rows per task, in task order, whatever runs them."""
+    """The result of every item, in item order, whatever runs them."""
     if executor not in EXECUTORS:
         raise InputError("--executor", f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
     if jobs < 1:

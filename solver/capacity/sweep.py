@@ -242,10 +242,52 @@ def _model_name(model: str) -> str:
     return load_model(model).name
 
 
+@dataclass(frozen=True)
+class TaskGroup:
+    """The solves of one deployment (hardware, cards, lengths): its scenario kinds share the tables and the front
+    (solve.plan's cache), so they run one after another in one worker instead of rebuilding them in several."""
+
+    tasks: tuple[Task, ...]
+
+    @property
+    def cards(self) -> int:
+        return self.tasks[0].cards
+
+    @property
+    def label(self) -> str:
+        t = self.tasks[0]
+        return f"{t.hardware_name} x{t.cards} {t.scenario.isl}/{t.scenario.osl}"
+
+
+def deployment_groups(tasks: Sequence[Task]) -> list[TaskGroup]:
+    """The tasks grouped by deployment, in the order each deployment first appears."""
+    groups: dict[tuple, list[Task]] = {}
+    for t in tasks:
+        groups.setdefault((t.hardware_name, t.cards, t.scenario.isl, t.scenario.osl), []).append(t)
+    return [TaskGroup(tuple(g)) for g in groups.values()]
+
+
+def solve_group(g: TaskGroup) -> list[list[dict[str, Any]]]:
+    """Rows of each of the group's tasks, solved in order in this process (a worker's unit when jobs > 1)."""
+    return [solve_task(t) for t in g.tasks]
+
+
 def run_tasks(tasks: Sequence[Task], jobs: int = 1, progress: ProgressFn | None = None, *,
               executor: str = "local", address: Any = None) -> list[list[dict]]:
-    """Rows per task, in task order, whatever runs them (`solver.capacity.executors`)."""
-    return executors.run(solve_task, tasks, jobs=jobs, executor=executor, address=address, progress=progress)
+    """Rows per task, in task order, whatever runs them (`solver.capacity.executors`), a deployment's tasks in one
+    worker; `progress(done, total, label)` counts tasks."""
+    groups = deployment_groups(tasks)
+    sizes = {g.label: len(g.tasks) for g in groups}
+    done = [0]
+
+    def tick(_groups_done: int, _groups: int, label: str) -> None:
+        done[0] += sizes[label]
+        progress(done[0], len(tasks), label)  # type: ignore[misc]
+
+    per_group = executors.run(solve_group, groups, jobs=jobs, executor=executor, address=address,
+                              progress=tick if progress else None)
+    rows = {id(t): r for g, results in zip(groups, per_group) for t, r in zip(g.tasks, results)}
+    return [rows[id(t)] for t in tasks]
 
 
 def sweep_rows(results: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
