@@ -1,0 +1,40 @@
+"""CPU and wall seconds of one plan of DeepSeek-V3.2 on atlas_a3 (int8, ISL 4096 / OSL 256, balanced) in a warm
+process: each timed plan starts after `solve.clear_cache()` (no reused tables, fronts or rule tables; the
+estimator's own memos persist across plans in the process, as in a sweep). Prints medians per world size.
+
+Run: python benchmarks/plan_cpu.py [--framework generic] [--worlds 16,128] [--repeats 3]
+Run it in two checkouts alternately to compare them (benchmarks/README.md, "Planner speed").
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from solver.api import run_solve
+from solver.plan import solve
+from solver.specs.scenario import Scenario
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--framework", default="generic")
+    ap.add_argument("--worlds", default="16,128")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    sc = Scenario(kind="balanced", isl=4096, osl=256)
+    run_solve("deepseek-v3.2", "atlas_a3", 16, sc, args.framework, "int8", explain_binding=False)  # warm-up
+    for w in (int(x) for x in args.worlds.split(",")):
+        cpu, wall = [], []
+        for _ in range(args.repeats):
+            solve.clear_cache()
+            c0, w0 = time.process_time(), time.perf_counter()
+            run_solve("deepseek-v3.2", "atlas_a3", w, sc, args.framework, "int8", explain_binding=False)
+            cpu.append(time.process_time() - c0)
+            wall.append(time.perf_counter() - w0)
+        print(f"{args.framework} W={w} cpu_s {statistics.median(cpu):.2f} wall_s {statistics.median(wall):.2f} "
+              f"(median of {args.repeats})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
