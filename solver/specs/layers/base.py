@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any, Callable, Protocol, TypeVar
 
+from solver.memo import IdentityMemo
 from solver.specs.knobs import SPLIT_KNOBS
 
 ACT_BYTES = 2  # bf16 activations between kernels
@@ -40,23 +41,14 @@ R = TypeVar("R")
 def per_object(method: Callable[..., R]) -> Callable[..., R]:
     """A method of a frozen spec object, computed once per (object, positional arguments): a block's parts and
     per-request state follow from its fields and the arguments alone, and the estimator and the memory model
-    ask for them on every costing. Keyed by the object's id; the entry
-    keeps the object, so a hit by id is a hit on that very object."""
-    store: dict[tuple, tuple[object, Any]] = {}
+    ask for them on every costing (an IdentityMemo per method: keyed by the object's identity)."""
+    store = IdentityMemo(4096)
 
     @wraps(method)
     def once(self: object, *args: Any, **kwargs: Any) -> R:
         if kwargs:  # keyword calls are not remembered (none of the estimator's)
             return method(self, *args, **kwargs)
-        key = (id(self), *args)
-        hit = store.get(key)
-        if hit is not None:  # the entry keeps its object alive: no other object can carry its id
-            return hit[1]
-        if len(store) >= 4096:
-            store.clear()
-        out = method(self, *args)
-        store[key] = (self, out)
-        return out
+        return store.get((self,), args, lambda: method(self, *args))
 
     return once
 
