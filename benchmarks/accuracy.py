@@ -104,20 +104,11 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "seq_layer_s": (0.0, 4e-6),
     "allreduce_latency_s": (2e-6, 2e-5),
     "kernel_overhead_s": (1e-6, 1.2e-5),
-    "kv_stream": (0.3, 1.0),
-    "roof_overlap": (0.01, 1.0),
-    "expert_tile": (1.0, 256.0),
-    "expert_tile_d": (1.0, 512.0),
-    "fp8_rate": (0.4, 1.0),
 }
 NEUTRAL: dict[str, float] = {"gemm": 1.0, "attention": 1.0, "hbm": 1.0, "comm": 1.0, "grouped_gemm": 1.0,
                              "step_overhead_s": 0.0, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S,
                              "seq_overhead_s": 0.0, "seq_layer_s": 0.0, "allreduce_latency_s": 1e-5,
-                             "kernel_overhead_s": 3e-6, "kv_stream": 1.0,
-                             "roof_overlap": 0.0, "expert_tile": 0.0, "expert_tile_d": 0.0,
-                             "fp8_rate": 1.0}
-# ops whose decode memory time is the KV-cache read of the attention kernel
-KV_READ_OPS = ("attention_core", "indexer_score")
+                             "kernel_overhead_s": 3e-6}
 # the custom all-reduce latency the steps are prepared with (its time is linear in it: StepTerms.ar_count)
 AR_PROBE_S = 1e-5
 
@@ -138,9 +129,6 @@ class StepTerms:
     kernels: float = 0.0  # kernels launched (serving.kernels_launched)
     layers: float = 0.0  # layer passes per sequence (serving.step_layers)
     ar_count: float = 0.0  # custom all-reduce latencies on the critical path: comm = comm_s + L x ar_count
-    kv: np.ndarray | None = None  # per op: a decode attention kernel's KV-cache read (scaled by 1 / kv_stream)
-    expert_rows: np.ndarray | None = None  # per op: rows per touched expert of a routed-expert GEMM (0: other op)
-    fp8: np.ndarray | None = None  # per op: a GEMM computed at the 8-bit rate (scaled by 1 / fp8_rate)
 
     GEMM, ATTENTION, GROUPED = 0, 1, 2
 
@@ -156,37 +144,18 @@ class StepTerms:
 
         comm0 = float((probe or step).exposed_comm_s)
         ar = (float(step.exposed_comm_s) - comm0) / AR_PROBE_S if probe is not None else 0.0
-        kv = np.array([phase == "decode" and o.name in KV_READ_OPS for o in step.ops], dtype=bool)
         return cls(np.array([o.compute_s for o in step.ops]), np.array([kind(o.name) for o in step.ops], dtype=int),
                    np.array([o.memory_s for o in step.ops]), float(sum(o.overhead_s for o in step.ops)),
-                   comm0, float(step.overhead_s), kernels_launched(step, f), layers, ar, kv)
+                   comm0, float(step.overhead_s), kernels_launched(step, f), layers, ar)
 
     def time_s(self, r_gemm: float, r_attn: float, r_hbm: float, r_comm: float, step_overhead_s: float,
-               r_grouped: float | None = None, ar_latency_s: float = AR_PROBE_S, r_kernel: float = 1.0,
-               r_kv: float = 1.0, overlap: float = 0.0, tile: float = 0.0, tile_d: float = 0.0,
-               r_fp8: float = 1.0) -> float:
+               r_grouped: float | None = None, ar_latency_s: float = AR_PROBE_S, r_kernel: float = 1.0) -> float:
         """Step time when the compute, memory and communication terms are scaled by the given ratios
         (r_grouped: the routed-expert GEMMs; None = r_gemm)."""
         ratio = np.array([r_gemm, r_attn, r_gemm if r_grouped is None else r_grouped])
         comp = self.compute_s * ratio[self.kind]
-        if r_fp8 != 1.0 and self.fp8 is not None:
-            comp = np.where(self.fp8, comp * r_fp8, comp)
-        if tile and self.expert_rows is not None and self.expert_rows.any():
-            m = self.expert_rows
-            pad = np.where(m > 0, np.ceil(m / tile - 1e-9) * tile / np.where(m > 0, m, 1.0), 1.0)
-            comp = comp * pad
-        if tile_d and self.expert_rows is not None and self.expert_rows.any():
-            # the padded tiles at the dense GEMM's rate: a floor under the grouped GEMM's real rows
-            m = self.expert_rows
-            pad = np.where(m > 0, np.ceil(m / tile_d - 1e-9) * tile_d / np.where(m > 0, m, 1.0), 0.0)
-            comp = np.maximum(comp, self.compute_s * r_gemm * pad)
         comm = self.comm_s + ar_latency_s * self.ar_count
-        mem = self.memory_s * r_hbm if r_kv == 1.0 or self.kv is None else \
-            self.memory_s * np.where(self.kv, r_hbm * r_kv, r_hbm)
-        t = np.maximum(comp, mem)
-        if overlap:
-            t = t + overlap * np.minimum(comp, mem)
-        return float(t.sum()) + self.kernel_s * r_kernel + comm * r_comm \
+        return float(np.maximum(comp, self.memory_s * r_hbm).sum()) + self.kernel_s * r_kernel + comm * r_comm \
             + step_overhead_s
 
 
@@ -245,55 +214,9 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     draft = wl.mtp if case.model.num_mtp_layers else 0
     pre_layers = step_layers(case.model, case.pc, "prefill", shape.prompts_per_step)
     dec_layers = step_layers(case.model, case.pc, "decode", shape.graph_batch or shape.running, draft)
-    pre_t = StepTerms.of(pre, "prefill", base, pre0, pre_layers)
-    dec_t = StepTerms.of(dec, "decode", base, dec0, dec_layers)
-    pre_t = replace(pre_t, expert_rows=_expert_rows(case, pre, wl.isl * shape.prompts_per_step, base),
-                    fp8=_fp8_ops(case, pre))
-    dec_t = replace(dec_t, expert_rows=_expert_rows(case, dec, (shape.graph_batch or shape.running) * (1 + wl.mtp), base),
-                    fp8=_fp8_ops(case, dec))
-    return Prepared(index, row, case, shape, pre_t, dec_t, case.framework.name, case.hw.name, case.model.name,
+    return Prepared(index, row, case, shape, StepTerms.of(pre, "prefill", base, pre0, pre_layers),
+                    StepTerms.of(dec, "decode", base, dec0, dec_layers), case.framework.name, case.hw.name, case.model.name,
                     family_of(case), ttft, tpot, base)
-
-
-_OP_GROUP = {"qkv_proj": "attention", "o_proj": "attention", "indexer_proj": "attention", "dense_ffn": "dense",
-             "shared_experts": "dense", "latent_proj": "dense", "routed_experts": "experts", "lm_head": "lm_head",
-             "mtp_lm_head": "lm_head"}
-
-
-def _fp8_ops(case: Case, step: StepCost) -> np.ndarray:
-    """Per op of `step`: whether it is a GEMM whose peak is the 8-bit rate (W8A8)."""
-    out = np.zeros(len(step.ops), dtype=bool)
-    for i, o in enumerate(step.ops):
-        g = _OP_GROUP.get(o.name)
-        if g is not None:
-            try:
-                out[i] = case.prec.gemm_dtype(g) in ("fp8", "int8")
-            except KeyError:
-                pass
-    return out
-
-
-def _expert_rows(case: Case, step: StepCost, tokens: float, f: Factors) -> np.ndarray:
-    """Per op of `step`: mean rows per touched expert on the busiest EP rank for routed-expert GEMMs (0 else)."""
-    from solver.specs.layers.moe import distinct_experts_touched, load_imbalance, routing_skew
-    moe = case.model._moe
-    out = np.zeros(len(step.ops))
-    if moe is None:
-        return out
-    import os
-    fmt = case.prec.fmt("experts")
-    if os.environ.get("TILE_NATIVE_ONLY") and fmt.bytes_per_param < 0.9 and case.prec.gemm_dtype("experts") in ("fp8", "bf16", "fp16"):
-        return out  # weight-only experts (dequantized in the GEMM): small-M kernels, no tile floor
-    pc = case.pc
-    system = tokens * pc.attn_replicas
-    pairs = system * moe.real_topk / pc.moe_ep_size
-    imb = load_imbalance(routing_skew(f.expert_imbalance, pc.redundant_experts), pairs, pc.moe_ep_size)
-    touched = distinct_experts_touched(pc.expert_slots(moe.experts), moe.real_topk, system) / pc.moe_ep_size
-    rows = pairs * imb / touched if touched > 0 else 0.0
-    for i, o in enumerate(step.ops):
-        if o.name == "routed_experts":
-            out[i] = rows
-    return out
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -335,10 +258,8 @@ def predict_times(p: Prepared, params: Mapping[str, float]) -> tuple[ServingTime
     lat = q["allreduce_latency_s"]
     hw_kernel = e.kernel_overhead_s
     rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
-    rkv = 1.0 / q["kv_stream"]  # the steps were computed at kv_stream = 1
-    ov, tile, tile_d, r8 = q["roof_overlap"], q["expert_tile"], q["expert_tile_d"], 1.0 / q["fp8_rate"]
-    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk, rkv, ov, tile, tile_d, r8)
-    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk, rkv, ov, tile, tile_d, r8)
+    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
+    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
     f = replace(p.base, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])  # type: ignore[type-var]
     pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, f, layers=p.prefill.layers)
     dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, f, layers=p.decode.layers)
