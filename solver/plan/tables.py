@@ -177,7 +177,7 @@ class Tables:
     mtp_layers: int = 0  # MTP layers whose weights and caches the deployment holds (0: MTP off)
     _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
     _view_memory: dict[tuple[int, tuple], ViewMemory] = field(default_factory=dict)
-    _shares: IdentityMemo = field(default_factory=lambda: IdentityMemo(_TABLE_MEMO))
+    _shares: dict[tuple, dict[str, Share]] = field(default_factory=dict)
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
@@ -189,6 +189,7 @@ class Tables:
     # what they are costed at (_outside, the works): concurrencies and layouts that coincide there share one
     # (read-only) table, looked up once instead of choice by choice
     _group_tables: dict[tuple, dict] = field(default_factory=dict)
+    _at_pp: dict[tuple, list] = field(default_factory=dict)  # _choices_at, _pair_choices
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -232,9 +233,16 @@ class Tables:
                attention_only: bool = False) -> dict[str, Share] | None:
         if w is None:
             return None
-        # keyed by the config object (the tables' own, from _pc: one per knob values)
-        return self._shares.get((pc,), (w, mtp, want, attention_only), lambda: shares(
-            self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only))
+        # keyed by the config object's id: the tables' own (from _pc, one per knob values), which _pcs keeps
+        # alive as long as the tables, so an id names one config (a plain dict: ~65K lookups a plan)
+        key = (id(pc), w, mtp, want, attention_only)
+        out = self._shares.get(key)
+        if out is None:
+            if len(self._shares) >= _TABLE_MEMO:
+                self._shares.clear()
+            out = self._shares[key] = shares(self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want,
+                                             attention_only)
+        return out
 
     def _none(self, pc: ParallelConfig, w: Work | None, mtp: int, pipe: Pipeline | None = None
               ) -> dict[str, Share] | None:
@@ -405,9 +413,7 @@ class Tables:
         if opts is None:
             opts = {}
             want = (g,)
-            for j, c in enumerate(self.choices[g]):
-                if c[-1] != pp:
-                    continue
+            for j in self._choices_at(g, pp):
                 pre = self._share(self._group_pc(k_pre, g, j), w_pre, 0, want) if w_pre is not None else None
                 dec = self._share(self._group_pc(k_dec, g, j), w_dec, mtp, want) if w_dec is not None else None
                 opts[j] = (pre[g] if pre else None, dec[g] if dec else None)
@@ -425,6 +431,26 @@ class Tables:
                                                         **dict(zip(GROUPS[g][:-1], c[:-1])))
         return pc
 
+    def _choices_at(self, g: str, pp: int) -> list[int]:
+        """Group g's choices (indices) with `pp` stages, in the choices' order (once per group and stage count:
+        every fill of a group reads them)."""
+        out = self._at_pp.get((g, pp))
+        if out is None:
+            out = self._at_pp[(g, pp)] = [j for j, c in enumerate(self.choices[g]) if c[-1] == pp]
+        return out
+
+    def _pair_choices(self, pp: int) -> list[tuple[int, int, int, dict[str, int]]]:
+        """The (dense, MoE) choices with `pp` stages that may share the fused all-reduce (the same TP degree,
+        above 1), dense-major as the pairs are filled: (dense index, MoE index, TP degree, their knobs)."""
+        out = self._at_pp.get(("pairs", pp))
+        if out is None:
+            out = self._at_pp[("pairs", pp)] = [
+                (jd, jm, cd[0], {"dense_tp_size": cd[0], "moe_tp_size": cm[0], "redundant_experts": cm[1]})
+                for jd in self._choices_at("dense", pp) for cd in (self.choices["dense"][jd],)
+                for jm in self._choices_at("moe", pp) for cm in (self.choices["moe"][jm],)
+                if cd[0] == cm[0] and cd[0] != 1]
+        return out
+
     def _fill(self, vc: ViewCosts, key: tuple[int, ...]) -> None:
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
         (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
@@ -437,19 +463,15 @@ class Tables:
             vc.pairs = pairs
         elif "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
             self._group_tables[tkey] = vc.pairs
-            for jd, cd in enumerate(self.choices["dense"]):
-                for jm, cm in enumerate(self.choices["moe"]):
-                    if cd[-1] != pp or cm[-1] != pp or cd[0] != cm[0] or cd[0] == 1:
-                        continue
-                    knobs = {"dense_tp_size": cd[0], "moe_tp_size": cm[0], "redundant_experts": cm[1]}
-                    both = [self._share(self._layout_pc(_beside(k, cd[0], self.world), **knobs), w, m, ("dense", "moe"))
-                            for k, w, m in ((k_pre, w_pre, 0), (k_dec, w_dec, mtp))]
-                    sep = [vc.other["dense"][jd], vc.other["moe"][jm]]
-                    corr = tuple(None if s is None else (s["dense"] + s["moe"]) - sep[0][k] - sep[1][k]
-                                 for k, s in enumerate(both))
-                    if any(c is not None and (any(abs(x) > 0 for x in c.gpu_s) or any(abs(x) > 0 for x in c.launch_s))
-                           for c in corr):
-                        vc.pairs[(jd, jm)] = corr
+            for jd, jm, tp, knobs in self._pair_choices(pp):
+                both = [self._share(self._layout_pc(_beside(k, tp, self.world), **knobs), w, m, ("dense", "moe"))
+                        for k, w, m in ((k_pre, w_pre, 0), (k_dec, w_dec, mtp))]
+                sep = [vc.other["dense"][jd], vc.other["moe"][jm]]
+                corr = tuple(None if s is None else (s["dense"] + s["moe"]) - sep[0][k] - sep[1][k]
+                             for k, s in enumerate(both))
+                if any(c is not None and (any(abs(x) > 0 for x in c.gpu_s) or any(abs(x) > 0 for x in c.launch_s))
+                       for c in corr):
+                    vc.pairs[(jd, jm)] = corr
         vc.complete = True
 
     def sums(self, b: int, picks: dict[str, int]) -> tuple[ViewCosts, Share | None, Share | None]:
