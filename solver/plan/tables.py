@@ -27,7 +27,7 @@ from solver.estimate.memory import (
     MemoryOptions,
     MemoryReport,
     memory_per_rank,
-    activation_peak_terms,
+    activation_peak_of,
     memory_limit,
     cache_per_rank,
     comm_buffers_per_rank,
@@ -81,7 +81,12 @@ def held_sequences(batch: int, pc: ParallelConfig) -> int:
     """Sequences a configuration must have room for at concurrency `batch`: every replica the busiest one's
     C_r = ceil(B / replicas), so the running batch stays at C_r, as the serving figures assume
     (figures.step_plan)."""
-    return math.ceil(batch / pc.attn_replicas) * pc.attn_replicas
+    return held_of(batch, pc.attn_replicas)
+
+
+def held_of(batch: int, replicas: int) -> int:
+    """held_sequences of a configuration with `replicas` attention replicas."""
+    return math.ceil(batch / replicas) * replicas
 
 
 def assumed_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, scenario: Scenario,
@@ -325,9 +330,9 @@ class Tables:
                 if base is not None:
                     base.setdefault(g, {})[j] = _stage_entry(g, model, pc, self.prec, opts, params, self.groups,
                                                              held, seq_len, mtp, "all", absent)
-                t = [v for k, v in activation_peak_terms(model, pc, opts, seq_len, seqs).items() if k in owned]
-                if t:
-                    terms.setdefault(g, {})[j] = max(t)
+                t = activation_peak_of(model, pc, opts, seq_len, seqs, owned)
+                if t is not None:
+                    terms.setdefault(g, {})[j] = t
                 if g == "moe":
                     staging[j] = ep_staging_bytes(model, pc, staging_tokens(opts, pc, seq_len, seqs))
                 if any(v > 1 for v in comm_groups(pc)):
@@ -587,19 +592,25 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     fixed = {(g, i): _group_memory(g, model, pc, prec, mem_opts, params, groups, 0, scenario.max_seq_len,
                                    mtp_layers, part="fixed") for (g, i), pc in pcs.items()}
     # what grows with the sequences held, per (choice, sequences held): under attention DP a small concurrency
-    # still holds one sequence per replica, so several concurrencies ask for the same figure
-    per_held: dict[tuple[str, int, int], float] = {}
+    # still holds one sequence per replica, so several concurrencies ask for the same figure. An attention
+    # choice's growing part (caches, its activation term) reads its layout, not o_proj TP
+    # (tests/test_planner_memory.py::test_the_attention_entrys_growing_part_reads_no_o_proj_tp): the choices
+    # of one layout share it (726 choices, 282 layouts at generic W=128)
+    grown = {(g, i): ((g, Tables.layout_key(choices[g][i])) if g == "attn" else (g, i), pc.attn_replicas)
+             for (g, i), pc in pcs.items() if g in PER_SEQUENCE_MEMORY}
+    per_held: dict[tuple, float] = {}
     for b in space.batches:
         mem = {}
         for (g, i), pc in pcs.items():
             if g not in PER_SEQUENCE_MEMORY:
                 mem[(g, i)] = fixed[(g, i)]
                 continue
-            held = held_sequences(b, pc) if g == "attn" else b
-            grow = per_held.get((g, i, held))
+            gk, replicas = grown[(g, i)]
+            held = held_of(b, replicas) if g == "attn" else b
+            grow = per_held.get((gk, held))
             if grow is None:
-                grow = per_held[(g, i, held)] = _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
-                                                              scenario.max_seq_len, mtp_layers, part="batch")
+                grow = per_held[(gk, held)] = _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
+                                                            scenario.max_seq_len, mtp_layers, part="batch")
             mem[(g, i)] = fixed[(g, i)] + grow
         best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}
         if const_mem + sum(best.values()) > limit and b != min(space.batches):
@@ -626,8 +637,8 @@ PER_SEQUENCE_MEMORY = ("attn", "moe")
 def _attention_transient(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int,
                          seqs: float) -> float:
     """The attention group's activation term (memory.activation_peak_terms of the knobs it owns)."""
-    terms = activation_peak_terms(model, pc, opts, seq_len, seqs)
-    return max((v for k, v in terms.items() if k in GROUPS["attn"]), default=0.0)
+    t = activation_peak_of(model, pc, opts, seq_len, seqs, GROUPS["attn"])
+    return 0.0 if t is None else t
 
 
 def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
