@@ -430,8 +430,19 @@ def sums_plan(stages: list[tuple[ModelSpec, int]], attention_only: bool, modules
 def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work
               ) -> list[list[tuple[ModuleSums, float, bool]]]:
     """stages_sums of a SumsPlan at one config and work."""
+    return kit_plan_sums(plan, *plan_kit(hw, pc, prec, f, w))
+
+
+def plan_kit(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work) -> tuple[SumsKit, dict]:
+    """The sums kit a step of `w` at `pc` is costed under (its decode layout) and the kit's store of sums
+    (_KITS): one per (hardware, precision, factors, config values, work), so a caller may keep what it derives
+    from the kit's sums in the store too (group_cost.shares)."""
     pc, w = decode_layout(pc, w)
-    kit, store = _kit_sums(hw, pc, prec, f, w, pc.key())
+    return _kit_sums(hw, pc, prec, f, w, pc.key())
+
+
+def kit_plan_sums(plan: SumsPlan, kit: SumsKit, store: dict) -> list[list[tuple[ModuleSums, float, bool]]]:
+    """plan_sums under a kit from plan_kit."""
     sums = [_sums_of(store, block, kit) for block in plan.blocks]
     out = []
     for model, mtp_layers, chunks in plan.stages:

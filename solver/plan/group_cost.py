@@ -17,7 +17,7 @@ from operator import add as _add, sub as _sub
 
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
-from solver.estimate.step import SumsPlan, micro_work, plan_sums, sums_plan
+from solver.estimate.step import SumsPlan, kit_plan_sums, micro_work, plan_kit, sums_plan
 from solver.memo import IdentityMemo
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -80,12 +80,25 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
            attention_only: bool = False) -> dict[str, Share]:
     """The shares of the groups in `want` (NONE: unowned modules) at `pc`, one step of `w`. Each group's own
     knobs are read from `pc`; `attention_only` costs the mixers alone (the attention group's choices)."""
-    plan, owners = _share_plan(model, pc.pp_size, mtp_layers, groups, want, attention_only, w.phase)
+    recipe = _share_plan(model, pc.pp_size, mtp_layers, groups, want, attention_only, w.phase)
     if pc.pp_size == 1:
         spc, sw = pc, w
     else:  # every stage runs the same stage config on the same microbatch: their sums in one pass
         spc, sw = pc.stage(), micro_work(pc.pp_size, w)[1]
-    each = plan_sums(plan, hw, spc, prec, f, sw)
+    kit, store = plan_kit(hw, spc, prec, f, sw)
+    # configs whose steps run under one kit (CP's decode layout, the stage of several pipelines) add the same
+    # sums: the answer is kept in the kit's store, per recipe (held there, so its id names it)
+    hit = store.get(("shares", id(recipe)))
+    if hit is not None:
+        return hit[1]
+    out = _add_up(kit_plan_sums(recipe[0], kit, store), recipe[1], groups, want)
+    store[("shares", id(recipe))] = (recipe, out)
+    return out
+
+
+def _add_up(each: list, owners: tuple[dict, ...], groups: dict[str, str | None], want: tuple[str, ...]
+            ) -> dict[str, Share]:
+    """The shares of `want` from each stage's (module sums, times repeated, draft) chunks."""
     # module by module, in the records' order: the same additions (and roundings) as step_cost's
     if len(want) == 1:  # one group (all but the dense x MoE pairs): its running sums in two floats per stage
         gpu, launch = [], []
