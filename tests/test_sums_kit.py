@@ -177,3 +177,32 @@ def test_shares_kept_per_kit_are_each_configs_own() -> None:
         assert group_cost.shares(m, h, cp, prec, f, w, *a) == expect, a
         assert group_cost.shares(m, h, dp, prec, f, dp_w, *a) == expect, a
     assert alone[1] != alone[3] and alone[1]["moe"] != alone[2]["dense"]
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3.2", "qwen3-30b-a3b", "llama-3.1-70b", "qwen3.5-35b-a3b"])
+def test_module_sums_add_as_the_step_cost_adds(name: str) -> None:
+    """module_sums (the SumsKit's additions, their one home) gives each module's seconds exactly as
+    StepCost.by_module adds the same records (ops first, then collectives, each in order), and its kernel
+    overhead as the running sum of the ops' overhead_s."""
+    from solver.estimate.step import StepCost
+
+    m = load_model(name)
+    h = HW["atlas"] if "deepseek" in name else HW["h200"]
+    prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
+    f = factors_for(h)
+    for pc in _configs(m):
+        for w in WORKS:
+            kit = Kit(h, pc, prec, f, w)
+            records = [_records(b, kit) for b, _ in m.block_groups]
+            records.append((head_ops(m, h, pc, prec, f, w), head_comms(m, h, pc, f, w)))
+            for ops, comms in records:
+                got = module_sums(ops, comms)
+                rows = StepCost(list(ops), list(comms)).by_module()
+                assert [mod for mod, _, _ in got] == list(rows)
+                for mod, t, k in got:
+                    assert t == rows[mod]["time_s"], (name, mod)
+                    ref = 0.0
+                    for o in ops:
+                        if o.module == mod:
+                            ref += o.overhead_s
+                    assert k == ref, (name, mod)
