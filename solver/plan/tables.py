@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from solver.estimate.compute import Factors, Work
@@ -182,7 +182,7 @@ class Tables:
     mtp_layers: int = 0  # MTP layers whose weights and caches the deployment holds (0: MTP off)
     _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
     _view_memory: dict[tuple[int, tuple], ViewMemory] = field(default_factory=dict)
-    _shares: dict[tuple, dict[str, Share]] = field(default_factory=dict)
+    _shares: dict[tuple, tuple[Work, dict[str, Share]]] = field(default_factory=dict)
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
@@ -195,6 +195,9 @@ class Tables:
     # (read-only) table, looked up once instead of choice by choice
     _group_tables: dict[tuple, dict] = field(default_factory=dict)
     _at_pp: dict[tuple, list] = field(default_factory=dict)  # _choices_at, _pair_choices
+    # one Work object per value among the works the tables cost (step_plan_of, _outside), kept for the tables'
+    # life: the memos below key a work by its id (hashing a Work's six fields cost a lookup's time again)
+    _works: dict[Work, Work] = field(default_factory=dict)
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -240,14 +243,21 @@ class Tables:
             return None
         # keyed by the config object's id: the tables' own (from _pc, one per knob values), which _pcs keeps
         # alive as long as the tables, so an id names one config (a plain dict: ~65K lookups a plan)
-        key = (id(pc), w, mtp, want, attention_only)
-        out = self._shares.get(key)
-        if out is None:
-            if len(self._shares) >= _TABLE_MEMO:
-                self._shares.clear()
-            out = self._shares[key] = shares(self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want,
-                                             attention_only)
+        # alive as long as the tables, so an id names one config; `w` by its id too, held in the entry (the
+        # tables' works are one object per value: _work)
+        key = (id(pc), id(w), mtp, want, attention_only)
+        hit = self._shares.get(key)
+        if hit is not None and hit[0] is w:
+            return hit[1]
+        if len(self._shares) >= _TABLE_MEMO:
+            self._shares.clear()
+        out = shares(self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only)
+        self._shares[key] = (w, out)
         return out
+
+    def _work(self, w: Work | None) -> Work | None:
+        """The tables' one object of work `w`'s value."""
+        return None if w is None else self._works.setdefault(w, w)
 
     def _none(self, pc: ParallelConfig, w: Work | None, mtp: int, pipe: Pipeline | None = None
               ) -> dict[str, Share] | None:
@@ -273,8 +283,11 @@ class Tables:
         """The steps layout `key` runs at concurrency b (nothing costed yet)."""
         sp = self._plans.get((b, key))
         if sp is None:
-            sp = self._plans[(b, key)] = step_plan(self.model, self._layout_pc(key), self.f,
-                                                   Workload.for_scenario(self.scenario, b))
+            sp = step_plan(self.model, self._layout_pc(key), self.f, Workload.for_scenario(self.scenario, b))
+            pre, dec = self._work(sp.pre_work), self._work(sp.dec_work)
+            if pre is not sp.pre_work or dec is not sp.dec_work:  # the same values, the tables' objects
+                sp = replace(sp, pre_work=pre, dec_work=dec)
+            self._plans[(b, key)] = sp
         return sp
 
     def view_memory(self, b: int, key: tuple[int, ...]) -> ViewMemory:
@@ -374,7 +387,7 @@ class Tables:
             mtp = sp.mtp_layers
             pre_pipe = self._pipeline(rep, sp.pre_work) if sp.pre_work else None
             dec_pipe = self._pipeline(rep, sp.dec_work) if sp.dec_work else None
-            tkey = ("attn", key, sp.pre_work, sp.dec_work, mtp)
+            tkey = ("attn", key, id(sp.pre_work), id(sp.dec_work), mtp)  # the tables' works: ids name them
             attn = self._group_tables.get(tkey)
             if attn is None:
                 none_pre = self._none(rep, sp.pre_work, 0, pre_pipe)
@@ -404,6 +417,7 @@ class Tables:
             if pp > 1:
                 return key, w
             pc, w = decode_layout(self._layout_pc(key), w)
+            w = self._work(w)
             tp, cp, kvp, sp = pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size
         return (tp, 1, cp * kvp * sp, 1, pp), w
 
@@ -413,7 +427,7 @@ class Tables:
             return
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
         (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
-        tkey = (g, k_pre, w_pre, k_dec, w_dec, mtp)
+        tkey = (g, k_pre, id(w_pre), k_dec, id(w_dec), mtp)  # the tables' works (_outside): ids name them
         opts = self._group_tables.get(tkey)
         if opts is None:
             opts = {}
@@ -462,7 +476,7 @@ class Tables:
         for g in FILL_ORDER:
             self.fill_group(vc, key, g)
         # the one cross-group term: dense and MoE at the same TP degree may share a collective
-        tkey = ("pairs", k_pre, w_pre, k_dec, w_dec, mtp)
+        tkey = ("pairs", k_pre, id(w_pre), k_dec, id(w_dec), mtp)
         pairs = self._group_tables.get(tkey)
         if pairs is not None:
             vc.pairs = pairs
