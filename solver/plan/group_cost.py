@@ -37,7 +37,15 @@ class Share(NamedTuple):
     launch_s: tuple[float, ...]
 
     def __add__(self, other: "Share") -> "Share":  # type: ignore[override]
-        return _new(Share, (tuple(map(_add, self[0], other[0])), tuple(map(_add, self[1], other[1]))))
+        g, h, k, m = self[0], other[0], self[1], other[1]
+        n = len(g)
+        # one or two distinct stages (no PP, or a pipeline's two kinds of stage) spelled out: twice as fast
+        # as map, the same sums
+        if n == 1:
+            return _new(Share, ((g[0] + h[0],), (k[0] + m[0],)))
+        if n == 2:
+            return _new(Share, ((g[0] + h[0], g[1] + h[1]), (k[0] + m[0], k[1] + m[1])))
+        return _new(Share, (tuple(map(_add, g, h)), tuple(map(_add, k, m))))
 
     def __sub__(self, other: "Share") -> "Share":
         return _new(Share, (tuple(map(_sub, self[0], other[0])), tuple(map(_sub, self[1], other[1]))))
