@@ -13,7 +13,8 @@ from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions, activation_peak, activation_peak_of, activation_peak_terms
 from solver.estimate.params import count_params
 from solver.plan import cpsat
-from solver.plan.tables import GROUPS, _group_memory, assumed_memory, build_tables, module_groups
+from solver.plan.memory_rows import group_memory
+from solver.plan.tables import GROUPS, assumed_memory, build_tables, module_groups
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
@@ -87,9 +88,9 @@ def test_the_attention_entrys_growing_part_reads_no_o_proj_tp(name: str) -> None
     params = count_params(m)
     groups = module_groups(params)
     for tp, cp, kvp, sp, pp in ((1, 1, 1, 1, 1), (2, 1, 1, 1, 1), (1, 2, 1, 1, 1), (1, 1, 4, 1, 1), (2, 1, 1, 2, 2)):
-        got = {_group_memory("attn", m, ParallelConfig(world_size=16, attn_tp_size=tp, cp_size=cp, kvp_size=kvp,
+        got = {group_memory("attn", m, ParallelConfig(world_size=16, attn_tp_size=tp, cp_size=cp, kvp_size=kvp,
                                                        attn_sp_size=sp, pp_size=pp, o_proj_tp_size=op),
-                             prec, MemoryOptions(), params, groups, held, 32768, 1, part="batch")
+                            prec, MemoryOptions(), params, groups, held, 32768, 1, part="batch")
                for op in (1, 2, 4, 8) for held in (8,)}
         assert len(got) == 1, (name, tp, cp, kvp, sp, pp, got)
 

@@ -29,19 +29,22 @@ from solver.estimate.memory import (
     memory_per_rank,
     activation_peak_of,
     memory_limit,
-    cache_per_rank,
-    comm_buffers_per_rank,
     comm_groups,
     ep_staging_bytes,
-    module_weight_bytes,
     staging_tokens,
-    state_per_rank,
 )
 from solver.estimate.params import ParamReport, count_params
 from solver.estimate.serving import Workload
 from solver.estimate.step import block_modules, decode_layout
 from solver.memo import IdentityMemo
 from solver.plan.group_cost import NONE, Pipeline, Share, pipeline_of, shares
+from solver.plan.memory_rows import (
+    PER_SEQUENCE_MEMORY,
+    attention_transient,
+    group_memory,
+    stage_entry,
+    unowned_weights,
+)
 from solver.space.domains import Space, redundant_for
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -324,10 +327,10 @@ class Tables:
         comm_free = []
         for i in self.layouts()[key]:
             pc = on_stage(self._pc(dict(zip(GROUPS["attn"], self.choices["attn"][i]))))
-            attn_transient[i] = _attention_transient(model, pc, opts, seq_len, seqs)
+            attn_transient[i] = attention_transient(model, pc, opts, seq_len, seqs)
             if base is not None:
-                base.setdefault("attn", {})[i] = _stage_entry("attn", model, pc, self.prec, opts, params, self.groups,
-                                                              held, seq_len, mtp, "all", absent)
+                base.setdefault("attn", {})[i] = stage_entry("attn", model, pc, self.prec, opts, params, self.groups,
+                                                             held, seq_len, mtp, "all", absent)
             if not any(v > 1 for v in comm_groups(pc)):
                 comm_free.append(i)
         terms: dict[str, dict[int, float]] = {}
@@ -341,8 +344,8 @@ class Tables:
                     continue
                 pc = on_stage(self._layout_pc(key, **dict(zip(GROUPS[g][:-1], c[:-1]))))
                 if base is not None:
-                    base.setdefault(g, {})[j] = _stage_entry(g, model, pc, self.prec, opts, params, self.groups,
-                                                             held, seq_len, mtp, "all", absent)
+                    base.setdefault(g, {})[j] = stage_entry(g, model, pc, self.prec, opts, params, self.groups,
+                                                            held, seq_len, mtp, "all", absent)
                 t = activation_peak_of(model, pc, opts, seq_len, seqs, owned)
                 if t is not None:
                     terms.setdefault(g, {})[j] = t
@@ -351,8 +354,8 @@ class Tables:
                 if any(v > 1 for v in comm_groups(pc)):
                     comm_open[g] = comm_open.get(g, ()) + (j,)
         limit = self.memory_limit_bytes - (self.const_memory_bytes if st is None else
-                                           _unowned_weights(model, self.world // pp, self.prec, opts, params,
-                                                            self.groups, mtp, absent))
+                                           unowned_weights(model, self.world // pp, self.prec, opts, params,
+                                                           self.groups, mtp, absent))
         return StageMemory(limit, base, attn_transient, terms, staging, tuple(comm_free), comm_open)
 
     def memory_of(self, b: int, picks: dict[str, int]) -> float:
@@ -596,15 +599,15 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     mtp_layers = scenario.mtp if model.num_mtp_layers else 0
     # memory not owned by any group: norms and encoders (replicated); the runtime reserve is in the limit
     # (the MTP layers' modules split like the stack's, with their groups; their glue is replicated)
-    const_mem = _unowned_weights(model, W, prec, mem_opts, params, groups, mtp_layers, frozenset())
+    const_mem = unowned_weights(model, W, prec, mem_opts, params, groups, mtp_layers, frozenset())
     limit = memory_limit(hw.memory_bytes, hw.reserved_bytes, mem_opts.total_fraction)
     batches = []
     memory: dict[tuple[int, str, int], float] = {}
     pcs = {(g, i): ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values)))
            for g, opts in choices.items() for i, values in enumerate(opts)}
     # what does not grow with the sequences held (weights, the attention groups' buffers): once per choice
-    fixed = {(g, i): _group_memory(g, model, pc, prec, mem_opts, params, groups, 0, scenario.max_seq_len,
-                                   mtp_layers, part="fixed") for (g, i), pc in pcs.items()}
+    fixed = {(g, i): group_memory(g, model, pc, prec, mem_opts, params, groups, 0, scenario.max_seq_len,
+                                  mtp_layers, part="fixed") for (g, i), pc in pcs.items()}
     # what grows with the sequences held, per (choice, sequences held): under attention DP a small concurrency
     # still holds one sequence per replica, so several concurrencies ask for the same figure. An attention
     # choice's growing part (caches, its activation term) reads its layout, not o_proj TP
@@ -623,8 +626,8 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
             held = held_of(b, replicas) if g == "attn" else b
             grow = per_held.get((gk, held))
             if grow is None:
-                grow = per_held[(gk, held)] = _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
-                                                            scenario.max_seq_len, mtp_layers, part="batch")
+                grow = per_held[(gk, held)] = group_memory(g, model, pc, prec, mem_opts, params, groups, held,
+                                                           scenario.max_seq_len, mtp_layers, part="batch")
             mem[(g, i)] = fixed[(g, i)] + grow
         best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}
         if const_mem + sum(best.values()) > limit and b != min(space.batches):
@@ -642,86 +645,3 @@ def _redundant(model: ModelSpec, fw: FrameworkProfile, hw: Hardware, ep: int) ->
     if r is None or not model.is_moe or ep <= 1 or not hw.max_experts_per_rank:
         return r
     return r if (model.num_experts + r) / ep <= hw.max_experts_per_rank else None
-
-
-# the groups whose memory grows with the sequences a rank holds (caches, activations; EP staging buffers)
-PER_SEQUENCE_MEMORY = ("attn", "moe")
-
-
-def _attention_transient(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int,
-                         seqs: float) -> float:
-    """The attention group's activation term (memory.activation_peak_terms of the knobs it owns)."""
-    t = activation_peak_of(model, pc, opts, seq_len, seqs, GROUPS["attn"])
-    return 0.0 if t is None else t
-
-
-def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
-                  params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int,
-                  mtp_layers: int, part: str = "all") -> float:
-    """Bytes a group adds per rank: `part` "fixed" (weights, the attention groups' buffers), "batch" (what
-    grows with the `batch` sequences held) or "all". What adds up over groups: weights, caches and the attention
-    group's own activation term; the other terms, the EP staging and a communicator another group opens are
-    the layout's (Tables.view_memory). Under PP the first stage's (the most layers, the embedding), with the
-    unowned weights the tables charge beyond that stage's taken off the attention entry: a lower bound of
-    the largest stage's figure, which the per-stage constraints make exact."""
-    if pc.pp_size == 1:
-        return _stage_entry(g, model, pc, prec, opts, params, groups, batch, seq_len, mtp_layers, part)
-    from solver.estimate.pipeline import stages
-
-    first = stages(model, pc.pp_size)[0]
-    mtp = mtp_layers if first.last else 0
-    out = _stage_entry(g, first.model, pc.stage(), prec, opts, count_params(first.model), groups, batch, seq_len,
-                       mtp, part, first.absent_modules)
-    if g == "attn" and part in ("fixed", "all"):
-        out -= (_unowned_weights(model, pc.world_size, prec, opts, params, groups, mtp_layers, frozenset())
-                - _unowned_weights(first.model, pc.stage_world, prec, opts, count_params(first.model), groups, mtp,
-                                   first.absent_modules))
-    return out
-
-
-def _stage_entry(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
-                 params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int, mtp_layers: int,
-                 part: str, absent: frozenset[str] = frozenset()) -> float:
-    fixed, per_batch = part in ("fixed", "all"), part in ("batch", "all")
-    total = 0.0
-    if fixed:
-        total += _weights(g, model, pc, prec, opts, params, groups, mtp_layers, absent) + _attention_buffers(g, model, pc)
-    if g == "attn" and per_batch:
-        cache, state, seqs = _caches(model, pc, prec, batch, seq_len, mtp_layers)
-        total += cache + state + _attention_transient(model, pc, opts, seq_len, seqs)
-    return total
-
-
-def _weights(g: str | None, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
-             params: ParamReport, groups: dict[str, str | None], mtp_layers: int,
-             absent: frozenset[str] = frozenset()) -> float:
-    """The group's modules on this rank (None: the modules no knob owns), with the MTP layers' when MTP is on
-    (memory.weights_per_rank), without the modules a pipeline stage does not hold."""
-    mods = params.modules + (params.mtp if mtp_layers else ())
-    return sum(module_weight_bytes(m, model, pc, prec, opts) for m in mods
-               if m.parts and groups.get(m.name) == g and m.name not in absent)
-
-
-def _unowned_weights(model: ModelSpec, ranks: int, prec: Precision, opts: MemoryOptions, params: ParamReport,
-                     groups: dict[str, str | None], mtp_layers: int, absent: frozenset[str]) -> float:
-    """Weights no knob owns (norms, encoders, the MTP glue): replicated on every rank of a stage."""
-    return _weights(None, model, ParallelConfig(world_size=ranks), prec, opts, params, groups, mtp_layers, absent)
-
-
-def _attention_buffers(g: str, model: ModelSpec, pc: ParallelConfig) -> float:
-    """The communicator buffers the attention knobs open (charged once: memory.comm_buffers_per_rank)."""
-    if g != "attn":
-        return 0.0
-    return comm_buffers_per_rank(model, ParallelConfig(world_size=pc.world_size, attn_tp_size=pc.attn_tp_size,
-                                                       cp_size=pc.cp_size, kvp_size=pc.kvp_size,
-                                                       attn_sp_size=pc.attn_sp_size,
-                                                       o_proj_tp_size=pc.o_proj_tp_size), 0.0)
-
-
-def _caches(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: int, seq_len: int,
-            mtp_layers: int) -> tuple[float, float, float]:
-    """(KV + indexer, state, sequences per rank) of the held sequences."""
-    mtp_cache = model.num_mtp_layers if mtp_layers else 0
-    kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
-    state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
-    return kv + idx, state, seqs
