@@ -198,6 +198,7 @@ class Tables:
     # (read-only) table, looked up once instead of choice by choice
     _group_tables: dict[tuple, dict] = field(default_factory=dict)
     _at_pp: dict[tuple, list] = field(default_factory=dict)  # _choices_at, _pair_choices
+    _halves: dict[tuple, dict[int, Share]] = field(default_factory=dict)  # _half
     # one Work object per value among the works the tables cost (step_plan_of, _outside), kept for the tables'
     # life: the memos below key a work by its id (hashing a Work's six fields cost a lookup's time again)
     _works: dict[Work, Work] = field(default_factory=dict)
@@ -433,14 +434,23 @@ class Tables:
         tkey = (g, k_pre, id(w_pre), k_dec, id(w_dec), mtp)  # the tables' works (_outside): ids name them
         opts = self._group_tables.get(tkey)
         if opts is None:
-            opts = {}
-            want = (g,)
-            for j in self._choices_at(g, pp):
-                pre = self._share(self._group_pc(k_pre, g, j), w_pre, 0, want) if w_pre is not None else None
-                dec = self._share(self._group_pc(k_dec, g, j), w_dec, mtp, want) if w_dec is not None else None
-                opts[j] = (pre[g] if pre else None, dec[g] if dec else None)
+            pre, dec = self._half(g, pp, k_pre, w_pre, 0), self._half(g, pp, k_dec, w_dec, mtp)
+            opts = {j: (pre[j] if pre else None, dec[j] if dec else None) for j in self._choices_at(g, pp)}
             self._group_tables[tkey] = opts
         vc.other[g] = opts
+
+    def _half(self, g: str, pp: int, outside: tuple[int, ...], w: Work | None, mtp: int) -> dict[int, Share] | None:
+        """Group g's share of one step (`w`, None: no such step) per choice with `pp` stages beside the layout
+        `outside`: a group table is two of them, and tables that differ in one step share the other's."""
+        if w is None:
+            return None
+        hkey = (g, outside, id(w), mtp)  # the tables' works: ids name them
+        out = self._halves.get(hkey)
+        if out is None:
+            want = (g,)
+            out = self._halves[hkey] = {j: self._share(self._group_pc(outside, g, j), w, mtp, want)[g]
+                                        for j in self._choices_at(g, pp)}
+        return out
 
     def _group_pc(self, outside: tuple[int, ...], g: str, j: int) -> ParallelConfig:
         """The config group g's choice j is costed at beside the layout `outside` (_outside), memoised: every
