@@ -1,12 +1,15 @@
-"""What the planner's step sums cost on their own: record the `plan_sums` calls of one plan (group_cost.shares'
-way into estimate.step), then replay them with the estimator's caches cleared (every block costed again, as
-in a plan) and with them warm (the bookkeeping alone). Prints CPU seconds, median and minimum of the repeats,
-and whether every replayed answer equals (==) the plan's.
+"""What the planner's step shares cost on their own: record the `shares` calls of one plan (tables' way into
+group_cost, the estimator's sums beneath), then replay them with the estimator's caches cleared (every block
+costed again, as in a plan) and with them warm (the bookkeeping alone). Prints CPU seconds, median and minimum
+of the repeats, and whether every replayed answer equals (==) the plan's.
 
     python benchmarks/sums_replay.py [--model deepseek-v3.2] [--hardware atlas_a3] [--framework generic]
                                      [--world 128] [--repeats 7]
 
-Run it in two checkouts back to back to compare them (it reads only what both have)."""
+Run it in two checkouts back to back to compare them (it reads only what both have: `tables.shares`,
+`group_cost.shares`; the caches a checkout lacks are skipped). Before branch tables16 it replayed the
+`plan_sums` calls beneath the shares (21,371 at generic W=128), which the shares now skip where their kit
+already added the same sums up."""
 from __future__ import annotations
 
 import argparse
@@ -16,12 +19,12 @@ import time
 
 from solver.api import run_solve
 from solver.estimate import compute, step
-from solver.plan import group_cost
+from solver.plan import group_cost, tables
 from solver.specs.scenario import Scenario
 
-# the estimator's caches the sums path fills (those a checkout lacks are skipped)
+# the estimator's caches the share path fills (those a checkout lacks are skipped)
 _CACHES = ((step, "_SUMS_CACHE"), (step, "_KITS"), (step, "_BLOCK_CACHE"), (step, "_DECODE_LAYOUTS"),
-           (step, "_DP_LAYOUTS"), (compute, "_COLLECTIVES"))
+           (step, "_DP_LAYOUTS"), (compute, "_COLLECTIVES"), (group_cost, "_OWNED"))
 
 
 def _clear() -> None:
@@ -38,20 +41,20 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     a = ap.parse_args()
     calls = []
-    record = group_cost.plan_sums
+    record = tables.shares
 
-    def capture(*args):
-        out = record(*args)
-        calls.append((args, out))
+    def capture(*args, **kwargs):
+        out = record(*args, **kwargs)
+        calls.append((args, kwargs, out))
         return out
 
-    group_cost.plan_sums = capture
+    tables.shares = capture
     run_solve(a.model, a.hardware, a.world, Scenario(kind="balanced", isl=4096, osl=256), a.framework,
               "int8" if a.hardware.startswith("atlas") else None, explain_binding=False)
-    group_cost.plan_sums = record
+    tables.shares = record
     gc.disable()  # as the planner runs them
     _clear()
-    equal = all(step.plan_sums(*args) == out for args, out in calls)
+    equal = all(group_cost.shares(*args, **kwargs) == out for args, kwargs, out in calls)
 
     def timed(cold: bool) -> list[float]:
         out = []
@@ -59,13 +62,13 @@ def main() -> None:
             if cold:
                 _clear()
             t = time.process_time()
-            for args, _ in calls:
-                step.plan_sums(*args)
+            for args, kwargs, _ in calls:
+                group_cost.shares(*args, **kwargs)
             out.append(time.process_time() - t)
         return out
 
     cold, warm = timed(True), timed(False)
-    print(f"{a.model} {a.hardware} {a.framework} W={a.world}: {len(calls)} plan_sums calls, answers equal: {equal}")
+    print(f"{a.model} {a.hardware} {a.framework} W={a.world}: {len(calls)} shares calls, answers equal: {equal}")
     print(f"caches cleared: median {statistics.median(cold):.3f} min {min(cold):.3f} CPU s; "
           f"warm: median {statistics.median(warm):.3f} min {min(warm):.3f} CPU s")
 

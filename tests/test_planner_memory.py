@@ -10,13 +10,15 @@ import pytest
 from ortools.sat.python import cp_model
 
 from solver.estimate.compute import factors_for
-from solver.estimate.memory import MemoryOptions, activation_peak, activation_peak_terms
+from solver.estimate.memory import MemoryOptions, activation_peak, activation_peak_of, activation_peak_terms
+from solver.estimate.params import count_params
 from solver.plan import cpsat
-from solver.plan.tables import GROUPS, assumed_memory, build_tables
+from solver.plan.memory_rows import group_memory
+from solver.plan.tables import GROUPS, assumed_memory, build_tables, module_groups
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
-from solver.specs.model_catalog import load_model
+from solver.specs.model_catalog import list_models, load_model
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import resolve_precision
 from solver.specs.scenario import Scenario
@@ -53,6 +55,44 @@ def test_activation_peak_is_the_largest_of_its_terms() -> None:
     terms = activation_peak_terms(m, pc, MemoryOptions(), 32768, 4.0)
     assert set(terms) == {"attn_tp_size", "dense_tp_size", "moe_tp_size", "lmhead_tp_size"}
     assert activation_peak(m, pc, MemoryOptions(), 32768, 4.0) == max(terms.values())
+
+
+# the catalog: every kind of attention block (MLA + DSA, GQA, sliding window, linear, Mamba, compressed)
+MODELS = [names[0] for _, names in list_models()]
+KNOB_SETS = [GROUPS["attn"], ("dense_tp_size",), ("moe_tp_size", "redundant_experts"), ("lmhead_tp_size",),
+             ("embed_tp_size",), ("attn_tp_size", "lmhead_tp_size")]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_peak_of_some_knobs_is_the_largest_of_their_terms(name: str) -> None:
+    """activation_peak_of (what the planner's memory rows ask) is the largest of activation_peak_terms' terms of
+    those knobs, exactly, and None when no term is theirs."""
+    m = load_model(name)
+    for pc in (ParallelConfig(world_size=16), ParallelConfig(world_size=16, attn_tp_size=2, cp_size=2, moe_tp_size=4,
+                                                             dense_tp_size=8, lmhead_tp_size=4),
+               ParallelConfig(world_size=32, attn_tp_size=4, attn_sp_size=2, lmhead_tp_size=16, pp_size=2).stage()):
+        for seq_len, seqs in ((32768, 4.0), (4096, 1.0), (1024, 37.5)):
+            terms = activation_peak_terms(m, pc, MemoryOptions(), seq_len, seqs)
+            for knobs in KNOB_SETS:
+                mine = [v for k, v in terms.items() if k in knobs]
+                got = activation_peak_of(m, pc, MemoryOptions(), seq_len, seqs, knobs)
+                assert got == (max(mine) if mine else None), (name, pc.key(), knobs)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_attention_entrys_growing_part_reads_no_o_proj_tp(name: str) -> None:
+    """build_tables computes an attention choice's growing memory (caches, its activation term) once per layout
+    and lends it to the layout's other o_proj TP values: that needs the figure not to read o_proj TP."""
+    m = load_model(name)
+    prec = resolve_precision(m, load_hardware("h100_sxm"))
+    params = count_params(m)
+    groups = module_groups(params)
+    for tp, cp, kvp, sp, pp in ((1, 1, 1, 1, 1), (2, 1, 1, 1, 1), (1, 2, 1, 1, 1), (1, 1, 4, 1, 1), (2, 1, 1, 2, 2)):
+        got = {group_memory("attn", m, ParallelConfig(world_size=16, attn_tp_size=tp, cp_size=cp, kvp_size=kvp,
+                                                       attn_sp_size=sp, pp_size=pp, o_proj_tp_size=op),
+                            prec, MemoryOptions(), params, groups, held, 32768, 1, part="batch")
+               for op in (1, 2, 4, 8) for held in (8,)}
+        assert len(got) == 1, (name, tp, cp, kvp, sp, pp, got)
 
 
 PP_CASES = [("deepseek-v3", "h200_sxm", "generic", 16, "serving", 4096, 1),  # PP, MTP on the last stage

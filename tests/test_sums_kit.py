@@ -7,10 +7,13 @@ import dataclasses
 
 import pytest
 
-from solver.estimate import comm
+from solver.estimate import comm, step
+from solver.estimate.params import count_params
 from solver.estimate.compute import Kit, SumsKit, Work, collective, collective_s, factors_for, kit_head_ops
 from solver.estimate.step import (_head_colls, _light_module_sums, _light_sums, _records, block_sums, head_comms,
                                   head_ops, kit_head_comms, module_sums)
+from solver.plan import group_cost
+from solver.plan.tables import module_groups
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import list_models, load_model
 from solver.specs.parallel import ParallelConfig
@@ -143,3 +146,63 @@ def test_block_sums_are_kept_per_kit() -> None:
             assert s == module_sums(*_records(b, kit))
             got.add(s)
     assert len(got) == len(_configs(m)) * len(WORKS)
+
+
+
+def _fresh_shares(*args):
+    """group_cost.shares with every sums cache emptied first (nothing remembered)."""
+    step._KITS.clear()
+    step._DECODE_LAYOUTS.clear()
+    step._DP_LAYOUTS.clear()
+    return group_cost.shares(*args)
+
+
+def test_shares_kept_per_kit_are_each_configs_own() -> None:
+    """shares keeps its answer in the kit's store per recipe (stages, groups, want, question): a CP config's
+    decode step and the DP config it decodes as (one kit) get the answer each gets alone, from nothing
+    cached; another want, question or group map under the same kit gets its own."""
+    m, h = load_model("deepseek-v3.2"), HW["atlas"]
+    prec, f = resolve_precision(m, h, weight_dtype="int8"), factors_for(h)
+    groups = module_groups(count_params(m))
+    other = {k: ("moe" if v == "dense" else v) for k, v in groups.items()}  # shared experts under the MoE group
+    cp = ParallelConfig(world_size=16, cp_size=4, moe_tp_size=2, dense_tp_size=2)
+    w = Work("decode", 2.0, 4224.0, 2.0, 2.0)  # two sequences on a CP4 group: two ranks decode one each
+    dp, dp_w = step.decode_layout(cp, w)
+    assert dp.key() != cp.key() and dp_w != w
+    asks = [(0, groups, ("attn",), True), (1, groups, ("moe",), False), (1, groups, ("dense",), False),
+            (1, other, ("moe",), False), (1, groups, ("dense", "moe"), False), (0, groups, ("lmhead",), False)]
+    alone = [_fresh_shares(m, h, dp, prec, f, dp_w, *a) for a in asks]
+    _fresh_shares(m, h, cp, prec, f, w, *asks[0])
+    for a, expect in zip(asks, alone):  # under the kit the first ask made: each recipe its own answer
+        assert group_cost.shares(m, h, cp, prec, f, w, *a) == expect, a
+        assert group_cost.shares(m, h, dp, prec, f, dp_w, *a) == expect, a
+    assert alone[1] != alone[3] and alone[1]["moe"] != alone[2]["dense"]
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3.2", "qwen3-30b-a3b", "llama-3.1-70b", "qwen3.5-35b-a3b"])
+def test_module_sums_add_as_the_step_cost_adds(name: str) -> None:
+    """module_sums (the SumsKit's additions, their one home) gives each module's seconds exactly as
+    StepCost.by_module adds the same records (ops first, then collectives, each in order), and its kernel
+    overhead as the running sum of the ops' overhead_s."""
+    from solver.estimate.step import StepCost
+
+    m = load_model(name)
+    h = HW["atlas"] if "deepseek" in name else HW["h200"]
+    prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
+    f = factors_for(h)
+    for pc in _configs(m):
+        for w in WORKS:
+            kit = Kit(h, pc, prec, f, w)
+            records = [_records(b, kit) for b, _ in m.block_groups]
+            records.append((head_ops(m, h, pc, prec, f, w), head_comms(m, h, pc, f, w)))
+            for ops, comms in records:
+                got = module_sums(ops, comms)
+                rows = StepCost(list(ops), list(comms)).by_module()
+                assert [mod for mod, _, _ in got] == list(rows)
+                for mod, t, k in got:
+                    assert t == rows[mod]["time_s"], (name, mod)
+                    ref = 0.0
+                    for o in ops:
+                        if o.module == mod:
+                            ref += o.overhead_s
+                    assert k == ref, (name, mod)

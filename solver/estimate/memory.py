@@ -237,6 +237,13 @@ def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequen
     each part (Block.activation_knob; the logits: lmhead_tp_size): the residual stream plus the largest
     intermediate of those blocks. Layers run one after another, so the peak is the largest term
     (activation_per_rank); the planner constrains each term on its own (plan.tables.StageMemory)."""
+    return _terms(model, pc, tokens, sequences, None)
+
+
+def _terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float,
+           knobs: frozenset[str] | tuple[str, ...] | None) -> dict[str, float]:
+    """activation_terms, only the terms of `knobs` (None: all): the same blocks in the same order, the others
+    not evaluated (the planner's memory rows ask for one group's terms per choice)."""
     h = model.hidden_size
     act_b = 2  # activations held in bf16 between kernels
     t = tokens / pc.token_shards  # tokens a rank computes attention for
@@ -245,9 +252,11 @@ def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequen
     for layer, _ in model.layer_groups:
         for b in layer.blocks:
             k = b.activation_knob
-            largest[k] = max(largest.get(k, 0.0), b.activation(pc, tokens))
-    logits = max(sequences, 1.0) * model.vocab_size / pc.lmhead_tp_size * 4
-    largest["lmhead_tp_size"] = max(largest.get("lmhead_tp_size", 0.0), logits)
+            if knobs is None or k in knobs:
+                largest[k] = max(largest.get(k, 0.0), b.activation(pc, tokens))
+    if knobs is None or "lmhead_tp_size" in knobs:
+        logits = max(sequences, 1.0) * model.vocab_size / pc.lmhead_tp_size * 4
+        largest["lmhead_tp_size"] = max(largest.get("lmhead_tp_size", 0.0), logits)
     return {k: residual + v for k, v in largest.items()}
 
 
@@ -266,9 +275,21 @@ def activation_peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOpti
                           seqs: float) -> dict[str, float]:
     """activation_terms at the larger of a prefill chunk and a decode step of `seqs` sequences, term by term
     (the max over phases of the max over terms is the max over terms of the max over phases)."""
+    return _peak_terms(model, pc, opts, seq_len, seqs, None)
+
+
+def activation_peak_of(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float,
+                       knobs: frozenset[str] | tuple[str, ...]) -> float | None:
+    """The largest of activation_peak_terms' terms sized by one of `knobs` (None: no block's term is), without
+    evaluating the other terms."""
+    return max(_peak_terms(model, pc, opts, seq_len, seqs, knobs).values(), default=None)
+
+
+def _peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float,
+                knobs: frozenset[str] | tuple[str, ...] | None) -> dict[str, float]:
     chunk = prefill_chunk(opts, seq_len, seqs)
-    pre = activation_terms(model, pc, chunk, max(1.0, chunk / max(seq_len, 1)))
-    dec = activation_terms(model, pc, seqs, seqs)
+    pre = _terms(model, pc, chunk, max(1.0, chunk / max(seq_len, 1)), knobs)
+    dec = _terms(model, pc, seqs, seqs, knobs)
     return {k: max(pre.get(k, 0.0), dec.get(k, 0.0)) for k in pre.keys() | dec.keys()}
 
 

@@ -240,15 +240,11 @@ ModuleSums = tuple[tuple[str, float, float], ...]
 
 def module_sums(ops: list[OpCost], comms: list[CommCost]) -> ModuleSums:
     """(module, seconds on the step's critical path, kernel overhead seconds) of every module in the records,
-    in the order the records first name them, each the running sum over its records (as by_module adds)."""
-    acc: dict[str, list[float]] = {}
-    for o in ops:
-        a = acc.setdefault(o.module, [0.0, 0.0])
-        a[0] += o.time_s
-        a[1] += o.overhead_s
-    for c in comms:
-        acc.setdefault(c.module, [0.0, 0.0])[0] += c.exposed_s
-    return tuple((m, a[0], a[1]) for m, a in acc.items())
+    in the order the records first name them, each the running sum over its records (as by_module adds): the
+    records read as a SumsKit's tuples and summed by _light_module_sums, the one home of these additions
+    (an OpCost's time_s is op_time_s of its parts, a CommCost's exposed_s its exposed seconds)."""
+    return _light_module_sums([(o.name, o.module, o.compute_s, o.memory_s, o.overhead_s) for o in ops],
+                              [(c.module, c.exposed_s) for c in comms])
 
 
 # Per-module sums per (block or head, kit), for the planner's tables: they add sums, never read a record, so
@@ -282,7 +278,9 @@ def _light_sums(block, kit: SumsKit) -> ModuleSums:
 
 
 def _light_module_sums(ops: list[tuple], comms: list[tuple]) -> ModuleSums:
-    """module_sums of a SumsKit's records: the same additions in the same order."""
+    """module_sums of a SumsKit's records, ops (name, module, compute s, memory s, overhead s) and collectives
+    (module, exposed s): per module in the order first named, the running sums of op_time_s and overhead over
+    the ops, then of the exposed seconds over the collectives."""
     acc: dict[str, list[float]] = {}
     for _, module, compute, memory, overhead in ops:
         a = acc.get(module)
@@ -430,8 +428,19 @@ def sums_plan(stages: list[tuple[ModelSpec, int]], attention_only: bool, modules
 def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work
               ) -> list[list[tuple[ModuleSums, float, bool]]]:
     """stages_sums of a SumsPlan at one config and work."""
+    return kit_plan_sums(plan, *plan_kit(hw, pc, prec, f, w))
+
+
+def plan_kit(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work) -> tuple[SumsKit, dict]:
+    """The sums kit a step of `w` at `pc` is costed under (its decode layout) and the kit's store of sums
+    (_KITS): one per (hardware, precision, factors, config values, work), so a caller may keep what it derives
+    from the kit's sums in the store too (group_cost.shares)."""
     pc, w = decode_layout(pc, w)
-    kit, store = _kit_sums(hw, pc, prec, f, w, pc.key())
+    return _kit_sums(hw, pc, prec, f, w, pc.key())
+
+
+def kit_plan_sums(plan: SumsPlan, kit: SumsKit, store: dict) -> list[list[tuple[ModuleSums, float, bool]]]:
+    """plan_sums under a kit from plan_kit."""
     sums = [_sums_of(store, block, kit) for block in plan.blocks]
     out = []
     for model, mtp_layers, chunks in plan.stages:

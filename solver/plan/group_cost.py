@@ -12,11 +12,12 @@ pairwise table. tests/test_planner_exact.py checks the sums against step_cost on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 from operator import add as _add, sub as _sub
 
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
-from solver.estimate.step import SumsPlan, micro_work, plan_sums, sums_plan
+from solver.estimate.step import SumsPlan, kit_plan_sums, micro_work, plan_kit, sums_plan
 from solver.memo import IdentityMemo
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -26,19 +27,31 @@ from solver.specs.precision import Precision
 NONE = "none"  # the pseudo-group of modules no knob owns (norms, encoders): costed once per layout
 
 
-@dataclass(frozen=True)
-class Share:
+class Share(NamedTuple):
     """A group's GPU seconds and kernel overhead seconds (kernels x kernel_overhead_s, how the step-cost model
-    counts launches) on each distinct stage of one step, before the pipeline's slots (1 stage without PP)."""
+    counts launches) on each distinct stage of one step, before the pipeline's slots (1 stage without PP).
+    A named tuple (was a frozen dataclass: the same fields, equality and hash): the bounds add ~90K of them per
+    plan, and a tuple is built in a third of a dataclass's time."""
 
     gpu_s: tuple[float, ...]
     launch_s: tuple[float, ...]
 
-    def __add__(self, other: "Share") -> "Share":
-        return Share(tuple(map(_add, self.gpu_s, other.gpu_s)), tuple(map(_add, self.launch_s, other.launch_s)))
+    def __add__(self, other: "Share") -> "Share":  # type: ignore[override]
+        g, h, k, m = self[0], other[0], self[1], other[1]
+        n = len(g)
+        # one or two distinct stages (no PP, or a pipeline's two kinds of stage) spelled out: twice as fast
+        # as map, the same sums
+        if n == 1:
+            return _new(Share, ((g[0] + h[0],), (k[0] + m[0],)))
+        if n == 2:
+            return _new(Share, ((g[0] + h[0], g[1] + h[1]), (k[0] + m[0], k[1] + m[1])))
+        return _new(Share, (tuple(map(_add, g, h)), tuple(map(_add, k, m))))
 
     def __sub__(self, other: "Share") -> "Share":
-        return Share(tuple(map(_sub, self.gpu_s, other.gpu_s)), tuple(map(_sub, self.launch_s, other.launch_s)))
+        return _new(Share, (tuple(map(_sub, self[0], other[0])), tuple(map(_sub, self[1], other[1]))))
+
+
+_new = tuple.__new__
 
 
 @dataclass(frozen=True)
@@ -75,29 +88,74 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
            attention_only: bool = False) -> dict[str, Share]:
     """The shares of the groups in `want` (NONE: unowned modules) at `pc`, one step of `w`. Each group's own
     knobs are read from `pc`; `attention_only` costs the mixers alone (the attention group's choices)."""
-    plan, absents = _share_plan(model, pc.pp_size, mtp_layers, groups, want, attention_only, w.phase)
+    recipe = _share_plan(model, pc.pp_size, mtp_layers, groups, want, attention_only, w.phase)
     if pc.pp_size == 1:
         spc, sw = pc, w
     else:  # every stage runs the same stage config on the same microbatch: their sums in one pass
         spc, sw = pc.stage(), micro_work(pc.pp_size, w)[1]
-    each = plan_sums(plan, hw, spc, prec, f, sw)
+    kit, store = plan_kit(hw, spc, prec, f, sw)
+    # configs whose steps run under one kit (CP's decode layout, the stage of several pipelines) add the same
+    # sums: the answer is kept in the kit's store, per recipe (held there, so its id names it)
+    hit = store.get(("shares", id(recipe)))
+    if hit is not None:
+        return hit[1]
+    out = _add_up(kit_plan_sums(recipe[0], kit, store), recipe[1], groups, want)
+    store[("shares", id(recipe))] = (recipe, out)
+    return out
+
+
+def _add_up(each: list, owners: tuple[dict, ...], groups: dict[str, str | None], want: tuple[str, ...]
+            ) -> dict[str, Share]:
+    """The shares of `want` from each stage's (module sums, times repeated, draft) chunks."""
+    # module by module, in the records' order: the same additions (and roundings) as step_cost's
+    if len(want) == 1:  # one group (all but the dense x MoE pairs): its running sums in two floats per stage
+        gpu, launch = [], []
+        for chunks, owner in zip(each, owners):
+            t_acc = k_acc = 0.0
+            for sums, n, _ in chunks:
+                for module, t, k in sums:
+                    gi = owner.get(module, _MISS)
+                    if gi is _MISS:
+                        gi = _owner(owner, module, groups, want)
+                    if gi is None:
+                        continue
+                    t_acc += t * n
+                    k_acc += k * n
+            gpu.append(t_acc)
+            launch.append(k_acc)
+        return {want[0]: Share(tuple(gpu), tuple(launch))}
     n_st = len(each)
-    per: dict[str, list[list[float]]] = {g: [[0.0] * n_st, [0.0] * n_st] for g in want}
-    for s, chunks in enumerate(each):
-        absent = absents[s]
+    per = [([0.0] * n_st, [0.0] * n_st) for _ in want]
+    for s, (chunks, owner) in enumerate(zip(each, owners)):
         for sums, n, _ in chunks:
-            # module by module, in the records' order: the same additions (and roundings) as step_cost's
-            for g, t, k in _owned(sums, groups, want, absent):
-                acc = per[g]
+            for module, t, k in sums:
+                gi = owner.get(module, _MISS)
+                if gi is _MISS:
+                    gi = _owner(owner, module, groups, want)
+                if gi is None:
+                    continue
+                acc = per[gi]
                 acc[0][s] += t * n
                 acc[1][s] += k * n
-    return {g: Share(tuple(v[0]), tuple(v[1])) for g, v in per.items()}
+    return {g: Share(tuple(v[0]), tuple(v[1])) for g, v in zip(want, per)}
+
+
+_MISS = object()
+
+
+def _owner(owner: dict, module: str, groups: dict[str, str | None], want: tuple[str, ...]) -> int | None:
+    """Which of `want` owns a module the stage's map has not met (None: none, or the stage lacks it); kept in
+    the map. The maps start with only the stage's absent modules, so every module is looked up once."""
+    g = groups.get(module) or NONE
+    gi = owner[module] = want.index(g) if g in want else None
+    return gi
 
 
 def _share_plan(model: ModelSpec, pp: int, mtp_layers: int, groups: dict[str, str | None], want: tuple[str, ...],
-                attention_only: bool, phase: str) -> tuple[SumsPlan, tuple[frozenset[str], ...]]:
-    """What shares adds up for these stages and groups (step.SumsPlan), and each distinct stage's absent
-    modules, once per (model, stage count, MTP passes, groups, want, question, phase)."""
+                attention_only: bool, phase: str) -> tuple[SumsPlan, tuple[dict, ...]]:
+    """What shares adds up for these stages and groups (step.SumsPlan), and per distinct stage a map module ->
+    index in `want` of its owner (None: not wanted, or the stage lacks it; filled as modules are met), once
+    per (model, stage count, MTP passes, groups, want, question, phase)."""
     def build():
         modules = _wanted_modules(groups, want)
         if pp == 1:
@@ -105,25 +163,12 @@ def _share_plan(model: ModelSpec, pp: int, mtp_layers: int, groups: dict[str, st
         else:
             stages = [(st.model, mtp_layers if st.last else 0, st.absent_modules) for st in pipeline.distinct_stages(model, pp)]
         plan = sums_plan([(sm, mtp) for sm, mtp, _ in stages], attention_only, modules, phase)
-        return plan, tuple(a for _, _, a in stages)
+        return plan, tuple(dict.fromkeys(a) for _, _, a in stages)
 
     return _PLANS.get((model, groups), (pp, mtp_layers, want, attention_only, phase), build)
 
 
 _PLANS = IdentityMemo(4096)
-
-
-# _owned per (sums object, groups object, want, absent): the cached sums objects recur across shares
-_OWNED = IdentityMemo(200_000)
-
-
-def _owned(sums: tuple, groups: dict[str, str | None], want: tuple[str, ...], absent: frozenset[str]
-           ) -> tuple[tuple[str, float, float], ...]:
-    """(group, seconds, kernel seconds) of the modules in `sums` that a group in `want` owns and the stage
-    holds, in the sums' order."""
-    return _OWNED.get((sums, groups), (want, absent), lambda: tuple(
-        (g, t, k) for module, t, k in sums
-        for g in ((groups.get(module) or NONE),) if g in want and module not in absent))
 
 
 _WANTED: dict[tuple[int, tuple[str, ...]], tuple[dict, frozenset[str]]] = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from solver.estimate.compute import Factors, Work
@@ -27,21 +27,24 @@ from solver.estimate.memory import (
     MemoryOptions,
     MemoryReport,
     memory_per_rank,
-    activation_peak_terms,
+    activation_peak_of,
     memory_limit,
-    cache_per_rank,
-    comm_buffers_per_rank,
     comm_groups,
     ep_staging_bytes,
-    module_weight_bytes,
     staging_tokens,
-    state_per_rank,
 )
 from solver.estimate.params import ParamReport, count_params
 from solver.estimate.serving import Workload
 from solver.estimate.step import block_modules, decode_layout
 from solver.memo import IdentityMemo
 from solver.plan.group_cost import NONE, Pipeline, Share, pipeline_of, shares
+from solver.plan.memory_rows import (
+    PER_SEQUENCE_MEMORY,
+    attention_transient,
+    group_memory,
+    stage_entry,
+    unowned_weights,
+)
 from solver.space.domains import Space, redundant_for
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -81,7 +84,12 @@ def held_sequences(batch: int, pc: ParallelConfig) -> int:
     """Sequences a configuration must have room for at concurrency `batch`: every replica the busiest one's
     C_r = ceil(B / replicas), so the running batch stays at C_r, as the serving figures assume
     (figures.step_plan)."""
-    return math.ceil(batch / pc.attn_replicas) * pc.attn_replicas
+    return held_of(batch, pc.attn_replicas)
+
+
+def held_of(batch: int, replicas: int) -> int:
+    """held_sequences of a configuration with `replicas` attention replicas."""
+    return math.ceil(batch / replicas) * replicas
 
 
 def assumed_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, scenario: Scenario,
@@ -177,7 +185,7 @@ class Tables:
     mtp_layers: int = 0  # MTP layers whose weights and caches the deployment holds (0: MTP off)
     _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
     _view_memory: dict[tuple[int, tuple], ViewMemory] = field(default_factory=dict)
-    _shares: IdentityMemo = field(default_factory=lambda: IdentityMemo(_TABLE_MEMO))
+    _shares: dict[tuple, tuple[Work, dict[str, Share]]] = field(default_factory=dict)
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
@@ -189,6 +197,11 @@ class Tables:
     # what they are costed at (_outside, the works): concurrencies and layouts that coincide there share one
     # (read-only) table, looked up once instead of choice by choice
     _group_tables: dict[tuple, dict] = field(default_factory=dict)
+    _at_pp: dict[tuple, list] = field(default_factory=dict)  # _choices_at, _pair_choices
+    _halves: dict[tuple, dict[int, Share]] = field(default_factory=dict)  # _half
+    # one Work object per value among the works the tables cost (step_plan_of, _outside), kept for the tables'
+    # life: the memos below key a work by its id (hashing a Work's six fields cost a lookup's time again)
+    _works: dict[Work, Work] = field(default_factory=dict)
 
     def config(self, picks: dict[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -232,9 +245,23 @@ class Tables:
                attention_only: bool = False) -> dict[str, Share] | None:
         if w is None:
             return None
-        # keyed by the config object (the tables' own, from _pc: one per knob values)
-        return self._shares.get((pc,), (w, mtp, want, attention_only), lambda: shares(
-            self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only))
+        # keyed by the config object's id: the tables' own (from _pc, one per knob values), which _pcs keeps
+        # alive as long as the tables, so an id names one config (a plain dict: ~65K lookups a plan)
+        # alive as long as the tables, so an id names one config; `w` by its id too, held in the entry (the
+        # tables' works are one object per value: _work)
+        key = (id(pc), id(w), mtp, want, attention_only)
+        hit = self._shares.get(key)
+        if hit is not None and hit[0] is w:
+            return hit[1]
+        if len(self._shares) >= _TABLE_MEMO:
+            self._shares.clear()
+        out = shares(self.model, self.hw, pc, self.prec, self.f, w, mtp, self.groups, want, attention_only)
+        self._shares[key] = (w, out)
+        return out
+
+    def _work(self, w: Work | None) -> Work | None:
+        """The tables' one object of work `w`'s value."""
+        return None if w is None else self._works.setdefault(w, w)
 
     def _none(self, pc: ParallelConfig, w: Work | None, mtp: int, pipe: Pipeline | None = None
               ) -> dict[str, Share] | None:
@@ -260,8 +287,11 @@ class Tables:
         """The steps layout `key` runs at concurrency b (nothing costed yet)."""
         sp = self._plans.get((b, key))
         if sp is None:
-            sp = self._plans[(b, key)] = step_plan(self.model, self._layout_pc(key), self.f,
-                                                   Workload.for_scenario(self.scenario, b))
+            sp = step_plan(self.model, self._layout_pc(key), self.f, Workload.for_scenario(self.scenario, b))
+            pre, dec = self._work(sp.pre_work), self._work(sp.dec_work)
+            if pre is not sp.pre_work or dec is not sp.dec_work:  # the same values, the tables' objects
+                sp = replace(sp, pre_work=pre, dec_work=dec)
+            self._plans[(b, key)] = sp
         return sp
 
     def view_memory(self, b: int, key: tuple[int, ...]) -> ViewMemory:
@@ -298,10 +328,10 @@ class Tables:
         comm_free = []
         for i in self.layouts()[key]:
             pc = on_stage(self._pc(dict(zip(GROUPS["attn"], self.choices["attn"][i]))))
-            attn_transient[i] = _attention_transient(model, pc, opts, seq_len, seqs)
+            attn_transient[i] = attention_transient(model, pc, opts, seq_len, seqs)
             if base is not None:
-                base.setdefault("attn", {})[i] = _stage_entry("attn", model, pc, self.prec, opts, params, self.groups,
-                                                              held, seq_len, mtp, "all", absent)
+                base.setdefault("attn", {})[i] = stage_entry("attn", model, pc, self.prec, opts, params, self.groups,
+                                                             held, seq_len, mtp, "all", absent)
             if not any(v > 1 for v in comm_groups(pc)):
                 comm_free.append(i)
         terms: dict[str, dict[int, float]] = {}
@@ -315,18 +345,18 @@ class Tables:
                     continue
                 pc = on_stage(self._layout_pc(key, **dict(zip(GROUPS[g][:-1], c[:-1]))))
                 if base is not None:
-                    base.setdefault(g, {})[j] = _stage_entry(g, model, pc, self.prec, opts, params, self.groups,
-                                                             held, seq_len, mtp, "all", absent)
-                t = [v for k, v in activation_peak_terms(model, pc, opts, seq_len, seqs).items() if k in owned]
-                if t:
-                    terms.setdefault(g, {})[j] = max(t)
+                    base.setdefault(g, {})[j] = stage_entry(g, model, pc, self.prec, opts, params, self.groups,
+                                                            held, seq_len, mtp, "all", absent)
+                t = activation_peak_of(model, pc, opts, seq_len, seqs, owned)
+                if t is not None:
+                    terms.setdefault(g, {})[j] = t
                 if g == "moe":
                     staging[j] = ep_staging_bytes(model, pc, staging_tokens(opts, pc, seq_len, seqs))
                 if any(v > 1 for v in comm_groups(pc)):
                     comm_open[g] = comm_open.get(g, ()) + (j,)
         limit = self.memory_limit_bytes - (self.const_memory_bytes if st is None else
-                                           _unowned_weights(model, self.world // pp, self.prec, opts, params,
-                                                            self.groups, mtp, absent))
+                                           unowned_weights(model, self.world // pp, self.prec, opts, params,
+                                                           self.groups, mtp, absent))
         return StageMemory(limit, base, attn_transient, terms, staging, tuple(comm_free), comm_open)
 
     def memory_of(self, b: int, picks: dict[str, int]) -> float:
@@ -361,7 +391,7 @@ class Tables:
             mtp = sp.mtp_layers
             pre_pipe = self._pipeline(rep, sp.pre_work) if sp.pre_work else None
             dec_pipe = self._pipeline(rep, sp.dec_work) if sp.dec_work else None
-            tkey = ("attn", key, sp.pre_work, sp.dec_work, mtp)
+            tkey = ("attn", key, id(sp.pre_work), id(sp.dec_work), mtp)  # the tables' works: ids name them
             attn = self._group_tables.get(tkey)
             if attn is None:
                 none_pre = self._none(rep, sp.pre_work, 0, pre_pipe)
@@ -391,6 +421,7 @@ class Tables:
             if pp > 1:
                 return key, w
             pc, w = decode_layout(self._layout_pc(key), w)
+            w = self._work(w)
             tp, cp, kvp, sp = pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size
         return (tp, 1, cp * kvp * sp, 1, pp), w
 
@@ -400,19 +431,26 @@ class Tables:
             return
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
         (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
-        tkey = (g, k_pre, w_pre, k_dec, w_dec, mtp)
+        tkey = (g, k_pre, id(w_pre), k_dec, id(w_dec), mtp)  # the tables' works (_outside): ids name them
         opts = self._group_tables.get(tkey)
         if opts is None:
-            opts = {}
-            want = (g,)
-            for j, c in enumerate(self.choices[g]):
-                if c[-1] != pp:
-                    continue
-                pre = self._share(self._group_pc(k_pre, g, j), w_pre, 0, want) if w_pre is not None else None
-                dec = self._share(self._group_pc(k_dec, g, j), w_dec, mtp, want) if w_dec is not None else None
-                opts[j] = (pre[g] if pre else None, dec[g] if dec else None)
+            pre, dec = self._half(g, pp, k_pre, w_pre, 0), self._half(g, pp, k_dec, w_dec, mtp)
+            opts = {j: (pre[j] if pre else None, dec[j] if dec else None) for j in self._choices_at(g, pp)}
             self._group_tables[tkey] = opts
         vc.other[g] = opts
+
+    def _half(self, g: str, pp: int, outside: tuple[int, ...], w: Work | None, mtp: int) -> dict[int, Share] | None:
+        """Group g's share of one step (`w`, None: no such step) per choice with `pp` stages beside the layout
+        `outside`: a group table is two of them, and tables that differ in one step share the other's."""
+        if w is None:
+            return None
+        hkey = (g, outside, id(w), mtp)  # the tables' works: ids name them
+        out = self._halves.get(hkey)
+        if out is None:
+            want = (g,)
+            out = self._halves[hkey] = {j: self._share(self._group_pc(outside, g, j), w, mtp, want)[g]
+                                        for j in self._choices_at(g, pp)}
+        return out
 
     def _group_pc(self, outside: tuple[int, ...], g: str, j: int) -> ParallelConfig:
         """The config group g's choice j is costed at beside the layout `outside` (_outside), memoised: every
@@ -425,31 +463,47 @@ class Tables:
                                                         **dict(zip(GROUPS[g][:-1], c[:-1])))
         return pc
 
+    def _choices_at(self, g: str, pp: int) -> list[int]:
+        """Group g's choices (indices) with `pp` stages, in the choices' order (once per group and stage count:
+        every fill of a group reads them)."""
+        out = self._at_pp.get((g, pp))
+        if out is None:
+            out = self._at_pp[(g, pp)] = [j for j, c in enumerate(self.choices[g]) if c[-1] == pp]
+        return out
+
+    def _pair_choices(self, pp: int) -> list[tuple[int, int, int, dict[str, int]]]:
+        """The (dense, MoE) choices with `pp` stages that may share the fused all-reduce (the same TP degree,
+        above 1), dense-major as the pairs are filled: (dense index, MoE index, TP degree, their knobs)."""
+        out = self._at_pp.get(("pairs", pp))
+        if out is None:
+            out = self._at_pp[("pairs", pp)] = [
+                (jd, jm, cd[0], {"dense_tp_size": cd[0], "moe_tp_size": cm[0], "redundant_experts": cm[1]})
+                for jd in self._choices_at("dense", pp) for cd in (self.choices["dense"][jd],)
+                for jm in self._choices_at("moe", pp) for cm in (self.choices["moe"][jm],)
+                if cd[0] == cm[0] and cd[0] != 1]
+        return out
+
     def _fill(self, vc: ViewCosts, key: tuple[int, ...]) -> None:
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
         (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
         for g in FILL_ORDER:
             self.fill_group(vc, key, g)
         # the one cross-group term: dense and MoE at the same TP degree may share a collective
-        tkey = ("pairs", k_pre, w_pre, k_dec, w_dec, mtp)
+        tkey = ("pairs", k_pre, id(w_pre), k_dec, id(w_dec), mtp)
         pairs = self._group_tables.get(tkey)
         if pairs is not None:
             vc.pairs = pairs
         elif "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
             self._group_tables[tkey] = vc.pairs
-            for jd, cd in enumerate(self.choices["dense"]):
-                for jm, cm in enumerate(self.choices["moe"]):
-                    if cd[-1] != pp or cm[-1] != pp or cd[0] != cm[0] or cd[0] == 1:
-                        continue
-                    knobs = {"dense_tp_size": cd[0], "moe_tp_size": cm[0], "redundant_experts": cm[1]}
-                    both = [self._share(self._layout_pc(_beside(k, cd[0], self.world), **knobs), w, m, ("dense", "moe"))
-                            for k, w, m in ((k_pre, w_pre, 0), (k_dec, w_dec, mtp))]
-                    sep = [vc.other["dense"][jd], vc.other["moe"][jm]]
-                    corr = tuple(None if s is None else (s["dense"] + s["moe"]) - sep[0][k] - sep[1][k]
-                                 for k, s in enumerate(both))
-                    if any(c is not None and (any(abs(x) > 0 for x in c.gpu_s) or any(abs(x) > 0 for x in c.launch_s))
-                           for c in corr):
-                        vc.pairs[(jd, jm)] = corr
+            for jd, jm, tp, knobs in self._pair_choices(pp):
+                both = [self._share(self._layout_pc(_beside(k, tp, self.world), **knobs), w, m, ("dense", "moe"))
+                        for k, w, m in ((k_pre, w_pre, 0), (k_dec, w_dec, mtp))]
+                sep = [vc.other["dense"][jd], vc.other["moe"][jm]]
+                corr = tuple(None if s is None else (s["dense"] + s["moe"]) - sep[0][k] - sep[1][k]
+                             for k, s in enumerate(both))
+                if any(c is not None and (any(abs(x) > 0 for x in c.gpu_s) or any(abs(x) > 0 for x in c.launch_s))
+                       for c in corr):
+                    vc.pairs[(jd, jm)] = corr
         vc.complete = True
 
     def sums(self, b: int, picks: dict[str, int]) -> tuple[ViewCosts, Share | None, Share | None]:
@@ -555,29 +609,35 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     mtp_layers = scenario.mtp if model.num_mtp_layers else 0
     # memory not owned by any group: norms and encoders (replicated); the runtime reserve is in the limit
     # (the MTP layers' modules split like the stack's, with their groups; their glue is replicated)
-    const_mem = _unowned_weights(model, W, prec, mem_opts, params, groups, mtp_layers, frozenset())
+    const_mem = unowned_weights(model, W, prec, mem_opts, params, groups, mtp_layers, frozenset())
     limit = memory_limit(hw.memory_bytes, hw.reserved_bytes, mem_opts.total_fraction)
     batches = []
     memory: dict[tuple[int, str, int], float] = {}
     pcs = {(g, i): ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values)))
            for g, opts in choices.items() for i, values in enumerate(opts)}
     # what does not grow with the sequences held (weights, the attention groups' buffers): once per choice
-    fixed = {(g, i): _group_memory(g, model, pc, prec, mem_opts, params, groups, 0, scenario.max_seq_len,
-                                   mtp_layers, part="fixed") for (g, i), pc in pcs.items()}
+    fixed = {(g, i): group_memory(g, model, pc, prec, mem_opts, params, groups, 0, scenario.max_seq_len,
+                                  mtp_layers, part="fixed") for (g, i), pc in pcs.items()}
     # what grows with the sequences held, per (choice, sequences held): under attention DP a small concurrency
-    # still holds one sequence per replica, so several concurrencies ask for the same figure
-    per_held: dict[tuple[str, int, int], float] = {}
+    # still holds one sequence per replica, so several concurrencies ask for the same figure. An attention
+    # choice's growing part (caches, its activation term) reads its layout, not o_proj TP
+    # (tests/test_planner_memory.py::test_the_attention_entrys_growing_part_reads_no_o_proj_tp): the choices
+    # of one layout share it (726 choices, 282 layouts at generic W=128)
+    grown = {(g, i): ((g, Tables.layout_key(choices[g][i])) if g == "attn" else (g, i), pc.attn_replicas)
+             for (g, i), pc in pcs.items() if g in PER_SEQUENCE_MEMORY}
+    per_held: dict[tuple, float] = {}
     for b in space.batches:
         mem = {}
         for (g, i), pc in pcs.items():
             if g not in PER_SEQUENCE_MEMORY:
                 mem[(g, i)] = fixed[(g, i)]
                 continue
-            held = held_sequences(b, pc) if g == "attn" else b
-            grow = per_held.get((g, i, held))
+            gk, replicas = grown[(g, i)]
+            held = held_of(b, replicas) if g == "attn" else b
+            grow = per_held.get((gk, held))
             if grow is None:
-                grow = per_held[(g, i, held)] = _group_memory(g, model, pc, prec, mem_opts, params, groups, held,
-                                                              scenario.max_seq_len, mtp_layers, part="batch")
+                grow = per_held[(gk, held)] = group_memory(g, model, pc, prec, mem_opts, params, groups, held,
+                                                           scenario.max_seq_len, mtp_layers, part="batch")
             mem[(g, i)] = fixed[(g, i)] + grow
         best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}
         if const_mem + sum(best.values()) > limit and b != min(space.batches):
@@ -595,86 +655,3 @@ def _redundant(model: ModelSpec, fw: FrameworkProfile, hw: Hardware, ep: int) ->
     if r is None or not model.is_moe or ep <= 1 or not hw.max_experts_per_rank:
         return r
     return r if (model.num_experts + r) / ep <= hw.max_experts_per_rank else None
-
-
-# the groups whose memory grows with the sequences a rank holds (caches, activations; EP staging buffers)
-PER_SEQUENCE_MEMORY = ("attn", "moe")
-
-
-def _attention_transient(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int,
-                         seqs: float) -> float:
-    """The attention group's activation term (memory.activation_peak_terms of the knobs it owns)."""
-    terms = activation_peak_terms(model, pc, opts, seq_len, seqs)
-    return max((v for k, v in terms.items() if k in GROUPS["attn"]), default=0.0)
-
-
-def _group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
-                  params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int,
-                  mtp_layers: int, part: str = "all") -> float:
-    """Bytes a group adds per rank: `part` "fixed" (weights, the attention groups' buffers), "batch" (what
-    grows with the `batch` sequences held) or "all". What adds up over groups: weights, caches and the attention
-    group's own activation term; the other terms, the EP staging and a communicator another group opens are
-    the layout's (Tables.view_memory). Under PP the first stage's (the most layers, the embedding), with the
-    unowned weights the tables charge beyond that stage's taken off the attention entry: a lower bound of
-    the largest stage's figure, which the per-stage constraints make exact."""
-    if pc.pp_size == 1:
-        return _stage_entry(g, model, pc, prec, opts, params, groups, batch, seq_len, mtp_layers, part)
-    from solver.estimate.pipeline import stages
-
-    first = stages(model, pc.pp_size)[0]
-    mtp = mtp_layers if first.last else 0
-    out = _stage_entry(g, first.model, pc.stage(), prec, opts, count_params(first.model), groups, batch, seq_len,
-                       mtp, part, first.absent_modules)
-    if g == "attn" and part in ("fixed", "all"):
-        out -= (_unowned_weights(model, pc.world_size, prec, opts, params, groups, mtp_layers, frozenset())
-                - _unowned_weights(first.model, pc.stage_world, prec, opts, count_params(first.model), groups, mtp,
-                                   first.absent_modules))
-    return out
-
-
-def _stage_entry(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
-                 params: ParamReport, groups: dict[str, str | None], batch: int, seq_len: int, mtp_layers: int,
-                 part: str, absent: frozenset[str] = frozenset()) -> float:
-    fixed, per_batch = part in ("fixed", "all"), part in ("batch", "all")
-    total = 0.0
-    if fixed:
-        total += _weights(g, model, pc, prec, opts, params, groups, mtp_layers, absent) + _attention_buffers(g, model, pc)
-    if g == "attn" and per_batch:
-        cache, state, seqs = _caches(model, pc, prec, batch, seq_len, mtp_layers)
-        total += cache + state + _attention_transient(model, pc, opts, seq_len, seqs)
-    return total
-
-
-def _weights(g: str | None, model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,
-             params: ParamReport, groups: dict[str, str | None], mtp_layers: int,
-             absent: frozenset[str] = frozenset()) -> float:
-    """The group's modules on this rank (None: the modules no knob owns), with the MTP layers' when MTP is on
-    (memory.weights_per_rank), without the modules a pipeline stage does not hold."""
-    mods = params.modules + (params.mtp if mtp_layers else ())
-    return sum(module_weight_bytes(m, model, pc, prec, opts) for m in mods
-               if m.parts and groups.get(m.name) == g and m.name not in absent)
-
-
-def _unowned_weights(model: ModelSpec, ranks: int, prec: Precision, opts: MemoryOptions, params: ParamReport,
-                     groups: dict[str, str | None], mtp_layers: int, absent: frozenset[str]) -> float:
-    """Weights no knob owns (norms, encoders, the MTP glue): replicated on every rank of a stage."""
-    return _weights(None, model, ParallelConfig(world_size=ranks), prec, opts, params, groups, mtp_layers, absent)
-
-
-def _attention_buffers(g: str, model: ModelSpec, pc: ParallelConfig) -> float:
-    """The communicator buffers the attention knobs open (charged once: memory.comm_buffers_per_rank)."""
-    if g != "attn":
-        return 0.0
-    return comm_buffers_per_rank(model, ParallelConfig(world_size=pc.world_size, attn_tp_size=pc.attn_tp_size,
-                                                       cp_size=pc.cp_size, kvp_size=pc.kvp_size,
-                                                       attn_sp_size=pc.attn_sp_size,
-                                                       o_proj_tp_size=pc.o_proj_tp_size), 0.0)
-
-
-def _caches(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: int, seq_len: int,
-            mtp_layers: int) -> tuple[float, float, float]:
-    """(KV + indexer, state, sequences per rank) of the held sequences."""
-    mtp_cache = model.num_mtp_layers if mtp_layers else 0
-    kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
-    state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
-    return kv + idx, state, seqs
