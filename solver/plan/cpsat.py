@@ -266,6 +266,7 @@ class _Model(cp_model.CpModel):
         return out
 
 
+LEVEL_PRECISION = 1e-4  # relative precision of a level-curve corner
 MAX_STEP_S = 3600.0  # a step longer than an hour is outside any deployment the inputs can describe
 
 
@@ -619,7 +620,7 @@ class Planner:
         which = tuple(tuple(o) for opts in kept for o in (opts if isinstance(opts, tuple) else (opts,)))
         return self._sums_memo.get(objs, (names, which, excluded), build)
 
-    def _cut_at(self, vc, best_l: float, other_lo: float, prefill: bool) -> float:
+    def _cut_at(self, vc, best_l: float, other_lo: float, prefill: bool, rel: float = 2e-2) -> float:
         """The smallest step time (seconds) at which L reaches best_l with the other step at its bound."""
         f = (lambda v: self._lf(vc, v, other_lo)) if prefill else (lambda v: self._lf(vc, other_lo, v))
         lo, hi = 0.0, 1.0
@@ -627,7 +628,7 @@ class Planner:
             hi *= 2
             if hi > MAX_STEP_S:
                 return math.inf
-        while hi - lo > 2e-2 * hi + 0.5 / TIME_SCALE:  # f(hi) >= best_l throughout: any precision is a valid cut
+        while hi - lo > rel * hi + 0.5 / TIME_SCALE:  # f(hi) >= best_l throughout: any precision is a valid cut
             mid = (lo + hi) / 2
             if f(mid) < best_l:
                 lo = mid
@@ -818,6 +819,8 @@ class Planner:
             inc = state["best"]
             if inc is not None and inc[2] is not point and lat_s >= inc[0]:
                 at = self._shrink(vc, vm, at, pe_lo, te_lo, inc[0])
+                if vm.pe is not None and vm.te is not None:
+                    self._level_corners(work, vc, vm, s.value(vm.pe), s.value(vm.te), inc[0])
             conds = []
             for var, v in at.items():
                 lit = work.new_bool_var("below")
@@ -828,6 +831,26 @@ class Planner:
             work.add_bool_or(conds)
             work.add_bool_or([vm.x[g][i].negated() for g, i in picks.items()])
         return True
+
+    def level_corners(self, vc, best_l: float, pe_s: float, te_s: float) -> list[tuple[float, float]]:
+        """Two corners on the level curve L = best_l (seconds, to LEVEL_PRECISION): at prefill step pe_s, the
+        decode step where L reaches best_l, and at decode step te_s, the prefill step where it does. L is
+        non-decreasing in both steps, so every point dominating a corner has L >= best_l."""
+        out = [(pe_s, self._cut_at(vc, best_l, pe_s, False, LEVEL_PRECISION)),
+               (self._cut_at(vc, best_l, te_s, True, LEVEL_PRECISION), te_s)]
+        return [(p, t) for p, t in out if math.isfinite(p) and math.isfinite(t) and p >= 0 and t >= 0]
+
+    def _level_corners(self, work: cp_model.CpModel, vc, vm: ViewModel, pe_int: int, te_int: int,
+                       best_l: float) -> None:
+        """Cut the points dominating the level corners through a point that does not beat the incumbent (its
+        steps less the integer slack): the shrunk corner alone cut about one point per round, since many lie
+        just above the level curve (configurations that differ in a small group's choice)."""
+        for pe_k, te_k in self.level_corners(vc, best_l, (pe_int - vm.slack) / TIME_SCALE,
+                                             (te_int - vm.slack) / TIME_SCALE):
+            below_pe, below_te = work.new_bool_var("level_pe"), work.new_bool_var("level_te")
+            work.add(vm.pe <= math.ceil(pe_k * TIME_SCALE) + vm.slack - 1).only_enforce_if(below_pe)
+            work.add(vm.te <= math.ceil(te_k * TIME_SCALE) + vm.slack - 1).only_enforce_if(below_te)
+            work.add_bool_or([below_pe, below_te])
 
     def _shrink(self, vc, vm: ViewModel, at: dict, pe_lo: float, te_lo: float, best_l: float) -> dict:
         """The corner of a cut at the first point of the segment lower bound -> `at` where L reaches best_l:
