@@ -14,8 +14,8 @@ from solver.estimate.comm import CustomAllReduce, all_reduce_s
 from solver.estimate.compute import Work, factors_for
 from solver.estimate.params import count_params
 from solver.plan import cpsat
-from solver.plan.floor import FLOOR_GROUPS, at_most, floors_apply, reads
-from solver.plan.group_cost import shares
+from solver.plan.floor import FLOOR_GROUPS, JOINT, at_most, floors_apply, reads
+from solver.plan.group_cost import Share, shares
 from solver.plan.tables import ViewCosts, build_tables, module_groups
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
@@ -146,20 +146,27 @@ def test_the_floors_are_at_most_the_tables_and_leave_the_answers_as_they_are(cas
         for key in t.layouts():
             vc = t.view(b, key)
             bare = ViewCosts(vc.plan, vc.pre_pipe, vc.dec_pipe, vc.attn)
-            low = fl.corner(bare, key, None)
-            if low is None:
-                continue
-            for idx, pipe in enumerate((vc.pre_pipe, vc.dec_pipe)):
-                if pipe is None:
+            for groups in (FLOOR_GROUPS, (JOINT, "lmhead", "embed")):
+                low = fl.corner(bare, key, None, groups)
+                if low is None:
                     continue
-                gpu = [0.0] * pipe.stages
-                launch = [0.0] * pipe.stages
-                for g in FLOOR_GROUPS:
-                    shs = [o[idx] for o in vc.other.get(g, {}).values()]
-                    if shs:
-                        gpu = [x + min(sh.gpu_s[s] for sh in shs) for s, x in enumerate(gpu)]
-                        launch = [x + min(sh.launch_s[s] for sh in shs) for s, x in enumerate(launch)]
-                assert _le(low[2 * idx], gpu) and _le(low[2 * idx + 1], launch), (b, key, idx)
-                checked += 1
+                for idx, pipe in enumerate((vc.pre_pipe, vc.dec_pipe)):
+                    if pipe is None:
+                        continue
+                    gpu = [0.0] * pipe.stages
+                    launch = [0.0] * pipe.stages
+                    for g in groups:
+                        if g == JOINT:  # each pair's shares with its correction: what the complete view sums
+                            shs = [d[idx] + m[idx] + (vc.pairs[(jd, jm)][idx] if (jd, jm) in vc.pairs else
+                                                      Share((0.0,) * pipe.stages, (0.0,) * pipe.stages))
+                                   for jd, d in vc.other.get("dense", {}).items()
+                                   for jm, m in vc.other.get("moe", {}).items()]
+                        else:
+                            shs = [o[idx] for o in vc.other.get(g, {}).values()]
+                        if shs:
+                            gpu = [x + min(sh.gpu_s[s] for sh in shs) for s, x in enumerate(gpu)]
+                            launch = [x + min(sh.launch_s[s] for sh in shs) for s, x in enumerate(launch)]
+                    assert _le(low[2 * idx], gpu) and _le(low[2 * idx + 1], launch), (b, key, idx, groups)
+                    checked += 1
     assert checked > 0
     assert not math.isnan(sum(p.latency for p in got.values()))

@@ -22,7 +22,7 @@ from solver.estimate.memory import COMM_BUFFER_BYTES
 from solver.memo import IdentityMemo
 from solver.ortools_cp import cp_model  # OR-Tools' cp_model without its eager pandas import
 from solver.plan.bound import Sums, combined, corner_figure, joint_pairs, minimum, nondominated, pareto_sums
-from solver.plan.floor import GroupFloors
+from solver.plan.floor import FLOOR_GROUPS, JOINT, GroupFloors
 from solver.plan.group_cost import Share
 from solver.plan.tables import FILL_ORDER, GROUPS, SHARED, Tables, ViewCosts
 from solver.specs.knobs import DERIVED
@@ -606,15 +606,17 @@ class Planner:
         return (latency(None, None) if sums is None else minimum(sums, latency)), pe, te, True
 
     def _floor_drops(self, vc, key: tuple, screen: dict[str, set[int]] | None, relaxed: frozenset[str],
-                     inc: tuple | None) -> bool:
+                     inc: tuple | None, before_view: bool = False) -> bool:
         """Whether the layout's bound with its groups not yet costed at their floors (plan.floor: tables
         costed at the same outside and smaller works, each at most this layout's, choice by choice) already
         reaches the incumbent: a bound of a bound, so the layout cannot beat it and needs no costing. Only the
         corners' figure is taken (the sum of each group's per-coordinate minima, plan.bound.corner_figure):
         one figure call, no Pareto sums; a layout it does not drop is costed as before."""
-        if inc is None or not self.use_floors or not self._floors.on or self._floors.costed(vc, key, FILL_ORDER[0]):
+        # `before_view`: MoE is costed, the rest not (the complete view's): dense x MoE enters as JOINT
+        groups = (JOINT, "lmhead", "embed") if before_view else FLOOR_GROUPS
+        if inc is None or not self.use_floors or not self._floors.on or self._floors.costed(vc, key, groups[0]):
             return False  # a table already costed is a look-up away: its own bound is as cheap and exact
-        low = self._floors.corner(vc, key, screen)
+        low = self._floors.corner(vc, key, screen, groups)
         if low is None:
             return False
         attn = vc.attn if screen is None else {i: sh for i, sh in vc.attn.items() if i in screen["attn"]}
@@ -723,7 +725,7 @@ class Planner:
                 if (inc is not None and lb1 >= inc[0]) or not math.isfinite(lb1):
                     dropped = True
                     break
-            if dropped:
+            if dropped or self._floor_drops(vc, key, screens[key], relaxed, inc, before_view=True):
                 continue
             vc = self.t.view(b, key)
             self._floors.note(vc, key)

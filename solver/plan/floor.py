@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 # the groups floored: dense is costed last with its (negative) correction with MoE, which a floor of its own
 # would have to bound too (tables.FILL_ORDER)
 FLOOR_GROUPS = ("moe", "lmhead", "embed")
+# dense x MoE as one group, of a complete view: per pair, the two shares and their correction at one work are
+# the pair's joint share there (a share of both groups' modules at one config: non-decreasing alike)
+JOINT = "dense x moe"
 Reads = tuple[float, float, float, float, float]
 
 
@@ -46,6 +49,27 @@ def floors_apply(f: Factors) -> bool:
     """Whether the floors hold for this engine: its all-reduce is the ring's (non-decreasing in the bytes);
     a custom kernel's one-shot / two-shot / ring switches can make a larger message faster (estimate.comm)."""
     return CustomAllReduce.of(f) is None
+
+
+class _Joint:
+    """One step of a complete view's dense and MoE tables with their pairs' corrections (at one work)."""
+
+    def __init__(self, dense: dict[int, Share], moe: dict[int, Share], pairs: dict[tuple[int, int], Share]):
+        self.dense, self.moe, self.pairs = dense, moe, pairs
+
+    def sums(self, kept: tuple[frozenset, frozenset] | None) -> list[Share]:
+        """Each kept pair's joint share: dense + MoE + their correction."""
+        out = []
+        for jd, d in self.dense.items():
+            if kept is not None and jd not in kept[0]:
+                continue
+            for jm, m in self.moe.items():
+                if kept is not None and jm not in kept[1]:
+                    continue
+                sh = d + m
+                corr = self.pairs.get((jd, jm))
+                out.append(sh + corr if corr is not None else sh)
+        return out
 
 
 class GroupFloors:
@@ -78,25 +102,36 @@ class GroupFloors:
         return self._table_key(g, self._outsides(vc, key)) in self._tables
 
     def note(self, vc: ViewCosts, key: tuple[int, ...]) -> None:
-        """Index the floored groups' tables of view `vc` (layout `key`) as sources of floors."""
+        """Index the floored groups' tables of view `vc` (layout `key`) as sources of floors; of a complete
+        view also dense x MoE (JOINT): each (dense, MoE) pair's shares with their correction, all at one work."""
         if not self.on:
             return
         outs = None
-        for g in FLOOR_GROUPS:
-            opts = vc.other.get(g)
-            if opts is None or id(opts) in self._noted:
+        tables = {g: vc.other[g] for g in FLOOR_GROUPS if g in vc.other}
+        if vc.complete and "dense" in vc.other and "moe" in vc.other:
+            tables[JOINT] = (vc.other["dense"], vc.other["moe"], vc.pairs)
+        for g, opts in tables.items():
+            if id(opts if g != JOINT else opts[2]) in self._noted:
                 continue
-            self._noted[id(opts)] = opts
+            self._noted[id(opts if g != JOINT else opts[2])] = opts
             outs = outs or self._outsides(vc, key)
             self._tables.add(self._table_key(g, outs))
             for idx, (k, w, mtp) in enumerate(outs):
                 if w is None or k[1] > 1:  # no such step; a decode laid out again under CP (not monotone)
                     continue
                 src = self._src.setdefault((g, w.phase, k, mtp), {})
-                src.setdefault(reads(w, k[4]), {j: o[idx] for j, o in opts.items()})
+                r = reads(w, k[4])
+                if r in src:
+                    continue
+                if g != JOINT:
+                    src[r] = {j: o[idx] for j, o in opts.items()}
+                    continue
+                dense, moe, pairs = opts  # summed per pair only when used (_low)
+                src[r] = _Joint({j: o[idx] for j, o in dense.items()}, {j: o[idx] for j, o in moe.items()},
+                                {p: c[idx] for p, c in pairs.items() if c[idx] is not None})
 
-    def corner(self, vc: ViewCosts, key: tuple[int, ...], screen: dict[str, set[int]] | None
-               ) -> tuple[list[float], list[float], list[float], list[float]] | None:
+    def corner(self, vc: ViewCosts, key: tuple[int, ...], screen: dict[str, set[int]] | None,
+               groups: tuple[str, ...] = FLOOR_GROUPS) -> tuple[list[float], list[float], list[float], list[float]] | None:
         """The floored groups not yet costed in `vc`, summed at their corners: per step (prefill, decode) the
         GPU and launch seconds per stage of each group's per-coordinate minimum over its kept choices (`screen`),
         each choice's share taken from the costed table at the same outside with the largest new tokens among
@@ -108,16 +143,22 @@ class GroupFloors:
         pipes = (vc.pre_pipe, vc.dec_pipe)
         sums = [[0.0] * p.stages if p is not None else [] for p in pipes for _ in (0, 1)]
         found = False
-        for g in FLOOR_GROUPS:
+        for g in groups:
             if g in vc.other:
                 continue
-            kept = None if screen is None else screen[g]
             for idx, (k, w, mtp) in enumerate(outs):
                 if w is None or k[1] > 1:
                     continue
                 part = self._source(g, k, w, mtp)
                 if part is None:
                     continue
+                if screen is None:
+                    kept = None
+                elif g == JOINT:
+                    kept = (frozenset(j for j in part.dense if j in screen["dense"]),
+                            frozenset(j for j in part.moe if j in screen["moe"]))
+                else:
+                    kept = frozenset(j for j in part if j in screen[g])
                 low = self._low(part, kept)
                 if low is None:
                     continue
@@ -140,17 +181,20 @@ class GroupFloors:
                 best = (rr, part)
         return None if best is None else best[1]
 
-    def _low(self, part: dict[int, Share | None], kept: set[int] | None) -> tuple[tuple[float, ...], ...] | None:
+    def _low(self, part: dict, kept: frozenset | None) -> tuple[tuple[float, ...], ...] | None:
         """(GPU, launch) per-stage minima over the kept choices of one source table's step."""
-        mkey = (id(part), None if kept is None else frozenset(kept))
+        mkey = (id(part), kept)
         hit = self._memo.get(mkey)
         if hit is not None:
             return hit[1]
-        shs = [sh for j, sh in part.items() if sh is not None and (kept is None or j in kept)]
+        if isinstance(part, _Joint):
+            shs = part.sums(kept)
+        else:
+            shs = [sh for j, sh in part.items() if sh is not None and (kept is None or j in kept)]
         out = (tuple(map(min, zip(*(sh.gpu_s for sh in shs)))), tuple(map(min, zip(*(sh.launch_s for sh in shs))))) \
             if shs else None
         self._memo[mkey] = (part, out)
         return out
 
 
-__all__ = ["GroupFloors", "FLOOR_GROUPS", "reads", "at_most", "floors_apply"]
+__all__ = ["GroupFloors", "FLOOR_GROUPS", "JOINT", "reads", "at_most", "floors_apply"]
