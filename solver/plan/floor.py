@@ -7,8 +7,10 @@ work, as the stage sees it (`reads`: new tokens, context, sequences, logits toke
 as all), stage by stage, GPU and launch seconds alike, when the engine has no custom all-reduce kernel and the
 stage's decode is not laid out again under CP (docs/planner.md, "How it decides" 3; checked directly against
 the estimator by tests/test_planner_floor.py). So a table costed at the same outside and a work whose reads are
-all at most this step's is, choice by choice and stage by stage, at most this layout's table: the largest of
-those already costed is a floor that needs no costing, and a bound over it is a bound of the layout.
+all at most this step's is, choice by choice and stage by stage, at most this layout's table: a floor that
+needs no costing (the planner takes the one with the most new tokens), and a bound over it is a bound of the
+layout. Dense and MoE enter together (JOINT): each pair's two shares and correction at one work sum to the
+pair's joint share there.
 """
 from __future__ import annotations
 
