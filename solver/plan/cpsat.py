@@ -394,7 +394,7 @@ class Planner:
     # W=128 the bound after MoE drops 1,495 of 2,056 layouts, those after the LM head and the embedding 21 of
     # 1,100 (their shares are small), while the complete view's drops 577 of 607 (dense x MoE)
     bounded_fills = 1
-    use_floors = True  # plan.floor: a layout dropped on its groups' floors before MoE is costed
+    use_floors = True  # plan.floor: a layout dropped on floors before MoE is costed, or before its complete view
 
     def __init__(self, t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario,
                  params: SolverParams | None = None):
@@ -581,8 +581,6 @@ class Planner:
             pe, te = vc.step_times(low_share(0, vc.pre_pipe), low_share(1, vc.dec_pipe), self.t.f)
         # L itself: the exact minimum over the groups' sums with memory and rules set aside (plan.bound), at
         # least F at the per-step minima (pe, te), often well above it
-        f = self.t.f
-
         latency = self._latency_fn(vc, tpot_cap_ms)
 
         # the groups' Pareto sums: the attention choices' per view, the other groups' per tables they read (one
@@ -717,7 +715,7 @@ class Planner:
             if self._floor_drops(vc, key, screens[key], relaxed, inc):
                 continue
             dropped = False
-            for g in FILL_ORDER[:self.bounded_fills]:  # group by group: a bound already past the incumbent drops the layout
+            for g in FILL_ORDER[:self.bounded_fills]:  # a bound already past the incumbent drops the layout
                 self.t.fill_group(vc, key, g)
                 self._floors.note(vc, key)
                 lb1 = self._bound(vc, attention_only=False, screen=screens[key], relaxed=relaxed,
