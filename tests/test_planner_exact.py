@@ -13,7 +13,7 @@ from solver.estimate.compute import Work, factors_for
 from solver.estimate.params import count_params
 from solver.estimate.serving import ServingPolicy, ServingShape, Workload, estimate, serving_times
 from solver.estimate.step import module_sums, step_cost, step_items, step_sums
-from solver.plan import cpsat
+from solver.plan import cpsat, rule_tables
 from solver.plan.solve import full_estimate_misses
 from solver.plan.tables import GROUPS, assumed_memory, build_tables, module_groups
 from solver.space.domains import build_space
@@ -286,10 +286,10 @@ def test_the_static_rule_tables_from_the_cache_are_the_ones_computed() -> None:
     """static_rule_tables is computed once per deployment: what it hands out again must equal a fresh
     enumeration, for that deployment and not another (here: another MTP depth, which rules read)."""
     m, h, f, prec, fac, sc, t = _instance("deepseek-v3.2", "atlas_a3", "cann-recipes", 16, "decode", 4096, mtp=1)
-    cpsat.clear_rule_cache()
-    first = cpsat.static_rule_tables(t, m, h, f, sc)
-    again = cpsat.static_rule_tables(t, m, h, f, sc)
-    assert first == again == cpsat._rule_tables(t, m, h, f, sc, None, batch_rules=False)
+    rule_tables.clear_rule_cache()
+    first = rule_tables.static_rule_tables(t, m, h, f, sc)
+    again = rule_tables.static_rule_tables(t, m, h, f, sc)
+    assert first == again == rule_tables._rule_tables(t, m, h, f, sc, None, batch_rules=False)
     other = sc.model_copy(update={"mtp": 4})  # past cann-recipes' C.mtp_depth: a rule the other lacks
-    fresh = cpsat._rule_tables(t, m, h, f, other, None, batch_rules=False)
-    assert fresh != first and cpsat.static_rule_tables(t, m, h, f, other) == fresh
+    fresh = rule_tables._rule_tables(t, m, h, f, other, None, batch_rules=False)
+    assert fresh != first and rule_tables.static_rule_tables(t, m, h, f, other) == fresh

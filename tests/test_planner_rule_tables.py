@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from solver.estimate.compute import factors_for
-from solver.plan import cpsat
+from solver.plan import rule_tables
 from solver.plan.tables import GROUPS, build_tables
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
@@ -40,9 +40,9 @@ CASES = [("deepseek-v3.2", "atlas_a3", "cann-recipes", 128), ("deepseek-v3.2", "
 def test_a_rule_table_allows_what_the_domain_product_allows(model, hw, fw, world) -> None:
     t, m, h, f, sc = _tables(model, hw, fw, world)
     tables = {rid: (knobs, {tuple(a) for a in allowed})
-              for rid, knobs, allowed in cpsat.static_rule_tables(t, m, h, f, sc)}
+              for rid, knobs, allowed in rule_tables.static_rule_tables(t, m, h, f, sc)}
     deployment = dict(world=t.world, batch=1, mtp=sc.mtp, ranks_per_node=h.ranks_per_node, **model_facts(m))
-    domains = cpsat._domains(t)
+    domains = rule_tables._domains(t)
     groups = [g for g in GROUPS if t.choices[g]]
     checked = 0
     for rule in f.rules:
@@ -67,7 +67,7 @@ def test_a_rule_every_pickable_configuration_meets_binds_nothing() -> None:
     """cann-recipes' attention-group rule on DeepSeek-V3.2 at W=128: the attention choices all meet it (the space
     builds them so), so it gets no table, though the knob domains' product holds combinations it refuses."""
     t, m, h, f, sc = _tables("deepseek-v3.2", "atlas_a3", "generic", 128)
-    ids = {rid for rid, _, _ in cpsat.static_rule_tables(t, m, h, f, sc)}
+    ids = {rid for rid, _, _ in rule_tables.static_rule_tables(t, m, h, f, sc)}
     assert "A.attention_group_fits" in {r.id for r in f.rules}
     assert "A.attention_group_fits" not in ids
 
@@ -79,14 +79,14 @@ def test_rule_tables_are_reused_only_for_the_same_choices() -> None:
     import dataclasses
 
     t, m, h, f, sc = _tables("deepseek-v3.2", "atlas_a3", "generic", 128)
-    cpsat.clear_rule_cache()
-    assert "A.attention_group_fits" not in {rid for rid, _, _ in cpsat.static_rule_tables(t, m, h, f, sc)}
-    domains = cpsat._domains(t)
+    rule_tables.clear_rule_cache()
+    assert "A.attention_group_fits" not in {rid for rid, _, _ in rule_tables.static_rule_tables(t, m, h, f, sc)}
+    domains = rule_tables._domains(t)
     rule = next(r for r in f.rules if r.id == "A.attention_group_fits")
     deployment = dict(world=t.world, batch=1, mtp=sc.mtp, ranks_per_node=h.ranks_per_node, **model_facts(m))
     knobs = list(GROUPS["attn"])
     refused = next(c for c in itertools.product(*(domains[k] for k in knobs))
                    if not rule.holds(rule_env(dict(zip(knobs, c)), **deployment)))
     wider = dataclasses.replace(t, choices={**t.choices, "attn": [*t.choices["attn"], refused]})
-    assert cpsat._domains(wider) == domains
-    assert "A.attention_group_fits" in {rid for rid, _, _ in cpsat.static_rule_tables(wider, m, h, f, sc)}
+    assert rule_tables._domains(wider) == domains
+    assert "A.attention_group_fits" in {rid for rid, _, _ in rule_tables.static_rule_tables(wider, m, h, f, sc)}

@@ -17,6 +17,7 @@ from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
 from solver.plan.cpsat import pareto
+from solver.plan import rule_tables
 from solver.plan.exhaustive import enumerate_points
 from solver.plan.tables import GROUPS, Tables, assumed_memory, build_tables
 from solver.space.domains import build_space, largest_tp, redundant_for
@@ -116,7 +117,7 @@ def _cached(key: tuple, inputs: tuple, build: Callable[[], Any]) -> Any:
 def clear_cache() -> None:
     """Drop the reused tables, planners and static rule tables (benchmarks time a cold plan with it)."""
     _CACHE.clear()
-    cpsat.clear_rule_cache()
+    rule_tables.clear_rule_cache()
 
 
 def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
