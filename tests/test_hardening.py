@@ -175,7 +175,7 @@ def test_memory_refuses_the_issues_accepted_nonsense() -> None:
 
 
 def test_the_planner_refuses_coefficients_that_are_not_exact_integers() -> None:
-    from solver.plan.cpsat import exact
+    from solver.plan.view_model import exact
 
     assert exact(12.4, "x") == 12
     for bad in (float("inf"), float("nan"), 2.0**60):

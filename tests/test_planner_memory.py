@@ -12,7 +12,7 @@ from ortools.sat.python import cp_model
 from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions, activation_peak, activation_peak_of, activation_peak_terms
 from solver.estimate.params import count_params
-from solver.plan import cpsat
+from solver.plan import view_model
 from solver.plan.memory_rows import group_memory
 from solver.plan.tables import GROUPS, assumed_memory, build_tables, module_groups
 from solver.space.domains import build_space
@@ -143,7 +143,7 @@ def test_cp_sat_memory_constraints_admit_what_tables_fit_admits(case) -> None:
                 model.add(v == (1 if picks[g] == i else 0))
         lit = model.new_bool_var("memory")
         model.add(lit == 1)
-        cpsat._memory_constraints(model, t, b, key, x, lit)
+        view_model._memory_constraints(model, t, b, key, x, lit)
         status = cp_model.CpSolver().solve(model)
         assert (status in (cp_model.OPTIMAL, cp_model.FEASIBLE)) == t.fits(b, picks), (b, t.config(picks))
         seen.add(t.fits(b, picks))

@@ -31,5 +31,5 @@ MAX_SLA_MS = 1e7
 MAX_RATE = 1e15
 MAX_NAME = 255
 # a CP-SAT coefficient or bound must stay an exact integer (below 2**53, a float's exact range) once summed over
-# every group and scaled by the tie-break weight (plan.cpsat.exact): 2**53 / (128 x 64) units of 0.1 us = 30 h
+# every group and scaled by the tie-break weight (plan.view_model.exact): 2**53 / (128 x 64) units of 0.1 us = 30 h
 MAX_COEF = 2**53
