@@ -1,7 +1,7 @@
 """Floors on what a non-attention group adds beside a layout, from tables already costed at smaller works.
 
 A group's table beside a layout is its share per choice at the layout's outside (what the group sees of the
-attention layout: Tables._outside) and the step's work. At a fixed config (the outside and the choice), the
+attention layout: Tables.outside) and the step's work. At a fixed config (the outside and the choice), the
 share a group other than attention takes of a step is non-decreasing in every field the formulas read of the
 work, as the stage sees it (`reads`: new tokens, context, sequences, logits tokens, busy replicas with 0 read
 as all), stage by stage, GPU and launch seconds alike, when the engine has no custom all-reduce kernel and the
@@ -92,7 +92,7 @@ class GroupFloors:
         if hit is not None and hit[0] is vc:
             return hit[1]
         sp = vc.plan
-        out = ((*self.t._outside(key, sp.pre_work), 0), (*self.t._outside(key, sp.dec_work), sp.mtp_layers))
+        out = ((*self.t.outside(key, sp.pre_work), 0), (*self.t.outside(key, sp.dec_work), sp.mtp_layers))
         self._outs[(id(vc), key)] = (vc, out)
         return out
 

@@ -108,22 +108,6 @@ def _add_up(each: list, owners: tuple[dict, ...], groups: dict[str, str | None],
             ) -> dict[str, Share]:
     """The shares of `want` from each stage's (module sums, times repeated, draft) chunks."""
     # module by module, in the records' order: the same additions (and roundings) as step_cost's
-    if len(want) == 1:  # one group (all but the dense x MoE pairs): its running sums in two floats per stage
-        gpu, launch = [], []
-        for chunks, owner in zip(each, owners):
-            t_acc = k_acc = 0.0
-            for sums, n, _ in chunks:
-                for module, t, k in sums:
-                    gi = owner.get(module, _MISS)
-                    if gi is _MISS:
-                        gi = _owner(owner, module, groups, want)
-                    if gi is None:
-                        continue
-                    t_acc += t * n
-                    k_acc += k * n
-            gpu.append(t_acc)
-            launch.append(k_acc)
-        return {want[0]: Share(tuple(gpu), tuple(launch))}
     n_st = len(each)
     per = [([0.0] * n_st, [0.0] * n_st) for _ in want]
     for s, (chunks, owner) in enumerate(zip(each, owners)):

@@ -194,12 +194,12 @@ class Tables:
     _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _pipes: IdentityMemo = field(default_factory=lambda: IdentityMemo(_TABLE_MEMO))
     # a group's shares, the attention choices' and the dense x MoE corrections depend on the layout only through
-    # what they are costed at (_outside, the works): concurrencies and layouts that coincide there share one
+    # what they are costed at (outside, the works): concurrencies and layouts that coincide there share one
     # (read-only) table, looked up once instead of choice by choice
     _group_tables: dict[tuple, dict] = field(default_factory=dict)
     _at_pp: dict[tuple, list] = field(default_factory=dict)  # _choices_at, _pair_choices
     _halves: dict[tuple, dict[int, Share]] = field(default_factory=dict)  # _half
-    # one Work object per value among the works the tables cost (step_plan_of, _outside), kept for the tables'
+    # one Work object per value among the works the tables cost (step_plan_of, outside), kept for the tables'
     # life: the memos below key a work by its id (hashing a Work's six fields cost a lookup's time again)
     _works: dict[Work, Work] = field(default_factory=dict)
 
@@ -246,9 +246,8 @@ class Tables:
         if w is None:
             return None
         # keyed by the config object's id: the tables' own (from _pc, one per knob values), which _pcs keeps
-        # alive as long as the tables, so an id names one config (a plain dict: ~65K lookups a plan)
         # alive as long as the tables, so an id names one config; `w` by its id too, held in the entry (the
-        # tables' works are one object per value: _work)
+        # tables' works are one object per value: _work); a plain dict: ~65K lookups a plan
         key = (id(pc), id(w), mtp, want, attention_only)
         hit = self._shares.get(key)
         if hit is not None and hit[0] is w:
@@ -410,7 +409,7 @@ class Tables:
             self._fill(vc, key)
         return vc
 
-    def _outside(self, key: tuple[int, ...], w: Work | None) -> tuple[tuple[int, ...], Work | None]:
+    def outside(self, key: tuple[int, ...], w: Work | None) -> tuple[tuple[int, ...], Work | None]:
         """The attention layout as the other groups see it, and the work they see: they read the attention
         TP degree, the attention group's size and the replicas (compute.group_tokens, the reshard test against
         attention TP), not how the group splits (CP, KVP, SP). So layouts with equal (TP, group size, PP) share
@@ -430,8 +429,8 @@ class Tables:
         if g in vc.other:
             return
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
-        (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
-        tkey = (g, k_pre, id(w_pre), k_dec, id(w_dec), mtp)  # the tables' works (_outside): ids name them
+        (k_pre, w_pre), (k_dec, w_dec) = self.outside(key, sp.pre_work), self.outside(key, sp.dec_work)
+        tkey = (g, k_pre, id(w_pre), k_dec, id(w_dec), mtp)  # the tables' works (outside): ids name them
         opts = self._group_tables.get(tkey)
         if opts is None:
             pre, dec = self._half(g, pp, k_pre, w_pre, 0), self._half(g, pp, k_dec, w_dec, mtp)
@@ -453,7 +452,7 @@ class Tables:
         return out
 
     def _group_pc(self, outside: tuple[int, ...], g: str, j: int) -> ParallelConfig:
-        """The config group g's choice j is costed at beside the layout `outside` (_outside), memoised: every
+        """The config group g's choice j is costed at beside the layout `outside` (outside), memoised: every
         concurrency asks for the same ones."""
         key = (outside, g, j)
         pc = self._group_pcs.get(key)
@@ -485,7 +484,7 @@ class Tables:
 
     def _fill(self, vc: ViewCosts, key: tuple[int, ...]) -> None:
         sp, mtp, pp = vc.plan, vc.plan.mtp_layers, key[4]
-        (k_pre, w_pre), (k_dec, w_dec) = self._outside(key, sp.pre_work), self._outside(key, sp.dec_work)
+        (k_pre, w_pre), (k_dec, w_dec) = self.outside(key, sp.pre_work), self.outside(key, sp.dec_work)
         for g in FILL_ORDER:
             self.fill_group(vc, key, g)
         # the one cross-group term: dense and MoE at the same TP degree may share a collective
