@@ -397,3 +397,64 @@ def max_batch(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
         else:
             hi = mid
     return lo * step
+
+
+# ------------------------------------------------------------------------------------------- engine KV budget
+
+
+def engine_kv_sequences(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, seq_len: int,
+                        engine, token_budget: int, output_tokens: int = 0, opts: MemoryOptions | None = None,
+                        mtp_layers: int = 0) -> float | None:
+    """Sequences of `seq_len` tokens (ISL + OSL) one rank's KV cache holds under the engine's default memory
+    rule (`engine`: specs.framework.FrameworkMemory; its docstring has the rules), or None where the seed's
+    wall applies instead: the `seed` rule, pipeline parallel (stage_memory), or a default that cannot hold one
+    sequence beside the weights (such a deployment ran with the knob raised, up to the seed's wall).
+
+    Bytes per rank: weights W, activations A (the prefill chunk's peak), communicator buffers K, the device's
+    HBM H and runtime reserve Rv (hardware YAML); a sequence holds S bytes at `seq_len` tokens, or at
+    seq_len - output_tokens / 2 with held_tokens `mean`.
+        utilization      KV = u H - W - A - K
+        free_fraction    KV = f (H - Rv - W - A - K)
+        static_fraction  KV = s H - W - K      (SGLang's reserve R holds the activations and graphs)
+    and the capacity is floor(KV / S)."""
+    if engine is None or pc.pp_size > 1 or (engine.rule == "seed" and engine.sliding_window == "window"):
+        return None
+    opts = opts or MemoryOptions()
+    held = seq_len - output_tokens / 2 if engine.held_tokens == "mean" else seq_len
+    held = max(1, int(math.ceil(held)))
+    mtp_cache = model.num_mtp_layers if mtp_layers else 0
+    one = memory_per_rank(model, hw, pc, prec, pc.attn_replicas, held, opts, mtp_layers)
+    if engine.sliding_window == "full":
+        per_seq = full_context_state(model, pc, prec, held, mtp_cache)
+    else:
+        st = request_state(model, pc, prec, held, mtp_cache)
+        per_seq = st.kv + st.index + st.constant
+    if per_seq <= 0:
+        return None
+    cap = float(hw.memory_bytes)
+    w, a, k = one.weights_total, one.activation_bytes, one.comm_buffer_bytes
+    if engine.rule == "seed":
+        kv = memory_limit(cap, float(hw.reserved_bytes), opts.total_fraction) - w - a - k
+    elif engine.rule == "utilization":
+        kv = engine.fraction * cap - w - a - k
+    elif engine.rule == "free_fraction":
+        kv = engine.fraction * (cap - float(hw.reserved_bytes) - w - a - k)
+    else:  # static_fraction
+        tp = pc.world_size if model.is_moe else pc.attn_tp_size
+        dp = pc.attn_replicas if model.is_moe else 1
+        kv = engine.static_fraction(cap, tp, dp, token_budget) * cap - w - k
+    if kv < per_seq:
+        return None
+    return float(math.floor(kv / per_seq))
+
+
+def full_context_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int, mtp_layers: int = 0) -> float:
+    """One request's state bytes on one rank when every growing layer holds all `seq_len` tokens (a
+    sliding-window layer allocated like a full-attention one), constant state as request_state."""
+    total = 0.0
+    for layer, n in model.layer_groups + _mtp_layers(model, mtp_layers):
+        for block in layer.blocks:
+            st = block.state(prec.kv_bytes, pc.attn_tp_size)
+            grow = (st.per_token_bytes + st.index_per_token_bytes) * seq_len / (pc.cp_size * pc.kvp_size)
+            total += n * (grow + st.constant_bytes)
+    return total
