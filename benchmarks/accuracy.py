@@ -207,8 +207,7 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     framework_f = factors(case)
     wl = replace(case.workload, token_budget=token_budget(case.workload, framework_f, case.pc))
     case = replace(case, workload=wl)
-    cap = kv_capacity_per_replica(case.model, case.hw, case.pc, case.prec, wl.context_len, None, wl.mtp,
-                                  base.engine_memory, wl.token_budget or 0, wl.osl)
+    cap = kv_capacity_per_replica(case.model, case.hw, case.pc, case.prec, wl.context_len)
     shape = serving_shape(wl, case.pc.attn_replicas, cap, synced_ranks(case.model, case.pc), base.graph_sizes)
     pre, dec = serving_steps(case.model, case.hw, case.pc, case.prec, base, wl, shape)
     pre0, dec0 = serving_steps(case.model, case.hw, case.pc, case.prec, zero, wl, shape)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from solver.specs.hardware import Hardware
 
@@ -45,8 +44,6 @@ class Factors:
     allreduce_latency_s: float | None = None  # None: the link tier's latency
     # (ranks R, bytes): groups of at most R ranks run one-shot up to these bytes (the kernel's own dispatch)
     allreduce_oneshot_max_bytes_by_ranks: tuple[tuple[int, float], ...] = ()
-    # how the engine sizes its KV cache by default (specs.framework.FrameworkMemory; None = the seed's wall)
-    engine_memory: Any = None
 
 
 def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
@@ -86,5 +83,4 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         allreduce_latency_s=s.get("allreduce_latency_s"),
         allreduce_oneshot_max_bytes_by_ranks=tuple(
             (int(r), float(b)) for r, b in s.get("allreduce_oneshot_max_bytes_by_ranks", ())),  # type: ignore[union-attr]
-        engine_memory=s.get("engine_memory"),
     )

@@ -100,7 +100,7 @@ from dataclasses import dataclass
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
 from solver.estimate.scheduler import lockstep, prefill_steps_mean
-from solver.estimate.memory import MemoryOptions, MemoryReport, engine_kv_sequences, max_batch, memory_per_rank
+from solver.estimate.memory import MemoryOptions, MemoryReport, max_batch, memory_per_rank
 from solver.estimate.params import count_params
 from solver.estimate.step import StepCost, step_cost
 from solver.specs.hardware import Hardware
@@ -449,15 +449,8 @@ def balance_root(B: float, tau: float, p: float, chunks: int, fixed_s: float, st
 
 
 def kv_capacity_per_replica(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, context: int,
-                            mem_opts: MemoryOptions | None = None, mtp: int = 0, engine=None,
-                            token_budget: int = DEFAULT_TOKEN_BUDGET, output_tokens: int = 0) -> float:
-    """Sequences of `context` tokens one attention replica can hold (0 when the weights alone do not fit):
-    under the engine's default KV budget (`engine`: Factors.engine_memory, memory.engine_kv_sequences) where it
-    applies, else the seed's memory wall (max_batch). A replica's ranks each hold all its sequences' state
-    for their heads, so the per-rank count is the replica's."""
-    seqs = engine_kv_sequences(model, hw, pc, prec, context, engine, token_budget, output_tokens, mem_opts, mtp)
-    if seqs is not None:
-        return seqs
+                            mem_opts: MemoryOptions | None = None, mtp: int = 0) -> float:
+    """Sequences of `context` tokens one attention replica can hold (0 when the weights alone do not fit)."""
     return max_batch(model, hw, pc, prec, context, mem_opts, mtp_layers=mtp) / pc.attn_replicas
 
 
@@ -489,8 +482,7 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     from solver.estimate.figures import figures, step_plan  # figures.py builds on this module's formulas
 
     memory = memory_per_rank(model, hw, pc, prec, wl.sequences, wl.context_len, mem_opts, mtp_layers=wl.mtp)
-    cap = (kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp, f.engine_memory,
-                                   token_budget(wl, f, pc), wl.osl)
+    cap = (kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
            if wl.kind == "serving" else math.inf)
     sp = step_plan(model, pc, f, wl, cap)
     pre = step_cost(model, hw, pc, prec, f, sp.pre_work) if sp.pre_work is not None else None

@@ -230,73 +230,6 @@ class FrameworkServing(BaseModel):
         return tuple(sorted({b for r in self.graph_batches for b in range(r.start, r.stop + 1, r.step)}))
 
 
-class GraphMaxBatchTier(BaseModel):
-    """The largest captured decode batch the engine picks by default on smaller devices and TP sizes."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    below_memory_gib: float = Field(gt=0, le=2**20, description="applies to devices with less HBM than this (GiB)")
-    below_tp: int = Field(gt=0, le=2**17, description="and to a tensor-parallel size below this")
-    batch: int = Field(gt=0, le=2**17)
-
-
-class FrameworkMemory(BaseModel):
-    """How the engine sizes its KV cache when the user sets no memory knob (memory.engine_kv_sequences).
-
-    rule:
-      seed             the seed's wall: weights + KV + activations + buffers <= min(0.95 x HBM, HBM - reserve)
-      utilization      vLLM --gpu-memory-utilization u: weights + activations + buffers + KV <= u x HBM
-      free_fraction    TensorRT-LLM kv_cache_config.free_gpu_memory_fraction f: KV <= f x (the memory free
-                       after the weights, the runtime reserve, activations and buffers)
-      static_fraction  SGLang --mem-fraction-static s: weights + KV pool <= s x HBM, with s from the engine's own
-                       rule s = (HBM - R) / HBM, R [MiB] = max(base + per_budget_token x max(budget, min_budget)
-                       + per_graph_batch x graph_max + per_rank x tp [+ per_graph_batch_dp x graph_max x dp, and
-                       x 1.5 more above 300 under attention DP], floor where HBM > floor_above_gib)
-    held_tokens: tokens a running sequence holds for the capacity count: `reserved` ISL + OSL (the engine
-    reserves a request's whole length), `mean` ISL + OSL / 2 (blocks allocated as tokens arrive: in steady
-    state the running sequences hold the mean context). sliding_window: whether a windowed layer holds its
-    window or the whole context.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    rule: Literal["seed", "utilization", "free_fraction", "static_fraction"] = "seed"
-    fraction: float = Field(0.9, gt=0, le=1, description="u (utilization) or f (free_fraction)")
-    held_tokens: Literal["reserved", "mean"] = "reserved"
-    sliding_window: Literal["window", "full"] = Field(
-        "window", description="window: a sliding-window layer holds its window; full: the engine allocates it "
-        "the whole context like a full-attention layer (no hybrid KV allocator)")
-    reserve_base_mib: float = Field(0.0, ge=0, le=2**20)
-    reserve_per_budget_token_mib: float = Field(0.0, ge=0, le=1024)
-    reserve_min_budget_tokens: int = Field(0, ge=0, le=MAX_TOKENS)
-    reserve_per_graph_batch_mib: float = Field(0.0, ge=0, le=1024)
-    reserve_per_rank_mib: float = Field(0.0, ge=0, le=2**20)
-    reserve_per_graph_batch_dp_mib: float = Field(0.0, ge=0, le=1024)
-    reserve_floor_mib: float = Field(0.0, ge=0, le=2**20)
-    reserve_floor_above_gib: float = Field(0.0, ge=0, le=2**20)
-    graph_max_batch: int = Field(512, gt=0, le=2**17, description="largest captured decode batch by default")
-    graph_max_batch_tiers: tuple[GraphMaxBatchTier, ...] = ()
-    source: str = ""
-
-    def graph_max_for(self, memory_bytes: float, tp: int) -> int:
-        for tier in self.graph_max_batch_tiers:
-            if memory_bytes < tier.below_memory_gib * 2**30 and tp < tier.below_tp:
-                return tier.batch
-        return self.graph_max_batch
-
-    def static_fraction(self, memory_bytes: float, tp: int, dp: int, budget: int) -> float:
-        """SGLang's default mem_fraction_static on a device of `memory_bytes` (the class docstring)."""
-        mib = memory_bytes / 2**20
-        g = self.graph_max_for(memory_bytes, tp)
-        reserve = (self.reserve_base_mib + self.reserve_per_budget_token_mib * max(budget, self.reserve_min_budget_tokens)
-                   + self.reserve_per_graph_batch_mib * g + self.reserve_per_rank_mib * tp)
-        if dp > 1:
-            reserve += self.reserve_per_graph_batch_dp_mib * g * dp * (1.5 if g > 300 else 1.0)
-        if mib > self.reserve_floor_above_gib * 1024:
-            reserve = max(reserve, self.reserve_floor_mib)
-        return round((mib - reserve) / mib, 3)
-
-
 class FrameworkProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -316,7 +249,6 @@ class FrameworkProfile(BaseModel):
         default_factory=dict, description="engine features the planner does not model yet (pipeline_parallel, "
         "redundant_experts, ...), with flag and source")
     serving: FrameworkServing = Field(default_factory=FrameworkServing)
-    memory: FrameworkMemory = Field(default_factory=FrameworkMemory)
     fixed_redundant_experts: int | None = Field(
         None, ge=0, le=2**17, description="redundant experts the engine always places (None: the planner picks "
         "the fewest that make EP divide the experts, when features.redundant_experts is supported)")
@@ -372,7 +304,6 @@ class FrameworkProfile(BaseModel):
                 "decode_first_synced": 1.0 if dp_policy == "decode_first" else 0.0,
                 "first_token_iterations": s.first_token_iterations,
                 "graph_sizes": sizes,  # type: ignore[dict-item]  (a tuple: Factors.graph_sizes)
-                "engine_memory": self.memory,  # type: ignore[dict-item]  (Factors.engine_memory)
                 "eager_launch_s": s.eager_launch_s,
                 "allreduce_oneshot_max_bytes": float(s.allreduce_oneshot_max_bytes),
                 "allreduce_custom_max_bytes": float(s.allreduce_custom_max_bytes),
