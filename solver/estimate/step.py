@@ -253,13 +253,20 @@ def module_sums(ops: list[OpCost], comms: list[CommCost]) -> ModuleSums:
 # identity, the config's key, the work), holding the kit and a dict of the sums costed under it, keyed by the
 # (canonical) block's id, "head" / "draft" + the model's id: a share looks the kit up once and each block by
 # an int. Entries keep the objects their ids name, so a hit by ids is a hit on those very objects.
-_KITS = IdentityMemo(_BLOCK_CACHE_MAX)
+# A plain dict (no closure or key assembly per call, as IdentityMemo.get has: a share looks its kit up once)
+_KITS: dict[tuple, tuple[Hardware, Precision, Factors, SumsKit, dict]] = {}
 
 
 def _kit_sums(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work, pc_key: tuple
               ) -> tuple[SumsKit, dict]:
     """The sums kit of (hw, pc, prec, f, w) and the dict of the sums costed under it (_KITS)."""
-    return _KITS.get((hw, prec, f), (pc_key, w), lambda: (SumsKit(hw, pc, prec, f, w), {}))
+    key = (id(hw), id(prec), id(f), pc_key, w)
+    hit = _KITS.get(key)
+    if hit is None:
+        if len(_KITS) >= _BLOCK_CACHE_MAX:
+            _KITS.clear()
+        hit = _KITS[key] = (hw, prec, f, SumsKit(hw, pc, prec, f, w), {})
+    return hit[3], hit[4]
 
 
 def _sums_of(store: dict, block, kit: SumsKit) -> ModuleSums:

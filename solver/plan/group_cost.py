@@ -18,7 +18,6 @@ from operator import add as _add, sub as _sub
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
 from solver.estimate.step import SumsPlan, kit_plan_sums, micro_work, plan_kit, sums_plan
-from solver.memo import IdentityMemo
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -140,19 +139,25 @@ def _share_plan(model: ModelSpec, pp: int, mtp_layers: int, groups: dict[str, st
     """What shares adds up for these stages and groups (step.SumsPlan), and per distinct stage a map module ->
     index in `want` of its owner (None: not wanted, or the stage lacks it; filled as modules are met), once
     per (model, stage count, MTP passes, groups, want, question, phase)."""
-    def build():
-        modules = _wanted_modules(groups, want)
-        if pp == 1:
-            stages = [(model, mtp_layers, frozenset())]
-        else:
-            stages = [(st.model, mtp_layers if st.last else 0, st.absent_modules) for st in pipeline.distinct_stages(model, pp)]
-        plan = sums_plan([(sm, mtp) for sm, mtp, _ in stages], attention_only, modules, phase)
-        return plan, tuple(dict.fromkeys(a) for _, _, a in stages)
+    key = (id(model), id(groups), pp, mtp_layers, want, attention_only, phase)
+    hit = _PLANS.get(key)
+    if hit is not None:  # the entry keeps the model and groups its ids name
+        return hit[2]
+    modules = _wanted_modules(groups, want)
+    if pp == 1:
+        stages = [(model, mtp_layers, frozenset())]
+    else:
+        stages = [(st.model, mtp_layers if st.last else 0, st.absent_modules) for st in pipeline.distinct_stages(model, pp)]
+    plan = sums_plan([(sm, mtp) for sm, mtp, _ in stages], attention_only, modules, phase)
+    out = plan, tuple(dict.fromkeys(a) for _, _, a in stages)
+    if len(_PLANS) >= 4096:
+        _PLANS.clear()
+    _PLANS[key] = (model, groups, out)
+    return out
 
-    return _PLANS.get((model, groups), (pp, mtp_layers, want, attention_only, phase), build)
 
-
-_PLANS = IdentityMemo(4096)
+# a plain dict (no closure or key assembly per call, as IdentityMemo.get has: every share asks for its recipe)
+_PLANS: dict[tuple, tuple] = {}
 
 
 _WANTED: dict[tuple[int, tuple[str, ...]], tuple[dict, frozenset[str]]] = {}

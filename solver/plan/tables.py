@@ -36,7 +36,6 @@ from solver.estimate.memory import (
 from solver.estimate.params import ParamReport, count_params
 from solver.estimate.serving import Workload
 from solver.estimate.step import block_modules, decode_layout
-from solver.memo import IdentityMemo
 from solver.plan.group_cost import NONE, Pipeline, Share, pipeline_of, shares
 from solver.plan.memory_rows import (
     PER_SEQUENCE_MEMORY,
@@ -192,7 +191,7 @@ class Tables:
     _plans: dict[tuple[int, tuple], StepPlan] = field(default_factory=dict)
     _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
     _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
-    _pipes: IdentityMemo = field(default_factory=lambda: IdentityMemo(_TABLE_MEMO))
+    _pipes: dict[tuple[int, int], tuple[ParallelConfig, Work, Pipeline]] = field(default_factory=dict)
     # a group's shares, the attention choices' and the dense x MoE corrections depend on the layout only through
     # what they are costed at (outside, the works): concurrencies and layouts that coincide there share one
     # (read-only) table, looked up once instead of choice by choice
@@ -279,8 +278,15 @@ class Tables:
         return self._share(pc, w, mtp, (NONE,))
 
     def _pipeline(self, pc: ParallelConfig, w: Work) -> Pipeline:
-        """pipeline_of a layout's config and step: concurrencies whose steps coincide share it."""
-        return self._pipes.get((pc,), w, lambda: pipeline_of(self.model, self.hw, pc, self.f, w))
+        """pipeline_of a layout's config and step: concurrencies whose steps coincide share it (keyed by the
+        ids of the tables' config and work objects, which the entry keeps)."""
+        key = (id(pc), id(w))
+        hit = self._pipes.get(key)
+        if hit is None:
+            if len(self._pipes) >= _TABLE_MEMO:
+                self._pipes.clear()
+            hit = self._pipes[key] = (pc, w, pipeline_of(self.model, self.hw, pc, self.f, w))
+        return hit[2]
 
     def step_plan_of(self, b: int, key: tuple[int, ...]) -> StepPlan:
         """The steps layout `key` runs at concurrency b (nothing costed yet)."""
