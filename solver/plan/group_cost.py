@@ -36,7 +36,8 @@ class Share(NamedTuple):
     launch_s: tuple[float, ...]
 
     def __add__(self, other: "Share") -> "Share":  # type: ignore[override]
-        g, h, k, m = self[0], other[0], self[1], other[1]
+        g, k = self
+        h, m = other
         n = len(g)
         # one or two distinct stages (no PP, or a pipeline's two kinds of stage) spelled out: twice as fast
         # as map, the same sums
