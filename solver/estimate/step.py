@@ -160,25 +160,39 @@ def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
     if len(_DECODE_LAYOUTS) >= _BLOCK_CACHE_MAX:
         _DECODE_LAYOUTS.clear()
         _DP_LAYOUTS.clear()
+        _DECODE_WORKS.clear()
     hit = _DECODE_LAYOUTS[key] = _decode_layout(pc, w)
     return hit
 
 
 def _decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
-    spread = min(float(pc.cp_size), max(1.0, w.sequences))  # ranks of the group that hold a sequence
-    busy = (w.busy_replicas if w.busy_replicas > 0 else pc.attn_replicas) * spread
     dp = _DP_LAYOUTS.get(pc.key())
     if dp is None:
         dp = _DP_LAYOUTS[pc.key()] = pc.model_copy(update={"cp_size": 1})
-    return dp, replace(w, new_tokens=w.new_tokens / spread, sequences=w.sequences / spread,
-                       logits_tokens=w.logits_tokens / spread,
-                       busy_replicas=busy if spread < pc.cp_size or w.busy_replicas > 0 else 0.0)
+    return dp, _decode_work(pc.cp_size, pc.attn_replicas, w)
+
+
+def _decode_work(cp: int, replicas: int, w: Work) -> Work:
+    """The busiest rank's work of a decode step of `w` under CP `cp` with `replicas` attention replicas (what
+    the decode layout reads of the config), memoised: the configs of every group choice beside one layout
+    (under PP, where the tables cost each stage at its own layout) ask for the same one."""
+    key = (cp, replicas, w)
+    hit = _DECODE_WORKS.get(key)
+    if hit is not None:
+        return hit
+    spread = min(float(cp), max(1.0, w.sequences))  # ranks of the group that hold a sequence
+    busy = (w.busy_replicas if w.busy_replicas > 0 else replicas) * spread
+    hit = _DECODE_WORKS[key] = replace(w, new_tokens=w.new_tokens / spread, sequences=w.sequences / spread,
+                                       logits_tokens=w.logits_tokens / spread,
+                                       busy_replicas=busy if spread < cp or w.busy_replicas > 0 else 0.0)
+    return hit
 
 
 # decode_layout per (config, work): the planner's tables ask for the same one for every block and group (both
 # frozen, so the pair handed out is shared)
 _DECODE_LAYOUTS: dict[tuple, tuple[ParallelConfig, Work]] = {}
 _DP_LAYOUTS: dict[tuple, ParallelConfig] = {}  # config key -> the config with cp 1 (far fewer than the pairs)
+_DECODE_WORKS: dict[tuple, Work] = {}  # _decode_work
 
 # One block's ops and collectives for one (hardware, parallel config, precision, factors, work): the planner's
 # tables and pipeline stages ask for the same block under the same kit many times (every stage of a pipeline

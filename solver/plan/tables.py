@@ -198,6 +198,7 @@ class Tables:
     _group_tables: dict[tuple, dict] = field(default_factory=dict)
     _at_pp: dict[tuple, list] = field(default_factory=dict)  # _choices_at, _pair_choices
     _halves: dict[tuple, dict[int, Share]] = field(default_factory=dict)  # _half
+    _outside: dict[tuple, tuple[Work, tuple[int, ...], Work]] = field(default_factory=dict)  # outside, CP's decode
     # one Work object per value among the works the tables cost (step_plan_of, outside), kept for the tables'
     # life: the memos below key a work by its id (hashing a Work's six fields cost a lookup's time again)
     _works: dict[Work, Work] = field(default_factory=dict)
@@ -433,9 +434,12 @@ class Tables:
         if w is not None and w.phase == "decode" and cp > 1:
             if pp > 1:
                 return key, w
-            pc, w = decode_layout(self._layout_pc(key), w)
-            w = self._work(w)
-            tp, cp, kvp, sp = pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size
+            hit = self._outside.get((key, id(w)))  # the entry keeps `w`, so a hit is on this very object
+            if hit is None or hit[0] is not w:
+                pc, dw = decode_layout(self._layout_pc(key), w)
+                hit = self._outside[(key, id(w))] = (
+                    w, (pc.attn_tp_size, 1, pc.cp_size * pc.kvp_size * pc.attn_sp_size, 1, pp), self._work(dw))
+            return hit[1], hit[2]
         return (tp, 1, cp * kvp * sp, 1, pp), w
 
     def fill_group(self, vc: ViewCosts, key: tuple[int, ...], g: str) -> None:
