@@ -191,6 +191,8 @@ class Tables:
     _plans: dict[tuple, StepPlan] = field(default_factory=dict)  # by (b, layout) and by (b, pp, replicas)
     _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
     _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
+    _rep_pcs: dict[tuple[int, ...], ParallelConfig] = field(default_factory=dict)  # _layout_pc of a layout alone
+    _pair_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _pipes: dict[tuple[int, int], tuple[ParallelConfig, Work, Pipeline]] = field(default_factory=dict)
     # a group's shares, the attention choices' and the dense x MoE corrections depend on the layout only through
     # what they are costed at (outside, the works): concurrencies and layouts that coincide there share one
@@ -237,9 +239,16 @@ class Tables:
         return pc
 
     def _layout_pc(self, key: tuple[int, ...], **more: int) -> ParallelConfig:
+        if not more:  # the layout's own config (replicas, step plan, pipeline), asked per concurrency
+            pc = self._rep_pcs.get(key)
+            if pc is not None:
+                return pc
         tp, cp, kvp, sp, pp = key
-        return self._pc({"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "pp_size": pp,
-                         **more})
+        pc = self._pc({"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "pp_size": pp,
+                       **more})
+        if not more:
+            self._rep_pcs[key] = pc
+        return pc
 
     def _share(self, pc: ParallelConfig, w: Work | None, mtp: int, want: tuple[str, ...],
                attention_only: bool = False) -> dict[str, Share] | None:
@@ -480,6 +489,16 @@ class Tables:
                                                         **dict(zip(GROUPS[g][:-1], c[:-1])))
         return pc
 
+    def _pair_pc(self, outside: tuple[int, ...], jd: int, jm: int, tp: int, knobs: dict[str, int]
+                 ) -> ParallelConfig:
+        """The config a (dense, MoE) pair of TP `tp` (_pair_choices) is costed at beside `outside`, memoised
+        as _group_pc."""
+        key = (outside, jd, jm)
+        pc = self._pair_pcs.get(key)
+        if pc is None:
+            pc = self._pair_pcs[key] = self._layout_pc(_beside(outside, tp, self.world), **knobs)
+        return pc
+
     def _choices_at(self, g: str, pp: int) -> list[int]:
         """Group g's choices (indices) with `pp` stages, in the choices' order (once per group and stage count:
         every fill of a group reads them)."""
@@ -513,7 +532,7 @@ class Tables:
         elif "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
             self._group_tables[tkey] = vc.pairs
             for jd, jm, tp, knobs in self._pair_choices(pp):
-                both = [self._share(self._layout_pc(_beside(k, tp, self.world), **knobs), w, m, ("dense", "moe"))
+                both = [self._share(self._pair_pc(k, jd, jm, tp, knobs), w, m, ("dense", "moe"))
                         for k, w, m in ((k_pre, w_pre, 0), (k_dec, w_dec, mtp))]
                 sep = [vc.other["dense"][jd], vc.other["moe"][jm]]
                 corr = tuple(None if s is None else (s["dense"] + s["moe"]) - sep[0][k] - sep[1][k]
