@@ -452,12 +452,24 @@ def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision,
     return kit_plan_sums(plan, *plan_kit(hw, pc, prec, f, w))
 
 
-def plan_kit(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work) -> tuple[SumsKit, dict]:
+def plan_kit(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work, mixers_only: bool = False
+             ) -> tuple[SumsKit, dict]:
     """The sums kit a step of `w` at `pc` is costed under (its decode layout) and the kit's store of sums
     (_KITS): one per (hardware, precision, factors, config values, work), so a caller may keep what it derives
-    from the kit's sums in the store too (group_cost.shares)."""
+    from the kit's sums in the store too (group_cost.shares). `mixers_only`: a kit for the mixer blocks alone
+    (an attention-only step), one per what they read of the config (mixer_key), so configs that differ
+    elsewhere (the world, the stage count, the other knobs) share it."""
     pc, w = decode_layout(pc, w)
-    return _kit_sums(hw, pc, prec, f, w, pc.key())
+    return _kit_sums(hw, pc, prec, f, w, mixer_key(pc) if mixers_only else pc.key())
+
+
+def mixer_key(pc: ParallelConfig) -> tuple:
+    """What the mixer blocks' formulas read of a config (specs/layers: attention TP, CP, KVP, SP, o_proj TP;
+    compute.group_tokens: the replicas, only for an o_proj group wider than the attention group):
+    tests/test_sums_kit.py::test_mixer_sums_read_only_the_mixer_key holds every catalog mixer to it. Marked,
+    so it never equals a config's key()."""
+    reps = pc.attn_replicas if pc.oproj_shards > pc.attn_group_size else 0
+    return ("mixers", pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size, pc.o_proj_tp_size, reps)
 
 
 def kit_plan_sums(plan: SumsPlan, kit: SumsKit, store: dict) -> list[list[tuple[ModuleSums, float, bool]]]:

@@ -93,7 +93,7 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
         spc, sw = pc, w
     else:  # every stage runs the same stage config on the same microbatch: their sums in one pass
         spc, sw = pc.stage(), micro_work(pc.pp_size, w)[1]
-    kit, store = plan_kit(hw, spc, prec, f, sw)
+    kit, store = plan_kit(hw, spc, prec, f, sw, attention_only)  # attention only: the mixers' kit (mixer_key)
     # configs whose steps run under one kit (CP's decode layout, the stage of several pipelines) add the same
     # sums: the answer is kept in the kit's store, per recipe (held there, so its id names it)
     hit = store.get(("shares", id(recipe)))
