@@ -255,3 +255,21 @@ def test_mixer_sums_read_only_the_mixer_key(name: str) -> None:
                 first = _light_sums(b, SumsKit(h, pcs[0], prec, f, w))
                 for pc in pcs[1:]:
                     assert _light_sums(b, SumsKit(h, pc, prec, f, w)) == first, (name, b.kind, pcs[0].key(), pc.key(), w)
+
+
+def test_tables_keep_one_object_per_equal_precision_and_factors() -> None:
+    """build_tables' inputs as one object per value (tables._one_of: the memos keyed by identity then serve
+    another plan of the deployment): an equal precision (unhashable) or factors object is the first one met,
+    an unequal one stays its own."""
+    from solver.plan.tables import _one_of
+
+    m, h = load_model("deepseek-v3.2"), HW["atlas"]
+    p1, p2 = resolve_precision(m, h, weight_dtype="int8"), resolve_precision(m, h, weight_dtype="int8")
+    f1, f2 = factors_for(h), factors_for(h)
+    assert p1 is not p2 and f1 is not f2
+    assert _one_of(p1) is _one_of(p2) is _one_of(p1)
+    assert _one_of(f2) is _one_of(f1)
+    other = dataclasses.replace(f1, gemm=f1.gemm / 2)
+    assert _one_of(other) is other and _one_of(f1) is not other
+    bf16 = resolve_precision(m, h)
+    assert bf16 != p1 and _one_of(bf16) is bf16

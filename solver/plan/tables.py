@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from solver.estimate.compute import Factors, Work
 from solver.estimate.figures import Figures, StepPlan, figures, step_plan
@@ -56,6 +56,8 @@ from solver.specs.scenario import Scenario
 
 if TYPE_CHECKING:
     from solver.estimate.pipeline import Stage
+
+T = TypeVar("T")
 
 # Pipeline stages change every group's cost (layers per stage, ranks per stage), so the stage count is the
 # last entry of every group's choice and the planner makes all groups pick the same one (SHARED): with it
@@ -630,6 +632,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     """The choices of every group and their memory per concurrency; step costs are filled per layout on
     first use (Tables.view)."""
     mem_opts = mem_opts or MemoryOptions()
+    hw, prec, f = _one_of(hw), _one_of(prec), _one_of(f)
     W = space.world
     pps = space.domains["pp_size"]
     params = count_params(model)
@@ -682,6 +685,25 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
         memory.update({(b, g, i): m for (g, i), m in mem.items()})
     return Tables(W, choices, tuple(batches), memory, const_mem, limit, scenario.latency_terms[2],
                   model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
+
+
+# one object per value among the hardware, precisions and factors tables were built with (_one_of)
+_BUILT_WITH: list = []
+
+
+def _one_of(x: T) -> T:
+    """The first object equal to `x` that tables were built with. The estimator's memos key the hardware,
+    precision and factors by identity (step._KITS, compute._COLLECTIVES) and each plan makes its own factors
+    and precision: with one object per value, the plans of one deployment at other world sizes (a sweep) or
+    again share what they cost alike (the mixers' sums of equal works: step.mixer_key). Equal values cost the
+    same (the estimator is pure)."""
+    for y in _BUILT_WITH:
+        if type(y) is type(x) and y == x:
+            return y
+    if len(_BUILT_WITH) >= 64:
+        _BUILT_WITH.clear()
+    _BUILT_WITH.append(x)
+    return x
 
 
 def _redundant(model: ModelSpec, fw: FrameworkProfile, hw: Hardware, ep: int) -> int | None:
