@@ -270,6 +270,6 @@ def test_tables_keep_one_object_per_equal_precision_and_factors() -> None:
     assert _one_of(p1) is _one_of(p2) is _one_of(p1)
     assert _one_of(f2) is _one_of(f1)
     other = dataclasses.replace(f1, gemm=f1.gemm / 2)
-    assert _one_of(other) is other and _one_of(f1) is not other
+    assert _one_of(other) == other and _one_of(other) is not _one_of(f1)
     bf16 = resolve_precision(m, h)
-    assert bf16 != p1 and _one_of(bf16) is bf16
+    assert bf16 != p1 and _one_of(bf16) == bf16 and _one_of(bf16) is not _one_of(p1)
