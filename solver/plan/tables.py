@@ -636,7 +636,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     W = space.world
     pps = space.domains["pp_size"]
     params = count_params(model)
-    groups = module_groups(params)
+    groups = _one_of(module_groups(params))  # one object per value too: the share recipes key it by id
     choices: dict[str, list[tuple[int, ...]]] = {
         "attn": _attention_tuples(space, model, fw, W, hw, scenario),
         "dense": _per_stage(space.domains["dense_tp_size"], pps, W),
