@@ -273,3 +273,49 @@ def test_tables_keep_one_object_per_equal_precision_and_factors() -> None:
     assert _one_of(other) == other and _one_of(other) is not _one_of(f1)
     bf16 = resolve_precision(m, h)
     assert bf16 != p1 and _one_of(bf16) == bf16 and _one_of(bf16) is not _one_of(p1)
+
+
+def _head_configs() -> list[ParallelConfig]:
+    """Stage configs over two world sizes and stage counts (stage worlds 8 and 16 twice each): embedding and
+    LM head TP, the attention group's size and split, and the other knobs varied."""
+    out = []
+    for world, pp in ((8, 1), (16, 1), (16, 2), (32, 2)):
+        stage = world // pp
+        twos = [d for d in (1, 2, 4, 8, 16) if stage % d == 0]
+        for e, lt, tp, cp in itertools.product(twos, twos, twos, (1, 2)):
+            if stage % (tp * cp):
+                continue
+            other = twos[(e + tp + world) % len(twos)]
+            pc = ParallelConfig(world_size=world, pp_size=pp, attn_tp_size=tp, cp_size=cp, embed_tp_size=e,
+                                lmhead_tp_size=lt, moe_tp_size=other, dense_tp_size=other)
+            out.append(pc.stage() if pp > 1 else pc)
+    return out
+
+
+@pytest.mark.parametrize("name", [names[0] for _, names in list_models()])
+def test_head_sums_read_only_the_head_key(name: str) -> None:
+    """The embedding and LM head alone are costed under a kit per step.head_key (group_cost.shares, a recipe
+    of no block): every catalog model's head sums and MTP draft pass sums are exactly the same under configs
+    that differ only in what the key leaves out; some keys hold configs of two world sizes, some a TP degree
+    wider than the attention group (where the replicas are read)."""
+    m = load_model(name)
+    h = HW["atlas"] if "deepseek" in name else HW["h200"]
+    prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
+    f = factors_for(h)
+    by_key: dict[tuple, list[ParallelConfig]] = {}
+    for pc in _head_configs():
+        by_key.setdefault(step.head_key(pc), []).append(pc)
+    assert any(len({pc.world_size for pc in pcs}) > 1 for pcs in by_key.values())
+    assert any(len({pc.key() for pc in pcs}) > 1 and max(pcs[0].embed_tp_size, pcs[0].lmhead_tp_size)
+               > pcs[0].attn_group_size for pcs in by_key.values())
+
+    def sums(pc: ParallelConfig, w: Work) -> tuple:
+        skit = SumsKit(h, pc, prec, f, w)
+        return (_light_module_sums(kit_head_ops(m, skit), kit_head_comms(m, skit)),
+                module_sums(*step._draft_records(m, h, pc, prec, f, w)))
+
+    for pcs in by_key.values():
+        for w in WORKS:
+            first = sums(pcs[0], w)
+            for pc in pcs[1:]:
+                assert sums(pc, w) == first, (name, pcs[0].key(), pc.key(), w)

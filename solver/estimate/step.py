@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Callable
 
 from solver.estimate import pipeline
 from solver.estimate.compute import (  # noqa: F401  (CommCost, tp_module re-exported: callers import them here)
@@ -452,15 +453,15 @@ def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision,
     return kit_plan_sums(plan, *plan_kit(hw, pc, prec, f, w))
 
 
-def plan_kit(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work, mixers_only: bool = False
-             ) -> tuple[SumsKit, dict]:
+def plan_kit(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
+             reads: Callable[[ParallelConfig], tuple] | None = None) -> tuple[SumsKit, dict]:
     """The sums kit a step of `w` at `pc` is costed under (its decode layout) and the kit's store of sums
     (_KITS): one per (hardware, precision, factors, config values, work), so a caller may keep what it derives
-    from the kit's sums in the store too (group_cost.shares). `mixers_only`: a kit for the mixer blocks alone
-    (an attention-only step), one per what they read of the config (mixer_key), so configs that differ
-    elsewhere (the world, the stage count, the other knobs) share it."""
+    from the kit's sums in the store too (group_cost.shares). `reads`: for a caller that costs only some
+    formulas (the mixers: mixer_key; the embedding and LM head: head_key), what they read of the config, so
+    configs that differ elsewhere (the world, the stage count, the other knobs) share one kit."""
     pc, w = decode_layout(pc, w)
-    return _kit_sums(hw, pc, prec, f, w, mixer_key(pc) if mixers_only else pc.key())
+    return _kit_sums(hw, pc, prec, f, w, pc.key() if reads is None else reads(pc))
 
 
 def mixer_key(pc: ParallelConfig) -> tuple:
@@ -470,6 +471,15 @@ def mixer_key(pc: ParallelConfig) -> tuple:
     so it never equals a config's key()."""
     reps = pc.attn_replicas if pc.oproj_shards > pc.attn_group_size else 0
     return ("mixers", pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size, pc.o_proj_tp_size, reps)
+
+
+def head_key(pc: ParallelConfig) -> tuple:
+    """What the embedding's and LM head's formulas read of a config, the MTP draft passes' included
+    (kit_head_ops, _head_colls: their TP degrees and compute.group_tokens: the attention group's size, and the
+    replicas only for a degree wider than it): tests/test_sums_kit.py::test_head_sums_read_only_the_head_key.
+    Marked, as mixer_key."""
+    g, e, lt = pc.attn_group_size, pc.embed_tp_size, pc.lmhead_tp_size
+    return ("head", e, lt, g, pc.attn_replicas if max(e, lt) > g else 0)
 
 
 def kit_plan_sums(plan: SumsPlan, kit: SumsKit, store: dict) -> list[list[tuple[ModuleSums, float, bool]]]:

@@ -17,7 +17,7 @@ from operator import add as _add, sub as _sub
 
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
-from solver.estimate.step import SumsPlan, kit_plan_sums, micro_work, plan_kit, sums_plan
+from solver.estimate.step import SumsPlan, head_key, kit_plan_sums, micro_work, mixer_key, plan_kit, sums_plan
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -93,7 +93,8 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
         spc, sw = pc, w
     else:  # every stage runs the same stage config on the same microbatch: their sums in one pass
         spc, sw = pc.stage(), micro_work(pc.pp_size, w)[1]
-    kit, store = plan_kit(hw, spc, prec, f, sw, attention_only)  # attention only: the mixers' kit (mixer_key)
+    # attention only: the mixers' kit; the embedding and LM head alone (a recipe of no block): the head's
+    kit, store = plan_kit(hw, spc, prec, f, sw, mixer_key if attention_only else None if recipe[0].blocks else head_key)
     # configs whose steps run under one kit (CP's decode layout, the stage of several pipelines) add the same
     # sums: the answer is kept in the kit's store, per recipe (held there, so its id names it)
     hit = store.get(("shares", id(recipe)))
