@@ -270,8 +270,17 @@ class Tables:
         return out
 
     def _work(self, w: Work | None) -> Work | None:
-        """The tables' one object of work `w`'s value."""
-        return None if w is None else self._works.setdefault(w, w)
+        """The tables' one object of work `w`'s value: the one other tables met first (_WORKS), so the
+        estimator's memos, keyed by the work's value, meet the very object again in a later plan and skip
+        comparing it field by field; the tables keep theirs alive (their memos key a work by its id)."""
+        if w is None:
+            return None
+        hit = self._works.get(w)
+        if hit is None:
+            if len(_WORKS) >= _TABLE_MEMO:
+                _WORKS.clear()
+            hit = self._works[w] = _WORKS.setdefault(w, w)
+        return hit
 
     def _none(self, pc: ParallelConfig, w: Work | None, mtp: int, pipe: Pipeline | None = None
               ) -> dict[str, Share] | None:
@@ -687,6 +696,8 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                   model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
 
 
+# one object per value among the works tables cost (Tables._work)
+_WORKS: dict[Work, Work] = {}
 # one object per value among the hardware, precisions and factors tables were built with (_one_of)
 _BUILT_WITH: list = []
 
