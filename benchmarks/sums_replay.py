@@ -24,7 +24,7 @@ from solver.specs.scenario import Scenario
 
 # the estimator's caches the share path fills (those a checkout lacks are skipped)
 _CACHES = ((step, "_SUMS_CACHE"), (step, "_KITS"), (step, "_BLOCK_CACHE"), (step, "_DECODE_LAYOUTS"),
-           (step, "_DP_LAYOUTS"), (compute, "_COLLECTIVES"), (group_cost, "_OWNED"))
+           (step, "_DP_LAYOUTS"), (step, "_DECODE_WORKS"), (compute, "_COLLECTIVES"), (group_cost, "_OWNED"))
 
 
 def _clear() -> None:

@@ -3,6 +3,7 @@ blocks' memoised parts) gives exactly (==) what the full records give."""
 from __future__ import annotations
 
 import copy
+import itertools
 import dataclasses
 
 import pytest
@@ -206,3 +207,115 @@ def test_module_sums_add_as_the_step_cost_adds(name: str) -> None:
                         if o.module == mod:
                             ref += o.overhead_s
                     assert k == ref, (name, mod)
+
+
+def _mixer_configs() -> list[ParallelConfig]:
+    """Configs over two world sizes and stage counts (stage worlds 8 and 16 twice each), every attention layout
+    of powers of two with o_proj TP up to the stage, and the other knobs varied with the layout."""
+    out = []
+    for world, pp in ((8, 1), (16, 1), (16, 2), (32, 2)):
+        stage = world // pp
+        twos = [d for d in (1, 2, 4, 8, 16) if stage % d == 0]
+        for tp, cp, kvp, sp, op in itertools.product(twos, repeat=5):
+            if stage % (tp * cp * kvp * sp) or (cp > 1) + (kvp > 1) + (sp > 1) > 1 or (tp > 1 and op not in (1, tp)):
+                continue
+            other = twos[(tp + op + world) % len(twos)]
+            try:
+                out.append(ParallelConfig(world_size=world, pp_size=pp, attn_tp_size=tp, cp_size=cp, kvp_size=kvp,
+                                          attn_sp_size=sp, o_proj_tp_size=op, moe_tp_size=other,
+                                          dense_tp_size=other, embed_tp_size=other, lmhead_tp_size=other))
+            except ValueError:
+                continue
+    return out
+
+
+@pytest.mark.parametrize("name", [names[0] for _, names in list_models()])
+def test_mixer_sums_read_only_the_mixer_key(name: str) -> None:
+    """The mixers' kit is shared by configs with one step.mixer_key (group_cost.shares, attention only): every
+    mixer block of every catalog model (its MTP layers' too) sums to exactly the same under configs that
+    differ only in what the key leaves out (world size, stage count, the other groups' knobs), on prefill and
+    decode works with and without busy replicas. Some keys hold configs of two world sizes, some configs whose
+    o_proj group is wider than the attention group (where the replicas are read)."""
+    m = load_model(name)
+    h = HW["atlas"] if "deepseek" in name else HW["h200"]
+    prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
+    f = factors_for(h)
+    mixers = {b for b, _ in m.block_groups if b.role == "mixer"}
+    mixers |= {b for layer in (m.mtp_modules[0] if m.mtp_modules else ()) for b in layer.blocks if b.role == "mixer"}
+    by_key: dict[tuple, list[ParallelConfig]] = {}
+    for pc in _mixer_configs():
+        by_key.setdefault(step.mixer_key(pc.stage() if pc.pp_size > 1 else pc), []).append(
+            pc.stage() if pc.pp_size > 1 else pc)
+    assert any(len({pc.world_size for pc in pcs}) > 1 for pcs in by_key.values())
+    assert any(len({pc.key() for pc in pcs}) > 1 and pcs[0].oproj_shards > pcs[0].attn_group_size
+               for pcs in by_key.values())
+    for pcs in by_key.values():
+        for w in WORKS:
+            for b in mixers:
+                first = _light_sums(b, SumsKit(h, pcs[0], prec, f, w))
+                for pc in pcs[1:]:
+                    assert _light_sums(b, SumsKit(h, pc, prec, f, w)) == first, (name, b.kind, pcs[0].key(), pc.key(), w)
+
+
+def test_tables_keep_one_object_per_equal_precision_and_factors() -> None:
+    """build_tables' inputs as one object per value (tables._one_of: the memos keyed by identity then serve
+    another plan of the deployment): an equal precision (unhashable) or factors object is the first one met,
+    an unequal one stays its own."""
+    from solver.plan.tables import _one_of
+
+    m, h = load_model("deepseek-v3.2"), HW["atlas"]
+    p1, p2 = resolve_precision(m, h, weight_dtype="int8"), resolve_precision(m, h, weight_dtype="int8")
+    f1, f2 = factors_for(h), factors_for(h)
+    assert p1 is not p2 and f1 is not f2
+    assert _one_of(p1) is _one_of(p2) is _one_of(p1)
+    assert _one_of(f2) is _one_of(f1)
+    other = dataclasses.replace(f1, gemm=f1.gemm / 2)
+    assert _one_of(other) == other and _one_of(other) is not _one_of(f1)
+    bf16 = resolve_precision(m, h)
+    assert bf16 != p1 and _one_of(bf16) == bf16 and _one_of(bf16) is not _one_of(p1)
+
+
+def _head_configs() -> list[ParallelConfig]:
+    """Stage configs over two world sizes and stage counts (stage worlds 8 and 16 twice each): embedding and
+    LM head TP, the attention group's size and split, and the other knobs varied."""
+    out = []
+    for world, pp in ((8, 1), (16, 1), (16, 2), (32, 2)):
+        stage = world // pp
+        twos = [d for d in (1, 2, 4, 8, 16) if stage % d == 0]
+        for e, lt, tp, cp in itertools.product(twos, twos, twos, (1, 2)):
+            if stage % (tp * cp):
+                continue
+            other = twos[(e + tp + world) % len(twos)]
+            pc = ParallelConfig(world_size=world, pp_size=pp, attn_tp_size=tp, cp_size=cp, embed_tp_size=e,
+                                lmhead_tp_size=lt, moe_tp_size=other, dense_tp_size=other)
+            out.append(pc.stage() if pp > 1 else pc)
+    return out
+
+
+@pytest.mark.parametrize("name", [names[0] for _, names in list_models()])
+def test_head_sums_read_only_the_head_key(name: str) -> None:
+    """The embedding and LM head alone are costed under a kit per step.head_key (group_cost.shares, a recipe
+    of no block): every catalog model's head sums and MTP draft pass sums are exactly the same under configs
+    that differ only in what the key leaves out; some keys hold configs of two world sizes, some a TP degree
+    wider than the attention group (where the replicas are read)."""
+    m = load_model(name)
+    h = HW["atlas"] if "deepseek" in name else HW["h200"]
+    prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
+    f = factors_for(h)
+    by_key: dict[tuple, list[ParallelConfig]] = {}
+    for pc in _head_configs():
+        by_key.setdefault(step.head_key(pc), []).append(pc)
+    assert any(len({pc.world_size for pc in pcs}) > 1 for pcs in by_key.values())
+    assert any(len({pc.key() for pc in pcs}) > 1 and max(pcs[0].embed_tp_size, pcs[0].lmhead_tp_size)
+               > pcs[0].attn_group_size for pcs in by_key.values())
+
+    def sums(pc: ParallelConfig, w: Work) -> tuple:
+        skit = SumsKit(h, pc, prec, f, w)
+        return (_light_module_sums(kit_head_ops(m, skit), kit_head_comms(m, skit)),
+                module_sums(*step._draft_records(m, h, pc, prec, f, w)))
+
+    for pcs in by_key.values():
+        for w in WORKS:
+            first = sums(pcs[0], w)
+            for pc in pcs[1:]:
+                assert sums(pc, w) == first, (name, pcs[0].key(), pc.key(), w)

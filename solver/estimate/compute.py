@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 
 from solver.estimate import comm
 from solver.estimate.params import ParamReport
-from solver.memo import IdentityMemo
 from solver.specs.hardware import Hardware
 from solver.specs.layers.base import ACT_BYTES, Block  # noqa: F401  (ACT_BYTES re-exported)
 from solver.specs.layers.dsa import LOGIT_BYTES  # noqa: F401  (re-exported)
@@ -153,18 +152,27 @@ _PRIMITIVES = {"all_reduce": comm.all_reduce_s, "all_gather": comm.all_gather_s,
 
 
 # collective_s per (hardware, factors, primitive, ranks, bytes, stride): a generic W=128 plan asks for 46,484
-# collectives with 2,362 distinct arguments
-_COLLECTIVES = IdentityMemo(65_536)
+# collectives with 2,362 distinct arguments. A plain dict keyed by the hardware's and factors' ids (no closure
+# or key assembly per call, as IdentityMemo.get has: this is its hottest caller); each entry keeps the two
+# objects, so an id it holds names them
+_COLLECTIVES: dict[tuple, tuple[Hardware, Factors, float]] = {}
+_COLLECTIVES_MAX = 65_536
 
 
 def collective_s(hw: Hardware, f: Factors, primitive: str, n: int, nbytes: float, stride: int = 1) -> float:
     """Seconds of one collective over `n` ranks spaced `stride` apart."""
-    def build() -> float:
-        if primitive == "all_reduce":  # the engine's small-message all-reduce kernel, when it has one (comm.py)
-            return comm.all_reduce_s(hw, n, nbytes, stride, f.comm, comm.CustomAllReduce.of(f))
-        return _PRIMITIVES[primitive](hw, n, nbytes, stride, f.comm)
-
-    return _COLLECTIVES.get((hw, f), (primitive, n, nbytes, stride), build)
+    key = (id(hw), id(f), primitive, n, nbytes, stride)
+    hit = _COLLECTIVES.get(key)
+    if hit is not None:
+        return hit[2]
+    if primitive == "all_reduce":  # the engine's small-message all-reduce kernel, when it has one (comm.py)
+        t = comm.all_reduce_s(hw, n, nbytes, stride, f.comm, comm.CustomAllReduce.of(f))
+    else:
+        t = _PRIMITIVES[primitive](hw, n, nbytes, stride, f.comm)
+    if len(_COLLECTIVES) >= _COLLECTIVES_MAX:
+        _COLLECTIVES.clear()
+    _COLLECTIVES[key] = (hw, f, t)
+    return t
 
 
 def exposed_s(t: float, hide_s: float | None) -> float:

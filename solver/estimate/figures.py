@@ -127,8 +127,22 @@ def figures(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: float
     if sp.kind == "decode":
         tpot = dec_s / m
         return Figures(0.0, tpot, sp.per_replica * sp.replicas / tpot, tpot * wl.osl, 0.0, dec_s)
-    t = serving_times(sp.shape, pre_s, dec_s, wl, ServingPolicy.of(f))
+    t = serving_times(sp.shape, pre_s, dec_s, wl, _policy(f))
     return Figures(t.ttft_s, t.tpot_s, wl.concurrency * wl.osl / t.request_s, t.request_s, pre_s, dec_s, t)
+
+
+# ServingPolicy.of per factors object (frozen, so shared): the planner asks for figures ~18K times a plan on a
+# few Factors objects; each entry keeps its factors, so an id it holds names them
+_POLICIES: dict[int, tuple[Factors, ServingPolicy]] = {}
+
+
+def _policy(f: Factors) -> ServingPolicy:
+    hit = _POLICIES.get(id(f))
+    if hit is None:
+        if len(_POLICIES) >= 256:
+            _POLICIES.clear()
+        hit = _POLICIES[id(f)] = (f, ServingPolicy.of(f))
+    return hit[1]
 
 
 __all__ = ["StepPlan", "Figures", "step_plan", "figures"]

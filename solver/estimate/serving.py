@@ -96,6 +96,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
@@ -213,6 +214,7 @@ def token_budget(wl: Workload, f: Factors, pc: ParallelConfig) -> int:
     return max(1, budget)
 
 
+@lru_cache(maxsize=1024)
 def mtp_tokens_per_step(depth: int, accept: float) -> float:
     """Expected tokens emitted per decode step with `depth` draft tokens accepted in sequence."""
     return 1.0 + sum(accept ** i for i in range(1, depth + 1))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Callable
 
 from solver.estimate import pipeline
 from solver.estimate.compute import (  # noqa: F401  (CommCost, tp_module re-exported: callers import them here)
@@ -160,25 +161,39 @@ def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
     if len(_DECODE_LAYOUTS) >= _BLOCK_CACHE_MAX:
         _DECODE_LAYOUTS.clear()
         _DP_LAYOUTS.clear()
+        _DECODE_WORKS.clear()
     hit = _DECODE_LAYOUTS[key] = _decode_layout(pc, w)
     return hit
 
 
 def _decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
-    spread = min(float(pc.cp_size), max(1.0, w.sequences))  # ranks of the group that hold a sequence
-    busy = (w.busy_replicas if w.busy_replicas > 0 else pc.attn_replicas) * spread
     dp = _DP_LAYOUTS.get(pc.key())
     if dp is None:
         dp = _DP_LAYOUTS[pc.key()] = pc.model_copy(update={"cp_size": 1})
-    return dp, replace(w, new_tokens=w.new_tokens / spread, sequences=w.sequences / spread,
-                       logits_tokens=w.logits_tokens / spread,
-                       busy_replicas=busy if spread < pc.cp_size or w.busy_replicas > 0 else 0.0)
+    return dp, _decode_work(pc.cp_size, pc.attn_replicas, w)
+
+
+def _decode_work(cp: int, replicas: int, w: Work) -> Work:
+    """The busiest rank's work of a decode step of `w` under CP `cp` with `replicas` attention replicas (what
+    the decode layout reads of the config), memoised: the configs of every group choice beside one layout
+    (under PP, where the tables cost each stage at its own layout) ask for the same one."""
+    key = (cp, replicas, w)
+    hit = _DECODE_WORKS.get(key)
+    if hit is not None:
+        return hit
+    spread = min(float(cp), max(1.0, w.sequences))  # ranks of the group that hold a sequence
+    busy = (w.busy_replicas if w.busy_replicas > 0 else replicas) * spread
+    hit = _DECODE_WORKS[key] = replace(w, new_tokens=w.new_tokens / spread, sequences=w.sequences / spread,
+                                       logits_tokens=w.logits_tokens / spread,
+                                       busy_replicas=busy if spread < cp or w.busy_replicas > 0 else 0.0)
+    return hit
 
 
 # decode_layout per (config, work): the planner's tables ask for the same one for every block and group (both
 # frozen, so the pair handed out is shared)
 _DECODE_LAYOUTS: dict[tuple, tuple[ParallelConfig, Work]] = {}
 _DP_LAYOUTS: dict[tuple, ParallelConfig] = {}  # config key -> the config with cp 1 (far fewer than the pairs)
+_DECODE_WORKS: dict[tuple, Work] = {}  # _decode_work
 
 # One block's ops and collectives for one (hardware, parallel config, precision, factors, work): the planner's
 # tables and pipeline stages ask for the same block under the same kit many times (every stage of a pipeline
@@ -253,13 +268,20 @@ def module_sums(ops: list[OpCost], comms: list[CommCost]) -> ModuleSums:
 # identity, the config's key, the work), holding the kit and a dict of the sums costed under it, keyed by the
 # (canonical) block's id, "head" / "draft" + the model's id: a share looks the kit up once and each block by
 # an int. Entries keep the objects their ids name, so a hit by ids is a hit on those very objects.
-_KITS = IdentityMemo(_BLOCK_CACHE_MAX)
+# A plain dict (no closure or key assembly per call, as IdentityMemo.get has: a share looks its kit up once)
+_KITS: dict[tuple, tuple[Hardware, Precision, Factors, SumsKit, dict]] = {}
 
 
 def _kit_sums(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work, pc_key: tuple
               ) -> tuple[SumsKit, dict]:
     """The sums kit of (hw, pc, prec, f, w) and the dict of the sums costed under it (_KITS)."""
-    return _KITS.get((hw, prec, f), (pc_key, w), lambda: (SumsKit(hw, pc, prec, f, w), {}))
+    key = (id(hw), id(prec), id(f), pc_key, w)
+    hit = _KITS.get(key)
+    if hit is None:
+        if len(_KITS) >= _BLOCK_CACHE_MAX:
+            _KITS.clear()
+        hit = _KITS[key] = (hw, prec, f, SumsKit(hw, pc, prec, f, w), {})
+    return hit[3], hit[4]
 
 
 def _sums_of(store: dict, block, kit: SumsKit) -> ModuleSums:
@@ -431,12 +453,33 @@ def plan_sums(plan: SumsPlan, hw: Hardware, pc: ParallelConfig, prec: Precision,
     return kit_plan_sums(plan, *plan_kit(hw, pc, prec, f, w))
 
 
-def plan_kit(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work) -> tuple[SumsKit, dict]:
+def plan_kit(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
+             reads: Callable[[ParallelConfig], tuple] | None = None) -> tuple[SumsKit, dict]:
     """The sums kit a step of `w` at `pc` is costed under (its decode layout) and the kit's store of sums
     (_KITS): one per (hardware, precision, factors, config values, work), so a caller may keep what it derives
-    from the kit's sums in the store too (group_cost.shares)."""
+    from the kit's sums in the store too (group_cost.shares). `reads`: for a caller that costs only some
+    formulas (the mixers: mixer_key; the embedding and LM head: head_key), what they read of the config, so
+    configs that differ elsewhere (the world, the stage count, the other knobs) share one kit."""
     pc, w = decode_layout(pc, w)
-    return _kit_sums(hw, pc, prec, f, w, pc.key())
+    return _kit_sums(hw, pc, prec, f, w, pc.key() if reads is None else reads(pc))
+
+
+def mixer_key(pc: ParallelConfig) -> tuple:
+    """What the mixer blocks' formulas read of a config (specs/layers: attention TP, CP, KVP, SP, o_proj TP;
+    compute.group_tokens: the replicas, only for an o_proj group wider than the attention group):
+    tests/test_sums_kit.py::test_mixer_sums_read_only_the_mixer_key holds every catalog mixer to it. Marked,
+    so it never equals a config's key()."""
+    reps = pc.attn_replicas if pc.oproj_shards > pc.attn_group_size else 0
+    return ("mixers", pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size, pc.o_proj_tp_size, reps)
+
+
+def head_key(pc: ParallelConfig) -> tuple:
+    """What the embedding's and LM head's formulas read of a config, the MTP draft passes' included
+    (kit_head_ops, _head_colls: their TP degrees and compute.group_tokens: the attention group's size, and the
+    replicas only for a degree wider than it): tests/test_sums_kit.py::test_head_sums_read_only_the_head_key.
+    Marked, as mixer_key."""
+    g, e, lt = pc.attn_group_size, pc.embed_tp_size, pc.lmhead_tp_size
+    return ("head", e, lt, g, pc.attn_replicas if max(e, lt) > g else 0)
 
 
 def kit_plan_sums(plan: SumsPlan, kit: SumsKit, store: dict) -> list[list[tuple[ModuleSums, float, bool]]]:

@@ -17,8 +17,7 @@ from operator import add as _add, sub as _sub
 
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
-from solver.estimate.step import SumsPlan, kit_plan_sums, micro_work, plan_kit, sums_plan
-from solver.memo import IdentityMemo
+from solver.estimate.step import SumsPlan, head_key, kit_plan_sums, micro_work, mixer_key, plan_kit, sums_plan
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -37,7 +36,8 @@ class Share(NamedTuple):
     launch_s: tuple[float, ...]
 
     def __add__(self, other: "Share") -> "Share":  # type: ignore[override]
-        g, h, k, m = self[0], other[0], self[1], other[1]
+        g, k = self
+        h, m = other
         n = len(g)
         # one or two distinct stages (no PP, or a pipeline's two kinds of stage) spelled out: twice as fast
         # as map, the same sums
@@ -93,7 +93,8 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
         spc, sw = pc, w
     else:  # every stage runs the same stage config on the same microbatch: their sums in one pass
         spc, sw = pc.stage(), micro_work(pc.pp_size, w)[1]
-    kit, store = plan_kit(hw, spc, prec, f, sw)
+    # attention only: the mixers' kit; the embedding and LM head alone (a recipe of no block): the head's
+    kit, store = plan_kit(hw, spc, prec, f, sw, mixer_key if attention_only else None if recipe[0].blocks else head_key)
     # configs whose steps run under one kit (CP's decode layout, the stage of several pipelines) add the same
     # sums: the answer is kept in the kit's store, per recipe (held there, so its id names it)
     hit = store.get(("shares", id(recipe)))
@@ -140,19 +141,25 @@ def _share_plan(model: ModelSpec, pp: int, mtp_layers: int, groups: dict[str, st
     """What shares adds up for these stages and groups (step.SumsPlan), and per distinct stage a map module ->
     index in `want` of its owner (None: not wanted, or the stage lacks it; filled as modules are met), once
     per (model, stage count, MTP passes, groups, want, question, phase)."""
-    def build():
-        modules = _wanted_modules(groups, want)
-        if pp == 1:
-            stages = [(model, mtp_layers, frozenset())]
-        else:
-            stages = [(st.model, mtp_layers if st.last else 0, st.absent_modules) for st in pipeline.distinct_stages(model, pp)]
-        plan = sums_plan([(sm, mtp) for sm, mtp, _ in stages], attention_only, modules, phase)
-        return plan, tuple(dict.fromkeys(a) for _, _, a in stages)
+    key = (id(model), id(groups), pp, mtp_layers, want, attention_only, phase)
+    hit = _PLANS.get(key)
+    if hit is not None:  # the entry keeps the model and groups its ids name
+        return hit[2]
+    modules = _wanted_modules(groups, want)
+    if pp == 1:
+        stages = [(model, mtp_layers, frozenset())]
+    else:
+        stages = [(st.model, mtp_layers if st.last else 0, st.absent_modules) for st in pipeline.distinct_stages(model, pp)]
+    plan = sums_plan([(sm, mtp) for sm, mtp, _ in stages], attention_only, modules, phase)
+    out = plan, tuple(dict.fromkeys(a) for _, _, a in stages)
+    if len(_PLANS) >= 4096:
+        _PLANS.clear()
+    _PLANS[key] = (model, groups, out)
+    return out
 
-    return _PLANS.get((model, groups), (pp, mtp_layers, want, attention_only, phase), build)
 
-
-_PLANS = IdentityMemo(4096)
+# a plain dict (no closure or key assembly per call, as IdentityMemo.get has: every share asks for its recipe)
+_PLANS: dict[tuple, tuple] = {}
 
 
 _WANTED: dict[tuple[int, tuple[str, ...]], tuple[dict, frozenset[str]]] = {}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from solver.estimate.compute import Factors, Work
 from solver.estimate.figures import Figures, StepPlan, figures, step_plan
@@ -36,7 +36,6 @@ from solver.estimate.memory import (
 from solver.estimate.params import ParamReport, count_params
 from solver.estimate.serving import Workload
 from solver.estimate.step import block_modules, decode_layout
-from solver.memo import IdentityMemo
 from solver.plan.group_cost import NONE, Pipeline, Share, pipeline_of, shares
 from solver.plan.memory_rows import (
     PER_SEQUENCE_MEMORY,
@@ -57,6 +56,8 @@ from solver.specs.scenario import Scenario
 
 if TYPE_CHECKING:
     from solver.estimate.pipeline import Stage
+
+T = TypeVar("T")
 
 # Pipeline stages change every group's cost (layers per stage, ranks per stage), so the stage count is the
 # last entry of every group's choice and the planner makes all groups pick the same one (SHARED): with it
@@ -189,16 +190,19 @@ class Tables:
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
-    _plans: dict[tuple[int, tuple], StepPlan] = field(default_factory=dict)
+    _plans: dict[tuple, StepPlan] = field(default_factory=dict)  # by (b, layout) and by (b, pp, replicas)
     _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
     _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
-    _pipes: IdentityMemo = field(default_factory=lambda: IdentityMemo(_TABLE_MEMO))
+    _rep_pcs: dict[tuple[int, ...], ParallelConfig] = field(default_factory=dict)  # _layout_pc of a layout alone
+    _pair_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
+    _pipes: dict[tuple[int, int], tuple[ParallelConfig, Work, Pipeline]] = field(default_factory=dict)
     # a group's shares, the attention choices' and the dense x MoE corrections depend on the layout only through
     # what they are costed at (outside, the works): concurrencies and layouts that coincide there share one
     # (read-only) table, looked up once instead of choice by choice
     _group_tables: dict[tuple, dict] = field(default_factory=dict)
     _at_pp: dict[tuple, list] = field(default_factory=dict)  # _choices_at, _pair_choices
     _halves: dict[tuple, dict[int, Share]] = field(default_factory=dict)  # _half
+    _outside: dict[tuple, tuple[Work, tuple[int, ...], Work]] = field(default_factory=dict)  # outside, CP's decode
     # one Work object per value among the works the tables cost (step_plan_of, outside), kept for the tables'
     # life: the memos below key a work by its id (hashing a Work's six fields cost a lookup's time again)
     _works: dict[Work, Work] = field(default_factory=dict)
@@ -237,9 +241,16 @@ class Tables:
         return pc
 
     def _layout_pc(self, key: tuple[int, ...], **more: int) -> ParallelConfig:
+        if not more:  # the layout's own config (replicas, step plan, pipeline), asked per concurrency
+            pc = self._rep_pcs.get(key)
+            if pc is not None:
+                return pc
         tp, cp, kvp, sp, pp = key
-        return self._pc({"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "pp_size": pp,
-                         **more})
+        pc = self._pc({"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "pp_size": pp,
+                       **more})
+        if not more:
+            self._rep_pcs[key] = pc
+        return pc
 
     def _share(self, pc: ParallelConfig, w: Work | None, mtp: int, want: tuple[str, ...],
                attention_only: bool = False) -> dict[str, Share] | None:
@@ -259,8 +270,17 @@ class Tables:
         return out
 
     def _work(self, w: Work | None) -> Work | None:
-        """The tables' one object of work `w`'s value."""
-        return None if w is None else self._works.setdefault(w, w)
+        """The tables' one object of work `w`'s value: the one other tables met first (_WORKS), so the
+        estimator's memos, keyed by the work's value, meet the very object again in a later plan and skip
+        comparing it field by field; the tables keep theirs alive (their memos key a work by its id)."""
+        if w is None:
+            return None
+        hit = self._works.get(w)
+        if hit is None:
+            if len(_WORKS) >= _TABLE_MEMO:
+                _WORKS.clear()
+            hit = self._works[w] = _WORKS.setdefault(w, w)
+        return hit
 
     def _none(self, pc: ParallelConfig, w: Work | None, mtp: int, pipe: Pipeline | None = None
               ) -> dict[str, Share] | None:
@@ -279,17 +299,32 @@ class Tables:
         return self._share(pc, w, mtp, (NONE,))
 
     def _pipeline(self, pc: ParallelConfig, w: Work) -> Pipeline:
-        """pipeline_of a layout's config and step: concurrencies whose steps coincide share it."""
-        return self._pipes.get((pc,), w, lambda: pipeline_of(self.model, self.hw, pc, self.f, w))
+        """pipeline_of a layout's config and step: concurrencies whose steps coincide share it (keyed by the
+        ids of the tables' config and work objects, which the entry keeps)."""
+        key = (id(pc), id(w))
+        hit = self._pipes.get(key)
+        if hit is None:
+            if len(self._pipes) >= _TABLE_MEMO:
+                self._pipes.clear()
+            hit = self._pipes[key] = (pc, w, pipeline_of(self.model, self.hw, pc, self.f, w))
+        return hit[2]
 
     def step_plan_of(self, b: int, key: tuple[int, ...]) -> StepPlan:
         """The steps layout `key` runs at concurrency b (nothing costed yet)."""
         sp = self._plans.get((b, key))
         if sp is None:
-            sp = step_plan(self.model, self._layout_pc(key), self.f, Workload.for_scenario(self.scenario, b))
-            pre, dec = self._work(sp.pre_work), self._work(sp.dec_work)
-            if pre is not sp.pre_work or dec is not sp.dec_work:  # the same values, the tables' objects
-                sp = replace(sp, pre_work=pre, dec_work=dec)
+            rep = self._layout_pc(key)
+            # step_plan reads of a config only its world, stage count and attention replicas
+            # (tests/test_step_plan_shape.py): layouts equal there share one plan (3,386 step plans -> 429 at
+            # generic W=128)
+            shape = (b, rep.pp_size, rep.attn_replicas)
+            sp = self._plans.get(shape)
+            if sp is None:
+                sp = step_plan(self.model, rep, self.f, Workload.for_scenario(self.scenario, b))
+                pre, dec = self._work(sp.pre_work), self._work(sp.dec_work)
+                if pre is not sp.pre_work or dec is not sp.dec_work:  # the same values, the tables' objects
+                    sp = replace(sp, pre_work=pre, dec_work=dec)
+                self._plans[shape] = sp
             self._plans[(b, key)] = sp
         return sp
 
@@ -419,9 +454,12 @@ class Tables:
         if w is not None and w.phase == "decode" and cp > 1:
             if pp > 1:
                 return key, w
-            pc, w = decode_layout(self._layout_pc(key), w)
-            w = self._work(w)
-            tp, cp, kvp, sp = pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size
+            hit = self._outside.get((key, id(w)))  # the entry keeps `w`, so a hit is on this very object
+            if hit is None or hit[0] is not w:
+                pc, dw = decode_layout(self._layout_pc(key), w)
+                hit = self._outside[(key, id(w))] = (
+                    w, (pc.attn_tp_size, 1, pc.cp_size * pc.kvp_size * pc.attn_sp_size, 1, pp), self._work(dw))
+            return hit[1], hit[2]
         return (tp, 1, cp * kvp * sp, 1, pp), w
 
     def fill_group(self, vc: ViewCosts, key: tuple[int, ...], g: str) -> None:
@@ -462,6 +500,16 @@ class Tables:
                                                         **dict(zip(GROUPS[g][:-1], c[:-1])))
         return pc
 
+    def _pair_pc(self, outside: tuple[int, ...], jd: int, jm: int, tp: int, knobs: dict[str, int]
+                 ) -> ParallelConfig:
+        """The config a (dense, MoE) pair of TP `tp` (_pair_choices) is costed at beside `outside`, memoised
+        as _group_pc."""
+        key = (outside, jd, jm)
+        pc = self._pair_pcs.get(key)
+        if pc is None:
+            pc = self._pair_pcs[key] = self._layout_pc(_beside(outside, tp, self.world), **knobs)
+        return pc
+
     def _choices_at(self, g: str, pp: int) -> list[int]:
         """Group g's choices (indices) with `pp` stages, in the choices' order (once per group and stage count:
         every fill of a group reads them)."""
@@ -495,7 +543,7 @@ class Tables:
         elif "dense" in vc.other and "moe" in vc.other and self.model.is_moe:
             self._group_tables[tkey] = vc.pairs
             for jd, jm, tp, knobs in self._pair_choices(pp):
-                both = [self._share(self._layout_pc(_beside(k, tp, self.world), **knobs), w, m, ("dense", "moe"))
+                both = [self._share(self._pair_pc(k, jd, jm, tp, knobs), w, m, ("dense", "moe"))
                         for k, w, m in ((k_pre, w_pre, 0), (k_dec, w_dec, mtp))]
                 sep = [vc.other["dense"][jd], vc.other["moe"][jm]]
                 corr = tuple(None if s is None else (s["dense"] + s["moe"]) - sep[0][k] - sep[1][k]
@@ -593,10 +641,11 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     """The choices of every group and their memory per concurrency; step costs are filled per layout on
     first use (Tables.view)."""
     mem_opts = mem_opts or MemoryOptions()
+    hw, prec, f = _one_of(hw), _one_of(prec), _one_of(f)
     W = space.world
     pps = space.domains["pp_size"]
     params = count_params(model)
-    groups = module_groups(params)
+    groups = _one_of(module_groups(params))  # one object per value too: the share recipes key it by id
     choices: dict[str, list[tuple[int, ...]]] = {
         "attn": _attention_tuples(space, model, fw, W, hw, scenario),
         "dense": _per_stage(space.domains["dense_tp_size"], pps, W),
@@ -645,6 +694,27 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
         memory.update({(b, g, i): m for (g, i), m in mem.items()})
     return Tables(W, choices, tuple(batches), memory, const_mem, limit, scenario.latency_terms[2],
                   model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
+
+
+# one object per value among the works tables cost (Tables._work)
+_WORKS: dict[Work, Work] = {}
+# one object per value among the hardware, precisions and factors tables were built with (_one_of)
+_BUILT_WITH: list = []
+
+
+def _one_of(x: T) -> T:
+    """The first object equal to `x` that tables were built with. The estimator's memos key the hardware,
+    precision and factors by identity (step._KITS, compute._COLLECTIVES) and each plan makes its own factors
+    and precision: with one object per value, the plans of one deployment at other world sizes (a sweep) or
+    again share what they cost alike (the mixers' sums of equal works: step.mixer_key). Equal values cost the
+    same (the estimator is pure)."""
+    for y in _BUILT_WITH:
+        if type(y) is type(x) and y == x:
+            return y
+    if len(_BUILT_WITH) >= 64:
+        _BUILT_WITH.clear()
+    _BUILT_WITH.append(x)
+    return x
 
 
 def _redundant(model: ModelSpec, fw: FrameworkProfile, hw: Hardware, ep: int) -> int | None:
