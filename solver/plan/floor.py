@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from solver.estimate.comm import CustomAllReduce
 from solver.estimate.compute import Factors, Work
+from solver.estimate.figures import StepPlan
 from solver.estimate.step import micro_work
 from solver.plan.group_cost import Share
 
@@ -199,4 +200,74 @@ class GroupFloors:
         return out
 
 
-__all__ = ["GroupFloors", "FLOOR_GROUPS", "JOINT", "reads", "at_most", "floors_apply"]
+def attention_monotone(key: tuple[int, ...]) -> bool:
+    """Whether layout `key`'s attention shares are non-decreasing in the works' attention reads at a fixed
+    choice: not where the step's tokens are sharded (CP, SP), whose KV gather hides behind the attention core's
+    compute, which can grow faster than the gather and the core's own time (a longer context, a smaller share)."""
+    return key[1] == 1 and key[3] == 1
+
+
+AttentionReads = tuple[Reads, float | None]
+
+
+def attention_reads(w: Work, pp: int) -> AttentionReads:
+    """What an attention choice's formulas read of step `w` on a stage of a `pp`-stage pipeline: the other
+    groups' reads and, of a prefill step, the new tokens per sequence the keys of a query follow from
+    (compute.mean_keys_capped: at one context, longer prompts attend to more keys on average, so fewer
+    sequences of the same tokens can cost more). Floors compare the first as at_most does and ask the second
+    to be equal."""
+    micro = micro_work(pp, w)[1] if pp > 1 else w
+    per = max(1.0, micro.new_tokens / micro.sequences) if micro.phase == "prefill" and micro.sequences > 0 else None
+    return reads(micro, 1), per
+
+
+def attention_at_most(a: AttentionReads, b: AttentionReads) -> bool:
+    return a[1] == b[1] and at_most(a[0], b[0])
+
+
+StepReads = tuple[AttentionReads | None, AttentionReads | None, int]
+
+
+def _step_reads(sp: StepPlan, pp: int) -> StepReads:
+    return (None if sp.pre_work is None else attention_reads(sp.pre_work, pp),
+            None if sp.dec_work is None else attention_reads(sp.dec_work, pp), sp.mtp_layers)
+
+
+def _below(a: StepReads, b: StepReads) -> bool:
+    """Each step of `a` at most that of `b` (the same steps, the same MTP passes)."""
+    return a[2] == b[2] and all((x is None) == (y is None) and (x is None or attention_at_most(x, y))
+                                for x, y in zip(a[:2], b[:2]))
+
+
+class AttentionFloors:
+    """The attention tables a planner has costed, per layout and the reads of its steps, and the floor they
+    give the same layout at another concurrency (`table`): a table costed at works whose reads are all at most
+    that concurrency's is at most its own, choice by choice and stage by stage (attention_monotone), so the
+    attention-only bound over it, with that concurrency's step plan, is at most that bound."""
+
+    def __init__(self, t: Tables):
+        self.on = floors_apply(t.f)
+        self._src: dict[tuple[int, ...], dict[tuple, dict]] = {}
+
+    def note(self, key: tuple[int, ...], vc: ViewCosts) -> None:
+        """Keep view `vc`'s attention table (layout `key`) as a source of floors."""
+        if self.on and attention_monotone(key):
+            self._src.setdefault(key, {}).setdefault(_step_reads(vc.plan, key[4]), vc.attn)
+
+    def table(self, key: tuple[int, ...], sp: StepPlan) -> dict | None:
+        """The costed attention table of layout `key` whose steps' reads are at most those of `sp`, the one with
+        the most decode, then prefill, new tokens; None when there is none."""
+        src = self._src.get(key)
+        if not src:
+            return None
+        r = _step_reads(sp, key[4])
+        best = None
+        for rr, attn in src.items():
+            if _below(rr, r):
+                rank = (rr[1][0][0] if rr[1] else 0.0, rr[0][0][0] if rr[0] else 0.0)
+                if best is None or rank > best[0]:
+                    best = (rank, attn)
+        return None if best is None else best[1]
+
+
+__all__ = ["GroupFloors", "AttentionFloors", "attention_monotone", "attention_reads", "attention_at_most", "FLOOR_GROUPS", "JOINT", "reads", "at_most", "floors_apply"]
