@@ -11,6 +11,7 @@ lexicographic weight.
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from dataclasses import dataclass
@@ -152,7 +153,8 @@ class Planner:
         self._answers: dict[tuple, dict[str, int]] = {}  # answers so far: seeds for the next questions
         self._layouts = t.layouts()
         self._screens: dict[tuple[int, tuple], dict[str, set[int]] | None] = {}
-        self._screen_rest: dict[tuple[int, int], dict[str, tuple[list[tuple[int, int]], int | None]]] = {}
+        self._screen_rest: dict[tuple[int, int], dict[str, tuple[list[int], list[int]]]] = {}  # sorted values, choices
+        self._screen_sets: dict[tuple, frozenset[int]] = {}  # (b, stages, group, kept count) -> the kept choices
         self._bound_memo: dict[tuple, tuple] = {}
         self._sums_memo = IdentityMemo(200_000)  # Planner._sums
         self._floors = GroupFloors(t)  # the groups' tables seen so far, as floors for other layouts
@@ -232,7 +234,7 @@ class Planner:
         return frozenset((jd, jm) for jd, cd in enumerate(dense) for jm, cm in enumerate(moe)
                          if cd[-1] == key[4] and cm[-1] == key[4] and (cd, cm) in pats)
 
-    def _memory_screen(self, b: int, key: tuple) -> dict[str, set[int]] | None:
+    def _memory_screen(self, b: int, key: tuple) -> dict[str, set[int] | frozenset[int]] | None:
         """The choices of each group that can fit beside layout `key` at concurrency b (their memory plus the
         smallest of every other group within the cap: the CP-SAT model's memory constraint, relaxed to one
         group at a time), or None when no configuration of the layout fits. Memoised per (b, layout)."""
@@ -240,23 +242,29 @@ class Planner:
         if hit is not False:
             return hit
         t, pp = self.t, key[4]
-        # the other groups' coefficients are the same for every layout of this stage count: once per (b, pp)
+        # the other groups' coefficients are the same for every layout of this stage count: once per (b, pp),
+        # sorted, so a layout's kept choices are a prefix (one set per prefix, shared by the layouts keeping it)
         rest = self._screen_rest.get((b, pp))
         if rest is None:
             rest = {}
             for g in GROUPS:
                 if g != "attn":
-                    m = [(j, memory_coef(t, b, g, j)) for j, c in enumerate(t.choices[g]) if c[-1] == pp]
-                    rest[g] = (m, min(v for _, v in m) if m else None)
+                    m = sorted((memory_coef(t, b, g, j), j) for j, c in enumerate(t.choices[g]) if c[-1] == pp)
+                    rest[g] = ([v for v, _ in m], [j for _, j in m])
             self._screen_rest[(b, pp)] = rest
         attn = [(i, memory_coef(t, b, "attn", i)) for i in self._layouts[key]]
         low_attn = min(v for _, v in attn)  # integers: the sum is exact in any order
-        slack = memory_cap(t) - low_attn - sum(lo for _, lo in rest.values() if lo is not None)
+        slack = memory_cap(t) - low_attn - sum(vs[0] for vs, _ in rest.values() if vs)
         out = None
         if slack >= 0:
             out = {"attn": {i for i, v in attn if v - low_attn <= slack}}
-            for g, (m, lo) in rest.items():
-                out[g] = {j for j, v in m if v - lo <= slack}
+            for g, (vs, js) in rest.items():
+                # v - lo <= slack in integers: the values up to lo + slack
+                cut = bisect.bisect_right(vs, vs[0] + slack) if vs else 0
+                kept = self._screen_sets.get((b, pp, g, cut))
+                if kept is None:
+                    kept = self._screen_sets[(b, pp, g, cut)] = frozenset(js[:cut])
+                out[g] = kept
         self._screens[(b, key)] = out
         return out
 

@@ -87,6 +87,8 @@ class GroupFloors:
         self._memo: dict[tuple, tuple[dict, tuple | None]] = {}  # (id(source step), kept) -> minima
         self._outs: dict[tuple, tuple] = {}
         self._tables: set[tuple] = set()  # (group, outsides and works, MTP) of the tables noted
+        self._picked: dict[tuple, tuple] = {}  # _source per step: (work, sources then, the table picked)
+        self._kept_memo: dict[tuple, tuple] = {}  # _kept_low: (source step, screen sets, minima)
 
     def _outsides(self, vc: ViewCosts, key: tuple[int, ...]) -> tuple:
         hit = self._outs.get((id(vc), key))
@@ -155,14 +157,7 @@ class GroupFloors:
                 part = self._source(g, k, w, mtp)
                 if part is None:
                     continue
-                if screen is None:
-                    kept = None
-                elif g == JOINT:
-                    kept = (frozenset(j for j in part.dense if j in screen["dense"]),
-                            frozenset(j for j in part.moe if j in screen["moe"]))
-                else:
-                    kept = frozenset(j for j in part if j in screen[g])
-                low = self._low(part, kept)
+                low = self._kept_low(g, part, screen)
                 if low is None:
                     continue
                 found = True
@@ -174,15 +169,41 @@ class GroupFloors:
         return (sums[0], sums[1], sums[2], sums[3]) if found else None
 
     def _source(self, g: str, k: tuple[int, ...], w: Work, mtp: int) -> dict[int, Share | None] | None:
-        src = self._src.get((g, w.phase, k, mtp))
+        skey = (g, w.phase, k, mtp)
+        src = self._src.get(skey)
         if not src:
             return None
+        # the pick per step (the tables' works: ids name them) stands until a table is noted there
+        hit = self._picked.get((skey, id(w)))
+        if hit is not None and hit[0] is w and hit[1] == len(src):
+            return hit[2]
         r = reads(w, k[4])
         best = None
         for rr, part in src.items():
             if at_most(rr, r) and (best is None or rr[0] > best[0][0]):
                 best = (rr, part)
-        return None if best is None else best[1]
+        out = None if best is None else best[1]
+        self._picked[(skey, id(w))] = (w, len(src), out)
+        return out
+
+    def _kept_low(self, g: str, part, screen: dict | None) -> tuple[tuple[float, ...], ...] | None:
+        """_low of a source step over the choices `screen` keeps, looked up by the screen's sets (shared by the
+        layouts that keep the same choices: Planner._memory_screen) before their kept choices are spelled out."""
+        sets = None if screen is None else (screen["dense"], screen["moe"]) if g == JOINT else (screen[g],)
+        mkey = (id(part), None if sets is None else tuple(map(id, sets)))
+        hit = self._kept_memo.get(mkey)
+        if hit is not None and hit[0] is part and hit[1] == sets:
+            return hit[2]
+        if screen is None:
+            kept = None
+        elif g == JOINT:
+            kept = (frozenset(j for j in part.dense if j in screen["dense"]),
+                    frozenset(j for j in part.moe if j in screen["moe"]))
+        else:
+            kept = frozenset(j for j in part if j in screen[g])
+        out = self._low(part, kept)
+        self._kept_memo[mkey] = (part, sets, out)
+        return out
 
     def _low(self, part: dict, kept: frozenset | None) -> tuple[tuple[float, ...], ...] | None:
         """(GPU, launch) per-stage minima over the kept choices of one source table's step."""
