@@ -13,7 +13,8 @@ from solver.estimate.compute import Work, factors_for
 from solver.estimate.params import count_params
 from solver.plan import cpsat
 from solver.plan.floor import at_most, attention_at_most, attention_monotone, attention_reads, floors_apply, reads
-from solver.plan.group_cost import NONE, shares
+from solver.plan.bound import minimum, pareto_sums
+from solver.plan.group_cost import NONE, Share, shares
 from solver.plan.tables import build_tables, module_groups
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
@@ -205,3 +206,23 @@ def test_the_attention_table_a_floor_takes_is_at_most_the_layouts_own(case):
                     assert _le(lo.gpu_s, hi.gpu_s) and _le(lo.launch_s, hi.launch_s), (b, key, i)
         checked += 1
     assert checked > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(points=st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)), min_size=1, max_size=12),
+       at_least=st.one_of(st.none(), st.floats(0.0, 2.5)))
+def test_a_bound_asked_against_an_incumbent_answers_as_its_minimum_does(points, at_least):
+    """Where the caller asks only whether the bound reaches `at_least`, the first sum below it answers; the
+    minimum itself comes back (as exact) whenever it reaches it."""
+    sums = pareto_sums([[(Share((x,), (0.0,)), Share((y,), (0.0,)))] for x, y in points[:1]] +
+                       [[(Share((x,), (0.0,)), Share((y,), (0.0,))) for x, y in points]])
+
+    def figure(pre, dec):
+        return pre.gpu_s[0] + 2 * dec.gpu_s[0]
+
+    low = minimum(sums, figure)
+    value, exact = cpsat._minimum_unless_below(sums, figure, at_least)
+    if at_least is None or low >= at_least:
+        assert (value, exact) == (low, True)
+    else:
+        assert not exact and low <= value < at_least

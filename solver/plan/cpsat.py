@@ -21,7 +21,7 @@ from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
 from solver.memo import IdentityMemo
 from solver.ortools_cp import cp_model  # OR-Tools' cp_model without its eager pandas import
-from solver.plan.bound import Sums, combined, corner_figure, joint_pairs, minimum, nondominated, pareto_sums
+from solver.plan.bound import Sums, combined, corner_figure, joint_pairs, nondominated, pareto_sums
 from solver.plan.floor import FLOOR_GROUPS, JOINT, AttentionFloors, GroupFloors
 from solver.plan.group_cost import Share, pipeline_of
 from solver.plan.rule_tables import rule_tables, static_rule_tables
@@ -281,7 +281,8 @@ class Planner:
         meets it (TTFT can fall a little as the decode step grows, so its SLA is left to the search). Memoised:
         a layout's bound at one fill state is asked again by every question at its concurrency. `at_least`: the
         caller only needs to know whether the bound reaches it (the incumbent's L), so a lower value that
-        already reaches it (plan.bound.corner_figure) may be returned instead of the minimum."""
+        already reaches it (plan.bound.corner_figure), or a sum's figure below it, may be returned instead of the
+        minimum (and is not memoised)."""
         tpot_cap = self.scenario.tpot_ms if "SLA.tpot" not in relaxed else None
         memo = (id(vc), attention_only, tuple(vc.other), vc.complete, screen is not None, excluded, tpot_cap)
         hit = self._bound_memo.get(memo)
@@ -353,7 +354,10 @@ class Planner:
                     if floor >= at_least:
                         return floor, pe, te, False
                 sums = rest if sums is None else combined(sums, rest)
-        return (latency(None, None) if sums is None else minimum(sums, latency)), pe, te, True
+        if sums is None:
+            return latency(None, None), pe, te, True
+        value, exact = _minimum_unless_below(sums, latency, at_least)
+        return value, pe, te, exact
 
     def _floor_drops(self, vc, key: tuple, screen: dict[str, set[int]] | None, relaxed: frozenset[str],
                      inc: tuple | None, before_view: bool = False) -> bool:
@@ -781,6 +785,22 @@ class Planner:
         out += [n for n, v in (("SLA.ttft", self.scenario.ttft_ms), ("SLA.tpot", self.scenario.tpot_ms))
                 if v is not None]
         return out
+
+
+def _minimum_unless_below(sums: Sums, figure: Callable[[Share | None, Share | None], float],
+                          at_least: float | None) -> tuple[float, bool]:
+    """(plan.bound.minimum of the Sums, True), or (the first point's figure below `at_least`, False): a caller
+    asking whether the bound reaches `at_least` has its answer there. The same points and figures as minimum."""
+    best = math.inf
+    n_pre = sums.n_pre
+    for v in sums.points:
+        pre = Share(v[:n_pre], sums.launch_pre) if sums.has_pre else None
+        dec = Share(v[n_pre:], sums.launch_dec) if sums.has_dec else None
+        x = figure(pre, dec)
+        if at_least is not None and x < at_least:
+            return x, False
+        best = min(best, x)
+    return best, True
 
 
 def _simplicity_of(t: Tables, g: str, i: int) -> int:
