@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from solver.estimate.comm import CustomAllReduce
 from solver.estimate.compute import Factors, Work
+from solver.estimate.figures import StepPlan
 from solver.estimate.step import micro_work
 from solver.plan.group_cost import Share
 
@@ -86,6 +87,8 @@ class GroupFloors:
         self._memo: dict[tuple, tuple[dict, tuple | None]] = {}  # (id(source step), kept) -> minima
         self._outs: dict[tuple, tuple] = {}
         self._tables: set[tuple] = set()  # (group, outsides and works, MTP) of the tables noted
+        self._picked: dict[tuple, tuple] = {}  # _source per step: (work, sources then, the table picked)
+        self._kept_memo: dict[tuple, tuple] = {}  # _kept_low: (source step, screen sets, minima)
 
     def _outsides(self, vc: ViewCosts, key: tuple[int, ...]) -> tuple:
         hit = self._outs.get((id(vc), key))
@@ -154,14 +157,7 @@ class GroupFloors:
                 part = self._source(g, k, w, mtp)
                 if part is None:
                     continue
-                if screen is None:
-                    kept = None
-                elif g == JOINT:
-                    kept = (frozenset(j for j in part.dense if j in screen["dense"]),
-                            frozenset(j for j in part.moe if j in screen["moe"]))
-                else:
-                    kept = frozenset(j for j in part if j in screen[g])
-                low = self._low(part, kept)
+                low = self._kept_low(g, part, screen)
                 if low is None:
                     continue
                 found = True
@@ -173,15 +169,41 @@ class GroupFloors:
         return (sums[0], sums[1], sums[2], sums[3]) if found else None
 
     def _source(self, g: str, k: tuple[int, ...], w: Work, mtp: int) -> dict[int, Share | None] | None:
-        src = self._src.get((g, w.phase, k, mtp))
+        skey = (g, w.phase, k, mtp)
+        src = self._src.get(skey)
         if not src:
             return None
+        # the pick per step (the tables' works: ids name them) stands until a table is noted there
+        hit = self._picked.get((skey, id(w)))
+        if hit is not None and hit[0] is w and hit[1] == len(src):
+            return hit[2]
         r = reads(w, k[4])
         best = None
         for rr, part in src.items():
             if at_most(rr, r) and (best is None or rr[0] > best[0][0]):
                 best = (rr, part)
-        return None if best is None else best[1]
+        out = None if best is None else best[1]
+        self._picked[(skey, id(w))] = (w, len(src), out)
+        return out
+
+    def _kept_low(self, g: str, part, screen: dict | None) -> tuple[tuple[float, ...], ...] | None:
+        """_low of a source step over the choices `screen` keeps, looked up by the screen's sets (shared by the
+        layouts that keep the same choices: Planner._memory_screen) before their kept choices are spelled out."""
+        sets = None if screen is None else (screen["dense"], screen["moe"]) if g == JOINT else (screen[g],)
+        mkey = (id(part), None if sets is None else tuple(map(id, sets)))
+        hit = self._kept_memo.get(mkey)
+        if hit is not None and hit[0] is part and hit[1] == sets:
+            return hit[2]
+        if screen is None:
+            kept = None
+        elif g == JOINT:
+            kept = (frozenset(j for j in part.dense if j in screen["dense"]),
+                    frozenset(j for j in part.moe if j in screen["moe"]))
+        else:
+            kept = frozenset(j for j in part if j in screen[g])
+        out = self._low(part, kept)
+        self._kept_memo[mkey] = (part, sets, out)
+        return out
 
     def _low(self, part: dict, kept: frozenset | None) -> tuple[tuple[float, ...], ...] | None:
         """(GPU, launch) per-stage minima over the kept choices of one source table's step."""
@@ -199,4 +221,74 @@ class GroupFloors:
         return out
 
 
-__all__ = ["GroupFloors", "FLOOR_GROUPS", "JOINT", "reads", "at_most", "floors_apply"]
+def attention_monotone(key: tuple[int, ...]) -> bool:
+    """Whether layout `key`'s attention shares are non-decreasing in the works' attention reads at a fixed
+    choice: not where the step's tokens are sharded (CP, SP), whose KV gather hides behind the attention core's
+    compute, which can grow faster than the gather and the core's own time (a longer context, a smaller share)."""
+    return key[1] == 1 and key[3] == 1
+
+
+AttentionReads = tuple[Reads, float | None]
+
+
+def attention_reads(w: Work, pp: int) -> AttentionReads:
+    """What an attention choice's formulas read of step `w` on a stage of a `pp`-stage pipeline: the other
+    groups' reads and, of a prefill step, the new tokens per sequence the keys of a query follow from
+    (compute.mean_keys_capped: at one context, longer prompts attend to more keys on average, so fewer
+    sequences of the same tokens can cost more). Floors compare the first as at_most does and ask the second
+    to be equal."""
+    micro = micro_work(pp, w)[1] if pp > 1 else w
+    per = max(1.0, micro.new_tokens / micro.sequences) if micro.phase == "prefill" and micro.sequences > 0 else None
+    return reads(micro, 1), per
+
+
+def attention_at_most(a: AttentionReads, b: AttentionReads) -> bool:
+    return a[1] == b[1] and at_most(a[0], b[0])
+
+
+StepReads = tuple[AttentionReads | None, AttentionReads | None, int]
+
+
+def _step_reads(sp: StepPlan, pp: int) -> StepReads:
+    return (None if sp.pre_work is None else attention_reads(sp.pre_work, pp),
+            None if sp.dec_work is None else attention_reads(sp.dec_work, pp), sp.mtp_layers)
+
+
+def _below(a: StepReads, b: StepReads) -> bool:
+    """Each step of `a` at most that of `b` (the same steps, the same MTP passes)."""
+    return a[2] == b[2] and all((x is None) == (y is None) and (x is None or attention_at_most(x, y))
+                                for x, y in zip(a[:2], b[:2]))
+
+
+class AttentionFloors:
+    """The attention tables a planner has costed, per layout and the reads of its steps, and the floor they
+    give the same layout at another concurrency (`table`): a table costed at works whose reads are all at most
+    that concurrency's is at most its own, choice by choice and stage by stage (attention_monotone), so the
+    attention-only bound over it, with that concurrency's step plan, is at most that bound."""
+
+    def __init__(self, t: Tables):
+        self.on = floors_apply(t.f)
+        self._src: dict[tuple[int, ...], dict[tuple, dict]] = {}
+
+    def note(self, key: tuple[int, ...], vc: ViewCosts) -> None:
+        """Keep view `vc`'s attention table (layout `key`) as a source of floors."""
+        if self.on and attention_monotone(key):
+            self._src.setdefault(key, {}).setdefault(_step_reads(vc.plan, key[4]), vc.attn)
+
+    def table(self, key: tuple[int, ...], sp: StepPlan) -> dict | None:
+        """The costed attention table of layout `key` whose steps' reads are at most those of `sp`, the one with
+        the most decode, then prefill, new tokens; None when there is none."""
+        src = self._src.get(key)
+        if not src:
+            return None
+        r = _step_reads(sp, key[4])
+        best = None
+        for rr, attn in src.items():
+            if _below(rr, r):
+                rank = (rr[1][0][0] if rr[1] else 0.0, rr[0][0][0] if rr[0] else 0.0)
+                if best is None or rank > best[0]:
+                    best = (rank, attn)
+        return None if best is None else best[1]
+
+
+__all__ = ["GroupFloors", "AttentionFloors", "attention_monotone", "attention_reads", "attention_at_most", "FLOOR_GROUPS", "JOINT", "reads", "at_most", "floors_apply"]
