@@ -10,12 +10,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from solver.estimate.compute import Work, factors_for
-from solver.estimate.params import count_params
 from solver.plan import cpsat
 from solver.plan.floor import at_most, attention_at_most, attention_monotone, attention_reads, floors_apply, reads
 from solver.plan.bound import minimum, pareto_sums
 from solver.plan.group_cost import NONE, Share, shares
-from solver.plan.tables import build_tables, module_groups
+from solver.plan.tables import build_tables
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
@@ -24,22 +23,8 @@ from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import resolve_precision
 from solver.specs.scenario import Scenario
 
-MODELS = ["deepseek-v3.2", "qwen3-30b-a3b", "mixtral-8x7b", "qwen3-8b", "gpt-oss-20b", "qwen3.5-35b-a3b"]
-ENGINES = [("generic", "h200_sxm"), ("generic", "atlas_a3"), ("cann-recipes", "atlas_a3"),
-           ("vllm-ascend", "atlas_a3"), ("generic", "b200_sxm")]
-WORLD = 16
-
-_SETUP: dict = {}
-
-
-def _setup(model: str, fw: str, hw: str):
-    key = (model, fw, hw)
-    if key not in _SETUP:
-        m, h, f = load_model(model), load_hardware(hw), load_framework(fw)
-        prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
-        fac = factors_for(h, f.efficiency_for(h))
-        _SETUP[key] = (m, h, prec, fac, module_groups(count_params(m)))
-    return _SETUP[key]
+from floor_cases import ENGINES, MODELS, WORLD
+from floor_cases import setup as _setup
 
 
 def _attention_pc(tp: int, kvp: int, o_proj: int, pp: int) -> ParallelConfig | None:
