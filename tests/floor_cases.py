@@ -28,3 +28,8 @@ def setup(model: str, fw: str, hw: str):
         fac = factors_for(h, f.efficiency_for(h))
         _SETUP[key] = (m, h, prec, fac, module_groups(count_params(m)))
     return _SETUP[key]
+
+
+def le(a, b) -> bool:
+    """a <= b coordinate by coordinate, to the rounding of sums taken in another order."""
+    return all(x <= y * (1 + 1e-12) + 1e-18 for x, y in zip(a, b))

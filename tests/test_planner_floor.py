@@ -25,6 +25,7 @@ from solver.specs.precision import resolve_precision
 from solver.specs.scenario import Scenario
 
 from floor_cases import ENGINES, MODELS, WORLD
+from floor_cases import le as _le
 from floor_cases import setup as _setup
 
 
@@ -45,10 +46,6 @@ def _pc(m, pp: int, tp: int, kvp: int, degree: int) -> ParallelConfig | None:
         return ParallelConfig(world_size=WORLD, **knobs)
     except ValueError:
         return None
-
-
-def _le(a, b) -> bool:
-    return all(x <= y * (1 + 1e-12) + 1e-18 for x, y in zip(a, b))
 
 
 @settings(max_examples=400, deadline=None)

@@ -24,6 +24,7 @@ from solver.specs.precision import resolve_precision
 from solver.specs.scenario import Scenario
 
 from floor_cases import ENGINES, MODELS, WORLD
+from floor_cases import le as _le
 from floor_cases import setup as _setup
 
 
@@ -35,10 +36,6 @@ def _attention_pc(tp: int, kvp: int, o_proj: int, pp: int) -> ParallelConfig | N
         return ParallelConfig(world_size=WORLD, attn_tp_size=tp, kvp_size=kvp, o_proj_tp_size=o_proj, pp_size=pp)
     except ValueError:
         return None
-
-
-def _le(a, b) -> bool:
-    return all(x <= y * (1 + 1e-12) + 1e-18 for x, y in zip(a, b))
 
 
 @settings(max_examples=400, deadline=None)
