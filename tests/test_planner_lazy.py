@@ -176,7 +176,7 @@ def test_the_attention_table_a_floor_takes_is_at_most_the_layouts_own(case):
         fl.note(key, vc)
     checked = 0
     for (b, key), vc in views.items():
-        assert p._pipelines(b, key) == (vc.pre_pipe, vc.dec_pipe)  # a floor's figures are the view's
+        assert p.t.pipelines(b, key) == (vc.pre_pipe, vc.dec_pipe)  # a floor's figures are the view's
         low = fl.table(key, vc.plan)
         if low is None:
             continue

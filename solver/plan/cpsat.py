@@ -23,7 +23,7 @@ from solver.memo import IdentityMemo
 from solver.ortools_cp import cp_model  # OR-Tools' cp_model without its eager pandas import
 from solver.plan.bound import Sums, combined, corner_figure, joint_pairs, nondominated, pareto_sums
 from solver.plan.floor import FLOOR_GROUPS, JOINT, AttentionFloors, GroupFloors
-from solver.plan.group_cost import Share, pipeline_of
+from solver.plan.group_cost import Share
 from solver.plan.rule_tables import rule_tables, static_rule_tables
 from solver.plan.view_model import (MAX_STEP_S, TIE_WEIGHT, TIME_SCALE, ViewModel, build_view, exact, memory_cap,
                                     memory_coef)
@@ -32,7 +32,6 @@ from solver.specs.limits import MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import ParallelConfig
 from solver.specs.scenario import Scenario
 
 @dataclass(frozen=True)
@@ -164,8 +163,6 @@ class Planner:
         self._attn_floor_memo: dict[tuple, float] = {}
         self._visited: dict[tuple, int] = {}  # layout -> the last concurrency whose search visited it
         self._previous = dict(zip(t.batches[1:], t.batches))  # concurrency -> the one before it
-        self._floor_pipes: dict[tuple[int, tuple], tuple] = {}  # (b, layout) -> its pipelines (_pipelines)
-        self._layout_pcs: dict[tuple, ParallelConfig] = {}
 
     def rules(self, b: int) -> list:
         if b not in self._rules:
@@ -490,22 +487,7 @@ class Planner:
         low = a.corner
         pre = Share(low[:a.n_pre], a.launch_pre) if a.has_pre else None
         dec = Share(low[a.n_pre:], a.launch_dec) if a.has_dec else None
-        return self._latency_fn(ViewCosts(sp, *self._pipelines(b, key), attn), tpot_cap_ms)(pre, dec)
-
-    def _pipelines(self, b: int, key: tuple) -> tuple:
-        """(prefill pipeline, decode pipeline) of layout `key` at b, without costing a share (what Tables.view
-        puts in the layout's view)."""
-        hit = self._floor_pipes.get((b, key))
-        if hit is None:
-            sp = self.t.step_plan_of(b, key)
-            rep = self._layout_pcs.get(key)
-            if rep is None:
-                tp, cp, kvp, ssp, pp = key
-                rep = self._layout_pcs[key] = ParallelConfig(world_size=self.t.world, attn_tp_size=tp, cp_size=cp,
-                                                             kvp_size=kvp, attn_sp_size=ssp, pp_size=pp)
-            hit = self._floor_pipes[(b, key)] = tuple(pipeline_of(self.t.model, self.t.hw, rep, self.t.f, w)
-                                                      if w else None for w in (sp.pre_work, sp.dec_work))
-        return hit
+        return self._latency_fn(ViewCosts(sp, *self.t.pipelines(b, key), attn), tpot_cap_ms)(pre, dec)
 
     def best(self, b: int, exclude_patterns: list[tuple] = (), relaxed: frozenset[str] = frozenset(),
              exclude_families: frozenset[str] = frozenset(), served: float | None = None) -> Point | None:

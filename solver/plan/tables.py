@@ -423,8 +423,7 @@ class Tables:
             rep = self._layout_pc(key)
             sp = self.step_plan_of(b, key)
             mtp = sp.mtp_layers
-            pre_pipe = self._pipeline(rep, sp.pre_work) if sp.pre_work else None
-            dec_pipe = self._pipeline(rep, sp.dec_work) if sp.dec_work else None
+            pre_pipe, dec_pipe = self.pipelines(b, key)
             tkey = ("attn", key, id(sp.pre_work), id(sp.dec_work), mtp)  # the tables' works: ids name them
             attn = self._group_tables.get(tkey)
             if attn is None:
@@ -443,6 +442,12 @@ class Tables:
         if full and not vc.complete:
             self._fill(vc, key)
         return vc
+
+    def pipelines(self, b: int, key: tuple[int, ...]) -> tuple[Pipeline | None, Pipeline | None]:
+        """(prefill, decode) pipeline of layout `key` at concurrency b, as its view holds them; no share costed."""
+        rep, sp = self._layout_pc(key), self.step_plan_of(b, key)
+        return (self._pipeline(rep, sp.pre_work) if sp.pre_work else None,
+                self._pipeline(rep, sp.dec_work) if sp.dec_work else None)
 
     def outside(self, key: tuple[int, ...], w: Work | None) -> tuple[tuple[int, ...], Work | None]:
         """The attention layout as the other groups see it, and the work they see: they read the attention
