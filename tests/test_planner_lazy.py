@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from solver.estimate.compute import Work, factors_for
 from solver.plan import cpsat
 from solver.plan.floor import at_most, attention_at_most, attention_monotone, attention_reads, floors_apply, reads
-from solver.plan.bound import minimum, pareto_sums
+from solver.plan.bound import minimum, minimum_unless_below, pareto_sums
 from solver.plan.group_cost import NONE, Share, shares
 from solver.plan.tables import build_tables
 from solver.space.domains import build_space
@@ -203,7 +203,7 @@ def test_a_bound_asked_against_an_incumbent_answers_as_its_minimum_does(points, 
         return pre.gpu_s[0] + 2 * dec.gpu_s[0]
 
     low = minimum(sums, figure)
-    value, exact = cpsat._minimum_unless_below(sums, figure, at_least)
+    value, exact = minimum_unless_below(sums, figure, at_least)
     if at_least is None or low >= at_least:
         assert (value, exact) == (low, True)
     else:

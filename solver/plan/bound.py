@@ -75,6 +75,11 @@ class Sums:
         """The per-coordinate minimum of the points: no sum is below it in any coordinate."""
         return tuple(map(min, zip(*self.points)))
 
+    def shares(self, v: tuple[float, ...]) -> tuple[Share | None, Share | None]:
+        """(prefill, decode) summed shares of point `v` (one of the points, or the corner), with the launch floors."""
+        return (Share(v[:self.n_pre], self.launch_pre) if self.has_pre else None,
+                Share(v[self.n_pre:], self.launch_dec) if self.has_dec else None)
+
 
 def pareto_sums(groups: Sequence[Sequence[Option]]) -> Sums:
     """The Sums of these (non-empty) groups, built group by group, dominated partial sums pruned."""
@@ -127,13 +132,20 @@ def corner_figure(a: Sums, b: Sums, figure: Callable[[Share | None, Share | None
 
 def minimum(sums: Sums, figure: Callable[[Share | None, Share | None], float]) -> float:
     """min of figure(prefill sum, decode sum) over the Sums' points."""
+    return minimum_unless_below(sums, figure, None)[0]
+
+
+def minimum_unless_below(sums: Sums, figure: Callable[[Share | None, Share | None], float],
+                         at_least: float | None) -> tuple[float, bool]:
+    """(minimum of the Sums, True), or (the first point's figure below `at_least`, False): a caller asking
+    whether the bound reaches `at_least` has its answer there."""
     best = float("inf")
-    n_pre = sums.n_pre
     for v in sums.points:
-        pre = Share(v[:n_pre], sums.launch_pre) if sums.has_pre else None
-        dec = Share(v[n_pre:], sums.launch_dec) if sums.has_dec else None
-        best = min(best, figure(pre, dec))
-    return best
+        x = figure(*sums.shares(v))
+        if at_least is not None and x < at_least:
+            return x, False
+        best = min(best, x)
+    return best, True
 
 
 def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share | None, Share | None], float]
@@ -167,4 +179,4 @@ def joint_pairs(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tu
     return out
 
 
-__all__ = ["relaxed_minimum", "pareto_sums", "combined", "corner_figure", "minimum", "Sums", "joint_pairs", "nondominated", "MAX_SUMS"]
+__all__ = ["relaxed_minimum", "pareto_sums", "combined", "corner_figure", "minimum", "minimum_unless_below", "Sums", "joint_pairs", "nondominated", "MAX_SUMS"]

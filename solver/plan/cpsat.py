@@ -21,7 +21,8 @@ from solver.errors import InputError, InternalError
 from solver.estimate.figures import Figures, figures
 from solver.memo import IdentityMemo
 from solver.ortools_cp import cp_model  # OR-Tools' cp_model without its eager pandas import
-from solver.plan.bound import Sums, combined, corner_figure, joint_pairs, nondominated, pareto_sums
+from solver.plan.bound import (Sums, combined, corner_figure, joint_pairs, minimum_unless_below, nondominated,
+                               pareto_sums)
 from solver.plan.floor import FLOOR_GROUPS, JOINT, AttentionFloors, GroupFloors
 from solver.plan.group_cost import Share
 from solver.plan.rule_tables import rule_tables, static_rule_tables
@@ -353,7 +354,7 @@ class Planner:
                 sums = rest if sums is None else combined(sums, rest)
         if sums is None:
             return latency(None, None), pe, te, True
-        value, exact = _minimum_unless_below(sums, latency, at_least)
+        value, exact = minimum_unless_below(sums, latency, at_least)
         return value, pe, te, exact
 
     def _floor_drops(self, vc, key: tuple, screen: dict[str, set[int]] | None, relaxed: frozenset[str],
@@ -484,10 +485,7 @@ class Planner:
         a = self._sums(("attn",), (attn,), (kept,), frozenset())
         if a is None:
             return None
-        low = a.corner
-        pre = Share(low[:a.n_pre], a.launch_pre) if a.has_pre else None
-        dec = Share(low[a.n_pre:], a.launch_dec) if a.has_dec else None
-        return self._latency_fn(ViewCosts(sp, *self.t.pipelines(b, key), attn), tpot_cap_ms)(pre, dec)
+        return self._latency_fn(ViewCosts(sp, *self.t.pipelines(b, key), attn), tpot_cap_ms)(*a.shares(a.corner))
 
     def best(self, b: int, exclude_patterns: list[tuple] = (), relaxed: frozenset[str] = frozenset(),
              exclude_families: frozenset[str] = frozenset(), served: float | None = None) -> Point | None:
@@ -767,22 +765,6 @@ class Planner:
         out += [n for n, v in (("SLA.ttft", self.scenario.ttft_ms), ("SLA.tpot", self.scenario.tpot_ms))
                 if v is not None]
         return out
-
-
-def _minimum_unless_below(sums: Sums, figure: Callable[[Share | None, Share | None], float],
-                          at_least: float | None) -> tuple[float, bool]:
-    """(plan.bound.minimum of the Sums, True), or (the first point's figure below `at_least`, False): a caller
-    asking whether the bound reaches `at_least` has its answer there. The same points and figures as minimum."""
-    best = math.inf
-    n_pre = sums.n_pre
-    for v in sums.points:
-        pre = Share(v[:n_pre], sums.launch_pre) if sums.has_pre else None
-        dec = Share(v[n_pre:], sums.launch_dec) if sums.has_dec else None
-        x = figure(pre, dec)
-        if at_least is not None and x < at_least:
-            return x, False
-        best = min(best, x)
-    return best, True
 
 
 def _simplicity_of(t: Tables, g: str, i: int) -> int:

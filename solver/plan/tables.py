@@ -190,7 +190,8 @@ class Tables:
     _unowned_blocks: bool | None = None
     _layouts: dict[tuple[int, ...], list[int]] | None = None
     _pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
-    _plans: dict[tuple, StepPlan] = field(default_factory=dict)  # by (b, layout) and by (b, pp, replicas)
+    _plans: dict[tuple[int, tuple], StepPlan] = field(default_factory=dict)  # (b, layout) -> its step plan
+    _shapes: dict[tuple[int, int, int], StepPlan] = field(default_factory=dict)  # (b, pp, replicas) -> one plan
     _attn_pcs: dict[int, ParallelConfig] = field(default_factory=dict)
     _group_pcs: dict[tuple, ParallelConfig] = field(default_factory=dict)
     _rep_pcs: dict[tuple[int, ...], ParallelConfig] = field(default_factory=dict)  # _layout_pc of a layout alone
@@ -318,13 +319,13 @@ class Tables:
             # (tests/test_step_plan_shape.py): layouts equal there share one plan (3,386 step plans -> 429 at
             # generic W=128)
             shape = (b, rep.pp_size, rep.attn_replicas)
-            sp = self._plans.get(shape)
+            sp = self._shapes.get(shape)
             if sp is None:
                 sp = step_plan(self.model, rep, self.f, Workload.for_scenario(self.scenario, b))
                 pre, dec = self._work(sp.pre_work), self._work(sp.dec_work)
                 if pre is not sp.pre_work or dec is not sp.dec_work:  # the same values, the tables' objects
                     sp = replace(sp, pre_work=pre, dec_work=dec)
-                self._plans[shape] = sp
+                self._shapes[shape] = sp
             self._plans[(b, key)] = sp
         return sp
 
