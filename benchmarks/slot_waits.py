@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import accuracy as acc  # noqa: E402
 
 from solver.estimate.memory import memory_per_rank, request_state  # noqa: E402
-from solver.estimate.serving import kv_capacity_per_replica  # noqa: E402
+from solver.estimate.serving import kv_capacity_per_replica, slot_wait_s  # noqa: E402
 
 GIB = 2**30
 
@@ -43,15 +43,14 @@ def implied_running(p: acc.Prepared, served_s: float) -> float:
 
 
 def implied_slots(p: acc.Prepared, served_s: float) -> float:
-    """B that serving.py's slot wait would need to give the measured TTFT, at the measured TPOT and the predicted
+    """B that serving.slot_wait_s would need to give the measured TTFT, at the measured TPOT and the predicted
     TTFT without the slot wait: TTFT = served + (C_r - B) / B x (served + (OSL - 1) TPOT) x (1 - B / (k C_r))
     (decreasing in B), solved by bisection on 1..C_r; C_r where the measured TTFT is at most `served`."""
     w, cr = p.case.workload, p.shape.per_replica
-    k = max(1, w.benchmark_waves)
     request = served_s + (w.osl - 1) * p.tpot_s
 
     def ttft(b: float) -> float:
-        return served_s + (cr - b) / b * request * max(0.0, 1 - b / (k * cr))
+        return served_s + slot_wait_s(b, cr, request, w)
 
     if p.ttft_s <= served_s or cr <= 1:
         return float(cr)

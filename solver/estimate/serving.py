@@ -348,6 +348,12 @@ def _waiting_share(running: int, per_replica: int, wl: Workload) -> float:
     return max(0.0, 1 - running / total)
 
 
+def slot_wait_s(running: float, per_replica: int, request_s: float, wl: Workload) -> float:
+    """Mean wait for a running slot [s]: the C_r - B requests beyond the B slots of a replica wait for one
+    request's time in a slot (`request_s`) per B ahead of them, over the share of the run's requests that wait."""
+    return max(0, per_replica - running) / running * request_s * _waiting_share(running, per_replica, wl)
+
+
 def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Workload,
                   policy: ServingPolicy | None = None) -> ServingTimes:
     """TTFT and TPOT of aggregated serving from the step times (module docstring). Seconds in, seconds out.
@@ -367,7 +373,7 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
         ls = lockstep(B, n, prefill_s, tau, steps_out, wl.osl, ftl)
         served = o + ls.ttft_s
         cycle = o + ftl + ls.cycle_s
-        slot_wait = max(0, shape.per_replica - B) / B * cycle * _waiting_share(B, shape.per_replica, wl)
+        slot_wait = slot_wait_s(B, shape.per_replica, cycle, wl)
         ttft = served + slot_wait
         share = (ls.cycle_s - steps_out * tau) / ls.cycle_s if ls.cycle_s > 0 else 0.0
         return ServingTimes(ttft, ls.tpot_s, served, served, slot_wait, share, ttft + (wl.osl - 1) * ls.tpot_s,
@@ -419,7 +425,7 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
     k = max(1, wl.benchmark_waves)
     served = (first + (k - 1) * steady) / k
     request_s = served + steps_out * step
-    slot_wait = max(0, shape.per_replica - B) / B * request_s * _waiting_share(B, shape.per_replica, wl)
+    slot_wait = slot_wait_s(B, shape.per_replica, request_s, wl)
     ttft = served + slot_wait
     return ServingTimes(ttft, tpot, first, steady, slot_wait, rho, ttft + steps_out * step, ftl)
 
