@@ -414,3 +414,32 @@ def test_launch_refuses_a_deployment_whose_derived_sizes_disagree(tmp_path: Path
     result = CliRunner().invoke(main, ["launch", str(path), "--engine", "cann-recipes"])
     assert result.exit_code == 2
     assert "attn_dp_size" in result.output and "Traceback" not in result.output
+
+
+def test_an_sla_no_configuration_meets_names_what_the_fastest_one_shows() -> None:
+    """The remedy for a binding SLA is in the deployment's own figures: the fastest configuration with the SLA
+    set aside, its knobs and its TTFT / TPOT, so the user knows how far to relax it."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("llama-3.1-8b", "h100_sxm", 2, Scenario(max_concurrency=8, tpot_ms=0.01), explain_binding=False)
+    text = str(err.value)
+    assert "SLA.tpot binds" in text and "relax --tpot-ms: the fastest configuration at concurrency 1" in text
+    shown = float(text.split("TPOT ")[-1].split(" ms")[0])
+    result, _ = run_solve("llama-3.1-8b", "h100_sxm", 2, Scenario(max_concurrency=8, tpot_ms=shown * 1.01),
+                          explain_binding=False)
+    assert result.candidates and min(c.estimate.tpot_s for c in result.candidates) * 1e3 <= shown * 1.01
+
+
+def test_two_slas_that_bind_together_name_no_memory_or_rule() -> None:
+    """Neither SLA alone is the culprit when both miss; relaxing both is the remedy, not memory or cards that fit."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("llama-3.1-8b", "h100_sxm", 2, Scenario(max_concurrency=8, tpot_ms=0.01, ttft_ms=0.01),
+                  explain_binding=False)
+    text = str(err.value)
+    assert "SLA.tpot, SLA.ttft bind;" in text
+    assert "memory" not in text and "cards fit" not in text

@@ -306,9 +306,11 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
     for name in names:
         if any(planner.best(b, relaxed=frozenset({name})) for b in tables.batches):
             binding.append(name)
-    if not binding and names:
-        if any(planner.best(b, relaxed=frozenset(names)) for b in tables.batches):
-            binding = names
+    # no one family alone: the SLAs together (two SLAs that each bind name no memory or rule), then everything
+    slas = [n for n in names if n.startswith("SLA")]
+    for together in ([slas] if len(slas) > 1 else []) + [names]:
+        if not binding and together and any(planner.best(b, relaxed=frozenset(together)) for b in tables.batches):
+            binding = together
     for g in empty:
         rules = sorted({p.rule for p in space.pruned if p.knob in GROUPS[g]})
         binding.append(f"no {g} layout is left" + (f" ({', '.join(rules)})" if rules else ""))
@@ -326,8 +328,9 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
             remedies.append("a smaller --concurrency")
         remedies.append("a shorter sequence, or cheaper weights (--weight-dtype int8/fp8"
                         + (", --moe-weight-dtype int4)" if model.is_moe else ")"))
-    if any(b.startswith("SLA") for b in binding):
-        remedies.append("relax --ttft-ms/--tpot-ms or add cards")
+    slas = [b for b in binding if b.startswith("SLA")]
+    if slas:
+        remedies.append(_sla_reach(planner, tables, world, slas) + "; or add cards")
     if stalled:
         remedies.append(f"{len(stalled)} relaxed solve(s) timed out, so the binding list may be short; "
                         "raise --time-limit")
@@ -337,9 +340,26 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
                         f"({', '.join(map(str, stopped[:6]))}) after {planner.max_cuts} configurations the full "
                         "estimate rejected, so a fitting one may exist there; a fixed --concurrency searches one")
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"
-    why = names if empty else f"{names} binds"
+    why = names if empty else f"{names} {'bind' if len(binding) > 1 else 'binds'}"
     return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",
                            binding, "what would fit: " + "; ".join(remedies) if remedies else None)
+
+
+def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[str]) -> str:
+    """What the binding SLAs would have to allow: the fastest configuration (least request latency) at the
+    smallest concurrency with those SLAs set aside, and the TTFT / TPOT it shows; naming it keeps the remedy
+    in the deployment's own figures rather than a bare 'relax'."""
+    flags = {"SLA.ttft": ("--ttft-ms", "ttft_s", "TTFT"), "SLA.tpot": ("--tpot-ms", "tpot_s", "TPOT")}
+    b = tables.batches[0]
+    p = planner.best(b, relaxed=frozenset(slas))
+    if p is None:
+        return "relax " + "/".join(flags[s][0] for s in slas)
+    fig = planner.latency_of(b, dict(p.picks))[1]
+    cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
+    knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
+    shown = ", ".join(f"{name} {getattr(fig, attr) * 1e3:.3g} ms" for _, attr, name in flags.values())
+    return (f"relax {'/'.join(flags[s][0] for s in slas)}: the fastest configuration at concurrency {b} on "
+            f"{world} cards ({knobs}) shows {shown}")
 
 
 REMEDY_SIZES = 12  # world sizes a diagnosis screens for one that fits
