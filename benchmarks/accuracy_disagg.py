@@ -11,7 +11,7 @@ overall, per model / system / framework, and for two subsets: the rows that give
 
   (a) shipped factors: the hardware YAML x framework profile x solver/frameworks/fitted/factors.yaml (the
       aggregated fit of benchmarks/fit_efficiency.py, which never saw a disaggregated row): what the planner uses;
-  (b) refitted on the disaggregated rows, in-sample: the same few factors (accuracy.PARAMS: GEMM and HBM
+  (b) refitted on the disaggregated rows, in-sample: the same few factors (accuracy_rows.PARAMS: GEMM and HBM
       multipliers, per-step and per-request overheads) per (framework, hardware), fewer than MIN_ROWS rows ->
       the framework's pooled fit; never per model or row;
   (b2) the same refit on the complete rows only (they hold one architecture: no leave-one-model-out there);
@@ -43,11 +43,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy import (  # noqa: E402
-    AR_PROBE_S, NEUTRAL, PARAMS, StepTerms, _measured, _ratio, family_of, load_factors, load_rows, short_model, summary,
+from accuracy import short_model, summary  # noqa: E402
+from accuracy_rows import (  # noqa: E402
+    AR_PROBE_S, NEUTRAL, PARAMS, StepTerms, _measured, _ratio, family_of, load_factors, load_rows,
 )
-from accuracy import DEFAULT_CSV as AGG_CSV  # noqa: E402
-from accuracy import prepare_all as prepare_agg  # noqa: E402
+from accuracy_rows import DEFAULT_CSV as AGG_CSV  # noqa: E402
+from accuracy_rows import prepare_all as prepare_agg  # noqa: E402
 from fit_efficiency import MIN_ROWS, coordinate_search, engine_factors  # noqa: E402
 from fit_efficiency import loss as fit_loss  # noqa: E402
 from accuracy import errors as agg_errors  # noqa: E402
@@ -258,7 +259,7 @@ def loop_inputs(p: Prepared, params: Mapping[str, float]) -> LoopInputs:
 
 
 def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
-    """(TTFT s, TPOT s) under factor settings `params` (keys of accuracy.PARAMS / NEUTRAL)."""
+    """(TTFT s, TPOT s) under factor settings `params` (keys of accuracy_rows.PARAMS / NEUTRAL)."""
     li = loop_inputs(p, params)
     wl = p.case.workload
     t = disagg_times(p.shape, li.prefill_s, li.decode_s, p.transfer_s, wl.concurrency, wl.osl, li.overhead_s,
@@ -380,7 +381,7 @@ def loo_disagg_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray,
 
 @lru_cache(maxsize=1)
 def agg_prepared(csv: Path = AGG_CSV) -> tuple:
-    """The aggregated calibration rows as fit_efficiency fits them (accuracy.prepare_all), read once."""
+    """The aggregated calibration rows as fit_efficiency fits them (accuracy_rows.prepare_all), read once."""
     return tuple(prepare_agg(load_rows(csv))[0])
 
 

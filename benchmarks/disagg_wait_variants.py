@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy import load_factors, load_rows  # noqa: E402
+from accuracy_rows import load_factors, load_rows  # noqa: E402
 from accuracy_disagg import DEFAULT_CSV, Prepared, loop_inputs, predict, prepare_rows, shipped_params  # noqa: E402
 
 from solver.estimate.disagg import DECODE_ADMISSION_STEPS, closed_loop_rate, prefill_queue_wait  # noqa: E402

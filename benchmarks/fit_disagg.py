@@ -40,7 +40,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy import load_factors, load_rows  # noqa: E402
+from accuracy_rows import load_factors, load_rows  # noqa: E402
 from accuracy_disagg import DEFAULT_CSV, Prepared, predict, prepare_rows, shipped_params  # noqa: E402
 from fit_efficiency import MIN_ROWS  # noqa: E402
 

@@ -8,7 +8,7 @@ fitted once over all rows, every framework and hardware pooled (`fit_global`): n
 single MoE model or one TP size could not pin down on its own. Next, the factors in accuracy.FRAMEWORK_PARAMS
 (the cost per running sequence per layer run: the engine's own decode kernels) once per framework over all its
 rows, every hardware pooled, the global ones held fixed (`fit_framework`). Then, for every (framework, hardware)
-pair with at least MIN_ROWS evaluable rows and those held fixed, the factors in accuracy.PARAMS (GEMM and HBM
+pair with at least MIN_ROWS evaluable rows and those held fixed, the factors in accuracy_rows.PARAMS (GEMM and HBM
 multipliers on the hardware YAML's achieved fractions, the GPU time per kernel launched and a per-request
 front-end TTFT cost, in seconds) are chosen to minimise
 
@@ -49,9 +49,10 @@ from typing import Mapping, Sequence
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accuracy import (  # noqa: E402
+from accuracy import short_model  # noqa: E402
+from accuracy_rows import (  # noqa: E402
     BOUNDS, DEFAULT_CSV, FACTORS_YAML, FRAMEWORK_PARAMS, GLOBAL_PARAMS, NEUTRAL, PARAMS, Prepared, load_rows,
-    predict, prepare_all, short_model,
+    predict, prepare_all,
 )
 
 MIN_ROWS = 6  # fewer rows than this in a (framework, hardware) group: no fit, the defaults stand
@@ -63,7 +64,7 @@ GRID = 9
 
 def loss(rows: Sequence[Prepared], params: Mapping[str, float], predict_fn=predict) -> float:
     """Mean |ln(predicted / measured)| of TTFT (x W_TTFT) and TPOT, plus the ridge on ln(multiplier);
-    `predict_fn(row, params)` -> (TTFT, TPOT) (accuracy.predict, or the disaggregated one)."""
+    `predict_fn(row, params)` -> (TTFT, TPOT) (accuracy_rows.predict, or the disaggregated one)."""
     lt = ls = 0.0
     for p in rows:
         t, s = predict_fn(p, params)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import accuracy as acc  # noqa: E402
+import accuracy_rows as rows_  # noqa: E402
 
 from solver.estimate.memory import memory_per_rank, request_state  # noqa: E402
 from solver.estimate.serving import kv_capacity_per_replica, slot_wait_s  # noqa: E402
@@ -34,7 +35,7 @@ from solver.estimate.serving import kv_capacity_per_replica, slot_wait_s  # noqa
 GIB = 2**30
 
 
-def implied_running(p: acc.Prepared, served_s: float) -> float:
+def implied_running(p: rows_.Prepared, served_s: float) -> float:
     """B from the measured TTFT and TPOT by Little's law (module docstring)."""
     w = p.case.workload
     decode = (w.osl - 1) * p.tpot_s
@@ -42,7 +43,7 @@ def implied_running(p: acc.Prepared, served_s: float) -> float:
     return p.shape.per_replica * in_slot / (p.ttft_s + decode)
 
 
-def implied_slots(p: acc.Prepared, served_s: float) -> float:
+def implied_slots(p: rows_.Prepared, served_s: float) -> float:
     """B that serving.slot_wait_s would need to give the measured TTFT, at the measured TPOT and the predicted
     TTFT without the slot wait: TTFT = served + (C_r - B) / B x (served + (OSL - 1) TPOT) x (1 - B / (k C_r))
     (decreasing in B), solved by bisection on 1..C_r; C_r where the measured TTFT is at most `served`."""
@@ -66,15 +67,15 @@ def implied_slots(p: acc.Prepared, served_s: float) -> float:
     return (lo + hi) / 2
 
 
-def report(prepared: list[acc.Prepared], fitted, top: int) -> list[str]:
+def report(prepared: list[rows_.Prepared], fitted, top: int) -> list[str]:
     rows = sorted(prepared, key=lambda p: -p.ttft_s)[:top]
     lines = [f"{'id':<58} {'model':<20} {'system':<9} {'fw':<6} {'ver':<14} {'ISL':>5} {'OSL':>5} {'C':>4} "
              f"{'TP':>2} {'DP':>2}  {'TTFT meas':>9} {'pred':>8}  {'TPOT meas':>9} {'pred':>7}  {'C_r':>4} "
              f"{'B pred':>6} {'cap':>6} {'B impl':>6} {'B slot':>6}  {'wts GiB':>7} {'KV/seq MiB':>10} {'act GiB':>7} "
              f"{'lim GiB':>7}"]
     for p in rows:
-        params = acc.profile_params(p, fitted)
-        t, _, _ = acc.predict_times(p, params)
+        params = rows_.profile_params(p, fitted)
+        t, _, _ = rows_.predict_times(p, params)
         c, w = p.case, p.case.workload
         served = t.ttft_s - t.slot_wait_s
         cap = kv_capacity_per_replica(c.model, c.hw, c.pc, c.prec, w.context_len)
@@ -94,16 +95,16 @@ def report(prepared: list[acc.Prepared], fitted, top: int) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--csv", type=Path, default=acc.DEFAULT_CSV)
-    ap.add_argument("--factors", type=Path, default=acc.FACTORS_YAML)
+    ap.add_argument("--csv", type=Path, default=rows_.DEFAULT_CSV)
+    ap.add_argument("--factors", type=Path, default=rows_.FACTORS_YAML)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--rows", type=int, default=0)
     args = ap.parse_args(argv)
-    rows = acc.load_rows(args.csv)
+    rows = rows_.load_rows(args.csv)
     if args.rows:
         rows = rows[: args.rows]
-    prepared, _ = acc.prepare_all(rows)
-    print("\n".join(report(prepared, acc.load_factors(args.factors), args.top)))
+    prepared, _ = rows_.prepare_all(rows)
+    print("\n".join(report(prepared, rows_.load_factors(args.factors), args.top)))
     return 0
 
 

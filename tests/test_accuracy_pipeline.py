@@ -22,9 +22,10 @@ from solver.specs.validation import load_yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 import accuracy  # noqa: E402
+import accuracy_rows  # noqa: E402
 import fit_efficiency  # noqa: E402
 
-CSV = accuracy.DEFAULT_CSV
+CSV = accuracy_rows.DEFAULT_CSV
 needs_csv = pytest.mark.skipif(not CSV.is_file(), reason="calibration CSV (../shared/facts) not present")
 
 ROW = {"backend": "trtllm", "model": "Qwen/Qwen3-235B-A22B-FP8", "system": "h100_sxm", "precision": "fp8",
@@ -37,7 +38,7 @@ ROW = {"backend": "trtllm", "model": "Qwen/Qwen3-235B-A22B-FP8", "system": "h100
 
 @needs_csv
 def test_every_csv_row_evaluates_or_raises_input_error() -> None:
-    rows = accuracy.load_rows(CSV)
+    rows = accuracy_rows.load_rows(CSV)
     assert len(rows) >= 300
     out = predict_rows(rows)  # batch mode: only InputError is turned into the error column
     ok = [r for r in out if not r["error"]]
@@ -144,7 +145,7 @@ def test_estimate_serving_reports_its_parts() -> None:
 
 
 def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() -> None:
-    path = accuracy.FACTORS_YAML
+    path = accuracy_rows.FACTORS_YAML
     assert path.is_file()
     assert "benchmarks/fit_efficiency.py" in path.read_text().splitlines()[1]  # how it was produced
     data = load_yaml(path)
@@ -155,9 +156,9 @@ def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() 
         assert fw in frameworks  # no model keys: framework -> hardware -> factor only
         for hw, values in per_hw.items():
             assert hw in hardware
-            assert set(values) <= set(accuracy.PARAMS) | set(accuracy.FRAMEWORK_PARAMS) | set(accuracy.GLOBAL_PARAMS)
+            assert set(values) <= set(accuracy_rows.PARAMS) | set(accuracy_rows.FRAMEWORK_PARAMS) | set(accuracy_rows.GLOBAL_PARAMS)
             for key, value in values.items():
-                lo, hi = accuracy.BOUNDS[key]
+                lo, hi = accuracy_rows.BOUNDS[key]
                 assert lo <= value <= hi, (fw, hw, key, value)
             eff = load_framework(fw).efficiency_for(hw)
             assert eff["request_overhead_s"] == values["request_overhead_s"]
@@ -171,7 +172,7 @@ def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() 
     assert load_framework("cann-recipes").efficiency_for("atlas_a3")["grouped_gemm"] == 1.0
     # the per-engine factors: one value per framework, in its pairs and in the `engines` block for its others
     for fw, per_hw in data["factors"].items():
-        for key in accuracy.FRAMEWORK_PARAMS:
+        for key in accuracy_rows.FRAMEWORK_PARAMS:
             (value,) = {v[key] for v in per_hw.values()}
             assert {e[key] for e in data["engines"][fw].values()} == {value}
             assert load_framework(fw).efficiency_for("gb300")[key] == pytest.approx(value)
@@ -182,21 +183,21 @@ def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() 
 
 @needs_csv
 def test_accuracy_functions_on_a_handful_of_rows() -> None:
-    rows = accuracy.load_rows(CSV)
+    rows = accuracy_rows.load_rows(CSV)
     pick = [r for r in rows if r["backend"] == "trtllm" and r["system"] == "h100_sxm"][:14]
-    prepared, skipped = accuracy.prepare_all(pick)
+    prepared, skipped = accuracy_rows.prepare_all(pick)
     assert len(prepared) + len(skipped) == len(pick) and len(prepared) >= 8
-    assert accuracy.check_fast_path(prepared, limit=4) < 1e-9  # the fast path is the estimator
-    et, ep = accuracy.errors(prepared, lambda p: accuracy.profile_params(p, accuracy.load_factors()))
+    assert accuracy_rows.check_fast_path(prepared, limit=4) < 1e-9  # the fast path is the estimator
+    et, ep = accuracy.errors(prepared, lambda p: accuracy_rows.profile_params(p, accuracy_rows.load_factors()))
     assert len(et) == len(prepared) and all(map(math.isfinite, et)) and all(map(math.isfinite, ep))
     med, mean, p90 = accuracy.summary(ep)
     assert 0 <= med <= p90
     lines = accuracy.table(prepared, et, ep, "smoke")
     assert lines[2].startswith("ALL")
     fitted = fit_efficiency.fit_group(prepared)
-    assert fitted is not None and set(fitted) == set(accuracy.PARAMS)
+    assert fitted is not None and set(fitted) == set(accuracy_rows.PARAMS)
     for key, value in fitted.items():
-        lo, hi = accuracy.BOUNDS[key]
+        lo, hi = accuracy_rows.BOUNDS[key]
         assert lo <= value <= hi
     assert fit_efficiency.fit_group(prepared[:3]) is None  # below the minimum: no fit
     et2, ep2, notes = accuracy.loo_errors(prepared, fit_efficiency.fit_group)
@@ -209,13 +210,13 @@ def test_accuracy_functions_on_a_handful_of_rows() -> None:
 @needs_csv
 @pytest.mark.parametrize("backend", ["sglang", "vllm"])  # prefill_first cohorts, decode_first steady state
 def test_residual_parts_add_up_to_the_predicted_ttft(backend: str) -> None:
-    rows = [r for r in accuracy.load_rows(CSV) if r["backend"] == backend][:6]
-    prepared, _ = accuracy.prepare_all(rows)
-    fitted = accuracy.load_factors()
+    rows = [r for r in accuracy_rows.load_rows(CSV) if r["backend"] == backend][:6]
+    prepared, _ = accuracy_rows.prepare_all(rows)
+    fitted = accuracy_rows.load_factors()
     for p in prepared:
-        params = accuracy.profile_params(p, fitted)
+        params = accuracy_rows.profile_params(p, fitted)
         r = accuracy.residual(p, params)
-        assert r.predicted_s == pytest.approx(accuracy.predict(p, params)[0], rel=1e-12)
+        assert r.predicted_s == pytest.approx(accuracy_rows.predict(p, params)[0], rel=1e-12)
         parts = r.front_end_s + r.first_token_s + r.queue_prefill_s + r.slot_wait_s
         assert parts == pytest.approx(r.predicted_s, rel=1e-9)
         assert min(r.front_end_s, r.first_token_s, r.queue_prefill_s, r.slot_wait_s) >= 0
@@ -233,11 +234,11 @@ def test_source_is_read_from_the_row_id() -> None:
 
 @needs_csv
 def test_the_fit_prior_ridges_the_per_kernel_cost_as_a_multiplier_on_the_hardwares() -> None:
-    rows = [r for r in accuracy.load_rows(CSV) if r["backend"] == "vllm" and r["system"] == "h100_sxm"][:3]
-    prepared, _ = accuracy.prepare_all(rows)
+    rows = [r for r in accuracy_rows.load_rows(CSV) if r["backend"] == "vllm" and r["system"] == "h100_sxm"][:3]
+    prepared, _ = accuracy_rows.prepare_all(rows)
     hw = prepared[0].case.hw.efficiency.kernel_overhead_s
     exact = lambda p, params: (p.ttft_s, p.tpot_s)  # noqa: E731  (no error: the loss is the prior alone)
-    base = {**accuracy.NEUTRAL, "gemm": 1.0, "hbm": 1.0}
+    base = {**accuracy_rows.NEUTRAL, "gemm": 1.0, "hbm": 1.0}
     assert fit_efficiency.loss(prepared, {**base, "kernel_overhead_s": hw}, exact) == pytest.approx(0.0, abs=1e-15)
     doubled = fit_efficiency.loss(prepared, {**base, "kernel_overhead_s": 2 * hw}, exact)
     halved = fit_efficiency.loss(prepared, {**base, "kernel_overhead_s": hw / 2}, exact)
