@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from solver.errors import InputError
-from solver.plan.cpsat import SolverParams
+from solver.plan.points import SolverParams
 from solver.plan.solve import PlanResult, plan
 from solver.rank.select import Candidate, rank_candidates
 from solver.specs.framework import load_framework

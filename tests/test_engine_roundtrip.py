@@ -16,7 +16,7 @@ from solver.api import run_solve
 from solver.errors import InfeasibleError
 from solver.estimate.serving import Workload
 from solver.launch import LaunchInputs, emit_launch
-from solver.plan.cpsat import SolverParams
+from solver.plan.points import SolverParams
 from solver.rank.review import review
 from solver.report.candidates import result_dict
 from solver.specs.framework import list_frameworks, load_framework

@@ -11,6 +11,7 @@ from solver.api import run_solve
 from solver.errors import InfeasibleError
 from solver.estimate.compute import factors_for
 from solver.plan import cpsat
+from solver.plan import points
 from solver.plan.exhaustive import enumerate_points, pareto
 from solver.plan.tables import build_tables
 from solver.space.domains import build_space, tp_domain
@@ -111,7 +112,7 @@ def test_candidates_include_the_best_of_another_attention_backbone():
     CP, KVP, SP) differs from the winner's, whatever its margin."""
     sc = Scenario(kind="throughput", isl=32, osl=32, concurrency=128, phase="decode")
     _, cands = run_solve("deepseek-r1", "atlas_a3", 128, sc, "cann-recipes", "int8", explain_binding=False)
-    fam = lambda pc: cpsat.attention_family((pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size))  # noqa: E731
+    fam = lambda pc: points.attention_family((pc.attn_tp_size, pc.cp_size, pc.kvp_size, pc.attn_sp_size))  # noqa: E731
     first = fam(cands[0].planned.config)
     assert any(fam(c.planned.config) != first for c in cands[1:])
 

@@ -9,6 +9,7 @@ from ortools.sat.python import cp_model
 
 from solver.estimate.compute import factors_for
 from solver.plan import cpsat
+from solver.plan import points
 from solver.plan.solve import PlanResult
 from solver.plan.tables import build_tables
 from solver.space.domains import build_space
@@ -40,7 +41,7 @@ def test_planning_calls_no_deprecated_ortools_method(monkeypatch) -> None:
         pl.verify = lambda p: True
         front = pl.front()
         b = front[0].batch
-        key = cpsat.pattern_key(pl.t, dict(front[0].picks))
+        key = points.pattern_key(pl.t, dict(front[0].picks))
         pl.best(b, [key], exclude_families=frozenset({"dp"}))
         for name in pl.families(b):
             pl.best(b, relaxed=frozenset({name}))
@@ -53,10 +54,10 @@ def test_a_cached_model_does_not_grow_across_calls() -> None:
     sizes = {k: _size(vm) for k, vm in pl.cached_models().items()}
     assert sizes
     b = front[0].batch
-    key = cpsat.pattern_key(pl.t, dict(front[0].picks))
+    key = points.pattern_key(pl.t, dict(front[0].picks))
     rejected = []
 
-    def verify(p: cpsat.Point) -> bool:  # reject the first two answers: two cuts
+    def verify(p: points.Point) -> bool:  # reject the first two answers: two cuts
         rejected.append(p)
         return len(rejected) > 2
 
@@ -65,7 +66,7 @@ def test_a_cached_model_does_not_grow_across_calls() -> None:
         rejected.clear()
         pl.best(b)
         pl.best(b, [key])
-        pl.best(b, exclude_families=frozenset({cpsat.attention_family(pl.t.choices["attn"][dict(front[0].picks)["attn"]])}))
+        pl.best(b, exclude_families=frozenset({points.attention_family(pl.t.choices["attn"][dict(front[0].picks)["attn"]])}))
         for name in pl.families(b):
             pl.best(b, relaxed=frozenset({name}))
     assert {k: _size(pl.cached_models()[k]) for k in sizes} == sizes
@@ -75,7 +76,7 @@ def test_the_same_question_gets_the_same_answer_after_others_were_asked() -> Non
     pl = _planner()
     first = pl.front()
     b = first[0].batch
-    pl.best(b, [cpsat.pattern_key(pl.t, dict(first[0].picks))])
+    pl.best(b, [points.pattern_key(pl.t, dict(first[0].picks))])
     for name in pl.families(b):
         pl.best(b, relaxed=frozenset({name}))
     assert pl.front() == first
@@ -87,7 +88,7 @@ def test_the_cut_loop_says_why_it_stopped() -> None:
     pl.verify = lambda p: False  # the full estimate rejects every answer
     b = pl.t.batches[0]
     assert pl.best(b) is None
-    assert pl.cut_stops == [cpsat.CutStop(b, 3, "the front")]
+    assert pl.cut_stops == [points.CutStop(b, 3, "the front")]
     result = PlanResult(candidates=[], front=[], cut_stops=pl.cut_stops)
     note = result.cut_note()
     assert note is not None and "3 rejected" in note and f"concurrency {b}" in note

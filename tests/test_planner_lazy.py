@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from solver.estimate.compute import Work, factors_for
 from solver.plan import cpsat
+from solver.plan import points
 from solver.plan.floor import at_most, attention_at_most, attention_monotone, attention_reads, floors_apply, reads
 from solver.plan.bound import minimum, minimum_unless_below, pareto_sums
 from solver.plan.group_cost import NONE, Share, shares
@@ -137,7 +138,7 @@ def _questions(p: cpsat.Planner) -> list:
     out = [p.class_optima()]
     for (b, _), pt in sorted(p.class_optima().items()):
         picks = dict(pt.picks)
-        out.append(p.best(b, exclude_patterns=[cpsat.pattern_key(p.t, picks)]))
+        out.append(p.best(b, exclude_patterns=[points.pattern_key(p.t, picks)]))
     return out
 
 

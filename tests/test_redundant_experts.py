@@ -134,7 +134,7 @@ def test_redundant_experts_setting_is_checked_as_input():
 
 def test_planner_places_redundant_experts_for_ep72(v3):
     from solver.api import run_solve
-    from solver.plan.cpsat import SolverParams
+    from solver.plan.points import SolverParams
 
     scenario = Scenario(kind="throughput", phase="decode", isl=2048, osl=256)
     result, cands = run_solve("deepseek-v3", "h100_sxm", 72, scenario, "sglang", top=3, explain_binding=False,

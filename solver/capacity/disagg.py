@@ -18,7 +18,7 @@ import pandas as pd
 
 from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware
 from solver.errors import InfeasibleError, InputError
-from solver.plan.cpsat import SolverParams
+from solver.plan.points import SolverParams
 from solver.plan.disagg import DisaggPlan
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario

@@ -22,7 +22,7 @@ import pandas as pd
 from solver.capacity.inputs import DEFAULT_SCENARIOS, parse_cards
 from solver.capacity.sweep import Task, build_plan, solve_task, sweep_rows
 from solver.errors import InputError
-from solver.plan.cpsat import SolverParams
+from solver.plan.points import SolverParams
 from solver.specs.parallel import KNOBS
 
 DEFAULT_CARDS = "1..1024"

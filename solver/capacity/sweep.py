@@ -27,7 +27,7 @@ from solver.capacity import executors
 from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware
 from solver.capacity.table import DIGITS, to_frame
 from solver.errors import InfeasibleError, InputError, ShardplanError
-from solver.plan.cpsat import SolverParams
+from solver.plan.points import SolverParams
 from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.scenario import Scenario
 

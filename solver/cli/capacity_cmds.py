@@ -15,7 +15,7 @@ from solver.errors import InfeasibleError, InputError
 from solver.report.render import FORMATS, console, dump, table
 
 if TYPE_CHECKING:
-    from solver.plan.cpsat import SolverParams
+    from solver.plan.points import SolverParams
 
 SWEEP_FORMATS = ("csv", "json", "table")
 _HW_HELP = "hardware name or YAML path; repeat it, or list several (--hardware atlas_a3 h200_sxm, or a,b)"
@@ -57,7 +57,7 @@ def _hardware(hardware: tuple[str, ...], more: tuple[str, ...]) -> list[str]:
 
 
 def _params(time_limit: float, seed: int) -> SolverParams:
-    from solver.plan.cpsat import SolverParams
+    from solver.plan.points import SolverParams
 
     if time_limit <= 0:
         raise InputError("--time-limit", f"must be > 0, got {time_limit}")

@@ -47,7 +47,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     """Recommend the top 2-3 parallel_configs (seed Step 4 format)."""
     with command_imports():
         from solver.api import explain_solution, run_solve
-        from solver.plan.cpsat import SolverParams
+        from solver.plan.points import SolverParams
         from solver.rank.select import ORDERING
         from solver.report.candidates import result_dict, seed_yaml
 

@@ -22,7 +22,7 @@ from solver.errors import InfeasibleError, InputError
 from solver.estimate.compute import factors_for
 from solver.estimate.disagg import DisaggEstimate, DisaggWorkload, estimate_disagg, workers_to_match
 from solver.estimate.memory import MemoryOptions
-from solver.plan import cpsat
+from solver.plan import points
 from solver.plan.solve import Planned, PlanResult, plan
 from solver.specs.disagg_fitted import burst_share
 from solver.specs.framework import FrameworkProfile
@@ -146,7 +146,7 @@ def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_
 
 
 def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, cards: int,
-                scenario: Scenario, params: cpsat.SolverParams | None = None, allow_cross_node: bool = False,
+                scenario: Scenario, params: points.SolverParams | None = None, allow_cross_node: bool = False,
                 mem_opts: MemoryOptions | None = None, sizes: list[int] | None = None,
                 top: int = 3, method: str = "cpsat") -> DisaggResult:
     """The best disaggregated deployment within `cards` ranks for the scenario and SLA (module docstring)."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import itertools
 
-from solver.plan.cpsat import Planner, Point, pareto
+from solver.plan.cpsat import Planner
+from solver.plan.points import Point, pareto
 from solver.plan.rule_tables import rule_tables, static_rule_tables
 from solver.plan.tables import GROUPS, Tables
 from solver.specs.framework import FrameworkProfile

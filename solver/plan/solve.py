@@ -16,7 +16,7 @@ from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
-from solver.plan.cpsat import pareto
+from solver.plan.points import CutStop, Point, SolverParams, SolveStatus, attention_family, pareto, pattern_key
 from solver.plan import rule_tables
 from solver.plan.exhaustive import enumerate_points
 from solver.plan.tables import GROUPS, Tables, assumed_memory, build_tables
@@ -51,7 +51,7 @@ class PlanResult:
     # OPTIMAL: every solve behind the front proved its optimum; FEASIBLE: the time limit cut some short, so the
     # front is the best found so far (`timeouts` says where, with the gap to the best bound)
     status: str = "OPTIMAL"
-    timeouts: list[cpsat.SolveStatus] = field(default_factory=list)
+    timeouts: list[SolveStatus] = field(default_factory=list)
     time_limit_s: float | None = None
 
     def timeout_note(self) -> str | None:
@@ -67,9 +67,9 @@ class PlanResult:
             parts.append(f"{empty} found no solution in time")
         return "timed out (FEASIBLE, not OPTIMAL): " + "; ".join(parts) + "; raise --time-limit to prove the optimum"
     knobs: tuple[str, ...] = KNOBS  # the model's own knobs (parallel.model_knobs): what the output shows
-    # where the SLA/memory cut loop gave up (cpsat.CutStop): the full estimate rejected every answer the cut
+    # where the SLA/memory cut loop gave up (CutStop): the full estimate rejected every answer the cut
     # budget allowed, so those concurrencies were not searched further (not shown infeasible)
-    cut_stops: list[cpsat.CutStop] = field(default_factory=list)
+    cut_stops: list[CutStop] = field(default_factory=list)
 
     def cut_note(self) -> str | None:
         """One line on the cut loop's stops, or None when every solve ended with an accepted answer or a proof."""
@@ -144,7 +144,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,
-         params: cpsat.SolverParams | None = None, method: str = "cpsat", top: int = 3,
+         params: SolverParams | None = None, method: str = "cpsat", top: int = 3,
          allow_cross_node: bool = False, mem_opts: MemoryOptions | None = None,
          explain_binding: bool = True, diagnose: bool = True) -> PlanResult:
     with _collector_paused():
@@ -153,9 +153,9 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
 
 
 def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,
-          params: cpsat.SolverParams | None, method: str, top: int, allow_cross_node: bool,
+          params: SolverParams | None, method: str, top: int, allow_cross_node: bool,
           mem_opts: MemoryOptions | None, explain_binding: bool, diagnose: bool) -> PlanResult:
-    params = params or cpsat.SolverParams()
+    params = params or SolverParams()
     if isinstance(world, bool) or not isinstance(world, int) or not 1 <= world <= MAX_CARDS:
         raise InputError("--cards", f"must be an integer in [1, {MAX_CARDS:,}], got {world!r}")
     if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
@@ -175,13 +175,13 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         lambda: (cpsat.Planner(tables, model, hw, fw, scenario, params), {}))
     planner.reset_log()
 
-    def full(p: cpsat.Point) -> Estimate:
+    def full(p: Point) -> Estimate:
         if p.key() not in realized:
             cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
             realized[p.key()] = estimate(model, hw, cfg, prec, f, Workload.for_scenario(scenario, p.batch), mem_opts)
         return realized[p.key()]
 
-    def verify(p: cpsat.Point) -> bool:
+    def verify(p: Point) -> bool:
         # the full estimate's constraints, and room for what the figures assume: the busiest replica's
         # sequences at the longest context (the planner's memory constraint is that model: tables.StageMemory)
         if full_estimate_misses(full(p), scenario):
@@ -198,7 +198,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         # at one concurrency and one number of sequences in flight throughput is proportional to latency, so
         # only the fastest point of each such class can be on the front: the fastest the full estimate accepts
         # (as the CP-SAT search finds it), in enumeration order
-        by_class: dict[tuple[int, float], list[cpsat.Point]] = {}
+        by_class: dict[tuple[int, float], list[Point]] = {}
         for p in enumerate_points(tables, model, hw, fw, scenario):
             by_class.setdefault((p.batch, p.served), []).append(p)
         points = pareto([q for pts in by_class.values()
@@ -221,14 +221,14 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     lat_ref = min(p.latency for p in points)
     inv_ref = min(p.inv_throughput for p in points)
 
-    def score(p: cpsat.Point) -> float:  # the best compromise always lies on the front
+    def score(p: Point) -> float:  # the best compromise always lies on the front
         return scenario.score(p.latency, p.inv_throughput, lat_ref, inv_ref)
 
     ordered = sorted(points, key=score)
-    chosen: list[cpsat.Point] = [ordered[0]]
+    chosen: list[Point] = [ordered[0]]
     roles = {ordered[0].key(): "best score"}
-    seen: list[tuple] = [cpsat.pattern_key(tables, dict(ordered[0].picks))]
-    def next_by_score(exclude_families: frozenset[str] = frozenset()) -> cpsat.Point | None:
+    seen: list[tuple] = [pattern_key(tables, dict(ordered[0].picks))]
+    def next_by_score(exclude_families: frozenset[str] = frozenset()) -> Point | None:
         """The best-scoring configuration of a pattern not yet shown (outside these attention families), over
         every configuration: at one concurrency and one number of sequences in flight the score falls with
         latency, so the best of each such class, and the best of those (on the front or not: a pattern tied with
@@ -239,7 +239,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         for (b, q), p0 in sorted(planner.class_optima().items(), key=lambda kv: score(kv[1])):
             if found is not None and score(p0) >= score(found):
                 break
-            fresh = (cpsat.pattern_key(tables, dict(p0.picks)) not in seen and cpsat.attention_family(
+            fresh = (pattern_key(tables, dict(p0.picks)) not in seen and attention_family(
                 tables.choices["attn"][dict(p0.picks)["attn"]]) not in exclude_families)
             p = p0 if fresh else planner.best(b, seen, served=q, exclude_families=exclude_families)
             if p is not None and (found is None or score(p) < score(found)):
@@ -248,7 +248,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
 
     # one slot for the best configuration on another attention backbone (TP vs DP, or a CP/KVP/SP add-on): the
     # seed asks that the backbones be compared, not only variants of the winner's; then the next patterns
-    backbone = frozenset({cpsat.attention_family(tables.choices["attn"][dict(ordered[0].picks)["attn"]])})
+    backbone = frozenset({attention_family(tables.choices["attn"][dict(ordered[0].picks)["attn"]])})
     asks = [("other backbone", backbone)] if top >= 2 else []
     while len(chosen) < top:
         role, families = asks.pop(0) if asks else ("next pattern", frozenset())
@@ -259,10 +259,10 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
             continue
         chosen.append(p)
         roles[p.key()] = role
-        seen.append(cpsat.pattern_key(tables, dict(p.picks)))
+        seen.append(pattern_key(tables, dict(p.picks)))
     front_keys = {p.key() for p in points}
 
-    def realize(p: cpsat.Point) -> Planned:
+    def realize(p: Point) -> Planned:
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
         return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys,
                        roles.get(p.key(), "front"))
@@ -284,7 +284,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     return result
 
 
-def binding_constraints(planner: cpsat.Planner, best: cpsat.Point) -> list[str]:
+def binding_constraints(planner: cpsat.Planner, best: Point) -> list[str]:
     """Constraint families whose removal alone would lower the chosen configuration's latency at its
     concurrency (the operating point the recommendation is for)."""
     out = []
@@ -297,7 +297,7 @@ def binding_constraints(planner: cpsat.Planner, best: cpsat.Point) -> list[str]:
 
 def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
               scenario: Scenario, tables: Tables, planner: cpsat.Planner,
-              mem_opts: MemoryOptions | None, params: cpsat.SolverParams,
+              mem_opts: MemoryOptions | None, params: SolverParams,
               allow_cross_node: bool, space) -> InfeasibleError:
     binding: list[str] = []
     empty = [g for g, opts in tables.choices.items() if not opts]
@@ -395,11 +395,11 @@ def _might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPro
 
 
 def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
-                   scenario: Scenario, params: cpsat.SolverParams, allow_cross_node: bool,
+                   scenario: Scenario, params: SolverParams, allow_cross_node: bool,
                    mem_opts: MemoryOptions | None) -> int | None:
     """The nearest world size at which the planner itself finds a configuration (so the remedy is checked):
     sizes pass a memory screen first, and the planner confirms at the smallest concurrency."""
-    quick = cpsat.SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, 5.0))
+    quick = SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, 5.0))
     small = scenario if scenario.concurrency else scenario.model_copy(update={"max_concurrency": 1})
     plans = 0
     for w in _remedy_worlds(world, model):

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from solver.errors import InfeasibleError
-from solver.plan.cpsat import SolverParams
+from solver.plan.points import SolverParams
 from solver.plan.disagg import DisaggPlan, DisaggResult, phase_scenario, plan_disagg
 from solver.rank.select import Candidate, rank_candidates
 from solver.report.candidates import candidate_dict
