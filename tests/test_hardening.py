@@ -418,7 +418,7 @@ def test_launch_refuses_a_deployment_whose_derived_sizes_disagree(tmp_path: Path
 
 def test_an_sla_no_configuration_meets_names_what_the_fastest_one_shows() -> None:
     """The remedy for a binding SLA is in the deployment's own figures: the fastest configuration with the SLA
-    set aside, its knobs and its TTFT / TPOT, so the user knows how far to relax it."""
+    set aside, its knobs and the figure the SLA caps, so the user knows how far to relax it."""
     from solver.api import run_solve
     from solver.specs.scenario import Scenario
 
@@ -443,3 +443,16 @@ def test_two_slas_that_bind_together_name_no_memory_or_rule() -> None:
     text = str(err.value)
     assert "SLA.tpot, SLA.ttft bind;" in text
     assert "memory" not in text and "cards fit" not in text
+
+
+def test_a_disaggregated_sla_no_deployment_meets_names_the_lowest_figure_evaluated() -> None:
+    """Both pools fit alone, but no rate-matched pair meets the TTFT cap (the prefill wait and the KV transfer
+    add to the worker's own prefill): the remedy names the lowest TTFT over the pairs evaluated, and only the
+    flag that binds."""
+    r = run("solve", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "4", "--serving", "disagg",
+            "--ttft-ms", "45")
+    one_error_line(r, 1, "meets the SLA: SLA.ttft binds")
+    assert "relax --ttft-ms: of the " in r.stderr and " deployments evaluated the lowest TTFT is " in r.stderr
+    assert "--tpot-ms" not in r.stderr
+    lowest = float(r.stderr.split("the lowest TTFT is ")[1].split(" ms")[0])
+    assert lowest > 45

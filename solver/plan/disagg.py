@@ -76,6 +76,18 @@ class DisaggResult:
     skipped: dict[str, InfeasibleError] = field(default_factory=dict)  # 'phase W=size' -> why no plan
 
 
+def _sla_reach(binding: list[str], reached: list[tuple[float, float]]) -> str:
+    """The remedy in the deployment's own figures: the lowest value of each binding SLA's figure over the
+    deployments evaluated, so the user knows how far to relax it."""
+    flags = {"SLA.ttft": ("--ttft-ms", 0, "TTFT"), "SLA.tpot": ("--tpot-ms", 1, "TPOT")}
+    named = [flags[b] for b in binding if b in flags]
+    if not named:
+        return "what would fit: relax --ttft-ms/--tpot-ms"
+    lows = " and ".join(f"the lowest {name} is {min(r[i] for r in reached) * 1e3:.3g} ms" for _, i, name in named)
+    return (f"what would fit: relax {'/'.join(flag for flag, _, _ in named)}: of the {len(reached)} deployments "
+            f"evaluated {lows}")
+
+
 def worker_sizes(model: ModelSpec, hw: Hardware, cards: int) -> list[int]:
     """Sizes a worker may take: powers of two and multiples of a node that divide the cards, below the cards
     (the other pool needs at least one rank)."""
@@ -186,6 +198,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     pairs.sort(key=lambda t: scenario.score(t[0], t[1], lat0, inv0))  # the scenario's own order, on the ratio
     evaluated: list[DisaggPlan] = []
     rejected: list[str] = []
+    reached: list[tuple[float, float]] = []  # (TTFT s, TPOT s) of each deployment an SLA rejected
     for _, _, p, d, x, y, demand, mu_w, conc in pairs[:MAX_EVALUATED]:
         if len(evaluated) >= SHORTLIST:
             break
@@ -197,12 +210,14 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
         misses = sla_misses(e, scenario)
         if misses:
             rejected.extend(misses)
+            reached.append((e.ttft_s, e.tpot_s))
             continue
         evaluated.append(DisaggPlan(Pool("prefill", x, p), Pool("decode", y, d), e, demand, mu_w))
     if not evaluated:
         binding = sorted(set(rejected))
         raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} meets the SLA: "
-                              f"{', '.join(binding)} binds", binding, "what would fit: relax --ttft-ms/--tpot-ms")
+                              f"{', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}", binding,
+                              _sla_reach(binding, reached))
     lat = [scenario.request_latency(c.estimate.ttft_s, c.estimate.tpot_s) for c in evaluated]
     inv = [1.0 / c.estimate.output_tokens_per_s_per_rank for c in evaluated]
     lat_ref, inv_ref = min(lat), min(inv)

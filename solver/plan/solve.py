@@ -357,7 +357,7 @@ def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[st
     fig = planner.latency_of(b, dict(p.picks))[1]
     cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
     knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
-    shown = ", ".join(f"{name} {getattr(fig, attr) * 1e3:.3g} ms" for _, attr, name in flags.values())
+    shown = ", ".join(f"{flags[s][2]} {getattr(fig, flags[s][1]) * 1e3:.3g} ms" for s in slas)
     return (f"relax {'/'.join(flags[s][0] for s in slas)}: the fastest configuration at concurrency {b} on "
             f"{world} cards ({knobs}) shows {shown}")
 
