@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy import short_model, summary  # noqa: E402
 from accuracy_rows import (  # noqa: E402
-    AR_PROBE_S, NEUTRAL, PARAMS, StepTerms, _measured, _ratio, family_of, load_factors, load_rows,
+    AR_PROBE_S, NEUTRAL, PARAMS, StepTerms, _measured, family_of, load_factors, load_rows, rescaled_steps,
 )
 from accuracy_rows import DEFAULT_CSV as AGG_CSV  # noqa: E402
 from accuracy_rows import prepare_all as prepare_agg  # noqa: E402
@@ -240,16 +240,8 @@ class LoopInputs:
 
 def loop_inputs(p: Prepared, params: Mapping[str, float]) -> LoopInputs:
     """The step times (each pool's serving loop applied) and the TTFT constants under `params`."""
-    e = p.case.decode.hw.efficiency
     q = {**NEUTRAL, **params}
-    r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
-    grouped = r[0] / min(1.0, q["grouped_gemm"])
-    step = q["step_overhead_s"]
-    lat = q["allreduce_latency_s"]
-    hw_kernel = e.kernel_overhead_s
-    rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
-    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
-    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
+    pre, dec = rescaled_steps(p.case.decode.hw.efficiency, p.prefill, p.decode, q)
     fp = replace(p.base_p, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])
     fd = replace(p.base_d, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])
     pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, fp, layers=p.prefill.layers)

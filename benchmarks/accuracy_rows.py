@@ -224,18 +224,23 @@ def predict(p: Prepared, params: Mapping[str, float]) -> tuple[float, float]:
     return t.ttft_s, t.tpot_s
 
 
-def predict_times(p: Prepared, params: Mapping[str, float]) -> tuple[ServingTimes, float, float]:
-    """(the serving formulas' parts, prefill step s, decode step s) of a prepared row under `params`."""
-    e = p.case.hw.efficiency
-    q = {**NEUTRAL, **params}
+def rescaled_steps(e, prefill: StepTerms, decode: StepTerms, q: Mapping[str, float]) -> tuple[float, float]:
+    """(prefill, decode) GPU seconds of prepared step terms under the factor settings `q` (NEUTRAL filled in),
+    `e` the hardware efficiency they were prepared at; before the serving loop (step_time)."""
     r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
     grouped = r[0] / min(1.0, q["grouped_gemm"])  # the steps were computed at grouped_gemm = 1
     step = q["step_overhead_s"]
     lat = q["allreduce_latency_s"]
     hw_kernel = e.kernel_overhead_s
     rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
-    pre = p.prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
-    dec = p.decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk)
+    return (prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk),
+            decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk))
+
+
+def predict_times(p: Prepared, params: Mapping[str, float]) -> tuple[ServingTimes, float, float]:
+    """(the serving formulas' parts, prefill step s, decode step s) of a prepared row under `params`."""
+    q = {**NEUTRAL, **params}
+    pre, dec = rescaled_steps(p.case.hw.efficiency, p.prefill, p.decode, q)
     f = replace(p.base, seq_overhead_s=q["seq_overhead_s"], seq_layer_s=q["seq_layer_s"])  # type: ignore[type-var]
     pre = step_time(pre, p.prefill.kernels, p.shape.prompts_per_step, True, f, layers=p.prefill.layers)
     dec = step_time(dec, p.decode.kernels, p.shape.running, p.shape.eager_decode, f, layers=p.decode.layers)
