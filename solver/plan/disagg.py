@@ -23,7 +23,7 @@ from solver.estimate.compute import factors_for
 from solver.estimate.disagg import DisaggEstimate, DisaggWorkload, estimate_disagg, workers_to_match
 from solver.estimate.memory import MemoryOptions
 from solver.plan import points
-from solver.plan.solve import Planned, PlanResult, plan
+from solver.plan.solve import SLA_FLAGS, Planned, PlanResult, plan
 from solver.specs.disagg_fitted import burst_share
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -76,14 +76,14 @@ class DisaggResult:
     skipped: dict[str, InfeasibleError] = field(default_factory=dict)  # 'phase W=size' -> why no plan
 
 
-def _sla_reach(binding: list[str], reached: list[tuple[float, float]]) -> str:
+def _sla_reach(binding: list[str], reached: list) -> str:
     """The remedy in the deployment's own figures: the lowest value of each binding SLA's figure over the
-    deployments evaluated, so the user knows how far to relax it."""
-    flags = {"SLA.ttft": ("--ttft-ms", 0, "TTFT"), "SLA.tpot": ("--tpot-ms", 1, "TPOT")}
-    named = [flags[b] for b in binding if b in flags]
+    deployments evaluated (`reached`: their estimates), so the user knows how far to relax it."""
+    named = [SLA_FLAGS[b] for b in binding if b in SLA_FLAGS]
     if not named:
         return "what would fit: relax --ttft-ms/--tpot-ms"
-    lows = " and ".join(f"the lowest {name} is {min(r[i] for r in reached) * 1e3:.3g} ms" for _, i, name in named)
+    lows = " and ".join(f"the lowest {name} is {min(getattr(e, attr) for e in reached) * 1e3:.3g} ms"
+                        for _, attr, name in named)
     return (f"what would fit: relax {'/'.join(flag for flag, _, _ in named)}: of the {len(reached)} deployments "
             f"evaluated {lows}")
 
@@ -198,7 +198,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     pairs.sort(key=lambda t: scenario.score(t[0], t[1], lat0, inv0))  # the scenario's own order, on the ratio
     evaluated: list[DisaggPlan] = []
     rejected: list[str] = []
-    reached: list[tuple[float, float]] = []  # (TTFT s, TPOT s) of each deployment an SLA rejected
+    reached = []  # the estimates of the deployments an SLA rejected
     for _, _, p, d, x, y, demand, mu_w, conc in pairs[:MAX_EVALUATED]:
         if len(evaluated) >= SHORTLIST:
             break
@@ -210,7 +210,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
         misses = sla_misses(e, scenario)
         if misses:
             rejected.extend(misses)
-            reached.append((e.ttft_s, e.tpot_s))
+            reached.append(e)
             continue
         evaluated.append(DisaggPlan(Pool("prefill", x, p), Pool("decode", y, d), e, demand, mu_w))
     if not evaluated:

@@ -345,11 +345,15 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
                            binding, "what would fit: " + "; ".join(remedies) if remedies else None)
 
 
+# a binding SLA family -> (its flag, the figure's attribute on Figures and estimates, the figure's name)
+SLA_FLAGS = {"SLA.ttft": ("--ttft-ms", "ttft_s", "TTFT"), "SLA.tpot": ("--tpot-ms", "tpot_s", "TPOT")}
+
+
 def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[str]) -> str:
     """What the binding SLAs would have to allow: the fastest configuration (least request latency) at the
     smallest concurrency with those SLAs set aside, and the TTFT / TPOT it shows; naming it keeps the remedy
     in the deployment's own figures rather than a bare 'relax'."""
-    flags = {"SLA.ttft": ("--ttft-ms", "ttft_s", "TTFT"), "SLA.tpot": ("--tpot-ms", "tpot_s", "TPOT")}
+    flags = SLA_FLAGS
     b = tables.batches[0]
     p = planner.best(b, relaxed=frozenset(slas))
     if p is None:
