@@ -24,7 +24,7 @@ from solver.plan.bound import (Sums, combined, corner_figure, joint_pairs, minim
                                pareto_sums)
 from solver.plan.floor import FLOOR_GROUPS, JOINT, AttentionFloors, GroupFloors
 from solver.plan.group_cost import Share
-from solver.plan.points import (CutStop, Point, SolverParams, SolveStatus, _simplicity, _simplicity_of,
+from solver.plan.points import (CutStop, Point, SolverParams, SolveStatus, picks_simplicity, choice_simplicity,
                                  attention_family, pareto, pattern_key)
 from solver.plan.rule_tables import rule_tables, static_rule_tables
 from solver.plan.view_model import (MAX_STEP_S, TIE_WEIGHT, TIME_SCALE, ViewModel, build_view, exact, memory_cap,
@@ -133,7 +133,7 @@ class Planner:
         served = self.t.step_plan_of(b, self.t.layout_key(self.t.choices["attn"][picks["attn"]])).served
         return Point(tuple(sorted(picks.items(), key=lambda kv: list(GROUPS).index(kv[0]))), b,
                      exact(lat_s * TIME_SCALE, "a latency"), inv * TIME_SCALE,
-                     _simplicity(self.t, picks), served)
+                     picks_simplicity(self.t, picks), served)
 
     def _fig(self, vc, pe_s: float, te_s: float) -> Figures:
         """The figures of layout vc at step times (as the engine runs them, less per-sequence costs)."""
@@ -537,7 +537,7 @@ class Planner:
         top = max(a, c, 1e-12)
         wa, wc = (max(1, round(1000 * a / top)) if vm.pe is not None else 0,
                   max(1, round(1000 * c / top)) if vm.te is not None else 0)
-        simple = sum(_simplicity_of(self.t, g, i) * xv for g, bools in vm.x.items() for i, xv in bools.items())
+        simple = sum(choice_simplicity(self.t, g, i) * xv for g, bools in vm.x.items() for i, xv in bools.items())
         obj = TIE_WEIGHT * ((wa * vm.pe if vm.pe is not None else 0) + (wc * vm.te if vm.te is not None else 0))
         work.minimize(obj + simple)
         cut_for = None

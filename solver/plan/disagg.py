@@ -23,7 +23,7 @@ from solver.estimate.compute import factors_for
 from solver.estimate.disagg import DisaggEstimate, DisaggWorkload, estimate_disagg, workers_to_match
 from solver.estimate.memory import MemoryOptions
 from solver.plan import points
-from solver.plan.solve import SLA_FLAGS, Planned, PlanResult, plan
+from solver.plan.solve import SLA_FLAGS, Planned, PlanResult, plan, relax_slas
 from solver.specs.disagg_fitted import burst_share
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -79,13 +79,10 @@ class DisaggResult:
 def _sla_reach(binding: list[str], reached: list) -> str:
     """The remedy in the deployment's own figures: the lowest value of each binding SLA's figure over the
     deployments evaluated (`reached`: their estimates), so the user knows how far to relax it."""
-    named = [SLA_FLAGS[b] for b in binding if b in SLA_FLAGS]
-    if not named:
-        return "what would fit: relax --ttft-ms/--tpot-ms"
     lows = " and ".join(f"the lowest {name} is {min(getattr(e, attr) for e in reached) * 1e3:.3g} ms"
-                        for _, attr, name in named)
-    return (f"what would fit: relax {'/'.join(flag for flag, _, _ in named)}: of the {len(reached)} deployments "
-            f"evaluated {lows}")
+                        for _, attr, name in (SLA_FLAGS[b] for b in binding if b in SLA_FLAGS))
+    return f"what would fit: {relax_slas(binding)}" + (
+        f": of the {len(reached)} deployments evaluated {lows}" if lows else "")
 
 
 def worker_sizes(model: ModelSpec, hw: Hardware, cards: int) -> list[int]:

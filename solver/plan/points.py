@@ -90,14 +90,15 @@ def attention_family(choice: tuple[int, ...]) -> str:
     return "tp" if tp > 1 else "dp"
 
 
-def _simplicity_of(t: Tables, g: str, i: int) -> int:
+def choice_simplicity(t: Tables, g: str, i: int) -> int:
     # the stage count is carried by every group: its tie-break penalty counts once, with attention
     own = t.choices[g][i] if g == "attn" else t.choices[g][i][:len(GROUPS[g]) - len(SHARED)]
     return simplicity(own)
 
 
-def _simplicity(t: Tables, picks: dict[str, int]) -> int:
-    return sum(_simplicity_of(t, g, i) for g, i in picks.items())
+def picks_simplicity(t: Tables, picks: dict[str, int]) -> int:
+    """A configuration's tie-break penalty: its choices' summed."""
+    return sum(choice_simplicity(t, g, i) for g, i in picks.items())
 
 
 def pareto(points: list[Point]) -> list[Point]:

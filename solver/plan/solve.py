@@ -349,21 +349,25 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
 SLA_FLAGS = {"SLA.ttft": ("--ttft-ms", "ttft_s", "TTFT"), "SLA.tpot": ("--tpot-ms", "tpot_s", "TPOT")}
 
 
+def relax_slas(slas: list[str]) -> str:
+    """'relax' and the flags of the binding SLA families (both if none is one of them)."""
+    return "relax " + ("/".join(SLA_FLAGS[s][0] for s in slas if s in SLA_FLAGS) or "--ttft-ms/--tpot-ms")
+
+
 def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[str]) -> str:
     """What the binding SLAs would have to allow: the fastest configuration (least request latency) at the
-    smallest concurrency with those SLAs set aside, and the TTFT / TPOT it shows; naming it keeps the remedy
-    in the deployment's own figures rather than a bare 'relax'."""
-    flags = SLA_FLAGS
+    smallest concurrency with those SLAs set aside, and the figures they cap; naming it keeps the remedy in the
+    deployment's own figures rather than a bare 'relax'."""
     b = tables.batches[0]
     p = planner.best(b, relaxed=frozenset(slas))
     if p is None:
-        return "relax " + "/".join(flags[s][0] for s in slas)
+        return relax_slas(slas)
     fig = planner.latency_of(b, dict(p.picks))[1]
     cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
     knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
-    shown = ", ".join(f"{flags[s][2]} {getattr(fig, flags[s][1]) * 1e3:.3g} ms" for s in slas)
-    return (f"relax {'/'.join(flags[s][0] for s in slas)}: the fastest configuration at concurrency {b} on "
-            f"{world} cards ({knobs}) shows {shown}")
+    shown = ", ".join(f"{SLA_FLAGS[s][2]} {getattr(fig, SLA_FLAGS[s][1]) * 1e3:.3g} ms" for s in slas)
+    return (f"{relax_slas(slas)}: the fastest configuration at concurrency {b} on {world} cards ({knobs}) shows "
+            f"{shown}")
 
 
 REMEDY_SIZES = 12  # world sizes a diagnosis screens for one that fits
