@@ -102,31 +102,48 @@ def table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray, title: s
 def ranking(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray) -> list[str]:
     """Side-by-side groups (same model, hardware, framework, ISL, OSL, concurrency; several parallel configs):
     does the estimate (measured x (1 + signed error)) pick the measured best? By output tokens/s per GPU
-    (C x OSL / (TTFT + (OSL - 1) TPOT) / world) and by TPOT. Rows repeated under one config are averaged."""
+    (C x OSL / (TTFT + (OSL - 1) TPOT) / world) and by TPOT. Rows repeated under one config are averaged.
+    Each miss is listed with how far the measured best stands from the config picked, in the measurements
+    themselves: a gap of a few percent is a tie the rows cannot order."""
     groups: dict[tuple, dict[tuple, list[tuple[float, float, float, float]]]] = defaultdict(lambda: defaultdict(list))
+    labels: dict[tuple, str] = {}
     for i, p in enumerate(prepared):
         w, pc = p.case.workload, p.case.pc
         t, s = p.ttft_s * (1 + et[i]), p.tpot_s * (1 + ep[i])
-        key = (p.model, p.hardware, p.framework, w.isl, w.osl, w.concurrency)
+        key = (short_model(p.model), p.hardware, p.framework, w.isl, w.osl, w.concurrency)
         cfg = (pc.attn_tp_size, pc.attn_replicas, pc.moe_tp_size, pc.moe_ep_size, str(p.case.prec.fmt("dense").name))
+        labels[cfg] = _cfg_label(pc.attn_tp_size, pc.attn_replicas, pc.moe_ep_size, str(p.row.get("precision", "")))
 
         def per_gpu(ttft: float, tpot: float) -> float:
             return w.concurrency * w.osl / (ttft + (w.osl - 1) * tpot) / pc.world_size
 
         groups[key][cfg].append((per_gpu(p.ttft_s, p.tpot_s), per_gpu(t, s), p.tpot_s, s))
     n = hit_tput = hit_tpot = 0
-    for cfgs in groups.values():
+    misses = []
+    for key, cfgs in groups.items():
         if len(cfgs) < 2:
             continue
         n += 1
         mean = {c: [float(np.mean([v[i] for v in vals])) for i in range(4)] for c, vals in cfgs.items()}
-        hit_tput += max(mean, key=lambda c: mean[c][0]) == max(mean, key=lambda c: mean[c][1])
-        hit_tpot += min(mean, key=lambda c: mean[c][2]) == min(mean, key=lambda c: mean[c][3])
+        best_t, pick_t = max(mean, key=lambda c: mean[c][0]), max(mean, key=lambda c: mean[c][1])
+        best_p, pick_p = min(mean, key=lambda c: mean[c][2]), min(mean, key=lambda c: mean[c][3])
+        hit_tput += best_t == pick_t
+        hit_tpot += best_p == pick_p
+        for what, best, pick, gap in (("tok/s/GPU", best_t, pick_t, mean[best_t][0] / mean[pick_t][0] - 1),
+                                      ("TPOT", best_p, pick_p, mean[pick_p][2] / mean[best_p][2] - 1)):
+            if best != pick:
+                misses.append((gap, f"  miss by {what}: {' '.join(str(x) for x in key)}: measured best "
+                                    f"{labels[best]}, picked {labels[pick]}, measured {100 * gap:.1f}% apart"))
     if not n:
         return ["ranking: no side-by-side groups"]
     return [f"ranking within {n} side-by-side groups (same model, hardware, framework, ISL/OSL, concurrency): "
             f"picks the measured best by tok/s/GPU in {hit_tput} ({100 * hit_tput / n:.0f}%), by TPOT in "
-            f"{hit_tpot} ({100 * hit_tpot / n:.0f}%)"]
+            f"{hit_tpot} ({100 * hit_tpot / n:.0f}%)"] + [line for _, line in sorted(misses)]
+
+
+def _cfg_label(tp: int, dp: int, ep: int, precision: str) -> str:
+    """A side-by-side config as the CSV names it: attention TP, DP, EP and the row's precision column."""
+    return f"TP{tp}" + (f" DP{dp}" if dp > 1 else "") + (f" EP{ep}" if ep > 1 else "") + f" {precision}"
 
 
 def mode_table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray) -> list[str]:
