@@ -1,7 +1,7 @@
 """Accuracy benchmark: the serving estimator against measured TTFT / TPOT.
 
     python benchmarks/accuracy.py [--csv PATH] [--factors PATH] [--waves K] [--no-cv] [--rows N] [--residuals]
-                                  [--oracle]
+                                  [--oracle] [--ceiling]
 
 Runs every row of the calibration CSV (facts/calibration/measured_agg_calibration.csv: aggregated serving at
 fixed ISL/OSL/concurrency) through `solver.measured` + `solver.estimate.serving`, and prints the median, mean
@@ -18,7 +18,10 @@ and p90 absolute percentage error of TTFT and TPOT, overall and per model / syst
 wait) and the median ln(measured / predicted) by benchmark source (read from the row id), prefill groups, ISL and
 model x prompt length. `--oracle` adds (c) with the fixed TTFT cost (request_overhead_s) refitted on each held-out
 model's own rows: how far held-out TTFT would get if that cost were known per model (benchmarks/README.md, issue 15
-stop ttft8).
+stop ttft8). `--ceiling` adds (d): every factor of the pair fit (gemm, hbm, kernel_overhead_s, request_overhead_s)
+refitted per (framework, hardware, model architecture) on that group's own rows, in-sample, the global and
+per-engine factors as shipped: what the serving formulas can reach when nothing has to carry over between models,
+the limit of any fit of these factors (the shipped fit allows none per model). A diagnosis, not an estimate.
 
 It also reports rows skipped (with the InputError each raised) and predicted vs published figures for the rows
 of facts/measurements.md the estimator can express (PUBLISHED below, with the source row number).
@@ -44,8 +47,8 @@ if str(REPO) not in sys.path:
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy_rows import (  # noqa: E402
-    BOUNDS, DEFAULT_CSV, FACTORS_YAML, NEUTRAL, Prepared, check_fast_path, load_factors, load_rows, predict,
-    predict_times, prepare_all, profile_params,
+    BOUNDS, DEFAULT_CSV, FACTORS_YAML, FRAMEWORK_PARAMS, GLOBAL_PARAMS, NEUTRAL, Prepared, check_fast_path,
+    load_factors, load_rows, predict, predict_times, prepare_all, profile_params,
 )
 from published_rows import published_report  # noqa: E402
 
@@ -278,6 +281,26 @@ def refit_on(rows: Sequence[Prepared], params: Mapping[str, float], keys: Sequen
     return out
 
 
+def ceiling_key(p: Prepared) -> tuple[str, str, str]:
+    return p.framework, p.hardware, p.family
+
+
+def per_model_fit(prepared: Sequence[Prepared], fitted: Mapping[str, Mapping[str, Mapping[str, float]]],
+                  fit: Callable[..., dict[str, float] | None]) -> dict[tuple[str, str, str], dict[str, float]]:
+    """The shipped factors of each (framework, hardware, model architecture) group with the pair factors
+    (accuracy_rows.PARAMS) refitted on that group's rows alone, the global and per-engine ones held as shipped; a
+    group the fit declines (too few rows) keeps the shipped factors."""
+    groups: dict[tuple[str, str, str], list[Prepared]] = defaultdict(list)
+    for p in prepared:
+        groups[ceiling_key(p)].append(p)
+    out = {}
+    for key, rows in groups.items():
+        shipped = profile_params(rows[0], fitted)
+        held = {k: shipped[k] for k in (*GLOBAL_PARAMS, *FRAMEWORK_PARAMS) if k in shipped}
+        out[key] = {**shipped, **(fit(rows, fixed=held) or {})}
+    return out
+
+
 def loo_errors(prepared: Sequence[Prepared], fit: Callable[..., dict[str, float] | None],
                fit_global: Callable[[Sequence[Prepared]], dict[str, float] | None] | None = None,
                fit_framework: Callable[..., dict[str, float] | None] | None = None,
@@ -369,6 +392,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--oracle", action="store_true",
                     help="also run leave-one-model-out with request_overhead_s refitted on the held-out model's own "
                          "rows: the ceiling of any per-model fixed TTFT cost (a diagnosis, not an estimate)")
+    ap.add_argument("--ceiling", action="store_true",
+                    help="also fit the pair factors per (framework, hardware, model) in-sample: what the serving "
+                         "formulas can reach with per-model factors (a diagnosis, not an estimate)")
     args = ap.parse_args(argv)
     t0 = time.time()
     rows = load_rows(args.csv)
@@ -412,6 +438,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                     "on the held-out model's own rows (a ceiling, not an estimate)")
                              + mode_table(prepared, et, ep) + ranking(prepared, et, ep)))
             print()
+    if args.ceiling:
+        from fit_efficiency import fit_group  # noqa: E402
+
+        params = per_model_fit(prepared, fitted, fit_group)
+        et, ep = errors(prepared, lambda p: params[ceiling_key(p)])
+        print("\n".join(table(prepared, et, ep, "(d) ceiling: the pair factors fitted per (framework, hardware, model), "
+                                                "in-sample (a diagnosis, not an estimate)")
+                         + mode_table(prepared, et, ep) + ranking(prepared, et, ep)))
+        print()
     print("\n".join(published_report()))
     print(f"\nruntime {time.time() - t0:.1f} s")
     return 0
