@@ -184,7 +184,8 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     wl = replace(case.workload, token_budget=token_budget(case.workload, framework_f, case.pc))
     case = replace(case, workload=wl)
     cap = kv_capacity_per_replica(case.model, case.hw, case.pc, case.prec, wl.context_len)
-    shape = serving_shape(wl, case.pc.attn_replicas, cap, synced_ranks(case.model, case.pc), base.graph_sizes)
+    shape = serving_shape(wl, case.pc.attn_replicas, cap, synced_ranks(case.model, case.pc), base.graph_sizes,
+                          case.pc.pp_size)
     pre, dec = serving_steps(case.model, case.hw, case.pc, case.prec, base, wl, shape)
     pre0, dec0 = serving_steps(case.model, case.hw, case.pc, case.prec, zero, wl, shape)
     draft = wl.mtp if case.model.num_mtp_layers else 0

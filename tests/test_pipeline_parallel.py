@@ -8,7 +8,8 @@ from solver.errors import InputError
 from solver.estimate.compute import Work, factors_for
 from solver.estimate.memory import memory_per_rank, stage_memory
 from solver.estimate.params import count_params
-from solver.estimate.pipeline import microbatches, send_s, send_tier, slots, stage_sizes, stages
+from solver.estimate.pipeline import microbatches, prefill_traversal, send_s, send_tier, slots, stage_sizes, stages
+from solver.estimate.serving import ServingPolicy, ServingShape, Workload, estimate, serving_times
 from solver.estimate.step import step_cost
 from solver.launch import LaunchInputs, emit_launch
 from solver.space.domains import build_space
@@ -152,3 +153,30 @@ def test_solve_with_pp_not_dividing_the_world_exits_2():
                                    "--attn-tp", "8", "--pp", "3", "--isl", "2048", "--osl", "256",
                                    "--concurrency", "16"])
     assert res.exit_code == 2 and "--pp: 3 does not divide the world size 16" in res.output
+
+
+def test_a_prompt_crosses_every_stage_before_its_first_token():
+    # one prompt is one microbatch: pp slots of the step's m + pp - 1, spread over its n prompts
+    assert prefill_traversal(1, 8) == 1.0
+    assert prefill_traversal(32, 2) == pytest.approx(32 * 2 / 33)
+    assert prefill_traversal(4, 16) == pytest.approx(4 * 4 / 7)
+    # decode-first steady state: the queue serves a prompt in its share p = P_n / n, its token waits r p
+    wl = Workload("serving", isl=4096, osl=256, concurrency=2, request_overhead_s=0.0)
+    policy = ServingPolicy(decode_first=True)
+    flat = serving_times(ServingShape(2, 2, 2, 1), 1.4, 0.05, wl, policy)
+    piped = serving_times(ServingShape(2, 2, 2, 1, traversal=prefill_traversal(32, 2)), 1.4, 0.05, wl, policy)
+    crossing = prefill_traversal(32, 2) * 1.4 / 2  # r p: about one prompt's 32 slots of the step's 33
+    assert piped.ttft_steady_s >= crossing
+    assert flat.ttft_steady_s < crossing  # the same step read as unpipelined: its share p alone
+
+
+def test_serving_ttft_under_pp_is_no_less_than_one_prompt_crossing_the_pipeline(llama, h100):
+    # a request's first token cannot come before its own prompt has crossed every stage: the serving TTFT at any
+    # concurrency is at least the prefill of that one prompt alone through the pipeline (vLLM: decode-first)
+    prec = resolve_precision(llama, h100)
+    f = factors_for(h100, load_framework("vllm").efficiency_for(h100))
+    pc = tp8_pp2()
+    alone = estimate(llama, h100, pc, prec, f, Workload("prefill", batch=1, seq_len=4096))
+    for c in (1, 2, 4, 8):
+        served = estimate(llama, h100, pc, prec, f, Workload("serving", isl=4096, osl=256, concurrency=c))
+        assert served.ttft_s >= alone.ttft_s, c

@@ -99,7 +99,7 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
                         dec_eager=eager, graph_batch=padded, dec_layers=step_layers(model, pc, "decode", seqs, mtp_layers))
     wl = replace(wl, token_budget=token_budget(wl, f, pc), request_overhead_s=request_overhead(wl, f))
     cap = kv_capacity_per_replica if math.isfinite(kv_capacity_per_replica) else float(wl.concurrency)
-    shape = serving_shape(wl, replicas, cap, synced_ranks(model, pc), f.graph_sizes)
+    shape = serving_shape(wl, replicas, cap, synced_ranks(model, pc), f.graph_sizes, pc.pp_size)
     n = shape.prompts_per_step
     pre = Work("prefill", new_tokens=wl.isl * n, context=(wl.isl + 1) / 2, sequences=n, logits_tokens=n)
     b = shape.graph_batch or shape.running

@@ -108,6 +108,15 @@ def slots(phase: str, pp: int, m: int) -> int:
     return m + pp - 1 if phase == "prefill" else max(m, pp)
 
 
+def prefill_traversal(pp: int, prompts: int) -> float:
+    """A prompt's way through a prefill step of `prompts` prompts, in prompt shares of the step (P_n / n): one
+    prompt is one microbatch and crosses all pp stages, pp slots, while the step's P_n spreads its
+    microbatches' slots (m + pp - 1) over the n prompts; a slot of n / m prompts taken as n / m slots of one
+    (the compute-bound share P_n / n of an unpipelined step). pp x m / (m + pp - 1): 1 without PP."""
+    m = microbatches(pp, prompts)
+    return pp * m / slots("prefill", pp, m)
+
+
 def send_tier(hw, stage_world: int) -> str:
     """The tier between consecutive stages: the narrowest tier spanning two adjacent stages (2 x stage
     ranks). Stages of whole nodes talk across nodes, or over the scale-up fabric inside an NVL72 rack."""

@@ -62,7 +62,11 @@ its chunks), S = p + (chunks - 1) tau its service time and lambda [1/s] the rank
     TPOT       = s / m
     rho        = lambda p = q p / s                      the share of GPU time spent on prefill
     W_q        = min(rho S / (2 (1 - rho)), (B - 1) S)   M/D/1 mean wait for the prefill server
-    TTFT_ss    = o + ftl + tau / 2 + S + W_q             half a step of residual before the scheduler picks it up
+    TTFT_ss    = o + ftl + (r - 1) p + tau / 2 + S + W_q half a step of residual before the scheduler picks it up;
+                                                         r p: what the prompt waits to cross its step (r = 1, or
+                                                         pp m / (m + pp - 1) under PP: it crosses every stage,
+                                                         pipeline.prefill_traversal), while the queue's service
+                                                         time stays its share p
     lambda (TTFT_ss + (OSL - 1) s / m) = B               (a quadratic in q on each side of W_q's cap:
                                                          balance_root; s = tau / (1 - rho))
 
@@ -245,6 +249,8 @@ class ServingShape:
     synced_ranks: int = 1  # R: attention-DP ranks that step together (1 = independent replicas)
     graph_batch: int = 0  # batch the decode step runs on the GPU (padded to a CUDA graph); 0 = `running`
     eager_decode: bool = False  # the running batch exceeds the largest captured graph
+    traversal: float = 1.0  # r: prompt shares of the prefill step (P_n / n) one prompt waits to cross it
+    # (pipeline.prefill_traversal: the pipeline's stages under PP; 1 without)
 
 
 @dataclass(frozen=True)
@@ -325,7 +331,7 @@ def step_time(gpu_s: float, kernels: float, sequences: float, eager: bool, f: Fa
 
 
 def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float, synced_ranks: int = 1,
-                  graph_sizes: tuple[int, ...] = ()) -> ServingShape:
+                  graph_sizes: tuple[int, ...] = (), pp: int = 1) -> ServingShape:
     per_replica = max(1, math.ceil(wl.concurrency / replicas))
     running = min(per_replica, max(1, int(kv_capacity_per_replica)))
     if wl.max_running > 0:
@@ -334,7 +340,8 @@ def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float, s
     n = max(1, min(running, budget // max(1, wl.isl)))
     chunks = max(1, math.ceil(wl.isl / max(1, budget)))
     padded, eager = graph_batch(running, graph_sizes)
-    return ServingShape(per_replica, running, n, chunks, max(1, synced_ranks), padded, eager)
+    return ServingShape(per_replica, running, n, chunks, max(1, synced_ranks), padded, eager,
+                        pipeline.prefill_traversal(pp, n))
 
 
 def first_wave_groups(requests: int, per_step: int) -> float:
@@ -380,10 +387,13 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
                             ftl)
     p = prefill_s / n
     S = p + (shape.chunks - 1) * tau
+    # a prompt arriving alone occupies the prefill server for its share p (the queue's service time), but its
+    # first token comes only once it has crossed the step: r p under PP, whose stages it crosses one by one
+    cross = (shape.traversal - 1) * p
 
     def ttft_ss(rho: float) -> float:
         wait = min(rho * S / (2 * (1 - rho)), (B - 1) * S)
-        return o + ftl + tau / 2 + S + wait
+        return o + ftl + cross + tau / 2 + S + wait
 
     # Steady state, solved for q = prompts per step on the busiest rank: the step is s = tau + q p (its
     # prefills ride in the steps; in a synchronised group the other ranks' prefills run in the same steps, see
@@ -404,7 +414,7 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
     if saturated:
         lo = hi
     else:
-        root = balance_root(B, tau, p, shape.chunks, o + ftl, steps_out)
+        root = balance_root(B, tau, p, shape.chunks, o + ftl + cross, steps_out)
         if root is not None and 0.0 <= root <= hi and root * p < (1 - 1e-12) * (tau + root * p):
             lo = root
         else:  # degenerate steps (tau or p zero, rho at its clamp): bisection on the same balance
@@ -435,7 +445,7 @@ def balance_root(B: float, tau: float, p: float, chunks: int, fixed_s: float, st
     in closed form (None where tau or p is not positive). With s = tau + q p, rho = q p / s and 1 - rho = tau / s,
     the M/D/1 wait is rho S / (2 (1 - rho)) = q p S / (2 tau), linear in q; multiplying the balance by s gives a
     quadratic a q^2 + b q - B tau = 0 on each side of the wait's cap (B - 1) S, reached at q* = 2 tau (B - 1) / p.
-    S = p + (chunks - 1) tau; fixed_s = o + ftl (TTFT_ss = fixed_s + tau / 2 + S + W_q)."""
+    S = p + (chunks - 1) tau; fixed_s = o + ftl + (r - 1) p (TTFT_ss = fixed_s + tau / 2 + S + W_q)."""
     if not (tau > 0 and p > 0):
         return None
     S = p + (chunks - 1) * tau
