@@ -1,0 +1,57 @@
+"""Request latency is non-decreasing in the concurrency, configuration by configuration: more requests in flight
+never make one finish sooner (the planner's figures, serving.py). It failed under PP until a prompt's first token
+waited for it to cross every stage (pipeline.prefill_traversal)."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from solver.estimate.compute import factors_for
+from solver.plan.tables import build_tables
+from solver.space.domains import build_space
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.precision import resolve_precision
+from solver.specs.scenario import Scenario
+
+# a DSA MoE on Ascend (generic: every knob, PP up to 16 stages), a dense model and an MXFP4 MoE with PP on NVIDIA,
+# a hybrid linear-attention MoE, SGLang's lockstep cohorts with MTP, attention DP on the cann-recipes profile
+DEPLOYMENTS = [
+    ("deepseek-v3.2", "atlas_a3", 32, "generic", "int8", 4096, 256, 0),
+    ("llama-3.1-70b", "h100_sxm", 8, "vllm", None, 1024, 1024, 0),
+    ("gpt-oss-120b", "b200_sxm", 8, "trtllm", None, 1024, 8192, 0),
+    ("qwen3-next-80b-a3b", "h200_sxm", 8, "vllm", None, 2048, 512, 0),
+    ("deepseek-v3", "h200_sxm", 16, "sglang", None, 1024, 1024, 2),
+    ("kimi-k2", "atlas_a3", 64, "cann-recipes", "int8", 4096, 256, 1),
+]
+
+
+@pytest.mark.parametrize("dep", DEPLOYMENTS, ids=lambda d: f"{d[0]}-{d[2]}x{d[1]}-{d[3]}")
+@pytest.mark.parametrize("phase", ["serving", "decode"])
+def test_request_latency_is_non_decreasing_in_concurrency(dep, phase) -> None:
+    model, hardware, cards, framework, wdtype, isl, osl, mtp = dep
+    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
+    sc = Scenario(kind="balanced", isl=isl, osl=osl, mtp=mtp, **({} if phase == "serving" else {"phase": phase}))
+    prec = resolve_precision(spec, hw, wdtype, None, None)
+    t = build_tables(spec, hw, prec, factors_for(hw, fw.efficiency_for(hw)), fw,
+                     build_space(spec, hw, fw, cards, sc, False), sc, None)
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(40):
+        a = rng.randrange(len(t.choices["attn"]))
+        pp = t.choices["attn"][a][-1]
+        picks = {"attn": a}
+        for g, choices in t.choices.items():
+            if g != "attn":
+                picks[g] = rng.choice([j for j, c in enumerate(choices) if c[-1] == pp])
+        prev = None
+        for b in t.batches:
+            fig = t.figures(b, picks)
+            lat = sc.request_latency(fig.ttft_s, fig.tpot_s)
+            if prev is not None:
+                assert lat >= prev * (1 - 1e-12), (t.config(picks), b)
+                checked += 1
+            prev = lat
+    assert checked > 100
