@@ -269,3 +269,31 @@ def test_the_front_rows_are_the_same_for_every_scenario(swept: dict) -> None:
     sets = {kind: sorted(map(tuple, g[[*KNOBS, "concurrency"]].astype(int).values.tolist()))
             for kind, g in front.groupby("scenario")}
     assert len(sets) == 2 and sets["throughput"] == sets["latency"]
+
+
+def test_an_answer_at_the_top_of_the_concurrency_range_says_to_raise_max_concurrency() -> None:
+    from solver.space.domains import capped_concurrency, range_note
+    from solver.specs.scenario import Scenario
+
+    capped = Scenario(kind="throughput", max_concurrency=48)  # the range is 1, 2, ..., 32
+    assert capped_concurrency(capped) == 32
+    assert range_note(16, capped) is None
+    assert "--max-concurrency 48" in range_note(32, capped) and "raise --max-concurrency" in range_note(32, capped)
+    assert range_note(32, Scenario(kind="throughput", concurrency=32)) is None  # the user fixed it
+    # a throughput plan of a small model on one card keeps gaining past 8 requests: the answer says so
+    result, cands = api.run_solve("qwen3-8b", "h100_sxm", 1, Scenario(kind="throughput", max_concurrency=8))
+    assert cands[0].planned.batch == 8 and "largest concurrency tried, 8" in result.range_note
+    assert api.run_solve("qwen3-8b", "h100_sxm", 1, Scenario(kind="latency", max_concurrency=8))[0].range_note is None
+
+
+def test_recommend_names_the_concurrency_range_when_it_stops_a_smaller_cluster() -> None:
+    # with at most 8 requests in flight one H100 falls short of the load and two carry it: the answer says that
+    # one card stopped at the top of the concurrency range, and the failure names the range, not an SLA
+    # (one card reaches about 670 output tokens/s at 8 requests, two about 990)
+    rec = api.recommend("qwen3-8b", "h100_sxm", target_output_tokens_per_s=800, cards="1,2", max_concurrency=8)
+    opt = rec.options[0]
+    assert opt.met and opt.cards == 2
+    assert "on 1 card is at the largest concurrency tried, 8" in opt.note and "fewer cards" in opt.note
+    short = api.recommend("qwen3-8b", "h100_sxm", target_output_tokens_per_s=1e6, cards="1,2", max_concurrency=8)
+    assert not short.options[0].met
+    assert "raise --max-concurrency" in short.options[0].note and "SLA" not in short.options[0].note

@@ -23,6 +23,7 @@ from solver.capacity.inputs import DEFAULT_SCENARIOS, parse_cards
 from solver.capacity.sweep import Task, build_plan, solve_task, sweep_rows
 from solver.errors import InputError
 from solver.plan.points import SolverParams
+from solver.space.domains import range_note
 from solver.specs.parallel import KNOBS
 
 DEFAULT_CARDS = "1..1024"
@@ -168,7 +169,7 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
 def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: float | None,
                       progress: Callable[[str], None] | None) -> Option:
     opt = Option(hardware=hw_name, met=False, price_per_card_hour=price)
-    best_seen: tuple[float, int] | None = None
+    best_seen: tuple[float, int, str | None] | None = None  # tok/s, cards, the concurrency range's note there
     last_binding = ""
     for t in tasks:
         if progress:
@@ -181,9 +182,14 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
             continue
         top = max(ok, key=lambda r: r["output_tokens_per_s"])
         if best_seen is None or top["output_tokens_per_s"] > best_seen[0]:
-            best_seen = (top["output_tokens_per_s"], t.cards)
+            best_seen = (top["output_tokens_per_s"], t.cards, range_note(int(top["concurrency"]), t.scenario, "it"))
         meets = [r for r in ok if r["output_tokens_per_s"] >= tok_s]
         if not meets:
+            # this count fell short at the top of the concurrency range: with a larger one it may not
+            short = range_note(int(top["concurrency"]), t.scenario,
+                               f"{top['output_tokens_per_s']:,.0f} output tokens/s on {_cards(t.cards)}",
+                               "a larger one may carry the load on fewer cards")
+            opt.note = short or opt.note
             continue
         r = min(meets, key=lambda r: (r["request_latency_ms"], -r["output_tokens_per_s"], r["rank"]))
         opt.met = True
@@ -211,9 +217,18 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         opt.note = (f"no configuration fits or meets the SLA up to {largest} cards"
                     + (f" (binding: {last_binding})" if last_binding else ""))
     else:
-        opt.note = (f"the most found is {best_seen[0]:,.0f} output tokens/s on {best_seen[1]} cards, "
-                    f"below the target {tok_s:,.0f}; try more cards (--cards) or a looser SLA")
+        sc = tasks[-1].scenario
+        # what would raise it: the concurrency range where the most found sits at its top, else more cards, and a
+        # looser SLA where one was given
+        remedy = best_seen[2] or ("try more cards (--cards)" + (" or a looser SLA" if sc.ttft_ms is not None
+                                                                 or sc.tpot_ms is not None else ""))
+        opt.note = (f"the most found is {best_seen[0]:,.0f} output tokens/s on {_cards(best_seen[1])}, "
+                    f"below the target {tok_s:,.0f}; {remedy}")
     return opt
+
+
+def _cards(n: int) -> str:
+    return f"{n} card" + ("" if n == 1 else "s")
 
 
 __all__ = ["Option", "Recommendation", "recommend", "parse_prices"]

@@ -208,7 +208,8 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
                                                        "request_latency_ms"),
             requests_per_s=_r(e.output_tokens_per_s / per_request, "requests_per_s"),
             on_front=p.on_front, candidate=cand_rank.get(key), pattern=pattern_name(p.config, spec),
-            memory_feasible=e.memory.feasible, note="; ".join(e.memory.notes) if misses else "",
+            memory_feasible=e.memory.feasible,
+            note="; ".join(e.memory.notes) if misses else (result.range_note or "") if cand_rank.get(key) == 1 else "",
         )
         rows.append(row)
     rows.sort(key=lambda r: (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"], r["concurrency"],

@@ -68,7 +68,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     result, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
                               kv_dtype, method, params, top, allow_cross_node)
     note = result.timeout_note()
-    for line in (note, result.cut_note()):
+    for line in (note, result.cut_note(), result.range_note):
         if line:
             click.echo(f"note: {line}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,

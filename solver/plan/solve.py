@@ -20,7 +20,7 @@ from solver.plan.points import CutStop, Point, SolverParams, SolveStatus, attent
 from solver.plan import rule_tables
 from solver.plan.exhaustive import enumerate_points
 from solver.plan.tables import GROUPS, Tables, assumed_memory, build_tables
-from solver.space.domains import build_space, largest_tp, redundant_for
+from solver.space.domains import build_space, largest_tp, range_note, redundant_for
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -70,6 +70,9 @@ class PlanResult:
     # where the SLA/memory cut loop gave up (CutStop): the full estimate rejected every answer the cut
     # budget allowed, so those concurrencies were not searched further (not shown infeasible)
     cut_stops: list[CutStop] = field(default_factory=list)
+
+    # the best-score candidate's concurrency is the top of the range --max-concurrency cut (space.range_note)
+    range_note: str | None = None
 
     def cut_note(self) -> str | None:
         """One line on the cut loop's stops, or None when every solve ended with an accepted answer or a proof."""
@@ -275,6 +278,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     bad = [c for c in result.candidates if full_estimate_misses(c.estimate, scenario)]
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
+    result.range_note = range_note(chosen[0].batch, scenario)
     if explain_binding:
         result.binding = binding_constraints(planner, chosen[0])
     pruned: dict[str, list[str]] = {}

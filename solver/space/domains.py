@@ -97,6 +97,25 @@ def _batch_values(scenario: Scenario) -> tuple[int, ...]:
     return tuple(values)
 
 
+def capped_concurrency(scenario: Scenario) -> int | None:
+    """The largest concurrency the planner tries when --max-concurrency, not the scenario, ends the range (the
+    planner picks the concurrency and a larger one could be tried); None when the scenario fixes it."""
+    values = _batch_values(scenario)
+    return values[-1] if scenario.concurrency is None and scenario.phase != "prefill" else None
+
+
+def range_note(concurrency: int, scenario: Scenario, what: str = "the best score",
+               gain: str = "a larger one may do better") -> str | None:
+    """One line when `concurrency` (an answer's) is the top of the range --max-concurrency cut, else None: the
+    planner tried nothing larger, so a larger concurrency may do better (throughput grows with it until memory,
+    the KV cache or an SLA stops it)."""
+    top = capped_concurrency(scenario)
+    if top is None or concurrency < top:
+        return None
+    return (f"{what} is at the largest concurrency tried, {top:,} (--max-concurrency {scenario.max_concurrency:,}): "
+            f"{gain}; raise --max-concurrency to try it")
+
+
 NOT_IN_SPACE = ""  # a knob the framework does not expose or the model lacks: silently 1, no rule to name
 
 
