@@ -5,7 +5,8 @@ then the renderers of its output), then for the first candidate the `launch` com
 and the `check` command on the parallel_config it emitted (both through solver.cli.main, in process). Outcomes:
 
     ok        a feasible answer whose figures, check and launch hold
-    refusal   a clean refusal: InputError / InfeasibleError with one non-empty line
+    refusal   a clean refusal: InputError / InfeasibleError with one non-empty line (an InfeasibleError also
+              names the binding constraint and a remedy)
     defect    a traceback (any exception that is not the tool's own clean error, or an InternalError); a figure
               that is NaN, inf, zero or negative on a feasible answer; memory over the wall marked as fitting;
               a recommended config that `check` rejects (exit 1) or cannot read; a launch that fails or names a
@@ -175,6 +176,8 @@ def run_case(case, folder: str, slow_s: float, time_limit_s: float, flags: dict[
         out["solve_s"] = out["total_s"] = time.perf_counter() - t0
         if not _one_line(exc):
             return defect("refusal not one line", repr(str(exc))[:200])
+        if isinstance(exc, InfeasibleError) and not (exc.binding and exc.remedy):
+            return defect("infeasible without binding constraint or remedy", str(exc)[:200])
         out.update(kind="refusal", what=type(exc).__name__, detail=str(exc)[:200])
         return out
     except InternalError as exc:
