@@ -88,8 +88,8 @@ def _sglang(flags: dict, model) -> dict[str, int]:
 
 def _trtllm(flags: dict, files: dict, model) -> dict[str, int]:
     world = int(flags["--tp_size"])
-    pp = int(flags.get("--pp_size", 1))
     extra = yaml.safe_load(files.get(flags.get("--extra_llm_api_options", ""), "{}")) or {}
+    pp = int(extra.get("pipeline_parallel_size", 1))  # engines.md PP row: the LLM API argument
     attn = 1 if extra.get("enable_attention_dp") else world
     return {"world": world * pp, "pp_size": pp, "attn_tp_size": attn, "attn_sp_size": 1, "kvp_size": 1,
             "dense_tp_size": attn,

@@ -181,3 +181,31 @@ def test_every_json_candidate_carries_its_launch():
         assert launch["engine"] == "sglang" and "error" not in launch
         assert set(launch) == {"engine", "nodes", "files"} and launch["nodes"][0]["argv"][:3] == [
             "python3", "-m", "sglang.launch_server"]
+
+
+
+def _facts_flags_table() -> str:
+    """The "Flags" table of the facts' engines.md: the names each engine gives its parallelism knobs."""
+    from conftest import FACTS
+
+    body = (FACTS / "engines.md").read_text()
+    start = body.index("## Flags")
+    return body[start:body.index("\n## ", start + 1)]
+
+
+@pytest.mark.parametrize("engine", list_frameworks())
+def test_every_launch_flag_that_spells_a_parallel_knob_is_one_the_facts_give(engine):
+    """A knob that reaches the engine as a command-line flag uses a flag engines.md's Flags table names: a
+    spelling the facts do not give is unsourced (catalog sweep, stop 27: TensorRT-LLM's PP went out as
+    --pp_size; the PP row gives the LLM API argument pipeline_parallel_size). Options-file keys are not held
+    to this (the facts give some only in prose, as "moe_tp x moe_ep")."""
+    from conftest import FACTS
+
+    fw = load_framework(engine)
+    if fw.launch is None or not (FACTS / "engines.md").is_file():
+        pytest.skip("no launch spec, or no facts beside the checkout")
+    table = _facts_flags_table()
+    knobs = set(model_knobs(load_model("deepseek-v3"))) | {"pp_size"}
+    for arg in fw.launch.args:
+        if arg.knob in knobs and arg.flag:
+            assert f"`{arg.flag}" in table, f"{engine}: {arg.knob} is spelled {arg.flag}, which engines.md does not name"
