@@ -55,7 +55,7 @@ FLAG_COLUMN = {"vllm": "vLLM", "vllm-ascend": "vLLM", "sglang": "SGLang", "trtll
 # (python -m, mpirun -n/-H), the checkpoint argument, and the file that carries TensorRT-LLM's LLM API arguments
 # (whose keys the table does list)
 NOT_TABLE_FLAGS = {"-m", "-n", "-H", "--model", "--model-path", "--extra_llm_api_options"}
-ENGINES_MD = Path("/work/shared/facts/engines.md")
+ENGINES_MD = ROOT.parent / "shared" / "facts" / "engines.md"  # the facts beside the checkout
 ISL, OSL = 4096, 256
 
 
