@@ -297,3 +297,19 @@ def test_recommend_names_the_concurrency_range_when_it_stops_a_smaller_cluster()
     short = api.recommend("qwen3-8b", "h100_sxm", target_output_tokens_per_s=1e6, cards="1,2", max_concurrency=8)
     assert not short.options[0].met
     assert "raise --max-concurrency" in short.options[0].note and "SLA" not in short.options[0].note
+
+
+def test_recommend_widens_the_default_concurrency_range_where_a_count_falls_short_at_its_top(monkeypatch) -> None:
+    # with a default range of 8 requests, one H100 falls short of 800 output tokens/s at its top (about 670); no
+    # --max-concurrency was given, so the count is planned again up to 32 requests and one card carries the load
+    import importlib
+
+    rec_module = importlib.import_module("solver.capacity.recommend")
+    monkeypatch.setattr(rec_module, "DEFAULT_MAX_CONCURRENCY", 8)
+    opt = api.recommend("qwen3-8b", "h100_sxm", target_output_tokens_per_s=800, cards="1,2").options[0]
+    assert opt.met and opt.cards == 1 and opt.concurrency > 8
+    assert "planned up to 32 requests in flight on 1 card" in opt.note
+    # a given --max-concurrency is kept: two cards, and the note says one fell short at its top
+    kept = api.recommend("qwen3-8b", "h100_sxm", target_output_tokens_per_s=800, cards="1,2",
+                         max_concurrency=8).options[0]
+    assert kept.met and kept.cards == 2 and kept.concurrency <= 8

@@ -7,6 +7,13 @@ configuration reaches the target output tokens/s wins, and of the configurations
 lowest request latency is chosen (it meets the load with the best user experience; `headroom` says how much
 load it has to spare). One deployment of W cards is modelled: DP inside the configuration is how it scales out.
 
+The planner tries concurrencies in powers of two up to --max-concurrency. Without one, a count whose most
+throughput sits at the top of that range (4,096 by default) and falls short of the load is planned again with the
+range four times wider, until it carries the load, its most throughput is below the top (memory, the KV cache or
+the SLA stopped it), or the range reaches the boundary cap: fewer cards then carry loads that need more requests
+in flight than the default range holds (the option's note says on which count it was widened). A given
+--max-concurrency is kept, and an answer at its top says so.
+
 Costs (when a price per card-hour is given): cost per hour = cards x price; cost per million output tokens at
 the target load = cost per hour / (target tokens/s x 3600) x 1e6 (what each served token costs, since the
 cluster is paid for whether busy or not), and at capacity (the configuration's own throughput).
@@ -14,7 +21,7 @@ cluster is paid for whether busy or not), and at capacity (the configuration's o
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
@@ -24,9 +31,11 @@ from solver.capacity.sweep import Task, build_plan, solve_task, sweep_rows
 from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.space.domains import range_note
+from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CONCURRENCY
 from solver.specs.parallel import KNOBS
 
 DEFAULT_CARDS = "1..1024"
+WIDEN = 4  # how much wider the concurrency range is planned again where a count falls short at its top
 
 
 @dataclass
@@ -128,10 +137,11 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
               target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
               ttft_ms: float | None = None, tpot_ms: float | None = None, prices: Any = None,
               cards: str | Iterable[int] = DEFAULT_CARDS, framework: str = "generic", weight_dtype: Any = None,
-              moe_weight_dtype: Any = None, kv_dtype: Any = None, mtp: int = 0, max_concurrency: int = 4096,
+              moe_weight_dtype: Any = None, kv_dtype: Any = None, mtp: int = 0, max_concurrency: int | None = None,
               allow_cross_node: bool = False, params: SolverParams | None = None,
               progress: Callable[[str], None] | None = None) -> Recommendation:
-    """See the module docstring. Exactly one of the two targets; `prices` maps hardware to a price per card-hour."""
+    """See the module docstring. Exactly one of the two targets; `prices` maps hardware to a price per card-hour;
+    `max_concurrency` None widens the default range where a count falls short at its top."""
     if (target_output_tokens_per_s is None) == (target_requests_per_s is None):
         raise InputError("--target-output-tokens-per-s/--target-requests-per-s", "give exactly one of the two")
     target = target_output_tokens_per_s if target_output_tokens_per_s is not None else target_requests_per_s
@@ -145,7 +155,8 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
     card_list = parse_cards(cards)
     # one planner task per (hardware, cards); validation of every input happens here, before any solve
     plan = build_plan(model, hardware, card_list, [DEFAULT_SCENARIOS[2]], isl=isl, osl=osl, ttft_ms=ttft_ms,
-                      tpot_ms=tpot_ms, max_concurrency=max_concurrency, mtp=mtp, framework=framework,
+                      tpot_ms=tpot_ms, max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY, mtp=mtp,
+                      framework=framework,
                       weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype,
                       params=params, allow_cross_node=allow_cross_node)
     price = parse_prices(prices, plan.hardware)
@@ -155,7 +166,7 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
     options = []
     for hw_name, tasks in by_hw.items():
         options.append(_first_that_meets(hw_name, sorted(tasks, key=lambda t: t.cards), tok_s, price.get(hw_name),
-                                         progress))
+                                         progress, widen=max_concurrency is None))
     met = [o for o in options if o.met]
     if not met:
         best, basis = None, "none met"
@@ -166,8 +177,25 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
     return Recommendation(plan.model_name, tok_s, tok_s / osl, isl, osl, ttft_ms, tpot_ms, options, best, basis)
 
 
+def _solved(t: Task, tok_s: float, widen: bool, progress: Callable[[str], None] | None
+            ) -> tuple[Task, list[dict[str, Any]]]:
+    """The task's rows, planned again with a range four times wider while its most throughput falls short at the
+    top of the range (`widen`: no --max-concurrency was given); the task the rows are of."""
+    while True:
+        rows = sweep_rows([solve_task(t)])  # raises a tool error a task returned as data
+        ok = [r for r in rows if r["feasible"]]
+        top = max(ok, key=lambda r: r["output_tokens_per_s"]) if ok else None
+        wider = t.scenario.max_concurrency * WIDEN
+        if (not widen or top is None or top["output_tokens_per_s"] >= tok_s or wider > MAX_CONCURRENCY
+                or range_note(int(top["concurrency"]), t.scenario) is None):
+            return t, rows
+        t = replace(t, scenario=t.scenario.model_copy(update={"max_concurrency": wider}))
+        if progress:
+            progress(f"{t.hardware_name}: {t.cards} cards, concurrency up to {wider:,}")
+
+
 def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: float | None,
-                      progress: Callable[[str], None] | None) -> Option:
+                      progress: Callable[[str], None] | None, widen: bool = False) -> Option:
     opt = Option(hardware=hw_name, met=False, price_per_card_hour=price)
     best_seen: tuple[float, int, str | None] | None = None  # tok/s, cards, the concurrency range's note there
     last_binding = ""
@@ -175,7 +203,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         if progress:
             progress(f"{hw_name}: {t.cards} cards")
         opt.tried_cards.append(t.cards)
-        rows = sweep_rows([solve_task(t)])  # raises a tool error a task returned as data
+        t, rows = _solved(t, tok_s, widen, progress)
         ok = [r for r in rows if r["feasible"]]
         if not ok:
             last_binding = rows[0]["binding_constraint"] if rows else ""
@@ -201,6 +229,9 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         opt.pattern = r["pattern"]
         opt.concurrency = int(r["concurrency"])
         opt.output_tokens_per_s = r["output_tokens_per_s"]
+        if t.scenario.max_concurrency > DEFAULT_MAX_CONCURRENCY and not opt.note:
+            opt.note = (f"planned up to {t.scenario.max_concurrency:,} requests in flight on {_cards(t.cards)}: "
+                        f"at the default range's top ({DEFAULT_MAX_CONCURRENCY:,}) it fell short of the load")
         opt.requests_per_s = r["requests_per_s"]
         opt.headroom = round(r["output_tokens_per_s"] / tok_s, 3)
         opt.ttft_ms, opt.tpot_ms = r["ttft_ms"], r["tpot_ms"]

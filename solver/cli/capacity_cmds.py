@@ -12,6 +12,7 @@ import click
 from solver.cli.options import (CONCURRENCY, check_mtp, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
                                 DEFAULT_FORMAT)
 from solver.errors import InfeasibleError, InputError
+from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
 from solver.report.render import FORMATS, console, dump, table
 
 if TYPE_CHECKING:
@@ -29,8 +30,9 @@ def _common(func: Callable) -> Callable:
         click.option("--osl", type=TOKENS, default=256, show_default=True, help="output tokens per request"),
         click.option("--ttft-ms", type=MS, default=None, help="SLA: time to first token, ms"),
         click.option("--tpot-ms", type=MS, default=None, help="SLA: time per output token, ms"),
-        click.option("--max-concurrency", type=CONCURRENCY, default=4096, show_default=True,
-                     help="upper bound on concurrent requests the planner considers"),
+        click.option("--max-concurrency", type=CONCURRENCY, default=None,
+                     help=f"upper bound on concurrent requests the planner considers [default: "
+                          f"{DEFAULT_MAX_CONCURRENCY}; recommend raises it where a cluster size falls short at it]"),
         click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth"),
         click.option("--framework", type=NAME, default="generic", show_default=True, help="framework profile name or YAML path"),
         click.option("--weight-dtype", multiple=True, help="weights of every linear layer: " + _DTYPE_HELP),
@@ -125,6 +127,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
               plot, fmt, serving) -> None:
     """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
+    max_concurrency = max_concurrency or DEFAULT_MAX_CONCURRENCY
     if serving == "disagg":  # one row per disaggregated plan (solver.capacity.disagg)
         from solver.capacity.disagg import sweep_disagg
         from solver.capacity.table import write_table
@@ -248,7 +251,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
                                tpot_ms=tpot_ms, cards=cards, framework=framework, weight_dtype=_dtype(weight_dtype),
                                moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
-                               max_concurrency=max_concurrency, allow_cross_node=allow_cross_node,
+                               max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY, allow_cross_node=allow_cross_node,
                                params=_params(time_limit, seed), prices=list(prices) or None)
         click.echo(rec.render(fmt), nl=False)
         if rec.best is None:

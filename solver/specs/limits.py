@@ -21,6 +21,8 @@ from __future__ import annotations
 MAX_CARDS = 65_536
 MAX_TOKENS = 2**24
 MAX_CONCURRENCY = 2**20
+# the planner's concurrency range when no --concurrency or --max-concurrency is given: powers of two up to it
+DEFAULT_MAX_CONCURRENCY = 4096
 MAX_TOP = 10
 MAX_SEED = 2**31 - 1
 MAX_TIME_LIMIT_S = 3600.0

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from solver.specs.limits import MAX_CONCURRENCY, MAX_MTP, MAX_SLA_MS, MAX_TOKENS
+from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CONCURRENCY, MAX_MTP, MAX_SLA_MS, MAX_TOKENS
 
 ScenarioKind = Literal["throughput", "latency", "balanced"]
 
@@ -31,7 +31,7 @@ class Scenario(BaseModel):
     osl: int = Field(256, gt=0, le=MAX_TOKENS, description="output tokens per request")
     concurrency: int | None = Field(None, gt=0, le=MAX_CONCURRENCY,
                                     description="fixed concurrent requests; None = planner decides")
-    max_concurrency: int = Field(4096, gt=0, le=MAX_CONCURRENCY,
+    max_concurrency: int = Field(DEFAULT_MAX_CONCURRENCY, gt=0, le=MAX_CONCURRENCY,
                                  description="upper bound when the planner decides concurrency")
     ttft_ms: float | None = Field(None, gt=0, le=MAX_SLA_MS)
     tpot_ms: float | None = Field(None, gt=0, le=MAX_SLA_MS)
