@@ -22,6 +22,7 @@ from solver.plan.points import SolverParams
 from solver.plan.disagg import DisaggPlan
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
+from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
 
 
 def _row(d: DisaggPlan) -> dict[str, Any]:
@@ -59,7 +60,8 @@ def _unsupported(**given: Any) -> None:
 
 def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None, *, isl: int = 4096,
                  osl: int = 256, seq_lens: str | None = None, ttft_ms: float | None = None,
-                 tpot_ms: float | None = None, max_concurrency: int = 4096, mtp: int = 0, framework: str = "generic",
+                 tpot_ms: float | None = None, max_concurrency: int = DEFAULT_MAX_CONCURRENCY, mtp: int = 0,
+                 framework: str = "generic",
                  weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
                  top: int = 3, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
@@ -136,7 +138,7 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                      target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
                      ttft_ms: float | None = None, tpot_ms: float | None = None, cards: str = "1..1024",
                      framework: str = "generic", weight_dtype=None, moe_weight_dtype=None, kv_dtype=None,
-                     mtp: int = 0, max_concurrency: int = 4096, allow_cross_node: bool = False,
+                     mtp: int = 0, max_concurrency: int = DEFAULT_MAX_CONCURRENCY, allow_cross_node: bool = False,
                      params: SolverParams | None = None, prices: Sequence[str] | None = None,
                      progress: Callable[[str], None] | None = None) -> DisaggRecommendation:
     """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries

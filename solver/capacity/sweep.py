@@ -30,6 +30,7 @@ from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.points import SolverParams
 from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.scenario import Scenario
+from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
 
 GB = 1e9
 
@@ -89,7 +90,7 @@ def _scenario(kind_or_scenario: str | Scenario, isl: int, osl: int, overrides: d
 def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Iterable[int],
                scenarios: Any = None, *, isl: int = 4096, osl: int = 256, seq_lens: Any = None,
                ttft_ms: float | None = None, tpot_ms: float | None = None, concurrency: int | None = None,
-               max_concurrency: int = 4096, mtp: int = 0, framework: str = "generic",
+               max_concurrency: int = DEFAULT_MAX_CONCURRENCY, mtp: int = 0, framework: str = "generic",
                weight_dtype: Any = None, moe_weight_dtype: Any = None, kv_dtype: Any = None,
                method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
                allow_cross_node: bool = False, explain_binding: bool = False) -> SweepPlan:

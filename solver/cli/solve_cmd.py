@@ -8,6 +8,7 @@ from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED
                                 scenario_from_options)
 from solver.errors import InputError
 from solver.report.render import console, dump, table
+from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
 
 
 @click.command("solve")
@@ -19,7 +20,7 @@ from solver.report.render import console, dump, table
 @click.option("--isl", type=TOKENS, default=4096, show_default=True, help="input tokens per request")
 @click.option("--osl", type=TOKENS, default=256, show_default=True, help="output tokens per request")
 @click.option("--concurrency", type=CONCURRENCY, default=None, help="fixed concurrent requests (default: planner decides)")
-@click.option("--max-concurrency", type=CONCURRENCY, default=4096, show_default=True,
+@click.option("--max-concurrency", type=CONCURRENCY, default=DEFAULT_MAX_CONCURRENCY, show_default=True,
               help="upper bound on concurrent requests the planner considers")
 @click.option("--phase", type=click.Choice(["serving", "prefill", "decode"]), default="serving", show_default=True,
               help="serving (prefill and decode together), or plan for one phase alone")
