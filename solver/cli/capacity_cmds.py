@@ -32,8 +32,8 @@ def _common(func: Callable) -> Callable:
         click.option("--tpot-ms", type=MS, default=None, help="SLA: time per output token, ms"),
         click.option("--max-concurrency", type=CONCURRENCY, default=None,
                      help=f"upper bound on concurrent requests the planner considers [default: "
-                          f"{DEFAULT_MAX_CONCURRENCY}; recommend, aggregated, raises it where a cluster size falls short at "
-                          "it]"),
+                          f"{DEFAULT_MAX_CONCURRENCY}; recommend, aggregated, raises it where a cluster size "
+                          "falls short at it]"),
         click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth"),
         click.option("--framework", type=NAME, default="generic", show_default=True, help="framework profile name or YAML path"),
         click.option("--weight-dtype", multiple=True, help="weights of every linear layer: " + _DTYPE_HELP),
