@@ -252,7 +252,8 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
                                tpot_ms=tpot_ms, cards=cards, framework=framework, weight_dtype=_dtype(weight_dtype),
                                moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
-                               max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY, allow_cross_node=allow_cross_node,
+                               max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY,
+                               allow_cross_node=allow_cross_node,
                                params=_params(time_limit, seed), prices=list(prices) or None)
         click.echo(rec.render(fmt), nl=False)
         if rec.best is None:
