@@ -130,4 +130,5 @@ def send_s(hw, stage_world: int, tokens: float, hidden: int, comm_eff: float) ->
     return comm.send_recv_s(hw, tokens * hidden * ACT_BYTES, send_tier(hw, stage_world), comm_eff)
 
 
-__all__ = ["Stage", "stages", "distinct_stages", "stage_sizes", "microbatches", "slots", "send_s", "send_tier", "replace"]
+__all__ = ["Stage", "stages", "distinct_stages", "stage_sizes", "microbatches", "slots", "prefill_traversal", "send_s",
+           "send_tier", "replace"]
