@@ -121,7 +121,7 @@ BAD_INPUT: list[tuple[str, Callable[[Path], list[str]], str]] = [
                                                                      num_key_value_heads=10)],
      "does not divide hidden_size"),
     ("negative_size", lambda t: ["inspect", _config_file(t, hidden_size=-4096)], "hidden_size: must be >= 1"),
-    ("unknown_model", lambda t: ["inspect", "deepseek-v4"], "close names: deepseek-v3"),
+    ("unknown_model", lambda t: ["inspect", "deepseek-v4"], "close names: deepseek-v4-pro, deepseek-v3"),
     ("unknown_hardware", lambda t: ["memory", "llama-3.1-8b", "--hardware", "h300", "--cards", "8", "--batch", "1",
                                     "--seq-len", "1024"], "unknown hardware 'h300'"),
     ("parallel_size_not_dividing_world", lambda t: ["memory", "llama-3.1-8b", "--hardware", "h200_sxm", "--cards", "16",

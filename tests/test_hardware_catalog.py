@@ -150,3 +150,17 @@ def test_every_source_key_names_a_field_that_is_set(path: Path) -> None:
         for part in key.split("."):
             assert isinstance(node, dict) and part in node, f"{path.name}: source key {key!r} names no field"
             node = node[part]
+
+
+def test_a_family_name_lists_every_entry_it_starts_then_near_spellings() -> None:
+    from solver.specs.model_catalog import resolve_model_file
+
+    with pytest.raises(InputError) as err:
+        resolve_model_file("qwen3.5")  # three Qwen3.5 models: each is named, once, before any near spelling
+    names = err.value.problem.split("close names: ")[1].split(", ")
+    assert names[:3] == ["qwen3.5-122b-a10b", "qwen3.5-35b-a3b", "qwen3.5-9b"]
+    with pytest.raises(InputError) as err:
+        resolve_model_file("deepsek-v3")  # a typo: the near spelling, not the entry's shortest alias
+    assert err.value.problem.split("close names: ")[1].startswith("deepseek-v3")
+    with pytest.raises(InputError, match=r"close names: atlas_a2, atlas_a3"):
+        load_hardware("atlas")

@@ -1,12 +1,12 @@
 """The shipped hardware catalog: list it, and load a device by name or a user's YAML by path."""
 from __future__ import annotations
 
-import difflib
 from functools import lru_cache
 from pathlib import Path
 
 from solver.catalog import catalog_dir
 from solver.errors import InputError
+from solver.specs.close_names import close_names
 from solver.specs.hardware import Hardware, load_hardware_file
 
 _YAML_SUFFIXES = (".yaml", ".yml")
@@ -51,9 +51,7 @@ def _load_catalog_entry(key: str) -> Hardware:
 
 
 def _unknown_message(given: str, key: str, names: list[str]) -> str:
-    # A bare family name ("h200", "atlas") is a prefix of its catalog entry: rank those first, then difflib.
-    close = [n for n in names if key and n.startswith(key)]
-    close += [n for n in difflib.get_close_matches(key, names, n=3, cutoff=0.6) if n not in close]
+    close = close_names(key, {n: n for n in names}, limit=3, cutoff=0.6)
     if close:
-        return f"unknown hardware '{given}'; close names: {', '.join(close[:3])}"
+        return f"unknown hardware '{given}'; close names: {', '.join(close)}"
     return f"unknown hardware '{given}'; known: {', '.join(names)}"

@@ -120,9 +120,9 @@ def resolve_model_file(arg: str, download: bool = False) -> tuple[Path, str]:
             return found, arg.split("/", 1)[1]
         raise InputError("model", f"{arg!r} is not in the catalog nor in the hub cache at {hub_cache_dir()}; pass "
                          "a config.json path or a folder holding one, or `inspect --download` to fetch config.json")
-    import difflib  # only an unknown name needs it
+    from solver.specs.close_names import close_names  # only an unknown name needs it
 
-    close = difflib.get_close_matches(key, list(table), n=4, cutoff=0.5)
+    close = close_names(key, table, limit=5, cutoff=0.5)
     hint = f"; close names: {', '.join(close)}" if close else "; see `shardplan models`"
     raise InputError("model", f"unknown model {arg!r}{hint}")
 
