@@ -229,7 +229,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         opt.pattern = r["pattern"]
         opt.concurrency = int(r["concurrency"])
         opt.output_tokens_per_s = r["output_tokens_per_s"]
-        if t.scenario.max_concurrency > DEFAULT_MAX_CONCURRENCY and not opt.note:
+        if widen and t.scenario.max_concurrency > DEFAULT_MAX_CONCURRENCY and not opt.note:  # _solved widened it
             opt.note = (f"planned up to {t.scenario.max_concurrency:,} requests in flight on {_cards(t.cards)}: "
                         f"at the default range's top ({DEFAULT_MAX_CONCURRENCY:,}) it fell short of the load")
         opt.requests_per_s = r["requests_per_s"]
