@@ -200,11 +200,11 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
 
 def _print_summary(df, model_name: str) -> None:
     """One line per combination: the recommended configuration, or why none fits."""
-    rows, capped = [], []
+    rows, notes = [], []
     for (hw, w, kind, i, o), g in df.groupby(["hardware", "cards", "scenario", "isl", "osl"], sort=False):
         rec = g[g["candidate"] == 1]
-        if not rec.empty and rec.iloc[0]["feasible"] and rec.iloc[0]["note"]:  # the concurrency range's note
-            capped.append(f"{hw} x {int(w)} {kind}")
+        if not rec.empty and rec.iloc[0]["note"]:  # what the planner said of the recommendation, as it said it
+            notes.append(f"note: {hw} x {int(w)} {kind}: {rec.iloc[0]['note']}")
         if rec.empty:
             rows.append([hw, int(w), kind, f"{i}/{o}", "-", "infeasible: " + str(g["binding_constraint"].iloc[0]),
                          None, None, None, None, None])
@@ -216,10 +216,8 @@ def _print_summary(df, model_name: str) -> None:
     console().print(table(f"{model_name}: recommended configuration per combination (full front in the file)",
                           ["hardware", "cards", "scenario", "ISL/OSL", "front", "recommended pattern", "conc.",
                            "TTFT ms", "TPOT ms", "tok/s/rank", "tok/s total"], rows))
-    if capped:
-        click.echo(f"note: the recommendation is at the largest concurrency tried (--max-concurrency) for "
-                   f"{', '.join(capped)}: a larger one may do better there (the `note` column says so per row)",
-                   err=True)
+    for line in notes:
+        click.echo(line, err=True)
 
 
 # ------------------------------------------------------------------------------------------------ recommend
