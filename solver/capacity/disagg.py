@@ -22,7 +22,6 @@ from solver.plan.points import SolverParams
 from solver.plan.disagg import DisaggPlan
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
-from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
 
 
 def _row(d: DisaggPlan) -> dict[str, Any]:
@@ -43,12 +42,13 @@ def _row(d: DisaggPlan) -> dict[str, Any]:
     return out
 
 
-def _scenario(kind: str | Scenario, isl: int, osl: int, ttft_ms, tpot_ms, max_concurrency: int, mtp: int,
-              concurrency: int | None = None) -> Scenario:
+def _scenario(kind: str | Scenario, isl: int, osl: int, ttft_ms, tpot_ms, max_concurrency: int | None,
+              mtp: int, concurrency: int | None = None) -> Scenario:
+    """The scenario of one plan; max_concurrency None keeps the Scenario's default range."""
     if isinstance(kind, Scenario):
         return kind
-    return Scenario(kind=kind, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms, max_concurrency=max_concurrency,
-                    mtp=mtp, concurrency=concurrency)
+    return Scenario(kind=kind, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp, concurrency=concurrency,
+                    **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}))
 
 
 def _unsupported(**given: Any) -> None:
@@ -60,7 +60,7 @@ def _unsupported(**given: Any) -> None:
 
 def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None, *, isl: int = 4096,
                  osl: int = 256, seq_lens: str | None = None, ttft_ms: float | None = None,
-                 tpot_ms: float | None = None, max_concurrency: int = DEFAULT_MAX_CONCURRENCY, mtp: int = 0,
+                 tpot_ms: float | None = None, max_concurrency: int | None = None, mtp: int = 0,
                  framework: str = "generic",
                  weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
                  top: int = 3, allow_cross_node: bool = False, concurrency: int | None = None,
@@ -138,7 +138,7 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                      target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
                      ttft_ms: float | None = None, tpot_ms: float | None = None, cards: str = "1..1024",
                      framework: str = "generic", weight_dtype=None, moe_weight_dtype=None, kv_dtype=None,
-                     mtp: int = 0, max_concurrency: int = DEFAULT_MAX_CONCURRENCY, allow_cross_node: bool = False,
+                     mtp: int = 0, max_concurrency: int | None = None, allow_cross_node: bool = False,
                      params: SolverParams | None = None, prices: Sequence[str] | None = None,
                      progress: Callable[[str], None] | None = None) -> DisaggRecommendation:
     """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries
@@ -157,8 +157,7 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
-    sc = Scenario(kind="throughput", isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-                  max_concurrency=max_concurrency, mtp=mtp)
+    sc = _scenario("throughput", isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp)
     options = []
     for hw in hw_names:
         found: dict[str, Any] = {"hardware": hw, "met": False, "note": "no cluster size tried carries the load"}

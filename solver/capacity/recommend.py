@@ -203,6 +203,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         if progress:
             progress(f"{hw_name}: {t.cards} cards")
         opt.tried_cards.append(t.cards)
+        start = t.scenario.max_concurrency
         t, rows = _solved(t, tok_s, widen, progress)
         ok = [r for r in rows if r["feasible"]]
         if not ok:
@@ -229,9 +230,9 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         opt.pattern = r["pattern"]
         opt.concurrency = int(r["concurrency"])
         opt.output_tokens_per_s = r["output_tokens_per_s"]
-        if widen and t.scenario.max_concurrency > DEFAULT_MAX_CONCURRENCY and not opt.note:  # _solved widened it
+        if t.scenario.max_concurrency > start and not opt.note:  # _solved widened the range
             opt.note = (f"planned up to {t.scenario.max_concurrency:,} requests in flight on {_cards(t.cards)}: "
-                        f"at the default range's top ({DEFAULT_MAX_CONCURRENCY:,}) it fell short of the load")
+                        f"at the default range's top ({start:,}) it fell short of the load")
         opt.requests_per_s = r["requests_per_s"]
         opt.headroom = round(r["output_tokens_per_s"] / tok_s, 3)
         opt.ttft_ms, opt.tpot_ms = r["ttft_ms"], r["tpot_ms"]

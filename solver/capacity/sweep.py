@@ -30,7 +30,6 @@ from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.points import SolverParams
 from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.scenario import Scenario
-from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
 
 GB = 1e9
 
@@ -90,7 +89,7 @@ def _scenario(kind_or_scenario: str | Scenario, isl: int, osl: int, overrides: d
 def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Iterable[int],
                scenarios: Any = None, *, isl: int = 4096, osl: int = 256, seq_lens: Any = None,
                ttft_ms: float | None = None, tpot_ms: float | None = None, concurrency: int | None = None,
-               max_concurrency: int = DEFAULT_MAX_CONCURRENCY, mtp: int = 0, framework: str = "generic",
+               max_concurrency: int | None = None, mtp: int = 0, framework: str = "generic",
                weight_dtype: Any = None, moe_weight_dtype: Any = None, kv_dtype: Any = None,
                method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
                allow_cross_node: bool = False, explain_binding: bool = False) -> SweepPlan:
@@ -102,9 +101,11 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     hw_list = _hardware_list(hardware)
     card_list = parse_cards(cards)
     kinds = parse_scenarios(scenarios)
-    for flag, v in (("--isl", isl), ("--osl", osl), ("--max-concurrency", max_concurrency), ("--top", top)):
+    for flag, v in (("--isl", isl), ("--osl", osl), ("--top", top)):
         if v is None or v < 1:
             raise InputError(flag, f"must be >= 1, got {v}")
+    if max_concurrency is not None and max_concurrency < 1:  # None: the Scenario's default range
+        raise InputError("--max-concurrency", f"must be >= 1, got {max_concurrency}")
     if concurrency is not None and concurrency < 1:
         raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
     if method not in ("cpsat", "exhaustive"):
@@ -122,8 +123,8 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     for h in hws:  # a dtype the hardware lacks is bad input for the whole sweep: say so before solving
         resolve_precision(spec, h, wd[h.name], mwd[h.name], kvd[h.name])
     params = params or SolverParams()
-    overrides = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "concurrency": concurrency,
-                 "max_concurrency": max_concurrency, "mtp": mtp}
+    overrides = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "concurrency": concurrency, "mtp": mtp,
+                 **({"max_concurrency": max_concurrency} if max_concurrency is not None else {})}
     out = SweepPlan(spec.name, names, card_list)
     for h_arg, h in zip(hw_list, hws):
         for i, o in lengths:

@@ -128,7 +128,6 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
               plot, fmt, serving) -> None:
     """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
-    max_concurrency = max_concurrency or DEFAULT_MAX_CONCURRENCY
     if serving == "disagg":  # one row per disaggregated plan (solver.capacity.disagg)
         from solver.capacity.disagg import sweep_disagg
         from solver.capacity.table import write_table
@@ -250,8 +249,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
                                tpot_ms=tpot_ms, cards=cards, framework=framework, weight_dtype=_dtype(weight_dtype),
                                moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
-                               max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY,
-                               allow_cross_node=allow_cross_node,
+                               max_concurrency=max_concurrency, allow_cross_node=allow_cross_node,
                                params=_params(time_limit, seed), prices=list(prices) or None)
         click.echo(rec.render(fmt), nl=False)
         if rec.best is None:
