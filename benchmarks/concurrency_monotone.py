@@ -38,9 +38,10 @@ DEPLOYMENTS = (
 
 
 def tables_of(model: str, hardware: str, cards: int, framework: str, weight_dtype: str | None, isl: int,
-              osl: int) -> tuple[Tables, Scenario]:
+              osl: int, mtp: int = 0, phase: str = "serving") -> tuple[Tables, Scenario]:
+    """The planner's tables of one deployment (balanced scenario; the phase and MTP depth as given)."""
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
-    sc = Scenario(kind="balanced", isl=isl, osl=osl)
+    sc = Scenario(kind="balanced", isl=isl, osl=osl, mtp=mtp, phase=phase)
     prec = resolve_precision(spec, hw, weight_dtype, None, None)
     space = build_space(spec, hw, fw, cards, sc, False)
     return build_tables(spec, hw, prec, factors_for(hw, fw.efficiency_for(hw)), fw, space, sc, None), sc
@@ -61,6 +62,18 @@ def random_picks(t: Tables, rng: random.Random) -> dict[str, int] | None:
     return picks
 
 
+def latency_steps(t: Tables, sc: Scenario, picks: dict[str, int]) -> list[tuple[int, float, float]]:
+    """(concurrency, L at the concurrency before, L here) for each consecutive pair of the planner's concurrencies."""
+    out, prev = [], None
+    for b in t.batches:
+        fig = t.figures(b, picks)
+        lat = sc.request_latency(fig.ttft_s, fig.tpot_s)
+        if prev is not None:
+            out.append((b, prev, lat))
+        prev = lat
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=300)
@@ -76,16 +89,11 @@ def main() -> None:
             picks = random_picks(t, rng)
             if picks is None:
                 continue
-            prev = None
-            for b in t.batches:
-                fig = t.figures(b, picks)
-                lat = sc.request_latency(fig.ttft_s, fig.tpot_s)
-                if prev is not None:
-                    pairs += 1
-                    if lat < prev * (1 - 1e-12):
-                        falls += 1
-                        worst = max(worst, 1 - lat / prev)
-                prev = lat
+            for _, prev, lat in latency_steps(t, sc, picks):
+                pairs += 1
+                if lat < prev * (1 - 1e-12):
+                    falls += 1
+                    worst = max(worst, 1 - lat / prev)
         name = f"{dep[0]} {dep[2]} x {dep[1]} ({dep[3]})"
         print(f"{name:<48} {pairs:>6} {falls:>8} {100 * worst:>12.2f}%")
 

@@ -6,17 +6,13 @@ from compute-bound the decode-first steady state's share P_n / n still lets it f
 from __future__ import annotations
 
 import random
+import sys
+from pathlib import Path
 
 import pytest
 
-from solver.estimate.compute import factors_for
-from solver.plan.tables import build_tables
-from solver.space.domains import build_space
-from solver.specs.framework import load_framework
-from solver.specs.hardware_catalog import load_hardware
-from solver.specs.model_catalog import load_model
-from solver.specs.precision import resolve_precision
-from solver.specs.scenario import Scenario
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from concurrency_monotone import latency_steps, random_picks, tables_of  # noqa: E402
 
 # a DSA MoE on Ascend (generic: every knob, PP up to 16 stages), a dense model and an MXFP4 MoE with PP on NVIDIA,
 # a hybrid linear-attention MoE, SGLang's lockstep cohorts with MTP, attention DP on the cann-recipes profile
@@ -33,27 +29,14 @@ DEPLOYMENTS = [
 @pytest.mark.parametrize("dep", DEPLOYMENTS, ids=lambda d: f"{d[0]}-{d[2]}x{d[1]}-{d[3]}")
 @pytest.mark.parametrize("phase", ["serving", "decode"])
 def test_request_latency_is_non_decreasing_in_concurrency(dep, phase) -> None:
-    model, hardware, cards, framework, wdtype, isl, osl, mtp = dep
-    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
-    sc = Scenario(kind="balanced", isl=isl, osl=osl, mtp=mtp, **({} if phase == "serving" else {"phase": phase}))
-    prec = resolve_precision(spec, hw, wdtype, None, None)
-    t = build_tables(spec, hw, prec, factors_for(hw, fw.efficiency_for(hw)), fw,
-                     build_space(spec, hw, fw, cards, sc, False), sc, None)
+    t, sc = tables_of(*dep[:7], mtp=dep[7], phase=phase)
     rng = random.Random(7)
     checked = 0
     for _ in range(40):
-        a = rng.randrange(len(t.choices["attn"]))
-        pp = t.choices["attn"][a][-1]
-        picks = {"attn": a}
-        for g, choices in t.choices.items():
-            if g != "attn":
-                picks[g] = rng.choice([j for j, c in enumerate(choices) if c[-1] == pp])
-        prev = None
-        for b in t.batches:
-            fig = t.figures(b, picks)
-            lat = sc.request_latency(fig.ttft_s, fig.tpot_s)
-            if prev is not None:
-                assert lat >= prev * (1 - 1e-12), (t.config(picks), b)
-                checked += 1
-            prev = lat
+        picks = random_picks(t, rng)
+        if picks is None:
+            continue
+        for b, prev, lat in latency_steps(t, sc, picks):
+            assert lat >= prev * (1 - 1e-12), (t.config(picks), b)
+            checked += 1
     assert checked > 100
