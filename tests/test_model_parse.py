@@ -265,3 +265,32 @@ def test_bad_config_on_the_command_line_is_one_line_and_exit_2(tmp_path: Path) -
     assert result.exit_code == 2
     lines = [line for line in result.output.strip().splitlines() if line]
     assert len(lines) == 1 and "layer_types: unknown entry 'bogus'" in lines[0]
+
+
+# ------------------------------------------------------------------------------------ fields never read
+
+
+def test_an_expert_count_in_a_field_the_parser_does_not_read_is_refused() -> None:
+    # ERNIE-4.5 and Step-3 spell their expert count moe_num_experts: read by convention, the model was dense
+    cfg = _config("mistralai--Mixtral-8x7B-v0.1")
+    cfg["moe_num_experts"] = cfg.pop("num_local_experts")
+    with pytest.raises(InputError, match=r"moe_num_experts: 8 experts in a field shardplan does not read .*"
+                                         r"n_routed_experts, num_local_experts, num_experts"):
+        parse_model_config(cfg, "x")
+
+
+def test_unread_structural_fields_of_a_family_without_defaults_are_named() -> None:
+    cfg = _config("meta-llama--Meta-Llama-3.1-8B")
+    cfg.update(model_type="newfamily", lm_head_bias=True, moe_layer_start_index=3, router_aux_loss_coef=0.01,
+               use_sliding_window=False)
+    spec = parse_model_config(cfg, "x")
+    notes = [w for w in spec.warnings if w.startswith("fields not read")]
+    assert len(notes) == 1
+    assert "lm_head_bias=True" in notes[0] and "moe_layer_start_index=3" in notes[0]
+    assert "router_aux_loss_coef" not in notes[0] and "use_sliding_window" not in notes[0]  # sizes nothing / unset
+
+
+def test_a_family_with_defaults_gets_no_unread_note() -> None:
+    # its totals are checked against the published ones; Qwen3-MoE's unused dense intermediate_size is no news
+    spec = load_model("qwen3-235b-a22b")
+    assert not any(w.startswith("fields not read") for w in spec.warnings)

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
 from solver.specs.config.encoders import Encoder, read_encoders
-from solver.specs.config.fields import MAX_LAYERS, Fields
+from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
 from solver.specs.config.quant import QuantSpec, read_quant
+from solver.specs.config.unread import check_unread
 from solver.specs.layers import MLA, Attention, CompressedAttention, DenseFFN, Layer, MoE, grouped
 from solver.specs.layers.base import block_counts, compact
 from solver.specs.layers.base import Block
@@ -371,7 +372,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         raise InputError(origin, f"config must be a JSON object, got {type(raw).__name__}")
     text, prefix = _text_config(raw)
     wrapper_type = str(raw.get("model_type") or "")
-    cfg, known = _apply_defaults(text, wrapper_type)
+    defaulted, known = _apply_defaults(text, wrapper_type)
+    cfg = ReadRecorder(defaulted)
     f = Fields(cfg, origin, prefix)
     warnings: list[str] = []
     model_type = str(cfg.get("model_type") or "")
@@ -403,11 +405,14 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
             nonstandard.append(key)
             warnings.append(f"{key}: not counted (no sizing convention for it); the totals exclude it")
     quant = read_quant(cfg, origin, warnings)
+    tie = f.bool("tie_word_embeddings")
+    max_pos = f.opt_int("max_position_embeddings", maximum=2**40)
+    check_unread(f, cfg, model_type, known, warnings)
     return ModelSpec(
         name=name, model_type=model_type, hidden_size=hidden, vocab_size=vocab,
-        tie_word_embeddings=f.bool("tie_word_embeddings"), layers=layers, mtp_modules=mtp,
+        tie_word_embeddings=tie, layers=layers, mtp_modules=mtp,
         mtp_checkpoint_copies=copies, encoders=encoders,
-        max_position_embeddings=f.opt_int("max_position_embeddings", maximum=2**40),
+        max_position_embeddings=max_pos,
         pattern_source=source, quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
     )
 

@@ -15,6 +15,9 @@ from solver.specs.layers.base import Block
 
 STATE_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
 
+# the fields a routed-expert count is read from (config/unread.py names them when a config uses another)
+EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts")
+
 
 def ffn_mult_width(mult: float, hidden: int) -> int:
     """DeciLM / Nemotron-NAS: int(2 x ffn_mult x hidden / 3) rounded up to a multiple of 256."""
@@ -46,7 +49,7 @@ class BlockReader:
         self.gated = act != "relu2"  # squared-ReLU MLPs (Nemotron-H) are up/down only
         self.mlp_bias = f.bool("mlp_bias")
         self.norms = f.int("_norms_per_layer", default=2)
-        self.experts = f.int("n_routed_experts", "num_local_experts", "num_experts", default=0, minimum=0)
+        self.experts = f.int(*EXPERT_COUNT_FIELDS, default=0, minimum=0)
         self.zero = f.int("zero_expert_num", default=0, minimum=0)
         self.is_moe = self.experts > 0
         self.state_bytes = self._state_dtype()

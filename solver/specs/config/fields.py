@@ -15,6 +15,31 @@ MAX_SIZE = 2**31 - 1  # any width, count or vocabulary: beyond int32 no shipped 
 MAX_LAYERS = 10_000
 
 
+class ReadRecorder(dict):
+    """A config dict that records which keys the parser looked up (get, [], in), so that what it never read can
+    be named (config/unread.py): nothing the user gave is dropped without a word."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.looked_up: set[str] = set()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.looked_up.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        self.looked_up.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.looked_up.add(key)  # type: ignore[arg-type]
+        return super().__contains__(key)
+
+    def unread(self) -> list[str]:
+        """The keys the parser never looked up, in the config's order."""
+        return [k for k in self.keys() if k not in self.looked_up]
+
+
 class Fields:
     def __init__(self, cfg: dict[str, Any], origin: str, prefix: str = ""):
         self.cfg = cfg

@@ -1,0 +1,58 @@
+"""What a config says that the parser never read.
+
+A config of a family the parser has no defaults for is read by field convention (model.py), so a family that
+spells a size in its own words (ERNIE-4.5's moe_num_experts, Step-3's moe_layers_enum, a cross-layer KV share)
+would otherwise be sized without it, as if the field were not there. Two rules:
+
+- an expert count in a field the parser does not read is refused: the model would be counted as dense, its
+  memory and step times wrong by the experts' share (one line, naming the field and the fields read);
+- for a family without defaults, every other unread field whose name speaks of the model's structure and whose
+  value is set is named in a note, so the user sees what the totals leave out.
+
+Families with defaults are checked against their published totals (models/SOURCES, tests/test_params.py), so
+their unread fields (a Qwen3-MoE's unused dense intermediate_size, DeepSeek's routing groups) are not listed.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from solver.errors import InputError
+from solver.specs.config.blocks import EXPERT_COUNT_FIELDS
+from solver.specs.config.fields import Fields, ReadRecorder
+
+# names that speak of sizes, counts or the placement of layers and blocks
+_STRUCTURE = re.compile(r"expert|moe|mamba|ssm|linear|lora|cla|kv|head|layer|window|intermediate|mlp|ffn|hidden|"
+                        r"dim|rank|state|conv|nextn|mtp|dense|interval|period|offset|enum|pattern|sparse|index|"
+                        r"latent|compress|group|share|block|attention|attn|vocab|embed")
+# among those, names that size nothing: training losses and noise, dropout, norms' epsilons, initialisation,
+# position encodings, activations, kernels' tile sizes and the router's scoring (groups, scaling, renormalising)
+_SIZES_NOTHING = re.compile(r"dropout|eps(ilon)?$|init|rope|rotary|act(ivation)?(_func)?$|loss|coef|jitter|"
+                            r"softcap|scalar|chunk_size|kernels|logits|topk_prob|^n_group$|topk_group|expert_group|"
+                            r"grouped_topk|group_limited|routed_scaling|scoring|renormalize|drop_tokens|"
+                            r"dropped_token|overlap")
+
+
+def _set(value: Any) -> bool:
+    return value is not None and value is not False and value != 0 and value != "" and value != [] and value != {}
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bool, warnings: list[str]) -> None:
+    """Refuse an unread expert count; note the unread structural fields of a family without defaults."""
+    unread = [k for k in cfg.unread() if not str(k).startswith("_") and _set(cfg[k])]
+    for key in unread:
+        value = cfg[key]
+        if str(key).endswith("experts") and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            raise f.err(key, f"{value} experts in a field shardplan does not read for model_type {model_type!r} "
+                             f"(it reads {', '.join(EXPERT_COUNT_FIELDS)}): the model would be sized without them")
+    if known_family:
+        return
+    named = [k for k in unread if _STRUCTURE.search(str(k)) and not _SIZES_NOTHING.search(str(k))]
+    if named:
+        warnings.append(f"fields not read (the model is sized without them): "
+                        + ", ".join(f"{f.prefix}{k}={_shown(cfg[k])}" for k in named))
