@@ -133,6 +133,29 @@ def test_a_hardware_number_that_is_not_finite_in_range_or_a_number_is_refused(tm
                        "--phase", "decode", "--batch", "1", "--seq-len", "128"), 2, needle)
 
 
+def test_numbers_in_exponent_form_are_numbers_in_a_hand_written_yaml(tmp_path: Path) -> None:
+    # YAML 1.1 reads 4.0e12, 400e9 and 5e-6 as text; a device file written that way must load as written
+    from solver.specs.hardware import load_hardware_file
+
+    text = H100.read_text()
+    for plain, exponent in (("memory_bytes: 85899345920", "memory_bytes: 85.899345920e9"),
+                            ("hbm_bandwidth_Bps: 3.35e+12", "hbm_bandwidth_Bps: 3.35e12"),
+                            ("bf16: 989.0e+12", "bf16: 989e12"), ("latency_s: 10.0e-6", "latency_s: 10e-6")):
+        assert plain in text
+        text = text.replace(plain, exponent)
+    path = tmp_path / "hw.yaml"
+    path.write_text(text)
+    assert load_hardware_file(path) == load_hardware_file(H100)
+
+
+def test_a_schema_error_shows_the_value_and_names_the_other_fields(tmp_path: Path) -> None:
+    path = hw_file(tmp_path, memory_bytes="96GB", hbm_bandwidth_Bps="fast", efficiency__gemm="high")
+    r = run("estimate", "qwen3-8b", "--hardware", path, "--cards", "1", "--phase", "decode", "--batch", "1",
+            "--seq-len", "128")
+    one_error_line(r, 2, "memory_bytes: Input should be a valid integer, got '96GB' (and 2 more problems: "
+                         "hbm_bandwidth_Bps, efficiency.gemm)")
+
+
 def test_a_framework_with_an_infinite_efficiency_is_refused(tmp_path: Path) -> None:
     fw = yaml.safe_load((REPO / "solver" / "frameworks" / "generic.yaml").read_text())
     fw["efficiency"]["gemm"] = float("inf")

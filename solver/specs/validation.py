@@ -9,6 +9,7 @@ config (Nemotron-3-Super) carries `Infinity` in a field that sizes nothing; the 
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
@@ -27,14 +28,29 @@ MAX_YAML_NODES = 1_000_000  # an alias bomb expands to billions; the largest shi
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
+_NAMED = 5  # the other problems' fields named after the first
+
+
+def _loc(err: dict) -> str:
+    return ".".join(str(part) for part in err.get("loc", ())) or "(root)"
+
+
 def first_error(exc: ValidationError, origin: str) -> InputError:
-    """The first pydantic error as `origin: field.path: message`."""
-    err = exc.errors()[0]
-    loc = ".".join(str(part) for part in err.get("loc", ())) or "(root)"
+    """The first pydantic error as `origin: field.path: message, got VALUE`, naming the fields of the others
+    (a hand-written file often has several, and one run should show where they are)."""
+    errors = exc.errors()
+    err = errors[0]
     msg = err.get("msg", "invalid").removeprefix("Value error, ")
-    extra = len(exc.errors()) - 1
-    more = f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra else ""
-    return InputError(f"{origin}: {loc}", f"{msg}{more}")
+    value = err.get("input")
+    if err.get("type") != "missing" and isinstance(value, (str, int, float)) and "got" not in msg:
+        shown = repr(value)
+        msg += f", got {shown if len(shown) <= 40 else shown[:37] + '...'}"
+    rest = [_loc(e) for e in errors[1:]]
+    more = ""
+    if rest:
+        named = ", ".join(rest[:_NAMED]) + (", ..." if len(rest) > _NAMED else "")
+        more = f" (and {len(rest)} more problem{'s' if len(rest) > 1 else ''}: {named})"
+    return InputError(f"{origin}: {_loc(err)}", f"{msg}{more}")
 
 
 def validate_model(model: type[M], data: Any, origin: str) -> M:
@@ -137,7 +153,23 @@ class _Loader(yaml.SafeLoader):
 
 # libyaml's safe loader where it is built in: the same documents (it refuses nesting past 1,000 levels itself;
 # check_depth applies MAX_DEPTH after), about 10x faster on the catalog files a solve reads
-_FAST_LOADER = getattr(yaml, "CSafeLoader", None)
+_FAST_LOADER = type("_FastLoader", (yaml.CSafeLoader,), {}) if hasattr(yaml, "CSafeLoader") else None
+
+# Numbers in exponent form as YAML 1.2 reads them: YAML 1.1 (PyYAML) takes 4.0e12, 400e9 or 5e-6 for text, and
+# a hardware file written that way failed with "should be a valid number" against a number. An integral value
+# becomes an int (96e9 bytes is 96000000000), so integer fields take it too; float fields accept ints.
+_EXPONENT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_EXPONENT_TAG = "tag:shardplan,2026:exponent"
+
+
+def _exponent_number(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | float:
+    value = float(loader.construct_scalar(node).replace("_", ""))
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+for _cls in (c for c in (_Loader, _FAST_LOADER) if c is not None):
+    _cls.add_implicit_resolver(_EXPONENT_TAG, _EXPONENT, list("-+.0123456789"))
+    _cls.add_constructor(_EXPONENT_TAG, _exponent_number)
 
 
 def parse_yaml(text: str, origin: str) -> Any:
