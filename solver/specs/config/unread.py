@@ -10,7 +10,8 @@ would otherwise be sized without it, as if the field were not there. Two rules:
   value is set is named in a note, so the user sees what the totals leave out.
 
 Families with defaults are checked against their published totals (models/SOURCES, tests/test_params.py), so
-their unread fields (a Qwen3-MoE's unused dense intermediate_size, DeepSeek's routing groups) are not listed.
+their unread fields (a Qwen3-MoE's unused dense intermediate_size, DeepSeek's routing groups) are not listed,
+except the switches of features the layer stack does not model, named whatever the family when they are on.
 """
 from __future__ import annotations
 
@@ -33,6 +34,13 @@ _SIZES_NOTHING = re.compile(r"dropout|eps(ilon)?$|init|rope|rotary|act(ivation)?
                             r"dropped_token|overlap")
 
 
+# features of known families that the layer stack does not model, off in every catalog config: cross-layer
+# attention (Hunyuan's use_cla: a layer reuses the previous layer's K/V, fewer KV bytes and projections), the
+# last layers reusing earlier layers' KV (Gemma's num_kv_shared_layers) and per-layer input embeddings (Gemma's
+# hidden_size_per_layer_input: a vocab x layers x width table outside the stack)
+_UNMODELLED = ("use_cla", "num_kv_shared_layers", "hidden_size_per_layer_input")
+
+
 def _set(value: Any) -> bool:
     return value is not None and value is not False and value != 0 and value != "" and value != [] and value != {}
 
@@ -50,9 +58,8 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
         if str(key).endswith("experts") and isinstance(value, int) and not isinstance(value, bool) and value > 0:
             raise f.err(key, f"{value} experts in a field shardplan does not read for model_type {model_type!r} "
                              f"(it reads {', '.join(EXPERT_COUNT_FIELDS)}): the model would be sized without them")
-    if known_family:
-        return
-    named = [k for k in unread if _STRUCTURE.search(str(k)) and not _SIZES_NOTHING.search(str(k))]
+    named = [k for k in unread if k in _UNMODELLED or not known_family and _STRUCTURE.search(str(k))
+             and not _SIZES_NOTHING.search(str(k))]
     if named:
         warnings.append(f"fields not read (the model is sized without them): "
                         + ", ".join(f"{f.prefix}{k}={_shown(cfg[k])}" for k in named))
