@@ -240,8 +240,7 @@ def _framework_rules(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: P
     env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=concurrency)
     errors = fw.check(env, "error")
     if errors:
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InputError("tp", f"not runnable under framework {fw.name}: {errors[0]}{more}")
+        raise InputError("tp", fw.refusal(errors))
 
 
 def factors(case: Case) -> Factors:

@@ -156,6 +156,13 @@ def test_a_schema_error_shows_the_value_and_names_the_other_fields(tmp_path: Pat
                          "hbm_bandwidth_Bps, efficiency.gemm)")
 
 
+def test_a_configuration_the_framework_refuses_names_every_rule_it_breaks() -> None:
+    r = run("estimate", "qwen3-8b", "--hardware", str(H100), "--cards", "8", "--attn-tp", "8", "--framework", "vllm",
+            "--phase", "decode", "--batch", "8", "--seq-len", "128")
+    one_error_line(r, 2, "[C.dense_tp_is_tp]")
+    assert "(and 2 more: [C.embed_tp_is_tp], [C.lmhead_tp_is_tp])" in r.stderr
+
+
 def test_a_framework_with_an_infinite_efficiency_is_refused(tmp_path: Path) -> None:
     fw = yaml.safe_load((REPO / "solver" / "frameworks" / "generic.yaml").read_text())
     fw["efficiency"]["gemm"] = float("inf")

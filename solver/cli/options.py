@@ -225,8 +225,7 @@ def framework_check(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> 
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
     errors = fw.check(env, "error")
     if errors:
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InputError("parallel_config", f"not runnable under framework {fw.name}: {errors[0]}{more}")
+        raise InputError("parallel_config", fw.refusal(errors))
     return [f"framework {fw.name}: {w} (slow path)" for w in warnings]
 
 

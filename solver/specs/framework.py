@@ -353,6 +353,14 @@ class FrameworkProfile(BaseModel):
         problems += [f"[{r.id}] {r.message}" for r in self.violated(env, severity)]
         return problems
 
+    def refusal(self, problems: list[str]) -> str:
+        """The one line that refuses a configuration with these problems: the first in full, the others named
+        (by rule id where they have one), so a user fixes them in one pass rather than one run each."""
+        rest = [p.split("]", 1)[0] + "]" if p.startswith("[") else (p if len(p) <= 40 else p[:37] + "...")
+                for p in problems[1:]]
+        more = f" (and {len(rest)} more: {', '.join(rest)})" if rest else ""
+        return f"not runnable under framework {self.name}: {problems[0]}{more}"
+
 
 def _memory_bytes(hardware: str) -> float | None:
     """HBM per rank of a catalog device (None for a name the catalog does not know, e.g. a user's file)."""
