@@ -2,6 +2,14 @@
 from __future__ import annotations
 
 
+QUOTE_WIDTH = 40  # a value or problem quoted inside an error line, at most
+
+
+def quoted(text: str, width: int = QUOTE_WIDTH) -> str:
+    """`text` cut to `width` characters (ending in "...") for quoting inside a one-line error."""
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 class ShardplanError(Exception):
     """Base class; `exit_code` is what the CLI exits with."""
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from solver.catalog import frameworks_dir
-from solver.errors import InputError
+from solver.errors import InputError, quoted
 from solver.specs.limits import MAX_MTP, MAX_TOKENS
 from solver.specs.knobs import DERIVED, DERIVED_NAMES, KNOBS, SETTINGS
 from solver.specs.expr import Expr, Value, compile_expr
@@ -356,8 +356,7 @@ class FrameworkProfile(BaseModel):
     def refusal(self, problems: list[str]) -> str:
         """The one line that refuses a configuration with these problems: the first in full, the others named
         (by rule id where they have one), so a user fixes them in one pass rather than one run each."""
-        rest = [p.split("]", 1)[0] + "]" if p.startswith("[") else (p if len(p) <= 40 else p[:37] + "...")
-                for p in problems[1:]]
+        rest = [p.split("]", 1)[0] + "]" if p.startswith("[") else quoted(p) for p in problems[1:]]
         more = f" (and {len(rest)} more: {', '.join(rest)})" if rest else ""
         return f"not runnable under framework {self.name}: {problems[0]}{more}"
 

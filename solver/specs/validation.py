@@ -19,7 +19,7 @@ import yaml
 if TYPE_CHECKING:  # pydantic loads with the first schema validated, not with every reader (inspect needs none)
     from pydantic import BaseModel, ValidationError
 
-from solver.errors import InputError
+from solver.errors import InputError, quoted
 
 M = TypeVar("M", bound="BaseModel")
 
@@ -43,8 +43,7 @@ def first_error(exc: ValidationError, origin: str) -> InputError:
     msg = err.get("msg", "invalid").removeprefix("Value error, ")
     value = err.get("input")
     if err.get("type") != "missing" and isinstance(value, (str, int, float)) and "got" not in msg:
-        shown = repr(value)
-        msg += f", got {shown if len(shown) <= 40 else shown[:37] + '...'}"
+        msg += f", got {quoted(repr(value))}"
     rest = [_loc(e) for e in errors[1:]]
     more = ""
     if rest:

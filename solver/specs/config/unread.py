@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from solver.errors import InputError
+from solver.errors import quoted
 from solver.specs.config.blocks import EXPERT_COUNT_FIELDS
 from solver.specs.config.fields import Fields, ReadRecorder
 
@@ -45,13 +45,9 @@ def _set(value: Any) -> bool:
     return value is not None and value is not False and value != 0 and value != "" and value != [] and value != {}
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bool, warnings: list[str]) -> None:
-    """Refuse an unread expert count; note the unread structural fields of a family without defaults."""
+    """Refuse an unread expert count; note the unread switches of unmodelled features, and for a family without
+    defaults every unread structural field."""
     unread = [k for k in cfg.unread() if not str(k).startswith("_") and _set(cfg[k])]
     for key in unread:
         value = cfg[key]
@@ -62,4 +58,4 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
              and not _SIZES_NOTHING.search(str(k))]
     if named:
         warnings.append(f"fields not read (the model is sized without them): "
-                        + ", ".join(f"{f.prefix}{k}={_shown(cfg[k])}" for k in named))
+                        + ", ".join(f"{f.prefix}{k}={quoted(repr(cfg[k]))}" for k in named))
