@@ -166,10 +166,15 @@ def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() 
             shared.add(values["grouped_gemm"])
     assert len(shared) == 1  # fitted once over all rows: one value, not one per pair
     # the global block carries it for the fitted rows' vendor; a pair the file does not list of that vendor runs
-    # it too, one of another vendor keeps the dense GEMM's efficiency for its routed experts
+    # it too, and so do a framework the fit never saw and a vendor it saw no row of (specs/fitted.CARRIED), while
+    # their other factors stay the profile's and the hardware's
     assert {v["grouped_gemm"] for v in data["global"].values()} == shared
-    assert load_framework("sglang").efficiency_for("gb300")["grouped_gemm"] == pytest.approx(shared.pop())
-    assert load_framework("cann-recipes").efficiency_for("atlas_a3")["grouped_gemm"] == 1.0
+    value = shared.pop()
+    assert load_framework("sglang").efficiency_for("gb300")["grouped_gemm"] == pytest.approx(value)
+    for fw, hw in (("cann-recipes", "atlas_a3"), ("generic", "h200_sxm"), ("vllm", "mi355x")):
+        eff = load_framework(fw).efficiency_for(hw)
+        assert eff["grouped_gemm"] == pytest.approx(value)
+        assert "request_overhead_s" not in eff and "seq_layer_s" not in eff
     # the per-engine factors: one value per framework, in its pairs and in the `engines` block for its others
     for fw, per_hw in data["factors"].items():
         for key in accuracy_rows.FRAMEWORK_PARAMS:

@@ -41,19 +41,31 @@ def fitted_factors(path: Path | None = None) -> Factors:
     return read_factors(path or fitted_factors_path())
 
 
+# What every framework and vendor carries from the pooled fit when it has no fit of its own: the routed
+# experts' grouped GEMM reaches a fraction of the dense GEMM's FLOP/s at the tens to thousands of rows per expert
+# that serving gives it (small-M tiles, per-expert launches: a property of grouped GEMMs, not of one engine).
+# Left at 1 the generic profile and the unfitted vendors priced MoE compute as a large dense GEMM, about 4x
+# the fitted engines' rate on the same device; carried, the Ascend results never fitted on move closer
+# (benchmarks/README.md, "Stop 28: the grouped-GEMM fraction carried").
+CARRIED = ("grouped_gemm",)
+
+
 def fitted_global(vendor: str, path: Path | None = None, *, framework: str = "") -> dict[str, float]:
     """The factors fitted once over every framework and hardware of a vendor (fitted/factors.yaml's `global`
     block, per vendor of the rows fitted: grouped_gemm, allreduce_latency_s are properties of the vendor's kernel
     libraries), with `framework`'s own per-engine factors on that vendor (the `engines` block: seq_layer_s, the
     engine's decode kernels): what a (framework, hardware) pair without its own fit still carries, as the
-    fitted pairs do. Empty for a vendor the fit saw no row of, or a file without the block."""
+    fitted pairs do. A vendor the fit saw no row of carries the CARRIED factors of the pooled fit (each vendor's
+    block holds the fit over every row); empty for a file without the block."""
     target = path or fitted_factors_path()
     if not target.is_file():
         return {}
     data = _read_at(str(target), fitted_stamp(target))
-    block = (data.get("global") or {}).get(vendor) or {}
+    blocks = data.get("global") or {}
+    block = blocks.get(vendor) or {}
     if not block:
-        return {}
+        pooled = blocks[min(blocks)] if blocks else {}
+        return {k: float(pooled[k]) for k in CARRIED if k in pooled}
     engine = ((data.get("engines") or {}).get(framework) or {}).get(vendor) or {}
     return {k: float(v) for k, v in {**block, **engine}.items()}
 
@@ -61,10 +73,10 @@ def fitted_global(vendor: str, path: Path | None = None, *, framework: str = "")
 def pair_factors(fitted: Factors, shared: Mapping[str, float], framework: str, hardware: str) -> dict[str, float]:
     """One (framework, hardware) pair's fit, else, for a framework the fit has rows of, the global factors every
     pair shares (`shared`); a framework the fit never saw (the generic profile, an engine without calibration
-    rows) gets nothing: its profile stands."""
+    rows) keeps its profile but for the CARRIED factors."""
     pairs = fitted.get(framework) or {}
     if not pairs:
-        return {}
+        return {k: shared[k] for k in CARRIED if k in shared}
     return dict(pairs.get(hardware) or shared)
 
 
