@@ -32,8 +32,8 @@ over its range and the best value kept; the grid then narrows around the optimum
 
 Output: solver/frameworks/fitted/factors.yaml, {factors: {framework: {hardware: {factor: value}}}}, read by
 FrameworkProfile.efficiency_for (multipliers multiply the profile's own; *_s keys are absolute seconds). Every
-fitted pair carries the global factors too; a pair the file does not list carries them (its framework's fitted
-on the vendor's rows), and a framework or vendor the fit never saw carries grouped_gemm alone (specs/fitted.CARRIED).
+fitted pair carries the global factors too, and so does a pair the file does not list of a framework and vendor
+it fitted; a framework or vendor the fit never saw carries grouped_gemm alone (specs/fitted.CARRIED).
 """
 from __future__ import annotations
 
