@@ -282,12 +282,13 @@ def test_an_expert_count_in_a_field_the_parser_does_not_read_is_refused() -> Non
 def test_unread_structural_fields_of_a_family_without_defaults_are_named() -> None:
     cfg = _config("meta-llama--Meta-Llama-3.1-8B")
     cfg.update(model_type="newfamily", lm_head_bias=True, moe_layer_start_index=3, router_aux_loss_coef=0.01,
-               use_sliding_window=False)
+               use_sliding_window=False, image_token_index=151655)
     spec = parse_model_config(cfg, "x")
     notes = [w for w in spec.warnings if w.startswith("fields not read")]
     assert len(notes) == 1
     assert "lm_head_bias=True" in notes[0] and "moe_layer_start_index=3" in notes[0]
-    assert "router_aux_loss_coef" not in notes[0] and "use_sliding_window" not in notes[0]  # sizes nothing / unset
+    for quiet in ("router_aux_loss_coef", "image_token_index", "use_sliding_window"):  # size nothing / unset
+        assert quiet not in notes[0]
 
 
 def test_a_family_with_defaults_gets_no_unread_note() -> None:
