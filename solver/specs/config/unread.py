@@ -27,12 +27,12 @@ _STRUCTURE = re.compile(r"expert|moe|mamba|ssm|linear|lora|cla|kv|head|layer|win
                         r"dim|rank|state|conv|nextn|mtp|dense|interval|period|offset|enum|pattern|sparse|index|"
                         r"latent|compress|group|share|block|attention|attn|vocab|embed")
 # among those, names that size nothing: training losses and noise, dropout, norms' epsilons, initialisation,
-# position encodings, activations, kernels' tile sizes, the router's scoring (groups, scaling, renormalising) and
-# special tokens' ids (a multimodal config's image_token_index)
+# position encodings and limits (original_max_position_embeddings), activations, kernels' tile sizes, the
+# router's scoring (groups, scaling, renormalising) and special tokens' ids (a multimodal image_token_index)
 _SIZES_NOTHING = re.compile(r"dropout|eps(ilon)?$|init|rope|rotary|act(ivation)?(_func)?$|loss|coef|jitter|"
                             r"softcap|scalar|chunk_size|kernels|logits|topk_prob|^n_group$|topk_group|expert_group|"
                             r"grouped_topk|group_limited|routed_scaling|scoring|renormalize|drop_tokens|"
-                            r"dropped_token|overlap|token_id|token_index|_ids?$")
+                            r"dropped_token|overlap|token_id|token_index|_ids?$|max_position")
 
 
 # features of known families that the layer stack does not model, off in every catalog config: cross-layer
