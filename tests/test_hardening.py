@@ -163,6 +163,23 @@ def test_a_configuration_the_framework_refuses_names_every_rule_it_breaks() -> N
     assert "(and 2 more: [C.embed_tp_is_tp], [C.lmhead_tp_is_tp])" in r.stderr
 
 
+def test_what_reading_the_inputs_noted_comes_with_every_answer() -> None:
+    # gpt-oss-120b's MXFP4 experts stay weight-only on Hopper: estimate said so, solve, sweep and recommend did not
+    needle = "experts weights stay mxfp4"
+    r = run("solve", "gpt-oss-120b", "--hardware", "h200_sxm", "--cards", "1", "--format", "json")
+    assert r.exit_code == 0 and f"note: {needle}" in r.stderr
+    assert any(needle in n for n in json.loads(r.stdout)["input_notes"])
+    r = run("solve", "gpt-oss-120b", "--hardware", "h200_sxm", "--cards", "8", "--serving", "disagg", "--format",
+            "json")
+    assert r.exit_code == 0 and any(needle in n for n in json.loads(r.stdout)["input_notes"])
+    r = run("sweep", "gpt-oss-120b", "--hardware", "h200_sxm", "--cards", "1", "--scenarios", "balanced",
+            "--format", "json")
+    assert r.exit_code == 0 and f"note: h200_sxm: {needle}" in r.stderr
+    r = run("recommend", "gpt-oss-120b", "--hardware", "h200_sxm", "--target-output-tokens-per-s", "1000",
+            "--cards", "1", "--format", "json")
+    assert any(needle in n for n in json.loads(r.stdout)["notes"])
+
+
 def test_a_framework_with_an_infinite_efficiency_is_refused(tmp_path: Path) -> None:
     fw = yaml.safe_load((REPO / "solver" / "frameworks" / "generic.yaml").read_text())
     fw["efficiency"]["gemm"] = float("inf")

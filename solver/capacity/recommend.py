@@ -75,6 +75,7 @@ class Recommendation:
     options: list[Option]
     best: Option | None
     basis: str  # "cost per hour" | "cards" | "none met"
+    notes: list[str] = field(default_factory=list)  # what reading the model and the precisions noted
 
     def to_frame(self) -> pd.DataFrame:
         rows = []
@@ -96,6 +97,7 @@ class Recommendation:
             "recommended": self.best.hardware if self.best else None,
             "basis": self.basis,
             "options": [asdict(o) for o in self.options],
+            "notes": list(self.notes),
         }
 
 
@@ -174,7 +176,8 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
         best, basis = min(met, key=lambda o: (o.cost_per_hour, o.cards)), "cost per hour"
     else:
         best, basis = min(met, key=lambda o: (o.cards, -(o.output_tokens_per_s or 0))), "cards"
-    return Recommendation(plan.model_name, tok_s, tok_s / osl, isl, osl, ttft_ms, tpot_ms, options, best, basis)
+    return Recommendation(plan.model_name, tok_s, tok_s / osl, isl, osl, ttft_ms, tpot_ms, options, best, basis,
+                          plan.notes)
 
 
 def _solved(t: Task, tok_s: float, widen: bool, progress: Callable[[str], None] | None

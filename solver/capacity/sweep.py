@@ -73,6 +73,7 @@ class SweepPlan:
     hardware: list[str]
     cards: list[int]
     tasks: list[Task] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what reading the model and the precisions noted
 
 
 def _scenario(kind_or_scenario: str | Scenario, isl: int, osl: int, overrides: dict[str, Any]) -> Scenario:
@@ -120,12 +121,13 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     wd = per_hardware(weight_dtype, "--weight-dtype", names)
     mwd = per_hardware(moe_weight_dtype, "--moe-weight-dtype", names)
     kvd = per_hardware(kv_dtype, "--kv-dtype", names)
+    notes = list(spec.warnings)
     for h in hws:  # a dtype the hardware lacks is bad input for the whole sweep: say so before solving
-        resolve_precision(spec, h, wd[h.name], mwd[h.name], kvd[h.name])
+        notes += [f"{h.name}: {n}" for n in resolve_precision(spec, h, wd[h.name], mwd[h.name], kvd[h.name]).notes]
     params = params or SolverParams()
     overrides = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "concurrency": concurrency, "mtp": mtp,
                  **({"max_concurrency": max_concurrency} if max_concurrency is not None else {})}
-    out = SweepPlan(spec.name, names, card_list)
+    out = SweepPlan(spec.name, names, card_list, notes=notes)
     for h_arg, h in zip(hw_list, hws):
         for i, o in lengths:
             for w in card_list:
@@ -311,10 +313,11 @@ def sweep(model: str, hardware: str | Sequence[str], cards: str | int | Iterable
           **kwargs: Any) -> pd.DataFrame:
     """The Pareto table of every combination (see the module docstring). Keyword arguments are those of
     `build_plan` (isl, osl, seq_lens, ttft_ms, tpot_ms, framework, weight_dtype, ...). The wall time in seconds
-    is in `df.attrs["wall_s"]`."""
+    is in `df.attrs["wall_s"]`, what reading the inputs noted in `df.attrs["notes"]`."""
     start = time.perf_counter()
     sp = build_plan(model, hardware, cards, scenarios, **kwargs)
     df = to_frame(sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address)))
     df.attrs["wall_s"] = time.perf_counter() - start
     df.attrs["combinations"] = len(sp.tasks)
+    df.attrs["notes"] = list(sp.notes)
     return df

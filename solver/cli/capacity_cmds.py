@@ -162,6 +162,8 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
                     weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                     kv_dtype=_dtype(kv_dtype), method=method, params=_params(time_limit, seed), top=top,
                     allow_cross_node=allow_cross_node, explain_binding=explain_binding)
+    for line in sp.notes:
+        click.echo(f"note: {line}", err=True)
     if out is not None:
         check_writable(out, "--out")
     if plot is not None:
@@ -308,6 +310,8 @@ def _print_recommendation(rec) -> None:
     for o in rec.options:
         if o.met and o.note:
             con.print(f"note: {o.hardware}: {o.note}")
+    for line in rec.notes:
+        con.print(f"note: {line}")
 
 
 COMMANDS = [sweep_cmd, recommend_cmd]

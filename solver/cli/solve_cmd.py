@@ -64,12 +64,14 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
             raise InputError("--explain", "not available with --serving disagg (the comparison says why)")
         rep = run_disagg(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype, kv_dtype,
                          params, top, allow_cross_node, method=method)
+        for line in rep.input_notes:
+            click.echo(f"note: {line}", err=True)
         click.echo(render(rep, fmt), nl=False)
         return
     result, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
                               kv_dtype, method, params, top, allow_cross_node)
     note = result.timeout_note()
-    for line in (note, result.cut_note(), result.range_note):
+    for line in (*result.input_notes, note, result.cut_note(), result.range_note):
         if line:
             click.echo(f"note: {line}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,

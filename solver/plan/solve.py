@@ -73,6 +73,9 @@ class PlanResult:
 
     # the best-score candidate's concurrency is the top of the range --max-concurrency cut (space.range_note)
     range_note: str | None = None
+    # what reading the model and choosing the precision noted (ModelSpec.warnings, Precision.notes): a field
+    # the config reader did not read, weights kept in the checkpoint's format, ...; shown with the answer
+    input_notes: tuple[str, ...] = ()
 
     def cut_note(self) -> str | None:
         """One line on the cut loop's stops, or None when every solve ended with an accepted answer or a proof."""
@@ -279,6 +282,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     result.range_note = range_note(chosen[0].batch, scenario)
+    result.input_notes = (*model.warnings, *prec.notes)
     if explain_binding:
         result.binding = binding_constraints(planner, chosen[0])
     pruned: dict[str, list[str]] = {}

@@ -53,6 +53,7 @@ class DisaggReport:
     aggregated_error: str | None
     comparison: Comparison
     skipped: dict = field(default_factory=dict)  # 'phase W=size' -> the InfeasibleError of that plan
+    input_notes: tuple[str, ...] = ()  # what reading the model and choosing the precision noted (PlanResult's)
 
 
 def _pool_candidate(pool, spec, hw, scenario: Scenario) -> Candidate:
@@ -133,7 +134,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
         except InfeasibleError as exc:
             agg_err = str(exc)
     return DisaggReport(spec.name, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
-                        compare(best, agg, scenario, cards), res.skipped)
+                        compare(best, agg, scenario, cards), res.skipped, (*spec.warnings, *prec.notes))
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -235,6 +236,7 @@ def report_dict(r: DisaggReport, ranks_per_node: int | None = None) -> dict[str,
                        "throughput_per_rank_ratio": None if r.comparison.throughput_ratio is None
                        else round(r.comparison.throughput_ratio, 3),
                        "why": list(r.comparison.why)},
+        "input_notes": list(r.input_notes),
     }
 
 
