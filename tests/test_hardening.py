@@ -180,6 +180,18 @@ def test_what_reading_the_inputs_noted_comes_with_every_answer() -> None:
     assert any(needle in n for n in json.loads(r.stdout)["notes"])
 
 
+def test_figures_on_a_vendor_no_calibration_row_measured_say_so() -> None:
+    needle = "the calibration rows measured no huawei device"
+    r = run("solve", "qwen3-30b-a3b", "--hardware", "atlas_a3", "--cards", "2", "--weight-dtype", "int8")
+    assert r.exit_code == 0 and needle in r.stderr
+    r = run("solve", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "1")
+    assert r.exit_code == 0 and "calibration rows measured no" not in r.stderr
+    # memory is not timed: no efficiency stands behind it
+    r = run("memory", "qwen3-30b-a3b", "--hardware", "atlas_a3", "--cards", "2", "--weight-dtype", "int8",
+            "--batch", "1", "--seq-len", "1024")
+    assert r.exit_code == 0 and needle not in r.stderr
+
+
 def test_a_framework_with_an_infinite_efficiency_is_refused(tmp_path: Path) -> None:
     fw = yaml.safe_load((REPO / "solver" / "frameworks" / "generic.yaml").read_text())
     fw["efficiency"]["gemm"] = float("inf")

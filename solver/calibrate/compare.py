@@ -31,6 +31,7 @@ from solver.specs.framework import FrameworkProfile, load_framework
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.model_catalog import load_model
+from solver.specs.notes import input_notes
 from solver.specs.precision import Precision, resolve_precision
 
 ATTENTION_OPS = frozenset({"attention_core", "indexer_score", "indexer_topk"})
@@ -89,7 +90,7 @@ def make_setup(model: str | ModelSpec, hw: Hardware, cfg: ProfiledConfig) -> Set
         prec = resolve_precision(spec, hw, cfg.weight_dtype, cfg.moe_weight_dtype, cfg.kv_dtype)
     except InputError as exc:  # name the config key, not the estimate command's flag
         raise InputError(f"{cfg.source}: {exc.field.lstrip('-').replace('-', '_')}", exc.problem) from None
-    notes = list(spec.warnings) + list(prec.notes)
+    notes = list(input_notes(spec, hw, prec))
     return Setup(spec, hw, cfg, prec, fw, notes)
 
 

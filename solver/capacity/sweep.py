@@ -97,6 +97,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
+    from solver.specs.notes import device_notes
     from solver.specs.precision import resolve_precision
 
     hw_list = _hardware_list(hardware)
@@ -123,7 +124,8 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     kvd = per_hardware(kv_dtype, "--kv-dtype", names)
     notes = list(spec.warnings)
     for h in hws:  # a dtype the hardware lacks is bad input for the whole sweep: say so before solving
-        notes += [f"{h.name}: {n}" for n in resolve_precision(spec, h, wd[h.name], mwd[h.name], kvd[h.name]).notes]
+        notes += [f"{h.name}: {n}" for n in device_notes(h, resolve_precision(spec, h, wd[h.name], mwd[h.name],
+                                                                                 kvd[h.name]))]
     params = params or SolverParams()
     overrides = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "concurrency": concurrency, "mtp": mtp,
                  **({"max_concurrency": max_concurrency} if max_concurrency is not None else {})}

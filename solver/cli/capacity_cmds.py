@@ -162,8 +162,6 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
                     weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                     kv_dtype=_dtype(kv_dtype), method=method, params=_params(time_limit, seed), top=top,
                     allow_cross_node=allow_cross_node, explain_binding=explain_binding)
-    for line in sp.notes:
-        click.echo(f"note: {line}", err=True)
     if out is not None:
         check_writable(out, "--out")
     if plot is not None:
@@ -172,6 +170,8 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
 
         check_extension(plot, "--plot", PLOT_EXTENSIONS)
         check_writable(plot, "--plot")
+    for line in sp.notes:  # after every input check: bad input stays one line
+        click.echo(f"note: {line}", err=True)
     with _progress(f"sweep {sp.model_name}") as progress:
         df = to_frame(sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address)))
     wall = time.perf_counter() - start

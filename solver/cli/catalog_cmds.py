@@ -119,6 +119,7 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
+    from solver.specs.notes import input_notes
     from solver.specs.precision import resolve_precision
 
     spec = load_model(model)
@@ -132,7 +133,7 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
                             if v is not None})
     rep = memory_per_rank(spec, hw, pc, prec, batch, seq_len, opts, mtp_layers=mtp)
     best = max_batch(spec, hw, pc, prec, seq_len, opts, mtp_layers=mtp)
-    _warn([*spec.warnings, *prec.notes, *notes])
+    _warn([*input_notes(spec, hw, prec, timed=False), *notes])
     data = memory_data(spec, hw, pc, prec, rep, best, batch, seq_len)
     if fmt != "table":
         click.echo(dump(data, fmt))

@@ -63,6 +63,7 @@ def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], w
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
+    from solver.specs.notes import input_notes
     from solver.specs.precision import resolve_precision
 
     model = load_model(model_name)
@@ -72,7 +73,7 @@ def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], w
     prec = resolve_precision(model, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     if wl.mtp and not model.num_mtp_layers:
         raise InputError("--mtp", f"{model.name} has no MTP (next-n) layers")
-    notes = list(model.warnings) + list(prec.notes) + framework_check(fw, model, hw, pc, wl.sequences, wl.mtp)
+    notes = [*input_notes(model, hw, prec), *framework_check(fw, model, hw, pc, wl.sequences, wl.mtp)]
     f = factors_for(hw, fw.efficiency_for(hw))
     est = estimate(model, hw, pc, prec, f, wl)
     if not est.memory.feasible:

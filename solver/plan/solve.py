@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from solver.errors import InfeasibleError, InputError, InternalError
+from solver.specs.notes import input_notes
 from solver.specs.limits import MAX_CARDS, MAX_TOP
 from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
@@ -282,7 +283,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     result.range_note = range_note(chosen[0].batch, scenario)
-    result.input_notes = (*model.warnings, *prec.notes)
+    result.input_notes = input_notes(model, hw, prec)
     if explain_binding:
         result.binding = binding_constraints(planner, chosen[0])
     pruned: dict[str, list[str]] = {}

@@ -107,6 +107,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
+    from solver.specs.notes import input_notes
     from solver.specs.precision import resolve_precision
 
     from solver.launch.candidates import pool_launch
@@ -134,7 +135,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
         except InfeasibleError as exc:
             agg_err = str(exc)
     return DisaggReport(spec.name, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
-                        compare(best, agg, scenario, cards), res.skipped, (*spec.warnings, *prec.notes))
+                        compare(best, agg, scenario, cards), res.skipped, input_notes(spec, hw, prec))
 
 
 # ---------------------------------------------------------------------------------------------- rendering

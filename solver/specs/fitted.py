@@ -70,6 +70,14 @@ def fitted_global(vendor: str, path: Path | None = None, *, framework: str = "")
     return {k: float(v) for k, v in {**block, **engine}.items()}
 
 
+def calibrated_vendors(path: Path | None = None) -> list[str]:
+    """The vendors whose devices the calibration rows measured (fitted/factors.yaml's `global` block), sorted."""
+    target = path or fitted_factors_path()
+    if not target.is_file():
+        return []
+    return sorted(_read_at(str(target), fitted_stamp(target)).get("global") or {})
+
+
 def pair_factors(fitted: Factors, shared: Mapping[str, float], framework: str, hardware: str) -> dict[str, float]:
     """One (framework, hardware) pair's fit, else, for a framework the fit has rows of, the global factors every
     pair shares (`shared`); a framework the fit never saw (the generic profile, an engine without calibration
