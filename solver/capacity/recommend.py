@@ -75,7 +75,7 @@ class Recommendation:
     options: list[Option]
     best: Option | None
     basis: str  # "cost per hour" | "cards" | "none met"
-    notes: list[str] = field(default_factory=list)  # what reading the model and the precisions noted
+    notes: list[str] = field(default_factory=list)  # the sweep plan's input notes (SweepPlan.notes)
 
     def to_frame(self) -> pd.DataFrame:
         rows = []

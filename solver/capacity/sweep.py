@@ -73,7 +73,7 @@ class SweepPlan:
     hardware: list[str]
     cards: list[int]
     tasks: list[Task] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # what reading the model and the precisions noted
+    notes: list[str] = field(default_factory=list)  # the model's warnings, each device's (specs/notes)
 
 
 def _scenario(kind_or_scenario: str | Scenario, isl: int, osl: int, overrides: dict[str, Any]) -> Scenario:

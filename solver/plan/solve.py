@@ -74,8 +74,8 @@ class PlanResult:
 
     # the best-score candidate's concurrency is the top of the range --max-concurrency cut (space.range_note)
     range_note: str | None = None
-    # what reading the model and choosing the precision noted (ModelSpec.warnings, Precision.notes): a field
-    # the config reader did not read, weights kept in the checkpoint's format, ...; shown with the answer
+    # what reading the inputs noted (specs/notes.input_notes: a field the config reader did not read, weights
+    # kept in the checkpoint's format, a device no calibration row measured); shown with the answer
     input_notes: tuple[str, ...] = ()
 
     def cut_note(self) -> str | None:

@@ -53,7 +53,7 @@ class DisaggReport:
     aggregated_error: str | None
     comparison: Comparison
     skipped: dict = field(default_factory=dict)  # 'phase W=size' -> the InfeasibleError of that plan
-    input_notes: tuple[str, ...] = ()  # what reading the model and choosing the precision noted (PlanResult's)
+    input_notes: tuple[str, ...] = ()  # what reading the inputs noted (specs/notes.input_notes)
 
 
 def _pool_candidate(pool, spec, hw, scenario: Scenario) -> Candidate:

@@ -28,12 +28,15 @@ def fitted_stamp(path: Path | None = None) -> int:
         return 0
 
 
+def _fitted_file(path: Path) -> dict:
+    """A fitted file's contents; empty when no fit has been written. Read once per version of the file (the fit
+    scripts rewrite it)."""
+    return _read_at(str(path), fitted_stamp(path)) if path.is_file() else {}
+
+
 def read_factors(path: Path) -> Factors:
-    """A fitted file's `factors` mapping; empty when no fit has been written. Read once per version of the
-    file (the fit scripts rewrite it)."""
-    if not path.is_file():
-        return {}
-    return _read_at(str(path), fitted_stamp(path)).get("factors", {})
+    """A fitted file's `factors` mapping; empty when no fit has been written."""
+    return _fitted_file(path).get("factors", {})
 
 
 def fitted_factors(path: Path | None = None) -> Factors:
@@ -57,10 +60,7 @@ def fitted_global(vendor: str, path: Path | None = None, *, framework: str = "")
     engine's decode kernels): what a (framework, hardware) pair without its own fit still carries, as the
     fitted pairs do. A vendor the fit saw no row of carries the CARRIED factors of the pooled fit (each vendor's
     block holds the fit over every row); empty for a file without the block."""
-    target = path or fitted_factors_path()
-    if not target.is_file():
-        return {}
-    data = _read_at(str(target), fitted_stamp(target))
+    data = _fitted_file(path or fitted_factors_path())
     blocks = data.get("global") or {}
     block = blocks.get(vendor) or {}
     if not block:
@@ -72,10 +72,7 @@ def fitted_global(vendor: str, path: Path | None = None, *, framework: str = "")
 
 def calibrated_vendors(path: Path | None = None) -> list[str]:
     """The vendors whose devices the calibration rows measured (fitted/factors.yaml's `global` block), sorted."""
-    target = path or fitted_factors_path()
-    if not target.is_file():
-        return []
-    return sorted(_read_at(str(target), fitted_stamp(target)).get("global") or {})
+    return sorted(_fitted_file(path or fitted_factors_path()).get("global") or {})
 
 
 def pair_factors(fitted: Factors, shared: Mapping[str, float], framework: str, hardware: str) -> dict[str, float]:

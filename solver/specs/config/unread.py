@@ -2,16 +2,17 @@
 
 A config of a family the parser has no defaults for is read by field convention (model.py), so a family that
 spells a size in its own words (ERNIE-4.5's moe_num_experts, Step-3's moe_layers_enum, a cross-layer KV share)
-would otherwise be sized without it, as if the field were not there. Two rules:
+would otherwise be sized without it, as if the field were not there. Three rules:
 
 - an expert count in a field the parser does not read is refused: the model would be counted as dense, its
   memory and step times wrong by the experts' share (one line, naming the field and the fields read);
 - for a family without defaults, every other unread field whose name speaks of the model's structure and whose
-  value is set is named in a note, so the user sees what the totals leave out.
+  value is set is named in a note, so the user sees what the totals leave out;
+- whatever the family, a switch of a feature the layer stack does not model (_UNMODELLED) is named when it is on.
 
 Families with defaults are checked against their published totals (models/SOURCES, tests/test_params.py), so
-their unread fields (a Qwen3-MoE's unused dense intermediate_size, DeepSeek's routing groups) are not listed,
-except the switches of features the layer stack does not model, named whatever the family when they are on.
+their other unread fields (a Qwen3-MoE's unused dense intermediate_size, DeepSeek's routing groups) are not
+listed.
 """
 from __future__ import annotations
 
