@@ -1,7 +1,7 @@
 """Accuracy benchmark: the serving estimator against measured TTFT / TPOT.
 
     python benchmarks/accuracy.py [--csv PATH] [--factors PATH] [--waves K] [--no-cv] [--rows N] [--residuals]
-                                  [--oracle] [--ceiling]
+                                  [--oracle] [--ceiling] [--device]
 
 Runs every row of the calibration CSV (facts/calibration/measured_agg_calibration.csv: aggregated serving at
 fixed ISL/OSL/concurrency) through `solver.measured` + `solver.estimate.serving`, and prints the median, mean
@@ -22,6 +22,9 @@ stop ttft8). `--ceiling` adds (d): every factor of the pair fit (gemm, hbm, kern
 refitted per (framework, hardware, model architecture) on that group's own rows, in-sample, the global and
 per-engine factors as shipped: what the serving formulas can reach when nothing has to carry over between models,
 the limit of any fit of these factors (the shipped fit allows none per model). A diagnosis, not an estimate.
+`--device` adds (e), leave one device out: every factor refitted without the held-out hardware's rows, which are
+then priced as the shipped code prices a device the fit has no rows of (`accuracy_device.py`): what a user of a
+device without calibration rows can expect, on the devices that have some.
 
 It also reports rows skipped (with the InputError each raised) and predicted vs published figures for the rows
 of facts/measurements.md the estimator can express (PUBLISHED below, with the source row number).
@@ -395,6 +398,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ceiling", action="store_true",
                     help="also fit the pair factors per (framework, hardware, model) in-sample: what the serving "
                          "formulas can reach with per-model factors (a diagnosis, not an estimate)")
+    ap.add_argument("--device", action="store_true",
+                    help="also run leave-one-device-out: each hardware's rows priced as a device without a fit, "
+                         "every factor refitted on the other devices' rows")
     args = ap.parse_args(argv)
     t0 = time.time()
     rows = load_rows(args.csv)
@@ -446,6 +452,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(table(prepared, et, ep, "(d) ceiling: the pair factors fitted per (framework, hardware, model), "
                                                 "in-sample (a diagnosis, not an estimate)")
                          + mode_table(prepared, et, ep) + ranking(prepared, et, ep)))
+        print()
+    if args.device:
+        from accuracy_device import device_errors  # noqa: E402  (it imports fit_efficiency, which imports this)
+
+        et, ep, notes = device_errors(prepared)
+        print("\n".join(table(prepared, et, ep, "(e) leave-one-device-out (each hardware priced as a device without "
+                                                "a fit, every factor refitted on the other devices)")
+                         + mode_table(prepared, et, ep) + ranking(prepared, et, ep)))
+        for n in notes:
+            print(f"  note: {n}")
         print()
     print("\n".join(published_report()))
     print(f"\nruntime {time.time() - t0:.1f} s")

@@ -250,3 +250,40 @@ def test_the_fit_prior_ridges_the_per_kernel_cost_as_a_multiplier_on_the_hardwar
     assert doubled == pytest.approx(fit_efficiency.PRIOR * math.log(2) ** 2) == pytest.approx(halved)
     both = fit_efficiency.loss(prepared, {**base, "gemm": 2.0, "kernel_overhead_s": 2 * hw}, exact)
     assert both == pytest.approx(2 * fit_efficiency.PRIOR * math.log(2) ** 2)
+
+
+@needs_csv
+def test_the_default_fixed_ttft_cost_is_the_median_of_the_pairs_fitted_on_their_own_rows() -> None:
+    from collections import Counter
+
+    from solver.estimate.serving import DEFAULT_REQUEST_OVERHEAD_S
+
+    shipped = load_yaml(accuracy_rows.FACTORS_YAML)["factors"]
+    rows = Counter((r["backend"], r["system"]) for r in accuracy_rows.load_rows(CSV))
+    filled = [f"{fw} x {hw}" for fw, hws in shipped.items() for hw in hws if rows[(fw, hw)] < fit_efficiency.MIN_ROWS]
+    assert filled  # the rule leaves them out: they repeat their framework's pooled fit
+    assert DEFAULT_REQUEST_OVERHEAD_S == pytest.approx(fit_efficiency.default_request_overhead(shipped, filled),
+                                                       rel=1e-3)
+
+
+@needs_csv
+def test_a_device_is_priced_without_its_own_rows() -> None:
+    """Leave one device out: a held-out device's predictions do not move when its own measurements do."""
+    import accuracy_device
+
+    rows = accuracy_rows.load_rows(CSV)
+    pick = [r for r in rows if r["backend"] == "trtllm" and r["system"] == "h100_sxm"][:8] \
+        + [r for r in rows if r["backend"] == "trtllm" and r["system"] == "h200_sxm"][:8]
+    prepared, _ = accuracy_rows.prepare_all(pick)
+    et, ep, notes = accuracy_device.device_errors(prepared)
+    assert all(map(math.isfinite, et)) and all(map(math.isfinite, ep))
+    assert [n.split(" (")[0] for n in notes] == ["without h100_sxm", "without h200_sxm"]
+    doubled = [replace(p, ttft_s=2 * p.ttft_s, tpot_s=2 * p.tpot_s) if p.hardware == "h200_sxm" else p
+               for p in prepared]
+    et2, ep2, _ = accuracy_device.device_errors(doubled)
+    for p, q, a, b, c, d in zip(prepared, doubled, et, et2, ep, ep2):
+        if p.hardware == "h200_sxm":  # the same prediction, against measurements twice as large
+            assert (1 + b) * q.ttft_s == pytest.approx((1 + a) * p.ttft_s, rel=1e-12)
+            assert (1 + d) * q.tpot_s == pytest.approx((1 + c) * p.tpot_s, rel=1e-12)
+        else:  # the fit for h100 saw the doubled rows
+            assert (a, c) != (b, d)
