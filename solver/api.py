@@ -33,18 +33,30 @@ def _ref_models() -> dict[str, str]:
 def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
               weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
               method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
-              allow_cross_node: bool = False, explain_binding: bool = True) -> tuple[PlanResult, list[Candidate]]:
-    """Library entry point shared by the CLI, sweeps and notebooks."""
+              allow_cross_node: bool = False, explain_binding: bool = True,
+              references: list | None = None) -> tuple[PlanResult, list[Candidate]]:
+    """Library entry point shared by the CLI, sweeps and notebooks. `references`: the verified deployments the
+    planner may adopt and the ranking measures closeness to (default: every one in references/)."""
     if cards < 1:
         raise InputError("--cards", f"must be >= 1, got {cards}")
     spec = load_model(model)
     hw = load_hardware(hardware)
     fw = load_framework(framework)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
+    refs = list_references() if references is None else list(references)
     result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=top,
-                  allow_cross_node=allow_cross_node, explain_binding=explain_binding)
-    cands = rank_candidates(result.candidates, spec, hw, scenario, list_references(), _ref_models())
+                  allow_cross_node=allow_cross_node, explain_binding=explain_binding,
+                  verified=verified_for(spec.name, hw.name, cards, scenario.phase, refs))
+    cands = rank_candidates(result.candidates, spec, hw, scenario, refs, _ref_models(), top=top)
     return result, cands
+
+
+def verified_for(model_name: str, hardware: str, cards: int, phase: str, refs) -> list[tuple[str, dict[str, int]]]:
+    """(id, knobs) of the verified deployments of this model on this hardware and world size, in this phase
+    (an attention-FFN disaggregated one excepted: the planner does not plan AFD)."""
+    names = _ref_models()
+    return [(r.id, r.knobs) for r in refs if names.get(r.id, r.model) == model_name and r.hardware == hardware
+            and r.world_size == cards and r.phase == phase and not r.afd]
 
 
 def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, cand: Candidate,

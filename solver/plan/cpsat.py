@@ -480,34 +480,42 @@ class Planner:
 
     def _seed(self, b: int, exclude_patterns, relaxed: frozenset[str], exclude_families, served) -> tuple | None:
         """A first incumbent: the answers found at other concurrencies, scored here, if one is admissible (the
-        memory cap, the rules, the exclusions, the SLAs, the full estimate's check). It only lets the bounds
-        skip layouts sooner; the search still proves the optimum."""
+        exclusions, then `admissible`). It only lets the bounds skip layouts sooner; the search still proves the
+        optimum."""
         best = None
         for picks in list(self._answers.values())[-1:]:
             a = self.t.choices["attn"][picks["attn"]]
             if attention_family(a) in exclude_families or pattern_key(self.t, picks) in exclude_patterns:
                 continue
-            vc = self.t.view(b, self.t.layout_key(a))
-            if served is not None and vc.plan.served != served:
-                continue
-            if any(g != "attn" and j not in vc.other[g] for g, j in picks.items()):
-                continue
-            if "B.memory_per_rank" not in relaxed and not self.t.fits(b, picks):
-                continue
-            cfg = self.t.config(picks)
-            if any(rid not in relaxed and tuple(cfg[k] for k in knobs) not in {tuple(x) for x in allowed}
-                   for rid, knobs, allowed in self.rules(b)):
-                continue
-            lat_s, fig = self.latency_of(b, picks)
-            if not self.meets_sla(fig, relaxed):
-                continue
-            point = self.point(b, picks, lat_s, fig)
-            if best is not None and (point.latency, point.simplicity) >= (best[2].latency, best[1]):
-                continue
-            if self.verify is not None and not relaxed and not self.verify(point):
-                continue
-            best = (lat_s, point.simplicity, point)
+            hit = self.admissible(b, picks, relaxed, served)
+            if hit is not None and (best is None or (hit[1].latency, hit[1].simplicity) < (best[2].latency, best[1])):
+                best = (hit[0], hit[1].simplicity, hit[1])
         return best
+
+    def admissible(self, b: int, picks: dict[str, int], relaxed: frozenset[str] = frozenset(),
+                   served: float | None = None) -> tuple[float, Point] | None:
+        """(request latency s, the point) of these choices at concurrency b as the front would hold it, or None
+        where the search would not accept them: a choice the layout does not take beside it, another number of
+        sequences in flight than `served`, then each family not `relaxed` (the memory cap, the framework's
+        rules, the SLAs) and, with none relaxed, the full estimate's check (verify)."""
+        vc = self.t.view(b, self.t.layout_key(self.t.choices["attn"][picks["attn"]]))
+        if served is not None and vc.plan.served != served:
+            return None
+        if any(g != "attn" and j not in vc.other[g] for g, j in picks.items()):
+            return None
+        if "B.memory_per_rank" not in relaxed and not self.t.fits(b, picks):
+            return None
+        cfg = self.t.config(picks)
+        if any(rid not in relaxed and tuple(cfg[k] for k in knobs) not in {tuple(x) for x in allowed}
+               for rid, knobs, allowed in self.rules(b)):
+            return None
+        lat_s, fig = self.latency_of(b, picks)
+        if not self.meets_sla(fig, relaxed):
+            return None
+        point = self.point(b, picks, lat_s, fig)
+        if self.verify is not None and not relaxed and not self.verify(point):
+            return None
+        return lat_s, point
 
     def _solve_view(self, b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state) -> bool:
         vm = self.view_model(b, key)

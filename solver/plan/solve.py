@@ -8,7 +8,7 @@ import math
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from solver.errors import InfeasibleError, InputError, InternalError
 from solver.specs.notes import input_notes
@@ -21,7 +21,7 @@ from solver.plan.points import CutStop, Point, SolverParams, SolveStatus, attent
 from solver.plan import rule_tables
 from solver.plan.exhaustive import enumerate_points
 from solver.plan.tables import GROUPS, Tables, assumed_memory, build_tables
-from solver.space.domains import build_space, largest_tp, range_note, redundant_for
+from solver.space.domains import build_space, largest_tp, range_note, redundant_for, space_name
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -38,7 +38,8 @@ class Planned:
     latency_s: float  # request latency (Scenario.request_latency) of the full figures
     on_front: bool
     # why it is a candidate: "best score" (the scenario's score over the front), "other backbone" (the best
-    # on another attention backbone), "next pattern" (the next distinct pattern by the score)
+    # on another attention backbone), "next pattern" (the next distinct pattern by the score), "verified
+    # deployment <id>" (a verified configuration of this deployment the planner admits: verified_candidates)
     role: str = "best score"
 
 
@@ -153,15 +154,19 @@ def _collector_paused() -> Iterator[None]:
 def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,
          params: SolverParams | None = None, method: str = "cpsat", top: int = 3,
          allow_cross_node: bool = False, mem_opts: MemoryOptions | None = None,
-         explain_binding: bool = True, diagnose: bool = True) -> PlanResult:
+         explain_binding: bool = True, diagnose: bool = True,
+         verified: Sequence[tuple[str, dict[str, int]]] = ()) -> PlanResult:
+    """`verified`: (id, knobs) of the verified deployments of this model, hardware, world size and phase; each
+    the planner admits is offered as one more candidate (`verified_candidates`)."""
     with _collector_paused():
         return _plan(model, hw, prec, fw, world, scenario, params, method, top, allow_cross_node, mem_opts,
-                     explain_binding, diagnose)
+                     explain_binding, diagnose, verified)
 
 
 def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,
           params: SolverParams | None, method: str, top: int, allow_cross_node: bool,
-          mem_opts: MemoryOptions | None, explain_binding: bool, diagnose: bool) -> PlanResult:
+          mem_opts: MemoryOptions | None, explain_binding: bool, diagnose: bool,
+          verified: Sequence[tuple[str, dict[str, int]]] = ()) -> PlanResult:
     params = params or SolverParams()
     if isinstance(world, bool) or not isinstance(world, int) or not 1 <= world <= MAX_CARDS:
         raise InputError("--cards", f"must be an integer in [1, {MAX_CARDS:,}], got {world!r}")
@@ -257,7 +262,19 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     # seed asks that the backbones be compared, not only variants of the winner's; then the next patterns
     backbone = frozenset({attention_family(tables.choices["attn"][dict(ordered[0].picks)["attn"]])})
     asks = [("other backbone", backbone)] if top >= 2 else []
-    while len(chosen) < top:
+    # the verified deployment of this deployment the planner admits (the best-scoring one where several are)
+    # takes a "next pattern" slot, the best-score and other-backbone slots staying: the seed prefers adopting a
+    # validated configuration, so it is always shown. One of the best's pattern takes none (the ranking keeps
+    # one configuration per pattern)
+    offered = verified_candidates(tables, planner, verified, scenario, score)
+    adopt = [min(offered, key=lambda rp: (score(rp[1]), rp[1].batch))] if offered else []
+    adopt = [(ref_id, p) for ref_id, p in adopt if p.key() not in roles]
+    slots = 0
+    for _, p in adopt:
+        if pattern_key(tables, dict(p.picks)) not in seen:
+            seen.append(pattern_key(tables, dict(p.picks)))
+            slots += 1
+    while len(chosen) + (slots if not asks else 0) < top:
         role, families = asks.pop(0) if asks else ("next pattern", frozenset())
         p = next_by_score(families)
         if p is None:
@@ -267,6 +284,10 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         chosen.append(p)
         roles[p.key()] = role
         seen.append(pattern_key(tables, dict(p.picks)))
+    for ref_id, p in adopt:
+        if p.key() not in roles:
+            chosen.append(p)
+            roles[p.key()] = f"verified deployment {ref_id}"
     front_keys = {p.key() for p in points}
 
     def realize(p: Point) -> Planned:
@@ -291,6 +312,27 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         pruned.setdefault(p.rule, []).append(f"{p.knob}={p.value}")
     result.pruned = {rule: sorted(set(v)) for rule, v in sorted(pruned.items())}
     return result
+
+
+def verified_candidates(tables: Tables, planner: cpsat.Planner, verified: Sequence[tuple[str, dict[str, int]]],
+                        scenario: Scenario, score: Callable[[Point], float]) -> list[tuple[str, Point]]:
+    """The verified deployments the planner would accept here, each at its best-scoring concurrency: the seed
+    prefers adopting a validated configuration whose estimate is reasonable (memory feasible, communication
+    inside the node) over deriving one. Its knobs must be choices of this space (a knob the framework does not
+    expose, or a TP group leaving the node, makes it none), and at the concurrency it must pass what the
+    search's answers pass (Planner.admissible: memory, the framework's rules, the SLAs, the full estimate).
+    A decode deployment's CP is taken as the space names it (space_name: its ranks decode as attention DP).
+    Where it lands among the candidates is the ranking's (rank.select: within the tie band the closest to a
+    verified configuration leads)."""
+    out = []
+    for ref_id, knobs in verified:
+        picks = tables.picks_of(space_name(knobs, scenario))
+        if picks is None:
+            continue
+        hits = [hit[1] for b in tables.batches if (hit := planner.admissible(b, picks)) is not None]
+        if hits:
+            out.append((ref_id, min(hits, key=lambda p: (score(p), p.batch))))
+    return out
 
 
 def binding_constraints(planner: cpsat.Planner, best: Point) -> list[str]:

@@ -214,6 +214,20 @@ class Tables:
             out.update(dict(zip(GROUPS[g], self.choices[g][i])))
         return out
 
+    def picks_of(self, knobs: dict[str, int]) -> dict[str, int] | None:
+        """The choice of every group that sets these knobs (a knob not given is 1; settings such as the
+        redundant experts are the planner's own), or None when a group has no such choice: a configuration
+        outside this space (a knob the framework does not expose, a value a rule removed)."""
+        picks = {}
+        for g, opts in self.choices.items():
+            keys = [(n, k) for n, k in enumerate(GROUPS[g]) if k not in SETTING_GROUP]
+            want = tuple(knobs.get(k, 1) for _, k in keys)
+            i = next((i for i, c in enumerate(opts) if tuple(c[n] for n, _ in keys) == want), None)
+            if i is None:
+                return None
+            picks[g] = i
+        return picks
+
     def layouts(self) -> dict[tuple[int, ...], list[int]]:
         """Attention layout -> the attention choices (indices) that have it."""
         if self._layouts is None:

@@ -159,8 +159,21 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
     return "; ".join(lines)
 
 
+def adoption_note(role: str, behind: float) -> str:
+    """Why a verified deployment is a candidate, and whether the tie band adopts it (`behind`: its score minus
+    the best, the log-ratio of ORDERING)."""
+    name = role.removeprefix("verified deployment ").strip()
+    head = (f"the verified deployment {name} of this model, hardware, world size and phase (the seed adopts "
+            "validated values that fit in memory with TP inside the node)")
+    if behind <= math.log(1 + PERF_TIE):
+        return f"{head}: within {PERF_TIE:.0%} of the best score, so adopted ahead of what the planner derived"
+    return f"{head}: {math.exp(behind) - 1:.0%} behind the best score by the estimate"
+
+
 def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scenario: Scenario,
-                    refs: list[Reference], ref_models: dict[str, str]) -> list[Candidate]:
+                    refs: list[Reference], ref_models: dict[str, str], top: int | None = None) -> list[Candidate]:
+    """The candidates in the seed's order (ORDERING), one per pattern (the first of a pattern in that order
+    stays), the first `top` of them."""
     if not planned:
         return []
     # the full serving estimate each candidate shows, not the planner's additive proxy: the proxy leaves out
@@ -183,17 +196,28 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
         return (not p.estimate.memory.feasible, xnode, perf_bucket, score if perf_bucket else 0.0, dist, score)
 
     rows.sort(key=order)
+    # a verified deployment offered beside the planner's pick of the same pattern: the first of the two stays
+    kept, shown = [], {}
+    for r in rows:
+        name, verified = pattern_name(r[0].config, model), r[0].role.startswith("verified")
+        if name in shown and (verified or shown[name]):
+            continue
+        shown.setdefault(name, verified)
+        kept.append(r)
     out = []
-    for i, (p, score, ref, dist, diff, xnode, lat_p, inv_p) in enumerate(rows):
+    for i, (p, score, ref, dist, diff, xnode, lat_p, inv_p) in enumerate(kept[:top]):
         e = p.estimate
         mem = e.memory
         long_ctx = ("advantage" if (p.config.cp_size * p.config.kvp_size * p.config.attn_sp_size > 1
                                     or mem.kv_share_of_available < 0.25)
                     else "risk" if mem.kv_share_of_available > 0.5 else "neutral")
         comparative = i == 0 and dist >= 4 and score <= best_score + math.log(1 + PERF_TIE)
+        reason = decision_tree_reason(p.config, model, scenario, hw)
+        if p.role.startswith("verified"):
+            reason = f"{adoption_note(p.role, score - best_score)}; {reason}"
         out.append(Candidate(
             rank=i + 1, planned=p, pattern=pattern_name(p.config, model),
-            reason=decision_tree_reason(p.config, model, scenario, hw),
+            reason=reason,
             reference=(ref.id if ref else "none"), reference_diff=diff,
             tradeoff={"throughput": _label(inv_p, min(inv)), "latency": _label(lat_p, min(lat)),
                       "long_context": long_ctx},

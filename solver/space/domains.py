@@ -161,6 +161,14 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
     return None
 
 
+def space_name(knobs: dict[str, int], scenario: Scenario) -> dict[str, int]:
+    """The knobs the space holds this configuration under: in a decode-only scenario a CP configuration is the
+    cp = 1 one under another name (knob_rule's scenario.cp_splits_prefill_only)."""
+    if scenario.phase == "decode" and knobs.get("cp_size", 1) != 1:
+        return {**knobs, "cp_size": 1}
+    return dict(knobs)
+
+
 def config_violations(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig,
                       scenario: Scenario, allow_cross_node: bool = False) -> list[str]:
     """The one-knob rules (knob_rule) a whole configuration breaks, by rule id."""
