@@ -2,11 +2,11 @@
 planner with the cann-recipes profile on that deployment's hardware, world size, phase, batch, lengths,
 quantization and MTP depth, and report whether the verified config, or its pattern, is in the top 3.
 
-Two runs. As a user gets it: every reference is known, so the planner offers the verified deployments of that
-(model, hardware, world size, phase) as candidates and adopts one within the tie band (plan.verified_candidates,
-seed: prefer validated values whose estimate is reasonable). The planner's own judgment (`--own`, the table's
-default is the first run): the references of that (model, hardware, world size, phase) are left out of both the
-offer and the ranking's closeness, so only the estimator and the other deployments speak.
+Two runs. As a user gets it (the default): every reference is known, so the best-scoring verified deployment of
+that (model, hardware, world size, phase) the planner admits is a candidate, and the tie band adopts it
+(plan.solve.verified_candidate; seed: prefer validated values whose estimate is reasonable). The planner's own
+judgment (`--own`): the references of that (model, hardware, world size, phase) are left out of both the offer
+and the ranking's closeness, so only the estimator and the other deployments speak.
 
 Pattern = attention layout (attention TP degree, CP on/off, KVP on/off) + MoE EP/TP + dense TP on/off. Exact
 knobs compare the knobs as the phase runs them (space.domains.space_name: a decode deployment's CP ranks

@@ -1,12 +1,10 @@
 """The seed's Step 3: prefer adopting a verified configuration whose estimate is reasonable (memory feasible,
 communication inside the node) over re-deriving one. A verified deployment of the same model, hardware, world
 size and phase is offered as a candidate; the ranking's tie band adopts it as #1 when its score is within 3% of
-the best (plan.solve.verified_candidates, rank.select.rank_candidates)."""
+the best (plan.solve.verified_candidate, rank.select.rank_candidates)."""
 from __future__ import annotations
 
 import itertools
-
-import pytest
 
 from solver.api import run_solve, verified_for
 from solver.estimate.compute import factors_for
@@ -15,6 +13,7 @@ from solver.space.domains import build_space, space_name
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
+from solver.specs.precision import resolve_precision
 from solver.specs.reference import list_references
 from solver.specs.scenario import Scenario
 
@@ -34,7 +33,7 @@ def test_a_verified_deployment_within_the_tie_band_is_adopted_as_candidate_1() -
     r = _ref("v32-d16")
     _, cands = _solve("v32-d16")
     first = cands[0]
-    assert first.planned.role == "verified deployment v32-d16"
+    assert first.planned.role == "verified deployment" and first.planned.verified == "v32-d16"
     assert first.planned.config.knobs() | {"cp_size": 16} == r.config().knobs()  # its decode runs CP as DP
     assert "within 3% of the best score, so adopted" in first.reason
     best = next(c for c in cands if c.planned.role == "best score")
@@ -46,13 +45,13 @@ def test_without_the_reference_the_planner_answers_on_its_own() -> None:
     r = _ref("v32-d16")
     others = [o for o in list_references() if o.id != r.id]
     _, cands = _solve("v32-d16", references=others)
-    assert not any(c.planned.role.startswith("verified") for c in cands)
+    assert not any(c.planned.verified for c in cands)
     assert cands[0].reference != r.id or cands[0].reference_diff  # v32-d16's own knobs are no longer #1
 
 
 def test_a_verified_deployment_behind_the_band_is_shown_after_the_ones_that_beat_it() -> None:
     _, cands = _solve("q3-attn4")  # the estimate puts TP4 x DP8 about 6% behind the planner's best
-    verified = [c for c in cands if c.planned.role == "verified deployment q3-attn4"]
+    verified = [c for c in cands if c.planned.verified == "q3-attn4"]
     assert len(verified) == 1 and verified[0].rank > 1
     assert "behind the best score by the estimate" in verified[0].reason
 
@@ -60,7 +59,7 @@ def test_a_verified_deployment_behind_the_band_is_shown_after_the_ones_that_beat
 def test_a_verified_configuration_outside_the_framework_space_is_not_offered() -> None:
     # sglang exposes neither o_proj TP nor the embedding's own TP degree: v32-d16's knobs are no choice there
     _, cands = _solve("v32-d16", framework="sglang")
-    assert not any(c.planned.role.startswith("verified") for c in cands)
+    assert not any(c.planned.verified for c in cands)
 
 
 def test_only_deployments_of_the_same_model_hardware_world_size_and_phase_are_offered() -> None:
@@ -83,12 +82,10 @@ def test_a_decode_deployments_cp_is_the_attention_dp_config_under_another_name()
 
 def test_picks_of_inverts_config() -> None:
     model, hw, fw = load_model("deepseek-v3.2"), load_hardware("atlas_a3"), load_framework("generic")
-    from solver.specs.precision import resolve_precision
-
     sc = Scenario(isl=4096, osl=256, max_concurrency=4)
     space = build_space(model, hw, fw, 16, sc, False)
-    t = build_tables(model, hw, resolve_precision(model, hw, "int8", None, None), factors_for(hw, fw.efficiency_for(hw)),
-                     fw, space, sc)
+    prec = resolve_precision(model, hw, "int8", None, None)
+    t = build_tables(model, hw, prec, factors_for(hw, fw.efficiency_for(hw)), fw, space, sc)
     checked = 0
     for i, j, k in itertools.islice(itertools.product(range(len(t.choices["attn"])), range(len(t.choices["dense"])),
                                                       range(len(t.choices["moe"]))), 0, None, 7):

@@ -39,8 +39,9 @@ class Planned:
     on_front: bool
     # why it is a candidate: "best score" (the scenario's score over the front), "other backbone" (the best
     # on another attention backbone), "next pattern" (the next distinct pattern by the score), "verified
-    # deployment <id>" (a verified configuration of this deployment the planner admits: verified_candidates)
+    # deployment" (a verified configuration of this deployment the planner admits: verified_candidate)
     role: str = "best score"
+    verified: str | None = None  # the verified deployment's id, for that role
 
 
 @dataclass
@@ -156,8 +157,8 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
          allow_cross_node: bool = False, mem_opts: MemoryOptions | None = None,
          explain_binding: bool = True, diagnose: bool = True,
          verified: Sequence[tuple[str, dict[str, int]]] = ()) -> PlanResult:
-    """`verified`: (id, knobs) of the verified deployments of this model, hardware, world size and phase; each
-    the planner admits is offered as one more candidate (`verified_candidates`)."""
+    """`verified`: (id, knobs) of the verified deployments of this model, hardware, world size and phase; the
+    best-scoring one the planner admits is offered as one more candidate (`verified_candidate`)."""
     with _collector_paused():
         return _plan(model, hw, prec, fw, world, scenario, params, method, top, allow_cross_node, mem_opts,
                      explain_binding, diagnose, verified)
@@ -262,18 +263,16 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     # seed asks that the backbones be compared, not only variants of the winner's; then the next patterns
     backbone = frozenset({attention_family(tables.choices["attn"][dict(ordered[0].picks)["attn"]])})
     asks = [("other backbone", backbone)] if top >= 2 else []
-    # the verified deployment of this deployment the planner admits (the best-scoring one where several are)
-    # takes a "next pattern" slot, the best-score and other-backbone slots staying: the seed prefers adopting a
-    # validated configuration, so it is always shown. One of the best's pattern takes none (the ranking keeps
-    # one configuration per pattern)
-    offered = verified_candidates(tables, planner, verified, scenario, score)
-    adopt = [min(offered, key=lambda rp: (score(rp[1]), rp[1].batch))] if offered else []
-    adopt = [(ref_id, p) for ref_id, p in adopt if p.key() not in roles]
+    # the verified deployment the planner admits takes a "next pattern" slot, the best-score and other-backbone
+    # slots staying: the seed prefers adopting a validated configuration, so it is always shown. One of a pattern
+    # already chosen takes none (the ranking keeps one configuration per pattern)
+    adopt = verified_candidate(tables, planner, verified, scenario, score)
+    if adopt is not None and adopt[1].key() in roles:
+        adopt = None
     slots = 0
-    for _, p in adopt:
-        if pattern_key(tables, dict(p.picks)) not in seen:
-            seen.append(pattern_key(tables, dict(p.picks)))
-            slots += 1
+    if adopt is not None and pattern_key(tables, dict(adopt[1].picks)) not in seen:
+        seen.append(pattern_key(tables, dict(adopt[1].picks)))
+        slots = 1
     while len(chosen) + (slots if not asks else 0) < top:
         role, families = asks.pop(0) if asks else ("next pattern", frozenset())
         p = next_by_score(families)
@@ -284,16 +283,16 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         chosen.append(p)
         roles[p.key()] = role
         seen.append(pattern_key(tables, dict(p.picks)))
-    for ref_id, p in adopt:
-        if p.key() not in roles:
-            chosen.append(p)
-            roles[p.key()] = f"verified deployment {ref_id}"
+    if adopt is not None and adopt[1].key() not in roles:
+        chosen.append(adopt[1])
+        roles[adopt[1].key()] = "verified deployment"
     front_keys = {p.key() for p in points}
 
     def realize(p: Point) -> Planned:
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
-        return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys,
-                       roles.get(p.key(), "front"))
+        role = roles.get(p.key(), "front")
+        return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys, role,
+                       adopt[0] if role == "verified deployment" else None)
 
     result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method,
                         time_limit_s=params.time_limit_s, knobs=model_knobs(model))
@@ -314,25 +313,26 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     return result
 
 
-def verified_candidates(tables: Tables, planner: cpsat.Planner, verified: Sequence[tuple[str, dict[str, int]]],
-                        scenario: Scenario, score: Callable[[Point], float]) -> list[tuple[str, Point]]:
-    """The verified deployments the planner would accept here, each at its best-scoring concurrency: the seed
-    prefers adopting a validated configuration whose estimate is reasonable (memory feasible, communication
-    inside the node) over deriving one. Its knobs must be choices of this space (a knob the framework does not
-    expose, or a TP group leaving the node, makes it none), and at the concurrency it must pass what the
-    search's answers pass (Planner.admissible: memory, the framework's rules, the SLAs, the full estimate).
-    A decode deployment's CP is taken as the space names it (space_name: its ranks decode as attention DP).
-    Where it lands among the candidates is the ranking's (rank.select: within the tie band the closest to a
-    verified configuration leads)."""
-    out = []
+def verified_candidate(tables: Tables, planner: cpsat.Planner, verified: Sequence[tuple[str, dict[str, int]]],
+                       scenario: Scenario, score: Callable[[Point], float]) -> tuple[str, Point] | None:
+    """(id, point) of the best-scoring verified deployment the planner would accept here, at its best-scoring
+    concurrency: the seed prefers adopting a validated configuration whose estimate is reasonable (memory
+    feasible, communication inside the node) over deriving one. Its knobs must be choices of this space (a knob
+    the framework does not expose, or a TP group leaving the node, makes it none), and at the concurrency it
+    must pass what the search's answers pass (Planner.admissible: memory, the framework's rules, the SLAs, the
+    full estimate). A decode deployment's CP is taken as the space names it (space_name: its ranks decode as
+    attention DP). Where it lands among the candidates is the ranking's (rank.select: within the tie band the
+    closest to a verified configuration leads)."""
+    best = None
     for ref_id, knobs in verified:
         picks = tables.picks_of(space_name(knobs, scenario))
         if picks is None:
             continue
-        hits = [hit[1] for b in tables.batches if (hit := planner.admissible(b, picks)) is not None]
-        if hits:
-            out.append((ref_id, min(hits, key=lambda p: (score(p), p.batch))))
-    return out
+        for b in tables.batches:
+            hit = planner.admissible(b, picks)
+            if hit is not None and (best is None or (score(hit[1]), b) < (score(best[1]), best[1].batch)):
+                best = (ref_id, hit[1])
+    return best
 
 
 def binding_constraints(planner: cpsat.Planner, best: Point) -> list[str]:

@@ -159,11 +159,10 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
     return "; ".join(lines)
 
 
-def adoption_note(role: str, behind: float) -> str:
+def adoption_note(ref_id: str, behind: float) -> str:
     """Why a verified deployment is a candidate, and whether the tie band adopts it (`behind`: its score minus
     the best, the log-ratio of ORDERING)."""
-    name = role.removeprefix("verified deployment ").strip()
-    head = (f"the verified deployment {name} of this model, hardware, world size and phase (the seed adopts "
+    head = (f"the verified deployment {ref_id} of this model, hardware, world size and phase (the seed adopts "
             "validated values that fit in memory with TP inside the node)")
     if behind <= math.log(1 + PERF_TIE):
         return f"{head}: within {PERF_TIE:.0%} of the best score, so adopted ahead of what the planner derived"
@@ -199,7 +198,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
     # a verified deployment offered beside the planner's pick of the same pattern: the first of the two stays
     kept, shown = [], {}
     for r in rows:
-        name, verified = pattern_name(r[0].config, model), r[0].role.startswith("verified")
+        name, verified = pattern_name(r[0].config, model), r[0].verified is not None
         if name in shown and (verified or shown[name]):
             continue
         shown.setdefault(name, verified)
@@ -213,8 +212,8 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
                     else "risk" if mem.kv_share_of_available > 0.5 else "neutral")
         comparative = i == 0 and dist >= 4 and score <= best_score + math.log(1 + PERF_TIE)
         reason = decision_tree_reason(p.config, model, scenario, hw)
-        if p.role.startswith("verified"):
-            reason = f"{adoption_note(p.role, score - best_score)}; {reason}"
+        if p.verified is not None:
+            reason = f"{adoption_note(p.verified, score - best_score)}; {reason}"
         out.append(Candidate(
             rank=i + 1, planned=p, pattern=pattern_name(p.config, model),
             reason=reason,
