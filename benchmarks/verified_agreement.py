@@ -29,13 +29,12 @@ from solver.space.domains import space_name
 from solver.specs.reference import Reference, list_references
 
 
-def pattern(cfg: dict[str, int], phase: str) -> tuple:
-    """Attention TP degree, CP on/off, KVP on/off, MoE TP degree (so EP), dense TP on/off. CP splits the
-    prompts of a prefill; in a decode step its ranks run as attention DP (estimate.step.decode_layout), so for
-    a decode config CP on and off are the same decode deployment and are not told apart."""
-    a = cfg.get("attn_tp_size", 1)
-    cp = cfg.get("cp_size", 1) > 1 and phase == "prefill"
-    return (a, cp, cfg.get("kvp_size", 1) > 1, cfg.get("moe_tp_size", 1), cfg.get("dense_tp_size", 1) > 1)
+def pattern(cfg: dict[str, int]) -> tuple:
+    """Attention TP degree, CP on/off, KVP on/off, MoE TP degree (so EP), dense TP on/off. A decode config is
+    compared as the space names it (space_name: its CP ranks decode as attention DP), so CP on and off are the
+    same decode deployment there."""
+    return (cfg.get("attn_tp_size", 1), cfg.get("cp_size", 1) > 1, cfg.get("kvp_size", 1) > 1,
+            cfg.get("moe_tp_size", 1), cfg.get("dense_tp_size", 1) > 1)
 
 
 def same_deployment(a: Reference, b: Reference) -> bool:
@@ -63,9 +62,9 @@ def evaluate(ref: Reference, top: int, refs: list[Reference] | None = None) -> d
     gap = sc.request_latency(mine.ttft_s, mine.tpot_s) / sc.request_latency(best.ttft_s, best.tpot_s) - 1
     fits = mine.memory.feasible
     exact = next((i + 1 for i, g in enumerate(got) if all(g.get(k, 1) == v for k, v in truth.items())), None)
-    pat = next((i + 1 for i, g in enumerate(got) if pattern(g, ref.phase) == pattern(truth, ref.phase)),
+    pat = next((i + 1 for i, g in enumerate(got) if pattern(space_name(g, sc)) == pattern(truth)),
                None)
-    strict = any(pattern(g, "prefill") == pattern(ref.knobs, "prefill") for g in got)  # CP told apart everywhere
+    strict = any(pattern(g) == pattern(ref.knobs) for g in got)  # CP told apart everywhere
     return {"id": ref.id, "status": "ok", "exact": exact is not None, "first": exact == 1,
             "pattern": pat is not None, "strict": strict,
             "rank": pat, "seconds": time.perf_counter() - t0, "top": [c.pattern for c in cands],

@@ -67,8 +67,8 @@ def test_only_deployments_of_the_same_model_hardware_world_size_and_phase_are_of
     r = _ref("r1-d128")
     ids = [i for i, _ in verified_for(load_model(r.model).name, r.hardware, r.world_size, r.phase, refs)]
     assert "r1-d128" in ids and all(_ref(i).world_size == 128 and _ref(i).phase == "decode" for i in ids)
-    assert not verified_for(load_model(r.model).name, r.hardware, r.world_size, "prefill", refs) or all(
-        _ref(i).phase == "prefill" for i, _ in verified_for(load_model(r.model).name, r.hardware, 128, "prefill", refs))
+    prefill = [i for i, _ in verified_for(load_model(r.model).name, r.hardware, 32, "prefill", refs)]
+    assert prefill == ["r1-p32-dp"]  # R1's prefill deployment on 32 dies, none of its decode ones
     assert not any(_ref(i).afd for i in ids)
     assert "lc-afd" not in [i for i, _ in verified_for(load_model("longcat-flash").name, "atlas_a3", 128, "decode",
                                                         refs)]

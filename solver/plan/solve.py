@@ -283,7 +283,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         chosen.append(p)
         roles[p.key()] = role
         seen.append(pattern_key(tables, dict(p.picks)))
-    if adopt is not None and adopt[1].key() not in roles:
+    if adopt is not None:  # its pattern is in `seen`, so no slot above took its key
         chosen.append(adopt[1])
         roles[adopt[1].key()] = "verified deployment"
     front_keys = {p.key() for p in points}

@@ -146,9 +146,7 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
             return "A.pp_at_most_layers"
         if not pp_fits_nodes(world, value, hw):
             return "B.pp_stage_whole_nodes"
-    if knob == "cp_size" and scenario.phase == "decode" and value != 1:
-        # CP splits prompts; its ranks decode as attention DP (estimate.step.decode_layout), so in a
-        # decode-only scenario every cp value is the cp = 1 config under another name
+    if knob == "cp_size" and value != 1 and cp_is_renamed(scenario):
         return "scenario.cp_splits_prefill_only"
     if knob in TP_KNOBS and not allow_cross_node and value > tp_domain(hw):
         return "B.tp_within_node"  # seed class B: tp_size <= cards per node (cross-node TP degrades sharply)
@@ -161,10 +159,16 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
     return None
 
 
+def cp_is_renamed(scenario: Scenario) -> bool:
+    """CP splits prompts; its ranks decode as attention DP (estimate.step.decode_layout), so in a decode-only
+    scenario every cp value is the cp = 1 configuration under another name (the rule
+    scenario.cp_splits_prefill_only, and `space_name`)."""
+    return scenario.phase == "decode"
+
+
 def space_name(knobs: dict[str, int], scenario: Scenario) -> dict[str, int]:
-    """The knobs the space holds this configuration under: in a decode-only scenario a CP configuration is the
-    cp = 1 one under another name (knob_rule's scenario.cp_splits_prefill_only)."""
-    if scenario.phase == "decode" and knobs.get("cp_size", 1) != 1:
+    """The knobs the space holds this configuration under: cp = 1 where CP is renamed (cp_is_renamed)."""
+    if knobs.get("cp_size", 1) != 1 and cp_is_renamed(scenario):
         return {**knobs, "cp_size": 1}
     return dict(knobs)
 
