@@ -38,6 +38,8 @@ def pattern(cfg: dict[str, int]) -> tuple:
 
 
 def same_deployment(a: Reference, b: Reference) -> bool:
+    """The references `--own` hides from a deployment's run: api.verified_for's match, AFD ones included (the
+    planner does not adopt those, but the ranking's closeness would still see their knobs)."""
     return (a.model, a.hardware, a.world_size, a.phase) == (b.model, b.hardware, b.world_size, b.phase)
 
 
