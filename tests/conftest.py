@@ -8,6 +8,15 @@ FACTS = REPO.parent / "shared" / "facts"
 REAL_TRACE = FACTS / "traces" / "deepseek-v3-train-ep64.trace.json"
 
 
+def examples(n: int) -> int:
+    """Examples a hypothesis test of the planner's exactness draws: its default `n` times
+    SHARDPLAN_EXAMPLES_SCALE (default 1), so a thorough run is the same tests with more draws
+    (SHARDPLAN_EXAMPLES_SCALE=10: hundreds of planner instances against exhaustive enumeration)."""
+    import os
+
+    return max(1, round(n * float(os.environ.get("SHARDPLAN_EXAMPLES_SCALE", "1"))))
+
+
 def toy_hardware(**over):
     """A round-number device for hand-computed cases: 1 PFLOP/s bf16 (2 fp8), 1 TB/s HBM, 1 GB/s in the node,
     0.1 GB/s between nodes, no latencies, no overheads, perfect efficiencies."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from solver.cli.main import main
@@ -23,6 +23,8 @@ from solver.specs.precision import resolve_precision
 from solver.specs.reference import list_references
 from solver.specs.scenario import Scenario
 
+from conftest import examples  # noqa: E402
+
 SMALL = [("qwen3-30b-a3b", "h200_sxm"), ("mixtral-8x7b", "h100_sxm"), ("qwen3-8b", "a100_sxm"),
          ("gpt-oss-20b", "b200_sxm"), ("deepseek-v3.2", "atlas_a3")]
 
@@ -36,14 +38,16 @@ def _instance(model: str, hw: str, world: int, fw: str, kind: str, isl: int, pha
     return m, h, f, sc, t
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=st.sampled_from(SMALL), world=st.sampled_from([1, 2, 4, 8, 16]),
        fw=st.sampled_from(["generic", "cann-recipes"]), kind=st.sampled_from(["throughput", "latency", "balanced"]),
        isl=st.sampled_from([512, 4096, 32768]), phase=st.sampled_from(["serving", "prefill", "decode"]))
 def test_cpsat_front_equals_exhaustive_front(case, world, fw, kind, isl, phase):
     m, h, f, sc, t = _instance(case[0], case[1], world, fw, kind, isl, phase)
     if _combinations(t) > 40_000:
+        event("not compared: over the enumerator's 40,000 combinations")
         return  # the enumerator sums every combination in Python
+    event("compared with the exhaustive front")
     front = cpsat.Planner(t, m, h, f, sc).front()
     exhaustive = pareto(enumerate_points(t, m, h, f, sc))
     assert [(p.latency, p.inv_throughput) for p in front] == [(p.latency, p.inv_throughput) for p in exhaustive]
@@ -193,7 +197,7 @@ def random_model_config(draw):
     return cfg
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cfg=random_model_config(), hw=st.sampled_from(["h100_sxm", "atlas_a2", "mi300x", "gb200"]),
        world=st.sampled_from([1, 2, 4, 8]), kind=st.sampled_from(["throughput", "latency", "balanced"]))
 def test_random_models_get_valid_answers_and_matching_fronts(cfg, hw, world, kind):

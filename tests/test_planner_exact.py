@@ -24,6 +24,8 @@ from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import resolve_precision
 from solver.specs.scenario import Scenario
 
+from conftest import examples  # noqa: E402
+
 CASES = [("qwen3-30b-a3b", "h200_sxm"), ("mixtral-8x7b", "h100_sxm"), ("qwen3-8b", "a100_sxm"),
          ("gpt-oss-20b", "b200_sxm"), ("deepseek-v3.2", "atlas_a3"), ("deepseek-v3", "h200_sxm"),
          ("qwen3.5-35b-a3b", "h100_sxm")]
@@ -143,7 +145,7 @@ def test_the_stages_summed_in_one_pass_equal_each_stages_sums(case, pp, phase, m
     assert got == [step_sums(sm, h, pc, prec, f, w, k, attention_only, modules) for sm, k in sts]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=st.sampled_from(CASES), fw=st.sampled_from(FRAMEWORKS), world=st.sampled_from([1, 2, 4, 8, 16]),
        phase=st.sampled_from(["serving", "prefill", "decode"]), isl=st.sampled_from([512, 4096]),
        mtp=st.sampled_from([0, 1]), data=st.data())
@@ -226,7 +228,7 @@ def _exhaustive_front(m, h, f, prec, fac, sc, t, world):
     return front
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=st.sampled_from(CASES[:5]), fw=st.sampled_from(FRAMEWORKS), world=st.sampled_from([1, 2, 4, 8]),
        phase=st.sampled_from(["serving", "prefill", "decode"]), isl=st.sampled_from([512, 4096]),
        sla=st.sampled_from([{}, {"ttft_ms": 400.0}, {"tpot_ms": 30.0}]))
