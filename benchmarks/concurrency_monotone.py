@@ -18,7 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver.estimate.compute import factors_for  # noqa: E402
-from solver.plan.tables import Tables, build_tables  # noqa: E402
+from solver.plan.table_build import build_tables  # noqa: E402
+from solver.plan.tables import Tables  # noqa: E402
 from solver.space.domains import build_space  # noqa: E402
 from solver.specs.framework import load_framework  # noqa: E402
 from solver.specs.hardware_catalog import load_hardware  # noqa: E402

@@ -6,20 +6,22 @@ of the repeats, and whether every replayed answer equals (==) the plan's.
     python benchmarks/sums_replay.py [--model deepseek-v3.2] [--hardware atlas_a3] [--framework generic]
                                      [--world 128] [--repeats 7]
 
-Run it in two checkouts back to back to compare them (it reads only what both have: `tables.shares`,
-`group_cost.shares`; the caches a checkout lacks are skipped). Before branch tables16 it replayed the
-`plan_sums` calls beneath the shares (21,371 at generic W=128), which the shares now skip where their kit
-already added the same sums up."""
+Run it in two checkouts back to back to compare them (it reads only what both have: the `shares` that
+`Tables._share` calls, in the module that defines it, and `group_cost.shares`; the caches a checkout lacks are
+skipped). Before branch tables16 it replayed the `plan_sums` calls beneath the shares (21,371 at generic
+W=128), which the shares now skip where their kit already added the same sums up."""
 from __future__ import annotations
 
 import argparse
 import gc
 import statistics
+import sys
 import time
 
 from solver.api import run_solve
 from solver.estimate import compute, step
-from solver.plan import group_cost, tables
+from solver.plan import group_cost
+from solver.plan.tables import Tables
 from solver.specs.scenario import Scenario
 
 # the estimator's caches the share path fills (those a checkout lacks are skipped)
@@ -41,17 +43,18 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     a = ap.parse_args()
     calls = []
-    record = tables.shares
+    home = sys.modules[Tables._share.__module__]  # plan.table_inputs (plan.tables before branch split30)
+    record = home.shares
 
     def capture(*args, **kwargs):
         out = record(*args, **kwargs)
         calls.append((args, kwargs, out))
         return out
 
-    tables.shares = capture
+    home.shares = capture
     run_solve(a.model, a.hardware, a.world, Scenario(kind="balanced", isl=4096, osl=256), a.framework,
               "int8" if a.hardware.startswith("atlas") else None, explain_binding=False)
-    tables.shares = record
+    home.shares = record
     gc.disable()  # as the planner runs them
     _clear()
     equal = all(group_cost.shares(*args, **kwargs) == out for args, kwargs, out in calls)

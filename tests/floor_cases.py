@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from solver.estimate.compute import factors_for
 from solver.estimate.params import count_params
-from solver.plan.tables import module_groups
+from solver.plan.groups import module_groups
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model

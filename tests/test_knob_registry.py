@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from solver.estimate.params import count_params
-from solver.plan.tables import ATTN_ORDER, GROUPS, KNOB_GROUP, SHARED
+from solver.plan.groups import ATTN_ORDER, GROUPS, KNOB_GROUP, SHARED
 from solver.specs import knobs
 from solver.specs.framework import KNOB_NAMES, RULE_NAMES
 from solver.specs.model_catalog import list_models, load_model

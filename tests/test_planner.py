@@ -13,7 +13,7 @@ from solver.estimate.compute import factors_for
 from solver.plan import cpsat
 from solver.plan import points
 from solver.plan.exhaustive import enumerate_points, pareto
-from solver.plan.tables import build_tables
+from solver.plan.table_build import build_tables
 from solver.space.domains import build_space, tp_domain
 from solver.specs.framework import load_framework
 from solver.specs.rule_env import model_env

@@ -5,8 +5,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.estimate.compute import factors_for
-from solver.plan import cpsat
-from solver.plan.tables import build_tables
+from solver.plan import cpsat, dominance
+from solver.plan.table_build import build_tables
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
@@ -46,9 +46,9 @@ def test_a_level_corner_is_on_the_level_curve_so_every_point_dominating_it_is_no
     corners = pl.level_corners(vc, best_l, pe, te)
     assert len(corners) == 2
     (p1, t1), (p2, t2) = corners
-    slack = 2 * cpsat.LEVEL_PRECISION  # the bisection stops within its precision above the curve
+    slack = 2 * dominance.LEVEL_PRECISION  # the bisection stops within its precision above the curve
     assert p1 == pe and t2 == te and t1 <= te * (1 + slack) + 1e-7 and p2 <= pe * (1 + slack) + 1e-7
     for p, t in corners:
         assert pl._lf(vc, p, t) >= best_l
-    assert t1 == 0 or pl._lf(vc, p1, t1 * (1 - 2 * cpsat.LEVEL_PRECISION) - 1e-7) < best_l or t1 < 1e-6
-    assert p2 == 0 or pl._lf(vc, p2 * (1 - 2 * cpsat.LEVEL_PRECISION) - 1e-7, t2) < best_l or p2 < 1e-6
+    assert t1 == 0 or pl._lf(vc, p1, t1 * (1 - 2 * dominance.LEVEL_PRECISION) - 1e-7) < best_l or t1 < 1e-6
+    assert p2 == 0 or pl._lf(vc, p2 * (1 - 2 * dominance.LEVEL_PRECISION) - 1e-7, t2) < best_l or p2 < 1e-6

@@ -15,7 +15,9 @@ from solver.estimate.serving import ServingPolicy, ServingShape, Workload, estim
 from solver.estimate.step import module_sums, step_cost, step_items, step_sums
 from solver.plan import cpsat, rule_tables
 from solver.plan.solve import full_estimate_misses
-from solver.plan.tables import GROUPS, assumed_memory, build_tables, module_groups
+from solver.plan.groups import GROUPS, module_groups
+from solver.plan.layout_memory import assumed_memory
+from solver.plan.table_build import build_tables
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware

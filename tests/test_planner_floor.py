@@ -15,7 +15,8 @@ from solver.estimate.compute import Work, factors_for
 from solver.plan import cpsat
 from solver.plan.floor import FLOOR_GROUPS, JOINT, at_most, floors_apply, reads
 from solver.plan.group_cost import Share, shares
-from solver.plan.tables import ViewCosts, build_tables
+from solver.plan.table_build import build_tables
+from solver.plan.tables import ViewCosts
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware

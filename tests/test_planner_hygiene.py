@@ -11,7 +11,7 @@ from solver.estimate.compute import factors_for
 from solver.plan import cpsat
 from solver.plan import points
 from solver.plan.solve import PlanResult
-from solver.plan.tables import build_tables
+from solver.plan.table_build import build_tables
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware

@@ -15,7 +15,7 @@ from solver.plan import points
 from solver.plan.floor import at_most, attention_at_most, attention_monotone, attention_reads, floors_apply, reads
 from solver.plan.bound import minimum, minimum_unless_below, pareto_sums
 from solver.plan.group_cost import NONE, Share, shares
-from solver.plan.tables import build_tables
+from solver.plan.table_build import build_tables
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware

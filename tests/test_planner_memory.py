@@ -1,6 +1,6 @@
 """The planner's memory constraint is the memory model's: the tables' entries plus each layout's terms, stage by
-stage (tables.StageMemory), give the bytes memory_per_rank gives the busiest replica's sequences at the longest
-context (tables.assumed_memory), so they admit exactly the configurations that fit, and the CP-SAT view model
+stage (layout_memory.StageMemory), give the bytes memory_per_rank gives the busiest replica's sequences at the longest
+context (layout_memory.assumed_memory), so they admit exactly the configurations that fit, and the CP-SAT view model
 admits exactly what `Tables.fits` admits."""
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from solver.estimate.memory import MemoryOptions, activation_peak, activation_pe
 from solver.estimate.params import count_params
 from solver.plan import view_model
 from solver.plan.memory_rows import group_memory
-from solver.plan.tables import GROUPS, assumed_memory, build_tables, module_groups
+from solver.plan.groups import GROUPS, module_groups
+from solver.plan.layout_memory import assumed_memory
+from solver.plan.table_build import build_tables
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware

@@ -8,7 +8,8 @@ import pytest
 
 from solver.estimate.compute import factors_for
 from solver.plan import rule_tables
-from solver.plan.tables import GROUPS, build_tables
+from solver.plan.groups import GROUPS
+from solver.plan.table_build import build_tables
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware

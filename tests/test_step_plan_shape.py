@@ -1,5 +1,5 @@
 """The planner's tables keep one step plan per (concurrency, stage count, attention replicas)
-(plan.tables.Tables.step_plan_of): figures.step_plan must read nothing else of a configuration."""
+(Tables.step_plan_of, plan.table_inputs): figures.step_plan must read nothing else of a configuration."""
 from __future__ import annotations
 
 import itertools

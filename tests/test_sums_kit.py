@@ -14,7 +14,7 @@ from solver.estimate.compute import Kit, SumsKit, Work, collective, collective_s
 from solver.estimate.step import (_head_colls, _light_module_sums, _light_sums, _records, block_sums, head_comms,
                                   head_ops, kit_head_comms, module_sums)
 from solver.plan import group_cost
-from solver.plan.tables import module_groups
+from solver.plan.groups import module_groups
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import list_models, load_model
 from solver.specs.parallel import ParallelConfig
@@ -258,10 +258,10 @@ def test_mixer_sums_read_only_the_mixer_key(name: str) -> None:
 
 
 def test_tables_keep_one_object_per_equal_precision_and_factors() -> None:
-    """build_tables' inputs as one object per value (tables._one_of: the memos keyed by identity then serve
+    """build_tables' inputs as one object per value (table_build._one_of: the memos keyed by identity then serve
     another plan of the deployment): an equal precision (unhashable) or factors object is the first one met,
     an unequal one stays its own."""
-    from solver.plan.tables import _one_of
+    from solver.plan.table_build import _one_of
 
     m, h = load_model("deepseek-v3.2"), HW["atlas"]
     p1, p2 = resolve_precision(m, h, weight_dtype="int8"), resolve_precision(m, h, weight_dtype="int8")

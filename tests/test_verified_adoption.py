@@ -8,7 +8,7 @@ import itertools
 
 from solver.api import run_solve, verified_for
 from solver.estimate.compute import factors_for
-from solver.plan.tables import build_tables
+from solver.plan.table_build import build_tables
 from solver.space.domains import build_space, space_name
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware

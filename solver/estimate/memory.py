@@ -236,7 +236,7 @@ def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequen
     """Peak transient bytes of one forward over `tokens` tokens of one attention replica, by the knob that sizes
     each part (Block.activation_knob; the logits: lmhead_tp_size): the residual stream plus the largest
     intermediate of those blocks. Layers run one after another, so the peak is the largest term
-    (activation_per_rank); the planner constrains each term on its own (plan.tables.StageMemory)."""
+    (activation_per_rank); the planner constrains each term on its own (plan.layout_memory.StageMemory)."""
     return _terms(model, pc, tokens, sequences, None)
 
 

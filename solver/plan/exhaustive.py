@@ -14,7 +14,8 @@ import itertools
 from solver.plan.cpsat import Planner
 from solver.plan.points import Point, pareto
 from solver.plan.rule_tables import rule_tables, static_rule_tables
-from solver.plan.tables import GROUPS, Tables
+from solver.plan.groups import GROUPS
+from solver.plan.tables import Tables
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from solver.plan.tables import Tables, ViewCosts
 
 # the groups floored: dense is costed last with its (negative) correction with MoE, which a floor of its own
-# would have to bound too (tables.FILL_ORDER)
+# would have to bound too (groups.FILL_ORDER)
 FLOOR_GROUPS = ("moe", "lmhead", "embed")
 # dense x MoE as one group, of a complete view: per pair, the two shares and their correction at one work are
 # the pair's joint share there (a share of both groups' modules at one config: non-decreasing alike)

@@ -1,7 +1,7 @@
 """One module group's share of a forward step, stage by stage, exactly as estimate.step costs it.
 
 A step (estimate.step.step_cost) is a sum over its ops and collectives, each owned by a module, and a module
-belongs to the planner group of the knob that splits it (tables.module_groups). Under pipeline parallel the
+belongs to the planner group of the knob that splits it (groups.module_groups). Under pipeline parallel the
 step is the slowest stage's sum, repeated over the step's slots, plus the activation hand-off
 (estimate.step.pipeline_step): so a group's share is kept per distinct stage and the planner takes the max
 over stages of the sums. What a non-attention group costs also depends on the attention layout around it

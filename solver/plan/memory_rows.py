@@ -1,7 +1,7 @@
 """The planner's memory rows: the bytes per rank one group's choice adds (weights, the attention group's
 buffers, caches and its own activation term), fixed or growing with the sequences held, on the first pipeline
 stage or a given one: what plan.tables adds up per configuration (build_tables' entries, a stage's
-StageMemory), exactly as estimate.memory counts it."""
+layout_memory.StageMemory), exactly as estimate.memory counts it."""
 from __future__ import annotations
 
 from solver.estimate.memory import (
@@ -18,7 +18,7 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 
-# the knobs the attention group owns (plan.tables.GROUPS["attn"] but the stage count, which sizes no term)
+# the knobs the attention group owns (plan.groups.GROUPS["attn"] but the stage count, which sizes no term)
 ATTN_KNOBS = group_knobs("attn")
 
 
@@ -39,7 +39,7 @@ def group_memory(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, 
     """Bytes a group adds per rank: `part` "fixed" (weights, the attention groups' buffers), "batch" (what
     grows with the `batch` sequences held) or "all". What adds up over groups: weights, caches and the attention
     group's own activation term; the other terms, the EP staging and a communicator another group opens are
-    the layout's (tables.Tables.view_memory). Under PP the first stage's (the most layers, the embedding), with the
+    the layout's (layout_memory: Tables.view_memory). Under PP the first stage's (the most layers, the embedding), with the
     unowned weights the tables charge beyond that stage's taken off the attention entry: a lower bound of
     the largest stage's figure, which the per-stage constraints make exact."""
     if pc.pp_size == 1:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from solver.errors import InputError
 from solver.plan.bound import nondominated
-from solver.plan.tables import GROUPS, SHARED, Tables
+from solver.plan.groups import GROUPS, SHARED
+from solver.plan.tables import Tables
 from solver.specs.limits import MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
 
 

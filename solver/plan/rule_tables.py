@@ -7,7 +7,8 @@ import itertools
 from typing import Iterator
 
 from solver.memo import IdentityMemo
-from solver.plan.tables import GROUPS, SHARED, Tables
+from solver.plan.groups import GROUPS, SHARED
+from solver.plan.tables import Tables
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import DERIVED

@@ -20,7 +20,10 @@ from solver.plan import cpsat
 from solver.plan.points import CutStop, Point, SolverParams, SolveStatus, attention_family, pareto, pattern_key
 from solver.plan import rule_tables
 from solver.plan.exhaustive import enumerate_points
-from solver.plan.tables import GROUPS, Tables, assumed_memory, build_tables
+from solver.plan.groups import GROUPS
+from solver.plan.layout_memory import assumed_memory
+from solver.plan.table_build import build_tables
+from solver.plan.tables import Tables
 from solver.space.domains import build_space, largest_tp, range_note, redundant_for, space_name
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -196,7 +199,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
 
     def verify(p: Point) -> bool:
         # the full estimate's constraints, and room for what the figures assume: the busiest replica's
-        # sequences at the longest context (the planner's memory constraint is that model: tables.StageMemory)
+        # sequences at the longest context (the planner's memory constraint is that model: layout_memory.StageMemory)
         if full_estimate_misses(full(p), scenario):
             return False
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))

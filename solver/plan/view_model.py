@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from solver.errors import InputError
 from solver.estimate.memory import COMM_BUFFER_BYTES
 from solver.ortools_cp import cp_model  # OR-Tools' cp_model without its eager pandas import
-from solver.plan.tables import GROUPS, Tables
+from solver.plan.groups import GROUPS
+from solver.plan.tables import Tables
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.limits import MAX_COEF
@@ -118,7 +119,7 @@ def _bytes(v: float) -> int:
 
 
 def _memory_constraints(m: cp_model.CpModel, t: Tables, b: int, key: tuple, x: dict, lit) -> None:
-    """The memory model's cap on a layout, stage by stage (tables.StageMemory): the additive part (the tables'
+    """The memory model's cap on a layout, stage by stage (layout_memory.StageMemory): the additive part (the tables'
     entries on one stage, the stage's own under PP) plus each transient term on its own (the transient is the
     largest of them), the EP staging, and the communicator buffers once."""
     for k, sm in enumerate(t.view_memory(b, key)):

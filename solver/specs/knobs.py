@@ -9,7 +9,7 @@ from collections import namedtuple
 
 KnobSpec = namedtuple("KnobSpec", "name flag short group module derived seed splits_weights")
 KnobSpec.__doc__ = """One knob. name: the parallel_config key; flag: its CLI option; short: the seed's column name;
-group: the planner group whose choice sets it (plan.tables.GROUPS; "stage" = every group shares it); module:
+group: the planner group whose choice sets it (plan.groups.GROUPS; "stage" = every group shares it); module:
 the module it splits, in the parameter report's names; derived: the size world // knob the seed also states
 ("" if none); seed: one of the seed's eight parallel_config keys; splits_weights: it shards its module's
 weights (CP, KVP, SP and PP split tokens, cache or layers instead)."""

@@ -1,0 +1,151 @@
+"""The planner's tables built for one deployment: every group's choices in the space (attention choices
+under the framework's attention rules, each other group's knob per stage count, MoE with its redundant experts)
+and their memory per rank at each concurrency; step costs are filled later, per layout (Tables.view).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import TypeVar
+
+from solver.estimate.compute import Factors
+from solver.estimate.memory import MemoryOptions, memory_limit
+from solver.estimate.params import count_params
+from solver.plan.groups import GROUPS, module_groups
+from solver.plan.layout_memory import held_of
+from solver.plan.memory_rows import PER_SEQUENCE_MEMORY, group_memory, unowned_weights
+from solver.plan.tables import Tables
+from solver.space.domains import Space, redundant_for
+from solver.specs.framework import FrameworkProfile
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+from solver.specs.rule_env import model_env
+from solver.specs.scenario import Scenario
+
+T = TypeVar("T")
+
+# one object per value among the hardware, precisions and factors tables were built with (_one_of)
+_BUILT_WITH: list = []
+
+
+def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, world: int, hw: Hardware,
+                      scenario: Scenario) -> list[tuple[int, ...]]:
+    """Attention choices: at most one token-sharding mode (CP, KVP or SP) at a time, group divides W, and
+    every framework rule that reads only attention knobs holds."""
+    d = space.domains
+    names = set(GROUPS["attn"])
+    local_rules = [r for r in fw.rules if r.severity == "error"
+                   and r.names <= names | {"pp_size", "world", "mtp", "ranks_per_node", "afd", "num_attention_heads",
+                                           "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa",
+                                           "is_moe", "o_proj_dim", "attn_dp_size"}]
+    out = []
+    # in itertools.product's order, the one-mode test made before the o_proj and stage loops (it reads neither)
+    splits = [(cp, kvp, sp) for cp, kvp, sp in itertools.product(d["cp_size"], d["kvp_size"], d["attn_sp_size"])
+              if (cp > 1) + (kvp > 1) + (sp > 1) <= 1]
+    for tp, (cp, kvp, sp), op, pp in itertools.product(d["attn_tp_size"], splits, d["o_proj_tp_size"],
+                                                       d["pp_size"]):
+        if tp > 1 and op not in (1, tp):
+            # seed Layer 1: o_proj gets its own TP only under attention DP; under attention TP it follows
+            # attn_tp (written 1, or equal to attn_tp where a framework requires that spelling)
+            continue
+        if (world // pp) % (tp * cp * kvp * sp):
+            continue
+        if kvp > 1 and scenario.phase == "prefill":
+            continue  # KVP splits a decode cache; it does nothing for a prefill-only deployment
+        cfg = {"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "o_proj_tp_size": op,
+               "pp_size": pp}
+        env = model_env(cfg, model, hw.ranks_per_node, world=world, mtp=scenario.mtp)
+        if all(r.holds(env) for r in local_rules):
+            out.append((tp, cp, kvp, sp, op, pp))
+    # under attention TP, o_proj_tp = attn_tp and = 1 are the same layout: keep one spelling, the framework's
+    accepted = set(out)
+    return [c for c in out if not (c[0] > 1 and c[4] == c[0] and (*c[:4], 1, c[5]) in accepted)]
+
+def _per_stage(values: list[int], pps: tuple[int, ...], world: int, rest=None) -> list[tuple[int, ...]]:
+    """A group's choices with each stage count: the knob must divide the stage's ranks."""
+    return [(v, *((rest(v, p),) if rest else ()), p) for p in pps for v in values
+            if (world // p) % v == 0 and (rest is None or rest(v, p) is not None)]
+
+def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw: FrameworkProfile,
+                 space: Space, scenario: Scenario, mem_opts: MemoryOptions | None = None) -> Tables:
+    """The choices of every group and their memory per concurrency; step costs are filled per layout on
+    first use (Tables.view)."""
+    mem_opts = mem_opts or MemoryOptions()
+    hw, prec, f = _one_of(hw), _one_of(prec), _one_of(f)
+    W = space.world
+    pps = space.domains["pp_size"]
+    params = count_params(model)
+    groups = _one_of(module_groups(params))  # one object per value too: the share recipes key it by id
+    choices: dict[str, list[tuple[int, ...]]] = {
+        "attn": _attention_tuples(space, model, fw, W, hw, scenario),
+        "dense": _per_stage(space.domains["dense_tp_size"], pps, W),
+        "moe": [c for c in _per_stage(space.domains["moe_tp_size"], pps, W,
+                                      lambda v, p: _redundant(model, fw, hw, W // p // v))],
+        "embed": _per_stage(space.domains["embed_tp_size"], pps, W),
+        "lmhead": _per_stage(space.domains["lmhead_tp_size"], pps, W),
+    }
+    mtp_layers = scenario.mtp if model.num_mtp_layers else 0
+    # memory not owned by any group: norms and encoders (replicated); the runtime reserve is in the limit
+    # (the MTP layers' modules split like the stack's, with their groups; their glue is replicated)
+    const_mem = unowned_weights(model, W, prec, mem_opts, params, groups, mtp_layers, frozenset())
+    limit = memory_limit(hw.memory_bytes, hw.reserved_bytes, mem_opts.total_fraction)
+    batches = []
+    memory: dict[tuple[int, str, int], float] = {}
+    pcs = {(g, i): ParallelConfig(world_size=W, **dict(zip(GROUPS[g], values)))
+           for g, opts in choices.items() for i, values in enumerate(opts)}
+    # what does not grow with the sequences held (weights, the attention groups' buffers): once per choice
+    fixed = {(g, i): group_memory(g, model, pc, prec, mem_opts, params, groups, 0, scenario.max_seq_len,
+                                  mtp_layers, part="fixed") for (g, i), pc in pcs.items()}
+    # what grows with the sequences held, per (choice, sequences held): under attention DP a small concurrency
+    # still holds one sequence per replica, so several concurrencies ask for the same figure. An attention
+    # choice's growing part (caches, its activation term) reads its layout, not o_proj TP
+    # (tests/test_planner_memory.py::test_the_attention_entrys_growing_part_reads_no_o_proj_tp): the choices
+    # of one layout share it (726 choices, 282 layouts at generic W=128)
+    grown = {(g, i): ((g, Tables.layout_key(choices[g][i])) if g == "attn" else (g, i), pc.attn_replicas)
+             for (g, i), pc in pcs.items() if g in PER_SEQUENCE_MEMORY}
+    per_held: dict[tuple, float] = {}
+    for b in space.batches:
+        mem = {}
+        for (g, i), pc in pcs.items():
+            if g not in PER_SEQUENCE_MEMORY:
+                mem[(g, i)] = fixed[(g, i)]
+                continue
+            gk, replicas = grown[(g, i)]
+            held = held_of(b, replicas) if g == "attn" else b
+            grow = per_held.get((gk, held))
+            if grow is None:
+                grow = per_held[(gk, held)] = group_memory(g, model, pc, prec, mem_opts, params, groups, held,
+                                                           scenario.max_seq_len, mtp_layers, part="batch")
+            mem[(g, i)] = fixed[(g, i)] + grow
+        best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}
+        if const_mem + sum(best.values()) > limit and b != min(space.batches):
+            continue  # no configuration holds this many sequences: the concurrency leaves the space
+        batches.append(b)
+        memory.update({(b, g, i): m for (g, i), m in mem.items()})
+    return Tables(W, choices, tuple(batches), memory, const_mem, limit, scenario.latency_terms[2],
+                  model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
+
+
+def _one_of(x: T) -> T:
+    """The first object equal to `x` that tables were built with. The estimator's memos key the hardware,
+    precision and factors by identity (step._KITS, compute._COLLECTIVES) and each plan makes its own factors
+    and precision: with one object per value, the plans of one deployment at other world sizes (a sweep) or
+    again share what they cost alike (the mixers' sums of equal works: step.mixer_key). Equal values cost the
+    same (the estimator is pure)."""
+    for y in _BUILT_WITH:
+        if type(y) is type(x) and y == x:
+            return y
+    if len(_BUILT_WITH) >= 64:
+        _BUILT_WITH.clear()
+    _BUILT_WITH.append(x)
+    return x
+
+
+def _redundant(model: ModelSpec, fw: FrameworkProfile, hw: Hardware, ep: int) -> int | None:
+    """Redundant experts at this EP size (space.domains.redundant_for), None where EP cannot hold the
+    experts or the copies break the hardware's experts-per-rank cap."""
+    r = redundant_for(model, fw, ep)
+    if r is None or not model.is_moe or ep <= 1 or not hw.max_experts_per_rank:
+        return r
+    return r if (model.num_experts + r) / ep <= hw.max_experts_per_rank else None
