@@ -4,7 +4,7 @@ For each hardware of the calibration CSV, the whole fit (fit_efficiency.fit_all)
 other devices, and the held-out device's rows are priced the way the shipped code prices a (framework, device)
 pair the fit has no rows of (specs/fitted.pair_factors, fitted_global): the framework profile's multipliers on
 the device YAML's own efficiencies, the global factors (grouped_gemm, allreduce_latency_s) and the engine's own
-factors (seq_layer_s) of that fit, and the fixed TTFT cost of serving.DEFAULT_REQUEST_OVERHEAD_S's rule
+factors (seq_layer_s) of that fit, and the fixed TTFT cost of workload.DEFAULT_REQUEST_OVERHEAD_S's rule
 (fit_efficiency.default_request_overhead) on that fit. Block (e) of `accuracy.py --device`.
 """
 from __future__ import annotations

@@ -553,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--csv", type=Path, default=DEFAULT_CSV)
     ap.add_argument("--no-cv", action="store_true", help="skip leave-one-model-out")
     ap.add_argument("--rows", type=int, default=0, help="only the first N rows (smoke runs)")
-    ap.add_argument("--waves", type=int, default=None, help="benchmark waves k (default: serving.py's)")
+    ap.add_argument("--waves", type=int, default=None, help="benchmark waves k (default: workload.py's)")
     args = ap.parse_args(argv)
     t0 = time.time()
     rows = load_rows(args.csv)

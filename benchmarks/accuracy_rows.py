@@ -54,7 +54,7 @@ FACTORS_YAML = REPO / "solver" / "frameworks" / "fitted" / "factors.yaml"
 # constrain them (fits with them moved the median error by < 1 point while drifting to their bounds).
 PARAMS = ("gemm", "hbm", "kernel_overhead_s", "request_overhead_s")
 # Factors fitted once per framework over all its rows (every hardware pooled) and written into each of its pairs:
-#   seq_layer_s         cost per running sequence per layer the step runs (0 - 4 us; serving.step_layers): the
+#   seq_layer_s         cost per running sequence per layer the step runs (0 - 4 us; engine_step.step_layers): the
 #                       per-sequence work inside each layer's kernels (the decode attention kernel's setup,
 #                       page-table walk and split-KV reduction), so it scales with the model's layers and carries
 #                       over between models. The kernels are the engine's own (TRT-LLM's, FlashInfer / FA3 in
@@ -102,8 +102,8 @@ class StepTerms:
     kernel_s: float  # launch overheads, summed
     comm_s: float  # exposed communication, summed, with the custom all-reduce at latency 0
     step_s: float  # the step overhead it was computed with
-    kernels: float = 0.0  # kernels launched (serving.kernels_launched)
-    layers: float = 0.0  # layer passes per sequence (serving.step_layers)
+    kernels: float = 0.0  # kernels launched (engine_step.kernels_launched)
+    layers: float = 0.0  # layer passes per sequence (engine_step.step_layers)
     ar_count: float = 0.0  # custom all-reduce latencies on the critical path: comm = comm_s + L x ar_count
 
     GEMM, ATTENTION, GROUPED = 0, 1, 2
@@ -112,7 +112,7 @@ class StepTerms:
     def of(cls, step: StepCost, phase: str, f: Factors, probe: StepCost | None = None,
            layers: float = 0.0) -> "StepTerms":
         """`step` computed with the custom all-reduce latency AR_PROBE_S, `probe` the same step at latency 0;
-        `layers` its layer passes per sequence (serving.step_layers)."""
+        `layers` its layer passes per sequence (engine_step.step_layers)."""
         def kind(name: str) -> int:
             if name == "indexer_score" or (name == "attention_core" and phase == "prefill"):
                 return cls.ATTENTION

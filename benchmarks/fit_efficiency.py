@@ -189,7 +189,7 @@ def fit_all(prepared: Sequence[Prepared], log: Callable[[str], None] = print
 def default_request_overhead(factors: Mapping[str, Mapping[str, Mapping[str, float]]],
                              filled: Sequence[str] = ()) -> float | None:
     """The fixed TTFT cost a (framework, hardware) pair without a fit is priced with
-    (serving.DEFAULT_REQUEST_OVERHEAD_S): the median of request_overhead_s over the pairs fitted on their own
+    (workload.DEFAULT_REQUEST_OVERHEAD_S): the median of request_overhead_s over the pairs fitted on their own
     rows. A pair `filled` from its framework's pooled fit repeats that fit's value and is left out: counted, the
     pooled value weighs as one more pair (on the shipped fit it moves the median from 0.049 to 0.10 s, and held out by
     device the median counted that way gives TTFT median 35.9% against 32.1%; benchmarks/README.md, "Stop 29")."""
@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     o = default_request_overhead(factors, filled)
     if o is not None:
         print(f"median request_overhead_s of the pairs fitted on their own rows: {o:.4g}"
-              " (serving.DEFAULT_REQUEST_OVERHEAD_S uses it for unfitted pairs)")
+              " (workload.DEFAULT_REQUEST_OVERHEAD_S uses it for unfitted pairs)")
     if not args.dry_run:
         write_yaml(factors, args.out, args.csv, len(prepared), filled, shared,
                    sorted({p.case.hw.vendor for p in prepared if p.case.hw.vendor}))

@@ -9,13 +9,13 @@ slot (its prefill and its OSL - 1 decode steps) and its wait, so the measured fi
 
     B_implied = C_r x in_slot / (TTFT + (OSL - 1) TPOT),   in_slot = (OSL - 1) TPOT + min(TTFT, TTFT_served)
 
-where TTFT_served is the predicted TTFT without the slot wait (serving.ServingTimes: ttft_s - slot_wait_s),
-with the fitted factors. (It ignores that the first B requests of a k-wave run never wait: serving.py's
-(1 - B / (k C_r)); with k = 5 that lowers the implied wait by up to 20%.) `B slot` inverts serving.py's own
+where TTFT_served is the predicted TTFT without the slot wait (closed_loop.ServingTimes: ttft_s - slot_wait_s),
+with the fitted factors. (It ignores that the first B requests of a k-wave run never wait: closed_loop.py's
+(1 - B / (k C_r)); with k = 5 that lowers the implied wait by up to 20%.) `B slot` inverts closed_loop.py's own
 slot-wait formula instead (implied_slots), with the k-wave share.
 
 For each of the top-N rows by measured TTFT it prints the measured and predicted (fitted factors, in-sample)
-TTFT and TPOT, C_r, the predicted B (serving.serving_shape: min(C_r, KV capacity, max_running)), the KV
+TTFT and TPOT, C_r, the predicted B (closed_loop.serving_shape: min(C_r, KV capacity, max_running)), the KV
 capacity in sequences of ISL + OSL tokens, B_implied, and the memory terms per rank (weights, KV bytes per
 sequence of ISL + OSL tokens, activations, the memory limit: solver/estimate/memory.py).
 """
@@ -44,7 +44,7 @@ def implied_running(p: rows_.Prepared, served_s: float) -> float:
 
 
 def implied_slots(p: rows_.Prepared, served_s: float) -> float:
-    """B that serving.slot_wait_s would need to give the measured TTFT, at the measured TPOT and the predicted
+    """B that closed_loop.slot_wait_s would need to give the measured TTFT, at the measured TPOT and the predicted
     TTFT without the slot wait: TTFT = served + (C_r - B) / B x (served + (OSL - 1) TPOT) x (1 - B / (k C_r))
     (decreasing in B), solved by bisection on 1..C_r; C_r where the measured TTFT is at most `served`."""
     w, cr = p.case.workload, p.shape.per_replica

@@ -19,14 +19,15 @@ import sys
 import time
 
 from solver.api import run_solve
-from solver.estimate import compute, step
+from solver.estimate import compute, step_parts, step_sums
 from solver.plan import group_cost
 from solver.plan.tables import Tables
 from solver.specs.scenario import Scenario
 
 # the estimator's caches the share path fills (those a checkout lacks are skipped)
-_CACHES = ((step, "_SUMS_CACHE"), (step, "_KITS"), (step, "_BLOCK_CACHE"), (step, "_DECODE_LAYOUTS"),
-           (step, "_DP_LAYOUTS"), (step, "_DECODE_WORKS"), (compute, "_COLLECTIVES"), (group_cost, "_OWNED"))
+_CACHES = ((step_sums, "_SUMS_CACHE"), (step_sums, "_KITS"), (step_parts, "_BLOCK_CACHE"),
+           (step_parts, "_DECODE_LAYOUTS"), (step_parts, "_DP_LAYOUTS"), (step_parts, "_DECODE_WORKS"),
+           (compute, "_COLLECTIVES"), (group_cost, "_OWNED"))
 
 
 def _clear() -> None:

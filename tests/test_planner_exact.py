@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from solver.estimate.compute import Work, factors_for
 from solver.estimate.params import count_params
 from solver.estimate.serving import ServingPolicy, ServingShape, Workload, estimate, serving_times
-from solver.estimate.step import module_sums, step_cost, step_items, step_sums
+from solver.estimate.step import step_cost, step_items
+from solver.estimate.step_sums import module_sums, step_sums
 from solver.plan import cpsat, rule_tables
 from solver.plan.solve import full_estimate_misses
 from solver.plan.groups import GROUPS, module_groups
@@ -105,13 +106,14 @@ def test_the_cached_module_sums_equal_the_records_sums(case, tp, cp, moe_tp, pha
 
 
 def test_equal_blocks_share_their_cached_sums() -> None:
-    """The block caches key a block by the first equal one met (step.canonical_block): a pipeline stage holds
+    """The block caches key a block by the first equal one met (step_parts.canonical_block): a pipeline stage holds
     other layer objects than the model, equal to its own. Equal blocks must cost exactly what each costs on its
     own records, and distinct blocks must not share."""
     import copy
 
     from solver.estimate.compute import Kit
-    from solver.estimate.step import _records, block_sums, canonical_block
+    from solver.estimate.step_parts import _records, canonical_block
+    from solver.estimate.step_sums import block_sums
 
     m, h = load_model("deepseek-v3.2"), load_hardware("atlas_a3")
     prec, f = resolve_precision(m, h, weight_dtype="int8"), factors_for(h)
@@ -130,10 +132,10 @@ def test_equal_blocks_share_their_cached_sums() -> None:
        mtp=st.sampled_from([0, 2]), attention_only=st.booleans(),
        want=st.sampled_from([None, ("embedding",), ("lm_head",), ("o_proj", "experts")]))
 def test_the_stages_summed_in_one_pass_equal_each_stages_sums(case, pp, phase, mtp, attention_only, want) -> None:
-    """group_cost.shares sums a pipeline's stages in one pass (step.stages_sums): each stage's list must be
+    """group_cost.shares sums a pipeline's stages in one pass (step_sums.stages_sums): each stage's list must be
     exactly (==) step_sums of that stage on its own."""
     from solver.estimate.pipeline import stages
-    from solver.estimate.step import stages_sums
+    from solver.estimate.step_sums import stages_sums
 
     m, h = load_model(case[0]), load_hardware(case[1])
     prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)

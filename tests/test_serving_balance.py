@@ -1,4 +1,4 @@
-"""The decode-first closed loop's balance (serving.balance_root): the closed form is the root of the balance
+"""The decode-first closed loop's balance (closed_loop.balance_root): the closed form is the root of the balance
 lambda (TTFT_ss + steps_out s) = B, on both sides of the M/D/1 wait's cap: the balance changes sign across it,
 evaluated in exact rational arithmetic."""
 from __future__ import annotations

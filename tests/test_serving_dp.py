@@ -1,5 +1,5 @@
 """Attention-DP ranks step together: a prefill on any rank stalls every rank's decode (scheduler.py,
-serving.py), with hand-computed cases."""
+closed_loop.py), with hand-computed cases."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Per-sequence costs and CUDA-graph batch buckets (serving.py: graph_batch, step_time, step_layers), hand-computed."""
+"""Per-sequence costs and CUDA-graph batch buckets (engine_step.py: graph_batch, step_time, step_layers), hand-computed."""
 from __future__ import annotations
 
 from dataclasses import replace

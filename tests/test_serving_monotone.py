@@ -1,5 +1,5 @@
 """Request latency is non-decreasing in the concurrency, configuration by configuration: more requests in flight
-do not make one finish sooner (the planner's figures, serving.py). It failed under PP by up to 2.3% until a
+do not make one finish sooner (the planner's figures, closed_loop.py). It failed under PP by up to 2.3% until a
 prompt's first token waited for it to cross every stage (pipeline.prefill_traversal). Where the prefill step is far
 from compute-bound the decode-first steady state's share P_n / n still lets it fall slightly as prompts batch
 (0.003-0.03% on a 2-layer, 512-wide toy model: benchmarks/README.md, stop 27); the deployments here are real ones."""

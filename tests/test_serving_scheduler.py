@@ -1,5 +1,5 @@
 """The engines' scheduler policies on a tiny closed loop (solver/estimate/scheduler.py), cases computed by hand,
-and the closed forms serving.py uses checked against the simulation."""
+and the closed forms closed_loop.py uses checked against the simulation."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""benchmarks/slot_waits.py: the running batch a measured TTFT implies is the one serving.py's slot wait needs."""
+"""benchmarks/slot_waits.py: the running batch a measured TTFT implies is the one closed_loop.py's slot wait needs."""
 from __future__ import annotations
 
 import sys

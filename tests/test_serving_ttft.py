@@ -1,5 +1,5 @@
 """The fixed TTFT cost, split: front end, the engine iteration before the first streamed token, and the eager
-launch floor of the prefill step (serving.py)."""
+launch floor of the prefill step (closed_loop.py, engine_step.py)."""
 from __future__ import annotations
 
 import pytest

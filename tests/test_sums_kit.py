@@ -1,4 +1,4 @@
-"""The planner's sums path (estimate.step: SumsKit records, the per-kit sums store, the collective memo, the
+"""The planner's sums path (estimate.step_sums: SumsKit records, the per-kit sums store, the collective memo, the
 blocks' memoised parts) gives exactly (==) what the full records give."""
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import dataclasses
 
 import pytest
 
-from solver.estimate import comm, step
+from solver.estimate import comm, step_parts, step_sums
 from solver.estimate.params import count_params
-from solver.estimate.compute import Kit, SumsKit, Work, collective, collective_s, factors_for, kit_head_ops
-from solver.estimate.step import (_head_colls, _light_module_sums, _light_sums, _records, block_sums, head_comms,
-                                  head_ops, kit_head_comms, module_sums)
+from solver.estimate.compute import Kit, SumsKit, Work, collective, collective_s, factors_for, head_ops, kit_head_ops
+from solver.estimate.step_parts import _head_colls, _records, head_comms, kit_head_comms
+from solver.estimate.step_sums import _light_module_sums, _light_sums, block_sums, module_sums
 from solver.plan import group_cost
 from solver.plan.groups import module_groups
 from solver.specs.hardware_catalog import load_hardware
@@ -152,9 +152,9 @@ def test_block_sums_are_kept_per_kit() -> None:
 
 def _fresh_shares(*args):
     """group_cost.shares with every sums cache emptied first (nothing remembered)."""
-    step._KITS.clear()
-    step._DECODE_LAYOUTS.clear()
-    step._DP_LAYOUTS.clear()
+    step_sums._KITS.clear()
+    step_parts._DECODE_LAYOUTS.clear()
+    step_parts._DP_LAYOUTS.clear()
     return group_cost.shares(*args)
 
 
@@ -168,7 +168,7 @@ def test_shares_kept_per_kit_are_each_configs_own() -> None:
     other = {k: ("moe" if v == "dense" else v) for k, v in groups.items()}  # shared experts under the MoE group
     cp = ParallelConfig(world_size=16, cp_size=4, moe_tp_size=2, dense_tp_size=2)
     w = Work("decode", 2.0, 4224.0, 2.0, 2.0)  # two sequences on a CP4 group: two ranks decode one each
-    dp, dp_w = step.decode_layout(cp, w)
+    dp, dp_w = step_parts.decode_layout(cp, w)
     assert dp.key() != cp.key() and dp_w != w
     asks = [(0, groups, ("attn",), True), (1, groups, ("moe",), False), (1, groups, ("dense",), False),
             (1, other, ("moe",), False), (1, groups, ("dense", "moe"), False), (0, groups, ("lmhead",), False)]
@@ -231,7 +231,7 @@ def _mixer_configs() -> list[ParallelConfig]:
 
 @pytest.mark.parametrize("name", [names[0] for _, names in list_models()])
 def test_mixer_sums_read_only_the_mixer_key(name: str) -> None:
-    """The mixers' kit is shared by configs with one step.mixer_key (group_cost.shares, attention only): every
+    """The mixers' kit is shared by configs with one step_sums.mixer_key (group_cost.shares, attention only): every
     mixer block of every catalog model (its MTP layers' too) sums to exactly the same under configs that
     differ only in what the key leaves out (world size, stage count, the other groups' knobs), on prefill and
     decode works with and without busy replicas. Some keys hold configs of two world sizes, some configs whose
@@ -244,7 +244,7 @@ def test_mixer_sums_read_only_the_mixer_key(name: str) -> None:
     mixers |= {b for layer in (m.mtp_modules[0] if m.mtp_modules else ()) for b in layer.blocks if b.role == "mixer"}
     by_key: dict[tuple, list[ParallelConfig]] = {}
     for pc in _mixer_configs():
-        by_key.setdefault(step.mixer_key(pc.stage() if pc.pp_size > 1 else pc), []).append(
+        by_key.setdefault(step_sums.mixer_key(pc.stage() if pc.pp_size > 1 else pc), []).append(
             pc.stage() if pc.pp_size > 1 else pc)
     assert any(len({pc.world_size for pc in pcs}) > 1 for pcs in by_key.values())
     assert any(len({pc.key() for pc in pcs}) > 1 and pcs[0].oproj_shards > pcs[0].attn_group_size
@@ -294,7 +294,7 @@ def _head_configs() -> list[ParallelConfig]:
 
 @pytest.mark.parametrize("name", [names[0] for _, names in list_models()])
 def test_head_sums_read_only_the_head_key(name: str) -> None:
-    """The embedding and LM head alone are costed under a kit per step.head_key (group_cost.shares, a recipe
+    """The embedding and LM head alone are costed under a kit per step_sums.head_key (group_cost.shares, a recipe
     of no block): every catalog model's head sums and MTP draft pass sums are exactly the same under configs
     that differ only in what the key leaves out; some keys hold configs of two world sizes, some a TP degree
     wider than the attention group (where the replicas are read)."""
@@ -304,7 +304,7 @@ def test_head_sums_read_only_the_head_key(name: str) -> None:
     f = factors_for(h)
     by_key: dict[tuple, list[ParallelConfig]] = {}
     for pc in _head_configs():
-        by_key.setdefault(step.head_key(pc), []).append(pc)
+        by_key.setdefault(step_sums.head_key(pc), []).append(pc)
     assert any(len({pc.world_size for pc in pcs}) > 1 for pcs in by_key.values())
     assert any(len({pc.key() for pc in pcs}) > 1 and max(pcs[0].embed_tp_size, pcs[0].lmhead_tp_size)
                > pcs[0].attn_group_size for pcs in by_key.values())
@@ -312,7 +312,7 @@ def test_head_sums_read_only_the_head_key(name: str) -> None:
     def sums(pc: ParallelConfig, w: Work) -> tuple:
         skit = SumsKit(h, pc, prec, f, w)
         return (_light_module_sums(kit_head_ops(m, skit), kit_head_comms(m, skit)),
-                module_sums(*step._draft_records(m, h, pc, prec, f, w)))
+                module_sums(*step_parts._draft_records(m, h, pc, prec, f, w)))
 
     for pcs in by_key.values():
         for w in WORKS:

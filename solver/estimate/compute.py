@@ -239,7 +239,7 @@ class Kit:
 
 @dataclass(frozen=True)
 class SumsKit(Kit):
-    """A Kit whose records hold only what per-module sums read (estimate.step: the planner's tables add those
+    """A Kit whose records hold only what per-module sums read (estimate.step_sums: the planner's tables add those
     sums and never read a record): an op is (name, module, compute s, memory s, overhead s), a collective
     (module, exposed s). The same formulas and arithmetic as Kit's records, without building them."""
 

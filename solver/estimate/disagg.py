@@ -15,7 +15,7 @@ ranks, R_d replicas) serve a closed loop of C client requests of ISL / OSL token
              batch at the next step boundary (half a step of residual on average), runs its first step, and
              streams after i_ft more iterations (the engine's first_token_iterations: an overlap scheduler)
 
-    tau      = the decode loop's step (serving.step_time): the GPU time of B sequences padded to the next captured
+    tau      = the decode loop's step (engine_step.step_time): the GPU time of B sequences padded to the next captured
                CUDA graph, floored by the host's kernel launches past the largest graph, plus seq_overhead_s per
                sequence and seq_layer_s per sequence per layer of the decode worker's layout (step_layers); P_n
                likewise runs eagerly with its n prompts (the aggregated model's serving loop)
@@ -24,7 +24,7 @@ ranks, R_d replicas) serve a closed loop of C client requests of ISL / OSL token
     C_f      = min(C, y R_d B)                  requests that hold a decode slot (the rest wait for one)
 
 The prefill wait, from the closed loop (no fitted share). A benchmark run sends k x C requests (k = the benchmark
-waves, estimate.serving.DEFAULT_BENCHMARK_WAVES): every client sends k requests one after the other.
+waves, estimate.workload.DEFAULT_BENCHMARK_WAVES): every client sends k requests one after the other.
 
 First wave (all C at once): request i waits ceil(i / (x R_p n)) prefill steps,
 TTFT_1 = o + P_n * mean_i ceil(i / (x R_p n)) + T_kv + a.
@@ -36,7 +36,7 @@ and queue as random arrivals at the ranks that serve them (a loop without noise 
 saturation; the measured rows wait as random arrivals do: benchmarks/disagg_wait_variants.py). Each of the x R_p
 attention ranks of the pool queues its own requests (lambda_r = lambda / (x R_p) on average; the engine routes a
 request to a rank by its id, not by the ranks' load: docs/disagg.md) and prefills up to n per step;
-the R_s ranks of a worker that step together (serving.synced_ranks: a MoE model's attention replicas, whose
+the R_s ranks of a worker that step together (closed_loop.synced_ranks: a MoE model's attention replicas, whose
 expert all-to-all synchronises them; a dense model's replicas are independent, R_s = 1) run a step while any of
 them has work:
 
@@ -74,10 +74,11 @@ from solver.estimate.memory import (
     MemoryOptions, MemoryReport, cached_tokens_per_layer_sum, indexer_bytes_per_token_layer,
     kv_bytes_per_token_layer, memory_per_rank,
 )
-from solver.estimate.serving import (
-    DEFAULT_BENCHMARK_WAVES, ServingPolicy, Workload, decode_step, first_wave_groups, graph_batch,
-    kernels_launched, kv_capacity_per_replica, mtp_tokens_per_step, prefill_step, request_overhead, step_layers,
-    step_time, synced_ranks, token_budget,
+from solver.estimate.closed_loop import ServingPolicy, first_wave_groups, synced_ranks
+from solver.estimate.engine_step import graph_batch, kernels_launched, step_layers, step_time
+from solver.estimate.serving import decode_step, kv_capacity_per_replica, prefill_step
+from solver.estimate.workload import (
+    DEFAULT_BENCHMARK_WAVES, Workload, mtp_tokens_per_step, request_overhead, token_budget,
 )
 from solver.estimate.step import StepCost
 from solver.specs.hardware import Hardware, Tier
@@ -147,7 +148,7 @@ class PoolShape:
     running: int  # B: sequences decoding together per decode replica
     graph_batch: int = 0  # batch the decode step runs on the GPU (padded to a CUDA graph); 0 = `running`
     eager_decode: bool = False  # the running batch exceeds the largest captured graph
-    prefill_synced: int = 1  # attention ranks of a prefill worker that step together (serving.synced_ranks)
+    prefill_synced: int = 1  # attention ranks of a prefill worker that step together (closed_loop.synced_ranks)
 
 
 def pool_shape(concurrency: int, prefill_workers: int, prefill_replicas: int, prompts_per_step: int,
@@ -155,8 +156,8 @@ def pool_shape(concurrency: int, prefill_workers: int, prefill_replicas: int, pr
                max_running: int = 0, graph_sizes: tuple[int, ...] = (), prefill_synced: int = 1) -> PoolShape:
     """B = min(C_r, KV capacity, the engine's cap per replica); n is at least 1 and at most the prompts a
     replica can ever hold at once (C spread over the prefill replicas). The decode step runs B padded to the
-    decode engine's next captured CUDA-graph size (serving.graph_batch). prefill_synced: the prefill worker's
-    attention ranks that step together (serving.synced_ranks: a MoE model's replicas; a dense model's are
+    decode engine's next captured CUDA-graph size (engine_step.graph_batch). prefill_synced: the prefill worker's
+    attention ranks that step together (closed_loop.synced_ranks: a MoE model's replicas; a dense model's are
     independent, 1)."""
     per_replica = max(1, math.ceil(concurrency / (decode_workers * decode_replicas)))
     running = min(per_replica, max(1, int(kv_capacity_per_replica)))
@@ -343,7 +344,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                     prec: Precision, f_prefill: Factors, f_decode: Factors, wl: DisaggWorkload,
                     mem_opts: MemoryOptions | None = None) -> DisaggEstimate:
     """Step times from the step-cost model (serving.prefill_step / decode_step) run by each pool's serving loop
-    (serving.step_time: CUDA-graph padding, eager launch floor, per-sequence cost), then `disagg_times`."""
+    (engine_step.step_time: CUDA-graph padding, eager launch floor, per-sequence cost), then `disagg_times`."""
     cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, mem_opts, wl.mtp)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,
                        prompts_per_step(wl, f_prefill, prefill_pc), wl.decode_workers, decode_pc.attn_replicas,

@@ -24,16 +24,16 @@ class Factors:
     # DEFAULT_TOKEN_BUDGET; and whether attention-DP ranks split that budget (SGLang)
     token_budget: int | None = None
     budget_split_by_attention_dp: bool = False
-    # fixed per-request cost on the TTFT path, fitted per framework x hardware (None: serving's default)
+    # fixed per-request cost on the TTFT path, fitted per framework x hardware (None: workload's default)
     request_overhead_s: float | None = None
-    # --- the engine's serving loop (FrameworkServing; serving.py and scheduler.py use them)
+    # --- the engine's serving loop (FrameworkServing; engine_step.py, closed_loop.py and scheduler.py use them)
     decode_first: bool = True  # scheduler policy: decode-first chunked mixing (vLLM) vs prefill-first batches
     decode_first_synced: bool = True  # the policy when attention-DP ranks step together
     first_token_iterations: float = 0.0  # engine iterations between a prompt's prefill and its streamed token
     graph_sizes: tuple[int, ...] = ()  # captured CUDA-graph decode batches; () = none
     eager_launch_s: float = 0.0  # host time per eagerly launched kernel
     seq_overhead_s: float = 0.0  # host time per running sequence per step (schedule, sample, detokenize)
-    # time per running sequence per layer the step runs (serving.step_layers): the per-sequence work inside
+    # time per running sequence per layer the step runs (engine_step.step_layers): the per-sequence work inside
     # each layer's kernels beyond the FLOPs and bytes the op model counts (the decode attention kernel's
     # per-sequence setup, page-table walk and split-KV reduction); fitted once per engine (its own kernels)
     seq_layer_s: float = 0.0

@@ -4,7 +4,7 @@
 the replicas, the serving shape (requests per replica, running batch, prompts per prefill step, CUDA-graph
 batch), the work of the prefill and decode steps to cost, and the engine loop's per-sequence counts.
 `figures` turns the costed steps (GPU seconds and kernels launched of each) into TTFT, TPOT, request latency
-and throughput with the serving formulas (serving.serving_times, step_time).
+and throughput with the serving formulas (closed_loop.serving_times, engine_step.step_time).
 
 The split is what lets the planner be exact: a step's GPU seconds and kernels are sums over module groups
 (estimate.step), so the planner sums its tables, calls `figures` on the sums, and gets the figure the full
@@ -17,20 +17,9 @@ import math
 from dataclasses import dataclass, replace
 
 from solver.estimate.compute import Factors, Work
-from solver.estimate.serving import (
-    ServingPolicy,
-    ServingShape,
-    Workload,
-    graph_batch,
-    mtp_tokens_per_step,
-    request_overhead,
-    serving_shape,
-    serving_times,
-    step_layers,
-    step_time,
-    synced_ranks,
-    token_budget,
-)
+from solver.estimate.closed_loop import ServingPolicy, ServingShape, serving_shape, serving_times, synced_ranks
+from solver.estimate.engine_step import graph_batch, step_layers, step_time
+from solver.estimate.workload import Workload, mtp_tokens_per_step, request_overhead, token_budget
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 
@@ -52,7 +41,7 @@ class StepPlan:
     dec_seqs: float = 0.0
     dec_eager: bool = False  # the decode step runs eagerly (past the largest captured graph)
     graph_batch: int = 0
-    pre_layers: float = 0.0  # layer passes per sequence of each step (serving.step_layers)
+    pre_layers: float = 0.0  # layer passes per sequence of each step (engine_step.step_layers)
     dec_layers: float = 0.0
 
     @property
@@ -70,7 +59,7 @@ class Figures:
     request_s: float  # serving: TTFT + (OSL - 1) TPOT
     prefill_step_s: float  # the steps as the engine runs them (step_time)
     decode_step_s: float
-    times: object | None = None  # serving.ServingTimes (serving only)
+    times: object | None = None  # closed_loop.ServingTimes (serving only)
 
     def per_rank(self, world: int) -> float:
         return self.output_tokens_per_s / world

@@ -1,5 +1,5 @@
 """The engine's scheduler on the closed-loop serving benchmark: a deterministic simulation and the closed forms
-serving.py evaluates.
+closed_loop.py evaluates.
 
 The benchmark (as the calibration rows were measured): C clients each keep one request in flight; a client
 sends its next request the moment the previous one's last token arrives; the run sends N = k x C requests of
@@ -36,7 +36,7 @@ What the simulation shows, and the closed forms use (tests/test_serving_schedule
 - decode_first mixes: a prompt joins the next step beside the decodes, so the prefills stretch every running
   request's TPOT instead of holding its TTFT. Deterministically the first wave's groups of n persist (they
   finish one decode step apart and are prefilled one step apart again; `jitter_s` re-bunches them into bursts).
-  serving.py's closed form is the steady state of requests arriving one by one (M/D/1 on the prefill share,
+  closed_loop.py's closed form is the steady state of requests arriving one by one (M/D/1 on the prefill share,
   counted over the DP group: a prompt on any rank stretches every rank's step) blended with the first-wave
   burst: it matches the simulation's TPOT (tests) and the measured vLLM rows better than persistent groups do
   (in-sample TTFT median 13% against 33%), not the deterministic simulation's TTFT.

@@ -1,175 +1,53 @@
 """Serving-level figures: TTFT, TPOT and throughput of a parallel_config.
 
-Three workloads:
+Three workloads (workload.py):
 - pure prefill: one prompt (or a batch of prompts) of S tokens -> TTFT;
 - pure decode: batch B at context L -> TPOT;
 - aggregated serving at concurrency C with fixed ISL/OSL, measured the way benchmark clients do it: a closed
   loop keeps C requests in flight and a run sends N = k x C requests (k = `benchmark_waves`).
 
-Aggregated serving model (per attention replica; symbols with units; scheduler.py has the benchmark loop, its
-simulation and the derivation of the closed forms used here):
-
-    R     = attention-DP ranks that step together (MoE models: the expert all-to-all synchronises them; dense
-            replicas are independent, R = 1)
-    C_r   = ceil(C / replicas)                       requests in flight on the busiest replica
-    B     = min(C_r, B_kv, max_running)              running sequences; B_kv = KV-cache capacity (memory.py)
-    n     = clamp(floor(budget / ISL), 1, B)         prompts per prefill step; budget = the scheduler's tokens
-                                                     per forward step, the framework's default (FrameworkScheduler)
-    P_n   [s] = prefill step time of n prompts (a prompt longer than the budget: all its chunks)
-    tau   [s] = decode step time of the batch B at mean context ISL + OSL/2
-
-Step times outside the kernels (the engine's serving loop, FrameworkServing; `step_time`):
-
-    decode runs the batch padded to the next captured CUDA-graph size (the GPU work of the padded batch); past
-    the largest graph, and for every prefill, the step runs eagerly: it takes at least kernels x eager_launch_s
-    (the host issuing each kernel); every step also costs seq_overhead_s per sequence in it (scheduling,
-    sampling, detokenizing) on top of the fixed step_overhead_s, and seq_layer_s per sequence per layer it
-    runs (step_layers: the stack, MTP draft passes, under PP the busiest stage): the per-sequence work inside
-    each layer's kernels that the FLOP and byte counts miss (the decode attention kernel's per-sequence setup,
-    page-table walk and split-KV reduction), so a 61-layer MoE pays it about twice as often as a 32-layer dense
-    model. One per-step constant per (engine, hardware) took the model's layer count from whichever models the
-    pair was fitted on (leave-one-model-out TPOT 15.9%); per kernel launched 13.8% with group regressions
-    (sglang, TP + EP, Qwen3-235B); per layer 14.0% without them (benchmarks/accuracy.py). The kernels are the
-    engine's, so seq_layer_s is fitted once per engine over every hardware: per (engine, hardware) it took the
-    size of whichever models a pair held (held out 13.5%, h200 23.0%), per engine 12.6% (h200 15.4%). The layer
-    count is fixed by the model and the layout, so a layout's figures depend on its step times alone (the
-    planner's Pareto argument, figures.py).
-
-The fixed TTFT cost, split by where it is spent:
-
-    o   [s] front end (HTTP, tokenizer, hand-off to the scheduler), fitted per framework x hardware
-    ftl [s] = first_token_iterations x tau: engine iterations before the first token is streamed (an overlap
-            scheduler processes step i's output during step i+1)
-    the eager launch floor of the prefill step (layers x kernels launched) is in P_n itself
-
-Scheduler policies (FrameworkServing.policy):
-
-prefill_first (SGLang; TRT-LLM under attention DP, whose executor balances context requests across the ranks:
-FrameworkServing.attention_dp_policy): cohorts stay together (scheduler.py). The B requests of a cohort are prefilled
-in G = ceil(B / n) back-to-back steps, then decode in lockstep for D = (OSL - 1) / m steps (m = tokens per step,
-MTP), so every wave repeats the first:
-
-    TTFT = o + ftl + mean_g sum_{j<=g} P_j,    TPOT = (sum_{j>g} P_j + D tau) / (OSL - 1)   (scheduler.lockstep)
-
-decode_first (vLLM V1, TRT-LLM in-flight batching): a prompt joins the next step beside the running decodes.
-In the deterministic loop the first wave's groups would persist (scheduler.py); the measured rows behave as
-requests arriving one by one (vLLM in-sample TTFT median 13% with the form below, 33% with persistent groups),
-and this form is their steady state: the GPU spends a share rho of its time on prefill and every decode step
-is stretched by it. With q prompts per step on the busiest rank, p = P_n / n the GPU time of one prompt (all
-its chunks), S = p + (chunks - 1) tau its service time and lambda [1/s] the rank's request rate:
-
-    s          = tau + q p                               the step with the prefills riding in it
-    TPOT       = s / m
-    rho        = lambda p = q p / s                      the share of GPU time spent on prefill
-    W_q        = min(rho S / (2 (1 - rho)), (B - 1) S)   M/D/1 mean wait for the prefill server
-    TTFT_ss    = o + ftl + (r - 1) p + tau / 2 + S + W_q half a step of residual before the scheduler picks it up;
-                                                         r p: what the prompt waits to cross its step (r = 1, or
-                                                         pp m / (m + pp - 1) under PP: it crosses every stage,
-                                                         pipeline.prefill_traversal), while the queue's service
-                                                         time stays its share p
-    lambda (TTFT_ss + (OSL - 1) s / m) = B               (a quadratic in q on each side of W_q's cap:
-                                                         balance_root; s = tau / (1 - rho))
-
-    A rank takes at most n prompts (or one chunk of a longer prompt) per step, q <= n / chunks; when the loop
-    would need more, every step carries a full budget and the other requests queue: TTFT_ss = B / lambda -
-    (OSL - 1) s / m.
-
-    First wave: all B requests arrive at once and are prefilled n at a time, so request i waits for
-    ceil(i / n) prefill steps: TTFT_1 = o + ftl + P_n * mean_i ceil(i / n). The benchmark mean is
-    TTFT_serv = (TTFT_1 + (k - 1) TTFT_ss) / k.
-
-Attention-DP ranks step together (R > 1 for MoE): every rank's steps last as long as the busiest rank's, so the
-busiest rank's C_r decides both policies. Under decode_first a chunk on one rank stalls every rank for that
-chunk (scheduler.simulate; tests/test_serving_dp.py), and the closed loop keeps the ranks' prefills in the same
-steps: requests that were prefilled in one step finish in one step on every rank (same OSL, one step clock) and
-their clients send the next ones together, and a long prefill step gathers the arrivals of every rank for the
-next. So a synchronised group's step carries the busiest rank's own prefill load, as one replica's does, not one
-chunk per step from ranks prefilling at independent times (which would give s -> tau + p at large R: the
-simulation of 64 ranks, 8 sequences each, p = 1.32 s, tau = 30 ms, OSL 256, gives a 46 ms TPOT, this form 67 ms,
-ranks prefilling at independent times 1.18 s; tests/test_serving_dp.py).
-
-When KV capacity holds fewer than C_r sequences the rest wait for a slot: each slot serves C_r / B requests in
-turn, so W_slot = (C_r - B) / B * (TTFT_serv + (OSL - 1) TPOT) for all but the first B of the run's k C_r
-requests, and TTFT = TTFT_serv + W_slot (1 - B / (k C_r)). Throughput follows
-from Little's law: C * OSL / (TTFT + (OSL - 1) TPOT).
-
-`serving_times` holds these formulas over plain step times so that a calibration can re-evaluate them quickly;
-`estimate` computes the step times from the step-cost model and calls it.
+`estimate` costs a configuration at one workload: its memory, the steps it runs (figures.step_plan), their
+costs from the step-cost model (step.py), and the figures the serving formulas make of them (figures.figures:
+the closed-loop formulas of closed_loop.py over the steps as the engine runs them, engine_step.py). Beside it:
+the steps the serving formulas take (prefill_step, decode_step, serving_steps: for calibration and reports) and
+the KV capacity of a replica. The workload, the serving formulas and the engine's step times are re-exported
+here (`__all__`).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
-from solver.estimate import pipeline
+from solver.estimate.closed_loop import (
+    ServingPolicy,
+    ServingShape,
+    ServingTimes,
+    balance_root,
+    first_wave_groups,
+    serving_shape,
+    serving_times,
+    slot_wait_s,
+    synced_ranks,
+)
 from solver.estimate.compute import Factors, Work
-from solver.estimate.scheduler import lockstep, prefill_steps_mean
+from solver.estimate.engine_step import graph_batch, kernels_launched, step_layers, step_time
+from solver.estimate.figures import figures, step_plan
 from solver.estimate.memory import MemoryOptions, MemoryReport, max_batch, memory_per_rank
 from solver.estimate.params import count_params
 from solver.estimate.step import StepCost, step_cost
+from solver.estimate.workload import (
+    DEFAULT_BENCHMARK_WAVES,
+    DEFAULT_REQUEST_OVERHEAD_S,
+    Workload,
+    mtp_tokens_per_step,
+    request_overhead,
+    token_budget,
+)
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 from solver.specs.framework import DEFAULT_TOKEN_BUDGET
-from solver.specs.scenario import DEFAULT_MTP_ACCEPT, Scenario
-
-# Requests a benchmark run sends, in multiples of the concurrency (num_prompts = k x concurrency). The CSV does not
-# record it; public serving-benchmark scripts use a few to ten times the concurrency. k = 5 is the value that
-# minimised the calibration error among k in {2, 3, 5, 8, 20} (one global number, not per framework or model;
-# rerun with `python benchmarks/accuracy.py --waves K`).
-DEFAULT_BENCHMARK_WAVES = 5
-# Fixed per-request front-end cost on the TTFT path when no fit exists for the framework x hardware, seconds: the
-# median of request_overhead_s over the pairs benchmarks/fit_efficiency.py fits on their own rows
-# (fit_efficiency.default_request_overhead, which it prints; a pair filled from its framework's pooled fit is not
-# counted). Held out by device (`benchmarks/accuracy.py --device`) this rule gives TTFT median 32.1% against 35.9%
-# when the filled pairs were counted (0.10 s). 0 would ignore a cost every measured deployment shows.
-DEFAULT_REQUEST_OVERHEAD_S = 0.04861
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One of: prefill (seq_len, batch), decode (batch, seq_len), or serving (isl, osl, concurrency)."""
-
-    kind: str  # "prefill" | "decode" | "serving"
-    batch: int = 1  # prefill: prompts at once; decode: sequences across the deployment
-    seq_len: int = 0  # prefill: prompt length; decode: context length
-    isl: int = 0
-    osl: int = 0
-    concurrency: int = 0
-    mtp: int = 0  # next-n depth
-    mtp_accept: float = DEFAULT_MTP_ACCEPT
-    token_budget: int | None = None  # tokens per forward step; None = the framework's default (`token_budget`)
-    # serving only: benchmark and framework parameters (see the module docstring)
-    benchmark_waves: int = DEFAULT_BENCHMARK_WAVES  # k: a run sends k x concurrency requests
-    # o: fixed per-request TTFT cost; None takes the fitted value of the framework x hardware (Factors), else
-    # the default
-    request_overhead_s: float | None = None
-    max_running: int = 0  # framework cap on running sequences per replica (max_num_seqs); 0 = memory decides
-
-    @classmethod
-    def for_scenario(cls, scenario: Scenario, batch: int) -> "Workload":
-        """A planning scenario at concurrency `batch`: prefill of `batch` prompts, a decode step of `batch`
-        sequences at the mean context ISL + OSL/2, or aggregated serving."""
-        if scenario.phase == "prefill":
-            return cls("prefill", batch=batch, seq_len=scenario.isl)
-        if scenario.phase == "decode":
-            return cls("decode", batch=batch, seq_len=scenario.isl + scenario.osl // 2, mtp=scenario.mtp,
-                       mtp_accept=scenario.mtp_accept)
-        return cls("serving", isl=scenario.isl, osl=scenario.osl, concurrency=batch, mtp=scenario.mtp,
-                   mtp_accept=scenario.mtp_accept)
-
-    @property
-    def context_len(self) -> int:
-        """Tokens a sequence holds at its longest (for memory)."""
-        if self.kind == "serving":
-            return self.isl + self.osl
-        return self.seq_len
-
-    @property
-    def sequences(self) -> int:
-        return self.concurrency if self.kind == "serving" else self.batch
 
 
 @dataclass(frozen=True)
@@ -183,13 +61,13 @@ class Estimate:
     tokens_per_s_per_user: float
     world_size: int
     sequences_per_replica: float
-    # serving only: the parts of TTFT/TPOT (module docstring); 0 for pure prefill/decode
+    # serving only: the parts of TTFT/TPOT (closed_loop's module docstring); 0 for pure prefill/decode
     ttft_first_wave_s: float = 0.0
     ttft_steady_s: float = 0.0
     slot_wait_s: float = 0.0
     prefill_share: float = 0.0  # share of GPU time spent on prefill in steady state
     running_per_replica: float = 0.0  # B: sequences decoding together (KV capacity may cap it below C_r)
-    # serving only: the fixed TTFT cost split (module docstring) and the steps as the engine runs them
+    # serving only: the fixed TTFT cost split (closed_loop's module docstring) and the steps as the engine runs them
     first_token_delay_s: float = 0.0  # ftl: engine iterations before the first token is streamed
     front_end_s: float = 0.0  # o: HTTP, tokenizer, hand-off
     prefill_step_s: float = 0.0  # P_n with the eager launch floor and per-sequence costs
@@ -201,28 +79,6 @@ class Estimate:
     @property
     def output_tokens_per_s_per_rank(self) -> float:
         return self.output_tokens_per_s / self.world_size
-
-
-def request_overhead(wl: Workload, f: Factors) -> float:
-    if wl.request_overhead_s is not None:
-        return wl.request_overhead_s
-    return f.request_overhead_s if f.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
-
-
-def token_budget(wl: Workload, f: Factors, pc: ParallelConfig) -> int:
-    """Tokens per forward step of one attention replica: the workload's budget, else the framework's default
-    (`Factors.token_budget`, from its profile), else DEFAULT_TOKEN_BUDGET; divided among the attention-DP
-    ranks where the framework does so (SGLang with DP attention: chunked_prefill_size // dp_size)."""
-    budget = wl.token_budget if wl.token_budget is not None else (f.token_budget or DEFAULT_TOKEN_BUDGET)
-    if f.budget_split_by_attention_dp and pc.attn_replicas > 1:
-        budget = budget // pc.attn_replicas
-    return max(1, budget)
-
-
-@lru_cache(maxsize=1024)
-def mtp_tokens_per_step(depth: int, accept: float) -> float:
-    """Expected tokens emitted per decode step with `depth` draft tokens accepted in sequence."""
-    return 1.0 + sum(accept ** i for i in range(1, depth + 1))
 
 
 def prefill_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors,
@@ -237,234 +93,6 @@ def decode_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precis
     w = Work("decode", new_tokens=batch_per_replica * (1 + mtp), context=context, sequences=batch_per_replica,
              logits_tokens=batch_per_replica * (1 + mtp))
     return step_cost(model, hw, pc, prec, f, w, mtp_layers=mtp if model.num_mtp_layers else 0)
-
-
-@dataclass(frozen=True)
-class ServingShape:
-    """What the serving formulas need besides step times: counts per replica (no units)."""
-
-    per_replica: int  # C_r
-    running: int  # B
-    prompts_per_step: int  # n
-    chunks: int  # ceil(ISL / budget)
-    synced_ranks: int = 1  # R: attention-DP ranks that step together (1 = independent replicas)
-    graph_batch: int = 0  # batch the decode step runs on the GPU (padded to a CUDA graph); 0 = `running`
-    eager_decode: bool = False  # the running batch exceeds the largest captured graph
-    traversal: float = 1.0  # r: prompt shares of the prefill step (P_n / n) one prompt waits to cross it
-    # (pipeline.prefill_traversal: the pipeline's stages under PP; 1 without)
-
-
-@dataclass(frozen=True)
-class ServingPolicy:
-    """The engine's scheduler as the serving formulas read it (FrameworkServing via Factors)."""
-
-    decode_first: bool = True
-    first_token_iterations: float = 0.0
-    decode_first_synced: bool | None = None  # when attention-DP ranks step together; None = decode_first
-
-    @classmethod
-    def of(cls, f: Factors) -> "ServingPolicy":
-        return cls(f.decode_first, f.first_token_iterations, f.decode_first_synced)
-
-    def decode_first_for(self, synced_ranks: int) -> bool:
-        if synced_ranks > 1 and self.decode_first_synced is not None:
-            return self.decode_first_synced
-        return self.decode_first
-
-
-@dataclass(frozen=True)
-class ServingTimes:
-    ttft_s: float
-    tpot_s: float
-    ttft_first_wave_s: float
-    ttft_steady_s: float
-    slot_wait_s: float
-    prefill_share: float
-    request_s: float  # TTFT + (OSL - 1) TPOT: time one request is in the system
-    first_token_delay_s: float = 0.0  # ftl, inside TTFT
-
-
-def graph_batch(running: int, sizes: tuple[int, ...]) -> tuple[int, bool]:
-    """(batch a decode step of `running` sequences runs, whether it runs eagerly). With captured sizes the
-    batch is padded to the smallest size that holds it; past the largest it runs eagerly at its own size. No
-    sizes (an engine profile without graphs): its own size, not flagged eager."""
-    if not sizes:
-        return running, False
-    for b in sizes:  # ascending
-        if b >= running:
-            return b, False
-    return running, True
-
-
-def kernels_launched(step: StepCost, f: Factors) -> float:
-    """Kernels one step launches: the step-cost model charges kernel_overhead_s per kernel (a pipeline step
-    carries its busiest stage's count: StepCost.kernels)."""
-    if step.kernels is not None:
-        return step.kernels
-    if f.kernel_overhead_s <= 0:
-        return 0.0
-    return sum(o.overhead_s for o in step.ops) / f.kernel_overhead_s
-
-
-def step_layers(model: ModelSpec, pc: ParallelConfig, phase: str, sequences: float, draft_passes: int = 0) -> float:
-    """Layer passes one sequence of a `phase` step of `sequences` sequences makes on the step's critical path: the stack's layers plus
-    `draft_passes` MTP draft passes through the MTP module's layers (decode only, as step_cost runs them).
-    Under PP the busiest stage's layers (MTP on the last stage), times the slots the step takes per
-    microbatch (pipeline.slots / pipeline.microbatches: a step repeats the pacing stage's time over its slots,
-    each slot holding 1/m of the sequences), so one sequence at PP4 crosses all four stages' layers. A count
-    from the model and the layout, never from step costs (figures.step_plan holds it)."""
-    mtp = draft_passes * len(model.mtp_modules[0]) if draft_passes and model.mtp_modules and phase == "decode" \
-        else 0
-    if pc.pp_size <= 1:
-        return float(model.num_layers + mtp)
-    busiest = max(len(st.model.layers) + (mtp if st.last else 0) for st in pipeline.stages(model, pc.pp_size))
-    m = pipeline.microbatches(pc.pp_size, sequences)
-    return busiest * pipeline.slots(phase, pc.pp_size, m) / m
-
-
-def step_time(gpu_s: float, kernels: float, sequences: float, eager: bool, f: Factors, *, layers: float) -> float:
-    """A forward step as the engine runs it [s]: the GPU time, floored by the host's kernel launches when it
-    runs eagerly (kernels x eager_launch_s), plus seq_overhead_s per sequence in the step and seq_layer_s per
-    sequence per layer it runs (`layers`: step_layers; the per-sequence work inside each layer's kernels that
-    the FLOP and byte counts miss: module docstring). Non-decreasing in gpu_s, kernels and sequences."""
-    t = max(gpu_s, kernels * f.eager_launch_s) if eager else gpu_s
-    return t + (f.seq_overhead_s + f.seq_layer_s * layers) * sequences
-
-
-def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float, synced_ranks: int = 1,
-                  graph_sizes: tuple[int, ...] = (), pp: int = 1) -> ServingShape:
-    per_replica = max(1, math.ceil(wl.concurrency / replicas))
-    running = min(per_replica, max(1, int(kv_capacity_per_replica)))
-    if wl.max_running > 0:
-        running = min(running, wl.max_running)
-    budget = wl.token_budget if wl.token_budget is not None else DEFAULT_TOKEN_BUDGET
-    n = max(1, min(running, budget // max(1, wl.isl)))
-    chunks = max(1, math.ceil(wl.isl / max(1, budget)))
-    padded, eager = graph_batch(running, graph_sizes)
-    return ServingShape(per_replica, running, n, chunks, max(1, synced_ranks), padded, eager,
-                        pipeline.prefill_traversal(pp, n))
-
-
-def first_wave_groups(requests: int, per_step: int) -> float:
-    """mean over i = 1..requests of ceil(i / per_step): prefill steps request i waits for in a burst."""
-    return prefill_steps_mean(requests, per_step)
-
-
-def _waiting_share(running: int, per_replica: int, wl: Workload) -> float:
-    """Share of a run's k x C_r requests that wait for a slot: all but the first B."""
-    total = max(1, wl.benchmark_waves) * per_replica
-    return max(0.0, 1 - running / total)
-
-
-def slot_wait_s(running: float, per_replica: int, request_s: float, wl: Workload) -> float:
-    """Mean wait for a running slot [s]: the C_r - B requests beyond the B slots of a replica wait for one
-    request's time in a slot (`request_s`) per B ahead of them, over the share of the run's requests that wait."""
-    return max(0, per_replica - running) / running * request_s * _waiting_share(running, per_replica, wl)
-
-
-def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Workload,
-                  policy: ServingPolicy | None = None) -> ServingTimes:
-    """TTFT and TPOT of aggregated serving from the step times (module docstring). Seconds in, seconds out.
-
-    prefill_s: one prefill step of `shape.prompts_per_step` prompts of ISL tokens (P_n);
-    decode_s: one decode step of `shape.running` sequences (tau); both as the engine runs them (step_time).
-    policy: the engine's scheduler (None: decode_first, no first-token delay).
-    """
-    policy = policy or ServingPolicy()
-    m = mtp_tokens_per_step(wl.mtp, wl.mtp_accept)
-    B, n = shape.running, shape.prompts_per_step
-    tau = decode_s
-    o = wl.request_overhead_s if wl.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
-    ftl = policy.first_token_iterations * tau
-    steps_out = max(0.0, (wl.osl - 1) / m)  # decode steps after the first token
-    if not policy.decode_first_for(shape.synced_ranks):
-        ls = lockstep(B, n, prefill_s, tau, steps_out, wl.osl, ftl)
-        served = o + ls.ttft_s
-        cycle = o + ftl + ls.cycle_s
-        slot_wait = slot_wait_s(B, shape.per_replica, cycle, wl)
-        ttft = served + slot_wait
-        share = (ls.cycle_s - steps_out * tau) / ls.cycle_s if ls.cycle_s > 0 else 0.0
-        return ServingTimes(ttft, ls.tpot_s, served, served, slot_wait, share, ttft + (wl.osl - 1) * ls.tpot_s,
-                            ftl)
-    p = prefill_s / n
-    S = p + (shape.chunks - 1) * tau
-    # a prompt arriving alone occupies the prefill server for its share p (the queue's service time), but its
-    # first token comes only once it has crossed the step: r p under PP, whose stages it crosses one by one
-    cross = (shape.traversal - 1) * p
-
-    def ttft_ss(rho: float) -> float:
-        wait = min(rho * S / (2 * (1 - rho)), (B - 1) * S)
-        return o + ftl + cross + tau / 2 + S + wait
-
-    # Steady state, solved for q = prompts per step on the busiest rank: the step is s = tau + q p (its
-    # prefills ride in the steps; in a synchronised group the other ranks' prefills run in the same steps, see
-    # the module docstring), the rank's request rate lambda = q / s and its prefill share rho = lambda p; q
-    # balances the closed loop (lambda x cycle = B). excess is increasing in q (lambda = q / (tau + q p) is).
-    def state(q: float) -> tuple[float, float, float]:
-        s = tau + q * p
-        lam = q / s
-        return s, lam, min(1 - 1e-12, lam * p)
-
-    def excess(q: float) -> float:
-        s, lam, rho = state(q)
-        return lam * (ttft_ss(rho) + steps_out * s) - B
-
-    # a rank takes at most n prompts per step, or one chunk of a longer prompt: q <= n / chunks
-    lo, hi = 0.0, n / shape.chunks
-    saturated = excess(hi) <= 0
-    if saturated:
-        lo = hi
-    else:
-        root = balance_root(B, tau, p, shape.chunks, o + ftl + cross, steps_out)
-        if root is not None and 0.0 <= root <= hi and root * p < (1 - 1e-12) * (tau + root * p):
-            lo = root
-        else:  # degenerate steps (tau or p zero, rho at its clamp): bisection on the same balance
-            for _ in range(60):
-                if hi - lo <= 1e-12 * hi:
-                    break
-                mid = (lo + hi) / 2
-                if excess(mid) > 0:
-                    hi = mid
-                else:
-                    lo = mid
-    step, lam, rho = state(lo)
-    tpot = step / m
-    # saturated: every step carries a full budget of prompts and the loop's other requests queue for it, so a
-    # request's cycle is B / lambda and TTFT the part of it not spent decoding
-    steady = max(ttft_ss(rho), B / lam - steps_out * step) if saturated else ttft_ss(rho)
-    first = o + ftl + prefill_s * first_wave_groups(B, n)
-    k = max(1, wl.benchmark_waves)
-    served = (first + (k - 1) * steady) / k
-    request_s = served + steps_out * step
-    slot_wait = slot_wait_s(B, shape.per_replica, request_s, wl)
-    ttft = served + slot_wait
-    return ServingTimes(ttft, tpot, first, steady, slot_wait, rho, ttft + steps_out * step, ftl)
-
-
-def balance_root(B: float, tau: float, p: float, chunks: int, fixed_s: float, steps_out: float) -> float | None:
-    """q [prompts per step] at which the decode-first closed loop balances, lambda (TTFT_ss + steps_out s) = B,
-    in closed form (None where tau or p is not positive). With s = tau + q p, rho = q p / s and 1 - rho = tau / s,
-    the M/D/1 wait is rho S / (2 (1 - rho)) = q p S / (2 tau), linear in q; multiplying the balance by s gives a
-    quadratic a q^2 + b q - B tau = 0 on each side of the wait's cap (B - 1) S, reached at q* = 2 tau (B - 1) / p.
-    S = p + (chunks - 1) tau; fixed_s = o + ftl + (r - 1) p (TTFT_ss = fixed_s + tau / 2 + S + W_q)."""
-    if not (tau > 0 and p > 0):
-        return None
-    S = p + (chunks - 1) * tau
-
-    def positive_root(a: float, b: float) -> float:
-        c = B * tau  # a q^2 + b q - c = 0, a >= 0, c > 0: one positive root, written without cancellation
-        if a <= 0:
-            return c / b if b > 0 else math.inf
-        d = math.sqrt(b * b + 4 * a * c)
-        return 2 * c / (b + d) if b >= 0 else (d - b) / (2 * a)
-
-    # b below the cap: steps_out tau + TTFT_ss(no wait) - B p; at the cap the wait adds (B - 1) S, and
-    # (B - 1) S + S - B p = B (chunks - 1) tau: summed from positive terms only
-    head = steps_out * tau + fixed_s + tau / 2
-    below = positive_root(p * (steps_out + S / (2 * tau)), head + (chunks - 1) * tau - (B - 1) * p)
-    if below <= 2 * tau * (B - 1) / p:
-        return below
-    return positive_root(p * steps_out, head + B * (chunks - 1) * tau)
 
 
 def kv_capacity_per_replica(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, context: int,
@@ -487,19 +115,11 @@ def _policy_name(decode_first: bool) -> str:
     return "decode_first" if decode_first else "prefill_first"
 
 
-def synced_ranks(model: ModelSpec, pc: ParallelConfig) -> int:
-    """Attention-DP ranks that step together: a MoE model's expert all-to-all (or MoE TP across replicas)
-    ends every step on all of them; a dense model's replicas serve independently."""
-    return pc.attn_replicas if model.is_moe and pc.attn_replicas > 1 else 1
-
-
 def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, wl: Workload,
              mem_opts: MemoryOptions | None = None) -> Estimate:
     """The full estimate: memory, the steps `pc` runs at `wl` (figures.step_plan), their costs (step_cost),
     and the figures the serving formulas make of them (figures.figures): the same two halves the planner's
     tables sum, so what the planner optimises is what this shows."""
-    from solver.estimate.figures import figures, step_plan  # figures.py builds on this module's formulas
-
     memory = memory_per_rank(model, hw, pc, prec, wl.sequences, wl.context_len, mem_opts, mtp_layers=wl.mtp)
     cap = (kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
            if wl.kind == "serving" else math.inf)
@@ -525,4 +145,6 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
 __all__ = ["Workload", "Estimate", "estimate", "prefill_step", "decode_step", "mtp_tokens_per_step",
            "count_params", "serving_times", "serving_shape", "serving_steps", "ServingShape", "ServingTimes",
            "ServingPolicy", "graph_batch", "step_time", "step_layers", "kernels_launched", "synced_ranks",
-           "kv_capacity_per_replica", "first_wave_groups", "token_budget", "DEFAULT_TOKEN_BUDGET"]
+           "kv_capacity_per_replica", "first_wave_groups", "token_budget", "DEFAULT_TOKEN_BUDGET",
+           "DEFAULT_BENCHMARK_WAVES", "DEFAULT_REQUEST_OVERHEAD_S", "request_overhead", "slot_wait_s",
+           "balance_root"]

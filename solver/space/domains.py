@@ -160,7 +160,7 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
 
 
 def cp_is_renamed(scenario: Scenario) -> bool:
-    """CP splits prompts; its ranks decode as attention DP (estimate.step.decode_layout), so in a decode-only
+    """CP splits prompts; its ranks decode as attention DP (estimate.step_parts.decode_layout), so in a decode-only
     scenario every cp value is the cp = 1 configuration under another name (the rule
     scenario.cp_splits_prefill_only, and `space_name`)."""
     return scenario.phase == "decode"

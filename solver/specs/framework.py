@@ -184,7 +184,7 @@ class GraphBatchRange(BaseModel):
 
 
 class FrameworkServing(BaseModel):
-    """How the engine's serving loop spends time outside the kernels (serving.py, scheduler.py): which work
+    """How the engine's serving loop spends time outside the kernels (engine_step.py, closed_loop.py, scheduler.py): which work
     its scheduler puts in a forward step, the CUDA-graph batch sizes it captures, what runs eagerly, and its
     custom small-message all-reduce. Defaults describe an engine with none of these (plain formulas)."""
 

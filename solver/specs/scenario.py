@@ -63,7 +63,7 @@ class Scenario(BaseModel):
     def prefill_per_output_token(self) -> float:
         """Share of a request's prefill carried by each output token. In serving, decode steps carry the
         prefill chunks of arriving requests (continuous batching), so each token pays 1/OSL of the prefill of
-        the batch it runs with: TPOT = tau / (1 - rho) = tau + B x p / OSL (estimate.serving)."""
+        the batch it runs with: TPOT = tau / (1 - rho) = tau + B x p / OSL (estimate.closed_loop)."""
         return 1.0 / self.osl if self.phase == "serving" else 0.0
 
     @property

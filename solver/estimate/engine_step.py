@@ -1,0 +1,74 @@
+"""A forward step as the engine runs it: the step-cost model's GPU time plus what the engine's serving loop
+adds outside the kernels (FrameworkServing; `step_time`):
+
+    decode runs the batch padded to the next captured CUDA-graph size (the GPU work of the padded batch); past
+    the largest graph, and for every prefill, the step runs eagerly: it takes at least kernels x eager_launch_s
+    (the host issuing each kernel); every step also costs seq_overhead_s per sequence in it (scheduling,
+    sampling, detokenizing) on top of the fixed step_overhead_s, and seq_layer_s per sequence per layer it
+    runs (step_layers: the stack, MTP draft passes, under PP the busiest stage): the per-sequence work inside
+    each layer's kernels that the FLOP and byte counts miss (the decode attention kernel's per-sequence setup,
+    page-table walk and split-KV reduction), so a 61-layer MoE pays it about twice as often as a 32-layer dense
+    model. One per-step constant per (engine, hardware) took the model's layer count from whichever models the
+    pair was fitted on (leave-one-model-out TPOT 15.9%); per kernel launched 13.8% with group regressions
+    (sglang, TP + EP, Qwen3-235B); per layer 14.0% without them (benchmarks/accuracy.py). The kernels are the
+    engine's, so seq_layer_s is fitted once per engine over every hardware: per (engine, hardware) it took the
+    size of whichever models a pair held (held out 13.5%, h200 23.0%), per engine 12.6% (h200 15.4%). The layer
+    count is fixed by the model and the layout, so a layout's figures depend on its step times alone (the
+    planner's Pareto argument, figures.py).
+
+The serving formulas (closed_loop.py) take the prefill and decode steps as `step_time` makes them.
+"""
+from __future__ import annotations
+
+from solver.estimate import pipeline
+from solver.estimate.compute import Factors
+from solver.estimate.step import StepCost
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+
+
+def graph_batch(running: int, sizes: tuple[int, ...]) -> tuple[int, bool]:
+    """(batch a decode step of `running` sequences runs, whether it runs eagerly). With captured sizes the
+    batch is padded to the smallest size that holds it; past the largest it runs eagerly at its own size. No
+    sizes (an engine profile without graphs): its own size, not flagged eager."""
+    if not sizes:
+        return running, False
+    for b in sizes:  # ascending
+        if b >= running:
+            return b, False
+    return running, True
+
+
+def kernels_launched(step: StepCost, f: Factors) -> float:
+    """Kernels one step launches: the step-cost model charges kernel_overhead_s per kernel (a pipeline step
+    carries its busiest stage's count: StepCost.kernels)."""
+    if step.kernels is not None:
+        return step.kernels
+    if f.kernel_overhead_s <= 0:
+        return 0.0
+    return sum(o.overhead_s for o in step.ops) / f.kernel_overhead_s
+
+
+def step_layers(model: ModelSpec, pc: ParallelConfig, phase: str, sequences: float, draft_passes: int = 0) -> float:
+    """Layer passes one sequence of a `phase` step of `sequences` sequences makes on the step's critical path: the stack's layers plus
+    `draft_passes` MTP draft passes through the MTP module's layers (decode only, as step_cost runs them).
+    Under PP the busiest stage's layers (MTP on the last stage), times the slots the step takes per
+    microbatch (pipeline.slots / pipeline.microbatches: a step repeats the pacing stage's time over its slots,
+    each slot holding 1/m of the sequences), so one sequence at PP4 crosses all four stages' layers. A count
+    from the model and the layout, never from step costs (figures.step_plan holds it)."""
+    mtp = draft_passes * len(model.mtp_modules[0]) if draft_passes and model.mtp_modules and phase == "decode" \
+        else 0
+    if pc.pp_size <= 1:
+        return float(model.num_layers + mtp)
+    busiest = max(len(st.model.layers) + (mtp if st.last else 0) for st in pipeline.stages(model, pc.pp_size))
+    m = pipeline.microbatches(pc.pp_size, sequences)
+    return busiest * pipeline.slots(phase, pc.pp_size, m) / m
+
+
+def step_time(gpu_s: float, kernels: float, sequences: float, eager: bool, f: Factors, *, layers: float) -> float:
+    """A forward step as the engine runs it [s]: the GPU time, floored by the host's kernel launches when it
+    runs eagerly (kernels x eager_launch_s), plus seq_overhead_s per sequence in the step and seq_layer_s per
+    sequence per layer it runs (`layers`: step_layers; the per-sequence work inside each layer's kernels that
+    the FLOP and byte counts miss: module docstring). Non-decreasing in gpu_s, kernels and sequences."""
+    t = max(gpu_s, kernels * f.eager_launch_s) if eager else gpu_s
+    return t + (f.seq_overhead_s + f.seq_layer_s * layers) * sequences

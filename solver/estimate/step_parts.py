@@ -1,0 +1,204 @@
+"""The parts a forward step is costed from, shared by the step-cost model (step.py) and the planner's cached
+module sums (step_sums.py): where a decode step runs (decode_layout), which blocks a step costs (_selected,
+block_modules, canonical_block), each block's ops and collectives memoised per kit (block_cost), and the
+embedding's, LM head's and MTP draft passes' collectives (head_comms, _draft_records).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from solver.estimate.compute import CommCost, Factors, Kit, OpCost, Work, collective, group_tokens, head_ops
+from solver.memo import IdentityMemo
+from solver.specs.hardware import Hardware
+from solver.specs.layers.base import ACT_BYTES, block_counts
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+
+# ops whose compute a KV gather on the second stream can hide behind (the attention core of the same layer)
+_HIDING_OPS = ("attention_core", "indexer_score")
+
+
+def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work) -> list[CommCost]:
+    return _head_colls(model, pc, w, lambda *a: collective(hw, f, *a))
+
+
+def kit_head_comms(model: ModelSpec, kit: Kit) -> list:
+    """head_comms as `kit`'s records."""
+    return _head_colls(model, kit.pc, kit.w, kit.coll)
+
+
+def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
+    """The embedding's and LM head's collectives, made by `coll` (a Kit's record maker)."""
+    h, v = model.hidden_size, model.vocab_size
+    out = []
+    e = pc.embed_tp_size
+    lt = pc.lmhead_tp_size
+    u_logit = group_tokens(pc, w, lt, w.logits_tokens) / lt
+    if e > 1:  # vocab-parallel lookup: partial rows summed over the group
+        out.append(coll("embed_allreduce", "embedding", "all_reduce", e, group_tokens(pc, w, e) * h * ACT_BYTES))
+    if lt > 1:  # gather hidden states of the group, then exchange vocab slices of the logits
+        out.append(coll("lmhead_gather", "lm_head", "all_gather", lt, lt * u_logit * h * ACT_BYTES))
+        out.append(coll("logits_exchange", "lm_head", "all_to_all", lt, u_logit * v * 4))
+    return out
+
+
+def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
+    """Where a decode step runs under CP. CP splits the tokens of a prompt (prefill); once prompts are in the
+    cache, the CP group's ranks decode as attention-DP replicas, each request on one rank with its whole KV
+    (the seed: CP is the prefill add-on, KVP the decode-time KV split, and `kvp_size` is its own knob). The CP
+    group's sequences spread over its ranks, so the busiest rank decodes max(1, sequences / cp) of them.
+    Evidence: the cann-recipes V3.2 decode config (cp_size = W = 128, batch 256 at 64K, MTP3) publishes TPOT
+    19.84 ms (references/v32-d128-q.yaml), i.e. a step of 29-48 ms for 1.44-2.44 tokens per step. Splitting
+    every request's KV over the 128 ranks would all-gather the queries of all 1024 tokens (128 heads x 576
+    bf16 values, 151 MB per layer, 9.2 GB over 61 layers) to every rank: ~57 ms at A3's 161 GB/s effective UB
+    rate, more than the whole step. Per-replica work in, per-rank work and the DP layout out; prefill and
+    cp 1 pass through."""
+    if w.phase != "decode" or pc.cp_size == 1:
+        return pc, w
+    key = (pc.key(), w)
+    hit = _DECODE_LAYOUTS.get(key)
+    if hit is not None:
+        return hit
+    if len(_DECODE_LAYOUTS) >= _BLOCK_CACHE_MAX:
+        _DECODE_LAYOUTS.clear()
+        _DP_LAYOUTS.clear()
+        _DECODE_WORKS.clear()
+    hit = _DECODE_LAYOUTS[key] = _decode_layout(pc, w)
+    return hit
+
+
+def _decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
+    dp = _DP_LAYOUTS.get(pc.key())
+    if dp is None:
+        dp = _DP_LAYOUTS[pc.key()] = pc.model_copy(update={"cp_size": 1})
+    return dp, _decode_work(pc.cp_size, pc.attn_replicas, w)
+
+
+def _decode_work(cp: int, replicas: int, w: Work) -> Work:
+    """The busiest rank's work of a decode step of `w` under CP `cp` with `replicas` attention replicas (what
+    the decode layout reads of the config), memoised: the configs of every group choice beside one layout
+    (under PP, where the tables cost each stage at its own layout) ask for the same one."""
+    key = (cp, replicas, w)
+    hit = _DECODE_WORKS.get(key)
+    if hit is not None:
+        return hit
+    spread = min(float(cp), max(1.0, w.sequences))  # ranks of the group that hold a sequence
+    busy = (w.busy_replicas if w.busy_replicas > 0 else replicas) * spread
+    hit = _DECODE_WORKS[key] = replace(w, new_tokens=w.new_tokens / spread, sequences=w.sequences / spread,
+                                       logits_tokens=w.logits_tokens / spread,
+                                       busy_replicas=busy if spread < cp or w.busy_replicas > 0 else 0.0)
+    return hit
+
+
+# decode_layout per (config, work): the planner's tables ask for the same one for every block and group (both
+# frozen, so the pair handed out is shared)
+_DECODE_LAYOUTS: dict[tuple, tuple[ParallelConfig, Work]] = {}
+_DP_LAYOUTS: dict[tuple, ParallelConfig] = {}  # config key -> the config with cp 1 (far fewer than the pairs)
+_DECODE_WORKS: dict[tuple, Work] = {}  # _decode_work
+
+# One block's ops and collectives for one (hardware, parallel config, precision, factors, work): the planner's
+# tables and pipeline stages ask for the same block under the same kit many times (every stage of a pipeline
+# holds the same layer objects; a stage count repeats each). Keyed by identity of the block and the kit's
+# objects, which the entry keeps alive so an id is never reused while its entry exists.
+_BLOCK_CACHE: dict[tuple, tuple] = {}
+_BLOCK_CACHE_MAX = 200_000
+
+
+def _pc_key(pc: ParallelConfig) -> tuple:
+    return pc.key()
+
+
+# Equal blocks cost the same (a block is frozen data; its ops read only its fields and the kit), and the model
+# already adds equal blocks up (base.block_counts). A pipeline stage's stack holds other, equal layer objects
+# than the whole model's (its first layer of each kind), so the caches below key a block by the first equal
+# one met: an id is looked up once per object, the value hash only then.
+_CANON = IdentityMemo(65_536)  # block object -> the canonical equal block
+_BY_VALUE: dict[object, object] = {}
+
+
+def canonical_block(block):
+    """The first block met that equals `block` (the caches' key: equal blocks share their records)."""
+    def first_equal():
+        if len(_BY_VALUE) >= 65_536:
+            _BY_VALUE.clear()
+        return _BY_VALUE.setdefault(block, block)
+
+    return _CANON.get((block,), None, first_equal)
+
+
+def _records(block, kit: Kit) -> tuple[list[OpCost], list[CommCost]]:
+    ops = block.ops(kit)
+    hide = sum(o.compute_s for o in ops if o.name in _HIDING_OPS)
+    return ops, block.comms(kit, hide)
+
+
+def _kit_key(block, kit: Kit, pc_key: tuple | None) -> tuple:
+    return (id(block), id(kit.hw), id(kit.prec), id(kit.f), pc_key or _pc_key(kit.pc), kit.w)
+
+
+def block_cost(block, kit: Kit, pc_key: tuple | None = None) -> tuple[list[OpCost], list[CommCost]]:
+    """(ops, collectives) of one instance of `block`; its KV gather hides behind its own attention core.
+    `pc_key`: kit.pc.key() when the caller has it already."""
+    block = canonical_block(block)
+    key = _kit_key(block, kit, pc_key)
+    hit = _BLOCK_CACHE.get(key)
+    if hit is not None and hit[0] is block and hit[1] is kit.hw and hit[2] is kit.prec and hit[3] is kit.f:
+        return hit[4], hit[5]
+    ops, comms = _records(block, kit)
+    if len(_BLOCK_CACHE) >= _BLOCK_CACHE_MAX:
+        _BLOCK_CACHE.clear()
+    _BLOCK_CACHE[key] = (block, kit.hw, kit.prec, kit.f, ops, comms)
+    return ops, comms
+
+
+_MODULES: dict[int, tuple[object, frozenset[str]]] = {}
+
+
+def block_modules(block) -> frozenset[str]:
+    """The modules a block's parameters declare (cached per block object)."""
+    hit = _MODULES.get(id(block))
+    if hit is not None and hit[0] is block:
+        return hit[1]
+    out = frozenset(sh.module for sh in block.shares())
+    _MODULES[id(block)] = (block, out)
+    return out
+
+
+_SELECTED: dict[tuple, tuple] = {}
+
+
+def _selected(model: ModelSpec, mtp_layers: int, attention_only: bool, modules: frozenset[str] | None, phase: str
+              ) -> tuple[list[tuple[object, float]], bool, bool]:
+    """What a step costs: the (block, count) pairs, whether the embedding / LM head, whether the MTP draft
+    heads (cached per model and question)."""
+    key = (id(model), mtp_layers, attention_only, modules, phase)
+    hit = _SELECTED.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    blocks = model.block_groups
+    if mtp_layers and model.mtp_modules:
+        blocks = blocks + block_counts([(layer, mtp_layers) for layer in model.mtp_modules[0]])
+    chosen = [(block, n) for block, n in blocks
+              if not (attention_only and block.role != "mixer")
+              and not (modules is not None and not (block_modules(block) & modules))]
+    head = not attention_only and (modules is None or bool(modules & {"embedding", "lm_head"}))
+    # each of the `mtp_layers` sequential draft passes ends in the shared lm_head over one token per
+    # sequence: its weights are read again every pass (~0.5 ms per pass for DeepSeek's 1.85 GB bf16 head
+    # on one H200 rank)
+    draft = (not attention_only and bool(mtp_layers) and phase == "decode"
+             and (modules is None or "lm_head" in modules))
+    out = (chosen, head, draft)
+    if len(_SELECTED) >= 4096:
+        _SELECTED.clear()
+    _SELECTED[key] = (model, out)
+    return out
+
+
+def _draft_records(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work
+                   ) -> tuple[list[OpCost], list[CommCost]]:
+    """One MTP draft pass's LM head: one token per sequence."""
+    dw = Work("decode", new_tokens=w.sequences, context=w.context, sequences=w.sequences,
+              logits_tokens=w.sequences, busy_replicas=w.busy_replicas)
+    return ([o for o in head_ops(model, hw, pc, prec, f, dw) if o.name == "lm_head"],
+            [c for c in head_comms(model, hw, pc, f, dw) if c.module == "lm_head"])
