@@ -15,7 +15,7 @@ cheapest resharding: an all-reduce followed by a smaller group costs the same as
 
 The parts a step is costed from (the decode layout, the blocks it selects, each block's memoised records, the
 head's and MTP draft passes' collectives) are in step_parts.py; the planner's cached per-module sums of the
-same steps in step_sums.py (both re-exported here).
+same steps in step_sums.py.
 """
 from __future__ import annotations
 
@@ -23,44 +23,11 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from solver.estimate import pipeline
-from solver.estimate.compute import (  # noqa: F401  (CommCost, tp_module re-exported: callers import them here)
-    CommCost,
-    Factors,
-    Kit,
-    OpCost,
-    Work,
-    head_ops,
-    tp_module,
-)
+from solver.estimate.compute import CommCost, Factors, Kit, OpCost, Work, head_ops
 from solver.estimate.params import ParamReport
-from solver.estimate.step_parts import (  # noqa: F401  (re-exported: plan/tables imports them here)
-    _draft_records,
-    _selected,
-    block_cost,
-    block_modules,
-    canonical_block,
-    decode_layout,
-    head_comms,
-    kit_head_comms,
-)
-from solver.estimate.step_sums import (  # noqa: F401  (re-exported: plan/group_cost imports them here)
-    DRAFT,
-    HEAD,
-    ModuleSums,
-    SumsPlan,
-    block_sums,
-    head_key,
-    kit_plan_sums,
-    mixer_key,
-    module_sums,
-    plan_kit,
-    plan_sums,
-    stages_sums,
-    step_sums,
-    sums_plan,
-)
+from solver.estimate.step_parts import _draft_records, _selected, block_cost, decode_layout, head_comms
 from solver.specs.hardware import Hardware
-from solver.specs.layers.base import ACT_BYTES, block_counts  # noqa: F401
+from solver.specs.layers.base import ACT_BYTES
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision

@@ -114,7 +114,7 @@ class DominanceSearch:
             if not verified or sla_missed == ["SLA.ttft"]:
                 # the full estimate's memory check rejects this configuration, not its figures; or it misses
                 # the TTFT bound only, and TTFT can fall a little as the decode step grows (a slower decode
-                # lowers the request rate and the prefill queue: estimate/serving.py): cut it alone
+                # lowers the request rate and the prefill queue: estimate/closed_loop.py): cut it alone
                 work.add_bool_or([vm.x[g][i].negated() for g, i in picks.items()])
                 continue
             # every point this one dominates in (Pe, Te) has an L and a TPOT at least as large; one that

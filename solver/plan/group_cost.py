@@ -17,7 +17,8 @@ from operator import add as _add, sub as _sub
 
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
-from solver.estimate.step import SumsPlan, head_key, kit_plan_sums, micro_work, mixer_key, plan_kit, sums_plan
+from solver.estimate.step import micro_work
+from solver.estimate.step_sums import SumsPlan, head_key, kit_plan_sums, mixer_key, plan_kit, sums_plan
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -68,7 +69,7 @@ class Pipeline:
         return self.slots * (max(per_stage) + self.send_s) + self.overhead_s
 
     def kernels(self, per_stage: tuple[float, ...], f: Factors) -> float:
-        """Kernels the step launches (serving.kernels_launched) from the stages' kernel overhead seconds."""
+        """Kernels the step launches (engine_step.kernels_launched) from the stages' kernel overhead seconds."""
         return self.slots * max(per_stage) / f.kernel_overhead_s if f.kernel_overhead_s > 0 else 0.0
 
 
@@ -138,7 +139,7 @@ def _owner(owner: dict, module: str, groups: dict[str, str | None], want: tuple[
 
 def _share_plan(model: ModelSpec, pp: int, mtp_layers: int, groups: dict[str, str | None], want: tuple[str, ...],
                 attention_only: bool, phase: str) -> tuple[SumsPlan, tuple[dict, ...]]:
-    """What shares adds up for these stages and groups (step.SumsPlan), and per distinct stage a map module ->
+    """What shares adds up for these stages and groups (step_sums.SumsPlan), and per distinct stage a map module ->
     index in `want` of its owner (None: not wanted, or the stage lacks it; filled as modules are met), once
     per (model, stage count, MTP passes, groups, want, question, phase)."""
     key = (id(model), id(groups), pp, mtp_layers, want, attention_only, phase)

@@ -129,9 +129,9 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
 
 def _one_of(x: T) -> T:
     """The first object equal to `x` that tables were built with. The estimator's memos key the hardware,
-    precision and factors by identity (step._KITS, compute._COLLECTIVES) and each plan makes its own factors
+    precision and factors by identity (step_sums._KITS, compute._COLLECTIVES) and each plan makes its own factors
     and precision: with one object per value, the plans of one deployment at other world sizes (a sweep) or
-    again share what they cost alike (the mixers' sums of equal works: step.mixer_key). Equal values cost the
+    again share what they cost alike (the mixers' sums of equal works: step_sums.mixer_key). Equal values cost the
     same (the estimator is pure)."""
     for y in _BUILT_WITH:
         if type(y) is type(x) and y == x:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from solver.estimate.compute import Work
 from solver.estimate.figures import StepPlan, step_plan
 from solver.estimate.serving import Workload
-from solver.estimate.step import block_modules, decode_layout
+from solver.estimate.step_parts import block_modules, decode_layout
 from solver.plan.group_cost import NONE, Pipeline, Share, pipeline_of, shares
 from solver.plan.groups import GROUPS
 from solver.specs.parallel import ParallelConfig
@@ -138,7 +138,7 @@ class TableInputs:
         TP degree, the attention group's size and the replicas (compute.group_tokens, the reshard test against
         attention TP), not how the group splits (CP, KVP, SP). So layouts with equal (TP, group size, PP) share
         their tables (spelled with KVP); a decode step under CP is first put in its decode layout
-        (step.decode_layout), except under PP, where each stage's microbatch is laid out by itself."""
+        (step_parts.decode_layout), except under PP, where each stage's microbatch is laid out by itself."""
         tp, cp, kvp, sp, pp = key
         if w is not None and w.phase == "decode" and cp > 1:
             if pp > 1:

@@ -50,7 +50,7 @@ class ViewCosts:
 
     def step_times(self, pre: Share | None, dec: Share | None, f: Factors) -> tuple[float, float]:
         """(Pe, Te): the prefill and decode steps of these summed shares as the engine runs them, less the
-        per-sequence cost (serving.step_time's max(GPU, kernels x eager launch), prefill always eager); what
+        per-sequence cost (engine_step.step_time's max(GPU, kernels x eager launch), prefill always eager); what
         the serving figures are monotone in, and what the planner's CP-SAT variables hold."""
         pe = te = 0.0
         if pre is not None:
