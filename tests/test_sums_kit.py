@@ -312,7 +312,7 @@ def test_head_sums_read_only_the_head_key(name: str) -> None:
     def sums(pc: ParallelConfig, w: Work) -> tuple:
         skit = SumsKit(h, pc, prec, f, w)
         return (_light_module_sums(kit_head_ops(m, skit), kit_head_comms(m, skit)),
-                module_sums(*step_parts._draft_records(m, h, pc, prec, f, w)))
+                module_sums(*step_parts.draft_records(m, h, pc, prec, f, w)))
 
     for pcs in by_key.values():
         for w in WORKS:

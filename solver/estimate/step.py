@@ -25,7 +25,7 @@ from functools import lru_cache
 from solver.estimate import pipeline
 from solver.estimate.compute import CommCost, Factors, Kit, OpCost, Work, head_ops
 from solver.estimate.params import ParamReport
-from solver.estimate.step_parts import _draft_records, _selected, block_cost, decode_layout, head_comms
+from solver.estimate.step_parts import draft_records, selected_blocks, block_cost, decode_layout, head_comms
 from solver.specs.hardware import Hardware
 from solver.specs.layers.base import ACT_BYTES
 from solver.specs.model import ModelSpec
@@ -111,12 +111,12 @@ def step_items(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisi
     pc, w = decode_layout(pc, w)
     kit = Kit(hw, pc, prec, f, w)
     pc_key = pc.key()
-    blocks, head, draft = _selected(model, mtp_layers, attention_only, modules, w.phase)
+    blocks, head, draft = selected_blocks(model, mtp_layers, attention_only, modules, w.phase)
     out = [(*block_cost(block, kit, pc_key), n, False) for block, n in blocks]
     if head:
         out.append((head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w), 1, False))
     if draft:
-        out.append((*_draft_records(model, hw, pc, prec, f, w), mtp_layers, True))
+        out.append((*draft_records(model, hw, pc, prec, f, w), mtp_layers, True))
     return out
 
 

@@ -1,7 +1,7 @@
 """The parts a forward step is costed from, shared by the step-cost model (step.py) and the planner's cached
-module sums (step_sums.py): where a decode step runs (decode_layout), which blocks a step costs (_selected,
+module sums (step_sums.py): where a decode step runs (decode_layout), which blocks a step costs (selected_blocks,
 block_modules, canonical_block), each block's ops and collectives memoised per kit (block_cost), and the
-embedding's, LM head's and MTP draft passes' collectives (head_comms, _draft_records).
+embedding's, LM head's and MTP draft passes' collectives (head_comms, draft_records).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 
 # ops whose compute a KV gather on the second stream can hide behind (the attention core of the same layer)
-_HIDING_OPS = ("attention_core", "indexer_score")
+HIDING_OPS = ("attention_core", "indexer_score")
 
 
 def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work) -> list[CommCost]:
@@ -60,7 +60,7 @@ def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
     hit = _DECODE_LAYOUTS.get(key)
     if hit is not None:
         return hit
-    if len(_DECODE_LAYOUTS) >= _BLOCK_CACHE_MAX:
+    if len(_DECODE_LAYOUTS) >= BLOCK_CACHE_MAX:
         _DECODE_LAYOUTS.clear()
         _DP_LAYOUTS.clear()
         _DECODE_WORKS.clear()
@@ -102,7 +102,7 @@ _DECODE_WORKS: dict[tuple, Work] = {}  # _decode_work
 # holds the same layer objects; a stage count repeats each). Keyed by identity of the block and the kit's
 # objects, which the entry keeps alive so an id is never reused while its entry exists.
 _BLOCK_CACHE: dict[tuple, tuple] = {}
-_BLOCK_CACHE_MAX = 200_000
+BLOCK_CACHE_MAX = 200_000
 
 
 def _pc_key(pc: ParallelConfig) -> tuple:
@@ -129,7 +129,7 @@ def canonical_block(block):
 
 def _records(block, kit: Kit) -> tuple[list[OpCost], list[CommCost]]:
     ops = block.ops(kit)
-    hide = sum(o.compute_s for o in ops if o.name in _HIDING_OPS)
+    hide = sum(o.compute_s for o in ops if o.name in HIDING_OPS)
     return ops, block.comms(kit, hide)
 
 
@@ -146,7 +146,7 @@ def block_cost(block, kit: Kit, pc_key: tuple | None = None) -> tuple[list[OpCos
     if hit is not None and hit[0] is block and hit[1] is kit.hw and hit[2] is kit.prec and hit[3] is kit.f:
         return hit[4], hit[5]
     ops, comms = _records(block, kit)
-    if len(_BLOCK_CACHE) >= _BLOCK_CACHE_MAX:
+    if len(_BLOCK_CACHE) >= BLOCK_CACHE_MAX:
         _BLOCK_CACHE.clear()
     _BLOCK_CACHE[key] = (block, kit.hw, kit.prec, kit.f, ops, comms)
     return ops, comms
@@ -168,7 +168,7 @@ def block_modules(block) -> frozenset[str]:
 _SELECTED: dict[tuple, tuple] = {}
 
 
-def _selected(model: ModelSpec, mtp_layers: int, attention_only: bool, modules: frozenset[str] | None, phase: str
+def selected_blocks(model: ModelSpec, mtp_layers: int, attention_only: bool, modules: frozenset[str] | None, phase: str
               ) -> tuple[list[tuple[object, float]], bool, bool]:
     """What a step costs: the (block, count) pairs, whether the embedding / LM head, whether the MTP draft
     heads (cached per model and question)."""
@@ -195,7 +195,7 @@ def _selected(model: ModelSpec, mtp_layers: int, attention_only: bool, modules: 
     return out
 
 
-def _draft_records(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work
+def draft_records(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work
                    ) -> tuple[list[OpCost], list[CommCost]]:
     """One MTP draft pass's LM head: one token per sequence."""
     dw = Work("decode", new_tokens=w.sequences, context=w.context, sequences=w.sequences,

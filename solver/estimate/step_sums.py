@@ -10,13 +10,13 @@ from typing import Callable
 
 from solver.estimate.compute import CommCost, Factors, Kit, OpCost, SumsKit, Work, kit_head_ops, op_time_s
 from solver.estimate.step_parts import (
-    _BLOCK_CACHE_MAX,
-    _HIDING_OPS,
-    _draft_records,
-    _selected,
+    BLOCK_CACHE_MAX,
+    HIDING_OPS,
     canonical_block,
     decode_layout,
+    draft_records,
     kit_head_comms,
+    selected_blocks,
 )
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -52,7 +52,7 @@ def _kit_sums(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: 
     key = (id(hw), id(prec), id(f), pc_key, w)
     hit = _KITS.get(key)
     if hit is None:
-        if len(_KITS) >= _BLOCK_CACHE_MAX:
+        if len(_KITS) >= BLOCK_CACHE_MAX:
             _KITS.clear()
         hit = _KITS[key] = (hw, prec, f, SumsKit(hw, pc, prec, f, w), {})
     return hit[3], hit[4]
@@ -70,7 +70,7 @@ def _sums_of(store: dict, block, kit: SumsKit) -> ModuleSums:
 def _light_sums(block, kit: SumsKit) -> ModuleSums:
     """module_sums(*_records(block, kit)) from the SumsKit's records."""
     ops = block.ops(kit)
-    return _light_module_sums(ops, block.comms(kit, sum(o[2] for o in ops if o[0] in _HIDING_OPS)))
+    return _light_module_sums(ops, block.comms(kit, sum(o[2] for o in ops if o[0] in HIDING_OPS)))
 
 
 def _light_module_sums(ops: list[tuple], comms: list[tuple]) -> ModuleSums:
@@ -135,7 +135,7 @@ def sums_plan(stages: list[tuple[ModelSpec, int]], attention_only: bool, modules
     blocks: list = []
     out = []
     for model, mtp_layers in stages:
-        chosen, head, draft = _selected(model, mtp_layers, attention_only, modules, phase)
+        chosen, head, draft = selected_blocks(model, mtp_layers, attention_only, modules, phase)
         chunks: list[tuple[int, float]] = []
         for block, n in chosen:
             block = canonical_block(block)
@@ -217,6 +217,6 @@ def _draft_sums(store: dict, model: ModelSpec, kit: SumsKit) -> ModuleSums:
     hit = store.get(("draft", id(model)))
     if hit is not None:
         return hit[1]
-    out = module_sums(*_draft_records(model, kit.hw, kit.pc, kit.prec, kit.f, kit.w))
+    out = module_sums(*draft_records(model, kit.hw, kit.pc, kit.prec, kit.f, kit.w))
     store[("draft", id(model))] = (model, out)
     return out
