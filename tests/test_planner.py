@@ -160,6 +160,21 @@ def test_solve_json_has_the_seed_keys():
     assert "binding_constraints" in data
 
 
+def test_the_reference_line_names_what_the_reference_deploys():
+    """The closest verified configuration can be another model's on other hardware: the seed's reference line
+    says which (model, phase, ranks x hardware) beside how its knobs differ."""
+    import json
+
+    from solver.specs.reference import list_references
+
+    r = CliRunner().invoke(main, ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "4", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    refs = {ref.id: ref for ref in list_references()}
+    for c in json.loads(r.stdout)["candidates"]:
+        ref = refs[c["reference"].split(" ")[0]]
+        assert f"({ref.model_name} {ref.phase} on {ref.world_size} x {ref.hardware}; " in c["reference"]
+
+
 @pytest.mark.parametrize("args", [["--cards", "0"], ["--isl", "0"], ["--mtp", "9"]])
 def test_solve_bad_input_is_one_line_exit_2(args):
     base = ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "4"]

@@ -44,7 +44,8 @@ def estimation(c: Candidate) -> dict[str, Any]:
 def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS) -> dict[str, Any]:
     """One candidate; `knobs`: the model's own (PlanResult.knobs), so no knob of a missing module shows."""
     pc = c.planned.config
-    ref = c.reference + (f" (differs: {', '.join(c.reference_diff)})" if c.reference_diff else " (same knobs)")
+    knobs_vs = f"differs: {', '.join(c.reference_diff)}" if c.reference_diff else "same knobs"
+    ref = f"{c.reference} ({c.reference_of}; {knobs_vs})" if c.reference_of else f"{c.reference} ({knobs_vs})"
     if c.comparative_testing:
         ref += "; recommended for comparative testing"
     return {
