@@ -76,8 +76,10 @@ turn, so W_slot = (C_r - B) / B * (TTFT_serv + (OSL - 1) TPOT) for all but the f
 requests, and TTFT = TTFT_serv + W_slot (1 - B / (k C_r)). Throughput follows
 from Little's law: C * OSL / (TTFT + (OSL - 1) TPOT) (figures.figures).
 
-`serving_times` holds these formulas over plain step times so that a calibration can re-evaluate them quickly;
-`serving.estimate` computes the step times from the step-cost model and calls it (through figures.figures).
+`serving_figures` holds these formulas over plain step times so that a calibration or the planner can
+re-evaluate them quickly: what the step times leave unchanged (m, B, n, o, the policy, the first wave's groups,
+the slot wait's factors) is taken once into a `ServingKit` (`serving_kit`), and `serving_times` is one evaluation
+of it; `serving.estimate` computes the step times from the step-cost model and calls it (through figures.figures).
 """
 from __future__ import annotations
 
@@ -158,16 +160,53 @@ def first_wave_groups(requests: int, per_step: int) -> float:
     return prefill_steps_mean(requests, per_step)
 
 
-def _waiting_share(running: int, per_replica: int, wl: Workload) -> float:
-    """Share of a run's k x C_r requests that wait for a slot: all but the first B."""
+def _slot_terms(running: float, per_replica: int, wl: Workload) -> tuple[float, float]:
+    """The two factors of the slot wait beside the request time: (C_r - B) / B, the slots' turns ahead of a
+    waiting request, and the share of a run's k x C_r requests that wait for a slot: all but the first B."""
     total = max(1, wl.benchmark_waves) * per_replica
-    return max(0.0, 1 - running / total)
+    return max(0, per_replica - running) / running, max(0.0, 1 - running / total)
 
 
 def slot_wait_s(running: float, per_replica: int, request_s: float, wl: Workload) -> float:
     """Mean wait for a running slot [s]: the C_r - B requests beyond the B slots of a replica wait for one
     request's time in a slot (`request_s`) per B ahead of them, over the share of the run's requests that wait."""
-    return max(0, per_replica - running) / running * request_s * _waiting_share(running, per_replica, wl)
+    ahead, waiting = _slot_terms(running, per_replica, wl)
+    return ahead * request_s * waiting
+
+
+@dataclass(frozen=True)
+class ServingKit:
+    """The terms of the serving formulas that the step times leave unchanged (from the shape, the workload and
+    the policy). The planner evaluates one configuration's figures at some 40 step times (figures.figures keeps
+    a kit per step plan), so each evaluation (`serving_figures`) does only the arithmetic on P_n and tau."""
+
+    running: int  # B
+    prompts_per_step: int  # n
+    chunks: int
+    tokens_per_step: float  # m
+    overhead_s: float  # o
+    first_token_iterations: float
+    steps_out: float  # (OSL - 1) / m: decode steps after the first token
+    osl: int
+    decode_first: bool  # the policy for this shape's synchronised ranks
+    cross_shares: float  # r - 1: prompt shares a prompt waits beyond its own to cross the step
+    max_prompts: float  # n / chunks: q's ceiling
+    first_groups: float  # first_wave_groups(B, n)
+    waves: int  # k
+    slots_ahead: float  # the slot wait's factors (_slot_terms)
+    waiting_share: float
+
+
+def serving_kit(shape: ServingShape, wl: Workload, policy: ServingPolicy | None = None) -> ServingKit:
+    """`serving_figures`' terms for `shape` at `wl` under `policy` (None: decode_first, no first-token delay)."""
+    policy = policy or ServingPolicy()
+    m = mtp_tokens_per_step(wl.mtp, wl.mtp_accept)
+    B, n = shape.running, shape.prompts_per_step
+    o = wl.request_overhead_s if wl.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
+    ahead, waiting = _slot_terms(B, shape.per_replica, wl)
+    return ServingKit(B, n, shape.chunks, m, o, policy.first_token_iterations, max(0.0, (wl.osl - 1) / m), wl.osl,
+                      policy.decode_first_for(shape.synced_ranks), shape.traversal - 1, n / shape.chunks,
+                      first_wave_groups(B, n), max(1, wl.benchmark_waves), ahead, waiting)
 
 
 def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Workload,
@@ -178,52 +217,46 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
     decode_s: one decode step of `shape.running` sequences (tau); both as the engine runs them (step_time).
     policy: the engine's scheduler (None: decode_first, no first-token delay).
     """
-    policy = policy or ServingPolicy()
-    m = mtp_tokens_per_step(wl.mtp, wl.mtp_accept)
-    B, n = shape.running, shape.prompts_per_step
-    tau = decode_s
-    o = wl.request_overhead_s if wl.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
-    ftl = policy.first_token_iterations * tau
-    steps_out = max(0.0, (wl.osl - 1) / m)  # decode steps after the first token
-    if not policy.decode_first_for(shape.synced_ranks):
-        ls = lockstep(B, n, prefill_s, tau, steps_out, wl.osl, ftl)
+    return ServingTimes(*serving_figures(serving_kit(shape, wl, policy), prefill_s, decode_s))
+
+
+def serving_figures(kit: ServingKit, prefill_s: float, tau: float) -> tuple[float, float, float, float, float,
+                                                                             float, float, float]:
+    """`serving_times`' figures in ServingTimes' field order, from a kit: P_n = prefill_s, tau = the decode step."""
+    B, n, o, steps_out = kit.running, kit.prompts_per_step, kit.overhead_s, kit.steps_out
+    ftl = kit.first_token_iterations * tau
+    if not kit.decode_first:
+        ls = lockstep(B, n, prefill_s, tau, steps_out, kit.osl, ftl)
         served = o + ls.ttft_s
         cycle = o + ftl + ls.cycle_s
-        slot_wait = slot_wait_s(B, shape.per_replica, cycle, wl)
+        slot_wait = kit.slots_ahead * cycle * kit.waiting_share  # slot_wait_s
         ttft = served + slot_wait
         share = (ls.cycle_s - steps_out * tau) / ls.cycle_s if ls.cycle_s > 0 else 0.0
-        return ServingTimes(ttft, ls.tpot_s, served, served, slot_wait, share, ttft + (wl.osl - 1) * ls.tpot_s,
-                            ftl)
+        return ttft, ls.tpot_s, served, served, slot_wait, share, ttft + (kit.osl - 1) * ls.tpot_s, ftl
     p = prefill_s / n
-    S = p + (shape.chunks - 1) * tau
+    S = p + (kit.chunks - 1) * tau
     # a prompt arriving alone occupies the prefill server for its share p (the queue's service time), but its
     # first token comes only once it has crossed the step: r p under PP, whose stages it crosses one by one
-    cross = (shape.traversal - 1) * p
-
-    def ttft_ss(rho: float) -> float:
-        wait = min(rho * S / (2 * (1 - rho)), (B - 1) * S)
-        return o + ftl + cross + tau / 2 + S + wait
-
+    fixed = o + ftl + kit.cross_shares * p
+    base = fixed + tau / 2 + S  # TTFT_ss = base + W_q
+    cap = (B - 1) * S
     # Steady state, solved for q = prompts per step on the busiest rank: the step is s = tau + q p (its
     # prefills ride in the steps; in a synchronised group the other ranks' prefills run in the same steps, see
     # the module docstring), the rank's request rate lambda = q / s and its prefill share rho = lambda p; q
-    # balances the closed loop (lambda x cycle = B). excess is increasing in q (lambda = q / (tau + q p) is).
-    def state(q: float) -> tuple[float, float, float]:
-        s = tau + q * p
-        lam = q / s
-        return s, lam, min(1 - 1e-12, lam * p)
-
-    def excess(q: float) -> float:
-        s, lam, rho = state(q)
-        return lam * (ttft_ss(rho) + steps_out * s) - B
-
-    # a rank takes at most n prompts per step, or one chunk of a longer prompt: q <= n / chunks
-    lo, hi = 0.0, n / shape.chunks
-    saturated = excess(hi) <= 0
+    # balances the closed loop (lambda x cycle = B). The excess lambda x cycle - B is increasing in q (lambda =
+    # q / (tau + q p) is). A rank takes at most n prompts per step, or one chunk of a longer prompt.
+    hi = kit.max_prompts
+    step, lam, rho, steady = _loop_state(hi, tau, p, S, base, cap)
+    saturated = lam * (steady + steps_out * step) - B <= 0
     if saturated:
-        lo = hi
+        # every step carries a full budget of prompts and the loop's other requests queue for it, so a
+        # request's cycle is B / lambda and TTFT the part of it not spent decoding
+        queued = B / lam - steps_out * step
+        if queued > steady:
+            steady = queued
     else:
-        root = balance_root(B, tau, p, shape.chunks, o + ftl + cross, steps_out)
+        lo = 0.0
+        root = balance_root(B, tau, p, kit.chunks, fixed, steps_out)
         if root is not None and 0.0 <= root <= hi and root * p < (1 - 1e-12) * (tau + root * p):
             lo = root
         else:  # degenerate steps (tau or p zero, rho at its clamp): bisection on the same balance
@@ -231,22 +264,39 @@ def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Wo
                 if hi - lo <= 1e-12 * hi:
                     break
                 mid = (lo + hi) / 2
-                if excess(mid) > 0:
+                s, lam, _, ss = _loop_state(mid, tau, p, S, base, cap)
+                if lam * (ss + steps_out * s) - B > 0:
                     hi = mid
                 else:
                     lo = mid
-    step, lam, rho = state(lo)
-    tpot = step / m
-    # saturated: every step carries a full budget of prompts and the loop's other requests queue for it, so a
-    # request's cycle is B / lambda and TTFT the part of it not spent decoding
-    steady = max(ttft_ss(rho), B / lam - steps_out * step) if saturated else ttft_ss(rho)
-    first = o + ftl + prefill_s * first_wave_groups(B, n)
-    k = max(1, wl.benchmark_waves)
+        step, lam, rho, steady = _loop_state(lo, tau, p, S, base, cap)
+    first = o + ftl + prefill_s * kit.first_groups
+    k = kit.waves
     served = (first + (k - 1) * steady) / k
     request_s = served + steps_out * step
-    slot_wait = slot_wait_s(B, shape.per_replica, request_s, wl)
+    slot_wait = kit.slots_ahead * request_s * kit.waiting_share  # slot_wait_s
     ttft = served + slot_wait
-    return ServingTimes(ttft, tpot, first, steady, slot_wait, rho, ttft + steps_out * step, ftl)
+    return ttft, step / kit.tokens_per_step, first, steady, slot_wait, rho, ttft + steps_out * step, ftl
+
+
+def _loop_state(q: float, tau: float, p: float, S: float, base: float, cap: float) -> tuple[float, float, float,
+                                                                                           float]:
+    """(s, lambda, rho, TTFT_ss) of the decode-first loop at q prompts per step (serving_figures' terms)."""
+    s = tau + q * p
+    lam = q / s
+    rho = lam * p
+    if not rho < 1 - 1e-12:  # min(1 - 1e-12, lam p), NaN included
+        rho = 1 - 1e-12
+    wait = rho * S / (2 * (1 - rho))  # M/D/1, at most (B - 1) S
+    return s, lam, rho, base + (cap if cap < wait else wait)
+
+
+def _positive_root(a: float, b: float, c: float) -> float:
+    """The positive root of a q^2 + b q - c = 0 (a >= 0, c > 0), written without cancellation."""
+    if a <= 0:
+        return c / b if b > 0 else math.inf
+    d = math.sqrt(b * b + 4 * a * c)
+    return 2 * c / (b + d) if b >= 0 else (d - b) / (2 * a)
 
 
 def balance_root(B: float, tau: float, p: float, chunks: int, fixed_s: float, steps_out: float) -> float | None:
@@ -258,21 +308,14 @@ def balance_root(B: float, tau: float, p: float, chunks: int, fixed_s: float, st
     if not (tau > 0 and p > 0):
         return None
     S = p + (chunks - 1) * tau
-
-    def positive_root(a: float, b: float) -> float:
-        c = B * tau  # a q^2 + b q - c = 0, a >= 0, c > 0: one positive root, written without cancellation
-        if a <= 0:
-            return c / b if b > 0 else math.inf
-        d = math.sqrt(b * b + 4 * a * c)
-        return 2 * c / (b + d) if b >= 0 else (d - b) / (2 * a)
-
+    c = B * tau
     # b below the cap: steps_out tau + TTFT_ss(no wait) - B p; at the cap the wait adds (B - 1) S, and
     # (B - 1) S + S - B p = B (chunks - 1) tau: summed from positive terms only
     head = steps_out * tau + fixed_s + tau / 2
-    below = positive_root(p * (steps_out + S / (2 * tau)), head + (chunks - 1) * tau - (B - 1) * p)
+    below = _positive_root(p * (steps_out + S / (2 * tau)), head + (chunks - 1) * tau - (B - 1) * p, c)
     if below <= 2 * tau * (B - 1) / p:
         return below
-    return positive_root(p * steps_out, head + B * (chunks - 1) * tau)
+    return _positive_root(p * steps_out, head + B * (chunks - 1) * tau, c)
 
 
 def synced_ranks(model: ModelSpec, pc: ParallelConfig) -> int:

@@ -70,5 +70,15 @@ def step_time(gpu_s: float, kernels: float, sequences: float, eager: bool, f: Fa
     runs eagerly (kernels x eager_launch_s), plus seq_overhead_s per sequence in the step and seq_layer_s per
     sequence per layer it runs (`layers`: step_layers; the per-sequence work inside each layer's kernels that
     the FLOP and byte counts miss: module docstring). Non-decreasing in gpu_s, kernels and sequences."""
-    t = max(gpu_s, kernels * f.eager_launch_s) if eager else gpu_s
-    return t + (f.seq_overhead_s + f.seq_layer_s * layers) * sequences
+    return launch_floor_s(gpu_s, kernels, eager, f) + sequence_cost_s(sequences, f, layers=layers)
+
+
+def launch_floor_s(gpu_s: float, kernels: float, eager: bool, f: Factors) -> float:
+    """`step_time`'s first term [s]: the GPU time, floored by the host's kernel launches when the step runs eagerly."""
+    return max(gpu_s, kernels * f.eager_launch_s) if eager else gpu_s
+
+
+def sequence_cost_s(sequences: float, f: Factors, *, layers: float) -> float:
+    """`step_time`'s second term [s]: the serving loop's cost of the sequences in the step, fixed by the step's
+    shape (figures.figures takes it once per step plan)."""
+    return (f.seq_overhead_s + f.seq_layer_s * layers) * sequences

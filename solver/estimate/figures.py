@@ -4,7 +4,7 @@
 the replicas, the serving shape (requests per replica, running batch, prompts per prefill step, CUDA-graph
 batch), the work of the prefill and decode steps to cost, and the engine loop's per-sequence counts.
 `figures` turns the costed steps (GPU seconds and kernels launched of each) into TTFT, TPOT, request latency
-and throughput with the serving formulas (closed_loop.serving_times, engine_step.step_time).
+and throughput with the serving formulas (closed_loop.serving_figures, engine_step.step_time).
 
 The split is what lets the planner be exact: a step's GPU seconds and kernels are sums over module groups
 (estimate.step), so the planner sums its tables, calls `figures` on the sums, and gets the figure the full
@@ -17,8 +17,9 @@ import math
 from dataclasses import dataclass, replace
 
 from solver.estimate.compute import Factors, Work
-from solver.estimate.closed_loop import ServingPolicy, ServingShape, serving_shape, serving_times, synced_ranks
-from solver.estimate.engine_step import graph_batch, step_layers, step_time
+from solver.estimate.closed_loop import (ServingKit, ServingPolicy, ServingShape, ServingTimes, serving_figures,
+                                        serving_kit, serving_shape, synced_ranks)
+from solver.estimate.engine_step import graph_batch, launch_floor_s, sequence_cost_s, step_layers
 from solver.estimate.workload import Workload, mtp_tokens_per_step, request_overhead, token_budget
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
@@ -104,34 +105,56 @@ def figures(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: float
             dec_kernels: float = 0.0) -> Figures:
     """The figures of the steps `sp` names, costed at these GPU seconds and kernel counts. Seconds in, seconds
     and tokens per second out."""
-    wl = sp.wl
-    pre_s = (step_time(pre_gpu_s, pre_kernels, sp.pre_seqs, True, f, layers=sp.pre_layers)
-             if sp.pre_work is not None else 0.0)
-    dec_s = (step_time(dec_gpu_s, dec_kernels, sp.dec_seqs, sp.dec_eager, f, layers=sp.dec_layers)
-             if sp.dec_work is not None else 0.0)
+    kit, pre_s, dec_s = _steps(sp, f, pre_gpu_s, pre_kernels, dec_gpu_s, dec_kernels)
+    if sp.kind == "serving":
+        t = ServingTimes(*serving_figures(kit, pre_s, dec_s))
+        wl = sp.wl
+        return Figures(t.ttft_s, t.tpot_s, wl.concurrency * wl.osl / t.request_s, t.request_s, pre_s, dec_s, t)
     if sp.kind == "prefill":
         # pure prefill emits one token per prompt: throughput is prompts finished per second
         return Figures(pre_s, 0.0, sp.per_replica * sp.replicas / pre_s, pre_s, pre_s, 0.0)
-    m = mtp_tokens_per_step(wl.mtp, wl.mtp_accept)
-    if sp.kind == "decode":
-        tpot = dec_s / m
-        return Figures(0.0, tpot, sp.per_replica * sp.replicas / tpot, tpot * wl.osl, 0.0, dec_s)
-    t = serving_times(sp.shape, pre_s, dec_s, wl, _policy(f))
-    return Figures(t.ttft_s, t.tpot_s, wl.concurrency * wl.osl / t.request_s, t.request_s, pre_s, dec_s, t)
+    tpot = dec_s / kit  # decode: kit is m, the tokens a step emits
+    return Figures(0.0, tpot, sp.per_replica * sp.replicas / tpot, tpot * sp.wl.osl, 0.0, dec_s)
 
 
-# ServingPolicy.of per factors object (frozen, so shared): the planner asks for figures ~18K times a plan on a
-# few Factors objects; each entry keeps its factors, so an id it holds names them
-_POLICIES: dict[int, tuple[Factors, ServingPolicy]] = {}
+def ttft_tpot(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: float = 0.0, dec_gpu_s: float = 0.0,
+              dec_kernels: float = 0.0) -> tuple[float, float]:
+    """`figures(...)`'s (ttft_s, tpot_s), the same floats, without building its objects: for a caller that
+    reads only these two at many step times (the planner's latency bounds)."""
+    kit, pre_s, dec_s = _steps(sp, f, pre_gpu_s, pre_kernels, dec_gpu_s, dec_kernels)
+    if sp.kind == "serving":
+        t = serving_figures(kit, pre_s, dec_s)
+        return t[0], t[1]
+    return (pre_s, 0.0) if sp.kind == "prefill" else (0.0, dec_s / kit)
 
 
-def _policy(f: Factors) -> ServingPolicy:
-    hit = _POLICIES.get(id(f))
-    if hit is None:
-        if len(_POLICIES) >= 256:
-            _POLICIES.clear()
-        hit = _POLICIES[id(f)] = (f, ServingPolicy.of(f))
-    return hit[1]
+def _steps(sp: StepPlan, f: Factors, pre_gpu_s: float, pre_kernels: float, dec_gpu_s: float,
+           dec_kernels: float) -> tuple[ServingKit | float, float, float]:
+    """(kit, prefill step [s], decode step [s]): the steps as the engine runs them (engine_step.step_time, its
+    per-sequence term taken once per step plan) and the terms of the figures that do not depend on them."""
+    hit = _TERMS.get(id(sp))
+    if hit is None or hit[1] is not f:
+        hit = _terms(sp, f)
+    pre_s = launch_floor_s(pre_gpu_s, pre_kernels, True, f) + hit[2] if sp.pre_work is not None else 0.0
+    dec_s = launch_floor_s(dec_gpu_s, dec_kernels, sp.dec_eager, f) + hit[3] if sp.dec_work is not None else 0.0
+    return hit[4], pre_s, dec_s
 
 
-__all__ = ["StepPlan", "Figures", "step_plan", "figures"]
+# What `figures` takes from a step plan and factors alone, per plan: the planner asks for one plan's figures at
+# some 40 step times (~18K calls a plan over a few hundred plans). Each entry keeps its plan and factors, so the
+# id it is filed under names that plan
+_TERMS: dict[int, tuple[StepPlan, Factors, float, float, ServingKit | float]] = {}
+
+
+def _terms(sp: StepPlan, f: Factors) -> tuple[StepPlan, Factors, float, float, ServingKit | float]:
+    if len(_TERMS) >= 4096:
+        _TERMS.clear()
+    wl = sp.wl
+    kit = (serving_kit(sp.shape, wl, ServingPolicy.of(f)) if sp.kind == "serving"
+           else mtp_tokens_per_step(wl.mtp, wl.mtp_accept))
+    hit = _TERMS[id(sp)] = (sp, f, sequence_cost_s(sp.pre_seqs, f, layers=sp.pre_layers),
+                            sequence_cost_s(sp.dec_seqs, f, layers=sp.dec_layers), kit)
+    return hit
+
+
+__all__ = ["StepPlan", "Figures", "step_plan", "figures", "ttft_tpot"]
