@@ -15,11 +15,13 @@ feasible latency: a valid bound, and a tight one where neither binds (the usual 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import add as _add
-from typing import Callable, Iterable, Sequence
+from functools import cached_property
+from operator import add as _add, le as _le
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 from solver.plan.group_cost import Share
 
+_new = tuple.__new__  # a Share from its two fields, without the named tuple's __new__
 Option = tuple[Share | None, Share | None]  # (prefill share, decode share) of one choice
 # the work allowed per group (partial sums x the group's Pareto options); past it the group enters as its
 # per-coordinate minimum, which lowers every sum: still a bound, a looser one
@@ -42,18 +44,21 @@ def nondominated(points: Iterable[tuple[float, ...]]) -> list[tuple[float, ...]]
     pts = sorted(set(points))  # lexicographic: a point's dominators come before it
     if len(pts) <= 1:
         return pts
-    if len(pts[0]) <= 2:  # one or two coordinates (no PP): a sweep keeps the falling second one
+    if len(pts[0]) == 1:  # one coordinate: the least
+        return pts[:1]
+    if len(pts[0]) == 2:  # two coordinates (no PP): a sweep keeps the falling second one
         out, low = [], float("inf")
         for p in pts:
-            if len(p) < 2 or p[1] < low:
-                if len(p) < 2 and out:
-                    break
+            if p[1] < low:
                 out.append(p)
-                low = p[1] if len(p) == 2 else low
+                low = p[1]
         return out
     out = []
     for p in pts:
-        if not any(all(a <= b for a, b in zip(q, p)) for q in out):
+        for q in out:
+            if all(map(_le, q, p)):
+                break
+        else:
             out.append(p)
     return out
 
@@ -70,7 +75,7 @@ class Sums:
     has_pre: bool
     has_dec: bool
 
-    @property
+    @cached_property  # memoised Sums are asked for it again by every bound that reads them
     def corner(self) -> tuple[float, ...]:
         """The per-coordinate minimum of the points: no sum is below it in any coordinate."""
         return tuple(map(min, zip(*self.points)))
@@ -81,20 +86,43 @@ class Sums:
                 Share(v[self.n_pre:], self.launch_dec) if self.has_dec else None)
 
 
+class Part(NamedTuple):
+    """One group as pareto_sums reads it: each option's GPU seconds (prefill stages, then decode stages), the
+    group's launch floors per step, and the steps' shape."""
+
+    vectors: list[tuple[float, ...]]
+    launch_pre: tuple[float, ...]
+    launch_dec: tuple[float, ...]
+    n_pre: int
+    has_pre: bool
+    has_dec: bool
+
+
+def option_part(opts: Sequence[Option]) -> Part:
+    """The Part of a (non-empty) group's options."""
+    lp, ld = _launch_floor(opts)
+    pre, dec = opts[0]
+    return Part([_vector(o) for o in opts], lp, ld, len(pre.gpu_s) if pre is not None else 0, pre is not None,
+                dec is not None)
+
+
 def pareto_sums(groups: Sequence[Sequence[Option]]) -> Sums:
     """The Sums of these (non-empty) groups, built group by group, dominated partial sums pruned."""
-    groups = [g for g in groups if g]
-    sample = groups[0][0]
-    n_pre = len(sample[0].gpu_s) if sample[0] is not None else 0
+    return sums_of_parts([option_part(g) for g in groups if g])
+
+
+def sums_of_parts(parts: Sequence[Part]) -> Sums:
+    """pareto_sums of the groups these (non-empty) Parts stand for."""
+    n_pre, has_pre, has_dec = parts[0].n_pre, parts[0].has_pre, parts[0].has_dec
     launch_pre = [0.0] * n_pre
-    launch_dec = [0.0] * (len(sample[1].gpu_s) if sample[1] is not None else 0)
+    launch_dec = [0.0] * (len(parts[0].vectors[0]) - n_pre if has_dec else 0)
     sums: list[tuple[float, ...]] = [(0.0,) * (n_pre + len(launch_dec))]
     first = True
-    for opts in groups:
-        lp, ld = _launch_floor(opts)
+    for part in parts:
+        lp, ld = part.launch_pre, part.launch_dec
         launch_pre = [a + b for a, b in zip(launch_pre, lp)] if lp else launch_pre
         launch_dec = [a + b for a, b in zip(launch_dec, ld)] if ld else launch_dec
-        own = nondominated(_vector(o) for o in opts)
+        own = nondominated(part.vectors)
         if len(own) * len(sums) > MAX_SUMS:
             own = [tuple(map(min, zip(*own)))]
         if first:  # 0.0 + x is x: the first group's sums are its own Pareto set, in its order
@@ -102,8 +130,7 @@ def pareto_sums(groups: Sequence[Sequence[Option]]) -> Sums:
             sums = [tuple(map(_add, sums[0], o)) for o in own]
             continue
         sums = nondominated(tuple(map(_add, s, o)) for s in sums for o in own)
-    return Sums(tuple(sums), tuple(launch_pre), tuple(launch_dec), n_pre, sample[0] is not None,
-                sample[1] is not None)
+    return Sums(tuple(sums), tuple(launch_pre), tuple(launch_dec), n_pre, has_pre, has_dec)
 
 
 def combined(a: Sums, b: Sums) -> Sums:
@@ -140,11 +167,14 @@ def minimum_unless_below(sums: Sums, figure: Callable[[Share | None, Share | Non
     """(minimum of the Sums, True), or (the first point's figure below `at_least`, False): a caller asking
     whether the bound reaches `at_least` has its answer there."""
     best = float("inf")
-    for v in sums.points:
-        x = figure(*sums.shares(v))
+    n, lp, ld = sums.n_pre, sums.launch_pre, sums.launch_dec
+    has_pre, has_dec = sums.has_pre, sums.has_dec
+    for v in sums.points:  # sums.shares(v), spelled out: the bounds evaluate ~10K points a plan
+        x = figure(_new(Share, (v[:n], lp)) if has_pre else None, _new(Share, (v[n:], ld)) if has_dec else None)
         if at_least is not None and x < at_least:
             return x, False
-        best = min(best, x)
+        if x < best:  # min(best, x)
+            best = x
     return best, True
 
 
@@ -179,4 +209,58 @@ def joint_pairs(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tu
     return out
 
 
-__all__ = ["relaxed_minimum", "pareto_sums", "combined", "corner_figure", "minimum", "minimum_unless_below", "Sums", "joint_pairs", "nondominated", "MAX_SUMS"]
+def _flat(opt: Option) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(GPU, launch) seconds of an option's steps, prefill stages then decode stages."""
+    pre, dec = opt
+    if pre is None:
+        return dec
+    if dec is None:
+        return pre
+    return (*pre[0], *dec[0]), (*pre[1], *dec[1])
+
+
+def joint_part(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tuple[int, int], Option],
+               excluded: frozenset[tuple[int, int]] = frozenset()) -> Part | None:
+    """The Part of joint_pairs(dense, moe, pairs, excluded) (None when it has no pair), summed coordinate by
+    coordinate as those shares add (dense + MoE, then the correction), without making their Shares."""
+    if not dense or not moe:
+        return None
+    pre, dec = next(iter(dense.values()))
+    n_pre = len(pre.gpu_s) if pre is not None else 0
+    flat_moe = [(jm, *_flat(m)) for jm, m in moe.items()]
+    vectors, launches = [], []
+    for jd, d in dense.items():
+        dg, dl = _flat(d)
+        for jm, mg, ml in flat_moe:
+            pk = (jd, jm)
+            if excluded and pk in excluded:
+                continue
+            if len(dg) == 2:  # one stage of each step (no PP), spelled out: most pairs
+                g, k = (dg[0] + mg[0], dg[1] + mg[1]), (dl[0] + ml[0], dl[1] + ml[1])
+            else:
+                g, k = tuple(map(_add, dg, mg)), tuple(map(_add, dl, ml))
+            corr = pairs.get(pk)
+            if corr is not None:
+                g, k = _corrected(g, k, corr, n_pre)
+            vectors.append(g)
+            launches.append(k)
+    if not vectors:
+        return None
+    low = tuple(map(min, zip(*launches)))
+    return Part(vectors, low[:n_pre], low[n_pre:], n_pre, pre is not None, dec is not None)
+
+
+def _corrected(g: tuple[float, ...], k: tuple[float, ...], corr: Option, n_pre: int
+               ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """A pair's flat (GPU, launch) seconds plus its correction's, on the steps the correction has."""
+    c_pre, c_dec = corr
+    if c_pre is not None and c_dec is not None:
+        return tuple(map(_add, g, (*c_pre[0], *c_dec[0]))), tuple(map(_add, k, (*c_pre[1], *c_dec[1])))
+    if c_pre is not None:
+        return (*map(_add, g[:n_pre], c_pre[0]), *g[n_pre:]), (*map(_add, k[:n_pre], c_pre[1]), *k[n_pre:])
+    if c_dec is not None:
+        return (*g[:n_pre], *map(_add, g[n_pre:], c_dec[0])), (*k[:n_pre], *map(_add, k[n_pre:], c_dec[1]))
+    return g, k
+
+
+__all__ = ["relaxed_minimum", "pareto_sums", "sums_of_parts", "option_part", "joint_part", "Part", "combined", "corner_figure", "minimum", "minimum_unless_below", "Sums", "joint_pairs", "nondominated", "MAX_SUMS"]

@@ -15,6 +15,7 @@ pair's joint share there.
 from __future__ import annotations
 
 import math
+from operator import le
 from typing import TYPE_CHECKING
 
 from solver.estimate.comm import CustomAllReduce
@@ -45,7 +46,7 @@ def reads(w: Work, pp: int) -> Reads:
 
 
 def at_most(a: Reads, b: Reads) -> bool:
-    return all(x <= y for x, y in zip(a, b))
+    return all(map(le, a, b))
 
 
 def floors_apply(f: Factors) -> bool:
@@ -197,10 +198,9 @@ class GroupFloors:
         if screen is None:
             kept = None
         elif g == JOINT:
-            kept = (frozenset(j for j in part.dense if j in screen["dense"]),
-                    frozenset(j for j in part.moe if j in screen["moe"]))
+            kept = (frozenset(part.dense.keys() & screen["dense"]), frozenset(part.moe.keys() & screen["moe"]))
         else:
-            kept = frozenset(j for j in part if j in screen[g])
+            kept = frozenset(part.keys() & screen[g])
         out = self._low(part, kept)
         self._kept_memo[mkey] = (part, sets, out)
         return out

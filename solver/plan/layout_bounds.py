@@ -13,12 +13,40 @@ import bisect
 import math
 from typing import Callable
 
-from solver.plan.bound import Sums, combined, corner_figure, joint_pairs, minimum_unless_below, pareto_sums
+from solver.plan.bound import (Sums, combined, corner_figure, joint_part, minimum_unless_below, option_part,
+                               sums_of_parts)
 from solver.plan.floor import FLOOR_GROUPS, JOINT
 from solver.plan.group_cost import Share
 from solver.plan.groups import GROUPS
 from solver.plan.tables import ViewCosts
 from solver.plan.view_model import memory_cap, memory_coef
+
+
+def _kept(opts: dict, keep: set[int] | frozenset[int]) -> dict:
+    """A group's options that the memory screen keeps."""
+    return {j: sh for j, sh in opts.items() if j in keep}
+
+
+def _low_share(vc, attn: dict, other: dict[str, dict], idx: int, pipe) -> Share | None:
+    """Step `idx`'s per-stage sum of every group's smallest kept share, with the most negative pairwise
+    correction: no configuration's sum is below it."""
+    if pipe is None:
+        return None
+    gpu = [0.0] * pipe.stages
+    launch = [0.0] * pipe.stages
+    for part in [[sh[idx] for sh in attn.values()]] + [[sh[idx] for sh in opts.values()] for opts in other.values()]:
+        shs = [sh for sh in part if sh is not None]
+        if not shs:
+            continue
+        for s in range(pipe.stages):
+            gpu[s] += min(sh.gpu_s[s] for sh in shs)
+            launch[s] += min(sh.launch_s[s] for sh in shs)
+    if vc.pairs:  # pairwise corrections lower the sum: the most negative one
+        corr = [c[idx] for c in vc.pairs.values() if c[idx] is not None]
+        for s in range(pipe.stages):
+            gpu[s] += min(0.0, min(c.gpu_s[s] for c in corr))
+            launch[s] += min(0.0, min(c.launch_s[s] for c in corr))
+    return Share(tuple(gpu), tuple(launch))
 
 
 class LayoutBounds:
@@ -92,63 +120,40 @@ class LayoutBounds:
     def _bound_of(self, vc, attention_only: bool, screen: dict[str, set[int]] | None,
                   excluded: frozenset[tuple[int, int]], tpot_cap_ms: float | None, at_least: float | None = None
                   ) -> tuple[float, float, float, bool]:
-        def keep(g: str, opts: dict) -> dict:
-            return opts if screen is None else {j: sh for j, sh in opts.items() if j in screen[g]}
-
-        attn = keep("attn", vc.attn)
-        other = {g: keep(g, opts) for g, opts in vc.other.items()}
-
-        def low(idx: int):
-            parts = [[sh[idx] for sh in attn.values()]]
-            if not attention_only:
-                parts += [[sh[idx] for sh in opts.values()] for opts in other.values()]
-            return parts
-
-        def low_share(idx: int, pipe):
-            if pipe is None:
-                return None
-            gpu = [0.0] * pipe.stages
-            launch = [0.0] * pipe.stages
-            for part in low(idx):
-                shs = [sh for sh in part if sh is not None]
-                if not shs:
-                    continue
-                for s in range(pipe.stages):
-                    gpu[s] += min(sh.gpu_s[s] for sh in shs)
-                    launch[s] += min(sh.launch_s[s] for sh in shs)
-            if not attention_only and vc.pairs:  # pairwise corrections lower the sum: the most negative one
-                corr = [c[idx] for c in vc.pairs.values() if c[idx] is not None]
-                for s in range(pipe.stages):
-                    gpu[s] += min(0.0, min(c.gpu_s[s] for c in corr))
-                    launch[s] += min(0.0, min(c.launch_s[s] for c in corr))
-            return Share(tuple(gpu), tuple(launch))
-
-        # the per-step bounds feed the search's surrogate, which only a complete view's solve reads
-        pe = te = math.nan
-        if vc.complete and not attention_only:
-            pe, te = vc.step_times(low_share(0, vc.pre_pipe), low_share(1, vc.dec_pipe), self.t.f)
         # L itself: the exact minimum over the groups' sums with memory and rules set aside (plan.bound), at
         # least F at the per-step minima (pe, te), often well above it
         latency = self._latency_fn(vc, tpot_cap_ms)
-
         # the groups' Pareto sums: the attention choices' per view, the other groups' per tables they read (one
         # table serves every layout and concurrency costed alike: Tables._group_tables), so those are summed once
-        sums = self._sums(("attn",), (vc.attn,), (attn,), frozenset())
-        if not attention_only:
-            names = [g for g in other if g not in ("dense", "moe")] if vc.complete and "dense" in other \
-                and "moe" in other else list(other)
-            tables, kept = [vc.other[g] for g in names], [other[g] for g in names]
-            if len(names) < len(other):
-                names.insert(0, "dense x moe")
-                tables.insert(0, (vc.other["dense"], vc.other["moe"], vc.pairs))
-                kept.insert(0, (other["dense"], other["moe"]))
-            rest = self._sums(tuple(names), tuple(tables), tuple(kept), excluded)
-            if rest is not None:
-                if at_least is not None:  # the corners' figure may already reach it: a bound, and one call
-                    floor = corner_figure(sums, rest, latency)
-                    if floor >= at_least:
-                        return floor, pe, te, False
-                sums = rest if sums is None else combined(sums, rest)
+        sums = self._attn_sums(vc.attn, screen)
+        if attention_only:
+            if sums is None:
+                return latency(None, None), math.nan, math.nan, True
+            value, exact = minimum_unless_below(sums, latency, at_least)
+            return value, math.nan, math.nan, exact
+        other = vc.other if screen is None else {g: _kept(opts, screen[g]) for g, opts in vc.other.items()}
+        # the per-step bounds feed the search's surrogate, which only a complete view's solve reads
+        pe = te = math.nan
+        if vc.complete:
+            attn = vc.attn if screen is None else _kept(vc.attn, screen["attn"])
+            pe, te = vc.step_times(_low_share(vc, attn, other, 0, vc.pre_pipe),
+                                   _low_share(vc, attn, other, 1, vc.dec_pipe), self.t.f)
+        names = [g for g in other if g not in ("dense", "moe")] if vc.complete and "dense" in other \
+            and "moe" in other else list(other)
+        tables, kept = [vc.other[g] for g in names], [other[g] for g in names]
+        if len(names) < len(other):
+            names.insert(0, "dense x moe")
+            tables.insert(0, (vc.other["dense"], vc.other["moe"], vc.pairs))
+            kept.insert(0, (other["dense"], other["moe"]))
+        rest = self._sums(tuple(names), tuple(tables), tuple(kept), excluded)
+        if rest is not None:
+            if at_least is not None:  # the corners' figure may already reach it: a bound, and one call
+                floor = corner_figure(sums, rest, latency)
+                if floor >= at_least:
+                    return floor, pe, te, False
+                if len(sums.points) == 1 == len(rest.points):  # the one sum is the corner: its figure is known
+                    return floor, pe, te, False
+            sums = rest if sums is None else combined(sums, rest)
         if sums is None:
             return latency(None, None), pe, te, True
         value, exact = minimum_unless_below(sums, latency, at_least)
@@ -168,8 +173,7 @@ class LayoutBounds:
         low = self._floors.corner(vc, key, screen, groups)
         if low is None:
             return False
-        attn = vc.attn if screen is None else {i: sh for i, sh in vc.attn.items() if i in screen["attn"]}
-        a = self._sums(("attn",), (vc.attn,), (attn,), frozenset())
+        a = self._attn_sums(vc.attn, screen)
         if a is None:
             return False
         rest = Sums((tuple(low[0] + low[2]),), tuple(low[1]), tuple(low[3]), a.n_pre, a.has_pre, a.has_dec)
@@ -198,18 +202,25 @@ class LayoutBounds:
         dense and MoE options, but the `excluded`), None when none has an option; memoised per tables and
         kept choices."""
         def build() -> Sums | None:
-            groups = []
+            parts = []
             for name, opts in zip(names, kept):
                 if name == "dense x moe":
-                    groups.append(joint_pairs(opts[0], opts[1], tables[names.index(name)][2], excluded))
+                    part = joint_part(opts[0], opts[1], tables[names.index(name)][2], excluded)
                 else:
-                    groups.append(list(opts.values()))
-            groups = [g for g in groups if g]
-            return pareto_sums(groups) if groups else None
+                    part = option_part(list(opts.values())) if opts else None
+                if part is not None:
+                    parts.append(part)
+            return sums_of_parts(parts) if parts else None
 
         objs = tuple(x for t in tables for x in (t if isinstance(t, tuple) else (t,)))
         which = tuple(tuple(o) for opts in kept for o in (opts if isinstance(opts, tuple) else (opts,)))
         return self._sums_memo.get(objs, (names, which, excluded), build)
+
+    def _attn_sums(self, table: dict, screen: dict[str, set[int]] | None) -> Sums | None:
+        """_sums of an attention table alone, over the choices the screen keeps (the same memo entries)."""
+        kept = table if screen is None else _kept(table, screen["attn"])
+        return self._sums_memo.get((table,), (("attn",), (tuple(kept),), frozenset()),
+                                   lambda: sums_of_parts([option_part(list(kept.values()))]) if kept else None)
 
     def served(self, b: int) -> list[float]:
         """The distinct sequences-in-flight of the layouts at concurrency b (StepPlan.served): in serving just
@@ -260,8 +271,7 @@ class LayoutBounds:
         attn = self._attn_floors.table(key, sp)
         if attn is None:
             return None
-        kept = attn if screen is None else {i: sh for i, sh in attn.items() if i in screen["attn"]}
-        a = self._sums(("attn",), (attn,), (kept,), frozenset())
+        a = self._attn_sums(attn, screen)
         if a is None:
             return None
         return self._latency_fn(ViewCosts(sp, *self.t.pipelines(b, key), attn), tpot_cap_ms)(*a.shares(a.corner))

@@ -153,11 +153,16 @@ class Tables(TableInputs, LayoutMemory):
             if attn is None:
                 none_pre = self._none(rep, sp.pre_work, 0, pre_pipe)
                 none_dec = self._none(rep, sp.dec_work, mtp, dec_pipe)
+                # no unowned module: its share is all +0.0, and a share (summed up from +0.0) plus +0.0 is itself
+                bare = not self._unowned_blocks
                 attn = {}
                 for i in self.layouts()[key]:
                     pc = self._attn_pc(i)
                     pre = self._share(pc, sp.pre_work, 0, ("attn",), attention_only=True)
                     dec = self._share(pc, sp.dec_work, mtp, ("attn",), attention_only=True)
+                    if bare:
+                        attn[i] = (pre["attn"] if pre else None, dec["attn"] if dec else None)
+                        continue
                     attn[i] = (pre["attn"] + none_pre[NONE] if pre else None,
                                dec["attn"] + none_dec[NONE] if dec else None)
                 self._group_tables[tkey] = attn
