@@ -7,7 +7,7 @@ import math
 
 from hypothesis import given, settings, strategies as st
 
-from solver.plan.bound import combined, corner_figure, joint_pairs, minimum, nondominated, pareto_sums, relaxed_minimum
+from solver.plan.bound import combined, corner_figure, joint_part, minimum, nondominated, pareto_sums, relaxed_minimum
 from solver.plan.group_cost import Share
 
 sec = st.floats(0.0, 1.0)
@@ -62,13 +62,14 @@ def test_nondominated_keeps_the_points_nothing_dominates():
     assert nondominated(pts) == [(1.0, 3.0), (2.0, 2.0), (3.0, 1.0)]
 
 
-def test_joint_pairs_add_the_fused_all_reduce_correction():
+def test_the_dense_and_moe_pairs_add_the_fused_all_reduce_correction():
     one = Share((1.0,), (0.1,))
     dense = {0: (one, one)}
     moe = {0: (one, one), 1: (one, one)}
     corr = Share((-0.5,), (0.0,))
-    out = joint_pairs(dense, moe, {(0, 1): (corr, corr)})
-    assert [o[0].gpu_s for o in out] == [(2.0,), (1.5,)]
+    part = joint_part(dense, moe, {(0, 1): (corr, corr)})
+    assert part.vectors == [(2.0, 2.0), (1.5, 1.5)]  # (prefill, decode) GPU seconds of each pair
+    assert joint_part(dense, moe, {}, excluded=frozenset({(0, 0), (0, 1)})) is None
 
 
 def _two_parts(stages: int):

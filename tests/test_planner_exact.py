@@ -200,6 +200,23 @@ def test_the_serving_figures_are_non_decreasing_in_each_step_time(cr, run, n, ch
     assert slower_p.ttft_s >= base.ttft_s * (1 - 1e-9) - 1e-12
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(CASES[:5]), fw=st.sampled_from(FRAMEWORKS), world=st.sampled_from([1, 2, 8]),
+       phase=st.sampled_from(["serving", "prefill", "decode"]), pe=_steps, te=_steps,
+       kernels=st.sampled_from([0.0, 500.0]), data=st.data())
+def test_the_bounds_read_the_figures_ttft_and_tpot(case, fw, world, phase, pe, te, kernels, data) -> None:
+    """The planner's bounds and search read TTFT and TPOT through figures.ttft_tpot (no Figures objects): the
+    same floats as figures() at any step times, in every phase."""
+    from solver.estimate.figures import figures, ttft_tpot
+
+    m, h, f, prec, fac, sc, t = _instance(*case, fw, world, phase, 4096)
+    b = data.draw(st.sampled_from(t.batches))
+    key = data.draw(st.sampled_from(sorted(t.layouts())))
+    plan = t.step_plan_of(b, key)
+    fig = figures(plan, fac, pe, kernels, te, kernels)
+    assert ttft_tpot(plan, fac, pe, kernels, te, kernels) == (fig.ttft_s, fig.tpot_s)
+
+
 # -------------------------------------------------------------------------------------------- the claim
 
 

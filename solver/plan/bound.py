@@ -188,27 +188,6 @@ def relaxed_minimum(groups: Sequence[Sequence[Option]], figure: Callable[[Share 
     return minimum(pareto_sums(groups), figure)
 
 
-def joint_pairs(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tuple[int, int], Option],
-                excluded: frozenset[tuple[int, int]] = frozenset()) -> list[Option]:
-    """Dense and MoE as one group: every pair of their options (but the `excluded` (dense, moe) pairs), with the
-    pair's correction where it has one."""
-    out = []
-    for jd, d in dense.items():
-        for jm, m in moe.items():
-            if (jd, jm) in excluded:
-                continue
-            corr = pairs.get((jd, jm))
-            parts = []
-            for k in (0, 1):
-                if d[k] is None:
-                    parts.append(None)
-                    continue
-                s = d[k] + m[k]
-                parts.append(s + corr[k] if corr is not None and corr[k] is not None else s)
-            out.append((parts[0], parts[1]))
-    return out
-
-
 def _flat(opt: Option) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """(GPU, launch) seconds of an option's steps, prefill stages then decode stages."""
     pre, dec = opt
@@ -221,8 +200,9 @@ def _flat(opt: Option) -> tuple[tuple[float, ...], tuple[float, ...]]:
 
 def joint_part(dense: dict[int, Option], moe: dict[int, Option], pairs: dict[tuple[int, int], Option],
                excluded: frozenset[tuple[int, int]] = frozenset()) -> Part | None:
-    """The Part of joint_pairs(dense, moe, pairs, excluded) (None when it has no pair), summed coordinate by
-    coordinate as those shares add (dense + MoE, then the correction), without making their Shares."""
+    """Dense and MoE as one group: every pair of their options (but the `excluded` (dense, moe) pairs), with the
+    pair's correction where it has one, as a Part (None when no pair is left): dense + MoE, then the
+    correction, coordinate by coordinate, without making Shares."""
     if not dense or not moe:
         return None
     pre, dec = next(iter(dense.values()))
@@ -263,4 +243,4 @@ def _corrected(g: tuple[float, ...], k: tuple[float, ...], corr: Option, n_pre: 
     return g, k
 
 
-__all__ = ["relaxed_minimum", "pareto_sums", "sums_of_parts", "option_part", "joint_part", "Part", "combined", "corner_figure", "minimum", "minimum_unless_below", "Sums", "joint_pairs", "nondominated", "MAX_SUMS"]
+__all__ = ["relaxed_minimum", "pareto_sums", "sums_of_parts", "option_part", "joint_part", "Part", "combined", "corner_figure", "minimum", "minimum_unless_below", "Sums", "nondominated", "MAX_SUMS"]

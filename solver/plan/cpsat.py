@@ -19,7 +19,7 @@ import heapq
 import math
 from typing import Callable
 
-from solver.estimate.figures import Figures, figures
+from solver.estimate.figures import Figures, ttft_tpot
 from solver.memo import IdentityMemo
 from solver.plan.dominance import DominanceSearch
 from solver.plan.floor import AttentionFloors, GroupFloors
@@ -119,16 +119,16 @@ class Planner(LayoutBounds, DominanceSearch):
                      exact(lat_s * TIME_SCALE, "a latency"), inv * TIME_SCALE,
                      picks_simplicity(self.t, picks), served)
 
-    def _fig(self, vc, pe_s: float, te_s: float) -> Figures:
-        """The figures of layout vc at step times (as the engine runs them, less per-sequence costs)."""
+    def _fig(self, vc, pe_s: float, te_s: float) -> tuple[float, float]:
+        """(TTFT, TPOT) [s] of layout vc at step times (as the engine runs them, less per-sequence costs): the
+        figures' two the bounds and the search read (figures.ttft_tpot, the same floats)."""
         # a bound with nothing tabled yet can be 0 s: a picosecond floor keeps the figures defined, and below
         # any step the tables hold
-        return figures(vc.plan, self.t.f, max(pe_s, 1e-12), 0.0, max(te_s, 1e-12), 0.0)
+        return ttft_tpot(vc.plan, self.t.f, max(pe_s, 1e-12), 0.0, max(te_s, 1e-12), 0.0)
 
     def _lf(self, vc, pe_s: float, te_s: float) -> float:
         """L of layout vc at step times pe_s, te_s."""
-        fig = self._fig(vc, pe_s, te_s)
-        return self.scenario.request_latency(fig.ttft_s, fig.tpot_s)
+        return self.scenario.request_latency(*self._fig(vc, pe_s, te_s))
 
     def _excluded_pairs(self, key: tuple, exclude_patterns) -> frozenset[tuple[int, int]]:
         """The (dense, moe) choice pairs that make an excluded pattern beside layout `key`."""

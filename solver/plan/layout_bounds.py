@@ -189,10 +189,10 @@ class LayoutBounds:
         f = self.t.f
 
         def latency(pre, dec) -> float:
-            fig = self._fig(vc, *vc.step_times(pre, dec, f))
-            if tpot_cap_ms is not None and self.scenario.sla_misses(0.0, fig.tpot_s, frozenset({"SLA.ttft"})):
+            ttft_s, tpot_s = self._fig(vc, *vc.step_times(pre, dec, f))
+            if tpot_cap_ms is not None and self.scenario.sla_misses(0.0, tpot_s, frozenset({"SLA.ttft"})):
                 return math.inf
-            return self.scenario.request_latency(fig.ttft_s, fig.tpot_s)
+            return self.scenario.request_latency(ttft_s, tpot_s)
 
         return latency
 
