@@ -39,6 +39,20 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
                    and r.names <= names | {"pp_size", "world", "mtp", "ranks_per_node", "afd", "num_attention_heads",
                                            "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa",
                                            "is_moe", "o_proj_dim", "attn_dp_size"}]
+    # a rule's verdict reads only its names' values and the stage's ranks (Rule.holds): once per distinct reading
+    reads = [tuple(sorted(r.names)) for r in local_rules]
+    verdicts: dict[tuple, bool] = {}
+
+    def holds(env) -> bool:
+        for n, (r, names) in enumerate(zip(local_rules, reads)):
+            vkey = (n, env["world"], *[env[k] for k in names])
+            v = verdicts.get(vkey)
+            if v is None:
+                v = verdicts[vkey] = r.holds(env)
+            if not v:
+                return False
+        return True
+
     out = []
     # in itertools.product's order, the one-mode test made before the o_proj and stage loops (it reads neither)
     splits = [(cp, kvp, sp) for cp, kvp, sp in itertools.product(d["cp_size"], d["kvp_size"], d["attn_sp_size"])
@@ -56,7 +70,7 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
         cfg = {"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "o_proj_tp_size": op,
                "pp_size": pp}
         env = model_env(cfg, model, hw.ranks_per_node, world=world, mtp=scenario.mtp)
-        if all(r.holds(env) for r in local_rules):
+        if holds(env):
             out.append((tp, cp, kvp, sp, op, pp))
     # under attention TP, o_proj_tp = attn_tp and = 1 are the same layout: keep one spelling, the framework's
     accepted = set(out)
