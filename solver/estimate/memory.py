@@ -282,13 +282,7 @@ def activation_peak_of(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions
                        knobs: frozenset[str] | tuple[str, ...]) -> float | None:
     """The largest of activation_peak_terms' terms sized by one of `knobs` (None: no block's term is), without
     evaluating the other terms."""
-    return _PEAK.get((model,), (pc.key(), opts.prefill_chunk, seq_len, seqs, tuple(knobs)),
-                     lambda: max(_peak_terms(model, pc, opts, seq_len, seqs, knobs).values(), default=None))
-
-
-# activation_peak_of and activation_peak per (model, config, prefill chunk: the one option they read, length,
-# sequences, knobs): the planner's memory rows ask for them per choice and concurrency, every plan again
-_PEAK = IdentityMemo(65_536)
+    return max(_peak_terms(model, pc, opts, seq_len, seqs, knobs).values(), default=None)
 
 
 def _peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float,
@@ -301,8 +295,7 @@ def _peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_l
 
 def activation_peak(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float) -> float:
     """The larger transient of a prefill chunk and of a decode step of `seqs` sequences."""
-    return _PEAK.get((model,), (pc.key(), opts.prefill_chunk, seq_len, seqs, None),
-                     lambda: max(activation_peak_terms(model, pc, opts, seq_len, seqs).values()))
+    return max(activation_peak_terms(model, pc, opts, seq_len, seqs).values())
 
 
 def staging_tokens(opts: MemoryOptions, pc: ParallelConfig, seq_len: int, seqs: float) -> float:
