@@ -151,7 +151,7 @@ class LayoutBounds:
                 floor = corner_figure(sums, rest, latency)
                 if floor >= at_least:
                     return floor, pe, te, False
-                if len(sums.points) == 1 == len(rest.points):  # the one sum is the corner: its figure is known
+                if sums is not None and len(sums.points) == 1 == len(rest.points):  # one sum: the corner itself
                     return floor, pe, te, False
             sums = rest if sums is None else combined(sums, rest)
         if sums is None:
