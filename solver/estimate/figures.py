@@ -105,15 +105,15 @@ def figures(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: float
             dec_kernels: float = 0.0) -> Figures:
     """The figures of the steps `sp` names, costed at these GPU seconds and kernel counts. Seconds in, seconds
     and tokens per second out."""
-    kit, pre_s, dec_s = _steps(sp, f, pre_gpu_s, pre_kernels, dec_gpu_s, dec_kernels)
-    if sp.kind == "serving":
+    kit, m, pre_s, dec_s = _steps(sp, f, pre_gpu_s, pre_kernels, dec_gpu_s, dec_kernels)
+    if kit is not None:  # serving
         t = ServingTimes(*serving_figures(kit, pre_s, dec_s))
         wl = sp.wl
         return Figures(t.ttft_s, t.tpot_s, wl.concurrency * wl.osl / t.request_s, t.request_s, pre_s, dec_s, t)
     if sp.kind == "prefill":
         # pure prefill emits one token per prompt: throughput is prompts finished per second
         return Figures(pre_s, 0.0, sp.per_replica * sp.replicas / pre_s, pre_s, pre_s, 0.0)
-    tpot = dec_s / kit  # decode: kit is m, the tokens a step emits
+    tpot = dec_s / m
     return Figures(0.0, tpot, sp.per_replica * sp.replicas / tpot, tpot * sp.wl.osl, 0.0, dec_s)
 
 
@@ -121,39 +121,40 @@ def ttft_tpot(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: flo
               dec_kernels: float = 0.0) -> tuple[float, float]:
     """`figures(...)`'s (ttft_s, tpot_s), the same floats, without building its objects: for a caller that
     reads only these two at many step times (the planner's latency bounds)."""
-    kit, pre_s, dec_s = _steps(sp, f, pre_gpu_s, pre_kernels, dec_gpu_s, dec_kernels)
-    if sp.kind == "serving":
+    kit, m, pre_s, dec_s = _steps(sp, f, pre_gpu_s, pre_kernels, dec_gpu_s, dec_kernels)
+    if kit is not None:  # serving
         t = serving_figures(kit, pre_s, dec_s)
         return t[0], t[1]
-    return (pre_s, 0.0) if sp.kind == "prefill" else (0.0, dec_s / kit)
+    return (pre_s, 0.0) if sp.kind == "prefill" else (0.0, dec_s / m)
 
 
 def _steps(sp: StepPlan, f: Factors, pre_gpu_s: float, pre_kernels: float, dec_gpu_s: float,
-           dec_kernels: float) -> tuple[ServingKit | float, float, float]:
-    """(kit, prefill step [s], decode step [s]): the steps as the engine runs them (engine_step.step_time, its
-    per-sequence term taken once per step plan) and the terms of the figures that do not depend on them."""
+           dec_kernels: float) -> tuple[ServingKit | None, float, float, float]:
+    """(serving kit (None outside serving), tokens a decode step emits, prefill step [s], decode step [s]): the
+    steps as the engine runs them (engine_step.step_time, its per-sequence term taken once per step plan) and
+    the terms of the figures that do not depend on them."""
     hit = _TERMS.get(id(sp))
     if hit is None or hit[1] is not f:
         hit = _terms(sp, f)
     pre_s = launch_floor_s(pre_gpu_s, pre_kernels, True, f) + hit[2] if sp.pre_work is not None else 0.0
     dec_s = launch_floor_s(dec_gpu_s, dec_kernels, sp.dec_eager, f) + hit[3] if sp.dec_work is not None else 0.0
-    return hit[4], pre_s, dec_s
+    return hit[4], hit[5], pre_s, dec_s
 
 
 # What `figures` takes from a step plan and factors alone, per plan: the planner asks for one plan's figures at
 # some 40 step times (~18K calls a plan over a few hundred plans). Each entry keeps its plan and factors, so the
 # id it is filed under names that plan
-_TERMS: dict[int, tuple[StepPlan, Factors, float, float, ServingKit | float]] = {}
+_TERMS: dict[int, tuple[StepPlan, Factors, float, float, ServingKit | None, float]] = {}
 
 
-def _terms(sp: StepPlan, f: Factors) -> tuple[StepPlan, Factors, float, float, ServingKit | float]:
+def _terms(sp: StepPlan, f: Factors) -> tuple[StepPlan, Factors, float, float, ServingKit | None, float]:
     if len(_TERMS) >= 4096:
         _TERMS.clear()
     wl = sp.wl
-    kit = (serving_kit(sp.shape, wl, ServingPolicy.of(f)) if sp.kind == "serving"
-           else mtp_tokens_per_step(wl.mtp, wl.mtp_accept))
+    kit = serving_kit(sp.shape, wl, ServingPolicy.of(f)) if sp.kind == "serving" else None
     hit = _TERMS[id(sp)] = (sp, f, sequence_cost_s(sp.pre_seqs, f, layers=sp.pre_layers),
-                            sequence_cost_s(sp.dec_seqs, f, layers=sp.dec_layers), kit)
+                            sequence_cost_s(sp.dec_seqs, f, layers=sp.dec_layers), kit,
+                            mtp_tokens_per_step(wl.mtp, wl.mtp_accept))
     return hit
 
 
