@@ -295,3 +295,26 @@ def test_expr_missing_name_and_zero_division():
         compile_expr("a + b").evaluate({"a": 1})
     with pytest.raises(InputError, match="by zero"):
         compile_expr("a % b").evaluate({"a": 1, "b": 0})
+
+
+def test_a_rule_gives_one_verdict_per_reading():
+    """Rule.reading names all that Rule.holds reads (the planner judges each rule once per reading): on every
+    profile's rules, environments with equal readings get equal verdicts, a free knob's included."""
+    import itertools
+
+    from solver.specs.model_catalog import load_model
+    from solver.specs.rule_env import model_env
+
+    models = [load_model(m) for m in ("deepseek-v3.2", "qwen3-8b", "qwen3-30b-a3b")]  # MLA + MoE, dense, GQA MoE
+    for name in list_frameworks():
+        rules = load_framework(name).rules
+        for m in models:
+            seen: dict[tuple, bool] = {}
+            for tp, dense, moe, op, cp in itertools.product((1, 2, 4, 8), (1, 8), (1, 2), (1, 8), (1, 2)):
+                cfg = {"attn_tp_size": tp, "dense_tp_size": dense, "moe_tp_size": moe, "o_proj_tp_size": op,
+                       "cp_size": cp, "embed_tp_size": tp, "lmhead_tp_size": tp}
+                for world in (8, 16):
+                    env = model_env(cfg, m, 8, world=world)
+                    for i, r in enumerate(rules):
+                        key = (i, r.reading(env))
+                        assert seen.setdefault(key, r.holds(env)) == r.holds(env), (name, r.id, cfg, world)

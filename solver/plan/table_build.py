@@ -39,13 +39,12 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
                    and r.names <= names | {"pp_size", "world", "mtp", "ranks_per_node", "afd", "num_attention_heads",
                                            "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa",
                                            "is_moe", "o_proj_dim", "attn_dp_size"}]
-    # a rule's verdict reads only its names' values and the stage's ranks (Rule.holds): once per distinct reading
-    reads = [tuple(sorted(r.names)) for r in local_rules]
+    # each rule judged once per distinct reading of the environment (Rule.reading): the choices repeat them
     verdicts: dict[tuple, bool] = {}
 
     def holds(env) -> bool:
-        for n, (r, names) in enumerate(zip(local_rules, reads)):
-            vkey = (n, env["world"], *[env[k] for k in names])
+        for n, r in enumerate(local_rules):
+            vkey = (n, r.reading(env))
             v = verdicts.get(vkey)
             if v is None:
                 v = verdicts[vkey] = r.holds(env)

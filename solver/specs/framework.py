@@ -94,6 +94,11 @@ class Rule(BaseModel):
     def _holds_at(self, env: Mapping[str, Value]) -> bool:
         return not self.applies(env) or bool(self._require.evaluate(env))
 
+    def reading(self, env: Mapping[str, Value]) -> tuple:
+        """What `holds(env)` reads of `env`: its names' values, the world (over whose divisors a free knob
+        ranges) and which knobs are free. Two environments with equal readings get the same verdict."""
+        return (tuple(env.get(k) for k in sorted(self.names)), env.get("world"), tuple(getattr(env, "free", ())))
+
     def holds(self, env: Mapping[str, Value]) -> bool:
         """True when the rule does not apply or its requirement is met. A knob of a module the model lacks
         (rule_env.RuleEnv.free) has no value: the rule holds when some value of it would satisfy it, so a rule about a
