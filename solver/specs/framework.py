@@ -55,6 +55,7 @@ class Rule(BaseModel):
 
     _when: Expr = PrivateAttr()
     _require: Expr = PrivateAttr()
+    _read: tuple[str, ...] = PrivateAttr()  # the names, sorted: what reading() looks up
 
     @field_validator("message")
     @classmethod
@@ -78,6 +79,7 @@ class Rule(BaseModel):
                     f"allowed: {', '.join(sorted(RULE_NAMES))}"
                 )
             setattr(self, f"_{attr}", expr)
+        self._read = tuple(sorted(self._when.names | self._require.names))
         return self
 
     @property
@@ -97,7 +99,7 @@ class Rule(BaseModel):
     def reading(self, env: Mapping[str, Value]) -> tuple:
         """What `holds(env)` reads of `env`: its names' values, the world (over whose divisors a free knob
         ranges) and which knobs are free. Two environments with equal readings get the same verdict."""
-        return (tuple(env.get(k) for k in sorted(self.names)), env.get("world"), tuple(getattr(env, "free", ())))
+        return tuple(map(env.get, self._read)), env.get("world"), tuple(getattr(env, "free", ()))
 
     def holds(self, env: Mapping[str, Value]) -> bool:
         """True when the rule does not apply or its requirement is met. A knob of a module the model lacks
