@@ -170,7 +170,11 @@ def _slot_terms(running: float, per_replica: int, wl: Workload) -> tuple[float, 
 def slot_wait_s(running: float, per_replica: int, request_s: float, wl: Workload) -> float:
     """Mean wait for a running slot [s]: the C_r - B requests beyond the B slots of a replica wait for one
     request's time in a slot (`request_s`) per B ahead of them, over the share of the run's requests that wait."""
-    ahead, waiting = _slot_terms(running, per_replica, wl)
+    return _slot_wait(*_slot_terms(running, per_replica, wl), request_s)
+
+
+def _slot_wait(ahead: float, waiting: float, request_s: float) -> float:
+    """The slot wait [s] from its two factors (_slot_terms) and one request's time in a slot."""
     return ahead * request_s * waiting
 
 
@@ -229,7 +233,7 @@ def serving_figures(kit: ServingKit, prefill_s: float, tau: float) -> tuple[floa
         ls = lockstep(B, n, prefill_s, tau, steps_out, kit.osl, ftl)
         served = o + ls.ttft_s
         cycle = o + ftl + ls.cycle_s
-        slot_wait = kit.slots_ahead * cycle * kit.waiting_share  # slot_wait_s
+        slot_wait = _slot_wait(kit.slots_ahead, kit.waiting_share, cycle)
         ttft = served + slot_wait
         share = (ls.cycle_s - steps_out * tau) / ls.cycle_s if ls.cycle_s > 0 else 0.0
         return ttft, ls.tpot_s, served, served, slot_wait, share, ttft + (kit.osl - 1) * ls.tpot_s, ftl
@@ -274,7 +278,7 @@ def serving_figures(kit: ServingKit, prefill_s: float, tau: float) -> tuple[floa
     k = kit.waves
     served = (first + (k - 1) * steady) / k
     request_s = served + steps_out * step
-    slot_wait = kit.slots_ahead * request_s * kit.waiting_share  # slot_wait_s
+    slot_wait = _slot_wait(kit.slots_ahead, kit.waiting_share, request_s)
     ttft = served + slot_wait
     return ttft, step / kit.tokens_per_step, first, steady, slot_wait, rho, ttft + steps_out * step, ftl
 
