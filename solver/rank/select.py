@@ -31,8 +31,8 @@ class Candidate:
     tradeoff: dict[str, str]
     cross_node: bool
     comparative_testing: bool
-    # what the reference deploys (model, phase, ranks x hardware): the closest one can be another model's
-    reference_of: str = ""
+    # the closest verified deployment itself (None: none): it can be another model's, on other hardware
+    reference_deployment: Reference | None = None
 
 
 def pattern_name(pc: ParallelConfig, model: ModelSpec) -> str:
@@ -220,7 +220,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
             rank=i + 1, planned=p, pattern=pattern_name(p.config, model),
             reason=reason,
             reference=(ref.id if ref else "none"), reference_diff=diff,
-            reference_of=(f"{ref.model_name} {ref.phase} on {ref.world_size} x {ref.hardware}" if ref else ""),
+            reference_deployment=ref,
             tradeoff={"throughput": _label(inv_p, min(inv)), "latency": _label(lat_p, min(lat)),
                       "long_context": long_ctx},
             cross_node=xnode, comparative_testing=comparative,

@@ -45,7 +45,9 @@ def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS) -> dict[str, An
     """One candidate; `knobs`: the model's own (PlanResult.knobs), so no knob of a missing module shows."""
     pc = c.planned.config
     knobs_vs = f"differs: {', '.join(c.reference_diff)}" if c.reference_diff else "same knobs"
-    ref = f"{c.reference} ({c.reference_of}; {knobs_vs})" if c.reference_of else f"{c.reference} ({knobs_vs})"
+    r = c.reference_deployment
+    ref = (f"{c.reference} ({r.model_name} {r.phase} on {r.world_size} x {r.hardware}; {knobs_vs})" if r
+           else f"{c.reference} ({knobs_vs})")
     if c.comparative_testing:
         ref += "; recommended for comparative testing"
     return {
