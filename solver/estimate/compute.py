@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from solver.estimate import comm
 from solver.estimate.params import ParamReport
 from solver.specs.hardware import Hardware
-from solver.specs.layers.base import ACT_BYTES, Block  # noqa: F401  (ACT_BYTES re-exported)
+from solver.specs.layers.base import ACT_BYTES  # noqa: F401  (re-exported)
 from solver.specs.layers.dsa import LOGIT_BYTES  # noqa: F401  (re-exported)
 from solver.specs.layers.moe import distinct_experts_touched, load_imbalance  # noqa: F401  (re-exported)
 from solver.specs.model import ModelSpec
@@ -251,17 +251,6 @@ class SumsKit(Kit):
     def coll(self, name: str, module: str, primitive: str, n: int, nbytes: float, stride: int = 1,  # type: ignore[override]
              hide_s: float | None = None) -> tuple[str, float]:
         return module, exposed_s(collective_s(self.hw, self.f, primitive, n, nbytes, stride), hide_s)
-
-
-def block_ops(block: Block, kit: Kit) -> list[OpCost]:
-    return block.ops(kit)
-
-
-def stack_ops(blocks: list[tuple[Block, int]], kit: Kit, mixers_only: bool = False
-              ) -> list[tuple[Block, int, list[OpCost]]]:
-    """(block, count, ops of one instance) for distinct blocks with their counts (ModelSpec.block_groups):
-    equal blocks in different layers are costed once."""
-    return [(block, n, block.ops(kit)) for block, n in blocks if not mixers_only or block.role == "mixer"]
 
 
 def layer_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,
