@@ -475,6 +475,27 @@ def test_launch_refuses_a_deployment_whose_derived_sizes_disagree(tmp_path: Path
     assert "attn_dp_size" in result.output and "Traceback" not in result.output
 
 
+def test_a_deployment_naming_an_unknown_framework_is_refused_even_where_a_flag_overrides_it(tmp_path: Path) -> None:
+    """The file's `framework:` is the user's record of the deployment: a name no profile has is bad input for
+    every command that reads the file, also under `check --framework` and `launch --engine`, which would
+    otherwise drop it unread (found by benchmarks/fuzz.py seed 31: cann-recipes printed a command for it)."""
+    dep = _dep(tmp_path, framework="nope")
+    one_error_line(run("check", dep, "--framework", "vllm"), 2, "framework: unknown framework 'nope'")
+    one_error_line(run("launch", dep, "--engine", "cann-recipes"), 2, "framework: unknown framework 'nope'")
+
+
+def test_launch_takes_the_engine_from_the_file_unless_the_flag_overrides_it(tmp_path: Path) -> None:
+    named = _dep(tmp_path, framework="sglang", pc_attn_tp_size=8, pc_moe_tp_size=8, pc_embed_tp_size=8,
+                 pc_lmhead_tp_size=8)
+    assert "sglang" in run("launch", named).stdout
+    assert "vllm serve" in run("launch", named, "--engine", "vllm", "--format", "shell").stdout
+    bare = tmp_path / "bare.yaml"
+    data = yaml.safe_load(Path(named).read_text())
+    del data["framework"]
+    bare.write_text(yaml.safe_dump(data))
+    one_error_line(run("launch", str(bare)), 2, "--engine: missing")
+
+
 def test_an_sla_no_configuration_meets_names_what_the_fastest_one_shows() -> None:
     """The remedy for a binding SLA is in the deployment's own figures: the fastest configuration with the SLA
     set aside, its knobs and the figure the SLA caps, so the user knows how far to relax it."""

@@ -12,7 +12,8 @@ from solver.report.render import dump
 def _engine_help() -> str:
     from solver.specs.framework import list_frameworks
 
-    return f"engine profile: {', '.join(list_frameworks())}, or a YAML path"
+    return (f"engine profile: {', '.join(list_frameworks())}, or a YAML path; overrides the file's framework "
+            "(required where the file names none)")
 
 
 def _model_path() -> str:
@@ -29,7 +30,7 @@ def _head_addr() -> str:
 
 @click.command("launch")
 @click.argument("config", type=NAME)
-@click.option("--engine", type=NAME, required=True, cls=Deferred, help_fn=_engine_help)
+@click.option("--engine", type=NAME, default=None, cls=Deferred, help_fn=_engine_help)
 @click.option("--model", type=NAME, default=None, help="overrides the file's model")
 @click.option("--hardware", type=NAME, default=None, help="overrides the file's hardware")
 @click.option("--cards", type=CARDS, default=None, help="overrides the file's world_size")
@@ -55,8 +56,10 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     dep.check_derived(world, config)  # the file must say one thing (as `check` requires)
     if dep.workload is None:
         raise InputError("workload", f"missing in {config}: phase/batch/seq_len or isl/osl/concurrency")
+    if engine is None and "framework" not in dep.model_fields_set:
+        raise InputError("--engine", f"missing: give it, or name the framework in {config}")
     try:
-        fw = load_framework(engine)
+        fw = load_framework(engine or dep.framework)
     except InputError as exc:
         raise InputError("--engine", exc.problem) from None
     spec, hw = load_model(model), load_hardware(hardware)
