@@ -475,13 +475,11 @@ def test_launch_refuses_a_deployment_whose_derived_sizes_disagree(tmp_path: Path
     assert "attn_dp_size" in result.output and "Traceback" not in result.output
 
 
-def test_a_deployment_naming_an_unknown_framework_is_refused_even_where_a_flag_overrides_it(tmp_path: Path) -> None:
-    """The file's `framework:` is the user's record of the deployment: a name no profile has is bad input for
-    every command that reads the file, also under `check --framework` and `launch --engine`, which would
-    otherwise drop it unread (found by benchmarks/fuzz.py seed 31: cann-recipes printed a command for it)."""
+def test_launch_without_engine_names_the_files_unknown_framework(tmp_path: Path) -> None:
+    """--engine defaults to the file's framework, so an unknown one there is the file's error, named as such (as
+    everywhere, a flag given overrides the file's value: `launch --engine E` and `check --framework F`)."""
     dep = _dep(tmp_path, framework="nope")
-    one_error_line(run("check", dep, "--framework", "vllm"), 2, "framework: unknown framework 'nope'")
-    one_error_line(run("launch", dep, "--engine", "cann-recipes"), 2, "framework: unknown framework 'nope'")
+    one_error_line(run("launch", dep), 2, "dep.yaml: framework: unknown framework 'nope'")
 
 
 def test_launch_takes_the_engine_from_the_file_unless_the_flag_overrides_it(tmp_path: Path) -> None:

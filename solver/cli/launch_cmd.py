@@ -60,8 +60,8 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
         raise InputError("--engine", f"missing: give it, or name the framework in {config}")
     try:
         fw = load_framework(engine or dep.framework)
-    except InputError as exc:
-        raise InputError("--engine", exc.problem) from None
+    except InputError as exc:  # named by where the engine came from: the flag, or the file it defaults to
+        raise InputError("--engine" if engine else f"{config}: framework", exc.problem) from None
     spec, hw = load_model(model), load_hardware(hardware)
     w = dep.workload
     if w.phase == "serving":

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
@@ -80,19 +80,6 @@ class Deployment(BaseModel):
     enable_online_split_weight: bool | None = None
     previous_parallel_config: dict[str, StrictInt] | None = None
     derived: dict[str, StrictInt] = Field(default_factory=dict, description="attn_dp_size / moe_ep_size as stated")
-
-    @field_validator("framework")
-    @classmethod
-    def _known_framework(cls, name: str) -> str:
-        # a profile the file names must exist even where a command-line flag overrides it: the file is the
-        # user's record of the deployment, and a name nothing reads would be silently dropped
-        from solver.specs.framework import load_framework
-
-        try:
-            load_framework(name)
-        except InputError as exc:
-            raise ValueError(exc.problem) from None
-        return name
 
     @model_validator(mode="after")
     def _knobs(self) -> "Deployment":
