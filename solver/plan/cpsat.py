@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from typing import Callable
 
 from solver.estimate.figures import Figures, ttft_tpot
@@ -79,7 +80,8 @@ class Planner(LayoutBounds, DominanceSearch):
         self._bound_memo: dict[tuple, tuple] = {}
         self._sums_memo = IdentityMemo(200_000)  # Planner._sums
         self._floors = GroupFloors(t)  # the groups' tables seen so far, as floors for other layouts
-        self.floor_drops = 0  # layouts dropped on floors, before costing a group (benchmarks report it)
+        # layouts at each stage of best()'s branch and bound, over every question (benchmarks/plan_funnel.py)
+        self.funnel: Counter[str] = Counter()
         self._attn_floors = AttentionFloors(t)  # the attention tables seen so far, as floors at other concurrencies
         self._attn_views: dict[tuple[int, tuple], ViewCosts] = {}  # (b, layout) -> its view, attention costed
         self._attn_floor_memo: dict[tuple, float] = {}
@@ -161,6 +163,7 @@ class Planner(LayoutBounds, DominanceSearch):
             lb, is_exact = self._first_bound(b, key, screen, relaxed)
             if math.isfinite(lb):  # infinite: no configuration of the layout meets the TPOT SLA
                 queue.append((lb, key, is_exact))
+        self.funnel["first bounds"] += len(screens)
         # the layouts in the order of (attention-only bound, layout), lazily: an entry is that bound or a floor
         # of it (_first_bound), and a floor is replaced by the bound when it comes first; the keys are unique,
         # so the bounds come out in the sorted order, and a floor reaching the incumbent ends it as its bound would
@@ -177,8 +180,10 @@ class Planner(LayoutBounds, DominanceSearch):
                     heapq.heappush(queue, (lb, key, True))
                 continue
             self._visited[key] = b
+            self.funnel["popped"] += 1
             vc = self.t.view(b, key, full=False)
             if self._floor_drops(vc, key, screens[key], relaxed, inc):
+                self.funnel["dropped on floors"] += 1
                 continue
             # the first group of groups.FILL_ORDER (MoE) is costed and bounded alone: on generic W=128 that bound
             # drops 1,495 of 2,056 layouts, bounds after the LM head and the embedding 21 of 1,100 (their shares are
@@ -188,8 +193,10 @@ class Planner(LayoutBounds, DominanceSearch):
             lb1 = self._bound(vc, attention_only=False, screen=screens[key], relaxed=relaxed,
                               at_least=inc[0] if inc is not None else None)[0]
             if (inc is not None and lb1 >= inc[0]) or not math.isfinite(lb1):
+                self.funnel["dropped by the MoE bound"] += 1
                 continue
             if self._floor_drops(vc, key, screens[key], relaxed, inc, before_view=True):
+                self.funnel["dropped on floors after MoE"] += 1
                 continue
             vc = self.t.view(b, key)
             self._floors.note(vc, key)
@@ -197,7 +204,9 @@ class Planner(LayoutBounds, DominanceSearch):
                                             excluded=self._excluded_pairs(key, exclude_patterns), relaxed=relaxed,
                                             at_least=inc[0] if inc is not None else None)
             if (inc is not None and lb2 >= inc[0]) or not math.isfinite(lb2):
+                self.funnel["dropped by the complete bound"] += 1
                 continue
+            self.funnel["searched"] += 1
             if not self._solve_view(b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state):
                 break  # the time limit: the incumbent stands, reported through self.timeouts
         if state["rejected"] > self.max_cuts:

@@ -180,7 +180,6 @@ class LayoutBounds:
         tpot_cap = self.scenario.tpot_ms if "SLA.tpot" not in relaxed else None
         lb = corner_figure(a, rest, self._latency_fn(vc, tpot_cap))
         if lb >= inc[0] or not math.isfinite(lb):
-            self.floor_drops += 1
             return True
         return False
 
