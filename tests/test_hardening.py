@@ -534,3 +534,12 @@ def test_a_disaggregated_sla_no_deployment_meets_names_the_lowest_figure_evaluat
     assert "--tpot-ms" not in r.stderr
     lowest = float(r.stderr.split("the lowest TTFT is ")[1].split(" ms")[0])
     assert lowest > 45
+
+
+def test_a_deployment_file_asking_mtp_of_a_model_without_mtp_layers_is_bad_input(tmp_path: Path) -> None:
+    """solve, estimate and memory refuse --mtp on a model whose config has no next-n layers; check and launch
+    read the same number from the file and refuse it the same way (check printed a TPOT with drafts that do not
+    exist, launch a speculative-decoding command the engine would refuse)."""
+    dep = _dep(tmp_path, mtp=2, pc_attn_tp_size=8, pc_moe_tp_size=8, pc_embed_tp_size=8, pc_lmhead_tp_size=8)
+    for cmd in (("check", dep), ("launch", dep, "--engine", "vllm")):
+        one_error_line(run(*cmd), 2, "dep.yaml: mtp: Qwen3-30B-A3B has no MTP (next-n) layers")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from solver.cli.options import CARDS, NAME, format_option
+from solver.cli.options import CARDS, NAME, check_mtp, format_option
 from solver.errors import InputError
 from solver.report.render import console, dump
 from solver.specs.knobs import KNOBS
@@ -63,6 +63,7 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     if dep.workload is None:
         raise InputError("workload", f"missing in {config}: phase/batch/seq_len or isl/osl/concurrency")
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework or dep.framework)
+    check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
     if w.phase == "serving":
         wl = Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, mtp=dep.mtp)

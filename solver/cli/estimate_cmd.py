@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from solver.cli.options import (CARDS, framework_check, CONCURRENCY, Deferred, FRACTION, MTP, NAME, TOKENS, dtype_options,
+from solver.cli.options import (CARDS, check_mtp, framework_check, CONCURRENCY, Deferred, FRACTION, MTP, NAME, TOKENS, dtype_options,
                                 format_option, knob_options, parallel_from_options)
 from solver.errors import InputError, ShardplanError
 from solver.report.render import console, dump
@@ -71,8 +71,7 @@ def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], w
     fw = load_framework(framework)
     pc = parallel_from_options(cards, knobs)
     prec = resolve_precision(model, hw, weight_dtype, moe_weight_dtype, kv_dtype)
-    if wl.mtp and not model.num_mtp_layers:
-        raise InputError("--mtp", f"{model.name} has no MTP (next-n) layers")
+    check_mtp(model, wl.mtp)
     notes = [*input_notes(model, hw, prec), *framework_check(fw, model, hw, pc, wl.sequences, wl.mtp)]
     f = factors_for(hw, fw.efficiency_for(hw))
     est = estimate(model, hw, pc, prec, f, wl)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from solver.cli.options import CARDS, NAME, Deferred
+from solver.cli.options import CARDS, NAME, Deferred, check_mtp
 from solver.errors import InputError
 from solver.report.render import dump
 
@@ -63,6 +63,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     except InputError as exc:  # named by where the engine came from: the flag, or the file it defaults to
         raise InputError("--engine" if engine else f"{config}: framework", exc.problem) from None
     spec, hw = load_model(model), load_hardware(hardware)
+    check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
     if w.phase == "serving":
         batch, max_len = w.concurrency, w.isl + w.osl

@@ -17,6 +17,7 @@ from solver.specs import limits
 from solver.specs.knobs import KNOB_FLAGS
 
 if TYPE_CHECKING:
+    from solver.specs.model import ModelSpec
     from solver.specs.parallel import ParallelConfig
     from solver.specs.scenario import Scenario
 
@@ -205,15 +206,18 @@ def scenario_from_options(**fields: Any) -> Scenario:
         raise InputError(flag, err.get("msg", "invalid").removeprefix("Value error, ")) from None
 
 
-def check_mtp(model_name: str, mtp: int) -> None:
-    """--mtp N needs MTP (next-n) layers in the model's config: nothing else says how big they are. (The
-    library still plans a reference whose published deployment ran MTP on a config that omits them.)"""
+def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
+    """MTP N > 0 needs MTP (next-n) layers in the model's config: nothing else says how big they are, and no engine
+    drafts with layers the checkpoint lacks. (The library still plans a reference whose published deployment ran
+    MTP on a config that omits them.) `field`: the flag or file field that gave N."""
     if mtp:
-        from solver.specs.model_catalog import load_model
+        if isinstance(model, str):
+            from solver.specs.model_catalog import load_model
 
-        model = load_model(model_name)
+            model = load_model(model)
         if not model.num_mtp_layers:
-            raise InputError("--mtp", f"{model.name} has no MTP (next-n) layers in its config; use --mtp 0")
+            fix = "use --mtp 0" if field.startswith("--") else "set it to 0"
+            raise InputError(field, f"{model.name} has no MTP (next-n) layers in its config; {fix}")
 
 
 def framework_check(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
