@@ -482,11 +482,29 @@ def _knobs(draw, b: _Builder, model: str, cards: int, bad_rate: float) -> None:
         return
     attn = draw(st.sampled_from(_divisors(cards)))
     b.add(["--attn-tp", str(attn)], "valid")
+    absent = _absent_flags(model)
     for flag in draw(st.lists(st.sampled_from(["--dense-tp", "--moe-tp", "--embed-tp", "--lmhead-tp"]),
                               max_size=3, unique=True)):
-        b.add([flag, str(draw(st.sampled_from(_divisors(cards))))], "valid")
+        value = str(draw(st.sampled_from(_divisors(cards))))
+        # a knob of a module the model lacks (dense FFN, routed experts) is bad input unless left at 1
+        label = "invalid" if flag in absent and value != "1" else "valid"
+        b.add([flag, value], label, f"{flag} on a model without its module" if label == "invalid" else "")
     if draw(st.booleans()) and cards // attn >= 2:
         b.add(["--cp", "2"], "valid")
+
+
+def _absent_flags(model: str) -> set[str]:
+    """The knob flags of modules `model` lacks (specs.parallel.absent_knobs); none for a model file that does not
+    load (the case is invalid for that already)."""
+    from solver.errors import ShardplanError
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import absent_knobs
+
+    try:
+        spec = load_model(model)
+    except ShardplanError:
+        return set()
+    return {"--" + k.removesuffix("_size").replace("_", "-") for k in absent_knobs(spec)}
 
 
 def _model_limit_case(b: _Builder, draw) -> bool:

@@ -148,10 +148,28 @@ def test_missing_model_hardware_cards_and_bad_values() -> None:
     _assert_input_error(_run(*V32_H200, *DECODE, "--framework", "nope"), "framework")
 
 
-def test_framework_rule_violation_is_an_input_error() -> None:
-    # 256 experts do not split over EP 12 (generic class-A rule)
+def test_a_model_rule_violation_is_an_input_error() -> None:
+    # 256 experts do not split over EP 12 (class A: the model's rules, specs.model_rules)
     _assert_input_error(_run("estimate", "deepseek-v3.2", "--hardware", "h200_sxm", "--cards", "12", *DECODE),
-                        "framework generic")
+                        "not runnable on DeepSeek-V3.2: num_experts 256 % moe_ep_size 12 != 0")
+
+
+def test_more_stages_than_layers_is_an_input_error() -> None:
+    _assert_input_error(_run("estimate", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "64", "--pp", "64",
+                             *DECODE), "pp_size 64 > num_layers 32")
+
+
+def test_a_knob_of_a_module_the_model_lacks_is_an_input_error() -> None:
+    _assert_input_error(_run("estimate", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "8", "--attn-tp", "8",
+                             "--moe-tp", "8", *DECODE), "moe_tp_size = 8 but Meta-Llama-3.1-8B has no routed experts")
+    _assert_input_error(_run("memory", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "8", "--oproj-tp", "8",
+                             "--batch", "8", "--seq-len", "1024"), "o_proj_tp_size = 8 but")
+
+
+def test_framework_rule_violation_is_an_input_error() -> None:
+    # vLLM shards the embedding over the TP group: a framework (class C) rule
+    _assert_input_error(_run("estimate", "qwen3-30b-a3b", "--hardware", "h100_sxm", "--cards", "8", "--attn-tp", "4",
+                             "--framework", "vllm", *DECODE), "framework vllm", "[C.embed_tp_is_tp]")
 
 
 # ---------------------------------------------------------------------------------------------- CSV mode

@@ -228,7 +228,7 @@ def test_a_name_longer_than_a_path_component_is_refused() -> None:
 def test_memory_refuses_the_issues_accepted_nonsense() -> None:
     base = ["--hardware", "h100_sxm", "--batch", "1", "--seq-len", "128"]
     one_error_line(run("memory", "llama-3.1-8b", *base, "--cards", "64", "--attn-tp", "64"), 2, "num_attention_heads")
-    one_error_line(run("memory", "qwen3-30b-a3b", *base, "--cards", "256"), 2, "routed experts")
+    one_error_line(run("memory", "qwen3-30b-a3b", *base, "--cards", "256"), 2, "num_experts 128 % moe_ep_size 256")
     one_error_line(run("memory", "qwen3-8b", *base, "--cards", "1", "--mtp", "-1"), 2, "--mtp")
     one_error_line(run("memory", "qwen3-8b", *base, "--cards", "1", "--prefill-chunk", "0"), 2, "--prefill-chunk")
 

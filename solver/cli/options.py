@@ -221,9 +221,15 @@ def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
 
 
 def framework_check(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
-    """The framework profile's rules on a user's knobs (the planner's own rule machinery): an error (TP64 on 32
-    heads, EP256 on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
+    """The model's rules (specs.model_rules: a knob of a module the model lacks, more stages than layers) and the
+    framework profile's (the planner's own rule machinery) on a user's knobs: an error (TP64 on 32 heads, EP256
+    on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
+    from solver.specs.model_rules import model_problems
     from solver.specs.rule_env import model_env
+
+    problems = model_problems(model, pc, fw)
+    if problems:
+        raise InputError("parallel_config", f"not runnable on {model.name}: {'; '.join(problems)}")
 
     env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=batch, mtp=mtp)
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]

@@ -12,7 +12,8 @@ from solver.specs.framework import FrameworkProfile
 from solver.specs.rule_env import model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import KNOBS, ParallelConfig, absent_knob_problems, model_knobs
+from solver.specs.model_rules import model_problems
+from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
 
 SMALL_SCALE = 16  # the seed's "small-to-medium scale" MoE deployments (R1 16-card references)
@@ -32,35 +33,11 @@ class Review:
         return not any(self.violations.values())
 
 
-def _model_rules(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -> list[str]:
-    W = pc.world_size
-    out = absent_knob_problems(model, pc.knobs())
-    out += [f"world_size {W} % {k} = {v} != 0" for k, v in pc.knobs().items() if W % v]
-    if model.num_attention_heads % pc.attn_tp_size:
-        out.append(f"num_attention_heads {model.num_attention_heads} % attn_tp_size {pc.attn_tp_size} != 0")
-    if fw.splits_kv_heads and model.num_key_value_heads % pc.attn_tp_size:
-        out.append(f"num_key_value_heads {model.num_key_value_heads} % attn_tp_size {pc.attn_tp_size} != 0 "
-                   f"({fw.name} splits KV heads)")
-    if model.is_moe and pc.expert_slots(model.num_experts) % pc.moe_ep_size:
-        r = pc.redundant_experts
-        slots = f"num_experts {model.num_experts}" + (f" + redundant_experts {r}" if r else "")
-        out.append(f"{slots} % moe_ep_size {pc.moe_ep_size} != 0")
-    if pc.pp_size > model.num_layers:
-        out.append(f"pp_size {pc.pp_size} > num_layers {model.num_layers}: a stage would hold no layer")
-    if pc.pp_size > 1 and W % pc.pp_size == 0:
-        S = pc.stage_world
-        out += [f"stage size {S} (world {W} / pp {pc.pp_size}) % {k} = {v} != 0"
-                for k, v in pc.knobs().items() if k != "pp_size" and W % v == 0 and S % v]
-    if model.has_mla and model.o_proj_dim % pc.o_proj_tp_size:
-        out.append(f"N_h * v_head_dim {model.o_proj_dim} % o_proj_tp_size {pc.o_proj_tp_size} != 0")
-    return out
-
-
 def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig, prec: Precision,
            wl: Workload, mtp: int = 0, online_split: bool | None = None,
            previous: ParallelConfig | None = None, mem_opts: MemoryOptions | None = None) -> Review:
     r = Review()
-    r.violations["A"] += _model_rules(model, pc, fw)
+    r.violations["A"] += model_problems(model, pc, fw)
     env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=mtp)
     seen_a = " ".join(r.violations["A"])
     for rule in fw.rules:

@@ -1,0 +1,35 @@
+"""The model's own rules on a parallel_config (the seed's class A): what `check` reports under A and what the
+single-config commands refuse before they estimate."""
+from __future__ import annotations
+
+from solver.specs.framework import FrameworkProfile
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig, absent_knob_problems
+
+
+def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -> list[str]:
+    """One line per class-A (model) rule the config breaks: knobs of modules the model lacks, sizes that do not
+    divide the world, heads, KV heads (where the framework splits them), expert slots or the MLA o_proj width, more
+    stages than layers, stage sizes the knobs do not divide. `check` reports them; the single-config commands
+    (estimate, memory) refuse them as bad input."""
+    W = pc.world_size
+    out = absent_knob_problems(model, pc.knobs())
+    out += [f"world_size {W} % {k} = {v} != 0" for k, v in pc.knobs().items() if W % v]
+    if model.num_attention_heads % pc.attn_tp_size:
+        out.append(f"num_attention_heads {model.num_attention_heads} % attn_tp_size {pc.attn_tp_size} != 0")
+    if fw.splits_kv_heads and model.num_key_value_heads % pc.attn_tp_size:
+        out.append(f"num_key_value_heads {model.num_key_value_heads} % attn_tp_size {pc.attn_tp_size} != 0 "
+                   f"({fw.name} splits KV heads)")
+    if model.is_moe and pc.expert_slots(model.num_experts) % pc.moe_ep_size:
+        r = pc.redundant_experts
+        slots = f"num_experts {model.num_experts}" + (f" + redundant_experts {r}" if r else "")
+        out.append(f"{slots} % moe_ep_size {pc.moe_ep_size} != 0")
+    if pc.pp_size > model.num_layers:
+        out.append(f"pp_size {pc.pp_size} > num_layers {model.num_layers}: a stage would hold no layer")
+    if pc.pp_size > 1 and W % pc.pp_size == 0:
+        S = pc.stage_world
+        out += [f"stage size {S} (world {W} / pp {pc.pp_size}) % {k} = {v} != 0"
+                for k, v in pc.knobs().items() if k != "pp_size" and W % v == 0 and S % v]
+    if model.has_mla and model.o_proj_dim % pc.o_proj_tp_size:
+        out.append(f"N_h * v_head_dim {model.o_proj_dim} % o_proj_tp_size {pc.o_proj_tp_size} != 0")
+    return out
