@@ -388,6 +388,41 @@ def test_the_cards_that_fit_remedy_is_one_the_planner_solved() -> None:
     assert cands
 
 
+def test_the_memory_remedy_screens_sizes_with_pipeline_stages() -> None:
+    """Llama-3.1-405B does not fit 8 H100s; 16 do with TP8 x PP2, which a screen of TP-only layouts missed
+    ("none of the sizes tried fits")."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("llama-3.1-405b", "h100_sxm", 8, Scenario(), explain_binding=False)
+    assert "16 cards fit (the planner found a configuration there)" in str(err.value)
+
+
+def test_the_memory_remedy_names_only_smaller_weight_formats_the_hardware_takes() -> None:
+    """DeepSeek-V3's checkpoint is FP8 already and H100 has no INT8: neither is a remedy; the 4-bit formats
+    H100 keeps weight-only are."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("deepseek-v3", "h100_sxm", 8, Scenario(isl=16, osl=16), explain_binding=False)
+    text = str(err.value)
+    assert "smaller weights (--weight-dtype int4/fp4)" in text and "int8" not in text and "fp8" not in text
+    assert "a shorter sequence" not in text  # the weights alone overflow: one token does not fit either
+
+
+def test_the_memory_remedy_is_checked_with_the_slas_aside() -> None:
+    """One H100 cannot hold Llama-3.3-70B; two can, though not at a 10 ms TPOT: the size that fits is named,
+    and the SLA keeps its own remedy."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("llama-3.3-70b", "h100_sxm", 1, Scenario(kind="latency", tpot_ms=10), explain_binding=False)
+    assert "2 cards fit (the planner found a configuration there, SLAs aside)" in str(err.value)
+
+
 @pytest.mark.slow
 def test_kimi_k2_on_4096_h200_solves_with_stages_or_copies() -> None:
     """384 experts do not divide over 4096 ranks with TP inside a node; pipeline stages (EP inside a stage)

@@ -25,6 +25,7 @@ from solver.plan.layout_memory import assumed_memory
 from solver.plan.table_build import build_tables
 from solver.plan.tables import Tables
 from solver.space.domains import build_space, largest_tp, range_note, redundant_for, space_name
+from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -371,17 +372,7 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
     stalled = [t for t in planner.timeouts.values() if not t.found]
     remedies = []
     if "B.memory_per_rank" in binding or not binding or empty:
-        fits = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
-        if fits is not None:
-            remedies.append(f"{fits} cards fit (the planner found a configuration there)")
-        else:
-            near = _remedy_worlds(world, model)
-            remedies.append(f"none of the sizes tried ({min(near, default=world)} to {max(near, default=world)} "
-                            "cards) fits" + ("" if allow_cross_node else " with TP inside a node (try --allow-cross-node)"))
-        if scenario.concurrency:
-            remedies.append("a smaller --concurrency")
-        remedies.append("a shorter sequence, or cheaper weights (--weight-dtype int8/fp8"
-                        + (", --moe-weight-dtype int4)" if model.is_moe else ")"))
+        remedies += _memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
     slas = [b for b in binding if b.startswith("SLA")]
     if slas:
         remedies.append(_sla_reach(planner, tables, world, slas) + "; or add cards")
@@ -438,42 +429,101 @@ def _remedy_worlds(world: int, model: ModelSpec) -> list[int]:
 
 
 def _might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, w: int, scenario: Scenario,
-               mem_opts: MemoryOptions | None) -> bool:
-    """A cheap screen before the planner is asked: the most sharded layout with TP inside the node (MoE TP as
-    small as lets EP hold the experts, with the redundant copies the engine would place) holds the smallest
-    batch."""
+               mem_opts: MemoryOptions | None, seq_len: int | None = None) -> bool:
+    """A cheap screen before the planner is asked: the most sharded layouts with TP inside the node (MoE TP as
+    small as lets EP hold the experts, with the redundant copies the engine would place), without and with
+    pipeline stages across the rest of the ranks (at most one per layer), hold the smallest batch at the
+    scenario's longest sequence (or `seq_len`)."""
     from solver.estimate.memory import memory_per_rank
 
     tp = largest_tp(w, hw, model)
-    moe_tps = [1] if not model.is_moe else [t for t in (1, 2, 4, 8, 16, 32) if t <= tp and w % t == 0
-                                            and redundant_for(model, fw, w // t) is not None]
-    if not moe_tps:
-        return False
-    t = moe_tps[0] if model.is_moe else tp
-    pc = ParallelConfig(world_size=w, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp, lmhead_tp_size=tp,
-                        moe_tp_size=t, redundant_experts=(redundant_for(model, fw, w // t) or 0) if model.is_moe else 0)
-    return memory_per_rank(model, hw, pc, prec, scenario.concurrency or 1, scenario.max_seq_len, mem_opts,
-                           mtp_layers=scenario.mtp).feasible
+    stages = [1] + [w // tp] * (1 < w // tp <= model.num_layers)
+    for pp in stages:
+        stage = w // pp
+        moe_tps = [1] if not model.is_moe else [t for t in (1, 2, 4, 8, 16, 32) if t <= tp and stage % t == 0
+                                                and redundant_for(model, fw, stage // t) is not None]
+        if not moe_tps:
+            continue
+        t = moe_tps[0] if model.is_moe else tp
+        pc = ParallelConfig(world_size=w, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp, lmhead_tp_size=tp,
+                            moe_tp_size=t, pp_size=pp,
+                            redundant_experts=(redundant_for(model, fw, stage // t) or 0) if model.is_moe else 0)
+        if memory_per_rank(model, hw, pc, prec, scenario.concurrency or 1, seq_len or scenario.max_seq_len,
+                           mem_opts, mtp_layers=scenario.mtp).feasible:
+            return True
+    return False
+
+
+def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                     scenario: Scenario, params: SolverParams, allow_cross_node: bool,
+                     mem_opts: MemoryOptions | None) -> list[str]:
+    """What would make a deployment that memory rules out fit, each remedy checked or screened: a world size the
+    planner confirms, a smaller concurrency, a shorter sequence (where the screen passes at one token), weight
+    formats smaller than the current ones that the hardware takes."""
+    out = []
+    fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
+    wide = "" if allow_cross_node else " with TP inside a node (try --allow-cross-node)"
+    if fits is not None:
+        aside = ", SLAs aside" if scenario.ttft_ms is not None or scenario.tpot_ms is not None else ""
+        out.append(f"{fits} cards fit (the planner found a configuration there{aside})")
+    elif planned:
+        out.append(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory screen "
+                   f"passes){wide}")
+    else:
+        near = _remedy_worlds(world, model)
+        out.append(f"no size from {min(near, default=world)} to {max(near, default=world)} cards holds the "
+                   f"weights and the smallest batch{wide}")
+    if scenario.concurrency:
+        out.append("a smaller --concurrency")
+    if scenario.max_seq_len > 1 and _might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=1):
+        out.append("a shorter sequence")
+    cheaper = _cheaper_weights(model, hw, prec)
+    if cheaper:
+        out.append(f"smaller weights ({cheaper})")
+    return out
+
+
+# the weight formats a remedy may name, by the flag's spelling
+WEIGHT_REMEDIES = ("fp8", "int8", "int4", "fp4")
+
+
+def _cheaper_weights(model: ModelSpec, hw: Hardware, prec: Precision) -> str:
+    """The weight flags and formats with fewer bits than this deployment's, that the hardware computes in or
+    keeps weight-only (resolve_precision accepts them), '' when none."""
+    def smaller(than: float) -> list[str]:
+        return [n for n in WEIGHT_REMEDIES if (f := number_format(n)).bits < than
+                and (hw.supports(f.compute) or f.compute in hw.weight_only_formats)]
+
+    parts = []
+    dense = smaller(max(prec.fmt(g).bits for g in ("attention", "dense")))
+    if dense:
+        parts.append(f"--weight-dtype {'/'.join(dense)}")
+    experts = smaller(prec.fmt("experts").bits) if model.is_moe else []
+    if experts and experts != dense:
+        parts.append(f"--moe-weight-dtype {'/'.join(experts)}")
+    return ", ".join(parts)
 
 
 def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
                    scenario: Scenario, params: SolverParams, allow_cross_node: bool,
-                   mem_opts: MemoryOptions | None) -> int | None:
-    """The nearest world size at which the planner itself finds a configuration (so the remedy is checked):
-    sizes pass a memory screen first, and the planner confirms at the smallest concurrency."""
+                   mem_opts: MemoryOptions | None) -> tuple[int | None, list[int]]:
+    """(the nearest world size at which the planner itself finds a configuration, the sizes it was asked about):
+    the remedy is checked. Sizes pass a memory screen first, and the planner confirms at the smallest
+    concurrency with the SLAs set aside (memory is the question here; a binding SLA has its own remedy)."""
     quick = SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, 5.0))
-    small = scenario if scenario.concurrency else scenario.model_copy(update={"max_concurrency": 1})
-    plans = 0
+    small = scenario.model_copy(update={"ttft_ms": None, "tpot_ms": None}
+                                | ({} if scenario.concurrency else {"max_concurrency": 1}))
+    planned: list[int] = []
     for w in _remedy_worlds(world, model):
         if not _might_fit(model, hw, prec, fw, w, scenario, mem_opts):
             continue
-        plans += 1
+        planned.append(w)
         try:
             plan(model, hw, prec, fw, w, small, quick, top=1, allow_cross_node=allow_cross_node,
                  mem_opts=mem_opts, explain_binding=False, diagnose=False)
         except InfeasibleError:
-            if plans >= REMEDY_PLANS:
-                return None
+            if len(planned) >= REMEDY_PLANS:
+                return None, planned
             continue
-        return w
-    return None
+        return w, planned
+    return None, planned
