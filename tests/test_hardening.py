@@ -578,3 +578,23 @@ def test_a_deployment_file_asking_mtp_of_a_model_without_mtp_layers_is_bad_input
     dep = _dep(tmp_path, mtp=2, pc_attn_tp_size=8, pc_moe_tp_size=8, pc_embed_tp_size=8, pc_lmhead_tp_size=8)
     for cmd in (("check", dep), ("launch", dep, "--engine", "vllm")):
         one_error_line(run(*cmd), 2, "dep.yaml: mtp: Qwen3-30B-A3B has no MTP (next-n) layers")
+
+
+def test_a_sequence_past_the_models_context_is_noted_wherever_it_is_served(tmp_path: Path) -> None:
+    """ISL + OSL beyond max_position_embeddings is computed (RoPE scaling can extend a model) but never silent:
+    the engines refuse such a maximum model length, so solve, estimate, memory, check and launch say so."""
+    needle = "exceeds Meta-Llama-3.1-8B's max_position_embeddings 131,072"
+    long = ["--isl", "200000", "--osl", "1000"]
+    assert needle in run("solve", "llama-3.1-8b", "--hardware", "h200_sxm", "--cards", "8", *long,
+                         "--format", "json").stdout
+    assert needle in run("estimate", "llama-3.1-8b", "--hardware", "h200_sxm", "--cards", "1", *long,
+                         "--concurrency", "1").stderr
+    assert needle in run("memory", "llama-3.1-8b", "--hardware", "h200_sxm", "--cards", "1", "--batch", "1",
+                         "--seq-len", "201000").stderr
+    dep = _dep(tmp_path, model="llama-3.1-8b", world_size=1, parallel_config={"attn_tp_size": 1},
+               workload={"isl": 200000, "osl": 1000, "concurrency": 1})
+    assert needle in run("check", dep).stdout
+    assert needle in run("launch", dep, "--engine", "vllm").stdout
+    short = _dep(tmp_path, model="llama-3.1-8b", world_size=1, parallel_config={"attn_tp_size": 1},
+                 workload={"isl": 100000, "osl": 1000, "concurrency": 1})
+    assert "max_position_embeddings" not in run("launch", short, "--engine", "vllm").stdout

@@ -132,7 +132,7 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
                             if v is not None})
     rep = memory_per_rank(spec, hw, pc, prec, batch, seq_len, opts, mtp_layers=mtp)
     best = max_batch(spec, hw, pc, prec, seq_len, opts, mtp_layers=mtp)
-    _warn([*input_notes(spec, hw, prec, timed=False), *notes])
+    _warn([*input_notes(spec, hw, prec, timed=False, max_len=seq_len), *notes])
     data = memory_data(spec, hw, pc, prec, rep, best, batch, seq_len)
     if fmt != "table":
         click.echo(dump(data, fmt))

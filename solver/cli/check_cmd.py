@@ -49,6 +49,7 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
+    from solver.specs.notes import context_notes
     from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs
     from solver.specs.precision import resolve_precision
 
@@ -80,6 +81,7 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     prev = ParallelConfig(world_size=world, **dep.previous_parallel_config) if dep.previous_parallel_config else None
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache)
     r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
+    r.notes += context_notes(spec, wl.context_len)
     if note and not any(note in v for v in r.violations["A"]):
         r.violations["A"].insert(0, note)
     data = review_dict(r, pc, model_knobs(spec))

@@ -72,7 +72,7 @@ def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], w
     pc = parallel_from_options(cards, knobs)
     prec = resolve_precision(model, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     check_mtp(model, wl.mtp)
-    notes = [*input_notes(model, hw, prec), *framework_check(fw, model, hw, pc, wl.sequences, wl.mtp)]
+    notes = [*input_notes(model, hw, prec, max_len=wl.context_len), *framework_check(fw, model, hw, pc, wl.sequences, wl.mtp)]
     f = factors_for(hw, fw.efficiency_for(hw))
     est = estimate(model, hw, pc, prec, f, wl)
     if not est.memory.feasible:

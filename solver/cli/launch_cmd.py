@@ -46,6 +46,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
+    from solver.specs.notes import context_notes
     from solver.specs.parallel import make_parallel_config
 
     dep = load_deployment(config)
@@ -74,6 +75,9 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
                           moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,
                           model_path=model_path, head_addr=head_addr)
     launch = emit_launch(fw, spec, hw, pc, inputs)
+    notes = context_notes(spec, max_len)
+    if notes:
+        launch["notes"] = notes
     if fmt == "shell":
         click.echo(render_shell(launch, f"{spec.name} on {world} x {hw.name} ({fw.name})"), nl=False)
     else:

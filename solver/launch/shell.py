@@ -17,6 +17,7 @@ def render_shell(launch: dict[str, Any], title: str = "") -> str:
     out = [f"# {title}" if title else f"# {launch['engine']}"]
     if launch.get("missing"):  # what the facts do not give is said, never invented
         out.append(f"# missing: {launch['missing']}")
+    out += [f"# note: {n}" for n in launch.get("notes", ())]
     for name, text in launch["files"].items():
         out.append(f"cat > {shlex.quote(name)} <<'SHARDPLAN_EOF'\n{text.rstrip()}\nSHARDPLAN_EOF")
     many = len(launch["nodes"]) > 1

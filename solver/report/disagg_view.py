@@ -135,7 +135,8 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
         except InfeasibleError as exc:
             agg_err = str(exc)
     return DisaggReport(spec.name, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
-                        compare(best, agg, scenario, cards), res.skipped, input_notes(spec, hw, prec))
+                        compare(best, agg, scenario, cards), res.skipped,
+                        input_notes(spec, hw, prec, max_len=scenario.max_seq_len))
 
 
 # ---------------------------------------------------------------------------------------------- rendering

@@ -23,6 +23,18 @@ def device_notes(hw: Hardware, prec: Precision, timed: bool = True) -> list[str]
     return out
 
 
-def input_notes(model: ModelSpec, hw: Hardware, prec: Precision, timed: bool = True) -> tuple[str, ...]:
-    """The model's warnings and the device's notes, in that order."""
-    return (*model.warnings, *device_notes(hw, prec, timed))
+def context_notes(model: ModelSpec, max_len: int | None) -> list[str]:
+    """A sequence longer than the model's max_position_embeddings: the figures are computed, but the engines
+    refuse such a maximum model length unless the model is served with a RoPE scaling that extends it."""
+    limit = model.max_position_embeddings
+    if max_len is None or limit is None or max_len <= limit:
+        return []
+    return [f"the longest sequence, {max_len:,} tokens, exceeds {model.name}'s max_position_embeddings {limit:,}: "
+            "engines refuse that maximum model length unless the model is served with a RoPE scaling that extends it"]
+
+
+def input_notes(model: ModelSpec, hw: Hardware, prec: Precision, timed: bool = True,
+                max_len: int | None = None) -> tuple[str, ...]:
+    """The model's warnings, the sequence against the model's context (`max_len`: the longest sequence the
+    answer serves) and the device's notes, in that order."""
+    return (*model.warnings, *context_notes(model, max_len), *device_notes(hw, prec, timed))
