@@ -209,3 +209,23 @@ def test_every_launch_flag_that_spells_a_parallel_knob_is_one_the_facts_give(eng
     for arg in fw.launch.args:
         if arg.knob in knobs and arg.flag:
             assert f"`{arg.flag}" in table, f"{engine}: {arg.knob} is spelled {arg.flag}, which engines.md does not name"
+
+
+def test_a_weight_format_without_a_flag_is_the_checkpoints_and_the_launch_says_so(tmp_path) -> None:
+    """cann-recipes takes no weight-format flag: the W8A8 deployment is launched on a W8A8 checkpoint, and the
+    command says so instead of refusing (the README's example printed '# error' for every candidate)."""
+    pc = {"attn_tp_size": 1, "dense_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 16}
+    dep = _deployment(tmp_path, pc, model="deepseek-v3.2", hardware="atlas_a3", world=16, quant={"weights": "int8"})
+    r = CliRunner().invoke(main, ["launch", dep, "--engine", "cann-recipes"])
+    assert r.exit_code == 0, r.stderr
+    assert "# note: weight_dtype int8: cann-recipes takes no flag for it; serve a checkpoint stored in int8" in r.stdout
+    doc = json.loads(CliRunner().invoke(main, ["launch", dep, "--engine", "cann-recipes", "--format", "json"]).stdout)
+    assert any("int8" in n for n in doc["notes"])
+
+
+def test_a_kv_format_without_a_flag_is_refused(tmp_path) -> None:
+    """The KV-cache format is the engine's runtime choice: without a flag the command could not ask for it."""
+    pc = {"attn_tp_size": 1, "dense_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 16}
+    dep = _deployment(tmp_path, pc, model="deepseek-v3.2", hardware="atlas_a3", world=16, quant={"kv_cache": "int8"})
+    r = CliRunner().invoke(main, ["launch", dep, "--engine", "cann-recipes"])
+    assert r.exit_code == 2 and "kv_dtype int8: cann-recipes's profile has no flag for it" in r.stderr

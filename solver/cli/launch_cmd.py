@@ -77,7 +77,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     launch = emit_launch(fw, spec, hw, pc, inputs)
     notes = context_notes(spec, max_len)
     if notes:
-        launch["notes"] = notes
+        launch["notes"] = [*launch.get("notes", ()), *notes]
     if fmt == "shell":
         click.echo(render_shell(launch, f"{spec.name} on {world} x {hw.name} ({fw.name})"), nl=False)
     else:

@@ -5,7 +5,9 @@ use): what the engine cannot express is refused, one line naming the knob, never
 
 A worker of a disaggregated pool (`role` "prefill" or "decode") also gets the profile's `launch.disagg` args and
 documents (its role, the KV-cache transfer); the launch then carries "role" and, where the profile says the facts
-do not give a flag, "missing" (the line the output shows instead of inventing it).
+do not give a flag, "missing" (the line the output shows instead of inventing it). A weight format the profile
+has no flag for is the checkpoint's to carry: the launch says so in "notes" (a KV format without a flag is
+refused: it is the engine's runtime choice).
 """
 from __future__ import annotations
 
@@ -117,10 +119,16 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     used = {n for a in args if a.text for n in _TEMPLATE.findall(a.text)}
     given = {"weight_dtype": inputs.weight_dtype, "kv_dtype": inputs.kv_dtype,
              "moe_weight_dtype": inputs.moe_weight_dtype if inputs.moe_weight_dtype != inputs.weight_dtype else None}
+    notes = []
     for name, value in given.items():
-        if value is not None and name not in used:
+        if value is None or name in used:
+            continue
+        if name == "kv_dtype":  # a runtime choice: the engine cannot be told it without a flag
             raise InputError(f"--engine {fw.name}", f"{name} {value}: {fw.name}'s profile has no flag for it "
-                             "(serve a checkpoint stored in that format and leave the dtype out)")
+                             "(leave the KV dtype out to serve the engine's default)")
+        # weights are the checkpoint's: an engine without a flag serves the format it is given
+        notes.append(f"{name} {value}: {fw.name} takes no flag for it; serve a checkpoint stored in {value} "
+                     "(the model path)")
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
     nnodes = math.ceil(world / hw.ranks_per_node)
     gpus = min(world, hw.ranks_per_node)
@@ -167,6 +175,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
                 argv += [d.flag or "", json.dumps(docs[name], separators=(",", ":"))]
         nodes.append({"node_rank": rank, "argv": argv, "env": envs})
     out: dict[str, Any] = {"engine": fw.name, "nodes": nodes, "files": files}
+    if notes:
+        out["notes"] = notes
     if role is not None:
         out["role"] = role
         missing = pool.missing if pool is not None else (f"{fw.name}'s profile has no launch.disagg entry: the "
