@@ -581,6 +581,10 @@ def estimate_cases(draw, fx: Fixtures) -> Case:
         b.add(["--isl", "128"], "invalid", "--isl without --osl/--concurrency")
     for flag, kind in draw(st.lists(st.sampled_from([("--mtp", "mtp0"), ("--mtp-accept", "fraction"),
                                                      ("--format", "format")]), max_size=2, unique=True)):
+        if flag == "--mtp-accept":  # the valid --mtp here is 0: an acceptance rate has no draft to accept
+            value, _ = _pick(draw, kind, b.rate(0.4))
+            b.add([flag, value], "invalid", "--mtp-accept without --mtp N > 0")
+            continue
         b.opt(draw, flag, kind, 0.4)
     if draw(st.floats(0, 1)) < 0.2:
         path, label, why = b.file(draw, fx.frameworks)

@@ -598,3 +598,62 @@ def test_a_sequence_past_the_models_context_is_noted_wherever_it_is_served(tmp_p
     short = _dep(tmp_path, model="llama-3.1-8b", world_size=1, parallel_config={"attn_tp_size": 1},
                  workload={"isl": 100000, "osl": 1000, "concurrency": 1})
     assert "max_position_embeddings" not in run("launch", short, "--engine", "vllm").stdout
+
+
+def test_an_sla_on_a_figure_the_phase_does_not_have_is_bad_input() -> None:
+    base = ["solve", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1"]
+    one_error_line(run(*base, "--phase", "decode", "--ttft-ms", "5"), 2, "--ttft-ms: a decode-only deployment")
+    one_error_line(run(*base, "--phase", "prefill", "--tpot-ms", "5"), 2, "--tpot-ms: a prefill-only deployment")
+
+
+def test_an_mtp_acceptance_without_mtp_is_bad_input() -> None:
+    one_error_line(run("estimate", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1", "--isl", "100",
+                       "--osl", "100", "--concurrency", "1", "--mtp-accept", "0.5"), 2, "--mtp-accept: ")
+
+
+def test_estimate_from_csv_refuses_every_single_config_flag_it_would_not_read(tmp_path: Path) -> None:
+    src = tmp_path / "rows.csv"
+    src.write_text("backend,system,model,precision,isl,osl,concurrency,tp,attention_dp,moe_tp,moe_ep,ttft_ms,tpot_ms\n"
+                   "vllm,h100_sxm,meta-llama/Llama-3.1-8B,fp8,1024,128,8,1,,,,50,10\n")
+    for flag in (["--weight-dtype", "fp8"], ["--kv-dtype", "fp8"], ["--mtp", "1"], ["--format", "json"],
+                 ["--redundant-experts", "8"]):
+        one_error_line(run("estimate", "--from-csv", str(src), "--out", "-", *flag), 2, f"drop {flag[0]}")
+
+
+def test_a_serving_workload_with_batch_or_seq_len_is_bad_input(tmp_path: Path) -> None:
+    dep = _dep(tmp_path, workload={"isl": 1024, "osl": 128, "concurrency": 8, "batch": 4})
+    one_error_line(run("check", dep), 2, "batch beside isl/osl/concurrency")
+
+
+def test_a_file_of_several_candidates_is_refused_rather_than_read_in_part(tmp_path: Path) -> None:
+    data = yaml.safe_load(Path(_dep(tmp_path)).read_text())
+    pc = data.pop("parallel_config")
+    data.update({"candidate_a": {"parallel_config": pc}, "candidate_b": {"parallel_config": pc}})
+    p = tmp_path / "two.yaml"
+    p.write_text(yaml.safe_dump(data))
+    one_error_line(run("check", str(p)), 2, "the file holds 2 candidates (candidate_a, candidate_b)")
+
+
+def test_a_moe_weight_format_for_a_model_without_experts_is_bad_input() -> None:
+    one_error_line(run("solve", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1", "--moe-weight-dtype",
+                       "int4"), 2, "--moe-weight-dtype: Meta-Llama-3.1-8B has no routed experts")
+
+
+def test_a_sweep_dtype_given_twice_for_one_hardware_is_bad_input_and_order_does_not_matter() -> None:
+    from solver.capacity.inputs import per_hardware
+
+    hws = ["h200_sxm", "h100_sxm"]
+    assert per_hardware(("fp8", "h200_sxm=bf16"), "--kv-dtype", hws) == \
+        per_hardware(("h200_sxm=bf16", "fp8"), "--kv-dtype", hws) == {"h200_sxm": "bf16", "h100_sxm": "fp8"}
+    for twice in (("fp8", "bf16"), ("h200_sxm=fp8", "h200_sxm=bf16")):
+        with pytest.raises(InputError, match="two values for"):
+            per_hardware(twice, "--kv-dtype", hws)
+
+
+def test_estimate_and_memory_take_redundant_experts() -> None:
+    base = ["deepseek-v3", "--hardware", "h200_sxm", "--cards", "72"]
+    assert run("estimate", *base, "--redundant-experts", "32", "--isl", "1000", "--osl", "100",
+               "--concurrency", "72").exit_code == 0
+    one_error_line(run("estimate", *base, "--isl", "1000", "--osl", "100", "--concurrency", "72"), 2,
+                   "num_experts 256 % moe_ep_size 72")
+    assert run("memory", *base, "--redundant-experts", "32", "--batch", "8", "--seq-len", "4096").exit_code == 0

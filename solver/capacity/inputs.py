@@ -115,7 +115,9 @@ def parse_seq_lens(value: str | Iterable[int | tuple[int, int]] | None, osl: int
 
 def per_hardware(value: str | Mapping[str, str] | Sequence[str] | None, flag: str,
                  hardware: Sequence[str]) -> dict[str, str | None]:
-    """A dtype for every hardware: one value for all (`int8`), or per hardware (`atlas_a3=int8`, or a dict).
+    """A dtype for every hardware: one value for all (`int8`), or per hardware (`atlas_a3=int8`, or a dict);
+    a value per hardware overrides the one for all, whatever their order, and two different values for the
+    same hardware (or for all) are an error, never the last one silently.
 
     `hardware` holds canonical names; keys are matched after loading them as hardware names."""
     from solver.specs.hardware_catalog import load_hardware
@@ -123,6 +125,29 @@ def per_hardware(value: str | Mapping[str, str] | Sequence[str] | None, flag: st
     out: dict[str, str | None] = {h: None for h in hardware}
     if value is None:
         return out
+    parts = [value] if isinstance(value, (str, Mapping)) else list(value)
+    items: list[tuple[str | None, str]] = []
+    for one in parts:
+        if isinstance(one, Mapping):
+            items += [(k, v) for k, v in one.items()]
+            continue
+        for part in one.split(","):
+            part = part.strip()
+            if part:
+                key, sep, val = part.partition("=")
+                items.append((key.strip(), val.strip()) if sep else (None, part))
+    chosen: dict[str | None, str] = {}  # None: the value for every hardware
+    for key, val in items:
+        if not val:
+            raise InputError(flag, f"empty value in {value!r}")
+        name = None if key is None else load_hardware(key).name
+        if name is not None and name not in out:
+            raise InputError(flag, f"{key} is not one of the hardware given ({', '.join(hardware)})")
+        if chosen.get(name, val) != val:
+            where = "every hardware" if name is None else name
+            raise InputError(flag, f"two values for {where}: {chosen[name]} and {val}; give one")
+        chosen[name] = val
+    return {h: chosen.get(h, chosen.get(None)) for h in hardware}
     if isinstance(value, str):
         items: list[tuple[str | None, str]] = []
         for part in value.split(","):

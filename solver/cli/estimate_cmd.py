@@ -12,7 +12,7 @@ from solver.cli.options import (CARDS, check_mtp, framework_check, CONCURRENCY, 
                                 format_option, knob_options, parallel_from_options)
 from solver.errors import InputError, ShardplanError
 from solver.report.render import console, dump
-from solver.specs.knobs import KNOB_FLAGS
+from solver.specs.knobs import CONFIG_FLAGS
 
 if TYPE_CHECKING:
     from solver.estimate.serving import Workload
@@ -190,10 +190,18 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
     shardplan estimate deepseek-v3.2 --hardware h200_sxm --cards 8 --attn-sp 8 --phase prefill --batch 1 --seq-len 32768
     shardplan estimate --from-csv measured.csv --out predicted.csv
     """
+    ctx = click.get_current_context()
+
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
+
     if from_csv is not None:
         single = {"MODEL": model, "--hardware": hardware, "--cards": cards, "--isl": isl, "--osl": osl,
                   "--concurrency": concurrency, "--phase": phase, "--batch": batch, "--seq-len": seq_len,
-                  **{KNOB_FLAGS[k]: v for k, v in knobs.items()}}
+                  "--weight-dtype": weight_dtype, "--moe-weight-dtype": moe_weight_dtype, "--kv-dtype": kv_dtype,
+                  **{flag: True for flag, name in (("--mtp", "mtp"), ("--mtp-accept", "mtp_accept"),
+                                                   ("--format", "fmt")) if given(name)},
+                  **{CONFIG_FLAGS[k]: v for k, v in knobs.items()}}
         extra = [k for k, v in single.items() if v is not None]
         if extra:
             raise InputError("--from-csv", f"each row carries its own config; drop {', '.join(extra)}")
@@ -208,6 +216,8 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
     for value, flag in ((model, "MODEL"), (hardware, "--hardware"), (cards, "--cards")):
         if value is None:
             raise InputError(flag, "required (or use --from-csv IN --out OUT)")
+    if given("mtp_accept") and not mtp:
+        raise InputError("--mtp-accept", "an acceptance rate needs --mtp N > 0 (no draft tokens to accept)")
     wl = workload_from_options(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept)
     _single(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework or "generic", fmt)
 

@@ -14,7 +14,7 @@ import click
 from solver.errors import InputError
 from solver.report.render import FORMATS
 from solver.specs import limits
-from solver.specs.knobs import KNOB_FLAGS
+from solver.specs.knobs import CONFIG_FLAGS, KNOB_FLAGS, SETTING_FLAGS
 
 if TYPE_CHECKING:
     from solver.specs.model import ModelSpec
@@ -102,6 +102,7 @@ class Float(click.ParamType):
 
 CARDS = Int(1, limits.MAX_CARDS, "the largest cluster any hardware file describes")
 KNOB = Int(1, limits.MAX_CARDS, "a knob divides the world size")
+SETTING = Int(0, limits.MAX_CARDS, "copies of routed experts, at most the cards' count")
 TOKENS = Int(1, limits.MAX_TOKENS, "1.6x the longest context a published model declares")
 CONCURRENCY = Int(1, limits.MAX_CONCURRENCY)
 MTP = Int(0, limits.MAX_MTP)
@@ -170,7 +171,11 @@ def format_option(default: str = DEFAULT_FORMAT, extra: tuple[str, ...] = (),
 
 
 def knob_options(func: Callable) -> Callable:
-    """--attn-tp, --dense-tp, ... one per parallel_config knob (unset = the knob's default of 1)."""
+    """--attn-tp, --dense-tp, ... one per parallel_config knob (unset = the knob's default of 1), then the
+    settings (--redundant-experts, default 0)."""
+    for setting, flag in reversed(list(SETTING_FLAGS.items())):
+        func = click.option(flag, setting, type=SETTING, default=None,
+                            help=f"parallel_config {setting} (default 0; EP must divide experts + copies)")(func)
     for knob, flag in reversed(list(KNOB_FLAGS.items())):
         func = click.option(flag, knob, type=KNOB, default=None,
                             help=f"parallel_config {knob} (default 1; must divide --cards)")(func)
@@ -197,13 +202,19 @@ def scenario_from_options(**fields: Any) -> Scenario:
     if ctx is not None:
         fields = {k: v for k, v in fields.items()
                   if k not in ctx.params or ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT}
+    if fields.get("mtp_accept") is not None and not fields.get("mtp"):
+        raise InputError("--mtp-accept", "an acceptance rate needs --mtp N > 0 (no draft tokens to accept)")
     try:
         return Scenario(**fields)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(part) for part in err.get("loc", ())]
+        msg = err.get("msg", "invalid").removeprefix("Value error, ")
+        head, _, rest = msg.partition(": ")
+        if not loc and rest and head in Scenario.model_fields:  # a check across fields names its field first
+            loc, msg = [head], rest
         flag = "--" + loc[0].replace("_", "-") if loc else "scenario"
-        raise InputError(flag, err.get("msg", "invalid").removeprefix("Value error, ")) from None
+        raise InputError(flag, msg) from None
 
 
 def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
@@ -242,4 +253,4 @@ def framework_check(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> 
 def parallel_from_options(cards: int, opts: dict[str, Any]) -> ParallelConfig:
     from solver.specs.parallel import make_parallel_config
 
-    return make_parallel_config(cards, **{k: opts.get(k) for k in KNOB_FLAGS})
+    return make_parallel_config(cards, **{k: opts.get(k) for k in CONFIG_FLAGS})

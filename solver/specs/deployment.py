@@ -51,6 +51,10 @@ class WorkloadSpec(BaseModel):
         if serving:
             if None in (self.isl, self.osl, self.concurrency):
                 raise ValueError("serving needs isl, osl and concurrency")
+            stray = [k for k in ("batch", "seq_len") if getattr(self, k) is not None]
+            if stray:  # a serving workload reads neither: they would be dropped unread
+                raise ValueError(f"{' and '.join(stray)} beside isl/osl/concurrency: a serving workload reads "
+                                 "concurrency and isl + osl; drop them")
             self.phase = "serving"
         else:
             if self.phase is None or self.batch is None or self.seq_len is None:
@@ -151,9 +155,13 @@ def load_deployment(path: str | Path) -> Deployment:
         raise InputError(str(path), "expected a mapping of the seed's parallel_config keys")
     data = nest_flat_keys(data, str(path))
     # the seed's YAML puts the knobs at the top level (or under a candidate_x block); gather them
-    for key in list(data):
-        if isinstance(data[key], dict) and key.startswith("candidate_") and "parallel_config" in data[key]:
-            data.setdefault("parallel_config", data.pop(key)["parallel_config"])
+    candidates = [k for k in data if isinstance(data[k], dict) and k.startswith("candidate_")
+                  and "parallel_config" in data[k]]
+    if len(candidates) > 1:  # checking one would drop the others unread
+        raise InputError(f"{path}: {candidates[1]}", f"the file holds {len(candidates)} candidates "
+                                                     f"({', '.join(candidates)}); keep the one to read")
+    for key in candidates:
+        data.setdefault("parallel_config", data.pop(key)["parallel_config"])
     top = {k: data.pop(k) for k in list(data) if k in CONFIG_KEYS}
     if "cards" in data:
         if "world_size" in data and data["world_size"] != data["cards"]:

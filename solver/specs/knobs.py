@@ -43,6 +43,8 @@ DERIVED_NAMES: tuple[str, ...] = tuple(DERIVED)
 # The planner places them with MoE TP (the group of `SETTING_GROUP`).
 SETTINGS = ("redundant_experts",)
 SETTING_FLAGS = {"redundant_experts": "--redundant-experts"}
+# every parallel_config key a single-config command takes as a flag: the knobs, then the settings
+CONFIG_FLAGS: dict[str, str] = {**KNOB_FLAGS, **SETTING_FLAGS}
 SETTING_GROUP = {"redundant_experts": "moe"}
 CONFIG_KEYS = KNOBS + SETTINGS
 

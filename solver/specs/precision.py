@@ -115,6 +115,8 @@ def resolve_precision(
                      "served as bf16 (pass --weight-dtype/--moe-weight-dtype to choose)")
         return number_format("bf16")
 
+    if moe_weight_dtype is not None and not model.is_moe:  # it would be dropped unread
+        raise InputError("--moe-weight-dtype", f"{model.name} has no routed experts; use --weight-dtype")
     user_w = check_user(weight_dtype, "--weight-dtype")
     user_moe = check_user(moe_weight_dtype, "--moe-weight-dtype")
     weights = {

@@ -49,6 +49,12 @@ class Scenario(BaseModel):
                 and self.concurrency > self.max_concurrency):
             raise ValueError(f"concurrency {self.concurrency} exceeds max_concurrency {self.max_concurrency}; "
                              "raise --max-concurrency or lower --concurrency")
+        # an SLA on a figure the phase does not have would be dropped unread
+        if self.phase == "decode" and self.ttft_ms is not None:
+            raise ValueError("ttft_ms: a decode-only deployment has no TTFT (its prompts are prefilled elsewhere); "
+                             "drop the TTFT bound")
+        if self.phase == "prefill" and self.tpot_ms is not None:
+            raise ValueError("tpot_ms: a prefill-only deployment decodes no tokens; drop the TPOT bound")
         return self
 
     @property
