@@ -82,6 +82,30 @@ def test_missing_hidden_size_names_the_field() -> None:
         parse_model_config(cfg, "x")
 
 
+def test_a_dense_ffn_without_its_width_is_one_error_line_naming_intermediate_size(tmp_path: Path) -> None:
+    # it was read as 4 x hidden: 6.44B for Llama-3.1-8B without intermediate_size
+    from click.testing import CliRunner
+
+    from solver.cli.main import main as cli
+
+    cfg = _config("meta-llama--Meta-Llama-3.1-8B")
+    del cfg["intermediate_size"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    result = CliRunner().invoke(cli, ["inspect", str(path)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [f"error: {path}: intermediate_size: missing (required to size "
+                                                  "the dense FFN)"]
+
+
+def test_gpt2_style_n_inner_unset_is_four_x_hidden_with_a_note() -> None:
+    # GPT2Config: n_inner None means 4 x n_embd; the architecture's convention, said, not guessed
+    cfg = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257, "n_inner": None}
+    spec = parse_model_config(cfg, "x")
+    assert spec.intermediate_size == 3072
+    assert "n_inner: not given; the FFN width is read as 4 x hidden size = 3072 (the gpt2 convention)" in spec.warnings
+
+
 def test_heads_not_dividing_hidden_without_head_dim_is_an_error() -> None:
     cfg = _config("meta-llama--Meta-Llama-3.1-8B")
     cfg.update(num_attention_heads=30, num_key_value_heads=10)

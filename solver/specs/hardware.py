@@ -102,12 +102,56 @@ class Hardware(BaseModel):
 
     @model_validator(mode="after")
     def _topology(self) -> "Hardware":
-        if self.scale_up_domain < self.ranks_per_node:
-            raise ValueError("scale_up_domain must be >= ranks_per_node")
+        from solver.specs.validation import FieldProblem
+
+        node, domain = self.ranks_per_node, self.scale_up_domain
+        if domain < node:
+            raise FieldProblem("scale_up_domain", f"must be >= ranks_per_node ({node}), got {domain}")
         if "intra_node" not in self.tiers:
-            raise ValueError("tiers.intra_node is required")
+            raise FieldProblem("tiers.intra_node", "required (the link inside a node)")
         if "inter_node" not in self.tiers and "inter_rack" not in self.tiers:
-            raise ValueError("tiers needs inter_node or inter_rack for groups beyond the scale-up domain")
+            raise FieldProblem("tiers", "needs inter_node or inter_rack for groups beyond the scale-up domain")
+        # the planner groups ranks by ranks_per_node and scale_up_domain, the stage hand-off by span_ranks:
+        # the two must describe the same machine, and a tier no group can reach would be ignored
+        span = self.tiers["intra_node"].span_ranks
+        if span != node:
+            raise FieldProblem("tiers.intra_node.span_ranks", f"must equal ranks_per_node ({node}), got {span}")
+        if domain % node:
+            raise FieldProblem("scale_up_domain", f"must be whole nodes, a multiple of ranks_per_node ({node}), "
+                                                  f"got {domain}")
+        if "scale_up" in self.tiers:
+            span = self.tiers["scale_up"].span_ranks
+            if domain == node:
+                raise FieldProblem("tiers.scale_up", f"reaches no rank beyond the node: scale_up_domain ({domain}) "
+                                                     "equals ranks_per_node; raise scale_up_domain or drop the tier")
+            if span != domain:
+                raise FieldProblem("tiers.scale_up.span_ranks",
+                                   f"must equal scale_up_domain ({domain}), got {span}")
+        elif domain > node:
+            raise FieldProblem("tiers.scale_up", f"required: scale_up_domain ({domain}) exceeds ranks_per_node "
+                                                 f"({node}), and its link is not given")
+        inner = domain
+        for name in ("inter_node", "inter_rack"):
+            if name in self.tiers:
+                span = self.tiers[name].span_ranks
+                if span <= inner:
+                    raise FieldProblem(f"tiers.{name}.span_ranks",
+                                       f"must exceed the {inner} ranks of the tiers inside it, got {span}")
+                inner = span
+        return self
+
+    @model_validator(mode="after")
+    def _memory_and_formats(self) -> "Hardware":
+        from solver.specs.validation import FieldProblem
+
+        if self.reserved_bytes >= self.memory_bytes:
+            raise FieldProblem("reserved_bytes", f"must be below memory_bytes ({self.memory_bytes}), "
+                                                 f"got {self.reserved_bytes}")
+        native = sorted(set(self.weight_only_formats) & set(self.peak_flops))
+        if native:
+            # a dtype with a native peak runs at it: its weight-only entry would be ignored
+            raise FieldProblem("weight_only_formats", f"{', '.join(native)} also in peak_flops (native compute); "
+                                                      "list each dtype in one of them")
         return self
 
     def supports(self, dtype: str) -> bool:

@@ -398,6 +398,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params()))
     layers = tuple(stack)
     mtp, copies = _mtp(f, reader, layers)
+    warnings += reader.notes
     encoders = tuple(read_encoders(raw, hidden, origin))
     nonstandard = [e.name for e in encoders]
     for key in ("ngram_embedding", "engram"):

@@ -31,8 +31,21 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _NAMED = 5  # the other problems' fields named after the first
 
 
+class FieldProblem(ValueError):
+    """Raised by a model validator for a relation between fields: the error names `field` (a dotted path below
+    the model), where pydantic would name the model's root."""
+
+    def __init__(self, field: str, problem: str):
+        super().__init__(problem)
+        self.field = field
+
+
 def _loc(err: dict) -> str:
-    return ".".join(str(part) for part in err.get("loc", ())) or "(root)"
+    parts = [str(part) for part in err.get("loc", ())]
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, FieldProblem):
+        parts.append(cause.field)
+    return ".".join(parts) or "(root)"
 
 
 def first_error(exc: ValidationError, origin: str) -> InputError:

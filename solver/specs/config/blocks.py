@@ -17,6 +17,12 @@ STATE_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16
 
 # the fields a routed-expert count is read from (config/unread.py names them when a config uses another)
 EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts")
+# where a dense FFN's width is read from, first given wins (Llama-4 writes both intermediate_size_mlp and the
+# experts' intermediate_size)
+FFN_WIDTH_FIELDS = ("intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner")
+# architectures whose transformers config class defines an unset FFN width as 4 x hidden: model_type -> the field
+FOUR_X_HIDDEN = {"gpt2": "n_inner", "gpt_bigcode": "n_inner", "gptj": "n_inner", "codegen": "n_inner",
+                 "gpt_neo": "intermediate_size", "falcon": "ffn_hidden_size"}
 
 
 def ffn_mult_width(mult: float, hidden: int) -> int:
@@ -53,6 +59,7 @@ class BlockReader:
         self.zero = f.int("zero_expert_num", default=0, minimum=0)
         self.is_moe = self.experts > 0
         self.state_bytes = self._state_dtype()
+        self.notes: list[str] = []  # sizes read by an architecture's convention, for the model's warnings
 
     # ------------------------------------------------------------------------------------------- mixers
 
@@ -209,7 +216,17 @@ class BlockReader:
             ffn = cfg["block_configs"][slot.index]["ffn"]
             return ffn_mult_width(Fields(ffn, f.origin, f"{f.prefix}block_configs[{slot.index}].ffn.")
                                   .number("ffn_mult", 0.0, 1000.0), self.h)
-        return f.int("intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner", default=4 * self.h)
+        if f.has(*FFN_WIDTH_FIELDS):
+            return f.int(*FFN_WIDTH_FIELDS)
+        model_type = str(cfg.get("model_type") or "")
+        field = FOUR_X_HIDDEN.get(model_type)
+        if field is None:
+            raise f.err("intermediate_size", "missing (required to size the dense FFN)")
+        note = (f"{f.prefix}{field}: not given; the FFN width is read as 4 x hidden size = {4 * self.h} "
+                f"(the {model_type} convention)")
+        if note not in self.notes:
+            self.notes.append(note)
+        return 4 * self.h
 
     def dense(self, slot: Slot) -> DenseFFN:
         return DenseFFN(hidden=self.h, inter=self.dense_width(slot), gated=self.gated, bias=self.mlp_bias)
