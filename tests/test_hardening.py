@@ -657,3 +657,15 @@ def test_estimate_and_memory_take_redundant_experts() -> None:
     one_error_line(run("estimate", *base, "--isl", "1000", "--osl", "100", "--concurrency", "72"), 2,
                    "num_experts 256 % moe_ep_size 72")
     assert run("memory", *base, "--redundant-experts", "32", "--batch", "8", "--seq-len", "4096").exit_code == 0
+
+
+def test_a_figure_the_phase_does_not_have_is_shown_as_none_not_zero() -> None:
+    """A decode-only plan has no TTFT and a prefill-only one no TPOT: JSON carries null, the table '-'
+    (estimate already did; solve and check printed 0)."""
+    base = ["solve", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "2", "--top", "1"]
+    dec = json.loads(run(*base, "--phase", "decode", "--format", "json").stdout)
+    assert dec["candidates"][0]["estimation"]["ttft_ms"] is None
+    assert all(p["ttft_ms"] is None and p["tpot_ms"] > 0 for p in dec["pareto_front"])
+    pre = json.loads(run(*base, "--phase", "prefill", "--format", "json").stdout)
+    assert pre["candidates"][0]["estimation"]["tpot_ms"] is None and pre["candidates"][0]["estimation"]["ttft_ms"] > 0
+    assert "│ -       │" in run(*base, "--phase", "decode").stdout

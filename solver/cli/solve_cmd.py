@@ -107,7 +107,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         rows.append([c.rank, c.pattern, " ".join(f"{k.replace('_size', '')}={v}" for k, v in
                                                  c.planned.config.knobs().items() if v > 1) or "all 1",
                      e["concurrency"], e["memory_per_rank_gb"], "yes" if e["memory_feasible"] else "NO",
-                     e["ttft_ms"], e["tpot_ms"],
+                     *("-" if e[k] is None else e[k] for k in ("ttft_ms", "tpot_ms")),
                      e["output_tokens_per_s_per_rank"], c.reference])
     con.print(table(f"{model} on {cards} x {hardware} ({kind})",
                     ["#", "pattern", "knobs > 1", "conc.", "mem GB", "fits", "TTFT ms", "TPOT ms", "tok/s/rank",

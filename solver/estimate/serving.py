@@ -80,6 +80,17 @@ class Estimate:
     def output_tokens_per_s_per_rank(self) -> float:
         return self.output_tokens_per_s / self.world_size
 
+    @property
+    def has_ttft(self) -> bool:
+        """A first token is timed here: prompts are prefilled (prefill-only or serving); a decode-only
+        deployment's ttft_s is 0 by construction, not a figure."""
+        return self.prefill is not None
+
+    @property
+    def has_tpot(self) -> bool:
+        """Tokens are decoded here (decode-only or serving); a prefill-only deployment's tpot_s is 0."""
+        return self.decode is not None
+
 
 def prefill_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors,
                  prompt_len: int, prompts_per_replica: float) -> StepCost:

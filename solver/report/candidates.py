@@ -33,11 +33,11 @@ def estimation(c: Candidate) -> dict[str, Any]:
         "memory_feasible": m.feasible,
         "cross_node_comm": c.cross_node,
         "concurrency": c.planned.batch,
-        "ttft_ms": round(e.ttft_s * 1e3, 2),
-        "tpot_ms": round(e.tpot_s * 1e3, 3),
+        "ttft_ms": round(e.ttft_s * 1e3, 2) if e.has_ttft else None,  # None: the phase has no such figure
+        "tpot_ms": round(e.tpot_s * 1e3, 3) if e.has_tpot else None,
         "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
         "output_tokens_per_s": round(e.output_tokens_per_s, 1),
-        "tokens_per_s_per_user": round(e.tokens_per_s_per_user, 2),
+        "tokens_per_s_per_user": round(e.tokens_per_s_per_user, 2) if e.has_tpot else None,
     }
 
 
@@ -80,7 +80,8 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
         "pareto_front": [
             {"parallel_config": own_config(p.config, result.knobs),
              "concurrency": p.batch,
-             "ttft_ms": round(p.estimate.ttft_s * 1e3, 2), "tpot_ms": round(p.estimate.tpot_s * 1e3, 3),
+             "ttft_ms": round(p.estimate.ttft_s * 1e3, 2) if p.estimate.has_ttft else None,
+             "tpot_ms": round(p.estimate.tpot_s * 1e3, 3) if p.estimate.has_tpot else None,
              "output_tokens_per_s_per_rank": round(p.estimate.output_tokens_per_s_per_rank, 1)}
             for p in result.front
         ],
