@@ -64,6 +64,17 @@ def test_large_vocab_with_embed_tp_1_is_flagged(tmp_path):
     assert any("V = 129,280" in e for e in json.loads(r.stdout)["common_errors"])
 
 
+def test_memory_violation_compares_the_figure_without_the_reserve_to_the_limit(tmp_path):
+    llama = {"model": "llama-3.1-70b", "hardware": "h200_sxm", "world_size": 8,
+             "parallel_config": {k: 8 for k in ("attn_tp_size", "dense_tp_size", "embed_tp_size", "lmhead_tp_size")}}
+    fits = json.loads(_run(tmp_path, {**llama, "workload": {"phase": "decode", "batch": 93, "seq_len": 32768}}).stdout)
+    est = fits["estimation"]
+    assert fits["valid"] and est["memory_per_rank_gb"] == 143.38 <= est["memory_limit_gb"] == 143.83
+    over = json.loads(_run(tmp_path, {**llama, "workload": {"phase": "decode", "batch": 95, "seq_len": 32768}}).stdout)
+    assert over["violations"]["B"] == ["memory per rank 146.06 GB (the runtime reserve aside) exceeds the limit "
+                                       "143.83 GB = min(0.95 x 151.40, 151.40 - 3.76 runtime reserve)"]
+
+
 def test_small_scale_moe_pure_tp_gets_an_ep_comparison(tmp_path):
     tp = {k: 16 for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size")}
     out = json.loads(_run(tmp_path, {**BASE, "parallel_config": tp}).stdout)

@@ -55,8 +55,8 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         r.estimate = estimate(model, hw, pc, prec, f, wl, mem_opts)
         mem = r.estimate.memory
         if not mem.feasible:
-            r.violations["B"].append(f"memory per rank {mem.total / 1e9:.1f} GB exceeds the limit "
-                                     f"{mem.limit_bytes / 1e9:.1f} GB (0.95 x {mem.capacity_bytes / 1e9:.0f} GB)")
+            r.violations["B"].append(f"memory per rank {mem.model_bytes / 1e9:.2f} GB (the runtime reserve aside) "
+                                     f"exceeds the limit {mem.limit_bytes / 1e9:.2f} GB = {mem.limit_formula()}")
         elif mem.tight:
             r.warnings["B"].append("weights + KV above 0.8 of capacity (seed 3.2): little room for batch growth")
         if mem.kv_share_of_available > 0.5:
