@@ -176,6 +176,23 @@ def test_each_candidates_memory_is_shown_beside_the_limit_it_fits():
     assert "fits: mem GB within the limit 81.60 GB = min(0.95 x 85.90, 85.90 - 3.76 runtime reserve)" in table
 
 
+def test_a_replicated_vocabulary_table_is_explained_by_whether_memory_binds():
+    """'memory does not bind' only where weights + KV stay under the seed's 0.8 of capacity (check's rule)."""
+    import json
+
+    r = CliRunner().invoke(main, [*GEMMA_LONG, "--format", "json"])
+    said = set()
+    for c in json.loads(r.stdout)["candidates"]:
+        if c["parallel_config"]["embed_tp_size"] > 1:
+            continue
+        e = c["estimation"]
+        binds = e["params_per_card_gb"] + e["kv_cache_per_card_gb"] > 0.8 * 80 * 2**30 / 1e9
+        said.add(binds)
+        assert ("although memory binds (weights + KV above 0.8 of capacity)" in c["reason"]) == binds
+        assert ("memory does not bind" in c["reason"]) != binds
+    assert said == {True, False}
+
+
 def test_the_reference_line_names_what_the_reference_deploys():
     """The closest verified configuration can be another model's on other hardware: the seed's reference line
     says which (model, phase, ranks x hardware) beside how its knobs differ."""

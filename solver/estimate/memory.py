@@ -93,6 +93,15 @@ class MemoryReport:
         return self.weights_total + self.cache_total > self.weights_kv_fraction * self.capacity_bytes
 
     @property
+    def binds(self) -> bool:
+        """Memory limits this deployment: it does not fit, or weights + KV sit above the seed's 0.8 mark."""
+        return not self.feasible or self.tight
+
+    def binds_why(self) -> str:
+        """Which of `binds`' two conditions holds, in words."""
+        return "it does not fit" if not self.feasible else "weights + KV above 0.8 of capacity"
+
+    @property
     def kv_share_of_available(self) -> float:
         """Seed 3.4: KV share of the memory left after weights (> 50% -> consider KVP/CP)."""
         avail = self.limit_bytes - self.weights_total
