@@ -161,7 +161,8 @@ def main() -> None:
     print("proj = q/kv (MLA) projections; core = sparse MLA; indexer = indexer projections + scoring + top-k; "
           "o_proj = o_proj GEMM; MoE = routed experts (with their token permute) + shared experts + router; other = dense FFN layers + embedding + "
           "lm_head; comm = exposed communication (all modules); idx % = indexer share of the step; "
-          "mem GB = memory per rank; fits = under 0.95 x capacity.\n")
+          "mem GB = memory per rank including the 3.76 GB (3.5 GiB) runtime reserve; fits = mem GB less the reserve "
+          "within min(0.95 x capacity, capacity - reserve).\n")
     for dep in deployments():
         print(f"## {dep.name}: {dep.prec_label}\n")
         for prompts in PREFILL_PROMPTS:

@@ -126,5 +126,5 @@ def check_fits(c: DisaggCase, est: DisaggEstimate) -> None:
     for pool, case, mem in (("prefill", c.prefill, est.prefill_memory), ("decode", c.decode, est.decode_memory)):
         if not mem.feasible:
             raise InputError(f"{pool}_tp", f"{case.model.name} does not fit a {pool} worker of "
-                             f"{case.pc.world_size} x {case.hw.name} as labelled ({mem.total / 1e9:.0f} GB per rank "
-                             f"over the {mem.limit_bytes / 1e9:.0f} GB limit)")
+                             f"{case.pc.world_size} x {case.hw.name} as labelled ({mem.model_bytes / 1e9:.0f} GB per "
+                             f"rank over the {mem.limit_bytes / 1e9:.0f} GB limit)")

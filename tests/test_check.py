@@ -59,9 +59,48 @@ def test_attention_tp_on_mla_is_flagged_as_a_common_error(tmp_path):
     assert any("MLA" in e for e in json.loads(r.stdout)["common_errors"])
 
 
-def test_large_vocab_with_embed_tp_1_is_flagged(tmp_path):
-    r = _run(tmp_path, {**BASE, "parallel_config": {}})
-    assert any("V = 129,280" in e for e in json.loads(r.stdout)["common_errors"])
+def _vocab_errors(out: dict) -> list[str]:
+    return [e for e in out["common_errors"] if e.startswith("embed/lm_head")]
+
+
+def test_large_vocab_with_neither_table_split_where_memory_binds_is_flagged(tmp_path):
+    out = json.loads(_run(tmp_path, {**BASE, "parallel_config": {}}).stdout)
+    assert not out["estimation"]["memory_feasible"]
+    assert any("V = 129,280" in e and "3.71 GB on every rank" in e for e in _vocab_errors(out))
+
+
+def test_large_vocab_with_neither_table_split_and_memory_to_spare_is_not_flagged(tmp_path):
+    data = {**BASE, "model": "qwen3-30b-a3b", "hardware": "h200_sxm", "framework": "generic", "world_size": 8,
+            "quant": {}, "parallel_config": {}, "workload": {"phase": "decode", "batch": 8, "seq_len": 4096}}
+    out = json.loads(_run(tmp_path, data).stdout)
+    assert out["valid"] and not out["warnings"]["B"] and not _vocab_errors(out)
+
+
+def test_solves_recommendation_with_one_vocabulary_table_split_is_not_flagged(tmp_path):
+    # the README's first example: candidate 1 keeps the embedding replicated on purpose, lm_head at TP16
+    solve = ["solve", "deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "64", "--scenario", "throughput",
+             "--framework", "cann-recipes", "--weight-dtype", "int8", "--isl", "4096", "--osl", "256", "--format",
+             "json"]
+    best = json.loads(CliRunner().invoke(main, solve).stdout)["candidates"][0]
+    pc = best["parallel_config"]
+    assert pc["embed_tp_size"] == 1 and pc["lmhead_tp_size"] == 16
+    data = {"model": "deepseek-v3.2", "hardware": "atlas_a3", "framework": "cann-recipes", "world_size": 64,
+            "parallel_config": {k: v for k, v in pc.items() if k not in ("attn_dp_size", "moe_ep_size")},
+            "workload": {"isl": 4096, "osl": 256, "concurrency": best["estimation"]["concurrency"]},
+            "quant": {"weights": "int8"}}
+    out = json.loads(_run(tmp_path, data).stdout)
+    assert out["valid"] and not _vocab_errors(out)
+
+
+def test_memory_violation_compares_the_figure_without_the_reserve_to_the_limit(tmp_path):
+    llama = {"model": "llama-3.1-70b", "hardware": "h200_sxm", "world_size": 8,
+             "parallel_config": {k: 8 for k in ("attn_tp_size", "dense_tp_size", "embed_tp_size", "lmhead_tp_size")}}
+    fits = json.loads(_run(tmp_path, {**llama, "workload": {"phase": "decode", "batch": 93, "seq_len": 32768}}).stdout)
+    est = fits["estimation"]
+    assert fits["valid"] and est["memory_per_rank_gb"] == 143.38 <= est["memory_limit_gb"] == 143.83
+    over = json.loads(_run(tmp_path, {**llama, "workload": {"phase": "decode", "batch": 95, "seq_len": 32768}}).stdout)
+    assert over["violations"]["B"] == ["memory per rank 146.06 GB (the runtime reserve aside) exceeds the limit "
+                                       "143.83 GB = min(0.95 x 151.40, 151.40 - 3.76 runtime reserve)"]
 
 
 def test_small_scale_moe_pure_tp_gets_an_ep_comparison(tmp_path):

@@ -42,6 +42,21 @@ def _assert_input_error(res, *needles: str) -> None:
 # ------------------------------------------------------------------------------------------- one config
 
 
+LLAMA_TP8_DECODE = ["estimate", "llama-3.1-70b", "--hardware", "h200_sxm", "--cards", "8", "--attn-tp", "8",
+                    "--dense-tp", "8", "--embed-tp", "8", "--lmhead-tp", "8", "--phase", "decode", "--seq-len", "32768"]
+
+
+def test_the_memory_shown_is_the_figure_its_limit_bounds() -> None:
+    d = _json(*LLAMA_TP8_DECODE, "--batch", "93")
+    m = d["memory"]
+    assert d["feasible"] and d["memory_per_rank_gb"] == m["model_gb"] <= m["limit_gb"]
+    assert m["model_gb"] + m["reserve_gb"] == pytest.approx(m["total_gb"]) and m["total_gb"] <= m["capacity_gb"]
+    row = _run(*LLAMA_TP8_DECODE, "--batch", "93").stdout
+    assert "143.38 GB of limit 143.83 GB (+ 3.76 GB runtime reserve = 147.13 of 151.40 GB capacity)" in row
+    over = _run(*LLAMA_TP8_DECODE, "--batch", "95")
+    assert "does not fit: 146.06 GB per rank (the runtime reserve aside) over the limit of 143.83 GB" in over.stderr
+
+
 def test_json_has_the_documented_keys_for_serving() -> None:
     d = _json(*V32_H200, *SERVING)
     for key in ("ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank", "memory_per_rank_gb", "feasible", "breakdown"):

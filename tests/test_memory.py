@@ -205,6 +205,17 @@ def test_memory_total_is_the_sum_of_its_parts() -> None:
     assert rep.indexer_cache_bytes > 0
 
 
+def test_the_limit_bounds_everything_but_the_runtime_reserve() -> None:
+    # min(0.95 x 151.40, 151.40 - 3.76) = 143.83 GB on an H200: at batch 93 the total with the reserve (147.13 GB)
+    # is above it and the config still fits, as the model's 143.38 GB is under it
+    model, h200 = load_model("llama-3.1-70b"), load_hardware("h200_sxm")
+    pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+    fits, over = (memory_per_rank(model, h200, pc, _prec("llama-3.1-70b"), b, 32768) for b in (93, 95))
+    assert fits.model_bytes + fits.reserved_bytes == fits.total > fits.limit_bytes >= fits.model_bytes
+    assert fits.feasible and not over.feasible and over.model_bytes > over.limit_bytes
+    assert fits.limit_formula() == "min(0.95 x 151.40, 151.40 - 3.76 runtime reserve)"
+
+
 def test_hybrid_model_holds_kv_for_its_attention_layers_only_at_128k() -> None:
     # Nemotron-3-Nano: 6 GQA layers (2 KV heads x 128 x K,V x 2 B) among 52; 23 Mamba-2 layers hold a constant state
     model = load_model("nemotron-3-nano")

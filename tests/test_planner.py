@@ -160,6 +160,39 @@ def test_solve_json_has_the_seed_keys():
     assert "binding_constraints" in data
 
 
+GEMMA_LONG = ["solve", "gemma-4-31b", "--hardware", "h100_sxm", "--cards", "2", "--framework", "vllm", "--isl",
+              "100000", "--osl", "1000"]
+
+
+def test_each_candidates_memory_is_shown_beside_the_limit_it_fits():
+    import json
+
+    r = CliRunner().invoke(main, [*GEMMA_LONG, "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    for c in json.loads(r.stdout)["candidates"]:
+        e = c["estimation"]
+        assert e["memory_feasible"] and e["memory_per_rank_gb"] <= e["memory_limit_gb"] == 81.6
+    table = CliRunner().invoke(main, GEMMA_LONG).stdout
+    assert "fits: mem GB within the limit 81.60 GB = min(0.95 x 85.90, 85.90 - 3.76 runtime reserve)" in table
+
+
+def test_a_replicated_vocabulary_table_is_explained_by_whether_memory_binds():
+    """'memory does not bind' only where weights + KV stay under the seed's 0.8 of capacity (check's rule)."""
+    import json
+
+    r = CliRunner().invoke(main, [*GEMMA_LONG, "--format", "json"])
+    said = set()
+    for c in json.loads(r.stdout)["candidates"]:
+        if c["parallel_config"]["embed_tp_size"] > 1:
+            continue
+        e = c["estimation"]
+        binds = e["params_per_card_gb"] + e["kv_cache_per_card_gb"] > 0.8 * 80 * 2**30 / 1e9
+        said.add(binds)
+        assert ("although memory binds (weights + KV above 0.8 of capacity)" in c["reason"]) == binds
+        assert ("memory does not bind" in c["reason"]) != binds
+    assert said == {True, False}
+
+
 def test_the_reference_line_names_what_the_reference_deploys():
     """The closest verified configuration can be another model's on other hardware: the seed's reference line
     says which (model, phase, ranks x hardware) beside how its knobs differ."""

@@ -209,7 +209,7 @@ def compare(summary: TraceSummary, setup: Setup, peak_bytes: float | None, hw: H
         estimated_step_s=step.time_s,
         classes=classes,
         measured_peak_bytes=peak_bytes,
-        estimated_memory_bytes=mem.total - mem.reserved_bytes,
+        estimated_memory_bytes=mem.model_bytes,
         memory=mem,
         step=step,
     )

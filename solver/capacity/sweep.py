@@ -204,7 +204,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         row.update(
             attn_dp_size=p.config.attn_dp_size,
             moe_ep_size=p.config.moe_ep_size if "moe_tp_size" in own else None,
-            memory_per_rank_gb=_r(e.memory.total / GB, "memory_per_rank_gb"),
+            memory_per_rank_gb=_r(e.memory.model_bytes / GB, "memory_per_rank_gb"),
             ttft_ms=_r(e.ttft_s * 1e3, "ttft_ms"), tpot_ms=_r(e.tpot_s * 1e3, "tpot_ms"),
             output_tokens_per_s_per_rank=_r(e.output_tokens_per_s_per_rank, "output_tokens_per_s_per_rank"),
             output_tokens_per_s=_r(e.output_tokens_per_s, "output_tokens_per_s"),

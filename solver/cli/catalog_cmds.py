@@ -143,9 +143,9 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
     con.print(table("memory per rank (GB = 1e9 bytes)", ["item", "GB"],
                     [[k, v] for k, v in data["breakdown"].items()]))
     verdict = "[green]feasible[/green]" if data["feasible"] else "[red]does not fit[/red]"
-    reserve, cap = hw.reserved_bytes / 1e9, data["capacity_gb"]
+    reserve, cap = data["reserve_gb"], data["capacity_gb"]
     con.print(f"total {data['total_gb']:.2f} GB of {cap:.2f} GB ({cap * 1e9 / 2**30:.1f} GiB) = "
-              f"{data['total_gb'] - reserve:.2f} GB model + {reserve:.2f} GB runtime reserve; the model's limit is "
+              f"{data['model_gb']:.2f} GB model + {reserve:.2f} GB runtime reserve; the model's limit is "
               f"{data['limit_gb']:.2f} GB = min({opts.total_fraction:g} x capacity, capacity - reserve): "
               f"{verdict}; weights+KV {data['weights_kv_share']:.0%} of capacity"
               f"{' (above the seed 0.8 mark)' if data['tight'] else ''}; max batch at {seq_len} tokens: "

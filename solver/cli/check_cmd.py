@@ -22,7 +22,8 @@ def _est(e) -> dict:
     return {"ttft_ms": round(e.ttft_s * 1e3, 2) if e.has_ttft else None,
             "tpot_ms": round(e.tpot_s * 1e3, 3) if e.has_tpot else None,
             "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
-            "memory_per_rank_gb": round(e.memory.total / 1e9, 2), "memory_feasible": e.memory.feasible,
+            "memory_per_rank_gb": round(e.memory.model_bytes / 1e9, 2),
+            "memory_limit_gb": round(e.memory.limit_bytes / 1e9, 2), "memory_feasible": e.memory.feasible,
             "params_per_card_gb": round(e.memory.weights_total / 1e9, 2),
             "kv_cache_per_card_gb": round(e.memory.cache_total / 1e9, 2)}
 

@@ -118,8 +118,10 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     con.print("binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
     con.print(f"solver status: {result.status}" + (f" ({note})" if note else ""))
     con.print(f"ordering: {ORDERING}")
-    con.print("mem GB: per rank including the runtime reserve; fits: within min(0.95 x capacity, capacity - "
-              "reserve) per the full estimate")
+    if cands:
+        mem = cands[0].planned.estimate.memory  # one hardware, one limit for every candidate
+        con.print(f"mem GB: per rank, the runtime reserve aside; fits: mem GB within the limit "
+                  f"{mem.limit_bytes / 1e9:.2f} GB = {mem.limit_formula()}, per the full estimate")
     for line in why:
         # the candidates' scores first (rank/explain.candidate_scores), then why each alternative lost
         con.print(line if line.startswith(("score:", "#")) else f"why not {line}", markup=False)

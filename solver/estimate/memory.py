@@ -1,7 +1,8 @@
 """Memory per rank for a parallel_config: weights, KV/indexer cache, activations, buffers, reserve.
 
-Units are bytes. Thresholds follow the seed (Step 3.2/3.4): the total must stay under 0.95 of capacity (a
-wall); weights + KV above 0.8 of capacity is a strong warning (class B, may be justified).
+Units are bytes. Thresholds follow the seed (Step 3.2/3.4): what the model uses (weights, caches, activations,
+buffers: `model_bytes`) must stay under min(0.95 x capacity, capacity - runtime reserve) (a wall, `limit_bytes`);
+weights + KV above 0.8 of capacity is a strong warning (class B, may be justified).
 """
 from __future__ import annotations
 
@@ -64,9 +65,14 @@ class MemoryReport:
         return self.kv_cache_bytes + self.indexer_cache_bytes + self.state_bytes
 
     @property
+    def model_bytes(self) -> float:
+        """What is compared to `limit_bytes`: everything on the rank but the runtime reserve."""
+        return self.weights_total + self.cache_total + self.activation_bytes + self.comm_buffer_bytes
+
+    @property
     def total(self) -> float:
-        return (self.weights_total + self.cache_total + self.activation_bytes + self.comm_buffer_bytes
-                + self.reserved_bytes)
+        """Everything on the rank, the runtime reserve included (compare to capacity, not to the limit)."""
+        return self.model_bytes + self.reserved_bytes
 
     @property
     def limit_bytes(self) -> float:
@@ -74,12 +80,26 @@ class MemoryReport:
 
     @property
     def feasible(self) -> bool:
-        return self.total - self.reserved_bytes <= self.limit_bytes
+        return self.model_bytes <= self.limit_bytes
+
+    def limit_formula(self) -> str:
+        """The limit's formula in GB (1e9 bytes), for messages that show it next to `model_bytes`."""
+        cap, res = self.capacity_bytes / 1e9, self.reserved_bytes / 1e9
+        return f"min({self.total_fraction:g} x {cap:.2f}, {cap:.2f} - {res:.2f} runtime reserve)"
 
     @property
     def tight(self) -> bool:
         """Seed 3.2: weights + KV near 0.8 of capacity."""
         return self.weights_total + self.cache_total > self.weights_kv_fraction * self.capacity_bytes
+
+    @property
+    def binds(self) -> bool:
+        """Memory limits this deployment: it does not fit, or weights + KV sit above the seed's 0.8 mark."""
+        return not self.feasible or self.tight
+
+    def binds_why(self) -> str:
+        """Which of `binds`' two conditions holds, in words."""
+        return "it does not fit" if not self.feasible else "weights + KV above 0.8 of capacity"
 
     @property
     def kv_share_of_available(self) -> float:

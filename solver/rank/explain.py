@@ -152,7 +152,7 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             continue
         e = estimate(model, hw, pc, prec, f, wl)
         if not e.memory.feasible:
-            lines.append(f"{name}: does not fit ({e.memory.total / 1e9:.1f} GB per rank, limit "
+            lines.append(f"{name}: does not fit ({e.memory.model_bytes / 1e9:.1f} GB per rank, limit "
                          f"{e.memory.limit_bytes / 1e9:.1f} GB) at concurrency {batch}")
             continue
         label, step = _main_step(e, scenario)

@@ -55,8 +55,8 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         r.estimate = estimate(model, hw, pc, prec, f, wl, mem_opts)
         mem = r.estimate.memory
         if not mem.feasible:
-            r.violations["B"].append(f"memory per rank {mem.total / 1e9:.1f} GB exceeds the limit "
-                                     f"{mem.limit_bytes / 1e9:.1f} GB (0.95 x {mem.capacity_bytes / 1e9:.0f} GB)")
+            r.violations["B"].append(f"memory per rank {mem.model_bytes / 1e9:.2f} GB (the runtime reserve aside) "
+                                     f"exceeds the limit {mem.limit_bytes / 1e9:.2f} GB = {mem.limit_formula()}")
         elif mem.tight:
             r.warnings["B"].append("weights + KV above 0.8 of capacity (seed 3.2): little room for batch growth")
         if mem.kv_share_of_available > 0.5:
@@ -86,9 +86,15 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
                                "rank holds and reads all of it; prefer attention DP, and CP for long prefill")
     if wide:
         r.common_errors.append("TP communication crosses nodes: keep tp_size <= ranks per node")
-    if model.has_large_vocab and (pc.embed_tp_size == 1 or pc.lmhead_tp_size == 1) and W > 1:
-        r.common_errors.append(f"embed/lm_head TP left at 1 with V = {model.vocab_size:,} > 100K: set them "
-                               "independently (references use 16)")
+    # the seed's "ignore the tp_size of Embed/LMHead": neither table split, where its memory matters (a large
+    # vocabulary and memory binding); one of them split, or memory to spare, is a choice (solve makes it)
+    if (model.has_large_vocab and pc.embed_tp_size == pc.lmhead_tp_size == 1 and W > 1 and r.estimate is not None
+            and r.estimate.memory.binds):
+        mem = r.estimate.memory
+        tables = sum(mem.weights_bytes.get(k, 0.0) for k in ("embedding", "lm_head"))
+        r.common_errors.append(f"embed/lm_head TP both left at 1 with V = {model.vocab_size:,} > 100K while memory "
+                               f"binds ({mem.binds_why()}): the vocabulary tables take {tables / 1e9:.2f} GB "
+                               "on every rank; set their TP independently (references use 16)")
     present = model_knobs(model)
     tps = [getattr(pc, k) for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size",
                                     "lmhead_tp_size") if k in present]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.estimate.memory import MemoryReport
 from solver.space.domains import cross_node_tp
 from solver.plan.solve import Planned
 from solver.specs.hardware import Hardware
@@ -106,8 +107,10 @@ def _label(value: float, best: float) -> str:
     return "advantage" if ratio <= 1.1 else ("neutral" if ratio <= 1.5 else "risk")
 
 
-def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware) -> str:
-    """Name the seed's Step 2 branches this config follows and where it departs."""
+def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware,
+                         mem: MemoryReport | None = None) -> str:
+    """Name the seed's Step 2 branches this config follows and where it departs (`mem`: the config's memory at
+    its concurrency, for whether memory binds)."""
     W = pc.world_size
     lines = []
     if model.is_moe:
@@ -125,11 +128,13 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
                      "prefers no all-reduce here)")
     if model.has_large_vocab:
         table_gb = model.vocab_size * model.hidden_size * 2 / 1e9
+        memory = (f"although memory binds ({mem.binds_why()})" if mem is not None and mem.binds
+                  else "and memory does not bind")
         parts = []
         for name, degree in (("embed", pc.embed_tp_size), ("lm_head", pc.lmhead_tp_size)):
             parts.append(f"{name} TP{degree}" if degree > 1 else
                          f"{name} replicated ({table_gb:.1f} GB per rank: its all-reduce would cost more than "
-                         "the memory it frees, and memory does not bind)")
+                         f"the memory it frees, {memory})")
         lines.append(f"V={model.vocab_size:,} > 100K, set independently: " + ", ".join(parts))
     a = pc.attn_tp_size
     if scenario.kind == "throughput":
@@ -213,7 +218,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
                                     or mem.kv_share_of_available < 0.25)
                     else "risk" if mem.kv_share_of_available > 0.5 else "neutral")
         comparative = i == 0 and dist >= 4 and score <= best_score + math.log(1 + PERF_TIE)
-        reason = decision_tree_reason(p.config, model, scenario, hw)
+        reason = decision_tree_reason(p.config, model, scenario, hw, mem)
         if p.verified is not None:
             reason = f"{adoption_note(p.verified, score - best_score)}; {reason}"
         out.append(Candidate(

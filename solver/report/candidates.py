@@ -29,7 +29,8 @@ def estimation(c: Candidate) -> dict[str, Any]:
     return {
         "params_per_card_gb": round(m.weights_total / GB, 2),
         "kv_cache_per_card_gb": round(m.cache_total / GB, 2),
-        "memory_per_rank_gb": round(m.total / GB, 2),
+        "memory_per_rank_gb": round(m.model_bytes / GB, 2),  # the runtime reserve aside, as the limit counts it
+        "memory_limit_gb": round(m.limit_bytes / GB, 2),
         "memory_feasible": m.feasible,
         "cross_node_comm": c.cross_node,
         "concurrency": c.planned.batch,

@@ -181,7 +181,8 @@ def _pool_dict(v: PoolView, d: DisaggPlan) -> dict[str, Any]:
     est = {"workers": v.workers, "ranks_per_worker": pc.world_size, "ranks": pool.ranks,
            "params_per_card_gb": round(mem.weights_total / GB, 2),
            "kv_cache_per_card_gb": round(mem.cache_total / GB, 2),
-           "memory_per_rank_gb": round(mem.total / GB, 2), "memory_feasible": mem.feasible,
+           "memory_per_rank_gb": round(mem.model_bytes / GB, 2), "memory_limit_gb": round(mem.limit_bytes / GB, 2),
+           "memory_feasible": mem.feasible,
            "cross_node_comm": v.candidate.cross_node}
     if v.phase == "prefill":
         est["prompts_per_step_per_replica"] = d.estimate.shape.prompts_per_step
@@ -271,7 +272,8 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
         p = data[key]
         knobs = " ".join(f"{k.replace('_size', '')}={v}" for k, v in p["parallel_config"].items() if v > 1)
         lines.append(f"  {key.split('_')[0]:<8} {p['workers']} x {p['estimation']['ranks_per_worker']} ranks  "
-                     f"{p['pattern']}  ({knobs or 'all 1'})  mem {p['estimation']['memory_per_rank_gb']} GB/rank")
+                     f"{p['pattern']}  ({knobs or 'all 1'})  mem {p['estimation']['memory_per_rank_gb']} of limit "
+                     f"{p['estimation']['memory_limit_gb']} GB/rank")
     lines.append(f"  TTFT {e['ttft_ms']:,.1f} ms (wait {e['ttft_parts_ms']['prefill_wait']:,.1f} + prefill "
                  f"{e['ttft_parts_ms']['prefill']:,.1f} + KV {e['ttft_parts_ms']['kv_transfer']:.2f} over "
                  f"{e['kv_transfer']['tier']} + decode admission and first "

@@ -69,11 +69,11 @@ def estimate_data(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
         "output_tokens_per_s": est.output_tokens_per_s,
         "output_tokens_per_s_per_rank": est.output_tokens_per_s_per_rank,
         "tokens_per_s_per_user": est.tokens_per_s_per_user if has_tpot else None,
-        "memory_per_rank_gb": est.memory.total / GB,
+        "memory_per_rank_gb": est.memory.model_bytes / GB,  # what the limit bounds: the runtime reserve aside
         "feasible": est.memory.feasible,
-        "memory": {k: mem[k] for k in ("params_per_card_gb", "kv_cache_per_card_gb", "total_gb", "capacity_gb",
-                                       "limit_gb", "feasible", "tight", "weights_kv_share", "sequences_per_rank",
-                                       "breakdown")},
+        "memory": {k: mem[k] for k in ("params_per_card_gb", "kv_cache_per_card_gb", "model_gb", "reserve_gb",
+                                       "limit_gb", "total_gb", "capacity_gb", "feasible", "tight",
+                                       "weights_kv_share", "sequences_per_rank", "breakdown")},
         "breakdown": breakdown,
         "notes": notes,
     }
@@ -102,8 +102,9 @@ def render_estimate(data: dict[str, Any], con: Console) -> None:
     if "input_tokens_per_s_per_rank" in data:
         rows.append(["prompt tok/s per rank", data["input_tokens_per_s_per_rank"]])
     m = data["memory"]
-    rows += [["memory per rank", f"{data['memory_per_rank_gb']:.2f} GB of {m['capacity_gb']:.2f} "
-                                 f"(limit {m['limit_gb']:.2f})"],
+    rows += [["memory per rank", f"{data['memory_per_rank_gb']:.2f} GB of limit {m['limit_gb']:.2f} GB "
+                                 f"(+ {m['reserve_gb']:.2f} GB runtime reserve = {m['total_gb']:.2f} of "
+                                 f"{m['capacity_gb']:.2f} GB capacity)"],
              ["feasible", data["feasible"]]]
     con.print(table("estimate", ["figure", "value"], rows))
     con.print(table("memory per rank (GB)", ["item", "GB"], [[k, v] for k, v in m["breakdown"].items()]))
