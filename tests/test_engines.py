@@ -229,3 +229,14 @@ def test_a_kv_format_without_a_flag_is_refused(tmp_path) -> None:
     dep = _deployment(tmp_path, pc, model="deepseek-v3.2", hardware="atlas_a3", world=16, quant={"kv_cache": "int8"})
     r = CliRunner().invoke(main, ["launch", dep, "--engine", "cann-recipes"])
     assert r.exit_code == 2 and "kv_dtype int8: cann-recipes's profile has no flag for it" in r.stderr
+
+
+def test_a_launch_the_memory_model_does_not_fit_says_so(tmp_path) -> None:
+    """DeepSeek-V3 on 8 H100s does not fit: the command is printed (it is what was asked for) with the overflow
+    as a note, as `estimate` words it; on 8 H200s it fits and nothing is said."""
+    pc = {"attn_tp_size": 1, "dense_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1}
+    dep = _deployment(tmp_path, pc, framework="sglang")
+    over = CliRunner().invoke(main, ["launch", dep, "--hardware", "h100_sxm"])
+    assert over.exit_code == 0 and "# note: does not fit: " in over.stdout and "over the limit of 81.60 GB" in over.stdout
+    fits = CliRunner().invoke(main, ["launch", dep])
+    assert fits.exit_code == 0 and "does not fit" not in fits.stdout

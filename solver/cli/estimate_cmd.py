@@ -76,8 +76,7 @@ def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], w
     f = factors_for(hw, fw.efficiency_for(hw))
     est = estimate(model, hw, pc, prec, f, wl)
     if not est.memory.feasible:
-        notes.append(f"does not fit: {est.memory.model_bytes / 1e9:.2f} GB per rank (the runtime reserve aside) over "
-                     f"the limit of {est.memory.limit_bytes / 1e9:.2f} GB = {est.memory.limit_formula()}")
+        notes.append(est.memory.misfit())
     for line in notes:
         click.echo(f"note: {line}", err=True)
     data = estimate_data(model, hw, pc, prec, fw, wl, est, notes)

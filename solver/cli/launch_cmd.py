@@ -41,6 +41,7 @@ def _head_addr() -> str:
               help="shell: the commands to paste; json/yaml: the launch document (argv, env, files per node)")
 def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fmt) -> None:
     """Print the engine command (per node) and files for CONFIG's parallel_config (the `check` file format)."""
+    from solver.estimate.memory import memory_per_rank
     from solver.launch import LaunchInputs, emit_launch, render_shell
     from solver.specs.deployment import load_deployment
     from solver.specs.framework import load_framework
@@ -48,6 +49,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     from solver.specs.model_catalog import load_model
     from solver.specs.notes import context_notes
     from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
 
     dep = load_deployment(config)
     model, hardware, world = model or dep.model, hardware or dep.hardware, cards or dep.world_size
@@ -75,7 +77,11 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
                           moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,
                           model_path=model_path, head_addr=head_addr)
     launch = emit_launch(fw, spec, hw, pc, inputs)
-    notes = context_notes(spec, max_len)
+    # the engine would fail to allocate what the memory model does not fit: said, not refused (the command is
+    # what the user asked for; `check` reports it as a violation)
+    prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache)
+    misfit = memory_per_rank(spec, hw, pc, prec, batch, max_len, mtp_layers=dep.mtp).misfit()
+    notes = context_notes(spec, max_len) + ([misfit] if misfit else [])
     if notes:
         launch["notes"] = [*launch.get("notes", ()), *notes]
     if fmt == "shell":

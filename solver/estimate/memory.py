@@ -87,6 +87,13 @@ class MemoryReport:
         cap, res = self.capacity_bytes / 1e9, self.reserved_bytes / 1e9
         return f"min({self.total_fraction:g} x {cap:.2f}, {cap:.2f} - {res:.2f} runtime reserve)"
 
+    def misfit(self) -> str | None:
+        """One line saying by how much the rank overflows its limit; None where it fits."""
+        if self.feasible:
+            return None
+        return (f"does not fit: {self.model_bytes / 1e9:.2f} GB per rank (the runtime reserve aside) over the limit "
+                f"of {self.limit_bytes / 1e9:.2f} GB = {self.limit_formula()}")
+
     @property
     def tight(self) -> bool:
         """Seed 3.2: weights + KV near 0.8 of capacity."""
