@@ -193,6 +193,17 @@ def test_a_replicated_vocabulary_table_is_explained_by_whether_memory_binds():
     assert said == {True, False}
 
 
+def test_a_tied_vocabulary_table_replicated_is_explained_once():
+    """Gemma ties its embedding and LM head: replicated, they are one table on the rank, not two of 2.8 GB."""
+    import json
+
+    r = CliRunner().invoke(main, [*GEMMA_LONG, "--format", "json"])
+    reasons = [c["reason"] for c in json.loads(r.stdout)["candidates"] if c["parallel_config"]["embed_tp_size"] == 1
+               and c["parallel_config"]["lmhead_tp_size"] == 1]
+    assert reasons and all("embed and lm_head (one tied table) replicated" in x and "lm_head replicated" not in x
+                           for x in reasons)
+
+
 def test_the_reference_line_names_what_the_reference_deploys():
     """The closest verified configuration can be another model's on other hardware: the seed's reference line
     says which (model, phase, ranks x hardware) beside how its knobs differ."""

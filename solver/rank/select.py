@@ -130,8 +130,11 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         table_gb = model.vocab_size * model.hidden_size * 2 / 1e9
         memory = (f"although memory binds ({mem.binds_why()})" if mem is not None and mem.binds
                   else "and memory does not bind")
+        tables = [("embed", pc.embed_tp_size), ("lm_head", pc.lmhead_tp_size)]
+        if model.tie_word_embeddings and pc.embed_tp_size == pc.lmhead_tp_size == 1:
+            tables = [("embed and lm_head (one tied table)", 1)]  # one copy on the rank, not two
         parts = []
-        for name, degree in (("embed", pc.embed_tp_size), ("lm_head", pc.lmhead_tp_size)):
+        for name, degree in tables:
             parts.append(f"{name} TP{degree}" if degree > 1 else
                          f"{name} replicated ({table_gb:.1f} GB per rank: its all-reduce would cost more than "
                          f"the memory it frees, {memory})")
