@@ -122,9 +122,8 @@ def per_hardware(value: str | Mapping[str, str] | Sequence[str] | None, flag: st
     `hardware` holds canonical names; keys are matched after loading them as hardware names."""
     from solver.specs.hardware_catalog import load_hardware
 
-    out: dict[str, str | None] = {h: None for h in hardware}
     if value is None:
-        return out
+        return {h: None for h in hardware}
     parts = [value] if isinstance(value, (str, Mapping)) else list(value)
     items: list[tuple[str | None, str]] = []
     for one in parts:
@@ -141,35 +140,10 @@ def per_hardware(value: str | Mapping[str, str] | Sequence[str] | None, flag: st
         if not val:
             raise InputError(flag, f"empty value in {value!r}")
         name = None if key is None else load_hardware(key).name
-        if name is not None and name not in out:
+        if name is not None and name not in hardware:
             raise InputError(flag, f"{key} is not one of the hardware given ({', '.join(hardware)})")
         if chosen.get(name, val) != val:
             where = "every hardware" if name is None else name
             raise InputError(flag, f"two values for {where}: {chosen[name]} and {val}; give one")
         chosen[name] = val
     return {h: chosen.get(h, chosen.get(None)) for h in hardware}
-    if isinstance(value, str):
-        items: list[tuple[str | None, str]] = []
-        for part in value.split(","):
-            part = part.strip()
-            if part:
-                key, sep, val = part.partition("=")
-                items.append((key.strip(), val.strip()) if sep else (None, part))
-    elif isinstance(value, Mapping):
-        items = [(k, v) for k, v in value.items()]
-    else:
-        items = []
-        for v in value:
-            items.extend((k, d) for k, d in per_hardware(v, flag, hardware).items() if d is not None)
-    for key, val in items:
-        if not val:
-            raise InputError(flag, f"empty value in {value!r}")
-        if key is None:
-            for h in hardware:
-                out[h] = val
-            continue
-        name = load_hardware(key).name
-        if name not in out:
-            raise InputError(flag, f"{key} is not one of the hardware given ({', '.join(hardware)})")
-        out[name] = val
-    return out
