@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from solver.cli.options import (CARDS, check_mtp, framework_check, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, command_imports,
-                                dtype_options, format_option, knob_options, parallel_from_options)
+from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, check_mtp, command_imports,
+                                dtype_options, format_option, knob_options, knob_rules, parallel_from_options)
 from solver.errors import InputError
 from solver.report.render import console, dump, table
 
@@ -126,7 +126,7 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
     hw = load_hardware(hardware)
     pc = parallel_from_options(cards, knobs)
     check_mtp(spec, mtp)
-    notes = framework_check(load_framework(framework), spec, hw, pc, batch, mtp)
+    notes = knob_rules(load_framework(framework), spec, hw, pc, batch, mtp)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     opts = MemoryOptions(**{k: v for k, v in (("prefill_chunk", prefill_chunk), ("total_fraction", mem_fraction))
                             if v is not None})

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from solver.cli.options import (CARDS, check_mtp, framework_check, CONCURRENCY, Deferred, FRACTION, MTP, NAME, TOKENS, dtype_options,
-                                format_option, knob_options, parallel_from_options)
+from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, Deferred, check_mtp, dtype_options,
+                                format_option, knob_options, knob_rules, parallel_from_options)
 from solver.errors import InputError, ShardplanError
 from solver.report.render import console, dump
 from solver.specs.knobs import CONFIG_FLAGS
@@ -72,7 +72,8 @@ def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], w
     pc = parallel_from_options(cards, knobs)
     prec = resolve_precision(model, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     check_mtp(model, wl.mtp)
-    notes = [*input_notes(model, hw, prec, max_len=wl.context_len), *framework_check(fw, model, hw, pc, wl.sequences, wl.mtp)]
+    notes = [*input_notes(model, hw, prec, max_len=wl.context_len),
+             *knob_rules(fw, model, hw, pc, wl.sequences, wl.mtp)]
     f = factors_for(hw, fw.efficiency_for(hw))
     est = estimate(model, hw, pc, prec, f, wl)
     if not est.memory.feasible:

@@ -231,7 +231,7 @@ def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
             raise InputError(field, f"{model.name} has no MTP (next-n) layers in its config; {fix}")
 
 
-def framework_check(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
+def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
     """The model's rules (specs.model_rules: a knob of a module the model lacks, more stages than layers) and the
     framework profile's (the planner's own rule machinery) on a user's knobs: an error (TP64 on 32 heads, EP256
     on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
