@@ -669,3 +669,26 @@ def test_a_figure_the_phase_does_not_have_is_shown_as_none_not_zero() -> None:
     pre = json.loads(run(*base, "--phase", "prefill", "--format", "json").stdout)
     assert pre["candidates"][0]["estimation"]["tpot_ms"] is None and pre["candidates"][0]["estimation"]["ttft_ms"] > 0
     assert "│ -       │" in run(*base, "--phase", "decode").stdout
+
+
+def test_the_disaggregated_sweep_and_recommend_refuse_mtp_on_a_model_without_mtp_layers() -> None:
+    base = ["qwen3-30b-a3b", "--hardware", "h200_sxm", "--serving", "disagg", "--mtp", "1"]
+    one_error_line(run("sweep", *base, "--cards", "8", "--scenarios", "throughput"), 2, "--mtp: Qwen3-30B-A3B has no")
+    one_error_line(run("recommend", *base, "--cards", "2,4", "--target-output-tokens-per-s", "1000"), 2,
+                   "--mtp: Qwen3-30B-A3B has no")
+
+
+def test_sweep_notes_a_sequence_past_the_models_context() -> None:
+    r = run("sweep", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "8", "--scenarios", "throughput",
+            "--isl", "60000")
+    assert "exceeds Qwen3-30B-A3B's max_position_embeddings 40,960" in r.stderr
+
+
+def test_isl_beside_seq_lens_is_bad_input() -> None:
+    one_error_line(run("sweep", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--seq-lens", "8192",
+                       "--isl", "2048"), 2, "--isl: --seq-lens replaces it")
+
+
+def test_the_disaggregated_sweep_checks_its_output_before_solving(tmp_path: Path) -> None:
+    one_error_line(run("sweep", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "2", "--scenarios", "throughput",
+                       "--serving", "disagg", "--out", str(tmp_path / "no" / "x.csv")), 2, "--out: folder")

@@ -68,6 +68,18 @@ def test_address_without_a_cluster_executor_is_bad_input() -> None:
     assert "--address" in result.output
 
 
+def test_a_malformed_dask_address_is_bad_input_naming_it() -> None:
+    pytest.importorskip("distributed")
+    result = CliRunner().invoke(main, [*CLI, "--executor", "dask", "--address", "notaurl"])
+    assert result.exit_code == 2 and "--address: no Dask scheduler at 'notaurl'" in result.stderr
+
+
+def test_executor_ray_without_an_address_does_not_start_a_private_instance() -> None:
+    pytest.importorskip("ray")
+    result = CliRunner().invoke(main, [*CLI, "--executor", "ray"])
+    assert result.exit_code == 2 and "--address: --executor ray needs the cluster's address" in result.stderr
+
+
 def test_a_deployments_scenarios_run_in_one_worker(monkeypatch) -> None:
     """The scenario kinds of one (hardware, cards, lengths) share its tables and front, so a worker gets them
     together, in order; rows come back in task order and progress counts tasks."""

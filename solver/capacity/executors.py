@@ -76,7 +76,10 @@ def run_dask(solve: SolveFn, tasks: Sequence[Any], address: Any, progress: Progr
     """`address`: a scheduler address ('tcp://host:8786'), or a Client / LocalCluster object (the API's tests)."""
     distributed = _optional("distributed", "dask")
     own = not isinstance(address, distributed.Client)
-    client = distributed.Client(address) if own else address
+    try:
+        client = distributed.Client(address) if own else address
+    except (ValueError, TypeError, OSError) as exc:  # a malformed or unreachable address is the user's input
+        raise InputError("--address", f"no Dask scheduler at {address!r}: {exc}") from None
     out = _Collector(tasks, progress)
     try:
         order = _largest_first(tasks)
@@ -91,11 +94,18 @@ def run_dask(solve: SolveFn, tasks: Sequence[Any], address: Any, progress: Progr
 
 
 def run_ray(solve: SolveFn, tasks: Sequence[Any], address: str | None, progress: ProgressFn | None) -> list[Rows]:
-    """`address`: a Ray cluster address ('ray://host:10001' or 'auto'); None joins an already initialised Ray."""
+    """`address`: a Ray cluster address ('ray://host:10001' or 'auto'); None only where Ray is already
+    initialised (the API's tests), which it joins."""
     ray = _optional("ray", "ray")
     own = not ray.is_initialized()
     if own:
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+        if address is None:  # ray.init() would start a private instance, not join the cluster asked for
+            raise InputError("--address", "--executor ray needs the cluster's address (ray://HOST:10001, or auto "
+                                          "for the one `ray start` runs on this machine)")
+        try:
+            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+        except (ValueError, TypeError, ConnectionError, OSError) as exc:
+            raise InputError("--address", f"no Ray cluster at {address!r}: {exc}") from None
     out = _Collector(tasks, progress)
     try:
         remote = ray.remote(solve)

@@ -97,7 +97,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
-    from solver.specs.notes import device_notes
+    from solver.specs.notes import context_notes, device_notes
     from solver.specs.precision import resolve_precision
 
     hw_list = _hardware_list(hardware)
@@ -122,7 +122,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     wd = per_hardware(weight_dtype, "--weight-dtype", names)
     mwd = per_hardware(moe_weight_dtype, "--moe-weight-dtype", names)
     kvd = per_hardware(kv_dtype, "--kv-dtype", names)
-    notes = list(spec.warnings)
+    notes = [*spec.warnings, *context_notes(spec, max(i + o for i, o in lengths))]
     for h in hws:  # a dtype the hardware lacks is bad input for the whole sweep: say so before solving
         notes += [f"{h.name}: {n}" for n in device_notes(h, resolve_precision(spec, h, wd[h.name], mwd[h.name],
                                                                                  kvd[h.name]))]

@@ -128,14 +128,21 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
               plot, fmt, serving) -> None:
     """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
+    _seq_lens_replace_isl(seq_lens)
+    check_mtp(model, mtp)
     if serving == "disagg":  # one row per disaggregated plan (solver.capacity.disagg)
         from solver.capacity.disagg import sweep_disagg
-        from solver.capacity.table import write_table
+        from solver.capacity.table import check_writable, write_table
 
         if executor != "local" or address is not None:
             raise InputError("--executor", "runs aggregated sweeps only; --serving disagg solves on this machine")
         if fmt not in (None, "csv"):
             raise InputError("--format", f"{fmt} is not available with --serving disagg (the table is CSV)")
+        if out is not None:
+            check_writable(out, "--out")
+        for line in _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, seq_lens, framework,
+                                 weight_dtype, moe_weight_dtype, kv_dtype):
+            click.echo(f"note: {line}", err=True)
 
         df = sweep_disagg(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl,
                           osl=osl, seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
@@ -154,7 +161,6 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
 
     if out is not None and fmt not in (None, "table"):
         raise InputError("--format", f"{fmt} with --out: the extension of {out} sets the file's format")
-    check_mtp(model, mtp)
     start = time.perf_counter()
     sp = build_plan(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl, osl=osl,
                     seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms, concurrency=concurrency,
@@ -197,6 +203,24 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     n = len(sp.tasks)
     click.echo(f"wrote {len(df)} rows ({n} combination{'s' if n != 1 else ''}, {infeasible} infeasible) to {out}"
                + (f" and a plot to {plot}" if plot else "") + f" in {wall:.1f} s", err=True)
+
+
+def _seq_lens_replace_isl(seq_lens: str | None) -> None:
+    """--seq-lens replaces --isl (its ISL-only entries take --osl): both given, --isl would be dropped unread."""
+    ctx = click.get_current_context()
+    if seq_lens is not None and ctx.get_parameter_source("isl") != click.core.ParameterSource.DEFAULT:
+        raise InputError("--isl", "--seq-lens replaces it (an entry is ISL or ISL:OSL); give the lengths there")
+
+
+def _input_notes(model: str, hardware: list[str], cards: str, isl: int, osl: int, seq_lens: str | None,
+                 framework: str, weight_dtype, moe_weight_dtype, kv_dtype) -> list[str]:
+    """What reading the inputs noted (the model's warnings, each device's, a sequence past the model's context),
+    as the aggregated sweep collects them (capacity.sweep.build_plan), for the disaggregated paths."""
+    from solver.capacity.sweep import build_plan
+
+    return build_plan(model, hardware, cards, isl=isl, osl=osl, seq_lens=seq_lens, framework=framework,
+                      weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
+                      kv_dtype=_dtype(kv_dtype)).notes
 
 
 def _print_summary(df, model_name: str) -> None:
@@ -243,9 +267,13 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                   kv_dtype, allow_cross_node, time_limit, seed, fmt, serving) -> None:
     """The fewest cards (and the configuration) that carry a load within the SLA; with several hardware and
     prices per card-hour, the cheapest, with its cost per million output tokens."""
+    check_mtp(model, mtp)
     if serving == "disagg":  # the fewest cards whose xPyD plan carries the load (solver.capacity.disagg)
         from solver.capacity.disagg import recommend_disagg
 
+        for line in _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, None, framework,
+                                 weight_dtype, moe_weight_dtype, kv_dtype):
+            click.echo(f"note: {line}", err=True)
         rec = recommend_disagg(model, _hardware(hardware, more_hardware),
                                target_output_tokens_per_s=target_output_tokens_per_s,
                                target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
@@ -261,7 +289,6 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
     from solver.capacity.recommend import recommend
 
     hw = _hardware(hardware, more_hardware)
-    check_mtp(model, mtp)
     with _progress("recommend") as progress:
         rec = recommend(model, hw, target_output_tokens_per_s=target_output_tokens_per_s,
                         target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
