@@ -692,3 +692,11 @@ def test_isl_beside_seq_lens_is_bad_input() -> None:
 def test_the_disaggregated_sweep_checks_its_output_before_solving(tmp_path: Path) -> None:
     one_error_line(run("sweep", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "2", "--scenarios", "throughput",
                        "--serving", "disagg", "--out", str(tmp_path / "no" / "x.csv")), 2, "--out: folder")
+
+
+def test_inspect_shows_a_dense_ffn_width_only_for_a_model_with_a_dense_ffn() -> None:
+    """Qwen3-30B-A3B has no dense FFN: its 768 is the experts' width, shown as moe_intermediate_size only."""
+    moe = json.loads(run("inspect", "qwen3-30b-a3b", "--format", "json").stdout)["basic"]
+    dense = json.loads(run("inspect", "llama-3.1-8b", "--format", "json").stdout)["basic"]
+    assert "H_ffn (dense FFN)" not in moe and moe["moe_intermediate_size"] == 768
+    assert dense["H_ffn (dense FFN)"] == 14336

@@ -27,7 +27,10 @@ _PARALLEL = {
 def _basic(m: ModelSpec) -> dict[str, Any]:
     d: dict[str, Any] = {
         "architecture": m.architecture, "L (layers)": m.num_layers, "L_moe (MoE layers)": m.num_moe_layers,
-        "H (hidden)": m.hidden_size, "H_ffn (dense FFN)": m.intermediate_size, "N_h (heads)": m.num_attention_heads,
+        "H (hidden)": m.hidden_size,
+        # only a model with a dense FFN has its width (ModelSpec.intermediate_size falls back to the experts')
+        **({"H_ffn (dense FFN)": m.intermediate_size} if m.has_dense_ffn else {}),
+        "N_h (heads)": m.num_attention_heads,
         "N_kv (KV heads)": m.num_key_value_heads, "D_h (head dim)": m.head_dim, "V (vocab)": m.vocab_size,
     }
     if m.is_moe:
