@@ -13,7 +13,8 @@ Blank cells (empty, NaN or missing column) follow one convention, applied in thi
   moe_tp = tp and moe_ep = 1 whatever the cells say; a negative cell is still an error);
 - 0 in attention_dp, moe_tp or moe_ep of a dense model is blank (the CSV writes 0 where a column does not
   apply); in a MoE model a 0 there is an error (it would be ambiguous);
-- pp blank -> 1 (other values are rejected: pipeline parallel is not modelled);
+- pp blank -> 1 (other values are rejected: the estimator models pipeline stages, but the table's convention,
+  world = tp x attention_dp = moe_tp x moe_ep, does not say how pp enters the world or the MoE sizes);
 - gemm_quant_mode / moe_quant_mode blank -> the `precision` column's format (fp8 -> fp8, fp4 -> nvfp4,
   bf16/fp16 -> bf16); when that is blank too, the checkpoint's own formats (the model's quantization_config);
 - backend blank -> the `generic` framework profile.
@@ -189,7 +190,9 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
     tp, dp, moe_tp, moe_ep = parallel_sizes(row, model.is_moe)
     pp = _opt_int(row, "pp")
     if pp not in (None, 1):
-        raise InputError("pp", "pipeline parallel is not modelled")
+        raise InputError("pp", f"{pp}: rows with pipeline stages are not read (the table's world = tp x "
+                               "attention_dp = moe_tp x moe_ep does not say how pp enters it); estimate --pp prices "
+                               "a pipeline config")
     world = tp * dp
     # dense FFN, o_proj and vocabulary layers follow attention TP in these frameworks (o_proj_tp_size 1 =
     # o_proj split with attention TP, ParallelConfig.oproj_shards); MoE has its own TP
