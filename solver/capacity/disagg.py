@@ -2,12 +2,11 @@
 for every (hardware, cards, scenario, ISL/OSL), as a table, and the fewest cards whose plan carries a load.
 
 Sweep table: one row per plan (the recommended one, rank 1, and its alternatives) or one infeasible row per
-combination. Columns: hardware, cards, scenario, isl, osl, rank, ratio (xPyD), prefill_workers,
-prefill_ranks_per_worker, prefill_<knob> (the nine knobs), decode_workers, decode_ranks_per_worker,
-decode_<knob>, ranks_used, concurrency, ttft_ms, tpot_ms, output_tokens_per_s, output_tokens_per_s_per_rank,
-input_tokens_per_s, kv_transfer_ms, kv_transfer_tier, prefill_utilization, feasible, note; rank-1 rows also carry
-the best aggregated plan's output tokens/s per rank on the same cards (agg_output_tokens_per_s_per_rank, empty
-when none fits) and the winner.
+combination, in the columns of table.DISAGG_COLUMNS (documented in docs/disagg.md); rank-1 rows also carry the
+best aggregated plan's output tokens/s per rank on the same cards (empty when none fits) and the winner.
+
+Recommend tries the cluster sizes upwards and takes the first on which one of the plans the sweep lists for that
+size (rank 1 and its alternatives, `TOP` of them) carries the load, so the two answer alike for the same size.
 """
 from __future__ import annotations
 
@@ -17,22 +16,27 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware
+from solver.capacity.recommend import no_fit_note, shortfall_note
+from solver.capacity.table import to_disagg_frame
 from solver.errors import InfeasibleError, InputError
 from solver.plan.points import SolverParams
 from solver.plan.disagg import DisaggPlan
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
 
+TOP = 3  # plans per combination: the sweep's default --top, and the plans recommend tests against the load
 
-def _row(d: DisaggPlan) -> dict[str, Any]:
+
+def _row(d: DisaggPlan, knobs: tuple[str, ...]) -> dict[str, Any]:
+    """`knobs`: the model's own (parallel.model_knobs); a missing module's column stays empty."""
     e = d.estimate
     out: dict[str, Any] = {"ratio": d.ratio}
     for pool in (d.prefill, d.decode):
         pc = pool.planned.config
         out[f"{pool.phase}_workers"] = pool.workers
         out[f"{pool.phase}_ranks_per_worker"] = pc.world_size
-        out.update({f"{pool.phase}_{k}": getattr(pc, k) for k in KNOBS})
-    out.update(ranks_used=d.cards, concurrency=d.decode.workers * d.decode.planned.batch,
+        out.update({f"{pool.phase}_{k}": getattr(pc, k) for k in KNOBS if k in knobs})
+    out.update(ranks_used=d.cards, concurrency=e.concurrency,
                ttft_ms=round(e.ttft_s * 1e3, 2), tpot_ms=round(e.tpot_s * 1e3, 3),
                output_tokens_per_s=round(e.output_tokens_per_s, 1),
                output_tokens_per_s_per_rank=round(e.output_tokens_per_s_per_rank, 1),
@@ -63,13 +67,15 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                  tpot_ms: float | None = None, max_concurrency: int | None = None, mtp: int = 0,
                  framework: str = "generic",
                  weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
-                 top: int = 3, allow_cross_node: bool = False, concurrency: int | None = None,
+                 top: int = TOP, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
                  progress: Callable[[str], None] | None = None) -> pd.DataFrame:
     from solver.report.disagg_view import run_disagg
     from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
 
     _unsupported(**{"--jobs": jobs != 1, "--plot": plot, "--explain-binding": explain_binding})
+    model_name = load_model(model).name
     if concurrency is not None and concurrency < 1:
         raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
 
@@ -86,7 +92,9 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
             for kind in kinds:
                 for i, o in lengths:
                     sc = _scenario(kind, i, o, ttft_ms, tpot_ms, max_concurrency, mtp, concurrency)
-                    key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o}
+                    key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o, "model": model_name,
+                           "ttft_sla_ms": sc.ttft_ms, "tpot_sla_ms": sc.tpot_ms,
+                           "weight_dtype": dt["--weight-dtype"][hw] or ""}
                     if progress:
                         progress(f"{hw} x {w} {sc.kind} {i}/{o}")
                     try:
@@ -94,14 +102,15 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                                          dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params, top,
                                          allow_cross_node, method=method)
                     except InfeasibleError as exc:
-                        rows.append({**key, "rank": None, "feasible": False, "note": str(exc)})
+                        rows.append({**key, "rank": None, "feasible": False,
+                                     "binding_constraint": "; ".join(exc.binding), "note": str(exc)})
                         continue
                     agg = rep.aggregated.planned.estimate.output_tokens_per_s_per_rank if rep.aggregated else None
                     for rank, d in enumerate([rep.plan, *rep.alternatives], 1):
                         extra = ({"agg_output_tokens_per_s_per_rank": None if agg is None else round(agg, 1),
                                   "winner": rep.comparison.winner} if rank == 1 else {})
-                        rows.append({**key, "rank": rank, **_row(d), **extra})
-    return pd.DataFrame(rows)
+                        rows.append({**key, "rank": rank, **_row(d, rep.knobs), **extra})
+    return to_disagg_frame(rows)
 
 
 @dataclass
@@ -143,7 +152,6 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                      progress: Callable[[str], None] | None = None) -> DisaggRecommendation:
     """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries
     the target output tokens/s within the SLA; the recommendation is the fewest cards over the hardware."""
-    from solver.report.disagg_view import run_disagg
     from solver.specs.hardware_catalog import load_hardware
 
     _unsupported(**{"--price": prices})
@@ -158,27 +166,52 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
     sc = _scenario("throughput", isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp)
+    sizes = [w for w in parse_cards(cards) if w >= 2]  # one card cannot hold a worker per pool
+    if not sizes:
+        raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")
     options = []
     for hw in hw_names:
-        found: dict[str, Any] = {"hardware": hw, "met": False, "note": "no cluster size tried carries the load"}
-        for w in parse_cards(cards):
-            if w < 2:
-                continue
-            if progress:
-                progress(f"{hw} x {w}")
-            try:
-                rep = run_disagg(model, hw, w, sc, framework, dt["--weight-dtype"][hw], dt["--moe-weight-dtype"][hw],
-                                 dt["--kv-dtype"][hw], params, 1, allow_cross_node, compare_aggregated=False)
-            except InfeasibleError:
-                continue
-            e = rep.plan.estimate
-            if e.output_tokens_per_s >= tok_s:
-                found = {"hardware": hw, "met": True, "cards": w, **_row(rep.plan),
-                         "headroom": round(e.output_tokens_per_s / tok_s, 3)}
-                break
-        options.append(found)
+        options.append(_first_that_carries(model, hw, sizes, sc, tok_s, framework, dt["--weight-dtype"][hw],
+                                           dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params,
+                                           allow_cross_node, progress))
     met = [o for o in options if o["met"]]
     best = min(met, key=lambda o: (o["cards"], -o["output_tokens_per_s"])) if met else None
     from solver.specs.model_catalog import load_model
 
     return DisaggRecommendation(load_model(model).name, tok_s, options, best)
+
+
+def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok_s: float, framework: str,
+                        weight_dtype, moe_weight_dtype, kv_dtype, params: SolverParams | None,
+                        allow_cross_node: bool, progress: Callable[[str], None] | None) -> dict[str, Any]:
+    """The first size on which a plan the sweep lists (rank 1 or an alternative) carries the load; of those that
+    do, the lowest request latency (as the aggregated recommend). None does: why, as the aggregated says it."""
+    from solver.report.disagg_view import run_disagg
+
+    most: tuple[float, int] | None = None  # the most output tokens/s seen, and on how many cards
+    last: InfeasibleError | None = None
+    for w in sizes:
+        if progress:
+            progress(f"{hw} x {w}")
+        try:
+            rep = run_disagg(model, hw, w, sc, framework, weight_dtype, moe_weight_dtype, kv_dtype, params, TOP,
+                             allow_cross_node, compare_aggregated=False)
+        except InfeasibleError as exc:
+            last = exc
+            continue
+        rows = [_row(d, rep.knobs) for d in [rep.plan, *rep.alternatives]]  # on the figures the sweep writes
+        top = max(r["output_tokens_per_s"] for r in rows)
+        if most is None or top > most[0]:
+            most = (top, w)
+        carry = [r for r in rows if r["output_tokens_per_s"] >= tok_s]
+        if carry:
+            r = min(carry, key=lambda r: (sc.request_latency(r["ttft_ms"] / 1e3, r["tpot_ms"] / 1e3),
+                                          -r["output_tokens_per_s"]))
+            return {"hardware": hw, "met": True, "cards": w, **r,
+                    "headroom": round(r["output_tokens_per_s"] / tok_s, 3)}
+    if most is None:
+        note = no_fit_note("disaggregated deployment", sizes[-1], "; ".join(last.binding) if last else "",
+                           last.remedy if last else None)
+    else:
+        note = shortfall_note(most[0], most[1], tok_s, sc.ttft_ms is not None or sc.tpot_ms is not None)
+    return {"hardware": hw, "met": False, "note": note}

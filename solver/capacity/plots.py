@@ -30,6 +30,11 @@ def _group_label(hw: str, isl: int, osl: int, many_lengths: bool) -> str:
 def plot_sweep(df: pd.DataFrame, path: str | os.PathLike | None = None, title: str | None = None) -> Any:
     """Draw the two views of a sweep; save to `path` (PNG, SVG or PDF by extension) when given. Returns the
     matplotlib Figure."""
+    from solver.capacity.table import is_disagg
+
+    if is_disagg(df.columns):  # no Pareto front per cluster size to draw: refused, not drawn empty
+        raise InputError("--plot", "the plots draw an aggregated sweep's Pareto front; a disaggregated sweep "
+                         "(--serving disagg) has none")
     import matplotlib
     from matplotlib.figure import Figure
 

@@ -249,17 +249,26 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         return opt
     largest = tasks[-1].cards if tasks else 0
     if best_seen is None:
-        opt.note = (f"no configuration fits or meets the SLA up to {largest} cards"
-                    + (f" (binding: {last_binding})" if last_binding else ""))
+        opt.note = no_fit_note("configuration", largest, last_binding)
     else:
         sc = tasks[-1].scenario
-        # what would raise it: the concurrency range where the most found sits at its top, else more cards, and a
-        # looser SLA where one was given
-        remedy = best_seen[2] or ("try more cards (--cards)" + (" or a looser SLA" if sc.ttft_ms is not None
-                                                                 or sc.tpot_ms is not None else ""))
-        opt.note = (f"the most found is {best_seen[0]:,.0f} output tokens/s on {_cards(best_seen[1])}, "
-                    f"below the target {tok_s:,.0f}; {remedy}")
+        opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.ttft_ms is not None or sc.tpot_ms is not None,
+                                  best_seen[2])
     return opt
+
+
+def no_fit_note(what: str, largest: int, binding: str, remedy: str | None = None) -> str:
+    """No size tried has a `what` (configuration, disaggregated deployment) that fits and meets the SLA: the
+    constraint that binds on the largest, and what would fit there when known."""
+    return (f"no {what} fits or meets the SLA up to {largest} cards" + (f" (binding: {binding})" if binding else "")
+            + (f"; {remedy}" if remedy else ""))
+
+
+def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remedy: str | None = None) -> str:
+    """Every size tried falls short of the load: the most found and where, and what would raise it (the
+    concurrency range where the most found sits at its top, else more cards, and a looser SLA where one was given)."""
+    remedy = range_remedy or ("try more cards (--cards)" + (" or a looser SLA" if sla else ""))
+    return f"the most found is {most:,.0f} output tokens/s on {_cards(cards)}, below the target {tok_s:,.0f}; {remedy}"
 
 
 def _cards(n: int) -> str:

@@ -1,5 +1,6 @@
-"""The sweep table: its documented columns and dtypes (README "Capacity planning"), and reading and writing it
-as CSV, JSON (records) or Parquet, atomically."""
+"""The sweep tables: their documented columns and dtypes (README "Capacity planning" for the aggregated sweep,
+docs/disagg.md for `--serving disagg`), and reading and writing them as CSV, JSON (records) or Parquet, atomically;
+read_table tells the two kinds apart by their columns."""
 from __future__ import annotations
 
 import math
@@ -34,21 +35,60 @@ DIGITS = {"memory_per_rank_gb": 3, "ttft_ms": 3, "tpot_ms": 4, "output_tokens_pe
           "output_tokens_per_s": 2, "tokens_per_s_per_user": 4, "request_latency_ms": 3, "requests_per_s": 4}
 
 
+# The disaggregated sweep's columns (capacity.disagg: one row per xPyD plan), in order; docs/disagg.md documents
+# them. A knob column of a module the model lacks is empty, as in the aggregated table.
+POOL_COLUMNS = ("workers", "ranks_per_worker", *KNOBS)
+DISAGG_COLUMNS: tuple[str, ...] = (
+    "hardware", "cards", "scenario", "isl", "osl", "rank", "ratio",
+    *(f"prefill_{c}" for c in POOL_COLUMNS), *(f"decode_{c}" for c in POOL_COLUMNS),
+    "ranks_used", "concurrency", "ttft_ms", "tpot_ms", "output_tokens_per_s", "output_tokens_per_s_per_rank",
+    "input_tokens_per_s", "kv_transfer_ms", "kv_transfer_tier", "prefill_utilization", "feasible", "note",
+    "agg_output_tokens_per_s_per_rank", "winner",
+    # context of the row
+    "binding_constraint", "model", "ttft_sla_ms", "tpot_sla_ms", "weight_dtype",
+)
+DISAGG_INT_COLUMNS = ("cards", "isl", "osl", "rank", *(f"{ph}_{c}" for ph in ("prefill", "decode")
+                                                        for c in POOL_COLUMNS), "ranks_used", "concurrency")
+DISAGG_FLOAT_COLUMNS = ("ttft_ms", "tpot_ms", "output_tokens_per_s", "output_tokens_per_s_per_rank",
+                        "input_tokens_per_s", "kv_transfer_ms", "prefill_utilization",
+                        "agg_output_tokens_per_s_per_rank", "ttft_sla_ms", "tpot_sla_ms")
+DISAGG_BOOL_COLUMNS = ("feasible",)
+DISAGG_STR_COLUMNS = ("hardware", "scenario", "ratio", "kv_transfer_tier", "note", "winner", "binding_constraint",
+                      "model", "weight_dtype")
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA
+
+
+def _typed(rows: Iterable[dict[str, Any]], columns, ints, floats, bools, strs) -> pd.DataFrame:
+    df = pd.DataFrame(list(rows), columns=list(columns))
+    for c in ints:
+        df[c] = pd.array([None if _missing(v) else int(v) for v in df[c]], dtype="Int64")
+    for c in floats:
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
+    for c in bools:
+        df[c] = pd.array([None if _missing(v) else bool(v) for v in df[c]], dtype="boolean")
+    for c in strs:
+        df[c] = df[c].map(lambda v: "" if _missing(v) else str(v)).astype(object)
+    return df
+
+
 def to_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """Rows to a DataFrame with the documented columns and dtypes (nullable integers: empty for infeasible rows)."""
-    df = pd.DataFrame(list(rows), columns=list(COLUMNS))
-    for c in INT_COLUMNS:
-        df[c] = pd.array([None if (v is None or (isinstance(v, float) and math.isnan(v))) else int(v)
-                          for v in df[c]], dtype="Int64")
-    for c in FLOAT_COLUMNS:
-        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
-    for c in BOOL_COLUMNS:
-        df[c] = pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else bool(v)
-                          for v in df[c]], dtype="boolean")
-    for c in STR_COLUMNS:
-        df[c] = df[c].map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
-        df[c] = df[c].astype(object)
-    return df
+    return _typed(rows, COLUMNS, INT_COLUMNS, FLOAT_COLUMNS, BOOL_COLUMNS, STR_COLUMNS)
+
+
+def to_disagg_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Disaggregated rows to a DataFrame with DISAGG_COLUMNS in their order and dtypes, whatever keys the first
+    row has (an infeasible one has no pool columns)."""
+    return _typed(rows, DISAGG_COLUMNS, DISAGG_INT_COLUMNS, DISAGG_FLOAT_COLUMNS, DISAGG_BOOL_COLUMNS,
+                  DISAGG_STR_COLUMNS)
+
+
+def is_disagg(columns: Iterable[str]) -> bool:
+    """A disaggregated sweep's table: it has the ratio and both pools' worker counts."""
+    return {"ratio", "prefill_workers", "decode_workers"} <= set(columns)
 
 
 FILE_FORMATS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".pq": "parquet"}
@@ -92,7 +132,8 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
 
 
 def read_table(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a sweep back with the documented dtypes (CSV, JSON or Parquet by extension)."""
+    """Read a sweep back, aggregated or disaggregated (by its columns), with its documented columns and dtypes
+    (CSV, JSON or Parquet by extension)."""
     fmt = file_format(path)
     if fmt == "parquet":
         df = pd.read_parquet(path)
@@ -100,4 +141,4 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
         df = pd.read_json(path, orient="records", dtype=False)
     else:
         df = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    return to_frame(df.to_dict("records"))
+    return (to_disagg_frame if is_disagg(df.columns) else to_frame)(df.to_dict("records"))

@@ -19,7 +19,8 @@ from solver.errors import InfeasibleError
 from solver.plan.points import SolverParams
 from solver.plan.disagg import DisaggPlan, DisaggResult, phase_scenario, plan_disagg
 from solver.rank.select import Candidate, rank_candidates
-from solver.report.candidates import candidate_dict
+from solver.report.candidates import candidate_dict, own_config
+from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.scenario import Scenario
 
 GB = 1e9
@@ -54,6 +55,7 @@ class DisaggReport:
     comparison: Comparison
     skipped: dict = field(default_factory=dict)  # 'phase W=size' -> the InfeasibleError of that plan
     input_notes: tuple[str, ...] = ()  # what reading the inputs noted (specs/notes.input_notes)
+    knobs: tuple[str, ...] = KNOBS  # the model's own (parallel.model_knobs): what the outputs show
 
 
 def _pool_candidate(pool, spec, hw, scenario: Scenario) -> Candidate:
@@ -136,7 +138,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
             agg_err = str(exc)
     return DisaggReport(spec.name, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
                         compare(best, agg, scenario, cards), res.skipped,
-                        input_notes(spec, hw, prec, max_len=scenario.max_seq_len))
+                        input_notes(spec, hw, prec, max_len=scenario.max_seq_len), model_knobs(spec))
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -173,8 +175,8 @@ def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> d
     return out
 
 
-def _pool_dict(v: PoolView, d: DisaggPlan) -> dict[str, Any]:
-    c = candidate_dict(v.candidate)
+def _pool_dict(v: PoolView, d: DisaggPlan, knobs: tuple[str, ...]) -> dict[str, Any]:
+    c = candidate_dict(v.candidate, knobs)
     pool = d.prefill if v.phase == "prefill" else d.decode
     mem = d.estimate.prefill_memory if v.phase == "prefill" else d.estimate.decode_memory
     pc = pool.planned.config
@@ -213,10 +215,10 @@ def launch_text(r: DisaggReport) -> str:
     return "\n".join(out)
 
 
-def _brief(d: DisaggPlan) -> dict[str, Any]:
+def _brief(d: DisaggPlan, knobs: tuple[str, ...]) -> dict[str, Any]:
     e = d.estimate
-    return {"ratio": d.ratio, "prefill_parallel_config": d.prefill.planned.config.knobs(),
-            "decode_parallel_config": d.decode.planned.config.knobs(), "ranks_used": d.cards,
+    return {"ratio": d.ratio, "prefill_parallel_config": own_config(d.prefill.planned.config, knobs),
+            "decode_parallel_config": own_config(d.decode.planned.config, knobs), "ranks_used": d.cards,
             "ttft_ms": round(e.ttft_s * 1e3, 2), "tpot_ms": round(e.tpot_s * 1e3, 3),
             "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1)}
 
@@ -224,16 +226,16 @@ def _brief(d: DisaggPlan) -> dict[str, Any]:
 def report_dict(r: DisaggReport, ranks_per_node: int | None = None) -> dict[str, Any]:
     agg = None
     if r.aggregated is not None:
-        a = candidate_dict(r.aggregated)
+        a = candidate_dict(r.aggregated, r.knobs)
         agg = {"pattern": a["pattern"], "parallel_config": a["parallel_config"], "estimation": a["estimation"]}
     return {
         "serving": "disagg",
         "model": r.model, "hardware": r.hardware, "cards": r.cards,
         "ratio": r.plan.ratio,
-        "prefill_pool": _pool_dict(r.pools[0], r.plan),
-        "decode_pool": _pool_dict(r.pools[1], r.plan),
+        "prefill_pool": _pool_dict(r.pools[0], r.plan, r.knobs),
+        "decode_pool": _pool_dict(r.pools[1], r.plan, r.knobs),
         "estimation": serving_estimation(r.plan, ranks_per_node),
-        "alternatives": [_brief(d) for d in r.alternatives],
+        "alternatives": [_brief(d, r.knobs) for d in r.alternatives],
         "aggregated": agg if agg is not None else {"infeasible": r.aggregated_error},
         "comparison": {"winner": r.comparison.winner,
                        "throughput_per_rank_ratio": None if r.comparison.throughput_ratio is None

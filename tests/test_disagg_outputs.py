@@ -1,0 +1,174 @@
+"""What `sweep`, `recommend` and `solve --serving disagg` put out: recommend agrees with the sweep, the table
+reads back, every figure of a row is at the row's concurrency, and the remedies speak of the whole deployment."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from solver.capacity.disagg import recommend_disagg, sweep_disagg
+from solver.capacity.table import DISAGG_COLUMNS, DISAGG_INT_COLUMNS, read_table, write_table
+from solver.errors import InfeasibleError, InputError
+from solver.plan.disagg import plan_disagg
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.precision import resolve_precision
+from solver.specs.scenario import Scenario
+
+QWEN = "qwen3-30b-a3b"
+
+
+@pytest.fixture(scope="module")
+def qwen8() -> pd.DataFrame:
+    """The plans the sweep lists for Qwen3-30B-A3B on 8 H200 (ISL 4096 / OSL 256, throughput)."""
+    return sweep_disagg(QWEN, ["h200_sxm"], "8", ["throughput"])
+
+
+@pytest.fixture(scope="module")
+def dsv3() -> pd.DataFrame:
+    """DeepSeek-V3 on 8 H100 (no worker holds it: the first row is infeasible) and on 16 H200 (plans)."""
+    return pd.concat([sweep_disagg("deepseek-v3", ["h100_sxm"], "8", ["throughput"], isl=2048, osl=512),
+                      sweep_disagg("deepseek-v3", ["h200_sxm"], "16", ["throughput"], isl=2048, osl=512)],
+                     ignore_index=True)
+
+
+def _plan(model: str, hw: str, cards: int, **scenario) -> None:
+    spec, h = load_model(model), load_hardware(hw)
+    plan_disagg(spec, h, resolve_precision(spec, h, None, None, None), load_framework("generic"), cards,
+                Scenario(kind="throughput", **scenario))
+
+
+def _remedy(model: str, hw: str, cards: int, **scenario) -> str:
+    with pytest.raises(InfeasibleError) as err:
+        _plan(model, hw, cards, **scenario)
+    return err.value.remedy or ""
+
+
+# ------------------------------------------------------------------------------------------------ recommend
+
+
+def test_recommend_takes_a_size_when_any_plan_the_sweep_lists_for_it_carries_the_load(qwen8) -> None:
+    # the sweep's most throughput on 8 cards need not be its rank-1 plan (chosen by score, not by load)
+    most = qwen8["output_tokens_per_s"].max()
+    rec = recommend_disagg(QWEN, ["h200_sxm"], target_output_tokens_per_s=most, cards="8,16")
+    assert rec.best["cards"] == 8
+    assert rec.best["output_tokens_per_s"] in set(qwen8["output_tokens_per_s"])
+
+
+@pytest.mark.parametrize("model, hw, cards, scenario, binding", [
+    (QWEN, "h200_sxm", "8", {"ttft_ms": 20}, "SLA.ttft"),
+    ("deepseek-v3", "h100_sxm", "8,16", {"isl": 2048, "osl": 512}, "B.memory_per_rank"),
+])
+def test_recommend_names_the_binding_constraint_when_no_size_carries_the_load(model, hw, cards, scenario,
+                                                                              binding) -> None:
+    rec = recommend_disagg(model, [hw], target_output_tokens_per_s=1000, cards=cards, **scenario)
+    assert rec.best is None
+    note = rec.options[0]["note"]
+    assert f"binding: {binding}" in note and "what would fit:" in note
+
+
+# ------------------------------------------------------------------------------------------------ the table
+
+
+def test_the_disaggregated_table_has_its_documented_columns_whichever_row_comes_first(dsv3, tmp_path) -> None:
+    assert not dsv3["feasible"].iloc[0]
+    assert list(dsv3.columns) == list(DISAGG_COLUMNS)
+    path = write_table(dsv3, tmp_path / "dd.csv")
+    header, *lines = path.read_text().splitlines()
+    assert header.split(",") == list(DISAGG_COLUMNS)
+    ints = [DISAGG_COLUMNS.index(c) for c in DISAGG_INT_COLUMNS]
+    for line in lines[1:]:  # feasible rows: integer columns written as integers
+        cells = line.split(",")
+        assert all(re.fullmatch(r"\d+", cells[i]) for i in ints if cells[i]), line
+
+
+@pytest.mark.parametrize("name", ["sweep.csv", "sweep.json", "sweep.parquet"])
+def test_read_table_reads_either_kind_of_sweep_back_with_its_types(dsv3, tmp_path: Path, name: str) -> None:
+    from solver import api
+
+    agg = api.sweep("llama-3.1-8b", "h200_sxm", "1", ["latency"])
+    for df in (agg, dsv3):
+        back = read_table(write_table(df, tmp_path / name))
+        pd.testing.assert_frame_equal(back, df, check_exact=False)
+
+
+def test_a_plot_of_a_disaggregated_table_is_refused(dsv3) -> None:
+    from solver.capacity.plots import plot_sweep
+
+    with pytest.raises(InputError, match="--plot"):
+        plot_sweep(dsv3)
+
+
+def test_every_figure_of_a_row_is_at_the_rows_concurrency(qwen8) -> None:
+    fixed = sweep_disagg(QWEN, ["h200_sxm"], "8", ["throughput"], concurrency=100)
+    assert (fixed["concurrency"] == 100).all()
+    for df in (qwen8, fixed):
+        for _, r in df.iterrows():  # throughput = C x OSL / (TTFT + (OSL - 1) TPOT) (docs/disagg.md)
+            assert r["output_tokens_per_s"] == pytest.approx(
+                r["concurrency"] * r["osl"] / ((r["ttft_ms"] + (r["osl"] - 1) * r["tpot_ms"]) / 1e3), rel=2e-3)
+
+
+def test_disaggregated_outputs_leave_out_knobs_the_model_lacks(qwen8) -> None:
+    # Qwen3-30B-A3B has no dense FFN and no MLA: no dense TP, no o_proj TP (parallel.model_knobs)
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    absent = ("dense_tp_size", "o_proj_tp_size")
+    for pool in ("prefill", "decode"):
+        assert all(qwen8[f"{pool}_{k}"].isna().all() for k in absent)  # empty columns, as the aggregated table
+        assert qwen8[f"{pool}_moe_tp_size"].notna().all()
+    rec = recommend_disagg(QWEN, ["h200_sxm"], target_output_tokens_per_s=1000, cards="8")
+    assert not {f"{pool}_{k}" for pool in ("prefill", "decode") for k in absent} & set(rec.best)
+    res = CliRunner().invoke(main, ["solve", QWEN, "--hardware", "h200_sxm", "--cards", "8", "--serving", "disagg",
+                                    "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    configs = [out["prefill_pool"]["parallel_config"], out["decode_pool"]["parallel_config"],
+               out["aggregated"]["parallel_config"],
+               *(a[f"{pool}_parallel_config"] for a in out["alternatives"] for pool in ("prefill", "decode"))]
+    assert all("moe_tp_size" in c and not set(absent) & set(c) for c in configs), configs
+
+
+# ------------------------------------------------------------------------------------------------ remedies
+
+
+def test_a_memory_remedy_counts_the_cards_of_both_pools_and_is_a_deployment_that_plans() -> None:
+    # DeepSeek-V3 (FP8) needs 16 H100 per worker: 32 in total, not "16 cards" (the phase plan's own world)
+    remedy = _remedy("deepseek-v3", "h100_sxm", 16, isl=2048, osl=512)
+    total = re.search(r"(\d+) cards in total", remedy)
+    assert total and int(total.group(1)) == 32, remedy
+    _plan("deepseek-v3", "h100_sxm", 32, isl=2048, osl=512)
+
+
+def test_a_concurrency_remedy_only_when_a_concurrency_was_given() -> None:
+    # the weights alone do not fit a worker: fewer requests would not help, and none was given
+    assert "concurrency" not in _remedy("deepseek-v3", "h100_sxm", 16, isl=2048, osl=512)
+
+
+def test_a_given_concurrency_the_pools_cannot_hold_names_the_most_they_hold_not_cards_they_have() -> None:
+    # both pools fit 8 cards (the old line said "need 2 cards together"); their decode workers hold 512 at most
+    most = re.search(r"--concurrency (\d+), or more cards", _remedy(QWEN, "h200_sxm", 8, concurrency=1000))
+    assert most and int(most.group(1)) < 1000
+    _plan(QWEN, "h200_sxm", 8, concurrency=int(most.group(1)))
+
+
+def test_the_ttft_floor_is_the_lowest_end_to_end_ttft_whatever_sla_was_given() -> None:
+    # 20 ms: no prefill worker's step meets it; 50 ms: pairs are planned and all miss it
+    floors = set()
+    for ttft in (20, 50):
+        found = re.search(r"lowest TTFT is ([\d.]+) ms", _remedy(QWEN, "h200_sxm", 8, ttft_ms=ttft))
+        assert found
+        floors.add(float(found.group(1)))
+    assert len(floors) == 1
+    _plan(QWEN, "h200_sxm", 8, ttft_ms=floors.pop() * 1.001)  # and an SLA at the floor is met
+
+
+def test_a_given_concurrency_above_the_planners_default_range_is_served() -> None:
+    # a fixed concurrency makes the planner's range (4,096 by default) moot, as in the aggregated plan
+    _plan(QWEN, "h200_sxm", 128, concurrency=6000)
