@@ -701,3 +701,16 @@ def test_inspect_shows_a_dense_ffn_width_only_for_a_model_with_a_dense_ffn() -> 
     dense = json.loads(run("inspect", "llama-3.1-8b", "--format", "json").stdout)["basic"]
     assert "H_ffn (dense FFN)" not in moe and moe["moe_intermediate_size"] == 768
     assert dense["H_ffn (dense FFN)"] == 14336
+
+
+def test_a_price_given_twice_for_one_hardware_is_bad_input() -> None:
+    one_error_line(run("recommend", "qwen3-8b", "--hardware", "h100_sxm", "--target-output-tokens-per-s", "1000",
+                       "--price", "h100_sxm=3", "--price", "h100_sxm=4"), 2, "--price: two prices for h100_sxm")
+
+
+def test_a_price_names_a_hardware_file_by_the_name_the_output_gives_it(tmp_path: Path) -> None:
+    from solver.capacity.recommend import parse_prices
+
+    assert parse_prices(["my-gpu=3.5"], ["my-gpu", "h100_sxm"]) == {"my-gpu": 3.5}
+    with pytest.raises(InputError, match="--price: nope is not one of the hardware given"):
+        parse_prices(["nope=1"], ["my-gpu"])

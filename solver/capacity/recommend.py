@@ -128,9 +128,17 @@ def parse_prices(value: str | Mapping[str, float] | Iterable[str] | None, hardwa
             raise InputError("--price", f"not a number: {key}={val}") from None
         if not math.isfinite(price) or price <= 0:
             raise InputError("--price", f"must be > 0, got {key}={val}")
-        name = load_hardware(key).name
+        if key in hardware:  # a name as the output labels it (a user's hardware file is not in the catalog)
+            name = key
+        else:
+            try:
+                name = load_hardware(key).name
+            except InputError:
+                name = None
         if name not in hardware:
             raise InputError("--price", f"{key} is not one of the hardware given ({', '.join(hardware)})")
+        if out.get(name, price) != price:  # the last one would win unread
+            raise InputError("--price", f"two prices for {name}: {out[name]:g} and {price:g}; give one")
         out[name] = price
     return out
 

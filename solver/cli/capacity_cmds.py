@@ -130,6 +130,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
     _seq_lens_replace_isl(seq_lens)
     check_mtp(model, mtp)
+    start = time.perf_counter()
     if serving == "disagg":  # one row per disaggregated plan (solver.capacity.disagg)
         from solver.capacity.disagg import sweep_disagg
         from solver.capacity.table import check_writable, write_table
@@ -155,13 +156,16 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
             sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
         else:
             write_table(df, out)
+            combos = df.groupby(["hardware", "cards", "scenario", "isl", "osl"], sort=False).ngroups
+            infeasible = int(df["rank"].isna().sum())
+            click.echo(f"wrote {len(df)} rows ({combos} combination{'s' if combos != 1 else ''}, {infeasible} "
+                       f"infeasible) to {out} in {time.perf_counter() - start:.1f} s", err=True)
         return
     from solver.capacity.sweep import build_plan, run_tasks, sweep_rows
     from solver.capacity.table import check_writable, to_frame, write_table
 
     if out is not None and fmt not in (None, "table"):
         raise InputError("--format", f"{fmt} with --out: the extension of {out} sets the file's format")
-    start = time.perf_counter()
     sp = build_plan(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl, osl=osl,
                     seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms, concurrency=concurrency,
                     max_concurrency=max_concurrency, mtp=mtp, framework=framework,
@@ -283,8 +287,9 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                params=_params(time_limit, seed), prices=list(prices) or None)
         click.echo(rec.render(fmt), nl=False)
         if rec.best is None:
+            notes = "; ".join(f"{o['hardware']}: {o['note']}" for o in rec.options)
             raise InfeasibleError(f"no cluster size tried carries {rec.target_output_tokens_per_s:,.0f} output "
-                                  f"tokens/s for {rec.model} disaggregated", ["load"])
+                                  f"tokens/s for {rec.model} disaggregated ({notes})", [o["note"] for o in rec.options])
         return
     from solver.capacity.recommend import recommend
 
