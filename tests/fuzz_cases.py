@@ -502,7 +502,7 @@ def _absent_flags(model: str) -> set[str]:
 
     try:
         spec = load_model(model)
-    except ShardplanError:
+    except (ShardplanError, OSError):  # the CLI refuses such a name before it reads a path (a 300-character one)
         return set()
     return {"--" + k.removesuffix("_size").replace("_", "-") for k in absent_knobs(spec)}
 
@@ -613,12 +613,18 @@ def solve_cases(draw, fx: Fixtures) -> Case:
         ("--workers", "workers"), ("--phase", "phase_solve"), ("--method", "method"), ("--format", "format"),
         ("--framework", "fw"), ("--scenario", "scenario"), ("--weight-dtype", "dtype"), ("--kv-dtype", "dtype")]),
         max_size=3, unique=True))
+    drawn = {}
     for flag, kind in picks:
         value, good = _pick(draw, kind, b.rate(0.5))
+        drawn[flag] = value if good else None
         label = "valid" if good else "invalid"
         if flag == "--concurrency" and good and int(value) > max_conc:
             label = "invalid"  # over --max-concurrency
         b.add([flag, value], label, f"{flag} {value[:30]!r}")
+    # an SLA on a figure the phase does not have (decode: no TTFT; prefill: no TPOT) is bad input
+    lacks = {"decode": "--ttft-ms", "prefill": "--tpot-ms"}.get(drawn.get("--phase") or "")
+    if lacks and drawn.get(lacks):
+        b.add([], "invalid", f"{lacks} with --phase {drawn['--phase']}")
     if "--framework" not in b.argv and draw(st.floats(0, 1)) < 0.1:  # click keeps the last of a repeated option
         path, label, why = b.file(draw, fx.frameworks)
         b.add(["--framework", path], label, why, "file")
