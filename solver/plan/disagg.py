@@ -25,12 +25,10 @@ from solver.estimate.compute import factors_for
 from solver.estimate.disagg import DisaggEstimate, DisaggWorkload, estimate_disagg, workers_to_match
 from solver.estimate.memory import MemoryOptions
 from solver.plan import points
-from solver.plan.solve import (REMEDY_PLANS, SLA_FLAGS, Planned, PlanResult, _cheaper_weights, _might_fit, plan,
-                               relax_slas)
+from solver.plan.solve import Planned, PlanResult, plan
 from solver.specs.disagg_fitted import burst_share
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
-from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.model import ModelSpec
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
@@ -213,7 +211,9 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     fronts, skipped = job.fronts(scenario)
     pairs = _pairs(scenario, fronts, cards)
     if not pairs:
-        raise _no_pair(job, scenario, fronts, skipped)
+        from solver.plan.disagg_remedies import no_pair  # it imports this module: imported where it is asked
+
+        raise no_pair(job, scenario, fronts, skipped)
     lat0, inv0 = min(t.lat for t in pairs), min(t.inv for t in pairs)
     pairs.sort(key=lambda t: scenario.score(t.lat, t.inv, lat0, inv0))  # the scenario's own order, on the ratio
     evaluated: list[DisaggPlan] = []
@@ -228,13 +228,9 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
             continue
         evaluated.append(c)
     if not evaluated:
-        binding = sorted(set(rejected))
-        # a decode worker holds the KV of its share of a given --concurrency: fewer requests need less
-        fewer = scenario.concurrency and any(b.startswith("B.memory_per_rank") for b in binding)
-        raise InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} meets the SLA: "
-                              f"{', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}", binding,
-                              _what_would_fit(_sla_floor(job, scenario, binding),
-                                              ["a smaller --concurrency"] if fewer else []))
+        from solver.plan.disagg_remedies import none_meets
+
+        raise none_meets(job, scenario, rejected)
     lat = [scenario.request_latency(c.estimate.ttft_s, c.estimate.tpot_s) for c in evaluated]
     inv = [1.0 / c.estimate.output_tokens_per_s_per_rank for c in evaluated]
     lat_ref, inv_ref = min(lat), min(inv)
@@ -282,149 +278,6 @@ def _concurrency(scenario: Scenario, batch: int, decode_workers: int) -> int | N
         return decode_workers * batch
     share = -(-scenario.concurrency // decode_workers)
     return scenario.concurrency if batch // 2 < share <= batch else None
-
-
-def _no_pair(job: _Job, scenario: Scenario, fronts: dict, skipped: dict[str, InfeasibleError]) -> InfeasibleError:
-    """Why no (prefill, decode) pair fits: a pool has no worker size that holds the model (or meets the SLA), the
-    smallest workers of the two pools together exceed the cards, or the pools that fit cannot hold the given
-    concurrency. The remedies speak of the deployment, not of the phase plans that failed (their concurrency is a
-    batch of ours, their world a worker)."""
-    model, hw, cards = job.model, job.hw, job.cards
-    smallest = {ph: min(fronts[ph], default=None) for ph in ("prefill", "decode")}
-    missing = [ph for ph, w in smallest.items() if w is None]
-    if missing:
-        largest = max(job.sizes)
-        failed = [k for k in skipped if k.split()[0] in missing]
-        binding = sorted({b for k in failed for b in skipped[k].binding}) or ["B.memory_per_rank"]
-        # what binds the largest worker tried is what more cards or a looser SLA must lift
-        at_largest = {b for ph in missing if (exc := skipped.get(f"{ph} W={largest}")) for b in exc.binding}
-        memory = _memory_remedies(job, scenario, smallest, missing) if (
-            "B.memory_per_rank" in at_largest or not at_largest) else []
-        return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: no "
-                               f"{' or '.join(missing)} worker of at most {largest} ranks is feasible "
-                               f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'})", binding,
-                               _what_would_fit(_sla_floor(job, scenario, sorted(at_largest)), memory))
-    need = cards_for(model, hw, smallest["prefill"], smallest["decode"])
-    if need > cards:
-        return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the smallest "
-                               f"prefill ({smallest['prefill']}) and decode ({smallest['decode']}) workers need {need} "
-                               "cards together", ["cards"], f"what would fit: {need} cards or more")
-    # the pools fit: the load does not. The most requests the pairs hold, the planner's range set aside as a fixed
-    # concurrency sets it aside
-    free = scenario.model_copy(update={"concurrency": None, "max_concurrency": MAX_CONCURRENCY})
-    most = max((t.conc for t in _pairs(free, fronts, cards)), default=None)
-    if scenario.concurrency and most:
-        return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} serves "
-                               f"--concurrency {scenario.concurrency}: the decode workers that fit beside their "
-                               f"prefill workers hold at most {most} requests", ["concurrency"],
-                               f"what would fit: --concurrency {most}, or more cards")
-    return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the prefill workers "
-                           "the rate match needs do not fit beside a decode worker", ["cards"],
-                           "what would fit: more cards")
-
-
-def _what_would_fit(sla: str | None, others: list[str]) -> str | None:
-    parts = [*([sla] if sla else []), *others]
-    return "what would fit: " + "; ".join(parts) if parts else None
-
-
-_SLA_FIELDS = {"SLA.ttft": "ttft_ms", "SLA.tpot": "tpot_ms"}
-
-
-def _sla_floor(job: _Job, scenario: Scenario, binding: list[str]) -> str | None:
-    """Relax the binding SLAs, and how far: the lowest value of each one's figure over the deployments evaluated
-    with those SLAs set aside (pools planned without them, pairs taken in order of the figure's estimate without
-    queueing), so the floor is the same whatever value of the SLA was given. None when no SLA binds."""
-    slas = [b for b in binding if b in _SLA_FIELDS]
-    if not slas:
-        return None
-    relaxed = scenario.model_copy(update={_SLA_FIELDS[b]: None for b in slas})
-    pairs = _pairs(relaxed, job.fronts(relaxed)[0], job.cards)
-    estimates: dict[int, DisaggEstimate] = {}  # pair index -> its full estimate (each evaluated once)
-    lows = []
-    for b in slas:
-        _, attr, name = SLA_FLAGS[b]
-        est = ((lambda t: t.p.estimate.ttft_s + t.d.estimate.tpot_s) if b == "SLA.ttft"
-               else (lambda t: t.d.estimate.tpot_s))
-        fitting = []
-        for i in sorted(range(len(pairs)), key=lambda i: (est(pairs[i]), pairs[i].conc))[:MAX_EVALUATED]:
-            if i not in estimates:
-                estimates[i] = job.evaluate(relaxed, pairs[i]).estimate
-            if not sla_misses(estimates[i], relaxed):  # fits memory and meets the SLAs kept
-                fitting.append(estimates[i])
-        if fitting:
-            lows.append(f"the lowest {name} is {min(getattr(e, attr) for e in fitting) * 1e3:.3g} ms")
-    aside = "them" if len(slas) > 1 else "it"
-    return relax_slas(slas) + (f": with {aside} set aside, of the {len(estimates)} deployments evaluated "
-                               f"{' and '.join(lows)}" if lows else "")
-
-
-def _memory_remedies(job: _Job, scenario: Scenario, smallest: dict[str, int | None], missing: list[str]
-                     ) -> list[str]:
-    """What would make the missing pools' workers fit, for the deployment as a whole: the cards a worker of each
-    pool needs together where the planner finds one (a pool that has workers keeps its smallest), a shorter
-    sequence where the weights and one token fit the largest worker, smaller weight formats. No smaller
-    --concurrency: the phase plans that failed do not depend on it."""
-    largest = max(job.sizes)
-    sizes = dict(smallest)
-    tried: list[int] = []
-    for ph in missing:
-        sizes[ph], planned = _fitting_worker(job, scenario, ph, largest)
-        tried += planned
-    wide = "" if job.allow_cross_node else " with TP inside a node (try --allow-cross-node)"
-    if sizes["prefill"] and sizes["decode"]:
-        need = cards_for(job.model, job.hw, sizes["prefill"], sizes["decode"])
-        aside = ", SLAs aside" if scenario.ttft_ms is not None or scenario.tpot_ms is not None else ""
-        out = [f"{need} cards in total (a prefill worker of {sizes['prefill']} ranks and a decode worker of "
-               f"{sizes['decode']}: the planner found a configuration for each{aside})"]
-    elif tried:
-        out = [f"the planner found no {' or '.join(ph for ph in missing if not sizes[ph])} worker at "
-               f"{', '.join(map(str, sorted(set(tried))))} ranks (the sizes a memory screen passes){wide}"]
-    else:
-        out = [f"no worker of {largest + 1} to {largest * WORKER_GROWTH} ranks holds the weights and the smallest "
-               f"batch{wide}"]
-    if all(_might_fit(job.model, job.hw, job.prec, job.fw, largest, _smallest_load(scenario, ph), job.mem_opts,
-                      seq_len=1) for ph in missing):
-        out.append("a shorter sequence")
-    cheaper = _cheaper_weights(job.model, job.hw, job.prec)
-    if cheaper:
-        out.append(f"smaller weights ({cheaper})")
-    return out
-
-
-WORKER_GROWTH = 32  # how far past the largest worker tried a memory remedy looks for one that fits
-
-
-def _smallest_load(scenario: Scenario, phase: str) -> Scenario:
-    """The phase's scenario at its smallest batch with the SLAs set aside: memory is the question."""
-    sc = phase_scenario(scenario, phase, 1)
-    return sc.model_copy(update={"ttft_ms": None, "tpot_ms": None}
-                         | ({} if sc.concurrency else {"max_concurrency": 1}))
-
-
-def _fitting_worker(job: _Job, scenario: Scenario, phase: str, above: int) -> tuple[int | None, list[int]]:
-    """(the smallest worker size above `above`, a power of two or a node multiple as worker_sizes takes, at which
-    the phase's planner finds a configuration; the sizes it was asked about). Sizes pass a memory screen first."""
-    params = job.params or points.SolverParams()
-    quick = points.SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, 5.0))
-    sc = _smallest_load(scenario, phase)
-    rpn = job.hw.ranks_per_node
-    sizes = sorted({1 << k for k in range((above * WORKER_GROWTH).bit_length()) if (1 << k) > above}
-                   | set(range(rpn * (above // rpn + 1), above * WORKER_GROWTH + 1, rpn)))
-    planned: list[int] = []
-    for w in sizes:
-        if not _might_fit(job.model, job.hw, job.prec, job.fw, w, sc, job.mem_opts):
-            continue
-        planned.append(w)
-        try:
-            plan(job.model, job.hw, job.prec, job.fw, w, sc, quick, method=job.method, top=1,
-                 allow_cross_node=job.allow_cross_node, mem_opts=job.mem_opts, explain_binding=False, diagnose=False)
-        except InfeasibleError:
-            if len(planned) >= REMEDY_PLANS:
-                break
-            continue
-        return w, planned
-    return None, planned
 
 
 def cards_for(model: ModelSpec, hw: Hardware, prefill_size: int, decode_size: int) -> int:

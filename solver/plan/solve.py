@@ -428,7 +428,7 @@ def _remedy_worlds(world: int, model: ModelSpec) -> list[int]:
     return sorted(sizes, key=lambda w: (abs(math.log(w / world)), -w))[:REMEDY_SIZES]
 
 
-def _might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, w: int, scenario: Scenario,
+def might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, w: int, scenario: Scenario,
                mem_opts: MemoryOptions | None, seq_len: int | None = None) -> bool:
     """A cheap screen before the planner is asked: the most sharded layouts with TP inside the node (MoE TP as
     small as lets EP hold the experts, with the redundant copies the engine would place), without and with
@@ -475,9 +475,9 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
                    f"weights and the smallest batch{wide}")
     if scenario.concurrency:
         out.append("a smaller --concurrency")
-    if scenario.max_seq_len > 1 and _might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=1):
+    if scenario.max_seq_len > 1 and might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=1):
         out.append("a shorter sequence")
-    cheaper = _cheaper_weights(model, hw, prec)
+    cheaper = cheaper_weights(model, hw, prec)
     if cheaper:
         out.append(f"smaller weights ({cheaper})")
     return out
@@ -487,7 +487,7 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
 WEIGHT_REMEDIES = ("fp8", "int8", "int4", "fp4")
 
 
-def _cheaper_weights(model: ModelSpec, hw: Hardware, prec: Precision) -> str:
+def cheaper_weights(model: ModelSpec, hw: Hardware, prec: Precision) -> str:
     """The weight flags and formats with fewer bits than this deployment's, that the hardware computes in or
     keeps weight-only (resolve_precision accepts them), '' when none."""
     def smaller(than: float) -> list[str]:
@@ -515,7 +515,7 @@ def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewor
                                 | ({} if scenario.concurrency else {"max_concurrency": 1}))
     planned: list[int] = []
     for w in _remedy_worlds(world, model):
-        if not _might_fit(model, hw, prec, fw, w, scenario, mem_opts):
+        if not might_fit(model, hw, prec, fw, w, scenario, mem_opts):
             continue
         planned.append(w)
         try:
