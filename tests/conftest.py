@@ -17,6 +17,14 @@ def examples(n: int) -> int:
     return max(1, round(n * float(os.environ.get("SHARDPLAN_EXAMPLES_SCALE", "1"))))
 
 
+def rules_of(name: str):
+    """A framework profile for its rules and factors on any device: the planner's tests pair a rule-rich profile
+    (cann-recipes) with devices it does not run on, which the CLI refuses (FrameworkProfile.vendors)."""
+    from solver.specs.framework import load_framework
+
+    return load_framework(name).model_copy(update={"vendors": []})
+
+
 def toy_hardware(**over):
     """A round-number device for hand-computed cases: 1 PFLOP/s bf16 (2 fp8), 1 TB/s HBM, 1 GB/s in the node,
     0.1 GB/s between nodes, no latencies, no overheads, perfect efficiencies."""

@@ -240,3 +240,18 @@ def test_a_launch_the_memory_model_does_not_fit_says_so(tmp_path) -> None:
     assert over.exit_code == 0 and "# note: does not fit: " in over.stdout and "over the limit of 81.60 GB" in over.stdout
     fits = CliRunner().invoke(main, ["launch", dep])
     assert fits.exit_code == 0 and "does not fit" not in fits.stdout
+
+
+@pytest.mark.parametrize("engine, device", [("trtllm", "atlas_a3"), ("atom", "h200_sxm"), ("cann-recipes", "h200_sxm"),
+                                            ("vllm-ascend", "mi355x")])
+def test_an_engine_runs_on_its_vendors_devices_only(engine, device) -> None:
+    """A TensorRT-LLM command for an Ascend die is no command: solve refuses the pair, naming the vendors."""
+    r = CliRunner().invoke(main, ["solve", "qwen3-30b-a3b", "--hardware", device, "--cards", "8", "--framework", engine])
+    assert r.exit_code == 2 and f"--framework: {engine} runs on" in r.stderr and "devices;" in r.stderr
+
+
+def test_every_engine_names_the_vendors_it_runs_on_and_generic_runs_anywhere() -> None:
+    vendors = {load_hardware(h).vendor for h in ("h200_sxm", "mi355x", "atlas_a3")}
+    for name in ENGINES:
+        assert load_framework(name).vendors and set(load_framework(name).vendors) <= vendors, name
+    assert load_framework("generic").vendors == []

@@ -130,7 +130,7 @@ def test_launch_spells_pp_and_engines_without_it_refuse(llama, h100):
     assert argv[argv.index("--tensor-parallel-size") + 1] == "8"
     assert len(launch["nodes"]) == 2
     with pytest.raises(InputError, match="pp_size = 2 but cann-recipes has no such knob"):
-        emit_launch(load_framework("cann-recipes"), llama, h100, tp8_pp2(), inputs)
+        emit_launch(load_framework("cann-recipes"), llama, load_hardware("atlas_a3"), tp8_pp2(), inputs)
 
 
 def test_llama_405b_on_16_h100_under_vllm_gets_tp8_pp2():

@@ -27,7 +27,7 @@ from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import resolve_precision
 from solver.specs.scenario import Scenario
 
-from conftest import examples  # noqa: E402
+from conftest import examples, rules_of  # noqa: E402
 
 CASES = [("qwen3-30b-a3b", "h200_sxm"), ("mixtral-8x7b", "h100_sxm"), ("qwen3-8b", "a100_sxm"),
          ("gpt-oss-20b", "b200_sxm"), ("deepseek-v3.2", "atlas_a3"), ("deepseek-v3", "h200_sxm"),
@@ -36,7 +36,7 @@ FRAMEWORKS = ["generic", "cann-recipes", "vllm", "sglang", "trtllm"]
 
 
 def _instance(model, hw, fw, world, phase, isl, mtp=0, max_concurrency=64, **sla):
-    m, h, f = load_model(model), load_hardware(hw), load_framework(fw)
+    m, h, f = load_model(model), load_hardware(hw), rules_of(fw)
     prec = resolve_precision(m, h, weight_dtype="int8" if h.name.startswith("atlas") else None)
     mtp = mtp if m.num_mtp_layers and f.max_mtp else 0
     sc = Scenario(isl=isl, osl=128, max_concurrency=max_concurrency, phase=phase, mtp=mtp, **sla)

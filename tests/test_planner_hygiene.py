@@ -14,6 +14,8 @@ from solver.plan.solve import PlanResult
 from solver.plan.table_build import build_tables
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
+
+from conftest import rules_of  # noqa: E402
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.precision import resolve_precision
@@ -21,7 +23,7 @@ from solver.specs.scenario import Scenario
 
 
 def _planner(model="qwen3-30b-a3b", hw="h200_sxm", world=8, fw="cann-recipes", **sc) -> cpsat.Planner:
-    m, h, f = load_model(model), load_hardware(hw), load_framework(fw)
+    m, h, f = load_model(model), load_hardware(hw), rules_of(fw)
     prec = resolve_precision(m, h)
     scenario = Scenario(kind="balanced", isl=4096, osl=128, max_concurrency=64, **sc)
     t = build_tables(m, h, prec, factors_for(h), f, build_space(m, h, f, world, scenario), scenario)
@@ -117,7 +119,7 @@ def _answer(result) -> tuple:
 def test_reused_tables_and_fronts_change_no_answer(kinds) -> None:
     from solver.plan import solve
 
-    m, h, f = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), load_framework("cann-recipes")
+    m, h, f = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), rules_of("cann-recipes")
     prec = resolve_precision(m, h)
     scenarios = [Scenario(kind=k, isl=4096, osl=128, max_concurrency=64) for k in kinds]
     scenarios += [Scenario(kind="latency", isl=4096, osl=128, max_concurrency=64, tpot_ms=20.0),
@@ -134,7 +136,7 @@ def test_reused_tables_and_fronts_change_no_answer(kinds) -> None:
 def test_a_scenario_kind_reuses_the_front_but_an_sla_does_not() -> None:
     from solver.plan import solve
 
-    m, h, f = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), load_framework("cann-recipes")
+    m, h, f = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), rules_of("cann-recipes")
     prec = resolve_precision(m, h)
     solve.clear_cache()
     solve.plan(m, h, prec, f, 8, Scenario(kind="throughput", isl=4096, osl=128, max_concurrency=64))
@@ -154,7 +156,7 @@ def test_a_plan_leaves_no_young_generation_for_the_collector_to_rescan() -> None
 
     from solver.plan import solve
 
-    m, h, f = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), load_framework("cann-recipes")
+    m, h, f = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), rules_of("cann-recipes")
     solve.clear_cache()
     assert gc.isenabled()
     solve.plan(m, h, resolve_precision(m, h), f, 8, Scenario(kind="balanced", isl=4096, osl=128, max_concurrency=64))

@@ -122,7 +122,7 @@ def test_launch_spells_redundant_experts(v3):
     vllm = emit_launch(load_framework("vllm"), v3, hw, pc, LaunchInputs(batch=72, max_model_len=4096))["nodes"][0]["argv"]
     assert "--enable-eplb" in vllm and vllm[vllm.index("--num-redundant-experts") + 1] == "32"
     with pytest.raises(InputError, match="no redundant experts"):
-        emit_launch(load_framework("atom"), v3, hw, ParallelConfig(world_size=8, redundant_experts=8),
+        emit_launch(load_framework("atom"), v3, load_hardware("mi355x"), ParallelConfig(world_size=8, redundant_experts=8),
                     LaunchInputs(batch=8, max_model_len=4096))
 
 

@@ -9,7 +9,9 @@ import pytest
 from solver.estimate.compute import factors_for
 from solver.estimate.figures import step_plan
 from solver.estimate.serving import Workload
-from solver.specs.framework import list_frameworks, load_framework
+from solver.specs.framework import list_frameworks
+
+from conftest import rules_of  # noqa: E402
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig
@@ -42,7 +44,7 @@ def test_a_step_plan_reads_only_the_world_stages_and_replicas(model: str, hardwa
     decode, with and without MTP, at small and large concurrencies."""
     m, hw = load_model(model), load_hardware(hardware)
     for fw in list_frameworks():
-        f = factors_for(hw, load_framework(fw).efficiency_for(hw))
+        f = factors_for(hw, rules_of(fw).efficiency_for(hw))
         for world, sc in itertools.product((16, 32), SCENARIOS):
             by_shape: dict[tuple, list[ParallelConfig]] = {}
             for pc in _configs(world):

@@ -98,6 +98,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     spec = fw.launch
     if spec is None:
         raise InputError("--engine", f"{fw.name} has no launch section: it is not an engine")
+    fw.check_vendor(hw.name, hw.vendor, "--engine")
     if role is not None and role not in DISAGG_ROLES:
         raise InputError("role", f"{role}: a pool is one of {', '.join(DISAGG_ROLES)}")
     pool = spec.disagg if role is not None else None

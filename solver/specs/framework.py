@@ -248,6 +248,8 @@ class FrameworkProfile(BaseModel):
         description="attention TP splits KV heads, so it must divide num_key_value_heads (no replication)"
     )
     max_mtp: int = Field(ge=0, le=MAX_MTP, description="deepest MTP / next-n speculation the framework runs")
+    vendors: list[str] = Field(default_factory=list, description="device vendors the engine runs on (hardware "
+                               "files' `vendor`); empty: any (the generic profile, a user's own)")
     rules: list[Rule] = Field(default_factory=list)
     efficiency: FrameworkEfficiency = Field(default_factory=FrameworkEfficiency)
     scheduler: FrameworkScheduler = Field(default_factory=FrameworkScheduler)
@@ -279,6 +281,16 @@ class FrameworkProfile(BaseModel):
     def fixed_knobs(self) -> tuple[str, ...]:
         return tuple(k for k in KNOB_NAMES if k not in self.knobs)
 
+    def runs_on(self, vendor: str | None) -> bool:
+        """Whether the engine runs on a device of this vendor (a device file without one passes)."""
+        return not self.vendors or not vendor or vendor in self.vendors
+
+    def check_vendor(self, hardware: str, vendor: str | None, field: str = "--framework") -> None:
+        """An engine runs on its vendors' devices only (a TensorRT-LLM command for an Ascend die would be no
+        command)."""
+        if not self.runs_on(vendor):
+            raise InputError(field, f"{self.name} runs on {'/'.join(self.vendors)} devices; {hardware} is {vendor}")
+
     def efficiency_for(self, hardware: Hardware | str) -> dict[str, float]:
         """Multipliers for the performance model on one hardware: the profile's own, times the fitted
         per-(framework, hardware) factors in `fitted/factors.yaml` (written by benchmarks/fit_efficiency.py).
@@ -289,6 +301,7 @@ class FrameworkProfile(BaseModel):
             name, memory, vendor = hardware, _memory_bytes(hardware), _vendor(hardware)
         else:
             name, memory, vendor = hardware.name, float(hardware.memory_bytes), hardware.vendor
+        self.check_vendor(name, vendor)
         base = self.efficiency
         out = {"gemm": base.gemm, "attention": base.attention, "hbm": base.hbm, "comm": base.comm,
                "grouped_gemm": base.grouped_gemm, "step_overhead_s": base.step_overhead_s}
