@@ -18,7 +18,8 @@ with the command that reproduces it.
     python benchmarks/catalog_sweep.py                      # the stop-27 run: a stratified sample, < 10 min
     python benchmarks/catalog_sweep.py --per-stratum 0      # every case of the grid (about an hour)
 
-Sampling: the grid is models x hardware x cards x frameworks x scenarios (frameworks per hardware below). Each
+Sampling: the grid is models x hardware x cards x frameworks x scenarios (frameworks per hardware below, each
+only on the devices its profile's `vendors` names). Each
 (model, hardware, scenario) stratum contributes --per-stratum cases drawn without replacement (seeded), so every
 model meets every hardware and both scenarios; a case over --case-limit-s is killed and counted as slow.
 """
@@ -60,14 +61,19 @@ ISL, OSL = 4096, 256
 
 
 def grid() -> list[tuple[str, str, int, str, str]]:
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import list_models
 
     models = [names[0] if names else file for file, names in list_models()]
     out = []
     for m in models:
         for h in HARDWARE:
+            vendor = load_hardware(h).vendor
+            # the engines that run on the device (a profile's vendors; the others are refused by design)
+            engines = [fw for fw in BASE_FRAMEWORKS + EXTRA_FRAMEWORKS.get(h, []) if load_framework(fw).runs_on(vendor)]
             for c in CARDS:
-                for fw in BASE_FRAMEWORKS + EXTRA_FRAMEWORKS.get(h, []):
+                for fw in engines:
                     for s in SCENARIOS:
                         out.append((m, h, c, fw, s))
     return out
