@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import click
 
 from solver.cli.options import (CONCURRENCY, check_mtp, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
-                                DEFAULT_FORMAT)
+                                DEFAULT_FORMAT, given)
 from solver.errors import InfeasibleError, InputError
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
 from solver.report.render import FORMATS, console, dump, table
@@ -211,8 +211,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
 
 def _seq_lens_replace_isl(seq_lens: str | None) -> None:
     """--seq-lens replaces --isl (its ISL-only entries take --osl): both given, --isl would be dropped unread."""
-    ctx = click.get_current_context()
-    if seq_lens is not None and ctx.get_parameter_source("isl") != click.core.ParameterSource.DEFAULT:
+    if seq_lens is not None and given("isl"):
         raise InputError("--isl", "--seq-lens replaces it (an entry is ISL or ISL:OSL); give the lengths there")
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, Deferred, check_mtp, dtype_options,
-                                format_option, knob_options, knob_rules, parallel_from_options)
+                                format_option, given, knob_options, knob_rules, parallel_from_options)
 from solver.errors import InputError, ShardplanError
 from solver.report.render import console, dump
 from solver.specs.knobs import CONFIG_FLAGS
@@ -190,11 +190,6 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
     shardplan estimate deepseek-v3.2 --hardware h200_sxm --cards 8 --attn-sp 8 --phase prefill --batch 1 --seq-len 32768
     shardplan estimate --from-csv measured.csv --out predicted.csv
     """
-    ctx = click.get_current_context()
-
-    def given(name: str) -> bool:
-        return ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
-
     if from_csv is not None:
         single = {"MODEL": model, "--hardware": hardware, "--cards": cards, "--isl": isl, "--osl": osl,
                   "--concurrency": concurrency, "--phase": phase, "--batch": batch, "--seq-len": seq_len,

@@ -191,6 +191,14 @@ def dtype_options(func: Callable) -> Callable:
     return func
 
 
+def given(name: str) -> bool:
+    """Whether the current command's option `name` was given (on the command line or by the environment), not
+    left at its default: what a check of an option the user set reads."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and name in ctx.params and \
+        ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
+
+
 def scenario_from_options(**fields: Any) -> Scenario:
     """A Scenario from command-line values; a field it refuses is reported under its flag (--max-concurrency).
     An option left at its default is not passed, so the Scenario knows what the user gave."""
@@ -200,8 +208,7 @@ def scenario_from_options(**fields: Any) -> Scenario:
 
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
-        fields = {k: v for k, v in fields.items()
-                  if k not in ctx.params or ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT}
+        fields = {k: v for k, v in fields.items() if k not in ctx.params or given(k)}
     if fields.get("mtp_accept") is not None and not fields.get("mtp"):
         raise InputError("--mtp-accept", "an acceptance rate needs --mtp N > 0 (no draft tokens to accept)")
     try:

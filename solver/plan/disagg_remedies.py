@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from solver.errors import InfeasibleError
 from solver.estimate.disagg import DisaggEstimate
-from solver.plan import points
 from solver.plan.disagg import MAX_EVALUATED, _pairs, cards_for, phase_scenario, sla_misses
-from solver.plan.solve import REMEDY_PLANS, SLA_FLAGS, cheaper_weights, might_fit, plan, relax_slas
+from solver.plan.solve import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
+                               relax_slas)
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
 
@@ -142,31 +142,14 @@ WORKER_GROWTH = 32  # how far past the largest worker tried a memory remedy look
 
 def _smallest_load(scenario: Scenario, phase: str) -> Scenario:
     """The phase's scenario at its smallest batch with the SLAs set aside: memory is the question."""
-    sc = phase_scenario(scenario, phase, 1)
-    return sc.model_copy(update={"ttft_ms": None, "tpot_ms": None}
-                         | ({} if sc.concurrency else {"max_concurrency": 1}))
+    return memory_question(phase_scenario(scenario, phase, 1))
 
 
 def _fitting_worker(job: "_Job", scenario: Scenario, phase: str, above: int) -> tuple[int | None, list[int]]:
     """(the smallest worker size above `above`, a power of two or a node multiple as worker_sizes takes, at which
-    the phase's planner finds a configuration; the sizes it was asked about). Sizes pass a memory screen first."""
-    params = job.params or points.SolverParams()
-    quick = points.SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, 5.0))
-    sc = _smallest_load(scenario, phase)
+    the phase's planner finds a configuration; the sizes it was asked about): first_that_plans."""
     rpn = job.hw.ranks_per_node
     sizes = sorted({1 << k for k in range((above * WORKER_GROWTH).bit_length()) if (1 << k) > above}
                    | set(range(rpn * (above // rpn + 1), above * WORKER_GROWTH + 1, rpn)))
-    planned: list[int] = []
-    for w in sizes:
-        if not might_fit(job.model, job.hw, job.prec, job.fw, w, sc, job.mem_opts):
-            continue
-        planned.append(w)
-        try:
-            plan(job.model, job.hw, job.prec, job.fw, w, sc, quick, method=job.method, top=1,
-                 allow_cross_node=job.allow_cross_node, mem_opts=job.mem_opts, explain_binding=False, diagnose=False)
-        except InfeasibleError:
-            if len(planned) >= REMEDY_PLANS:
-                break
-            continue
-        return w, planned
-    return None, planned
+    return first_that_plans(job.model, job.hw, job.prec, job.fw, sizes, _smallest_load(scenario, phase),
+                            job.params, job.allow_cross_node, job.mem_opts, job.method)

@@ -508,22 +508,37 @@ def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewor
                    scenario: Scenario, params: SolverParams, allow_cross_node: bool,
                    mem_opts: MemoryOptions | None) -> tuple[int | None, list[int]]:
     """(the nearest world size at which the planner itself finds a configuration, the sizes it was asked about):
-    the remedy is checked. Sizes pass a memory screen first, and the planner confirms at the smallest
-    concurrency with the SLAs set aside (memory is the question here; a binding SLA has its own remedy)."""
+    the remedy is checked (first_that_plans)."""
+    return first_that_plans(model, hw, prec, fw, _remedy_worlds(world, model), memory_question(scenario), params,
+                            allow_cross_node, mem_opts)
+
+
+def memory_question(scenario: Scenario) -> Scenario:
+    """The scenario a memory remedy is checked at: the smallest concurrency (a fixed one stays), the SLAs set aside
+    (memory is the question; a binding SLA has its own remedy)."""
+    return scenario.model_copy(update={"ttft_ms": None, "tpot_ms": None}
+                               | ({} if scenario.concurrency else {"max_concurrency": 1}))
+
+
+def first_that_plans(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, sizes: Sequence[int],
+                     scenario: Scenario, params: SolverParams | None, allow_cross_node: bool,
+                     mem_opts: MemoryOptions | None, method: str = "cpsat") -> tuple[int | None, list[int]]:
+    """(the first of `sizes` at which the planner finds a configuration for `scenario`, the sizes it was asked
+    about): each passes the memory screen (might_fit) first, and at most REMEDY_PLANS are planned, each with a
+    time limit of 5 s at most."""
+    params = params or SolverParams()
     quick = SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, 5.0))
-    small = scenario.model_copy(update={"ttft_ms": None, "tpot_ms": None}
-                                | ({} if scenario.concurrency else {"max_concurrency": 1}))
     planned: list[int] = []
-    for w in _remedy_worlds(world, model):
+    for w in sizes:
         if not might_fit(model, hw, prec, fw, w, scenario, mem_opts):
             continue
         planned.append(w)
         try:
-            plan(model, hw, prec, fw, w, small, quick, top=1, allow_cross_node=allow_cross_node,
+            plan(model, hw, prec, fw, w, scenario, quick, method=method, top=1, allow_cross_node=allow_cross_node,
                  mem_opts=mem_opts, explain_binding=False, diagnose=False)
         except InfeasibleError:
             if len(planned) >= REMEDY_PLANS:
-                return None, planned
+                break
             continue
         return w, planned
     return None, planned
