@@ -295,22 +295,23 @@ def test_bad_config_on_the_command_line_is_one_line_and_exit_2(tmp_path: Path) -
 
 
 def test_an_expert_count_in_a_field_the_parser_does_not_read_is_refused() -> None:
-    # ERNIE-4.5 and Step-3 spell their expert count moe_num_experts: read by convention, the model was dense
+    # a family spelling its expert count in a field the parser does not read (ERNIE-4.5's moe_num_experts was
+    # one until it was read): read by convention, the model would be dense
     cfg = _config("mistralai--Mixtral-8x7B-v0.1")
-    cfg["moe_num_experts"] = cfg.pop("num_local_experts")
-    with pytest.raises(InputError, match=r"moe_num_experts: 8 experts in a field shardplan does not read .*"
-                                         r"n_routed_experts, num_local_experts, num_experts"):
+    cfg["n_experts"] = cfg.pop("num_local_experts")
+    with pytest.raises(InputError, match=r"n_experts: 8 experts in a field shardplan does not read .*"
+                                         r"n_routed_experts, num_local_experts, num_experts, moe_num_experts"):
         parse_model_config(cfg, "x")
 
 
 def test_unread_structural_fields_of_a_family_without_defaults_are_named() -> None:
     cfg = _config("meta-llama--Meta-Llama-3.1-8B")
-    cfg.update(model_type="newfamily", lm_head_bias=True, moe_layer_start_index=3, router_aux_loss_coef=0.01,
+    cfg.update(model_type="newfamily", kv_share_interval=2, moe_layers_enum="3,4", router_aux_loss_coef=0.01,
                use_sliding_window=False, image_token_index=151655)
     spec = parse_model_config(cfg, "x")
     notes = [w for w in spec.warnings if w.startswith("fields not read")]
     assert len(notes) == 1
-    assert "lm_head_bias=True" in notes[0] and "moe_layer_start_index=3" in notes[0]
+    assert "kv_share_interval=2" in notes[0] and "moe_layers_enum='3,4'" in notes[0]
     for quiet in ("router_aux_loss_coef", "image_token_index", "use_sliding_window"):  # size nothing / unset
         assert quiet not in notes[0]
 

@@ -279,8 +279,10 @@ def kit_head_ops(model: ModelSpec, kit: Kit) -> list:
     hw, pc, prec, f, w = kit.hw, kit.pc, kit.prec, kit.f, kit.w
     h, v = model.hidden_size, model.vocab_size
     e, lt = pc.embed_tp_size, pc.lmhead_tp_size
-    embed = kit.op("embedding", "embedding", 0.0, group_tokens(pc, w, e) * h * prec.fmt("embedding").bytes_per_param,
-                   hw.flops("bf16"), f.gemm, kernels=1)
+    lookups = 2 if model.position_embeddings else 1  # a learned position table is a second gather per token
+    embed = kit.op("embedding", "embedding", 0.0,
+                   lookups * group_tokens(pc, w, e) * h * prec.fmt("embedding").bytes_per_param,
+                   hw.flops("bf16"), f.gemm, kernels=lookups)
     u_logit = group_tokens(pc, w, lt, w.logits_tokens) / lt
     head_params = v * h
     lm = kit.op("lm_head", "lm_head", 2 * u_logit * head_params,

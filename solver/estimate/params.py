@@ -1,8 +1,9 @@
 """Exact parameter accounting per module, summed over the model's layer stack.
 
 Each layer block reports its parameters as module shares (specs/layers); this file only adds them up over
-the stack and adds what sits outside it: embedding, lm_head (tied or not), the final norm, encoders, and the
-MTP modules (reported separately). A part says how it is split when its module's parallel degree is n:
+the stack and adds what sits outside it: embedding (and a learned position table), lm_head (tied or not, with
+its bias where the family has one), the final norm (and an embedding norm), encoders, and the MTP modules
+(reported separately). A part says how it is split when its module's parallel degree is n:
   "tp"       -> params / n          (column/row-parallel matrices, vocab-parallel embedding)
   "kv_heads" -> params / min(n, N_kv) (GQA K/V projections: heads are replicated once n exceeds them)
   "none"     -> params on every rank (norms, MLA down-projections, the DSA indexer, the router)
@@ -154,16 +155,26 @@ def count_params(m: ModelSpec) -> ParamReport:
 def _count_params(m: ModelSpec) -> ParamReport:
     h, v = m.hidden_size, m.vocab_size
     acc = _Acc()
-    acc.add(Share("embedding", "embedding", "embed_tp_size", (Part("embed_tokens", v * h, "tp"),)))
+    embed = (Part("embed_tokens", v * h, "tp"),)
+    if m.position_embeddings:  # a learned position table is a plain lookup, replicated (not vocab-parallel)
+        embed += (Part("embed_positions", m.position_embeddings * h, "none"),)
+    acc.add(Share("embedding", "embedding", "embed_tp_size", embed))
+    norm_vectors = 2 if m.norm_bias else 1  # weight (+ bias) per norm outside the stack
+    if m.embedding_norm:
+        acc.add(Share("norms", "norm", None, (Part("embedding_norm", norm_vectors * h, "none"),)))
     for layer, n in m.layer_groups:
         for block in layer.blocks:
             for share in block.shares():
                 acc.add(share, n)
         if layer.norms:
             acc.add(layer.norm_share(), n)
-    acc.add(Share("norms", "norm", None, (Part("final_norm", h, "none"),)))
-    if not m.tie_word_embeddings:
-        acc.add(Share("lm_head", "lm_head", "lmhead_tp_size", (Part("lm_head", v * h, "tp"),)))
+    if m.final_norm:
+        acc.add(Share("norms", "norm", None, (Part("final_norm", norm_vectors * h, "none"),)))
+    head = () if m.tie_word_embeddings else (Part("lm_head", v * h, "tp"),)
+    if m.lm_head_bias:  # a bias per vocabulary entry, split with the head's rows (tied or not)
+        head += (Part("lm_head_bias", v, "tp"),)
+    if head:
+        acc.add(Share("lm_head", "lm_head", "lmhead_tp_size", head))
     for enc in m.encoders:
         # encoders stay 16-bit in shipped checkpoints and run replicated (specs/config/encoders.py)
         # a text token touches no encoder weight: active 0

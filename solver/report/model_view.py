@@ -98,9 +98,17 @@ def _block_rows(m: ModelSpec) -> list[dict[str, Any]]:
 
 def _outside(m: ModelSpec, rep) -> list[dict[str, Any]]:
     by = rep.by_name()
-    rows = [{"module": "embedding", "params": by.get("embedding", 0), "placement": "embed_tp (vocab-parallel)"},
-            {"module": "lm_head", "params": by.get("lm_head", 0),
-             "placement": "tied to the embedding" if m.tie_word_embeddings else "lmhead_tp (vocab-parallel)"}]
+    h = m.hidden_size
+    positions = m.position_embeddings * h
+    head = "tied to the embedding" if m.tie_word_embeddings else "lmhead_tp (vocab-parallel)"
+    rows = [{"module": "embedding", "params": by.get("embedding", 0) - positions, "placement": "embed_tp (vocab-parallel)"}]
+    if positions:
+        rows.append({"module": f"learned position table ({m.position_embeddings} x {h})", "params": positions,
+                     "placement": "replicated on the embedding's ranks (a plain lookup)"})
+    if m.embedding_norm:
+        rows.append({"module": "embedding norm", "params": (2 if m.norm_bias else 1) * h, "placement": "replicated"})
+    rows.append({"module": "lm_head" + (" (with a bias)" if m.lm_head_bias else ""), "params": by.get("lm_head", 0),
+                 "placement": head + (", its bias vocab-parallel" if m.lm_head_bias and m.tie_word_embeddings else "")})
     for enc in m.encoders:
         rows.append({"module": f"{enc.name} encoder ({enc.layers} layers, width {enc.hidden})", "params": enc.params,
                      "placement": "replicated on every rank (engines run the encoder outside the LLM's TP)"})

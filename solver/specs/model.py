@@ -56,6 +56,12 @@ class ModelSpec:
     quant: QuantSpec = field(default_factory=QuantSpec)
     warnings: tuple[str, ...] = ()
     nonstandard_modules: tuple[str, ...] = ()
+    # outside the stack, by the family's conventions (family_defaults.yaml)
+    position_embeddings: int = 0  # rows of a learned absolute position table (GPT-2's wpe, OPT's +2); 0: none
+    embedding_norm: bool = False  # a norm on the token embedding (BLOOM's word_embeddings_layernorm)
+    final_norm: bool = True  # the norm before the head carries weights (not OLMo-1's non-parametric LayerNorm)
+    norm_bias: bool = False  # the norms outside the stack are LayerNorms with a bias
+    lm_head_bias: bool = False  # the head has a bias per vocabulary entry (Phi-2, Phi-3.5-MoE)
 
     # ------------------------------------------------------------------------------------- the stack
 
@@ -365,6 +371,31 @@ def _mtp(f: Fields, reader: BlockReader, stack: tuple[Layer, ...]) -> tuple[tupl
     return tuple(module for _ in range(n)), copies
 
 
+def _norm_bias(f: Fields) -> bool:
+    """LayerNorms with a bias: the family's fact, or ChatGLM's rmsnorm: false."""
+    return f.bool("_norm_bias") or not f.bool("rmsnorm", True)
+
+
+def _outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
+    """The weights outside the stack that a family's conventions add or remove (family_defaults.yaml), and the
+    layouts the reader refuses rather than miscount."""
+    width = f.opt_int("word_embed_proj_dim")
+    if width is not None and width != hidden:
+        raise f.err("word_embed_proj_dim", f"{width} differs from hidden_size ({hidden}): OPT's project_in / "
+                                           "project_out around a narrower embedding are not counted")
+    if not f.bool("do_layer_norm_before", True):
+        raise f.err("do_layer_norm_before", "false: a post-norm stack (OPT-350m) keeps no final norm; not counted")
+    positions = 0
+    if f.bool("_learned_positions"):
+        if not f.has("n_positions", "max_position_embeddings"):
+            raise f.err("max_position_embeddings", "missing (required to size the learned position table)")
+        rows = f.int("n_positions", "max_position_embeddings", maximum=2**24)
+        positions = rows + f.int("_position_offset", default=0, minimum=0)
+    return {"position_embeddings": positions, "embedding_norm": f.bool("_embedding_norm"),
+            "final_norm": f.bool("_norm_weights", True) and f.bool("post_layer_norm", True),
+            "lm_head_bias": f.bool("lm_head_bias")}
+
+
 def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelSpec:
     """Parse a config.json dict into a ModelSpec. Raises InputError naming the offending field."""
     origin = origin or name
@@ -380,8 +411,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     if not known and model_type:
         warnings.append(f"model_type {model_type!r} is not in the family defaults; {_KNOWN_TYPES_NOTE}")
 
-    hidden = f.int("hidden_size", "d_model", "n_embd")
-    vocab = f.int("vocab_size")
+    hidden = f.int("hidden_size", "d_model", "n_embd", "n_embed")
+    vocab = f.int("padded_vocab_size", "vocab_size")  # ChatGLM: the table holds the padded vocabulary
     n_layers = _layer_count(f)
     reader = BlockReader(f, hidden, n_layers)
     layer_slots, source = slots(f, n_layers, reader.is_moe)
@@ -389,17 +420,18 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         n_layers = len(layer_slots)
         reader = BlockReader(f, hidden, n_layers)
     norms = reader.norms
+    norm_bias = _norm_bias(f)
     stack: list[Layer] = []
     parallel_ssm = f.bool("_parallel_mamba")  # Falcon-H1: attention and Mamba-2 side by side in every layer
     for slot in layer_slots:
         side = (reader.mamba(),) if parallel_ssm and slot.mixer in ("full", "sliding", "chunked") else ()
         blocks = tuple(b for b in ((reader.mixer(slot),) + side + reader.ffns(slot)) if b is not None)
         per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
-        stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params()))
+        stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias))
     layers = tuple(stack)
     mtp, copies = _mtp(f, reader, layers)
     warnings += reader.notes
-    encoders = tuple(read_encoders(raw, hidden, origin))
+    encoders = tuple(read_encoders(raw, hidden, origin, warnings))
     nonstandard = [e.name for e in encoders]
     for key in ("ngram_embedding", "engram"):
         if raw.get(key):
@@ -408,6 +440,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     quant = read_quant(cfg, origin, warnings)
     tie = f.bool("tie_word_embeddings")
     max_pos = f.opt_int("max_position_embeddings", maximum=2**40)
+    outside = _outside_stack(f, hidden)
     check_unread(f, cfg, model_type, known, warnings)
     return ModelSpec(
         name=name, model_type=model_type, hidden_size=hidden, vocab_size=vocab,
@@ -415,5 +448,6 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         mtp_checkpoint_copies=copies, encoders=encoders,
         max_position_embeddings=max_pos,
         pattern_source=source, quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
+        norm_bias=norm_bias, **outside,
     )
 

@@ -16,13 +16,15 @@ from solver.specs.layers.base import Block
 STATE_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
 
 # the fields a routed-expert count is read from (config/unread.py names them when a config uses another)
-EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts")
+EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
 # where a dense FFN's width is read from, first given wins (Llama-4 writes both intermediate_size_mlp and the
-# experts' intermediate_size)
-FFN_WIDTH_FIELDS = ("intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner")
-# architectures whose transformers config class defines an unset FFN width as 4 x hidden: model_type -> the field
-FOUR_X_HIDDEN = {"gpt2": "n_inner", "gpt_bigcode": "n_inner", "gptj": "n_inner", "codegen": "n_inner",
-                 "gpt_neo": "intermediate_size", "falcon": "ffn_hidden_size"}
+# experts' intermediate_size; OPT writes ffn_dim)
+FFN_WIDTH_FIELDS = ("intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner", "ffn_dim")
+# switches that put a bias on every linear of the stack (Falcon, StarCoder2, OPT, ChatGLM, InternLM2); the
+# family fact _linear_bias stands in where the modeling code fixes it without a field
+LINEAR_BIAS_FIELDS = ("bias", "use_bias", "enable_bias", "add_bias_linear", "_linear_bias")
+# switches of a bias on q / k / v only (Llama, Qwen2's family default, ChatGLM, Ling)
+QKV_BIAS_FIELDS = ("attention_bias", "qkv_bias", "add_qkv_bias", "use_qkv_bias")
 
 
 def ffn_mult_width(mult: float, hidden: int) -> int:
@@ -37,11 +39,15 @@ class BlockReader:
     def __init__(self, f: Fields, hidden: int, layers: int):
         self.f, self.h, self.layers = f, hidden, layers
         cfg = f.cfg
-        self.heads = f.int("num_attention_heads", "n_head", "num_heads")
-        self.kv_heads = f.int("num_key_value_heads", "num_kv_heads", default=self.heads)
+        # a pure SSM stack (_all_layers) has no attention heads: its head fields belong to the Mamba mixer
+        attention = not f.has("_all_layers")
+        self.heads = f.int("num_attention_heads", "n_head", "num_heads") if attention else 0
+        self.kv_heads = self._kv_heads() if attention else 0
         self._mla = f.has("kv_lora_rank")
-        if f.has("head_dim", "attention_head_dim"):
-            self.head_dim = f.int("head_dim", "attention_head_dim")
+        if not attention:
+            self.head_dim = 0
+        elif f.has("head_dim", "attention_head_dim", "kv_channels"):
+            self.head_dim = f.int("head_dim", "attention_head_dim", "kv_channels")
         elif self._mla:
             self.head_dim = 0  # MLA sizes its heads from qk_nope / qk_rope / v_head_dim
         else:
@@ -49,17 +55,44 @@ class BlockReader:
                 raise f.err("num_attention_heads",
                             f"{self.heads} does not divide hidden_size ({hidden}) and no head_dim is given")
             self.head_dim = hidden // self.heads
-        if not cfg.get("block_configs") and (self.kv_heads > self.heads or self.heads % self.kv_heads):
+        if attention and not cfg.get("block_configs") and (self.kv_heads > self.heads or self.heads % self.kv_heads):
             raise f.err("num_key_value_heads", f"{self.kv_heads} must divide num_attention_heads ({self.heads})")
         act = str(cfg.get("mlp_hidden_act") or cfg.get("hidden_act") or cfg.get("hidden_activation") or "silu")
-        self.gated = act != "relu2"  # squared-ReLU MLPs (Nemotron-H) are up/down only
-        self.mlp_bias = f.bool("mlp_bias")
-        self.norms = f.int("_norms_per_layer", default=2)
+        # gated (gate, up, down) unless the family's modeling code says otherwise; squared-ReLU MLPs (Nemotron-H)
+        # are up/down only. The activation's name does not decide: Gemma's gated MLP runs GELU
+        self.gated = f.bool("_gated_mlp", True) and act != "relu2"
+        linear = f.first(*LINEAR_BIAS_FIELDS)
+        self.linear_bias = f.bool(linear) if linear else False
+        self.mlp_bias = f.bool("mlp_bias") or self.linear_bias
+        self.norms = self._norms_per_layer()
         self.experts = f.int(*EXPERT_COUNT_FIELDS, default=0, minimum=0)
         self.zero = f.int("zero_expert_num", default=0, minimum=0)
         self.is_moe = self.experts > 0
         self.state_bytes = self._state_dtype()
         self.notes: list[str] = []  # sizes read by an architecture's convention, for the model's warnings
+
+    def _kv_heads(self) -> int:
+        """KV heads: the config's count; else ChatGLM's multi_query_group_num under multi_query_attention, one
+        under multi_query (GPT-BigCode, Falcon-7B), else one per query head."""
+        f = self.f
+        if f.has("num_key_value_heads", "num_kv_heads"):
+            return f.int("num_key_value_heads", "num_kv_heads")
+        if f.bool("multi_query_attention"):
+            return f.int("multi_query_group_num")
+        return 1 if f.bool("multi_query") else self.heads
+
+    def _norms_per_layer(self) -> int:
+        """Norm vectors' count per layer: two (before the mixer, before the FFN) unless the family says; a
+        parallel block whose attention and MLP share one input norm has one (Falcon's parallel_attn, unless it
+        keeps two: num_ln_in_parallel_attn 2, the default of new_decoder_architecture); a non-parametric
+        LayerNorm (OLMo-1) has none."""
+        f = self.f
+        if not f.bool("_norm_weights", True):
+            return 0
+        if f.bool("parallel_attn"):
+            two = 2 if f.bool("new_decoder_architecture") else 1
+            return 1 if f.int("num_ln_in_parallel_attn", default=two) == 1 else 2
+        return f.int("_norms_per_layer", default=2)
 
     # ------------------------------------------------------------------------------------------- mixers
 
@@ -74,7 +107,7 @@ class BlockReader:
 
     def window(self, kind: str) -> int | None:
         if kind == "sliding":
-            return self.f.int("sliding_window", maximum=10**9)
+            return self.f.int("sliding_window", "window_size", maximum=10**9)
         if kind == "chunked":
             return self.f.int("attention_chunk_size", maximum=10**9)
         return None
@@ -94,14 +127,20 @@ class BlockReader:
             k_eq_v = f.bool("attention_k_eq_v")
         if heads % kv:
             raise f.err("num_key_value_heads", f"{kv} must divide num_attention_heads ({heads})")
-        bias = f.bool("attention_bias") or f.bool("qkv_bias")
+        if heads == 0:
+            raise f.err("num_attention_heads", "missing (required to size the attention layers)")
+        bias = any(f.bool(name) for name in QKV_BIAS_FIELDS) or self.linear_bias
+        out_bias = self.linear_bias or (bias and f.bool("_attention_out_bias")) or f.bool("_attention_out_only_bias")
         qk = ""
         if f.bool("use_qk_norm") or cfg.get("qk_norm_type"):
-            qk = "layer" if cfg.get("qk_norm_type") == "per_layer" else "head"
+            over_heads = cfg.get("qk_norm_type") == "per_layer" or f.bool("_qk_norm_over_heads")
+            qk = "layer" if over_heads else "head"
             if cfg.get("_qk_norm_weight") is False:
                 qk = ""
+        if f.bool("qk_layernorm"):
+            raise f.err("qk_layernorm", "true: Phi's q / k LayerNorms (weight and bias over head_dim) are not counted")
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh,
-                         window=self.window(kind), qkv_bias=bias, out_bias=bias and f.bool("_attention_out_bias"),
+                         window=self.window(kind), qkv_bias=bias, out_bias=out_bias,
                          qk_norm=qk, sinks=f.bool("_attention_sinks"), output_gate=f.bool("attn_output_gate"),
                          k_eq_v=k_eq_v)
 
@@ -142,12 +181,14 @@ class BlockReader:
 
     def mamba(self) -> Block:
         f = self.f
-        if not f.has("mamba_num_heads", "mamba_n_heads"):
+        # a pure Mamba-2 stack (_all_layers: mamba2) names its heads num_heads / head_dim, a hybrid mamba_*
+        pure = f.cfg.get("_all_layers") == "mamba2"
+        if not pure and not f.has("mamba_num_heads", "mamba_n_heads"):
             return self.mamba1()
         from solver.specs.layers.mamba import Mamba2
 
-        heads = f.int("mamba_num_heads", "mamba_n_heads")
-        head_dim = f.int("mamba_head_dim", "mamba_d_head")
+        heads = f.int("mamba_num_heads", "mamba_n_heads", *(("num_heads",) if pure else ()))
+        head_dim = f.int("mamba_head_dim", "mamba_d_head", *(("head_dim",) if pure else ()))
         return Mamba2(hidden=self.h, heads=heads, head_dim=head_dim,
                       state_size=f.int("ssm_state_size", "mamba_d_state", "state_size"),
                       groups=f.int("n_groups", "mamba_n_groups", default=1),
@@ -186,12 +227,18 @@ class BlockReader:
         if not f.has("mamba_d_state", "ssm_state_size", "state_size"):
             raise f.err("layer_types", "mamba layers need mamba_num_heads (Mamba-2) or mamba_d_state (Mamba-1)")
         expand = f.int("mamba_expand", "expand", default=2)
-        rank = f.cfg.get("mamba_dt_rank", "auto")
-        dt_rank = -(-self.h // 16) if rank == "auto" else f.check_int("mamba_dt_rank", rank)
-        return Mamba1(hidden=self.h, d_inner=expand * self.h,
+        rank_field = f.first("mamba_dt_rank", "time_step_rank") or "mamba_dt_rank"
+        rank = f.cfg.get(rank_field, "auto")
+        dt_rank = -(-self.h // 16) if rank == "auto" else f.check_int(rank_field, rank)
+        # a pure Mamba-1 stack writes its inner width (MambaConfig: intermediate_size = expand x hidden); a
+        # hybrid's intermediate_size is its FFN's
+        pure = f.cfg.get("_all_layers") == "mamba"
+        d_inner = f.int("intermediate_size") if pure and f.has("intermediate_size") else expand * self.h
+        return Mamba1(hidden=self.h, d_inner=d_inner,
                       state_size=f.int("mamba_d_state", "ssm_state_size", "state_size"), dt_rank=dt_rank,
                       conv_kernel=f.int("mamba_d_conv", "conv_kernel", default=4),
-                      conv_bias=f.bool("mamba_conv_bias", True), proj_bias=f.bool("mamba_proj_bias"),
+                      conv_bias=f.bool("mamba_conv_bias", True) and f.bool("use_conv_bias", True),
+                      proj_bias=f.bool("mamba_proj_bias") or f.bool("use_bias"),
                       inner_norms=f.bool("_mamba_inner_norms"), state_dtype_bytes=self.state_bytes)
 
     def mixer(self, slot: Slot) -> Block | None:
@@ -218,14 +265,14 @@ class BlockReader:
                                   .number("ffn_mult", 0.0, 1000.0), self.h)
         if f.has(*FFN_WIDTH_FIELDS):
             return f.int(*FFN_WIDTH_FIELDS)
-        model_type = str(cfg.get("model_type") or "")
-        field = FOUR_X_HIDDEN.get(model_type)
-        if field is None:
+        four_x = cfg.get("_ffn_4x_hidden")
+        if four_x is None:
             raise f.err("intermediate_size", "missing (required to size the dense FFN)")
-        note = (f"{f.prefix}{field}: not given; the FFN width is read as 4 x hidden size = {4 * self.h} "
-                f"(the {model_type} convention)")
-        if note not in self.notes:
-            self.notes.append(note)
+        if four_x is not True:  # the family's width field left unset: said, as the class's default reads it
+            note = (f"{f.prefix}{four_x}: not given; the FFN width is read as 4 x hidden size = {4 * self.h} "
+                    f"(the {cfg.get('model_type')} convention)")
+            if note not in self.notes:
+                self.notes.append(note)
         return 4 * self.h
 
     def dense(self, slot: Slot) -> DenseFFN:
@@ -235,7 +282,7 @@ class BlockReader:
         f, L = self.f, self.layers
         i = min(slot.index, L - 1)  # MTP layers read the last layer's per-layer entries
         topk_name = f.first("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk",
-                            "top_k_experts")
+                            "top_k_experts", "moe_k")
         if topk_name is None:
             raise f.err("num_experts_per_tok", "missing for a model with routed experts")
         topk = f.per_layer(topk_name, L, 1)[i]  # type: ignore[index]
@@ -246,7 +293,7 @@ class BlockReader:
         if inter_name is None:
             raise f.err("moe_intermediate_size", "missing for a model with routed experts")
         inter = f.per_layer(inter_name, L, 1)[i]  # type: ignore[index]
-        count_name = f.first("n_shared_experts", "num_shared_experts", "num_shared_expert")
+        count_name = f.first("n_shared_experts", "num_shared_experts", "num_shared_expert", "moe_num_shared_experts")
         count = f.per_layer(count_name, L, 0)[i] if count_name else 0  # type: ignore[index]
         width_name = f.first("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
                              "shared_intermediate_size")
@@ -255,8 +302,9 @@ class BlockReader:
         else:
             base = f.int("intermediate_size", default=inter) if count_name == "num_shared_expert" else inter
             shared = count * base
+        # a score-correction bias per expert: DeepSeek's noaux_tc, use_routing_bias, ERNIE's moe_use_aux_free
         router_bias = (str(f.cfg.get("topk_method", "")) == "noaux_tc" or f.bool("use_routing_bias")
-                       or f.bool("_router_bias"))
+                       or f.bool("moe_use_aux_free") or f.bool("_router_bias"))
         return MoE(hidden=self.h, experts=self.experts, topk=topk, inter=inter, shared_inter=shared,
                    zero_experts=self.zero, gated=self.gated, bias=self.mlp_bias, router_bias=router_bias,
                    shared_gate=bool(shared) and f.bool("_shared_expert_gate"),

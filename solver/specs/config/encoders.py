@@ -37,11 +37,16 @@ class Encoder:
     placement: str = "replicated"
 
 
-def _vit(f: Fields, text_hidden: int) -> tuple[int, int, int]:
+def _vit(f: Fields, text_hidden: int, notes: list[str]) -> tuple[int, int, int]:
     c = f.cfg
     layers = f.int("depth", "num_hidden_layers", "vt_num_hidden_layers", maximum=10_000)
     h = f.int("hidden_size", "vt_hidden_size", "embed_dim")
-    inter = f.int("intermediate_size", "vt_intermediate_size", default=4 * h)
+    if f.has("intermediate_size", "vt_intermediate_size"):
+        inter = f.int("intermediate_size", "vt_intermediate_size")
+    else:  # the ViT convention, said as the dense FFN says its own (config/blocks.py dense_width)
+        inter = 4 * h
+        notes.append(f"{f.prefix}intermediate_size: not given; the encoder's MLP width is read as 4 x hidden size "
+                     f"= {inter} (the ViT convention)")
     act = str(c.get("hidden_act") or c.get("hidden_activation") or c.get("activation_func") or "gelu")
     gated = act == "silu"
     rms = str(c.get("norm_type", "")).startswith("rms") or gated
@@ -76,7 +81,9 @@ def _vit(f: Fields, text_hidden: int) -> tuple[int, int, int]:
     return layers * per_layer + patch_embed + positions + post_norm + projector, layers, h
 
 
-def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str) -> list[Encoder]:
+def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: list[str] | None = None) -> list[Encoder]:
+    """The encoders a multimodal config declares; sizes read by convention are said in `notes`."""
+    notes = notes if notes is not None else []
     out = []
     for key in ENCODER_KEYS:
         sub = raw.get(key)
@@ -85,6 +92,6 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str) -> list[En
         if not isinstance(sub, dict):
             raise Fields(raw, origin).err(key, "must be an object")
         f = Fields(sub, origin, prefix=f"{key}.")
-        params, layers, h = _vit(f, text_hidden)
+        params, layers, h = _vit(f, text_hidden, notes)
         out.append(Encoder("audio" if key.startswith("audio") else "vision", params, layers, h))
     return out

@@ -4,7 +4,9 @@ Mixer kinds: full, sliding, chunked (softmax attention, windowed or not), linear
 dense, moe, none. Conventions read, in order of precedence:
   one block per layer:  hybrid_override_pattern ("M" Mamba, "E" MoE, "*" attention, "-" MLP) or
                         layers_block_type (mamba / moe / attention / mlp), Nemotron-H
-  mixers:               compress_ratios (DeepSeek-V4); layer_types; attn_type_list (0 linear, 1 softmax);
+  whole stack:          _all_layers (a pure Mamba / Mamba-2 stack, a family fact); cross_attention_layers is
+                        refused (not modelled)
+  mixers:               compress_ratios (DeepSeek-V4); layer_types | attention_layers (GPT-Neo); attn_type_list (0 linear, 1 softmax);
                         attn_layer_period / attn_layer_offset (Jamba); linear_attn_config.kda_layers /
                         full_attn_layers (1-based); full_attention_interval; block_configs[i].attention.no_op;
                         sliding_window_pattern (every N-th layer global, or a string such as "LLLG");
@@ -13,6 +15,7 @@ dense, moe, none. Conventions read, in order of precedence:
   FFNs:                 block_configs[i].ffn; mlp_layer_types; expert_layer_period / offset (Jamba);
                         moe_layer_freq as a list; first_k_dense_replace,
                         moe_layer_freq / decoder_sparse_step / interleave_moe_layer_step as an int;
+                        moe_layer_start_index / moe_layer_end_index / moe_layer_interval (ERNIE-4.5);
                         mlp_only_layers; a num_layers that counts blocks of several sub-layers (LongCat)
 Every list must have one entry per layer and every entry must be known: anything else is an InputError
 naming the field and the value.
@@ -83,16 +86,17 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
         if len(ratios) not in (layers, layers + extra):
             raise f.err("compress_ratios", f"has {len(ratios)} entries for {layers} layers (+{extra} MTP)")
         return ["compressed"] * layers, "compress_ratios"
-    if cfg.get("layer_types") is not None:
-        types = f.str_list("layer_types") or []
+    types_field = f.first("layer_types", "attention_layers")  # GPT-Neo: attention_layers, global / local
+    if types_field is not None:
+        types = f.str_list(types_field) or []
         if len(types) != layers:
-            raise f.err("layer_types", f"has {len(types)} entries for {layers} layers")
+            raise f.err(types_field, f"has {len(types)} entries for {layers} layers")
         out: list[str | None] = []
         for i, t in enumerate(types):
             if t not in LAYER_TYPE_MIXER:
-                raise f.err("layer_types", f"unknown entry {t!r} at index {i} (known: {', '.join(LAYER_TYPE_MIXER)})")
+                raise f.err(types_field, f"unknown entry {t!r} at index {i} (known: {', '.join(LAYER_TYPE_MIXER)})")
             out.append(LAYER_TYPE_MIXER[t])
-        return out, "layer_types"
+        return out, types_field
     if cfg.get("attn_type_list") is not None:
         flags = f.int_list("attn_type_list", layers) or []
         if any(v not in (0, 1) for v in flags):
@@ -186,7 +190,14 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
         period = f.int("expert_layer_period", maximum=max(layers, 1))
         offset = f.int("expert_layer_offset", default=0, minimum=0, maximum=period - 1)
         return ["moe" if i % period == offset else "dense" for i in range(layers)]
-    if isinstance(cfg.get("moe_layer_freq"), list):
+    if f.has("moe_layer_start_index", "moe_layer_end_index", "moe_layer_interval"):
+        # ERNIE-4.5: MoE at layers start..end (inclusive; -1 or unset: the last) where (i + 1) % interval == 0
+        start = f.int("moe_layer_start_index", default=0, minimum=0, maximum=max(layers - 1, 0))
+        end = layers - 1 if cfg.get("moe_layer_end_index") in (None, -1) else f.int(
+            "moe_layer_end_index", minimum=0, maximum=max(layers - 1, 0))
+        interval = f.int("moe_layer_interval", default=1, maximum=max(layers, 1))
+        kinds = ["moe" if start <= i <= end and (i + 1) % interval == 0 else "dense" for i in range(layers)]
+    elif isinstance(cfg.get("moe_layer_freq"), list):
         flags = f.int_list("moe_layer_freq", layers) or []
         if any(v not in (0, 1) for v in flags):
             raise f.err("moe_layer_freq", "as a list, entries must be 0 (dense) or 1 (MoE)")
@@ -211,6 +222,15 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
 
 
 def slots(f: Fields, layers: int, is_moe: bool) -> tuple[list[Slot], str]:
+    cross = f.cfg.get("cross_attention_layers")
+    if cross:  # Mllama: layers attending to image tokens carry their own projections, gates and norms
+        raise f.err("cross_attention_layers", f"{cross!r}: cross-attention layers are not modelled; the model would "
+                                              "be sized without them")
+    pure = f.cfg.get("_all_layers")
+    if pure is not None:  # a pure SSM stack: one Mamba mixer per layer, no FFN (family_defaults.yaml)
+        if pure not in ("mamba", "mamba2"):
+            raise f.err("_all_layers", f"unknown layer kind {pure!r} (known: mamba, mamba2)")
+        return [Slot("mamba", None, index=i) for i in range(layers)], "_all_layers"
     one = one_block_pattern(f)
     if one is not None:
         field, pairs = one

@@ -29,11 +29,15 @@ _STRUCTURE = re.compile(r"expert|moe|mamba|ssm|linear|lora|cla|kv|head|layer|win
                         r"latent|compress|group|share|block|attention|attn|vocab|embed")
 # among those, names that size nothing: training losses and noise, dropout, norms' epsilons, initialisation,
 # position encodings and limits (original_max_position_embeddings), activations, kernels' tile sizes, the
-# router's scoring (groups, scaling, renormalising) and special tokens' ids (a multimodal image_token_index)
-_SIZES_NOTHING = re.compile(r"dropout|eps(ilon)?$|init|rope|rotary|act(ivation)?(_func)?$|loss|coef|jitter|"
+# router's scoring (groups, scaling, renormalising) and special tokens' ids (a multimodal image_token_index);
+# numerics and scales of the forward (softmax in fp32, QKV clipping, muP multipliers and MiniCPM's width base,
+# query-key layer scaling), the attention kernel's name and the router's capacity and gate kind
+_SIZES_NOTHING = re.compile(r"dropout|pdrop|eps(ilon)?$|init|rope|rotary|act(ivation)?(_func)?$|loss|coef|jitter|"
                             r"softcap|scalar|chunk_size|kernels|logits|topk_prob|^n_group$|topk_group|expert_group|"
                             r"grouped_topk|group_limited|routed_scaling|scoring|renormalize|drop_tokens|"
-                            r"dropped_token|overlap|token_id|token_index|_ids?$|max_position")
+                            r"dropped_token|overlap|token_id|token_index|_ids?$|max_position|softmax|scale_attn|"
+                            r"attn_implementation|layer_scaling|multiplier|dim_model_base|clip|norm_min|capacity|"
+                            r"moe_gate$|norm_head$")
 
 
 # features of known families that the layer stack does not model, off in every catalog config: cross-layer

@@ -177,6 +177,7 @@ class Layer:
     hidden: int
     norms: int = 2  # RMSNorm/LayerNorm weight vectors of size hidden (pre-mixer, pre-FFN; Gemma has 4)
     hyper: int = 0  # hyper-connection mixing parameters (DeepSeek-V4 hc_mult), replicated
+    norm_bias: bool = False  # LayerNorms with a bias: one more vector of size hidden per norm
 
     @property
     def mixer(self) -> Block | None:
@@ -192,6 +193,8 @@ class Layer:
 
     def norm_share(self) -> Share:
         parts = (Part("layernorms", self.norms * self.hidden, "none"),)
+        if self.norm_bias:
+            parts += (Part("layernorm_biases", self.norms * self.hidden, "none"),)
         if self.hyper:
             parts += (Part("hyper_connections", self.hyper, "none"),)
         return Share("norms", "norm", None, parts)
