@@ -144,7 +144,7 @@ class ModelSpec:
         moe = "moe" if self.is_moe else "dense"
         if kinds & {"GatedDeltaNet", "Lightning", "KDA"}:
             return f"{moe}+hybrid-linear" if self.is_moe else "hybrid-linear"
-        if "Mamba2" in kinds:
+        if kinds & {"Mamba2", "Mamba1"}:  # a pure SSM stack (Mamba) reads as the SSM family too
             return f"{moe}+hybrid-ssm" if self.is_moe else "hybrid-ssm"
         if "CompressedAttention" in kinds:
             return f"{moe}+csa"

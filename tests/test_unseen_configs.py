@@ -1,0 +1,432 @@
+"""Configs of families outside the catalog (tests/data/configs_unseen/, SOURCES.md there): each counts to the total
+worked out by hand from the architecture's modeling code, tensor by tensor, and to within 1% of the published
+total where one is published with that precision. One test per reading rule follows the table."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from solver.errors import InputError
+from solver.estimate.params import count_params
+from solver.specs.config.encoders import read_encoders
+from solver.specs.layers import DenseFFN
+from solver.specs.model import ModelSpec, parse_model_config
+
+DATA = Path(__file__).parent / "data" / "configs_unseen"
+
+
+def _load(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+def _spec(name: str) -> ModelSpec:
+    return parse_model_config(_load(name), name)
+
+
+def _total(name: str) -> int:
+    return count_params(_spec(name)).total
+
+
+def ln(h: int) -> int:  # a LayerNorm with a bias
+    return 2 * h
+
+
+def lin(i: int, o: int, bias: bool = False) -> int:  # a linear i -> o
+    return i * o + (o if bias else 0)
+
+
+def gated(h: int, f: int) -> int:  # gate, up, down without biases
+    return 3 * h * f
+
+
+# Hand counts: the sum of every tensor in the checkpoint, as the modeling code builds it (comments name them).
+# Embedding tables are V x h; "tied" means the head reuses the embedding.
+HAND: dict[str, int] = {
+    # GPT-2: wte + wpe (1024 x 768); per block ln_1, c_attn (h -> 3h, bias), c_proj (bias), ln_2, c_fc (h -> 4h,
+    # bias), c_proj (bias); ln_f; head tied
+    "openai-community--gpt2": 50257 * 768 + 1024 * 768
+    + 12 * (ln(768) + lin(768, 3 * 768, True) + lin(768, 768, True) + ln(768) + lin(768, 3072, True)
+            + lin(3072, 768, True)) + ln(768),
+    # StarCoderBase (GPT-BigCode, multi-query): c_attn h -> h + 2 x 128 (one K/V head), biases everywhere, wpe
+    # 8192 x h, tied
+    "bigcode--starcoderbase": 49152 * 6144 + 8192 * 6144
+    + 40 * (ln(6144) + lin(6144, 6144 + 2 * 128, True) + lin(6144, 6144, True) + ln(6144)
+            + lin(6144, 24576, True) + lin(24576, 6144, True)) + ln(6144),
+    # GPT-J-6B: one ln_1 (attention and MLP in parallel), q/k/v/out without bias, fc_in / fc_out with bias,
+    # ln_f, untied lm_head with a bias
+    "EleutherAI--gpt-j-6b": 50400 * 4096
+    + 28 * (ln(4096) + 4 * lin(4096, 4096) + lin(4096, 16384, True) + lin(16384, 4096, True))
+    + ln(4096) + lin(4096, 50400, True),
+    # GPT-Neo-1.3B: wte + wpe (2048 x h); q/k/v without bias, out_proj with; c_fc / c_proj with; ln_1, ln_2; tied
+    "EleutherAI--gpt-neo-1.3B": 50257 * 2048 + 2048 * 2048
+    + 24 * (ln(2048) + 3 * lin(2048, 2048) + lin(2048, 2048, True) + ln(2048) + lin(2048, 8192, True)
+            + lin(8192, 2048, True)) + ln(2048),
+    # CodeGen-350M: like GPT-J (qkv_proj fused, no bias), untied head with bias
+    "Salesforce--codegen-350M-mono": 51200 * 1024
+    + 20 * (ln(1024) + lin(1024, 3 * 1024) + lin(1024, 1024) + lin(1024, 4096, True) + lin(4096, 1024, True))
+    + ln(1024) + lin(1024, 51200, True),
+    # Pythia-6.9B (GPT-NeoX): input and post-attention LayerNorms, query_key_value and dense with bias,
+    # dense_h_to_4h / dense_4h_to_h with bias, final LayerNorm, untied embed_out; rotary has no weights
+    "EleutherAI--pythia-6.9b": 2 * 50432 * 4096
+    + 32 * (2 * ln(4096) + lin(4096, 3 * 4096, True) + lin(4096, 4096, True) + lin(4096, 16384, True)
+            + lin(16384, 4096, True)) + ln(4096),
+    # Falcon-7B: multi-query query_key_value h -> h + 2 x 64, dense, no linear biases; parallel block with one
+    # input_layernorm; MLP 4h non-gated; tied
+    "tiiuae--falcon-7b": 65024 * 4544
+    + 32 * (ln(4544) + lin(4544, 4544 + 2 * 64) + lin(4544, 4544) + 2 * 4544 * 18176) + ln(4544),
+    # Falcon-40B (new_decoder_architecture): ln_attn and ln_mlp, query_key_value h -> (128 + 2 x 8) x 64
+    "tiiuae--falcon-40b": 65024 * 8192
+    + 60 * (2 * ln(8192) + lin(8192, (128 + 16) * 64) + lin(8192, 8192) + 2 * 8192 * 32768) + ln(8192),
+    # OPT-125m: embed_tokens, embed_positions (2048 + 2 offset rows); q/k/v/out with bias, fc1/fc2 with bias,
+    # self_attn_layer_norm + final_layer_norm per layer, a final LayerNorm; tied
+    "facebook--opt-125m": 50272 * 768 + 2050 * 768
+    + 12 * (4 * lin(768, 768, True) + lin(768, 3072, True) + lin(3072, 768, True) + 2 * ln(768)) + ln(768),
+    # BLOOM-176B: word_embeddings + word_embeddings_layernorm; per block input LN, query_key_value (bias), dense
+    # (bias), post-attention LN, 4h MLP with biases; ln_f; tied; ALiBi has no weights
+    "bigscience--bloom": 250880 * 14336 + ln(14336)
+    + 70 * (2 * ln(14336) + lin(14336, 3 * 14336, True) + lin(14336, 14336, True) + lin(14336, 4 * 14336, True)
+            + lin(4 * 14336, 14336, True)) + ln(14336),
+    # Phi-2: q/k/v/dense with bias, fc1/fc2 with bias, one input_layernorm (parallel), final_layernorm,
+    # untied lm_head with a bias
+    "microsoft--phi-2": 51200 * 2560
+    + 32 * (4 * lin(2560, 2560, True) + lin(2560, 10240, True) + lin(10240, 2560, True) + ln(2560))
+    + ln(2560) + lin(2560, 51200, True),
+    # Phi-4 (phi3): fused qkv_proj h -> (40 + 2 x 10) x 128, o_proj, fused gate_up_proj h -> 2 x 17920, down_proj;
+    # two RMSNorms; untied
+    "microsoft--phi-4": 2 * 100352 * 5120
+    + 40 * (lin(5120, 60 * 128) + lin(5120, 5120) + gated(5120, 17920) + 2 * 5120) + 5120,
+    # StarCoder2-15B: use_bias on q/k/v/o and c_fc/c_proj, LayerNorms with bias, GQA 48/4, untied
+    "bigcode--starcoder2-15b": 2 * 49152 * 6144
+    + 40 * (lin(6144, 6144, True) + 2 * lin(6144, 512, True) + lin(6144, 6144, True) + lin(6144, 24576, True)
+            + lin(24576, 6144, True) + 2 * ln(6144)) + ln(6144),
+    # Gemma-7B: head_dim 256 x 16 heads (4096 wide), gated GELU MLP, two RMSNorms, tied
+    "google--gemma-7b": 256000 * 3072
+    + 28 * (lin(3072, 4096) + 2 * lin(3072, 4096) + lin(4096, 3072) + gated(3072, 24576) + 2 * 3072) + 3072,
+    # Gemma-2-9B: 16 heads / 8 KV x 256, four RMSNorms per layer, tied
+    "google--gemma-2-9b": 256000 * 3584
+    + 42 * (lin(3584, 4096) + 2 * lin(3584, 2048) + lin(4096, 3584) + gated(3584, 14336) + 4 * 3584) + 3584,
+    # Command-R+ (cohere): one input_layernorm (weight only), q/k norms of (heads x head_dim) and
+    # (kv_heads x head_dim) weights, tied
+    "CohereForAI--c4ai-command-r-plus": 256000 * 12288
+    + 64 * (12288 + lin(12288, 12288) + 2 * lin(12288, 1024) + lin(12288, 12288) + (96 + 8) * 128
+            + gated(12288, 33792)) + 12288,
+    # Command-A (cohere2): as Command-R without q/k norms
+    "CohereForAI--c4ai-command-a-03-2025": 256000 * 12288
+    + 64 * (12288 + lin(12288, 12288) + 2 * lin(12288, 1024) + lin(12288, 12288) + gated(12288, 36864)) + 12288,
+    # OLMo-7B-0724: non-parametric LayerNorms (no weights at all), untied
+    "allenai--OLMo-7B-0724-hf": 2 * 50304 * 4096 + 32 * (4 * lin(4096, 4096) + gated(4096, 11008)),
+    # OLMo-2-7B: q_norm over 32 x 128, k_norm over 32 x 128, post-attention and post-feedforward RMSNorms
+    "allenai--OLMo-2-1124-7B": 2 * 100352 * 4096
+    + 32 * (4 * lin(4096, 4096) + 2 * 4096 + gated(4096, 11008) + 2 * 4096) + 4096,
+    # Granite-3.1-8B: a Llama with multipliers (no weights), tied
+    "ibm-granite--granite-3.1-8b-instruct": 49155 * 4096
+    + 40 * (2 * lin(4096, 4096) + 2 * lin(4096, 1024) + gated(4096, 12800) + 2 * 4096) + 4096,
+    # Qwen2.5-72B: q/k/v with bias, o_proj without, untied
+    "Qwen--Qwen2.5-72B-Instruct": 2 * 152064 * 8192
+    + 80 * (lin(8192, 8192, True) + 2 * lin(8192, 1024, True) + lin(8192, 8192) + gated(8192, 29568)
+            + 2 * 8192) + 8192,
+    # GLM-4-9B (chatglm): query_key_value h -> 4096 + 2 x 2 x 128 with bias (add_qkv_bias), dense without,
+    # dense_h_to_4h h -> 2 x 13696, dense_4h_to_h; two RMSNorms; final_layernorm; separate output_layer
+    "THUDM--glm-4-9b-chat": 2 * 151552 * 4096
+    + 40 * (lin(4096, 4096 + 512, True) + lin(4096, 4096) + gated(4096, 13696) + 2 * 4096) + 4096,
+    # GLM-4-9B-0414 (glm4): the same weights plus post_self_attn_layernorm and post_mlp_layernorm
+    "THUDM--GLM-4-9B-0414": 2 * 151552 * 4096
+    + 40 * (lin(4096, 4096, True) + 2 * lin(4096, 256, True) + lin(4096, 4096) + gated(4096, 13696) + 4 * 4096)
+    + 4096,
+    # ERNIE-4.5-21B-A3B: layer 0 dense (12288), layers 1..27 MoE: 64 experts x 1536, 2 shared (one 3072-wide MLP),
+    # gate 64 x h, e_score_correction_bias 64 (moe_use_aux_free); GQA 20/4 x 128; tied
+    "baidu--ERNIE-4.5-21B-A3B-PT": 103424 * 2560
+    + 28 * (lin(2560, 2560) + 2 * lin(2560, 512) + lin(2560, 2560) + 2 * 2560)
+    + gated(2560, 12288) + 27 * (64 * gated(2560, 1536) + gated(2560, 3072) + 64 * 2560 + 64) + 2560,
+    # Ling-lite (bailing_moe): fused query_key_value h -> (16 + 2 x 4) x 128, dense; every layer MoE: 64 experts x
+    # 1408, 2 shared (2816 wide), gate; untied
+    "inclusionAI--Ling-lite": 2 * 126464 * 2048
+    + 28 * (lin(2048, 24 * 128) + lin(2048, 2048) + 64 * gated(2048, 1408) + gated(2048, 2816) + 64 * 2048
+            + 2 * 2048) + 2048,
+    # dots.llm1: MHA 32 x 128 with q/k RMSNorms of head_dim; layer 0 dense 10944; 61 MoE layers: 128 experts x
+    # 1408, 2 shared (2816), gate + e_score_correction_bias; untied
+    "rednote-hilab--dots.llm1.inst": 2 * 152064 * 4096
+    + 62 * (4 * lin(4096, 4096) + 2 * 128 + 2 * 4096) + gated(4096, 10944)
+    + 61 * (128 * gated(4096, 1408) + gated(4096, 2816) + 128 * 4096 + 128) + 4096,
+    # Phi-3.5-MoE: q/k/v/o with bias, 16 experts x 6400, router, LayerNorms with bias, lm_head with a bias
+    "microsoft--Phi-3.5-MoE-instruct": 32064 * 4096
+    + 32 * (2 * lin(4096, 4096, True) + 2 * lin(4096, 1024, True) + 16 * gated(4096, 6400) + 16 * 4096
+            + 2 * ln(4096)) + ln(4096) + lin(4096, 32064, True),
+    # Mamba-2.8B: in_proj h -> 2 x 5120, conv1d 5120 x 4 + bias, x_proj 5120 -> 160 + 2 x 16, dt_proj 160 -> 5120
+    # + bias, A_log 5120 x 16, D 5120, out_proj, one RMSNorm per layer; norm_f; tied
+    "state-spaces--mamba-2.8b-hf": 50280 * 2560
+    + 64 * (lin(2560, 10240) + 5120 * 4 + 5120 + lin(5120, 192) + lin(160, 5120, True) + 5120 * 16 + 5120
+            + lin(5120, 2560) + 2560) + 2560,
+    # Mamba-Codestral-7B (Mamba-2): in_proj h -> 2 x 8192 + 2 x 8 x 128 + 128 heads, conv1d over 8192 + 2048
+    # channels (kernel 4, bias), dt_bias / A_log / D per head, gated RMSNorm 8192, out_proj, one norm per layer;
+    # untied
+    "mistralai--Mamba-Codestral-7B-v0.1": 2 * 32768 * 4096
+    + 64 * (lin(4096, 16384 + 2048 + 128) + 10240 * 4 + 10240 + 3 * 128 + 8192 + lin(8192, 4096) + 4096) + 4096,
+    # InternLM2.5-7B: fused wqkv h -> (32 + 2 x 8) x 128, wo, w1/w3/w2 (bias: false), untied
+    "internlm--internlm2_5-7b-chat": 2 * 92544 * 4096
+    + 32 * (lin(4096, 48 * 128) + lin(4096, 4096) + gated(4096, 14336) + 2 * 4096) + 4096,
+    # MiniCPM-2B: a Llama with muP scales (no weights), tied
+    "openbmb--MiniCPM-2B-sft-bf16": 122753 * 2304 + 40 * (4 * lin(2304, 2304) + gated(2304, 5760) + 2 * 2304) + 2304,
+}
+
+# Published totals precise enough to hold the count to 1% (SOURCES.md says where each is published; models
+# published only by a rounded name, such as Falcon-7B's "7B", are compared there, not here)
+PUBLISHED: dict[str, float] = {
+    "openai-community--gpt2": 124e6,
+    "bigcode--starcoderbase": 15.5e9,
+    "EleutherAI--gpt-j-6b": 6_053_381_344,
+    "EleutherAI--pythia-6.9b": 6_857_302_016,
+    "facebook--opt-125m": 125e6,
+    "bigscience--bloom": 176_247_271_424,
+    "google--gemma-7b": 786_825_216 + 7_751_248_896,
+    "google--gemma-2-9b": 917_504_000 + 8_324_201_984,
+    "CohereForAI--c4ai-command-r-plus": 104e9,
+    "CohereForAI--c4ai-command-a-03-2025": 111e9,
+    "Qwen--Qwen2.5-72B-Instruct": 72.7e9,
+    "inclusionAI--Ling-lite": 16.8e9,
+    "rednote-hilab--dots.llm1.inst": 142e9,
+    "microsoft--Phi-3.5-MoE-instruct": 41.9e9,
+    "mistralai--Mamba-Codestral-7B-v0.1": 7_285_403_648,
+}
+
+
+def test_every_unseen_config_has_a_hand_count() -> None:
+    assert sorted(p.stem for p in DATA.glob("*.json")) == sorted(HAND)
+
+
+@pytest.mark.parametrize("name", sorted(HAND))
+def test_every_unseen_config_counts_to_its_hand_computed_total(name: str) -> None:
+    assert _total(name) == HAND[name]
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_every_unseen_config_is_within_one_percent_of_its_published_total(name: str) -> None:
+    assert abs(_total(name) / PUBLISHED[name] - 1) < 0.01
+
+
+# ------------------------------------------------------------------------------------------ one rule each
+
+
+def test_a_non_gated_mlp_has_two_matrices() -> None:
+    ffn = _spec("openai-community--gpt2").layers[0].ffn
+    assert isinstance(ffn, DenseFFN) and not ffn.gated
+    assert ffn.params == 2 * 768 * 3072 + 3072 + 768  # c_fc and c_proj with their biases
+
+
+def test_a_gelu_activation_does_not_make_an_mlp_non_gated() -> None:
+    # Gemma's MLP is gated and runs GELU: gating is the family's fact, not the activation's name
+    ffn = _spec("google--gemma-7b").layers[0].ffn
+    assert isinstance(ffn, DenseFFN) and ffn.gated and ffn.params == 3 * 3072 * 24576
+
+
+def test_a_non_gated_mlp_costs_two_gemms_in_the_estimator() -> None:
+    from solver.estimate.compute import Kit, Work, factors_for
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    spec = _spec("openai-community--gpt2")
+    hw = load_hardware("H100-SXM")
+    kit = Kit(hw, make_parallel_config(1), resolve_precision(spec, hw), factors_for(hw),
+              Work("decode", new_tokens=4, context=128, sequences=4, logits_tokens=4))
+    ffn = spec.layers[0].ffn
+    op = ffn.ops(kit)[0]
+    gated_op = DenseFFN(hidden=ffn.hidden, inter=ffn.inter, gated=True).ops(kit)[0]
+    assert op.overhead_s / gated_op.overhead_s == pytest.approx(2 / 3)  # kernels: up, down vs gate, up, down
+    assert op.flops / gated_op.flops == pytest.approx(ffn.params / (3 * 768 * 3072))
+
+
+def test_a_learned_position_table_counts_positions_x_hidden() -> None:
+    spec = _spec("openai-community--gpt2")
+    parts = {p.name: p.params for p in count_params(spec).module("embedding").parts}
+    assert parts == {"embed_tokens": 50257 * 768, "embed_positions": 1024 * 768}
+
+
+def test_a_position_offset_adds_rows_to_the_position_table() -> None:
+    assert _spec("facebook--opt-125m").position_embeddings == 2048 + 2  # OPT's learned offset of 2
+
+
+def test_a_learned_position_table_needs_its_size() -> None:
+    # every family with the fact has its class default for the rows (family_defaults.yaml); without one, one line
+    cfg = {"model_type": "newfamily", "_learned_positions": True, "hidden_size": 64, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}
+    with pytest.raises(InputError, match="max_position_embeddings: missing .*learned position table"):
+        parse_model_config(cfg, "x")
+
+
+def test_layernorms_with_a_bias_count_two_vectors() -> None:
+    spec = _spec("EleutherAI--pythia-6.9b")
+    parts = {p.name: p.params for p in count_params(spec).module("norms").parts}
+    assert parts == {"layernorms": 32 * 2 * 4096, "layernorm_biases": 32 * 2 * 4096, "final_norm": 2 * 4096}
+
+
+def test_non_parametric_layernorms_have_no_weights() -> None:
+    assert "norms" not in count_params(_spec("allenai--OLMo-7B-0724-hf")).by_name()
+
+
+def test_a_parallel_block_sharing_one_norm_has_one_norm_per_layer() -> None:
+    assert {layer.norms for layer in _spec("tiiuae--falcon-7b").layers} == {1}  # parallel_attn
+    assert {layer.norms for layer in _spec("tiiuae--falcon-40b").layers} == {2}  # new_decoder_architecture
+    assert {layer.norms for layer in _spec("microsoft--phi-2").layers} == {1}  # the family's fact
+    cfg = _load("tiiuae--falcon-40b")
+    cfg["num_ln_in_parallel_attn"] = 1
+    assert {layer.norms for layer in parse_model_config(cfg, "x").layers} == {1}
+
+
+def test_every_linear_has_a_bias_when_the_config_says_bias() -> None:
+    cfg = _load("internlm--internlm2_5-7b-chat")
+    base = count_params(parse_model_config(cfg, "x")).total
+    cfg["bias"] = True  # wqkv, wo, w1, w2, w3
+    assert count_params(parse_model_config(cfg, "x")).total - base == 32 * (48 * 128 + 4096 + 2 * 14336 + 4096)
+
+
+def test_a_qkv_only_bias_leaves_the_other_linears_bare() -> None:
+    attention = _spec("THUDM--glm-4-9b-chat").layers[0].mixer  # add_qkv_bias true, add_bias_linear false
+    assert attention.qkv_bias and not attention.out_bias
+    assert not _spec("THUDM--glm-4-9b-chat").layers[0].ffn.bias
+
+
+def test_a_model_type_without_a_qkv_bias_field_gets_its_family_bias() -> None:
+    attention = _spec("Qwen--Qwen2.5-72B-Instruct").layers[0].mixer  # Qwen2Config has no field for it
+    assert attention.qkv_bias and not attention.out_bias
+
+
+def test_an_lm_head_bias_counts_one_per_vocabulary_entry() -> None:
+    parts = {p.name: p.params for p in count_params(_spec("microsoft--phi-2")).module("lm_head").parts}
+    assert parts == {"lm_head": 51200 * 2560, "lm_head_bias": 51200}
+
+
+def test_an_embedding_norm_counts_outside_the_stack() -> None:
+    parts = {p.name: p.params for p in count_params(_spec("bigscience--bloom")).module("norms").parts}
+    assert parts["embedding_norm"] == 2 * 14336
+
+
+def test_multi_query_means_one_kv_head_unless_a_count_is_given() -> None:
+    assert _spec("tiiuae--falcon-7b").num_key_value_heads == 1
+    assert _spec("bigcode--starcoderbase").num_key_value_heads == 1
+    assert _spec("tiiuae--falcon-40b").num_key_value_heads == 8  # num_kv_heads wins
+
+
+def test_multi_query_attention_reads_its_group_count() -> None:
+    spec = _spec("THUDM--glm-4-9b-chat")
+    assert (spec.num_key_value_heads, spec.head_dim, spec.vocab_size) == (2, 128, 151552)  # kv_channels, padded
+
+
+def test_qk_norms_over_all_heads_count_heads_x_head_dim() -> None:
+    parts = {p.name: p.params for p in _spec("CohereForAI--c4ai-command-r-plus").layers[0].mixer.proj_parts()}
+    assert parts["qk_norm"] == (96 + 8) * 128
+
+
+def test_a_family_with_tied_embeddings_by_class_default_has_no_head() -> None:
+    for name in ("openai-community--gpt2", "google--gemma-7b", "CohereForAI--c4ai-command-r-plus",
+                 "openbmb--MiniCPM-2B-sft-bf16"):
+        assert "tie_word_embeddings" not in _load(name)
+        assert count_params(_spec(name)).by_name()["lm_head"] == 0
+
+
+def test_a_family_fixed_ffn_width_is_four_x_hidden_without_a_note() -> None:
+    spec = _spec("bigscience--bloom")  # BLOOM has no width field
+    assert spec.intermediate_size == 4 * 14336
+    assert not any("4 x hidden" in w for w in spec.warnings)
+
+
+def test_gemma2_alternates_sliding_and_global_layers() -> None:
+    kinds = ["SWA" if layer.mixer.window else "full" for layer in _spec("google--gemma-2-9b").layers]
+    assert kinds[:4] == ["SWA", "full", "SWA", "full"] and kinds.count("SWA") == 21
+
+
+def test_attention_layers_and_window_size_pattern_gpt_neo() -> None:
+    spec = _spec("EleutherAI--gpt-neo-1.3B")
+    assert [layer.mixer.window for layer in spec.layers[:2]] == [None, 256]
+
+
+def test_a_pure_mamba_stack_has_one_mixer_and_no_ffn_per_layer() -> None:
+    for name, kind in (("state-spaces--mamba-2.8b-hf", "Mamba1"), ("mistralai--Mamba-Codestral-7B-v0.1", "Mamba2")):
+        spec = _spec(name)
+        assert {layer.label() for layer in spec.layers} == {spec.layers[0].label()}
+        assert all(layer.blocks[0].kind == kind and layer.ffn is None and layer.norms == 1 for layer in spec.layers)
+        assert spec.architecture == "hybrid-ssm" and spec.attention_kind == "none"
+
+
+def test_moe_layer_start_end_and_interval_place_the_experts() -> None:
+    spec = _spec("baidu--ERNIE-4.5-21B-A3B-PT")
+    assert (spec.num_dense_layers, spec.num_moe_layers) == (1, 27)
+    assert (spec.num_experts, spec.experts_per_token, spec.shared_expert_intermediate_size) == (64, 6, 3072)
+    cfg = _load("baidu--ERNIE-4.5-21B-A3B-PT")
+    cfg.update(moe_layer_interval=2, moe_layer_end_index=-1)
+    assert parse_model_config(cfg, "x").num_moe_layers == 14  # layers 1, 3, ..., 27
+
+
+def test_an_expert_count_given_per_modality_is_refused() -> None:
+    cfg = _load("baidu--ERNIE-4.5-21B-A3B-PT")
+    cfg["moe_num_experts"] = [64, 64]  # ERNIE-4.5-VL: text and vision experts
+    with pytest.raises(InputError, match=r"moe_num_experts: must be an integer, got \[64, 64\]"):
+        parse_model_config(cfg, "x")
+
+
+def test_cross_attention_layers_are_refused() -> None:
+    cfg = _load("Qwen--Qwen2.5-72B-Instruct")
+    cfg["cross_attention_layers"] = [3, 8, 13]  # Mllama's text model
+    with pytest.raises(InputError, match="cross_attention_layers: .*not modelled"):
+        parse_model_config(cfg, "x")
+
+
+def test_a_narrower_embedding_with_projections_is_refused() -> None:
+    cfg = _load("facebook--opt-125m")
+    cfg["word_embed_proj_dim"] = 512  # OPT-350m
+    with pytest.raises(InputError, match="word_embed_proj_dim: 512 differs from hidden_size"):
+        parse_model_config(cfg, "x")
+
+
+def test_a_post_norm_stack_is_refused() -> None:
+    cfg = _load("facebook--opt-125m")
+    cfg["do_layer_norm_before"] = False
+    with pytest.raises(InputError, match="do_layer_norm_before: false"):
+        parse_model_config(cfg, "x")
+
+
+def test_phi_qk_layernorms_are_refused() -> None:
+    cfg = _load("microsoft--phi-2")
+    cfg["qk_layernorm"] = True
+    with pytest.raises(InputError, match="qk_layernorm: true"):
+        parse_model_config(cfg, "x")
+
+
+def test_a_refusal_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from solver.cli.main import main as cli
+
+    cfg = _load("facebook--opt-125m")
+    cfg["word_embed_proj_dim"] = 512
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    result = CliRunner().invoke(cli, ["inspect", str(path)])
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1 and "word_embed_proj_dim" in result.output
+
+
+def test_fields_that_size_nothing_raise_no_unread_note() -> None:
+    cfg = _load("ibm-granite--granite-3.1-8b-instruct")
+    cfg.update(model_type="newfamily", attention_softmax_in_fp32=True, clip_qkv=8.0, attn_pdrop=0.1,
+               attn_implementation="eager", moe_capacity=[64, 64], kv_share_interval=2)
+    notes = [w for w in parse_model_config(cfg, "x").warnings if w.startswith("fields not read")]
+    assert len(notes) == 1 and notes[0].endswith("kv_share_interval=2")  # sizes something: still named
+
+
+def test_a_vision_encoder_without_intermediate_size_says_so() -> None:
+    notes: list[str] = []
+    vision = {"hidden_size": 1024, "num_hidden_layers": 2, "patch_size": 14, "image_size": 224}
+    enc = read_encoders({"vision_config": vision}, 4096, "x", notes)[0]
+    assert notes == ["vision_config.intermediate_size: not given; the encoder's MLP width is read as 4 x hidden "
+                     "size = 4096 (the ViT convention)"]
+    with_width = read_encoders({"vision_config": {**vision, "intermediate_size": 4096}}, 4096, "x", notes)[0]
+    assert enc.params == with_width.params and len(notes) == 1
+
+
+def test_the_encoder_note_reaches_the_model_warnings() -> None:
+    cfg = {"model_type": "newvlm", "text_config": _load("Qwen--Qwen2.5-72B-Instruct"),
+           "vision_config": {"hidden_size": 1024, "num_hidden_layers": 2, "patch_size": 14}}
+    assert any("vision_config.intermediate_size: not given" in w for w in parse_model_config(cfg, "x").warnings)
