@@ -20,6 +20,7 @@ from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
 from solver.specs.config.encoders import Encoder, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
+from solver.specs.config.outside import layernorm_bias, outside_stack
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
 from solver.specs.config.quant import QuantSpec, read_quant
 from solver.specs.config.unread import check_unread
@@ -371,31 +372,6 @@ def _mtp(f: Fields, reader: BlockReader, stack: tuple[Layer, ...]) -> tuple[tupl
     return tuple(module for _ in range(n)), copies
 
 
-def _norm_bias(f: Fields) -> bool:
-    """LayerNorms with a bias: the family's fact, or ChatGLM's rmsnorm: false."""
-    return f.bool("_norm_bias") or not f.bool("rmsnorm", True)
-
-
-def _outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
-    """The weights outside the stack that a family's conventions add or remove (family_defaults.yaml), and the
-    layouts the reader refuses rather than miscount."""
-    width = f.opt_int("word_embed_proj_dim")
-    if width is not None and width != hidden:
-        raise f.err("word_embed_proj_dim", f"{width} differs from hidden_size ({hidden}): OPT's project_in / "
-                                           "project_out around a narrower embedding are not counted")
-    if not f.bool("do_layer_norm_before", True):
-        raise f.err("do_layer_norm_before", "false: a post-norm stack (OPT-350m) keeps no final norm; not counted")
-    positions = 0
-    if f.bool("_learned_positions"):
-        if not f.has("n_positions", "max_position_embeddings"):
-            raise f.err("max_position_embeddings", "missing (required to size the learned position table)")
-        rows = f.int("n_positions", "max_position_embeddings", maximum=2**24)
-        positions = rows + f.int("_position_offset", default=0, minimum=0)
-    return {"position_embeddings": positions, "embedding_norm": f.bool("_embedding_norm"),
-            "final_norm": f.bool("_norm_weights", True) and f.bool("post_layer_norm", True),
-            "lm_head_bias": f.bool("lm_head_bias")}
-
-
 def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelSpec:
     """Parse a config.json dict into a ModelSpec. Raises InputError naming the offending field."""
     origin = origin or name
@@ -420,7 +396,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         n_layers = len(layer_slots)
         reader = BlockReader(f, hidden, n_layers)
     norms = reader.norms
-    norm_bias = _norm_bias(f)
+    norm_bias = layernorm_bias(f)
     stack: list[Layer] = []
     parallel_ssm = f.bool("_parallel_mamba")  # Falcon-H1: attention and Mamba-2 side by side in every layer
     for slot in layer_slots:
@@ -440,7 +416,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     quant = read_quant(cfg, origin, warnings)
     tie = f.bool("tie_word_embeddings")
     max_pos = f.opt_int("max_position_embeddings", maximum=2**40)
-    outside = _outside_stack(f, hidden)
+    outside = outside_stack(f, hidden)
     check_unread(f, cfg, model_type, known, warnings)
     return ModelSpec(
         name=name, model_type=model_type, hidden_size=hidden, vocab_size=vocab,

@@ -1,7 +1,8 @@
 """What a config says that the parser never read.
 
 A config of a family the parser has no defaults for is read by field convention (model.py), so a family that
-spells a size in its own words (ERNIE-4.5's moe_num_experts, Step-3's moe_layers_enum, a cross-layer KV share)
+spells a size in its own words (Step-3's moe_layers_enum, a cross-layer KV share; ERNIE-4.5's moe_num_experts
+until it was read)
 would otherwise be sized without it, as if the field were not there. Three rules:
 
 - an expert count in a field the parser does not read is refused: the model would be counted as dense, its

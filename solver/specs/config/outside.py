@@ -1,0 +1,33 @@
+"""What sits outside the layer stack by a family's conventions (family_defaults.yaml): a learned position table,
+a norm on the embedding, the final norm's weights and bias, a bias on the head; and the layouts around the
+embedding that the reader refuses rather than miscount (OPT-350m's narrower embedding, a post-norm stack)."""
+from __future__ import annotations
+
+from typing import Any
+
+from solver.specs.config.fields import Fields
+
+
+def layernorm_bias(f: Fields) -> bool:
+    """LayerNorms with a bias: the family's fact, or ChatGLM's rmsnorm: false."""
+    return f.bool("_norm_bias") or not f.bool("rmsnorm", True)
+
+
+def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
+    """The weights outside the stack that a family's conventions add or remove (family_defaults.yaml), and the
+    layouts the reader refuses rather than miscount."""
+    width = f.opt_int("word_embed_proj_dim")
+    if width is not None and width != hidden:
+        raise f.err("word_embed_proj_dim", f"{width} differs from hidden_size ({hidden}): OPT's project_in / "
+                                           "project_out around a narrower embedding are not counted")
+    if not f.bool("do_layer_norm_before", True):
+        raise f.err("do_layer_norm_before", "false: a post-norm stack (OPT-350m) keeps no final norm; not counted")
+    positions = 0
+    if f.bool("_learned_positions"):
+        if not f.has("n_positions", "max_position_embeddings"):
+            raise f.err("max_position_embeddings", "missing (required to size the learned position table)")
+        rows = f.int("n_positions", "max_position_embeddings", maximum=2**24)
+        positions = rows + f.int("_position_offset", default=0, minimum=0)
+    return {"position_embeddings": positions, "embedding_norm": f.bool("_embedding_norm"),
+            "final_norm": f.bool("_norm_weights", True) and f.bool("post_layer_norm", True),
+            "lm_head_bias": f.bool("lm_head_bias")}
