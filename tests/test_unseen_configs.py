@@ -430,3 +430,25 @@ def test_the_encoder_note_reaches_the_model_warnings() -> None:
     cfg = {"model_type": "newvlm", "text_config": _load("Qwen--Qwen2.5-72B-Instruct"),
            "vision_config": {"hidden_size": 1024, "num_hidden_layers": 2, "patch_size": 14}}
     assert any("vision_config.intermediate_size: not given" in w for w in parse_model_config(cfg, "x").warnings)
+
+
+def test_a_context_written_as_n_positions_or_seq_length_is_the_models_context() -> None:
+    """GPT-2's lineage writes its context as n_positions and ChatGLM as seq_length: either is the limit a sequence
+    is held to, named as the config names it."""
+    gpt2 = _spec("openai-community--gpt2")
+    assert (gpt2.max_position_embeddings, gpt2.context_field) == (1024, "n_positions")
+    glm = _spec("THUDM--glm-4-9b-chat")
+    assert (glm.max_position_embeddings, glm.context_field) == (_load("THUDM--glm-4-9b-chat")["seq_length"],
+                                                                "seq_length")
+
+
+def test_a_sequence_past_a_learned_position_table_is_noted_as_unservable() -> None:
+    """RoPE scaling can stretch a rotary model's context; a learned table has no rows past its last position, so
+    the note says no engine serves that length rather than offering a RoPE scaling."""
+    from solver.specs.notes import context_notes
+
+    (note,) = context_notes(_spec("openai-community--gpt2"), 4352)
+    assert "n_positions 1,024" in note and "no engine serves that length" in note and "RoPE" not in note
+    (rotary,) = context_notes(_spec("EleutherAI--pythia-6.9b"), 4352)
+    assert "RoPE scaling" in rotary
+    assert context_notes(_spec("openai-community--gpt2"), 1024) == []

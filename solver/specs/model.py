@@ -53,6 +53,7 @@ class ModelSpec:
     mtp_checkpoint_copies: bool = False  # DeepSeek layout: each MTP module stores embedding + head copies
     encoders: tuple[Encoder, ...] = ()
     max_position_embeddings: int | None = None
+    context_field: str = "max_position_embeddings"  # the config field max_position_embeddings was read from
     pattern_source: str = ""  # the config field the layer pattern came from
     quant: QuantSpec = field(default_factory=QuantSpec)
     warnings: tuple[str, ...] = ()
@@ -286,6 +287,8 @@ def _tp_units(b: Block) -> list[int]:
 
 _DEFAULTS_PATH = Path(__file__).parent / "config" / "family_defaults.yaml"
 # wrapper keys whose values belong to the whole checkpoint, lifted into the text config when it lacks them
+# where the longest position the model was built for is written, first given wins
+CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "seq_length")
 _LIFTED = ("architectures", "quantization_config", "tie_word_embeddings", "torch_dtype", "dtype")
 _KNOWN_TYPES_NOTE = "sizes read from the config's own fields by convention"
 
@@ -415,14 +418,16 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
             warnings.append(f"{key}: not counted (no sizing convention for it); the totals exclude it")
     quant = read_quant(cfg, origin, warnings)
     tie = f.bool("tie_word_embeddings")
-    max_pos = f.opt_int("max_position_embeddings", maximum=2**40)
+    # the longest position the model was built for: GPT-2's lineage names it n_positions, ChatGLM seq_length
+    context_field = f.first(*CONTEXT_FIELDS) or CONTEXT_FIELDS[0]
+    max_pos = f.opt_int(*CONTEXT_FIELDS, maximum=2**40)
     outside = outside_stack(f, hidden)
     check_unread(f, cfg, model_type, known, warnings)
     return ModelSpec(
         name=name, model_type=model_type, hidden_size=hidden, vocab_size=vocab,
         tie_word_embeddings=tie, layers=layers, mtp_modules=mtp,
         mtp_checkpoint_copies=copies, encoders=encoders,
-        max_position_embeddings=max_pos,
+        max_position_embeddings=max_pos, context_field=context_field,
         pattern_source=source, quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
         norm_bias=norm_bias, **outside,
     )

@@ -24,13 +24,18 @@ def device_notes(hw: Hardware, prec: Precision, timed: bool = True) -> list[str]
 
 
 def context_notes(model: ModelSpec, max_len: int | None) -> list[str]:
-    """A sequence longer than the model's max_position_embeddings: the figures are computed, but the engines
-    refuse such a maximum model length unless the model is served with a RoPE scaling that extends it."""
+    """A sequence longer than the model's context: the figures are computed, but the engines refuse such a
+    maximum model length unless the model is served with a RoPE scaling that extends it; a learned position
+    table cannot be extended at all."""
     limit = model.max_position_embeddings
     if max_len is None or limit is None or max_len <= limit:
         return []
-    return [f"the longest sequence, {max_len:,} tokens, exceeds {model.name}'s max_position_embeddings {limit:,}: "
-            "engines refuse that maximum model length unless the model is served with a RoPE scaling that extends it"]
+    head = (f"the longest sequence, {max_len:,} tokens, exceeds {model.name}'s {model.context_field} {limit:,}: ")
+    if model.position_embeddings:
+        return [head + "its learned position table has no rows past it, so no engine serves that length; keep "
+                "--isl + --osl within it"]
+    return [head + "engines refuse that maximum model length unless the model is served with a RoPE scaling that "
+            "extends it"]
 
 
 def input_notes(model: ModelSpec, hw: Hardware, prec: Precision, timed: bool = True,
