@@ -6,6 +6,7 @@ import json
 import yaml
 from click.testing import CliRunner
 
+from conftest import REPO
 from solver.cli.main import main
 
 BASE = {"model": "deepseek-r1", "hardware": "atlas_a3", "framework": "cann-recipes", "world_size": 16,
@@ -217,3 +218,24 @@ def test_check_style_file_is_read_by_calibrate(tmp_path):
     r = CliRunner().invoke(main, ["calibrate", str(traces), "--config", str(path), "--format", "json"])
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["estimate_comparison"]
+
+
+def test_decode_attention_tp_wider_than_needed_is_a_class_b_warning(tmp_path):
+    # seed Step 4 [B]: "in the Decode phase, attn_tp is not greater than the necessary value". The docs example
+    # (R1 all-TP16, 64 sequences of 356 tokens): attention TP8 fits and decodes no slower
+    data = yaml.safe_load((REPO / "docs" / "examples" / "r1-16-tp.yaml").read_text())
+    out = json.loads(_run(tmp_path, data).stdout)
+    b = [w for w in out["warnings"]["B"] if "more than this decode needs" in w]
+    assert len(b) == 1 and b[0].startswith("attn_tp_size 16 is more than this decode needs (seed Step 4 [B]): "
+                                           "attn_tp_size 8 fits")
+    # where the wider TP is what decodes fastest (solve's decode pick at 16 sequences), no warning
+    solve = ["solve", "deepseek-r1", "--hardware", "atlas_a3", "--cards", "16", "--scenario", "latency", "--framework",
+             "cann-recipes", "--weight-dtype", "int8", "--phase", "decode", "--isl", "4096", "--osl", "512",
+             "--format", "json"]
+    best = json.loads(CliRunner().invoke(main, solve).stdout)["candidates"][0]
+    assert best["parallel_config"]["attn_tp_size"] == 16
+    data = {**BASE, "parallel_config": {k: v for k, v in best["parallel_config"].items()
+                                        if k not in ("attn_dp_size", "moe_ep_size")},
+            "workload": {"phase": "decode", "batch": best["estimation"]["concurrency"], "seq_len": 4352}}
+    out = json.loads(_run(tmp_path, data).stdout)
+    assert not any("more than this decode needs" in w for w in out["warnings"]["B"])

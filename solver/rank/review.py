@@ -61,6 +61,41 @@ MLA_ATTENTION_TP = ProcessError("attention TP on an MLA model", "the latent KV c
 PROCESS_ERRORS = (ALL_TP, SMALL_MOE_TP_ONLY, MLA_ATTENTION_TP)
 
 
+def decode_attn_tp_needed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig,
+                          prec: Precision, f, wl: Workload, mem_opts: MemoryOptions | None,
+                          own: Estimate) -> tuple[ParallelConfig, Estimate] | None:
+    """The seed's [B] "in the Decode phase, attn_tp is not greater than the necessary value": the smallest
+    attention TP (a divisor of this one; the knobs the engine ties to it, dense FFN and the vocabulary / o_proj
+    degrees, following where they must) that the engine accepts, that fits, and whose decode step is no slower;
+    None when this attention TP is that value."""
+    from solver.rank.explain import _side_variants
+
+    for a in (d for d in range(1, pc.attn_tp_size) if pc.attn_tp_size % d == 0):
+        base = pc.knobs()
+        tries = [{**base, "attn_tp_size": a}, {**base, "attn_tp_size": a, "dense_tp_size": a}]
+        if pc.o_proj_tp_size == pc.attn_tp_size:
+            tries += [{**t, "o_proj_tp_size": a} for t in tries]
+        seen = set()
+        for knobs in tries:
+            try:
+                alt = ParallelConfig(world_size=pc.world_size, **knobs)
+            except (ShardplanError, ValueError):
+                continue
+            for v in [alt, *_side_variants(alt, model)]:
+                key = tuple(sorted(v.knobs().items()))
+                if key in seen:
+                    continue
+                seen.add(key)
+                env = model_env(v.settings(), model, hw.ranks_per_node, world=v.world_size, batch=wl.sequences,
+                                mtp=wl.mtp)
+                if model_problems(model, v, fw) or fw.check(env, severity="error"):
+                    continue
+                e = estimate(model, hw, v, prec, f, wl, mem_opts)
+                if e.memory.feasible and e.tpot_s <= own.tpot_s:
+                    return v, e
+    return None
+
+
 def scenario_of(wl: Workload) -> Scenario:
     """The planning scenario whose workload at its fixed concurrency is `wl` (Workload.for_scenario's inverse):
     a decode step's context is ISL + OSL // 2, so a context of S is ISL = S with one output token."""
@@ -177,6 +212,15 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
             r.warnings["B"].append(f"a stage of {pc.stage_world} ranks is neither whole nodes nor a part of one "
                                    f"({hw.ranks_per_node} per node): stages share a node boundary")
 
+    if wl.kind == "decode" and pc.attn_tp_size > 1 and r.estimate is not None and r.estimate.memory.feasible:
+        need = decode_attn_tp_needed(model, hw, fw, pc, prec, f, wl, mem_opts, r.estimate)
+        if need is not None:
+            smaller, e = need
+            r.warnings["B"].append(
+                f"attn_tp_size {pc.attn_tp_size} is more than this decode needs (seed Step 4 [B]): attn_tp_size "
+                f"{smaller.attn_tp_size} fits ({e.memory.model_bytes / 1e9:.2f} of {e.memory.limit_bytes / 1e9:.2f} "
+                f"GB) and decodes no slower (TPOT {e.tpot_s * 1e3:.3g} vs {r.estimate.tpot_s * 1e3:.3g} ms); the "
+                "wider attention TP only adds all-reduce at one token per step")
     # the seed's common errors
     W = pc.world_size
     if wide:
