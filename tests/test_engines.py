@@ -298,3 +298,13 @@ def test_explain_does_not_price_a_seed_pattern_the_engine_cannot_express():
                      "--weight-dtype", "int8")
     cp = next(x for x in lines if x.startswith("Attn DP + CP32"))
     assert cp == "Attn DP + CP32 + MoE EP: violates cp_size = 32 but vllm-ascend has no such knob (fixed at 1)"
+
+
+def test_explain_says_why_candidate_1_stands_ahead_of_a_better_scoring_one():
+    # Llama-3.1-8B on 2 H100, latency: #2 (Attn DP + CP2) scores 2% better than #1; the tie band and the distance
+    # to a verified deployment put #1 first, and #1's line says so in one hop
+    lines = _explain("llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "2", "--scenario", "latency")
+    first = next(x for x in lines if x.startswith("#1 "))
+    assert "ahead of #2, which scores better, because the two are within the 3% tie band" in first
+    assert "closer to a verified deployment: oss-20b (2 knobs differ) vs oss-20b (3 knobs differ)" in first
+    assert not any("ahead of" in x for x in lines if x.startswith("#2 ") or x.startswith("#3 "))

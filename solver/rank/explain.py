@@ -147,6 +147,25 @@ def _scored(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
             f"tokens/s per rank {_pct(thr, thr0)})")
 
 
+def ahead_by_tie(scenario: Scenario, candidates: list, i: int) -> str:
+    """Why candidate i stands ahead of a later one with a better score (the seed's ranking: within the tie band
+    the configuration closer to a verified deployment comes first), in one clause; '' where none scores better."""
+    from solver.rank.select import PERF_TIE
+
+    mine = candidates[i]
+    better = [(j, c) for j, c in enumerate(candidates) if j > i
+              and score_vs(scenario, c.planned.estimate, mine.planned.estimate) < 0]
+    if not better:
+        return ""
+    j, c = better[0]
+
+    def near(x) -> str:
+        return f"{x.reference} ({len(x.reference_diff)} knobs differ)" if x.reference != "none" else "none"
+
+    return (f"; ahead of #{j + 1}, which scores better, because the two are within the {PERF_TIE:.0%} tie band and "
+            f"the seed then prefers the configuration closer to a verified deployment: {near(mine)} vs {near(c)}")
+
+
 def candidate_scores(scenario: Scenario, candidates: list[tuple[str, Estimate, str]]) -> list[str]:
     """One line per candidate: its score against #1 and why it is in the list ((pattern, estimate, role))."""
     if not candidates:
