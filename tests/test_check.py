@@ -239,3 +239,17 @@ def test_decode_attention_tp_wider_than_needed_is_a_class_b_warning(tmp_path):
             "workload": {"phase": "decode", "batch": best["estimation"]["concurrency"], "seq_len": 4352}}
     out = json.loads(_run(tmp_path, data).stdout)
     assert not any("more than this decode needs" in w for w in out["warnings"]["B"])
+
+
+def test_each_class_a_problem_is_reported_once_in_the_files_own_keys(tmp_path):
+    # the model check and the profile's class-A rule said the same thing twice (experts over EP, o_proj width),
+    # and a knob not dividing the world came a third time under its command-line flag (--attn-tp)
+    experts = _run(tmp_path, {"model": "mixtral-8x7b", "hardware": "h100_sxm", "world_size": 16,
+                              "parallel_config": {"moe_tp_size": 1},
+                              "workload": {"isl": 1024, "osl": 128, "concurrency": 16}})
+    assert json.loads(experts.stdout)["violations"]["A"] == ["num_experts 8 % moe_ep_size 16 != 0"]
+    oproj = json.loads(_run(tmp_path, {**BASE, "world_size": 48, "parallel_config": {"o_proj_tp_size": 48,
+                                                                                     "moe_tp_size": 3}}).stdout)
+    assert [v for v in oproj["violations"]["A"] if "o_proj" in v] == ["N_h * v_head_dim 16384 % o_proj_tp_size 48 != 0"]
+    world = json.loads(_run(tmp_path, {**BASE, "parallel_config": {"attn_tp_size": 3}}).stdout)["violations"]["A"]
+    assert world == ["world_size 16 % attn_tp_size = 3 != 0", "num_attention_heads 128 % attn_tp_size 3 != 0"]

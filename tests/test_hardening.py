@@ -746,3 +746,18 @@ def test_a_json_model_config_key_given_twice_is_bad_input(tmp_path: Path) -> Non
     cfg = tmp_path / "config.json"
     cfg.write_text(text.replace('"num_hidden_layers": 32', '"num_hidden_layers": 32, "num_hidden_layers": 16'))
     one_error_line(run("inspect", str(cfg)), 2, "key 'num_hidden_layers' given twice in one object")
+
+
+def test_launch_notes_a_placement_that_check_refuses(tmp_path: Path) -> None:
+    """launch printed TP16 of Llama-3.1-70B over two H100 nodes without a word while check exits 1 on it (class B,
+    cross-node TP); the command is still what was asked for, with a note per refused group."""
+    dep = tmp_path / "dep.yaml"
+    dep.write_text("model: llama-3.1-70b\nhardware: h100_sxm\nframework: trtllm\nworld_size: 16\nparallel_config: "
+                   "{attn_tp_size: 16, dense_tp_size: 16, embed_tp_size: 16, lmhead_tp_size: 16}\n"
+                   "workload: {isl: 1024, osl: 128, concurrency: 8}\n")
+    assert run("check", str(dep)).exit_code == 1
+    r = run("launch", str(dep), "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    notes = json.loads(r.stdout)["notes"]
+    assert "attn_tp_size 16 > 8 ranks of the node/scale-up domain (cross-node TP): `shardplan check` reports it as a " \
+           "class B violation" in notes

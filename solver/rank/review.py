@@ -2,6 +2,7 @@
 C framework), the seed's "common errors" that apply, and the weight-handling note."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -15,10 +16,13 @@ from solver.specs.rule_env import model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_problems
+from solver.specs.knobs import DERIVED
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
+# the group sizes a rule can read (knobs and derived DP / EP sizes): what makes two class-A lines one problem
+_GROUP_SIZES = frozenset(KNOBS) | frozenset(DERIVED)
 SMALL_SCALE = 16  # the seed's "small-to-medium scale" MoE deployments (R1 16-card references)
 
 
@@ -59,6 +63,20 @@ MLA_ATTENTION_TP = ProcessError("attention TP on an MLA model", "the latent KV c
                  "and reads all of it; prefer attention DP, and CP for long prefill",
                  lambda model: "has_mla and attn_tp_size > 1")
 PROCESS_ERRORS = (ALL_TP, SMALL_MOE_TP_ONLY, MLA_ATTENTION_TP)
+
+
+def hardware_placement(model: ModelSpec, hw: Hardware, pc: ParallelConfig) -> tuple[dict[str, int], list[str]]:
+    """The seed's class B placement checks on the hardware (memory aside): TP groups wider than the node /
+    scale-up domain, and more experts per rank than the device's dispatch path takes. (the wide TP knobs, one
+    line per problem); `check` reports them as violations, `launch` notes them beside the command."""
+    # a knob of a missing module is reported once, by absent_knob_problems, not as a TP group
+    wide = {k: v for k, v in cross_node_tp(pc, hw).items() if k in model_knobs(model)}
+    out = [f"{k} {v} > {tp_domain(hw)} ranks of the node/scale-up domain (cross-node TP)" for k, v in wide.items()]
+    if hw.max_experts_per_rank and model.is_moe and pc.moe_ep_size > 1:
+        per = pc.expert_slots(model.num_experts) / pc.moe_ep_size  # redundant copies count
+        if per > hw.max_experts_per_rank:
+            out.append(f"{per:g} experts per rank > {hw.max_experts_per_rank} ({hw.name} dispatch path)")
+    return wide, out
 
 
 def decode_attn_tp_needed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig,
@@ -172,13 +190,14 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
     r = Review()
     r.violations["A"] += model_problems(model, pc, fw)
     env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=mtp)
-    seen_a = " ".join(r.violations["A"])
+    model_lines = [set(re.findall(r"[a-z_]+", line)) for line in r.violations["A"]]
     for rule in fw.rules:
         if rule.holds(env):
             continue
         cls = rule.id.split(".")[0]
-        if cls == "A" and ("world_size" in seen_a or "%" in seen_a) and rule.id.startswith("A.world_divisible"):
-            continue  # already listed by the model check
+        sizes = rule.names & _GROUP_SIZES
+        if cls == "A" and sizes and any(sizes <= words for words in model_lines):
+            continue  # the model check already says it, about the same group sizes (heads, experts, o_proj, world)
         target = r.warnings if rule.severity == "warning" else r.violations
         target.setdefault(cls, []).append(f"[{rule.id}] {rule.message}")
     r.violations["C"] += fw.limits(env)
@@ -194,14 +213,8 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
             r.warnings["B"].append("weights + KV above 0.8 of capacity (seed 3.2): little room for batch growth")
         if mem.kv_share_of_available > 0.5:
             r.warnings["B"].append("KV cache above 50% of available memory (seed 3.4): consider KVP / CP")
-    # a knob of a missing module is reported once, by absent_knob_problems, not as a TP group
-    wide = {k: v for k, v in cross_node_tp(pc, hw).items() if k in model_knobs(model)}
-    for k, v in wide.items():
-        r.violations["B"].append(f"{k} {v} > {tp_domain(hw)} ranks of the node/scale-up domain (cross-node TP)")
-    if hw.max_experts_per_rank and model.is_moe and pc.moe_ep_size > 1:
-        per = pc.expert_slots(model.num_experts) / pc.moe_ep_size  # redundant copies count
-        if per > hw.max_experts_per_rank:
-            r.violations["B"].append(f"{per:g} experts per rank > {hw.max_experts_per_rank} ({hw.name} dispatch path)")
+    wide, placement = hardware_placement(model, hw, pc)
+    r.violations["B"] += placement
 
     if pc.pp_size > 1 and pc.world_size % pc.pp_size == 0:
         L, pp = model.num_layers, pc.pp_size
