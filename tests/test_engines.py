@@ -308,3 +308,13 @@ def test_explain_says_why_candidate_1_stands_ahead_of_a_better_scoring_one():
     assert "ahead of #2, which scores better, because the two are within the 3% tie band" in first
     assert "closer to a verified deployment: oss-20b (2 knobs differ) vs oss-20b (3 knobs differ)" in first
     assert not any("ahead of" in x for x in lines if x.startswith("#2 ") or x.startswith("#3 "))
+
+
+def test_explain_says_when_what_the_engine_cannot_express_costs_nothing():
+    # Nemotron-3-Super on 8 B200 under trtllm: the generic profile's best (attention TP8 with the embedding
+    # replicated) is worse by trtllm's own factors than trtllm's pick; the line said only "would change ... +17%"
+    lines = _explain("nemotron-3-super", "--hardware", "b200_sxm", "--cards", "8", "--framework", "trtllm")
+    line = next(x for x in lines if x.startswith("generic profile's best"))
+    assert "so what trtllm cannot express costs nothing here: by its own factors its pick scores better (+" in line
+    atom = _explain("qwen3.5-122b-a10b", "--hardware", "mi355x", "--cards", "8", "--framework", "atom")
+    assert "costs nothing" not in next(x for x in atom if x.startswith("generic profile's best"))

@@ -126,7 +126,10 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
             f"({best_est.ttft_s * 1e3:.0f} -> {e.ttft_s * 1e3:.0f} ms), TPOT {_pct(e.tpot_s, best_est.tpot_s)} "
             f"({best_est.tpot_s * 1e3:.1f} -> {e.tpot_s * 1e3:.1f} ms), request latency {_pct(lat, best_lat)}, "
             f"output tokens/s per rank {_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)} "
-            f"vs {fw.name}'s {best_pattern}"]
+            f"vs {fw.name}'s {best_pattern}"
+            + (f"; so what {fw.name} cannot express costs nothing here: by its own factors its pick scores better "
+               f"({score_vs(scenario, e, best_est):+.3f} for the generic profile's best)"
+               if score_vs(scenario, e, best_est) >= 0 else "")]
 
 
 def score_vs(scenario: Scenario, e: Estimate, ref: Estimate) -> float:
