@@ -73,8 +73,11 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     f = factors_for(hw, fw.efficiency_for(hw))
     p = cand.planned
+    from solver.rank.explain import ahead_by_tie
+
     shown = [(c.pattern, c.planned.estimate, c.planned.role + (f" {c.planned.verified}" if c.planned.verified else "")
-              + ("" if c.planned.on_front else ", off the front")) for c in candidates]
+              + ("" if c.planned.on_front else ", off the front") + ahead_by_tie(scenario, list(candidates), i))
+             for i, c in enumerate(candidates)]
     return explain(spec, hw, fw, prec, f, scenario, p.config, p.estimate, p.batch,
                    Workload.for_scenario(scenario, p.batch), cand.pattern, shown)
 

@@ -118,6 +118,22 @@ def test_peak_memory_from_events_and_from_the_flag(tmp_path):
     assert _verdict(flagged, "peak_memory_share")["level"] == "warn"  # 140 / 151.4 = 92%: over 0.8, under 0.95
 
 
+def test_peak_memory_is_held_to_the_memory_rules_limit_not_095_of_capacity(tmp_path):
+    # Atlas A3: 64 GB, 3.76 GB runtime reserve, so the limit is 64 - 3.76 = 60.24 GB (under 0.95 x 64 = 60.8): a
+    # 60.5 GB allocator peak is over the limit every estimate and check uses, whatever its share of capacity
+    path = ts.write_trace(tmp_path / "t.json", ts.steps_trace([10_000]))
+    over = _verdict(_json(path, "--peak-memory-gb", "60.5", "--hardware", "atlas_a3"), "peak_memory_share")
+    assert over["level"] == "bad" and "limit 60.24 GB = min(0.95 x 64.00, 64.00 - 3.76 runtime reserve)" in over["message"]
+    under = _verdict(_json(path, "--peak-memory-gb", "60.2", "--hardware", "atlas_a3"), "peak_memory_share")
+    assert under["level"] == "warn"
+
+
+def test_a_peak_memory_without_hardware_says_it_is_not_judged(tmp_path):
+    res = _run(ts.write_trace(tmp_path / "t.json", ts.steps_trace([10_000])), "--peak-memory-gb", "70")
+    assert res.exit_code == 0
+    assert "peak memory 70.00 GB (--peak-memory-gb) is not judged against a capacity: pass --hardware" in res.stderr
+
+
 def test_table_format_prints_metrics_and_verdicts(tmp_path):
     res = _run(ts.write_trace(tmp_path / "t.json", ts.comm_share_trace()))
     assert res.exit_code == 0, res.output
@@ -232,7 +248,7 @@ def test_estimate_matches_a_trace_built_from_it(tmp_path):
     step = _verdict(data, "step_time_deviation")
     assert step["level"] == "ok" and step["action"] == "strategy confirmed, no adjustment needed"
     mem = _verdict(data, "memory_deviation")
-    assert "batch can grow to about" in mem["action"]
+    assert "batch can grow to about" in mem["action"] and "under the limit 143.83 GB = min(0.95 x" in mem["action"]
 
 
 # ----------------------------------------------------------------------------------- real trace

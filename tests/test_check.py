@@ -6,6 +6,7 @@ import json
 import yaml
 from click.testing import CliRunner
 
+from conftest import REPO
 from solver.cli.main import main
 
 BASE = {"model": "deepseek-r1", "hardware": "atlas_a3", "framework": "cann-recipes", "world_size": 16,
@@ -53,10 +54,66 @@ def test_tp_across_nodes_is_a_class_b_violation_on_a_node_bound_fabric(tmp_path)
     assert any("crosses nodes" in e for e in out["common_errors"])
 
 
-def test_attention_tp_on_mla_is_flagged_as_a_common_error(tmp_path):
+def test_attention_tp_on_mla_is_flagged_where_the_analysis_prefers_attention_dp(tmp_path):
+    # decode of 128 sequences at 8K: attention DP (attn_tp 1) beats TP4 in both figures by the estimate
+    data = {**BASE, "workload": {"phase": "decode", "batch": 128, "seq_len": 8192},
+            "parallel_config": {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 16, "lmhead_tp_size": 16}}
+    errors = json.loads(_run(tmp_path, data).stdout)["common_errors"]
+    mla = [e for e in errors if e.startswith("attention TP on an MLA model")]
+    assert len(mla) == 1 and "finds Attn DP" in mla[0] and "request latency -" in mla[0]
+    assert "fits in memory" in mla[0]  # TP4's replicated latent KV does not fit; the analysis' choice does
+
+
+def test_attention_tp_on_mla_is_only_a_note_where_the_analysis_confirms_it(tmp_path):
+    # decode of 64 short sequences: no attention-DP configuration is more than 3% better than TP4
     r = _run(tmp_path, {**BASE, "parallel_config": {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 16,
                                                     "lmhead_tp_size": 16}})
-    assert any("MLA" in e for e in json.loads(r.stdout)["common_errors"])
+    out = json.loads(r.stdout)
+    assert not any("MLA" in e for e in out["common_errors"])
+    assert any(n.startswith("attention TP on an MLA model: weighed") for n in out["notes"])
+
+
+def _solve_then_check(tmp_path, model, hardware, cards, framework, scenario, *extra):
+    """solve -> candidate 1 written as a deployment file -> check: (candidate, check's output)."""
+    solve = ["solve", model, "--hardware", hardware, "--cards", str(cards), "--scenario", scenario,
+             "--framework", framework, "--format", "json", *extra]
+    best = json.loads(CliRunner().invoke(main, solve).stdout)["candidates"][0]
+    data = {"model": model, "hardware": hardware, "framework": framework, "world_size": cards,
+            "parallel_config": {k: v for k, v in best["parallel_config"].items()
+                                if k not in ("attn_dp_size", "moe_ep_size")},
+            "workload": {"isl": 4096, "osl": 256, "concurrency": best["estimation"]["concurrency"]}}
+    if extra:
+        data["quant"] = {"weights": extra[1]}
+    r = _run(tmp_path, data)
+    assert r.exit_code == 0, r.stdout + r.stderr
+    return best, json.loads(r.stdout)
+
+
+def test_seed_process_errors_never_fire_on_solves_own_recommendation(tmp_path):
+    # the seed's process errors (default all-TP, small-scale MoE with TP only, attention TP on MLA) are about
+    # choosing without the comparison; solve's candidate 1 is the comparison's answer. Each deployment below
+    # recommends the pattern, and check weighs it (a note) instead of flagging it
+    cases = [(("llama-3.3-70b", "h100_sxm", 8, "vllm", "latency"), "default all-TP"),
+             (("qwen3-30b-a3b", "h100_sxm", 8, "sglang", "latency"), "small-scale MoE with only TP considered"),
+             (("deepseek-v3.2", "atlas_a3", 64, "cann-recipes", "latency", "--weight-dtype", "int8"),
+              "attention TP on an MLA model")]
+    for args, error in cases:
+        best, out = _solve_then_check(tmp_path, *args)
+        assert out["valid"] and out["common_errors"] == [], (args, out["common_errors"])
+        assert any(n.startswith(f"{error}: weighed against the planner's analysis") for n in out["notes"]), args
+        assert out["estimation"]["tpot_ms"] == best["estimation"]["tpot_ms"]
+
+
+def test_default_all_tp_is_flagged_where_the_analysis_beats_it(tmp_path):
+    # all-TP8 of a small MoE at 256 requests: attention DP + EP wins both figures; both process errors say so,
+    # each naming the configuration the analysis prefers and by how much
+    data = {"model": "qwen3-30b-a3b", "hardware": "h100_sxm", "world_size": 8,
+            "parallel_config": {"attn_tp_size": 8, "moe_tp_size": 8, "embed_tp_size": 8, "lmhead_tp_size": 8},
+            "workload": {"isl": 4096, "osl": 256, "concurrency": 256}}
+    out = json.loads(_run(tmp_path, data).stdout)
+    names = [e.split(":")[0] for e in out["common_errors"]]
+    assert names == ["default all-TP", "small-scale MoE with only TP considered"]
+    assert all("finds Attn DP + MoE EP" in e and "output tokens/s per rank +" in e for e in out["common_errors"])
 
 
 def _vocab_errors(out: dict) -> list[str]:
@@ -161,3 +218,38 @@ def test_check_style_file_is_read_by_calibrate(tmp_path):
     r = CliRunner().invoke(main, ["calibrate", str(traces), "--config", str(path), "--format", "json"])
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["estimate_comparison"]
+
+
+def test_decode_attention_tp_wider_than_needed_is_a_class_b_warning(tmp_path):
+    # seed Step 4 [B]: "in the Decode phase, attn_tp is not greater than the necessary value". The docs example
+    # (R1 all-TP16, 64 sequences of 356 tokens): attention TP8 fits and decodes no slower
+    data = yaml.safe_load((REPO / "docs" / "examples" / "r1-16-tp.yaml").read_text())
+    out = json.loads(_run(tmp_path, data).stdout)
+    b = [w for w in out["warnings"]["B"] if "more than this decode needs" in w]
+    assert len(b) == 1 and b[0].startswith("attn_tp_size 16 is more than this decode needs (seed Step 4 [B]): "
+                                           "attn_tp_size 8 fits")
+    # where the wider TP is what decodes fastest (solve's decode pick at 16 sequences), no warning
+    solve = ["solve", "deepseek-r1", "--hardware", "atlas_a3", "--cards", "16", "--scenario", "latency", "--framework",
+             "cann-recipes", "--weight-dtype", "int8", "--phase", "decode", "--isl", "4096", "--osl", "512",
+             "--format", "json"]
+    best = json.loads(CliRunner().invoke(main, solve).stdout)["candidates"][0]
+    assert best["parallel_config"]["attn_tp_size"] == 16
+    data = {**BASE, "parallel_config": {k: v for k, v in best["parallel_config"].items()
+                                        if k not in ("attn_dp_size", "moe_ep_size")},
+            "workload": {"phase": "decode", "batch": best["estimation"]["concurrency"], "seq_len": 4352}}
+    out = json.loads(_run(tmp_path, data).stdout)
+    assert not any("more than this decode needs" in w for w in out["warnings"]["B"])
+
+
+def test_each_class_a_problem_is_reported_once_in_the_files_own_keys(tmp_path):
+    # the model check and the profile's class-A rule said the same thing twice (experts over EP, o_proj width),
+    # and a knob not dividing the world came a third time under its command-line flag (--attn-tp)
+    experts = _run(tmp_path, {"model": "mixtral-8x7b", "hardware": "h100_sxm", "world_size": 16,
+                              "parallel_config": {"moe_tp_size": 1},
+                              "workload": {"isl": 1024, "osl": 128, "concurrency": 16}})
+    assert json.loads(experts.stdout)["violations"]["A"] == ["num_experts 8 % moe_ep_size 16 != 0"]
+    oproj = json.loads(_run(tmp_path, {**BASE, "world_size": 48, "parallel_config": {"o_proj_tp_size": 48,
+                                                                                     "moe_tp_size": 3}}).stdout)
+    assert [v for v in oproj["violations"]["A"] if "o_proj" in v] == ["N_h * v_head_dim 16384 % o_proj_tp_size 48 != 0"]
+    world = json.loads(_run(tmp_path, {**BASE, "parallel_config": {"attn_tp_size": 3}}).stdout)["violations"]["A"]
+    assert world == ["world_size 16 % attn_tp_size = 3 != 0", "num_attention_heads 128 % attn_tp_size 3 != 0"]

@@ -172,3 +172,28 @@ def test_the_ttft_floor_is_the_lowest_end_to_end_ttft_whatever_sla_was_given() -
 def test_a_given_concurrency_above_the_planners_default_range_is_served() -> None:
     # a fixed concurrency makes the planner's range (4,096 by default) moot, as in the aggregated plan
     _plan(QWEN, "h200_sxm", 128, concurrency=6000)
+
+
+def test_the_disaggregated_ttft_is_the_sum_of_the_parts_shown() -> None:
+    """The TTFT line listed wait + prefill + KV + admission (857 ms) beside a TTFT of 1,631 ms: the fixed front-end
+    cost and the first wave's weight were missing. Every part is now shown and they add up."""
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["solve", "deepseek-v3", "--hardware", "h200_sxm", "--cards", "32", "--serving",
+                                  "disagg", "--framework", "sglang", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    e = json.loads(r.stdout)["estimation"]
+    p = e["ttft_parts_ms"]
+    steady = p["front_end"] + p["prefill_wait"] + p["prefill"] + p["kv_transfer"] + p["first_decode_step"]
+    assert steady == pytest.approx(p["steady_state"], abs=0.02)
+    share = p["first_wave_share"]
+    assert (1 - share) * p["steady_state"] + share * p["first_wave_mean"] + p["slot_wait"] == \
+        pytest.approx(e["ttft_ms"], rel=1e-3)
+    table = CliRunner().invoke(main, ["solve", "deepseek-v3", "--hardware", "h200_sxm", "--cards", "32", "--serving",
+                                      "disagg", "--framework", "sglang"]).stdout
+    assert re.search(r"TTFT 1,631\.0 ms = 80% x steady 867\.9 \(front end 10\.9 \+ wait 544\.7 .*\) \+ 20% x first "
+                     r"wave 4,683\.6", table)

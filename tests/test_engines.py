@@ -161,6 +161,40 @@ def test_explain_under_atom_prices_the_generic_profiles_best():
     assert "atom cannot express it" in line and "TTFT" in line
 
 
+def _explain(*args: str) -> list[str]:
+    r = CliRunner().invoke(main, ["solve", *args, "--explain", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)["explain"]
+
+
+def test_explain_names_what_the_generic_profiles_best_changes_when_it_shares_the_engines_pattern_name():
+    # vLLM's pick and the generic profile's are both "Pure TP8"; only the embedding split differs
+    lines = _explain("llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--scenario", "latency",
+                     "--framework", "vllm")
+    line = next(x for x in lines if x.startswith("generic profile's best"))
+    assert "Pure TP8" in line and "differs from vllm's pick in embed_tp_size 1 vs 8" in line
+
+
+def test_explain_names_the_concurrency_when_the_generic_profiles_best_runs_at_another():
+    lines = _explain("qwen3.5-122b-a10b", "--hardware", "mi355x", "--cards", "8", "--framework", "atom")
+    line = next(x for x in lines if x.startswith("generic profile's best"))
+    assert "lmhead_tp_size 8 vs 1, concurrency 64 vs 128" in line
+
+
+def test_explain_prices_a_seed_pattern_with_the_vocabulary_degrees_the_engine_ties():
+    # DP8 of a dense model is expressible in vLLM (--data-parallel-size 8) once the embedding follows attention
+    # TP; explain said "violates C.embed_tp_is_tp" for the seed's DP8 with embed TP8. Now it prices it (and it
+    # does not fit: 70B in BF16 per rank), at #1's concurrency, and a pattern also listed says so
+    lines = _explain("llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--scenario", "latency",
+                     "--framework", "vllm")
+    dp = next(x for x in lines if x.startswith("DP8"))
+    assert dp.startswith("DP8 (at #1's concurrency 4): does not fit") and "violates" not in dp
+    atom = _explain("qwen3.5-122b-a10b", "--hardware", "mi355x", "--cards", "8", "--framework", "atom")
+    listed = next(x for x in atom if x.startswith("Attn TP8 + MoE EP"))
+    assert "(at #1's concurrency 128) [listed as #3 at its own concurrency]: score +" in listed
+    assert not any("violates C.embed_tp_is_tp" in x for x in atom)
+
+
 @pytest.mark.parametrize("name", ["l40s", "rtx_pro_6000_blackwell"])
 def test_pcie_cards_without_nvlink_run_tp_over_pcie(name):
     hw = load_hardware(name)
@@ -255,3 +289,32 @@ def test_every_engine_names_the_vendors_it_runs_on_and_generic_runs_anywhere() -
     for name in ENGINES:
         assert load_framework(name).vendors and set(load_framework(name).vendors) <= vendors, name
     assert load_framework("generic").vendors == []
+
+
+def test_explain_does_not_price_a_seed_pattern_the_engine_cannot_express():
+    # vllm-ascend's profile has no cp_size: the seed's "Attn DP + CP32" is refused as the engine-margin line
+    # says, not priced as if the engine ran it
+    lines = _explain("deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "32", "--framework", "vllm-ascend",
+                     "--weight-dtype", "int8")
+    cp = next(x for x in lines if x.startswith("Attn DP + CP32"))
+    assert cp == "Attn DP + CP32 + MoE EP: violates cp_size = 32 but vllm-ascend has no such knob (fixed at 1)"
+
+
+def test_explain_says_why_candidate_1_stands_ahead_of_a_better_scoring_one():
+    # Llama-3.1-8B on 2 H100, latency: #2 (Attn DP + CP2) scores 2% better than #1; the tie band and the distance
+    # to a verified deployment put #1 first, and #1's line says so in one hop
+    lines = _explain("llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "2", "--scenario", "latency")
+    first = next(x for x in lines if x.startswith("#1 "))
+    assert "ahead of #2, which scores better, because the two are within the 3% tie band" in first
+    assert "closer to a verified deployment: oss-20b (2 knobs differ) vs oss-20b (3 knobs differ)" in first
+    assert not any("ahead of" in x for x in lines if x.startswith("#2 ") or x.startswith("#3 "))
+
+
+def test_explain_says_when_what_the_engine_cannot_express_costs_nothing():
+    # Nemotron-3-Super on 8 B200 under trtllm: the generic profile's best (attention TP8 with the embedding
+    # replicated) is worse by trtllm's own factors than trtllm's pick; the line said only "would change ... +17%"
+    lines = _explain("nemotron-3-super", "--hardware", "b200_sxm", "--cards", "8", "--framework", "trtllm")
+    line = next(x for x in lines if x.startswith("generic profile's best"))
+    assert "so what trtllm cannot express costs nothing here: by its own factors its pick scores better (+" in line
+    atom = _explain("qwen3.5-122b-a10b", "--hardware", "mi355x", "--cards", "8", "--framework", "atom")
+    assert "costs nothing" not in next(x for x in atom if x.startswith("generic profile's best"))

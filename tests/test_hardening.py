@@ -714,3 +714,50 @@ def test_a_price_names_a_hardware_file_by_the_name_the_output_gives_it(tmp_path:
     assert parse_prices(["my-gpu=3.5"], ["my-gpu", "h100_sxm"]) == {"my-gpu": 3.5}
     with pytest.raises(InputError, match="--price: nope is not one of the hardware given"):
         parse_prices(["nope=1"], ["my-gpu"])
+
+
+def test_a_yaml_key_given_twice_is_bad_input_naming_the_key(tmp_path: Path) -> None:
+    """YAML keeps the last of a repeated key and drops the first unread: a hardware file with two ranks_per_node
+    failed on a span mismatch it never wrote, a deployment with two models checked the second silently."""
+    text = H100.read_text().replace("ranks_per_node: 8\n", "ranks_per_node: 8\nranks_per_node: 4\n")
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(text)
+    one_error_line(run("estimate", "llama-3.1-8b", "--hardware", str(hw), "--cards", "1", "--phase", "decode",
+                       "--batch", "1", "--seq-len", "128"), 2,
+                   "key 'ranks_per_node' given twice (first at line")
+    dep = tmp_path / "dep.yaml"
+    dep.write_text("model: llama-3.1-8b\nmodel: qwen3-8b\nhardware: h100_sxm\nworld_size: 1\n"
+                   "workload: {phase: decode, batch: 1, seq_len: 128}\n")
+    one_error_line(run("check", str(dep)), 2, "not valid YAML at line 2 (key 'model' given twice")
+    flow = tmp_path / "flow.yaml"
+    flow.write_text("model: llama-3.1-8b\nhardware: h100_sxm\nworld_size: 2\nparallel_config: {attn_tp_size: 2, "
+                    "attn_tp_size: 1}\nworkload: {phase: decode, batch: 1, seq_len: 128}\n")
+    one_error_line(run("check", str(flow)), 2, "key 'attn_tp_size' given twice")
+
+
+def test_a_yaml_merge_key_may_still_be_overridden() -> None:
+    from solver.specs.validation import parse_yaml
+
+    assert parse_yaml("a: &b {x: 1, y: 2}\nc:\n  <<: *b\n  x: 3\n", "m")["c"] == {"x": 3, "y": 2}
+
+
+def test_a_json_model_config_key_given_twice_is_bad_input(tmp_path: Path) -> None:
+    text = (REPO / "models" / "meta-llama--Meta-Llama-3.1-8B.json").read_text()
+    cfg = tmp_path / "config.json"
+    cfg.write_text(text.replace('"num_hidden_layers": 32', '"num_hidden_layers": 32, "num_hidden_layers": 16'))
+    one_error_line(run("inspect", str(cfg)), 2, "key 'num_hidden_layers' given twice in one object")
+
+
+def test_launch_notes_a_placement_that_check_refuses(tmp_path: Path) -> None:
+    """launch printed TP16 of Llama-3.1-70B over two H100 nodes without a word while check exits 1 on it (class B,
+    cross-node TP); the command is still what was asked for, with a note per refused group."""
+    dep = tmp_path / "dep.yaml"
+    dep.write_text("model: llama-3.1-70b\nhardware: h100_sxm\nframework: trtllm\nworld_size: 16\nparallel_config: "
+                   "{attn_tp_size: 16, dense_tp_size: 16, embed_tp_size: 16, lmhead_tp_size: 16}\n"
+                   "workload: {isl: 1024, osl: 128, concurrency: 8}\n")
+    assert run("check", str(dep)).exit_code == 1
+    r = run("launch", str(dep), "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    notes = json.loads(r.stdout)["notes"]
+    assert "attn_tp_size 16 > 8 ranks of the node/scale-up domain (cross-node TP): `shardplan check` reports it as a " \
+           "class B violation" in notes

@@ -140,6 +140,28 @@ def test_config_that_is_not_an_object_is_an_input_error() -> None:
         parse_model_config([1, 2], "x")
 
 
+@pytest.mark.parametrize("value, got", [([1, 2], "list"), (None, "null"), ("qwen3", "str")])
+def test_a_nested_text_config_that_is_not_an_object_names_text_config(value: Any, got: str) -> None:
+    # it fell back to the top level and said "hidden_size: missing", a field the user never left out
+    cfg = _config("Qwen--Qwen3-VL-30B-A3B-Instruct")
+    cfg["text_config"] = value
+    with pytest.raises(InputError, match=f"text_config: must be a JSON object \\(the language model's config\\), got {got}"):
+        parse_model_config(cfg, "x")
+
+
+def test_a_wrapper_field_that_contradicts_the_nested_config_is_an_error_not_dropped() -> None:
+    cfg = _config("Qwen--Qwen3-VL-30B-A3B-Instruct")
+    cfg["num_hidden_layers"] = 12  # text_config says 48, and the model is read from there
+    with pytest.raises(InputError, match="num_hidden_layers: the top level says 12 and text_config.num_hidden_layers "
+                                         "says 48"):
+        parse_model_config(cfg, "x")
+    cfg = _config("Qwen--Qwen3-VL-30B-A3B-Instruct")
+    cfg["num_nextn_predict_layers"] = 1  # only at the top level: MTP would be read as absent
+    with pytest.raises(InputError, match="num_nextn_predict_layers: given at the top level \\(1\\) but the language "
+                                         "model is read from text_config, which lacks it"):
+        parse_model_config(cfg, "x")
+
+
 # -------------------------------------------------------------------------------------------------- fuzz
 
 _BAD_VALUES = st.sampled_from([-1, -4096, 0, "abc", "128", None, 10**30, 2**63, 0.5, 1.5, 4096.0, [], [1, 2],

@@ -17,7 +17,7 @@ from solver.calibrate.compare import COMM_EXPOSED, ClassComparison, Comparison
 from solver.calibrate.metrics import TraceSummary
 from solver.calibrate.verdict import COMMUNICATION_RATIO, ESTIMATE_DEVIATION, RANK_VARIANCE, Verdict, judge
 from solver.estimate import comm
-from solver.estimate.memory import TOTAL_FRACTION, WEIGHTS_KV_FRACTION
+from solver.estimate.memory import TOTAL_FRACTION, WEIGHTS_KV_FRACTION, memory_limit
 from solver.estimate.step import StepCost
 from solver.specs.knobs import knob_module
 from solver.specs.hardware import Hardware
@@ -192,13 +192,18 @@ def memory_findings(peak_bytes: float | None, hw: Hardware | None, cmp: Comparis
     if peak_bytes is None:
         return out
     if hw is not None:
-        share = peak_bytes / hw.memory_bytes
-        level = "bad" if share > TOTAL_FRACTION else ("warn" if share > WEIGHTS_KV_FRACTION else "ok")
+        # the allocator's peak leaves out the runtime reserve (context, communicator workspaces), so it is held to
+        # the memory rule's limit, min(0.95 x capacity, capacity - reserve), as every estimate's figure is
+        cap, reserve = float(hw.memory_bytes), float(hw.reserved_bytes)
+        limit = memory_limit(cap, reserve, TOTAL_FRACTION)
+        share = peak_bytes / cap
+        level = "bad" if peak_bytes > limit else ("warn" if share > WEIGHTS_KV_FRACTION else "ok")
         action = {"ok": "none", "warn": "little headroom: keep the batch",
-                  "bad": "over 0.95 x capacity: raise parallelism or lower the batch"}[level]
+                  "bad": "over the memory limit: raise parallelism or lower the batch"}[level]
         out.append(Finding("peak_memory_share", share, level,
-                           f"peak {peak_bytes / 1e9:.1f} GB = {share:.1%} of the {hw.memory_bytes / 1e9:.1f} GB "
-                           "per rank", action))
+                           f"peak {peak_bytes / 1e9:.1f} GB = {share:.1%} of the {cap / 1e9:.1f} GB per rank "
+                           f"(limit {limit / 1e9:.2f} GB = min({TOTAL_FRACTION:g} x {cap / 1e9:.2f}, "
+                           f"{cap / 1e9:.2f} - {reserve / 1e9:.2f} runtime reserve))", action))
     if cmp is not None and cmp.memory_deviation is not None:
         dev = cmp.memory_deviation
         v = judge(ESTIMATE_DEVIATION, abs(dev))
@@ -208,7 +213,8 @@ def memory_findings(peak_bytes: float | None, hw: Hardware | None, cmp: Comparis
         grow = max_batch_from_peak(cmp, peak_bytes, batch, phase)
         if grow is not None:
             action = (action + "; " if action != "none" else "") + f"batch can grow to about {grow} " \
-                     "(KV headroom under the seed's 0.95 x capacity at this context)"
+                     f"(KV headroom under the limit {cmp.memory.limit_bytes / 1e9:.2f} GB = " \
+                     f"{cmp.memory.limit_formula()} at this context)"
         out.append(Finding("memory_deviation", abs(dev), v.level,
                            f"peak {peak_bytes / 1e9:.2f} GB measured vs {cmp.estimated_memory_bytes / 1e9:.2f} GB "
                            f"estimated ({dev:+.1%})", action))

@@ -131,6 +131,9 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
         peak, peak_source = None, None
         notes.append("no peak memory: the trace has no [memory] events (profile_memory=False); pass "
                      "--peak-memory-gb from torch.cuda/npu.max_memory_allocated()")
+    if peak is not None and hw is None:
+        notes.append(f"peak memory {peak / 1e9:.2f} GB ({peak_source}) is not judged against a capacity: pass "
+                     "--hardware")
     if len(summary.ranks) < 2:
         world = _trace_world(rank_traces)
         notes.append("rank variance needs the traces of several ranks (one file per rank)"

@@ -43,6 +43,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     """Print the engine command (per node) and files for CONFIG's parallel_config (the `check` file format)."""
     from solver.estimate.memory import memory_per_rank
     from solver.launch import LaunchInputs, emit_launch, render_shell
+    from solver.rank.review import hardware_placement
     from solver.specs.deployment import load_deployment
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
@@ -81,7 +82,10 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     # what the user asked for; `check` reports it as a violation)
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache)
     misfit = memory_per_rank(spec, hw, pc, prec, batch, max_len, mtp_layers=dep.mtp).misfit()
-    notes = context_notes(spec, max_len) + ([misfit] if misfit else [])
+    # so is a placement `check` refuses (class B): a TP group across nodes, too many experts per rank
+    placement = [f"{p}: `shardplan check` reports it as a class B violation"
+                 for p in hardware_placement(spec, hw, pc)[1]]
+    notes = context_notes(spec, max_len) + ([misfit] if misfit else []) + placement
     if notes:
         launch["notes"] = [*launch.get("notes", ()), *notes]
     if fmt == "shell":

@@ -39,6 +39,29 @@ def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario)
     return alts
 
 
+SIDE_KNOBS = ("embed_tp_size", "lmhead_tp_size", "o_proj_tp_size")  # knobs a pattern's name does not fix
+
+
+def _side_variants(pc: ParallelConfig, model: ModelSpec) -> list[ParallelConfig]:
+    """The same pattern with the vocabulary and o_proj degrees at the values engines tie them to (attention TP,
+    attention TP x KVP, 1, the widest TP in the config): an engine that cannot split the vocabulary independently
+    still expresses the pattern."""
+    import itertools
+
+    present = [k for k in SIDE_KNOBS if k in model_knobs(model)]
+    values = []
+    for v in (pc.attn_tp_size, pc.attn_tp_size * pc.kvp_size, 1, max(pc.attn_tp_size, pc.dense_tp_size, pc.moe_tp_size)):
+        if v not in values and pc.stage_world % v == 0:
+            values.append(v)
+    out = []
+    for combo in itertools.product(values, repeat=len(present)):
+        try:
+            out.append(make_parallel_config(pc.world_size, **{**pc.knobs(), **dict(zip(present, combo))}))
+        except ShardplanError:
+            continue
+    return out
+
+
 def _shares(step: StepCost) -> dict[str, float]:
     """Seconds per component: each module's compute/memory time and each collective's exposed time."""
     out: dict[str, float] = {}
@@ -65,7 +88,7 @@ def _pct(new: float, old: float) -> str:
 
 def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
                   scenario: Scenario, best_cfg: ParallelConfig, best_est: Estimate, best_pattern: str,
-                  generic: FrameworkProfile | None = None) -> list[str]:
+                  generic: FrameworkProfile | None = None, best_batch: int | None = None) -> list[str]:
     """What the engine cannot express costs: the generic profile's best configuration (every knob, only
     divisibility rules), estimated with this engine's own factors so only expressiveness differs, against the
     engine's recommendation. Empty under the generic profile itself."""
@@ -92,12 +115,21 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
                 "rules cost nothing here"]
     e = estimate(model, hw, g.config, prec, f, Workload.for_scenario(scenario, g.batch))
     lat, best_lat = (scenario.request_latency(x.ttft_s, x.tpot_s) for x in (e, best_est))
-    return [f"generic profile's best: {name} ({shown or 'all 1'}, concurrency {g.batch}); {fw.name} cannot "
+    # the two can share a pattern name (Pure TP8 with and without the embedding split): name what differs
+    mine, theirs = g.config.knobs(), best_cfg.knobs()
+    differs = [f"{k} {mine[k]} vs {theirs[k]}" for k in mine if (k in own or k == "pp_size") and mine[k] != theirs[k]]
+    if best_batch is not None and best_batch != g.batch:
+        differs.append(f"concurrency {g.batch} vs {best_batch}")
+    return [f"generic profile's best: {name} ({shown or 'all 1'}, concurrency {g.batch}; differs from "
+            f"{fw.name}'s pick in {', '.join(differs) or 'nothing shown'}); {fw.name} cannot "
             f"express it ({blocked[0]}). With {fw.name}'s own factors it would change TTFT {_pct(e.ttft_s, best_est.ttft_s)} "
             f"({best_est.ttft_s * 1e3:.0f} -> {e.ttft_s * 1e3:.0f} ms), TPOT {_pct(e.tpot_s, best_est.tpot_s)} "
             f"({best_est.tpot_s * 1e3:.1f} -> {e.tpot_s * 1e3:.1f} ms), request latency {_pct(lat, best_lat)}, "
             f"output tokens/s per rank {_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)} "
-            f"vs {fw.name}'s {best_pattern}"]
+            f"vs {fw.name}'s {best_pattern}"
+            + (f"; so what {fw.name} cannot express costs nothing here: by its own factors its pick scores better "
+               f"({score_vs(scenario, e, best_est):+.3f} for the generic profile's best)"
+               if score_vs(scenario, e, best_est) >= 0 else "")]
 
 
 def score_vs(scenario: Scenario, e: Estimate, ref: Estimate) -> float:
@@ -118,6 +150,25 @@ def _scored(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
             f"tokens/s per rank {_pct(thr, thr0)})")
 
 
+def ahead_by_tie(scenario: Scenario, candidates: list, i: int) -> str:
+    """Why candidate i stands ahead of a later one with a better score (the seed's ranking: within the tie band
+    the configuration closer to a verified deployment comes first), in one clause; '' where none scores better."""
+    from solver.rank.select import PERF_TIE
+
+    mine = candidates[i]
+    better = [(j, c) for j, c in enumerate(candidates) if j > i
+              and score_vs(scenario, c.planned.estimate, mine.planned.estimate) < 0]
+    if not better:
+        return ""
+    j, c = better[0]
+
+    def near(x) -> str:
+        return f"{x.reference} ({len(x.reference_diff)} knobs differ)" if x.reference != "none" else "none"
+
+    return (f"; ahead of #{j + 1}, which scores better, because the two are within the {PERF_TIE:.0%} tie band and "
+            f"the seed then prefers the configuration closer to a verified deployment: {near(mine)} vs {near(c)}")
+
+
 def candidate_scores(scenario: Scenario, candidates: list[tuple[str, Estimate, str]]) -> list[str]:
     """One line per candidate: its score against #1 and why it is in the list ((pattern, estimate, role))."""
     if not candidates:
@@ -134,7 +185,8 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             scenario: Scenario, best_cfg: ParallelConfig, best_est: Estimate, batch: int, wl: Workload,
             best_pattern: str, candidates: list[tuple[str, Estimate, str]] = ()) -> list[str]:
     lines = candidate_scores(scenario, list(candidates))
-    lines += engine_margin(model, hw, fw, prec, f, scenario, best_cfg, best_est, best_pattern)
+    lines += engine_margin(model, hw, fw, prec, f, scenario, best_cfg, best_est, best_pattern, best_batch=batch)
+    shown = {pattern: i + 1 for i, (pattern, _, _) in reversed(list(enumerate(candidates)))}
     for name, knobs in alternatives(model, hw, best_cfg.world_size, scenario).items():
         try:
             pc = make_parallel_config(best_cfg.world_size, **knobs)
@@ -143,13 +195,24 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             continue
         if pc.knobs() == best_cfg.knobs() or pattern_name(pc, model) == best_pattern:
             continue  # the recommendation itself (or the same pattern with other vocabulary/o_proj degrees)
-        env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=batch,
-                        mtp=scenario.mtp)
-        broken = [r.id for r in fw.violated(env, severity="error")]
-        broken += config_violations(model, hw, fw, pc, scenario, allow_cross_node=True)
+
+        def broken_by(pc: ParallelConfig) -> list[str]:
+            env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=batch,
+                            mtp=scenario.mtp)
+            return ([r.id for r in fw.violated(env, severity="error")] + fw.limits(env)
+                    + config_violations(model, hw, fw, pc, scenario, allow_cross_node=True))
+
+        broken = broken_by(pc)
+        if broken:  # the pattern may still be expressible with the vocabulary / o_proj degrees the engine ties;
+            # else what the pattern itself breaks (the variant breaking least)
+            pc, broken = min(((v, broken_by(v)) for v in [pc, *_side_variants(pc, model)]), key=lambda vb: len(vb[1]))
         if broken:
             lines.append(f"{name}: violates {', '.join(broken)}")
             continue
+        name = f"{name} (at #1's concurrency {batch})"
+        k = shown.get(pattern_name(pc, model))
+        if k is not None:
+            name += f" [listed as #{k} at its own concurrency]"
         e = estimate(model, hw, pc, prec, f, wl)
         if not e.memory.feasible:
             lines.append(f"{name}: does not fit ({e.memory.model_bytes / 1e9:.1f} GB per rank, limit "

@@ -165,7 +165,8 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
                      f"DP): set cp_size={W} if these ranks also prefill the prompts, as cann-recipes decode "
                      f"configs do")
     if model.has_mla and a > 1:
-        lines.append("note: attention TP on an MLA model does not shard the latent KV cache (seed common error)")
+        lines.append("note: attention TP on an MLA model holds the whole latent KV cache on every TP rank; the "
+                     "estimate counts that and still ranks it here (the seed's common error is choosing it unweighed)")
     return "; ".join(lines)
 
 

@@ -154,7 +154,15 @@ def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> d
                           "kv_transfer": round(t.transfer_s * 1e3, 3),
                           "first_decode_step": round(t.first_decode_s * 1e3, 3),
                           "first_wave_mean": round(t.ttft_first_wave_s * 1e3, 2),
-                          "steady_state": round(t.ttft_steady_s * 1e3, 2)},
+                          "steady_state": round(t.ttft_steady_s * 1e3, 2),
+                          # what the steady state adds to its listed parts: the fixed per-request cost
+                          "front_end": round((t.ttft_steady_s - t.prefill_wait_s - t.prefill_s - t.transfer_s
+                                              - t.first_decode_s) * 1e3, 3),
+                          "slot_wait": round(t.slot_wait_s * 1e3, 3),
+                          # TTFT = share x first wave + (1 - share) x steady state + slot wait
+                          "first_wave_share": round((t.ttft_s - t.slot_wait_s - t.ttft_steady_s)
+                                                    / (t.ttft_first_wave_s - t.ttft_steady_s), 4)
+                          if t.ttft_first_wave_s != t.ttft_steady_s else 0.0},
         "tpot_ms": round(e.tpot_s * 1e3, 3),
         "output_tokens_per_s": round(e.output_tokens_per_s, 1),
         "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
@@ -276,11 +284,15 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
         lines.append(f"  {key.split('_')[0]:<8} {p['workers']} x {p['estimation']['ranks_per_worker']} ranks  "
                      f"{p['pattern']}  ({knobs or 'all 1'})  mem {p['estimation']['memory_per_rank_gb']} of limit "
                      f"{p['estimation']['memory_limit_gb']} GB/rank")
-    lines.append(f"  TTFT {e['ttft_ms']:,.1f} ms (wait {e['ttft_parts_ms']['prefill_wait']:,.1f} + prefill "
-                 f"{e['ttft_parts_ms']['prefill']:,.1f} + KV {e['ttft_parts_ms']['kv_transfer']:.2f} over "
-                 f"{e['kv_transfer']['tier']} + decode admission and first "
-                 f"step {e['ttft_parts_ms']['first_decode_step']:.2f}; "
-                 f"first-wave mean {e['ttft_parts_ms']['first_wave_mean']:,.1f})  TPOT {e['tpot_ms']:.2f} ms")
+    parts = e["ttft_parts_ms"]
+    share = parts["first_wave_share"]
+    slot = f" + slot wait {parts['slot_wait']:,.1f}" if parts["slot_wait"] else ""
+    # the parts add up to the TTFT shown: the steady state's terms, blended with the first wave's mean
+    lines.append(f"  TTFT {e['ttft_ms']:,.1f} ms = {1 - share:.0%} x steady {parts['steady_state']:,.1f} (front end "
+                 f"{parts['front_end']:.1f} + wait {parts['prefill_wait']:,.1f} + prefill {parts['prefill']:,.1f} + KV "
+                 f"{parts['kv_transfer']:.2f} over {e['kv_transfer']['tier']} + decode admission and first step "
+                 f"{parts['first_decode_step']:.2f}) + {share:.0%} x first wave {parts['first_wave_mean']:,.1f}{slot}  "
+                 f"TPOT {e['tpot_ms']:.2f} ms")
     lines.append(f"  output {e['output_tokens_per_s']:,.0f} tok/s ({e['output_tokens_per_s_per_rank']:,.1f} per rank), "
                  f"input {e['input_tokens_per_s']:,.0f} tok/s; prefill utilisation "
                  f"{e['rate_match']['prefill_utilization']:.0%}")

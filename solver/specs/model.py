@@ -298,10 +298,15 @@ def _family_defaults() -> dict[str, dict[str, Any]]:
     return load_yaml(_DEFAULTS_PATH) or {}
 
 
-def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def _text_config(raw: dict[str, Any], origin: str) -> tuple[dict[str, Any], str]:
     """Multimodal wrappers keep the language model under text_config (or llm_config / language_config)."""
     for key in ("text_config", "llm_config", "language_config"):
-        text = raw.get(key)
+        if key not in raw:
+            continue
+        text = raw[key]
+        if not isinstance(text, dict):  # else the top level would be read in its place, and its error misnamed
+            got = "null" if text is None else type(text).__name__
+            raise InputError(origin, f"{key}: must be a JSON object (the language model's config), got {got}")
         if isinstance(text, dict) and text:
             merged = dict(text)
             for k in _LIFTED:
@@ -310,6 +315,22 @@ def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
             merged.setdefault("model_type", raw.get("model_type", ""))
             return merged, f"{key}."
     return raw, ""
+
+
+def _wrapper_fields_read_nested(raw: dict[str, Any], text: dict[str, Any], prefix: str, read: set,
+                                origin: str) -> None:
+    """A field the parser reads from the nested language-model config, also given at the wrapper's top level
+    with another value (or only there), would be dropped unread: the nested one (or its default) sizes the
+    model. One error naming it (the wrapper's own fields, lifted where the nested config lacks them, excepted)."""
+    for key in raw:
+        if key in _LIFTED or key == "model_type" or key == prefix.rstrip(".") or key not in read:
+            continue
+        if key not in text:
+            raise InputError(origin, f"{key}: given at the top level ({raw[key]!r}) but the language model is read "
+                                     f"from {prefix.rstrip('.')}, which lacks it; move it into {prefix.rstrip('.')}")
+        if raw[key] != text[key]:
+            raise InputError(origin, f"{key}: the top level says {raw[key]!r} and {prefix}{key} says {text[key]!r}; "
+                                     f"the language model is read from {prefix.rstrip('.')}: drop or fix the top-level one")
 
 
 def _apply_defaults(cfg: dict[str, Any], wrapper_type: str) -> tuple[dict[str, Any], bool]:
@@ -380,7 +401,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     origin = origin or name
     if not isinstance(raw, dict):
         raise InputError(origin, f"config must be a JSON object, got {type(raw).__name__}")
-    text, prefix = _text_config(raw)
+    text, prefix = _text_config(raw, origin)
     wrapper_type = str(raw.get("model_type") or "")
     defaulted, known = _apply_defaults(text, wrapper_type)
     cfg = ReadRecorder(defaulted)
@@ -422,6 +443,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     context_field = f.first(*CONTEXT_FIELDS) or CONTEXT_FIELDS[0]
     max_pos = f.opt_int(*CONTEXT_FIELDS, maximum=2**40)
     outside = outside_stack(f, hidden)
+    if prefix:  # before check_unread, which looks at every key left
+        _wrapper_fields_read_nested(raw, text, prefix, set(cfg.looked_up), origin)
     check_unread(f, cfg, model_type, known, warnings)
     return ModelSpec(
         name=name, model_type=model_type, hidden_size=hidden, vocab_size=vocab,

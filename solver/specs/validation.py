@@ -132,11 +132,28 @@ def check_depth(data: Any, origin: str, limit: int = MAX_DEPTH) -> Any:
     return data
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once: json keeps the last of a repeated key and drops the others
+    unread, so a config that says `"num_hidden_layers"` twice is refused instead of read as its last value."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def parse_json(text: str, origin: str, parse_float: Callable[[str], Any] | None = None,
                depth_check: bool = True) -> Any:
     """JSON text; `depth_check` off for large flat files (traces) whose readers never recurse."""
     try:
-        data = json.loads(text, parse_float=parse_float)
+        data = json.loads(text, parse_float=parse_float, object_pairs_hook=_unique_pairs if depth_check else None)
+    except _DuplicateKey as exc:
+        raise InputError(origin, f"not valid JSON (key '{exc.args[0]}' given twice in one object; keep one)") from None
     except json.JSONDecodeError as exc:
         raise InputError(origin, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except RecursionError:
@@ -179,9 +196,30 @@ def _exponent_number(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | fl
     return int(value) if value.is_integer() and abs(value) < 2**53 else value
 
 
+def _unique_keys_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    """A mapping whose keys are each given once: YAML's loaders keep the last of a repeated key and drop the
+    others unread (`ranks_per_node: 8` then `ranks_per_node: 4`), so a repeat is an error naming the key. Keys a
+    merge (`<<: *base`) brings in may be overridden, as YAML means."""
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.get(key)
+        except TypeError:  # an unhashable key: the constructor's own error says so
+            continue
+        if first is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key '{key}' given twice (first at line {first}); keep one", key_node.start_mark)
+        seen[key] = key_node.start_mark.line + 1
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
 for _cls in (c for c in (_Loader, _FAST_LOADER) if c is not None):
     _cls.add_implicit_resolver(_EXPONENT_TAG, _EXPONENT, list("-+.0123456789"))
     _cls.add_constructor(_EXPONENT_TAG, _exponent_number)
+    _cls.construct_mapping = _unique_keys_mapping  # type: ignore[method-assign]
 
 
 def parse_yaml(text: str, origin: str) -> Any:
