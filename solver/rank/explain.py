@@ -42,7 +42,7 @@ def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario)
 SIDE_KNOBS = ("embed_tp_size", "lmhead_tp_size", "o_proj_tp_size")  # knobs a pattern's name does not fix
 
 
-def _side_variants(pc: ParallelConfig, model: ModelSpec) -> list[ParallelConfig]:
+def side_variants(pc: ParallelConfig, model: ModelSpec) -> list[ParallelConfig]:
     """The same pattern with the vocabulary and o_proj degrees at the values engines tie them to (attention TP,
     attention TP x KVP, 1, the widest TP in the config): an engine that cannot split the vocabulary independently
     still expresses the pattern."""
@@ -205,7 +205,7 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
         broken = broken_by(pc)
         if broken:  # the pattern may still be expressible with the vocabulary / o_proj degrees the engine ties;
             # else what the pattern itself breaks (the variant breaking least)
-            pc, broken = min(((v, broken_by(v)) for v in [pc, *_side_variants(pc, model)]), key=lambda vb: len(vb[1]))
+            pc, broken = min(((v, broken_by(v)) for v in [pc, *side_variants(pc, model)]), key=lambda vb: len(vb[1]))
         if broken:
             lines.append(f"{name}: violates {', '.join(broken)}")
             continue

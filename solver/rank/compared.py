@@ -1,0 +1,153 @@
+"""The checks of `check` that compare a configuration with the alternatives: the seed's process errors (a pattern
+chosen without the comparison the seed asks for, judged by the planner's analysis of the same deployment) and
+its [B] rule that decode's attention TP is no larger than needed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from solver.errors import ShardplanError
+from solver.estimate.memory import MemoryOptions
+from solver.estimate.serving import Estimate, Workload, estimate
+from solver.specs.framework import FrameworkProfile, Rule
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.model_rules import model_problems
+from solver.specs.parallel import ParallelConfig, model_knobs
+from solver.specs.precision import Precision
+from solver.specs.rule_env import model_env
+from solver.specs.scenario import Scenario
+
+SMALL_SCALE = 16  # the seed's "small-to-medium scale" MoE deployments (R1 16-card references)
+
+
+def _all_tp(model: ModelSpec) -> str:
+    """Every TP knob of the model's own modules at the stage's ranks (a knob of a module the model lacks is
+    free in a rule, so it is left out rather than read)."""
+    present = model_knobs(model)
+    tps = [k for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size")
+           if k in present]
+    return "world > 1 and " + " and ".join(f"{k} == world" for k in tps)
+
+
+@dataclass(frozen=True)
+class ProcessError:
+    """One of the seed's common errors about how a configuration was chosen ("skip analysis and directly use
+    default all-TP", "for small-scale MoE only consider one option", "apply TP to attention in MLA models": the
+    comparison the seed asks for was not made), not about the configuration itself. A configuration with the
+    pattern is the error only where that comparison goes against it: the planner's analysis of the same
+    deployment and workload, with the pattern forbidden (one more rule), finds a configuration that beats it by
+    more than the tie band in request latency or throughput per rank and loses in neither. So the planner's
+    own choice is never the error, and a pattern the analysis confirms gets a note saying it was weighed."""
+    name: str
+    why: str  # the seed's root cause and prevention
+    pattern: Callable[[ModelSpec], str]  # a rule expression (specs.expr) true on a configuration with it
+
+    def rule(self, model: ModelSpec) -> Rule:
+        """The rule that forbids the pattern: the planner plans without it, and `holds` is False on it."""
+        return Rule(id="C.without_" + self.name.replace(" ", "_").replace("-", "_").lower(),
+                    require=f"not ({self.pattern(model)})", message=f"{self.name} left out for the comparison",
+                    source="seed, Step 4 common errors")
+
+
+ALL_TP = ProcessError("default all-TP", "communication overhead not weighed; compare with EP / DP", _all_tp)
+SMALL_MOE_TP_ONLY = ProcessError(
+    "small-scale MoE with only TP considered", "EP and TP not compared",
+    lambda model: f"is_moe and world > 1 and world <= {SMALL_SCALE} and moe_tp_size == world")
+MLA_ATTENTION_TP = ProcessError("attention TP on an MLA model", "the latent KV cache is not split by heads, every TP rank holds "
+                 "and reads all of it; prefer attention DP, and CP for long prefill",
+                 lambda model: "has_mla and attn_tp_size > 1")
+PROCESS_ERRORS = (ALL_TP, SMALL_MOE_TP_ONLY, MLA_ATTENTION_TP)
+
+
+def decode_attn_tp_needed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig,
+                          prec: Precision, f, wl: Workload, mem_opts: MemoryOptions | None,
+                          own: Estimate) -> tuple[ParallelConfig, Estimate] | None:
+    """The seed's [B] "in the Decode phase, attn_tp is not greater than the necessary value": the smallest
+    attention TP (a divisor of this one; the knobs the engine ties to it, dense FFN and the vocabulary / o_proj
+    degrees, following where they must) that the engine accepts, that fits, and whose decode step is no slower;
+    None when this attention TP is that value."""
+    from solver.rank.explain import side_variants
+
+    for a in (d for d in range(1, pc.attn_tp_size) if pc.attn_tp_size % d == 0):
+        base = pc.knobs()
+        tries = [{**base, "attn_tp_size": a}, {**base, "attn_tp_size": a, "dense_tp_size": a}]
+        if pc.o_proj_tp_size == pc.attn_tp_size:
+            tries += [{**t, "o_proj_tp_size": a} for t in tries]
+        seen = set()
+        for knobs in tries:
+            try:
+                alt = ParallelConfig(world_size=pc.world_size, **knobs)
+            except (ShardplanError, ValueError):
+                continue
+            for v in [alt, *side_variants(alt, model)]:
+                key = tuple(sorted(v.knobs().items()))
+                if key in seen:
+                    continue
+                seen.add(key)
+                env = model_env(v.settings(), model, hw.ranks_per_node, world=v.world_size, batch=wl.sequences,
+                                mtp=wl.mtp)
+                if model_problems(model, v, fw) or fw.check(env, severity="error"):
+                    continue
+                e = estimate(model, hw, v, prec, f, wl, mem_opts)
+                if e.memory.feasible and e.tpot_s <= own.tpot_s:
+                    return v, e
+    return None
+
+
+def scenario_of(wl: Workload) -> Scenario:
+    """The planning scenario whose workload at its fixed concurrency is `wl` (Workload.for_scenario's inverse):
+    a decode step's context is ISL + OSL // 2, so a context of S is ISL = S with one output token."""
+    if wl.kind == "serving":
+        return Scenario(isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency, mtp=wl.mtp, mtp_accept=wl.mtp_accept)
+    return Scenario(phase=wl.kind, isl=wl.seq_len, osl=1, concurrency=wl.batch,
+                    mtp=wl.mtp if wl.kind == "decode" else 0, mtp_accept=wl.mtp_accept)
+
+
+def beats(a: Estimate, b: Estimate, scenario: Scenario, tie: float) -> bool:
+    """`a` is no worse than `b` in request latency and throughput per rank, and better by more than `tie` in one."""
+    la, lb = (scenario.request_latency(x.ttft_s, x.tpot_s) for x in (a, b))
+    ta, tb = a.output_tokens_per_s_per_rank, b.output_tokens_per_s_per_rank
+    return la <= lb and ta >= tb and (la * (1 + tie) < lb or ta > tb * (1 + tie))
+
+
+def judge_process_errors(errors: list[ProcessError], model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
+                         pc: ParallelConfig, prec: Precision, wl: Workload, mem_opts: MemoryOptions | None,
+                         own: Estimate) -> tuple[list[str], list[str]]:
+    """Each ProcessError the configuration has (see there) becomes a common error, naming the configuration the
+    analysis prefers and by how much, or a note that it was weighed: (common errors, notes)."""
+    from solver.plan.solve import plan
+    from solver.rank.select import PERF_TIE, pattern_name
+
+    scenario = scenario_of(wl)
+    where = f"this workload (concurrency {wl.sequences})"
+    found: list[str] = []
+    notes: list[str] = []
+    present = model_knobs(model)
+
+    def latency(x: Estimate) -> float:
+        return scenario.request_latency(x.ttft_s, x.tpot_s)
+
+    for e in errors:
+        without = fw.model_copy(update={"rules": [*fw.rules, e.rule(model)]})
+        try:
+            front = plan(model, hw, prec, without, pc.world_size, scenario, top=1, mem_opts=mem_opts,
+                         explain_binding=False, diagnose=False).front
+        except ShardplanError as exc:
+            notes.append(f"{e.name}: weighed against the planner's analysis of {where}; no configuration "
+                           f"without it fits under {fw.name} ({exc}), so the seed's common error does not apply")
+            continue
+        better = [p for p in front if beats(p.estimate, own, scenario, PERF_TIE)]
+        if not better:
+            notes.append(f"{e.name}: weighed against the planner's analysis of {where}; no configuration "
+                           f"without it is more than {PERF_TIE:.0%} better, so the seed's common error does not "
+                           "apply")
+            continue
+        p = min(better, key=lambda q: (latency(q.estimate), -q.estimate.output_tokens_per_s_per_rank))
+        knobs = " ".join(f"{k.replace('_size', '')}={v}" for k, v in p.config.knobs().items() if k in present and v > 1)
+        thr, p_thr = own.output_tokens_per_s_per_rank, p.estimate.output_tokens_per_s_per_rank
+        found.append(
+            f"{e.name}: {e.why}. The planner's analysis of {where} finds {pattern_name(p.config, model)} "
+            f"({knobs or 'all 1'}): request latency {latency(p.estimate) / latency(own) - 1:+.0%}, output "
+            f"tokens/s per rank {p_thr / thr - 1:+.0%}" + ("" if own.memory.feasible else ", and it fits in memory"))
+    return found, notes
