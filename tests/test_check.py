@@ -253,3 +253,33 @@ def test_each_class_a_problem_is_reported_once_in_the_files_own_keys(tmp_path):
     assert [v for v in oproj["violations"]["A"] if "o_proj" in v] == ["N_h * v_head_dim 16384 % o_proj_tp_size 48 != 0"]
     world = json.loads(_run(tmp_path, {**BASE, "parallel_config": {"attn_tp_size": 3}}).stdout)["violations"]["A"]
     assert world == ["world_size 16 % attn_tp_size = 3 != 0", "num_attention_heads 128 % attn_tp_size 3 != 0"]
+
+
+def test_a_decode_over_isl_and_osl_holds_what_a_sequence_reaches(tmp_path):
+    """A decode named by its prompt and output lengths is costed at the mean context ISL + OSL/2 and holds
+    ISL + OSL in memory, as a decode solve judges it: the round trip solve -> file -> check shows the same
+    TPOT and the same memory."""
+    solve = ["solve", "deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "32", "--phase", "decode",
+             "--isl", "4096", "--osl", "1024", "--weight-dtype", "int8", "--format", "json"]
+    best = json.loads(CliRunner().invoke(main, solve).stdout)["candidates"][0]
+    pc = {k: v for k, v in best["parallel_config"].items() if k not in ("attn_dp_size", "moe_ep_size")}
+    batch = best["estimation"]["concurrency"]
+    base = {"model": "deepseek-v3.2", "hardware": "atlas_a3", "world_size": 32, "parallel_config": pc,
+            "quant": {"weights": "int8"}}
+    r = _run(tmp_path, {**base, "workload": {"phase": "decode", "batch": batch, "isl": 4096, "osl": 1024}})
+    assert r.exit_code == 0, r.stdout + r.stderr
+    got = json.loads(r.stdout)["estimation"]
+    assert got["tpot_ms"] == best["estimation"]["tpot_ms"]
+    assert got["memory_per_rank_gb"] == best["estimation"]["memory_per_rank_gb"]
+    # the same step named by its mean context alone holds only that context
+    mean = _run(tmp_path, {**base, "workload": {"phase": "decode", "batch": batch, "seq_len": 4096 + 512}})
+    short = json.loads(mean.stdout)["estimation"]
+    assert short["tpot_ms"] == got["tpot_ms"] and short["memory_per_rank_gb"] < got["memory_per_rank_gb"]
+
+
+def test_a_decode_over_isl_and_osl_takes_neither_seq_len_nor_concurrency(tmp_path):
+    for extra in ({"seq_len": 4096}, {"concurrency": 8}):
+        r = _run(tmp_path, {**BASE, "workload": {"phase": "decode", "batch": 64, "isl": 4096, "osl": 256, **extra}})
+        assert r.exit_code == 2 and "a decode reads batch and isl + osl" in r.stderr, r.stderr
+    r = _run(tmp_path, {**BASE, "workload": {"phase": "decode", "batch": 64, "isl": 4096}})
+    assert r.exit_code == 2 and "needs batch, isl and osl" in r.stderr, r.stderr

@@ -70,6 +70,8 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     w = dep.workload
     if w.phase == "serving":
         wl = Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, mtp=dep.mtp)
+    elif w.phase == "decode" and w.isl is not None:
+        wl = Workload.decode_of(w.batch, w.isl, w.osl, dep.mtp)  # type: ignore[arg-type]
     else:
         wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, mtp=dep.mtp)
     try:

@@ -69,10 +69,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     spec, hw = load_model(model), load_hardware(hardware)
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
-    if w.phase == "serving":
-        batch, max_len = w.concurrency, w.isl + w.osl
-    else:
-        batch, max_len = w.batch, w.seq_len
+    batch, max_len = w.sequences, w.longest
     pc = make_parallel_config(world, **dep.parallel_config)
     inputs = LaunchInputs(batch=batch, max_model_len=max_len, mtp=dep.mtp, weight_dtype=dep.quant.weights,
                           moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,

@@ -28,13 +28,15 @@ DEFAULT_REQUEST_OVERHEAD_S = 0.04861
 
 @dataclass(frozen=True)
 class Workload:
-    """One of: prefill (seq_len, batch), decode (batch, seq_len), or serving (isl, osl, concurrency)."""
+    """One of: prefill (seq_len, batch), decode (batch, seq_len), or serving (isl, osl, concurrency). A decode
+    step may also name the prompt and output lengths its context comes from (isl, osl): it is costed at the mean
+    context seq_len = ISL + OSL/2, and memory holds what a sequence reaches, ISL + OSL."""
 
     kind: str  # "prefill" | "decode" | "serving"
     batch: int = 1  # prefill: prompts at once; decode: sequences across the deployment
-    seq_len: int = 0  # prefill: prompt length; decode: context length
+    seq_len: int = 0  # prefill: prompt length; decode: the context a step is costed at
     isl: int = 0
-    osl: int = 0
+    osl: int = 0  # decode: 0 when only seq_len is known (memory then holds seq_len)
     concurrency: int = 0
     mtp: int = 0  # next-n depth
     mtp_accept: float = DEFAULT_MTP_ACCEPT
@@ -53,15 +55,20 @@ class Workload:
         if scenario.phase == "prefill":
             return cls("prefill", batch=batch, seq_len=scenario.isl)
         if scenario.phase == "decode":
-            return cls("decode", batch=batch, seq_len=scenario.isl + scenario.osl // 2, mtp=scenario.mtp,
-                       mtp_accept=scenario.mtp_accept)
+            return cls.decode_of(batch, scenario.isl, scenario.osl, scenario.mtp, scenario.mtp_accept)
         return cls("serving", isl=scenario.isl, osl=scenario.osl, concurrency=batch, mtp=scenario.mtp,
                    mtp_accept=scenario.mtp_accept)
+
+    @classmethod
+    def decode_of(cls, batch: int, isl: int, osl: int, mtp: int = 0,
+                  mtp_accept: float = DEFAULT_MTP_ACCEPT) -> "Workload":
+        """Decode steps of `batch` sequences over OSL tokens after ISL-token prompts."""
+        return cls("decode", batch=batch, seq_len=isl + osl // 2, isl=isl, osl=osl, mtp=mtp, mtp_accept=mtp_accept)
 
     @property
     def context_len(self) -> int:
         """Tokens a sequence holds at its longest (for memory)."""
-        if self.kind == "serving":
+        if self.kind == "serving" or (self.kind == "decode" and self.osl):
             return self.isl + self.osl
         return self.seq_len
 

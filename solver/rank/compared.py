@@ -97,9 +97,13 @@ def decode_attn_tp_needed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, 
 
 def scenario_of(wl: Workload) -> Scenario:
     """The planning scenario whose workload at its fixed concurrency is `wl` (Workload.for_scenario's inverse):
-    a decode step's context is ISL + OSL // 2, so a context of S is ISL = S with one output token."""
+    a decode step's context is ISL + OSL // 2, so a decode known only by its context S is ISL = S with one
+    output token."""
     if wl.kind == "serving":
         return Scenario(isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency, mtp=wl.mtp, mtp_accept=wl.mtp_accept)
+    if wl.kind == "decode" and wl.osl:
+        return Scenario(phase="decode", isl=wl.isl, osl=wl.osl, concurrency=wl.batch, mtp=wl.mtp,
+                        mtp_accept=wl.mtp_accept)
     return Scenario(phase=wl.kind, isl=wl.seq_len, osl=1, concurrency=wl.batch,
                     mtp=wl.mtp if wl.kind == "decode" else 0, mtp_accept=wl.mtp_accept)
 

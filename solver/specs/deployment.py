@@ -7,6 +7,7 @@
     world_size: 64                # (or --cards)
     parallel_config: {attn_tp_size: 1, dense_tp_size: 4, moe_tp_size: 1, embed_tp_size: 16, ...}
     workload: {phase: decode, batch: 64, seq_len: 65536}   # or {isl: 4096, osl: 256, concurrency: 64}
+    # a decode may name its prompt and output lengths instead of seq_len: {phase: decode, batch: 64, isl: 4096, osl: 1024}
     quant: {weights: int8, moe_weights: int8, kv_cache: int8}
     mtp: 0
     # workload and dtype keys may also sit at the top level (phase, batch, seq_len | isl, osl, concurrency;
@@ -45,7 +46,17 @@ class WorkloadSpec(BaseModel):
 
     @model_validator(mode="after")
     def _complete(self) -> "WorkloadSpec":
-        serving = self.isl is not None or self.osl is not None or self.concurrency is not None
+        lengths = self.isl is not None or self.osl is not None
+        if self.phase == "decode" and lengths:
+            # decode steps over the output of ISL-token prompts: costed at ISL + OSL/2, memory holding ISL + OSL
+            stray = [k for k in ("seq_len", "concurrency") if getattr(self, k) is not None]
+            if stray:
+                raise ValueError(f"{' and '.join(stray)} beside a decode's isl/osl: a decode reads batch and isl + "
+                                 "osl (or batch and seq_len); drop them")
+            if None in (self.isl, self.osl, self.batch):
+                raise ValueError("a decode over isl/osl needs batch, isl and osl")
+            return self
+        serving = lengths or self.concurrency is not None
         if serving and self.phase in ("prefill", "decode"):
             raise ValueError("give either phase/batch/seq_len or isl/osl/concurrency, not both")
         if serving:
@@ -60,6 +71,16 @@ class WorkloadSpec(BaseModel):
             if self.phase is None or self.batch is None or self.seq_len is None:
                 raise ValueError("needs phase, batch and seq_len (or isl, osl and concurrency)")
         return self
+
+    @property
+    def longest(self) -> int:
+        """Tokens a sequence holds at its longest: ISL + OSL where given, else seq_len."""
+        return self.isl + self.osl if self.isl is not None and self.osl is not None else self.seq_len  # type: ignore[return-value]
+
+    @property
+    def sequences(self) -> int:
+        """Sequences in flight across the deployment: the concurrency of serving, else the batch."""
+        return self.concurrency if self.phase == "serving" else self.batch  # type: ignore[return-value]
 
 
 class QuantSpecIn(BaseModel):
