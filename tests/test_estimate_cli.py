@@ -253,3 +253,21 @@ def test_csv_usage_errors(tmp_path: Path) -> None:
     (tmp_path / "empty.csv").write_text("")
     _assert_input_error(_run("estimate", "--from-csv", str(tmp_path / "empty.csv"), "--out", "x.csv"),
                         "missing column")
+
+
+def test_a_decode_over_isl_and_osl_is_costed_at_the_mean_context_and_holds_the_longest() -> None:
+    """--phase decode --batch --isl --osl is what a decode solve estimates: TPOT at ISL + OSL/2, memory at
+    ISL + OSL; --seq-len at the mean context gives the same TPOT and less memory."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    base = ["estimate", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1", "--phase", "decode",
+            "--batch", "64", "--format", "json"]
+    over = json.loads(CliRunner().invoke(main, [*base, "--isl", "8192", "--osl", "4096"]).stdout)
+    mean = json.loads(CliRunner().invoke(main, [*base, "--seq-len", str(8192 + 2048)]).stdout)
+    assert over["workload"] == {"kind": "decode", "batch": 64, "seq_len": 10240, "isl": 8192, "osl": 4096}
+    assert over["tpot_ms"] == mean["tpot_ms"]
+    assert over["memory_per_rank_gb"] > mean["memory_per_rank_gb"]
+    r = CliRunner().invoke(main, [*base, "--isl", "8192"])
+    assert r.exit_code == 2 and "--phase decode over --isl/--osl also needs --osl" in r.stderr

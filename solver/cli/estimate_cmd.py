@@ -27,9 +27,21 @@ def _positive(value: int | None, flag: str, minimum: int = 1) -> None:
 
 def workload_from_options(isl: int | None, osl: int | None, concurrency: int | None, phase: str | None,
                           batch: int | None, seq_len: int | None, mtp: int, mtp_accept: float) -> Workload:
-    """Exactly one complete workload: serving (--isl --osl --concurrency) or a phase (--phase --batch --seq-len)."""
+    """Exactly one complete workload: serving (--isl --osl --concurrency), a phase (--phase --batch --seq-len), or
+    a decode over the output of its prompts (--phase decode --batch --isl --osl: costed at ISL + OSL/2, memory
+    holding ISL + OSL, as a decode solve judges it)."""
     from solver.estimate.serving import Workload
 
+    if phase == "decode" and (isl is not None or osl is not None) and concurrency is None and seq_len is None:
+        missing = [f for f, v in (("--batch", batch), ("--isl", isl), ("--osl", osl)) if v is None]
+        if missing:
+            raise InputError("workload", f"--phase decode over --isl/--osl also needs {', '.join(missing)}")
+        for flag, value in (("--batch", batch), ("--isl", isl), ("--osl", osl)):
+            _positive(value, flag)
+        _positive(mtp, "--mtp", 0)
+        if not 0.0 <= mtp_accept <= 1.0:
+            raise InputError("--mtp-accept", f"must be in [0, 1], got {mtp_accept}")
+        return Workload.decode_of(batch, isl, osl, mtp, mtp_accept)  # type: ignore[arg-type]
     serving = {"--isl": isl, "--osl": osl, "--concurrency": concurrency}
     single = {"--phase": phase, "--batch": batch, "--seq-len": seq_len}
     s_given = [k for k, v in serving.items() if v is not None]
@@ -166,8 +178,8 @@ def _mtp_accept() -> float:
 @click.option("--hardware", "hardware", type=NAME, default=None, help="hardware name or YAML path")
 @click.option("--cards", type=CARDS, default=None, help="world size W (ranks)")
 @knob_options
-@click.option("--isl", type=TOKENS, default=None, help="serving: input tokens per request")
-@click.option("--osl", type=TOKENS, default=None, help="serving: output tokens per request")
+@click.option("--isl", type=TOKENS, default=None, help="serving, or --phase decode over them: input tokens per request")
+@click.option("--osl", type=TOKENS, default=None, help="serving, or --phase decode over them: output tokens per request (a decode is costed at ISL + OSL/2 and holds ISL + OSL)")
 @click.option("--concurrency", type=CONCURRENCY, default=None, help="serving: requests in flight across the deployment")
 @click.option("--phase", type=click.Choice(["prefill", "decode"]), default=None,
               help="one phase instead of serving: prefill of BATCH prompts or a decode step of BATCH sequences")

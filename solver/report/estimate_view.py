@@ -43,6 +43,8 @@ def workload_data(wl: Workload) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": "serving", "isl": wl.isl, "osl": wl.osl, "concurrency": wl.concurrency}
     else:
         d = {"kind": wl.kind, "batch": wl.batch, "seq_len": wl.seq_len}
+        if wl.osl:  # a decode over its prompts' output: costed at seq_len, memory holding isl + osl
+            d.update(isl=wl.isl, osl=wl.osl)
     if wl.mtp:
         d.update(mtp=wl.mtp, mtp_accept=wl.mtp_accept)
     return d
