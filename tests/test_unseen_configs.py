@@ -219,6 +219,17 @@ HAND: dict[str, int] = {
     + 3584
     + 32 * (2 * 1280 + lin(1280, 3840, True) + lin(1280, 1280, True) + 2 * lin(1280, 3420, True)
             + lin(3420, 1280, True)) + 3 * 2 * 14 * 14 * 1280 + 1280 + lin(5120, 5120, True) + lin(5120, 3584, True),
+    # Qwen3-VL-8B: the Qwen3-8B-like text model (q_norm / k_norm of head_dim, untied) and the vision tower: 27
+    # blocks of LayerNorms norm1 / norm2 (weight + bias), qkv and proj with bias, linear_fc1 1152 -> 4304 and
+    # linear_fc2 with bias (GELU, not gated); patch_embed Conv3d 3 x 2 x 16 x 16 -> 1152 with bias; pos_embed
+    # 2304 x 1152; merger LayerNorm(1152), 4608 -> 4608 -> 4096 with biases; three deepstack mergers
+    # LayerNorm(4608), 4608 -> 4608 -> 4096 with biases
+    "Qwen--Qwen3-VL-8B-Instruct": 2 * 151936 * 4096
+    + 36 * (2 * lin(4096, 4096) + 2 * lin(4096, 1024) + 2 * 128 + gated(4096, 12288) + 2 * 4096) + 4096
+    + 27 * (2 * ln(1152) + lin(1152, 3456, True) + lin(1152, 1152, True) + lin(1152, 4304, True)
+            + lin(4304, 1152, True)) + 3 * 2 * 16 * 16 * 1152 + 1152 + 2304 * 1152
+    + ln(1152) + lin(4608, 4608, True) + lin(4608, 4096, True)
+    + 3 * (ln(4608) + lin(4608, 4608, True) + lin(4608, 4096, True)),
 }
 
 # Published totals precise enough to hold the count to 1% (SOURCES.md says where each is published; models
@@ -587,6 +598,11 @@ def test_moe_every_other_layer_from_interleave_moe_layer_step() -> None:
     kinds = ["moe" if layer.ffn.kind == "MoE" else "dense" for layer in spec.layers]
     assert kinds[:4] == ["dense", "moe", "dense", "moe"] and (spec.num_dense_layers, spec.num_moe_layers) == (24, 24)
     assert abs(count_params(spec).active / 17e9 - 1) < 0.02  # the card's 17B active
+
+
+def test_the_dense_qwen3_vl_text_model_has_qk_norms() -> None:
+    parts = {p.name: p.params for p in _spec("Qwen--Qwen3-VL-8B-Instruct").layers[0].mixer.proj_parts()}
+    assert parts["qk_norm"] == 2 * 128
 
 
 def test_a_vision_tower_with_biases_on_its_gated_mlp_by_family_fact() -> None:
