@@ -169,6 +169,67 @@ HAND: dict[str, int] = {
     + 32 * (lin(4096, 48 * 128) + lin(4096, 4096) + gated(4096, 14336) + 2 * 4096) + 4096,
     # MiniCPM-2B: a Llama with muP scales (no weights), tied
     "openbmb--MiniCPM-2B-sft-bf16": 122753 * 2304 + 40 * (4 * lin(2304, 2304) + gated(2304, 5760) + 2 * 2304) + 2304,
+    # ---- second round: 2025-2026 families
+    # SmolLM3-3B: a Llama (NoPE in every 4th layer sizes nothing), GQA 16/4 x 128, tied
+    "HuggingFaceTB--SmolLM3-3B": 128256 * 2048
+    + 36 * (2 * lin(2048, 2048) + 2 * lin(2048, 512) + gated(2048, 11008) + 2 * 2048) + 2048,
+    # DeepSeek-V2-Lite: MLA without q_lora (q_proj h -> 16 x (128 + 64)), kv_a_proj_with_mqa h -> 512 + 64,
+    # kv_a_layernorm 512, kv_b_proj 512 -> 16 x (128 + 128), o_proj 16 x 128 -> h; layer 0 dense 10944; 26 MoE
+    # layers: 64 experts x 1408, 2 shared (2816), gate (greedy top-k: no correction bias); untied
+    "deepseek-ai--DeepSeek-V2-Lite": 2 * 102400 * 2048
+    + 27 * (lin(2048, 16 * 192) + lin(2048, 512 + 64) + 512 + lin(512, 16 * 256) + lin(16 * 128, 2048) + 2 * 2048)
+    + gated(2048, 10944) + 26 * (64 * gated(2048, 1408) + gated(2048, 2816) + 64 * 2048) + 2048,
+    # Seed-OSS-36B: q / k / v with bias (attention_bias), o_proj without (attention_out_bias), 80 / 8 x 128, untied
+    "ByteDance-Seed--Seed-OSS-36B-Instruct": 2 * 155136 * 5120
+    + 64 * (lin(5120, 10240, True) + 2 * lin(5120, 1024, True) + lin(10240, 5120) + gated(5120, 27648) + 2 * 5120)
+    + 5120,
+    # Apertus-8B: q_norm / k_norm of head_dim, non-gated MLP up_proj / down_proj with xIELU (alpha_p, alpha_n: two
+    # learned scalars per layer; beta and eps are buffers), attention_layernorm + feedforward_layernorm, untied
+    "swiss-ai--Apertus-8B-2509": 2 * 131072 * 4096
+    + 32 * (2 * lin(4096, 4096) + 2 * lin(4096, 1024) + 2 * 128 + 2 * 4096 * 21504 + 2 + 2 * 4096) + 4096,
+    # AFM-4.5B (arcee): non-gated ReLU^2 MLP (up, down), GQA 20/4 x 128, untied
+    "arcee-ai--AFM-4.5B": 2 * 128004 * 2560
+    + 36 * (2 * lin(2560, 2560) + 2 * lin(2560, 512) + 2 * 2560 * 18432 + 2 * 2560) + 2560,
+    # Falcon-Mamba-7B (Mamba-1): in_proj h -> 2 x 8192, conv1d 8192 x 4 + bias, x_proj 8192 -> 256 + 2 x 16,
+    # dt_proj 256 -> 8192 + bias, A_log 8192 x 16, D 8192, out_proj; its RMSNorms on B / C / dt have no weights;
+    # one norm per layer, norm_f; untied
+    "tiiuae--falcon-mamba-7b": 2 * 65024 * 4096
+    + 64 * (lin(4096, 16384) + 8192 * 4 + 8192 + lin(8192, 256 + 32) + lin(256, 8192, True) + 8192 * 16 + 8192
+            + lin(8192, 4096) + 4096) + 4096,
+    # LFM2-1.2B: 10 conv layers (in_proj h -> 3h, depthwise conv h x 3, out_proj; conv_bias false), 6 attention
+    # layers (32 / 8 x 64, q_layernorm / k_layernorm of head_dim); every layer a SwiGLU w1 / w3 / w2 of
+    # int(2 x 12288 / 3) = 8192 (block_auto_adjust_ff_dim, multiplier 1.0, multiple of 256), operator_norm +
+    # ffn_norm; the final norm (embedding_norm); tied (tie_embedding)
+    "LiquidAI--LFM2-1.2B": 65536 * 2048
+    + 10 * (lin(2048, 3 * 2048) + 2048 * 3 + lin(2048, 2048))
+    + 6 * (2 * lin(2048, 2048) + 2 * lin(2048, 512) + 2 * 64)
+    + 16 * (gated(2048, 8192) + 2 * 2048) + 2048,
+    # Llama-4-Maverick (text): MoE in every other layer (interleave_moe_layer_step 2: layers 1, 3, ..., 47): 128
+    # experts x 8192 + one shared 8192 + router; the other 24 layers a dense 16384 MLP; q / k L2 norms have no
+    # weights; untied
+    "meta-llama--Llama-4-Maverick-17B-128E-Instruct": 2 * 202048 * 5120
+    + 48 * (2 * lin(5120, 5120) + 2 * lin(5120, 1024) + 2 * 5120) + 24 * gated(5120, 16384)
+    + 24 * (128 * gated(5120, 8192) + gated(5120, 8192) + 128 * 5120) + 5120,
+    # Qwen2.5-VL-7B: the Qwen2-7B text model (q / k / v bias, untied) and the vision tower: 32 blocks of norm1 /
+    # norm2 (RMSNorm 1280), qkv 1280 -> 3840 and proj with bias, gated SiLU MLP gate / up 1280 -> 3420 and down with
+    # bias; patch_embed Conv3d 3 x 2 x 14 x 14 -> 1280 without bias; merger ln_q (RMSNorm 1280), mlp 5120 -> 5120 ->
+    # 3584 with biases
+    "Qwen--Qwen2.5-VL-7B-Instruct": 2 * 152064 * 3584
+    + 28 * (lin(3584, 3584, True) + 2 * lin(3584, 512, True) + lin(3584, 3584) + gated(3584, 18944) + 2 * 3584)
+    + 3584
+    + 32 * (2 * 1280 + lin(1280, 3840, True) + lin(1280, 1280, True) + 2 * lin(1280, 3420, True)
+            + lin(3420, 1280, True)) + 3 * 2 * 14 * 14 * 1280 + 1280 + lin(5120, 5120, True) + lin(5120, 3584, True),
+    # Qwen3-VL-8B: the Qwen3-8B-like text model (q_norm / k_norm of head_dim, untied) and the vision tower: 27
+    # blocks of LayerNorms norm1 / norm2 (weight + bias), qkv and proj with bias, linear_fc1 1152 -> 4304 and
+    # linear_fc2 with bias (GELU, not gated); patch_embed Conv3d 3 x 2 x 16 x 16 -> 1152 with bias; pos_embed
+    # 2304 x 1152; merger LayerNorm(1152), 4608 -> 4608 -> 4096 with biases; three deepstack mergers
+    # LayerNorm(4608), 4608 -> 4608 -> 4096 with biases
+    "Qwen--Qwen3-VL-8B-Instruct": 2 * 151936 * 4096
+    + 36 * (2 * lin(4096, 4096) + 2 * lin(4096, 1024) + 2 * 128 + gated(4096, 12288) + 2 * 4096) + 4096
+    + 27 * (2 * ln(1152) + lin(1152, 3456, True) + lin(1152, 1152, True) + lin(1152, 4304, True)
+            + lin(4304, 1152, True)) + 3 * 2 * 16 * 16 * 1152 + 1152 + 2304 * 1152
+    + ln(1152) + lin(4608, 4608, True) + lin(4608, 4096, True)
+    + 3 * (ln(4608) + lin(4608, 4608, True) + lin(4608, 4096, True)),
 }
 
 # Published totals precise enough to hold the count to 1% (SOURCES.md says where each is published; models
@@ -189,6 +250,10 @@ PUBLISHED: dict[str, float] = {
     "rednote-hilab--dots.llm1.inst": 142e9,
     "microsoft--Phi-3.5-MoE-instruct": 41.9e9,
     "mistralai--Mamba-Codestral-7B-v0.1": 7_285_403_648,
+    "deepseek-ai--DeepSeek-V2-Lite": 15.7e9,
+    "LiquidAI--LFM2-1.2B": 1.17e9,
+    "meta-llama--Llama-4-Maverick-17B-128E-Instruct": 400e9,
+    "Qwen--Qwen2.5-VL-7B-Instruct": 8.29e9,
 }
 
 
@@ -452,3 +517,123 @@ def test_a_sequence_past_a_learned_position_table_is_noted_as_unservable() -> No
     (rotary,) = context_notes(_spec("EleutherAI--pythia-6.9b"), 4352)
     assert "RoPE scaling" in rotary
     assert context_notes(_spec("openai-community--gpt2"), 1024) == []
+
+
+# ------------------------------------------------------------------------ second round: one rule each
+
+REFUSED = DATA / "refused"
+
+
+def test_a_conv_layer_type_is_a_gated_short_convolution() -> None:
+    from solver.specs.layers.conv import ShortConv
+
+    spec = _spec("LiquidAI--LFM2-1.2B")
+    convs = [layer.mixer for layer in spec.layers if isinstance(layer.mixer, ShortConv)]
+    assert len(convs) == 10 and convs[0] == ShortConv(hidden=2048, kernel=3, bias=False)
+    assert convs[0].params == 3 * 2048 * 2048 + 2048 * 3 + 2048 * 2048  # in_proj, conv, out_proj
+    assert spec.architecture == "hybrid-conv" and spec.attention_kind == "gqa"
+    assert spec.num_attention_heads == 32  # the conv's 2048 channels split wherever the 32 heads do
+    assert count_params(spec).module("short_conv").knob == "attn_tp_size"
+
+
+def test_a_conv_bias_puts_a_bias_on_every_conv_layer_tensor() -> None:
+    cfg = _load("LiquidAI--LFM2-1.2B")
+    base = count_params(parse_model_config(cfg, "x")).total
+    cfg["conv_bias"] = True
+    assert count_params(parse_model_config(cfg, "x")).total - base == 10 * (3 * 2048 + 2048 + 2048)
+
+
+def test_a_conv_width_other_than_hidden_is_refused() -> None:
+    cfg = _load("LiquidAI--LFM2-1.2B")
+    cfg["conv_dim"] = 1024
+    with pytest.raises(InputError, match="conv_dim: 1024 differs from hidden_size"):
+        parse_model_config(cfg, "x")
+
+
+def test_an_auto_adjusted_ffn_width_is_two_thirds_times_the_multiplier_rounded_up() -> None:
+    assert _spec("LiquidAI--LFM2-1.2B").intermediate_size == 8192  # int(2 x 12288 / 3), a multiple of 256
+    cfg = _load("LiquidAI--LFM2-1.2B")
+    cfg.update(block_ffn_dim_multiplier=1.3, block_multiple_of=1000)
+    assert parse_model_config(cfg, "x").intermediate_size == 11000  # int(1.3 x 8192) = 10649, up to 11000
+    cfg.update(block_auto_adjust_ff_dim=False)
+    assert parse_model_config(cfg, "x").intermediate_size == 12288
+
+
+def test_tie_embedding_is_read_as_tie_word_embeddings() -> None:
+    cfg = _load("LiquidAI--LFM2-1.2B")
+    assert count_params(parse_model_config(cfg, "x")).by_name()["lm_head"] == 0
+    cfg["tie_embedding"] = False
+    assert count_params(parse_model_config(cfg, "x")).by_name()["lm_head"] == 65536 * 2048
+
+
+def test_attention_out_bias_switches_the_o_proj_bias_alone() -> None:
+    attention = _spec("ByteDance-Seed--Seed-OSS-36B-Instruct").layers[0].mixer
+    assert attention.qkv_bias and not attention.out_bias
+    cfg = _load("ByteDance-Seed--Seed-OSS-36B-Instruct")
+    cfg["attention_out_bias"] = True
+    assert parse_model_config(cfg, "x").layers[0].mixer.out_bias
+
+
+def test_an_xielu_activation_has_two_learned_scalars_per_mlp() -> None:
+    ffn = _spec("swiss-ai--Apertus-8B-2509").layers[0].ffn
+    assert isinstance(ffn, DenseFFN) and not ffn.gated and ffn.act_params == 2
+    parts = {p.name: (p.params, p.split) for p in ffn.shares()[0].parts}
+    assert parts == {"mlp": (2 * 4096 * 21504, "tp"), "activation": (2, "none")}
+
+
+def test_mla_without_a_q_lora_rank_has_a_full_q_proj() -> None:
+    attention = _spec("deepseek-ai--DeepSeek-V2-Lite").layers[0].mixer
+    parts = {p.name: p.params for p in attention.proj_parts()}
+    assert attention.q_lora_rank is None and parts["q_proj"] == 2048 * 16 * 192 and "q_a_proj" not in parts
+
+
+def test_a_pure_mamba_stack_whose_inner_norms_have_no_weights() -> None:
+    spec = _spec("tiiuae--falcon-mamba-7b")
+    mixer = spec.layers[0].mixer
+    assert mixer.kind == "Mamba1" and not mixer.inner_norms and (mixer.d_inner, mixer.dt_rank) == (8192, 256)
+
+
+def test_moe_every_other_layer_from_interleave_moe_layer_step() -> None:
+    spec = _spec("meta-llama--Llama-4-Maverick-17B-128E-Instruct")
+    kinds = ["moe" if layer.ffn.kind == "MoE" else "dense" for layer in spec.layers]
+    assert kinds[:4] == ["dense", "moe", "dense", "moe"] and (spec.num_dense_layers, spec.num_moe_layers) == (24, 24)
+    assert abs(count_params(spec).active / 17e9 - 1) < 0.02  # the card's 17B active
+
+
+def test_the_dense_qwen3_vl_text_model_has_qk_norms() -> None:
+    parts = {p.name: p.params for p in _spec("Qwen--Qwen3-VL-8B-Instruct").layers[0].mixer.proj_parts()}
+    assert parts["qk_norm"] == 2 * 128
+
+
+def test_a_vision_tower_with_biases_on_its_gated_mlp_by_family_fact() -> None:
+    cfg = _load("Qwen--Qwen2.5-VL-7B-Instruct")
+    (enc,) = read_encoders(cfg, 3584, "x", [], {"_vision_linear_bias": True})
+    (bare,) = read_encoders(cfg, 3584, "x", [])  # a gated tower without the fact: Pixtral's, no biases
+    assert enc.params - bare.params == 32 * (3840 + 1280 + 2 * 3420 + 1280)
+    assert _spec("Qwen--Qwen2.5-VL-7B-Instruct").encoders[0].params == enc.params
+
+
+@pytest.mark.parametrize("field", ["hidden_size_per_layer_input", "altup_num_inputs", "laurel_rank"])
+def test_per_layer_embeddings_altup_and_laurel_are_refused(field: str) -> None:
+    cfg = json.loads((REFUSED / "google--gemma-3n-E4B-it.json").read_text())
+    for other in ("hidden_size_per_layer_input", "altup_num_inputs", "laurel_rank"):
+        if other != field:
+            cfg["text_config"].pop(other)
+    with pytest.raises(InputError, match=f"text_config.{field}: .* not modelled"):
+        parse_model_config(cfg, "x")
+
+
+def test_a_shared_block_hybrid_layer_is_refused() -> None:
+    cfg = json.loads((REFUSED / "Zyphra--Zamba2-2.7B.json").read_text())
+    with pytest.raises(InputError, match="layers_block_type: unknown entry 'hybrid' at index 6"):
+        parse_model_config(cfg, "x")
+
+
+@pytest.mark.parametrize("path", sorted(REFUSED.glob("*.json")), ids=lambda p: p.stem)
+def test_every_refused_config_is_one_error_line_and_exit_2(path: Path) -> None:
+    from click.testing import CliRunner
+
+    from solver.cli.main import main as cli
+
+    result = CliRunner().invoke(cli, ["inspect", str(path)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1

@@ -17,7 +17,7 @@ from solver.specs.layers.base import Layer, Part, Share
 from solver.specs.model import ModelSpec
 
 MODULES = (
-    "embedding", "attention", "indexer", "o_proj", "linear_attention", "ssm", "dense_ffn", "shared_experts",
+    "embedding", "attention", "indexer", "o_proj", "linear_attention", "ssm", "short_conv", "dense_ffn", "shared_experts",
     "routed_experts", "router", "moe_latent", "norms", "lm_head", "vision", "audio",
 )
 ENCODER_MODULES = ("vision", "audio")

@@ -19,7 +19,8 @@ _PARALLEL = {
     "split by attn_sp / cp", "o_proj": "o_proj_tp (else attn_tp)", "dense_ffn": "dense_tp",
     "shared_experts": "dense_tp", "routed_experts": "moe_tp x EP", "router": "follows EP (replicated)",
     "norms": "replicated", "lm_head": "lmhead_tp", "linear_attention": "attn_tp (heads; state not split by cp/kvp)",
-    "ssm": "attn_tp (heads, groups; state not split by cp/kvp)", "moe_latent": "replicated (follows EP)",
+    "ssm": "attn_tp (heads, groups; state not split by cp/kvp)",
+    "short_conv": "attn_tp (channels; conv state not split by cp/kvp)", "moe_latent": "replicated (follows EP)",
     "vision": "replicated", "audio": "replicated",
 }
 

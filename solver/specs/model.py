@@ -23,14 +23,14 @@ from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
 from solver.specs.config.outside import layernorm_bias, outside_stack
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
 from solver.specs.config.quant import QuantSpec, read_quant
-from solver.specs.config.unread import check_unread
+from solver.specs.config.unread import check_unread, refuse_uncountable
 from solver.specs.layers import MLA, Attention, CompressedAttention, DenseFFN, Layer, MoE, grouped
 from solver.specs.layers.base import block_counts, compact
 from solver.specs.layers.base import Block
 from solver.specs.validation import load_yaml
 
 Architecture = Literal["dense", "moe", "moe+mla", "moe+dsa", "dense+mla", "hybrid-attention", "hybrid-linear",
-                       "hybrid-ssm", "moe+hybrid-linear", "moe+hybrid-ssm"]
+                       "hybrid-ssm", "hybrid-conv", "moe+hybrid-linear", "moe+hybrid-ssm", "moe+hybrid-conv"]
 AttentionKind = Literal["gqa", "mla", "dsa", "csa", "none"]
 LARGE_VOCAB = 100_000  # seed: a vocabulary over 100K -> set embed/lm_head TP independently of the backbone
 
@@ -148,6 +148,8 @@ class ModelSpec:
             return f"{moe}+hybrid-linear" if self.is_moe else "hybrid-linear"
         if kinds & {"Mamba2", "Mamba1"}:  # a pure SSM stack (Mamba) reads as the SSM family too
             return f"{moe}+hybrid-ssm" if self.is_moe else "hybrid-ssm"
+        if "ShortConv" in kinds:  # LFM2: gated short convolutions beside attention
+            return f"{moe}+hybrid-conv" if self.is_moe else "hybrid-conv"
         if "CompressedAttention" in kinds:
             return f"{moe}+csa"
         if self.has_mla:
@@ -408,6 +410,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     f = Fields(cfg, origin, prefix)
     warnings: list[str] = []
     model_type = str(cfg.get("model_type") or "")
+    refuse_uncountable(f)
     if not known and model_type:
         warnings.append(f"model_type {model_type!r} is not in the family defaults; {_KNOWN_TYPES_NOTE}")
 
@@ -431,14 +434,16 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     layers = tuple(stack)
     mtp, copies = _mtp(f, reader, layers)
     warnings += reader.notes
-    encoders = tuple(read_encoders(raw, hidden, origin, warnings))
+    facts = {k: v for k, v in defaulted.items() if str(k).startswith("_vision_")}
+    encoders = tuple(read_encoders(raw, hidden, origin, warnings, facts))
     nonstandard = [e.name for e in encoders]
     for key in ("ngram_embedding", "engram"):
         if raw.get(key):
             nonstandard.append(key)
             warnings.append(f"{key}: not counted (no sizing convention for it); the totals exclude it")
     quant = read_quant(cfg, origin, warnings)
-    tie = f.bool("tie_word_embeddings")
+    # LFM2's config class reads tie_embedding in place of tie_word_embeddings when both are given
+    tie = f.bool(f.first("tie_embedding", "tie_word_embeddings") or "tie_word_embeddings")
     # the longest position the model was built for: GPT-2's lineage names it n_positions, ChatGLM seq_length
     context_field = f.first(*CONTEXT_FIELDS) or CONTEXT_FIELDS[0]
     max_pos = f.opt_int(*CONTEXT_FIELDS, maximum=2**40)

@@ -18,13 +18,15 @@ STATE_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16
 # the fields a routed-expert count is read from (config/unread.py names them when a config uses another)
 EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
 # where a dense FFN's width is read from, first given wins (Llama-4 writes both intermediate_size_mlp and the
-# experts' intermediate_size; OPT writes ffn_dim)
-FFN_WIDTH_FIELDS = ("intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner", "ffn_dim")
+# experts' intermediate_size; OPT writes ffn_dim; LFM2's block_ff_dim wins over its intermediate_size)
+FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner", "ffn_dim")
 # switches that put a bias on every linear of the stack (Falcon, StarCoder2, OPT, ChatGLM, InternLM2); the
 # family fact _linear_bias stands in where the modeling code fixes it without a field
 LINEAR_BIAS_FIELDS = ("bias", "use_bias", "enable_bias", "add_bias_linear", "_linear_bias")
 # switches of a bias on q / k / v only (Llama, Qwen2's family default, ChatGLM, Ling)
 QKV_BIAS_FIELDS = ("attention_bias", "qkv_bias", "add_qkv_bias", "use_qkv_bias")
+# activations with learned parameters, per MLP: xIELU's alpha_p and alpha_n (Apertus; beta and eps are buffers)
+ACTIVATION_PARAMS = {"xielu": 2}
 
 
 def ffn_mult_width(mult: float, hidden: int) -> int:
@@ -61,6 +63,7 @@ class BlockReader:
         # gated (gate, up, down) unless the family's modeling code says otherwise; squared-ReLU MLPs (Nemotron-H)
         # are up/down only. The activation's name does not decide: Gemma's gated MLP runs GELU
         self.gated = f.bool("_gated_mlp", True) and act != "relu2"
+        self.act_params = ACTIVATION_PARAMS.get(act, 0)
         linear = f.first(*LINEAR_BIAS_FIELDS)
         self.linear_bias = f.bool(linear) if linear else False
         self.mlp_bias = f.bool("mlp_bias") or self.linear_bias
@@ -131,6 +134,8 @@ class BlockReader:
             raise f.err("num_attention_heads", "missing (required to size the attention layers)")
         bias = any(f.bool(name) for name in QKV_BIAS_FIELDS) or self.linear_bias
         out_bias = self.linear_bias or (bias and f.bool("_attention_out_bias")) or f.bool("_attention_out_only_bias")
+        if f.has("attention_out_bias"):  # o_proj's bias as its own switch (Seed-OSS), beside q / k / v's
+            out_bias = f.bool("attention_out_bias")
         qk = ""
         if f.bool("use_qk_norm") or cfg.get("qk_norm_type"):
             over_heads = cfg.get("qk_norm_type") == "per_layer" or f.bool("_qk_norm_over_heads")
@@ -197,6 +202,19 @@ class BlockReader:
                       proj_bias=f.bool("mamba_proj_bias")
                       or f.bool("use_bias"), state_dtype_bytes=self.state_bytes)
 
+    def short_conv(self) -> Block:
+        """LFM2's gated short convolution over hidden channels: kernel conv_L_cache, biases by conv_bias. A
+        conv_dim that differs from the hidden size is refused (the modeling code convolves hidden_size channels)."""
+        from solver.specs.layers.conv import ShortConv
+
+        f = self.f
+        for name in ("conv_dim", "conv_dim_out"):
+            if f.has(name) and f.int(name) != self.h:
+                raise f.err(name, f"{f.cfg[name]} differs from hidden_size ({self.h}): a short conv narrower or wider "
+                                  "than the hidden size is not modelled")
+        return ShortConv(hidden=self.h, kernel=f.int("conv_L_cache", "conv_kernel", default=3),
+                         bias=f.bool("conv_bias"))
+
     def compressed(self, index: int) -> CompressedAttention:
         """DeepSeek-V4 layer `index` (an index past the stack reads the MTP layers' entries)."""
         f = self.f
@@ -253,6 +271,8 @@ class BlockReader:
             return self.linear()
         if kind == "mamba":
             return self.mamba()
+        if kind == "conv":
+            return self.short_conv()
         raise self.f.err("layer_types", f"unknown mixer {kind!r}")
 
     # ---------------------------------------------------------------------------------------------- FFNs
@@ -264,7 +284,16 @@ class BlockReader:
             return ffn_mult_width(Fields(ffn, f.origin, f"{f.prefix}block_configs[{slot.index}].ffn.")
                                   .number("ffn_mult", 0.0, 1000.0), self.h)
         if f.has(*FFN_WIDTH_FIELDS):
-            return f.int(*FFN_WIDTH_FIELDS)
+            width = f.int(*FFN_WIDTH_FIELDS)
+            if f.bool("block_auto_adjust_ff_dim"):
+                # LFM2 (Llama's original sizing): 2/3 of the written width, times block_ffn_dim_multiplier, rounded
+                # up to a multiple of block_multiple_of (Lfm2MLP; the config class's defaults 1.0 and 256)
+                width = int(2 * width / 3)
+                if f.has("block_ffn_dim_multiplier"):
+                    width = int(f.number("block_ffn_dim_multiplier", 0.0, 1000.0) * width)
+                multiple = f.int("block_multiple_of", default=256)
+                width = multiple * -(-width // multiple)
+            return width
         four_x = cfg.get("_ffn_4x_hidden")
         if four_x is None:
             raise f.err("intermediate_size", "missing (required to size the dense FFN)")
@@ -276,7 +305,8 @@ class BlockReader:
         return 4 * self.h
 
     def dense(self, slot: Slot) -> DenseFFN:
-        return DenseFFN(hidden=self.h, inter=self.dense_width(slot), gated=self.gated, bias=self.mlp_bias)
+        return DenseFFN(hidden=self.h, inter=self.dense_width(slot), gated=self.gated, bias=self.mlp_bias,
+                        act_params=self.act_params)
 
     def moe(self, slot: Slot) -> MoE:
         f, L = self.f, self.layers

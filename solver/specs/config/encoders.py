@@ -5,14 +5,15 @@ Counted by convention from the encoder config's fields (ViT blocks: attention 4 
 inter, norms; patch embedding; position table; projector), not by family:
   layers            depth | num_hidden_layers | vt_num_hidden_layers
   width / MLP       hidden_size | vt_hidden_size, intermediate_size | vt_intermediate_size
-  patch embedding   in_channels | num_channels (3) x temporal_patch_size (1) x patch_size^2 x h (+ bias)
+  patch embedding   in_channels | num_channels | in_chans (3) x temporal_patch_size (1) x patch_size^2 x h (+ bias)
   positions         num_position_embeddings, else (image_size / patch_size)^2 when image_size is given
   projector         spatial_merge_size / merge_kernel_size (patch merger: (h m^2)^2 + h m^2 x out) into
                     out_hidden_size | text_hidden_size | the text hidden size; deepstack_visual_indexes add
                     one merger each; a plain linear h -> text hidden otherwise
   gated MLP         hidden_act silu (pixtral) gated; GELU MLPs not gated
   biases / norms    LayerNorm (weight + bias) unless norm_type rmsnorm; linear biases unless attn_bias /
-                    linear_bias false
+                    linear_bias false or the MLP is gated; the family fact _vision_linear_bias (family_defaults.yaml)
+                    puts them on every linear of a gated tower too (Qwen2.5-VL)
 Checked exactly against the Gemma-3 SigLIP towers (keras-hub presets, facts/model_configs/SOURCES.md); for
 the others the count follows these conventions and is reported as its own module.
 Placement: engines run the encoder replicated on every rank of the attention group (vLLM, SGLang: the ViT
@@ -37,7 +38,7 @@ class Encoder:
     placement: str = "replicated"
 
 
-def _vit(f: Fields, text_hidden: int, notes: list[str]) -> tuple[int, int, int]:
+def _vit(f: Fields, text_hidden: int, notes: list[str], facts: dict[str, Any]) -> tuple[int, int, int]:
     c = f.cfg
     layers = f.int("depth", "num_hidden_layers", "vt_num_hidden_layers", maximum=10_000)
     h = f.int("hidden_size", "vt_hidden_size", "embed_dim")
@@ -52,11 +53,13 @@ def _vit(f: Fields, text_hidden: int, notes: list[str]) -> tuple[int, int, int]:
     rms = str(c.get("norm_type", "")).startswith("rms") or gated
     bias = not (c.get("attn_bias") is False or c.get("linear_bias") is False or c.get("attention_bias") is False
                 or gated)
+    if facts.get("_vision_linear_bias") is not None:  # the family's fact (family_defaults.yaml)
+        bias = bool(facts["_vision_linear_bias"])
     norm = h if rms else 2 * h
     attn = 4 * h * h + (4 * h if bias else 0)
-    mlp = (3 if gated else 2) * h * inter + ((inter + h) if bias and not gated else 0)
+    mlp = (3 if gated else 2) * h * inter + (((2 if gated else 1) * inter + h) if bias else 0)
     per_layer = attn + mlp + 2 * norm
-    channels = f.int("in_channels", "num_channels", default=3)
+    channels = f.int("in_channels", "num_channels", "in_chans", default=3)
     temporal = f.int("temporal_patch_size", default=1)
     patch = f.int("patch_size", default=14)
     patch_embed = channels * temporal * patch * patch * h + (h if not gated and c.get("patch_embed_proj_bias") is not False else 0)
@@ -81,9 +84,12 @@ def _vit(f: Fields, text_hidden: int, notes: list[str]) -> tuple[int, int, int]:
     return layers * per_layer + patch_embed + positions + post_norm + projector, layers, h
 
 
-def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: list[str] | None = None) -> list[Encoder]:
-    """The encoders a multimodal config declares; sizes read by convention are said in `notes`."""
+def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: list[str] | None = None,
+                  facts: dict[str, Any] | None = None) -> list[Encoder]:
+    """The encoders a multimodal config declares; sizes read by convention are said in `notes`; `facts` are the
+    family's _vision_* facts (family_defaults.yaml)."""
     notes = notes if notes is not None else []
+    facts = facts or {}
     out = []
     for key in ENCODER_KEYS:
         sub = raw.get(key)
@@ -92,6 +98,6 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         if not isinstance(sub, dict):
             raise Fields(raw, origin).err(key, "must be an object")
         f = Fields(sub, origin, prefix=f"{key}.")
-        params, layers, h = _vit(f, text_hidden, notes)
+        params, layers, h = _vit(f, text_hidden, notes, facts)
         out.append(Encoder("audio" if key.startswith("audio") else "vision", params, layers, h))
     return out

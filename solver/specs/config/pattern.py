@@ -1,6 +1,6 @@
 """The layer pattern: which mixer and which FFN each layer has, read from the config's own conventions.
 
-Mixer kinds: full, sliding, chunked (softmax attention, windowed or not), linear, mamba, none. FFN kinds:
+Mixer kinds: full, sliding, chunked (softmax attention, windowed or not), linear, mamba, conv, none. FFN kinds:
 dense, moe, none. Conventions read, in order of precedence:
   one block per layer:  hybrid_override_pattern ("M" Mamba, "E" MoE, "*" attention, "-" MLP) or
                         layers_block_type (mamba / moe / attention / mlp), Nemotron-H
@@ -30,6 +30,7 @@ LAYER_TYPE_MIXER = {
     "full_attention": "full", "attention": "full", "global_attention": "full", "global": "full",
     "sliding_attention": "sliding", "local_attention": "sliding", "sliding": "sliding", "local": "sliding",
     "chunked_attention": "chunked", "linear_attention": "linear", "mamba": "mamba", "mamba2": "mamba",
+    "conv": "conv",  # LFM2: a gated short convolution (layers/conv.py)
 }
 BLOCK_TYPE = {"mamba": ("mamba", None), "mamba2": ("mamba", None), "moe": (None, "moe"),
               "attention": ("full", None), "mlp": (None, "dense")}

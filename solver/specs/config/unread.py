@@ -42,10 +42,25 @@ _SIZES_NOTHING = re.compile(r"dropout|pdrop|eps(ilon)?$|init|rope|rotary|act(iva
 
 
 # features of known families that the layer stack does not model, off in every catalog config: cross-layer
-# attention (Hunyuan's use_cla: a layer reuses the previous layer's K/V, fewer KV bytes and projections), the
-# last layers reusing earlier layers' KV (Gemma's num_kv_shared_layers) and per-layer input embeddings (Gemma's
-# hidden_size_per_layer_input: a vocab x layers x width table outside the stack)
-_UNMODELLED = ("use_cla", "num_kv_shared_layers", "hidden_size_per_layer_input")
+# attention (Hunyuan's use_cla: a layer reuses the previous layer's K/V, fewer KV bytes and projections) and the
+# last layers reusing earlier layers' KV (Gemma's num_kv_shared_layers): named in a note when on
+_UNMODELLED = ("use_cla", "num_kv_shared_layers")
+# features whose weights the stack cannot count, refused when on (Gemma-3n): the model would be sized without
+# them, and their share is not small
+_REFUSED = {
+    "hidden_size_per_layer_input": "per-layer input embeddings (a vocab_size_per_layer_input x layers x width "
+                                   "table, its projection and per-layer gates)",
+    "altup_num_inputs": "AltUp (several predicted copies of the hidden state with their router and coefficients)",
+    "laurel_rank": "LAuReL low-rank residual blocks",
+}
+
+
+def refuse_uncountable(f: Fields) -> None:
+    """One line naming the first set field of a feature whose weights the stack cannot count (Gemma-3n)."""
+    for key, what in _REFUSED.items():
+        value = f.cfg.get(key)
+        if _set(value) and not (key == "altup_num_inputs" and value == 1):
+            raise f.err(key, f"{value!r}: {what} are not modelled; the model would be sized without them")
 
 
 def _set(value: Any) -> bool:

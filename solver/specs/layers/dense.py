@@ -21,6 +21,7 @@ class DenseFFN(Block):
     inter: int
     gated: bool = True
     bias: bool = False
+    act_params: int = 0  # learned scalars of the activation (xIELU's alpha_p, alpha_n), replicated
 
     role = "ffn"
     activation_knob = "dense_tp_size"
@@ -30,8 +31,10 @@ class DenseFFN(Block):
         return f"FFN {self.inter}" + ("" if self.gated else " (non-gated)")
 
     def shares(self) -> tuple[Share, ...]:
-        return (Share("dense_ffn", "dense", "dense_tp_size",
-                      (Part("mlp", ffn_params(self.hidden, self.inter, self.gated, self.bias), "tp"),)),)
+        parts = (Part("mlp", ffn_params(self.hidden, self.inter, self.gated, self.bias), "tp"),)
+        if self.act_params:
+            parts += (Part("activation", self.act_params, "none"),)
+        return (Share("dense_ffn", "dense", "dense_tp_size", parts),)
 
     def ops(self, cx: CostKit) -> list:
         pc, f, hw, prec = cx.pc, cx.f, cx.hw, cx.prec

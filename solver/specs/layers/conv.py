@@ -1,0 +1,71 @@
+"""Gated short convolution: a mixer with no attention and no recurrence, only a causal depthwise conv over the
+last few tokens (LFM2's "conv" layers, HF Lfm2ShortConv).
+
+Parameters: in_proj hidden -> 3 x hidden (B, C and x), a depthwise causal conv over B * x (hidden channels,
+kernel L = conv_L_cache, groups = hidden), out_proj hidden -> hidden; each with a bias when conv_bias is set.
+The output is C * conv(B * x), projected back.
+State per request: the conv tail, (L - 1) x hidden values in the activation dtype, constant in the sequence.
+Knobs: attention TP splits the channels (in_proj column-parallel, the conv per channel, out_proj row-parallel,
+one all-reduce); CP / SP / KVP do not split the state (recurrent.py's token gather applies: the conv needs the
+previous tokens of the sequence, in order).
+FLOPs per token: the two projections (2 x 4 h^2) and the conv (2 x L x h) with the two gating products (2 x h).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
+from solver.specs.layers.recurrent import recurrent_comms
+
+MODULE = "short_conv"
+
+
+@dataclass(frozen=True)
+class ShortConv(Block):
+    hidden: int
+    kernel: int = 3
+    bias: bool = False
+
+    role = "mixer"
+    kind = "ShortConv"
+
+    def label(self) -> str:
+        return f"ShortConv {self.hidden} L{self.kernel}"
+
+    @property
+    def heads(self) -> int:  # TP splits the channels: report them as the unit attention TP must divide
+        return self.hidden
+
+    def parts(self) -> tuple[Part, ...]:
+        h, b = self.hidden, self.bias
+        return (Part("in_proj", h * 3 * h + (3 * h if b else 0), "tp"),
+                Part("conv", h * self.kernel + (h if b else 0), "tp"),
+                Part("out_proj", h * h + (h if b else 0), "tp"))
+
+    def shares(self) -> tuple[Share, ...]:
+        return (Share(MODULE, "attention", "attn_tp_size", self.parts()),)
+
+    def state(self, kv_bytes: int, attn_tp: int) -> State:
+        share = math.ceil(self.hidden / attn_tp) / self.hidden
+        return State(constant_bytes=max(0, self.kernel - 1) * self.hidden * ACT_BYTES * share)
+
+    def ops(self, cx: CostKit) -> list:
+        pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
+        a, T, h = pc.attn_tp_size, w.new_tokens, self.hidden
+        proj = 4 * h * h / a  # in_proj and out_proj, this rank's share
+        ops = [cx.op(f"{MODULE}_proj", MODULE, 2 * T * proj,
+                     proj * prec.fmt("attention").bytes_per_param + 2 * T * h * ACT_BYTES,
+                     hw.flops(prec.gemm_dtype("attention")), f.gemm, kernels=2, shape_eff=cx.shape_efficiency(h / a))]
+        channels = h / a
+        flops = T * channels * (2 * self.kernel + 2)  # the conv's multiply-adds and the B * x, C * y gates
+        state_rw = 2 * w.sequences * self.state(2, a).constant_bytes
+        ops.append(cx.op(f"{MODULE}_conv", MODULE, flops, state_rw + 4 * T * channels * ACT_BYTES,
+                         hw.flops("bf16"), f.gemm, kernels=1))
+        return ops
+
+    def comms(self, cx: CostKit, hide_s: float) -> list:
+        return recurrent_comms(cx, MODULE, self.hidden)
+
+    def activation(self, pc, tokens: float) -> float:
+        return tokens * 3 * self.hidden / pc.attn_tp_size * ACT_BYTES
