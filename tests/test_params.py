@@ -127,3 +127,14 @@ def test_hybrid_mamba_model_counts_its_ssm_layers_not_a_dense_transformer() -> N
     report = count_params(load_model("nemotron-3-nano"))
     assert report.module("ssm").params > 0 and report.total / 1e9 == pytest.approx(31.6, rel=0.005)
     assert len([x for x in load_model("nemotron-3-nano").layers if x.mixer is not None]) == 23 + 6
+
+
+def test_a_pixtral_tower_and_mistral3_projector_count_tensor_by_tensor() -> None:
+    """Devstral-Small-2 (Mistral3): the Pixtral tower (patch conv without bias, ln_pre, 24 layers of q/k/v/o,
+    gated SiLU MLP and two RMSNorms, no biases) and Mistral3's projector (an RMSNorm, a patch merger over the
+    wrapper's spatial_merge_size 2: 4h -> h without bias, then linear_1 h -> text and linear_2 text -> text,
+    multimodal_projector_bias false)."""
+    h, inter, text, layers = 1024, 4096, 5120, 24
+    tower = 3 * 14 * 14 * h + h + layers * (4 * h * h + 3 * h * inter + 2 * h)
+    projector = h + 4 * h * h + h * text + text * text
+    assert count_params(load_model("devstral-small-2-24b")).encoder_params() == tower + projector == 438_958_080

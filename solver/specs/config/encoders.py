@@ -9,7 +9,9 @@ inter, norms; patch embedding; position table; projector), not by family:
   positions         num_position_embeddings, else (image_size / patch_size)^2 when image_size is given
   projector         spatial_merge_size / merge_kernel_size (patch merger: (h m^2)^2 + h m^2 x out) into
                     out_hidden_size | text_hidden_size | the text hidden size; deepstack_visual_indexes add
-                    one merger each; a plain linear h -> text hidden otherwise
+                    one merger each; a plain linear h -> text hidden otherwise; the family fact
+                    _vision_projector_mlp: a norm, a patch merger h m^2 -> h and two linears into the text width
+                    (Mistral3), spatial_merge_size read from the wrapper where the tower lacks it
   gated MLP         hidden_act silu (pixtral) gated; GELU MLPs not gated
   biases / norms    LayerNorm (weight + bias) unless norm_type rmsnorm; linear biases unless attn_bias /
                     linear_bias false or the MLP is gated; the family fact _vision_linear_bias (family_defaults.yaml)
@@ -38,7 +40,10 @@ class Encoder:
     placement: str = "replicated"
 
 
-def _vit(f: Fields, text_hidden: int, notes: list[str], facts: dict[str, Any]) -> tuple[int, int, int]:
+def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
+         facts: dict[str, Any]) -> tuple[int, int, int]:
+    """(params, layers, width) of one tower and its projector; `wrapper` is the multimodal config around it,
+    where some families write the projector's fields (Mistral3: spatial_merge_size, multimodal_projector_bias)."""
     c = f.cfg
     layers = f.int("depth", "num_hidden_layers", "vt_num_hidden_layers", maximum=10_000)
     h = f.int("hidden_size", "vt_hidden_size", "embed_dim")
@@ -70,10 +75,16 @@ def _vit(f: Fields, text_hidden: int, notes: list[str], facts: dict[str, Any]) -
         positions = (f.int("image_size") // patch) ** 2 * h
     post_norm = norm if not f.has("depth") else 0
     out = f.int("out_hidden_size", "text_hidden_size", default=text_hidden)
-    merge = f.int("spatial_merge_size", default=1)
+    merge = f.int("spatial_merge_size", default=wrapper.int("spatial_merge_size", default=1))
     if isinstance(c.get("merge_kernel_size"), list):
         merge = f.int_list("merge_kernel_size")[0]  # type: ignore[index]
-    if merge > 1:
+    if facts.get("_vision_projector_mlp"):
+        # a norm on the tower's output, a patch merger (h m^2 -> h, no bias) where patches merge, then an MLP of
+        # two linears into the text width (Mistral3's projector; biases as multimodal_projector_bias says)
+        pb = wrapper.bool("multimodal_projector_bias", True)
+        merger = h * merge * merge * h if merge > 1 else 0
+        projector = norm + merger + h * out + out * out + (2 * out if pb else 0)
+    elif merge > 1:
         wide = h * merge * merge
         merger = norm + wide * wide + wide + wide * out + out
         mergers = 1 + len(f.int_list("deepstack_visual_indexes") or [])
@@ -98,6 +109,6 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         if not isinstance(sub, dict):
             raise Fields(raw, origin).err(key, "must be an object")
         f = Fields(sub, origin, prefix=f"{key}.")
-        params, layers, h = _vit(f, text_hidden, notes, facts)
+        params, layers, h = _vit(f, Fields(raw, origin), text_hidden, notes, facts)
         out.append(Encoder("audio" if key.startswith("audio") else "vision", params, layers, h))
     return out
