@@ -318,3 +318,55 @@ def test_explain_says_when_what_the_engine_cannot_express_costs_nothing():
     assert "so what trtllm cannot express costs nothing here: by its own factors its pick scores better (+" in line
     atom = _explain("qwen3.5-122b-a10b", "--hardware", "mi355x", "--cards", "8", "--framework", "atom")
     assert "costs nothing" not in next(x for x in atom if x.startswith("generic profile's best"))
+
+
+def _launch_json(dep: str, *args: str):
+    r = CliRunner().invoke(main, ["launch", dep, "--format", "json", *args])
+    return r, (json.loads(r.stdout) if r.exit_code == 0 else None)
+
+
+EP8 = {"attn_tp_size": 1, "dense_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1}
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_routed_expert_format_alone_is_the_checkpoints(tmp_path, engine) -> None:
+    """`--moe-weight-dtype nvfp4` alone: the launch said "weight dtype: weight_dtype is not set" (exit 2), as the
+    quantization flag was switched on by the experts' format and filled with the (unset) weight format."""
+    pc = {**EP8, "dense_tp_size": 8, "lmhead_tp_size": 8} if engine == "sglang" else {k: 8 for k in EP8} | {"moe_tp_size": 1}
+    dep = _deployment(tmp_path, pc, model="deepseek-r1", hardware="b200_sxm", framework=engine,
+                      quant={"moe_weights": "nvfp4"})
+    r, launch = _launch_json(dep)
+    assert r.exit_code == 0, r.stderr
+    assert "--quantization" not in launch["nodes"][0]["argv"]
+    assert any(n.startswith("moe_weight_dtype nvfp4:") and "serve a checkpoint stored in nvfp4" in n
+               for n in launch["notes"])
+
+
+@pytest.mark.parametrize("dtype, device", [("int8", "atlas_a3"), ("nvfp4", "b200_sxm"), ("fp8_block", "h200_sxm")])
+def test_a_weight_format_the_quantization_flag_does_not_take_is_the_checkpoints(tmp_path, dtype, device) -> None:
+    """vLLM's --quantization is spelled for fp8 only: a W8A8 (or NVFP4) deployment was refused ("vllm has no
+    spelling for it"), where the engine serves the checkpoint's own format. The command leaves the flag out and
+    says so; a KV format without a spelling stays refused (test_launch_refuses_a_dtype_the_engine_cannot_spell)."""
+    dep = _deployment(tmp_path, {k: 8 for k in EP8} | {"moe_tp_size": 1}, model="deepseek-r1", hardware=device,
+                      framework="vllm", quant={"weights": dtype})
+    r, launch = _launch_json(dep)
+    assert r.exit_code == 0, r.stderr
+    assert "--quantization" not in launch["nodes"][0]["argv"]
+    assert f"weight_dtype {dtype}: vllm's --quantization takes fp8, not {dtype}; serve a checkpoint stored in " \
+           f"{dtype} (the model path)" in launch["notes"]
+
+
+def test_a_mixed_checkpoint_gets_no_single_quantization_flag(tmp_path) -> None:
+    """FP8 weights with NVFP4 routed experts: `--quantization fp8` would name one method for the whole model and
+    contradict the checkpoint's own (mixed) quantization config; both formats are the checkpoint's."""
+    pc = {**EP8, "dense_tp_size": 8, "lmhead_tp_size": 8}
+    dep = _deployment(tmp_path, pc, model="deepseek-r1", hardware="b200_sxm", framework="sglang",
+                      quant={"weights": "fp8", "moe_weights": "nvfp4"})
+    r, launch = _launch_json(dep)
+    assert r.exit_code == 0, r.stderr
+    assert "--quantization" not in launch["nodes"][0]["argv"]
+    assert [n.split(":")[0] for n in launch["notes"]] == ["weight_dtype fp8", "moe_weight_dtype nvfp4"]
+    same = _deployment(tmp_path, pc, model="deepseek-r1", hardware="b200_sxm", framework="sglang",
+                       quant={"weights": "fp8"})
+    argv = _launch_json(same)[1]["nodes"][0]["argv"]
+    assert argv[argv.index("--quantization") + 1] == "fp8"
