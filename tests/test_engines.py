@@ -370,3 +370,27 @@ def test_a_mixed_checkpoint_gets_no_single_quantization_flag(tmp_path) -> None:
                        quant={"weights": "fp8"})
     argv = _launch_json(same)[1]["nodes"][0]["argv"]
     assert argv[argv.index("--quantization") + 1] == "fp8"
+
+
+@pytest.mark.parametrize("engine, flag", [("vllm", "--max-model-len"), ("sglang", "--context-length")])
+def test_a_prefill_only_launch_has_room_for_its_one_output_token(tmp_path, engine, flag) -> None:
+    """A prefill-only deployment of 32K prompts was launched with a maximum model length of 32,768: the engine
+    refuses a 32K prompt that asks for the one token a prefill instance emits (prompt + max tokens > max length).
+    The file's launch and solve's candidates both give prompt + 1."""
+    dep = _deployment(tmp_path, EP8, framework=engine, world=8)
+    data = yaml.safe_load(open(dep))
+    data["workload"] = {"phase": "prefill", "batch": 8, "seq_len": 32768}
+    open(dep, "w").write(yaml.safe_dump(data))
+    r, launch = _launch_json(dep)
+    assert r.exit_code == 0, r.stderr
+    argv = launch["nodes"][0]["argv"]
+    assert argv[argv.index(flag) + 1] == "32769"
+    r, solved = _solve("deepseek-v3", "--hardware", "h200_sxm", "--cards", "8", "--framework", engine, "--phase",
+                       "prefill", "--isl", "32768")
+    assert r.exit_code == 0, r.stderr
+    argv = solved["candidates"][0]["launch"]["nodes"][0]["argv"]
+    assert argv[argv.index(flag) + 1] == "32769"
+    r, served = _solve("deepseek-v3", "--hardware", "h200_sxm", "--cards", "8", "--framework", engine, "--isl", "4096",
+                       "--osl", "256")
+    argv = served["candidates"][0]["launch"]["nodes"][0]["argv"]
+    assert argv[argv.index(flag) + 1] == "4352"  # serving: prompt + output, as before

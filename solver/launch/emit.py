@@ -49,6 +49,13 @@ class LaunchInputs:
     head_addr: str = HEAD_ADDR
 
 
+def model_len(phase: str, longest: int) -> int:
+    """The engine's maximum model length for a deployment whose longest sequence (prompt + output, or a
+    prefill-only deployment's prompt) is `longest`: a prefill-only instance still emits one token per request
+    (vLLM and SGLang refuse a request whose prompt plus requested tokens exceed it), so it gets prompt + 1."""
+    return longest + 1 if phase == "prefill" else longest
+
+
 def _node_addr(i: int, head: str) -> str:
     return head if i == 0 else f"${{NODE{i}_ADDR}}"
 
