@@ -394,3 +394,29 @@ def test_a_prefill_only_launch_has_room_for_its_one_output_token(tmp_path, engin
                        "--osl", "256")
     argv = served["candidates"][0]["launch"]["nodes"][0]["argv"]
     assert argv[argv.index(flag) + 1] == "4352"  # serving: prompt + output, as before
+
+
+def test_the_engines_memory_share_is_the_memory_models_limit() -> None:
+    """Llama-3.1-70B on 2 H100, throughput, under vllm: the plan uses 77.5 GB of the 85.9 GB rank (the memory
+    model's limit is min(0.95 x capacity, capacity - reserve) = 81.6 GB), above vLLM's default
+    --gpu-memory-utilization of 0.9 (77.3 GB): the command must give the engine the share the plan fits in."""
+    r, data = _solve("llama-3.1-70b", "--hardware", "h100_sxm", "--cards", "2", "--framework", "vllm", "--scenario",
+                     "throughput")
+    assert r.exit_code == 0, r.stderr
+    cand = data["candidates"][0]
+    argv = cand["launch"]["nodes"][0]["argv"]
+    share = float(argv[argv.index("--gpu-memory-utilization") + 1])
+    capacity = load_hardware("h100_sxm").memory_bytes / 1e9
+    assert share == 0.95
+    assert cand["estimation"]["memory_per_rank_gb"] <= cand["estimation"]["memory_limit_gb"] <= share * capacity + 0.01
+
+
+@pytest.mark.parametrize("engine, device, share", [("vllm-ascend", "atlas_a3", "0.94"), ("atom", "mi355x", "0.95"),
+                                                   ("vllm", "atlas_a3", "0.94")])
+def test_the_memory_share_is_the_limit_over_the_capacity_rounded_down(engine, device, share) -> None:
+    """On Atlas A3 (64 GB, 3.76 GB runtime reserve) the limit is capacity - reserve = 0.941 of the rank: 0.94,
+    never rounded up past what the plan fits."""
+    r, data = _solve("qwen3-30b-a3b", "--hardware", device, "--cards", "8", "--framework", engine)
+    assert r.exit_code == 0, r.stderr
+    argv = data["candidates"][0]["launch"]["nodes"][0]["argv"]
+    assert argv[argv.index("--gpu-memory-utilization") + 1] == share

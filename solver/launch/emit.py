@@ -56,6 +56,16 @@ def model_len(phase: str, longest: int) -> int:
     return longest + 1 if phase == "prefill" else longest
 
 
+def memory_fraction(hw: Hardware) -> float:
+    """The share of a rank's memory the deployment was planned to use: the memory model's limit,
+    min(0.95 x capacity, capacity - runtime reserve), over the capacity, rounded down to a hundredth (an engine
+    given this share holds what the estimate fits; at a lower default it may not: vLLM's is 0.9)."""
+    from solver.estimate.memory import TOTAL_FRACTION, memory_limit
+
+    share = memory_limit(hw.memory_bytes, hw.reserved_bytes, TOTAL_FRACTION) / hw.memory_bytes
+    return math.floor(round(share * 100, 6)) / 100
+
+
 def _node_addr(i: int, head: str) -> str:
     return head if i == 0 else f"${{NODE{i}_ADDR}}"
 
@@ -183,6 +193,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "weight_dtype": inputs.weight_dtype, "moe_weight_dtype": inputs.moe_weight_dtype or inputs.weight_dtype,
         "kv_dtype": inputs.kv_dtype,
         "role": role, "prefill_role": role == "prefill",
+        "memory_fraction": memory_fraction(hw),
     }
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
     notes, unspelled = _formats(fw, args, base, skip, inputs)
