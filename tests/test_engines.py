@@ -420,3 +420,20 @@ def test_the_memory_share_is_the_limit_over_the_capacity_rounded_down(engine, de
     assert r.exit_code == 0, r.stderr
     argv = data["candidates"][0]["launch"]["nodes"][0]["argv"]
     assert argv[argv.index("--gpu-memory-utilization") + 1] == share
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_redundant_experts_need_expert_parallel(tmp_path, engine) -> None:
+    """DeepSeek-V3 with MoE TP8 (no EP) and 8 redundant experts: vLLM got --enable-eplb --num-redundant-experts 8
+    without --enable-expert-parallel (vLLM refuses EPLB without EP), SGLang --ep-num-redundant-experts with no
+    --ep-size, TensorRT-LLM num_slots 264 with moe_expert_parallel_size 1. A copy is an expert placed on one more
+    EP rank: refused, naming the knobs; with EP the same copies launch."""
+    pc = {k: 8 for k in EP8} | {"redundant_experts": 8}
+    r = CliRunner().invoke(main, ["launch", _deployment(tmp_path, pc, framework=engine)])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "moe_tp_size 8, redundant_experts 8: [C.redundant_experts_need_ep]" in r.stderr
+    ep = {**EP8, "redundant_experts": 8}
+    r, launch = _launch_json(_deployment(tmp_path, ep, framework=engine))
+    assert r.exit_code == 0, r.stderr
+    if engine == "vllm":
+        assert {"--enable-expert-parallel", "--enable-eplb"} <= set(launch["nodes"][0]["argv"])

@@ -22,6 +22,7 @@ import yaml
 
 from solver.errors import InputError
 from solver.specs.framework import KNOB_NAMES, FrameworkProfile
+from solver.specs.knobs import SETTINGS
 from solver.specs.rule_env import model_env
 from solver.specs.hardware import Hardware
 from solver.specs.launch_spec import DISAGG_ROLES, LaunchArg
@@ -173,7 +174,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     broken = fw.violated(env, severity="error")
     if broken:
         rule = broken[0]
-        knobs = ", ".join(f"{k} {env[k]}" for k in KNOB_NAMES if k in rule.names and k not in env.free)
+        knobs = ", ".join(f"{k} {env[k]}" for k in (*KNOB_NAMES, *SETTINGS) if k in rule.names and k not in env.free)
         raise InputError(f"--engine {fw.name}", f"cannot express {knobs or 'this config'}: [{rule.id}] {rule.message}")
     problems = fw.check(env, severity="error")
     if problems:
