@@ -437,3 +437,18 @@ def test_redundant_experts_need_expert_parallel(tmp_path, engine) -> None:
     assert r.exit_code == 0, r.stderr
     if engine == "vllm":
         assert {"--enable-expert-parallel", "--enable-eplb"} <= set(launch["nodes"][0]["argv"])
+
+
+def test_sglang_dp_lm_head_needs_dp_attention(tmp_path) -> None:
+    """DeepSeek-V3.2 on 8 H200 with attention CP8 (attention TP 1, no DP attention) and the LM head at attention
+    TP: the launch printed --enable-dp-lm-head without --enable-dp-attention, a flag whose group (the attention-TP
+    group of DP attention) does not exist there. Refused, naming the knobs; under DP attention it launches."""
+    pc = {"attn_tp_size": 1, "attn_sp_size": 8, "dense_tp_size": 8, "moe_tp_size": 1, "embed_tp_size": 8,
+          "lmhead_tp_size": 1}
+    r = CliRunner().invoke(main, ["launch", _deployment(tmp_path, pc, model="deepseek-v3.2", framework="sglang")])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "lmhead_tp_size 1, attn_sp_size 8: [C.dp_lm_head_under_dp_attention]" in r.stderr
+    dpa = {**pc, "attn_sp_size": 2, "embed_tp_size": 1}
+    r, launch = _launch_json(_deployment(tmp_path, dpa, model="deepseek-v3.2", framework="sglang"))
+    assert r.exit_code == 0, r.stderr
+    assert {"--enable-dp-lm-head", "--enable-dp-attention"} <= set(launch["nodes"][0]["argv"])
