@@ -452,3 +452,19 @@ def test_sglang_dp_lm_head_needs_dp_attention(tmp_path) -> None:
     r, launch = _launch_json(_deployment(tmp_path, dpa, model="deepseek-v3.2", framework="sglang"))
     assert r.exit_code == 0, r.stderr
     assert {"--enable-dp-lm-head", "--enable-dp-attention"} <= set(launch["nodes"][0]["argv"])
+
+
+def test_sglang_dense_replicas_across_nodes_are_refused_under_pp(tmp_path) -> None:
+    """C.dense_replicas_one_node read `world` (one pipeline stage): Llama-3.1-405B on 16 H100 as TP4 x DP2 x PP2
+    passed and launched `--tp-size 4 --pp-size 2 --dp-size 2 --nnodes 2`, dense replicas across nodes the rule
+    exists to refuse; solve recommended such configs (Qwen3-32B on 16 L40S, throughput: TP2 x DP4 x PP2 first)."""
+    pc = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4, "pp_size": 2}
+    dep = _deployment(tmp_path, pc, model="llama-3.1-405b", hardware="h100_sxm", world=16, framework="sglang")
+    r = CliRunner().invoke(main, ["launch", dep])
+    assert r.exit_code == 2 and "attn_tp_size 4, pp_size 2: [C.dense_replicas_one_node]" in r.stderr
+    r, data = _solve("qwen3-32b", "--hardware", "l40s", "--cards", "16", "--framework", "sglang", "--scenario",
+                     "throughput")
+    assert r.exit_code == 0, r.stderr
+    for c in data["candidates"]:
+        argv = c["launch"]["nodes"][0]["argv"]
+        assert "--dp-size" not in argv or "--nnodes" not in argv, argv
