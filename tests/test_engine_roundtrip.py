@@ -215,3 +215,79 @@ def test_dense_and_moe_examples_round_trip_under_every_profile(framework):
     dense_hw, moe_hw = DEVICES[(load_framework(framework).vendors or ["nvidia"])[0]]
     assert check_roundtrip(framework, "llama-3.1-70b", dense_hw, 8, "latency")
     assert check_roundtrip(framework, "qwen3-30b-a3b", moe_hw, 8, "throughput")
+
+
+def _limits(launch: dict) -> tuple[int | None, int | None]:
+    """(longest sequence, concurrent requests) the engine would admit, by its own arithmetic (engines.md, batch /
+    tokens row): vLLM and ATOM count --max-num-seqs per DP engine, SGLang --max-running-requests per server,
+    TensorRT-LLM max_batch_size per rank under attention DP."""
+    argv = launch["nodes"][0]["argv"]
+    if "trtllm-serve" in argv:
+        argv = argv[argv.index("trtllm-serve"):]
+    flags = _flags(argv)
+    if "--max-model-len" in flags:
+        dp = int(flags.get("--data-parallel-size", flags.get("-dp", 1)))
+        return int(flags["--max-model-len"]), int(flags["--max-num-seqs"]) * dp
+    if "--context-length" in flags:
+        return int(flags["--context-length"]), int(flags["--max-running-requests"])
+    if "--max_seq_len" in flags:
+        extra = yaml.safe_load(launch["files"].get(flags.get("--extra_llm_api_options", ""), "{}")) or {}
+        ranks = int(flags["--tp_size"]) if extra.get("enable_attention_dp") else 1
+        return int(flags["--max_seq_len"]), int(flags["--max_batch_size"]) * ranks
+    doc = yaml.safe_load(next(iter(launch["files"].values())))
+    return None, doc.get("batch_size")
+
+
+SEMANTIC_CASES = [  # (engine, model, hardware, world, scenario fields)
+    ("vllm", "deepseek-v3", "h200_sxm", 16, {"kind": "throughput", "mtp": 1}),
+    ("vllm", "llama-3.1-70b", "h100_sxm", 16, {"kind": "throughput", "phase": "decode"}),
+    ("sglang", "qwen3-235b-a22b", "h200_sxm", 16, {"kind": "balanced", "phase": "prefill", "isl": 16384}),
+    ("trtllm", "deepseek-v3", "h200_sxm", 16, {"kind": "throughput"}),
+    ("atom", "qwen3-30b-a3b", "mi355x", 8, {"kind": "throughput"}),
+    ("vllm-ascend", "deepseek-r1", "atlas_a3", 32, {"kind": "throughput", "phase": "decode"}),
+    ("cann-recipes", "qwen3-235b-a22b", "atlas_a3", 16, {"kind": "balanced"}),
+]
+
+
+@pytest.mark.parametrize("framework, model_name, hardware, world, fields", SEMANTIC_CASES)
+def test_every_printed_launch_holds_the_planned_load_and_round_trips_through_the_shell(
+        framework, model_name, hardware, world, fields) -> None:
+    """What an engineer pasting candidate 1's command would check: the engine admits the planned concurrency and
+    the longest sequence (a prefill-only deployment's one output token included), no flag is given twice, every
+    inline JSON and options file parses, and the shell text splits back into exactly the argv (bash -n too)."""
+    import shlex
+    import subprocess
+
+    from solver.launch import render_shell
+
+    scenario = Scenario(**{"isl": 2048, "osl": 256, **fields})
+    result, cands = run_solve(model_name, hardware, world, scenario, framework, top=1, explain_binding=False,
+                              params=SolverParams(time_limit_s=5.0))
+    from solver.launch.candidates import candidate_launch
+
+    launch = candidate_launch(load_framework(framework), load_model(model_name), load_hardware(hardware), cands[0],
+                              scenario)
+    assert "error" not in launch, launch
+    longest, admitted = _limits(launch)
+    need = scenario.isl + (1 if scenario.phase == "prefill" else scenario.osl)
+    assert longest is None or longest >= need, (longest, need)
+    assert admitted >= cands[0].planned.batch, (admitted, cands[0].planned.batch)
+    for node in launch["nodes"]:
+        named = [t for t in node["argv"] if t.startswith("--")]
+        assert len(named) == len(set(named)), named
+        for i, t in enumerate(node["argv"][:-1]):
+            if node["argv"][i + 1].startswith("{"):
+                json.loads(node["argv"][i + 1])
+    for name, text in launch["files"].items():
+        assert isinstance(yaml.safe_load(text) if name.endswith(".yaml") else json.loads(text), dict)
+    shell = render_shell(launch)
+    assert subprocess.run(["bash", "-n"], input=shell, text=True).returncode == 0
+    body, inside = [], False
+    for line in shell.splitlines():
+        if line.startswith("cat > "):
+            inside = True
+        elif inside:
+            inside = line != "SHARDPLAN_EOF"
+        elif line and not line.startswith("#"):
+            body.append(shlex.split(line))
+    assert body == [n["argv"] for n in launch["nodes"] if n["argv"]]

@@ -318,3 +318,153 @@ def test_explain_says_when_what_the_engine_cannot_express_costs_nothing():
     assert "so what trtllm cannot express costs nothing here: by its own factors its pick scores better (+" in line
     atom = _explain("qwen3.5-122b-a10b", "--hardware", "mi355x", "--cards", "8", "--framework", "atom")
     assert "costs nothing" not in next(x for x in atom if x.startswith("generic profile's best"))
+
+
+def _launch_json(dep: str, *args: str):
+    r = CliRunner().invoke(main, ["launch", dep, "--format", "json", *args])
+    return r, (json.loads(r.stdout) if r.exit_code == 0 else None)
+
+
+EP8 = {"attn_tp_size": 1, "dense_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1}
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_routed_expert_format_alone_is_the_checkpoints(tmp_path, engine) -> None:
+    """`--moe-weight-dtype nvfp4` alone: the launch said "weight dtype: weight_dtype is not set" (exit 2), as the
+    quantization flag was switched on by the experts' format and filled with the (unset) weight format."""
+    pc = {**EP8, "dense_tp_size": 8, "lmhead_tp_size": 8} if engine == "sglang" else {k: 8 for k in EP8} | {"moe_tp_size": 1}
+    dep = _deployment(tmp_path, pc, model="deepseek-r1", hardware="b200_sxm", framework=engine,
+                      quant={"moe_weights": "nvfp4"})
+    r, launch = _launch_json(dep)
+    assert r.exit_code == 0, r.stderr
+    assert "--quantization" not in launch["nodes"][0]["argv"]
+    assert any(n.startswith("moe_weight_dtype nvfp4:") and "serve a checkpoint stored in nvfp4" in n
+               for n in launch["notes"])
+
+
+@pytest.mark.parametrize("dtype, device", [("int8", "atlas_a3"), ("nvfp4", "b200_sxm"), ("fp8_block", "h200_sxm")])
+def test_a_weight_format_the_quantization_flag_does_not_take_is_the_checkpoints(tmp_path, dtype, device) -> None:
+    """vLLM's --quantization is spelled for fp8 only: a W8A8 (or NVFP4) deployment was refused ("vllm has no
+    spelling for it"), where the engine serves the checkpoint's own format. The command leaves the flag out and
+    says so; a KV format without a spelling stays refused (test_launch_refuses_a_dtype_the_engine_cannot_spell)."""
+    dep = _deployment(tmp_path, {k: 8 for k in EP8} | {"moe_tp_size": 1}, model="deepseek-r1", hardware=device,
+                      framework="vllm", quant={"weights": dtype})
+    r, launch = _launch_json(dep)
+    assert r.exit_code == 0, r.stderr
+    assert "--quantization" not in launch["nodes"][0]["argv"]
+    assert f"weight_dtype {dtype}: vllm's --quantization takes fp8, not {dtype}; serve a checkpoint stored in " \
+           f"{dtype} (the model path)" in launch["notes"]
+
+
+def test_a_mixed_checkpoint_gets_no_single_quantization_flag(tmp_path) -> None:
+    """FP8 weights with NVFP4 routed experts: `--quantization fp8` would name one method for the whole model and
+    contradict the checkpoint's own (mixed) quantization config; both formats are the checkpoint's."""
+    pc = {**EP8, "dense_tp_size": 8, "lmhead_tp_size": 8}
+    dep = _deployment(tmp_path, pc, model="deepseek-r1", hardware="b200_sxm", framework="sglang",
+                      quant={"weights": "fp8", "moe_weights": "nvfp4"})
+    r, launch = _launch_json(dep)
+    assert r.exit_code == 0, r.stderr
+    assert "--quantization" not in launch["nodes"][0]["argv"]
+    assert [n.split(":")[0] for n in launch["notes"]] == ["weight_dtype fp8", "moe_weight_dtype nvfp4"]
+    same = _deployment(tmp_path, pc, model="deepseek-r1", hardware="b200_sxm", framework="sglang",
+                       quant={"weights": "fp8"})
+    argv = _launch_json(same)[1]["nodes"][0]["argv"]
+    assert argv[argv.index("--quantization") + 1] == "fp8"
+
+
+@pytest.mark.parametrize("engine, flag", [("vllm", "--max-model-len"), ("sglang", "--context-length")])
+def test_a_prefill_only_launch_has_room_for_its_one_output_token(tmp_path, engine, flag) -> None:
+    """A prefill-only deployment of 32K prompts was launched with a maximum model length of 32,768: the engine
+    refuses a 32K prompt that asks for the one token a prefill instance emits (prompt + max tokens > max length).
+    The file's launch and solve's candidates both give prompt + 1."""
+    dep = _deployment(tmp_path, EP8, framework=engine, world=8)
+    data = yaml.safe_load(open(dep))
+    data["workload"] = {"phase": "prefill", "batch": 8, "seq_len": 32768}
+    open(dep, "w").write(yaml.safe_dump(data))
+    r, launch = _launch_json(dep)
+    assert r.exit_code == 0, r.stderr
+    argv = launch["nodes"][0]["argv"]
+    assert argv[argv.index(flag) + 1] == "32769"
+    r, solved = _solve("deepseek-v3", "--hardware", "h200_sxm", "--cards", "8", "--framework", engine, "--phase",
+                       "prefill", "--isl", "32768")
+    assert r.exit_code == 0, r.stderr
+    argv = solved["candidates"][0]["launch"]["nodes"][0]["argv"]
+    assert argv[argv.index(flag) + 1] == "32769"
+    r, served = _solve("deepseek-v3", "--hardware", "h200_sxm", "--cards", "8", "--framework", engine, "--isl", "4096",
+                       "--osl", "256")
+    argv = served["candidates"][0]["launch"]["nodes"][0]["argv"]
+    assert argv[argv.index(flag) + 1] == "4352"  # serving: prompt + output, as before
+
+
+def test_the_engines_memory_share_is_the_memory_models_limit() -> None:
+    """Llama-3.1-70B on 2 H100, throughput, under vllm: the plan uses 77.5 GB of the 85.9 GB rank (the memory
+    model's limit is min(0.95 x capacity, capacity - reserve) = 81.6 GB), above vLLM's default
+    --gpu-memory-utilization of 0.9 (77.3 GB): the command must give the engine the share the plan fits in."""
+    r, data = _solve("llama-3.1-70b", "--hardware", "h100_sxm", "--cards", "2", "--framework", "vllm", "--scenario",
+                     "throughput")
+    assert r.exit_code == 0, r.stderr
+    cand = data["candidates"][0]
+    argv = cand["launch"]["nodes"][0]["argv"]
+    share = float(argv[argv.index("--gpu-memory-utilization") + 1])
+    capacity = load_hardware("h100_sxm").memory_bytes / 1e9
+    assert share == 0.95
+    assert cand["estimation"]["memory_per_rank_gb"] <= cand["estimation"]["memory_limit_gb"] <= share * capacity + 0.01
+
+
+@pytest.mark.parametrize("engine, device, share", [("vllm-ascend", "atlas_a3", "0.94"), ("atom", "mi355x", "0.95"),
+                                                   ("vllm", "atlas_a3", "0.94")])
+def test_the_memory_share_is_the_limit_over_the_capacity_rounded_down(engine, device, share) -> None:
+    """On Atlas A3 (64 GB, 3.76 GB runtime reserve) the limit is capacity - reserve = 0.941 of the rank: 0.94,
+    never rounded up past what the plan fits."""
+    r, data = _solve("qwen3-30b-a3b", "--hardware", device, "--cards", "8", "--framework", engine)
+    assert r.exit_code == 0, r.stderr
+    argv = data["candidates"][0]["launch"]["nodes"][0]["argv"]
+    assert argv[argv.index("--gpu-memory-utilization") + 1] == share
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_redundant_experts_need_expert_parallel(tmp_path, engine) -> None:
+    """DeepSeek-V3 with MoE TP8 (no EP) and 8 redundant experts: vLLM got --enable-eplb --num-redundant-experts 8
+    without --enable-expert-parallel (vLLM refuses EPLB without EP), SGLang --ep-num-redundant-experts with no
+    --ep-size, TensorRT-LLM num_slots 264 with moe_expert_parallel_size 1. A copy is an expert placed on one more
+    EP rank: refused, naming the knobs; with EP the same copies launch."""
+    pc = {k: 8 for k in EP8} | {"redundant_experts": 8}
+    r = CliRunner().invoke(main, ["launch", _deployment(tmp_path, pc, framework=engine)])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "moe_tp_size 8, redundant_experts 8: [C.redundant_experts_need_ep]" in r.stderr
+    ep = {**EP8, "redundant_experts": 8}
+    r, launch = _launch_json(_deployment(tmp_path, ep, framework=engine))
+    assert r.exit_code == 0, r.stderr
+    if engine == "vllm":
+        assert {"--enable-expert-parallel", "--enable-eplb"} <= set(launch["nodes"][0]["argv"])
+
+
+def test_sglang_dp_lm_head_needs_dp_attention(tmp_path) -> None:
+    """DeepSeek-V3.2 on 8 H200 with attention CP8 (attention TP 1, no DP attention) and the LM head at attention
+    TP: the launch printed --enable-dp-lm-head without --enable-dp-attention, a flag whose group (the attention-TP
+    group of DP attention) does not exist there. Refused, naming the knobs; under DP attention it launches."""
+    pc = {"attn_tp_size": 1, "attn_sp_size": 8, "dense_tp_size": 8, "moe_tp_size": 1, "embed_tp_size": 8,
+          "lmhead_tp_size": 1}
+    r = CliRunner().invoke(main, ["launch", _deployment(tmp_path, pc, model="deepseek-v3.2", framework="sglang")])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "lmhead_tp_size 1, attn_sp_size 8: [C.dp_lm_head_under_dp_attention]" in r.stderr
+    dpa = {**pc, "attn_sp_size": 2, "embed_tp_size": 1}
+    r, launch = _launch_json(_deployment(tmp_path, dpa, model="deepseek-v3.2", framework="sglang"))
+    assert r.exit_code == 0, r.stderr
+    assert {"--enable-dp-lm-head", "--enable-dp-attention"} <= set(launch["nodes"][0]["argv"])
+
+
+def test_sglang_dense_replicas_across_nodes_are_refused_under_pp(tmp_path) -> None:
+    """C.dense_replicas_one_node read `world` (one pipeline stage): Llama-3.1-405B on 16 H100 as TP4 x DP2 x PP2
+    passed and launched `--tp-size 4 --pp-size 2 --dp-size 2 --nnodes 2`, dense replicas across nodes the rule
+    exists to refuse; solve recommended such configs (Qwen3-32B on 16 L40S, throughput: TP2 x DP4 x PP2 first)."""
+    pc = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4, "pp_size": 2}
+    dep = _deployment(tmp_path, pc, model="llama-3.1-405b", hardware="h100_sxm", world=16, framework="sglang")
+    r = CliRunner().invoke(main, ["launch", dep])
+    assert r.exit_code == 2 and "attn_tp_size 4, pp_size 2: [C.dense_replicas_one_node]" in r.stderr
+    r, data = _solve("qwen3-32b", "--hardware", "l40s", "--cards", "16", "--framework", "sglang", "--scenario",
+                     "throughput")
+    assert r.exit_code == 0, r.stderr
+    for c in data["candidates"]:
+        argv = c["launch"]["nodes"][0]["argv"]
+        assert "--dp-size" not in argv or "--nnodes" not in argv, argv

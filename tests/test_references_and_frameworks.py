@@ -52,13 +52,14 @@ def env_for(ref_id: str, **overrides: Any) -> dict[str, Any]:
     """Rule env of a reference; overrides replace knobs, deployment or model facts (derived sizes follow)."""
     ref = REF_BY_ID[ref_id]
     m = MODELS[ref.model]
-    knobs = {**ref.knobs, **{k: v for k, v in overrides.items() if k in KNOB_NAMES}}
+    config = (*KNOB_NAMES, "redundant_experts")  # what rule_env reads from the parallel_config
+    knobs = {**ref.knobs, **{k: v for k, v in overrides.items() if k in config}}
     args = dict(
         world=ref.world_size, batch=ref.batch, mtp=ref.mtp, num_attention_heads=m["heads"],
         num_key_value_heads=m["kv_heads"], n_routed_experts=m["experts"], has_mla=m["mla"], has_dsa=m["dsa"],
         o_proj_dim=m["heads"] * m["v_head_dim"], ranks_per_node=RANKS_PER_NODE[ref.hardware], afd=ref.afd,
     )
-    args.update({k: v for k, v in overrides.items() if k not in KNOB_NAMES})
+    args.update({k: v for k, v in overrides.items() if k not in config})
     return rule_env(knobs, **args)
 
 
@@ -147,6 +148,8 @@ COUNTEREXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "C.mtp_depth": ("r1-d128-longseq", {"mtp": 4}),
     "C.mtp_depth_longcat": ("lc-ep128", {"mtp": 3}),
     "C.afd_tp_divides_half_world": ("lc-afd", {"lmhead_tp_size": 128}),
+    # MoE TP16 over 16 ranks (EP1) has no EP rank to put a copy on
+    "C.redundant_experts_need_ep": ("q3-16tp", {"redundant_experts": 16}),
     # GPT-OSS-120B on 4 A2 ranks with MoE EP4: 32 experts per rank
     "C.a2_mc2_experts_per_rank": ("oss-120b-tp8", {"world": 4, "attn_tp_size": 4, "lmhead_tp_size": 4,
                                                     "moe_tp_size": 1}),

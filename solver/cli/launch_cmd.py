@@ -42,7 +42,7 @@ def _head_addr() -> str:
 def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fmt) -> None:
     """Print the engine command (per node) and files for CONFIG's parallel_config (the `check` file format)."""
     from solver.estimate.memory import memory_per_rank
-    from solver.launch import LaunchInputs, emit_launch, render_shell
+    from solver.launch import LaunchInputs, emit_launch, model_len, render_shell
     from solver.rank.review import hardware_placement
     from solver.specs.deployment import load_deployment
     from solver.specs.framework import load_framework
@@ -71,7 +71,8 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     w = dep.workload
     batch, max_len = w.sequences, w.longest
     pc = make_parallel_config(world, **dep.parallel_config)
-    inputs = LaunchInputs(batch=batch, max_model_len=max_len, mtp=dep.mtp, weight_dtype=dep.quant.weights,
+    engine_len = model_len(w.phase, max_len)  # a prefill-only instance still emits its one token
+    inputs = LaunchInputs(batch=batch, max_model_len=engine_len, mtp=dep.mtp, weight_dtype=dep.quant.weights,
                           moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,
                           model_path=model_path, head_addr=head_addr)
     launch = emit_launch(fw, spec, hw, pc, inputs)
@@ -82,7 +83,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     # so is a placement `check` refuses (class B): a TP group across nodes, too many experts per rank
     placement = [f"{p}: `shardplan check` reports it as a class B violation"
                  for p in hardware_placement(spec, hw, pc)[1]]
-    notes = context_notes(spec, max_len) + ([misfit] if misfit else []) + placement
+    notes = context_notes(spec, engine_len) + ([misfit] if misfit else []) + placement
     if notes:
         launch["notes"] = [*launch.get("notes", ()), *notes]
     if fmt == "shell":

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from solver.errors import InputError
-from solver.launch.emit import LaunchInputs, emit_launch
+from solver.launch.emit import LaunchInputs, emit_launch, model_len
 from solver.rank.select import Candidate
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -19,7 +19,8 @@ def candidate_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand:
                      kv_dtype: str | None = None) -> dict[str, Any]:
     """The launch of one candidate; {"error": line} when the profile cannot spell it (a planner/profile
     disagreement the round-trip test guards against, shown rather than hidden)."""
-    inputs = LaunchInputs(batch=cand.planned.batch, max_model_len=scenario.max_seq_len, mtp=scenario.mtp,
+    inputs = LaunchInputs(batch=cand.planned.batch, max_model_len=model_len(scenario.phase, scenario.max_seq_len),
+                          mtp=scenario.mtp,
                           weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype)
     try:
         return emit_launch(fw, model, hw, cand.planned.config, inputs)

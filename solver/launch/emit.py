@@ -6,8 +6,9 @@ use): what the engine cannot express is refused, one line naming the knob, never
 A worker of a disaggregated pool (`role` "prefill" or "decode") also gets the profile's `launch.disagg` args and
 documents (its role, the KV-cache transfer); the launch then carries "role" and, where the profile says the facts
 do not give a flag, "missing" (the line the output shows instead of inventing it). A weight format the profile
-has no flag for is the checkpoint's to carry: the launch says so in "notes" (a KV format without a flag is
-refused: it is the engine's runtime choice).
+has no flag for, or whose flag's `map` lacks it, is the checkpoint's to carry, and so are mixed formats (routed
+experts in another format: one quantization flag cannot name both): the launch says so in "notes" (a KV format
+without a spelling is refused: it is the engine's runtime choice).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import yaml
 
 from solver.errors import InputError
 from solver.specs.framework import KNOB_NAMES, FrameworkProfile
+from solver.specs.knobs import SETTINGS
 from solver.specs.rule_env import model_env
 from solver.specs.hardware import Hardware
 from solver.specs.launch_spec import DISAGG_ROLES, LaunchArg
@@ -46,6 +48,23 @@ class LaunchInputs:
     kv_dtype: str | None = None
     model_path: str = MODEL_PATH
     head_addr: str = HEAD_ADDR
+
+
+def model_len(phase: str, longest: int) -> int:
+    """The engine's maximum model length for a deployment whose longest sequence (prompt + output, or a
+    prefill-only deployment's prompt) is `longest`: a prefill-only instance still emits one token per request
+    (vLLM and SGLang refuse a request whose prompt plus requested tokens exceed it), so it gets prompt + 1."""
+    return longest + 1 if phase == "prefill" else longest
+
+
+def memory_fraction(hw: Hardware) -> float:
+    """The share of a rank's memory the deployment was planned to use: the memory model's limit,
+    min(0.95 x capacity, capacity - runtime reserve), over the capacity, rounded down to a hundredth (an engine
+    given this share holds what the estimate fits; at a lower default it may not: vLLM's is 0.9)."""
+    from solver.estimate.memory import TOTAL_FRACTION, memory_limit
+
+    share = memory_limit(hw.memory_bytes, hw.reserved_bytes, TOTAL_FRACTION) / hw.memory_bytes
+    return math.floor(round(share * 100, 6)) / 100
 
 
 def _node_addr(i: int, head: str) -> str:
@@ -91,6 +110,49 @@ def _argv_token(v: Any) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
+def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any], skip: set[str],
+             inputs: LaunchInputs) -> tuple[list[str], set[int]]:
+    """The formats the user chose that the command cannot spell: (notes, ids of the args to leave out).
+
+    A KV-cache format is the engine's runtime choice: without a spelling the command could not ask for it, so it
+    is refused (InputError). A weight format is the checkpoint's: an engine with no flag for it, or whose flag
+    takes other values (a map without it), serves the format it is given, and a note says so."""
+    given = {"weight_dtype": inputs.weight_dtype, "kv_dtype": inputs.kv_dtype,
+             "moe_weight_dtype": inputs.moe_weight_dtype if inputs.moe_weight_dtype != inputs.weight_dtype else None}
+    spelled: set[str] = set()
+    notes: list[str] = []
+    unspelled: set[int] = set()
+    for arg in args:
+        uses = set(_TEMPLATE.findall(arg.text or "")) & set(given)
+        if not uses or arg.knob in skip or not arg.when_expr.evaluate({**names, "node_rank": 0}):
+            continue
+        try:
+            _text(arg, names, fw.name)
+        except InputError:
+            if uses & {"kv_dtype"}:
+                raise
+            unspelled.add(id(arg))
+            for name in sorted(uses):
+                notes.append(f"{name} {given[name]}: {fw.name}'s {arg.flag or arg.key} takes "
+                             f"{', '.join(sorted(arg.map or ()))}, not {given[name]}; serve a checkpoint stored in "
+                             f"{given[name]} (the model path)")
+                spelled.add(name)
+            continue
+        spelled |= uses
+    for name, value in given.items():
+        if value is None or name in spelled:
+            continue
+        if name == "kv_dtype":  # a runtime choice: the engine cannot be told it without a flag
+            raise InputError(f"--engine {fw.name}", f"{name} {value}: {fw.name}'s profile has no flag for it "
+                             "(leave the KV dtype out to serve the engine's default)")
+        # weights are the checkpoint's: an engine without a flag serves the format it is given
+        flags = sorted({a.flag or a.key or "" for a in args if name in _TEMPLATE.findall(a.text or "")} - {""})
+        why = (f"{fw.name} takes no flag for it" if not flags else
+               f"{', '.join(flags)} names one format for every layer, and the routed experts' differs")
+        notes.append(f"{name} {value}: {why}; serve a checkpoint stored in {value} (the model path)")
+    return notes, unspelled
+
+
 def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
                 inputs: LaunchInputs, role: str | None = None) -> dict[str, Any]:
     """The engine's command per node and its files, or InputError (exit 2) naming what it cannot express.
@@ -112,39 +174,30 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     broken = fw.violated(env, severity="error")
     if broken:
         rule = broken[0]
-        knobs = ", ".join(f"{k} {env[k]}" for k in KNOB_NAMES if k in rule.names and k not in env.free)
+        knobs = ", ".join(f"{k} {env[k]}" for k in (*KNOB_NAMES, *SETTINGS) if k in rule.names and k not in env.free)
         raise InputError(f"--engine {fw.name}", f"cannot express {knobs or 'this config'}: [{rule.id}] {rule.message}")
     problems = fw.check(env, severity="error")
     if problems:
         raise InputError(f"--engine {fw.name}", f"cannot express this config: {problems[0]}")
-    used = {n for a in args if a.text for n in _TEMPLATE.findall(a.text)}
-    given = {"weight_dtype": inputs.weight_dtype, "kv_dtype": inputs.kv_dtype,
-             "moe_weight_dtype": inputs.moe_weight_dtype if inputs.moe_weight_dtype != inputs.weight_dtype else None}
-    notes = []
-    for name, value in given.items():
-        if value is None or name in used:
-            continue
-        if name == "kv_dtype":  # a runtime choice: the engine cannot be told it without a flag
-            raise InputError(f"--engine {fw.name}", f"{name} {value}: {fw.name}'s profile has no flag for it "
-                             "(leave the KV dtype out to serve the engine's default)")
-        # weights are the checkpoint's: an engine without a flag serves the format it is given
-        notes.append(f"{name} {value}: {fw.name} takes no flag for it; serve a checkpoint stored in {value} "
-                     "(the model path)")
-    skip = set(absent_knobs(model))  # no argument for a module the model lacks
     nnodes = math.ceil(world / hw.ranks_per_node)
     gpus = min(world, hw.ranks_per_node)
     base = {
         **env,
         "nnodes": nnodes, "gpus_per_node": gpus, "max_model_len": inputs.max_model_len,
         "token_budget": fw.scheduler.token_budget_for(hw.name, float(hw.memory_bytes)),
-        "weight_dtype_set": inputs.weight_dtype is not None or inputs.moe_weight_dtype is not None,
+        # one format for every linear layer: a quantization flag names one method, so a mixed checkpoint (its
+        # routed experts in another format) carries its own and the flag is left out (the notes say so)
+        "weight_dtype_set": inputs.weight_dtype is not None and inputs.moe_weight_dtype in (None, inputs.weight_dtype),
         "kv_dtype_set": inputs.kv_dtype is not None,
         "model_path": inputs.model_path, "head_addr": inputs.head_addr,
         "hosts": ",".join(f"{_node_addr(i, inputs.head_addr)}:{gpus}" for i in range(nnodes)),
         "weight_dtype": inputs.weight_dtype, "moe_weight_dtype": inputs.moe_weight_dtype or inputs.weight_dtype,
         "kv_dtype": inputs.kv_dtype,
         "role": role, "prefill_role": role == "prefill",
+        "memory_fraction": memory_fraction(hw),
     }
+    skip = set(absent_knobs(model))  # no argument for a module the model lacks
+    notes, unspelled = _formats(fw, args, base, skip, inputs)
     nodes, files = [], {}
     for rank in range(nnodes if spec.per_node else 1):
         names = {**base, "node_rank": rank}
@@ -152,7 +205,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         envs: dict[str, str] = {}
         docs: dict[str, dict] = {name: {} for name in documents}
         for arg in args:
-            if arg.knob in skip or not arg.when_expr.evaluate(names):
+            if arg.knob in skip or id(arg) in unspelled or not arg.when_expr.evaluate(names):
                 continue
             v = _value(arg, names, fw.name)
             if arg.doc is not None:
