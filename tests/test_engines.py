@@ -297,7 +297,8 @@ def test_explain_does_not_price_a_seed_pattern_the_engine_cannot_express():
     lines = _explain("deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "32", "--framework", "vllm-ascend",
                      "--weight-dtype", "int8")
     cp = next(x for x in lines if x.startswith("Attn DP + CP32"))
-    assert cp == "Attn DP + CP32 + MoE EP: violates cp_size = 32 but vllm-ascend has no such knob (fixed at 1)"
+    assert cp.startswith("Attn DP + CP32 + MoE EP: violates cp_size = 32: vllm-ascend has it "
+                         "(--prefill-context-parallel-size) but shardplan does not model it")
 
 
 def test_explain_says_why_candidate_1_stands_ahead_of_a_better_scoring_one():
@@ -468,3 +469,40 @@ def test_sglang_dense_replicas_across_nodes_are_refused_under_pp(tmp_path) -> No
     for c in data["candidates"]:
         argv = c["launch"]["nodes"][0]["argv"]
         assert "--dp-size" not in argv or "--nnodes" not in argv, argv
+
+
+def _limits(engine: str, model: str, **knobs: int) -> list[str]:
+    from solver.specs.rule_env import model_env
+
+    return load_framework(engine).limits(model_env(knobs, load_model(model), 8, world=8))
+
+
+def test_o_proj_at_attention_tp_is_the_engines_own_split() -> None:
+    """o_proj follows attention TP in every engine; a file writing o_proj_tp_size equal to attn_tp_size asks for
+    that same split, which an engine without its own o_proj knob expresses."""
+    for engine in ("sglang", "trtllm", "atom"):
+        assert _limits(engine, "deepseek-v3", attn_tp_size=8, o_proj_tp_size=8) == [], engine
+        assert "o_proj_tp_size = 4 but" in _limits(engine, "deepseek-v3", attn_tp_size=8, o_proj_tp_size=4)[0]
+
+
+def test_a_knob_the_engine_has_but_the_planner_does_not_model_says_so() -> None:
+    """SGLang has prefill CP (--attn-cp-size) and TRT-LLM context parallel: a file setting cp_size is told the
+    engine has it and shardplan does not model it, not that the engine lacks the knob; a knob no feature names
+    keeps 'has no such knob'."""
+    (sglang,) = _limits("sglang", "llama-3.1-70b", cp_size=2)
+    assert sglang.startswith("cp_size = 2: sglang has it (--attn-cp-size") and "does not model it" in sglang
+    (trt,) = _limits("trtllm", "llama-3.1-70b", cp_size=2)
+    assert "trtllm has it" in trt
+    (kvp,) = _limits("trtllm", "llama-3.1-70b", kvp_size=2)
+    assert kvp == "kvp_size = 2 but trtllm has no such knob (fixed at 1)"
+
+
+def test_a_feature_names_a_knob_of_the_vocabulary() -> None:
+    from pydantic import ValidationError
+
+    from solver.specs.framework import FrameworkProfile
+
+    data = load_framework("sglang").model_dump()
+    data["features"]["prefill_context_parallel"]["knob"] = "context_size"
+    with pytest.raises(ValidationError, match="features.prefill_context_parallel.knob: 'context_size' is not a knob"):
+        FrameworkProfile.model_validate(data)

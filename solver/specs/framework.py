@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from solver.catalog import frameworks_dir
 from solver.errors import InputError, quoted
 from solver.specs.limits import MAX_MTP, MAX_TOKENS
-from solver.specs.knobs import DERIVED, DERIVED_NAMES, KNOBS, SETTINGS
+from solver.specs.knobs import DERIVED, DERIVED_NAMES, FOLLOWS, KNOBS, SETTINGS
 from solver.specs.expr import Expr, Value, compile_expr
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.launch_spec import Feature, LaunchSpec
@@ -266,6 +266,9 @@ class FrameworkProfile(BaseModel):
     def _consistent(self) -> "FrameworkProfile":
         if len(set(self.knobs)) != len(self.knobs):
             raise ValueError("knobs: listed twice")
+        for name, feature in self.features.items():
+            if feature.knob is not None and feature.knob not in KNOBS:
+                raise ValueError(f"features.{name}.knob: {feature.knob!r} is not a knob ({', '.join(KNOBS)})")
         seen: set[str] = set()
         for rule in self.rules:
             if rule.id in seen:
@@ -344,8 +347,8 @@ class FrameworkProfile(BaseModel):
         """What the framework cannot express at all (class C, outside its rules): knobs it lacks must be 1,
         MTP depth is capped."""
         absent = getattr(env, "absent", ())  # the model's missing modules: absent_knob_problems reports them
-        problems = [f"{k} = {env[k]} but {self.name} has no such knob (fixed at 1)"
-                    for k in self.fixed_knobs if k not in absent and env.get(k, 1) != 1]
+        problems = [self._unexpressed(k, env[k]) for k in self.fixed_knobs
+                    if k not in absent and env.get(k, 1) not in (1, env.get(FOLLOWS.get(k, ""), 1))]
         if env.get("mtp", 0) > self.max_mtp:
             problems.append(f"mtp = {env['mtp']} exceeds {self.name}'s maximum of {self.max_mtp}")
         r = env.get("redundant_experts", 0)
@@ -356,6 +359,14 @@ class FrameworkProfile(BaseModel):
         if r and not env.get("is_moe"):
             problems.append(f"redundant_experts = {r} on a model without routed experts; leave it out")
         return problems
+
+    def _unexpressed(self, knob: str, value: Value) -> str:
+        """Why a knob this profile fixes cannot be set: the engine lacks it, or has it (a feature) unmodelled."""
+        feature = next((f for f in self.features.values() if f.knob == knob and f.supported), None)
+        if feature is None:
+            return f"{knob} = {value} but {self.name} has no such knob (fixed at 1)"
+        return (f"{knob} = {value}: {self.name} has it ({feature.flag}) but shardplan does not model it"
+                + (f" ({feature.note})" if feature.note else "") + "; plan and launch it at 1 here")
 
     def check(self, env: Mapping[str, Value], severity: str | None = None) -> list[str]:
         """Every problem with `env` under this framework, one line each ('' list = accepted); `severity`

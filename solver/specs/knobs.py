@@ -28,6 +28,10 @@ KNOB_SPECS: tuple[KnobSpec, ...] = (
     KnobSpec("pp_size", "--pp", "pp", "stage", "layers", "", False, False),
 )
 KNOB: dict[str, KnobSpec] = {k.name: k for k in KNOB_SPECS}
+# a knob left at 1 takes another's value: o_proj follows attention TP (row-parallel after it) unless split on its
+# own, so o_proj_tp_size equal to attn_tp_size is the same split as 1; outside MLA o_proj is part of attention and
+# its knob takes attention TP's value (seed output format note)
+FOLLOWS: dict[str, str] = {"o_proj_tp_size": "attn_tp_size"}
 
 KNOBS: tuple[str, ...] = tuple(k.name for k in KNOB_SPECS)
 SEED_KNOBS: tuple[str, ...] = tuple(k.name for k in KNOB_SPECS if k.seed)

@@ -191,4 +191,7 @@ class Feature(BaseModel):
     supported: bool
     flag: str = ""
     note: str = ""
+    # the parallel knob the feature would set (cp_size for prefill context parallel): a file setting it is told
+    # the engine has it and the planner does not model it, not that the engine lacks it
+    knob: str | None = None
     source: str = Field(min_length=1)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from solver.errors import InputError
 from solver.memo import IdentityMemo
-from solver.specs.knobs import CONFIG_KEYS, KNOB_FLAGS, KNOBS, SETTING_FLAGS, SETTINGS  # noqa: F401 (re-exported)
+from solver.specs.knobs import CONFIG_KEYS, FOLLOWS, KNOB_FLAGS, KNOBS, SETTING_FLAGS, SETTINGS  # noqa: F401 (re-exported)
 from solver.specs.limits import MAX_CARDS
 
 if TYPE_CHECKING:
@@ -22,9 +22,6 @@ def smallest_redundant(experts: int, ep: int) -> int:
     return (-experts) % ep if ep > 1 and experts > 0 else 0
 
 
-# A knob whose module the model lacks has no value at all; o_proj outside MLA models is part of attention and
-# shards with it (seed output format note), so its knob takes attention TP's value rather than none.
-TIED_ABSENT = {"o_proj_tp_size": "attn_tp_size"}
 
 
 # knobs that size a group inside one pipeline stage (all but pp itself)
@@ -68,7 +65,7 @@ def absent_knob_problems(model: "ModelSpec", knobs: dict[str, int]) -> list[str]
     out = []
     for k in absent_knobs(model):
         v = knobs.get(k, 1)
-        tied = knobs.get(TIED_ABSENT[k], 1) if k in TIED_ABSENT else 1
+        tied = knobs.get(FOLLOWS[k], 1) if k in FOLLOWS else 1
         if v not in (1, tied):
             why = {"moe_tp_size": "has no routed experts",
                    "dense_tp_size": "has no dense FFN or shared experts",

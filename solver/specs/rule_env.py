@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Mapping
 from solver.errors import InputError
 from solver.specs.expr import Value
 from solver.specs.knobs import KNOBS as KNOB_NAMES
-from solver.specs.knobs import SETTINGS
+from solver.specs.knobs import FOLLOWS, SETTINGS
 
 if TYPE_CHECKING:
     from solver.specs.model import ModelSpec
@@ -43,8 +43,6 @@ def rule_env(
     num_attention_heads * v_head_dim. `absent`: knobs of modules the model lacks (parallel.absent_knobs); a
     tied one (o_proj outside MLA) takes its attention value, the others are free.
     """
-    from solver.specs.parallel import TIED_ABSENT
-
     unknown = sorted(set(config) - set(KNOB_NAMES) - set(SETTINGS))
     if unknown:
         raise InputError("parallel_config", f"unknown knob(s) {', '.join(unknown)}")
@@ -56,8 +54,8 @@ def rule_env(
         if v < 1:
             raise InputError(f"parallel_config.{k}", f"must be >= 1, got {v}")
     for k in absent:
-        if k in TIED_ABSENT:
-            knobs[k] = knobs[TIED_ABSENT[k]]
+        if k in FOLLOWS:
+            knobs[k] = knobs[FOLLOWS[k]]
     # rules read `world` as the ranks of one pipeline stage: TP, DP and EP live inside a stage (engines.md: vLLM
     # world = TP x DP x PP), so every rule written for a world holds per stage; pp_size * world is all ranks
     world = world // knobs["pp_size"] if world % knobs["pp_size"] == 0 else world
@@ -80,7 +78,7 @@ def rule_env(
         "o_proj_dim": o_proj_dim,
     })
     env.absent = tuple(absent)
-    env.free = tuple(k for k in absent if k not in TIED_ABSENT)
+    env.free = tuple(k for k in absent if k not in FOLLOWS)
     return env
 
 
