@@ -506,3 +506,14 @@ def test_a_feature_names_a_knob_of_the_vocabulary() -> None:
     data["features"]["prefill_context_parallel"]["knob"] = "context_size"
     with pytest.raises(ValidationError, match="features.prefill_context_parallel.knob: 'context_size' is not a knob"):
         FrameworkProfile.model_validate(data)
+
+
+def test_a_stage_of_one_rank_is_a_single_rank_pattern():
+    """One rank per stage splits and replicates nothing: its pattern is 'Single rank' (the verified oss-20b's
+    name), not 'Attn DP' or 'MoE EP' of one rank."""
+    from solver.rank.select import pattern_name
+    from solver.specs.parallel import ParallelConfig
+
+    assert pattern_name(ParallelConfig(world_size=1), load_model("gpt-oss-20b")) == "Single rank"
+    assert pattern_name(ParallelConfig(world_size=16, pp_size=16), load_model("llama-3.1-405b")) == "Single rank x PP16"
+    assert pattern_name(ParallelConfig(world_size=2), load_model("gpt-oss-20b")) == "Attn DP + MoE EP"

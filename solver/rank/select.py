@@ -40,6 +40,8 @@ def pattern_name(pc: ParallelConfig, model: ModelSpec) -> str:
     if pc.pp_size > 1:  # the pattern of one stage, then the stages
         return f"{pattern_name(pc.stage(), model)} x PP{pc.pp_size}"
     W = pc.world_size
+    if W == 1:  # one rank (or one per stage): nothing is split or replicated
+        return "Single rank"
     tps = [pc.attn_tp_size, pc.dense_tp_size if model.has_dense_ffn else pc.attn_tp_size,
            pc.moe_tp_size if model.is_moe else pc.attn_tp_size]
     if W > 1 and all(t == W for t in tps) and pc.cp_size == pc.kvp_size == pc.attn_sp_size == 1:
