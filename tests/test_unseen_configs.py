@@ -473,7 +473,7 @@ def test_an_expert_count_given_per_modality_is_refused() -> None:
 def test_cross_attention_layers_without_a_tiled_vision_config_are_refused() -> None:
     cfg = _load("Qwen--Qwen2.5-72B-Instruct")
     cfg["cross_attention_layers"] = [3, 8, 13]  # Mllama's text model, without the tower its K/V come from
-    with pytest.raises(InputError, match="cross_attention_layers: .*from vision_config .*which the config lacks"):
+    with pytest.raises(InputError, match="cross_attention_layers: .*a tiled vision_config .*which the config lacks"):
         parse_model_config(cfg, "x")
     cfg = _load("meta-llama--Llama-3.2-11B-Vision-Instruct")
     cfg["text_config"]["cross_attention_layers"] = [3, 40]

@@ -162,8 +162,8 @@ class BlockReader:
         f = self.f
         if self.image_tokens is None:
             raise f.err("cross_attention_layers", "the cross-attention layers' K/V size from the image tokens per "
-                                                  "request, read from vision_config (max_num_tiles, image_size, "
-                                                  "patch_size), which the config lacks")
+                                                  "request, read from a tiled vision_config (max_num_tiles, "
+                                                  "image_size, patch_size), which the config lacks")
         if self._mla:
             raise f.err("cross_attention_layers", "cross-attention over MLA layers is not modelled")
         base = self.attention("full", slot)
