@@ -344,12 +344,25 @@ def test_a_family_with_defaults_gets_no_unread_note() -> None:
     assert not any(w.startswith("fields not read") for w in spec.warnings)
 
 
-def test_a_feature_the_stack_does_not_model_is_named_whatever_the_family() -> None:
+def test_a_feature_the_stack_does_not_model_is_named_whatever_the_family(monkeypatch: pytest.MonkeyPatch) -> None:
+    import solver.specs.config.unread as unread
+
+    monkeypatch.setattr(unread, "_UNMODELLED", ("use_new_feature",))
+    cfg = _config("tencent--Hunyuan-A13B-Instruct")  # a family with defaults: only such switches are named
+    cfg["use_new_feature"] = True
+    notes = [w for w in parse_model_config(cfg, "x").warnings if w.startswith("fields not read")]
+    assert len(notes) == 1 and "use_new_feature=True" in notes[0]
+
+
+def test_kv_sharing_switches_are_read_not_named() -> None:
+    # once a note (the stack did not model them), now read: config/pattern.py kv_sharing
     cfg = _config("google--gemma-4-31B-it")
     cfg["text_config"].update(num_kv_shared_layers=20)
-    notes = [w for w in parse_model_config(cfg, "x").warnings if w.startswith("fields not read")]
-    assert len(notes) == 1
-    assert "text_config.num_kv_shared_layers=20" in notes[0]
+    spec = parse_model_config(cfg, "x")
+    assert not any(w.startswith("fields not read") for w in spec.warnings)
+    assert [layer.mixer.kv_shared for layer in spec.layers] == [False] * 40 + [True] * 20
     cfg = _config("tencent--Hunyuan-A13B-Instruct")
     cfg["use_cla"] = True
-    assert any("use_cla=True" in w for w in parse_model_config(cfg, "x").warnings)
+    spec = parse_model_config(cfg, "x")
+    assert not any(w.startswith("fields not read") for w in spec.warnings)
+    assert [layer.mixer.kv_shared for layer in spec.layers] == [False, True] * 16

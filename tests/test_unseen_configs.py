@@ -230,6 +230,42 @@ HAND: dict[str, int] = {
             + lin(4304, 1152, True)) + 3 * 2 * 16 * 16 * 1152 + 1152 + 2304 * 1152
     + ln(1152) + lin(4608, 4608, True) + lin(4608, 4096, True)
     + 3 * (ln(4608) + lin(4608, 4608, True) + lin(4608, 4096, True)),
+    # Hunyuan-Large (use_cla, cla_share_factor 2): head_dim 6400 / 80 = 80; layers 0, 2, ..., 62 have q_proj,
+    # k_proj / v_proj (8 x 80 each), o_proj, query_layernorm and key_layernorm (80 each); layers 1, 3, ..., 63
+    # attend with the previous layer's K/V: q_proj, o_proj and query_layernorm only. Every layer: 16 experts of
+    # gate / up / down x 18304, one shared MLP 18304 wide (use_mixed_mlp_moe, num_shared_expert 1), the gate's
+    # wg 6400 -> 16 without bias, two RMSNorms; the final norm; untied head
+    "tencent--Tencent-Hunyuan-Large": 2 * 128512 * 6400
+    + 32 * (lin(6400, 6400) + 2 * lin(6400, 640) + lin(6400, 6400) + 2 * 80)
+    + 32 * (lin(6400, 6400) + lin(6400, 6400) + 80)
+    + 64 * (16 * gated(6400, 18304) + gated(6400, 18304) + lin(6400, 16) + 2 * 6400) + 6400,
+    # Llama-3.2-11B-Vision: the text model (MllamaTextModel: embed_tokens of vocab_size + 8 rows, an untied
+    # 128256-row head): 32 self-attention layers (q / k / v / o, 32 / 8 x 128, SwiGLU 14336, two RMSNorms) and 8
+    # cross-attention layers (3, 8, ..., 38: the same q / k / v / o, q_norm and k_norm of 128, the MLP, two
+    # RMSNorms, cross_attn_attn_gate and cross_attn_mlp_gate of one value each); the final norm. The vision tower
+    # (MllamaVisionModel): patch Conv2d 3 x 14 x 14 -> 1280 without bias, class_embedding 1280, the gated
+    # position embedding (gate, 1601 x 1280 table, tile_embedding (8 + 1) x 4 x 1601 x 1280), pre- and post-tile
+    # embeddings ((8 + 1) x 4 x 1280 and a gate each), layernorm_pre / layernorm_post, 32 local layers (q / k /
+    # v / o 1280 x 1280 without bias, fc1 1280 -> 5120 and fc2 with bias, two LayerNorms) and 8 global layers
+    # (the same, gate_attn and gate_ffn); the multi_modal_projector 7680 -> 4096 with bias
+    "meta-llama--Llama-3.2-11B-Vision-Instruct": (128256 + 8) * 4096 + 128256 * 4096
+    + 32 * (lin(4096, 4096) + 2 * lin(4096, 1024) + lin(4096, 4096) + gated(4096, 14336) + 2 * 4096)
+    + 8 * (lin(4096, 4096) + 2 * lin(4096, 1024) + lin(4096, 4096) + 2 * 128 + gated(4096, 14336) + 2 * 4096 + 2)
+    + 4096
+    + 3 * 14 * 14 * 1280 + 1280 + (1 + 1601 * 1280 + 9 * 4 * 1601 * 1280) + 2 * (9 * 4 * 1280 + 1) + 2 * ln(1280)
+    + 32 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280))
+    + 8 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280) + 2)
+    + lin(7680, 4096, True),
+    # Llama-3.2-90B-Vision: the same layout at 8192 wide, 100 layers of which 20 cross-attention (3, 8, ..., 98),
+    # 64 / 8 heads x 128, SwiGLU 28672; the same vision tower; the projector 7680 -> 8192 with bias
+    "meta-llama--Llama-3.2-90B-Vision-Instruct": (128256 + 8) * 8192 + 128256 * 8192
+    + 80 * (lin(8192, 8192) + 2 * lin(8192, 1024) + lin(8192, 8192) + gated(8192, 28672) + 2 * 8192)
+    + 20 * (lin(8192, 8192) + 2 * lin(8192, 1024) + lin(8192, 8192) + 2 * 128 + gated(8192, 28672) + 2 * 8192 + 2)
+    + 8192
+    + 3 * 14 * 14 * 1280 + 1280 + (1 + 1601 * 1280 + 9 * 4 * 1601 * 1280) + 2 * (9 * 4 * 1280 + 1) + 2 * ln(1280)
+    + 32 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280))
+    + 8 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280) + 2)
+    + lin(7680, 8192, True),
 }
 
 # Published totals precise enough to hold the count to 1% (SOURCES.md says where each is published; models
@@ -254,6 +290,9 @@ PUBLISHED: dict[str, float] = {
     "LiquidAI--LFM2-1.2B": 1.17e9,
     "meta-llama--Llama-4-Maverick-17B-128E-Instruct": 400e9,
     "Qwen--Qwen2.5-VL-7B-Instruct": 8.29e9,
+    "tencent--Tencent-Hunyuan-Large": 389e9,
+    "meta-llama--Llama-3.2-11B-Vision-Instruct": 10.6e9,
+    "meta-llama--Llama-3.2-90B-Vision-Instruct": 88.8e9,
 }
 
 
@@ -431,10 +470,14 @@ def test_an_expert_count_given_per_modality_is_refused() -> None:
         parse_model_config(cfg, "x")
 
 
-def test_cross_attention_layers_are_refused() -> None:
+def test_cross_attention_layers_without_a_tiled_vision_config_are_refused() -> None:
     cfg = _load("Qwen--Qwen2.5-72B-Instruct")
-    cfg["cross_attention_layers"] = [3, 8, 13]  # Mllama's text model
-    with pytest.raises(InputError, match="cross_attention_layers: .*not modelled"):
+    cfg["cross_attention_layers"] = [3, 8, 13]  # Mllama's text model, without the tower its K/V come from
+    with pytest.raises(InputError, match="cross_attention_layers: .*a tiled vision_config .*which the config lacks"):
+        parse_model_config(cfg, "x")
+    cfg = _load("meta-llama--Llama-3.2-11B-Vision-Instruct")
+    cfg["text_config"]["cross_attention_layers"] = [3, 40]
+    with pytest.raises(InputError, match=r"text_config.cross_attention_layers: layer indices \[40\] outside 0..39"):
         parse_model_config(cfg, "x")
 
 

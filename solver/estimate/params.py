@@ -155,7 +155,7 @@ def count_params(m: ModelSpec) -> ParamReport:
 def _count_params(m: ModelSpec) -> ParamReport:
     h, v = m.hidden_size, m.vocab_size
     acc = _Acc()
-    embed = (Part("embed_tokens", v * h, "tp"),)
+    embed = (Part("embed_tokens", (v + m.embedding_extra_rows) * h, "tp"),)
     if m.position_embeddings:  # a learned position table is a plain lookup, replicated (not vocab-parallel)
         embed += (Part("embed_positions", m.position_embeddings * h, "none"),)
     acc.add(Share("embedding", "embedding", "embed_tp_size", embed))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
-from solver.specs.config.encoders import Encoder, read_encoders
+from solver.specs.config.encoders import Encoder, image_tokens, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
 from solver.specs.config.outside import layernorm_bias, outside_stack
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
@@ -64,6 +64,7 @@ class ModelSpec:
     final_norm: bool = True  # the norm before the head carries weights (not OLMo-1's non-parametric LayerNorm)
     norm_bias: bool = False  # the norms outside the stack are LayerNorms with a bias
     lm_head_bias: bool = False  # the head has a bias per vocabulary entry (Phi-2, Phi-3.5-MoE)
+    embedding_extra_rows: int = 0  # rows the token embedding holds beyond vocab_size (Mllama: 8), not the head
 
     # ------------------------------------------------------------------------------------- the stack
 
@@ -89,7 +90,8 @@ class ModelSpec:
     @cached_property
     def _attention(self) -> Block | None:
         """Primary attention mixer: the first whose KV grows with the sequence."""
-        growing = [b for b in self.blocks if isinstance(b, (Attention, MLA, CompressedAttention))]
+        growing = [b for b in self.blocks if isinstance(b, (Attention, MLA, CompressedAttention))
+                   and getattr(b, "caches_kv", True)]  # not a layer borrowing K/V, nor cross-attention
         full = [b for b in growing if not getattr(b, "window", None)]
         return (full or growing or [None])[0]
 
@@ -392,7 +394,8 @@ def _mtp(f: Fields, reader: BlockReader, stack: tuple[Layer, ...]) -> tuple[tupl
         if f.has("compress_ratios"):
             slot = Slot("compressed", slot.ffn, index=len(stack))
         mixer = reader.mixer(slot) if slot.mixer == "compressed" else next((layer.mixer for layer in reversed(stack) if isinstance(layer.mixer, (Attention, MLA))
-                      and not getattr(layer.mixer, "window", None)), None) or reader.mixer(slot)
+                      and not getattr(layer.mixer, "window", None) and getattr(layer.mixer, "caches_kv", True)),
+                      None) or reader.mixer(slot)
         ffn = reader.ffns(slot)
         module = (Layer((mixer,) + ffn, reader.h, reader.norms, reader.hyper_params()),) * per_module  # type: ignore[operator]
     return tuple(module for _ in range(n)), copies
@@ -417,11 +420,12 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     hidden = f.int("hidden_size", "d_model", "n_embd", "n_embed")
     vocab = f.int("padded_vocab_size", "vocab_size")  # ChatGLM: the table holds the padded vocabulary
     n_layers = _layer_count(f)
-    reader = BlockReader(f, hidden, n_layers)
+    images = image_tokens(raw, origin) if f.cfg.get("cross_attention_layers") else None
+    reader = BlockReader(f, hidden, n_layers, images)
     layer_slots, source = slots(f, n_layers, reader.is_moe)
     if len(layer_slots) != n_layers:
         n_layers = len(layer_slots)
-        reader = BlockReader(f, hidden, n_layers)
+        reader = BlockReader(f, hidden, n_layers, images)
     norms = reader.norms
     norm_bias = layernorm_bias(f)
     stack: list[Layer] = []
@@ -432,6 +436,10 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
         stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias))
     layers = tuple(stack)
+    if images is not None:
+        warnings.append(f"cross-attention layers ({sum(1 for s in layer_slots if s.mixer == 'cross')}) hold the K/V "
+                        f"of one image per request: {images} tokens (vision_config.max_num_tiles x "
+                        "((image_size / patch_size)^2 + 1)), a constant state per sequence")
     mtp, copies = _mtp(f, reader, layers)
     warnings += reader.notes
     facts = {k: v for k, v in defaulted.items() if str(k).startswith("_vision_")}

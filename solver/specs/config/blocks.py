@@ -38,8 +38,9 @@ def ffn_mult_width(mult: float, hidden: int) -> int:
 class BlockReader:
     """Reads the sizes once and builds blocks per slot (equal blocks are equal objects: costs group)."""
 
-    def __init__(self, f: Fields, hidden: int, layers: int):
+    def __init__(self, f: Fields, hidden: int, layers: int, image_tokens: int | None = None):
         self.f, self.h, self.layers = f, hidden, layers
+        self.image_tokens = image_tokens  # the vision tower's output tokens per request (cross-attention layers)
         cfg = f.cfg
         # a pure SSM stack (_all_layers) has no attention heads: its head fields belong to the Mamba mixer
         attention = not f.has("_all_layers")
@@ -118,6 +119,9 @@ class BlockReader:
     def attention(self, kind: str, slot: Slot) -> Block:
         f, cfg = self.f, self.f.cfg
         if self._mla:
+            if slot.kv_shared:
+                field = "use_cla" if slot.kv_weights is False else "num_kv_shared_layers"
+                raise f.err(field, "MLA layers sharing another layer's latent K/V are not modelled")
             return self.mla()
         heads, kv, dh = self.heads, self.kv_heads, self.head_dim
         k_eq_v = False
@@ -147,7 +151,26 @@ class BlockReader:
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh,
                          window=self.window(kind), qkv_bias=bias, out_bias=out_bias,
                          qk_norm=qk, sinks=f.bool("_attention_sinks"), output_gate=f.bool("attn_output_gate"),
-                         k_eq_v=k_eq_v)
+                         k_eq_v=k_eq_v, kv_shared=slot.kv_shared, kv_weights=slot.kv_weights)
+
+    def cross_attention(self, slot: Slot) -> Block:
+        """A layer of cross_attention_layers (Mllama's MllamaTextCrossAttention and its decoder layer): the
+        self-attention layers' q / k / v / o sizes, q and k RMSNorms over head_dim and two scalar tanh gates
+        (cross_attn_attn_gate, cross_attn_mlp_gate), attending to the request's image tokens."""
+        from solver.specs.layers.cross import CrossAttention
+
+        f = self.f
+        if self.image_tokens is None:
+            raise f.err("cross_attention_layers", "the cross-attention layers' K/V size from the image tokens per "
+                                                  "request, read from a tiled vision_config (max_num_tiles, "
+                                                  "image_size, patch_size), which the config lacks")
+        if self._mla:
+            raise f.err("cross_attention_layers", "cross-attention over MLA layers is not modelled")
+        base = self.attention("full", slot)
+        assert isinstance(base, Attention)
+        return CrossAttention(hidden=base.hidden, heads=base.heads, kv_heads=base.kv_heads, head_dim=base.head_dim,
+                              v_head_dim=base.v_head_dim, qkv_bias=base.qkv_bias, out_bias=base.out_bias,
+                              qk_norm="head", kv_tokens=self.image_tokens, gates=2)
 
     def mla(self) -> MLA:
         f = self.f
@@ -267,6 +290,8 @@ class BlockReader:
             return self.compressed(slot.index)
         if kind in ("full", "sliding", "chunked"):
             return self.attention(kind, slot)
+        if kind == "cross":
+            return self.cross_attention(slot)
         if kind == "linear":
             return self.linear()
         if kind == "mamba":

@@ -1,6 +1,7 @@
 """What sits outside the layer stack by a family's conventions (family_defaults.yaml): a learned position table,
-a norm on the embedding, the final norm's weights and bias, a bias on the head; and the layouts around the
-embedding that the reader refuses rather than miscount (OPT-350m's narrower embedding, a post-norm stack)."""
+rows the embedding holds beyond the vocabulary (Mllama's 8), a norm on the embedding, the final norm's weights
+and bias, a bias on the head; and the layouts around the embedding that the reader refuses rather than miscount
+(OPT-350m's narrower embedding, a post-norm stack)."""
 from __future__ import annotations
 
 from typing import Any
@@ -30,4 +31,5 @@ def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
         positions = rows + f.int("_position_offset", default=0, minimum=0)
     return {"position_embeddings": positions, "embedding_norm": f.bool("_embedding_norm"),
             "final_norm": f.bool("_norm_weights", True) and f.bool("post_layer_norm", True),
-            "lm_head_bias": f.bool("lm_head_bias")}
+            "lm_head_bias": f.bool("lm_head_bias"),
+            "embedding_extra_rows": f.int("_embedding_extra_rows", default=0, minimum=0, maximum=2**20)}

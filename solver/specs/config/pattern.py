@@ -4,8 +4,12 @@ Mixer kinds: full, sliding, chunked (softmax attention, windowed or not), linear
 dense, moe, none. Conventions read, in order of precedence:
   one block per layer:  hybrid_override_pattern ("M" Mamba, "E" MoE, "*" attention, "-" MLP) or
                         layers_block_type (mamba / moe / attention / mlp), Nemotron-H
-  whole stack:          _all_layers (a pure Mamba / Mamba-2 stack, a family fact); cross_attention_layers is
-                        refused (not modelled)
+  whole stack:          _all_layers (a pure Mamba / Mamba-2 stack, a family fact)
+  cross-attention:      cross_attention_layers (Mllama: the listed layers attend to the image tokens)
+  shared K/V:           use_cla + cla_share_factor (Hunyuan: in each group of that many layers only the first
+                        computes K/V, the others attend with it and hold no k / v projection);
+                        num_kv_shared_layers (Gemma-3n: the last N layers attend with the K/V of the last earlier
+                        layer of the same attention type; their k / v projections are stored, not run)
   mixers:               compress_ratios (DeepSeek-V4); layer_types | attention_layers (GPT-Neo); attn_type_list (0 linear, 1 softmax);
                         attn_layer_period / attn_layer_offset (Jamba); linear_attn_config.kda_layers /
                         full_attn_layers (1-based); full_attention_interval; block_configs[i].attention.no_op;
@@ -22,7 +26,7 @@ naming the field and the value.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from solver.specs.config.fields import Fields
 
@@ -46,6 +50,11 @@ class Slot:
     ffn: str | None
     extra_moe: bool = False  # an MoE beside the dense FFN (LongCat shortcut-connected MoE)
     index: int = 0
+    kv_shared: bool = False  # attends with K/V an earlier layer computed and cached
+    kv_weights: bool = True  # under kv_shared: its k / v projections are stored all the same
+
+
+ATTENTION_KINDS = ("full", "sliding", "chunked")
 
 
 def one_block_pattern(f: Fields) -> tuple[str, list[tuple[str | None, str | None]]] | None:
@@ -223,10 +232,67 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
 
 
 def slots(f: Fields, layers: int, is_moe: bool) -> tuple[list[Slot], str]:
-    cross = f.cfg.get("cross_attention_layers")
-    if cross:  # Mllama: layers attending to image tokens carry their own projections, gates and norms
-        raise f.err("cross_attention_layers", f"{cross!r}: cross-attention layers are not modelled; the model would "
-                                              "be sized without them")
+    out, field = _slots(f, layers, is_moe)
+    return kv_sharing(f, cross_attention(f, out)), field
+
+
+def cross_attention(f: Fields, out: list[Slot]) -> list[Slot]:
+    """Mllama: the layers cross_attention_layers lists attend to the image tokens (mixer "cross"); their FFN is
+    the other layers'."""
+    if f.cfg.get("cross_attention_layers") is None:
+        return out
+    index = f.int_list("cross_attention_layers") or []
+    bad = sorted({i for i in index if i >= len(out)})
+    if bad:
+        raise f.err("cross_attention_layers", f"layer indices {bad} outside 0..{len(out) - 1}")
+    if len(set(index)) != len(index):
+        raise f.err("cross_attention_layers", f"lists a layer twice: {index}")
+    for i in index:
+        if out[i].mixer not in ATTENTION_KINDS:
+            raise f.err("cross_attention_layers", f"layer {i} is a {out[i].mixer or 'mixer-less'} layer, not attention")
+    return [replace(slot, mixer="cross") if slot.index in index else slot for slot in out]
+
+
+def kv_sharing(f: Fields, out: list[Slot]) -> list[Slot]:
+    """Mark the layers that attend with another layer's K/V (the module docstring's shared K/V): each must be an
+    attention layer of the same kind as the layer it reads from."""
+    cla = f.bool("use_cla")
+    factor = f.int("cla_share_factor", default=1, maximum=max(len(out), 1)) if f.has("cla_share_factor") else 1
+    n = f.int("num_kv_shared_layers", default=0, minimum=0)
+    if cla and factor > 1 and n:
+        raise f.err("num_kv_shared_layers", f"{n} together with use_cla: the two K/V sharing schemes are not "
+                                            "modelled together")
+    if cla and factor > 1:
+        shared = []
+        for slot in out:
+            src = out[slot.index - slot.index % factor]
+            if src is slot:
+                shared.append(slot)
+                continue
+            if slot.mixer not in ATTENTION_KINDS or slot.mixer != src.mixer:
+                raise f.err("cla_share_factor", f"{factor}: layer {slot.index} ({slot.mixer}) would attend with the "
+                                                f"K/V of layer {src.index} ({src.mixer}); only attention layers of "
+                                                "one kind share K/V")
+            shared.append(replace(slot, kv_shared=True, kv_weights=False))
+        return shared
+    if not n:
+        return out
+    first = len(out) - n
+    if first <= 0:
+        raise f.err("num_kv_shared_layers", f"{n} leaves no layer of the {len(out)} to compute the K/V")
+    shared = list(out)
+    for slot in out[first:]:
+        if slot.mixer not in ATTENTION_KINDS:
+            raise f.err("num_kv_shared_layers", f"{n}: layer {slot.index} is a {slot.mixer or 'mixer-less'} layer; "
+                                                "only attention layers share K/V")
+        if not any(s.mixer == slot.mixer for s in out[:first]):
+            raise f.err("num_kv_shared_layers", f"{n}: layer {slot.index} ({slot.mixer}) has no earlier "
+                                                f"{slot.mixer} layer before layer {first} to take its K/V from")
+        shared[slot.index] = replace(slot, kv_shared=True)
+    return shared
+
+
+def _slots(f: Fields, layers: int, is_moe: bool) -> tuple[list[Slot], str]:
     pure = f.cfg.get("_all_layers")
     if pure is not None:  # a pure SSM stack: one Mamba mixer per layer, no FFN (family_defaults.yaml)
         if pure not in ("mamba", "mamba2"):

@@ -41,10 +41,10 @@ _SIZES_NOTHING = re.compile(r"dropout|pdrop|eps(ilon)?$|init|rope|rotary|act(iva
                             r"moe_gate$|norm_head$")
 
 
-# features of known families that the layer stack does not model, off in every catalog config: cross-layer
-# attention (Hunyuan's use_cla: a layer reuses the previous layer's K/V, fewer KV bytes and projections) and the
-# last layers reusing earlier layers' KV (Gemma's num_kv_shared_layers): named in a note when on
-_UNMODELLED = ("use_cla", "num_kv_shared_layers")
+# features of known families that the layer stack does not model, named in a note when on. Empty since the stack
+# models cross-layer attention (Hunyuan's use_cla) and KV-shared last layers (Gemma's num_kv_shared_layers):
+# config/pattern.py reads both
+_UNMODELLED: tuple[str, ...] = ()
 # features whose weights the stack cannot count, refused when on (Gemma-3n): the model would be sized without
 # them, and their share is not small
 _REFUSED = {

@@ -7,12 +7,12 @@ from solver.specs.layers.dsa import Indexer
 from solver.specs.layers.mla import MLA
 from solver.specs.layers.moe import MoE
 
-__all__ = ["Attention", "CompressedAttention", "Block", "DenseFFN", "GatedDeltaNet", "Indexer", "KDA", "Layer", "Lightning", "MLA",
+__all__ = ["Attention", "CompressedAttention", "CrossAttention", "Block", "DenseFFN", "GatedDeltaNet", "Indexer", "KDA", "Layer", "Lightning", "MLA",
            "Mamba1", "Mamba2", "MoE", "Part", "Share", "ShortConv", "State", "grouped", "runs"]
 
-# the linear-attention, SSM and short-conv layers load with the first model that has one (`inspect` of a transformer skips them)
+# the linear-attention, SSM, short-conv and cross-attention layers load with the first model that has one (`inspect` of a transformer skips them)
 _LAZY = {"KDA": "linear", "GatedDeltaNet": "linear", "Lightning": "linear", "Mamba1": "mamba", "Mamba2": "mamba",
-         "ShortConv": "conv"}
+         "ShortConv": "conv", "CrossAttention": "cross"}
 
 
 def __getattr__(name: str):

@@ -4,6 +4,15 @@ Knobs: attention TP splits query heads and (up to N_kv) KV heads; o_proj is row-
 (o_proj_tp) or attention TP. CP / SP split a step's tokens and KVP splits the cached keys: this is a layer
 whose state grows with the sequence, so all three apply. A window caps the keys a query sees and the tokens
 the cache holds (sliding_window, attention_chunk_size).
+
+A layer may attend with K/V another layer computed and cached (`kv_shared`): cross-layer attention (Hunyuan's
+use_cla: the later layers of each group hold no k / v projections, `kv_weights` false) and KV-shared last
+layers (Gemma-3n's num_kv_shared_layers: the modeling code builds k_proj / v_proj / k_norm in every layer, so
+the checkpoint stores them, but the shared layers never run them). Such a layer adds nothing to the cache and
+computes no K/V; its attention over the shared cache (FLOPs, KV reads) is a full layer's.
+
+A cross-attention layer (Mllama's cross_attention_layers, `CrossAttention`) attends to the vision tokens: its
+K/V are projected once per request from `kv_tokens` image tokens and held as a constant state, not per token.
 """
 from __future__ import annotations
 
@@ -32,6 +41,8 @@ class Attention(Block):
     sinks: bool = False  # one learned sink logit per head (gpt-oss)
     output_gate: bool = False  # q_proj also produces a per-channel output gate (Qwen3-Next / 3.5)
     k_eq_v: bool = False  # one projection serves K and V (Gemma-4 global layers)
+    kv_shared: bool = False  # attends with K/V another layer computed and cached: no cache, no K/V compute
+    kv_weights: bool = True  # under kv_shared: its k / v projections (and k norm) are stored all the same
 
     role = "mixer"
 
@@ -43,7 +54,13 @@ class Attention(Block):
 
     def label(self) -> str:
         w = f" w{self.window}" if self.window else ""
-        return f"{self.kind} {self.heads}/{self.kv_heads} x {self.head_dim}{w}"
+        shared = " shared-KV" if self.kv_shared else ""
+        return f"{self.kind} {self.heads}/{self.kv_heads} x {self.head_dim}{w}{shared}"
+
+    @property
+    def caches_kv(self) -> bool:
+        """Its K/V grow the per-token cache (not a layer borrowing another's, not a cross-attention layer)."""
+        return not self.kv_shared
 
     @property
     def o_dim(self) -> int:
@@ -54,12 +71,14 @@ class Attention(Block):
         h, nh, dh, nkv = self.hidden, self.heads, self.head_dim, self.kv_heads
         q_out = nh * dh * (2 if self.output_gate else 1)
         kv_out = nkv * (dh if self.k_eq_v else dh + self.v_head_dim)
-        parts = [Part("q_proj", h * q_out + (nh * dh if self.qkv_bias else 0), "tp"),
-                 Part("kv_proj", h * kv_out + (kv_out if self.qkv_bias else 0), "kv_heads", nkv)]
+        parts = [Part("q_proj", h * q_out + (nh * dh if self.qkv_bias else 0), "tp")]
+        own_kv = self.kv_weights or not self.kv_shared
+        if own_kv:
+            parts.append(Part("kv_proj", h * kv_out + (kv_out if self.qkv_bias else 0), "kv_heads", nkv))
         if self.qk_norm == "head":
-            parts.append(Part("qk_norm", 2 * dh, "none"))
+            parts.append(Part("qk_norm", (2 if own_kv else 1) * dh, "none"))
         elif self.qk_norm == "layer":
-            parts.append(Part("qk_norm", (nh + nkv) * dh, "none"))
+            parts.append(Part("qk_norm", (nh + (nkv if own_kv else 0)) * dh, "none"))
         if self.sinks:
             parts.append(Part("sinks", nh, "tp"))
         return tuple(parts)
@@ -74,7 +93,25 @@ class Attention(Block):
 
     @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
+        if self.kv_shared:  # the layer it borrows from holds the cache
+            return State()
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), window=self.window)
+
+    @per_object
+    def computed_parts(self) -> tuple[Part, ...]:
+        """The projections a step runs over its tokens: all of them, less the K/V (and k norm) of a layer whose
+        K/V come from elsewhere (another layer's cache, or the image tokens of a cross-attention layer)."""
+        if self.caches_kv and not self.kv_shared:
+            return self.proj_parts()
+        dh = self.head_dim
+        out = []
+        for p in self.proj_parts():
+            if p.name == "kv_proj":
+                continue
+            if p.name == "qk_norm":  # the q norm only
+                p = Part("qk_norm", dh if self.qk_norm == "head" else self.heads * dh, "none")
+            out.append(p)
+        return tuple(out)
 
     # ------------------------------------------------------------------------------------------- costs
 
@@ -89,7 +126,7 @@ class Attention(Block):
         t_a = T / pc.token_shards  # tokens whose projections a rank computes
         gemm = hw.flops(prec.gemm_dtype("attention"))
         bpp = prec.fmt("attention").bytes_per_param
-        rank_params = sum(p.params / p.degree(a) for p in self.proj_parts())
+        rank_params = sum(p.params / p.degree(a) for p in self.computed_parts())
         ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params, rank_params * bpp + t_a * h * ACT_BYTES,
                      gemm, f.gemm, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / a))]
         keys = self.keys(cx)
@@ -104,14 +141,16 @@ class Attention(Block):
         return ops
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
+        # a layer borrowing its K/V has no new K/V to gather under CP / SP
+        cache = 0.0 if self.kv_shared else self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size)
         return sequence_attention_comms(cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
-                                        cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size),
-                                        merge_width=self.v_head_dim)
+                                        cache_bpt=cache, merge_width=self.v_head_dim)
 
     def activation(self, pc, tokens: float) -> float:
         t = tokens / pc.token_shards
         q = self.heads / pc.attn_tp_size * self.head_dim
-        return t * (q + 2 * kv_heads_per_rank(self.kv_heads, pc.attn_tp_size) * self.head_dim) * ACT_BYTES
+        kv = 0 if self.kv_shared else 2 * kv_heads_per_rank(self.kv_heads, pc.attn_tp_size) * self.head_dim
+        return t * (q + kv) * ACT_BYTES
 
 
 def o_proj_op(cx: CostKit, o_dim: int, hidden: int):
@@ -127,8 +166,10 @@ def o_proj_op(cx: CostKit, o_dim: int, hidden: int):
 
 
 def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: int, o_dim: int,
-                             cache_bpt: float, merge_width: float, topk: int | None = None) -> list:
-    """Collectives of a layer whose KV grows with the sequence (softmax attention, MLA, DSA)."""
+                             cache_bpt: float, merge_width: float, topk: int | None = None, merge: bool = True) -> list:
+    """Collectives of a layer whose KV grows with the sequence (softmax attention, MLA, DSA). A layer with no new
+    K/V per token (cache_bpt 0: it borrows another layer's, or attends to image tokens) gathers none under CP /
+    SP; one whose keys KVP does not split (merge false: cross-attention) merges no partial outputs."""
     pc, w = cx.pc, cx.w
     a, T = pc.attn_tp_size, w.new_tokens
     t_a = T / pc.token_shards
@@ -146,15 +187,16 @@ def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: 
                                stride=a))
         out.append(cx.coll("oproj_tp_scatter", "o_proj", "reduce_scatter", o_extra,
                            cx.group_tokens(pc.oproj_shards) / a * hidden * ACT_BYTES, stride=a))
-    if pc.token_shards > 1:
+    if pc.token_shards > 1 and cache_bpt > 0:
         # every rank needs the new KV (and indexer keys) of the tokens the others computed; second stream
         out.append(cx.coll("kv_allgather", "attention", "all_gather", pc.token_shards, T * cache_bpt, stride=a,
                            hide_s=hide_s))
     if pc.kvp_size > 1:
         # partial outputs merge by log-sum-exp: the lse (fp32) is exchanged and the corrected outputs are
         # reduce-scattered in the activation dtype (vLLM DCP cp_lse_ag_out_rs)
-        out.append(cx.coll("lse_merge", "attention", "reduce_scatter", pc.kvp_size,
-                           T * heads / a * (merge_width * ACT_BYTES + 4), stride=a))
+        if merge:
+            out.append(cx.coll("lse_merge", "attention", "reduce_scatter", pc.kvp_size,
+                               T * heads / a * (merge_width * ACT_BYTES + 4), stride=a))
         if topk:
             out.append(cx.coll("topk_merge", "indexer", "all_gather", pc.kvp_size, T * topk * 8, stride=a))
         # after the merge each rank holds a 1/kvp share of the layer output: the next input is all-gathered
