@@ -188,7 +188,7 @@ class StateBytes:
 
     kv: float  # growing KV (capped at the window for sliding / chunked layers)
     index: float  # DSA indexer keys
-    constant: float  # linear-attention / SSM state and conv tails
+    constant: float  # per-request state that does not grow: linear-attention / SSM state, conv tails, image K/V
 
 
 def state_of_layers(layers: list, kv_bytes: int, attn_tp: int, seq_len: float) -> StateBytes:

@@ -140,7 +140,7 @@ def memory_data(m: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision,
                 best_batch: int, batch: int, seq_len: int) -> dict[str, Any]:
     breakdown = {f"weights.{k}": v / GB for k, v in rep.weights_bytes.items()}
     breakdown.update({"kv_cache": rep.kv_cache_bytes / GB, "indexer_cache": rep.indexer_cache_bytes / GB,
-                      "linear_ssm_state": rep.state_bytes / GB,
+                      "constant_state": rep.state_bytes / GB,  # per request: linear / SSM state, conv tails, image K/V
                       "activations": rep.activation_bytes / GB, "comm_buffers": rep.comm_buffer_bytes / GB,
                       "framework_reserve": rep.reserved_bytes / GB})
     return {

@@ -8,7 +8,8 @@ answers the same questions:
                     and the parallel knob that sets the split degree
   state(kv_bytes, attn_tp)
                     what one request keeps between steps: bytes per token that grow with the sequence
-                    (capped by a window for sliding / chunked layers) and constant bytes (linear / SSM state)
+                    (capped by a window for sliding / chunked layers) and constant bytes (linear / SSM state, conv
+                    tails, a cross-attention layer's image K/V)
   ops(cx)           FLOPs and bytes per phase, as OpCost records made by the estimator's kit `cx`
   comms(cx, hide_s) its collectives, as CommCost records made by `cx`
   activation(cx_pc, tokens)
