@@ -41,6 +41,16 @@ def gated(h: int, f: int) -> int:  # gate, up, down without biases
     return 3 * h * f
 
 
+# Mllama's vision tower (Llama-3.2-11B and 90B-Vision share it): the patch conv without bias, class embedding,
+# position embedding and its tiled copy (9 aspect ratios x 4 tiles), the pre / post tile embeddings with their
+# gates, layernorm_pre / layernorm_post, 32 local layers (q / k / v / o 1280 x 1280 without bias, fc1 1280 -> 5120
+# and fc2 with bias, two LayerNorms) and 8 global layers (the same, with gate_attn and gate_ffn)
+MLLAMA_VISION_TOWER = (3 * 14 * 14 * 1280 + 1280 + (1 + 1601 * 1280 + 9 * 4 * 1601 * 1280) + 2 * (9 * 4 * 1280 + 1)
+                       + 2 * ln(1280)
+                       + 32 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280))
+                       + 8 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280) + 2))
+
+
 # Hand counts: the sum of every tensor in the checkpoint, as the modeling code builds it (comments name them).
 # Embedding tables are V x h; "tied" means the head reuses the embedding.
 HAND: dict[str, int] = {
@@ -252,9 +262,7 @@ HAND: dict[str, int] = {
     + 32 * (lin(4096, 4096) + 2 * lin(4096, 1024) + lin(4096, 4096) + gated(4096, 14336) + 2 * 4096)
     + 8 * (lin(4096, 4096) + 2 * lin(4096, 1024) + lin(4096, 4096) + 2 * 128 + gated(4096, 14336) + 2 * 4096 + 2)
     + 4096
-    + 3 * 14 * 14 * 1280 + 1280 + (1 + 1601 * 1280 + 9 * 4 * 1601 * 1280) + 2 * (9 * 4 * 1280 + 1) + 2 * ln(1280)
-    + 32 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280))
-    + 8 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280) + 2)
+    + MLLAMA_VISION_TOWER
     + lin(7680, 4096, True),
     # Llama-3.2-90B-Vision: the same layout at 8192 wide, 100 layers of which 20 cross-attention (3, 8, ..., 98),
     # 64 / 8 heads x 128, SwiGLU 28672; the same vision tower; the projector 7680 -> 8192 with bias
@@ -262,9 +270,7 @@ HAND: dict[str, int] = {
     + 80 * (lin(8192, 8192) + 2 * lin(8192, 1024) + lin(8192, 8192) + gated(8192, 28672) + 2 * 8192)
     + 20 * (lin(8192, 8192) + 2 * lin(8192, 1024) + lin(8192, 8192) + 2 * 128 + gated(8192, 28672) + 2 * 8192 + 2)
     + 8192
-    + 3 * 14 * 14 * 1280 + 1280 + (1 + 1601 * 1280 + 9 * 4 * 1601 * 1280) + 2 * (9 * 4 * 1280 + 1) + 2 * ln(1280)
-    + 32 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280))
-    + 8 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280) + 2)
+    + MLLAMA_VISION_TOWER
     + lin(7680, 8192, True),
 }
 
