@@ -51,6 +51,13 @@ MLLAMA_VISION_TOWER = (3 * 14 * 14 * 1280 + 1280 + (1 + 1601 * 1280 + 9 * 4 * 16
                        + 8 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280) + 2))
 
 
+# CLIP ViT-L/14 at 336 px (CLIPVisionModel, LLaVA-1.5 and LLaVA-NeXT's tower): class_embedding 1024, patch Conv2d 3 x 14
+# x 14 -> 1024 without bias, position_embedding (24^2 + 1) x 1024, pre_layrnorm and post_layernorm, 24 layers of q /
+# k / v / out_proj with bias, fc1 1024 -> 4096 and fc2 with bias, two LayerNorms (every layer is in the checkpoint,
+# though vision_feature_layer -2 leaves the last unused)
+CLIP_L_336 = (1024 + 3 * 14 * 14 * 1024 + 577 * 1024 + 2 * ln(1024)
+              + 24 * (4 * lin(1024, 1024, True) + lin(1024, 4096, True) + lin(4096, 1024, True) + 2 * ln(1024)))
+
 # Hand counts: the sum of every tensor in the checkpoint, as the modeling code builds it (comments name them).
 # Embedding tables are V x h; "tied" means the head reuses the embedding.
 HAND: dict[str, int] = {
@@ -272,6 +279,52 @@ HAND: dict[str, int] = {
     + 8192
     + MLLAMA_VISION_TOWER
     + lin(7680, 8192, True),
+    # ---- fourth round: multimodal wrappers
+    # LLaVA-1.5-7B: the Vicuna-7B text model (LlamaConfig defaults where text_config leaves them out: 4096 wide, 32
+    # layers of 32 heads, SwiGLU 11008; vocab 32064, untied), the CLIP tower, the multi_modal_projector linear_1 1024 ->
+    # 4096 and linear_2 4096 -> 4096 with biases
+    "llava-hf--llava-1.5-7b-hf": 2 * 32064 * 4096
+    + 32 * (4 * lin(4096, 4096) + gated(4096, 11008) + 2 * 4096) + 4096
+    + CLIP_L_336 + lin(1024, 4096, True) + lin(4096, 4096, True),
+    # LLaVA-NeXT (1.6) Mistral-7B: the Mistral-7B text model (32 / 8 heads x 128, SwiGLU 14336, vocab 32064, untied),
+    # the same tower and projector, and image_newline (4096)
+    "llava-hf--llava-v1.6-mistral-7b-hf": 2 * 32064 * 4096
+    + 32 * (2 * lin(4096, 4096) + 2 * lin(4096, 1024) + gated(4096, 14336) + 2 * 4096) + 4096
+    + CLIP_L_336 + lin(1024, 4096, True) + lin(4096, 4096, True) + 4096,
+    # InternVL3-8B: the Qwen2.5-7B text model (q / k / v bias, vocab 151674, untied); InternViT-300M-448px-V2_5:
+    # class_embedding 1024, patch Conv2d 3 x 14 x 14 -> 1024 with bias, position_embedding (32^2 + 1) x 1024, 24
+    # layers of qkv 1024 -> 3072 and proj with bias, fc1 / fc2 with bias, norm1 / norm2 LayerNorms, ls1 / ls2 (1024
+    # each), no final norm; mlp1: LayerNorm(4096) over the pixel-shuffled (downsample_ratio 0.5: 2 x 2) width,
+    # 4096 -> 3584 and 3584 -> 3584 with biases
+    "OpenGVLab--InternVL3-8B": 2 * 151674 * 3584
+    + 28 * (lin(3584, 3584, True) + 2 * lin(3584, 512, True) + lin(3584, 3584) + gated(3584, 18944) + 2 * 3584)
+    + 3584
+    + 1024 + lin(3 * 14 * 14, 1024, True) + 1025 * 1024
+    + 24 * (lin(1024, 3072, True) + lin(1024, 1024, True) + lin(1024, 4096, True) + lin(4096, 1024, True)
+            + 2 * ln(1024) + 2 * 1024)
+    + ln(4096) + lin(4096, 3584, True) + lin(3584, 3584, True),
+    # Kimi-VL-A3B: the Moonlight-16B-A3B text model (deepseek_v3: MLA without q_lora, 16 heads, kv_lora 512; layer 0
+    # dense 11264; 26 MoE layers of 64 experts x 1408, 2 shared (2816), gate and e_score_correction_bias (noaux_tc);
+    # untied); MoonViT: 27 layers of norm0 / norm1 LayerNorms, wqkv 1152 -> 3456 and wo with bias, fc0 1152 -> 4304
+    # and fc1 with bias; patch Conv2d 3 x 14 x 14 -> 1152 with bias, the learned 2D position table 64 x 64 x 1152,
+    # final_layernorm; the projector pre_norm LayerNorm(1152), linear_1 4608 -> 4608 and linear_2 4608 -> 2048 with
+    # biases
+    "moonshotai--Kimi-VL-A3B-Instruct": 2 * 163840 * 2048
+    + 27 * (lin(2048, 16 * 192) + lin(2048, 576) + 512 + lin(512, 16 * 256) + lin(16 * 128, 2048) + 2 * 2048)
+    + gated(2048, 11264) + 26 * (64 * gated(2048, 1408) + gated(2048, 2816) + 64 * 2048 + 64) + 2048
+    + 27 * (2 * ln(1152) + lin(1152, 3456, True) + lin(1152, 1152, True) + lin(1152, 4304, True)
+            + lin(4304, 1152, True))
+    + lin(3 * 14 * 14, 1152, True) + 64 * 64 * 1152 + ln(1152)
+    + ln(1152) + lin(4608, 4608, True) + lin(4608, 2048, True),
+    # Mistral-Small-3.1-24B: the text model (40 layers, 32 / 8 heads x 128 on 5120, SwiGLU 32768, vocab 131072,
+    # untied); the Pixtral tower: patch_conv 3 x 14 x 14 -> 1024 without bias, ln_pre (RMSNorm), 24 layers of q / k /
+    # v / o without bias, a SwiGLU 4096 without bias, attention_norm / ffn_norm; the projector (Mistral3): norm
+    # (RMSNorm 1024), patch_merger 4096 -> 1024, linear_1 1024 -> 5120 and linear_2 5120 -> 5120, no biases
+    # (multimodal_projector_bias false)
+    "mistralai--Mistral-Small-3.1-24B-Instruct-2503": 2 * 131072 * 5120
+    + 40 * (lin(5120, 4096) + 2 * lin(5120, 1024) + lin(4096, 5120) + gated(5120, 32768) + 2 * 5120) + 5120
+    + 3 * 14 * 14 * 1024 + 1024 + 24 * (4 * lin(1024, 1024) + gated(1024, 4096) + 2 * 1024)
+    + 1024 + lin(4096, 1024) + lin(1024, 5120) + lin(5120, 5120),
 }
 
 # Published totals precise enough to hold the count to 1% (SOURCES.md says where each is published; models
@@ -299,6 +352,9 @@ PUBLISHED: dict[str, float] = {
     "tencent--Tencent-Hunyuan-Large": 389e9,
     "meta-llama--Llama-3.2-11B-Vision-Instruct": 10.6e9,
     "meta-llama--Llama-3.2-90B-Vision-Instruct": 88.8e9,
+    "llava-hf--llava-1.5-7b-hf": 7.06e9,
+    "llava-hf--llava-v1.6-mistral-7b-hf": 7.57e9,
+    "moonshotai--Kimi-VL-A3B-Instruct": 16.4e9,
 }
 
 
@@ -686,3 +742,58 @@ def test_every_refused_config_is_one_error_line_and_exit_2(path: Path) -> None:
 
     result = CliRunner().invoke(cli, ["inspect", str(path)])
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------------ fourth round: one rule each
+
+
+def test_a_nested_text_config_takes_the_wrappers_default_text_config() -> None:
+    """LLaVA's text_config is written as its diff against LlamaConfig(): no hidden_size, layers or heads."""
+    cfg = _load("llava-hf--llava-1.5-7b-hf")
+    assert "hidden_size" not in cfg["text_config"]
+    spec = _spec("llava-hf--llava-1.5-7b-hf")
+    assert (spec.hidden_size, spec.num_layers, spec.num_attention_heads, spec.intermediate_size) == (4096, 32, 32,
+                                                                                                     11008)
+    cfg["model_type"] = "newvlm"  # a wrapper whose default text config is not known: the field is missing
+    with pytest.raises(InputError, match="text_config.hidden_size: missing"):
+        parse_model_config(cfg, "x")
+
+
+def test_a_top_level_llama_config_takes_no_class_size_defaults() -> None:
+    cfg = _load("llava-hf--llava-1.5-7b-hf")["text_config"]
+    with pytest.raises(InputError, match="hidden_size: missing"):
+        parse_model_config(cfg, "x")
+
+
+def test_tower_facts_are_read_by_the_towers_own_model_type() -> None:
+    cfg = _load("llava-hf--llava-1.5-7b-hf")
+    (enc,) = _spec("llava-hf--llava-1.5-7b-hf").encoders
+    projector = lin(1024, 4096, True) + lin(4096, 4096, True)
+    assert enc.params == CLIP_L_336 + projector
+    cfg["vision_config"]["model_type"] = "siglip_vision_model"  # no class token, biased patch conv, one norm
+    (other,) = parse_model_config(cfg, "x").encoders
+    assert enc.params - other.params == 1024 + 1024 + ln(1024) - 1024  # class embedding and its row, pre-norm, bias
+
+
+def test_a_list_vision_feature_layer_widens_the_projector_input() -> None:
+    cfg = _load("llava-hf--llava-1.5-7b-hf")
+    base = parse_model_config(cfg, "x").encoders[0].params
+    cfg["vision_feature_layer"] = [-2, -5, -8]
+    assert parse_model_config(cfg, "x").encoders[0].params - base == 2 * 1024 * 4096
+
+
+def test_a_pixel_shuffle_projector_reads_its_factor_from_downsample_ratio() -> None:
+    cfg = _load("OpenGVLab--InternVL3-8B")
+    base = parse_model_config(cfg, "x").encoders[0].params
+    cfg["downsample_ratio"] = 1.0  # no shuffle: the projector sees 1024 channels
+    assert base - parse_model_config(cfg, "x").encoders[0].params == ln(4096) - ln(1024) + (4096 - 1024) * 3584
+    cfg["downsample_ratio"] = 0.3
+    with pytest.raises(InputError, match="downsample_ratio: 0.3 is not 1 / an integer"):
+        parse_model_config(cfg, "x")
+
+
+def test_a_learned_2d_position_table_counts_height_x_width_rows() -> None:
+    cfg = _load("moonshotai--Kimi-VL-A3B-Instruct")
+    base = parse_model_config(cfg, "x").encoders[0].params
+    cfg["vision_config"]["init_pos_emb_height"] = 32
+    assert base - parse_model_config(cfg, "x").encoders[0].params == 32 * 64 * 1152

@@ -337,16 +337,25 @@ def _wrapper_fields_read_nested(raw: dict[str, Any], text: dict[str, Any], prefi
                                      f"the language model is read from {prefix.rstrip('.')}: drop or fix the top-level one")
 
 
-def _apply_defaults(cfg: dict[str, Any], wrapper_type: str) -> tuple[dict[str, Any], bool]:
+def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False) -> tuple[dict[str, Any], bool]:
+    """The family's defaults where the config leaves a field out. A language model nested in a wrapper
+    (text_config) also takes the wrapper's default text config (its _text_config_defaults): transformers writes
+    a nested config as its diff against the wrapper's default one (to_diff_dict), so a field equal to that
+    default is left out there (LLaVA's text_config writes no hidden_size for a 4096-wide Llama)."""
     table = _family_defaults()
     known = False
     out = dict(cfg)
     for t in (str(cfg.get("model_type") or ""), wrapper_type):
         if t in table:
             known = True
-            for k, v in (table[t] or {}).items():
-                if out.get(k) is None:
+            family = table[t] or {}
+            for k, v in family.items():
+                if k != "_text_config_defaults" and out.get(k) is None:
                     out[k] = v
+            if nested and t == wrapper_type:
+                for k, v in (family.get("_text_config_defaults") or {}).items():
+                    if k not in out:
+                        out[k] = v
     return out, known
 
 
@@ -408,7 +417,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         raise InputError(origin, f"config must be a JSON object, got {type(raw).__name__}")
     text, prefix = _text_config(raw, origin)
     wrapper_type = str(raw.get("model_type") or "")
-    defaulted, known = _apply_defaults(text, wrapper_type)
+    defaulted, known = _apply_defaults(text, wrapper_type, nested=text is not raw)
     cfg = ReadRecorder(defaulted)
     f = Fields(cfg, origin, prefix)
     warnings: list[str] = []
@@ -443,7 +452,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     mtp, copies = _mtp(f, reader, layers)
     warnings += reader.notes
     facts = {k: v for k, v in defaulted.items() if str(k).startswith("_vision_")}
-    encoders = tuple(read_encoders(raw, hidden, origin, warnings, facts))
+    encoders = tuple(read_encoders(raw, hidden, origin, warnings, facts, _family_defaults()))
     nonstandard = [e.name for e in encoders]
     for key in ("ngram_embedding", "engram"):
         if raw.get(key):

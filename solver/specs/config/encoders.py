@@ -16,6 +16,22 @@ inter, norms; patch embedding; position table; projector), not by family:
   biases / norms    LayerNorm (weight + bias) unless norm_type rmsnorm; linear biases unless attn_bias /
                     linear_bias false or the MLP is gated; the family fact _vision_linear_bias (family_defaults.yaml)
                     puts them on every linear of a gated tower too (Qwen2.5-VL)
+Facts of a tower's modeling code that its config does not write are read from family_defaults.yaml under the
+tower's own model_type (vision_config.model_type: clip_vision_model, intern_vit_6b), the wrapper's facts (its
+model_type and the text model's) on top:
+  _vision_class_token       a class embedding (h) and one more position row (CLIP, InternViT)
+  _vision_patch_bias        the patch convolution's bias (false: CLIP's Conv2d(bias=False))
+  _vision_tower_norms       norms outside the layers (CLIP 2: pre_layrnorm, post_layernorm; InternViT 0); one by
+                            default, none for a tower that writes depth (the Qwen-VL lineage)
+  _vision_layer_scale       two learned per-channel scales per layer (InternViT ls1 / ls2)
+  _vision_projector_mlp2    the projector is two biased linears, h m^2 -> text -> text (LLaVA's
+                            multi_modal_projector, InternVL's mlp1), m from spatial_merge_size or the wrapper's
+                            downsample_ratio (pixel shuffle: m = 1 / ratio); a list vision_feature_layer feeds
+                            h x its length; biases as the wrapper's multimodal_projector_bias (default true)
+  _vision_projector_norm    a LayerNorm over the merged width h m^2 before those linears (InternVL's mlp1[0])
+  _vision_image_newline     one learned text-width vector marks the end of image rows (LLaVA-NeXT image_newline)
+Learned 2D position tables written as init_pos_emb_height x init_pos_emb_width (MoonViT) count that many rows.
+A tower with qk_normalization (InternViT-6B) carries a q and a k norm of h each per layer.
 A tiled tower (the config writes max_num_tiles: Mllama's MllamaVisionModel) is counted tensor by tensor as that
 modeling code builds it (`_tiled_vit`): a bias-free patch Conv2d, a class embedding, a gated position table of
 (image_size / patch_size)^2 + 1 rows with its per-aspect-ratio tile table, gated pre- and post-tile embeddings,
@@ -71,21 +87,45 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     attn = 4 * h * h + (4 * h if bias else 0)
     mlp = (3 if gated else 2) * h * inter + (((2 if gated else 1) * inter + h) if bias else 0)
     per_layer = attn + mlp + 2 * norm
+    if facts.get("_vision_layer_scale"):
+        per_layer += 2 * h  # ls1, ls2
+    if c.get("qk_normalization"):
+        per_layer += 2 * norm  # q_norm, k_norm over all heads' channels
     channels = f.int("in_channels", "num_channels", "in_chans", default=3)
     temporal = f.int("temporal_patch_size", default=1)
     patch = f.int("patch_size", default=14)
-    patch_embed = channels * temporal * patch * patch * h + (h if not gated and c.get("patch_embed_proj_bias") is not False else 0)
-    positions = 0
+    patch_bias = not gated and c.get("patch_embed_proj_bias") is not False
+    if facts.get("_vision_patch_bias") is not None:
+        patch_bias = bool(facts["_vision_patch_bias"])
+    patch_embed = channels * temporal * patch * patch * h + (h if patch_bias else 0)
+    cls = 1 if facts.get("_vision_class_token") else 0
+    positions = cls * h  # the class embedding
     if f.has("num_position_embeddings"):
-        positions = f.int("num_position_embeddings") * h
+        positions += f.int("num_position_embeddings") * h
+    elif f.has("init_pos_emb_height"):
+        positions += f.int("init_pos_emb_height") * f.int("init_pos_emb_width") * h
     elif f.has("image_size") and not gated:
-        positions = (f.int("image_size") // patch) ** 2 * h
-    post_norm = norm if not f.has("depth") else 0
+        positions += ((f.int("image_size") // patch) ** 2 + cls) * h
+    tower_norms = facts.get("_vision_tower_norms")
+    post_norm = norm * (int(tower_norms) if tower_norms is not None else 0 if f.has("depth") else 1)
     out = f.int("out_hidden_size", "text_hidden_size", default=text_hidden)
     merge = f.int("spatial_merge_size", default=wrapper.int("spatial_merge_size", default=1))
     if isinstance(c.get("merge_kernel_size"), list):
         merge = f.int_list("merge_kernel_size")[0]  # type: ignore[index]
-    if facts.get("_vision_projector_mlp"):
+    if facts.get("_vision_projector_mlp2"):
+        if wrapper.has("downsample_ratio") and not f.has("spatial_merge_size"):  # pixel shuffle (InternVL)
+            ratio = wrapper.number("downsample_ratio", minimum=1e-6, maximum=1.0)
+            merge = round(1 / ratio)
+            if abs(merge * ratio - 1) > 1e-9:
+                raise wrapper.err("downsample_ratio", f"{ratio} is not 1 / an integer (the pixel shuffle's factor)")
+        fed = wrapper.cfg.get("vision_feature_layer")  # a list: those layers' outputs are concatenated
+        wide = h * merge * merge * (len(fed) if isinstance(fed, list) and fed else 1)
+        pb = wrapper.bool("multimodal_projector_bias", True)
+        projector = ((2 * wide if facts.get("_vision_projector_norm") else 0)
+                     + wide * out + out * out + (2 * out if pb else 0))
+        if facts.get("_vision_image_newline"):
+            projector += out
+    elif facts.get("_vision_projector_mlp"):
         # a norm on the tower's output, a patch merger (h m^2 -> h, no bias) where patches merge, then an MLP of
         # two linears into the text width (Mistral3's projector; biases as multimodal_projector_bias says)
         pb = wrapper.bool("multimodal_projector_bias", True)
@@ -153,11 +193,14 @@ def image_tokens(raw: dict[str, Any], origin: str) -> int | None:
 
 
 def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: list[str] | None = None,
-                  facts: dict[str, Any] | None = None) -> list[Encoder]:
+                  facts: dict[str, Any] | None = None,
+                  families: dict[str, dict[str, Any]] | None = None) -> list[Encoder]:
     """The encoders a multimodal config declares; sizes read by convention are said in `notes`; `facts` are the
-    family's _vision_* facts (family_defaults.yaml)."""
+    wrapper family's _vision_* facts and `families` the family_defaults table, where a tower's own model_type
+    finds the facts of its modeling code (the module docstring)."""
     notes = notes if notes is not None else []
-    facts = facts or {}
+    wrapper_facts = facts or {}
+    families = families or {}
     out = []
     for key in ENCODER_KEYS:
         sub = raw.get(key)
@@ -166,6 +209,8 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         if not isinstance(sub, dict):
             raise Fields(raw, origin).err(key, "must be an object")
         f = Fields(sub, origin, prefix=f"{key}.")
+        own = families.get(str(sub.get("model_type") or "")) or {}
+        facts = {**{k: v for k, v in own.items() if str(k).startswith("_vision_")}, **wrapper_facts}
         if sub.get("max_num_tiles") is not None:
             params, layers, h = _tiled_vit(f, text_hidden)
         else:
