@@ -797,3 +797,13 @@ def test_a_learned_2d_position_table_counts_height_x_width_rows() -> None:
     base = parse_model_config(cfg, "x").encoders[0].params
     cfg["vision_config"]["init_pos_emb_height"] = 32
     assert base - parse_model_config(cfg, "x").encoders[0].params == 32 * 64 * 1152
+
+
+def test_a_tower_without_a_counting_convention_is_refused_and_the_text_model_still_counts() -> None:
+    cfg = json.loads((REFUSED / "zai-org--GLM-4.1V-9B-Thinking.json").read_text())
+    with pytest.raises(InputError, match="vision_config: the glm4v tower .* not counted rather than miscounted"):
+        parse_model_config(cfg, "x")
+    del cfg["vision_config"]
+    # GLM-4-0414's layer: q / k / v with bias (32 / 2 heads x 128), o_proj, gate_up_proj 4096 -> 2 x 13696,
+    # down_proj, four RMSNorms; the final norm; untied
+    assert count_params(parse_model_config(cfg, "x")).total == HAND["THUDM--GLM-4-9B-0414"]

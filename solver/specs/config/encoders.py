@@ -30,6 +30,8 @@ model_type and the text model's) on top:
                             h x its length; biases as the wrapper's multimodal_projector_bias (default true)
   _vision_projector_norm    a LayerNorm over the merged width h m^2 before those linears (InternVL's mlp1[0])
   _vision_image_newline     one learned text-width vector marks the end of image rows (LLaVA-NeXT image_newline)
+  _vision_refused           why the family's tower is not counted: the config is refused, naming the encoder
+                            key (GLM-4.1V / 4.5V), rather than miscounted by the convention
 Learned 2D position tables written as init_pos_emb_height x init_pos_emb_width (MoonViT) count that many rows.
 A tower with qk_normalization (InternViT-6B) carries a q and a k norm of h each per layer.
 A tiled tower (the config writes max_num_tiles: Mllama's MllamaVisionModel) is counted tensor by tensor as that
@@ -211,6 +213,9 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         f = Fields(sub, origin, prefix=f"{key}.")
         own = families.get(str(sub.get("model_type") or "")) or {}
         facts = {**{k: v for k, v in own.items() if str(k).startswith("_vision_")}, **wrapper_facts}
+        if facts.get("_vision_refused"):  # a tower the conventions cannot express and no fact yet describes
+            raise Fields(raw, origin).err(key, f"{facts['_vision_refused']}; not counted rather than miscounted "
+                                               "(drop it to size the language model alone)")
         if sub.get("max_num_tiles") is not None:
             params, layers, h = _tiled_vit(f, text_hidden)
         else:
