@@ -42,3 +42,28 @@ def test_memory_refuses_context_parallel_on_a_model_without_attention(tmp_path: 
     assert r.exit_code == 2, r.output
     assert "cp_size" in r.output and "no attention layer" in r.output
 
+
+def test_a_pattern_name_calls_the_mixer_of_a_model_without_attention_a_mixer() -> None:
+    from solver.rank.select import pattern_name
+    from solver.specs.parallel import ParallelConfig
+    mamba, lfm2 = _spec("state-spaces--mamba-2.8b-hf"), _spec("LiquidAI--LFM2-1.2B")
+    assert pattern_name(ParallelConfig(world_size=8), mamba) == "Mixer DP"
+    assert pattern_name(ParallelConfig(world_size=8, attn_tp_size=2), mamba) == "Mixer TP2 x DP4"
+    assert pattern_name(ParallelConfig(world_size=8, attn_tp_size=8), mamba) == "Pure TP8"
+    assert pattern_name(ParallelConfig(world_size=8), lfm2) == "Attn DP"  # attention beside the convolutions
+
+
+def test_the_explanation_of_a_model_without_attention_proposes_no_sequence_split() -> None:
+    from solver.rank.explain import alternatives
+    from solver.rank.select import decision_tree_reason
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import ParallelConfig
+    from solver.specs.scenario import Scenario
+    mamba, hw = _spec("state-spaces--mamba-2.8b-hf"), load_hardware("h100_sxm")
+    long = Scenario(kind="throughput", isl=32768, osl=256)
+    alts = alternatives(mamba, hw, 8, long)
+    assert not any("CP" in name for name in alts)  # the seed's CP baseline would be DP8 under another name
+    reason = decision_tree_reason(ParallelConfig(world_size=8), mamba, long, hw)
+    assert "no attention layer" in reason and "prefill split" not in reason
+    gqa = decision_tree_reason(ParallelConfig(world_size=8), _spec("LiquidAI--LFM2-1.2B"), long, hw)
+    assert "check prefill split" in gqa
