@@ -67,3 +67,33 @@ def test_the_explanation_of_a_model_without_attention_proposes_no_sequence_split
     assert "no attention layer" in reason and "prefill split" not in reason
     gqa = decision_tree_reason(ParallelConfig(world_size=8), _spec("LiquidAI--LFM2-1.2B"), long, hw)
     assert "check prefill split" in gqa
+
+
+def test_a_sequence_past_a_learned_position_table_is_infeasible_in_the_planner() -> None:
+    from solver.api import run_solve
+    from solver.errors import InfeasibleError
+    from solver.plan.solve import POSITION_TABLE_RULE
+    from solver.specs.scenario import Scenario
+    gpt2 = str(DATA / "openai-community--gpt2.json")  # n_positions 1024: a learned table no scaling extends
+    with pytest.raises(InfeasibleError) as err:
+        run_solve(gpt2, "h100_sxm", 1, Scenario(kind="throughput", isl=1000, osl=100))
+    assert err.value.binding == [POSITION_TABLE_RULE] and "1,024" in err.value.remedy
+    result, cands = run_solve(gpt2, "h100_sxm", 1, Scenario(kind="throughput", isl=768, osl=256))
+    assert cands  # exactly at the table's size: served
+
+
+def test_a_sweep_marks_the_lengths_past_a_learned_position_table_infeasible() -> None:
+    from solver import api
+    df = api.sweep(str(DATA / "openai-community--gpt2.json"), ["h100_sxm"], [1], scenarios=["throughput"],
+                   seq_lens=[(512, 256), (2048, 256)])
+    over = df[df.isl == 2048]
+    assert len(over) == 1 and not over.feasible.iloc[0]
+    assert over.binding_constraint.iloc[0] == "A.sequence_within_position_table"
+    assert df[df.isl == 512].feasible.all()
+
+
+def test_rope_models_past_their_context_are_still_planned() -> None:
+    from solver.plan.solve import position_table_cap
+    from solver.specs.scenario import Scenario
+    # a RoPE model's context can be extended by a scaling the engine is given: a note, not a wall
+    assert position_table_cap(_spec("microsoft--phi-2"), Scenario(isl=4096, osl=256)) is None
