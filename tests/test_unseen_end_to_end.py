@@ -97,3 +97,19 @@ def test_rope_models_past_their_context_are_still_planned() -> None:
     from solver.specs.scenario import Scenario
     # a RoPE model's context can be extended by a scaling the engine is given: a note, not a wall
     assert position_table_cap(_spec("microsoft--phi-2"), Scenario(isl=4096, osl=256)) is None
+
+
+@pytest.mark.parametrize("args, absent", [
+    (["estimate", "qwen3-30b-a3b", "--phase", "decode"], {"dense_tp_size", "o_proj_tp_size"}),
+    (["memory", str(DATA / "state-spaces--mamba-2.8b-hf.json")],
+     {"moe_tp_size", "moe_ep_size", "dense_tp_size", "o_proj_tp_size", "cp_size", "kvp_size", "attn_sp_size"}),
+])
+def test_estimate_and_memory_show_no_knob_of_a_module_the_model_lacks(args: list[str], absent: set[str]) -> None:
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    r = CliRunner().invoke(main, [*args, "--hardware", "h100_sxm", "--cards", "2", "--attn-tp", "2", "--batch", "4",
+                                  "--seq-len", "1024", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    shown = json.loads(r.stdout)["parallel_config"]
+    assert shown["attn_tp_size"] == 2 and not absent & set(shown)

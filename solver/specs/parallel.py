@@ -171,6 +171,14 @@ class ParallelConfig(BaseModel):
     def with_derived(self) -> dict[str, int]:
         return {"world_size": self.world_size, **self.knobs_and_derived()}
 
+    def own_with_derived(self, model: "ModelSpec") -> dict[str, int]:
+        """with_derived without the knobs of modules the model lacks (parallel.absent_knobs) and without the MoE EP
+        size of a model without routed experts: what estimate and memory show for one configuration."""
+        absent = set(absent_knobs(model))
+        if "moe_tp_size" in absent:
+            absent.add("moe_ep_size")
+        return {k: v for k, v in self.with_derived().items() if k not in absent}
+
     def model_view(self, present: tuple[str, ...] | list[str]) -> dict[str, int]:
         """knobs_and_derived limited to a model's own knobs (model_knobs): no MoE EP size without MoE."""
         out = {k: getattr(self, k) for k in KNOBS if k in present and (k != "pp_size" or self.pp_size > 1)}
