@@ -113,3 +113,12 @@ def test_estimate_and_memory_show_no_knob_of_a_module_the_model_lacks(args: list
     assert r.exit_code == 0, r.output
     shown = json.loads(r.stdout)["parallel_config"]
     assert shown["attn_tp_size"] == 2 and not absent & set(shown)
+
+
+def test_a_tp_size_the_ssm_groups_do_not_divide_names_the_mixer_not_attention_heads() -> None:
+    from solver.specs.framework import load_framework
+    from solver.specs.model_rules import model_problems
+    from solver.specs.parallel import ParallelConfig
+    codestral = _spec("mistralai--Mamba-Codestral-7B-v0.1")  # 128 heads in 8 groups: TP divides 8
+    (line,) = model_problems(codestral, ParallelConfig(world_size=16, attn_tp_size=16), load_framework("generic"))
+    assert "mixer's head groups" in line and "num_attention_heads" not in line
