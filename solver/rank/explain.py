@@ -33,7 +33,8 @@ def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario)
     if model.is_moe:
         alts[f"Attn TP{tp}{moe}"] = own({"attn_tp_size": tp, "dense_tp_size": tp, "moe_tp_size": 1,
                                           "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_tp_size": tp})
-    if scenario.max_seq_len > 4096 and scenario.phase != "decode":  # in decode, CP's ranks run as DP
+    # in decode, CP's ranks run as DP; a model without attention has no CP (it would be DP under another name)
+    if scenario.max_seq_len > 4096 and scenario.phase != "decode" and "cp_size" in present:
         alts[f"Attn DP + CP{world}{moe}"] = own({"cp_size": world, "moe_tp_size": 1, "embed_tp_size": tp,
                                                   "lmhead_tp_size": tp})
     return alts

@@ -48,7 +48,9 @@ def pattern_name(pc: ParallelConfig, model: ModelSpec) -> str:
         return f"Pure TP{W}"
     parts = []
     a = pc.attn_tp_size
-    parts.append("Attn DP" if a == 1 else (f"Attn TP{a}" if a == W else f"Attn TP{a} x DP{W // a}"))
+    # attn_tp_size splits the token mixer: in a stack without attention (a pure SSM) it is named as the mixer
+    mixer = "Attn" if model.attention_kind != "none" else "Mixer"
+    parts.append(f"{mixer} DP" if a == 1 else (f"{mixer} TP{a}" if a == W else f"{mixer} TP{a} x DP{W // a}"))
     if pc.cp_size > 1:
         parts.append(f"CP{pc.cp_size}")
     if pc.kvp_size > 1:
@@ -155,7 +157,9 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
                  + ("" if follows else " — departs because the estimate favours it (see estimation)"))
     seq = scenario.max_seq_len
     addon = [n for n, v in (("CP", pc.cp_size), ("KVP", pc.kvp_size), ("SP", pc.attn_sp_size)) if v > 1]
-    if seq <= 4096:
+    if model.attention_kind == "none":  # the seed's Layer 3 splits attention by sequence: nothing to split here
+        l3 = "no attention layer: a constant state per sequence, no sequence split"
+    elif seq <= 4096:
         l3 = "<=4K: no add-on"
     elif seq <= 65536:
         l3 = "4K-64K: check prefill split"

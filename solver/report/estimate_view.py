@@ -63,7 +63,7 @@ def estimate_data(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
         breakdown["decode"] = step_breakdown(est.decode)
     data: dict[str, Any] = {
         "model": model.name, "hardware": hw.name, "cards": pc.world_size, "framework": fw.name,
-        "parallel_config": pc.with_derived(),
+        "parallel_config": pc.own_with_derived(model),
         "precision": mem["precision"],
         "workload": workload_data(wl),
         "ttft_ms": est.ttft_s * MS if has_ttft else None,

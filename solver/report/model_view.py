@@ -145,7 +145,7 @@ def memory_data(m: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision,
                       "framework_reserve": rep.reserved_bytes / GB})
     return {
         "model": m.name, "hardware": hw.name, "cards": pc.world_size,
-        "parallel_config": pc.with_derived(), "batch": batch, "seq_len": seq_len,
+        "parallel_config": pc.own_with_derived(m), "batch": batch, "seq_len": seq_len,
         "precision": {g: f.name for g, f in prec.weights.items()} | {"activation": prec.activation,
                                                                   "kv_bytes": prec.kv_bytes},
         "params_per_card_gb": rep.weights_total / GB,

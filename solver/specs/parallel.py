@@ -28,10 +28,15 @@ def smallest_redundant(experts: int, ep: int) -> int:
 TP_STAGE_KNOBS = tuple(k for k in KNOBS if k != "pp_size")
 
 
+# the knobs that split attention by sequence (context, KV cache, Ulysses heads): a model without attention lacks them
+SEQUENCE_KNOBS = ("cp_size", "kvp_size", "attn_sp_size")
+
+
 def model_knobs(model: "ModelSpec") -> tuple[str, ...]:
     """The knobs this model has, in KNOBS order: one per module it contains. No moe_tp_size without routed
     experts; no dense_tp_size without a dense FFN or shared experts; no o_proj_tp_size outside MLA models
-    (o_proj follows attention TP there). Memoised per model object (every rule environment asks: the planner's
+    (o_proj follows attention TP there); no cp_size, kvp_size or attn_sp_size without an attention layer whose KV
+    grows with the sequence (a pure SSM stack: its state does not grow, nothing to split by sequence). Memoised per model object (every rule environment asks: the planner's
     rule tables build tens of thousands)."""
     return _MODEL_KNOBS.get((model,), None, lambda: _model_knobs(model))
 
@@ -48,6 +53,8 @@ def _model_knobs(model: "ModelSpec") -> tuple[str, ...]:
         absent.add("dense_tp_size")
     if not model.has_mla:
         absent.add("o_proj_tp_size")
+    if model.attention_kind == "none":
+        absent.update(SEQUENCE_KNOBS)
     return tuple(k for k in KNOBS if k not in absent)
 
 
@@ -69,7 +76,8 @@ def absent_knob_problems(model: "ModelSpec", knobs: dict[str, int]) -> list[str]
         if v not in (1, tied):
             why = {"moe_tp_size": "has no routed experts",
                    "dense_tp_size": "has no dense FFN or shared experts",
-                   "o_proj_tp_size": "has no MLA: o_proj follows attention TP"}[k]
+                   "o_proj_tp_size": "has no MLA: o_proj follows attention TP",
+                   **{s: "has no attention layer whose KV grows with the sequence" for s in SEQUENCE_KNOBS}}[k]
             out.append(f"{k} = {v} but {model.name} {why}; leave {k} out")
     return out
 
@@ -162,6 +170,14 @@ class ParallelConfig(BaseModel):
 
     def with_derived(self) -> dict[str, int]:
         return {"world_size": self.world_size, **self.knobs_and_derived()}
+
+    def own_with_derived(self, model: "ModelSpec") -> dict[str, int]:
+        """with_derived without the knobs of modules the model lacks (parallel.absent_knobs) and without the MoE EP
+        size of a model without routed experts: what estimate and memory show for one configuration."""
+        absent = set(absent_knobs(model))
+        if "moe_tp_size" in absent:
+            absent.add("moe_ep_size")
+        return {k: v for k, v in self.with_derived().items() if k not in absent}
 
     def model_view(self, present: tuple[str, ...] | list[str]) -> dict[str, int]:
         """knobs_and_derived limited to a model's own knobs (model_knobs): no MoE EP size without MoE."""
