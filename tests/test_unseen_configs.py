@@ -807,3 +807,18 @@ def test_a_tower_without_a_counting_convention_is_refused_and_the_text_model_sti
     # GLM-4-0414's layer: q / k / v with bias (32 / 2 heads x 128), o_proj, gate_up_proj 4096 -> 2 x 13696,
     # down_proj, four RMSNorms; the final norm; untied
     assert count_params(parse_model_config(cfg, "x")).total == HAND["THUDM--GLM-4-9B-0414"]
+
+
+def test_an_fp32_checkpoint_is_served_at_16_bits_unless_asked() -> None:
+    """Engines load a 32-bit checkpoint at 16 bits by default (--dtype auto): its weights are held and priced at
+    2 bytes, with one note; --weight-dtype fp32 keeps 4 bytes."""
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.precision import resolve_precision
+
+    spec, hw = _spec("state-spaces--mamba-2.8b-hf"), load_hardware("h100_sxm")
+    served = resolve_precision(spec, hw)
+    assert {served.fmt(g).bytes_per_param for g in ("attention", "dense", "embedding", "lm_head")} == {2}
+    assert [n for n in served.notes if "fp32" in n] == [
+        "the checkpoint's fp32 weights are served at 16 bits, as the engines' default dtype does (pass "
+        "--weight-dtype fp32 to hold them at 32)"]
+    assert resolve_precision(spec, hw, weight_dtype="fp32").fmt("attention").bytes_per_param == 4

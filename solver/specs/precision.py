@@ -103,8 +103,15 @@ def resolve_precision(
             raise InputError(flag, f"{hw.name} has no {fmt.compute} support (it has {have}{wo})")
         return fmt
 
+    halved: set[str] = set()  # groups stored in fp32 and served at 16 bits
+
     def from_ckpt(name: str, group: str) -> NumberFormat:
         fmt = number_format(name, f"quantization_config.{group}")
+        if fmt.name == "fp32":
+            # engines load a 32-bit checkpoint at 16 bits unless told otherwise (vLLM's and SGLang's --dtype auto:
+            # fp16 for fp32 checkpoints); holding and pricing it at 32 bits would double its weights
+            halved.add(group)
+            return number_format("bf16")
         if fmt.compute in ("bf16", "fp16", "fp32") or hw.supports(fmt.compute):
             return fmt
         if fmt.compute in hw.weight_only_formats:
@@ -127,6 +134,9 @@ def resolve_precision(
         "lm_head": from_ckpt(q.lm_head, "lm_head"),
         "norm": number_format("bf16"),
     }
+    if halved:
+        notes.append("the checkpoint's fp32 weights are served at 16 bits, as the engines' default dtype does (pass "
+                     "--weight-dtype fp32 to hold them at 32)")
     if activation_dtype is not None:
         act = number_format(activation_dtype, "--activation-dtype").compute
         if act not in ("bf16", "fp16") and not hw.supports(act):
