@@ -82,3 +82,23 @@ def test_decode_pool_memory_holds_the_kv_of_all_its_running_requests() -> None:
     assert e.prefill_memory.kv_cache_bytes == pytest.approx(e.shape.prompts_per_step * 1024 * 80 * 256 * 2)
     # throughput per GPU counts the ranks of both pools
     assert e.output_tokens_per_s_per_rank == pytest.approx(e.output_tokens_per_s / 16)
+
+
+def test_the_state_that_does_not_grow_is_handed_over_with_the_kv() -> None:
+    """A hybrid's Mamba-2 layers built their SSM state and conv tail during prefill: the decode worker needs them
+    as much as the attention layers' KV. Nemotron-3-Nano: 23 Mamba-2 layers of 64 heads x 64 x d_state 128 in
+    fp32 plus a bf16 conv tail of 3 x (4096 + 2 x 8 x 128) (tests/test_memory.py), beside 6 GQA layers' KV;
+    CP on the decode side splits the KV, not the state."""
+    from solver.estimate.disagg import constant_state_per_request
+
+    nano = load_model("nemotron-3-nano")
+    state = 23 * (64 * 64 * 128 * 4 + 3 * (4096 + 2 * 8 * 128) * 2)
+    assert constant_state_per_request(nano, 2) == state
+    hw = load_hardware("h100_sxm")
+    one = make_parallel_config(1)
+    t = kv_transfer(nano, hw, one, one, 2, 2048)
+    assert t.bytes_per_request == kv_bytes_per_request(nano, 2, 2048) + state
+    two = make_parallel_config(2, cp_size=2, moe_tp_size=1)
+    assert kv_transfer(nano, hw, one, two, 2, 2048).recv_bytes_per_rank == kv_bytes_per_request(nano, 2, 2048) / 2 + state
+    # an all-attention model hands over its KV alone
+    assert constant_state_per_request(load_model(L70), 2) == 0

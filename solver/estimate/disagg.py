@@ -59,8 +59,9 @@ benchmarks/README.md, "Disaggregated prefill/decode"). Requests beyond the decod
 for a slot: W_slot = (C_r - B) / B * (TTFT + (OSL - 1) TPOT), C_r = ceil(C / (y R_d)). Throughput by Little's
 law: C * OSL / (TTFT + (OSL - 1) TPOT), per GPU over x W_p + y W_d ranks.
 
-KV transfer: the request's cache (every cached layer, indexer keys included) moves from the prefill worker's
-attention group to the decode worker's. A decode rank receives what it will hold (kv_bytes_per_token_layer at
+KV transfer: the request's cache (every cached layer, indexer keys included, and the state that does not grow:
+linear-attention / SSM state, conv tails, image K/V) moves from the prefill worker's attention group to the
+decode worker's. A decode rank receives what it will hold (kv_bytes_per_token_layer at
 its attention TP: GQA heads split, an MLA latent whole on every TP rank); the prefill ranks share the sending.
 The slower side sets the time, at the tier's per-rank bandwidth x efficiency plus its latency.
 """
@@ -72,7 +73,7 @@ from dataclasses import dataclass
 from solver.estimate.compute import Factors
 from solver.estimate.memory import (
     MemoryOptions, MemoryReport, cached_tokens_per_layer_sum, indexer_bytes_per_token_layer,
-    kv_bytes_per_token_layer, memory_per_rank,
+    kv_bytes_per_token_layer, memory_per_rank, state_of_layers,
 )
 from solver.estimate.closed_loop import ServingPolicy, first_wave_groups, synced_ranks
 from solver.estimate.engine_step import graph_batch, kernels_launched, step_layers, step_time
@@ -103,6 +104,13 @@ def kv_bytes_per_request(model: ModelSpec, kv_bytes: int, tokens: int, attn_tp: 
     return layer_tokens * per_token_layer
 
 
+def constant_state_per_request(model: ModelSpec, kv_bytes: int, attn_tp: int = 1) -> float:
+    """The state of one request that does not grow with its tokens (linear-attention / SSM state, conv tails, a
+    cross-attention layer's image K/V) on one rank of an attention group with TP `attn_tp`: the prefill worker
+    built it, so it is handed over with the KV. CP / KVP do not split it (each rank of their group holds it)."""
+    return state_of_layers(model.layer_groups, kv_bytes, attn_tp, 1).constant
+
+
 @dataclass(frozen=True)
 class Transfer:
     """One request's KV hand-off from a prefill worker to a decode worker."""
@@ -125,9 +133,9 @@ def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode:
                 isl: int, mtp_layers: int = 0) -> Transfer:
     """Bytes and seconds of one request's KV transfer (module docstring). The decode side's CP x KVP split the
     tokens across its ranks; the replicated copies of a latent (MLA) are each sent once per receiving rank."""
-    whole = kv_bytes_per_request(model, kv_bytes, isl, 1, mtp_layers)
-    recv = kv_bytes_per_request(model, kv_bytes, isl, decode.attn_tp_size, mtp_layers) / (decode.cp_size
-                                                                                           * decode.kvp_size)
+    whole = kv_bytes_per_request(model, kv_bytes, isl, 1, mtp_layers) + constant_state_per_request(model, kv_bytes)
+    recv = (kv_bytes_per_request(model, kv_bytes, isl, decode.attn_tp_size, mtp_layers)
+            / (decode.cp_size * decode.kvp_size) + constant_state_per_request(model, kv_bytes, decode.attn_tp_size))
     traffic = recv * decode.attn_group_size  # every receiving rank's share, copies counted
     send = traffic / prefill.attn_group_size
     name, tier = transfer_tier(hw, prefill.world_size, decode.world_size)
@@ -374,6 +382,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
 
 __all__ = [
     "DisaggWorkload", "DisaggEstimate", "estimate_disagg", "prompts_per_step", "kv_bytes_per_request",
+           "constant_state_per_request",
     "kv_transfer", "transfer_tier", "Transfer", "PoolShape", "pool_shape", "DisaggTimes", "disagg_times",
     "workers_to_match", "DECODE_ADMISSION_STEPS", "prefill_queue_wait", "closed_loop_rate", "LOOP_BISECTION_STEPS"
 ]
