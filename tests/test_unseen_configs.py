@@ -513,7 +513,7 @@ def test_a_pure_mamba_stack_has_one_mixer_and_no_ffn_per_layer() -> None:
         spec = _spec(name)
         assert {layer.label() for layer in spec.layers} == {spec.layers[0].label()}
         assert all(layer.blocks[0].kind == kind and layer.ffn is None and layer.norms == 1 for layer in spec.layers)
-        assert spec.architecture == "hybrid-ssm" and spec.attention_kind == "none"
+        assert spec.architecture == "ssm" and spec.attention_kind == "none"
 
 
 def test_moe_layer_start_end_and_interval_place_the_experts() -> None:
@@ -822,3 +822,13 @@ def test_an_fp32_checkpoint_is_served_at_16_bits_unless_asked() -> None:
         "the checkpoint's fp32 weights are served at 16 bits, as the engines' default dtype does (pass "
         "--weight-dtype fp32 to hold them at 32)"]
     assert resolve_precision(spec, hw, weight_dtype="fp32").fmt("attention").bytes_per_param == 4
+
+
+def test_a_model_without_attention_shows_no_attention_heads() -> None:
+    """inspect's basic parameters: a pure SSM has no N_h / N_kv / D_h (it showed its channels as heads and a
+    head dim of 0); its mixer's heads are in the layer table."""
+    from solver.report.model_view import inspect_data
+
+    basic = inspect_data(_spec("state-spaces--mamba-2.8b-hf"))["basic"]
+    assert basic["attention"] == "none" and not any(k.startswith(("N_h", "N_kv", "D_h")) for k in basic)
+    assert "N_h (heads)" in inspect_data(_spec("openai-community--gpt2"))["basic"]

@@ -31,8 +31,10 @@ def _basic(m: ModelSpec) -> dict[str, Any]:
         "H (hidden)": m.hidden_size,
         # only a model with a dense FFN has its width (ModelSpec.intermediate_size falls back to the experts')
         **({"H_ffn (dense FFN)": m.intermediate_size} if m.has_dense_ffn else {}),
-        "N_h (heads)": m.num_attention_heads,
-        "N_kv (KV heads)": m.num_key_value_heads, "D_h (head dim)": m.head_dim, "V (vocab)": m.vocab_size,
+        # a model without attention has no attention heads (its mixer's heads are in the layer table)
+        **({"N_h (heads)": m.num_attention_heads, "N_kv (KV heads)": m.num_key_value_heads,
+            "D_h (head dim)": m.head_dim} if m.attention_kind != "none" else {"attention": "none"}),
+        "V (vocab)": m.vocab_size,
     }
     if m.is_moe:
         d.update({"E (routed experts)": m.num_experts, "E_act (per token)": m.experts_per_token,

@@ -30,7 +30,7 @@ from solver.specs.layers.base import Block
 from solver.specs.validation import load_yaml
 
 Architecture = Literal["dense", "moe", "moe+mla", "moe+dsa", "dense+mla", "hybrid-attention", "hybrid-linear",
-                       "hybrid-ssm", "hybrid-conv", "moe+hybrid-linear", "moe+hybrid-ssm", "moe+hybrid-conv"]
+                       "hybrid-ssm", "hybrid-conv", "moe+hybrid-linear", "moe+hybrid-ssm", "moe+hybrid-conv", "ssm"]
 AttentionKind = Literal["gqa", "mla", "dsa", "csa", "none"]
 LARGE_VOCAB = 100_000  # seed: a vocabulary over 100K -> set embed/lm_head TP independently of the backbone
 
@@ -148,7 +148,9 @@ class ModelSpec:
         moe = "moe" if self.is_moe else "dense"
         if kinds & {"GatedDeltaNet", "Lightning", "KDA"}:
             return f"{moe}+hybrid-linear" if self.is_moe else "hybrid-linear"
-        if kinds & {"Mamba2", "Mamba1"}:  # a pure SSM stack (Mamba) reads as the SSM family too
+        if kinds & {"Mamba2", "Mamba1"}:
+            if self.attention_kind == "none" and not self.is_moe:  # a pure SSM stack (Mamba, Mamba-2)
+                return "ssm"
             return f"{moe}+hybrid-ssm" if self.is_moe else "hybrid-ssm"
         if "ShortConv" in kinds:  # LFM2: gated short convolutions beside attention
             return f"{moe}+hybrid-conv" if self.is_moe else "hybrid-conv"
