@@ -93,10 +93,10 @@ def test_a_sweep_marks_the_lengths_past_a_learned_position_table_infeasible() ->
 
 
 def test_rope_models_past_their_context_are_still_planned() -> None:
-    from solver.plan.solve import position_table_cap
-    from solver.specs.scenario import Scenario
+    from solver.specs.notes import past_position_table
     # a RoPE model's context can be extended by a scaling the engine is given: a note, not a wall
-    assert position_table_cap(_spec("microsoft--phi-2"), Scenario(isl=4096, osl=256)) is None
+    assert past_position_table(_spec("microsoft--phi-2"), 4096 + 256) is None
+    assert past_position_table(_spec("openai-community--gpt2"), 4096 + 256) is not None
 
 
 @pytest.mark.parametrize("args, absent", [

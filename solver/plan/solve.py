@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 from solver.errors import InfeasibleError, InputError, InternalError
-from solver.specs.notes import input_notes
+from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TOP
 from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
@@ -171,17 +171,6 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
 POSITION_TABLE_RULE = "A.sequence_within_position_table"
 
 
-def position_table_cap(model: ModelSpec, scenario: Scenario) -> str | None:
-    """Why no configuration serves the scenario's longest sequence on a model with a learned absolute position
-    table (GPT-2's wpe): the table has no rows past its size and, unlike RoPE, no scaling extends it, so the
-    context is a hard cap, whatever the parallel configuration (None: within it, or no such table)."""
-    limit = model.max_position_embeddings
-    if not model.position_embeddings or limit is None or scenario.max_seq_len <= limit:
-        return None
-    return (f"the longest sequence, {scenario.max_seq_len:,} tokens, exceeds {model.context_field} {limit:,}, "
-            f"the rows of its learned position table (no scaling extends it)")
-
-
 def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,
           params: SolverParams | None, method: str, top: int, allow_cross_node: bool,
           mem_opts: MemoryOptions | None, explain_binding: bool, diagnose: bool,
@@ -193,7 +182,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         raise InputError("--top", f"must be an integer in [1, {MAX_TOP}], got {top!r}")
     if scenario.mtp > fw.max_mtp:
         raise InputError("--mtp", f"{scenario.mtp} exceeds {fw.name}'s maximum MTP depth {fw.max_mtp}")
-    table_cap = position_table_cap(model, scenario)
+    table_cap = past_position_table(model, scenario.max_seq_len)
     if table_cap:
         raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {table_cap}",
                               [POSITION_TABLE_RULE],

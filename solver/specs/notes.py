@@ -23,19 +23,29 @@ def device_notes(hw: Hardware, prec: Precision, timed: bool = True) -> list[str]
     return out
 
 
+def past_position_table(model: ModelSpec, max_len: int | None) -> str | None:
+    """Why no configuration serves `max_len` tokens on a model with a learned absolute position table (GPT-2's
+    wpe): the table has no rows past its size and, unlike RoPE, no scaling extends it, so its context is a hard cap
+    (None: within it, or no such table)."""
+    limit = model.max_position_embeddings
+    if not model.position_embeddings or max_len is None or limit is None or max_len <= limit:
+        return None
+    return (f"the longest sequence, {max_len:,} tokens, exceeds {model.context_field} {limit:,}, the rows of its "
+            "learned position table (no scaling extends it)")
+
+
 def context_notes(model: ModelSpec, max_len: int | None) -> list[str]:
     """A sequence longer than the model's context: the figures are computed, but the engines refuse such a
-    maximum model length unless the model is served with a RoPE scaling that extends it; a learned position
-    table cannot be extended at all."""
+    maximum model length unless the model is served with a RoPE scaling that extends it; past a learned position
+    table no engine serves it at all (past_position_table; the planner refuses to plan it)."""
     limit = model.max_position_embeddings
     if max_len is None or limit is None or max_len <= limit:
         return []
-    head = (f"the longest sequence, {max_len:,} tokens, exceeds {model.name}'s {model.context_field} {limit:,}: ")
-    if model.position_embeddings:
-        return [head + "its learned position table has no rows past it, so no engine serves that length; keep "
-                "--isl + --osl within it"]
-    return [head + "engines refuse that maximum model length unless the model is served with a RoPE scaling that "
-            "extends it"]
+    table = past_position_table(model, max_len)
+    if table:
+        return [f"{model.name}: {table}: no engine serves that length; keep --isl + --osl within {limit:,}"]
+    return [f"the longest sequence, {max_len:,} tokens, exceeds {model.name}'s {model.context_field} {limit:,}: "
+            "engines refuse that maximum model length unless the model is served with a RoPE scaling that extends it"]
 
 
 def input_notes(model: ModelSpec, hw: Hardware, prec: Precision, timed: bool = True,

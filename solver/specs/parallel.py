@@ -172,12 +172,9 @@ class ParallelConfig(BaseModel):
         return {"world_size": self.world_size, **self.knobs_and_derived()}
 
     def own_with_derived(self, model: "ModelSpec") -> dict[str, int]:
-        """with_derived without the knobs of modules the model lacks (parallel.absent_knobs) and without the MoE EP
-        size of a model without routed experts: what estimate and memory show for one configuration."""
-        absent = set(absent_knobs(model))
-        if "moe_tp_size" in absent:
-            absent.add("moe_ep_size")
-        return {k: v for k, v in self.with_derived().items() if k not in absent}
+        """The world size and model_view of the model's own knobs: what estimate and memory show for one
+        configuration, as solve and check show theirs."""
+        return {"world_size": self.world_size, **self.model_view(model_knobs(model))}
 
     def model_view(self, present: tuple[str, ...] | list[str]) -> dict[str, int]:
         """knobs_and_derived limited to a model's own knobs (model_knobs): no MoE EP size without MoE."""
