@@ -832,3 +832,10 @@ def test_a_model_without_attention_shows_no_attention_heads() -> None:
     basic = inspect_data(_spec("state-spaces--mamba-2.8b-hf"))["basic"]
     assert basic["attention"] == "none" and not any(k.startswith(("N_h", "N_kv", "D_h")) for k in basic)
     assert "N_h (heads)" in inspect_data(_spec("openai-community--gpt2"))["basic"]
+
+
+def test_fields_read_from_the_wrappers_default_text_config_are_named() -> None:
+    """LLaVA's text_config leaves out what equals the wrapper's default text config (hidden_size for a 4096-wide
+    Llama): the sizes read from that default are said in a note, not taken silently."""
+    (note,) = [w for w in _spec("llava-hf--llava-1.5-7b-hf").warnings if "default text config" in w]
+    assert note.startswith("text_config.") and "hidden_size" in note and "read as llava's default text config" in note

@@ -339,7 +339,8 @@ def _wrapper_fields_read_nested(raw: dict[str, Any], text: dict[str, Any], prefi
                                      f"the language model is read from {prefix.rstrip('.')}: drop or fix the top-level one")
 
 
-def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False) -> tuple[dict[str, Any], bool]:
+def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False,
+                    taken: list[str] | None = None) -> tuple[dict[str, Any], bool]:
     """The family's defaults where the config leaves a field out. A language model nested in a wrapper
     (text_config) also takes the wrapper's default text config (its _text_config_defaults): transformers writes
     a nested config as its diff against the wrapper's default one (to_diff_dict), so a field equal to that
@@ -358,6 +359,8 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
                 for k, v in (family.get("_text_config_defaults") or {}).items():
                     if k not in out:
                         out[k] = v
+                        if taken is not None:
+                            taken.append(k)
     return out, known
 
 
@@ -419,7 +422,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         raise InputError(origin, f"config must be a JSON object, got {type(raw).__name__}")
     text, prefix = _text_config(raw, origin)
     wrapper_type = str(raw.get("model_type") or "")
-    defaulted, known = _apply_defaults(text, wrapper_type, nested=text is not raw)
+    from_wrapper: list[str] = []  # fields the nested config leaves to the wrapper's default text config
+    defaulted, known = _apply_defaults(text, wrapper_type, nested=text is not raw, taken=from_wrapper)
     cfg = ReadRecorder(defaulted)
     f = Fields(cfg, origin, prefix)
     warnings: list[str] = []
@@ -469,6 +473,10 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     outside = outside_stack(f, hidden)
     if prefix:  # before check_unread, which looks at every key left
         _wrapper_fields_read_nested(raw, text, prefix, set(cfg.looked_up), origin)
+    read = [k for k in from_wrapper if k in cfg.looked_up]
+    if read:
+        warnings.append(f"{prefix}{', '.join(read)}: not written; read as {wrapper_type}'s default text config "
+                        "(a nested config is written as its difference from that default)")
     check_unread(f, cfg, model_type, known, warnings)
     return ModelSpec(
         name=name, model_type=model_type, hidden_size=hidden, vocab_size=vocab,
