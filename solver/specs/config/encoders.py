@@ -110,10 +110,24 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
         positions += ((f.int("image_size") // patch) ** 2 + cls) * h
     tower_norms = facts.get("_vision_tower_norms")
     post_norm = norm * (int(tower_norms) if tower_norms is not None else 0 if f.has("depth") else 1)
+    tower = layers * per_layer + patch_embed + positions + post_norm
+    return tower + _projector(f, wrapper, h, norm, text_hidden, facts), layers, h
+
+
+def _mlp_into_text(width: int, out: int, bias: bool) -> int:
+    """Two linears width -> out -> out (the LLaVA-style projector MLP), with their biases where `bias`."""
+    return width * out + out * out + (2 * out if bias else 0)
+
+
+def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, facts: dict[str, Any]) -> int:
+    """Parameters from the tower's width `h` into the text width: the module docstring's projector
+    conventions (one linear; a patch merger MLP; the family facts' two-linear MLPs)."""
+    c = f.cfg
     out = f.int("out_hidden_size", "text_hidden_size", default=text_hidden)
     merge = f.int("spatial_merge_size", default=wrapper.int("spatial_merge_size", default=1))
     if isinstance(c.get("merge_kernel_size"), list):
         merge = f.int_list("merge_kernel_size")[0]  # type: ignore[index]
+    pb = wrapper.bool("multimodal_projector_bias", True)
     if facts.get("_vision_projector_mlp2"):
         if wrapper.has("downsample_ratio") and not f.has("spatial_merge_size"):  # pixel shuffle (InternVL)
             ratio = wrapper.number("downsample_ratio", minimum=1e-6, maximum=1.0)
@@ -122,26 +136,20 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
                 raise wrapper.err("downsample_ratio", f"{ratio} is not 1 / an integer (the pixel shuffle's factor)")
         fed = wrapper.cfg.get("vision_feature_layer")  # a list: those layers' outputs are concatenated
         wide = h * merge * merge * (len(fed) if isinstance(fed, list) and fed else 1)
-        pb = wrapper.bool("multimodal_projector_bias", True)
-        projector = ((2 * wide if facts.get("_vision_projector_norm") else 0)
-                     + wide * out + out * out + (2 * out if pb else 0))
-        if facts.get("_vision_image_newline"):
-            projector += out
-    elif facts.get("_vision_projector_mlp"):
-        # a norm on the tower's output, a patch merger (h m^2 -> h, no bias) where patches merge, then an MLP of
-        # two linears into the text width (Mistral3's projector; biases as multimodal_projector_bias says)
-        pb = wrapper.bool("multimodal_projector_bias", True)
+        newline = out if facts.get("_vision_image_newline") else 0
+        return (2 * wide if facts.get("_vision_projector_norm") else 0) + _mlp_into_text(wide, out, pb) + newline
+    if facts.get("_vision_projector_mlp"):
+        # a norm on the tower's output, a patch merger (h m^2 -> h, no bias) where patches merge, then the MLP
+        # into the text width (Mistral3's projector)
         merger = h * merge * merge * h if merge > 1 else 0
-        projector = norm + merger + h * out + out * out + (2 * out if pb else 0)
-    elif merge > 1:
+        return norm + merger + _mlp_into_text(h, out, pb)
+    if merge > 1:
         wide = h * merge * merge
         merger = norm + wide * wide + wide + wide * out + out
         mergers = 1 + len(f.int_list("deepstack_visual_indexes") or [])
         deep = (mergers - 1) * (wide * wide + wide + wide * out + out + 2 * wide)
-        projector = merger + deep
-    else:
-        projector = h * out + h  # one linear into the text width and a norm on its input
-    return layers * per_layer + patch_embed + positions + post_norm + projector, layers, h
+        return merger + deep
+    return h * out + h  # one linear into the text width and a norm on its input
 
 
 def _tile_patches(f: Fields) -> int:
