@@ -23,7 +23,7 @@ from solver.specs.layers import (
     Mamba2,
     MoE,
 )
-from solver.specs.model import parse_model_config
+from solver.specs.config.read import parse_model_config
 from solver.specs.parallel import make_parallel_config
 from solver.specs.precision import resolve_precision
 

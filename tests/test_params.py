@@ -7,7 +7,7 @@ import pytest
 
 from solver.catalog import catalog_dir
 from solver.estimate.params import MODULES, count_params
-from solver.specs.model import parse_model_config
+from solver.specs.config.read import parse_model_config
 from solver.specs.model_catalog import list_models, load_model, published_counts
 
 PUBLISHED = published_counts()

@@ -49,7 +49,7 @@ def test_ep_under_attention_tp_reduces_once_and_dispatches_nothing() -> None:
     # and the shared partial outputs; under attention DP the tokens must travel (dispatch / combine)
     from solver.estimate.compute import Kit, Work, factors_for
     from solver.specs.layers.moe import MoE
-    from solver.specs.model import parse_model_config
+    from solver.specs.config.read import parse_model_config
     from solver.specs.parallel import make_parallel_config
     from solver.specs.precision import resolve_precision
 

@@ -24,7 +24,7 @@ from solver.estimate.memory import (
 from solver.estimate.params import count_params
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.layers import Attention, CrossAttention, Layer
-from solver.specs.model import parse_model_config
+from solver.specs.config.read import parse_model_config
 from solver.specs.parallel import make_parallel_config
 from solver.specs.precision import resolve_precision
 

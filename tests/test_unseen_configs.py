@@ -12,7 +12,8 @@ from solver.errors import InputError
 from solver.estimate.params import count_params
 from solver.specs.config.encoders import read_encoders
 from solver.specs.layers import DenseFFN
-from solver.specs.model import ModelSpec, parse_model_config
+from solver.specs.config.read import parse_model_config
+from solver.specs.model import ModelSpec
 
 DATA = Path(__file__).parent / "data" / "configs_unseen"
 

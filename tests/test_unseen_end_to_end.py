@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from solver.specs.model import ModelSpec, parse_model_config
+from solver.specs.config.read import parse_model_config
+
+from solver.specs.model import ModelSpec
 from solver.specs.parallel import SEQUENCE_KNOBS, absent_knob_problems, model_knobs
 
 DATA = Path(__file__).parent / "data" / "configs_unseen"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from solver.catalog import catalog_dir
 from solver.errors import InputError
-from solver.specs.model import ModelSpec, parse_model_config
+from solver.specs.config.read import parse_model_config
+from solver.specs.model import ModelSpec
 from solver.specs.validation import load_json, load_yaml
 
 

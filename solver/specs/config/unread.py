@@ -1,6 +1,6 @@
 """What a config says that the parser never read.
 
-A config of a family the parser has no defaults for is read by field convention (model.py), so a family that
+A config of a family the parser has no defaults for is read by field convention (read.py), so a family that
 spells a size in its own words (Step-3's moe_layers_enum, a cross-layer KV share; ERNIE-4.5's moe_num_experts
 until it was read)
 would otherwise be sized without it, as if the field were not there. Three rules:
