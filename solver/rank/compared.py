@@ -67,7 +67,7 @@ def decode_attn_tp_needed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, 
     attention TP (a divisor of this one; the knobs the engine ties to it, dense FFN and the vocabulary / o_proj
     degrees, following where they must) that the engine accepts, that fits, and whose decode step is no slower;
     None when this attention TP is that value."""
-    from solver.rank.explain import side_variants
+    from solver.rank.explain import side_variants  # explain and select load the planner (OR-Tools): only here
 
     for a in (d for d in range(1, pc.attn_tp_size) if pc.attn_tp_size % d == 0):
         base = pc.knobs()
