@@ -120,6 +120,17 @@ def test_cp_and_kvp_shard_the_cache_by_tokens(knob: str) -> None:
         assert _kv(alias, 8, **{knob: 8}) == pytest.approx(_kv(alias, 1) / 8)
 
 
+def test_a_batch_below_the_replicas_holds_one_whole_sequence_on_the_busiest_rank() -> None:
+    # 8 attention replicas (TP 1), 4 requests: four ranks each hold one whole request, the busiest rank's cache
+    # is one sequence's (not half of one); 12 requests: the busiest holds two
+    one = _kv("deepseek-v3", 1)
+    assert _kv("deepseek-v3", 8, batch=4) == pytest.approx(one)
+    assert _kv("deepseek-v3", 8, batch=12) == pytest.approx(2 * one)
+    model, pc = load_model("qwen3-next"), make_parallel_config(8)
+    assert state_per_rank(model, pc, _prec("qwen3-next"), 4, 4096) == state_per_rank(model, pc, _prec("qwen3-next"),
+                                                                                       8, 4096)
+
+
 def test_sp_keeps_full_attention_weights_and_full_cache_per_rank() -> None:
     for alias in ("llama-3.1-70b", "deepseek-v3.2"):
         alone, sp = _weights(alias, 1), _weights(alias, 4, attn_sp_size=4)

@@ -240,11 +240,17 @@ def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
     return _REQUEST_STATE.get((model,), (pc.attn_tp_size, shards, prec.kv_bytes, seq_len, mtp_layers), build)
 
 
+def held_per_replica(batch: float, pc: ParallelConfig) -> int:
+    """Sequences the busiest attention replica holds: a request is not split across replicas, so a batch below
+    the replica count still leaves one whole sequence on a rank."""
+    return math.ceil(batch / pc.attn_replicas)
+
+
 def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
                    mtp_layers: int = 0) -> tuple[float, float, float]:
     """(KV bytes, indexer bytes, sequences per rank). CP and KVP shard tokens; TP shards GQA heads only.
     Constant per-request state (linear / SSM layers): `state_per_rank`."""
-    seqs = batch / pc.attn_replicas
+    seqs = held_per_replica(batch, pc)
     st = request_state(model, pc, prec, seq_len, mtp_layers)
     return seqs * st.kv, seqs * st.index, seqs
 
@@ -252,7 +258,7 @@ def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch:
 def state_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
                    mtp_layers: int = 0) -> float:
     """Constant per-request state (linear attention, SSM) of the sequences a rank holds."""
-    seqs = batch / pc.attn_replicas
+    seqs = held_per_replica(batch, pc)
     return seqs * request_state(model, pc, prec, seq_len, mtp_layers).constant
 
 
