@@ -8,7 +8,8 @@ from solver.errors import InputError
 from solver.estimate.compute import Work, factors_for
 from solver.estimate.memory import memory_per_rank, stage_memory
 from solver.estimate.params import count_params
-from solver.estimate.pipeline import microbatches, prefill_traversal, send_s, send_tier, slots, stage_sizes, stages
+from solver.estimate.pipeline import microbatches, prefill_traversal, send_s, send_tier, slots, stages
+from solver.specs.model_rules import stage_sizes
 from solver.estimate.serving import ServingPolicy, ServingShape, Workload, estimate, serving_times
 from solver.estimate.step import step_cost
 from solver.launch import LaunchInputs, emit_launch

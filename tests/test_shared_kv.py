@@ -26,6 +26,10 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.layers import Attention, CrossAttention, Layer
 from solver.specs.config.read import parse_model_config
 from solver.specs.parallel import make_parallel_config
+from solver.specs.framework import load_framework
+from solver.specs.model_rules import kv_sharing_split, model_problems
+from solver.space.domains import build_space
+from solver.specs.scenario import Scenario
 from solver.specs.precision import resolve_precision
 
 HW = toy_hardware()
@@ -190,6 +194,31 @@ def test_num_kv_shared_layers_leaving_no_source_layer_is_refused() -> None:
     types = ["sliding_attention"] * 4 + ["full_attention"] * 2
     with pytest.raises(InputError, match=r"num_kv_shared_layers: 2: layer 4 \(full\) has no earlier full layer"):
         parse_model_config(_shared(layer_types=types, num_kv_shared_layers=2), "toy")
+
+
+def test_a_pipeline_stage_boundary_inside_a_kv_sharing_group_breaks_a_model_rule() -> None:
+    # CLA groups (0, 1), (2, 3), (4, 5): pp 2 (layers 0-2 | 3-5) leaves layer 3 without layer 2's cache; pp 3
+    # (2 + 2 + 2) keeps every group; pp 6 splits each
+    cla = parse_model_config(_toy(num_hidden_layers=6, use_cla=True, cla_share_factor=2), "toy")
+    assert [kv_sharing_split(cla, pp) for pp in (1, 2, 3, 6)] == [None, (3, 2), None, (1, 0)]
+    # the last three layers read layers 2 (sliding) and 1 (full): any boundary after layer 1 leaves layer 3
+    # (full) on another stage than layer 1
+    shared = parse_model_config(_shared(), "toy")
+    assert [kv_sharing_split(shared, pp) for pp in (2, 3)] == [(3, 1), (3, 1)]
+    fw = load_framework("generic")
+    problems = model_problems(cla, make_parallel_config(6, pp_size=6), fw)
+    assert any(p.startswith("pp_size 6: layer 1 attends with the K/V of layer 0") for p in problems)
+    assert not model_problems(cla, make_parallel_config(6, pp_size=3), fw)
+
+
+def test_the_space_drops_pipeline_sizes_that_split_a_kv_sharing_group() -> None:
+    cla = parse_model_config(_toy(num_hidden_layers=6, use_cla=True, cla_share_factor=2), "toy")
+    space = build_space(cla, load_hardware("h100_sxm"), load_framework("generic"), 6,
+                        Scenario(kind="balanced", isl=1024, osl=128))
+    assert 3 in space.domains["pp_size"] and 2 not in space.domains["pp_size"]
+    assert 6 not in space.domains["pp_size"]
+    assert {(p.value, p.rule) for p in space.pruned if p.knob == "pp_size"} >= {
+        (2, "A.pp_keeps_kv_sharing_groups"), (6, "A.pp_keeps_kv_sharing_groups")}
 
 
 # -------------------------------------------------------------------------------- cross-attention

@@ -23,12 +23,7 @@ from solver.estimate import comm
 from solver.memo import IdentityMemo
 from solver.specs.layers.base import ACT_BYTES
 from solver.specs.model import ModelSpec
-
-
-def stage_sizes(num_layers: int, pp: int) -> tuple[int, ...]:
-    """Layers per stage, balanced: the first num_layers % pp stages hold one more."""
-    base, extra = divmod(num_layers, pp)
-    return tuple(base + (1 if i < extra else 0) for i in range(pp))
+from solver.specs.model_rules import stage_sizes
 
 
 @dataclass(frozen=True)
@@ -130,5 +125,5 @@ def send_s(hw, stage_world: int, tokens: float, hidden: int, comm_eff: float) ->
     return comm.send_recv_s(hw, tokens * hidden * ACT_BYTES, send_tier(hw, stage_world), comm_eff)
 
 
-__all__ = ["Stage", "stages", "distinct_stages", "stage_sizes", "microbatches", "slots", "prefill_traversal", "send_s",
+__all__ = ["Stage", "stages", "distinct_stages", "microbatches", "slots", "prefill_traversal", "send_s",
            "send_tier", "replace"]

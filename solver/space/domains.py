@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
+from solver.specs.model_rules import kv_sharing_split
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs, smallest_redundant
 from solver.specs.scenario import Scenario
 
@@ -144,6 +145,8 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
     if knob == "pp_size" and value > 1:
         if value > model.num_layers:
             return "A.pp_at_most_layers"
+        if kv_sharing_split(model, value):
+            return "A.pp_keeps_kv_sharing_groups"
         if not pp_fits_nodes(world, value, hw):
             return "B.pp_stage_whole_nodes"
     if knob == "cp_size" and value != 1 and cp_is_renamed(scenario):

@@ -7,6 +7,33 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig, absent_knob_problems
 
 
+def stage_sizes(num_layers: int, pp: int) -> tuple[int, ...]:
+    """Layers per pipeline stage, balanced: the first num_layers % pp stages hold one more (estimate.pipeline)."""
+    base, extra = divmod(num_layers, pp)
+    return tuple(base + (1 if i < extra else 0) for i in range(pp))
+
+
+def kv_sharing_split(model: ModelSpec, pp: int) -> tuple[int, int] | None:
+    """(layer, source) of the first layer attending with K/V that another pipeline stage caches, or None: a
+    layer that borrows an earlier layer's K/V (use_cla, num_kv_shared_layers) reads that layer's cache, which
+    lives on the source's stage, so a stage boundary between them leaves it nothing to attend to. The source is
+    the nearest earlier layer of the same attention kind that caches its own K/V (the group's first under CLA,
+    the last such layer before the shared ones under num_kv_shared_layers)."""
+    if pp <= 1:
+        return None
+    stage_of = [i for i, n in enumerate(stage_sizes(len(model.layers), pp)) for _ in range(n)]
+    mixers = [layer.mixer for layer in model.layers]
+    for i, m in enumerate(mixers):
+        if not getattr(m, "kv_shared", False):
+            continue
+        src = next((j for j in range(i - 1, -1, -1) if type(mixers[j]) is type(m)
+                    and getattr(mixers[j], "window", None) == getattr(m, "window", None)
+                    and not getattr(mixers[j], "kv_shared", False)), None)
+        if src is not None and stage_of[src] != stage_of[i]:
+            return i, src
+    return None
+
+
 def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -> list[str]:
     """One line per class-A (model) rule the config breaks: knobs of modules the model lacks, sizes that do not
     divide the world, heads, KV heads (where the framework splits them), expert slots or the MLA o_proj width, more
@@ -30,6 +57,11 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
         out.append(f"{slots} % moe_ep_size {pc.moe_ep_size} != 0")
     if pc.pp_size > model.num_layers:
         out.append(f"pp_size {pc.pp_size} > num_layers {model.num_layers}: a stage would hold no layer")
+    split = kv_sharing_split(model, pc.pp_size) if pc.pp_size <= model.num_layers else None
+    if split:
+        out.append(f"pp_size {pc.pp_size}: layer {split[0]} attends with the K/V of layer {split[1]}, which "
+                   "another stage caches (use_cla / num_kv_shared_layers); choose a pp_size whose stage "
+                   "boundaries fall between K/V-sharing groups")
     if pc.pp_size > 1 and W % pc.pp_size == 0:
         S = pc.stage_world
         out += [f"stage size {S} (world {W} / pp {pc.pp_size}) % {k} = {v} != 0"
