@@ -119,6 +119,11 @@ HAND: dict[str, int] = {
     "google--paligemma2-3b-pt-224": 257216 * 2304
     + 26 * (lin(2304, 2048) + 2 * lin(2304, 1024) + lin(2048, 2304) + gated(2304, 9216) + 4 * 2304) + 2304
     + siglip_so400m(224) + lin(1152, 2304, True),
+    # PaliGemma-3B-224 (the first): Gemma-2B (257216 x 2048, 18 layers, 8 / 1 heads x 256, 16384, two RMSNorms a
+    # layer, tied), the same SigLIP at 224, one biased linear 1152 -> 2048
+    "google--paligemma-3b-pt-224": 257216 * 2048
+    + 18 * (lin(2048, 2048) + 2 * lin(2048, 256) + lin(2048, 2048) + gated(2048, 16384) + 2 * 2048) + 2048
+    + siglip_so400m(224) + lin(1152, 2048, True),
     # Pixtral-12B (llava): the Mistral-NeMo-style text model (131072 x 5120, 40 layers, 32 / 8 heads x 128, 14336,
     # untied); the Pixtral tower: bias-free patch Conv2d 3 x 16 x 16 -> 1024, ln_pre (RMSNorm), 24 layers of
     # attention_norm, q / k / v / o 1024 -> 1024 and gate / up / down 4096 without bias, ffn_norm (2D RoPE: no
