@@ -45,6 +45,12 @@ BLOCK_TYPE = {"mamba": ("mamba", None), "mamba2": ("mamba", None), "moe": (None,
               "attention": ("full", None), "mlp": (None, "dense")}
 PATTERN_CHAR = {"M": ("mamba", None), "E": (None, "moe"), "*": ("full", None), "-": (None, "dense")}
 MLP_LAYER_TYPE = {"dense": "dense", "mlp": "dense", "moe": "moe", "sparse": "moe"}
+# layers_block_type entries the layer kinds cannot express, with why (said in the refusal)
+UNMODELLED_BLOCK_TYPE = {
+    "hybrid": "a Mamba layer that also runs one of num_mem_blocks attention + MLP blocks shared across layers (on "
+              "the hidden state and the embedding, 2 x hidden, with a LoRA adapter per use): weights shared across "
+              "layers are not modelled (Zamba2)",
+}
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,9 @@ def one_block_pattern(f: Fields) -> tuple[str, list[tuple[str | None, str | None
         out = []
         for i, t in enumerate(types):
             if t not in BLOCK_TYPE:
-                raise f.err("layers_block_type", f"unknown entry {t!r} at index {i} (known: {', '.join(BLOCK_TYPE)})")
+                why = UNMODELLED_BLOCK_TYPE.get(t)
+                raise f.err("layers_block_type", f"unknown entry {t!r} at index {i}: {why}" if why else
+                            f"unknown entry {t!r} at index {i} (known: {', '.join(BLOCK_TYPE)})")
             out.append(BLOCK_TYPE[t])
         return "layers_block_type", out
     return None
