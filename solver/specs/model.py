@@ -140,7 +140,7 @@ class ModelSpec:
         moe = "moe" if self.is_moe else "dense"
         if kinds & {"GatedDeltaNet", "Lightning", "KDA"}:
             return f"{moe}+hybrid-linear" if self.is_moe else "hybrid-linear"
-        if kinds & {"Mamba2", "Mamba1"}:
+        if kinds & {"Mamba2", "Mamba1", "RGLRU"}:  # a recurrent state per request (RG-LRU: RecurrentGemma)
             if self.attention_kind == "none" and not self.is_moe:  # a pure SSM stack (Mamba, Mamba-2)
                 return "ssm"
             return f"{moe}+hybrid-ssm" if self.is_moe else "hybrid-ssm"

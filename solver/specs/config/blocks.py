@@ -110,8 +110,8 @@ class BlockReader:
         return 2  # engines keep the state in the model dtype unless the config says otherwise
 
     def window(self, kind: str) -> int | None:
-        if kind == "sliding":
-            return self.f.int("sliding_window", "window_size", maximum=10**9)
+        if kind == "sliding":  # RecurrentGemma names its local attention's window attention_window_size
+            return self.f.int("sliding_window", "window_size", "attention_window_size", maximum=10**9)
         if kind == "chunked":
             return self.f.int("attention_chunk_size", maximum=10**9)
         return None
@@ -216,7 +216,14 @@ class BlockReader:
         from solver.specs.layers.mamba import Mamba2
 
         heads = f.int("mamba_num_heads", "mamba_n_heads", *(("num_heads",) if pure else ()))
-        head_dim = f.int("mamba_head_dim", "mamba_d_head", *(("head_dim",) if pure else ()))
+        if f.cfg.get("mamba_d_head") == "auto":  # BambaConfig: mamba_expand x hidden split over the heads
+            inner = f.int("mamba_expand", default=2) * self.h
+            if inner % heads:
+                raise f.err("mamba_d_head", f"auto: mamba_expand x hidden_size ({inner}) is not a multiple of "
+                                            f"mamba_n_heads ({heads})")
+            head_dim = inner // heads
+        else:
+            head_dim = f.int("mamba_head_dim", "mamba_d_head", *(("head_dim",) if pure else ()))
         return Mamba2(hidden=self.h, heads=heads, head_dim=head_dim,
                       state_size=f.int("ssm_state_size", "mamba_d_state", "state_size"),
                       groups=f.int("n_groups", "mamba_n_groups", default=1),
@@ -237,6 +244,19 @@ class BlockReader:
                                   "than the hidden size is not modelled")
         return ShortConv(hidden=self.h, kernel=f.int("conv_L_cache", "conv_kernel", default=3),
                          bias=f.bool("conv_bias"))
+
+    def rglru(self) -> Block:
+        """RecurrentGemma's recurrent block (layers/rglru.py): lru_width channels (the hidden size when not
+        given), a depthwise conv of conv1d_width, gates block-diagonal over num_attention_heads."""
+        from solver.specs.layers.rglru import RGLRU
+
+        f = self.f
+        width = f.int("lru_width", default=self.h)
+        if width % self.heads:
+            raise f.err("lru_width", f"{width} is not a multiple of num_attention_heads ({self.heads}), which "
+                                     "splits the RG-LRU gates into blocks")
+        return RGLRU(hidden=self.h, width=width, heads=self.heads, conv_kernel=f.int("conv1d_width", default=4),
+                     state_dtype_bytes=self.state_bytes)
 
     def compressed(self, index: int) -> CompressedAttention:
         """DeepSeek-V4 layer `index` (an index past the stack reads the MTP layers' entries)."""
@@ -298,6 +318,8 @@ class BlockReader:
             return self.mamba()
         if kind == "conv":
             return self.short_conv()
+        if kind == "rglru":
+            return self.rglru()
         raise self.f.err("layer_types", f"unknown mixer {kind!r}")
 
     # ---------------------------------------------------------------------------------------------- FFNs
@@ -318,7 +340,8 @@ class BlockReader:
                     width = int(f.number("block_ffn_dim_multiplier", 0.0, 1000.0) * width)
                 multiple = f.int("block_multiple_of", default=256)
                 width = multiple * -(-width // multiple)
-            return width
+            divisor = f.int("_ffn_width_divisor", default=1)  # RecurrentGemmaMlp: intermediate_size // 2
+            return width // divisor
         four_x = cfg.get("_ffn_4x_hidden")
         if four_x is None:
             raise f.err("intermediate_size", "missing (required to size the dense FFN)")

@@ -30,6 +30,14 @@ model_type and the text model's) on top:
                             h x its length; biases as the wrapper's multimodal_projector_bias (default true)
   _vision_projector_norm    a LayerNorm over the merged width h m^2 before those linears (InternVL's mlp1[0])
   _vision_image_newline     one learned text-width vector marks the end of image rows (LLaVA-NeXT image_newline)
+  _vision_hidden_is_output  the tower is embed_dim wide and its hidden_size is the merger's output width
+                            (Qwen2VLVisionConfig); an MLP width not written is mlp_ratio x the width (timm's convention)
+  _vision_projector_shuffle_linear  one bias-free linear from the pixel-shuffled width h x scale_factor^2 (the
+                            wrapper's scale_factor) into the text width (Idefics3Connector)
+  _vision_projector_biased_linear   one biased linear h -> projection_dim, no norm (PaliGemmaMultiModalProjector)
+  _vision_config_defaults   the wrapper's default vision config (LlavaConfig's CLIP ViT-L/14-336, PaliGemmaConfig's
+                            SigLIP), read where the vision_config leaves a field out, in a note: transformers writes
+                            a nested config as its diff against that default (Pixtral-12B's writes no hidden_size)
   _vision_refused           why the family's tower is not counted: the config is refused, naming the encoder
                             key (GLM-4.1V / 4.5V), rather than miscounted by the convention
 Learned 2D position tables written as init_pos_emb_height x init_pos_emb_width (MoonViT) count that many rows.
@@ -51,7 +59,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from solver.specs.config.fields import Fields
+from solver.specs.config.fields import Fields, ReadRecorder
 
 ENCODER_KEYS = ("vision_config", "audio_config", "vision_tower")
 
@@ -71,9 +79,13 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     where some families write the projector's fields (Mistral3: spatial_merge_size, multimodal_projector_bias)."""
     c = f.cfg
     layers = f.int("depth", "num_hidden_layers", "vt_num_hidden_layers", maximum=10_000)
-    h = f.int("hidden_size", "vt_hidden_size", "embed_dim")
+    # Qwen2-VL's tower is embed_dim wide; its hidden_size is the merger's output (the fact _vision_hidden_is_output)
+    h = f.int("embed_dim") if facts.get("_vision_hidden_is_output") else f.int("hidden_size", "vt_hidden_size",
+                                                                                 "embed_dim")
     if f.has("intermediate_size", "vt_intermediate_size"):
         inter = f.int("intermediate_size", "vt_intermediate_size")
+    elif f.has("mlp_ratio"):  # timm's convention: the MLP is mlp_ratio x the width (Qwen2-VL)
+        inter = f.int("mlp_ratio", maximum=1024) * h
     else:  # the ViT convention, said as the dense FFN says its own (config/blocks.py dense_width)
         inter = 4 * h
         notes.append(f"{f.prefix}intermediate_size: not given; the encoder's MLP width is read as 4 x hidden size "
@@ -123,7 +135,12 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
     """Parameters from the tower's width `h` into the text width: the module docstring's projector
     conventions (one linear; a patch merger MLP; the family facts' two-linear MLPs)."""
     c = f.cfg
-    out = f.int("out_hidden_size", "text_hidden_size", default=text_hidden)
+    if facts.get("_vision_hidden_is_output"):
+        out = f.int("hidden_size")
+    elif facts.get("_vision_projector_biased_linear"):  # into projection_dim (PaliGemma writes it on both)
+        out = f.int("projection_dim", default=wrapper.int("projection_dim", default=text_hidden))
+    else:
+        out = f.int("out_hidden_size", "text_hidden_size", default=text_hidden)
     merge = f.int("spatial_merge_size", default=wrapper.int("spatial_merge_size", default=1))
     if isinstance(c.get("merge_kernel_size"), list):
         merge = f.int_list("merge_kernel_size")[0]  # type: ignore[index]
@@ -138,6 +155,12 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         wide = h * merge * merge * (len(fed) if isinstance(fed, list) and fed else 1)
         newline = out if facts.get("_vision_image_newline") else 0
         return (2 * wide if facts.get("_vision_projector_norm") else 0) + _mlp_into_text(wide, out, pb) + newline
+    if facts.get("_vision_projector_shuffle_linear"):
+        # Idefics3Connector: a pixel shuffle by the wrapper's scale_factor, then one bias-free linear
+        factor = wrapper.int("scale_factor", maximum=64)
+        return h * factor * factor * out
+    if facts.get("_vision_projector_biased_linear"):
+        return h * out + out  # PaliGemmaMultiModalProjector: one biased linear, no norm
     if facts.get("_vision_projector_mlp"):
         # a norm on the tower's output, a patch merger (h m^2 -> h, no bias) where patches merge, then the MLP
         # into the text width (Mistral3's projector)
@@ -218,9 +241,13 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
             continue
         if not isinstance(sub, dict):
             raise Fields(raw, origin).err(key, "must be an object")
-        f = Fields(sub, origin, prefix=f"{key}.")
         own = families.get(str(sub.get("model_type") or "")) or {}
         facts = {**{k: v for k, v in own.items() if str(k).startswith("_vision_")}, **wrapper_facts}
+        defaults = facts.get("_vision_config_defaults") if key == "vision_config" else None
+        taken = [k for k in (defaults or {}) if k not in sub]
+        if taken:  # the wrapper's default vision config, where a diffed vision_config leaves a field out
+            sub = ReadRecorder({**sub, **{k: defaults[k] for k in taken}})  # type: ignore[index]
+        f = Fields(sub, origin, prefix=f"{key}.")
         if facts.get("_vision_refused"):  # a tower the conventions cannot express and no fact yet describes
             raise Fields(raw, origin).err(key, f"{facts['_vision_refused']}; not counted rather than miscounted "
                                                "(drop it to size the language model alone)")
@@ -228,5 +255,9 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
             params, layers, h = _tiled_vit(f, text_hidden)
         else:
             params, layers, h = _vit(f, Fields(raw, origin), text_hidden, notes, facts)
+        read = [k for k in taken if k in getattr(sub, "looked_up", ())]
+        if read:
+            notes.append(f"{key}.{', '.join(read)}: not written; read as {raw.get('model_type')}'s default vision "
+                         "config (a nested config is written as its difference from that default)")
         out.append(Encoder("audio" if key.startswith("audio") else "vision", params, layers, h))
     return out

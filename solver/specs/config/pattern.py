@@ -1,6 +1,6 @@
 """The layer pattern: which mixer and which FFN each layer has, read from the config's own conventions.
 
-Mixer kinds: full, sliding, chunked (softmax attention, windowed or not), linear, mamba, conv, none. FFN kinds:
+Mixer kinds: full, sliding, chunked (softmax attention, windowed or not), linear, mamba, conv, rglru, none. FFN kinds:
 dense, moe, none. Conventions read, in order of precedence:
   one block per layer:  hybrid_override_pattern ("M" Mamba, "E" MoE, "*" attention, "-" MLP) or
                         layers_block_type (mamba / moe / attention / mlp), Nemotron-H
@@ -11,6 +11,9 @@ dense, moe, none. Conventions read, in order of precedence:
                         num_kv_shared_layers (Gemma-3n: the last N layers attend with the K/V of the last earlier
                         layer of the same attention type; their k / v projections are stored, not run)
   mixers:               compress_ratios (DeepSeek-V4); layer_types | attention_layers (GPT-Neo); attn_type_list (0 linear, 1 softmax);
+                        attn_layer_indices (Bamba: attention at the listed layers, Mamba elsewhere);
+                        block_types (RecurrentGemma: recurrent / attention, repeated over the stack; its attention
+                        layers are local when attention_window_size is given);
                         attn_layer_period / attn_layer_offset (Jamba); linear_attn_config.kda_layers /
                         full_attn_layers (1-based); full_attention_interval; block_configs[i].attention.no_op;
                         sliding_window_pattern (every N-th layer global, or a string such as "LLLG");
@@ -36,10 +39,18 @@ LAYER_TYPE_MIXER = {
     "chunked_attention": "chunked", "linear_attention": "linear", "mamba": "mamba", "mamba2": "mamba",
     "conv": "conv",  # LFM2: a gated short convolution (layers/conv.py)
 }
+# block_types entries (RecurrentGemma): "recurrent" is the RG-LRU block (layers/rglru.py)
+BLOCK_TYPES_MIXER = {"recurrent": "rglru", "attention": "full"}
 BLOCK_TYPE = {"mamba": ("mamba", None), "mamba2": ("mamba", None), "moe": (None, "moe"),
               "attention": ("full", None), "mlp": (None, "dense")}
 PATTERN_CHAR = {"M": ("mamba", None), "E": (None, "moe"), "*": ("full", None), "-": (None, "dense")}
 MLP_LAYER_TYPE = {"dense": "dense", "mlp": "dense", "moe": "moe", "sparse": "moe"}
+# layers_block_type entries the layer kinds cannot express, with why (said in the refusal)
+UNMODELLED_BLOCK_TYPE = {
+    "hybrid": "a Mamba layer that also runs one of num_mem_blocks attention + MLP blocks shared across layers (on "
+              "the hidden state and the embedding, 2 x hidden, with a LoRA adapter per use): weights shared across "
+              "layers are not modelled (Zamba2)",
+}
 
 
 @dataclass(frozen=True)
@@ -72,7 +83,9 @@ def one_block_pattern(f: Fields) -> tuple[str, list[tuple[str | None, str | None
         out = []
         for i, t in enumerate(types):
             if t not in BLOCK_TYPE:
-                raise f.err("layers_block_type", f"unknown entry {t!r} at index {i} (known: {', '.join(BLOCK_TYPE)})")
+                why = UNMODELLED_BLOCK_TYPE.get(t)
+                raise f.err("layers_block_type", f"unknown entry {t!r} at index {i}: {why}" if why else
+                            f"unknown entry {t!r} at index {i} (known: {', '.join(BLOCK_TYPE)})")
             out.append(BLOCK_TYPE[t])
         return "layers_block_type", out
     return None
@@ -107,6 +120,25 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
                 raise f.err(types_field, f"unknown entry {t!r} at index {i} (known: {', '.join(LAYER_TYPE_MIXER)})")
             out.append(LAYER_TYPE_MIXER[t])
         return out, types_field
+    if cfg.get("attn_layer_indices") is not None:
+        # Bamba: softmax attention at these layers, a Mamba mixer at every other (each layer keeps its FFN)
+        index = f.int_list("attn_layer_indices") or []
+        bad = sorted({i for i in index if i >= layers})
+        if bad:
+            raise f.err("attn_layer_indices", f"layer indices {bad} outside 0..{layers - 1}")
+        return ["full" if i in index else "mamba" for i in range(layers)], "attn_layer_indices"
+    if cfg.get("block_types") is not None:
+        # RecurrentGemma: the list repeats over the stack (layer i is block_types[i % len]); its attention is
+        # local, over attention_window_size tokens, when that is given
+        types = f.str_list("block_types") or []
+        if not types:
+            raise f.err("block_types", "must not be empty")
+        for i, t in enumerate(types):
+            if t not in BLOCK_TYPES_MIXER:
+                raise f.err("block_types", f"unknown entry {t!r} at index {i} (known: {', '.join(BLOCK_TYPES_MIXER)})")
+        local = f.has("attention_window_size")
+        kinds = [BLOCK_TYPES_MIXER[types[i % len(types)]] for i in range(layers)]
+        return [("sliding" if local and k == "full" else k) for k in kinds], "block_types"
     if cfg.get("attn_type_list") is not None:
         flags = f.int_list("attn_type_list", layers) or []
         if any(v not in (0, 1) for v in flags):

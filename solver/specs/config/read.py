@@ -54,12 +54,19 @@ def _text_config(raw: dict[str, Any], origin: str) -> tuple[dict[str, Any], str]
 
 
 def _wrapper_fields_read_nested(raw: dict[str, Any], text: dict[str, Any], prefix: str, read: set,
-                                origin: str) -> None:
+                                origin: str, own: list[str] | None = None, notes: list[str] | None = None) -> None:
     """A field the parser reads from the nested language-model config, also given at the wrapper's top level
     with another value (or only there), would be dropped unread: the nested one (or its default) sizes the
-    model. One error naming it (the wrapper's own fields, lifted where the nested config lacks them, excepted)."""
+    model. One error naming it (the wrapper's own fields, lifted where the nested config lacks them, excepted).
+    `own` are fields the wrapper's config class keeps for itself and no module reads (the family fact
+    _wrapper_own_fields: PaliGemmaConfig.hidden_size); they are named in `notes` where they differ."""
     for key in raw:
         if key in _LIFTED or key == "model_type" or key == prefix.rstrip(".") or key not in read:
+            continue
+        if key in (own or ()):
+            if notes is not None and raw[key] != text.get(key):
+                notes.append(f"{key}: the wrapper's own field ({raw[key]!r}), which sizes no module; the language "
+                             f"model's is {prefix}{key} ({text.get(key)!r})")
             continue
         if key not in text:
             raise InputError(origin, f"{key}: given at the top level ({raw[key]!r}) but the language model is read "
@@ -202,7 +209,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     max_pos = f.opt_int(*CONTEXT_FIELDS, maximum=2**40)
     outside = outside_stack(f, hidden)
     if prefix:  # before check_unread, which looks at every key left
-        _wrapper_fields_read_nested(raw, text, prefix, set(cfg.looked_up), origin)
+        _wrapper_fields_read_nested(raw, text, prefix, set(cfg.looked_up), origin,
+                                    defaulted.get("_wrapper_own_fields"), warnings)
     read = [k for k in from_wrapper if k in cfg.looked_up]
     if read:
         warnings.append(f"{prefix}{', '.join(read)}: not written; read as {wrapper_type}'s default text config "

@@ -45,13 +45,20 @@ _SIZES_NOTHING = re.compile(r"dropout|pdrop|eps(ilon)?$|init|rope|rotary|act(iva
 # models cross-layer attention (Hunyuan's use_cla) and KV-shared last layers (Gemma's num_kv_shared_layers):
 # config/pattern.py reads both
 _UNMODELLED: tuple[str, ...] = ()
-# features whose weights the stack cannot count, refused when on (Gemma-3n): the model would be sized without
-# them, and their share is not small
+# features whose weights the stack cannot count, refused when on (Gemma-3n, the Omni models, Phi-4-multimodal):
+# the model would be sized without them, and their share is not small
 _REFUSED = {
     "hidden_size_per_layer_input": "per-layer input embeddings (a vocab_size_per_layer_input x layers x width "
                                    "table, its projection and per-layer gates)",
     "altup_num_inputs": "AltUp (several predicted copies of the hidden state with their router and coefficients)",
     "laurel_rank": "LAuReL low-rank residual blocks",
+    # an omni model's language model sits in its thinker beside an audio tower, and a talker and a token-to-wave
+    # model speak (Qwen2.5-Omni, Qwen3-Omni): none of their tensors has a counting convention here
+    "thinker_config": "the audio tower and the talker / token2wav speech models of a thinker-talker model",
+    # Phi-4-multimodal: a LoRA adapter set per modality on the text model's linears, and a conformer audio encoder
+    "vision_lora": "LoRA adapters per modality (rank r on the text model's linears a name pattern selects)",
+    "speech_lora": "LoRA adapters per modality (rank r on the text model's linears a name pattern selects)",
+    "audio_processor": "a conformer audio encoder (convolution subsampling, conformer blocks, relative-position bias)",
 }
 
 
@@ -60,7 +67,8 @@ def refuse_uncountable(f: Fields) -> None:
     for key, what in _REFUSED.items():
         value = f.cfg.get(key)
         if _set(value) and not (key == "altup_num_inputs" and value == 1):
-            raise f.err(key, f"{value!r}: {what} are not modelled; the model would be sized without them")
+            shown = "given" if isinstance(value, (dict, list)) else repr(value)  # one line, not a nested config
+            raise f.err(key, f"{shown}: {what} are not modelled; the model would be sized without them")
 
 
 def _set(value: Any) -> bool:

@@ -8,11 +8,11 @@ from solver.specs.layers.mla import MLA
 from solver.specs.layers.moe import MoE
 
 __all__ = ["Attention", "CompressedAttention", "CrossAttention", "Block", "DenseFFN", "GatedDeltaNet", "Indexer", "KDA", "Layer", "Lightning", "MLA",
-           "Mamba1", "Mamba2", "MoE", "Part", "Share", "ShortConv", "State", "grouped", "runs"]
+           "Mamba1", "Mamba2", "MoE", "Part", "RGLRU", "Share", "ShortConv", "State", "grouped", "runs"]
 
-# the linear-attention, SSM, short-conv and cross-attention layers load with the first model that has one (`inspect` of a transformer skips them)
+# the linear-attention, SSM, RG-LRU, short-conv and cross-attention layers load with the first model that has one (`inspect` of a transformer skips them)
 _LAZY = {"KDA": "linear", "GatedDeltaNet": "linear", "Lightning": "linear", "Mamba1": "mamba", "Mamba2": "mamba",
-         "ShortConv": "conv", "CrossAttention": "cross"}
+         "ShortConv": "conv", "CrossAttention": "cross", "RGLRU": "rglru"}
 
 
 def __getattr__(name: str):
