@@ -52,6 +52,7 @@ _REFUSED = {
                                    "table, its projection and per-layer gates)",
     "altup_num_inputs": "AltUp (several predicted copies of the hidden state with their router and coefficients)",
     "laurel_rank": "LAuReL low-rank residual blocks",
+    "qk_ln": "MPT's q / k LayerNorms (attn_config.qk_ln)",
 }
 
 
@@ -80,4 +81,4 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
              and not _SIZES_NOTHING.search(str(k))]
     if named:
         warnings.append(f"fields not read (the model is sized without them): "
-                        + ", ".join(f"{f.prefix}{k}={quoted(repr(cfg[k]))}" for k in named))
+                        + ", ".join(f"{f.path(k)}={quoted(repr(cfg[k]))}" for k in named))
