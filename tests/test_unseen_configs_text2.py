@@ -219,7 +219,7 @@ def test_moe_layer_frequency_places_the_moe_layers_and_their_residual_mlps() -> 
     cfg["moe_layer_frequency"] = 2  # ArcticDecoderLayer: MoE where (layer_id + 1) % 2 == 0
     spec = parse_model_config(cfg, "x")
     assert [len(layer.ffns) for layer in spec.layers[:4]] == [1, 2, 1, 2]
-    assert spec.layers[0].ffn.inter == 4864 and spec.layers[0].norms == 2  # a dense layer: one MLP of intermediate_size
+    assert [layer.norms for layer in spec.layers[:2]] == [2, 3]  # the residual MLP and its norm on MoE layers only
 
 
 def test_olmoe_q_and_k_norms_span_all_heads() -> None:
@@ -340,3 +340,24 @@ def test_inspect_prints_every_text_config(name: str) -> None:
     result = CliRunner().invoke(cli, ["inspect", str(DATA / f"{name}.json")])
     assert result.exit_code == 0, result.output
     assert f"{HAND[name]:,}" in result.output or f"{HAND[name] / 1e9:.2f}" in result.output
+
+
+def test_mpt_without_alibi_is_refused() -> None:
+    """MptModel always runs ALiBi and builds no position table; a checkpoint trained without it (learned_pos_emb, or
+    RoPE) holds weights the stack does not count: refused by the family's _refused_when, naming the field."""
+    cfg = _load("mosaicml--mpt-7b")
+    cfg["attn_config"]["alibi"] = False
+    with pytest.raises(InputError, match=r"attn_config\.alibi: False: MPT without ALiBi takes a learned position"):
+        parse_model_config(cfg, "x")
+
+
+@pytest.mark.parametrize("name, cards", [("databricks--dbrx-instruct", 8), ("Snowflake--snowflake-arctic-instruct", 16),
+                                         ("mosaicml--mpt-7b", 8), ("stabilityai--stablelm-2-1_6b", 8)])
+def test_the_planner_solves_the_new_layer_kinds(name: str, cards: int) -> None:
+    """End to end: nested blocks (DBRX), a residual MLP beside the MoE (Arctic), ALiBi without a position table past
+    max_seq_len (MPT-7B, 2,048 positions, asked 4,352), a shared-norm family (StableLM)."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    result, cands = run_solve(str(DATA / f"{name}.json"), "h100_sxm", cards, Scenario(kind="balanced", isl=4096, osl=256))
+    assert cands

@@ -115,6 +115,15 @@ def _lift_nested(cfg: ReadRecorder, f: Fields) -> None:
             cfg.nested[k] = f"{block}."
 
 
+def _refuse_values(cfg: ReadRecorder, f: Fields) -> None:
+    """_refused_when {FIELD: [VALUE, why]}: a value of a field under which the family builds weights the stack does
+    not count (MPT without ALiBi: a learned position table that MptModel never builds). One line naming the field."""
+    for field, rule in (f.cfg.get("_refused_when") or {}).items():
+        value, why = rule
+        if dict.__contains__(cfg, field) and cfg[field] == value and type(cfg[field]) is type(value):
+            raise f.err(field, f"{value!r}: {why}")
+
+
 def _layer_count(f: Fields) -> int:
     for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers"):
         if f.has(key):
@@ -182,6 +191,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     if f.has("_refused"):  # a family whose layers the stack cannot express (family_defaults.yaml says why)
         raise f.err("model_type", f"{model_type!r}: {cfg['_refused']}")
     _lift_nested(cfg, f)
+    _refuse_values(cfg, f)
     refuse_uncountable(f)
     if not known and model_type:
         warnings.append(f"model_type {model_type!r} is not in the family defaults; {_KNOWN_TYPES_NOTE}")
