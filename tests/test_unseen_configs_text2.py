@@ -194,6 +194,12 @@ def test_a_nested_key_the_top_level_contradicts_is_refused() -> None:
     assert parse_model_config(cfg, "x").layers[0].ffn.topk == 4
 
 
+def test_a_family_default_yields_to_a_nested_blocks_value() -> None:
+    cfg = _load("mosaicml--mpt-7b")  # mpt's family default ties the head; the config does not write it
+    cfg["attn_config"]["tie_word_embeddings"] = False  # synthetic: given in the block, it is given
+    assert count_params(parse_model_config(cfg, "x")).by_name()["lm_head"] == 50432 * 4096
+
+
 def test_an_unread_expert_count_in_a_nested_block_is_refused_under_its_name() -> None:
     cfg = _load("databricks--dbrx-instruct")
     cfg["ffn_config"]["moe_shared_experts"] = 2  # not a field shardplan reads

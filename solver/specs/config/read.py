@@ -94,10 +94,11 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
     return out, known
 
 
-def _lift_nested(cfg: ReadRecorder, f: Fields) -> None:
+def _lift_nested(cfg: ReadRecorder, f: Fields, given: dict[str, Any]) -> None:
     """A family that writes sizes in nested blocks (_nested_configs: DBRX's attn_config / ffn_config, MPT's
     attn_config) has their keys read as the config's own, each named under its block in errors and notes. A key
-    the top level also gives with another value would leave one of the two unread: one error naming both."""
+    the top level also gives (`given`: the config as written) with another value would leave one of the two
+    unread: one error naming both. A family default of the same key yields to the block, as to any given field."""
     blocks = f.cfg.get("_nested_configs") or []
     for block in blocks:
         inner = cfg.get(block)
@@ -108,9 +109,9 @@ def _lift_nested(cfg: ReadRecorder, f: Fields) -> None:
         for k, v in inner.items():
             if k == "model_type":  # the block's own class name (DBRX writes "" there), not the model's
                 continue
-            if dict.__contains__(cfg, k) and dict.__getitem__(cfg, k) != v:  # not a read of k
-                raise f.err(block, f"{k} is {v!r} here and {dict.__getitem__(cfg, k)!r} at the top level; one of "
-                                   "them would be read and the other dropped")
+            if k in given and given[k] != v:
+                raise f.err(block, f"{k} is {v!r} here and {given[k]!r} at the top level; one of them would be "
+                                   "read and the other dropped")
             dict.__setitem__(cfg, k, v)
             cfg.nested[k] = f"{block}."
 
@@ -190,7 +191,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     model_type = str(cfg.get("model_type") or "")
     if f.has("_refused"):  # a family whose layers the stack cannot express (family_defaults.yaml says why)
         raise f.err("model_type", f"{model_type!r}: {cfg['_refused']}")
-    _lift_nested(cfg, f)
+    _lift_nested(cfg, f, text)
     _refuse_values(cfg, f)
     refuse_uncountable(f)
     if not known and model_type:
