@@ -18,9 +18,11 @@ dense, moe, none. Conventions read, in order of precedence:
                         sliding_window alone (every layer windowed)
   FFNs:                 block_configs[i].ffn; mlp_layer_types; expert_layer_period / offset (Jamba);
                         moe_layer_freq as a list; first_k_dense_replace,
-                        moe_layer_freq / decoder_sparse_step / interleave_moe_layer_step as an int;
+                        moe_layer_freq / decoder_sparse_step / interleave_moe_layer_step /
+                        moe_layer_frequency as an int;
                         moe_layer_start_index / moe_layer_end_index / moe_layer_interval (ERNIE-4.5);
-                        mlp_only_layers; a num_layers that counts blocks of several sub-layers (LongCat)
+                        mlp_only_layers; a num_layers that counts blocks of several sub-layers (LongCat);
+                        parallel_attn_mlp_res (Arctic: a dense residual MLP with its own norm beside every MoE)
 Every list must have one entry per layer and every entry must be known: anything else is an InputError
 naming the field and the value.
 """
