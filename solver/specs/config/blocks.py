@@ -23,6 +23,8 @@ FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "ffn_hidden_size", 
 # switches that put a bias on every linear of the stack (Falcon, StarCoder2, OPT, ChatGLM, InternLM2); the
 # family fact _linear_bias stands in where the modeling code fixes it without a field
 LINEAR_BIAS_FIELDS = ("bias", "use_bias", "enable_bias", "add_bias_linear", "_linear_bias")
+# MPT's attn_type: the K/V heads it implies (grouped_query_attention reads kv_n_heads)
+ATTN_TYPE_KV = {"multihead_attention": "heads", "multiquery_attention": 1, "grouped_query_attention": None}
 # switches of a bias on q / k / v only (Llama, Qwen2's family default, ChatGLM, Ling)
 QKV_BIAS_FIELDS = ("attention_bias", "qkv_bias", "add_qkv_bias", "use_qkv_bias")
 # activations with learned parameters, per MLP: xIELU's alpha_p and alpha_n (Apertus; beta and eps are buffers)
@@ -44,7 +46,9 @@ class BlockReader:
         cfg = f.cfg
         # a pure SSM stack (_all_layers) has no attention heads: its head fields belong to the Mamba mixer
         attention = not f.has("_all_layers")
-        self.heads = f.int("num_attention_heads", "n_head", "num_heads") if attention else 0
+        self.heads = f.int("num_attention_heads", "n_head", "n_heads", "num_heads") if attention else 0
+        # the field the K/V head count was read from, for errors (DBRX / MPT: attn_config.kv_n_heads)
+        self.kv_field = f.first("num_key_value_heads", "num_kv_heads", "kv_n_heads") or "num_key_value_heads"
         self.kv_heads = self._kv_heads() if attention else 0
         self._mla = f.has("kv_lora_rank")
         if not attention:
@@ -59,7 +63,7 @@ class BlockReader:
                             f"{self.heads} does not divide hidden_size ({hidden}) and no head_dim is given")
             self.head_dim = hidden // self.heads
         if attention and not cfg.get("block_configs") and (self.kv_heads > self.heads or self.heads % self.kv_heads):
-            raise f.err("num_key_value_heads", f"{self.kv_heads} must divide num_attention_heads ({self.heads})")
+            raise f.err(self.kv_field, f"{self.kv_heads} must divide num_attention_heads ({self.heads})")
         act = str(cfg.get("mlp_hidden_act") or cfg.get("hidden_act") or cfg.get("hidden_activation") or "silu")
         # gated (gate, up, down) unless the family's modeling code says otherwise; squared-ReLU MLPs (Nemotron-H)
         # are up/down only. The activation's name does not decide: Gemma's gated MLP runs GELU
@@ -67,6 +71,8 @@ class BlockReader:
         self.act_params = ACTIVATION_PARAMS.get(act, 0)
         linear = f.first(*LINEAR_BIAS_FIELDS)
         self.linear_bias = f.bool(linear) if linear else False
+        if f.has("no_bias"):  # MPT: the switch that removes every bias (linears and norms), read inverted
+            self.linear_bias = not f.bool("no_bias")
         self.mlp_bias = f.bool("mlp_bias") or self.linear_bias
         self.norms = self._norms_per_layer()
         self.experts = f.int(*EXPERT_COUNT_FIELDS, default=0, minimum=0)
@@ -79,8 +85,16 @@ class BlockReader:
         """KV heads: the config's count; else ChatGLM's multi_query_group_num under multi_query_attention, one
         under multi_query (GPT-BigCode, Falcon-7B), else one per query head."""
         f = self.f
-        if f.has("num_key_value_heads", "num_kv_heads"):
-            return f.int("num_key_value_heads", "num_kv_heads")
+        if f.has("attn_type"):  # MPT: the attention kind decides; only grouped-query attention reads kv_n_heads
+            kind = f.cfg["attn_type"]
+            if kind not in ATTN_TYPE_KV:
+                raise f.err("attn_type", f"unknown attention type {kind!r} (known: {', '.join(ATTN_TYPE_KV)})")
+            if ATTN_TYPE_KV[kind] == "heads":
+                return self.heads
+            if ATTN_TYPE_KV[kind] == 1:
+                return 1
+        if f.has("num_key_value_heads", "num_kv_heads", "kv_n_heads"):
+            return f.int("num_key_value_heads", "num_kv_heads", "kv_n_heads")
         if f.bool("multi_query_attention"):
             return f.int("multi_query_group_num")
         return 1 if f.bool("multi_query") else self.heads
@@ -96,6 +110,9 @@ class BlockReader:
         if f.bool("parallel_attn"):
             two = 2 if f.bool("new_decoder_architecture") else 1
             return 1 if f.int("num_ln_in_parallel_attn", default=two) == 1 else 2
+        switch = f.cfg.get("_shared_norm_switch")  # the family's field whose truth means one shared norm (StableLM)
+        if switch and f.bool(switch):
+            return 1
         return f.int("_norms_per_layer", default=2)
 
     # ------------------------------------------------------------------------------------------- mixers
@@ -133,7 +150,8 @@ class BlockReader:
             kv = f.int("num_global_key_value_heads", default=kv)
             k_eq_v = f.bool("attention_k_eq_v")
         if heads % kv:
-            raise f.err("num_key_value_heads", f"{kv} must divide num_attention_heads ({heads})")
+            field = self.kv_field if kv == self.kv_heads else "num_key_value_heads"
+            raise f.err(field, f"{kv} must divide num_attention_heads ({heads})")
         if heads == 0:
             raise f.err("num_attention_heads", "missing (required to size the attention layers)")
         bias = any(f.bool(name) for name in QKV_BIAS_FIELDS) or self.linear_bias
@@ -147,7 +165,8 @@ class BlockReader:
             if cfg.get("_qk_norm_weight") is False:
                 qk = ""
         if f.bool("qk_layernorm"):
-            raise f.err("qk_layernorm", "true: Phi's q / k LayerNorms (weight and bias over head_dim) are not counted")
+            raise f.err("qk_layernorm", "true: Phi's / StableLM's q / k LayerNorms (over head_dim, per head or shared) "
+                                        "are not counted")
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh,
                          window=self.window(kind), qkv_bias=bias, out_bias=out_bias,
                          qk_norm=qk, sinks=f.bool("_attention_sinks"), output_gate=f.bool("attn_output_gate"),
@@ -342,6 +361,11 @@ class BlockReader:
                 width = multiple * -(-width // multiple)
             divisor = f.int("_ffn_width_divisor", default=1)  # RecurrentGemmaMlp: intermediate_size // 2
             return width // divisor
+        if f.has("expansion_ratio"):  # MPT: the FFN is expansion_ratio x hidden wide
+            ratio = f.number("expansion_ratio", 0.0, 1000.0)
+            if ratio * self.h != int(ratio * self.h):
+                raise f.err("expansion_ratio", f"{ratio} x hidden_size ({self.h}) is not a whole width")
+            return int(ratio * self.h)
         four_x = cfg.get("_ffn_4x_hidden")
         if four_x is None:
             raise f.err("intermediate_size", "missing (required to size the dense FFN)")
@@ -360,14 +384,15 @@ class BlockReader:
         f, L = self.f, self.layers
         i = min(slot.index, L - 1)  # MTP layers read the last layer's per-layer entries
         topk_name = f.first("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk",
-                            "top_k_experts", "moe_k")
+                            "top_k_experts", "moe_k", "moe_top_k")
         if topk_name is None:
             raise f.err("num_experts_per_tok", "missing for a model with routed experts")
         topk = f.per_layer(topk_name, L, 1)[i]  # type: ignore[index]
         if topk > self.experts + self.zero:
             raise f.err(topk_name, f"{topk} exceeds the number of experts ({self.experts})")
+        # DBRX names its experts' width ffn_hidden_size (in ffn_config): read after the MoE-specific names
         inter_name = f.first("moe_intermediate_size", "expert_ffn_hidden_size", "expert_intermediate_size",
-                             "intermediate_size")
+                             "intermediate_size", "ffn_hidden_size")
         if inter_name is None:
             raise f.err("moe_intermediate_size", "missing for a model with routed experts")
         inter = f.per_layer(inter_name, L, 1)[i]  # type: ignore[index]
@@ -391,6 +416,11 @@ class BlockReader:
     def ffns(self, slot: Slot) -> tuple[Block, ...]:
         if slot.ffn is None:
             return ()
+        if slot.residual_mlp:
+            # Arctic (parallel_attn_mlp_res): a dense residual MLP hidden_size wide (ArcticMLP built with
+            # is_residual_mlp) beside the MoE
+            return (DenseFFN(hidden=self.h, inter=self.h, gated=self.gated, bias=self.mlp_bias,
+                             act_params=self.act_params), self.moe(slot))
         if slot.ffn == "dense":
             out: tuple[Block, ...] = (self.dense(slot),)
             return out + ((self.moe(slot),) if slot.extra_moe else ())

@@ -22,6 +22,9 @@ class ReadRecorder(dict):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.looked_up: set[str] = set()
+        # keys lifted out of a nested block (DBRX / MPT's attn_config, ffn_config) -> that block's "name.", so that
+        # errors and notes name the field where the user wrote it
+        self.nested: dict[str, str] = {}
 
     def get(self, key: Any, default: Any = None) -> Any:
         self.looked_up.add(key)
@@ -46,8 +49,12 @@ class Fields:
         self.origin = origin
         self.prefix = prefix  # "text_config." for nested configs: errors name the field where the user wrote it
 
+    def path(self, field: str) -> str:
+        """The field as the config writes it: under the wrapper's text_config and a nested block it was lifted from."""
+        return f"{self.prefix}{getattr(self.cfg, 'nested', {}).get(field, '')}{field}"
+
     def name(self, field: str) -> str:
-        return f"{self.origin}: {self.prefix}{field}"
+        return f"{self.origin}: {self.path(field)}"
 
     def err(self, field: str, problem: str) -> InputError:
         return InputError(self.name(field), problem)

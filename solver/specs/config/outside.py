@@ -10,8 +10,9 @@ from solver.specs.config.fields import Fields
 
 
 def layernorm_bias(f: Fields) -> bool:
-    """LayerNorms with a bias: the family's fact, or ChatGLM's rmsnorm: false."""
-    return f.bool("_norm_bias") or not f.bool("rmsnorm", True)
+    """LayerNorms with a bias: the family's fact, ChatGLM's rmsnorm: false, or MPT's no_bias: false (which keeps
+    the bias of every norm as of every linear)."""
+    return f.bool("_norm_bias") or not f.bool("rmsnorm", True) or (f.has("no_bias") and not f.bool("no_bias"))
 
 
 def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:

@@ -21,9 +21,11 @@ dense, moe, none. Conventions read, in order of precedence:
                         sliding_window alone (every layer windowed)
   FFNs:                 block_configs[i].ffn; mlp_layer_types; expert_layer_period / offset (Jamba);
                         moe_layer_freq as a list; first_k_dense_replace,
-                        moe_layer_freq / decoder_sparse_step / interleave_moe_layer_step as an int;
+                        moe_layer_freq / decoder_sparse_step / interleave_moe_layer_step /
+                        moe_layer_frequency as an int;
                         moe_layer_start_index / moe_layer_end_index / moe_layer_interval (ERNIE-4.5);
-                        mlp_only_layers; a num_layers that counts blocks of several sub-layers (LongCat)
+                        mlp_only_layers; a num_layers that counts blocks of several sub-layers (LongCat);
+                        parallel_attn_mlp_res (Arctic: a dense residual MLP with its own norm beside every MoE)
 Every list must have one entry per layer and every entry must be known: anything else is an InputError
 naming the field and the value.
 """
@@ -63,6 +65,7 @@ class Slot:
     index: int = 0
     kv_shared: bool = False  # attends with K/V an earlier layer computed and cached
     kv_weights: bool = True  # under kv_shared: its k / v projections are stored all the same
+    residual_mlp: bool = False  # a dense residual MLP with its own norm beside the MoE (Arctic's parallel_attn_mlp_res)
 
 
 ATTENTION_KINDS = ("full", "sliding", "chunked")
@@ -248,8 +251,8 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
         first_dense = f.int("first_k_dense_replace", default=0, minimum=0)
         if first_dense > layers:
             raise f.err("first_k_dense_replace", f"{first_dense} exceeds num_hidden_layers ({layers})")
-        freq = f.int("moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", default=1,
-                     maximum=max(layers, 1))
+        freq = f.int("moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", "moe_layer_frequency",
+                     default=1, maximum=max(layers, 1))
         # DeepSeek: i % moe_layer_freq after the first dense layers; Qwen / Llama-4: (i + 1) % step
         shift = 0 if "first_k_dense_replace" in cfg else 1
         kinds = ["moe" if i >= first_dense and (i + shift) % freq == 0 else "dense" for i in range(layers)]
@@ -347,4 +350,6 @@ def _slots(f: Fields, layers: int, is_moe: bool) -> tuple[list[Slot], str]:
             raise f.err("num_hidden_layers", f"{layers} must be a multiple of num_layers ({blocks})")
         per = layers // blocks
         return [Slot(mixers[i], "dense", extra_moe=(i % per == per - 1), index=i) for i in range(layers)], field
-    return [Slot(mixers[i], ffns[i], index=i) for i in range(layers)], field
+    # Arctic: every MoE layer also runs a dense residual MLP (parallel_attn_mlp_res)
+    residual = f.bool("parallel_attn_mlp_res")
+    return [Slot(mixers[i], ffns[i], index=i, residual_mlp=residual and ffns[i] == "moe") for i in range(layers)], field

@@ -24,7 +24,7 @@ from solver.specs.validation import load_yaml
 _DEFAULTS_PATH = Path(__file__).parent / "family_defaults.yaml"
 # wrapper keys whose values belong to the whole checkpoint, lifted into the text config when it lacks them
 # where the longest position the model was built for is written, first given wins
-CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "seq_length")
+CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len")
 _LIFTED = ("architectures", "quantization_config", "tie_word_embeddings", "torch_dtype", "dtype")
 _KNOWN_TYPES_NOTE = "sizes read from the config's own fields by convention"
 
@@ -101,8 +101,39 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
     return out, known
 
 
+def _lift_nested(cfg: ReadRecorder, f: Fields, given: dict[str, Any]) -> None:
+    """A family that writes sizes in nested blocks (_nested_configs: DBRX's attn_config / ffn_config, MPT's
+    attn_config) has their keys read as the config's own, each named under its block in errors and notes. A key
+    the top level also gives (`given`: the config as written) with another value would leave one of the two
+    unread: one error naming both. A family default of the same key yields to the block, as to any given field."""
+    blocks = f.cfg.get("_nested_configs") or []
+    for block in blocks:
+        inner = cfg.get(block)
+        if inner is None:
+            continue
+        if not isinstance(inner, dict):
+            raise f.err(block, f"must be a JSON object, got {type(inner).__name__}")
+        for k, v in inner.items():
+            if k == "model_type":  # the block's own class name (DBRX writes "" there), not the model's
+                continue
+            if k in given and given[k] != v:
+                raise f.err(block, f"{k} is {v!r} here and {given[k]!r} at the top level; one of them would be "
+                                   "read and the other dropped")
+            dict.__setitem__(cfg, k, v)
+            cfg.nested[k] = f"{block}."
+
+
+def _refuse_values(cfg: ReadRecorder, f: Fields) -> None:
+    """_refused_when {FIELD: [VALUE, why]}: a value of a field under which the family builds weights the stack does
+    not count (MPT without ALiBi: a learned position table that MptModel never builds). One line naming the field."""
+    for field, rule in (f.cfg.get("_refused_when") or {}).items():
+        value, why = rule
+        if dict.__contains__(cfg, field) and cfg[field] == value and type(cfg[field]) is type(value):
+            raise f.err(field, f"{value!r}: {why}")
+
+
 def _layer_count(f: Fields) -> int:
-    for key in ("num_hidden_layers", "n_layer", "num_layers"):
+    for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers"):
         if f.has(key):
             return f.int(key, maximum=MAX_LAYERS)
     for key in ("hybrid_override_pattern", "layers_block_type", "layer_types", "block_configs"):
@@ -165,6 +196,10 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     f = Fields(cfg, origin, prefix)
     warnings: list[str] = []
     model_type = str(cfg.get("model_type") or "")
+    if f.has("_refused"):  # a family whose layers the stack cannot express (family_defaults.yaml says why)
+        raise f.err("model_type", f"{model_type!r}: {cfg['_refused']}")
+    _lift_nested(cfg, f, text)
+    _refuse_values(cfg, f)
     refuse_uncountable(f)
     if not known and model_type:
         warnings.append(f"model_type {model_type!r} is not in the family defaults; {_KNOWN_TYPES_NOTE}")
@@ -186,6 +221,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         side = (reader.mamba(),) if parallel_ssm and slot.mixer in ("full", "sliding", "chunked") else ()
         blocks = tuple(b for b in ((reader.mixer(slot),) + side + reader.ffns(slot)) if b is not None)
         per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
+        per_layer_norms += 1 if slot.residual_mlp and norms else 0  # the residual MLP's own norm (Arctic)
         stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias))
     layers = tuple(stack)
     if images is not None:

@@ -59,6 +59,7 @@ _REFUSED = {
     "vision_lora": "LoRA adapters per modality (rank r on the text model's linears a name pattern selects)",
     "speech_lora": "LoRA adapters per modality (rank r on the text model's linears a name pattern selects)",
     "audio_processor": "a conformer audio encoder (convolution subsampling, conformer blocks, relative-position bias)",
+    "qk_ln": "MPT's q / k LayerNorms (attn_config.qk_ln)",
 }
 
 
@@ -88,4 +89,4 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
              and not _SIZES_NOTHING.search(str(k))]
     if named:
         warnings.append(f"fields not read (the model is sized without them): "
-                        + ", ".join(f"{f.prefix}{k}={quoted(repr(cfg[k]))}" for k in named))
+                        + ", ".join(f"{f.path(k)}={quoted(repr(cfg[k]))}" for k in named))
