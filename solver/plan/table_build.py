@@ -8,7 +8,7 @@ import itertools
 from typing import TypeVar
 
 from solver.estimate.compute import Factors
-from solver.estimate.memory import MemoryOptions, memory_limit
+from solver.estimate.memory import MemoryOptions, engine_options, memory_limit
 from solver.estimate.params import count_params
 from solver.plan.groups import GROUPS, module_groups
 from solver.plan.layout_memory import held_of
@@ -84,7 +84,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                  space: Space, scenario: Scenario, mem_opts: MemoryOptions | None = None) -> Tables:
     """The choices of every group and their memory per concurrency; step costs are filled per layout on
     first use (Tables.view)."""
-    mem_opts = mem_opts or MemoryOptions()
+    mem_opts = engine_options(mem_opts, f)  # the memory rows price the layout the step costs do
     hw, prec, f = _one_of(hw), _one_of(prec), _one_of(f)
     W = space.world
     pps = space.domains["pp_size"]
