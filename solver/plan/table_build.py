@@ -53,14 +53,16 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
         return True
 
     out = []
+    kvp_in_tp = fw.kvp_splits_attention_weights
     # in itertools.product's order, the one-mode test made before the o_proj and stage loops (it reads neither)
     splits = [(cp, kvp, sp) for cp, kvp, sp in itertools.product(d["cp_size"], d["kvp_size"], d["attn_sp_size"])
               if (cp > 1) + (kvp > 1) + (sp > 1) <= 1]
     for tp, (cp, kvp, sp), op, pp in itertools.product(d["attn_tp_size"], splits, d["o_proj_tp_size"],
                                                        d["pp_size"]):
-        if tp > 1 and op not in (1, tp):
+        if tp > 1 and op not in (1, tp) and not (kvp_in_tp and op == tp * kvp):
             # seed Layer 1: o_proj gets its own TP only under attention DP; under attention TP it follows
-            # attn_tp (written 1, or equal to attn_tp where a framework requires that spelling)
+            # attn_tp (written 1, or equal to attn_tp where a framework requires that spelling), or the whole
+            # TP group attn_tp x kvp where KVP reuses the TP ranks (vLLM's TP8 -dcp 4: attn_tp 2, o_proj 8)
             continue
         if (world // pp) % (tp * cp * kvp * sp):
             continue
