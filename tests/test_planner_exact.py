@@ -316,3 +316,27 @@ def test_the_static_rule_tables_from_the_cache_are_the_ones_computed() -> None:
     other = sc.model_copy(update={"mtp": 4})  # past cann-recipes' C.mtp_depth: a rule the other lacks
     fresh = rule_tables._rule_tables(t, m, h, f, other, None, batch_rules=False)
     assert fresh != first and rule_tables.static_rule_tables(t, m, h, f, other) == fresh
+
+
+@pytest.mark.parametrize("phase", ["decode", "serving"])
+def test_the_tables_sum_to_the_full_estimate_under_decode_context_parallel(phase) -> None:
+    """vLLM's -dcp reuses the TP ranks (kvp_splits_attention_weights): every configuration with KVP the tables
+    admit, TP x DCP ones included (attn_tp 2 x kvp 4, o_proj 8), gives the full estimate's figures and memory."""
+    m, h, f, prec, fac, sc, t = _instance("deepseek-v3", "h200_sxm", "vllm", 8, phase, 4096)
+    assert any(c[0] > 1 and c[2] > 1 for c in t.choices["attn"]), "TP x DCP layouts are in the space"
+    seen = 0
+    for b in t.batches[:3]:
+        for picks in _configs(t, b):
+            pc = ParallelConfig(world_size=8, **t.config(picks))
+            if pc.kvp_size == 1:
+                continue
+            mem = assumed_memory(m, h, pc, prec, sc, b, t.mem_opts)
+            if not mem.feasible:
+                continue
+            assert t.memory_of(b, picks) == pytest.approx(mem.total - mem.reserved_bytes, rel=1e-9)
+            e = estimate(m, h, pc, prec, fac, Workload.for_scenario(sc, b))
+            fig = t.figures(b, picks)
+            assert fig.ttft_s == pytest.approx(e.ttft_s, rel=1e-9, abs=1e-15)
+            assert fig.tpot_s == pytest.approx(e.tpot_s, rel=1e-9, abs=1e-15)
+            seen += 1
+    assert seen

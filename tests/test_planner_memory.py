@@ -31,7 +31,9 @@ CASES = [("deepseek-v3.2", "atlas_a3", "cann-recipes", 16, "serving", 32768),
          ("qwen3-235b-a22b", "h100_sxm", "vllm", 8, "decode", 32768),
          ("qwen3-30b-a3b", "h100_sxm", "generic", 2, "serving", 32768),
          ("llama-3.1-70b", "h100_sxm", "sglang", 8, "serving", 32768),
-         ("qwen3.5-35b-a3b", "h100_sxm", "generic", 2, "decode", 32768)]
+         ("qwen3.5-35b-a3b", "h100_sxm", "generic", 2, "decode", 32768),
+         # decode context parallel reusing the TP ranks: the attention weights split over TP x DCP
+         ("deepseek-v3", "h200_sxm", "vllm", 8, "decode", 32768)]
 
 
 def _tables(model, hw, fw, world, phase, isl, mtp=0):
@@ -110,7 +112,7 @@ def test_the_tables_give_the_memory_models_bytes(case) -> None:
     rng = random.Random(2)
     for b, picks in _picks(t, rng, 60):
         pc = ParallelConfig(world_size=t.world, **t.config(picks))
-        report = assumed_memory(m, h, pc, prec, sc, b)
+        report = assumed_memory(m, h, pc, prec, sc, b, t.mem_opts)  # the engine's layout
         assert t.memory_of(b, picks) == pytest.approx(report.total - report.reserved_bytes, rel=1e-9), t.config(picks)
 
 
@@ -121,7 +123,7 @@ def test_tables_fit_exactly_what_the_memory_model_fits(case) -> None:
     seen = {True: 0, False: 0}
     for b, picks in _picks(t, rng, 150):
         pc = ParallelConfig(world_size=t.world, **t.config(picks))
-        report = assumed_memory(m, h, pc, prec, sc, b)
+        report = assumed_memory(m, h, pc, prec, sc, b, t.mem_opts)  # the engine's layout
         margin = abs(report.total - report.reserved_bytes - report.limit_bytes)
         if margin < 1e6:  # within a megabyte of the cap: rounding decides, not the model
             continue

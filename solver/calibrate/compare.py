@@ -24,7 +24,7 @@ from solver.calibrate.config import ProfiledConfig
 from solver.calibrate.metrics import TraceSummary
 from solver.errors import InputError
 from solver.estimate.compute import Factors, factors_for
-from solver.estimate.memory import MemoryReport, memory_per_rank
+from solver.estimate.memory import MemoryReport, engine_options, memory_per_rank
 from solver.estimate.serving import decode_step, prefill_step
 from solver.estimate.step import StepCost
 from solver.specs.framework import FrameworkProfile, load_framework
@@ -80,7 +80,8 @@ class Setup:
 
     def memory(self) -> MemoryReport:
         c = self.cfg
-        return memory_per_rank(self.model, self.hw, self.pc, self.prec, c.batch or 1, c.seq_len or 1)
+        return memory_per_rank(self.model, self.hw, self.pc, self.prec, c.batch or 1, c.seq_len or 1,
+                               engine_options(None, self.factors()))
 
 
 def make_setup(model: str | ModelSpec, hw: Hardware, cfg: ProfiledConfig) -> Setup:

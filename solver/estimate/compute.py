@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from solver.estimate import comm
 from solver.estimate.params import ParamReport
 from solver.specs.hardware import Hardware
-from solver.specs.layers.base import ACT_BYTES  # noqa: F401  (re-exported)
+from solver.specs.layers.base import ACT_BYTES, prior_tokens  # noqa: F401  (ACT_BYTES re-exported)
 from solver.specs.layers.dsa import LOGIT_BYTES  # noqa: F401  (re-exported)
 from solver.specs.layers.moe import distinct_experts_touched, load_imbalance  # noqa: F401  (re-exported)
 from solver.specs.model import ModelSpec
@@ -119,7 +119,7 @@ def mean_keys_capped(w: Work, cap: float) -> float:
     if w.phase != "prefill" or w.sequences <= 0:
         return min(ctx, cap)
     n = max(1.0, w.new_tokens / w.sequences)
-    prior = max(0.0, ctx - (n + 1) / 2)
+    prior = prior_tokens(w)
 
     def cum(x: float) -> float:  # sum over positions 1..x of min(p, cap)
         if x <= cap:
@@ -223,6 +223,10 @@ class Kit:
 
     def tp_module(self, name: str, module: str, d: int, nbytes: float, reshard: bool) -> list[CommCost]:
         return _tp_module(self.coll, name, module, d, nbytes, reshard)
+
+    @property
+    def attn_tp_group(self) -> int:
+        return self.pc.attn_tp_group(self.f.kvp_splits_attention_weights)
 
     def group_tokens(self, degree: int, tokens: float | None = None) -> float:
         return group_tokens(self.pc, self.w, degree, tokens)

@@ -72,7 +72,7 @@ from dataclasses import dataclass
 
 from solver.estimate.compute import Factors
 from solver.estimate.memory import (
-    MemoryOptions, MemoryReport, cached_tokens_per_layer_sum, indexer_bytes_per_token_layer,
+    MemoryOptions, MemoryReport, cached_tokens_per_layer_sum, engine_options, indexer_bytes_per_token_layer,
     kv_bytes_per_token_layer, memory_per_rank, state_of_layers,
 )
 from solver.estimate.closed_loop import ServingPolicy, first_wave_groups, synced_ranks
@@ -353,7 +353,9 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                     mem_opts: MemoryOptions | None = None) -> DisaggEstimate:
     """Step times from the step-cost model (serving.prefill_step / decode_step) run by each pool's serving loop
     (engine_step.step_time: CUDA-graph padding, eager launch floor, per-sequence cost), then `disagg_times`."""
-    cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, mem_opts, wl.mtp)
+    # each pool's memory under its engine's layout (memory.engine_options), as its steps are costed
+    pre_opts, dec_opts = engine_options(mem_opts, f_prefill), engine_options(mem_opts, f_decode)
+    cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, dec_opts, wl.mtp)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,
                        prompts_per_step(wl, f_prefill, prefill_pc), wl.decode_workers, decode_pc.attn_replicas,
                        cap, wl.decode_batch or 0, f_decode.graph_sizes, synced_ranks(model, prefill_pc))
@@ -372,9 +374,9 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     t = disagg_times(shape, pre_s, dec_s, xfer.time_s, wl.concurrency, wl.osl, overhead, wl.benchmark_waves,
                      wl.mtp, wl.mtp_accept, ServingPolicy.of(f_decode).first_token_iterations, wl.burst_share)
     pmem = memory_per_rank(model, hw, prefill_pc, prec, shape.prompts_per_step * shape.prefill_replicas, wl.isl,
-                           mem_opts)
+                           pre_opts)
     dmem = memory_per_rank(model, hw, decode_pc, prec, shape.running * shape.decode_replicas, wl.isl + wl.osl,
-                           mem_opts, mtp_layers=wl.mtp)
+                           dec_opts, mtp_layers=wl.mtp)
     throughput = wl.concurrency * wl.osl / t.request_s
     return DisaggEstimate(t, shape, xfer, pre, dec, pmem, dmem, wl.prefill_workers * prefill_pc.world_size,
                           wl.decode_workers * decode_pc.world_size, throughput, wl.isl, wl.osl, wl.concurrency)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from solver.estimate.factors import Factors
 from solver.estimate.params import ModuleParams, ParamReport, count_params
 from solver.memo import IdentityMemo
 from solver.specs.layers.dsa import INDEXER_SCALE_BYTES  # noqa: F401  (re-exported)
 from solver.specs.framework import DEFAULT_TOKEN_BUDGET
 from solver.specs.hardware import Hardware
+from solver.specs.knobs import knob_module
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
@@ -22,6 +24,8 @@ TOTAL_FRACTION = 0.95  # seed 3.4: total memory > capacity x 0.95 -> increase pa
 WEIGHTS_KV_FRACTION = 0.8  # seed 3.2: parameters + KV close to capacity x 0.8 -> tight
 # NCCL/HCCL communicator buffers: ~340-390 MiB per GPU at TP 2-8 (facts/hardware.md)
 COMM_BUFFER_BYTES = 375 * 2**20
+# the module KVP belongs to (the knob registry's): the attention projections, whose split KVP may join
+KVP_MODULE = knob_module("kvp_size")
 # Default tokens per attention replica in one prefill forward: the chunked-prefill default token budget
 DEFAULT_PREFILL_CHUNK = DEFAULT_TOKEN_BUDGET
 
@@ -34,6 +38,18 @@ class MemoryOptions:
     # which knob splits the shared experts: frameworks differ (dense MLP TP vs the MoE module's TP)
     shared_experts_knob: str = "dense_tp_size"
     include_mtp: bool = False
+    # the engine's KVP layout (FrameworkProfile.kvp_splits_attention_weights, as Factors carry it: engine_options):
+    # the attention module's weights split over attention TP x KVP instead of attention TP
+    kvp_splits_attention_weights: bool = False
+
+
+def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
+    """`opts` with the engine's layout facts the step costs read from `f`, so that one configuration's memory
+    and step costs price one layout. Whoever holds the engine's factors passes them here."""
+    opts = opts or MemoryOptions()
+    if opts.kvp_splits_attention_weights == f.kvp_splits_attention_weights:
+        return opts
+    return replace(opts, kvp_splits_attention_weights=f.kvp_splits_attention_weights)
 
 
 def memory_limit(capacity_bytes: float, reserved_bytes: float, total_fraction: float) -> float:
@@ -118,10 +134,13 @@ class MemoryReport:
 # ------------------------------------------------------------------------------------------------ weights
 
 
-def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions) -> int:
-    """How many ways the "tp" parts of a module owned by `knob` are split under this config."""
+def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions, module: str = "") -> int:
+    """How many ways the "tp" parts of `module`, owned by `knob`, are split under this config."""
     if knob is None:
         return 1
+    if knob == "attn_tp_size" and module == KVP_MODULE:
+        # KVP joins the split of its own module where the engine carves it out of the TP ranks
+        return pc.attn_tp_group(opts.kvp_splits_attention_weights)
     if knob == "moe_tp_size":
         return pc.world_size  # E/EP experts per rank, each split moe_tp ways
     if knob == "o_proj_tp_size":
@@ -135,7 +154,7 @@ def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions) -> i
 
 def module_weight_bytes(mod: ModuleParams, model: ModelSpec, pc: ParallelConfig, prec: Precision,
                         opts: MemoryOptions) -> float:
-    degree = split_degree(mod.knob, pc, opts)
+    degree = split_degree(mod.knob, pc, opts, mod.name)
     fmt = prec.fmt(mod.group)
     if mod.knob == "moe_tp_size" and mod.group == "experts" and pc.redundant_experts and model.num_experts:
         # redundant experts are full copies: the rank holds (E + r) / EP experts, not E / EP

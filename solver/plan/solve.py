@@ -14,7 +14,7 @@ from solver.errors import InfeasibleError, InputError, InternalError
 from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TOP
 from solver.estimate.compute import factors_for
-from solver.estimate.memory import MemoryOptions
+from solver.estimate.memory import MemoryOptions, engine_options
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
 from solver.plan.points import CutStop, Point, SolverParams, SolveStatus, attention_family, pareto, pattern_key
@@ -188,6 +188,8 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
                               [POSITION_TABLE_RULE],
                               f"what would fit: --isl + --osl within {model.max_position_embeddings:,} tokens")
     f = factors_for(hw, fw.efficiency_for(hw))
+    # the tables, the full estimates and the memory checks all price the engine's layout (memory.engine_options)
+    mem_opts = engine_options(mem_opts, f)
     space = build_space(model, hw, fw, world, scenario, allow_cross_node)
     same = (model, hw, prec, f, fw, space, mem_opts)
     tables = _cached(("tables", *_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts)), same,

@@ -8,7 +8,7 @@ import itertools
 from typing import TypeVar
 
 from solver.estimate.compute import Factors
-from solver.estimate.memory import MemoryOptions, memory_limit
+from solver.estimate.memory import MemoryOptions, engine_options, memory_limit
 from solver.estimate.params import count_params
 from solver.plan.groups import GROUPS, module_groups
 from solver.plan.layout_memory import held_of
@@ -53,14 +53,16 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
         return True
 
     out = []
+    kvp_in_tp = fw.kvp_splits_attention_weights
     # in itertools.product's order, the one-mode test made before the o_proj and stage loops (it reads neither)
     splits = [(cp, kvp, sp) for cp, kvp, sp in itertools.product(d["cp_size"], d["kvp_size"], d["attn_sp_size"])
               if (cp > 1) + (kvp > 1) + (sp > 1) <= 1]
     for tp, (cp, kvp, sp), op, pp in itertools.product(d["attn_tp_size"], splits, d["o_proj_tp_size"],
                                                        d["pp_size"]):
-        if tp > 1 and op not in (1, tp):
+        if tp > 1 and op not in (1, tp) and not (kvp_in_tp and op == tp * kvp):
             # seed Layer 1: o_proj gets its own TP only under attention DP; under attention TP it follows
-            # attn_tp (written 1, or equal to attn_tp where a framework requires that spelling)
+            # attn_tp (written 1, or equal to attn_tp where a framework requires that spelling), or the whole
+            # TP group attn_tp x kvp where KVP reuses the TP ranks (vLLM's TP8 -dcp 4: attn_tp 2, o_proj 8)
             continue
         if (world // pp) % (tp * cp * kvp * sp):
             continue
@@ -84,7 +86,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                  space: Space, scenario: Scenario, mem_opts: MemoryOptions | None = None) -> Tables:
     """The choices of every group and their memory per concurrency; step costs are filled per layout on
     first use (Tables.view)."""
-    mem_opts = mem_opts or MemoryOptions()
+    mem_opts = engine_options(mem_opts, f)  # the memory rows price the layout the step costs do
     hw, prec, f = _one_of(hw), _one_of(prec), _one_of(f)
     W = space.world
     pps = space.domains["pp_size"]

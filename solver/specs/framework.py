@@ -248,6 +248,11 @@ class FrameworkProfile(BaseModel):
         description="attention TP splits KV heads, so it must divide num_key_value_heads (no replication)"
     )
     max_mtp: int = Field(ge=0, le=MAX_MTP, description="deepest MTP / next-n speculation the framework runs")
+    kvp_splits_attention_weights: bool = Field(
+        False, description="its KV-parallel group is carved out of the TP ranks (decode context parallel, TP = "
+        "attn_tp_size x kvp_size): the attention weights and projections split over all TP x KVP ranks, KVP "
+        "splitting only the KV cache by tokens; false: the seed's KVP, each KVP rank holding its attention-TP "
+        "group's weights whole")
     vendors: list[str] = Field(default_factory=list, description="device vendors the engine runs on (hardware "
                                "files' `vendor`); empty: any (the generic profile, a user's own)")
     rules: list[Rule] = Field(default_factory=list)
@@ -266,6 +271,8 @@ class FrameworkProfile(BaseModel):
     def _consistent(self) -> "FrameworkProfile":
         if len(set(self.knobs)) != len(self.knobs):
             raise ValueError("knobs: listed twice")
+        if self.kvp_splits_attention_weights and "kvp_size" not in self.knobs:
+            raise ValueError("kvp_splits_attention_weights: set without kvp_size among the knobs (KVP is fixed at 1)")
         for name, feature in self.features.items():
             if feature.knob is not None and feature.knob not in KNOBS:
                 raise ValueError(f"features.{name}.knob: {feature.knob!r} is not a knob ({', '.join(KNOBS)})")
@@ -298,7 +305,7 @@ class FrameworkProfile(BaseModel):
         """Multipliers for the performance model on one hardware: the profile's own, times the fitted
         per-(framework, hardware) factors in `fitted/factors.yaml` (written by benchmarks/fit_efficiency.py).
         `token_budget` (tokens per forward step) and `budget_split_by_attention_dp` (1.0 / 0.0) carry the
-        profile's scheduler defaults to `Factors`. Give the Hardware where you hold it: its memory picks the
+        profile's scheduler defaults to `Factors`, `kvp_splits_attention_weights` (1.0 / 0.0) its KVP layout. Give the Hardware where you hold it: its memory picks the
         budget tier (a name is looked up in the catalog, so a user's hardware file has none)."""
         if isinstance(hardware, str):
             name, memory, vendor = hardware, _memory_bytes(hardware), _vendor(hardware)
@@ -315,6 +322,7 @@ class FrameworkProfile(BaseModel):
         out = apply_fitted(out, pair_factors(fitted_factors(), shared, self.name, name))
         out["token_budget"] = float(self.scheduler.token_budget_for(name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
+        out["kvp_splits_attention_weights"] = 1.0 if self.kvp_splits_attention_weights else 0.0
         out.update(self.serving_factors())
         return out
 

@@ -132,6 +132,14 @@ class ParallelConfig(BaseModel):
         """Independent attention replicas (groups that serve disjoint requests)."""
         return max(1, self.stage_world // self.attn_group_size)
 
+    def attn_tp_group(self, kvp_splits_weights: bool) -> int:
+        """Ranks that split one attention layer's weights and projections (and hold its output whole after the
+        o_proj all-reduce): attention TP, times KVP where the engine carves its KVP group out of its TP ranks
+        (FrameworkProfile.kvp_splits_attention_weights: vLLM's -dcp, TP = attn_tp x kvp). In the seed's KVP
+        each KVP rank holds its attention-TP group's weights whole. The attention core is split either way by
+        heads over attention TP and keys over KVP."""
+        return self.attn_tp_size * self.kvp_size if kvp_splits_weights else self.attn_tp_size
+
     @property
     def oproj_shards(self) -> int:
         """o_proj split: its own TP when set, else it follows attention TP (row-parallel)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object, prior_tokens
 
 
 def kv_heads_per_rank(kv_heads: int, attn_tp: int) -> int:
@@ -126,9 +126,10 @@ class Attention(Block):
         t_a = T / pc.token_shards  # tokens whose projections a rank computes
         gemm = hw.flops(prec.gemm_dtype("attention"))
         bpp = prec.fmt("attention").bytes_per_param
-        rank_params = sum(p.params / p.degree(a) for p in self.computed_parts())
+        g = cx.attn_tp_group  # the projections' split: attention TP, or TP x KVP where KVP reuses the TP ranks
+        rank_params = sum(p.params / p.degree(g) for p in self.computed_parts())
         ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params, rank_params * bpp + t_a * h * ACT_BYTES,
-                     gemm, f.gemm, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / a))]
+                     gemm, f.gemm, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / g))]
         keys = self.keys(cx)
         pair_shards = pc.token_shards * pc.kvp_size
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
@@ -144,7 +145,7 @@ class Attention(Block):
         # a layer borrowing its K/V has no new K/V to gather under CP / SP
         cache = 0.0 if self.kv_shared else self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size)
         return sequence_attention_comms(cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
-                                        cache_bpt=cache, merge_width=self.v_head_dim)
+                                        cache_bpt=cache, merge_width=self.v_head_dim, query_width=self.head_dim)
 
     def activation(self, pc, tokens: float) -> float:
         t = tokens / pc.token_shards
@@ -166,32 +167,40 @@ def o_proj_op(cx: CostKit, o_dim: int, hidden: int):
 
 
 def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: int, o_dim: int,
-                             cache_bpt: float, merge_width: float, topk: int | None = None, merge: bool = True) -> list:
+                             cache_bpt: float, merge_width: float, query_width: float, topk: int | None = None,
+                             merge: bool = True, gathers_context: bool = False) -> list:
     """Collectives of a layer whose KV grows with the sequence (softmax attention, MLA, DSA). A layer with no new
     K/V per token (cache_bpt 0: it borrows another layer's, or attends to image tokens) gathers none under CP /
-    SP; one whose keys KVP does not split (merge false: cross-attention) merges no partial outputs."""
+    SP; one whose keys KVP does not split (merge false: cross-attention) merges no partial outputs.
+    `query_width`: the width of a query head in the form the step attends in (MLA decode: its latent + rope);
+    `gathers_context`: the step's form attends over the whole context rather than merging partial outputs
+    (MLA's non-absorbed prefill), which matters where KVP reuses the TP ranks (kvp_reusing_tp_comms)."""
     pc, w = cx.pc, cx.w
     a, T = pc.attn_tp_size, w.new_tokens
+    g = cx.attn_tp_group  # a, or a x kvp where KVP reuses the TP ranks
     t_a = T / pc.token_shards
     out = []
-    if a > 1:  # row-parallel o_proj output: all-reduce over attention TP
-        out.append(cx.coll("attn_tp_allreduce", "o_proj", "all_reduce", a, t_a * hidden * ACT_BYTES))
-    o_extra = pc.oproj_shards // a if pc.oproj_shards > a else 1
-    kvp_oproj = pc.kvp_size > 1 and o_extra == pc.kvp_size  # seed class C: o_proj_tp == kvp_size
+    if g > 1:  # row-parallel o_proj output: all-reduce over the ranks that split the heads
+        out.append(cx.coll("attn_tp_allreduce", "o_proj", "all_reduce", g, t_a * hidden * ACT_BYTES))
+    o_extra = pc.oproj_shards // g if pc.oproj_shards > g else 1
+    kvp_oproj = g == a and pc.kvp_size > 1 and o_extra == pc.kvp_size  # seed class C: o_proj_tp == kvp_size
     if o_extra > 1:
         # o_proj TP beyond attention TP: each rank needs only its 1/o_extra input slice of every group token
         # (an all-to-all of its own t_a x o_dim/a input); under KVP with o_proj TP = kvp the merge already
         # leaves each rank its head slice. Partial sums are then reduce-scattered back to their owners.
         if not kvp_oproj:
-            out.append(cx.coll("oproj_tp_gather", "o_proj", "all_to_all", o_extra, t_a * o_dim / a * ACT_BYTES,
-                               stride=a))
+            out.append(cx.coll("oproj_tp_gather", "o_proj", "all_to_all", o_extra, t_a * o_dim / g * ACT_BYTES,
+                               stride=g))
         out.append(cx.coll("oproj_tp_scatter", "o_proj", "reduce_scatter", o_extra,
-                           cx.group_tokens(pc.oproj_shards) / a * hidden * ACT_BYTES, stride=a))
+                           cx.group_tokens(pc.oproj_shards) / g * hidden * ACT_BYTES, stride=g))
     if pc.token_shards > 1 and cache_bpt > 0:
         # every rank needs the new KV (and indexer keys) of the tokens the others computed; second stream
         out.append(cx.coll("kv_allgather", "attention", "all_gather", pc.token_shards, T * cache_bpt, stride=a,
                            hide_s=hide_s))
-    if pc.kvp_size > 1:
+    if pc.kvp_size > 1 and g > a:
+        out += kvp_reusing_tp_comms(cx, heads=heads, cache_bpt=cache_bpt, merge_width=merge_width,
+                                    query_width=query_width, topk=topk, merge=merge, gathers_context=gathers_context)
+    elif pc.kvp_size > 1:
         # partial outputs merge by log-sum-exp: the lse (fp32) is exchanged and the corrected outputs are
         # reduce-scattered in the activation dtype (vLLM DCP cp_lse_ag_out_rs)
         if merge:
@@ -203,3 +212,30 @@ def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: 
         out.append(cx.coll("kvp_hidden_allgather", "attention", "all_gather", pc.kvp_size,
                            T * hidden * ACT_BYTES, stride=a))
     return out
+
+
+def kvp_reusing_tp_comms(cx: CostKit, *, heads: int, cache_bpt: float, merge_width: float, query_width: float,
+                         topk: int | None, merge: bool, gathers_context: bool) -> list:
+    """The KVP group's collectives where it is carved out of the TP ranks (vLLM -dcp: consecutive ranks of
+    the TP group, so stride 1). Each rank projects the queries of its heads / (a x kvp) heads only, so the
+    group all-gathers them (the heads / a its attention core runs over its 1/kvp of the keys); the partial
+    outputs then merge by log-sum-exp and are reduce-scattered back by heads, so each rank holds its own
+    heads' full output for the row-parallel o_proj, whose all-reduce spans all a x kvp ranks: no hidden
+    all-gather after it, as in the seed's KVP. A step that attends over the whole context instead (MLA's
+    non-absorbed prefill: its heads / (a x kvp) over every key) gathers the context's cached latents from
+    the group and merges nothing; a fresh prompt's own keys are computed on every rank."""
+    pc, w = cx.pc, cx.w
+    a, kvp, T = pc.attn_tp_size, pc.kvp_size, w.new_tokens
+    if not merge:  # keys KVP does not split: nothing to gather or merge
+        return []
+    if gathers_context:
+        prior = prior_tokens(w)
+        if prior <= 0 or cache_bpt <= 0:
+            return []
+        return [cx.coll("kvp_context_allgather", "attention", "all_gather", kvp, w.sequences * prior * cache_bpt)]
+    out = [cx.coll("kvp_query_allgather", "attention", "all_gather", kvp, T * heads / a * query_width * ACT_BYTES),
+           cx.coll("lse_merge", "attention", "reduce_scatter", kvp, T * heads / a * (merge_width * ACT_BYTES + 4))]
+    if topk:
+        out.append(cx.coll("topk_merge", "indexer", "all_gather", kvp, T * topk * 8))
+    return out
+

@@ -108,6 +108,15 @@ class State:
 NO_STATE = State()
 
 
+def prior_tokens(w: Any) -> float:
+    """Mean tokens each sequence of a prefill step held before the step's own (its earlier chunks): the step's
+    n new tokens per sequence sit at positions prior + 1 .. prior + n, `context` their mean."""
+    if w.sequences <= 0:
+        return 0.0
+    n = max(1.0, w.new_tokens / w.sequences)
+    return max(0.0, max(w.context, 1.0) - (n + 1) / 2)
+
+
 class CostKit(Protocol):
     """What the estimator hands a block to cost itself (estimate.compute.Kit implements it)."""
 
@@ -116,6 +125,12 @@ class CostKit(Protocol):
     prec: Any
     f: Any
     w: Any
+
+    @property
+    def attn_tp_group(self) -> int:
+        """Ranks splitting the attention weights and projections (ParallelConfig.attn_tp_group under the
+        framework's KVP layout)."""
+        ...
 
     def op(self, name: str, module: str, flops: float, nbytes: float, peak: float, eff: float, kernels: float,
            shape_eff: float = 1.0) -> Any: ...

@@ -118,7 +118,7 @@ class CompressedAttention(Block):
         return sequence_attention_comms(
             cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
             cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes) + idx, merge_width=self.head_dim,
-            topk=self.indexer.topk if self.indexer else None)
+            query_width=self.head_dim, topk=self.indexer.topk if self.indexer else None)
 
     def activation(self, pc, tokens: float) -> float:
         t = tokens / pc.token_shards

@@ -53,10 +53,11 @@ class CrossAttention(Attention):
         bpp = prec.fmt("attention").bytes_per_param
         # the queries' projection and q norm per text token; k / v_proj and the k norm per image token
         q_parts = self.computed_parts()
-        q_params = sum(p.params / p.degree(a) for p in q_parts)
-        kv_params = sum(p.params / p.degree(a) for p in self.proj_parts()) - q_params
+        g = cx.attn_tp_group  # the projections' split (TP x KVP where KVP reuses the TP ranks)
+        q_params = sum(p.params / p.degree(g) for p in q_parts)
+        kv_params = sum(p.params / p.degree(g) for p in self.proj_parts()) - q_params
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
-        shape = cx.shape_efficiency(self.heads * self.head_dim / a)
+        shape = cx.shape_efficiency(self.heads * self.head_dim / g)
         ops = [cx.op("qkv_proj", "attention", 2 * t_a * q_params, q_params * bpp + t_a * h * ACT_BYTES, gemm,
                      f.gemm, kernels=1, shape_eff=shape)]
         if w.phase == "prefill":  # the image K/V of the step's requests, projected once and written to the cache
@@ -74,4 +75,5 @@ class CrossAttention(Attention):
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         return sequence_attention_comms(cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
-                                        cache_bpt=0.0, merge_width=self.v_head_dim, merge=False)
+                                        cache_bpt=0.0, merge_width=self.v_head_dim, query_width=self.head_dim,
+                                        merge=False)

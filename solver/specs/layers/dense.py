@@ -48,8 +48,9 @@ class DenseFFN(Block):
         d = cx.pc.dense_tp_size
         if d <= 1:
             return []
+        # resharded unless the attention output's all-reduce left every rank of its group the whole hidden
         return cx.tp_module("dense_tp", "dense_ffn", d, cx.group_tokens(d) * self.hidden * ACT_BYTES,
-                            d != cx.pc.attn_tp_size)
+                            d != cx.attn_tp_group)
 
     def activation(self, pc, tokens: float) -> float:
         u = tokens * pc.attn_replicas / pc.world_size  # a rank's share of the system's tokens

@@ -118,7 +118,8 @@ class MLA(Block):
             cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
             cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size) + idx,
             merge_width=(self.kv_lora_rank or self.v_head_dim) if absorbed else self.v_head_dim,
-            topk=self.indexer.topk if self.indexer else None)
+            query_width=self.kv_lora_rank + self.qk_rope_head_dim if absorbed else self.head_dim,
+            topk=self.indexer.topk if self.indexer else None, gathers_context=not absorbed)
 
     def activation(self, pc, tokens: float) -> float:
         t = tokens / pc.token_shards
@@ -131,12 +132,13 @@ class MLA(Block):
 
 def latent_projection_op(block: Block, cx: CostKit):
     """The q / latent-KV projections of an MLA-style block (MLA, compressed attention): replicated
-    down-projections charged to every attention-TP rank, up-projections split by it (`proj_parts`)."""
+    down-projections charged to every rank, up-projections split over the attention-TP group (`proj_parts`;
+    TP x KVP where KVP reuses the TP ranks: cx.attn_tp_group)."""
     pc, hw, prec = cx.pc, cx.hw, cx.prec
-    a = pc.attn_tp_size
+    g = cx.attn_tp_group
     t_a = cx.w.new_tokens / pc.token_shards
-    rank = sum(p.params / p.degree(a) for p in block.proj_parts())
+    rank = sum(p.params / p.degree(g) for p in block.proj_parts())
     return cx.op("qkv_proj", "attention", 2 * t_a * rank,
                  rank * prec.fmt("attention").bytes_per_param + t_a * block.hidden * ACT_BYTES,
                  hw.flops(prec.gemm_dtype("attention")), cx.f.gemm, kernels=6,
-                 shape_eff=cx.shape_efficiency(block.heads * block.head_dim / a))
+                 shape_eff=cx.shape_efficiency(block.heads * block.head_dim / g))

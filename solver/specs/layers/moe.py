@@ -173,7 +173,7 @@ class MoE(Block):
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         pc, prec = cx.pc, cx.prec
-        h, a = self.hidden, pc.attn_tp_size
+        h, a = self.hidden, cx.attn_tp_group  # the ranks the attention output's all-reduce leaves it whole on
         ep, t, d = pc.moe_ep_size, pc.moe_tp_size, pc.dense_tp_size
         out = []
         g = ep * t
