@@ -146,3 +146,14 @@ def test_the_vllm_launch_of_attn_tp_2_by_kvp_4_is_tp_8_dcp_4() -> None:
     text = " ".join(argv)
     assert "--tensor-parallel-size 8 --decode-context-parallel-size 4" in text
     assert "--data-parallel-size" not in text
+
+
+def test_the_mla_attention_tp_note_says_only_kvp_splits_the_replicated_latent_cache() -> None:
+    from solver.rank.select import decision_tree_reason
+    from solver.specs.scenario import Scenario
+    m, h = load_model("deepseek-v3"), load_hardware("h200_sxm")
+    sc = Scenario(kind="balanced", isl=32768, osl=1024)
+    assert "holds the whole latent KV cache on every TP rank" in decision_tree_reason(_pc(8, 1), m, sc, h)
+    dcp = decision_tree_reason(_pc(2, 4), m, sc, h)
+    assert "replicates the latent KV cache over its 2 attention-TP ranks (CP / KVP split it 4 ways" in dcp
+    assert "whole latent KV cache" not in dcp

@@ -171,8 +171,13 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
                      f"DP): set cp_size={W} if these ranks also prefill the prompts, as cann-recipes decode "
                      f"configs do")
     if model.has_mla and a > 1:
-        lines.append("note: attention TP on an MLA model holds the whole latent KV cache on every TP rank; the "
-                     "estimate counts that and still ranks it here (the seed's common error is choosing it unweighed)")
+        # the latent cache is one head: attention TP replicates it, only CP / KVP split it by tokens
+        shards = pc.kvp_size * pc.cp_size
+        held = ("holds the whole latent KV cache on every TP rank" if shards == 1 else
+                f"replicates the latent KV cache over its {a} attention-TP ranks (CP / KVP split it {shards} ways, "
+                "TP does not)")
+        lines.append(f"note: attention TP on an MLA model {held}; the estimate counts that and still ranks it here "
+                     "(the seed's common error is choosing it unweighed)")
     return "; ".join(lines)
 
 
