@@ -35,12 +35,22 @@ model_type and the text model's) on top:
   _vision_projector_shuffle_linear  one bias-free linear from the pixel-shuffled width h x scale_factor^2 (the
                             wrapper's scale_factor) into the text width (Idefics3Connector)
   _vision_projector_biased_linear   one biased linear h -> projection_dim, no norm (PaliGemmaMultiModalProjector)
+  _vision_projector_swiglu  {downsample_factor, alignment_intermediate_size}: a pixel shuffle by the wrapper's
+                            downsample_factor d, a LayerNorm over h d^2, a biased linear into
+                            alignment_intermediate_size A and one from A / 2 (SwiGLU) into the text width
+                            (AyaVisionMultiModalProjector); the fact's values are the class defaults of d and A
   _vision_config_defaults   the wrapper's default vision config (LlavaConfig's CLIP ViT-L/14-336, PaliGemmaConfig's
                             SigLIP), read where the vision_config leaves a field out, in a note: transformers writes
                             a nested config as its diff against that default (Pixtral-12B's writes no hidden_size)
   _vision_refused           why the family's tower is not counted: the config is refused, naming the encoder
                             key (GLM-4.1V / 4.5V), rather than miscounted by the convention
 Learned 2D position tables written as init_pos_emb_height x init_pos_emb_width (MoonViT) count that many rows.
+A tower with a learned table by convention (not gated, no depth, no RoPE base, use_absolute_position_embeddings
+not false) needs image_size, written or from a default vision config (the tower class's: SiglipVisionConfig's
+224), else it is refused; image_size and patch_size may be [height, width] (the HF InternVL tower). Read by field
+too: use_mask_token (one learned row), layer_scale_init_value > 0 (two per-channel scales per layer), use_qk_norm,
+vision_use_head (SigLIP's attention-pooling head: probe, MultiheadAttention, LayerNorm, MLP); a written head_dim
+that is not the width over the heads is refused (config/unread.py check_unread_tower holds the other refusals).
 A tower with qk_normalization (InternViT-6B) carries a q and a k norm of h each per layer.
 A tiled tower (the config writes max_num_tiles: Mllama's MllamaVisionModel) is counted tensor by tensor as that
 modeling code builds it (`_tiled_vit`): a bias-free patch Conv2d, a class embedding, a gated position table of
@@ -136,7 +146,7 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
         # (in_proj 3h x h and out_proj h x h, both biased), a LayerNorm and the tower's MLP
         head = h + 4 * h * h + 4 * h + 2 * h + mlp
     tower = layers * per_layer + patch_embed + positions + post_norm + head
-    return tower + _projector(f, wrapper, h, norm, text_hidden, facts), layers, h
+    return tower + _projector(f, wrapper, h, norm, text_hidden, facts, notes), layers, h
 
 
 def _check_heads(f: Fields, h: int, written: set[str]) -> None:
@@ -180,7 +190,8 @@ def _mlp_into_text(width: int, out: int, bias: bool) -> int:
     return width * out + out * out + (2 * out if bias else 0)
 
 
-def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, facts: dict[str, Any]) -> int:
+def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, facts: dict[str, Any],
+               notes: list[str]) -> int:
     """Parameters from the tower's width `h` into the text width: the module docstring's projector
     conventions (one linear; a patch merger MLP; the family facts' two-linear MLPs)."""
     c = f.cfg
@@ -204,6 +215,21 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         wide = h * merge * merge * (len(fed) if isinstance(fed, list) and fed else 1)
         newline = out if facts.get("_vision_image_newline") else 0
         return (2 * wide if facts.get("_vision_projector_norm") else 0) + _mlp_into_text(wide, out, pb) + newline
+    swiglu = facts.get("_vision_projector_swiglu")
+    if swiglu:
+        # AyaVisionMultiModalProjector: a pixel shuffle by the wrapper's downsample_factor d, a LayerNorm over h d^2,
+        # linear_1 h d^2 -> alignment_intermediate_size A, SwiGLU halves it, linear_2 A / 2 -> the text width (both
+        # biased); the fact holds the config class's defaults of d and A, read where the wrapper leaves them out
+        d = wrapper.int("downsample_factor", default=int(swiglu["downsample_factor"]), maximum=64)
+        wide_a = wrapper.int("alignment_intermediate_size", default=int(swiglu["alignment_intermediate_size"]))
+        if wide_a % 2:
+            raise wrapper.err("alignment_intermediate_size", f"{wide_a} is odd: SwiGLU splits it in two halves")
+        for name in ("downsample_factor", "alignment_intermediate_size"):
+            if not wrapper.has(name):
+                notes.append(f"{name}: not written; read as {wrapper.cfg.get('model_type')}'s default "
+                             f"({swiglu[name]}), which the config class writes no field for when it is unchanged")
+        wide = h * d * d
+        return 2 * wide + wide * wide_a + wide_a + (wide_a // 2) * out + out
     if facts.get("_vision_projector_shuffle_linear"):
         # Idefics3Connector: a pixel shuffle by the wrapper's scale_factor, then one bias-free linear
         factor = wrapper.int("scale_factor", maximum=64)
