@@ -47,7 +47,8 @@ def gated(h: int, f: int) -> int:  # gate, up, down without biases
 
 
 # SigLIP So400m/14 (27 layers, 1152 wide, MLP 4304): a biased patch Conv2d, (image_size / 14)^2 learned positions,
-# q / k / v / out_proj and fc1 / fc2 with bias, two LayerNorms a layer, post_layernorm; no pooling head (vision_use_head false)
+# q / k / v / out_proj and fc1 / fc2 with bias, two LayerNorms a layer, post_layernorm; no pooling head
+# (vision_use_head false)
 def siglip_so400m(image_size: int) -> int:
     layer = 4 * lin(1152, 1152, True) + lin(1152, 4304, True) + lin(4304, 1152, True) + 2 * ln(1152)
     return lin(3 * 14 * 14, 1152, True) + (image_size // 14) ** 2 * 1152 + 27 * layer + ln(1152)
