@@ -405,9 +405,11 @@ class BlockReader:
         else:
             base = f.int("intermediate_size", default=inter) if count_name == "num_shared_expert" else inter
             shared = count * base
-        # a score-correction bias per expert: DeepSeek's noaux_tc, use_routing_bias, ERNIE's moe_use_aux_free
+        # a score-correction bias per expert: DeepSeek's noaux_tc, use_routing_bias, ERNIE's moe_use_aux_free,
+        # LFM2-MoE's use_expert_bias, Ling-2.0's moe_router_enable_expert_bias
         router_bias = (str(f.cfg.get("topk_method", "")) == "noaux_tc" or f.bool("use_routing_bias")
-                       or f.bool("moe_use_aux_free") or f.bool("_router_bias"))
+                       or f.bool("moe_use_aux_free") or f.bool("use_expert_bias")
+                       or f.bool("moe_router_enable_expert_bias") or f.bool("_router_bias"))
         return MoE(hidden=self.h, experts=self.experts, topk=topk, inter=inter, shared_inter=shared,
                    zero_experts=self.zero, gated=self.gated, bias=self.mlp_bias, router_bias=router_bias,
                    shared_gate=bool(shared) and f.bool("_shared_expert_gate"),

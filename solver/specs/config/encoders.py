@@ -35,12 +35,22 @@ model_type and the text model's) on top:
   _vision_projector_shuffle_linear  one bias-free linear from the pixel-shuffled width h x scale_factor^2 (the
                             wrapper's scale_factor) into the text width (Idefics3Connector)
   _vision_projector_biased_linear   one biased linear h -> projection_dim, no norm (PaliGemmaMultiModalProjector)
+  _vision_projector_swiglu  {downsample_factor, alignment_intermediate_size}: a pixel shuffle by the wrapper's
+                            downsample_factor d, a LayerNorm over h d^2, a biased linear into
+                            alignment_intermediate_size A and one from A / 2 (SwiGLU) into the text width
+                            (AyaVisionMultiModalProjector); the fact's values are the class defaults of d and A
   _vision_config_defaults   the wrapper's default vision config (LlavaConfig's CLIP ViT-L/14-336, PaliGemmaConfig's
                             SigLIP), read where the vision_config leaves a field out, in a note: transformers writes
                             a nested config as its diff against that default (Pixtral-12B's writes no hidden_size)
   _vision_refused           why the family's tower is not counted: the config is refused, naming the encoder
                             key (GLM-4.1V / 4.5V), rather than miscounted by the convention
 Learned 2D position tables written as init_pos_emb_height x init_pos_emb_width (MoonViT) count that many rows.
+A tower with a learned table by convention (not gated, no depth, no RoPE base, use_absolute_position_embeddings
+not false) needs image_size, written or from a default vision config (the tower class's: SiglipVisionConfig's
+224), else it is refused; image_size and patch_size may be [height, width] (the HF InternVL tower). Read by field
+too: use_mask_token (one learned row), layer_scale_init_value > 0 (two per-channel scales per layer), use_qk_norm,
+vision_use_head (SigLIP's attention-pooling head: probe, MultiheadAttention, LayerNorm, MLP); a written head_dim
+that is not the width over the heads is refused (config/unread.py check_unread_tower holds the other refusals).
 A tower with qk_normalization (InternViT-6B) carries a q and a k norm of h each per layer.
 A tiled tower (the config writes max_num_tiles: Mllama's MllamaVisionModel) is counted tensor by tensor as that
 modeling code builds it (`_tiled_vit`): a bias-free patch Conv2d, a class embedding, a gated position table of
@@ -101,29 +111,78 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     attn = 4 * h * h + (4 * h if bias else 0)
     mlp = (3 if gated else 2) * h * inter + (((2 if gated else 1) * inter + h) if bias else 0)
     per_layer = attn + mlp + 2 * norm
-    if facts.get("_vision_layer_scale"):
+    # two learned per-channel scales per layer: the family fact, or a layer_scale_init_value the config sets (the
+    # HF InternVL tower's lambda_1 / lambda_2)
+    if facts.get("_vision_layer_scale") or (f.has("layer_scale_init_value")
+                                            and f.number("layer_scale_init_value", 0.0, 1e6) > 0):
         per_layer += 2 * h  # ls1, ls2
-    if c.get("qk_normalization"):
+    if c.get("qk_normalization") or f.bool("use_qk_norm"):
         per_layer += 2 * norm  # q_norm, k_norm over all heads' channels
     channels = f.int("in_channels", "num_channels", "in_chans", default=3)
     temporal = f.int("temporal_patch_size", default=1)
-    patch = f.int("patch_size", default=14)
+    patch_h, patch_w = _pair(f, "patch_size", 14)
     patch_bias = not gated and c.get("patch_embed_proj_bias") is not False
     if facts.get("_vision_patch_bias") is not None:
         patch_bias = bool(facts["_vision_patch_bias"])
-    patch_embed = channels * temporal * patch * patch * h + (h if patch_bias else 0)
+    patch_embed = channels * temporal * patch_h * patch_w * h + (h if patch_bias else 0)
     cls = 1 if facts.get("_vision_class_token") else 0
     positions = cls * h  # the class embedding
+    positions += h if f.bool("use_mask_token") else 0  # a learned mask token (HF InternVL's use_mask_token)
     if f.has("num_position_embeddings"):
         positions += f.int("num_position_embeddings") * h
     elif f.has("init_pos_emb_height"):
         positions += f.int("init_pos_emb_height") * f.int("init_pos_emb_width") * h
-    elif f.has("image_size") and not gated:
-        positions += ((f.int("image_size") // patch) ** 2 + cls) * h
+    elif _learned_table(f, gated):
+        if not f.has("image_size"):
+            raise f.err("image_size", "missing (required to size the vision tower's learned position table, "
+                                      "(image_size / patch_size)^2 rows; its family declares no default)")
+        image_h, image_w = _pair(f, "image_size", 0)
+        positions += ((image_h // patch_h) * (image_w // patch_w) + cls) * h
     tower_norms = facts.get("_vision_tower_norms")
     post_norm = norm * (int(tower_norms) if tower_norms is not None else 0 if f.has("depth") else 1)
-    tower = layers * per_layer + patch_embed + positions + post_norm
-    return tower + _projector(f, wrapper, h, norm, text_hidden, facts), layers, h
+    head = 0
+    if f.bool("vision_use_head"):
+        # SigLIP's attention-pooling head (SiglipMultiheadAttentionPoolingHead): a probe, nn.MultiheadAttention
+        # (in_proj 3h x h and out_proj h x h, both biased), a LayerNorm and the tower's MLP
+        head = h + 4 * h * h + 4 * h + 2 * h + mlp
+    tower = layers * per_layer + patch_embed + positions + post_norm + head
+    return tower + _projector(f, wrapper, h, norm, text_hidden, facts, notes), layers, h
+
+
+def _check_heads(f: Fields, h: int, written: set[str]) -> None:
+    """The head count sizes nothing in a tower whose q / k / v / o are h x h; a written head_dim that makes them
+    another width would be counted wrong: one line naming it (`written`: the keys the config itself gives)."""
+    heads = next((k for k in ("num_attention_heads", "num_heads", "attention_heads", "vt_num_attention_heads")
+                  if k in written and f.has(k)), None)
+    if heads is None or "head_dim" not in written or not f.has("head_dim"):
+        return
+    n, d = f.int(heads), f.int("head_dim")
+    if n * d != h:
+        raise f.err("head_dim", f"{d} x {n} heads = {n * d} differs from the tower's width {h}: attention "
+                                "projections of another width are not counted")
+
+
+def _pair(f: Fields, name: str, default: int) -> tuple[int, int]:
+    """A size given once or as [height, width] (the HF InternVL tower's image_size and patch_size)."""
+    value = f.cfg.get(name)
+    if value is None:
+        return default, default
+    if isinstance(value, list):
+        pair = f.int_list(name, minimum=1) or []
+        if len(pair) != 2:
+            raise f.err(name, f"must be one integer or [height, width], got {len(pair)} entries")
+        return pair[0], pair[1]
+    n = f.int(name)
+    return n, n
+
+
+def _learned_table(f: Fields, gated: bool) -> bool:
+    """Whether the tower carries a learned absolute position table sized by image_size (the ViT / CLIP / SigLIP
+    convention): not a gated tower (Pixtral), one that writes depth (the Qwen-VL lineage) or a RoPE base (Pixtral,
+    Gemma-4's), all rotary, nor one that switches the table off (use_absolute_position_embeddings false)."""
+    if gated or f.has("depth") or f.has("rope_theta") or f.has("rope_parameters"):
+        return False
+    return f.bool("use_absolute_position_embeddings", True)
 
 
 def _mlp_into_text(width: int, out: int, bias: bool) -> int:
@@ -131,7 +190,8 @@ def _mlp_into_text(width: int, out: int, bias: bool) -> int:
     return width * out + out * out + (2 * out if bias else 0)
 
 
-def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, facts: dict[str, Any]) -> int:
+def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, facts: dict[str, Any],
+               notes: list[str]) -> int:
     """Parameters from the tower's width `h` into the text width: the module docstring's projector
     conventions (one linear; a patch merger MLP; the family facts' two-linear MLPs)."""
     c = f.cfg
@@ -155,6 +215,21 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         wide = h * merge * merge * (len(fed) if isinstance(fed, list) and fed else 1)
         newline = out if facts.get("_vision_image_newline") else 0
         return (2 * wide if facts.get("_vision_projector_norm") else 0) + _mlp_into_text(wide, out, pb) + newline
+    swiglu = facts.get("_vision_projector_swiglu")
+    if swiglu:
+        # AyaVisionMultiModalProjector: a pixel shuffle by the wrapper's downsample_factor d, a LayerNorm over h d^2,
+        # linear_1 h d^2 -> alignment_intermediate_size A, SwiGLU halves it, linear_2 A / 2 -> the text width (both
+        # biased); the fact holds the config class's defaults of d and A, read where the wrapper leaves them out
+        d = wrapper.int("downsample_factor", default=int(swiglu["downsample_factor"]), maximum=64)
+        wide_a = wrapper.int("alignment_intermediate_size", default=int(swiglu["alignment_intermediate_size"]))
+        if wide_a % 2:
+            raise wrapper.err("alignment_intermediate_size", f"{wide_a} is odd: SwiGLU splits it in two halves")
+        for name in ("downsample_factor", "alignment_intermediate_size"):
+            if not wrapper.has(name):
+                notes.append(f"{name}: not written; read as {wrapper.cfg.get('model_type')}'s default "
+                             f"({swiglu[name]}), which the config class writes no field for when it is unchanged")
+        wide = h * d * d
+        return 2 * wide + wide * wide_a + wide_a + (wide_a // 2) * out + out
     if facts.get("_vision_projector_shuffle_linear"):
         # Idefics3Connector: a pixel shuffle by the wrapper's scale_factor, then one bias-free linear
         factor = wrapper.int("scale_factor", maximum=64)
@@ -227,10 +302,14 @@ def image_tokens(raw: dict[str, Any], origin: str) -> int | None:
 
 def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: list[str] | None = None,
                   facts: dict[str, Any] | None = None,
-                  families: dict[str, dict[str, Any]] | None = None) -> list[Encoder]:
+                  families: dict[str, dict[str, Any]] | None = None, known: bool = True) -> list[Encoder]:
     """The encoders a multimodal config declares; sizes read by convention are said in `notes`; `facts` are the
     wrapper family's _vision_* facts and `families` the family_defaults table, where a tower's own model_type
-    finds the facts of its modeling code (the module docstring)."""
+    finds the facts of its modeling code (the module docstring). `known`: the wrapper has a family line; without
+    it or a line for the tower's own model_type, the tower's unread structural fields are named in a note
+    (config/unread.py check_unread_tower)."""
+    from solver.specs.config.unread import check_unread_tower
+
     notes = notes if notes is not None else []
     wrapper_facts = facts or {}
     families = families or {}
@@ -241,12 +320,17 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
             continue
         if not isinstance(sub, dict):
             raise Fields(raw, origin).err(key, "must be an object")
-        own = families.get(str(sub.get("model_type") or "")) or {}
+        tower_type = str(sub.get("model_type") or "")
+        own = families.get(tower_type) or {}
         facts = {**{k: v for k, v in own.items() if str(k).startswith("_vision_")}, **wrapper_facts}
-        defaults = facts.get("_vision_config_defaults") if key == "vision_config" else None
-        taken = [k for k in (defaults or {}) if k not in sub]
-        if taken:  # the wrapper's default vision config, where a diffed vision_config leaves a field out
-            sub = ReadRecorder({**sub, **{k: defaults[k] for k in taken}})  # type: ignore[index]
+        # a diffed vision_config leaves out what equals the default vision config: the wrapper's (LlavaConfig's
+        # CLIP) first, else the tower class's own (SiglipVisionConfig's image_size 224)
+        own_defaults = (own.get("_vision_config_defaults") or {}) if key == "vision_config" else {}
+        wrapper_defaults = (wrapper_facts.get("_vision_config_defaults") or {}) if key == "vision_config" else {}
+        defaults = {**own_defaults, **wrapper_defaults}
+        taken = [k for k in defaults if k not in sub]
+        # every key the tower reader looks up is recorded, so that what it never read can be named
+        sub = ReadRecorder({**sub, **{k: defaults[k] for k in taken}})
         f = Fields(sub, origin, prefix=f"{key}.")
         if facts.get("_vision_refused"):  # a tower the conventions cannot express and no fact yet describes
             raise Fields(raw, origin).err(key, f"{facts['_vision_refused']}; not counted rather than miscounted "
@@ -255,9 +339,14 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
             params, layers, h = _tiled_vit(f, text_hidden)
         else:
             params, layers, h = _vit(f, Fields(raw, origin), text_hidden, notes, facts)
-        read = [k for k in taken if k in getattr(sub, "looked_up", ())]
-        if read:
-            notes.append(f"{key}.{', '.join(read)}: not written; read as {raw.get('model_type')}'s default vision "
-                         "config (a nested config is written as its difference from that default)")
+            _check_heads(f, h, set(sub) - set(taken))
+        for source, table in ((f"{raw.get('model_type')}'s default vision config", wrapper_defaults),
+                              (f"the {tower_type} tower's class defaults", own_defaults)):
+            read = [k for k in taken if k in sub.looked_up and k in table and (table is wrapper_defaults
+                                                                                or k not in wrapper_defaults)]
+            if read:
+                notes.append(f"{key}.{', '.join(read)}: not written; read as {source} (a nested config is written "
+                             "as its difference from that default)")
+        check_unread_tower(f, sub, known or tower_type in families, notes, taken)
         out.append(Encoder("audio" if key.startswith("audio") else "vision", params, layers, h))
     return out

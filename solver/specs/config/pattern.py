@@ -20,7 +20,7 @@ dense, moe, none. Conventions read, in order of precedence:
                         attention_chunk_size + no_rope_layer_interval; use_sliding_window + max_window_layers;
                         sliding_window alone (every layer windowed)
   FFNs:                 block_configs[i].ffn; mlp_layer_types; expert_layer_period / offset (Jamba);
-                        moe_layer_freq as a list; first_k_dense_replace,
+                        moe_layer_freq as a list; first_k_dense_replace | num_dense_layers,
                         moe_layer_freq / decoder_sparse_step / interleave_moe_layer_step /
                         moe_layer_frequency as an int;
                         moe_layer_start_index / moe_layer_end_index / moe_layer_interval (ERNIE-4.5);
@@ -248,9 +248,11 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
             raise f.err("moe_layer_freq", "as a list, entries must be 0 (dense) or 1 (MoE)")
         kinds = ["moe" if v else "dense" for v in flags]
     else:
-        first_dense = f.int("first_k_dense_replace", default=0, minimum=0)
+        # the first layers keep a dense MLP: DeepSeek's first_k_dense_replace, LFM2-MoE's num_dense_layers
+        dense_field = f.first("first_k_dense_replace", "num_dense_layers") or "first_k_dense_replace"
+        first_dense = f.int(dense_field, default=0, minimum=0)
         if first_dense > layers:
-            raise f.err("first_k_dense_replace", f"{first_dense} exceeds num_hidden_layers ({layers})")
+            raise f.err(dense_field, f"{first_dense} exceeds num_hidden_layers ({layers})")
         freq = f.int("moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", "moe_layer_frequency",
                      default=1, maximum=max(layers, 1))
         # DeepSeek: i % moe_layer_freq after the first dense layers; Qwen / Llama-4: (i + 1) % step

@@ -22,6 +22,11 @@ class QuantSpec:
 
 
 _EXPERT_DTYPE = {"fp4": "mxfp4", "mxfp4": "mxfp4", "fp8": "fp8_block", "bf16": "bf16"}
+# quant methods whose weights no number format of the precision model holds, with what they store: refused by name
+# rather than read as 16-bit weights (memory and bandwidth would be wrong several times over)
+_UNREPRESENTABLE = {
+    "bitnet": "ternary weights (values in {-1, 0, 1}, 1.58 bits, packed four to a byte with one scale per tensor)",
+}
 
 
 def read_quant(cfg: dict[str, Any], origin: str, warnings: list[str]) -> QuantSpec:
@@ -43,6 +48,9 @@ def _read_quant(cfg: dict[str, Any], origin: str, warnings: list[str]) -> QuantS
     if not isinstance(q, dict):
         raise InputError(f"{origin}: quantization_config", "must be an object")
     method = str(q.get("quant_method", "")).lower()
+    if method in _UNREPRESENTABLE:
+        raise InputError(f"{origin}: quantization_config.quant_method",
+                         f"{method!r}: {_UNREPRESENTABLE[method]} have no number format here; not sized")
     skip_key = next((k for k in ("modules_to_not_convert", "ignored_layers", "ignore") if q.get(k)), "ignore")
     skip_raw = q.get(skip_key) or []
     if not isinstance(skip_raw, list):

@@ -231,7 +231,9 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     mtp, copies = _mtp(f, reader, layers)
     warnings += reader.notes
     facts = {k: v for k, v in defaulted.items() if str(k).startswith("_vision_")}
-    encoders = tuple(read_encoders(raw, hidden, origin, warnings, facts, _family_defaults()))
+    # a tower is of a known family when it or its wrapper has a line (the text model's line says nothing of it)
+    encoders = tuple(read_encoders(raw, hidden, origin, warnings, facts, _family_defaults(),
+                                   wrapper_type in _family_defaults()))
     nonstandard = [e.name for e in encoders]
     for key in ("ngram_embedding", "engram"):
         if raw.get(key):
@@ -251,7 +253,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     if read:
         warnings.append(f"{prefix}{', '.join(read)}: not written; read as {wrapper_type}'s default text config "
                         "(a nested config is written as its difference from that default)")
-    check_unread(f, cfg, model_type, known, warnings)
+    other_mixers = parallel_ssm or any(s.mixer in ("linear", "mamba", "conv", "rglru") for s in layer_slots)
+    check_unread(f, cfg, model_type, known, warnings, other_mixers)
     return ModelSpec(
         name=name, model_type=model_type, hidden_size=hidden, vocab_size=vocab,
         tie_word_embeddings=tie, layers=layers, mtp_modules=mtp,

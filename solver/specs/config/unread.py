@@ -9,7 +9,13 @@ would otherwise be sized without it, as if the field were not there. Three rules
   memory and step times wrong by the experts' share (one line, naming the field and the fields read);
 - for a family without defaults, every other unread field whose name speaks of the model's structure and whose
   value is set is named in a note, so the user sees what the totals leave out;
-- whatever the family, a switch of a feature the layer stack does not model (_UNMODELLED) is named when it is on.
+- whatever the family, a switch of a feature the layer stack does not model (_UNMODELLED) is named when it is on;
+- for a family without defaults, an unread field that describes a mixer other than attention or where such
+  mixers sit (_MIXER: mamba_*, ssm_*, conv, RG-LRU, RWKV, linear attention, layer / block pattern lists) is
+  refused: the model would be counted as plain attention layers (Bamba with its attention indices renamed: 8.0B
+  for 9.8B), which is no smaller a fault than a dropped expert count.
+Nested vision configs follow the same discipline (check_unread_tower): a set field whose weights the tower reader
+certainly leaves out is refused, and for a tower of no known family the unread structural fields are named.
 
 Families with defaults are checked against their published totals (models/SOURCES, tests/test_params.py), so
 their other unread fields (a Qwen3-MoE's unused dense intermediate_size, DeepSeek's routing groups) are not
@@ -39,6 +45,14 @@ _SIZES_NOTHING = re.compile(r"dropout|pdrop|eps(ilon)?$|init|rope|rotary|act(iva
                             r"dropped_token|overlap|token_id|token_index|_ids?$|max_position|softmax|scale_attn|"
                             r"attn_implementation|layer_scaling|multiplier|dim_model_base|clip|norm_min|capacity|"
                             r"moe_gate$|norm_head$")
+
+
+# names of fields that describe a mixer other than attention (Mamba, SSM, short / causal convolutions, RG-LRU,
+# RWKV's time / channel mix, linear attention, retention, xLSTM) or where such mixers sit (hybrid and block /
+# layer pattern lists): unread, the layers they describe would be counted as attention
+_MIXER = re.compile(r"mamba|ssm|conv|^lru_|rwkv|time_mix|channel_mix|linear_attn|^linear_(num|key|value)|hybrid|"
+                    r"block_types?$|layer_types?$|layers_block|(layer|block)s?_pattern|attn_layer|attention_layer|"
+                    r"mixer|recurrent|retention|xlstm|d_state|state_size|dt_rank|time_step|kda|delta_?net")
 
 
 # features of known families that the layer stack does not model, named in a note when on. Empty since the stack
@@ -76,17 +90,61 @@ def _set(value: Any) -> bool:
     return value is not None and value is not False and value != 0 and value != "" and value != [] and value != {}
 
 
-def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bool, warnings: list[str]) -> None:
-    """Refuse an unread expert count; note the unread switches of unmodelled features, and for a family without
-    defaults every unread structural field."""
+def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bool, warnings: list[str],
+                 other_mixers: bool = False) -> None:
+    """Refuse an unread expert count, and for a family without defaults an unread mixer field when every layer was
+    read as attention (`other_mixers`: the stack holds a Mamba, conv, linear or RG-LRU mixer, so the fields that
+    describe it were read and what is left of them, such as a kernel's chunk size, sizes nothing); note the unread
+    switches of unmodelled features, and for a family without defaults every unread structural field."""
     unread = [k for k in cfg.unread() if not str(k).startswith("_") and _set(cfg[k])]
     for key in unread:
         value = cfg[key]
         if str(key).endswith("experts") and isinstance(value, int) and not isinstance(value, bool) and value > 0:
             raise f.err(key, f"{value} experts in a field shardplan does not read for model_type {model_type!r} "
                              f"(it reads {', '.join(EXPERT_COUNT_FIELDS)}): the model would be sized without them")
+    if not known_family and not other_mixers:
+        for key in unread:
+            if _MIXER.search(str(key)):
+                raise f.err(key, f"{_shown(cfg[key])}: describes a mixer other than attention (or where one sits) "
+                                 f"in a field shardplan does not read for model_type {model_type!r}: the model would "
+                                 "be counted as plain attention layers without it")
     named = [k for k in unread if k in _UNMODELLED or not known_family and _STRUCTURE.search(str(k))
              and not _SIZES_NOTHING.search(str(k))]
     if named:
         warnings.append(f"fields not read (the model is sized without them): "
                         + ", ".join(f"{f.path(k)}={quoted(repr(cfg[k]))}" for k in named))
+
+
+def _shown(value: Any) -> str:
+    """A value in one short line: a nested object or list is said to be given, a long string is cut."""
+    if isinstance(value, (dict, list)):
+        return "given"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# fields of a vision tower whose set value adds weights the tower reader (config/encoders.py) does not count,
+# with what they are: refused whatever the family, as an unread expert count is
+_TOWER_REFUSED = {
+    "num_register_tokens": "register tokens (learned rows appended to the patch sequence)",
+    "use_swiglu_ffn": "a SwiGLU MLP (the tower reader sizes the MLP by its activation)",
+}
+
+
+def check_unread_tower(f: Fields, sub: ReadRecorder, known_family: bool, notes: list[str],
+                       defaulted: list[str]) -> None:
+    """The unread-field discipline of check_unread, for a nested vision config: refuse a set field whose weights
+    are certainly left out (_TOWER_REFUSED, an expert count); for a tower of no known family, name its unread
+    structural fields in a note. `defaulted` are keys taken from a default vision config, not written."""
+    unread = [k for k in sub.unread() if not str(k).startswith("_") and k not in defaulted and _set(sub[k])]
+    for key in unread:
+        value = sub[key]
+        what = _TOWER_REFUSED.get(key)
+        if what:
+            raise f.err(key, f"{_shown(value)}: {what} are not counted; the tower would be sized without them")
+        if str(key).endswith("experts") and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            raise f.err(key, f"{value} experts in a vision tower: the tower would be sized without them")
+    named = [k for k in unread if not known_family and _STRUCTURE.search(str(k)) and not _SIZES_NOTHING.search(str(k))]
+    if named:
+        notes.append(f"vision tower fields not read (the tower is sized without them): "
+                     + ", ".join(f"{f.path(k)}={quoted(repr(sub[k]))}" for k in named))
