@@ -108,7 +108,10 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     if facts.get("_vision_linear_bias") is not None:  # the family's fact (family_defaults.yaml)
         bias = bool(facts["_vision_linear_bias"])
     norm = h if rms else 2 * h
-    attn = 4 * h * h + (4 * h if bias else 0)
+    # q / k / v project to qkv_hidden_size where a tower writes one (MoonViT in Kimi-K3: 1536 over a 1024 width),
+    # and o_proj back from it
+    qd = f.int("qkv_hidden_size", default=h)
+    attn = 4 * h * qd + ((3 * qd + h) if bias else 0)
     mlp = (3 if gated else 2) * h * inter + (((2 if gated else 1) * inter + h) if bias else 0)
     per_layer = attn + mlp + 2 * norm
     # two learned per-channel scales per layer: the family fact, or a layer_scale_init_value the config sets (the
@@ -117,7 +120,7 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
                                             and f.number("layer_scale_init_value", 0.0, 1e6) > 0):
         per_layer += 2 * h  # ls1, ls2
     if c.get("qk_normalization") or f.bool("use_qk_norm"):
-        per_layer += 2 * norm  # q_norm, k_norm over all heads' channels
+        per_layer += 2 * norm * qd // h  # q_norm, k_norm over all heads' channels
     channels = f.int("in_channels", "num_channels", "in_chans", default=3)
     temporal = f.int("temporal_patch_size", default=1)
     patch_h, patch_w = _pair(f, "patch_size", 14)
