@@ -45,6 +45,7 @@ class Attention(Block):
     kv_weights: bool = True  # under kv_shared: its k / v projections (and k norm) are stored all the same
 
     role = "mixer"
+    kvp_splits_keys = True
 
     @property
     def kind(self) -> str:  # type: ignore[override]
@@ -147,10 +148,10 @@ class Attention(Block):
         return sequence_attention_comms(cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
                                         cache_bpt=cache, merge_width=self.v_head_dim, query_width=self.head_dim)
 
-    def activation(self, pc, tokens: float) -> float:
+    def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards
-        q = self.heads / pc.attn_tp_size * self.head_dim
-        kv = 0 if self.kv_shared else 2 * kv_heads_per_rank(self.kv_heads, pc.attn_tp_size) * self.head_dim
+        q = self.heads / split * self.head_dim
+        kv = 0 if self.kv_shared else 2 * kv_heads_per_rank(self.kv_heads, split) * self.head_dim
         return t * (q + kv) * ACT_BYTES
 
 

@@ -37,6 +37,7 @@ class CompressedAttention(Block):
 
     role = "mixer"
     kind = "CSA"
+    kvp_splits_keys = True
 
     def label(self) -> str:
         idx = f" top{self.indexer.topk}" if self.indexer else ""
@@ -120,9 +121,9 @@ class CompressedAttention(Block):
             cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes) + idx, merge_width=self.head_dim,
             query_width=self.head_dim, topk=self.indexer.topk if self.indexer else None)
 
-    def activation(self, pc, tokens: float) -> float:
+    def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards
-        act = t * self.heads / pc.attn_tp_size * 2 * self.head_dim * ACT_BYTES
+        act = t * self.heads / split * 2 * self.head_dim * ACT_BYTES
         if self.indexer:
             act += self.indexer.activation(t, tokens / max(self.ratio, 1))
         return act
