@@ -359,3 +359,67 @@ def test_the_tables_sum_to_the_full_estimate_for_an_mla_hybrid_under_decode_cont
             assert fig.tpot_s == pytest.approx(e.tpot_s, rel=1e-9, abs=1e-15)
             seen += 1
     assert seen
+
+
+# ------------------------------------------------------------------------------ SGLang --dcp-size and ATOM -dcp
+# engines.md, Flags (decode CP row): SGLang "--dcp-size, MLA only, stripes KV over the TP group"; ATOM "-dcp
+# (tp % dcp == 0)". Both reuse the TP ranks (kvp_splits_attention_weights), so TP = attn_tp x kvp; the facts say
+# nothing of DCP beside DP attention, so both plan it with one TP group (C.dcp_without_dp_attention).
+
+
+def _r1_launch(framework: str, hardware: str, attn_tp: int, kvp: int, moe_tp: int = 1) -> str:
+    from solver.launch import LaunchInputs, emit_launch
+
+    pc = ParallelConfig(world_size=8, attn_tp_size=attn_tp, kvp_size=kvp, dense_tp_size=8, moe_tp_size=moe_tp,
+                        embed_tp_size=8, lmhead_tp_size=8)
+    m, h = load_model("deepseek-r1"), load_hardware(hardware)
+    return " ".join(emit_launch(load_framework(framework), m, h, pc,
+                                LaunchInputs(batch=8, max_model_len=33792))["nodes"][0]["argv"])
+
+
+def test_sglangs_dcp_launch_is_one_tp_group_with_dcp_size() -> None:
+    text = _r1_launch("sglang", "h200_sxm", 2, 4)
+    assert "--tp-size 8 --dcp-size 4" in text
+    assert "--dp-size" not in text and "--enable-dp-attention" not in text and "--enable-dp-lm-head" not in text
+
+
+def test_atoms_dcp_launch_is_tp_attn_tp_x_kvp_with_dcp() -> None:
+    text = _r1_launch("atom", "mi355x", 2, 4)
+    assert "-tp 8 -dcp 4" in text and " -dp " not in text and "--enable-dp-attention" not in text
+    assert "--max-num-seqs 8" in text  # one engine holds the whole batch
+
+
+@pytest.mark.parametrize("framework", ["sglang", "atom"])
+def test_dcp_is_mla_only_and_without_dp_attention(framework: str) -> None:
+    from solver.specs.rule_env import model_env
+
+    fw = load_framework(framework)
+    assert fw.kvp_splits_attention_weights and "kvp_size" in fw.knobs
+    tp8 = dict(attn_tp_size=2, kvp_size=4, dense_tp_size=8, moe_tp_size=1, embed_tp_size=8, lmhead_tp_size=8)
+    r1 = load_model("deepseek-r1")
+    assert fw.check(model_env(tp8, r1, 8, world=8), "error") == []
+    # DP attention beside DCP (attn_tp 1 x kvp 4 in a world of 8) is refused
+    dp = {**tp8, "attn_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 4 if framework == "atom" else 1}
+    assert "C.dcp_without_dp_attention" in [r.id for r in fw.violated(model_env(dp, r1, 8, world=8), "error")]
+    # a GQA model: no DCP
+    qwen = load_model("qwen3-235b-a22b")
+    gqa = dict(attn_tp_size=2, kvp_size=4, dense_tp_size=8, moe_tp_size=1, embed_tp_size=8, lmhead_tp_size=8)
+    assert "C.dcp_mla_only" in [r.id for r in fw.violated(model_env(gqa, qwen, 8, world=8), "error")]
+
+
+@pytest.mark.parametrize("framework", ["sglang", "atom"])
+def test_without_an_o_proj_knob_o_proj_follows_the_whole_tp_group_under_dcp(framework: str) -> None:
+    """o_proj left at 1 follows the ranks that split the heads: TP 8 = attn_tp 2 x DCP 4, 128 x 128 x 7168 / 8
+    per rank (DeepSeek-V3, 61 layers, bf16), its all-reduce over 8 ranks."""
+    hardware = "mi355x" if framework == "atom" else "h200_sxm"
+    m, h, prec, f = _setup(framework, hardware)
+    pc = ParallelConfig(world_size=8, attn_tp_size=2, kvp_size=4, dense_tp_size=8, moe_tp_size=1, embed_tp_size=8,
+                        lmhead_tp_size=8)
+    rep = memory_per_rank(m, h, pc, prec, 4, 4096, engine_options(None, f))
+    assert rep.weights_bytes["o_proj"] == 128 * 128 * 7168 // 8 * LAYERS * BF16
+    assert rep.weights_bytes["attention"] == (REPLICATED + SPLIT // 8) * LAYERS * BF16
+    w = Work("decode", new_tokens=16, context=4096, sequences=16, logits_tokens=16)
+    comms = {(c.name, c.group): c.bytes for c in m._attention.comms(Kit(h, pc, prec, f, w), 0.0)}
+    assert comms == {("attn_tp_allreduce", 8): 16 * 7168 * 2,
+                                        ("kvp_query_allgather", 4): 16 * 64 * 576 * 2,
+                                        ("lse_merge", 4): 16 * 64 * (512 * 2 + 4)}

@@ -144,7 +144,7 @@ def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions, modu
     if knob == "moe_tp_size":
         return pc.world_size  # E/EP experts per rank, each split moe_tp ways
     if knob == "o_proj_tp_size":
-        return pc.oproj_shards
+        return pc.oproj_split(opts.kvp_splits_attention_weights)
     if knob == "shared_experts_tp":
         return getattr(pc, opts.shared_experts_knob)
     if knob == "encoder_tp_size":

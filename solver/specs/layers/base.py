@@ -141,6 +141,11 @@ class CostKit(Protocol):
         framework's KVP layout)."""
         ...
 
+    @property
+    def oproj_shards(self) -> int:
+        """Ranks splitting o_proj (ParallelConfig.oproj_split under the framework's KVP layout)."""
+        ...
+
     def op(self, name: str, module: str, flops: float, nbytes: float, peak: float, eff: float, kernels: float,
            shape_eff: float = 1.0) -> Any: ...
 

@@ -109,7 +109,7 @@ class CompressedAttention(Block):
             # the indexer scores compressed entries only (ctx / ratio keys per query)
             ops += self.indexer.ops(cx, h, self.q_lora_rank, key_share=1 / self.ratio)
         o = self.o_dim * self.o_lora_rank + self.o_groups * self.o_lora_rank * h
-        d = pc.oproj_shards
+        d = cx.oproj_shards
         ops.append(cx.op("o_proj", "o_proj", 2 * cx.group_tokens(d) * o / d, o / d * bpp, gemm, f.gemm, kernels=2,
                          shape_eff=cx.shape_efficiency(h)))
         return ops
