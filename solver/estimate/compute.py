@@ -228,6 +228,10 @@ class Kit:
     def attn_tp_group(self) -> int:
         return self.pc.attn_tp_group(self.f.kvp_splits_attention_weights)
 
+    @property
+    def oproj_shards(self) -> int:
+        return self.pc.oproj_split(self.f.kvp_splits_attention_weights)
+
     def group_tokens(self, degree: int, tokens: float | None = None) -> float:
         return group_tokens(self.pc, self.w, degree, tokens)
 

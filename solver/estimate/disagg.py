@@ -104,11 +104,12 @@ def kv_bytes_per_request(model: ModelSpec, kv_bytes: int, tokens: int, attn_tp: 
     return layer_tokens * per_token_layer
 
 
-def constant_state_per_request(model: ModelSpec, kv_bytes: int, attn_tp: int = 1) -> float:
+def constant_state_per_request(model: ModelSpec, kv_bytes: int, attn_tp: int = 1, group: int | None = None) -> float:
     """The state of one request that does not grow with its tokens (linear-attention / SSM state, conv tails, a
     cross-attention layer's image K/V) on one rank of an attention group with TP `attn_tp`: the prefill worker
-    built it, so it is handed over with the KV. CP / KVP do not split it (each rank of their group holds it)."""
-    return state_of_layers(model.layer_groups, kv_bytes, attn_tp, 1).constant
+    built it, so it is handed over with the KV. CP / KVP do not split it (each rank of their group holds it);
+    `group`: the attention-TP group (TP x KVP where KVP reuses the TP ranks), which splits it."""
+    return state_of_layers(model.layer_groups, kv_bytes, attn_tp, 1, group).constant
 
 
 @dataclass(frozen=True)
@@ -130,12 +131,14 @@ def transfer_tier(hw: Hardware, prefill_ranks: int, decode_ranks: int) -> tuple[
 
 
 def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode: ParallelConfig, kv_bytes: int,
-                isl: int, mtp_layers: int = 0) -> Transfer:
+                isl: int, mtp_layers: int = 0, kvp_splits_weights: bool = False) -> Transfer:
     """Bytes and seconds of one request's KV transfer (module docstring). The decode side's CP x KVP split the
-    tokens across its ranks; the replicated copies of a latent (MLA) are each sent once per receiving rank."""
+    tokens across its ranks; the replicated copies of a latent (MLA) are each sent once per receiving rank.
+    `kvp_splits_weights`: the decode engine's KVP layout (its constant state split over TP x KVP)."""
     whole = kv_bytes_per_request(model, kv_bytes, isl, 1, mtp_layers) + constant_state_per_request(model, kv_bytes)
-    recv = (kv_bytes_per_request(model, kv_bytes, isl, decode.attn_tp_size, mtp_layers)
-            / (decode.cp_size * decode.kvp_size) + constant_state_per_request(model, kv_bytes, decode.attn_tp_size))
+    a = decode.attn_tp_size
+    recv = (kv_bytes_per_request(model, kv_bytes, isl, a, mtp_layers) / (decode.cp_size * decode.kvp_size)
+            + constant_state_per_request(model, kv_bytes, a, decode.attn_tp_group(kvp_splits_weights)))
     traffic = recv * decode.attn_group_size  # every receiving rank's share, copies counted
     send = traffic / prefill.attn_group_size
     name, tier = transfer_tier(hw, prefill.world_size, decode.world_size)
@@ -368,7 +371,8 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                       layers=step_layers(model, decode_pc, "decode", dec_batch,
                                          wl.mtp if model.num_mtp_layers else 0))
     mtp_layers = model.num_mtp_layers if wl.mtp else 0
-    xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers)
+    xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers,
+                       dec_opts.kvp_splits_attention_weights)
     # the front end's cost (HTTP, tokenizer, router) is paid where the request enters: the prefill server's
     overhead = request_overhead(Workload("serving", request_overhead_s=wl.request_overhead_s), f_prefill)
     t = disagg_times(shape, pre_s, dec_s, xfer.time_s, wl.concurrency, wl.osl, overhead, wl.benchmark_waves,

@@ -15,7 +15,7 @@ from solver.memo import IdentityMemo
 from solver.specs.layers.dsa import INDEXER_SCALE_BYTES  # noqa: F401  (re-exported)
 from solver.specs.framework import DEFAULT_TOKEN_BUDGET
 from solver.specs.hardware import Hardware
-from solver.specs.knobs import knob_module
+from solver.specs.layers.base import heads_split
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
@@ -24,8 +24,6 @@ TOTAL_FRACTION = 0.95  # seed 3.4: total memory > capacity x 0.95 -> increase pa
 WEIGHTS_KV_FRACTION = 0.8  # seed 3.2: parameters + KV close to capacity x 0.8 -> tight
 # NCCL/HCCL communicator buffers: ~340-390 MiB per GPU at TP 2-8 (facts/hardware.md)
 COMM_BUFFER_BYTES = 375 * 2**20
-# the module KVP belongs to (the knob registry's): the attention projections, whose split KVP may join
-KVP_MODULE = knob_module("kvp_size")
 # Default tokens per attention replica in one prefill forward: the chunked-prefill default token budget
 DEFAULT_PREFILL_CHUNK = DEFAULT_TOKEN_BUDGET
 
@@ -39,7 +37,8 @@ class MemoryOptions:
     shared_experts_knob: str = "dense_tp_size"
     include_mtp: bool = False
     # the engine's KVP layout (FrameworkProfile.kvp_splits_attention_weights, as Factors carry it: engine_options):
-    # the attention module's weights split over attention TP x KVP instead of attention TP
+    # the modules attention TP splits (attention, linear attention, SSM, conv) split over attention TP x KVP, and
+    # so do the heads and state of the mixers KVP does not split (base.heads_split)
     kvp_splits_attention_weights: bool = False
 
 
@@ -138,18 +137,19 @@ def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions, modu
     """How many ways the "tp" parts of `module`, owned by `knob`, are split under this config."""
     if knob is None:
         return 1
-    if knob == "attn_tp_size" and module == KVP_MODULE:
-        # KVP joins the split of its own module where the engine carves it out of the TP ranks
+    if knob == "attn_tp_size":
+        # where the engine carves KVP out of its TP ranks it builds every such module at TP = attn_tp x kvp; SP /
+        # CP keep full attention weights on every rank
         return pc.attn_tp_group(opts.kvp_splits_attention_weights)
     if knob == "moe_tp_size":
         return pc.world_size  # E/EP experts per rank, each split moe_tp ways
     if knob == "o_proj_tp_size":
-        return pc.oproj_shards
+        return pc.oproj_split(opts.kvp_splits_attention_weights)
     if knob == "shared_experts_tp":
         return getattr(pc, opts.shared_experts_knob)
     if knob == "encoder_tp_size":
         return 1
-    return getattr(pc, knob)  # attention TP: SP/CP keep full attention weights on every rank
+    return getattr(pc, knob)
 
 
 def module_weight_bytes(mod: ModuleParams, model: ModelSpec, pc: ParallelConfig, prec: Precision,
@@ -210,12 +210,15 @@ class StateBytes:
     constant: float  # per-request state that does not grow: linear-attention / SSM state, conv tails, image K/V
 
 
-def state_of_layers(layers: list, kv_bytes: int, attn_tp: int, seq_len: float) -> StateBytes:
-    """Per-request state of (layer, count) pairs holding `seq_len` tokens."""
+def state_of_layers(layers: list, kv_bytes: int, attn_tp: int, seq_len: float,
+                    group: int | None = None) -> StateBytes:
+    """Per-request state of (layer, count) pairs holding `seq_len` tokens; `group`: the attention-TP group
+    (ParallelConfig.attn_tp_group; None: attention TP), which splits the heads of the blocks KVP does not split."""
+    group = group or attn_tp
     kv = idx = const = 0.0
     for layer, n in layers:
         for block in layer.blocks:
-            st = block.state(kv_bytes, attn_tp)
+            st = block.state(kv_bytes, heads_split(block, attn_tp, group))
             held = st.tokens_held(seq_len)
             kv += n * st.per_token_bytes * held
             idx += n * st.index_per_token_bytes * held
@@ -241,22 +244,24 @@ def _mtp_layers(model: ModelSpec, mtp_layers: int) -> list:
     return [(layer, 1) for module in model.mtp_modules[:mtp_layers] for layer in module]
 
 
-# request_state per (model, attention TP, token shards, KV bytes, length, MTP): the planner's memory tables ask
-# for it per attention choice and sequences held, and it reads neither the batch nor the other knobs
+# request_state per (model, attention TP, its group, token shards, KV bytes, length, MTP): the planner's memory
+# tables ask for it per attention choice and sequences held, and it reads neither the batch nor the other knobs
 _REQUEST_STATE = IdentityMemo(65_536)
 
 
 def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int,
-                  mtp_layers: int = 0) -> StateBytes:
-    """One request's state on one rank: growing parts split by CP x KVP, constant parts by attention TP only."""
+                  mtp_layers: int = 0, kvp_splits_weights: bool = False) -> StateBytes:
+    """One request's state on one rank: growing parts split by CP x KVP, constant parts by the attention-TP group
+    only (attention TP, or TP x KVP where KVP reuses the TP ranks: `kvp_splits_weights`, the engine's layout)."""
     shards = pc.cp_size * pc.kvp_size
+    group = pc.attn_tp_group(kvp_splits_weights)
 
     def build() -> StateBytes:
         st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_bytes, pc.attn_tp_size,
-                             seq_len)
+                             seq_len, group)
         return StateBytes(st.kv / shards, st.index / shards, st.constant)
 
-    return _REQUEST_STATE.get((model,), (pc.attn_tp_size, shards, prec.kv_bytes, seq_len, mtp_layers), build)
+    return _REQUEST_STATE.get((model,), (pc.attn_tp_size, group, shards, prec.kv_bytes, seq_len, mtp_layers), build)
 
 
 def held_per_replica(batch: float, pc: ParallelConfig) -> int:
@@ -275,27 +280,31 @@ def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch:
 
 
 def state_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
-                   mtp_layers: int = 0) -> float:
-    """Constant per-request state (linear attention, SSM) of the sequences a rank holds."""
+                   mtp_layers: int = 0, kvp_splits_weights: bool = False) -> float:
+    """Constant per-request state (linear attention, SSM) of the sequences a rank holds, under the engine's KVP
+    layout (`kvp_splits_weights`: MemoryOptions.kvp_splits_attention_weights)."""
     seqs = held_per_replica(batch, pc)
-    return seqs * request_state(model, pc, prec, seq_len, mtp_layers).constant
+    return seqs * request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights).constant
 
 
 # ------------------------------------------------------------------------------------------- activations
 
 
-def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float) -> dict[str, float]:
+def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float,
+                     kvp_splits_weights: bool = False) -> dict[str, float]:
     """Peak transient bytes of one forward over `tokens` tokens of one attention replica, by the knob that sizes
     each part (Block.activation_knob; the logits: lmhead_tp_size): the residual stream plus the largest
     intermediate of those blocks. Layers run one after another, so the peak is the largest term
-    (activation_per_rank); the planner constrains each term on its own (plan.layout_memory.StageMemory)."""
-    return _terms(model, pc, tokens, sequences, None)
+    (activation_per_rank); the planner constrains each term on its own (plan.layout_memory.StageMemory).
+    `kvp_splits_weights`: the engine's KVP layout (the heads of the mixers KVP does not split: base.heads_split)."""
+    return _terms(model, pc, tokens, sequences, None, kvp_splits_weights)
 
 
 def _terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float,
-           knobs: frozenset[str] | tuple[str, ...] | None) -> dict[str, float]:
+           knobs: frozenset[str] | tuple[str, ...] | None, kvp_splits_weights: bool) -> dict[str, float]:
     """activation_terms, only the terms of `knobs` (None: all): the same blocks in the same order, the others
     not evaluated (the planner's memory rows ask for one group's terms per choice)."""
+    a, group = pc.attn_tp_size, pc.attn_tp_group(kvp_splits_weights)
     h = model.hidden_size
     act_b = 2  # activations held in bf16 between kernels
     t = tokens / pc.token_shards  # tokens a rank computes attention for
@@ -305,7 +314,7 @@ def _terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float
         for b in layer.blocks:
             k = b.activation_knob
             if knobs is None or k in knobs:
-                largest[k] = max(largest.get(k, 0.0), b.activation(pc, tokens))
+                largest[k] = max(largest.get(k, 0.0), b.activation(pc, tokens, heads_split(b, a, group)))
     if knobs is None or "lmhead_tp_size" in knobs:
         logits = max(sequences, 1.0) * model.vocab_size / pc.lmhead_tp_size * 4
         largest["lmhead_tp_size"] = max(largest.get("lmhead_tp_size", 0.0), logits)
@@ -313,9 +322,9 @@ def _terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float
 
 
 def activation_per_rank(model: ModelSpec, pc: ParallelConfig, tokens: float,
-                        sequences: float) -> float:
+                        sequences: float, kvp_splits_weights: bool = False) -> float:
     """Peak transient bytes of one forward over `tokens` tokens of one attention replica."""
-    return max(activation_terms(model, pc, tokens, sequences).values())
+    return max(activation_terms(model, pc, tokens, sequences, kvp_splits_weights).values())
 
 
 def prefill_chunk(opts: MemoryOptions, seq_len: int, seqs: float) -> float:
@@ -340,8 +349,8 @@ def activation_peak_of(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions
 def _peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float,
                 knobs: frozenset[str] | tuple[str, ...] | None) -> dict[str, float]:
     chunk = prefill_chunk(opts, seq_len, seqs)
-    pre = _terms(model, pc, chunk, max(1.0, chunk / max(seq_len, 1)), knobs)
-    dec = _terms(model, pc, seqs, seqs, knobs)
+    pre = _terms(model, pc, chunk, max(1.0, chunk / max(seq_len, 1)), knobs, opts.kvp_splits_attention_weights)
+    dec = _terms(model, pc, seqs, seqs, knobs, opts.kvp_splits_attention_weights)
     return {k: max(pre.get(k, 0.0), dec.get(k, 0.0)) for k in pre.keys() | dec.keys()}
 
 
@@ -391,7 +400,8 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
     # next-n depth > 1 reuses the checkpoint's MTP layer(s): weights and cache are those layers only
     mtp_cache = model.num_mtp_layers if mtp > 0 else 0
     kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
-    state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
+    state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
+                           kvp_splits_weights=opts.kvp_splits_attention_weights)
     act = activation_peak(model, pc, opts, seq_len, seqs)
     comm = comm_buffers_per_rank(model, pc, staging_tokens(opts, pc, seq_len, seqs))
     notes = list(prec.notes)

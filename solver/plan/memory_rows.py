@@ -65,7 +65,7 @@ def stage_entry(g: str, model: ModelSpec, pc: ParallelConfig, prec: Precision, o
     if fixed:
         total += _weights(g, model, pc, prec, opts, params, groups, mtp_layers, absent) + _attention_buffers(g, model, pc)
     if g == "attn" and per_batch:
-        cache, state, seqs = _caches(model, pc, prec, batch, seq_len, mtp_layers)
+        cache, state, seqs = _caches(model, pc, prec, opts, batch, seq_len, mtp_layers)
         total += cache + state + attention_transient(model, pc, opts, seq_len, seqs)
     return total
 
@@ -96,10 +96,11 @@ def _attention_buffers(g: str, model: ModelSpec, pc: ParallelConfig) -> float:
                                                        o_proj_tp_size=pc.o_proj_tp_size), 0.0)
 
 
-def _caches(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: int, seq_len: int,
+def _caches(model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions, batch: int, seq_len: int,
             mtp_layers: int) -> tuple[float, float, float]:
-    """(KV + indexer, state, sequences per rank) of the held sequences."""
+    """(KV + indexer, state, sequences per rank) of the held sequences, the state under the engine's layout."""
     mtp_cache = model.num_mtp_layers if mtp_layers else 0
     kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
-    state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
+    state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
+                           kvp_splits_weights=opts.kvp_splits_attention_weights)
     return kv + idx, state, seqs

@@ -135,10 +135,11 @@ class TableInputs:
 
     def outside(self, key: tuple[int, ...], w: Work | None) -> tuple[tuple[int, ...], Work | None]:
         """The attention layout as the other groups see it, and the work they see: they read the attention
-        TP degree, the attention group's size and the replicas (compute.group_tokens, the reshard test against
-        attention TP), not how the group splits (CP, KVP, SP). So layouts with equal (TP, group size, PP) share
-        their tables (spelled with KVP); a decode step under CP is first put in its decode layout
-        (step_parts.decode_layout), except under PP, where each stage's microbatch is laid out by itself."""
+        TP group (the ranks its output is whole on: Kit.attn_tp_group), the attention group's size and the
+        replicas (compute.group_tokens, the reshard test against attention TP), not how the group splits (CP,
+        KVP, SP). So layouts with equal (TP group, group size, PP) share their tables (_spelled); a decode step
+        under CP is first put in its decode layout (step_parts.decode_layout), except under PP, where each stage's
+        microbatch is laid out by itself."""
         tp, cp, kvp, sp, pp = key
         if w is not None and w.phase == "decode" and cp > 1:
             if pp > 1:
@@ -147,9 +148,18 @@ class TableInputs:
             if hit is None or hit[0] is not w:
                 pc, dw = decode_layout(self._layout_pc(key), w)
                 hit = self._outside[(key, id(w))] = (
-                    w, (pc.attn_tp_size, 1, pc.cp_size * pc.kvp_size * pc.attn_sp_size, 1, pp), self._work(dw))
+                    w, self._spelled(pc.attn_tp_size, pc.kvp_size, pc.cp_size * pc.attn_sp_size, pp),
+                    self._work(dw))
             return hit[1], hit[2]
-        return (tp, 1, cp * kvp * sp, 1, pp), w
+        return self._spelled(tp, kvp, cp * sp, pp), w
+
+    def _spelled(self, tp: int, kvp: int, rest: int, pp: int) -> tuple[int, ...]:
+        """A layout as the other groups read it, one spelling per (TP group, group size, PP): the non-TP ranks
+        as KVP, but where KVP reuses the TP ranks (Factors.kvp_splits_attention_weights) KVP joins the TP group
+        and the rest is spelled as SP, which no other group reads (as KVP it would read as TP)."""
+        if self.f.kvp_splits_attention_weights:
+            return (tp * kvp, 1, 1, rest, pp)
+        return (tp, 1, kvp * rest, 1, pp)
 
     def _group_pc(self, outside: tuple[int, ...], g: str, j: int) -> ParallelConfig:
         """The config group g's choice j is costed at beside the layout `outside` (outside), memoised: every
@@ -158,7 +168,7 @@ class TableInputs:
         pc = self._group_pcs.get(key)
         if pc is None:
             c = self.choices[g][j]
-            pc = self._group_pcs[key] = self._layout_pc(_beside(outside, c[0], self.world),
+            pc = self._group_pcs[key] = self._layout_pc(_beside(outside, c[0], self.world, self._spelled),
                                                         **dict(zip(GROUPS[g][:-1], c[:-1])))
         return pc
 
@@ -169,7 +179,7 @@ class TableInputs:
         key = (outside, jd, jm)
         pc = self._pair_pcs.get(key)
         if pc is None:
-            pc = self._pair_pcs[key] = self._layout_pc(_beside(outside, tp, self.world), **knobs)
+            pc = self._pair_pcs[key] = self._layout_pc(_beside(outside, tp, self.world, self._spelled), **knobs)
         return pc
 
     def _choices_at(self, g: str, pp: int) -> list[int]:
@@ -193,12 +203,13 @@ class TableInputs:
         return out
 
 
-def _beside(key: tuple[int, ...], degree: int, world: int) -> tuple[int, ...]:
-    """The layout a group of TP `degree` is costed beside: of attention TP it reads only whether it equals its
-    own degree (an all-reduce when it does, a gather and a scatter when it reshards) or the MoE group's span
-    (degree x EP: attention TP over the whole MoE group needs no dispatch), so any other value is spelled 1
-    with the same group size (KVP), and layouts differing only there share the table."""
+def _beside(key: tuple[int, ...], degree: int, world: int, spelled) -> tuple[int, ...]:
+    """The layout (outside's spelling) a group of TP `degree` is costed beside: of attention TP it reads only
+    whether it equals its own degree (an all-reduce when it does, a gather and a scatter when it reshards) or
+    the MoE group's span (degree x EP: attention TP over the whole MoE group needs no dispatch), so any other
+    value is spelled 1 with the same group size (`spelled`: TableInputs._spelled), and layouts differing only
+    there share the table."""
     tp, cp, kvp, sp, pp = key
-    if tp in (1, degree, world // pp) or (cp, sp) != (1, 1):
+    if tp in (1, degree, world // pp) or cp != 1 or (sp != 1 and kvp != 1):
         return key
-    return (1, 1, tp * kvp, 1, pp)
+    return spelled(1, 1, tp * kvp * sp, pp)

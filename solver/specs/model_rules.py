@@ -42,12 +42,14 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
     W = pc.world_size
     out = absent_knob_problems(model, pc.knobs())
     out += [f"world_size {W} % {k} = {v} != 0" for k, v in pc.knobs().items() if W % v]
-    if model.num_attention_heads % pc.attn_tp_size:
+    group = pc.attn_tp_group(fw.kvp_splits_attention_weights)  # where KVP reuses the TP ranks, TP x KVP splits heads
+    if model.num_attention_heads % group:
         # the number is the gcd over every mixer's head groups (ModelSpec.num_attention_heads): a stack without
         # attention (Mamba-2: heads and n_groups) is told what it is, not "attention heads"
         heads = ("num_attention_heads" if model.attention_kind != "none"
                  else "the mixer's head groups (gcd of its heads and groups)")
-        out.append(f"{heads} {model.num_attention_heads} % attn_tp_size {pc.attn_tp_size} != 0")
+        split = f"attn_tp_size {pc.attn_tp_size}" + (f" x kvp_size {pc.kvp_size}" if group != pc.attn_tp_size else "")
+        out.append(f"{heads} {model.num_attention_heads} % {split} != 0")
     if fw.splits_kv_heads and model.num_key_value_heads % pc.attn_tp_size:
         out.append(f"num_key_value_heads {model.num_key_value_heads} % attn_tp_size {pc.attn_tp_size} != 0 "
                    f"({fw.name} splits KV heads)")

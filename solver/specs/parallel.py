@@ -143,7 +143,13 @@ class ParallelConfig(BaseModel):
     @property
     def oproj_shards(self) -> int:
         """o_proj split: its own TP when set, else it follows attention TP (row-parallel)."""
-        return self.o_proj_tp_size if self.o_proj_tp_size > 1 else self.attn_tp_size
+        return self.oproj_split(False)
+
+    def oproj_split(self, kvp_splits_weights: bool) -> int:
+        """o_proj split under the engine's KVP layout: its own TP when set, else it follows the ranks that split
+        the heads before it (attn_tp_group: an engine without an o_proj knob whose KVP reuses the TP ranks, SGLang
+        --dcp-size or ATOM -dcp, runs o_proj over the whole TP group)."""
+        return self.o_proj_tp_size if self.o_proj_tp_size > 1 else self.attn_tp_group(kvp_splits_weights)
 
     def knobs(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in KNOBS}

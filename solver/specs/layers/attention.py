@@ -45,6 +45,7 @@ class Attention(Block):
     kv_weights: bool = True  # under kv_shared: its k / v projections (and k norm) are stored all the same
 
     role = "mixer"
+    kvp_splits_keys = True
 
     @property
     def kind(self) -> str:  # type: ignore[override]
@@ -147,10 +148,10 @@ class Attention(Block):
         return sequence_attention_comms(cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
                                         cache_bpt=cache, merge_width=self.v_head_dim, query_width=self.head_dim)
 
-    def activation(self, pc, tokens: float) -> float:
+    def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards
-        q = self.heads / pc.attn_tp_size * self.head_dim
-        kv = 0 if self.kv_shared else 2 * kv_heads_per_rank(self.kv_heads, pc.attn_tp_size) * self.head_dim
+        q = self.heads / split * self.head_dim
+        kv = 0 if self.kv_shared else 2 * kv_heads_per_rank(self.kv_heads, split) * self.head_dim
         return t * (q + kv) * ACT_BYTES
 
 
@@ -158,9 +159,9 @@ def o_proj_op(cx: CostKit, o_dim: int, hidden: int):
     """o_proj: row-parallel over its own TP group, which processes the tokens of its ranks. Under KVP the
     ranks share tokens, so the KVP merge leaves each rank a 1/kvp share. Row-parallel splits the input (K)
     dimension, so the output stays `hidden` wide for the tile efficiency."""
-    pc, f, hw, prec = cx.pc, cx.f, cx.hw, cx.prec
+    f, hw, prec = cx.f, cx.hw, cx.prec
     params = o_dim * hidden
-    d = pc.oproj_shards
+    d = cx.oproj_shards
     return cx.op("o_proj", "o_proj", 2 * cx.group_tokens(d) * params / d,
                  params / d * prec.fmt("attention").bytes_per_param, hw.flops(prec.gemm_dtype("attention")),
                  f.gemm, kernels=1, shape_eff=cx.shape_efficiency(hidden))
@@ -182,7 +183,7 @@ def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: 
     out = []
     if g > 1:  # row-parallel o_proj output: all-reduce over the ranks that split the heads
         out.append(cx.coll("attn_tp_allreduce", "o_proj", "all_reduce", g, t_a * hidden * ACT_BYTES))
-    o_extra = pc.oproj_shards // g if pc.oproj_shards > g else 1
+    o_extra = cx.oproj_shards // g if cx.oproj_shards > g else 1
     kvp_oproj = g == a and pc.kvp_size > 1 and o_extra == pc.kvp_size  # seed class C: o_proj_tp == kvp_size
     if o_extra > 1:
         # o_proj TP beyond attention TP: each rank needs only its 1/o_extra input slice of every group token
@@ -192,7 +193,7 @@ def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: 
             out.append(cx.coll("oproj_tp_gather", "o_proj", "all_to_all", o_extra, t_a * o_dim / g * ACT_BYTES,
                                stride=g))
         out.append(cx.coll("oproj_tp_scatter", "o_proj", "reduce_scatter", o_extra,
-                           cx.group_tokens(pc.oproj_shards) / g * hidden * ACT_BYTES, stride=g))
+                           cx.group_tokens(cx.oproj_shards) / g * hidden * ACT_BYTES, stride=g))
     if pc.token_shards > 1 and cache_bpt > 0:
         # every rank needs the new KV (and indexer keys) of the tokens the others computed; second stream
         out.append(cx.coll("kv_allgather", "attention", "all_gather", pc.token_shards, T * cache_bpt, stride=a,

@@ -6,14 +6,14 @@ answers the same questions:
 
   shares()          its parameters, per module, with the rule that splits each part ("tp", "kv_heads", "none")
                     and the parallel knob that sets the split degree
-  state(kv_bytes, attn_tp)
+  state(kv_bytes, split)
                     what one request keeps between steps: bytes per token that grow with the sequence
                     (capped by a window for sliding / chunked layers) and constant bytes (linear / SSM state, conv
-                    tails, a cross-attention layer's image K/V)
+                    tails, a cross-attention layer's image K/V); `split`: the ranks splitting its heads (heads_split)
   ops(cx)           FLOPs and bytes per phase, as OpCost records made by the estimator's kit `cx`
   comms(cx, hide_s) its collectives, as CommCost records made by `cx`
-  activation(cx_pc, tokens)
-                    the largest transient it holds in a forward over `tokens` tokens
+  activation(pc, tokens, split)
+                    the largest transient it holds in a forward over `tokens` tokens (`split` as for state)
 
 The estimator passes the kit (hardware, parallel config, precision, factors, work, and the record makers), so
 the formulas live here and the timing lives in estimate/: specs never import estimate (data flows one way).
@@ -117,6 +117,15 @@ def prior_tokens(w: Any) -> float:
     return max(0.0, max(w.context, 1.0) - (n + 1) / 2)
 
 
+def heads_split(block: "Block", attn_tp: int, group: int) -> int:
+    """Ranks splitting `block`'s heads, its per-request state and its transients: attention TP for a block whose
+    keys KVP splits (Block.kvp_splits_keys; KVP splits its cache by tokens instead), else `group`, the ranks
+    splitting the attention weights (ParallelConfig.attn_tp_group): attention TP under the seed's KVP, whose
+    ranks repeat such a block; TP x KVP where the engine builds the model at TP = attn_tp x kvp and its KVP only
+    stripes the KV of the layers it splits (vLLM -dcp: linear attention, SSM and conv mixers run at TP)."""
+    return attn_tp if block.kvp_splits_keys else group
+
+
 class CostKit(Protocol):
     """What the estimator hands a block to cost itself (estimate.compute.Kit implements it)."""
 
@@ -130,6 +139,11 @@ class CostKit(Protocol):
     def attn_tp_group(self) -> int:
         """Ranks splitting the attention weights and projections (ParallelConfig.attn_tp_group under the
         framework's KVP layout)."""
+        ...
+
+    @property
+    def oproj_shards(self) -> int:
+        """Ranks splitting o_proj (ParallelConfig.oproj_split under the framework's KVP layout)."""
         ...
 
     def op(self, name: str, module: str, flops: float, nbytes: float, peak: float, eff: float, kernels: float,
@@ -153,6 +167,10 @@ class Block(ABC):
     """Base of every block type (frozen dataclasses subclass it)."""
 
     role = "mixer"  # "mixer" | "ffn"
+    # KVP splits this block's keys (softmax attention, MLA, compressed: a cache growing with the sequence), so its
+    # core keeps heads / attention TP on every KVP rank; a block whose state KVP does not split runs its heads
+    # over the whole attention-TP group instead (heads_split)
+    kvp_splits_keys = False
     activation_knob = "attn_tp_size"  # the knob whose group sizes the block's intermediate (memory.activation_terms)
     kind = "block"  # short type name used in reports (GQA, MLA, GatedDeltaNet, Mamba2, FFN, MoE, ...)
 
@@ -160,7 +178,7 @@ class Block(ABC):
     def shares(self) -> tuple[Share, ...]:
         """The block's parameters, each with the knob that splits it."""
 
-    def state(self, kv_bytes: int, attn_tp: int) -> State:
+    def state(self, kv_bytes: int, split: int) -> State:
         return NO_STATE
 
     def label(self) -> str:
@@ -173,7 +191,7 @@ class Block(ABC):
     def comms(self, cx: CostKit, hide_s: float) -> list[Any]:
         return []
 
-    def activation(self, pc: Any, tokens: float) -> float:
+    def activation(self, pc: Any, tokens: float, split: int) -> float:
         return 0.0
 
     @property

@@ -37,6 +37,7 @@ class CompressedAttention(Block):
 
     role = "mixer"
     kind = "CSA"
+    kvp_splits_keys = True
 
     def label(self) -> str:
         idx = f" top{self.indexer.topk}" if self.indexer else ""
@@ -108,7 +109,7 @@ class CompressedAttention(Block):
             # the indexer scores compressed entries only (ctx / ratio keys per query)
             ops += self.indexer.ops(cx, h, self.q_lora_rank, key_share=1 / self.ratio)
         o = self.o_dim * self.o_lora_rank + self.o_groups * self.o_lora_rank * h
-        d = pc.oproj_shards
+        d = cx.oproj_shards
         ops.append(cx.op("o_proj", "o_proj", 2 * cx.group_tokens(d) * o / d, o / d * bpp, gemm, f.gemm, kernels=2,
                          shape_eff=cx.shape_efficiency(h)))
         return ops
@@ -120,9 +121,9 @@ class CompressedAttention(Block):
             cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes) + idx, merge_width=self.head_dim,
             query_width=self.head_dim, topk=self.indexer.topk if self.indexer else None)
 
-    def activation(self, pc, tokens: float) -> float:
+    def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards
-        act = t * self.heads / pc.attn_tp_size * 2 * self.head_dim * ACT_BYTES
+        act = t * self.heads / split * 2 * self.head_dim * ACT_BYTES
         if self.indexer:
             act += self.indexer.activation(t, tokens / max(self.ratio, 1))
         return act

@@ -5,7 +5,7 @@ Parameters: in_proj hidden -> 3 x hidden (B, C and x), a depthwise causal conv o
 kernel L = conv_L_cache, groups = hidden), out_proj hidden -> hidden; each with a bias when conv_bias is set.
 The output is C * conv(B * x), projected back.
 State per request: the conv tail, (L - 1) x hidden values in the activation dtype, constant in the sequence.
-Knobs: attention TP splits the channels (in_proj column-parallel, the conv per channel, out_proj row-parallel,
+Knobs: the attention-TP group (recurrent.py) splits the channels (in_proj column-parallel, the conv per channel, out_proj row-parallel,
 one all-reduce); CP / SP / KVP do not split the state (recurrent.py's token gather applies: the conv needs the
 previous tokens of the sequence, in order).
 FLOPs per token: the two projections (2 x 4 h^2) and the conv (2 x L x h) with the two gating products (2 x h).
@@ -46,13 +46,13 @@ class ShortConv(Block):
     def shares(self) -> tuple[Share, ...]:
         return (Share(MODULE, "attention", "attn_tp_size", self.parts()),)
 
-    def state(self, kv_bytes: int, attn_tp: int) -> State:
-        share = math.ceil(self.hidden / attn_tp) / self.hidden
+    def state(self, kv_bytes: int, split: int) -> State:
+        share = math.ceil(self.hidden / split) / self.hidden
         return State(constant_bytes=max(0, self.kernel - 1) * self.hidden * ACT_BYTES * share)
 
     def ops(self, cx: CostKit) -> list:
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
-        a, T, h = pc.attn_tp_size, w.new_tokens, self.hidden
+        a, T, h = cx.attn_tp_group, w.new_tokens, self.hidden  # the ranks splitting the channels (heads_split)
         proj = 4 * h * h / a  # in_proj and out_proj, this rank's share
         ops = [cx.op(f"{MODULE}_proj", MODULE, 2 * T * proj,
                      proj * prec.fmt("attention").bytes_per_param + 2 * T * h * ACT_BYTES,
@@ -67,5 +67,5 @@ class ShortConv(Block):
     def comms(self, cx: CostKit, hide_s: float) -> list:
         return recurrent_comms(cx, MODULE, self.hidden)
 
-    def activation(self, pc, tokens: float) -> float:
-        return tokens * 3 * self.hidden / pc.attn_tp_size * ACT_BYTES
+    def activation(self, pc, tokens: float, split: int) -> float:
+        return tokens * 3 * self.hidden / split * ACT_BYTES

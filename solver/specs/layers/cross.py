@@ -6,7 +6,8 @@ states: the projector maps the tower into the text width), the q / k norms where
 layer's learned scalar gates (Mllama: tanh gates on the attention and on the MLP output, one value each).
 State: the K/V of the request's `kv_tokens` image tokens, projected once and held for the whole request: a
 constant per sequence, not bytes per generated token (attention TP splits the KV heads; CP / KVP do not split
-it, as for any constant state). Costs: q over the step's tokens; in a prefill step the K/V projection of the
+it, as for any constant state: where KVP reuses the TP ranks the layer runs its heads over the whole TP group,
+base.heads_split). Costs: q over the step's tokens; in a prefill step the K/V projection of the
 step's requests' image tokens (once per request); the attention core over `kv_tokens` keys whatever the
 context; o_proj as self-attention's. No KV gather under CP / SP (the image K/V is on every rank) and no
 log-sum-exp merge under KVP (each rank holds all of it).
@@ -23,6 +24,8 @@ from solver.specs.layers.base import ACT_BYTES, CostKit, Part, Share, State, per
 class CrossAttention(Attention):
     kv_tokens: int = 0  # image tokens one request's cross-attention K/V holds
     gates: int = 0  # learned scalar gates the layer carries (Mllama: 2)
+
+    kvp_splits_keys = False  # every rank holds the image K/V of its heads (module docstring)
 
     @property
     def kind(self) -> str:  # type: ignore[override]
@@ -47,13 +50,14 @@ class CrossAttention(Attention):
 
     def ops(self, cx: CostKit) -> list:
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
-        a, h, T = pc.attn_tp_size, self.hidden, w.new_tokens
+        # the projections' and the heads' split: TP x KVP where KVP reuses the TP ranks (heads_split)
+        a = g = cx.attn_tp_group
+        h, T = self.hidden, w.new_tokens
         t_a = T / pc.token_shards
         gemm = hw.flops(prec.gemm_dtype("attention"))
         bpp = prec.fmt("attention").bytes_per_param
         # the queries' projection and q norm per text token; k / v_proj and the k norm per image token
         q_parts = self.computed_parts()
-        g = cx.attn_tp_group  # the projections' split (TP x KVP where KVP reuses the TP ranks)
         q_params = sum(p.params / p.degree(g) for p in q_parts)
         kv_params = sum(p.params / p.degree(g) for p in self.proj_parts()) - q_params
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)

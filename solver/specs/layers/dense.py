@@ -52,6 +52,6 @@ class DenseFFN(Block):
         return cx.tp_module("dense_tp", "dense_ffn", d, cx.group_tokens(d) * self.hidden * ACT_BYTES,
                             d != cx.attn_tp_group)
 
-    def activation(self, pc, tokens: float) -> float:
+    def activation(self, pc, tokens: float, split: int) -> float:
         u = tokens * pc.attn_replicas / pc.world_size  # a rank's share of the system's tokens
         return u * (2 if self.gated else 1) * self.inter * ACT_BYTES

@@ -8,7 +8,7 @@ Three kernels ship in 2026 configs:
                   State per head: d x d.
   KDA             Kimi Linear / Kimi-K3 (kda_layers): q/k/v projections each with a short conv, channel-wise
                   decay from a low-rank (or full-rank) gate, beta, a low-rank output gate, gated RMSNorm.
-Knobs: attention TP splits the heads and the state; CP / SP / KVP do not split the state (recurrent.py).
+Knobs: the attention-TP group splits the heads and the state; CP / SP / KVP do not split the state (recurrent.py).
 """
 from __future__ import annotations
 
@@ -44,9 +44,9 @@ class _Linear(Block):
     def shares(self) -> tuple[Share, ...]:
         return (Share(MODULE, "attention", "attn_tp_size", self.parts()),)
 
-    def state(self, kv_bytes: int, attn_tp: int) -> State:
+    def state(self, kv_bytes: int, split: int) -> State:
         heads, dk, dv = self.head_shape()
-        share = math.ceil(heads / attn_tp) / heads
+        share = math.ceil(heads / split) / heads
         ssm = heads * dk * dv * self.state_dtype_bytes
         conv = max(0, self.conv_kernel - 1) * self.conv_channels() * 2  # conv tail in the activation dtype
         return State(constant_bytes=(ssm + conv) * share)
@@ -55,14 +55,14 @@ class _Linear(Block):
         heads, dk, dv = self.head_shape()
         proj = sum(p.params for p in self.parts() if p.split == "tp")
         return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=heads, dk=dk, dv=dv,
-                             state_bytes_rank=self.state(2, cx.pc.attn_tp_size).constant_bytes)
+                             state_bytes_rank=self.state(2, cx.attn_tp_group).constant_bytes)
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         return recurrent_comms(cx, MODULE, self.hidden)
 
-    def activation(self, pc, tokens: float) -> float:
+    def activation(self, pc, tokens: float, split: int) -> float:
         heads, dk, dv = self.head_shape()
-        return tokens * heads / pc.attn_tp_size * (2 * dk + 2 * dv) * 2
+        return tokens * heads / split * (2 * dk + 2 * dv) * 2
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ Parameters (HF Mamba2Mixer): in_proj hidden -> 2 x d_inner + 2 x groups x d_stat
 causal conv over x, B, C (conv_dim = d_inner + 2 x groups x d_state, kernel k, optional bias), dt_bias,
 A_log and D per head, a gated RMSNorm over d_inner, out_proj d_inner -> hidden. d_inner = heads x head_dim.
 State per request: the conv tail (k - 1) x conv_dim and the SSM state heads x head_dim x d_state (in
-mamba_ssm_cache_dtype). Knobs: attention TP splits heads and groups; CP / SP / KVP do not split the state.
+mamba_ssm_cache_dtype). Knobs: the attention-TP group splits heads and groups; CP / SP / KVP do not split the
+state (recurrent.py).
 """
 from __future__ import annotations
 
@@ -55,8 +56,8 @@ class Mamba2(Block):
     def shares(self) -> tuple[Share, ...]:
         return (Share(MODULE, "attention", "attn_tp_size", self.parts()),)
 
-    def state(self, kv_bytes: int, attn_tp: int) -> State:
-        share = math.ceil(self.heads / attn_tp) / self.heads
+    def state(self, kv_bytes: int, split: int) -> State:
+        share = math.ceil(self.heads / split) / self.heads
         ssm = self.heads * self.head_dim * self.state_size * self.state_dtype_bytes
         conv = (self.conv_kernel - 1) * self.conv_dim * 2
         return State(constant_bytes=(ssm + conv) * share)
@@ -64,13 +65,13 @@ class Mamba2(Block):
     def ops(self, cx: CostKit) -> list:
         proj = sum(p.params for p in self.parts())
         return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=self.heads, dk=self.state_size,
-                             dv=self.head_dim, state_bytes_rank=self.state(2, cx.pc.attn_tp_size).constant_bytes)
+                             dv=self.head_dim, state_bytes_rank=self.state(2, cx.attn_tp_group).constant_bytes)
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         return recurrent_comms(cx, MODULE, self.hidden)
 
-    def activation(self, pc, tokens: float) -> float:
-        return tokens * (2 * self.d_inner + 2 * self.groups * self.state_size) / pc.attn_tp_size * 2
+    def activation(self, pc, tokens: float, split: int) -> float:
+        return tokens * (2 * self.d_inner + 2 * self.groups * self.state_size) / split * 2
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,8 @@ class Mamba1(Block):
     def shares(self) -> tuple[Share, ...]:
         return (Share(MODULE, "attention", "attn_tp_size", tuple(p for p in self.parts() if p.params)),)
 
-    def state(self, kv_bytes: int, attn_tp: int) -> State:
-        share = math.ceil(self.d_inner / attn_tp) / self.d_inner
+    def state(self, kv_bytes: int, split: int) -> State:
+        share = math.ceil(self.d_inner / split) / self.d_inner
         ssm = self.d_inner * self.state_size * self.state_dtype_bytes
         conv = (self.conv_kernel - 1) * self.d_inner * 2
         return State(constant_bytes=(ssm + conv) * share)
@@ -123,10 +124,10 @@ class Mamba1(Block):
         proj = sum(p.params for p in self.parts())
         # the selective scan is per channel: d_inner "heads" of d_k = d_state, d_v = 1
         return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=self.d_inner,
-                             dk=self.state_size, dv=1, state_bytes_rank=self.state(2, cx.pc.attn_tp_size).constant_bytes)
+                             dk=self.state_size, dv=1, state_bytes_rank=self.state(2, cx.attn_tp_group).constant_bytes)
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         return recurrent_comms(cx, MODULE, self.hidden)
 
-    def activation(self, pc, tokens: float) -> float:
-        return tokens * 2 * self.d_inner / pc.attn_tp_size * 2
+    def activation(self, pc, tokens: float, split: int) -> float:
+        return tokens * 2 * self.d_inner / split * 2

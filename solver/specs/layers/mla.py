@@ -29,6 +29,7 @@ class MLA(Block):
     output_gate: bool = False  # a per-head output gate projection (hidden -> heads x v_head_dim)
 
     role = "mixer"
+    kvp_splits_keys = True
 
     @property
     def kind(self) -> str:  # type: ignore[override]
@@ -121,10 +122,10 @@ class MLA(Block):
             query_width=self.kv_lora_rank + self.qk_rope_head_dim if absorbed else self.head_dim,
             topk=self.indexer.topk if self.indexer else None, gathers_context=not absorbed)
 
-    def activation(self, pc, tokens: float) -> float:
+    def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards
         # non-absorbed prefill: q and k at nope+rope per head, v at v_head_dim
-        act = t * self.heads / pc.attn_tp_size * (2 * self.head_dim + self.v_head_dim) * ACT_BYTES
+        act = t * self.heads / split * (2 * self.head_dim + self.v_head_dim) * ACT_BYTES
         if self.indexer:
             act += self.indexer.activation(t, tokens)
         return act

@@ -209,7 +209,7 @@ class MoE(Block):
             out += cx.tp_module("shared_tp", "shared_experts", d, cx.group_tokens(d) * h * ACT_BYTES, d != a)
         return out
 
-    def activation(self, pc, tokens: float) -> float:
+    def activation(self, pc, tokens: float, split: int) -> float:
         u = tokens * pc.attn_replicas / pc.world_size
         pairs = u * self.real_topk * pc.moe_tp_size  # token-expert pairs landing on a rank
         return pairs * (self.expert_width + (2 if self.gated else 1) * self.inter / pc.moe_tp_size) * ACT_BYTES

@@ -2,7 +2,9 @@
 
 Their state does not grow with the sequence, so CP, SP and KVP do not split it: a rank of a token-sharded
 attention group gathers the group's hidden states (all-gather over the token shards) and runs the whole
-recurrence for its heads; KVP ranks repeat it. Attention TP splits the heads (and the state). Costs per step:
+recurrence for its heads. The attention-TP group splits the heads (and the state, the weights): attention TP
+under the seed's KVP, whose ranks repeat the recurrence, TP x KVP where KVP reuses the TP ranks (vLLM -dcp:
+the engine runs these layers at TP; CostKit.attn_tp_group, base.heads_split). Costs per step:
 projection GEMMs over every token of the group, the recurrence (per token and head ~6 x d_k x d_v FLOPs:
 the state update, the delta / decay correction and the output read), the chunk-parallel prefill form's
 intra-chunk term (2 x chunk x (d_k + d_v) per token and head), and one read + write of the state per
@@ -19,7 +21,7 @@ RECURRENCE_FLOPS = 6  # per token, head and state element (update, correction, o
 def recurrent_ops(cx: CostKit, module: str, *, hidden: int, proj_params: int, heads: int, dk: int, dv: int,
                   state_bytes_rank: float, kernels: float = 4) -> list:
     pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
-    a, T = pc.attn_tp_size, w.new_tokens
+    a, T = cx.attn_tp_group, w.new_tokens  # the ranks splitting the heads (heads_split)
     gemm = hw.flops(prec.gemm_dtype("attention"))
     bpp = prec.fmt("attention").bytes_per_param
     rank_params = proj_params / a
@@ -38,7 +40,7 @@ def recurrent_ops(cx: CostKit, module: str, *, hidden: int, proj_params: int, he
 
 def recurrent_comms(cx: CostKit, module: str, hidden: int) -> list:
     pc, w = cx.pc, cx.w
-    a, T = pc.attn_tp_size, w.new_tokens
+    a, T = cx.attn_tp_group, w.new_tokens  # the ranks splitting the heads (heads_split)
     out = []
     if pc.token_shards > 1:  # the recurrence needs every token of the group, in order
         out.append(cx.coll(f"{module}_token_gather", module, "all_gather", pc.token_shards, T * hidden * ACT_BYTES,

@@ -7,7 +7,7 @@ recurrent_param (width), an input gate and a recurrence gate, each block-diagona
 width / heads (a heads x (width / heads)^2 weight and a width bias).
 State per request: the conv tail, (k - 1) x width values in the activation dtype, and the recurrence state,
 width values in the state dtype; constant in the sequence.
-Knobs: attention TP splits the gate blocks (heads) and their channels (linear_x / linear_y column-parallel,
+Knobs: the attention-TP group (recurrent.py) splits the gate blocks (heads) and their channels (linear_x / linear_y column-parallel,
 linear_out row-parallel, one all-reduce); CP / SP / KVP do not split the state (recurrent.py's token gather
 applies: the scan needs every earlier token of the sequence, in order).
 FLOPs per token: the projections and gates (2 x their weights) and, per channel, the conv (2 k) and the
@@ -55,14 +55,14 @@ class RGLRU(Block):
     def shares(self) -> tuple[Share, ...]:
         return (Share(MODULE, "attention", "attn_tp_size", self.parts()),)
 
-    def state(self, kv_bytes: int, attn_tp: int) -> State:
-        share = math.ceil(self.heads / attn_tp) / self.heads
+    def state(self, kv_bytes: int, split: int) -> State:
+        share = math.ceil(self.heads / split) / self.heads
         conv = max(0, self.conv_kernel - 1) * self.width * ACT_BYTES
         return State(constant_bytes=(conv + self.width * self.state_dtype_bytes) * share)
 
     def ops(self, cx: CostKit) -> list:
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
-        a, T = pc.attn_tp_size, w.new_tokens
+        a, T = cx.attn_tp_group, w.new_tokens  # the ranks splitting the heads (heads_split)
         proj = (3 * self.hidden * self.width + 2 * self.heads * self.block_width ** 2) / a  # this rank's matrices
         ops = [cx.op(f"{MODULE}_proj", MODULE, 2 * T * proj,
                      proj * prec.fmt("attention").bytes_per_param + 2 * T * self.hidden * ACT_BYTES,
@@ -78,5 +78,5 @@ class RGLRU(Block):
     def comms(self, cx: CostKit, hide_s: float) -> list:
         return recurrent_comms(cx, MODULE, self.hidden)
 
-    def activation(self, pc, tokens: float) -> float:
-        return tokens * 3 * self.width / pc.attn_tp_size * ACT_BYTES
+    def activation(self, pc, tokens: float, split: int) -> float:
+        return tokens * 3 * self.width / split * ACT_BYTES
