@@ -57,6 +57,9 @@ class ModelSpec:
     norm_bias: bool = False  # the norms outside the stack are LayerNorms with a bias
     lm_head_bias: bool = False  # the head has a bias per vocabulary entry (Phi-2, Phi-3.5-MoE)
     embedding_extra_rows: int = 0  # rows the token embedding holds beyond vocab_size (Mllama: 8), not the head
+    # the config names modelling code of its own (auto_map): an engine loads such a checkpoint only when told to
+    # trust that code (the launch's `remote_code` name; solver.launch.emit)
+    remote_code: bool = False
 
     # ------------------------------------------------------------------------------------- the stack
 

@@ -1,0 +1,46 @@
+"""What the commands do downstream with the families of tests/data/configs_unseen/{text,multi,round4}: the
+launch, the notes and the figures a human would check. One test per rule."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from solver.specs.config.read import parse_model_config
+from solver.specs.model import ModelSpec
+
+DATA = Path(__file__).parent / "data" / "configs_unseen"
+
+
+def _spec(rel: str) -> ModelSpec:
+    return parse_model_config(json.loads((DATA / f"{rel}.json").read_text()), Path(rel).name)
+
+
+def _launch(spec: ModelSpec, fw, cards: int = 1) -> dict:
+    from solver.launch.emit import LaunchInputs, emit_launch
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import ParallelConfig
+    return emit_launch(fw, spec, load_hardware("h100_sxm"), ParallelConfig(world_size=cards),
+                       LaunchInputs(batch=8, max_model_len=4096))
+
+
+@pytest.mark.parametrize("rel, remote", [("text/baichuan-inc--Baichuan2-7B-Chat", True),
+                                         ("text/mosaicml--mpt-7b", True),
+                                         ("text/Snowflake--snowflake-arctic-instruct", True),
+                                         ("text/allenai--OLMoE-1B-7B-0924", False)])
+def test_a_checkpoint_with_code_of_its_own_gets_the_engines_trust_switch_or_a_note(rel: str, remote: bool) -> None:
+    from solver.specs.framework import load_framework
+    from solver.specs.launch_spec import LaunchArg
+    spec = _spec(rel)
+    assert spec.remote_code is remote  # the config's auto_map
+    vllm = load_framework("vllm")
+    # a profile without the switch: the command is printed with a note naming what to add
+    plain = _launch(spec, vllm)
+    assert any("auto_map" in n and "trust-remote-code" in n for n in plain.get("notes", ())) is remote
+    # a profile with it: the flag, and no note
+    arg = LaunchArg(flag="--trust-remote-code", switch=True, when="remote_code")
+    trusted = vllm.model_copy(update={"launch": vllm.launch.model_copy(update={"args": [*vllm.launch.args, arg]})})
+    out = _launch(spec, trusted)
+    assert ("--trust-remote-code" in out["nodes"][0]["argv"]) is remote
+    assert not any("auto_map" in n for n in out.get("notes", ()))
