@@ -44,3 +44,19 @@ def test_a_checkpoint_with_code_of_its_own_gets_the_engines_trust_switch_or_a_no
     out = _launch(spec, trusted)
     assert ("--trust-remote-code" in out["nodes"][0]["argv"]) is remote
     assert not any("auto_map" in n for n in out.get("notes", ()))
+
+
+def test_the_explanation_of_a_model_whose_attention_is_all_local_says_the_window_bounds_the_kv() -> None:
+    from solver.rank.select import decision_tree_reason
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import ParallelConfig
+    from solver.specs.scenario import Scenario
+    rg, hw = _spec("multi/google--recurrentgemma-2b"), load_hardware("h100_sxm")
+    assert rg.kv_window_bound == 2048
+    long = Scenario(kind="balanced", isl=65536, osl=256)
+    reason = decision_tree_reason(ParallelConfig(world_size=4), rg, long, hw)
+    assert "every attention layer local (window 2,048)" in reason and "64K+" not in reason
+    # a model with a full-attention layer beside its local ones keeps the seed's Layer 3
+    gemma3 = _spec("round4/google--gemma-3-270m")
+    assert gemma3.local_attention_window and gemma3.kv_window_bound is None
+    assert "64K+" in decision_tree_reason(ParallelConfig(world_size=4), gemma3, long, hw)

@@ -232,6 +232,13 @@ class ModelSpec:
     def local_attention_window(self) -> int | None:
         return next((b.window for b in self.blocks if isinstance(b, Attention) and b.window), None)
 
+    @cached_property
+    def kv_window_bound(self) -> int | None:
+        """The window of the primary attention when no KV-caching layer attends to the whole sequence
+        (RecurrentGemma: every attention layer local): the KV per sequence stops growing there. None when a
+        full-attention layer exists, or no attention."""
+        return getattr(self._attention, "window", None) or None
+
     @property
     def num_global_attention_layers(self) -> int:
         return self.num_layers - self.num_local_attention_layers
