@@ -60,3 +60,13 @@ def test_the_explanation_of_a_model_whose_attention_is_all_local_says_the_window
     gemma3 = _spec("round4/google--gemma-3-270m")
     assert gemma3.local_attention_window and gemma3.kv_window_bound is None
     assert "64K+" in decision_tree_reason(ParallelConfig(world_size=4), gemma3, long, hw)
+
+
+def test_the_knobs_column_shows_redundant_expert_copies() -> None:
+    from solver.specs.knobs import nondefault_label
+    from solver.specs.parallel import ParallelConfig
+    # Granite-3.1-3B-A800M on 16 ranks: 40 experts + 8 copies over EP16, every knob at 1
+    pc = ParallelConfig(world_size=16, redundant_experts=8)
+    assert nondefault_label(pc.settings()) == "redundant_experts=8"
+    assert nondefault_label(ParallelConfig(world_size=16).settings()) == "all 1"
+    assert nondefault_label(ParallelConfig(world_size=16, attn_tp_size=2).settings()) == "attn_tp=2"
