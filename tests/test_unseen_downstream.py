@@ -70,3 +70,35 @@ def test_the_knobs_column_shows_redundant_expert_copies() -> None:
     assert nondefault_label(pc.settings()) == "redundant_experts=8"
     assert nondefault_label(ParallelConfig(world_size=16).settings()) == "all 1"
     assert nondefault_label(ParallelConfig(world_size=16, attn_tp_size=2).settings()) == "attn_tp=2"
+
+
+def test_a_single_mamba2_group_is_replicated_so_attention_tp_only_divides_the_heads() -> None:
+    """vLLM's / SGLang's MambaMixer2: n_groups must divide by TP or be 1 (then every rank holds the group)."""
+    from solver.specs.layers import Mamba2
+    from solver.specs.model_rules import model_problems
+    from solver.specs.framework import load_framework
+    from solver.specs.parallel import ParallelConfig
+    bamba = _spec("multi/ibm-ai-platform--Bamba-9B")  # mamba_n_groups 1, 128 Mamba heads, 32 attention heads
+    assert bamba.num_attention_heads == 32
+    pc = ParallelConfig(world_size=4, attn_tp_size=4, dense_tp_size=4, embed_tp_size=4, lmhead_tp_size=4)
+    assert model_problems(bamba, pc, load_framework("vllm")) == []
+    one = Mamba2(hidden=64, heads=8, head_dim=16, state_size=8, groups=1)
+    two = Mamba2(hidden=64, heads=8, head_dim=16, state_size=8, groups=2)
+    assert one.tp_units == (8,) and two.tp_units == (8, 2)
+    bc = {p.name: p for p in one.parts()}["in_proj_bc"]
+    assert bc.degree(4) == 1 and {p.name: p for p in two.parts()}["in_proj_bc"].degree(2) == 2
+    # the conv tail over B/C stays whole on each rank: 3 x 2 x 8 x 2 bytes beside the split x channels
+    whole, quarter = one.state(2, 1).constant_bytes, one.state(2, 4).constant_bytes
+    assert quarter == whole / 4 + 3 * (2 * 8) * 2 * (1 - 1 / 4)
+
+
+def test_a_hybrid_refusal_names_the_mixers_head_groups_when_they_bind_not_the_attention_heads() -> None:
+    from solver.specs.framework import load_framework
+    from solver.specs.model_rules import model_problems
+    from solver.specs.parallel import ParallelConfig
+    nemo_h = _spec("multi/nvidia--Nemotron-H-8B-Base-8K")  # 32 attention heads, Mamba n_groups 8
+    (line,) = model_problems(nemo_h, ParallelConfig(world_size=16, attn_tp_size=16), load_framework("generic"))
+    assert "mixers' head groups" in line and "8 % attn_tp_size 16" in line
+    rg = _spec("multi/google--recurrentgemma-2b")  # 10 attention heads bind (RG-LRU 10 blocks)
+    (line,) = model_problems(rg, ParallelConfig(world_size=4, attn_tp_size=4), load_framework("generic"))
+    assert line.startswith("num_attention_heads 10 %")

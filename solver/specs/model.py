@@ -177,6 +177,13 @@ class ModelSpec:
         return math.gcd(*units) if units else 1
 
     @cached_property
+    def attention_heads_gcd(self) -> int:
+        """The gcd of the attention mixers' own query heads (0: no attention): whether num_attention_heads, the
+        gcd over every mixer, is the attention's number or another mixer's (a refusal names the right one)."""
+        heads = [b.heads for b in self.blocks if isinstance(b, (Attention, MLA, CompressedAttention))]
+        return math.gcd(*heads) if heads else 0
+
+    @cached_property
     def num_key_value_heads(self) -> int:
         kv = [b.kv_heads for b in self.blocks if isinstance(b, Attention)]
         if self.has_mla or not kv:
@@ -284,7 +291,10 @@ class ModelSpec:
 
 def _tp_units(b: Block) -> list[int]:
     # attention TP splits query heads (KV heads replicate beyond their count), linear key and value heads,
-    # Mamba heads and their B/C groups
+    # Mamba heads and their B/C groups; a block that replicates some of them names its own (Mamba2.tp_units)
+    own = getattr(b, "tp_units", None)
+    if own is not None:
+        return list(own)
     for names in (("key_heads", "value_heads"), ("heads", "groups"), ("heads",)):
         if all(hasattr(b, n) for n in names):
             return [getattr(b, n) for n in names]
