@@ -102,3 +102,14 @@ def test_a_hybrid_refusal_names_the_mixers_head_groups_when_they_bind_not_the_at
     rg = _spec("multi/google--recurrentgemma-2b")  # 10 attention heads bind (RG-LRU 10 blocks)
     (line,) = model_problems(rg, ParallelConfig(world_size=4, attn_tp_size=4), load_framework("generic"))
     assert line.startswith("num_attention_heads 10 %")
+
+
+def test_weight_dtype_fp32_is_the_engines_dtype_so_an_fp32_checkpoints_embedding_stays_at_32() -> None:
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.precision import resolve_precision
+    rg, hw = _spec("multi/google--recurrentgemma-2b"), load_hardware("h100_sxm")  # torch_dtype float32
+    default = resolve_precision(rg, hw, None, None, None)
+    assert default.fmt("embedding").name == "bf16" and any("served at 16 bits" in n for n in default.notes)
+    held = resolve_precision(rg, hw, "fp32", None, None)
+    assert {held.fmt(g).name for g in ("attention", "dense", "embedding", "lm_head")} == {"fp32"}
+    assert not any("served at 16 bits" in n for n in held.notes)  # it told the user to pass what they passed
