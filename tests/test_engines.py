@@ -366,7 +366,9 @@ def test_a_mixed_checkpoint_gets_no_single_quantization_flag(tmp_path) -> None:
     r, launch = _launch_json(dep)
     assert r.exit_code == 0, r.stderr
     assert "--quantization" not in launch["nodes"][0]["argv"]
-    assert [n.split(":")[0] for n in launch["notes"]] == ["weight_dtype fp8", "moe_weight_dtype nvfp4"]
+    # (DeepSeek-R1's auto_map adds the trust-remote-code note: not this rule's)
+    assert [n.split(":")[0] for n in launch["notes"] if "auto_map" not in n] == ["weight_dtype fp8",
+                                                                                "moe_weight_dtype nvfp4"]
     same = _deployment(tmp_path, pc, model="deepseek-r1", hardware="b200_sxm", framework="sglang",
                        quant={"weights": "fp8"})
     argv = _launch_json(same)[1]["nodes"][0]["argv"]

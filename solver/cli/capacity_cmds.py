@@ -12,6 +12,7 @@ import click
 from solver.cli.options import (CONCURRENCY, check_mtp, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
                                 DEFAULT_FORMAT, given)
 from solver.errors import InfeasibleError, InputError
+from solver.specs.knobs import nondefault_label
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
 from solver.report.render import FORMATS, console, dump, table
 
@@ -322,7 +323,7 @@ def _print_recommendation(rec) -> None:
         if not o.met:
             rows.append(["", o.hardware, "-", o.note, None, None, None, None, None, None, None])
             continue
-        knobs = " ".join(f"{k.replace('_size', '')}={v}" for k, v in o.config.items() if v > 1) or "all 1"
+        knobs = nondefault_label(o.config)
         rows.append(["*" if o is rec.best else "", o.hardware, o.cards, f"{o.pattern} ({knobs})", o.concurrency,
                      o.ttft_ms, o.tpot_ms, o.output_tokens_per_s, o.headroom, o.cost_per_hour,
                      o.cost_per_million_output_tokens])

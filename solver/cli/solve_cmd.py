@@ -8,6 +8,7 @@ from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED
                                 scenario_from_options)
 from solver.errors import InputError
 from solver.report.render import console, dump, table
+from solver.specs.knobs import nondefault_label
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
 
 
@@ -104,8 +105,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     for c in cands:
         d = result_dict(result, [c])["candidates"][0]
         e = d["estimation"]
-        rows.append([c.rank, c.pattern, " ".join(f"{k.replace('_size', '')}={v}" for k, v in
-                                                 c.planned.config.knobs().items() if v > 1) or "all 1",
+        rows.append([c.rank, c.pattern, nondefault_label(c.planned.config.settings()),
                      e["concurrency"], e["memory_per_rank_gb"], "yes" if e["memory_feasible"] else "NO",
                      *("-" if e[k] is None else e[k] for k in ("ttft_ms", "tpot_ms")),
                      e["output_tokens_per_s_per_rank"], c.reference])

@@ -153,6 +153,16 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
     return notes, unspelled
 
 
+def _trust_note(fw: FrameworkProfile, model: ModelSpec, args: list[LaunchArg]) -> str | None:
+    """A checkpoint with code of its own (auto_map) that the profile has no trust switch for: the engine would
+    stop at loading it, so the launch says what to add rather than print a command that fails."""
+    if not model.remote_code or any("remote_code" in a.when_expr.names for a in args):
+        return None
+    return (f"{model.name}'s config names code of its own (auto_map), which the engine loads only when told to "
+            f"trust it; {fw.name}'s profile has no launch arg for that (one with `when: remote_code`): add the "
+            "engine's trust-remote-code switch to the command")
+
+
 def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
                 inputs: LaunchInputs, role: str | None = None) -> dict[str, Any]:
     """The engine's command per node and its files, or InputError (exit 2) naming what it cannot express.
@@ -195,9 +205,13 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "kv_dtype": inputs.kv_dtype,
         "role": role, "prefill_role": role == "prefill",
         "memory_fraction": memory_fraction(hw),
+        "remote_code": model.remote_code,
     }
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
     notes, unspelled = _formats(fw, args, base, skip, inputs)
+    trust = _trust_note(fw, model, args)
+    if trust:
+        notes.append(trust)
     nodes, files = [], {}
     for rank in range(nnodes if spec.per_node else 1):
         names = {**base, "node_rank": rank}

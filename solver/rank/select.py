@@ -159,6 +159,10 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
     addon = [n for n, v in (("CP", pc.cp_size), ("KVP", pc.kvp_size), ("SP", pc.attn_sp_size)) if v > 1]
     if model.attention_kind == "none":  # the seed's Layer 3 splits attention by sequence: nothing to split here
         l3 = "no attention layer: a constant state per sequence, no sequence split"
+    elif model.kv_window_bound and seq > model.kv_window_bound:
+        # the seed's split exists for attention growing with the sequence; a local window caps it
+        l3 = (f"every attention layer local (window {model.kv_window_bound:,}): the KV stops growing at the window, "
+              "a sequence split only shares the prompt's compute")
     elif seq <= 4096:
         l3 = "<=4K: no add-on"
     elif seq <= 65536:

@@ -52,6 +52,13 @@ CONFIG_FLAGS: dict[str, str] = {**KNOB_FLAGS, **SETTING_FLAGS}
 SETTING_GROUP = {"redundant_experts": "moe"}
 CONFIG_KEYS = KNOBS + SETTINGS
 
+
+def nondefault_label(config: dict[str, int]) -> str:
+    """The knobs above 1 and the settings above 0 (`attn_tp=2 redundant_experts=8`), or "all 1": a setting's
+    default is 0, so a `v > 1` filter alone would hide redundant expert copies a launch then carries."""
+    shown = [f"{k.replace('_size', '')}={v}" for k, v in config.items() if v > (0 if k in SETTINGS else 1)]
+    return " ".join(shown) or "all 1"
+
 # Split knobs a layer may declare for a module beyond the parallel_config's: shared experts follow the
 # framework's choice of knob (MemoryOptions.shared_experts_knob: dense TP by default), encoders stay
 # replicated. Each maps to the planner group that owns the module.

@@ -28,6 +28,7 @@ LAUNCH_NAMES = frozenset({
     "kv_dtype_set",      # the user chose a KV-cache format (else the engine's default, the model dtype)
     "prefill_role",      # disaggregated serving: 1 on a prefill-pool worker, 0 on a decode-pool worker
     "memory_fraction",   # the memory model's limit over the capacity, min(0.95, 1 - reserve / capacity), down to 0.01
+    "remote_code",       # 1 when the model's config names code of its own (auto_map): the engine's trust switch
 })
 # text names: placeholders the user replaces, documented in README ("Launch commands")
 LAUNCH_TEXT_NAMES = frozenset({"model_path", "head_addr", "hosts", "weight_dtype", "kv_dtype", "moe_weight_dtype",

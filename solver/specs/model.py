@@ -57,6 +57,9 @@ class ModelSpec:
     norm_bias: bool = False  # the norms outside the stack are LayerNorms with a bias
     lm_head_bias: bool = False  # the head has a bias per vocabulary entry (Phi-2, Phi-3.5-MoE)
     embedding_extra_rows: int = 0  # rows the token embedding holds beyond vocab_size (Mllama: 8), not the head
+    # the config names modelling code of its own (auto_map): an engine loads such a checkpoint only when told to
+    # trust that code (the launch's `remote_code` name; solver.launch.emit)
+    remote_code: bool = False
 
     # ------------------------------------------------------------------------------------- the stack
 
@@ -174,6 +177,13 @@ class ModelSpec:
         return math.gcd(*units) if units else 1
 
     @cached_property
+    def attention_heads_gcd(self) -> int:
+        """The gcd of the attention mixers' own query heads (0: no attention): whether num_attention_heads, the
+        gcd over every mixer, is the attention's number or another mixer's (a refusal names the right one)."""
+        heads = [b.heads for b in self.blocks if isinstance(b, (Attention, MLA, CompressedAttention))]
+        return math.gcd(*heads) if heads else 0
+
+    @cached_property
     def num_key_value_heads(self) -> int:
         kv = [b.kv_heads for b in self.blocks if isinstance(b, Attention)]
         if self.has_mla or not kv:
@@ -229,6 +239,13 @@ class ModelSpec:
     def local_attention_window(self) -> int | None:
         return next((b.window for b in self.blocks if isinstance(b, Attention) and b.window), None)
 
+    @cached_property
+    def kv_window_bound(self) -> int | None:
+        """The window of the primary attention when no KV-caching layer attends to the whole sequence
+        (RecurrentGemma: every attention layer local): the KV per sequence stops growing there. None when a
+        full-attention layer exists, or no attention."""
+        return getattr(self._attention, "window", None) or None
+
     @property
     def num_global_attention_layers(self) -> int:
         return self.num_layers - self.num_local_attention_layers
@@ -274,7 +291,10 @@ class ModelSpec:
 
 def _tp_units(b: Block) -> list[int]:
     # attention TP splits query heads (KV heads replicate beyond their count), linear key and value heads,
-    # Mamba heads and their B/C groups
+    # Mamba heads and their B/C groups; a block that replicates some of them names its own (Mamba2.tp_units)
+    own = getattr(b, "tp_units", None)
+    if own is not None:
+        return list(own)
     for names in (("key_heads", "value_heads"), ("heads", "groups"), ("heads",)):
         if all(hasattr(b, n) for n in names):
             return [getattr(b, n) for n in names]

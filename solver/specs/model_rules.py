@@ -46,8 +46,10 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
     if model.num_attention_heads % group:
         # the number is the gcd over every mixer's head groups (ModelSpec.num_attention_heads): a stack without
         # attention (Mamba-2: heads and n_groups) is told what it is, not "attention heads"
-        heads = ("num_attention_heads" if model.attention_kind != "none"
-                 else "the mixer's head groups (gcd of its heads and groups)")
+        # a hybrid's other mixers (Mamba groups, linear-attention heads) may set it below attention's own heads
+        heads = ("num_attention_heads" if model.num_attention_heads == model.attention_heads_gcd
+                 else "the mixers' head groups (gcd of attention heads and the other mixers' heads and groups)"
+                 if model.attention_heads_gcd else "the mixer's head groups (gcd of its heads and groups)")
         split = f"attn_tp_size {pc.attn_tp_size}" + (f" x kvp_size {pc.kvp_size}" if group != pc.attn_tp_size else "")
         out.append(f"{heads} {model.num_attention_heads} % {split} != 0")
     if fw.splits_kv_heads and model.num_key_value_heads % pc.attn_tp_size:

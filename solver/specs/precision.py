@@ -104,9 +104,14 @@ def resolve_precision(
         return fmt
 
     halved: set[str] = set()  # groups stored in fp32 and served at 16 bits
+    keep32: list[bool] = [False]  # --weight-dtype fp32: the engine's dtype, so every fp32 group stays at 32
 
     def from_ckpt(name: str, group: str) -> NumberFormat:
         fmt = number_format(name, f"quantization_config.{group}")
+        if fmt.name == "fp32" and keep32[0]:
+            # fp32 is not a quantization of the linear layers but the engine's load dtype (--dtype float32):
+            # the embedding and head of an fp32 checkpoint stay at 32 bits with the rest
+            return fmt
         if fmt.name == "fp32":
             # engines load a 32-bit checkpoint at 16 bits unless told otherwise (vLLM's and SGLang's --dtype auto:
             # fp16 for fp32 checkpoints); holding and pricing it at 32 bits would double its weights
@@ -126,6 +131,7 @@ def resolve_precision(
         raise InputError("--moe-weight-dtype", f"{model.name} has no routed experts; use --weight-dtype")
     user_w = check_user(weight_dtype, "--weight-dtype")
     user_moe = check_user(moe_weight_dtype, "--moe-weight-dtype")
+    keep32[0] = user_w is not None and user_w.name == "fp32"
     weights = {
         "attention": user_w or from_ckpt(q.attention, "attention"),
         "dense": user_w or from_ckpt(q.dense, "dense"),

@@ -261,6 +261,6 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         mtp_checkpoint_copies=copies, encoders=encoders,
         max_position_embeddings=max_pos, context_field=context_field,
         pattern_source=source, quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
-        norm_bias=norm_bias, **outside,
+        norm_bias=norm_bias, remote_code=bool(raw.get("auto_map")), **outside,
     )
 

@@ -5,7 +5,9 @@ causal conv over x, B, C (conv_dim = d_inner + 2 x groups x d_state, kernel k, o
 A_log and D per head, a gated RMSNorm over d_inner, out_proj d_inner -> hidden. d_inner = heads x head_dim.
 State per request: the conv tail (k - 1) x conv_dim and the SSM state heads x head_dim x d_state (in
 mamba_ssm_cache_dtype). Knobs: the attention-TP group splits heads and groups; CP / SP / KVP do not split the
-state (recurrent.py).
+state (recurrent.py). A single B/C group (n_groups 1: Bamba, Falcon-H1, Granite-4.0-H) is replicated on every TP
+rank instead (vLLM's and SGLang's MambaMixer2: n_groups must divide by the TP size or be 1), so TP only has to
+divide the heads.
 """
 from __future__ import annotations
 
@@ -44,11 +46,26 @@ class Mamba2(Block):
     def conv_dim(self) -> int:
         return self.d_inner + 2 * self.groups * self.state_size
 
+    @property
+    def tp_units(self) -> tuple[int, ...]:
+        """What attention TP must divide (ModelSpec.num_attention_heads): the heads, and the groups unless there
+        is one (replicated on every rank)."""
+        return (self.heads,) if self.groups == 1 else (self.heads, self.groups)
+
+    def _bc_ranks(self, attn_tp: int) -> int:
+        # ranks the B/C groups split over: all of them, or none for a single replicated group
+        return 1 if self.groups == 1 else attn_tp
+
     def parts(self) -> tuple[Part, ...]:
-        h, di = self.hidden, self.d_inner
-        in_out = 2 * di + 2 * self.groups * self.state_size + self.heads
-        return (Part("in_proj", h * in_out + (in_out if self.proj_bias else 0), "tp"),
-                Part("conv1d", self.conv_dim * self.conv_kernel + (self.conv_dim if self.conv_bias else 0), "tp"),
+        h, di, bc = self.hidden, self.d_inner, 2 * self.groups * self.state_size
+        zxdt = 2 * di + self.heads
+        bias = 1 if self.proj_bias else 0
+        cbias = 1 if self.conv_bias else 0
+        # the B/C columns split as far as there are groups, then replicate ("kv_heads" split up to `groups`)
+        return (Part("in_proj", (h + bias) * zxdt, "tp"),
+                Part("in_proj_bc", (h + bias) * bc, "kv_heads", self.groups),
+                Part("conv1d", di * (self.conv_kernel + cbias), "tp"),
+                Part("conv1d_bc", bc * (self.conv_kernel + cbias), "kv_heads", self.groups),
                 Part("A_log+D+dt_bias", 3 * self.heads, "tp"),
                 Part("norm", di, "tp"),
                 Part("out_proj", di * h + (h if self.proj_bias else 0), "tp"))
@@ -59,19 +76,24 @@ class Mamba2(Block):
     def state(self, kv_bytes: int, split: int) -> State:
         share = math.ceil(self.heads / split) / self.heads
         ssm = self.heads * self.head_dim * self.state_size * self.state_dtype_bytes
-        conv = (self.conv_kernel - 1) * self.conv_dim * 2
-        return State(constant_bytes=(ssm + conv) * share)
+        # the conv tail over x splits with the heads, over B/C with the groups (one group: whole on every rank)
+        bc = 2 * self.groups * self.state_size / self._bc_ranks(split)
+        conv = (self.conv_kernel - 1) * (self.d_inner * share + bc) * 2
+        return State(constant_bytes=ssm * share + conv)
 
     def ops(self, cx: CostKit) -> list:
-        proj = sum(p.params for p in self.parts())
+        a = cx.attn_tp_group
+        proj = a * sum(p.params / p.degree(a) for p in self.parts())  # recurrent_ops divides by the group: a
+        # replicated B/C group is whole on each rank
         return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=self.heads, dk=self.state_size,
-                             dv=self.head_dim, state_bytes_rank=self.state(2, cx.attn_tp_group).constant_bytes)
+                             dv=self.head_dim, state_bytes_rank=self.state(2, a).constant_bytes)
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         return recurrent_comms(cx, MODULE, self.hidden)
 
     def activation(self, pc, tokens: float, split: int) -> float:
-        return tokens * (2 * self.d_inner + 2 * self.groups * self.state_size) / split * 2
+        bc = 2 * self.groups * self.state_size / self._bc_ranks(split)
+        return tokens * (2 * self.d_inner / split + bc) * 2
 
 
 @dataclass(frozen=True)
