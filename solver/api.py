@@ -47,7 +47,8 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=top,
                   allow_cross_node=allow_cross_node, explain_binding=explain_binding,
                   verified=verified_for(spec.name, hw.name, cards, scenario.phase, refs))
-    cands = rank_candidates(result.candidates, spec, hw, scenario, refs, _ref_models(), top=top)
+    cands = rank_candidates(result.candidates, spec, hw, scenario, refs, _ref_models(), top=top,
+                            kvp_in_tp=fw.kvp_splits_attention_weights)
     return result, cands
 
 

@@ -470,3 +470,13 @@ def test_the_tables_sum_to_the_full_estimate_for_sp_and_dcp_layouts_where_kvp_re
         assert fig.tpot_s == pytest.approx(e.tpot_s, rel=1e-9, abs=1e-15), t.config(picks)
         seen["sp" if pc.attn_sp_size > 1 else "kvp"] += 1
     assert seen["sp"] and seen["kvp"], seen
+
+
+def test_a_kvp_group_inside_tp_is_named_as_the_engines_tp_and_its_dcp() -> None:
+    from solver.rank.select import pattern_name
+    m = load_model("deepseek-v3")
+    # vLLM's -tp 8 -dcp 4 is one TP group of 8 with DCP 4 inside it, no attention DP
+    assert pattern_name(_pc(2, 4), m, kvp_in_tp=True) == "Attn TP8 + DCP4 + Dense TP8 + MoE TP8"
+    assert pattern_name(_pc(1, 8), m, kvp_in_tp=True) == "Attn TP8 + DCP8 + Dense TP8 + MoE TP8"
+    # the seed's KVP (its ranks hold the attention weights whole) keeps its name
+    assert pattern_name(_pc(2, 4), m) == "Attn TP2 x DP4 + KVP4 + Dense TP8 + MoE TP8 + O_proj TP8"

@@ -169,10 +169,12 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
     from solver.api import run_solve
     from solver.plan.solve import full_estimate_misses
     from solver.rank.select import pattern_name
+    from solver.specs.framework import load_framework
     from solver.specs.model_catalog import load_model
 
     try:
         spec = load_model(t.model)
+        kvp_in_tp = load_framework(t.framework).kvp_splits_attention_weights
         result, cands = run_solve(t.model, t.hardware, t.cards, t.scenario, t.framework, t.weight_dtype,
                                   t.moe_weight_dtype, t.kv_dtype, t.method, t.params, t.top, t.allow_cross_node,
                                   explain_binding=t.explain_binding)
@@ -213,7 +215,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
             concurrency=p.batch, request_latency_ms=_r(sc.request_latency(e.ttft_s, e.tpot_s) * 1e3,
                                                        "request_latency_ms"),
             requests_per_s=_r(e.output_tokens_per_s / per_request, "requests_per_s"),
-            on_front=p.on_front, candidate=cand_rank.get(key), pattern=pattern_name(p.config, spec),
+            on_front=p.on_front, candidate=cand_rank.get(key), pattern=pattern_name(p.config, spec, kvp_in_tp),
             memory_feasible=e.memory.feasible,
             note="; ".join(e.memory.notes) if misses else (result.range_note or "") if cand_rank.get(key) == 1 else "",
         )

@@ -151,7 +151,7 @@ def judge_process_errors(errors: list[ProcessError], model: ModelSpec, hw: Hardw
         knobs = " ".join(f"{k.replace('_size', '')}={v}" for k, v in p.config.knobs().items() if k in present and v > 1)
         thr, p_thr = own.output_tokens_per_s_per_rank, p.estimate.output_tokens_per_s_per_rank
         found.append(
-            f"{e.name}: {e.why}. The planner's analysis of {where} finds {pattern_name(p.config, model)} "
+            f"{e.name}: {e.why}. The planner's analysis of {where} finds {pattern_name(p.config, model, fw.kvp_splits_attention_weights)} "
             f"({knobs or 'all 1'}): request latency {latency(p.estimate) / latency(own) - 1:+.0%}, output "
             f"tokens/s per rank {p_thr / thr - 1:+.0%}" + ("" if own.memory.feasible else ", and it fits in memory"))
     return found, notes

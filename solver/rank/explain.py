@@ -194,7 +194,7 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
         except ShardplanError as exc:
             lines.append(f"{name}: not expressible here ({exc})")
             continue
-        if pc.knobs() == best_cfg.knobs() or pattern_name(pc, model) == best_pattern:
+        if pc.knobs() == best_cfg.knobs() or pattern_name(pc, model, fw.kvp_splits_attention_weights) == best_pattern:
             continue  # the recommendation itself (or the same pattern with other vocabulary/o_proj degrees)
 
         def broken_by(pc: ParallelConfig) -> list[str]:
@@ -211,7 +211,7 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             lines.append(f"{name}: violates {', '.join(broken)}")
             continue
         name = f"{name} (at #1's concurrency {batch})"
-        k = shown.get(pattern_name(pc, model))
+        k = shown.get(pattern_name(pc, model, fw.kvp_splits_attention_weights))
         if k is not None:
             name += f" [listed as #{k} at its own concurrency]"
         e = estimate(model, hw, pc, prec, f, wl)

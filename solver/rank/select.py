@@ -36,9 +36,12 @@ class Candidate:
     reference_deployment: Reference | None = None
 
 
-def pattern_name(pc: ParallelConfig, model: ModelSpec) -> str:
+def pattern_name(pc: ParallelConfig, model: ModelSpec, kvp_in_tp: bool = False) -> str:
+    """The seed's pattern name. `kvp_in_tp`: the engine carves its KVP group out of its TP ranks
+    (FrameworkProfile.kvp_splits_attention_weights: vLLM / SGLang / ATOM -dcp), so attention runs at TP attn_tp x kvp
+    with decode context parallel inside it, named so (TP8 -dcp 4 is "Attn TP8 + DCP4", not a DP of 4)."""
     if pc.pp_size > 1:  # the pattern of one stage, then the stages
-        return f"{pattern_name(pc.stage(), model)} x PP{pc.pp_size}"
+        return f"{pattern_name(pc.stage(), model, kvp_in_tp)} x PP{pc.pp_size}"
     W = pc.world_size
     if W == 1:  # one rank (or one per stage): nothing is split or replicated
         return "Single rank"
@@ -47,14 +50,14 @@ def pattern_name(pc: ParallelConfig, model: ModelSpec) -> str:
     if W > 1 and all(t == W for t in tps) and pc.cp_size == pc.kvp_size == pc.attn_sp_size == 1:
         return f"Pure TP{W}"
     parts = []
-    a = pc.attn_tp_size
+    a = pc.attn_tp_group(kvp_in_tp)
     # attn_tp_size splits the token mixer: in a stack without attention (a pure SSM) it is named as the mixer
     mixer = "Attn" if model.attention_kind != "none" else "Mixer"
     parts.append(f"{mixer} DP" if a == 1 else (f"{mixer} TP{a}" if a == W else f"{mixer} TP{a} x DP{W // a}"))
     if pc.cp_size > 1:
         parts.append(f"CP{pc.cp_size}")
     if pc.kvp_size > 1:
-        parts.append(f"KVP{pc.kvp_size}")
+        parts.append(f"{'DCP' if a != pc.attn_tp_size else 'KVP'}{pc.kvp_size}")
     if pc.attn_sp_size > 1:
         parts.append(f"SP{pc.attn_sp_size}")
     if model.has_dense_ffn and pc.dense_tp_size > 1:
@@ -196,9 +199,10 @@ def adoption_note(ref_id: str, behind: float) -> str:
 
 
 def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scenario: Scenario,
-                    refs: list[Reference], ref_models: dict[str, str], top: int | None = None) -> list[Candidate]:
+                    refs: list[Reference], ref_models: dict[str, str], top: int | None = None,
+                    kvp_in_tp: bool = False) -> list[Candidate]:
     """The candidates in the seed's order (ORDERING), one per pattern (the first of a pattern in that order
-    stays), the first `top` of them."""
+    stays), the first `top` of them (`kvp_in_tp`: pattern_name's)."""
     if not planned:
         return []
     # the full serving estimate each candidate shows, not the planner's additive proxy: the proxy leaves out
@@ -224,7 +228,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
     # a verified deployment offered beside the planner's pick of the same pattern: the first of the two stays
     kept, shown = [], {}
     for r in rows:
-        name, verified = pattern_name(r[0].config, model), r[0].verified is not None
+        name, verified = pattern_name(r[0].config, model, kvp_in_tp), r[0].verified is not None
         if name in shown and (verified or shown[name]):
             continue
         shown.setdefault(name, verified)
@@ -241,7 +245,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
         if p.verified is not None:
             reason = f"{adoption_note(p.verified, score - best_score)}; {reason}"
         out.append(Candidate(
-            rank=i + 1, planned=p, pattern=pattern_name(p.config, model),
+            rank=i + 1, planned=p, pattern=pattern_name(p.config, model, kvp_in_tp),
             reason=reason,
             reference=(ref.id if ref else "none"), reference_diff=diff,
             reference_deployment=ref,

@@ -58,12 +58,12 @@ class DisaggReport:
     knobs: tuple[str, ...] = KNOBS  # the model's own (parallel.model_knobs): what the outputs show
 
 
-def _pool_candidate(pool, spec, hw, scenario: Scenario) -> Candidate:
+def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool) -> Candidate:
     from solver.api import _ref_models
     from solver.specs.reference import list_references
 
     return rank_candidates([pool.planned], spec, hw, phase_scenario(scenario, pool.phase, pool.planned.batch),
-                           list_references(), _ref_models())[0]
+                           list_references(), _ref_models(), kvp_in_tp=kvp_in_tp)[0]
 
 
 def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int) -> Comparison:
@@ -121,7 +121,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     best = res.best
 
     def view(pool) -> PoolView:
-        cand = _pool_candidate(pool, spec, hw, scenario)
+        cand = _pool_candidate(pool, spec, hw, scenario, fw.kvp_splits_attention_weights)
         launch = (pool_launch(fw, spec, hw, cand, pool.phase, scenario.max_seq_len, scenario.mtp, weight_dtype,
                               moe_weight_dtype, kv_dtype) if fw.launch is not None else None)
         return PoolView(pool.phase, pool.workers, cand, launch)
