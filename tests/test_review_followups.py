@@ -79,3 +79,42 @@ def test_an_alibi_model_past_its_context_is_noted_not_refused() -> None:
               "--framework", "vllm", "--isl", "4096", "--osl", "256")
     assert out.exit_code == 0, out.stderr
     assert "ALiBi has no position table" in out.stdout + out.stderr and "RoPE" not in out.stdout + out.stderr
+
+
+# ------------------------------------------------------------------------------- 2. the fp32 serving dtype
+
+
+def test_fp32_weights_cache_kv_at_32_bits_and_say_what_stays_at_16() -> None:
+    """--weight-dtype fp32 is the engine's model dtype, and its KV dtype "auto" follows it. RecurrentGemma-2B, 8
+    attention layers (every third of 26), one KV head of 256, a 2,048-token window, 8 sequences of 4,096:
+    8 x 1 x (256 + 256) x 4 B x 2,048 x 8 = 268,435,456 B (134,217,728 at 16 bits). An explicit --kv-dtype wins."""
+    from solver.estimate.memory import cache_per_rank
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    model, h100, pc = _spec("multi/google--recurrentgemma-2b"), load_hardware("h100_sxm"), make_parallel_config(1)
+    fp32 = resolve_precision(model, h100, weight_dtype="fp32")
+    assert fp32.kv_bytes == 4 and fp32.fmt("norm").name == "fp32"
+    assert cache_per_rank(model, pc, fp32, 8, 4096)[0] == 8 * 1 * (256 + 256) * 4 * 2048 * 8 == 268_435_456
+    assert any("KV cache is priced at 32 bits" in n and "stay priced at 16 bits" in n for n in fp32.notes)
+    assert cache_per_rank(model, pc, resolve_precision(model, h100), 8, 4096)[0] == 134_217_728
+    explicit = resolve_precision(model, h100, weight_dtype="fp32", kv_dtype="fp8")
+    assert explicit.kv_bytes == 1 and not any("KV cache is priced" in n for n in explicit.notes)
+    # a quantized model's KV stays at the 16-bit activation dtype
+    assert resolve_precision(model, h100, weight_dtype="fp8").kv_bytes == 2
+
+
+def test_an_fp32_launch_asks_for_the_model_dtype_not_a_checkpoint() -> None:
+    """fp32 is not a quantization: the launch says the engine's model dtype must be fp32 (no profile names the
+    flag, so none is invented); a quantized format keeps the checkpoint note."""
+    out = run("solve", str(DATA / "multi/google--recurrentgemma-2b.json"), "--hardware", "h100_sxm", "--cards", "1",
+              "--framework", "vllm", "--weight-dtype", "fp32", "--isl", "2048", "--osl", "256", "--format", "json")
+    assert out.exit_code == 0, out.stderr
+    notes = json.loads(out.stdout)["candidates"][0]["launch"]["notes"]
+    assert ("weight_dtype fp32: a model dtype, not a quantization (vllm's --quantization takes fp8, not fp32): set "
+            "vllm's model (load) dtype to fp32, which its profile has no flag for; its default dtype serves a "
+            "checkpoint stored in fp32 at 16 bits") in notes
+    assert not any("serve a checkpoint stored in fp32" in n for n in notes)
+    argv = json.loads(out.stdout)["candidates"][0]["launch"]["nodes"][0]["argv"]
+    assert "--quantization" not in argv and "--dtype" not in argv
