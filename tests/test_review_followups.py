@@ -118,3 +118,37 @@ def test_an_fp32_launch_asks_for_the_model_dtype_not_a_checkpoint() -> None:
     assert not any("serve a checkpoint stored in fp32" in n for n in notes)
     argv = json.loads(out.stdout)["candidates"][0]["launch"]["nodes"][0]["argv"]
     assert "--quantization" not in argv and "--dtype" not in argv
+
+
+# ------------------------------------------------------------------------------- 3. encoders are never active
+
+
+def test_an_encoder_and_its_projector_are_never_active_for_a_text_token() -> None:
+    """benchmarks/README.md: encoders are never active for a text token. Aya-Vision's projector (pixel shuffle by
+    2: 1152 x 4 = 4,608 wide; LayerNorm 2 x 4,608; linear_1 4,608 -> 28,672 + bias; SwiGLU halves it; linear_2
+    14,336 -> 4,096 + bias) is 190,882,816 parameters, counted in the vision module with the tower, and the active
+    count is the total less that whole module; so for every model with an encoder here."""
+    import glob
+
+    from solver.errors import InputError
+    from solver.estimate.params import ENCODER_MODULES, count_params
+
+    aya = _spec("round4/CohereForAI--aya-vision-8b")
+    projector = 2 * 4608 + 4608 * 28672 + 28672 + 14336 * 4096 + 4096
+    assert projector == 190_882_816
+    rep = count_params(aya)
+    (vision,) = [m for m in rep.modules if m.name == "vision"]
+    assert vision.params == aya.encoders[0].params and vision.params > projector and vision.active_params == 0
+    assert rep.active == rep.total - vision.params
+    paths = glob.glob(str(DATA / "**" / "*.json"), recursive=True) + glob.glob(str(MODELS / "*.json"))
+    checked = 0
+    for path in paths:
+        try:
+            model = parse_model_config(json.loads(Path(path).read_text()), Path(path).stem)
+        except InputError:
+            continue
+        for m in count_params(model).modules:
+            if m.name in ENCODER_MODULES:
+                assert m.active_params == 0, (model.name, m.name)
+                checked += 1
+    assert checked >= 20
