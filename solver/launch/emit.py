@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from solver.errors import InputError
+from solver.specs.dtypes import number_format
 from solver.specs.framework import KNOB_NAMES, FrameworkProfile
 from solver.specs.knobs import SETTINGS
 from solver.specs.rule_env import model_env
@@ -133,9 +134,8 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
                 raise
             unspelled.add(id(arg))
             for name in sorted(uses):
-                notes.append(f"{name} {given[name]}: {fw.name}'s {arg.flag or arg.key} takes "
-                             f"{', '.join(sorted(arg.map or ()))}, not {given[name]}; serve a checkpoint stored in "
-                             f"{given[name]} (the model path)")
+                takes = f"{fw.name}'s {arg.flag or arg.key} takes {', '.join(sorted(arg.map or ()))}, not {given[name]}"
+                notes.append(_unspelled_weights(fw, name, given[name], takes))
                 spelled.add(name)
             continue
         spelled |= uses
@@ -149,8 +149,21 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
         flags = sorted({a.flag or a.key or "" for a in args if name in _TEMPLATE.findall(a.text or "")} - {""})
         why = (f"{fw.name} takes no flag for it" if not flags else
                f"{', '.join(flags)} names one format for every layer, and the routed experts' differs")
-        notes.append(f"{name} {value}: {why}; serve a checkpoint stored in {value} (the model path)")
+        notes.append(_unspelled_weights(fw, name, value, why))
     return notes, unspelled
+
+
+def _unspelled_weights(fw: FrameworkProfile, name: str, value: str, why: str) -> str:
+    """The note for a weight format the command does not spell. A quantized format is the checkpoint's own; an
+    unquantized one (fp32) is the engine's model dtype, which a checkpoint stored in it does not set (the engines'
+    default dtype serves an fp32 checkpoint at 16 bits, where the estimate priced its weights and KV at 32). No
+    profile names a model-dtype flag (facts/engines.md has none), so the note says what to set, not a flag."""
+    fmt = number_format(value, name)
+    if fmt.quantized:
+        return f"{name} {value}: {why}; serve a checkpoint stored in {value} (the model path)"
+    default = f"; its default dtype serves a checkpoint stored in {value} at 16 bits" if fmt.bits > 16 else ""
+    return (f"{name} {value}: a model dtype, not a quantization ({why}): set {fw.name}'s model (load) dtype to "
+            f"{value}, which its profile has no flag for{default}")
 
 
 def _trust_note(fw: FrameworkProfile, model: ModelSpec, args: list[LaunchArg]) -> str | None:

@@ -21,6 +21,14 @@ class NumberFormat:
     def bytes_per_param(self) -> float:
         return self.bits / 8 + self.scale_bytes_per_param
 
+    @property
+    def quantized(self) -> bool:
+        """Not one of the plain floating dtypes an engine loads a model in (its --dtype, not its --quantization)."""
+        return self.name not in MODEL_DTYPES
+
+
+# the unquantized formats: a model dtype (the engine's load dtype), not a quantization method
+MODEL_DTYPES = ("fp32", "bf16", "fp16")
 
 FORMATS: dict[str, NumberFormat] = {
     f.name: f

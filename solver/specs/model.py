@@ -52,6 +52,8 @@ class ModelSpec:
     nonstandard_modules: tuple[str, ...] = ()
     # outside the stack, by the family's conventions (family_defaults.yaml)
     position_embeddings: int = 0  # rows of a learned absolute position table (GPT-2's wpe, OPT's +2); 0: none
+    # rope / alibi / learned / none (config/positions.py): what the context length limits (notes.context_notes)
+    position_encoding: str = "rope"
     embedding_norm: bool = False  # a norm on the token embedding (BLOOM's word_embeddings_layernorm)
     final_norm: bool = True  # the norm before the head carries weights (not OLMo-1's non-parametric LayerNorm)
     norm_bias: bool = False  # the norms outside the stack are LayerNorms with a bias

@@ -34,18 +34,33 @@ def past_position_table(model: ModelSpec, max_len: int | None) -> str | None:
             "learned position table (no scaling extends it)")
 
 
+# what lies past the trained context, by ModelSpec.position_encoding (the learned table: past_position_table)
+_PAST_CONTEXT = {
+    "rope": "engines refuse that maximum model length unless the model is served with a RoPE scaling (YaRN etc.) "
+            "that extends it",
+    "alibi": "ALiBi has no position table that limits the length, but {field} is the context it was trained on and "
+             "quality past it is not guaranteed; engines cap the maximum model length at that field unless told "
+             "to allow a longer one",
+    "none": "the model encodes no positions (NoPE attention, or no attention), so no table limits the length, but "
+            "{field} is the context it was trained on and quality past it is not guaranteed; engines cap the maximum "
+            "model length at that field unless told to allow a longer one",
+}
+
+
 def context_notes(model: ModelSpec, max_len: int | None) -> list[str]:
-    """A sequence longer than the model's context: the figures are computed, but the engines refuse such a
-    maximum model length unless the model is served with a RoPE scaling that extends it; past a learned position
-    table no engine serves it at all (past_position_table; the planner refuses to plan it)."""
+    """A sequence longer than the model's context: the figures are computed, and the note says what the length
+    means for the model's position encoding (_PAST_CONTEXT): a RoPE scaling can extend a rotary model; ALiBi and
+    NoPE have no table to outrun, only a trained context; past a learned position table no engine serves it at
+    all (past_position_table; the planner refuses to plan it)."""
     limit = model.max_position_embeddings
     if max_len is None or limit is None or max_len <= limit:
         return []
     table = past_position_table(model, max_len)
     if table:
         return [f"{model.name}: {table}: no engine serves that length; keep --isl + --osl within {limit:,}"]
+    past = _PAST_CONTEXT.get(model.position_encoding, _PAST_CONTEXT["rope"]).format(field=model.context_field)
     return [f"the longest sequence, {max_len:,} tokens, exceeds {model.name}'s {model.context_field} {limit:,}: "
-            "engines refuse that maximum model length unless the model is served with a RoPE scaling that extends it"]
+            f"{past}"]
 
 
 def input_notes(model: ModelSpec, hw: Hardware, prec: Precision, timed: bool = True,

@@ -71,6 +71,12 @@ def experts_only(prec: Precision, model: ModelSpec, hw: Hardware) -> Precision:
                      notes=(*prec.notes, note))
 
 
+def _model_dtype_bytes(fmt: NumberFormat) -> int:
+    """Bytes of the model dtype that serves `fmt`: its own width for an unquantized format (fp32, bf16, fp16),
+    16 bits for a quantized one (its GEMMs dequantize into 16-bit activations)."""
+    return int(fmt.bits // 8) if not fmt.quantized else 2
+
+
 def resolve_precision(
     model: ModelSpec,
     hw: Hardware,
@@ -138,7 +144,7 @@ def resolve_precision(
         "experts": user_moe or user_w or from_ckpt(q.experts, "experts"),
         "embedding": from_ckpt(q.embedding, "embedding"),
         "lm_head": from_ckpt(q.lm_head, "lm_head"),
-        "norm": number_format("bf16"),
+        "norm": number_format("fp32" if keep32[0] else "bf16"),  # the engine's dtype holds the norms too
     }
     if halved:
         notes.append("the checkpoint's fp32 weights are served at 16 bits, as the engines' default dtype does (pass "
@@ -165,5 +171,11 @@ def resolve_precision(
         if kv == 1 and not hw.supports(kv_fmt):
             raise InputError("--kv-dtype", f"{hw.name} has no {kv_fmt} support")
     else:
-        kv = 2
+        # the engines' KV dtype "auto" is the model dtype: an fp32 model caches K and V in fp32 (vLLM's
+        # --kv-cache-dtype auto under --dtype float32); a quantized model's activations, and so its KV, stay 16-bit
+        kv = _model_dtype_bytes(weights["attention"])
+        if kv > 2:
+            notes.append(f"the KV cache is priced at {8 * kv} bits, the engines' KV dtype auto following the model "
+                         "dtype (pass --kv-dtype to choose); activations, the recurrent and convolution states, "
+                         "collective payloads and the GEMM rate stay priced at 16 bits")
     return Precision(weights=weights, activation=act, kv_bytes=kv, notes=tuple(notes))

@@ -14,6 +14,7 @@ from solver.specs.config.encoders import image_tokens, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
 from solver.specs.config.outside import layernorm_bias, outside_stack
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
+from solver.specs.config.positions import position_encoding
 from solver.specs.config.quant import read_quant
 from solver.specs.config.unread import check_unread, refuse_uncountable
 from solver.specs.layers import MLA, Attention, Layer
@@ -246,6 +247,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     context_field = f.first(*CONTEXT_FIELDS) or CONTEXT_FIELDS[0]
     max_pos = f.opt_int(*CONTEXT_FIELDS, maximum=2**40)
     outside = outside_stack(f, hidden)
+    positions = position_encoding(f, layers, outside["position_embeddings"], _family_defaults(),
+                                  (model_type, wrapper_type))
     if prefix:  # before check_unread, which looks at every key left
         _wrapper_fields_read_nested(raw, text, prefix, set(cfg.looked_up), origin,
                                     defaulted.get("_wrapper_own_fields"), warnings)
@@ -261,6 +264,6 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         mtp_checkpoint_copies=copies, encoders=encoders,
         max_position_embeddings=max_pos, context_field=context_field,
         pattern_source=source, quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
-        norm_bias=norm_bias, remote_code=bool(raw.get("auto_map")), **outside,
+        norm_bias=norm_bias, remote_code=bool(raw.get("auto_map")), position_encoding=positions, **outside,
     )
 
