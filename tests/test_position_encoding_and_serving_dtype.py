@@ -1,4 +1,5 @@
-"""Rules from the user-level review of the position-encoding notes, the fp32 serving dtype and the encoders'
+"""The model's position encoding and what it says of a context past the config's (specs/config/positions.py,
+specs/notes.py), the fp32 serving dtype (the KV cache at 32 bits, the launch's model dtype) and the encoders'
 active parameters: one rule per test."""
 from __future__ import annotations
 
