@@ -76,6 +76,11 @@ JAMBA_MLP = gated(4096, 14336)
 # MoE of a router 4096 -> 128 with its e_score_correction_bias, 128 gated experts of 1408 and one shared
 GLM45_ATTENTION = lin(4096, 12288, True) + 2 * lin(4096, 1024, True) + lin(12288, 4096)
 GLM45_MOE = lin(4096, 128) + 128 + 129 * gated(4096, 1408)
+# Ling-flash-2.0's blocks (Ling-mini-2.0's layer at 4096 wide): 32 / 4 heads x 128 without bias (one fused
+# query_key_value 4096 -> 5120, dense 4096 -> 4096), q / k RMSNorms of 128; BailingMoeV2SparseMoeBlock: router
+# 4096 -> 256 with expert_bias, 256 gated experts of 1024, one shared expert of 1024
+LING_FLASH_ATTENTION = lin(4096, 4096 + 2 * 512) + lin(4096, 4096) + 2 * 128
+LING_FLASH_MOE = lin(4096, 256) + 256 + 257 * gated(4096, 1024)
 
 HAND: dict[str, int] = {
     # GLM-4.1V-9B-Thinking (glm4v): GLM-4-9B-0414's text model (151552 x 4096 untied, 40 layers of 32 / 2 heads x 128
@@ -100,6 +105,10 @@ HAND: dict[str, int] = {
     # dense 14336 MLP in the other 16; two RMSNorms a layer; the final norm
     "ai21labs--AI21-Jamba-Mini-1.7": 2 * 65536 * 4096 + 28 * JAMBA_MAMBA + 4 * JAMBA_ATTENTION + 16 * JAMBA_MLP
     + 16 * (lin(4096, 16) + 16 * JAMBA_MLP) + 32 * 2 * 4096 + 4096,
+    # Ling-flash-2.0 (bailing_moe_v2): 157184 x 4096 untied; 32 layers, the first with the dense 9216 MLP, 31 MoE;
+    # two RMSNorms a layer; the final norm; no MTP layer (as Ling-mini-2.0: the card's 6.1B / 4.8B active fit without)
+    "inclusionAI--Ling-flash-2.0": 2 * 157184 * 4096 + 32 * (LING_FLASH_ATTENTION + 2 * 4096) + gated(4096, 9216)
+    + 31 * LING_FLASH_MOE + 4096,
 }
 
 # Published totals precise enough for a 1% check (SOURCES.md names each)
@@ -114,6 +123,9 @@ PUBLISHED: dict[str, float] = {
 ACTIVE: dict[str, tuple[int, float | None]] = {
     # Jamba-Mini: 2 of 16 experts a token: 12.11B; the card's 12B active
     "ai21labs--AI21-Jamba-Mini-1.7": (51_570_323_328 - 16 * 14 * JAMBA_MLP, 12e9),
+    # Ling-flash-2.0: 8 of 256 experts: 6.152B; the card's 6.1B active (4.8B without embedding and head). Its 100B
+    # total is a round figure the count is 2.9% over: not in PUBLISHED
+    "inclusionAI--Ling-flash-2.0": (HAND["inclusionAI--Ling-flash-2.0"] - 31 * 248 * gated(4096, 1024), 6.1e9),
     # GLM-4.5V: 8 of 128 experts: 13.42B with the embedding and head, 12.18B without; GLM-4.5-Air's card says 12B
     # active without saying which
     "zai-org--GLM-4.5V": (HAND["zai-org--GLM-4.5V"] - glm4v_tower(1536, 24, 4096, 10944)
@@ -153,6 +165,11 @@ def test_every_config_inspects_and_solves_end_to_end(name: str) -> None:
     assert r.exit_code == 0 and name in r.output, r.output
     r = CliRunner().invoke(main, ["solve", path, "--hardware", "h100_sxm", "--cards", "8", "--framework", "vllm"])
     assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+
+
+def test_ling_flash_2_is_4_8b_active_without_embedding_and_head() -> None:
+    hand, _ = ACTIVE["inclusionAI--Ling-flash-2.0"]
+    assert abs((hand - 2 * 157184 * 4096) / 4.8e9 - 1) < 0.02
 
 
 # ------------------------------------------------------------------ the GLM-4.1V tower: one rule each
