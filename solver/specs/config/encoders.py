@@ -42,8 +42,16 @@ model_type and the text model's) on top:
   _vision_config_defaults   the wrapper's default vision config (LlavaConfig's CLIP ViT-L/14-336, PaliGemmaConfig's
                             SigLIP), read where the vision_config leaves a field out, in a note: transformers writes
                             a nested config as its diff against that default (Pixtral-12B's writes no hidden_size)
+  _vision_mlp_width         the field that sizes the blocks' MLP in place of intermediate_size (GLM-4.1V's
+                            Glm4VisionMlp is out_hidden_size wide; its intermediate_size sizes the merger)
+  _vision_qkv_bias          the field under which the fused qkv alone takes a bias (GLM-4.1V's attention_bias)
+  _vision_learned_positions a learned (image_size / patch_size)^2-row table though the tower writes depth
+                            (Glm4vVisionEmbeddings, interpolated to the image at run time)
+  _vision_projector_conv_merger  a biased Conv2d m x m (spatial_merge_size) from h into out_hidden_size, then a
+                            bias-free out x out linear, a LayerNorm over out and a bias-free gated MLP out ->
+                            intermediate_size -> out (Glm4vVisionModel's downsample and merger)
   _vision_refused           why the family's tower is not counted: the config is refused, naming the encoder
-                            key (GLM-4.1V / 4.5V), rather than miscounted by the convention
+                            key (DeepSeek-VL2), rather than miscounted by the convention
 Learned 2D position tables written as init_pos_emb_height x init_pos_emb_width (MoonViT) count that many rows.
 A tower with a learned table by convention (not gated, no depth, no RoPE base, use_absolute_position_embeddings
 not false) needs image_size, written or from a default vision config (the tower class's: SiglipVisionConfig's
@@ -92,7 +100,9 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     # Qwen2-VL's tower is embed_dim wide; its hidden_size is the merger's output (the fact _vision_hidden_is_output)
     h = f.int("embed_dim") if facts.get("_vision_hidden_is_output") else f.int("hidden_size", "vt_hidden_size",
                                                                                  "embed_dim")
-    if f.has("intermediate_size", "vt_intermediate_size"):
+    if facts.get("_vision_mlp_width"):  # the field the blocks' MLP is as wide as (GLM-4.1V's out_hidden_size)
+        inter = f.int(str(facts["_vision_mlp_width"]))
+    elif f.has("intermediate_size", "vt_intermediate_size"):
         inter = f.int("intermediate_size", "vt_intermediate_size")
     elif f.has("mlp_ratio"):  # timm's convention: the MLP is mlp_ratio x the width (Qwen2-VL)
         inter = f.int("mlp_ratio", maximum=1024) * h
@@ -112,6 +122,9 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     # and o_proj back from it
     qd = f.int("qkv_hidden_size", default=h)
     attn = 4 * h * qd + ((3 * qd + h) if bias else 0)
+    # a tower whose fused qkv alone takes a bias when its field is set (GLM-4.1V's attention_bias; proj never)
+    if not bias and facts.get("_vision_qkv_bias") and f.bool(str(facts["_vision_qkv_bias"])):
+        attn += 3 * qd
     mlp = (3 if gated else 2) * h * inter + (((2 if gated else 1) * inter + h) if bias else 0)
     per_layer = attn + mlp + 2 * norm
     # two learned per-channel scales per layer: the family fact, or a layer_scale_init_value the config sets (the
@@ -135,7 +148,7 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
         positions += f.int("num_position_embeddings") * h
     elif f.has("init_pos_emb_height"):
         positions += f.int("init_pos_emb_height") * f.int("init_pos_emb_width") * h
-    elif _learned_table(f, gated):
+    elif _learned_table(f, gated) or facts.get("_vision_learned_positions"):
         if not f.has("image_size"):
             raise f.err("image_size", "missing (required to size the vision tower's learned position table, "
                                       "(image_size / patch_size)^2 rows; its family declares no default)")
@@ -198,6 +211,13 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
     """Parameters from the tower's width `h` into the text width: the module docstring's projector
     conventions (one linear; a patch merger MLP; the family facts' two-linear MLPs)."""
     c = f.cfg
+    if facts.get("_vision_projector_conv_merger"):
+        # GLM-4.1V: downsample, a biased Conv2d m x m from h into out_hidden_size; then the merger: a bias-free
+        # out x out linear, a LayerNorm over out, a bias-free gated MLP out -> intermediate_size -> out
+        out = f.int("out_hidden_size")
+        merge = f.int("spatial_merge_size")
+        ctx = f.int("intermediate_size")
+        return h * merge * merge * out + out + out * out + 2 * out + 3 * out * ctx
     if facts.get("_vision_hidden_is_output"):
         out = f.int("hidden_size")
     elif facts.get("_vision_projector_biased_linear"):  # into projection_dim (PaliGemma writes it on both)
