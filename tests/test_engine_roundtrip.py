@@ -73,16 +73,17 @@ def _sglang(flags: dict, model) -> dict[str, int]:
     dp = int(flags.get("--dp-size", 1))
     sp = int(flags.get("--attn-cp-size", 1))
     pp = int(flags.get("--pp-size", 1))
+    kvp = int(flags.get("--dcp-size", 1))  # engines.md: --dcp-size stripes the KV over the TP group
     if not model.is_moe:  # no DP attention: --tp-size is attention TP, --dp-size replicas
-        return {"world": tp * dp * pp, "pp_size": pp, "attn_tp_size": tp, "attn_sp_size": 1, "kvp_size": 1, "dense_tp_size": tp,
-                "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_shards": tp}
-    attn = tp // (dp * sp)
+        return {"world": tp * dp * pp, "pp_size": pp, "attn_tp_size": tp // kvp, "attn_sp_size": 1, "kvp_size": kvp,
+                "dense_tp_size": tp, "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_shards": tp}
+    attn = tp // (dp * sp * kvp)
     dpa = bool(flags.get("--enable-dp-attention"))
-    return {"world": tp * pp, "pp_size": pp, "attn_tp_size": attn, "attn_sp_size": sp, "kvp_size": 1,
+    return {"world": tp * pp, "pp_size": pp, "attn_tp_size": attn, "attn_sp_size": sp, "kvp_size": kvp,
             "dense_tp_size": 1 if flags.get("--moe-dense-tp-size") == "1" else tp,
             "embed_tp_size": 1 if dpa else tp,
             "lmhead_tp_size": attn if flags.get("--enable-dp-lm-head") else tp,
-            "o_proj_shards": attn, "moe_tp_size": tp // int(flags.get("--ep-size", 1)),
+            "o_proj_shards": attn * kvp, "moe_tp_size": tp // int(flags.get("--ep-size", 1)),
             "redundant_experts": int(flags.get("--ep-num-redundant-experts", 0))}
 
 
@@ -101,7 +102,9 @@ def _trtllm(flags: dict, files: dict, model) -> dict[str, int]:
 
 def _atom(flags: dict, model) -> dict[str, int]:
     tp, dp, pp = int(flags["-tp"]), int(flags.get("-dp", 1)), int(flags.get("-pp", 1))
-    return {"world": tp * dp * pp, "pp_size": pp, "attn_tp_size": tp, "attn_sp_size": 1, "kvp_size": 1, "dense_tp_size": tp,
+    kvp = int(flags.get("-dcp", 1))  # engines.md: -dcp reuses the TP ranks (tp % dcp == 0)
+    return {"world": tp * dp * pp, "pp_size": pp, "attn_tp_size": tp // kvp, "attn_sp_size": 1, "kvp_size": kvp,
+            "dense_tp_size": tp,
             "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_shards": tp,
             "moe_tp_size": 1 if flags.get("--enable-expert-parallel") else tp * dp}
 
@@ -137,9 +140,9 @@ def parse_launch(launch: dict, model) -> dict[str, int]:
     raise AssertionError(f"no parser for {engine}")
 
 
-def _expected(pc: ParallelConfig, model) -> dict[str, int]:
+def _expected(pc: ParallelConfig, model, kvp_in_tp: bool) -> dict[str, int]:
     own = model_knobs(model)
-    out = {"world": pc.world_size, "o_proj_shards": pc.oproj_shards}
+    out = {"world": pc.world_size, "o_proj_shards": pc.oproj_split(kvp_in_tp)}
     if model.is_moe:
         out["redundant_experts"] = pc.redundant_experts
     for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "cp_size",
@@ -169,7 +172,7 @@ def check_roundtrip(framework: str, model_name: str, hardware: str, world: int, 
         launch = emit_launch(fw, model, hw, pc, LaunchInputs(batch=c.planned.batch,
                                                             max_model_len=scenario.max_seq_len))
         got = parse_launch(launch, model)
-        want = _expected(pc, model)
+        want = _expected(pc, model, fw.kvp_splits_attention_weights)
         assert {k: got.get(k, 0 if k == "redundant_experts" else 1) for k in want} == want, (framework, model_name, hardware, world, launch)
     return True
 

@@ -8,38 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from hand_counts import Round, gated, lin, ln  # noqa: F401
 from solver.errors import InputError
 from solver.estimate.params import count_params
 from solver.specs.config.encoders import read_encoders
 from solver.specs.layers import DenseFFN
 from solver.specs.config.read import parse_model_config
-from solver.specs.model import ModelSpec
 
 DATA = Path(__file__).parent / "data" / "configs_unseen"
-
-
-def _load(name: str) -> dict:
-    return json.loads((DATA / f"{name}.json").read_text())
-
-
-def _spec(name: str) -> ModelSpec:
-    return parse_model_config(_load(name), name)
-
-
-def _total(name: str) -> int:
-    return count_params(_spec(name)).total
-
-
-def ln(h: int) -> int:  # a LayerNorm with a bias
-    return 2 * h
-
-
-def lin(i: int, o: int, bias: bool = False) -> int:  # a linear i -> o
-    return i * o + (o if bias else 0)
-
-
-def gated(h: int, f: int) -> int:  # gate, up, down without biases
-    return 3 * h * f
+ROUND = Round(DATA)
+_load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
 
 
 # Mllama's vision tower (Llama-3.2-11B and 90B-Vision share it): the patch conv without bias, class embedding,

@@ -11,42 +11,20 @@ from pathlib import Path
 import pytest
 
 from conftest import toy_hardware  # noqa: E402
+from hand_counts import Round, gated, lin, ln  # noqa: F401
 from solver.errors import InputError
 from solver.estimate.compute import Kit, Work, factors_for
 from solver.estimate.memory import state_of_layers
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
 from solver.specs.layers import Attention, DenseFFN, Layer
-from solver.specs.model import ModelSpec
 from solver.specs.parallel import make_parallel_config
 from solver.specs.precision import resolve_precision
 
 DATA = Path(__file__).parent / "data" / "configs_unseen" / "multi"
 REFUSED = Path(__file__).parent / "data" / "configs_unseen" / "refused"
-
-
-def _load(name: str) -> dict:
-    return json.loads((DATA / f"{name}.json").read_text())
-
-
-def _spec(name: str) -> ModelSpec:
-    return parse_model_config(_load(name), name)
-
-
-def _total(name: str) -> int:
-    return count_params(_spec(name)).total
-
-
-def ln(h: int) -> int:  # a LayerNorm with a bias
-    return 2 * h
-
-
-def lin(i: int, o: int, bias: bool = False) -> int:  # a linear i -> o
-    return i * o + (o if bias else 0)
-
-
-def gated(h: int, f: int) -> int:  # gate, up, down without biases
-    return 3 * h * f
+ROUND = Round(DATA)
+_load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
 
 
 # Qwen2-VL's tower (Qwen2VisionTransformerPretrainedModel, the same in the 2B, 7B and 72B): a bias-free Conv3d patch

@@ -6,44 +6,21 @@ non-attention mixers first; the refused configs are in configs_unseen/refused/ (
 one there through `inspect`: one line, exit 2)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from hand_counts import Round, gated, lin, ln  # noqa: F401
 from solver.errors import InputError
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
 from solver.specs.layers import MoE
-from solver.specs.model import ModelSpec
 
 UNSEEN = Path(__file__).parent / "data" / "configs_unseen"
 DATA = UNSEEN / "round4"
 REFUSED = UNSEEN / "refused"
-
-
-def _load(name: str, folder: Path = DATA) -> dict:
-    return json.loads((folder / f"{name}.json").read_text())
-
-
-def _spec(name: str) -> ModelSpec:
-    return parse_model_config(_load(name), name)
-
-
-def _total(name: str) -> int:
-    return count_params(_spec(name)).total
-
-
-def ln(h: int) -> int:  # a LayerNorm with a bias
-    return 2 * h
-
-
-def lin(i: int, o: int, bias: bool = False) -> int:  # a linear i -> o
-    return i * o + (o if bias else 0)
-
-
-def gated(h: int, f: int) -> int:  # gate, up, down without biases
-    return 3 * h * f
+ROUND = Round(DATA)
+_load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
 
 
 # SigLIP So400m/14 (27 layers, 1152 wide, MLP 4304): a biased patch Conv2d, (image_size / 14)^2 learned positions,
