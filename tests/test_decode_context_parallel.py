@@ -532,3 +532,16 @@ def test_a_deployment_may_state_the_engines_attention_dp_under_dcp(tmp_path) -> 
         dep(1).check_derived(8, "f.yaml")  # the seed's KVP: world // attn_tp = 8
     with pytest.raises(InputError):
         dep(2).check_derived(8, "f.yaml", kvp_in_tp=True)
+
+
+def test_tp_inside_node_counts_the_dcp_ranks_of_the_tp_group() -> None:
+    """Seed class B (tp_size <= ranks per node): under -dcp the TP group is attn_tp x kvp, so TP16 -dcp 16 on two
+    8-GPU H200 nodes crosses nodes although attn_tp_size is 1; the seed's KVP (no TP group around it) does not."""
+    from solver.rank.review import hardware_placement
+    m, h = load_model("deepseek-v3"), load_hardware("h200_sxm")
+    pc = ParallelConfig(world_size=16, attn_tp_size=1, kvp_size=16, dense_tp_size=8, embed_tp_size=8,
+                        lmhead_tp_size=8, o_proj_tp_size=1, moe_tp_size=1)
+    wide, lines = hardware_placement(m, h, pc, kvp_in_tp=True)
+    assert wide == {"attn_tp_size x kvp_size": 16}, wide
+    assert "cross-node TP" in lines[0]
+    assert hardware_placement(m, h, pc)[0] == {}

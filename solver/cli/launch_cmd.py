@@ -83,7 +83,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     misfit = memory_per_rank(spec, hw, pc, prec, batch, max_len, mtp_layers=dep.mtp).misfit()
     # so is a placement `check` refuses (class B): a TP group across nodes, too many experts per rank
     placement = [f"{p}: `shardplan check` reports it as a class B violation"
-                 for p in hardware_placement(spec, hw, pc)[1]]
+                 for p in hardware_placement(spec, hw, pc, fw.kvp_splits_attention_weights)[1]]
     notes = context_notes(spec, engine_len) + ([misfit] if misfit else []) + placement
     if notes:
         launch["notes"] = [*launch.get("notes", ()), *notes]
