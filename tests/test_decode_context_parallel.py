@@ -480,3 +480,68 @@ def test_a_kvp_group_inside_tp_is_named_as_the_engines_tp_and_its_dcp() -> None:
     assert pattern_name(_pc(1, 8), m, kvp_in_tp=True) == "Attn TP8 + DCP8 + Dense TP8 + MoE TP8"
     # the seed's KVP (its ranks hold the attention weights whole) keeps its name
     assert pattern_name(_pc(2, 4), m) == "Attn TP2 x DP4 + KVP4 + Dense TP8 + MoE TP8 + O_proj TP8"
+
+
+@pytest.mark.parametrize("framework", ["vllm", "vllm-ascend"])
+def test_o_proj_follows_tp_so_a_dcp_file_need_not_set_it(framework: str) -> None:
+    """C.o_proj_follows_tp / C.o_proj_tp_with_tp: o_proj_tp_size left out (1) follows the TP group under -dcp as
+    without it: the same estimate as o_proj_tp_size = attn_tp x kvp, so the rule accepts it; another size is refused
+    with a line naming what to do."""
+    from solver.specs.rule_env import model_env
+    m, fw = load_model("deepseek-v3"), load_framework(framework)
+    for o_proj, ok in ((1, True), (8, True), (4, False)):
+        pc = _pc(1, 8, o_proj=o_proj)
+        problems = fw.check(model_env(pc.settings(), m, 8, world=8, batch=8))
+        assert (not any("o_proj" in p for p in problems)) is ok, problems
+        if not ok:
+            assert any("o_proj" in p and "kvp_size" in p for p in problems), problems
+    m, h, prec, f = _setup(framework, "atlas_a3" if framework == "vllm-ascend" else "h200_sxm")
+    unset, spelled = (memory_per_rank(m, h, _pc(1, 8, o_proj=o), prec, 4, 4096, engine_options(None, f)).weights_bytes
+                      for o in (1, 8))
+    assert unset == spelled
+
+
+def test_attn_dp_size_is_the_engines_dp_where_kvp_reuses_the_tp_ranks() -> None:
+    """TP8 -dcp 8 on 8 ranks has no attention DP (sweep CSV, solve JSON/YAML: attn_dp_size 1, as its pattern
+    'Attn TP8 + DCP8' says); TP8 -dcp 4 on 16 ranks is DP2; the seed's KVP keeps world // attn_tp."""
+    assert _pc(1, 8).attn_dp(True) == 1 and _pc(2, 4).attn_dp(True) == 1
+    assert _pc(1, 8).attn_dp(False) == 8 == _pc(1, 8).attn_dp_size
+    pc16 = ParallelConfig(world_size=16, attn_tp_size=2, kvp_size=4, dense_tp_size=8, embed_tp_size=8,
+                          lmhead_tp_size=8, o_proj_tp_size=8)
+    assert pc16.attn_dp(True) == 2
+    m = load_model("deepseek-v3")
+    assert _pc(1, 8).model_view(("attn_tp_size", "kvp_size"), kvp_in_tp=True)["attn_dp_size"] == 1
+    assert _pc(1, 8).model_view(("attn_tp_size", "kvp_size"))["attn_dp_size"] == 8
+    del m
+
+
+def test_a_deployment_may_state_the_engines_attention_dp_under_dcp(tmp_path) -> None:
+    """check / launch read back what solve writes: attn_dp_size 1 for TP8 -dcp 8 passes under an engine whose KVP
+    reuses the TP ranks; any other value is one clear line (InputError)."""
+    from solver.errors import InputError
+    from solver.specs.deployment import load_deployment
+
+    def dep(dp: int):
+        f = tmp_path / f"dp{dp}.yaml"
+        f.write_text(f"parallel_config: {{attn_tp_size: 1, kvp_size: 8, attn_dp_size: {dp}}}\n")
+        return load_deployment(str(f))
+
+    dep(1).check_derived(8, "f.yaml", kvp_in_tp=True)
+    dep(8).check_derived(8, "f.yaml", kvp_in_tp=True)  # the seed's value says the same layout
+    with pytest.raises(InputError):
+        dep(1).check_derived(8, "f.yaml")  # the seed's KVP: world // attn_tp = 8
+    with pytest.raises(InputError):
+        dep(2).check_derived(8, "f.yaml", kvp_in_tp=True)
+
+
+def test_tp_inside_node_counts_the_dcp_ranks_of_the_tp_group() -> None:
+    """Seed class B (tp_size <= ranks per node): under -dcp the TP group is attn_tp x kvp, so TP16 -dcp 16 on two
+    8-GPU H200 nodes crosses nodes although attn_tp_size is 1; the seed's KVP (no TP group around it) does not."""
+    from solver.rank.review import hardware_placement
+    m, h = load_model("deepseek-v3"), load_hardware("h200_sxm")
+    pc = ParallelConfig(world_size=16, attn_tp_size=1, kvp_size=16, dense_tp_size=8, embed_tp_size=8,
+                        lmhead_tp_size=8, o_proj_tp_size=1, moe_tp_size=1)
+    wide, lines = hardware_placement(m, h, pc, kvp_in_tp=True)
+    assert wide == {"attn_tp_size x kvp_size": 16}, wide
+    assert "cross-node TP" in lines[0]
+    assert hardware_placement(m, h, pc)[0] == {}

@@ -62,10 +62,10 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     for flag, value in (("model", model), ("hardware", hardware), ("world_size", world)):
         if value is None:
             raise InputError(flag, f"missing: give it in {config} or as --{flag.replace('world_size', 'cards')}")
-    dep.check_derived(world, config)
     if dep.workload is None:
         raise InputError("workload", f"missing in {config}: phase/batch/seq_len or isl/osl/concurrency")
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework or dep.framework)
+    dep.check_derived(world, config, fw.kvp_splits_attention_weights)  # attn_dp_size may be the engine's DP
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
     if w.phase == "serving":

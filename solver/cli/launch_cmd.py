@@ -57,7 +57,6 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     for flag, value in (("model", model), ("hardware", hardware), ("world_size", world)):
         if value is None:
             raise InputError(flag, f"missing: give it in {config} or as --{flag.replace('world_size', 'cards')}")
-    dep.check_derived(world, config)  # the file must say one thing (as `check` requires)
     if dep.workload is None:
         raise InputError("workload", f"missing in {config}: phase/batch/seq_len or isl/osl/concurrency")
     if engine is None and "framework" not in dep.model_fields_set:
@@ -66,6 +65,8 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
         fw = load_framework(engine or dep.framework)
     except InputError as exc:  # named by where the engine came from: the flag, or the file it defaults to
         raise InputError("--engine" if engine else f"{config}: framework", exc.problem) from None
+    # the file must say one thing (as `check` requires); its attn_dp_size may be the engine's DP (-dcp inside TP)
+    dep.check_derived(world, config, fw.kvp_splits_attention_weights)
     spec, hw = load_model(model), load_hardware(hardware)
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
@@ -82,7 +83,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     misfit = memory_per_rank(spec, hw, pc, prec, batch, max_len, mtp_layers=dep.mtp).misfit()
     # so is a placement `check` refuses (class B): a TP group across nodes, too many experts per rank
     placement = [f"{p}: `shardplan check` reports it as a class B violation"
-                 for p in hardware_placement(spec, hw, pc)[1]]
+                 for p in hardware_placement(spec, hw, pc, fw.kvp_splits_attention_weights)[1]]
     notes = context_notes(spec, engine_len) + ([misfit] if misfit else []) + placement
     if notes:
         launch["notes"] = [*launch.get("notes", ()), *notes]

@@ -71,6 +71,9 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         return
     result, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
                               kv_dtype, method, params, top, allow_cross_node)
+    from solver.specs.framework import load_framework
+
+    kvp_in_tp = load_framework(framework).kvp_splits_attention_weights  # attn_dp_size as the engine's DP
     note = result.timeout_note()
     for line in (*result.input_notes, note, result.cut_note(), result.range_note):
         if line:
@@ -87,18 +90,18 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         click.echo(launch_text(cands, launches), nl=False)
         return
     if fmt == "json":
-        data = result_dict(result, cands, launches)
+        data = result_dict(result, cands, launches, kvp_in_tp)
         if explain:
             data["explain"] = why
         click.echo(dump(data, "json"))
         return
     if fmt == "yaml":
-        click.echo(seed_yaml(result, cands), nl=False)
+        click.echo(seed_yaml(result, cands, kvp_in_tp), nl=False)
         if explain:
             click.echo("# why the main alternatives lost:")
             for line in why:
                 click.echo(f"#   {line}")
-            click.echo(dump({"pareto_front": result_dict(result, cands)["pareto_front"]}, "yaml"))
+            click.echo(dump({"pareto_front": result_dict(result, cands, kvp_in_tp=kvp_in_tp)["pareto_front"]}, "yaml"))
         return
     con = console()
     rows = []

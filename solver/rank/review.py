@@ -23,12 +23,14 @@ from solver.rank.compared import PROCESS_ERRORS, SMALL_MOE_TP_ONLY, decode_attn_
 _GROUP_SIZES = frozenset(KNOBS) | frozenset(DERIVED)
 
 
-def hardware_placement(model: ModelSpec, hw: Hardware, pc: ParallelConfig) -> tuple[dict[str, int], list[str]]:
+def hardware_placement(model: ModelSpec, hw: Hardware, pc: ParallelConfig,
+                       kvp_in_tp: bool = False) -> tuple[dict[str, int], list[str]]:
     """The seed's class B placement checks on the hardware (memory aside): TP groups wider than the node /
     scale-up domain, and more experts per rank than the device's dispatch path takes. (the wide TP knobs, one
     line per problem); `check` reports them as violations, `launch` notes them beside the command."""
     # a knob of a missing module is reported once, by absent_knob_problems, not as a TP group
-    wide = {k: v for k, v in cross_node_tp(pc, hw).items() if k in model_knobs(model)}
+    own = model_knobs(model)
+    wide = {k: v for k, v in cross_node_tp(pc, hw, kvp_in_tp).items() if k.split(" x ")[0] in own}
     out = [f"{k} {v} > {tp_domain(hw)} ranks of the node/scale-up domain (cross-node TP)" for k, v in wide.items()]
     if hw.max_experts_per_rank and model.is_moe and pc.moe_ep_size > 1:
         per = pc.expert_slots(model.num_experts) / pc.moe_ep_size  # redundant copies count
@@ -80,7 +82,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
             r.warnings["B"].append("weights + KV above 0.8 of capacity (seed 3.2): little room for batch growth")
         if mem.kv_share_of_available > 0.5:
             r.warnings["B"].append("KV cache above 50% of available memory (seed 3.4): consider KVP / CP")
-    wide, placement = hardware_placement(model, hw, pc)
+    wide, placement = hardware_placement(model, hw, pc, fw.kvp_splits_attention_weights)
     r.violations["B"] += placement
 
     if pc.pp_size > 1 and pc.world_size % pc.pp_size == 0:

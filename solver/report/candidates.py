@@ -42,8 +42,9 @@ def estimation(c: Candidate) -> dict[str, Any]:
     }
 
 
-def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS) -> dict[str, Any]:
-    """One candidate; `knobs`: the model's own (PlanResult.knobs), so no knob of a missing module shows."""
+def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS, kvp_in_tp: bool = False) -> dict[str, Any]:
+    """One candidate; `knobs`: the model's own (PlanResult.knobs), so no knob of a missing module shows;
+    `kvp_in_tp`: the engine's KVP reuses its TP ranks (attn_dp_size is then its DP, as the pattern names it)."""
     pc = c.planned.config
     knobs_vs = f"differs: {', '.join(c.reference_diff)}" if c.reference_diff else "same knobs"
     r = c.reference_deployment
@@ -56,15 +57,16 @@ def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS) -> dict[str, An
         "pattern": c.pattern,
         "reason": c.reason,
         "reference": ref,
-        "parallel_config": pc.model_view(knobs),
+        "parallel_config": pc.model_view(knobs, kvp_in_tp),
         "estimation": estimation(c),
         "tradeoff": c.tradeoff,
     }
 
 
-def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict] | None = None) -> dict[str, Any]:
+def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict] | None = None,
+                kvp_in_tp: bool = False) -> dict[str, Any]:
     """`launches`: one engine command per candidate (solver.launch), carried as each candidate's `launch`."""
-    out = [candidate_dict(c, result.knobs) for c in cands]
+    out = [candidate_dict(c, result.knobs, kvp_in_tp) for c in cands]
     for d, launch in zip(out, launches or []):
         d["launch"] = launch
     return {
@@ -89,12 +91,12 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
     }
 
 
-def seed_yaml(result: PlanResult, cands: list[Candidate]) -> str:
+def seed_yaml(result: PlanResult, cands: list[Candidate], kvp_in_tp: bool = False) -> str:
     """The seed's commented YAML: one block per candidate, DP/EP noted as derived."""
     out = []
     for c, letter in zip(cands, LETTERS):
         label = "recommended" if c.rank == 1 else "alternative"
-        d = candidate_dict(c, result.knobs)
+        d = candidate_dict(c, result.knobs, kvp_in_tp)
         out.append(f"# candidate {letter.upper()} ({label}): {c.pattern}")
         out.append(f"# reason: {c.reason}")
         out.append(f"# reference: {d['reference']}")
@@ -103,7 +105,7 @@ def seed_yaml(result: PlanResult, cands: list[Candidate]) -> str:
                                          "estimation": d["estimation"], "tradeoff": d["tradeoff"]}}
         text = yaml.safe_dump(block, sort_keys=False)
         pc = c.planned.config
-        text = text.replace("    attn_tp_size: ", f"    # attn_dp_size = {pc.attn_dp_size}\n    attn_tp_size: ")
+        text = text.replace("    attn_tp_size: ", f"    # attn_dp_size = {pc.attn_dp(kvp_in_tp)}\n    attn_tp_size: ")
         text = text.replace("    moe_tp_size: ", f"    # moe_ep_size = {pc.moe_ep_size}\n    moe_tp_size: ")
         text = text.replace("    redundant_experts: ", "    # EP divides routed + redundant experts (EPLB copies)\n"
                                                       "    redundant_experts: ")

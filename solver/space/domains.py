@@ -32,11 +32,18 @@ def largest_tp(world: int, hw: Hardware, model: ModelSpec) -> int:
     return max(d for d in divisors(world) if d <= tp_domain(hw) and model.num_attention_heads % d == 0)
 
 
-def cross_node_tp(pc: ParallelConfig, hw: Hardware) -> dict[str, int]:
+def cross_node_tp(pc: ParallelConfig, hw: Hardware, kvp_in_tp: bool = False) -> dict[str, int]:
     """TP groups wider than tp_domain, by knob (seed class B: tp_size <= ranks per node); the planner prunes
-    them unless --allow-cross-node, `check` reports them, the ranking marks them as a risk."""
+    them unless --allow-cross-node, `check` reports them, the ranking marks them as a risk. `kvp_in_tp`: the
+    engine's DCP reuses its TP ranks, so the attention TP group is attn_tp x kvp (TP16 -dcp 16 on two 8-GPU nodes
+    all-reduces o_proj and merges the DCP partials across them although attn_tp_size is 1)."""
     dom = tp_domain(hw)
-    return {k: getattr(pc, k) for k in TP_KNOBS if getattr(pc, k) > dom}
+    out = {k: getattr(pc, k) for k in TP_KNOBS if getattr(pc, k) > dom}
+    group = pc.attn_tp_group(kvp_in_tp)
+    if group != pc.attn_tp_size and group > dom:
+        out.pop("attn_tp_size", None)
+        out["attn_tp_size x kvp_size"] = group
+    return out
 
 
 def redundant_for(model: ModelSpec, fw: FrameworkProfile, ep: int) -> int | None:

@@ -119,13 +119,16 @@ class Deployment(BaseModel):
                     raise ValueError(f"{field}.{k}: must be in [{low}, {MAX_CARDS:,}], got {v}")
         return self
 
-    def check_derived(self, world: int, origin: str) -> None:
+    def check_derived(self, world: int, origin: str, kvp_in_tp: bool = False) -> None:
         """A stated attn_dp_size / moe_ep_size must be what the knobs give on this world size (the seed derives
-        them; a mismatch means the file says two different things)."""
+        them; a mismatch means the file says two different things). `kvp_in_tp`: the engine's KVP reuses its TP
+        ranks, so its attention DP is world // (attn_tp x kvp) as solve writes it; the seed's value passes too."""
         for name, knob in DERIVED.items():
             if name in self.derived:
                 expected = world // self.parallel_config.get(knob, 1)
-                if self.derived[name] != expected:
+                engine = (world // (self.parallel_config.get(knob, 1) * self.parallel_config.get("kvp_size", 1))
+                          if kvp_in_tp and name == "attn_dp_size" else expected)
+                if self.derived[name] not in (expected, engine):
                     raise InputError(f"{origin}: {name}", f"{self.derived[name]} but world_size {world} // {knob} "
                                                           f"{self.parallel_config.get(knob, 1)} = {expected}; "
                                                           "remove it or make the two agree")
