@@ -545,3 +545,20 @@ def test_tp_inside_node_counts_the_dcp_ranks_of_the_tp_group() -> None:
     assert wide == {"attn_tp_size x kvp_size": 16}, wide
     assert "cross-node TP" in lines[0]
     assert hardware_placement(m, h, pc)[0] == {}
+
+
+def test_a_disaggregated_pool_under_dcp_inside_tp_counts_tp_and_dp_as_the_engine_does() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    r = CliRunner().invoke(main, ["solve", "deepseek-r1", "--hardware", "h200_sxm", "--cards", "16", "--framework",
+                                  "vllm", "--isl", "32768", "--osl", "1024", "--serving", "disagg", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    for key in ("prefill_pool", "decode_pool"):
+        pc = d[key]["parallel_config"]
+        tp = pc["attn_tp_size"] * pc.get("kvp_size", 1)  # the engine's TP: DCP inside it
+        assert pc["attn_dp_size"] == 8 // tp
+        assert f"{'prefill' if key == 'prefill_pool' else 'decode'} {tp}-way" in " ".join(d["comparison"]["why"])

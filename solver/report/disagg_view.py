@@ -56,6 +56,7 @@ class DisaggReport:
     skipped: dict = field(default_factory=dict)  # 'phase W=size' -> the InfeasibleError of that plan
     input_notes: tuple[str, ...] = ()  # what reading the inputs noted (specs/notes.input_notes)
     knobs: tuple[str, ...] = KNOBS  # the model's own (parallel.model_knobs): what the outputs show
+    kvp_in_tp: bool = False  # the engine's KVP reuses its TP ranks: TP and DP as the engine counts them
 
 
 def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool) -> Candidate:
@@ -66,7 +67,8 @@ def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool) -> Cand
                            list_references(), _ref_models(), kvp_in_tp=kvp_in_tp)[0]
 
 
-def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int) -> Comparison:
+def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int,
+            kvp_in_tp: bool = False) -> Comparison:
     """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why."""
     e = d.estimate
     if agg is None:
@@ -85,11 +87,12 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
     if a.prefill_share > 0:
         why.append(f"aggregated decode steps carry the prefills: {a.prefill_share:.0%} of its time is prefill, "
                    f"which stretches every decode step by {1 / (1 - a.prefill_share):.2f}x; the decode pool has none")
-    pc_a = agg.planned.config
-    why.append(f"each pool has its own layout: prefill {d.prefill.planned.config.attn_tp_size}-way attention TP "
-               f"x {d.prefill.planned.config.attn_replicas} replicas, decode "
-               f"{d.decode.planned.config.attn_tp_size}-way x {d.decode.planned.config.attn_replicas} replicas "
-               f"(aggregated: {pc_a.attn_tp_size}-way x {pc_a.attn_replicas}); decode runs "
+    pc_p, pc_d, pc_a = d.prefill.planned.config, d.decode.planned.config, agg.planned.config
+    # attention TP as the engine counts it (TP x DCP where its DCP reuses the TP ranks)
+    why.append(f"each pool has its own layout: prefill {pc_p.attn_tp_group(kvp_in_tp)}-way attention TP "
+               f"x {pc_p.attn_replicas} replicas, decode "
+               f"{pc_d.attn_tp_group(kvp_in_tp)}-way x {pc_d.attn_replicas} replicas "
+               f"(aggregated: {pc_a.attn_tp_group(kvp_in_tp)}-way x {pc_a.attn_replicas}); decode runs "
                f"{e.shape.running} sequences per replica (aggregated {a.running_per_replica:g})")
     why.append(f"disaggregation pays {e.transfer.time_s * 1e3:.2f} ms of KV transfer per request "
                f"({e.transfer.bytes_per_request / 1e6:.1f} MB over {e.transfer.tier}) and keeps "
@@ -137,8 +140,9 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
         except InfeasibleError as exc:
             agg_err = str(exc)
     return DisaggReport(spec.name, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
-                        compare(best, agg, scenario, cards), res.skipped,
-                        input_notes(spec, hw, prec, max_len=scenario.max_seq_len), model_knobs(spec))
+                        compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights), res.skipped,
+                        input_notes(spec, hw, prec, max_len=scenario.max_seq_len), model_knobs(spec),
+                        fw.kvp_splits_attention_weights)
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -183,8 +187,8 @@ def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> d
     return out
 
 
-def _pool_dict(v: PoolView, d: DisaggPlan, knobs: tuple[str, ...]) -> dict[str, Any]:
-    c = candidate_dict(v.candidate, knobs)
+def _pool_dict(v: PoolView, d: DisaggPlan, knobs: tuple[str, ...], kvp_in_tp: bool) -> dict[str, Any]:
+    c = candidate_dict(v.candidate, knobs, kvp_in_tp)
     pool = d.prefill if v.phase == "prefill" else d.decode
     mem = d.estimate.prefill_memory if v.phase == "prefill" else d.estimate.decode_memory
     pc = pool.planned.config
@@ -234,14 +238,14 @@ def _brief(d: DisaggPlan, knobs: tuple[str, ...]) -> dict[str, Any]:
 def report_dict(r: DisaggReport, ranks_per_node: int | None = None) -> dict[str, Any]:
     agg = None
     if r.aggregated is not None:
-        a = candidate_dict(r.aggregated, r.knobs)
+        a = candidate_dict(r.aggregated, r.knobs, r.kvp_in_tp)
         agg = {"pattern": a["pattern"], "parallel_config": a["parallel_config"], "estimation": a["estimation"]}
     return {
         "serving": "disagg",
         "model": r.model, "hardware": r.hardware, "cards": r.cards,
         "ratio": r.plan.ratio,
-        "prefill_pool": _pool_dict(r.pools[0], r.plan, r.knobs),
-        "decode_pool": _pool_dict(r.pools[1], r.plan, r.knobs),
+        "prefill_pool": _pool_dict(r.pools[0], r.plan, r.knobs, r.kvp_in_tp),
+        "decode_pool": _pool_dict(r.pools[1], r.plan, r.knobs, r.kvp_in_tp),
         "estimation": serving_estimation(r.plan, ranks_per_node),
         "alternatives": [_brief(d, r.knobs) for d in r.alternatives],
         "aggregated": agg if agg is not None else {"infeasible": r.aggregated_error},
