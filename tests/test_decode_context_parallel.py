@@ -562,3 +562,21 @@ def test_a_disaggregated_pool_under_dcp_inside_tp_counts_tp_and_dp_as_the_engine
         tp = pc["attn_tp_size"] * pc.get("kvp_size", 1)  # the engine's TP: DCP inside it
         assert pc["attn_dp_size"] == 8 // tp
         assert f"{'prefill' if key == 'prefill_pool' else 'decode'} {tp}-way" in " ".join(d["comparison"]["why"])
+
+
+@pytest.mark.parametrize("o_proj, valid", [(8, True), (1, True), (2, False)])
+def test_an_o_proj_written_as_the_engines_whole_tp_group_is_accepted_without_an_o_proj_knob(tmp_path, o_proj: int,
+                                                                                             valid: bool) -> None:
+    # SGLang --tp-size 8 --dcp-size 8 runs o_proj over the whole TP group: a file saying o_proj_tp_size 8 (or
+    # leaving it at 1) says what the engine does; 2 it cannot express
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    f = tmp_path / "dcp.yaml"
+    f.write_text("model: deepseek-r1\nhardware: h200_sxm\nworld_size: 8\nparallel_config: {attn_tp_size: 1, "
+                 "dense_tp_size: 8, moe_tp_size: 1, embed_tp_size: 8, lmhead_tp_size: 8, "
+                 f"o_proj_tp_size: {o_proj}, kvp_size: 8}}\nworkload: {{isl: 32768, osl: 1024, concurrency: 4}}\n")
+    r = CliRunner().invoke(main, ["check", str(f), "--framework", "sglang"])
+    assert r.output.splitlines()[0].endswith(": valid") == valid, r.output
+    if not valid:
+        assert "o_proj_tp_size = 2 but sglang has no such knob" in r.output

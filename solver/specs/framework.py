@@ -356,7 +356,7 @@ class FrameworkProfile(BaseModel):
         MTP depth is capped."""
         absent = getattr(env, "absent", ())  # the model's missing modules: absent_knob_problems reports them
         problems = [self._unexpressed(k, env[k]) for k in self.fixed_knobs
-                    if k not in absent and env.get(k, 1) not in (1, env.get(FOLLOWS.get(k, ""), 1))]
+                    if k not in absent and env.get(k, 1) not in (1, self._followed(k, env))]
         if env.get("mtp", 0) > self.max_mtp:
             problems.append(f"mtp = {env['mtp']} exceeds {self.name}'s maximum of {self.max_mtp}")
         r = env.get("redundant_experts", 0)
@@ -367,6 +367,15 @@ class FrameworkProfile(BaseModel):
         if r and not env.get("is_moe"):
             problems.append(f"redundant_experts = {r} on a model without routed experts; leave it out")
         return problems
+
+    def _followed(self, knob: str, env: Mapping[str, Value]) -> Value:
+        """The value a knob the engine lacks takes from the one it follows (knobs.FOLLOWS): o_proj runs over the
+        ranks that split the heads, attention TP times KVP where the engine's KVP reuses its TP ranks."""
+        base = FOLLOWS.get(knob)
+        if base is None:
+            return 1
+        value = env.get(base, 1)
+        return value * env.get("kvp_size", 1) if base == "attn_tp_size" and self.kvp_splits_attention_weights else value
 
     def _unexpressed(self, knob: str, value: Value) -> str:
         """Why a knob this profile fixes cannot be set: the engine lacks it, or has it (a feature) unmodelled."""
