@@ -52,7 +52,7 @@ def test_a_pool_workers_command_parses_back_to_its_knobs_and_role(engine, model_
     launch = emit_launch(fw, model, hw, pc, LaunchInputs(batch=batch, max_model_len=3072), role=role)
     assert launch["role"] == role
     assert parse_role(launch) == role
-    want = _expected(pc, model)
+    want = _expected(pc, model, fw.kvp_splits_attention_weights)
     got = parse_launch(launch, model)
     assert {k: got.get(k, 0 if k == "redundant_experts" else 1) for k in want} == want
 
