@@ -109,12 +109,16 @@ def resolve_precision(
             raise InputError(flag, f"{hw.name} has no {fmt.compute} support (it has {have}{wo})")
         return fmt
 
+    if moe_weight_dtype is not None and not model.is_moe:  # it would be dropped unread
+        raise InputError("--moe-weight-dtype", f"{model.name} has no routed experts; use --weight-dtype")
+    user_w = check_user(weight_dtype, "--weight-dtype")
+    user_moe = check_user(moe_weight_dtype, "--moe-weight-dtype")
+    keep32 = user_w is not None and user_w.name == "fp32"  # the engine's dtype: every fp32 group stays at 32
     halved: set[str] = set()  # groups stored in fp32 and served at 16 bits
-    keep32: list[bool] = [False]  # --weight-dtype fp32: the engine's dtype, so every fp32 group stays at 32
 
     def from_ckpt(name: str, group: str) -> NumberFormat:
         fmt = number_format(name, f"quantization_config.{group}")
-        if fmt.name == "fp32" and keep32[0]:
+        if fmt.name == "fp32" and keep32:
             # fp32 is not a quantization of the linear layers but the engine's load dtype (--dtype float32):
             # the embedding and head of an fp32 checkpoint stay at 32 bits with the rest
             return fmt
@@ -133,18 +137,13 @@ def resolve_precision(
                      "served as bf16 (pass --weight-dtype/--moe-weight-dtype to choose)")
         return number_format("bf16")
 
-    if moe_weight_dtype is not None and not model.is_moe:  # it would be dropped unread
-        raise InputError("--moe-weight-dtype", f"{model.name} has no routed experts; use --weight-dtype")
-    user_w = check_user(weight_dtype, "--weight-dtype")
-    user_moe = check_user(moe_weight_dtype, "--moe-weight-dtype")
-    keep32[0] = user_w is not None and user_w.name == "fp32"
     weights = {
         "attention": user_w or from_ckpt(q.attention, "attention"),
         "dense": user_w or from_ckpt(q.dense, "dense"),
         "experts": user_moe or user_w or from_ckpt(q.experts, "experts"),
         "embedding": from_ckpt(q.embedding, "embedding"),
         "lm_head": from_ckpt(q.lm_head, "lm_head"),
-        "norm": number_format("fp32" if keep32[0] else "bf16"),  # the engine's dtype holds the norms too
+        "norm": number_format("fp32" if keep32 else "bf16"),  # the engine's dtype holds the norms too
     }
     if halved:
         notes.append("the checkpoint's fp32 weights are served at 16 bits, as the engines' default dtype does (pass "
