@@ -133,8 +133,8 @@ class MemoryReport:
 # ------------------------------------------------------------------------------------------------ weights
 
 
-def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions, module: str = "") -> int:
-    """How many ways the "tp" parts of `module`, owned by `knob`, are split under this config."""
+def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions) -> int:
+    """How many ways the "tp" parts of a module owned by `knob` are split under this config."""
     if knob is None:
         return 1
     if knob == "attn_tp_size":
@@ -154,7 +154,7 @@ def split_degree(knob: str | None, pc: ParallelConfig, opts: MemoryOptions, modu
 
 def module_weight_bytes(mod: ModuleParams, model: ModelSpec, pc: ParallelConfig, prec: Precision,
                         opts: MemoryOptions) -> float:
-    degree = split_degree(mod.knob, pc, opts, mod.name)
+    degree = split_degree(mod.knob, pc, opts)
     fmt = prec.fmt(mod.group)
     if mod.knob == "moe_tp_size" and mod.group == "experts" and pc.redundant_experts and model.num_experts:
         # redundant experts are full copies: the rank holds (E + r) / EP experts, not E / EP
