@@ -1,25 +1,19 @@
 """Build each layer's blocks from its kinds (pattern.py) and the config's sizes, by field convention."""
 from __future__ import annotations
 
+from solver.specs.config.ffns import EXPERT_COUNT_FIELDS, FfnReading
 from solver.specs.config.fields import Fields
 from solver.specs.config.pattern import Slot
 from solver.specs.layers import (
     MLA,
     Attention,
     CompressedAttention,
-    DenseFFN,
     Indexer,
-    MoE,
 )
 from solver.specs.layers.base import Block
 
 STATE_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
 
-# the fields a routed-expert count is read from (config/unread.py names them when a config uses another)
-EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
-# where a dense FFN's width is read from, first given wins (Llama-4 writes both intermediate_size_mlp and the
-# experts' intermediate_size; OPT writes ffn_dim; LFM2's block_ff_dim wins over its intermediate_size)
-FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner", "ffn_dim")
 # switches that put a bias on every linear of the stack (Falcon, StarCoder2, OPT, ChatGLM, InternLM2); the
 # family fact _linear_bias stands in where the modeling code fixes it without a field
 LINEAR_BIAS_FIELDS = ("bias", "use_bias", "enable_bias", "add_bias_linear", "_linear_bias")
@@ -31,14 +25,9 @@ QKV_BIAS_FIELDS = ("attention_bias", "qkv_bias", "add_qkv_bias", "use_qkv_bias")
 ACTIVATION_PARAMS = {"xielu": 2}
 
 
-def ffn_mult_width(mult: float, hidden: int) -> int:
-    """DeciLM / Nemotron-NAS: int(2 x ffn_mult x hidden / 3) rounded up to a multiple of 256."""
-    width = int(2 * mult * hidden / 3)
-    return -(-width // 256) * 256
-
-
-class BlockReader:
-    """Reads the sizes once and builds blocks per slot (equal blocks are equal objects: costs group)."""
+class BlockReader(FfnReading):
+    """Reads the sizes once and builds blocks per slot (equal blocks are equal objects: costs group): the mixers
+    here, the FFNs in ffns.py."""
 
     def __init__(self, f: Fields, hidden: int, layers: int, image_tokens: int | None = None):
         self.f, self.h, self.layers = f, hidden, layers
@@ -340,90 +329,3 @@ class BlockReader:
         if kind == "rglru":
             return self.rglru()
         raise self.f.err("layer_types", f"unknown mixer {kind!r}")
-
-    # ---------------------------------------------------------------------------------------------- FFNs
-
-    def dense_width(self, slot: Slot) -> int:
-        f, cfg = self.f, self.f.cfg
-        if isinstance(cfg.get("block_configs"), list):
-            ffn = cfg["block_configs"][slot.index]["ffn"]
-            return ffn_mult_width(Fields(ffn, f.origin, f"{f.prefix}block_configs[{slot.index}].ffn.")
-                                  .number("ffn_mult", 0.0, 1000.0), self.h)
-        if f.has(*FFN_WIDTH_FIELDS):
-            width = f.int(*FFN_WIDTH_FIELDS)
-            if f.bool("block_auto_adjust_ff_dim"):
-                # LFM2 (Llama's original sizing): 2/3 of the written width, times block_ffn_dim_multiplier, rounded
-                # up to a multiple of block_multiple_of (Lfm2MLP; the config class's defaults 1.0 and 256)
-                width = int(2 * width / 3)
-                if f.has("block_ffn_dim_multiplier"):
-                    width = int(f.number("block_ffn_dim_multiplier", 0.0, 1000.0) * width)
-                multiple = f.int("block_multiple_of", default=256)
-                width = multiple * -(-width // multiple)
-            divisor = f.int("_ffn_width_divisor", default=1)  # RecurrentGemmaMlp: intermediate_size // 2
-            return width // divisor
-        if f.has("expansion_ratio"):  # MPT: the FFN is expansion_ratio x hidden wide
-            ratio = f.number("expansion_ratio", 0.0, 1000.0)
-            if ratio * self.h != int(ratio * self.h):
-                raise f.err("expansion_ratio", f"{ratio} x hidden_size ({self.h}) is not a whole width")
-            return int(ratio * self.h)
-        four_x = cfg.get("_ffn_4x_hidden")
-        if four_x is None:
-            raise f.err("intermediate_size", "missing (required to size the dense FFN)")
-        if four_x is not True:  # the family's width field left unset: said, as the class's default reads it
-            note = (f"{f.prefix}{four_x}: not given; the FFN width is read as 4 x hidden size = {4 * self.h} "
-                    f"(the {cfg.get('model_type')} convention)")
-            if note not in self.notes:
-                self.notes.append(note)
-        return 4 * self.h
-
-    def dense(self, slot: Slot) -> DenseFFN:
-        return DenseFFN(hidden=self.h, inter=self.dense_width(slot), gated=self.gated, bias=self.mlp_bias,
-                        act_params=self.act_params)
-
-    def moe(self, slot: Slot) -> MoE:
-        f, L = self.f, self.layers
-        i = min(slot.index, L - 1)  # MTP layers read the last layer's per-layer entries
-        topk_name = f.first("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk",
-                            "top_k_experts", "moe_k", "moe_top_k")
-        if topk_name is None:
-            raise f.err("num_experts_per_tok", "missing for a model with routed experts")
-        topk = f.per_layer(topk_name, L, 1)[i]  # type: ignore[index]
-        if topk > self.experts + self.zero:
-            raise f.err(topk_name, f"{topk} exceeds the number of experts ({self.experts})")
-        # DBRX names its experts' width ffn_hidden_size (in ffn_config): read after the MoE-specific names
-        inter_name = f.first("moe_intermediate_size", "expert_ffn_hidden_size", "expert_intermediate_size",
-                             "intermediate_size", "ffn_hidden_size")
-        if inter_name is None:
-            raise f.err("moe_intermediate_size", "missing for a model with routed experts")
-        inter = f.per_layer(inter_name, L, 1)[i]  # type: ignore[index]
-        count_name = f.first("n_shared_experts", "num_shared_experts", "num_shared_expert", "moe_num_shared_experts")
-        count = f.per_layer(count_name, L, 0)[i] if count_name else 0  # type: ignore[index]
-        width_name = f.first("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
-                             "shared_intermediate_size")
-        if width_name is not None:
-            shared = f.int(width_name, minimum=0)  # 0: no shared expert
-        else:
-            base = f.int("intermediate_size", default=inter) if count_name == "num_shared_expert" else inter
-            shared = count * base
-        # a score-correction bias per expert: DeepSeek's noaux_tc, use_routing_bias, ERNIE's moe_use_aux_free,
-        # LFM2-MoE's use_expert_bias, Ling-2.0's moe_router_enable_expert_bias
-        router_bias = (str(f.cfg.get("topk_method", "")) == "noaux_tc" or f.bool("use_routing_bias")
-                       or f.bool("moe_use_aux_free") or f.bool("use_expert_bias")
-                       or f.bool("moe_router_enable_expert_bias") or f.bool("_router_bias"))
-        return MoE(hidden=self.h, experts=self.experts, topk=topk, inter=inter, shared_inter=shared,
-                   zero_experts=self.zero, gated=self.gated, bias=self.mlp_bias, router_bias=router_bias,
-                   shared_gate=bool(shared) and f.bool("_shared_expert_gate"),
-                   latent=f.int("moe_latent_size", "routed_expert_hidden_size", default=0, minimum=0))
-
-    def ffns(self, slot: Slot) -> tuple[Block, ...]:
-        if slot.ffn is None:
-            return ()
-        if slot.residual_mlp:
-            # Arctic (parallel_attn_mlp_res): a dense residual MLP hidden_size wide (ArcticMLP built with
-            # is_residual_mlp) beside the MoE
-            return (DenseFFN(hidden=self.h, inter=self.h, gated=self.gated, bias=self.mlp_bias,
-                             act_params=self.act_params), self.moe(slot))
-        if slot.ffn == "dense":
-            out: tuple[Block, ...] = (self.dense(slot),)
-            return out + ((self.moe(slot),) if slot.extra_moe else ())
-        return (self.moe(slot),)

@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from solver.errors import quoted
-from solver.specs.config.blocks import EXPERT_COUNT_FIELDS
+from solver.specs.config.ffns import EXPERT_COUNT_FIELDS
 from solver.specs.config.fields import Fields, ReadRecorder
 
 # names that speak of sizes, counts or the placement of layers and blocks
