@@ -40,6 +40,16 @@ class FfnReading:
             ffn = cfg["block_configs"][slot.index]["ffn"]
             return ffn_mult_width(Fields(ffn, f.origin, f"{f.prefix}block_configs[{slot.index}].ffn.")
                                   .number("ffn_mult", 0.0, 1000.0), self.h)
+        width_field = cfg.get("_dense_ffn_width")
+        if width_field is not None and not self.experts:
+            # GraniteMoeHybrid without routed experts keeps only its shared_mlp, shared_intermediate_size wide;
+            # intermediate_size sizes experts it does not have (said, not read)
+            if f.has("intermediate_size"):
+                note = (f"{f.prefix}intermediate_size ({f.int('intermediate_size')}): sizes the routed experts, and "
+                        f"there are none; the MLP is {f.prefix}{width_field} wide")
+                if note not in self.notes:
+                    self.notes.append(note)
+            return f.int(width_field)
         if f.has(*FFN_WIDTH_FIELDS):
             width = f.int(*FFN_WIDTH_FIELDS)
             if f.bool("block_auto_adjust_ff_dim"):
