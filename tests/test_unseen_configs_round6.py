@@ -171,3 +171,11 @@ def test_a_family_this_round_refuses_is_refused_in_one_line_naming_why(name: str
     with pytest.raises(InputError, match=match) as err:
         parse_model_config(_load(name, REFUSED), name)
     assert "\n" not in str(err.value)
+
+
+def test_an_unknown_wrappers_query_resampler_and_projector_fields_are_named_in_a_note() -> None:
+    # MiniCPM-V's resampler sizes: a wrapper without family facts that writes them is not counted silently
+    cfg = ROUND.load("openbmb--MiniCPM-V-4", REFUSED)
+    cfg["model_type"] = "newvlm"  # no family line: read by convention
+    spec = parse_model_config(cfg, "x")
+    assert any("query_num=64" in w for w in spec.warnings if w.startswith("fields not read"))

@@ -33,7 +33,8 @@ from solver.specs.config.fields import Fields, ReadRecorder
 # names that speak of sizes, counts or the placement of layers and blocks
 _STRUCTURE = re.compile(r"expert|moe|mamba|ssm|linear|lora|cla|kv|head|layer|window|intermediate|mlp|ffn|hidden|"
                         r"dim|rank|state|conv|nextn|mtp|dense|interval|period|offset|enum|pattern|sparse|index|"
-                        r"latent|compress|group|share|block|attention|attn|vocab|embed")
+                        r"latent|compress|group|share|block|attention|attn|vocab|embed|quer|resampl|adapter|projector|merger|"
+                        r"connector|tower|encoder")
 # among those, names that size nothing: training losses and noise, dropout, norms' epsilons, initialisation,
 # position encodings and limits (original_max_position_embeddings), activations, kernels' tile sizes, the
 # router's scoring (groups, scaling, renormalising) and special tokens' ids (a multimodal image_token_index);
