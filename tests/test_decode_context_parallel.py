@@ -92,19 +92,21 @@ def _comms(framework: str, pc: ParallelConfig, w: Work, block: str = "mixer") ->
 
 def test_under_vllms_dcp_queries_gather_partial_outputs_merge_and_o_proj_all_reduces_over_tp() -> None:
     """Each rank projects its 128 / 8 = 16 heads' queries: the DCP group all-gathers them to the 64 heads its
-    core runs (absorbed width 576), merges the partial outputs by LSE back to its 16 heads (reduce-scatter of
-    64 heads x (512 x 2 + 4 bytes)), and o_proj's all-reduce spans all 8 ranks: no hidden all-gather after."""
+    core runs (absorbed width 576), merges the partial outputs by LSE back to its 16 heads (all-gather of the
+    4 ranks' fp32 lse of 64 heads, then a reduce-scatter of 64 heads x 512 x 2 bytes), and o_proj's all-reduce spans all 8 ranks: no hidden all-gather after."""
     w = Work("decode", new_tokens=16, context=4096, sequences=16, logits_tokens=16)
     assert _comms("vllm", _pc(2, 4), w) == {
         ("attn_tp_allreduce", 8): 16 * 7168 * 2,
         ("kvp_query_allgather", 4): 16 * 64 * 576 * 2,
-        ("lse_merge", 4): 16 * 64 * (512 * 2 + 4)}
+        ("lse_merge_gather", 4): 4 * 16 * 64 * 4,
+        ("lse_merge", 4): 16 * 64 * 512 * 2}
     # the seed's KVP: all-reduce over attention TP, o_proj's partial sums reduce-scattered over the KVP group
     # (o_proj TP = attn_tp x kvp), the merge, and the next layer's input all-gathered
     assert _comms("generic", _pc(2, 4), w) == {
         ("attn_tp_allreduce", 2): 16 * 7168 * 2,
         ("oproj_tp_scatter", 4): 16 / 2 * 7168 * 2,
-        ("lse_merge", 4): 16 * 64 * (512 * 2 + 4),
+        ("lse_merge_gather", 4): 4 * 16 * 64 * 4,
+        ("lse_merge", 4): 16 * 64 * 512 * 2,
         ("kvp_hidden_allgather", 4): 16 * 7168 * 2}
 
 
@@ -433,7 +435,8 @@ def test_without_an_o_proj_knob_o_proj_follows_the_whole_tp_group_under_dcp(fram
     comms = {(c.name, c.group): c.bytes for c in m._attention.comms(Kit(h, pc, prec, f, w), 0.0)}
     assert comms == {("attn_tp_allreduce", 8): 16 * 7168 * 2,
                                         ("kvp_query_allgather", 4): 16 * 64 * 576 * 2,
-                                        ("lse_merge", 4): 16 * 64 * (512 * 2 + 4)}
+                                        ("lse_merge_gather", 4): 4 * 16 * 64 * 4,
+        ("lse_merge", 4): 16 * 64 * 512 * 2}
 
 
 def test_the_tables_sum_to_the_full_estimate_for_sp_and_dcp_layouts_where_kvp_reuses_the_tp_ranks() -> None:
