@@ -583,3 +583,37 @@ def test_an_o_proj_written_as_the_engines_whole_tp_group_is_accepted_without_an_
     assert r.output.splitlines()[0].endswith(": valid") == valid, r.output
     if not valid:
         assert "o_proj_tp_size = 2 but sglang has no such knob" in r.output
+
+
+def test_the_rankings_cross_node_flag_counts_the_dcp_ranks_of_the_tp_group() -> None:
+    """The ranking's cross-node risk (rank.select.cross_node) reads the same group as `check`: TP16 -dcp 16 on two
+    8-GPU H200 nodes splits the heads over 16 ranks across the nodes; the seed's KVP (attn_tp 1) does not."""
+    from solver.rank.select import cross_node
+    h = load_hardware("h200_sxm")
+    pc = ParallelConfig(world_size=16, attn_tp_size=1, kvp_size=16, dense_tp_size=8, embed_tp_size=8,
+                        lmhead_tp_size=8, o_proj_tp_size=1, moe_tp_size=1)
+    assert cross_node(pc, h, kvp_in_tp=True)
+    assert not cross_node(pc, h)
+
+
+def test_the_reason_says_the_engines_tp_and_its_dcp() -> None:
+    """TP8 -dcp 8 is attn_tp 1 x kvp 8: the reason says 'TP8 with DCP8', not 'attn_tp=1', and under the latency
+    branch it follows the seed (attention split over 8 ranks); the seed's KVP keeps 'attn_tp=1'."""
+    from solver.rank.select import decision_tree_reason
+    from solver.specs.scenario import Scenario
+    m, h = load_model("deepseek-v3"), load_hardware("h200_sxm")
+    s = Scenario(kind="latency", isl=2048, osl=256)
+    reason = decision_tree_reason(_pc(1, 8), m, s, h, kvp_in_tp=True)
+    assert "chose TP8 with DCP8 (attn_tp=1 x kvp=8)" in reason and "departs" not in reason.split("Layer 3")[0]
+    assert "chose attn_tp=1 " in decision_tree_reason(_pc(1, 8), m, s, h)
+
+
+def test_the_yaml_footer_derives_dp_from_the_engines_tp_group() -> None:
+    """Under -dcp the engine's DP is world // (attn_tp x kvp) (ParallelConfig.attn_dp): the footer says so."""
+    from types import SimpleNamespace
+    from solver.report.candidates import seed_yaml
+    from solver.specs.parallel import KNOBS
+    result = SimpleNamespace(knobs=KNOBS, binding=[], status="OPTIMAL", timeout_note=lambda: "", input_notes=(),
+                             range_note="", pruned={})
+    assert "attn_dp_size = world_size // (attn_tp_size x kvp_size)" in seed_yaml(result, [], kvp_in_tp=True)
+    assert "attn_dp_size = world_size // attn_tp_size," in seed_yaml(result, [])
