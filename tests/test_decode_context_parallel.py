@@ -92,19 +92,21 @@ def _comms(framework: str, pc: ParallelConfig, w: Work, block: str = "mixer") ->
 
 def test_under_vllms_dcp_queries_gather_partial_outputs_merge_and_o_proj_all_reduces_over_tp() -> None:
     """Each rank projects its 128 / 8 = 16 heads' queries: the DCP group all-gathers them to the 64 heads its
-    core runs (absorbed width 576), merges the partial outputs by LSE back to its 16 heads (reduce-scatter of
-    64 heads x (512 x 2 + 4 bytes)), and o_proj's all-reduce spans all 8 ranks: no hidden all-gather after."""
+    core runs (absorbed width 576), merges the partial outputs by LSE back to its 16 heads (all-gather of the
+    4 ranks' fp32 lse of 64 heads, then a reduce-scatter of 64 heads x 512 x 2 bytes), and o_proj's all-reduce spans all 8 ranks: no hidden all-gather after."""
     w = Work("decode", new_tokens=16, context=4096, sequences=16, logits_tokens=16)
     assert _comms("vllm", _pc(2, 4), w) == {
         ("attn_tp_allreduce", 8): 16 * 7168 * 2,
         ("kvp_query_allgather", 4): 16 * 64 * 576 * 2,
-        ("lse_merge", 4): 16 * 64 * (512 * 2 + 4)}
+        ("lse_merge_gather", 4): 4 * 16 * 64 * 4,
+        ("lse_merge", 4): 16 * 64 * 512 * 2}
     # the seed's KVP: all-reduce over attention TP, o_proj's partial sums reduce-scattered over the KVP group
     # (o_proj TP = attn_tp x kvp), the merge, and the next layer's input all-gathered
     assert _comms("generic", _pc(2, 4), w) == {
         ("attn_tp_allreduce", 2): 16 * 7168 * 2,
         ("oproj_tp_scatter", 4): 16 / 2 * 7168 * 2,
-        ("lse_merge", 4): 16 * 64 * (512 * 2 + 4),
+        ("lse_merge_gather", 4): 4 * 16 * 64 * 4,
+        ("lse_merge", 4): 16 * 64 * 512 * 2,
         ("kvp_hidden_allgather", 4): 16 * 7168 * 2}
 
 
@@ -433,7 +435,8 @@ def test_without_an_o_proj_knob_o_proj_follows_the_whole_tp_group_under_dcp(fram
     comms = {(c.name, c.group): c.bytes for c in m._attention.comms(Kit(h, pc, prec, f, w), 0.0)}
     assert comms == {("attn_tp_allreduce", 8): 16 * 7168 * 2,
                                         ("kvp_query_allgather", 4): 16 * 64 * 576 * 2,
-                                        ("lse_merge", 4): 16 * 64 * (512 * 2 + 4)}
+                                        ("lse_merge_gather", 4): 4 * 16 * 64 * 4,
+        ("lse_merge", 4): 16 * 64 * 512 * 2}
 
 
 def test_the_tables_sum_to_the_full_estimate_for_sp_and_dcp_layouts_where_kvp_reuses_the_tp_ranks() -> None:
@@ -580,3 +583,37 @@ def test_an_o_proj_written_as_the_engines_whole_tp_group_is_accepted_without_an_
     assert r.output.splitlines()[0].endswith(": valid") == valid, r.output
     if not valid:
         assert "o_proj_tp_size = 2 but sglang has no such knob" in r.output
+
+
+def test_the_rankings_cross_node_flag_counts_the_dcp_ranks_of_the_tp_group() -> None:
+    """The ranking's cross-node risk (rank.select.cross_node) reads the same group as `check`: TP16 -dcp 16 on two
+    8-GPU H200 nodes splits the heads over 16 ranks across the nodes; the seed's KVP (attn_tp 1) does not."""
+    from solver.rank.select import cross_node
+    h = load_hardware("h200_sxm")
+    pc = ParallelConfig(world_size=16, attn_tp_size=1, kvp_size=16, dense_tp_size=8, embed_tp_size=8,
+                        lmhead_tp_size=8, o_proj_tp_size=1, moe_tp_size=1)
+    assert cross_node(pc, h, kvp_in_tp=True)
+    assert not cross_node(pc, h)
+
+
+def test_the_reason_says_the_engines_tp_and_its_dcp() -> None:
+    """TP8 -dcp 8 is attn_tp 1 x kvp 8: the reason says 'TP8 with DCP8', not 'attn_tp=1', and under the latency
+    branch it follows the seed (attention split over 8 ranks); the seed's KVP keeps 'attn_tp=1'."""
+    from solver.rank.select import decision_tree_reason
+    from solver.specs.scenario import Scenario
+    m, h = load_model("deepseek-v3"), load_hardware("h200_sxm")
+    s = Scenario(kind="latency", isl=2048, osl=256)
+    reason = decision_tree_reason(_pc(1, 8), m, s, h, kvp_in_tp=True)
+    assert "chose TP8 with DCP8 (attn_tp=1 x kvp=8)" in reason and "departs" not in reason.split("Layer 3")[0]
+    assert "chose attn_tp=1 " in decision_tree_reason(_pc(1, 8), m, s, h)
+
+
+def test_the_yaml_footer_derives_dp_from_the_engines_tp_group() -> None:
+    """Under -dcp the engine's DP is world // (attn_tp x kvp) (ParallelConfig.attn_dp): the footer says so."""
+    from types import SimpleNamespace
+    from solver.report.candidates import seed_yaml
+    from solver.specs.parallel import KNOBS
+    result = SimpleNamespace(knobs=KNOBS, binding=[], status="OPTIMAL", timeout_note=lambda: "", input_notes=(),
+                             range_note="", pruned={})
+    assert "attn_dp_size = world_size // (attn_tp_size x kvp_size)" in seed_yaml(result, [], kvp_in_tp=True)
+    assert "attn_dp_size = world_size // attn_tp_size," in seed_yaml(result, [])

@@ -236,7 +236,9 @@ def test_kvp_decode_merges_partial_outputs_with_lse_reduce_scatter() -> None:
     c = _comms(V3, pc, w)
     merge = c["lse_merge"]
     assert merge.primitive == "reduce_scatter" and merge.group == 8
-    assert merge.bytes == pytest.approx(T * 128 * (512 * 2 + 4))  # latent-space outputs bf16 + fp32 lse
+    assert merge.bytes == pytest.approx(T * 128 * 512 * 2)  # latent-space outputs bf16
+    lse = c["lse_merge_gather"]  # the fp32 lse of every rank, gathered first
+    assert lse.primitive == "all_gather" and lse.group == 8 and lse.bytes == pytest.approx(8 * T * 128 * 4)
     # the merge hands each rank its head slice: o_proj TP = kvp needs no input gather, only the scatter
     assert "oproj_tp_gather" not in c and c["oproj_tp_scatter"].bytes == pytest.approx(T * 7168 * 2)
     assert c["kvp_hidden_allgather"].bytes == pytest.approx(T * 7168 * 2)

@@ -107,7 +107,7 @@ def communication_findings(summary: TraceSummary, pc: ParallelConfig | None, hw:
 # collective name prefix (estimate/step.py) -> the knob whose group it runs over
 _COMM_KNOB = (("attn_tp_", "attn_tp_size"), ("oproj_tp_", "o_proj_tp_size"), ("kv_allgather", "cp_size"),
               ("lse_merge", "kvp_size"), ("topk_merge", "kvp_size"),
-              ("kvp_hidden", "kvp_size"), ("dense_tp_", "dense_tp_size"), ("shared_tp_", "dense_tp_size"),
+              ("kvp_", "kvp_size"), ("dense_tp_", "dense_tp_size"), ("shared_tp_", "dense_tp_size"),
               ("moe_tp_", "moe_tp_size"), ("ep_", "moe_ep_size"), ("embed_", "embed_tp_size"),
               ("lmhead_", "lmhead_tp_size"), ("logits_", "lmhead_tp_size"))
 

@@ -102,9 +102,10 @@ def closest_reference(pc: ParallelConfig, model: ModelSpec, hw: Hardware, refs: 
     return best, best_d, best_diff
 
 
-def cross_node(pc: ParallelConfig, hw: Hardware) -> bool:
-    """TP groups that leave the node (the seed's main communication risk)."""
-    return bool(cross_node_tp(pc, hw))
+def cross_node(pc: ParallelConfig, hw: Hardware, kvp_in_tp: bool = False) -> bool:
+    """TP groups that leave the node (the seed's main communication risk); `kvp_in_tp`: the engine's DCP reuses
+    its TP ranks, so the attention TP group is attn_tp x kvp (cross_node_tp)."""
+    return bool(cross_node_tp(pc, hw, kvp_in_tp))
 
 
 def _label(value: float, best: float) -> str:
@@ -115,9 +116,10 @@ def _label(value: float, best: float) -> str:
 
 
 def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware,
-                         mem: MemoryReport | None = None) -> str:
+                         mem: MemoryReport | None = None, kvp_in_tp: bool = False) -> str:
     """Name the seed's Step 2 branches this config follows and where it departs (`mem`: the config's memory at
-    its concurrency, for whether memory binds)."""
+    its concurrency, for whether memory binds; `kvp_in_tp`: the engine's DCP reuses its TP ranks, so the
+    attention choice is said as the engine's TP and its DCP)."""
     W = pc.world_size
     lines = []
     if model.is_moe:
@@ -147,16 +149,18 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
                          f"the memory it frees, {memory})")
         lines.append(f"V={model.vocab_size:,} > 100K, set independently: " + ", ".join(parts))
     a = pc.attn_tp_size
+    g = pc.attn_tp_group(kvp_in_tp)  # the ranks that split the heads: the engine's TP where DCP reuses them
     if scenario.kind == "throughput":
         expect = "attn_tp=1 (max DP)"
-        follows = a == 1
+        follows = g == 1
     elif scenario.kind == "latency":
         expect = "small attn_tp (2/4) for MLA, moderate attn_tp for GQA"
-        follows = a > 1
+        follows = g > 1
     else:
         expect = "between the throughput and latency branches"
         follows = True
-    lines.append(f"Layer 2 ({scenario.kind}): seed suggests {expect}; chose attn_tp={a}"
+    chose = f"TP{g} with DCP{pc.kvp_size} (attn_tp={a} x kvp={pc.kvp_size})" if g != a else f"attn_tp={a}"
+    lines.append(f"Layer 2 ({scenario.kind}): seed suggests {expect}; chose {chose}"
                  + ("" if follows else " — departs because the estimate favours it (see estimation)"))
     seq = scenario.max_seq_len
     addon = [n for n, v in (("CP", pc.cp_size), ("KVP", pc.kvp_size), ("SP", pc.attn_sp_size)) if v > 1]
@@ -216,7 +220,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
         # latency and inverse throughput, whichever candidate is the reference
         score = scenario.score(lat_p, inv_p, min(lat), min(inv))
         ref, dist, diff = closest_reference(p.config, model, hw, refs, ref_models)
-        rows.append((p, score, ref, dist, diff, cross_node(p.config, hw), lat_p, inv_p))
+        rows.append((p, score, ref, dist, diff, cross_node(p.config, hw, kvp_in_tp), lat_p, inv_p))
     best_score = min(r[1] for r in rows)
 
     def order(r):
@@ -241,7 +245,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
                                     or mem.kv_share_of_available < 0.25)
                     else "risk" if mem.kv_share_of_available > 0.5 else "neutral")
         comparative = i == 0 and dist >= 4 and score <= best_score + math.log(1 + PERF_TIE)
-        reason = decision_tree_reason(p.config, model, scenario, hw, mem)
+        reason = decision_tree_reason(p.config, model, scenario, hw, mem, kvp_in_tp)
         if p.verified is not None:
             reason = f"{adoption_note(p.verified, score - best_score)}; {reason}"
         out.append(Candidate(

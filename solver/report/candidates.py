@@ -110,7 +110,10 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], kvp_in_tp: bool = Fals
         text = text.replace("    redundant_experts: ", "    # EP divides routed + redundant experts (EPLB copies)\n"
                                                       "    redundant_experts: ")
         out.append(text)
-    out.append("# dp_size / ep_size are derived by the framework (world_size // *_tp_size), not set in YAML")
+    # where DCP reuses the TP ranks the engine's TP is attn_tp x kvp, so its DP divides by both (ParallelConfig.attn_dp)
+    dp = "world_size // (attn_tp_size x kvp_size)" if kvp_in_tp else "world_size // attn_tp_size"
+    out.append(f"# dp_size / ep_size are derived by the framework (attn_dp_size = {dp}, moe_ep_size = "
+               "world_size // moe_tp_size, per pipeline stage), not set in YAML")
     absent = [k for k in KNOBS if k not in result.knobs]
     if absent:
         out.append(f"# not knobs of this model (no such module, or o_proj follows attention TP): {', '.join(absent)}")

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object, prior_tokens
 
+LSE_BYTES = 4  # the attention kernels return their log-sum-exp in fp32
+
 
 def kv_heads_per_rank(kv_heads: int, attn_tp: int) -> int:
     """KV heads one rank holds: replicated once attention TP exceeds them."""
@@ -205,8 +207,7 @@ def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: 
         # partial outputs merge by log-sum-exp: the lse (fp32) is exchanged and the corrected outputs are
         # reduce-scattered in the activation dtype (vLLM DCP cp_lse_ag_out_rs)
         if merge:
-            out.append(cx.coll("lse_merge", "attention", "reduce_scatter", pc.kvp_size,
-                               T * heads / a * (merge_width * ACT_BYTES + 4), stride=a))
+            out += lse_merge_comms(cx, pc.kvp_size, T * heads / a, merge_width, stride=a)
         if topk:
             out.append(cx.coll("topk_merge", "indexer", "all_gather", pc.kvp_size, T * topk * 8, stride=a))
         # after the merge each rank holds a 1/kvp share of the layer output: the next input is all-gathered
@@ -234,9 +235,20 @@ def kvp_reusing_tp_comms(cx: CostKit, *, heads: int, cache_bpt: float, merge_wid
         if prior <= 0 or cache_bpt <= 0:
             return []
         return [cx.coll("kvp_context_allgather", "attention", "all_gather", kvp, w.sequences * prior * cache_bpt)]
-    out = [cx.coll("kvp_query_allgather", "attention", "all_gather", kvp, T * heads / a * query_width * ACT_BYTES),
-           cx.coll("lse_merge", "attention", "reduce_scatter", kvp, T * heads / a * (merge_width * ACT_BYTES + 4))]
+    out = [cx.coll("kvp_query_allgather", "attention", "all_gather", kvp, T * heads / a * query_width * ACT_BYTES)]
+    out += lse_merge_comms(cx, kvp, T * heads / a, merge_width)
     if topk:
         out.append(cx.coll("topk_merge", "indexer", "all_gather", kvp, T * topk * 8))
     return out
 
+
+
+def lse_merge_comms(cx: CostKit, kvp: int, token_heads: float, merge_width: float, stride: int = 1) -> list:
+    """The log-sum-exp merge of KVP's partial outputs, as the engines run it (vLLM cp_lse_ag_out_rs): two
+    collectives, not one, so a decode step pays two latencies per layer for it. Every rank first all-gathers
+    the group's lse (fp32, one per token and head: kvp x token_heads x 4 B out), corrects its partial output
+    by them, then reduce-scatters that output (token_heads x merge_width x ACT_BYTES in). `token_heads`: the
+    tokens times the heads the core runs per rank (heads / attention TP)."""
+    return [cx.coll("lse_merge_gather", "attention", "all_gather", kvp, kvp * token_heads * LSE_BYTES, stride=stride),
+            cx.coll("lse_merge", "attention", "reduce_scatter", kvp, token_heads * merge_width * ACT_BYTES,
+                    stride=stride)]
