@@ -1,0 +1,53 @@
+"""The checks every round of configs outside the catalog shares (tests/test_unseen_configs_{multi2,round4,round5,
+round6}.py hold each round's hand counts, published figures and reading rules): every file has a hand count, counts
+to it exactly, lies within 1% of a precisely published total, activates its hand count within 2% of the card, and
+inspects and solves end to end on 8 H100s under vLLM."""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+import test_unseen_configs_multi2 as multi2
+import test_unseen_configs_round4 as round4
+import test_unseen_configs_round5 as round5
+import test_unseen_configs_round6 as round6
+from solver.cli.main import main
+from solver.estimate.params import count_params
+
+ROUNDS = {"multi2": multi2, "round4": round4, "round5": round5, "round6": round6}
+
+
+def _cases(table: str) -> list[tuple[str, str]]:
+    return [(r, name) for r, mod in ROUNDS.items() for name in sorted(getattr(mod, table, {}))]
+
+
+@pytest.mark.parametrize("r", sorted(ROUNDS))
+def test_every_config_has_a_hand_count(r: str) -> None:
+    mod = ROUNDS[r]
+    assert sorted(p.stem for p in mod.DATA.glob("*.json")) == sorted(mod.HAND)
+
+
+@pytest.mark.parametrize("r, name", _cases("HAND"))
+def test_every_config_counts_to_its_hand_computed_total(r: str, name: str) -> None:
+    assert ROUNDS[r].ROUND.total(name) == ROUNDS[r].HAND[name]
+
+
+@pytest.mark.parametrize("r, name", _cases("PUBLISHED"))
+def test_every_config_is_within_one_percent_of_its_published_total(r: str, name: str) -> None:
+    assert abs(ROUNDS[r].ROUND.total(name) / ROUNDS[r].PUBLISHED[name] - 1) < 0.01
+
+
+@pytest.mark.parametrize("r, name", _cases("ACTIVE"))
+def test_every_moe_config_activates_its_hand_count_within_two_percent_of_the_card(r: str, name: str) -> None:
+    hand, published = ROUNDS[r].ACTIVE[name]
+    assert count_params(ROUNDS[r].ROUND.spec(name)).active == hand
+    assert published is None or abs(hand / published - 1) < 0.02
+
+
+@pytest.mark.parametrize("r, name", _cases("HAND"))
+def test_every_config_inspects_and_solves_end_to_end(r: str, name: str) -> None:
+    path = str(ROUNDS[r].DATA / f"{name}.json")
+    out = CliRunner().invoke(main, ["inspect", path])
+    assert out.exit_code == 0 and name in out.output, out.output
+    out = CliRunner().invoke(main, ["solve", path, "--hardware", "h100_sxm", "--cards", "8", "--framework", "vllm"])
+    assert out.exit_code == 0 and "Traceback" not in out.output, out.output
