@@ -1,7 +1,7 @@
 """The checks every round of configs outside the catalog shares (tests/test_unseen_configs_{multi2,round4,round5,
-round6}.py hold each round's hand counts, published figures and reading rules): every file has a hand count, counts
+round6,round7}.py hold each round's hand counts, published figures and reading rules): every file has a hand count, counts
 to it exactly, lies within 1% of a precisely published total, activates its hand count within 2% of the card, and
-inspects and solves end to end on 8 H100s under vLLM."""
+inspects and solves end to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says so)."""
 from __future__ import annotations
 
 import pytest
@@ -11,10 +11,11 @@ import test_unseen_configs_multi2 as multi2
 import test_unseen_configs_round4 as round4
 import test_unseen_configs_round5 as round5
 import test_unseen_configs_round6 as round6
+import test_unseen_configs_round7 as round7
 from solver.cli.main import main
 from solver.estimate.params import count_params
 
-ROUNDS = {"multi2": multi2, "round4": round4, "round5": round5, "round6": round6}
+ROUNDS = {"multi2": multi2, "round4": round4, "round5": round5, "round6": round6, "round7": round7}
 
 
 def _cases(table: str) -> list[tuple[str, str]]:
@@ -49,5 +50,6 @@ def test_every_config_inspects_and_solves_end_to_end(r: str, name: str) -> None:
     path = str(ROUNDS[r].DATA / f"{name}.json")
     out = CliRunner().invoke(main, ["inspect", path])
     assert out.exit_code == 0 and name in out.output, out.output
-    out = CliRunner().invoke(main, ["solve", path, "--hardware", "h100_sxm", "--cards", "8", "--framework", "vllm"])
+    cards = str(getattr(ROUNDS[r], "SOLVE_CARDS", {}).get(name, 8))  # a round names a model 8 cards cannot hold
+    out = CliRunner().invoke(main, ["solve", path, "--hardware", "h100_sxm", "--cards", cards, "--framework", "vllm"])
     assert out.exit_code == 0 and "Traceback" not in out.output, out.output

@@ -232,13 +232,18 @@ class BlockReader(FfnReading):
             head_dim = inner // heads
         else:
             head_dim = f.int("mamba_head_dim", "mamba_d_head", *(("head_dim",) if pure else ()))
+        # Falcon-H1 writes the mixer's width as mamba_d_ssm; its reshapes need heads x head_dim to be that width
+        if f.has("mamba_d_ssm") and f.int("mamba_d_ssm") != heads * head_dim:
+            raise f.err("mamba_d_ssm", f"{f.cfg['mamba_d_ssm']} is not mamba_n_heads x mamba_d_head ({heads} x "
+                                       f"{head_dim}): a Mamba-2 width other than its heads' is not modelled")
         return Mamba2(hidden=self.h, heads=heads, head_dim=head_dim,
                       state_size=f.int("ssm_state_size", "mamba_d_state", "state_size"),
                       groups=f.int("n_groups", "mamba_n_groups", default=1),
                       conv_kernel=f.int("conv_kernel", "mamba_d_conv", default=4),
                       conv_bias=f.bool("use_conv_bias", True) and f.bool("mamba_conv_bias", True),
                       proj_bias=f.bool("mamba_proj_bias")
-                      or f.bool("use_bias"), state_dtype_bytes=self.state_bytes)
+                      or f.bool("use_bias"), state_dtype_bytes=self.state_bytes,
+                      gated_norm=f.bool("mamba_rms_norm", True))
 
     def short_conv(self) -> Block:
         """LFM2's gated short convolution over hidden channels: kernel conv_L_cache, biases by conv_bias. A

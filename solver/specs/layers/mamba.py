@@ -31,6 +31,7 @@ class Mamba2(Block):
     conv_bias: bool = True
     proj_bias: bool = False
     state_dtype_bytes: int = 2
+    gated_norm: bool = True  # the RMSNorm gated by z over d_inner; Falcon-H1 builds it only when mamba_rms_norm
 
     role = "mixer"
     kind = "Mamba2"
@@ -67,7 +68,7 @@ class Mamba2(Block):
                 Part("conv1d", di * (self.conv_kernel + cbias), "tp"),
                 Part("conv1d_bc", bc * (self.conv_kernel + cbias), "kv_heads", self.groups),
                 Part("A_log+D+dt_bias", 3 * self.heads, "tp"),
-                Part("norm", di, "tp"),
+                Part("norm", di if self.gated_norm else 0, "tp"),
                 Part("out_proj", di * h + (h if self.proj_bias else 0), "tp"))
 
     def shares(self) -> tuple[Share, ...]:
