@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
-from solver.specs.layers.recurrent import recurrent_comms
+from solver.specs.layers.recurrent import channel_op, projection_op, recurrent_comms
 
 MODULE = "short_conv"
 
@@ -51,18 +51,11 @@ class ShortConv(Block):
         return State(constant_bytes=max(0, self.kernel - 1) * self.hidden * ACT_BYTES * share)
 
     def ops(self, cx: CostKit) -> list:
-        pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
-        a, T, h = cx.attn_tp_group, w.new_tokens, self.hidden  # the ranks splitting the channels (heads_split)
-        proj = 4 * h * h / a  # in_proj and out_proj, this rank's share
-        ops = [cx.op(f"{MODULE}_proj", MODULE, 2 * T * proj,
-                     proj * prec.fmt("attention").bytes_per_param + 2 * T * h * ACT_BYTES,
-                     hw.flops(prec.gemm_dtype("attention")), f.gemm, kernels=2, shape_eff=cx.shape_efficiency(h / a))]
-        channels = h / a
-        flops = T * channels * (2 * self.kernel + 2)  # the conv's multiply-adds and the B * x, C * y gates
-        state_rw = 2 * w.sequences * self.state(2, a).constant_bytes
-        ops.append(cx.op(f"{MODULE}_conv", MODULE, flops, state_rw + 4 * T * channels * ACT_BYTES,
-                         hw.flops("bf16"), f.gemm, kernels=1))
-        return ops
+        a, h = cx.attn_tp_group, self.hidden  # the ranks splitting the channels (heads_split)
+        # in_proj and out_proj; the conv's multiply-adds and the B * x, C * y gates per channel
+        return [projection_op(cx, MODULE, hidden=h, proj_params=4 * h * h, width=h, kernels=2),
+                channel_op(cx, MODULE, "conv", channels=h / a, flops_per_channel=2 * self.kernel + 2,
+                           state_bytes_rank=self.state(2, a).constant_bytes, kernels=1)]
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         return recurrent_comms(cx, MODULE, self.hidden)

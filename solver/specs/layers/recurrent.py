@@ -18,15 +18,33 @@ PREFILL_CHUNK = 64  # tokens per chunk of the chunk-parallel scan (fla / SSD ker
 RECURRENCE_FLOPS = 6  # per token, head and state element (update, correction, output)
 
 
+def projection_op(cx: CostKit, module: str, *, hidden: int, proj_params: float, width: float, kernels: float):
+    """The mixer's projection GEMMs over every token of the step: this rank's 1 / group of `proj_params`, read
+    once, `width` the output width the GEMM shape is judged by (split with the heads)."""
+    w, f, hw, prec = cx.w, cx.f, cx.hw, cx.prec
+    a, T = cx.attn_tp_group, w.new_tokens  # the ranks splitting the heads (heads_split)
+    rank_params = proj_params / a
+    return cx.op(f"{module}_proj", module, 2 * T * rank_params,
+                 rank_params * prec.fmt("attention").bytes_per_param + 2 * T * hidden * ACT_BYTES,
+                 hw.flops(prec.gemm_dtype("attention")), f.gemm, kernels=kernels,
+                 shape_eff=cx.shape_efficiency(width / a))
+
+
+def channel_op(cx: CostKit, module: str, name: str, *, channels: float, flops_per_channel: float,
+               state_bytes_rank: float, kernels: float):
+    """An elementwise pass over this rank's `channels` per token (a short convolution, a gated diagonal
+    recurrence): its FLOPs, one read + write of the state per sequence, and four activations per channel."""
+    w = cx.w
+    return cx.op(f"{module}_{name}", module, w.new_tokens * channels * flops_per_channel,
+                 2 * w.sequences * state_bytes_rank + 4 * w.new_tokens * channels * ACT_BYTES,
+                 cx.hw.flops("bf16"), cx.f.gemm, kernels=kernels)
+
+
 def recurrent_ops(cx: CostKit, module: str, *, hidden: int, proj_params: int, heads: int, dk: int, dv: int,
                   state_bytes_rank: float, kernels: float = 4) -> list:
-    pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
+    w, f, hw = cx.w, cx.f, cx.hw
     a, T = cx.attn_tp_group, w.new_tokens  # the ranks splitting the heads (heads_split)
-    gemm = hw.flops(prec.gemm_dtype("attention"))
-    bpp = prec.fmt("attention").bytes_per_param
-    rank_params = proj_params / a
-    ops = [cx.op(f"{module}_proj", module, 2 * T * rank_params, rank_params * bpp + 2 * T * hidden * ACT_BYTES,
-                 gemm, f.gemm, kernels=kernels, shape_eff=cx.shape_efficiency(heads * dv / a))]
+    ops = [projection_op(cx, module, hidden=hidden, proj_params=proj_params, width=heads * dv, kernels=kernels)]
     h_rank = heads / a
     flops = T * h_rank * RECURRENCE_FLOPS * dk * dv
     if w.phase == "prefill":

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
-from solver.specs.layers.recurrent import recurrent_comms
+from solver.specs.layers.recurrent import channel_op, projection_op, recurrent_comms
 
 MODULE = "ssm"
 # per channel and token: two gate sigmoids, the decay a = exp(-c softplus(L) r), sqrt(1 - a^2), the update
@@ -61,19 +61,13 @@ class RGLRU(Block):
         return State(constant_bytes=(conv + self.width * self.state_dtype_bytes) * share)
 
     def ops(self, cx: CostKit) -> list:
-        pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
-        a, T = cx.attn_tp_group, w.new_tokens  # the ranks splitting the heads (heads_split)
-        proj = (3 * self.hidden * self.width + 2 * self.heads * self.block_width ** 2) / a  # this rank's matrices
-        ops = [cx.op(f"{MODULE}_proj", MODULE, 2 * T * proj,
-                     proj * prec.fmt("attention").bytes_per_param + 2 * T * self.hidden * ACT_BYTES,
-                     hw.flops(prec.gemm_dtype("attention")), f.gemm, kernels=5,
-                     shape_eff=cx.shape_efficiency(self.width / a))]
-        channels = self.width / a
-        flops = T * channels * (2 * self.conv_kernel + RECURRENCE_FLOPS)
-        state_rw = 2 * w.sequences * self.state(2, a).constant_bytes
-        ops.append(cx.op(f"{MODULE}_scan", MODULE, flops, state_rw + 4 * T * channels * ACT_BYTES,
-                         hw.flops("bf16"), f.gemm, kernels=2))
-        return ops
+        a = cx.attn_tp_group  # the ranks splitting the heads (heads_split)
+        # linear_x, linear_y, linear_out and the block-diagonal gates; the conv and the recurrence per channel
+        proj = 3 * self.hidden * self.width + 2 * self.heads * self.block_width ** 2
+        return [projection_op(cx, MODULE, hidden=self.hidden, proj_params=proj, width=self.width, kernels=5),
+                channel_op(cx, MODULE, "scan", channels=self.width / a,
+                           flops_per_channel=2 * self.conv_kernel + RECURRENCE_FLOPS,
+                           state_bytes_rank=self.state(2, a).constant_bytes, kernels=2)]
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         return recurrent_comms(cx, MODULE, self.hidden)
