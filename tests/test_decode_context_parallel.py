@@ -20,6 +20,7 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import resolve_precision
+from test_planner_exact import kvp_configs_match_the_estimate
 
 REPLICATED, SPLIT, LAYERS, BF16 = 15_140_864, 54_525_952, 61, 2
 
@@ -353,25 +354,11 @@ def test_the_tables_sum_to_the_full_estimate_for_an_mla_hybrid_under_decode_cont
     fac = factors_for(h, fw.efficiency_for(h))
     t = build_tables(m, h, prec, fac, fw, build_space(m, h, fw, 8, sc), sc)
     assert any(c[0] > 1 and c[2] > 1 for c in t.choices["attn"]), "TP x DCP layouts are in the space"
-    groups, seen = list(t.choices), 0
-    for b in t.batches[:3]:
-        for idx in itertools.product(*(range(len(t.choices[g])) for g in groups)):
-            picks = dict(zip(groups, idx))
-            if len({t.choices[g][i][-1] for g, i in picks.items()}) > 1:
-                continue
-            pc = ParallelConfig(world_size=8, **t.config(picks))
-            if pc.kvp_size == 1:
-                continue
-            mem = assumed_memory(m, h, pc, prec, sc, b, t.mem_opts)
-            assert t.memory_of(b, picks) == pytest.approx(mem.total - mem.reserved_bytes, rel=1e-9)
-            if not mem.feasible:
-                continue
-            e = estimate(m, h, pc, prec, fac, Workload.for_scenario(sc, b))
-            fig = t.figures(b, picks)
-            assert fig.ttft_s == pytest.approx(e.ttft_s, rel=1e-9, abs=1e-15)
-            assert fig.tpot_s == pytest.approx(e.tpot_s, rel=1e-9, abs=1e-15)
-            seen += 1
-    assert seen
+    groups = list(t.choices)
+    configs = ((b, dict(zip(groups, idx))) for b in t.batches[:3]
+               for idx in itertools.product(*(range(len(t.choices[g])) for g in groups))
+               if len({t.choices[g][i][-1] for g, i in zip(groups, idx)}) == 1)
+    assert kvp_configs_match_the_estimate(m, h, prec, fac, sc, t, configs)
 
 
 # ------------------------------------------------------------------------------ SGLang --dcp-size and ATOM -dcp

@@ -324,19 +324,24 @@ def test_the_tables_sum_to_the_full_estimate_under_decode_context_parallel(phase
     admit, TP x DCP ones included (attn_tp 2 x kvp 4, o_proj 8), gives the full estimate's figures and memory."""
     m, h, f, prec, fac, sc, t = _instance("deepseek-v3", "h200_sxm", "vllm", 8, phase, 4096)
     assert any(c[0] > 1 and c[2] > 1 for c in t.choices["attn"]), "TP x DCP layouts are in the space"
+    assert kvp_configs_match_the_estimate(m, h, prec, fac, sc, t, ((b, p) for b in t.batches[:3] for p in _configs(t, b)))
+
+
+def kvp_configs_match_the_estimate(m, h, prec, fac, sc, t, configs) -> int:
+    """For every (concurrency, picks) with KVP: the tables' memory equals the memory model's, and a fitting one's
+    TTFT and TPOT the full estimate's. Returns how many fitting ones were checked."""
     seen = 0
-    for b in t.batches[:3]:
-        for picks in _configs(t, b):
-            pc = ParallelConfig(world_size=8, **t.config(picks))
-            if pc.kvp_size == 1:
-                continue
-            mem = assumed_memory(m, h, pc, prec, sc, b, t.mem_opts)
-            if not mem.feasible:
-                continue
-            assert t.memory_of(b, picks) == pytest.approx(mem.total - mem.reserved_bytes, rel=1e-9)
-            e = estimate(m, h, pc, prec, fac, Workload.for_scenario(sc, b))
-            fig = t.figures(b, picks)
-            assert fig.ttft_s == pytest.approx(e.ttft_s, rel=1e-9, abs=1e-15)
-            assert fig.tpot_s == pytest.approx(e.tpot_s, rel=1e-9, abs=1e-15)
-            seen += 1
-    assert seen
+    for b, picks in configs:
+        pc = ParallelConfig(world_size=t.world, **t.config(picks))
+        if pc.kvp_size == 1:
+            continue
+        mem = assumed_memory(m, h, pc, prec, sc, b, t.mem_opts)
+        assert t.memory_of(b, picks) == pytest.approx(mem.total - mem.reserved_bytes, rel=1e-9)
+        if not mem.feasible:
+            continue
+        e = estimate(m, h, pc, prec, fac, Workload.for_scenario(sc, b))
+        fig = t.figures(b, picks)
+        assert fig.ttft_s == pytest.approx(e.ttft_s, rel=1e-9, abs=1e-15)
+        assert fig.tpot_s == pytest.approx(e.tpot_s, rel=1e-9, abs=1e-15)
+        seen += 1
+    return seen
