@@ -30,6 +30,16 @@ MLLAMA_VISION_TOWER = (3 * 14 * 14 * 1280 + 1280 + (1 + 1601 * 1280 + 9 * 4 * 16
                        + 8 * (4 * lin(1280, 1280) + lin(1280, 5120, True) + lin(5120, 1280, True) + 2 * ln(1280) + 2))
 
 
+def mllama(h: int, inter: int, self_layers: int, cross_layers: int) -> int:
+    """A Llama-3.2-Vision model (the layout HAND's comment gives), h wide with KV heads of 1024 in all: the
+    embedding with its 8 extra rows, the head, self- and cross-attention layers (q / k norms of 128 and two
+    one-value gates), the final norm, the vision tower and the projector 7680 -> h with bias."""
+    attn = lin(h, h) + 2 * lin(h, 1024) + lin(h, h)
+    return ((128256 + 8) * h + 128256 * h + self_layers * (attn + gated(h, inter) + 2 * h)
+            + cross_layers * (attn + 2 * 128 + gated(h, inter) + 2 * h + 2) + h + MLLAMA_VISION_TOWER
+            + lin(7680, h, True))
+
+
 # CLIP ViT-L/14 at 336 px (CLIPVisionModel, LLaVA-1.5 and LLaVA-NeXT's tower): class_embedding 1024, patch Conv2d 3 x 14
 # x 14 -> 1024 without bias, position_embedding (24^2 + 1) x 1024, pre_layrnorm and post_layernorm, 24 layers of q /
 # k / v / out_proj with bias, fc1 1024 -> 4096 and fc2 with bias, two LayerNorms (every layer is in the checkpoint,
@@ -244,20 +254,10 @@ HAND: dict[str, int] = {
     # embeddings ((8 + 1) x 4 x 1280 and a gate each), layernorm_pre / layernorm_post, 32 local layers (q / k /
     # v / o 1280 x 1280 without bias, fc1 1280 -> 5120 and fc2 with bias, two LayerNorms) and 8 global layers
     # (the same, gate_attn and gate_ffn); the multi_modal_projector 7680 -> 4096 with bias
-    "meta-llama--Llama-3.2-11B-Vision-Instruct": (128256 + 8) * 4096 + 128256 * 4096
-    + 32 * (lin(4096, 4096) + 2 * lin(4096, 1024) + lin(4096, 4096) + gated(4096, 14336) + 2 * 4096)
-    + 8 * (lin(4096, 4096) + 2 * lin(4096, 1024) + lin(4096, 4096) + 2 * 128 + gated(4096, 14336) + 2 * 4096 + 2)
-    + 4096
-    + MLLAMA_VISION_TOWER
-    + lin(7680, 4096, True),
+    "meta-llama--Llama-3.2-11B-Vision-Instruct": mllama(4096, 14336, 32, 8),
     # Llama-3.2-90B-Vision: the same layout at 8192 wide, 100 layers of which 20 cross-attention (3, 8, ..., 98),
     # 64 / 8 heads x 128, SwiGLU 28672; the same vision tower; the projector 7680 -> 8192 with bias
-    "meta-llama--Llama-3.2-90B-Vision-Instruct": (128256 + 8) * 8192 + 128256 * 8192
-    + 80 * (lin(8192, 8192) + 2 * lin(8192, 1024) + lin(8192, 8192) + gated(8192, 28672) + 2 * 8192)
-    + 20 * (lin(8192, 8192) + 2 * lin(8192, 1024) + lin(8192, 8192) + 2 * 128 + gated(8192, 28672) + 2 * 8192 + 2)
-    + 8192
-    + MLLAMA_VISION_TOWER
-    + lin(7680, 8192, True),
+    "meta-llama--Llama-3.2-90B-Vision-Instruct": mllama(8192, 28672, 80, 20),
     # ---- fourth round: multimodal wrappers
     # LLaVA-1.5-7B: the Vicuna-7B text model (LlamaConfig defaults where text_config leaves them out: 4096 wide, 32
     # layers of 32 heads, SwiGLU 11008; vocab 32064, untied), the CLIP tower, the multi_modal_projector linear_1 1024 ->

@@ -283,27 +283,24 @@ def test_a_mask_token_and_no_absolute_positions_change_the_tower_by_field() -> N
     assert base - parse_model_config(cfg, "x").encoders[0].params == (32 * 32 + 1) * 1024
 
 
-def test_a_layer_scale_init_value_adds_two_scales_per_layer_by_field() -> None:
-    text = _load("Qwen--Qwen2.5-72B-Instruct", UNSEEN)
+def _toy_tower(**fields) -> int:
+    """Parameters of a 2-layer, 1024-wide ViT of an unknown family under Qwen2.5-72B's text model, with `fields`
+    added to its vision_config."""
     vision = {"model_type": "newvit", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 2,
-              "patch_size": 14, "image_size": 224}
-    base = parse_model_config({"model_type": "newvlm", "text_config": text, "vision_config": vision}, "x")
-    scaled = parse_model_config({"model_type": "newvlm", "text_config": text,
-                                 "vision_config": {**vision, "layer_scale_init_value": 0.1}}, "x")
-    assert scaled.encoders[0].params - base.encoders[0].params == 2 * 2 * 1024
+              "patch_size": 14, "image_size": 224, **fields}
+    cfg = {"model_type": "newvlm", "text_config": _load("Qwen--Qwen2.5-72B-Instruct", UNSEEN), "vision_config": vision}
+    return parse_model_config(cfg, "x").encoders[0].params
+
+
+def test_a_layer_scale_init_value_adds_two_scales_per_layer_by_field() -> None:
+    assert _toy_tower(layer_scale_init_value=0.1) - _toy_tower() == 2 * 2 * 1024
 
 
 def test_a_tower_qkv_hidden_size_sizes_its_attention_projections() -> None:
     # q / k / v project h -> qkv_hidden_size and o_proj back (MoonViT in Kimi-K3: 1536 over a 1024 width); with
     # linear biases, 3 x 1536 + 1024 of them
-    text = _load("Qwen--Qwen2.5-72B-Instruct", UNSEEN)
-    vision = {"model_type": "newvit", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 2,
-              "patch_size": 14, "image_size": 224}
-    base = parse_model_config({"model_type": "newvlm", "text_config": text, "vision_config": vision}, "x")
-    wide = parse_model_config({"model_type": "newvlm", "text_config": text,
-                               "vision_config": {**vision, "qkv_hidden_size": 1536}}, "x")
     per_layer = (4 * 1024 * 1536 + 3 * 1536 + 1024) - (4 * 1024 * 1024 + 4 * 1024)
-    assert wide.encoders[0].params - base.encoders[0].params == 2 * per_layer
+    assert _toy_tower(qkv_hidden_size=1536) - _toy_tower() == 2 * per_layer
 
 
 def test_a_swiglu_projector_reads_downsample_factor_and_halves_its_width() -> None:
