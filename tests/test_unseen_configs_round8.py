@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hand_counts import Round, gated, lin, ln
+from solver.errors import InputError
+from solver.estimate.params import count_params
+from solver.specs.config.read import parse_model_config
+from solver.specs.layers import MLA, Attention
 
 UNSEEN = Path(__file__).parent / "data" / "configs_unseen"
 DATA = UNSEEN / "round8"
@@ -134,3 +140,132 @@ ACTIVE: dict[str, tuple[int, float | None]] = {
 
 # DeepSeek-V2 in bf16 (471 GB of weights) does not fit 8 H100s
 SOLVE_CARDS: dict[str, int] = {"deepseek-ai--DeepSeek-V2": 16}
+
+# ------------------------------------------------------------------------------------- one rule each
+
+
+def _count(cfg: dict) -> int:
+    return count_params(parse_model_config(cfg, "x")).total
+
+
+def test_num_key_value_heads_per_layer_gives_each_layer_its_own_kv_heads() -> None:
+    # Before this round the list was not read: every layer was counted with 32 K/V heads (MHA), 8,047,038,464 for
+    # 7,044,599,808, with only a note naming the field
+    spec = _spec("Deci--DeciLM-7B")
+    assert [layer.mixer.kv_heads for layer in spec.layers] == DECI_KV
+    assert spec.num_key_value_heads == 1  # the gcd attention TP replicates past
+    cfg = _load("Deci--DeciLM-7B")
+    cfg["num_key_value_heads_per_layer"] = DECI_KV[:-1]
+    with pytest.raises(InputError, match=r"num_key_value_heads_per_layer: has 31 entries for 32 layers"):
+        parse_model_config(cfg, "x")
+    cfg["num_key_value_heads_per_layer"] = [3] + DECI_KV[1:]
+    with pytest.raises(InputError, match=r"num_key_value_heads_per_layer: 3 at layer 0 must divide"):
+        parse_model_config(cfg, "x")
+
+
+def test_head_counts_written_as_lists_hold_one_entry_per_layer() -> None:
+    # OpenELM's num_query_heads / num_kv_heads; before this round the config was refused for want of hidden_size
+    spec = _spec("apple--OpenELM-3B")
+    assert [(layer.mixer.heads, layer.mixer.kv_heads) for layer in spec.layers] == [
+        (q, q // 4) for q in OPENELM_HEADS]
+    assert spec.num_attention_heads == 4  # gcd(12, 16, 20, 24): the largest attention TP every layer divides by
+    cfg = _load("apple--OpenELM-3B")
+    del cfg["num_kv_heads"]  # no K/V count: one K/V head per query head in each layer
+    assert [layer.mixer.kv_heads for layer in parse_model_config(cfg, "x").layers] == OPENELM_HEADS
+    del cfg["head_dim"]  # hidden / heads has no meaning when the heads vary by layer
+    with pytest.raises(InputError, match=r"head_dim: missing: num_query_heads gives a head count per layer"):
+        parse_model_config(cfg, "x")
+
+
+def test_a_head_count_per_layer_is_refused_for_a_mixer_that_reads_one() -> None:
+    cfg = _load("openbmb--MiniCPM3-4B")
+    cfg["num_attention_heads"] = [40] * 62
+    with pytest.raises(InputError, match=r"num_attention_heads: a head count per layer: MLA layers .* not modelled"):
+        parse_model_config(cfg, "x")
+
+
+def test_ffn_multipliers_size_each_layers_mlp_rounded_to_ffn_dim_divisor() -> None:
+    spec = _spec("apple--OpenELM-3B")
+    assert [layer.ffn.inter for layer in spec.layers] == OPENELM_INTER
+    assert all(layer.ffn.gated for layer in spec.layers)
+    cfg = _load("apple--OpenELM-3B")
+    cfg["ffn_with_glu"] = False  # proj_1 3072 -> inter, not 2 x inter
+    assert HAND["apple--OpenELM-3B"] - _count(cfg) == sum(3072 * f for f in OPENELM_INTER)
+    cfg["ffn_multipliers"] = 2.0  # one number for every layer: make_divisible(6144, 256)
+    assert {layer.ffn.inter for layer in parse_model_config(cfg, "x").layers} == {6144}
+    del cfg["ffn_dim_divisor"]
+    with pytest.raises(InputError, match=r"ffn_dim_divisor: missing"):
+        parse_model_config(cfg, "x")
+
+
+def test_openelm_share_input_output_layers_and_normalize_qk_projections_are_read() -> None:
+    # model_dim, num_transformer_layers and max_context_length name the width, the depth and the context
+    spec = _spec("apple--OpenELM-3B")
+    assert (spec.hidden_size, len(spec.layers), spec.max_position_embeddings) == (3072, 36, 2048)
+    cfg = _load("apple--OpenELM-3B")
+    cfg["share_input_output_layers"] = False  # OpenELMForCausalLM builds its own lm_head
+    assert _count(cfg) - HAND["apple--OpenELM-3B"] == 32000 * 3072
+    cfg["normalize_qk_projections"] = False  # no q_norm / k_norm of head_dim
+    assert _count(cfg) - HAND["apple--OpenELM-3B"] == 32000 * 3072 - 36 * 2 * 128
+
+
+def test_minicpm3_value_heads_are_hidden_over_heads_whatever_v_head_dim_says() -> None:
+    # Before this round: refused, "v_head_dim: missing". MiniCPMAttention sets v_head_dim = hidden / heads
+    mla_block = _spec("openbmb--MiniCPM3-4B").layers[0].mixer
+    assert isinstance(mla_block, MLA) and mla_block.v_head_dim == 64 and mla_block.q_lora_rank == 768
+    cfg = _load("openbmb--MiniCPM3-4B")
+    cfg["v_head_dim"] = 64  # the same width written: read
+    assert _count(cfg) == HAND["openbmb--MiniCPM3-4B"]
+    cfg["v_head_dim"] = 128  # the modeling code would not read it
+    with pytest.raises(InputError, match=r"v_head_dim: 128, but model_type 'minicpm3' sizes its value heads "
+                                         r"hidden_size / num_attention_heads = 64"):
+        parse_model_config(cfg, "x")
+
+
+def test_phi3small_reads_ff_intermediate_size_biases_every_linear_and_names_the_block_sparse_layers() -> None:
+    # Before this round: refused, "intermediate_size: missing"
+    spec = _spec("microsoft--Phi-3-small-8k-instruct")
+    attention, ffn = spec.layers[0].mixer, spec.layers[0].ffn
+    assert isinstance(attention, Attention) and attention.qkv_bias and attention.out_bias
+    assert (ffn.inter, ffn.gated, ffn.bias) == (14336, True, True)
+    assert any(w.startswith("dense_attention_every_n_layers=2: the other layers' block-sparse attention")
+               for w in spec.warnings)
+
+
+def test_stablelm_qk_layernorm_counts_one_bias_free_layernorm_per_head() -> None:
+    # StableLmLayerNormPerHead: 32 query and 8 key LayerNorm(160, bias=False). Before this round: refused. Phi's
+    # qk_layernorm (one shared LayerNorm with a bias) stays refused (test_unseen_configs.py)
+    cfg = _load("stabilityai--stablelm-2-12b")
+    cfg["qk_layernorm"] = False
+    assert HAND["stabilityai--stablelm-2-12b"] - _count(cfg) == 40 * (32 + 8) * 160
+
+
+def test_falcon2_num_ln_in_parallel_attn_one_keeps_one_layernorm_per_layer() -> None:
+    # the rule SOURCES.md's first round said no Falcon2 file had checked: two (ln_attn, ln_mlp) under 2
+    cfg = _load("tiiuae--falcon-11B")
+    cfg["num_ln_in_parallel_attn"] = 2
+    assert _count(cfg) - HAND["tiiuae--falcon-11B"] == 60 * ln(4096)
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+
+@pytest.mark.parametrize("name, match", [
+    ("google--flan-t5-base", r"is_encoder_decoder: true: an encoder-decoder model \('t5'"),
+    ("facebook--bart-large", r"is_encoder_decoder: true: an encoder-decoder model \('bart'"),
+    ("openai--whisper-large-v3", r"is_encoder_decoder: true: an encoder-decoder model \('whisper'"),
+    ("google-bert--bert-base-uncased", r"architectures: BertForMaskedLM: a masked-LM encoder"),
+])
+def test_an_encoder_decoder_or_an_encoder_is_refused_saying_so(name: str, match: str) -> None:
+    # before this round: T5 "intermediate_size: missing", BART and Whisper "num_attention_heads: missing", and
+    # BERT counted as a 12-layer decoder (160,147,200, its token-type table, pooler and biases left out)
+    with pytest.raises(InputError, match=match + r".*shardplan plans decoder-only stacks") as err:
+        parse_model_config(_load(name, REFUSED), name)
+    assert "\n" not in str(err.value)
+
+
+def test_token_type_embeddings_refuse_an_encoder_under_a_bare_model_architecture() -> None:
+    cfg = _load("google-bert--bert-base-uncased", REFUSED)
+    cfg["architectures"] = ["BertModel"]  # as sentence encoders write it
+    with pytest.raises(InputError, match=r"type_vocab_size: 2: token-type \(segment\) embeddings"):
+        parse_model_config(cfg, "x")
