@@ -256,13 +256,6 @@ def test_a_shared_norm_switch_leaves_one_norm_per_layer() -> None:
     assert HAND["stabilityai--stablelm-2-1_6b"] - count_params(spec).total == 24 * ln(2048)
 
 
-def test_stablelm_per_head_qk_layernorms_are_refused() -> None:
-    cfg = _load("stabilityai--stablelm-2-1_6b")
-    cfg["qk_layernorm"] = True  # StableLM-2-12B
-    with pytest.raises(InputError, match="qk_layernorm: true"):
-        parse_model_config(cfg, "x")
-
-
 def test_layernorm1p_counts_a_weight_and_a_bias_and_relu2_is_not_gated() -> None:
     spec = _spec("nvidia--Minitron-8B-Base")
     parts = {p.name: p.params for p in count_params(spec).module("norms").parts}

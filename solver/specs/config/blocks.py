@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from solver.specs.config.ffns import EXPERT_COUNT_FIELDS, FfnReading
-from solver.specs.config.fields import Fields
+from solver.specs.config.fields import MAX_LAYERS, Fields
 from solver.specs.config.pattern import Slot
 from solver.specs.layers import (
     MLA,
@@ -21,6 +21,11 @@ LINEAR_BIAS_FIELDS = ("bias", "use_bias", "enable_bias", "add_bias_linear", "_li
 ATTN_TYPE_KV = {"multihead_attention": "heads", "multiquery_attention": 1, "grouped_query_attention": None}
 # switches of a bias on q / k / v only (Llama, Qwen2's family default, ChatGLM, Ling)
 QKV_BIAS_FIELDS = ("attention_bias", "qkv_bias", "add_qkv_bias", "use_qkv_bias")
+# where the query and K/V head counts are read from (an int, or a list of one entry per layer); DeciLM writes its
+# per-layer K/V heads under their own name
+HEAD_FIELDS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads")
+KV_HEAD_FIELDS = ("num_key_value_heads", "num_kv_heads", "kv_n_heads")
+PER_LAYER_KV_FIELD = "num_key_value_heads_per_layer"
 # activations with learned parameters, per MLP: xIELU's alpha_p and alpha_n (Apertus; beta and eps are buffers)
 ACTIVATION_PARAMS = {"xielu": 2}
 
@@ -35,10 +40,20 @@ class BlockReader(FfnReading):
         cfg = f.cfg
         # a pure SSM stack (_all_layers) has no attention heads: its head fields belong to the Mamba mixer
         attention = not f.has("_all_layers")
-        self.heads = f.int("num_attention_heads", "n_head", "n_heads", "num_heads") if attention else 0
+        self.heads_field = f.first(*HEAD_FIELDS) or HEAD_FIELDS[0]
+        # a head count written as a list holds one entry per layer (OpenELM's num_query_heads / num_kv_heads, DeciLM's
+        # num_key_value_heads_per_layer); an int holds for every layer
+        self.heads_per_layer = self._per_layer(self.heads_field) if attention else None
+        if self.heads_per_layer:
+            self.heads = max(self.heads_per_layer)
+        else:
+            self.heads = f.int(*HEAD_FIELDS) if attention else 0
         # the field the K/V head count was read from, for errors (DBRX / MPT: attn_config.kv_n_heads)
-        self.kv_field = f.first("num_key_value_heads", "num_kv_heads", "kv_n_heads") or "num_key_value_heads"
-        self.kv_heads = self._kv_heads() if attention else 0
+        self.kv_field = f.first(PER_LAYER_KV_FIELD, *KV_HEAD_FIELDS) or KV_HEAD_FIELDS[0]
+        self.kv_per_layer = self._per_layer(self.kv_field) if attention else None
+        self.kv_heads = 0 if not attention else max(self.kv_per_layer) if self.kv_per_layer else self._kv_heads()
+        if self.heads_per_layer and not self.kv_per_layer and self.kv_heads == self.heads and not f.has(*KV_HEAD_FIELDS):
+            self.kv_per_layer = list(self.heads_per_layer)  # no K/V count written: one per query head, layer by layer
         self._mla = f.has("kv_lora_rank")
         if not attention:
             self.head_dim = 0
@@ -46,17 +61,27 @@ class BlockReader(FfnReading):
             self.head_dim = f.int("head_dim", "attention_head_dim", "kv_channels")
         elif self._mla:
             self.head_dim = 0  # MLA sizes its heads from qk_nope / qk_rope / v_head_dim
+        elif self.heads_per_layer:
+            raise f.err("head_dim", f"missing: {self.heads_field} gives a head count per layer, so the head width "
+                                    "is not hidden_size / heads and must be written")
         else:
             if hidden % self.heads:
                 raise f.err("num_attention_heads",
                             f"{self.heads} does not divide hidden_size ({hidden}) and no head_dim is given")
             self.head_dim = hidden // self.heads
-        if attention and not cfg.get("block_configs") and (self.kv_heads > self.heads or self.heads % self.kv_heads):
-            raise f.err(self.kv_field, f"{self.kv_heads} must divide num_attention_heads ({self.heads})")
-        act = str(cfg.get("mlp_hidden_act") or cfg.get("hidden_act") or cfg.get("hidden_activation") or "silu")
-        # gated (gate, up, down) unless the family's modeling code says otherwise; squared-ReLU MLPs (Nemotron-H)
-        # are up/down only. The activation's name does not decide: Gemma's gated MLP runs GELU
-        self.gated = f.bool("_gated_mlp", True) and act != "relu2"
+        if attention and not cfg.get("block_configs"):
+            for i in range(layers if self.heads_per_layer or self.kv_per_layer else 1):
+                heads, kv = self.heads_at(i), self.kv_at(i)
+                if kv > heads or heads % kv:
+                    at = f" at layer {i}" if self.heads_per_layer or self.kv_per_layer else ""
+                    heads_name = self.heads_field if self.heads_per_layer else "num_attention_heads"
+                    raise f.err(self.kv_field, f"{kv}{at} must divide {heads_name} ({heads})")
+        act = str(cfg.get("mlp_hidden_act") or cfg.get("hidden_act") or cfg.get("hidden_activation")
+                  or cfg.get("activation_fn_name") or "silu")
+        # gated (gate, up, down) unless the family's modeling code or a switch (OpenELM's ffn_with_glu) says
+        # otherwise; squared-ReLU MLPs (Nemotron-H) are up/down only. The activation's name does not decide: Gemma's
+        # gated MLP runs GELU
+        self.gated = f.bool("_gated_mlp", True) and f.bool("ffn_with_glu", True) and act != "relu2"
         self.act_params = ACTIVATION_PARAMS.get(act, 0)
         linear = f.first(*LINEAR_BIAS_FIELDS)
         self.linear_bias = f.bool(linear) if linear else False
@@ -69,6 +94,34 @@ class BlockReader(FfnReading):
         self.is_moe = self.experts > 0
         self.state_bytes = self._state_dtype()
         self.notes: list[str] = []  # sizes read by an architecture's convention, for the model's warnings
+        dense_every = f.opt_int("dense_attention_every_n_layers", maximum=MAX_LAYERS)
+        if dense_every and dense_every > 1:
+            # Phi-3-small: the other layers attend block-sparsely (local blocks and a vertical stride) with the dense
+            # layers' weights and a full paged cache; the stack models their attention as dense
+            self.notes.append(f"{f.path('dense_attention_every_n_layers')}={dense_every}: the other layers' "
+                              "block-sparse attention (blocksparse_*) is estimated as dense attention over the whole "
+                              "context; weights and KV cache are as counted")
+
+    def _per_layer(self, field: str) -> list[int] | None:
+        """A head count written as a list: one entry per layer (None where the field holds one int)."""
+        if not isinstance(self.f.cfg.get(field), list):
+            if field == PER_LAYER_KV_FIELD and self.f.has(field):
+                raise self.f.err(field, f"must be a list of one K/V head count per layer, got {self.f.cfg[field]!r}")
+            return None
+        return self.f.int_list(field, self.layers, minimum=1)
+
+    def heads_at(self, index: int) -> int:
+        """Layer `index`'s query heads (an index past the stack, an MTP layer's, reads the last layer's)."""
+        return self.heads_per_layer[min(index, self.layers - 1)] if self.heads_per_layer else self.heads
+
+    def kv_at(self, index: int) -> int:
+        return self.kv_per_layer[min(index, self.layers - 1)] if self.kv_per_layer else self.kv_heads
+
+    def uniform_heads(self, what: str) -> None:
+        """The mixers other than softmax attention read one head count for the stack: refuse a per-layer list."""
+        if self.heads_per_layer or self.kv_per_layer:
+            field = self.heads_field if self.heads_per_layer else self.kv_field
+            raise self.f.err(field, f"a head count per layer: {what} with per-layer head counts are not modelled")
 
     def _kv_heads(self) -> int:
         """KV heads: the config's count; else ChatGLM's multi_query_group_num under multi_query_attention, one
@@ -129,7 +182,7 @@ class BlockReader(FfnReading):
                 field = "use_cla" if slot.kv_weights is False else "num_kv_shared_layers"
                 raise f.err(field, "MLA layers sharing another layer's latent K/V are not modelled")
             return self.mla()
-        heads, kv, dh = self.heads, self.kv_heads, self.head_dim
+        heads, kv, dh = self.heads_at(slot.index), self.kv_at(slot.index), self.head_dim
         k_eq_v = False
         if isinstance(cfg.get("block_configs"), list):
             group = cfg["block_configs"][slot.index]["attention"].get("n_heads_in_group")
@@ -139,7 +192,7 @@ class BlockReader(FfnReading):
             kv = f.int("num_global_key_value_heads", default=kv)
             k_eq_v = f.bool("attention_k_eq_v")
         if heads % kv:
-            field = self.kv_field if kv == self.kv_heads else "num_key_value_heads"
+            field = self.kv_field if kv == self.kv_at(slot.index) else "num_key_value_heads"
             raise f.err(field, f"{kv} must divide num_attention_heads ({heads})")
         if heads == 0:
             raise f.err("num_attention_heads", "missing (required to size the attention layers)")
@@ -148,14 +201,21 @@ class BlockReader(FfnReading):
         if f.has("attention_out_bias"):  # o_proj's bias as its own switch (Seed-OSS), beside q / k / v's
             out_bias = f.bool("attention_out_bias")
         qk = ""
-        if f.bool("use_qk_norm") or cfg.get("qk_norm_type"):
+        # q / k RMSNorms of head_dim: use_qk_norm, OpenELM's normalize_qk_projections
+        if f.bool("use_qk_norm") or f.bool("normalize_qk_projections") or cfg.get("qk_norm_type"):
             over_heads = cfg.get("qk_norm_type") == "per_layer" or f.bool("_qk_norm_over_heads")
             qk = "layer" if over_heads else "head"
             if cfg.get("_qk_norm_weight") is False:
                 qk = ""
         if f.bool("qk_layernorm"):
-            raise f.err("qk_layernorm", "true: Phi's / StableLM's q / k LayerNorms (over head_dim, per head or shared) "
-                                        "are not counted")
+            # the norms' layout is the family's (_qk_layernorm): StableLM's StableLmLayerNormPerHead is one bias-free
+            # LayerNorm(head_dim) per head, "layer"; Phi's is one LayerNorm(head_dim) with a bias shared by the heads,
+            # which no layout counts
+            qk = str(cfg.get("_qk_layernorm") or "")
+            if qk not in ("head", "layer"):
+                raise f.err("qk_layernorm", f"true: the q / k LayerNorms of model_type {cfg.get('model_type')!r} (one "
+                                            "shared over the heads or one per head, with or without a bias: no "
+                                            "convention for this family) are not counted")
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh,
                          window=self.window(kind), qkv_bias=bias, out_bias=out_bias,
                          qk_norm=qk, sinks=f.bool("_attention_sinks"), output_gate=f.bool("attn_output_gate"),
@@ -182,6 +242,7 @@ class BlockReader(FfnReading):
 
     def mla(self) -> MLA:
         f = self.f
+        self.uniform_heads("MLA layers")
         dsa = f.has("index_n_heads", "index_topk")
         indexer = None
         if dsa:
@@ -190,8 +251,24 @@ class BlockReader(FfnReading):
             indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk", default=2048))
         return MLA(hidden=self.h, heads=self.heads, kv_lora_rank=f.int("kv_lora_rank"),
                    qk_nope_head_dim=f.int("qk_nope_head_dim"), qk_rope_head_dim=f.int("qk_rope_head_dim"),
-                   v_head_dim=f.int("v_head_dim"), q_lora_rank=f.opt_int("q_lora_rank"), indexer=indexer,
+                   v_head_dim=self._mla_v_head_dim(), q_lora_rank=f.opt_int("q_lora_rank"), indexer=indexer,
                    output_gate=f.bool("mla_use_output_gate"))
+
+    def _mla_v_head_dim(self) -> int:
+        """v_head_dim as written; under the family fact _v_head_dim_hidden_over_heads the attention sizes its value
+        heads hidden_size / heads whatever the config says (MiniCPM3's MiniCPMAttention), and a written v_head_dim
+        that differs would be dropped: refused."""
+        f = self.f
+        if not f.bool("_v_head_dim_hidden_over_heads"):
+            return f.int("v_head_dim")
+        if self.h % self.heads:
+            raise f.err("num_attention_heads", f"{self.heads} does not divide hidden_size ({self.h}), which "
+                                               "sizes the value heads of this family's MLA")
+        width = self.h // self.heads
+        if f.has("v_head_dim") and f.int("v_head_dim") != width:
+            raise f.err("v_head_dim", f"{f.cfg['v_head_dim']}, but model_type {f.cfg.get('model_type')!r} sizes "
+                                      f"its value heads hidden_size / num_attention_heads = {width}")
+        return width
 
     def linear(self) -> Block:
         from solver.specs.layers.linear import KDA, GatedDeltaNet, Lightning
@@ -210,6 +287,7 @@ class BlockReader(FfnReading):
                                  conv_kernel=f.int("linear_conv_kernel_dim", default=4),
                                  state_dtype_bytes=self.state_bytes)
         if cfg.get("attn_type_list") is not None:
+            self.uniform_heads("lightning attention layers")
             return Lightning(hidden=self.h, heads=self.heads, head_dim=self.head_dim, state_dtype_bytes=4
                              if cfg.get("linear_attn_dtype") == "float32" else self.state_bytes)
         raise f.err("layer_types", "linear_attention layers need linear_num_key_heads / linear_num_value_heads "
@@ -264,6 +342,7 @@ class BlockReader(FfnReading):
         from solver.specs.layers.rglru import RGLRU
 
         f = self.f
+        self.uniform_heads("RG-LRU blocks")
         width = f.int("lru_width", default=self.h)
         if width % self.heads:
             raise f.err("lru_width", f"{width} is not a multiple of num_attention_heads ({self.heads}), which "
@@ -274,6 +353,7 @@ class BlockReader(FfnReading):
     def compressed(self, index: int) -> CompressedAttention:
         """DeepSeek-V4 layer `index` (an index past the stack reads the MTP layers' entries)."""
         f = self.f
+        self.uniform_heads("compressed attention layers")
         ratios = f.int_list("compress_ratios") or []
         ratio = ratios[index] if index < len(ratios) else 0
         indexer = None

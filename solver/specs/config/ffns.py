@@ -10,14 +10,23 @@ from solver.specs.layers.base import Block
 # the fields a routed-expert count is read from (config/unread.py names them when a config uses another)
 EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
 # where a dense FFN's width is read from, first given wins (Llama-4 writes both intermediate_size_mlp and the
-# experts' intermediate_size; OPT writes ffn_dim; LFM2's block_ff_dim wins over its intermediate_size)
-FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner", "ffn_dim")
+# experts' intermediate_size; OPT writes ffn_dim; LFM2's block_ff_dim wins over its intermediate_size; Phi-3-small
+# writes ff_intermediate_size)
+FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner",
+                    "ffn_dim", "ff_intermediate_size")
 
 
 def ffn_mult_width(mult: float, hidden: int) -> int:
     """DeciLM / Nemotron-NAS: int(2 x ffn_mult x hidden / 3) rounded up to a multiple of 256."""
     width = int(2 * mult * hidden / 3)
     return -(-width // 256) * 256
+
+
+def make_divisible(value: float, divisor: int) -> int:
+    """CoreNet's rounding (OpenELM's FFN widths): the nearest multiple of divisor, at least divisor, one step more
+    where that fell below 90% of the value."""
+    width = max(divisor, int(value + divisor / 2) // divisor * divisor)
+    return width + divisor if width < 0.9 * value else width
 
 
 class FfnReading:
@@ -50,6 +59,19 @@ class FfnReading:
                 if note not in self.notes:
                     self.notes.append(note)
             return f.int(width_field)
+        if f.has("ffn_multipliers"):
+            # OpenELM: layer i's MLP is ffn_multipliers[i] x hidden wide, rounded by make_divisible to a multiple of
+            # ffn_dim_divisor (OpenELMFeedForwardNetwork); one number holds for every layer
+            mults = cfg["ffn_multipliers"]
+            if isinstance(mults, list):
+                if len(mults) != self.layers:
+                    raise f.err("ffn_multipliers", f"has {len(mults)} entries for {self.layers} layers")
+                i = min(slot.index, self.layers - 1)  # an MTP layer reads the last layer's
+                name = f"ffn_multipliers[{i}]"
+                mult = Fields({name: mults[i]}, f.origin, f.prefix).number(name, 0.0, 1000.0)
+            else:
+                mult = f.number("ffn_multipliers", 0.0, 1000.0)
+            return make_divisible(mult * self.h, f.int("ffn_dim_divisor"))
         if f.has(*FFN_WIDTH_FIELDS):
             width = f.int(*FFN_WIDTH_FIELDS)
             if f.bool("block_auto_adjust_ff_dim"):

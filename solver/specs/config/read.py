@@ -10,6 +10,7 @@ from typing import Any
 
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
+from solver.specs.config.decoder_only import refuse_non_decoder
 from solver.specs.config.encoders import image_tokens, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
 from solver.specs.config.outside import layernorm_bias, outside_stack
@@ -25,7 +26,7 @@ from solver.specs.validation import load_yaml
 _DEFAULTS_PATH = Path(__file__).parent / "family_defaults.yaml"
 # wrapper keys whose values belong to the whole checkpoint, lifted into the text config when it lacks them
 # where the longest position the model was built for is written, first given wins
-CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len")
+CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len", "max_context_length")
 _LIFTED = ("architectures", "quantization_config", "tie_word_embeddings", "torch_dtype", "dtype")
 _KNOWN_TYPES_NOTE = "sizes read from the config's own fields by convention"
 
@@ -134,7 +135,7 @@ def _refuse_values(cfg: ReadRecorder, f: Fields) -> None:
 
 
 def _layer_count(f: Fields) -> int:
-    for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers"):
+    for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_transformer_layers"):
         if f.has(key):
             return f.int(key, maximum=MAX_LAYERS)
     for key in ("hybrid_override_pattern", "layers_block_type", "layer_types", "block_configs"):
@@ -189,7 +190,10 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     origin = origin or name
     if not isinstance(raw, dict):
         raise InputError(origin, f"config must be a JSON object, got {type(raw).__name__}")
+    refuse_non_decoder(raw, origin)
     text, prefix = _text_config(raw, origin)
+    if text is not raw:
+        refuse_non_decoder(text, origin, prefix)
     wrapper_type = str(raw.get("model_type") or "")
     from_wrapper: list[str] = []  # fields the nested config leaves to the wrapper's default text config
     defaulted, known = _apply_defaults(text, wrapper_type, nested=text is not raw, taken=from_wrapper)
@@ -205,7 +209,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     if not known and model_type:
         warnings.append(f"model_type {model_type!r} is not in the family defaults; {_KNOWN_TYPES_NOTE}")
 
-    hidden = f.int("hidden_size", "d_model", "n_embd", "n_embed")
+    hidden = f.int("hidden_size", "d_model", "n_embd", "n_embed", "model_dim")  # OpenELM: model_dim
     vocab = f.int("padded_vocab_size", "vocab_size")  # ChatGLM: the table holds the padded vocabulary
     n_layers = _layer_count(f)
     images = image_tokens(raw, origin) if f.cfg.get("cross_attention_layers") else None
@@ -241,9 +245,11 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
             nonstandard.append(key)
             warnings.append(f"{key}: not counted (no sizing convention for it); the totals exclude it")
     quant = read_quant(cfg, origin, warnings)
-    # LFM2's config class reads tie_embedding in place of tie_word_embeddings when both are given
-    tie = f.bool(f.first("tie_embedding", "tie_word_embeddings") or "tie_word_embeddings")
-    # the longest position the model was built for: GPT-2's lineage names it n_positions, ChatGLM seq_length
+    # LFM2's config class reads tie_embedding in place of tie_word_embeddings when both are given; OpenELM's model
+    # builds no head under share_input_output_layers, whatever tie_word_embeddings says
+    tie = f.bool(f.first("share_input_output_layers", "tie_embedding", "tie_word_embeddings") or "tie_word_embeddings")
+    # the longest position the model was built for: GPT-2's lineage names it n_positions, ChatGLM seq_length,
+    # OpenELM max_context_length
     context_field = f.first(*CONTEXT_FIELDS) or CONTEXT_FIELDS[0]
     max_pos = f.opt_int(*CONTEXT_FIELDS, maximum=2**40)
     outside = outside_stack(f, hidden)

@@ -1,0 +1,41 @@
+"""A config of a model that is not a decoder-only stack is refused in one line, before its sizes are read: the
+planner shards one autoregressive stack, and reading an encoder-decoder's or an encoder's fields by the
+decoder's conventions would either miscount it silently (BERT read as a 12-layer decoder: 160M, without its
+token-type and position tables, pooler and biases) or fail on a field named for the wrong reason (T5's d_ff
+reported as a missing intermediate_size). The signs, each a field the model's config writes:
+
+  is_encoder_decoder: true   an encoder stack and a decoder that cross-attends to it (T5, BART, Whisper): written
+                             by every such config class, since it differs from PretrainedConfig's default
+  architectures ...ForMaskedLM  a masked-LM head: a bidirectional encoder (BERT, RoBERTa, DeBERTa, ModernBERT)
+  type_vocab_size            a token-type (segment) embedding table, the BERT lineage's, also under a bare
+                             ...Model architecture (sentence encoders)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from solver.errors import InputError
+
+_PLANS = "shardplan plans decoder-only stacks and does not size it"
+
+
+def refuse_non_decoder(cfg: dict[str, Any], origin: str, prefix: str = "") -> None:
+    """Raise the one-line refusal for the first sign (module docstring) the config carries; `prefix` names where
+    it sits (a wrapper's text_config.)."""
+    model_type = cfg.get("model_type") or "?"
+    if cfg.get("is_encoder_decoder") is True:
+        raise InputError(f"{origin}: {prefix}is_encoder_decoder",
+                         f"true: an encoder-decoder model ({model_type!r}: an encoder stack and a decoder that "
+                         f"cross-attends to it); {_PLANS}")
+    architectures = cfg.get("architectures")
+    if isinstance(architectures, list):
+        masked = [a for a in architectures if isinstance(a, str) and a.endswith("ForMaskedLM")]
+        if masked:
+            raise InputError(f"{origin}: {prefix}architectures",
+                             f"{masked[0]}: a masked-LM encoder (bidirectional attention, no token-by-token "
+                             f"decode); {_PLANS}")
+    types = cfg.get("type_vocab_size")
+    if isinstance(types, int) and not isinstance(types, bool) and types > 0:
+        raise InputError(f"{origin}: {prefix}type_vocab_size",
+                         f"{types}: token-type (segment) embeddings, a BERT-lineage encoder's ({model_type!r}); "
+                         f"{_PLANS}")
