@@ -8,11 +8,18 @@ exit 2) and their lines are checked here, as are the three items left open at th
 that leaves vision_use_head out, Gemma-4's vision position table, Falcon-H1's projectors_bias)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
 from hand_counts import Round, gated, lin, ln
+from solver.errors import InputError
+from solver.estimate.params import count_params
+from solver.specs.config.read import parse_model_config
 
 UNSEEN = Path(__file__).parent / "data" / "configs_unseen"
+CATALOG = Path(__file__).parent.parent / "models"
 DATA = UNSEEN / "round9"
 REFUSED = UNSEEN / "refused"
 ROUND = Round(DATA)
@@ -176,3 +183,179 @@ ACTIVE: dict[str, tuple[int, float | None]] = {
 
 # Qwen3-VL-235B in bf16 (471 GB of weights) does not fit 8 H100s; the shared end-to-end check solves it on 16
 SOLVE_CARDS: dict[str, int] = {"Qwen--Qwen3-VL-235B-A22B-Instruct": 16}
+
+
+def _tower(cfg: dict, index: int = 0) -> int:
+    return parse_model_config(cfg, "x").encoders[index].params
+
+
+# ------------------------------------------------------------------ counted as they were: what pins them
+
+
+def test_gemma3_12b_layers_are_the_reports_non_embedding_10759m_and_mm_tokens_size_nothing() -> None:
+    """The Gemma 3 report's Table 1 gives the 12B 10,759M non-embedding parameters: the 48 layers and final norm
+    (the text count less the tied table). mm_tokens_per_image sets Gemma3MultiModalProjector's pooling kernel, no
+    weight."""
+    cfg = _load("google--gemma-3-12b-it")
+    spec = parse_model_config(cfg, "x")
+    text = count_params(spec).total - spec.encoders[0].params
+    assert round((text - 262208 * 3840 - 3840) / 1e6) == 10759
+    cfg["mm_tokens_per_image"] = 64
+    assert count_params(parse_model_config(cfg, "x")).total == HAND["google--gemma-3-12b-it"]
+
+
+def test_mimo_vl_carries_qwen25_vls_tower_into_its_4096_width() -> None:
+    assert _spec("XiaomiMiMo--MiMo-VL-7B-RL").encoders[0].params == qwen25_vl_tower(4096)
+
+
+# ------------------------------------------------------------------ open item: SigLIP's vision_use_head
+
+
+def test_a_siglip_tower_that_leaves_vision_use_head_out_has_the_pooling_head() -> None:
+    """SiglipVisionConfig's vision_use_head defaults to true and a written vision_config is built as
+    SiglipVisionConfig(**it), so SiglipVisionModel builds the head. Before this round the reader took false: 4.97M
+    short for a So400m tower, silently."""
+    cfg = _load("google--gemma-3-12b-it")
+    del cfg["vision_config"]["vision_use_head"]
+    spec = parse_model_config(cfg, "x")
+    head = 1152 + lin(1152, 3 * 1152, True) + lin(1152, 1152, True) + ln(1152) + lin(1152, 4304, True) \
+        + lin(4304, 1152, True)
+    assert count_params(spec).total - HAND["google--gemma-3-12b-it"] == head
+    (note,) = [w for w in spec.warnings if w.startswith("vision_config.vision_use_head: not written")]
+    assert "siglip_vision_model tower's class defaults" in note
+
+
+def test_a_siglip2_tower_sizes_its_table_by_num_patches_and_takes_the_head_by_default() -> None:
+    """Siglip2VisionEmbeddings: an nn.Embedding of num_patches rows (no image_size: the grid is resized to each
+    image); before this round the LFM2-VL tower was refused on a missing image_size."""
+    cfg = _load("LiquidAI--LFM2-VL-1.6B")
+    base = _tower(cfg)
+    cfg["vision_config"]["num_patches"] = 1024
+    assert _tower(cfg) - base == (1024 - 256) * 1152
+    del cfg["vision_config"]["vision_use_head"]
+    assert _tower(cfg) - base - (1024 - 256) * 1152 == siglip_tower(1152, 4304, 0, 16, 0, head=True) \
+        - siglip_tower(1152, 4304, 0, 16, 0)
+
+
+# ------------------------------------------------------------------ open item: Gemma-4's vision tower
+
+
+def _gemma4() -> dict:
+    return json.loads((CATALOG / "google--gemma-4-31B-it.json").read_text())
+
+
+def test_gemma4_vision_tower_counts_as_its_modeling_code_builds_it() -> None:
+    """Before this round the reader sized Gemma4VisionModel by the ViT conventions: a two-matrix MLP with biases
+    (its GELU MLP is gated), two LayerNorms a block (four RMSNorms), no q / k norms, a biased patch embedding, no
+    position table (position_embedding_size unread: the tower writes rope_parameters), a final norm and a normed
+    projector: 418,277,376. The catalog's gemma-4-31B-it total moves by the difference, 157,463,856 (31.116B ->
+    31.273B); its text model, the published 30.7B, is unchanged."""
+    spec = parse_model_config(_gemma4(), "x")
+    assert spec.encoders[0].params == gemma4_vision_tower(1152, 4304, 27, 16, 72, 16, 10240) + lin(1152, 5376)
+    assert spec.encoders[0].params - 418_277_376 == 157_463_856
+
+
+def test_gemma4_position_embedding_size_sizes_one_table_per_image_axis() -> None:
+    cfg = _gemma4()
+    base = _tower(cfg)
+    cfg["vision_config"]["position_embedding_size"] = 5120
+    assert base - _tower(cfg) == 2 * 5120 * 1152
+
+
+# ------------------------------------------------------------------ open item: Falcon-H1's two bias switches
+
+
+@pytest.mark.parametrize(("field", "added"), [
+    # FalconH1Mixer.out_proj (d_ssm -> hidden): before this round projectors_bias was not read at all
+    ("projectors_bias", 36 * 1024),
+    # FalconH1Mixer.in_proj (hidden -> d_ssm + conv_dim + heads = 1536 + 1792 + 24) alone: before, out_proj too
+    ("mamba_proj_bias", 36 * (1536 + 1792 + 24)),
+    # FalconH1Attention biases q / k / v and o_proj by attention_bias: before, o_proj was left bare
+    ("attention_bias", 36 * (512 + 128 + 128 + 1024)),
+])
+def test_falcon_h1_bias_switches_bias_the_tensors_its_modeling_code_names(field: str, added: int) -> None:
+    from test_unseen_configs_round7 import HAND as ROUND7, _load as load7
+
+    cfg = load7("tiiuae--Falcon-H1-0.5B-Instruct")
+    assert cfg[field] is False
+    cfg[field] = True
+    assert count_params(parse_model_config(cfg, "x")).total - ROUND7["tiiuae--Falcon-H1-0.5B-Instruct"] == added
+
+
+# ------------------------------------------------------------------ wrappers: one rule each
+
+
+def test_idefics3_text_config_takes_llamaconfigs_defaults_in_a_note() -> None:
+    """Idefics3-8B's text_config writes no hidden_size, layers or heads (they equal LlamaConfig()'s, which
+    Idefics3Config builds); before this round it was refused on text_config.hidden_size."""
+    spec = _spec("HuggingFaceM4--Idefics3-8B-Llama3")
+    assert (spec.hidden_size, len(spec.layers)) == (4096, 32)
+    (note,) = [w for w in spec.warnings if w.startswith("text_config.hidden_size")]
+    assert "idefics3's default text config" in note
+
+
+def test_lfm2_vl_projector_runs_through_projector_hidden_size_after_a_layernorm() -> None:
+    cfg = _load("LiquidAI--LFM2-VL-1.6B")
+    base = count_params(parse_model_config(cfg, "x")).total
+    cfg["projector_hidden_size"] = 2048  # linear_1 4608 -> P, linear_2 P -> 2048, both biased
+    assert base - count_params(parse_model_config(cfg, "x")).total == 512 * (4608 + 2048 + 1)
+    cfg["projector_use_layernorm"] = False
+    assert base - count_params(parse_model_config(cfg, "x")).total == 512 * (4608 + 2048 + 1) + ln(4608)
+
+
+def test_lfm2_vl_reads_its_class_default_downsample_factor_in_a_note() -> None:
+    cfg = _load("LiquidAI--LFM2-VL-1.6B")
+    del cfg["downsample_factor"]
+    spec = parse_model_config(cfg, "x")
+    assert count_params(spec).total == HAND["LiquidAI--LFM2-VL-1.6B"]
+    (note,) = [w for w in spec.warnings if w.startswith("downsample_factor: not written")]
+    assert "lfm2_vl's default (2)" in note
+
+
+def test_a_whisper_audio_encoder_is_counted_by_its_layers_and_the_wrappers_projector() -> None:
+    qwen2_audio = _spec("Qwen--Qwen2-Audio-7B-Instruct").encoders
+    voxtral = _spec("mistralai--Voxtral-Mini-3B-2507").encoders
+    assert [(e.name, e.layers, e.hidden) for e in qwen2_audio + voxtral] == [("audio", 32, 1280)] * 2
+    assert qwen2_audio[0].params == whisper_encoder(1280, 32, 5120) + lin(1280, 4096, True)
+    assert voxtral[0].params == whisper_encoder(1280, 32, 5120) + lin(5120, 3072) + lin(3072, 3072)
+
+
+def test_qwen2_audio_text_config_takes_qwen2configs_defaults_in_a_note() -> None:
+    """Qwen2-Audio's text_config writes vocab_size and intermediate_size only; hidden 4096, 32 layers and 32 / 32
+    heads are Qwen2Config()'s. Before this round it was refused on text_config.hidden_size."""
+    spec = _spec("Qwen--Qwen2-Audio-7B-Instruct")
+    attn = spec.layers[0].mixer
+    assert (spec.hidden_size, len(spec.layers), attn.heads, attn.kv_heads, attn.qkv_bias) == (4096, 32, 32, 32, True)
+    (note,) = [w for w in spec.warnings if w.startswith("text_config.hidden_size")]
+    assert "qwen2_audio's default text config" in note
+
+
+def test_an_audio_tower_without_a_counting_convention_is_refused_in_one_line() -> None:
+    """Before this round an audio_config went through the ViT conventions: Voxtral's was refused on
+    audio_config.image_size, and with an image_size written it would have been sized as patches, silently."""
+    cfg = _load("mistralai--Voxtral-Mini-3B-2507")
+    cfg["audio_config"]["model_type"] = "new_audio_encoder"
+    with pytest.raises(InputError, match=r"audio_config: an audio encoder of model_type 'new_audio_encoder' has no "
+                                         r"counting convention here") as err:
+        parse_model_config(cfg, "x")
+    assert "\n" not in str(err.value)
+    cfg = _load("mistralai--Voxtral-Mini-3B-2507")
+    cfg["model_type"] = "new_audio_wrapper"  # a known encoder under a wrapper whose projector is not described
+    with pytest.raises(InputError, match=r"model_type: 'new_audio_wrapper': its audio projector has no counting"):
+        parse_model_config(cfg, "x")
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+
+@pytest.mark.parametrize(("name", "match"), [
+    # Phi-3.5-vision: before, 3,821,079,552 (the Phi-3-mini text model alone; embd_layer only named in a note,
+    # img_processor not even that) for the published 4.15B
+    ("microsoft--Phi-3.5-vision-instruct", "img_processor: given: an image tower named by a checkpoint"),
+    # Molmo-7B-D: before, 13,318,821,376 (a gated 37888 MLP, no vision backbone) for the published 8.02B
+    ("allenai--Molmo-7B-D-0924", "model_type: 'molmo': the vision backbone and its pooling connector are sized by"),
+])
+def test_a_family_this_round_refuses_is_refused_in_one_line_naming_why(name: str, match: str) -> None:
+    with pytest.raises(InputError, match=match) as err:
+        parse_model_config(_load(name, REFUSED), name)
+    assert "\n" not in str(err.value)
