@@ -213,7 +213,7 @@ def test_mimo_vl_carries_qwen25_vls_tower_into_its_4096_width() -> None:
 
 def test_a_siglip_tower_that_leaves_vision_use_head_out_has_the_pooling_head() -> None:
     """SiglipVisionConfig's vision_use_head defaults to true and a written vision_config is built as
-    SiglipVisionConfig(**it), so SiglipVisionModel builds the head. Before this round the reader took false: 4.97M
+    SiglipVisionConfig(**it), so SiglipVisionModel builds the head. Before this round the reader took false: 15.24M
     short for a So400m tower, silently."""
     cfg = _load("google--gemma-3-12b-it")
     del cfg["vision_config"]["vision_use_head"]
