@@ -340,9 +340,9 @@ def _whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str
         return encoder + d * text_hidden + text_hidden, layers, d
     if kind == "stacked_mlp":
         return encoder + ffn * text_hidden + text_hidden * text_hidden, layers, d
-    raise wrapper.err("model_type", f"{wrapper.cfg.get('model_type')!r}: its audio projector has no counting convention "
-                                    "here; not counted rather than miscounted (drop audio_config to size the language "
-                                    "model alone)")
+    raise wrapper.err("model_type", f"{wrapper.cfg.get('model_type')!r}: its audio projector has no counting "
+                                    "convention here; not counted rather than miscounted (drop audio_config to size "
+                                    "the language model alone)")
 
 
 def _tile_patches(f: Fields) -> int:
