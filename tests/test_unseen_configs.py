@@ -751,6 +751,7 @@ def test_tower_facts_are_read_by_the_towers_own_model_type() -> None:
     projector = lin(1024, 4096, True) + lin(4096, 4096, True)
     assert enc.params == CLIP_L_336 + projector
     cfg["vision_config"]["model_type"] = "siglip_vision_model"  # no class token, biased patch conv, one norm
+    cfg["vision_config"]["vision_use_head"] = False  # else SiglipVisionConfig's default builds the pooling head
     (other,) = parse_model_config(cfg, "x").encoders
     assert enc.params - other.params == 1024 + 1024 + ln(1024) - 1024  # class embedding and its row, pre-norm, bias
 

@@ -314,6 +314,9 @@ class BlockReader(FfnReading):
         if f.has("mamba_d_ssm") and f.int("mamba_d_ssm") != heads * head_dim:
             raise f.err("mamba_d_ssm", f"{f.cfg['mamba_d_ssm']} is not mamba_n_heads x mamba_d_head ({heads} x "
                                        f"{head_dim}): a Mamba-2 width other than its heads' is not modelled")
+        # the field that switches out_proj's bias apart from in_proj's (the family fact _mamba_out_proj_bias:
+        # FalconH1Mixer biases out_proj by projectors_bias and in_proj by mamba_proj_bias); in_proj's otherwise
+        out_field = f.cfg.get("_mamba_out_proj_bias")
         return Mamba2(hidden=self.h, heads=heads, head_dim=head_dim,
                       state_size=f.int("ssm_state_size", "mamba_d_state", "state_size"),
                       groups=f.int("n_groups", "mamba_n_groups", default=1),
@@ -321,7 +324,8 @@ class BlockReader(FfnReading):
                       conv_bias=f.bool("use_conv_bias", True) and f.bool("mamba_conv_bias", True),
                       proj_bias=f.bool("mamba_proj_bias")
                       or f.bool("use_bias"), state_dtype_bytes=self.state_bytes,
-                      gated_norm=f.bool("mamba_rms_norm", True))
+                      gated_norm=f.bool("mamba_rms_norm", True),
+                      out_bias=f.bool(str(out_field)) if out_field else None)
 
     def short_conv(self) -> Block:
         """LFM2's gated short convolution over hidden channels: kernel conv_L_cache, biases by conv_bias. A

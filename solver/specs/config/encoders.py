@@ -52,6 +52,26 @@ model_type and the text model's) on top:
                             intermediate_size -> out (Glm4vVisionModel's downsample and merger)
   _vision_refused           why the family's tower is not counted: the config is refused, naming the encoder
                             key (DeepSeek-VL2), rather than miscounted by the convention
+  _vision_gated_mlp         the blocks' MLP is gated (gate / up / down) whatever its activation, under the gated
+                            tower's conventions (RMSNorms, no biases, a bias-free patch embedding): Gemma-4's GELU MLP
+  _vision_norms_per_layer   norms per block (Gemma-4's 4: before and after attention and MLP); 2 otherwise
+  _vision_qk_norm: head     one q and one k RMSNorm of head_dim per block, shared by the heads (Gemma-4)
+  _vision_axial_positions   the field counting the rows of each of two learned tables, one per image axis, summed
+                            per patch (Gemma-4's position_embedding_size: 2 x FIELD x h)
+  _vision_position_rows     the field counting the learned table's rows (Siglip2's num_patches: a square grid
+                            resized to each image), in place of (image_size / patch_size)^2
+  _vision_projector_bare_linear  one bias-free linear into the text width after a scale-free norm
+                            (Gemma4MultimodalEmbedder)
+  _vision_projector_unshuffle_mlp  {downsample_factor, projector_hidden_size}: a pixel unshuffle by the wrapper's
+                            downsample_factor d, a LayerNorm over h d^2 (unless projector_use_layernorm is false), a
+                            linear into projector_hidden_size P and one from P into the text width, biased unless
+                            projector_bias is false (Lfm2VlMultiModalProjector); the values are the class defaults
+An audio_config is counted only where its tower's model_type carries _audio_whisper (a Whisper-style encoder:
+conv1 / conv2 over num_mel_bins, a max_source_positions table, d_model-wide layers of a bias-free k_proj, biased q /
+v / out_proj, two LayerNorms and a biased fc1 / fc2 of encoder_ffn_dim, a closing LayerNorm: Qwen2AudioEncoder,
+VoxtralEncoder) and its wrapper's _audio_projector says the projector (`linear`: one biased linear d -> text;
+`stacked_mlp`: two bias-free linears from the encoder's intermediate_size, into and through the text width); any
+other audio_config is refused naming it: the ViT conventions would size a Whisper encoder as patches.
 Learned 2D position tables written as init_pos_emb_height x init_pos_emb_width (MoonViT) count that many rows.
 A tower with a learned table by convention (not gated, no depth, no RoPE base, use_absolute_position_embeddings
 not false) needs image_size, written or from a default vision config (the tower class's: SiglipVisionConfig's
@@ -80,6 +100,7 @@ from typing import Any
 from solver.specs.config.fields import Fields, ReadRecorder
 
 ENCODER_KEYS = ("vision_config", "audio_config", "vision_tower")
+TOWER_FACTS = ("_vision_", "_audio_")  # the prefixes of the family facts a tower or its projector reads
 
 
 @dataclass(frozen=True)
@@ -111,7 +132,7 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
         notes.append(f"{f.prefix}intermediate_size: not given; the encoder's MLP width is read as 4 x hidden size "
                      f"= {inter} (the ViT convention)")
     act = str(c.get("hidden_act") or c.get("hidden_activation") or c.get("activation_func") or "gelu")
-    gated = act == "silu"
+    gated = act == "silu" or bool(facts.get("_vision_gated_mlp"))  # Gemma-4's gate / up / down run GELU
     rms = str(c.get("norm_type", "")).startswith("rms") or gated
     bias = not (c.get("attn_bias") is False or c.get("linear_bias") is False or c.get("attention_bias") is False
                 or gated)
@@ -126,13 +147,15 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     if not bias and facts.get("_vision_qkv_bias") and f.bool(str(facts["_vision_qkv_bias"])):
         attn += 3 * qd
     mlp = (3 if gated else 2) * h * inter + (((2 if gated else 1) * inter + h) if bias else 0)
-    per_layer = attn + mlp + 2 * norm
+    per_layer = attn + mlp + int(facts.get("_vision_norms_per_layer", 2)) * norm
     # two learned per-channel scales per layer: the family fact, or a layer_scale_init_value the config sets (the
     # HF InternVL tower's lambda_1 / lambda_2)
     if facts.get("_vision_layer_scale") or (f.has("layer_scale_init_value")
                                             and f.number("layer_scale_init_value", 0.0, 1e6) > 0):
         per_layer += 2 * h  # ls1, ls2
-    if c.get("qk_normalization") or f.bool("use_qk_norm"):
+    if facts.get("_vision_qk_norm") == "head":  # one q and one k RMSNorm of head_dim, shared by the heads
+        per_layer += 2 * f.int("head_dim")
+    elif c.get("qk_normalization") or f.bool("use_qk_norm"):
         per_layer += 2 * norm * qd // h  # q_norm, k_norm over all heads' channels
     channels = f.int("in_channels", "num_channels", "in_chans", default=3)
     temporal = f.int("temporal_patch_size", default=1)
@@ -144,7 +167,12 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     cls = 1 if facts.get("_vision_class_token") else 0
     positions = cls * h  # the class embedding
     positions += h if f.bool("use_mask_token") else 0  # a learned mask token (HF InternVL's use_mask_token)
-    if f.has("num_position_embeddings"):
+    axial, rows = facts.get("_vision_axial_positions"), facts.get("_vision_position_rows")
+    if axial:  # one learned row set per image axis, FIELD rows each, summed per patch (Gemma-4)
+        positions += 2 * f.int(str(axial)) * h
+    elif rows:  # the field that counts the learned table's rows (Siglip2's num_patches)
+        positions += f.int(str(rows)) * h
+    elif f.has("num_position_embeddings"):
         positions += f.int("num_position_embeddings") * h
     elif f.has("init_pos_emb_height"):
         positions += f.int("init_pos_emb_height") * f.int("init_pos_emb_width") * h
@@ -218,6 +246,9 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         merge = f.int("spatial_merge_size")
         ctx = f.int("intermediate_size")
         return h * merge * merge * out + out + out * out + 2 * out + 3 * out * ctx
+    if facts.get("_vision_projector_bare_linear"):
+        # Gemma4MultimodalEmbedder: a scale-free RMSNorm (no weight), one bias-free linear into the text width
+        return h * f.int("out_hidden_size", "text_hidden_size", default=text_hidden)
     if facts.get("_vision_hidden_is_output"):
         out = f.int("hidden_size")
     elif facts.get("_vision_projector_biased_linear"):  # into projection_dim (PaliGemma writes it on both)
@@ -253,6 +284,22 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
                              f"({swiglu[name]}), which the config class writes no field for when it is unchanged")
         wide = h * d * d
         return 2 * wide + wide * wide_a + wide_a + (wide_a // 2) * out + out
+    unshuffle = facts.get("_vision_projector_unshuffle_mlp")
+    if unshuffle:
+        # Lfm2VlMultiModalProjector: a pixel unshuffle by the wrapper's downsample_factor d, a LayerNorm over h d^2
+        # (projector_use_layernorm), linear_1 h d^2 -> projector_hidden_size P, linear_2 P -> the text width, both
+        # biased under projector_bias; the fact holds the config class's defaults of d and P, read in a note where
+        # the wrapper leaves them out
+        d = wrapper.int("downsample_factor", default=int(unshuffle["downsample_factor"]), maximum=64)
+        mid = wrapper.int("projector_hidden_size", default=int(unshuffle["projector_hidden_size"]))
+        for name in ("downsample_factor", "projector_hidden_size"):
+            if not wrapper.has(name):
+                notes.append(f"{name}: not written; read as {wrapper.cfg.get('model_type')}'s default "
+                             f"({unshuffle[name]}), which the config class writes no field for when it is unchanged")
+        wide = h * d * d
+        bias = wrapper.bool("projector_bias", True)
+        norm_in = 2 * wide if wrapper.bool("projector_use_layernorm", True) else 0
+        return norm_in + wide * mid + mid * out + ((mid + out) if bias else 0)
     if facts.get("_vision_projector_shuffle_linear"):
         # Idefics3Connector: a pixel shuffle by the wrapper's scale_factor, then one bias-free linear
         factor = wrapper.int("scale_factor", maximum=64)
@@ -271,6 +318,31 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         deep = (mergers - 1) * (wide * wide + wide + wide * out + out + 2 * wide)
         return merger + deep
     return h * out + h  # one linear into the text width and a norm on its input
+
+
+def _whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, Any]) -> tuple[int, int, int]:
+    """(params, layers, width) of a Whisper-style audio encoder (the tower fact _audio_whisper: Qwen2AudioEncoder,
+    VoxtralEncoder) and its projector (the wrapper's _audio_projector): conv1 Conv1d num_mel_bins -> d and conv2 d -> d,
+    kernel 3 with biases; embed_positions, a max_source_positions x d table (frozen, but a parameter the checkpoint
+    holds); per layer k_proj without bias, q / v / out_proj with bias, two LayerNorms, fc1 / fc2 with bias; the
+    closing LayerNorm. The projector: `linear`, one biased linear d -> the text width (Qwen2AudioMultiModalProjector);
+    `stacked_mlp`, frames stacked to the encoder's intermediate_size, then two bias-free linears into the text
+    width and through it (VoxtralMultiModalProjector)."""
+    d = f.int("d_model", "hidden_size")
+    layers = f.int("encoder_layers", "num_hidden_layers", maximum=10_000)
+    ffn = f.int("encoder_ffn_dim", "intermediate_size")
+    mels = f.int("num_mel_bins")
+    positions = f.int("max_source_positions", maximum=10**7)
+    layer = 4 * d * d + 3 * d + 2 * 2 * d + d * ffn + ffn + ffn * d + d
+    encoder = mels * 3 * d + d + d * 3 * d + d + positions * d + layers * layer + 2 * d
+    kind = facts.get("_audio_projector")
+    if kind == "linear":
+        return encoder + d * text_hidden + text_hidden, layers, d
+    if kind == "stacked_mlp":
+        return encoder + ffn * text_hidden + text_hidden * text_hidden, layers, d
+    raise wrapper.err("model_type", f"{wrapper.cfg.get('model_type')!r}: its audio projector has no counting "
+                                    "convention here; not counted rather than miscounted (drop audio_config to size "
+                                    "the language model alone)")
 
 
 def _tile_patches(f: Fields) -> int:
@@ -345,7 +417,7 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
             raise Fields(raw, origin).err(key, "must be an object")
         tower_type = str(sub.get("model_type") or "")
         own = families.get(tower_type) or {}
-        facts = {**{k: v for k, v in own.items() if str(k).startswith("_vision_")}, **wrapper_facts}
+        facts = {**{k: v for k, v in own.items() if str(k).startswith(TOWER_FACTS)}, **wrapper_facts}
         # a diffed vision_config leaves out what equals the default vision config: the wrapper's (LlavaConfig's
         # CLIP) first, else the tower class's own (SiglipVisionConfig's image_size 224)
         own_defaults = (own.get("_vision_config_defaults") or {}) if key == "vision_config" else {}
@@ -358,7 +430,15 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         if facts.get("_vision_refused"):  # a tower the conventions cannot express and no fact yet describes
             raise Fields(raw, origin).err(key, f"{facts['_vision_refused']}; not counted rather than miscounted "
                                                "(drop it to size the language model alone)")
-        if sub.get("max_num_tiles") is not None:
+        if key == "audio_config":
+            # an audio tower is counted only by its family's convention: the ViT conventions below would size a
+            # Whisper encoder as patches and a position grid (Voxtral's, silently) or refuse it on image_size
+            if not facts.get("_audio_whisper"):
+                raise Fields(raw, origin).err(key, f"an audio encoder of model_type {tower_type or '(none)'!r} has no "
+                                                   "counting convention here; not counted rather than miscounted "
+                                                   "(drop it to size the language model alone)")
+            params, layers, h = _whisper_audio(f, Fields(raw, origin), text_hidden, facts)
+        elif sub.get("max_num_tiles") is not None:
             params, layers, h = _tiled_vit(f, text_hidden)
         else:
             params, layers, h = _vit(f, Fields(raw, origin), text_hidden, notes, facts)

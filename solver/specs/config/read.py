@@ -11,7 +11,7 @@ from typing import Any
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
 from solver.specs.config.decoder_only import refuse_non_decoder
-from solver.specs.config.encoders import image_tokens, read_encoders
+from solver.specs.config.encoders import TOWER_FACTS, image_tokens, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
 from solver.specs.config.outside import layernorm_bias, outside_stack
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
@@ -235,7 +235,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
                         "((image_size / patch_size)^2 + 1)), a constant state per sequence")
     mtp, copies = _mtp(f, reader, layers)
     warnings += reader.notes
-    facts = {k: v for k, v in defaulted.items() if str(k).startswith("_vision_")}
+    facts = {k: v for k, v in defaulted.items() if str(k).startswith(TOWER_FACTS)}
     # a tower is of a known family when it or its wrapper has a line (the text model's line says nothing of it)
     encoders = tuple(read_encoders(raw, hidden, origin, warnings, facts, _family_defaults(),
                                    wrapper_type in _family_defaults()))

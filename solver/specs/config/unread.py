@@ -75,6 +75,10 @@ _REFUSED = {
     "speech_lora": "LoRA adapters per modality (rank r on the text model's linears a name pattern selects)",
     "audio_processor": "a conformer audio encoder (convolution subsampling, conformer blocks, relative-position bias)",
     "qk_ln": "MPT's q / k LayerNorms (attn_config.qk_ln)",
+    # Phi-3-vision / Phi-3.5-vision: the image tower is named by a checkpoint (img_processor.model_name), not sized,
+    # and its projector (embd_layer: an HD transform with learned separators) has no counting convention
+    "img_processor": "an image tower named by a checkpoint rather than sized in the config and its projector "
+                     "(embd_layer)",
 }
 
 

@@ -29,9 +29,10 @@ class Mamba2(Block):
     groups: int = 1
     conv_kernel: int = 4
     conv_bias: bool = True
-    proj_bias: bool = False
+    proj_bias: bool = False  # in_proj's bias
     state_dtype_bytes: int = 2
     gated_norm: bool = True  # the RMSNorm gated by z over d_inner; Falcon-H1 builds it only when mamba_rms_norm
+    out_bias: bool | None = None  # out_proj's bias: in_proj's unless set (Falcon-H1 switches it by its own field)
 
     role = "mixer"
     kind = "Mamba2"
@@ -69,7 +70,11 @@ class Mamba2(Block):
                 Part("conv1d_bc", bc * (self.conv_kernel + cbias), "kv_heads", self.groups),
                 Part("A_log+D+dt_bias", 3 * self.heads, "tp"),
                 Part("norm", di if self.gated_norm else 0, "tp"),
-                Part("out_proj", di * h + (h if self.proj_bias else 0), "tp"))
+                Part("out_proj", di * h + (h if self._out_bias else 0), "tp"))
+
+    @property
+    def _out_bias(self) -> bool:
+        return self.proj_bias if self.out_bias is None else self.out_bias
 
     def shares(self) -> tuple[Share, ...]:
         return (Share(MODULE, "attention", "attn_tp_size", self.parts()),)
