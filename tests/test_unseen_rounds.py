@@ -1,7 +1,7 @@
 """The checks every round of configs outside the catalog shares (tests/test_unseen_configs_{multi2,round4,round5,
 round6,round7,round8,round9}.py hold each round's hand counts, published figures and reading rules): every file has
-a hand count, counts to it exactly, lies within 1% of a precisely published total, activates its hand count within 2% of the
-card, and inspects and solves end to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says so)."""
+a hand count, counts to it exactly, lies within 1% of a precisely published total, activates its hand count within
+2% of the card, and inspects and solves end to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says so)."""
 from __future__ import annotations
 
 import pytest
