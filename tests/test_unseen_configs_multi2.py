@@ -252,17 +252,24 @@ def test_a_biased_linear_projector_maps_into_projection_dim_without_a_norm() -> 
     assert enc.params == siglip_so400m(224) + 1152 * 2304 + 2304
 
 
-def test_a_nested_vision_config_takes_the_wrappers_default_vision_config() -> None:
-    """Pixtral-12B's vision_config is written as its diff against LlavaConfig's default CLIP ViT-L/14: no
-    hidden_size, intermediate_size, layers or heads. They are read from that default, in a note."""
+def test_a_nested_vision_config_takes_its_tower_class_defaults() -> None:
+    """Pixtral-12B's vision_config is written as its diff against PixtralVisionConfig(), the class transformers
+    builds it with: no hidden_size, intermediate_size, layers or heads. They are read from that class's defaults, in
+    a note; the wrapper's default vision config (LlavaConfig's CLIP ViT-L/14) only fills what no class default is
+    known for, and with neither the field is missing."""
     cfg = _load("mistral-community--pixtral-12b")
     assert "hidden_size" not in cfg["vision_config"]
     spec = _spec("mistral-community--pixtral-12b")
     (enc,) = spec.encoders
     assert (enc.hidden, enc.layers) == (1024, 24)
-    (note,) = [w for w in spec.warnings if "default vision config" in w]
-    assert note.startswith("vision_config.hidden_size, intermediate_size, num_hidden_layers: not written")
-    cfg["model_type"] = "newvlm"  # a wrapper whose default vision config is not known: the field is missing
+    (note,) = [w for w in spec.warnings if "vision_config.hidden_size" in w]
+    assert note.startswith("vision_config.hidden_size, intermediate_size, num_hidden_layers: not written; read as "
+                           "the pixtral tower's class defaults")
+    cfg["vision_config"]["model_type"] = "newtower"  # a tower class without known defaults: the wrapper's fill in
+    spec = parse_model_config(cfg, "x")
+    assert (spec.encoders[0].hidden, spec.encoders[0].layers) == (1024, 24)
+    assert [w for w in spec.warnings if "llava's default vision config" in w]
+    cfg["model_type"] = "newvlm"  # nor a known default vision config of the wrapper: the field is missing
     cfg["text_config"]["num_attention_heads"] = 32
     with pytest.raises(InputError, match="vision_config.depth: missing"):
         parse_model_config(cfg, "x")

@@ -174,15 +174,17 @@ def test_llava_onevision_projector_is_two_biased_linears_and_an_image_newline() 
     assert spec.encoders[0].params == SIGLIP_26 + lin(1152, 3584, True) + lin(3584, 3584, True) + 3584
 
 
-def test_llava_onevision_reads_its_default_vision_config_in_a_note() -> None:
-    """transformers writes the nested vision_config as its diff against LlavaOnevisionConfig's default SigLIP (26
-    layers at 384, no head): a vision_config that leaves the layer count out reads 26, said in a note."""
+def test_llava_onevision_reads_a_left_out_field_from_its_siglip_class_defaults() -> None:
+    """transformers builds a written vision_config with its tower class, SiglipVisionConfig: a field it leaves
+    out is that class's default (12 layers), not LlavaOnevisionConfig's default SigLIP (26), said in a note. The
+    file itself writes vision_use_head false, which only a diff against the class default (true) writes."""
     cfg = _load("llava-hf--llava-onevision-qwen2-7b-ov-hf")
+    assert cfg["vision_config"]["vision_use_head"] is False
     del cfg["vision_config"]["num_hidden_layers"]
     spec = parse_model_config(cfg, "x")
-    assert count_params(spec).total == HAND["llava-hf--llava-onevision-qwen2-7b-ov-hf"]
+    assert spec.encoders[0].layers == 12
     (note,) = [w for w in spec.warnings if w.startswith("vision_config.num_hidden_layers: not written")]
-    assert "llava_onevision's default vision config" in note
+    assert "the siglip_vision_model tower's class defaults" in note
 
 
 # ------------------------------------------------------------------ Jamba: the layer placement by period and offset

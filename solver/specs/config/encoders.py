@@ -418,11 +418,14 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         tower_type = str(sub.get("model_type") or "")
         own = families.get(tower_type) or {}
         facts = {**{k: v for k, v in own.items() if str(k).startswith(TOWER_FACTS)}, **wrapper_facts}
-        # a diffed vision_config leaves out what equals the default vision config: the wrapper's (LlavaConfig's
-        # CLIP) first, else the tower class's own (SiglipVisionConfig's image_size 224)
+        # a written vision_config is built by its tower class (transformers passes the dict to it), so a field it
+        # leaves out is that class's default (SiglipVisionConfig's image_size 224): the hub files are its diff
+        # against them (PaliGemma's and LLaVA-OneVision's write vision_use_head false, which their wrappers'
+        # default vision configs hold). The wrapper's default vision config (LlavaConfig's CLIP) only fills what
+        # no class default of the tower is known for
         own_defaults = (own.get("_vision_config_defaults") or {}) if key == "vision_config" else {}
         wrapper_defaults = (wrapper_facts.get("_vision_config_defaults") or {}) if key == "vision_config" else {}
-        defaults = {**own_defaults, **wrapper_defaults}
+        defaults = {**wrapper_defaults, **own_defaults}
         taken = [k for k in defaults if k not in sub]
         # every key the tower reader looks up is recorded, so that what it never read can be named
         sub = ReadRecorder({**sub, **{k: defaults[k] for k in taken}})
@@ -443,10 +446,10 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         else:
             params, layers, h = _vit(f, Fields(raw, origin), text_hidden, notes, facts)
             _check_heads(f, h, set(sub) - set(taken))
-        for source, table in ((f"{raw.get('model_type')}'s default vision config", wrapper_defaults),
-                              (f"the {tower_type} tower's class defaults", own_defaults)):
-            read = [k for k in taken if k in sub.looked_up and k in table and (table is wrapper_defaults
-                                                                                or k not in wrapper_defaults)]
+        for source, table in ((f"the {tower_type} tower's class defaults", own_defaults),
+                              (f"{raw.get('model_type')}'s default vision config", wrapper_defaults)):
+            read = [k for k in taken if k in sub.looked_up and k in table and (table is own_defaults
+                                                                                or k not in own_defaults)]
             if read:
                 notes.append(f"{key}.{', '.join(read)}: not written; read as {source} (a nested config is written "
                              "as its difference from that default)")
