@@ -98,10 +98,13 @@ def prefill_batches(isl: int, world: int) -> list[int]:
 
 def phase_scenario(scenario: Scenario, phase: str, batch: int | None = None) -> Scenario:
     """The scenario a pool is planned for: prefill keeps the TTFT SLA (its step must fit in it) at `batch`
-    prompts per step, decode the TPOT SLA and the MTP depth with the concurrency the planner's to choose."""
+    prompts per step, decode the TPOT SLA with the concurrency the planner's to choose. Both keep the MTP depth:
+    the prefill worker runs the MTP layers too (its command enables them, and it builds their cache, which the
+    KV transfer carries: estimate.disagg), so it holds their weights."""
     if phase == "prefill":
         return Scenario(kind=scenario.kind, isl=scenario.isl, osl=scenario.osl, concurrency=batch,
-                        max_concurrency=scenario.max_concurrency, ttft_ms=scenario.ttft_ms, phase="prefill")
+                        max_concurrency=scenario.max_concurrency, ttft_ms=scenario.ttft_ms, mtp=scenario.mtp,
+                        mtp_accept=scenario.mtp_accept, phase="prefill")
     return Scenario(kind=scenario.kind, isl=scenario.isl, osl=scenario.osl, max_concurrency=scenario.max_concurrency,
                     tpot_ms=scenario.tpot_ms, mtp=scenario.mtp, mtp_accept=scenario.mtp_accept, phase="decode")
 
