@@ -146,6 +146,18 @@ def test_a_memory_remedy_counts_the_cards_of_both_pools_and_is_a_deployment_that
     _plan("deepseek-v3", "h100_sxm", 32, isl=2048, osl=512)
 
 
+def test_a_pool_no_worker_size_holds_names_what_binds_its_largest_worker() -> None:
+    # DeepSeek-R1 8K prompts on 32 H100 under SGLang, TTFT 200 ms: workers of 1-8 ranks cannot hold the weights
+    # (and SGLang's rules prune some of their layouts); at 16 ranks only the TTFT SLA stops the prefill pool.
+    # The error used to list every size's constraints, framework rules included, as binding
+    spec, hw = load_model("deepseek-r1"), load_hardware("h100_sxm")
+    with pytest.raises(InfeasibleError) as err:
+        plan_disagg(spec, hw, resolve_precision(spec, hw, None, None, None), load_framework("sglang"), 32,
+                    Scenario(kind="balanced", isl=8192, osl=1024, ttft_ms=200, tpot_ms=20))
+    assert err.value.binding == ["SLA.ttft"]
+    assert "(SLA.ttft binds at 16 ranks)" in str(err.value) and "relax --ttft-ms" in (err.value.remedy or "")
+
+
 def test_a_concurrency_remedy_only_when_a_concurrency_was_given() -> None:
     # the weights alone do not fit a worker: fewer requests would not help, and none was given
     assert "concurrency" not in _remedy("deepseek-v3", "h100_sxm", 16, isl=2048, osl=512)

@@ -27,15 +27,19 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
     missing = [ph for ph, w in smallest.items() if w is None]
     if missing:
         largest = max(job.sizes)
-        failed = [k for k in skipped if k.split()[0] in missing]
-        binding = sorted({b for k in failed for b in skipped[k].binding}) or ["B.memory_per_rank"]
-        # what binds the largest worker tried is what more cards or a looser SLA must lift
+        # what binds the largest worker tried is what more cards or a looser SLA must lift, and what is named:
+        # the smaller workers' lists add the framework rules that pruned some of their layouts on the way to
+        # their memory wall, which bind nothing the user can change
         at_largest = {b for ph in missing if (exc := skipped.get(f"{ph} W={largest}")) for b in exc.binding}
+        failed = [k for k in skipped if k.split()[0] in missing]
+        binding = (sorted(at_largest) or sorted({b for k in failed for b in skipped[k].binding})
+                   or ["B.memory_per_rank"])
+        where = f" at {largest} ranks" if at_largest else ""
         memory = _memory_remedies(job, scenario, smallest, missing) if (
             "B.memory_per_rank" in at_largest or not at_largest) else []
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: no "
                                f"{' or '.join(missing)} worker of at most {largest} ranks is feasible "
-                               f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'})", binding,
+                               f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}{where})", binding,
                                _what_would_fit(_sla_floor(job, scenario, sorted(at_largest)), memory))
     need = cards_for(model, hw, smallest["prefill"], smallest["decode"])
     if need > cards:
