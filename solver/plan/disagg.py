@@ -283,9 +283,10 @@ def _concurrency(scenario: Scenario, batch: int, decode_workers: int) -> int | N
     return scenario.concurrency if batch // 2 < share <= batch else None
 
 
-def cards_for(model: ModelSpec, hw: Hardware, prefill_size: int, decode_size: int) -> int:
-    """The fewest cards on which a prefill worker and a decode worker of these sizes are both worker sizes."""
-    c = prefill_size + decode_size
+def cards_for(model: ModelSpec, hw: Hardware, prefill_size: int, decode_size: int, at_least: int = 0) -> int:
+    """The fewest cards (at least `at_least`) on which a prefill worker and a decode worker of these sizes are
+    both worker sizes."""
+    c = max(prefill_size + decode_size, at_least)
     while not {prefill_size, decode_size} <= set(worker_sizes(model, hw, c)):
         c += 1
     return c

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from solver.errors import InfeasibleError
-from solver.estimate.disagg import DisaggEstimate
-from solver.plan.disagg import MAX_EVALUATED, _pairs, cards_for, phase_scenario, sla_misses
+from solver.estimate.disagg import DisaggEstimate, workers_to_match
+from solver.plan.disagg import MAX_EVALUATED, _concurrency, _pairs, cards_for, phase_scenario, sla_misses
 from solver.plan.solve import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
                                relax_slas)
 from solver.specs.limits import MAX_CONCURRENCY
@@ -51,13 +51,48 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
     free = scenario.model_copy(update={"concurrency": None, "max_concurrency": MAX_CONCURRENCY})
     most = max((t.conc for t in _pairs(free, fronts, cards)), default=None)
     if scenario.concurrency and most:
+        held = _decode_slots(fronts, cards, smallest["prefill"])
+        if held >= scenario.concurrency:  # the decode pool holds the load; the prefill pool it asks for does not fit
+            why = (f"decode workers that fit beside a prefill worker hold {held:,} requests, but not beside the prefill "
+                   f"workers that load needs (the rate match): the matched pools hold at most {most:,}")
+        else:
+            why = (f"the decode workers that fit beside a prefill worker hold at most {held:,} requests"
+                   + (f" ({most:,} beside the prefill workers their load needs)" if most < held else ""))
+        bigger = _fewest_cards(job, scenario, fronts)
+        more = (f"{bigger[0]} cards ({bigger[1]} prefill worker(s) of {bigger[2]} ranks and {bigger[3]} decode "
+                f"worker(s) of {bigger[4]})" if bigger else "more cards")
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} serves "
-                               f"--concurrency {scenario.concurrency}: the decode workers that fit beside their "
-                               f"prefill workers hold at most {most} requests", ["concurrency"],
-                               f"what would fit: --concurrency {most}, or more cards")
+                               f"--concurrency {scenario.concurrency}: {why}", ["concurrency"],
+                               f"what would fit: --concurrency {most}, or {more}")
     return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the prefill workers "
                            "the rate match needs do not fit beside a decode worker", ["cards"],
                            "what would fit: more cards")
+
+
+def _decode_slots(fronts: dict, cards: int, prefill_size: int) -> int:
+    """The most requests decode workers hold (their planned batch, under the TPOT SLA) on the cards a prefill
+    worker of `prefill_size` ranks leaves, the rate match aside."""
+    return max(((cards - prefill_size) // wd * max(d.batch for d in pts) for wd, pts in fronts["decode"].items()
+                if cards - prefill_size >= wd), default=0)
+
+
+def _fewest_cards(job: "_Job", scenario: Scenario, fronts: dict) -> tuple[int, int, int, int, int] | None:
+    """(cards, x, W_p, y, W_d): the fewest cards on which the pools' worker sizes, rate-matched, serve the given
+    concurrency (the pairs plan.disagg forms, on more cards); None when no pair does."""
+    best = None
+    for wp, pre in fronts["prefill"].items():
+        for wd, dec in fronts["decode"].items():
+            for d in dec:
+                lo = -(-scenario.concurrency // d.batch)  # y from the fewest whose share fits the batch bucket
+                for y in range(lo, 2 * lo + 1):
+                    if _concurrency(scenario, d.batch, y) is None:
+                        continue
+                    demand = scenario.concurrency / (scenario.osl * d.estimate.tpot_s)
+                    x = min(workers_to_match(demand, p.estimate.output_tokens_per_s) for p in pre)
+                    need = cards_for(job.model, job.hw, wp, wd, x * wp + y * wd)
+                    if best is None or need < best[0]:
+                        best = (need, x, wp, y, wd)
+    return best
 
 
 def none_meets(job: "_Job", scenario: Scenario, rejected: list[str]) -> InfeasibleError:
