@@ -135,6 +135,34 @@ def test_disaggregated_outputs_leave_out_knobs_the_model_lacks(qwen8) -> None:
     assert all("moe_tp_size" in c and not set(absent) & set(c) for c in configs), configs
 
 
+def test_every_listed_plan_gives_each_pools_workers_and_attention_dp_and_moe_ep(qwen8) -> None:
+    # the alternatives used to give neither the worker counts and sizes nor DP / EP, and the table no DP / EP, so
+    # an alternative's layout could not be read back (1P1D on 24 ranks: 8 + 16 or 16 + 8?)
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    for pool in ("prefill", "decode"):  # Qwen3-30B-A3B: MoE, no KVP (generic: the seed's DP)
+        per_stage = qwen8[f"{pool}_ranks_per_worker"] // qwen8[f"{pool}_pp_size"]
+        assert (qwen8[f"{pool}_attn_dp_size"] * qwen8[f"{pool}_attn_tp_size"] == per_stage).all()
+        assert (qwen8[f"{pool}_moe_ep_size"] * qwen8[f"{pool}_moe_tp_size"] == per_stage).all()
+    res = CliRunner().invoke(main, ["solve", QWEN, "--hardware", "h200_sxm", "--cards", "8", "--serving", "disagg",
+                                    "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["alternatives"]
+    for a in out["alternatives"]:
+        assert a["ratio"] == f"{a['prefill_workers']}P{a['decode_workers']}D"
+        assert a["prefill_workers"] * a["prefill_ranks_per_worker"] + \
+            a["decode_workers"] * a["decode_ranks_per_worker"] == a["ranks_used"]
+        for pool in ("prefill", "decode"):
+            c = a[f"{pool}_parallel_config"]
+            assert {"attn_dp_size", "moe_ep_size"} <= set(c)
+            assert c["attn_dp_size"] * c["attn_tp_size"] * c.get("pp_size", 1) == a[f"{pool}_ranks_per_worker"]
+
+
 # ------------------------------------------------------------------------------------------------ remedies
 
 
