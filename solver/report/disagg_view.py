@@ -81,9 +81,15 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
     inv_d, inv_a = 1 / e.output_tokens_per_s_per_rank, 1 / a.output_tokens_per_s_per_rank
     sd = scenario.score(lat_d, inv_d, min(lat_d, lat_a), min(inv_d, inv_a))
     sa = scenario.score(lat_a, inv_a, min(lat_d, lat_a), min(inv_d, inv_a))
-    why = [f"output tokens/s per rank: disagg {e.output_tokens_per_s_per_rank:,.1f} vs aggregated "
-           f"{a.output_tokens_per_s_per_rank:,.1f} ({(ratio - 1) * 100:+.0f}%); TTFT {e.ttft_s * 1e3:,.0f} vs "
-           f"{a.ttft_s * 1e3:,.0f} ms; TPOT {e.tpot_s * 1e3:.1f} vs {a.tpot_s * 1e3:.1f} ms"]
+    w_lat, w_inv = scenario.objective_weights
+    # the same ISL / OSL and SLAs; the concurrency is each plan's own unless --concurrency fixed it
+    load = (f"both at --concurrency {scenario.concurrency:,}" if scenario.concurrency else
+            f"concurrency {e.concurrency:,} vs {agg.planned.batch:,}, each the load its own plan picks")
+    why = [f"on the {scenario.kind} score ({w_lat:g} x log request latency + {w_inv:g} x log 1 / output tokens/s "
+           f"per rank, lower wins): output tokens/s per rank: disagg {e.output_tokens_per_s_per_rank:,.1f} vs "
+           f"aggregated {a.output_tokens_per_s_per_rank:,.1f} ({(ratio - 1) * 100:+.0f}%); TTFT "
+           f"{e.ttft_s * 1e3:,.0f} vs {a.ttft_s * 1e3:,.0f} ms; TPOT {e.tpot_s * 1e3:.1f} vs {a.tpot_s * 1e3:.1f} "
+           f"ms; {load}"]
     if a.prefill_share > 0:
         why.append(f"aggregated decode steps carry the prefills: {a.prefill_share:.0%} of its time is prefill, "
                    f"which stretches every decode step by {1 / (1 - a.prefill_share):.2f}x; the decode pool has none")
