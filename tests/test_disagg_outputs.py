@@ -224,6 +224,24 @@ def test_the_ttft_floor_is_the_lowest_end_to_end_ttft_whatever_sla_was_given() -
     _plan(QWEN, "h200_sxm", 8, ttft_ms=floors.pop() * 1.001)  # and an SLA at the floor is met
 
 
+def test_what_would_serve_a_given_concurrency_is_judged_by_the_sla_as_the_plan_is() -> None:
+    # DeepSeek-R1 8K/1K on 16 H200 (SGLang), TTFT 700 ms, TPOT 30 ms, --concurrency 512: the remedy offered
+    # "--concurrency 32, or 168 cards", from the rate match alone; on 168 cards every pair misses the TTFT SLA (the
+    # 512-request burst), and at 32 too. Each suggestion is now one the full estimate serves within the SLA
+    spec, hw, fw = load_model("deepseek-r1"), load_hardware("h200_sxm"), load_framework("sglang")
+    prec = resolve_precision(spec, hw, None, None, None)
+    sc = Scenario(kind="balanced", isl=8192, osl=1024, ttft_ms=700, tpot_ms=30, concurrency=512)
+    with pytest.raises(InfeasibleError) as err:
+        plan_disagg(spec, hw, prec, fw, 16, sc)
+    remedy = err.value.remedy or ""
+    fewer = re.search(r"--concurrency (\d+)", remedy)
+    assert fewer, remedy
+    assert plan_disagg(spec, hw, prec, fw, 16, sc.model_copy(update={"concurrency": int(fewer.group(1))}))
+    more = re.search(r"or (\d+) cards \(", remedy)
+    if more:
+        assert plan_disagg(spec, hw, prec, fw, int(more.group(1)), sc)
+
+
 def test_a_given_concurrency_above_the_planners_default_range_is_served() -> None:
     # a fixed concurrency makes the planner's range (4,096 by default) moot, as in the aggregated plan
     _plan(QWEN, "h200_sxm", 128, concurrency=6000)

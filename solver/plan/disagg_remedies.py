@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from solver.errors import InfeasibleError
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
-from solver.plan.disagg import MAX_EVALUATED, _concurrency, _pairs, cards_for, phase_scenario, sla_misses
+from solver.plan.disagg import (MAX_EVALUATED, _concurrency, _Pair, _pairs, cards_for, phase_scenario,
+                                sla_misses)
 from solver.plan.solve import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
                                relax_slas)
 from solver.specs.limits import MAX_CONCURRENCY
@@ -46,24 +47,29 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the smallest "
                                f"prefill ({smallest['prefill']}) and decode ({smallest['decode']}) workers need {need} "
                                "cards together", ["cards"], f"what would fit: {need} cards or more")
-    # the pools fit: the load does not. The most requests the pairs hold, the planner's range set aside as a fixed
-    # concurrency sets it aside
+    # the pools fit: the load does not. The most requests the pairs serve within the SLAs (the full estimate's
+    # verdict, as plan_disagg's), the planner's range set aside as a fixed concurrency sets it aside
     free = scenario.model_copy(update={"concurrency": None, "max_concurrency": MAX_CONCURRENCY})
-    most = max((t.conc for t in _pairs(free, fronts, cards)), default=None)
-    if scenario.concurrency and most:
+    served = _first_served(job, scenario, sorted(_pairs(free, fronts, cards), key=lambda t: -t.conc))
+    most = served.conc if served else None
+    if scenario.concurrency:
+        sla = f" at TPOT <= {scenario.tpot_ms:g} ms" if scenario.tpot_ms is not None else ""
         held = _decode_slots(fronts, cards, smallest["prefill"])
         if held >= scenario.concurrency:  # the decode pool holds the load; the prefill pool it asks for does not fit
-            why = (f"decode workers that fit beside a prefill worker hold {held:,} requests, but not beside the prefill "
-                   f"workers that load needs (the rate match): the matched pools hold at most {most:,}")
+            why = (f"decode workers that fit beside a prefill worker hold {held:,} requests{sla}, but not beside the "
+                   "prefill workers that load needs (the rate match)")
         else:
-            why = (f"the decode workers that fit beside a prefill worker hold at most {held:,} requests"
-                   + (f" ({most:,} beside the prefill workers their load needs)" if most < held else ""))
+            why = f"the decode workers that fit beside a prefill worker hold at most {held:,} requests{sla}"
+        has_sla = scenario.ttft_ms is not None or scenario.tpot_ms is not None
+        if most and most < held:
+            why += f"; the rate-matched pools serve at most {most:,}" + (" within the SLA" if has_sla else "")
         bigger = _fewest_cards(job, scenario, fronts)
         more = (f"{bigger[0]} cards ({bigger[1]} prefill worker(s) of {bigger[2]} ranks and {bigger[3]} decode "
-                f"worker(s) of {bigger[4]})" if bigger else "more cards")
+                f"worker(s) of {bigger[4]})" if bigger else
+                "a looser SLA" if has_sla else "more cards")
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} serves "
                                f"--concurrency {scenario.concurrency}: {why}", ["concurrency"],
-                               f"what would fit: --concurrency {most}, or {more}")
+                               "what would fit: " + (f"--concurrency {most}, or " if most else "") + more)
     return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the prefill workers "
                            "the rate match needs do not fit beside a decode worker", ["cards"],
                            "what would fit: more cards")
@@ -76,23 +82,37 @@ def _decode_slots(fronts: dict, cards: int, prefill_size: int) -> int:
                 if cards - prefill_size >= wd), default=0)
 
 
+def _first_served(job: "_Job", scenario: Scenario, pairs: list[_Pair]) -> _Pair | None:
+    """The first of `pairs` (at most MAX_EVALUATED) whose full estimate fits memory and meets the SLAs."""
+    return next((t for t in pairs[:MAX_EVALUATED] if not sla_misses(job.evaluate(scenario, t).estimate, scenario)),
+                None)
+
+
 def _fewest_cards(job: "_Job", scenario: Scenario, fronts: dict) -> tuple[int, int, int, int, int] | None:
     """(cards, x, W_p, y, W_d): the fewest cards on which the pools' worker sizes, rate-matched, serve the given
-    concurrency (the pairs plan.disagg forms, on more cards); None when no pair does."""
-    best = None
+    concurrency within the SLAs (the pairs plan.disagg forms, on more cards, judged by the full estimate); None
+    when none of those evaluated does."""
+    c = scenario.concurrency
+    found: list[tuple[int, _Pair]] = []
     for wp, pre in fronts["prefill"].items():
         for wd, dec in fronts["decode"].items():
             for d in dec:
-                lo = -(-scenario.concurrency // d.batch)  # y from the fewest whose share fits the batch bucket
+                lo = -(-c // d.batch)  # y from the fewest whose share fits the batch bucket
                 for y in range(lo, 2 * lo + 1):
                     if _concurrency(scenario, d.batch, y) is None:
                         continue
-                    demand = scenario.concurrency / (scenario.osl * d.estimate.tpot_s)
-                    x = min(workers_to_match(demand, p.estimate.output_tokens_per_s) for p in pre)
-                    need = cards_for(job.model, job.hw, wp, wd, x * wp + y * wd)
-                    if best is None or need < best[0]:
-                        best = (need, x, wp, y, wd)
-    return best
+                    demand = c / (scenario.osl * d.estimate.tpot_s)
+                    for p in pre:
+                        mu_w = p.estimate.output_tokens_per_s
+                        x = workers_to_match(demand, mu_w)
+                        need = cards_for(job.model, job.hw, wp, wd, x * wp + y * wd)
+                        found.append((need, _Pair(0.0, 0.0, p, d, x, y, demand, mu_w, c)))
+    found.sort(key=lambda f: (f[0], f[1].p.estimate.ttft_s + f[1].d.estimate.tpot_s))
+    t = _first_served(job, scenario, [f[1] for f in found])
+    if t is None:
+        return None
+    need = next(n for n, u in found if u is t)
+    return need, t.x, t.p.config.world_size, t.y, t.d.config.world_size
 
 
 def none_meets(job: "_Job", scenario: Scenario, rejected: list[str]) -> InfeasibleError:
