@@ -202,7 +202,8 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
         except InfeasibleError as exc:
             last = exc
             continue
-        rows = [_row(d, rep.knobs, rep.kvp_in_tp) for d in [rep.plan, *rep.alternatives]]  # on the figures the sweep writes
+        # on the figures the sweep writes
+        rows = [_row(d, rep.knobs, rep.kvp_in_tp) for d in [rep.plan, *rep.alternatives]]
         top = max(r["output_tokens_per_s"] for r in rows)
         if most is None or top > most[0]:
             most = (top, w)
