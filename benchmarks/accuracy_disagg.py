@@ -114,7 +114,8 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     dec = decode_step(d.model, d.hw, d.pc, d.prec, base, batch, wl.isl + wl.osl / 2, wl.mtp)
     pre0 = prefill_step(d.model, d.hw, p.pc, d.prec, zero_p, wl.isl, shape.prompts_per_step)
     dec0 = decode_step(d.model, d.hw, d.pc, d.prec, zero, batch, wl.isl + wl.osl / 2, wl.mtp)
-    xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_bytes, wl.isl)
+    xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_bytes, wl.isl, prefill_workers=wl.prefill_workers,
+                       decode_workers=wl.decode_workers)
     complete = is_complete(row)
     draft = wl.mtp if d.model.num_mtp_layers else 0
     layers_p = step_layers(d.model, p.pc, "prefill", shape.prompts_per_step)

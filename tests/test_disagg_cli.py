@@ -50,6 +50,20 @@ def test_the_comparison_names_a_winner_and_why(plan: dict) -> None:
     assert "parallel_config" in plan["aggregated"]
 
 
+def test_the_comparison_says_the_score_that_picks_the_winner_and_the_load_each_plan_runs(plan: dict) -> None:
+    # "disagg wins (throughput per rank disagg / agg 0.81x)" read as a contradiction without the score's weights,
+    # and the two plans ran different concurrencies unsaid (DeepSeek-V3.2 32K/2K on 32 B200: 256 vs 1,024)
+    first = plan["comparison"]["why"][0]
+    assert "throughput score (0.2 x log request latency + 0.8 x log 1 / output tokens/s per rank" in first
+    assert (f"concurrency {plan['estimation']['concurrency']:,} vs "
+            f"{plan['aggregated']['estimation']['concurrency']:,}, each the load its own plan picks") in first
+    res = CliRunner().invoke(main, [*ARGS, "--concurrency", "300", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    fixed = json.loads(res.output)
+    assert fixed["aggregated"]["estimation"]["concurrency"] == 300
+    assert "both at --concurrency 300" in fixed["comparison"]["why"][0]
+
+
 def test_yaml_and_table_formats() -> None:
     for fmt, needle in (("yaml", "prefill_pool:"), ("table", "vs aggregated")):
         res = CliRunner().invoke(main, [*ARGS, "--format", fmt])

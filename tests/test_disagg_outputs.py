@@ -135,6 +135,34 @@ def test_disaggregated_outputs_leave_out_knobs_the_model_lacks(qwen8) -> None:
     assert all("moe_tp_size" in c and not set(absent) & set(c) for c in configs), configs
 
 
+def test_every_listed_plan_gives_each_pools_workers_and_attention_dp_and_moe_ep(qwen8) -> None:
+    # the alternatives used to give neither the worker counts and sizes nor DP / EP, and the table no DP / EP, so
+    # an alternative's layout could not be read back (1P1D on 24 ranks: 8 + 16 or 16 + 8?)
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    for pool in ("prefill", "decode"):  # Qwen3-30B-A3B: MoE, no KVP (generic: the seed's DP)
+        per_stage = qwen8[f"{pool}_ranks_per_worker"] // qwen8[f"{pool}_pp_size"]
+        assert (qwen8[f"{pool}_attn_dp_size"] * qwen8[f"{pool}_attn_tp_size"] == per_stage).all()
+        assert (qwen8[f"{pool}_moe_ep_size"] * qwen8[f"{pool}_moe_tp_size"] == per_stage).all()
+    res = CliRunner().invoke(main, ["solve", QWEN, "--hardware", "h200_sxm", "--cards", "8", "--serving", "disagg",
+                                    "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["alternatives"]
+    for a in out["alternatives"]:
+        assert a["ratio"] == f"{a['prefill_workers']}P{a['decode_workers']}D"
+        assert a["prefill_workers"] * a["prefill_ranks_per_worker"] + \
+            a["decode_workers"] * a["decode_ranks_per_worker"] == a["ranks_used"]
+        for pool in ("prefill", "decode"):
+            c = a[f"{pool}_parallel_config"]
+            assert {"attn_dp_size", "moe_ep_size"} <= set(c)
+            assert c["attn_dp_size"] * c["attn_tp_size"] * c.get("pp_size", 1) == a[f"{pool}_ranks_per_worker"]
+
+
 # ------------------------------------------------------------------------------------------------ remedies
 
 
@@ -146,6 +174,18 @@ def test_a_memory_remedy_counts_the_cards_of_both_pools_and_is_a_deployment_that
     _plan("deepseek-v3", "h100_sxm", 32, isl=2048, osl=512)
 
 
+def test_a_pool_no_worker_size_holds_names_what_binds_its_largest_worker() -> None:
+    # DeepSeek-R1 8K prompts on 32 H100 under SGLang, TTFT 200 ms: workers of 1-8 ranks cannot hold the weights
+    # (and SGLang's rules prune some of their layouts); at 16 ranks only the TTFT SLA stops the prefill pool.
+    # The error used to list every size's constraints, framework rules included, as binding
+    spec, hw = load_model("deepseek-r1"), load_hardware("h100_sxm")
+    with pytest.raises(InfeasibleError) as err:
+        plan_disagg(spec, hw, resolve_precision(spec, hw, None, None, None), load_framework("sglang"), 32,
+                    Scenario(kind="balanced", isl=8192, osl=1024, ttft_ms=200, tpot_ms=20))
+    assert err.value.binding == ["SLA.ttft"]
+    assert "(SLA.ttft binds at 16 ranks)" in str(err.value) and "relax --ttft-ms" in (err.value.remedy or "")
+
+
 def test_a_concurrency_remedy_only_when_a_concurrency_was_given() -> None:
     # the weights alone do not fit a worker: fewer requests would not help, and none was given
     assert "concurrency" not in _remedy("deepseek-v3", "h100_sxm", 16, isl=2048, osl=512)
@@ -153,9 +193,24 @@ def test_a_concurrency_remedy_only_when_a_concurrency_was_given() -> None:
 
 def test_a_given_concurrency_the_pools_cannot_hold_names_the_most_they_hold_not_cards_they_have() -> None:
     # both pools fit 8 cards (the old line said "need 2 cards together"); their decode workers hold 512 at most
-    most = re.search(r"--concurrency (\d+), or more cards", _remedy(QWEN, "h200_sxm", 8, concurrency=1000))
+    most = re.search(r"--concurrency (\d+), or ", _remedy(QWEN, "h200_sxm", 8, concurrency=1000))
     assert most and int(most.group(1)) < 1000
     _plan(QWEN, "h200_sxm", 8, concurrency=int(most.group(1)))
+
+
+def test_a_given_concurrency_the_decode_pool_holds_but_the_prefill_pool_cannot_match_names_the_rate_match() -> None:
+    # DeepSeek-R1 32K/2K on 16 H200 (SGLang): a decode worker of 8 holds 128 requests, but at that load the decode
+    # pool asks for 2 prefill workers of 8, which do not fit beside it. The error said the decode workers "hold at
+    # most 32 requests" and "or more cards"; it now names the rate match and the cards that serve the load
+    spec, hw, fw = load_model("deepseek-r1"), load_hardware("h200_sxm"), load_framework("sglang")
+    prec = resolve_precision(spec, hw, None, None, None)
+    sc = Scenario(kind="balanced", isl=32768, osl=2048, concurrency=128)
+    with pytest.raises(InfeasibleError) as err:
+        plan_disagg(spec, hw, prec, fw, 16, sc)
+    assert "hold 128 requests" in str(err.value) and "(the rate match)" in str(err.value), str(err.value)
+    cards = re.search(r"or (\d+) cards \(", err.value.remedy or "")
+    assert cards, err.value.remedy
+    assert plan_disagg(spec, hw, prec, fw, int(cards.group(1)), sc).best.estimate.concurrency == 128
 
 
 def test_the_ttft_floor_is_the_lowest_end_to_end_ttft_whatever_sla_was_given() -> None:
@@ -167,6 +222,24 @@ def test_the_ttft_floor_is_the_lowest_end_to_end_ttft_whatever_sla_was_given() -
         floors.add(float(found.group(1)))
     assert len(floors) == 1
     _plan(QWEN, "h200_sxm", 8, ttft_ms=floors.pop() * 1.001)  # and an SLA at the floor is met
+
+
+def test_what_would_serve_a_given_concurrency_is_judged_by_the_sla_as_the_plan_is() -> None:
+    # DeepSeek-R1 8K/1K on 16 H200 (SGLang), TTFT 700 ms, TPOT 30 ms, --concurrency 512: the remedy offered
+    # "--concurrency 32, or 168 cards", from the rate match alone; on 168 cards every pair misses the TTFT SLA (the
+    # 512-request burst), and at 32 too. Each suggestion is now one the full estimate serves within the SLA
+    spec, hw, fw = load_model("deepseek-r1"), load_hardware("h200_sxm"), load_framework("sglang")
+    prec = resolve_precision(spec, hw, None, None, None)
+    sc = Scenario(kind="balanced", isl=8192, osl=1024, ttft_ms=700, tpot_ms=30, concurrency=512)
+    with pytest.raises(InfeasibleError) as err:
+        plan_disagg(spec, hw, prec, fw, 16, sc)
+    remedy = err.value.remedy or ""
+    fewer = re.search(r"--concurrency (\d+)", remedy)
+    assert fewer, remedy
+    assert plan_disagg(spec, hw, prec, fw, 16, sc.model_copy(update={"concurrency": int(fewer.group(1))}))
+    more = re.search(r"or (\d+) cards \(", remedy)
+    if more:
+        assert plan_disagg(spec, hw, prec, fw, int(more.group(1)), sc)
 
 
 def test_a_given_concurrency_above_the_planners_default_range_is_served() -> None:

@@ -37,7 +37,7 @@ DIGITS = {"memory_per_rank_gb": 3, "ttft_ms": 3, "tpot_ms": 4, "output_tokens_pe
 
 # The disaggregated sweep's columns (capacity.disagg: one row per xPyD plan), in order; docs/disagg.md documents
 # them. A knob column of a module the model lacks is empty, as in the aggregated table.
-POOL_COLUMNS = ("workers", "ranks_per_worker", *KNOBS)
+POOL_COLUMNS = ("workers", "ranks_per_worker", *KNOBS, "attn_dp_size", "moe_ep_size")
 DISAGG_COLUMNS: tuple[str, ...] = (
     "hardware", "cards", "scenario", "isl", "osl", "rank", "ratio",
     *(f"prefill_{c}" for c in POOL_COLUMNS), *(f"decode_{c}" for c in POOL_COLUMNS),

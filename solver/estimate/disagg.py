@@ -63,7 +63,8 @@ KV transfer: the request's cache (every cached layer, indexer keys included, and
 linear-attention / SSM state, conv tails, image K/V) moves from the prefill worker's attention group to the
 decode worker's. A decode rank receives what it will hold (kv_bytes_per_token_layer at
 its attention TP: GQA heads split, an MLA latent whole on every TP rank); the prefill ranks share the sending.
-The slower side sets the time, at the tier's per-rank bandwidth x efficiency plus its latency.
+The slower side sets the time, at the tier's per-rank bandwidth x efficiency plus its latency. The tier is the
+slowest the deployment spans (transfer_tier: the router pairs any prefill worker with any decode worker).
 """
 from __future__ import annotations
 
@@ -123,25 +124,31 @@ class Transfer:
     time_s: float
 
 
-def transfer_tier(hw: Hardware, prefill_ranks: int, decode_ranks: int) -> tuple[str, Tier]:
-    """The tier a prefill worker and a decode worker placed side by side talk over: the slowest tier a group of
-    both workers' ranks crosses (NVLink inside a node or an NVL72 rack, UB inside a SuperPoD, else RDMA)."""
-    name = hw.tier_for_group(prefill_ranks + decode_ranks)
+def transfer_tier(hw: Hardware, prefill_ranks: int, decode_ranks: int, prefill_workers: int = 1,
+                  decode_workers: int = 1) -> tuple[str, Tier]:
+    """The tier the KV crosses: the slowest tier the deployment's ranks span (NVLink inside a node or an NVL72
+    rack, UB inside a SuperPoD, else RDMA). One worker per pool: the two placed side by side. More: the router
+    sends a request to any prefill worker and any decode worker, so when the pools together leave one domain some
+    transfers cross it whatever the placement, and that crossing is the one costed (an upper bound on the mean
+    where some pairs share a node)."""
+    name = hw.tier_for_group(prefill_workers * prefill_ranks + decode_workers * decode_ranks)
     return name, hw.tiers[name]
 
 
 def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode: ParallelConfig, kv_bytes: int,
-                isl: int, mtp_layers: int = 0, kvp_splits_weights: bool = False) -> Transfer:
+                isl: int, mtp_layers: int = 0, kvp_splits_weights: bool = False, prefill_workers: int = 1,
+                decode_workers: int = 1) -> Transfer:
     """Bytes and seconds of one request's KV transfer (module docstring). The decode side's CP x KVP split the
     tokens across its ranks; the replicated copies of a latent (MLA) are each sent once per receiving rank.
-    `kvp_splits_weights`: the decode engine's KVP layout (its constant state split over TP x KVP)."""
+    `kvp_splits_weights`: the decode engine's KVP layout (its constant state split over TP x KVP); the worker
+    counts: the deployment whose span sets the tier (transfer_tier)."""
     whole = kv_bytes_per_request(model, kv_bytes, isl, 1, mtp_layers) + constant_state_per_request(model, kv_bytes)
     a = decode.attn_tp_size
     recv = (kv_bytes_per_request(model, kv_bytes, isl, a, mtp_layers) / (decode.cp_size * decode.kvp_size)
             + constant_state_per_request(model, kv_bytes, a, decode.attn_tp_group(kvp_splits_weights)))
     traffic = recv * decode.attn_group_size  # every receiving rank's share, copies counted
     send = traffic / prefill.attn_group_size
-    name, tier = transfer_tier(hw, prefill.world_size, decode.world_size)
+    name, tier = transfer_tier(hw, prefill.world_size, decode.world_size, prefill_workers, decode_workers)
     time_s = tier.latency_s + max(send, recv) / (tier.bandwidth_Bps * tier.efficiency)
     return Transfer(name, whole, send, recv, time_s)
 
@@ -372,13 +379,15 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                                          wl.mtp if model.num_mtp_layers else 0))
     mtp_layers = model.num_mtp_layers if wl.mtp else 0
     xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers,
-                       dec_opts.kvp_splits_attention_weights)
+                       dec_opts.kvp_splits_attention_weights, wl.prefill_workers, wl.decode_workers)
     # the front end's cost (HTTP, tokenizer, router) is paid where the request enters: the prefill server's
     overhead = request_overhead(Workload("serving", request_overhead_s=wl.request_overhead_s), f_prefill)
     t = disagg_times(shape, pre_s, dec_s, xfer.time_s, wl.concurrency, wl.osl, overhead, wl.benchmark_waves,
                      wl.mtp, wl.mtp_accept, ServingPolicy.of(f_decode).first_token_iterations, wl.burst_share)
+    # the prefill worker runs the MTP layers as the decode worker does (it builds their cache, handed over with
+    # the rest: kv_transfer), so it holds their weights and that cache too
     pmem = memory_per_rank(model, hw, prefill_pc, prec, shape.prompts_per_step * shape.prefill_replicas, wl.isl,
-                           pre_opts)
+                           pre_opts, mtp_layers=wl.mtp)
     dmem = memory_per_rank(model, hw, decode_pc, prec, shape.running * shape.decode_replicas, wl.isl + wl.osl,
                            dec_opts, mtp_layers=wl.mtp)
     throughput = wl.concurrency * wl.osl / t.request_s

@@ -98,10 +98,13 @@ def prefill_batches(isl: int, world: int) -> list[int]:
 
 def phase_scenario(scenario: Scenario, phase: str, batch: int | None = None) -> Scenario:
     """The scenario a pool is planned for: prefill keeps the TTFT SLA (its step must fit in it) at `batch`
-    prompts per step, decode the TPOT SLA and the MTP depth with the concurrency the planner's to choose."""
+    prompts per step, decode the TPOT SLA with the concurrency the planner's to choose. Both keep the MTP depth:
+    the prefill worker runs the MTP layers too (its command enables them, and it builds their cache, which the
+    KV transfer carries: estimate.disagg), so it holds their weights."""
     if phase == "prefill":
         return Scenario(kind=scenario.kind, isl=scenario.isl, osl=scenario.osl, concurrency=batch,
-                        max_concurrency=scenario.max_concurrency, ttft_ms=scenario.ttft_ms, phase="prefill")
+                        max_concurrency=scenario.max_concurrency, ttft_ms=scenario.ttft_ms, mtp=scenario.mtp,
+                        mtp_accept=scenario.mtp_accept, phase="prefill")
     return Scenario(kind=scenario.kind, isl=scenario.isl, osl=scenario.osl, max_concurrency=scenario.max_concurrency,
                     tpot_ms=scenario.tpot_ms, mtp=scenario.mtp, mtp_accept=scenario.mtp_accept, phase="decode")
 
@@ -280,9 +283,10 @@ def _concurrency(scenario: Scenario, batch: int, decode_workers: int) -> int | N
     return scenario.concurrency if batch // 2 < share <= batch else None
 
 
-def cards_for(model: ModelSpec, hw: Hardware, prefill_size: int, decode_size: int) -> int:
-    """The fewest cards on which a prefill worker and a decode worker of these sizes are both worker sizes."""
-    c = prefill_size + decode_size
+def cards_for(model: ModelSpec, hw: Hardware, prefill_size: int, decode_size: int, at_least: int = 0) -> int:
+    """The fewest cards (at least `at_least`) on which a prefill worker and a decode worker of these sizes are
+    both worker sizes."""
+    c = max(prefill_size + decode_size, at_least)
     while not {prefill_size, decode_size} <= set(worker_sizes(model, hw, c)):
         c += 1
     return c

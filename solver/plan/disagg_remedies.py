@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from solver.errors import InfeasibleError
-from solver.estimate.disagg import DisaggEstimate
-from solver.plan.disagg import MAX_EVALUATED, _pairs, cards_for, phase_scenario, sla_misses
+from solver.estimate.disagg import DisaggEstimate, workers_to_match
+from solver.plan.disagg import (MAX_EVALUATED, _concurrency, _Pair, _pairs, cards_for, phase_scenario,
+                                sla_misses)
 from solver.plan.solve import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
                                relax_slas)
 from solver.specs.limits import MAX_CONCURRENCY
@@ -27,33 +28,91 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
     missing = [ph for ph, w in smallest.items() if w is None]
     if missing:
         largest = max(job.sizes)
-        failed = [k for k in skipped if k.split()[0] in missing]
-        binding = sorted({b for k in failed for b in skipped[k].binding}) or ["B.memory_per_rank"]
-        # what binds the largest worker tried is what more cards or a looser SLA must lift
+        # what binds the largest worker tried is what more cards or a looser SLA must lift, and what is named:
+        # the smaller workers' lists add the framework rules that pruned some of their layouts on the way to
+        # their memory wall, which bind nothing the user can change
         at_largest = {b for ph in missing if (exc := skipped.get(f"{ph} W={largest}")) for b in exc.binding}
+        failed = [k for k in skipped if k.split()[0] in missing]
+        binding = (sorted(at_largest) or sorted({b for k in failed for b in skipped[k].binding})
+                   or ["B.memory_per_rank"])
+        where = f" at {largest} ranks" if at_largest else ""
         memory = _memory_remedies(job, scenario, smallest, missing) if (
             "B.memory_per_rank" in at_largest or not at_largest) else []
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: no "
                                f"{' or '.join(missing)} worker of at most {largest} ranks is feasible "
-                               f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'})", binding,
+                               f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}{where})", binding,
                                _what_would_fit(_sla_floor(job, scenario, sorted(at_largest)), memory))
     need = cards_for(model, hw, smallest["prefill"], smallest["decode"])
     if need > cards:
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the smallest "
                                f"prefill ({smallest['prefill']}) and decode ({smallest['decode']}) workers need {need} "
                                "cards together", ["cards"], f"what would fit: {need} cards or more")
-    # the pools fit: the load does not. The most requests the pairs hold, the planner's range set aside as a fixed
-    # concurrency sets it aside
+    # the pools fit: the load does not. The most requests the pairs serve within the SLAs (the full estimate's
+    # verdict, as plan_disagg's), the planner's range set aside as a fixed concurrency sets it aside
     free = scenario.model_copy(update={"concurrency": None, "max_concurrency": MAX_CONCURRENCY})
-    most = max((t.conc for t in _pairs(free, fronts, cards)), default=None)
-    if scenario.concurrency and most:
+    served = _first_served(job, scenario, sorted(_pairs(free, fronts, cards), key=lambda t: -t.conc))
+    most = served.conc if served else None
+    if scenario.concurrency:
+        sla = f" at TPOT <= {scenario.tpot_ms:g} ms" if scenario.tpot_ms is not None else ""
+        held = _decode_slots(fronts, cards, smallest["prefill"])
+        if held >= scenario.concurrency:  # the decode pool holds the load; the prefill pool it asks for does not fit
+            why = (f"decode workers that fit beside a prefill worker hold {held:,} requests{sla}, but not beside the "
+                   "prefill workers that load needs (the rate match)")
+        else:
+            why = f"the decode workers that fit beside a prefill worker hold at most {held:,} requests{sla}"
+        has_sla = scenario.ttft_ms is not None or scenario.tpot_ms is not None
+        if most and most < held:
+            why += f"; the rate-matched pools serve at most {most:,}" + (" within the SLA" if has_sla else "")
+        bigger = _fewest_cards(job, scenario, fronts)
+        more = (f"{bigger[0]} cards ({bigger[1]} prefill worker(s) of {bigger[2]} ranks and {bigger[3]} decode "
+                f"worker(s) of {bigger[4]})" if bigger else
+                "a looser SLA" if has_sla else "more cards")
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name} serves "
-                               f"--concurrency {scenario.concurrency}: the decode workers that fit beside their "
-                               f"prefill workers hold at most {most} requests", ["concurrency"],
-                               f"what would fit: --concurrency {most}, or more cards")
+                               f"--concurrency {scenario.concurrency}: {why}", ["concurrency"],
+                               "what would fit: " + (f"--concurrency {most}, or " if most else "") + more)
     return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the prefill workers "
                            "the rate match needs do not fit beside a decode worker", ["cards"],
                            "what would fit: more cards")
+
+
+def _decode_slots(fronts: dict, cards: int, prefill_size: int) -> int:
+    """The most requests decode workers hold (their planned batch, under the TPOT SLA) on the cards a prefill
+    worker of `prefill_size` ranks leaves, the rate match aside."""
+    return max(((cards - prefill_size) // wd * max(d.batch for d in pts) for wd, pts in fronts["decode"].items()
+                if cards - prefill_size >= wd), default=0)
+
+
+def _first_served(job: "_Job", scenario: Scenario, pairs: list[_Pair]) -> _Pair | None:
+    """The first of `pairs` (at most MAX_EVALUATED) whose full estimate fits memory and meets the SLAs."""
+    return next((t for t in pairs[:MAX_EVALUATED] if not sla_misses(job.evaluate(scenario, t).estimate, scenario)),
+                None)
+
+
+def _fewest_cards(job: "_Job", scenario: Scenario, fronts: dict) -> tuple[int, int, int, int, int] | None:
+    """(cards, x, W_p, y, W_d): the fewest cards on which the pools' worker sizes, rate-matched, serve the given
+    concurrency within the SLAs (the pairs plan.disagg forms, on more cards, judged by the full estimate); None
+    when none of those evaluated does."""
+    c = scenario.concurrency
+    found: list[tuple[int, _Pair]] = []
+    for wp, pre in fronts["prefill"].items():
+        for wd, dec in fronts["decode"].items():
+            for d in dec:
+                lo = -(-c // d.batch)  # y from the fewest whose share fits the batch bucket
+                for y in range(lo, 2 * lo + 1):
+                    if _concurrency(scenario, d.batch, y) is None:
+                        continue
+                    demand = c / (scenario.osl * d.estimate.tpot_s)
+                    for p in pre:
+                        mu_w = p.estimate.output_tokens_per_s
+                        x = workers_to_match(demand, mu_w)
+                        need = cards_for(job.model, job.hw, wp, wd, x * wp + y * wd)
+                        found.append((need, _Pair(0.0, 0.0, p, d, x, y, demand, mu_w, c)))
+    found.sort(key=lambda f: (f[0], f[1].p.estimate.ttft_s + f[1].d.estimate.tpot_s))
+    t = _first_served(job, scenario, [f[1] for f in found])
+    if t is None:
+        return None
+    need = next(n for n, u in found if u is t)
+    return need, t.x, t.p.config.world_size, t.y, t.d.config.world_size
 
 
 def none_meets(job: "_Job", scenario: Scenario, rejected: list[str]) -> InfeasibleError:

@@ -19,7 +19,7 @@ from solver.errors import InfeasibleError
 from solver.plan.points import SolverParams
 from solver.plan.disagg import DisaggPlan, DisaggResult, phase_scenario, plan_disagg
 from solver.rank.select import Candidate, rank_candidates
-from solver.report.candidates import candidate_dict, own_config
+from solver.report.candidates import candidate_dict
 from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.scenario import Scenario
 
@@ -81,9 +81,15 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
     inv_d, inv_a = 1 / e.output_tokens_per_s_per_rank, 1 / a.output_tokens_per_s_per_rank
     sd = scenario.score(lat_d, inv_d, min(lat_d, lat_a), min(inv_d, inv_a))
     sa = scenario.score(lat_a, inv_a, min(lat_d, lat_a), min(inv_d, inv_a))
-    why = [f"output tokens/s per rank: disagg {e.output_tokens_per_s_per_rank:,.1f} vs aggregated "
-           f"{a.output_tokens_per_s_per_rank:,.1f} ({(ratio - 1) * 100:+.0f}%); TTFT {e.ttft_s * 1e3:,.0f} vs "
-           f"{a.ttft_s * 1e3:,.0f} ms; TPOT {e.tpot_s * 1e3:.1f} vs {a.tpot_s * 1e3:.1f} ms"]
+    w_lat, w_inv = scenario.objective_weights
+    # the same ISL / OSL and SLAs; the concurrency is each plan's own unless --concurrency fixed it
+    load = (f"both at --concurrency {scenario.concurrency:,}" if scenario.concurrency else
+            f"concurrency {e.concurrency:,} vs {agg.planned.batch:,}, each the load its own plan picks")
+    why = [f"on the {scenario.kind} score ({w_lat:g} x log request latency + {w_inv:g} x log 1 / output tokens/s "
+           f"per rank, lower wins): output tokens/s per rank: disagg {e.output_tokens_per_s_per_rank:,.1f} vs "
+           f"aggregated {a.output_tokens_per_s_per_rank:,.1f} ({(ratio - 1) * 100:+.0f}%); TTFT "
+           f"{e.ttft_s * 1e3:,.0f} vs {a.ttft_s * 1e3:,.0f} ms; TPOT {e.tpot_s * 1e3:.1f} vs {a.tpot_s * 1e3:.1f} "
+           f"ms; {load}"]
     if a.prefill_share > 0:
         why.append(f"aggregated decode steps carry the prefills: {a.prefill_share:.0%} of its time is prefill, "
                    f"which stretches every decode step by {1 / (1 - a.prefill_share):.2f}x; the decode pool has none")
@@ -227,10 +233,14 @@ def launch_text(r: DisaggReport) -> str:
     return "\n".join(out)
 
 
-def _brief(d: DisaggPlan, knobs: tuple[str, ...]) -> dict[str, Any]:
+def _brief(d: DisaggPlan, knobs: tuple[str, ...], kvp_in_tp: bool = False) -> dict[str, Any]:
+    """An alternative: each pool's workers, worker size and parallel_config as the recommended pools show them."""
     e = d.estimate
-    return {"ratio": d.ratio, "prefill_parallel_config": own_config(d.prefill.planned.config, knobs),
-            "decode_parallel_config": own_config(d.decode.planned.config, knobs), "ranks_used": d.cards,
+    return {"ratio": d.ratio,
+            **{f"{pool.phase}_{k}": v for pool in (d.prefill, d.decode)
+               for k, v in (("workers", pool.workers), ("ranks_per_worker", pool.planned.config.world_size),
+                            ("parallel_config", pool.planned.config.model_view(knobs, kvp_in_tp)))},
+            "ranks_used": d.cards,
             "ttft_ms": round(e.ttft_s * 1e3, 2), "tpot_ms": round(e.tpot_s * 1e3, 3),
             "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1)}
 
@@ -247,7 +257,7 @@ def report_dict(r: DisaggReport, ranks_per_node: int | None = None) -> dict[str,
         "prefill_pool": _pool_dict(r.pools[0], r.plan, r.knobs, r.kvp_in_tp),
         "decode_pool": _pool_dict(r.pools[1], r.plan, r.knobs, r.kvp_in_tp),
         "estimation": serving_estimation(r.plan, ranks_per_node),
-        "alternatives": [_brief(d, r.knobs) for d in r.alternatives],
+        "alternatives": [_brief(d, r.knobs, r.kvp_in_tp) for d in r.alternatives],
         "aggregated": agg if agg is not None else {"infeasible": r.aggregated_error},
         "comparison": {"winner": r.comparison.winner,
                        "throughput_per_rank_ratio": None if r.comparison.throughput_ratio is None
