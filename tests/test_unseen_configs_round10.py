@@ -8,11 +8,20 @@ rule follows the table; the configs refused this round are in configs_unseen/ref
 every one there through `inspect`: one line, exit 2) and their lines are checked here."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
 from hand_counts import Round, gated, lin
+from solver.errors import InputError
+from solver.estimate.params import count_params
+from solver.specs.config.read import parse_model_config
+from solver.specs.layers import Attention
+from solver.specs.layers.linear import Lightning
 
 UNSEEN = Path(__file__).parent / "data" / "configs_unseen"
+CATALOG = Path(__file__).parent.parent / "models"
 DATA = UNSEEN / "round10"
 REFUSED = UNSEEN / "refused"
 ROUND = Round(DATA)
@@ -107,7 +116,7 @@ HAND: dict[str, int] = {
 PUBLISHED: dict[str, float] = {
     "MiniMaxAI--MiniMax-Text-01": 456e9,  # the MiniMax-01 report's "456 billion total parameters"
     "MiniMaxAI--MiniMax-Text-01-hf": 456e9,
-    "baidu--ERNIE-4.5-300B-A47B-PT": 300e9,  # the card's 300B total (its table: 54 layers, 64 / 8 heads, 64 / 8 experts)
+    "baidu--ERNIE-4.5-300B-A47B-PT": 300e9,  # the card: 300B total (its table: 54 layers, 64 / 8 heads, 64 / 8 experts)
     "xverse--XVERSE-MoE-A4.2B": 25.8e9,  # the card's 25.8B total
 }
 # Active counts by hand (the embedding and head included, as count_params counts them), with the published figure
@@ -129,3 +138,98 @@ ACTIVE: dict[str, tuple[int, float | None]] = {
 # 912 GB (MiniMax-Text-01) and 600 GB (ERNIE-4.5-300B) of bf16 weights do not fit 8 H100s
 SOLVE_CARDS: dict[str, int] = {"MiniMaxAI--MiniMax-Text-01": 16, "MiniMaxAI--MiniMax-Text-01-hf": 16,
                                "baidu--ERNIE-4.5-300B-A47B-PT": 16}
+
+
+def _count(cfg: dict) -> int:
+    return count_params(parse_model_config(cfg, "x")).total
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_afmoe_counts_its_attention_gate_qk_norms_four_norms_and_expert_bias() -> None:
+    # Before this round: 25,855,395,840, the family unknown: gate_proj (32 x 2048 x 4096), q / k norms, two of the
+    # four norms a layer and expert_bias left out, 268,578,560 under the modeling code's count
+    cfg = _load("arcee-ai--Trinity-Mini")
+    cfg["attn_output_gate"] = False  # a config's own switch wins over the family fact
+    assert HAND["arcee-ai--Trinity-Mini"] - _count(cfg) == 32 * lin(2048, 32 * 128)
+    cfg = _load("arcee-ai--Trinity-Mini")
+    cfg["use_qk_norm"] = False
+    assert HAND["arcee-ai--Trinity-Mini"] - _count(cfg) == 32 * 2 * 128
+    layers = _spec("arcee-ai--Trinity-Mini").layers
+    assert {layer.norms for layer in layers} == {4}
+    assert [type(b).__name__ for b in layers[1].blocks] == ["Attention", "DenseFFN"]
+    assert [type(b).__name__ for b in layers[2].blocks] == ["Attention", "MoE"]  # num_dense_layers: 2
+    assert layers[2].blocks[1].router_bias
+
+
+def test_global_attn_every_n_layers_places_the_full_layers_where_layer_types_is_not_written() -> None:
+    # AfmoeConfig derives layer_types from it (every 4th layer full, the rest sliding_window wide); before this
+    # round a file without layer_types read every layer as sliding (sliding_window alone)
+    written = [layer.blocks[0].window for layer in _spec("arcee-ai--Trinity-Mini").layers]
+    cfg = _load("arcee-ai--Trinity-Mini")
+    del cfg["layer_types"]
+    derived = [layer.blocks[0].window for layer in parse_model_config(cfg, "x").layers]
+    assert derived == written == [None if (i + 1) % 4 == 0 else 2048 for i in range(32)]
+    assert _count(cfg) == HAND["arcee-ai--Trinity-Mini"]
+
+
+def test_minimax_layer_types_linear_attention_layers_are_lightning_attention() -> None:
+    # Before this round the transformers port was refused: "layer_types: linear_attention layers need
+    # linear_num_key_heads / linear_num_value_heads (Gated DeltaNet), linear_attn_config (KDA) or attn_type_list"
+    port, remote = _spec("MiniMaxAI--MiniMax-Text-01-hf"), _spec("MiniMaxAI--MiniMax-Text-01")
+    mixers = [layer.blocks[0] for layer in port.layers]
+    assert sum(isinstance(m, Lightning) for m in mixers) == 70
+    assert [i for i, m in enumerate(mixers) if isinstance(m, Attention)] == list(range(7, 80, 8))
+    assert [layer.blocks for layer in port.layers] == [layer.blocks for layer in remote.layers]
+
+
+def test_linear_attention_layers_of_a_family_that_names_no_kernel_are_refused_saying_so() -> None:
+    cfg = _load("MiniMaxAI--MiniMax-Text-01-hf")
+    cfg["model_type"] = "minimax_unknown"
+    with pytest.raises(InputError, match=r"layer_types: linear_attention layers need .* and the model_type "
+                                         r"'minimax_unknown' names no linear-attention kernel of its own"):
+        parse_model_config(cfg, "x")
+
+
+def test_minimax_text_01_counts_as_the_catalogs_minimax_m1_and_its_active_is_the_reports_45_9b() -> None:
+    # MiniMax-M1 is MiniMax-Text-01's architecture continued; the report's 45.9B activated leaves out the embedding
+    # and head (the catalog's active basis for M1: non_embedding)
+    m1 = json.loads((CATALOG / "MiniMaxAI--MiniMax-M1.json").read_text())
+    assert _count(m1) == _total("MiniMaxAI--MiniMax-Text-01") == _total("MiniMaxAI--MiniMax-Text-01-hf")
+    active = count_params(_spec("MiniMaxAI--MiniMax-Text-01-hf")).active - 2 * 200064 * 6144
+    assert abs(active / 45.9e9 - 1) < 0.02
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+
+@pytest.mark.parametrize(("name", "match"), [
+    # before: "hidden_size: missing" (xLSTM writes embedding_dim and num_blocks)
+    ("NX-AI--xLSTM-7b", r"model_type: 'xlstm': mLSTM blocks"),
+    # before: counted, 3,691,153,920, as 32 attention layers of 40 heads with a gated MLP, the low-rank fields in a note
+    ("RWKV--RWKV7-Goose-World3-2.9B-HF", r"model_type: 'rwkv7': RWKV-7 time-mix blocks"),
+    # before: the same line (the mixer rule named conv_dim)
+    ("nvidia--Hymba-1.5B-Base", r"conv_dim: given: describes a mixer other than attention"),
+    # before: the same line (the mixer rule names the first unread Mamba field)
+    ("pfnet--plamo-2-1b", r"mamba_chunk_size: 256: describes a mixer other than attention .* model_type 'plamo2'"),
+    # before: the same line (Qwen2.5-Omni's rule)
+    ("Qwen--Qwen3-Omni-30B-A3B-Instruct", r"thinker_config: given: the audio tower and the talker"),
+])
+def test_a_config_this_round_refuses_is_refused_in_one_line_naming_the_field(name: str, match: str) -> None:
+    with pytest.raises(InputError, match=match) as err:
+        parse_model_config(_load(name, REFUSED), name)
+    assert "\n" not in str(err.value)
+
+
+def test_flash_linear_attention_fields_refuse_an_unknown_recurrent_family() -> None:
+    # RWKV-7's file under a model_type without a line: its low-rank decay / a / v / gate widths name the mixer
+    # (before this round no field of it matched, and it was counted as attention layers)
+    cfg = _load("RWKV--RWKV7-Goose-World3-2.9B-HF", REFUSED)
+    cfg["model_type"] = "rwkv7_renamed"
+    with pytest.raises(InputError, match=r"a_low_rank_dim: 96: describes a mixer other than attention"):
+        parse_model_config(cfg, "x")
+    for key in ("a_low_rank_dim", "decay_low_rank_dim", "gate_low_rank_dim", "v_low_rank_dim"):
+        del cfg[key]
+    with pytest.raises(InputError, match=r"attn_mode: 'chunk': describes a mixer other than attention"):
+        parse_model_config(cfg, "x")

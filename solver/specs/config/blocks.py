@@ -286,12 +286,18 @@ class BlockReader(FfnReading):
                                  value_dim=f.int("linear_value_head_dim"),
                                  conv_kernel=f.int("linear_conv_kernel_dim", default=4),
                                  state_dtype_bytes=self.state_bytes)
-        if cfg.get("attn_type_list") is not None:
+        # the kernel a family's linear_attention layers run when the config writes none of its own fields (the fact
+        # _linear_attention: MiniMaxConfig's layer_types name lightning layers with the softmax layers' heads)
+        kernel = cfg.get("_linear_attention")
+        if kernel is not None and kernel != "lightning":
+            raise f.err("_linear_attention", f"unknown linear-attention kernel {kernel!r} (known: lightning)")
+        if cfg.get("attn_type_list") is not None or kernel == "lightning":
             self.uniform_heads("lightning attention layers")
             return Lightning(hidden=self.h, heads=self.heads, head_dim=self.head_dim, state_dtype_bytes=4
                              if cfg.get("linear_attn_dtype") == "float32" else self.state_bytes)
         raise f.err("layer_types", "linear_attention layers need linear_num_key_heads / linear_num_value_heads "
-                    "(Gated DeltaNet), linear_attn_config (KDA) or attn_type_list (lightning)")
+                    "(Gated DeltaNet), linear_attn_config (KDA) or attn_type_list (lightning), and the model_type "
+                    f"{cfg.get('model_type')!r} names no linear-attention kernel of its own")
 
     def mamba(self) -> Block:
         f = self.f

@@ -16,7 +16,8 @@ dense, moe, none. Conventions read, in order of precedence:
                         layers are local when attention_window_size is given);
                         attn_layer_period / attn_layer_offset (Jamba); linear_attn_config.kda_layers /
                         full_attn_layers (1-based); full_attention_interval; block_configs[i].attention.no_op;
-                        sliding_window_pattern (every N-th layer global, or a string such as "LLLG");
+                        sliding_window_pattern (every N-th layer global, or a string such as "LLLG") or its
+                        spelling global_attn_every_n_layers (AFMoE);
                         attention_chunk_size + no_rope_layer_interval; use_sliding_window + max_window_layers;
                         sliding_window alone (every layer windowed)
   FFNs:                 block_configs[i].ffn; mlp_layer_types; expert_layer_period / offset (Jamba);
@@ -189,6 +190,10 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
                 raise f.err(f"block_configs[{i}].attention.replace_with_linear", "not supported (true)")
             out.append(None if attn.get("no_op") else "full")
         return out, "block_configs"
+    if f.has("global_attn_every_n_layers") and not f.has("sliding_window_pattern"):
+        # AFMoE's (and ModernBERT's) spelling of the integer sliding_window_pattern: every N-th layer global
+        n = f.int("global_attn_every_n_layers", maximum=max(layers, 1))
+        return ["full" if (i + 1) % n == 0 else "sliding" for i in range(layers)], "global_attn_every_n_layers"
     if f.has("sliding_window_pattern"):
         pat = cfg["sliding_window_pattern"]
         if isinstance(pat, str):

@@ -50,10 +50,13 @@ _SIZES_NOTHING = re.compile(r"dropout|pdrop|eps(ilon)?$|init|rope|rotary|act(iva
 
 # names of fields that describe a mixer other than attention (Mamba, SSM, short / causal convolutions, RG-LRU,
 # RWKV's time / channel mix, linear attention, retention, xLSTM) or where such mixers sit (hybrid and block /
-# layer pattern lists): unread, the layers they describe would be counted as attention
+# layer pattern lists): unread, the layers they describe would be counted as attention. flash-linear-attention's
+# configs (GLA, RetNet, HGRN, DeltaNet, RWKV-6 / 7) name their kernel attn_mode, widen keys and values by expand_k /
+# expand_v and size RWKV's data-dependent decay, a, v and gate by *_low_rank_dim
 _MIXER = re.compile(r"mamba|ssm|conv|^lru_|rwkv|time_mix|channel_mix|linear_attn|^linear_(num|key|value)|hybrid|"
                     r"block_types?$|layer_types?$|layers_block|(layer|block)s?_pattern|attn_layer|attention_layer|"
-                    r"mixer|recurrent|retention|xlstm|d_state|state_size|dt_rank|time_step|kda|delta_?net")
+                    r"mixer|recurrent|retention|xlstm|d_state|state_size|dt_rank|time_step|kda|delta_?net|"
+                    r"^attn_mode$|^expand_[kv]$|low_rank_dim")
 
 
 # features of known families that the layer stack does not model, named in a note when on. Empty since the stack
