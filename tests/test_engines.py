@@ -158,7 +158,7 @@ def test_explain_under_atom_prices_the_generic_profiles_best():
     lines = json.loads(r.stdout)["explain"]
     assert lines[0].startswith("score:") and lines[1].startswith("#1 ")  # the candidates' scores come first
     line = next(x for x in lines if x.startswith("generic profile's best"))
-    assert "atom cannot express it" in line and "TTFT" in line
+    assert "atom's profile rules it out" in line and "TTFT" in line
 
 
 def _explain(*args: str) -> list[str]:

@@ -89,14 +89,15 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     if fmt == "launch":
         click.echo(launch_text(cands, launches), nl=False)
         return
+    prompt_len = scenario.isl if scenario.phase == "prefill" else None  # its throughput is prompt tokens
     if fmt == "json":
-        data = result_dict(result, cands, launches, kvp_in_tp)
+        data = result_dict(result, cands, launches, kvp_in_tp, prompt_len)
         if explain:
             data["explain"] = why
         click.echo(dump(data, "json"))
         return
     if fmt == "yaml":
-        click.echo(seed_yaml(result, cands, kvp_in_tp), nl=False)
+        click.echo(seed_yaml(result, cands, kvp_in_tp, prompt_len), nl=False)
         if explain:
             click.echo("# why the main alternatives lost:")
             for line in why:
@@ -106,14 +107,15 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     con = console()
     rows = []
     for c in cands:
-        d = result_dict(result, [c])["candidates"][0]
+        d = result_dict(result, [c], prompt_len=prompt_len)["candidates"][0]
         e = d["estimation"]
         rows.append([c.rank, c.pattern, nondefault_label(c.planned.config.settings()),
                      e["concurrency"], e["memory_per_rank_gb"], "yes" if e["memory_feasible"] else "NO",
                      *("-" if e[k] is None else e[k] for k in ("ttft_ms", "tpot_ms")),
-                     e["output_tokens_per_s_per_rank"], c.reference])
-    con.print(table(f"{model} on {cards} x {hardware} ({kind})",
-                    ["#", "pattern", "knobs > 1", "conc.", "mem GB", "fits", "TTFT ms", "TPOT ms", "tok/s/rank",
+                     e.get("input_tokens_per_s_per_rank", e["output_tokens_per_s_per_rank"]), c.reference])
+    rate = "prompt tok/s/rank" if prompt_len is not None else "tok/s/rank"
+    con.print(table(f"{model} on {cards} x {hardware} ({kind}{', prefill only' if prompt_len else ''})",
+                    ["#", "pattern", "knobs > 1", "conc.", "mem GB", "fits", "TTFT ms", "TPOT ms", rate,
                      "reference"],
                     rows))
     for c in cands:

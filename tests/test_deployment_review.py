@@ -1,0 +1,52 @@
+"""Rules found by a user-level review of the mission's three deployments (DeepSeek-V3.2 on 64 Atlas A3 dies,
+Qwen3.5 on 8 MI355X, Llama-3.3-70B on 8 H100): what solve, check, estimate and launch say of one configuration
+agrees, and each says it in the deployment's own terms."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from solver.cli.main import main
+
+V32_PREFILL = ["deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "64", "--weight-dtype", "int8",
+               "--isl", "65536", "--phase", "prefill"]
+
+
+def _run(*args: str) -> dict:
+    r = CliRunner().invoke(main, list(args))
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_a_prefill_only_solve_shows_prompt_tokens_per_s_as_estimate_does():
+    """A prefill-only plan emits one token per prompt: its throughput is the prompt tokens, which solve shows
+    (JSON input_tokens_per_s_per_rank, table column 'prompt tok/s/rank') as estimate does for the same config;
+    the output-token column alone read 0."""
+    out = _run("solve", *V32_PREFILL, "--framework", "cann-recipes", "--scenario", "throughput", "--top", "1",
+               "--format", "json")
+    c = out["candidates"][0]
+    pc, e = c["parallel_config"], c["estimation"]
+    flags = {"attn_tp_size": "--attn-tp", "embed_tp_size": "--embed-tp", "lmhead_tp_size": "--lmhead-tp",
+             "cp_size": "--cp", "dense_tp_size": "--dense-tp", "o_proj_tp_size": "--oproj-tp"}
+    knobs = [x for k, f in flags.items() if pc.get(k, 1) > 1 for x in (f, str(pc[k]))]
+    est = _run("estimate", "deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "64", "--weight-dtype", "int8",
+               "--framework", "cann-recipes", "--phase", "prefill", "--batch", str(e["concurrency"]),
+               "--seq-len", "65536", *knobs, "--format", "json")
+    assert e["input_tokens_per_s_per_rank"] == round(est["input_tokens_per_s_per_rank"], 1) > 1000
+    assert e["tpot_ms"] is None
+    table = CliRunner().invoke(main, ["solve", *V32_PREFILL, "--framework", "cann-recipes", "--top", "1"])
+    assert "prompt tok/s/rank" in table.stdout and "prefill only" in table.stdout
+    serving = _run("solve", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--top", "1",
+                   "--format", "json")
+    assert "input_tokens_per_s_per_rank" not in serving["candidates"][0]["estimation"]  # serving: output tokens
+
+
+def test_explain_prices_the_engines_loss_in_the_figures_the_phase_has():
+    """A prefill-only plan has no TPOT (it printed 'TPOT n/a (0.0 -> 0.0 ms)') and its throughput is prompt
+    tokens; and an engine 'cannot express' a knob it has but the profile does not model: the line says the
+    profile rules it out."""
+    lines = _run("solve", *V32_PREFILL, "--framework", "cann-recipes", "--explain", "--format", "json")["explain"]
+    line = next(x for x in lines if x.startswith("generic profile's best"))
+    assert "TPOT" not in line and "prompt tokens/s per rank" in line and "TTFT" in line
+    assert "cann-recipes's profile rules it out" in line
