@@ -86,6 +86,9 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache)
     r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
     r.notes += context_notes(spec, wl.context_len)
+    kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too
+    if kv_refusal:
+        r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")
     if note and not r.violations["A"]:  # else the model check already names it, in the file's own keys
         r.violations["A"].insert(0, note)
     data = review_dict(r, pc, model_knobs(spec))

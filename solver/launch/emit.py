@@ -115,9 +115,14 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
              inputs: LaunchInputs) -> tuple[list[str], set[int]]:
     """The formats the user chose that the command cannot spell: (notes, ids of the args to leave out).
 
-    A KV-cache format is the engine's runtime choice: without a spelling the command could not ask for it, so it
-    is refused (InputError). A weight format is the checkpoint's: an engine with no flag for it, or whose flag
-    takes other values (a map without it), serves the format it is given, and a note says so."""
+    A KV-cache format without a spelling is refused (FrameworkProfile.kv_dtype_refusal, InputError), unless the
+    profile says where it is set instead (`launch.kv_dtype_elsewhere`: a note). A weight format is the checkpoint's: an engine
+    with no flag for it, or whose flag takes other values (a map without it), serves the format it is given, and
+    a note says so."""
+    refusal = fw.kv_dtype_refusal(inputs.kv_dtype)
+    if refusal:
+        raise InputError(f"--engine {fw.name}", refusal)
+    elsewhere = fw.launch.kv_dtype_elsewhere if fw.launch is not None else ""
     given = {"weight_dtype": inputs.weight_dtype, "kv_dtype": inputs.kv_dtype,
              "moe_weight_dtype": inputs.moe_weight_dtype if inputs.moe_weight_dtype != inputs.weight_dtype else None}
     spelled: set[str] = set()
@@ -130,21 +135,20 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
         try:
             _text(arg, names, fw.name)
         except InputError:
-            if uses & {"kv_dtype"}:
-                raise
             unspelled.add(id(arg))
             for name in sorted(uses):
                 takes = f"{fw.name}'s {arg.flag or arg.key} takes {', '.join(sorted(arg.map or ()))}, not {given[name]}"
-                notes.append(_unspelled_weights(fw, name, given[name], takes))
+                notes.append(f"kv_dtype {given[name]}: {takes}; {elsewhere}" if name == "kv_dtype"
+                             else _unspelled_weights(fw, name, given[name], takes))
                 spelled.add(name)
             continue
         spelled |= uses
     for name, value in given.items():
         if value is None or name in spelled:
             continue
-        if name == "kv_dtype":  # a runtime choice: the engine cannot be told it without a flag
-            raise InputError(f"--engine {fw.name}", f"{name} {value}: {fw.name}'s profile has no flag for it "
-                             "(leave the KV dtype out to serve the engine's default)")
+        if name == "kv_dtype":  # not refused (kv_dtype_refusal): the profile says where it is set
+            notes.append(f"kv_dtype {value}: {fw.name} takes no flag for it; {elsewhere}")
+            continue
         # weights are the checkpoint's: an engine without a flag serves the format it is given
         flags = sorted({a.flag or a.key or "" for a in args if name in _TEMPLATE.findall(a.text or "")} - {""})
         why = (f"{fw.name} takes no flag for it" if not flags else
