@@ -87,3 +87,16 @@ def test_the_verified_w8a8c8_prefill_deployment_launches_under_cann_recipes(tmp_
     text = doc["files"]["shardplan-parallel-config.yaml"]
     assert "cp_size: 64" in text and "embed_tp_size: 16" in text and "batch_size: 64" in text
     assert any(n.startswith("kv_dtype int8: cann-recipes takes no flag") for n in doc["notes"])
+
+
+def test_inspect_shows_the_attention_heads_and_apart_what_tp_must_divide():
+    """Qwen3.5-122B-A10B's full attention has 32 query heads and its GatedDeltaNet 16 key heads: inspect said
+    'N_h (heads) 16' (the gcd TP must divide); it shows 32, and the 16 on a line that says what it is."""
+    from solver.report.model_view import inspect_data
+    from solver.specs.model_catalog import load_model
+
+    basic = inspect_data(load_model("qwen3.5-122b-a10b"))["basic"]
+    assert basic["N_h (heads)"] == 32 and basic["N_kv (KV heads)"] == 2
+    assert basic["TP must divide (gcd of every mixer's head groups)"] == 16
+    llama = inspect_data(load_model("llama-3.3-70b"))["basic"]
+    assert llama["N_h (heads)"] == 64 and not any(k.startswith("TP must divide") for k in llama)
