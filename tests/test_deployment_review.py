@@ -100,3 +100,15 @@ def test_inspect_shows_the_attention_heads_and_apart_what_tp_must_divide():
     assert basic["TP must divide (gcd of every mixer's head groups)"] == 16
     llama = inspect_data(load_model("llama-3.3-70b"))["basic"]
     assert llama["N_h (heads)"] == 64 and not any(k.startswith("TP must divide") for k in llama)
+
+
+def test_the_checkpoints_own_16_bit_dtype_needs_no_model_dtype_note():
+    """Llama-3.3-70B is stored in bf16: `--weight-dtype bf16` is what the engines serve by default, so the launch
+    says nothing (every vLLM / SGLang command said 'set vllm's model (load) dtype to bf16, which its profile has
+    no flag for'); fp16 is another dtype and keeps the note."""
+    base = ["solve", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--top", "1", "--format", "json"]
+    for engine in ("vllm", "sglang", "trtllm"):
+        launch = _run(*base, "--framework", engine, "--weight-dtype", "bf16")["candidates"][0]["launch"]
+        assert "error" not in launch and not launch.get("notes"), (engine, launch.get("notes"))
+    fp16 = _run(*base, "--framework", "vllm", "--weight-dtype", "fp16")["candidates"][0]["launch"]
+    assert any(n.startswith("weight_dtype fp16: a model dtype") for n in fp16["notes"])

@@ -111,14 +111,33 @@ def _argv_token(v: Any) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
+def checkpoint_own(model: ModelSpec, inputs: LaunchInputs) -> set[str]:
+    """The unquantized weight formats the user named that are the checkpoint's own 16-bit dtype (every layer
+    they cover is stored in it): the engine's default dtype serves them as stored, so there is no model dtype to
+    set (a 32-bit checkpoint is served at 16 bits: that note stays, _unspelled_weights; a quantized format keeps
+    its note naming the checkpoint to serve)."""
+    def served_as_stored(name: str | None, formats: set[str]) -> bool:
+        if name is None or formats != {name}:
+            return False
+        fmt = number_format(name, "weights")
+        return not fmt.quantized and fmt.bits <= 16
+
+    q = model.quant
+    covered = {q.attention, q.dense} | ({q.experts} if model.is_moe and inputs.moe_weight_dtype is None else set())
+    out = {"weight_dtype"} if served_as_stored(inputs.weight_dtype, covered) else set()
+    if model.is_moe and served_as_stored(inputs.moe_weight_dtype, {q.experts}):
+        out.add("moe_weight_dtype")
+    return out
+
+
 def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any], skip: set[str],
-             inputs: LaunchInputs) -> tuple[list[str], set[int]]:
+             inputs: LaunchInputs, own: set[str] = frozenset()) -> tuple[list[str], set[int]]:
     """The formats the user chose that the command cannot spell: (notes, ids of the args to leave out).
 
     A KV-cache format without a spelling is refused (FrameworkProfile.kv_dtype_refusal, InputError), unless the
     profile says where it is set instead (`launch.kv_dtype_elsewhere`: a note). A weight format is the checkpoint's: an engine
     with no flag for it, or whose flag takes other values (a map without it), serves the format it is given, and
-    a note says so."""
+    a note says so, unless it is the checkpoint's own (`own`, checkpoint_own: nothing to tell the engine)."""
     refusal = fw.kv_dtype_refusal(inputs.kv_dtype)
     if refusal:
         raise InputError(f"--engine {fw.name}", refusal)
@@ -136,15 +155,16 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
             _text(arg, names, fw.name)
         except InputError:
             unspelled.add(id(arg))
-            for name in sorted(uses):
+            for name in sorted(uses - own):
                 takes = f"{fw.name}'s {arg.flag or arg.key} takes {', '.join(sorted(arg.map or ()))}, not {given[name]}"
                 notes.append(f"kv_dtype {given[name]}: {takes}; {elsewhere}" if name == "kv_dtype"
                              else _unspelled_weights(fw, name, given[name], takes))
                 spelled.add(name)
+            spelled |= uses & own
             continue
         spelled |= uses
     for name, value in given.items():
-        if value is None or name in spelled:
+        if value is None or name in spelled or name in own:
             continue
         if name == "kv_dtype":  # not refused (kv_dtype_refusal): the profile says where it is set
             notes.append(f"kv_dtype {value}: {fw.name} takes no flag for it; {elsewhere}")
@@ -225,7 +245,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "remote_code": model.remote_code,
     }
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
-    notes, unspelled = _formats(fw, args, base, skip, inputs)
+    notes, unspelled = _formats(fw, args, base, skip, inputs, checkpoint_own(model, inputs))
     trust = _trust_note(fw, model, args)
     if trust:
         notes.append(trust)
