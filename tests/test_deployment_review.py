@@ -19,10 +19,10 @@ def _run(*args: str) -> dict:
     return json.loads(r.stdout)
 
 
-def test_a_prefill_only_solve_shows_prompt_tokens_per_s_as_estimate_does():
+def test_a_prefill_only_solve_shows_prompt_tokens_per_s_as_estimate_does(tmp_path):
     """A prefill-only plan emits one token per prompt: its throughput is the prompt tokens, which solve shows
-    (JSON input_tokens_per_s_per_rank, table column 'prompt tok/s/rank') as estimate does for the same config;
-    the output-token column alone read 0."""
+    (JSON input_tokens_per_s_per_rank, table column 'prompt tok/s/rank') and check shows as estimate does for
+    the same config; the output-token column alone read 0."""
     out = _run("solve", *V32_PREFILL, "--framework", "cann-recipes", "--scenario", "throughput", "--top", "1",
                "--format", "json")
     c = out["candidates"][0]
@@ -35,6 +35,13 @@ def test_a_prefill_only_solve_shows_prompt_tokens_per_s_as_estimate_does():
                "--seq-len", "65536", *knobs, "--format", "json")
     assert e["input_tokens_per_s_per_rank"] == round(est["input_tokens_per_s_per_rank"], 1) > 1000
     assert e["tpot_ms"] is None
+    dep = tmp_path / "dep.yaml"
+    dep.write_text(json.dumps({"model": "deepseek-v3.2", "hardware": "atlas_a3", "framework": "cann-recipes",
+                               "world_size": 64, "parallel_config": {k: v for k, v in pc.items() if k in flags},
+                               "workload": {"phase": "prefill", "batch": e["concurrency"], "seq_len": 65536},
+                               "quant": {"weights": "int8"}}))
+    assert _run("check", str(dep), "--format", "json")["estimation"]["input_tokens_per_s_per_rank"] == \
+        e["input_tokens_per_s_per_rank"]
     table = CliRunner().invoke(main, ["solve", *V32_PREFILL, "--framework", "cann-recipes", "--top", "1"])
     assert "prompt tok/s/rank" in table.stdout and "prefill only" in table.stdout
     serving = _run("solve", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--top", "1",

@@ -16,23 +16,27 @@ if TYPE_CHECKING:
     from solver.specs.parallel import ParallelConfig
 
 
-def _est(e) -> dict:
+def _est(e, prompt_len: int | None = None) -> dict:
+    """The figures of one estimate; `prompt_len`: a prefill-only workload's prompt length, whose throughput is
+    the prompt tokens (one token is emitted a prompt), as `estimate` and `solve` show it."""
     if e is None:
         return {}
+    prompts = ({"input_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank * prompt_len, 1)}
+               if prompt_len is not None and not e.has_tpot else {})
     return {"ttft_ms": round(e.ttft_s * 1e3, 2) if e.has_ttft else None,
             "tpot_ms": round(e.tpot_s * 1e3, 3) if e.has_tpot else None,
             "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
             "memory_per_rank_gb": round(e.memory.model_bytes / 1e9, 2),
             "memory_limit_gb": round(e.memory.limit_bytes / 1e9, 2), "memory_feasible": e.memory.feasible,
             "params_per_card_gb": round(e.memory.weights_total / 1e9, 2),
-            "kv_cache_per_card_gb": round(e.memory.cache_total / 1e9, 2)}
+            "kv_cache_per_card_gb": round(e.memory.cache_total / 1e9, 2), **prompts}
 
 
-def review_dict(r: Review, pc: ParallelConfig, knobs: tuple[str, ...] = KNOBS) -> dict:
+def review_dict(r: Review, pc: ParallelConfig, knobs: tuple[str, ...] = KNOBS, prompt_len: int | None = None) -> dict:
     return {"valid": r.valid, "parallel_config": pc.model_view(knobs),
             "violations": r.violations, "warnings": r.warnings, "common_errors": r.common_errors,
-            "notes": r.notes, "estimation": _est(r.estimate),
-            "comparisons": {k: _est(v) for k, v in r.comparisons.items()}}
+            "notes": r.notes, "estimation": _est(r.estimate, prompt_len),
+            "comparisons": {k: _est(v, prompt_len) for k, v in r.comparisons.items()}}
 
 
 @click.command("check")
@@ -91,7 +95,7 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
         r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")
     if note and not r.violations["A"]:  # else the model check already names it, in the file's own keys
         r.violations["A"].insert(0, note)
-    data = review_dict(r, pc, model_knobs(spec))
+    data = review_dict(r, pc, model_knobs(spec), wl.seq_len if wl.kind == "prefill" else None)
     if fmt != "table":
         click.echo(dump(data, fmt))
     else:

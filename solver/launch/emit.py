@@ -135,9 +135,10 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
     """The formats the user chose that the command cannot spell: (notes, ids of the args to leave out).
 
     A KV-cache format without a spelling is refused (FrameworkProfile.kv_dtype_refusal, InputError), unless the
-    profile says where it is set instead (`launch.kv_dtype_elsewhere`: a note). A weight format is the checkpoint's: an engine
-    with no flag for it, or whose flag takes other values (a map without it), serves the format it is given, and
-    a note says so, unless it is the checkpoint's own (`own`, checkpoint_own: nothing to tell the engine)."""
+    profile says where it is set instead (`launch.kv_dtype_elsewhere`: a note). A weight format is the
+    checkpoint's: an engine with no flag for it, or whose flag takes other values (a map without it), serves the
+    format it is given, and a note says so, unless it is the checkpoint's own 16-bit dtype (`own`,
+    checkpoint_own: nothing to tell the engine)."""
     refusal = fw.kv_dtype_refusal(inputs.kv_dtype)
     if refusal:
         raise InputError(f"--engine {fw.name}", refusal)
