@@ -114,7 +114,8 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                      *("-" if e[k] is None else e[k] for k in ("ttft_ms", "tpot_ms")),
                      e.get("input_tokens_per_s_per_rank", e["output_tokens_per_s_per_rank"]), c.reference])
     rate = "prompt tok/s/rank" if prompt_len is not None else "tok/s/rank"
-    con.print(table(f"{model} on {cards} x {hardware} ({kind}{', prefill only' if prompt_len else ''})",
+    only = f", {scenario.phase} only" if scenario.phase != "serving" else ""  # a one-phase plan says so
+    con.print(table(f"{model} on {cards} x {hardware} ({kind}{only})",
                     ["#", "pattern", "knobs > 1", "conc.", "mem GB", "fits", "TTFT ms", "TPOT ms", rate,
                      "reference"],
                     rows))
