@@ -119,3 +119,29 @@ def test_the_checkpoints_own_16_bit_dtype_needs_no_model_dtype_note():
         assert "error" not in launch and not launch.get("notes"), (engine, launch.get("notes"))
     fp16 = _run(*base, "--framework", "vllm", "--weight-dtype", "fp16")["candidates"][0]["launch"]
     assert any(n.startswith("weight_dtype fp16: a model dtype") for n in fp16["notes"])
+
+
+def test_solve_yaml_is_a_deployment_file_check_and_launch_read_by_candidate(tmp_path):
+    """solve --format yaml writes the deployment (model, hardware, framework, world size, formats, MTP) at the
+    top and each candidate's workload (its own concurrency) in its block: `check FILE --candidate b` and
+    `launch FILE --candidate b` read that candidate and give solve's figures and solve's command. The file
+    held only the knobs, so checking it meant writing the model, hardware, cards and workload by hand (check has
+    no flag for a workload) and deleting the other candidates."""
+    args = ["deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "64", "--framework", "vllm-ascend",
+            "--weight-dtype", "int8", "--kv-dtype", "bf16", "--mtp", "1", "--isl", "1024", "--osl", "4096"]
+    r = CliRunner().invoke(main, ["solve", *args, "--format", "yaml", "--explain"])
+    assert r.exit_code == 0, r.output
+    path = tmp_path / "solve.yaml"
+    path.write_text(r.stdout)
+    solved = _run("solve", *args, "--format", "json")["candidates"]
+    for letter, cand in zip("abc", solved):
+        checked = _run("check", str(path), "--candidate", letter, "--format", "json")
+        assert checked["valid"]
+        for k in ("ttft_ms", "tpot_ms", "memory_per_rank_gb", "output_tokens_per_s_per_rank"):
+            assert checked["estimation"][k] == cand["estimation"][k], (letter, k)
+        launched = _run("launch", str(path), "--candidate", str("abc".index(letter) + 1), "--format", "json")
+        assert launched["nodes"] == cand["launch"]["nodes"]
+    one = CliRunner().invoke(main, ["check", str(path)])
+    assert one.exit_code == 2 and "name it with --candidate" in one.stderr
+    bad = CliRunner().invoke(main, ["launch", str(path), "--candidate", "d"])
+    assert bad.exit_code == 2 and "--candidate: 'd'" in bad.stderr

@@ -45,8 +45,10 @@ def review_dict(r: Review, pc: ParallelConfig, knobs: tuple[str, ...] = KNOBS, p
 @click.option("--hardware", type=NAME, default=None, help="overrides the file's hardware")
 @click.option("--cards", type=CARDS, default=None, help="overrides the file's world_size")
 @click.option("--framework", type=NAME, default=None, help="overrides the file's framework profile")
+@click.option("--candidate", type=NAME, default=None,
+              help="the candidate_x block to read from a file of several (a, b, c or 1, 2, 3: solve --format yaml)")
 @format_option()
-def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
+def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None:
     """Validate a parallel_config (the seed's YAML keys) by class A/B/C, flag common errors, estimate it.
     Exit 1 when a hard constraint is violated."""
     from solver.estimate.serving import Workload
@@ -59,7 +61,7 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs
     from solver.specs.precision import resolve_precision
 
-    dep = load_deployment(config)
+    dep = load_deployment(config, candidate)
     model = model or dep.model
     hardware = hardware or dep.hardware
     world = cards or dep.world_size

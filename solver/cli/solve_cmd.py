@@ -97,12 +97,18 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         click.echo(dump(data, "json"))
         return
     if fmt == "yaml":
-        click.echo(seed_yaml(result, cands, kvp_in_tp, prompt_len), nl=False)
+        quant = {k: v for k, v in (("weights", weight_dtype), ("moe_weights", moe_weight_dtype),
+                                   ("kv_cache", kv_dtype)) if v is not None}
+        deployment = {"model": model, "hardware": hardware, "framework": framework, "world_size": cards,
+                      **({"quant": quant} if quant else {}), **({"mtp": mtp} if mtp else {})}
+        click.echo(seed_yaml(result, cands, kvp_in_tp, prompt_len, deployment, scenario), nl=False)
         if explain:
             click.echo("# why the main alternatives lost:")
             for line in why:
                 click.echo(f"#   {line}")
-            click.echo(dump({"pareto_front": result_dict(result, cands, kvp_in_tp=kvp_in_tp)["pareto_front"]}, "yaml"))
+            # comments, so the file stays one `check` and `launch` read
+            front = dump({"pareto_front": result_dict(result, cands, kvp_in_tp=kvp_in_tp)["pareto_front"]}, "yaml")
+            click.echo("\n".join(f"# {line}" for line in front.splitlines()))
         return
     con = console()
     rows = []

@@ -9,6 +9,7 @@ import yaml
 from solver.plan.solve import PlanResult
 from solver.rank.select import ORDERING, Candidate
 from solver.specs.parallel import KNOBS
+from solver.specs.scenario import Scenario
 
 GB = 1e9
 LETTERS = "abcdefghij"
@@ -99,10 +100,27 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
     }
 
 
+def candidate_workload(scenario: Scenario, batch: int) -> dict[str, Any]:
+    """A candidate's workload in the deployment file's keys (`check` / `launch` read it back): serving at its
+    concurrency, or the one phase it was planned for at its batch."""
+    if scenario.phase == "prefill":
+        return {"phase": "prefill", "batch": batch, "seq_len": scenario.isl}
+    if scenario.phase == "decode":
+        return {"phase": "decode", "batch": batch, "isl": scenario.isl, "osl": scenario.osl}
+    return {"isl": scenario.isl, "osl": scenario.osl, "concurrency": batch}
+
+
 def seed_yaml(result: PlanResult, cands: list[Candidate], kvp_in_tp: bool = False,
-              prompt_len: int | None = None) -> str:
-    """The seed's commented YAML: one block per candidate, DP/EP noted as derived."""
+              prompt_len: int | None = None, deployment: dict[str, Any] | None = None,
+              scenario: Scenario | None = None) -> str:
+    """The seed's commented YAML: one block per candidate, DP/EP noted as derived. `deployment` (model,
+    hardware, framework, world_size, quant, mtp) goes at the top and `scenario` gives each block its workload,
+    so the file is a deployment file: `check` / `launch` read it with --candidate (or with one block kept)."""
     out = []
+    if deployment:
+        out.append("# the deployment these candidates are for: `shardplan check FILE --candidate a` (or `launch`) "
+                   "reads it")
+        out.append(yaml.safe_dump(deployment, sort_keys=False, default_flow_style=False).rstrip("\n"))
     for c, letter in zip(cands, LETTERS):
         label = "recommended" if c.rank == 1 else "alternative"
         d = candidate_dict(c, result.knobs, kvp_in_tp, prompt_len)
@@ -110,8 +128,10 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], kvp_in_tp: bool = Fals
         out.append(f"# reason: {c.reason}")
         out.append(f"# reference: {d['reference']}")
         own = own_config(c.planned.config, result.knobs)
-        block = {f"candidate_{letter}": {"parallel_config": own,
-                                         "estimation": d["estimation"], "tradeoff": d["tradeoff"]}}
+        body: dict[str, Any] = {"parallel_config": own}
+        if scenario is not None:
+            body["workload"] = candidate_workload(scenario, c.planned.batch)
+        block = {f"candidate_{letter}": {**body, "estimation": d["estimation"], "tradeoff": d["tradeoff"]}}
         text = yaml.safe_dump(block, sort_keys=False)
         pc = c.planned.config
         text = text.replace("    attn_tp_size: ", f"    # attn_dp_size = {pc.attn_dp(kvp_in_tp)}\n    attn_tp_size: ")
