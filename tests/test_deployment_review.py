@@ -164,3 +164,16 @@ def test_an_engine_rule_that_leaves_no_attention_layout_is_named_with_the_size_t
     assert rec.exit_code == 1
     assert "try more cards" not in rec.stderr
     assert "the larger sizes tried (16 cards) have no feasible configuration" in rec.stderr and "C.single_node" in rec.stderr
+
+
+def test_an_sla_remedy_quotes_the_figure_without_exponent():
+    """Llama-3.3-70B on 8 H100 under TRT-LLM with 32K prompts and TTFT <= 800 ms: the remedy said 'shows TTFT
+    1.22e+03 ms'; it says '1,220 ms' (three figures, no exponent)."""
+    from solver.errors import three_figures
+
+    assert [three_figures(v) for v in (2750.4, 1217.9, 6.342, 0.01234, 99.95, 0.0)] == \
+        ["2,750", "1,220", "6.34", "0.0123", "100", "0"]
+    r = CliRunner().invoke(main, ["solve", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--framework",
+                                  "trtllm", "--weight-dtype", "fp8", "--isl", "32768", "--ttft-ms", "800"])
+    assert r.exit_code == 1 and "SLA.ttft binds" in r.stderr
+    assert "e+0" not in r.stderr and " ms; or add cards" in r.stderr

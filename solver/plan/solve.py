@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from solver.errors import InfeasibleError, InputError, InternalError
+from solver.errors import InfeasibleError, InputError, InternalError, three_figures
 from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TOP
 from solver.estimate.compute import factors_for
@@ -425,7 +425,7 @@ def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[st
     fig = planner.latency_of(b, dict(p.picks))[1]
     cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
     knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
-    shown = ", ".join(f"{SLA_FLAGS[s][2]} {getattr(fig, SLA_FLAGS[s][1]) * 1e3:.3g} ms" for s in slas)
+    shown = ", ".join(f"{SLA_FLAGS[s][2]} {three_figures(getattr(fig, SLA_FLAGS[s][1]) * 1e3)} ms" for s in slas)
     return (f"{relax_slas(slas)}: the fastest configuration at concurrency {b} on {world} cards ({knobs}) shows "
             f"{shown}")
 
