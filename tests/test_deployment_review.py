@@ -177,3 +177,12 @@ def test_an_sla_remedy_quotes_the_figure_without_exponent():
                                   "trtllm", "--weight-dtype", "fp8", "--isl", "32768", "--ttft-ms", "800"])
     assert r.exit_code == 1 and "SLA.ttft binds" in r.stderr
     assert "e+0" not in r.stderr and " ms; or add cards" in r.stderr
+
+
+def test_explain_says_a_baseline_breaks_the_batch_rule_only_at_the_winners_concurrency():
+    """cann-recipes wants the batch divisible by the attention DP: a seed baseline priced at #1's concurrency
+    (8 prompts) breaks it, but it is itself listed at its own (64): explain said 'Attn DP + CP64 + MoE EP: violates
+    C.batch_divisible_attn_dp' beside candidate #3 with those knobs; it says where and cross-references it."""
+    lines = _run("solve", *V32_PREFILL, "--framework", "cann-recipes", "--explain", "--format", "json")["explain"]
+    cp = next(x for x in lines if x.startswith("Attn DP + CP64 + MoE EP:"))
+    assert cp.endswith("violates C.batch_divisible_attn_dp at #1's concurrency 8 [listed as #3 at its own concurrency]")

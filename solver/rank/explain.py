@@ -212,11 +212,14 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
         if broken:  # the pattern may still be expressible with the vocabulary / o_proj degrees the engine ties;
             # else what the pattern itself breaks (the variant breaking least)
             pc, broken = min(((v, broken_by(v)) for v in [pc, *side_variants(pc, model)]), key=lambda vb: len(vb[1]))
+        k = shown.get(pattern_name(pc, model, fw.kvp_splits_attention_weights))
         if broken:
-            lines.append(f"{name}: violates {', '.join(broken)}")
+            # a listed candidate is admissible at its own concurrency: what it breaks here is #1's batch
+            # (cann-recipes' batch % DP), so say where, not that the pattern cannot run
+            where = f" at #1's concurrency {batch} [listed as #{k} at its own concurrency]" if k is not None else ""
+            lines.append(f"{name}: violates {', '.join(broken)}{where}")
             continue
         name = f"{name} (at #1's concurrency {batch})"
-        k = shown.get(pattern_name(pc, model, fw.kvp_splits_attention_weights))
         if k is not None:
             name += f" [listed as #{k} at its own concurrency]"
         e = estimate(model, hw, pc, prec, f, wl)
