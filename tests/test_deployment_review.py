@@ -186,3 +186,17 @@ def test_explain_says_a_baseline_breaks_the_batch_rule_only_at_the_winners_concu
     lines = _run("solve", *V32_PREFILL, "--framework", "cann-recipes", "--explain", "--format", "json")["explain"]
     cp = next(x for x in lines if x.startswith("Attn DP + CP64 + MoE EP:"))
     assert cp.endswith("violates C.batch_divisible_attn_dp at #1's concurrency 8 [listed as #3 at its own concurrency]")
+
+
+def test_the_vocabulary_split_advice_is_a_note_where_the_engine_ties_it_to_tp(tmp_path):
+    """Llama-3.3-70B FP8 as DP8 under vLLM: memory binds and both vocabulary tables are whole on every rank, but
+    vLLM ties embed/lm_head TP to --tensor-parallel-size (C.embed_tp_is_tp): 'set their TP independently' was a
+    common error the user cannot act on; it is a note naming the rules. Under the generic profile it stays."""
+    dep = tmp_path / "dp8.yaml"
+    dep.write_text("model: llama-3.3-70b\nhardware: h100_sxm\nworld_size: 8\nparallel_config: {attn_tp_size: 1}\n"
+                   "workload: {isl: 1024, osl: 1024, concurrency: 64}\nquant: {weights: fp8}\n")
+    vllm = _run("check", str(dep), "--framework", "vllm", "--format", "json")
+    assert not any("embed/lm_head" in e for e in vllm["common_errors"])
+    assert any("vllm ties them to the TP size here (C.embed_tp_is_tp, C.lmhead_tp_is_tp)" in n for n in vllm["notes"])
+    generic = _run("check", str(dep), "--format", "json")
+    assert any("set their TP independently" in e for e in generic["common_errors"])
