@@ -8,7 +8,7 @@ from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.plan.solve import PlanResult, plan
 from solver.rank.select import Candidate, rank_candidates
-from solver.specs.framework import load_framework
+from solver.specs.framework import FrameworkProfile, load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model, resolve_model_file
 from solver.specs.precision import resolve_precision
@@ -42,6 +42,7 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     spec = load_model(model)
     hw = load_hardware(hardware)
     fw = load_framework(framework)
+    refuse_unlaunchable_kv(fw, kv_dtype)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     refs = list_references() if references is None else list(references)
     result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=top,
@@ -50,6 +51,14 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     cands = rank_candidates(result.candidates, spec, hw, scenario, refs, _ref_models(), top=top,
                             kvp_in_tp=fw.kvp_splits_attention_weights)
     return result, cands
+
+
+def refuse_unlaunchable_kv(fw: FrameworkProfile, kv_dtype: str | None, flag: str = "--kv-dtype") -> None:
+    """A KV-cache format the engine's command cannot ask for is bad input to the planner (exit 2): its plans
+    could not be launched (`launch` refuses the same format, FrameworkProfile.kv_dtype_refusal)."""
+    refusal = fw.kv_dtype_refusal(kv_dtype)
+    if refusal:
+        raise InputError(flag, f"{refusal}; a plan under {fw.name} could not be launched with it")
 
 
 def verified_for(model_name: str, hardware: str, cards: int, phase: str, refs) -> list[tuple[str, dict[str, int]]]:

@@ -1,6 +1,8 @@
 """The tool's own errors. The CLI turns each into one line on stderr and an exit code."""
 from __future__ import annotations
 
+import math
+
 
 QUOTE_WIDTH = 40  # a value or problem quoted inside an error line, at most
 
@@ -8,6 +10,16 @@ QUOTE_WIDTH = 40  # a value or problem quoted inside an error line, at most
 def quoted(text: str, width: int = QUOTE_WIDTH) -> str:
     """`text` cut to `width` characters (ending in "...") for quoting inside a one-line error."""
     return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def three_figures(value: float) -> str:
+    """`value` to three significant figures for a one-line message, never in exponent form (TTFT 2,750 ms, not
+    2.75e+03 ms), thousands separated."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    value = float(f"{value:.3g}")  # rounded first: 99.95 is 100, not 100.0
+    decimals = 2 - math.floor(math.log10(abs(value)))
+    return f"{value:,.0f}" if decimals <= 0 else f"{value:.{decimals}f}"
 
 
 class ShardplanError(Exception):

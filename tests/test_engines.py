@@ -158,7 +158,7 @@ def test_explain_under_atom_prices_the_generic_profiles_best():
     lines = json.loads(r.stdout)["explain"]
     assert lines[0].startswith("score:") and lines[1].startswith("#1 ")  # the candidates' scores come first
     line = next(x for x in lines if x.startswith("generic profile's best"))
-    assert "atom cannot express it" in line and "TTFT" in line
+    assert "atom's profile rules it out" in line and "TTFT" in line
 
 
 def _explain(*args: str) -> list[str]:
@@ -257,12 +257,18 @@ def test_a_weight_format_without_a_flag_is_the_checkpoints_and_the_launch_says_s
     assert any("int8" in n for n in doc["notes"])
 
 
-def test_a_kv_format_without_a_flag_is_refused(tmp_path) -> None:
-    """The KV-cache format is the engine's runtime choice: without a flag the command could not ask for it."""
+def test_a_kv_format_without_a_flag_is_refused_unless_the_profile_says_where_it_is_set(tmp_path) -> None:
+    """The KV-cache format is the engine's runtime choice: without a spelling the command could not ask for it
+    (vllm-ascend's --kv-cache-dtype takes bf16 / fp16, not int8). cann-recipes sets it with the model's
+    quantization in the recipe's YAML (the verified W8A8C8 deployments): a note says so (it refused, so the
+    verified v32-p64-q could not be launched)."""
     pc = {"attn_tp_size": 1, "dense_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 16}
     dep = _deployment(tmp_path, pc, model="deepseek-v3.2", hardware="atlas_a3", world=16, quant={"kv_cache": "int8"})
+    r = CliRunner().invoke(main, ["launch", dep, "--engine", "vllm-ascend"])
+    assert r.exit_code == 2 and "KV-cache dtype int8: vllm-ascend has no spelling for it (it takes bf16, fp16)" in r.stderr
     r = CliRunner().invoke(main, ["launch", dep, "--engine", "cann-recipes"])
-    assert r.exit_code == 2 and "kv_dtype int8: cann-recipes's profile has no flag for it" in r.stderr
+    assert r.exit_code == 0, r.stderr
+    assert "# note: kv_dtype int8: cann-recipes takes no flag for it; cann-recipes-infer sets the KV-cache format" in r.stdout
 
 
 def test_a_launch_the_memory_model_does_not_fit_says_so(tmp_path) -> None:

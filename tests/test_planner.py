@@ -285,3 +285,20 @@ def test_random_models_get_valid_answers_and_matching_fronts(cfg, hw, world, kin
             assert m.num_attention_heads % pc.attn_tp_size == 0
             assert not m.is_moe or m.num_experts % pc.moe_ep_size == 0
             assert c.planned.estimate.memory.feasible
+
+
+def test_prefill_batches_are_the_replica_counts_so_dp_engines_plan_attention_dp():
+    """A prefill-only plan runs one step of prompts, every attention replica prefilling at least one: the
+    batches it tries are the replica counts (the divisors of the world), so an engine that wants the batch
+    divisible by its attention DP (cann-recipes) can plan DP / CP at one prompt per replica. With batch 1
+    alone it could only plan attention TP over the whole world: DeepSeek-V3.2 on 64 Atlas A3 dies, 64K
+    prompts, throughput, was Attn TP64 at one prompt (7.6 s, a tenth of the prompts/s), against the
+    verified deployment v32-p64-q (CP64, 64 prompts)."""
+    m, h, fw = load_model("deepseek-v3.2"), load_hardware("atlas_a3"), load_framework("cann-recipes")
+    sc = Scenario(kind="throughput", isl=65536, osl=256, phase="prefill")
+    assert build_space(m, h, fw, 64, sc).batches == (1, 2, 4, 8, 16, 32, 64)
+    _, cands = run_solve("deepseek-v3.2", "atlas_a3", 64, sc, "cann-recipes", "int8", explain_binding=False)
+    best = cands[0].planned
+    assert best.config.attn_tp_size == 1 and best.config.cp_size == 64 and best.batch == 64
+    assert cands[0].reference == "v32-p64-q" and not cands[0].reference_diff
+    assert build_space(m, h, fw, 64, sc.model_copy(update={"concurrency": 32})).batches == (32,)  # fixed: as given

@@ -210,6 +210,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
     opt = Option(hardware=hw_name, met=False, price_per_card_hour=price)
     best_seen: tuple[float, int, str | None] | None = None  # tok/s, cards, the concurrency range's note there
     last_binding = ""
+    infeasible: list[tuple[int, str]] = []  # (cards, binding) of the sizes with no feasible configuration
     for t in tasks:
         if progress:
             progress(f"{hw_name}: {t.cards} cards")
@@ -219,6 +220,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         ok = [r for r in rows if r["feasible"]]
         if not ok:
             last_binding = rows[0]["binding_constraint"] if rows else ""
+            infeasible.append((t.cards, last_binding))
             continue
         top = max(ok, key=lambda r: r["output_tokens_per_s"])
         if best_seen is None or top["output_tokens_per_s"] > best_seen[0]:
@@ -260,8 +262,10 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         opt.note = no_fit_note("configuration", largest, last_binding)
     else:
         sc = tasks[-1].scenario
+        # more cards help only where the largest size tried had a configuration
+        larger = infeasible if infeasible and infeasible[-1][0] == largest else []
         opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.ttft_ms is not None or sc.tpot_ms is not None,
-                                  best_seen[2])
+                                  best_seen[2], larger)
     return opt
 
 
@@ -272,10 +276,21 @@ def no_fit_note(what: str, largest: int, binding: str, remedy: str | None = None
             + (f"; {remedy}" if remedy else ""))
 
 
-def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remedy: str | None = None) -> str:
+def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remedy: str | None = None,
+                   larger_infeasible: Sequence[tuple[int, str]] = ()) -> str:
     """Every size tried falls short of the load: the most found and where, and what would raise it (the
-    concurrency range where the most found sits at its top, else more cards, and a looser SLA where one was given)."""
-    remedy = range_remedy or ("try more cards (--cards)" + (" or a looser SLA" if sla else ""))
+    concurrency range where the most found sits at its top, else more cards, and a looser SLA where one was
+    given). `larger_infeasible`: (cards, binding) of the sizes tried above `cards` that have no feasible
+    configuration; where the largest tried is one, more cards is no remedy (ATOM on two nodes), and the note
+    says why instead."""
+    blocked = [(n, b) for n, b in larger_infeasible if n > cards]
+    if blocked and not range_remedy:
+        sizes = ", ".join(str(n) for n, _ in blocked)
+        more = (f"the larger sizes tried ({sizes} cards) have no feasible configuration (binding: {blocked[-1][1]})"
+                + ("; a looser SLA" if sla else ""))
+    else:
+        more = "try more cards (--cards)" + (" or a looser SLA" if sla else "")
+    remedy = range_remedy or more
     return f"the most found is {most:,.0f} output tokens/s on {_cards(cards)}, below the target {tok_s:,.0f}; {remedy}"
 
 

@@ -94,6 +94,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                weight_dtype: Any = None, moe_weight_dtype: Any = None, kv_dtype: Any = None,
                method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
                allow_cross_node: bool = False, explain_binding: bool = False) -> SweepPlan:
+    from solver.api import refuse_unlaunchable_kv
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
@@ -118,10 +119,12 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     names = [h.name for h in hws]
     if len(set(names)) != len(names):
         raise InputError("--hardware", f"given twice: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
-    load_framework(framework)
+    fw = load_framework(framework)
     wd = per_hardware(weight_dtype, "--weight-dtype", names)
     mwd = per_hardware(moe_weight_dtype, "--moe-weight-dtype", names)
     kvd = per_hardware(kv_dtype, "--kv-dtype", names)
+    for name in names:  # a KV format the engine's command cannot ask for: said before solving (api.run_solve)
+        refuse_unlaunchable_kv(fw, kvd[name])
     notes = [*spec.warnings, *context_notes(spec, max(i + o for i, o in lengths))]
     for h in hws:  # a dtype the hardware lacks is bad input for the whole sweep: say so before solving
         notes += [f"{h.name}: {n}" for n in device_notes(h, resolve_precision(spec, h, wd[h.name], mwd[h.name],

@@ -16,23 +16,27 @@ if TYPE_CHECKING:
     from solver.specs.parallel import ParallelConfig
 
 
-def _est(e) -> dict:
+def _est(e, prompt_len: int | None = None) -> dict:
+    """The figures of one estimate; `prompt_len`: a prefill-only workload's prompt length, whose throughput is
+    the prompt tokens (one token is emitted a prompt), as `estimate` and `solve` show it."""
     if e is None:
         return {}
+    prompts = ({"input_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank * prompt_len, 1)}
+               if prompt_len is not None and not e.has_tpot else {})
     return {"ttft_ms": round(e.ttft_s * 1e3, 2) if e.has_ttft else None,
             "tpot_ms": round(e.tpot_s * 1e3, 3) if e.has_tpot else None,
             "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
             "memory_per_rank_gb": round(e.memory.model_bytes / 1e9, 2),
             "memory_limit_gb": round(e.memory.limit_bytes / 1e9, 2), "memory_feasible": e.memory.feasible,
             "params_per_card_gb": round(e.memory.weights_total / 1e9, 2),
-            "kv_cache_per_card_gb": round(e.memory.cache_total / 1e9, 2)}
+            "kv_cache_per_card_gb": round(e.memory.cache_total / 1e9, 2), **prompts}
 
 
-def review_dict(r: Review, pc: ParallelConfig, knobs: tuple[str, ...] = KNOBS) -> dict:
+def review_dict(r: Review, pc: ParallelConfig, knobs: tuple[str, ...] = KNOBS, prompt_len: int | None = None) -> dict:
     return {"valid": r.valid, "parallel_config": pc.model_view(knobs),
             "violations": r.violations, "warnings": r.warnings, "common_errors": r.common_errors,
-            "notes": r.notes, "estimation": _est(r.estimate),
-            "comparisons": {k: _est(v) for k, v in r.comparisons.items()}}
+            "notes": r.notes, "estimation": _est(r.estimate, prompt_len),
+            "comparisons": {k: _est(v, prompt_len) for k, v in r.comparisons.items()}}
 
 
 @click.command("check")
@@ -41,8 +45,10 @@ def review_dict(r: Review, pc: ParallelConfig, knobs: tuple[str, ...] = KNOBS) -
 @click.option("--hardware", type=NAME, default=None, help="overrides the file's hardware")
 @click.option("--cards", type=CARDS, default=None, help="overrides the file's world_size")
 @click.option("--framework", type=NAME, default=None, help="overrides the file's framework profile")
+@click.option("--candidate", type=NAME, default=None,
+              help="the candidate_x block to read from a file of several (a, b, c or 1, 2, 3: solve --format yaml)")
 @format_option()
-def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
+def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None:
     """Validate a parallel_config (the seed's YAML keys) by class A/B/C, flag common errors, estimate it.
     Exit 1 when a hard constraint is violated."""
     from solver.estimate.serving import Workload
@@ -55,7 +61,7 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs
     from solver.specs.precision import resolve_precision
 
-    dep = load_deployment(config)
+    dep = load_deployment(config, candidate)
     model = model or dep.model
     hardware = hardware or dep.hardware
     world = cards or dep.world_size
@@ -86,9 +92,12 @@ def check_cmd(config, model, hardware, cards, framework, fmt) -> None:
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache)
     r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
     r.notes += context_notes(spec, wl.context_len)
+    kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too
+    if kv_refusal:
+        r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")
     if note and not r.violations["A"]:  # else the model check already names it, in the file's own keys
         r.violations["A"].insert(0, note)
-    data = review_dict(r, pc, model_knobs(spec))
+    data = review_dict(r, pc, model_knobs(spec), wl.seq_len if wl.kind == "prefill" else None)
     if fmt != "table":
         click.echo(dump(data, fmt))
     else:

@@ -37,9 +37,11 @@ def _head_addr() -> str:
 @click.option("--model-path", type=NAME, default=_model_path, show_default=True, cls=Deferred,
               help="checkpoint path or HF id in the command")
 @click.option("--head-addr", type=NAME, default=_head_addr, show_default=True, cls=Deferred, help="head node address (multi-node)")
+@click.option("--candidate", type=NAME, default=None,
+              help="the candidate_x block to read from a file of several (a, b, c or 1, 2, 3: solve --format yaml)")
 @click.option("--format", "fmt", type=click.Choice(["shell", "json", "yaml"]), default="shell", show_default=True,
               help="shell: the commands to paste; json/yaml: the launch document (argv, env, files per node)")
-def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fmt) -> None:
+def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, candidate, fmt) -> None:
     """Print the engine command (per node) and files for CONFIG's parallel_config (the `check` file format)."""
     from solver.estimate.memory import memory_per_rank
     from solver.launch import LaunchInputs, emit_launch, model_len, render_shell
@@ -52,7 +54,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, fm
     from solver.specs.parallel import make_parallel_config
     from solver.specs.precision import resolve_precision
 
-    dep = load_deployment(config)
+    dep = load_deployment(config, candidate)
     model, hardware, world = model or dep.model, hardware or dep.hardware, cards or dep.world_size
     for flag, value in (("model", model), ("hardware", hardware), ("world_size", world)):
         if value is None:

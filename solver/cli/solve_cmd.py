@@ -89,31 +89,40 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     if fmt == "launch":
         click.echo(launch_text(cands, launches), nl=False)
         return
+    prompt_len = scenario.isl if scenario.phase == "prefill" else None  # its throughput is prompt tokens
     if fmt == "json":
-        data = result_dict(result, cands, launches, kvp_in_tp)
+        data = result_dict(result, cands, launches, kvp_in_tp, prompt_len)
         if explain:
             data["explain"] = why
         click.echo(dump(data, "json"))
         return
     if fmt == "yaml":
-        click.echo(seed_yaml(result, cands, kvp_in_tp), nl=False)
+        quant = {k: v for k, v in (("weights", weight_dtype), ("moe_weights", moe_weight_dtype),
+                                   ("kv_cache", kv_dtype)) if v is not None}
+        deployment = {"model": model, "hardware": hardware, "framework": framework, "world_size": cards,
+                      **({"quant": quant} if quant else {}), **({"mtp": mtp} if mtp else {})}
+        click.echo(seed_yaml(result, cands, kvp_in_tp, prompt_len, deployment, scenario), nl=False)
         if explain:
             click.echo("# why the main alternatives lost:")
             for line in why:
                 click.echo(f"#   {line}")
-            click.echo(dump({"pareto_front": result_dict(result, cands, kvp_in_tp=kvp_in_tp)["pareto_front"]}, "yaml"))
+            # comments, so the file stays one `check` and `launch` read
+            front = dump({"pareto_front": result_dict(result, cands, kvp_in_tp=kvp_in_tp)["pareto_front"]}, "yaml")
+            click.echo("\n".join(f"# {line}" for line in front.splitlines()))
         return
     con = console()
     rows = []
     for c in cands:
-        d = result_dict(result, [c])["candidates"][0]
+        d = result_dict(result, [c], prompt_len=prompt_len)["candidates"][0]
         e = d["estimation"]
         rows.append([c.rank, c.pattern, nondefault_label(c.planned.config.settings()),
                      e["concurrency"], e["memory_per_rank_gb"], "yes" if e["memory_feasible"] else "NO",
                      *("-" if e[k] is None else e[k] for k in ("ttft_ms", "tpot_ms")),
-                     e["output_tokens_per_s_per_rank"], c.reference])
-    con.print(table(f"{model} on {cards} x {hardware} ({kind})",
-                    ["#", "pattern", "knobs > 1", "conc.", "mem GB", "fits", "TTFT ms", "TPOT ms", "tok/s/rank",
+                     e.get("input_tokens_per_s_per_rank", e["output_tokens_per_s_per_rank"]), c.reference])
+    rate = "prompt tok/s/rank" if prompt_len is not None else "tok/s/rank"
+    only = f", {scenario.phase} only" if scenario.phase != "serving" else ""  # a one-phase plan says so
+    con.print(table(f"{model} on {cards} x {hardware} ({kind}{only})",
+                    ["#", "pattern", "knobs > 1", "conc.", "mem GB", "fits", "TTFT ms", "TPOT ms", rate,
                      "reference"],
                     rows))
     for c in cands:

@@ -111,13 +111,38 @@ def _argv_token(v: Any) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
+def checkpoint_own(model: ModelSpec, inputs: LaunchInputs) -> set[str]:
+    """The unquantized weight formats the user named that are the checkpoint's own 16-bit dtype (every layer
+    they cover is stored in it): the engine's default dtype serves them as stored, so there is no model dtype to
+    set (a 32-bit checkpoint is served at 16 bits: that note stays, _unspelled_weights; a quantized format keeps
+    its note naming the checkpoint to serve)."""
+    def served_as_stored(name: str | None, formats: set[str]) -> bool:
+        if name is None or formats != {name}:
+            return False
+        fmt = number_format(name, "weights")
+        return not fmt.quantized and fmt.bits <= 16
+
+    q = model.quant
+    covered = {q.attention, q.dense} | ({q.experts} if model.is_moe and inputs.moe_weight_dtype is None else set())
+    out = {"weight_dtype"} if served_as_stored(inputs.weight_dtype, covered) else set()
+    if model.is_moe and served_as_stored(inputs.moe_weight_dtype, {q.experts}):
+        out.add("moe_weight_dtype")
+    return out
+
+
 def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any], skip: set[str],
-             inputs: LaunchInputs) -> tuple[list[str], set[int]]:
+             inputs: LaunchInputs, own: set[str] = frozenset()) -> tuple[list[str], set[int]]:
     """The formats the user chose that the command cannot spell: (notes, ids of the args to leave out).
 
-    A KV-cache format is the engine's runtime choice: without a spelling the command could not ask for it, so it
-    is refused (InputError). A weight format is the checkpoint's: an engine with no flag for it, or whose flag
-    takes other values (a map without it), serves the format it is given, and a note says so."""
+    A KV-cache format without a spelling is refused (FrameworkProfile.kv_dtype_refusal, InputError), unless the
+    profile says where it is set instead (`launch.kv_dtype_elsewhere`: a note). A weight format is the
+    checkpoint's: an engine with no flag for it, or whose flag takes other values (a map without it), serves the
+    format it is given, and a note says so, unless it is the checkpoint's own 16-bit dtype (`own`,
+    checkpoint_own: nothing to tell the engine)."""
+    refusal = fw.kv_dtype_refusal(inputs.kv_dtype)
+    if refusal:
+        raise InputError(f"--engine {fw.name}", refusal)
+    elsewhere = fw.launch.kv_dtype_elsewhere if fw.launch is not None else ""
     given = {"weight_dtype": inputs.weight_dtype, "kv_dtype": inputs.kv_dtype,
              "moe_weight_dtype": inputs.moe_weight_dtype if inputs.moe_weight_dtype != inputs.weight_dtype else None}
     spelled: set[str] = set()
@@ -130,21 +155,21 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
         try:
             _text(arg, names, fw.name)
         except InputError:
-            if uses & {"kv_dtype"}:
-                raise
             unspelled.add(id(arg))
-            for name in sorted(uses):
+            for name in sorted(uses - own):
                 takes = f"{fw.name}'s {arg.flag or arg.key} takes {', '.join(sorted(arg.map or ()))}, not {given[name]}"
-                notes.append(_unspelled_weights(fw, name, given[name], takes))
+                notes.append(f"kv_dtype {given[name]}: {takes}; {elsewhere}" if name == "kv_dtype"
+                             else _unspelled_weights(fw, name, given[name], takes))
                 spelled.add(name)
+            spelled |= uses & own
             continue
         spelled |= uses
     for name, value in given.items():
-        if value is None or name in spelled:
+        if value is None or name in spelled or name in own:
             continue
-        if name == "kv_dtype":  # a runtime choice: the engine cannot be told it without a flag
-            raise InputError(f"--engine {fw.name}", f"{name} {value}: {fw.name}'s profile has no flag for it "
-                             "(leave the KV dtype out to serve the engine's default)")
+        if name == "kv_dtype":  # not refused (kv_dtype_refusal): the profile says where it is set
+            notes.append(f"kv_dtype {value}: {fw.name} takes no flag for it; {elsewhere}")
+            continue
         # weights are the checkpoint's: an engine without a flag serves the format it is given
         flags = sorted({a.flag or a.key or "" for a in args if name in _TEMPLATE.findall(a.text or "")} - {""})
         why = (f"{fw.name} takes no flag for it" if not flags else
@@ -221,7 +246,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "remote_code": model.remote_code,
     }
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
-    notes, unspelled = _formats(fw, args, base, skip, inputs)
+    notes, unspelled = _formats(fw, args, base, skip, inputs, checkpoint_own(model, inputs))
     trust = _trust_note(fw, model, args)
     if trust:
         notes.append(trust)

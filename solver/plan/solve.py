@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from solver.errors import InfeasibleError, InputError, InternalError
+from solver.errors import InfeasibleError, InputError, InternalError, three_figures
 from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TOP
 from solver.estimate.compute import factors_for
@@ -22,7 +22,7 @@ from solver.plan import rule_tables
 from solver.plan.exhaustive import enumerate_points
 from solver.plan.groups import GROUPS
 from solver.plan.layout_memory import assumed_memory
-from solver.plan.table_build import build_tables
+from solver.plan.table_build import attention_rejections, build_tables
 from solver.plan.tables import Tables
 from solver.space.domains import build_space, largest_tp, range_note, redundant_for, space_name
 from solver.specs.dtypes import number_format
@@ -377,12 +377,17 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
         if not binding and together and any(planner.best(b, relaxed=frozenset(together)) for b in tables.batches):
             binding = together
     for g in empty:
+        # the space's one-knob rules, then the framework rules that turned the remaining layouts away
         rules = sorted({p.rule for p in space.pruned if p.knob in GROUPS[g]})
+        if g == "attn":
+            rules += [r for r in attention_rejections(space, model, fw, world, hw, scenario) if r not in rules]
         binding.append(f"no {g} layout is left" + (f" ({', '.join(rules)})" if rules else ""))
     stalled = [t for t in planner.timeouts.values() if not t.found]
     remedies = []
     if "B.memory_per_rank" in binding or not binding or empty:
-        remedies += _memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
+        # a group the rules empty has no layout at any sequence, batch or weight format: only the size helps
+        remedies += _memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts,
+                                     sizes_only=bool(empty) and "B.memory_per_rank" not in binding)
     slas = [b for b in binding if b.startswith("SLA")]
     if slas:
         remedies.append(_sla_reach(planner, tables, world, slas) + "; or add cards")
@@ -420,7 +425,7 @@ def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[st
     fig = planner.latency_of(b, dict(p.picks))[1]
     cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
     knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
-    shown = ", ".join(f"{SLA_FLAGS[s][2]} {getattr(fig, SLA_FLAGS[s][1]) * 1e3:.3g} ms" for s in slas)
+    shown = ", ".join(f"{SLA_FLAGS[s][2]} {three_figures(getattr(fig, SLA_FLAGS[s][1]) * 1e3)} ms" for s in slas)
     return (f"{relax_slas(slas)}: the fastest configuration at concurrency {b} on {world} cards ({knobs}) shows "
             f"{shown}")
 
@@ -466,10 +471,11 @@ def might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
 
 def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
                      scenario: Scenario, params: SolverParams, allow_cross_node: bool,
-                     mem_opts: MemoryOptions | None) -> list[str]:
+                     mem_opts: MemoryOptions | None, sizes_only: bool = False) -> list[str]:
     """What would make a deployment that memory rules out fit, each remedy checked or screened: a world size the
     planner confirms, a smaller concurrency, a shorter sequence (where the screen passes at one token), weight
-    formats smaller than the current ones that the hardware takes."""
+    formats smaller than the current ones that the hardware takes. `sizes_only`: the world size alone (a group
+    the rules leave empty, which no sequence, batch or format refills)."""
     out = []
     fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
     wide = "" if allow_cross_node else " with TP inside a node (try --allow-cross-node)"
@@ -483,6 +489,8 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
         near = _remedy_worlds(world, model)
         out.append(f"no size from {min(near, default=world)} to {max(near, default=world)} cards holds the "
                    f"weights and the smallest batch{wide}")
+    if sizes_only:
+        return out
     if scenario.concurrency:
         out.append("a smaller --concurrency")
     if scenario.max_seq_len > 1 and might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=1):

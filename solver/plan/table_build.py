@@ -30,12 +30,14 @@ _BUILT_WITH: list = []
 
 
 def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, world: int, hw: Hardware,
-                      scenario: Scenario) -> list[tuple[int, ...]]:
+                      scenario: Scenario, rejected: dict[str, int] | None = None,
+                      ignore: frozenset[str] = frozenset()) -> list[tuple[int, ...]]:
     """Attention choices: at most one token-sharding mode (CP, KVP or SP) at a time, group divides W, and
-    every framework rule that reads only attention knobs holds."""
+    every framework rule that reads only attention knobs holds. `rejected`: counts, by rule id, the layouts
+    each framework rule turned away (the first rule a layout breaks); `ignore`: rules set aside."""
     d = space.domains
     names = set(GROUPS["attn"])
-    local_rules = [r for r in fw.rules if r.severity == "error"
+    local_rules = [r for r in fw.rules if r.severity == "error" and r.id not in ignore
                    and r.names <= names | {"pp_size", "world", "mtp", "ranks_per_node", "afd", "num_attention_heads",
                                            "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa",
                                            "is_moe", "o_proj_dim", "attn_dp_size"}]
@@ -49,6 +51,8 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
             if v is None:
                 v = verdicts[vkey] = r.holds(env)
             if not v:
+                if rejected is not None:
+                    rejected[r.id] = rejected.get(r.id, 0) + 1
                 return False
         return True
 
@@ -76,6 +80,19 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
     # under attention TP, o_proj_tp = attn_tp and = 1 are the same layout: keep one spelling, the framework's
     accepted = set(out)
     return [c for c in out if not (c[0] > 1 and c[4] == c[0] and (*c[:4], 1, c[5]) in accepted)]
+
+def attention_rejections(space: Space, model: ModelSpec, fw: FrameworkProfile, world: int, hw: Hardware,
+                         scenario: Scenario) -> list[str]:
+    """The framework rules that turned every attention layout of the space away: those that, set aside alone,
+    leave a layout (ATOM's C.single_node on two nodes, not C.dcp_mla_only, which only turns KVP away); where no
+    rule does alone, every rule that turned one away, the most layouts first. What an empty attention group
+    names beside the space's own pruning."""
+    rejected: dict[str, int] = {}
+    _attention_tuples(space, model, fw, world, hw, scenario, rejected)
+    ordered = sorted(rejected, key=lambda rule: (-rejected[rule], rule))
+    alone = [r for r in ordered if _attention_tuples(space, model, fw, world, hw, scenario, ignore=frozenset({r}))]
+    return alone or ordered
+
 
 def _per_stage(values: list[int], pps: tuple[int, ...], world: int, rest=None) -> list[tuple[int, ...]]:
     """A group's choices with each stage count: the knob must divide the stage's ranks."""

@@ -121,12 +121,17 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
     differs = [f"{k} {mine[k]} vs {theirs[k]}" for k in mine if (k in own or k == "pp_size") and mine[k] != theirs[k]]
     if best_batch is not None and best_batch != g.batch:
         differs.append(f"concurrency {g.batch} vs {best_batch}")
+    # a phase without a first token (decode only) or without decoding (prefill only) has no such figure
+    changes = ([f"TTFT {_pct(e.ttft_s, best_est.ttft_s)} ({best_est.ttft_s * 1e3:.0f} -> {e.ttft_s * 1e3:.0f} ms)"]
+               if e.has_ttft else [])
+    changes += ([f"TPOT {_pct(e.tpot_s, best_est.tpot_s)} ({best_est.tpot_s * 1e3:.1f} -> {e.tpot_s * 1e3:.1f} ms)"]
+                if e.has_tpot else [])
+    rate = "output tokens/s per rank" if e.has_tpot else "prompt tokens/s per rank"  # prefill: one token a prompt
+    changes += [f"request latency {_pct(lat, best_lat)}",
+                f"{rate} {_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)}"]
     return [f"generic profile's best: {name} ({shown or 'all 1'}, concurrency {g.batch}; differs from "
-            f"{fw.name}'s pick in {', '.join(differs) or 'nothing shown'}); {fw.name} cannot "
-            f"express it ({blocked[0]}). With {fw.name}'s own factors it would change TTFT {_pct(e.ttft_s, best_est.ttft_s)} "
-            f"({best_est.ttft_s * 1e3:.0f} -> {e.ttft_s * 1e3:.0f} ms), TPOT {_pct(e.tpot_s, best_est.tpot_s)} "
-            f"({best_est.tpot_s * 1e3:.1f} -> {e.tpot_s * 1e3:.1f} ms), request latency {_pct(lat, best_lat)}, "
-            f"output tokens/s per rank {_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)} "
+            f"{fw.name}'s pick in {', '.join(differs) or 'nothing shown'}); {fw.name}'s profile rules "
+            f"it out ({blocked[0]}). With {fw.name}'s own factors it would change {', '.join(changes)} "
             f"vs {fw.name}'s {best_pattern}"
             + (f"; so what {fw.name} cannot express costs nothing here: by its own factors its pick scores better "
                f"({score_vs(scenario, e, best_est):+.3f} for the generic profile's best)"
@@ -207,11 +212,14 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
         if broken:  # the pattern may still be expressible with the vocabulary / o_proj degrees the engine ties;
             # else what the pattern itself breaks (the variant breaking least)
             pc, broken = min(((v, broken_by(v)) for v in [pc, *side_variants(pc, model)]), key=lambda vb: len(vb[1]))
+        k = shown.get(pattern_name(pc, model, fw.kvp_splits_attention_weights))
         if broken:
-            lines.append(f"{name}: violates {', '.join(broken)}")
+            # a listed candidate is admissible at its own concurrency: what it breaks here is #1's batch
+            # (cann-recipes' batch % DP), so say where, not that the pattern cannot run
+            where = f" at #1's concurrency {batch} [listed as #{k} at its own concurrency]" if k is not None else ""
+            lines.append(f"{name}: violates {', '.join(broken)}{where}")
             continue
         name = f"{name} (at #1's concurrency {batch})"
-        k = shown.get(pattern_name(pc, model, fw.kvp_splits_attention_weights))
         if k is not None:
             name += f" [listed as #{k} at its own concurrency]"
         e = estimate(model, hw, pc, prec, f, wl)

@@ -53,6 +53,26 @@ class Review:
         return not any(self.violations.values())
 
 
+def vocabulary_split_refused(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
+                             batch: int, mtp: int = 0) -> list[str]:
+    """The engine rules that refuse every embed/lm_head TP above 1 at this config's other knobs (vLLM's
+    C.embed_tp_is_tp with attention DP); [] where some split is allowed, so the seed's advice to set them
+    independently can be taken."""
+    def broken(cfg: ParallelConfig) -> set[str]:
+        env = model_env(cfg.settings(), model, hw.ranks_per_node, world=cfg.world_size, batch=batch, mtp=mtp)
+        return {rule.id for rule in fw.violated(env, severity="error")}
+
+    before = broken(pc)
+    added: set[str] = set()
+    for t in (d for d in range(2, pc.stage_world + 1) if pc.stage_world % d == 0):
+        for knobs in ({"embed_tp_size": t}, {"lmhead_tp_size": t}, {"embed_tp_size": t, "lmhead_tp_size": t}):
+            new = broken(ParallelConfig(**{**pc.model_dump(), **knobs})) - before
+            if not new:
+                return []
+            added |= new
+    return sorted(added)
+
+
 def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig, prec: Precision,
            wl: Workload, mtp: int = 0, online_split: bool | None = None,
            previous: ParallelConfig | None = None, mem_opts: MemoryOptions | None = None) -> Review:
@@ -113,9 +133,14 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
             and r.estimate.memory.binds):
         mem = r.estimate.memory
         tables = sum(mem.weights_bytes.get(k, 0.0) for k in ("embedding", "lm_head"))
-        r.common_errors.append(f"embed/lm_head TP both left at 1 with V = {model.vocab_size:,} > 100K while memory "
-                               f"binds ({mem.binds_why()}): the vocabulary tables take {tables / 1e9:.2f} GB "
-                               "on every rank; set their TP independently (references use 16)")
+        said = (f"embed/lm_head TP both left at 1 with V = {model.vocab_size:,} > 100K while memory binds "
+                f"({mem.binds_why()}): the vocabulary tables take {tables / 1e9:.2f} GB on every rank")
+        tied = vocabulary_split_refused(fw, model, hw, pc, wl.sequences, mtp)
+        if tied:  # the engine cannot set them apart here: not the user's error, and not advice they can take
+            r.notes.append(f"{said}; {fw.name} ties them to the TP size here ({', '.join(tied)}): only a larger "
+                           "attention TP splits them")
+        else:
+            r.common_errors.append(f"{said}; set their TP independently (references use 16)")
     process = [e for e in PROCESS_ERRORS if not e.rule(model).holds(env)]
     if SMALL_MOE_TP_ONLY in process and r.estimate is not None:
         alt = ParallelConfig(**{**pc.model_dump(), "moe_tp_size": 1})

@@ -9,6 +9,7 @@ import yaml
 from solver.plan.solve import PlanResult
 from solver.rank.select import ORDERING, Candidate
 from solver.specs.parallel import KNOBS
+from solver.specs.scenario import Scenario
 
 GB = 1e9
 LETTERS = "abcdefghij"
@@ -23,10 +24,12 @@ def own_config(pc, knobs: tuple[str, ...]) -> dict[str, int]:
     return out
 
 
-def estimation(c: Candidate) -> dict[str, Any]:
+def estimation(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]:
+    """The candidate's figures; `prompt_len`: a prefill-only plan's prompt length, whose useful throughput is
+    the prompt tokens (it emits one token per prompt), shown as `estimate` shows it."""
     e = c.planned.estimate
     m = e.memory
-    return {
+    out = {
         "params_per_card_gb": round(m.weights_total / GB, 2),
         "kv_cache_per_card_gb": round(m.cache_total / GB, 2),
         "memory_per_rank_gb": round(m.model_bytes / GB, 2),  # the runtime reserve aside, as the limit counts it
@@ -40,11 +43,16 @@ def estimation(c: Candidate) -> dict[str, Any]:
         "output_tokens_per_s": round(e.output_tokens_per_s, 1),
         "tokens_per_s_per_user": round(e.tokens_per_s_per_user, 2) if e.has_tpot else None,
     }
+    if prompt_len is not None and not e.has_tpot:
+        out["input_tokens_per_s_per_rank"] = round(e.output_tokens_per_s_per_rank * prompt_len, 1)
+    return out
 
 
-def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS, kvp_in_tp: bool = False) -> dict[str, Any]:
+def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS, kvp_in_tp: bool = False,
+                   prompt_len: int | None = None) -> dict[str, Any]:
     """One candidate; `knobs`: the model's own (PlanResult.knobs), so no knob of a missing module shows;
-    `kvp_in_tp`: the engine's KVP reuses its TP ranks (attn_dp_size is then its DP, as the pattern names it)."""
+    `kvp_in_tp`: the engine's KVP reuses its TP ranks (attn_dp_size is then its DP, as the pattern names it);
+    `prompt_len`: a prefill-only plan's prompt length (estimation)."""
     pc = c.planned.config
     knobs_vs = f"differs: {', '.join(c.reference_diff)}" if c.reference_diff else "same knobs"
     r = c.reference_deployment
@@ -58,15 +66,16 @@ def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS, kvp_in_tp: bool
         "reason": c.reason,
         "reference": ref,
         "parallel_config": pc.model_view(knobs, kvp_in_tp),
-        "estimation": estimation(c),
+        "estimation": estimation(c, prompt_len),
         "tradeoff": c.tradeoff,
     }
 
 
 def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict] | None = None,
-                kvp_in_tp: bool = False) -> dict[str, Any]:
-    """`launches`: one engine command per candidate (solver.launch), carried as each candidate's `launch`."""
-    out = [candidate_dict(c, result.knobs, kvp_in_tp) for c in cands]
+                kvp_in_tp: bool = False, prompt_len: int | None = None) -> dict[str, Any]:
+    """`launches`: one engine command per candidate (solver.launch), carried as each candidate's `launch`;
+    `prompt_len`: a prefill-only plan's prompt length (estimation)."""
+    out = [candidate_dict(c, result.knobs, kvp_in_tp, prompt_len) for c in cands]
     for d, launch in zip(out, launches or []):
         d["launch"] = launch
     return {
@@ -91,18 +100,38 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
     }
 
 
-def seed_yaml(result: PlanResult, cands: list[Candidate], kvp_in_tp: bool = False) -> str:
-    """The seed's commented YAML: one block per candidate, DP/EP noted as derived."""
+def candidate_workload(scenario: Scenario, batch: int) -> dict[str, Any]:
+    """A candidate's workload in the deployment file's keys (`check` / `launch` read it back): serving at its
+    concurrency, or the one phase it was planned for at its batch."""
+    if scenario.phase == "prefill":
+        return {"phase": "prefill", "batch": batch, "seq_len": scenario.isl}
+    if scenario.phase == "decode":
+        return {"phase": "decode", "batch": batch, "isl": scenario.isl, "osl": scenario.osl}
+    return {"isl": scenario.isl, "osl": scenario.osl, "concurrency": batch}
+
+
+def seed_yaml(result: PlanResult, cands: list[Candidate], kvp_in_tp: bool = False,
+              prompt_len: int | None = None, deployment: dict[str, Any] | None = None,
+              scenario: Scenario | None = None) -> str:
+    """The seed's commented YAML: one block per candidate, DP/EP noted as derived. `deployment` (model,
+    hardware, framework, world_size, quant, mtp) goes at the top and `scenario` gives each block its workload,
+    so the file is a deployment file: `check` / `launch` read it with --candidate (or with one block kept)."""
     out = []
+    if deployment:
+        out.append("# the deployment these candidates are for: `shardplan check FILE --candidate a` (or `launch`) "
+                   "reads it")
+        out.append(yaml.safe_dump(deployment, sort_keys=False, default_flow_style=False).rstrip("\n"))
     for c, letter in zip(cands, LETTERS):
         label = "recommended" if c.rank == 1 else "alternative"
-        d = candidate_dict(c, result.knobs, kvp_in_tp)
+        d = candidate_dict(c, result.knobs, kvp_in_tp, prompt_len)
         out.append(f"# candidate {letter.upper()} ({label}): {c.pattern}")
         out.append(f"# reason: {c.reason}")
         out.append(f"# reference: {d['reference']}")
         own = own_config(c.planned.config, result.knobs)
-        block = {f"candidate_{letter}": {"parallel_config": own,
-                                         "estimation": d["estimation"], "tradeoff": d["tradeoff"]}}
+        body: dict[str, Any] = {"parallel_config": own}
+        if scenario is not None:
+            body["workload"] = candidate_workload(scenario, c.planned.batch)
+        block = {f"candidate_{letter}": {**body, "estimation": d["estimation"], "tradeoff": d["tradeoff"]}}
         text = yaml.safe_dump(block, sort_keys=False)
         pc = c.planned.config
         text = text.replace("    attn_tp_size: ", f"    # attn_dp_size = {pc.attn_dp(kvp_in_tp)}\n    attn_tp_size: ")

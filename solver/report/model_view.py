@@ -31,9 +31,12 @@ def _basic(m: ModelSpec) -> dict[str, Any]:
         "H (hidden)": m.hidden_size,
         # only a model with a dense FFN has its width (ModelSpec.intermediate_size falls back to the experts')
         **({"H_ffn (dense FFN)": m.intermediate_size} if m.has_dense_ffn else {}),
-        # a model without attention has no attention heads (its mixer's heads are in the layer table)
-        **({"N_h (heads)": m.num_attention_heads, "N_kv (KV heads)": m.num_key_value_heads,
+        # a model without attention has no attention heads (its mixer's heads are in the layer table); N_h is
+        # the attention's own heads, and where other mixers' head groups lower what TP must divide, that too
+        **({"N_h (heads)": m.attention_heads_gcd or m.num_attention_heads, "N_kv (KV heads)": m.num_key_value_heads,
             "D_h (head dim)": m.head_dim} if m.attention_kind != "none" else {"attention": "none"}),
+        **({"TP must divide (gcd of every mixer's head groups)": m.num_attention_heads}
+           if m.attention_kind != "none" and m.attention_heads_gcd not in (0, m.num_attention_heads) else {}),
         "V (vocab)": m.vocab_size,
     }
     if m.is_moe:

@@ -92,11 +92,15 @@ class Space:
     pruned: tuple[Pruned, ...] = field(default=())
 
 
-def _batch_values(scenario: Scenario) -> tuple[int, ...]:
+def _batch_values(scenario: Scenario, world: int) -> tuple[int, ...]:
     if scenario.concurrency is not None:
         return (scenario.concurrency,)
     if scenario.phase == "prefill":
-        return (1,)
+        # one step of prompts: every attention replica prefills at least one (estimate.serving prices a batch
+        # below the replica count as one per replica), so the batches are the replica counts a configuration
+        # can have, the divisors of the world; an engine that wants the batch divisible by its DP
+        # (C.batch_divisible_attn_dp) then plans DP configurations at one prompt per replica
+        return tuple(divisors(world))
     # powers of two from one request per rank's worth up to the cap (the largest that fits is not always best)
     values, b = [], 1
     while b <= scenario.max_concurrency:
@@ -108,7 +112,7 @@ def _batch_values(scenario: Scenario) -> tuple[int, ...]:
 def capped_concurrency(scenario: Scenario) -> int | None:
     """The largest concurrency the planner tries when --max-concurrency, not the scenario, ends the range (the
     planner picks the concurrency and a larger one could be tried); None when the scenario fixes it."""
-    values = _batch_values(scenario)
+    values = _batch_values(scenario, 1)
     return values[-1] if scenario.concurrency is None and scenario.phase != "prefill" else None
 
 
@@ -209,4 +213,4 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
     for knob in KNOBS:
         values = tuple(v for v in divs if keep(knob, v))
         domains[knob] = values
-    return Space(world, domains, _batch_values(scenario), tuple(pruned))
+    return Space(world, domains, _batch_values(scenario, world), tuple(pruned))

@@ -173,7 +173,18 @@ def flatten_nested_keys(data: dict, origin: str) -> dict:
     return data
 
 
-def load_deployment(path: str | Path) -> Deployment:
+def candidate_key(candidate: str) -> str:
+    """`--candidate` as a block name: a, candidate_a, or the rank 1 (solve's #1 is candidate_a)."""
+    c = candidate.strip().lower().removeprefix("candidate_")
+    if c.isdigit() and 1 <= int(c) <= 26:
+        c = "abcdefghijklmnopqrstuvwxyz"[int(c) - 1]
+    return f"candidate_{c}"
+
+
+def load_deployment(path: str | Path, candidate: str | None = None) -> Deployment:
+    """`candidate`: the candidate_x block to read from a file of several (solve --format yaml writes one per
+    candidate, each with its parallel_config and workload, the deployment's model / hardware / world size at
+    the top level); the other blocks are left unread because the user chose."""
     data = load_yaml(Path(path))
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a mapping of the seed's parallel_config keys")
@@ -181,11 +192,27 @@ def load_deployment(path: str | Path) -> Deployment:
     # the seed's YAML puts the knobs at the top level (or under a candidate_x block); gather them
     candidates = [k for k in data if isinstance(data[k], dict) and k.startswith("candidate_")
                   and "parallel_config" in data[k]]
+    if candidate is not None:
+        key = candidate_key(candidate)
+        if key not in candidates:
+            raise InputError("--candidate", f"{candidate!r}: {path} holds "
+                                            f"{', '.join(candidates) if candidates else 'no candidate_x block'}")
+        for other in candidates:
+            if other != key:
+                data.pop(other)
+        candidates = [key]
     if len(candidates) > 1:  # checking one would drop the others unread
         raise InputError(f"{path}: {candidates[1]}", f"the file holds {len(candidates)} candidates "
-                                                     f"({', '.join(candidates)}); keep the one to read")
+                                                     f"({', '.join(candidates)}); keep the one to read, or "
+                                                     "name it with --candidate")
     for key in candidates:
-        data.setdefault("parallel_config", data.pop(key)["parallel_config"])
+        block = data.pop(key)
+        data.setdefault("parallel_config", block["parallel_config"])
+        # solve writes each candidate's workload (its own concurrency) beside its knobs
+        if "workload" in block:
+            if data.get("workload") is not None:
+                raise InputError(f"{path}: {key}.workload", "given both at the top level and in the candidate block")
+            data["workload"] = block["workload"]
     top = {k: data.pop(k) for k in list(data) if k in CONFIG_KEYS}
     if "cards" in data:
         if "world_size" in data and data["world_size"] != data["cards"]:

@@ -301,6 +301,11 @@ class FrameworkProfile(BaseModel):
         if not self.runs_on(vendor):
             raise InputError(field, f"{self.name} runs on {'/'.join(self.vendors)} devices; {hardware} is {vendor}")
 
+    def kv_dtype_refusal(self, kv_dtype: str | None) -> str | None:
+        """Why this engine's command cannot ask for KV-cache format `kv_dtype` (LaunchSpec.kv_dtype_refusal;
+        None without a launch section): `launch` refuses it, so the planner does not plan it either."""
+        return self.launch.kv_dtype_refusal(kv_dtype, self.name) if self.launch is not None else None
+
     def efficiency_for(self, hardware: Hardware | str) -> dict[str, float]:
         """Multipliers for the performance model on one hardware: the profile's own, times the fitted
         per-(framework, hardware) factors in `fitted/factors.yaml` (written by benchmarks/fit_efficiency.py).

@@ -170,6 +170,26 @@ class LaunchSpec(BaseModel):
     source: str = Field(min_length=1)
     notes: str = ""
     disagg: DisaggLaunch | None = None
+    # Where a KV-cache format the command cannot spell is set instead (a recipe file's key the facts do not
+    # name; a format with no engine at all): given, such a format is a note saying so; empty, it is refused (the
+    # engine's runtime choice, which the command could not ask for)
+    kv_dtype_elsewhere: str = ""
+
+    def kv_dtype_refusal(self, kv_dtype: str | None, engine: str) -> str | None:
+        """Why the command cannot ask for KV-cache format `kv_dtype` (None: it can, none was chosen, or
+        `kv_dtype_elsewhere` says where it is set instead): no argument spells a KV format, or every one that
+        does maps other formats only."""
+        if kv_dtype is None or self.kv_dtype_elsewhere:
+            return None
+        uses = [a for a in (*self.args, *(self.disagg.args if self.disagg else ()))
+                if "kv_dtype" in _TEMPLATE.findall(a.text or "")]
+        if not uses:
+            return (f"kv_dtype {kv_dtype}: {engine}'s profile has no flag for it (leave the KV dtype out to serve "
+                    "the engine's default)")
+        if any(a.map is None or kv_dtype in a.map for a in uses):
+            return None
+        return (f"{uses[0].knob or uses[0].flag} {kv_dtype}: {engine} has no spelling for it "
+                f"(it takes {', '.join(sorted(uses[0].map or ()))})")
 
     @model_validator(mode="after")
     def _docs_known(self) -> "LaunchSpec":
