@@ -35,7 +35,10 @@ def hardware_placement(model: ModelSpec, hw: Hardware, pc: ParallelConfig,
     if hw.max_experts_per_rank and model.is_moe and pc.moe_ep_size > 1:
         per = pc.expert_slots(model.num_experts) / pc.moe_ep_size  # redundant copies count
         if per > hw.max_experts_per_rank:
-            out.append(f"{per:g} experts per rank > {hw.max_experts_per_rank} ({hw.name} dispatch path)")
+            # hardware.md: the fast dispatch path (A2 MC2) takes at most this many; past it dispatch falls back to
+            # a slower path (verified-configs.md) whose cost the estimate does not model
+            out.append(f"{per:g} experts per rank > {hw.max_experts_per_rank} ({hw.name} dispatch path: past it "
+                       "MoE dispatch falls back to a slower path the estimate does not price)")
     return wide, out
 
 
