@@ -17,7 +17,8 @@ from solver.specs.model_rules import model_problems
 from solver.specs.knobs import DERIVED
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
-from solver.rank.compared import PROCESS_ERRORS, SMALL_MOE_TP_ONLY, decode_attn_tp_needed, judge_process_errors
+from solver.rank.compared import (PROCESS_ERRORS, SMALL_MOE_TP_ONLY, decode_attn_tp_needed, judge_process_errors,
+                                  tp_comm_over_compute)
 
 # the group sizes a rule can read (knobs and derived DP / EP sizes): what makes two class-A lines one problem
 _GROUP_SIZES = frozenset(KNOBS) | frozenset(DERIVED)
@@ -106,6 +107,10 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
                 f"{smaller.attn_tp_size} fits ({e.memory.model_bytes / 1e9:.2f} of {e.memory.limit_bytes / 1e9:.2f} "
                 f"GB) and decodes no slower (TPOT {e.tpot_s * 1e3:.3g} vs {r.estimate.tpot_s * 1e3:.3g} ms); the "
                 "wider attention TP only adds all-reduce at one token per step")
+    if r.estimate is not None and r.estimate.memory.feasible:
+        found, notes = tp_comm_over_compute(model, hw, fw, pc, prec, f, wl, mem_opts, r.estimate)
+        r.warnings["B"] += found
+        r.notes += notes
     # the seed's common errors
     W = pc.world_size
     if wide:
