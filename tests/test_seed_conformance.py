@@ -104,7 +104,8 @@ def test_experts_per_rank_above_the_dispatch_cap_is_one_class_b_violation(tmp_pa
                             "parallel_config": {"attn_tp_size": 8, "moe_tp_size": 2, "embed_tp_size": 8,
                                                 "lmhead_tp_size": 8},
                             "workload": {"phase": "decode", "batch": 8, "seq_len": 2048}})
-    said = [line for cls in "ABC" for line in out["violations"][cls] + out["warnings"][cls] if "experts per rank" in line]
+    said = [line for cls in "ABC" for line in out["violations"][cls] + out["warnings"][cls]
+            if "experts per rank" in line]
     assert said == ["32 experts per rank > 24 (atlas_a2 dispatch path: past it MoE dispatch falls back to a slower "
                     "path the estimate does not price)"]
     assert said[0] in out["violations"]["B"]
@@ -241,7 +242,8 @@ def test_a_vision_encoder_is_held_whole_on_every_rank_whatever_the_tp():
 # --- Step 4 output format: candidate_a/b/c blocks with parallel_config, estimation and tradeoff
 
 def test_the_yaml_output_is_the_seeds_candidate_blocks():
-    r = CliRunner().invoke(main, ["solve", "deepseek-v3", "--hardware", "h200_sxm", "--cards", "16", "--format", "yaml"])
+    r = CliRunner().invoke(main, ["solve", "deepseek-v3", "--hardware", "h200_sxm", "--cards", "16",
+                                  "--format", "yaml"])
     assert r.exit_code == 0, r.stderr
     blocks = yaml.safe_load(r.stdout)
     assert list(blocks) == ["candidate_a", "candidate_b", "candidate_c"]  # "output 2~3 candidate solutions"
