@@ -150,9 +150,6 @@ COUNTEREXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "C.afd_tp_divides_half_world": ("lc-afd", {"lmhead_tp_size": 128}),
     # MoE TP16 over 16 ranks (EP1) has no EP rank to put a copy on
     "C.redundant_experts_need_ep": ("q3-16tp", {"redundant_experts": 16}),
-    # GPT-OSS-120B on 4 A2 ranks with MoE EP4: 32 experts per rank
-    "C.a2_mc2_experts_per_rank": ("oss-120b-tp8", {"world": 4, "attn_tp_size": 4, "lmhead_tp_size": 4,
-                                                    "moe_tp_size": 1}),
 }
 
 

@@ -112,7 +112,8 @@ _COMM_KNOB = (("attn_tp_", "attn_tp_size"), ("oproj_tp_", "o_proj_tp_size"), ("k
               ("lmhead_", "lmhead_tp_size"), ("logits_", "lmhead_tp_size"))
 
 
-def _comm_knob(name: str) -> str | None:
+def comm_knob(name: str) -> str | None:
+    """The knob whose group a collective of the estimate (CommCost.name) runs over; None if none of them."""
     name = name.removeprefix("mtp_")
     return next((k for prefix, k in _COMM_KNOB if name.startswith(prefix)), None)
 
@@ -134,13 +135,13 @@ def _communication_action(v: Verdict, pc: ParallelConfig, hw: Hardware, step: St
     if step is not None and step.comm_s > 0:
         by_knob: dict[str, float] = {}
         for c in step.comms:
-            k = _comm_knob(c.name)
+            k = comm_knob(c.name)
             if k is not None:
                 by_knob[k] = by_knob.get(k, 0.0) + c.time_s
         if by_knob:
             top_knob = max(by_knob, key=by_knob.get)  # type: ignore[arg-type]
             share = by_knob[top_knob] / step.comm_s
-            top = next(c for c in sorted(step.comms, key=lambda c: -c.time_s) if _comm_knob(c.name) == top_knob)
+            top = next(c for c in sorted(step.comms, key=lambda c: -c.time_s) if comm_knob(c.name) == top_knob)
     ep = [g for g in groups if g.ep]
     if (top_knob is None and ep) or top_knob == "moe_ep_size":
         g = ep[0]

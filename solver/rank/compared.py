@@ -1,14 +1,18 @@
 """The checks of `check` that compare a configuration with the alternatives: the seed's process errors (a pattern
-chosen without the comparison the seed asks for, judged by the planner's analysis of the same deployment) and
-its [B] rule that decode's attention TP is no larger than needed."""
+chosen without the comparison the seed asks for, judged by the planner's analysis of the same deployment),
+its [B] rule that decode's attention TP is no larger than needed, and its 3.4 rule that TP communication above
+the compute means the TP degree is too large."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
+from solver.calibrate.advice import comm_knob
 from solver.errors import ShardplanError
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
+from solver.estimate.step import StepCost
+from solver.space.domains import TP_KNOBS
 from solver.specs.framework import FrameworkProfile, Rule
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -93,6 +97,71 @@ def decode_attn_tp_needed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, 
                 if e.memory.feasible and e.tpot_s <= own.tpot_s:
                     return v, e
     return None
+
+
+def _tp_comm_by_knob(step: StepCost) -> dict[str, float]:
+    """Exposed seconds of the step's collectives over each TP group (calibrate.advice.comm_knob names the group
+    a collective runs over; EP's all-to-all and the CP / KVP gathers are not TP)."""
+    out: dict[str, float] = {}
+    for c in step.comms:
+        k = comm_knob(c.name)
+        if k in TP_KNOBS:
+            out[k] = out.get(k, 0.0) + c.exposed_s
+    return out
+
+
+def tp_comm_over_compute(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig,
+                         prec: Precision, f, wl: Workload, mem_opts: MemoryOptions | None,
+                         own: Estimate) -> tuple[list[str], list[str]]:
+    """The seed's 3.4 communication feasibility: "estimated communication time > computation time -> TP degree
+    too large, reduce TP or switch to EP". The step of the workload (prefill, decode) whose TP communication
+    most exceeds its compute names the TP knob that carries most of it; the seed's adjustment is then weighed as
+    the process errors are: each smaller degree of that knob (1 = DP, or EP for moe_tp_size), alone or with
+    every knob the engine ties to it, that the engine accepts and that fits. A warning where one beats this
+    configuration by more than the tie band, else a note that it was weighed: (warnings, notes)."""
+    from solver.rank.select import PERF_TIE  # select loads the planner (OR-Tools): only here
+
+    over = []
+    for phase, step in (("prefill", own.prefill), ("decode", own.decode)):
+        if step is not None:
+            by_knob = _tp_comm_by_knob(step)
+            if sum(by_knob.values()) > step.compute_s:
+                over.append((sum(by_knob.values()) - step.compute_s, phase, step, by_knob))
+    if not over:
+        return [], []
+    _, phase, step, by_knob = max(over, key=lambda o: o[0])
+    top = max(by_knob, key=by_knob.get)  # type: ignore[arg-type]
+    v = getattr(pc, top)
+    head = (f"{phase} step: TP communication {sum(by_knob.values()) * 1e3:.3g} ms > compute "
+            f"{step.compute_s * 1e3:.3g} ms, {top} {v} carrying {by_knob[top] * 1e3:.3g} ms of it (seed 3.4: the TP "
+            "degree is too large; reduce TP or switch to EP)")
+    scenario = scenario_of(wl)
+    tied = [k for k in TP_KNOBS if k in model_knobs(model) and getattr(pc, k) == v]
+    seen = set()
+    for d in (d for d in range(v - 1, 0, -1) if v % d == 0):
+        for knobs in ({top: d}, dict.fromkeys(tied, d)):
+            key = tuple(sorted(knobs.items()))
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                alt = ParallelConfig(**{**pc.model_dump(), **knobs})
+            except (ShardplanError, ValueError):
+                continue
+            env = model_env(alt.settings(), model, hw.ranks_per_node, world=alt.world_size, batch=wl.sequences,
+                            mtp=wl.mtp)
+            if model_problems(model, alt, fw) or fw.check(env, severity="error"):
+                continue
+            e = estimate(model, hw, alt, prec, f, wl, mem_opts)
+            if e.memory.feasible and beats(e, own, scenario, PERF_TIE):
+                la, lo = (scenario.request_latency(x.ttft_s, x.tpot_s) for x in (e, own))
+                thr = e.output_tokens_per_s_per_rank / own.output_tokens_per_s_per_rank - 1
+                change = " ".join(f"{k.replace('_size', '')}={n}" for k, n in knobs.items())
+                return [f"{head}: {change} fits and does better by the estimate (request latency {la / lo - 1:+.0%}, "
+                        f"output tokens/s per rank {thr:+.0%})"], []
+    return [], [f"{head}: weighed against each smaller {top} the engine accepts (alone or with the knobs at the same "
+                f"degree); none that fits is more than {PERF_TIE:.0%} better by the estimate, so the seed's "
+                "adjustment does not apply"]
 
 
 def scenario_of(wl: Workload) -> Scenario:

@@ -17,7 +17,8 @@ from solver.specs.model_rules import model_problems
 from solver.specs.knobs import DERIVED
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
-from solver.rank.compared import PROCESS_ERRORS, SMALL_MOE_TP_ONLY, decode_attn_tp_needed, judge_process_errors
+from solver.rank.compared import (PROCESS_ERRORS, SMALL_MOE_TP_ONLY, decode_attn_tp_needed, judge_process_errors,
+                                  tp_comm_over_compute)
 
 # the group sizes a rule can read (knobs and derived DP / EP sizes): what makes two class-A lines one problem
 _GROUP_SIZES = frozenset(KNOBS) | frozenset(DERIVED)
@@ -35,7 +36,10 @@ def hardware_placement(model: ModelSpec, hw: Hardware, pc: ParallelConfig,
     if hw.max_experts_per_rank and model.is_moe and pc.moe_ep_size > 1:
         per = pc.expert_slots(model.num_experts) / pc.moe_ep_size  # redundant copies count
         if per > hw.max_experts_per_rank:
-            out.append(f"{per:g} experts per rank > {hw.max_experts_per_rank} ({hw.name} dispatch path)")
+            # hardware.md: the fast dispatch path (A2 MC2) takes at most this many; past it dispatch falls back to
+            # a slower path (verified-configs.md) whose cost the estimate does not model
+            out.append(f"{per:g} experts per rank > {hw.max_experts_per_rank} ({hw.name} dispatch path: past it "
+                       "MoE dispatch falls back to a slower path the estimate does not price)")
     return wide, out
 
 
@@ -123,6 +127,10 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
                 f"{smaller.attn_tp_size} fits ({e.memory.model_bytes / 1e9:.2f} of {e.memory.limit_bytes / 1e9:.2f} "
                 f"GB) and decodes no slower (TPOT {e.tpot_s * 1e3:.3g} vs {r.estimate.tpot_s * 1e3:.3g} ms); the "
                 "wider attention TP only adds all-reduce at one token per step")
+    if r.estimate is not None and r.estimate.memory.feasible:
+        found, notes = tp_comm_over_compute(model, hw, fw, pc, prec, f, wl, mem_opts, r.estimate)
+        r.warnings["B"] += found
+        r.notes += notes
     # the seed's common errors
     W = pc.world_size
     if wide:
