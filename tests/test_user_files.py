@@ -1,0 +1,80 @@
+"""A user's own files and values, one rule each: a hardware YAML, an engine profile, a model config.json, a
+deployment file, a calibration-style CSV and a profiler trace written by hand are read as written or refused in
+one line naming the field; nothing given is dropped or replaced by a default without a word."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from conftest import FACTS, REPO
+from solver.cli.main import main
+from solver.errors import InputError
+
+CSV = FACTS / "calibration" / "measured_agg_calibration.csv"
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def one_error_line(r, needle: str, code: int = 2) -> str:
+    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in r.stderr, r.stderr
+    assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def _yaml(tmp_path: Path, name: str, data) -> str:
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(p)
+
+
+def _hardware(tmp_path: Path, **changes) -> str:
+    data = yaml.safe_load((REPO / "hardware" / "h100_sxm.yaml").read_text())
+    data.update(changes)
+    return _yaml(tmp_path, "hw.yaml", data)
+
+
+def _profile(tmp_path: Path, change) -> str:
+    data = yaml.safe_load((REPO / "solver" / "frameworks" / "vllm.yaml").read_text())
+    change(data)
+    return _yaml(tmp_path, "fw.yaml", data)
+
+
+def _config(tmp_path: Path, name: str, change) -> str:
+    data = json.loads((REPO / "models" / name).read_text())
+    change(data)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(data))
+    return str(p)
+
+
+def _memory(hardware: str = "h100_sxm", model: str = "llama-3.1-8b"):
+    return run("memory", model, "--hardware", hardware, "--cards", "8", "--attn-tp", "8", "--dense-tp", "8",
+               "--batch", "4", "--seq-len", "4096")
+
+
+# ------------------------------------------------------------------------------------------------- hardware
+
+
+@pytest.mark.parametrize("field, value", [("memory_bytes", 80), ("reserved_bytes", 3)])
+def test_a_memory_figure_below_one_mib_is_refused_as_written_in_the_wrong_unit(tmp_path, field, value):
+    # 80 for an 80 GB card: read as bytes it was refused as "reserved_bytes must be below memory_bytes", and a
+    # 3 GB reserve of 3 bytes was accepted
+    line = one_error_line(_memory(_hardware(tmp_path, **{field: value})), f"{field}: below 1 MiB")
+    assert "in bytes" in line
+    assert _memory(_hardware(tmp_path, reserved_bytes=0)).exit_code == 0  # no reserve at all stays legal
+
+
+def test_a_source_naming_no_field_of_the_hardware_file_is_refused(tmp_path):
+    data = yaml.safe_load((REPO / "hardware" / "h100_sxm.yaml").read_text())
+    one_error_line(_memory(_hardware(tmp_path, sources={**data["sources"], "memory_byte": "datasheet"})),
+                   "sources.memory_byte: names no field")
+    one_error_line(_memory(_hardware(tmp_path, sources={"peak_flops.fp4": "datasheet"})),  # h100 has no fp4 peak
+                   "sources.peak_flops.fp4")
