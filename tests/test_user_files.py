@@ -78,3 +78,45 @@ def test_a_source_naming_no_field_of_the_hardware_file_is_refused(tmp_path):
                    "sources.memory_byte: names no field")
     one_error_line(_memory(_hardware(tmp_path, sources={"peak_flops.fp4": "datasheet"})),  # h100 has no fp4 peak
                    "sources.peak_flops.fp4")
+
+
+# ------------------------------------------------------------------------------------------ engine profiles
+
+
+def test_a_profile_feature_outside_the_known_names_is_refused(tmp_path):
+    # a misspelt redundant_experts would have turned the planner's expert copies off without a word
+    fw = _profile(tmp_path, lambda d: d["features"].__setitem__("redundant_expert", d["features"].pop("redundant_experts")))
+    one_error_line(run("memory", "qwen3-30b-a3b", "--hardware", "h100_sxm", "--cards", "8", "--framework", fw,
+                       "--batch", "1", "--seq-len", "128"), "features.redundant_expert")
+
+
+@pytest.mark.parametrize("change, needle", [
+    (lambda d: d["rules"].append({"id": "X.always", "require": "attn_tp_size + 1", "message": "m", "source": "s"}),
+     "rule X.always: require: 'attn_tp_size + 1' is a number, not a condition"),
+    (lambda d: d["rules"].append({"id": "X.when", "when": "min(world, 8)", "require": "world > 0", "message": "m",
+                                  "source": "s"}),
+     "rule X.when: when: 'min(world, 8)' is a number"),
+    (lambda d: d["launch"]["args"].append({"flag": "--foo", "value": "world", "when": "pp_size"}),
+     "when: 'pp_size' is a number"),
+])
+def test_a_rule_or_launch_condition_that_is_a_number_is_refused(tmp_path, change, needle):
+    # a number holds whenever it is non-zero: the rule would never bind, the flag always print
+    one_error_line(run("memory", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "8", "--batch", "1",
+                       "--seq-len", "128", "--framework", _profile(tmp_path, change)), needle)
+
+
+def test_a_division_by_the_constant_zero_in_a_rule_is_refused_when_the_profile_is_read(tmp_path):
+    fw = _profile(tmp_path, lambda d: d["rules"].append(
+        {"id": "X.zero", "require": "world // 0 == 1", "message": "m", "source": "s"}))
+    from solver.specs.framework import load_framework
+
+    with pytest.raises(InputError, match="rule X.zero: require: .*division or modulo by the constant 0"):
+        load_framework(fw)
+
+
+def test_a_rule_that_cannot_be_evaluated_names_its_id(tmp_path):
+    fw = _profile(tmp_path, lambda d: d["rules"].append(
+        {"id": "X.odd", "require": "world // (attn_tp_size - 1) > 0", "message": "m", "source": "s"}))
+    # was "error: expression '...': division or modulo by zero", naming no rule and no profile
+    one_error_line(run("memory", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "8", "--framework", fw,
+                       "--batch", "1", "--seq-len", "128"), "framework rule X.odd: require: ")
