@@ -120,3 +120,31 @@ def test_a_rule_that_cannot_be_evaluated_names_its_id(tmp_path):
     # was "error: expression '...': division or modulo by zero", naming no rule and no profile
     one_error_line(run("memory", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "8", "--framework", fw,
                        "--batch", "1", "--seq-len", "128"), "framework rule X.odd: require: ")
+
+
+# --------------------------------------------------------------------------------------------- model configs
+
+
+@pytest.mark.parametrize("name, typo, field", [
+    ("meta-llama--Meta-Llama-3.1-8B.json", "num_key_value_head", "num_key_value_heads"),
+    ("Qwen--Qwen3-30B-A3B.json", "num_expert", "num_experts"),
+])
+def test_a_config_field_one_edit_from_a_field_the_reader_looks_for_is_refused_as_misspelt(tmp_path, name, typo, field):
+    # read as written, Llama-3.1-8B had 32 KV heads (MHA) and Qwen3-30B-A3B no experts (a 6144-wide dense FFN)
+    cfg = _config(tmp_path, name, lambda d: d.__setitem__(typo, d.pop(field)))
+    one_error_line(run("inspect", cfg), f"{typo}: not a field shardplan reads; did you mean {field}?")
+
+
+def test_an_unknown_torch_dtype_is_refused(tmp_path):
+    # was read as bf16 whatever it said
+    cfg = _config(tmp_path, "meta-llama--Meta-Llama-3.1-8B.json", lambda d: d.__setitem__("torch_dtype", "bfloat61"))
+    one_error_line(run("inspect", cfg), "torch_dtype: unknown dtype 'bfloat61'")
+    half = _config(tmp_path, "meta-llama--Meta-Llama-3.1-8B.json", lambda d: d.__setitem__("torch_dtype", "half"))
+    assert run("inspect", half).exit_code == 0
+
+
+def test_a_config_without_a_vocabulary_size_names_vocab_size(tmp_path):
+    # it named padded_vocab_size, ChatGLM's spelling, which the config never used
+    cfg = _config(tmp_path, "meta-llama--Meta-Llama-3.1-8B.json", lambda d: d.pop("vocab_size"))
+    one_error_line(run("inspect", cfg), "vocab_size: missing")
+    assert "padded" not in run("inspect", cfg).stderr
