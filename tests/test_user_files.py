@@ -148,3 +148,15 @@ def test_a_config_without_a_vocabulary_size_names_vocab_size(tmp_path):
     cfg = _config(tmp_path, "meta-llama--Meta-Llama-3.1-8B.json", lambda d: d.pop("vocab_size"))
     one_error_line(run("inspect", cfg), "vocab_size: missing")
     assert "padded" not in run("inspect", cfg).stderr
+
+
+# ----------------------------------------------------------------------------------------- command-line values
+
+
+@pytest.mark.parametrize("value, needle", [
+    ("=fp8", "--kv-dtype: no hardware name before '='"),
+    ("h1000=fp8", "--kv-dtype: h1000 is not one of the hardware given"),
+])
+def test_a_per_hardware_value_naming_no_hardware_given_is_refused_under_its_flag(value, needle):
+    # both were "error: hardware: unknown hardware ..." naming no flag
+    one_error_line(run("sweep", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "8", "--kv-dtype", value), needle)
