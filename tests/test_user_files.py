@@ -160,3 +160,32 @@ def test_a_config_without_a_vocabulary_size_names_vocab_size(tmp_path):
 def test_a_per_hardware_value_naming_no_hardware_given_is_refused_under_its_flag(value, needle):
     # both were "error: hardware: unknown hardware ..." naming no flag
     one_error_line(run("sweep", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "8", "--kv-dtype", value), needle)
+
+
+# ------------------------------------------------------------------------------------------- deployment files
+
+
+def _deployment(tmp_path: Path, **extra) -> str:
+    data = {"model": "llama-3.1-8b", "hardware": "h100_sxm", "framework": "vllm", "world_size": 8,
+            "parallel_config": {"attn_tp_size": 8, "dense_tp_size": 8, "embed_tp_size": 8, "lmhead_tp_size": 8},
+            "workload": {"isl": 4096, "osl": 256, "concurrency": 16}}
+    data.update(extra)
+    return _yaml(tmp_path, "dep.yaml", data)
+
+
+@pytest.mark.parametrize("extra, key", [
+    ({"quant": {"weights": "fp9"}}, "quant.weights: unknown number format 'fp9'"),
+    ({"quant": {"kv_cache": "fp4"}}, "quant.kv_cache: 'fp4' is not a KV-cache format"),
+    ({"weight_dtype": "fp9"}, "weight_dtype: unknown number format 'fp9'"),
+])
+@pytest.mark.parametrize("command", ["check", "launch"])
+def test_a_deployment_files_number_format_is_refused_under_the_files_key(tmp_path, extra, key, command):
+    # check named --weight-dtype / --kv-dtype, flags it does not have; launch named weight_dtype or the engine
+    dep = _deployment(tmp_path, **extra)
+    one_error_line(run(command, dep), f"{dep}: {key}")
+
+
+def test_a_deployment_files_knob_that_does_not_divide_the_world_is_refused_under_the_files_key(tmp_path):
+    # launch said "--attn-tp: 3 does not divide the world size 8", a flag launch does not have
+    dep = _deployment(tmp_path, parallel_config={"attn_tp_size": 3})
+    one_error_line(run("launch", dep), f"{dep}: parallel_config.attn_tp_size: 3 does not divide the world size 8")
