@@ -189,3 +189,47 @@ def test_a_deployment_files_knob_that_does_not_divide_the_world_is_refused_under
     # launch said "--attn-tp: 3 does not divide the world size 8", a flag launch does not have
     dep = _deployment(tmp_path, parallel_config={"attn_tp_size": 3})
     one_error_line(run("launch", dep), f"{dep}: parallel_config.attn_tp_size: 3 does not divide the world size 8")
+
+
+# ------------------------------------------------------------------------------------------- CSV rows
+
+
+def _csv(tmp_path: Path, header: str, *rows: str) -> str:
+    p = tmp_path / "in.csv"
+    p.write_text("\n".join((header, *rows)) + "\n")
+    return str(p)
+
+
+def _row_error(path: str) -> str:
+    r = run("estimate", "--from-csv", path, "--out", "-")
+    return one_error_line(r, "--from-csv: none of the 1 rows could be evaluated")
+
+
+@pytest.mark.skipif(not CSV.is_file(), reason="calibration CSV absent")
+@pytest.mark.parametrize("old, new, needle", [
+    (",64.0,8.0,", ",1e400,8.0,", "concurrency: must be an integer in [1, 1,048,576], got '1e400'"),
+    (",1024,8192,", ",1e300,8192,", "isl: must be an integer in [1, 16,777,216], got '1e300'"),
+    (",1024,8192,", ",nan,8192,", "isl: is blank (it says 'nan') (required)"),
+])
+def test_a_csv_cell_that_is_infinite_or_past_the_commands_caps_is_a_row_error(tmp_path, old, new, needle):
+    # 1e400 was "OverflowError: cannot convert float infinity to integer"; an ISL of 1e300 gave TTFT inf, TPOT nan
+    header, row = CSV.read_text().splitlines()[:2]
+    assert old in row
+    assert needle in _row_error(_csv(tmp_path, header, row.replace(old, new, 1)))
+
+
+@pytest.mark.skipif(not CSV.is_file(), reason="calibration CSV absent")
+def test_a_csv_row_with_more_or_fewer_cells_than_columns_is_a_row_error(tmp_path):
+    # the extra cells were dropped unread; a short row said "concurrency: is blank"
+    header, row = CSV.read_text().splitlines()[:2]
+    n = len(header.split(","))
+    assert f"line 2: {n + 2} cells for {n} columns" in _row_error(_csv(tmp_path, header, row + ",x,y"))
+    assert f"line 2: 10 cells for {n} columns" in _row_error(_csv(tmp_path, header, ",".join(row.split(",")[:10])))
+
+
+@pytest.mark.skipif(not CSV.is_file(), reason="calibration CSV absent")
+def test_a_csv_column_given_twice_is_refused(tmp_path):
+    # the reader kept the last `tp` and dropped the first
+    header, row = CSV.read_text().splitlines()[:2]
+    one_error_line(run("estimate", "--from-csv", _csv(tmp_path, header + ",tp", row + ",4"), "--out", "-"),
+                   "column(s) 'tp' given twice")
