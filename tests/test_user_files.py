@@ -233,3 +233,41 @@ def test_a_csv_column_given_twice_is_refused(tmp_path):
     header, row = CSV.read_text().splitlines()[:2]
     one_error_line(run("estimate", "--from-csv", _csv(tmp_path, header + ",tp", row + ",4"), "--out", "-"),
                    "column(s) 'tp' given twice")
+
+
+# ----------------------------------------------------------------------------------------------- traces
+
+
+def _trace(tmp_path: Path, events: list, **top) -> str:
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": events, **top}))
+    return str(p)
+
+
+K = {"ph": "X", "cat": "kernel", "name": "ampere_gemm", "pid": 1, "tid": 7}
+
+
+@pytest.mark.parametrize("bad, needle", [
+    (dict(K, ts=10, dur=-5), "complete event 'ampere_gemm' with no usable dur (dur=-5)"),
+    (dict(K, ts=10, dur="abc"), "no usable dur (dur='abc')"),
+    (dict(K, dur=5), "no usable ts (ts=missing)"),
+    (7, "int value, not an event object"),
+    ({"ph": "i", "name": "[memory]", "args": {"Total Allocated": -5, "Device Type": 1}},
+     "[memory] event with Total Allocated=-5"),
+])
+def test_a_trace_event_read_past_is_named_in_a_note(tmp_path, bad, needle):
+    # each was skipped without a word (a negative memory total set the peak to -5 bytes)
+    r = run("calibrate", _trace(tmp_path, [dict(K, ts=0, dur=5), bad]), "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    assert "t.json: 1 event left out (first: event 1: " in r.stderr and needle in r.stderr
+    assert json.loads(r.stdout)["peak_memory_gb"] is None
+
+
+@pytest.mark.parametrize("info, needle", [
+    ({"rank": -1, "world_size": 4}, "distributedInfo.rank: must be an integer >= 0, got -1"),
+    ({"rank": 0, "world_size": "x"}, "distributedInfo.world_size: must be an integer >= 1, got 'x'"),
+    ({"rank": 4, "world_size": 4}, "distributedInfo.rank: 4 but world_size is 4"),
+])
+def test_a_distributed_info_that_is_not_a_rank_of_the_world_is_refused(tmp_path, info, needle):
+    # rank -1 was reported as rank -1; a world_size of 'x' was read past
+    one_error_line(run("calibrate", _trace(tmp_path, [dict(K, ts=0, dur=5)], distributedInfo=info)), needle)

@@ -95,6 +95,7 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
     from solver.calibrate.config import load_profiled_config, named_target
     from solver.calibrate.fit import recalibrate, write_hardware_yaml
     from solver.calibrate.report import Report, RunErrors, backward_kernels, render
+    from solver.calibrate.trace import left_out_notes
     from solver.specs.hardware_catalog import load_hardware
 
     if not traces:
@@ -120,7 +121,7 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
 
     rank_traces, summary = _load_run(traces, step_marker)
     hw = load_hardware(hardware) if hardware is not None else None
-    notes: list[str] = []
+    notes: list[str] = left_out_notes(rank_traces)
     if peak_gb is not None:
         peak, peak_source = peak_gb * 1e9, "--peak-memory-gb"
         if summary.peak_memory_bytes is not None:
@@ -187,7 +188,9 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
         summaries = [summary]
         configs = [config]
         for path, cfg_path in runs:
-            o, s = _observation([path], cfg_path, model, hw, step_marker)
+            run_traces, s = _load_run([path], step_marker)
+            notes += left_out_notes(run_traces)
+            o, s = _observation([path], cfg_path, model, hw, step_marker, run_traces, s)
             obs.append(o)
             summaries.append(s)
             configs.append(cfg_path)
