@@ -162,6 +162,23 @@ def test_a_per_hardware_value_naming_no_hardware_given_is_refused_under_its_flag
     one_error_line(run("sweep", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "8", "--kv-dtype", value), needle)
 
 
+@pytest.mark.parametrize("args, needle", [
+    (("solve", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "8", "--framework", "{dir}"),
+     "framework: {dir}: a folder, not a profile YAML"),
+    (("estimate", "--from-csv", "{dir}", "--out", "-"), "--from-csv: {dir}: a folder, not a CSV file"),
+])
+def test_a_folder_given_where_a_file_belongs_is_named_a_folder(tmp_path, args, needle):
+    # were "unknown framework '/tmp/...'" and "file not found"
+    one_error_line(run(*(a.format(dir=tmp_path) for a in args)), needle.format(dir=tmp_path))
+
+
+def test_an_empty_step_marker_is_refused(tmp_path):
+    # every annotation name starts with '': each CPU op would have been read as a step
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [dict(K, ts=0, dur=5)]}))
+    one_error_line(run("calibrate", str(trace), "--step-marker", ""), "--step-marker: must not be empty")
+
+
 # ------------------------------------------------------------------------------------------- deployment files
 
 

@@ -116,7 +116,8 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
         check_writable(path_out, "--out")
     src = Path(path_in)
     if not src.is_file():
-        raise InputError("--from-csv", f"file not found: {path_in}")
+        raise InputError("--from-csv", f"{path_in}: a folder, not a CSV file" if src.is_dir()
+                         else f"file not found: {path_in}")
     try:
         with src.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)

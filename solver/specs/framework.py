@@ -464,9 +464,11 @@ def _load_framework_cached(path: str, mtime_ns: int, size: int) -> FrameworkProf
 def load_framework(name_or_path: str | Path) -> FrameworkProfile:
     """A shipped profile by name ('cann-recipes', 'cann_recipes', 'vLLM') or a user's YAML by path."""
     path = Path(name_or_path).expanduser()
-    if path.suffix in (".yaml", ".yml") or path.is_file():
+    # a profile name never holds a separator: with one (or a YAML suffix, or an existing file) it is a path
+    if path.suffix in (".yaml", ".yml") or "/" in str(name_or_path) or path.is_file():
         if not path.is_file():
-            raise InputError("framework", f"file not found: {name_or_path}")
+            raise InputError("framework", f"{name_or_path}: a folder, not a profile YAML" if path.is_dir()
+                             else f"file not found: {name_or_path}")
         return load_framework_file(path)
     candidate = frameworks_dir() / f"{_norm(str(name_or_path))}.yaml"
     if not candidate.is_file():
