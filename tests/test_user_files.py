@@ -288,3 +288,12 @@ def test_a_trace_event_read_past_is_named_in_a_note(tmp_path, bad, needle):
 def test_a_distributed_info_that_is_not_a_rank_of_the_world_is_refused(tmp_path, info, needle):
     # rank -1 was reported as rank -1; a world_size of 'x' was read past
     one_error_line(run("calibrate", _trace(tmp_path, [dict(K, ts=0, dur=5)], distributedInfo=info)), needle)
+
+
+def test_another_runs_config_that_is_missing_is_named_under_run(tmp_path):
+    # was "--config: file not found", the flag of the first run's config
+    trace = _trace(tmp_path, [dict(K, ts=0, dur=5)])
+    cfg = _yaml(tmp_path, "cfg.yaml", {"phase": "prefill", "batch": 2, "seq_len": 4096, "world_size": 1})
+    one_error_line(run("calibrate", trace, "--config", cfg, "--model", "llama-3.1-8b", "--hardware", "h100_sxm",
+                       "--recalibrate", str(tmp_path / "out.yaml"), "--run", trace, str(tmp_path / "nosuch.yaml")),
+                   "--run: file not found")

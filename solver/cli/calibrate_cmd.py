@@ -42,8 +42,8 @@ def _load_run(paths: Sequence[str], step_marker: str | None) -> tuple[list[RankT
 
 
 def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker: str | None,
-                 traces: list[RankTrace] | None = None, summary: TraceSummary | None = None
-                 ) -> tuple[Observation, TraceSummary]:
+                 traces: list[RankTrace] | None = None, summary: TraceSummary | None = None,
+                 flag: str = "--config") -> tuple[Observation, TraceSummary]:
     from solver.calibrate.compare import make_setup, measured_classes
     from solver.calibrate.config import load_profiled_config
     from solver.calibrate.fit import Observation
@@ -55,7 +55,7 @@ def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker:
     if count:
         raise InputError("--recalibrate", f"{_label(paths, traces)} is a training step ({count} backward kernels, "
                                           f"e.g. {example[:60]}); the inference estimate cannot be fitted to it")
-    cfg = load_profiled_config(config, _trace_world(traces), len(traces))
+    cfg = load_profiled_config(config, _trace_world(traces), len(traces), flag)
     if not cfg.has_workload:
         raise InputError(config, "--recalibrate needs the workload: phase, batch and seq_len (or isl/osl)")
     setup = make_setup(model, hw, cfg)
@@ -190,7 +190,7 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
         for path, cfg_path in runs:
             run_traces, s = _load_run([path], step_marker)
             notes += left_out_notes(run_traces)
-            o, s = _observation([path], cfg_path, model, hw, step_marker, run_traces, s)
+            o, s = _observation([path], cfg_path, model, hw, step_marker, run_traces, s, "--run")
             obs.append(o)
             summaries.append(s)
             configs.append(cfg_path)
