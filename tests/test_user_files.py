@@ -85,7 +85,8 @@ def test_a_source_naming_no_field_of_the_hardware_file_is_refused(tmp_path):
 
 def test_a_profile_feature_outside_the_known_names_is_refused(tmp_path):
     # a misspelt redundant_experts would have turned the planner's expert copies off without a word
-    fw = _profile(tmp_path, lambda d: d["features"].__setitem__("redundant_expert", d["features"].pop("redundant_experts")))
+    fw = _profile(tmp_path, lambda d: d["features"].__setitem__("redundant_expert",
+                                                                d["features"].pop("redundant_experts")))
     one_error_line(run("memory", "qwen3-30b-a3b", "--hardware", "h100_sxm", "--cards", "8", "--framework", fw,
                        "--batch", "1", "--seq-len", "128"), "features.redundant_expert")
 

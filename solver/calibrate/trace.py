@@ -357,7 +357,8 @@ def _distributed_info(obj: Any, path: Path) -> tuple[int | None, int | None]:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
             raise InputError(FIELD, f"{path}: distributedInfo.{key}: must be an integer >= {low}, got {value!r}")
     if rank is not None and world is not None and rank >= world:
-        raise InputError(FIELD, f"{path}: distributedInfo.rank: {rank} but world_size is {world} (ranks 0..{world - 1})")
+        raise InputError(FIELD, f"{path}: distributedInfo.rank: {rank} but world_size is {world} "
+                                f"(ranks 0..{world - 1})")
     return rank, world
 
 

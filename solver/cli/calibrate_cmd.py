@@ -72,7 +72,8 @@ def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker:
 @click.option("--peak-memory-gb", "peak_gb", type=GB, default=None,
               help="peak memory per rank in GB (torch.*.max_memory_allocated() / 1e9) when the trace has no "
                    "memory events")
-@click.option("--step-marker", type=NAME, default=None, help="annotation name prefix that marks a step (default ProfilerStep#N)")
+@click.option("--step-marker", type=NAME, default=None,
+              help="annotation name prefix that marks a step (default ProfilerStep#N)")
 @click.option("--run", "runs", type=(NAME, NAME), multiple=True, metavar="TRACE CONFIG",
               help="another profiled run (trace file or folder, its CONFIG.yaml) to fit with --recalibrate; repeatable")
 @click.option("--recalibrate", "recal_out", type=NAME, default=None, metavar="OUT.yaml",
