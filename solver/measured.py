@@ -54,6 +54,7 @@ from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig, make_parallel_config
 from solver.specs.dtypes import number_format
 from solver.specs.precision import Precision, experts_only, resolve_precision
+from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_TOKENS
 
 REQUIRED_COLUMNS = ("model", "system", "isl", "osl", "concurrency", "tp")
 # the `precision` column's headline format -> the weight format it implies when the quant columns are blank
@@ -81,16 +82,27 @@ def _blank(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in ("", "nan", "none", "null")
 
 
+def _cap(col: str) -> int:
+    """The largest value a column may hold: the command line's caps (solver.specs.limits) for the same figure; a
+    larger one is a typo whose estimate would be inf or nan, not a prediction."""
+    if col in ("isl", "osl"):
+        return MAX_TOKENS
+    if col.endswith(("concurrency", "batch")):
+        return MAX_CONCURRENCY
+    return MAX_CARDS  # sizes, degrees and worker counts
+
+
 def _int(row: Mapping[str, Any], col: str, minimum: int = 1) -> int:
     value = row.get(col)
     if _blank(value):
-        raise InputError(col, "is blank (required)")
+        said = f" (it says {value.strip()!r})" if isinstance(value, str) and value.strip() else ""
+        raise InputError(col, f"is blank{said} (required)")
     try:
         f = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise InputError(col, f"not a number: {value!r}") from None
-    if math.isnan(f) or f != int(f) or f < minimum:
-        raise InputError(col, f"must be an integer >= {minimum}, got {value!r}")
+    if not math.isfinite(f) or f != int(f) or not minimum <= f <= _cap(col):  # inf: int(f) would overflow
+        raise InputError(col, f"must be an integer in [{minimum}, {_cap(col):,}], got {value!r}")
     return int(f)
 
 

@@ -32,7 +32,7 @@ from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.model_catalog import load_model
 from solver.specs.notes import input_notes
-from solver.specs.precision import Precision, resolve_precision
+from solver.specs.precision import USER_FLAGS, Precision, resolve_precision
 
 ATTENTION_OPS = frozenset({"attention_core", "indexer_score", "indexer_topk"})
 OTHER_OPS = frozenset({"embedding"})
@@ -88,9 +88,10 @@ def make_setup(model: str | ModelSpec, hw: Hardware, cfg: ProfiledConfig) -> Set
     spec = load_model(model) if isinstance(model, str) else model
     try:
         fw = load_framework(cfg.framework)
-        prec = resolve_precision(spec, hw, cfg.weight_dtype, cfg.moe_weight_dtype, cfg.kv_dtype)
     except InputError as exc:  # name the config key, not the estimate command's flag
-        raise InputError(f"{cfg.source}: {exc.field.lstrip('-').replace('-', '_')}", exc.problem) from None
+        raise InputError(f"{cfg.source}: framework", exc.problem) from None
+    prec = resolve_precision(spec, hw, cfg.weight_dtype, cfg.moe_weight_dtype, cfg.kv_dtype,
+                             fields={k: f"{cfg.source}: {k}" for k in USER_FLAGS})
     notes = list(input_notes(spec, hw, prec))
     return Setup(spec, hw, cfg, prec, fw, notes)
 

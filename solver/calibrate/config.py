@@ -197,10 +197,11 @@ def parse_profiled_config(data: Any, origin: str, trace_world: int | None = None
 
 
 def load_profiled_config(path: str | Path, trace_world: int | None = None,
-                         trace_ranks: int | None = None) -> ProfiledConfig:
+                         trace_ranks: int | None = None, flag: str = "--config") -> ProfiledConfig:
+    """`flag`: the option that named the file (--config, or --run for another run's config)."""
     p = Path(path)
     if not p.is_file():
-        raise InputError("--config", f"file not found: {path}")
+        raise InputError(flag, f"file not found: {path}")
     return parse_profiled_config(load_yaml(p), str(path), trace_world, trace_ranks)
 
 

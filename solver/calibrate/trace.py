@@ -89,6 +89,8 @@ class RankTrace:
     origin_us: float = 0.0  # absolute trace timestamp of time zero
     step_source: str = "whole_trace"  # "gpu_annotation" | "host_annotation" | "whole_trace"
     world_size: int | None = None
+    left_out: int = 0  # events read past: no usable name, ts, dur or memory figure (the report notes them)
+    left_out_example: str = ""
 
 
 # --------------------------------------------------------------------------------------------- reading
@@ -136,6 +138,8 @@ class _Reduced(NamedTuple):
     launches: dict[int, int]  # correlation id -> host launch start_ns
     peak_allocated: int | None
     peak_reserved: int | None
+    left_out: int = 0  # events with no usable name, ts, dur or memory figure
+    left_out_example: str = ""
 
 
 def _scalar(value: Any) -> Any:
@@ -181,8 +185,17 @@ def _reduce(events: list[Any], step_marker: str | None) -> _Reduced:
     peak_res: int | None = None
     streams: dict[tuple[Any, Any], str] = {}
 
-    for e in events:
+    left_out = 0
+    example = ""
+
+    def leave_out(i: int, why: str) -> None:
+        nonlocal left_out, example
+        left_out += 1
+        example = example or f"event {i}: {why}"
+
+    for i, e in enumerate(events):
         if not isinstance(e, dict):
+            leave_out(i, f"{type(e).__name__} value, not an event object")
             continue
         ph = e.get("ph")
         if ph == "X":
@@ -190,6 +203,11 @@ def _reduce(events: list[Any], step_marker: str | None) -> _Reduced:
             start = _ns(e.get("ts"))
             dur = _ns(e.get("dur", 0))
             if not isinstance(name, str) or start is None or dur is None or dur < 0:
+                bad = [k for k, ok in (("name", isinstance(name, str)), ("ts", start is not None),
+                                       ("dur", dur is not None and dur >= 0)) if not ok]
+                shown = f" {name[:40]!r}" if isinstance(name, str) else ""
+                leave_out(i, f"complete event{shown} with no usable {' or '.join(bad)} "
+                             f"({', '.join(f'{k}={_shown(e.get(k))}' for k in bad)})")
                 continue
             cat = e.get("cat")
             cat = cat.lower() if isinstance(cat, str) else ""
@@ -225,11 +243,25 @@ def _reduce(events: list[Any], step_marker: str | None) -> _Reduced:
             if not isinstance(args, dict) or args.get("Device Type") == 0 or args.get("Device Id") == -1:
                 continue  # host-memory samples
             alloc, res = args.get("Total Allocated"), args.get("Total Reserved")
-            if isinstance(alloc, int):
+            bad = [k for k, v in (("Total Allocated", alloc), ("Total Reserved", res))
+                   if v is not None and not _bytes(v)]
+            if bad:  # a negative or non-integer total would set (or hide) the peak
+                leave_out(i, f"[memory] event with {', '.join(f'{k}={_shown(args.get(k))}' for k in bad)}")
+                continue
+            if alloc is not None:
                 peak_alloc = alloc if peak_alloc is None else max(peak_alloc, alloc)
-            if isinstance(res, int):
+            if res is not None:
                 peak_res = res if peak_res is None else max(peak_res, res)
-    return _Reduced(device, gpu_ann, host_ann, launches, peak_alloc, peak_res)
+    return _Reduced(device, gpu_ann, host_ann, launches, peak_alloc, peak_res, left_out, example)
+
+
+def _bytes(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _shown(value: Any) -> str:
+    text = "missing" if value is None else repr(value)
+    return text if len(text) <= 30 else text[:27] + "..."
 
 
 # ------------------------------------------------------------------------------------------- steps
@@ -312,13 +344,22 @@ def _rank_from_path(path: Path) -> int | None:
     return None
 
 
-def _distributed_info(obj: Any) -> tuple[int | None, int | None]:
+def _distributed_info(obj: Any, path: Path) -> tuple[int | None, int | None]:
+    """distributedInfo's rank and world_size; one given but not a rank (an integer >= 0, below the world size) is
+    an error: read past, the file would take a rank from its name or position instead."""
     info = obj.get("distributedInfo") if isinstance(obj, dict) else None
-    if not isinstance(info, dict):
+    if info is None:
         return None, None
+    if not isinstance(info, dict):
+        raise InputError(FIELD, f"{path}: distributedInfo: expected an object, got {type(info).__name__}")
     rank, world = info.get("rank"), info.get("world_size")
-    return (rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
-            world if isinstance(world, int) and not isinstance(world, bool) else None)
+    for key, value, low in (("rank", rank, 0), ("world_size", world, 1)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+            raise InputError(FIELD, f"{path}: distributedInfo.{key}: must be an integer >= {low}, got {value!r}")
+    if rank is not None and world is not None and rank >= world:
+        raise InputError(FIELD, f"{path}: distributedInfo.rank: {rank} but world_size is {world} "
+                                f"(ranks 0..{world - 1})")
+    return rank, world
 
 
 def load_trace_file(path: str | Path, step_marker: str | None = None, default_rank: int = 0) -> RankTrace:
@@ -334,7 +375,7 @@ def load_trace_file(path: str | Path, step_marker: str | None = None, default_ra
         events = obj
     else:
         raise InputError(FIELD, f"{path}: JSON but not a Chrome trace (expected a traceEvents list or a list of events)")
-    rank, world = _distributed_info(obj)
+    rank, world = _distributed_info(obj, path)
     red = _reduce(events, step_marker)
     del obj, events  # the raw dicts are no longer referenced from here on
     if not red.device:
@@ -358,7 +399,8 @@ def load_trace_file(path: str | Path, step_marker: str | None = None, default_ra
     ]
     return RankTrace(rank=rank, steps=steps, peak_memory_bytes=red.peak_allocated,
                      peak_reserved_bytes=red.peak_reserved, source=str(path), origin_us=origin / 1000,
-                     step_source=source, world_size=world)
+                     step_source=source, world_size=world, left_out=red.left_out,
+                     left_out_example=red.left_out_example)
 
 
 # -------------------------------------------------------------------------------------------- folders
@@ -385,6 +427,12 @@ def trace_files(path: str | Path) -> list[Path]:
     if not files:
         raise InputError(FIELD, f"{path}: folder holds no trace files (*.json, *.json.gz, *.pt.trace.json)")
     return sorted(set(files), key=_natural_key)
+
+
+def left_out_notes(traces: Iterable[RankTrace]) -> list[str]:
+    """One note per file that had events read past, so that nothing of a trace is dropped without a word."""
+    return [f"{t.source}: {t.left_out} event{'s' if t.left_out > 1 else ''} left out (first: {t.left_out_example})"
+            for t in traces if t.left_out]
 
 
 def load_traces(path: str | Path | Iterable[str | Path], step_marker: str | None = None) -> list[RankTrace]:

@@ -113,6 +113,25 @@ def parse_seq_lens(value: str | Iterable[int | tuple[int, int]] | None, osl: int
     return items
 
 
+def hardware_key(key: str, hardware: Sequence[str], flag: str) -> str:
+    """The hardware a per-hardware value names (a catalog name in any spelling, or a hardware file's name), or an
+    error under the flag that gave it."""
+    from solver.specs.hardware_catalog import load_hardware
+
+    if key in hardware:  # a name as the output labels it (a user's hardware file is not in the catalog)
+        return key
+    if not key:
+        raise InputError(flag, f"no hardware name before '=' (give HARDWARE=VALUE, HARDWARE one of "
+                               f"{', '.join(hardware)}, or the value alone for every hardware)")
+    try:
+        name = load_hardware(key).name
+    except InputError:
+        name = None
+    if name not in hardware:
+        raise InputError(flag, f"{key} is not one of the hardware given ({', '.join(hardware)})")
+    return name  # type: ignore[return-value]
+
+
 def per_hardware(value: str | Mapping[str, str] | Sequence[str] | None, flag: str,
                  hardware: Sequence[str]) -> dict[str, str | None]:
     """A dtype for every hardware: one value for all (`int8`), or per hardware (`atlas_a3=int8`, or a dict);
@@ -120,8 +139,6 @@ def per_hardware(value: str | Mapping[str, str] | Sequence[str] | None, flag: st
     same hardware (or for all) are an error, never the last one silently.
 
     `hardware` holds canonical names; keys are matched after loading them as hardware names."""
-    from solver.specs.hardware_catalog import load_hardware
-
     if value is None:
         return {h: None for h in hardware}
     parts = [value] if isinstance(value, (str, Mapping)) else list(value)
@@ -139,9 +156,7 @@ def per_hardware(value: str | Mapping[str, str] | Sequence[str] | None, flag: st
     for key, val in items:
         if not val:
             raise InputError(flag, f"empty value in {value!r}")
-        name = None if key is None else load_hardware(key).name
-        if name is not None and name not in hardware:
-            raise InputError(flag, f"{key} is not one of the hardware given ({', '.join(hardware)})")
+        name = None if key is None else hardware_key(key, hardware, flag)
         if chosen.get(name, val) != val:
             where = "every hardware" if name is None else name
             raise InputError(flag, f"two values for {where}: {chosen[name]} and {val}; give one")

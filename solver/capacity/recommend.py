@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from solver.capacity.inputs import DEFAULT_SCENARIOS, parse_cards
+from solver.capacity.inputs import DEFAULT_SCENARIOS, hardware_key, parse_cards
 from solver.capacity.sweep import Task, build_plan, solve_task, sweep_rows
 from solver.errors import InputError
 from solver.plan.points import SolverParams
@@ -103,8 +103,6 @@ class Recommendation:
 
 def parse_prices(value: str | Mapping[str, float] | Iterable[str] | None, hardware: Sequence[str]) -> dict[str, float]:
     """`H=3.5` items (or a dict) -> {canonical hardware name: price per card-hour}."""
-    from solver.specs.hardware_catalog import load_hardware
-
     if value is None:
         return {}
     if isinstance(value, Mapping):
@@ -128,15 +126,7 @@ def parse_prices(value: str | Mapping[str, float] | Iterable[str] | None, hardwa
             raise InputError("--price", f"not a number: {key}={val}") from None
         if not math.isfinite(price) or price <= 0:
             raise InputError("--price", f"must be > 0, got {key}={val}")
-        if key in hardware:  # a name as the output labels it (a user's hardware file is not in the catalog)
-            name = key
-        else:
-            try:
-                name = load_hardware(key).name
-            except InputError:
-                name = None
-        if name not in hardware:
-            raise InputError("--price", f"{key} is not one of the hardware given ({', '.join(hardware)})")
+        name = hardware_key(key, hardware, "--price")
         if out.get(name, price) != price:  # the last one would win unread
             raise InputError("--price", f"two prices for {name}: {out[name]:g} and {price:g}; give one")
         out[name] = price

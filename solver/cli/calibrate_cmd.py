@@ -42,8 +42,8 @@ def _load_run(paths: Sequence[str], step_marker: str | None) -> tuple[list[RankT
 
 
 def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker: str | None,
-                 traces: list[RankTrace] | None = None, summary: TraceSummary | None = None
-                 ) -> tuple[Observation, TraceSummary]:
+                 traces: list[RankTrace] | None = None, summary: TraceSummary | None = None,
+                 flag: str = "--config") -> tuple[Observation, TraceSummary]:
     from solver.calibrate.compare import make_setup, measured_classes
     from solver.calibrate.config import load_profiled_config
     from solver.calibrate.fit import Observation
@@ -55,7 +55,7 @@ def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker:
     if count:
         raise InputError("--recalibrate", f"{_label(paths, traces)} is a training step ({count} backward kernels, "
                                           f"e.g. {example[:60]}); the inference estimate cannot be fitted to it")
-    cfg = load_profiled_config(config, _trace_world(traces), len(traces))
+    cfg = load_profiled_config(config, _trace_world(traces), len(traces), flag)
     if not cfg.has_workload:
         raise InputError(config, "--recalibrate needs the workload: phase, batch and seq_len (or isl/osl)")
     setup = make_setup(model, hw, cfg)
@@ -72,7 +72,8 @@ def _observation(paths: Sequence[str], config: str, model: str, hw, step_marker:
 @click.option("--peak-memory-gb", "peak_gb", type=GB, default=None,
               help="peak memory per rank in GB (torch.*.max_memory_allocated() / 1e9) when the trace has no "
                    "memory events")
-@click.option("--step-marker", default=None, help="annotation name prefix that marks a step (default ProfilerStep#N)")
+@click.option("--step-marker", type=NAME, default=None,
+              help="annotation name prefix that marks a step (default ProfilerStep#N)")
 @click.option("--run", "runs", type=(NAME, NAME), multiple=True, metavar="TRACE CONFIG",
               help="another profiled run (trace file or folder, its CONFIG.yaml) to fit with --recalibrate; repeatable")
 @click.option("--recalibrate", "recal_out", type=NAME, default=None, metavar="OUT.yaml",
@@ -95,6 +96,7 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
     from solver.calibrate.config import load_profiled_config, named_target
     from solver.calibrate.fit import recalibrate, write_hardware_yaml
     from solver.calibrate.report import Report, RunErrors, backward_kernels, render
+    from solver.calibrate.trace import left_out_notes
     from solver.specs.hardware_catalog import load_hardware
 
     if not traces:
@@ -120,7 +122,7 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
 
     rank_traces, summary = _load_run(traces, step_marker)
     hw = load_hardware(hardware) if hardware is not None else None
-    notes: list[str] = []
+    notes: list[str] = left_out_notes(rank_traces)
     if peak_gb is not None:
         peak, peak_source = peak_gb * 1e9, "--peak-memory-gb"
         if summary.peak_memory_bytes is not None:
@@ -187,7 +189,9 @@ def calibrate_cmd(traces, config, model, hardware, peak_gb, step_marker, runs, r
         summaries = [summary]
         configs = [config]
         for path, cfg_path in runs:
-            o, s = _observation([path], cfg_path, model, hw, step_marker)
+            run_traces, s = _load_run([path], step_marker)
+            notes += left_out_notes(run_traces)
+            o, s = _observation([path], cfg_path, model, hw, step_marker, run_traces, s, "--run")
             obs.append(o)
             summaries.append(s)
             configs.append(cfg_path)

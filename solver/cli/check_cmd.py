@@ -81,7 +81,7 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
     else:
         wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, mtp=dep.mtp)
     try:
-        pc = make_parallel_config(world, **dep.parallel_config)
+        pc = make_parallel_config(world, fields=dep.fields, **dep.parallel_config)
     except InputError as exc:
         # a knob that does not divide the world is a class A violation to report, not bad input
         pc = ParallelConfig(world_size=world, **dep.parallel_config)
@@ -89,7 +89,8 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
     else:
         note = None
     prev = ParallelConfig(world_size=world, **dep.previous_parallel_config) if dep.previous_parallel_config else None
-    prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache)
+    prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache,
+                             fields=dep.fields)
     r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
     r.notes += context_notes(spec, wl.context_len)
     kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too

@@ -116,7 +116,8 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
         check_writable(path_out, "--out")
     src = Path(path_in)
     if not src.is_file():
-        raise InputError("--from-csv", f"file not found: {path_in}")
+        raise InputError("--from-csv", f"{path_in}: a folder, not a CSV file" if src.is_dir()
+                         else f"file not found: {path_in}")
     try:
         with src.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
@@ -131,12 +132,20 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise InputError("--from-csv", f"{path_in}: missing column(s): {', '.join(missing)}")
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if twice:  # the reader would keep the last column of the name and drop the other unread
+        raise InputError("--from-csv", f"{path_in}: column(s) {', '.join(map(repr, twice))} given twice; keep one")
     fieldnames = header + [c for c in PRED_COLUMNS if c not in header]
     out: list[dict[str, Any]] = []
     errors = 0
-    for row in rows:
+    for line, row in enumerate(rows, start=2):
+        extra = row.pop(None, None)  # cells past the header's columns (csv.DictReader's restkey)
         rec = dict(row)
         try:
+            if extra is not None or None in row.values():  # a short row: csv.DictReader's restval
+                given = len(header) + len(extra or ()) - sum(v is None for v in row.values())
+                raise InputError(f"line {line}", f"{given} cells for {len(header)} columns; a cell was added or "
+                                                 "lost (an unquoted comma?)")
             est = predict_row(row, framework)
             rec.update(ttft_ms_pred=_fmt_num(est.ttft_s * 1e3), tpot_ms_pred=_fmt_num(est.tpot_s * 1e3), error="")
         except ShardplanError as exc:

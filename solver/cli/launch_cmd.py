@@ -73,7 +73,10 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
     batch, max_len = w.sequences, w.longest
-    pc = make_parallel_config(world, **dep.parallel_config)
+    pc = make_parallel_config(world, fields=dep.fields, **dep.parallel_config)
+    # the file's formats, checked where the file states them before the engine spells them
+    prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache,
+                             fields=dep.fields)
     engine_len = model_len(w.phase, max_len)  # a prefill-only instance still emits its one token
     inputs = LaunchInputs(batch=batch, max_model_len=engine_len, mtp=dep.mtp, weight_dtype=dep.quant.weights,
                           moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,
@@ -81,7 +84,6 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     launch = emit_launch(fw, spec, hw, pc, inputs)
     # the engine would fail to allocate what the memory model does not fit: said, not refused (the command is
     # what the user asked for; `check` reports it as a violation)
-    prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache)
     misfit = memory_per_rank(spec, hw, pc, prec, batch, max_len, mtp_layers=dep.mtp).misfit()
     # so is a placement `check` refuses (class B): a TP group across nodes, too many experts per rank
     placement = [f"{p}: `shardplan check` reports it as a class B violation"

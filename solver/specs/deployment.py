@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, model_validator
 
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
@@ -105,6 +105,12 @@ class Deployment(BaseModel):
     enable_online_split_weight: bool | None = None
     previous_parallel_config: dict[str, StrictInt] | None = None
     derived: dict[str, StrictInt] = Field(default_factory=dict, description="attn_dp_size / moe_ep_size as stated")
+    # where the file states each dtype and knob, for errors: "FILE: quant.weights" (load_deployment sets it)
+    _fields: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @property
+    def fields(self) -> dict[str, str]:
+        return dict(self._fields)
 
     @model_validator(mode="after")
     def _knobs(self) -> "Deployment":
@@ -188,6 +194,7 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
     data = load_yaml(Path(path))
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a mapping of the seed's parallel_config keys")
+    flat_quant = any(k in data for k in FLAT_QUANT)
     data = nest_flat_keys(data, str(path))
     # the seed's YAML puts the knobs at the top level (or under a candidate_x block); gather them
     candidates = [k for k in data if isinstance(data[k], dict) and k.startswith("candidate_")
@@ -239,4 +246,9 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
                                                 "parallel_config; give it once")
     if top:
         data["parallel_config"] = {**(nested or {}), **top}
-    return validate_model(Deployment, data, str(path))
+    dep = validate_model(Deployment, data, str(path))
+    # errors about a format name the key the file used (weight_dtype at the top level, else quant.weights)
+    spelled = {k: k if flat_quant else f"quant.{v}" for k, v in FLAT_QUANT.items()}
+    dep._fields = {**{k: f"{path}: {v}" for k, v in spelled.items()},
+                   **{k: f"{path}: {k}" if k in top else f"{path}: parallel_config.{k}" for k in CONFIG_KEYS}}
+    return dep

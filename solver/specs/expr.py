@@ -129,6 +129,9 @@ class _Compiler:
             op = _BINOPS.get(type(node.op))
             if op is None:
                 raise self.reject(f"operator '{_SYMBOL.get(type(node.op), type(node.op).__name__)}'")
+            if op in (operator.floordiv, operator.mod) and isinstance(node.right, ast.Constant) \
+                    and node.right.value == 0:
+                raise self.reject("division or modulo by the constant 0")
             left, right = self.compile(node.left), self.compile(node.right)
             return lambda env: op(left(env), right(env))
         if isinstance(node, ast.Compare):
@@ -174,6 +177,33 @@ class _Compiler:
             raise InputError(f"expression {self.text!r}", f"{name}() needs at least two arguments")
         fn = min if name == "min" else max
         return lambda env: fn(p(env) for p in args)
+
+
+NOT_A_CONDITION = ("is a number, not a condition: write a comparison (x > 1), divides(a, b), a yes/no name or "
+                   "not / and / or of them (a number holds whenever it is non-zero)")
+
+
+def is_condition(expr: Expr, flags: frozenset[str] | set[str]) -> bool:
+    """Whether `expr` is a yes/no condition: a comparison, divides(a, b), true / false, a name in `flags` (the
+    yes/no names: has_mla, is_moe, ...), or not / and / or of conditions. A number in its place (`attn_tp_size + 1`,
+    `min(a, b)`) would hold whenever it is non-zero: a rule written that way never binds."""
+
+    def cond(node: ast.AST) -> bool:
+        if isinstance(node, ast.Compare):
+            return True
+        if isinstance(node, ast.Call):
+            return isinstance(node.func, ast.Name) and node.func.id == "divides"
+        if isinstance(node, ast.Name):
+            return node.id in _CONSTANT_NAMES or node.id in flags
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, bool)
+        if isinstance(node, ast.BoolOp):
+            return all(cond(v) for v in node.values)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return cond(node.operand)
+        return False
+
+    return cond(expr.tree.body)
 
 
 @lru_cache(maxsize=1024)

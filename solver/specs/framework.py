@@ -18,9 +18,9 @@ from solver.catalog import frameworks_dir
 from solver.errors import InputError, quoted
 from solver.specs.limits import MAX_MTP, MAX_TOKENS
 from solver.specs.knobs import DERIVED, DERIVED_NAMES, FOLLOWS, KNOBS, SETTINGS
-from solver.specs.expr import Expr, Value, compile_expr
+from solver.specs.expr import NOT_A_CONDITION, Expr, Value, compile_expr, is_condition
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
-from solver.specs.launch_spec import Feature, LaunchSpec
+from solver.specs.launch_spec import Feature, FeatureName, LaunchSpec
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
@@ -37,6 +37,8 @@ MODEL_NAMES = (
     "o_proj_dim",
 )
 RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES))
+# the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers
+RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "is_moe", "afd"))
 
 
 class Rule(BaseModel):
@@ -78,6 +80,8 @@ class Rule(BaseModel):
                     f"rule {self.id}: {attr} uses unknown name(s) {', '.join(unknown)}; "
                     f"allowed: {', '.join(sorted(RULE_NAMES))}"
                 )
+            if not is_condition(expr, RULE_FLAGS):
+                raise ValueError(f"rule {self.id}: {attr}: {expr.text!r} {NOT_A_CONDITION}")
             setattr(self, f"_{attr}", expr)
         self._read = tuple(sorted(self._when.names | self._require.names))
         return self
@@ -90,11 +94,17 @@ class Rule(BaseModel):
     def when_names(self) -> frozenset[str]:
         return self._when.names
 
+    def _evaluate(self, attr: str, env: Mapping[str, Value]) -> bool:
+        try:
+            return bool(getattr(self, f"_{attr}").evaluate(env))
+        except InputError as exc:  # a division by a knob that is 0 here: name the rule, not only its text
+            raise InputError(f"framework rule {self.id}", f"{attr}: {exc}") from None
+
     def applies(self, env: Mapping[str, Value]) -> bool:
-        return bool(self._when.evaluate(env))
+        return self._evaluate("when", env)
 
     def _holds_at(self, env: Mapping[str, Value]) -> bool:
-        return not self.applies(env) or bool(self._require.evaluate(env))
+        return not self.applies(env) or self._evaluate("require", env)
 
     def reading(self, env: Mapping[str, Value]) -> tuple:
         """What `holds(env)` reads of `env`: its names' values, the world (over whose divisors a free knob
@@ -259,7 +269,7 @@ class FrameworkProfile(BaseModel):
     efficiency: FrameworkEfficiency = Field(default_factory=FrameworkEfficiency)
     scheduler: FrameworkScheduler = Field(default_factory=FrameworkScheduler)
     launch: LaunchSpec | None = Field(None, description="how the engine's flags and files spell a config")
-    features: dict[str, Feature] = Field(
+    features: dict[FeatureName, Feature] = Field(
         default_factory=dict, description="engine features the planner does not model yet (pipeline_parallel, "
         "redundant_experts, ...), with flag and source")
     serving: FrameworkServing = Field(default_factory=FrameworkServing)
@@ -459,9 +469,11 @@ def _load_framework_cached(path: str, mtime_ns: int, size: int) -> FrameworkProf
 def load_framework(name_or_path: str | Path) -> FrameworkProfile:
     """A shipped profile by name ('cann-recipes', 'cann_recipes', 'vLLM') or a user's YAML by path."""
     path = Path(name_or_path).expanduser()
-    if path.suffix in (".yaml", ".yml") or path.is_file():
+    # a profile name never holds a separator: with one (or a YAML suffix, or an existing file) it is a path
+    if path.suffix in (".yaml", ".yml") or "/" in str(name_or_path) or path.is_file():
         if not path.is_file():
-            raise InputError("framework", f"file not found: {name_or_path}")
+            raise InputError("framework", f"{name_or_path}: a folder, not a profile YAML" if path.is_dir()
+                             else f"file not found: {name_or_path}")
         return load_framework_file(path)
     candidate = frameworks_dir() / f"{_norm(str(name_or_path))}.yaml"
     if not candidate.is_file():

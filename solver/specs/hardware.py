@@ -17,6 +17,7 @@ TierName = Literal["intra_node", "scale_up", "inter_node", "inter_rack"]
 # so only a slip (a missing exponent, bytes for GB) trips them, and the planner's integers stay exact.
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 MAX_BYTES = 2**50  # 1 PiB per rank
+MIN_BYTES = 2**20  # 1 MiB: below it a memory figure was written in GB or GiB, not bytes
 MAX_BPS = 1e16  # 10 PB/s
 MIN_BPS = 1e6  # 1 MB/s
 MAX_FLOPS = 1e19  # 10 EFLOP/s per rank
@@ -138,6 +139,30 @@ class Hardware(BaseModel):
                     raise FieldProblem(f"tiers.{name}.span_ranks",
                                        f"must exceed the {inner} ranks of the tiers inside it, got {span}")
                 inner = span
+        return self
+
+    @field_validator("memory_bytes", "reserved_bytes")
+    @classmethod
+    def _in_bytes(cls, value: int) -> int:
+        # 80 for an 80 GB card reads as 80 bytes (a reserve may still be 0: none; a capacity is > 0 by its Field)
+        if 0 < value < MIN_BYTES:
+            raise ValueError(f"below 1 MiB: the field is in bytes (80 GiB = {80 * 2**30})")
+        return value
+
+    @model_validator(mode="after")
+    def _sources_name_fields(self) -> "Hardware":
+        from solver.specs.validation import FieldProblem
+
+        for key in self.sources:
+            node: object = self
+            for part in key.split("."):
+                if isinstance(node, BaseModel) and part in type(node).model_fields:
+                    node = getattr(node, part)
+                elif isinstance(node, dict) and part in node:
+                    node = node[part]
+                else:  # a typo would leave the field it meant without a source, silently
+                    raise FieldProblem(f"sources.{key}", "names no field of this file (a dotted path such as "
+                                                         "peak_flops.bf16 or tiers.intra_node.latency_s)")
         return self
 
     @model_validator(mode="after")

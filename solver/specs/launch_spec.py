@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from solver.errors import InputError
-from solver.specs.expr import Expr, compile_expr
+from solver.specs.expr import NOT_A_CONDITION, Expr, compile_expr, is_condition
 
 # numeric names an emitter adds to the rule names (solver.launch.emit computes them)
 LAUNCH_NAMES = frozenset({
@@ -30,6 +30,8 @@ LAUNCH_NAMES = frozenset({
     "memory_fraction",   # the memory model's limit over the capacity, min(0.95, 1 - reserve / capacity), down to 0.01
     "remote_code",       # 1 when the model's config names code of its own (auto_map): the engine's trust switch
 })
+# the launch names that are yes/no (a `when` may be one of them alone)
+LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "prefill_role", "remote_code"})
 # text names: placeholders the user replaces, documented in README ("Launch commands")
 LAUNCH_TEXT_NAMES = frozenset({"model_path", "head_addr", "hosts", "weight_dtype", "kv_dtype", "moe_weight_dtype",
                                "role"})  # role: "prefill" or "decode" (disaggregated serving; `map` spells it)
@@ -73,7 +75,7 @@ class LaunchArg(BaseModel):
             raise ValueError("switch needs a flag")
         if self.doc is None and self.env is None and self.flag is None and self.text is None:
             raise ValueError("a value needs a flag, a doc key or an env name")
-        from solver.specs.framework import RULE_NAMES
+        from solver.specs.framework import RULE_FLAGS, RULE_NAMES
 
         allowed = RULE_NAMES | LAUNCH_NAMES
         for attr in ("when", "value"):
@@ -87,6 +89,8 @@ class LaunchArg(BaseModel):
             unknown = sorted(expr.names - allowed)
             if unknown:
                 raise ValueError(f"{attr} uses unknown name(s) {', '.join(unknown)}")
+            if attr == "when" and not is_condition(expr, RULE_FLAGS | LAUNCH_FLAGS):
+                raise ValueError(f"when: {expr.text!r} {NOT_A_CONDITION}")
             setattr(self, f"_{attr}", expr)
         if self.text is not None:
             unknown = sorted(set(_TEMPLATE.findall(self.text)) - LAUNCH_TEXT_NAMES - allowed)
@@ -120,12 +124,14 @@ class LaunchDocument(BaseModel):
     def _check(self) -> "LaunchDocument":
         if self.flag is None and self.file is None:
             raise ValueError("a document needs a flag, a file, or both")
-        from solver.specs.framework import RULE_NAMES
+        from solver.specs.framework import RULE_FLAGS, RULE_NAMES
 
         expr = compile_expr(self.when)
         unknown = sorted(expr.names - RULE_NAMES - LAUNCH_NAMES)
         if unknown:
             raise ValueError(f"when uses unknown name(s) {', '.join(unknown)}")
+        if not is_condition(expr, RULE_FLAGS | LAUNCH_FLAGS):
+            raise ValueError(f"when: {expr.text!r} {NOT_A_CONDITION}")
         self._when = expr
         return self
 
@@ -201,6 +207,14 @@ class LaunchSpec(BaseModel):
             if clash:
                 raise ValueError(f"disagg document(s) {', '.join(clash)} already defined by the launch")
         return self
+
+
+# The engine features a profile may record: redundant_experts is read by name (the planner adds copies only where
+# it is supported), a feature with a `knob` by that knob; the others document what the planner does not model.
+# A name outside the list would be read by nothing (a typo of redundant_experts would silently turn copies off).
+FEATURE_NAMES = ("pipeline_parallel", "redundant_experts", "prefill_context_parallel", "context_parallel",
+                 "attention_sequence_parallel", "attention_ffn_disaggregation")
+FeatureName = Literal[FEATURE_NAMES]  # type: ignore[valid-type]
 
 
 class Feature(BaseModel):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from numbers import Integral
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -208,32 +208,40 @@ class ParallelConfig(BaseModel):
         return out
 
 
-def make_parallel_config(world_size: int, **knobs: int | None) -> ParallelConfig:
-    """Build and check divisibility: every knob must divide the world size (seed class A)."""
+def make_parallel_config(world_size: int, *, fields: Mapping[str, str] | None = None,
+                         **knobs: int | None) -> ParallelConfig:
+    """Build and check divisibility: every knob must divide the world size (seed class A). `fields` names where
+    each knob was given (a file's "FILE: parallel_config.attn_tp_size") for errors; default: the flags."""
     if isinstance(world_size, bool) or not isinstance(world_size, Integral) or not 1 <= world_size <= MAX_CARDS:
         raise InputError("cards", f"must be an integer in [1, {MAX_CARDS:,}], got {world_size!r}")
+
+    def where(knob: str) -> str:
+        return (fields or {}).get(knob) or KNOB_FLAGS.get(knob, SETTING_FLAGS.get(knob, knob))
+
     values = {k: v for k, v in knobs.items() if v is not None}
     for knob, value in values.items():
         if knob not in CONFIG_KEYS:
             raise InputError(knob, "unknown parallel knob")
         if isinstance(value, bool) or not isinstance(value, Integral):
-            raise InputError(KNOB_FLAGS.get(knob, SETTING_FLAGS.get(knob, knob)), f"must be an integer, got {value!r}")
+            raise InputError(where(knob), f"must be an integer, got {value!r}")
         if knob in SETTINGS:
             if not 0 <= value <= MAX_CARDS:
-                raise InputError(SETTING_FLAGS[knob], f"must be in [0, {MAX_CARDS:,}], got {value}")
+                raise InputError(where(knob), f"must be in [0, {MAX_CARDS:,}], got {value}")
             continue
         if value < 1:
-            raise InputError(KNOB_FLAGS.get(knob, knob), f"must be >= 1, got {value}")
+            raise InputError(where(knob), f"must be >= 1, got {value}")
         if world_size % value:
-            raise InputError(KNOB_FLAGS.get(knob, knob), f"{value} does not divide the world size {world_size}")
+            raise InputError(where(knob), f"{value} does not divide the world size {world_size}")
     pc = ParallelConfig(world_size=world_size, **values)
     if pc.stage_world % pc.attn_group_size:
-        where = f"the stage size {pc.stage_world} (world {world_size} / pp {pc.pp_size})" if pc.pp_size > 1 else \
-            f"the world size {world_size}"
-        raise InputError("--attn-tp/--cp/--kvp/--attn-sp",
-                         f"attention group attn_tp*cp*kvp*sp = {pc.attn_group_size} does not divide {where}")
+        where_stage = f"the stage size {pc.stage_world} (world {world_size} / pp {pc.pp_size})" if pc.pp_size > 1 \
+            else f"the world size {world_size}"
+        group = "--attn-tp/--cp/--kvp/--attn-sp" if not fields else \
+            (fields.get("attn_tp_size") or "attn_tp_size").rpartition(".")[0] or "parallel_config"
+        raise InputError(group, f"attention group attn_tp*cp*kvp*sp = {pc.attn_group_size} does not divide "
+                                f"{where_stage}")
     for knob, value in values.items():
         if knob in TP_STAGE_KNOBS and pc.stage_world % value:
-            raise InputError(KNOB_FLAGS[knob], f"{value} does not divide the stage size {pc.stage_world} "
+            raise InputError(where(knob), f"{value} does not divide the stage size {pc.stage_world} "
                              f"(world {world_size} / pp {pc.pp_size})")
     return pc

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from solver.errors import InputError
 from solver.specs.dtypes import NumberFormat, kv_element_bytes, number_format
@@ -77,6 +78,10 @@ def _model_dtype_bytes(fmt: NumberFormat) -> int:
     return int(fmt.bits // 8) if not fmt.quantized else 2
 
 
+# where the user's format choices come from by default: the command line's flags
+USER_FLAGS = {"weight_dtype": "--weight-dtype", "moe_weight_dtype": "--moe-weight-dtype", "kv_dtype": "--kv-dtype"}
+
+
 def resolve_precision(
     model: ModelSpec,
     hw: Hardware,
@@ -84,14 +89,17 @@ def resolve_precision(
     moe_weight_dtype: str | None = None,
     kv_dtype: str | None = None,
     activation_dtype: str | None = None,
+    fields: Mapping[str, str] | None = None,
 ) -> Precision:
     """Formats for a deployment. User choices win; otherwise the checkpoint's, where the hardware runs them.
 
     A checkpoint format the hardware cannot run (FP8 on Ascend) is served in bf16, and the note says so.
-    A format the user names that the hardware lacks is an error.
+    A format the user names that the hardware lacks is an error. `fields` names where each choice came from
+    (weight_dtype, moe_weight_dtype, kv_dtype -> a file's key) for errors and notes; default: the flags.
     """
     notes: list[str] = []
     q = model.quant
+    where = {**USER_FLAGS, **(fields or {})}
 
     def check_user(name: str | None, flag: str) -> NumberFormat | None:
         if name is None:
@@ -110,9 +118,10 @@ def resolve_precision(
         return fmt
 
     if moe_weight_dtype is not None and not model.is_moe:  # it would be dropped unread
-        raise InputError("--moe-weight-dtype", f"{model.name} has no routed experts; use --weight-dtype")
-    user_w = check_user(weight_dtype, "--weight-dtype")
-    user_moe = check_user(moe_weight_dtype, "--moe-weight-dtype")
+        raise InputError(where["moe_weight_dtype"], f"{model.name} has no routed experts; use "
+                                                    f"{where['weight_dtype'].rpartition(': ')[2]}")
+    user_w = check_user(weight_dtype, where["weight_dtype"])
+    user_moe = check_user(moe_weight_dtype, where["moe_weight_dtype"])
     keep32 = user_w is not None and user_w.name == "fp32"  # the engine's dtype: every fp32 group stays at 32
     halved: set[str] = set()  # groups stored in fp32 and served at 16 bits
 
@@ -165,10 +174,10 @@ def resolve_precision(
             if "fp4" in low and hw.supports("fp4") and any(w.name == "nvfp4" for w in weights.values()):
                 act = "fp4"
     if kv_dtype is not None:
-        kv = kv_element_bytes(kv_dtype, "--kv-dtype")
-        kv_fmt = number_format(kv_dtype, "--kv-dtype").compute
+        kv = kv_element_bytes(kv_dtype, where["kv_dtype"])
+        kv_fmt = number_format(kv_dtype, where["kv_dtype"]).compute
         if kv == 1 and not hw.supports(kv_fmt):
-            raise InputError("--kv-dtype", f"{hw.name} has no {kv_fmt} support")
+            raise InputError(where["kv_dtype"], f"{hw.name} has no {kv_fmt} support")
     else:
         # the engines' KV dtype "auto" is the model dtype: an fp32 model caches K and V in fp32 (vLLM's
         # --kv-cache-dtype auto under --dtype float32); a quantized model's activations, and so its KV, stay 16-bit

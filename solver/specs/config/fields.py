@@ -76,13 +76,16 @@ class Fields:
             raise self.err(field, f"must be <= {maximum}, got {value}")
         return int(value)
 
-    def int(self, *names: str, default: int | None = None, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
+    def int(self, *names: str, default: int | None = None, minimum: int = 1, maximum: int = MAX_SIZE,
+            missing: str | None = None) -> int:
+        """The first of `names` given; absent, `default`, else an error naming `missing` (the usual spelling, where
+        it is not the first name tried) or the first name."""
         name = self.first(*names)
         if name is not None:
             return self.check_int(name, self.cfg[name], minimum, maximum)
         if default is not None:
             return default
-        raise self.err(names[0], "missing (required to size the model)")
+        raise self.err(missing or names[0], "missing (required to size the model)")
 
     def opt_int(self, *names: str, minimum: int = 1, maximum: int = MAX_SIZE) -> int | None:
         return self.int(*names, minimum=minimum, maximum=maximum) if self.has(*names) else None

@@ -21,6 +21,9 @@ class QuantSpec:
     block_size: tuple[int, int] | None = None
 
 
+# torch_dtype / dtype (the weights' storage without a quantization_config): torch's names and their aliases
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "bf16": "bf16", "fp16": "fp16",
+                 "fp32": "fp32", "half": "fp16", "float": "fp32"}
 _EXPERT_DTYPE = {"fp4": "mxfp4", "mxfp4": "mxfp4", "fp8": "fp8_block", "bf16": "bf16"}
 # quant methods whose weights no number format of the precision model holds, with what they store: refused by name
 # rather than read as 16-bit weights (memory and bandwidth would be wrong several times over)
@@ -42,8 +45,13 @@ def read_quant(cfg: dict[str, Any], origin: str, warnings: list[str]) -> QuantSp
 def _read_quant(cfg: dict[str, Any], origin: str, warnings: list[str]) -> QuantSpec:
     q = cfg.get("quantization_config")
     if q is None:
-        dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
-        base = {"float16": "fp16", "float32": "fp32"}.get(dtype, "bf16")
+        key = "torch_dtype" if cfg.get("torch_dtype") is not None else "dtype"
+        dtype = cfg.get(key)
+        if dtype is None:
+            dtype = "bfloat16"
+        base = _TORCH_DTYPES.get(dtype) if isinstance(dtype, str) else None
+        if base is None:  # a misspelt dtype would be read as bf16 and priced as such
+            raise InputError(f"{origin}: {key}", f"unknown dtype {dtype!r}; known: {', '.join(_TORCH_DTYPES)}")
         return QuantSpec(attention=base, dense=base, experts=base, embedding=base, lm_head=base)
     if not isinstance(q, dict):
         raise InputError(f"{origin}: quantization_config", "must be an object")

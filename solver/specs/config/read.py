@@ -210,7 +210,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         warnings.append(f"model_type {model_type!r} is not in the family defaults; {_KNOWN_TYPES_NOTE}")
 
     hidden = f.int("hidden_size", "d_model", "n_embd", "n_embed", "model_dim")  # OpenELM: model_dim
-    vocab = f.int("padded_vocab_size", "vocab_size")  # ChatGLM: the table holds the padded vocabulary
+    # ChatGLM: the table holds the padded vocabulary; a config with neither is told the usual name
+    vocab = f.int("padded_vocab_size", "vocab_size", missing="vocab_size")
     n_layers = _layer_count(f)
     images = image_tokens(raw, origin) if f.cfg.get("cross_attention_layers") else None
     reader = BlockReader(f, hidden, n_layers, images)

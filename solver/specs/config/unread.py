@@ -105,6 +105,7 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
     describe it were read and what is left of them, such as a kernel's chunk size, sizes nothing); note the unread
     switches of unmodelled features, and for a family without defaults every unread structural field."""
     unread = [k for k in cfg.unread() if not str(k).startswith("_") and _set(cfg[k])]
+    _refuse_misspelled(f, cfg, unread)
     for key in unread:
         value = cfg[key]
         if str(key).endswith("experts") and isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -121,6 +122,33 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
     if named:
         warnings.append(f"fields not read (the model is sized without them): "
                         + ", ".join(f"{f.path(k)}={quoted(repr(cfg[k]))}" for k in named))
+
+
+def _refuse_misspelled(f: Fields, cfg: ReadRecorder, unread: list[Any]) -> None:
+    """An unread structural field one edit away from a field the parser looked for and did not find is that field
+    misspelled (num_key_value_head, num_expert): read as written, the model would be sized with the default in its
+    place (every head its own KV head, no experts) and the given value dropped."""
+    wanted = sorted(k for k in cfg.looked_up if isinstance(k, str) and not k.startswith("_") and k not in cfg)
+    for key in unread:
+        name = str(key)
+        if not _STRUCTURE.search(name) or _SIZES_NOTHING.search(name):
+            continue
+        meant = next((w for w in wanted if _one_edit(name, w)), None)
+        if meant is not None:
+            raise f.err(name, f"not a field shardplan reads; did you mean {meant}? (the model would be sized "
+                              f"without the {_shown(cfg[key])} given here)")
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether `a` becomes `b` by one insertion, deletion, substitution or swap of two neighbours."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
+    if len(a) < len(b):
+        return a[i:] == b[i + 1:]
+    return a[i + 1:] == b[i + 1:] or (a[i + 2:] == b[i + 2:] and a[i:i + 2] == b[i:i + 2][::-1])
 
 
 def _shown(value: Any) -> str:
