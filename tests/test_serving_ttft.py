@@ -30,3 +30,30 @@ def test_estimate_reports_the_split() -> None:
     assert est.policy == "prefill_first"
     assert est.first_token_delay_s == pytest.approx(est.decode_step_s)  # SGLang: one overlap iteration
     assert est.ttft_s == pytest.approx(est.front_end_s + est.prefill_step_s + est.first_token_delay_s)
+
+
+def test_ttft_is_never_below_its_prefill_floor() -> None:
+    """closed_loop.ttft_floor bounds TTFT from below at any decode step (the planner cuts a TTFT SLA on it):
+    both policies, queued or not, chunked prompts, pipelines, several benchmark waves and slot waits."""
+    import random
+
+    from solver.estimate.closed_loop import serving_figures, serving_kit, ttft_floor
+
+    rng = random.Random(11)
+    for _ in range(2000):
+        conc = rng.choice([1, 2, 7, 64, 512])
+        wl = Workload("serving", isl=rng.choice([128, 4096, 40000]), osl=rng.choice([2, 64, 1024]),
+                      concurrency=conc, request_overhead_s=rng.choice([0.0, 0.05]),
+                      benchmark_waves=rng.choice([1, 3, 10]))
+        running = rng.randint(1, conc)
+        shape = ServingShape(conc, running, rng.randint(1, running), rng.choice([1, 3]), rng.choice([1, 4]),
+                             traversal=rng.choice([1.0, 1.75]))
+        policy = ServingPolicy(decode_first=rng.random() < 0.5, first_token_iterations=rng.choice([0.0, 1.0]))
+        kit = serving_kit(shape, wl, policy)
+        prefill_s = rng.uniform(1e-4, 2.0)
+        for tau in (1e-5, 1e-3, 0.02, 0.3, 5.0):
+            assert serving_figures(kit, prefill_s, tau)[0] >= ttft_floor(kit, prefill_s) * (1 - 1e-12), (kit, tau)
+    # the floor is the figure itself where nothing but the prompt's own prefill waits: one request, lockstep
+    kit = serving_kit(ServingShape(1, 1, 1, 1), Workload("serving", isl=1024, osl=64, concurrency=1,
+                                                          request_overhead_s=0.02), ServingPolicy(decode_first=False))
+    assert ttft_floor(kit, 0.05) == pytest.approx(serving_figures(kit, 0.05, 0.01)[0]) == pytest.approx(0.07)

@@ -199,6 +199,7 @@ class ServingKit:
     waves: int  # k
     slots_ahead: float  # the slot wait's factors (_slot_terms)
     waiting_share: float
+    ttft_per_prefill_s: float  # TTFT's floor per second of P_n (ttft_floor)
 
 
 def serving_kit(shape: ServingShape, wl: Workload, policy: ServingPolicy | None = None) -> ServingKit:
@@ -208,9 +209,23 @@ def serving_kit(shape: ServingShape, wl: Workload, policy: ServingPolicy | None 
     B, n = shape.running, shape.prompts_per_step
     o = wl.request_overhead_s if wl.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
     ahead, waiting = _slot_terms(B, shape.per_replica, wl)
+    decode_first, groups, k = policy.decode_first_for(shape.synced_ranks), first_wave_groups(B, n), \
+        max(1, wl.benchmark_waves)
+    # serving_figures' TTFT less every term that is not proportional to P_n (each is >= 0): decode-first, the
+    # first wave's P_n x groups and the steady state's base >= (1 + r - 1) p with p = P_n / n, blended 1 : k - 1;
+    # lockstep, the cohort's mean first-token time, linear in P_n
+    per_prefill = (groups + (k - 1) * shape.traversal / n) / k if decode_first else \
+        lockstep(B, n, 1.0, 0.0, 0.0, wl.osl, 0.0).ttft_s
     return ServingKit(B, n, shape.chunks, m, o, policy.first_token_iterations, max(0.0, (wl.osl - 1) / m), wl.osl,
-                      policy.decode_first_for(shape.synced_ranks), shape.traversal - 1, n / shape.chunks,
-                      first_wave_groups(B, n), max(1, wl.benchmark_waves), ahead, waiting)
+                      decode_first, shape.traversal - 1, n / shape.chunks, groups, k, ahead, waiting, per_prefill)
+
+
+def ttft_floor(kit: ServingKit, prefill_s: float) -> float:
+    """A lower bound of serving_figures' TTFT [s] at prefill step P_n = prefill_s whatever the decode step tau:
+    the fixed cost and the terms proportional to P_n (the queue waits, the first-token iterations, the chunked
+    prompts' decode steps and the slot wait only add). TTFT itself can fall a little as tau grows (a slower
+    decode lowers the request rate), so a TTFT SLA bounds the prefill step through this floor alone."""
+    return kit.overhead_s + kit.ttft_per_prefill_s * prefill_s
 
 
 def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Workload,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from solver.estimate.compute import Factors, Work
 from solver.estimate.closed_loop import (ServingKit, ServingPolicy, ServingShape, ServingTimes, serving_figures,
                                         serving_kit, serving_shape, synced_ranks)
+from solver.estimate.closed_loop import ttft_floor as serving_ttft_floor
 from solver.estimate.engine_step import graph_batch, launch_floor_s, sequence_cost_s, step_layers
 from solver.estimate.workload import Workload, mtp_tokens_per_step, request_overhead, token_budget
 from solver.specs.model import ModelSpec
@@ -128,6 +129,16 @@ def ttft_tpot(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: flo
     return (pre_s, 0.0) if sp.kind == "prefill" else (0.0, dec_s / m)
 
 
+def ttft_floor(sp: StepPlan, f: Factors, pre_gpu_s: float, pre_kernels: float = 0.0) -> float:
+    """A lower bound [s] of `figures(...)`'s TTFT at this prefill step, whatever the decode step
+    (closed_loop.ttft_floor; outside serving, a prefill's TTFT is its step and a decode's none): non-decreasing
+    in the prefill step, so a TTFT SLA it breaks is broken by every configuration of a slower prefill."""
+    kit, _, pre_s, _ = _steps(sp, f, pre_gpu_s, pre_kernels, 0.0, 0.0)
+    if kit is not None:
+        return serving_ttft_floor(kit, pre_s)
+    return pre_s if sp.kind == "prefill" else 0.0
+
+
 def _steps(sp: StepPlan, f: Factors, pre_gpu_s: float, pre_kernels: float, dec_gpu_s: float,
            dec_kernels: float) -> tuple[ServingKit | None, float, float, float]:
     """(serving kit (None outside serving), tokens a decode step emits, prefill step [s], decode step [s]): the
@@ -158,4 +169,4 @@ def _terms(sp: StepPlan, f: Factors) -> tuple[StepPlan, Factors, float, float, S
     return hit
 
 
-__all__ = ["StepPlan", "Figures", "step_plan", "figures", "ttft_tpot"]
+__all__ = ["StepPlan", "Figures", "step_plan", "figures", "ttft_tpot", "ttft_floor"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from solver.errors import InternalError
+from solver.estimate.figures import ttft_floor
 from solver.ortools_cp import cp_model  # OR-Tools' cp_model without its eager pandas import
 from solver.plan.points import SolveStatus, attention_family, choice_simplicity
 from solver.plan.view_model import MAX_STEP_S, TIE_WEIGHT, TIME_SCALE, ViewModel
@@ -69,6 +70,12 @@ class DominanceSearch:
         simple = sum(choice_simplicity(self.t, g, i) * xv for g, bools in vm.x.items() for i, xv in bools.items())
         obj = TIE_WEIGHT * ((wa * vm.pe if vm.pe is not None else 0) + (wc * vm.te if vm.te is not None else 0))
         work.minimize(obj + simple)
+        if vm.pe is not None and self.scenario.ttft_ms is not None and "SLA.ttft" not in relaxed:
+            # a prefill step whose TTFT floor (figures.ttft_floor: TTFT at any decode step) misses the SLA cannot
+            # meet it, nor can any slower one: cut them all at once, not answer by answer
+            cut = self._ttft_floor_cut(vc)
+            if math.isfinite(cut):
+                work.add(vm.pe <= math.ceil(cut * TIME_SCALE) + vm.slack)
         cut_for = None
         for _ in range(self.max_rounds):
             inc = state["best"]
@@ -154,6 +161,26 @@ class DominanceSearch:
                 lo = mid
             else:
                 hi = mid
+        return hi
+
+    def _ttft_floor_cut(self, vc, rel: float = 2e-2) -> float:
+        """The smallest prefill step [s] (to `rel`) whose TTFT floor misses the TTFT SLA (infinite: none below
+        MAX_STEP_S): every prefill step from there on misses it at any decode step."""
+        def misses(v: float) -> bool:
+            return bool(self.scenario.sla_misses(ttft_floor(vc.plan, self.t.f, max(v, 1e-12)), 0.0,
+                                                 frozenset({"SLA.tpot"})))
+
+        lo, hi = 0.0, 1.0
+        while not misses(hi):
+            hi *= 2
+            if hi > MAX_STEP_S:
+                return math.inf
+        while hi - lo > rel * hi + 0.5 / TIME_SCALE:  # misses(hi) throughout: any precision is a valid cut
+            mid = (lo + hi) / 2
+            if misses(mid):
+                hi = mid
+            else:
+                lo = mid
         return hi
 
     def level_corners(self, vc, best_l: float, pe_s: float, te_s: float) -> list[tuple[float, float]]:

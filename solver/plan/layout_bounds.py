@@ -13,6 +13,7 @@ import bisect
 import math
 from typing import Callable
 
+from solver.estimate.figures import ttft_floor
 from solver.plan.bound import (Sums, combined, corner_figure, joint_part, minimum_unless_below, option_part,
                                sums_of_parts)
 from solver.plan.floor import FLOOR_GROUPS, JOINT
@@ -101,28 +102,29 @@ class LayoutBounds:
         `excluded`: (dense, moe) choice pairs that make an excluded pattern with this layout. Under a TPOT
         SLA (not `relaxed`) only sums that meet it count, and a layout none meets has an infinite bound: TPOT is
         non-decreasing in every coordinate too, so a configuration meeting it is dominated by a Pareto sum that
-        meets it (TTFT can fall a little as the decode step grows, so its SLA is left to the search). Memoised:
+        meets it; under a TTFT SLA likewise through TTFT's floor at the prefill step (TTFT itself can fall a
+        little as the decode step grows: the search checks it exactly). Memoised:
         a layout's bound at one fill state is asked again by every question at its concurrency. `at_least`: the
         caller only needs to know whether the bound reaches it (the incumbent's L), so a lower value that
         already reaches it (plan.bound.corner_figure), or a sum's figure below it, may be returned instead of the
         minimum (and is not memoised)."""
-        tpot_cap = self.scenario.tpot_ms if "SLA.tpot" not in relaxed else None
-        memo = (id(vc), attention_only, tuple(vc.other), vc.complete, screen is not None, excluded, tpot_cap)
+        caps = self._caps(relaxed)
+        memo = (id(vc), attention_only, tuple(vc.other), vc.complete, screen is not None, excluded, caps)
         hit = self._bound_memo.get(memo)
         if hit is not None and hit[0] is vc:
             return hit[1]
-        *out, exact = self._bound_of(vc, attention_only, screen, excluded, tpot_cap, at_least)
+        *out, exact = self._bound_of(vc, attention_only, screen, excluded, caps, at_least)
         out = tuple(out)
         if exact:  # the minimum itself (a corners' figure answers only this question's comparison)
             self._bound_memo[memo] = (vc, out)
         return out
 
     def _bound_of(self, vc, attention_only: bool, screen: dict[str, set[int]] | None,
-                  excluded: frozenset[tuple[int, int]], tpot_cap_ms: float | None, at_least: float | None = None
-                  ) -> tuple[float, float, float, bool]:
+                  excluded: frozenset[tuple[int, int]], caps: tuple[float | None, float | None],
+                  at_least: float | None = None) -> tuple[float, float, float, bool]:
         # L itself: the exact minimum over the groups' sums with memory and rules set aside (plan.bound), at
         # least F at the per-step minima (pe, te), often well above it
-        latency = self._latency_fn(vc, tpot_cap_ms)
+        latency = self._latency_fn(vc, caps)
         # the groups' Pareto sums: the attention choices' per view, the other groups' per tables they read (one
         # table serves every layout and concurrency costed alike: Tables._group_tables), so those are summed once
         sums = self._attn_sums(vc.attn, screen)
@@ -177,18 +179,31 @@ class LayoutBounds:
         if a is None:
             return False
         rest = Sums((tuple(low[0] + low[2]),), tuple(low[1]), tuple(low[3]), a.n_pre, a.has_pre, a.has_dec)
-        tpot_cap = self.scenario.tpot_ms if "SLA.tpot" not in relaxed else None
-        lb = corner_figure(a, rest, self._latency_fn(vc, tpot_cap))
+        lb = corner_figure(a, rest, self._latency_fn(vc, self._caps(relaxed)))
         if lb >= inc[0] or not math.isfinite(lb):
             return True
         return False
 
-    def _latency_fn(self, vc, tpot_cap_ms: float | None) -> Callable[[Share | None, Share | None], float]:
-        """L of layout vc at summed shares (infinite where the decode step misses the TPOT SLA)."""
+    def _caps(self, relaxed: frozenset[str]) -> tuple[float | None, float | None]:
+        """(TPOT cap, TTFT cap) [ms] the bounds apply: the scenario's SLAs not `relaxed`."""
+        return (self.scenario.tpot_ms if "SLA.tpot" not in relaxed else None,
+                self.scenario.ttft_ms if "SLA.ttft" not in relaxed else None)
+
+    def _latency_fn(self, vc, caps: tuple[float | None, float | None]
+                    ) -> Callable[[Share | None, Share | None], float]:
+        """L of layout vc at summed shares, infinite where the decode step misses the TPOT SLA or the prefill
+        step alone misses the TTFT SLA (figures.ttft_floor: TTFT is at least that floor at any decode step, and
+        the floor is non-decreasing in the prefill step, so a configuration meeting the SLA lies above a sum
+        whose floor meets it)."""
         f = self.t.f
+        tpot_cap_ms, ttft_cap_ms = caps
 
         def latency(pre, dec) -> float:
-            ttft_s, tpot_s = self._fig(vc, *vc.step_times(pre, dec, f))
+            pe_s, te_s = vc.step_times(pre, dec, f)
+            if ttft_cap_ms is not None and self.scenario.sla_misses(
+                    ttft_floor(vc.plan, f, max(pe_s, 1e-12)), 0.0, frozenset({"SLA.tpot"})):
+                return math.inf
+            ttft_s, tpot_s = self._fig(vc, pe_s, te_s)
             if tpot_cap_ms is not None and self.scenario.sla_misses(0.0, tpot_s, frozenset({"SLA.ttft"})):
                 return math.inf
             return self.scenario.request_latency(ttft_s, tpot_s)
@@ -249,18 +264,18 @@ class LayoutBounds:
         if (b, key) in self._attn_views or not self.use_attention_floors or self._visited.get(key, -1) == \
                 self._previous.get(b):
             return self._attention_bound(b, key, screen, relaxed), True
-        tpot_cap = self.scenario.tpot_ms if "SLA.tpot" not in relaxed else None
-        memo = (b, key, screen is None, tpot_cap)
+        caps = self._caps(relaxed)
+        memo = (b, key, screen is None, caps)
         lb = self._attn_floor_memo.get(memo)
         if lb is None:
-            lb = self._attention_floor(b, key, screen, tpot_cap)
+            lb = self._attention_floor(b, key, screen, caps)
             if lb is None:
                 return self._attention_bound(b, key, screen, relaxed), True
             self._attn_floor_memo[memo] = lb
         return lb, False
 
     def _attention_floor(self, b: int, key: tuple, screen: dict[str, set[int]] | None,
-                         tpot_cap_ms: float | None) -> float | None:
+                         caps: tuple[float | None, float | None]) -> float | None:
         """A floor of layout `key`'s attention-only bound at b: L with b's step plan at the per-coordinate minimum
         of the kept choices' shares in the layout's attention table costed at a concurrency whose works' reads
         are all at most b's (plan.floor.AttentionFloors: each share there is at most its share at b), launch
@@ -273,4 +288,4 @@ class LayoutBounds:
         a = self._attn_sums(attn, screen)
         if a is None:
             return None
-        return self._latency_fn(ViewCosts(sp, *self.t.pipelines(b, key), attn), tpot_cap_ms)(*a.shares(a.corner))
+        return self._latency_fn(ViewCosts(sp, *self.t.pipelines(b, key), attn), caps)(*a.shares(a.corner))
