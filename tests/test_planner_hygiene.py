@@ -172,3 +172,16 @@ def test_a_ttft_sla_no_prefill_step_meets_is_proven_without_cutting_configuratio
     pl = _planner("qwen3-30b-a3b", "h100_sxm", 8, "generic", ttft_ms=50.0)
     assert pl.best(pl.t.batches[0]) is None and pl.cut_stops == []
     assert pl.solves <= 20
+
+
+def test_a_search_that_reaches_its_round_bound_says_so() -> None:
+    """A layout's dominance search that stops at Planner.max_rounds has not proven its answer: the stop is
+    recorded (CutStop, reason "rounds") and the plan's note names it, never a silent give-up."""
+    pl = _planner()
+    pl.max_rounds = 1
+    b = pl.t.batches[-1]
+    pl.best(b)
+    stops = [c for c in pl.cut_stops if c.reason == "rounds"]
+    assert stops and stops[0] == points.CutStop(b, 1, "the front", "rounds")
+    note = PlanResult(candidates=[], front=[], cut_stops=pl.cut_stops).cut_note()
+    assert note is not None and "bound of 1 rounds" in note and f"concurrency {b}" in note

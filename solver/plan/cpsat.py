@@ -209,10 +209,12 @@ class Planner(LayoutBounds, DominanceSearch):
             self.funnel["searched"] += 1
             if not self._solve_view(b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state):
                 break  # the time limit: the incumbent stands, reported through self.timeouts
+        asked = ("another attention backbone" if exclude_families else
+                 "another pattern" if exclude_patterns else "the front")
         if state["rejected"] > self.max_cuts:
-            asked = ("another attention backbone" if exclude_families else
-                     "another pattern" if exclude_patterns else "the front")
             self.cut_stops.append(CutStop(b, state["rejected"], asked))
+        if state.get("rounds_out"):
+            self.cut_stops.append(CutStop(b, self.max_rounds, asked, "rounds"))
         if state["best"] is not None:
             self._answers[state["best"][2].key()] = dict(state["best"][2].picks)
             return state["best"][2]

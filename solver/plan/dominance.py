@@ -145,6 +145,7 @@ class DominanceSearch:
                 return True
             work.add_bool_or(conds)
             work.add_bool_or([vm.x[g][i].negated() for g, i in picks.items()])
+        state["rounds_out"] = state.get("rounds_out", 0) + 1  # not proven: Planner.best reports it (CutStop)
         return True
 
     def _cut_at(self, vc, best_l: float, other_lo: float, prefill: bool, rel: float = 2e-2) -> float:

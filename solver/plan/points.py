@@ -42,13 +42,15 @@ class SolveStatus:
 
 @dataclass(frozen=True)
 class CutStop:
-    """A concurrency where the cut loop stopped without an answer the full estimate accepts: `cuts` answers
-    were rejected (memory or an SLA the additive tables put within bounds) and the budget (Planner.max_cuts)
-    ran out, so the concurrency is not shown infeasible, only not searched further."""
+    """A concurrency where the cut loop stopped before it proved its answer. `rejected`: `cuts` answers were
+    rejected (memory or an SLA the additive tables put within bounds) and the budget (Planner.max_cuts) ran
+    out, so the concurrency is not shown infeasible, only not searched further. `rounds`: a layout's dominance
+    search reached its bound of `cuts` rounds (Planner.max_rounds), so its best answer stands unproven."""
 
     batch: int
     cuts: int
     asked: str  # what the solve looked for: "the front", "another pattern", "another attention backbone"
+    reason: str = "rejected"  # or "rounds"
 
 
 @dataclass(frozen=True)

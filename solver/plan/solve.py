@@ -86,14 +86,21 @@ class PlanResult:
 
     def cut_note(self) -> str | None:
         """One line on the cut loop's stops, or None when every solve ended with an accepted answer or a proof."""
-        if not self.cut_stops:
-            return None
-        where = sorted({(c.asked, c.batch) for c in self.cut_stops})
-        cuts = max(c.cuts for c in self.cut_stops)
-        shown = ", ".join(f"{asked} at concurrency {b}" for asked, b in where[:6])
-        more = f" and {len(where) - 6} more" if len(where) > 6 else ""
-        return (f"cut loop stopped after {cuts} rejected answers (the full estimate's memory/SLA check) for "
-                f"{shown}{more}: those were not searched further, so a fitting configuration may exist there")
+        notes = []
+        for reason in ("rejected", "rounds"):
+            stops = [c for c in self.cut_stops if c.reason == reason]
+            if not stops:
+                continue
+            where = sorted({(c.asked, c.batch) for c in stops})
+            cuts = max(c.cuts for c in stops)
+            shown = ", ".join(f"{asked} at concurrency {b}" for asked, b in where[:6])
+            more = f" and {len(where) - 6} more" if len(where) > 6 else ""
+            notes.append(f"cut loop stopped after {cuts} rejected answers (the full estimate's memory/SLA check) "
+                         f"for {shown}{more}: those were not searched further, so a fitting configuration may "
+                         "exist there" if reason == "rejected" else
+                         f"a layout's search reached its bound of {cuts} rounds for {shown}{more}: its best answer "
+                         "stands without a proof that nothing in the layout beats it")
+        return "; ".join(notes) or None
 
 
 # ------------------------------------------------------------------------------- tables and planners reused
@@ -394,7 +401,7 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
     if stalled:
         remedies.append(f"{len(stalled)} relaxed solve(s) timed out, so the binding list may be short; "
                         "raise --time-limit")
-    stopped = sorted({c.batch for c in planner.cut_stops if c.asked == "the front"})
+    stopped = sorted({c.batch for c in planner.cut_stops if c.asked == "the front" and c.reason == "rejected"})
     if stopped:
         remedies.append(f"the cut loop stopped at {len(stopped)} concurrenc{'y' if len(stopped) == 1 else 'ies'} "
                         f"({', '.join(map(str, stopped[:6]))}) after {planner.max_cuts} configurations the full "
