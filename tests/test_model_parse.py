@@ -68,6 +68,20 @@ def test_deepseek_v3_layer_split_is_3_dense_58_moe() -> None:
     assert (spec.kv_lora_rank, spec.qk_rope_head_dim, spec.head_dim, spec.v_head_dim) == (512, 64, 192, 128)
 
 
+@pytest.mark.parametrize("stem, field", [("Qwen--Qwen3-30B-A3B", "moe_intermediate_size"),
+                                         ("Qwen--Qwen3-Next-80B-A3B-Instruct", "moe_intermediate_size"),
+                                         ("Qwen--Qwen3-Next-80B-A3B-Instruct", "shared_expert_intermediate_size")])
+def test_an_expert_width_left_out_takes_the_config_class_default(stem: str, field: str) -> None:
+    """Qwen3MoeConfig() sizes the experts 768 wide and Qwen3NextConfig() 512 (its shared expert too): a config
+    that leaves the field out is built with that default, not the dense intermediate_size (Mixtral's convention,
+    the reader's fallback: 6,144 for Qwen3-30B-A3B, 232B parameters for its 30.5B). The catalog files write
+    the defaults, so dropping the field counts the same."""
+    cfg = _config(stem)
+    whole = count_params(parse_model_config(cfg, stem)).total
+    del cfg[field]
+    assert count_params(parse_model_config(cfg, stem)).total == whole
+
+
 def test_fp8_checkpoint_formats_are_read_from_quantization_config() -> None:
     spec = load_model("deepseek-v3")
     assert spec.quant.method == "fp8"
