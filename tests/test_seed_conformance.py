@@ -245,8 +245,12 @@ def test_the_yaml_output_is_the_seeds_candidate_blocks():
     r = CliRunner().invoke(main, ["solve", "deepseek-v3", "--hardware", "h200_sxm", "--cards", "16",
                                   "--format", "yaml"])
     assert r.exit_code == 0, r.stderr
-    blocks = yaml.safe_load(r.stdout)
+    doc = yaml.safe_load(r.stdout)
+    blocks = {k: v for k, v in doc.items() if k.startswith("candidate_")}
     assert list(blocks) == ["candidate_a", "candidate_b", "candidate_c"]  # "output 2~3 candidate solutions"
+    # above them, the deployment they are for (check / launch FILE --candidate read it), nothing else
+    assert set(doc) - set(blocks) <= {"model", "hardware", "framework", "world_size", "weight_dtype",
+                                      "quant", "mtp"}
     for block in blocks.values():
         # the seed's eight parallel_config keys (attn_sp_size is newer; pp_size only where above 1)
         assert {"attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
@@ -256,10 +260,30 @@ def test_the_yaml_output_is_the_seeds_candidate_blocks():
         assert set(block["tradeoff"]) == {"throughput", "latency", "long_context"}
         assert set(block["tradeoff"].values()) <= {"advantage", "neutral", "risk"}
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("# candidate A (recommended): ") and lines[1].startswith("# reason: Layer 1")
-    assert lines[2].startswith("# reference: ")
+    first = next(i for i, line in enumerate(lines) if line.startswith("# candidate A"))
+    assert lines[first].startswith("# candidate A (recommended): ") and lines[first + 1].startswith("# reason: Layer 1")
+    assert lines[first + 2].startswith("# reference: ")
     assert sum(line.startswith("# candidate ") and "(alternative)" in line for line in lines) == 2
     # "dp_size/ep_size are not configured in YAML, derived by the framework": comments, not keys
     assert "    # attn_dp_size = " in r.stdout and "    # moe_ep_size = " in r.stdout
     assert not {"attn_dp_size", "moe_ep_size"} & set(blocks["candidate_a"]["parallel_config"])
     assert any(line.startswith("# dp_size / ep_size are derived by the framework") for line in lines)
+
+
+def test_layer_1_of_a_dense_model_is_dp_where_one_card_holds_it_else_tp_within_the_node() -> None:
+    """Seed Step 2, Layer 1, dense branch: 'fits one card -> DP; else pure TP, starting within the node'. The
+    reason names what the configuration does: DP (every rank the whole model), TP within or across nodes, PP."""
+    from solver.rank.select import decision_tree_reason
+
+    model, hw = load_model("llama-3.1-70b"), load_hardware("h100_sxm")
+    sc = Scenario(kind="balanced", isl=1024, osl=256)
+
+    def layer1(**knobs: int) -> str:
+        return decision_tree_reason(ParallelConfig(**knobs), model, sc, hw).split(";")[0]
+
+    assert layer1(world_size=8) == "Layer 1 (dense backbone): DP, every rank holds the whole model"
+    assert layer1(world_size=8, attn_tp_size=8, dense_tp_size=8) == "Layer 1 (dense backbone): TP8 within the node"
+    assert layer1(world_size=16, attn_tp_size=16, dense_tp_size=16) == \
+        "Layer 1 (dense backbone): TP16 across nodes (8 per node)"
+    assert layer1(world_size=16, attn_tp_size=8, dense_tp_size=8, pp_size=2) == \
+        "Layer 1 (dense backbone): TP8 within the node x PP2 (the layers in 2 stages)"

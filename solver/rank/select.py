@@ -129,8 +129,17 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
                      + f" ({pc.expert_slots(model.num_experts) // max(ep, 1)} experts per rank"
                      + (f", {pc.redundant_experts} redundant)" if pc.redundant_experts else ")"))
     else:
-        lines.append("Layer 1 (dense backbone): " + ("DP" if pc.attn_tp_size == 1 else f"TP{pc.attn_tp_size}")
-                     + " within the node")
+        # the seed's dense branch: a model one card holds starts from DP, a larger one from TP within the node
+        tp = max(pc.attn_tp_group(kvp_in_tp), pc.dense_tp_size)
+        held = f"{mem.weights_total / 1e9:.1f} GB of weights per rank" if mem is not None else ""
+        parts = []
+        if tp > 1:
+            parts.append(f"TP{tp} " + ("within the node" if tp <= hw.ranks_per_node else
+                                       f"across nodes ({hw.ranks_per_node} per node)"))
+        if pc.pp_size > 1:
+            parts.append(f"PP{pc.pp_size} (the layers in {pc.pp_size} stages)")
+        what = " x ".join(parts) or "DP, every rank holds the whole model"
+        lines.append(f"Layer 1 (dense backbone): {what}" + (f", {held}" if held else ""))
     if model.has_dense_ffn and model.is_moe:
         lines.append(f"dense FFN and shared experts TP{pc.dense_tp_size}" if pc.dense_tp_size > 1 else
                      "dense FFN and shared experts replicated (seed allows TP within the node; the estimate "
