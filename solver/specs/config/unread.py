@@ -105,7 +105,6 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
     describe it were read and what is left of them, such as a kernel's chunk size, sizes nothing); note the unread
     switches of unmodelled features, and for a family without defaults every unread structural field."""
     unread = [k for k in cfg.unread() if not str(k).startswith("_") and _set(cfg[k])]
-    _refuse_misspelled(f, cfg, unread)
     for key in unread:
         value = cfg[key]
         if str(key).endswith("experts") and isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -117,6 +116,8 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
                 raise f.err(key, f"{_shown(cfg[key])}: describes a mixer other than attention (or where one sits) "
                                  f"in a field shardplan does not read for model_type {model_type!r}: the model would "
                                  "be counted as plain attention layers without it")
+    # after the mixer rule: a family's own field one edit from a common one (Hymba's layer_type) is the mixer's
+    _refuse_misspelled(f, cfg, unread)
     named = [k for k in unread if k in _UNMODELLED or not known_family and _STRUCTURE.search(str(k))
              and not _SIZES_NOTHING.search(str(k))]
     if named:
@@ -135,8 +136,9 @@ def _refuse_misspelled(f: Fields, cfg: ReadRecorder, unread: list[Any]) -> None:
             continue
         meant = next((w for w in wanted if _one_edit(name, w)), None)
         if meant is not None:
+            given = _shown(cfg[key])
             raise f.err(name, f"not a field shardplan reads; did you mean {meant}? (the model would be sized "
-                              f"without the {_shown(cfg[key])} given here)")
+                              f"without the {'value' if given == 'given' else given} given here)")
 
 
 def _one_edit(a: str, b: str) -> bool:
