@@ -1,6 +1,8 @@
-"""The RFC case through the planner: DeepSeek-V3.2 with long prompts on 8 H200s (sglang profile, FP8 weights
-and KV) and 16 Atlas A3 dies (generic profile, W8A8 and INT8 KV), latency scenario, OSL 512, concurrency chosen
-by the planner. One markdown table per (hardware, ISL): the top 3 with their knobs and estimates.
+"""The RFC case through the planner: DeepSeek-V3.2 with long prompts on 8 MI355X (the RFC's hardware: the generic
+profile, which has every knob, and ATOM's, which has no attention SP; FP8 weights and KV), 8 H200s (sglang
+profile, FP8 weights and KV) and 16 Atlas A3 dies (generic profile, W8A8 and INT8 KV), latency scenario, OSL 512,
+concurrency chosen by the planner. One markdown table per (hardware, profile, ISL): the top 3 with their knobs and
+estimates.
 
     .venv/bin/python benchmarks/rfc_planner.py
 """
@@ -9,7 +11,8 @@ from __future__ import annotations
 from solver.api import run_solve
 from solver.specs.scenario import Scenario
 
-CASES = [("h200_sxm", 8, "sglang", None, "fp8"), ("atlas_a3", 16, "generic", "int8", "int8")]
+CASES = [("mi355x", 8, "generic", None, "fp8"), ("mi355x", 8, "atom", None, "fp8"),
+         ("h200_sxm", 8, "sglang", None, "fp8"), ("atlas_a3", 16, "generic", "int8", "int8")]
 ISLS = (8192, 32768, 65536)
 
 

@@ -144,6 +144,27 @@ def test_sparse_attention_head_padding_on_hopper_makes_tp8_compute_4x_useful() -
     assert a3.flops == pytest.approx(2 * 8 * 1000 * 500.5 * (576 + 512))
 
 
+def test_sparse_attention_prefill_gathers_each_querys_top_k_keys() -> None:
+    # each prefill query reads its own top-k cached latents (656 B in FP8), whatever the heads per rank: the
+    # intensity is 2 x heads per rank x 1088 FLOPs per gathered key, so TP8's 16 heads per rank are memory-bound
+    # on MI355X (no padding fact there) where SP8's 128 heads stay compute-bound (seed 000's TP complaint)
+    mi355x = load_hardware("mi355x")
+    S = 8192
+    w = _prefill(S)
+    prec = _prec(V32, mi355x, kv_dtype="fp8")
+    keys = mean_keys_capped(w, 2048)
+    tp8 = _ops(V32, make_parallel_config(8, attn_tp_size=8), w, hw=mi355x, prec=prec)["attention_core"]
+    sp8 = _ops(V32, make_parallel_config(8, attn_sp_size=8), w, hw=mi355x, prec=prec)["attention_core"]
+    act = 7168 * 2  # the layer input of each of the rank's tokens
+    assert tp8.bytes == pytest.approx(S * keys * 656 + S * act)
+    assert sp8.bytes == pytest.approx(S / 8 * keys * 656 + S / 8 * act)
+    assert tp8.flops == pytest.approx(sp8.flops)  # 16 heads x S queries = 128 heads x S / 8
+    assert (tp8.bound, sp8.bound) == ("memory", "compute")
+    # a decode sequence's selection is read once, drafts included (MTP 1: two queries per sequence)
+    d = _ops(V32, make_parallel_config(8), _decode(4, 65536, mtp=1), hw=mi355x, prec=prec)["attention_core"]
+    assert d.bytes == pytest.approx(4 * 2048 * 656 + 8 * act)
+
+
 def test_dsa_keys_per_query_are_the_mean_of_min_position_topk() -> None:
     # a 4096-token prompt with top-k 2048: positions 1..2048 see p keys, the rest 2048 -> mean 1536.25
     assert mean_keys_capped(_prefill(4096), 2048) == pytest.approx((2048 * 2049 / 2 + 2048 * 2048) / 4096)
@@ -339,6 +360,26 @@ def test_one_prompt_under_attention_dp_loads_the_moe_with_that_prompt_only() -> 
     assert dp["routed_experts"].flops == pytest.approx(sp["routed_experts"].flops)
     # the busy rank keeps its tokens for the replicated modules (shared experts at dense_tp 1)
     assert dp["shared_experts"].flops == pytest.approx(8 * sp["shared_experts"].flops)
+
+
+def test_a_prefill_of_fewer_prompts_than_replicas_costs_and_serves_those_prompts_only() -> None:
+    # `estimate --phase prefill --batch 1` under attention DP8: one replica has the prompt, the MoE sees its tokens
+    # (as under SP8), and the step serves one prompt, not one per replica
+    S = 8192
+    prec = _prec(V32)
+    dp = estimate(V32, H200, make_parallel_config(8), prec, F_H200, Workload("prefill", batch=1, seq_len=S))
+    sp = estimate(V32, H200, make_parallel_config(8, attn_sp_size=8), prec, F_H200,
+                  Workload("prefill", batch=1, seq_len=S))
+
+    def flops(est, name):
+        return sum(o.flops for o in est.prefill.ops if o.name == name)
+
+    assert flops(dp, "routed_experts") == pytest.approx(flops(sp, "routed_experts"))
+    assert dp.output_tokens_per_s == pytest.approx(1 / dp.ttft_s)
+    # a batch that fills the replicas keeps every replica busy
+    full = estimate(V32, H200, make_parallel_config(8), prec, F_H200, Workload("prefill", batch=8, seq_len=S))
+    assert flops(full, "routed_experts") == pytest.approx(8 * flops(dp, "routed_experts"), rel=0.05)
+    assert full.output_tokens_per_s == pytest.approx(8 / full.ttft_s)
 
 
 def test_grouped_gemm_fraction_slows_the_routed_expert_compute_only() -> None:

@@ -249,6 +249,19 @@ def test_compressed_attention_cache_grows_at_one_over_ratio_plus_window() -> Non
     assert o.params == 4 * 32 * 8 + 2 * 8 * H
 
 
+def test_compressed_sparse_prefill_gathers_top_k_entries_per_query_and_the_window_once() -> None:
+    ix = Indexer(heads=4, head_dim=16, topk=64)
+    c = CompressedAttention(hidden=H, heads=4, head_dim=32, q_lora_rank=16, o_lora_rank=8, o_groups=2,
+                            ratio=4, window=16, indexer=ix)
+    S = 1024  # mean position 512.5: 128.1 compressed entries, capped at the top-k's 64
+    core = _op(c.ops(_kit(w=_prefill(S))), "attention_core")
+    kv_bytes = resolve_precision(parse_model_config(_dense_cfg(), "toy"), HW).kv_bytes
+    assert core.bytes == pytest.approx((S * 64 + S) * 32 * kv_bytes + S * H * 2)
+    dense = CompressedAttention(hidden=H, heads=4, head_dim=32, q_lora_rank=16, o_lora_rank=8, o_groups=2,
+                                ratio=4, window=16)  # no indexer: every entry attended, each read once
+    assert _op(dense.ops(_kit(w=_prefill(S))), "attention_core").bytes == pytest.approx(S * 32 * kv_bytes + S * H * 2)
+
+
 # ----------------------------------------------------------------------------------------- readers
 
 

@@ -237,8 +237,8 @@ class LayoutBounds:
                                    lambda: sums_of_parts([option_part(list(kept.values()))]) if kept else None)
 
     def served(self, b: int) -> list[float]:
-        """The distinct sequences-in-flight of the layouts at concurrency b (StepPlan.served): in serving just
-        b; a prefill or decode batch smaller than the replicas still keeps each replica busy with one."""
+        """The distinct sequences-in-flight of the layouts at concurrency b (StepPlan.served): in serving and
+        prefill just b; a decode batch smaller than the replicas still keeps each replica busy with one."""
         return sorted({self.t.step_plan_of(b, key).served for key in self._layouts
                        if self._memory_screen(b, key) is not None})
 

@@ -393,10 +393,12 @@ class FrameworkProfile(BaseModel):
         return value * env.get("kvp_size", 1) if base == "attn_tp_size" and self.kvp_splits_attention_weights else value
 
     def _unexpressed(self, knob: str, value: Value) -> str:
-        """Why a knob this profile fixes cannot be set: the engine lacks it, or has it (a feature) unmodelled."""
-        feature = next((f for f in self.features.values() if f.knob == knob and f.supported), None)
-        if feature is None:
-            return f"{knob} = {value} but {self.name} has no such knob (fixed at 1)"
+        """Why a knob this profile fixes cannot be set: the engine lacks it (with the profile's note on the missing
+        feature where it has one: what the engine has instead, who proposes it), or has it (a feature) unmodelled."""
+        feature = next((f for f in self.features.values() if f.knob == knob), None)
+        if feature is None or not feature.supported:
+            why = f": {feature.note}" if feature is not None and feature.note else ""
+            return f"{knob} = {value} but {self.name} has no such knob (fixed at 1){why}"
         return (f"{knob} = {value}: {self.name} has it ({feature.flag}) but shardplan does not model it"
                 + (f" ({feature.note})" if feature.note else "") + "; plan and launch it at 1 here")
 

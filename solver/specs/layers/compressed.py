@@ -83,12 +83,13 @@ class CompressedAttention(Block):
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes), index_per_token_bytes=idx,
                      constant_bytes=self.window * self.head_dim * kv_bytes)
 
+    def compressed_keys(self, cx: CostKit) -> float:
+        """Compressed entries a query attends to: all of them, or the indexer's top-k of them."""
+        compressed = max(cx.w.context, 1.0) / self.ratio if self.ratio else 0.0
+        return min(compressed, self.indexer.topk) if self.indexer else compressed
+
     def keys(self, cx: CostKit) -> float:
-        ctx = max(cx.w.context, 1.0)
-        compressed = ctx / self.ratio if self.ratio else 0.0
-        if self.indexer:
-            compressed = min(compressed, self.indexer.topk)
-        return compressed + cx.mean_keys_capped(self.window)
+        return self.compressed_keys(cx) + cx.mean_keys_capped(self.window)
 
     def ops(self, cx: CostKit) -> list:
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
@@ -101,7 +102,13 @@ class CompressedAttention(Block):
         pair_shards = pc.token_shards * pc.kvp_size
         heads = max(self.heads / a, hw.sparse_attention_head_pad) if self.indexer else self.heads / a
         flops = 2 * heads * T * keys * 2 * self.head_dim / pair_shards
-        read = (w.sequences * keys if w.phase == "decode" else T) * self.head_dim * prec.kv_bytes / pair_shards
+        if w.phase == "decode":
+            entries = w.sequences * keys
+        elif self.indexer:  # the top-k compressed entries gathered per query, the window's raw keys once
+            entries = self.indexer.gathered_entries(w, self.compressed_keys(cx)) + T
+        else:
+            entries = T
+        read = entries * self.head_dim * prec.kv_bytes / pair_shards
         eff = f.attention if w.phase == "prefill" else f.gemm
         ops.append(cx.op("attention_core", "attention", flops, read + t_a * h * ACT_BYTES, hw.flops("bf16"), eff,
                          kernels=2))

@@ -7,6 +7,7 @@ plus one FP32 scale per token (132 B for V3.2; facts/attention-variants.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from solver.specs.layers.base import CostKit, Part, Share, per_object
 
@@ -34,6 +35,16 @@ class Indexer:
 
     def share(self, hidden: int, q_lora_rank: int | None) -> Share:
         return Share("indexer", "attention", "attn_tp_size", self.parts(hidden, q_lora_rank))
+
+    @staticmethod
+    def gathered_entries(w: Any, selected: float) -> float:
+        """Cached entries the sparse attention reads for the top-k selection of a step. A prefill query gathers
+        its own `selected` entries: the kernels loop over one query's indices with all its heads, and the
+        selections of neighbouring queries differ, so nothing is reused between queries. Intensity is then
+        2 x heads per rank x (d_k + d_v) FLOPs per cached entry, which few heads per rank leave memory-bound
+        (seed 000: under TP "each token requires separate cache calculation, the compute intensity is quite
+        low"). A decode sequence's selection is read once per sequence, its MTP drafts included."""
+        return (w.sequences if w.phase == "decode" else w.new_tokens) * selected
 
     def ops(self, cx: CostKit, hidden: int, q_lora_rank: int | None, key_share: float = 1.0) -> list:
         """`key_share`: the fraction of past tokens the indexer scores (1 / ratio over compressed entries)."""

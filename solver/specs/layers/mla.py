@@ -98,7 +98,7 @@ class MLA(Block):
             keys = cx.mean_keys_capped(self.indexer.topk)
             eff_heads = max(heads, hw.sparse_attention_head_pad)
             flops = 2 * eff_heads * T * keys * (absorbed_dk + absorbed_dv) / pair_shards
-            nbytes = (w.sequences * keys * kv_bpt if w.phase == "decode" else T * kv_bpt) / pair_shards
+            nbytes = self.indexer.gathered_entries(w, keys) * kv_bpt / pair_shards
         else:
             keys = ctx
             dk, dv = (absorbed_dk, absorbed_dv) if w.phase == "decode" else (self.head_dim, self.v_head_dim)
