@@ -183,9 +183,12 @@ def test_explain_says_a_baseline_breaks_the_batch_rule_only_at_the_winners_concu
     """cann-recipes wants the batch divisible by the attention DP: a seed baseline priced at #1's concurrency
     (8 prompts) breaks it, but it is itself listed at its own (64): explain said 'Attn DP + CP64 + MoE EP: violates
     C.batch_divisible_attn_dp' beside candidate #3 with those knobs; it says where and cross-references it."""
-    lines = _run("solve", *V32_PREFILL, "--framework", "cann-recipes", "--explain", "--format", "json")["explain"]
-    cp = next(x for x in lines if x.startswith("Attn DP + CP64 + MoE EP:"))
-    assert cp.endswith("violates C.batch_divisible_attn_dp at #1's concurrency 8 [listed as #3 at its own concurrency]")
+    out = _run("solve", *V32_PREFILL, "--framework", "cann-recipes", "--explain", "--format", "json")
+    first = out["candidates"][0]["estimation"]["concurrency"]
+    listed = next(c["rank"] for c in out["candidates"] if c["pattern"].startswith("Attn DP + CP64 + MoE EP"))
+    cp = next(x for x in out["explain"] if x.startswith("Attn DP + CP64 + MoE EP:"))
+    assert cp.endswith(f"violates C.batch_divisible_attn_dp at #1's concurrency {first} [listed as #{listed} at its "
+                       "own concurrency]")
 
 
 def test_the_vocabulary_split_advice_is_a_note_where_the_engine_ties_it_to_tp(tmp_path):
