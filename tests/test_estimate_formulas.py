@@ -362,26 +362,6 @@ def test_one_prompt_under_attention_dp_loads_the_moe_with_that_prompt_only() -> 
     assert dp["shared_experts"].flops == pytest.approx(8 * sp["shared_experts"].flops)
 
 
-def test_a_prefill_of_fewer_prompts_than_replicas_costs_and_serves_those_prompts_only() -> None:
-    # `estimate --phase prefill --batch 1` under attention DP8: one replica has the prompt, the MoE sees its tokens
-    # (as under SP8), and the step serves one prompt, not one per replica
-    S = 8192
-    prec = _prec(V32)
-    dp = estimate(V32, H200, make_parallel_config(8), prec, F_H200, Workload("prefill", batch=1, seq_len=S))
-    sp = estimate(V32, H200, make_parallel_config(8, attn_sp_size=8), prec, F_H200,
-                  Workload("prefill", batch=1, seq_len=S))
-
-    def flops(est, name):
-        return sum(o.flops for o in est.prefill.ops if o.name == name)
-
-    assert flops(dp, "routed_experts") == pytest.approx(flops(sp, "routed_experts"))
-    assert dp.output_tokens_per_s == pytest.approx(1 / dp.ttft_s)
-    # a batch that fills the replicas keeps every replica busy
-    full = estimate(V32, H200, make_parallel_config(8), prec, F_H200, Workload("prefill", batch=8, seq_len=S))
-    assert flops(full, "routed_experts") == pytest.approx(8 * flops(dp, "routed_experts"), rel=0.05)
-    assert full.output_tokens_per_s == pytest.approx(8 / full.ttft_s)
-
-
 def test_grouped_gemm_fraction_slows_the_routed_expert_compute_only() -> None:
     # TP8 MoE (EP 1): 8192 prompt tokens x top-8 pairs on every rank, a compute-bound grouped GEMM
     pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=8)
