@@ -112,3 +112,85 @@ SOLVE_CARDS: dict[str, int] = {"CohereLabs--command-a-vision-07-2025": 16}
 
 def _count(cfg: dict) -> int:
     return count_params(parse_model_config(cfg, "x")).total
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_moe_layers_written_empty_makes_every_llama4_layer_dense() -> None:
+    # Before this round Llama-Guard-4 was refused, misleadingly: "text_config.n_shared_experts: 1 experts in a field
+    # shardplan does not read" (llama4_text's family default, unread in a model without routed experts)
+    spec = _spec("meta-llama--Llama-Guard-4-12B")
+    assert {type(layer.blocks[-1]).__name__ for layer in spec.layers} == {"DenseFFN"}
+    assert _total("meta-llama--Llama-Guard-4-12B") - spec.encoders[0].params == GUARD_TEXT
+
+
+def test_moe_layers_places_the_moe_layers_over_interleave_moe_layer_step() -> None:
+    cfg = _load("meta-llama--Llama-Guard-4-12B")
+    cfg["text_config"].update(num_local_experts=16, interleave_moe_layer_step=1, moe_layers=[0, 47])
+    kinds = [type(layer.blocks[-1]).__name__ for layer in parse_model_config(cfg, "x").layers]
+    assert [i for i, k in enumerate(kinds) if k == "MoE"] == [0, 47]
+    cfg["text_config"].update(num_local_experts=0)
+    with pytest.raises(InputError, match=r"moe_layers: lists MoE layers \[0, 47\] but the config has no routed"):
+        parse_model_config(cfg, "x")
+
+
+def test_llama4_vision_tower_counts_class_token_positions_pixel_shuffle_mlp_and_projector() -> None:
+    # Before this round: 817,510,144, the class embedding, the 577-row position table, the vision_adapter's two
+    # linears and the vision_output_dim projector left out or read as one linear 1408 -> 5120 (-54,422,272)
+    assert _spec("meta-llama--Llama-Guard-4-12B").encoders[0].params == GUARD_VISION
+
+
+def test_cohere2_vision_projector_is_aya_visions_swiglu_without_the_layernorm() -> None:
+    # Before this round: 111,485,271,408, the wrapper unknown and its projector read as one linear 1152 -> 12288
+    (enc,) = _spec("CohereLabs--command-a-vision-07-2025").encoders
+    assert enc.params == CMD_A_VISION_TOWER + CMD_A_VISION_PROJECTOR
+
+
+def test_vaultgemma_ties_its_embedding_by_the_class_default() -> None:
+    # Before this round: 1,287,646,848, an untied head (256000 x 1152) read where the config writes no tie
+    assert _spec("google--vaultgemma-1b").tie_word_embeddings
+    cfg = _load("google--vaultgemma-1b")
+    cfg["tie_word_embeddings"] = False  # a config's own switch wins
+    assert _count(cfg) - HAND["google--vaultgemma-1b"] == 256000 * 1152
+
+
+def test_flex_olmo_q_and_k_norms_span_every_head() -> None:
+    # Before this round: 33,270,403,072, the q / k norms (2 x 4096 a layer) left out
+    cfg = _load("allenai--FlexOlmo-7x7B-1T")
+    cfg["use_qk_norm"] = False
+    assert HAND["allenai--FlexOlmo-7x7B-1T"] - _count(cfg) == 32 * 2 * 4096
+
+
+def test_a_decoder_used_for_embeddings_counts_as_its_causal_lm() -> None:
+    # Qwen3-Embedding's config is a Qwen3ForCausalLM's: nothing in it tells the embedding use apart (SOURCES.md); the
+    # tied head adds nothing, so the count is the checkpoint's
+    assert _total("Qwen--Qwen3-Embedding-0.6B") == HAND["Qwen--Qwen3-Embedding-0.6B"]
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+
+@pytest.mark.parametrize(("name", "match"), [
+    # before: counted, 302,863,104, as a 24-layer causal decoder
+    ("google--embeddinggemma-300m", r"use_bidirectional_attention: true: an encoder \('gemma3_text'"),
+    # before: counted, 3,658,058,240, as 32 sliding-window attention layers, mb_per_layer only named in a note
+    ("microsoft--Phi-4-mini-flash-reasoning", r"model_type: 'phi4flash': SambaY decoder-hybrid layers"),
+])
+def test_a_config_this_round_refuses_is_refused_in_one_line_naming_the_field(name: str, match: str) -> None:
+    with pytest.raises(InputError, match=match) as err:
+        parse_model_config(_load(name, REFUSED), name)
+    assert "\n" not in str(err.value)
+
+
+def test_bidirectional_attention_refuses_a_nested_text_config_too() -> None:
+    cfg = {"model_type": "wrapper", "text_config": _load("google--embeddinggemma-300m", REFUSED)}
+    with pytest.raises(InputError, match=r"text_config\.use_bidirectional_attention: true"):
+        parse_model_config(cfg, "x")
+
+
+def test_mb_per_layer_refuses_a_sambay_config_under_another_model_type() -> None:
+    cfg = _load("microsoft--Phi-4-mini-flash-reasoning", REFUSED)
+    cfg["model_type"] = "phi4flash_renamed"
+    with pytest.raises(InputError, match=r"mb_per_layer: 2: describes a mixer other than attention"):
+        parse_model_config(cfg, "x")
