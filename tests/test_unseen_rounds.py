@@ -1,5 +1,5 @@
 """The checks every round of configs outside the catalog shares (tests/test_unseen_configs_{multi2,round4,round5,
-round6,round7,round8,round9,round10}.py hold each round's hand counts, published figures and reading rules): every
+round6,round7,round8,round9,round10,round11}.py hold each round's hand counts, published figures and reading rules): every
 file has a hand count, counts to it exactly, lies within 1% of a precisely published total, activates its hand count
 within 2% of the card, and inspects and solves end to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says
 so)."""
@@ -16,11 +16,13 @@ import test_unseen_configs_round7 as round7
 import test_unseen_configs_round8 as round8
 import test_unseen_configs_round9 as round9
 import test_unseen_configs_round10 as round10
+import test_unseen_configs_round11 as round11
 from solver.cli.main import main
 from solver.estimate.params import count_params
 
 ROUNDS = {"multi2": multi2, "round4": round4, "round5": round5, "round6": round6, "round7": round7,
-          "round8": round8, "round9": round9, "round10": round10}
+          "round8": round8, "round9": round9, "round10": round10,
+          "round11": round11}
 
 
 def _cases(table: str) -> list[tuple[str, str]]:

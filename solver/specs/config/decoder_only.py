@@ -9,6 +9,8 @@ reported as a missing intermediate_size). The signs, each a field the model's co
   architectures ...ForMaskedLM  a masked-LM head: a bidirectional encoder (BERT, RoBERTa, DeBERTa, ModernBERT)
   type_vocab_size            a token-type (segment) embedding table, the BERT lineage's, also under a bare
                              ...Model architecture (sentence encoders)
+  use_bidirectional_attention: true  every token attends to every other (EmbeddingGemma: Gemma-3's layers run as
+                             an encoder for sentence embeddings): no causal decode, no KV cache to plan
 """
 from __future__ import annotations
 
@@ -34,6 +36,10 @@ def refuse_non_decoder(cfg: dict[str, Any], origin: str, prefix: str = "") -> No
             raise InputError(f"{origin}: {prefix}architectures",
                              f"{masked[0]}: a masked-LM encoder (bidirectional attention, no token-by-token "
                              f"decode); {_PLANS}")
+    if cfg.get("use_bidirectional_attention") is True:
+        raise InputError(f"{origin}: {prefix}use_bidirectional_attention",
+                         f"true: an encoder ({model_type!r} run with bidirectional attention, an embedding model: "
+                         f"no token-by-token decode); {_PLANS}")
     types = cfg.get("type_vocab_size")
     if isinstance(types, int) and not isinstance(types, bool) and types > 0:
         raise InputError(f"{origin}: {prefix}type_vocab_size",

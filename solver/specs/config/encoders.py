@@ -38,7 +38,11 @@ model_type and the text model's) on top:
   _vision_projector_swiglu  {downsample_factor, alignment_intermediate_size}: a pixel shuffle by the wrapper's
                             downsample_factor d, a LayerNorm over h d^2, a biased linear into
                             alignment_intermediate_size A and one from A / 2 (SwiGLU) into the text width
-                            (AyaVisionMultiModalProjector); the fact's values are the class defaults of d and A
+                            (AyaVisionMultiModalProjector); the fact's values are the class defaults of d and A;
+                            `layernorm: false` drops the LayerNorm (Cohere2VisionMultiModalProjector)
+  _vision_projector_pixel_shuffle_mlp  two bias-free linears intermediate_size -> projector_input_dim and
+                            projector_output_dim square (Llama4VisionPixelShuffleMLP), then one bias-free linear
+                            vision_output_dim -> the text width (Llama4MultiModalProjector)
   _vision_config_defaults   the wrapper's default vision config (LlavaConfig's CLIP ViT-L/14-336, PaliGemmaConfig's
                             SigLIP), read where the vision_config leaves a field out, in a note: transformers writes
                             a nested config as its diff against that default (Pixtral-12B's writes no hidden_size)
@@ -283,7 +287,14 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
                 notes.append(f"{name}: not written; read as {wrapper.cfg.get('model_type')}'s default "
                              f"({swiglu[name]}), which the config class writes no field for when it is unchanged")
         wide = h * d * d
-        return 2 * wide + wide * wide_a + wide_a + (wide_a // 2) * out + out
+        norm_in = 2 * wide if swiglu.get("layernorm", True) else 0  # Cohere2VisionMultiModalProjector has none
+        return norm_in + wide * wide_a + wide_a + (wide_a // 2) * out + out
+    if facts.get("_vision_projector_pixel_shuffle_mlp"):
+        # Llama4VisionPixelShuffleMLP (the tower's vision_adapter): fc1 from the pixel-shuffled intermediate_size
+        # into projector_input_dim and fc2 projector_output_dim square, no biases; then Llama4MultiModalProjector,
+        # one bias-free linear vision_output_dim -> the text width
+        return (f.int("intermediate_size") * f.int("projector_input_dim") + f.int("projector_output_dim") ** 2
+                + f.int("vision_output_dim") * out)
     unshuffle = facts.get("_vision_projector_unshuffle_mlp")
     if unshuffle:
         # Lfm2VlMultiModalProjector: a pixel unshuffle by the wrapper's downsample_factor d, a LayerNorm over h d^2

@@ -21,6 +21,8 @@ dense, moe, none. Conventions read, in order of precedence:
                         attention_chunk_size + no_rope_layer_interval; use_sliding_window + max_window_layers;
                         sliding_window alone (every layer windowed)
   FFNs:                 block_configs[i].ffn; mlp_layer_types; expert_layer_period / offset (Jamba);
+                        moe_layers (Llama-4: the MoE layers' indices, overriding interleave_moe_layer_step; an
+                        empty list: every layer dense, Llama-Guard-4);
                         moe_layer_freq as a list; first_k_dense_replace | num_dense_layers,
                         moe_layer_freq / decoder_sparse_step / interleave_moe_layer_step /
                         moe_layer_frequency as an int;
@@ -225,8 +227,14 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
                 raise f.err(f"block_configs[{i}].ffn.replace_with_linear", "not supported (true)")
             out.append(None if ffn.get("no_op") else "dense")
         return out
+    listed = _moe_layers(f, layers)
     if not is_moe:
+        if listed:
+            raise f.err("moe_layers", f"lists MoE layers {listed} but the config has no routed experts "
+                                      f"(num_local_experts / num_experts 0 or unset)")
         return ["dense"] * layers
+    if listed is not None:  # Llama4TextConfig: moe_layers, when written, wins over interleave_moe_layer_step
+        return ["moe" if i in listed else "dense" for i in range(layers)]
     if cfg.get("mlp_layer_types") is not None:
         types = f.str_list("mlp_layer_types") or []
         if len(types) != layers:
@@ -271,6 +279,18 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
             raise f.err("mlp_only_layers", f"index {i} outside 0..{layers - 1}")
         kinds[i] = "dense"
     return kinds
+
+
+def _moe_layers(f: Fields, layers: int) -> list[int] | None:
+    """Llama4TextConfig's moe_layers: the indices of the layers whose feed-forward is the MoE (the others a dense MLP
+    of intermediate_size_mlp); None where it is not written."""
+    if f.cfg.get("moe_layers") is None:
+        return None
+    listed = f.int_list("moe_layers") or []
+    bad = sorted({i for i in listed if i >= layers})
+    if bad:
+        raise f.err("moe_layers", f"layer indices {bad} outside 0..{layers - 1}")
+    return listed
 
 
 def slots(f: Fields, layers: int, is_moe: bool) -> tuple[list[Slot], str]:

@@ -197,6 +197,9 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     wrapper_type = str(raw.get("model_type") or "")
     from_wrapper: list[str] = []  # fields the nested config leaves to the wrapper's default text config
     defaulted, known = _apply_defaults(text, wrapper_type, nested=text is not raw, taken=from_wrapper)
+    # what the family's line (or the wrapper's default text config) supplied, not the config: an unread one of them
+    # drops nothing the user gave (Llama-4's shared-expert count in a dense Llama-Guard-4)
+    supplied = {k for k, v in defaulted.items() if text.get(k) is None and v is not None}
     cfg = ReadRecorder(defaulted)
     f = Fields(cfg, origin, prefix)
     warnings: list[str] = []
@@ -264,7 +267,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         warnings.append(f"{prefix}{', '.join(read)}: not written; read as {wrapper_type}'s default text config "
                         "(a nested config is written as its difference from that default)")
     other_mixers = parallel_ssm or any(s.mixer in ("linear", "mamba", "conv", "rglru") for s in layer_slots)
-    check_unread(f, cfg, model_type, known, warnings, other_mixers)
+    check_unread(f, cfg, model_type, known, warnings, other_mixers, supplied)
     return ModelSpec(
         name=name, model_type=model_type, hidden_size=hidden, vocab_size=vocab,
         tie_word_embeddings=tie, layers=layers, mtp_modules=mtp,

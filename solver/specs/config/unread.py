@@ -52,11 +52,12 @@ _SIZES_NOTHING = re.compile(r"dropout|pdrop|eps(ilon)?$|init|rope|rotary|act(iva
 # RWKV's time / channel mix, linear attention, retention, xLSTM) or where such mixers sit (hybrid and block /
 # layer pattern lists): unread, the layers they describe would be counted as attention. flash-linear-attention's
 # configs (GLA, RetNet, HGRN, DeltaNet, RWKV-6 / 7) name their kernel attn_mode, widen keys and values by expand_k /
-# expand_v and size RWKV's data-dependent decay, a, v and gate by *_low_rank_dim
+# expand_v and size RWKV's data-dependent decay, a, v and gate by *_low_rank_dim; SambaY (Phi-4-mini-flash) places
+# its Mamba layers by mb_per_layer
 _MIXER = re.compile(r"mamba|ssm|conv|^lru_|rwkv|time_mix|channel_mix|linear_attn|^linear_(num|key|value)|hybrid|"
                     r"block_types?$|layer_types?$|layers_block|(layer|block)s?_pattern|attn_layer|attention_layer|"
                     r"mixer|recurrent|retention|xlstm|d_state|state_size|dt_rank|time_step|kda|delta_?net|"
-                    r"^attn_mode$|^expand_[kv]$|low_rank_dim")
+                    r"^attn_mode$|^expand_[kv]$|low_rank_dim|^mb_per_layer$")
 
 
 # features of known families that the layer stack does not model, named in a note when on. Empty since the stack
@@ -99,12 +100,13 @@ def _set(value: Any) -> bool:
 
 
 def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bool, warnings: list[str],
-                 other_mixers: bool = False) -> None:
+                 other_mixers: bool = False, supplied: set[str] | frozenset[str] = frozenset()) -> None:
     """Refuse an unread expert count, and for a family without defaults an unread mixer field when every layer was
     read as attention (`other_mixers`: the stack holds a Mamba, conv, linear or RG-LRU mixer, so the fields that
     describe it were read and what is left of them, such as a kernel's chunk size, sizes nothing); note the unread
-    switches of unmodelled features, and for a family without defaults every unread structural field."""
-    unread = [k for k in cfg.unread() if not str(k).startswith("_") and _set(cfg[k])]
+    switches of unmodelled features, and for a family without defaults every unread structural field. `supplied`:
+    keys the family's defaults filled in, not the config (left unread, they drop nothing the user gave)."""
+    unread = [k for k in cfg.unread() if not str(k).startswith("_") and k not in supplied and _set(cfg[k])]
     for key in unread:
         value = cfg[key]
         if str(key).endswith("experts") and isinstance(value, int) and not isinstance(value, bool) and value > 0:
