@@ -11,6 +11,7 @@ from solver.specs.model import ModelSpec
 
 UNSEEN = Path(__file__).parent / "data" / "configs_unseen"
 REFUSED = UNSEEN / "refused"
+CATALOG = Path(__file__).parent.parent / "models"
 
 
 def ln(h: int) -> int:  # a LayerNorm with a bias
@@ -23,6 +24,11 @@ def lin(i: int, o: int, bias: bool = False) -> int:  # a linear i -> o
 
 def gated(h: int, f: int) -> int:  # gate, up, down without biases
     return 3 * h * f
+
+
+def gqa(h: int, heads: int, kv: int, d: int, qkv_bias: bool = False, out_bias: bool = False) -> int:
+    """q / k / v / o of heads and kv heads x d."""
+    return lin(h, heads * d, qkv_bias) + 2 * lin(h, kv * d, qkv_bias) + lin(heads * d, h, out_bias)
 
 
 class Round:

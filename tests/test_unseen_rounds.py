@@ -17,8 +17,11 @@ import test_unseen_configs_round8 as round8
 import test_unseen_configs_round9 as round9
 import test_unseen_configs_round10 as round10
 import test_unseen_configs_round11 as round11
+from hand_counts import REFUSED
 from solver.cli.main import main
+from solver.errors import InputError
 from solver.estimate.params import count_params
+from solver.specs.config.read import parse_model_config
 
 ROUNDS = {"multi2": multi2, "round4": round4, "round5": round5, "round6": round6, "round7": round7,
           "round8": round8, "round9": round9, "round10": round10,
@@ -60,3 +63,10 @@ def test_every_config_inspects_and_solves_end_to_end(r: str, name: str) -> None:
     cards = str(getattr(ROUNDS[r], "SOLVE_CARDS", {}).get(name, 8))  # a round names a model 8 cards cannot hold
     out = CliRunner().invoke(main, ["solve", path, "--hardware", "h100_sxm", "--cards", cards, "--framework", "vllm"])
     assert out.exit_code == 0 and "Traceback" not in out.output, out.output
+
+
+@pytest.mark.parametrize("r, name", _cases("REFUSALS"))
+def test_every_config_a_round_refuses_is_refused_in_one_line_naming_the_field(r: str, name: str) -> None:
+    with pytest.raises(InputError, match=ROUNDS[r].REFUSALS[name]) as err:
+        parse_model_config(ROUNDS[r].ROUND.load(name, REFUSED), name)
+    assert "\n" not in str(err.value)
