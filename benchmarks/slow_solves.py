@@ -173,10 +173,12 @@ def main() -> None:
                 want = args.only is None or idx in args.only
                 if ft is None and fp is None:
                     extra = []
+                elif args.list or not want:
+                    extra = ["(SLAs from the base's front)"]
                 else:
-                    if minima is None and not args.list:  # the base's front (run untimed when the base is skipped)
+                    if minima is None:  # the base's front, untimed (with --explain, which lists it)
                         minima = front_minima(run([*base, "--explain"])[3])
-                    extra = ["(SLAs from the base's front)"] if args.list else sla_args(*minima, ft, fp)
+                    extra = sla_args(*minima, ft, fp)
                 argv = [*base, *extra] + (["--serving", "disagg"] if serving == "disagg" else [])
                 name = f"{label}{' disagg' if serving == 'disagg' else ''}"
                 if args.list:
