@@ -270,3 +270,22 @@ def test_the_disaggregated_ttft_is_the_sum_of_the_parts_shown() -> None:
                                       "disagg", "--framework", "sglang"]).stdout
     assert re.search(r"TTFT 1,631\.0 ms = 80% x steady 867\.9 \(front end 10\.9 \+ wait 544\.7 .*\) \+ 20% x first "
                      r"wave 4,683\.6", table)
+
+
+def test_pool_plans_whose_failures_go_unread_are_not_diagnosed(monkeypatch) -> None:
+    """A diagnosis re-plans with each constraint family relaxed (and plans other world sizes for a remedy): the
+    fronts the SLA floor re-plans with the SLAs set aside (its failures are not read) ask for none, and the
+    fronts of the plan itself diagnose only the pools' first plans (what `no_pair` reads)."""
+    from solver.plan import disagg, solve
+
+    calls = []
+    real = solve._diagnose
+    monkeypatch.setattr(solve, "_diagnose", lambda *a, **k: calls.append(1) or real(*a, **k))
+    spec, hw, fw = load_model("llama-3.1-70b"), load_hardware("h100_sxm"), load_framework("generic")
+    prec = resolve_precision(spec, hw, None, None, None)
+    sc = Scenario(isl=65536, osl=256)
+    sizes = disagg.worker_sizes(spec, hw, 16)
+    _, skipped = disagg._fronts(spec, hw, prec, fw, 16, sc, None, False, None, sizes, "cpsat", diagnose=False)
+    assert skipped and not calls  # W=1 and W=2 hold no pool, and nothing asked why
+    _, skipped = disagg._fronts(spec, hw, prec, fw, 16, sc, None, False, None, sizes, "cpsat")
+    assert len(calls) == len(skipped) == 4 and all(e.binding for e in skipped.values())

@@ -177,6 +177,24 @@ def test_max_batch_is_a_multiple_of_attention_replicas_and_the_next_multiple_doe
     assert not memory_per_rank(model, H200, pc, prec, best + step, seq_len).feasible
 
 
+def test_max_batch_bisects_a_configuration_once_per_length(monkeypatch) -> None:
+    """A disaggregated plan's full estimates ask one decode configuration's KV capacity once per pair: the
+    bisection (some 17 memory_per_rank calls) runs once per configuration, length and options."""
+    from solver.estimate import memory
+
+    model = load_model("llama-3.1-70b")
+    pc = make_parallel_config(8, attn_tp_size=4, dense_tp_size=4)
+    prec = resolve_precision(model, H200)
+    calls = []
+    real = memory.memory_per_rank
+    monkeypatch.setattr(memory, "memory_per_rank", lambda *a, **k: calls.append(1) or real(*a, **k))
+    first = max_batch(model, H200, pc, prec, 12_345)
+    asked = len(calls)
+    assert asked > 1 and max_batch(model, H200, pc, prec, 12_345) == first and len(calls) == asked
+    max_batch(model, H200, pc, prec, 12_346)
+    assert len(calls) > asked
+
+
 def test_mtp_weights_count_only_when_mtp_layers_positive() -> None:
     model = load_model("deepseek-v3")
     pc = make_parallel_config(16)

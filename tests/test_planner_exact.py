@@ -345,3 +345,32 @@ def kvp_configs_match_the_estimate(m, h, prec, fac, sc, t, configs) -> int:
         assert fig.tpot_s == pytest.approx(e.tpot_s, rel=1e-9, abs=1e-15)
         seen += 1
     return seen
+
+
+
+def test_the_cpsat_front_is_the_exhaustive_front_at_ttft_slas_across_the_configurations_ttfts(monkeypatch) -> None:
+    """At TTFT SLAs among the configurations' own TTFTs (many answers miss the SLA alone, and the search cuts
+    off what dominates those whose TTFT floor at both steps misses: DominanceSearch._ttft_floor_misses), the
+    CP-SAT front is still the exhaustive front of the full estimate."""
+    from solver.plan.dominance import DominanceSearch
+
+    cut = []
+    real = DominanceSearch._ttft_floor_misses
+    monkeypatch.setattr(DominanceSearch, "_ttft_floor_misses",
+                        lambda self, vc, fig: cut.append(real(self, vc, fig)) or cut[-1])
+    for case, fw, world in ((("qwen3-30b-a3b", "h200_sxm"), "generic", 4), (("mixtral-8x7b", "h100_sxm"), "vllm", 8),
+                            (("qwen3-8b", "a100_sxm"), "sglang", 8)):
+        m, h, f, prec, fac, sc, t = _instance(case[0], case[1], fw, world, "serving", 4096, max_concurrency=16)
+        ttfts = sorted({estimate(m, h, ParallelConfig(world_size=world, **t.config(p)), prec, fac,
+                                 Workload.for_scenario(sc, b)).ttft_s * 1e3 for b in t.batches for p in _configs(t, b)})
+        for q in (0.02, 0.1, 0.3):
+            sla = ttfts[int(q * (len(ttfts) - 1))] * 1.0001
+            m, h, f, prec, fac, sc, t = _instance(case[0], case[1], fw, world, "serving", 4096, max_concurrency=16,
+                                                  ttft_ms=sla)
+            front = [(p.latency / cpsat.TIME_SCALE, p.inv_throughput / cpsat.TIME_SCALE)
+                     for p in cpsat.Planner(t, m, h, f, sc).front()]
+            want = _exhaustive_front(m, h, f, prec, fac, sc, t, world)
+            assert len(front) == len(want), (case, sla, front, want)
+            for (la, ia), (lb, ib) in zip(front, want):
+                assert la == pytest.approx(lb, rel=1e-6, abs=2e-6) and ia == pytest.approx(ib, rel=1e-6)
+    assert any(cut)  # the rule cut something

@@ -174,6 +174,20 @@ def test_a_ttft_sla_no_prefill_step_meets_is_proven_without_cutting_configuratio
     assert pl.solves <= 20
 
 
+def test_answers_missing_a_ttft_sla_whose_floor_at_both_steps_misses_are_cut_with_what_dominates_them() -> None:
+    """An answer that misses the TTFT SLA alone, and whose TTFT floor at its prefill and decode steps
+    (figures.ttft_floor_at_steps) misses it too, is cut off with every point dominating it, as a TPOT miss is: all
+    of them miss. Llama-3.1-70B on 32 B200 (generic, ISL 4096 / OSL 1024) at a 75 ms TTFT, just below the
+    fastest (75.6 ms at concurrency 1 and 2), took 1,272 CP-SAT solves cutting such answers one by one before."""
+    m, h, f = load_model("llama-3.1-70b"), load_hardware("b200_sxm"), load_framework("generic")
+    sc = Scenario(kind="latency", isl=4096, osl=1024, ttft_ms=75.0)
+    t = build_tables(m, h, resolve_precision(m, h), factors_for(h, f.efficiency_for(h)), f,
+                     build_space(m, h, f, 32, sc), sc)
+    pl = cpsat.Planner(t, m, h, f, sc)
+    assert pl.front() == [] and pl.cut_stops == []
+    assert pl.solves <= 150
+
+
 def test_a_search_that_reaches_its_round_bound_says_so() -> None:
     """A layout's dominance search that stops at Planner.max_rounds has not proven its answer: the stop is
     recorded (CutStop, reason "rounds") and the plan's note names it, never a silent give-up."""

@@ -200,6 +200,7 @@ class ServingKit:
     slots_ahead: float  # the slot wait's factors (_slot_terms)
     waiting_share: float
     ttft_per_prefill_s: float  # TTFT's floor per second of P_n (ttft_floor)
+    ttft_per_decode_s: float  # and per second of tau
 
 
 def serving_kit(shape: ServingShape, wl: Workload, policy: ServingPolicy | None = None) -> ServingKit:
@@ -216,16 +217,28 @@ def serving_kit(shape: ServingShape, wl: Workload, policy: ServingPolicy | None 
     # lockstep, the cohort's mean first-token time, linear in P_n
     per_prefill = (groups + (k - 1) * shape.traversal / n) / k if decode_first else \
         lockstep(B, n, 1.0, 0.0, 0.0, wl.osl, 0.0).ttft_s
+    # and the terms proportional to tau, each >= 0: the first-token iterations (both policies); decode-first, the
+    # steady state's base tau / 2 + (chunks - 1) tau, blended (k - 1) : k
+    per_decode = policy.first_token_iterations + ((k - 1) * (shape.chunks - 0.5) / k if decode_first else 0.0)
     return ServingKit(B, n, shape.chunks, m, o, policy.first_token_iterations, max(0.0, (wl.osl - 1) / m), wl.osl,
-                      decode_first, shape.traversal - 1, n / shape.chunks, groups, k, ahead, waiting, per_prefill)
+                      decode_first, shape.traversal - 1, n / shape.chunks, groups, k, ahead, waiting, per_prefill,
+                      per_decode)
 
 
-def ttft_floor(kit: ServingKit, prefill_s: float) -> float:
-    """A lower bound of serving_figures' TTFT [s] at prefill step P_n = prefill_s whatever the decode step tau:
-    the fixed cost and the terms proportional to P_n (the queue waits, the first-token iterations, the chunked
-    prompts' decode steps and the slot wait only add). TTFT itself can fall a little as tau grows (a slower
-    decode lowers the request rate), so a TTFT SLA bounds the prefill step through this floor alone."""
-    return kit.overhead_s + kit.ttft_per_prefill_s * prefill_s
+def ttft_floor(kit: ServingKit, prefill_s: float, decode_s: float = 0.0) -> float:
+    """A lower bound of serving_figures' TTFT [s] at prefill step P_n = prefill_s and any decode step tau >=
+    decode_s: the fixed cost and the terms proportional to P_n and to tau. TTFT itself can fall a little as tau
+    grows (a slower decode lowers the request rate), so a TTFT SLA bounds the prefill step through this floor
+    (at decode_s = 0: whatever the decode step), and the pair of steps through it at decode_s.
+
+    Why it is a floor, non-decreasing in both steps: decode-first, TTFT = served + slot wait with the slot wait
+    >= 0 and served = (first + (k - 1) steady) / k, first = o + ftl + P_n groups, steady = base + (a wait >= 0:
+    the M/D/1 wait capped at (B - 1) S, or the saturated loop's queue, which only raises it), base = o + ftl +
+    (r - 1) p + tau / 2 + S, S = p + (chunks - 1) tau, p = P_n / n, ftl = first_token_iterations x tau; dropping
+    the waits leaves o + P_n (groups + (k - 1) r / n) / k + tau (first_token_iterations + (k - 1) (chunks - 1/2)
+    / k), every coefficient >= 0. Lockstep, TTFT = o + the cohort's mean first-token time (proportional to P_n)
+    + ftl + the slot wait (>= 0)."""
+    return kit.overhead_s + kit.ttft_per_prefill_s * prefill_s + kit.ttft_per_decode_s * decode_s
 
 
 def serving_times(shape: ServingShape, prefill_s: float, decode_s: float, wl: Workload,

@@ -139,6 +139,17 @@ def ttft_floor(sp: StepPlan, f: Factors, pre_gpu_s: float, pre_kernels: float = 
     return pre_s if sp.kind == "prefill" else 0.0
 
 
+def ttft_floor_at_steps(sp: StepPlan, f: Factors, prefill_s: float, decode_s: float) -> float:
+    """A lower bound [s] of the TTFT of every configuration of step plan `sp` whose steps as the engine runs them
+    (Figures.prefill_step_s, decode_step_s) are at least prefill_s and decode_s (closed_loop.ttft_floor at both
+    steps; outside serving, a prefill's TTFT is its step and a decode's none): non-decreasing in both steps, so
+    a TTFT SLA it breaks is broken by every configuration whose steps dominate these."""
+    if sp.kind == "serving":
+        kit = _steps(sp, f, 0.0, 0.0, 0.0, 0.0)[0]
+        return serving_ttft_floor(kit, prefill_s, decode_s)
+    return prefill_s if sp.kind == "prefill" else 0.0
+
+
 def _steps(sp: StepPlan, f: Factors, pre_gpu_s: float, pre_kernels: float, dec_gpu_s: float,
            dec_kernels: float) -> tuple[ServingKit | None, float, float, float]:
     """(serving kit (None outside serving), tokens a decode step emits, prefill step [s], decode step [s]): the
@@ -169,4 +180,4 @@ def _terms(sp: StepPlan, f: Factors) -> tuple[StepPlan, Factors, float, float, S
     return hit
 
 
-__all__ = ["StepPlan", "Figures", "step_plan", "figures", "ttft_tpot", "ttft_floor"]
+__all__ = ["StepPlan", "Figures", "step_plan", "figures", "ttft_tpot", "ttft_floor", "ttft_floor_at_steps"]

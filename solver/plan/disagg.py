@@ -122,7 +122,11 @@ def sla_misses(e: DisaggEstimate, scenario: Scenario) -> list[str]:
     return misses
 
 
-def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes, method):
+def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes, method,
+            diagnose: bool = True):
+    """(the prefill and decode fronts per worker size, 'phase W=size' -> why that pool's first plan failed).
+    `diagnose`: explain those failures (the caller reads them); a failure past a pool's first batch is only the
+    end of its batches, so it is never diagnosed (a diagnosis re-plans with each constraint family relaxed)."""
     fronts: dict[str, dict[int, list[Planned]]] = {"prefill": {}, "decode": {}}
     skipped: dict[str, InfeasibleError] = {}
     for w in sizes:
@@ -132,7 +136,7 @@ def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_
                 try:
                     res: PlanResult = plan(model, hw, prec, fw, w, phase_scenario(scenario, phase, b), params,
                                            method=method, allow_cross_node=allow_cross_node, mem_opts=mem_opts,
-                                           explain_binding=False)
+                                           explain_binding=False, diagnose=diagnose and b in (None, 1))
                 except InfeasibleError as exc:
                     if b in (None, 1):
                         skipped[f"{phase} W={w}"] = exc
@@ -165,9 +169,9 @@ class _Job:
     sizes: list[int]
     method: str
 
-    def fronts(self, scenario: Scenario):
+    def fronts(self, scenario: Scenario, diagnose: bool = True):
         return _fronts(self.model, self.hw, self.prec, self.fw, self.cards, scenario, self.params,
-                       self.allow_cross_node, self.mem_opts, self.sizes, self.method)
+                       self.allow_cross_node, self.mem_opts, self.sizes, self.method, diagnose)
 
     @cached_property
     def factors(self):

@@ -143,7 +143,7 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
     if not slas:
         return None
     relaxed = scenario.model_copy(update={_SLA_FIELDS[b]: None for b in slas})
-    pairs = _pairs(relaxed, job.fronts(relaxed)[0], job.cards)
+    pairs = _pairs(relaxed, job.fronts(relaxed, diagnose=False)[0], job.cards)  # its failures go unread
     estimates: dict[int, DisaggEstimate] = {}  # pair index -> its full estimate (each evaluated once)
     lows = []
     for b in slas:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from solver.errors import InternalError
-from solver.estimate.figures import ttft_floor
+from solver.estimate.figures import ttft_floor, ttft_floor_at_steps
 from solver.ortools_cp import cp_model  # OR-Tools' cp_model without its eager pandas import
 from solver.plan.points import SolveStatus, attention_family, choice_simplicity
 from solver.plan.view_model import MAX_STEP_S, TIE_WEIGHT, TIME_SCALE, ViewModel
@@ -118,10 +118,12 @@ class DominanceSearch:
                         return False
             if sla_ok and verified and improves:
                 state["best"] = (lat_s, point.simplicity, point)
-            if not verified or sla_missed == ["SLA.ttft"]:
+            if not verified or (sla_missed == ["SLA.ttft"] and not self._ttft_floor_misses(vc, fig)):
                 # the full estimate's memory check rejects this configuration, not its figures; or it misses
                 # the TTFT bound only, and TTFT can fall a little as the decode step grows (a slower decode
-                # lowers the request rate and the prefill queue: estimate/closed_loop.py): cut it alone
+                # lowers the request rate and the prefill queue: estimate/closed_loop.py), while its TTFT floor
+                # at both steps meets the bound: cut it alone. A floor that misses too is missed by every point
+                # dominating this one, which the cut below removes (as for a TPOT miss)
                 work.add_bool_or([vm.x[g][i].negated() for g, i in picks.items()])
                 continue
             # every point this one dominates in (Pe, Te) has an L and a TPOT at least as large; one that
@@ -163,6 +165,13 @@ class DominanceSearch:
             else:
                 hi = mid
         return hi
+
+    def _ttft_floor_misses(self, vc, fig) -> bool:
+        """Whether the TTFT floor at this answer's two steps (figures.ttft_floor_at_steps: every point dominating
+        it in (Pe, Te) has a TTFT at least that floor) misses the TTFT SLA, with a relative 1e-12 to spare for the
+        float rounding between the floor and the figure."""
+        floor = ttft_floor_at_steps(vc.plan, self.t.f, fig.prefill_step_s, fig.decode_step_s)
+        return bool(self.scenario.sla_misses(floor * (1 - 1e-12), 0.0, frozenset({"SLA.tpot"})))
 
     def _ttft_floor_cut(self, vc, rel: float = 2e-2) -> float:
         """The smallest prefill step [s] (to `rel`) whose TTFT floor misses the TTFT SLA (infinite: none below
