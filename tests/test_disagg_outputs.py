@@ -289,3 +289,16 @@ def test_pool_plans_whose_failures_go_unread_are_not_diagnosed(monkeypatch) -> N
     assert skipped and not calls  # W=1 and W=2 hold no pool, and nothing asked why
     _, skipped = disagg._fronts(spec, hw, prec, fw, 16, sc, None, False, None, sizes, "cpsat")
     assert len(calls) == len(skipped) == 4 and all(e.binding for e in skipped.values())
+
+
+def test_a_prefill_step_holds_no_more_prompts_than_requests_in_flight() -> None:
+    """`--max-concurrency 8` on 16 H100 failed with 'concurrency 16 exceeds max_concurrency 8': the prefill grid
+    planned 16 prompts per step (a batch the planner made up, not the user) under the user's cap. A step holds
+    at most the requests in flight, so the grid stops at the cap (or at a given --concurrency)."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["solve", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "16",
+                                  "--max-concurrency", "8", "--serving", "disagg", "--format", "json"])
+    assert r.exit_code == 0, r.stderr

@@ -130,7 +130,10 @@ def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_
     fronts: dict[str, dict[int, list[Planned]]] = {"prefill": {}, "decode": {}}
     skipped: dict[str, InfeasibleError] = {}
     for w in sizes:
-        for phase, batches in (("decode", [None]), ("prefill", prefill_batches(scenario.isl, w))):
+        # a step never holds more prompts than requests are in flight (the given concurrency, else its cap)
+        most = scenario.concurrency or scenario.max_concurrency
+        for phase, batches in (("decode", [None]),
+                               ("prefill", [b for b in prefill_batches(scenario.isl, w) if b <= most] or [1])):
             pts = []
             for b in batches:
                 try:
