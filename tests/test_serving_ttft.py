@@ -32,6 +32,21 @@ def test_estimate_reports_the_split() -> None:
     assert est.ttft_s == pytest.approx(est.front_end_s + est.prefill_step_s + est.first_token_delay_s)
 
 
+def _random_kit(rng):
+    """A serving kit drawn over both policies, queued or not, chunked prompts, pipelines, several benchmark waves
+    and slot waits (the TTFT floor's property tests)."""
+    from solver.estimate.closed_loop import serving_kit
+
+    conc = rng.choice([1, 2, 7, 64, 512])
+    wl = Workload("serving", isl=rng.choice([128, 4096, 40000]), osl=rng.choice([2, 64, 1024]), concurrency=conc,
+                  request_overhead_s=rng.choice([0.0, 0.05]), benchmark_waves=rng.choice([1, 3, 10]))
+    running = rng.randint(1, conc)
+    shape = ServingShape(conc, running, rng.randint(1, running), rng.choice([1, 3]), rng.choice([1, 4]),
+                         traversal=rng.choice([1.0, 1.75]))
+    policy = ServingPolicy(decode_first=rng.random() < 0.5, first_token_iterations=rng.choice([0.0, 1.0]))
+    return serving_kit(shape, wl, policy)
+
+
 def test_ttft_is_never_below_its_prefill_floor() -> None:
     """closed_loop.ttft_floor bounds TTFT from below at any decode step (the planner cuts a TTFT SLA on it):
     both policies, queued or not, chunked prompts, pipelines, several benchmark waves and slot waits."""
@@ -41,15 +56,7 @@ def test_ttft_is_never_below_its_prefill_floor() -> None:
 
     rng = random.Random(11)
     for _ in range(2000):
-        conc = rng.choice([1, 2, 7, 64, 512])
-        wl = Workload("serving", isl=rng.choice([128, 4096, 40000]), osl=rng.choice([2, 64, 1024]),
-                      concurrency=conc, request_overhead_s=rng.choice([0.0, 0.05]),
-                      benchmark_waves=rng.choice([1, 3, 10]))
-        running = rng.randint(1, conc)
-        shape = ServingShape(conc, running, rng.randint(1, running), rng.choice([1, 3]), rng.choice([1, 4]),
-                             traversal=rng.choice([1.0, 1.75]))
-        policy = ServingPolicy(decode_first=rng.random() < 0.5, first_token_iterations=rng.choice([0.0, 1.0]))
-        kit = serving_kit(shape, wl, policy)
+        kit = _random_kit(rng)
         prefill_s = rng.uniform(1e-4, 2.0)
         for tau in (1e-5, 1e-3, 0.02, 0.3, 5.0):
             assert serving_figures(kit, prefill_s, tau)[0] >= ttft_floor(kit, prefill_s) * (1 - 1e-12), (kit, tau)
@@ -70,15 +77,7 @@ def test_ttft_is_never_below_its_floor_at_both_steps_over_every_dominating_pair(
 
     rng = random.Random(12)
     for _ in range(1500):
-        conc = rng.choice([1, 2, 7, 64, 512])
-        wl = Workload("serving", isl=rng.choice([128, 4096, 40000]), osl=rng.choice([2, 64, 1024]),
-                      concurrency=conc, request_overhead_s=rng.choice([0.0, 0.05]),
-                      benchmark_waves=rng.choice([1, 3, 10]))
-        running = rng.randint(1, conc)
-        shape = ServingShape(conc, running, rng.randint(1, running), rng.choice([1, 3]), rng.choice([1, 4]),
-                             traversal=rng.choice([1.0, 1.75]))
-        policy = ServingPolicy(decode_first=rng.random() < 0.5, first_token_iterations=rng.choice([0.0, 1.0]))
-        kit = serving_kit(shape, wl, policy)
+        kit = _random_kit(rng)
         prefill_s, tau = rng.uniform(1e-4, 2.0), rng.choice([1e-5, 1e-3, 0.02, 0.3])
         floor = ttft_floor(kit, prefill_s, tau)
         assert ttft_floor(kit, prefill_s, 0.0) == ttft_floor(kit, prefill_s)
