@@ -184,3 +184,13 @@ def test_mb_per_layer_refuses_a_sambay_config_under_another_model_type() -> None
     cfg["model_type"] = "phi4flash_renamed"
     with pytest.raises(InputError, match=r"mb_per_layer: 2: describes a mixer other than attention"):
         parse_model_config(cfg, "x")
+
+
+def test_an_unknown_wrappers_projector_is_said_to_be_the_conventions() -> None:
+    """Command A Vision before its family line: the projector was read as one linear without a word (382M short).
+    A wrapper without family facts still gets the convention's projector, and a note says so; with the line, none."""
+    cfg = _load("CohereLabs--command-a-vision-07-2025")
+    assert not [w for w in _spec("CohereLabs--command-a-vision-07-2025").warnings if "projector into" in w]
+    cfg["model_type"] = "new_vision_wrapper"
+    (note,) = [w for w in parse_model_config(cfg, "x").warnings if "projector into the text width" in w]
+    assert "'new_vision_wrapper' has no family facts" in note

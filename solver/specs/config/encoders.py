@@ -457,6 +457,10 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         else:
             params, layers, h = _vit(f, Fields(raw, origin), text_hidden, notes, facts)
             _check_heads(f, h, set(sub) - set(taken))
+            if not known and not any(str(k).startswith("_vision_projector") for k in facts):
+                # a wrapper without a family line: its projector is the convention's, which its own may not be
+                notes.append(f"{key}: the projector into the text width is read as the convention's one linear and "
+                             f"a norm ({raw.get('model_type')!r} has no family facts: its own projector may differ)")
         for source, table in ((f"the {tower_type} tower's class defaults", own_defaults),
                               (f"{raw.get('model_type')}'s default vision config", wrapper_defaults)):
             read = [k for k in taken if k in sub.looked_up and k in table and (table is own_defaults
