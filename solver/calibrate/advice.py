@@ -18,6 +18,7 @@ from solver.calibrate.metrics import TraceSummary
 from solver.calibrate.verdict import COMMUNICATION_RATIO, ESTIMATE_DEVIATION, RANK_VARIANCE, Verdict, judge
 from solver.estimate import comm
 from solver.estimate.memory import TOTAL_FRACTION, WEIGHTS_KV_FRACTION, memory_limit
+from solver.estimate.compute import comm_knob
 from solver.estimate.step import StepCost
 from solver.specs.knobs import knob_module
 from solver.specs.hardware import Hardware
@@ -102,20 +103,6 @@ def communication_findings(summary: TraceSummary, pc: ParallelConfig | None, hw:
                          raw.action + f" -- but only if the overlap is lost: {summary.communication_ratio:.1%} of "
                                       "the step is exposed, act on that share", raw.module)
     return out
-
-
-# collective name prefix (estimate/step.py) -> the knob whose group it runs over
-_COMM_KNOB = (("attn_tp_", "attn_tp_size"), ("oproj_tp_", "o_proj_tp_size"), ("kv_allgather", "cp_size"),
-              ("lse_merge", "kvp_size"), ("topk_merge", "kvp_size"),
-              ("kvp_", "kvp_size"), ("dense_tp_", "dense_tp_size"), ("shared_tp_", "dense_tp_size"),
-              ("moe_tp_", "moe_tp_size"), ("ep_", "moe_ep_size"), ("embed_", "embed_tp_size"),
-              ("lmhead_", "lmhead_tp_size"), ("logits_", "lmhead_tp_size"))
-
-
-def comm_knob(name: str) -> str | None:
-    """The knob whose group a collective of the estimate (CommCost.name) runs over; None if none of them."""
-    name = name.removeprefix("mtp_")
-    return next((k for prefix, k in _COMM_KNOB if name.startswith(prefix)), None)
 
 
 def _communication_action(v: Verdict, pc: ParallelConfig, hw: Hardware, step: StepCost | None

@@ -146,6 +146,20 @@ class CommCost:
                        exposed_s=self.exposed_s * n)
 
 
+# collective name prefix (CommCost.name) -> the knob whose group it runs over
+_COMM_KNOB = (("attn_tp_", "attn_tp_size"), ("oproj_tp_", "o_proj_tp_size"), ("kv_allgather", "cp_size"),
+              ("lse_merge", "kvp_size"), ("topk_merge", "kvp_size"),
+              ("kvp_", "kvp_size"), ("dense_tp_", "dense_tp_size"), ("shared_tp_", "dense_tp_size"),
+              ("moe_tp_", "moe_tp_size"), ("ep_", "moe_ep_size"), ("embed_", "embed_tp_size"),
+              ("lmhead_", "lmhead_tp_size"), ("logits_", "lmhead_tp_size"))
+
+
+def comm_knob(name: str) -> str | None:
+    """The knob whose group a collective of the estimate (CommCost.name) runs over; None if none of them."""
+    name = name.removeprefix("mtp_")
+    return next((k for prefix, k in _COMM_KNOB if name.startswith(prefix)), None)
+
+
 _PRIMITIVES = {"all_reduce": comm.all_reduce_s, "all_gather": comm.all_gather_s,
                "reduce_scatter": comm.reduce_scatter_s, "all_to_all": comm.all_to_all_s,
                "ep_all_to_all": comm.ep_all_to_all_s}

@@ -133,10 +133,7 @@ def ttft_floor(sp: StepPlan, f: Factors, pre_gpu_s: float, pre_kernels: float = 
     """A lower bound [s] of `figures(...)`'s TTFT at this prefill step, whatever the decode step
     (closed_loop.ttft_floor; outside serving, a prefill's TTFT is its step and a decode's none): non-decreasing
     in the prefill step, so a TTFT SLA it breaks is broken by every configuration of a slower prefill."""
-    kit, _, pre_s, _ = _steps(sp, f, pre_gpu_s, pre_kernels, 0.0, 0.0)
-    if kit is not None:
-        return serving_ttft_floor(kit, pre_s)
-    return pre_s if sp.kind == "prefill" else 0.0
+    return ttft_floor_at_steps(sp, f, _steps(sp, f, pre_gpu_s, pre_kernels, 0.0, 0.0)[2], 0.0)
 
 
 def ttft_floor_at_steps(sp: StepPlan, f: Factors, prefill_s: float, decode_s: float) -> float:

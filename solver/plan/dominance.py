@@ -7,6 +7,7 @@ Planner.__init__, and the exact figures it evaluates are the planner's (Planner.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from solver.errors import InternalError
 from solver.estimate.figures import ttft_floor, ttft_floor_at_steps
@@ -153,18 +154,7 @@ class DominanceSearch:
     def _cut_at(self, vc, best_l: float, other_lo: float, prefill: bool, rel: float = 2e-2) -> float:
         """The smallest step time (seconds) at which L reaches best_l with the other step at its bound."""
         f = (lambda v: self._lf(vc, v, other_lo)) if prefill else (lambda v: self._lf(vc, other_lo, v))
-        lo, hi = 0.0, 1.0
-        while f(hi) < best_l:
-            hi *= 2
-            if hi > MAX_STEP_S:
-                return math.inf
-        while hi - lo > rel * hi + 0.5 / TIME_SCALE:  # f(hi) >= best_l throughout: any precision is a valid cut
-            mid = (lo + hi) / 2
-            if f(mid) < best_l:
-                lo = mid
-            else:
-                hi = mid
-        return hi
+        return _crossing(lambda v: f(v) >= best_l, rel)
 
     def _ttft_floor_misses(self, vc, fig) -> bool:
         """Whether the TTFT floor at this answer's two steps (figures.ttft_floor_at_steps: every point dominating
@@ -176,22 +166,8 @@ class DominanceSearch:
     def _ttft_floor_cut(self, vc, rel: float = 2e-2) -> float:
         """The smallest prefill step [s] (to `rel`) whose TTFT floor misses the TTFT SLA (infinite: none below
         MAX_STEP_S): every prefill step from there on misses it at any decode step."""
-        def misses(v: float) -> bool:
-            return bool(self.scenario.sla_misses(ttft_floor(vc.plan, self.t.f, max(v, 1e-12)), 0.0,
-                                                 frozenset({"SLA.tpot"})))
-
-        lo, hi = 0.0, 1.0
-        while not misses(hi):
-            hi *= 2
-            if hi > MAX_STEP_S:
-                return math.inf
-        while hi - lo > rel * hi + 0.5 / TIME_SCALE:  # misses(hi) throughout: any precision is a valid cut
-            mid = (lo + hi) / 2
-            if misses(mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        return _crossing(lambda v: bool(self.scenario.sla_misses(ttft_floor(vc.plan, self.t.f, max(v, 1e-12)), 0.0,
+                                                               frozenset({"SLA.tpot"}))), rel)
 
     def level_corners(self, vc, best_l: float, pe_s: float, te_s: float) -> list[tuple[float, float]]:
         """Two corners on the level curve L = best_l (seconds, to LEVEL_PRECISION): at prefill step pe_s, the
@@ -237,6 +213,24 @@ class DominanceSearch:
         if vm.te is not None:
             out[vm.te] = min(at[vm.te], math.ceil((te_lo + hi * (te - te_lo)) * TIME_SCALE) + vm.slack)
         return out
+
+
+def _crossing(reaches: Callable[[float], bool], rel: float) -> float:
+    """The smallest step time [s] (to `rel`, and half a TIME_SCALE unit) from which `reaches` holds, for a
+    property that, once true, stays true as the step grows; infinite where it does not hold below MAX_STEP_S.
+    `reaches(hi)` holds throughout the bisection, so any precision gives a valid cut."""
+    lo, hi = 0.0, 1.0
+    while not reaches(hi):
+        hi *= 2
+        if hi > MAX_STEP_S:
+            return math.inf
+    while hi - lo > rel * hi + 0.5 / TIME_SCALE:
+        mid = (lo + hi) / 2
+        if reaches(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def _any(m: cp_model.CpModel, lits: list) -> cp_model.IntVar:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from solver.calibrate.advice import comm_knob
 from solver.errors import ShardplanError
+from solver.estimate.compute import comm_knob
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.estimate.step import StepCost
@@ -100,7 +100,7 @@ def decode_attn_tp_needed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, 
 
 
 def _tp_comm_by_knob(step: StepCost) -> dict[str, float]:
-    """Exposed seconds of the step's collectives over each TP group (calibrate.advice.comm_knob names the group
+    """Exposed seconds of the step's collectives over each TP group (estimate.compute.comm_knob names the group
     a collective runs over; EP's all-to-all and the CP / KVP gathers are not TP)."""
     out: dict[str, float] = {}
     for c in step.comms:
