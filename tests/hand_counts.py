@@ -31,6 +31,11 @@ def gqa(h: int, heads: int, kv: int, d: int, qkv_bias: bool = False, out_bias: b
     return lin(h, heads * d, qkv_bias) + 2 * lin(h, kv * d, qkv_bias) + lin(heads * d, h, out_bias)
 
 
+def count(cfg: dict) -> int:
+    """The reader's total of a config given as a dict (a variant of a round's file)."""
+    return count_params(parse_model_config(cfg, "x")).total
+
+
 class Round:
     """One round's folder of configs (a file's stem is its name)."""
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from hand_counts import CATALOG, REFUSED, UNSEEN, Round, gated, gqa, lin
+from hand_counts import CATALOG, REFUSED, UNSEEN, Round, count, gated, gqa, lin
 from solver.errors import InputError
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
@@ -132,9 +132,6 @@ SOLVE_CARDS: dict[str, int] = {"MiniMaxAI--MiniMax-Text-01": 16, "MiniMaxAI--Min
                                "baidu--ERNIE-4.5-300B-A47B-PT": 16}
 
 
-def _count(cfg: dict) -> int:
-    return count_params(parse_model_config(cfg, "x")).total
-
 
 # ------------------------------------------------------------------ reading rules added this round
 
@@ -144,10 +141,10 @@ def test_afmoe_counts_its_attention_gate_qk_norms_four_norms_and_expert_bias() -
     # four norms a layer and expert_bias left out, 268,578,560 under the modeling code's count
     cfg = _load("arcee-ai--Trinity-Mini")
     cfg["attn_output_gate"] = False  # a config's own switch wins over the family fact
-    assert HAND["arcee-ai--Trinity-Mini"] - _count(cfg) == 32 * lin(2048, 32 * 128)
+    assert HAND["arcee-ai--Trinity-Mini"] - count(cfg) == 32 * lin(2048, 32 * 128)
     cfg = _load("arcee-ai--Trinity-Mini")
     cfg["use_qk_norm"] = False
-    assert HAND["arcee-ai--Trinity-Mini"] - _count(cfg) == 32 * 2 * 128
+    assert HAND["arcee-ai--Trinity-Mini"] - count(cfg) == 32 * 2 * 128
     layers = _spec("arcee-ai--Trinity-Mini").layers
     assert {layer.norms for layer in layers} == {4}
     assert [type(b).__name__ for b in layers[1].blocks] == ["Attention", "DenseFFN"]
@@ -163,7 +160,7 @@ def test_global_attn_every_n_layers_places_the_full_layers_where_layer_types_is_
     del cfg["layer_types"]
     derived = [layer.blocks[0].window for layer in parse_model_config(cfg, "x").layers]
     assert derived == written == [None if (i + 1) % 4 == 0 else 2048 for i in range(32)]
-    assert _count(cfg) == HAND["arcee-ai--Trinity-Mini"]
+    assert count(cfg) == HAND["arcee-ai--Trinity-Mini"]
 
 
 def test_minimax_layer_types_linear_attention_layers_are_lightning_attention() -> None:
@@ -188,7 +185,7 @@ def test_minimax_text_01_counts_as_the_catalogs_minimax_m1_and_its_active_is_the
     # MiniMax-M1 is MiniMax-Text-01's architecture continued; the report's 45.9B activated leaves out the embedding
     # and head (the catalog's active basis for M1: non_embedding)
     m1 = json.loads((CATALOG / "MiniMaxAI--MiniMax-M1.json").read_text())
-    assert _count(m1) == _total("MiniMaxAI--MiniMax-Text-01") == _total("MiniMaxAI--MiniMax-Text-01-hf")
+    assert count(m1) == _total("MiniMaxAI--MiniMax-Text-01") == _total("MiniMaxAI--MiniMax-Text-01-hf")
     active = count_params(_spec("MiniMaxAI--MiniMax-Text-01-hf")).active - 2 * 200064 * 6144
     assert abs(active / 45.9e9 - 1) < 0.02
 

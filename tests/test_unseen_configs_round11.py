@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from hand_counts import REFUSED, UNSEEN, Round, gated, gqa, lin, ln
+from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
 from solver.errors import InputError
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
@@ -103,9 +103,6 @@ ACTIVE: dict[str, tuple[int, float | None]] = {
 SOLVE_CARDS: dict[str, int] = {"CohereLabs--command-a-vision-07-2025": 16}
 
 
-def _count(cfg: dict) -> int:
-    return count_params(parse_model_config(cfg, "x")).total
-
 
 # ------------------------------------------------------------------ reading rules added this round
 
@@ -145,14 +142,14 @@ def test_vaultgemma_ties_its_embedding_by_the_class_default() -> None:
     assert _spec("google--vaultgemma-1b").tie_word_embeddings
     cfg = _load("google--vaultgemma-1b")
     cfg["tie_word_embeddings"] = False  # a config's own switch wins
-    assert _count(cfg) - HAND["google--vaultgemma-1b"] == 256000 * 1152
+    assert count(cfg) - HAND["google--vaultgemma-1b"] == 256000 * 1152
 
 
 def test_flex_olmo_q_and_k_norms_span_every_head() -> None:
     # Before this round: 33,270,403,072, the q / k norms (2 x 4096 a layer) left out
     cfg = _load("allenai--FlexOlmo-7x7B-1T")
     cfg["use_qk_norm"] = False
-    assert HAND["allenai--FlexOlmo-7x7B-1T"] - _count(cfg) == 32 * 2 * 4096
+    assert HAND["allenai--FlexOlmo-7x7B-1T"] - count(cfg) == 32 * 2 * 4096
 
 
 def test_a_decoder_used_for_embeddings_counts_as_its_causal_lm() -> None:
