@@ -1,5 +1,5 @@
 """The checks every round of configs outside the catalog shares (tests/test_unseen_configs_{multi2,round4,round5,
-round6,round7,round8,round9,round10,round11}.py hold each round's hand counts, published figures and reading rules): every
+round6,round7,round8,round9,round10,round11,round12}.py hold each round's hand counts, published figures and reading rules): every
 file has a hand count, counts to it exactly, lies within 1% of a precisely published total, activates its hand count
 within 2% of the card, and inspects and solves end to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says
 so)."""
@@ -17,6 +17,7 @@ import test_unseen_configs_round8 as round8
 import test_unseen_configs_round9 as round9
 import test_unseen_configs_round10 as round10
 import test_unseen_configs_round11 as round11
+import test_unseen_configs_round12 as round12
 from hand_counts import REFUSED
 from solver.cli.main import main
 from solver.errors import InputError
@@ -25,7 +26,7 @@ from solver.specs.config.read import parse_model_config
 
 ROUNDS = {"multi2": multi2, "round4": round4, "round5": round5, "round6": round6, "round7": round7,
           "round8": round8, "round9": round9, "round10": round10,
-          "round11": round11}
+          "round11": round11, "round12": round12}
 
 
 def _cases(table: str) -> list[tuple[str, str]]:
@@ -61,7 +62,10 @@ def test_every_config_inspects_and_solves_end_to_end(r: str, name: str) -> None:
     out = CliRunner().invoke(main, ["inspect", path])
     assert out.exit_code == 0 and name in out.output, out.output
     cards = str(getattr(ROUNDS[r], "SOLVE_CARDS", {}).get(name, 8))  # a round names a model 8 cards cannot hold
-    out = CliRunner().invoke(main, ["solve", path, "--hardware", "h100_sxm", "--cards", cards, "--framework", "vllm"])
+    # a round names the lengths of a model whose learned position table is shorter than the default request
+    extra = getattr(ROUNDS[r], "SOLVE_ARGS", {}).get(name, [])
+    out = CliRunner().invoke(main, ["solve", path, "--hardware", "h100_sxm", "--cards", cards, "--framework", "vllm",
+                                    *extra])
     assert out.exit_code == 0 and "Traceback" not in out.output, out.output
 
 

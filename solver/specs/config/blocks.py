@@ -23,7 +23,8 @@ ATTN_TYPE_KV = {"multihead_attention": "heads", "multiquery_attention": 1, "grou
 QKV_BIAS_FIELDS = ("attention_bias", "qkv_bias", "add_qkv_bias", "use_qkv_bias")
 # where the query and K/V head counts are read from (an int, or a list of one entry per layer); DeciLM writes its
 # per-layer K/V heads under their own name
-HEAD_FIELDS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads")
+# XGLM writes attention_heads
+HEAD_FIELDS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads", "attention_heads")
 KV_HEAD_FIELDS = ("num_key_value_heads", "num_kv_heads", "kv_n_heads")
 PER_LAYER_KV_FIELD = "num_key_value_heads_per_layer"
 # activations with learned parameters, per MLP: xIELU's alpha_p and alpha_n (Apertus; beta and eps are buffers)
@@ -209,10 +210,10 @@ class BlockReader(FfnReading):
                 qk = ""
         if f.bool("qk_layernorm"):
             # the norms' layout is the family's (_qk_layernorm): StableLM's StableLmLayerNormPerHead is one bias-free
-            # LayerNorm(head_dim) per head, "layer"; Phi's is one LayerNorm(head_dim) with a bias shared by the heads,
-            # which no layout counts
+            # LayerNorm(head_dim) per head, "layer"; Persimmon's one LayerNorm(head_dim) with a bias for q and one for
+            # k, shared by the heads, "head_bias"
             qk = str(cfg.get("_qk_layernorm") or "")
-            if qk not in ("head", "layer"):
+            if qk not in ("head", "head_bias", "layer"):
                 raise f.err("qk_layernorm", f"true: the q / k LayerNorms of model_type {cfg.get('model_type')!r} (one "
                                             "shared over the heads or one per head, with or without a bias: no "
                                             "convention for this family) are not counted")

@@ -54,6 +54,10 @@ model_type and the text model's) on top:
   _vision_projector_conv_merger  a biased Conv2d m x m (spatial_merge_size) from h into out_hidden_size, then a
                             bias-free out x out linear, a LayerNorm over out and a bias-free gated MLP out ->
                             intermediate_size -> out (Glm4vVisionModel's downsample and merger)
+  _vision_towers            N: the wrapper builds N towers from the one vision_config, each with its own weights
+                            (Video-LLaVA's image_tower and video_tower), one projector
+  _vision_patch_linear      no tower: one biased linear of the wrapper's patch_size^2 x num_channels into the text
+                            width (Fuyu's vision_embed_tokens)
   _vision_refused           why the family's tower is not counted: the config is refused, naming the encoder
                             key (DeepSeek-VL2), rather than miscounted by the convention
   _vision_gated_mlp         the blocks' MLP is gated (gate / up / down) whatever its activation, under the gated
@@ -193,7 +197,10 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
         # SigLIP's attention-pooling head (SiglipMultiheadAttentionPoolingHead): a probe, nn.MultiheadAttention
         # (in_proj 3h x h and out_proj h x h, both biased), a LayerNorm and the tower's MLP
         head = h + 4 * h * h + 4 * h + 2 * h + mlp
-    tower = layers * per_layer + patch_embed + positions + post_norm + head
+    # a wrapper that builds the tower more than once from the one vision_config, each with its own weights
+    # (Video-LLaVA's image_tower and video_tower); a request's images or frames run through one of them
+    towers = int(facts.get("_vision_towers", 1))
+    tower = towers * (layers * per_layer + patch_embed + positions + post_norm + head)
     return tower + _projector(f, wrapper, h, norm, text_hidden, facts, notes), layers, h
 
 
@@ -420,6 +427,15 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
     wrapper_facts = facts or {}
     families = families or {}
     out = []
+    if wrapper_facts.get("_vision_patch_linear"):
+        # no tower: the image's patches enter the text stack through one biased linear of patch_size^2 x
+        # num_channels into the text width (Fuyu's vision_embed_tokens), sized by the wrapper's own fields
+        w = Fields(raw, origin)
+        patch_h, patch_w = _pair(w, "patch_size", 0)
+        if not patch_h:
+            raise w.err("patch_size", "missing (required to size the patch embedding into the text width)")
+        channels = w.int("num_channels", default=3, maximum=64)
+        out.append(Encoder("vision", channels * patch_h * patch_w * text_hidden + text_hidden, 0, text_hidden))
     for key in ENCODER_KEYS:
         sub = raw.get(key)
         if not sub:

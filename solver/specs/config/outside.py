@@ -11,7 +11,10 @@ from solver.specs.config.fields import Fields
 
 def layernorm_bias(f: Fields) -> bool:
     """LayerNorms with a bias: the family's fact, ChatGLM's rmsnorm: false, or MPT's no_bias: false (which keeps
-    the bias of every norm as of every linear)."""
+    the bias of every norm as of every linear); a family whose fact says false has RMSNorms whatever no_bias says
+    (Qwen v1: no_bias false biases its linears only)."""
+    if f.cfg.get("_norm_bias") is False:
+        return False
     return f.bool("_norm_bias") or not f.bool("rmsnorm", True) or (f.has("no_bias") and not f.bool("no_bias"))
 
 

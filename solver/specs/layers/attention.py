@@ -39,7 +39,9 @@ class Attention(Block):
     window: int | None = None  # sliding / chunked window in tokens; None = full attention
     qkv_bias: bool = False
     out_bias: bool = False
-    qk_norm: str = ""  # "head": RMSNorm weights of head_dim on q and k; "layer": over all q / k heads; "": none
+    # "head": RMSNorm weights of head_dim on q and k; "head_bias": LayerNorms of head_dim with a bias (Persimmon);
+    # "layer": over all q / k heads; "": none
+    qk_norm: str = ""
     sinks: bool = False  # one learned sink logit per head (gpt-oss)
     output_gate: bool = False  # q_proj also produces a per-channel output gate (Qwen3-Next / 3.5)
     k_eq_v: bool = False  # one projection serves K and V (Gemma-4 global layers)
@@ -78,8 +80,9 @@ class Attention(Block):
         own_kv = self.kv_weights or not self.kv_shared
         if own_kv:
             parts.append(Part("kv_proj", h * kv_out + (kv_out if self.qkv_bias else 0), "kv_heads", nkv))
-        if self.qk_norm == "head":
-            parts.append(Part("qk_norm", (2 if own_kv else 1) * dh, "none"))
+        if self.qk_norm in ("head", "head_bias"):
+            per_norm = 2 * dh if self.qk_norm == "head_bias" else dh
+            parts.append(Part("qk_norm", (2 if own_kv else 1) * per_norm, "none"))
         elif self.qk_norm == "layer":
             parts.append(Part("qk_norm", (nh + (nkv if own_kv else 0)) * dh, "none"))
         if self.sinks:
@@ -112,7 +115,8 @@ class Attention(Block):
             if p.name == "kv_proj":
                 continue
             if p.name == "qk_norm":  # the q norm only
-                p = Part("qk_norm", dh if self.qk_norm == "head" else self.heads * dh, "none")
+                q_norm = {"head": dh, "head_bias": 2 * dh}.get(self.qk_norm, self.heads * dh)
+                p = Part("qk_norm", q_norm, "none")
             out.append(p)
         return tuple(out)
 
