@@ -234,6 +234,12 @@ class ModelSpec:
         return self._attention.indexer.topk if self.has_dsa else None  # type: ignore[union-attr]
 
     @cached_property
+    def keys_monotone(self) -> bool:
+        """Every mixer's keys per query never fall as the context grows (Block.keys_monotone; chunked attention's
+        restart at each chunk): what the planner's attention floors assume."""
+        return all(b.keys_monotone for b in self.blocks if b.role == "mixer")
+
+    @cached_property
     def num_local_attention_layers(self) -> int:
         return sum(1 for b in self.blocks if isinstance(b, Attention) and b.window)
 
