@@ -72,3 +72,18 @@ def test_chunked_attention_cache_holds_at_most_one_chunk():
 def test_chunked_attention_keys_fall_at_a_chunk_boundary_so_the_model_is_not_keys_monotone():
     assert not SCOUT.keys_monotone
     assert load_model("gpt-oss-120b").keys_monotone  # a sliding window's keys never fall
+
+
+def test_a_tp_refusal_names_the_mixer_count_that_binds():
+    # Nemotron-3 Super: 32 attention heads, 128 Mamba2 heads in n_groups 8 (vLLM's MambaMixer2: n_groups % TP == 0
+    # or n_groups == 1): TP 16 divides the heads but not the groups, and the line says which count binds
+    from solver.specs.framework import load_framework
+    from solver.specs.model_rules import model_problems
+    sup = load_model("nemotron-3-super")
+    assert ("Mamba2", "n_groups", 8) in sup.tp_units and sup.num_attention_heads == 8
+    (line,) = model_problems(sup, ParallelConfig(world_size=16, attn_tp_size=16), load_framework("generic"))
+    assert line.endswith("8 % attn_tp_size 16 != 0 (Mamba2 n_groups 8)")
+    # Qwen3-Next: 16 attention heads, Gated DeltaNet 16 key / 32 value heads: TP 8 divides all, TP 32 none of two
+    nxt = load_model("qwen3-next")
+    assert {("GatedDeltaNet", "key_heads", 16), ("GatedDeltaNet", "value_heads", 32)} <= set(nxt.tp_units)
+    assert not model_problems(nxt, ParallelConfig(world_size=8, attn_tp_size=8), load_framework("generic"))
