@@ -129,6 +129,24 @@ def mean_keys_capped(w: Work, cap: float) -> float:
     return (cum(prior + n) - cum(prior)) / n
 
 
+def mean_keys_chunked(w: Work, chunk: float) -> float:
+    """Mean over the step's query tokens of the keys a chunked-attention query sees: those of its own chunk, the
+    query's position p (from 1) seeing (p - 1) mod chunk + 1 of them (Llama-4's attention_chunk_size: the mask
+    restarts at every chunk boundary, so a query sees chunk / 2 keys on average, not the window's `chunk`).
+    Positions as in mean_keys_capped; decode tokens all sit at `context`."""
+    ctx = max(w.context, 1.0)
+    if w.phase != "prefill" or w.sequences <= 0:
+        return (ctx - 1) % chunk + 1
+
+    def cum(x: float) -> float:  # sum over positions 1..x of (p - 1) mod chunk + 1: whole chunks, then the rest
+        whole, rest = divmod(x, chunk)
+        return whole * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2
+
+    n = max(1.0, w.new_tokens / w.sequences)
+    prior = prior_tokens(w)
+    return (cum(prior + n) - cum(prior)) / n
+
+
 @dataclass(frozen=True)
 class CommCost:
     name: str
@@ -251,6 +269,9 @@ class Kit:
 
     def mean_keys_capped(self, cap: float) -> float:
         return mean_keys_capped(self.w, cap)
+
+    def mean_keys_chunked(self, chunk: float) -> float:
+        return mean_keys_chunked(self.w, chunk)
 
     def shape_efficiency(self, width: float) -> float:
         return shape_efficiency(width)

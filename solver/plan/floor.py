@@ -267,7 +267,8 @@ class AttentionFloors:
     attention-only bound over it, with that concurrency's step plan, is at most that bound."""
 
     def __init__(self, t: Tables):
-        self.on = floors_apply(t.f)
+        # a chunked-attention layer's keys fall at each chunk boundary: a longer context can cost less
+        self.on = floors_apply(t.f) and t.model.keys_monotone
         self._src: dict[tuple[int, ...], dict[tuple, dict]] = {}
 
     def note(self, key: tuple[int, ...], vc: ViewCosts) -> None:

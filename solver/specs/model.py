@@ -175,8 +175,18 @@ class ModelSpec:
     def num_attention_heads(self) -> int:
         """Heads attention TP must divide: the gcd over every mixer's head groups (attention heads, linear
         key / value heads, Mamba heads and groups), so a TP size valid for this number is valid for all."""
-        units = [u for b in self.blocks if b.role == "mixer" for u in _tp_units(b)]
+        units = [u for _, _, u in self.tp_units]
         return math.gcd(*units) if units else 1
+
+    @cached_property
+    def tp_units(self) -> tuple[tuple[str, str, int], ...]:
+        """(block kind, unit, count) of every distinct mixer's head groups attention TP splits: what a refusal names
+        when a TP size does not divide num_attention_heads, their gcd."""
+        out: dict[tuple[str, str, int], None] = {}
+        for b in self.blocks:
+            if b.role == "mixer":
+                out.update((u, None) for u in ((b.kind, name, n) for name, n in _tp_units(b)))
+        return tuple(out)
 
     @cached_property
     def attention_heads_gcd(self) -> int:
@@ -232,6 +242,12 @@ class ModelSpec:
     @property
     def index_topk(self) -> int | None:
         return self._attention.indexer.topk if self.has_dsa else None  # type: ignore[union-attr]
+
+    @cached_property
+    def keys_monotone(self) -> bool:
+        """Every mixer's keys per query never fall as the context grows (Block.keys_monotone; chunked attention's
+        restart at each chunk): what the planner's attention floors assume."""
+        return all(b.keys_monotone for b in self.blocks if b.role == "mixer")
 
     @cached_property
     def num_local_attention_layers(self) -> int:
@@ -291,13 +307,13 @@ class ModelSpec:
         return self._moe.real_topk if self._moe else 0.0
 
 
-def _tp_units(b: Block) -> list[int]:
+def _tp_units(b: Block) -> list[tuple[str, int]]:
     # attention TP splits query heads (KV heads replicate beyond their count), linear key and value heads,
     # Mamba heads and their B/C groups; a block that replicates some of them names its own (Mamba2.tp_units)
     own = getattr(b, "tp_units", None)
     if own is not None:
-        return list(own)
+        return list(zip(b.tp_unit_names, own))
     for names in (("key_heads", "value_heads"), ("heads", "groups"), ("heads",)):
         if all(hasattr(b, n) for n in names):
-            return [getattr(b, n) for n in names]
+            return [(n, getattr(b, n)) for n in names]
     return []

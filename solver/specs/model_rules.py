@@ -51,7 +51,10 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
                  else "the mixers' head groups (gcd of attention heads and the other mixers' heads and groups)"
                  if model.attention_heads_gcd else "the mixer's head groups (gcd of its heads and groups)")
         split = f"attn_tp_size {pc.attn_tp_size}" + (f" x kvp_size {pc.kvp_size}" if group != pc.attn_tp_size else "")
-        out.append(f"{heads} {model.num_attention_heads} % {split} != 0")
+        # where the gcd is not one mixer's own count, the counts that do not divide (the kernel's own rule)
+        binding = [f"{kind} {name} {n}" for kind, name, n in model.tp_units if n % group]
+        named = f" ({', '.join(binding)})" if heads != "num_attention_heads" and binding else ""
+        out.append(f"{heads} {model.num_attention_heads} % {split} != 0{named}")
     if fw.splits_kv_heads and model.num_key_value_heads % pc.attn_tp_size:
         out.append(f"num_key_value_heads {model.num_key_value_heads} % attn_tp_size {pc.attn_tp_size} != 0 "
                    f"({fw.name} splits KV heads)")

@@ -218,7 +218,7 @@ class BlockReader(FfnReading):
                                             "shared over the heads or one per head, with or without a bias: no "
                                             "convention for this family) are not counted")
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh,
-                         window=self.window(kind), qkv_bias=bias, out_bias=out_bias,
+                         window=self.window(kind), chunked=kind == "chunked", qkv_bias=bias, out_bias=out_bias,
                          qk_norm=qk, sinks=f.bool("_attention_sinks"), output_gate=f.bool("attn_output_gate"),
                          k_eq_v=k_eq_v, kv_shared=slot.kv_shared, kv_weights=slot.kv_weights)
 

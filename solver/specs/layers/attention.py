@@ -3,7 +3,9 @@
 Knobs: attention TP splits query heads and (up to N_kv) KV heads; o_proj is row-parallel over its own TP
 (o_proj_tp) or attention TP. CP / SP split a step's tokens and KVP splits the cached keys: this is a layer
 whose state grows with the sequence, so all three apply. A window caps the keys a query sees and the tokens
-the cache holds (sliding_window, attention_chunk_size).
+the cache holds (sliding_window, attention_chunk_size). A chunked window (`chunked`: Llama-4's
+attention_chunk_size) differs from a sliding one in what a query sees: the keys of its own chunk only, from the
+chunk's first token to itself (chunk / 2 on average, not the whole window); the cache still holds up to a chunk.
 
 A layer may attend with K/V another layer computed and cached (`kv_shared`): cross-layer attention (Hunyuan's
 use_cla: the later layers of each group hold no k / v projections, `kv_weights` false) and KV-shared last
@@ -37,6 +39,7 @@ class Attention(Block):
     head_dim: int
     v_head_dim: int
     window: int | None = None  # sliding / chunked window in tokens; None = full attention
+    chunked: bool = False  # the window is a chunk: a query sees its own chunk's keys (attention_chunk_size)
     qkv_bias: bool = False
     out_bias: bool = False
     # "head": RMSNorm weights of head_dim on q and k; "head_bias": LayerNorms of head_dim with a bias (Persimmon);
@@ -54,13 +57,17 @@ class Attention(Block):
     @property
     def kind(self) -> str:  # type: ignore[override]
         if self.window:
-            return "SWA"
+            return "Chunked" if self.chunked else "SWA"
         return "MHA" if self.kv_heads == self.heads else ("MQA" if self.kv_heads == 1 else "GQA")
 
     def label(self) -> str:
-        w = f" w{self.window}" if self.window else ""
+        w = f" {'c' if self.chunked else 'w'}{self.window}" if self.window else ""
         shared = " shared-KV" if self.kv_shared else ""
         return f"{self.kind} {self.heads}/{self.kv_heads} x {self.head_dim}{w}{shared}"
+
+    @property
+    def keys_monotone(self) -> bool:  # type: ignore[override]
+        return not self.chunked
 
     @property
     def caches_kv(self) -> bool:
@@ -123,9 +130,10 @@ class Attention(Block):
     # ------------------------------------------------------------------------------------------- costs
 
     def keys(self, cx: CostKit) -> float:
-        """Mean keys a query of this step attends to: the context, or the window's share of it."""
-        ctx = max(cx.w.context, 1.0)
-        return cx.mean_keys_capped(self.window) if self.window else ctx
+        """Mean keys a query of this step attends to: the context, the window's share of it, or its own chunk's."""
+        if not self.window:
+            return max(cx.w.context, 1.0)
+        return cx.mean_keys_chunked(self.window) if self.chunked else cx.mean_keys_capped(self.window)
 
     def ops(self, cx: CostKit) -> list:
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec

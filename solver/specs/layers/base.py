@@ -158,6 +158,8 @@ class CostKit(Protocol):
 
     def mean_keys_capped(self, cap: float) -> float: ...
 
+    def mean_keys_chunked(self, chunk: float) -> float: ...
+
     def shape_efficiency(self, width: float) -> float: ...
 
     def busy_replicas(self) -> float: ...
@@ -173,6 +175,9 @@ class Block(ABC):
     kvp_splits_keys = False
     activation_knob = "attn_tp_size"  # the knob whose group sizes the block's intermediate (memory.activation_terms)
     kind = "block"  # short type name used in reports (GQA, MLA, GatedDeltaNet, Mamba2, FFN, MoE, ...)
+    # the keys a query attends to never fall as its position grows (false: chunked attention, whose keys restart
+    # at every chunk): the planner's attention floors take a step at a longer context to cost at least as much
+    keys_monotone = True
 
     @abstractmethod
     def shares(self) -> tuple[Share, ...]:

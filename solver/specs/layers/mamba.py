@@ -54,6 +54,8 @@ class Mamba2(Block):
         is one (replicated on every rank)."""
         return (self.heads,) if self.groups == 1 else (self.heads, self.groups)
 
+    tp_unit_names = ("heads", "n_groups")  # what a refusal calls each of tp_units
+
     def _bc_ranks(self, attn_tp: int) -> int:
         # ranks the B/C groups split over: all of them, or none for a single replicated group
         return 1 if self.groups == 1 else attn_tp
