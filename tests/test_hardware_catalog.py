@@ -164,3 +164,20 @@ def test_a_family_name_lists_every_entry_it_starts_then_near_spellings() -> None
     assert err.value.problem.split("close names: ")[1].startswith("deepseek-v3")
     with pytest.raises(InputError, match=r"close names: atlas_a2, atlas_a3"):
         load_hardware("atlas")
+
+
+def test_figures_on_a_device_no_calibration_row_measured_say_so(tmp_path: Path) -> None:
+    """A device of a calibrated vendor without rows of its own (an L40S, a user's copy of the H200) is priced on
+    its file's efficiencies and the vendor's shared factors: the answer says so; a measured device does not."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    def notes(hardware: str) -> str:
+        r = CliRunner().invoke(main, ["solve", "qwen3-8b", "--hardware", hardware, "--cards", "1"])
+        assert r.exit_code == 0, r.stderr
+        return r.stderr
+
+    assert "the calibration rows measured no l40s: its figures use its file's efficiencies" in notes("l40s")
+    assert "the calibration rows measured no my_h200:" in notes(str(_user_yaml(tmp_path)))
+    assert "calibration rows measured no" not in notes("h200_sxm")
