@@ -37,6 +37,10 @@ class Tier(BaseModel):
                              description="per-hop latency added to each collective step, seconds")
     efficiency: float = Field(gt=0, le=1, description="achieved bus bandwidth / line rate")
     span_ranks: int = Field(gt=0, le=2**31, description="largest group that stays inside this tier")
+    peer_access: bool = Field(
+        True, description="ranks on this link read each other's memory directly (NVLink, Infinity Fabric, UB), "
+        "what the engines' custom all-reduce kernels need; false for a PCIe-only node, where vLLM and SGLang "
+        "switch the kernel off past two GPUs and NCCL's ring runs (the outer RDMA tiers never have it)")
 
 
 class Efficiency(BaseModel):
