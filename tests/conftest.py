@@ -31,7 +31,7 @@ def toy_hardware(**over):
     from solver.specs.hardware import Hardware
 
     data = dict(
-        name="toy", memory_bytes=10**11, hbm_bandwidth_Bps=1e12, peak_flops={"bf16": 1e15, "fp8": 2e15},
+        name="toy", vendor="toy", memory_bytes=10**11, hbm_bandwidth_Bps=1e12, peak_flops={"bf16": 1e15, "fp8": 2e15},
         ranks_per_node=8, scale_up_domain=8,
         tiers={"intra_node": dict(bandwidth_Bps=1e9, latency_s=0.0, efficiency=1.0, span_ranks=8),
                "inter_node": dict(bandwidth_Bps=1e8, latency_s=0.0, efficiency=1.0, span_ranks=1 << 20)},

@@ -119,12 +119,13 @@ def test_peak_memory_from_events_and_from_the_flag(tmp_path):
 
 
 def test_peak_memory_is_held_to_the_memory_rules_limit_not_095_of_capacity(tmp_path):
-    # Atlas A3: 64 GB, 3.76 GB runtime reserve, so the limit is 64 - 3.76 = 60.24 GB (under 0.95 x 64 = 60.8): a
-    # 60.5 GB allocator peak is over the limit every estimate and check uses, whatever its share of capacity
+    # Atlas A3: 64 GiB = 68.72 GB, 3.76 GB runtime reserve, so the limit is 68.72 - 3.76 = 64.96 GB (under
+    # 0.95 x 68.72 = 65.28): a 65.0 GB allocator peak is over the limit every estimate and check uses, whatever its
+    # share of capacity
     path = ts.write_trace(tmp_path / "t.json", ts.steps_trace([10_000]))
-    over = _verdict(_json(path, "--peak-memory-gb", "60.5", "--hardware", "atlas_a3"), "peak_memory_share")
-    assert over["level"] == "bad" and "limit 60.24 GB = min(0.95 x 64.00, 64.00 - 3.76 runtime reserve)" in over["message"]
-    under = _verdict(_json(path, "--peak-memory-gb", "60.2", "--hardware", "atlas_a3"), "peak_memory_share")
+    over = _verdict(_json(path, "--peak-memory-gb", "65.0", "--hardware", "atlas_a3"), "peak_memory_share")
+    assert over["level"] == "bad" and "limit 64.96 GB = min(0.95 x 68.72, 68.72 - 3.76 runtime reserve)" in over["message"]
+    under = _verdict(_json(path, "--peak-memory-gb", "64.9", "--hardware", "atlas_a3"), "peak_memory_share")
     assert under["level"] == "warn"
 
 

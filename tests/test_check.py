@@ -121,7 +121,9 @@ def _vocab_errors(out: dict) -> list[str]:
 
 
 def test_large_vocab_with_neither_table_split_where_memory_binds_is_flagged(tmp_path):
-    out = json.loads(_run(tmp_path, {**BASE, "parallel_config": {}}).stdout)
+    # 8K tokens per sequence: past the 64 GiB of an A3 die
+    workload = {"phase": "decode", "batch": 64, "seq_len": 8192}
+    out = json.loads(_run(tmp_path, {**BASE, "workload": workload, "parallel_config": {}}).stdout)
     assert not out["estimation"]["memory_feasible"]
     assert any("V = 129,280" in e and "3.71 GB on every rank" in e for e in _vocab_errors(out))
 

@@ -165,3 +165,12 @@ def test_identical_tiers_with_another_link_between_them_do_not_merge() -> None:
     hw = toy_hardware(scale_up_domain=16, tiers=tiers)
     assert [(lv.members, lv.tier_name) for lv in comm.group_levels(hw, 32)] == [
         (8, "intra_node"), (2, "scale_up"), (2, "inter_rack")]
+
+
+def test_a_pcie_only_node_runs_the_nccl_ring_not_the_custom_all_reduce() -> None:
+    # L40S: no NVLink, so vLLM/SGLang switch their custom kernel off past two GPUs; the ring's bytes and two
+    # link latencies are charged, on H100's NVLink the one-shot kernel's
+    l40s, b = load_hardware("l40s"), 64 * 1024
+    assert not l40s.tiers["intra_node"].peer_access and H100.tiers["intra_node"].peer_access
+    assert comm.all_reduce_s(l40s, 4, b, custom=CUSTOM) == pytest.approx(comm.all_reduce_s(l40s, 4, b))
+    assert comm.all_reduce_s(H100, 4, b, custom=CUSTOM) == pytest.approx(5e-6 + 3 * b / (450e9 * 0.82))

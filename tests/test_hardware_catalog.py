@@ -164,3 +164,36 @@ def test_a_family_name_lists_every_entry_it_starts_then_near_spellings() -> None
     assert err.value.problem.split("close names: ")[1].startswith("deepseek-v3")
     with pytest.raises(InputError, match=r"close names: atlas_a2, atlas_a3"):
         load_hardware("atlas")
+
+
+def test_figures_on_a_device_no_calibration_row_measured_say_so(tmp_path: Path) -> None:
+    """A device of a calibrated vendor without rows of its own (an L40S, a user's copy of the H200) is priced on
+    its file's efficiencies and the vendor's shared factors: the answer says so; a measured device does not."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    def notes(hardware: str) -> str:
+        r = CliRunner().invoke(main, ["solve", "qwen3-8b", "--hardware", hardware, "--cards", "1"])
+        assert r.exit_code == 0, r.stderr
+        return r.stderr
+
+    assert "the calibration rows measured no l40s: its figures use its file's efficiencies" in notes("l40s")
+    assert "the calibration rows measured no my_h200:" in notes(str(_user_yaml(tmp_path)))
+    assert "calibration rows measured no" not in notes("h200_sxm")
+
+
+@pytest.mark.parametrize("path", CATALOG_FILES, ids=lambda p: p.stem)
+def test_every_catalog_memory_is_whole_mebibytes_not_decimal_gigabytes(path: Path) -> None:
+    """Vendors' "192 GB" of HBM is 192 GiB (DRAM is binary-sized; ROCm reports an MI300X at 191.98 GiB): read
+    as 192e9 bytes it was 7% short, so the MI3xx and Atlas dies held less KV and fitted less than they do."""
+    assert load_hardware_file(path).memory_bytes % 2**20 == 0
+
+
+@pytest.mark.parametrize("name", ["a100_sxm", "h100_sxm", "h200_sxm", "h800", "h20", "l40s", "b200_sxm", "gb200",
+                                  "mi300x", "mi325x", "mi355x", "atlas_a2", "atlas_a3"])
+def test_a_device_whose_datasheet_gives_an_int8_rate_runs_int8(name: str) -> None:
+    """W8A8-INT8 checkpoints run on INT8 tensor cores (Hopper, Ada, Blackwell B200/GB200, MI3xx): a device file
+    without the rate refused --weight-dtype int8 as 'no int8 support'."""
+    hw = load_hardware(name)
+    assert hw.supports("int8") and hw.flops("int8") >= hw.flops("bf16")

@@ -91,3 +91,29 @@ def test_an_outer_tier_spans_more_than_the_tiers_inside_it(tmp_path: Path) -> No
 def test_a_weight_only_format_has_no_native_peak(tmp_path: Path) -> None:
     _refused(_hw_file(tmp_path, "h200_sxm", weight_only_formats=["fp8", "int4"]),
              "weight_only_formats: fp8 also in peak_flops (native compute); list each dtype in one of them")
+
+
+def test_a_hardware_file_names_its_vendor(tmp_path: Path) -> None:
+    """Without a vendor every engine passed the device (vllm-ascend's command for a GPU) and the figures took
+    the pooled calibration without a word on which."""
+    _refused(_hw_file(tmp_path, "h200_sxm", vendor=None), "vendor: Field required")
+
+
+def test_a_vendor_is_written_in_lower_case(tmp_path: Path) -> None:
+    """'NVIDIA' matched no engine's vendor list (TensorRT-LLM refused it as 'runs on nvidia devices; ... is
+    NVIDIA') and no calibration block."""
+    _refused(_hw_file(tmp_path, "h200_sxm", vendor="NVIDIA"),
+             "vendor: a lower-case name such as nvidia, amd, huawei or intel (engine profiles list the vendors they "
+             "run on so, and an engine runs only on its vendors' devices), got 'NVIDIA'")
+
+
+def test_a_profile_names_its_vendors_in_lower_case(tmp_path: Path) -> None:
+    fw = yaml.safe_load((REPO / "solver" / "frameworks" / "vllm.yaml").read_text())
+    fw["vendors"] = ["NVIDIA"]
+    path = tmp_path / "my_vllm.yaml"
+    path.write_text(yaml.safe_dump(fw))
+    r = CliRunner().invoke(main, ["solve", "qwen3-8b", "--hardware", "h200_sxm", "--cards", "1",
+                                  "--framework", str(path)])
+    assert r.exit_code == 2, (r.exit_code, r.stdout, r.stderr)
+    assert r.stderr.strip().splitlines() == [
+        f"error: {path}: vendors: 'NVIDIA' is not a lower-case vendor name such as nvidia, amd or huawei"]

@@ -100,7 +100,7 @@ def all_reduce_s(hw: Hardware, n: int, nbytes: float, stride: int = 1, comm_eff:
         return 0.0
     if custom is not None and nbytes <= custom.custom_max_bytes:
         levels = group_levels(hw, n, stride)
-        if len(levels) == 1 and levels[0].tier_name in PEER_ACCESS_TIERS:
+        if len(levels) == 1 and levels[0].tier_name in PEER_ACCESS_TIERS and levels[0].tier.peer_access:
             lv = levels[0]
             lat = lv.tier.latency_s if custom.latency_s is None else custom.latency_s
             bw = _bw(lv, comm_eff)

@@ -75,6 +75,11 @@ def calibrated_vendors(path: Path | None = None) -> list[str]:
     return sorted(_fitted_file(path or fitted_factors_path()).get("global") or {})
 
 
+def calibrated_devices(path: Path | None = None) -> set[str]:
+    """The devices (hardware names) some framework has its own fit on (fitted/factors.yaml's `factors` block)."""
+    return {hw for pairs in fitted_factors(path).values() for hw in pairs if not hw.startswith("_")}
+
+
 def pair_factors(fitted: Factors, shared: Mapping[str, float], framework: str, hardware: str) -> dict[str, float]:
     """One (framework, hardware) pair's fit, else, for a framework the fit has rows of, the global factors every
     pair shares (`shared`); a framework the fit never saw (the generic profile, an engine without calibration

@@ -20,6 +20,7 @@ from solver.specs.limits import MAX_MTP, MAX_TOKENS
 from solver.specs.knobs import DERIVED, DERIVED_NAMES, FOLLOWS, KNOBS, SETTINGS
 from solver.specs.expr import NOT_A_CONDITION, Expr, Value, compile_expr, is_condition
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
+from solver.specs.hardware import VENDOR
 from solver.specs.launch_spec import Feature, FeatureName, LaunchSpec
 
 if TYPE_CHECKING:
@@ -277,6 +278,14 @@ class FrameworkProfile(BaseModel):
         None, ge=0, le=2**17, description="redundant experts the engine always places (None: the planner picks "
         "the fewest that make EP divide the experts, when features.redundant_experts is supported)")
 
+    @field_validator("vendors")
+    @classmethod
+    def _vendor_names(cls, value: list[str]) -> list[str]:
+        odd = [v for v in value if not VENDOR.fullmatch(v)]
+        if odd:  # compared as written with the hardware files' `vendor`, which is lower case
+            raise ValueError(f"{odd[0]!r} is not a lower-case vendor name such as nvidia, amd or huawei")
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> "FrameworkProfile":
         if len(set(self.knobs)) != len(self.knobs):
@@ -302,7 +311,8 @@ class FrameworkProfile(BaseModel):
         return tuple(k for k in KNOB_NAMES if k not in self.knobs)
 
     def runs_on(self, vendor: str | None) -> bool:
-        """Whether the engine runs on a device of this vendor (a device file without one passes)."""
+        """Whether the engine runs on a device of this vendor (every device file names one; "" is a device name
+        the catalog does not know, which passes)."""
         return not self.vendors or not vendor or vendor in self.vendors
 
     def check_vendor(self, hardware: str, vendor: str | None, field: str = "--framework") -> None:

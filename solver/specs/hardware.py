@@ -5,6 +5,7 @@ names: bytes, bytes per second (`_Bps`), FLOP/s, seconds.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +24,7 @@ MIN_BPS = 1e6  # 1 MB/s
 MAX_FLOPS = 1e19  # 10 EFLOP/s per rank
 MIN_FLOPS = 1e9  # 1 GFLOP/s
 MAX_LATENCY_S = 1.0
+VENDOR = re.compile(r"[a-z][a-z0-9_-]*")  # a vendor name as device files and engine profiles write it
 
 
 class Tier(BaseModel):
@@ -35,6 +37,10 @@ class Tier(BaseModel):
                              description="per-hop latency added to each collective step, seconds")
     efficiency: float = Field(gt=0, le=1, description="achieved bus bandwidth / line rate")
     span_ranks: int = Field(gt=0, le=2**31, description="largest group that stays inside this tier")
+    peer_access: bool = Field(
+        True, description="ranks on this link read each other's memory directly (NVLink, Infinity Fabric, UB), "
+        "what the engines' custom all-reduce kernels need; false for a PCIe-only node, where vLLM and SGLang "
+        "switch the kernel off past two GPUs and NCCL's ring runs (the outer RDMA tiers never have it)")
 
 
 class Efficiency(BaseModel):
@@ -64,7 +70,9 @@ class Hardware(BaseModel):
 
     name: str
     description: str = ""
-    vendor: str = ""
+    vendor: str = Field(description="who makes the device, in lower case (nvidia, amd, huawei, intel, ...): the "
+                        "engines that run on it (framework profiles' `vendors`) and the calibration it carries "
+                        "(fitted/factors.yaml's per-vendor blocks)")
     memory_bytes: int = Field(gt=0, le=MAX_BYTES, description="HBM per rank")
     hbm_bandwidth_Bps: float = Field(ge=MIN_BPS, le=MAX_BPS, description="peak HBM bandwidth per rank")
     peak_flops: dict[Dtype, float] = Field(description="dense peak FLOP/s (or OP/s) per rank by dtype")
@@ -140,6 +148,16 @@ class Hardware(BaseModel):
                                        f"must exceed the {inner} ranks of the tiers inside it, got {span}")
                 inner = span
         return self
+
+    @field_validator("vendor")
+    @classmethod
+    def _vendor_token(cls, value: str) -> str:
+        # compared as written with the profiles' vendor lists: "NVIDIA" would be refused by every NVIDIA engine
+        # and miss the NVIDIA calibration; an empty one would pass every engine, Ascend's on a GPU included
+        if not VENDOR.fullmatch(value):
+            raise ValueError("a lower-case name such as nvidia, amd, huawei or intel (engine profiles list the "
+                             "vendors they run on so, and an engine runs only on its vendors' devices)")
+        return value
 
     @field_validator("memory_bytes", "reserved_bytes")
     @classmethod

@@ -5,21 +5,27 @@ are timed, a device of a vendor no calibration row measured (its efficiencies ar
 assumptions)."""
 from __future__ import annotations
 
-from solver.specs.fitted import calibrated_vendors
+from solver.specs.fitted import calibrated_devices, calibrated_vendors, fitted_global
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.precision import Precision
 
 
 def device_notes(hw: Hardware, prec: Precision, timed: bool = True) -> list[str]:
-    """The notes of one device: the precision's, and (`timed`) whether calibration rows measured its vendor."""
+    """The notes of one device: the precision's, and (`timed`) whether calibration rows measured its vendor, or
+    the device itself (a device of a measured vendor without rows of its own takes that vendor's shared factors
+    on its own file's efficiencies: an L40S or an A100 priced as the H100s and B200s were fitted)."""
     out = list(prec.notes)
     vendors = calibrated_vendors()
     if timed and vendors and hw.vendor not in vendors:
-        who = f"{hw.vendor} device" if hw.vendor else "device of this vendor"
-        out.append(f"the calibration rows measured no {who}: the figures on {hw.name} use its file's "
+        out.append(f"the calibration rows measured no {hw.vendor} device: the figures on {hw.name} use its file's "
                    f"efficiencies (its sources say which are assumptions) and the grouped-GEMM fraction fitted "
                    f"on {', '.join(vendors)} devices")
+    elif timed and vendors and hw.name not in calibrated_devices():
+        shared = ", ".join(sorted(fitted_global(hw.vendor)))
+        out.append(f"the calibration rows measured no {hw.name}: its figures use its file's efficiencies (its "
+                   f"sources say which are assumptions) and the factors fitted over other {hw.vendor} devices "
+                   f"({shared}, and the engine's own where it has them)")
     return out
 
 
