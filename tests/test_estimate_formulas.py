@@ -411,6 +411,17 @@ def test_token_budget_tier_follows_the_memory_of_a_users_own_hardware() -> None:
     assert sg.efficiency_for(_toy_hw(memory_bytes=80 * 2**30, vendor="amd"))["token_budget"] == 8192
 
 
+def test_vllm_keeps_any_device_named_a100_at_its_small_budget() -> None:
+    """vLLM decides by the driver's device name ('a100' in it), not by the catalog's file name: a user's A100
+    PCIe 80GB file gets 2048 tokens like the catalog's SXM, whatever its file is called."""
+    vl = load_framework("vllm")
+    a100 = load_hardware("a100_sxm").model_copy(update={"name": "my_pcie_box",
+                                                        "description": "NVIDIA A100 PCIe 80GB"})
+    h100 = load_hardware("h100_sxm").model_copy(update={"name": "my_box"})
+    assert vl.efficiency_for(a100)["token_budget"] == 2048
+    assert vl.efficiency_for(h100)["token_budget"] == 8192
+
+
 def test_serving_budget_is_the_workloads_else_the_frameworks_split_over_sglang_attention_dp() -> None:
     b200 = load_hardware("b200_sxm")
     wl = Workload("serving", isl=1024, osl=1024, concurrency=64)

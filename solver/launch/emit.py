@@ -232,7 +232,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     base = {
         **env,
         "nnodes": nnodes, "gpus_per_node": gpus, "max_model_len": inputs.max_model_len,
-        "token_budget": fw.scheduler.token_budget_for(hw.name, float(hw.memory_bytes)),
+        "token_budget": fw.scheduler.token_budget_for(f"{hw.name} {hw.description}", float(hw.memory_bytes)),
         # one format for every linear layer: a quantization flag names one method, so a mixed checkpoint (its
         # routed experts in another format) carries its own and the flag is left out (the notes say so)
         "weight_dtype_set": inputs.weight_dtype is not None and inputs.moe_weight_dtype in (None, inputs.weight_dtype),

@@ -171,18 +171,23 @@ class FrameworkScheduler(BaseModel):
     token_budget_tiers: list[TokenBudgetTier] = Field(
         default_factory=list, description="larger defaults by device memory (the framework's own thresholds)"
     )
-    token_budget_by_hardware: dict[str, int] = Field(
-        default_factory=dict, description="catalog device -> budget, where the framework decides by device name"
+    token_budget_by_device_name: dict[str, int] = Field(
+        default_factory=dict,
+        description="a word of the device's product name (lower case) -> budget, where the framework decides by "
+                    "the name the driver reports (vLLM: 'a100' in it): matched in the hardware's name and description",
     )
     budget_split_by_attention_dp: bool = Field(
         False, description="the budget is divided by the attention-DP size (each DP rank gets budget / dp)"
     )
     source: str = ""
 
-    def token_budget_for(self, hardware: str, memory_bytes: float | None) -> int:
-        """The default budget on device `hardware` with `memory_bytes` of HBM (None: unknown)."""
-        if hardware in self.token_budget_by_hardware:
-            return self.token_budget_by_hardware[hardware]
+    def token_budget_for(self, device_name: str, memory_bytes: float | None) -> int:
+        """The default budget on a device named `device_name` (its file's name and description) with
+        `memory_bytes` of HBM (None: unknown)."""
+        name = device_name.lower()
+        for word, budget in self.token_budget_by_device_name.items():
+            if word in name:
+                return budget
         budget = self.token_budget
         if memory_bytes is not None:
             for tier in sorted(self.token_budget_tiers, key=lambda t: t.min_memory_gib):
@@ -334,8 +339,10 @@ class FrameworkProfile(BaseModel):
         budget tier (a name is looked up in the catalog, so a user's hardware file has none)."""
         if isinstance(hardware, str):
             name, memory, vendor = hardware, _memory_bytes(hardware), _vendor(hardware)
+            device_name = f"{hardware} {_description(hardware)}"
         else:
             name, memory, vendor = hardware.name, float(hardware.memory_bytes), hardware.vendor
+            device_name = f"{hardware.name} {hardware.description}"
         self.check_vendor(name, vendor)
         base = self.efficiency
         out = {"gemm": base.gemm, "attention": base.attention, "hbm": base.hbm, "comm": base.comm,
@@ -345,7 +352,7 @@ class FrameworkProfile(BaseModel):
         # a pair without its own fit still carries the factors fitted once over every pair (fitted_global)
         shared = fitted_global(vendor, framework=self.name)
         out = apply_fitted(out, pair_factors(fitted_factors(), shared, self.name, name))
-        out["token_budget"] = float(self.scheduler.token_budget_for(name, memory))
+        out["token_budget"] = float(self.scheduler.token_budget_for(device_name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         out["kvp_splits_attention_weights"] = 1.0 if self.kvp_splits_attention_weights else 0.0
         out.update(self.serving_factors())
@@ -444,6 +451,16 @@ def _memory_bytes(hardware: str) -> float | None:
         return float(load_hardware(hardware).memory_bytes)
     except (InputError, OSError, ValueError):
         return None
+
+
+def _description(hardware: str) -> str:
+    """The product description of a catalog device ("" for a name the catalog does not know)."""
+    from solver.specs.hardware_catalog import load_hardware
+
+    try:
+        return load_hardware(hardware).description
+    except (InputError, OSError, ValueError):
+        return ""
 
 
 def _vendor(hardware: str) -> str:
