@@ -247,6 +247,28 @@ def test_a_given_concurrency_above_the_planners_default_range_is_served() -> Non
     _plan(QWEN, "h200_sxm", 128, concurrency=6000)
 
 
+def test_a_prefill_pool_plans_steps_that_give_every_replica_the_same_prompts() -> None:
+    """The pool model steps every attention replica of a prefill worker with n prompts (mu = x R_p n / P_n), so a
+    prefill point's batch is a multiple of its replicas, and one prompt per replica is asked for as batch = R_p
+    (the divisors of W), not read off a batch-1 step the estimator fills with a prompt per replica. DeepSeek-V3
+    on 32 H200 (SGLang): the pick is Attn TP4 x DP2 at two prompts a step; where the batch-1 plans costed one
+    prompt and the pool still priced one per replica, the pairing lost that point and took DP8 (TTFT 1,631 ->
+    2,326 ms)."""
+    from solver.plan import disagg
+
+    spec, hw, fw = load_model("deepseek-v3"), load_hardware("h200_sxm"), load_framework("sglang")
+    prec = resolve_precision(spec, hw, None, None, None)
+    assert disagg.prefill_batches(8192, 8) == [1, 2, 4, 8, 16]
+    assert disagg.prefill_batches(32768, 8) == [1, 2, 4, 8]  # up to one prompt's tokens per rank past the cap
+    sc = Scenario(kind="balanced")  # `solve deepseek-v3 --hardware h200_sxm --cards 32 --serving disagg`'s
+    best = plan_disagg(spec, hw, prec, fw, 32, sc).best.prefill.planned
+    assert (best.config.attn_tp_size, best.config.attn_replicas, best.batch) == (4, 2, 2)
+    fronts, _ = disagg._fronts(spec, hw, prec, fw, 32, sc, None, False, None, [8], "cpsat")
+    points = fronts["prefill"][8]
+    assert all(p.batch % p.config.attn_replicas == 0 for p in points)
+    assert {p.config.attn_replicas for p in points if p.batch == p.config.attn_replicas} >= {2, 8}
+
+
 def test_the_disaggregated_ttft_is_the_sum_of_the_parts_shown() -> None:
     """The TTFT line listed wait + prefill + KV + admission (857 ms) beside a TTFT of 1,631 ms: the fixed front-end
     cost and the first wave's weight were missing. Every part is now shown and they add up."""

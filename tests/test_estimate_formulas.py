@@ -362,6 +362,26 @@ def test_one_prompt_under_attention_dp_loads_the_moe_with_that_prompt_only() -> 
     assert dp["shared_experts"].flops == pytest.approx(8 * sp["shared_experts"].flops)
 
 
+def test_a_prefill_of_fewer_prompts_than_replicas_costs_and_serves_those_prompts_only() -> None:
+    # `estimate --phase prefill --batch 1` of DeepSeek-V3 under attention DP2 (EP2): one replica holds the prompt,
+    # the other none. The MoE sees that prompt's tokens alone: S x top-8 pairs over EP2 per rank, 2 FLOPs per
+    # expert parameter (3 x 7168 x 2048: gate, up, down), 58 MoE layers, at the H200 routing skew (the balls-in-bins
+    # spread of 4,096 pairs over 2 ranks, 1.018, is below it); and the step finishes one prompt, not two
+    S, moe_layers = 1024, 61 - 3
+    prec = _prec(V3)
+    pc = make_parallel_config(2)
+    assert pc.attn_replicas == 2 and pc.moe_ep_size == 2
+    one = estimate(V3, H200, pc, prec, F_H200, Workload("prefill", batch=1, seq_len=S))
+    pairs = S * 8 / 2
+    routed = sum(o.flops for o in one.prefill.ops if o.name == "routed_experts")
+    assert routed == pytest.approx(moe_layers * 2 * pairs * 3 * 7168 * 2048 * F_H200.expert_imbalance)
+    assert one.output_tokens_per_s == pytest.approx(1 / one.ttft_s)
+    # two prompts fill both replicas: twice the MoE tokens, two prompts per step
+    two = estimate(V3, H200, pc, prec, F_H200, Workload("prefill", batch=2, seq_len=S))
+    assert sum(o.flops for o in two.prefill.ops if o.name == "routed_experts") == pytest.approx(2 * routed)
+    assert two.output_tokens_per_s == pytest.approx(2 / two.ttft_s)
+
+
 def test_grouped_gemm_fraction_slows_the_routed_expert_compute_only() -> None:
     # TP8 MoE (EP 1): 8192 prompt tokens x top-8 pairs on every rank, a compute-bound grouped GEMM
     pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=8)

@@ -288,8 +288,8 @@ def test_random_models_get_valid_answers_and_matching_fronts(cfg, hw, world, kin
 
 
 def test_prefill_batches_are_the_replica_counts_so_dp_engines_plan_attention_dp():
-    """A prefill-only plan runs one step of prompts, every attention replica prefilling at least one: the
-    batches it tries are the replica counts (the divisors of the world), so an engine that wants the batch
+    """A prefill-only plan runs one step of the prompts it is given (a layout of more replicas leaves some idle):
+    the batches it tries are the replica counts (the divisors of the world), so an engine that wants the batch
     divisible by its attention DP (cann-recipes) can plan DP / CP at one prompt per replica. With batch 1
     alone it could only plan attention TP over the whole world: DeepSeek-V3.2 on 64 Atlas A3 dies, 64K
     prompts, throughput, was Attn TP64 at one prompt (7.6 s, a tenth of the prompts/s), against the

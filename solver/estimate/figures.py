@@ -50,7 +50,11 @@ class StepPlan:
     def served(self) -> float:
         """Sequences the deployment works on at once: throughput = served x tokens / request time, so two
         configurations with equal `served` at one workload have inverse throughput proportional to latency."""
-        return float(self.wl.concurrency) if self.kind == "serving" else self.per_replica * self.replicas
+        if self.kind == "serving":
+            return float(self.wl.concurrency)
+        if self.kind == "prefill":  # the prompts given, however few of the replicas they occupy
+            return float(self.wl.batch)
+        return self.per_replica * self.replicas
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,11 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
     mtp_layers = wl.mtp if model.num_mtp_layers else 0
     if wl.kind == "prefill":
         per = max(1.0, wl.batch / replicas)
+        # fewer prompts than attention replicas: the others have no prompt (at most an engine's dummy step), so
+        # the MoE and every group spanning replicas see these prompts' tokens only (Work.busy_replicas)
+        busy = float(wl.batch) if wl.batch < replicas else 0.0
         work = Work("prefill", new_tokens=wl.seq_len * per, context=(wl.seq_len + 1) / 2, sequences=per,
-                    logits_tokens=per)
+                    logits_tokens=per, busy_replicas=busy)
         return StepPlan("prefill", pc.world_size, replicas, per, work, None, 0, wl, pre_seqs=per,
                         pre_layers=step_layers(model, pc, "prefill", per))
     if wl.kind == "decode":
@@ -113,7 +120,7 @@ def figures(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: float
         return Figures(t.ttft_s, t.tpot_s, wl.concurrency * wl.osl / t.request_s, t.request_s, pre_s, dec_s, t)
     if sp.kind == "prefill":
         # pure prefill emits one token per prompt: throughput is prompts finished per second
-        return Figures(pre_s, 0.0, sp.per_replica * sp.replicas / pre_s, pre_s, pre_s, 0.0)
+        return Figures(pre_s, 0.0, sp.served / pre_s, pre_s, pre_s, 0.0)
     tpot = dec_s / m
     return Figures(0.0, tpot, sp.per_replica * sp.replicas / tpot, tpot * sp.wl.osl, 0.0, dec_s)
 

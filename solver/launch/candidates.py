@@ -34,7 +34,7 @@ def pool_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand: Cand
     """The command of one worker of a disaggregated pool (`role` prefill or decode): the pool's parallel_config
     and batch, with the profile's launch.disagg role and KV-transfer flags; {"error": line} as candidate_launch.
     A prefill worker's running-request cap is the prompts all its attention replicas take in one step, as the
-    estimate prices it (plan.disagg.prompts_per_replica: every replica prefills at least one)."""
+    estimate prices it (plan.disagg.prompts_per_replica: the same share on every replica)."""
     from solver.plan.disagg import prompts_per_replica
 
     batch = cand.planned.batch

@@ -3,6 +3,10 @@ and the KV-transfer cost (estimate.disagg), not a second planner.
 
 For every worker size W (ranks per worker) that fits the model, `plan` gives the prefill front (configs x prompts
 per step, with the prefill time) and the decode front (configs x running sequences, with TPOT under the SLA).
+A prefill point's batch is the prompts its step holds, all of them: the pool's serving model steps every attention
+replica with the same n prompts (estimate.disagg: mu = x R_p n / P_n), so the prefill plans admit only layouts
+whose replicas divide the batch (FILLS_REPLICAS) and try every batch that is one prompt per replica for some
+layout (the divisors of W) besides the larger steps (prefill_batches).
 A pool pair (prefill point, decode point) and a decode worker count y fix the demand: the decode pool finishes
 lambda = C / (OSL TPOT) requests/s (C = y B_w with B_w running sequences per decode worker, or the scenario's
 fixed concurrency); the rate match takes the fewest prefill workers whose capacity x n_w / P (n_w prompts per
@@ -11,7 +15,9 @@ step per worker, P the step) meets it, within the cards (estimate.disagg.workers
 A cheap ratio estimate (request latency without queueing, ranks per output token/s at the demand) ranks the pairs
 by the scenario's score; in that order each is evaluated by the full serving model at concurrency C and judged by
 the SLA, until SHORTLIST meet it (or MAX_EVALUATED have been tried, so that a tight TTFT SLA still finds the pairs
-the ratio ranks lower); the scenario's score on the full estimates picks the winner.
+the ratio ranks lower); where none of those meets a TTFT SLA, the MAX_EVALUATED pairs of lowest TTFT estimate
+are tried next (where the remedy looks for the SLA's floor). The scenario's score on the full estimates picks the
+winner.
 """
 from __future__ import annotations
 
@@ -27,17 +33,42 @@ from solver.estimate.memory import MemoryOptions
 from solver.plan import points
 from solver.plan.solve import Planned, PlanResult, plan
 from solver.specs.disagg_fitted import burst_share
-from solver.specs.framework import FrameworkProfile
+from solver.specs.framework import FrameworkProfile, Rule
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
 SHORTLIST = 40  # pool pairs meeting the SLA that the scenario's score chooses among
-MAX_EVALUATED = 400  # pool pairs evaluated with the full serving model at most (a few ms each)
+MAX_EVALUATED = 400  # pool pairs evaluated with the full serving model at most per order (a few ms each)
 # Largest prefill step the prompt grid goes to, tokens per rank: SGLang's large-scale EP prefill runs 16384
 # tokens per GPU (facts/measurements.md #3). The prefill planner plans one batch per call (space._batch_values).
 PREFILL_TOKENS_PER_RANK_MAX = 16384
+
+
+# A disaggregated prefill worker under load gives each attention replica its own share of the queued prompts and
+# steps them together (estimate.disagg's pool model: n prompts on every replica, mu = x R_p n / P_n). A step of
+# `batch` prompts is that only where the replicas divide it; a layout with more replicas than prompts would leave
+# some idle, a step the pool model never runs, so the prefill plans the pool pairs from hold this rule beside the
+# framework's (the planner's served classes alone cannot: every layout at one batch serves that batch).
+FILLS_REPLICAS = Rule(
+    id="C.prefill_pool_fills_replicas",
+    require="divides(world // (attn_tp_size * cp_size * kvp_size * attn_sp_size), batch)",
+    message="a disaggregated prefill worker steps every attention replica with the same prompts: the batch must be "
+            "a multiple of the attention replicas",
+    source="estimate.disagg (the prefill pool's step: n prompts on each of the R_p attention replicas)")
+
+
+def pool_framework(fw: FrameworkProfile) -> FrameworkProfile:
+    """The framework's rules and FILLS_REPLICAS: what a prefill pool's plans hold. One object per profile, so the
+    planner's memos keyed by the profile's identity (its static rule tables) serve every plan of the pool."""
+    hit = _POOL_FW.get(id(fw))
+    if hit is None or hit[0] is not fw:
+        hit = _POOL_FW[id(fw)] = (fw, fw.model_copy(update={"rules": [*fw.rules, FILLS_REPLICAS]}))
+    return hit[1]
+
+
+_POOL_FW: dict[int, tuple[FrameworkProfile, FrameworkProfile]] = {}  # id(profile) -> (it, pool_framework(it))
 
 
 @dataclass(frozen=True)
@@ -87,11 +118,12 @@ def worker_sizes(model: ModelSpec, hw: Hardware, cards: int) -> list[int]:
 
 
 def prefill_batches(isl: int, world: int) -> list[int]:
-    """Prompts per prefill step of one worker the prefill plans try: 1, then W x 2^k up to the token cap."""
-    out, b = [1], world
+    """Prompts per prefill step of one worker the prefill plans try: the divisors of W (each is one prompt per
+    replica for the layouts of that many replicas, the least step they run, and a few per replica for layouts of
+    fewer: at most one prompt's tokens per rank), then W x 2^k up to the token cap."""
+    out, b = [d for d in range(1, world + 1) if world % d == 0], 2 * world
     while b * isl <= PREFILL_TOKENS_PER_RANK_MAX * world:
-        if b > 1:
-            out.append(b)
+        out.append(b)
         b *= 2
     return out
 
@@ -124,11 +156,18 @@ def sla_misses(e: DisaggEstimate, scenario: Scenario) -> list[str]:
 
 def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes, method,
             diagnose: bool = True):
-    """(the prefill and decode fronts per worker size, 'phase W=size' -> why that pool's first plan failed).
-    `diagnose`: explain those failures (the caller reads them); a failure past a pool's first batch is only the
-    end of its batches, so it is never diagnosed (a diagnosis re-plans with each constraint family relaxed)."""
+    """(the prefill and decode fronts per worker size, 'phase W=size' -> why that pool has no point).
+    `diagnose`: explain those failures (the caller reads them). A prefill batch below W that fails is passed over
+    (FILLS_REPLICAS admits more layouts at a larger one); from W on a failure ends the batches. Only a pool with
+    no point is diagnosed (a diagnosis re-plans with each constraint family relaxed): _prefill_failure."""
     fronts: dict[str, dict[int, list[Planned]]] = {"prefill": {}, "decode": {}}
     skipped: dict[str, InfeasibleError] = {}
+    pool_fw = pool_framework(fw)
+
+    def phase_plan(phase: str, w: int, b: int | None, rules: FrameworkProfile, diagnosed: bool) -> PlanResult:
+        return plan(model, hw, prec, rules, w, phase_scenario(scenario, phase, b), params, method=method,
+                    allow_cross_node=allow_cross_node, mem_opts=mem_opts, explain_binding=False, diagnose=diagnosed)
+
     for w in sizes:
         # a step never holds more prompts than requests are in flight (the given concurrency, else its cap)
         most = scenario.concurrency or scenario.max_concurrency
@@ -137,15 +176,19 @@ def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_
             pts = []
             for b in batches:
                 try:
-                    res: PlanResult = plan(model, hw, prec, fw, w, phase_scenario(scenario, phase, b), params,
-                                           method=method, allow_cross_node=allow_cross_node, mem_opts=mem_opts,
-                                           explain_binding=False, diagnose=diagnose and b in (None, 1))
+                    res: PlanResult = (phase_plan(phase, w, b, fw, diagnose) if phase == "decode" else
+                                       phase_plan(phase, w, b, pool_fw, False))
                 except InfeasibleError as exc:
-                    if b in (None, 1):
+                    if phase == "decode":
                         skipped[f"{phase} W={w}"] = exc
-                    break  # more prompts per step will not fit either
+                        break
+                    if b >= w:
+                        break  # every layout is admitted from W on: more prompts per step will not fit either
+                    continue  # below W the rule admits more layouts at a larger batch
                 pts += [p for p in res.front + res.candidates if p.estimate.memory.feasible]
             if not pts:
+                if phase == "prefill":
+                    skipped[f"{phase} W={w}"] = _prefill_failure(phase_plan, w, fw, diagnose)
                 continue
             seen, uniq = set(), []
             for p in pts:
@@ -155,6 +198,21 @@ def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_
                     uniq.append(p)
             fronts[phase][w] = uniq
     return fronts, skipped
+
+
+def _prefill_failure(phase_plan, w: int, fw: FrameworkProfile, diagnose: bool) -> InfeasibleError:
+    """Why no prefill step of a W-rank worker plans: the plan of one prompt on any layout (the least load of every
+    layout, so what binds it binds every step the pool could run) under the framework's own rules, diagnosed;
+    where that one plans, only FILLS_REPLICAS stood in the way (the layouts that fit leave replicas idle). Not
+    re-planned where the failure goes unread (`diagnose` False)."""
+    if not diagnose:
+        return InfeasibleError(f"no prefill step of a {w}-rank worker plans", [])
+    try:
+        phase_plan("prefill", w, 1, fw, True)
+    except InfeasibleError as exc:
+        return exc
+    return InfeasibleError(f"no prefill step of a {w}-rank worker keeps every attention replica busy within the "
+                           "limits", [FILLS_REPLICAS.id])
 
 
 @dataclass(frozen=True)
@@ -226,17 +284,14 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
         raise no_pair(job, scenario, fronts, skipped)
     lat0, inv0 = min(t.lat for t in pairs), min(t.inv for t in pairs)
     pairs.sort(key=lambda t: scenario.score(t.lat, t.inv, lat0, inv0))  # the scenario's own order, on the ratio
-    evaluated: list[DisaggPlan] = []
-    rejected: list[str] = []
-    for t in pairs[:MAX_EVALUATED]:
-        if len(evaluated) >= SHORTLIST:
-            break
-        c = job.evaluate(scenario, t)
-        misses = sla_misses(c.estimate, scenario)
-        if misses:
-            rejected.extend(misses)
-            continue
-        evaluated.append(c)
+    evaluated, rejected = _shortlist(job, scenario, pairs[:MAX_EVALUATED])
+    if not evaluated and scenario.ttft_ms is not None:
+        # none the ratio ranks first meets the TTFT SLA: look where its floor is looked for (the pairs of lowest
+        # TTFT estimate, disagg_remedies._sla_floor), so that an SLA at the floor the remedy names is met
+        first = {id(t) for t in pairs[:MAX_EVALUATED]}
+        evaluated, more = _shortlist(job, scenario, [t for t in sorted(pairs, key=ttft_order)[:MAX_EVALUATED]
+                                                     if id(t) not in first])
+        rejected += more
     if not evaluated:
         from solver.plan.disagg_remedies import none_meets
 
@@ -254,6 +309,29 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
             seen.add(_key(c))
             alts.append(c)
     return DisaggResult(ranked[0], alts, job.sizes, skipped)
+
+
+def _shortlist(job: _Job, scenario: Scenario, pairs: list[_Pair]) -> tuple[list[DisaggPlan], list[str]]:
+    """(the first SHORTLIST of `pairs`, in order, that the full serving model finds within the SLA; the SLA
+    families the others missed)."""
+    evaluated: list[DisaggPlan] = []
+    rejected: list[str] = []
+    for t in pairs:
+        if len(evaluated) >= SHORTLIST:
+            break
+        c = job.evaluate(scenario, t)
+        misses = sla_misses(c.estimate, scenario)
+        if misses:
+            rejected.extend(misses)
+            continue
+        evaluated.append(c)
+    return evaluated, rejected
+
+
+def ttft_order(t: _Pair) -> tuple[float, int]:
+    """A pair's TTFT estimate without queueing or transfer (prefill step + one decode step), then its
+    concurrency: the order a TTFT SLA's floor is searched in."""
+    return t.p.estimate.ttft_s + t.d.estimate.tpot_s, t.conc
 
 
 def _pairs(scenario: Scenario, fronts: dict, cards: int) -> list[_Pair]:
@@ -300,8 +378,8 @@ def cards_for(model: ModelSpec, hw: Hardware, prefill_size: int, decode_size: in
 
 
 def prompts_per_replica(p: Planned) -> int:
-    """Prompts one attention replica of a prefill worker takes per step at the plan's batch (every replica
-    prefills at least one: estimate.serving's prefill workload)."""
+    """Prompts one attention replica of a prefill worker takes per step at the plan's batch: batch / R_p, whole
+    for the pool's points (FILLS_REPLICAS); at least one for a point planned without the rule."""
     return max(1, math.ceil(p.batch / p.config.attn_replicas))
 
 

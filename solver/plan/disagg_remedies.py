@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from solver.errors import InfeasibleError
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import (MAX_EVALUATED, _concurrency, _Pair, _pairs, cards_for, phase_scenario,
-                                sla_misses)
+                                sla_misses, ttft_order)
 from solver.plan.solve import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
                                relax_slas)
 from solver.specs.limits import MAX_CONCURRENCY
@@ -148,10 +148,9 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
     lows = []
     for b in slas:
         _, attr, name = SLA_FLAGS[b]
-        est = ((lambda t: t.p.estimate.ttft_s + t.d.estimate.tpot_s) if b == "SLA.ttft"
-               else (lambda t: t.d.estimate.tpot_s))
+        order = ttft_order if b == "SLA.ttft" else (lambda t: (t.d.estimate.tpot_s, t.conc))
         fitting = []
-        for i in sorted(range(len(pairs)), key=lambda i: (est(pairs[i]), pairs[i].conc))[:MAX_EVALUATED]:
+        for i in sorted(range(len(pairs)), key=lambda i: order(pairs[i]))[:MAX_EVALUATED]:
             if i not in estimates:
                 estimates[i] = job.evaluate(relaxed, pairs[i]).estimate
             if not sla_misses(estimates[i], relaxed):  # fits memory and meets the SLAs kept

@@ -96,10 +96,10 @@ def _batch_values(scenario: Scenario, world: int) -> tuple[int, ...]:
     if scenario.concurrency is not None:
         return (scenario.concurrency,)
     if scenario.phase == "prefill":
-        # one step of prompts: every attention replica prefills at least one (estimate.serving prices a batch
-        # below the replica count as one per replica), so the batches are the replica counts a configuration
-        # can have, the divisors of the world; an engine that wants the batch divisible by its DP
-        # (C.batch_divisible_attn_dp) then plans DP configurations at one prompt per replica
+        # one step of prompts, the batch the prompts it holds (a batch below a layout's replica count leaves the
+        # others idle: estimate.figures.step_plan); the batches are the replica counts a configuration can have,
+        # the divisors of the world, so each layout is planned at one prompt per replica too, and an engine that
+        # wants the batch divisible by its DP (C.batch_divisible_attn_dp) finds its DP configurations there
         return tuple(divisors(world))
     # powers of two from one request per rank's worth up to the cap (the largest that fits is not always best)
     values, b = [], 1
