@@ -47,6 +47,9 @@ _PAST_CONTEXT = {
     "alibi": "ALiBi has no position table that limits the length, but {field} is the context it was trained on and "
              "quality past it is not guaranteed; engines cap the maximum model length at that field unless told "
              "to allow a longer one",
+    "sinusoidal": "sinusoidal positions have no learned table that limits the length (the buffer is computed for "
+                  "any position), but {field} is the context it was trained on and quality past it is not "
+                  "guaranteed; engines cap the maximum model length at that field unless told to allow a longer one",
     "none": "the model encodes no positions (NoPE attention, or no attention), so no table limits the length, but "
             "{field} is the context it was trained on and quality past it is not guaranteed; engines cap the maximum "
             "model length at that field unless told to allow a longer one",

@@ -250,6 +250,18 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
     """Parameters from the tower's width `h` into the text width: the module docstring's projector
     conventions (one linear; a patch merger MLP; the family facts' two-linear MLPs)."""
     c = f.cfg
+    if facts.get("_vision_projector_query_cross_attention"):
+        # AriaProjector: a learned query table of max(projector_patch_to_query_dict) rows x h; AriaCrossAttention's
+        # bias-free q / k / v (h x h), an nn.MultiheadAttention (biased in_proj of 3h, biased out_proj), a biased
+        # linear and two LayerNorms (queries, keys / values); the projector's LayerNorm; AriaProjectorMLP linear_in
+        # h -> text width and linear_out, no biases
+        table = wrapper.cfg.get("projector_patch_to_query_dict")
+        if not isinstance(table, dict) or not table:
+            raise wrapper.err("projector_patch_to_query_dict", "missing or empty (its largest value is the rows of "
+                                                               "the projector's learned query table)")
+        rows = max(wrapper.check_int(f"projector_patch_to_query_dict.{k}", v, 1, 2**20) for k, v in table.items())
+        cross = 3 * h * h + (3 * h * h + 3 * h) + (h * h + h) + (h * h + h) + 2 * 2 * h
+        return rows * h + cross + 2 * h + h * text_hidden + text_hidden * text_hidden
     if facts.get("_vision_projector_conv_merger"):
         # GLM-4.1V: downsample, a biased Conv2d m x m from h into out_hidden_size; then the merger: a bias-free
         # out x out linear, a LayerNorm over out, a bias-free gated MLP out -> intermediate_size -> out
@@ -276,7 +288,8 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
             merge = round(1 / ratio)
             if abs(merge * ratio - 1) > 1e-9:
                 raise wrapper.err("downsample_ratio", f"{ratio} is not 1 / an integer (the pixel shuffle's factor)")
-        fed = wrapper.cfg.get("vision_feature_layer")  # a list: those layers' outputs are concatenated
+        # a list: those layers' outputs are concatenated (VipLlavaConfig's attribute_map reads the older plural)
+        fed = wrapper.cfg.get("vision_feature_layer", wrapper.cfg.get("vision_feature_layers"))
         wide = h * merge * merge * (len(fed) if isinstance(fed, list) and fed else 1)
         newline = out if facts.get("_vision_image_newline") else 0
         return (2 * wide if facts.get("_vision_projector_norm") else 0) + _mlp_into_text(wide, out, pb) + newline

@@ -11,9 +11,9 @@ from solver.specs.layers.base import Block
 EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
 # where a dense FFN's width is read from, first given wins (Llama-4 writes both intermediate_size_mlp and the
 # experts' intermediate_size; OPT writes ffn_dim; LFM2's block_ff_dim wins over its intermediate_size; Phi-3-small
-# writes ff_intermediate_size)
+# writes ff_intermediate_size, CTRL dff)
 FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner",
-                    "ffn_dim", "ff_intermediate_size")
+                    "ffn_dim", "ff_intermediate_size", "dff")
 
 
 def ffn_mult_width(mult: float, hidden: int) -> int:

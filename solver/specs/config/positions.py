@@ -4,6 +4,8 @@
   learned  a learned absolute table (GPT-2's wpe, OPT): no rows past its size, a hard limit (outside.py sizes it)
   rope     rotary embeddings: a RoPE scaling (YaRN etc.) can extend the trained context
   alibi    a bias by distance (MPT, BLOOM, Baichuan-13B): no table limits the length
+  sinusoidal  fixed sine / cosine positions added to the embedding (XGLM, CTRL): a buffer, no parameters; computed
+           for any position, but the model was trained on its context only
   none     no position encoding in the attention (NoPE: Nemotron-H, Jamba) or no attention (pure SSM stacks)
 
 Read, first that says wins: a learned table; the config's `alibi` switch when true (MPT's attn_config.alibi,
@@ -19,8 +21,8 @@ from typing import Any, Literal
 from solver.specs.config.fields import Fields
 from solver.specs.layers import MLA, Attention, CompressedAttention, Layer
 
-PositionEncoding = Literal["rope", "alibi", "learned", "none"]
-KINDS: tuple[str, ...] = ("rope", "alibi", "learned", "none")
+PositionEncoding = Literal["rope", "alibi", "learned", "sinusoidal", "none"]
+KINDS: tuple[str, ...] = ("rope", "alibi", "learned", "sinusoidal", "none")
 # fields only a rotary embedding has
 ROPE_FIELDS = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "rotary_pct", "rotary_dim",
                "rotary_emb_base", "rope_ratio", "qk_rope_head_dim")

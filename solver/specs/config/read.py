@@ -17,7 +17,7 @@ from solver.specs.config.outside import layernorm_bias, outside_stack
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
 from solver.specs.config.positions import position_encoding
 from solver.specs.config.quant import read_quant
-from solver.specs.config.unread import check_unread, refuse_uncountable
+from solver.specs.config.unread import check_unread, refuse_uncountable, unread_mixer_field
 from solver.specs.layers import MLA, Attention, Layer
 from solver.specs.model import ModelSpec
 from solver.specs.validation import load_yaml
@@ -125,12 +125,14 @@ def _lift_nested(cfg: ReadRecorder, f: Fields, given: dict[str, Any]) -> None:
             cfg.nested[k] = f"{block}."
 
 
-def _refuse_values(cfg: ReadRecorder, f: Fields) -> None:
+def _refuse_values(cfg: ReadRecorder, f: Fields, raw: dict[str, Any]) -> None:
     """_refused_when {FIELD: [VALUE, why]}: a value of a field under which the family builds weights the stack does
-    not count (MPT without ALiBi: a learned position table that MptModel never builds). One line naming the field."""
+    not count (MPT without ALiBi: a learned position table that MptModel never builds; LLaVA-NeXT-Video's conv
+    pooler, a field of the wrapper's own config). One line naming the field."""
     for field, rule in (f.cfg.get("_refused_when") or {}).items():
         value, why = rule
-        if dict.__contains__(cfg, field) and cfg[field] == value and type(cfg[field]) is type(value):
+        given = cfg[field] if dict.__contains__(cfg, field) else raw.get(field)
+        if given == value and type(given) is type(value):
             raise f.err(field, f"{value!r}: {why}")
 
 
@@ -207,7 +209,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     if f.has("_refused"):  # a family whose layers the stack cannot express (family_defaults.yaml says why)
         raise f.err("model_type", f"{model_type!r}: {cfg['_refused']}")
     _lift_nested(cfg, f, text)
-    _refuse_values(cfg, f)
+    _refuse_values(cfg, f, raw)
     refuse_uncountable(f)
     if not known and model_type:
         warnings.append(f"model_type {model_type!r} is not in the family defaults; {_KNOWN_TYPES_NOTE}")
@@ -217,21 +219,31 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     vocab = f.int("padded_vocab_size", "vocab_size", missing="vocab_size")
     n_layers = _layer_count(f)
     images = image_tokens(raw, origin) if f.cfg.get("cross_attention_layers") else None
-    reader = BlockReader(f, hidden, n_layers, images)
-    layer_slots, source = slots(f, n_layers, reader.is_moe)
-    if len(layer_slots) != n_layers:
-        n_layers = len(layer_slots)
+    try:
         reader = BlockReader(f, hidden, n_layers, images)
-    norms = reader.norms
-    norm_bias = layernorm_bias(f)
-    stack: list[Layer] = []
-    parallel_ssm = f.bool("_parallel_mamba")  # Falcon-H1: attention and Mamba-2 side by side in every layer
-    for slot in layer_slots:
-        side = (reader.mamba(),) if parallel_ssm and slot.mixer in ("full", "sliding", "chunked") else ()
-        blocks = tuple(b for b in ((reader.mixer(slot),) + side + reader.ffns(slot)) if b is not None)
-        per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
-        per_layer_norms += 1 if slot.residual_mlp and norms else 0  # the residual MLP's own norm (Arctic)
-        stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias))
+        layer_slots, source = slots(f, n_layers, reader.is_moe)
+        if len(layer_slots) != n_layers:
+            n_layers = len(layer_slots)
+            reader = BlockReader(f, hidden, n_layers, images)
+        norms = reader.norms
+        norm_bias = layernorm_bias(f)
+        stack: list[Layer] = []
+        parallel_ssm = f.bool("_parallel_mamba")  # Falcon-H1: attention and Mamba-2 side by side in every layer
+        for slot in layer_slots:
+            side = (reader.mamba(),) if parallel_ssm and slot.mixer in ("full", "sliding", "chunked") else ()
+            mixer = reader.mixer(slot)
+            blocks = tuple(b for b in ((mixer,) + side + reader.ffns(slot)) if b is not None)
+            per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
+            per_layer_norms += 1 if slot.residual_mlp and norms else 0  # the residual MLP's own norm (Arctic)
+            stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias))
+    except InputError as e:  # a missing attention size where the config describes another mixer says that
+        # only a size the attention reading found missing; a specific refusal (Zamba2's pattern) stands
+        found = None if known or ": missing" not in str(e) else unread_mixer_field(cfg, supplied)
+        if found is None:
+            raise
+        raise f.err(found[0], f"{found[1]}: describes a mixer other than attention in a field shardplan does not "
+                              f"read for model_type {model_type!r}, and the layers read as attention lack a size "
+                              f"({str(e).split(': ', 1)[-1]})") from None
     layers = tuple(stack)
     if images is not None:
         warnings.append(f"cross-attention layers ({sum(1 for s in layer_slots if s.mixer == 'cross')}) hold the K/V "

@@ -53,11 +53,11 @@ _SIZES_NOTHING = re.compile(r"dropout|pdrop|eps(ilon)?$|init|rope|rotary|act(iva
 # layer pattern lists): unread, the layers they describe would be counted as attention. flash-linear-attention's
 # configs (GLA, RetNet, HGRN, DeltaNet, RWKV-6 / 7) name their kernel attn_mode, widen keys and values by expand_k /
 # expand_v and size RWKV's data-dependent decay, a, v and gate by *_low_rank_dim; SambaY (Phi-4-mini-flash) places
-# its Mamba layers by mb_per_layer
+# its Mamba layers by mb_per_layer; RWKV-4 halves its hidden state every rescale_every layers (no other family writes it)
 _MIXER = re.compile(r"mamba|ssm|conv|^lru_|rwkv|time_mix|channel_mix|linear_attn|^linear_(num|key|value)|hybrid|"
                     r"block_types?$|layer_types?$|layers_block|(layer|block)s?_pattern|attn_layer|attention_layer|"
                     r"mixer|recurrent|retention|xlstm|d_state|state_size|dt_rank|time_step|kda|delta_?net|"
-                    r"^attn_mode$|^expand_[kv]$|low_rank_dim|^mb_per_layer$")
+                    r"^attn_mode$|^expand_[kv]$|low_rank_dim|^mb_per_layer$|^rescale_every$")
 
 
 # features of known families that the layer stack does not model, named in a note when on. Empty since the stack
@@ -79,6 +79,9 @@ _REFUSED = {
     "speech_lora": "LoRA adapters per modality (rank r on the text model's linears a name pattern selects)",
     "audio_processor": "a conformer audio encoder (convolution subsampling, conformer blocks, relative-position bias)",
     "qk_ln": "MPT's q / k LayerNorms (attn_config.qk_ln)",
+    # Chameleon, Emu3, Janus: the model holds its image tokenizer (a convolutional VQ-VAE encoder, its codebook and
+    # quant convs, sized by vq_config's channels and multipliers), which no counting convention here expresses
+    "vq_config": "a VQ-VAE image tokenizer (a convolutional encoder, a codebook and quant convs)",
     # Phi-3-vision / Phi-3.5-vision: the image tower is named by a checkpoint (img_processor.model_name), not sized,
     # and its projector (embd_layer: an HD transform with learned separators) has no counting convention
     "img_processor": "an image tower named by a checkpoint rather than sized in the config and its projector "
@@ -97,6 +100,15 @@ def refuse_uncountable(f: Fields) -> None:
 
 def _set(value: Any) -> bool:
     return value is not None and value is not False and value != 0 and value != "" and value != [] and value != {}
+
+
+def unread_mixer_field(cfg: ReadRecorder, supplied: set[str] | frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    """The first set field (and its value in one short line), not read and not the family's default, that describes
+    a mixer other than attention (_MIXER): where an attention size is missing, it says the layers are not attention
+    layers (RWKV-4 under another model_type writes no head count)."""
+    key = next((str(k) for k in cfg.unread() if not str(k).startswith("_") and k not in supplied and _set(cfg[k])
+                and _MIXER.search(str(k))), None)
+    return None if key is None else (key, _shown(cfg[key]))
 
 
 def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bool, warnings: list[str],
