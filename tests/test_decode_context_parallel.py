@@ -250,7 +250,7 @@ def test_vllm_admits_dcp_for_kimi_k3_an_mla_hybrid() -> None:
 
 
 # Qwen3-Next's GatedDeltaNet (hidden 2048, 16 key / 32 value heads x 128, conv 4; 36 layers), under a profile
-# with the flag (vLLM's C.dcp_mla_only keeps -dcp off this GQA hybrid today): split per layer in_proj_qkvz
+# with the flag: split per layer in_proj_qkvz
 # 2048 x (2 x 2048 + 2 x 4096) = 25,165,824, in_proj_ba 2048 x 64 = 131,072, conv1d 8192 x 4 = 32,768,
 # A_log+dt_bias 64, out_proj 4096 x 2048 = 8,388,608: 33,718,336; norm 128 replicated. State per request and
 # layer: 32 x 128 x 128 x 2 = 1,048,576 + 3 x 8192 x 2 = 49,152: 1,097,728.
@@ -604,3 +604,50 @@ def test_the_yaml_footer_derives_dp_from_the_engines_tp_group() -> None:
                              range_note="", pruned={})
     assert "attn_dp_size = world_size // (attn_tp_size x kvp_size)" in seed_yaml(result, [], kvp_in_tp=True)
     assert "attn_dp_size = world_size // attn_tp_size," in seed_yaml(result, [])
+
+
+# vLLM -dcp on KV-head (GQA) models (engines.md, decode CP row: tp % dcp == 0, advice dcp <= tp / num_kv_heads).
+# Qwen3-30B-A3B: 4 KV heads x 128, 48 layers, bf16 KV: 2 x 128 x 2 B = 512 B per token, head and layer. TP 8
+# replicates each head on 2 ranks: 512 x 48 = 24,576 B per token per rank; TP 8 = attn_tp 4 x DCP 2 keeps one
+# head per rank over half the tokens: 12,288. Llama-3.1-70B: 8 KV heads, 80 layers: TP 8 holds one head,
+# 40,960 B per token; attn_tp 4 x DCP 2 two heads over half the tokens: the same 40,960.
+def _gqa_pc(attn_tp: int, kvp: int, moe: bool) -> ParallelConfig:
+    return ParallelConfig(world_size=8, attn_tp_size=attn_tp, kvp_size=kvp, dense_tp_size=1 if moe else 8,
+                          moe_tp_size=8 if moe else 1, embed_tp_size=8, lmhead_tp_size=8)
+
+
+def _kv_per_rank(name: str, pc: ParallelConfig, seqs: int = 64, tokens: int = 33792) -> float:
+    m, h = load_model(name), load_hardware("h100_sxm")
+    prec, f = resolve_precision(m, h), factors_for(h, load_framework("vllm").efficiency_for(h))
+    return memory_per_rank(m, h, pc, prec, seqs, tokens, engine_options(None, f)).kv_cache_bytes
+
+
+def test_vllm_dcp_on_a_gqa_model_splits_the_replicated_kv_heads_tokens() -> None:
+    moe = True
+    tp8, dcp2 = (_kv_per_rank("qwen3-30b-a3b", _gqa_pc(a, k, moe)) for a, k in ((8, 1), (4, 2)))
+    assert tp8 == 64 * 33792 * 24_576 and dcp2 == 64 * 33792 * 12_288
+    # past the replicas (8 KV heads over TP 8) DCP 2 holds as much KV per rank as TP 8 alone
+    tp8, dcp2 = (_kv_per_rank("llama-3.1-70b", _gqa_pc(a, k, False)) for a, k in ((8, 1), (4, 2)))
+    assert tp8 == dcp2 == 64 * 33792 * 40_960
+
+
+def test_vllm_admits_dcp_on_gqa_and_advises_it_within_the_kv_heads_replicas() -> None:
+    from solver.specs.rule_env import model_env
+
+    fw = load_framework("vllm")
+    qwen, llama = load_model("qwen3-30b-a3b"), load_model("llama-3.1-70b")
+    ok = model_env(_gqa_pc(4, 2, True).settings(), qwen, 8, world=8, batch=64)
+    assert fw.check(ok) == []  # 4 KV heads over TP 8: two replicas, DCP 2 within them
+    past = model_env(_gqa_pc(4, 2, False).settings(), llama, 8, world=8, batch=64)
+    assert fw.check(past, "error") == []
+    assert [r.id for r in fw.violated(past, "warning")] == ["C.dcp_gqa_advice"]  # 8 KV heads over TP 8: dcp <= 1
+
+
+def test_vllms_dcp_launch_on_a_gqa_model_is_tp_attn_tp_x_kvp_with_dcp() -> None:
+    from solver.launch import LaunchInputs, emit_launch
+
+    m, h = load_model("qwen3-30b-a3b"), load_hardware("h100_sxm")
+    argv = " ".join(emit_launch(load_framework("vllm"), m, h, _gqa_pc(4, 2, True),
+                                LaunchInputs(batch=64, max_model_len=33792))["nodes"][0]["argv"])
+    assert "--tensor-parallel-size 8" in argv and "--decode-context-parallel-size 2" in argv
+    assert "--data-parallel-size" not in argv

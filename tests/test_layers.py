@@ -184,6 +184,29 @@ def test_mamba2_state_conv_tail_plus_ssm_state() -> None:
     assert m.state(2, 1).constant_bytes == 4 * 16 * 8 * 4 + 3 * (64 + 32) * 2
 
 
+def test_the_ssd_scan_costs_its_intra_chunk_flops_at_the_configs_chunk() -> None:
+    # 1024 prefill tokens, 4 heads of head_dim 16, d_state 8: the recurrence 1024 x 4 x 6 x 8 x 16 = 3,145,728
+    # FLOPs, the intra-chunk term 1024 x 4 x 2 x chunk x (8 + 16) = 196,608 x chunk
+    for chunk in (64, 128, 256):
+        m = Mamba2(hidden=H, heads=4, head_dim=16, state_size=8, groups=2, chunk_size=chunk)
+        scan = _op(m.ops(_kit(w=_prefill(1024))), "ssm_scan")
+        assert scan.flops == 3_145_728 + 196_608 * chunk
+    # a decode step runs the recurrence alone: no chunk
+    assert _op(Mamba2(hidden=H, heads=4, head_dim=16, state_size=8, chunk_size=128).ops(_kit(w=_decode(4, 1000))),
+               "ssm_scan").flops == 4 * 4 * 6 * 8 * 16
+
+
+def test_the_ssd_chunk_is_the_configs_chunk_size_else_the_mamba2_default() -> None:
+    base = dict(model_type="nemotron_h", hidden_size=H, vocab_size=1000, hybrid_override_pattern="M-",
+                num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=128,
+                mamba_num_heads=4, mamba_head_dim=16, ssm_state_size=8, n_groups=2, mlp_hidden_act="relu2")
+    assert parse_model_config({**base, "chunk_size": 128}, "x").layers[0].mixer.chunk_size == 128
+    assert parse_model_config(base, "x").layers[0].mixer.chunk_size == 256  # mamba.SSD_CHUNK
+    falcon = _dense_cfg(model_type="falcon_h1", mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8,
+                        mamba_n_groups=1, mamba_chunk_size=64)
+    assert next(b for b in parse_model_config(falcon, "x").layers[0].blocks if b.kind == "Mamba2").chunk_size == 64
+
+
 def test_ssm_layer_under_sp_gathers_tokens_and_keeps_full_state() -> None:
     m = Mamba2(hidden=H, heads=4, head_dim=16, state_size=8, groups=2)
     kit = _kit(world=2, w=_prefill(1024), attn_sp_size=2)

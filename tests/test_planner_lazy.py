@@ -46,9 +46,11 @@ def _attention_pc(tp: int, kvp: int, o_proj: int, pp: int) -> ParallelConfig | N
        tokens=st.floats(1.0, 65536.0), context=st.floats(1.0, 32768.0), seqs=st.floats(0.5, 512.0),
        busy=st.sampled_from([0.0, 1.0, 2.0, 3.0, 8.0]),
        shrink=st.tuples(*(st.floats(0.0, 1.0) for _ in range(4))), busy_less=st.sampled_from([0.0, 1.0, 2.0, 8.0]),
-       scale=st.sampled_from([1.0, 0.5, 0.25, 2.0 ** -4, 2.0 ** -7]))
+       scale=st.sampled_from([1.0, 0.5, 0.25, 2.0 ** -4, 2.0 ** -7]),
+       span=st.sampled_from([0.0, 1.0, 1024.0, 8192.0, 32768.0]))
 def test_an_attention_share_is_non_decreasing_in_what_it_reads_where_the_tokens_are_not_sharded(
-        model, engine, phase, pp, tp, kvp, o_proj, mtp, tokens, context, seqs, busy, shrink, busy_less, scale):
+        model, engine, phase, pp, tp, kvp, o_proj, mtp, tokens, context, seqs, busy, shrink, busy_less, scale,
+        span):
     m, h, prec, f, groups = _setup(model, *engine)
     assert floors_apply(f)
     pc = _attention_pc(tp, kvp, o_proj, pp)
@@ -57,13 +59,14 @@ def test_an_attention_share_is_non_decreasing_in_what_it_reads_where_the_tokens_
     assert attention_monotone((tp, 1, kvp, 1, pp))
     mtp = mtp if m.num_mtp_layers and phase == "decode" else 0
     logits = tokens if phase == "decode" else seqs
-    w = Work(phase, tokens, context, seqs, min(logits, tokens), busy)
+    span = span if phase == "decode" else 0.0  # a decode step's positions (equal in both: attention_reads)
+    w = Work(phase, tokens, context, seqs, min(logits, tokens), busy, span)
     a, b, c, d = shrink
     if phase == "prefill":  # the same tokens per sequence (a power of two scales both exactly)
         less_tokens, less_seqs = tokens * scale, seqs * scale
     else:
         less_tokens, less_seqs = max(1.0, tokens * a), max(0.5, seqs * c)
-    less = Work(phase, less_tokens, max(1.0, context * b), less_seqs, min(logits, tokens) * d, busy_less)
+    less = Work(phase, less_tokens, max(1.0, context * b), less_seqs, min(logits, tokens) * d, busy_less, span)
     assume(attention_at_most(attention_reads(less, pp), attention_reads(w, pp)))
     # a table entry is the choice's attention share plus the layout's unowned modules (Tables.view)
     for cfg, want, only in ((pc, "attn", True), (layout, NONE, False)):
@@ -83,6 +86,19 @@ def test_fewer_prompts_of_the_same_tokens_can_cost_attention_more_so_floors_ask_
     cost = [shares(m, h, pc, prec, f, w, 0, groups, ("attn",), True)["attn"].gpu_s[0] for w in (fewer, more)]
     assert cost[0] > cost[1]
     assert not attention_at_most(attention_reads(fewer, 1), attention_reads(more, 1))
+
+
+def test_a_wider_decode_span_can_cost_a_window_less_so_floors_ask_equal_spans():
+    """At one context, decode sequences spread over more positions attend to fewer window keys on average
+    (min(p, W) is concave: compute.mean_keys_capped), so a step whose reads are all at most another's but whose
+    span is wider can take a smaller attention share: the floors ask the spans to be equal."""
+    m, h, prec, f, groups = _setup("gpt-oss-20b", "generic", "h200_sxm")
+    pc = ParallelConfig(world_size=WORLD)
+    point, spread = (Work("decode", 64.0, 4096.0, 64.0, 64.0, 0.0, s) for s in (0.0, 8192.0))
+    assert reads(point, 1) == reads(spread, 1)
+    cost = [shares(m, h, pc, prec, f, w, 0, groups, ("attn",), True)["attn"].gpu_s[0] for w in (point, spread)]
+    assert cost[1] < cost[0]
+    assert not attention_at_most(attention_reads(point, 1), attention_reads(spread, 1))
 
 
 def test_sharded_tokens_can_make_a_longer_context_cheaper_so_those_layouts_get_no_attention_floors():

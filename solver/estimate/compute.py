@@ -41,6 +41,10 @@ class Work:
     # attention replicas that have work this step (0 = all). One prompt under attention DP8 keeps one replica
     # busy: the MoE sees that prompt's tokens only, not eight times them.
     busy_replicas: float = 0.0
+    # decode: the running sequences sit evenly over `span` consecutive positions, context - span/2 + 1 ..
+    # context + span/2 (steady serving: ISL + 1 .. ISL + OSL, span = OSL); 0 = all at `context` (a decode
+    # step known by its context alone). Read only where keys are not linear in the position (mean_keys_*)
+    span: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -108,18 +112,31 @@ def group_tokens(pc: ParallelConfig, w: Work, degree: int, tokens: float | None 
     return t * min(degree / g, busy_replicas(pc, w))
 
 
+def query_positions(w: Work) -> tuple[float, float] | None:
+    """(prior, n): one sequence's queries of step `w` sit at positions prior + 1 .. prior + n. Prefill: its n
+    new tokens per sequence after `prior_tokens`; decode with a span: the running sequences spread over
+    context - span/2 + 1 .. context + span/2; None: every query at `context` (a decode step without a span)."""
+    if w.sequences <= 0:
+        return None
+    if w.phase == "prefill":
+        return prior_tokens(w), max(1.0, w.new_tokens / w.sequences)
+    if w.span > 0:
+        return max(0.0, max(w.context, 1.0) - w.span / 2), w.span
+    return None
+
+
 def mean_keys_capped(w: Work, cap: float) -> float:
     """Mean over the step's query tokens of min(keys visible, cap) (DSA top-k, sliding window).
 
     The mean of a min is not the min of the mean: a 4K prompt with top-k 2048 attends on average to 1536
-    keys per query, not min(2048.5, 2048). Prefill queries of one sequence sit at positions prior+1..prior+n
-    (n new tokens per sequence, `context` their mean position); decode tokens all see `context` keys.
+    keys per query, not min(2048.5, 2048); decode sequences at 1025 .. 9216 under a 4096 window, 3520.2 on
+    average, not 4096. Queries at `query_positions`.
     """
     ctx = max(w.context, 1.0)
-    if w.phase != "prefill" or w.sequences <= 0:
+    at = query_positions(w)
+    if at is None:
         return min(ctx, cap)
-    n = max(1.0, w.new_tokens / w.sequences)
-    prior = prior_tokens(w)
+    prior, n = at
 
     def cum(x: float) -> float:  # sum over positions 1..x of min(p, cap)
         if x <= cap:
@@ -133,17 +150,17 @@ def mean_keys_chunked(w: Work, chunk: float) -> float:
     """Mean over the step's query tokens of the keys a chunked-attention query sees: those of its own chunk, the
     query's position p (from 1) seeing (p - 1) mod chunk + 1 of them (Llama-4's attention_chunk_size: the mask
     restarts at every chunk boundary, so a query sees chunk / 2 keys on average, not the window's `chunk`).
-    Positions as in mean_keys_capped; decode tokens all sit at `context`."""
+    Queries at `query_positions`; a decode step without a span sits at `context`."""
     ctx = max(w.context, 1.0)
-    if w.phase != "prefill" or w.sequences <= 0:
+    at = query_positions(w)
+    if at is None:
         return (ctx - 1) % chunk + 1
+    prior, n = at
 
     def cum(x: float) -> float:  # sum over positions 1..x of (p - 1) mod chunk + 1: whole chunks, then the rest
         whole, rest = divmod(x, chunk)
         return whole * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2
 
-    n = max(1.0, w.new_tokens / w.sequences)
-    prior = prior_tokens(w)
     return (cum(prior + n) - cum(prior)) / n
 
 

@@ -92,7 +92,7 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
         padded, eager = graph_batch(math.ceil(per), f.graph_sizes)
         seqs = max(per, float(padded))
         work = Work("decode", new_tokens=seqs * (1 + wl.mtp), context=wl.seq_len, sequences=seqs,
-                    logits_tokens=seqs * (1 + wl.mtp))
+                    logits_tokens=seqs * (1 + wl.mtp), span=wl.decode_span)
         return StepPlan("decode", pc.world_size, replicas, per, None, work, mtp_layers, wl, dec_seqs=per,
                         dec_eager=eager, graph_batch=padded, dec_layers=step_layers(model, pc, "decode", seqs, mtp_layers))
     wl = replace(wl, token_budget=token_budget(wl, f, pc), request_overhead_s=request_overhead(wl, f))
@@ -102,7 +102,7 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
     pre = Work("prefill", new_tokens=wl.isl * n, context=(wl.isl + 1) / 2, sequences=n, logits_tokens=n)
     b = shape.graph_batch or shape.running
     dec = Work("decode", new_tokens=b * (1 + wl.mtp), context=wl.isl + wl.osl / 2, sequences=b,
-               logits_tokens=b * (1 + wl.mtp))
+               logits_tokens=b * (1 + wl.mtp), span=wl.decode_span)
     return StepPlan("serving", pc.world_size, replicas, shape.per_replica, pre, dec, mtp_layers, wl, shape,
                     pre_seqs=n, dec_seqs=shape.running, dec_eager=shape.eager_decode,
                     graph_batch=shape.graph_batch, pre_layers=step_layers(model, pc, "prefill", n),

@@ -100,9 +100,10 @@ def prefill_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Preci
 
 
 def decode_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors,
-                batch_per_replica: float, context: float, mtp: int = 0) -> StepCost:
+                batch_per_replica: float, context: float, mtp: int = 0, span: float = 0.0) -> StepCost:
+    """`span`: positions the sequences spread over around `context` (compute.Work.span; 0 = all at it)."""
     w = Work("decode", new_tokens=batch_per_replica * (1 + mtp), context=context, sequences=batch_per_replica,
-             logits_tokens=batch_per_replica * (1 + mtp))
+             logits_tokens=batch_per_replica * (1 + mtp), span=span)
     return step_cost(model, hw, pc, prec, f, w, mtp_layers=mtp if model.num_mtp_layers else 0)
 
 
@@ -118,7 +119,8 @@ def serving_steps(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     serving formulas; GPU time only (`step_time` adds what the engine's loop adds). The padded rows are
     charged like real ones (their attention too: a small overestimate at the padding's share)."""
     pre = prefill_step(model, hw, pc, prec, f, wl.isl, shape.prompts_per_step)
-    dec = decode_step(model, hw, pc, prec, f, shape.graph_batch or shape.running, wl.isl + wl.osl / 2, wl.mtp)
+    dec = decode_step(model, hw, pc, prec, f, shape.graph_batch or shape.running, wl.isl + wl.osl / 2, wl.mtp,
+                      wl.decode_span)
     return pre, dec
 
 

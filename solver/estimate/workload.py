@@ -30,7 +30,8 @@ DEFAULT_REQUEST_OVERHEAD_S = 0.04861
 class Workload:
     """One of: prefill (seq_len, batch), decode (batch, seq_len), or serving (isl, osl, concurrency). A decode
     step may also name the prompt and output lengths its context comes from (isl, osl): it is costed at the mean
-    context seq_len = ISL + OSL/2, and memory holds what a sequence reaches, ISL + OSL."""
+    context seq_len = ISL + OSL/2 with its sequences spread over ISL + 1 .. ISL + OSL (decode_span), and memory
+    holds what a sequence reaches, ISL + OSL."""
 
     kind: str  # "prefill" | "decode" | "serving"
     batch: int = 1  # prefill: prompts at once; decode: sequences across the deployment
@@ -71,6 +72,13 @@ class Workload:
         if self.kind == "serving" or (self.kind == "decode" and self.osl):
             return self.isl + self.osl
         return self.seq_len
+
+    @property
+    def decode_span(self) -> int:
+        """Positions the running sequences of a decode step spread over (compute.Work.span): OSL where the
+        workload knows it (steady serving holds sequences evenly at ISL + 1 .. ISL + OSL), else 0 (all at the
+        context: a decode step named by its context alone)."""
+        return self.osl if self.kind in ("decode", "serving") else 0
 
     @property
     def sequences(self) -> int:

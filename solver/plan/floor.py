@@ -228,17 +228,22 @@ def attention_monotone(key: tuple[int, ...]) -> bool:
     return key[1] == 1 and key[3] == 1
 
 
-AttentionReads = tuple[Reads, float | None]
+AttentionReads = tuple[Reads, float]
 
 
 def attention_reads(w: Work, pp: int) -> AttentionReads:
     """What an attention choice's formulas read of step `w` on a stage of a `pp`-stage pipeline: the other
-    groups' reads and, of a prefill step, the new tokens per sequence the keys of a query follow from
-    (compute.mean_keys_capped: at one context, longer prompts attend to more keys on average, so fewer
-    sequences of the same tokens can cost more). Floors compare the first as at_most does and ask the second
-    to be equal."""
+    groups' reads and the positions one sequence's queries spread over, which the keys of a query follow from
+    (compute.query_positions): of a prefill step its new tokens per sequence (compute.mean_keys_capped: at one
+    context, longer prompts attend to more keys on average, so fewer sequences of the same tokens can cost
+    more), of a decode step its span (a window's keys are concave in the position: at one context a wider span
+    attends to fewer keys on average; at one span they are non-decreasing in the context). Floors compare the
+    first as at_most does and ask the second to be equal."""
     micro = micro_work(pp, w)[1] if pp > 1 else w
-    per = max(1.0, micro.new_tokens / micro.sequences) if micro.phase == "prefill" and micro.sequences > 0 else None
+    if micro.phase == "prefill":
+        per = max(1.0, micro.new_tokens / micro.sequences) if micro.sequences > 0 else 0.0
+    else:
+        per = micro.span
     return reads(micro, 1), per
 
 

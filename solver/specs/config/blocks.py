@@ -306,7 +306,7 @@ class BlockReader(FfnReading):
         pure = f.cfg.get("_all_layers") == "mamba2"
         if not pure and not f.has("mamba_num_heads", "mamba_n_heads"):
             return self.mamba1()
-        from solver.specs.layers.mamba import Mamba2
+        from solver.specs.layers.mamba import SSD_CHUNK, Mamba2
 
         heads = f.int("mamba_num_heads", "mamba_n_heads", *(("num_heads",) if pure else ()))
         if f.cfg.get("mamba_d_head") == "auto":  # BambaConfig: mamba_expand x hidden split over the heads
@@ -332,7 +332,8 @@ class BlockReader(FfnReading):
                       proj_bias=f.bool("mamba_proj_bias")
                       or f.bool("use_bias"), state_dtype_bytes=self.state_bytes,
                       gated_norm=f.bool("mamba_rms_norm", True),
-                      out_bias=f.bool(str(out_field)) if out_field else None)
+                      out_bias=f.bool(str(out_field)) if out_field else None,
+                      chunk_size=f.int("chunk_size", "mamba_chunk_size", default=SSD_CHUNK))
 
     def short_conv(self) -> Block:
         """LFM2's gated short convolution over hidden channels: kernel conv_L_cache, biases by conv_bias. A

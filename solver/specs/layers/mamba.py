@@ -18,6 +18,12 @@ from solver.specs.layers.base import Block, CostKit, Part, Share, State
 from solver.specs.layers.recurrent import recurrent_comms, recurrent_ops
 
 MODULE = "ssm"
+# tokens per chunk of the SSD scan where the config writes no chunk_size / mamba_chunk_size: the default of
+# transformers' Mamba2Config, Zamba2Config (chunk_size = 256) and BambaConfig, FalconH1Config,
+# GraniteMoeHybridConfig (mamba_chunk_size = 256), transformers 5.25.0; the kernel takes it from the config
+# (vLLM's MambaMixer2, mamba_ssm's mamba_chunk_scan_combined). NemotronHConfig defaults to 128; its configs
+# write chunk_size: 128
+SSD_CHUNK = 256
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ class Mamba2(Block):
     state_dtype_bytes: int = 2
     gated_norm: bool = True  # the RMSNorm gated by z over d_inner; Falcon-H1 builds it only when mamba_rms_norm
     out_bias: bool | None = None  # out_proj's bias: in_proj's unless set (Falcon-H1 switches it by its own field)
+    chunk_size: int = SSD_CHUNK  # tokens per chunk of the SSD scan: its intra-chunk FLOPs grow with it
 
     role = "mixer"
     kind = "Mamba2"
@@ -94,7 +101,7 @@ class Mamba2(Block):
         proj = a * sum(p.params / p.degree(a) for p in self.parts())  # recurrent_ops divides by the group: a
         # replicated B/C group is whole on each rank
         return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=self.heads, dk=self.state_size,
-                             dv=self.head_dim, state_bytes_rank=self.state(2, a).constant_bytes)
+                             dv=self.head_dim, state_bytes_rank=self.state(2, a).constant_bytes, chunk=self.chunk_size)
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         return recurrent_comms(cx, MODULE, self.hidden)

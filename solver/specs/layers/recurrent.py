@@ -7,14 +7,14 @@ under the seed's KVP, whose ranks repeat the recurrence, TP x KVP where KVP reus
 the engine runs these layers at TP; CostKit.attn_tp_group, base.heads_split). Costs per step:
 projection GEMMs over every token of the group, the recurrence (per token and head ~6 x d_k x d_v FLOPs:
 the state update, the delta / decay correction and the output read), the chunk-parallel prefill form's
-intra-chunk term (2 x chunk x (d_k + d_v) per token and head), and one read + write of the state per
-sequence per step.
+intra-chunk term (2 x chunk x (d_k + d_v) per token and head, the chunk the mixer's kernel runs: `chunk`), and
+one read + write of the state per sequence per step.
 """
 from __future__ import annotations
 
 from solver.specs.layers.base import ACT_BYTES, CostKit
 
-PREFILL_CHUNK = 64  # tokens per chunk of the chunk-parallel scan (fla / SSD kernels use 64)
+PREFILL_CHUNK = 64  # tokens per chunk of the chunk-parallel scan of the linear-attention kernels (fla uses 64)
 RECURRENCE_FLOPS = 6  # per token, head and state element (update, correction, output)
 
 
@@ -41,14 +41,14 @@ def channel_op(cx: CostKit, module: str, name: str, *, channels: float, flops_pe
 
 
 def recurrent_ops(cx: CostKit, module: str, *, hidden: int, proj_params: int, heads: int, dk: int, dv: int,
-                  state_bytes_rank: float, kernels: float = 4) -> list:
+                  state_bytes_rank: float, kernels: float = 4, chunk: int = PREFILL_CHUNK) -> list:
     w, f, hw = cx.w, cx.f, cx.hw
     a, T = cx.attn_tp_group, w.new_tokens  # the ranks splitting the heads (heads_split)
     ops = [projection_op(cx, module, hidden=hidden, proj_params=proj_params, width=heads * dv, kernels=kernels)]
     h_rank = heads / a
     flops = T * h_rank * RECURRENCE_FLOPS * dk * dv
     if w.phase == "prefill":
-        flops += T * h_rank * 2 * PREFILL_CHUNK * (dk + dv)
+        flops += T * h_rank * 2 * chunk * (dk + dv)
     state_rw = 2 * w.sequences * state_bytes_rank
     eff = f.attention if w.phase == "prefill" else f.gemm
     ops.append(cx.op(f"{module}_scan", module, flops, state_rw + T * h_rank * (2 * dk + 2 * dv) * ACT_BYTES,
