@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from solver.estimate.compute import factors_for  # noqa: E402
 from solver.estimate.serving import Workload, estimate  # noqa: E402
 from solver.plan.points import SolverParams  # noqa: E402
-from solver.report.disagg_view import run_disagg  # noqa: E402
+from solver.api import run_disagg  # noqa: E402
 from solver.specs.framework import load_framework  # noqa: E402
 from solver.specs.hardware_catalog import load_hardware  # noqa: E402
 from solver.specs.model_catalog import load_model  # noqa: E402

@@ -3,6 +3,7 @@ tables are the natural shape). The CLI is a thin layer over these."""
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from solver.errors import InputError
 from solver.plan.points import SolverParams
@@ -15,7 +16,10 @@ from solver.specs.precision import resolve_precision
 from solver.specs.reference import list_references
 from solver.specs.scenario import Scenario
 
-__all__ = ["run_solve", "solve", "Scenario", "SolverParams", "sweep", "recommend"]
+if TYPE_CHECKING:
+    from solver.report.disagg_view import DisaggReport
+
+__all__ = ["run_solve", "run_disagg", "solve", "Scenario", "SolverParams", "sweep", "recommend"]
 
 
 @lru_cache(maxsize=1)
@@ -122,3 +126,56 @@ def recommend(model: str, hardware, **kwargs):
     from solver.capacity.recommend import recommend as _recommend
 
     return _recommend(model, hardware, **kwargs)
+
+
+def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool) -> Candidate:
+    """A disaggregated pool's configuration in the seed's candidate format, ranked at the pool's own phase."""
+    from solver.plan.disagg import phase_scenario
+
+    return rank_candidates([pool.planned], spec, hw, phase_scenario(scenario, pool.phase, pool.planned.batch),
+                           list_references(), _ref_models(), kvp_in_tp=kvp_in_tp)[0]
+
+
+def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
+               weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
+               params: SolverParams | None = None, top: int = 3, allow_cross_node: bool = False,
+               compare_aggregated: bool = True, method: str = "cpsat") -> "DisaggReport":
+    """`solve --serving disagg` (and sweep / recommend per cluster size): the pools planned (plan.disagg), each
+    pool's configuration ranked like an aggregated candidate, the best aggregated plan on the same cards and SLA
+    for the comparison; report.disagg_view renders the result."""
+    from solver.errors import InfeasibleError
+    from solver.launch.candidates import pool_launch
+    from solver.plan.disagg import DisaggResult, plan_disagg
+    from solver.report.disagg_view import DisaggReport, PoolView, compare
+    from solver.specs.notes import input_notes
+    from solver.specs.parallel import model_knobs
+
+    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
+    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
+    res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,
+                                    method=method)
+    best = res.best
+
+    def view(pool) -> PoolView:
+        cand = _pool_candidate(pool, spec, hw, scenario, fw.kvp_splits_attention_weights)
+        launch = (pool_launch(fw, spec, hw, cand, pool.phase, scenario.max_seq_len, scenario.mtp, weight_dtype,
+                              moe_weight_dtype, kv_dtype) if fw.launch is not None else None)
+        return PoolView(pool.phase, pool.workers, cand, launch)
+
+    pools = (view(best.prefill), view(best.decode))
+    agg, agg_err = None, None
+    if compare_aggregated:
+        try:
+            _, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
+                                 kv_dtype, method=method, params=params, top=1,
+                                 allow_cross_node=allow_cross_node, explain_binding=False)
+            agg = cands[0] if cands else None
+        except InfeasibleError as exc:
+            agg_err = str(exc)
+    return DisaggReport(spec.name, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
+                        compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights), res.skipped,
+                        input_notes(spec, hw, prec, max_len=scenario.max_seq_len), model_knobs(spec),
+                        fw.kvp_splits_attention_weights)
+
+
+# ---------------------------------------------------------------------------------------------- rendering

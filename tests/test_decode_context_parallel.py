@@ -651,3 +651,17 @@ def test_vllms_dcp_launch_on_a_gqa_model_is_tp_attn_tp_x_kvp_with_dcp() -> None:
                                 LaunchInputs(batch=64, max_model_len=33792))["nodes"][0]["argv"])
     assert "--tensor-parallel-size 8" in argv and "--decode-context-parallel-size 2" in argv
     assert "--data-parallel-size" not in argv
+
+
+def test_a_candidate_against_the_engines_advice_says_so() -> None:
+    """The planner allows what an engine only advises against (a profile's warning rule), and the candidate's
+    reason names the advice: Llama-3.1-70B's 8 KV heads over TP8 leave nothing for vLLM's DCP to split
+    (dcp <= tp / num_kv_heads = 1), yet DCP2 is a runner-up under a TPOT SLA."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    _, cands = run_solve("llama-3.1-70b", "h100_sxm", 8, Scenario(kind="balanced", tpot_ms=30.0), "vllm")
+    for c in cands:
+        dcp = c.planned.config.kvp_size > 1
+        assert ("C.dcp_gqa_advice" in c.reason) == dcp, (c.pattern, c.reason)
+    assert any(c.planned.config.kvp_size > 1 for c in cands)

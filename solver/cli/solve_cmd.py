@@ -58,8 +58,9 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                                      phase=phase)
     check_mtp(model, mtp)
     params = SolverParams(workers=workers, seed=seed, time_limit_s=time_limit)
-    if serving == "disagg":  # solver.report.disagg_view plans both pools and the aggregated comparison
-        from solver.report.disagg_view import render, run_disagg
+    if serving == "disagg":  # solver.api.run_disagg plans both pools and the aggregated comparison
+        from solver.api import run_disagg
+        from solver.report.disagg_view import render
 
         if explain:
             raise InputError("--explain", "not available with --serving disagg (the comparison says why)")

@@ -29,6 +29,7 @@ from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
+from solver.specs.rule_env import model_env
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
@@ -46,6 +47,9 @@ class Planned:
     # deployment" (a verified configuration of this deployment the planner admits: verified_candidate)
     role: str = "best score"
     verified: str | None = None  # the verified deployment's id, for that role
+    # the engine's advice (its profile's warning rules) this configuration does not follow: the planner allows
+    # it, and the candidate's reason says so
+    advice: tuple[str, ...] = ()
 
 
 @dataclass
@@ -312,8 +316,10 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     def realize(p: Point) -> Planned:
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
         role = roles.get(p.key(), "front")
+        env = model_env(cfg.settings(), model, hw.ranks_per_node, world=world, batch=p.batch, mtp=scenario.mtp)
         return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys, role,
-                       adopt[0] if role == "verified deployment" else None)
+                       adopt[0] if role == "verified deployment" else None,
+                       tuple(f"[{r.id}] {r.message}" for r in fw.violated(env, severity="warning")))
 
     result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method,
                         time_limit_s=params.time_limit_s, knobs=model_knobs(model))

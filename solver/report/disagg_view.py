@@ -1,9 +1,9 @@
 """`--serving disagg` output: both pools in the seed's candidate format, the serving estimate of the pair (TTFT
 parts, KV transfer, rate match), and the comparison with the best aggregated plan on the same cards and SLA.
 
-`run_disagg` is the entry point the CLI calls (solve, and per cluster size sweep / recommend): it plans the pools
-(plan.disagg), ranks each pool's configuration like an aggregated candidate (rank.select) and plans the
-aggregated deployment for the comparison. Launch commands: each `DisaggReport.pools` entry carries the command of
+`solver.api.run_disagg` is the entry point the CLI calls (solve, and per cluster size sweep / recommend): it plans
+the pools (plan.disagg), ranks each pool's configuration like an aggregated candidate (rank.select), plans the
+aggregated deployment for the comparison and hands this module the DisaggReport to render. Launch commands: each `DisaggReport.pools` entry carries the command of
 one of its workers (solver.launch.candidates.pool_launch: the pool's parallel_config and batch plus the profile's
 launch.disagg role and KV-transfer flags, and the line saying what the facts do not give); `--format launch`
 prints both as shell text.
@@ -15,12 +15,10 @@ from typing import Any
 
 import yaml
 
-from solver.errors import InfeasibleError
-from solver.plan.points import SolverParams
-from solver.plan.disagg import DisaggPlan, DisaggResult, phase_scenario, plan_disagg
-from solver.rank.select import Candidate, rank_candidates
+from solver.plan.disagg import DisaggPlan
+from solver.rank.select import Candidate
 from solver.report.candidates import candidate_dict
-from solver.specs.parallel import KNOBS, model_knobs
+from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
 
 GB = 1e9
@@ -57,14 +55,6 @@ class DisaggReport:
     input_notes: tuple[str, ...] = ()  # what reading the inputs noted (specs/notes.input_notes)
     knobs: tuple[str, ...] = KNOBS  # the model's own (parallel.model_knobs): what the outputs show
     kvp_in_tp: bool = False  # the engine's KVP reuses its TP ranks: TP and DP as the engine counts them
-
-
-def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool) -> Candidate:
-    from solver.api import _ref_models
-    from solver.specs.reference import list_references
-
-    return rank_candidates([pool.planned], spec, hw, phase_scenario(scenario, pool.phase, pool.planned.batch),
-                           list_references(), _ref_models(), kvp_in_tp=kvp_in_tp)[0]
 
 
 def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int,
@@ -108,50 +98,6 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
                    "idle); its per-rank figures count only the ranks used")
     winner = "disagg" if sd < sa else "agg"
     return Comparison(winner, ratio, tuple(why))
-
-
-def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
-               weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
-               params: SolverParams | None = None, top: int = 3, allow_cross_node: bool = False,
-               compare_aggregated: bool = True, method: str = "cpsat") -> DisaggReport:
-    from solver.api import run_solve
-    from solver.specs.framework import load_framework
-    from solver.specs.hardware_catalog import load_hardware
-    from solver.specs.model_catalog import load_model
-    from solver.specs.notes import input_notes
-    from solver.specs.precision import resolve_precision
-
-    from solver.launch.candidates import pool_launch
-
-    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
-    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
-    res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,
-                                    method=method)
-    best = res.best
-
-    def view(pool) -> PoolView:
-        cand = _pool_candidate(pool, spec, hw, scenario, fw.kvp_splits_attention_weights)
-        launch = (pool_launch(fw, spec, hw, cand, pool.phase, scenario.max_seq_len, scenario.mtp, weight_dtype,
-                              moe_weight_dtype, kv_dtype) if fw.launch is not None else None)
-        return PoolView(pool.phase, pool.workers, cand, launch)
-
-    pools = (view(best.prefill), view(best.decode))
-    agg, agg_err = None, None
-    if compare_aggregated:
-        try:
-            _, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
-                                 kv_dtype, method=method, params=params, top=1,
-                                 allow_cross_node=allow_cross_node, explain_binding=False)
-            agg = cands[0] if cands else None
-        except InfeasibleError as exc:
-            agg_err = str(exc)
-    return DisaggReport(spec.name, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
-                        compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights), res.skipped,
-                        input_notes(spec, hw, prec, max_len=scenario.max_seq_len), model_knobs(spec),
-                        fw.kvp_splits_attention_weights)
-
-
-# ---------------------------------------------------------------------------------------------- rendering
 
 
 def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> dict[str, Any]:
