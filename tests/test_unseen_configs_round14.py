@@ -8,9 +8,12 @@ before the reader was run on them, and to within 1% of the published total where
 precision."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.specs.config.read import parse_model_config
 from test_unseen_configs_round13 import MIMO, MIMO_ACTIVE
 
 DATA = UNSEEN / "round14"
@@ -115,3 +118,103 @@ def zamba_mamba_layer(h: int, expand: int, heads: int, dt_rank: int, d_state: in
 
 ZAMBA_SHARED = 3 * lin(7424, 7424) + lin(7424, 3712) + gated(3712, 14848) + 7424 + 3712
 ZAMBA = 32000 * 3712 + 76 * zamba_mamba_layer(3712, 2, 2, 232, 16, 4) + 13 * lin(3712, 3712) + ZAMBA_SHARED + 3712
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_internlm_bias_switch_reaches_the_attention_linears_only() -> None:
+    # Before this round: 7,322,783,744, the bias switch read as every linear's (the MLP's 32 x (2 x 11008 + 4096)
+    # biases added), with the unknown-family note
+    cfg = _load("internlm--internlm-7b")
+    cfg["bias"] = False
+    assert HAND["internlm--internlm-7b"] - count(cfg) == 32 * 4 * 4096
+    assert {b.bias for layer in _spec("internlm--internlm-7b").layers for b in layer.blocks if hasattr(b, "inter")} \
+        == {False}
+
+
+def test_orion_norms_are_layernorms_with_a_bias() -> None:
+    # Before this round: 14,498,288,640, the 81 LayerNorms read as RMSNorms (414,720 short), the family unknown
+    spec = _spec("OrionStarAI--Orion-14B-Base")
+    assert spec.norm_bias and {layer.norm_bias for layer in spec.layers} == {True}
+
+
+def test_gpt_neox_japanese_ffn_is_a_multiple_of_the_width() -> None:
+    # Before this round: refused, misleadingly, "intermediate_size: missing" (the width is intermediate_multiple_size)
+    cfg = _load("abeja--gpt-neox-japanese-2.7b")
+    cfg["intermediate_multiple_size"] = 2
+    assert HAND["abeja--gpt-neox-japanese-2.7b"] - count(cfg) == 32 * 2 * 2 * 2560 * 2560
+
+
+def test_gpt_neox_japanese_biases_only_the_last_layers_output() -> None:
+    layers = _spec("abeja--gpt-neox-japanese-2.7b").layers
+    assert [layer.mixer.out_bias for layer in layers] == [False] * 31 + [True]
+    assert {layer.mixer.qkv_bias for layer in layers} == {False}
+
+
+def test_modernbert_decoder_windows_the_layers_between_the_global_ones_from_the_first() -> None:
+    # Before this round: refused, misleadingly, "sliding_window: missing"; with a window given, the global layers
+    # would have been read at 2, 5, ... (AFMoE's count from the N-th layer) for ModernBERT's 0, 3, ...
+    windows = [layer.mixer.window for layer in _spec("jhu-clsp--ettin-decoder-150m").layers]
+    assert windows == [None if i % 3 == 0 else 64 for i in range(22)]  # local_attention 128 // 2
+    cfg = _load("jhu-clsp--ettin-decoder-150m")
+    cfg["local_attention"] = 256
+    assert [layer.mixer.window for layer in parse_model_config(cfg, "x").layers][1] == 128
+
+
+def test_modernbert_decoder_norms_its_embedding_not_layer_zero_and_transforms_before_the_biased_head() -> None:
+    spec = _spec("jhu-clsp--ettin-decoder-150m")
+    assert spec.embedding_norm and spec.lm_head_bias and spec.tie_word_embeddings
+    assert [layer.norms for layer in spec.layers] == [1] + [2] * 21
+    assert spec.head_transform == 768 * 768 + 768  # dense without bias (classifier_bias false), a bias-free norm
+    cfg = _load("jhu-clsp--ettin-decoder-150m")
+    cfg["decoder_bias"], cfg["classifier_bias"] = False, True
+    assert HAND["jhu-clsp--ettin-decoder-150m"] - count(cfg) == 50368 - 768
+
+
+def test_mimo_v2_flash_sliding_layers_take_their_own_kv_heads_window_and_sinks() -> None:
+    # Before this round: refused on hybrid_layer_pattern (round 13); the full layers' sizes alone would have been
+    # read for every layer
+    layers = _spec("XiaomiMiMo--MiMo-V2-Flash").layers
+    pattern = _load("XiaomiMiMo--MiMo-V2-Flash")["hybrid_layer_pattern"]
+    for layer, flag in zip(layers, pattern):
+        m = layer.mixer
+        assert (m.kv_heads, m.window, m.sinks) == ((8, 129, True) if flag else (4, None, False))
+        assert (m.head_dim, m.v_head_dim) == (192, 128)
+    assert sum(pattern) == 39
+    # the sliding layers hold 129 tokens (sliding_window_size 128 and the query) of 8 x (192 + 128) x 2 bytes each
+    sliding = [layer.blocks[0].state(2, 1) for layer in layers if layer.mixer.window]
+    assert sum(s.per_token_bytes * s.tokens_held(10**6) for s in sliding) == 39 * 8 * 320 * 2 * 129
+
+
+def test_mimo_v2_flash_score_correction_bias_is_a_buffer_not_a_parameter() -> None:
+    # MiMoV2FlashTopkRouter: e_score_correction_bias is an nn.Buffer; noaux_tc alone would count 47 x 256
+    moe = [b for layer in _spec("XiaomiMiMo--MiMo-V2-Flash").layers for b in layer.blocks if hasattr(b, "router_bias")]
+    assert len(moe) == 47 and {b.router_bias for b in moe} == {False}
+
+
+def test_nemotron_h_without_chunk_size_takes_its_config_class_default() -> None:
+    # Before this round: 256 (Mamba2Config's) where a Nemotron-H config writes no chunk_size; NemotronHConfig's is 128
+    cfg = json.loads((UNSEEN / "multi" / "nvidia--Nemotron-H-8B-Base-8K.json").read_text())
+    del cfg["chunk_size"]
+    chunks = {b.chunk_size for layer in parse_model_config(cfg, "x").layers for b in layer.blocks
+              if hasattr(b, "chunk_size")}
+    assert chunks == {128}
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+
+REFUSALS: dict[str, str] = {
+    # before: 18,884,848,256 for 7.2B (by hand ZAMBA above: 7,232,490,496), read as Jamba's layout (attn_layer_period)
+    # with a note naming n_mamba_heads only
+    "Zyphra--Zamba-7B-v1": r"model_type: 'zamba': its hybrid layers run one attention \+ MLP block whose weights "
+                           r"are shared across layers",
+    # before: 981,547,008, the backbone alone read as a Llama of vocab 2051 (the text embedding, the depth decoder and
+    # the Mimi codec dropped), with a note naming text_vocab_size
+    "sesame--csm-1b": r"depth_decoder_config: given: a depth decoder over the audio codebooks",
+    # before: the same line (is_encoder_decoder, round 8's rule)
+    "google--t5gemma-2b-2b-ul2": r"is_encoder_decoder: true: an encoder-decoder model \('t5gemma'",
+    # before: refused, misleadingly, "sliding_window: missing"; with a window it would have been counted as a decoder
+    "nomic-ai--modernbert-embed-base": r"model_type: 'modernbert': ModernBERT is a bidirectional encoder",
+}

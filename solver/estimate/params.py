@@ -171,6 +171,8 @@ def _count_params(m: ModelSpec) -> ParamReport:
     if m.final_norm:
         acc.add(Share("norms", "norm", None, (Part("final_norm", norm_vectors * h, "none"),)))
     head = () if m.tie_word_embeddings else (Part("lm_head", v * h, "tp"),)
+    if m.head_transform:  # a dense and a norm before the vocabulary projection, replicated
+        head += (Part("head_transform", m.head_transform, "none"),)
     if m.lm_head_bias:  # a bias per vocabulary entry, split with the head's rows (tied or not)
         head += (Part("lm_head_bias", v, "tp"),)
     if head:

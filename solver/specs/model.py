@@ -58,6 +58,9 @@ class ModelSpec:
     final_norm: bool = True  # the norm before the head carries weights (not OLMo-1's non-parametric LayerNorm)
     norm_bias: bool = False  # the norms outside the stack are LayerNorms with a bias
     lm_head_bias: bool = False  # the head has a bias per vocabulary entry (Phi-2, Phi-3.5-MoE)
+    # weights of a transform between the final norm and the head (ModernBERT's prediction head: a dense h x h and a
+    # norm), counted with the head
+    head_transform: int = 0
     embedding_extra_rows: int = 0  # rows the token embedding holds beyond vocab_size (Mllama: 8), not the head
     # the config names modelling code of its own (auto_map): an engine loads such a checkpoint only when told to
     # trust that code (the launch's `remote_code` name; solver.launch.emit)

@@ -88,7 +88,9 @@ class BlockReader(FfnReading):
         self.linear_bias = f.bool(linear) if linear else False
         if f.has("no_bias"):  # MPT: the switch that removes every bias (linears and norms), read inverted
             self.linear_bias = not f.bool("no_bias")
-        self.mlp_bias = f.bool("mlp_bias") or self.linear_bias
+        # the family's bias switch reaches the attention's linears only (InternLM's bias: q / k / v / o, not the MLP)
+        scope_attention = f.cfg.get("_bias_switch_scope") == "attention"
+        self.mlp_bias = f.bool("mlp_bias") or (self.linear_bias and not scope_attention)
         self.norms = self._norms_per_layer()
         self.experts = f.int(*EXPERT_COUNT_FIELDS, default=0, minimum=0)
         self.zero = f.int("zero_expert_num", default=0, minimum=0)
@@ -170,8 +172,17 @@ class BlockReader(FfnReading):
         return 2  # engines keep the state in the model dtype unless the config says otherwise
 
     def window(self, kind: str) -> int | None:
-        if kind == "sliding":  # RecurrentGemma names its local attention's window attention_window_size
-            return self.f.int("sliding_window", "window_size", "attention_window_size", maximum=10**9)
+        f = self.f
+        if kind == "sliding":
+            # the family's own window field and how the cache's window follows from it (_window: {field, divide,
+            # add}): ModernBERT's decoder attends local_attention / 2 tokens, MiMo-V2-Flash sliding_window_size
+            # previous tokens and the query's own
+            rule = f.cfg.get("_window")
+            if isinstance(rule, dict) and f.has(str(rule.get("field"))):
+                value = f.int(str(rule["field"]), maximum=10**9)
+                return value // int(rule.get("divide", 1)) + int(rule.get("add", 0))
+            # RecurrentGemma names its local attention's window attention_window_size
+            return f.int("sliding_window", "window_size", "attention_window_size", maximum=10**9)
         if kind == "chunked":
             return self.f.int("attention_chunk_size", maximum=10**9)
         return None
@@ -184,6 +195,15 @@ class BlockReader(FfnReading):
                 raise f.err(field, "MLA layers sharing another layer's latent K/V are not modelled")
             return self.mla()
         heads, kv, dh = self.heads_at(slot.index), self.kv_at(slot.index), self.head_dim
+        # value heads narrower than the query / key heads (MiMo-V2-Flash's v_head_dim 128 beside head_dim 192); 0
+        # is DeepSeek's "unset" outside MLA (DeepSeek-VL2's MHA language model writes v_head_dim 0)
+        dv: int | None = f.int("v_head_dim") if f.has("v_head_dim") and cfg.get("v_head_dim") != 0 else None
+        if kind == "sliding" and f.has("swa_num_key_value_heads", "swa_head_dim", "swa_num_attention_heads"):
+            # the sliding-window layers' own sizes (MiMo-V2-Flash: twice the full layers' K/V heads)
+            heads = f.int("swa_num_attention_heads", default=heads)
+            kv = f.int("swa_num_key_value_heads", default=kv)
+            dh = f.int("swa_head_dim", default=dh)
+            dv = f.int("swa_v_head_dim") if f.has("swa_v_head_dim") else None
         k_eq_v = False
         if isinstance(cfg.get("block_configs"), list):
             group = cfg["block_configs"][slot.index]["attention"].get("n_heads_in_group")
@@ -192,6 +212,7 @@ class BlockReader(FfnReading):
             dh = f.int("global_head_dim", default=dh)
             kv = f.int("num_global_key_value_heads", default=kv)
             k_eq_v = f.bool("attention_k_eq_v")
+            dv = None
         if heads % kv:
             field = self.kv_field if kv == self.kv_at(slot.index) else "num_key_value_heads"
             raise f.err(field, f"{kv} must divide num_attention_heads ({heads})")
@@ -201,6 +222,12 @@ class BlockReader(FfnReading):
         out_bias = self.linear_bias or (bias and f.bool("_attention_out_bias")) or f.bool("_attention_out_only_bias")
         if f.has("attention_out_bias"):  # o_proj's bias as its own switch (Seed-OSS), beside q / k / v's
             out_bias = f.bool("attention_out_bias")
+        if f.bool("_last_layer_out_bias") and slot.index == self.layers - 1:
+            out_bias = True  # GPT-NeoX-Japanese: dense_bias in the last layer only
+        # one learned sink logit per head: the family's fact, or a switch per layer kind (MiMo-V2-Flash's sliding
+        # layers: add_swa_attention_sink_bias; add_full_attention_sink_bias for the full ones)
+        sinks = f.bool("_attention_sinks") or f.bool("add_swa_attention_sink_bias" if kind == "sliding"
+                                                      else "add_full_attention_sink_bias")
         qk = ""
         # q / k RMSNorms of head_dim: use_qk_norm, OpenELM's normalize_qk_projections
         if f.bool("use_qk_norm") or f.bool("normalize_qk_projections") or cfg.get("qk_norm_type"):
@@ -217,9 +244,9 @@ class BlockReader(FfnReading):
                 raise f.err("qk_layernorm", f"true: the q / k LayerNorms of model_type {cfg.get('model_type')!r} (one "
                                             "shared over the heads or one per head, with or without a bias: no "
                                             "convention for this family) are not counted")
-        return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh,
+        return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh if dv is None else dv,
                          window=self.window(kind), chunked=kind == "chunked", qkv_bias=bias, out_bias=out_bias,
-                         qk_norm=qk, sinks=f.bool("_attention_sinks"), output_gate=f.bool("attn_output_gate"),
+                         qk_norm=qk, sinks=sinks, output_gate=f.bool("attn_output_gate"),
                          k_eq_v=k_eq_v, kv_shared=slot.kv_shared, kv_weights=slot.kv_weights)
 
     def cross_attention(self, slot: Slot) -> Block:

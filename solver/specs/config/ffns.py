@@ -84,10 +84,12 @@ class FfnReading:
                 width = multiple * -(-width // multiple)
             divisor = f.int("_ffn_width_divisor", default=1)  # RecurrentGemmaMlp: intermediate_size // 2
             return width // divisor
-        if f.has("expansion_ratio"):  # MPT: the FFN is expansion_ratio x hidden wide
-            ratio = f.number("expansion_ratio", 0.0, 1000.0)
+        # the FFN as a multiple of the width: MPT's expansion_ratio, GPT-NeoX-Japanese's intermediate_multiple_size
+        ratio_field = f.first("expansion_ratio", "intermediate_multiple_size")
+        if ratio_field is not None:
+            ratio = f.number(ratio_field, 0.0, 1000.0)
             if ratio * self.h != int(ratio * self.h):
-                raise f.err("expansion_ratio", f"{ratio} x hidden_size ({self.h}) is not a whole width")
+                raise f.err(ratio_field, f"{ratio} x hidden_size ({self.h}) is not a whole width")
             return int(ratio * self.h)
         four_x = cfg.get("_ffn_4x_hidden")
         if four_x is None:
@@ -133,6 +135,8 @@ class FfnReading:
         router_bias = (str(f.cfg.get("topk_method", "")) == "noaux_tc" or f.bool("use_routing_bias")
                        or f.bool("moe_use_aux_free") or f.bool("use_expert_bias")
                        or f.bool("moe_router_enable_expert_bias") or f.bool("_router_bias"))
+        if f.cfg.get("_router_bias") is False:  # the family keeps the correction bias as a buffer (MiMo-V2-Flash)
+            router_bias = False
         return MoE(hidden=self.h, experts=self.experts, topk=topk, inter=inter, shared_inter=shared,
                    zero_experts=self.zero, gated=self.gated, bias=self.mlp_bias, router_bias=router_bias,
                    shared_gate=bool(shared) and f.bool("_shared_expert_gate"),

@@ -18,6 +18,14 @@ def layernorm_bias(f: Fields) -> bool:
     return f.bool("_norm_bias") or not f.bool("rmsnorm", True) or (f.has("no_bias") and not f.bool("no_bias"))
 
 
+def head_transform(f: Fields, hidden: int) -> int:
+    """The family's transform before the head (_head_transform: ModernBertDecoderPredictionHead, a dense hidden x
+    hidden whose bias classifier_bias switches, an activation and a norm of the stack's kind): its weights."""
+    if not f.bool("_head_transform"):
+        return 0
+    return hidden * hidden + (hidden if f.bool("classifier_bias") else 0) + (2 if layernorm_bias(f) else 1) * hidden
+
+
 def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
     """The weights outside the stack that a family's conventions add or remove (family_defaults.yaml), and the
     layouts the reader refuses rather than miscount."""
@@ -33,7 +41,9 @@ def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
             raise f.err("max_position_embeddings", "missing (required to size the learned position table)")
         rows = f.int("n_positions", "max_position_embeddings", maximum=2**24)
         positions = rows + f.int("_position_offset", default=0, minimum=0)
+    # the family's field for the head's bias (ModernBERT's decoder_bias), lm_head_bias otherwise
+    head_bias_field = str(f.cfg.get("_lm_head_bias_field") or "lm_head_bias")
     return {"position_embeddings": positions, "embedding_norm": f.bool("_embedding_norm"),
             "final_norm": f.bool("_norm_weights", True) and f.bool("post_layer_norm", True),
-            "lm_head_bias": f.bool("lm_head_bias"),
+            "lm_head_bias": f.bool(head_bias_field), "head_transform": head_transform(f, hidden),
             "embedding_extra_rows": f.int("_embedding_extra_rows", default=0, minimum=0, maximum=2**20)}

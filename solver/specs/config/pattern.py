@@ -126,6 +126,14 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
                 raise f.err(types_field, f"unknown entry {t!r} at index {i} (known: {', '.join(LAYER_TYPE_MIXER)})")
             out.append(LAYER_TYPE_MIXER[t])
         return out, types_field
+    flags_field = cfg.get("_sliding_flags")  # the family's list of one flag per layer, 1 a sliding-window layer
+    if flags_field is not None and cfg.get(flags_field) is not None:
+        # MiMo-V2-Flash's hybrid_layer_pattern: 0 full attention, 1 sliding window
+        flags = f.int_list(str(flags_field), layers) or []
+        if any(v not in (0, 1) for v in flags):
+            raise f.err(str(flags_field), f"entries must be 0 (full attention) or 1 (sliding window), got "
+                                          f"{sorted(set(flags))}")
+        return ["sliding" if v else "full" for v in flags], str(flags_field)
     if cfg.get("attn_layer_indices") is not None:
         # Bamba: softmax attention at these layers, a Mamba mixer at every other (each layer keeps its FFN)
         index = f.int_list("attn_layer_indices") or []
@@ -193,9 +201,11 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
             out.append(None if attn.get("no_op") else "full")
         return out, "block_configs"
     if f.has("global_attn_every_n_layers") and not f.has("sliding_window_pattern"):
-        # AFMoE's (and ModernBERT's) spelling of the integer sliding_window_pattern: every N-th layer global
+        # AFMoE's spelling of the integer sliding_window_pattern: every N-th layer global, the N-th first; ModernBERT's
+        # decoder (the fact _global_attn_first) counts from the first layer: layers 0, N, 2N, ... global
         n = f.int("global_attn_every_n_layers", maximum=max(layers, 1))
-        return ["full" if (i + 1) % n == 0 else "sliding" for i in range(layers)], "global_attn_every_n_layers"
+        first = 0 if f.bool("_global_attn_first") else n - 1
+        return ["full" if i % n == first else "sliding" for i in range(layers)], "global_attn_every_n_layers"
     if f.has("sliding_window_pattern"):
         pat = cfg["sliding_window_pattern"]
         if isinstance(pat, str):

@@ -235,6 +235,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
             blocks = tuple(b for b in ((mixer,) + side + reader.ffns(slot)) if b is not None)
             per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
             per_layer_norms += 1 if slot.residual_mlp and norms else 0  # the residual MLP's own norm (Arctic)
+            if slot.index == 0 and slot.mixer and per_layer_norms and f.bool("_first_layer_no_mixer_norm"):
+                per_layer_norms -= 1  # ModernBERT: layer 0's attn_norm is nn.Identity (the embedding is normed)
             stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias))
     except InputError as e:  # a missing attention size where the config describes another mixer says that
         # only a size the attention reading found missing; a specific refusal (Zamba2's pattern) stands

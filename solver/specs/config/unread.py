@@ -79,6 +79,11 @@ _REFUSED = {
     "speech_lora": "LoRA adapters per modality (rank r on the text model's linears a name pattern selects)",
     "audio_processor": "a conformer audio encoder (convolution subsampling, conformer blocks, relative-position bias)",
     "qk_ln": "MPT's q / k LayerNorms (attn_config.qk_ln)",
+    # Sesame CSM: a depth decoder (its own small transformer, codebook embeddings and per-codebook heads) that
+    # predicts the audio codebooks beside the backbone, and a neural audio codec (Mimi) held in the same model
+    "depth_decoder_config": "a depth decoder over the audio codebooks (its own transformer, codebook embeddings and "
+                            "per-codebook heads)",
+    "codec_config": "a neural audio codec (convolutional encoder / decoder, quantizers) held in the model",
     # Chameleon, Emu3, Janus: the model holds its image tokenizer (a convolutional VQ-VAE encoder, its codebook and
     # quant convs, sized by vq_config's channels and multipliers), which no counting convention here expresses
     "vq_config": "a VQ-VAE image tokenizer (a convolutional encoder, a codebook and quant convs)",
