@@ -137,7 +137,10 @@ def test_cp_sat_memory_constraints_admit_what_tables_fit_admits(case) -> None:
     m, h, prec, sc, t = _tables(*case)
     rng = random.Random(1)
     seen = set()
-    for b, picks in _picks(t, rng, 80):
+    # at least 80 draws, and on until both a fitting and an overflowing configuration were checked
+    for n, (b, picks) in enumerate(_picks(t, rng, 1000)):
+        if n >= 80 and seen == {True, False}:
+            break
         key = t.layout_key(t.choices["attn"][picks["attn"]])
         model = cp_model.CpModel()
         x = {g: {i: model.new_bool_var(f"{g}{i}") for i, c in enumerate(t.choices[g]) if c[-1] == key[4]
