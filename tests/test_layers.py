@@ -201,10 +201,12 @@ def test_the_ssd_chunk_is_the_configs_chunk_size_else_the_mamba2_default() -> No
                 num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=128,
                 mamba_num_heads=4, mamba_head_dim=16, ssm_state_size=8, n_groups=2, mlp_hidden_act="relu2")
     assert parse_model_config({**base, "chunk_size": 128}, "x").layers[0].mixer.chunk_size == 128
-    assert parse_model_config(base, "x").layers[0].mixer.chunk_size == 256  # mamba.SSD_CHUNK
+    assert parse_model_config(base, "x").layers[0].mixer.chunk_size == 128  # NemotronHConfig's class default
     falcon = _dense_cfg(model_type="falcon_h1", mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8,
                         mamba_n_groups=1, mamba_chunk_size=64)
     assert next(b for b in parse_model_config(falcon, "x").layers[0].blocks if b.kind == "Mamba2").chunk_size == 64
+    del falcon["mamba_chunk_size"]  # no class default of its own: the Mamba2 kernels' 256 (mamba.SSD_CHUNK)
+    assert next(b for b in parse_model_config(falcon, "x").layers[0].blocks if b.kind == "Mamba2").chunk_size == 256
 
 
 def test_ssm_layer_under_sp_gathers_tokens_and_keeps_full_state() -> None:
