@@ -148,6 +148,25 @@ def test_solve_yaml_is_a_deployment_file_check_and_launch_read_by_candidate(tmp_
     assert bad.exit_code == 2 and "--candidate: 'd'" in bad.stderr
 
 
+def test_a_prefill_plan_under_mtp_prints_the_memory_check_and_estimate_give(tmp_path):
+    """solve --phase prefill --mtp 2 printed DeepSeek-V3's weights without its MTP layer (58.34 GB per card on
+    16 H200) while the file it wrote, checked, gave 59.38 (as estimate does, and a disaggregated prefill pool):
+    the planner already held the plan to the memory with the MTP weights; the printed figures now are that."""
+    args = ["deepseek-v3", "--hardware", "h200_sxm", "--cards", "16", "--phase", "prefill", "--mtp", "2",
+            "--max-concurrency", "64"]
+    r = CliRunner().invoke(main, ["solve", *args, "--format", "yaml"])
+    assert r.exit_code == 0, r.output
+    path = tmp_path / "solve.yaml"
+    path.write_text(r.stdout)
+    solved = _run("solve", *args, "--format", "json")["candidates"]
+    for letter, cand in zip("abc", solved):
+        checked = _run("check", str(path), "--candidate", letter, "--format", "json")["estimation"]
+        for k in ("params_per_card_gb", "memory_per_rank_gb", "ttft_ms"):
+            assert checked[k] == cand["estimation"][k], (letter, k)
+    no_mtp = _run("solve", *[a for a in args if a not in ("--mtp", "2")], "--format", "json")["candidates"][0]
+    assert solved[0]["estimation"]["params_per_card_gb"] > no_mtp["estimation"]["params_per_card_gb"]
+
+
 def test_a_key_in_a_candidate_block_is_read_or_refused_never_dropped(tmp_path):
     """A hand-edited solve file: `kv_dtype: fp8` (or world_size) written inside candidate_a was dropped without a
     word (check priced bf16 KV); a candidate block is read for parallel_config and workload, solve's estimation
