@@ -9,7 +9,8 @@ and the `check` command on the parallel_config it emitted (both through solver.c
               names the binding constraint and a remedy)
     defect    a traceback (any exception that is not the tool's own clean error, or an InternalError); a figure
               that is NaN, inf, zero or negative on a feasible answer; memory over the wall marked as fitting;
-              a recommended config that `check` rejects (exit 1) or cannot read; a launch that fails or names a
+              a recommended config that `check` rejects (exit 1) or cannot read, or prices with other figures
+              than solve printed; a launch that fails or names a
               flag the engine does not have per facts/engines.md ("Flags" table); a solve over --slow-s seconds
 
 Prints counts by outcome, by framework and by hardware, median and worst timings, then one line per defect
@@ -177,7 +178,8 @@ def run_case(case, folder: str, slow_s: float, time_limit_s: float, flags: dict[
     try:
         result, cands = run_solve(m, h, c, scenario, fw, params=SolverParams(time_limit_s=time_limit_s))
         result.timeout_note(), result.cut_note()
-        result_dict(result, cands), seed_yaml(result, cands)  # what `solve` prints
+        printed = result_dict(result, cands)
+        seed_yaml(result, cands)  # what `solve` prints
     except (InputError, InfeasibleError) as exc:
         out["solve_s"] = out["total_s"] = time.perf_counter() - t0
         if not _one_line(exc):
@@ -214,6 +216,12 @@ def run_case(case, folder: str, slow_s: float, time_limit_s: float, flags: dict[
         except (ValueError, KeyError):
             why = _tail(text)
         return defect("check rejects the recommendation", f"{path.name}: {why}"[:300])
+    # check prices the file with the estimator solve ranked by: every figure both print must be the same
+    checked = json.loads(text[text.find("{"):]).get("estimation", {})
+    solved = printed["candidates"][0]["estimation"]
+    differ = [f"{k} {solved[k]} vs {checked[k]}" for k in sorted(set(solved) & set(checked)) if solved[k] != checked[k]]
+    if differ:
+        return defect("check's figures differ from solve's", f"{path.name}: {'; '.join(differ)}"[:300])
     code, text, exc = _cli(["launch", str(path), "--engine", fw, "--format", "json"])
     if exc is not None or code != 0:
         return defect("launch failed", f"exit {code}: {_tail(text)}" + (f" ({type(exc).__name__})" if exc else ""))

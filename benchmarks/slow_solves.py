@@ -100,12 +100,13 @@ def sample_bases(rng: random.Random, n: int) -> list[list[str]]:
     return out
 
 
-def run(argv: list[str]) -> tuple[float, int, int, str, str]:
-    """(CPU s, CP-SAT solves, exit code, stdout, stderr) of one `solve` run from a cold planner cache."""
+def run(argv: list[str], cmd: str = "solve") -> tuple[float, int, int, str, str]:
+    """(CPU s, CP-SAT solves, exit code, stdout, stderr) of one `solve` (or sweep / recommend) run from a cold
+    planner cache."""
     solve.clear_cache()
     runner = CliRunner()
     s0, t0 = SOLVES[0], time.process_time()
-    res = runner.invoke(cli, ["solve", *argv, "--format", "json"])
+    res = runner.invoke(cli, [cmd, *argv, "--format", "csv" if cmd == "sweep" else "json"])
     cpu = time.process_time() - t0
     code = res.exit_code
     if res.exception is not None and not isinstance(res.exception, SystemExit):
@@ -143,12 +144,46 @@ def sla_args(t_star: float | None, p_star: float | None, ft: float | None, fp: f
     return out
 
 
+def capacity_argv(base: list[str], t_star: float | None, p_star: float | None, tok_s: float | None, kind: str
+                  ) -> list[str] | None:
+    """A base deployment as a `sweep` over its size and half of it under SLAs just above the front's best
+    (x1.02), or as a `recommend` of twice the throughput its front reached, under the TPOT SLA x1.02, over
+    sizes up to twice its own. None where the base has no front (nothing to set the SLA or the load from) or is
+    one phase alone (sweep and recommend plan serving)."""
+    if t_star is None or p_star is None or tok_s is None or "serving" not in base:
+        return None
+    opts = dict(zip(base[1::2], base[2::2]))
+    cards = int(opts["--cards"])
+    keep = [base[0], "--hardware", opts["--hardware"], "--framework", opts["--framework"], "--isl", opts["--isl"],
+            "--osl", opts["--osl"]]
+    keep += [a for k in ("--mtp", "--max-concurrency") if k in opts for a in (k, opts[k])]
+    if kind == "sweep":
+        sizes = f"{max(1, cards // 2)},{cards}" if cards > 1 else "1"
+        return [*keep, "--cards", sizes, "--scenarios", "latency,throughput,balanced",
+                "--ttft-ms", f"{t_star * 1.02:.4g}", "--tpot-ms", f"{p_star * 1.02:.4g}"]
+    return [*keep, "--cards", f"1..{cards * 2}", "--target-output-tokens-per-s", f"{tok_s * 2:.4g}",
+            "--tpot-ms", f"{p_star * 1.02:.4g}"]
+
+
+def front_throughput(output: str) -> float | None:
+    """The most output tokens/s over the JSON output's candidates."""
+    try:
+        d = json.loads(output)
+    except ValueError:
+        return None
+    tok = [c["estimation"].get("output_tokens_per_s") for c in d.get("candidates", [])]
+    tok = [t for t in tok if t]
+    return max(tok) if tok else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bases", type=int, default=40, help="sampled deployments")
     ap.add_argument("--variants", type=int, default=4, help="SLA variants per deployment")
     ap.add_argument("--disagg", type=int, default=4, help="of the deployments, how many also run --serving disagg")
+    ap.add_argument("--capacity", type=int, default=0, help="of the serving deployments, how many also run as a "
+                    "sweep under SLAs at the front's edge and as a recommend of twice their throughput")
     ap.add_argument("--only", type=int, action="append", default=None, help="run these case indices only")
     ap.add_argument("--profile", action="store_true", help="cProfile the --only cases (top 30 by cumulative time)")
     ap.add_argument("--list", action="store_true", help="print the cases without running them")
@@ -163,42 +198,63 @@ def main() -> None:
     # the SLAs a phase takes: prefill alone has no TPOT, decode alone no TTFT (the CLI refuses them)
     variants = [rng.sample([v for v in SLA_VARIANTS if not (v[2] is not None and "prefill" in base)
                             and not (v[1] is not None and "decode" in base)], args.variants) for base in bases]
+    # drawn after the variants, so a grid without --capacity is the one earlier runs timed
+    capacity = set(rng.sample(serving, min(args.capacity, len(serving)))) if args.capacity else set()
     # cases: (index, label, argv); an SLA case needs its base's front, so the argv is finished when it is reached
     rows = []
     idx = 0
     for i, base in enumerate(bases):
-        minima = None
-        for label, ft, fp in [("no SLA", None, None), *variants[i]]:
-            for serving in (["agg", "disagg"] if i in disagg else ["agg"]):
-                want = args.only is None or idx in args.only
+        front: list = []  # the base's front output, untimed (with --explain, which lists it), when first needed
+
+        def base_front() -> str:
+            if not front:
+                front.append(run([*base, "--explain"])[3])
+            return front[0]
+
+        cases = [(label, ft, fp, serving) for label, ft, fp in [("no SLA", None, None), *variants[i]]
+                 for serving in (["agg", "disagg"] if i in disagg else ["agg"])]
+        cases += [(kind, None, None, kind) for kind in (("sweep", "recommend") if i in capacity else ())]
+        for label, ft, fp, serving in cases:
+            want = args.only is None or idx in args.only
+            cmd = serving if serving in ("sweep", "recommend") else "solve"
+            if cmd != "solve":
+                name = ("sweep, SLAs x1.02 of the front's best" if cmd == "sweep"
+                        else "recommend, twice the front's throughput, TPOT x1.02")
+                if args.list or not want:
+                    argv = [*base, "(the sweep / recommend of the base's front)"]
+                else:
+                    out = base_front()
+                    argv = capacity_argv(base, *front_minima(out), front_throughput(out), cmd)
+                    if argv is None:
+                        idx += 1
+                        continue
+            else:
                 if ft is None and fp is None:
                     extra = []
                 elif args.list or not want:
                     extra = ["(SLAs from the base's front)"]
                 else:
-                    if minima is None:  # the base's front, untimed (with --explain, which lists it)
-                        minima = front_minima(run([*base, "--explain"])[3])
-                    extra = sla_args(*minima, ft, fp)
+                    extra = sla_args(*front_minima(base_front()), ft, fp)
                 argv = [*base, *extra] + (["--serving", "disagg"] if serving == "disagg" else [])
                 name = f"{label}{' disagg' if serving == 'disagg' else ''}"
-                if args.list:
-                    print(f"#{idx} {name}: {' '.join(argv)}")
-                elif want:
-                    if args.profile:
-                        prof = cProfile.Profile()
-                        prof.enable()
-                    cpu, n, code, out, err = run(argv)
-                    if args.dump:
-                        os.makedirs(args.dump, exist_ok=True)
-                        with open(os.path.join(args.dump, f"{idx}.txt"), "w") as fh:
-                            fh.write(f"{' '.join(argv)}\nexit {code}\n{out}\n--- stderr\n{err}")
-                    if args.profile:
-                        prof.disable()
-                        pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
-                    rows.append((cpu, n, code, idx, name, argv))
-                    print(f"#{idx:<4} {cpu:7.2f} CPU s {n:6d} solves exit {code:>2}  {name}: {' '.join(argv)}",
-                          flush=True)
-                idx += 1
+            if args.list:
+                print(f"#{idx} {cmd} {name}: {' '.join(argv)}")
+            elif want:
+                if args.profile:
+                    prof = cProfile.Profile()
+                    prof.enable()
+                cpu, n, code, out, err = run(argv, cmd)
+                if args.dump:
+                    os.makedirs(args.dump, exist_ok=True)
+                    with open(os.path.join(args.dump, f"{idx}.txt"), "w") as fh:
+                        fh.write(f"{'' if cmd == 'solve' else cmd + ' '}{' '.join(argv)}\nexit {code}\n{out}\n--- stderr\n{err}")
+                if args.profile:
+                    prof.disable()
+                    pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+                rows.append((cpu, n, code, idx, name, [cmd, *argv]))
+                print(f"#{idx:<4} {cpu:7.2f} CPU s {n:6d} solves exit {code:>2}  {name}: {cmd} {' '.join(argv)}",
+                      flush=True)
+            idx += 1
     if args.list or not rows:
         return
     print(f"\n{len(rows)} cases, median {statistics.median(r[0] for r in rows):.2f} CPU s, "

@@ -65,6 +65,8 @@ def classify(case: Case, exit_code: int | None, output: str, exception: BaseExce
         return "traceback"
     if exit_code not in (0, 1, 2):
         return f"exit{exit_code}"
+    if exit_code == 2 and not one_error_line(output):
+        return "unclear-refusal"
     if case.label == "invalid":
         return {0: "accepted-invalid", 1: "exit1-invalid", 2: "ok"}[exit_code]
     if case.label == "valid" and exit_code == 2:
@@ -72,7 +74,14 @@ def classify(case: Case, exit_code: int | None, output: str, exception: BaseExce
     return "ok"
 
 
-FAILURES = ("traceback", "hang", "accepted-invalid")  # what the issue's "Must show" counts
+FAILURES = ("traceback", "hang", "accepted-invalid", "unclear-refusal")  # the issue's "Must show", and bad input
+# refused in more or less than one "error: WHAT: problem" line
+
+
+def one_error_line(output: str) -> bool:
+    """Bad input's refusal: exactly one line "error: <field or file>: <problem>"."""
+    errors = [ln for ln in output.splitlines() if ln.startswith("error:")]
+    return len(errors) == 1 and ": " in errors[0].removeprefix("error: ")
 
 
 # ------------------------------------------------------------------------------------------------ fixtures
@@ -88,6 +97,7 @@ class Fixtures:
     traces: list[tuple[str, str, str]]
     csvs: list[tuple[str, str, str]]
     configs: list[tuple[str, str, str]]
+    solve_files: list[tuple[str, str, str]]  # solve --format yaml output, edited by hand (check/launch --candidate a)
     outs: list[tuple[str, str, str]]  # table targets (.csv/.json)
     csv_outs: list[tuple[str, str, str]]
 
@@ -324,7 +334,89 @@ def build_fixtures(folder: Path) -> Fixtures:
         outs.append((str(chardev), "invalid", "a character device"))
     csv_outs = [o for o in outs if not o[0].endswith(".json")] + [(str(outdir / "t4.json"), "invalid",
                                                                    ".json for a CSV writer")]
-    return Fixtures(folder, hardware, frameworks, models, deployments, traces, csvs, configs, outs, csv_outs)
+    csvs += _odd_csvs(folder, header, body)
+    return Fixtures(folder, hardware, frameworks, models, deployments, traces, csvs, configs, _solve_files(folder),
+                    outs, csv_outs)
+
+
+def _odd_csvs(folder: Path, header: str, body: list[str]) -> list[tuple[str, str, str]]:
+    """Calibration CSVs as a spreadsheet or a hand edit leaves them: encodings, line ends, quoting, a repeated
+    header, a row with a cell lost or a knob no engine runs. A file with one good row is evaluated (exit 0, the
+    bad rows' error column says why); a file with none is refused."""
+    cols = header.split(",")
+    if not body or not {"tp", "concurrency", "attention_dp", "isl"} <= set(cols):
+        return []
+    row = body[0].split(",")
+
+    def put(name: str, value: str) -> str:
+        return ",".join(value if c == name else v for c, v in zip(cols, row))
+
+    out = []
+    for name, text, label, why in (
+            ("bom", "\ufeff" + "\n".join([header, *body]) + "\n", "valid", "a UTF-8 byte-order mark"),
+            ("crlf", "\r\n".join([header, *body]) + "\r\n", "valid", "CRLF line ends"),
+            ("blank", "\n".join([header, "", body[0], "", ""]) + "\n", "valid", "blank lines"),
+            ("quoted", "\n".join([header, ",".join(f'"{v}"' for v in row)]) + "\n", "valid", "every cell quoted"),
+            ("rehead", "\n".join([header, body[0], header]) + "\n", "valid", "the header repeated as a row"),
+            ("mixed", "\n".join([header, body[0], ",".join(row[:3])]) + "\n", "valid", "one row lost cells"),
+            ("short", "\n".join([header, ",".join(row[:3])]) + "\n", "invalid", "the only row lost cells"),
+            ("tpfrac", "\n".join([header, put("tp", "8.5")]) + "\n", "invalid", "tp 8.5"),
+            ("concneg", "\n".join([header, put("concurrency", "-3")]) + "\n", "invalid", "concurrency -3"),
+            ("worldodd", "\n".join([header, put("attention_dp", "3")]) + "\n", "invalid",
+             "tp x attention_dp differs from moe_tp x moe_ep"),
+            ("islblank", "\n".join([header, put("isl", "")]) + "\n", "invalid", "isl blank")):
+        p = folder / f"rows-{name}.csv"
+        p.write_bytes(text.encode("utf-8"))
+        out.append((str(p), label, why))
+    return out
+
+
+def _solve_files(folder: Path) -> list[tuple[str, str, str]]:
+    """`solve --format yaml` (three candidate blocks under the deployment's model, hardware and world size), as
+    written and edited by hand; each is read with --candidate a. Labels: a knob or key the deployment takes is
+    valid (check exits 0 or 1); a key no reader takes, a bad value, or a malformed candidate block is invalid."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["solve", "qwen3-30b-a3b", "--hardware", "h100_sxm", "--cards", "8",
+                                  "--max-concurrency", "16", "--time-limit", "2", "--format", "yaml"])
+    if r.exit_code != 0:
+        return []
+    text = r.stdout
+    data = yaml.safe_load(text)
+    a = "candidate_a"
+    p = folder / "solve-asis.yaml"
+    p.write_text(text)
+    out = [(str(p), "valid", "as solve wrote it")]
+    edits = [
+        ("ws16", _set(data, "world_size", 16), "valid", "world_size 16 (attention DP 2)"),
+        ("est", _set(data, f"{a}.estimation.ttft_ms", 1.0), "valid", "solve's estimate edited (output, not read)"),
+        ("kvtop", _set(data, "kv_dtype", "fp8"), "valid", "kv_dtype fp8 at the top level"),
+        ("epok", _set(data, f"{a}.parallel_config.moe_ep_size", 8), "valid", "moe_ep_size stated, agreeing"),
+        ("kvblock", _set(data, f"{a}.kv_dtype", "fp8"), "invalid", "kv_dtype inside the candidate block"),
+        ("wsblock", _set(data, f"{a}.world_size", 16), "invalid", "world_size inside the candidate block"),
+        ("eplie", _set(data, f"{a}.parallel_config.moe_ep_size", 4), "invalid", "moe_ep_size 4 but 8 // 1 = 8"),
+        ("dplie", _set(data, f"{a}.parallel_config.attn_dp_size", 2), "invalid", "attn_dp_size 2 but 8 // 8 = 1"),
+        ("list", _set(data, a, [1, 2]), "invalid", "candidate block a list"),
+        ("typo", _set(_set(data, f"{a}.parallel_conifg", data[a]["parallel_config"]), f"{a}.parallel_config",
+                      _DELETE), "invalid", "parallel_config misspelt"),
+        ("conc0", _set(data, f"{a}.workload.concurrency", 0), "invalid", "concurrency 0"),
+        ("islf", _set(data, f"{a}.workload.isl", 4096.5), "invalid", "isl 4096.5"),
+        ("wsstr", _set(data, "world_size", "8"), "invalid", "world_size '8'"),
+        ("kvint8", _set(data, "kv_dtype", "int8"), "invalid", "kv_dtype int8 on H100"),
+        ("mtp", _set(data, "mtp", 1), "invalid", "mtp 1 on a model without MTP layers"),
+        ("extra", _set(data, "colour", "blue"), "invalid", "an unknown top-level key"),
+        ("phase", _set(data, f"{a}.workload.phase", "decode"), "invalid", "phase beside concurrency"),
+    ]
+    for name, d, label, why in edits:
+        p = folder / f"solve-{name}.yaml"
+        p.write_text(yaml.safe_dump(d, sort_keys=False))
+        out.append((str(p), label, why))
+    p = folder / "solve-dupkey.yaml"
+    p.write_text(text.replace("world_size: 8", "world_size: 8\nworld_size: 16", 1))
+    out.append((str(p), "invalid", "world_size given twice"))
+    return out
 
 
 # --------------------------------------------------------------------------------------------- value pools
@@ -685,7 +777,9 @@ def launch_cases(draw, fx: Fixtures) -> Case:
 def sweep_cases(draw, fx: Fixtures) -> Case:
     b = _Builder("sweep", draw)
     _solve_base(draw, b, fx, 0.25)
-    cards = draw(st.sampled_from([("1,2", "valid"), ("1..2", "valid")] + ([] if b.clean else [
+    cards = draw(st.sampled_from([("1,2", "valid"), ("1..2", "valid"), ("3", "valid"), ("6..10", "valid"),
+                                  ("2,1", "valid"), ("1,1", "valid"), (" 1, 2", "valid")] + ([] if b.clean else [
+        ("6..7", "invalid"), ("1,,2", "invalid"), ("1..2..4", "invalid"), ("1,2,", "invalid"), ("0..2", "invalid"),
         ("0", "invalid"), ("8..2147483648", "invalid"), ("99999999999999999999", "invalid"), ("abc", "invalid"),
         ("2..1", "invalid"), ("9" * 5000, "invalid")])))
     b.add(["--cards", cards[0], "--scenarios", "latency", "--max-concurrency", "16", "--time-limit", "2"], cards[1],
@@ -757,10 +851,92 @@ def calibrate_cases(draw, fx: Fixtures) -> Case:
     return b.case()
 
 
+# weight and KV formats by the rules of hardware/h100_sxm.yaml and h200_sxm.yaml (peak_flops bf16 and fp8; fp4 and
+# int4 weight-only; no int8) and of the KV cache (16-bit or one byte): (value, good?)
+WEIGHT_FORMATS = [("bf16", True), ("fp16", True), ("fp8", True), ("fp8_block", True), ("int4", True),
+                  ("mxfp4", True), ("nvfp4", True), ("int8", False), ("fp3", False)]
+KV_FORMATS = [("bf16", True), ("fp16", True), ("fp8", True), ("FP8", True), ("int8", False), ("int4", False),
+              ("mxfp4", False)]
+DENSE_MODELS = ("qwen3-8b", "llama-3.1-8b")  # no routed experts: --moe-weight-dtype is bad input
+
+
+def _formats(draw, b: _Builder, model: str) -> None:
+    """Weight / routed-expert / KV formats in combination; routed-expert weights on a dense model are bad input."""
+    pools = {"--weight-dtype": WEIGHT_FORMATS, "--moe-weight-dtype": WEIGHT_FORMATS, "--kv-dtype": KV_FORMATS}
+    for flag in draw(st.lists(st.sampled_from(list(pools)), min_size=1, max_size=3, unique=True)):
+        pool = pools[flag]
+        value, good = draw(st.sampled_from([v for v in pool if v[1]] if b.clean else pool))
+        if flag == "--moe-weight-dtype" and model in DENSE_MODELS:
+            good = False
+        b.add([flag, value], "valid" if good else "invalid", f"{flag} {value}")
+
+
+@st.composite
+def solve_edge_cases(draw) -> Case:
+    """What solve_cases never draws: cards that are not a power of two, both SLAs at once (one the phase lacks is
+    bad input), format combinations, a fixed concurrency against the range's bound, disaggregated serving."""
+    b = _Builder("solve", draw)
+    model = draw(st.sampled_from(SMALL_MODELS))
+    max_conc = draw(st.sampled_from([16, 64]))
+    b.add([model, "--hardware", draw(st.sampled_from(SMALL_HW)), "--cards", draw(st.sampled_from(["3", "6", "12"])),
+           "--max-concurrency", str(max_conc), "--time-limit", "2"], "valid")
+    phase = draw(st.sampled_from(["serving", "decode", "prefill"]))
+    if phase != "serving":
+        b.add(["--phase", phase], "valid")
+    if draw(st.booleans()):
+        conc = draw(st.sampled_from([8, 16, 32, 128]))
+        b.add(["--concurrency", str(conc)], "valid" if conc <= max_conc else "invalid",
+              f"--concurrency {conc} over --max-concurrency {max_conc}")
+    if draw(st.booleans()):
+        b.add(["--ttft-ms", draw(st.sampled_from(["50", "2000"])), "--tpot-ms", draw(st.sampled_from(["5", "50"]))],
+              "valid" if phase == "serving" else "invalid", f"both SLAs with --phase {phase}")
+    if draw(st.booleans()):
+        _formats(draw, b, model)
+    if phase == "serving" and draw(st.floats(0, 1)) < 0.15:
+        b.add(["--serving", "disagg"], "valid")
+    return b.case(slow=True)
+
+
+@st.composite
+def format_cases(draw, fx: Fixtures) -> Case:
+    """memory / estimate of one configuration under format combinations."""
+    b = _Builder(draw(st.sampled_from(["memory", "estimate"])), draw)
+    model = draw(st.sampled_from(SMALL_MODELS))
+    b.add([model, "--hardware", draw(st.sampled_from(SMALL_HW)), "--cards", "8", "--attn-tp", "8"], "valid")
+    if b.cmd == "memory":
+        b.add(["--batch", "8", "--seq-len", "4096"], "valid")
+    else:
+        b.add(["--isl", "4096", "--osl", "256", "--concurrency", "16"], "valid")
+    _formats(draw, b, model)
+    return b.case()
+
+
+@st.composite
+def solve_file_cases(draw, fx: Fixtures) -> Case:
+    """check / launch on `solve --format yaml` output edited by hand (tests/fuzz_cases._solve_files). A file of
+    three candidates read without --candidate, or with one it does not hold, is bad input."""
+    b = _Builder(draw(st.sampled_from(["check", "launch"])), draw)
+    path, label, why = b.file(draw, fx.solve_files)
+    b.add([path], label, why, "file")
+    pick = draw(st.sampled_from([("a", "valid"), ("1", "valid"), ("candidate_a", "valid")]
+                                + ([] if b.clean else [(None, "invalid"), ("d", "invalid"), ("0", "invalid")])))
+    if pick[0] is not None:
+        b.add(["--candidate", pick[0]], pick[1], f"--candidate {pick[0]}")
+    else:
+        b.add([], "invalid", "three candidates, none named")
+    if b.cmd == "launch":
+        # candidate a (generic planner, Attn TP8 + EP) under the generic profile is expressible; another engine
+        # may refuse its knobs (exit 2 naming the rule)
+        engine = draw(st.sampled_from(["generic", "vllm", "sglang"]))
+        b.add(["--engine", engine], "valid" if engine == "generic" else "any", f"--engine {engine}")
+    return b.case()
+
+
 def cases(fx: Fixtures, fast: bool = False) -> st.SearchStrategy[Case]:
     """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each)."""
     strategies = [catalog_cases(), inspect_cases(fx), memory_cases(fx), estimate_cases(fx), solve_cases(fx),
-                  check_cases(fx), launch_cases(fx), sweep_cases(fx), recommend_cases(fx), calibrate_cases(fx)]
+                  check_cases(fx), launch_cases(fx), sweep_cases(fx), recommend_cases(fx), calibrate_cases(fx),
+                  solve_edge_cases(), format_cases(fx), solve_file_cases(fx)]
     s = st.one_of(*strategies)
     return s.filter(lambda c: not c.slow) if fast else s
 

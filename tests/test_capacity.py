@@ -263,6 +263,18 @@ def test_recommend_unreachable_load_exits_1_and_bad_input_exits_2() -> None:
         assert bad.stderr.startswith("error: ") and bad.stderr.count("\n") == 1
 
 
+def test_recommend_with_no_feasible_size_gives_the_remedy_solve_gives_at_the_largest() -> None:
+    """An impossible TPOT on every size tried: the refusal names the binding SLA and what would fit, in the words
+    `solve` uses for the largest size (recommend used to drop the planner's remedy)."""
+    args = ["qwen3-8b", "--hardware", "h100_sxm", "--tpot-ms", "0.5", "--time-limit", "2"]
+    rec = _run("recommend", *args, "--target-output-tokens-per-s", "5000", "--cards", "1,2")
+    solo = _run("solve", *args, "--cards", "2")
+    assert rec.exit_code == 1 and solo.exit_code == 1, (rec.output, solo.output)
+    remedy = solo.stderr.split("binds; ", 1)[1].strip()
+    assert remedy.startswith("what would fit: relax --tpot-ms")
+    assert "(binding: SLA.tpot); " + remedy in rec.stderr and rec.stderr.count("\n") == 1
+
+
 def test_the_front_rows_are_the_same_for_every_scenario(swept: dict) -> None:
     """One front per (hardware, cards, workload): the scenario only picks candidate 1 from it."""
     df = pd.read_csv(swept["csv"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import yaml
 from click.testing import CliRunner
 
 from solver.cli.main import main
@@ -145,6 +146,47 @@ def test_solve_yaml_is_a_deployment_file_check_and_launch_read_by_candidate(tmp_
     assert one.exit_code == 2 and "name it with --candidate" in one.stderr
     bad = CliRunner().invoke(main, ["launch", str(path), "--candidate", "d"])
     assert bad.exit_code == 2 and "--candidate: 'd'" in bad.stderr
+
+
+def test_a_prefill_plan_under_mtp_prints_the_memory_check_and_estimate_give(tmp_path):
+    """solve --phase prefill --mtp 2 printed DeepSeek-V3's weights without its MTP layer (58.34 GB per card on
+    16 H200) while the file it wrote, checked, gave 59.38 (as estimate does, and a disaggregated prefill pool):
+    the planner already held the plan to the memory with the MTP weights; the printed figures now are that."""
+    args = ["deepseek-v3", "--hardware", "h200_sxm", "--cards", "16", "--phase", "prefill", "--mtp", "2",
+            "--max-concurrency", "64"]
+    r = CliRunner().invoke(main, ["solve", *args, "--format", "yaml"])
+    assert r.exit_code == 0, r.output
+    path = tmp_path / "solve.yaml"
+    path.write_text(r.stdout)
+    solved = _run("solve", *args, "--format", "json")["candidates"]
+    for letter, cand in zip("abc", solved):
+        checked = _run("check", str(path), "--candidate", letter, "--format", "json")["estimation"]
+        for k in ("params_per_card_gb", "memory_per_rank_gb", "ttft_ms"):
+            assert checked[k] == cand["estimation"][k], (letter, k)
+    no_mtp = _run("solve", *[a for a in args if a not in ("--mtp", "2")], "--format", "json")["candidates"][0]
+    assert solved[0]["estimation"]["params_per_card_gb"] > no_mtp["estimation"]["params_per_card_gb"]
+
+
+def test_a_key_in_a_candidate_block_is_read_or_refused_never_dropped(tmp_path):
+    """A hand-edited solve file: `kv_dtype: fp8` (or world_size) written inside candidate_a was dropped without a
+    word (check priced bf16 KV); a candidate block is read for parallel_config and workload, solve's estimation
+    and tradeoff beside them are its output, anything else is one exit-2 line naming the key. A candidate block
+    that is not a mapping holding parallel_config is named as one (it was 'Extra inputs are not permitted', and
+    `--candidate a` said the file held no candidate_x block)."""
+    block = {"parallel_config": {"attn_tp_size": 8, "moe_tp_size": 1},
+             "workload": {"isl": 4096, "osl": 256, "concurrency": 16},
+             "estimation": {"ttft_ms": 1.0}, "tradeoff": {"latency": "advantage"}}
+    top = {"model": "qwen3-30b-a3b", "hardware": "h100_sxm", "world_size": 8}
+    path = tmp_path / "dep.yaml"
+    path.write_text(yaml.safe_dump({**top, "candidate_a": block}))
+    assert CliRunner().invoke(main, ["check", str(path)]).exit_code == 0
+    for bad, field in (({**block, "kv_dtype": "fp8"}, "candidate_a.kv_dtype"), ([1, 2], "candidate_a"),
+                       ({"parallel_conifg": {"attn_tp_size": 8}}, "candidate_a")):
+        path.write_text(yaml.safe_dump({**top, "candidate_a": bad}))
+        for args in ([], ["--candidate", "a"]):
+            r = CliRunner().invoke(main, ["check", str(path), *args])
+            assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+            assert r.stderr.startswith(f"error: {path}: {field}:"), r.stderr
 
 
 def test_an_engine_rule_that_leaves_no_attention_layout_is_named_with_the_size_that_fits():

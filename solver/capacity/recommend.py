@@ -199,7 +199,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
                       progress: Callable[[str], None] | None, widen: bool = False) -> Option:
     opt = Option(hardware=hw_name, met=False, price_per_card_hour=price)
     best_seen: tuple[float, int, str | None] | None = None  # tok/s, cards, the concurrency range's note there
-    last_binding = ""
+    last_binding, last_remedy = "", None  # the largest infeasible size's binding constraint and the planner's remedy
     infeasible: list[tuple[int, str]] = []  # (cards, binding) of the sizes with no feasible configuration
     for t in tasks:
         if progress:
@@ -210,6 +210,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         ok = [r for r in rows if r["feasible"]]
         if not ok:
             last_binding = rows[0]["binding_constraint"] if rows else ""
+            last_remedy = rows[0].get("note") if rows else None
             infeasible.append((t.cards, last_binding))
             continue
         top = max(ok, key=lambda r: r["output_tokens_per_s"])
@@ -249,7 +250,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         return opt
     largest = tasks[-1].cards if tasks else 0
     if best_seen is None:
-        opt.note = no_fit_note("configuration", largest, last_binding)
+        opt.note = no_fit_note("configuration", largest, last_binding, last_remedy)
     else:
         sc = tasks[-1].scenario
         # more cards help only where the largest size tried had a configuration

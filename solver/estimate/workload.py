@@ -52,9 +52,11 @@ class Workload:
     @classmethod
     def for_scenario(cls, scenario: Scenario, batch: int) -> "Workload":
         """A planning scenario at concurrency `batch`: prefill of `batch` prompts, a decode step of `batch`
-        sequences at the mean context ISL + OSL/2, or aggregated serving."""
+        sequences at the mean context ISL + OSL/2, or aggregated serving. A prefill under MTP keeps its depth:
+        the deployment holds the MTP layers' weights (as `check`, `estimate` and a disaggregated prefill pool
+        count them), though its step runs no draft."""
         if scenario.phase == "prefill":
-            return cls("prefill", batch=batch, seq_len=scenario.isl)
+            return cls("prefill", batch=batch, seq_len=scenario.isl, mtp=scenario.mtp, mtp_accept=scenario.mtp_accept)
         if scenario.phase == "decode":
             return cls.decode_of(batch, scenario.isl, scenario.osl, scenario.mtp, scenario.mtp_accept)
         return cls("serving", isl=scenario.isl, osl=scenario.osl, concurrency=batch, mtp=scenario.mtp,

@@ -179,6 +179,15 @@ def flatten_nested_keys(data: dict, origin: str) -> dict:
     return data
 
 
+# what a candidate_x block of `solve --format yaml` holds: the keys read back, and solve's figures about them
+CANDIDATE_READ = ("parallel_config", "workload")
+CANDIDATE_OUTPUT = ("estimation", "tradeoff")
+
+
+def _shape(value: object) -> str:
+    return f"a mapping without it ({', '.join(map(str, value))})" if isinstance(value, dict) else type(value).__name__
+
+
 def candidate_key(candidate: str) -> str:
     """`--candidate` as a block name: a, candidate_a, or the rank 1 (solve's #1 is candidate_a)."""
     c = candidate.strip().lower().removeprefix("candidate_")
@@ -197,8 +206,11 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
     flat_quant = any(k in data for k in FLAT_QUANT)
     data = nest_flat_keys(data, str(path))
     # the seed's YAML puts the knobs at the top level (or under a candidate_x block); gather them
-    candidates = [k for k in data if isinstance(data[k], dict) and k.startswith("candidate_")
-                  and "parallel_config" in data[k]]
+    candidates = [k for k in data if k.startswith("candidate_")]
+    for key in candidates:
+        if not isinstance(data[key], dict) or "parallel_config" not in data[key]:
+            raise InputError(f"{path}: {key}", "a candidate block is a mapping holding parallel_config (and "
+                                               f"workload), got {_shape(data[key])}")
     if candidate is not None:
         key = candidate_key(candidate)
         if key not in candidates:
@@ -214,6 +226,11 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
                                                      "name it with --candidate")
     for key in candidates:
         block = data.pop(key)
+        # solve's own figures beside the knobs are output, not read back; anything else there would be dropped
+        unread = [k for k in block if k not in CANDIDATE_READ + CANDIDATE_OUTPUT]
+        if unread:
+            raise InputError(f"{path}: {key}.{unread[0]}", "a candidate block is read for its parallel_config and "
+                                                           "workload only; give it at the top level of the file")
         data.setdefault("parallel_config", block["parallel_config"])
         # solve writes each candidate's workload (its own concurrency) beside its knobs
         if "workload" in block:
