@@ -298,6 +298,14 @@ def test_every_printed_launch_holds_the_planned_load_and_round_trips_through_the
 
 
 
+# engines.md's MTP / speculative and KV dtype rows, as each engine spells MTP depth 1 and an fp8 KV cache
+MTP1 = {"vllm": ['--speculative-config {"method":"mtp","num_speculative_tokens":1}'],
+        "vllm-ascend": ['--speculative-config {"method":"mtp","num_speculative_tokens":1}'],
+        "sglang": ["--speculative-algorithm NEXTN", "--speculative-num-steps 1"],
+        "trtllm": ["decoding_type: MTP", "num_nextn_predict_layers: 1"],
+        "atom": ["--method mtp --num-speculative-tokens 1"]}
+KV_FP8 = {"vllm": ["--kv-cache-dtype fp8"], "sglang": ["--kv-cache-dtype fp8_e4m3"], "trtllm": ["dtype: fp8"],
+          "atom": ["--kv_cache_dtype fp8"]}
 ENGINE_EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "docs" / "examples" / "engines").glob("*.yaml"))
 
 
@@ -321,3 +329,9 @@ def test_each_engines_every_knob_example_is_valid_and_launches_the_knobs_it_was_
     got = parse_launch(json.loads(launched.stdout), model)
     want = _expected(pc, model, load_framework(data["framework"]).kvp_splits_attention_weights)
     assert {k: got.get(k, 0 if k == "redundant_experts" else 1) for k in want} == want, path.name
+    launch = json.loads(launched.stdout)
+    text = " ".join(launch["nodes"][0]["argv"]) + " " + " ".join(launch["files"].values())
+    engine = data["framework"]
+    wanted = (MTP1[engine] if data.get("mtp") == 1 else []) + \
+        (KV_FP8[engine] if data.get("quant", {}).get("kv_cache") == "fp8" else [])
+    assert [w for w in wanted if w not in text] == [], (path.name, text)
