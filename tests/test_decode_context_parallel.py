@@ -242,7 +242,7 @@ def test_under_vllms_dcp_kimi_k3s_kda_flops_and_all_reduce_span_tp_x_dcp() -> No
 
 
 def test_vllm_admits_dcp_for_kimi_k3_an_mla_hybrid() -> None:
-    """C.dcp_mla_only reads has_mla: Kimi-K3's MLA layers admit -dcp, and its KDA layers then run at TP."""
+    """Kimi-K3's MLA layers admit -dcp (no KV-head advice applies to MLA), and its KDA layers then run at TP."""
     from solver.cli.options import knob_rules
 
     m, h = load_model("kimi-k3"), load_hardware("h200_sxm")
@@ -390,7 +390,7 @@ def test_atoms_dcp_launch_is_tp_attn_tp_x_kvp_with_dcp() -> None:
 
 
 @pytest.mark.parametrize("framework", ["sglang", "atom"])
-def test_dcp_is_mla_only_and_without_dp_attention(framework: str) -> None:
+def test_dcp_is_planned_without_dp_attention(framework: str) -> None:
     from solver.specs.rule_env import model_env
 
     fw = load_framework(framework)
@@ -401,10 +401,15 @@ def test_dcp_is_mla_only_and_without_dp_attention(framework: str) -> None:
     # DP attention beside DCP (attn_tp 1 x kvp 4 in a world of 8) is refused
     dp = {**tp8, "attn_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 4 if framework == "atom" else 1}
     assert "C.dcp_without_dp_attention" in [r.id for r in fw.violated(model_env(dp, r1, 8, world=8), "error")]
-    # a GQA model: no DCP
-    qwen = load_model("qwen3-235b-a22b")
-    gqa = dict(attn_tp_size=2, kvp_size=4, dense_tp_size=8, moe_tp_size=1, embed_tp_size=8, lmhead_tp_size=8)
-    assert "C.dcp_mla_only" in [r.id for r in fw.violated(model_env(gqa, qwen, 8, world=8), "error")]
+
+
+def test_sglangs_dcp_is_mla_only() -> None:
+    """engines.md, decode CP row: SGLang --dcp-size is "MLA only" (vLLM, vllm-ascend and ATOM -dcp are not)."""
+    from solver.specs.rule_env import model_env
+
+    gqa = dict(attn_tp_size=2, kvp_size=4, moe_tp_size=1, embed_tp_size=8, lmhead_tp_size=8)
+    fw = load_framework("sglang")
+    assert "C.dcp_mla_only" in [r.id for r in fw.violated(model_env(gqa, load_model("qwen3-235b-a22b"), 8, world=8))]
 
 
 @pytest.mark.parametrize("framework", ["sglang", "atom"])
@@ -631,10 +636,13 @@ def test_vllm_dcp_on_a_gqa_model_splits_the_replicated_kv_heads_tokens() -> None
     assert tp8 == dcp2 == 64 * 33792 * 40_960
 
 
-def test_vllm_admits_dcp_on_gqa_and_advises_it_within_the_kv_heads_replicas() -> None:
+@pytest.mark.parametrize("framework", ["vllm", "vllm-ascend", "atom"])
+def test_dcp_on_gqa_is_admitted_and_advised_within_the_kv_heads_replicas(framework: str) -> None:
+    """engines.md, decode CP row: vLLM -dcp (tp % dcp == 0, advice dcp <= tp / num_kv_heads), vllm-ascend (vLLM's
+    flags, "PCP/DCP") and ATOM -dcp (tp % dcp == 0) name no model restriction; only SGLang's is MLA only."""
     from solver.specs.rule_env import model_env
 
-    fw = load_framework("vllm")
+    fw = load_framework(framework)
     qwen, llama = load_model("qwen3-30b-a3b"), load_model("llama-3.1-70b")
     ok = model_env(_gqa_pc(4, 2, True).settings(), qwen, 8, world=8, batch=64)
     assert fw.check(ok) == []  # 4 KV heads over TP 8: two replicas, DCP 2 within them
@@ -643,14 +651,19 @@ def test_vllm_admits_dcp_on_gqa_and_advises_it_within_the_kv_heads_replicas() ->
     assert [r.id for r in fw.violated(past, "warning")] == ["C.dcp_gqa_advice"]  # 8 KV heads over TP 8: dcp <= 1
 
 
-def test_vllms_dcp_launch_on_a_gqa_model_is_tp_attn_tp_x_kvp_with_dcp() -> None:
+@pytest.mark.parametrize("framework, hardware, tp, dcp, dp", [
+    ("vllm", "h100_sxm", "--tensor-parallel-size 8", "--decode-context-parallel-size 2", "--data-parallel-size"),
+    ("vllm-ascend", "atlas_a2", "--tensor-parallel-size 8", "--decode-context-parallel-size 2", "--data-parallel-size"),
+    ("atom", "mi355x", "-tp 8", "-dcp 2", " -dp "),
+])
+def test_a_dcp_launch_on_a_gqa_model_is_tp_attn_tp_x_kvp_with_dcp(framework, hardware, tp, dcp, dp) -> None:
     from solver.launch import LaunchInputs, emit_launch
 
-    m, h = load_model("qwen3-30b-a3b"), load_hardware("h100_sxm")
-    argv = " ".join(emit_launch(load_framework("vllm"), m, h, _gqa_pc(4, 2, True),
+    m, h = load_model("qwen3-30b-a3b"), load_hardware(hardware)
+    argv = " ".join(emit_launch(load_framework(framework), m, h, _gqa_pc(4, 2, True),
                                 LaunchInputs(batch=64, max_model_len=33792))["nodes"][0]["argv"])
-    assert "--tensor-parallel-size 8" in argv and "--decode-context-parallel-size 2" in argv
-    assert "--data-parallel-size" not in argv
+    assert tp in argv and dcp in argv and dp not in argv
+    assert "oproj_tensor_parallel_size" not in argv  # o_proj follows the TP group: no fine-grained key
 
 
 def test_a_candidate_against_the_engines_advice_says_so() -> None:

@@ -6,6 +6,7 @@ The default suite draws a few examples; `-m slow` runs a larger budget."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -294,3 +295,43 @@ def test_every_printed_launch_holds_the_planned_load_and_round_trips_through_the
         elif line and not line.startswith("#"):
             body.append(shlex.split(line))
     assert body == [n["argv"] for n in launch["nodes"] if n["argv"]]
+
+
+
+# engines.md's MTP / speculative and KV dtype rows, as each engine spells MTP depth 1 and an fp8 KV cache
+MTP1 = {"vllm": ['--speculative-config {"method":"mtp","num_speculative_tokens":1}'],
+        "vllm-ascend": ['--speculative-config {"method":"mtp","num_speculative_tokens":1}'],
+        "sglang": ["--speculative-algorithm NEXTN", "--speculative-num-steps 1"],
+        "trtllm": ["decoding_type: MTP", "num_nextn_predict_layers: 1"],
+        "atom": ["--method mtp --num-speculative-tokens 1"]}
+KV_FP8 = {"vllm": ["--kv-cache-dtype fp8"], "sglang": ["--kv-cache-dtype fp8_e4m3"], "trtllm": ["dtype: fp8"],
+          "atom": ["--kv_cache_dtype fp8"]}
+ENGINE_EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "docs" / "examples" / "engines").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", ENGINE_EXAMPLES, ids=[p.stem for p in ENGINE_EXAMPLES])
+def test_each_engines_every_knob_example_is_valid_and_launches_the_knobs_it_was_given(path) -> None:
+    """docs/engine-conformance.md's launch cases: one file per engine layout with the knobs > 1 the engine takes
+    together (TP, DCP, DP, EP, PP, fine-grained TP, DSA CP, redundant experts, MTP): `check` accepts it, and its
+    `launch`, parsed back by engines.md's spellings (parse_launch), gives the file's knobs and world."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    data = yaml.safe_load(path.read_text())
+    model = load_model(data["model"])
+    pc = ParallelConfig(world_size=data["world_size"], **data["parallel_config"])
+    assert sum(getattr(pc, k) > 1 for k in model_knobs(model)) >= 3, path.name
+    checked = CliRunner().invoke(main, ["check", str(path), "--format", "json"])
+    assert checked.exit_code == 0 and json.loads(checked.stdout)["valid"], (path.name, checked.stdout[-2000:])
+    launched = CliRunner().invoke(main, ["launch", str(path), "--format", "json"])
+    assert launched.exit_code == 0, (path.name, launched.stderr)
+    got = parse_launch(json.loads(launched.stdout), model)
+    want = _expected(pc, model, load_framework(data["framework"]).kvp_splits_attention_weights)
+    assert {k: got.get(k, 0 if k == "redundant_experts" else 1) for k in want} == want, path.name
+    launch = json.loads(launched.stdout)
+    text = " ".join(launch["nodes"][0]["argv"]) + " " + " ".join(launch["files"].values())
+    engine = data["framework"]
+    wanted = (MTP1[engine] if data.get("mtp") == 1 else []) + \
+        (KV_FP8[engine] if data.get("quant", {}).get("kv_cache") == "fp8" else [])
+    assert [w for w in wanted if w not in text] == [], (path.name, text)

@@ -495,14 +495,17 @@ def test_o_proj_at_attention_tp_is_the_engines_own_split() -> None:
 
 def test_a_knob_the_engine_has_but_the_planner_does_not_model_says_so() -> None:
     """SGLang has prefill CP (--attn-cp-size) and TRT-LLM context parallel: a file setting cp_size is told the
-    engine has it and shardplan does not model it, not that the engine lacks the knob; a knob no feature names
-    keeps 'has no such knob'."""
+    engine has it and shardplan does not model it, not that the engine lacks the knob; TRT-LLM's Helix is its
+    decode context parallel (engines.md, decode CP row), so kvp_size is told the same; a knob no feature names
+    (attention sequence parallel: '—' in TRT-LLM's column) keeps 'has no such knob'."""
     (sglang,) = _limits("sglang", "llama-3.1-70b", cp_size=2)
     assert sglang.startswith("cp_size = 2: sglang has it (--attn-cp-size") and "does not model it" in sglang
     (trt,) = _limits("trtllm", "llama-3.1-70b", cp_size=2)
     assert "trtllm has it" in trt
-    (kvp,) = _limits("trtllm", "llama-3.1-70b", kvp_size=2)
-    assert kvp == "kvp_size = 2 but trtllm has no such knob (fixed at 1)"
+    (helix,) = _limits("trtllm", "deepseek-v3", kvp_size=2)
+    assert helix.startswith("kvp_size = 2: trtllm has it (context_parallel_size + cp_config.cp_type HELIX)")
+    (sp,) = _limits("trtllm", "deepseek-v3.2", attn_sp_size=2)
+    assert sp == "attn_sp_size = 2 but trtllm has no such knob (fixed at 1)"
 
 
 def test_a_knob_the_engine_lacks_says_the_profiles_note_on_the_missing_feature() -> None:

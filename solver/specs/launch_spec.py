@@ -213,7 +213,7 @@ class LaunchSpec(BaseModel):
 # it is supported), a feature with a `knob` by that knob; the others document what the planner does not model.
 # A name outside the list would be read by nothing (a typo of redundant_experts would silently turn copies off).
 FEATURE_NAMES = ("pipeline_parallel", "redundant_experts", "prefill_context_parallel", "context_parallel",
-                 "attention_sequence_parallel", "attention_ffn_disaggregation")
+                 "decode_context_parallel", "attention_sequence_parallel", "attention_ffn_disaggregation")
 FeatureName = Literal[FEATURE_NAMES]  # type: ignore[valid-type]
 
 

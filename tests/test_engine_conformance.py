@@ -1,0 +1,77 @@
+"""docs/engine-conformance.md: the engines.md statements a profile rule carries, one case each, named after the
+statement. Each negative case breaks that statement alone (the violated rule ids are exactly the one named);
+each positive case is a layout the statement allows (no error). 8 ranks per node."""
+from __future__ import annotations
+
+import pytest
+
+from solver.specs.framework import load_framework
+from solver.specs.model_catalog import load_model
+from solver.specs.rule_env import model_env
+
+DS = dict(dense_tp_size=8, moe_tp_size=1, embed_tp_size=8, lmhead_tp_size=8)
+DPA = dict(dense_tp_size=1, moe_tp_size=1, embed_tp_size=1, lmhead_tp_size=8)
+
+# (statement id, engine, model, world, knobs, violated rule ids: [] = accepted)
+CASES = [
+    ("vllm-ep-size-is-tp-x-dp-not-settable", "vllm", "deepseek-v3", 8,
+     dict(attn_tp_size=8, **{**DS, "moe_tp_size": 2}), ["C.moe_tp_world_or_ep"]),
+    ("vllm-dense-ffn-follows-tp", "vllm", "deepseek-v3", 8, dict(attn_tp_size=8, **{**DS, "dense_tp_size": 1}),
+     ["C.dense_tp_is_tp"]),
+    ("vllm-lm-head-follows-tp", "vllm", "deepseek-v3", 8, dict(attn_tp_size=8, **{**DS, "lmhead_tp_size": 1}),
+     ["C.lmhead_tp_is_tp"]),
+    ("vllm-multi-node-dp-local-holds-whole-tp-groups", "vllm", "llama-3.1-70b", 32,
+     dict(attn_tp_size=16, dense_tp_size=16, embed_tp_size=16, lmhead_tp_size=16), ["C.tp_inside_node_or_whole_world"]),
+    ("vllm-pp-stage-is-one-tp-group", "vllm", "llama-3.1-70b", 16,
+     dict(attn_tp_size=4, dense_tp_size=4, embed_tp_size=4, lmhead_tp_size=4, pp_size=2),
+     ["C.pp_one_tp_group_per_stage"]),
+    ("vllm-pp-tp8-pp2", "vllm", "llama-3.1-70b", 16,
+     dict(attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8, pp_size=2), []),
+    ("vllm-ascend-finegrained-tp-under-attention-dp", "vllm-ascend", "deepseek-v3", 8,
+     dict(attn_tp_size=1, o_proj_tp_size=4, dense_tp_size=4, moe_tp_size=1, embed_tp_size=8, lmhead_tp_size=8), []),
+    ("vllm-ascend-finegrained-tp-beside-tp-is-conservative", "vllm-ascend", "deepseek-v3", 8,
+     dict(attn_tp_size=2, o_proj_tp_size=2, dense_tp_size=4, moe_tp_size=1, embed_tp_size=2, lmhead_tp_size=2),
+     ["C.finegrained_tp_under_attention_dp"]),
+    ("vllm-ascend-enable-dsa-cp-on-dsa", "vllm-ascend", "deepseek-v3.2", 8,
+     dict(attn_tp_size=1, attn_sp_size=8, o_proj_tp_size=8, **DS), []),
+    ("vllm-ascend-enable-dsa-cp-needs-dsa", "vllm-ascend", "deepseek-v3", 8,
+     dict(attn_tp_size=1, attn_sp_size=8, o_proj_tp_size=8, **DS), ["C.dsa_cp"]),
+    ("sglang-moe-dense-tp-size-1-or-unset", "sglang", "deepseek-v3", 8,
+     dict(attn_tp_size=2, **{**DPA, "dense_tp_size": 2, "lmhead_tp_size": 2}), ["C.dense_tp_moe_dense_tp"]),
+    ("sglang-embedding-replicated-under-dp-attention", "sglang", "deepseek-v3", 8,
+     dict(attn_tp_size=2, **{**DPA, "embed_tp_size": 8}), ["C.embed_replicated_under_dp_attention"]),
+    ("sglang-lm-head-attention-tp-or-tp", "sglang", "deepseek-v3", 8,
+     dict(attn_tp_size=2, **{**DPA, "lmhead_tp_size": 4}), ["C.lmhead_tp_world_or_attn_tp"]),
+    ("sglang-dp-lm-head-over-attention-tp", "sglang", "deepseek-v3", 8,
+     dict(attn_tp_size=2, **{**DPA, "lmhead_tp_size": 2}), []),
+    ("sglang-attn-tp-is-tp-over-dp-x-cp", "sglang", "deepseek-v3.2", 8,
+     dict(attn_tp_size=4, attn_sp_size=4, **DPA),
+     ["C.embed_replicated_under_dp_attention", "C.attn_sp_group_fits"]),  # a group of 16 in 8 ranks: no DP either
+    ("trtllm-attention-tp-or-attention-dp", "trtllm", "deepseek-v3", 8,
+     dict(attn_tp_size=2, dense_tp_size=2, moe_tp_size=1, embed_tp_size=2, lmhead_tp_size=2),
+     ["C.attention_dp_all_or_none"]),
+    ("trtllm-moe-tp-x-ep-any-split", "trtllm", "deepseek-v3", 8,
+     dict(attn_tp_size=1, dense_tp_size=1, moe_tp_size=2, embed_tp_size=1, lmhead_tp_size=8), []),
+    ("trtllm-dense-ffn-follows-attention", "trtllm", "deepseek-v3", 8,
+     dict(attn_tp_size=8, dense_tp_size=1, moe_tp_size=8, embed_tp_size=8, lmhead_tp_size=8), ["C.dense_tp_is_attn_tp"]),
+    ("trtllm-lm-head-attention-or-all-ranks", "trtllm", "deepseek-v3", 8,
+     dict(attn_tp_size=1, dense_tp_size=1, moe_tp_size=8, embed_tp_size=1, lmhead_tp_size=4),
+     ["C.lmhead_tp_attn_or_world"]),
+    ("trtllm-attention-dp-documented-for-moe", "trtllm", "llama-3.1-70b", 8,
+     dict(attn_tp_size=1, dense_tp_size=1, embed_tp_size=1, lmhead_tp_size=1), ["C.attention_dp_moe_only"]),
+    ("atom-no-multi-node-flags", "atom", "deepseek-v3", 16,
+     dict(attn_tp_size=8, dense_tp_size=8, moe_tp_size=1, embed_tp_size=8, lmhead_tp_size=8), ["C.single_node"]),
+    ("atom-dp-attention-for-moe", "atom", "llama-3.1-70b", 8,
+     dict(attn_tp_size=4, dense_tp_size=4, embed_tp_size=4, lmhead_tp_size=4), ["C.dp_attention_moe_only"]),
+    ("atom-ep-on-or-off", "atom", "deepseek-v3", 8, dict(attn_tp_size=8, **{**DS, "moe_tp_size": 4}),
+     ["C.moe_tp_world_or_ep"]),
+]
+
+
+@pytest.mark.parametrize("statement, engine, model, world, knobs, violated", CASES, ids=[c[0] for c in CASES])
+def test_engines_md_statement(statement, engine, model, world, knobs, violated) -> None:
+    """The case breaks the statement's rule and nothing else (or, where `violated` is empty, is one it allows)."""
+    fw = load_framework(engine)
+    env = model_env(knobs, load_model(model), 8, world=world, batch=world)
+    assert [r.id for r in fw.violated(env, "error")] == violated
+    assert fw.limits(env) == []
