@@ -1,99 +1,15 @@
 """Python API: the same entry points as the command line, returning typed results (and DataFrames where
-tables are the natural shape). The CLI is a thin layer over these."""
+tables are the natural shape). The CLI is a thin layer over these; the runners live in solver.entry."""
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import TYPE_CHECKING
-
-from solver.errors import InputError
+from solver.entry import (_ref_models, explain_solution, refuse_unlaunchable_kv, run_disagg,  # noqa: F401
+                          run_solve, verified_for)
 from solver.plan.points import SolverParams
-from solver.plan.solve import PlanResult, plan
-from solver.rank.select import Candidate, rank_candidates
-from solver.specs.framework import FrameworkProfile, load_framework
-from solver.specs.hardware_catalog import load_hardware
-from solver.specs.model_catalog import load_model, resolve_model_file
-from solver.specs.precision import resolve_precision
-from solver.specs.reference import list_references
+from solver.rank.select import Candidate
 from solver.specs.scenario import Scenario
 
-if TYPE_CHECKING:
-    from solver.report.disagg_view import DisaggReport
-
-__all__ = ["run_solve", "run_disagg", "solve", "Scenario", "SolverParams", "sweep", "recommend"]
-
-
-@lru_cache(maxsize=1)
-def _ref_models() -> dict[str, str]:
-    """Reference id -> the name its model resolves to (what load_model names it), without parsing the configs."""
-    out = {}
-    for ref in list_references():
-        try:
-            out[ref.id] = resolve_model_file(ref.model)[1]
-        except Exception:  # noqa: BLE001 - a reference whose model is not in the catalog matches by name only
-            out[ref.id] = ref.model
-    return out
-
-
-def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
-              weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
-              method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
-              allow_cross_node: bool = False, explain_binding: bool = True,
-              references: list | None = None) -> tuple[PlanResult, list[Candidate]]:
-    """Library entry point shared by the CLI, sweeps and notebooks. `references`: the verified deployments the
-    planner may adopt and the ranking measures closeness to (default: every one in references/)."""
-    if cards < 1:
-        raise InputError("--cards", f"must be >= 1, got {cards}")
-    spec = load_model(model)
-    hw = load_hardware(hardware)
-    fw = load_framework(framework)
-    refuse_unlaunchable_kv(fw, kv_dtype)
-    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
-    refs = list_references() if references is None else list(references)
-    result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=top,
-                  allow_cross_node=allow_cross_node, explain_binding=explain_binding,
-                  verified=verified_for(spec.name, hw.name, cards, scenario.phase, refs))
-    cands = rank_candidates(result.candidates, spec, hw, scenario, refs, _ref_models(), top=top,
-                            kvp_in_tp=fw.kvp_splits_attention_weights)
-    return result, cands
-
-
-def refuse_unlaunchable_kv(fw: FrameworkProfile, kv_dtype: str | None, flag: str = "--kv-dtype") -> None:
-    """A KV-cache format the engine's command cannot ask for is bad input to the planner (exit 2): its plans
-    could not be launched (`launch` refuses the same format, FrameworkProfile.kv_dtype_refusal)."""
-    refusal = fw.kv_dtype_refusal(kv_dtype)
-    if refusal:
-        raise InputError(flag, f"{refusal}; a plan under {fw.name} could not be launched with it")
-
-
-def verified_for(model_name: str, hardware: str, cards: int, phase: str, refs) -> list[tuple[str, dict[str, int]]]:
-    """(id, knobs) of the verified deployments of this model on this hardware and world size, in this phase
-    (an attention-FFN disaggregated one excepted: the planner does not plan AFD)."""
-    names = _ref_models()
-    return [(r.id, r.knobs) for r in refs if names.get(r.id, r.model) == model_name and r.hardware == hardware
-            and r.world_size == cards and r.phase == phase and not r.afd]
-
-
-def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, cand: Candidate,
-                     framework: str = "generic", weight_dtype: str | None = None,
-                     moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
-                     candidates: list[Candidate] = ()) -> list[str]:
-    """The score of every candidate, and why the seed's main alternative patterns lost to `cand` (numbers from
-    the estimator)."""
-    from solver.estimate.compute import factors_for
-    from solver.estimate.serving import Workload
-    from solver.rank.explain import explain
-
-    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
-    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
-    f = factors_for(hw, fw.efficiency_for(hw))
-    p = cand.planned
-    from solver.rank.explain import ahead_by_tie
-
-    shown = [(c.pattern, c.planned.estimate, c.planned.role + (f" {c.planned.verified}" if c.planned.verified else "")
-              + ("" if c.planned.on_front else ", off the front") + ahead_by_tie(scenario, list(candidates), i))
-             for i, c in enumerate(candidates)]
-    return explain(spec, hw, fw, prec, f, scenario, p.config, p.estimate, p.batch,
-                   Workload.for_scenario(scenario, p.batch), cand.pattern, shown)
+__all__ = ["run_solve", "run_disagg", "solve", "Scenario", "SolverParams", "sweep", "recommend",
+           "explain_solution", "refuse_unlaunchable_kv", "verified_for"]
 
 
 def solve(model: str, hardware: str, cards: int, scenario: Scenario | None = None, **kwargs) -> list[Candidate]:
@@ -126,56 +42,3 @@ def recommend(model: str, hardware, **kwargs):
     from solver.capacity.recommend import recommend as _recommend
 
     return _recommend(model, hardware, **kwargs)
-
-
-def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool) -> Candidate:
-    """A disaggregated pool's configuration in the seed's candidate format, ranked at the pool's own phase."""
-    from solver.plan.disagg import phase_scenario
-
-    return rank_candidates([pool.planned], spec, hw, phase_scenario(scenario, pool.phase, pool.planned.batch),
-                           list_references(), _ref_models(), kvp_in_tp=kvp_in_tp)[0]
-
-
-def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
-               weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
-               params: SolverParams | None = None, top: int = 3, allow_cross_node: bool = False,
-               compare_aggregated: bool = True, method: str = "cpsat") -> "DisaggReport":
-    """`solve --serving disagg` (and sweep / recommend per cluster size): the pools planned (plan.disagg), each
-    pool's configuration ranked like an aggregated candidate, the best aggregated plan on the same cards and SLA
-    for the comparison; report.disagg_view renders the result."""
-    from solver.errors import InfeasibleError
-    from solver.launch.candidates import pool_launch
-    from solver.plan.disagg import DisaggResult, plan_disagg
-    from solver.report.disagg_view import DisaggReport, PoolView, compare
-    from solver.specs.notes import input_notes
-    from solver.specs.parallel import model_knobs
-
-    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
-    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
-    res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,
-                                    method=method)
-    best = res.best
-
-    def view(pool) -> PoolView:
-        cand = _pool_candidate(pool, spec, hw, scenario, fw.kvp_splits_attention_weights)
-        launch = (pool_launch(fw, spec, hw, cand, pool.phase, scenario.max_seq_len, scenario.mtp, weight_dtype,
-                              moe_weight_dtype, kv_dtype) if fw.launch is not None else None)
-        return PoolView(pool.phase, pool.workers, cand, launch)
-
-    pools = (view(best.prefill), view(best.decode))
-    agg, agg_err = None, None
-    if compare_aggregated:
-        try:
-            _, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
-                                 kv_dtype, method=method, params=params, top=1,
-                                 allow_cross_node=allow_cross_node, explain_binding=False)
-            agg = cands[0] if cands else None
-        except InfeasibleError as exc:
-            agg_err = str(exc)
-    return DisaggReport(spec.name, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
-                        compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights), res.skipped,
-                        input_notes(spec, hw, prec, max_len=scenario.max_seq_len), model_knobs(spec),
-                        fw.kvp_splits_attention_weights)
-
-
-# ---------------------------------------------------------------------------------------------- rendering

@@ -1,4 +1,4 @@
-"""`sweep --serving disagg` and `recommend --serving disagg`: the disaggregated plan (api.run_disagg)
+"""`sweep --serving disagg` and `recommend --serving disagg`: the disaggregated plan (entry.run_disagg)
 for every (hardware, cards, scenario, ISL/OSL), as a table, and the fewest cards whose plan carries a load.
 
 Sweep table: one row per plan (the recommended one, rank 1, and its alternatives) or one infeasible row per
@@ -73,7 +73,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                  top: int = TOP, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
                  progress: Callable[[str], None] | None = None) -> pd.DataFrame:
-    from solver.api import run_disagg
+    from solver.entry import run_disagg
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
 
@@ -189,7 +189,7 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
                         allow_cross_node: bool, progress: Callable[[str], None] | None) -> dict[str, Any]:
     """The first size on which a plan the sweep lists (rank 1 or an alternative) carries the load; of those that
     do, the lowest request latency (as the aggregated recommend). None does: why, as the aggregated says it."""
-    from solver.api import run_disagg
+    from solver.entry import run_disagg
 
     most: tuple[float, int] | None = None  # the most output tokens/s seen, and on how many cards
     last: InfeasibleError | None = None

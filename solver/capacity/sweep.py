@@ -94,7 +94,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                weight_dtype: Any = None, moe_weight_dtype: Any = None, kv_dtype: Any = None,
                method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
                allow_cross_node: bool = False, explain_binding: bool = False) -> SweepPlan:
-    from solver.api import refuse_unlaunchable_kv
+    from solver.entry import refuse_unlaunchable_kv
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
@@ -169,7 +169,7 @@ def _base_row(t: Task, model_name: str) -> dict[str, Any]:
 def solve_task(t: Task) -> list[dict[str, Any]]:
     """Rows of one combination (runs in a worker process when jobs > 1). Tool errors come back as data so that
     they cross the process boundary intact."""
-    from solver.api import run_solve
+    from solver.entry import run_solve
     from solver.plan.solve import full_estimate_misses
     from solver.rank.select import pattern_name
     from solver.specs.framework import load_framework

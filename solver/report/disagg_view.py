@@ -1,7 +1,7 @@
 """`--serving disagg` output: both pools in the seed's candidate format, the serving estimate of the pair (TTFT
 parts, KV transfer, rate match), and the comparison with the best aggregated plan on the same cards and SLA.
 
-`solver.api.run_disagg` is the entry point the CLI calls (solve, and per cluster size sweep / recommend): it plans
+`solver.entry.run_disagg` is the entry point the CLI calls (solve, and per cluster size sweep / recommend): it plans
 the pools (plan.disagg), ranks each pool's configuration like an aggregated candidate (rank.select), plans the
 aggregated deployment for the comparison and hands this module the DisaggReport to render. Launch commands: each `DisaggReport.pools` entry carries the command of
 one of its workers (solver.launch.candidates.pool_launch: the pool's parallel_config and batch plus the profile's
