@@ -298,3 +298,24 @@ def test_another_runs_config_that_is_missing_is_named_under_run(tmp_path):
     one_error_line(run("calibrate", trace, "--config", cfg, "--model", "llama-3.1-8b", "--hardware", "h100_sxm",
                        "--recalibrate", str(tmp_path / "out.yaml"), "--run", trace, str(tmp_path / "nosuch.yaml")),
                    "--run: file not found")
+
+
+def test_a_misspelt_field_is_named_with_the_field_it_stands_for(tmp_path) -> None:
+    """An unknown field that is a misspelling of one the schema has at the same place comes first, as 'not a
+    field; did you mean ...?', and the missing field it stands for is not named again (nested ones too)."""
+    import yaml as _yaml
+
+    from solver.specs.hardware_catalog import load_hardware as _load
+
+    base = _yaml.safe_load((REPO / "hardware" / "h100_sxm.yaml").read_text())
+    top = dict(base)
+    top["ranks_per_nodes"] = top.pop("ranks_per_node")
+    nested = _yaml.safe_load((REPO / "hardware" / "h100_sxm.yaml").read_text())
+    nested["tiers"]["intra_node"]["latency_sec"] = nested["tiers"]["intra_node"].pop("latency_s")
+    for data, line in ((top, "ranks_per_nodes: not a field; did you mean ranks_per_node?"),
+                       (nested, "tiers.intra_node.latency_sec: not a field; did you mean latency_s?")):
+        f = tmp_path / "dev.yaml"
+        f.write_text(_yaml.safe_dump(data))
+        with pytest.raises(InputError) as e:
+            _load(str(f))
+        assert str(e.value).endswith(line), str(e.value)

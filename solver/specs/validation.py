@@ -48,16 +48,70 @@ def _loc(err: dict) -> str:
     return ".".join(parts) or "(root)"
 
 
-def first_error(exc: ValidationError, origin: str) -> InputError:
+def _fields_at(model: type | None, parent: tuple) -> set[str]:
+    """The field names a schema allows at `parent` (a pydantic loc without its last part), walking nested
+    models through their annotations (lists, dicts and optionals by their arguments); empty where the walk
+    cannot tell."""
+    from typing import get_args
+
+    def models_in(tp: Any) -> list[type]:
+        if isinstance(tp, type) and hasattr(tp, "model_fields"):
+            return [tp]
+        return [m for arg in get_args(tp) for m in models_in(arg)]
+
+    current = [model] if model is not None and hasattr(model, "model_fields") else []
+    for part in parent:
+        nxt = []
+        for m in current:
+            field = m.model_fields.get(part) if isinstance(part, str) else None
+            if field is not None:
+                nxt += models_in(field.annotation)
+            else:  # a list index or a dict key: the container's own argument models
+                nxt.append(m)
+        current = nxt
+    return {name for m in current for name in m.model_fields}
+
+
+def _misspelt(errors: list, model: type | None) -> tuple[int, str] | None:
+    """(index, field) of an unknown field that is a misspelling of one the schema has at the same place (a
+    missing field there first, else any field of the model there): the likely mistake in a hand-written file."""
+    import difflib
+
+    for i, e in enumerate(errors):
+        loc = tuple(e.get("loc", ()))
+        if e.get("type") != "extra_forbidden" or not loc or not isinstance(loc[-1], str):
+            continue
+        parent = loc[:-1]
+        missing = [str(x.get("loc", ())[-1]) for x in errors
+                   if x.get("type") == "missing" and tuple(x.get("loc", ()))[:-1] == parent and x.get("loc")]
+        for pool in (missing, sorted(_fields_at(model, parent) - {loc[-1]})):
+            hit = difflib.get_close_matches(loc[-1], pool, n=1, cutoff=0.75)
+            if hit:
+                return i, hit[0]
+    return None
+
+
+def first_error(exc: ValidationError, origin: str, model: type | None = None) -> InputError:
     """The first pydantic error as `origin: field.path: message, got VALUE`, naming the fields of the others
-    (a hand-written file often has several, and one run should show where they are)."""
+    (a hand-written file often has several, and one run should show where they are). An unknown field that is
+    a misspelling of one the schema has there (`model`: the schema validated, to look fields up) comes first,
+    as 'not a field; did you mean ...?', and the missing field it stands for is not named again."""
     errors = exc.errors()
-    err = errors[0]
-    msg = err.get("msg", "invalid").removeprefix("Value error, ")
-    value = err.get("input")
-    if err.get("type") != "missing" and isinstance(value, (str, int, float)) and "got" not in msg:
-        msg += f", got {quoted(repr(value))}"
-    rest = [_loc(e) for e in errors[1:]]
+    typo = _misspelt(errors, model)
+    if typo is not None:
+        i, meant = typo
+        err = errors[i]
+        parent = tuple(err.get("loc", ()))[:-1]
+        others = [e for j, e in enumerate(errors) if j != i and not (
+            e.get("type") == "missing" and tuple(e.get("loc", ())) == (*parent, meant))]
+        msg = f"not a field; did you mean {meant}?"
+    else:
+        err, others = errors[0], errors[1:]
+        msg = err.get("msg", "invalid").removeprefix("Value error, ")
+        value = err.get("input")
+        if err.get("type") != "missing" and isinstance(value, (str, int, float)) and "got" not in msg:
+            msg += f", got {quoted(repr(value))}"
+    rest = [_loc(e) for e in others]
     more = ""
     if rest:
         named = ", ".join(rest[:_NAMED]) + (", ..." if len(rest) > _NAMED else "")
@@ -73,7 +127,7 @@ def validate_model(model: type[M], data: Any, origin: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise first_error(exc, origin) from None
+        raise first_error(exc, origin, model) from None
     except RecursionError:
         raise InputError(origin, f"nested deeper than {MAX_DEPTH} levels") from None
 
