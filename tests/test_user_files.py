@@ -319,3 +319,13 @@ def test_a_misspelt_field_is_named_with_the_field_it_stands_for(tmp_path) -> Non
         with pytest.raises(InputError) as e:
             _load(str(f))
         assert str(e.value).endswith(line), str(e.value)
+
+
+def test_a_users_device_file_is_named_by_its_name_in_the_solve_title(tmp_path) -> None:
+    data = yaml.safe_load((REPO / "hardware" / "h100_sxm.yaml").read_text())
+    data["name"] = "my_h100"
+    f = tmp_path / "dev.yaml"
+    f.write_text(yaml.safe_dump(data))
+    r = CliRunner().invoke(main, ["solve", "llama-3.1-8b", "--hardware", str(f), "--cards", "1"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.splitlines()[0].startswith(f"llama-3.1-8b on 1 x my_h100 ({f}) (balanced)")

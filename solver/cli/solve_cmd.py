@@ -122,7 +122,11 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                      e.get("input_tokens_per_s_per_rank", e["output_tokens_per_s_per_rank"]), c.reference])
     rate = "prompt tok/s/rank" if prompt_len is not None else "tok/s/rank"
     only = f", {scenario.phase} only" if scenario.phase != "serving" else ""  # a one-phase plan says so
-    con.print(table(f"{model} on {cards} x {hardware} ({kind}{only})",
+    from solver.specs.hardware_catalog import load_hardware
+
+    device = load_hardware(hardware).name  # a user's file is named by its `name`, its path in brackets
+    where = device if device == hardware else f"{device} ({hardware})"
+    con.print(table(f"{model} on {cards} x {where} ({kind}{only})",
                     ["#", "pattern", "knobs > 1", "conc.", "mem GB", "fits", "TTFT ms", "TPOT ms", rate,
                      "reference"],
                     rows))
