@@ -74,6 +74,10 @@ model_type and the text model's) on top:
                             downsample_factor d, a LayerNorm over h d^2 (unless projector_use_layernorm is false), a
                             linear into projector_hidden_size P and one from P into the text width, biased unless
                             projector_bias is false (Lfm2VlMultiModalProjector); the values are the class defaults
+  _vision_projector_qformer {field, num_query_tokens, defaults}: a BLIP-2 Q-Former of the wrapper's FIELD config
+                            over num_query_tokens learned queries, then one biased linear into the text width (_qformer)
+  _vision_projector_perceiver {field, defaults}: Idefics2's connector, a gated MLP through the text intermediate_size,
+                            then a perceiver resampler of the wrapper's FIELD config at the text width (_perceiver)
 An audio_config is counted only where its tower's model_type carries _audio_whisper (a Whisper-style encoder:
 conv1 / conv2 over num_mel_bins, a max_source_positions table, d_model-wide layers of a bias-free k_proj, biased q /
 v / out_proj, two LayerNorms and a biased fc1 / fc2 of encoder_ffn_dim, a closing LayerNorm: Qwen2AudioEncoder,
