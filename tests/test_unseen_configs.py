@@ -786,7 +786,8 @@ def test_a_tower_without_a_counting_convention_is_refused_and_the_text_model_sti
     cfg = json.loads((REFUSED / "deepseek-ai--deepseek-vl2-tiny.json").read_text())
     with pytest.raises(InputError, match="vision_config: DeepSeek-VL2's .* not counted rather than miscounted"):
         parse_model_config(cfg, "x")
-    del cfg["vision_config"]
+    # its projector_config goes with it: a wrapper's sub-config no reader looks up is refused (round 15)
+    del cfg["vision_config"], cfg["projector_config"]
     # DeepSeek-MoE without MLA: 129280 x 1280 untied; 12 layers of MHA 10 x 128 (four 1280 x 1280 projections), two
     # RMSNorms; the first layer's gated 6848 MLP; 11 MoE layers of a router 1280 -> 64, 64 gated experts of 896 and
     # two shared ones; the final norm

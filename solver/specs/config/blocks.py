@@ -247,7 +247,10 @@ class BlockReader(FfnReading):
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh if dv is None else dv,
                          window=self.window(kind), chunked=kind == "chunked", qkv_bias=bias, out_bias=out_bias,
                          qk_norm=qk, sinks=sinks, output_gate=f.bool("attn_output_gate"),
-                         k_eq_v=k_eq_v, kv_shared=slot.kv_shared, kv_weights=slot.kv_weights)
+                         k_eq_v=k_eq_v, kv_shared=slot.kv_shared, kv_weights=slot.kv_weights,
+                         # learned vectors of head_dim the family's attention holds (DiffLlama's lambda_q1 / k1 / q2 /
+                         # k2: the differential attention's weights of its two softmax maps)
+                         head_vectors=f.int("_attention_head_vectors", default=0, minimum=0, maximum=64))
 
     def cross_attention(self, slot: Slot) -> Block:
         """A layer of cross_attention_layers (Mllama's MllamaTextCrossAttention and its decoder layer): the

@@ -74,6 +74,10 @@ model_type and the text model's) on top:
                             downsample_factor d, a LayerNorm over h d^2 (unless projector_use_layernorm is false), a
                             linear into projector_hidden_size P and one from P into the text width, biased unless
                             projector_bias is false (Lfm2VlMultiModalProjector); the values are the class defaults
+  _vision_projector_qformer {field, num_query_tokens, defaults}: a BLIP-2 Q-Former of the wrapper's FIELD config
+                            over num_query_tokens learned queries, then one biased linear into the text width (_qformer)
+  _vision_projector_perceiver {field, defaults}: Idefics2's connector, a gated MLP through the text intermediate_size,
+                            then a perceiver resampler of the wrapper's FIELD config at the text width (_perceiver)
 An audio_config is counted only where its tower's model_type carries _audio_whisper (a Whisper-style encoder:
 conv1 / conv2 over num_mel_bins, a max_source_positions table, d_model-wide layers of a bias-free k_proj, biased q /
 v / out_proj, two LayerNorms and a biased fc1 / fc2 of encoder_ffn_dim, a closing LayerNorm: Qwen2AudioEncoder,
@@ -121,7 +125,7 @@ class Encoder:
 
 
 def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
-         facts: dict[str, Any]) -> tuple[int, int, int]:
+         facts: dict[str, Any], text_inter: int | None = None) -> tuple[int, int, int]:
     """(params, layers, width) of one tower and its projector; `wrapper` is the multimodal config around it,
     where some families write the projector's fields (Mistral3: spatial_merge_size, multimodal_projector_bias)."""
     c = f.cfg
@@ -151,6 +155,8 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     # and o_proj back from it
     qd = f.int("qkv_hidden_size", default=h)
     attn = 4 * h * qd + ((3 * qd + h) if bias else 0)
+    if bias and c.get("qkv_bias") is False:  # BLIP-2's tower: q / v biases off under qkv_bias, projection's kept
+        attn -= 3 * qd
     # a tower whose fused qkv alone takes a bias when its field is set (GLM-4.1V's attention_bias; proj never)
     if not bias and facts.get("_vision_qkv_bias") and f.bool(str(facts["_vision_qkv_bias"])):
         attn += 3 * qd
@@ -201,7 +207,7 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     # (Video-LLaVA's image_tower and video_tower); a request's images or frames run through one of them
     towers = int(facts.get("_vision_towers", 1))
     tower = towers * (layers * per_layer + patch_embed + positions + post_norm + head)
-    return tower + _projector(f, wrapper, h, norm, text_hidden, facts, notes), layers, h
+    return tower + _projector(f, wrapper, h, norm, text_hidden, facts, notes, text_inter), layers, h
 
 
 def _check_heads(f: Fields, h: int, written: set[str]) -> None:
@@ -245,11 +251,70 @@ def _mlp_into_text(width: int, out: int, bias: bool) -> int:
     return width * out + out * out + (2 * out if bias else 0)
 
 
+def _sub_config(wrapper: Fields, key: str, defaults: dict[str, Any]) -> Fields:
+    """A projector's own config object of the wrapper (BLIP-2's qformer_config, Idefics2's perceiver_config),
+    its config class's defaults (the fact's values) where it leaves a field out."""
+    sub = wrapper.cfg.get(key)
+    if sub is None:
+        sub = {}
+    if not isinstance(sub, dict):
+        raise wrapper.err(key, f"must be a JSON object, got {type(sub).__name__}")
+    return Fields({**defaults, **sub}, wrapper.origin, prefix=f"{key}.")
+
+
+def _qformer(wrapper: Fields, h: int, text_hidden: int, spec: dict[str, Any]) -> int:
+    """Blip2QFormerModel and what sits around it (modeling_blip_2.py): num_query_tokens learned queries of the
+    Q-Former's width q; a LayerNorm; per layer a BERT self-attention (query / key / value / dense, biased, and a
+    LayerNorm), a cross-attention to the tower's output on every cross_attention_frequency-th layer from the first
+    (key / value from the tower's width h: Blip2Config sets encoder_hidden_size to it), intermediate_query /
+    output_query (biased, a LayerNorm), and the text branch's own intermediate / output where
+    use_qformer_text_input; then language_projection, one biased linear q -> the text width."""
+    q_cfg = _sub_config(wrapper, str(spec.get("field", "qformer_config")), spec.get("defaults") or {})
+    q = q_cfg.int("hidden_size")
+    inter = q_cfg.int("intermediate_size")
+    layers = q_cfg.int("num_hidden_layers", maximum=1024)
+    every = q_cfg.int("cross_attention_frequency", maximum=1024)
+    queries = wrapper.int("num_query_tokens", default=int(spec.get("num_query_tokens", 32)))
+    attn = 4 * (q * q + q) + 2 * q
+    cross = 2 * (q * q + q) + 2 * (h * q + q) + 2 * q
+    ffn = q * inter + inter + inter * q + q + 2 * q
+    text_ffn = ffn if q_cfg.bool("use_qformer_text_input") else 0
+    stack = sum(attn + (cross if i % every == 0 else 0) + ffn + text_ffn for i in range(layers))
+    return queries * q + 2 * q + stack + q * text_hidden + text_hidden
+
+
+def _perceiver(wrapper: Fields, h: int, text_hidden: int, text_inter: int | None, spec: dict[str, Any]) -> int:
+    """Idefics2Connector (modeling_idefics2.py): modality_projection, a bias-free gated MLP from the tower's width h
+    through the text model's intermediate_size into the text width; then the perceiver resampler at the text width
+    (Idefics2Config sets the perceiver's hidden_size to the text's): resampler_n_latents learned latents, per layer
+    three RMSNorms (latents, context, post-attention), bias-free GQA of resampler_n_heads x resampler_head_dim
+    with num_key_value_heads K/V heads, a bias-free gated MLP of 4 x the width; a closing RMSNorm."""
+    if text_inter is None:
+        raise wrapper.err("text_config", "intermediate_size: missing (the connector's modality projection runs "
+                                         "through it)")
+    p = _sub_config(wrapper, str(spec.get("field", "perceiver_config")), spec.get("defaults") or {})
+    d = text_hidden
+    latents = p.int("resampler_n_latents")
+    depth = p.int("resampler_depth", maximum=1024)
+    heads, head_dim = p.int("resampler_n_heads"), p.int("resampler_head_dim")
+    kv = p.int("num_key_value_heads")
+    if heads % kv:
+        raise p.err("num_key_value_heads", f"{kv} does not divide resampler_n_heads ({heads})")
+    attn = d * heads * head_dim + 2 * d * kv * head_dim + heads * head_dim * d
+    layer = 3 * d + attn + 3 * d * 4 * d
+    modality = 2 * h * text_inter + text_inter * text_hidden  # gate / up from h, down into the text width
+    return modality + latents * d + depth * layer + d
+
+
 def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, facts: dict[str, Any],
-               notes: list[str]) -> int:
+               notes: list[str], text_inter: int | None = None) -> int:
     """Parameters from the tower's width `h` into the text width: the module docstring's projector
     conventions (one linear; a patch merger MLP; the family facts' two-linear MLPs)."""
     c = f.cfg
+    if facts.get("_vision_projector_qformer"):
+        return _qformer(wrapper, h, text_hidden, facts["_vision_projector_qformer"])
+    if facts.get("_vision_projector_perceiver"):
+        return _perceiver(wrapper, h, text_hidden, text_inter, facts["_vision_projector_perceiver"])
     if facts.get("_vision_projector_query_cross_attention"):
         # AriaProjector: a learned query table of max(projector_patch_to_query_dict) rows x h; AriaCrossAttention's
         # bias-free q / k / v (h x h), an nn.MultiheadAttention (biased in_proj of 3h, biased out_proj), a biased
@@ -428,7 +493,8 @@ def image_tokens(raw: dict[str, Any], origin: str) -> int | None:
 
 def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: list[str] | None = None,
                   facts: dict[str, Any] | None = None,
-                  families: dict[str, dict[str, Any]] | None = None, known: bool = True) -> list[Encoder]:
+                  families: dict[str, dict[str, Any]] | None = None, known: bool = True,
+                  text_inter: int | None = None) -> list[Encoder]:
     """The encoders a multimodal config declares; sizes read by convention are said in `notes`; `facts` are the
     wrapper family's _vision_* facts and `families` the family_defaults table, where a tower's own model_type
     finds the facts of its modeling code (the module docstring). `known`: the wrapper has a family line; without
@@ -484,7 +550,7 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         elif sub.get("max_num_tiles") is not None:
             params, layers, h = _tiled_vit(f, text_hidden)
         else:
-            params, layers, h = _vit(f, Fields(raw, origin), text_hidden, notes, facts)
+            params, layers, h = _vit(f, Fields(raw, origin), text_hidden, notes, facts, text_inter)
             _check_heads(f, h, set(sub) - set(taken))
             if not known and not any(str(k).startswith("_vision_projector") for k in facts):
                 # a wrapper without a family line: its projector is the convention's, which its own may not be

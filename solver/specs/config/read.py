@@ -17,7 +17,8 @@ from solver.specs.config.outside import layernorm_bias, outside_stack
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
 from solver.specs.config.positions import position_encoding
 from solver.specs.config.quant import read_quant
-from solver.specs.config.unread import check_unread, refuse_uncountable, unread_mixer_field
+from solver.specs.config.unread import (check_unread, refuse_uncountable, refuse_unread_subconfigs,
+                                         unread_mixer_field)
 from solver.specs.layers import MLA, Attention, Layer
 from solver.specs.model import ModelSpec
 from solver.specs.validation import load_yaml
@@ -255,8 +256,14 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     warnings += reader.notes
     facts = {k: v for k, v in defaulted.items() if str(k).startswith(TOWER_FACTS)}
     # a tower is of a known family when it or its wrapper has a line (the text model's line says nothing of it)
-    encoders = tuple(read_encoders(raw, hidden, origin, warnings, facts, _family_defaults(),
-                                   wrapper_type in _family_defaults()))
+    # the text model's MLP width, which a connector may run through (Idefics2's modality projection)
+    inter = defaulted.get("intermediate_size")
+    text_inter = inter if isinstance(inter, int) and not isinstance(inter, bool) and inter > 0 else None
+    wrapper = ReadRecorder(raw)  # what the encoders' readers look up of the wrapper, so the rest can be named
+    encoders = tuple(read_encoders(wrapper, hidden, origin, warnings, facts, _family_defaults(),
+                                   wrapper_type in _family_defaults(), text_inter))
+    if prefix:
+        refuse_unread_subconfigs(wrapper, prefix.rstrip("."), origin)
     nonstandard = [e.name for e in encoders]
     for key in ("ngram_embedding", "engram"):
         if raw.get(key):

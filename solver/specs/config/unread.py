@@ -103,6 +103,23 @@ def refuse_uncountable(f: Fields) -> None:
             raise f.err(key, f"{shown}: {what} are not modelled; the model would be sized without them")
 
 
+def refuse_unread_subconfigs(wrapper: ReadRecorder, text_key: str, origin: str) -> None:
+    """A wrapper's own sub-config (an object named *_config beside its text config) that no reader looked up
+    describes a module the count would leave out without a word (granite-speech's conformer encoder_config and
+    Q-Former projector_config; BLIP-2's qformer_config before its projector was read): one line naming it."""
+    for key in wrapper.unread():
+        value = dict.__getitem__(wrapper, key)
+        if key == text_key or key == "quantization_config" or not str(key).endswith("_config"):
+            continue
+        if isinstance(value, dict) and value:
+            kind = value.get("model_type")
+            what = f" (model_type {kind!r})" if kind else ""
+            raise Fields(wrapper, origin).err(key, f"given{what}: a module beside the language model ({text_key}) "
+                                                   "that shardplan does not read for model_type "
+                                                   f"{dict.get(wrapper, 'model_type')!r}; the model would be sized "
+                                                   "without it")
+
+
 def _set(value: Any) -> bool:
     return value is not None and value is not False and value != 0 and value != "" and value != [] and value != {}
 

@@ -50,6 +50,7 @@ class Attention(Block):
     k_eq_v: bool = False  # one projection serves K and V (Gemma-4 global layers)
     kv_shared: bool = False  # attends with K/V another layer computed and cached: no cache, no K/V compute
     kv_weights: bool = True  # under kv_shared: its k / v projections (and k norm) are stored all the same
+    head_vectors: int = 0  # learned vectors of head_dim beside the projections (DiffLlama's four lambdas)
 
     role = "mixer"
     kvp_splits_keys = True
@@ -94,6 +95,8 @@ class Attention(Block):
             parts.append(Part("qk_norm", (nh + (nkv if own_kv else 0)) * dh, "none"))
         if self.sinks:
             parts.append(Part("sinks", nh, "tp"))
+        if self.head_vectors:  # shared by every head: replicated
+            parts.append(Part("head_vectors", self.head_vectors * dh, "none"))
         return tuple(parts)
 
     def shares(self) -> tuple[Share, ...]:
