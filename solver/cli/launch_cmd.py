@@ -45,7 +45,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     """Print the engine command (per node) and files for CONFIG's parallel_config (the `check` file format)."""
     from solver.estimate.memory import memory_per_rank
     from solver.launch import LaunchInputs, emit_launch, model_len, render_shell
-    from solver.rank.review import hardware_placement
+    from solver.rank.review import hardware_placement, straddling_groups
     from solver.specs.deployment import load_deployment
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
@@ -88,6 +88,8 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     # so is a placement `check` refuses (class B): a TP group across nodes, too many experts per rank
     placement = [f"{p}: `shardplan check` reports it as a class B violation"
                  for p in hardware_placement(spec, hw, pc, fw.kvp_splits_attention_weights)[1]]
+    placement += [f"{p}: `shardplan check` warns"
+                  for p in straddling_groups(spec, hw, pc, fw.kvp_splits_attention_weights)]
     notes = context_notes(spec, engine_len) + ([misfit] if misfit else []) + placement
     if notes:
         launch["notes"] = [*launch.get("notes", ()), *notes]

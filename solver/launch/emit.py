@@ -29,6 +29,7 @@ from solver.specs.hardware import Hardware
 from solver.specs.launch_spec import DISAGG_ROLES, LaunchArg
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig, absent_knob_problems, absent_knobs
+from solver.space.domains import node_counts
 
 # Placeholders a user replaces before running (README, "Launch commands"): shell variables, so the printed
 # command runs once they are exported, and fails loudly (empty argument) when they are not.
@@ -229,6 +230,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         raise InputError(f"--engine {fw.name}", f"cannot express this config: {problems[0]}")
     nnodes = math.ceil(world / hw.ranks_per_node)
     gpus = min(world, hw.ranks_per_node)
+    counts = node_counts(world, hw.ranks_per_node)
     base = {
         **env,
         "nnodes": nnodes, "gpus_per_node": gpus, "max_model_len": inputs.max_model_len,
@@ -238,7 +240,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "weight_dtype_set": inputs.weight_dtype is not None and inputs.moe_weight_dtype in (None, inputs.weight_dtype),
         "kv_dtype_set": inputs.kv_dtype is not None,
         "model_path": inputs.model_path, "head_addr": inputs.head_addr,
-        "hosts": ",".join(f"{_node_addr(i, inputs.head_addr)}:{gpus}" for i in range(nnodes)),
+        # each host's slots are the ranks the placement puts there (an MPI world fills them in rank order)
+        "hosts": ",".join(f"{_node_addr(i, inputs.head_addr)}:{n}" for i, n in enumerate(counts)),
         "weight_dtype": inputs.weight_dtype, "moe_weight_dtype": inputs.moe_weight_dtype or inputs.weight_dtype,
         "kv_dtype": inputs.kv_dtype,
         "role": role, "prefill_role": role == "prefill",
@@ -281,6 +284,9 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
                 argv += [d.flag or "", json.dumps(docs[name], separators=(",", ":"))]
         nodes.append({"node_rank": rank, "argv": argv, "env": envs})
     out: dict[str, Any] = {"engine": fw.name, "nodes": nodes, "files": files}
+    if nnodes > 1:  # what the command assumes of each node, said rather than left to the engine's default
+        out["placement"] = [{"node_rank": i, "ranks": [sum(counts[:i]), sum(counts[:i + 1]) - 1], "gpus": n}
+                            for i, n in enumerate(counts)]
     if notes:
         out["notes"] = notes
     if role is not None:

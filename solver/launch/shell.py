@@ -21,11 +21,22 @@ def render_shell(launch: dict[str, Any], title: str = "") -> str:
     for name, text in launch["files"].items():
         out.append(f"cat > {shlex.quote(name)} <<'SHARDPLAN_EOF'\n{text.rstrip()}\nSHARDPLAN_EOF")
     many = len(launch["nodes"]) > 1
+    placed = {p["node_rank"]: p for p in launch.get("placement", ())}
+    if placed and not many:  # one command for every node (an MPI world): where its ranks go, up front
+        out.append("# placement: " + ", ".join(_where(p) for p in placed.values()))
     for node in launch["nodes"]:
         if not node["argv"] and not node["env"]:
             continue
         if many:
-            out.append(f"# node {node['node_rank']}" + (" (head)" if node["node_rank"] == 0 else ""))
+            rank = node["node_rank"]
+            out.append(f"# node {rank}" + (" (head)" if rank == 0 else "")
+                       + (f": {_where(placed[rank], named=False)}" if rank in placed else ""))
         prefix = " ".join(f"{k}={_quote(v)}" for k, v in node["env"].items())
         out.append((prefix + " " if prefix else "") + " ".join(_quote(t) for t in node["argv"]))
     return "\n".join(out) + "\n"
+
+
+def _where(p: dict[str, Any], named: bool = True) -> str:
+    first, last = p["ranks"]
+    ranks = f"rank {first} (1 GPU)" if first == last else f"ranks {first}-{last} ({p['gpus']} GPUs)"
+    return (f"node {p['node_rank']} " if named else "") + ranks

@@ -447,11 +447,16 @@ REMEDY_SIZES = 12  # world sizes a diagnosis screens for one that fits
 REMEDY_PLANS = 3  # of those, how many it may confirm with the planner (each is a small solve)
 
 
-def _remedy_worlds(world: int, model: ModelSpec) -> list[int]:
+def _remedy_worlds(world: int, model: ModelSpec, hw: Hardware) -> list[int]:
     """World sizes to try, nearest first (by ratio), larger before smaller at the same distance: multiples
-    carry more memory, and divisors can be what makes the experts divide (384 experts on 4096 ranks do not)."""
+    carry more memory, and divisors can be what makes the experts divide (384 experts on 4096 ranks do not).
+    Past one node, a world that leaves a node part-filled also tries the whole-node sizes either side (12 on
+    8-rank nodes: 8 and 16), what an engine whose launcher runs equal ranks per node can launch."""
     sizes = {world * k for k in (2, 3, 4, 6, 8, 16, 32)} | {world // k for k in (2, 4, 8, 16, 32, 64, 128)
                                                              if world % k == 0}
+    rpn = hw.ranks_per_node
+    if world > rpn and world % rpn:
+        sizes |= {world // rpn * rpn, -(-world // rpn) * rpn}
     sizes = {w for w in sizes if 1 <= w <= MAX_CARDS and w != world}
     return sorted(sizes, key=lambda w: (abs(math.log(w / world)), -w))[:REMEDY_SIZES]
 
@@ -499,7 +504,7 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
         out.append(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory screen "
                    f"passes){wide}")
     else:
-        near = _remedy_worlds(world, model)
+        near = _remedy_worlds(world, model, hw)
         out.append(f"no size from {min(near, default=world)} to {max(near, default=world)} cards holds the "
                    f"weights and the smallest batch{wide}")
     if sizes_only:
@@ -540,7 +545,7 @@ def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewor
                    mem_opts: MemoryOptions | None) -> tuple[int | None, list[int]]:
     """(the nearest world size at which the planner itself finds a configuration, the sizes it was asked about):
     the remedy is checked (first_that_plans)."""
-    return first_that_plans(model, hw, prec, fw, _remedy_worlds(world, model), memory_question(scenario), params,
+    return first_that_plans(model, hw, prec, fw, _remedy_worlds(world, model, hw), memory_question(scenario), params,
                             allow_cross_node, mem_opts)
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
-from solver.space.domains import cross_node_tp, pp_fits_nodes, tp_domain
+from solver.space.domains import TP_KNOBS, cross_node_tp, pp_fits_nodes, straddling_group, tp_domain
 from solver.specs.framework import FrameworkProfile
 from solver.specs.rule_env import model_env
 from solver.specs.hardware import Hardware
@@ -41,6 +41,31 @@ def hardware_placement(model: ModelSpec, hw: Hardware, pc: ParallelConfig,
             out.append(f"{per:g} experts per rank > {hw.max_experts_per_rank} ({hw.name} dispatch path: past it "
                        "MoE dispatch falls back to a slower path the estimate does not price)")
     return wide, out
+
+
+def straddling_groups(model: ModelSpec, hw: Hardware, pc: ParallelConfig, kvp_in_tp: bool = False) -> list[str]:
+    """The seed's class B placement check for groups that fit a node but not its boundaries: ranks fill node 0
+    first (rank r on node r // ranks_per_node), so a TP group whose size does not divide the node's ranks has
+    one that spans two nodes (TP6 on 12 ranks of 8-GPU nodes: ranks 6-11). One line per knob; `check` warns,
+    `launch` notes it (the planner never picks one: B.tp_groups_tile_nodes)."""
+    own = model_knobs(model)
+    sizes = {k: getattr(pc, k) for k in TP_KNOBS if k in own}
+    group = pc.attn_tp_group(kvp_in_tp)
+    if group != pc.attn_tp_size:
+        sizes["attn_tp_size x kvp_size"] = group
+    dom = tp_domain(hw)
+    unit = "node" if dom == hw.ranks_per_node else "scale-up domain"
+    by_size: dict[int, list[str]] = {}
+    for k, size in sizes.items():
+        by_size.setdefault(size, []).append(k)
+    out = []
+    for size, knobs in by_size.items():  # one line per group size: TP6 everywhere is one problem
+        hit = straddling_group(pc.world_size, size, hw)
+        if hit:
+            out.append(f"{', '.join(knobs)} {size}: the group of ranks {hit[0]}-{hit[1]} spans two {unit}s of {dom} "
+                       f"ranks (ranks fill the first {unit} first; {size} does not divide {dom}), so its collectives "
+                       f"leave the {unit}, which the estimate prices inside it [B.tp_groups_tile_nodes]")
+    return out
 
 
 @dataclass
@@ -108,6 +133,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
             r.warnings["B"].append("KV cache above 50% of available memory (seed 3.4): consider KVP / CP")
     wide, placement = hardware_placement(model, hw, pc, fw.kvp_splits_attention_weights)
     r.violations["B"] += placement
+    r.warnings["B"] += straddling_groups(model, hw, pc, fw.kvp_splits_attention_weights)
 
     if pc.pp_size > 1 and pc.world_size % pc.pp_size == 0:
         L, pp = model.num_layers, pc.pp_size

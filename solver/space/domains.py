@@ -46,6 +46,25 @@ def cross_node_tp(pc: ParallelConfig, hw: Hardware, kvp_in_tp: bool = False) -> 
     return out
 
 
+def node_counts(ranks: int, ranks_per_node: int) -> list[int]:
+    """Ranks on each node as the planner places them: nodes filled in rank order (rank r on node
+    r // ranks_per_node), the last one part-filled where the ranks do not fill it (12 on 8-GPU nodes: 8 and 4).
+    straddling_group checks groups against this order; the launch prints it."""
+    return [min(ranks_per_node, ranks - start) for start in range(0, ranks, ranks_per_node)]
+
+
+def straddling_group(world: int, size: int, hw: Hardware) -> tuple[int, int] | None:
+    """Seed class B under the ranks' placement (rank r on node r // ranks_per_node, nodes filled in order, the
+    last one part-filled: 12 ranks on 8-GPU nodes are 0-7 and 8-11), the first group of `size` consecutive ranks,
+    smaller than the fast-fabric domain (tp_domain), that still spans two domains, as (first rank, last rank);
+    None when every group stays inside one. Groups as wide as the domain or wider are cross_node_tp's."""
+    dom = tp_domain(hw)
+    if world <= dom or size >= dom or dom % size == 0:
+        return None
+    first = next((g * size for g in range(world // size) if g * size // dom != ((g + 1) * size - 1) // dom), None)
+    return None if first is None else (first, first + size - 1)
+
+
 def redundant_for(model: ModelSpec, fw: FrameworkProfile, ep: int) -> int | None:
     """Redundant experts the planner places at this EP size: the profile's fixed count, else the fewest that
     make EP divide the expert slots when the engine has the feature, else 0 (EP must divide the experts).
@@ -164,6 +183,10 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
         return "scenario.cp_splits_prefill_only"
     if knob in TP_KNOBS and not allow_cross_node and value > tp_domain(hw):
         return "B.tp_within_node"  # seed class B: tp_size <= cards per node (cross-node TP degrades sharply)
+    if knob in TP_KNOBS and straddling_group(world, value, hw):
+        # a group inside the node's size that the placement still splits across two nodes: its collectives run
+        # at the scale-out tier, which the estimate prices at the node's (a group that size is "in the node")
+        return "B.tp_groups_tile_nodes"
     if knob == "moe_tp_size" and hw.max_experts_per_rank and model.is_moe and world // value > 1:
         # the cap belongs to the EP dispatch path; without EP there is no dispatch. Redundant copies are
         # experts the rank holds and dispatches to: the cap counts them
