@@ -51,7 +51,7 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
                   allow_cross_node=allow_cross_node, explain_binding=explain_binding,
                   verified=verified_for(spec.name, hw.name, cards, scenario.phase, refs))
     cands = rank_candidates(result.candidates, spec, hw, scenario, refs, _ref_models(), top=top,
-                            kvp_in_tp=fw.kvp_splits_attention_weights)
+                            kvp_in_tp=fw.kvp_splits_attention_weights, cp_replicates_kv=fw.cp_replicates_kv_cache)
     return result, cands
 
 
@@ -94,12 +94,13 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
                    Workload.for_scenario(scenario, p.batch), cand.pattern, shown)
 
 
-def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool) -> Candidate:
+def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_replicates_kv: bool = False) -> Candidate:
     """A disaggregated pool's configuration in the seed's candidate format, ranked at the pool's own phase."""
     from solver.plan.disagg import phase_scenario
 
     return rank_candidates([pool.planned], spec, hw, phase_scenario(scenario, pool.phase, pool.planned.batch),
-                           list_references(), _ref_models(), kvp_in_tp=kvp_in_tp)[0]
+                           list_references(), _ref_models(), kvp_in_tp=kvp_in_tp,
+                           cp_replicates_kv=cp_replicates_kv)[0]
 
 
 def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
@@ -123,7 +124,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     best = res.best
 
     def view(pool) -> PoolView:
-        cand = _pool_candidate(pool, spec, hw, scenario, fw.kvp_splits_attention_weights)
+        cand = _pool_candidate(pool, spec, hw, scenario, fw.kvp_splits_attention_weights, fw.cp_replicates_kv_cache)
         launch = (pool_launch(fw, spec, hw, cand, pool.phase, scenario.max_seq_len, scenario.mtp, weight_dtype,
                               moe_weight_dtype, kv_dtype) if fw.launch is not None else None)
         return PoolView(pool.phase, pool.workers, cand, launch)

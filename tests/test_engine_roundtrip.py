@@ -58,9 +58,11 @@ def _vllm(flags: dict, model) -> dict[str, int]:
     fine = extra.get("finegrained_tp_config", {})
     sp = tp if extra.get("enable_dsa_cp") else 1
     pp = int(flags.get("--pipeline-parallel-size", 1))
-    world = tp * dp
+    pcp = int(flags.get("--prefill-context-parallel-size", 1))  # a DP engine is TP x PCP ranks
+    world = tp * pcp * dp
     attn = tp // kvp // sp
     return {"world": world * pp, "pp_size": pp, "attn_tp_size": attn, "kvp_size": kvp, "attn_sp_size": sp,
+            "cp_size": pcp,
             "dense_tp_size": fine.get("mlp_tensor_parallel_size", tp),
             "embed_tp_size": fine.get("embedding_tensor_parallel_size", tp),
             "lmhead_tp_size": fine.get("lmhead_tensor_parallel_size", tp),

@@ -88,8 +88,9 @@ def test_launch_refuses_an_unknown_engine(tmp_path):
 
 
 def test_launch_refuses_a_knob_the_engine_lacks(tmp_path):
+    # SGLang's prefill CP on a non-DSA model is not planned (vLLM's -pcp is: tests/test_vllm_prefill_cp.py)
     dep = _deployment(tmp_path, {"attn_tp_size": 1, "cp_size": 8, "embed_tp_size": 1, "lmhead_tp_size": 1})
-    r = CliRunner().invoke(main, ["launch", dep, "--engine", "vllm"])
+    r = CliRunner().invoke(main, ["launch", dep, "--engine", "sglang"])
     assert r.exit_code == 2 and "cp_size" in r.stderr
 
 

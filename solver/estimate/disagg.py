@@ -137,14 +137,16 @@ def transfer_tier(hw: Hardware, prefill_ranks: int, decode_ranks: int, prefill_w
 
 def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode: ParallelConfig, kv_bytes: int,
                 isl: int, mtp_layers: int = 0, kvp_splits_weights: bool = False, prefill_workers: int = 1,
-                decode_workers: int = 1) -> Transfer:
+                decode_workers: int = 1, cp_replicates_kv: bool = False) -> Transfer:
     """Bytes and seconds of one request's KV transfer (module docstring). The decode side's CP x KVP split the
     tokens across its ranks; the replicated copies of a latent (MLA) are each sent once per receiving rank.
     `kvp_splits_weights`: the decode engine's KVP layout (its constant state split over TP x KVP); the worker
-    counts: the deployment whose span sets the tier (transfer_tier)."""
+    counts: the deployment whose span sets the tier (transfer_tier). `cp_replicates_kv`: the decode engine's CP
+    ranks each keep the whole cache (MemoryOptions.cp_replicates_kv_cache), so each receives it whole."""
     whole = kv_bytes_per_request(model, kv_bytes, isl, 1, mtp_layers) + constant_state_per_request(model, kv_bytes)
     a = decode.attn_tp_size
-    recv = (kv_bytes_per_request(model, kv_bytes, isl, a, mtp_layers) / (decode.cp_size * decode.kvp_size)
+    cp_shards = 1 if cp_replicates_kv else decode.cp_size
+    recv = (kv_bytes_per_request(model, kv_bytes, isl, a, mtp_layers) / (cp_shards * decode.kvp_size)
             + constant_state_per_request(model, kv_bytes, a, decode.attn_tp_group(kvp_splits_weights)))
     traffic = recv * decode.attn_group_size  # every receiving rank's share, copies counted
     send = traffic / prefill.attn_group_size
@@ -379,7 +381,8 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                                          wl.mtp if model.num_mtp_layers else 0))
     mtp_layers = model.num_mtp_layers if wl.mtp else 0
     xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers,
-                       dec_opts.kvp_splits_attention_weights, wl.prefill_workers, wl.decode_workers)
+                       dec_opts.kvp_splits_attention_weights, wl.prefill_workers, wl.decode_workers,
+                       cp_replicates_kv=dec_opts.cp_replicates_kv_cache)
     # the front end's cost (HTTP, tokenizer, router) is paid where the request enters: the prefill server's
     overhead = request_overhead(Workload("serving", request_overhead_s=wl.request_overhead_s), f_prefill)
     t = disagg_times(shape, pre_s, dec_s, xfer.time_s, wl.concurrency, wl.osl, overhead, wl.benchmark_waves,

@@ -40,15 +40,20 @@ class MemoryOptions:
     # the modules attention TP splits (attention, linear attention, SSM, conv) split over attention TP x KVP, and
     # so do the heads and state of the mixers KVP does not split (base.heads_split)
     kvp_splits_attention_weights: bool = False
+    # the engine's CP cache layout (FrameworkProfile.cp_replicates_kv_cache): every CP rank keeps each request's
+    # whole KV (vLLM's prefill context parallel), so CP does not divide the cache
+    cp_replicates_kv_cache: bool = False
 
 
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
     """`opts` with the engine's layout facts the step costs read from `f`, so that one configuration's memory
     and step costs price one layout. Whoever holds the engine's factors passes them here."""
     opts = opts or MemoryOptions()
-    if opts.kvp_splits_attention_weights == f.kvp_splits_attention_weights:
+    if (opts.kvp_splits_attention_weights, opts.cp_replicates_kv_cache) == (f.kvp_splits_attention_weights,
+                                                                              f.cp_replicates_kv_cache):
         return opts
-    return replace(opts, kvp_splits_attention_weights=f.kvp_splits_attention_weights)
+    return replace(opts, kvp_splits_attention_weights=f.kvp_splits_attention_weights,
+                   cp_replicates_kv_cache=f.cp_replicates_kv_cache)
 
 
 def memory_limit(capacity_bytes: float, reserved_bytes: float, total_fraction: float) -> float:
@@ -250,10 +255,12 @@ _REQUEST_STATE = IdentityMemo(65_536)
 
 
 def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int,
-                  mtp_layers: int = 0, kvp_splits_weights: bool = False) -> StateBytes:
+                  mtp_layers: int = 0, kvp_splits_weights: bool = False, cp_replicates_kv: bool = False) -> StateBytes:
     """One request's state on one rank: growing parts split by CP x KVP, constant parts by the attention-TP group
-    only (attention TP, or TP x KVP where KVP reuses the TP ranks: `kvp_splits_weights`, the engine's layout)."""
-    shards = pc.cp_size * pc.kvp_size
+    only (attention TP, or TP x KVP where KVP reuses the TP ranks: `kvp_splits_weights`, the engine's layout).
+    `cp_replicates_kv`: the engine's CP ranks each keep the whole cache (MemoryOptions.cp_replicates_kv_cache),
+    so only KVP splits it."""
+    shards = (1 if cp_replicates_kv else pc.cp_size) * pc.kvp_size
     group = pc.attn_tp_group(kvp_splits_weights)
 
     def build() -> StateBytes:
@@ -271,11 +278,12 @@ def held_per_replica(batch: float, pc: ParallelConfig) -> int:
 
 
 def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
-                   mtp_layers: int = 0) -> tuple[float, float, float]:
-    """(KV bytes, indexer bytes, sequences per rank). CP and KVP shard tokens; TP shards GQA heads only.
-    Constant per-request state (linear / SSM layers): `state_per_rank`."""
+                   mtp_layers: int = 0, cp_replicates_kv: bool = False) -> tuple[float, float, float]:
+    """(KV bytes, indexer bytes, sequences per rank). CP and KVP shard tokens (CP not where the engine's CP ranks
+    each keep the whole cache: `cp_replicates_kv`); TP shards GQA heads only. Constant per-request state
+    (linear / SSM layers): `state_per_rank`."""
     seqs = held_per_replica(batch, pc)
-    st = request_state(model, pc, prec, seq_len, mtp_layers)
+    st = request_state(model, pc, prec, seq_len, mtp_layers, cp_replicates_kv=cp_replicates_kv)
     return seqs * st.kv, seqs * st.index, seqs
 
 
@@ -399,7 +407,8 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
     weights = weights_per_rank(model, pc, prec, replace(opts, include_mtp=mtp > 0), report)
     # next-n depth > 1 reuses the checkpoint's MTP layer(s): weights and cache are those layers only
     mtp_cache = model.num_mtp_layers if mtp > 0 else 0
-    kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache)
+    kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
+                                   cp_replicates_kv=opts.cp_replicates_kv_cache)
     state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
                            kvp_splits_weights=opts.kvp_splits_attention_weights)
     act = activation_peak(model, pc, opts, seq_len, seqs)

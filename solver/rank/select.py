@@ -116,10 +116,12 @@ def _label(value: float, best: float) -> str:
 
 
 def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware,
-                         mem: MemoryReport | None = None, kvp_in_tp: bool = False) -> str:
+                         mem: MemoryReport | None = None, kvp_in_tp: bool = False,
+                         cp_replicates_kv: bool = False) -> str:
     """Name the seed's Step 2 branches this config follows and where it departs (`mem`: the config's memory at
     its concurrency, for whether memory binds; `kvp_in_tp`: the engine's DCP reuses its TP ranks, so the
-    attention choice is said as the engine's TP and its DCP)."""
+    attention choice is said as the engine's TP and its DCP; `cp_replicates_kv`: the engine's CP ranks each keep
+    the whole cache, so only KVP splits it)."""
     W = pc.world_size
     lines = []
     if model.is_moe:
@@ -191,11 +193,13 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
                      f"DP): set cp_size={W} if these ranks also prefill the prompts, as cann-recipes decode "
                      f"configs do")
     if model.has_mla and a > 1:
-        # the latent cache is one head: attention TP replicates it, only CP / KVP split it by tokens
-        shards = pc.kvp_size * pc.cp_size
+        # the latent cache is one head: attention TP replicates it, only CP / KVP split it by tokens (KVP alone
+        # where the engine's CP ranks keep the whole cache: vLLM's -pcp)
+        shards = pc.kvp_size * (1 if cp_replicates_kv else pc.cp_size)
+        splitters = "KVP" if cp_replicates_kv else "CP / KVP"
         held = ("holds the whole latent KV cache on every TP rank" if shards == 1 else
-                f"replicates the latent KV cache over its {a} attention-TP ranks (CP / KVP split it {shards} ways, "
-                "TP does not)")
+                f"replicates the latent KV cache over its {a} attention-TP ranks ({splitters} split it {shards} "
+                "ways, TP does not)")
         lines.append(f"note: attention TP on an MLA model {held}; the estimate counts that and still ranks it here "
                      "(the seed's common error is choosing it unweighed)")
     return "; ".join(lines)
@@ -213,9 +217,9 @@ def adoption_note(ref_id: str, behind: float) -> str:
 
 def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scenario: Scenario,
                     refs: list[Reference], ref_models: dict[str, str], top: int | None = None,
-                    kvp_in_tp: bool = False) -> list[Candidate]:
+                    kvp_in_tp: bool = False, cp_replicates_kv: bool = False) -> list[Candidate]:
     """The candidates in the seed's order (ORDERING), one per pattern (the first of a pattern in that order
-    stays), the first `top` of them (`kvp_in_tp`: pattern_name's)."""
+    stays), the first `top` of them (`kvp_in_tp`: pattern_name's; `cp_replicates_kv`: decision_tree_reason's)."""
     if not planned:
         return []
     # the full serving estimate each candidate shows, not the planner's additive proxy: the proxy leaves out
@@ -254,7 +258,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
                                     or mem.kv_share_of_available < 0.25)
                     else "risk" if mem.kv_share_of_available > 0.5 else "neutral")
         comparative = i == 0 and dist >= 4 and score <= best_score + math.log(1 + PERF_TIE)
-        reason = decision_tree_reason(p.config, model, scenario, hw, mem, kvp_in_tp)
+        reason = decision_tree_reason(p.config, model, scenario, hw, mem, kvp_in_tp, cp_replicates_kv)
         if p.verified is not None:
             reason = f"{adoption_note(p.verified, score - best_score)}; {reason}"
         if p.advice:

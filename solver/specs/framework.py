@@ -269,6 +269,10 @@ class FrameworkProfile(BaseModel):
         "attn_tp_size x kvp_size): the attention weights and projections split over all TP x KVP ranks, KVP "
         "splitting only the KV cache by tokens; false: the seed's KVP, each KVP rank holding its attention-TP "
         "group's weights whole")
+    cp_replicates_kv_cache: bool = Field(
+        False, description="its context-parallel ranks each keep every request's whole KV cache (vLLM's prefill "
+        "context parallel all-gathers the K/V its ranks compute into a complete replica on each): CP splits a "
+        "prompt's compute, not the cache; false: the seed's CP, each CP rank holding its share of the tokens")
     vendors: list[str] = Field(default_factory=list, description="device vendors the engine runs on (hardware "
                                "files' `vendor`); empty: any (the generic profile, a user's own)")
     rules: list[Rule] = Field(default_factory=list)
@@ -297,6 +301,8 @@ class FrameworkProfile(BaseModel):
             raise ValueError("knobs: listed twice")
         if self.kvp_splits_attention_weights and "kvp_size" not in self.knobs:
             raise ValueError("kvp_splits_attention_weights: set without kvp_size among the knobs (KVP is fixed at 1)")
+        if self.cp_replicates_kv_cache and "cp_size" not in self.knobs:
+            raise ValueError("cp_replicates_kv_cache: set without cp_size among the knobs (CP is fixed at 1)")
         for name, feature in self.features.items():
             if feature.knob is not None and feature.knob not in KNOBS:
                 raise ValueError(f"features.{name}.knob: {feature.knob!r} is not a knob ({', '.join(KNOBS)})")
@@ -355,6 +361,7 @@ class FrameworkProfile(BaseModel):
         out["token_budget"] = float(self.scheduler.token_budget_for(device_name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         out["kvp_splits_attention_weights"] = 1.0 if self.kvp_splits_attention_weights else 0.0
+        out["cp_replicates_kv_cache"] = 1.0 if self.cp_replicates_kv_cache else 0.0
         out.update(self.serving_factors())
         return out
 
