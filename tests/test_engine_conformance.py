@@ -75,3 +75,20 @@ def test_engines_md_statement(statement, engine, model, world, knobs, violated) 
     env = model_env(knobs, load_model(model), 8, world=world, batch=world)
     assert [r.id for r in fw.violated(env, "error")] == violated
     assert fw.limits(env) == []
+
+
+def test_the_conformance_tables_rule_references_point_at_their_rules() -> None:
+    """Every 'C.rule file:line' of docs/engine-conformance.md names the line of the profile that defines that rule
+    (a profile edited since shifts its lines: the table must follow)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = {"v": "vllm", "va": "vllm-ascend", "sg": "sglang", "trt": "trtllm", "at": "atom"}
+    lines = {k: (root / "solver" / "frameworks" / f"{v}.yaml").read_text().splitlines() for k, v in files.items()}
+    doc = (root / "docs" / "engine-conformance.md").read_text()
+    refs = re.findall(r"([ABC]\.[a-z0-9_]+) (v|va|sg|trt|at):(\d+)", doc)
+    assert refs
+    stale = [f"{rid} {f}:{n}" for rid, f, n in refs
+             if not re.search(r"\bid:\s*" + re.escape(rid) + r"\b", lines[f][int(n) - 1])]
+    assert not stale, stale
