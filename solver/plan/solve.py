@@ -251,9 +251,10 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
                 f"no parallel_config found for {model.name} on {world} x {hw.name} within --time-limit "
                 f"{params.time_limit_s:g} s: CP-SAT timed out at {len(stalled)} of {len(tables.batches)} "
                 "concurrencies without a solution (not shown infeasible)", ["time limit"],
-                "raise --time-limit")
+                "raise --time-limit", proven=False)
         if not diagnose:
-            raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}")
+            raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}",
+                                  proven=not planner.cut_stops)
         raise _diagnose(model, hw, prec, fw, world, scenario, tables, planner, mem_opts, params,
                         allow_cross_node, space)
     lat_ref = min(p.latency for p in points)
