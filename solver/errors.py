@@ -45,14 +45,17 @@ class InputError(ShardplanError):
 class InfeasibleError(ShardplanError):
     """No configuration satisfies the constraints. Exit code 1.
 
-    `binding` names the constraint(s) that bind; `remedy` says what would make it feasible.
+    `binding` names the constraint(s) that bind; `remedy` says what would make it feasible. `proven`: the search
+    showed that nothing fits (False where a time limit or the planner's cut budget stopped it first).
     """
 
     exit_code = 1
 
-    def __init__(self, message: str, binding: list[str] | None = None, remedy: str | None = None):
+    def __init__(self, message: str, binding: list[str] | None = None, remedy: str | None = None,
+                 proven: bool = True):
         self.binding = binding or []
         self.remedy = remedy
+        self.proven = proven
         text = message
         if remedy:
             text += f"; {remedy}"

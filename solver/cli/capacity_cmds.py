@@ -41,7 +41,8 @@ def _common(func: Callable) -> Callable:
         click.option("--moe-weight-dtype", multiple=True, help="routed-expert weights: " + _DTYPE_HELP),
         click.option("--kv-dtype", multiple=True, help="KV-cache dtype: " + _DTYPE_HELP),
         click.option("--allow-cross-node", is_flag=True, help="let TP groups leave the node (a cost, not a wall)"),
-        click.option("--time-limit", type=SECONDS, default=10.0, show_default=True, help="seconds per CP-SAT solve"),
+        click.option("--time-limit", type=SECONDS, default=10.0, show_default=True,
+                     help="seconds per CP-SAT solve (--method exhaustive: per enumeration)"),
         click.option("--seed", type=SEED, default=0, show_default=True, help="CP-SAT random seed"),
     ]
     for opt in reversed(opts):
@@ -104,7 +105,8 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
 @_common
 @click.option("--concurrency", type=CONCURRENCY, default=None, help="fixed concurrent requests (default: planner decides)")
 @click.option("--method", type=click.Choice(["cpsat", "exhaustive"]), default="cpsat", show_default=True,
-              help="cpsat: the CP-SAT planner; exhaustive: enumerate every configuration (a cross-check, slower)")
+              help="cpsat: the CP-SAT planner; exhaustive: enumerate every configuration (a cross-check, slower: "
+              "within --time-limit as a whole)")
 @click.option("--top", type=TOP, default=3, show_default=True, help="candidates marked per combination")
 @click.option("--explain-binding", is_flag=True,
               help="name the constraints that bind each recommended point (slower: one solve per family)")

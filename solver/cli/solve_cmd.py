@@ -31,11 +31,13 @@ from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
 @click.option("--framework", type=NAME, default="generic", show_default=True, help="framework profile name or YAML path")
 @dtype_options
 @click.option("--method", type=click.Choice(["cpsat", "exhaustive"]), default="cpsat", show_default=True,
-              help="cpsat: the CP-SAT planner; exhaustive: enumerate every configuration (a cross-check, slower)")
+              help="cpsat: the CP-SAT planner; exhaustive: enumerate every configuration (a cross-check, slower: "
+              "within --time-limit as a whole)")
 @click.option("--workers", type=WORKERS, default=1, show_default=True, help="CP-SAT search workers")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="CP-SAT random seed")
 @click.option("--time-limit", type=SECONDS, default=10.0, show_default=True,
-              help="seconds per CP-SAT solve; a solve that runs out reports the best found and its gap")
+              help="seconds per CP-SAT solve; a solve that runs out reports the best found and its gap "
+              "(--method exhaustive: for the whole enumeration)")
 @click.option("--top", type=TOP, default=3, show_default=True, help="candidates to list")
 @click.option("--allow-cross-node", is_flag=True, help="let TP groups leave the node (a cost, not a wall)")
 @click.option("--explain", is_flag=True, help="why the seed's main alternative patterns lost, and the Pareto front")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from solver.errors import InfeasibleError, InputError
 from solver.estimate.compute import factors_for
@@ -38,6 +38,9 @@ from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
+
+if TYPE_CHECKING:
+    from solver.plan.disagg_floor import PrefillScreen
 
 SHORTLIST = 40  # pool pairs meeting the SLA that the scenario's score chooses among
 MAX_EVALUATED = 400  # pool pairs evaluated with the full serving model at most per order (a few ms each)
@@ -155,49 +158,126 @@ def sla_misses(e: DisaggEstimate, scenario: Scenario) -> list[str]:
 
 
 def _fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes, method,
-            diagnose: bool = True):
+            diagnose: bool = True, plans: dict | None = None, screen: "PrefillScreen | None" = None):
     """(the prefill and decode fronts per worker size, 'phase W=size' -> why that pool has no point).
     `diagnose`: explain those failures (the caller reads them). A prefill batch below W that fails is passed over
     (FILLS_REPLICAS admits more layouts at a larger one); from W on a failure ends the batches. Only a pool with
-    no point is diagnosed (a diagnosis re-plans with each constraint family relaxed): _prefill_failure."""
+    no point is diagnosed (a diagnosis re-plans with each constraint family relaxed): _prefill_failure.
+    `plans`: a memo of the phase plans (_memo_plan) shared by the calls of one solve. `screen`: the decode fronts
+    are planned first, and a prefill step the screen passes over (its points all lie past what the caller reads,
+    disagg_floor) is not planned: the fronts hold the same points but those."""
     fronts: dict[str, dict[int, list[Planned]]] = {"prefill": {}, "decode": {}}
     skipped: dict[str, InfeasibleError] = {}
     pool_fw = pool_framework(fw)
 
     def phase_plan(phase: str, w: int, b: int | None, rules: FrameworkProfile, diagnosed: bool) -> PlanResult:
-        return plan(model, hw, prec, rules, w, phase_scenario(scenario, phase, b), params, method=method,
-                    allow_cross_node=allow_cross_node, mem_opts=mem_opts, explain_binding=False, diagnose=diagnosed)
+        def run() -> PlanResult:
+            return plan(model, hw, prec, rules, w, phase_scenario(scenario, phase, b), params, method=method,
+                        allow_cross_node=allow_cross_node, mem_opts=mem_opts, explain_binding=False,
+                        diagnose=diagnosed)
+        if plans is None:
+            return run()
+        return _memo_plan(plans, (phase, w, id(rules), phase_scenario(scenario, phase, b)), diagnosed, run)
 
-    for w in sizes:
-        # a step never holds more prompts than requests are in flight (the given concurrency, else its cap)
-        most = scenario.concurrency or scenario.max_concurrency
-        for phase, batches in (("decode", [None]),
-                               ("prefill", [b for b in prefill_batches(scenario.isl, w) if b <= most] or [1])):
-            pts = []
-            for b in batches:
-                try:
-                    res: PlanResult = (phase_plan(phase, w, b, fw, diagnose) if phase == "decode" else
-                                       phase_plan(phase, w, b, pool_fw, False))
-                except InfeasibleError as exc:
-                    if phase == "decode":
-                        skipped[f"{phase} W={w}"] = exc
-                        break
-                    if b >= w:
-                        break  # every layout is admitted from W on: more prompts per step will not fit either
-                    continue  # below W the rule admits more layouts at a larger batch
-                pts += [p for p in res.front + res.candidates if p.estimate.memory.feasible]
-            if not pts:
-                if phase == "prefill":
-                    skipped[f"{phase} W={w}"] = _prefill_failure(phase_plan, w, fw, diagnose)
-                continue
-            seen, uniq = set(), []
-            for p in pts:
-                k = (tuple(p.config.knobs().items()), p.batch)
-                if k not in seen:
-                    seen.add(k)
-                    uniq.append(p)
-            fronts[phase][w] = uniq
+    def add(phase: str, w: int) -> None:
+        if phase == "decode":
+            pts, failure = _decode_points(phase_plan, w, fw, diagnose)
+        else:
+            # a step never holds more prompts than requests are in flight (the given concurrency, else its cap)
+            most = scenario.concurrency or scenario.max_concurrency
+            batches = [b for b in prefill_batches(scenario.isl, w) if b <= most] or [1]
+            pts, failure = _prefill_points(phase_plan, w, batches, fw, pool_fw, diagnose, screen)
+        if failure is not None:
+            skipped[f"{phase} W={w}"] = failure
+        if not pts:
+            return
+        seen, uniq = set(), []
+        for p in pts:
+            k = (tuple(p.config.knobs().items()), p.batch)
+            if k not in seen:
+                seen.add(k)
+                uniq.append(p)
+        fronts[phase][w] = uniq
+        if screen is not None and phase == "prefill":
+            screen.note(w, uniq)
+
+    if screen is None:
+        for w in sizes:
+            add("decode", w)
+            add("prefill", w)
+        return fronts, skipped
+    for w in sizes:  # the screen reads the decode points
+        add("decode", w)
+    if fronts["decode"]:  # else no pair, whatever the prefill plans
+        screen.start(fronts["decode"])
+        for w in sizes:
+            add("prefill", w)
     return fronts, skipped
+
+
+def _memo_plan(plans: dict, key: tuple, diagnosed: bool, run) -> PlanResult:
+    """The plan of `key` (phase, W, the rules' identity, the phase scenario), planned once per solve: a pool's
+    plans repeat across the solve's scenarios wherever its phase scenario stays (a TTFT SLA set aside leaves the
+    decode plans as they were, a TPOT SLA the prefill ones). A failure planned undiagnosed is planned again
+    where a diagnosis is asked for."""
+    hit = plans.get(key)
+    if hit is None or (diagnosed and not hit[1] and isinstance(hit[0], InfeasibleError)):
+        try:
+            hit = (run(), diagnosed)
+        except InfeasibleError as exc:
+            hit = (exc, diagnosed)
+        plans[key] = hit
+    if isinstance(hit[0], InfeasibleError):
+        raise hit[0]
+    return hit[0]
+
+
+def _points(res: PlanResult) -> list[Planned]:
+    return [p for p in res.front + res.candidates if p.estimate.memory.feasible]
+
+
+def _decode_points(phase_plan, w: int, fw: FrameworkProfile, diagnose: bool
+                   ) -> tuple[list[Planned], InfeasibleError | None]:
+    """(a W-rank decode worker's points, why it has none)."""
+    try:
+        return _points(phase_plan("decode", w, None, fw, diagnose)), None
+    except InfeasibleError as exc:
+        return [], exc
+
+
+def _prefill_points(phase_plan, w: int, batches: list[int], fw: FrameworkProfile, pool_fw: FrameworkProfile,
+                    diagnose: bool, screen: "PrefillScreen | None") -> tuple[list[Planned], InfeasibleError | None]:
+    """(a W-rank prefill worker's points over `batches`, why it has none). A step the screen passes over from W on
+    is planned after all, before the next step it does not pass over, where the batches would have ended on
+    its failure (the steps after it would not be in the fronts)."""
+    pts: list[Planned] = []
+    passed: list[int] = []  # batches from W on the screen passed over since the last one planned
+    for b in batches:
+        if screen is not None and not screen.reaches(w, b):
+            if b >= w:
+                passed.append(b)
+            continue
+        if any(_fails(phase_plan, w, q, pool_fw) for q in passed):  # in order: the first failure ends them
+            break  # (their points lie past the screen's: not taken)
+        passed = []
+        try:
+            res = phase_plan("prefill", w, b, pool_fw, False)
+        except InfeasibleError:
+            if b >= w:
+                break  # every layout is admitted from W on: more prompts per step will not fit either
+            continue  # below W the rule admits more layouts at a larger batch
+        pts += _points(res)
+    if pts or screen is not None:  # the screen's caller reads no failure
+        return pts, None
+    return pts, _prefill_failure(phase_plan, w, fw, diagnose)
+
+
+def _fails(phase_plan, w: int, b: int, pool_fw: FrameworkProfile) -> bool:
+    try:
+        phase_plan("prefill", w, b, pool_fw, False)
+    except InfeasibleError:
+        return True
+    return False
 
 
 def _prefill_failure(phase_plan, w: int, fw: FrameworkProfile, diagnose: bool) -> InfeasibleError:
@@ -229,10 +309,11 @@ class _Job:
     mem_opts: MemoryOptions | None
     sizes: list[int]
     method: str
+    plans: dict = field(default_factory=dict, compare=False, repr=False)  # the phase plans made: _memo_plan
 
-    def fronts(self, scenario: Scenario, diagnose: bool = True):
+    def fronts(self, scenario: Scenario, diagnose: bool = True, screen: "PrefillScreen | None" = None):
         return _fronts(self.model, self.hw, self.prec, self.fw, self.cards, scenario, self.params,
-                       self.allow_cross_node, self.mem_opts, self.sizes, self.method, diagnose)
+                       self.allow_cross_node, self.mem_opts, self.sizes, self.method, diagnose, self.plans, screen)
 
     @cached_property
     def factors(self):
@@ -340,21 +421,28 @@ def _pairs(scenario: Scenario, fronts: dict, cards: int) -> list[_Pair]:
     for wp, pre_pts in fronts["prefill"].items():
         for wd, dec_pts in fronts["decode"].items():
             for d in dec_pts:
-                tpot = d.estimate.tpot_s
-                for y in range(1, (cards - wp) // wd + 1):
-                    conc = _concurrency(scenario, d.batch, y)
-                    # a fixed concurrency makes the planner's bound moot (Scenario)
-                    if conc is None or (scenario.concurrency is None and conc > scenario.max_concurrency):
-                        continue
-                    demand = conc / (scenario.osl * tpot)
-                    for p in pre_pts:
-                        mu_w = p.estimate.output_tokens_per_s  # prompts/s: one token per prompt
-                        x = workers_to_match(demand, mu_w)
-                        if x * wp + y * wd > cards:
-                            continue
-                        lat = scenario.request_latency(p.estimate.ttft_s + tpot, tpot)  # no queueing, no transfer
-                        out.append(_Pair(lat, (x * wp + y * wd) / (demand * scenario.osl), p, d, x, y, demand, mu_w,
-                                         conc))
+                out += pool_pairs(scenario, cards, wp, pre_pts, wd, d)
+    return out
+
+
+def pool_pairs(scenario: Scenario, cards: int, wp: int, pre_pts: list[Planned], wd: int, d: Planned) -> list[_Pair]:
+    """The pairs of decode point `d` (workers of `wd` ranks) with the prefill points `pre_pts` (of `wp`), y
+    then the prefill point in order: those of _pairs."""
+    out = []
+    tpot = d.estimate.tpot_s
+    for y in range(1, (cards - wp) // wd + 1):
+        conc = _concurrency(scenario, d.batch, y)
+        # a fixed concurrency makes the planner's bound moot (Scenario)
+        if conc is None or (scenario.concurrency is None and conc > scenario.max_concurrency):
+            continue
+        demand = conc / (scenario.osl * tpot)
+        for p in pre_pts:
+            mu_w = p.estimate.output_tokens_per_s  # prompts/s: one token per prompt
+            x = workers_to_match(demand, mu_w)
+            if x * wp + y * wd > cards:
+                continue
+            lat = scenario.request_latency(p.estimate.ttft_s + tpot, tpot)  # no queueing, no transfer
+            out.append(_Pair(lat, (x * wp + y * wd) / (demand * scenario.osl), p, d, x, y, demand, mu_w, conc))
     return out
 
 

@@ -9,6 +9,7 @@ from solver.errors import InfeasibleError
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import (MAX_EVALUATED, _concurrency, _Pair, _pairs, cards_for, phase_scenario,
                                 sla_misses, ttft_order)
+from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.solve import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
                                relax_slas)
 from solver.specs.limits import MAX_CONCURRENCY
@@ -143,7 +144,10 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
     if not slas:
         return None
     relaxed = scenario.model_copy(update={_SLA_FIELDS[b]: None for b in slas})
-    pairs = _pairs(relaxed, job.fronts(relaxed, diagnose=False)[0], job.cards)  # its failures go unread
+    # a TTFT floor alone reads the pairs of lowest TTFT estimate: the prefill steps whose points all lie past them
+    # are not planned (disagg_floor); a TPOT floor reads every prefill point's pairs
+    screen = PrefillScreen(job, relaxed) if slas == ["SLA.ttft"] else None
+    pairs = _pairs(relaxed, job.fronts(relaxed, diagnose=False, screen=screen)[0], job.cards)  # failures unread
     estimates: dict[int, DisaggEstimate] = {}  # pair index -> its full estimate (each evaluated once)
     lows = []
     for b in slas:

@@ -12,14 +12,14 @@ from typing import Any, Callable, Iterator, Sequence
 
 from solver.errors import InfeasibleError, InputError, InternalError, three_figures
 from solver.specs.notes import input_notes, past_position_table
-from solver.specs.limits import MAX_CARDS, MAX_TOP
+from solver.specs.limits import MAX_CARDS, MAX_TIME_LIMIT_S, MAX_TOP
 from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions, engine_options
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
 from solver.plan.points import CutStop, Point, SolverParams, SolveStatus, attention_family, pareto, pattern_key
 from solver.plan import rule_tables
-from solver.plan.exhaustive import enumerate_points
+from solver.plan.exhaustive import OutOfTime, enumerate_points
 from solver.plan.groups import GROUPS
 from solver.plan.layout_memory import assumed_memory
 from solver.plan.table_build import attention_rejections, build_tables
@@ -237,7 +237,11 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         # only the fastest point of each such class can be on the front: the fastest the full estimate accepts
         # (as the CP-SAT search finds it), in enumeration order
         by_class: dict[tuple[int, float], list[Point]] = {}
-        for p in enumerate_points(tables, model, hw, fw, scenario):
+        try:
+            enumerated = enumerate_points(tables, model, hw, fw, scenario, params.time_limit_s)
+        except OutOfTime as stop:
+            raise _out_of_time(model, hw, world, params, stop) from None
+        for p in enumerated:
             by_class.setdefault((p.batch, p.served), []).append(p)
         points = pareto([q for pts in by_class.values()
                          for q in [next((p for p in sorted(pts, key=lambda p: (p.latency, p.simplicity)) if verify(p)), None)]
@@ -251,9 +255,10 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
                 f"no parallel_config found for {model.name} on {world} x {hw.name} within --time-limit "
                 f"{params.time_limit_s:g} s: CP-SAT timed out at {len(stalled)} of {len(tables.batches)} "
                 "concurrencies without a solution (not shown infeasible)", ["time limit"],
-                "raise --time-limit")
+                "raise --time-limit", proven=False)
         if not diagnose:
-            raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}")
+            raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}",
+                                  proven=not planner.cut_stops)
         raise _diagnose(model, hw, prec, fw, world, scenario, tables, planner, mem_opts, params,
                         allow_cross_node, space)
     lat_ref = min(p.latency for p in points)
@@ -338,6 +343,20 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         pruned.setdefault(p.rule, []).append(f"{p.knob}={p.value}")
     result.pruned = {rule: sorted(set(v)) for rule, v in sorted(pruned.items())}
     return result
+
+
+def _out_of_time(model: ModelSpec, hw: Hardware, world: int, params: SolverParams, stop: OutOfTime
+                 ) -> InfeasibleError:
+    """--method exhaustive past --time-limit: how many combinations it enumerated of how many, how long all would
+    take at the rate it ran, and the planner that answers the same front (tests/test_planner.py holds it to the
+    enumeration on every verified deployment)."""
+    need_s = stop.total * stop.elapsed_s / max(stop.done, 1)
+    more = (f"--time-limit {math.ceil(need_s * 1.2):,} or more, or " if need_s * 1.2 <= MAX_TIME_LIMIT_S else "")
+    return InfeasibleError(
+        f"--method exhaustive reached --time-limit {params.time_limit_s:g} s for {model.name} on {world} x "
+        f"{hw.name} after {stop.done:,} of the {stop.total:,} combinations it enumerates (one option per parallel "
+        f"group at each concurrency); at that rate all of them take about {three_figures(need_s)} s", ["time limit"],
+        f"what would fit: {more}--method cpsat, which finds the same front", proven=False)
 
 
 def verified_candidate(tables: Tables, planner: cpsat.Planner, verified: Sequence[tuple[str, dict[str, int]]],
