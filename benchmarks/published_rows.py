@@ -13,8 +13,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from solver.errors import InputError  # noqa: E402
-from solver.estimate.serving import estimate, kv_capacity_per_replica  # noqa: E402
-from solver.measured import case_from_row, factors  # noqa: E402
+from solver.estimate.serving import Estimate, Workload, estimate, kv_capacity_per_replica  # noqa: E402
+from solver.measured import Case, case_from_row, factors  # noqa: E402
+from solver.specs.parallel import ParallelConfig  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------- published rows
 
@@ -26,7 +27,8 @@ class Published:
     source_row: int
     label: str
     row: dict[str, Any]  # CSV-style columns (serving) or a decode/prefill workload (kind)
-    metric: str  # tok_s_gpu | tok_s_user | ttft_ms | tpot_ms | tok_s_node | in_tok_s_node | in_tok_s_npu | tok_s_total
+    metric: str  # tok_s_gpu | tok_s_user | ttft_ms | tpot_ms | tok_s_node | in_tok_s_node | in_tok_s_npu | tok_s_total |
+    # tok_s_all (input + output tokens/s)
     value: float
     note: str = ""
 
@@ -35,6 +37,19 @@ def _srv(model: str, system: str, backend: str, precision: str, isl: int, osl: i
          moe_tp: int, moe_ep: int, **extra: Any) -> dict[str, Any]:
     return {"model": model, "system": system, "backend": backend, "precision": precision, "isl": isl, "osl": osl,
             "concurrency": conc, "tp": tp, "attention_dp": dp, "moe_tp": moe_tp, "moe_ep": moe_ep, **extra}
+
+
+# ShareGPT (facts/measurements.md #12 names the dataset only): vLLM's and SGLang's benchmark_serving sample
+# 1,000 conversations (their default --num-prompts) of ShareGPT_V3_unfiltered_cleaned_split, the first human turn
+# as the prompt and the reply's length as the output length; their reported totals come to roughly 220 input and
+# 200 output tokens per request (an assumption, not in facts/; published_agreement.py also orders the four
+# layouts at 1K/1K to show whether the conclusion depends on it).
+SHAREGPT_ISL, SHAREGPT_OSL, SHAREGPT_PROMPTS = 220, 200, 1000
+
+
+def _v32_sharegpt(backend: str, tp: int, dp: int, moe_tp: int, moe_ep: int, **extra: Any) -> dict[str, Any]:
+    return _srv("deepseek-ai/DeepSeek-V3.2", "h200_sxm", backend, "", SHAREGPT_ISL, SHAREGPT_OSL, 0, tp, dp, moe_tp,
+                moe_ep, max_concurrency=SHAREGPT_PROMPTS, **extra)
 
 
 R1, L70, Q235, OSS = "deepseek-ai/DeepSeek-R1", "meta-llama/Meta-Llama-3.1-70B", "Qwen/Qwen3-235B-A22B", \
@@ -66,12 +81,25 @@ PUBLISHED: tuple[Published, ...] = (
               "ISL/OSL not published: #10's 8K/1K (the same blog); the checkpoint's FP8; MoE TP4"),
     Published(11, "  same, TPOT", _srv("deepseek-ai/DeepSeek-V3.2", "b200_sxm", "trtllm", "", 8192, 1024, 1, 4, 1, 4, 1,
                                        mtp=3), "tpot_ms", 3.23, "MTP3 at the default acceptance (0.7 per draft)"),
+    # #12: one 8xH200 box, four launches, ShareGPT through the engines' benchmark_serving ('total token
+    # throughput' = input + output tok/s). ISL/OSL are not published: SHAREGPT_ISL / SHAREGPT_OSL. The client
+    # sends every prompt at once (request rate inf), so 'max load' is the KV capacity capped by the prompt count.
+    # SGLang TP8 + DP8 attention at its defaults: --moe-dense-tp-size unset (dense MLP TP over all 8), no
+    # --enable-dp-lm-head (LM head TP8), no --ep-size (MoE TP8); sglang.yaml's header.
+    Published(12, "V3.2 8xH200 vLLM TP8 ShareGPT max load", _v32_sharegpt("vllm", 8, 1, 8, 1), "tok_s_all", 5714),
+    Published(12, "V3.2 8xH200 vLLM DP8+EP8 ShareGPT max load", _v32_sharegpt("vllm", 1, 8, 1, 8), "tok_s_all",
+              6343),
+    Published(12, "V3.2 8xH200 SGLang TP8 ShareGPT max load", _v32_sharegpt("sglang", 8, 1, 8, 1), "tok_s_all",
+              3012),
+    Published(12, "V3.2 8xH200 SGLang TP8+DP8-attn ShareGPT max load",
+              _v32_sharegpt("sglang", 1, 8, 8, 1, knobs={"dense_tp_size": 8, "lmhead_tp_size": 8}), "tok_s_all",
+              8968),
     Published(13, "Qwen3-235B W8A8 A3 TP4xDP4+EP16 3584/1536 c144",
-              _srv(Q235, "atlas_a3", "vllm", "", 3584, 1536, 144, 4, 4, 1, 16, gemm_quant_mode="int8",
-                   moe_quant_mode="int8"), "ttft_ms", 4720, "vllm-ascend: the vllm profile"),
-    Published(13, "  same, TPOT", _srv(Q235, "atlas_a3", "vllm", "", 3584, 1536, 144, 4, 4, 1, 16,
+              _srv(Q235, "atlas_a3", "vllm-ascend", "", 3584, 1536, 144, 4, 4, 1, 16, gemm_quant_mode="int8",
+                   moe_quant_mode="int8"), "ttft_ms", 4720, "vllm-ascend"),
+    Published(13, "  same, TPOT", _srv(Q235, "atlas_a3", "vllm-ascend", "", 3584, 1536, 144, 4, 4, 1, 16,
                                        gemm_quant_mode="int8", moe_quant_mode="int8"), "tpot_ms", 48.7),
-    Published(13, "  same, total tok/s", _srv(Q235, "atlas_a3", "vllm", "", 3584, 1536, 144, 4, 4, 1, 16,
+    Published(13, "  same, total tok/s", _srv(Q235, "atlas_a3", "vllm-ascend", "", 3584, 1536, 144, 4, 4, 1, 16,
                                               gemm_quant_mode="int8", moe_quant_mode="int8"), "tok_s_total", 2762),
     Published(14, "Llama-3.3-70B FP8 2xH100 TP2 5000/500 c1", _srv(L70, "h100_sxm", "trtllm", "fp8", 5000, 500, 1, 2,
                                                                    1, 2, 1), "ttft_ms", 407,
@@ -91,28 +119,50 @@ PUBLISHED: tuple[Published, ...] = (
 )
 
 
-def _published_estimate(pub: Published) -> tuple[float, str]:
-    """(predicted value in the published metric, note)."""
+def published_case(pub: Published) -> tuple[Case, Workload, str]:
+    """The row as the estimator runs it: its case (the published layout, with the row's `knobs` overrides of
+    what the engine's defaults set beyond the CSV columns), its workload (MTP depth, max running requests; 'max
+    load' = the KV-cache capacity the estimator computes, capped by `max_concurrency` where the benchmark sends
+    no more requests than that) and a note."""
     row = dict(pub.row)
     mtp = int(row.pop("mtp", 0))
     max_running = int(row.pop("max_running", 0))
+    knobs = row.pop("knobs", {})
+    cap_c = int(row.pop("max_concurrency", 0))
     note = pub.note
     if not row["concurrency"]:  # 'max load': the KV-cache capacity of the deployment
-        probe = case_from_row({**row, "concurrency": 1})
+        probe = _with_knobs(case_from_row({**row, "concurrency": 1}), knobs)
         cap = kv_capacity_per_replica(probe.model, probe.hw, probe.pc, probe.prec, probe.workload.context_len)
         row["concurrency"] = max(1, int(cap) * probe.pc.attn_replicas)
+        if cap_c and row["concurrency"] > cap_c:
+            row["concurrency"] = cap_c
         note = f"{note}; C = {row['concurrency']}".lstrip("; ")
-    case = case_from_row(row)
-    wl = replace(case.workload, mtp=mtp, max_running=max_running)
-    est = estimate(case.model, case.hw, case.pc, case.prec, factors(case), wl)
-    value = {
+    case = _with_knobs(case_from_row(row), knobs)
+    return case, replace(case.workload, mtp=mtp, max_running=max_running), note
+
+
+def _with_knobs(case: Case, knobs: dict[str, int]) -> Case:
+    return replace(case, pc=ParallelConfig(**{**case.pc.model_dump(), **knobs})) if knobs else case
+
+
+def metric_value(pub: Published, est: Estimate, wl: Workload) -> float:
+    """The estimate in the row's published metric (tok_s_all: input + output tokens/s of the deployment, the
+    'total token throughput' of vLLM's and SGLang's benchmark_serving)."""
+    return {
         "tok_s_gpu": est.output_tokens_per_s_per_rank,
         "tok_s_user": est.tokens_per_s_per_user,
         "ttft_ms": est.ttft_s * 1e3,
         "tpot_ms": est.tpot_s * 1e3,
         "tok_s_total": est.output_tokens_per_s,
+        "tok_s_all": est.output_tokens_per_s * (wl.isl + wl.osl) / wl.osl,
     }[pub.metric]
-    return value, note
+
+
+def _published_estimate(pub: Published) -> tuple[float, str]:
+    """(predicted value in the published metric, note)."""
+    case, wl, note = published_case(pub)
+    est = estimate(case.model, case.hw, case.pc, case.prec, factors(case), wl)
+    return metric_value(pub, est, wl), note
 
 
 def published_report() -> list[str]:

@@ -29,3 +29,18 @@ def test_4bit_weights_with_8bit_activations_run_at_the_activation_rate() -> None
 
 def test_8bit_weights_with_bf16_activations_run_bf16() -> None:
     assert _prec("bf16", dense="fp8").gemm_dtype("dense") == "bf16"
+
+
+def test_nvfp4_experts_beside_fp8_dense_run_w4a4_where_the_hardware_has_fp4() -> None:
+    """`--moe-weight-dtype nvfp4` on an FP8 checkpoint (the published DeepSeek-R1-FP4 layout) resolves as
+    case_from_row's NVFP4 MoE row does: experts at the FP4 rate, the FP8 dense and attention GEMMs W8A8."""
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.precision import resolve_precision
+
+    model = load_model("deepseek-r1")
+    p = resolve_precision(model, load_hardware("b200_sxm"), moe_weight_dtype="nvfp4")
+    assert (p.gemm_dtype("experts"), p.gemm_dtype("dense"), p.gemm_dtype("attention")) == ("fp4", "fp8", "fp8")
+    # no FP4 rate (Hopper holds NVFP4 weight-only): the experts run at the FP8 activation rate, W4A8
+    h = resolve_precision(model, load_hardware("h200_sxm"), moe_weight_dtype="nvfp4")
+    assert (h.gemm_dtype("experts"), h.gemm_dtype("dense")) == ("fp8", "fp8")

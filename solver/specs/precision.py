@@ -162,17 +162,21 @@ def resolve_precision(
         if act not in ("bf16", "fp16") and not hw.supports(act):
             raise InputError("--activation-dtype", f"{hw.name} has no {act} support")
     else:
-        # W8A8-style: 8-bit weights run with 8-bit activations where the hardware has that rate
+        # W8A8-style: 8-bit weights run with 8-bit activations where the hardware has that rate. NVFP4 is W4A4
+        # (its GEMMs quantize their input to FP4) where the hardware has the FP4 rate, whatever other groups hold:
+        # activations are quantized per GEMM, so FP8 dense GEMMs beside NVFP4 experts still run W8A8
+        # (Precision.gemm_dtype), as the NVFP4 MoE checkpoints run (an FP8 dense group must not drag the experts
+        # down to the FP8 rate: `--moe-weight-dtype nvfp4` on an FP8 checkpoint is the published R1-FP4 layout)
         low = {w.compute for g, w in weights.items() if g in ("dense", "experts") and w.name in _LOW}
+        nvfp4 = any(w.name == "nvfp4" for g, w in weights.items() if g in ("dense", "experts"))
         act = "bf16"
+        if nvfp4 and hw.supports("fp4"):
+            act = "fp4"
         for cand in ("fp8", "int8"):
-            if cand in low and hw.supports(cand):
+            if act == "bf16" and cand in low and hw.supports(cand):
                 act = cand
-                break
         if act == "bf16" and low & {"fp4", "int4"}:
             act = "fp8" if hw.supports("fp8") else ("int8" if hw.supports("int8") else "bf16")
-            if "fp4" in low and hw.supports("fp4") and any(w.name == "nvfp4" for w in weights.values()):
-                act = "fp4"
     if kv_dtype is not None:
         kv = kv_element_bytes(kv_dtype, where["kv_dtype"])
         kv_fmt = number_format(kv_dtype, where["kv_dtype"]).compute
