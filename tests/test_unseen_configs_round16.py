@@ -8,7 +8,11 @@ read for this round, not installed; the remote modeling_btlm.py and modeling_gro
 the reader was run on them, and to within 1% of the published total where one is published with that precision."""
 from __future__ import annotations
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+import pytest
+
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
 from test_unseen_configs_round15 import BLIP2_VISION
 
 DATA = UNSEEN / "round16"
@@ -132,4 +136,111 @@ HAND: dict[str, int] = {
     "hpcai-tech--grok-1": GROK_1,
     "Salesforce--instructblip-vicuna-7b": INSTRUCTBLIP,
     "HuggingFaceM4--idefics-9b": IDEFICS_9B,
+}
+
+# Published totals precise enough for a 1% check (SOURCES.md names each)
+PUBLISHED: dict[str, float] = {
+    "ai21labs--AI21-Jamba-Large-1.5": 398e9,  # the card: 398B total
+    "hpcai-tech--grok-1": 314e9,  # xAI's release: 314B
+    "togethercomputer--RedPajama-INCITE-7B-Base": 6.9e9,  # the card: a 6.9B parameter model
+}
+
+# MoE active (hand, published or None): Jamba-1.5-Large's card says 94B active; Grok-1's release says only "25% of
+# the weights active on a given token" (78.5B of 314B): 83.76B here with the tied table, not held to it
+ACTIVE: dict[str, tuple[int, float | None]] = {
+    "ai21labs--AI21-Jamba-Large-1.5": (JAMBA_LARGE_ACTIVE, 94e9),
+    "hpcai-tech--grok-1": (GROK_1_ACTIVE, None),
+}
+
+# 398B and 316B at bf16 do not fit 8 x 80 GB
+SOLVE_CARDS: dict[str, int] = {"ai21labs--AI21-Jamba-Large-1.5": 16, "hpcai-tech--grok-1": 16}
+# contexts: RedPajama-INCITE's and Vicuna's 2,048 positions; Falcon-RW-1B's 2,048 (ALiBi, trained at 2,048)
+SOLVE_ARGS: dict[str, list[str]] = {name: ["--isl", "1536", "--osl", "512"] for name in (
+    "togethercomputer--RedPajama-INCITE-7B-Base", "Salesforce--instructblip-vicuna-7b", "tiiuae--falcon-rw-1b")}
+
+# Bytes of K/V per token of context at bf16 (attention layers x K/V heads x 2 x head_dim x 2)
+KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "cerebras--btlm-3b-8k-base": 32 * 32 * 80 * 4, "tiiuae--falcon-rw-1b": 24 * 32 * 64 * 4,
+    "togethercomputer--RedPajama-INCITE-7B-Base": 32 * 32 * 128 * 4, "ai21labs--AI21-Jamba-Large-1.5": 9 * 8 * 128 * 4,
+    "hpcai-tech--grok-1": 64 * 8 * 128 * 4, "Salesforce--instructblip-vicuna-7b": 32 * 32 * 128 * 4,
+}
+
+
+@pytest.mark.parametrize("name", sorted(KV_BYTES_PER_TOKEN))
+def test_kv_cache_per_token_is_the_hand_figure(name: str) -> None:
+    layers = [layer for layer in _spec(name).layers if getattr(layer.mixer, "window", None) is None]
+    assert sum(layer.blocks[0].state(2, 1).per_token_bytes for layer in layers) == KV_BYTES_PER_TOKEN[name]
+
+
+def test_jamba_large_keeps_a_conv_tail_and_an_ssm_state_per_mamba_layer_per_sequence() -> None:
+    # 63 Mamba layers x (d_inner 16384 x d_state 16 + (d_conv 4 - 1) x 16384) x 2 bytes = 39,223,296 B a sequence
+    per_seq = sum(layer.blocks[0].state(2, 1).constant_bytes for layer in _spec("ai21labs--AI21-Jamba-Large-1.5").layers)
+    assert per_seq == 63 * (16384 * 16 + 3 * 16384) * 2
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_btlm_biases_every_linear_and_norm_and_ties_its_head() -> None:
+    # Before this round: 2,773,900,800 (unknown family): no biases, RMSNorms, an untied head (+128,657,920)
+    spec = _spec("cerebras--btlm-3b-8k-base")
+    assert spec.tie_word_embeddings and spec.norm_bias and spec.position_encoding == "alibi"
+    cfg = _load("cerebras--btlm-3b-8k-base")
+    cfg["position_embedding_type"] = "learned"
+    with pytest.raises(InputError, match="position_embedding_type"):
+        parse_model_config(cfg, "x")
+
+
+def test_grok_1_norms_before_and_after_attention_and_the_moe_block() -> None:
+    # Before this round: 315,684,034,560, two RMSNorms a layer read for Grok-1's four (64 x 2 x 6144 short)
+    assert {layer.norms for layer in _spec("hpcai-tech--grok-1").layers} == {4}
+
+
+def test_instructblip_qformer_embeds_the_instruction_and_runs_both_feed_forwards() -> None:
+    # Before this round: refused naming qformer_config (round 15's unread sub-config rule); counted now
+    (enc,) = _spec("Salesforce--instructblip-vicuna-7b").encoders
+    assert enc.params == BLIP2_VISION + INSTRUCTBLIP_QFORMER
+    cfg = _load("Salesforce--instructblip-vicuna-7b")
+    cfg["qformer_config"]["vocab_size"] = 30522  # the class default: one [DEC] row fewer
+    assert HAND["Salesforce--instructblip-vicuna-7b"] - count(cfg) == 768
+    cfg["qformer_config"] = {"model_type": "instructblip_qformer"}  # InstructBlipQFormerConfig's defaults
+    assert HAND["Salesforce--instructblip-vicuna-7b"] - count(cfg) == 768
+
+
+def test_a_blip2_qformer_has_no_embeddings_of_its_own() -> None:
+    # the same file read as BLIP-2: one LayerNorm for the embeddings, the text branch only under use_qformer_text_input
+    cfg = _load("Salesforce--instructblip-vicuna-7b")
+    cfg["model_type"], cfg["vision_config"]["model_type"] = "blip-2", "blip_2_vision_model"
+    del cfg["qformer_config"]["vocab_size"]
+    without = (30523 + 512) * 768 + 12 * (lin(768, 3072, True) + lin(3072, 768, True) + ln(768))
+    assert HAND["Salesforce--instructblip-vicuna-7b"] - count(cfg) == without
+
+
+def test_falcon_rw_gives_every_head_its_kv_and_a_layernorm_before_each_sublayer() -> None:
+    # multi_query false: K / V of every head in query_key_value; parallel_attn false: input_layernorm and
+    # post_attention_layernorm; under parallel_attn true one input_layernorm feeds both
+    cfg = _load("tiiuae--falcon-rw-1b")
+    cfg["parallel_attn"] = True
+    assert HAND["tiiuae--falcon-rw-1b"] - count(cfg) == 24 * ln(2048)
+    cfg = _load("tiiuae--falcon-rw-1b")
+    cfg["bias"] = False
+    assert HAND["tiiuae--falcon-rw-1b"] - count(cfg) == 24 * (3 * 2048 + 2048 + 4 * 2048 + 2048)
+
+
+def test_gpt_neox_sequential_residual_keeps_two_layernorms_a_layer() -> None:
+    cfg = _load("togethercomputer--RedPajama-INCITE-7B-Base")
+    cfg["use_parallel_residual"] = True
+    assert count(cfg) == HAND["togethercomputer--RedPajama-INCITE-7B-Base"]
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+IDEFICS = "HuggingFaceM4--idefics-9b"
+
+REFUSALS: dict[str, str] = {
+    # before: 7,374,422,016 for IDEFICS_9B's 8,929,675,280 by hand: the Llama and the CLIP tower alone (the 8 gated
+    # cross-attention layers, the perceiver and the 2 extra rows of embedding and head dropped without a word)
+    IDEFICS: r"model_type: 'idefics': IDEFICS-1's gated cross-attention layers",
+    # before: the same line (Bark: three GPT-style sub-models and an EnCodec codec, no text_config)
+    "suno--bark": r"codec_config: given: a neural audio codec",
 }
