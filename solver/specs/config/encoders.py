@@ -74,8 +74,10 @@ model_type and the text model's) on top:
                             downsample_factor d, a LayerNorm over h d^2 (unless projector_use_layernorm is false), a
                             linear into projector_hidden_size P and one from P into the text width, biased unless
                             projector_bias is false (Lfm2VlMultiModalProjector); the values are the class defaults
-  _vision_projector_qformer {field, num_query_tokens, defaults}: a BLIP-2 Q-Former of the wrapper's FIELD config
-                            over num_query_tokens learned queries, then one biased linear into the text width (_qformer)
+  _vision_projector_qformer {field, num_query_tokens, defaults, text_embeddings}: a BLIP-2 Q-Former of the
+                            wrapper's FIELD config over num_query_tokens learned queries, then one biased linear into
+                            the text width (_qformer); text_embeddings: the Q-Former reads the instruction too
+                            (InstructBLIP): its own BERT embeddings and the text branch's FFN in every layer
   _vision_projector_perceiver {field, defaults}: Idefics2's connector, a gated MLP through the text intermediate_size,
                             then a perceiver resampler of the wrapper's FIELD config at the text width (_perceiver)
 An audio_config is counted only where its tower's model_type carries _audio_whisper (a Whisper-style encoder:
@@ -268,7 +270,10 @@ def _qformer(wrapper: Fields, h: int, text_hidden: int, spec: dict[str, Any]) ->
     LayerNorm), a cross-attention to the tower's output on every cross_attention_frequency-th layer from the first
     (key / value from the tower's width h: Blip2Config sets encoder_hidden_size to it), intermediate_query /
     output_query (biased, a LayerNorm), and the text branch's own intermediate / output where
-    use_qformer_text_input; then language_projection, one biased linear q -> the text width."""
+    use_qformer_text_input; then language_projection, one biased linear q -> the text width. Under the fact's
+    text_embeddings (InstructBlipQFormerModel) the Q-Former embeds the instruction itself: word_embeddings
+    (vocab_size x q), position_embeddings (max_position_embeddings x q) and a LayerNorm in place of BLIP-2's lone
+    LayerNorm, and every layer builds the text branch's intermediate / output (the config has no switch for it)."""
     q_cfg = _sub_config(wrapper, str(spec.get("field", "qformer_config")), spec.get("defaults") or {})
     q = q_cfg.int("hidden_size")
     inter = q_cfg.int("intermediate_size")
@@ -278,9 +283,13 @@ def _qformer(wrapper: Fields, h: int, text_hidden: int, spec: dict[str, Any]) ->
     attn = 4 * (q * q + q) + 2 * q
     cross = 2 * (q * q + q) + 2 * (h * q + q) + 2 * q
     ffn = q * inter + inter + inter * q + q + 2 * q
-    text_ffn = ffn if q_cfg.bool("use_qformer_text_input") else 0
+    embeds_text = bool(spec.get("text_embeddings"))
+    text_ffn = ffn if embeds_text or q_cfg.bool("use_qformer_text_input") else 0
+    embeddings = 2 * q  # Blip2QFormerModel's LayerNorm
+    if embeds_text:
+        embeddings += (q_cfg.int("vocab_size") + q_cfg.int("max_position_embeddings")) * q
     stack = sum(attn + (cross if i % every == 0 else 0) + ffn + text_ffn for i in range(layers))
-    return queries * q + 2 * q + stack + q * text_hidden + text_hidden
+    return queries * q + embeddings + stack + q * text_hidden + text_hidden
 
 
 def _perceiver(wrapper: Fields, h: int, text_hidden: int, text_inter: int | None, spec: dict[str, Any]) -> int:
