@@ -326,3 +326,15 @@ def test_recommend_widens_the_default_concurrency_range_where_a_count_falls_shor
     kept = api.recommend("qwen3-8b", "h100_sxm", target_output_tokens_per_s=800, cards="1,2",
                          max_concurrency=8).options[0]
     assert kept.met and kept.cards == 2 and kept.concurrency <= 8
+
+
+def test_a_max_concurrency_between_two_powers_is_tried_itself() -> None:
+    """The serving plan tries powers of two up to the cap, and the cap itself where the user named one between
+    two powers (--max-concurrency 1000: 512 alone stops short of the load named); a decode pool keeps the powers
+    (its buckets of a fixed concurrency are the intervals between them)."""
+    from solver.space.domains import _batch_values
+    from solver.specs.scenario import Scenario
+
+    assert _batch_values(Scenario(max_concurrency=1000), 8)[-2:] == (512, 1000)
+    assert _batch_values(Scenario(max_concurrency=1024), 8)[-1] == 1024
+    assert _batch_values(Scenario(max_concurrency=1000, phase="decode"), 8)[-1] == 512

@@ -32,7 +32,10 @@ from solver.specs.model import ModelSpec
 from solver.specs.rule_env import model_env
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
-from solver.specs.scenario import Scenario
+from solver.specs.scenario import PERF_TIE, Scenario
+
+
+MAX_TIED = 6  # patterns planned inside the tie band beyond those --top asks for (a bound on the extra solves)
 
 
 @dataclass(frozen=True)
@@ -312,6 +315,17 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
             continue
         chosen.append(p)
         roles[p.key()] = role
+        seen.append(pattern_key(tables, dict(p.picks)))
+    # a pattern inside the tie band of the best score competes for the first place in the ranking's order
+    # (memory, cross-node risk, closeness to a verified configuration), whatever --top asks: plan those too, so
+    # the first candidate does not depend on how many are shown (the ranking cuts the list to --top)
+    band = score(ordered[0]) + math.log(1 + PERF_TIE)
+    for _ in range(MAX_TIED):
+        p = next_by_score()
+        if p is None or score(p) > band:
+            break
+        chosen.append(p)
+        roles[p.key()] = "next pattern"
         seen.append(pattern_key(tables, dict(p.picks)))
     if adopt is not None:  # its pattern is in `seen`, so no slot above took its key
         chosen.append(adopt[1])

@@ -12,9 +12,8 @@ from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig
 from solver.specs.reference import Reference
-from solver.specs.scenario import Scenario
+from solver.specs.scenario import PERF_TIE, Scenario
 
-PERF_TIE = 0.03  # within 3% the seed prefers the configuration closer to a verified one
 # how the candidates are ordered, stated with every result (the tie band is otherwise invisible)
 ORDERING = (f"fitting and in-node first; candidates within {PERF_TIE:.0%} of the best score (the scenario's "
             "weighted log-ratio of request latency and inverse throughput) count as tied and are ordered by "
@@ -215,6 +214,28 @@ def adoption_note(ref_id: str, behind: float) -> str:
     return f"{head}: {math.exp(behind) - 1:.0%} behind the best score by the estimate"
 
 
+# roles the planner plans so that they are seen (plan.solve): the best score (the objective's optimum), the best on
+# another attention backbone (the seed asks that backbones be compared) and the verified deployment it admits (the
+# seed prefers adopting one)
+SHOWN_ROLES = ("best score", "other backbone", "verified deployment")
+
+
+def _shown(rows: list, top: int) -> list:
+    """The first `top` rows in the ranking's order, except that a candidate of a role that is planned to be seen
+    (SHOWN_ROLES) ranked below them takes the place of the last one of no such role after the first: the patterns
+    planned inside the tie band only compete for the places, they do not push those out."""
+    head, tail = list(rows[:top]), rows[top:]
+    for r in tail:
+        if r[0].role not in SHOWN_ROLES:
+            continue
+        free = [i for i in range(len(head) - 1, 0, -1) if head[i][0].role not in SHOWN_ROLES]
+        if not free:
+            break
+        del head[free[0]]
+        head.append(r)
+    return head
+
+
 def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scenario: Scenario,
                     refs: list[Reference], ref_models: dict[str, str], top: int | None = None,
                     kvp_in_tp: bool = False, cp_replicates_kv: bool = False) -> list[Candidate]:
@@ -251,7 +272,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
         shown.setdefault(name, verified)
         kept.append(r)
     out = []
-    for i, (p, score, ref, dist, diff, xnode, lat_p, inv_p) in enumerate(kept[:top]):
+    for i, (p, score, ref, dist, diff, xnode, lat_p, inv_p) in enumerate(_shown(kept, top)):
         e = p.estimate
         mem = e.memory
         long_ctx = ("advantage" if (p.config.cp_size * p.config.kvp_size * p.config.attn_sp_size > 1

@@ -125,6 +125,11 @@ def _batch_values(scenario: Scenario, world: int) -> tuple[int, ...]:
     while b <= scenario.max_concurrency:
         values.append(b)
         b *= 2
+    if scenario.phase == "serving" and values[-1] < scenario.max_concurrency:
+        # a cap the user gave between two powers (--max-concurrency 1000) is tried itself: at 512 alone the plan
+        # stops short of the load the user named. (A disaggregated decode pool, phase "decode", keeps the powers:
+        # its buckets of a fixed concurrency are the intervals between them, plan.disagg._concurrency.)
+        values.append(scenario.max_concurrency)
     return tuple(values)
 
 

@@ -23,6 +23,11 @@ SCENARIO_WEIGHTS: dict[str, tuple[float, float]] = {
 DEFAULT_MTP_ACCEPT = 0.7  # MTP1 acceptance ~70% (CloudMatrix384 paper, facts/measurements.md #9)
 
 
+# two scores (Scenario.score) within 3% count as tied: inside that band the seed orders the candidates by memory,
+# cross-node risk and closeness to a verified configuration, not by the score (rank.select; plan.solve plans every
+# pattern inside the band so that the first candidate does not depend on how many are shown)
+PERF_TIE = 0.03
+
 class Scenario(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=False)
 
