@@ -288,10 +288,10 @@ def test_an_answer_at_the_top_of_the_concurrency_range_says_to_raise_max_concurr
     from solver.space.domains import capped_concurrency, range_note
     from solver.specs.scenario import Scenario
 
-    capped = Scenario(kind="throughput", max_concurrency=48)  # the range is 1, 2, ..., 32
-    assert capped_concurrency(capped) == 32
-    assert range_note(16, capped) is None
-    assert "--max-concurrency 48" in range_note(32, capped) and "raise --max-concurrency" in range_note(32, capped)
+    capped = Scenario(kind="throughput", max_concurrency=48)  # the range is 1, 2, ..., 32, 48
+    assert capped_concurrency(capped) == 48
+    assert range_note(32, capped) is None
+    assert "--max-concurrency 48" in range_note(48, capped) and "raise --max-concurrency" in range_note(48, capped)
     assert range_note(32, Scenario(kind="throughput", concurrency=32)) is None  # the user fixed it
     # a throughput plan of a small model on one card keeps gaining past 8 requests: the answer says so
     result, cands = api.run_solve("qwen3-8b", "h100_sxm", 1, Scenario(kind="throughput", max_concurrency=8))
