@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from solver.errors import InputError
 from solver.plan.points import SolverParams
-from solver.plan.solve import PlanResult, plan
+from solver.plan.solve import CORE_CANDIDATES, PlanResult, plan
 from solver.rank.select import Candidate, rank_candidates
 from solver.specs.framework import FrameworkProfile, load_framework
 from solver.specs.hardware_catalog import load_hardware
@@ -47,7 +47,8 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     refuse_unlaunchable_kv(fw, kv_dtype)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     refs = list_references() if references is None else list(references)
-    result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=top,
+    # at least the core candidates, whatever --top asks: the ranking's first is chosen among them
+    result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=max(top, CORE_CANDIDATES),
                   allow_cross_node=allow_cross_node, explain_binding=explain_binding,
                   verified=verified_for(spec.name, hw.name, cards, scenario.phase, refs))
     cands = rank_candidates(result.candidates, spec, hw, scenario, refs, _ref_models(), top=top,

@@ -306,19 +306,17 @@ def test_prefill_batches_are_the_replica_counts_so_dp_engines_plan_attention_dp(
 
 
 def test_the_first_candidate_does_not_depend_on_how_many_are_shown() -> None:
-    """Patterns inside the tie band of the best score compete for the first place in the seed's order whatever
-    --top asks (plan.solve plans them; the ranking cuts the list), and the best score, the other backbone and a
-    verified deployment stay shown: DeepSeek-V3.2 on 8 H200 under vLLM at 220/200, where --top 1 once showed
-    Attn DP + CP2 first and --top 3 Attn DP."""
+    """The ranking's first is chosen among the core candidates (plan.solve.CORE_CANDIDATES: the best score, the
+    other backbone, the next pattern), which entry.run_solve plans whatever --top asks; candidates planned beyond
+    them are ranked after them, so a shorter list is the start of a longer one. DeepSeek-V3.2 on 8 H200 under vLLM
+    at 220/200: --top 1 once showed Attn DP + CP2 first (the best score alone), --top 3 Attn DP (the tie band's
+    order among three)."""
     from solver.entry import run_solve
     from solver.specs.scenario import Scenario
 
     sc = Scenario(kind="throughput", isl=220, osl=200, max_concurrency=512)
-    firsts, roles = set(), []
-    for top in (1, 2, 3, 5):
-        _, cands = run_solve("deepseek-v3.2", "h200_sxm", 8, sc, "vllm", top=top)
-        assert len(cands) == top
-        firsts.add(cands[0].pattern)
-        roles.append({c.planned.role for c in cands})
-    assert len(firsts) == 1, firsts
-    assert all({"best score", "other backbone"} <= r for r in roles[1:])
+    lists = [[c.pattern for c in run_solve("deepseek-v3.2", "h200_sxm", 8, sc, "vllm", top=top)[1]]
+             for top in (1, 2, 3, 5)]
+    assert [len(x) for x in lists] == [1, 2, 3, 5]
+    for short, long in zip(lists, lists[1:]):
+        assert long[:len(short)] == short, lists

@@ -73,6 +73,7 @@ class Planner(LayoutBounds, DominanceSearch):
         self._front_log: tuple[dict, list] = ({}, [])
         self.solves = 0  # CP-SAT calls made (benchmarks report it)
         self._answers: dict[tuple, dict[str, int]] = {}  # answers so far: seeds for the next questions
+        self._asked: dict[tuple, tuple] = {}  # question -> (answer, cut stops, time-outs it logged): best()
         self._layouts = t.layouts()
         self._screens: dict[tuple[int, tuple], dict[str, set[int]] | None] = {}
         self._screen_rest: dict[tuple[int, int], dict[str, tuple[list[int], list[int]]]] = {}  # sorted values, choices
@@ -148,7 +149,27 @@ class Planner(LayoutBounds, DominanceSearch):
         """Lowest-latency configuration at concurrency b (exactly, by the full figures), avoiding the given
         patterns and attention families; `served`: among the layouts that keep that many sequences in flight
         only. The SLAs and the full estimate's memory check (`verify`) are checked on the exact figures; an
-        answer they reject is cut off with every point it dominates."""
+        answer they reject is cut off with every point it dominates.
+
+        A question asked again gets its first answer, and the time-outs and cut stops it logged: configurations
+        tied in latency and simplicity are told apart by the search's order, which the answers before a question
+        seed (_seed), so a planner reused by another plan (solve.plan's cache) would otherwise answer a repeated
+        question with another of the ties."""
+        memo = (b, tuple(exclude_patterns), relaxed, exclude_families, served)
+        hit = self._asked.get(memo)
+        if hit is None:
+            stops, timeouts = len(self.cut_stops), dict(self.timeouts)
+            point = self._search(b, exclude_patterns, relaxed, exclude_families, served)
+            hit = self._asked[memo] = (point, self.cut_stops[stops:],
+                                       {k: v for k, v in self.timeouts.items() if timeouts.get(k) is not v})
+        else:
+            self.cut_stops += [c for c in hit[1] if c not in self.cut_stops]
+            self.timeouts.update(hit[2])
+        return hit[0]
+
+    def _search(self, b: int, exclude_patterns, relaxed: frozenset[str], exclude_families: frozenset[str],
+                served: float | None) -> Point | None:
+        """best()'s branch and bound over layouts, for one question."""
         queue = []
         screens = {}
         for key, idx in self._layouts.items():

@@ -32,10 +32,13 @@ from solver.specs.model import ModelSpec
 from solver.specs.rule_env import model_env
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
-from solver.specs.scenario import PERF_TIE, Scenario
+from solver.specs.scenario import Scenario
 
 
-MAX_TIED = 6  # patterns planned inside the tie band beyond those --top asks for (a bound on the extra solves)
+# the candidates the ranking orders first, whatever --top asks (the seed's 2-3 best configurations: the best score,
+# the best on another backbone, the next pattern): entry.run_solve plans at least these, so the first candidate
+# does not depend on how many are shown; candidates planned beyond them are ranked after them
+CORE_CANDIDATES = 3
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ class Planned:
     # the engine's advice (its profile's warning rules) this configuration does not follow: the planner allows
     # it, and the candidate's reason says so
     advice: tuple[str, ...] = ()
+    # one of the first CORE_CANDIDATES chosen (or the verified deployment): the ranking orders these first
+    core: bool = True
 
 
 @dataclass
@@ -316,21 +321,11 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         chosen.append(p)
         roles[p.key()] = role
         seen.append(pattern_key(tables, dict(p.picks)))
-    # a pattern inside the tie band of the best score competes for the first place in the ranking's order
-    # (memory, cross-node risk, closeness to a verified configuration), whatever --top asks: plan those too, so
-    # the first candidate does not depend on how many are shown (the ranking cuts the list to --top)
-    band = score(ordered[0]) + math.log(1 + PERF_TIE)
-    for _ in range(MAX_TIED):
-        p = next_by_score()
-        if p is None or score(p) > band:
-            break
-        chosen.append(p)
-        roles[p.key()] = "next pattern"
-        seen.append(pattern_key(tables, dict(p.picks)))
     if adopt is not None:  # its pattern is in `seen`, so no slot above took its key
         chosen.append(adopt[1])
         roles[adopt[1].key()] = "verified deployment"
     front_keys = {p.key() for p in points}
+    core = {p.key() for p in chosen[:CORE_CANDIDATES]} | ({adopt[1].key()} if adopt is not None else set())
 
     def realize(p: Point) -> Planned:
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
@@ -338,7 +333,8 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         env = model_env(cfg.settings(), model, hw.ranks_per_node, world=world, batch=p.batch, mtp=scenario.mtp)
         return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys, role,
                        adopt[0] if role == "verified deployment" else None,
-                       tuple(f"[{r.id}] {r.message}" for r in fw.violated(env, severity="warning")))
+                       tuple(f"[{r.id}] {r.message}" for r in fw.violated(env, severity="warning")),
+                       p.key() in core)
 
     result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method,
                         time_limit_s=params.time_limit_s, knobs=model_knobs(model))

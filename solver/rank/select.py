@@ -222,8 +222,9 @@ SHOWN_ROLES = ("best score", "other backbone", "verified deployment")
 
 def _shown(rows: list, top: int) -> list:
     """The first `top` rows in the ranking's order, except that a candidate of a role that is planned to be seen
-    (SHOWN_ROLES) ranked below them takes the place of the last one of no such role after the first: the patterns
-    planned inside the tie band only compete for the places, they do not push those out."""
+    (SHOWN_ROLES) ranked below them takes the place of the last one of no such role after the first: the core
+    candidates planned beyond --top (entry.run_solve plans at least CORE_CANDIDATES) compete for the places, they
+    do not push those out."""
     head, tail = list(rows[:top]), rows[top:]
     for r in tail:
         if r[0].role not in SHOWN_ROLES:
@@ -260,7 +261,10 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
     def order(r):
         p, score, _, dist, _, xnode, _, _ = r
         perf_bucket = 0 if score <= best_score + math.log(1 + PERF_TIE) else 1
-        return (not p.estimate.memory.feasible, xnode, perf_bucket, score if perf_bucket else 0.0, dist, score)
+        # the core candidates first (plan.solve.CORE_CANDIDATES: planned whatever --top asks), so the first
+        # candidate does not depend on how many are shown
+        return (not p.core, not p.estimate.memory.feasible, xnode, perf_bucket, score if perf_bucket else 0.0,
+                dist, score)
 
     rows.sort(key=order)
     # a verified deployment offered beside the planner's pick of the same pattern: the first of the two stays
