@@ -174,3 +174,91 @@ def test_the_planner_plans_pcp_for_a_long_mla_prefill_and_not_for_a_gqa_model() 
 
     assert any(pc.get("cp_size", 1) > 1 for pc in solve("deepseek-v3"))
     assert all(pc.get("cp_size", 1) == 1 for pc in solve("llama-3.1-70b"))
+
+
+# A decode step under PCP (vLLM 0.34.0, -pcp without -dcp: ParallelConfig.pcp_shard_decode_requests): each
+# request is decoded by one PCP rank (v1/worker/gpu/pcp_manager.py _iter_rank_chunks, a round-robin owner), and
+# since every rank keeps the whole cache, each layer all-gathers the new latent (kv_c_normed, 512 bf16) and rope
+# key (k_pe, 64 bf16) of every rank's tokens, one all_gather each, padded to the busiest rank's rows, before the
+# cache write (v1/attention/ops/pcp.py _gather_prefill_cache_inputs from mla_attention.py update_kv_cache); before
+# sampling the last hidden states are all-gathered back to the whole batch on every rank (restore_hidden_states),
+# which then computes the logits of all of them.
+V3_TP4_PCP4 = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4,
+               "o_proj_tp_size": 4, "moe_tp_size": 1, "cp_size": 4}
+DECODE_8 = Work("decode", new_tokens=8, context=S + 512, sequences=8, logits_tokens=8)  # one engine's step
+NVLINK = 450e9 * 0.82  # h100_sxm intra_node: line rate x efficiency (vllm.yaml comm 1.0)
+RDMA = 50e9 * 0.86  # inter_node
+V3_LAYERS = 61  # all MLA
+
+
+def _decode_step(framework: str, pc_knobs: dict):
+    from solver.estimate.step import step_cost
+
+    fw = load_framework(framework)
+    f = factors_for(H100, fw.efficiency_for(H100))
+    pc = make_parallel_config(16, **pc_knobs)
+    return step_cost(V3, H100, pc, resolve_precision(V3, H100), f, DECODE_8)
+
+
+def _comm_sums(step, name: str) -> tuple[float, float, int]:
+    """(bytes, seconds, groups) summed over the step's records of collective `name`."""
+    cs = [c for c in step.comms if c.name == name]
+    return sum(c.bytes for c in cs), sum(c.time_s for c in cs), max((c.group for c in cs), default=0)
+
+
+def _all_gather_two_nodes(bytes_out: float) -> float:
+    # PCP ranks 4 apart over two 8-GPU nodes: 2 members per node, then 2 nodes; each level its latency plus
+    # (k - 1) / k of what is left (comm.reduce_scatter_s mirrored): NVLink 10 us, RDMA 20 us
+    return 10e-6 + bytes_out / 2 / NVLINK + 20e-6 + bytes_out / 2 / 2 / RDMA
+
+
+def test_a_pcp_decode_all_gathers_every_layers_new_latent_and_rope_key_over_the_pcp_ranks() -> None:
+    """DeepSeek-V3 TP4 x PCP4 on 16 H100, 8 sequences decoding at 128K: each of the 4 PCP ranks owns 2 of them;
+    per layer it all-gathers 4 x 2 rows of the latent (512 x 2 bytes) and of the rope key (64 x 2 bytes):
+    8,192 and 1,024 bytes, each 30.06 us over the two nodes the group spans, 3.67 ms over 61 layers."""
+    step = _decode_step("vllm", V3_TP4_PCP4)
+    latent, t_latent, group = _comm_sums(step, "cp_latent_allgather")
+    rope, t_rope, _ = _comm_sums(step, "cp_rope_allgather")
+    assert group == 4
+    assert latent == pytest.approx(V3_LAYERS * 4 * 2 * 512 * 2) and rope == pytest.approx(V3_LAYERS * 4 * 2 * 64 * 2)
+    assert t_latent == pytest.approx(V3_LAYERS * _all_gather_two_nodes(8192))
+    assert t_rope == pytest.approx(V3_LAYERS * _all_gather_two_nodes(1024))
+    assert t_latent / V3_LAYERS == pytest.approx(30.06e-6, rel=1e-3)
+    assert t_latent + t_rope == pytest.approx(3.67e-3, rel=2e-3)
+    gathers = [c for c in step.comms if c.name.startswith("cp_") and c.module == "attention"]
+    assert all(c.exposed_s == c.time_s for c in gathers)  # ahead of the cache write: nothing hides them
+
+
+def test_a_pcp_decode_gathers_the_last_hidden_states_and_every_rank_samples_the_whole_batch() -> None:
+    """The same step: 4 x 2 rows of 7,168 bf16 hidden values (114,688 bytes, 30.82 us), then each rank's LM head
+    (vocabulary over TP4) computes the logits of all 8 tokens: 2 x 8 / 4 x 129,280 x 7,168 FLOPs."""
+    step = _decode_step("vllm", V3_TP4_PCP4)
+    hidden, t_hidden, group = _comm_sums(step, "cp_hidden_allgather")
+    assert (hidden, group) == (4 * 2 * 7168 * 2, 4)
+    assert t_hidden == pytest.approx(_all_gather_two_nodes(114_688))
+    assert t_hidden == pytest.approx(30.82e-6, rel=1e-3)
+    lm = next(o for o in step.ops if o.name == "lm_head")
+    assert lm.flops == pytest.approx(2 * 8 / 4 * 129_280 * 7168)
+
+
+def test_the_seeds_cp_decode_shards_the_cache_and_gathers_nothing() -> None:
+    """The generic engine's CP shards each request's cache over its ranks (the seed): a rank decodes its own
+    2 sequences against its own shard, with no gather, and computes their logits only."""
+    step = _decode_step("generic", V3_TP4_PCP4)
+    assert not [c for c in step.comms if c.name.startswith("cp_")]
+    lm = next(o for o in step.ops if o.name == "lm_head")
+    assert lm.flops == pytest.approx(2 * 2 / 4 * 129_280 * 7168)
+
+
+def test_check_tells_a_vllm_pcp_decode_that_only_kvp_splits_the_kv(tmp_path) -> None:
+    """2 requests at 128K on TP4 x PCP4: every rank keeps both whole, 2 x 131,072 x 1,152 bytes x 61 layers =
+    18.4 GB, over half the memory left after the weights; the seed's "consider KVP / CP" would point at a knob
+    that does not split it under vLLM."""
+    path = tmp_path / "dep.yaml"
+    path.write_text(yaml.safe_dump({"model": "deepseek-v3", "hardware": "h100_sxm", "world_size": 16,
+                                    "framework": "vllm", "phase": "decode", "batch": 2, "seq_len": S,
+                                    "parallel_config": V3_TP4_PCP4}))
+    r, out = _check(str(path))
+    kv = [w for w in out["warnings"]["B"] if w.startswith("KV cache above 50%")]
+    assert kv and "consider KVP (kvp_size)" in kv[0] and "KVP / CP" not in kv[0]
+    assert any(n.startswith("cp_size 4 splits prompts") and "all-gathers the new K/V" in n for n in out["notes"])

@@ -45,6 +45,11 @@ class Work:
     # context + span/2 (steady serving: ISL + 1 .. ISL + OSL, span = OSL); 0 = all at `context` (a decode
     # step known by its context alone). Read only where keys are not linear in the position (mean_keys_*)
     span: float = 0.0
+    # decode under a CP whose ranks each keep every request's whole cache (FrameworkProfile.cp_replicates_kv_cache:
+    # vLLM's prefill context parallel): the CP group's size. Each rank decodes its own requests, then all-gathers
+    # their new K/V in every layer and their last hidden states once per step over the group, so every copy stays
+    # whole and every rank samples the whole batch (step_parts.decode_layout); 1: no such gathers
+    cp_copies: int = 1
 
 
 @dataclass(frozen=True)
@@ -183,7 +188,7 @@ class CommCost:
 
 # collective name prefix (CommCost.name) -> the knob whose group it runs over
 _COMM_KNOB = (("attn_tp_", "attn_tp_size"), ("oproj_tp_", "o_proj_tp_size"), ("kv_allgather", "cp_size"),
-              ("lse_merge", "kvp_size"), ("topk_merge", "kvp_size"),
+              ("cp_", "cp_size"), ("lse_merge", "kvp_size"), ("topk_merge", "kvp_size"),
               ("kvp_", "kvp_size"), ("dense_tp_", "dense_tp_size"), ("shared_tp_", "dense_tp_size"),
               ("moe_tp_", "moe_tp_size"), ("ep_", "moe_ep_size"), ("embed_", "embed_tp_size"),
               ("lmhead_", "lmhead_tp_size"), ("logits_", "lmhead_tp_size"))

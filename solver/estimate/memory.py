@@ -130,7 +130,7 @@ class MemoryReport:
 
     @property
     def kv_share_of_available(self) -> float:
-        """Seed 3.4: KV share of the memory left after weights (> 50% -> consider KVP/CP)."""
+        """Seed 3.4: KV share of the memory left after weights (> 50%: rank.kv_split.kv_share_warning)."""
         avail = self.limit_bytes - self.weights_total
         return self.cache_total / avail if avail > 0 else math.inf
 

@@ -37,13 +37,20 @@ def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
     u_logit = group_tokens(pc, w, lt, w.logits_tokens) / lt
     if e > 1:  # vocab-parallel lookup: partial rows summed over the group
         out.append(coll("embed_allreduce", "embedding", "all_reduce", e, group_tokens(pc, w, e) * h * ACT_BYTES))
+    if w.cp_copies > 1:
+        # CP ranks keeping whole copies (Work.cp_copies): before sampling, each step all-gathers the last hidden
+        # states of every rank's decoded tokens (padded to the busiest rank's) over the CP group, whose ranks
+        # sit one attention group apart (vLLM 0.34.0 v1/worker/gpu/pcp_manager.py restore_hidden_states: the
+        # PCP group's all_gather, on the step's stream, before the LM head)
+        out.append(coll("cp_hidden_allgather", "lm_head", "all_gather", w.cp_copies,
+                        w.cp_copies * w.new_tokens * h * ACT_BYTES, pc.attn_group_size))
     if lt > 1:  # gather hidden states of the group, then exchange vocab slices of the logits
         out.append(coll("lmhead_gather", "lm_head", "all_gather", lt, lt * u_logit * h * ACT_BYTES))
         out.append(coll("logits_exchange", "lm_head", "all_to_all", lt, u_logit * v * 4))
     return out
 
 
-def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
+def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False) -> tuple[ParallelConfig, Work]:
     """Where a decode step runs under CP. CP splits the tokens of a prompt (prefill); once prompts are in the
     cache, the CP group's ranks decode as attention-DP replicas, each request on one rank with its whole KV
     (the seed: CP is the prefill add-on, KVP the decode-time KV split, and `kvp_size` is its own knob). The CP
@@ -52,11 +59,15 @@ def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
     19.84 ms (references/v32-d128-q.yaml), i.e. a step of 29-48 ms for 1.44-2.44 tokens per step. Splitting
     every request's KV over the 128 ranks would all-gather the queries of all 1024 tokens (128 heads x 576
     bf16 values, 151 MB per layer, 9.2 GB over 61 layers) to every rank: ~57 ms at A3's 161 GB/s effective UB
-    rate, more than the whole step. Per-replica work in, per-rank work and the DP layout out; prefill and
-    cp 1 pass through."""
+    rate, more than the whole step. `copies`: the engine's CP ranks each keep every request's whole cache
+    (Factors.cp_replicates_kv_cache, vLLM's prefill context parallel), so each step they all-gather what they
+    decoded: the work carries the group (Work.cp_copies: the layers' K/V gather, the hidden-state gather before
+    sampling) and every rank computes the logits of the whole replica's tokens (vLLM 0.34.0
+    v1/worker/gpu/pcp_manager.py: restore_for_sampling gathers the hidden states back to the global batch on
+    every PCP rank). Per-replica work in, per-rank work and the DP layout out; prefill and cp 1 pass through."""
     if w.phase != "decode" or pc.cp_size == 1:
         return pc, w
-    key = (pc.key(), w)
+    key = (pc.key(), w, copies)
     hit = _DECODE_LAYOUTS.get(key)
     if hit is not None:
         return hit
@@ -64,29 +75,32 @@ def decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
         _DECODE_LAYOUTS.clear()
         _DP_LAYOUTS.clear()
         _DECODE_WORKS.clear()
-    hit = _DECODE_LAYOUTS[key] = _decode_layout(pc, w)
+    hit = _DECODE_LAYOUTS[key] = _decode_layout(pc, w, copies)
     return hit
 
 
-def _decode_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
+def _decode_layout(pc: ParallelConfig, w: Work, copies: bool) -> tuple[ParallelConfig, Work]:
     dp = _DP_LAYOUTS.get(pc.key())
     if dp is None:
         dp = _DP_LAYOUTS[pc.key()] = pc.model_copy(update={"cp_size": 1})
-    return dp, _decode_work(pc.cp_size, pc.attn_replicas, w)
+    return dp, _decode_work(pc.cp_size, pc.attn_replicas, w, copies)
 
 
-def _decode_work(cp: int, replicas: int, w: Work) -> Work:
+def _decode_work(cp: int, replicas: int, w: Work, copies: bool = False) -> Work:
     """The busiest rank's work of a decode step of `w` under CP `cp` with `replicas` attention replicas (what
-    the decode layout reads of the config), memoised: the configs of every group choice beside one layout
-    (under PP, where the tables cost each stage at its own layout) ask for the same one."""
-    key = (cp, replicas, w)
+    the decode layout reads of the config; `copies`: decode_layout's), memoised: the configs of every group
+    choice beside one layout (under PP, where the tables cost each stage at its own layout) ask for the same
+    one."""
+    key = (cp, replicas, w, copies)
     hit = _DECODE_WORKS.get(key)
     if hit is not None:
         return hit
     spread = min(float(cp), max(1.0, w.sequences))  # ranks of the group that hold a sequence
     busy = (w.busy_replicas if w.busy_replicas > 0 else replicas) * spread
+    # ranks keeping whole copies sample the whole replica's tokens; ranks sharding the cache their own only
+    logits, cp_copies = (w.logits_tokens, cp) if copies else (w.logits_tokens / spread, 1)
     hit = _DECODE_WORKS[key] = replace(w, new_tokens=w.new_tokens / spread, sequences=w.sequences / spread,
-                                       logits_tokens=w.logits_tokens / spread,
+                                       logits_tokens=logits, cp_copies=cp_copies,
                                        busy_replicas=busy if spread < cp or w.busy_replicas > 0 else 0.0)
     return hit
 

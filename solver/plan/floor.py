@@ -4,13 +4,13 @@ A group's table beside a layout is its share per choice at the layout's outside 
 attention layout: Tables.outside) and the step's work. At a fixed config (the outside and the choice), the
 share a group other than attention takes of a step is non-decreasing in every field the formulas read of the
 work, as the stage sees it (`reads`: new tokens, context, sequences, logits tokens, busy replicas with 0 read
-as all), stage by stage, GPU and launch seconds alike, when the engine has no custom all-reduce kernel and the
-stage's decode is not laid out again under CP (docs/planner.md, "How it decides" 3; checked directly against
-the estimator by tests/test_planner_floor.py). So a table costed at the same outside and a work whose reads are
-all at most this step's is, choice by choice and stage by stage, at most this layout's table: a floor that
-needs no costing (the planner takes the one with the most new tokens), and a bound over it is a bound of the
-layout. Dense and MoE enter together (JOINT): each pair's two shares and correction at one work sum to the
-pair's joint share there.
+as all, CP copies), stage by stage, GPU and launch seconds alike, when the engine has no custom all-reduce
+kernel and the stage's decode is not laid out again under CP (docs/planner.md, "How it decides" 3; checked
+directly against the estimator by tests/test_planner_floor.py). So a table costed at the same outside and a
+work whose reads are all at most this step's is, choice by choice and stage by stage, at most this layout's
+table: a floor that needs no costing (the planner takes the one with the most new tokens), and a bound over it
+is a bound of the layout. Dense and MoE enter together (JOINT): each pair's two shares and correction at one
+work sum to the pair's joint share there.
 """
 from __future__ import annotations
 
@@ -33,16 +33,17 @@ FLOOR_GROUPS = ("moe", "lmhead", "embed")
 # dense x MoE as one group, of a complete view: per pair, the two shares and their correction at one work are
 # the pair's joint share there (a share of both groups' modules at one config: non-decreasing alike)
 JOINT = "dense x moe"
-Reads = tuple[float, float, float, float, float]
+Reads = tuple[float, float, float, float, float, float]
 
 
 def reads(w: Work, pp: int) -> Reads:
     """What a non-attention group's formulas read of step `w` on a stage of a `pp`-stage pipeline (its
-    microbatch under PP), each non-decreasing in the group's cost; busy replicas 0 means all (the most)."""
+    microbatch under PP), each non-decreasing in the group's cost; busy replicas 0 means all (the most); the
+    CP copies a decode gathers over (Work.cp_copies: the LM head's hidden-state gather grows with them)."""
     if pp > 1:
         w = micro_work(pp, w)[1]
     return (w.new_tokens, w.context, w.sequences, w.logits_tokens,
-            w.busy_replicas if w.busy_replicas > 0 else math.inf)
+            w.busy_replicas if w.busy_replicas > 0 else math.inf, w.cp_copies)
 
 
 def at_most(a: Reads, b: Reads) -> bool:

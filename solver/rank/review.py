@@ -9,6 +9,7 @@ from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.space.domains import TP_KNOBS, cross_node_tp, pp_fits_nodes, straddling_group, tp_domain
+from solver.rank.kv_split import decode_cp_note, kv_share_warning
 from solver.specs.framework import FrameworkProfile
 from solver.specs.rule_env import model_env
 from solver.specs.hardware import Hardware
@@ -130,7 +131,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         elif mem.tight:
             r.warnings["B"].append("weights + KV above 0.8 of capacity (seed 3.2): little room for batch growth")
         if mem.kv_share_of_available > 0.5:
-            r.warnings["B"].append("KV cache above 50% of available memory (seed 3.4): consider KVP / CP")
+            r.warnings["B"].append(kv_share_warning(fw.cp_replicates_kv_cache))
     wide, placement = hardware_placement(model, hw, pc, fw.kvp_splits_attention_weights)
     r.violations["B"] += placement
     r.warnings["B"] += straddling_groups(model, hw, pc, fw.kvp_splits_attention_weights)
@@ -185,9 +186,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         r.common_errors += found
         r.notes += notes
     if wl.kind == "decode" and pc.cp_size > 1:
-        r.notes.append(f"cp_size {pc.cp_size} splits prompts: this decode step runs the same as cp_size 1 (its ranks "
-                       "decode as attention DP); it pays off only where these ranks also prefill long prompts. "
-                       "To split one request's KV in decode use kvp_size")
+        r.notes.append(decode_cp_note(pc.cp_size, fw.cp_replicates_kv_cache))
     if previous is not None:
         changed = [k for k in KNOBS if getattr(previous, k) != getattr(pc, k)]
         if changed and online_split is not True:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from solver.estimate.memory import MemoryReport
 from solver.space.domains import cross_node_tp
 from solver.plan.solve import Planned
+from solver.rank.kv_split import kv_splitters
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig
@@ -195,7 +196,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         # the latent cache is one head: attention TP replicates it, only CP / KVP split it by tokens (KVP alone
         # where the engine's CP ranks keep the whole cache: vLLM's -pcp)
         shards = pc.kvp_size * (1 if cp_replicates_kv else pc.cp_size)
-        splitters = "KVP" if cp_replicates_kv else "CP / KVP"
+        splitters = kv_splitters(cp_replicates_kv)
         held = ("holds the whole latent KV cache on every TP rank" if shards == 1 else
                 f"replicates the latent KV cache over its {a} attention-TP ranks ({splitters} split it {shards} "
                 "ways, TP does not)")

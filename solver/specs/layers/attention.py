@@ -186,13 +186,16 @@ def o_proj_op(cx: CostKit, o_dim: int, hidden: int):
 
 def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: int, o_dim: int,
                              cache_bpt: float, merge_width: float, query_width: float, topk: int | None = None,
-                             merge: bool = True, gathers_context: bool = False) -> list:
+                             merge: bool = True, gathers_context: bool = False,
+                             copies_gathered: tuple[tuple[str, float], ...] = ()) -> list:
     """Collectives of a layer whose KV grows with the sequence (softmax attention, MLA, DSA). A layer with no new
     K/V per token (cache_bpt 0: it borrows another layer's, or attends to image tokens) gathers none under CP /
     SP; one whose keys KVP does not split (merge false: cross-attention) merges no partial outputs.
     `query_width`: the width of a query head in the form the step attends in (MLA decode: its latent + rope);
     `gathers_context`: the step's form attends over the whole context rather than merging partial outputs
-    (MLA's non-absorbed prefill), which matters where KVP reuses the TP ranks (kvp_reusing_tp_comms)."""
+    (MLA's non-absorbed prefill), which matters where KVP reuses the TP ranks (kvp_reusing_tp_comms);
+    `copies_gathered`: (name, bytes per token) of each tensor a decode under CP copies (Work.cp_copies)
+    all-gathers, as the engine holds it before writing the cache (default: the cache entry as one tensor)."""
     pc, w = cx.pc, cx.w
     a, T = pc.attn_tp_size, w.new_tokens
     g = cx.attn_tp_group  # a, or a x kvp where KVP reuses the TP ranks
@@ -215,6 +218,16 @@ def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: 
         # every rank needs the new KV (and indexer keys) of the tokens the others computed; second stream
         out.append(cx.coll("kv_allgather", "attention", "all_gather", pc.token_shards, T * cache_bpt, stride=a,
                            hide_s=hide_s))
+    if w.cp_copies > 1 and cache_bpt > 0:
+        # a decode under CP whose ranks each keep the whole cache (Work.cp_copies): each rank computed the new
+        # K/V (and indexer keys) of its own requests only, so the group all-gathers them, one collective per
+        # tensor, every rank contributing the busiest rank's rows (padding), ahead of the cache write the
+        # attention reads: on the critical path, over ranks one attention group apart (vLLM 0.34.0
+        # v1/attention/ops/pcp.py _gather_prefill_cache_inputs with shard_decode_requests, from
+        # model_executor/layers/attention/mla_attention.py update_kv_cache and layers/sparse_attn_indexer.py)
+        for part, bpt in copies_gathered or (("kv", cache_bpt),):
+            out.append(cx.coll(f"cp_{part}_allgather", "attention", "all_gather", w.cp_copies,
+                               w.cp_copies * T * bpt, stride=pc.attn_group_size))
     if pc.kvp_size > 1 and g > a:
         out += kvp_reusing_tp_comms(cx, heads=heads, cache_bpt=cache_bpt, merge_width=merge_width,
                                     query_width=query_width, topk=topk, merge=merge, gathers_context=gathers_context)

@@ -120,7 +120,18 @@ class MLA(Block):
             cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size) + idx,
             merge_width=(self.kv_lora_rank or self.v_head_dim) if absorbed else self.v_head_dim,
             query_width=self.kv_lora_rank + self.qk_rope_head_dim if absorbed else self.head_dim,
-            topk=self.indexer.topk if self.indexer else None, gathers_context=not absorbed)
+            topk=self.indexer.topk if self.indexer else None, gathers_context=not absorbed,
+            copies_gathered=self.copies_gathered())
+
+    def copies_gathered(self) -> tuple[tuple[str, float], ...]:
+        """What a decode under CP copies all-gathers per new token (sequence_attention_comms): the latent and
+        the rope key, and the indexer key, each its own collective in the activation dtype, quantised only by
+        the cache write after it (vLLM 0.34.0 v1/attention/ops/pcp.py: maybe_gather_mla_latent_cache_inputs
+        gathers kv_c_normed and k_pe, maybe_gather_indexer_k the indexer's k)."""
+        if not self.kv_lora_rank:  # no latent: the cache entry as one tensor
+            return ()
+        out = (("latent", self.kv_lora_rank * ACT_BYTES), ("rope", self.qk_rope_head_dim * ACT_BYTES))
+        return out + ((("indexer", self.indexer.head_dim * ACT_BYTES),) if self.indexer else ())
 
     def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards

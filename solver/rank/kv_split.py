@@ -1,0 +1,36 @@
+"""What splits one request's KV cache by tokens under an engine, in words: the one home of that text (the seed's
+KV warning in check, the decode-CP note, the MLA note of the ranking).
+
+The seed's CP shards each request's tokens, cache included, over its ranks; an engine whose CP ranks each keep
+the whole cache (FrameworkProfile.cp_replicates_kv_cache: vLLM's prefill context parallel, whose PCP "does not
+increase the KV-cache shard count", vLLM 0.34.0 config/parallel.py) splits a prompt's compute with it, not the
+cache: there only KVP (vLLM's decode context parallel) splits it.
+"""
+from __future__ import annotations
+
+
+def kv_splitters(cp_replicates_kv: bool) -> str:
+    """The knobs that split a request's KV cache by tokens under the engine."""
+    return "KVP" if cp_replicates_kv else "CP / KVP"
+
+
+def kv_share_warning(cp_replicates_kv: bool) -> str:
+    """The seed's 3.4 warning (KV above half the memory left after weights), with the knobs that act on it."""
+    said = "KV cache above 50% of available memory (seed 3.4): consider "
+    if cp_replicates_kv:
+        return said + ("KVP (kvp_size); this engine's CP (cp_size) keeps the whole cache on each of its ranks, "
+                       "so it splits prompts' compute, not the KV")
+    return said + "KVP / CP"
+
+
+def decode_cp_note(cp: int, cp_replicates_kv: bool) -> str:
+    """What cp_size does to a decode step (estimate.step_parts.decode_layout): its ranks decode as attention
+    DP; where they each keep the whole cache they also all-gather every step's new K/V and hidden states."""
+    if cp_replicates_kv:
+        return (f"cp_size {cp} splits prompts: in decode each request runs on one of its {cp} ranks, and every "
+                "step all-gathers the new K/V of every layer and the last hidden states over them, as each keeps "
+                "the whole cache (costed in this estimate); it pays off only where these ranks also prefill long "
+                "prompts. To split one request's KV in decode use kvp_size")
+    return (f"cp_size {cp} splits prompts: this decode step runs the same as cp_size 1 (its ranks decode as "
+            "attention DP); it pays off only where these ranks also prefill long prompts. To split one "
+            "request's KV in decode use kvp_size")
