@@ -13,7 +13,7 @@ import pytest
 from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
-from test_unseen_configs_round15 import BLIP2_VISION
+from test_unseen_configs_round15 import BLIP2_VISION, jais_layer
 
 DATA = UNSEEN / "round16"
 ROUND = Round(DATA)
@@ -23,13 +23,9 @@ _load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
 # ------------------------------------------------------------------ BTLM-3B-8K (remote modeling_btlm.py, GPT-2's names)
 # BTLMBlock: ln_1 / ln_2 LayerNorms (biased); BTLMAttention: c_attn (h -> 3h) and c_proj, Conv1D with biases; BTLMMLP
 # under swiglu: c_fc and c_fc2 (h -> n_inner) and c_proj (n_inner -> h), biased; ALiBi (no wpe); ln_f; head tied to
-# wte (BTLMConfig leaves tie_word_embeddings to PretrainedConfig's True). JAIS's block (round 15), as Cerebras wrote both
-def btlm_layer(h: int, inner: int) -> int:
-    return (lin(h, 3 * h, bias=True) + lin(h, h, bias=True) + 2 * lin(h, inner, bias=True) + lin(inner, h, bias=True)
-            + 2 * ln(h))
-
-
-BTLM = 50257 * 2560 + 32 * btlm_layer(2560, 6826) + ln(2560)
+# wte (BTLMConfig leaves tie_word_embeddings to PretrainedConfig's True). JAIS's block (round 15's jais_layer), as
+# Cerebras wrote both
+BTLM = 50257 * 2560 + 32 * jais_layer(2560, 6826) + ln(2560)
 
 
 # ------------------------------------------------------------------ Falcon-RW-1B (modeling_falcon.py)

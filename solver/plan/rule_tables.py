@@ -59,7 +59,7 @@ def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile
                       **model_facts(model))  # model_env's arguments, read once for every combination below
     knob_names = set(domains) | set(derived)
     for rule in fw.rules:
-        if rule.severity != "error" or ("batch" in rule.names) != batch_rules:
+        if ("batch" in rule.names) != batch_rules:  # a warning too: the planner follows the engine's advice
             continue
         staged = len(domains.get("pp_size", ())) > 1 and "world" in rule.when_names
         if not (rule.when_names & knob_names) and not staged and not rule.applies(facts):

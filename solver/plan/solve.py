@@ -29,7 +29,6 @@ from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.rule_env import model_env
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
@@ -53,9 +52,6 @@ class Planned:
     # deployment" (a verified configuration of this deployment the planner admits: verified_candidate)
     role: str = "best score"
     verified: str | None = None  # the verified deployment's id, for that role
-    # the engine's advice (its profile's warning rules) this configuration does not follow: the planner allows
-    # it, and the candidate's reason says so
-    advice: tuple[str, ...] = ()
     # one of the first CORE_CANDIDATES chosen (or the verified deployment): the ranking orders these first
     core: bool = True
 
@@ -330,11 +326,8 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     def realize(p: Point) -> Planned:
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
         role = roles.get(p.key(), "front")
-        env = model_env(cfg.settings(), model, hw.ranks_per_node, world=world, batch=p.batch, mtp=scenario.mtp)
         return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys, role,
-                       adopt[0] if role == "verified deployment" else None,
-                       tuple(f"[{r.id}] {r.message}" for r in fw.violated(env, severity="warning")),
-                       p.key() in core)
+                       adopt[0] if role == "verified deployment" else None, p.key() in core)
 
     result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method,
                         time_limit_s=params.time_limit_s, knobs=model_knobs(model))

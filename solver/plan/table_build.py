@@ -37,7 +37,7 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
     each framework rule turned away (the first rule a layout breaks); `ignore`: rules set aside."""
     d = space.domains
     names = set(GROUPS["attn"])
-    local_rules = [r for r in fw.rules if r.severity == "error" and r.id not in ignore
+    local_rules = [r for r in fw.rules if r.id not in ignore
                    and r.names <= names | {"pp_size", "world", "mtp", "ranks_per_node", "afd", "num_attention_heads",
                                            "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa",
                                            "is_moe", "o_proj_dim", "attn_dp_size"}]

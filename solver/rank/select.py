@@ -287,8 +287,6 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
         reason = decision_tree_reason(p.config, model, scenario, hw, mem, kvp_in_tp, cp_replicates_kv)
         if p.verified is not None:
             reason = f"{adoption_note(p.verified, score - best_score)}; {reason}"
-        if p.advice:
-            reason = f"{reason}; against the engine's advice: {'; '.join(p.advice)}"
         out.append(Candidate(
             rank=i + 1, planned=p, pattern=pattern_name(p.config, model, kvp_in_tp),
             reason=reason,

@@ -52,8 +52,9 @@ class Rule(BaseModel):
     require: str
     message: str
     source: str = Field(min_length=1)
-    # "warning" marks a rule whose violation is legal but slow (a fallback path); the planner may use it as a
-    # penalty instead of a hard constraint
+    # "warning" marks the engine's advice: a violation is legal but slow or pointless (a fallback path, a split
+    # that saves nothing), so `check` accepts such a file with a warning while the planner plans within the rule
+    # (a configuration against the engine's advice is never recommended)
     severity: Literal["error", "warning"] = "error"
 
     _when: Expr = PrivateAttr()
