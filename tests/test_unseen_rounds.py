@@ -1,5 +1,5 @@
 """The checks every round of configs outside the catalog shares (tests/test_unseen_configs_{multi2,round4,round5,
-round6,round7,round8,round9,round10,round11,round12,round13,round14,round15,round16}.py hold each round's hand counts, published figures and reading rules): every
+round6,round7,round8,round9,round10,round11,round12,round13,round14,round15,round16,round17}.py hold each round's hand counts, published figures and reading rules): every
 file has a hand count, counts to it exactly, lies within 1% of a precisely published total, activates its hand count
 within 2% of the card, and inspects and solves end to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says
 so)."""
@@ -22,6 +22,7 @@ import test_unseen_configs_round13 as round13
 import test_unseen_configs_round14 as round14
 import test_unseen_configs_round15 as round15
 import test_unseen_configs_round16 as round16
+import test_unseen_configs_round17 as round17
 from hand_counts import REFUSED
 from solver.cli.main import main
 from solver.errors import InputError
@@ -31,7 +32,8 @@ from solver.specs.config.read import parse_model_config
 ROUNDS = {"multi2": multi2, "round4": round4, "round5": round5, "round6": round6, "round7": round7,
           "round8": round8, "round9": round9, "round10": round10,
           "round11": round11, "round12": round12, "round13": round13,
-          "round14": round14, "round15": round15, "round16": round16}
+          "round14": round14, "round15": round15, "round16": round16,
+          "round17": round17}
 
 
 def _cases(table: str) -> list[tuple[str, str]]:

@@ -161,7 +161,8 @@ def _count_params(m: ModelSpec) -> ParamReport:
     acc.add(Share("embedding", "embedding", "embed_tp_size", embed))
     norm_vectors = 2 if m.norm_bias else 1  # weight (+ bias) per norm outside the stack
     if m.embedding_norm:
-        acc.add(Share("norms", "norm", None, (Part("embedding_norm", norm_vectors * h, "none"),)))
+        vectors = 2 if m.embedding_norm_bias else norm_vectors
+        acc.add(Share("norms", "norm", None, (Part("embedding_norm", vectors * h, "none"),)))
     for layer, n in m.layer_groups:
         for block in layer.blocks:
             for share in block.shares():

@@ -55,6 +55,7 @@ class ModelSpec:
     # rope / alibi / learned / none (config/positions.py): what the context length limits (notes.context_notes)
     position_encoding: str = "rope"
     embedding_norm: bool = False  # a norm on the token embedding (BLOOM's word_embeddings_layernorm)
+    embedding_norm_bias: bool = False  # that norm is a LayerNorm with a bias whatever norm_bias says (stable embedding)
     final_norm: bool = True  # the norm before the head carries weights (not OLMo-1's non-parametric LayerNorm)
     norm_bias: bool = False  # the norms outside the stack are LayerNorms with a bias
     lm_head_bias: bool = False  # the head has a bias per vocabulary entry (Phi-2, Phi-3.5-MoE)

@@ -25,7 +25,7 @@ QKV_BIAS_FIELDS = ("attention_bias", "qkv_bias", "add_qkv_bias", "use_qkv_bias")
 # per-layer K/V heads under their own name
 # XGLM writes attention_heads
 HEAD_FIELDS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads", "attention_heads")
-KV_HEAD_FIELDS = ("num_key_value_heads", "num_kv_heads", "kv_n_heads")
+KV_HEAD_FIELDS = ("num_key_value_heads", "num_kv_heads", "kv_n_heads", "n_head_kv")  # n_head_kv: Falcon's RW code
 PER_LAYER_KV_FIELD = "num_key_value_heads_per_layer"
 # activations with learned parameters, per MLP: xIELU's alpha_p and alpha_n (Apertus; beta and eps are buffers)
 ACTIVATION_PARAMS = {"xielu": 2}
@@ -138,8 +138,8 @@ class BlockReader(FfnReading):
                 return self.heads
             if ATTN_TYPE_KV[kind] == 1:
                 return 1
-        if f.has("num_key_value_heads", "num_kv_heads", "kv_n_heads"):
-            return f.int("num_key_value_heads", "num_kv_heads", "kv_n_heads")
+        if f.has(*KV_HEAD_FIELDS):
+            return f.int(*KV_HEAD_FIELDS)
         if f.bool("multi_query_attention"):
             return f.int("multi_query_group_num")
         return 1 if f.bool("multi_query") else self.heads
@@ -148,7 +148,8 @@ class BlockReader(FfnReading):
         """Norm vectors' count per layer: two (before the mixer, before the FFN) unless the family says; a
         parallel block whose attention and MLP share one input norm has one (Falcon's parallel_attn, unless it
         keeps two: num_ln_in_parallel_attn 2, the default of new_decoder_architecture); a non-parametric
-        LayerNorm (OLMo-1) has none."""
+        LayerNorm (OLMo-1) has none; use_post_norm (HyperCLOVA X's Peri-LN) adds a norm on each sublayer's output
+        before the residual add: four."""
         f = self.f
         if not f.bool("_norm_weights", True):
             return 0
@@ -158,7 +159,7 @@ class BlockReader(FfnReading):
         switch = f.cfg.get("_shared_norm_switch")  # the family's field whose truth means one shared norm (StableLM)
         if switch and f.bool(switch):
             return 1
-        return f.int("_norms_per_layer", default=2)
+        return f.int("_norms_per_layer", default=4 if f.bool("use_post_norm") else 2)
 
     # ------------------------------------------------------------------------------------------- mixers
 

@@ -43,7 +43,11 @@ def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
         positions = rows + f.int("_position_offset", default=0, minimum=0)
     # the family's field for the head's bias (ModernBERT's decoder_bias), lm_head_bias otherwise
     head_bias_field = str(f.cfg.get("_lm_head_bias_field") or "lm_head_bias")
-    return {"position_embeddings": positions, "embedding_norm": f.bool("_embedding_norm"),
+    # use_stable_embedding (Open-Llama's, BlueLM's): an nn.LayerNorm, weight and bias, right after embed_tokens,
+    # whatever the stack's norms are
+    stable = f.bool("use_stable_embedding")
+    return {"position_embeddings": positions, "embedding_norm": f.bool("_embedding_norm") or stable,
+            "embedding_norm_bias": stable,
             "final_norm": f.bool("_norm_weights", True) and f.bool("post_layer_norm", True),
             "lm_head_bias": f.bool(head_bias_field), "head_transform": head_transform(f, hidden),
             "embedding_extra_rows": f.int("_embedding_extra_rows", default=0, minimum=0, maximum=2**20)}

@@ -271,8 +271,10 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
             warnings.append(f"{key}: not counted (no sizing convention for it); the totals exclude it")
     quant = read_quant(cfg, origin, warnings)
     # LFM2's config class reads tie_embedding in place of tie_word_embeddings when both are given; OpenELM's model
-    # builds no head under share_input_output_layers, whatever tie_word_embeddings says
-    tie = f.bool(f.first("share_input_output_layers", "tie_embedding", "tie_word_embeddings") or "tie_word_embeddings")
+    # builds no head under share_input_output_layers, whatever tie_word_embeddings says; MobileLLM's model makes
+    # lm_head the embedding under share_embedding
+    tie = f.bool(f.first("share_input_output_layers", "tie_embedding", "share_embedding", "tie_word_embeddings")
+                 or "tie_word_embeddings")
     # the longest position the model was built for: GPT-2's lineage names it n_positions, ChatGLM seq_length,
     # OpenELM max_context_length
     context_field = f.first(*CONTEXT_FIELDS) or CONTEXT_FIELDS[0]

@@ -79,6 +79,10 @@ _REFUSED = {
     "speech_lora": "LoRA adapters per modality (rank r on the text model's linears a name pattern selects)",
     "audio_processor": "a conformer audio encoder (convolution subsampling, conformer blocks, relative-position bias)",
     "qk_ln": "MPT's q / k LayerNorms (attn_config.qk_ln)",
+    # Yuan2: LocalizedFiltering before q / k in every layer (two (2, 1) Conv2d over the sequence, h -> h/2 -> h,
+    # biased, and an RMSNorm): a causal convolution inside attention, which no layer kind expresses
+    "use_lfa": "localized filtering attention (two convolutions over the sequence and a norm before q / k in every "
+               "layer)",
     # Sesame CSM: a depth decoder (its own small transformer, codebook embeddings and per-codebook heads) that
     # predicts the audio codebooks beside the backbone, and a neural audio codec (Mimi) held in the same model
     "depth_decoder_config": "a depth decoder over the audio codebooks (its own transformer, codebook embeddings and "
@@ -202,6 +206,10 @@ def _shown(value: Any) -> str:
 _TOWER_REFUSED = {
     "num_register_tokens": "register tokens (learned rows appended to the patch sequence)",
     "use_swiglu_ffn": "a SwiGLU MLP (the tower reader sizes the MLP by its activation)",
+    # SAM's ViTDet (GOT-OCR2's tower): rel_pos_h / rel_pos_w in every layer, sized by window_size in the windowed
+    # layers and the patch grid in the global ones, beside a convolutional neck and projector
+    "use_rel_pos": "relative position tables per layer (rel_pos_h / rel_pos_w, sized by the window and the global "
+                   "layers)",
 }
 
 
