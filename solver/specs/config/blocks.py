@@ -218,6 +218,9 @@ class BlockReader(FfnReading):
             raise f.err(field, f"{kv} must divide num_attention_heads ({heads})")
         if heads == 0:
             raise f.err("num_attention_heads", "missing (required to size the attention layers)")
+        if heads % 2 and f.bool("_differential_attention"):  # the two softmax maps of a differential head
+            raise f.err("num_attention_heads", f"{heads}: differential attention pairs the heads; an odd count "
+                                               "leaves one unpaired")
         bias = any(f.bool(name) for name in QKV_BIAS_FIELDS) or self.linear_bias
         out_bias = self.linear_bias or (bias and f.bool("_attention_out_bias")) or f.bool("_attention_out_only_bias")
         if f.has("attention_out_bias"):  # o_proj's bias as its own switch (Seed-OSS), beside q / k / v's
@@ -250,7 +253,8 @@ class BlockReader(FfnReading):
                          k_eq_v=k_eq_v, kv_shared=slot.kv_shared, kv_weights=slot.kv_weights,
                          # learned vectors of head_dim the family's attention holds (DiffLlama's lambda_q1 / k1 / q2 /
                          # k2: the differential attention's weights of its two softmax maps)
-                         head_vectors=f.int("_attention_head_vectors", default=0, minimum=0, maximum=64))
+                         head_vectors=f.int("_attention_head_vectors", default=0, minimum=0, maximum=64),
+                         differential=f.bool("_differential_attention"))
 
     def cross_attention(self, slot: Slot) -> Block:
         """A layer of cross_attention_layers (Mllama's MllamaTextCrossAttention and its decoder layer): the
