@@ -63,6 +63,9 @@ class Attention(Block):
     # differential attention (DiffLlama): the heads pair into differential heads, each of its two softmax maps
     # weighing the pair's values concatenated (2 x v_head_dim), the outputs subtracted (module docstring)
     differential: bool = False
+    # the width q / k / v project from, where it is not `hidden` (o_proj's output): Zamba's shared attention reads
+    # the hidden state and the embedding concatenated, 2 x hidden; 0 = hidden
+    in_width: int = 0
 
     role = "mixer"
     kvp_splits_keys = True
@@ -98,7 +101,7 @@ class Attention(Block):
 
     @per_object
     def proj_parts(self) -> tuple[Part, ...]:
-        h, nh, dh, nkv = self.hidden, self.heads, self.head_dim, self.kv_heads
+        h, nh, dh, nkv = self.in_width or self.hidden, self.heads, self.head_dim, self.kv_heads
         q_out = nh * dh * (2 if self.output_gate else 1)
         kv_out = nkv * (dh if self.k_eq_v else dh + self.v_head_dim)
         parts = [Part("q_proj", h * q_out + (nh * dh if self.qkv_bias else 0), "tp")]
@@ -163,7 +166,8 @@ class Attention(Block):
         bpp = prec.fmt("attention").bytes_per_param
         g = cx.attn_tp_group  # the projections' split: attention TP, or TP x KVP where KVP reuses the TP ranks
         rank_params = sum(p.params / p.degree(g) for p in self.computed_parts())
-        ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params, rank_params * bpp + t_a * h * ACT_BYTES,
+        ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params,
+                     rank_params * bpp + t_a * (self.in_width or h) * ACT_BYTES,
                      gemm, f.gemm, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / g))]
         keys = self.keys(cx)
         pair_shards = pc.token_shards * pc.kvp_size
