@@ -708,12 +708,6 @@ def test_per_layer_embeddings_altup_and_laurel_are_refused(field: str) -> None:
         parse_model_config(cfg, "x")
 
 
-def test_a_shared_block_hybrid_layer_is_refused() -> None:
-    cfg = json.loads((REFUSED / "Zyphra--Zamba2-2.7B.json").read_text())
-    with pytest.raises(InputError, match="layers_block_type: unknown entry 'hybrid' at index 6"):
-        parse_model_config(cfg, "x")
-
-
 @pytest.mark.parametrize("path", sorted(REFUSED.glob("*.json")), ids=lambda p: p.stem)
 def test_every_refused_config_is_one_error_line_and_exit_2(path: Path) -> None:
     from click.testing import CliRunner

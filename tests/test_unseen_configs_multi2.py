@@ -312,11 +312,3 @@ def test_per_modality_lora_adapters_and_a_conformer_audio_encoder_are_refused(fi
         parse_model_config(cfg, "x")
 
 
-def test_a_layer_running_a_block_shared_across_layers_is_refused_saying_why() -> None:
-    """Zamba2 stays refused: its hybrid layers run one of two attention + MLP blocks whose weights are shared across
-    layers (counted once, run and cached per use); the layer kinds share K/V (kv_shared), not weights."""
-    cfg = json.loads((REFUSED / "Zyphra--Zamba2-2.7B.json").read_text())
-    with pytest.raises(InputError, match="layers_block_type: unknown entry 'hybrid' at index 6: .*shared across "
-                                         "layers are not modelled") as err:
-        parse_model_config(cfg, "x")
-    assert "\n" not in str(err.value)

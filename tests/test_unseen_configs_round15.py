@@ -232,6 +232,32 @@ def test_diffllama_attention_holds_four_lambda_vectors_of_head_dim() -> None:
     assert dict((p.name, p.params) for p in attn.proj_parts())["head_vectors"] == 4 * 64
 
 
+def test_diffllama_weighs_each_softmax_maps_values_of_a_head_pair() -> None:
+    # DiffLlamaAttention (modeling_diffllama.py): 16 softmax maps of Q K^T over head_dim 64 (as any attention), each
+    # multiplying value_states chunked over the heads and cat on the last dim: 2 x 64 wide. A prefill of one
+    # 1,000-token prompt (mean keys 1,000 as the step's Work says) on one rank, layer 0:
+    # 2 x 16 heads x 1,000 tokens x 1,000 keys x (64 + 128) = 6,144,000,000 FLOPs; before: (64 + 64), 4,096,000,000
+    from solver.estimate.compute import Kit, Work, factors_for
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    spec = _spec("kajuma--DiffLlama-0.3B-handcut")
+    attn = spec.layers[0].mixer
+    assert attn.differential and attn.map_v_width == 128 and attn.o_dim == 16 * 64  # o_proj's input unchanged
+    hw = load_hardware("h100_sxm")
+    w = Work("prefill", new_tokens=1000, context=1000, sequences=1, logits_tokens=1)
+    core = next(o for o in attn.ops(Kit(hw, make_parallel_config(1), resolve_precision(spec, hw), factors_for(hw), w))
+                if o.name == "attention_core")
+    assert core.flops == 2 * 16 * 1000 * 1000 * (64 + 128) == 6_144_000_000
+    # the cache is Llama's: 8 K/V heads x (64 + 64) x 2 B a token a layer (KV_BYTES_PER_TOKEN above)
+    assert attn.state(2, 1).per_token_bytes == 8 * 128 * 2
+    cfg = _load("kajuma--DiffLlama-0.3B-handcut")
+    cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"] = 15, 15, 64
+    with pytest.raises(Exception, match="num_attention_heads: 15: differential attention pairs the heads"):
+        parse_model_config(cfg, "x")
+
+
 def test_a_wrappers_sub_config_no_reader_looks_up_is_refused() -> None:
     # granite-speech before this round: 2,533,541,888, the text model alone (the conformer encoder and the Q-Former
     # projector dropped without a note)

@@ -222,6 +222,20 @@ def test_falcon_rw_gives_every_head_its_kv_and_a_layernorm_before_each_sublayer(
     assert HAND["tiiuae--falcon-rw-1b"] - count(cfg) == 24 * (3 * 2048 + 2048 + 4 * 2048 + 2048)
 
 
+def test_falcon_without_max_position_embeddings_takes_falcon_configs_2048() -> None:
+    # FalconConfig(max_position_embeddings=2048): Falcon-RW-1B (and Falcon-7B / 40B) write none. Before: no context,
+    # so the default 4,352-token request passed without a note; a written value still wins (Falcon-11B's 8192)
+    from solver.specs.notes import context_notes
+
+    spec = _spec("tiiuae--falcon-rw-1b")
+    assert spec.max_position_embeddings == 2048
+    assert "exceeds tiiuae--falcon-rw-1b's max_position_embeddings 2,048" in context_notes(spec, 4352)[0]
+    assert context_notes(spec, 2048) == []
+    cfg = _load("tiiuae--falcon-rw-1b")
+    cfg["max_position_embeddings"] = 8192
+    assert parse_model_config(cfg, "x").max_position_embeddings == 8192
+
+
 def test_gpt_neox_sequential_residual_keeps_two_layernorms_a_layer() -> None:
     cfg = _load("togethercomputer--RedPajama-INCITE-7B-Base")
     cfg["use_parallel_residual"] = True

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.specs.layers.base import Layer, Part, Share
+from solver.specs.layers.base import Layer, Part, Share, layer_shares
 from solver.specs.model import ModelSpec
 
 MODULES = (
@@ -126,12 +126,8 @@ class _Acc:
 def stack_modules(layers: list[tuple[Layer, int]]) -> list[ModuleParams]:
     """Parameters per module of (layer, count) pairs."""
     acc = _Acc()
-    for layer, n in layers:
-        for block in layer.blocks:
-            for share in block.shares():
-                acc.add(share, n)
-        if layer.norms:
-            acc.add(layer.norm_share(), n)
+    for share, n in layer_shares(layers):
+        acc.add(share, n)
     return acc.modules()
 
 
@@ -163,12 +159,8 @@ def _count_params(m: ModelSpec) -> ParamReport:
     if m.embedding_norm:
         vectors = 2 if m.embedding_norm_bias else norm_vectors
         acc.add(Share("norms", "norm", None, (Part("embedding_norm", vectors * h, "none"),)))
-    for layer, n in m.layer_groups:
-        for block in layer.blocks:
-            for share in block.shares():
-                acc.add(share, n)
-        if layer.norms:
-            acc.add(layer.norm_share(), n)
+    for share, n in layer_shares(m.layer_groups):  # a shared block's weights once (SharedRef)
+        acc.add(share, n)
     if m.final_norm:
         acc.add(Share("norms", "norm", None, (Part("final_norm", norm_vectors * h, "none"),)))
     head = () if m.tie_word_embeddings else (Part("lm_head", v * h, "tp"),)

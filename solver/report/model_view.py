@@ -93,10 +93,17 @@ def _block_rows(m: ModelSpec) -> list[dict[str, Any]]:
     """One row per distinct block type of the stack: how many layers hold it, its parameters, and its
     per-request state (bytes per token at bf16 KV on one rank, the window that caps it, constant bytes)."""
     rows = []
+    stored: dict = {}  # a block run from a stored shared block: the stored copies (SharedRef indices) hold its weights
+    for layer in m.layers:
+        if layer.shared is not None:
+            for i in layer.shared.blocks:
+                stored.setdefault(layer.blocks[i], set()).add(layer.shared.index)
     for block, n in m.block_groups:
         st = block.state(2, 1)
-        rows.append({"block": block.label(), "kind": block.kind, "role": block.role, "layers": n,
-                     "params_per_layer": block.params, "params": block.params * n,
+        copies = len(stored[block]) if block in stored else n
+        rows.append({"block": block.label() + (f" (stored {copies}x, run {n}x)" if block in stored else ""),
+                     "kind": block.kind, "role": block.role, "layers": n,
+                     "params_per_layer": block.params, "params": block.params * copies,
                      "state_bytes_per_token": st.per_token_bytes + st.index_per_token_bytes,
                      "state_window": st.window, "state_constant_bytes": st.constant_bytes})
     return rows

@@ -219,6 +219,9 @@ class BlockReader(FfnReading):
             raise f.err(field, f"{kv} must divide num_attention_heads ({heads})")
         if heads == 0:
             raise f.err("num_attention_heads", "missing (required to size the attention layers)")
+        if heads % 2 and f.bool("_differential_attention"):  # the two softmax maps of a differential head
+            raise f.err("num_attention_heads", f"{heads}: differential attention pairs the heads; an odd count "
+                                               "leaves one unpaired")
         bias = any(f.bool(name) for name in QKV_BIAS_FIELDS) or self.linear_bias
         out_bias = self.linear_bias or (bias and f.bool("_attention_out_bias")) or f.bool("_attention_out_only_bias")
         if f.has("attention_out_bias"):  # o_proj's bias as its own switch (Seed-OSS), beside q / k / v's
@@ -251,7 +254,8 @@ class BlockReader(FfnReading):
                          k_eq_v=k_eq_v, kv_shared=slot.kv_shared, kv_weights=slot.kv_weights,
                          # learned vectors of head_dim the family's attention holds (DiffLlama's lambda_q1 / k1 / q2 /
                          # k2: the differential attention's weights of its two softmax maps)
-                         head_vectors=f.int("_attention_head_vectors", default=0, minimum=0, maximum=64))
+                         head_vectors=f.int("_attention_head_vectors", default=0, minimum=0, maximum=64),
+                         differential=f.bool("_differential_attention"))
 
     def cross_attention(self, slot: Slot) -> Block:
         """A layer of cross_attention_layers (Mllama's MllamaTextCrossAttention and its decoder layer): the
@@ -335,11 +339,12 @@ class BlockReader(FfnReading):
         f = self.f
         # a pure Mamba-2 stack (_all_layers: mamba2) names its heads num_heads / head_dim, a hybrid mamba_*
         pure = f.cfg.get("_all_layers") == "mamba2"
-        if not pure and not f.has("mamba_num_heads", "mamba_n_heads"):
+        # Zamba2 names its Mamba-2 heads n_mamba_heads of mamba_headdim (Zamba v1's n_mamba_heads split a Mamba-1)
+        if not pure and not f.has("mamba_num_heads", "mamba_n_heads", "mamba_headdim"):
             return self.mamba1()
         from solver.specs.layers.mamba import SSD_CHUNK, Mamba2
 
-        heads = f.int("mamba_num_heads", "mamba_n_heads", *(("num_heads",) if pure else ()))
+        heads = f.int("mamba_num_heads", "mamba_n_heads", "n_mamba_heads", *(("num_heads",) if pure else ()))
         if f.cfg.get("mamba_d_head") == "auto":  # BambaConfig: mamba_expand x hidden split over the heads
             inner = f.int("mamba_expand", default=2) * self.h
             if inner % heads:
@@ -347,7 +352,7 @@ class BlockReader(FfnReading):
                                             f"mamba_n_heads ({heads})")
             head_dim = inner // heads
         else:
-            head_dim = f.int("mamba_head_dim", "mamba_d_head", *(("head_dim",) if pure else ()))
+            head_dim = f.int("mamba_head_dim", "mamba_d_head", "mamba_headdim", *(("head_dim",) if pure else ()))
         # Falcon-H1 writes the mixer's width as mamba_d_ssm; its reshapes need heads x head_dim to be that width
         if f.has("mamba_d_ssm") and f.int("mamba_d_ssm") != heads * head_dim:
             raise f.err("mamba_d_ssm", f"{f.cfg['mamba_d_ssm']} is not mamba_n_heads x mamba_d_head ({heads} x "
@@ -357,7 +362,7 @@ class BlockReader(FfnReading):
         out_field = f.cfg.get("_mamba_out_proj_bias")
         return Mamba2(hidden=self.h, heads=heads, head_dim=head_dim,
                       state_size=f.int("ssm_state_size", "mamba_d_state", "state_size"),
-                      groups=f.int("n_groups", "mamba_n_groups", default=1),
+                      groups=f.int("n_groups", "mamba_n_groups", "mamba_ngroups", default=1),
                       conv_kernel=f.int("conv_kernel", "mamba_d_conv", default=4),
                       conv_bias=f.bool("use_conv_bias", True) and f.bool("mamba_conv_bias", True),
                       proj_bias=f.bool("mamba_proj_bias")
@@ -431,12 +436,49 @@ class BlockReader(FfnReading):
         # hybrid's intermediate_size is its FFN's
         pure = f.cfg.get("_all_layers") == "mamba"
         d_inner = f.int("intermediate_size") if pure and f.has("intermediate_size") else expand * self.h
+        # Zamba's n_mamba_heads splits x_proj and dt_proj per head (ZambaMambaMixer: x_proj_weight heads x (dt_rank
+        # + 2 x d_state) x d_inner / heads, dt_proj_weight heads x d_inner / heads x dt_rank): the same weights and
+        # FLOPs as one Mamba-1 of that dt_rank, so only the split is checked
+        if f.has("n_mamba_heads") and d_inner % f.int("n_mamba_heads"):
+            raise f.err("n_mamba_heads", f"{f.cfg['n_mamba_heads']} does not divide the Mamba inner width ({d_inner})")
         return Mamba1(hidden=self.h, d_inner=d_inner,
                       state_size=f.int("mamba_d_state", "ssm_state_size", "state_size"), dt_rank=dt_rank,
                       conv_kernel=f.int("mamba_d_conv", "conv_kernel", default=4),
                       conv_bias=f.bool("mamba_conv_bias", True) and f.bool("use_conv_bias", True),
                       proj_bias=f.bool("mamba_proj_bias") or f.bool("use_bias"),
                       inner_norms=f.bool("_mamba_inner_norms"), state_dtype_bytes=self.state_bytes)
+
+    def shared_block(self, slot: Slot) -> tuple[tuple[Block, ...], tuple[Block, ...], tuple[int, ...]]:
+        """The attention + MLP block a hybrid layer runs (the family's _shared_block, ZambaAttentionDecoderLayer /
+        Zamba2AttentionDecoderLayer), stored once: (its attention and MLP, the layer's own projections, its norms'
+        widths). The attention reads the hidden state and the embedding concatenated, attention_hidden_size = the
+        fact's multiple of hidden (2), over heads of attention_head_dim (that width / heads where not written), no
+        biases, and writes back hidden wide; the MLP is the config's, on hidden; an RMSNorm before each. Each use
+        adds its own linear (hidden x hidden) and, under use_shared_mlp_adapter, a LoRA adapter of adapter_rank on
+        the MLP's gate_up_proj (Zamba2)."""
+        from solver.specs.layers.projection import Projection
+
+        f, h = self.f, self.h
+        width = f.int("_shared_block") * h
+        heads = f.int(*HEAD_FIELDS)
+        kv = f.int(*KV_HEAD_FIELDS, default=heads)
+        if width % heads and not f.has("attention_head_dim"):
+            raise f.err("num_attention_heads", f"{heads} does not divide the shared attention's input width "
+                                               f"({width}) and no attention_head_dim is given")
+        dh = f.int("attention_head_dim", default=width // heads)
+        if heads % kv:
+            raise f.err("num_key_value_heads", f"{kv} must divide num_attention_heads ({heads})")
+        if f.bool("use_shared_attention_adapter"):
+            raise f.err("use_shared_attention_adapter", "true: the per-use LoRA adapters on the shared attention's "
+                                                        "q / k / v are not modelled")
+        attention = Attention(hidden=h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh, in_width=width)
+        ffn = self.dense(Slot(None, "dense", index=slot.index))
+        own: tuple[Block, ...] = (Projection("linear", ((h, h),)),)
+        if f.bool("use_shared_mlp_adapter"):
+            rank = f.int("adapter_rank")
+            up = (2 if ffn.gated else 1) * ffn.inter
+            own += (Projection("mlp_adapter", ((h, rank), (rank, up))),)
+        return (attention, ffn), own, (width, h)
 
     def mixer(self, slot: Slot) -> Block | None:
         kind = slot.mixer

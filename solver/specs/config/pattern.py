@@ -47,14 +47,16 @@ LAYER_TYPE_MIXER = {
 # block_types entries (RecurrentGemma): "recurrent" is the RG-LRU block (layers/rglru.py)
 BLOCK_TYPES_MIXER = {"recurrent": "rglru", "attention": "full"}
 BLOCK_TYPE = {"mamba": ("mamba", None), "mamba2": ("mamba", None), "moe": (None, "moe"),
-              "attention": ("full", None), "mlp": (None, "dense")}
+              "attention": ("full", None), "mlp": (None, "dense"),
+              # a Mamba layer that also runs a shared attention + MLP block (Zamba / Zamba2), where the family
+              # says it has one (_shared_block); its FFN kind "shared" becomes Slot.shared
+              "hybrid": ("mamba", "shared")}
 PATTERN_CHAR = {"M": ("mamba", None), "E": (None, "moe"), "*": ("full", None), "-": (None, "dense")}
 MLP_LAYER_TYPE = {"dense": "dense", "mlp": "dense", "moe": "moe", "sparse": "moe"}
-# layers_block_type entries the layer kinds cannot express, with why (said in the refusal)
+# layers_block_type entries only some families' layers hold, with why another is refused
 UNMODELLED_BLOCK_TYPE = {
-    "hybrid": "a Mamba layer that also runs one of num_mem_blocks attention + MLP blocks shared across layers (on "
-              "the hidden state and the embedding, 2 x hidden, with a LoRA adapter per use): weights shared across "
-              "layers are not modelled (Zamba2)",
+    "hybrid": "a Mamba layer that also runs an attention + MLP block shared across layers, which model_type {type!r} "
+              "has no convention for (the zamba / zamba2 lines say how theirs is sized)",
 }
 
 
@@ -69,6 +71,7 @@ class Slot:
     kv_shared: bool = False  # attends with K/V an earlier layer computed and cached
     kv_weights: bool = True  # under kv_shared: its k / v projections are stored all the same
     residual_mlp: bool = False  # a dense residual MLP with its own norm beside the MoE (Arctic's parallel_attn_mlp_res)
+    shared: int | None = None  # the stored block this layer also runs (Zamba's hybrid layers; layers/base.SharedRef)
 
 
 ATTENTION_KINDS = ("full", "sliding", "chunked")
@@ -84,17 +87,33 @@ def one_block_pattern(f: Fields) -> tuple[str, list[tuple[str | None, str | None
         if bad:
             raise f.err("hybrid_override_pattern", f"unknown layer character(s) {''.join(bad)!r} (known: M E * -)")
         return "hybrid_override_pattern", [PATTERN_CHAR[c] for c in pat]
-    if f.has("layers_block_type"):
-        types = f.str_list("layers_block_type") or []
+    field = "layers_block_type"
+    types = f.str_list("layers_block_type") if f.has("layers_block_type") else None
+    if types is None and f.cfg.get("_block_types_from_period") is not None:
+        types, field = _block_types_from_period(f), "attn_layer_period"
+    if types is not None:
         out = []
         for i, t in enumerate(types):
-            if t not in BLOCK_TYPE:
-                why = UNMODELLED_BLOCK_TYPE.get(t)
-                raise f.err("layers_block_type", f"unknown entry {t!r} at index {i}: {why}" if why else
-                            f"unknown entry {t!r} at index {i} (known: {', '.join(BLOCK_TYPE)})")
+            why = UNMODELLED_BLOCK_TYPE.get(t)
+            if t not in BLOCK_TYPE or (why and not f.has("_shared_block")):
+                raise f.err(field, f"unknown entry {t!r} at index {i}: {why.format(type=f.cfg.get('model_type'))}"
+                            if why else f"unknown entry {t!r} at index {i} (known: {', '.join(BLOCK_TYPE)})")
             out.append(BLOCK_TYPE[t])
-        return "layers_block_type", out
+        return field, out
     return None
+
+
+def _block_types_from_period(f: Fields) -> list[str]:
+    """The family's layers_block_type where the config writes none (ZambaConfig._layers_block_type): the fact's
+    leading entries, then "hybrid" at every attn_layer_period-th of the remaining layers from attn_layer_offset,
+    "mamba" elsewhere."""
+    head = [str(t) for t in f.cfg["_block_types_from_period"]]
+    n = f.int("num_hidden_layers", maximum=10_000)
+    period = f.int("attn_layer_period", minimum=1)
+    offset = f.int("attn_layer_offset", minimum=0)
+    if n < len(head):
+        raise f.err("num_hidden_layers", f"{n}: fewer than the {len(head)} layers the family's pattern starts with")
+    return head + ["hybrid" if i % period == offset else "mamba" for i in range(n - len(head))]
 
 
 def _index_set(f: Fields, container: dict, key: str, layers: int, field: str) -> set[int]:
@@ -377,7 +396,11 @@ def _slots(f: Fields, layers: int, is_moe: bool) -> tuple[list[Slot], str]:
             raise f.err(field, f"has {len(pairs)} entries for num_hidden_layers = {f.cfg['num_hidden_layers']}")
         if not is_moe and any(ffn == "moe" for _, ffn in pairs):
             raise f.err(field, "has MoE layers but the config declares no routed experts")
-        return [Slot(m, x, index=i) for i, (m, x) in enumerate(pairs)], field
+        blocks = f.int("num_mem_blocks", default=1) if any(x == "shared" for _, x in pairs) else 1
+        uses = [sum(1 for _, x in pairs[:i] if x == "shared") for i in range(len(pairs))]
+        # the hybrid layers run the stored blocks in turn (Zamba2Model: itertools.cycle over num_mem_blocks)
+        return [Slot(m, None, index=i, shared=uses[i] % blocks) if x == "shared" else Slot(m, x, index=i)
+                for i, (m, x) in enumerate(pairs)], field
     mixers, field = mixer_kinds(f, layers)
     ffns = ffn_kinds(f, layers, is_moe, mixers)
     blocks = f.opt_int("num_layers") if f.has("num_hidden_layers") and f.has("num_layers") else None

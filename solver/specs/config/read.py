@@ -20,6 +20,7 @@ from solver.specs.config.quant import read_quant
 from solver.specs.config.unread import (check_unread, refuse_uncountable, refuse_unread_subconfigs,
                                          unread_mixer_field)
 from solver.specs.layers import MLA, Attention, Layer
+from solver.specs.layers.base import SharedRef
 from solver.specs.model import ModelSpec
 from solver.specs.validation import load_yaml
 
@@ -238,7 +239,12 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
             per_layer_norms += 1 if slot.residual_mlp and norms else 0  # the residual MLP's own norm (Arctic)
             if slot.index == 0 and slot.mixer and per_layer_norms and f.bool("_first_layer_no_mixer_norm"):
                 per_layer_norms -= 1  # ModernBERT: layer 0's attn_norm is nn.Identity (the embedding is normed)
-            stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias))
+            shared = None
+            if slot.shared is not None:  # a hybrid layer: the stored block first, its own projections, its mixer
+                stored, own, widths = reader.shared_block(slot)
+                blocks = stored + own + blocks
+                shared = SharedRef(slot.shared, tuple(range(len(stored))), widths)
+            stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias, shared))
     except InputError as e:  # a missing attention size where the config describes another mixer says that
         # only a size the attention reading found missing; a specific refusal (Zamba2's pattern) stands
         found = None if known or ": missing" not in str(e) else unread_mixer_field(cfg, supplied)

@@ -15,6 +15,15 @@ computes no K/V; its attention over the shared cache (FLOPs, KV reads) is a full
 
 A cross-attention layer (Mllama's cross_attention_layers, `CrossAttention`) attends to the vision tokens: its
 K/V are projected once per request from `kv_tokens` image tokens and held as a constant state, not per token.
+
+Differential attention (`differential`: transformers' DiffLlamaAttention, after Ye et al. 2024, "Differential
+Transformer", arXiv:2410.05258): q / k / v / o and the cache are Llama's, but the heads pair up. Every one of the
+`heads` softmax maps (Q_i K_i^T over head_dim, as counted for any attention) multiplies the values of its pair of
+heads concatenated, 2 x v_head_dim wide (value_states chunked over the heads and cat on the last dim, repeated to
+every head), and each pair's two outputs are subtracted (lambda-weighted) and RMS-normed back to heads x v_head_dim
+for o_proj. So the core's scores cost as one attention's and its P.V product twice: per query and key
+2 x heads x (head_dim + 2 x v_head_dim) FLOPs, not 2 x heads x (head_dim + v_head_dim); the merge of KVP's partial
+outputs runs over the 2 x v_head_dim-wide map outputs, before the subtraction.
 """
 from __future__ import annotations
 
@@ -51,6 +60,12 @@ class Attention(Block):
     kv_shared: bool = False  # attends with K/V another layer computed and cached: no cache, no K/V compute
     kv_weights: bool = True  # under kv_shared: its k / v projections (and k norm) are stored all the same
     head_vectors: int = 0  # learned vectors of head_dim beside the projections (DiffLlama's four lambdas)
+    # differential attention (DiffLlama): the heads pair into differential heads, each of its two softmax maps
+    # weighing the pair's values concatenated (2 x v_head_dim), the outputs subtracted (module docstring)
+    differential: bool = False
+    # the width q / k / v project from, where it is not `hidden` (o_proj's output): Zamba's shared attention reads
+    # the hidden state and the embedding concatenated, 2 x hidden; 0 = hidden
+    in_width: int = 0
 
     role = "mixer"
     kvp_splits_keys = True
@@ -79,9 +94,14 @@ class Attention(Block):
     def o_dim(self) -> int:
         return self.heads * self.v_head_dim
 
+    @property
+    def map_v_width(self) -> int:
+        """The value width one softmax map weighs: v_head_dim, or the pair's 2 x v_head_dim under differential."""
+        return 2 * self.v_head_dim if self.differential else self.v_head_dim
+
     @per_object
     def proj_parts(self) -> tuple[Part, ...]:
-        h, nh, dh, nkv = self.hidden, self.heads, self.head_dim, self.kv_heads
+        h, nh, dh, nkv = self.in_width or self.hidden, self.heads, self.head_dim, self.kv_heads
         q_out = nh * dh * (2 if self.output_gate else 1)
         kv_out = nkv * (dh if self.k_eq_v else dh + self.v_head_dim)
         parts = [Part("q_proj", h * q_out + (nh * dh if self.qkv_bias else 0), "tp")]
@@ -146,12 +166,13 @@ class Attention(Block):
         bpp = prec.fmt("attention").bytes_per_param
         g = cx.attn_tp_group  # the projections' split: attention TP, or TP x KVP where KVP reuses the TP ranks
         rank_params = sum(p.params / p.degree(g) for p in self.computed_parts())
-        ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params, rank_params * bpp + t_a * h * ACT_BYTES,
+        ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params,
+                     rank_params * bpp + t_a * (self.in_width or h) * ACT_BYTES,
                      gemm, f.gemm, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / g))]
         keys = self.keys(cx)
         pair_shards = pc.token_shards * pc.kvp_size
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
-        flops = 2 * self.heads / a * T * keys * (self.head_dim + self.v_head_dim) / pair_shards
+        flops = 2 * self.heads / a * T * keys * (self.head_dim + self.map_v_width) / pair_shards
         read_tokens = w.sequences * keys if w.phase == "decode" else T
         eff = f.attention if w.phase == "prefill" else f.gemm
         ops.append(cx.op("attention_core", "attention", flops, read_tokens * kv_bpt / pair_shards
@@ -163,7 +184,7 @@ class Attention(Block):
         # a layer borrowing its K/V has no new K/V to gather under CP / SP
         cache = 0.0 if self.kv_shared else self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size)
         return sequence_attention_comms(cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
-                                        cache_bpt=cache, merge_width=self.v_head_dim, query_width=self.head_dim)
+                                        cache_bpt=cache, merge_width=self.map_v_width, query_width=self.head_dim)
 
     def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards

@@ -209,6 +209,18 @@ class Block(ABC):
 
 
 @dataclass(frozen=True)
+class SharedRef:
+    """The blocks of a layer that run a block the model stores once and runs at several depths (Zamba's shared
+    attention + MLP block; Zamba2's num_mem_blocks of them, the hybrid layers using them in turn). Their weights
+    belong to the model, counted once in a stack (a pipeline stage holding any use holds them), by `index`; their
+    compute, collectives and cache are the blocks' own at every use (the blocks are ordinary blocks)."""
+
+    index: int  # which stored block
+    blocks: tuple[int, ...]  # positions in Layer.blocks that run it
+    norm_widths: tuple[int, ...] = ()  # its norms' weight vectors (Zamba: 2 x hidden before attention, hidden before the MLP)
+
+
+@dataclass(frozen=True)
 class Layer:
     """One decoder layer: its blocks in order, and the hidden-size norm vectors it carries."""
 
@@ -217,6 +229,7 @@ class Layer:
     norms: int = 2  # RMSNorm/LayerNorm weight vectors of size hidden (pre-mixer, pre-FFN; Gemma has 4)
     hyper: int = 0  # hyper-connection mixing parameters (DeepSeek-V4 hc_mult), replicated
     norm_bias: bool = False  # LayerNorms with a bias: one more vector of size hidden per norm
+    shared: SharedRef | None = None  # blocks run from a block stored once in the model (weights not this layer's)
 
     @property
     def mixer(self) -> Block | None:
@@ -238,8 +251,38 @@ class Layer:
             parts += (Part("hyper_connections", self.hyper, "none"),)
         return Share("norms", "norm", None, parts)
 
+    def own_shares(self) -> tuple[Share, ...]:
+        """The weights this layer holds itself: its blocks' (less those of a shared block) and its norms'."""
+        used = self.shared.blocks if self.shared else ()
+        out = tuple(s for i, b in enumerate(self.blocks) if i not in used for s in b.shares())
+        return out + ((self.norm_share(),) if self.norms else ())
+
+    def stored_shares(self) -> tuple[Share, ...]:
+        """The weights of the shared block this layer runs (counted once per stack: layer_shares)."""
+        if self.shared is None:
+            return ()
+        out = tuple(s for i in self.shared.blocks for s in self.blocks[i].shares())
+        if self.shared.norm_widths:
+            out += (Share("norms", "norm", None, (Part("shared_block_norms", sum(self.shared.norm_widths), "none"),)),)
+        return out
+
     def label(self) -> str:
-        return " + ".join(b.label() for b in self.blocks) or "identity"
+        used = self.shared.blocks if self.shared else ()
+        return " + ".join(f"Shared#{self.shared.index} {b.label()}" if self.shared and i in used else b.label()
+                          for i, b in enumerate(self.blocks)) or "identity"
+
+
+def layer_shares(layers: list[tuple[Layer, int]]) -> list[tuple[Share, int]]:
+    """Every weight share of (layer, count) pairs with the times it is stored: a layer's own shares per layer, a
+    shared block's once, at its first use in the stack (SharedRef)."""
+    out: list[tuple[Share, int]] = []
+    seen: set[int] = set()
+    for layer, n in layers:
+        out += [(s, n) for s in layer.own_shares()]
+        if layer.shared is not None and layer.shared.index not in seen:
+            seen.add(layer.shared.index)
+            out += [(s, 1) for s in layer.stored_shares()]
+    return out
 
 
 def grouped(layers: tuple[Layer, ...]) -> list[tuple[Layer, int]]:
