@@ -778,8 +778,8 @@ def sweep_cases(draw, fx: Fixtures) -> Case:
     b = _Builder("sweep", draw)
     _solve_base(draw, b, fx, 0.25)
     cards = draw(st.sampled_from([("1,2", "valid"), ("1..2", "valid"), ("3", "valid"), ("6..10", "valid"),
-                                  ("2,1", "valid"), ("1,1", "valid"), (" 1, 2", "valid")] + ([] if b.clean else [
-        ("6..7", "invalid"), ("1,,2", "invalid"), ("1..2..4", "invalid"), ("1,2,", "invalid"), ("0..2", "invalid"),
+                                  ("6..7", "valid"), ("2,1", "valid"), ("1,1", "valid"), (" 1, 2", "valid")] + ([] if b.clean else [
+        ("1,,2", "invalid"), ("1..2..4", "invalid"), ("1,2,", "invalid"), ("0..2", "invalid"),
         ("0", "invalid"), ("8..2147483648", "invalid"), ("99999999999999999999", "invalid"), ("abc", "invalid"),
         ("2..1", "invalid"), ("9" * 5000, "invalid")])))
     b.add(["--cards", cards[0], "--scenarios", "latency", "--max-concurrency", "16", "--time-limit", "2"], cards[1],

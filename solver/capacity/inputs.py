@@ -14,7 +14,8 @@ DEFAULT_SCENARIOS = ("throughput", "latency", "balanced")
 
 
 def parse_cards(text: str | int | Iterable[int]) -> list[int]:
-    """`8,16,32`, `8..1024` (the powers of two in the range, ends included) or a mix: `8..64,96,128`.
+    """`8,16,32`, `8..1024` (both ends and the powers of two between: `6..32` is 6, 8, 16, 32, as the user named
+    6) or a mix: `8..64,96,128`.
 
     Returns the sorted distinct card counts; an empty or unparseable value is an InputError."""
     if isinstance(text, bool):
@@ -23,7 +24,7 @@ def parse_cards(text: str | int | Iterable[int]) -> list[int]:
         items: list[int] = [text]
     elif isinstance(text, str):
         if not text.strip():
-            raise InputError("--cards", "empty; give a list (8,16,32) or a range of powers of two (8..1024)")
+            raise InputError("--cards", "empty; give a list (8,16,32) or a range (8..1024: its ends and the powers of two between)")
         items = []
         for part in text.split(","):
             part = part.strip()
@@ -34,10 +35,8 @@ def parse_cards(text: str | int | Iterable[int]) -> list[int]:
                 lo, hi = int(m.group(1)), int(m.group(2))
                 if lo < 1 or hi < lo:
                     raise InputError("--cards", f"range {part!r} must be LOW..HIGH with 1 <= LOW <= HIGH")
-                powers = [1 << k for k in range(0, hi.bit_length() + 1) if lo <= (1 << k) <= hi]
-                if not powers:
-                    raise InputError("--cards", f"no power of two in {part!r}")
-                items.extend(powers)
+                # the ends are sizes the user named: a range never drops them (6..32 sweeps 6 too)
+                items.extend([lo, hi] + [1 << k for k in range(0, hi.bit_length() + 1) if lo < (1 << k) < hi])
             elif re.fullmatch(r"\d+", part):
                 items.append(int(part))
             else:

@@ -256,7 +256,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         # more cards help only where the largest size tried had a configuration
         larger = infeasible if infeasible and infeasible[-1][0] == largest else []
         opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.ttft_ms is not None or sc.tpot_ms is not None,
-                                  best_seen[2], larger)
+                                  best_seen[2], larger, last_remedy if larger else None)
     return opt
 
 
@@ -268,17 +268,19 @@ def no_fit_note(what: str, largest: int, binding: str, remedy: str | None = None
 
 
 def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remedy: str | None = None,
-                   larger_infeasible: Sequence[tuple[int, str]] = ()) -> str:
+                   larger_infeasible: Sequence[tuple[int, str]] = (), larger_remedy: str | None = None) -> str:
     """Every size tried falls short of the load: the most found and where, and what would raise it (the
     concurrency range where the most found sits at its top, else more cards, and a looser SLA where one was
     given). `larger_infeasible`: (cards, binding) of the sizes tried above `cards` that have no feasible
     configuration; where the largest tried is one, more cards is no remedy (ATOM on two nodes), and the note
-    says why instead."""
+    says why instead, with the planner's remedy there (`larger_remedy`: 'what would fit: 16 cards fit' where 12
+    leave a node part-filled)."""
     blocked = [(n, b) for n, b in larger_infeasible if n > cards]
     if blocked and not range_remedy:
         sizes = ", ".join(str(n) for n, _ in blocked)
+        at = f"; at {blocked[-1][0]} cards, {larger_remedy}" if larger_remedy else ""
         more = (f"the larger sizes tried ({sizes} cards) have no feasible configuration (binding: {blocked[-1][1]})"
-                + ("; a looser SLA" if sla else ""))
+                f"{at}" + ("; a looser SLA" if sla else ""))
     else:
         more = "try more cards (--cards)" + (" or a looser SLA" if sla else "")
     remedy = range_remedy or more

@@ -97,7 +97,8 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
 @click.argument("more_hardware", nargs=-1, type=NAME, metavar="[HARDWARE...]")
 @click.option("--hardware", "hardware", type=NAME, multiple=True, help=_HW_HELP)
 @click.option("--cards", required=True,
-              help="cluster sizes: a list (8,16,32) or a range of powers of two (8..1024), or both")
+              help="cluster sizes: a list (8,16,32) or a range (8..1024: its ends and the powers of two "
+                   "between), or both")
 @click.option("--scenarios", "--scenario", "scenarios", multiple=True,
               help="throughput, latency, balanced (comma-separated or repeated)  [default: all three]")
 @click.option("--seq-lens", default=None, help="several lengths: ISL or ISL:OSL, comma-separated (8192,65536:1024); "
@@ -261,8 +262,8 @@ def _print_summary(df, model_name: str) -> None:
 @click.option("--target-output-tokens-per-s", type=RATE, default=None, help="load: output tokens/s in total")
 @click.option("--target-requests-per-s", type=RATE, default=None, help="load: requests/s (x OSL output tokens)")
 @click.option("--price", "prices", multiple=True, help="price per card-hour, HARDWARE=PRICE (repeatable)")
-@click.option("--cards", default="1..1024", show_default=True, help="cluster sizes to try: a list or a range of "
-              "powers of two")
+@click.option("--cards", default="1..1024", show_default=True, help="cluster sizes to try: a list or a range (its "
+              "ends and the powers of two between)")
 @_common
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=DEFAULT_FORMAT, show_default=True,
               help="output format (data on stdout, notes and errors on stderr)")
