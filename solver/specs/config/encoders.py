@@ -500,6 +500,11 @@ def image_tokens(raw: dict[str, Any], origin: str) -> int | None:
     return f.int("max_num_tiles") * _tile_patches(f)
 
 
+def _shown_value(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: list[str] | None = None,
                   facts: dict[str, Any] | None = None,
                   families: dict[str, dict[str, Any]] | None = None, known: bool = True,
@@ -526,11 +531,23 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         out.append(Encoder("vision", channels * patch_h * patch_w * text_hidden + text_hidden, 0, text_hidden))
     for key in ENCODER_KEYS:
         sub = raw.get(key)
-        if not sub:
+        if sub is None and key == "vision_config" and wrapper_facts.get("_vision_config_defaults"):
+            # transformers builds the wrapper's default tower where none is written (SubConfigSpec's init_kwargs);
+            # the language model alone is sized here, and said
+            notes.append(f"{key}: not written; the language model alone is sized (transformers would build "
+                         f"{raw.get('model_type')}'s default tower)")
+        if sub is None or sub == "" or sub == []:
             continue
         if not isinstance(sub, dict):
             raise Fields(raw, origin).err(key, "must be an object")
-        tower_type = str(sub.get("model_type") or "")
+        if "cls" in sub and isinstance(sub.get("params"), dict):
+            # DeepSeek-VL / Janus: a tower class and its constructor's arguments (a timm model's name), not its sizes
+            raise Fields(raw, origin).err(key, f"names a tower class ({_shown_value(sub['cls'])}) and its arguments "
+                                               "(params) rather than the tower's sizes; not counted rather than "
+                                               "miscounted (drop it to size the language model alone)")
+        # a tower written empty is the wrapper's default one, of the model_type its default vision config names
+        tower_type = str(sub.get("model_type") or ((wrapper_facts.get("_vision_config_defaults") or {})
+                                                   .get("model_type") if key == "vision_config" else "") or "")
         own = families.get(tower_type) or {}
         facts = {**{k: v for k, v in own.items() if str(k).startswith(TOWER_FACTS)}, **wrapper_facts}
         # a written vision_config is built by its tower class (transformers passes the dict to it), so a field it
@@ -543,11 +560,17 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         defaults = {**wrapper_defaults, **own_defaults}
         taken = [k for k in defaults if k not in sub]
         # every key the tower reader looks up is recorded, so that what it never read can be named
-        sub = ReadRecorder({**sub, **{k: defaults[k] for k in taken}})
-        f = Fields(sub, origin, prefix=f"{key}.")
         if facts.get("_vision_refused"):  # a tower the conventions cannot express and no fact yet describes
             raise Fields(raw, origin).err(key, f"{facts['_vision_refused']}; not counted rather than miscounted "
                                                "(drop it to size the language model alone)")
+        if not set(sub) - {"model_type"} and not defaults:
+            # written empty (transformers' diff against the class's defaults): the tower is a default one whose
+            # sizes no family line holds; read by convention it would fail on the first size it looks for
+            raise Fields(raw, origin).err(key, f"written empty: the tower is {raw.get('model_type')!r}'s default "
+                                               f"{tower_type or 'vision'} config, whose sizes shardplan does not hold; "
+                                               "write them out")
+        sub = ReadRecorder({**sub, **{k: defaults[k] for k in taken}})
+        f = Fields(sub, origin, prefix=f"{key}.")
         if key == "audio_config":
             # an audio tower is counted only by its family's convention: the ViT conventions below would size a
             # Whisper encoder as patches and a position grid (Voxtral's, silently) or refuse it on image_size

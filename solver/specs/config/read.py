@@ -213,6 +213,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     _lift_nested(cfg, f, text)
     _refuse_values(cfg, f, raw)
     refuse_uncountable(f)
+    if prefix:  # the wrapper's own fields too (Emu3's vq_config beside its text_config)
+        refuse_uncountable(Fields(raw, origin))
     if not known and model_type:
         warnings.append(f"model_type {model_type!r} is not in the family defaults; {_KNOWN_TYPES_NOTE}")
 
@@ -279,8 +281,16 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     # LFM2's config class reads tie_embedding in place of tie_word_embeddings when both are given; OpenELM's model
     # builds no head under share_input_output_layers, whatever tie_word_embeddings says; MobileLLM's model makes
     # lm_head the embedding under share_embedding
-    tie = f.bool(f.first("share_input_output_layers", "tie_embedding", "share_embedding", "tie_word_embeddings")
-                 or "tie_word_embeddings")
+    tie_field = f.first("share_input_output_layers", "tie_embedding", "share_embedding", "tie_word_embeddings")
+    tie = f.bool(tie_field or "tie_word_embeddings")
+    if tie_field is None and not known:
+        # a family without a line has no class default to fall back on: PretrainedConfig's is True, and
+        # save_pretrained leaves the field out only when it equals that (a class defaulting to False writes it
+        # either way), as JAIS, BTLM, Falcon's RefinedWeb and Yuan2 leave it out of tied heads
+        tie = True
+        warnings.append(f"{f.path('tie_word_embeddings')}: not written; the head is read as tied to the embedding "
+                        f"(PretrainedConfig's default, which a saved config leaves out); an untied head would add "
+                        f"{vocab:,} x {hidden:,} parameters")
     # the longest position the model was built for: GPT-2's lineage names it n_positions, ChatGLM seq_length,
     # OpenELM max_context_length
     context_field = f.first(*CONTEXT_FIELDS) or CONTEXT_FIELDS[0]

@@ -95,6 +95,12 @@ _REFUSED = {
     # and its projector (embd_layer: an HD transform with learned separators) has no counting convention
     "img_processor": "an image tower named by a checkpoint rather than sized in the config and its projector "
                      "(embd_layer)",
+    # LLaVA's original layout (liuhaotian/llava-v1.5, Yi-VL, ShareGPT4V): the language model's own config names the
+    # tower's checkpoint (mm_vision_tower) and the projector's kind (mm_projector_type); the tower's sizes are not in it
+    "mm_vision_tower": "an image tower named by a checkpoint rather than sized in the config and its projector "
+                       "(mm_projector_type)",
+    # Qwen-VL: the ViT and its cross-attention resampler are sized under `visual` in the language model's own config
+    "visual": "an image tower and a cross-attention resampler sized under `visual` (no tower reader reads that layout)",
 }
 
 
