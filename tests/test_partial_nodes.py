@@ -233,3 +233,11 @@ def test_check_warns_where_a_tp_group_straddles_nodes(tmp_path) -> None:
     assert f"B (hardware, warning): {line}" in " ".join(r.stdout.split())
     assert r.stdout.count("B.tp_groups_tile_nodes") == 1
     assert line in CliRunner().invoke(main, ["launch", dep]).stdout
+
+
+def test_explain_names_a_broken_rule_once() -> None:
+    """all-TP4 on 2 x 6 breaks B.tp_groups_tile_nodes on each of its four TP knobs: one name, not four."""
+    r = CliRunner().invoke(main, ["solve", "qwen3-32b", "--hardware", "h100_sxm", "--cards", "12", "--framework",
+                                  "vllm", "--explain"])
+    line = next(x for x in r.stdout.splitlines() if x.startswith("why not all-TP4"))
+    assert line.count("B.tp_groups_tile_nodes") == 1
