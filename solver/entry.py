@@ -10,6 +10,7 @@ from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.plan.solve import CORE_CANDIDATES, PlanResult, plan
 from solver.rank.select import Candidate, rank_candidates
+from solver.space.placement import as_launched
 from solver.specs.framework import FrameworkProfile, load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model, resolve_model_file
@@ -51,8 +52,9 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=max(top, CORE_CANDIDATES),
                   allow_cross_node=allow_cross_node, explain_binding=explain_binding,
                   verified=verified_for(spec.name, hw.name, cards, scenario.phase, refs))
-    cands = rank_candidates(result.candidates, spec, hw, scenario, refs, _ref_models(), top=top,
-                            kvp_in_tp=fw.kvp_splits_attention_weights, cp_replicates_kv=fw.cp_replicates_kv_cache)
+    cands = rank_candidates(result.candidates, spec, as_launched(hw, fw, cards), scenario, refs, _ref_models(),
+                            top=top, kvp_in_tp=fw.kvp_splits_attention_weights,
+                            cp_replicates_kv=fw.cp_replicates_kv_cache)
     return result, cands
 
 
@@ -82,7 +84,8 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
     from solver.estimate.serving import Workload
     from solver.rank.explain import explain
 
-    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
+    spec, fw = load_model(model), load_framework(framework)
+    hw = as_launched(load_hardware(hardware), fw, cards)  # the nodes as the plan placed them
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     f = factors_for(hw, fw.efficiency_for(hw))
     p = cand.planned

@@ -75,17 +75,19 @@ def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], w
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
+    from solver.space.placement import as_launched, placement_note
     from solver.specs.notes import input_notes
     from solver.specs.precision import resolve_precision
 
     model = load_model(model_name)
-    hw = load_hardware(hardware)
     fw = load_framework(framework)
     pc = parallel_from_options(cards, knobs)
+    hw = as_launched(load_hardware(hardware), fw, pc.world_size)  # the nodes as the engine's launch uses them
     prec = resolve_precision(model, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     check_mtp(model, wl.mtp)
     notes = [*input_notes(model, hw, prec, max_len=wl.context_len),
-             *knob_rules(fw, model, hw, pc, wl.sequences, wl.mtp)]
+             *knob_rules(fw, model, hw, pc, wl.sequences, wl.mtp),
+             *filter(None, [placement_note(hw, fw, pc.world_size)])]
     f = factors_for(hw, fw.efficiency_for(hw))
     est = estimate(model, hw, pc, prec, f, wl)
     if not est.memory.feasible:

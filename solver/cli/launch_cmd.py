@@ -46,6 +46,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     from solver.estimate.memory import memory_per_rank
     from solver.launch import LaunchInputs, emit_launch, model_len, render_shell
     from solver.rank.review import hardware_placement, straddling_groups
+    from solver.space.placement import as_launched
     from solver.specs.deployment import load_deployment
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
@@ -69,7 +70,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
         raise InputError("--engine" if engine else f"{config}: framework", exc.problem) from None
     # the file must say one thing (as `check` requires); its attn_dp_size may be the engine's DP (-dcp inside TP)
     dep.check_derived(world, config, fw.kvp_splits_attention_weights)
-    spec, hw = load_model(model), load_hardware(hardware)
+    spec, hw = load_model(model), as_launched(load_hardware(hardware), fw, world)
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
     batch, max_len = w.sequences, w.longest

@@ -30,6 +30,7 @@ from solver.specs.launch_spec import DISAGG_ROLES, LaunchArg
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig, absent_knob_problems, absent_knobs
 from solver.space.domains import node_counts
+from solver.space.placement import as_launched, placement_note
 
 # Placeholders a user replaces before running (README, "Launch commands"): shell variables, so the printed
 # command runs once they are exported, and fails loudly (empty argument) when they are not.
@@ -210,6 +211,9 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     if spec is None:
         raise InputError("--engine", f"{fw.name} has no launch section: it is not an engine")
     fw.check_vendor(hw.name, hw.vendor, "--engine")
+    # the nodes as this engine's launch uses them (an equal share of part-filled ones: space.placement), which
+    # --nnodes, the per-node counts and the placement comments below read
+    hw = as_launched(hw, fw, pc.world_size)
     if role is not None and role not in DISAGG_ROLES:
         raise InputError("role", f"{role}: a pool is one of {', '.join(DISAGG_ROLES)}")
     pool = spec.disagg if role is not None else None
@@ -250,6 +254,9 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     }
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
     notes, unspelled = _formats(fw, args, base, skip, inputs, checkpoint_own(model, inputs))
+    placed = placement_note(hw, fw, world)
+    if placed:
+        notes.append(placed)
     trust = _trust_note(fw, model, args)
     if trust:
         notes.append(trust)

@@ -25,6 +25,8 @@ from solver.plan.layout_memory import assumed_memory
 from solver.plan.table_build import attention_rejections, build_tables
 from solver.plan.tables import Tables
 from solver.space.domains import build_space, largest_tp, range_note, redundant_for, space_name
+from solver.space.placement import (as_launched, device_of, equal_split_sizes, launchable_sizes, placement_note,
+                                    split_text)
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -202,6 +204,9 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {table_cap}",
                               [POSITION_TABLE_RULE],
                               f"what would fit: --isl + --osl within {model.max_position_embeddings:,} tokens")
+    # the nodes as the engine's launch uses them: 12 ranks under an equal-ranks-per-node launcher run 6 on each of
+    # 2 nodes, so the space, the tables and the estimates all read 6 ranks a node (space.placement)
+    hw = as_launched(hw, fw, world)
     f = factors_for(hw, fw.efficiency_for(hw))
     # the tables, the full estimates and the memory checks all price the engine's layout (memory.engine_options)
     mem_opts = engine_options(mem_opts, f)
@@ -338,7 +343,8 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     result.range_note = range_note(chosen[0].batch, scenario)
-    result.input_notes = input_notes(model, hw, prec, max_len=scenario.max_seq_len)
+    placed = placement_note(hw, fw, world)
+    result.input_notes = (*input_notes(model, hw, prec, max_len=scenario.max_seq_len), *([placed] if placed else []))
     if explain_binding:
         result.binding = binding_constraints(planner, chosen[0])
     pruned: dict[str, list[str]] = {}
@@ -419,6 +425,10 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
         binding.append(f"no {g} layout is left" + (f" ({', '.join(rules)})" if rules else ""))
     stalled = [t for t in planner.timeouts.values() if not t.found]
     remedies = []
+    launchable = launchable_sizes(hw, fw, world)
+    if launchable:  # no equal share of the ranks over their nodes: the launch itself refuses, whatever the layout
+        remedies.append(" or ".join(split_text(w, hw.ranks_per_node) for w in launchable)
+                        + f" ranks spread evenly over their nodes, as {fw.name}'s launch needs")
     if "B.memory_per_rank" in binding or not binding or empty:
         # a group the rules empty has no layout at any sequence, batch or weight format: only the size helps
         remedies += _memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts,
@@ -469,16 +479,19 @@ REMEDY_SIZES = 12  # world sizes a diagnosis screens for one that fits
 REMEDY_PLANS = 3  # of those, how many it may confirm with the planner (each is a small solve)
 
 
-def _remedy_worlds(world: int, model: ModelSpec, hw: Hardware) -> list[int]:
+def _remedy_worlds(world: int, model: ModelSpec, hw: Hardware, fw: FrameworkProfile) -> list[int]:
     """World sizes to try, nearest first (by ratio), larger before smaller at the same distance: multiples
     carry more memory, and divisors can be what makes the experts divide (384 experts on 4096 ranks do not).
     Past one node, a world that leaves a node part-filled also tries the whole-node sizes either side (12 on
-    8-rank nodes: 8 and 16), what an engine whose launcher runs equal ranks per node can launch."""
+    8-rank nodes: 8 and 16) and, under an engine whose launch runs equal ranks per node, the nearest sizes that
+    spread evenly over their nodes (11: 10 and 12)."""
     sizes = {world * k for k in (2, 3, 4, 6, 8, 16, 32)} | {world // k for k in (2, 4, 8, 16, 32, 64, 128)
                                                              if world % k == 0}
-    rpn = hw.ranks_per_node
+    rpn = device_of(hw).ranks_per_node
     if world > rpn and world % rpn:
         sizes |= {world // rpn * rpn, -(-world // rpn) * rpn}
+        if fw.equal_ranks_per_node:
+            sizes |= set(equal_split_sizes(world, rpn))
     sizes = {w for w in sizes if 1 <= w <= MAX_CARDS and w != world}
     return sorted(sizes, key=lambda w: (abs(math.log(w / world)), -w))[:REMEDY_SIZES]
 
@@ -526,7 +539,7 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
         out.append(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory screen "
                    f"passes){wide}")
     else:
-        near = _remedy_worlds(world, model, hw)
+        near = _remedy_worlds(world, model, hw, fw)
         out.append(f"no size from {min(near, default=world)} to {max(near, default=world)} cards holds the "
                    f"weights and the smallest batch{wide}")
     if sizes_only:
@@ -567,8 +580,8 @@ def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewor
                    mem_opts: MemoryOptions | None) -> tuple[int | None, list[int]]:
     """(the nearest world size at which the planner itself finds a configuration, the sizes it was asked about):
     the remedy is checked (first_that_plans)."""
-    return first_that_plans(model, hw, prec, fw, _remedy_worlds(world, model, hw), memory_question(scenario), params,
-                            allow_cross_node, mem_opts)
+    return first_that_plans(model, hw, prec, fw, _remedy_worlds(world, model, hw, fw), memory_question(scenario),
+                            params, allow_cross_node, mem_opts)
 
 
 def memory_question(scenario: Scenario) -> Scenario:
@@ -588,7 +601,7 @@ def first_that_plans(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
     quick = SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, 5.0))
     planned: list[int] = []
     for w in sizes:
-        if not might_fit(model, hw, prec, fw, w, scenario, mem_opts):
+        if not might_fit(model, as_launched(hw, fw, w), prec, fw, w, scenario, mem_opts):
             continue
         planned.append(w)
         try:

@@ -217,7 +217,7 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             # a listed candidate is admissible at its own concurrency: what it breaks here is #1's batch
             # (cann-recipes' batch % DP), so say where, not that the pattern cannot run
             where = f" at #1's concurrency {batch} [listed as #{k} at its own concurrency]" if k is not None else ""
-            lines.append(f"{name}: violates {', '.join(broken)}{where}")
+            lines.append(f"{name}: violates {', '.join(dict.fromkeys(broken))}{where}")  # a rule once, not per knob
             continue
         name = f"{name} (at #1's concurrency {batch})"
         if k is not None:

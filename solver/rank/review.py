@@ -9,6 +9,7 @@ from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.space.domains import TP_KNOBS, cross_node_tp, pp_fits_nodes, straddling_group, tp_domain
+from solver.space.placement import as_launched, placement_note
 from solver.rank.kv_split import decode_cp_note, kv_share_warning
 from solver.specs.framework import FrameworkProfile
 from solver.specs.rule_env import model_env
@@ -107,6 +108,12 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
            wl: Workload, mtp: int = 0, online_split: bool | None = None,
            previous: ParallelConfig | None = None, mem_opts: MemoryOptions | None = None) -> Review:
     r = Review()
+    # the nodes as the engine's launch uses them (an equal share of part-filled ones): the rules, the estimate
+    # and the placement checks read that; the note names it
+    hw = as_launched(hw, fw, pc.world_size)
+    placed = placement_note(hw, fw, pc.world_size)
+    if placed:
+        r.notes.append(placed)
     r.violations["A"] += model_problems(model, pc, fw)
     env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=mtp)
     model_lines = [set(re.findall(r"[a-z_]+", line)) for line in r.violations["A"]]

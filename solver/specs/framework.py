@@ -274,6 +274,11 @@ class FrameworkProfile(BaseModel):
         False, description="its context-parallel ranks each keep every request's whole KV cache (vLLM's prefill "
         "context parallel all-gathers the K/V its ranks compute into a complete replica on each): CP splits a "
         "prompt's compute, not the cache; false: the seed's CP, each CP rank holding its share of the tokens")
+    equal_ranks_per_node: bool = Field(
+        False, description="its multi-node launch runs the same number of ranks on every node (vLLM's and "
+        "SGLang's --nnodes: world / nnodes a node), so ranks that leave a node part-filled spread evenly over the "
+        "fewest nodes that hold them (12 on 8-GPU nodes: 2 x 6; space.placement); false: nodes fill in rank "
+        "order, the last one part-filled (one MPI world)")
     vendors: list[str] = Field(default_factory=list, description="device vendors the engine runs on (hardware "
                                "files' `vendor`); empty: any (the generic profile, a user's own)")
     rules: list[Rule] = Field(default_factory=list)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
 TierName = Literal["intra_node", "scale_up", "inter_node", "inter_rack"]
@@ -97,6 +97,9 @@ class Hardware(BaseModel):
         default=None, description="EP dispatch/combine kernel latency; None = the link tiers' latency (no data)"
     )
     sources: dict[str, str] = Field(default_factory=dict, description="field -> public source")
+    # the device as its file gives it, when this one is that device with fewer ranks a node: the share an engine
+    # whose launch runs equal ranks on every node places (space.placement.as_launched); None: the file's own
+    _placed_from: "Hardware | None" = PrivateAttr(None)
 
     @field_validator("peak_flops")
     @classmethod
