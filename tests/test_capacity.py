@@ -349,11 +349,12 @@ def test_a_max_concurrency_between_two_powers_is_tried_itself() -> None:
 
 
 def test_a_shortfall_says_what_would_fit_where_the_larger_size_has_no_configuration() -> None:
-    """Llama-3.3-70B under vLLM on 6 and 12 H100s: 12 leave a node part-filled (C.nodes_whole), so the most found
-    is on 6; the note named the binding rule and dropped the planner's remedy, which the same 12 under `solve`
-    gives ('16 cards fit')."""
+    """Llama-3.3-70B under vLLM on 6 and 11 H100s: 11 spread evenly over no node count (C.nodes_whole), so the most
+    found is on 6; the note named the binding rule and dropped the planner's remedy, which the same 11 under
+    `solve` gives (12 cards fit, as 2 nodes x 6)."""
     r = _run("recommend", "llama-3.3-70b", "--hardware", "h100_sxm", "--framework", "vllm", "--isl", "1024",
-             "--osl", "1024", "--target-output-tokens-per-s", "20000", "--cards", "6,12")
+             "--osl", "1024", "--target-output-tokens-per-s", "20000", "--cards", "6,11")
     assert r.exit_code == 1
-    assert "the larger sizes tried (12 cards) have no feasible configuration" in r.stderr
-    assert "C.nodes_whole" in r.stderr and "at 12 cards, what would fit: 16 cards fit" in r.stderr
+    assert "the larger sizes tried (11 cards) have no feasible configuration" in r.stderr
+    assert "C.nodes_whole" in r.stderr and "at 11 cards, what would fit:" in r.stderr
+    assert "12 cards fit" in r.stderr
