@@ -45,6 +45,7 @@ class Option:
     hardware: str
     met: bool
     cards: int | None = None
+    placement: str = ""  # the nodes the engine's launch runs the cards on, where not whole nodes ('2 nodes x 6')
     config: dict[str, int] = field(default_factory=dict)  # knobs plus attn_dp_size, moe_ep_size
     pattern: str = ""
     concurrency: int | None = None
@@ -227,6 +228,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         r = min(meets, key=lambda r: (r["request_latency_ms"], -r["output_tokens_per_s"], r["rank"]))
         opt.met = True
         opt.cards = t.cards
+        opt.placement = r.get("placement") or ""
         # the model's own knobs only: a sweep row leaves a missing module's knob empty
         opt.config = {**{k: int(r[k]) for k in KNOBS if r.get(k) is not None},
                       "attn_dp_size": int(r["attn_dp_size"]),
