@@ -381,3 +381,15 @@ def test_recommend_names_the_placement_of_a_size_that_is_not_whole_nodes() -> No
     table = _run("recommend", "qwen3-32b", "--hardware", "h100_sxm", "--framework", "vllm", "--cards", "4,12",
                  "--target-output-tokens-per-s", "3500")
     assert "12 x h100_sxm as 2 nodes x 6" in table.stdout
+
+
+def test_recommend_with_one_hardware_carrying_the_load_says_so_and_asks_no_prices() -> None:
+    """Of two hardware, only H100 carries the load on up to 4 cards: that is the basis, and with a price for each
+    the answer does not ask for prices (before: 'fewest cards' and 'give --price ... for every hardware')."""
+    r = _run("recommend", "qwen3-32b", "--hardware", "h100_sxm", "l40s", "--cards", "1,2,4",
+             "--target-output-tokens-per-s", "1000", "--price", "h100_sxm=2.5", "--price", "l40s=1")
+    assert r.exit_code == 0, r.output
+    assert "recommended (the only hardware that carries the load): 4 x h100_sxm" in r.stdout
+    assert "give --price" not in r.stdout
+    rec = api.recommend("qwen3-32b", ["h100_sxm", "l40s"], target_output_tokens_per_s=1000, cards=[1, 2, 4])
+    assert (rec.basis, rec.best.hardware) == ("only one met", "h100_sxm")

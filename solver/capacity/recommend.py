@@ -75,7 +75,7 @@ class Recommendation:
     tpot_ms: float | None
     options: list[Option]
     best: Option | None
-    basis: str  # "cost per hour" | "cards" | "none met"
+    basis: str  # "cost per hour" | "cards" | "only one met" (of several hardware) | "none met"
     notes: list[str] = field(default_factory=list)  # the sweep plan's input notes (SweepPlan.notes)
 
     def to_frame(self) -> pd.DataFrame:
@@ -171,6 +171,8 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
     met = [o for o in options if o.met]
     if not met:
         best, basis = None, "none met"
+    elif len(met) == 1 and len(options) > 1:  # no choice to make: neither cards nor prices picked it
+        best, basis = met[0], "only one met"
     elif len(met) > 1 and all(o.cost_per_hour is not None for o in met):
         best, basis = min(met, key=lambda o: (o.cost_per_hour, o.cards)), "cost per hour"
     else:

@@ -344,7 +344,8 @@ def _print_recommendation(rec) -> None:
         if b.cost_per_hour is not None:
             cost = (f"; ${b.cost_per_hour:,.2f}/hour, ${b.cost_per_million_output_tokens:,.3f} per million output "
                     f"tokens at the target load (${b.cost_per_million_output_tokens_at_capacity:,.3f} at capacity)")
-        basis = {"cost per hour": "cheapest per hour", "cards": "fewest cards"}.get(rec.basis, rec.basis)
+        basis = {"cost per hour": "cheapest per hour", "cards": "fewest cards",
+                 "only one met": "the only hardware that carries the load"}.get(rec.basis, rec.basis)
         placed = f" as {b.placement}" if b.placement else ""
         con.print(f"recommended ({basis}): {b.cards} x {b.hardware}{placed}, {b.pattern}{cost}")
         if len(rec.options) > 1 and rec.basis == "cards":
