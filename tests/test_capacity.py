@@ -358,3 +358,38 @@ def test_a_shortfall_says_what_would_fit_where_the_larger_size_has_no_configurat
     assert "the larger sizes tried (11 cards) have no feasible configuration" in r.stderr
     assert "C.nodes_whole" in r.stderr and "at 11 cards, what would fit:" in r.stderr
     assert "12 cards fit" in r.stderr
+
+
+def test_a_size_that_is_not_whole_nodes_records_its_placement_in_every_row() -> None:
+    """A sweep row says on which nodes the engine's launch runs its cards where they are not whole nodes, as
+    `solve`'s placement note does: 12 H100s are 2 nodes x 6 under vLLM (equal ranks per node) and 8 + 4 under
+    TRT-LLM (rank order); 11 under vLLM has no placement (refused); whole nodes or one node leave it empty."""
+    vllm = api.sweep("qwen3-32b", "h100_sxm", [8, 11, 12], "throughput", framework="vllm")
+    trt = api.sweep("qwen3-32b", "h100_sxm", [12], "throughput", framework="trtllm")
+    assert {w: set(g) for w, g in vllm.groupby("cards")["placement"]} == {8: {""}, 11: {"none"}, 12: {"2 nodes x 6"}}
+    assert set(trt["placement"]) == {"2 nodes: 8 + 4"}
+    assert not vllm.loc[vllm["cards"] == 11, "feasible"].any()
+
+
+def test_recommend_names_the_placement_of_a_size_that_is_not_whole_nodes() -> None:
+    """The recommended 12 H100s under vLLM run as 2 nodes x 6: the option carries it and the answer says it."""
+    r = _run("recommend", "qwen3-32b", "--hardware", "h100_sxm", "--framework", "vllm", "--cards", "4,12",
+             "--target-output-tokens-per-s", "3500", "--format", "json")
+    assert r.exit_code == 0, r.output
+    opt = json.loads(r.stdout)["options"][0]
+    assert (opt["cards"], opt["placement"]) == (12, "2 nodes x 6")
+    table = _run("recommend", "qwen3-32b", "--hardware", "h100_sxm", "--framework", "vllm", "--cards", "4,12",
+                 "--target-output-tokens-per-s", "3500")
+    assert "12 x h100_sxm as 2 nodes x 6" in table.stdout
+
+
+def test_recommend_with_one_hardware_carrying_the_load_says_so_and_asks_no_prices() -> None:
+    """Of two hardware, only H100 carries the load on up to 4 cards: that is the basis, and with a price for each
+    the answer does not ask for prices (before: 'fewest cards' and 'give --price ... for every hardware')."""
+    r = _run("recommend", "qwen3-32b", "--hardware", "h100_sxm", "l40s", "--cards", "1,2,4",
+             "--target-output-tokens-per-s", "1000", "--price", "h100_sxm=2.5", "--price", "l40s=1")
+    assert r.exit_code == 0, r.output
+    assert "recommended (the only hardware that carries the load): 4 x h100_sxm" in r.stdout
+    assert "give --price" not in r.stdout
+    rec = api.recommend("qwen3-32b", ["h100_sxm", "l40s"], target_output_tokens_per_s=1000, cards=[1, 2, 4])
+    assert (rec.basis, rec.best.hardware) == ("only one met", "h100_sxm")

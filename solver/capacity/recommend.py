@@ -45,6 +45,7 @@ class Option:
     hardware: str
     met: bool
     cards: int | None = None
+    placement: str = ""  # the nodes the engine's launch runs the cards on, where not whole nodes ('2 nodes x 6')
     config: dict[str, int] = field(default_factory=dict)  # knobs plus attn_dp_size, moe_ep_size
     pattern: str = ""
     concurrency: int | None = None
@@ -74,7 +75,7 @@ class Recommendation:
     tpot_ms: float | None
     options: list[Option]
     best: Option | None
-    basis: str  # "cost per hour" | "cards" | "none met"
+    basis: str  # "cost per hour" | "cards" | "only one met" (of several hardware) | "none met"
     notes: list[str] = field(default_factory=list)  # the sweep plan's input notes (SweepPlan.notes)
 
     def to_frame(self) -> pd.DataFrame:
@@ -170,6 +171,8 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
     met = [o for o in options if o.met]
     if not met:
         best, basis = None, "none met"
+    elif len(met) == 1 and len(options) > 1:  # no choice to make: neither cards nor prices picked it
+        best, basis = met[0], "only one met"
     elif len(met) > 1 and all(o.cost_per_hour is not None for o in met):
         best, basis = min(met, key=lambda o: (o.cost_per_hour, o.cards)), "cost per hour"
     else:
@@ -227,6 +230,7 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         r = min(meets, key=lambda r: (r["request_latency_ms"], -r["output_tokens_per_s"], r["rank"]))
         opt.met = True
         opt.cards = t.cards
+        opt.placement = r.get("placement") or ""
         # the model's own knobs only: a sweep row leaves a missing module's knob empty
         opt.config = {**{k: int(r[k]) for k in KNOBS if r.get(k) is not None},
                       "attn_dp_size": int(r["attn_dp_size"]),

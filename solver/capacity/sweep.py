@@ -160,10 +160,10 @@ def _r(value: float, col: str) -> float:
     return round(float(value), DIGITS[col]) if math.isfinite(value) else float(value)
 
 
-def _base_row(t: Task, model_name: str) -> dict[str, Any]:
+def _base_row(t: Task, model_name: str, placement: str) -> dict[str, Any]:
     return {"hardware": t.hardware_name, "cards": t.cards, "scenario": t.scenario_label, "model": model_name,
             "isl": t.scenario.isl, "osl": t.scenario.osl, "ttft_sla_ms": t.scenario.ttft_ms,
-            "tpot_sla_ms": t.scenario.tpot_ms, "weight_dtype": t.weight_dtype or ""}
+            "tpot_sla_ms": t.scenario.tpot_ms, "weight_dtype": t.weight_dtype or "", "placement": placement}
 
 
 def solve_task(t: Task) -> list[dict[str, Any]]:
@@ -172,17 +172,22 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
     from solver.entry import run_solve
     from solver.plan.solve import full_estimate_misses
     from solver.rank.select import pattern_name
+    from solver.space.placement import placement_label
     from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
 
+    placed = ""  # the nodes as the engine's launch runs them, where not whole nodes (the planner plans them so)
     try:
         spec = load_model(t.model)
-        kvp_in_tp = load_framework(t.framework).kvp_splits_attention_weights
+        fw = load_framework(t.framework)
+        placed = placement_label(load_hardware(t.hardware), fw, t.cards)
+        kvp_in_tp = fw.kvp_splits_attention_weights
         result, cands = run_solve(t.model, t.hardware, t.cards, t.scenario, t.framework, t.weight_dtype,
                                   t.moe_weight_dtype, t.kv_dtype, t.method, t.params, t.top, t.allow_cross_node,
                                   explain_binding=t.explain_binding)
     except InfeasibleError as err:
-        row = _base_row(t, _model_name(t.model))
+        row = _base_row(t, _model_name(t.model), placed)
         row.update(feasible=False, on_front=False, memory_feasible=None,
                    binding_constraint="; ".join(err.binding) or "memory and framework rules combined",
                    note=(err.remedy or str(err)))
@@ -203,7 +208,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         binding = list(misses)
         if cand_rank.get(key) == 1 and result.binding:
             binding += result.binding  # the families that bind the recommended operating point (explain_binding)
-        row = _base_row(t, spec.name)
+        row = _base_row(t, spec.name, placed)
         own = model_knobs(spec)  # no column value for a module the model lacks
         row.update({k: v for k, v in p.config.knobs().items() if k in own})
         row.update(

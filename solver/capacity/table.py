@@ -23,13 +23,13 @@ COLUMNS: tuple[str, ...] = (
     "tokens_per_s_per_user", "feasible", "binding_constraint",
     # context of the row
     "model", "isl", "osl", "ttft_sla_ms", "tpot_sla_ms", "concurrency", "request_latency_ms", "requests_per_s",
-    "on_front", "candidate", "pattern", "memory_feasible", "weight_dtype", "note",
+    "on_front", "candidate", "pattern", "memory_feasible", "weight_dtype", "note", "placement",
 )
 INT_COLUMNS = ("cards", "rank", *KNOBS, "attn_dp_size", "moe_ep_size", "isl", "osl", "concurrency", "candidate")
 FLOAT_COLUMNS = ("memory_per_rank_gb", "ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank", "output_tokens_per_s",
                  "tokens_per_s_per_user", "ttft_sla_ms", "tpot_sla_ms", "request_latency_ms", "requests_per_s")
 BOOL_COLUMNS = ("feasible", "on_front", "memory_feasible")
-STR_COLUMNS = ("hardware", "scenario", "binding_constraint", "model", "pattern", "weight_dtype", "note")
+STR_COLUMNS = ("hardware", "scenario", "binding_constraint", "model", "pattern", "weight_dtype", "note", "placement")
 # Rounding on output: far below the estimator's accuracy, and it keeps files stable and readable.
 DIGITS = {"memory_per_rank_gb": 3, "ttft_ms": 3, "tpot_ms": 4, "output_tokens_per_s_per_rank": 3,
           "output_tokens_per_s": 2, "tokens_per_s_per_user": 4, "request_latency_ms": 3, "requests_per_s": 4}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
@@ -243,13 +243,18 @@ def _print_summary(df, model_name: str) -> None:
             continue
         r = rec.iloc[0]
         front = int(g["on_front"].fillna(False).astype(bool).sum())
-        rows.append([hw, int(w), kind, f"{i}/{o}", front, r["pattern"], int(r["concurrency"]), float(r["ttft_ms"]),
+        rows.append([hw, _cards_cell(int(w), r.get("placement")), kind, f"{i}/{o}", front, r["pattern"], int(r["concurrency"]), float(r["ttft_ms"]),
                      float(r["tpot_ms"]), float(r["output_tokens_per_s_per_rank"]), float(r["output_tokens_per_s"])])
     console().print(table(f"{model_name}: recommended configuration per combination (full front in the file)",
                           ["hardware", "cards", "scenario", "ISL/OSL", "front", "recommended pattern", "conc.",
                            "TTFT ms", "TPOT ms", "tok/s/rank", "tok/s total"], rows))
     for line in notes:
         click.echo(line, err=True)
+
+
+def _cards_cell(cards: int, placement: Any) -> int | str:
+    """The card count, with the nodes the engine's launch runs it on where they are not whole nodes."""
+    return f"{cards} ({placement})" if isinstance(placement, str) and placement else cards
 
 
 # ------------------------------------------------------------------------------------------------ recommend
@@ -327,7 +332,8 @@ def _print_recommendation(rec) -> None:
             rows.append(["", o.hardware, "-", o.note, None, None, None, None, None, None, None])
             continue
         knobs = nondefault_label(o.config)
-        rows.append(["*" if o is rec.best else "", o.hardware, o.cards, f"{o.pattern} ({knobs})", o.concurrency,
+        rows.append(["*" if o is rec.best else "", o.hardware, _cards_cell(o.cards, o.placement),
+                     f"{o.pattern} ({knobs})", o.concurrency,
                      o.ttft_ms, o.tpot_ms, o.output_tokens_per_s, o.headroom, o.cost_per_hour,
                      o.cost_per_million_output_tokens])
     con.print(table(title, ["", "hardware", "cards", "configuration", "conc.", "TTFT ms", "TPOT ms", "tok/s total",
@@ -338,8 +344,10 @@ def _print_recommendation(rec) -> None:
         if b.cost_per_hour is not None:
             cost = (f"; ${b.cost_per_hour:,.2f}/hour, ${b.cost_per_million_output_tokens:,.3f} per million output "
                     f"tokens at the target load (${b.cost_per_million_output_tokens_at_capacity:,.3f} at capacity)")
-        basis = {"cost per hour": "cheapest per hour", "cards": "fewest cards"}.get(rec.basis, rec.basis)
-        con.print(f"recommended ({basis}): {b.cards} x {b.hardware}, {b.pattern}{cost}")
+        basis = {"cost per hour": "cheapest per hour", "cards": "fewest cards",
+                 "only one met": "the only hardware that carries the load"}.get(rec.basis, rec.basis)
+        placed = f" as {b.placement}" if b.placement else ""
+        con.print(f"recommended ({basis}): {b.cards} x {b.hardware}{placed}, {b.pattern}{cost}")
         if len(rec.options) > 1 and rec.basis == "cards":
             con.print("note: give --price HARDWARE=PRICE for every hardware to compare cost")
     for o in rec.options:

@@ -86,6 +86,21 @@ def split_text(ranks: int, ranks_per_node: int) -> str:
     return f"{ranks} ({nodes} node{'s' if nodes > 1 else ''} x {ranks // nodes})"
 
 
+def placement_label(hw: Hardware, fw: FrameworkProfile, ranks: int) -> str:
+    """The nodes a deployment runs on where they are not whole nodes, in a table's few words: '2 nodes x 6' (an
+    engine that runs equal ranks on every node), '2 nodes: 8 + 4' (one that fills nodes in rank order), 'none'
+    (an equal-share engine and ranks with no share; the size is refused); '' for whole nodes or one node, as
+    placement_note is None there."""
+    rpn = device_of(hw).ranks_per_node
+    if ranks <= rpn or ranks % rpn == 0:
+        return ""
+    nodes = -(-ranks // rpn)
+    if not fw.equal_ranks_per_node:
+        return f"{nodes} nodes: {' + '.join([str(rpn)] * (nodes - 1))} + {ranks % rpn}"
+    share = equal_share(ranks, rpn)
+    return "none" if share is None else f"{nodes} nodes x {share}"
+
+
 def placement_note(hw: Hardware, fw: FrameworkProfile, ranks: int) -> str | None:
     """One line naming the placement where it is not whole nodes, None where it is (or one node): the equal
     share an engine's launch runs, or the part-filled last node of one that fills nodes in order; where an
