@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-from hand_counts import REFUSED, UNSEEN, Round, gated, gqa, lin, ln
+from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
 
 DATA = UNSEEN / "round19"
 ROUND = Round(DATA)
@@ -115,6 +117,7 @@ HAND: dict[str, int] = {
     "cerebras--Cerebras-GPT-111M": CEREBRAS_GPT_111M,
     "Tele-AI--TeleChat2-7B": TELECHAT2_7B,
     "nvidia--NVLM-D-72B": NVLM_D_72B,
+    "fixie-ai--ultravox-v0_5-llama-3_2-1b": ULTRAVOX_1B,
 }
 # Published totals precise enough for a 1% check: Cerebras-GPT's table (111M)
 PUBLISHED: dict[str, float] = {"cerebras--Cerebras-GPT-111M": 111e6}
@@ -129,9 +132,103 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "cerebras--Cerebras-GPT-111M": 10 * 12 * 64 * 4,
     "Tele-AI--TeleChat2-7B": 30 * 32 * 128 * 4,
     "nvidia--NVLM-D-72B": 80 * 8 * 128 * 4,
+    "fixie-ai--ultravox-v0_5-llama-3_2-1b": 16 * 8 * 64 * 4,
 }
 
 
 @pytest.mark.parametrize("name", sorted(KV_BYTES_PER_TOKEN))
 def test_kv_cache_per_token_is_the_hand_figure(name: str) -> None:
     assert sum(layer.blocks[0].state(2, 1).per_token_bytes for layer in _spec(name).layers) == KV_BYTES_PER_TOKEN[name]
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_telechats_dense_and_down_proj_alone_carry_biases() -> None:
+    # Before this round: 7,617,105,920 (no biases; only the unknown-family note), 245,760 short
+    spec = _spec("Tele-AI--TeleChat2-7B")
+    assert _total("Tele-AI--TeleChat2-7B") == TELECHAT2_7B
+    assert not any("not in the family defaults" in w for w in spec.warnings)
+
+
+def test_a_down_projection_bias_alone_adds_the_hidden_width_per_dense_mlp() -> None:
+    cfg = _load("Tele-AI--TeleChat2-7B")
+    assert count({**cfg, "model_type": "telechat"}) - count({**cfg, "model_type": "llama", "n_head": 32}) \
+        == 30 * (4096 + 4096)  # dense's and down_proj's biases, layer by layer
+
+
+def test_telechats_embedding_norm_switch_is_refused_naming_it() -> None:
+    with pytest.raises(InputError, match="embed_layernorm: True: a norm on the word embeddings"):
+        parse_model_config({**_load("Tele-AI--TeleChat2-7B"), "embed_layernorm": True}, "x")
+
+
+def test_nvlm_ds_projector_runs_through_the_language_models_intermediate_width_without_biases() -> None:
+    # Before this round: 78,268,917,248, mlp1 read as one linear 3200 -> 8192 and a norm (with a note that it may
+    # differ); by hand LayerNorm(12800), 12800 -> 29568 -> 8192 bias-free
+    assert _total("nvidia--NVLM-D-72B") - NVLM_D_TEXT - intern_vit(3200, 45, 12800, 14, 448) \
+        == 2 * 12800 + 12800 * 29568 + 29568 * 8192
+
+
+def test_opts_layer_norm_elementwise_affine_false_drops_every_norms_weights() -> None:
+    # Before this round: the switch was not read and the count stayed 1,315,201,024 (200,704 too many)
+    cfg = _load("facebook--galactica-1.3b")
+    assert count({**cfg, "layer_norm_elementwise_affine": False}) == GALACTICA_1_3B - 24 * 2 * ln(2048) - ln(2048)
+
+
+def test_opts_enable_bias_false_drops_every_linears_bias() -> None:
+    cfg = _load("facebook--galactica-1.3b")
+    assert count({**cfg, "enable_bias": False}) == GALACTICA_1_3B - 24 * (4 * 2048 + 8192 + 2048)
+
+
+def test_ultravox_counts_the_whisper_encoder_alone_and_its_stacked_swiglu_projector() -> None:
+    # Before this round: refused "audio_config: an audio encoder of model_type 'whisper' has no counting convention"
+    spec = _spec("fixie-ai--ultravox-v0_5-llama-3_2-1b")
+    assert [e.params for e in spec.encoders] == [whisper_encoder(1280, 32, 5120, 128, 1500)
+                                                 + ultravox_projector(1280, 8, 4096, 2048)]
+    assert any(w.startswith("hidden_size: the wrapper's own field (4096)") for w in spec.warnings)
+
+
+def test_ultravoxs_projector_norms_the_text_width_after_linear_2_without_ln_mid() -> None:
+    cfg = _load("fixie-ai--ultravox-v0_5-llama-3_2-1b")
+    assert count({**cfg, "projector_ln_mid": False}) == ULTRAVOX_1B - 4096 // 2 + 2048
+
+
+def test_ultravoxs_unwritten_projector_fields_are_its_config_classs_defaults() -> None:
+    cfg = {k: v for k, v in _load("fixie-ai--ultravox-v0_5-llama-3_2-1b").items()
+           if k not in ("stack_factor", "hidden_size", "projector_act", "projector_ln_mid")}
+    assert count(cfg) == ULTRAVOX_1B - 4096 // 2 + 2048  # UltravoxConfig: 8, 4096, swiglu, projector_ln_mid false
+
+
+def test_a_language_model_under_llm_cfg_is_read_and_its_cfg_siblings_are_refused() -> None:
+    # Before this round: refused "vocab_size: missing" (llm_cfg not read, the wrapper's top level read instead)
+    cfg = _load("Efficient-Large-Model--VILA1.5-3b", REFUSED)
+    assert count({k: v for k, v in cfg.items() if k not in ("vision_tower_cfg", "mm_projector_cfg")}) == VILA_TEXT
+    with pytest.raises(InputError, match="vision_tower_cfg: given \\(model_type 'siglip_vision_model'\\)"):
+        parse_model_config({k: v for k, v in cfg.items() if k != "mm_projector_cfg"}, "x")
+
+
+def test_an_unknown_wrappers_unread_sub_config_is_named_before_a_missing_size() -> None:
+    # Before this round: "text_config.hidden_size: missing" for xGen-MM, whose text_config is its diff against
+    # Phi3Config's defaults and whose vision modules no reader looks up
+    cfg = _load("Salesforce--xgen-mm-phi3-mini-instruct-r-v1", REFUSED)
+    with pytest.raises(InputError, match="text_config.hidden_size: missing"):
+        parse_model_config({k: v for k, v in cfg.items() if not k.startswith("vision_")}, "x")
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+REFUSALS: dict[str, str] = {
+    # already refused before this round, by round 18's rule (any family); BUNNY_TEXT + BUNNY_PROJECTOR by hand
+    # 8,047,058,304 without the SigLIP tower
+    "BAAI--Bunny-v1_1-Llama-3-8B-V": r"mm_vision_tower: 'google/siglip-so400m-patch14-384': an image tower named by "
+                                     r"a checkpoint",
+    # before: "vocab_size: missing"; VILA_TEXT by hand 2,701,560,320 without the tower and projector
+    "Efficient-Large-Model--VILA1.5-3b": r"mm_projector_cfg: given \(model_type 'v2l_projector'\): a module beside "
+                                         r"the language model \(llm_cfg\)",
+    # before: "text_config.hidden_size: missing"
+    "Salesforce--xgen-mm-phi3-mini-instruct-r-v1": r"vision_encoder_config: given \(model_type "
+                                                   r"'xgenmm_vision_encoder'\): a module beside the language model",
+    # already refused before this round (is_encoder_decoder)
+    "microsoft--speecht5_tts": r"is_encoder_decoder: true: an encoder-decoder model \('speecht5'",
+    "facebook--seamless-m4t-v2-large": r"is_encoder_decoder: true: an encoder-decoder model \('seamless_m4t_v2'",
+}
