@@ -82,11 +82,13 @@ model_type and the text model's) on top:
                             (InstructBLIP): its own BERT embeddings and the text branch's FFN in every layer
   _vision_projector_perceiver {field, defaults}: Idefics2's connector, a gated MLP through the text intermediate_size,
                             then a perceiver resampler of the wrapper's FIELD config at the text width (_perceiver)
-An audio_config is counted only where its tower's model_type carries _audio_whisper (a Whisper-style encoder:
+An audio_config is counted only where its tower's model_type or its wrapper (Ultravox: the encoder of a whisper
+audio_config alone) carries _audio_whisper (a Whisper-style encoder:
 conv1 / conv2 over num_mel_bins, a max_source_positions table, d_model-wide layers of a bias-free k_proj, biased q /
 v / out_proj, two LayerNorms and a biased fc1 / fc2 of encoder_ffn_dim, a closing LayerNorm: Qwen2AudioEncoder,
 VoxtralEncoder) and its wrapper's _audio_projector says the projector (`linear`: one biased linear d -> text;
-`stacked_mlp`: two bias-free linears from the encoder's intermediate_size, into and through the text width); any
+`stacked_mlp`: two bias-free linears from the encoder's intermediate_size, into and through the text width;
+{stack_factor, ...}: Ultravox's stacked SwiGLU projector, _stacked_swiglu); any
 other audio_config is refused naming it: the ViT conventions would size a Whisper encoder as patches.
 Learned 2D position tables written as init_pos_emb_height x init_pos_emb_width (MoonViT) count that many rows.
 A tower with a learned table by convention (not gated, no depth, no RoPE base, use_absolute_position_embeddings
