@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from solver.specs.config.ffns import EXPERT_COUNT_FIELDS, FfnReading
 from solver.specs.config.fields import MAX_LAYERS, Fields
+from solver.specs.config.outside import norm_weights
 from solver.specs.config.pattern import Slot
 from solver.specs.layers import (
     MLA,
@@ -91,6 +92,8 @@ class BlockReader(FfnReading):
         # the family's bias switch reaches the attention's linears only (InternLM's bias: q / k / v / o, not the MLP)
         scope_attention = f.cfg.get("_bias_switch_scope") == "attention"
         self.mlp_bias = f.bool("mlp_bias") or (self.linear_bias and not scope_attention)
+        # the family's modeling code biases the MLP's down projection alone, under no config field (TeleChat2)
+        self.mlp_out_bias = f.bool("_mlp_out_only_bias")
         self.norms = self._norms_per_layer()
         self.experts = f.int(*EXPERT_COUNT_FIELDS, default=0, minimum=0)
         self.zero = f.int("zero_expert_num", default=0, minimum=0)
@@ -148,10 +151,10 @@ class BlockReader(FfnReading):
         """Norm vectors' count per layer: two (before the mixer, before the FFN) unless the family says; a
         parallel block whose attention and MLP share one input norm has one (Falcon's parallel_attn, unless it
         keeps two: num_ln_in_parallel_attn 2, the default of new_decoder_architecture); a non-parametric
-        LayerNorm (OLMo-1) has none; use_post_norm (HyperCLOVA X's Peri-LN) adds a norm on each sublayer's output
+        LayerNorm (OLMo-1, OPT's layer_norm_elementwise_affine false) has none; use_post_norm (HyperCLOVA X's Peri-LN) adds a norm on each sublayer's output
         before the residual add: four."""
         f = self.f
-        if not f.bool("_norm_weights", True):
+        if not norm_weights(f):
             return 0
         if f.bool("parallel_attn"):
             two = 2 if f.bool("new_decoder_architecture") else 1

@@ -28,6 +28,8 @@ model_type and the text model's) on top:
                             multi_modal_projector, InternVL's mlp1), m from spatial_merge_size or the wrapper's
                             downsample_ratio (pixel shuffle: m = 1 / ratio); a list vision_feature_layer feeds
                             h x its length; biases as the wrapper's multimodal_projector_bias (default true)
+                            {through: intermediate_size, bias: false}: the middle width is the language model's
+                            intermediate_size, not its hidden size, and the linears' biases are the fact's (NVLM-D)
   _vision_projector_norm    a LayerNorm over the merged width h m^2 before those linears (InternVL's mlp1[0])
   _vision_image_newline     one learned text-width vector marks the end of image rows (LLaVA-NeXT image_newline)
   _vision_hidden_is_output  the tower is embed_dim wide and its hidden_size is the merger's output width
@@ -80,11 +82,13 @@ model_type and the text model's) on top:
                             (InstructBLIP): its own BERT embeddings and the text branch's FFN in every layer
   _vision_projector_perceiver {field, defaults}: Idefics2's connector, a gated MLP through the text intermediate_size,
                             then a perceiver resampler of the wrapper's FIELD config at the text width (_perceiver)
-An audio_config is counted only where its tower's model_type carries _audio_whisper (a Whisper-style encoder:
+An audio_config is counted only where its tower's model_type or its wrapper (Ultravox: the encoder of a whisper
+audio_config alone) carries _audio_whisper (a Whisper-style encoder:
 conv1 / conv2 over num_mel_bins, a max_source_positions table, d_model-wide layers of a bias-free k_proj, biased q /
 v / out_proj, two LayerNorms and a biased fc1 / fc2 of encoder_ffn_dim, a closing LayerNorm: Qwen2AudioEncoder,
 VoxtralEncoder) and its wrapper's _audio_projector says the projector (`linear`: one biased linear d -> text;
-`stacked_mlp`: two bias-free linears from the encoder's intermediate_size, into and through the text width); any
+`stacked_mlp`: two bias-free linears from the encoder's intermediate_size, into and through the text width;
+{stack_factor, ...}: Ultravox's stacked SwiGLU projector, _stacked_swiglu); any
 other audio_config is refused naming it: the ViT conventions would size a Whisper encoder as patches.
 Learned 2D position tables written as init_pos_emb_height x init_pos_emb_width (MoonViT) count that many rows.
 A tower with a learned table by convention (not gated, no depth, no RoPE base, use_absolute_position_embeddings
@@ -366,7 +370,17 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         fed = wrapper.cfg.get("vision_feature_layer", wrapper.cfg.get("vision_feature_layers"))
         wide = h * merge * merge * (len(fed) if isinstance(fed, list) and fed else 1)
         newline = out if facts.get("_vision_image_newline") else 0
-        return (2 * wide if facts.get("_vision_projector_norm") else 0) + _mlp_into_text(wide, out, pb) + newline
+        norm_in = 2 * wide if facts.get("_vision_projector_norm") else 0
+        mlp2 = facts["_vision_projector_mlp2"]
+        if isinstance(mlp2, dict) and mlp2.get("through") == "intermediate_size":
+            # NVLM-D's mlp1: the first linear into the language model's intermediate_size, the second from it into
+            # the text width; biased as the fact says (modeling_nvlm_d.py builds both bias-free, under no field)
+            if text_inter is None:
+                raise wrapper.err("intermediate_size", "missing in the language model's config (it sizes the "
+                                                       "projector's middle layer)")
+            bias = bool(mlp2.get("bias", pb))
+            return norm_in + wide * text_inter + text_inter * out + ((text_inter + out) if bias else 0) + newline
+        return norm_in + _mlp_into_text(wide, out, pb) + newline
     swiglu = facts.get("_vision_projector_swiglu")
     if swiglu:
         # AyaVisionMultiModalProjector: a pixel shuffle by the wrapper's downsample_factor d, a LayerNorm over h d^2,
@@ -425,6 +439,22 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
     return h * out + h  # one linear into the text width and a norm on its input
 
 
+def _stacked_swiglu(wrapper: Fields, d: int, text_hidden: int, spec: dict[str, Any]) -> int:
+    """UltravoxProjector: frames stacked by the wrapper's stack_factor k, ln_pre an RMSNorm over d k, linear_1
+    d k -> the wrapper's own hidden_size P without a bias, the activation (swiglu halves P), an RMSNorm over the
+    middle (projector_ln_mid) or over the text width after linear_2, linear_2 into the text width without a bias.
+    `spec` holds the config class's defaults of the fields, read in place of one the wrapper leaves out."""
+    k = wrapper.int("stack_factor", default=int(spec["stack_factor"]), maximum=1024)
+    mid = wrapper.int("hidden_size", default=int(spec["hidden_size"]))
+    act = str(wrapper.cfg.get("projector_act") or spec["projector_act"])
+    if act == "swiglu":
+        if mid % 2:
+            raise wrapper.err("hidden_size", f"{mid} is odd: the projector's SwiGLU splits it in two halves")
+        mid //= 2
+    ln_mid = wrapper.bool("projector_ln_mid", bool(spec["projector_ln_mid"]))
+    return d * k + d * k * (mid * 2 if act == "swiglu" else mid) + (mid if ln_mid else text_hidden) + mid * text_hidden
+
+
 def _whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, Any]) -> tuple[int, int, int]:
     """(params, layers, width) of a Whisper-style audio encoder (the tower fact _audio_whisper: Qwen2AudioEncoder,
     VoxtralEncoder) and its projector (the wrapper's _audio_projector): conv1 Conv1d num_mel_bins -> d and conv2 d -> d,
@@ -432,7 +462,8 @@ def _whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str
     holds); per layer k_proj without bias, q / v / out_proj with bias, two LayerNorms, fc1 / fc2 with bias; the
     closing LayerNorm. The projector: `linear`, one biased linear d -> the text width (Qwen2AudioMultiModalProjector);
     `stacked_mlp`, frames stacked to the encoder's intermediate_size, then two bias-free linears into the text
-    width and through it (VoxtralMultiModalProjector)."""
+    width and through it (VoxtralMultiModalProjector); {stack_factor, hidden_size, projector_act,
+    projector_ln_mid}: Ultravox's stacked SwiGLU projector (_stacked_swiglu), the values its config's defaults."""
     d = f.int("d_model", "hidden_size")
     layers = f.int("encoder_layers", "num_hidden_layers", maximum=10_000)
     ffn = f.int("encoder_ffn_dim", "intermediate_size")
@@ -445,6 +476,8 @@ def _whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str
         return encoder + d * text_hidden + text_hidden, layers, d
     if kind == "stacked_mlp":
         return encoder + ffn * text_hidden + text_hidden * text_hidden, layers, d
+    if isinstance(kind, dict) and "stack_factor" in kind:
+        return encoder + _stacked_swiglu(wrapper, d, text_hidden, kind), layers, d
     raise wrapper.err("model_type", f"{wrapper.cfg.get('model_type')!r}: its audio projector has no counting "
                                     "convention here; not counted rather than miscounted (drop audio_config to size "
                                     "the language model alone)")

@@ -30,7 +30,7 @@ def make_divisible(value: float, divisor: int) -> int:
 
 
 class FfnReading:
-    """BlockReader's FFN half: it reads the sizes BlockReader.__init__ sets (f, h, layers, gated, mlp_bias,
+    """BlockReader's FFN half: it reads the sizes BlockReader.__init__ sets (f, h, layers, gated, mlp_bias, mlp_out_bias,
     act_params, experts, zero, notes)."""
 
     f: Fields
@@ -38,6 +38,7 @@ class FfnReading:
     layers: int
     gated: bool
     mlp_bias: bool
+    mlp_out_bias: bool
     act_params: int
     experts: int
     zero: int
@@ -103,7 +104,7 @@ class FfnReading:
 
     def dense(self, slot: Slot) -> DenseFFN:
         return DenseFFN(hidden=self.h, inter=self.dense_width(slot), gated=self.gated, bias=self.mlp_bias,
-                        act_params=self.act_params)
+                        act_params=self.act_params, out_bias=self.mlp_out_bias)
 
     def moe(self, slot: Slot) -> MoE:
         f, L = self.f, self.layers

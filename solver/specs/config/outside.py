@@ -18,6 +18,13 @@ def layernorm_bias(f: Fields) -> bool:
     return f.bool("_norm_bias") or not f.bool("rmsnorm", True) or (f.has("no_bias") and not f.bool("no_bias"))
 
 
+def norm_weights(f: Fields) -> bool:
+    """Whether the norms hold weights: not where the family's are non-parametric (OLMo-1's _norm_weights: false) or
+    the config builds its LayerNorms with elementwise_affine false (OPTConfig's layer_norm_elementwise_affine, which
+    drops weight and bias of every norm in the decoder, the final one too)."""
+    return f.bool("_norm_weights", True) and f.bool("layer_norm_elementwise_affine", True)
+
+
 def head_transform(f: Fields, hidden: int) -> int:
     """The family's transform before the head (_head_transform: ModernBertDecoderPredictionHead, a dense hidden x
     hidden whose bias classifier_bias switches, an activation and a norm of the stack's kind): its weights."""
@@ -48,6 +55,6 @@ def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
     stable = f.bool("use_stable_embedding")
     return {"position_embeddings": positions, "embedding_norm": f.bool("_embedding_norm") or stable,
             "embedding_norm_bias": stable,
-            "final_norm": f.bool("_norm_weights", True) and f.bool("post_layer_norm", True),
+            "final_norm": norm_weights(f) and f.bool("post_layer_norm", True),
             "lm_head_bias": f.bool(head_bias_field), "head_transform": head_transform(f, hidden),
             "embedding_extra_rows": f.int("_embedding_extra_rows", default=0, minimum=0, maximum=2**20)}

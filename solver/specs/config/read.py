@@ -11,7 +11,7 @@ from typing import Any
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
 from solver.specs.config.decoder_only import refuse_non_decoder
-from solver.specs.config.encoders import TOWER_FACTS, image_tokens, read_encoders
+from solver.specs.config.encoders import ENCODER_KEYS, TOWER_FACTS, image_tokens, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
 from solver.specs.config.outside import layernorm_bias, outside_stack
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
@@ -39,8 +39,9 @@ def _family_defaults() -> dict[str, dict[str, Any]]:
 
 
 def _text_config(raw: dict[str, Any], origin: str) -> tuple[dict[str, Any], str]:
-    """Multimodal wrappers keep the language model under text_config (or llm_config / language_config)."""
-    for key in ("text_config", "llm_config", "language_config"):
+    """Multimodal wrappers keep the language model under text_config (or llm_config / language_config; VILA's
+    llm_cfg, beside its vision_tower_cfg and mm_projector_cfg)."""
+    for key in ("text_config", "llm_config", "language_config", "llm_cfg"):
         if key not in raw:
             continue
         text = raw[key]
@@ -62,14 +63,15 @@ def _wrapper_fields_read_nested(raw: dict[str, Any], text: dict[str, Any], prefi
     """A field the parser reads from the nested language-model config, also given at the wrapper's top level
     with another value (or only there), would be dropped unread: the nested one (or its default) sizes the
     model. One error naming it (the wrapper's own fields, lifted where the nested config lacks them, excepted).
-    `own` are fields the wrapper's config class keeps for itself and no module reads (the family fact
-    _wrapper_own_fields: PaliGemmaConfig.hidden_size); they are named in `notes` where they differ."""
+    `own` are fields the wrapper's config class keeps for itself (the family fact _wrapper_own_fields:
+    PaliGemmaConfig.hidden_size, which sizes no module; Ultravox's, its projector's middle width, which the
+    projector reads); they are named in `notes` where they differ."""
     for key in raw:
         if key in _LIFTED or key == "model_type" or key == prefix.rstrip(".") or key not in read:
             continue
         if key in (own or ()):
             if notes is not None and raw[key] != text.get(key):
-                notes.append(f"{key}: the wrapper's own field ({raw[key]!r}), which sizes no module; the language "
+                notes.append(f"{key}: the wrapper's own field ({raw[key]!r}), not the language model's width; the language "
                              f"model's is {prefix}{key} ({text.get(key)!r})")
             continue
         if key not in text:
@@ -189,6 +191,20 @@ def _mtp(f: Fields, reader: BlockReader, stack: tuple[Layer, ...]) -> tuple[tupl
     return tuple(module for _ in range(n)), copies
 
 
+def _refuse_unread_modules_of_unknown_wrapper(raw: dict[str, Any], prefix: str, wrapper_type: str,
+                                               origin: str) -> None:
+    """Where the language model's size is missing under a wrapper of no family line, a sub-config beside it that no
+    reader would look up (only the encoder keys are) is the refusal to give: the model could not be counted with
+    it whatever the size (xGen-MM's vision_encoder_config beside a text_config written as its diff against
+    Phi3Config's defaults), and `hidden_size: missing` alone would send the user after the wrong field."""
+    if not prefix or wrapper_type in _family_defaults():
+        return
+    wrapper = ReadRecorder(raw)
+    for key in ENCODER_KEYS:
+        _ = key in wrapper  # looked up: the encoder readers' keys
+    refuse_unread_subconfigs(wrapper, prefix.rstrip("."), origin)
+
+
 def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelSpec:
     """Parse a config.json dict into a ModelSpec. Raises InputError naming the offending field."""
     origin = origin or name
@@ -218,10 +234,14 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     if not known and model_type:
         warnings.append(f"model_type {model_type!r} is not in the family defaults; {_KNOWN_TYPES_NOTE}")
 
-    hidden = f.int("hidden_size", "d_model", "n_embd", "n_embed", "model_dim")  # OpenELM: model_dim
-    # ChatGLM: the table holds the padded vocabulary; a config with neither is told the usual name
-    vocab = f.int("padded_vocab_size", "vocab_size", missing="vocab_size")
-    n_layers = _layer_count(f)
+    try:
+        hidden = f.int("hidden_size", "d_model", "n_embd", "n_embed", "model_dim")  # OpenELM: model_dim
+        # ChatGLM: the table holds the padded vocabulary; a config with neither is told the usual name
+        vocab = f.int("padded_vocab_size", "vocab_size", missing="vocab_size")
+        n_layers = _layer_count(f)
+    except InputError:
+        _refuse_unread_modules_of_unknown_wrapper(raw, prefix, wrapper_type, origin)
+        raise
     images = image_tokens(raw, origin) if f.cfg.get("cross_attention_layers") else None
     try:
         reader = BlockReader(f, hidden, n_layers, images)

@@ -114,12 +114,12 @@ def refuse_uncountable(f: Fields) -> None:
 
 
 def refuse_unread_subconfigs(wrapper: ReadRecorder, text_key: str, origin: str) -> None:
-    """A wrapper's own sub-config (an object named *_config beside its text config) that no reader looked up
+    """A wrapper's own sub-config (an object named *_config or *_cfg beside its text config) that no reader looked up
     describes a module the count would leave out without a word (granite-speech's conformer encoder_config and
     Q-Former projector_config; BLIP-2's qformer_config before its projector was read): one line naming it."""
     for key in wrapper.unread():
         value = dict.__getitem__(wrapper, key)
-        if key == text_key or key == "quantization_config" or not str(key).endswith("_config"):
+        if key == text_key or key == "quantization_config" or not str(key).endswith(("_config", "_cfg")):
             continue
         if isinstance(value, dict) and value:
             kind = value.get("model_type")

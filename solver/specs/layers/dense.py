@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share
 
 
-def ffn_params(hidden: int, inter: int, gated: bool, bias: bool) -> int:
+def ffn_params(hidden: int, inter: int, gated: bool, bias: bool, out_bias: bool = False) -> int:
+    """`out_bias`: the down projection alone is biased (TeleChat2's down_proj), where `bias` is not."""
     matrices = 3 if gated else 2
-    return matrices * hidden * inter + (((matrices - 1) * inter + hidden) if bias else 0)
+    return matrices * hidden * inter + (((matrices - 1) * inter + hidden) if bias else hidden if out_bias else 0)
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class DenseFFN(Block):
     gated: bool = True
     bias: bool = False
     act_params: int = 0  # learned scalars of the activation (xIELU's alpha_p, alpha_n), replicated
+    out_bias: bool = False  # the down projection alone carries a bias (read only where `bias` is false)
 
     role = "ffn"
     activation_knob = "dense_tp_size"
@@ -31,14 +33,14 @@ class DenseFFN(Block):
         return f"FFN {self.inter}" + ("" if self.gated else " (non-gated)")
 
     def shares(self) -> tuple[Share, ...]:
-        parts = (Part("mlp", ffn_params(self.hidden, self.inter, self.gated, self.bias), "tp"),)
+        parts = (Part("mlp", ffn_params(self.hidden, self.inter, self.gated, self.bias, self.out_bias), "tp"),)
         if self.act_params:
             parts += (Part("activation", self.act_params, "none"),)
         return (Share("dense_ffn", "dense", "dense_tp_size", parts),)
 
     def ops(self, cx: CostKit) -> list:
         pc, f, hw, prec = cx.pc, cx.f, cx.hw, cx.prec
-        p = ffn_params(self.hidden, self.inter, self.gated, self.bias)
+        p = ffn_params(self.hidden, self.inter, self.gated, self.bias, self.out_bias)
         d = pc.dense_tp_size
         return [cx.op("dense_ffn", "dense_ffn", 2 * cx.group_tokens(d) / d * p, p / d * prec.fmt("dense").bytes_per_param,
                       hw.flops(prec.gemm_dtype("dense")), f.gemm, kernels=3 if self.gated else 2,
