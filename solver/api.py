@@ -34,10 +34,12 @@ def sweep(model: str, hardware, cards, scenarios=None, *, jobs: int = 1, progres
 
 
 def recommend(model: str, hardware, **kwargs):
-    """The fewest cards (and the configuration) that carry a load within the SLA, per hardware; the cheapest
+    """The fewest cards (and the configuration) that carry a load within the SLA, per hardware, as copies of one
+    deployment behind a load balancer (`Option.copies` x `Option.cards` = `Option.total_cards`); the cheapest
     when prices per card-hour are given. Returns a solver.capacity.recommend.Recommendation (`.best`,
     `.options`, `.to_frame()`). Keyword arguments: target_output_tokens_per_s or target_requests_per_s, isl,
-    osl, ttft_ms, tpot_ms, prices ({hardware: price per card-hour}), cards, framework, weight_dtype, ...
+    osl, ttft_ms, tpot_ms, prices ({hardware: price per card-hour}), cards (per copy), max_copies (None: no
+    bound; 1: one deployment), framework, weight_dtype, ...
     """
     from solver.capacity.recommend import recommend as _recommend
 

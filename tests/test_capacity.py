@@ -230,11 +230,15 @@ def test_recommend_fewest_cards_and_cheapest_hardware() -> None:
     rec = api.recommend("llama-3.1-70b", ["h100_sxm", "h200_sxm"], target_output_tokens_per_s=1000,
                         cards="1..8", prices={"h100_sxm": 2.0, "h200_sxm": 3.5})
     by_hw = {o.hardware: o for o in rec.options}
-    assert all(o.met and o.cards == 8 for o in rec.options)
+    # one H100 deployment of 8 carries the load (1, 2, 4 need 2+ copies of more cards in all); 3 copies of 2 H200s
+    # (about 370 tok/s each) carry it on 6, so 8 H200s are not tried
+    h100, h200 = by_hw["h100_sxm"], by_hw["h200_sxm"]
+    assert (h100.copies, h100.cards, h100.tried_cards) == (1, 8, [1, 2, 4, 8])
+    assert (h200.copies, h200.cards, h200.total_cards, h200.tried_cards) == (3, 2, 6, [1, 2, 4])
     for o in rec.options:
-        assert o.output_tokens_per_s >= 1000 and o.headroom >= 1
-        assert o.tried_cards == [1, 2, 4, 8]  # fewer cards were tried and could not carry the load
-        assert o.cost_per_hour == pytest.approx(o.cards * o.price_per_card_hour)
+        assert o.met and o.total_output_tokens_per_s >= 1000 and o.headroom >= 1
+        assert o.total_cards == o.copies * o.cards
+        assert o.cost_per_hour == pytest.approx(o.total_cards * o.price_per_card_hour)
         assert o.cost_per_million_output_tokens == pytest.approx(o.cost_per_hour / (1000 * 3600) * 1e6, rel=1e-3)
         assert o.cost_per_million_output_tokens_at_capacity <= o.cost_per_million_output_tokens
         assert all(o.cards % v == 0 for v in o.config.values())
@@ -259,7 +263,7 @@ def test_recommend_requests_per_s_target_and_cli(tmp_path: Path) -> None:
 
 def test_recommend_unreachable_load_exits_1_and_bad_input_exits_2() -> None:
     result = _run("recommend", "llama-3.1-70b", "--hardware", "h100_sxm", "--target-output-tokens-per-s", "1e9",
-                  "--cards", "1,2")
+                  "--cards", "1,2", "--max-copies", "4")
     assert result.exit_code == 1
     assert result.stderr.startswith("error: no cluster size tried meets") and result.stderr.count("\n") == 1
     for args in (["--target-output-tokens-per-s", "5", "--target-requests-per-s", "1"],
@@ -311,11 +315,13 @@ def test_recommend_names_the_concurrency_range_when_it_stops_a_smaller_cluster()
     # with at most 8 requests in flight one H100 falls short of the load and two carry it: the answer says that
     # one card stopped at the top of the concurrency range, and the failure names the range, not an SLA
     # (one card reaches about 670 output tokens/s at 8 requests, two about 990)
-    rec = api.recommend("qwen3-8b", "h100_sxm", target_output_tokens_per_s=800, cards="1,2", max_concurrency=8)
+    rec = api.recommend("qwen3-8b", "h100_sxm", target_output_tokens_per_s=800, cards="1,2", max_concurrency=8,
+                        max_copies=1)
     opt = rec.options[0]
     assert opt.met and opt.cards == 2
     assert "on 1 card is at the largest concurrency tried, 8" in opt.note and "fewer cards" in opt.note
-    short = api.recommend("qwen3-8b", "h100_sxm", target_output_tokens_per_s=1e6, cards="1,2", max_concurrency=8)
+    short = api.recommend("qwen3-8b", "h100_sxm", target_output_tokens_per_s=1e6, cards="1,2", max_concurrency=8,
+                          max_copies=1)
     assert not short.options[0].met
     assert "raise --max-concurrency" in short.options[0].note and "SLA" not in short.options[0].note
 
@@ -353,7 +359,7 @@ def test_a_shortfall_says_what_would_fit_where_the_larger_size_has_no_configurat
     found is on 6; the note named the binding rule and dropped the planner's remedy, which the same 11 under
     `solve` gives (12 cards fit, as 2 nodes x 6)."""
     r = _run("recommend", "llama-3.3-70b", "--hardware", "h100_sxm", "--framework", "vllm", "--isl", "1024",
-             "--osl", "1024", "--target-output-tokens-per-s", "20000", "--cards", "6,11")
+             "--osl", "1024", "--target-output-tokens-per-s", "20000", "--cards", "6,11", "--max-copies", "1")
     assert r.exit_code == 1
     assert "the larger sizes tried (11 cards) have no feasible configuration" in r.stderr
     assert "C.nodes_whole" in r.stderr and "at 11 cards, what would fit:" in r.stderr
@@ -384,12 +390,110 @@ def test_recommend_names_the_placement_of_a_size_that_is_not_whole_nodes() -> No
 
 
 def test_recommend_with_one_hardware_carrying_the_load_says_so_and_asks_no_prices() -> None:
-    """Of two hardware, only H100 carries the load on up to 4 cards: that is the basis, and with a price for each
-    the answer does not ask for prices (before: 'fewest cards' and 'give --price ... for every hardware')."""
-    r = _run("recommend", "qwen3-32b", "--hardware", "h100_sxm", "l40s", "--cards", "1,2,4",
+    """Of two hardware, only H100 carries the load in one deployment of up to 4 cards: that is the basis, and with
+    a price for each the answer does not ask for prices (before: 'fewest cards' and 'give --price ... for every
+    hardware')."""
+    r = _run("recommend", "qwen3-32b", "--hardware", "h100_sxm", "l40s", "--cards", "1,2,4", "--max-copies", "1",
              "--target-output-tokens-per-s", "1000", "--price", "h100_sxm=2.5", "--price", "l40s=1")
     assert r.exit_code == 0, r.output
     assert "recommended (the only hardware that carries the load): 4 x h100_sxm" in r.stdout
     assert "give --price" not in r.stdout
-    rec = api.recommend("qwen3-32b", ["h100_sxm", "l40s"], target_output_tokens_per_s=1000, cards=[1, 2, 4])
+    rec = api.recommend("qwen3-32b", ["h100_sxm", "l40s"], target_output_tokens_per_s=1000, cards=[1, 2, 4],
+                        max_copies=1)
     assert (rec.basis, rec.best.hardware) == ("only one met", "h100_sxm")
+
+
+# ------------------------------------------------------------------------------------- recommend: copies
+
+# Qwen3-235B-A22B FP8 at 20,000 output tok/s, TPOT <= 50 ms, on H100 (Stop 35's capacity review). The sweep of
+# 8, 16, 128, 256 cards gives one copy at most 1,378 / 2,990 / 17,142 / 33,310 output tok/s within the SLA, so
+# the fewest copies are ceil(20,000 / that) = 15 / 7 / 2 / 1: 120 / 112 / 256 / 256 cards in all.
+QWEN = dict(model="qwen3-235b-a22b-fp8", hardware="h100_sxm", target_output_tokens_per_s=20000, tpot_ms=50)
+
+
+def test_recommend_serves_the_load_with_copies_of_a_smaller_deployment_where_they_need_fewer_cards() -> None:
+    rec = api.recommend(**QWEN, cards="8,16,128,256", prices={"h100_sxm": 2.5})
+    o = rec.best
+    assert (o.copies, o.cards, o.total_cards) == (7, 16, 112)
+    assert o.tried_cards == [8, 16]  # one copy of 128 cards needs more than 112: not solved
+    assert o.output_tokens_per_s == pytest.approx(2989.53, abs=0.1) and o.concurrency == 128
+    assert o.total_output_tokens_per_s == pytest.approx(7 * 2989.53, abs=1)
+    assert o.copy_load_output_tokens_per_s == pytest.approx(20000 / 7, abs=0.1)
+    assert o.headroom == pytest.approx(7 * 2989.53 / 20000, abs=1e-3)
+    assert o.cost_per_hour == pytest.approx(112 * 2.5)  # $280/h against one deployment's $640/h
+    assert o.cost_per_million_output_tokens_at_capacity == pytest.approx(280 / (7 * 2989.53 * 3600) * 1e6, rel=1e-3)
+
+
+def test_each_copy_runs_the_lowest_latency_configuration_that_carries_its_share_of_the_load() -> None:
+    # 2 copies of 128 H100s carry 10,000 tok/s each: of the 128-card rows that reach it (10,250 at 256 in flight,
+    # 14,189 at 512, 17,142 at 1,024), 256 in flight has the lowest request latency (6.4 s against 15.3 s)
+    o = api.recommend(**QWEN, cards="128").best
+    assert (o.copies, o.concurrency) == (2, 256)
+    assert o.output_tokens_per_s == pytest.approx(10250.47, abs=0.1) and o.tpot_ms < 25
+
+
+def test_max_copies_1_gives_the_one_deployment_answer() -> None:
+    # the first size whose one deployment carries 20,000: 256 cards, and of its rows that do (512, 1,024, 2,048 in
+    # flight) the lowest latency, 512 (Stop 35's answer: 256 cards, $640/h)
+    o = api.recommend(**QWEN, cards="8,16,128,256", prices={"h100_sxm": 2.5}, max_copies=1).best
+    assert (o.copies, o.cards, o.total_cards, o.concurrency) == (1, 256, 256, 512)
+    assert o.tried_cards == [8, 16, 128, 256]
+    assert o.output_tokens_per_s == o.total_output_tokens_per_s == pytest.approx(20150.2, abs=0.1)
+    assert o.cost_per_hour == pytest.approx(640)
+
+
+def test_max_copies_bounds_the_copies_and_a_shortfall_names_it() -> None:
+    # at most 7 copies: 8 cards (15 needed) is out, 16 cards carry it in 7; at most 6, only 128 (2 copies) does
+    assert api.recommend(**QWEN, cards="8,16", max_copies=7).best.total_cards == 112
+    o = api.recommend(**QWEN, cards="8,16,128", max_copies=6).best
+    assert (o.copies, o.cards) == (2, 128)
+    short = api.recommend(**QWEN, cards="8,16", max_copies=6).options[0]
+    assert not short.met
+    assert "2,990 output tokens/s on 16 cards (17,937 in 6 copies), below the target 20,000" in short.note
+    assert "more copies (--max-copies)" in short.note
+
+
+# Qwen3-235B W8A8 on Atlas A3 at TPOT <= 50 ms reaches 1,208 output tok/s on 16 dies, 2,670 on 32 and 5,646 on 64
+# (75, 83, 88 per die: a larger deployment carries more per die).
+A3 = dict(model="qwen3-235b-a22b-fp8", hardware="atlas_a3", weight_dtype="int8", tpot_ms=50)
+
+
+def test_one_deployment_wins_where_copies_of_a_smaller_one_need_more_cards() -> None:
+    # 2,600 tok/s: 3 copies of 16 dies (48) against one deployment of 32
+    o = api.recommend(**A3, target_output_tokens_per_s=2600, cards="16,32").best
+    assert (o.copies, o.cards, o.total_cards) == (1, 32, 32)
+
+
+def test_a_tie_in_cards_goes_to_fewer_copies() -> None:
+    # 5,300 tok/s: 2 copies of 32 dies (5,340) and one deployment of 64 both take 64 dies: one deployment
+    o = api.recommend(**A3, target_output_tokens_per_s=5300, cards="32,64").best
+    assert (o.copies, o.cards, o.total_cards) == (1, 64, 64)
+    assert o.tried_cards == [32, 64]
+
+
+def test_copies_needed_is_the_ceiling_of_the_load_over_one_copy() -> None:
+    from solver.capacity.recommend import copies_needed
+
+    assert copies_needed(2989.53, 20000) == 7 and copies_needed(20000, 20000) == 1
+    assert copies_needed(50000, 20000) == 1 and copies_needed(5000, 20000) == 4
+    # 2.1 / 0.3 is 7.000000000000001 in floating point, while 7 x 0.3 carries 2.1 (the rows are tested so)
+    assert copies_needed(0.3, 2.1) == 7
+
+
+def test_recommend_says_the_copies_in_the_table_and_the_json_and_refuses_them_disaggregated() -> None:
+    args = ["recommend", "qwen3-235b-a22b-fp8", "--hardware", "h100_sxm", "--target-output-tokens-per-s", "20000",
+            "--tpot-ms", "50", "--cards", "8,16"]
+    table = _run(*args)
+    assert table.exit_code == 0, table.output
+    assert ("recommended (fewest cards): 7 x (16 x h100_sxm: Attn DP + CP4 + MoE EP, 128 requests in flight per "
+            "copy) = 112 cards") in table.stdout
+    assert "spreads the requests evenly: each carries 2,857 output tokens/s" in " ".join(table.stdout.split())
+    data = json.loads(_run(*args, "--format", "json").stdout)
+    opt = data["options"][0]
+    assert (data["max_copies"], opt["copies"], opt["cards"], opt["total_cards"]) == (None, 7, 16, 112)
+    one = json.loads(_run(*args, "--max-copies", "1", "--format", "json").stdout)
+    assert one["max_copies"] == 1 and one["recommended"] is None
+    for bad in (["--max-copies", "0"], ["--max-copies", "2", "--serving", "disagg"]):
+        r = _run(*args, *bad)
+        assert r.exit_code == 2 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, (bad, r.output)
+        assert "--max-copies" in r.stderr

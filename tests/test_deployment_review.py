@@ -192,8 +192,8 @@ def test_a_key_in_a_candidate_block_is_read_or_refused_never_dropped(tmp_path):
 def test_an_engine_rule_that_leaves_no_attention_layout_is_named_with_the_size_that_fits():
     """ATOM runs on one node (C.single_node): on 16 MI355X the refusal named only B.tp_within_node (the TP16 it
     pruned) and offered a shorter sequence and smaller weights, which cannot help; it names C.single_node and
-    only the size that fits. recommend stops saying 'try more cards' when the larger sizes have no
-    configuration."""
+    only the size that fits. recommend (one deployment: --max-copies 1) stops saying 'try more cards' when the
+    larger sizes have no configuration."""
     r = CliRunner().invoke(main, ["solve", "qwen3.5-122b-a10b", "--hardware", "mi355x", "--cards", "16",
                                   "--framework", "atom"])
     assert r.exit_code == 1
@@ -202,7 +202,7 @@ def test_an_engine_rule_that_leaves_no_attention_layout_is_named_with_the_size_t
     assert "8 cards fit" in line and "shorter sequence" not in line and "smaller weights" not in line
     rec = CliRunner().invoke(main, ["recommend", "qwen3.5-122b-a10b", "--hardware", "mi355x", "--framework", "atom",
                                     "--isl", "4096", "--osl", "1024", "--target-output-tokens-per-s", "20000",
-                                    "--tpot-ms", "30", "--cards", "8,16"])
+                                    "--tpot-ms", "30", "--cards", "8,16", "--max-copies", "1"])
     assert rec.exit_code == 1
     assert "try more cards" not in rec.stderr
     assert "the larger sizes tried (16 cards) have no feasible configuration" in rec.stderr and "C.single_node" in rec.stderr

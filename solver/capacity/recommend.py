@@ -1,11 +1,17 @@
-"""The fewest cards that carry a load within an SLA, and the configuration; the cheapest hardware when prices
-per card-hour are given.
+"""The fewest cards that carry a load within an SLA, as copies of one deployment, and the configuration; the
+cheapest hardware when prices per card-hour are given.
 
-For each hardware the card counts are tried in increasing order. At each count the planner's whole Pareto front
-(request latency vs throughput per rank, SLA constraints enforced) is re-estimated; the first count where some
-configuration reaches the target output tokens/s wins, and of the configurations that reach it the one with the
-lowest request latency is chosen (it meets the load with the best user experience; `headroom` says how much
-load it has to spare). One deployment of W cards is modelled: DP inside the configuration is how it scales out.
+Serving scales out by copies: N engine instances of the same deployment (W cards, one parallel_config each)
+behind a load balancer that spreads the requests evenly, so each copy carries target / N. For each hardware the
+deployment sizes W (--cards) are tried in increasing order. At each W the planner's whole Pareto front (request
+latency vs throughput per rank, SLA constraints enforced) is re-estimated; the fewest copies at W is
+N = ceil(target / the most output tokens/s one copy reaches within the SLA), and of the configurations that carry
+target / N the one with the lowest request latency is the copy's (it meets its share of the load with the best
+user experience; `headroom` says how much load the N copies have to spare). The answer is the fewest cards in all
+(N x W), ties broken by fewer copies (fewer moving parts), so one deployment (N = 1) is chosen wherever it needs
+no more cards than copies of a smaller one. A size W is tried only while one copy of it could still win (W below
+the best total found), so no more sizes are solved than the first size that carries the load alone. `max_copies`
+bounds N (1: one deployment, DP inside the configuration its only scale-out).
 
 The planner tries concurrencies in powers of two up to --max-concurrency. Without one, a count whose most
 throughput sits at the top of that range (4,096 by default) and falls short of the load is planned again with the
@@ -14,9 +20,9 @@ the SLA stopped it), or the range reaches the boundary cap: fewer cards then car
 in flight than the default range holds (the option's note says on which count it was widened). A given
 --max-concurrency is kept, and an answer at its top says so.
 
-Costs (when a price per card-hour is given): cost per hour = cards x price; cost per million output tokens at
-the target load = cost per hour / (target tokens/s x 3600) x 1e6 (what each served token costs, since the
-cluster is paid for whether busy or not), and at capacity (the configuration's own throughput).
+Costs (when a price per card-hour is given): cost per hour = copies x cards x price; cost per million output
+tokens at the target load = cost per hour / (target tokens/s x 3600) x 1e6 (what each served token costs, since
+the cluster is paid for whether busy or not), and at capacity (the copies' own throughput together).
 """
 from __future__ import annotations
 
@@ -44,14 +50,18 @@ class Option:
 
     hardware: str
     met: bool
-    cards: int | None = None
+    cards: int | None = None  # of one copy: the deployment the configuration, placement and launch are of
+    copies: int | None = None  # copies of that deployment behind a load balancer, each carrying target / copies
+    total_cards: int | None = None  # copies x cards
     placement: str = ""  # the nodes the engine's launch runs the cards on, where not whole nodes ('2 nodes x 6')
     config: dict[str, int] = field(default_factory=dict)  # knobs plus attn_dp_size, moe_ep_size
     pattern: str = ""
-    concurrency: int | None = None
+    concurrency: int | None = None  # per copy, as every figure below up to memory_per_rank_gb
+    copy_load_output_tokens_per_s: float | None = None  # what each copy carries: target / copies
     output_tokens_per_s: float | None = None
     requests_per_s: float | None = None
-    headroom: float | None = None  # throughput / target
+    total_output_tokens_per_s: float | None = None  # copies x output_tokens_per_s
+    headroom: float | None = None  # total throughput / target
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     tokens_per_s_per_user: float | None = None
@@ -77,6 +87,7 @@ class Recommendation:
     best: Option | None
     basis: str  # "cost per hour" | "cards" | "only one met" (of several hardware) | "none met"
     notes: list[str] = field(default_factory=list)  # the sweep plan's input notes (SweepPlan.notes)
+    max_copies: int | None = None  # the bound on copies per hardware; None: no bound
 
     def to_frame(self) -> pd.DataFrame:
         rows = []
@@ -97,6 +108,7 @@ class Recommendation:
                        "ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms},
             "recommended": self.best.hardware if self.best else None,
             "basis": self.basis,
+            "max_copies": self.max_copies,
             "options": [asdict(o) for o in self.options],
             "notes": list(self.notes),
         }
@@ -139,10 +151,11 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
               ttft_ms: float | None = None, tpot_ms: float | None = None, prices: Any = None,
               cards: str | Iterable[int] = DEFAULT_CARDS, framework: str = "generic", weight_dtype: Any = None,
               moe_weight_dtype: Any = None, kv_dtype: Any = None, mtp: int = 0, max_concurrency: int | None = None,
-              allow_cross_node: bool = False, params: SolverParams | None = None,
+              allow_cross_node: bool = False, params: SolverParams | None = None, max_copies: int | None = None,
               progress: Callable[[str], None] | None = None) -> Recommendation:
     """See the module docstring. Exactly one of the two targets; `prices` maps hardware to a price per card-hour;
-    `max_concurrency` None widens the default range where a count falls short at its top."""
+    `max_concurrency` None widens the default range where a count falls short at its top; `max_copies` None
+    leaves the copies of a deployment unbounded (1: one deployment)."""
     if (target_output_tokens_per_s is None) == (target_requests_per_s is None):
         raise InputError("--target-output-tokens-per-s/--target-requests-per-s", "give exactly one of the two")
     target = target_output_tokens_per_s if target_output_tokens_per_s is not None else target_requests_per_s
@@ -151,6 +164,9 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
         raise InputError(flag, f"must be > 0, got {target}")
     if osl is None or osl < 1:
         raise InputError("--osl", f"must be >= 1, got {osl}")
+    if max_copies is not None and (isinstance(max_copies, bool) or not isinstance(max_copies, int)
+                                   or max_copies < 1):
+        raise InputError("--max-copies", f"must be an integer >= 1, got {max_copies!r}")
     tok_s = float(target_output_tokens_per_s if target_output_tokens_per_s is not None
                   else target_requests_per_s * osl)
     card_list = parse_cards(cards)
@@ -166,19 +182,19 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
         by_hw.setdefault(t.hardware_name, []).append(t)
     options = []
     for hw_name, tasks in by_hw.items():
-        options.append(_first_that_meets(hw_name, sorted(tasks, key=lambda t: t.cards), tok_s, price.get(hw_name),
-                                         progress, widen=max_concurrency is None))
+        options.append(_fewest_cards(hw_name, sorted(tasks, key=lambda t: t.cards), tok_s, price.get(hw_name),
+                                     progress, widen=max_concurrency is None, max_copies=max_copies))
     met = [o for o in options if o.met]
     if not met:
         best, basis = None, "none met"
     elif len(met) == 1 and len(options) > 1:  # no choice to make: neither cards nor prices picked it
         best, basis = met[0], "only one met"
     elif len(met) > 1 and all(o.cost_per_hour is not None for o in met):
-        best, basis = min(met, key=lambda o: (o.cost_per_hour, o.cards)), "cost per hour"
+        best, basis = min(met, key=lambda o: (o.cost_per_hour, o.total_cards, o.copies)), "cost per hour"
     else:
-        best, basis = min(met, key=lambda o: (o.cards, -(o.output_tokens_per_s or 0))), "cards"
+        best, basis = min(met, key=lambda o: (o.total_cards, o.copies, -(o.total_output_tokens_per_s or 0))), "cards"
     return Recommendation(plan.model_name, tok_s, tok_s / osl, isl, osl, ttft_ms, tpot_ms, options, best, basis,
-                          plan.notes)
+                          plan.notes, max_copies)
 
 
 def _solved(t: Task, tok_s: float, widen: bool, progress: Callable[[str], None] | None
@@ -198,13 +214,26 @@ def _solved(t: Task, tok_s: float, widen: bool, progress: Callable[[str], None] 
             progress(f"{t.hardware_name}: {t.cards} cards, concurrency up to {wider:,}")
 
 
-def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: float | None,
-                      progress: Callable[[str], None] | None, widen: bool = False) -> Option:
+def copies_needed(most: float, tok_s: float) -> int:
+    """The fewest copies of a deployment whose most output tokens/s within the SLA is `most` that carry `tok_s`
+    between them, each carrying tok_s / copies (requests spread evenly)."""
+    n = max(1, math.ceil(tok_s / most))
+    return n - 1 if n > 1 and most * (n - 1) >= tok_s else n  # a quotient a hair above a whole number (2.1 / 0.3)
+
+
+def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | None,
+                  progress: Callable[[str], None] | None, widen: bool = False,
+                  max_copies: int | None = None) -> Option:
+    """Of the sizes (increasing), the copies of one that carry the load on the fewest cards in all, ties to fewer
+    copies; a size is solved only while one copy of it could still win."""
     opt = Option(hardware=hw_name, met=False, price_per_card_hour=price)
     best_seen: tuple[float, int, str | None] | None = None  # tok/s, cards, the concurrency range's note there
     last_binding, last_remedy = "", None  # the largest infeasible size's binding constraint and the planner's remedy
     infeasible: list[tuple[int, str]] = []  # (cards, binding) of the sizes with no feasible configuration
+    chosen: tuple[int, int, Task, dict[str, Any], int] | None = None  # total cards, copies, task, row, range start
     for t in tasks:
+        if chosen is not None and (t.cards, 1) >= chosen[:2]:
+            break  # one copy of this size or a larger one needs as many cards as the answer found, or more
         if progress:
             progress(f"{hw_name}: {t.cards} cards")
         opt.tried_cards.append(t.cards)
@@ -219,39 +248,22 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         top = max(ok, key=lambda r: r["output_tokens_per_s"])
         if best_seen is None or top["output_tokens_per_s"] > best_seen[0]:
             best_seen = (top["output_tokens_per_s"], t.cards, range_note(int(top["concurrency"]), t.scenario, "it"))
-        meets = [r for r in ok if r["output_tokens_per_s"] >= tok_s]
-        if not meets:
-            # this count fell short at the top of the concurrency range: with a larger one it may not
+        if top["output_tokens_per_s"] < tok_s:
+            # this count fell short of the whole load at the top of the concurrency range: with a larger one it
+            # may need fewer copies, or carry the load alone
             short = range_note(int(top["concurrency"]), t.scenario,
                                f"{top['output_tokens_per_s']:,.0f} output tokens/s on {_cards(t.cards)}",
                                "a larger one may carry the load on fewer cards")
             opt.note = short or opt.note
+        n = copies_needed(top["output_tokens_per_s"], tok_s)
+        if max_copies is not None and n > max_copies:
             continue
+        meets = [r for r in ok if r["output_tokens_per_s"] * n >= tok_s]
         r = min(meets, key=lambda r: (r["request_latency_ms"], -r["output_tokens_per_s"], r["rank"]))
-        opt.met = True
-        opt.cards = t.cards
-        opt.placement = r.get("placement") or ""
-        # the model's own knobs only: a sweep row leaves a missing module's knob empty
-        opt.config = {**{k: int(r[k]) for k in KNOBS if r.get(k) is not None},
-                      "attn_dp_size": int(r["attn_dp_size"]),
-                      **({"moe_ep_size": int(r["moe_ep_size"])} if r.get("moe_ep_size") is not None else {})}
-        opt.pattern = r["pattern"]
-        opt.concurrency = int(r["concurrency"])
-        opt.output_tokens_per_s = r["output_tokens_per_s"]
-        if t.scenario.max_concurrency > start and not opt.note:  # _solved widened the range
-            opt.note = (f"planned up to {t.scenario.max_concurrency:,} requests in flight on {_cards(t.cards)}: "
-                        f"at the default range's top ({start:,}) it fell short of the load")
-        opt.requests_per_s = r["requests_per_s"]
-        opt.headroom = round(r["output_tokens_per_s"] / tok_s, 3)
-        opt.ttft_ms, opt.tpot_ms = r["ttft_ms"], r["tpot_ms"]
-        opt.tokens_per_s_per_user = r["tokens_per_s_per_user"]
-        opt.memory_per_rank_gb = r["memory_per_rank_gb"]
-        if price is not None:
-            opt.cost_per_hour = round(t.cards * price, 4)
-            opt.cost_per_million_output_tokens = round(opt.cost_per_hour / (tok_s * 3600) * 1e6, 4)
-            opt.cost_per_million_output_tokens_at_capacity = round(
-                opt.cost_per_hour / (r["output_tokens_per_s"] * 3600) * 1e6, 4)
-        return opt
+        if chosen is None or (t.cards * n, n) < chosen[:2]:
+            chosen = (t.cards * n, n, t, r, start)
+    if chosen is not None:
+        return _met(opt, *chosen, tok_s, price)
     largest = tasks[-1].cards if tasks else 0
     if best_seen is None:
         opt.note = no_fit_note("configuration", largest, last_binding, last_remedy)
@@ -260,7 +272,39 @@ def _first_that_meets(hw_name: str, tasks: list[Task], tok_s: float, price: floa
         # more cards help only where the largest size tried had a configuration
         larger = infeasible if infeasible and infeasible[-1][0] == largest else []
         opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.ttft_ms is not None or sc.tpot_ms is not None,
-                                  best_seen[2], larger, last_remedy if larger else None)
+                                  best_seen[2], larger, last_remedy if larger else None, max_copies)
+    return opt
+
+
+def _met(opt: Option, total: int, n: int, t: Task, r: dict[str, Any], start: int, tok_s: float,
+         price: float | None) -> Option:
+    """`opt` filled with n copies of the sweep row `r` (of task `t`, whose range started at `start`)."""
+    opt.met = True
+    opt.cards, opt.copies, opt.total_cards = t.cards, n, total
+    opt.placement = r.get("placement") or ""
+    # the model's own knobs only: a sweep row leaves a missing module's knob empty
+    opt.config = {**{k: int(r[k]) for k in KNOBS if r.get(k) is not None},
+                  "attn_dp_size": int(r["attn_dp_size"]),
+                  **({"moe_ep_size": int(r["moe_ep_size"])} if r.get("moe_ep_size") is not None else {})}
+    opt.pattern = r["pattern"]
+    opt.concurrency = int(r["concurrency"])
+    opt.copy_load_output_tokens_per_s = round(tok_s / n, 1)
+    opt.output_tokens_per_s = r["output_tokens_per_s"]
+    opt.total_output_tokens_per_s = round(r["output_tokens_per_s"] * n, 1)
+    # _solved widened the range: said where one copy carries the load there, or a copy runs past the default top
+    if t.scenario.max_concurrency > start and not opt.note and (n == 1 or opt.concurrency > start):
+        opt.note = (f"planned up to {t.scenario.max_concurrency:,} requests in flight on {_cards(t.cards)}: "
+                    f"at the default range's top ({start:,}) it fell short of the load")
+    opt.requests_per_s = r["requests_per_s"]
+    opt.headroom = round(r["output_tokens_per_s"] * n / tok_s, 3)
+    opt.ttft_ms, opt.tpot_ms = r["ttft_ms"], r["tpot_ms"]
+    opt.tokens_per_s_per_user = r["tokens_per_s_per_user"]
+    opt.memory_per_rank_gb = r["memory_per_rank_gb"]
+    if price is not None:
+        opt.cost_per_hour = round(total * price, 4)
+        opt.cost_per_million_output_tokens = round(opt.cost_per_hour / (tok_s * 3600) * 1e6, 4)
+        opt.cost_per_million_output_tokens_at_capacity = round(
+            opt.cost_per_hour / (r["output_tokens_per_s"] * n * 3600) * 1e6, 4)
     return opt
 
 
@@ -272,13 +316,16 @@ def no_fit_note(what: str, largest: int, binding: str, remedy: str | None = None
 
 
 def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remedy: str | None = None,
-                   larger_infeasible: Sequence[tuple[int, str]] = (), larger_remedy: str | None = None) -> str:
+                   larger_infeasible: Sequence[tuple[int, str]] = (), larger_remedy: str | None = None,
+                   max_copies: int | None = None) -> str:
     """Every size tried falls short of the load: the most found and where, and what would raise it (the
     concurrency range where the most found sits at its top, else more cards, and a looser SLA where one was
     given). `larger_infeasible`: (cards, binding) of the sizes tried above `cards` that have no feasible
     configuration; where the largest tried is one, more cards is no remedy (ATOM on two nodes), and the note
     says why instead, with the planner's remedy there (`larger_remedy`: 'what would fit: 16 cards fit' where 12
-    leave a node part-filled)."""
+    leave a node part-filled). `max_copies` > 1: `most` is one copy's, and the note gives the copies' together
+    and names the bound as a remedy too."""
+    copied = max_copies is not None and max_copies > 1
     blocked = [(n, b) for n, b in larger_infeasible if n > cards]
     if blocked and not range_remedy:
         sizes = ", ".join(str(n) for n, _ in blocked)
@@ -286,13 +333,15 @@ def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remed
         more = (f"the larger sizes tried ({sizes} cards) have no feasible configuration (binding: {blocked[-1][1]})"
                 f"{at}" + ("; a looser SLA" if sla else ""))
     else:
-        more = "try more cards (--cards)" + (" or a looser SLA" if sla else "")
+        more = ("try more cards (--cards)" + (", more copies (--max-copies)" if copied else "")
+                + (" or a looser SLA" if sla else ""))
     remedy = range_remedy or more
-    return f"the most found is {most:,.0f} output tokens/s on {_cards(cards)}, below the target {tok_s:,.0f}; {remedy}"
+    where = _cards(cards) + (f" ({most * max_copies:,.0f} in {max_copies} copies)" if copied else "")
+    return f"the most found is {most:,.0f} output tokens/s on {where}, below the target {tok_s:,.0f}; {remedy}"
 
 
 def _cards(n: int) -> str:
     return f"{n} card" + ("" if n == 1 else "s")
 
 
-__all__ = ["Option", "Recommendation", "recommend", "parse_prices"]
+__all__ = ["Option", "Recommendation", "copies_needed", "recommend", "parse_prices"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
-from solver.cli.options import (CONCURRENCY, check_mtp, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
+from solver.cli.options import (CONCURRENCY, COPIES, check_mtp, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
                                 DEFAULT_FORMAT, given)
 from solver.errors import InfeasibleError, InputError
 from solver.specs.knobs import nondefault_label
@@ -267,20 +267,26 @@ def _cards_cell(cards: int, placement: Any) -> int | str:
 @click.option("--target-output-tokens-per-s", type=RATE, default=None, help="load: output tokens/s in total")
 @click.option("--target-requests-per-s", type=RATE, default=None, help="load: requests/s (x OSL output tokens)")
 @click.option("--price", "prices", multiple=True, help="price per card-hour, HARDWARE=PRICE (repeatable)")
-@click.option("--cards", default="1..1024", show_default=True, help="cluster sizes to try: a list or a range (its "
-              "ends and the powers of two between)")
+@click.option("--cards", default="1..1024", show_default=True, help="deployment sizes to try, cards per copy: a list "
+              "or a range (its ends and the powers of two between)")
+@click.option("--max-copies", type=COPIES, default=None,
+              help="most copies of one deployment behind a load balancer (requests spread evenly) [default: no "
+                   "bound; 1: one deployment carries the whole load]")
 @_common
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=DEFAULT_FORMAT, show_default=True,
               help="output format (data on stdout, notes and errors on stderr)")
 @click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
               help="disagg: plan prefill and decode pools (xPyD) per combination (solver.capacity.disagg)")
 def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, target_requests_per_s, prices, cards,
-                  isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, framework, weight_dtype, moe_weight_dtype,
-                  kv_dtype, allow_cross_node, time_limit, seed, fmt, serving) -> None:
-    """The fewest cards (and the configuration) that carry a load within the SLA; with several hardware and
-    prices per card-hour, the cheapest, with its cost per million output tokens."""
+                  max_copies, isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, framework, weight_dtype,
+                  moe_weight_dtype, kv_dtype, allow_cross_node, time_limit, seed, fmt, serving) -> None:
+    """The fewest cards (and the configuration) that carry a load within the SLA, as copies of one deployment
+    behind a load balancer; with several hardware and prices per card-hour, the cheapest, with its cost per million
+    output tokens."""
     check_mtp(model, mtp)
-    if serving == "disagg":  # the fewest cards whose xPyD plan carries the load (solver.capacity.disagg)
+    if serving == "disagg":
+        if max_copies is not None:  # the disaggregated answer is one xPyD deployment
+            raise InputError("--max-copies", "not available with --serving disagg (one xPyD deployment is planned)")  # the fewest cards whose xPyD plan carries the load (solver.capacity.disagg)
         from solver.capacity.disagg import recommend_disagg
 
         for line in _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, None, framework,
@@ -308,7 +314,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                         tpot_ms=tpot_ms, prices=list(prices) or None, cards=cards, framework=framework,
                         weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                         kv_dtype=_dtype(kv_dtype), mtp=mtp, max_concurrency=max_concurrency,
-                        allow_cross_node=allow_cross_node, params=_params(time_limit, seed),
+                        allow_cross_node=allow_cross_node, params=_params(time_limit, seed), max_copies=max_copies,
                         progress=(lambda label: progress(0, 0, label)) if progress else None)
     if fmt in ("json", "yaml"):
         click.echo(dump(rec.as_dict(), fmt), nl=fmt == "json")
@@ -329,15 +335,14 @@ def _print_recommendation(rec) -> None:
     rows = []
     for o in rec.options:
         if not o.met:
-            rows.append(["", o.hardware, "-", o.note, None, None, None, None, None, None, None])
+            rows.append(["", o.hardware, "-", None, o.note, None, None, None, None, None, None, None, None])
             continue
         knobs = nondefault_label(o.config)
-        rows.append(["*" if o is rec.best else "", o.hardware, _cards_cell(o.cards, o.placement),
-                     f"{o.pattern} ({knobs})", o.concurrency,
-                     o.ttft_ms, o.tpot_ms, o.output_tokens_per_s, o.headroom, o.cost_per_hour,
-                     o.cost_per_million_output_tokens])
-    con.print(table(title, ["", "hardware", "cards", "configuration", "conc.", "TTFT ms", "TPOT ms", "tok/s total",
-                            "headroom", "$/hour", "$/M tokens"], rows))
+        rows.append(["*" if o is rec.best else "", o.hardware, o.copies, _cards_cell(o.cards, o.placement),
+                     f"{o.pattern} ({knobs})", o.concurrency, o.ttft_ms, o.tpot_ms, o.output_tokens_per_s,
+                     o.total_output_tokens_per_s, o.headroom, o.cost_per_hour, o.cost_per_million_output_tokens])
+    con.print(table(title, ["", "hardware", "copies", "cards/copy", "configuration", "conc./copy", "TTFT ms",
+                            "TPOT ms", "tok/s/copy", "tok/s total", "headroom", "$/hour", "$/M tokens"], rows))
     if rec.best is not None:
         b = rec.best
         cost = ""
@@ -347,7 +352,16 @@ def _print_recommendation(rec) -> None:
         basis = {"cost per hour": "cheapest per hour", "cards": "fewest cards",
                  "only one met": "the only hardware that carries the load"}.get(rec.basis, rec.basis)
         placed = f" as {b.placement}" if b.placement else ""
-        con.print(f"recommended ({basis}): {b.cards} x {b.hardware}{placed}, {b.pattern}{cost}")
+        if b.copies == 1:
+            con.print(f"recommended ({basis}): {b.cards} x {b.hardware}{placed}, {b.pattern}{cost}")
+        else:
+            con.print(f"recommended ({basis}): {b.copies} x ({b.cards} x {b.hardware}{placed}: {b.pattern}, "
+                      f"{b.concurrency:,} requests in flight per copy) = {b.total_cards:,} cards, "
+                      f"{b.total_output_tokens_per_s:,.0f} output tokens/s in all{cost}")
+            con.print(f"note: {b.copies} copies behind a load balancer that spreads the requests evenly: each carries "
+                      f"{b.copy_load_output_tokens_per_s:,.0f} output tokens/s of the target and reaches "
+                      f"{b.output_tokens_per_s:,.0f} at {b.concurrency:,} in flight (TTFT {b.ttft_ms:,.0f} ms, TPOT "
+                      f"{b.tpot_ms:,.2f} ms); each copy is one engine launch of its own")
         if len(rec.options) > 1 and rec.basis == "cards":
             con.print("note: give --price HARDWARE=PRICE for every hardware to compare cost")
     for o in rec.options:
