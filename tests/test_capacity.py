@@ -497,3 +497,14 @@ def test_recommend_says_the_copies_in_the_table_and_the_json_and_refuses_them_di
         r = _run(*args, *bad)
         assert r.exit_code == 2 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, (bad, r.output)
         assert "--max-copies" in r.stderr
+
+
+def test_copies_stay_within_the_cards_a_cluster_may_have() -> None:
+    """Copies are bounded by the tool's bound on a cluster's cards (MAX_CARDS, --cards' own): a load that needs
+    more cards in all is not answered with 82,345 copies, it says how far the copies would have to go."""
+    from solver.specs.limits import MAX_CARDS
+
+    r = _run("recommend", "llama-3.1-8b", "--hardware", "h100_sxm", "--target-output-tokens-per-s", "1e9",
+             "--cards", "1..8")
+    assert r.exit_code == 1
+    assert f"copies of it would need more than {MAX_CARDS:,} cards in all" in r.stderr

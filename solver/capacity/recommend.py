@@ -37,7 +37,7 @@ from solver.capacity.sweep import Task, build_plan, solve_task, sweep_rows
 from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.space.domains import range_note
-from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CONCURRENCY
+from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CARDS, MAX_CONCURRENCY
 from solver.specs.parallel import KNOBS
 
 DEFAULT_CARDS = "1..1024"
@@ -256,8 +256,8 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
                                "a larger one may carry the load on fewer cards")
             opt.note = short or opt.note
         n = copies_needed(top["output_tokens_per_s"], tok_s)
-        if max_copies is not None and n > max_copies:
-            continue
+        if (max_copies is not None and n > max_copies) or t.cards * n > MAX_CARDS:
+            continue  # the copies allowed, and the cards a cluster may have (--cards' own bound), in all
         meets = [r for r in ok if r["output_tokens_per_s"] * n >= tok_s]
         r = min(meets, key=lambda r: (r["request_latency_ms"], -r["output_tokens_per_s"], r["rank"]))
         if chosen is None or (t.cards * n, n) < chosen[:2]:
@@ -273,6 +273,9 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         larger = infeasible if infeasible and infeasible[-1][0] == largest else []
         opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.ttft_ms is not None or sc.tpot_ms is not None,
                                   best_seen[2], larger, last_remedy if larger else None, max_copies)
+        if max_copies is None and best_seen[0] * (MAX_CARDS // best_seen[1]) < tok_s:
+            opt.note += (f"; copies of it would need more than {MAX_CARDS:,} cards in all, the most a cluster may "
+                         "have here")
     return opt
 
 
