@@ -158,11 +158,6 @@ SOLVE_ARGS: dict[str, list[str]] = {"inceptionai--jais-13b": ["--isl", "1536", "
                                     "Salesforce--blip2-opt-2.7b": ["--isl", "1536", "--osl", "512"]}
 
 
-@pytest.mark.parametrize("name", sorted(KV_BYTES_PER_TOKEN))
-def test_kv_cache_per_token_is_the_hand_figure(name: str) -> None:
-    layers = [layer for layer in _spec(name).layers if layer.mixer.window is None]
-    assert sum(layer.blocks[0].state(2, 1).per_token_bytes for layer in layers) == KV_BYTES_PER_TOKEN[name]
-
 
 # ------------------------------------------------------------------ reading rules added this round
 

@@ -1,7 +1,8 @@
 """The checks every round of configs outside the catalog shares (tests/test_unseen_configs_{multi2,round4,round5,
 round6,round7,round8,round9,round10,round11,round12,round13,round14,round15,round16,round17,round18,round19}.py hold each round's hand counts, published figures and reading rules): every
 file has a hand count, counts to it exactly, lies within 1% of a precisely published total, activates its hand count
-within 2% of the card, and inspects and solves end to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says
+within 2% of the card, holds the hand-computed K/V bytes per token (a round's KV_BYTES_PER_TOKEN), and inspects and
+solves end to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says
 so)."""
 from __future__ import annotations
 
@@ -63,6 +64,15 @@ def test_every_moe_config_activates_its_hand_count_within_two_percent_of_the_car
     hand, published = ROUNDS[r].ACTIVE[name]
     assert count_params(ROUNDS[r].ROUND.spec(name)).active == hand
     assert published is None or abs(hand / published - 1) < 0.02
+
+
+@pytest.mark.parametrize("r, name", _cases("KV_BYTES_PER_TOKEN"))
+def test_kv_cache_per_token_is_the_hand_figure(r: str, name: str) -> None:
+    """K/V bytes per token of context at bf16 over every block whose cache grows with the context (a window's
+    cache stops at the window: not counted), shared blocks at each use."""
+    blocks = [b for layer in ROUNDS[r].ROUND.spec(name).layers for b in layer.blocks
+              if getattr(b, "window", None) is None]
+    assert sum(b.state(2, 1).per_token_bytes for b in blocks) == ROUNDS[r].KV_BYTES_PER_TOKEN[name]
 
 
 @pytest.mark.parametrize("r, name", _cases("HAND"))
