@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
 
 DATA = UNSEEN / "round20"
 ROUND = Round(DATA)
@@ -93,9 +95,43 @@ def test_kv_cache_per_token_is_the_hand_figure(name: str) -> None:
     assert sum(layer.blocks[0].state(2, 1).per_token_bytes for layer in _spec(name).layers) == KV_BYTES_PER_TOKEN[name]
 
 
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_a_sub_config_beside_a_top_level_language_model_is_refused_naming_it() -> None:
+    # Before this round: MiniCPM-o without its audio_config counted 8,050,038,848 and tts_config (ChatTTS) was dropped
+    # without a word: only a language model under text_config / llm_config had its unread sub-configs named
+    cfg = {k: v for k, v in _load("openbmb--MiniCPM-o-2_6", REFUSED).items() if k != "audio_config"}
+    with pytest.raises(InputError, match=r"tts_config: given \(model_type 'conditional_chattts'\): a module beside the "
+                                         r"language model \(the top level's fields\)"):
+        parse_model_config(cfg, "x")
+
+
+def test_sub_configs_that_build_no_module_are_not_refused() -> None:
+    # MPT's init_config (weight initialization) and MiniCPM-V's slice_config (the processor's image slicing)
+    cfg = _load("upstage--SOLAR-10.7B-v1.0")
+    assert count({**cfg, "init_config": {"init_std": 0.02}, "slice_config": {"max_slice_nums": 9}}) == SOLAR_10_7B
+
+
+def test_a_head_dim_wider_than_hidden_over_heads_sizes_q_and_o() -> None:
+    # Kanana-nano: 24 x 128 = 3072 against 1792; read as hidden / heads it would be 74.67, not whole
+    assert _total("kakaocorp--kanana-nano-2.1b-instruct") == KANANA_NANO_2_1B
+
+
+def test_llavas_siglip_tower_builds_its_pooling_head_unless_vision_use_head_says_false() -> None:
+    cfg = _load("TIGER-Lab--Mantis-8B-siglip-llama3")
+    off = {**cfg, "vision_config": {**cfg["vision_config"], "vision_use_head": False}}
+    assert count(off) == MANTIS_8B - siglip_tower(1152, 27, 4304, 14, 384, True) \
+        + siglip_tower(1152, 27, 4304, 14, 384, False)
+
+
 # ------------------------------------------------------------------ refused this round: one line each
 
 REFUSALS: dict[str, str] = {
-    "deepseek-ai--deepseek-vl-7b-chat": r"vision_config: names a tower class \('HybridVisionTower'\)",
-    "openbmb--MiniCPM-o-2_6": r"tts_config",
+    # language_config a diff against LlamaConfig (DEEPSEEK_VL_7B_TEXT by hand 6,910,365,696); the first unread
+    # module named (vision_config's class-named hybrid tower would be next)
+    "deepseek-ai--deepseek-vl-7b-chat": r"aligner_config: given \(model_type 'aligner'\): a module beside the language "
+                                        r"model \(language_config\)",
+    # the Whisper-medium encoder first; without it the tts_config (this round's rule)
+    "openbmb--MiniCPM-o-2_6": r"audio_config: an audio encoder of model_type 'whisper' has no counting convention",
 }
