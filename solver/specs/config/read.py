@@ -290,8 +290,10 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     wrapper = ReadRecorder(raw)  # what the encoders' readers look up of the wrapper, so the rest can be named
     encoders = tuple(read_encoders(wrapper, hidden, origin, warnings, facts, _family_defaults(),
                                    wrapper_type in _family_defaults(), text_inter))
-    if prefix:
-        refuse_unread_subconfigs(wrapper, prefix.rstrip("."), origin)
+    if not prefix:  # the language model's own reader looked up the top level's keys: they describe the stack
+        wrapper.looked_up |= cfg.looked_up
+    # a language model at the top level may sit beside sub-configs too (MiniCPM-o's tts_config)
+    refuse_unread_subconfigs(wrapper, prefix.rstrip("."), origin)
     nonstandard = [e.name for e in encoders]
     for key in ("ngram_embedding", "engram"):
         if raw.get(key):

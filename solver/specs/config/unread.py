@@ -113,18 +113,26 @@ def refuse_uncountable(f: Fields) -> None:
             raise f.err(key, f"{shown}: {what} are not modelled; the model would be sized without them")
 
 
+# sub-configs that build no module: the checkpoint's format (read by quant.py), MPT's init_config (how weights are
+# initialized for training: init_std, init_div_is_residual, ...), MiniCPM-V's slice_config (how the processor cuts
+# an image: max_slice_nums, scale_resolution)
+_INERT_SUBCONFIGS = ("quantization_config", "init_config", "slice_config")
+
+
 def refuse_unread_subconfigs(wrapper: ReadRecorder, text_key: str, origin: str) -> None:
     """A wrapper's own sub-config (an object named *_config or *_cfg beside its text config) that no reader looked up
     describes a module the count would leave out without a word (granite-speech's conformer encoder_config and
-    Q-Former projector_config; BLIP-2's qformer_config before its projector was read): one line naming it."""
+    Q-Former projector_config; BLIP-2's qformer_config before its projector was read; MiniCPM-o's tts_config beside
+    a language model written at the top level, `text_key` empty): one line naming it."""
+    beside = f"({text_key})" if text_key else "(the top level's fields)"
     for key in wrapper.unread():
         value = dict.__getitem__(wrapper, key)
-        if key == text_key or key == "quantization_config" or not str(key).endswith(("_config", "_cfg")):
+        if key == text_key or key in _INERT_SUBCONFIGS or not str(key).endswith(("_config", "_cfg")):
             continue
         if isinstance(value, dict) and value:
             kind = value.get("model_type")
             what = f" (model_type {kind!r})" if kind else ""
-            raise Fields(wrapper, origin).err(key, f"given{what}: a module beside the language model ({text_key}) "
+            raise Fields(wrapper, origin).err(key, f"given{what}: a module beside the language model {beside} "
                                                    "that shardplan does not read for model_type "
                                                    f"{dict.get(wrapper, 'model_type')!r}; the model would be sized "
                                                    "without it")
