@@ -349,12 +349,12 @@ class FrameworkProfile(BaseModel):
         `token_budget` (tokens per forward step) and `budget_split_by_attention_dp` (1.0 / 0.0) carry the
         profile's scheduler defaults to `Factors`, `kvp_splits_attention_weights` (1.0 / 0.0) its KVP layout. Give the Hardware where you hold it: its memory picks the
         budget tier (a name is looked up in the catalog, so a user's hardware file has none)."""
-        if isinstance(hardware, str):
-            name, memory, vendor = hardware, _memory_bytes(hardware), _vendor(hardware)
-            device_name = f"{hardware} {_description(hardware)}"
-        else:
-            name, memory, vendor = hardware.name, float(hardware.memory_bytes), hardware.vendor
-            device_name = f"{hardware.name} {hardware.description}"
+        # a name is looked up in the catalog; one it does not know has no memory, vendor or description
+        dev = _catalog_device(hardware) if isinstance(hardware, str) else hardware
+        name = hardware if isinstance(hardware, str) else hardware.name
+        memory = float(dev.memory_bytes) if dev is not None else None
+        vendor = dev.vendor if dev is not None else ""
+        device_name = f"{name} {dev.description if dev is not None else ''}"
         self.check_vendor(name, vendor)
         base = self.efficiency
         out = {"gemm": base.gemm, "attention": base.attention, "hbm": base.hbm, "comm": base.comm,
@@ -456,34 +456,14 @@ class FrameworkProfile(BaseModel):
         return f"not runnable under framework {self.name}: {problems[0]}{more}"
 
 
-def _memory_bytes(hardware: str) -> float | None:
-    """HBM per rank of a catalog device (None for a name the catalog does not know, e.g. a user's file)."""
+def _catalog_device(hardware: str) -> Hardware | None:
+    """The catalog device of that name (None for a name the catalog does not know, e.g. a user's file)."""
     from solver.specs.hardware_catalog import load_hardware
 
     try:
-        return float(load_hardware(hardware).memory_bytes)
+        return load_hardware(hardware)
     except (InputError, OSError, ValueError):
         return None
-
-
-def _description(hardware: str) -> str:
-    """The product description of a catalog device ("" for a name the catalog does not know)."""
-    from solver.specs.hardware_catalog import load_hardware
-
-    try:
-        return load_hardware(hardware).description
-    except (InputError, OSError, ValueError):
-        return ""
-
-
-def _vendor(hardware: str) -> str:
-    """The vendor of a catalog device ("" for a name the catalog does not know)."""
-    from solver.specs.hardware_catalog import load_hardware
-
-    try:
-        return load_hardware(hardware).vendor
-    except (InputError, OSError, ValueError):
-        return ""
 
 
 def _norm(name: str) -> str:
