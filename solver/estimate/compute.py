@@ -12,6 +12,7 @@ return over the model's stack. It never names a layer type.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Callable
 
 from solver.estimate import comm
 from solver.estimate.params import ParamReport
@@ -130,43 +131,41 @@ def query_positions(w: Work) -> tuple[float, float] | None:
     return None
 
 
+def _mean_keys(w: Work, keys_at: Callable[[float], float], cum: Callable[[float], float]) -> float:
+    """Mean over the step's query tokens (at `query_positions`) of the keys each sees: (cum(prior + n) -
+    cum(prior)) / n, `cum(x)` the keys summed over positions 1..x; keys_at(context) where every query sits at
+    `context` (a decode step without a span)."""
+    at = query_positions(w)
+    if at is None:
+        return keys_at(max(w.context, 1.0))
+    prior, n = at
+    return (cum(prior + n) - cum(prior)) / n
+
+
 def mean_keys_capped(w: Work, cap: float) -> float:
     """Mean over the step's query tokens of min(keys visible, cap) (DSA top-k, sliding window).
 
     The mean of a min is not the min of the mean: a 4K prompt with top-k 2048 attends on average to 1536
     keys per query, not min(2048.5, 2048); decode sequences at 1025 .. 9216 under a 4096 window, 3520.2 on
-    average, not 4096. Queries at `query_positions`.
+    average, not 4096.
     """
-    ctx = max(w.context, 1.0)
-    at = query_positions(w)
-    if at is None:
-        return min(ctx, cap)
-    prior, n = at
-
     def cum(x: float) -> float:  # sum over positions 1..x of min(p, cap)
         if x <= cap:
             return x * (x + 1) / 2
         return cap * (cap + 1) / 2 + (x - cap) * cap
 
-    return (cum(prior + n) - cum(prior)) / n
+    return _mean_keys(w, lambda ctx: min(ctx, cap), cum)
 
 
 def mean_keys_chunked(w: Work, chunk: float) -> float:
     """Mean over the step's query tokens of the keys a chunked-attention query sees: those of its own chunk, the
     query's position p (from 1) seeing (p - 1) mod chunk + 1 of them (Llama-4's attention_chunk_size: the mask
-    restarts at every chunk boundary, so a query sees chunk / 2 keys on average, not the window's `chunk`).
-    Queries at `query_positions`; a decode step without a span sits at `context`."""
-    ctx = max(w.context, 1.0)
-    at = query_positions(w)
-    if at is None:
-        return (ctx - 1) % chunk + 1
-    prior, n = at
-
+    restarts at every chunk boundary, so a query sees chunk / 2 keys on average, not the window's `chunk`)."""
     def cum(x: float) -> float:  # sum over positions 1..x of (p - 1) mod chunk + 1: whole chunks, then the rest
         whole, rest = divmod(x, chunk)
         return whole * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2
 
-    return (cum(prior + n) - cum(prior)) / n
+    return _mean_keys(w, lambda ctx: (ctx - 1) % chunk + 1, cum)
 
 
 @dataclass(frozen=True)
