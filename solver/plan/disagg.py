@@ -33,6 +33,7 @@ from solver.estimate.memory import MemoryOptions
 from solver.plan import points
 from solver.plan.solve import Planned, PlanResult, plan
 from solver.specs.disagg_fitted import burst_share
+from solver.memo import IdentityMemo
 from solver.specs.framework import FrameworkProfile, Rule
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -62,16 +63,13 @@ FILLS_REPLICAS = Rule(
     source="estimate.disagg (the prefill pool's step: n prompts on each of the R_p attention replicas)")
 
 
+_POOL_FW = IdentityMemo(64)  # profile -> pool_framework(profile)
+
+
 def pool_framework(fw: FrameworkProfile) -> FrameworkProfile:
     """The framework's rules and FILLS_REPLICAS: what a prefill pool's plans hold. One object per profile, so the
     planner's memos keyed by the profile's identity (its static rule tables) serve every plan of the pool."""
-    hit = _POOL_FW.get(id(fw))
-    if hit is None or hit[0] is not fw:
-        hit = _POOL_FW[id(fw)] = (fw, fw.model_copy(update={"rules": [*fw.rules, FILLS_REPLICAS]}))
-    return hit[1]
-
-
-_POOL_FW: dict[int, tuple[FrameworkProfile, FrameworkProfile]] = {}  # id(profile) -> (it, pool_framework(it))
+    return _POOL_FW.get((fw,), None, lambda: fw.model_copy(update={"rules": [*fw.rules, FILLS_REPLICAS]}))
 
 
 @dataclass(frozen=True)
