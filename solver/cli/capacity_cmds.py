@@ -284,9 +284,9 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
     behind a load balancer; with several hardware and prices per card-hour, the cheapest, with its cost per million
     output tokens."""
     check_mtp(model, mtp)
-    if serving == "disagg":
+    if serving == "disagg":  # the fewest cards whose xPyD plan carries the load (solver.capacity.disagg)
         if max_copies is not None:  # the disaggregated answer is one xPyD deployment
-            raise InputError("--max-copies", "not available with --serving disagg (one xPyD deployment is planned)")  # the fewest cards whose xPyD plan carries the load (solver.capacity.disagg)
+            raise InputError("--max-copies", "not available with --serving disagg (one xPyD deployment is planned)")
         from solver.capacity.disagg import recommend_disagg
 
         for line in _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, None, framework,
