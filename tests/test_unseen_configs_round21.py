@@ -11,7 +11,7 @@ attn_out, ff_proj / up_proj / ff_out of mlp_hidden_size, RMSNorms with weights);
 them."""
 from __future__ import annotations
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
 
 DATA = UNSEEN / "round21"
 ROUND = Round(DATA)
@@ -85,13 +85,11 @@ PADDLEOCR_VL = (paddle_text(103424, 1024, 18, 16, 2, 128, 3072, tied=False)
 HAND: dict[str, int] = {
     "tencent--Youtu-LLM-2B": YOUTU_LLM_2B,
     "Dream-org--Dream-v0-Instruct-7B": DREAM_7B,
-    "GSAI-ML--LLaDA-8B-Instruct": LLADA_8B,
     "PaddlePaddle--PaddleOCR-VL": PADDLEOCR_VL,
 }
 # Published totals precise enough for a 1% check: Youtu-LLM's 1.96B (card, as recalled), Dream-7B's 7.62B (Qwen2.5-7B's
-# card: the same tensors), LLaDA-8B's 8.02B (paper's table, as recalled)
-PUBLISHED: dict[str, float] = {"tencent--Youtu-LLM-2B": 1.96e9, "Dream-org--Dream-v0-Instruct-7B": 7.62e9,
-                               "GSAI-ML--LLaDA-8B-Instruct": 8.02e9}
+# card: the same tensors). LLaDA-8B (refused) would be 8.02B (paper's table, as recalled): LLADA_8B is within 0.06%
+PUBLISHED: dict[str, float] = {"tencent--Youtu-LLM-2B": 1.96e9, "Dream-org--Dream-v0-Instruct-7B": 7.62e9}
 
 # Bytes of K/V per token of context at bf16. Youtu: the MLA latent (kv_lora_rank + qk_rope_head_dim) per layer, one
 # copy for K and V together
@@ -99,3 +97,50 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "tencent--Youtu-LLM-2B": 32 * (512 + 64) * 2,
     "PaddlePaddle--PaddleOCR-VL": 18 * 2 * 128 * 4,
 }
+
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_a_new_model_type_with_qwen2s_decoder_counts_its_qkv_biases_from_its_family_line() -> None:
+    # Before this round: Dream read as a Llama by convention, 7,615,487,488 (q / k / v biases, 28 x 4,608, missed)
+    assert _total("Dream-org--Dream-v0-Instruct-7B") == DREAM_7B
+
+
+def test_a_masked_diffusion_lm_is_counted_and_says_the_serving_figures_assume_autoregressive_decoding() -> None:
+    warnings = _spec("Dream-org--Dream-v0-Instruct-7B").warnings
+    assert any(w.startswith("mask_token_id: a masked-diffusion language model") and "autoregressive" in w
+               for w in warnings)
+    assert not any("masked-diffusion" in w for w in _spec("tencent--Youtu-LLM-2B").warnings)
+
+
+def test_a_conv2d_patch_embedding_ignores_the_processors_temporal_patch_size() -> None:
+    # Before this round: PaddleOCR-VL counted 906,279,024 (the patch conv read as 3 x 2 x 14 x 14 x 1152)
+    spec = _spec("PaddlePaddle--PaddleOCR-VL")
+    assert _total("PaddlePaddle--PaddleOCR-VL") == PADDLEOCR_VL
+    assert any(w.startswith("vision_config.temporal_patch_size: 2 is the image processor's") for w in spec.warnings)
+    cfg = _load("PaddlePaddle--PaddleOCR-VL")
+    one = {**cfg, "vision_config": {k: v for k, v in cfg["vision_config"].items() if k != "temporal_patch_size"}}
+    assert count(one) == PADDLEOCR_VL
+
+
+def test_paddleocr_vls_projector_is_the_merger_convention_without_a_note() -> None:
+    # pre_norm over 1152, linear_1 4608 square, linear_2 4608 -> 1024: the family line says so, no convention note
+    assert not any("projector into the text width" in w for w in _spec("PaddlePaddle--PaddleOCR-VL").warnings)
+
+
+def test_youtus_head_is_tied_by_its_class_default() -> None:
+    cfg = _load("tencent--Youtu-LLM-2B")
+    assert "tie_word_embeddings" not in cfg and _total("tencent--Youtu-LLM-2B") == YOUTU_LLM_2B
+    assert count({**cfg, "tie_word_embeddings": False}) == youtu(128256, 2048, 32, 16, 6144, tied=False)
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+REFUSALS: dict[str, str] = {
+    # OLMo-1's layout (LLADA_8B by hand 8,015,581,184); before: refused, misleadingly, naming
+    # attention_layer_norm_with_affine as "a mixer other than attention"
+    "GSAI-ML--LLaDA-8B-Instruct": r"model_type: 'llada': a masked-diffusion LM in OLMo-1's config layout",
+}
+
