@@ -58,6 +58,8 @@ model_type and the text model's) on top:
                             intermediate_size -> out (Glm4vVisionModel's downsample and merger)
   _vision_towers            N: the wrapper builds N towers from the one vision_config, each with its own weights
                             (Video-LLaVA's image_tower and video_tower), one projector
+  _vision_patch_2d          the patch embedding is a Conv2d: a temporal_patch_size the tower config writes is the
+                            processor's and sizes no weight (PaddleOCR-VL's SigLIP-NaViT), said in a note
   _vision_patch_linear      no tower: one biased linear of the wrapper's patch_size^2 x num_channels into the text
                             width (Fuyu's vision_embed_tokens)
   _vision_refused           why the family's tower is not counted: the config is refused, naming the encoder
@@ -179,6 +181,11 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
         per_layer += 2 * norm * qd // h  # q_norm, k_norm over all heads' channels
     channels = f.int("in_channels", "num_channels", "in_chans", default=3)
     temporal = f.int("temporal_patch_size", default=1)
+    if facts.get("_vision_patch_2d") and temporal != 1:
+        # a Conv2d patch embedding: the field is the image processor's (frames stacked per patch), not the tower's
+        notes.append(f"{f.prefix}temporal_patch_size: {temporal} is the image processor's; the tower's patch "
+                     "embedding is a Conv2d over one frame, counted without it")
+        temporal = 1
     patch_h, patch_w = _pair(f, "patch_size", 14)
     patch_bias = not gated and c.get("patch_embed_proj_bias") is not False
     if facts.get("_vision_patch_bias") is not None:
