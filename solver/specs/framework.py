@@ -34,12 +34,12 @@ KnobName = Literal[KNOBS]  # type: ignore[valid-type]
 DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd")
 # parallel_config settings that are not group sizes (parallel.SETTINGS): the redundant expert copies (EPLB)
 MODEL_NAMES = (
-    "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "is_moe",
+    "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "has_csa", "is_moe",
     "o_proj_dim",
 )
 RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES))
 # the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers
-RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "is_moe", "afd"))
+RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd"))
 
 
 class Rule(BaseModel):
