@@ -17,6 +17,7 @@ import pytest
 from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
+from test_unseen_configs_round20 import siglip_tower
 
 DATA = UNSEEN / "round19"
 ROUND = Round(DATA)
@@ -110,6 +111,10 @@ VILA_TEXT = 2 * 32000 * 2560 + 32 * llama_layer(2560, 20, 20, 128, 6912) + 2560
 # an mlp2x_gelu projector from mm_hidden_size (3456: S2's three scales of 1152)
 BUNNY_TEXT = 2 * 128256 * 4096 + 32 * llama_layer(4096, 32, 8, 128, 14336) + 4096
 BUNNY_PROJECTOR = lin(3456, 4096, True) + lin(4096, 4096, True)
+# the tower (stop 36): SiglipVisionModel of google/siglip-so400m-patch14-384 as LLaVA-style builders load it whole,
+# the pooling head included (SiglipVisionConfig's vision_use_head true); S2 runs it at three scales, one set of weights
+BUNNY_TOWER = siglip_tower(1152, 27, 4304, 14, 384, head=True)
+BUNNY_8B = BUNNY_TEXT + BUNNY_TOWER + BUNNY_PROJECTOR
 
 
 HAND: dict[str, int] = {
@@ -118,6 +123,7 @@ HAND: dict[str, int] = {
     "Tele-AI--TeleChat2-7B": TELECHAT2_7B,
     "nvidia--NVLM-D-72B": NVLM_D_72B,
     "fixie-ai--ultravox-v0_5-llama-3_2-1b": ULTRAVOX_1B,
+    "BAAI--Bunny-v1_1-Llama-3-8B-V": BUNNY_8B,  # from refused/ (stop 36: the named-tower table)
 }
 # Published totals precise enough for a 1% check: Cerebras-GPT's table (111M)
 PUBLISHED: dict[str, float] = {"cerebras--Cerebras-GPT-111M": 111e6}
@@ -133,6 +139,7 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "Tele-AI--TeleChat2-7B": 30 * 32 * 128 * 4,
     "nvidia--NVLM-D-72B": 80 * 8 * 128 * 4,
     "fixie-ai--ultravox-v0_5-llama-3_2-1b": 16 * 8 * 64 * 4,
+    "BAAI--Bunny-v1_1-Llama-3-8B-V": 32 * 8 * 128 * 4,
 }
 
 
@@ -214,10 +221,7 @@ def test_an_unknown_wrappers_unread_sub_config_is_named_before_a_missing_size() 
 # ------------------------------------------------------------------ refused this round: one line each
 
 REFUSALS: dict[str, str] = {
-    # already refused before this round, by round 18's rule (any family); BUNNY_TEXT + BUNNY_PROJECTOR by hand
-    # 8,061,202,432 without the SigLIP tower
-    "BAAI--Bunny-v1_1-Llama-3-8B-V": r"mm_vision_tower: 'google/siglip-so400m-patch14-384': an image tower named by "
-                                     r"a checkpoint",
+    # Bunny-v1.1 (refused by round 18's rule on mm_vision_tower) counts since stop 36 (HAND)
     # before: "vocab_size: missing"; VILA_TEXT by hand 2,701,560,320 without the tower and projector
     "Efficient-Large-Model--VILA1.5-3b": r"mm_projector_cfg: given \(model_type 'v2l_projector'\): a module beside "
                                          r"the language model \(llm_cfg\)",
@@ -228,3 +232,23 @@ REFUSALS: dict[str, str] = {
     "microsoft--speecht5_tts": r"is_encoder_decoder: true: an encoder-decoder model \('speecht5'",
     "facebook--seamless-m4t-v2-large": r"is_encoder_decoder: true: an encoder-decoder model \('seamless_m4t_v2'",
 }
+
+
+# ------------------------------------------------------------------ stop 36: Bunny's named tower
+
+
+def test_an_s2_projector_input_is_the_named_towers_width_times_its_scales() -> None:
+    # mm_hidden_size 3456 = 3 x 1152 under use_s2: one tower's weights, three scales' features into the projector
+    cfg = _load("BAAI--Bunny-v1_1-Llama-3-8B-V")
+    spec = parse_model_config(cfg, "x")
+    assert [e.params for e in spec.encoders] == [BUNNY_TOWER + BUNNY_PROJECTOR]
+    assert any(w.startswith("mm_hidden_size: 3456 = 3 x 1152") for w in spec.warnings)
+    assert count({**cfg, "use_s2": False, "mm_hidden_size": 1152}) == BUNNY_8B - lin(3456, 4096) + lin(1152, 4096)
+    with pytest.raises(InputError, match="mm_hidden_size: 3456 is 3 x the named tower's width"):
+        parse_model_config({**cfg, "use_s2": False}, "x")
+
+
+def test_training_switches_of_an_unknown_family_are_not_named_as_unread_sizes() -> None:
+    # unfreeze_vision_tower, tune_mm_mlp_adapter, mm_projector_lr size nothing (bunny-llama has no family line)
+    spec = parse_model_config(_load("BAAI--Bunny-v1_1-Llama-3-8B-V"), "x")
+    assert not any(w.startswith("fields not read") for w in spec.warnings)
