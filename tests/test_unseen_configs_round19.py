@@ -16,6 +16,7 @@ import pytest
 
 from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
 from solver.errors import InputError
+from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
 from test_unseen_configs_round20 import siglip_tower
 
@@ -40,6 +41,12 @@ def opt_layer(h: int, ffn: int) -> int:
 
 
 GALACTICA_1_3B = 50000 * 2048 + (2048 + 2) * 2048 + 24 * opt_layer(2048, 8192) + ln(2048)
+
+# OPT-350m (added at stop 36; written from memory of the hub's config.json): embed_tokens 50272 x word_embed_proj_dim
+# 512, project_in 512 -> 1024 and project_out 1024 -> 512 (bias-free), positions (2048 + 2) x 1024 at the stack's
+# width; 24 OPT layers; do_layer_norm_before false: each layer norms after its residual add and OPTDecoder builds no
+# final_layer_norm; lm_head 512 -> 50272 tied to embed_tokens (331,196,416: the hub's 331M)
+OPT_350M = 50272 * 512 + 2 * 512 * 1024 + (2048 + 2) * 1024 + 24 * opt_layer(1024, 4096)
 
 
 # ------------------------------------------------------------------ Cerebras-GPT-111M (GPT2Model's layout)
@@ -124,13 +131,15 @@ HAND: dict[str, int] = {
     "nvidia--NVLM-D-72B": NVLM_D_72B,
     "fixie-ai--ultravox-v0_5-llama-3_2-1b": ULTRAVOX_1B,
     "BAAI--Bunny-v1_1-Llama-3-8B-V": BUNNY_8B,  # from refused/ (stop 36: the named-tower table)
+    "facebook--opt-350m": OPT_350M,  # added at stop 36 (project_in / project_out, the post-norm stack)
 }
 # Published totals precise enough for a 1% check: Cerebras-GPT's table (111M)
-PUBLISHED: dict[str, float] = {"cerebras--Cerebras-GPT-111M": 111e6}
+PUBLISHED: dict[str, float] = {"cerebras--Cerebras-GPT-111M": 111e6, "facebook--opt-350m": 331e6}
 
 # 2,048 learned positions (the default request is longer)
 SOLVE_ARGS: dict[str, list[str]] = {name: ["--isl", "1536", "--osl", "512"]
-                                    for name in ("facebook--galactica-1.3b", "cerebras--Cerebras-GPT-111M")}
+                                    for name in ("facebook--galactica-1.3b", "cerebras--Cerebras-GPT-111M",
+                                                 "facebook--opt-350m")}
 
 # Bytes of K/V per token of context at bf16 (attention layers x K/V heads x 2 x head_dim x 2)
 KV_BYTES_PER_TOKEN: dict[str, int] = {
@@ -140,6 +149,7 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "nvidia--NVLM-D-72B": 80 * 8 * 128 * 4,
     "fixie-ai--ultravox-v0_5-llama-3_2-1b": 16 * 8 * 64 * 4,
     "BAAI--Bunny-v1_1-Llama-3-8B-V": 32 * 8 * 128 * 4,
+    "facebook--opt-350m": 24 * 16 * 64 * 4,
 }
 
 
@@ -252,3 +262,41 @@ def test_training_switches_of_an_unknown_family_are_not_named_as_unread_sizes() 
     # unfreeze_vision_tower, tune_mm_mlp_adapter, mm_projector_lr size nothing (bunny-llama has no family line)
     spec = parse_model_config(_load("BAAI--Bunny-v1_1-Llama-3-8B-V"), "x")
     assert not any(w.startswith("fields not read") for w in spec.warnings)
+
+
+# ------------------------------------------------------------------ stop 36: OPT-350m's narrower embedding
+
+
+def test_a_narrower_embedding_sizes_the_table_and_head_at_its_width_with_two_projections() -> None:
+    # Before stop 36: refused "word_embed_proj_dim: 512 differs from hidden_size"
+    spec = _spec("facebook--opt-350m")
+    assert (spec.embedding_width, spec.embed_width, spec.hidden_size) == (512, 512, 1024)
+    parts = {p.name: p.params for module in count_params(spec).modules for p in module.parts}
+    assert (parts["embed_tokens"], parts["project_in"], parts["project_out"]) == (50272 * 512, 512 * 1024, 1024 * 512)
+    untied = {**_load("facebook--opt-350m"), "tie_word_embeddings": False}
+    assert count(untied) == OPT_350M + 50272 * 512  # the head at the embedding's width
+
+
+def test_a_post_norm_stack_builds_no_final_norm() -> None:
+    # OPTDecoder: final_layer_norm only under do_layer_norm_before and not _remove_final_layer_norm
+    cfg = _load("facebook--galactica-1.3b")
+    assert count({**cfg, "do_layer_norm_before": False}) == GALACTICA_1_3B - ln(2048)
+    assert count({**cfg, "_remove_final_layer_norm": True}) == GALACTICA_1_3B - ln(2048)
+    assert not _spec("facebook--opt-350m").final_norm
+
+
+def test_the_head_and_the_projections_are_costed_at_the_embeddings_width() -> None:
+    # a 1,000-token prefill on one rank: lm_head over the logits' tokens at 512 wide, project_in / project_out as
+    # 2 x 1000 x 512 x 1024 FLOPs each
+    from solver.estimate.compute import Kit, Work, factors_for, kit_head_ops
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    spec = _spec("facebook--opt-350m")
+    hw = load_hardware("h100_sxm")
+    kit = Kit(hw, make_parallel_config(1), resolve_precision(spec, hw), factors_for(hw),
+              Work("prefill", new_tokens=1000, context=1000, sequences=1, logits_tokens=1))
+    ops = {o.name: o.flops for o in kit_head_ops(spec, kit)}
+    assert ops == {"embedding": 0.0, "project_in": 2 * 1000 * 512 * 1024, "project_out": 2 * 1000 * 1024 * 512,
+                   "lm_head": 2 * 1 * 50272 * 512}
