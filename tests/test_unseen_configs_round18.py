@@ -162,6 +162,9 @@ OVIS_TEXT = 256000 * 3584 + 42 * llama_layer(3584, 16, 8, 256, 14336, norms=4) +
 
 HAND: dict[str, int] = {
     "fnlp--moss-moon-003-sft": MOSS_MOON_003,
+    # from refused/ (stop 36): the tower's sizes from the table of named towers (config/named_towers.yaml)
+    "liuhaotian--llava-v1.5-7b": LLAVA15_7B,
+    "01-ai--Yi-VL-6B": YI_VL_6B,
 }  # the others are refused (REFUSALS); their hand counts above stand for the day they are read
 # Published totals precise enough for a 1% check: none for the counted file (MOSS: "16B", the name's)
 PUBLISHED: dict[str, float] = {}
@@ -170,7 +173,9 @@ PUBLISHED: dict[str, float] = {}
 SOLVE_ARGS: dict[str, list[str]] = {"fnlp--moss-moon-003-sft": ["--isl", "1536", "--osl", "512"]}
 
 # Bytes of K/V per token of context at bf16 (attention layers x K/V heads x 2 x head_dim x 2): MOSS 24 heads of 256
-KV_BYTES_PER_TOKEN: dict[str, int] = {"fnlp--moss-moon-003-sft": 34 * 24 * 256 * 4}
+KV_BYTES_PER_TOKEN: dict[str, int] = {"fnlp--moss-moon-003-sft": 34 * 24 * 256 * 4,
+                                      "liuhaotian--llava-v1.5-7b": 32 * 32 * 128 * 4,  # Vicuna-7B: MHA
+                                      "01-ai--Yi-VL-6B": 32 * 4 * 128 * 4}  # Yi-6B: 4 K/V heads
 
 
 
@@ -234,12 +239,8 @@ def test_an_empty_vision_config_of_a_tower_without_defaults_is_refused_as_such()
 # ------------------------------------------------------------------ refused this round: one line each
 
 REFUSALS: dict[str, str] = {
-    # before: 6,738,415,616 (LLAVA15_TEXT), mm_vision_tower and the projector dropped without a word (llava is a
-    # known family, so no unread field was named); LLAVA15_7B by hand 7,062,902,784
-    "liuhaotian--llava-v1.5-7b": r"mm_vision_tower: 'openai/clip-vit-large-patch14-336': an image tower named by a "
-                                 r"checkpoint",
-    # before: 6,061,035,520 (YI_VL_TEXT), the same way; YI_VL_6B by hand 6,714,829,312
-    "01-ai--Yi-VL-6B": r"mm_vision_tower: .*an image tower named by a checkpoint",
+    # llava-v1.5-7b and Yi-VL-6B (refused here on mm_vision_tower; before this round 6,738,415,616 and 6,061,035,520,
+    # the towers dropped without a word) count since stop 36 (HAND)
     # before: 7,721,324,544 (QWEN_VL_TEXT), `visual` dropped without a word; QWEN_VL_CHAT by hand 9,656,935,168
     "Qwen--Qwen-VL-Chat": r"visual: given: an image tower and a cross-attention resampler",
     # before: 13,699,208,448 without a note, the EVA2-CLIP tower read as a plain ViT and its GLU projector and conv as
@@ -258,3 +259,57 @@ REFUSALS: dict[str, str] = {
     # before: the same line (round 15's unread sub-config rule)
     "AIDC-AI--Ovis1.6-Gemma2-9B": r"visual_tokenizer_config: given \(model_type 'siglip_visual_tokenizer'\)",
 }
+
+
+# ------------------------------------------------------------------ stop 36: a tower named by checkpoint (LLaVA's layout)
+
+
+def _llava() -> dict:
+    return ROUND.load("liuhaotian--llava-v1.5-7b")
+
+
+def test_a_tower_named_by_checkpoint_is_sized_from_the_table_of_named_towers() -> None:
+    spec = _spec("liuhaotian--llava-v1.5-7b")
+    assert [(e.params, e.layers, e.hidden) for e in spec.encoders] == [(LLAVA15_TOWER + LLAVA15_PROJECTOR, 24, 1024)]
+    assert any("openai/clip-vit-large-patch14-336" in w and "table of named towers" in w for w in spec.warnings)
+    assert not any(w.startswith("vision_config: not written") for w in spec.warnings)
+
+
+def test_a_local_copy_of_a_named_tower_is_matched_by_its_folder_name() -> None:
+    # Yi-VL's ./vit/<folder>, and a local copy of the CLIP checkpoint
+    assert count({**_llava(), "mm_vision_tower": "/data/ckpt/clip-vit-large-patch14-336"}) == LLAVA15_7B
+    assert _total("01-ai--Yi-VL-6B") == YI_VL_6B
+
+
+def test_a_tower_name_the_table_lacks_is_refused_naming_mm_vision_tower() -> None:
+    with pytest.raises(InputError, match=r"mm_vision_tower: 'acme/vit-x': an image tower named by a checkpoint whose "
+                                         r"sizes shardplan does not hold"):
+        parse_model_config({**_llava(), "mm_vision_tower": "acme/vit-x"}, "x")
+
+
+def test_llavas_projector_kinds_are_its_builders() -> None:
+    # multimodal_projector/builder.py: linear by default; mlpNx_gelu one linear from mm_hidden_size and N - 1
+    # hidden x hidden ones, biased; identity no weights; Yi-VL's fork puts a LayerNorm after each linear
+    text_and_tower = LLAVA15_TEXT + LLAVA15_TOWER
+    cfg = {k: v for k, v in _llava().items() if k != "mm_projector_type"}
+    assert count(cfg) == text_and_tower + lin(1024, 4096, True)
+    assert count({**cfg, "mm_projector_type": "mlp3x_gelu"}) == text_and_tower + lin(1024, 4096, True) \
+        + 2 * lin(4096, 4096, True)
+    assert count({**cfg, "mm_projector_type": "mlp2x_gelu_Norm"}) == text_and_tower + LLAVA15_PROJECTOR + 2 * ln(4096)
+    with pytest.raises(InputError, match="mm_projector_type: 'identity' passes a 1024-wide feature"):
+        parse_model_config({**cfg, "mm_projector_type": "identity"}, "x")
+    with pytest.raises(InputError, match="mm_projector_type: 'resampler': not one of LLaVA's projector kinds"):
+        parse_model_config({**cfg, "mm_projector_type": "resampler"}, "x")
+
+
+def test_a_projector_input_the_named_tower_does_not_give_is_refused_naming_mm_hidden_size() -> None:
+    with pytest.raises(InputError, match="mm_hidden_size: 1000 is not a multiple of the named tower's width"):
+        parse_model_config({**_llava(), "mm_hidden_size": 1000}, "x")
+    with pytest.raises(InputError, match=r"mm_hidden_size: 2048 is 2 x the named tower's width \(1024\) without use_s2"):
+        parse_model_config({**_llava(), "mm_hidden_size": 2048}, "x")
+
+
+def test_a_named_tower_beside_a_vision_config_is_refused() -> None:
+    cfg = {**_llava(), "vision_config": {"model_type": "clip_vision_model", "hidden_size": 1024}}
+    with pytest.raises(InputError, match="mm_vision_tower: .* and a vision_config both describe an image tower"):
+        parse_model_config(cfg, "x")

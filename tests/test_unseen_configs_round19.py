@@ -16,7 +16,9 @@ import pytest
 
 from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
 from solver.errors import InputError
+from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
+from test_unseen_configs_round20 import siglip_tower
 
 DATA = UNSEEN / "round19"
 ROUND = Round(DATA)
@@ -39,6 +41,12 @@ def opt_layer(h: int, ffn: int) -> int:
 
 
 GALACTICA_1_3B = 50000 * 2048 + (2048 + 2) * 2048 + 24 * opt_layer(2048, 8192) + ln(2048)
+
+# OPT-350m (added at stop 36; written from memory of the hub's config.json): embed_tokens 50272 x word_embed_proj_dim
+# 512, project_in 512 -> 1024 and project_out 1024 -> 512 (bias-free), positions (2048 + 2) x 1024 at the stack's
+# width; 24 OPT layers; do_layer_norm_before false: each layer norms after its residual add and OPTDecoder builds no
+# final_layer_norm; lm_head 512 -> 50272 tied to embed_tokens (331,196,416: the hub's 331M)
+OPT_350M = 50272 * 512 + 2 * 512 * 1024 + (2048 + 2) * 1024 + 24 * opt_layer(1024, 4096)
 
 
 # ------------------------------------------------------------------ Cerebras-GPT-111M (GPT2Model's layout)
@@ -110,6 +118,10 @@ VILA_TEXT = 2 * 32000 * 2560 + 32 * llama_layer(2560, 20, 20, 128, 6912) + 2560
 # an mlp2x_gelu projector from mm_hidden_size (3456: S2's three scales of 1152)
 BUNNY_TEXT = 2 * 128256 * 4096 + 32 * llama_layer(4096, 32, 8, 128, 14336) + 4096
 BUNNY_PROJECTOR = lin(3456, 4096, True) + lin(4096, 4096, True)
+# the tower (stop 36): SiglipVisionModel of google/siglip-so400m-patch14-384 as LLaVA-style builders load it whole,
+# the pooling head included (SiglipVisionConfig's vision_use_head true); S2 runs it at three scales, one set of weights
+BUNNY_TOWER = siglip_tower(1152, 27, 4304, 14, 384, head=True)
+BUNNY_8B = BUNNY_TEXT + BUNNY_TOWER + BUNNY_PROJECTOR
 
 
 HAND: dict[str, int] = {
@@ -118,13 +130,16 @@ HAND: dict[str, int] = {
     "Tele-AI--TeleChat2-7B": TELECHAT2_7B,
     "nvidia--NVLM-D-72B": NVLM_D_72B,
     "fixie-ai--ultravox-v0_5-llama-3_2-1b": ULTRAVOX_1B,
+    "BAAI--Bunny-v1_1-Llama-3-8B-V": BUNNY_8B,  # from refused/ (stop 36: the named-tower table)
+    "facebook--opt-350m": OPT_350M,  # added at stop 36 (project_in / project_out, the post-norm stack)
 }
 # Published totals precise enough for a 1% check: Cerebras-GPT's table (111M)
-PUBLISHED: dict[str, float] = {"cerebras--Cerebras-GPT-111M": 111e6}
+PUBLISHED: dict[str, float] = {"cerebras--Cerebras-GPT-111M": 111e6, "facebook--opt-350m": 331e6}
 
 # 2,048 learned positions (the default request is longer)
 SOLVE_ARGS: dict[str, list[str]] = {name: ["--isl", "1536", "--osl", "512"]
-                                    for name in ("facebook--galactica-1.3b", "cerebras--Cerebras-GPT-111M")}
+                                    for name in ("facebook--galactica-1.3b", "cerebras--Cerebras-GPT-111M",
+                                                 "facebook--opt-350m")}
 
 # Bytes of K/V per token of context at bf16 (attention layers x K/V heads x 2 x head_dim x 2)
 KV_BYTES_PER_TOKEN: dict[str, int] = {
@@ -133,6 +148,8 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "Tele-AI--TeleChat2-7B": 30 * 32 * 128 * 4,
     "nvidia--NVLM-D-72B": 80 * 8 * 128 * 4,
     "fixie-ai--ultravox-v0_5-llama-3_2-1b": 16 * 8 * 64 * 4,
+    "BAAI--Bunny-v1_1-Llama-3-8B-V": 32 * 8 * 128 * 4,
+    "facebook--opt-350m": 24 * 16 * 64 * 4,
 }
 
 
@@ -214,10 +231,7 @@ def test_an_unknown_wrappers_unread_sub_config_is_named_before_a_missing_size() 
 # ------------------------------------------------------------------ refused this round: one line each
 
 REFUSALS: dict[str, str] = {
-    # already refused before this round, by round 18's rule (any family); BUNNY_TEXT + BUNNY_PROJECTOR by hand
-    # 8,061,202,432 without the SigLIP tower
-    "BAAI--Bunny-v1_1-Llama-3-8B-V": r"mm_vision_tower: 'google/siglip-so400m-patch14-384': an image tower named by "
-                                     r"a checkpoint",
+    # Bunny-v1.1 (refused by round 18's rule on mm_vision_tower) counts since stop 36 (HAND)
     # before: "vocab_size: missing"; VILA_TEXT by hand 2,701,560,320 without the tower and projector
     "Efficient-Large-Model--VILA1.5-3b": r"mm_projector_cfg: given \(model_type 'v2l_projector'\): a module beside "
                                          r"the language model \(llm_cfg\)",
@@ -228,3 +242,61 @@ REFUSALS: dict[str, str] = {
     "microsoft--speecht5_tts": r"is_encoder_decoder: true: an encoder-decoder model \('speecht5'",
     "facebook--seamless-m4t-v2-large": r"is_encoder_decoder: true: an encoder-decoder model \('seamless_m4t_v2'",
 }
+
+
+# ------------------------------------------------------------------ stop 36: Bunny's named tower
+
+
+def test_an_s2_projector_input_is_the_named_towers_width_times_its_scales() -> None:
+    # mm_hidden_size 3456 = 3 x 1152 under use_s2: one tower's weights, three scales' features into the projector
+    cfg = _load("BAAI--Bunny-v1_1-Llama-3-8B-V")
+    spec = parse_model_config(cfg, "x")
+    assert [e.params for e in spec.encoders] == [BUNNY_TOWER + BUNNY_PROJECTOR]
+    assert any(w.startswith("mm_hidden_size: 3456 = 3 x 1152") for w in spec.warnings)
+    assert count({**cfg, "use_s2": False, "mm_hidden_size": 1152}) == BUNNY_8B - lin(3456, 4096) + lin(1152, 4096)
+    with pytest.raises(InputError, match="mm_hidden_size: 3456 is 3 x the named tower's width"):
+        parse_model_config({**cfg, "use_s2": False}, "x")
+
+
+def test_training_switches_of_an_unknown_family_are_not_named_as_unread_sizes() -> None:
+    # unfreeze_vision_tower, tune_mm_mlp_adapter, mm_projector_lr size nothing (bunny-llama has no family line)
+    spec = parse_model_config(_load("BAAI--Bunny-v1_1-Llama-3-8B-V"), "x")
+    assert not any(w.startswith("fields not read") for w in spec.warnings)
+
+
+# ------------------------------------------------------------------ stop 36: OPT-350m's narrower embedding
+
+
+def test_a_narrower_embedding_sizes_the_table_and_head_at_its_width_with_two_projections() -> None:
+    # Before stop 36: refused "word_embed_proj_dim: 512 differs from hidden_size"
+    spec = _spec("facebook--opt-350m")
+    assert (spec.embedding_width, spec.embed_width, spec.hidden_size) == (512, 512, 1024)
+    parts = {p.name: p.params for module in count_params(spec).modules for p in module.parts}
+    assert (parts["embed_tokens"], parts["project_in"], parts["project_out"]) == (50272 * 512, 512 * 1024, 1024 * 512)
+    untied = {**_load("facebook--opt-350m"), "tie_word_embeddings": False}
+    assert count(untied) == OPT_350M + 50272 * 512  # the head at the embedding's width
+
+
+def test_a_post_norm_stack_builds_no_final_norm() -> None:
+    # OPTDecoder: final_layer_norm only under do_layer_norm_before and not _remove_final_layer_norm
+    cfg = _load("facebook--galactica-1.3b")
+    assert count({**cfg, "do_layer_norm_before": False}) == GALACTICA_1_3B - ln(2048)
+    assert count({**cfg, "_remove_final_layer_norm": True}) == GALACTICA_1_3B - ln(2048)
+    assert not _spec("facebook--opt-350m").final_norm
+
+
+def test_the_head_and_the_projections_are_costed_at_the_embeddings_width() -> None:
+    # a 1,000-token prefill on one rank: lm_head over the logits' tokens at 512 wide, project_in / project_out as
+    # 2 x 1000 x 512 x 1024 FLOPs each
+    from solver.estimate.compute import Kit, Work, factors_for, kit_head_ops
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    spec = _spec("facebook--opt-350m")
+    hw = load_hardware("h100_sxm")
+    kit = Kit(hw, make_parallel_config(1), resolve_precision(spec, hw), factors_for(hw),
+              Work("prefill", new_tokens=1000, context=1000, sequences=1, logits_tokens=1))
+    ops = {o.name: o.flops for o in kit_head_ops(spec, kit)}
+    assert ops == {"embedding": 0.0, "project_in": 2 * 1000 * 512 * 1024, "project_out": 2 * 1000 * 1024 * 512,
+                   "lm_head": 2 * 1 * 50272 * 512}

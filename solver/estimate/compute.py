@@ -341,16 +341,27 @@ def head_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
 def kit_head_ops(model: ModelSpec, kit: Kit) -> list:
     """head_ops as `kit`'s records."""
     hw, pc, prec, f, w = kit.hw, kit.pc, kit.prec, kit.f, kit.w
-    h, v = model.hidden_size, model.vocab_size
+    h, v, ew = model.hidden_size, model.vocab_size, model.embed_width
     e, lt = pc.embed_tp_size, pc.lmhead_tp_size
     lookups = 2 if model.position_embeddings else 1  # a learned position table is a second gather per token
     embed = kit.op("embedding", "embedding", 0.0,
-                   lookups * group_tokens(pc, w, e) * h * prec.fmt("embedding").bytes_per_param,
+                   lookups * group_tokens(pc, w, e) * ew * prec.fmt("embedding").bytes_per_param,
                    hw.flops("bf16"), f.gemm, kernels=lookups)
     u_logit = group_tokens(pc, w, lt, w.logits_tokens) / lt
-    head_params = v * h
+    head_params = v * ew  # the head reads the embedding's width (project_out's output where it is narrower)
     lm = kit.op("lm_head", "lm_head", 2 * u_logit * head_params,
                 head_params / pc.lmhead_tp_size * prec.fmt("lm_head").bytes_per_param + u_logit * v * 4,
                 hw.flops(prec.gemm_dtype("lm_head")), f.gemm, kernels=2,
                 shape_eff=shape_efficiency(v / pc.lmhead_tp_size))
-    return [embed, lm]
+    if not model.embedding_width:
+        return [embed, lm]
+    # project_in / project_out: replicated bias-free GEMMs over every token of the rank's step (engines run the
+    # stack's output through project_out before the logits pick the sampled positions)
+    t = group_tokens(pc, w, 1)
+    matrix = ew * h * prec.fmt("dense").bytes_per_param
+    peak = hw.flops(prec.gemm_dtype("dense"))
+    proj_in = kit.op("project_in", "embedding", 2 * t * ew * h, matrix + t * (ew + h) * ACT_BYTES, peak, f.gemm,
+                     kernels=1, shape_eff=shape_efficiency(h))
+    proj_out = kit.op("project_out", "lm_head", 2 * t * ew * h, matrix + t * (ew + h) * ACT_BYTES, peak, f.gemm,
+                      kernels=1, shape_eff=shape_efficiency(ew))
+    return [embed, proj_in, proj_out, lm]

@@ -149,9 +149,11 @@ def count_params(m: ModelSpec) -> ParamReport:
 
 
 def _count_params(m: ModelSpec) -> ParamReport:
-    h, v = m.hidden_size, m.vocab_size
+    h, v, ew = m.hidden_size, m.vocab_size, m.embed_width
     acc = _Acc()
-    embed = (Part("embed_tokens", (v + m.embedding_extra_rows) * h, "tp"),)
+    embed = (Part("embed_tokens", (v + m.embedding_extra_rows) * ew, "tp"),)
+    if m.embedding_width:  # project_in from the narrower embedding into the stack, replicated
+        embed += (Part("project_in", ew * h, "none"),)
     if m.position_embeddings:  # a learned position table is a plain lookup, replicated (not vocab-parallel)
         embed += (Part("embed_positions", m.position_embeddings * h, "none"),)
     acc.add(Share("embedding", "embedding", "embed_tp_size", embed))
@@ -163,7 +165,9 @@ def _count_params(m: ModelSpec) -> ParamReport:
         acc.add(share, n)
     if m.final_norm:
         acc.add(Share("norms", "norm", None, (Part("final_norm", norm_vectors * h, "none"),)))
-    head = () if m.tie_word_embeddings else (Part("lm_head", v * h, "tp"),)
+    head = () if m.tie_word_embeddings else (Part("lm_head", v * ew, "tp"),)
+    if m.embedding_width:  # project_out from the stack to the head's width, replicated
+        head += (Part("project_out", h * ew, "none"),)
     if m.head_transform:  # a dense and a norm before the vocabulary projection, replicated
         head += (Part("head_transform", m.head_transform, "none"),)
     if m.lm_head_bias:  # a bias per vocabulary entry, split with the head's rows (tied or not)
@@ -188,5 +192,5 @@ def _count_params(m: ModelSpec) -> ParamReport:
         mtp.append(ModuleParams("mtp_glue", "dense", (Part("eh_proj+norms", glue, "none"),), glue, None))
         if m.mtp_checkpoint_copies:
             # DeepSeek-style checkpoints store a copy of embed_tokens and the head inside each MTP layer
-            extra = n * 2 * v * h
+            extra = n * 2 * v * ew
     return ParamReport(tuple(modules), tuple(mtp), extra)

@@ -29,8 +29,9 @@ def kit_head_comms(model: ModelSpec, kit: Kit) -> list:
 
 
 def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
-    """The embedding's and LM head's collectives, made by `coll` (a Kit's record maker)."""
-    h, v = model.hidden_size, model.vocab_size
+    """The embedding's and LM head's collectives, made by `coll` (a Kit's record maker); the rows the embedding
+    returns and the hidden states the head reads are the embedding's width (narrower than the stack's in OPT-350m)."""
+    h, v = model.embed_width, model.vocab_size
     out = []
     e = pc.embed_tp_size
     lt = pc.lmhead_tp_size

@@ -114,13 +114,18 @@ def _outside(m: ModelSpec, rep) -> list[dict[str, Any]]:
     h = m.hidden_size
     positions = m.position_embeddings * h
     head = "tied to the embedding" if m.tie_word_embeddings else "lmhead_tp (vocab-parallel)"
-    rows = [{"module": "embedding", "params": by.get("embedding", 0) - positions, "placement": "embed_tp (vocab-parallel)"}]
+    ew, proj = m.embed_width, m.embed_width * h if m.embedding_width else 0
+    rows = [{"module": "embedding" + (f" ({m.vocab_size} x {ew})" if proj else ""),
+             "params": by.get("embedding", 0) - positions - proj, "placement": "embed_tp (vocab-parallel)"}]
+    if proj:  # a narrower embedding and head (embedding_width): project_in / project_out beside them
+        rows.append({"module": f"project_in ({ew} -> {h}) and project_out ({h} -> {ew})", "params": 2 * proj,
+                     "placement": "replicated"})
     if positions:
         rows.append({"module": f"learned position table ({m.position_embeddings} x {h})", "params": positions,
                      "placement": "replicated on the embedding's ranks (a plain lookup)"})
     if m.embedding_norm:
         rows.append({"module": "embedding norm", "params": (2 if m.norm_bias else 1) * h, "placement": "replicated"})
-    rows.append({"module": "lm_head" + (" (with a bias)" if m.lm_head_bias else ""), "params": by.get("lm_head", 0),
+    rows.append({"module": "lm_head" + (" (with a bias)" if m.lm_head_bias else ""), "params": by.get("lm_head", 0) - proj,
                  "placement": head + (", its bias vocab-parallel" if m.lm_head_bias and m.tie_word_embeddings else "")})
     for enc in m.encoders:
         rows.append({"module": f"{enc.name} encoder ({enc.layers} layers, width {enc.hidden})", "params": enc.params,

@@ -63,6 +63,10 @@ class ModelSpec:
     # norm), counted with the head
     head_transform: int = 0
     embedding_extra_rows: int = 0  # rows the token embedding holds beyond vocab_size (Mllama: 8), not the head
+    # the token embedding's and the head's width where it differs from the stack's (OPT-350m's word_embed_proj_dim):
+    # bias-free project_in (width -> hidden) after the lookup and project_out (hidden -> width) before the head,
+    # replicated; 0: the stack's hidden_size, no projections
+    embedding_width: int = 0
     # the config names modelling code of its own (auto_map): an engine loads such a checkpoint only when told to
     # trust that code (the launch's `remote_code` name; solver.launch.emit)
     remote_code: bool = False
@@ -167,6 +171,11 @@ class ModelSpec:
     @cached_property
     def has_dense_ffn(self) -> bool:
         return self._dense is not None
+
+    @property
+    def embed_width(self) -> int:
+        """The width of the token embedding and of the head's input (the stack's, unless embedding_width says)."""
+        return self.embedding_width or self.hidden_size
 
     @property
     def has_large_vocab(self) -> bool:

@@ -136,6 +136,13 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
          facts: dict[str, Any], text_inter: int | None = None) -> tuple[int, int, int]:
     """(params, layers, width) of one tower and its projector; `wrapper` is the multimodal config around it,
     where some families write the projector's fields (Mistral3: spatial_merge_size, multimodal_projector_bias)."""
+    tower, layers, h, norm = vit_tower(f, notes, facts)
+    return tower + _projector(f, wrapper, h, norm, text_hidden, facts, notes, text_inter), layers, h
+
+
+def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, int, int, int]:
+    """(params, layers, width, one norm's parameters) of one tower without its projector, by the conventions of
+    the module docstring and the tower's facts."""
     c = f.cfg
     layers = f.int("depth", "num_hidden_layers", "vt_num_hidden_layers", maximum=10_000)
     # Qwen2-VL's tower is embed_dim wide; its hidden_size is the merger's output (the fact _vision_hidden_is_output)
@@ -219,8 +226,7 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     # a wrapper that builds the tower more than once from the one vision_config, each with its own weights
     # (Video-LLaVA's image_tower and video_tower); a request's images or frames run through one of them
     towers = int(facts.get("_vision_towers", 1))
-    tower = towers * (layers * per_layer + patch_embed + positions + post_norm + head)
-    return tower + _projector(f, wrapper, h, norm, text_hidden, facts, notes, text_inter), layers, h
+    return towers * (layers * per_layer + patch_embed + positions + post_norm + head), layers, h, norm
 
 
 def _check_heads(f: Fields, h: int, written: set[str]) -> None:
@@ -554,12 +560,16 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
     finds the facts of its modeling code (the module docstring). `known`: the wrapper has a family line; without
     it or a line for the tower's own model_type, the tower's unread structural fields are named in a note
     (config/unread.py check_unread_tower)."""
+    from solver.specs.config.named_towers import read_named_tower
     from solver.specs.config.unread import check_unread_tower
 
     notes = notes if notes is not None else []
     wrapper_facts = facts or {}
     families = families or {}
     out = []
+    named = read_named_tower(raw, text_hidden, origin, notes, families)  # LLaVA's mm_vision_tower
+    if named is not None:
+        out.append(named)
     if wrapper_facts.get("_vision_patch_linear"):
         # no tower: the image's patches enter the text stack through one biased linear of patch_size^2 x
         # num_channels into the text width (Fuyu's vision_embed_tokens), sized by the wrapper's own fields
@@ -571,7 +581,7 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         out.append(Encoder("vision", channels * patch_h * patch_w * text_hidden + text_hidden, 0, text_hidden))
     for key in ENCODER_KEYS:
         sub = raw.get(key)
-        if sub is None and key == "vision_config" and wrapper_facts.get("_vision_config_defaults"):
+        if sub is None and key == "vision_config" and wrapper_facts.get("_vision_config_defaults") and named is None:
             # transformers builds the wrapper's default tower where none is written (SubConfigSpec's init_kwargs);
             # the language model alone is sized here, and said
             notes.append(f"{key}: not written; the language model alone is sized (transformers would build "

@@ -1,7 +1,7 @@
 """What sits outside the layer stack by a family's conventions (family_defaults.yaml): a learned position table,
 rows the embedding holds beyond the vocabulary (Mllama's 8), a norm on the embedding, the final norm's weights
 and bias, a bias on the head; and the layouts around the embedding that the reader refuses rather than miscount
-(OPT-350m's narrower embedding, a post-norm stack)."""
+(none now: OPT-350m's narrower embedding and its post-norm stack are read, as modeling_opt.py builds them)."""
 from __future__ import annotations
 
 from typing import Any
@@ -36,12 +36,13 @@ def head_transform(f: Fields, hidden: int) -> int:
 def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
     """The weights outside the stack that a family's conventions add or remove (family_defaults.yaml), and the
     layouts the reader refuses rather than miscount."""
+    # OPTDecoder: embed_tokens and lm_head are word_embed_proj_dim wide; where that is not hidden_size, bias-free
+    # project_in / project_out sit between them and the stack (ModelSpec.embedding_width)
     width = f.opt_int("word_embed_proj_dim")
-    if width is not None and width != hidden:
-        raise f.err("word_embed_proj_dim", f"{width} differs from hidden_size ({hidden}): OPT's project_in / "
-                                           "project_out around a narrower embedding are not counted")
-    if not f.bool("do_layer_norm_before", True):
-        raise f.err("do_layer_norm_before", "false: a post-norm stack (OPT-350m) keeps no final norm; not counted")
+    embedding_width = width if width is not None and width != hidden else 0
+    # a post-norm stack (do_layer_norm_before false: each layer norms after its residual add) builds no final norm,
+    # nor does a config that sets _remove_final_layer_norm (OPTDecoder: final_layer_norm is None under either)
+    final_norm = f.bool("do_layer_norm_before", True) and not f.bool("_remove_final_layer_norm")
     positions = 0
     if f.bool("_learned_positions"):
         if not f.has("n_positions", "max_position_embeddings"):
@@ -55,6 +56,7 @@ def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
     stable = f.bool("use_stable_embedding")
     return {"position_embeddings": positions, "embedding_norm": f.bool("_embedding_norm") or stable,
             "embedding_norm_bias": stable,
-            "final_norm": norm_weights(f) and f.bool("post_layer_norm", True),
+            "final_norm": norm_weights(f) and f.bool("post_layer_norm", True) and final_norm,
+            "embedding_width": embedding_width,
             "lm_head_bias": f.bool(head_bias_field), "head_transform": head_transform(f, hidden),
             "embedding_extra_rows": f.int("_embedding_extra_rows", default=0, minimum=0, maximum=2**20)}

@@ -297,6 +297,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
                                    wrapper_type in _family_defaults(), text_inter))
     if not prefix:  # the language model's own reader looked up the top level's keys: they describe the stack
         wrapper.looked_up |= cfg.looked_up
+        cfg.looked_up |= wrapper.looked_up  # and the encoders' readers some of them (LLaVA's mm_* fields)
     # a language model at the top level may sit beside sub-configs too (MiniCPM-o's tts_config)
     refuse_unread_subconfigs(wrapper, prefix.rstrip("."), origin)
     nonstandard = [e.name for e in encoders]

@@ -39,13 +39,14 @@ _STRUCTURE = re.compile(r"expert|moe|mamba|ssm|linear|lora|cla|kv|head|layer|win
 # position encodings and limits (original_max_position_embeddings), activations, kernels' tile sizes, the
 # router's scoring (groups, scaling, renormalising) and special tokens' ids (a multimodal image_token_index);
 # numerics and scales of the forward (softmax in fp32, QKV clipping, muP multipliers and MiniCPM's width base,
-# query-key layer scaling), the attention kernel's name and the router's capacity and gate kind
+# query-key layer scaling), the attention kernel's name and the router's capacity and gate kind; training switches
+# (LLaVA's unfreeze_vision_tower, tune_mm_mlp_adapter, mm_projector_lr)
 _SIZES_NOTHING = re.compile(r"dropout|pdrop|eps(ilon)?$|init|rope|rotary|act(ivation)?(_func)?$|loss|coef|jitter|"
                             r"softcap|scalar|chunk_size|kernels|logits|topk_prob|^n_group$|topk_group|expert_group|"
                             r"grouped_topk|group_limited|routed_scaling|scoring|renormalize|drop_tokens|"
                             r"dropped_token|overlap|token_id|token_index|_ids?$|max_position|softmax|scale_attn|"
                             r"attn_implementation|layer_scaling|multiplier|dim_model_base|clip|norm_min|capacity|"
-                            r"moe_gate$|norm_head$")
+                            r"moe_gate$|norm_head$|freeze|^tune_|_lr$")
 
 
 # names of fields that describe a mixer other than attention (Mamba, SSM, short / causal convolutions, RG-LRU,
@@ -95,10 +96,6 @@ _REFUSED = {
     # and its projector (embd_layer: an HD transform with learned separators) has no counting convention
     "img_processor": "an image tower named by a checkpoint rather than sized in the config and its projector "
                      "(embd_layer)",
-    # LLaVA's original layout (liuhaotian/llava-v1.5, Yi-VL, ShareGPT4V): the language model's own config names the
-    # tower's checkpoint (mm_vision_tower) and the projector's kind (mm_projector_type); the tower's sizes are not in it
-    "mm_vision_tower": "an image tower named by a checkpoint rather than sized in the config and its projector "
-                       "(mm_projector_type)",
     # Qwen-VL: the ViT and its cross-attention resampler are sized under `visual` in the language model's own config
     "visual": "an image tower and a cross-attention resampler sized under `visual` (no tower reader reads that layout)",
 }
