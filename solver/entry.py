@@ -92,7 +92,7 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
     from solver.rank.explain import ahead_by_tie
 
     shown = [(c.pattern, c.planned.estimate, c.planned.role + (f" {c.planned.verified}" if c.planned.verified else "")
-              + ("" if c.planned.on_front else ", off the front") + ahead_by_tie(scenario, list(candidates), i))
+              + c.planned.front_clause() + ahead_by_tie(scenario, list(candidates), i))
              for i, c in enumerate(candidates)]
     return explain(spec, hw, fw, prec, f, scenario, p.config, p.estimate, p.batch,
                    Workload.for_scenario(scenario, p.batch), cand.pattern, shown)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import pandas as pd
 from pydantic import ValidationError
@@ -30,6 +30,9 @@ from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.points import SolverParams
 from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.scenario import Scenario
+
+if TYPE_CHECKING:
+    from solver.plan.solve import Planned
 
 GB = 1e9
 
@@ -225,7 +228,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
             requests_per_s=_r(e.output_tokens_per_s / per_request, "requests_per_s"),
             on_front=p.on_front, candidate=cand_rank.get(key), pattern=pattern_name(p.config, spec, kvp_in_tp),
             memory_feasible=e.memory.feasible,
-            note="; ".join(e.memory.notes) if misses else (result.range_note or "") if cand_rank.get(key) == 1 else "",
+            note="; ".join(e.memory.notes) if misses else _candidate_note(p, cand_rank.get(key), result.range_note),
         )
         rows.append(row)
     rows.sort(key=lambda r: (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"], r["concurrency"],
@@ -234,6 +237,16 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         r["rank"] = i
     mark_front(rows)
     return rows
+
+
+def _candidate_note(p: Planned, candidate: int | None, range_note: str | None) -> str:
+    """A feasible row's note: the recommended row's concurrency range note, and a candidate off the front only
+    as a tie saying so (on_front marks the front's one configuration per point, the same in every scenario)."""
+    notes = [range_note] if candidate == 1 and range_note else []
+    if p.ties_front:
+        notes.append("tied with a front row: the same request latency and tokens/s per rank (on_front marks the "
+                     "front's one configuration per point)")
+    return "; ".join(notes)
 
 
 def dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -7,7 +7,7 @@ import gc
 import math
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
 from solver.errors import InfeasibleError, InputError, InternalError, three_figures
@@ -56,6 +56,27 @@ class Planned:
     verified: str | None = None  # the verified deployment's id, for that role
     # one of the first CORE_CANDIDATES chosen (or the verified deployment): the ranking orders these first
     core: bool = True
+    # off the front only as a tie: a front configuration shows the same request latency and throughput per rank
+    # (the front keeps one configuration per point, the same whatever the scenario)
+    ties_front: bool = False
+
+    def front_clause(self) -> str:
+        """Where the configuration stands to the front, as a clause after its role ('' on it)."""
+        if self.on_front:
+            return ""
+        return (", tied with a front configuration: the same request latency and tokens/s per rank"
+                if self.ties_front else ", off the front")
+
+
+def tie_marked(p: Planned, front: list[Planned]) -> Planned:
+    """p, marked where it is off the front yet a front configuration has its figures (request latency and output
+    tokens/s per rank, to 1e-9): a tie the front resolved to the other configuration, not a dominated point."""
+    if p.on_front:
+        return p
+    tps = p.estimate.output_tokens_per_s_per_rank
+    tied = any(math.isclose(q.latency_s, p.latency_s, rel_tol=1e-9)
+               and math.isclose(q.estimate.output_tokens_per_s_per_rank, tps, rel_tol=1e-9) for q in front)
+    return replace(p, ties_front=True) if tied else p
 
 
 @dataclass
@@ -334,7 +355,8 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys, role,
                        adopt[0] if role == "verified deployment" else None, p.key() in core)
 
-    result = PlanResult([realize(p) for p in chosen], [realize(p) for p in points], method=method,
+    front = [realize(p) for p in points]
+    result = PlanResult([tie_marked(realize(p), front) for p in chosen], front, method=method,
                         time_limit_s=params.time_limit_s, knobs=model_knobs(model))
     result.timeouts = planner.timed_out()
     result.cut_stops = list(planner.cut_stops)

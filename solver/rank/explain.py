@@ -184,7 +184,18 @@ def candidate_scores(scenario: Scenario, candidates: list[tuple[str, Estimate, s
     head = (f"score: {w_lat:g} x ln(request latency / #1's) + {w_inv:g} x ln(inverse throughput per rank / "
             f"#1's) ({scenario.kind}); lower is better, 0 = #1")
     return [head] + [f"#{i + 1} {pattern} ({role}): {_scored(scenario, e, ref)}"
-                     for i, (pattern, e, role) in enumerate(candidates)]
+                     + (_costs(scenario, e, ref) if i else "") for i, (pattern, e, role) in enumerate(candidates)]
+
+
+def _costs(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
+    """What a candidate costs against #1 in the table's own columns (mem GB, TTFT ms, TPOT ms), the figures a
+    phase has: the score alone does not say where the difference lies."""
+    parts = [f"mem {e.memory.model_bytes / 1e9:.2f} vs {ref.memory.model_bytes / 1e9:.2f} GB"]
+    if scenario.phase != "decode":
+        parts.append(f"TTFT {_pct(e.ttft_s, ref.ttft_s)}")
+    if scenario.phase != "prefill":
+        parts.append(f"TPOT {_pct(e.tpot_s, ref.tpot_s)}")
+    return "; against #1: " + ", ".join(parts)
 
 
 def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
