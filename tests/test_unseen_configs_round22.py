@@ -9,7 +9,10 @@ configuration_exaone_moe.py and modeling_exaone4_5.py / configuration_exaone4_5.
 installed), and from the remote modeling_smallthinker.py as recalled; written before the reader was run on them."""
 from __future__ import annotations
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin
+import pytest
+
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin
+from solver.errors import InputError
 
 DATA = UNSEEN / "round22"
 ROUND = Round(DATA)
@@ -97,3 +100,46 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 
 # K-EXAONE's 236B at bf16 (473 GB) does not fit 8 H100s with room for a cache
 SOLVE_CARDS: dict[str, int] = {"LGAI-EXAONE--K-EXAONE-236B-A23B": 16}
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_exaones_attention_carries_q_and_k_norms_of_head_dim_from_its_family_line() -> None:
+    # Before this round: K-EXAONE counted 236,571,138,048 (48 x 2 x 128 q_norm / k_norm weights missed; no note); the
+    # same line of exaone4 moves the catalog's EXAONE-4.0-32B by 64 x 256
+    assert _total("LGAI-EXAONE--K-EXAONE-236B-A23B") == K_EXAONE
+    blocks = [b for layer in _spec("LGAI-EXAONE--EXAONE-4.5-33B").layers for b in layer.blocks]
+    assert {b.qk_norm for b in blocks if hasattr(b, "qk_norm")} == {"head"}
+
+
+def test_a_vision_tower_with_fewer_kv_heads_sizes_its_fused_qkv_by_them() -> None:
+    # Before this round: EXAONE-4.5 counted 32,687,192,320: the tower's qkv read as 3 x 1280 wide (+32 x 1,639,680),
+    # its biases missed (-32 x 13,240) and the text q / k norms missed (-16,384); num_key_value_heads named unread
+    cfg = _load("LGAI-EXAONE--EXAONE-4.5-33B")
+    assert _total("LGAI-EXAONE--EXAONE-4.5-33B") == EXAONE_45
+    assert not any("num_key_value_heads" in w for w in _spec("LGAI-EXAONE--EXAONE-4.5-33B").warnings)
+    mha = {**cfg, "vision_config": {**cfg["vision_config"], "num_key_value_heads": 16}}
+    assert count(mha) - EXAONE_45 == 32 * 2 * (1280 * 640 + 640)
+
+
+def test_a_tower_kv_head_count_that_does_not_divide_its_heads_is_refused_naming_it() -> None:
+    cfg = _load("LGAI-EXAONE--EXAONE-4.5-33B")
+    bad = {**cfg, "vision_config": {**cfg["vision_config"], "num_key_value_heads": 6}}
+    with pytest.raises(InputError, match=r"vision_config\.num_key_value_heads: 6 does not divide the tower's 16 heads"):
+        count(bad)
+
+
+def test_smallthinkers_primary_experts_are_read_as_routed_experts() -> None:
+    # Before this round: refused, misleadingly, "intermediate_size: missing (required to size the dense FFN)"
+    name = "PowerInfer--SmallThinker-21BA3B-Instruct"
+    assert _total(name) == SMALLTHINKER_21B
+    moe = [b for b in _spec(name).layers[0].blocks if hasattr(b, "experts")][0]
+    assert (moe.experts, moe.topk, moe.inter) == (64, 6, 768)
+
+
+def test_smallthinkers_sliding_window_layout_places_its_window_layers() -> None:
+    # 1 = a sliding layer of sliding_window_size: 39 of 52 layers keep 4096 tokens, 13 keep the whole context
+    windows = [b.window for layer in _spec("PowerInfer--SmallThinker-21BA3B-Instruct").layers for b in layer.blocks
+               if hasattr(b, "window")]
+    assert windows == [4096, 4096, 4096, None] * 13
