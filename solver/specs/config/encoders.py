@@ -169,12 +169,13 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     # q / k / v project to qkv_hidden_size where a tower writes one (MoonViT in Kimi-K3: 1536 over a 1024 width),
     # and o_proj back from it
     qd = f.int("qkv_hidden_size", default=h)
-    attn = 4 * h * qd + ((3 * qd + h) if bias else 0)
+    kd = _kv_width(f, qd)  # k and v each: fewer K/V heads than query heads (EXAONE-4.5's tower GQA)
+    attn = 2 * h * qd + 2 * h * kd + ((qd + 2 * kd + h) if bias else 0)
     if bias and c.get("qkv_bias") is False:  # BLIP-2's tower: q / v biases off under qkv_bias, projection's kept
-        attn -= 3 * qd
+        attn -= qd + 2 * kd
     # a tower whose fused qkv alone takes a bias when its field is set (GLM-4.1V's attention_bias; proj never)
     if not bias and facts.get("_vision_qkv_bias") and f.bool(str(facts["_vision_qkv_bias"])):
-        attn += 3 * qd
+        attn += qd + 2 * kd
     mlp = (3 if gated else 2) * h * inter + (((2 if gated else 1) * inter + h) if bias else 0)
     per_layer = attn + mlp + int(facts.get("_vision_norms_per_layer", 2)) * norm
     # two learned per-channel scales per layer: the family fact, or a layer_scale_init_value the config sets (the
@@ -227,6 +228,18 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     # (Video-LLaVA's image_tower and video_tower); a request's images or frames run through one of them
     towers = int(facts.get("_vision_towers", 1))
     return towers * (layers * per_layer + patch_embed + positions + post_norm + head), layers, h, norm
+
+
+def _kv_width(f: Fields, qd: int) -> int:
+    """The width of a tower's k and of its v: qd, or qd x num_key_value_heads / heads where the tower writes fewer
+    K/V heads than query heads (the fused qkv is q + 2 x that wide)."""
+    if not f.has("num_key_value_heads"):
+        return qd
+    heads = f.int("num_attention_heads", "num_heads")
+    kv = f.int("num_key_value_heads")
+    if kv > heads or heads % kv or qd % heads:
+        raise f.err("num_key_value_heads", f"{kv} does not divide the tower's {heads} heads")
+    return qd // heads * kv
 
 
 def _check_heads(f: Fields, h: int, written: set[str]) -> None:

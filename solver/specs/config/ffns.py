@@ -8,7 +8,8 @@ from solver.specs.layers import DenseFFN, MoE
 from solver.specs.layers.base import Block
 
 # the fields a routed-expert count is read from (config/unread.py names them when a config uses another)
-EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
+EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts",
+                       "moe_num_primary_experts")  # SmallThinker's primary experts
 # where a dense FFN's width is read from, first given wins (Llama-4 writes both intermediate_size_mlp and the
 # experts' intermediate_size; OPT writes ffn_dim; LFM2's block_ff_dim wins over its intermediate_size; Phi-3-small
 # writes ff_intermediate_size, CTRL dff)
@@ -110,7 +111,7 @@ class FfnReading:
         f, L = self.f, self.layers
         i = min(slot.index, L - 1)  # MTP layers read the last layer's per-layer entries
         topk_name = f.first("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk",
-                            "top_k_experts", "moe_k", "moe_top_k")
+                            "top_k_experts", "moe_k", "moe_top_k", "moe_num_active_primary_experts")
         if topk_name is None:
             raise f.err("num_experts_per_tok", "missing for a model with routed experts")
         topk = f.per_layer(topk_name, L, 1)[i]  # type: ignore[index]
@@ -118,7 +119,7 @@ class FfnReading:
             raise f.err(topk_name, f"{topk} exceeds the number of experts ({self.experts})")
         # DBRX names its experts' width ffn_hidden_size (in ffn_config): read after the MoE-specific names
         inter_name = f.first("moe_intermediate_size", "expert_ffn_hidden_size", "expert_intermediate_size",
-                             "intermediate_size", "ffn_hidden_size")
+                             "moe_ffn_hidden_size", "intermediate_size", "ffn_hidden_size")
         if inter_name is None:
             raise f.err("moe_intermediate_size", "missing for a model with routed experts")
         inter = f.per_layer(inter_name, L, 1)[i]  # type: ignore[index]
