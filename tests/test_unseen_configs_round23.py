@@ -1,0 +1,116 @@
+"""Twenty-third round of families outside the catalog (tests/data/configs_unseen/round23/, SOURCES.md's "Twenty-third
+round (stop 36)"): 2025-2026 families no earlier round nor the catalog holds (model_types hunyuan_vl, bailing_hybrid;
+Granite-Docling's idefics3 over a 576-wide Granite / Llama LM and Apriel-1.5's LLaVA over Pixtral and a 48-layer
+Mistral, layouts held but not at these sizes), chosen where a reader by convention is likeliest wrong: a vision tower
+whose merger is two convolutions, a linear and four learned vectors (HunyuanOCR), a hybrid of KDA linear attention
+with full-rank gates and MLA with a head-wise output gate whose layout comes from layer_group_size alone (Ling 3),
+a pixel shuffle of 4 into a narrow LM (Granite-Docling) and a Pixtral tower with a LLaVA projector (Apriel).
+Hand counts tensor by tensor from transformers 5.25.0 modeling_hunyuan_vl.py / configuration_hunyuan_vl.py,
+modeling_bailing_hybrid.py / configuration_bailing_hybrid.py, modeling_idefics3.py, modeling_llava.py and
+modeling_pixtral.py (read from the wheel, not installed); written before the reader was run on them."""
+from __future__ import annotations
+
+from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+
+DATA = UNSEEN / "round23"
+ROUND = Round(DATA)
+_load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
+
+
+# ------------------------------------------------------------------ HunyuanOCR (HunYuanVLForConditionalGeneration, the
+# flat layout: text fields at the top level): the text model is HunYuanVLTextModel: GQA 16 / 8 heads x 128 (q 2048
+# wide from a 1024-wide stream) without biases, query_layernorm / key_layernorm of head_dim, the gated MLP, two
+# RMSNorms, tied (the class ties lm_head to embed_tokens). The tower (HunYuanVLVisionTransformer): a biased Conv2d
+# patch 3 x 16 x 16 -> 1152, a learned table of (max_image_size / patch)^2 + 1 rows, 27 blocks of two LayerNorms,
+# biased q / k / v / o 1152 square and a biased fc1 / fc2 of 4304 (GELU, not gated), no final norm; the merger
+# (HunYuanVLVisionPatchMerger): before_rms (1152), proj_conv Conv2d 1152 -> 2304 with a 2 x 2 kernel (biased),
+# proj_out Conv2d 2304 -> 4608 1 x 1 (biased), mlp Linear 4608 -> text 1024 (biased), image_newline (4608),
+# image_begin / image_end / image_sep (1024 each), after_rms (1024)
+def hunyuan_text(vocab: int, h: int, layers: int, heads: int, kv: int, d: int, inter: int) -> int:
+    layer = gqa(h, heads, kv, d) + 2 * d + gated(h, inter) + 2 * h
+    return vocab * h + layers * layer + h
+
+
+def hunyuan_tower(h: int, layers: int, inter: int, patch: int, max_image: int, merge: int, text: int) -> int:
+    block = 2 * ln(h) + 4 * lin(h, h, True) + lin(h, inter, True) + lin(inter, h, True)
+    embed = lin(3 * patch * patch, h, True) + ((max_image // patch) ** 2 + 1) * h
+    merger = (h + lin(h * merge * merge, 2 * h, True) + lin(2 * h, 4 * h, True) + lin(4 * h, text, True)
+              + 4 * h + 3 * text + text)
+    return embed + layers * block + merger
+
+
+HUNYUAN_OCR_TEXT = hunyuan_text(120818, 1024, 24, 16, 8, 128, 3584)
+HUNYUAN_OCR = HUNYUAN_OCR_TEXT + hunyuan_tower(1152, 27, 4304, 16, 2048, 2, 1024)
+
+
+# ------------------------------------------------------------------ Ling-3.0-Flash (BailingHybridForCausalLM; the sizes
+# are BailingHybridConfig's defaults, whose docstring names this checkpoint): 42 layers, every layer_group_size-th
+# (6th) full MLA, the rest KDA. KDA (BailingHybridDeltaAttention): q / k / v 2560 -> 32 x 128 without bias, a
+# depthwise Conv1d over the 3 x 4096 channels of kernel 4 without bias, the forget gate's full-rank f_proj 2560 ->
+# 4096, A_log (32) and dt_bias (4096), b_proj 2560 -> 32, a gated o_norm of head_dim, o_proj 4096 -> 2560 and a
+# full-rank output gate g_proj 2560 -> 4096. MLA (BailingHybridAttention, q_lora_rank null): q_proj 2560 -> 32 x
+# (128 + 64), kv_a_proj_with_mqa 2560 -> 512 + 64, kv_a_layernorm (512), kv_b 512 -> 32 x (128 + 128), o_proj
+# 32 x 128 -> 2560, a head-wise output gate g_proj 2560 -> 32. Layers 0-1 a dense gated MLP of 6144, the rest a MoE
+# of 512 experts of 768 (gate_up fused, down), a router 512 x 2560 (e_score_correction_bias is a buffer), one shared
+# expert of 768; two RMSNorms a layer; untied. The num_mtp_layers layer after the stack is dropped at load
+# (_keys_to_ignore_on_load_unexpected): not counted
+def kda(h: int, heads: int, d: int, kernel: int) -> int:
+    p = heads * d
+    return 3 * lin(h, p) + 3 * p * kernel + lin(h, p) + heads + p + lin(h, heads) + d + lin(p, h) + lin(h, p)
+
+
+def gated_mla(h: int, heads: int, kv_rank: int, nope: int, rope: int, v: int) -> int:
+    return (lin(h, heads * (nope + rope)) + lin(h, kv_rank + rope) + kv_rank + lin(kv_rank, heads * (nope + v))
+            + lin(heads * v, h) + lin(h, heads))
+
+
+def ling3(vocab: int, h: int, layers: int, group: int, dense: int, inter: int, experts: int, moe: int) -> int:
+    full = layers // group
+    mixers = full * gated_mla(h, 32, 512, 128, 64, 128) + (layers - full) * kda(h, 32, 128, 4)
+    sparse = experts * gated(h, moe) + lin(h, experts) + gated(h, moe)
+    return 2 * vocab * h + mixers + dense * gated(h, inter) + (layers - dense) * sparse + layers * 2 * h + h
+
+
+LING3_FLASH = ling3(157184, 2560, 42, 6, 2, 6144, 512, 768)
+LING3_FLASH_ACTIVE = LING3_FLASH - 40 * (512 - 8) * gated(2560, 768)
+
+
+# ------------------------------------------------------------------ granite-docling-258M (Idefics3ForConditionalGeneration):
+# the text model a 576-wide Llama (9 / 3 heads x 64, gated MLP of 1536, 30 layers), tied; the tower Idefics3's
+# SigLIP (a biased Conv2d patch 3 x 16 x 16 -> 768, (512 / 16)^2 learned positions, 12 layers of two LayerNorms,
+# biased q / k / v / out_proj and fc1 / fc2 of 3072, post_layernorm); the connector one bias-free linear from the
+# pixel-shuffled 768 x scale_factor^2 = 12288 into 576
+def llama(vocab: int, h: int, layers: int, heads: int, kv: int, d: int, inter: int, tied: bool) -> int:
+    layer = gqa(h, heads, kv, d) + gated(h, inter) + 2 * h
+    return (1 if tied else 2) * vocab * h + layers * layer + h
+
+
+def idefics3_tower(h: int, layers: int, inter: int, patch: int, image: int) -> int:
+    layer = 2 * ln(h) + 4 * lin(h, h, True) + lin(h, inter, True) + lin(inter, h, True)
+    return lin(3 * patch * patch, h, True) + (image // patch) ** 2 * h + layers * layer + ln(h)
+
+
+GRANITE_DOCLING = (llama(100352, 576, 30, 9, 3, 64, 1536, tied=True) + idefics3_tower(768, 12, 3072, 16, 512)
+                   + lin(768 * 16, 576))
+
+
+# ------------------------------------------------------------------ Apriel-1.5-15b-Thinker (LlavaForConditionalGeneration):
+# a 48-layer Mistral (32 / 8 heads x 128 from a 5120 stream, 14336 gated MLP), untied; the Pixtral tower (a
+# bias-free Conv2d patch 3 x 16 x 16 -> 1024, ln_pre RMSNorm, 24 layers of attention_norm / ffn_norm RMSNorms,
+# bias-free q / k / v / o 1024 square and a bias-free gated MLP of 4096; 2D RoPE, no position table); LLaVA's
+# projector linear_1 1024 -> 5120 and linear_2 5120 -> 5120, both biased (multimodal_projector_bias)
+def pixtral_tower(h: int, layers: int, inter: int, patch: int) -> int:
+    layer = 2 * h + 4 * lin(h, h) + gated(h, inter)
+    return 3 * patch * patch * h + h + layers * layer
+
+
+APRIEL_15 = (llama(131072, 5120, 48, 32, 8, 128, 14336, tied=False) + pixtral_tower(1024, 24, 4096, 16)
+             + lin(1024, 5120, True) + lin(5120, 5120, True))
+
+
+HAND: dict[str, int] = {
+    "tencent--HunyuanOCR": HUNYUAN_OCR,
+    "inclusionAI--Ling-3.0-Flash": LING3_FLASH,
+    "ibm-granite--granite-docling-258M": GRANITE_DOCLING,
+    "ServiceNow-AI--Apriel-1.5-15b-Thinker": APRIEL_15,
+}
