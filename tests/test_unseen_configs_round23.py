@@ -109,8 +109,57 @@ APRIEL_15 = (llama(131072, 5120, 48, 32, 8, 128, 14336, tied=False) + pixtral_to
 
 
 HAND: dict[str, int] = {
-    "tencent--HunyuanOCR": HUNYUAN_OCR,
     "inclusionAI--Ling-3.0-Flash": LING3_FLASH,
     "ibm-granite--granite-docling-258M": GRANITE_DOCLING,
     "ServiceNow-AI--Apriel-1.5-15b-Thinker": APRIEL_15,
+}
+# Published totals precise enough for a 1% check: granite-docling's 258M (name and card). Ling-3.0-Flash's sizes are
+# the class defaults (no published figure asserted); HunyuanOCR's 1B and Apriel's 15B are names (hand: 0.996B
+# (refused, below) and 14.86B)
+PUBLISHED: dict[str, float] = {"ibm-granite--granite-docling-258M": 258e6}
+
+ACTIVE: dict[str, tuple[int, float | None]] = {
+    # 8 of 512 routed experts, one shared: 5.51B with the embedding and head
+    "inclusionAI--Ling-3.0-Flash": (LING3_FLASH_ACTIVE, None),
+}
+
+# Bytes of K/V per token of context at bf16: Ling 3's 7 MLA layers hold the latent (kv_lora_rank + qk_rope_head_dim)
+# once for K and V; its 35 KDA layers hold a fixed state per sequence (not per token); the others plain GQA
+KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "inclusionAI--Ling-3.0-Flash": 7 * (512 + 64) * 2,
+    "ibm-granite--granite-docling-258M": 30 * 2 * 3 * 64 * 2,
+    "ServiceNow-AI--Apriel-1.5-15b-Thinker": 48 * 2 * 8 * 128 * 2,
+}
+
+# Ling-3.0-Flash's 124B at bf16 (249 GB) does not fit 8 H100s with room for a cache
+SOLVE_CARDS: dict[str, int] = {"inclusionAI--Ling-3.0-Flash": 16}
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_layer_group_size_places_a_full_mla_layer_last_in_each_group_of_kda_layers() -> None:
+    # Before this round: refused, "kda_lower_bound: -5.0: describes a mixer other than attention"
+    kinds = [b.kind for layer in _spec("inclusionAI--Ling-3.0-Flash").layers for b in layer.blocks
+             if b.role == "mixer"]
+    assert kinds == (["KDA"] * 5 + ["MLA"]) * 7
+    assert _total("inclusionAI--Ling-3.0-Flash") == LING3_FLASH
+
+
+def test_a_kda_layer_with_full_rank_gates_counts_hidden_by_heads_x_head_dim_for_each_gate() -> None:
+    kda_block = [b for b in _spec("inclusionAI--Ling-3.0-Flash").layers[0].blocks if b.kind == "KDA"][0]
+    assert kda_block.params == kda(2560, 32, 128, 4)
+
+
+def test_an_mla_with_a_head_wise_output_gate_counts_hidden_by_heads() -> None:
+    mla_block = [b for b in _spec("inclusionAI--Ling-3.0-Flash").layers[5].blocks if b.kind == "MLA"][0]
+    assert mla_block.params == gated_mla(2560, 32, 512, 128, 64, 128)
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+REFUSALS: dict[str, str] = {
+    # HUNYUAN_OCR by hand 996,208,112: the tower's learned table is (max_image_size / patch)^2 + 1 rows and its
+    # merger two convolutions, a linear and four learned vectors, which no tower convention sizes
+    "tencent--HunyuanOCR": r"vision_config\.image_size: missing",
 }

@@ -291,7 +291,7 @@ class BlockReader(FfnReading):
         return MLA(hidden=self.h, heads=self.heads, kv_lora_rank=f.int("kv_lora_rank"),
                    qk_nope_head_dim=f.int("qk_nope_head_dim"), qk_rope_head_dim=f.int("qk_rope_head_dim"),
                    v_head_dim=self._mla_v_head_dim(), q_lora_rank=f.opt_int("q_lora_rank"), indexer=indexer,
-                   output_gate=f.bool("mla_use_output_gate"))
+                   output_gate=f.bool("mla_use_output_gate"), head_gate=f.bool("_mla_head_gate"))
 
     def _mla_v_head_dim(self) -> int:
         """v_head_dim as written; under the family fact _v_head_dim_hidden_over_heads the attention sizes its value
@@ -328,8 +328,17 @@ class BlockReader(FfnReading):
         # the kernel a family's linear_attention layers run when the config writes none of its own fields (the fact
         # _linear_attention: MiniMaxConfig's layer_types name lightning layers with the softmax layers' heads)
         kernel = cfg.get("_linear_attention")
-        if kernel is not None and kernel != "lightning":
-            raise f.err("_linear_attention", f"unknown linear-attention kernel {kernel!r} (known: lightning)")
+        if kernel is not None and kernel not in ("lightning", "kda"):
+            raise f.err("_linear_attention", f"unknown linear-attention kernel {kernel!r} (known: lightning, kda)")
+        if kernel == "kda":
+            # KDA sized by the top-level fields (BailingHybridConfig: linear_num_heads = num_attention_heads,
+            # linear_head_dim = head_dim); its decay and output gates are one full-rank linear each under the fact
+            # _kda_full_rank_gates. kda_safe_gate / kda_lower_bound bound the forget gate's value: no weight
+            f.bool("kda_safe_gate"), f.has("kda_lower_bound")
+            full = f.bool("_kda_full_rank_gates")
+            return KDA(hidden=self.h, heads=self.heads, head_dim=f.int("head_dim"),
+                       conv_kernel=f.int("short_conv_kernel_size", default=4), full_rank_gate=full,
+                       full_rank_output_gate=full, state_dtype_bytes=self.state_bytes)
         if cfg.get("attn_type_list") is not None or kernel == "lightning":
             self.uniform_heads("lightning attention layers")
             return Lightning(hidden=self.h, heads=self.heads, head_dim=self.head_dim, state_dtype_bytes=4

@@ -15,7 +15,8 @@ dense, moe, none. Conventions read, in order of precedence:
                         block_types (RecurrentGemma: recurrent / attention, repeated over the stack; its attention
                         layers are local when attention_window_size is given);
                         attn_layer_period / attn_layer_offset (Jamba); linear_attn_config.kda_layers /
-                        full_attn_layers (1-based); full_attention_interval; block_configs[i].attention.no_op;
+                        full_attn_layers (1-based); full_attention_interval (or the field the fact
+                        _full_attention_interval names); block_configs[i].attention.no_op;
                         sliding_window_pattern (every N-th layer global, or a string such as "LLLG") or its
                         spelling global_attn_every_n_layers (AFMoE);
                         attention_chunk_size + no_rope_layer_interval; use_sliding_window + max_window_layers;
@@ -203,9 +204,12 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
         period = f.int("attn_layer_period", maximum=max(layers, 1))
         offset = f.int("attn_layer_offset", default=0, minimum=0, maximum=period - 1)
         return ["full" if i % period == offset else "mamba" for i in range(layers)], "attn_layer_period"
-    if f.has("full_attention_interval"):
-        n = f.int("full_attention_interval", maximum=layers)
-        return ["full" if (i + 1) % n == 0 else "linear" for i in range(layers)], "full_attention_interval"
+    # a family may name full_attention_interval otherwise (the fact _full_attention_interval: BailingHybridConfig's
+    # layer_group_size, the last layer of each group full)
+    interval = str(cfg.get("_full_attention_interval") or "full_attention_interval")
+    if f.has(interval):
+        n = f.int(interval, maximum=layers)
+        return ["full" if (i + 1) % n == 0 else "linear" for i in range(layers)], interval
     if isinstance(cfg.get("block_configs"), list):
         blocks = cfg["block_configs"]
         if len(blocks) != layers:

@@ -125,7 +125,8 @@ class KDA(_Linear):
     heads: int
     head_dim: int
     conv_kernel: int = 4
-    full_rank_gate: bool = False
+    full_rank_gate: bool = False  # the decay gate one hidden -> heads x head_dim linear, not a rank-head_dim pair
+    full_rank_output_gate: bool = False  # the output gate likewise (BailingHybridDeltaAttention's g_proj)
     state_dtype_bytes: int = 2
 
     kind = "KDA"
@@ -148,6 +149,6 @@ class KDA(_Linear):
                 Part("decay_gate", decay, "tp"),
                 Part("beta_proj", h * nh, "tp"),
                 Part("A_log+dt_bias", nh + proj, "tp"),
-                Part("output_gate", h * d + d * proj, "tp"),
+                Part("output_gate", h * proj if self.full_rank_output_gate else h * d + d * proj, "tp"),
                 Part("o_norm", d, "none"),
                 Part("o_proj", proj * h, "tp"))

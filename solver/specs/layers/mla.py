@@ -27,6 +27,7 @@ class MLA(Block):
     q_lora_rank: int | None = None
     indexer: Indexer | None = None
     output_gate: bool = False  # a per-head output gate projection (hidden -> heads x v_head_dim)
+    head_gate: bool = False  # one gate scalar per head (hidden -> heads: BailingHybridAttention's g_proj)
 
     role = "mixer"
     kvp_splits_keys = True
@@ -62,6 +63,8 @@ class MLA(Block):
                   Part("kv_b_proj", self.kv_lora_rank * nh * (nope + v), "tp")]
         if self.output_gate:
             parts.append(Part("g_proj", h * nh * v, "tp"))
+        if self.head_gate:
+            parts.append(Part("g_proj", h * nh, "tp"))
         return tuple(parts)
 
     def shares(self) -> tuple[Share, ...]:
