@@ -16,6 +16,7 @@ from __future__ import annotations
 import pytest
 
 from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.estimate.params import count_params
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
 from test_unseen_configs_round17 import AQUILA2_34B
@@ -165,7 +166,15 @@ HAND: dict[str, int] = {
     # from refused/ (stop 36): the tower's sizes from the table of named towers (config/named_towers.yaml)
     "liuhaotian--llava-v1.5-7b": LLAVA15_7B,
     "01-ai--Yi-VL-6B": YI_VL_6B,
+    # from refused/ (stop 36): EVA2-CLIP's tower facts and projector, CogVLM2's modality experts
+    "THUDM--glm-4v-9b": GLM4V_9B,
+    "THUDM--cogvlm2-llama3-chat-19B": COGVLM2_19B,
 }  # the others are refused (REFUSALS); their hand counts above stand for the day they are read
+
+# CogVLM2: a token runs one expert of each layer: the language copy (bias-free qkv) and the head, embedding
+# (the tower touches no text token): Llama-3-8B's 8,030,261,248
+COGVLM2_ACTIVE = COGVLM2_TEXT - 32 * (4096 * 6144 + 6144 + 4096 * 4096 + gated(4096, 14336))
+ACTIVE: dict[str, tuple[int, float | None]] = {"THUDM--cogvlm2-llama3-chat-19B": (COGVLM2_ACTIVE, None)}
 # Published totals precise enough for a 1% check: none for the counted file (MOSS: "16B", the name's)
 PUBLISHED: dict[str, float] = {}
 
@@ -175,7 +184,10 @@ SOLVE_ARGS: dict[str, list[str]] = {"fnlp--moss-moon-003-sft": ["--isl", "1536",
 # Bytes of K/V per token of context at bf16 (attention layers x K/V heads x 2 x head_dim x 2): MOSS 24 heads of 256
 KV_BYTES_PER_TOKEN: dict[str, int] = {"fnlp--moss-moon-003-sft": 34 * 24 * 256 * 4,
                                       "liuhaotian--llava-v1.5-7b": 32 * 32 * 128 * 4,  # Vicuna-7B: MHA
-                                      "01-ai--Yi-VL-6B": 32 * 4 * 128 * 4}  # Yi-6B: 4 K/V heads
+                                      "01-ai--Yi-VL-6B": 32 * 4 * 128 * 4,  # Yi-6B: 4 K/V heads
+                                      "THUDM--glm-4v-9b": 40 * 2 * 128 * 4,  # GLM-4-9B: 2 K/V groups
+                                      # one cache for both experts: an image token's K/V (its expert's) takes its slot
+                                      "THUDM--cogvlm2-llama3-chat-19B": 32 * 8 * 128 * 4}
 
 
 
@@ -243,12 +255,9 @@ REFUSALS: dict[str, str] = {
     # the towers dropped without a word) count since stop 36 (HAND)
     # before: 7,721,324,544 (QWEN_VL_TEXT), `visual` dropped without a word; QWEN_VL_CHAT by hand 9,656,935,168
     "Qwen--Qwen-VL-Chat": r"visual: given: an image tower and a cross-attention resampler",
-    # before: 13,699,208,448 without a note, the EVA2-CLIP tower read as a plain ViT and its GLU projector and conv as
-    # one linear; GLM4V_9B by hand 13,906,320,896
-    "THUDM--glm-4v-9b": r"vision_config: GLM-4V's EVA2-CLIP tower",
-    # before: 13,139,870,976, one copy of each visual expert and a MHA read (num_multi_query_heads named in a note);
-    # COGVLM2_19B by hand 19,503,105,280
-    "THUDM--cogvlm2-llama3-chat-19B": r"model_type: 'cogvlm2': visual experts",
+    # GLM-4V-9B (here refused on vision_config; before this round 13,699,208,448, the EVA2-CLIP tower read as a plain
+    # ViT) and CogVLM2 (here refused on model_type; before, 13,139,870,976, one copy of each visual expert) count
+    # since stop 36 (HAND)
     # before: refused "intermediate_size: missing" (the file writes inner_hidden_size); CHATGLM_6B by hand
     # 6,173,286,400 (tied)
     "THUDM--chatglm-6b": r"position_encoding_2d: True: ChatGLM-6B's first layout",
@@ -313,3 +322,40 @@ def test_a_named_tower_beside_a_vision_config_is_refused() -> None:
     cfg = {**_llava(), "vision_config": {"model_type": "clip_vision_model", "hidden_size": 1024}}
     with pytest.raises(InputError, match="mm_vision_tower: .* and a vision_config both describe an image tower"):
         parse_model_config(cfg, "x")
+
+
+# ------------------------------------------------------------------ stop 36: EVA2-CLIP towers, visual experts
+
+
+def test_an_eva2_clip_tower_is_a_class_token_its_position_rows_and_a_conv_glu_projector() -> None:
+    # GLM-4V: the tower facts (class token, num_positions rows, no outside norm) and the projector: a 2 x 2 conv
+    # into the text width, the GLU through ffn_hidden_size, boi / eoi; before: refused on vision_config
+    spec = _spec("THUDM--glm-4v-9b")
+    tower = eva2_clip(1792, 63, 15360, 14, 6401) + (4 * 1792 * 4096 + 4096) + glu_projector(4096, 4096, 13696)
+    assert [(e.params, e.layers, e.hidden) for e in spec.encoders] == [(tower, 63, 1792)]
+
+
+def test_an_eva2_clip_projector_may_conv_into_the_towers_width() -> None:
+    # CogVLM2's conv keeps 1792 and its linear_proj maps 1792 into the text width, the GLU through intermediate_size
+    spec = _spec("THUDM--cogvlm2-llama3-chat-19B")
+    tower = eva2_clip(1792, 63, 15360, 14, 9217) + (4 * 1792 * 1792 + 1792) + glu_projector(1792, 4096, 14336)
+    assert [e.params for e in spec.encoders] == [tower]
+
+
+def test_modality_experts_are_counted_per_copy_and_a_token_runs_one() -> None:
+    # CogVLM2: every layer stores its attention and MLP twice (the vision copy's qkv biased); the blocks a token
+    # runs, and so every cost and the cache, are Llama-3-8B's layer; the copies are no active parameters
+    spec = _spec("THUDM--cogvlm2-llama3-chat-19B")
+    layer = spec.layers[0]
+    assert sum(s.params for s in layer.own_shares()) == COGVLM2_LAYER
+    assert [b.params for b in layer.blocks] == [gqa(4096, 32, 8, 128), gated(4096, 14336)]
+    assert [b.params for b in layer.modality_copies] == [gqa(4096, 32, 8, 128) + 6144, gated(4096, 14336)]
+    assert count_params(spec).active == COGVLM2_ACTIVE
+    assert layer.label().endswith("(x2 by modality)")
+    assert any(w.startswith("modality experts: every layer stores 2 copies") for w in spec.warnings)
+
+
+def test_cogvlm2s_multi_query_heads_are_its_kv_heads() -> None:
+    # num_multi_query_heads 8 (VisionExpertAttention's K/V heads); before: read as MHA, the field named in a note
+    assert {b.kv_heads for layer in _spec("THUDM--cogvlm2-llama3-chat-19B").layers for b in layer.blocks
+            if hasattr(b, "kv_heads")} == {8}

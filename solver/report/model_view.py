@@ -106,6 +106,15 @@ def _block_rows(m: ModelSpec) -> list[dict[str, Any]]:
                      "params_per_layer": block.params, "params": block.params * copies,
                      "state_bytes_per_token": st.per_token_bytes + st.index_per_token_bytes,
                      "state_window": st.window, "state_constant_bytes": st.constant_bytes})
+    copies_of: dict = {}  # modality experts (Layer.modality_copies): stored for another modality's tokens, not run
+    for layer, n in m.layer_groups:
+        for block in layer.modality_copies:
+            copies_of[block] = copies_of.get(block, 0) + n
+    for block, n in copies_of.items():
+        rows.append({"block": block.label() + " (modality copy: image tokens', no text token runs it)",
+                     "kind": block.kind, "role": block.role, "layers": n, "params_per_layer": block.params,
+                     "params": block.params * n, "state_bytes_per_token": 0.0, "state_window": None,
+                     "state_constant_bytes": 0.0})
     return rows
 
 

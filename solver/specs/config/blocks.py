@@ -12,6 +12,7 @@ from solver.specs.layers import (
     Indexer,
 )
 from solver.specs.layers.base import Block
+from solver.specs.layers.dense import DenseFFN
 
 STATE_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
 
@@ -26,7 +27,8 @@ QKV_BIAS_FIELDS = ("attention_bias", "qkv_bias", "add_qkv_bias", "use_qkv_bias")
 # per-layer K/V heads under their own name
 # XGLM writes attention_heads
 HEAD_FIELDS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads", "attention_heads")
-KV_HEAD_FIELDS = ("num_key_value_heads", "num_kv_heads", "kv_n_heads", "n_head_kv")  # n_head_kv: Falcon's RW code
+# n_head_kv: Falcon's RW code; num_multi_query_heads: CogVLM2's (its K/V head count, GQA's groups)
+KV_HEAD_FIELDS = ("num_key_value_heads", "num_kv_heads", "kv_n_heads", "n_head_kv", "num_multi_query_heads")
 PER_LAYER_KV_FIELD = "num_key_value_heads_per_layer"
 # activations with learned parameters, per MLP: xIELU's alpha_p and alpha_n (Apertus; beta and eps are buffers)
 ACTIVATION_PARAMS = {"xielu": 2}
@@ -491,6 +493,23 @@ class BlockReader(FfnReading):
             up = (2 if ffn.gated else 1) * ffn.inter
             own += (Projection("mlp_adapter", ((h, rank), (rank, up))),)
         return (attention, ffn), own, (width, h)
+
+    def modality_copies(self, blocks: tuple[Block, ...]) -> tuple[Block, ...]:
+        """The family fact _modality_experts {count, qkv_bias}: every layer holds count experts routed by the
+        token's modality (CogVLM2's VisionExpertAttention / VisionExpertMLP: a vision copy of query_key_value, dense
+        and the gated MLP beside the language one); the copies beyond the first are the layer's blocks again, their
+        fused qkv biased where the fact's qkv_bias says (CogVLM2's vision_expert_query_key_value alone is)."""
+        from dataclasses import replace
+
+        fact = self.f.cfg.get("_modality_experts")
+        if not fact:
+            return ()
+        if any(type(b) not in (Attention, DenseFFN) for b in blocks):
+            raise self.f.err("model_type", "modality experts over blocks other than softmax attention and a dense FFN "
+                                           "are not modelled")
+        copy = tuple(replace(b, qkv_bias=bool(fact.get("qkv_bias"))) if isinstance(b, Attention) else b
+                     for b in blocks)
+        return copy * (int(fact["count"]) - 1)
 
     def mixer(self, slot: Slot) -> Block | None:
         kind = slot.mixer

@@ -56,6 +56,11 @@ model_type and the text model's) on top:
   _vision_projector_conv_merger  a biased Conv2d m x m (spatial_merge_size) from h into out_hidden_size, then a
                             bias-free out x out linear, a LayerNorm over out and a bias-free gated MLP out ->
                             intermediate_size -> out (Glm4vVisionModel's downsample and merger)
+                            {kernel, into, through}: EVA2-CLIP's (GLM-4V's and CogVLM2's EVA2CLIPModel): a
+                            biased Conv2d kernel x kernel into the text width (into: text) or the tower's (into:
+                            tower), a bias-free linear from it into the text width, the LayerNorm and the gated MLP
+                            through the wrapper's field `through` (ffn_hidden_size, intermediate_size), and boi /
+                            eoi, one learned text-width vector each
   _vision_towers            N: the wrapper builds N towers from the one vision_config, each with its own weights
                             (Video-LLaVA's image_tower and video_tower), one projector
   _vision_patch_2d          the patch embedding is a Conv2d: a temporal_patch_size the tower config writes is the
@@ -366,13 +371,20 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         rows = max(wrapper.check_int(f"projector_patch_to_query_dict.{k}", v, 1, 2**20) for k, v in table.items())
         cross = 3 * h * h + (3 * h * h + 3 * h) + (h * h + h) + (h * h + h) + 2 * 2 * h
         return rows * h + cross + 2 * h + h * text_hidden + text_hidden * text_hidden
-    if facts.get("_vision_projector_conv_merger"):
-        # GLM-4.1V: downsample, a biased Conv2d m x m from h into out_hidden_size; then the merger: a bias-free
-        # out x out linear, a LayerNorm over out, a bias-free gated MLP out -> intermediate_size -> out
+    conv_merger = facts.get("_vision_projector_conv_merger")
+    if isinstance(conv_merger, dict):
+        # EVA2-CLIP's projector (GLM-4V's, CogVLM2's EVA2CLIPModel): conv, a biased Conv2d kernel x kernel (stride
+        # kernel) from h into the text width (`into: text`) or the tower's own (`into: tower`); linear_proj from
+        # it into the text width, then the merger's norm and gated MLP through the wrapper's field `through`; boi /
+        # eoi, one text-width vector each, around the image's tokens
+        kernel = int(conv_merger["kernel"])
+        conv_out = text_hidden if conv_merger["into"] == "text" else h
+        ctx = wrapper.int(str(conv_merger["through"]))
+        return _conv_merger(h, kernel, conv_out, text_hidden, ctx) + 2 * text_hidden
+    if conv_merger:
+        # GLM-4.1V: downsample, a biased Conv2d m x m from h into out_hidden_size; then the merger
         out = f.int("out_hidden_size")
-        merge = f.int("spatial_merge_size")
-        ctx = f.int("intermediate_size")
-        return h * merge * merge * out + out + out * out + 2 * out + 3 * out * ctx
+        return _conv_merger(h, f.int("spatial_merge_size"), out, out, f.int("intermediate_size"))
     if facts.get("_vision_projector_bare_linear"):
         # Gemma4MultimodalEmbedder: a scale-free RMSNorm (no weight), one bias-free linear into the text width
         return h * f.int("out_hidden_size", "text_hidden_size", default=text_hidden)
@@ -463,6 +475,12 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         deep = (mergers - 1) * (wide * wide + wide + wide * out + out + 2 * wide)
         return merger + deep
     return h * out + h  # one linear into the text width and a norm on its input
+
+
+def _conv_merger(h: int, kernel: int, conv_out: int, out: int, ctx: int) -> int:
+    """A biased Conv2d kernel x kernel from the tower's width h into conv_out, then a bias-free conv_out -> out
+    linear, a LayerNorm over out and a bias-free gated MLP out -> ctx -> out (GLM-4V's GLU, GLM-4.1V's merger)."""
+    return h * kernel * kernel * conv_out + conv_out + conv_out * out + 2 * out + 3 * out * ctx
 
 
 def _stacked_swiglu(wrapper: Fields, d: int, text_hidden: int, spec: dict[str, Any]) -> int:

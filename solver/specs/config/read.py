@@ -271,7 +271,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
                 stored, own, widths = reader.shared_block(slot)
                 blocks = stored + own + blocks
                 shared = SharedRef(slot.shared, tuple(range(len(stored))), widths)
-            stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias, shared))
+            stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias, shared,
+                               reader.modality_copies(blocks)))
     except InputError as e:  # a missing attention size where the config describes another mixer says that
         # only a size the attention reading found missing; a specific refusal (Zamba2's pattern) stands
         found = None if known or ": missing" not in str(e) else unread_mixer_field(cfg, supplied)
@@ -281,6 +282,12 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
                               f"read for model_type {model_type!r}, and the layers read as attention lack a size "
                               f"({str(e).split(': ', 1)[-1]})") from None
     layers = tuple(stack)
+    if any(layer.modality_copies for layer in layers):
+        experts = int(cfg["_modality_experts"]["count"])
+        warnings.append(f"modality experts: every layer stores {experts} copies of its attention and MLP, routed by "
+                        "the token's modality (no router); all are counted, a token runs one: the costs, the active "
+                        "parameters and the K/V cache are one copy's (a prefill's image tokens read their copy's "
+                        "weights too, not costed)")
     if images is not None:
         warnings.append(f"cross-attention layers ({sum(1 for s in layer_slots if s.mixer == 'cross')}) hold the K/V "
                         f"of one image per request: {images} tokens (vision_config.max_num_tiles x "

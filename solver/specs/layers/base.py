@@ -230,6 +230,11 @@ class Layer:
     hyper: int = 0  # hyper-connection mixing parameters (DeepSeek-V4 hc_mult), replicated
     norm_bias: bool = False  # LayerNorms with a bias: one more vector of size hidden per norm
     shared: SharedRef | None = None  # blocks run from a block stored once in the model (weights not this layer's)
+    # modality experts (CogVLM's visual experts): copies of blocks this layer stores beside `blocks` for the tokens
+    # of another modality, routed by the token's modality with no router. Counted here; not costed: a text token
+    # runs `blocks` alone (an image token its copy, of the same FLOPs), so they are no active parameters, add
+    # nothing to the cache (an image token's K/V take its slot in the one cache) and run no collective of their own
+    modality_copies: tuple[Block, ...] = ()
 
     @property
     def mixer(self) -> Block | None:
@@ -255,6 +260,8 @@ class Layer:
         """The weights this layer holds itself: its blocks' (less those of a shared block) and its norms'."""
         used = self.shared.blocks if self.shared else ()
         out = tuple(s for i, b in enumerate(self.blocks) if i not in used for s in b.shares())
+        out += tuple(Share(s.module, s.group, s.knob, s.parts, active=0.0)
+                     for b in self.modality_copies for s in b.shares())
         return out + ((self.norm_share(),) if self.norms else ())
 
     def stored_shares(self) -> tuple[Share, ...]:
@@ -268,8 +275,10 @@ class Layer:
 
     def label(self) -> str:
         used = self.shared.blocks if self.shared else ()
-        return " + ".join(f"Shared#{self.shared.index} {b.label()}" if self.shared and i in used else b.label()
+        text = " + ".join(f"Shared#{self.shared.index} {b.label()}" if self.shared and i in used else b.label()
                           for i, b in enumerate(self.blocks)) or "identity"
+        experts = 1 + len(self.modality_copies) // max(1, len(self.blocks))
+        return text + (f" (x{experts} by modality)" if self.modality_copies else "")
 
 
 def layer_shares(layers: list[tuple[Layer, int]]) -> list[tuple[Share, int]]:
