@@ -53,7 +53,10 @@ def pattern_name(pc: ParallelConfig, model: ModelSpec, kvp_in_tp: bool = False) 
     a = pc.attn_tp_group(kvp_in_tp)
     # attn_tp_size splits the token mixer: in a stack without attention (a pure SSM) it is named as the mixer
     mixer = "Attn" if model.attention_kind != "none" else "Mixer"
-    parts.append(f"{mixer} DP" if a == 1 else (f"{mixer} TP{a}" if a == W else f"{mixer} TP{a} x DP{W // a}"))
+    # the DP of attention TP > 1 counts its replicas: the ranks left over by TP and every add-on (CP, KVP, SP),
+    # so -tp 2 -pcp 4 on 8 is one replica, "Attn TP2 + CP4" (a == 1 keeps the seed's "Attn DP + CP")
+    dp = W // pc.attn_group_size
+    parts.append(f"{mixer} DP" if a == 1 else (f"{mixer} TP{a}" if dp == 1 else f"{mixer} TP{a} x DP{dp}"))
     if pc.cp_size > 1:
         parts.append(f"CP{pc.cp_size}")
     if pc.kvp_size > 1:
