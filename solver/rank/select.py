@@ -190,6 +190,13 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         l3 = "4K-64K: check prefill split"
     else:
         l3 = "64K+: +CP, ultra-long decode may add KVP"
+    if model.attention_kind != "none" and not model.kv_window_bound:
+        # a layer keeping a window beside a cache that grows with the whole sequence (DeepSeek-V4's compressed
+        # attention): the window does not bound the KV, so the split by sequence applies as to full attention
+        both = sorted({b.label() for b, _ in model.block_groups if getattr(b, "window", None)
+                       and b.state(2, 1).grows and b.state(2, 1).window is None})
+        if both:
+            l3 += f"; {', '.join(both)}: a bounded window beside a cache that grows with the sequence"
     lines.append(f"Layer 3 (max sequence {seq:,}, {l3}): " + (f"+{'/'.join(addon)}" if addon else "no add-on"))
     if scenario.phase == "decode" and seq > 4096 and pc.attn_tp_size == 1 and pc.kvp_size == 1:
         lines.append(f"CP splits prompts and leaves this decode step unchanged (its ranks decode as attention "
