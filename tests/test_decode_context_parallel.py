@@ -474,7 +474,7 @@ def test_a_kvp_group_inside_tp_is_named_as_the_engines_tp_and_its_dcp() -> None:
     assert pattern_name(_pc(2, 4), m, kvp_in_tp=True) == "Attn TP8 + DCP4 + Dense TP8 + MoE TP8"
     assert pattern_name(_pc(1, 8), m, kvp_in_tp=True) == "Attn TP8 + DCP8 + Dense TP8 + MoE TP8"
     # the seed's KVP (its ranks hold the attention weights whole) keeps its name
-    assert pattern_name(_pc(2, 4), m) == "Attn TP2 x DP4 + KVP4 + Dense TP8 + MoE TP8 + O_proj TP8"
+    assert pattern_name(_pc(2, 4), m) == "Attn TP2 + KVP4 + Dense TP8 + MoE TP8 + O_proj TP8"
 
 
 @pytest.mark.parametrize("framework", ["vllm", "vllm-ascend"])

@@ -538,3 +538,19 @@ def test_a_stage_of_one_rank_is_a_single_rank_pattern():
     assert pattern_name(ParallelConfig(world_size=1), load_model("gpt-oss-20b")) == "Single rank"
     assert pattern_name(ParallelConfig(world_size=16, pp_size=16), load_model("llama-3.1-405b")) == "Single rank x PP16"
     assert pattern_name(ParallelConfig(world_size=2), load_model("gpt-oss-20b")) == "Attn DP + MoE EP"
+
+
+def test_a_pattern_name_counts_attention_dp_after_the_cp_kvp_and_sp_ranks():
+    """Attention DP is the replicas left once TP and its add-ons take their ranks: vLLM / ATOM `-tp 2 -pcp 4` on 8
+    ranks is one replica ("Attn TP2 + CP4", it was named "Attn TP2 x DP4 + CP4", world / attention TP), and TP2 x
+    SP2 on 8 is two ("Attn TP2 x DP2 + SP2")."""
+    from solver.rank.select import pattern_name
+    from solver.specs.parallel import ParallelConfig
+
+    v4 = load_model("deepseek-v4-pro")
+    pcp = ParallelConfig(world_size=8, attn_tp_size=2, cp_size=4, dense_tp_size=2, moe_tp_size=1, embed_tp_size=2,
+                         lmhead_tp_size=2)
+    assert pattern_name(pcp, v4).startswith("Attn TP2 + CP4 + ")
+    sp = ParallelConfig(world_size=8, attn_tp_size=2, attn_sp_size=2, moe_tp_size=1)
+    assert pattern_name(sp, load_model("deepseek-v3.2")).startswith("Attn TP2 x DP2 + SP2 + ")
+    assert pattern_name(ParallelConfig(world_size=8, attn_tp_size=2, moe_tp_size=1), v4).startswith("Attn TP2 x DP4 ")

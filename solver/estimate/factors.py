@@ -30,6 +30,9 @@ class Factors:
     # the framework's CP cache layout (FrameworkProfile.cp_replicates_kv_cache): every CP rank keeps the whole KV;
     # the memory model reads it from MemoryOptions
     cp_replicates_kv_cache: bool = False
+    # the framework's SP decode form (FrameworkProfile.sp_decode_repeats_batch): every SP rank decodes its
+    # replica's whole batch (step_parts.decode_layout)
+    sp_decode_repeats_batch: bool = False
     # fixed per-request cost on the TTFT path, fitted per framework x hardware (None: workload's default)
     request_overhead_s: float | None = None
     # --- the engine's serving loop (FrameworkServing; engine_step.py, closed_loop.py and scheduler.py use them)
@@ -60,7 +63,8 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
     before this fix it was silently ignored and only a `kernel_overhead` multiplier was read).
     `grouped_gemm` is a fraction of the GEMM efficiency (capped at 1); `token_budget` and
     `budget_split_by_attention_dp` are the framework's scheduler defaults, `kvp_splits_attention_weights` its
-    KVP layout and `cp_replicates_kv_cache` its CP cache layout, passed through.
+    KVP layout, `cp_replicates_kv_cache` its CP cache layout and `sp_decode_repeats_batch` its SP decode form,
+    passed through.
     """
     s = scale or {}
     kernel = s.get("kernel_overhead_s")
@@ -79,6 +83,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         budget_split_by_attention_dp=bool(s.get("budget_split_by_attention_dp", 0.0)),
         kvp_splits_attention_weights=bool(s.get("kvp_splits_attention_weights", 0.0)),
         cp_replicates_kv_cache=bool(s.get("cp_replicates_kv_cache", 0.0)),
+        sp_decode_repeats_batch=bool(s.get("sp_decode_repeats_batch", 0.0)),
         request_overhead_s=s.get("request_overhead_s"),
         decode_first=bool(s.get("decode_first", 1.0)),
         decode_first_synced=bool(s.get("decode_first_synced", s.get("decode_first", 1.0))),

@@ -51,7 +51,8 @@ def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
     return out
 
 
-def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False) -> tuple[ParallelConfig, Work]:
+def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False, repeats: bool = False
+                  ) -> tuple[ParallelConfig, Work]:
     """Where a decode step runs under CP. CP splits the tokens of a prompt (prefill); once prompts are in the
     cache, the CP group's ranks decode as attention-DP replicas, each request on one rank with its whole KV
     (the seed: CP is the prefill add-on, KVP the decode-time KV split, and `kvp_size` is its own knob). The CP
@@ -65,10 +66,15 @@ def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False) -> tuple[Pa
     decoded: the work carries the group (Work.cp_copies: the layers' K/V gather, the hidden-state gather before
     sampling) and every rank computes the logits of the whole replica's tokens (vLLM 0.34.0
     v1/worker/gpu/pcp_manager.py: restore_for_sampling gathers the hidden states back to the global batch on
-    every PCP rank). Per-replica work in, per-rank work and the DP layout out; prefill and cp 1 pass through."""
-    if w.phase != "decode" or pc.cp_size == 1:
+    every PCP rank). `repeats`: the engine's SP ranks each decode the replica's whole batch
+    (Factors.sp_decode_repeats_batch: SGLang's attention CP, whose decode "holds the full DP slot on every CP
+    rank", sglang 0.5.23 layers/dp_attention.py dp_reduce_scatter_tensor): the SP ranks are laid out as
+    replicas that repeat one batch (sp_repeat_layout). Per-replica work in, per-rank work and the DP layout
+    out; prefill, and cp 1 without repeating SP ranks, pass through."""
+    repeat = repeats and pc.attn_sp_size > 1
+    if w.phase != "decode" or (pc.cp_size == 1 and not repeat):
         return pc, w
-    key = (pc.key(), w, copies)
+    key = (pc.key(), w, copies, repeat)
     hit = _DECODE_LAYOUTS.get(key)
     if hit is not None:
         return hit
@@ -76,8 +82,25 @@ def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False) -> tuple[Pa
         _DECODE_LAYOUTS.clear()
         _DP_LAYOUTS.clear()
         _DECODE_WORKS.clear()
-    hit = _DECODE_LAYOUTS[key] = _decode_layout(pc, w, copies)
+    if repeat:
+        pc, w = sp_repeat_layout(pc, w)
+    hit = _DECODE_LAYOUTS[key] = _decode_layout(pc, w, copies) if pc.cp_size > 1 else (pc, w)
     return hit
+
+
+def sp_repeat_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
+    """A decode step whose SP ranks each run the attention replica's whole batch (decode_layout's `repeats`). In
+    sglang 0.5.23 the CP strategies shard only extend batches (layers/cp/zigzag.py and interleave.py can_apply:
+    forward_mode.is_context_parallel_extend; DSA: layers/attention/dsa/utils.py dsa_use_prefill_cp), so a decode
+    batch reaches every CP rank whole, and each runs the attention with its weights whole
+    (layers/cp/cp_decode_attn_tp.py: head slicing over CP only under the opt-in --enable-cp-decode-attn-tp, for
+    DeepSeek-V4 and GLM-5); the MoE gather takes one CP rank's rows (layers/dp_attention.py
+    _dp_gather_via_all_reduce), and the combine hands every CP rank the whole slot back
+    (dp_reduce_scatter_tensor). So each SP rank is laid out as an attention replica (sp 1: no token split, no
+    K/V gather) with the same work, and the groups spanning replicas see the distinct replicas' tokens only
+    (Work.busy_replicas: the MoE counts a token once)."""
+    busy = w.busy_replicas if w.busy_replicas > 0 else float(pc.attn_replicas)
+    return pc.model_copy(update={"attn_sp_size": 1}), replace(w, busy_replicas=busy)
 
 
 def _decode_layout(pc: ParallelConfig, w: Work, copies: bool) -> tuple[ParallelConfig, Work]:

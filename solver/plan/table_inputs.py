@@ -138,25 +138,36 @@ class TableInputs:
         TP group (the ranks its output is whole on: Kit.attn_tp_group), the attention group's size and the
         replicas (compute.group_tokens, the reshard test against attention TP), not how the group splits (CP,
         KVP, SP). So layouts with equal (TP group, group size, PP) share their tables (_spelled); a decode step
-        under CP is first put in its decode layout (step_parts.decode_layout), except under PP, where each stage's
-        microbatch is laid out by itself."""
+        under CP, or under SP whose ranks repeat the batch (Factors.sp_decode_repeats_batch), is first put in its
+        decode layout (step_parts.decode_layout), except under PP, where each stage's microbatch is laid out by
+        itself."""
         tp, cp, kvp, sp, pp = key
-        if w is not None and w.phase == "decode" and cp > 1:
+        relaid = cp > 1 or (sp > 1 and self.f.sp_decode_repeats_batch)
+        if w is not None and w.phase == "decode" and relaid:
             if pp > 1:
                 return key, w
             hit = self._outside.get((key, id(w)))  # the entry keeps `w`, so a hit is on this very object
             if hit is None or hit[0] is not w:
-                pc, dw = decode_layout(self._layout_pc(key), w, self.f.cp_replicates_kv_cache)
+                pc, dw = decode_layout(self._layout_pc(key), w, self.f.cp_replicates_kv_cache,
+                                       self.f.sp_decode_repeats_batch)
                 hit = self._outside[(key, id(w))] = (
                     w, self._spelled(pc.attn_tp_size, pc.kvp_size, pc.cp_size * pc.attn_sp_size, pp),
                     self._work(dw))
             return hit[1], hit[2]
         return self._spelled(tp, kvp, cp * sp, pp), w
 
+    @property
+    def _respells(self) -> bool:
+        """Whether a group's layout may be respelled with attention TP 1 (_beside): not where the respelling's
+        ranks land on SP (_spelled, KVP reusing the TP ranks) and the engine's decode reads SP
+        (Factors.sp_decode_repeats_batch: step_parts.decode_layout would lay TP ranks out as repeating SP ranks)."""
+        return not (self.f.kvp_splits_attention_weights and self.f.sp_decode_repeats_batch)
+
     def _spelled(self, tp: int, kvp: int, rest: int, pp: int) -> tuple[int, ...]:
         """A layout as the other groups read it, one spelling per (TP group, group size, PP): the non-TP ranks
         as KVP, but where KVP reuses the TP ranks (Factors.kvp_splits_attention_weights) KVP joins the TP group
-        and the rest is spelled as SP, which no other group reads (as KVP it would read as TP)."""
+        and the rest is spelled as SP (as KVP it would read as TP), which no other group reads but through a
+        decode step's layout where the engine's SP ranks repeat the batch (_respells)."""
         if self.f.kvp_splits_attention_weights:
             return (tp * kvp, 1, 1, rest, pp)
         return (tp, 1, kvp * rest, 1, pp)
@@ -168,7 +179,8 @@ class TableInputs:
         pc = self._group_pcs.get(key)
         if pc is None:
             c = self.choices[g][j]
-            pc = self._group_pcs[key] = self._layout_pc(_beside(outside, c[0], self.world, self._spelled),
+            pc = self._group_pcs[key] = self._layout_pc(_beside(outside, c[0], self.world, self._spelled,
+                                                                self._respells),
                                                         **dict(zip(GROUPS[g][:-1], c[:-1])))
         return pc
 
@@ -179,7 +191,8 @@ class TableInputs:
         key = (outside, jd, jm)
         pc = self._pair_pcs.get(key)
         if pc is None:
-            pc = self._pair_pcs[key] = self._layout_pc(_beside(outside, tp, self.world, self._spelled), **knobs)
+            pc = self._pair_pcs[key] = self._layout_pc(_beside(outside, tp, self.world, self._spelled,
+                                                                       self._respells), **knobs)
         return pc
 
     def _choices_at(self, g: str, pp: int) -> list[int]:
@@ -203,13 +216,13 @@ class TableInputs:
         return out
 
 
-def _beside(key: tuple[int, ...], degree: int, world: int, spelled) -> tuple[int, ...]:
+def _beside(key: tuple[int, ...], degree: int, world: int, spelled, respell: bool = True) -> tuple[int, ...]:
     """The layout (outside's spelling) a group of TP `degree` is costed beside: of attention TP it reads only
     whether it equals its own degree (an all-reduce when it does, a gather and a scatter when it reshards) or
     the MoE group's span (degree x EP: attention TP over the whole MoE group needs no dispatch), so any other
     value is spelled 1 with the same group size (`spelled`: TableInputs._spelled), and layouts differing only
-    there share the table."""
+    there share the table. `respell` false (TableInputs._respells): kept as it is."""
     tp, cp, kvp, sp, pp = key
-    if tp in (1, degree, world // pp) or cp != 1 or (sp != 1 and kvp != 1):
+    if not respell or tp in (1, degree, world // pp) or cp != 1 or (sp != 1 and kvp != 1):
         return key
     return spelled(1, 1, tp * kvp * sp, pp)

@@ -53,7 +53,10 @@ def pattern_name(pc: ParallelConfig, model: ModelSpec, kvp_in_tp: bool = False) 
     a = pc.attn_tp_group(kvp_in_tp)
     # attn_tp_size splits the token mixer: in a stack without attention (a pure SSM) it is named as the mixer
     mixer = "Attn" if model.attention_kind != "none" else "Mixer"
-    parts.append(f"{mixer} DP" if a == 1 else (f"{mixer} TP{a}" if a == W else f"{mixer} TP{a} x DP{W // a}"))
+    # the DP of attention TP > 1 counts its replicas: the ranks left over by TP and every add-on (CP, KVP, SP),
+    # so -tp 2 -pcp 4 on 8 is one replica, "Attn TP2 + CP4" (a == 1 keeps the seed's "Attn DP + CP")
+    dp = W // pc.attn_group_size
+    parts.append(f"{mixer} DP" if a == 1 else (f"{mixer} TP{a}" if dp == 1 else f"{mixer} TP{a} x DP{dp}"))
     if pc.cp_size > 1:
         parts.append(f"CP{pc.cp_size}")
     if pc.kvp_size > 1:
@@ -187,6 +190,13 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         l3 = "4K-64K: check prefill split"
     else:
         l3 = "64K+: +CP, ultra-long decode may add KVP"
+    if model.attention_kind != "none" and not model.kv_window_bound:
+        # a layer keeping a window beside a cache that grows with the whole sequence (DeepSeek-V4's compressed
+        # attention): the window does not bound the KV, so the split by sequence applies as to full attention
+        both = sorted({b.label() for b, _ in model.block_groups if getattr(b, "window", None)
+                       and b.state(2, 1).grows and b.state(2, 1).window is None})
+        if both:
+            l3 += f"; {', '.join(both)}: a bounded window beside a cache that grows with the sequence"
     lines.append(f"Layer 3 (max sequence {seq:,}, {l3}): " + (f"+{'/'.join(addon)}" if addon else "no add-on"))
     if scenario.phase == "decode" and seq > 4096 and pc.attn_tp_size == 1 and pc.kvp_size == 1:
         lines.append(f"CP splits prompts and leaves this decode step unchanged (its ranks decode as attention "

@@ -274,6 +274,12 @@ class FrameworkProfile(BaseModel):
         False, description="its context-parallel ranks each keep every request's whole KV cache (vLLM's prefill "
         "context parallel all-gathers the K/V its ranks compute into a complete replica on each): CP splits a "
         "prompt's compute, not the cache; false: the seed's CP, each CP rank holding its share of the tokens")
+    sp_decode_repeats_batch: bool = Field(
+        False, description="its attention sequence-parallel ranks (attn_sp_size) each decode their attention "
+        "replica's whole batch with the attention weights whole (SGLang's attention CP: prefill splits a prompt's "
+        "tokens over the ranks, decode repeats the DP slot on every one of them): SP adds no decode throughput, "
+        "and the MoE still sees each token once; false: the RFC's SP, each SP rank decoding its share of the "
+        "tokens")
     equal_ranks_per_node: bool = Field(
         False, description="its multi-node launch runs the same number of ranks on every node (vLLM's and "
         "SGLang's --nnodes: world / nnodes a node), so ranks that leave a node part-filled spread evenly over the "
@@ -309,6 +315,8 @@ class FrameworkProfile(BaseModel):
             raise ValueError("kvp_splits_attention_weights: set without kvp_size among the knobs (KVP is fixed at 1)")
         if self.cp_replicates_kv_cache and "cp_size" not in self.knobs:
             raise ValueError("cp_replicates_kv_cache: set without cp_size among the knobs (CP is fixed at 1)")
+        if self.sp_decode_repeats_batch and "attn_sp_size" not in self.knobs:
+            raise ValueError("sp_decode_repeats_batch: set without attn_sp_size among the knobs (SP is fixed at 1)")
         for name, feature in self.features.items():
             if feature.knob is not None and feature.knob not in KNOBS:
                 raise ValueError(f"features.{name}.knob: {feature.knob!r} is not a knob ({', '.join(KNOBS)})")
@@ -368,6 +376,7 @@ class FrameworkProfile(BaseModel):
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         out["kvp_splits_attention_weights"] = 1.0 if self.kvp_splits_attention_weights else 0.0
         out["cp_replicates_kv_cache"] = 1.0 if self.cp_replicates_kv_cache else 0.0
+        out["sp_decode_repeats_batch"] = 1.0 if self.sp_decode_repeats_batch else 0.0
         out.update(self.serving_factors())
         return out
 

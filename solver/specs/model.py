@@ -272,10 +272,14 @@ class ModelSpec:
 
     @cached_property
     def kv_window_bound(self) -> int | None:
-        """The window of the primary attention when no KV-caching layer attends to the whole sequence
-        (RecurrentGemma: every attention layer local): the KV per sequence stops growing there. None when a
-        full-attention layer exists, or no attention."""
-        return getattr(self._attention, "window", None) or None
+        """The most tokens a layer's growing state holds when every such state is windowed (State.window;
+        RecurrentGemma: every attention layer local): the KV per sequence stops growing there. None when a
+        layer's state grows with the whole sequence (a full-attention layer; DeepSeek-V4's compressed cache,
+        kept beside its window at 1 / ratio of the tokens), or no layer's state grows."""
+        states = [s for b, _ in self.block_groups if (s := b.state(2, 1)).grows]
+        if not states or any(s.window is None for s in states):
+            return None
+        return max(s.window or 0 for s in states)
 
     @property
     def num_global_attention_layers(self) -> int:
