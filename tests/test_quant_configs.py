@@ -175,3 +175,10 @@ def test_an_unknown_quant_method_is_refused_naming_the_methods_read() -> None:
     raw["quantization_config"]["quant_method"] = "hqq"
     with pytest.raises(InputError, match="unsupported quant_method 'hqq' .read: fp8, mxfp4, compressed-tensors"):
         _model("x", raw)
+
+
+def test_a_compressed_tensors_scheme_without_targets_is_refused_naming_targets() -> None:
+    raw = copy.deepcopy(_raw("RedHatAI--Meta-Llama-3.1-8B-Instruct-quantized.w4a16"))
+    del raw["quantization_config"]["config_groups"]["group_0"]["targets"]
+    with pytest.raises(InputError, match="config_groups.group_0.targets: is empty"):
+        _model("x", raw)

@@ -238,7 +238,10 @@ def _compressed_tensors(q: dict[str, Any], r: _Reader) -> _Rules:
             continue  # an activation-only group stores no weights
         scheme = Scheme(_ct_weights(r, w, f"{path}.weights", fmt),
                         _ct_activation(r, g.get("input_activations"), f"{path}.input_activations"))
-        schemes.append((r.ct_match(r.names(g.get("targets"), f"{path}.targets"), f"{path}.targets"), scheme))
+        targets = r.names(g.get("targets"), f"{path}.targets")
+        if not targets:  # the scheme would cover nothing and the weights be sized 16-bit
+            raise r.fail(f"{path}.targets", "is empty: the scheme names no modules it quantizes")
+        schemes.append((r.ct_match(targets, f"{path}.targets"), scheme))
     kv = r.obj(q.get("kv_cache_scheme"), "kv_cache_scheme")
     kv_fmt = None
     if kv is not None:
