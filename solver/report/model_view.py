@@ -55,6 +55,11 @@ def _basic(m: ModelSpec) -> dict[str, Any]:
         d["MTP (next-n) layers"] = m.num_mtp_layers
     d["checkpoint formats"] = (f"attention {m.quant.attention}, dense {m.quant.dense}, experts {m.quant.experts}, "
                                f"embedding {m.quant.embedding}, lm_head {m.quant.lm_head}")
+    if m.quant.activation is not None:
+        d["checkpoint activations"] = ("16-bit (weight-only)" if m.quant.activation == "bf16"
+                                       else f"{m.quant.activation} (quantized in the GEMMs)")
+    if m.quant.kv_cache is not None:
+        d["checkpoint KV-cache scales"] = f"{m.quant.kv_cache} (used with --kv-dtype {m.quant.kv_cache})"
     return d
 
 

@@ -5,6 +5,7 @@ matrix shape only through ceil() at the edges, which is below 0.1% for the shape
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from solver.errors import InputError
@@ -52,6 +53,53 @@ FORMATS: dict[str, NumberFormat] = {
     )
 }
 
+# Scaled formats a quantized checkpoint names beyond the table above, spelled `<element>_<layout>[_s<bytes>]`:
+#   t         one scale per tensor (negligible)
+#   ch        one scale per output channel (row), taken as a row of ROW_INPUTS inputs, like int8 above
+#   g<N>[z]   one scale per N inputs, z: plus a zero point of the element's width (AWQ / GPTQ / asymmetric)
+#   g<N>dq    bitsandbytes double quantization: an 8-bit absmax per N, an fp32 scale per 256 of those
+#   b<M>x<N>  one scale per M x N block
+# _s<bytes>: bytes of one scale (default 2: the fp16/bf16 scales AWQ, GPTQ and compressed-tensors store).
+# A spelling equal to a named format (int4_g128 = int4, int8_ch_s4 = int8, fp8_b128x128_s4 = fp8_block) is that
+# format (canonical_format). nf4 (bitsandbytes' 16-value normal-float table) has no native GEMM anywhere: its
+# compute class is the 4-bit weight-only one (int4), dequantized in the kernel.
+ELEMENTS = {"int4": (4, "int4"), "int8": (8, "int8"), "fp8": (8, "fp8"), "nf4": (4, "int4")}
+ROW_INPUTS = 4096
+_SCALED = re.compile(r"(?P<el>int4|int8|fp8|nf4)_(?:(?P<t>t)|(?P<ch>ch)|g(?P<g>\d+)(?P<gz>z|dq)?|b(?P<bm>\d+)x(?P<bn>\d+))"
+                     r"(?:_s(?P<s>[124]))?$")
+
+
+def _scaled(name: str) -> NumberFormat | None:
+    m = _SCALED.match(name)
+    if m is None:
+        return None
+    bits, compute = ELEMENTS[m["el"]]
+    scale = int(m["s"] or 2)
+    if m["t"]:
+        per = 0.0
+    elif m["ch"]:
+        per = scale / ROW_INPUTS
+    elif m["g"]:
+        if int(m["g"]) <= 0:
+            return None
+        per = {"z": (scale + bits / 8), "dq": 1 + 4 / 256}.get(m["gz"] or "", scale) / int(m["g"])
+    else:
+        if int(m["bm"]) <= 0 or int(m["bn"]) <= 0:
+            return None
+        per = scale / (int(m["bm"]) * int(m["bn"]))
+    return NumberFormat(name, bits, per, compute)
+
+
+def canonical_format(name: str) -> str:
+    """The table's name for a scaled spelling that stores the same bytes and computes alike, else the spelling."""
+    fmt = number_format(name)
+    for named in FORMATS.values():
+        if (named.bits, named.compute) == (fmt.bits, fmt.compute) and \
+                abs(named.scale_bytes_per_param - fmt.scale_bytes_per_param) < 1e-12:
+            return named.name
+    return fmt.name
+
+
 # KV cache formats: element bytes; fp8/int8 KV carries per-token scales that the cache layouts fold in.
 KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
 
@@ -62,6 +110,9 @@ def number_format(name: str, field: str = "dtype") -> NumberFormat:
                "fp8_e4m3": "fp8", "w4a8": "int4", "w4a16": "int4"}
     key = aliases.get(key, key)
     if key not in FORMATS:
+        scaled = _scaled(key)
+        if scaled is not None:
+            return scaled
         raise InputError(field, f"unknown number format {name!r}; known: {', '.join(FORMATS)}")
     return FORMATS[key]
 

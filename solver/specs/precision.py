@@ -40,8 +40,6 @@ class Precision:
         return "bf16"
 
 
-_LOW = {"fp8", "fp8_block", "int8", "int4", "mxfp4", "nvfp4", "fp4"}
-
 # Formats that a published checkpoint of a MoE model applies to its routed experts only: the NVFP4 MoE
 # checkpoints quantize the experts and keep attention and the dense GEMMs (dense FFN layers, shared experts) in
 # the base checkpoint's format (issue 15, mechanism 6; facts/measurements.md #10 "FP4 MoE"). Measured on the
@@ -161,13 +159,19 @@ def resolve_precision(
         act = number_format(activation_dtype, "--activation-dtype").compute
         if act not in ("bf16", "fp16") and not hw.supports(act):
             raise InputError("--activation-dtype", f"{hw.name} has no {act} support")
+    elif q.activation is not None and user_w is None and user_moe is None and \
+            (q.activation == "bf16" or hw.supports(q.activation)):
+        # the checkpoint says what its GEMMs take (quantization_config's input activations): weight-only
+        # (W4A16: 16-bit activations, the 16-bit rate with 4-bit weight bytes) or W8A8 / W4A4 where the hardware
+        # has that rate; Precision.gemm_dtype pairs it with each group's weights
+        act = q.activation
     else:
         # W8A8-style: 8-bit weights run with 8-bit activations where the hardware has that rate. NVFP4 is W4A4
         # (its GEMMs quantize their input to FP4) where the hardware has the FP4 rate, whatever other groups hold:
         # activations are quantized per GEMM, so FP8 dense GEMMs beside NVFP4 experts still run W8A8
         # (Precision.gemm_dtype), as the NVFP4 MoE checkpoints run (an FP8 dense group must not drag the experts
         # down to the FP8 rate: `--moe-weight-dtype nvfp4` on an FP8 checkpoint is the published R1-FP4 layout)
-        low = {w.compute for g, w in weights.items() if g in ("dense", "experts") and w.name in _LOW}
+        low = {w.compute for g, w in weights.items() if g in ("dense", "experts") and w.quantized}
         nvfp4 = any(w.name == "nvfp4" for g, w in weights.items() if g in ("dense", "experts"))
         act = "bf16"
         if nvfp4 and hw.supports("fp4"):
@@ -186,6 +190,11 @@ def resolve_precision(
         # the engines' KV dtype "auto" is the model dtype: an fp32 model caches K and V in fp32 (vLLM's
         # --kv-cache-dtype auto under --dtype float32); a quantized model's activations, and so its KV, stay 16-bit
         kv = _model_dtype_bytes(weights["attention"])
+        if q.kv_cache is not None and kv_element_bytes(q.kv_cache, "quantization_config.kv_cache_scheme") < kv:
+            # the checkpoint carries KV scales, but the engines' KV dtype auto is the model dtype: the scales are
+            # used when the KV-cache dtype is set to the format (vLLM / SGLang --kv-cache-dtype)
+            notes.append(f"the checkpoint carries {q.kv_cache} KV-cache scales (quantization_config); the KV cache "
+                         f"is priced at {8 * kv} bits, the engines' default: pass --kv-dtype {q.kv_cache} to use them")
         if kv > 2:
             notes.append(f"the KV cache is priced at {8 * kv} bits, the engines' KV dtype auto following the model "
                          "dtype (pass --kv-dtype to choose); activations, the recurrent and convolution states, "

@@ -1,0 +1,184 @@
+"""Quantized checkpoints as published (tests/data/configs_quant/, SOURCES.md there): each method's own fields
+give the format per module group, the activations the GEMMs take and the KV-cache scales; a format no number
+format here holds is refused in one line naming the field."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from solver.errors import InputError
+from solver.estimate.memory import MemoryOptions, weights_per_rank
+from solver.estimate.params import count_params
+from solver.specs.config.read import parse_model_config
+from solver.specs.dtypes import canonical_format, number_format
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import resolve_precision
+
+DATA = Path(__file__).parent / "data" / "configs_quant"
+
+
+def _raw(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+def _model(name: str, raw: dict | None = None):
+    return parse_model_config(raw if raw is not None else _raw(name), name)
+
+
+def _groups(m) -> tuple[str, str, str, str]:
+    q = m.quant
+    return q.attention, q.dense, q.lm_head, q.activation
+
+
+def test_compressed_tensors_fp8_dynamic_is_per_channel_fp8_with_fp8_activations() -> None:
+    m = _model("RedHatAI--Meta-Llama-3.1-8B-Instruct-FP8-dynamic")
+    assert _groups(m) == ("fp8_ch", "fp8_ch", "bf16", "fp8")
+    assert number_format("fp8_ch").bytes_per_param == 1 + 2 / 4096  # a bf16 scale per row
+
+
+def test_compressed_tensors_w8a8_int8_runs_at_the_int8_rate() -> None:
+    m = _model("RedHatAI--Meta-Llama-3.1-8B-Instruct-quantized.w8a8")
+    assert _groups(m) == ("int8_ch", "int8_ch", "bf16", "int8")
+    assert resolve_precision(m, load_hardware("h100_sxm")).gemm_dtype("dense") == "int8"
+
+
+def test_weight_only_int4_runs_at_the_16_bit_rate_with_int4_bytes() -> None:
+    m = _model("RedHatAI--Meta-Llama-3.1-8B-Instruct-quantized.w4a16")
+    assert _groups(m) == ("int4", "int4", "bf16", "bf16")
+    for hw in ("h100_sxm", "b200_sxm"):
+        prec = resolve_precision(m, load_hardware(hw))
+        assert prec.gemm_dtype("dense") == "bf16" and prec.fmt("dense").bytes_per_param == 0.5 + 2 / 128
+
+
+def test_a_user_weight_format_keeps_the_w4a8_rule() -> None:
+    m = _model("RedHatAI--Meta-Llama-3.1-8B-Instruct-quantized.w4a16")
+    assert resolve_precision(m, load_hardware("h100_sxm"), weight_dtype="int4").activation == "fp8"
+
+
+def test_nvfp4_is_w4a4_where_the_hardware_has_fp4() -> None:
+    for name in ("RedHatAI--Llama-3.3-70B-Instruct-NVFP4", "nvidia--Llama-3.3-70B-Instruct-FP4"):
+        m = _model(name)
+        assert _groups(m) == ("nvfp4", "nvfp4", "bf16", "fp4")
+        assert resolve_precision(m, load_hardware("b200_sxm")).gemm_dtype("dense") == "fp4"
+
+
+def test_modelopt_fp8_is_per_tensor_fp8_with_kv_scales() -> None:
+    m = _model("nvidia--Llama-3.1-8B-Instruct-FP8")
+    assert _groups(m) == ("fp8", "fp8", "bf16", "fp8") and m.quant.kv_cache == "fp8"
+
+
+def test_checkpoint_kv_scales_leave_the_kv_at_the_default_and_say_how_to_use_them() -> None:
+    m = _model("nvidia--Llama-3.1-8B-Instruct-FP8")
+    prec = resolve_precision(m, load_hardware("h100_sxm"))
+    assert prec.kv_bytes == 2 and any("--kv-dtype fp8" in n for n in prec.notes)
+    assert resolve_precision(m, load_hardware("h100_sxm"), kv_dtype="fp8").kv_bytes == 1
+
+
+def test_modelopt_exclude_modules_keep_attention_and_shared_experts_in_the_checkpoint_dtype() -> None:
+    m = _model("nvidia--DeepSeek-R1-FP4")
+    assert (m.quant.attention, m.quant.dense, m.quant.experts) == ("bf16", "bf16", "nvfp4")
+
+
+def test_awq_counts_a_16_bit_scale_and_a_4_bit_zero_per_group_of_128() -> None:
+    m = _model("Qwen--Qwen3-8B-AWQ")
+    assert _groups(m) == ("int4_g128z", "int4_g128z", "fp16", "bf16")
+    assert number_format("int4_g128z").bytes_per_param == 0.5 + (2 + 0.5) / 128
+
+
+def test_gptq_int8_counts_its_zero_points_and_runs_weight_only() -> None:
+    m = _model("Qwen--Qwen3-8B-GPTQ-Int8")
+    assert _groups(m) == ("int8_g128z", "int8_g128z", "fp16", "bf16")
+    assert number_format("int8_g128z").bytes_per_param == 1 + (2 + 1) / 128
+
+
+def test_gptq_moe_quantizes_the_routed_experts() -> None:
+    m = _model("Qwen--Qwen3-30B-A3B-GPTQ-Int4")
+    assert (m.quant.attention, m.quant.experts) == ("int4_g128z", "int4_g128z")
+
+
+def test_fbgemm_fp8_keeps_attention_unconverted_and_notes_the_split_ffn() -> None:
+    m = _model("meta-llama--Llama-3.1-405B-Instruct-FP8")
+    assert _groups(m) == ("bf16", "fp8_ch_s4", "bf16", "fp8")
+    assert any("dense modules are split (750 fp8_ch_s4, 6 bf16 of 756)" in w for w in m.warnings)
+
+
+def test_quark_mxfp4_excludes_attention() -> None:
+    m = _model("amd--DeepSeek-R1-MXFP4-Preview")
+    assert (m.quant.attention, m.quant.experts, m.quant.activation) == ("bf16", "mxfp4", "fp4")
+
+
+def test_quark_fp8_reads_the_kv_cache_from_the_kv_projections_output() -> None:
+    m = _model("amd--Llama-3.1-8B-Instruct-FP8-KV")
+    assert _groups(m) == ("fp8", "fp8", "bf16", "fp8") and m.quant.kv_cache == "fp8"
+
+
+def test_bitsandbytes_nf4_double_quant_counts_its_two_level_absmax() -> None:
+    m = _model("unsloth--Meta-Llama-3.1-8B-Instruct-bnb-4bit")
+    assert _groups(m) == ("nf4_g64dq", "nf4_g64dq", "bf16", "bf16")
+    assert number_format("nf4_g64dq").bytes_per_param == 0.5 + (1 + 4 / 256) / 64
+
+
+def test_weight_bytes_per_rank_by_hand() -> None:
+    """Llama-3.1-8B W4A16 at TP 2: the decoder's linear weights at 0.5 + 2/128 bytes, embedding and head bf16."""
+    m = _model("RedHatAI--Meta-Llama-3.1-8B-Instruct-quantized.w4a16")
+    h, inter, layers, vocab, kv = 4096, 14336, 32, 128256, 8 * 128
+    linear = layers * (h * h + 2 * h * kv + h * h + 3 * h * inter)
+    expect = linear * (0.5 + 2 / 128) / 2 + 2 * vocab * h * 2 / 2 + (2 * layers + 1) * h * 2
+    pc = ParallelConfig(world_size=2, attn_tp_size=2, dense_tp_size=2, embed_tp_size=2, lmhead_tp_size=2)
+    got = sum(weights_per_rank(m, pc, resolve_precision(m, load_hardware("h100_sxm")), MemoryOptions()).values())
+    assert count_params(m).total == 8_030_261_248
+    assert got == pytest.approx(expect, rel=1e-3)
+
+
+def test_scaled_spellings_equal_to_a_named_format_are_that_format() -> None:
+    assert [canonical_format(n) for n in ("int4_g128", "int8_ch_s4", "fp8_b128x128_s4")] == ["int4", "int8", "fp8_block"]
+
+
+@pytest.mark.parametrize("name, field", [
+    ("gptq-3bit--Meta-Llama-3.1-8B", "quantization_config.bits: 3: no number format here holds it"),
+    ("bnb-fp4--Meta-Llama-3.1-8B", "quantization_config.bnb_4bit_quant_type: 'fp4'"),
+    ("ct-w2a16--Meta-Llama-3.1-8B", "quantization_config.config_groups.group_0.weights.num_bits: 2"),
+])
+def test_a_format_no_number_format_holds_is_refused_naming_the_field(name: str, field: str) -> None:
+    with pytest.raises(InputError) as e:
+        _model(f"refused/{name}")
+    assert field in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_nvfp4_group_other_than_16_is_refused_naming_group_size() -> None:
+    raw = copy.deepcopy(_raw("RedHatAI--Llama-3.3-70B-Instruct-NVFP4"))
+    raw["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 64
+    with pytest.raises(InputError, match="config_groups.group_0.weights.group_size: 64"):
+        _model("x", raw)
+
+
+def test_an_unknown_modelopt_algorithm_is_refused_naming_quant_algo() -> None:
+    raw = copy.deepcopy(_raw("nvidia--Llama-3.1-8B-Instruct-FP8"))
+    raw["quantization_config"]["quant_algo"] = "W2A16"
+    with pytest.raises(InputError, match="quantization_config.quant_algo: 'W2A16'"):
+        _model("x", raw)
+
+
+def test_an_unknown_compressed_tensors_target_class_is_refused_naming_targets() -> None:
+    raw = copy.deepcopy(_raw("RedHatAI--Meta-Llama-3.1-8B-Instruct-FP8-dynamic"))
+    raw["quantization_config"]["config_groups"]["group_0"]["targets"] = ["LlamaDecoderLayer"]
+    with pytest.raises(InputError, match="config_groups.group_0.targets: 'LlamaDecoderLayer'"):
+        _model("x", raw)
+
+
+def test_an_unknown_quant_method_is_refused_naming_the_methods_read() -> None:
+    raw = copy.deepcopy(_raw("Qwen--Qwen3-8B-AWQ"))
+    raw["quantization_config"]["quant_method"] = "hqq"
+    with pytest.raises(InputError, match="unsupported quant_method 'hqq' .read: fp8, mxfp4, compressed-tensors"):
+        _model("x", raw)
+
+
+def test_a_compressed_tensors_scheme_without_targets_is_refused_naming_targets() -> None:
+    raw = copy.deepcopy(_raw("RedHatAI--Meta-Llama-3.1-8B-Instruct-quantized.w4a16"))
+    del raw["quantization_config"]["config_groups"]["group_0"]["targets"]
+    with pytest.raises(InputError, match="config_groups.group_0.targets: is empty"):
+        _model("x", raw)
