@@ -5,7 +5,7 @@ and their memory per rank at each concurrency; step costs are filled later, per 
 from __future__ import annotations
 
 import itertools
-from typing import TypeVar
+from typing import Callable, TypeVar
 
 from solver.estimate.compute import Factors
 from solver.estimate.memory import MemoryOptions, engine_options, memory_limit
@@ -137,7 +137,8 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     grown = {(g, i): ((g, Tables.layout_key(choices[g][i])) if g == "attn" else (g, i), pc.attn_replicas)
              for (g, i), pc in pcs.items() if g in PER_SEQUENCE_MEMORY}
     per_held: dict[tuple, float] = {}
-    for b in space.batches:
+
+    def memory_at(b: int) -> dict[tuple[str, int], float]:
         mem = {}
         for (g, i), pc in pcs.items():
             if g not in PER_SEQUENCE_MEMORY:
@@ -150,13 +151,81 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
                 grow = per_held[(gk, held)] = group_memory(g, model, pc, prec, mem_opts, params, groups, held,
                                                            scenario.max_seq_len, mtp_layers, part="batch")
             mem[(g, i)] = fixed[(g, i)] + grow
+        return mem
+
+    def fits(mem: dict[tuple[str, int], float]) -> bool:
+        """Some configuration holds these sequences: the least memory of every group together."""
         best = {g: min((mem[(g, i)] for i in range(len(opts))), default=0.0) for g, opts in choices.items()}
-        if const_mem + sum(best.values()) > limit and b != min(space.batches):
-            continue  # no configuration holds this many sequences: the concurrency leaves the space
+        return const_mem + sum(best.values()) <= limit
+
+    failing = None
+    for b in space.batches:
+        mem = memory_at(b)
+        if not fits(mem) and b != min(space.batches):
+            failing = b  # no configuration holds this many sequences, nor more (memory grows with them)
+            break
         batches.append(b)
         memory.update({(b, g, i): m for (g, i), m in mem.items()})
-    return Tables(W, choices, tuple(batches), memory, const_mem, limit, scenario.latency_terms[2],
+    tables = Tables(W, choices, tuple(batches), memory, const_mem, limit, scenario.latency_terms[2],
+                    model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
+    if failing is None or not batches or scenario.concurrency is not None or scenario.phase != "serving":
+        return tables
+    # Between the last concurrency some configuration holds and the first none does, the most sequences a
+    # configuration holds is tried too: an engine fills its KV cache to there, and a throughput plan stopping
+    # at the power of two below would leave up to half of it unused. The configuration is each stage count's
+    # least-memory choices (a configuration's choices share its stage count), priced as the planner prices
+    # any (Tables.memory_of); the search proves the optimum there as at every concurrency. (A fixed
+    # concurrency, a prefill-only or decode-only plan keep their batches: a disaggregated decode pool's
+    # buckets are the intervals between the powers, plan.disagg.)
+
+    def rows_at(c: int) -> dict[tuple[str, int], float]:
+        rows = memory_at(c)
+        tables.memory.update({(c, g, i): m for (g, i), m in rows.items()})
+        return rows
+
+    def frugal(c: int) -> list[dict[str, int]]:
+        """Each stage count's least-memory choices at c (groups without a choice at that count aside)."""
+        rows, out = rows_at(c), []
+        for p in pps:
+            picks = {g: min((i for i, ch in enumerate(opts) if ch[-1] == p), key=lambda i: rows[(g, i)])
+                     for g, opts in choices.items() if any(ch[-1] == p for ch in opts)}
+            if picks.keys() == {g for g, opts in choices.items() if opts}:
+                out.append(picks)
+        return out
+
+    def holds(c: int) -> bool:
+        return any(tables.fits(c, picks) for picks in frugal(c))
+
+    # memory grows about linearly in the sequences held: the line through the last concurrency held and the
+    # first not, per configuration, guesses the edge; two checks confirm it, else the bisection runs from there
+    lo, hi = batches[-1], failing
+    guess = lo
+    for picks in frugal(hi):
+        m_lo, m_hi = tables.memory_of(lo, picks), tables.memory_of(hi, picks)
+        if m_lo <= limit < m_hi:
+            guess = max(guess, lo + int((limit - m_lo) / (m_hi - m_lo) * (hi - lo)))
+    if guess > lo:
+        lo, hi = (guess, hi) if holds(guess) else (lo, guess)
+    if lo + 1 < hi and not holds(lo + 1):
+        hi = lo + 1
+    edge = memory_edge(lo, hi, holds)
+    edge = edge if edge is not None else (lo if lo > batches[-1] else None)
+    if edge is None:
+        return tables
+    # fresh tables: the bisection's probes leave rows and layout memory behind at concurrencies not planned
+    memory = {k: m for k, m in tables.memory.items() if k[0] in batches or k[0] == edge}
+    return Tables(W, choices, (*batches, edge), memory, const_mem, limit, scenario.latency_terms[2],
                   model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
+
+
+def memory_edge(fitting: int, failing: int, holds: Callable[[int], bool]) -> int | None:
+    """The most sequences in (fitting, failing) that `holds` (monotone: what holds n holds fewer), by
+    bisection; None where none does."""
+    lo, hi = fitting, failing
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
+    return lo if lo > fitting else None
 
 
 def _one_of(x: T) -> T:
