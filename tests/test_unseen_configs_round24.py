@@ -156,7 +156,7 @@ def test_a_router_whose_class_builds_a_score_correction_bias_counts_one_per_expe
 
 def test_glm4_moe_lite_keeps_its_first_layer_dense_where_the_config_writes_no_dense_field() -> None:
     # Glm4MoeLiteConfig has no first_k_dense_replace: its mlp_layer_types default is dense, then sparse. Before this
-    # round a config writing neither counted every layer MoE (+550,633,536)
+    # round a config writing neither counted every layer MoE (30,494,024,448), with only the unknown-family note
     cfg = _load("zai-org--GLM-4.7-Flash")
     del cfg["first_k_dense_replace"]
     assert count(cfg) == GLM47_FLASH
@@ -183,8 +183,8 @@ def test_olmo_hybrid_gated_deltanet_counts_separate_q_k_v_a_b_and_output_gate_pr
 
 
 def test_olmo_hybrid_without_layer_types_makes_every_fourth_layer_full_attention() -> None:
-    # OlmoHybridConfig's default (i % 4 == 3); before this round a config writing no layer_types was counted as 32
-    # attention layers, 714,246,048 under the hand count, without a word
+    # OlmoHybridConfig's default (i % 4 == 3); the base refused it naming linear_conv_kernel_dim, and the family
+    # line without this default counted 32 attention layers (714,246,048 short) without a word
     cfg = _load("allenai--Olmo-Hybrid-7B")
     del cfg["layer_types"]
     assert _mixers("x", cfg) == _mixers("allenai--Olmo-Hybrid-7B")
