@@ -209,6 +209,31 @@ def test_a_deployment_files_knob_that_does_not_divide_the_world_is_refused_under
     one_error_line(run("launch", dep), f"{dep}: parallel_config.attn_tp_size: 3 does not divide the world size 8")
 
 
+@pytest.mark.parametrize("knobs, needle", [
+    ({"attn_tp_size": 8, "pp_size": 0}, "parallel_config.pp_size: must be in [1, 65,536], got 0"),
+    ({"attn_tp_size": 8, "redundant_experts": -1}, "parallel_config.redundant_experts: must be in [0, 65,536]"),
+    ({"attn_tp_size": 8, "cpsize": 2}, "parallel_config: unknown key(s) cpsize; did you mean cp_size?"),
+])
+def test_a_check_across_a_files_fields_names_the_field_not_the_files_root(tmp_path, knobs, needle):
+    # said "FILE: (root): parallel_config.pp_size: ...": a check across fields was reported under pydantic's root
+    dep = _deployment(tmp_path, parallel_config=knobs)
+    line = one_error_line(run("check", dep), f"{dep}: {needle}")
+    assert "(root)" not in line
+
+
+@pytest.mark.parametrize("change, needle", [
+    (lambda d: d["knobs"].append(d["knobs"][0]), "knobs: attn_tp_size listed twice"),
+    (lambda d: d["rules"].append(d["rules"][0]), "id used twice"),
+    (lambda d: d.update(knobs=[k for k in d["knobs"] if k != "kvp_size"]),
+     "kvp_splits_attention_weights: set without kvp_size among the knobs"),
+])
+def test_a_profiles_check_across_its_fields_names_the_field_not_the_files_root(tmp_path, change, needle):
+    fw = _profile(tmp_path, change)
+    line = one_error_line(run("estimate", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1", "--isl", "128",
+                              "--osl", "128", "--concurrency", "1", "--framework", fw), f"{fw}: ")
+    assert needle in line and "(root)" not in line, line
+
+
 # ------------------------------------------------------------------------------------------- CSV rows
 
 
