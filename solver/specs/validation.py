@@ -36,8 +36,8 @@ class FieldProblem(ValueError):
     the model), where pydantic would name the model's root."""
 
     def __init__(self, field: str, problem: str):
-        super().__init__(problem)
-        self.field = field
+        super().__init__(f"{field}: {problem}")  # pydantic's own message names the field too
+        self.field, self.problem = field, problem
 
 
 def _loc(err: dict) -> str:
@@ -107,7 +107,9 @@ def first_error(exc: ValidationError, origin: str, model: type | None = None) ->
         msg = f"not a field; did you mean {meant}?"
     else:
         err, others = errors[0], errors[1:]
-        msg = err.get("msg", "invalid").removeprefix("Value error, ")
+        cause = (err.get("ctx") or {}).get("error")
+        msg = (cause.problem if isinstance(cause, FieldProblem)  # its field is the location, named once
+               else err.get("msg", "invalid").removeprefix("Value error, "))
         value = err.get("input")
         if err.get("type") != "missing" and isinstance(value, (str, int, float)) and "got" not in msg:
             msg += f", got {quoted(repr(value))}"
