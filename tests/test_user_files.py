@@ -209,6 +209,16 @@ def test_a_deployment_files_knob_that_does_not_divide_the_world_is_refused_under
     one_error_line(run("launch", dep), f"{dep}: parallel_config.attn_tp_size: 3 does not divide the world size 8")
 
 
+@pytest.mark.parametrize("engine", ["generic", "vllm", "trtllm"])
+def test_a_deployment_the_model_cannot_run_is_refused_at_launch_for_the_model_not_the_engine(tmp_path, engine):
+    # said "--engine generic: cannot express redundant_experts 0: [A.experts_divisible_moe_ep] ...": a knob the
+    # user never set, blamed on an engine, where EP 12 (12 cards / moe_tp 1) does not divide the 128 experts
+    dep = _deployment(tmp_path, model="qwen3-30b-a3b", world_size=12, framework=engine,
+                      parallel_config={"attn_tp_size": 1, "moe_tp_size": 1})
+    one_error_line(run("launch", dep), f"{dep}: parallel_config: not runnable on Qwen3-30B-A3B: num_experts 128 % "
+                                       "moe_ep_size 12 != 0")
+
+
 @pytest.mark.parametrize("knobs, needle", [
     ({"attn_tp_size": 8, "pp_size": 0}, "parallel_config.pp_size: must be in [1, 65,536], got 0"),
     ({"attn_tp_size": 8, "redundant_experts": -1}, "parallel_config.redundant_experts: must be in [0, 65,536]"),

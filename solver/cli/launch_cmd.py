@@ -82,7 +82,12 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     inputs = LaunchInputs(batch=batch, max_model_len=engine_len, mtp=dep.mtp, weight_dtype=dep.quant.weights,
                           moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,
                           model_path=model_path, head_addr=head_addr)
-    launch = emit_launch(fw, spec, hw, pc, inputs)
+    try:
+        launch = emit_launch(fw, spec, hw, pc, inputs)
+    except InputError as exc:  # the file's knobs the model cannot run: named under the file, as check names them
+        if exc.field != "parallel_config":
+            raise
+        raise InputError(f"{config}: parallel_config", exc.problem) from None
     # the engine would fail to allocate what the memory model does not fit: said, not refused (the command is
     # what the user asked for; `check` reports it as a violation)
     misfit = memory_per_rank(spec, hw, pc, prec, batch, max_len, mtp_layers=dep.mtp).misfit()
