@@ -209,6 +209,24 @@ def test_a_deployment_files_knob_that_does_not_divide_the_world_is_refused_under
     one_error_line(run("launch", dep), f"{dep}: parallel_config.attn_tp_size: 3 does not divide the world size 8")
 
 
+@pytest.mark.parametrize("command", ["check", "launch"])
+@pytest.mark.parametrize("key, flag", [("model", "--model"), ("hardware", "--hardware")])
+def test_an_unknown_name_in_a_deployment_file_is_named_under_the_files_key_or_the_flag_given(tmp_path, command,
+                                                                                            key, flag):
+    # both said "model: unknown model ...", whether the name came from the file or from --model
+    extra = ["--engine", "vllm"] if command == "launch" else []
+    dep = _deployment(tmp_path, **{key: "no-such-name"})
+    one_error_line(run(command, dep, *extra), f"{dep}: {key}: unknown {key} 'no-such-name'")
+    one_error_line(run(command, _deployment(tmp_path), *extra, flag, "no-such-name"),
+                   f"{flag}: unknown {key} 'no-such-name'")
+
+
+def test_an_unknown_framework_in_a_deployment_file_is_named_under_the_files_key(tmp_path):
+    dep = _deployment(tmp_path, framework="vllmm")
+    one_error_line(run("check", dep), f"{dep}: framework: unknown framework 'vllmm'")
+    one_error_line(run("check", _deployment(tmp_path), "--framework", "vllmm"), "--framework: unknown framework")
+
+
 @pytest.mark.parametrize("engine", ["generic", "vllm", "trtllm"])
 def test_a_deployment_the_model_cannot_run_is_refused_at_launch_for_the_model_not_the_engine(tmp_path, engine):
     # said "--engine generic: cannot express redundant_experts 0: [A.experts_divisible_moe_ep] ...": a knob the

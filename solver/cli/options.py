@@ -225,6 +225,18 @@ def scenario_from_options(**fields: Any) -> Scenario:
         raise InputError(flag, msg) from None
 
 
+def load_from(loader: Callable[[str], Any], value: str, key: str, flag: str | None, config: str) -> Any:
+    """`loader(value)` for a deployment file's model / hardware / framework, a refusal of the name itself named by
+    where it came from: `flag` where the command line gave it (--model, --engine, ...), else the file's key
+    ("FILE: model"). A refusal inside a file the value names keeps that file's own field."""
+    try:
+        return loader(value)
+    except InputError as exc:
+        if exc.field != key:
+            raise
+        raise InputError(flag or f"{config}: {key}", exc.problem) from None
+
+
 def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
     """MTP N > 0 needs MTP (next-n) layers in the model's config: nothing else says how big they are, and no engine
     drafts with layers the checkpoint lacks. (The library still plans a reference whose published deployment ran
