@@ -353,7 +353,7 @@ def _topologies(folder: Path, hw: dict) -> list[tuple[str, str, str]]:
         d = dict(hw, ranks_per_node=n, scale_up_domain=domain or n,
                  tiers={"intra_node": dict(intra, span_ranks=n), "inter_node": inter})
         d["tiers"].update(tiers)
-        return {k: v for k, v in d.items()}
+        return d
 
     good = [(node(n), f"{n} cards a node") for n in (1, 3, 6, 12)]
     good += [(node(8, intra_node=dict(intra, span_ranks=8, peer_access=False, bandwidth_Bps=32e9)),
@@ -1039,8 +1039,8 @@ def topology_cases(draw, fx: Fixtures) -> Case:
     b.add([model, "--hardware", hw], hw_label, hw_why, "file")
     p2 = cards & -cards
     if b.cmd in ("memory", "estimate"):
-        b.add(["--cards", str(cards), "--attn-tp", str(draw(st.sampled_from([d for d in (1, 2, 4, 8) if p2 % d == 0])))],
-              "valid")
+        attn = draw(st.sampled_from([d for d in (1, 2, 4, 8) if p2 % d == 0]))
+        b.add(["--cards", str(cards), "--attn-tp", str(attn)], "valid")
         if _moe_model(model):
             b.add(["--moe-tp", str(draw(st.sampled_from(sorted({cards, cards // p2}))))], "valid")
         b.add(["--batch", "8", "--seq-len", "2048"] if b.cmd == "memory"
