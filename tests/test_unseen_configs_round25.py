@@ -148,8 +148,6 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "inceptionai--Jais-2-8B-Chat": 32 * 2 * 26 * 128 * 2,
     "LiquidAI--LFM3-1.7B": 6 * 2 * 4 * 128 * 2,
 }
-# Hy3-preview (295B) in bf16 does not fit 8 H100s (640 GB less K/V and activations): solved on 16
-SOLVE_CARDS: dict[str, int] = {"tencent--Hy3-preview": 16}
 
 
 # ------------------------------------------------------------------ reading rules added this round
