@@ -30,6 +30,8 @@ HEAD_FIELDS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_que
 # n_head_kv: Falcon's RW code; num_multi_query_heads: CogVLM2's (its K/V head count, GQA's groups)
 KV_HEAD_FIELDS = ("num_key_value_heads", "num_kv_heads", "kv_n_heads", "n_head_kv", "num_multi_query_heads")
 PER_LAYER_KV_FIELD = "num_key_value_heads_per_layer"
+# the query heads of each layer beside num_attention_heads (Laguna's LagunaAttention takes its layer's entry)
+PER_LAYER_HEAD_FIELD = "num_attention_heads_per_layer"
 # activations with learned parameters, per MLP: xIELU's alpha_p and alpha_n (Apertus; beta and eps are buffers)
 ACTIVATION_PARAMS = {"xielu": 2}
 
@@ -44,9 +46,9 @@ class BlockReader(FfnReading):
         cfg = f.cfg
         # a pure SSM stack (_all_layers) has no attention heads: its head fields belong to the Mamba mixer
         attention = not f.has("_all_layers")
-        self.heads_field = f.first(*HEAD_FIELDS) or HEAD_FIELDS[0]
+        self.heads_field = f.first(PER_LAYER_HEAD_FIELD, *HEAD_FIELDS) or HEAD_FIELDS[0]
         # a head count written as a list holds one entry per layer (OpenELM's num_query_heads / num_kv_heads, DeciLM's
-        # num_key_value_heads_per_layer); an int holds for every layer
+        # num_key_value_heads_per_layer, Laguna's num_attention_heads_per_layer); an int holds for every layer
         self.heads_per_layer = self._per_layer(self.heads_field) if attention else None
         if self.heads_per_layer:
             self.heads = max(self.heads_per_layer)
@@ -113,8 +115,8 @@ class BlockReader(FfnReading):
     def _per_layer(self, field: str) -> list[int] | None:
         """A head count written as a list: one entry per layer (None where the field holds one int)."""
         if not isinstance(self.f.cfg.get(field), list):
-            if field == PER_LAYER_KV_FIELD and self.f.has(field):
-                raise self.f.err(field, f"must be a list of one K/V head count per layer, got {self.f.cfg[field]!r}")
+            if field in (PER_LAYER_KV_FIELD, PER_LAYER_HEAD_FIELD) and self.f.has(field):
+                raise self.f.err(field, f"must be a list of one head count per layer, got {self.f.cfg[field]!r}")
             return None
         return self.f.int_list(field, self.layers, minimum=1)
 
@@ -153,8 +155,8 @@ class BlockReader(FfnReading):
         """Norm vectors' count per layer: two (before the mixer, before the FFN) unless the family says; a
         parallel block whose attention and MLP share one input norm has one (Falcon's parallel_attn, unless it
         keeps two: num_ln_in_parallel_attn 2, the default of new_decoder_architecture); a non-parametric
-        LayerNorm (OLMo-1, OPT's layer_norm_elementwise_affine false) has none; use_post_norm (HyperCLOVA X's Peri-LN) adds a norm on each sublayer's output
-        before the residual add: four."""
+        LayerNorm (OLMo-1, OPT's layer_norm_elementwise_affine false) has none; use_post_norm (HyperCLOVA X's Peri-LN) or use_sandwich_norm (LFM3) adds a norm
+        on each sublayer's output before the residual add: four."""
         f = self.f
         if not norm_weights(f):
             return 0
@@ -164,7 +166,8 @@ class BlockReader(FfnReading):
         switch = f.cfg.get("_shared_norm_switch")  # the family's field whose truth means one shared norm (StableLM)
         if switch and f.bool(switch):
             return 1
-        return f.int("_norms_per_layer", default=4 if f.bool("use_post_norm") else 2)
+        sandwich = f.bool("use_post_norm") or f.bool("use_sandwich_norm")  # LFM3's name for the same four
+        return f.int("_norms_per_layer", default=4 if sandwich else 2)
 
     # ------------------------------------------------------------------------------------------- mixers
 
@@ -253,14 +256,32 @@ class BlockReader(FfnReading):
                 raise f.err("qk_layernorm", f"true: the q / k LayerNorms of model_type {cfg.get('model_type')!r} (one "
                                             "shared over the heads or one per head, with or without a bias: no "
                                             "convention for this family) are not counted")
+        channel_gate, head_gate = self._output_gates()
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh if dv is None else dv,
                          window=self.window(kind), chunked=kind == "chunked", qkv_bias=bias, out_bias=out_bias,
-                         qk_norm=qk, sinks=sinks, output_gate=f.bool("attn_output_gate"),
+                         qk_norm=qk, sinks=sinks, output_gate=channel_gate, head_gate=head_gate,
                          k_eq_v=k_eq_v, kv_shared=slot.kv_shared, kv_weights=slot.kv_weights,
                          # learned vectors of head_dim the family's attention holds (DiffLlama's lambda_q1 / k1 / q2 /
                          # k2: the differential attention's weights of its two softmax maps)
                          head_vectors=f.int("_attention_head_vectors", default=0, minimum=0, maximum=64),
                          differential=f.bool("_differential_attention"))
+
+    def _output_gates(self) -> tuple[bool, bool]:
+        """The attention's output gate as (per channel, per head): attn_output_gate doubles q_proj into a gate of
+        every channel (Qwen3-Next); a family's _attention_gate names the field switching its separate g_proj and
+        what each value builds ("head": hidden -> heads, one gate a head; "channel": hidden -> heads x head_dim, the
+        same weights as a doubled q_proj; "none"). A value the family's code does not build is refused."""
+        f = self.f
+        rule = f.cfg.get("_attention_gate")
+        if not rule:
+            return f.bool("attn_output_gate"), False
+        field, builds = rule["field"], rule["values"]
+        value = f.cfg.get(field)
+        width = next((w for v, w in builds.items() if v == value and type(v) is type(value)), None)
+        if width is None:
+            known = ", ".join(repr(v) for v in builds)
+            raise f.err(field, f"{value!r}: the attention's output gate is built for {known} only")
+        return f.bool("attn_output_gate") or width == "channel", width == "head"
 
     def cross_attention(self, slot: Slot) -> Block:
         """A layer of cross_attention_layers (Mllama's MllamaTextCrossAttention and its decoder layer): the

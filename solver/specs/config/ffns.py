@@ -12,8 +12,10 @@ EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "
                        "moe_num_primary_experts")  # SmallThinker's primary experts
 # where a dense FFN's width is read from, first given wins (Llama-4 writes both intermediate_size_mlp and the
 # experts' intermediate_size; OPT writes ffn_dim; LFM2's block_ff_dim wins over its intermediate_size; Phi-3-small
-# writes ff_intermediate_size, CTRL dff)
-FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "ffn_hidden_size", "intermediate_size", "n_inner",
+# writes ff_intermediate_size, CTRL dff; Command A+'s dense prefix layers prefix_dense_intermediate_size, null where
+# they take intermediate_size as its experts do)
+FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "prefix_dense_intermediate_size", "ffn_hidden_size",
+                    "intermediate_size", "n_inner",
                     "ffn_dim", "ff_intermediate_size", "dff")
 
 

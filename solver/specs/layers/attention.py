@@ -56,6 +56,7 @@ class Attention(Block):
     qk_norm: str = ""
     sinks: bool = False  # one learned sink logit per head (gpt-oss)
     output_gate: bool = False  # q_proj also produces a per-channel output gate (Qwen3-Next / 3.5)
+    head_gate: bool = False  # g_proj hidden -> heads: one output gate scalar per head (LFM3, Laguna)
     k_eq_v: bool = False  # one projection serves K and V (Gemma-4 global layers)
     kv_shared: bool = False  # attends with K/V another layer computed and cached: no cache, no K/V compute
     kv_weights: bool = True  # under kv_shared: its k / v projections (and k norm) are stored all the same
@@ -115,6 +116,8 @@ class Attention(Block):
             parts.append(Part("qk_norm", (nh + (nkv if own_kv else 0)) * dh, "none"))
         if self.sinks:
             parts.append(Part("sinks", nh, "tp"))
+        if self.head_gate:
+            parts.append(Part("g_proj", h * nh, "tp"))
         if self.head_vectors:  # shared by every head: replicated
             parts.append(Part("head_vectors", self.head_vectors * dh, "none"))
         return tuple(parts)
