@@ -95,8 +95,13 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
         if t in table:
             known = True
             family = table[t] or {}
+            # the class's attribute_map: a default yields to the field under another name the class reads it by
+            # (Param2's original files write num_shared_experts for n_shared_experts)
+            aliases = family.get("_aliases") or {}
             for k, v in family.items():
-                if k != "_text_config_defaults" and out.get(k) is None:
+                if k in ("_text_config_defaults", "_aliases") or out.get(k) is not None:
+                    continue
+                if not any(cfg.get(a) is not None for a in aliases.get(k, ())):
                     out[k] = v
             if nested and t == wrapper_type:
                 for k, v in (family.get("_text_config_defaults") or {}).items():

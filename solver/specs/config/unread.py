@@ -99,6 +99,10 @@ _REFUSED = {
                      "(embd_layer)",
     # Qwen-VL: the ViT and its cross-attention resampler are sized under `visual` in the language model's own config
     "visual": "an image tower and a cross-attention resampler sized under `visual` (no tower reader reads that layout)",
+    # Dory (nGPT): a section of layers run n_recurrent_loops times a token (compute and, per_loop, K/V per pass) and
+    # nGPT's per-channel scales on q / k, the MLP, the residual and the logits: the stack runs each layer once
+    "n_recurrent_loops": "a recurrent section whose layers run several times a token (compute and K/V per pass) and "
+                         "nGPT's per-channel scales",
 }
 
 
