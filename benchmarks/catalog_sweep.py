@@ -228,7 +228,12 @@ def run_case(case, folder: str, slow_s: float, time_limit_s: float, flags: dict[
     column = FLAG_COLUMN.get(fw)
     if column:
         launch = json.loads(text)
-        known = flags[column] | NOT_TABLE_FLAGS
+        # a flag the profile reads from an engine's own source (LaunchArg.source) is that source's, not a defect
+        from solver.specs.framework import load_framework
+
+        spec = load_framework(fw).launch
+        sourced = {a.flag for a in (spec.args if spec else []) if a.source and a.flag}
+        known = flags[column] | NOT_TABLE_FLAGS | sourced
         used = {a.split("=", 1)[0] for node in launch.get("nodes", []) for a in node.get("argv", [])
                 if a.startswith("-") and not _number(a)}
         unknown = sorted(used - known)

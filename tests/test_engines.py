@@ -246,6 +246,22 @@ def test_every_launch_flag_that_spells_a_parallel_knob_is_one_the_facts_give(eng
             assert f"`{arg.flag}" in table, f"{engine}: {arg.knob} is spelled {arg.flag}, which engines.md does not name"
 
 
+@pytest.mark.parametrize("engine", list_frameworks())
+def test_a_launch_flag_with_its_own_source_is_one_the_facts_do_not_spell(engine):
+    """A flag read from an engine's own code (LaunchArg.source: vLLM's --enable-eplb, which engines.md's
+    --num-redundant-experts "with EPLB" needs but does not spell) says where; one the facts spell has its source
+    there, not a second one beside it. The catalog sweep takes a sourced flag as the engine's, not a defect."""
+    from conftest import FACTS
+
+    fw = load_framework(engine)
+    if fw.launch is None or not (FACTS / "engines.md").is_file():
+        pytest.skip("no launch spec, or no facts beside the checkout")
+    body = (FACTS / "engines.md").read_text()
+    for arg in fw.launch.args:
+        if arg.source:
+            assert arg.flag and f"`{arg.flag}" not in body and f" {arg.flag}" not in body, (engine, arg.flag)
+
+
 def test_a_weight_format_without_a_flag_is_the_checkpoints_and_the_launch_says_so(tmp_path) -> None:
     """cann-recipes takes no weight-format flag: the W8A8 deployment is launched on a W8A8 checkpoint, and the
     command says so instead of refusing (the README's example printed '# error' for every candidate)."""

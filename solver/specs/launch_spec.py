@@ -55,6 +55,8 @@ class LaunchArg(BaseModel):
     key: str | None = Field(None, description="dotted key inside `doc`")
     env: str | None = Field(None, description="environment variable name instead of argv")
     knob: str | None = Field(None, description="what a refusal names (the knob or setting this spells)")
+    source: str | None = Field(None, description="where the spelling is read when the facts' engines.md does not "
+                               "spell it (an engine wheel's file and version)")
 
     _when: Expr = PrivateAttr()
     _value: Expr | None = PrivateAttr(None)
