@@ -269,6 +269,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
             blocks = tuple(b for b in ((mixer,) + side + reader.ffns(slot)) if b is not None)
             per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
             per_layer_norms += 1 if slot.residual_mlp and norms else 0  # the residual MLP's own norm (Arctic)
+            # a norm on the MoE block's output, inside the block (A.X K1's post_mlp_layernorm): MoE layers only
+            per_layer_norms += 1 if slot.ffn == "moe" and f.bool("_moe_output_norm") else 0
             if slot.index == 0 and slot.mixer and per_layer_norms and f.bool("_first_layer_no_mixer_norm"):
                 per_layer_norms -= 1  # ModernBERT: layer 0's attn_norm is nn.Identity (the embedding is normed)
             shared = None
@@ -336,6 +338,15 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     context_field = f.first(*CONTEXT_FIELDS) or CONTEXT_FIELDS[0]
     max_pos = f.opt_int(*CONTEXT_FIELDS, maximum=2**40)
     outside = outside_stack(f, hidden)
+    # a head pruned to the first output_vocab_size rows of the vocabulary (Apertus 1.5: the image and audio code rows
+    # are embedded, never predicted): the head is that wide, the embedding keeps vocab_size rows
+    head_rows = f.opt_int("output_vocab_size", maximum=vocab)
+    if head_rows is not None and head_rows != vocab:
+        if tie:
+            raise f.err("output_vocab_size", f"{head_rows:,} head rows under a head tied to the {vocab:,}-row "
+                                             "embedding: a tied head is the embedding, untie it or drop the field")
+        outside["embedding_extra_rows"] += vocab - head_rows
+        vocab = head_rows
     positions = position_encoding(f, layers, outside["position_embeddings"], _family_defaults(),
                                   (model_type, wrapper_type))
     if prefix:  # before check_unread, which looks at every key left
