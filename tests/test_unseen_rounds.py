@@ -1,8 +1,8 @@
 """The checks every round of configs outside the catalog shares (tests/test_unseen_configs_{multi2,
-round4..round27}.py hold each round's hand counts, published figures and reading rules): every file has a hand count, counts to it exactly, lies within 1% of a precisely published total, activates its hand count
-within 2% of the card, holds the hand-computed K/V bytes per token (a round's KV_BYTES_PER_TOKEN), and inspects and
-solves end to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says
-so)."""
+round4..round27}.py hold each round's hand counts, published figures and reading rules): every file has a hand
+count, counts to it exactly, lies within 1% of a precisely published total, activates its hand count within 2% of
+the card, holds the hand-computed K/V bytes per token (a round's KV_BYTES_PER_TOKEN), and inspects and solves end
+to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says so)."""
 from __future__ import annotations
 
 import pytest
