@@ -100,6 +100,8 @@ class Fixtures:
     solve_files: list[tuple[str, str, str]]  # solve --format yaml output, edited by hand (check/launch --candidate a)
     outs: list[tuple[str, str, str]]  # table targets (.csv/.json)
     csv_outs: list[tuple[str, str, str]]
+    topologies: list[tuple[str, str, str]] = field(default_factory=list)  # device files of other node shapes
+    config_dirs: list[tuple[str, str, str]] = field(default_factory=list)  # a model as a config.json path / folder
 
 
 def _dump_yaml(path: Path, data: Any) -> str:
@@ -336,7 +338,56 @@ def build_fixtures(folder: Path) -> Fixtures:
                                                                    ".json for a CSV writer")]
     csvs += _odd_csvs(folder, header, body)
     return Fixtures(folder, hardware, frameworks, models, deployments, traces, csvs, configs, _solve_files(folder),
-                    outs, csv_outs)
+                    outs, csv_outs, _topologies(folder, hw), _config_dirs(folder))
+
+
+def _topologies(folder: Path, hw: dict) -> list[tuple[str, str, str]]:
+    """A user's device file for a machine unlike the HGX node: 1, 3, 6 or 12 cards a node, a PCIe-only node (no
+    peer access), a node inside a larger scale-up domain, only an inter-rack tier beyond the node (valid); and the
+    topology written inconsistently: a span that is not the node, a domain that is not whole nodes, a tier missing
+    or reaching nothing (invalid)."""
+    hw = {k: v for k, v in hw.items() if k != "sources"}
+    intra, inter = hw["tiers"]["intra_node"], hw["tiers"]["inter_node"]
+
+    def node(n: int, domain: int | None = None, **tiers: Any) -> dict:
+        d = dict(hw, ranks_per_node=n, scale_up_domain=domain or n,
+                 tiers={"intra_node": dict(intra, span_ranks=n), "inter_node": inter})
+        d["tiers"].update(tiers)
+        return d
+
+    good = [(node(n), f"{n} cards a node") for n in (1, 3, 6, 12)]
+    good += [(node(8, intra_node=dict(intra, span_ranks=8, peer_access=False, bandwidth_Bps=32e9)),
+              "PCIe-only node (no peer access)"),
+             (node(6, 24, scale_up=dict(intra, span_ranks=24)), "6-card nodes in a 24-rank scale-up domain"),
+             (dict(node(8), tiers={"intra_node": dict(intra, span_ranks=8), "inter_rack": inter}),
+              "inter_rack the only tier beyond the node")]
+    bad = [(node(6, intra_node=dict(intra, span_ranks=8)), "intra_node.span_ranks 8 on a 6-card node"),
+           (node(6, 9), "scale_up_domain 9 on 6-card nodes"),
+           (node(6, 24), "scale_up_domain 24 with no scale_up tier"),
+           (node(8, scale_up=dict(intra, span_ranks=8)), "a scale_up tier that reaches no rank beyond the node"),
+           (node(6, 24, scale_up=dict(intra, span_ranks=12)), "scale_up.span_ranks 12 in a 24-rank domain"),
+           (dict(node(8), tiers={"inter_node": inter}), "no intra_node tier"),
+           (dict(node(8), tiers={"intra_node": dict(intra, span_ranks=8)}), "no tier beyond the node"),
+           (node(8, inter_node=dict(inter, span_ranks=4)), "inter_node.span_ranks 4 inside the node"),
+           (node(8, intra_node=dict(intra, span_ranks=8, peer_access="no")), "peer_access 'no'"),
+           (node(0), "ranks_per_node 0")]
+    out = []
+    for i, (data, why) in enumerate(good):
+        out.append((_dump_yaml(folder / f"topo-ok{i}.yaml", dict(data, name=f"topo-ok{i}")), "valid", why))
+    for i, (data, why) in enumerate(bad):
+        out.append((_dump_yaml(folder / f"topo-bad{i}.yaml", dict(data, name=f"topo-bad{i}")), "invalid", why))
+    return out
+
+
+def _config_dirs(folder: Path) -> list[tuple[str, str, str]]:
+    """Catalog models given as a user has them: a folder holding config.json, or the config.json itself."""
+    out = []
+    for name, stem in (("Qwen--Qwen3-8B.json", "q8"), ("Qwen--Qwen3-30B-A3B.json", "q30")):
+        d = folder / f"cfgdir-{stem}"
+        d.mkdir(exist_ok=True)
+        (d / "config.json").write_text((REPO / "models" / name).read_text())
+        out += [(str(d), "valid", f"{name} as a folder"), (str(d / "config.json"), "valid", f"{name} as a path")]
+    return out
 
 
 def _odd_csvs(folder: Path, header: str, body: list[str]) -> list[tuple[str, str, str]]:
@@ -364,7 +415,16 @@ def _odd_csvs(folder: Path, header: str, body: list[str]) -> list[tuple[str, str
             ("concneg", "\n".join([header, put("concurrency", "-3")]) + "\n", "invalid", "concurrency -3"),
             ("worldodd", "\n".join([header, put("attention_dp", "3")]) + "\n", "invalid",
              "tp x attention_dp differs from moe_tp x moe_ep"),
-            ("islblank", "\n".join([header, put("isl", "")]) + "\n", "invalid", "isl blank")):
+            ("islblank", "\n".join([header, put("isl", "")]) + "\n", "invalid", "isl blank"),
+            ("pponly", "\n".join([header, put("pp", "3")]) + "\n", "invalid", "the only row has pipeline stages"),
+            ("engine", "\n".join([header, put("backend", "lmdeploy")]) + "\n", "invalid", "an engine with no profile"),
+            ("oneodd", "\n".join([header, put("backend", "lmdeploy"), body[0]]) + "\n", "valid",
+             "one row of an engine with no profile beside a good one"),
+            ("cfgpath", "\n".join([header, put("model", str(REPO / "models" / "Qwen--Qwen3-8B.json"))]) + "\n",
+             "any", "a config.json path for the model"),
+            ("hwpath", "\n".join([header, put("system", str(REPO / "hardware" / "h200_sxm.yaml"))]) + "\n", "any",
+             "a device file path for the system"),
+            ("trailing", "\n".join([header + ",", body[0] + ","]) + "\n", "any", "a trailing comma on each line")):
         p = folder / f"rows-{name}.csv"
         p.write_bytes(text.encode("utf-8"))
         out.append((str(p), label, why))
@@ -409,6 +469,17 @@ def _solve_files(folder: Path) -> list[tuple[str, str, str]]:
         ("mtp", _set(data, "mtp", 1), "invalid", "mtp 1 on a model without MTP layers"),
         ("extra", _set(data, "colour", "blue"), "invalid", "an unknown top-level key"),
         ("phase", _set(data, f"{a}.workload.phase", "decode"), "invalid", "phase beside concurrency"),
+        # a knob edited by hand: out of range, misspelt, removed (its default of 1), not dividing the world
+        ("pp0", _set(data, f"{a}.parallel_config.pp_size", 0), "invalid", "pp_size 0"),
+        ("rexpneg", _set(data, f"{a}.parallel_config.redundant_experts", -1), "invalid", "redundant_experts -1"),
+        ("cpsize", _set(data, f"{a}.parallel_config.cpsize", 2), "invalid", "cpsize (misspelt cp_size)"),
+        ("moedel", _set(data, f"{a}.parallel_config.moe_tp_size", _DELETE), "valid", "moe_tp_size removed"),
+        ("attn3", _set(data, f"{a}.parallel_config.attn_tp_size", 3), "any",
+         "attn_tp_size 3 on 8 cards (check: a class-A finding, exit 1; launch: refused)"),
+        ("tpstr", _set(data, f"{a}.parallel_config.attn_tp_size", "8"), "invalid", "attn_tp_size '8'"),
+        ("conc1e9", _set(data, f"{a}.workload.concurrency", 10**9), "invalid", "concurrency 1e9"),
+        ("fwbad", _set(data, "framework", "vllmm"), "invalid", "framework vllmm"),
+        ("hwtopo", _set(data, "hardware", "h200_sxm"), "valid", "another catalog device"),
     ]
     for name, d, label, why in edits:
         p = folder / f"solve-{name}.yaml"
@@ -919,6 +990,8 @@ def solve_file_cases(draw, fx: Fixtures) -> Case:
     three candidates read without --candidate, or with one it does not hold, is bad input."""
     b = _Builder(draw(st.sampled_from(["check", "launch"])), draw)
     path, label, why = b.file(draw, fx.solve_files)
+    if b.cmd == "launch" and path.endswith("solve-fwbad.yaml"):
+        label = "valid"  # --engine, which launch always gets here, overrides the file's framework
     b.add([path], label, why, "file")
     pick = draw(st.sampled_from([("a", "valid"), ("1", "valid"), ("candidate_a", "valid")]
                                 + ([] if b.clean else [(None, "invalid"), ("d", "invalid"), ("0", "invalid")])))
@@ -934,11 +1007,68 @@ def solve_file_cases(draw, fx: Fixtures) -> Case:
     return b.case()
 
 
+ODD_CARDS = (1, 2, 3, 6, 8, 12, 24)  # whole nodes of some topology, and not of others
+
+
+def _moe_model(model: str) -> bool:
+    return model == "qwen3-30b-a3b" or "cfgdir-q30" in model
+
+
+@st.composite
+def topology_cases(draw, fx: Fixtures) -> Case:
+    """Every command that takes a device, on a user's device file of another node shape (fx.topologies), with the
+    model by catalog name or as a config.json path / folder, at card counts that are not powers of two; solve also
+    disaggregated under SLAs. Valid knobs keep TP a power of two and, on the MoE model, EP = cards / --moe-tp a
+    power of two (so it divides the 128 experts)."""
+    b = _Builder(draw(st.sampled_from(["memory", "estimate", "solve", "sweep", "recommend", "check", "launch"])),
+                 draw)
+    hw, hw_label, hw_why = b.file(draw, fx.topologies)
+    model = draw(st.sampled_from([*SMALL_MODELS, *(p for p, _, _ in fx.config_dirs)]))
+    cards = draw(st.sampled_from(ODD_CARDS))
+    if b.cmd in ("check", "launch"):
+        dep = next(p for p, lab, _ in fx.deployments if lab == "valid" and p.endswith("dep-ok.yaml"))
+        # the file's qwen3-30b-a3b, attn_tp 4 and moe_tp 1 on the cards given: EP = cards must divide 128 and
+        # attn_tp 4 the cards, else a class-A finding (check: exit 1; launch: exit 2 naming it)
+        cards = draw(st.sampled_from([4, 8, 12, 24]))
+        same = [p for p, _, _ in fx.config_dirs if "q30" in p] + ["qwen3-30b-a3b"]
+        b.add([dep, "--model", draw(st.sampled_from(same)), "--cards", str(cards)], "valid")
+        b.add(["--hardware", hw], hw_label if b.cmd == "check" or hw_label == "invalid" else "any", hw_why, "file")
+        if b.cmd == "launch":
+            b.add(["--engine", draw(st.sampled_from(["generic", "vllm", "sglang", "trtllm"]))], "any")
+        return b.case()
+    b.add([model, "--hardware", hw], hw_label, hw_why, "file")
+    p2 = cards & -cards
+    if b.cmd in ("memory", "estimate"):
+        attn = draw(st.sampled_from([d for d in (1, 2, 4, 8) if p2 % d == 0]))
+        b.add(["--cards", str(cards), "--attn-tp", str(attn)], "valid")
+        if _moe_model(model):
+            b.add(["--moe-tp", str(draw(st.sampled_from(sorted({cards, cards // p2}))))], "valid")
+        b.add(["--batch", "8", "--seq-len", "2048"] if b.cmd == "memory"
+              else ["--isl", "2048", "--osl", "256", "--concurrency", "16"], "valid")
+        return b.case()
+    b.add(["--max-concurrency", "16", "--time-limit", "2"], "valid")
+    if b.cmd == "sweep":
+        b.add(["--cards", draw(st.sampled_from(["3,6", "6..12", "12,24", "1..3"])), "--scenarios", "latency"], "valid")
+        return b.case(slow=True)
+    if b.cmd == "recommend":
+        b.add(["--cards", draw(st.sampled_from(["1..12", "6,12,24"])), "--target-output-tokens-per-s",
+               draw(st.sampled_from(["500", "20000"]))], "valid")
+        return b.case(slow=True)
+    b.add(["--cards", str(cards)], "valid")
+    b.add(["--framework", draw(st.sampled_from(["generic", "vllm", "sglang"]))], "valid")
+    if draw(st.booleans()):
+        b.add(["--serving", "disagg"], "valid" if cards > 1 else "invalid", "disagg on 1 card (one per pool)")
+        slas = draw(st.sampled_from([[], ["--ttft-ms", "2000"], ["--tpot-ms", "50"], ["--ttft-ms", "1"],
+                                     ["--ttft-ms", "500", "--tpot-ms", "20"], ["--tpot-ms", "0.5"]]))
+        b.add(slas, "valid")  # an SLA nothing meets is exit 1 with the binding SLA and a remedy
+    return b.case(slow=True)
+
+
 def cases(fx: Fixtures, fast: bool = False) -> st.SearchStrategy[Case]:
     """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each)."""
     strategies = [catalog_cases(), inspect_cases(fx), memory_cases(fx), estimate_cases(fx), solve_cases(fx),
                   check_cases(fx), launch_cases(fx), sweep_cases(fx), recommend_cases(fx), calibrate_cases(fx),
-                  solve_edge_cases(), format_cases(fx), solve_file_cases(fx)]
+                  solve_edge_cases(), format_cases(fx), solve_file_cases(fx), topology_cases(fx)]
     s = st.one_of(*strategies)
     return s.filter(lambda c: not c.slow) if fast else s
 

@@ -128,6 +128,9 @@ BAD_INPUT: list[tuple[str, Callable[[Path], list[str]], str]] = [
                                                     "--attn-tp", "3", "--batch", "1", "--seq-len", "1024"],
      "--attn-tp: 3 does not divide the world size 16"),
     ("config_path_missing", lambda t: ["inspect", str(t / "nowhere" / "config.json")], "file not found"),
+    # a folder path that is not there was "unknown model '/.../nowhere'; see `shardplan models`"
+    ("config_folder_missing", lambda t: ["inspect", str(t / "nowhere")], "model: no such file or folder"),
+    ("config_folder_missing_relative", lambda t: ["inspect", "./nowhere/q30"], "model: no such file or folder"),
 ]
 
 

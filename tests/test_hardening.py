@@ -233,6 +233,20 @@ def test_memory_refuses_the_issues_accepted_nonsense() -> None:
     one_error_line(run("memory", "qwen3-8b", *base, "--cards", "1", "--prefill-chunk", "0"), 2, "--prefill-chunk")
 
 
+@pytest.mark.parametrize("command, args, field", [
+    ("memory", ["llama-3.1-8b", "--cards", "6", "--attn-tp", "3"], "--attn-tp"),
+    ("estimate", ["qwen3-30b-a3b", "--cards", "12", "--attn-tp", "4"], "--moe-tp"),  # EP = cards / --moe-tp
+    ("memory", ["qwen3-30b-a3b", "--cards", "8", "--dense-tp", "2"], "--dense-tp"),
+    ("memory", ["qwen3-30b-a3b", "--cards", "8", "--attn-tp", "2", "--framework", "vllm"], "--embed-tp, --attn-tp"),
+])
+def test_a_single_config_commands_knob_refusal_names_the_flags_not_the_file_key(command, args, field) -> None:
+    # said "error: parallel_config: not runnable on ...", a key of check's file the command line does not take
+    load = ["--batch", "8", "--seq-len", "1024"] if command == "memory" else ["--isl", "1024", "--osl", "256",
+                                                                             "--concurrency", "8"]
+    r = run(command, *args, "--hardware", "h100_sxm", *load)
+    one_error_line(r, 2, f"error: {field}")
+
+
 def test_the_planner_refuses_coefficients_that_are_not_exact_integers() -> None:
     from solver.plan.view_model import exact
 

@@ -305,6 +305,23 @@ def test_prefill_batches_are_the_replica_counts_so_dp_engines_plan_attention_dp(
     assert build_space(m, h, fw, 64, sc.model_copy(update={"concurrency": 32})).batches == (32,)  # fixed: as given
 
 
+def test_an_engine_that_wants_the_batch_divisible_by_its_dp_finds_such_batches_on_a_world_with_an_odd_factor():
+    """cann-recipes wants the batch a multiple of the attention DP size (C.batch_divisible_attn_dp). On 24 or
+    48 Atlas A3 dies every DP size has an odd factor (48: DP 48, 24, 12, 6, 3), which no power of two has: with
+    the powers alone DeepSeek-V3 on 48 dies was refused as having no feasible parallel_config (no remedy), while
+    --concurrency 96 plans it. The powers of two times the world's odd part are tried too; an engine without
+    such a rule, or a world of whole powers of two, keeps the powers alone."""
+    m, h = load_model("deepseek-v3"), load_hardware("atlas_a3")
+    cann, generic = load_framework("cann-recipes"), load_framework("generic")
+    sc = Scenario(kind="balanced", isl=4096, osl=256, max_concurrency=256)
+    assert build_space(m, h, cann, 48, sc).batches == (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+    assert build_space(m, h, generic, 48, sc).batches == (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    assert build_space(m, h, cann, 64, sc).batches == (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    _, cands = run_solve("deepseek-v3", "atlas_a3", 48, sc, "cann-recipes", "int8", explain_binding=False)
+    best = cands[0].planned
+    assert best.batch % best.config.attn_dp_size == 0
+
+
 def test_the_first_candidate_does_not_depend_on_how_many_are_shown() -> None:
     """The ranking's first is chosen among the core candidates (plan.solve.CORE_CANDIDATES: the best score, the
     other backbone, the next pattern), which entry.run_solve plans whatever --top asks; candidates planned beyond

@@ -10,7 +10,7 @@ modeling_bailing_hybrid.py / configuration_bailing_hybrid.py, modeling_idefics3.
 modeling_pixtral.py (read from the wheel, not installed); written before the reader was run on them."""
 from __future__ import annotations
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
 
 DATA = UNSEEN / "round23"
 ROUND = Round(DATA)
@@ -138,6 +138,12 @@ SOLVE_CARDS: dict[str, int] = {"inclusionAI--Ling-3.0-Flash": 16}
 # ------------------------------------------------------------------ reading rules added this round
 
 
+def test_hunyuan_ocr_without_its_tower_counts_the_text_model_by_hand() -> None:
+    cfg = _load("tencent--HunyuanOCR", REFUSED)
+    del cfg["vision_config"]
+    assert count(cfg) == HUNYUAN_OCR_TEXT
+
+
 def test_layer_group_size_places_a_full_mla_layer_last_in_each_group_of_kda_layers() -> None:
     # Before this round: refused, "kda_lower_bound: -5.0: describes a mixer other than attention"
     kinds = [b.kind for layer in _spec("inclusionAI--Ling-3.0-Flash").layers for b in layer.blocks
@@ -160,6 +166,9 @@ def test_an_mla_with_a_head_wise_output_gate_counts_hidden_by_heads() -> None:
 
 REFUSALS: dict[str, str] = {
     # HUNYUAN_OCR by hand 996,208,112: the tower's learned table is (max_image_size / patch)^2 + 1 rows and its
-    # merger two convolutions, a linear and four learned vectors, which no tower convention sizes
-    "tencent--HunyuanOCR": r"vision_config\.image_size: missing",
+    # merger two convolutions, a linear and four learned vectors, which no tower convention sizes. Round 23's line
+    # named vision_config.image_size (missing), a field this tower does not use; since round 24 the hunyuan_vl line
+    # names what is not modelled, and without vision_config the text model counts to HUNYUAN_OCR_TEXT
+    "tencent--HunyuanOCR": r"vision_config: the tower \(a position table of \(max_image_size / patch_size\)\^2 \+ 1 "
+                           r"rows\) and its merger",
 }

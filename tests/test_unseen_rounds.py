@@ -1,5 +1,5 @@
 """The checks every round of configs outside the catalog shares (tests/test_unseen_configs_{multi2,round4,round5,
-round6,round7,round8,round9,round10,round11,round12,round13,round14,round15,round16,round17,round18,round19,round20,round21,round22,round23}.py hold each round's hand counts, published figures and reading rules): every
+round6,round7,round8,round9,round10,round11,round12,round13,round14,round15,round16,round17,round18,round19,round20,round21,round22,round23,round24}.py hold each round's hand counts, published figures and reading rules): every
 file has a hand count, counts to it exactly, lies within 1% of a precisely published total, activates its hand count
 within 2% of the card, holds the hand-computed K/V bytes per token (a round's KV_BYTES_PER_TOKEN), and inspects and
 solves end to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says
@@ -30,6 +30,7 @@ import test_unseen_configs_round20 as round20
 import test_unseen_configs_round21 as round21
 import test_unseen_configs_round22 as round22
 import test_unseen_configs_round23 as round23
+import test_unseen_configs_round24 as round24
 from hand_counts import REFUSED
 from solver.cli.main import main
 from solver.errors import InputError
@@ -42,7 +43,7 @@ ROUNDS = {"multi2": multi2, "round4": round4, "round5": round5, "round6": round6
           "round14": round14, "round15": round15, "round16": round16,
           "round17": round17, "round18": round18, "round19": round19,
           "round20": round20, "round21": round21,
-          "round22": round22, "round23": round23}
+          "round22": round22, "round23": round23, "round24": round24}
 
 
 def _cases(table: str) -> list[tuple[str, str]]:

@@ -209,6 +209,59 @@ def test_a_deployment_files_knob_that_does_not_divide_the_world_is_refused_under
     one_error_line(run("launch", dep), f"{dep}: parallel_config.attn_tp_size: 3 does not divide the world size 8")
 
 
+@pytest.mark.parametrize("command", ["check", "launch"])
+@pytest.mark.parametrize("key, flag", [("model", "--model"), ("hardware", "--hardware")])
+def test_an_unknown_name_in_a_deployment_file_is_named_under_the_files_key_or_the_flag_given(tmp_path, command,
+                                                                                            key, flag):
+    # both said "model: unknown model ...", whether the name came from the file or from --model
+    extra = ["--engine", "vllm"] if command == "launch" else []
+    dep = _deployment(tmp_path, **{key: "no-such-name"})
+    one_error_line(run(command, dep, *extra), f"{dep}: {key}: unknown {key} 'no-such-name'")
+    one_error_line(run(command, _deployment(tmp_path), *extra, flag, "no-such-name"),
+                   f"{flag}: unknown {key} 'no-such-name'")
+
+
+def test_an_unknown_framework_in_a_deployment_file_is_named_under_the_files_key(tmp_path):
+    dep = _deployment(tmp_path, framework="vllmm")
+    one_error_line(run("check", dep), f"{dep}: framework: unknown framework 'vllmm'")
+    one_error_line(run("check", _deployment(tmp_path), "--framework", "vllmm"), "--framework: unknown framework")
+
+
+@pytest.mark.parametrize("engine", ["generic", "vllm", "trtllm"])
+def test_a_deployment_the_model_cannot_run_is_refused_at_launch_for_the_model_not_the_engine(tmp_path, engine):
+    # said "--engine generic: cannot express redundant_experts 0: [A.experts_divisible_moe_ep] ...": a knob the
+    # user never set, blamed on an engine, where EP 12 (12 cards / moe_tp 1) does not divide the 128 experts
+    dep = _deployment(tmp_path, model="qwen3-30b-a3b", world_size=12, framework=engine,
+                      parallel_config={"attn_tp_size": 1, "moe_tp_size": 1})
+    one_error_line(run("launch", dep), f"{dep}: parallel_config: not runnable on Qwen3-30B-A3B: num_experts 128 % "
+                                       "moe_ep_size 12 != 0")
+
+
+@pytest.mark.parametrize("knobs, needle", [
+    ({"attn_tp_size": 8, "pp_size": 0}, "parallel_config.pp_size: must be in [1, 65,536], got 0"),
+    ({"attn_tp_size": 8, "redundant_experts": -1}, "parallel_config.redundant_experts: must be in [0, 65,536]"),
+    ({"attn_tp_size": 8, "cpsize": 2}, "parallel_config: unknown key(s) cpsize; did you mean cp_size?"),
+])
+def test_a_check_across_a_files_fields_names_the_field_not_the_files_root(tmp_path, knobs, needle):
+    # said "FILE: (root): parallel_config.pp_size: ...": a check across fields was reported under pydantic's root
+    dep = _deployment(tmp_path, parallel_config=knobs)
+    line = one_error_line(run("check", dep), f"{dep}: {needle}")
+    assert "(root)" not in line
+
+
+@pytest.mark.parametrize("change, needle", [
+    (lambda d: d["knobs"].append(d["knobs"][0]), "knobs: attn_tp_size listed twice"),
+    (lambda d: d["rules"].append(d["rules"][0]), "id used twice"),
+    (lambda d: d.update(knobs=[k for k in d["knobs"] if k != "kvp_size"]),
+     "kvp_splits_attention_weights: set without kvp_size among the knobs"),
+])
+def test_a_profiles_check_across_its_fields_names_the_field_not_the_files_root(tmp_path, change, needle):
+    fw = _profile(tmp_path, change)
+    line = one_error_line(run("estimate", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1", "--isl", "128",
+                              "--osl", "128", "--concurrency", "1", "--framework", fw), f"{fw}: ")
+    assert needle in line and "(root)" not in line, line
+
+
 # ------------------------------------------------------------------------------------------- CSV rows
 
 

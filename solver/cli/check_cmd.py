@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from solver.cli.options import CARDS, NAME, check_mtp, format_option
+from solver.cli.options import CARDS, NAME, check_mtp, format_option, load_from
 from solver.errors import InputError
 from solver.report.render import console, dump
 from solver.specs.knobs import KNOBS
@@ -62,6 +62,8 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
     from solver.specs.precision import resolve_precision
 
     dep = load_deployment(config, candidate)
+    flags = {"model": "--model" if model else None, "hardware": "--hardware" if hardware else None,
+             "framework": "--framework" if framework else None}  # else the file's key names a bad name
     model = model or dep.model
     hardware = hardware or dep.hardware
     world = cards or dep.world_size
@@ -70,7 +72,9 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
             raise InputError(flag, f"missing: give it in {config} or as --{flag.replace('world_size', 'cards')}")
     if dep.workload is None:
         raise InputError("workload", f"missing in {config}: phase/batch/seq_len or isl/osl/concurrency")
-    spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework or dep.framework)
+    spec = load_from(load_model, model, "model", flags["model"], config)
+    hw = load_from(load_hardware, hardware, "hardware", flags["hardware"], config)
+    fw = load_from(load_framework, framework or dep.framework, "framework", flags["framework"], config)
     dep.check_derived(world, config, fw.kvp_splits_attention_weights)  # attn_dp_size may be the engine's DP
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from solver.cli.options import CARDS, NAME, Deferred, check_mtp
+from solver.cli.options import CARDS, NAME, Deferred, check_mtp, load_from
 from solver.errors import InputError
 from solver.report.render import dump
 
@@ -56,6 +56,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     from solver.specs.precision import resolve_precision
 
     dep = load_deployment(config, candidate)
+    flags = {"model": "--model" if model else None, "hardware": "--hardware" if hardware else None}
     model, hardware, world = model or dep.model, hardware or dep.hardware, cards or dep.world_size
     for flag, value in (("model", model), ("hardware", hardware), ("world_size", world)):
         if value is None:
@@ -70,7 +71,8 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
         raise InputError("--engine" if engine else f"{config}: framework", exc.problem) from None
     # the file must say one thing (as `check` requires); its attn_dp_size may be the engine's DP (-dcp inside TP)
     dep.check_derived(world, config, fw.kvp_splits_attention_weights)
-    spec, hw = load_model(model), as_launched(load_hardware(hardware), fw, world)
+    spec = load_from(load_model, model, "model", flags["model"], config)
+    hw = as_launched(load_from(load_hardware, hardware, "hardware", flags["hardware"], config), fw, world)
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
     batch, max_len = w.sequences, w.longest
@@ -82,7 +84,12 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     inputs = LaunchInputs(batch=batch, max_model_len=engine_len, mtp=dep.mtp, weight_dtype=dep.quant.weights,
                           moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,
                           model_path=model_path, head_addr=head_addr)
-    launch = emit_launch(fw, spec, hw, pc, inputs)
+    try:
+        launch = emit_launch(fw, spec, hw, pc, inputs)
+    except InputError as exc:  # the file's knobs the model cannot run: named under the file, as check names them
+        if exc.field != "parallel_config":
+            raise
+        raise InputError(f"{config}: parallel_config", exc.problem) from None
     # the engine would fail to allocate what the memory model does not fit: said, not refused (the command is
     # what the user asked for; `check` reports it as a violation)
     misfit = memory_per_rank(spec, hw, pc, prec, batch, max_len, mtp_layers=dep.mtp).misfit()

@@ -14,7 +14,7 @@ import click
 from solver.errors import InputError
 from solver.report.render import FORMATS
 from solver.specs import limits
-from solver.specs.knobs import CONFIG_FLAGS, KNOB_FLAGS, SETTING_FLAGS
+from solver.specs.knobs import CONFIG_FLAGS, DERIVED, KNOB_FLAGS, SETTING_FLAGS
 
 if TYPE_CHECKING:
     from solver.specs.model import ModelSpec
@@ -225,6 +225,18 @@ def scenario_from_options(**fields: Any) -> Scenario:
         raise InputError(flag, msg) from None
 
 
+def load_from(loader: Callable[[str], Any], value: str, key: str, flag: str | None, config: str) -> Any:
+    """`loader(value)` for a deployment file's model / hardware / framework, a refusal of the name itself named by
+    where it came from: `flag` where the command line gave it (--model, --engine, ...), else the file's key
+    ("FILE: model"). A refusal inside a file the value names keeps that file's own field."""
+    try:
+        return loader(value)
+    except InputError as exc:
+        if exc.field != key:
+            raise
+        raise InputError(flag or f"{config}: {key}", exc.problem) from None
+
+
 def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
     """MTP N > 0 needs MTP (next-n) layers in the model's config: nothing else says how big they are, and no engine
     drafts with layers the checkpoint lacks. (The library still plans a reference whose published deployment ran
@@ -239,6 +251,23 @@ def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
             raise InputError(field, f"{model.name} has no MTP (next-n) layers in its config; {fix}")
 
 
+# the flag that sets each name a refusal of the knobs may use: a knob's own, a derived size's knob's (EP = cards /
+# --moe-tp), the world's
+_FLAG_OF = {**CONFIG_FLAGS, **{d: KNOB_FLAGS[k] for d, k in DERIVED.items()}, "world_size": "--cards",
+            "world": "--cards"}
+
+
+def flags_named(problem: str) -> str:
+    """The flags of the knobs a refusal names, in its order ("--attn-tp, --kvp"): the single-config commands take
+    knobs as flags, so their refusal names those, not the file key parallel_config (which it stays for a
+    problem that names no knob)."""
+    import re
+
+    at = {flag: m.start() for name, flag in _FLAG_OF.items()
+          for m in [re.search(rf"(?<![a-z_]){name}(?![a-z_])", problem)] if m}
+    return ", ".join(sorted(at, key=at.get)) or "parallel_config"
+
+
 def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
     """The model's rules (specs.model_rules: a knob of a module the model lacks, more stages than layers) and the
     framework profile's (the planner's own rule machinery) on a user's knobs: an error (TP64 on 32 heads, EP256
@@ -248,13 +277,13 @@ def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[
 
     problems = model_problems(model, pc, fw)
     if problems:
-        raise InputError("parallel_config", f"not runnable on {model.name}: {'; '.join(problems)}")
+        raise InputError(flags_named(problems[0]), f"not runnable on {model.name}: {'; '.join(problems)}")
 
     env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=batch, mtp=mtp)
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
     errors = fw.check(env, "error")
     if errors:
-        raise InputError("parallel_config", fw.refusal(errors))
+        raise InputError(flags_named(errors[0]), fw.refusal(errors))
     return [f"framework {fw.name}: {w} (slow path)" for w in warnings]
 
 

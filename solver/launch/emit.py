@@ -23,12 +23,13 @@ import yaml
 from solver.errors import InputError
 from solver.specs.dtypes import number_format
 from solver.specs.framework import KNOB_NAMES, FrameworkProfile
-from solver.specs.knobs import SETTINGS
+from solver.specs.knobs import DERIVED_NAMES, SETTINGS
 from solver.specs.rule_env import model_env
 from solver.specs.hardware import Hardware
 from solver.specs.launch_spec import DISAGG_ROLES, LaunchArg
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import ParallelConfig, absent_knob_problems, absent_knobs
+from solver.specs.model_rules import model_problems
+from solver.specs.parallel import ParallelConfig, absent_knobs
 from solver.space.domains import node_counts
 from solver.space.placement import as_launched, placement_note
 
@@ -219,15 +220,19 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     pool = spec.disagg if role is not None else None
     args = spec.args + (pool.args if pool is not None else [])
     documents = {**spec.documents, **(pool.documents if pool is not None else {})}
-    bad = absent_knob_problems(model, pc.knobs())
+    # the model's own rules first (class A: knobs of modules it lacks, heads, experts, stages): no engine runs such
+    # a config, so the refusal says what the model needs, as check does, not that this engine cannot express it
+    bad = model_problems(model, pc, fw)
     if bad:
-        raise InputError("parallel_config", bad[0])
+        more = f" (and {len(bad) - 1} more: {'; '.join(bad[1:])})" if len(bad) > 1 else ""
+        raise InputError("parallel_config", f"not runnable on {model.name}: {bad[0]}{more}")
     world = pc.world_size
     env = model_env(pc.settings(), model, hw.ranks_per_node, world=world, batch=inputs.batch, mtp=inputs.mtp)
     broken = fw.violated(env, severity="error")
     if broken:
         rule = broken[0]
-        knobs = ", ".join(f"{k} {env[k]}" for k in (*KNOB_NAMES, *SETTINGS) if k in rule.names and k not in env.free)
+        knobs = ", ".join(f"{k} {env[k]}" for k in (*KNOB_NAMES, *DERIVED_NAMES, *SETTINGS)
+                          if k in rule.names and k not in env.free)
         raise InputError(f"--engine {fw.name}", f"cannot express {knobs or 'this config'}: [{rule.id}] {rule.message}")
     problems = fw.check(env, severity="error")
     if problems:

@@ -111,7 +111,13 @@ class Space:
     pruned: tuple[Pruned, ...] = field(default=())
 
 
-def _batch_values(scenario: Scenario, world: int) -> tuple[int, ...]:
+def batch_rules(fw: FrameworkProfile) -> bool:
+    """Whether the engine refuses some batch sizes (an error rule that reads `batch`: the batch a multiple of its
+    attention DP size, say)."""
+    return any("batch" in r.names for r in fw.rules if r.severity == "error")
+
+
+def _batch_values(scenario: Scenario, world: int, fw: FrameworkProfile | None = None) -> tuple[int, ...]:
     if scenario.concurrency is not None:
         return (scenario.concurrency,)
     if scenario.phase == "prefill":
@@ -130,6 +136,16 @@ def _batch_values(scenario: Scenario, world: int) -> tuple[int, ...]:
         # stops short of the load the user named. (A disaggregated decode pool, phase "decode", keeps the powers:
         # its buckets of a fixed concurrency are the intervals between them, plan.disagg._concurrency.)
         values.append(scenario.max_concurrency)
+    odd = world // (world & -world)
+    if odd > 1 and fw is not None and batch_rules(fw):
+        # an engine that wants the batch divisible by its attention DP size finds no power of two that a DP of
+        # odd size divides (48 cards: DP 48, 24, 12, 6, 3); each such size divides the powers of two times the
+        # world's odd part, so those are tried too (a world of whole powers of two keeps the powers alone)
+        b = odd
+        while b <= scenario.max_concurrency:
+            values.append(b)
+            b *= 2
+        values = sorted(set(values))
     return tuple(values)
 
 
@@ -241,4 +257,4 @@ def build_space(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int
     for knob in KNOBS:
         values = tuple(v for v in divs if keep(knob, v))
         domains[knob] = values
-    return Space(world, domains, _batch_values(scenario, world), tuple(pruned))
+    return Space(world, domains, _batch_values(scenario, world, fw), tuple(pruned))

@@ -27,7 +27,7 @@ from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
 from solver.specs.parallel import CONFIG_KEYS, SETTINGS
 # the derived sizes a seed YAML may state; each must equal world_size // its tp size
 from solver.specs.knobs import DERIVED
-from solver.specs.validation import load_yaml, validate_model
+from solver.specs.validation import FieldProblem, load_yaml, validate_model
 
 
 # integers are strict: `attn_tp_size: true` or `batch: 8.5` is an error, not 1 or 8
@@ -118,11 +118,16 @@ class Deployment(BaseModel):
             cfg = getattr(self, field) or {}
             unknown = sorted(set(cfg) - set(CONFIG_KEYS))
             if unknown:
-                raise ValueError(f"{field}: unknown key(s) {', '.join(unknown)}; known: {', '.join(CONFIG_KEYS)}")
+                import difflib
+
+                # a misspelt knob (cpsize for cp_size) is named with the knob it stands for
+                meant = difflib.get_close_matches(unknown[0], CONFIG_KEYS, n=1, cutoff=0.75)
+                hint = f"did you mean {meant[0]}? " if meant else ""
+                raise FieldProblem(field, f"unknown key(s) {', '.join(unknown)}; {hint}known: {', '.join(CONFIG_KEYS)}")
             for k, v in cfg.items():
                 low = 0 if k in SETTINGS else 1  # redundant_experts may be 0
                 if not low <= v <= MAX_CARDS:
-                    raise ValueError(f"{field}.{k}: must be in [{low}, {MAX_CARDS:,}], got {v}")
+                    raise FieldProblem(f"{field}.{k}", f"must be in [{low}, {MAX_CARDS:,}], got {v}")
         return self
 
     def check_derived(self, world: int, origin: str, kvp_in_tp: bool = False) -> None:

@@ -309,21 +309,25 @@ class FrameworkProfile(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "FrameworkProfile":
-        if len(set(self.knobs)) != len(self.knobs):
-            raise ValueError("knobs: listed twice")
+        from solver.specs.validation import FieldProblem
+
+        twice = sorted({k for k in self.knobs if self.knobs.count(k) > 1})
+        if twice:
+            raise FieldProblem("knobs", f"{', '.join(twice)} listed twice")
         if self.kvp_splits_attention_weights and "kvp_size" not in self.knobs:
-            raise ValueError("kvp_splits_attention_weights: set without kvp_size among the knobs (KVP is fixed at 1)")
+            raise FieldProblem("kvp_splits_attention_weights", "set without kvp_size among the knobs (KVP is fixed "
+                                                               "at 1)")
         if self.cp_replicates_kv_cache and "cp_size" not in self.knobs:
-            raise ValueError("cp_replicates_kv_cache: set without cp_size among the knobs (CP is fixed at 1)")
+            raise FieldProblem("cp_replicates_kv_cache", "set without cp_size among the knobs (CP is fixed at 1)")
         if self.sp_decode_repeats_batch and "attn_sp_size" not in self.knobs:
-            raise ValueError("sp_decode_repeats_batch: set without attn_sp_size among the knobs (SP is fixed at 1)")
+            raise FieldProblem("sp_decode_repeats_batch", "set without attn_sp_size among the knobs (SP is fixed at 1)")
         for name, feature in self.features.items():
             if feature.knob is not None and feature.knob not in KNOBS:
-                raise ValueError(f"features.{name}.knob: {feature.knob!r} is not a knob ({', '.join(KNOBS)})")
+                raise FieldProblem(f"features.{name}.knob", f"{feature.knob!r} is not a knob ({', '.join(KNOBS)})")
         seen: set[str] = set()
-        for rule in self.rules:
+        for i, rule in enumerate(self.rules):
             if rule.id in seen:
-                raise ValueError(f"rule {rule.id}: id used twice")
+                raise FieldProblem(f"rules.{i}.id", f"{rule.id}: id used twice")
             seen.add(rule.id)
         return self
 

@@ -59,6 +59,9 @@ def _config_path(arg: str) -> Path | None:
         return path
     if arg.endswith(".json"):
         raise InputError("model", f"file not found: {arg}")
+    if arg.startswith(("/", "./", "../", "~")) or arg.count("/") > 1:
+        # a path (a catalog name has no separator, a hub id one): the folder or file is missing, not a model name
+        raise InputError("model", f"no such file or folder: {arg}")
     return None
 
 

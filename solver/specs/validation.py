@@ -36,8 +36,8 @@ class FieldProblem(ValueError):
     the model), where pydantic would name the model's root."""
 
     def __init__(self, field: str, problem: str):
-        super().__init__(problem)
-        self.field = field
+        super().__init__(f"{field}: {problem}")  # pydantic's own message names the field too
+        self.field, self.problem = field, problem
 
 
 def _loc(err: dict) -> str:
@@ -45,7 +45,7 @@ def _loc(err: dict) -> str:
     cause = (err.get("ctx") or {}).get("error")
     if isinstance(cause, FieldProblem):
         parts.append(cause.field)
-    return ".".join(parts) or "(root)"
+    return ".".join(parts)
 
 
 def _fields_at(model: type | None, parent: tuple) -> set[str]:
@@ -107,16 +107,19 @@ def first_error(exc: ValidationError, origin: str, model: type | None = None) ->
         msg = f"not a field; did you mean {meant}?"
     else:
         err, others = errors[0], errors[1:]
-        msg = err.get("msg", "invalid").removeprefix("Value error, ")
+        cause = (err.get("ctx") or {}).get("error")
+        msg = (cause.problem if isinstance(cause, FieldProblem)  # its field is the location, named once
+               else err.get("msg", "invalid").removeprefix("Value error, "))
         value = err.get("input")
         if err.get("type") != "missing" and isinstance(value, (str, int, float)) and "got" not in msg:
             msg += f", got {quoted(repr(value))}"
-    rest = [_loc(e) for e in others]
+    rest = [_loc(e) or "the top level" for e in others]
     more = ""
     if rest:
         named = ", ".join(rest[:_NAMED]) + (", ..." if len(rest) > _NAMED else "")
         more = f" (and {len(rest)} more problem{'s' if len(rest) > 1 else ''}: {named})"
-    return InputError(f"{origin}: {_loc(err)}", f"{msg}{more}")
+    loc = _loc(err)  # none: a check across the file's fields whose message names them; the file is the field
+    return InputError(f"{origin}: {loc}" if loc else origin, f"{msg}{more}")
 
 
 def validate_model(model: type[M], data: Any, origin: str) -> M:

@@ -10,10 +10,11 @@ would otherwise be sized without it, as if the field were not there. Three rules
 - for a family without defaults, every other unread field whose name speaks of the model's structure and whose
   value is set is named in a note, so the user sees what the totals leave out;
 - whatever the family, a switch of a feature the layer stack does not model (_UNMODELLED) is named when it is on;
-- for a family without defaults, an unread field that describes a mixer other than attention or where such
-  mixers sit (_MIXER: mamba_*, ssm_*, conv, RG-LRU, RWKV, linear attention, layer / block pattern lists) is
-  refused: the model would be counted as plain attention layers (Bamba with its attention indices renamed: 8.0B
-  for 9.8B), which is no smaller a fault than a dropped expert count.
+- whatever the family, an unread field that describes a mixer other than attention or where such mixers sit
+  (_MIXER: mamba_*, ssm_*, conv, RG-LRU, RWKV, linear attention, layer / block pattern lists) is refused when
+  every layer was read as attention: the model would be counted as plain attention layers (Bamba with its
+  attention indices renamed: 8.0B for 9.8B, under its own model_type too), which is no smaller a fault than a
+  dropped expert count.
 Nested vision configs follow the same discipline (check_unread_tower): a set field whose weights the tower reader
 certainly leaves out is refused, and for a tower of no known family the unread structural fields are named.
 
@@ -150,8 +151,7 @@ def unread_mixer_field(cfg: ReadRecorder, supplied: set[str] | frozenset[str] = 
 
 def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bool, warnings: list[str],
                  other_mixers: bool = False, supplied: set[str] | frozenset[str] = frozenset()) -> None:
-    """Refuse an unread expert count, and for a family without defaults an unread mixer field when every layer was
-    read as attention (`other_mixers`: the stack holds a Mamba, conv, linear or RG-LRU mixer, so the fields that
+    """Refuse an unread expert count, and an unread mixer field when every layer was read as attention (`other_mixers`: the stack holds a Mamba, conv, linear or RG-LRU mixer, so the fields that
     describe it were read and what is left of them, such as a kernel's chunk size, sizes nothing); note the unread
     switches of unmodelled features, and for a family without defaults every unread structural field. `supplied`:
     keys the family's defaults filled in, not the config (left unread, they drop nothing the user gave)."""
@@ -161,7 +161,7 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
         if str(key).endswith("experts") and isinstance(value, int) and not isinstance(value, bool) and value > 0:
             raise f.err(key, f"{value} experts in a field shardplan does not read for model_type {model_type!r} "
                              f"(it reads {', '.join(EXPERT_COUNT_FIELDS)}): the model would be sized without them")
-    if not known_family and not other_mixers:
+    if not other_mixers:
         for key in unread:
             if _MIXER.search(str(key)):
                 raise f.err(key, f"{_shown(cfg[key])}: describes a mixer other than attention (or where one sits) "
