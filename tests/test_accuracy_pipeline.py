@@ -287,3 +287,21 @@ def test_a_device_is_priced_without_its_own_rows() -> None:
             assert (1 + d) * q.tpot_s == pytest.approx((1 + c) * p.tpot_s, rel=1e-12)
         else:  # the fit for h100 saw the doubled rows
             assert (a, c) != (b, d)
+
+
+@needs_csv
+def test_the_fast_path_rescales_the_weight_only_gemms_by_their_own_fraction() -> None:
+    from solver.estimate.serving import estimate
+    from solver.measured import factors
+
+    rows = accuracy_rows.load_rows(CSV)
+    pick = [r for r in rows if r["model"].endswith("gpt-oss-120b") and r["system"] == "h200_sxm"][:3]
+    prepared, _ = accuracy_rows.prepare_all(pick)
+    assert prepared and all(p.case.prec.weight_only("experts") for p in prepared)
+    for p in prepared:
+        assert (p.prefill.kind == accuracy_rows.StepTerms.DEQUANT).sum() > 0
+        q = {**accuracy_rows.profile_params(p, accuracy_rows.load_factors()), "dequant_gemm": 0.4}
+        c = p.case
+        est = estimate(c.model, c.hw, c.pc, c.prec, replace(factors(c), dequant_gemm=0.4), c.workload)
+        t, s = accuracy_rows.predict(p, q)
+        assert t == pytest.approx(est.ttft_s, rel=1e-9) and s == pytest.approx(est.tpot_s, rel=1e-9)

@@ -44,6 +44,12 @@ class Precision:
             return "fp4"
         return "bf16"
 
+    def weight_only(self, group: str) -> bool:
+        """A GEMM over `group` runs weight-only: quantized weights dequantized inside the kernel into 16-bit
+        activations (W4A16 / W8A16: Marlin, Machete, Triton matmul_ogs), at `Factors.dequant_gemm` of the dense
+        16-bit GEMM's FLOP/s."""
+        return self.weights[group].quantized and self.gemm_dtype(group) == "bf16"
+
 
 # Weight compute formats that run weight-only at 16 bits (W4A16: dequantized in the kernel, the 16-bit GEMM rate,
 # the weight bytes 4-bit) on a device whose rates lack them. vLLM 0.34.0 on Hopper / Ampere: NVFP4 linear layers
