@@ -45,7 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy import short_model, summary  # noqa: E402
 from accuracy_rows import (  # noqa: E402
-    AR_PROBE_S, NEUTRAL, PARAMS, StepTerms, _measured, family_of, load_factors, load_rows, rescaled_steps,
+    AR_PROBE_S, DEQUANT_PROBE, NEUTRAL, PARAMS, StepTerms, _measured, family_of, load_factors, load_rows,
+    rescaled_steps,
 )
 from accuracy_rows import DEFAULT_CSV as AGG_CSV  # noqa: E402
 from accuracy_rows import prepare_all as prepare_agg  # noqa: E402
@@ -114,14 +115,20 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     dec = decode_step(d.model, d.hw, d.pc, d.prec, base, batch, wl.isl + wl.osl / 2, wl.mtp)
     pre0 = prefill_step(d.model, d.hw, p.pc, d.prec, zero_p, wl.isl, shape.prompts_per_step)
     dec0 = decode_step(d.model, d.hw, d.pc, d.prec, zero, batch, wl.isl + wl.osl / 2, wl.mtp)
+    pre_d = dec_d = None  # a row with a weight-only GEMM prepared again at dequant_gemm = DEQUANT_PROBE
+    if any(d.prec.weight_only(g) for g in d.prec.weights):
+        pre_d = prefill_step(d.model, d.hw, p.pc, d.prec, replace(base_p, dequant_gemm=DEQUANT_PROBE), wl.isl,
+                             shape.prompts_per_step)
+        dec_d = decode_step(d.model, d.hw, d.pc, d.prec, replace(base, dequant_gemm=DEQUANT_PROBE), batch,
+                            wl.isl + wl.osl / 2, wl.mtp)
     xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_bytes, wl.isl, prefill_workers=wl.prefill_workers,
                        decode_workers=wl.decode_workers)
     complete = is_complete(row)
     draft = wl.mtp if d.model.num_mtp_layers else 0
     layers_p = step_layers(d.model, p.pc, "prefill", shape.prompts_per_step)
     layers_d = step_layers(d.model, d.pc, "decode", batch, draft)
-    return Prepared(index, c, shape, StepTerms.of(pre, "prefill", base_p, pre0, layers_p),
-                    StepTerms.of(dec, "decode", base, dec0, layers_d),
+    return Prepared(index, c, shape, StepTerms.of(pre, "prefill", base_p, pre0, layers_p, pre_d),
+                    StepTerms.of(dec, "decode", base, dec0, layers_d, dec_d),
                     xfer.time_s,
                     d.framework.name, d.hw.name, d.model.name, family_of(d), complete, ttft, tpot, base_p, base)
 
@@ -267,7 +274,7 @@ def shipped_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     Framework.efficiency_for applies them."""
     eff = p.case.decode.framework.efficiency
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
-           "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
+           "grouped_gemm": eff.grouped_gemm, "dequant_gemm": eff.dequant_gemm, "step_overhead_s": eff.step_overhead_s,
            "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0, "seq_layer_s": 0.0,
            "burst_share": p.case.workload.burst_share,
            "allreduce_latency_s": p.case.decode.hw.tiers["intra_node"].latency_s,

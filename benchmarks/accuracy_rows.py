@@ -2,7 +2,8 @@
 
 Fast path: the fit and the cross-validation evaluate thousands of factor settings. Every op of a step costs
 max(compute_s, memory_s) + overhead_s, where compute_s scales as 1 / (achieved FLOP/s fraction: the GEMM's, the
-attention kernel's, or for the routed experts the GEMM's times the grouped-GEMM fraction) and memory_s as
+attention kernel's, for the routed experts the GEMM's times the grouped-GEMM fraction, for a weight-only GEMM the
+GEMM's times the dequantizing GEMM's fraction) and memory_s as
 1 / (HBM fraction). `prepare` computes each row's prefill and decode steps once at the hardware's own factors and
 keeps those per-op terms; `predict` rescales them for new factors and calls the same `serving_times` formulas as
 `estimate`. Communication is scaled as a whole by 1 / comm, which is exact only for comm = 1 (link latency does
@@ -71,22 +72,30 @@ FRAMEWORK_PARAMS = ("seq_layer_s",)
 #                       pair it would be unconstrained wherever a pair has one MoE model (held out, none is left).
 #   allreduce_latency_s launch-to-done latency of the engines' custom one-shot / two-shot all-reduce kernels
 #                       (comm.py; 2 - 20 us): a kernel property, the same for every engine that ships one.
-GLOBAL_PARAMS = ("grouped_gemm", "allreduce_latency_s")
+#   dequant_gemm        a weight-only GEMM's FLOP/s (W4A16: Precision.weight_only, the weights dequantized in the
+#                       kernel; the routed experts' MoE kernel included) as a fraction of the dense 16-bit GEMM's
+#                       (0.1 - 1). The rows that run one are gpt-oss-120b's MXFP4 experts on H100 / H200 (34 of
+#                       313, two engines, two Hopper devices): one kernel family, one number; per hardware it
+#                       would be that one model fitted twice, and no other device has a row of it.
+GLOBAL_PARAMS = ("grouped_gemm", "allreduce_latency_s", "dequant_gemm")
 BOUNDS: dict[str, tuple[float, float]] = {
     "gemm": (0.3, 1.3),
     "hbm": (0.5, 1.25),
     "request_overhead_s": (0.0, 0.3),
     "grouped_gemm": (0.1, 1.0),
+    "dequant_gemm": (0.1, 1.0),
     "seq_layer_s": (0.0, 4e-6),
     "allreduce_latency_s": (2e-6, 2e-5),
     "kernel_overhead_s": (1e-6, 1.2e-5),
 }
 NEUTRAL: dict[str, float] = {"gemm": 1.0, "attention": 1.0, "hbm": 1.0, "comm": 1.0, "grouped_gemm": 1.0,
-                             "step_overhead_s": 0.0, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S,
+                             "dequant_gemm": 1.0, "step_overhead_s": 0.0, "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S,
                              "seq_overhead_s": 0.0, "seq_layer_s": 0.0, "allreduce_latency_s": 1e-5,
                              "kernel_overhead_s": 3e-6}
 # the custom all-reduce latency the steps are prepared with (its time is linear in it: StepTerms.ar_count)
 AR_PROBE_S = 1e-5
+# the dequant_gemm a row with a weight-only GEMM is prepared with a second time: the ops it slows are those GEMMs
+DEQUANT_PROBE = 0.5
 
 
 # ---------------------------------------------------------------------------------------------- fast path
@@ -97,7 +106,7 @@ class StepTerms:
     """A step's cost split into terms that scale with one factor each (seconds at the hardware's factors)."""
 
     compute_s: np.ndarray  # per op
-    kind: np.ndarray  # per op: the fraction its compute ran at (GEMM, ATTENTION or GROUPED below)
+    kind: np.ndarray  # per op: the fraction its compute ran at (GEMM, ATTENTION, GROUPED or DEQUANT below)
     memory_s: np.ndarray  # per op
     kernel_s: float  # launch overheads, summed
     comm_s: float  # exposed communication, summed, with the custom all-reduce at latency 0
@@ -106,29 +115,35 @@ class StepTerms:
     layers: float = 0.0  # layer passes per sequence (engine_step.step_layers)
     ar_count: float = 0.0  # custom all-reduce latencies on the critical path: comm = comm_s + L x ar_count
 
-    GEMM, ATTENTION, GROUPED = 0, 1, 2
+    GEMM, ATTENTION, GROUPED, DEQUANT = 0, 1, 2, 3
 
     @classmethod
     def of(cls, step: StepCost, phase: str, f: Factors, probe: StepCost | None = None,
-           layers: float = 0.0) -> "StepTerms":
+           layers: float = 0.0, dequant: StepCost | None = None) -> "StepTerms":
         """`step` computed with the custom all-reduce latency AR_PROBE_S, `probe` the same step at latency 0;
-        `layers` its layer passes per sequence (engine_step.step_layers)."""
-        def kind(name: str) -> int:
+        `layers` its layer passes per sequence (engine_step.step_layers); `dequant` the same step at
+        dequant_gemm = DEQUANT_PROBE (None: no GEMM of the row runs weight-only), whose slower ops are DEQUANT."""
+        def kind(i: int, name: str) -> int:
+            if dequant is not None and dequant.ops[i].compute_s > step.ops[i].compute_s * (1 + 1e-9):
+                return cls.DEQUANT
             if name == "indexer_score" or (name == "attention_core" and phase == "prefill"):
                 return cls.ATTENTION
             return cls.GROUPED if name == "routed_experts" else cls.GEMM
 
         comm0 = float((probe or step).exposed_comm_s)
         ar = (float(step.exposed_comm_s) - comm0) / AR_PROBE_S if probe is not None else 0.0
-        return cls(np.array([o.compute_s for o in step.ops]), np.array([kind(o.name) for o in step.ops], dtype=int),
+        return cls(np.array([o.compute_s for o in step.ops]),
+                   np.array([kind(i, o.name) for i, o in enumerate(step.ops)], dtype=int),
                    np.array([o.memory_s for o in step.ops]), float(sum(o.overhead_s for o in step.ops)),
                    comm0, float(step.overhead_s), kernels_launched(step, f), layers, ar)
 
     def time_s(self, r_gemm: float, r_attn: float, r_hbm: float, r_comm: float, step_overhead_s: float,
-               r_grouped: float | None = None, ar_latency_s: float = AR_PROBE_S, r_kernel: float = 1.0) -> float:
+               r_grouped: float | None = None, ar_latency_s: float = AR_PROBE_S, r_kernel: float = 1.0,
+               r_dequant: float | None = None) -> float:
         """Step time when the compute, memory and communication terms are scaled by the given ratios
-        (r_grouped: the routed-expert GEMMs; None = r_gemm)."""
-        ratio = np.array([r_gemm, r_attn, r_gemm if r_grouped is None else r_grouped])
+        (r_grouped: the routed-expert GEMMs, r_dequant: the weight-only GEMMs; None = r_gemm)."""
+        ratio = np.array([r_gemm, r_attn, r_gemm if r_grouped is None else r_grouped,
+                          r_gemm if r_dequant is None else r_dequant])
         comp = self.compute_s * ratio[self.kind]
         comm = self.comm_s + ar_latency_s * self.ar_count
         return float(np.maximum(comp, self.memory_s * r_hbm).sum()) + self.kernel_s * r_kernel + comm * r_comm \
@@ -188,11 +203,15 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
                           case.pc.pp_size)
     pre, dec = serving_steps(case.model, case.hw, case.pc, case.prec, base, wl, shape)
     pre0, dec0 = serving_steps(case.model, case.hw, case.pc, case.prec, zero, wl, shape)
+    pre_d = dec_d = None
+    if any(case.prec.weight_only(g) for g in case.prec.weights):
+        pre_d, dec_d = serving_steps(case.model, case.hw, case.pc, case.prec,
+                                     replace(base, dequant_gemm=DEQUANT_PROBE), wl, shape)
     draft = wl.mtp if case.model.num_mtp_layers else 0
     pre_layers = step_layers(case.model, case.pc, "prefill", shape.prompts_per_step)
     dec_layers = step_layers(case.model, case.pc, "decode", shape.graph_batch or shape.running, draft)
-    return Prepared(index, row, case, shape, StepTerms.of(pre, "prefill", base, pre0, pre_layers),
-                    StepTerms.of(dec, "decode", base, dec0, dec_layers), case.framework.name, case.hw.name, case.model.name,
+    return Prepared(index, row, case, shape, StepTerms.of(pre, "prefill", base, pre0, pre_layers, pre_d),
+                    StepTerms.of(dec, "decode", base, dec0, dec_layers, dec_d), case.framework.name, case.hw.name, case.model.name,
                     family_of(case), ttft, tpot, base)
 
 
@@ -230,12 +249,13 @@ def rescaled_steps(e, prefill: StepTerms, decode: StepTerms, q: Mapping[str, flo
     `e` the hardware efficiency they were prepared at; before the serving loop (step_time)."""
     r = (_ratio(e.gemm, q["gemm"]), _ratio(e.attention, q["attention"]), _ratio(e.hbm, q["hbm"]), 1.0 / q["comm"])
     grouped = r[0] / min(1.0, q["grouped_gemm"])  # the steps were computed at grouped_gemm = 1
+    dequant = r[0] / min(1.0, q["dequant_gemm"])  # and dequant_gemm = 1
     step = q["step_overhead_s"]
     lat = q["allreduce_latency_s"]
     hw_kernel = e.kernel_overhead_s
     rk = q["kernel_overhead_s"] / hw_kernel if q.get("kernel_overhead_s") is not None and hw_kernel > 0 else 1.0
-    return (prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk),
-            decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk))
+    return (prefill.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk, dequant),
+            decode.time_s(r[0], r[1], r[2], r[3], step, grouped, lat, rk, dequant))
 
 
 def predict_times(p: Prepared, params: Mapping[str, float]) -> tuple[ServingTimes, float, float]:
@@ -253,7 +273,7 @@ def profile_params(p: Prepared, fitted: Mapping[str, Mapping[str, Mapping[str, f
     """The factor settings `estimate` uses for this row: framework profile x fitted file (None = no fit)."""
     eff = p.case.framework.efficiency
     out = {"gemm": eff.gemm, "attention": eff.attention, "hbm": eff.hbm, "comm": eff.comm,
-           "grouped_gemm": eff.grouped_gemm, "step_overhead_s": eff.step_overhead_s,
+           "grouped_gemm": eff.grouped_gemm, "dequant_gemm": eff.dequant_gemm, "step_overhead_s": eff.step_overhead_s,
            "request_overhead_s": DEFAULT_REQUEST_OVERHEAD_S, "seq_overhead_s": 0.0, "seq_layer_s": 0.0,
            "allreduce_latency_s": p.case.hw.tiers["intra_node"].latency_s,
            "kernel_overhead_s": eff.kernel_overhead_s if eff.kernel_overhead_s is not None

@@ -3,7 +3,8 @@
     python benchmarks/fit_efficiency.py [--csv PATH] [--out PATH] [--dry-run]
 
 First, the factors in accuracy.GLOBAL_PARAMS (the routed-expert grouped-GEMM fraction of the dense GEMM's
-FLOP/s, and the launch-to-done latency of the engines' custom one-shot / two-shot all-reduce kernels) are
+FLOP/s, a weight-only GEMM's fraction of the dense 16-bit GEMM's, and the launch-to-done latency of the engines'
+custom one-shot / two-shot all-reduce kernels) are
 fitted once over all rows, every framework and hardware pooled (`fit_global`): numbers that a pair holding a
 single MoE model or one TP size could not pin down on its own. Next, the factors in accuracy.FRAMEWORK_PARAMS
 (the cost per running sequence per layer run: the engine's own decode kernels) once per framework over all its
@@ -23,7 +24,8 @@ rows are decode-bound) at the hardware's own values. Without it on the per-kerne
 are bandwidth-bound let it drift when one model was held out (trtllm x h200 without gpt-oss-120b: 2.0 us against
 6.0 us with it, and the held-out TPOT came out 25-45% low); with it, leave-one-model-out TPOT median 14.0% ->
 13.5%, p90 42.3% -> 38.0%, in-sample 8.6% -> 10.0% (benchmarks/accuracy.py). The global fit puts no prior on
-grouped_gemm (the pooled rows determine it; its bounds 0.1..1 keep it physical). Pairs with fewer rows get the
+grouped_gemm and dequant_gemm (the pooled rows determine them; their bounds 0.1..1 keep them physical; a fit
+without a weight-only row leaves dequant_gemm at its neutral 1). Pairs with fewer rows get the
 framework's fit pooled over all its rows (the multipliers are relative to each hardware's own factors, so they
 carry over).
 
@@ -33,7 +35,8 @@ over its range and the best value kept; the grid then narrows around the optimum
 Output: solver/frameworks/fitted/factors.yaml, {factors: {framework: {hardware: {factor: value}}}}, read by
 FrameworkProfile.efficiency_for (multipliers multiply the profile's own; *_s keys are absolute seconds). Every
 fitted pair carries the global factors too, and so does a pair the file does not list of a framework and vendor
-it fitted; a framework or vendor the fit never saw carries grouped_gemm alone (specs/fitted.CARRIED).
+it fitted; a framework or vendor the fit never saw carries grouped_gemm and dequant_gemm alone
+(specs/fitted.CARRIED).
 """
 from __future__ import annotations
 
@@ -221,7 +224,8 @@ def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv:
         + ", ".join(f"{k} {lo:g}..{hi:g}" for k, (lo, hi) in BOUNDS.items()) + ".",
         f"# Pairs with fewer than {MIN_ROWS} rows get the framework's pooled fit over all its rows (relative to each",
         "# hardware's own factors): " + (", ".join(filled) or "none") + ". No per-model or per-row factors.",
-        "# grouped_gemm (the routed-expert grouped GEMM's FLOP/s as a fraction of the dense GEMM's) and",
+        "# grouped_gemm (the routed-expert grouped GEMM's FLOP/s as a fraction of the dense GEMM's),",
+        "# dequant_gemm (a weight-only W4A16 GEMM's, experts included, as a fraction of the dense 16-bit GEMM's) and",
         "# allreduce_latency_s are fitted once over all rows, every framework and hardware pooled"
         + "".join(f", {k} = {v:g}" for k, v in (shared or {}).items()) + "; each fitted pair carries it, and",
         "# `global` holds them per vendor of the rows fitted, for that vendor's pairs without a fit, and",

@@ -95,7 +95,7 @@ def test_hopper_runs_4bit_weights_weight_only_and_atlas_rejects_fp8() -> None:
     case = case_from_row({**ROW, "model": "openai/gpt-oss-120b", "system": "h200_sxm", "precision": "fp4",
                           "gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4", "tp": "1", "moe_ep": "1"})
     assert case.prec.fmt("experts").name == "nvfp4"
-    assert case.prec.gemm_dtype("experts") == "fp8"  # dequantized in-kernel, FP8 activations
+    assert case.prec.gemm_dtype("experts") == "bf16"  # dequantized in-kernel, W4A16 (precision.W4A16_ON_DEVICES_WITHOUT)
     assert any("weight-only" in n for n in case.prec.notes)
     a3 = load_hardware("atlas_a3")
     assert "int4" in a3.weight_only_formats and "fp8" not in a3.weight_only_formats
@@ -287,3 +287,21 @@ def test_a_device_is_priced_without_its_own_rows() -> None:
             assert (1 + d) * q.tpot_s == pytest.approx((1 + c) * p.tpot_s, rel=1e-12)
         else:  # the fit for h100 saw the doubled rows
             assert (a, c) != (b, d)
+
+
+@needs_csv
+def test_the_fast_path_rescales_the_weight_only_gemms_by_their_own_fraction() -> None:
+    from solver.estimate.serving import estimate
+    from solver.measured import factors
+
+    rows = accuracy_rows.load_rows(CSV)
+    pick = [r for r in rows if r["model"].endswith("gpt-oss-120b") and r["system"] == "h200_sxm"][:3]
+    prepared, _ = accuracy_rows.prepare_all(pick)
+    assert prepared and all(p.case.prec.weight_only("experts") for p in prepared)
+    for p in prepared:
+        assert (p.prefill.kind == accuracy_rows.StepTerms.DEQUANT).sum() > 0
+        q = {**accuracy_rows.profile_params(p, accuracy_rows.load_factors()), "dequant_gemm": 0.4}
+        c = p.case
+        est = estimate(c.model, c.hw, c.pc, c.prec, replace(factors(c), dequant_gemm=0.4), c.workload)
+        t, s = accuracy_rows.predict(p, q)
+        assert t == pytest.approx(est.ttft_s, rel=1e-9) and s == pytest.approx(est.tpot_s, rel=1e-9)

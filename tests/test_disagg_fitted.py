@@ -105,3 +105,15 @@ def test_an_unfitted_pair_carries_its_engines_own_factors_too(tmp_path):
     assert fitted_global("nvidia", p, framework="eng") == {"grouped_gemm": 0.25, "seq_layer_s": 1.0e-06}
     assert fitted_global("nvidia", p, framework="other") == {"grouped_gemm": 0.25}
     assert fitted_global("amd", p, framework="eng") == {"grouped_gemm": 0.25}
+
+
+def test_an_engine_or_vendor_without_a_fit_carries_the_weight_only_gemm_fraction_too(tmp_path: Path) -> None:
+    from solver.specs.fitted import fitted_factors, fitted_global, pair_factors
+
+    # weight-only experts run without grouped_gemm: left at 1 they would run at the dense 16-bit GEMM's rate
+    p = tmp_path / "factors.yaml"
+    p.write_text("global:\n  nvidia: {grouped_gemm: 0.25, dequant_gemm: 0.5, allreduce_latency_s: 2.0e-05}\n"
+                 "factors:\n  eng:\n    hwa: {gemm: 0.8, grouped_gemm: 0.25, dequant_gemm: 0.5}\n")
+    assert fitted_global("huawei", p) == {"grouped_gemm": 0.25, "dequant_gemm": 0.5}
+    assert pair_factors(fitted_factors(p), fitted_global("nvidia", p), "other", "hwa") == {
+        "grouped_gemm": 0.25, "dequant_gemm": 0.5}

@@ -382,6 +382,24 @@ def test_a_prefill_of_fewer_prompts_than_replicas_costs_and_serves_those_prompts
     assert two.output_tokens_per_s == pytest.approx(2 / two.ttft_s)
 
 
+def test_dequant_fraction_slows_the_weight_only_gemms_only_and_replaces_the_grouped_one() -> None:
+    # NVFP4 experts on H200 (no FP4 rate) run W4A16: the dequantizing MoE kernel at dequant_gemm of the 16-bit
+    # dense GEMM, without grouped_gemm (fitted on the 8-bit grouped GEMMs); the FP8 dense GEMMs keep theirs
+    pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=8)
+    prec = _prec(V3, moe_weight_dtype="nvfp4")
+    assert prec.weight_only("experts") and not prec.weight_only("dense")
+    base = factors_for(H200, {"grouped_gemm": 0.25})
+    half = factors_for(H200, {"grouped_gemm": 0.25, "dequant_gemm": 0.5})
+    a, b = _ops(V3, pc, _prefill(8192), prec=prec, f=base), _ops(V3, pc, _prefill(8192), prec=prec, f=half)
+    assert b["routed_experts"].compute_s == pytest.approx(2 * a["routed_experts"].compute_s)
+    for name in ("shared_experts", "dense_ffn", "qkv_proj", "o_proj"):
+        assert b[name].compute_s == pytest.approx(a[name].compute_s), name
+    as_dense = _ops(V3, pc, _prefill(8192), prec=prec)  # grouped_gemm 1
+    assert a["routed_experts"].compute_s == pytest.approx(as_dense["routed_experts"].compute_s)
+    assert factors_for(H200, {"dequant_gemm": 3.0}).dequant_gemm == 1.0  # never faster than the 16-bit GEMM
+    assert factors_for(H200).dequant_gemm == 1.0  # no fit: as the 16-bit GEMM
+
+
 def test_grouped_gemm_fraction_slows_the_routed_expert_compute_only() -> None:
     # TP8 MoE (EP 1): 8192 prompt tokens x top-8 pairs on every rank, a compute-bound grouped GEMM
     pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=8)

@@ -103,7 +103,8 @@ def test_gptq_moe_quantizes_the_routed_experts() -> None:
 def test_fbgemm_fp8_keeps_attention_unconverted_and_notes_the_split_ffn() -> None:
     m = _model("meta-llama--Llama-3.1-405B-Instruct-FP8")
     assert _groups(m) == ("bf16", "fp8_ch_s4", "bf16", "fp8")
-    assert any("dense modules are split (750 fp8_ch_s4, 6 bf16 of 756)" in w for w in m.warnings)
+    # 126 layers x (gate, up, down): a dense Llama has no shared experts, so only its own MLP modules are counted
+    assert any("dense modules are split (372 fp8_ch_s4, 6 bf16 of 378)" in w for w in m.warnings)
 
 
 def test_quark_mxfp4_excludes_attention() -> None:
@@ -182,3 +183,87 @@ def test_a_compressed_tensors_scheme_without_targets_is_refused_naming_targets()
     del raw["quantization_config"]["config_groups"]["group_0"]["targets"]
     with pytest.raises(InputError, match="config_groups.group_0.targets: is empty"):
         _model("x", raw)
+
+
+# --- the lists are matched against the modules the read layer stack has (module_names.yaml) ---------------------
+
+def _quant_warnings(m) -> list[str]:
+    return [w for w in m.warnings if "quantization_config" in w]
+
+
+def test_mixtral_awq_skips_the_router_not_the_experts_w1_w3() -> None:
+    """AutoAWQ's Mixtral writes modules_to_not_convert ["gate"], a name fragment (vLLM's is_layer_skipped_awq):
+    it reaches block_sparse_moe.gate, not the experts' w1 / w2 / w3 (Llama naming, gate_proj, would have matched)."""
+    m = _model("TheBloke--Mixtral-8x7B-Instruct-v0.1-AWQ")
+    assert (m.quant.attention, m.quant.experts) == ("int4_g128z", "int4_g128z")
+    assert _quant_warnings(m) == []
+
+
+def test_gptq_dynamic_regexes_match_mixtral_block_sparse_moe_names() -> None:
+    m = _model("gptqmodel--Mixtral-8x7B-experts-int8")
+    assert (m.quant.attention, m.quant.experts) == ("int4_g128z", "int8_g128z")
+
+
+def test_compressed_tensors_regex_ignore_is_anchored_as_re_match() -> None:
+    """re:.*mlp.gate$ (the Qwen3-MoE router) leaves the experts' gate_proj quantized."""
+    m = _model("RedHatAI--Qwen3-30B-A3B-FP8-dynamic")
+    assert (m.quant.attention, m.quant.experts, m.quant.activation) == ("fp8_ch", "fp8_ch", "fp8")
+    assert _quant_warnings(m) == []
+    raw = _raw("RedHatAI--Qwen3-30B-A3B-FP8-dynamic")
+    raw["quantization_config"]["ignore"] = ["lm_head", "re:mlp.experts.*"]  # anchored at the name's start
+    assert _model("x", raw).quant.experts == "fp8_ch"
+    raw["quantization_config"]["ignore"] = ["lm_head", "re:.*mlp.experts.*"]
+    assert _model("x", raw).quant.experts == "bf16"
+
+
+def test_a_wrapped_language_model_matches_either_prefix_and_the_tower_is_not_its_module() -> None:
+    """Devstral-Small-2 (mistral3 wrapper): the ignore list names the first and last text layers' attention under
+    model.language_model (transformers >= 4.52) and the vision tower and projector, all by exact name."""
+    m = _model("constructed--Devstral-Small-2-24B-FP8-dynamic")
+    assert _groups(m) == ("fp8_ch", "fp8_ch", "bf16", "fp8")
+    assert _quant_warnings(m) == ["quantization_config (compressed-tensors): attention modules are split "
+                                  "(152 fp8_ch, 8 bf16 of 160); sized as fp8_ch"]
+    raw = _raw("constructed--Devstral-Small-2-24B-FP8-dynamic")
+    q = raw["quantization_config"]
+    q["ignore"] = [n.replace("model.language_model.", "language_model.model.") for n in q["ignore"]]
+    assert _quant_warnings(_model("x", raw)) == _quant_warnings(m)  # the older exporters' prefix
+
+
+def test_an_ignore_entry_naming_no_module_of_the_text_model_is_reported() -> None:
+    raw = _raw("constructed--Devstral-Small-2-24B-FP8-dynamic")
+    raw["quantization_config"]["ignore"].append("model.language_model.layers.3.self_attn.qkv_proj")
+    ws = _quant_warnings(_model("x", raw))
+    assert any("quantization_config.ignore (compressed-tensors): 'model.language_model.layers.3.self_attn.qkv_proj' "
+               "name no linear module of the model as read" in w for w in ws)
+
+
+def test_deepseek_r1_fp4_counts_only_the_modules_each_layer_has() -> None:
+    """Its exclude globs cover attention, the shared experts and the three dense layers' MLP: every dense module
+    (3 dense MLPs + 58 shared experts + the MTP layer's, x3) is excluded, every routed expert quantized: no split."""
+    m = _model("nvidia--DeepSeek-R1-FP4")
+    assert (m.quant.attention, m.quant.dense, m.quant.experts) == ("bf16", "bf16", "nvfp4")
+    assert _quant_warnings(m) == []
+
+
+# --- FP4 on a device without an FP4 rate: W4A16 (precision.W4A16_ON_DEVICES_WITHOUT) ------------------------
+
+@pytest.mark.parametrize("hw", ["h100_sxm", "a100_sxm"])
+def test_nvfp4_runs_w4a16_where_the_device_has_no_fp4_rate(hw: str) -> None:
+    m = _model("nvidia--Llama-3.3-70B-Instruct-FP4")
+    prec = resolve_precision(m, load_hardware(hw))
+    assert prec.gemm_dtype("dense") == prec.gemm_dtype("attention") == "bf16"
+    assert prec.fmt("dense").name == "nvfp4"  # the weight bytes stay 4-bit
+    assert prec.activation == "bf16"
+
+
+def test_fp4_experts_beside_fp8_dense_run_w4a16_while_the_dense_gemms_stay_w8a8() -> None:
+    m = _model("nvidia--DeepSeek-R1-FP4")
+    prec = resolve_precision(m, load_hardware("h100_sxm"), weight_dtype="fp8_block", moe_weight_dtype="nvfp4")
+    assert (prec.gemm_dtype("dense"), prec.gemm_dtype("experts")) == ("fp8", "bf16")
+    prec = resolve_precision(m, load_hardware("b200_sxm"), weight_dtype="fp8_block", moe_weight_dtype="nvfp4")
+    assert (prec.gemm_dtype("dense"), prec.gemm_dtype("experts")) == ("fp8", "fp4")
+
+
+def test_the_users_activation_dtype_overrides_w4a16() -> None:
+    m = _model("nvidia--Llama-3.3-70B-Instruct-FP4")
+    assert resolve_precision(m, load_hardware("h100_sxm"), activation_dtype="fp8").gemm_dtype("dense") == "fp8"

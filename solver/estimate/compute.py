@@ -94,6 +94,13 @@ def _op(name: str, module: str, flops: float, nbytes: float, peak_flops: float, 
     return OpCost(name, module, flops, nbytes, compute, memory, kernels * f.kernel_overhead_s)
 
 
+def gemm_rate(hw: Hardware, prec: Precision, f: Factors, group: str) -> tuple[float, float]:
+    """(peak FLOP/s, achieved fraction) of a GEMM over `group`'s weights: the peak of the dtype it runs at
+    (Precision.gemm_dtype) and the dense GEMM's fraction, times `dequant_gemm` where it runs weight-only."""
+    eff = f.gemm * f.dequant_gemm if prec.weight_only(group) else f.gemm
+    return hw.flops(prec.gemm_dtype(group)), eff
+
+
 def shape_efficiency(width: float) -> float:
     return width / (width + GEMM_HALF_WIDTH) if width > 0 else 1.0
 
@@ -297,6 +304,9 @@ class Kit:
     def shape_efficiency(self, width: float) -> float:
         return shape_efficiency(width)
 
+    def gemm(self, group: str) -> tuple[float, float]:
+        return gemm_rate(self.hw, self.prec, self.f, group)
+
     def busy_replicas(self) -> float:
         return busy_replicas(self.pc, self.w)
 
@@ -351,7 +361,7 @@ def kit_head_ops(model: ModelSpec, kit: Kit) -> list:
     head_params = v * ew  # the head reads the embedding's width (project_out's output where it is narrower)
     lm = kit.op("lm_head", "lm_head", 2 * u_logit * head_params,
                 head_params / pc.lmhead_tp_size * prec.fmt("lm_head").bytes_per_param + u_logit * v * 4,
-                hw.flops(prec.gemm_dtype("lm_head")), f.gemm, kernels=2,
+                *kit.gemm("lm_head"), kernels=2,
                 shape_eff=shape_efficiency(v / pc.lmhead_tp_size))
     if not model.embedding_width:
         return [embed, lm]
@@ -359,9 +369,9 @@ def kit_head_ops(model: ModelSpec, kit: Kit) -> list:
     # stack's output through project_out before the logits pick the sampled positions)
     t = group_tokens(pc, w, 1)
     matrix = ew * h * prec.fmt("dense").bytes_per_param
-    peak = hw.flops(prec.gemm_dtype("dense"))
-    proj_in = kit.op("project_in", "embedding", 2 * t * ew * h, matrix + t * (ew + h) * ACT_BYTES, peak, f.gemm,
+    rate = kit.gemm("dense")
+    proj_in = kit.op("project_in", "embedding", 2 * t * ew * h, matrix + t * (ew + h) * ACT_BYTES, *rate,
                      kernels=1, shape_eff=shape_efficiency(h))
-    proj_out = kit.op("project_out", "lm_head", 2 * t * ew * h, matrix + t * (ew + h) * ACT_BYTES, peak, f.gemm,
+    proj_out = kit.op("project_out", "lm_head", 2 * t * ew * h, matrix + t * (ew + h) * ACT_BYTES, *rate,
                       kernels=1, shape_eff=shape_efficiency(ew))
     return [embed, proj_in, proj_out, lm]

@@ -20,6 +20,11 @@ class Factors:
     # achieved FLOP/s of the routed-expert grouped GEMMs as a fraction of the dense GEMM's (`gemm`); 1 = as
     # dense. One number fitted over all calibration rows by benchmarks/fit_efficiency.py (see `layer_ops`)
     grouped_gemm: float = 1.0
+    # achieved FLOP/s of a weight-only GEMM (Precision.weight_only: W4A16 / W8A16, the weights dequantized in the
+    # kernel) as a fraction of the dense 16-bit GEMM's (`gemm`), grouped or dense: the routed experts under it run
+    # the weight-only MoE kernels (Marlin MoE, Triton matmul_ogs), not the 8-/4-bit grouped GEMMs `grouped_gemm`
+    # is fitted on. 1 = as a 16-bit GEMM; fitted once over all calibration rows (benchmarks/fit_efficiency.py)
+    dequant_gemm: float = 1.0
     # the framework's scheduler defaults (FrameworkScheduler): tokens per forward step, None = serving's
     # DEFAULT_TOKEN_BUDGET; and whether attention-DP ranks split that budget (SGLang)
     token_budget: int | None = None
@@ -61,7 +66,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
     Keys ending in `_s` are absolute seconds, not multipliers: `kernel_overhead_s` replaces the hardware's
     per-kernel cost (FrameworkEfficiency documents it as an override, and fitted factors write it that way;
     before this fix it was silently ignored and only a `kernel_overhead` multiplier was read).
-    `grouped_gemm` is a fraction of the GEMM efficiency (capped at 1); `token_budget` and
+    `grouped_gemm` and `dequant_gemm` are fractions of the GEMM efficiency (capped at 1); `token_budget` and
     `budget_split_by_attention_dp` are the framework's scheduler defaults, `kvp_splits_attention_weights` its
     KVP layout, `cp_replicates_kv_cache` its CP cache layout and `sp_decode_repeats_batch` its SP decode form,
     passed through.
@@ -79,6 +84,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         step_overhead_s=s.get("step_overhead_s", 0.0),
         expert_imbalance=s.get("expert_imbalance", 1.2),
         grouped_gemm=min(1.0, s.get("grouped_gemm", 1.0)),
+        dequant_gemm=min(1.0, s.get("dequant_gemm", 1.0)),
         token_budget=int(s["token_budget"]) if s.get("token_budget") else None,
         budget_split_by_attention_dp=bool(s.get("budget_split_by_attention_dp", 0.0)),
         kvp_splits_attention_weights=bool(s.get("kvp_splits_attention_weights", 0.0)),

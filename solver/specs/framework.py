@@ -144,6 +144,10 @@ class FrameworkEfficiency(BaseModel):
     grouped_gemm: float = Field(
         1.0, gt=0, le=100, description="multiplier on the routed-expert grouped GEMM's fraction of the dense GEMM's FLOP/s"
     )
+    dequant_gemm: float = Field(
+        1.0, gt=0, le=100, description="multiplier on a weight-only (W4A16 / W8A16) GEMM's fraction of the dense "
+        "16-bit GEMM's FLOP/s"
+    )
     kernel_overhead_s: float | None = Field(None, ge=0, le=1, description="overrides the hardware's when set")
     step_overhead_s: float = Field(0.0, ge=0, le=1, description="fixed scheduler/launch cost per forward step")
 
@@ -370,7 +374,8 @@ class FrameworkProfile(BaseModel):
         self.check_vendor(name, vendor)
         base = self.efficiency
         out = {"gemm": base.gemm, "attention": base.attention, "hbm": base.hbm, "comm": base.comm,
-               "grouped_gemm": base.grouped_gemm, "step_overhead_s": base.step_overhead_s}
+               "grouped_gemm": base.grouped_gemm, "dequant_gemm": base.dequant_gemm,
+               "step_overhead_s": base.step_overhead_s}
         if base.kernel_overhead_s is not None:
             out["kernel_overhead_s"] = base.kernel_overhead_s
         # a pair without its own fit still carries the factors fitted once over every pair (fitted_global)

@@ -20,6 +20,9 @@ class Precision:
     activation: str  # compute dtype of activations in GEMMs: bf16, fp8, int8
     kv_bytes: int
     notes: tuple[str, ...] = field(default=())
+    # groups whose GEMMs dequantize their weights into 16-bit activations whatever `activation` says: FP4 weights
+    # on a device without an FP4 rate (W4A16_ON_DEVICES_WITHOUT)
+    a16: frozenset[str] = field(default=frozenset())
 
     def fmt(self, group: str) -> NumberFormat:
         return self.weights[group]
@@ -31,6 +34,8 @@ class Precision:
         MoE) an FP8 attention or dense GEMM quantizes its input to FP8 and runs W8A8, not BF16 (the 4-bit
         activation rate needs 4-bit weights)."""
         w = self.weights[group].compute
+        if group in self.a16:
+            return "bf16"
         if w in ("fp8", "int8") and self.activation in ("fp8", "int8", "fp4"):
             return w
         if w in ("fp4", "int4") and self.activation in ("fp8", "int8"):
@@ -38,6 +43,25 @@ class Precision:
         if w == "fp4" and self.activation == "fp4":
             return "fp4"
         return "bf16"
+
+    def weight_only(self, group: str) -> bool:
+        """A GEMM over `group` runs weight-only: quantized weights dequantized inside the kernel into 16-bit
+        activations (W4A16 / W8A16: Marlin, Machete, Triton matmul_ogs), at `Factors.dequant_gemm` of the dense
+        16-bit GEMM's FLOP/s."""
+        return self.weights[group].quantized and self.gemm_dtype(group) == "bf16"
+
+
+# Weight compute formats that run weight-only at 16 bits (W4A16: dequantized in the kernel, the 16-bit GEMM rate,
+# the weight bytes 4-bit) on a device whose rates lack them. vLLM 0.34.0 on Hopper / Ampere: NVFP4 linear layers
+# find no W4A4 kernel (kernels/linear/nvfp4/cutlass.py:35 and nvfp4_utils.py:60 cutlass_fp4_supported: the FP4
+# CUTLASS GEMM needs sm_100+; flashinfer.py:50-53, 123, 206: sm_100 / sm_12x) and take MarlinNvFp4LinearKernel,
+# "NVFP4 weight-only GEMM via Marlin (W4A16)" (nvfp4/marlin.py:19; is_fp4_marlin_supported, sm_75+,
+# marlin_utils_fp4.py:32; its activations bf16 / fp16, marlin_utils_fp4.py:136); NVFP4 MoE falls through
+# FlashInfer / CUTLASS (cutlass_moe.py:724: sm_100 / sm_120) to MARLIN (fused_moe/oracle/nvfp4.py:238-246,
+# experts/marlin_moe.py:539: sm_75+); MXFP4 MoE keeps BF16-activation backends first (oracle/mxfp4.py:421-431:
+# TRITON, MARLIN) and warns where a requested activation format falls back to BF16 (oracle/mxfp4.py:564). INT4
+# (AWQ / GPTQ) keeps its own rule: the W4A8 recipes of Ascend's weight_only_formats.
+W4A16_ON_DEVICES_WITHOUT = ("fp4",)
 
 
 # Formats that a published checkpoint of a MoE model applies to its routed experts only: the NVFP4 MoE
@@ -67,7 +91,7 @@ def experts_only(prec: Precision, model: ModelSpec, hw: Hardware) -> Precision:
     note = ", ".join(f"{g} stays {f.name} (a {prec.fmt('experts').name} MoE checkpoint quantizes the routed experts only)"
                      for g, f in kept.items())
     return Precision(weights={**prec.weights, **kept}, activation=prec.activation, kv_bytes=prec.kv_bytes,
-                     notes=(*prec.notes, note))
+                     notes=(*prec.notes, note), a16=prec.a16 - set(kept))
 
 
 def _model_dtype_bytes(fmt: NumberFormat) -> int:
@@ -155,6 +179,8 @@ def resolve_precision(
     if halved:
         notes.append("the checkpoint's fp32 weights are served at 16 bits, as the engines' default dtype does (pass "
                      "--weight-dtype fp32 to hold them at 32)")
+    a16 = _weight_only_16(weights, hw, q.activation if user_w is None and user_moe is None else None,
+                          activation_dtype)
     if activation_dtype is not None:
         act = number_format(activation_dtype, "--activation-dtype").compute
         if act not in ("bf16", "fp16") and not hw.supports(act):
@@ -171,7 +197,7 @@ def resolve_precision(
         # activations are quantized per GEMM, so FP8 dense GEMMs beside NVFP4 experts still run W8A8
         # (Precision.gemm_dtype), as the NVFP4 MoE checkpoints run (an FP8 dense group must not drag the experts
         # down to the FP8 rate: `--moe-weight-dtype nvfp4` on an FP8 checkpoint is the published R1-FP4 layout)
-        low = {w.compute for g, w in weights.items() if g in ("dense", "experts") and w.quantized}
+        low = {w.compute for g, w in weights.items() if g in ("dense", "experts") and w.quantized and g not in a16}
         nvfp4 = any(w.name == "nvfp4" for g, w in weights.items() if g in ("dense", "experts"))
         act = "bf16"
         if nvfp4 and hw.supports("fp4"):
@@ -199,4 +225,19 @@ def resolve_precision(
             notes.append(f"the KV cache is priced at {8 * kv} bits, the engines' KV dtype auto following the model "
                          "dtype (pass --kv-dtype to choose); activations, the recurrent and convolution states, "
                          "collective payloads and the GEMM rate stay priced at 16 bits")
-    return Precision(weights=weights, activation=act, kv_bytes=kv, notes=tuple(notes))
+    return Precision(weights=weights, activation=act, kv_bytes=kv, notes=tuple(notes), a16=a16)
+
+
+def _weight_only_16(weights: Mapping[str, NumberFormat], hw: Hardware, ckpt_act: str | None,
+                    user_act: str | None) -> frozenset[str]:
+    """The GEMM groups that run W4A16 (W4A16_ON_DEVICES_WITHOUT): their weights' compute format is one the device
+    has no rate for. None where the user names the activations (--activation-dtype), or where the checkpoint
+    says its 4-bit GEMMs take 8-bit activations the device has (W4A8: every quantized group 4-bit)."""
+    if user_act is not None:
+        return frozenset()
+    gemm = {g: w for g, w in weights.items() if g in ("attention", "dense", "experts")}
+    if ckpt_act in ("fp8", "int8") and hw.supports(ckpt_act) and \
+            all(w.bits <= 4 for w in gemm.values() if w.quantized):
+        return frozenset()
+    return frozenset(g for g, w in gemm.items()
+                     if w.compute in W4A16_ON_DEVICES_WITHOUT and not hw.supports(w.compute))

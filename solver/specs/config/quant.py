@@ -2,9 +2,9 @@
 
 Each quant method writes the format in its own fields; _METHODS maps a quant_method to the reader of those fields.
 A reader returns rules (_Rules): the schemes (weight format, activation format) and the modules each covers, the
-modules left unconverted, and the KV-cache format. The rules are applied to each module group's representative
-module names (Hugging Face naming, every layer), and a group takes the format most of its modules hold (a split
-is noted). A format no number format here holds is refused naming the field. fp8 and mxfp4 (DeepSeek / Kimi /
+modules left unconverted, and the KV-cache format. The rules are applied to the modules the read layer stack holds
+(module_names.py: each layer kind's linear modules, named as the family's checkpoints name them, every layer and
+MTP layer), and a group takes the format most of its modules hold (a split is noted). A format no number format here holds is refused naming the field. fp8 and mxfp4 (DeepSeek / Kimi /
 MiniMax / gpt-oss checkpoints) keep their own branch, unchanged.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from solver.errors import InputError
+from solver.specs.config.module_names import Module, ModuleSet
 from solver.specs.dtypes import KV_FORMATS, canonical_format, number_format
 
 
@@ -47,8 +48,10 @@ _UNREPRESENTABLE = {
 }
 
 
-def read_quant(cfg: dict[str, Any], origin: str, warnings: list[str]) -> QuantSpec:
-    spec = _read_quant(cfg, origin, warnings)
+def read_quant(cfg: dict[str, Any], origin: str, warnings: list[str],
+               modules: Callable[[], ModuleSet]) -> QuantSpec:
+    """`modules`: the model's modules (built only for a quantization_config whose lists are matched)."""
+    spec = _read_quant(cfg, origin, warnings, modules)
     expert = cfg.get("expert_dtype")  # DeepSeek-V4: routed experts stored apart from quantization_config
     if expert is not None:
         if str(expert) not in _EXPERT_DTYPE:
@@ -63,29 +66,30 @@ class Scheme:
     activation: str  # "bf16" (weight-only) or the quantized activations' compute dtype
 
 
+Match = Callable[[Module], bool]
+
+
 @dataclass(frozen=True)
 class _Rules:
-    schemes: tuple[tuple[Callable[[str], bool], Scheme], ...]  # the first that covers a module sets its format
-    ignored: Callable[[str], bool]
+    schemes: tuple[tuple[Match, Scheme], ...]  # the first that covers a module sets its format
+    ignored: Match
     kv_cache: str | None = None
+    # (field path, module name) of each list entry naming one module (no regex, wildcard or class): one naming a
+    # module of the text model that the stack does not have is reported, not silently dropped
+    names: tuple[tuple[str, str], ...] = ()
 
 
-_EMBED = "model.embed_tokens"
-# representative module names of each group inside layer i (the Hugging Face Llama / Qwen / DeepSeek naming)
-_LAYER_MODULES = {
-    "attention": tuple(f"self_attn.{p}_proj" for p in ("q", "k", "v", "o")),
-    "dense": tuple(f"mlp.{s}{p}_proj" for s in ("", "shared_experts.") for p in ("gate", "up", "down")),
-    "experts": tuple(f"mlp.experts.0.{p}_proj" for p in ("gate", "up", "down")),
-}
+def _any_name(test: Callable[[str], bool]) -> Match:
+    """A module matches where any of its names does (the aliases of a wrapped language model)."""
+    return lambda m: any(test(n) for n in m.names)
+
+
+def _is_or_under(p: str) -> Callable[[str], bool]:
+    return lambda n: n == p or n.startswith(p + ".")
+
+
 # module classes compressed-tensors targets name: every linear module, or the embedding
-_CLASSES: dict[str, Callable[[str], bool]] = {"Linear": lambda n: n != _EMBED, "Embedding": lambda n: n == _EMBED}
-
-
-def _names(cfg: dict[str, Any]) -> dict[str, list[str]]:
-    layers = cfg.get("num_hidden_layers")
-    n = layers if isinstance(layers, int) and not isinstance(layers, bool) and 0 < layers <= 1024 else 1
-    out = {g: [f"model.layers.{i}.{m}" for i in range(n) for m in mods] for g, mods in _LAYER_MODULES.items()}
-    return {**out, "embedding": [_EMBED], "lm_head": ["lm_head"]}
+_CLASSES: dict[str, Match] = {"Linear": lambda m: m.kind != "embedding", "Embedding": lambda m: m.kind == "embedding"}
 
 
 class _Reader:
@@ -93,6 +97,7 @@ class _Reader:
 
     def __init__(self, origin: str) -> None:
         self.origin = origin
+        self.named: list[tuple[str, str]] = []  # plain module names the lists give (_Rules.names)
 
     def fail(self, path: str, msg: str) -> InputError:
         return InputError(f"{self.origin}: quantization_config.{path}", msg)
@@ -124,42 +129,44 @@ class _Reader:
         return v.lower()
 
     # matchers: how each method names the modules it covers or skips
-    def ct_match(self, patterns: list[str], path: str) -> Callable[[str], bool]:
-        """compressed-tensors: "re:" regexes (matched from the start), module classes, or module names."""
-        tests: list[Callable[[str], bool]] = []
+    def ct_match(self, patterns: list[str], path: str) -> Match:
+        """compressed-tensors: "re:" regexes (re.match: anchored at the start), module classes, or module names
+        matched exactly (compressed-tensors 0.20.1 utils/match.py:442-445, match_name)."""
+        tests: list[Match] = []
         for p in patterns:
             if p.startswith("re:"):
                 try:
                     rx = re.compile(p[3:])
                 except re.error as exc:
                     raise self.fail(path, f"{p!r} is not a regular expression ({exc})") from None
-                tests.append(lambda n, rx=rx: rx.match(n) is not None)
+                tests.append(_any_name(lambda n, rx=rx: rx.match(n) is not None))
             elif p in _CLASSES:
                 tests.append(_CLASSES[p])
             elif p[:1].isupper():  # a module class this reader cannot place in a group
                 raise self.fail(path, f"{p!r}: a module class with no module group here (known: Linear, Embedding)")
             else:
-                tests.append(lambda n, p=p: n == p or n.startswith(p + "."))
-        return lambda n: any(t(n) for t in tests)
+                self.named.append((path, p))
+                tests.append(_any_name(lambda n, p=p: n == p))
+        return lambda m: any(t(m) for t in tests)
+
+    def glob(self, patterns: list[str], path: str) -> Match:
+        """ModelOpt's exclude_modules, Quark's exclude: shell-style wildcards, or module names and their children."""
+        self.named += [(path, p) for p in patterns if not any(c in p for c in "*?[")]
+        return _any_name(lambda n: any(fnmatch.fnmatchcase(n, p) or n == p or n.startswith(p + ".") for p in patterns))
 
 
-def _glob(patterns: list[str]) -> Callable[[str], bool]:
-    """ModelOpt's exclude_modules, Quark's exclude: shell-style wildcards, or module names and their children."""
-    return lambda n: any(fnmatch.fnmatchcase(n, p) or n == p or n.startswith(p + ".") for p in patterns)
-
-
-def _substring(patterns: list[str]) -> Callable[[str], bool]:
+def _substring(patterns: list[str]) -> Match:
     """transformers' / vLLM's modules_to_not_convert for AWQ, GPTQ, fbgemm_fp8, bitsandbytes: a name fragment."""
-    return lambda n: any(p in n for p in patterns)
+    return _any_name(lambda n: any(p in n for p in patterns))
 
 
-def _layers_only(n: str) -> bool:
+def _layers_only(m: Module) -> bool:
     """AWQ, GPTQ and bitsandbytes quantize the decoder layers' linear modules: never the embedding or the head."""
-    return n.startswith("model.layers.")
+    return m.kind == "layer"
 
 
-def _linear(n: str) -> bool:
-    return n != _EMBED
+def _linear(m: Module) -> bool:
+    return m.kind != "embedding"
 
 
 _SCALE_BYTES = {"torch.uint8": 1, "torch.float8_e4m3fn": 1, "torch.float8_e8m0fnu": 1, "torch.float16": 2,
@@ -285,13 +292,14 @@ def _modelopt(q: dict[str, Any], r: _Reader) -> _Rules:
         for name, entry in layers.items():
             scheme = _modelopt_scheme(r, r.obj(entry, f"{pre}quantized_layers.{name}", optional=False) or {},
                                       f"{pre}quantized_layers.{name}.")
-            schemes.append((lambda n, name=name: n == name or n.startswith(name + "."), scheme))
+            r.named.append((f"{pre}quantized_layers", name))
+            schemes.append((_any_name(_is_or_under(name)), scheme))
     else:
         schemes = [(_linear, _modelopt_scheme(r, src, pre))]
     skip_key = "exclude_modules" if "exclude_modules" in src else "ignore"
     kv = src.get("kv_cache_quant_algo")
     kv_fmt = None if kv is None else _kv(r, str(kv).lower(), f"{pre}kv_cache_quant_algo")
-    return _Rules(tuple(schemes), _glob(r.names(src.get(skip_key), pre + skip_key)), kv_fmt)
+    return _Rules(tuple(schemes), r.glob(r.names(src.get(skip_key), pre + skip_key), pre + skip_key), kv_fmt)
 
 
 def _awq(q: dict[str, Any], r: _Reader) -> _Rules:
@@ -319,7 +327,7 @@ def _gptq(q: dict[str, Any], r: _Reader) -> _Rules:
         return Scheme(canonical_format(f"int{bits}_{'ch' if group == -1 else f'g{group}z'}"), "bf16")
 
     base = scheme(q, "")
-    schemes: list[tuple[Callable[[str], bool], Scheme]] = []
+    schemes: list[tuple[Match, Scheme]] = []
     skips = list(r.names(q.get("modules_to_not_convert"), "modules_to_not_convert"))
     skip_rx: list[re.Pattern[str]] = []
     dynamic = r.obj(q.get("dynamic"), "dynamic") or {}  # GPTQModel's per-module overrides: "-:" skips, else sets
@@ -333,11 +341,11 @@ def _gptq(q: dict[str, Any], r: _Reader) -> _Rules:
             skip_rx.append(rx)
         else:
             over = r.obj(entry, f"dynamic.{key}", optional=False) or {}
-            schemes.append((lambda n, rx=rx: _layers_only(n) and rx.match(n) is not None,
+            schemes.append((lambda m, rx=rx: _layers_only(m) and any(rx.match(n) for n in m.names),
                             scheme({**q, **over}, f"dynamic.{key}.")))
     schemes.append((_layers_only, base))
     sub = _substring(skips)
-    return _Rules(tuple(schemes), lambda n: sub(n) or any(rx.match(n) for rx in skip_rx))
+    return _Rules(tuple(schemes), lambda m: sub(m) or any(rx.match(n) for rx in skip_rx for n in m.names))
 
 
 def _fbgemm_fp8(q: dict[str, Any], r: _Reader) -> _Rules:
@@ -383,7 +391,7 @@ def _quark_scheme(r: _Reader, cfg: dict[str, Any], path: str) -> Scheme | None:
 
 
 def _quark(q: dict[str, Any], r: _Reader) -> _Rules:
-    schemes: list[tuple[Callable[[str], bool], Scheme]] = []
+    schemes: list[tuple[Match, Scheme]] = []
     layers = r.obj(q.get("layer_quant_config"), "layer_quant_config") or {}
     kv_fmt = None
     kv_group = r.names(q.get("kv_cache_group"), "kv_cache_group")
@@ -396,13 +404,13 @@ def _quark(q: dict[str, Any], r: _Reader) -> _Rules:
                              f"layer_quant_config.{pattern}.output_tensors.dtype")
         scheme = _quark_scheme(r, cfg, f"layer_quant_config.{pattern}")
         if scheme is not None:
-            schemes.append((_glob([pattern]), scheme))
+            schemes.append((r.glob([pattern], f"layer_quant_config"), scheme))
     glob = _quark_scheme(r, r.obj(q.get("global_quant_config"), "global_quant_config", optional=False) or {},
                          "global_quant_config")
     if glob is None:
         raise r.fail("global_quant_config.weight", "is not set: no format says what the weights are stored in")
     schemes.append((_linear, glob))
-    return _Rules(tuple(schemes), _glob(r.names(q.get("exclude"), "exclude")), kv_fmt)
+    return _Rules(tuple(schemes), r.glob(r.names(q.get("exclude"), "exclude"), "exclude"), kv_fmt)
 
 
 def _bitsandbytes(q: dict[str, Any], r: _Reader) -> _Rules:
@@ -426,27 +434,61 @@ _METHODS: dict[str, Callable[[dict[str, Any], _Reader], _Rules]] = {
 }
 
 
-def _apply(rules: _Rules, method: str, base: str, cfg: dict[str, Any], warnings: list[str]) -> QuantSpec:
+_GROUPS = ("attention", "dense", "experts", "embedding", "lm_head")
+_STAND_IN = {"experts": "dense", "dense": "experts"}  # an empty group's format (_apply)
+
+
+def _apply(rules: _Rules, method: str, base: str, modules: ModuleSet, warnings: list[str]) -> QuantSpec:
     """Each group's format: what most of its modules hold (a module ignored, or covered by no scheme, keeps the
-    checkpoint's dtype); the activations of the first quantized group of dense, experts, attention."""
+    checkpoint's dtype); the activations of the first quantized group of dense, experts, attention. A group the
+    model has no module of sizes nothing: the experts of a dense model take the dense group's format, the dense
+    group of a MoE model without dense layers or shared experts the experts' (else what most layer modules hold)."""
+    def scheme(m: Module) -> Scheme | None:
+        return None if rules.ignored(m) else next((s for covers, s in rules.schemes if covers(m)), None)
+
+    held_by = {g: Counter(scheme(m) for m in modules.modules if m.group == g) for g in _GROUPS}
+    layers = Counter(scheme(m) for m in modules.modules if m.kind == "layer" and m.group != "norm")
+
+    def bytes_of(s: Scheme | None) -> float:
+        return number_format(s.weight if s else base).bytes_per_param
+
     chosen: dict[str, Scheme | None] = {}
-    for group, names in _names(cfg).items():
-        held = Counter()
-        for n in names:
-            held[None if rules.ignored(n) else next((s for covers, s in rules.schemes if covers(n)), None)] += 1
+    for group, held in held_by.items():
+        held_or = held or held_by.get(_STAND_IN.get(group, ""), None) or layers or Counter([None])
         # the most modules; a tie goes to the larger bytes (the fit stays on the safe side)
-        top = max(held.items(), key=lambda kv: (kv[1], number_format(kv[0].weight if kv[0] else base).bytes_per_param))
+        top = max(held_or.items(), key=lambda kv: (kv[1], bytes_of(kv[0])))
         chosen[group] = top[0]
         if len(held) > 1:
             split = ", ".join(f"{c} {s.weight if s else base}" for s, c in held.most_common())
-            warnings.append(f"quantization_config ({method}): {group} modules are split ({split} of {len(names)}); "
-                            f"sized as {top[0].weight if top[0] else base}")
-    acts = [s.activation for g in ("dense", "experts", "attention") if (s := chosen[g]) is not None]
+            warnings.append(f"quantization_config ({method}): {group} modules are split ({split} of "
+                            f"{sum(held.values())}); sized as {top[0].weight if top[0] else base}")
+    acts = [s.activation for g in ("dense", "experts", "attention") if held_by[g] and (s := chosen[g]) is not None]
+    _unmatched_names(rules, method, modules, warnings)
     return QuantSpec(method=method, **{g: (s.weight if s else base) for g, s in chosen.items()},
                      activation=acts[0] if acts else None, kv_cache=rules.kv_cache)
 
 
-def _read_quant(cfg: dict[str, Any], origin: str, warnings: list[str]) -> QuantSpec:
+def _unmatched_names(rules: _Rules, method: str, modules: ModuleSet, warnings: list[str]) -> None:
+    """A list entry naming a module of the text model (under its root, or its head) that the read stack does not
+    hold is applied to nothing: one warning per field, naming it and how the stack names its modules."""
+    names = {n for m in modules.modules for n in m.names}
+    heads = {n for m in modules.modules if m.kind == "lm_head" for n in m.names}
+    missing: dict[str, list[str]] = {}
+    for path, entry in dict.fromkeys(rules.names):
+        if not (entry in heads or any(entry.startswith(r + ".") for r in modules.roots)):
+            continue  # outside the language model (a vision tower, a projector): sized apart, at 16 bits
+        if entry in names or any(n.startswith(entry + ".") for n in names):
+            continue
+        missing.setdefault(path, []).append(entry)
+    example = next((m.names[0] for m in modules.modules if m.kind == "layer"), None)
+    for path, entries in missing.items():
+        more = f" (and {len(entries) - 3} more)" if len(entries) > 3 else ""
+        warnings.append(f"quantization_config.{path} ({method}): {', '.join(map(repr, entries[:3]))}{more} name no "
+                        f"linear module of the model as read (its layers' modules are named like {example}); "
+                        "applied to nothing")
+
+
+def _read_quant(cfg: dict[str, Any], origin: str, warnings: list[str], modules: Callable[[], ModuleSet]) -> QuantSpec:
     q = cfg.get("quantization_config")
     if q is None:
         base = _base_dtype(cfg, origin)
@@ -458,8 +500,9 @@ def _read_quant(cfg: dict[str, Any], origin: str, warnings: list[str]) -> QuantS
         raise InputError(f"{origin}: quantization_config.quant_method",
                          f"{method!r}: {_UNREPRESENTABLE[method]} have no number format here; not sized")
     if method in _METHODS:
-        rules = _METHODS[method](q, _Reader(origin))
-        return _apply(rules, method, _base_dtype(cfg, origin), cfg, warnings)
+        reader = _Reader(origin)
+        rules = replace(_METHODS[method](q, reader), names=tuple(reader.named))
+        return _apply(rules, method, _base_dtype(cfg, origin), modules(), warnings)
     skip_key = next((k for k in ("modules_to_not_convert", "ignored_layers", "ignore") if q.get(k)), "ignore")
     skip_raw = q.get(skip_key) or []
     if not isinstance(skip_raw, list):

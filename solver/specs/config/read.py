@@ -13,6 +13,7 @@ from solver.specs.config.blocks import BlockReader
 from solver.specs.config.decoder_only import refuse_non_decoder
 from solver.specs.config.encoders import ENCODER_KEYS, TOWER_FACTS, image_tokens, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
+from solver.specs.config.module_names import model_modules
 from solver.specs.config.outside import layernorm_bias, outside_stack
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
 from solver.specs.config.positions import position_encoding
@@ -319,7 +320,9 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         if raw.get(key):
             nonstandard.append(key)
             warnings.append(f"{key}: not counted (no sizing convention for it); the totals exclude it")
-    quant = read_quant(cfg, origin, warnings)
+    # the modules the quantization_config's lists are matched against: the stack's and the MTP layers' (numbered on)
+    quant = read_quant(cfg, origin, warnings, lambda: model_modules(
+        layers + tuple(x for module in mtp for x in module), (model_type, wrapper_type), bool(prefix)))
     # LFM2's config class reads tie_embedding in place of tie_word_embeddings when both are given; OpenELM's model
     # builds no head under share_input_output_layers, whatever tie_word_embeddings says; MobileLLM's model makes
     # lm_head the embedding under share_embedding

@@ -165,13 +165,13 @@ class Attention(Block):
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
         a, h, T = pc.attn_tp_size, self.hidden, w.new_tokens
         t_a = T / pc.token_shards  # tokens whose projections a rank computes
-        gemm = hw.flops(prec.gemm_dtype("attention"))
+        gemm, gemm_eff = cx.gemm("attention")
         bpp = prec.fmt("attention").bytes_per_param
         g = cx.attn_tp_group  # the projections' split: attention TP, or TP x KVP where KVP reuses the TP ranks
         rank_params = sum(p.params / p.degree(g) for p in self.computed_parts())
         ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params,
                      rank_params * bpp + t_a * (self.in_width or h) * ACT_BYTES,
-                     gemm, f.gemm, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / g))]
+                     gemm, gemm_eff, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / g))]
         keys = self.keys(cx)
         pair_shards = pc.token_shards * pc.kvp_size
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
@@ -204,8 +204,7 @@ def o_proj_op(cx: CostKit, o_dim: int, hidden: int):
     params = o_dim * hidden
     d = cx.oproj_shards
     return cx.op("o_proj", "o_proj", 2 * cx.group_tokens(d) * params / d,
-                 params / d * prec.fmt("attention").bytes_per_param, hw.flops(prec.gemm_dtype("attention")),
-                 f.gemm, kernels=1, shape_eff=cx.shape_efficiency(hidden))
+                 params / d * prec.fmt("attention").bytes_per_param, *cx.gemm("attention"), kernels=1, shape_eff=cx.shape_efficiency(hidden))
 
 
 def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: int, o_dim: int,

@@ -162,6 +162,10 @@ class CostKit(Protocol):
 
     def shape_efficiency(self, width: float) -> float: ...
 
+    def gemm(self, group: str) -> tuple[float, float]:
+        """(peak FLOP/s, achieved fraction) of a GEMM over the precision group's weights (estimate.compute.gemm_rate)."""
+        ...
+
     def busy_replicas(self) -> float: ...
 
 

@@ -95,7 +95,7 @@ class CompressedAttention(Block):
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
         a, h, T = pc.attn_tp_size, self.hidden, w.new_tokens
         t_a = T / pc.token_shards
-        gemm = hw.flops(prec.gemm_dtype("attention"))
+        gemm, gemm_eff = cx.gemm("attention")
         bpp = prec.fmt("attention").bytes_per_param
         ops = [latent_projection_op(self, cx)]
         keys = self.keys(cx)
@@ -117,7 +117,7 @@ class CompressedAttention(Block):
             ops += self.indexer.ops(cx, h, self.q_lora_rank, key_share=1 / self.ratio)
         o = self.o_dim * self.o_lora_rank + self.o_groups * self.o_lora_rank * h
         d = cx.oproj_shards
-        ops.append(cx.op("o_proj", "o_proj", 2 * cx.group_tokens(d) * o / d, o / d * bpp, gemm, f.gemm, kernels=2,
+        ops.append(cx.op("o_proj", "o_proj", 2 * cx.group_tokens(d) * o / d, o / d * bpp, gemm, gemm_eff, kernels=2,
                          shape_eff=cx.shape_efficiency(h)))
         return ops
 

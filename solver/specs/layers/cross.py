@@ -54,7 +54,7 @@ class CrossAttention(Attention):
         a = g = cx.attn_tp_group
         h, T = self.hidden, w.new_tokens
         t_a = T / pc.token_shards
-        gemm = hw.flops(prec.gemm_dtype("attention"))
+        gemm, gemm_eff = cx.gemm("attention")
         bpp = prec.fmt("attention").bytes_per_param
         # the queries' projection and q norm per text token; k / v_proj and the k norm per image token
         q_parts = self.computed_parts()
@@ -63,11 +63,11 @@ class CrossAttention(Attention):
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
         shape = cx.shape_efficiency(self.heads * self.head_dim / g)
         ops = [cx.op("qkv_proj", "attention", 2 * t_a * q_params, q_params * bpp + t_a * h * ACT_BYTES, gemm,
-                     f.gemm, kernels=1, shape_eff=shape)]
+                     gemm_eff, kernels=1, shape_eff=shape)]
         if w.phase == "prefill":  # the image K/V of the step's requests, projected once and written to the cache
             img = w.sequences * self.kv_tokens
             ops.append(cx.op("cross_kv_proj", "attention", 2 * img * kv_params,
-                             kv_params * bpp + img * h * ACT_BYTES + img * kv_bpt, gemm, f.gemm, kernels=2,
+                             kv_params * bpp + img * h * ACT_BYTES + img * kv_bpt, gemm, gemm_eff, kernels=2,
                              shape_eff=shape))
         flops = 2 * self.heads / a * t_a * self.kv_tokens * (self.head_dim + self.v_head_dim)
         eff = f.attention if w.phase == "prefill" else f.gemm

@@ -43,7 +43,7 @@ class DenseFFN(Block):
         p = ffn_params(self.hidden, self.inter, self.gated, self.bias, self.out_bias)
         d = pc.dense_tp_size
         return [cx.op("dense_ffn", "dense_ffn", 2 * cx.group_tokens(d) / d * p, p / d * prec.fmt("dense").bytes_per_param,
-                      hw.flops(prec.gemm_dtype("dense")), f.gemm, kernels=3 if self.gated else 2,
+                      *cx.gemm("dense"), kernels=3 if self.gated else 2,
                       shape_eff=cx.shape_efficiency(self.inter / d))]
 
     def comms(self, cx: CostKit, hide_s: float) -> list:

@@ -61,7 +61,7 @@ class Indexer:
         # back (DeepGEMM fp8_mqa_logits + top-k per row)
         logits = T * ctx * LOGIT_BYTES / pair_shards
         return [cx.op("indexer_proj", "indexer", 2 * t_a * params, params * prec.fmt("attention").bytes_per_param,
-                      hw.flops(prec.gemm_dtype("attention")), f.gemm, kernels=3),
+                      *cx.gemm("attention"), kernels=3),
                 cx.op("indexer_score", "indexer", score_flops, read / pair_shards + logits, peak, f.attention,
                       kernels=2),
                 cx.op("indexer_topk", "indexer", 0.0, logits + T * self.topk * 4 / pair_shards, peak, f.attention,

@@ -155,5 +155,5 @@ def latent_projection_op(block: Block, cx: CostKit):
     rank = sum(p.params / p.degree(g) for p in block.proj_parts())
     return cx.op("qkv_proj", "attention", 2 * t_a * rank,
                  rank * prec.fmt("attention").bytes_per_param + t_a * block.hidden * ACT_BYTES,
-                 hw.flops(prec.gemm_dtype("attention")), cx.f.gemm, kernels=6,
+                 *cx.gemm("attention"), kernels=6,
                  shape_eff=cx.shape_efficiency(block.heads * block.head_dim / g))

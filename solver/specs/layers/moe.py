@@ -147,12 +147,14 @@ class MoE(Block):
         width = self.expert_width
         # Grouped GEMM over the local experts at `grouped_gemm` times the dense GEMM's FLOP/s: at tens to
         # hundreds of rows per expert the MoE kernels reach well below a large dense GEMM (fitted over the
-        # calibration CSV; benchmarks/README.md)
+        # calibration CSV; benchmarks/README.md). Weight-only experts (W4A16) run another kernel, the
+        # dequantizing MoE GEMM, at its own fraction of the 16-bit GEMM (cx.gemm: `dequant_gemm`) instead
+        peak, eff = cx.gemm("experts")
+        grouped = 1.0 if prec.weight_only("experts") else f.grouped_gemm
         ops = [cx.op("routed_experts", "routed_experts", 2 * pairs * p / t * imb,
                      touched * p / t * prec.fmt("experts").bytes_per_param
                      + pairs * (width + 2 * self.inter / t) * ACT_BYTES,
-                     hw.flops(prec.gemm_dtype("experts")), f.gemm, kernels=4,
-                     shape_eff=cx.shape_efficiency(self.inter / t) * f.grouped_gemm),
+                     peak, eff, kernels=4, shape_eff=cx.shape_efficiency(self.inter / t) * grouped),
                # token permute / un-permute: pairs x width x 2 bytes x 2 passes on the busiest rank
                cx.op("moe_permute", "routed_experts", 0.0, 2 * pairs * imb * width * ACT_BYTES, hw.flops("bf16"),
                      f.gemm, kernels=1)]
@@ -162,12 +164,12 @@ class MoE(Block):
         if self.latent:
             lp = 2 * h * self.latent
             ops.append(cx.op("latent_proj", "moe_latent", 2 * u1 * lp, lp * prec.fmt("dense").bytes_per_param,
-                             hw.flops(prec.gemm_dtype("dense")), f.gemm, kernels=2))
+                             *cx.gemm("dense"), kernels=2))
         if self.shared_inter:
             d = pc.dense_tp_size
             sp = self.shared_params
             ops.append(cx.op("shared_experts", "shared_experts", 2 * cx.group_tokens(d) / d * sp,
-                             sp / d * prec.fmt("dense").bytes_per_param, hw.flops(prec.gemm_dtype("dense")), f.gemm,
+                             sp / d * prec.fmt("dense").bytes_per_param, *cx.gemm("dense"),
                              kernels=3, shape_eff=cx.shape_efficiency(self.shared_inter / d)))
         return ops
 

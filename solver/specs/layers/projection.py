@@ -38,5 +38,5 @@ class Projection(Block):
         io = self.shapes[0][0] + self.shapes[-1][1]
         return [cx.op(self.name, self.module, 2 * t * self.weights,
                       self.weights * prec.fmt("dense").bytes_per_param + t * io * ACT_BYTES,
-                      hw.flops(prec.gemm_dtype("dense")), f.gemm, kernels=len(self.shapes),
+                      *cx.gemm("dense"), kernels=len(self.shapes),
                       shape_eff=cx.shape_efficiency(self.shapes[-1][1]))]

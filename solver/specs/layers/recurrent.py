@@ -26,7 +26,7 @@ def projection_op(cx: CostKit, module: str, *, hidden: int, proj_params: float, 
     rank_params = proj_params / a
     return cx.op(f"{module}_proj", module, 2 * T * rank_params,
                  rank_params * prec.fmt("attention").bytes_per_param + 2 * T * hidden * ACT_BYTES,
-                 hw.flops(prec.gemm_dtype("attention")), f.gemm, kernels=kernels,
+                 *cx.gemm("attention"), kernels=kernels,
                  shape_eff=cx.shape_efficiency(width / a))
 
 
