@@ -6,7 +6,11 @@ modeling_*.py with their configuration_*.py (read from the wheel, not installed)
 on them."""
 from __future__ import annotations
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin
+import pytest
+
+from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
 from test_unseen_configs_round23 import pixtral_tower
 
 DATA = UNSEEN / "round28"
@@ -77,11 +81,12 @@ STEP37_VISION_LAYER = (2 * layer_norm(1536) + 4 * lin(1536, 1536, True) + lin(15
 STEP37_VISION = (conv(3, 1536, 14, False) + 2704 * 1536 + layer_norm(1536) + 47 * STEP37_VISION_LAYER
                  + conv(1536, 3072, 3, True) + conv(3072, 6144, 3, True))
 STEP37 = STEP37_TEXT + STEP37_VISION + lin(6144, 4096)
-STEP37_ACTIVE = STEP37 - 42 * (288 - 8) * gated(4096, 1280)
+STEP37_ACTIVE = STEP37_TEXT - 42 * (288 - 8) * gated(4096, 1280)  # the tower runs per image, not per token
 
 
+# Mistral-Large-4 is refused (REFUSALS below); its hand count, 1,051,822,421,536 (active 54,802,806,304), is what a
+# reader that holds its attention would have to reach
 HAND: dict[str, int] = {
-    "mistralai--Mistral-Large-4-1T-A52B": MISTRAL_LARGE_4,
     "stepfun-ai--Step-3.7-Flash": STEP37,
 }
 # Published totals precise enough for a 1% check: none recalled (Mistral-Large-4's "1T" and Step-3.7-Flash's name
@@ -89,14 +94,69 @@ HAND: dict[str, int] = {
 PUBLISHED: dict[str, float] = {}
 
 ACTIVE: dict[str, tuple[int, float | None]] = {
-    "mistralai--Mistral-Large-4-1T-A52B": (MISTRAL_LARGE_4_ACTIVE, None),
+    # 8 of 288 and the shared one, with the embedding and head (the tower runs per image)
     "stepfun-ai--Step-3.7-Flash": (STEP37_ACTIVE, None),
 }
 
-# Bytes of K/V per token of context at bf16: Mistral-Large-4's MLA latent 512 + the rope key 64 on its 54 RoPE
-# layers, 512 alone on its 18 NoPE layers, plus the indexer's key cache of 128 a layer (DSA); Step-3.7's 45 full
-# layers of 8 K/V heads x 128
+# Bytes of K/V per token of context at bf16: Step-3.7's 45 full layers of 8 K/V heads x 128 (Mistral-Large-4's,
+# were it counted: the MLA latent 512 + rope 64 on 54 layers, 512 on its 18 NoPE layers, and the indexer's 128-wide
+# key on all 72)
 KV_BYTES_PER_TOKEN: dict[str, int] = {
-    "mistralai--Mistral-Large-4-1T-A52B": (54 * (512 + 64) + 18 * 512 + 72 * 128) * 2,
     "stepfun-ai--Step-3.7-Flash": 45 * 2 * 8 * 128 * 2,
 }
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_step37_counts_its_head_gate_q_k_norms_shared_expert_and_correction_bias() -> None:
+    # Before this round 196,917,066,496 with notes only: no g_proj (45 x 64 x 4096), q / k norms (45 x 256), shared
+    # expert (share_expert_dim unread: 42 x 3 x 4096 x 1280), correction bias (42 x 288), and the tower's
+    # downsamplers, projector and position table miscounted
+    assert _total("stepfun-ai--Step-3.7-Flash") == STEP37
+
+
+def test_step37_text_stack_alone_counts_exactly() -> None:
+    cfg = _load("stepfun-ai--Step-3.7-Flash")["text_config"]
+    assert count(cfg) == STEP37_TEXT
+
+
+def test_step37_class_defaults_fill_the_pattern_fields_a_file_leaves_out() -> None:
+    cfg = _load("stepfun-ai--Step-3.7-Flash")
+    for key in ("mlp_layer_types", "layer_types", "num_sliding_attention_heads", "per_layer_config"):
+        del cfg["text_config"][key]
+    assert count(cfg) == STEP37
+    cfg["text_config"]["moe_layers_enum"] = ",".join(str(i) for i in range(3, 45))
+    assert count(cfg) == STEP37
+
+
+def test_step37_gating_per_element_gates_every_channel() -> None:
+    cfg = _load("stepfun-ai--Step-3.7-Flash")
+    cfg["text_config"]["gating"] = "per-element"
+    assert count(cfg) == STEP37 + 45 * (lin(4096, 64 * 128) - lin(4096, 64))
+
+
+def test_step37_tower_downsamples_through_two_biased_convolutions() -> None:
+    cfg = _load("stepfun-ai--Step-3.7-Flash")
+    cfg["projector_bias"] = True
+    assert count(cfg) == STEP37 + 4096
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+REFUSALS: dict[str, str] = {
+    # Before this round: "text_config.layer_types: unknown entry 'indexed_attention'" (naming no missing feature)
+    "mistralai--Mistral-Large-4-1T-A52B": r"'mistral_large4_text': DSA attention without a query LoRA",
+    # Before this round: "text_config.head_dim: must be >= 1, got 0" (the class's NoPE MLA writes head_dim 0)
+    "zai-org--GLM-5.3-Flash": r"index_kpool: 16: a DSA indexer over pooled key groups",
+    # Before this round: "text_config.layer_types: unknown entry 'indexed_attention' at index 3"
+    "Qwen--Qwen4-Exp": r"hc_count: 4: low-rank hyper-connections",
+}
+
+
+@pytest.mark.parametrize("name, key", [("zai-org--GLM-5.3-Flash", "index_kpool"), ("Qwen--Qwen4-Exp", "hc_count")])
+def test_a_refused_feature_left_out_of_the_file_is_refused_by_its_class_default(name: str, key: str) -> None:
+    cfg = ROUND.load(name, REFUSED)
+    del cfg["text_config"][key]
+    with pytest.raises(InputError, match=key):
+        parse_model_config(cfg, "x")
