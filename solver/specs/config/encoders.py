@@ -77,6 +77,9 @@ model_type and the text model's) on top:
                             per patch (Gemma-4's position_embedding_size: 2 x FIELD x h)
   _vision_position_rows     the field counting the learned table's rows (Siglip2's num_patches: a square grid
                             resized to each image), in place of (image_size / patch_size)^2
+  _vision_projector_conv_downsample  two biased 3 x 3 stride-2 Conv2d h -> 2h -> 4h, then one linear 4h -> the
+                            text width, biased under the wrapper's projector_bias (Step3p7VisionModel's downsamplers
+                            and Step3p7Model.multi_modal_projector)
   _vision_projector_bare_linear  one bias-free linear into the text width after a scale-free norm
                             (Gemma4MultimodalEmbedder)
   _vision_projector_unshuffle_mlp  {downsample_factor, projector_hidden_size}: a pixel unshuffle by the wrapper's
@@ -385,6 +388,11 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         # GLM-4.1V: downsample, a biased Conv2d m x m from h into out_hidden_size; then the merger
         out = f.int("out_hidden_size")
         return _conv_merger(h, f.int("spatial_merge_size"), out, out, f.int("intermediate_size"))
+    if facts.get("_vision_projector_conv_downsample"):
+        # Step3p7VisionModel's downsampler1 / downsampler2, biased 3 x 3 Conv2d h -> 2h -> 4h, then
+        # multi_modal_projector, one linear 4h -> the text width (biased under the wrapper's projector_bias)
+        convs = 9 * h * 2 * h + 2 * h + 9 * 2 * h * 4 * h + 4 * h
+        return convs + 4 * h * text_hidden + (text_hidden if wrapper.bool("projector_bias", True) else 0)
     if facts.get("_vision_projector_bare_linear"):
         # Gemma4MultimodalEmbedder: a scale-free RMSNorm (no weight), one bias-free linear into the text width
         return h * f.int("out_hidden_size", "text_hidden_size", default=text_hidden)

@@ -128,7 +128,7 @@ class FfnReading:
         count_name = f.first("n_shared_experts", "num_shared_experts", "num_shared_expert", "moe_num_shared_experts")
         count = f.per_layer(count_name, L, 0)[i] if count_name else 0  # type: ignore[index]
         width_name = f.first("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
-                             "shared_intermediate_size")
+                             "shared_intermediate_size", "share_expert_dim")  # Step-3.5 / 3.7
         if width_name is not None:
             shared = f.int(width_name, minimum=0)  # 0: no shared expert
         else:

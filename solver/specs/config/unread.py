@@ -103,6 +103,13 @@ _REFUSED = {
     # nGPT's per-channel scales on q / k, the MLP, the residual and the logits: the stack runs each layer once
     "n_recurrent_loops": "a recurrent section whose layers run several times a token (compute and K/V per pass) and "
                          "nGPT's per-channel scales",
+    # Qwen4-Exp: low-rank hyper-connections (hc_count residual streams mixed through an hc_lowrank down / up map per
+    # sub-block and a model-level mixer), which DeepSeek-V4's hc_mult layout (a full (2 + m) x m map) does not size
+    "hc_count": "low-rank hyper-connections (hc_count streams mixed through hc_lowrank maps in every sub-block and a "
+                "model-level mixer)",
+    # GLM-5.3-Flash: a DSA indexer over pooled keys (index_kpool_compress_ape kpool x index_head_dim and
+    # index_kpool_compress_gate index_head_dim x hidden in every indexer), which the DSA layer kind does not hold
+    "index_kpool": "a DSA indexer over pooled key groups (its compress position table and gate)",
 }
 
 

@@ -1,0 +1,162 @@
+"""Twenty-eighth round of families outside the catalog (tests/data/configs_unseen/round28/, SOURCES.md's
+"Twenty-eighth round (stop 36)"): the 2026 flagship model_types in transformers 5.25.0 that round 27 left for their
+size (mistral_large4, step3p7 counted; glm5_next, qwen4_exp refused). Each config is its class's defaults (the
+docstring names the checkpoint), written as to_dict would; hand counts tensor by tensor from transformers 5.25.0's
+modeling_*.py with their configuration_*.py (read from the wheel, not installed); written before the reader was run
+on them."""
+from __future__ import annotations
+
+import pytest
+
+from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
+from test_unseen_configs_round23 import pixtral_tower
+
+DATA = UNSEEN / "round28"
+ROUND = Round(DATA)
+_load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
+
+
+def layer_norm(d: int) -> int:  # nn.LayerNorm: weight and bias
+    return 2 * d
+
+
+def conv(cin: int, cout: int, k: int, bias: bool) -> int:  # a k x k Conv2d
+    return cin * cout * k * k + (cout if bias else 0)
+
+
+# ------------------------------------------------------------------ Mistral-Large-4-1T-A52B (MistralLarge4Config()
+# defaults). Text: 72 layers, 6144 wide; MLA without a query LoRA (q_proj 6144 -> 64 x (64 + 64)), kv_a_proj_with_mqa
+# 6144 -> 512 + rope, kv_a_layernorm 512, kv_b 512 -> 64 x (nope + 128), o 64 x 128 -> 6144, no bias, and a per-head
+# softmax scale and bias on the queries (MistralLarge4TextSoftmaxScaling(64)). NoPE layers (no_rope_layers 0: every
+# 4th, 18 of 72) have no rope slice: kv_a 6144 -> 512 and nope 64 + 64 = 128 in kv_b (q_proj keeps 64 x 128).
+# A DSA indexer on every layer (indexer_types all "full"): without a query LoRA its queries come from the hidden
+# state (q_input_norm LayerNorm 6144, wq_b 6144 -> 32 x 128), wk 6144 -> 128, k_norm LayerNorm 128, weights_proj
+# 6144 -> 32 and its own per-head softmax scale and bias (32). Layer 0 the dense 24576 MLP, 71 MoE of 128 x 6144
+# top-4 (router weight only, fp32, softmax: no correction bias) and one shared of 6144; two RMSNorms a layer; a
+# learned LeRoPE alpha over the rotary's 32 inverse frequencies (rotary_emb.alpha, a Parameter); untied 204800.
+# Vision: the Pixtral tower of init_kwargs (2048 wide, 30 layers, gated 6144, patch 14); projector norm RMSNorm 2048,
+# patch merger 4 x 2048 -> 2048, linear_1 2048 -> 6144, linear_2 6144 -> 6144, no bias
+def ml4_attention(h: int, heads: int, kv_rank: int, nope: int, rope: int, v: int) -> int:
+    return (lin(h, heads * (nope + rope)) + lin(h, kv_rank + rope) + kv_rank + lin(kv_rank, heads * (nope + v))
+            + lin(heads * v, h) + 2 * heads)
+
+
+def ml4_attention_nope(h: int, heads: int, kv_rank: int, nope: int, rope: int, v: int) -> int:
+    """A NoPE layer: the rope slice joins the nope part in kv_b and leaves kv_a; q_proj is unchanged."""
+    return (lin(h, heads * (nope + rope)) + lin(h, kv_rank) + kv_rank + lin(kv_rank, heads * (nope + rope + v))
+            + lin(heads * v, h) + 2 * heads)
+
+
+def ml4_indexer(h: int, heads: int, d: int) -> int:
+    return layer_norm(h) + lin(h, heads * d) + lin(h, d) + layer_norm(d) + lin(h, heads) + 2 * heads
+
+
+ML4_ROPE_LAYER = ml4_attention(6144, 64, 512, 64, 64, 128) + ml4_indexer(6144, 32, 128) + 2 * 6144
+ML4_NOPE_LAYER = ml4_attention_nope(6144, 64, 512, 64, 64, 128) + ml4_indexer(6144, 32, 128) + 2 * 6144
+ML4_MOE = lin(6144, 128) + 128 * gated(6144, 6144) + gated(6144, 6144)
+ML4_TEXT = (2 * 204800 * 6144 + 54 * ML4_ROPE_LAYER + 18 * ML4_NOPE_LAYER + gated(6144, 24576) + 71 * ML4_MOE
+            + 6144 + 32)
+ML4_VISION = pixtral_tower(2048, 30, 6144, 14) + 2048 + lin(4 * 2048, 2048) + lin(2048, 6144) + lin(6144, 6144)
+MISTRAL_LARGE_4 = ML4_TEXT + ML4_VISION
+MISTRAL_LARGE_4_ACTIVE = MISTRAL_LARGE_4 - 71 * (128 - 4) * gated(6144, 6144)
+
+
+# ------------------------------------------------------------------ Step-3.7-Flash (Step3p7Config() defaults).
+# Text (model_type step3p5): 45 layers, 4096 wide, GQA 64 / 8 heads x 128 without bias, q_norm / k_norm of 128 and
+# a per-head output gate g_proj 4096 -> 64 (the class attribute gating = True: no field in the file); layers 0-2 the
+# dense 11264 MLP, 42 MoE of 288 x 1280 top-8 with a router weight and its e_score_correction_bias (a persistent
+# buffer), one shared of 1280 (share_expert_dim); two RMSNorms a layer; untied 128815.
+# Vision (step3p5_vision): Conv2d patch 3 x 14 x 14 -> 1536 without bias, a learned position table of
+# (728 / 14)^2 = 2704, pre_layernorm; 47 layers of two LayerNorms, biased q / k / v / out 1536 square, biased fc1
+# 1536 -> 8960 / fc2 and two layer-scale vectors (lambda_1 / lambda_2); no post norm; two biased 3 x 3 stride-2
+# Conv2d downsamplers 1536 -> 3072 -> 6144; projector 6144 -> 4096 without bias (projector_bias false)
+STEP37_ATTENTION = gqa(4096, 64, 8, 128) + 2 * 128 + lin(4096, 64)
+STEP37_MOE = lin(4096, 288) + 288 + 288 * gated(4096, 1280) + gated(4096, 1280)
+STEP37_TEXT = (2 * 128815 * 4096 + 45 * (STEP37_ATTENTION + 2 * 4096) + 3 * gated(4096, 11264) + 42 * STEP37_MOE
+               + 4096)
+STEP37_VISION_LAYER = (2 * layer_norm(1536) + 4 * lin(1536, 1536, True) + lin(1536, 8960, True)
+                       + lin(8960, 1536, True) + 2 * 1536)
+STEP37_VISION = (conv(3, 1536, 14, False) + 2704 * 1536 + layer_norm(1536) + 47 * STEP37_VISION_LAYER
+                 + conv(1536, 3072, 3, True) + conv(3072, 6144, 3, True))
+STEP37 = STEP37_TEXT + STEP37_VISION + lin(6144, 4096)
+STEP37_ACTIVE = STEP37_TEXT - 42 * (288 - 8) * gated(4096, 1280)  # the tower runs per image, not per token
+
+
+# Mistral-Large-4 is refused (REFUSALS below); its hand count, 1,051,822,421,536 (active 54,802,806,304), is what a
+# reader that holds its attention would have to reach
+HAND: dict[str, int] = {
+    "stepfun-ai--Step-3.7-Flash": STEP37,
+}
+# Published totals precise enough for a 1% check: none recalled (Mistral-Large-4's "1T" and Step-3.7-Flash's name
+# are rounder than 1%)
+PUBLISHED: dict[str, float] = {}
+
+ACTIVE: dict[str, tuple[int, float | None]] = {
+    # 8 of 288 and the shared one, with the embedding and head (the tower runs per image)
+    "stepfun-ai--Step-3.7-Flash": (STEP37_ACTIVE, None),
+}
+
+# Bytes of K/V per token of context at bf16: Step-3.7's 45 full layers of 8 K/V heads x 128 (Mistral-Large-4's,
+# were it counted: the MLA latent 512 + rope 64 on 54 layers, 512 on its 18 NoPE layers, and the indexer's 128-wide
+# key on all 72)
+KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "stepfun-ai--Step-3.7-Flash": 45 * 2 * 8 * 128 * 2,
+}
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_step37_counts_its_head_gate_q_k_norms_shared_expert_and_correction_bias() -> None:
+    # Before this round 196,917,066,496 with notes only: no g_proj (45 x 64 x 4096), q / k norms (45 x 256), shared
+    # expert (share_expert_dim unread: 42 x 3 x 4096 x 1280), correction bias (42 x 288), and the tower's
+    # downsamplers, projector and position table miscounted
+    assert _total("stepfun-ai--Step-3.7-Flash") == STEP37
+
+
+def test_step37_text_stack_alone_counts_exactly() -> None:
+    cfg = _load("stepfun-ai--Step-3.7-Flash")["text_config"]
+    assert count(cfg) == STEP37_TEXT
+
+
+def test_step37_class_defaults_fill_the_pattern_fields_a_file_leaves_out() -> None:
+    cfg = _load("stepfun-ai--Step-3.7-Flash")
+    for key in ("mlp_layer_types", "layer_types", "num_sliding_attention_heads", "per_layer_config"):
+        del cfg["text_config"][key]
+    assert count(cfg) == STEP37
+    cfg["text_config"]["moe_layers_enum"] = ",".join(str(i) for i in range(3, 45))
+    assert count(cfg) == STEP37
+
+
+def test_step37_gating_per_element_gates_every_channel() -> None:
+    cfg = _load("stepfun-ai--Step-3.7-Flash")
+    cfg["text_config"]["gating"] = "per-element"
+    assert count(cfg) == STEP37 + 45 * (lin(4096, 64 * 128) - lin(4096, 64))
+
+
+def test_step37_tower_downsamples_through_two_biased_convolutions() -> None:
+    cfg = _load("stepfun-ai--Step-3.7-Flash")
+    cfg["projector_bias"] = True
+    assert count(cfg) == STEP37 + 4096
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+REFUSALS: dict[str, str] = {
+    # Before this round: "text_config.layer_types: unknown entry 'indexed_attention'" (naming no missing feature)
+    "mistralai--Mistral-Large-4-1T-A52B": r"'mistral_large4_text': DSA attention without a query LoRA",
+    # Before this round: "text_config.head_dim: must be >= 1, got 0" (the class's NoPE MLA writes head_dim 0)
+    "zai-org--GLM-5.3-Flash": r"index_kpool: 16: a DSA indexer over pooled key groups",
+    # Before this round: "text_config.layer_types: unknown entry 'indexed_attention' at index 3"
+    "Qwen--Qwen4-Exp": r"hc_count: 4: low-rank hyper-connections",
+}
+
+
+@pytest.mark.parametrize("name, key", [("zai-org--GLM-5.3-Flash", "index_kpool"), ("Qwen--Qwen4-Exp", "hc_count")])
+def test_a_refused_feature_left_out_of_the_file_is_refused_by_its_class_default(name: str, key: str) -> None:
+    cfg = ROUND.load(name, REFUSED)
+    del cfg["text_config"][key]
+    with pytest.raises(InputError, match=key):
+        parse_model_config(cfg, "x")
