@@ -247,8 +247,21 @@ def test_deepseek_r1_fp4_counts_only_the_modules_each_layer_has() -> None:
 
 # --- FP4 on a device without an FP4 rate: W4A16 (precision.W4A16_ON_DEVICES_WITHOUT) ------------------------
 
+@pytest.fixture
+def fp4_weight_only(monkeypatch):
+    """The W4A16 rule with FP4 listed, as vLLM's code runs FP4 on Hopper / Ampere: the shipped list is empty until
+    the calibration rows can tell the pricings apart (precision.W4A16_ON_DEVICES_WITHOUT's comment)."""
+    monkeypatch.setattr("solver.specs.precision.W4A16_ON_DEVICES_WITHOUT", ("fp4",))
+
+
+def test_fp4_on_a_device_without_an_fp4_rate_is_priced_at_the_activations_8bit_rate_as_shipped() -> None:
+    """Shipped: NVFP4 on H100 runs its GEMMs at the 8-bit activations' rate (W4A8), the weight bytes 4-bit."""
+    prec = resolve_precision(_model("nvidia--Llama-3.3-70B-Instruct-FP4"), load_hardware("h100_sxm"))
+    assert prec.gemm_dtype("dense") == "fp8" and prec.fmt("dense").name == "nvfp4" and not prec.a16
+
+
 @pytest.mark.parametrize("hw", ["h100_sxm", "a100_sxm"])
-def test_nvfp4_runs_w4a16_where_the_device_has_no_fp4_rate(hw: str) -> None:
+def test_nvfp4_runs_w4a16_where_the_device_has_no_fp4_rate(hw: str, fp4_weight_only) -> None:
     m = _model("nvidia--Llama-3.3-70B-Instruct-FP4")
     prec = resolve_precision(m, load_hardware(hw))
     assert prec.gemm_dtype("dense") == prec.gemm_dtype("attention") == "bf16"
@@ -256,7 +269,7 @@ def test_nvfp4_runs_w4a16_where_the_device_has_no_fp4_rate(hw: str) -> None:
     assert prec.activation == "bf16"
 
 
-def test_fp4_experts_beside_fp8_dense_run_w4a16_while_the_dense_gemms_stay_w8a8() -> None:
+def test_fp4_experts_beside_fp8_dense_run_w4a16_while_the_dense_gemms_stay_w8a8(fp4_weight_only) -> None:
     m = _model("nvidia--DeepSeek-R1-FP4")
     prec = resolve_precision(m, load_hardware("h100_sxm"), weight_dtype="fp8_block", moe_weight_dtype="nvfp4")
     assert (prec.gemm_dtype("dense"), prec.gemm_dtype("experts")) == ("fp8", "bf16")

@@ -41,10 +41,10 @@ def test_nvfp4_experts_beside_fp8_dense_run_w4a4_where_the_hardware_has_fp4() ->
     model = load_model("deepseek-r1")
     p = resolve_precision(model, load_hardware("b200_sxm"), moe_weight_dtype="nvfp4")
     assert (p.gemm_dtype("experts"), p.gemm_dtype("dense"), p.gemm_dtype("attention")) == ("fp4", "fp8", "fp8")
-    # no FP4 rate (Hopper holds NVFP4 weight-only): the experts run W4A16 at the 16-bit rate (vLLM's Marlin FP4,
-    # precision.W4A16_ON_DEVICES_WITHOUT), the FP8 dense GEMMs still W8A8
+    # no FP4 rate (Hopper holds NVFP4 weight-only): the experts are priced at the FP8 activations' rate (W4A8; the
+    # W4A16 rule's list is empty as shipped, precision.W4A16_ON_DEVICES_WITHOUT), the FP8 dense GEMMs W8A8
     h = resolve_precision(model, load_hardware("h200_sxm"), moe_weight_dtype="nvfp4")
-    assert (h.gemm_dtype("experts"), h.gemm_dtype("dense")) == ("bf16", "fp8")
+    assert (h.gemm_dtype("experts"), h.gemm_dtype("dense")) == ("fp8", "fp8")
 
 
 def test_a_gemm_runs_weight_only_where_quantized_weights_meet_16bit_activations() -> None:

@@ -61,7 +61,15 @@ class Precision:
 # experts/marlin_moe.py:539: sm_75+); MXFP4 MoE keeps BF16-activation backends first (oracle/mxfp4.py:421-431:
 # TRITON, MARLIN) and warns where a requested activation format falls back to BF16 (oracle/mxfp4.py:564). INT4
 # (AWQ / GPTQ) keeps its own rule: the W4A8 recipes of Ascend's weight_only_formats.
-W4A16_ON_DEVICES_WITHOUT = ("fp4",)
+# Empty, measured: with ("fp4",) gpt-oss-120b's MXFP4 experts on H100 / H200 (the only weight-only rows of the
+# calibration CSV) fit dequant_gemm 0.506 of the 16-bit rate, the same FLOP/s as the FP8 grouped GEMM's 0.2528 of
+# the FP8 rate, and the rows can tell the two pricings apart only across models: held out, DeepSeek's experts
+# lost the gpt-oss rows that held grouped_gemm (refitted without DeepSeek 0.256 -> 0.323), aggregated
+# leave-one-model-out TTFT went 31.2% -> 34.8% and the disaggregated complete rows held out by model 22.5% ->
+# 34.6% (benchmarks/README.md, "Stop 36: W4A16 on devices without FP4"). FP4 on these devices stays priced at the
+# activations' 8-bit rate (the W4A8 rule of gemm_dtype) until rows of a second weight-only model tell the pricings
+# apart; the mechanism stays for the formats listed here.
+W4A16_ON_DEVICES_WITHOUT: tuple[str, ...] = ()
 
 
 # Formats that a published checkpoint of a MoE model applies to its routed experts only: the NVFP4 MoE
