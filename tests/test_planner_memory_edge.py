@@ -64,3 +64,37 @@ def test_the_edge_search_finds_the_largest_that_holds() -> None:
     assert memory_edge(64, 128, lambda c: c <= 107) == 107
     assert memory_edge(64, 128, lambda c: c <= 64) is None
     assert memory_edge(64, 65, lambda c: True) is None
+
+
+# DeepSeek-V3 on 48 Atlas A3 dies under cann-recipes (batch a multiple of the attention DP size), 8K prompts, 1K
+# outputs: memory alone stops at 1,996 requests, a count no layout the engine runs divides
+V3_48_A3 = ("deepseek-v3", "atlas_a3", 48, "cann-recipes")
+
+
+def test_the_memory_edge_is_a_batch_the_engines_rules_run() -> None:
+    """Under an engine's batch rule the edge is the most sequences a configuration both holds and may run:
+    1,968 = 41 x 48 (DP48 layouts), not 1,996, which `solve --concurrency 1996` refuses."""
+    name, hw_name, world, fw_name = V3_48_A3
+    m, h, fw = load_model(name), load_hardware(hw_name), load_framework(fw_name)
+    prec = resolve_precision(m, h)
+    fac = factors_for(h, fw.efficiency_for(h))
+    sc = Scenario(kind="throughput", isl=8192, osl=1024)
+    t = build_tables(m, h, prec, fac, fw, build_space(m, h, fw, world, sc), sc)
+    assert t.batches[-2:] == (1536, 1968)
+    _, cands = run_solve(name, hw_name, world, Scenario(isl=8192, osl=1024, concurrency=1968), fw_name, top=1,
+                         explain_binding=False)
+    assert cands[0].planned.batch == 1968 and cands[0].planned.estimate.memory.feasible
+
+
+def test_a_fixed_concurrency_the_batch_rule_refuses_names_the_nearest_it_runs() -> None:
+    """--concurrency 1996 is refused naming C.batch_divisible_attn_dp and what would fit: 1,968, which a
+    layout holding 1,996 sequences runs (it said only which rule binds)."""
+    import pytest
+
+    from solver.errors import InfeasibleError
+
+    name, hw_name, world, fw_name = V3_48_A3
+    with pytest.raises(InfeasibleError) as err:
+        run_solve(name, hw_name, world, Scenario(isl=8192, osl=1024, concurrency=1996), fw_name, top=1)
+    assert "C.batch_divisible_attn_dp" in str(err.value)
+    assert "--concurrency 1,968" in (err.value.remedy or "")

@@ -33,6 +33,7 @@ from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
+from solver.specs.rule_env import model_env
 from solver.specs.scenario import Scenario
 
 
@@ -451,6 +452,11 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
     if launchable:  # no equal share of the ranks over their nodes: the launch itself refuses, whatever the layout
         remedies.append(" or ".join(split_text(w, hw.ranks_per_node) for w in launchable)
                         + f" ranks spread evenly over their nodes, as {fw.name}'s launch needs")
+    batch_ids = {r.id for r in fw.rules if r.severity == "error" and "batch" in r.names}
+    if scenario.concurrency is not None and batch_ids & set(binding) and tables.choices["attn"]:
+        # a fixed concurrency the engine's batch rules turn away: the nearest its layouts run, first
+        reach = _batch_reach(model, hw, fw, world, scenario, tables, sorted(batch_ids & set(binding)))
+        remedies += [reach] if reach else []
     if "B.memory_per_rank" in binding or not binding or empty:
         # a group the rules empty has no layout at any sequence, batch or weight format: only the size helps
         remedies += _memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts,
@@ -470,6 +476,32 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
     why = names if empty else f"{names} {'bind' if len(binding) > 1 else 'binds'}"
     return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",
                            binding, "what would fit: " + "; ".join(remedies) if remedies else None)
+
+
+def _batch_reach(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
+                 tables: Tables, ids: list[str]) -> str | None:
+    """The most requests below a fixed concurrency that an attention layout holding that concurrency in memory
+    (with its stage count's least-memory other groups) may run under the engine's batch rules `ids`
+    (cann-recipes: a multiple of the attention DP size); fewer sequences fit where more do. None where no
+    layout holds the concurrency: then memory, not the batch rule, is what to change."""
+    rules = [r for r in fw.rules if r.id in ids]
+    c = scenario.concurrency
+    held = []
+    for i, ch in enumerate(tables.choices["attn"]):
+        others = {g: min((j for j, o in enumerate(opts) if o[-1] == ch[-1]), key=lambda j: tables.memory[(c, g, j)])
+                  for g, opts in tables.choices.items() if g != "attn" and any(o[-1] == ch[-1] for o in opts)}
+        if len(others) == sum(1 for g, opts in tables.choices.items() if g != "attn" and opts) \
+                and tables.fits(c, {"attn": i, **others}):
+            held.append(ch)
+
+    def runs(b: int) -> bool:
+        return any(all(r.holds(model_env(dict(zip(GROUPS["attn"], ch)), model, hw.ranks_per_node, world=world,
+                                         batch=b, mtp=scenario.mtp)) for r in rules) for ch in held)
+
+    # each rule is a divisibility by a count of ranks: one is met within `world` steps
+    below = next((b for b in range(c - 1, max(c - world, 0), -1) if runs(b)), None)
+    return (f"--concurrency {below:,} ({', '.join(ids)}: a layout that holds {c:,} sequences runs {below:,})"
+            if below is not None else None)
 
 
 # a binding SLA family -> (its flag, the figure's attribute on Figures and estimates, the figure's name)

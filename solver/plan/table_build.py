@@ -210,12 +210,46 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
         hi = lo + 1
     edge = memory_edge(lo, hi, holds)
     edge = edge if edge is not None else (lo if lo > batches[-1] else None)
+    checks = [r for r in fw.rules if r.severity == "error" and "batch" in r.names]
+    if edge is not None and checks:
+        edge = _runnable_edge(edge, batches[-1], checks, choices, rows_at, tables, model, hw, W, scenario)
     if edge is None:
         return tables
     # fresh tables: the bisection's probes leave rows and layout memory behind at concurrencies not planned
     memory = {k: m for k, m in tables.memory.items() if k[0] in batches or k[0] == edge}
     return Tables(W, choices, (*batches, edge), memory, const_mem, limit, scenario.latency_terms[2],
                   model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
+
+
+def _runnable_edge(edge: int, fitting: int, checks: list, choices: dict[str, list[tuple[int, ...]]],
+                   rows_at: Callable[[int], dict[tuple[str, int], float]], tables: Tables,
+                   model: ModelSpec, hw: Hardware, world: int, scenario: Scenario) -> int | None:
+    """The most sequences in (fitting, edge] that a configuration both holds and may run under the engine's
+    batch rules (cann-recipes: the batch a multiple of the attention DP size): memory's edge alone can be a
+    count no layout the engine runs divides (1,996 on 48 Atlas A3 dies, where DP48 runs 1,968). Each attention
+    choice is tried with its stage count's least-memory other groups; None where no count in the range is."""
+    def cfg(picks: dict[str, int]) -> dict[str, int]:
+        return {k: v for g, i in picks.items() for k, v in zip(GROUPS[g], choices[g][i])}
+
+    def runs(c: int, picks: dict[str, int]) -> bool:
+        env = model_env(cfg(picks), model, hw.ranks_per_node, world=world, batch=c, mtp=scenario.mtp)
+        return all(r.holds(env) for r in checks)
+
+    attn = list(enumerate(choices["attn"]))
+    for c in range(edge, fitting, -1):
+        # the rules first, with the attention knobs alone (cheap); the memory only where some layout runs c
+        ok = [(i, ch) for i, ch in attn if runs(c, {"attn": i})]
+        if not ok:
+            continue
+        rows = rows_at(c)
+        for i, ch in ok:
+            others = {g: min((j for j, o in enumerate(opts) if o[-1] == ch[-1]), key=lambda j: rows[(g, j)])
+                      for g, opts in choices.items() if g != "attn" and any(o[-1] == ch[-1] for o in opts)}
+            picks = {"attn": i, **others}
+            if picks.keys() == {g for g, opts in choices.items() if opts} and runs(c, picks) \
+                    and tables.fits(c, picks):
+                return c
+    return None
 
 
 def memory_edge(fitting: int, failing: int, holds: Callable[[int], bool]) -> int | None:
