@@ -114,6 +114,8 @@ HAND: dict[str, int] = {
     "Aleph-Alpha--Kolibri-1": KOLIBRI_1,
     "skt--A.X-K1": AXK1,
     "swiss-ai--Apertus-v1.5-8B-text": APERTUS_1P5_TEXT,
+    # from refused/ (stop 36, second: SOURCES.md "Left open, taken up (stop 36, second)"): the 32 stored layers
+    "sapientinc--HRM-Text-1B": HRM_TEXT_1B,
 }
 # Published totals precise enough for a 1% check: A.X K1's 519B (as recalled from SK Telecom's announcement; hand
 # 518.98B). The others' names are rounder than 1% (granite-swash-2b: hand 2.14B) or not recalled (Kolibri-1) or the
@@ -141,12 +143,11 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "Aleph-Alpha--Kolibri-1": 10 * 2 * 4 * 128 * 2,
     "skt--A.X-K1": 61 * (512 + 64) * 2,
     "swiss-ai--Apertus-v1.5-8B-text": 32 * 2 * 32 * 128 * 2,
+    # HRM-Text: every one of the 128 passes keeps its own K/V (cycle_offset: a cache slot a pass), MHA 12 x 128
+    "sapientinc--HRM-Text-1B": 128 * 2 * 12 * 128 * 2,
 }
 
 REFUSALS: dict[str, str] = {
-    # HRM_TEXT_1B by hand 1,447,822,848 (32 stored layers). Before this round 4,090,627,584: num_hidden_layers' 128
-    # cache slots counted as 128 stored layers, with only the unknown-family note
-    "sapientinc--HRM-Text-1B": r"model_type: 'hrm_text': two weight stacks .*num_layers_per_stack.*H_cycles",
     # ERGO by hand 1,105,550,933,760. Before this round refused, misleadingly, on "intermediate_size: missing"
     "Amazon-FMR--Ergo": r"model_type: 'ergo': a MoE whose relu2 experts each end in their own RMSNorm.*residual gates",
 }
@@ -228,10 +229,56 @@ def test_apertus1p5_text_runs_a_two_matrix_xielu_mlp_with_qk_norms() -> None:
 
 
 def test_a_refused_family_is_refused_whatever_its_layer_count_fields_say() -> None:
-    cfg = ROUND.load("sapientinc--HRM-Text-1B", REFUSED)
+    cfg = ROUND.load("Amazon-FMR--Ergo", REFUSED)
     cfg["num_hidden_layers"] = 16
-    with pytest.raises(InputError, match="model_type: 'hrm_text'"):
+    with pytest.raises(InputError, match="model_type: 'ergo'"):
         count(cfg)
+
+
+def test_hrm_runs_its_two_stored_stacks_in_h_cycles_x_l_cycles_plus_one_passes() -> None:
+    # HrmTextModel.forward: per H cycle the L stack (stored layers 0-15) L_cycles = 3 times, then the H stack (16-31)
+    spec = _spec("sapientinc--HRM-Text-1B")
+    order = [layer.shared.index for layer in spec.layers]
+    cycle = list(range(16)) * 3 + list(range(16, 32))
+    assert order == cycle * 2
+    # before (stop 36, first): 4,090,627,584, the 128 cache slots counted as stored layers
+    assert _total("sapientinc--HRM-Text-1B") == HRM_TEXT_1B
+
+
+def test_hrm_layer_count_must_be_the_passes_it_writes() -> None:
+    # num_hidden_layers is written as the passes (num_layers_per_stack x H_cycles x (L_cycles + 1)); another count
+    # is refused, naming it, rather than read as stored layers
+    cfg = _load("sapientinc--HRM-Text-1B")
+    cfg["num_hidden_layers"] = 16
+    with pytest.raises(InputError, match=r"num_hidden_layers: 16: the passes a token runs of the family's pass "
+                                         r"order are 128 \(32 stored layers, 128 passes\)"):
+        count(cfg)
+    cfg.update(num_hidden_layers=4 * 3 * 5, H_cycles=3, L_cycles=4, num_layers_per_stack=4)
+    assert count(cfg) == 2 * 151808 * 1536 + 2 * 4 * HRM_LAYER + 1536
+
+
+def test_hrm_prefill_costs_every_pass_on_the_stored_weights() -> None:
+    # one 1,000-token prefill on one rank: q / gate / k / v 4 x 1536^2, the core over 1,000 keys, o_proj 1536^2 a
+    # pass; the step stands the attention block 128 times (the passes), the weights 32 times (count above)
+    from solver.estimate.compute import Kit, Work, factors_for
+    from solver.estimate.step_parts import selected_blocks
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    spec = _spec("sapientinc--HRM-Text-1B")
+    hw = load_hardware("h100_sxm")
+    kit = Kit(hw, make_parallel_config(1), resolve_precision(spec, hw), factors_for(hw),
+              Work("prefill", new_tokens=1000, context=1000, sequences=1, logits_tokens=1))
+    attn, ffn = spec.layers[0].blocks
+    ops = {o.name: o.flops for o in attn.ops(kit)}
+    assert ops["qkv_proj"] == 2 * 1000 * 4 * 1536 * 1536
+    assert ops["attention_core"] == 2 * 12 * 1000 * 1000 * (128 + 128)
+    assert ops["o_proj"] == 2 * 1000 * 1536 * 1536
+    assert {o.name: o.flops for o in ffn.ops(kit)} == {"dense_ffn": 2 * 1000 * 3 * 1536 * 4096}
+    chosen, _, _ = selected_blocks(spec, 0, False, None, "prefill")
+    assert sum(n for b, n in chosen if b.role == "mixer") == 128
+
 
 # 518.98B at bf16 is 1.04 TB of weights: 8 H100s (640 GB) cannot hold it, 16 can
 SOLVE_CARDS: dict[str, int] = {"skt--A.X-K1": 16}

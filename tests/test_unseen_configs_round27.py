@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
 
@@ -87,12 +87,24 @@ SARVAM_105B_ACTIVE = SARVAM_105B - 31 * (128 - 8) * gated(4096, 2048)
 IQUEST_40B = 2 * 76800 * 5120 + 80 * (gqa(5120, 40, 8, 128) + gated(5120, 27648) + 2 * 5120) + 5120
 
 
+# ------------------------------------------------------------------ Dory (DoryForCausalLM, nGPT; the class defaults,
+# written in the released layout: attention and "mlp" as two layer_types entries a layer, every count doubled): 36
+# stored layers, full attention at (i + 1) % 4 == 0, sliding (1024) elsewhere; AfmoeAttention's q / k / v / o (GQA 16
+# / 4 x 256, no bias) and gate_proj 2560 -> 4096, its q / k norms weightless L2 norms; sqk and s_gate (4096 each);
+# a gated MLP of 7168 with suv_gate / suv_up (7168 each); lambda_1 / lambda_2 (2560 each); every norm weightless;
+# untied head 131072 with logit_scale (131072). Passes: 8 input layers, the 20 recurrent ones twice, 8 output
+DORY_LAYER = gqa(2560, 16, 4, 256) + lin(2560, 16 * 256) + 2 * 16 * 256 + gated(2560, 7168) + 2 * 7168 + 2 * 2560
+DORY = 2 * 131072 * 2560 + 131072 + 36 * DORY_LAYER
+
+
 HAND: dict[str, int] = {
     "RecursiveSI--flint": FLINT,
     "bharatgenai--Param2-17B-A2.4B-Thinking": PARAM2,
     "sarvamai--sarvam-30b": SARVAM_30B,
     "sarvamai--sarvam-105b": SARVAM_105B,
     "IQuestLab--IQuest-Coder-V1-40B-Instruct": IQUEST_40B,
+    # from refused/ (stop 36, second: SOURCES.md "Left open, taken up (stop 36, second)"): the 36 stored layers
+    "nvidia--NVIDIA-Nemotron-Labs-Dory1.0-4B-BF16": DORY,
 }
 # Published totals precise enough for a 1% check: Param2's 17B (name; hand 17.15B). Flint's and Sarvam-105B's are not
 # recalled; Sarvam-30B's name is 7% under the class defaults' 32.15B and IQuest's 40B is 0.5% over 39.79B (a round
@@ -121,6 +133,9 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "sarvamai--sarvam-30b": 19 * 2 * 4 * 64 * 2,
     "sarvamai--sarvam-105b": 32 * (512 + 64) * 2,
     "IQuestLab--IQuest-Coder-V1-40B-Instruct": 80 * 2 * 8 * 128 * 2,
+    # Dory per_loop: 14 full passes (stored 3, 7; 11, 15, 19, 23, 27 twice; 31, 35) of 4 K/V heads x 256 (42 sliding
+    # passes hold 1,024 tokens)
+    "nvidia--NVIDIA-Nemotron-Labs-Dory1.0-4B-BF16": 14 * 2 * 4 * 256 * 2,
 }
 
 
@@ -189,23 +204,63 @@ def test_flint_kv_cache_grows_on_its_full_layers_only() -> None:
     assert windows.count(None) == 14 and windows.count(513) == 35
 
 
-# ------------------------------------------------------------------ refused this round: one line each
+# ------------------------------------------------------------------ Dory's loop (stop 36, second)
 
-REFUSALS: dict[str, str] = {
-    # Dory (nGPT, DoryForCausalLM): 8 input, 20 recurrent and 8 output layers, the recurrent ones run
-    # n_recurrent_loops times a token, each loop with its own K/V (per_loop); q / k, MLP, residual and logit scales
-    # per channel. Before this round the released layout (attention and mlp as separate layer_types entries) was
-    # refused as "layer_types: unknown entry 'mlp'", and the in-memory layout as "n_recurrent_layers: describes a
-    # mixer other than attention": neither named the loop
-    "nvidia--NVIDIA-Nemotron-Labs-Dory1.0-4B-BF16": r"n_recurrent_loops: 2: a recurrent section whose layers run "
-                                                    r"several times a token",
-}
+DORY_NAME = "nvidia--NVIDIA-Nemotron-Labs-Dory1.0-4B-BF16"
 
 
-def test_dory_is_refused_for_its_loop_in_either_layout() -> None:
-    cfg = ROUND.load("nvidia--NVIDIA-Nemotron-Labs-Dory1.0-4B-BF16", REFUSED)
+def test_dory_runs_its_recurrent_section_n_recurrent_loops_times_on_the_stored_weights() -> None:
+    # before (stop 36, first): refused naming n_recurrent_loops
+    spec = _spec(DORY_NAME)
+    assert [layer.shared.index for layer in spec.layers] == (list(range(8)) + list(range(8, 28)) * 2
+                                                             + list(range(28, 36)))
+    assert _total(DORY_NAME) == DORY
+    cfg = _load(DORY_NAME)
+    cfg["n_recurrent_loops"] = 4
+    assert count(cfg) == DORY and len(parse_model_config(cfg, "x").layers) == 8 + 4 * 20 + 8
+
+
+def test_dory_counts_the_same_in_its_released_and_in_memory_layouts() -> None:
+    cfg = _load(DORY_NAME)
     cfg["layer_types"] = cfg["layer_types"][::2]
     for key in ("num_hidden_layers", "n_input_layers", "n_recurrent_layers", "n_output_layers"):
         cfg[key] //= 2
+    assert count(cfg) == DORY
+    del cfg["layer_types"]  # DoryConfig's default: full at (i + 1) % 4 == 0
+    assert _mixers(cfg) == _mixers(_load(DORY_NAME))
+
+
+def _mixers(cfg: dict) -> list[str]:
+    return [layer.mixer.label() for layer in parse_model_config(cfg, "x").layers]
+
+
+def test_dory_released_layout_must_alternate_attention_and_mlp() -> None:
+    cfg = _load(DORY_NAME)
+    cfg["layer_types"] = cfg["layer_types"][1:] + cfg["layer_types"][:1]
+    with pytest.raises(InputError, match="layer_types: lists 'mlp' entries.*do not alternate"):
+        parse_model_config(cfg, "x")
+
+
+def test_dory_last_loop_cache_is_refused_naming_its_mode() -> None:
+    # last_loop: the loops before the last read the cache the last one writes (DoryPastReader), across passes a
+    # pipeline may put on other stages: not modelled, refused rather than given per-loop K/V
+    cfg = _load(DORY_NAME)
+    cfg["recurrent_kv_cache_mode"] = "last_loop"
+    with pytest.raises(InputError, match="recurrent_kv_cache_mode: 'last_loop': .*only 'per_loop'"):
+        parse_model_config(cfg, "x")
+
+
+def test_dory_prefill_costs_every_pass_and_its_k_v() -> None:
+    from solver.estimate.step_parts import selected_blocks
+
+    chosen, _, _ = selected_blocks(_spec(DORY_NAME), 0, False, None, "prefill")
+    assert sum(n for b, n in chosen if b.role == "mixer") == 56  # 8 + 2 x 20 + 8 passes
+
+
+def test_n_recurrent_loops_is_refused_for_a_family_without_a_pass_order() -> None:
+    cfg = _load(DORY_NAME)
+    cfg["model_type"] = "llama"
     with pytest.raises(InputError, match=r"n_recurrent_loops: 2: a recurrent section"):
         parse_model_config(cfg, "x")
+
+

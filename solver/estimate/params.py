@@ -165,6 +165,8 @@ def _count_params(m: ModelSpec) -> ParamReport:
         acc.add(share, n)
     if m.final_norm:
         acc.add(Share("norms", "norm", None, (Part("final_norm", norm_vectors * h, "none"),)))
+    if m.stack_vectors:
+        acc.add(Share("norms", "norm", None, (Part("stack_vectors", m.stack_vectors * h, "none"),)))
     head = () if m.tie_word_embeddings else (Part("lm_head", v * ew, "tp"),)
     if m.embedding_width:  # project_out from the stack to the head's width, replicated
         head += (Part("project_out", h * ew, "none"),)
@@ -172,6 +174,8 @@ def _count_params(m: ModelSpec) -> ParamReport:
         head += (Part("head_transform", m.head_transform, "none"),)
     if m.lm_head_bias:  # a bias per vocabulary entry, split with the head's rows (tied or not)
         head += (Part("lm_head_bias", v, "tp"),)
+    if m.lm_head_scale:  # a logit scale per vocabulary entry, split with the head's rows
+        head += (Part("lm_head_logit_scale", v, "tp"),)
     if head:
         acc.add(Share("lm_head", "lm_head", "lmhead_tp_size", head))
     for enc in m.encoders:

@@ -13,7 +13,7 @@ import math
 from functools import cached_property
 from typing import Any, Literal
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from solver.specs.config.encoders import Encoder
 from solver.specs.config.quant import QuantSpec
@@ -59,6 +59,8 @@ class ModelSpec:
     final_norm: bool = True  # the norm before the head carries weights (not OLMo-1's non-parametric LayerNorm)
     norm_bias: bool = False  # the norms outside the stack are LayerNorms with a bias
     lm_head_bias: bool = False  # the head has a bias per vocabulary entry (Phi-2, Phi-3.5-MoE)
+    lm_head_scale: bool = False  # the head scales each vocabulary entry's logit by a learned factor (Dory)
+    stack_vectors: int = 0  # learned hidden-size vectors outside the layers (HRM-Text's z_L_init), replicated
     # weights of a transform between the final norm and the head (ModernBERT's prediction head: a dense h x h and a
     # norm), counted with the head
     head_transform: int = 0
@@ -89,8 +91,14 @@ class ModelSpec:
 
     def stack_label(self) -> str:
         """Compact stack, e.g. `3 x [MLA ... + FFN 18432], 58 x [MLA ... + MoE 8/256 x 2048 + shared 2048]`;
-        repeating groups fold: `12 x (3 x [GatedDeltaNet ...] + 1 x [GQA ...])`."""
-        return compact(self.layers)
+        repeating groups fold: `12 x (3 x [GatedDeltaNet ...] + 1 x [GQA ...])`. A looped stack (layers stored once,
+        run in several passes: SharedRef.whole) is folded as its passes, after how many layers it stores."""
+        looped = [layer.shared.index for layer in self.layers if layer.shared is not None and layer.shared.whole]
+        if not looped:
+            return compact(self.layers)
+        passes = tuple(replace(layer, shared=None) if layer.shared is not None and layer.shared.whole else layer
+                       for layer in self.layers)
+        return f"{len(set(looped))} stored layers run in {len(looped)} passes: {compact(passes)}"
 
     @cached_property
     def _attention(self) -> Block | None:

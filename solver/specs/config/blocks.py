@@ -264,7 +264,8 @@ class BlockReader(FfnReading):
                          # learned vectors of head_dim the family's attention holds (DiffLlama's lambda_q1 / k1 / q2 /
                          # k2: the differential attention's weights of its two softmax maps)
                          head_vectors=f.int("_attention_head_vectors", default=0, minimum=0, maximum=64),
-                         differential=f.bool("_differential_attention"))
+                         differential=f.bool("_differential_attention"),
+                         channel_vectors=f.int("_attention_channel_vectors", default=0, minimum=0, maximum=8))
 
     def _output_gates(self) -> tuple[bool, bool]:
         """The attention's output gate as (per channel, per head): attn_output_gate doubles q_proj into a gate of

@@ -107,7 +107,8 @@ class FfnReading:
 
     def dense(self, slot: Slot) -> DenseFFN:
         return DenseFFN(hidden=self.h, inter=self.dense_width(slot), gated=self.gated, bias=self.mlp_bias,
-                        act_params=self.act_params, out_bias=self.mlp_out_bias)
+                        act_params=self.act_params, out_bias=self.mlp_out_bias,
+                        inter_vectors=self.f.int("_mlp_channel_vectors", default=0, minimum=0, maximum=8))
 
     def moe(self, slot: Slot) -> MoE:
         f, L = self.f, self.layers

@@ -58,5 +58,9 @@ def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
             "embedding_norm_bias": stable,
             "final_norm": norm_weights(f) and f.bool("post_layer_norm", True) and final_norm,
             "embedding_width": embedding_width,
-            "lm_head_bias": f.bool(head_bias_field), "head_transform": head_transform(f, hidden),
+            "lm_head_bias": f.bool(head_bias_field),
+            # a learned scale per vocabulary entry on the logits (Dory's DoryLMHead.logit_scale)
+            "lm_head_scale": f.bool("_lm_head_scale"),
+            # learned hidden-size vectors outside the layers (HRM-Text's z_L_init, the L stack's initial state)
+            "stack_vectors": f.int("_stack_vectors", default=0, minimum=0, maximum=8), "head_transform": head_transform(f, hidden),
             "embedding_extra_rows": f.int("_embedding_extra_rows", default=0, minimum=0, maximum=2**20)}

@@ -22,6 +22,7 @@ from solver.specs.config.unread import (check_unread, refuse_uncountable, refuse
                                          unread_mixer_field)
 from solver.specs.layers import MLA, Attention, Layer
 from solver.specs.layers.base import SharedRef
+from solver.specs.config.passes import check_layer_count, lay_out, read_passes, unpair_layer_types
 from solver.specs.model import ModelSpec
 from solver.specs.validation import load_yaml
 
@@ -146,8 +147,15 @@ def _refuse_values(cfg: ReadRecorder, f: Fields, raw: dict[str, Any]) -> None:
             raise f.err(field, f"{value!r}: {why}")
 
 
+_LAYER_COUNT_FIELDS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_transformer_layers")
+
+
+def _layer_count_field(f: Fields) -> str:
+    return f.first(*_LAYER_COUNT_FIELDS) or "num_hidden_layers"
+
+
 def _layer_count(f: Fields) -> int:
-    for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_transformer_layers"):
+    for key in _LAYER_COUNT_FIELDS:
         if f.has(key):
             return f.int(key, maximum=MAX_LAYERS)
     for key in ("hybrid_override_pattern", "layers_block_type", "layer_types", "block_configs"):
@@ -245,11 +253,16 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
                         "re-computed at each denoising step): the parameters are counted, but the K/V cache, decode "
                         "and TPOT figures assume token-by-token autoregressive decoding, which it does not run")
 
+    unpair_layer_types(f)
     try:
         hidden = f.int("hidden_size", "d_model", "n_embd", "n_embed", "model_dim")  # OpenELM: model_dim
         # ChatGLM: the table holds the padded vocabulary; a config with neither is told the usual name
         vocab = f.int("padded_vocab_size", "vocab_size", missing="vocab_size")
         n_layers = _layer_count(f)
+        passes = read_passes(f)  # a looped stack: the reader builds the stored layers, lay_out the passes
+        if passes is not None:
+            check_layer_count(f, passes, n_layers, _layer_count_field(f))
+            n_layers = passes.stored
     except InputError:
         _refuse_unread_modules_of_unknown_wrapper(raw, prefix, wrapper_type, origin)
         raise
@@ -263,6 +276,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         norms = reader.norms
         norm_bias = layernorm_bias(f)
         stack: list[Layer] = []
+        # learned hidden-size vectors on the residual stream a layer holds (the family's fact: Dory's nGPT rates)
+        residual_gates = f.int("_residual_gates", default=0, minimum=0, maximum=8)
         parallel_ssm = f.bool("_parallel_mamba")  # Falcon-H1: attention and Mamba-2 side by side in every layer
         for slot in layer_slots:
             side = (reader.mamba(),) if parallel_ssm and slot.mixer in ("full", "sliding", "chunked") else ()
@@ -280,7 +295,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
                 blocks = stored + own + blocks
                 shared = SharedRef(slot.shared, tuple(range(len(stored))), widths)
             stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias, shared,
-                               reader.modality_copies(blocks)))
+                               reader.modality_copies(blocks), residual_gates))
     except InputError as e:  # a missing attention size where the config describes another mixer says that
         # only a size the attention reading found missing; a specific refusal (Zamba2's pattern) stands
         found = None if known or ": missing" not in str(e) else unread_mixer_field(cfg, supplied)
@@ -289,7 +304,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         raise f.err(found[0], f"{found[1]}: describes a mixer other than attention in a field shardplan does not "
                               f"read for model_type {model_type!r}, and the layers read as attention lack a size "
                               f"({str(e).split(': ', 1)[-1]})") from None
-    layers = tuple(stack)
+    layers = tuple(stack) if passes is None else lay_out(stack, passes)
     if any(layer.modality_copies for layer in layers):
         experts = int(cfg["_modality_experts"]["count"])
         warnings.append(f"modality experts: every layer stores {experts} copies of its attention and MLP, routed by "

@@ -30,6 +30,7 @@ from typing import Any
 from solver.errors import quoted
 from solver.specs.config.ffns import EXPERT_COUNT_FIELDS
 from solver.specs.config.fields import Fields, ReadRecorder
+from solver.specs.config.passes import pass_fields
 
 # names that speak of sizes, counts or the placement of layers and blocks
 _STRUCTURE = re.compile(r"expert|moe|mamba|ssm|linear|lora|cla|kv|head|layer|window|intermediate|mlp|ffn|hidden|"
@@ -100,7 +101,8 @@ _REFUSED = {
     # Qwen-VL: the ViT and its cross-attention resampler are sized under `visual` in the language model's own config
     "visual": "an image tower and a cross-attention resampler sized under `visual` (no tower reader reads that layout)",
     # Dory (nGPT): a section of layers run n_recurrent_loops times a token (compute and, per_loop, K/V per pass) and
-    # nGPT's per-channel scales on q / k, the MLP, the residual and the logits: the stack runs each layer once
+    # nGPT's per-channel scales on q / k, the MLP, the residual and the logits: refused where the family's line gives
+    # no pass order (_passes, config/passes.py; the dory line gives one)
     "n_recurrent_loops": "a recurrent section whose layers run several times a token (compute and K/V per pass) and "
                          "nGPT's per-channel scales",
     # Qwen4-Exp: low-rank hyper-connections (hc_count residual streams mixed through an hc_lowrank down / up map per
@@ -115,7 +117,10 @@ _REFUSED = {
 
 def refuse_uncountable(f: Fields) -> None:
     """One line naming the first set field of a feature whose weights the stack cannot count (Gemma-3n)."""
+    read = pass_fields(f.cfg.get("_passes"))  # a looped stack's fields are read by its family's pass order
     for key, what in _REFUSED.items():
+        if key in read:
+            continue
         value = f.cfg.get(key)
         if _set(value) and not (key == "altup_num_inputs" and value == 1):
             shown = "given" if isinstance(value, (dict, list)) else repr(value)  # one line, not a nested config

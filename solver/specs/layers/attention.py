@@ -67,6 +67,9 @@ class Attention(Block):
     # the width q / k / v project from, where it is not `hidden` (o_proj's output): Zamba's shared attention reads
     # the hidden state and the embedding concatenated, 2 x hidden; 0 = hidden
     in_width: int = 0
+    # learned vectors of heads x head_dim beside the projections, split with the heads (Dory's nGPT sqk scaling the
+    # queries per channel and s_gate scaling the output gate's logits per channel)
+    channel_vectors: int = 0
 
     role = "mixer"
     kvp_splits_keys = True
@@ -118,6 +121,8 @@ class Attention(Block):
             parts.append(Part("sinks", nh, "tp"))
         if self.head_gate:
             parts.append(Part("g_proj", h * nh, "tp"))
+        if self.channel_vectors:
+            parts.append(Part("channel_vectors", self.channel_vectors * nh * dh, "tp"))
         if self.head_vectors:  # shared by every head: replicated
             parts.append(Part("head_vectors", self.head_vectors * dh, "none"))
         return tuple(parts)

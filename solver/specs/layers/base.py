@@ -217,11 +217,15 @@ class SharedRef:
     """The blocks of a layer that run a block the model stores once and runs at several depths (Zamba's shared
     attention + MLP block; Zamba2's num_mem_blocks of them, the hybrid layers using them in turn). Their weights
     belong to the model, counted once in a stack (a pipeline stage holding any use holds them), by `index`; their
-    compute, collectives and cache are the blocks' own at every use (the blocks are ordinary blocks)."""
+    compute, collectives and cache are the blocks' own at every use (the blocks are ordinary blocks).
+
+    `whole`: the layer itself is the stored one, its norms and residual vectors too, run in several passes a token
+    (a looped stack: HRM-Text's cycled stacks, Dory's recurrent section; config/passes.py)."""
 
     index: int  # which stored block
     blocks: tuple[int, ...]  # positions in Layer.blocks that run it
     norm_widths: tuple[int, ...] = ()  # its norms' weight vectors (Zamba: 2 x hidden before attention, hidden before the MLP)
+    whole: bool = False  # the whole layer is stored once (its norm_share() too), not some of its blocks
 
 
 @dataclass(frozen=True)
@@ -239,6 +243,9 @@ class Layer:
     # runs `blocks` alone (an image token its copy, of the same FLOPs), so they are no active parameters, add
     # nothing to the cache (an image token's K/V take its slot in the one cache) and run no collective of their own
     modality_copies: tuple[Block, ...] = ()
+    # learned per-channel vectors of size hidden on the residual stream (Dory's nGPT rates lambda_1 / lambda_2; Ergo's
+    # attention / feedforward residual gates), replicated like the norms
+    residual_gates: int = 0
 
     @property
     def mixer(self) -> Block | None:
@@ -258,21 +265,33 @@ class Layer:
             parts += (Part("layernorm_biases", self.norms * self.hidden, "none"),)
         if self.hyper:
             parts += (Part("hyper_connections", self.hyper, "none"),)
-        return Share("norms", "norm", None, parts)
+        if self.residual_gates:
+            parts += (Part("residual_gates", self.residual_gates * self.hidden, "none"),)
+        return Share("norms", "norm", None, tuple(p for p in parts if p.params))
 
     def own_shares(self) -> tuple[Share, ...]:
         """The weights this layer holds itself: its blocks' (less those of a shared block) and its norms'."""
+        if self.shared is not None and self.shared.whole:
+            return ()
         used = self.shared.blocks if self.shared else ()
         out = tuple(s for i, b in enumerate(self.blocks) if i not in used for s in b.shares())
-        out += tuple(Share(s.module, s.group, s.knob, s.parts, active=0.0)
+        out += self._copy_shares()
+        return out + ((self.norm_share(),) if self._has_norm_share() else ())
+
+    def _copy_shares(self) -> tuple[Share, ...]:
+        return tuple(Share(s.module, s.group, s.knob, s.parts, active=0.0)
                      for b in self.modality_copies for s in b.shares())
-        return out + ((self.norm_share(),) if self.norms else ())
+
+    def _has_norm_share(self) -> bool:
+        return bool(self.norms or self.residual_gates)
 
     def stored_shares(self) -> tuple[Share, ...]:
         """The weights of the shared block this layer runs (counted once per stack: layer_shares)."""
         if self.shared is None:
             return ()
         out = tuple(s for i in self.shared.blocks for s in self.blocks[i].shares())
+        if self.shared.whole:
+            return out + self._copy_shares() + ((self.norm_share(),) if self._has_norm_share() else ())
         if self.shared.norm_widths:
             out += (Share("norms", "norm", None, (Part("shared_block_norms", sum(self.shared.norm_widths), "none"),)),)
         return out

@@ -24,6 +24,9 @@ class DenseFFN(Block):
     bias: bool = False
     act_params: int = 0  # learned scalars of the activation (xIELU's alpha_p, alpha_n), replicated
     out_bias: bool = False  # the down projection alone carries a bias (read only where `bias` is false)
+    # learned vectors of the intermediate width scaling the gate / up outputs per channel, split with the
+    # intermediate (Dory's nGPT suv_gate / suv_up); elementwise, not in the GEMM FLOPs
+    inter_vectors: int = 0
 
     role = "ffn"
     activation_knob = "dense_tp_size"
@@ -36,6 +39,8 @@ class DenseFFN(Block):
         parts = (Part("mlp", ffn_params(self.hidden, self.inter, self.gated, self.bias, self.out_bias), "tp"),)
         if self.act_params:
             parts += (Part("activation", self.act_params, "none"),)
+        if self.inter_vectors:
+            parts += (Part("channel_vectors", self.inter_vectors * self.inter, "tp"),)
         return (Share("dense_ffn", "dense", "dense_tp_size", parts),)
 
     def ops(self, cx: CostKit) -> list:
