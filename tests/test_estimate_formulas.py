@@ -382,9 +382,11 @@ def test_a_prefill_of_fewer_prompts_than_replicas_costs_and_serves_those_prompts
     assert two.output_tokens_per_s == pytest.approx(2 / two.ttft_s)
 
 
-def test_dequant_fraction_slows_the_weight_only_gemms_only_and_replaces_the_grouped_one() -> None:
-    # NVFP4 experts on H200 (no FP4 rate) run W4A16: the dequantizing MoE kernel at dequant_gemm of the 16-bit
-    # dense GEMM, without grouped_gemm (fitted on the 8-bit grouped GEMMs); the FP8 dense GEMMs keep theirs
+def test_dequant_fraction_slows_the_weight_only_gemms_only_and_replaces_the_grouped_one(monkeypatch) -> None:
+    # NVFP4 experts on H200 (no FP4 rate) run W4A16 under the rule with FP4 listed (shipped empty:
+    # precision.W4A16_ON_DEVICES_WITHOUT): the dequantizing MoE kernel at dequant_gemm of the 16-bit dense GEMM,
+    # without grouped_gemm (fitted on the 8-bit grouped GEMMs); the FP8 dense GEMMs keep theirs
+    monkeypatch.setattr("solver.specs.precision.W4A16_ON_DEVICES_WITHOUT", ("fp4",))
     pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=8)
     prec = _prec(V3, moe_weight_dtype="nvfp4")
     assert prec.weight_only("experts") and not prec.weight_only("dense")
