@@ -265,3 +265,11 @@ def test_a_refused_feature_left_out_of_the_file_is_refused_by_its_class_default(
     del cfg["text_config"][key]
     with pytest.raises(InputError, match=key):
         parse_model_config(cfg, "x")
+
+
+def test_ml4_a_stage_boundary_between_a_latent_and_its_reader_is_named() -> None:
+    # layer 36 (RoPE) reads layer 34, the last RoPE layer before it (35 is NoPE); two stages split at 36
+    from solver.specs.model_rules import kv_sharing_split
+    cfg = _ml4_text()
+    cfg["kv_source_layers"] = list(range(36)) + [34] + list(range(37, 72))
+    assert kv_sharing_split(parse_model_config(cfg, "x"), 2) == (36, 34)
