@@ -167,6 +167,8 @@ def _count_params(m: ModelSpec) -> ParamReport:
         acc.add(Share("norms", "norm", None, (Part("final_norm", norm_vectors * h, "none"),)))
     if m.stack_vectors:
         acc.add(Share("norms", "norm", None, (Part("stack_vectors", m.stack_vectors * h, "none"),)))
+    if m.rope_scales:
+        acc.add(Share("norms", "norm", None, (Part("rope_scales", m.rope_scales, "none"),)))
     head = () if m.tie_word_embeddings else (Part("lm_head", v * ew, "tp"),)
     if m.embedding_width:  # project_out from the stack to the head's width, replicated
         head += (Part("project_out", h * ew, "none"),)

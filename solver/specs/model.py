@@ -61,6 +61,7 @@ class ModelSpec:
     lm_head_bias: bool = False  # the head has a bias per vocabulary entry (Phi-2, Phi-3.5-MoE)
     lm_head_scale: bool = False  # the head scales each vocabulary entry's logit by a learned factor (Dory)
     stack_vectors: int = 0  # learned hidden-size vectors outside the layers (HRM-Text's z_L_init), replicated
+    rope_scales: int = 0  # learned scales of the rotary's inverse frequencies (LeRoPE's alpha), replicated
     # weights of a transform between the final norm and the head (ModernBERT's prediction head: a dense h x h and a
     # norm), counted with the head
     head_transform: int = 0

@@ -15,10 +15,10 @@ def stage_sizes(num_layers: int, pp: int) -> tuple[int, ...]:
 
 def kv_sharing_split(model: ModelSpec, pp: int) -> tuple[int, int] | None:
     """(layer, source) of the first layer attending with K/V that another pipeline stage caches, or None: a
-    layer that borrows an earlier layer's K/V (use_cla, num_kv_shared_layers) reads that layer's cache, which
-    lives on the source's stage, so a stage boundary between them leaves it nothing to attend to. The source is
-    the nearest earlier layer of the same attention kind that caches its own K/V (the group's first under CLA,
-    the last such layer before the shared ones under num_kv_shared_layers)."""
+    layer that borrows an earlier layer's K/V (use_cla, num_kv_shared_layers, kv_source_layers) reads that layer's
+    cache, which lives on the source's stage, so a stage boundary between them leaves it nothing to attend to. The
+    source is the nearest earlier layer of the same attention kind (and RoPE kind, under MLA) that caches its own
+    K/V (the group's first under CLA, the last such layer before the shared ones under num_kv_shared_layers)."""
     if pp <= 1:
         return None
     stage_of = [i for i, n in enumerate(stage_sizes(len(model.layers), pp)) for _ in range(n)]
@@ -28,6 +28,8 @@ def kv_sharing_split(model: ModelSpec, pp: int) -> tuple[int, int] | None:
             continue
         src = next((j for j in range(i - 1, -1, -1) if type(mixers[j]) is type(m)
                     and getattr(mixers[j], "window", None) == getattr(m, "window", None)
+                    # MLA's RoPE layers read the last RoPE latent, NoPE the last NoPE (kv_source_layers)
+                    and getattr(mixers[j], "qk_rope_head_dim", None) == getattr(m, "qk_rope_head_dim", None)
                     and not getattr(mixers[j], "kv_shared", False)), None)
         if src is not None and stage_of[src] != stage_of[i]:
             return i, src
@@ -67,8 +69,8 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
     split = kv_sharing_split(model, pc.pp_size) if pc.pp_size <= model.num_layers else None
     if split:
         out.append(f"pp_size {pc.pp_size}: layer {split[0]} attends with the K/V of layer {split[1]}, which "
-                   "another stage caches (use_cla / num_kv_shared_layers); choose a pp_size whose stage "
-                   "boundaries fall between K/V-sharing groups")
+                   "another stage caches (use_cla / num_kv_shared_layers / kv_source_layers); choose a pp_size "
+                   "whose stage boundaries fall between K/V-sharing groups")
     if pc.pp_size > 1 and W % pc.pp_size == 0:
         S = pc.stage_world
         out += [f"stage size {S} (world {W} / pp {pc.pp_size}) % {k} = {v} != 0"

@@ -4,7 +4,7 @@ from __future__ import annotations
 from solver.specs.config.ffns import EXPERT_COUNT_FIELDS, FfnReading
 from solver.specs.config.fields import MAX_LAYERS, Fields
 from solver.specs.config.outside import norm_weights
-from solver.specs.config.pattern import Slot
+from solver.specs.config.pattern import Slot, nope_layers
 from solver.specs.layers import (
     MLA,
     Attention,
@@ -199,10 +199,12 @@ class BlockReader(FfnReading):
     def attention(self, kind: str, slot: Slot) -> Block:
         f, cfg = self.f, self.f.cfg
         if self._mla:
-            if slot.kv_shared:
+            # a latent borrowed by kv_source_layers is read (its borrowing layers build no kv_a); CLA's groups and
+            # Gemma's stored-but-unrun K/V have no MLA form
+            if slot.kv_shared and not f.has("kv_source_layers"):
                 field = "use_cla" if slot.kv_weights is False else "num_kv_shared_layers"
                 raise f.err(field, "MLA layers sharing another layer's latent K/V are not modelled")
-            return self.mla()
+            return self.mla(slot)
         heads, kv, dh = self.heads_at(slot.index), self.kv_at(slot.index), self.head_dim
         # value heads narrower than the query / key heads (MiMo-V2-Flash's v_head_dim 128 beside head_dim 192); 0
         # is DeepSeek's "unset" outside MLA (DeepSeek-VL2's MHA language model writes v_head_dim 0)
@@ -303,19 +305,38 @@ class BlockReader(FfnReading):
                               v_head_dim=base.v_head_dim, qkv_bias=base.qkv_bias, out_bias=base.out_bias,
                               qk_norm="head", kv_tokens=self.image_tokens, gates=2)
 
-    def mla(self) -> MLA:
+    def mla(self, slot: Slot) -> MLA:
         f = self.f
         self.uniform_heads("MLA layers")
         dsa = f.has("index_n_heads", "index_topk")
         indexer = None
+        # the family's per-head scale and bias of log(position + 1) on the queries, the indexer's too
+        scales = f.bool("_query_position_scales")
         if dsa:
             if not f.has("index_n_heads") or not f.has("index_head_dim"):
                 raise f.err("index_head_dim", "DSA indexer needs index_n_heads and index_head_dim")
-            indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk", default=2048))
+            self._refuse_shared_indexers()
+            indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk", default=2048),
+                              query_norm=f.bool("_indexer_query_norm"), query_scales=scales)
+        nope, rope = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim")
+        if slot.index in nope_layers(f, self.layers):
+            # a NoPE layer keeps the query width: the rope slice joins the nope part, leaving kv_a and the cache
+            # (MistralLarge4TextAttention: qk_nope_head_dim + qk_rope_head_dim, qk_rope_head_dim 0)
+            nope, rope = nope + rope, 0
         return MLA(hidden=self.h, heads=self.heads, kv_lora_rank=f.int("kv_lora_rank"),
-                   qk_nope_head_dim=f.int("qk_nope_head_dim"), qk_rope_head_dim=f.int("qk_rope_head_dim"),
+                   qk_nope_head_dim=nope, qk_rope_head_dim=rope,
                    v_head_dim=self._mla_v_head_dim(), q_lora_rank=f.opt_int("q_lora_rank"), indexer=indexer,
-                   output_gate=f.bool("mla_use_output_gate"), head_gate=f.bool("_mla_head_gate"))
+                   output_gate=f.bool("mla_use_output_gate"), head_gate=f.bool("_mla_head_gate"),
+                   query_scales=scales, kv_shared=slot.kv_shared)
+
+    def _refuse_shared_indexers(self) -> None:
+        """indexer_types "shared" (GLM-5's, Mistral-Large-4's): a layer reusing an earlier layer's top-k holds no
+        indexer, which the DSA layer kind does not model; "full" everywhere is the ordinary DSA stack."""
+        types = self.f.str_list("indexer_types") or []
+        bad = sorted({t for t in types if t != "full"})
+        if bad:
+            raise self.f.err("indexer_types", f"entries {bad}: layers reusing an earlier layer's top-k selection "
+                                              "(no indexer of their own) are not modelled")
 
     def _mla_v_head_dim(self) -> int:
         """v_head_dim as written; under the family fact _v_head_dim_hidden_over_heads the attention sizes its value

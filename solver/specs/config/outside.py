@@ -33,6 +33,19 @@ def head_transform(f: Fields, hidden: int) -> int:
     return hidden * hidden + (hidden if f.bool("classifier_bias") else 0) + (2 if layernorm_bias(f) else 1) * hidden
 
 
+def rope_scales(f: Fields) -> int:
+    """The family's learned scale on each rotary inverse frequency (_rope_frequency_scales: Mistral-Large-4's
+    LeRoPE alpha, a Parameter beside inv_freq): half the rotary width, head_dim x partial_rotary_factor as the
+    rotary embedding sizes it (qk_rope_head_dim where an MLA config writes no head_dim)."""
+    if not f.bool("_rope_frequency_scales"):
+        return 0
+    if not f.has("head_dim", "qk_rope_head_dim"):
+        raise f.err("head_dim", "missing (required to size the learned rotary frequency scales)")
+    width = f.int("head_dim", "qk_rope_head_dim")
+    return int(width * f.number("partial_rotary_factor", maximum=1.0)) // 2 if f.has("partial_rotary_factor") \
+        else width // 2
+
+
 def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
     """The weights outside the stack that a family's conventions add or remove (family_defaults.yaml), and the
     layouts the reader refuses rather than miscount."""
@@ -62,5 +75,6 @@ def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
             # a learned scale per vocabulary entry on the logits (Dory's DoryLMHead.logit_scale)
             "lm_head_scale": f.bool("_lm_head_scale"),
             # learned hidden-size vectors outside the layers (HRM-Text's z_L_init, the L stack's initial state)
-            "stack_vectors": f.int("_stack_vectors", default=0, minimum=0, maximum=8), "head_transform": head_transform(f, hidden),
+            "stack_vectors": f.int("_stack_vectors", default=0, minimum=0, maximum=8),
+            "rope_scales": rope_scales(f), "head_transform": head_transform(f, hidden),
             "embedding_extra_rows": f.int("_embedding_extra_rows", default=0, minimum=0, maximum=2**20)}

@@ -9,7 +9,9 @@ dense, moe, none. Conventions read, in order of precedence:
   shared K/V:           use_cla + cla_share_factor (Hunyuan: in each group of that many layers only the first
                         computes K/V, the others attend with it and hold no k / v projection);
                         num_kv_shared_layers (Gemma-3n: the last N layers attend with the K/V of the last earlier
-                        layer of the same attention type; their k / v projections are stored, not run)
+                        layer of the same attention type; their k / v projections are stored, not run);
+                        kv_source_layers (Mistral-Large-4: each layer's source, a borrowing layer holding no K/V
+                        projection); no_rope_layers marks NoPE layers (sizes MLA layers only)
   mixers:               compress_ratios (DeepSeek-V4); layer_types | attention_layers (GPT-Neo); attn_type_list (0 linear, 1 softmax);
                         attn_layer_indices (Bamba: attention at the listed layers, Mamba elsewhere);
                         block_types (RecurrentGemma: recurrent / attention, repeated over the stack; its attention
@@ -44,6 +46,8 @@ LAYER_TYPE_MIXER = {
     "sliding_attention": "sliding", "local_attention": "sliding", "sliding": "sliding", "local": "sliding",
     "chunked_attention": "chunked", "linear_attention": "linear", "mamba": "mamba", "mamba2": "mamba",
     "conv": "conv",  # LFM2: a gated short convolution (layers/conv.py)
+    # a DSA layer (Mistral-Large-4, Qwen4-Exp): full attention whose indexer the index_* fields size
+    "indexed_attention": "full",
 }
 # block_types entries (RecurrentGemma): "recurrent" is the RG-LRU block (layers/rglru.py)
 BLOCK_TYPES_MIXER = {"recurrent": "rglru", "attention": "full"}
@@ -348,9 +352,57 @@ def cross_attention(f: Fields, out: list[Slot]) -> list[Slot]:
     return [replace(slot, mixer="cross") if slot.index in index else slot for slot in out]
 
 
+def nope_layers(f: Fields, layers: int) -> set[int]:
+    """The layers no_rope_layers marks NoPE (0; 1 a RoPE layer: SmolLM3's and Llama-4's convention, one entry a
+    layer at least, as the modeling code indexes it by layer)."""
+    flags = f.int_list("no_rope_layers")
+    if flags is None:
+        return set()
+    if len(flags) < layers or any(v > 1 for v in flags):
+        raise f.err("no_rope_layers", f"must hold a 0 (NoPE) or 1 (RoPE) for each of the {layers} layers, got "
+                                      f"{len(flags)} entries {sorted(set(flags))}")
+    return {i for i in range(layers) if flags[i] == 0}
+
+
+def kv_source_sharing(f: Fields, out: list[Slot]) -> list[Slot]:
+    """kv_source_layers (Mistral-Large-4): the layer each layer attends with the K/V of, its own index where it
+    caches its own. A borrowing layer holds no K/V projection and caches nothing (kv_weights false); the source
+    must be an earlier layer that owns its cache, of the same attention kind and the same RoPE / NoPE kind, and
+    the nearest such (the modeling code hands a borrowing layer the last stored cache of its RoPE kind)."""
+    n = len(out)
+    sources = f.int_list("kv_source_layers", n)
+    if sources is None or sources == list(range(n)):
+        return out
+    nope = nope_layers(f, n)
+    shared = list(out)
+    for slot, src in zip(out, sources):
+        if src == slot.index:
+            continue
+        i = slot.index
+        if src > i or sources[src] != src:
+            raise f.err("kv_source_layers", f"layer {i} reads layer {src}, which is not an earlier layer that "
+                                            "caches its own K/V")
+        if slot.mixer not in ATTENTION_KINDS or slot.mixer != out[src].mixer or (i in nope) != (src in nope):
+            raise f.err("kv_source_layers", f"layer {i} ({slot.mixer}) reads the K/V of layer {src} "
+                                            f"({out[src].mixer}); only attention layers of one kind, both RoPE or "
+                                            "both NoPE, share K/V")
+        nearest = next(j for j in range(i - 1, -1, -1) if sources[j] == j and out[j].mixer == slot.mixer
+                       and (j in nope) == (i in nope))
+        if nearest != src:
+            raise f.err("kv_source_layers", f"layer {i} reads layer {src}, but layer {nearest} caches K/V of the "
+                                            "same kind later; the model reads the nearest")
+        shared[i] = replace(slot, kv_shared=True, kv_weights=False)
+    return shared
+
+
 def kv_sharing(f: Fields, out: list[Slot]) -> list[Slot]:
     """Mark the layers that attend with another layer's K/V (the module docstring's shared K/V): each must be an
     attention layer of the same kind as the layer it reads from."""
+    if f.has("kv_source_layers"):
+        if f.bool("use_cla") or f.int("num_kv_shared_layers", default=0, minimum=0):
+            raise f.err("kv_source_layers", "together with use_cla / num_kv_shared_layers: the K/V sharing "
+                                            "schemes are not modelled together")
+        return kv_source_sharing(f, out)
     cla = f.bool("use_cla")
     factor = f.int("cla_share_factor", default=1, maximum=max(len(out), 1)) if f.has("cla_share_factor") else 1
     n = f.int("num_kv_shared_layers", default=0, minimum=0)

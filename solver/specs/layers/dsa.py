@@ -20,6 +20,8 @@ class Indexer:
     heads: int
     head_dim: int
     topk: int
+    query_norm: bool = False  # a LayerNorm (weight, bias) on the queries' input (Mistral-Large-4's q_input_norm)
+    query_scales: bool = False  # a learned per-head scale and bias of log(position + 1) on the queries
 
     @property
     def bytes_per_token(self) -> float:
@@ -31,7 +33,9 @@ class Indexer:
         return (Part("wq_b", q_in * self.heads * self.head_dim, "none"),
                 Part("wk", hidden * self.head_dim, "none"),
                 Part("k_norm", 2 * self.head_dim, "none"),  # LayerNorm weight + bias
-                Part("weights_proj", hidden * self.heads, "none"))
+                Part("weights_proj", hidden * self.heads, "none"),
+                *((Part("q_input_norm", 2 * q_in, "none"),) if self.query_norm else ()),
+                *((Part("softmax_scaling", 2 * self.heads, "none"),) if self.query_scales else ()))
 
     def share(self, hidden: int, q_lora_rank: int | None) -> Share:
         return Share("indexer", "attention", "attn_tp_size", self.parts(hidden, q_lora_rank))

@@ -28,6 +28,12 @@ class MLA(Block):
     indexer: Indexer | None = None
     output_gate: bool = False  # a per-head output gate projection (hidden -> heads x v_head_dim)
     head_gate: bool = False  # one gate scalar per head (hidden -> heads: BailingHybridAttention's g_proj)
+    # a learned per-head scale and bias of log(position + 1) multiplying the queries (Mistral-Large-4's
+    # MistralLarge4TextSoftmaxScaling)
+    query_scales: bool = False
+    # attends with the latent another layer computed and cached (kv_source_layers): no kv_a projection nor its
+    # norm, no latent of its own in the cache; its kv_b still expands the borrowed latent
+    kv_shared: bool = False
 
     role = "mixer"
     kvp_splits_keys = True
@@ -44,9 +50,16 @@ class MLA(Block):
     def o_dim(self) -> int:
         return self.heads * self.v_head_dim
 
+    @property
+    def caches_kv(self) -> bool:
+        """Its latent grows the per-token cache (not a layer borrowing another's)."""
+        return not self.kv_shared
+
     def label(self) -> str:
         idx = f" top{self.indexer.topk}" if self.indexer else ""
-        return f"{self.kind} {self.heads} x {self.head_dim} lora{self.kv_lora_rank}{idx}"
+        nope = "" if self.qk_rope_head_dim else " NoPE"
+        shared = " shared-KV" if self.kv_shared else ""
+        return f"{self.kind} {self.heads} x {self.head_dim} lora{self.kv_lora_rank}{idx}{nope}{shared}"
 
     @per_object
     def proj_parts(self) -> tuple[Part, ...]:
@@ -58,9 +71,12 @@ class MLA(Block):
                       Part("q_b_proj", self.q_lora_rank * nh * (nope + rope), "tp")]
         else:
             parts.append(Part("q_proj", h * nh * (nope + rope), "tp"))
-        parts += [Part("kv_a_proj_with_mqa", h * (self.kv_lora_rank + rope), "none"),
-                  Part("kv_a_layernorm", self.kv_lora_rank, "none"),
-                  Part("kv_b_proj", self.kv_lora_rank * nh * (nope + v), "tp")]
+        if not self.kv_shared:
+            parts += [Part("kv_a_proj_with_mqa", h * (self.kv_lora_rank + rope), "none"),
+                      Part("kv_a_layernorm", self.kv_lora_rank, "none")]
+        parts.append(Part("kv_b_proj", self.kv_lora_rank * nh * (nope + v), "tp"))
+        if self.query_scales:
+            parts.append(Part("softmax_scaling", 2 * nh, "tp"))
         if self.output_gate:
             parts.append(Part("g_proj", h * nh * v, "tp"))
         if self.head_gate:
@@ -84,7 +100,8 @@ class MLA(Block):
     @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
         idx = self.indexer.bytes_per_token if self.indexer else 0.0
-        return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), index_per_token_bytes=idx)
+        own = 0.0 if self.kv_shared else self.kv_bytes_per_token(kv_bytes, attn_tp)
+        return State(per_token_bytes=own, index_per_token_bytes=idx)
 
     def ops(self, cx: CostKit) -> list:
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
@@ -120,7 +137,7 @@ class MLA(Block):
         idx = self.indexer.bytes_per_token if self.indexer else 0.0
         return sequence_attention_comms(
             cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
-            cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size) + idx,
+            cache_bpt=(0.0 if self.kv_shared else self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size)) + idx,
             merge_width=(self.kv_lora_rank or self.v_head_dim) if absorbed else self.v_head_dim,
             query_width=self.kv_lora_rank + self.qk_rope_head_dim if absorbed else self.head_dim,
             topk=self.indexer.topk if self.indexer else None, gathers_context=not absorbed,
@@ -133,7 +150,8 @@ class MLA(Block):
         gathers kv_c_normed and k_pe, maybe_gather_indexer_k the indexer's k)."""
         if not self.kv_lora_rank:  # no latent: the cache entry as one tensor
             return ()
-        out = (("latent", self.kv_lora_rank * ACT_BYTES), ("rope", self.qk_rope_head_dim * ACT_BYTES))
+        out: tuple[tuple[str, float], ...] = () if self.kv_shared else (
+            ("latent", self.kv_lora_rank * ACT_BYTES), ("rope", self.qk_rope_head_dim * ACT_BYTES))
         return out + ((("indexer", self.indexer.head_dim * ACT_BYTES),) if self.indexer else ())
 
     def activation(self, pc, tokens: float, split: int) -> float:
