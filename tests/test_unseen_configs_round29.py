@@ -7,7 +7,11 @@ Hand counts tensor by tensor from transformers 5.25.0's modeling_*.py (read from
 written before the reader was run on them."""
 from __future__ import annotations
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+import pytest
+
+from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
 
 DATA = UNSEEN / "round29"
 ROUND = Round(DATA)
@@ -127,3 +131,65 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "translated--Lara-4-Mini-Base": 7 * 2 * 4 * 128 * 2,
     "moonshotai--Kimi-K2.6": 61 * (512 + 64) * 2,
 }
+
+# Kimi-K2.6's 1.03T bf16 parameters (2.05 TB) need more than 8 H100s: 32 hold them with room for the K/V
+SOLVE_CARDS: dict[str, int] = {"moonshotai--Kimi-K2.6": 32}
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_lara_mini_counts_the_q_k_norms_of_its_sliding_and_full_layers() -> None:
+    # Before this round 7,281,679,552 with only the unknown-family note: 20 attention layers x 2 x 128 short
+    assert _total("translated--Lara-4-Mini-Base") == LARA_MINI
+
+
+def test_lara_mini_without_layer_types_is_refused_not_read_as_plain_attention() -> None:
+    cfg = _load("translated--Lara-4-Mini-Base")
+    del cfg["layer_types"]
+    with pytest.raises(InputError, match="linear_conv_kernel_dim"):
+        parse_model_config(cfg, "x")
+
+
+def test_kimi_k25_tower_sizes_its_position_grid_from_pos_emb_height_and_width() -> None:
+    # Before this round refused, misleadingly: "vision_config.image_size: missing" (a field the tower never reads)
+    assert _total("moonshotai--Kimi-K2.6") == KIMI_K26
+    cfg = _load("moonshotai--Kimi-K2.6")
+    cfg["vision_config"]["pos_emb_width"] = 32
+    assert count(cfg) == KIMI_K26 - 64 * 32 * 1152
+
+
+def test_kimi_k25_tower_without_its_grid_fields_is_refused_naming_one() -> None:
+    cfg = _load("moonshotai--Kimi-K2.6")
+    del cfg["vision_config"]["pos_emb_height"]
+    with pytest.raises(InputError, match="pos_emb_height"):
+        parse_model_config(cfg, "x")
+
+
+def test_a_wrapper_tie_that_disagrees_with_the_language_models_is_named() -> None:
+    spec = _spec("moonshotai--Kimi-K2.6")  # the wrapper writes true (the class default), text_config false
+    assert any("tie_word_embeddings: the wrapper's true disagrees" in n for n in spec.warnings)
+    cfg = _load("moonshotai--Kimi-K2.6")
+    del cfg["text_config"]["tie_word_embeddings"]  # only the wrapper's: lifted, the head tied
+    assert count(cfg) == KIMI_K26 - 163840 * 7168
+    cfg = _load("moonshotai--Kimi-K2.6")
+    cfg["tie_word_embeddings"] = False
+    assert not any("disagrees" in n for n in parse_model_config(cfg, "x").warnings)
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+REFUSALS: dict[str, str] = {
+    # Before this round: "layer_types: unknown entry 'indexed_attention' at index 4" (naming no missing feature)
+    "Aleph-Alpha--Kolibri-1.1": r"'kolibri1_1': indexed-attention layers .*\(kv_source_layers",
+    # Before this round: "layer_types: unknown entry 'indexed_attention' at index 0"
+    "skt--A.X-K2": r"'axk2': MLA whose q_gate_proj reads the query LoRA .*\(gated_norm_rank\)",
+}
+
+
+@pytest.mark.parametrize("name, key", [("Aleph-Alpha--Kolibri-1.1", "layer_types"), ("skt--A.X-K2", "layer_types")])
+def test_a_refused_family_is_refused_whatever_pattern_fields_it_leaves_out(name: str, key: str) -> None:
+    cfg = ROUND.load(name, REFUSED)
+    del cfg[key]
+    with pytest.raises(InputError, match="model_type"):
+        parse_model_config(cfg, "x")
