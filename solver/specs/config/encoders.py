@@ -77,6 +77,8 @@ model_type and the text model's) on top:
                             per patch (Gemma-4's position_embedding_size: 2 x FIELD x h)
   _vision_position_rows     the field counting the learned table's rows (Siglip2's num_patches: a square grid
                             resized to each image), in place of (image_size / patch_size)^2
+  _vision_position_grid     the two fields giving a learned 2D table's height and width in rows (Kimi-K2.5's
+                            pos_emb_height x pos_emb_width; MoonViT's init_pos_emb_height x width by convention)
   _vision_projector_conv_downsample  two biased 3 x 3 stride-2 Conv2d h -> 2h -> 4h, then one linear 4h -> the
                             text width, biased under the wrapper's projector_bias (Step3p7VisionModel's downsamplers
                             and Step3p7Model.multi_modal_projector)
@@ -211,14 +213,16 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     positions = cls * h  # the class embedding
     positions += h if f.bool("use_mask_token") else 0  # a learned mask token (HF InternVL's use_mask_token)
     axial, rows = facts.get("_vision_axial_positions"), facts.get("_vision_position_rows")
+    grid = facts.get("_vision_position_grid") or (("init_pos_emb_height", "init_pos_emb_width")
+                                                   if f.has("init_pos_emb_height") else None)
     if axial:  # one learned row set per image axis, FIELD rows each, summed per patch (Gemma-4)
         positions += 2 * f.int(str(axial)) * h
     elif rows:  # the field that counts the learned table's rows (Siglip2's num_patches)
         positions += f.int(str(rows)) * h
     elif f.has("num_position_embeddings"):
         positions += f.int("num_position_embeddings") * h
-    elif f.has("init_pos_emb_height"):
-        positions += f.int("init_pos_emb_height") * f.int("init_pos_emb_width") * h
+    elif grid:
+        positions += f.int(str(grid[0])) * f.int(str(grid[1])) * h
     elif _learned_table(f, gated) or facts.get("_vision_learned_positions"):
         if not f.has("image_size"):
             raise f.err("image_size", "missing (required to size the vision tower's learned position table, "

@@ -351,6 +351,14 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         warnings.append(f"{f.path('tie_word_embeddings')}: not written; the head is read as tied to the embedding "
                         f"(PretrainedConfig's default, which a saved config leaves out); an untied head would add "
                         f"{vocab:,} x {hidden:,} parameters")
+    outer_tie = raw.get("tie_word_embeddings") if prefix else None
+    if isinstance(outer_tie, bool) and tie_field == "tie_word_embeddings" and outer_tie != tie:
+        # transformers ties by the wrapper's own field (the model class's config), engines by the language model's:
+        # both were given and disagree, so the head's reading is named rather than one of them dropped in silence
+        warnings.append(f"tie_word_embeddings: the wrapper's {str(outer_tie).lower()} disagrees with {prefix}"
+                        f"tie_word_embeddings {str(tie).lower()}; read as the language model's, the head "
+                        f"{'tied' if tie else 'untied'} (the wrapper's reading would count {vocab:,} x {hidden:,} "
+                        f"parameters {'more' if tie else 'fewer'})")
     # the longest position the model was built for: GPT-2's lineage names it n_positions, ChatGLM seq_length,
     # OpenELM max_context_length
     context_field = f.first(*CONTEXT_FIELDS) or CONTEXT_FIELDS[0]

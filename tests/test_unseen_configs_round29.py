@@ -1,0 +1,195 @@
+"""Twenty-ninth round of families outside the catalog (tests/data/configs_unseen/round29/, SOURCES.md's
+"Twenty-ninth round (stop 36)"): 2026 decoder model_types in transformers 5.25.0 that no earlier round nor models/
+holds (lara_mini, kimi_k25 counted; kolibri1_1, axk2 refused). Lara-4-Mini, Kolibri-1.1 and A.X-K2 are their config
+classes' defaults (the docstring names the checkpoint), written as to_dict would; Kimi-K2.6 is Kimi_K25Config's
+defaults around a text_config written from memory of Kimi-K2's config.json (the class's default text is DeepSeek-V3's).
+Hand counts tensor by tensor from transformers 5.25.0's modeling_*.py (read from the unzipped wheel, not installed);
+written before the reader was run on them."""
+from __future__ import annotations
+
+import pytest
+
+from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
+
+DATA = UNSEEN / "round29"
+ROUND = Round(DATA)
+_load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
+
+
+# ------------------------------------------------------------------ Lara-4-Mini-Base (LaraMiniConfig() defaults).
+# 34 layers, 1024 wide, period-5 layer_types (linear, sliding, linear, full, sliding): 14 Gated DeltaNet, 13 sliding
+# (window 512) and 7 full (NoPE) attention layers. Attention (Qwen3's): q / k / v / o 16 / 4 heads x 128 without bias,
+# q_norm / k_norm of 128. Gated DeltaNet (Qwen3.5's, 8 key heads x 128, 16 value heads x 128): in_proj_qkv h -> 2 x 1024
+# + 2048, in_proj_z h -> 2048, in_proj_b / in_proj_a h -> 16, a depthwise Conv1d of 4096 channels x 4 without bias,
+# dt_bias and A_log (16 each), the gated RMSNorm of head_v_dim 128, out_proj 2048 -> h. Every layer LaraMiniSparseMoeBlock:
+# router 128 x h (softmax, no correction bias), 128 experts of 512 top-4 and an ungated shared expert of 512; two RMSNorms
+# a layer; tied 151936 embedding; final norm.
+def lara_attention(h: int, heads: int, kv: int, d: int) -> int:
+    return gqa(h, heads, kv, d) + 2 * d
+
+
+def lara_deltanet(h: int, k_heads: int, v_heads: int, dk: int, dv: int, kernel: int) -> int:
+    key, value = k_heads * dk, v_heads * dv
+    return (lin(h, 2 * key + value) + lin(h, value) + 2 * lin(h, v_heads) + (2 * key + value) * kernel
+            + 2 * v_heads + dv + lin(value, h))
+
+
+def lara_moe(h: int, experts: int, width: int, shared: int) -> int:
+    return lin(h, experts) + experts * gated(h, width) + gated(h, shared)
+
+
+LARA_LAYER_COMMON = lara_moe(1024, 128, 512, 512) + 2 * 1024
+LARA_MINI = (151936 * 1024 + 20 * lara_attention(1024, 16, 4, 128) + 14 * lara_deltanet(1024, 8, 16, 128, 128, 4)
+             + 34 * LARA_LAYER_COMMON + 1024)
+LARA_MINI_ACTIVE = LARA_MINI - 34 * (128 - 4) * gated(1024, 512)
+
+
+# ------------------------------------------------------------------ Kimi-K2.6 (Kimi_K25Config() defaults; text_config
+# Kimi-K2's as recalled). Text (DeepseekV3Model): 61 layers, 7168 wide, MLA 64 heads (q_lora 1536, kv_lora 512, nope
+# 128, rope 64, v 128), layer 0 dense 18432, 60 MoE of 384 x 2048 top-8 with a router weight and e_score_correction_bias
+# (noaux_tc), one shared of 2048; two RMSNorms a layer; embedding and lm_head 163840 each (text_config untied).
+# Vision (Kimi_K25VisionModel): Conv2d 3 x 14 x 14 -> 1152 biased, a learned 64 x 64 x 1152 position grid (the time
+# axis is a sinusoidal table, no weights), 27 layers of norm1 / norm2 LayerNorms, biased q / k / v / proj 1152 square,
+# biased fc1 1152 -> 4304 / fc2; final_layernorm. Projector: pre_norm LayerNorm(1152), in_proj 4608 -> 4608 and
+# out_proj 4608 -> 7168, both biased
+def mla(h: int, heads: int, q_rank: int, kv_rank: int, nope: int, rope: int, v: int) -> int:
+    return (lin(h, q_rank) + q_rank + lin(q_rank, heads * (nope + rope)) + lin(h, kv_rank + rope) + kv_rank
+            + lin(kv_rank, heads * (nope + v)) + lin(heads * v, h))
+
+
+KIMI_MOE = lin(7168, 384) + 384 + 384 * gated(7168, 2048) + gated(7168, 2048)
+KIMI_TEXT = (2 * 163840 * 7168 + 61 * (mla(7168, 64, 1536, 512, 128, 64, 128) + 2 * 7168) + gated(7168, 18432)
+             + 60 * KIMI_MOE + 7168)
+KIMI_VISION = (lin(3 * 14 * 14, 1152, True) + 64 * 64 * 1152
+               + 27 * (2 * ln(1152) + 4 * lin(1152, 1152, True) + lin(1152, 4304, True) + lin(4304, 1152, True))
+               + ln(1152))
+KIMI_PROJECTOR = ln(1152) + lin(4608, 4608, True) + lin(4608, 7168, True)
+KIMI_K26 = KIMI_TEXT + KIMI_VISION + KIMI_PROJECTOR
+KIMI_K26_ACTIVE = KIMI_TEXT - 60 * (384 - 8) * gated(7168, 2048)  # the tower runs per image, not per token
+
+
+# ------------------------------------------------------------------ Kolibri-1.1 (Kolibri1_1Config() defaults), refused.
+# 50 layers, 2560 wide; indexed attention at (i + 1) % 5 == 0 (10 layers), sliding (513) elsewhere. Attention: q_proj
+# 2560 -> 48 x 128, q_norm 128, o_proj back, all without bias; k_proj / v_proj 2560 -> 4 x 128 and k_norm 128 only on
+# layers that compute their own K/V: kv_source_layers sends indexed layers 9, 14, 49 to layer 4's and 34, 39, 44 to
+# layer 29's (6 layers without K/V weights). The indexer has no weights. Layers 0, 1 a dense 3584 MLP; 48 MoE of
+# 384 x 512 top-6 with a router weight and e_score_correction_bias (a buffer) and one shared of 512; four RMSNorms a
+# layer (input, post_attention, post_self_attn, post_mlp); untied 128000; final norm.
+KOLIBRI_Q_O = lin(2560, 48 * 128) + 128 + lin(48 * 128, 2560)
+KOLIBRI_K_V = 2 * lin(2560, 4 * 128) + 128
+KOLIBRI_MOE = lin(2560, 384) + 384 + 384 * gated(2560, 512) + gated(2560, 512)
+KOLIBRI_1_1 = (2 * 128000 * 2560 + 50 * (KOLIBRI_Q_O + 4 * 2560) + 44 * KOLIBRI_K_V + 2 * gated(2560, 3584)
+               + 48 * KOLIBRI_MOE + 2560)
+
+
+# ------------------------------------------------------------------ A.X-K2 (AXK2Config() defaults), refused. 48 layers,
+# 2048 wide. Attention: q_a_proj 2048 -> 384, q_a_layernorm 384, no q_b_proj: q_gate_proj reads [q_a_layernorm(q),
+# q] (2 x 384) -> 32 x (96 + 64) (queries and a per-channel output gate), kv_a_proj_with_mqa 2048 -> 128 + 32,
+# kv_a_layernorm 128, kv_b 128 -> 32 x (64 + 64), o_proj 32 x 64 -> 2048, no bias. DSA indexer on every layer: wq_b
+# 384 -> 16 x 128, wk 2048 -> 128, k_norm LayerNorm 128, weights_proj 2048 -> 16. input_layernorm a gated RMSNorm
+# (weight 2048, fc1 2048 -> 16, fc2 16 -> 2048), post_attention_layernorm gated on MoE layers and plain on the dense
+# one. Layer 0 dense 5120, 47 MoE of 128 x 512 top-8, router weight and e_score_correction_bias, one shared of 512;
+# untied 163840; final norm
+def axk2_attention(h: int, heads: int, q_rank: int, kv_rank: int, nope: int, rope: int, v: int) -> int:
+    return (lin(h, q_rank) + q_rank + lin(2 * q_rank, heads * (nope + rope + v)) + lin(h, kv_rank + rope) + kv_rank
+            + lin(kv_rank, heads * (nope + v)) + lin(heads * v, h))
+
+
+def axk2_indexer(h: int, q_rank: int, heads: int, d: int) -> int:
+    return lin(q_rank, heads * d) + lin(h, d) + ln(d) + lin(h, heads)
+
+
+def gated_norm(h: int, rank: int) -> int:
+    return h + lin(h, rank) + lin(rank, h)
+
+
+AXK2_LAYER = axk2_attention(2048, 32, 384, 128, 64, 32, 64) + axk2_indexer(2048, 384, 16, 128) + gated_norm(2048, 16)
+AXK2_MOE = lin(2048, 128) + 128 + 128 * gated(2048, 512) + gated(2048, 512) + gated_norm(2048, 16)
+AXK2 = 2 * 163840 * 2048 + 48 * AXK2_LAYER + gated(2048, 5120) + 2048 + 47 * AXK2_MOE + 2048
+AXK2_ACTIVE = AXK2 - 47 * (128 - 8) * gated(2048, 512)
+
+
+HAND: dict[str, int] = {
+    "translated--Lara-4-Mini-Base": LARA_MINI,
+    "moonshotai--Kimi-K2.6": KIMI_K26,
+}
+# Published totals precise enough for a 1% check: none for the class defaults (Lara-4-Mini and Kolibri-1.1 not
+# recalled); Kimi-K2's 1.04T total with its 400M MoonViT is rounder than the check needs
+PUBLISHED: dict[str, float] = {}
+
+ACTIVE: dict[str, tuple[int, float | None]] = {
+    "translated--Lara-4-Mini-Base": (LARA_MINI_ACTIVE, None),
+    # Kimi-K2's "32B activated" is 2.7% under this figure (the 2.35B embedding and head counted here): not held
+    "moonshotai--Kimi-K2.6": (KIMI_K26_ACTIVE, None),
+}
+
+# Bytes of K/V per token of context at bf16: Lara's 7 full layers of 4 K/V heads x 128 (13 sliding layers hold 512
+# tokens at most; 14 Gated DeltaNet layers a fixed state); Kimi's MLA latent 512 + rope 64 on 61 layers
+KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "translated--Lara-4-Mini-Base": 7 * 2 * 4 * 128 * 2,
+    "moonshotai--Kimi-K2.6": 61 * (512 + 64) * 2,
+}
+
+# Kimi-K2.6's 1.03T bf16 parameters (2.05 TB) need more than 8 H100s: 32 hold them with room for the K/V
+SOLVE_CARDS: dict[str, int] = {"moonshotai--Kimi-K2.6": 32}
+
+
+# ------------------------------------------------------------------ reading rules added this round
+
+
+def test_lara_mini_counts_the_q_k_norms_of_its_sliding_and_full_layers() -> None:
+    # Before this round 7,281,679,552 with only the unknown-family note: 20 attention layers x 2 x 128 short
+    assert _total("translated--Lara-4-Mini-Base") == LARA_MINI
+
+
+def test_lara_mini_without_layer_types_is_refused_not_read_as_plain_attention() -> None:
+    cfg = _load("translated--Lara-4-Mini-Base")
+    del cfg["layer_types"]
+    with pytest.raises(InputError, match="linear_conv_kernel_dim"):
+        parse_model_config(cfg, "x")
+
+
+def test_kimi_k25_tower_sizes_its_position_grid_from_pos_emb_height_and_width() -> None:
+    # Before this round refused, misleadingly: "vision_config.image_size: missing" (a field the tower never reads)
+    assert _total("moonshotai--Kimi-K2.6") == KIMI_K26
+    cfg = _load("moonshotai--Kimi-K2.6")
+    cfg["vision_config"]["pos_emb_width"] = 32
+    assert count(cfg) == KIMI_K26 - 64 * 32 * 1152
+
+
+def test_kimi_k25_tower_without_its_grid_fields_is_refused_naming_one() -> None:
+    cfg = _load("moonshotai--Kimi-K2.6")
+    del cfg["vision_config"]["pos_emb_height"]
+    with pytest.raises(InputError, match="pos_emb_height"):
+        parse_model_config(cfg, "x")
+
+
+def test_a_wrapper_tie_that_disagrees_with_the_language_models_is_named() -> None:
+    spec = _spec("moonshotai--Kimi-K2.6")  # the wrapper writes true (the class default), text_config false
+    assert any("tie_word_embeddings: the wrapper's true disagrees" in n for n in spec.warnings)
+    cfg = _load("moonshotai--Kimi-K2.6")
+    del cfg["text_config"]["tie_word_embeddings"]  # only the wrapper's: lifted, the head tied
+    assert count(cfg) == KIMI_K26 - 163840 * 7168
+    cfg = _load("moonshotai--Kimi-K2.6")
+    cfg["tie_word_embeddings"] = False
+    assert not any("disagrees" in n for n in parse_model_config(cfg, "x").warnings)
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+REFUSALS: dict[str, str] = {
+    # Before this round: "layer_types: unknown entry 'indexed_attention' at index 4" (naming no missing feature)
+    "Aleph-Alpha--Kolibri-1.1": r"'kolibri1_1': indexed-attention layers .*\(kv_source_layers",
+    # Before this round: "layer_types: unknown entry 'indexed_attention' at index 0"
+    "skt--A.X-K2": r"'axk2': MLA whose q_gate_proj reads the query LoRA .*\(gated_norm_rank\)",
+}
+
+
+@pytest.mark.parametrize("name, key", [("Aleph-Alpha--Kolibri-1.1", "layer_types"), ("skt--A.X-K2", "layer_types")])
+def test_a_refused_family_is_refused_whatever_pattern_fields_it_leaves_out(name: str, key: str) -> None:
+    cfg = ROUND.load(name, REFUSED)
+    del cfg[key]
+    with pytest.raises(InputError, match="model_type"):
+        parse_model_config(cfg, "x")
