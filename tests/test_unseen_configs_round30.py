@@ -1,0 +1,84 @@
+"""Thirtieth round of families outside the catalog (tests/data/configs_unseen/round30/, SOURCES.md's "Thirtieth
+round (stop 36)"): 2026 model_types in transformers 5.25.0 that no earlier round nor models/ holds (cosmos3_edge
+counted; hy_v4 refused). Both are their config classes' defaults (the docstring names the checkpoint), written as
+to_dict would. Hand counts tensor by tensor from transformers 5.25.0's modeling_*.py (read from the unzipped wheel,
+not installed); written before the reader was run on them."""
+from __future__ import annotations
+
+import pytest
+
+from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
+
+DATA = UNSEEN / "round30"
+ROUND = Round(DATA)
+_load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
+
+
+# ------------------------------------------------------------------ Cosmos3-Edge (Cosmos3EdgeConfig() defaults).
+# Text (Cosmos3EdgeTextModel): 28 layers, 2048 wide, q / k / v / o of 16 / 8 heads x 128 without bias, an ungated
+# relu2 MLP fc1 2048 -> 9216, fc2 back, without bias (Cosmos3EdgeTextMLP), two RMSNorms a layer, final norm;
+# embedding and lm_head 131072 each (untied). Vision (Cosmos3EdgeVisionModel, SigLIP2 naflex): a biased linear patch
+# embedding 3 x 16 x 16 -> 1152, a learned table of num_patches 256 x 1152, 27 layers of layer_norm1 / layer_norm2
+# LayerNorms, biased q / k / v / out_proj 1152 square, biased fc1 1152 -> 4304 / fc2; post_layernorm. Projector
+# (Cosmos3EdgePatchMerger): a LayerNorm of the tower width 1152 (before the 2 x 2 shuffle), biased linear_fc1
+# 4 x 1152 -> projector_hidden_size 11520 and linear_fc2 11520 -> 2048
+def mlp2(h: int, f: int, bias: bool = False) -> int:  # up -> act -> down, two matrices
+    return lin(h, f, bias) + lin(f, h, bias)
+
+
+COSMOS_TEXT = 2 * 131072 * 2048 + 28 * (gqa(2048, 16, 8, 128) + mlp2(2048, 9216) + 2 * 2048) + 2048
+COSMOS_VISION = (lin(3 * 16 * 16, 1152, True) + 256 * 1152
+                 + 27 * (2 * ln(1152) + 4 * lin(1152, 1152, True) + mlp2(1152, 4304, True)) + ln(1152))
+COSMOS_PROJECTOR = ln(1152) + lin(4 * 1152, 11520, True) + lin(11520, 2048, True)
+COSMOS3_EDGE = COSMOS_TEXT + COSMOS_VISION + COSMOS_PROJECTOR
+
+
+# ------------------------------------------------------------------ Hy4-preview (HYV4Config() defaults), refused.
+# 34 layers, 2816 wide. HYV4Attention: MLA of 32 heads, q_a_proj 2816 -> 1536, q_a_layernorm, q_b_proj 1536 -> 32 x
+# (192 + 64), kv_a_proj_with_mqa 2816 -> 512 + 64, kv_a_layernorm, kv_b_proj 512 -> 32 x (192 + 256), o_proj 32 x 256
+# -> 2816, no bias; gate_proj 2816 -> 32 x 256 (a per-channel output gate) and sinks (one logit a head). The DSA
+# indexer (wq_b 1536 -> 16 x 128, wk 2816 -> 128, k_norm LayerNorm 128, weights_proj 2816 -> 16) only on the "full"
+# indexer_types layers, 0 and (i - 1) % 4 == 0 (10 of 34); "shared" layers reuse the last full layer's top-k and hold
+# none. Two RMSNorms a layer; two HYV4HyperConnections a layer (attn_hc, ffn_hc): fn 2m x m h, base 2m, scale 2 (no
+# comb map, unlike DeepSeek-V4's (2 + m) m rows), m = hc_mult 4. Layer 0 dense 6912; 33 MoE of 256 x 768 top-8
+# with a router weight and e_score_correction_bias, one shared of 768. Model: hc_head (hc_fn m x m h, hc_base m,
+# hc_scale 1), final norm, untied 120832 embedding and lm_head
+def hy_attention(h: int, heads: int, q_rank: int, kv_rank: int, nope: int, rope: int, v: int) -> int:
+    mla = (lin(h, q_rank) + q_rank + lin(q_rank, heads * (nope + rope)) + lin(h, kv_rank + rope) + kv_rank
+           + lin(kv_rank, heads * (nope + v)) + lin(heads * v, h))
+    return mla + lin(h, heads * v) + heads
+
+
+def hy_indexer(h: int, q_rank: int, heads: int, d: int) -> int:
+    return lin(q_rank, heads * d) + lin(h, d) + ln(d) + lin(h, heads)
+
+
+def hy_hyper_connection(h: int, m: int) -> int:
+    return 2 * m * m * h + 2 * m + 2
+
+
+HY_FULL_INDEXERS = sum(1 for i in range(34) if i == 0 or (i - 1) % 4 == 0)
+HY_MOE = lin(2816, 256) + 256 + 256 * gated(2816, 768) + gated(2816, 768)
+HY_V4 = (2 * 120832 * 2816 + 34 * (hy_attention(2816, 32, 1536, 512, 192, 64, 256) + 2 * 2816
+                                   + 2 * hy_hyper_connection(2816, 4))
+         + HY_FULL_INDEXERS * hy_indexer(2816, 1536, 16, 128) + gated(2816, 6912) + 33 * HY_MOE
+         + 4 * 4 * 2816 + 4 + 1 + 2816)
+HY_V4_ACTIVE = HY_V4 - 33 * (256 - 8) * gated(2816, 768)
+
+
+HAND: dict[str, int] = {
+    "nvidia--Cosmos3-Edge": COSMOS3_EDGE,
+}
+# Published totals precise enough for a 1% check: none recalled for either class default
+PUBLISHED: dict[str, float] = {}
+
+# Bytes of K/V per token of context at bf16: Cosmos3-Edge's 28 layers of 8 K/V heads x 128
+KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "nvidia--Cosmos3-Edge": 28 * 2 * 8 * 128 * 2,
+}
+
+
+def test_hy_v4_hand_count_holds_ten_full_indexers() -> None:
+    assert HY_FULL_INDEXERS == 10
