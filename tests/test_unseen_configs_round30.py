@@ -80,5 +80,63 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 }
 
 
+# ------------------------------------------------------------------ reading rules added this round
+
+
 def test_hy_v4_hand_count_holds_ten_full_indexers() -> None:
     assert HY_FULL_INDEXERS == 10
+
+
+def test_cosmos3_edge_tower_sizes_its_position_table_from_num_patches() -> None:
+    # Before this round refused, misleadingly: "vision_config.image_size: missing" (a field the tower never reads)
+    assert _total("nvidia--Cosmos3-Edge") == COSMOS3_EDGE
+    cfg = _load("nvidia--Cosmos3-Edge")
+    cfg["vision_config"]["num_patches"] = 1024
+    assert count(cfg) == COSMOS3_EDGE + (1024 - 256) * 1152
+
+
+def test_cosmos3_edge_merger_is_projector_hidden_size_wide() -> None:
+    # With the position table read, the convention's merger (4608 -> 4608 -> 2048) counted 46,013,184 short
+    cfg = _load("nvidia--Cosmos3-Edge")
+    cfg["projector_hidden_size"] = 4608
+    assert count(cfg) == COSMOS3_EDGE - (4608 * 11520 + 11520 + 11520 * 2048) + (4608 * 4608 + 4608 + 4608 * 2048)
+
+
+def test_cosmos3_edge_without_projector_hidden_size_is_refused_naming_it() -> None:
+    cfg = _load("nvidia--Cosmos3-Edge")
+    del cfg["projector_hidden_size"]
+    with pytest.raises(InputError, match="projector_hidden_size"):
+        parse_model_config(cfg, "x")
+
+
+@pytest.mark.parametrize("section, key", [("text_config", "hidden_act"), ("vision_config", "spatial_merge_size"),
+                                          ("vision_config", "num_patches")])
+def test_cosmos3_edge_fields_left_out_take_the_class_defaults(section: str, key: str) -> None:
+    # Without the class default hidden_act read, a text_config leaving it out counted a gated SiLU MLP: 528,482,304 over
+    cfg = _load("nvidia--Cosmos3-Edge")
+    del cfg[section][key]
+    assert count(cfg) == COSMOS3_EDGE
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+
+REFUSALS: dict[str, str] = {
+    # Before this round: "indexer_types: entries ['shared']: ... not modelled"; without indexer_types (or with
+    # every entry "full") counted 57,591,304,236, silently short of the hand count (sinks, gate_proj, the HC layout)
+    "tencent--Hy4-preview": r"'hy_v4': MLA with attention sinks and a per-channel gate_proj, and hyper-connections",
+}
+
+
+@pytest.mark.parametrize("key", ["indexer_types", "layer_types", "hc_mult"])
+def test_hy_v4_is_refused_whatever_pattern_fields_it_leaves_out(key: str) -> None:
+    cfg = ROUND.load("tencent--Hy4-preview", REFUSED)
+    del cfg[key]
+    with pytest.raises(InputError, match="model_type"):
+        parse_model_config(cfg, "x")
+
+
+def test_hy_v4_with_every_indexer_full_is_refused_not_counted() -> None:
+    cfg = ROUND.load("tencent--Hy4-preview", REFUSED)
+    cfg["indexer_types"] = ["full"] * 34
+    with pytest.raises(InputError, match="model_type"):
+        parse_model_config(cfg, "x")

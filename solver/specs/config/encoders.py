@@ -79,6 +79,9 @@ model_type and the text model's) on top:
                             resized to each image), in place of (image_size / patch_size)^2
   _vision_position_grid     the two fields giving a learned 2D table's height and width in rows (Kimi-K2.5's
                             pos_emb_height x pos_emb_width; MoonViT's init_pos_emb_height x width by convention)
+  _vision_projector_merger_width  the wrapper field sizing the patch merger's middle layer (h m^2 -> FIELD -> text,
+                            biased, after the tower-width norm) in place of h m^2 (Cosmos3EdgePatchMerger:
+                            projector_hidden_size)
   _vision_projector_conv_downsample  two biased 3 x 3 stride-2 Conv2d h -> 2h -> 4h, then one linear 4h -> the
                             text width, biased under the wrapper's projector_bias (Step3p7VisionModel's downsamplers
                             and Step3p7Model.multi_modal_projector)
@@ -482,7 +485,10 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         return norm + merger + _mlp_into_text(h, out, pb)
     if merge > 1:
         wide = h * merge * merge
-        merger = norm + wide * wide + wide + wide * out + out
+        # the merger MLP's middle width: h m^2 (Qwen2-VL's PatchMerger) or a wrapper field the fact names
+        width_field = facts.get("_vision_projector_merger_width")
+        mid = wrapper.int(str(width_field)) if width_field else wide
+        merger = norm + wide * mid + mid + mid * out + out
         mergers = 1 + len(f.int_list("deepstack_visual_indexes") or [])
         deep = (mergers - 1) * (wide * wide + wide + wide * out + out + 2 * wide)
         return merger + deep
