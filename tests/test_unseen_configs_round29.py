@@ -1,6 +1,7 @@
 """Twenty-ninth round of families outside the catalog (tests/data/configs_unseen/round29/, SOURCES.md's
 "Twenty-ninth round (stop 36)"): 2026 decoder model_types in transformers 5.25.0 that no earlier round nor models/
-holds (lara_mini, kimi_k25 counted; kolibri1_1, axk2 refused). Lara-4-Mini, Kolibri-1.1 and A.X-K2 are their config
+holds (lara_mini, kimi_k25 counted; kolibri1_1 and axk2 refused, counted since: Kolibri's kv_source_layers read as
+written and its weightless indexer, A.X-K2's q_gate_proj and gated RMSNorms). Lara-4-Mini, Kolibri-1.1 and A.X-K2 are their config
 classes' defaults (the docstring names the checkpoint), written as to_dict would; Kimi-K2.6 is Kimi_K25Config's
 defaults around a text_config written from memory of Kimi-K2's config.json (the class's default text is DeepSeek-V3's).
 Hand counts tensor by tensor from transformers 5.25.0's modeling_*.py (read from the unzipped wheel, not installed);
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
+from solver.specs.model_rules import kv_sharing_split
 
 DATA = UNSEEN / "round29"
 ROUND = Round(DATA)
@@ -70,7 +72,7 @@ KIMI_K26 = KIMI_TEXT + KIMI_VISION + KIMI_PROJECTOR
 KIMI_K26_ACTIVE = KIMI_TEXT - 60 * (384 - 8) * gated(7168, 2048)  # the tower runs per image, not per token
 
 
-# ------------------------------------------------------------------ Kolibri-1.1 (Kolibri1_1Config() defaults), refused.
+# ------------------------------------------------------------------ Kolibri-1.1 (Kolibri1_1Config() defaults).
 # 50 layers, 2560 wide; indexed attention at (i + 1) % 5 == 0 (10 layers), sliding (513) elsewhere. Attention: q_proj
 # 2560 -> 48 x 128, q_norm 128, o_proj back, all without bias; k_proj / v_proj 2560 -> 4 x 128 and k_norm 128 only on
 # layers that compute their own K/V: kv_source_layers sends indexed layers 9, 14, 49 to layer 4's and 34, 39, 44 to
@@ -82,9 +84,10 @@ KOLIBRI_K_V = 2 * lin(2560, 4 * 128) + 128
 KOLIBRI_MOE = lin(2560, 384) + 384 + 384 * gated(2560, 512) + gated(2560, 512)
 KOLIBRI_1_1 = (2 * 128000 * 2560 + 50 * (KOLIBRI_Q_O + 4 * 2560) + 44 * KOLIBRI_K_V + 2 * gated(2560, 3584)
                + 48 * KOLIBRI_MOE + 2560)
+KOLIBRI_1_1_ACTIVE = KOLIBRI_1_1 - 48 * (384 - 6) * gated(2560, 512)
 
 
-# ------------------------------------------------------------------ A.X-K2 (AXK2Config() defaults), refused. 48 layers,
+# ------------------------------------------------------------------ A.X-K2 (AXK2Config() defaults). 48 layers,
 # 2048 wide. Attention: q_a_proj 2048 -> 384, q_a_layernorm 384, no q_b_proj: q_gate_proj reads [q_a_layernorm(q),
 # q] (2 x 384) -> 32 x (96 + 64) (queries and a per-channel output gate), kv_a_proj_with_mqa 2048 -> 128 + 32,
 # kv_a_layernorm 128, kv_b 128 -> 32 x (64 + 64), o_proj 32 x 64 -> 2048, no bias. DSA indexer on every layer: wq_b
@@ -114,6 +117,8 @@ AXK2_ACTIVE = AXK2 - 47 * (128 - 8) * gated(2048, 512)
 HAND: dict[str, int] = {
     "translated--Lara-4-Mini-Base": LARA_MINI,
     "moonshotai--Kimi-K2.6": KIMI_K26,
+    "Aleph-Alpha--Kolibri-1.1": KOLIBRI_1_1,
+    "skt--A.X-K2": AXK2,
 }
 # Published totals precise enough for a 1% check: none for the class defaults (Lara-4-Mini and Kolibri-1.1 not
 # recalled); Kimi-K2's 1.04T total with its 400M MoonViT is rounder than the check needs
@@ -123,14 +128,23 @@ ACTIVE: dict[str, tuple[int, float | None]] = {
     "translated--Lara-4-Mini-Base": (LARA_MINI_ACTIVE, None),
     # Kimi-K2's "32B activated" is 2.7% under this figure (the 2.35B embedding and head counted here): not held
     "moonshotai--Kimi-K2.6": (KIMI_K26_ACTIVE, None),
+    "Aleph-Alpha--Kolibri-1.1": (KOLIBRI_1_1_ACTIVE, None),
+    "skt--A.X-K2": (AXK2_ACTIVE, None),
 }
 
 # Bytes of K/V per token of context at bf16: Lara's 7 full layers of 4 K/V heads x 128 (13 sliding layers hold 512
-# tokens at most; 14 Gated DeltaNet layers a fixed state); Kimi's MLA latent 512 + rope 64 on 61 layers
+# tokens at most; 14 Gated DeltaNet layers a fixed state); Kimi's MLA latent 512 + rope 64 on 61 layers;
+# Kolibri's 4 indexed layers that cache their own (4, 19, 24, 29) of 4 K/V heads x 128 (the 6 that read another's
+# cache nothing, the weightless indexer no keys of its own; 40 sliding layers hold 513 tokens at most); A.X-K2's MLA
+# latent 128 + rope 32 on 48 layers (its DSA indexer's keys apart: AXK2_INDEX_BYTES_PER_TOKEN)
 KV_BYTES_PER_TOKEN: dict[str, int] = {
     "translated--Lara-4-Mini-Base": 7 * 2 * 4 * 128 * 2,
     "moonshotai--Kimi-K2.6": 61 * (512 + 64) * 2,
+    "Aleph-Alpha--Kolibri-1.1": 4 * 2 * 4 * 128 * 2,
+    "skt--A.X-K2": 48 * (128 + 32) * 2,
 }
+# A.X-K2's indexer key cache: index_head_dim 128 FP8 values and one FP32 scale a token on each of 48 layers
+AXK2_INDEX_BYTES_PER_TOKEN = 48 * (128 + 4)
 
 # Kimi-K2.6's 1.03T bf16 parameters (2.05 TB) need more than 8 H100s: 32 hold them with room for the K/V
 SOLVE_CARDS: dict[str, int] = {"moonshotai--Kimi-K2.6": 32}
@@ -177,19 +191,60 @@ def test_a_wrapper_tie_that_disagrees_with_the_language_models_is_named() -> Non
     assert not any("disagrees" in n for n in parse_model_config(cfg, "x").warnings)
 
 
-# ------------------------------------------------------------------ refused this round: one line each
+def test_kolibri_counts_its_kv_source_layers_as_written_and_its_weightless_indexer_as_nothing() -> None:
+    # Before (round 29): refused by the family line; before that "layer_types: unknown entry 'indexed_attention'"
+    assert _total("Aleph-Alpha--Kolibri-1.1") == KOLIBRI_1_1
+    spec = _spec("Aleph-Alpha--Kolibri-1.1")
+    shared = [i for i, layer in enumerate(spec.layers) if getattr(layer.mixer, "kv_shared", False)]
+    assert shared == [9, 14, 34, 39, 44, 49]
+    assert spec.kv_sources[49] == 4 and spec.kv_sources[34] == 29
+    assert any("index_topk (2048)" in n and "not modelled" in n for n in spec.warnings)
 
-REFUSALS: dict[str, str] = {
-    # Before this round: "layer_types: unknown entry 'indexed_attention' at index 4" (naming no missing feature)
-    "Aleph-Alpha--Kolibri-1.1": r"'kolibri1_1': indexed-attention layers .*\(kv_source_layers",
-    # Before this round: "layer_types: unknown entry 'indexed_attention' at index 0"
-    "skt--A.X-K2": r"'axk2': MLA whose q_gate_proj reads the query LoRA .*\(gated_norm_rank\)",
-}
 
-
-@pytest.mark.parametrize("name, key", [("Aleph-Alpha--Kolibri-1.1", "layer_types"), ("skt--A.X-K2", "layer_types")])
-def test_a_refused_family_is_refused_whatever_pattern_fields_it_leaves_out(name: str, key: str) -> None:
-    cfg = ROUND.load(name, REFUSED)
-    del cfg[key]
-    with pytest.raises(InputError, match="model_type"):
+def test_a_kv_source_read_by_index_may_skip_a_nearer_owner() -> None:
+    # Kolibri's layer 49 reads layer 4 though 29 caches later (shared_kv_states[str(kv_source_layer)]); only a
+    # family keying its shared caches by kind (_kv_source_by_kind, Mistral-Large-4) must name the nearest
+    cfg = _load("Aleph-Alpha--Kolibri-1.1")
+    cfg["kv_source_layers"][49] = 29
+    assert count(cfg) == KOLIBRI_1_1
+    cfg["_kv_source_by_kind"] = True
+    cfg["kv_source_layers"][49] = 4
+    with pytest.raises(InputError, match="kv_source_layers: layer 49 reads layer 4, but layer 29"):
         parse_model_config(cfg, "x")
+
+
+def test_a_stage_boundary_between_a_layer_and_its_written_kv_source_is_named() -> None:
+    spec = _spec("Aleph-Alpha--Kolibri-1.1")
+    # pp 2 splits at 25: layer 34 reads 29 (both stage 1), but layer 49 reads 4 across the boundary first
+    assert kv_sharing_split(spec, 2) == (49, 4)
+
+
+def test_axk2_projects_queries_and_gate_from_the_query_lora_twice_and_gates_its_norms() -> None:
+    # Before (round 29): refused by the family line; before that "layer_types: unknown entry 'indexed_attention'"
+    assert _total("skt--A.X-K2") == AXK2
+    spec = _spec("skt--A.X-K2")
+    blocks = [b for layer in spec.layers for b in layer.blocks if hasattr(b, "indexer")]
+    assert sum(b.state(2, 1).index_per_token_bytes for b in blocks) == AXK2_INDEX_BYTES_PER_TOKEN
+    cfg = _load("skt--A.X-K2")
+    cfg["gated_norm_rank"] = 32  # 48 input norms and 47 pre-MoE norms, each fc1 + fc2 of 2048 x 16 more
+    assert count(cfg) == AXK2 + (48 + 47) * 2 * 2048 * 16
+
+
+def test_a_query_gate_from_the_lora_without_a_lora_rank_is_refused_naming_it() -> None:
+    cfg = _load("skt--A.X-K2")
+    cfg["q_lora_rank"] = None
+    with pytest.raises(InputError, match="q_lora_rank: missing.*q_gate_proj"):
+        parse_model_config(cfg, "x")
+
+
+def test_gated_norms_without_their_rank_are_refused_naming_it() -> None:
+    cfg = _load("skt--A.X-K2")
+    del cfg["gated_norm_rank"]
+    with pytest.raises(InputError, match="gated_norm_rank"):
+        parse_model_config(cfg, "x")
+
+
+# ------------------------------------------------------------------ refused this round: none left (Kolibri-1.1 and
+# A.X-K2 counted since)
+
+REFUSALS: dict[str, str] = {}

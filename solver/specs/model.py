@@ -47,6 +47,9 @@ class ModelSpec:
     max_position_embeddings: int | None = None
     context_field: str = "max_position_embeddings"  # the config field max_position_embeddings was read from
     pattern_source: str = ""  # the config field the layer pattern came from
+    # the layer each layer reads its K/V from where the config names it (kv_source_layers), its own index where it
+    # caches its own; () where no layer names one (CLA and Gemma-3n read the nearest: model_rules.kv_sharing_split)
+    kv_sources: tuple[int, ...] = ()
     quant: QuantSpec = field(default_factory=QuantSpec)
     warnings: tuple[str, ...] = ()
     nonstandard_modules: tuple[str, ...] = ()

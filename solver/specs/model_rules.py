@@ -17,8 +17,9 @@ def kv_sharing_split(model: ModelSpec, pp: int) -> tuple[int, int] | None:
     """(layer, source) of the first layer attending with K/V that another pipeline stage caches, or None: a
     layer that borrows an earlier layer's K/V (use_cla, num_kv_shared_layers, kv_source_layers) reads that layer's
     cache, which lives on the source's stage, so a stage boundary between them leaves it nothing to attend to. The
-    source is the nearest earlier layer of the same attention kind (and RoPE kind, under MLA) that caches its own
-    K/V (the group's first under CLA, the last such layer before the shared ones under num_kv_shared_layers)."""
+    source is the one kv_source_layers names (ModelSpec.kv_sources), else the nearest earlier layer of the same
+    attention kind (and RoPE kind, under MLA) that caches its own K/V (the group's first under CLA, the last such
+    layer before the shared ones under num_kv_shared_layers)."""
     if pp <= 1:
         return None
     stage_of = [i for i, n in enumerate(stage_sizes(len(model.layers), pp)) for _ in range(n)]
@@ -26,7 +27,8 @@ def kv_sharing_split(model: ModelSpec, pp: int) -> tuple[int, int] | None:
     for i, m in enumerate(mixers):
         if not getattr(m, "kv_shared", False):
             continue
-        src = next((j for j in range(i - 1, -1, -1) if type(mixers[j]) is type(m)
+        src = model.kv_sources[i] if model.kv_sources else next(
+                   (j for j in range(i - 1, -1, -1) if type(mixers[j]) is type(m)
                     and getattr(mixers[j], "window", None) == getattr(m, "window", None)
                     # MLA's RoPE layers read the last RoPE latent, NoPE the last NoPE (kv_source_layers)
                     and getattr(mixers[j], "qk_rope_head_dim", None) == getattr(m, "qk_rope_head_dim", None)

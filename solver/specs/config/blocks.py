@@ -259,6 +259,8 @@ class BlockReader(FfnReading):
                                             "shared over the heads or one per head, with or without a bias: no "
                                             "convention for this family) are not counted")
         channel_gate, head_gate = self._output_gates()
+        if kind == "full" and f.has("index_topk"):
+            self._note_weightless_selection()
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh if dv is None else dv,
                          window=self.window(kind), chunked=kind == "chunked", qkv_bias=bias, out_bias=out_bias,
                          qk_norm=qk, sinks=sinks, output_gate=channel_gate, head_gate=head_gate,
@@ -268,6 +270,18 @@ class BlockReader(FfnReading):
                          head_vectors=f.int("_attention_head_vectors", default=0, minimum=0, maximum=64),
                          differential=f.bool("_differential_attention"),
                          channel_vectors=f.int("_attention_channel_vectors", default=0, minimum=0, maximum=8))
+
+    def _note_weightless_selection(self) -> None:
+        """index_topk on plain full attention (Kolibri-1.1's indexed-attention layers): an indexer without weights
+        (scored with the layer's own query and key heads) picks the keys a query attends to. It adds no weight nor
+        cache, so the count and the K/V are exact; the selection is not modelled, so those layers are costed over
+        every cached key, said once."""
+        f = self.f
+        note = (f"{f.prefix}index_topk ({f.int('index_topk')}): the full-attention layers attend to the keys an "
+                "indexer without weights selects; the selection is not modelled: they are costed over every cached "
+                "key (their weights and K/V counted in full)")
+        if note not in self.notes:
+            self.notes.append(note)
 
     def _output_gates(self) -> tuple[bool, bool]:
         """The attention's output gate as (per channel, per head): attn_output_gate doubles q_proj into a gate of
@@ -327,7 +341,17 @@ class BlockReader(FfnReading):
                    qk_nope_head_dim=nope, qk_rope_head_dim=rope,
                    v_head_dim=self._mla_v_head_dim(), q_lora_rank=f.opt_int("q_lora_rank"), indexer=indexer,
                    output_gate=f.bool("mla_use_output_gate"), head_gate=f.bool("_mla_head_gate"),
-                   query_scales=scales, kv_shared=slot.kv_shared)
+                   query_scales=scales, kv_shared=slot.kv_shared, query_gate_from_lora=self._query_gate_from_lora())
+
+    def _query_gate_from_lora(self) -> bool:
+        """The family's q_gate_proj (_mla_query_gate_from_lora, A.X-K2): it reads the query LoRA, so one is needed."""
+        f = self.f
+        if not f.bool("_mla_query_gate_from_lora"):
+            return False
+        if not f.opt_int("q_lora_rank"):
+            raise f.err("q_lora_rank", f"missing: model_type {f.cfg.get('model_type')!r} projects its queries and "
+                                       "output gate from the query LoRA (q_gate_proj), which needs its rank")
+        return True
 
     def _refuse_shared_indexers(self) -> None:
         """indexer_types "shared" (GLM-5's, Mistral-Large-4's): a layer reusing an earlier layer's top-k holds no

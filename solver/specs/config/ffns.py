@@ -14,7 +14,9 @@ EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "
 # experts' intermediate_size; OPT writes ffn_dim; LFM2's block_ff_dim wins over its intermediate_size; Phi-3-small
 # writes ff_intermediate_size, CTRL dff; Command A+'s dense prefix layers prefix_dense_intermediate_size, null where
 # they take intermediate_size as its experts do)
-FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "prefix_dense_intermediate_size", "ffn_hidden_size",
+FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "prefix_dense_intermediate_size",
+                    "mlp_only_intermediate_size",  # the width of mlp_only_layers' MLP (Kolibri-1.1)
+                    "ffn_hidden_size",
                     "intermediate_size", "n_inner",
                     "ffn_dim", "ff_intermediate_size", "dff")
 

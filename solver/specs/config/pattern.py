@@ -75,6 +75,7 @@ class Slot:
     index: int = 0
     kv_shared: bool = False  # attends with K/V an earlier layer computed and cached
     kv_weights: bool = True  # under kv_shared: its k / v projections are stored all the same
+    kv_source: int | None = None  # under kv_shared: the layer it reads, where the config names it (kv_source_layers)
     residual_mlp: bool = False  # a dense residual MLP with its own norm beside the MoE (Arctic's parallel_attn_mlp_res)
     shared: int | None = None  # the stored block this layer also runs (Zamba's hybrid layers; layers/base.SharedRef)
 
@@ -365,15 +366,18 @@ def nope_layers(f: Fields, layers: int) -> set[int]:
 
 
 def kv_source_sharing(f: Fields, out: list[Slot]) -> list[Slot]:
-    """kv_source_layers (Mistral-Large-4): the layer each layer attends with the K/V of, its own index where it
-    caches its own. A borrowing layer holds no K/V projection and caches nothing (kv_weights false); the source
-    must be an earlier layer that owns its cache, of the same attention kind and the same RoPE / NoPE kind, and
-    the nearest such (the modeling code hands a borrowing layer the last stored cache of its RoPE kind)."""
+    """kv_source_layers (Mistral-Large-4, Kolibri-1.1): the layer each layer attends with the K/V of, its own index
+    where it caches its own. A borrowing layer holds no K/V projection and caches nothing (kv_weights false); the
+    source must be an earlier layer that owns its cache, of the same attention kind and the same RoPE / NoPE kind.
+    The modeling code reads the source as written (Kolibri-1.1: shared_kv_states[str(kv_source_layer)]) unless the
+    family keys its shared caches by kind (_kv_source_by_kind, Mistral-Large-4: the last stored cache of its RoPE
+    kind), where a source other than the nearest such layer would not be the one the model reads."""
     n = len(out)
     sources = f.int_list("kv_source_layers", n)
     if sources is None or sources == list(range(n)):
         return out
     nope = nope_layers(f, n)
+    by_kind = f.bool("_kv_source_by_kind")
     shared = list(out)
     for slot, src in zip(out, sources):
         if src == slot.index:
@@ -388,10 +392,10 @@ def kv_source_sharing(f: Fields, out: list[Slot]) -> list[Slot]:
                                             "both NoPE, share K/V")
         nearest = next(j for j in range(i - 1, -1, -1) if sources[j] == j and out[j].mixer == slot.mixer
                        and (j in nope) == (i in nope))
-        if nearest != src:
+        if by_kind and nearest != src:
             raise f.err("kv_source_layers", f"layer {i} reads layer {src}, but layer {nearest} caches K/V of the "
                                             "same kind later; the model reads the nearest")
-        shared[i] = replace(slot, kv_shared=True, kv_weights=False)
+        shared[i] = replace(slot, kv_shared=True, kv_weights=False, kv_source=src)
     return shared
 
 

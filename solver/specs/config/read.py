@@ -295,7 +295,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
                 blocks = stored + own + blocks
                 shared = SharedRef(slot.shared, tuple(range(len(stored))), widths)
             stack.append(Layer(blocks, hidden, per_layer_norms, reader.hyper_params(), norm_bias, shared,
-                               reader.modality_copies(blocks), residual_gates))
+                               reader.modality_copies(blocks), residual_gates, _norm_gates(f, slot, hidden)))
     except InputError as e:  # a missing attention size where the config describes another mixer says that
         # only a size the attention reading found missing; a specific refusal (Zamba2's pattern) stands
         found = None if known or ": missing" not in str(e) else unread_mixer_field(cfg, supplied)
@@ -389,7 +389,31 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         tie_word_embeddings=tie, layers=layers, mtp_modules=mtp,
         mtp_checkpoint_copies=copies, encoders=encoders,
         max_position_embeddings=max_pos, context_field=context_field,
-        pattern_source=source, quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
+        pattern_source=source, kv_sources=_kv_sources(layer_slots, layers), quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
         norm_bias=norm_bias, remote_code=bool(raw.get("auto_map")), position_encoding=positions, **outside,
     )
 
+
+
+def _kv_sources(layer_slots: list[Slot], layers: tuple[Layer, ...]) -> tuple[int, ...]:
+    """Each layer's K/V source where kv_source_layers names one (ModelSpec.kv_sources), else ()."""
+    if len(layer_slots) != len(layers) or all(s.kv_source is None for s in layer_slots):
+        return ()
+    return tuple(s.index if s.kv_source is None else s.kv_source for s in layer_slots)
+
+
+GATED_NORM_PLACES = ("mixer", "moe")
+
+
+def _norm_gates(f: Fields, slot: Slot, hidden: int) -> int:
+    """Weights of the low-rank sigmoid gate MLPs on a layer's norms (the family's _gated_norms: "mixer" the norm
+    before the mixer, "moe" the norm before an MoE block; A.X-K2's AXK2GatedRMSNorm, fc1 hidden -> gated_norm_rank
+    and fc2 back, bias-free)."""
+    places = f.cfg.get("_gated_norms")
+    if not places:
+        return 0
+    if not isinstance(places, list) or set(places) - set(GATED_NORM_PLACES):
+        raise f.err("_gated_norms", f"must list places among {GATED_NORM_PLACES}, got {places!r}")
+    rank = f.int("gated_norm_rank", minimum=1)
+    gated = ("mixer" in places and slot.mixer is not None) + ("moe" in places and slot.ffn == "moe")
+    return gated * 2 * hidden * rank

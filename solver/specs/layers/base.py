@@ -246,6 +246,9 @@ class Layer:
     # learned per-channel vectors of size hidden on the residual stream (Dory's nGPT rates lambda_1 / lambda_2; Ergo's
     # attention / feedforward residual gates), replicated like the norms
     residual_gates: int = 0
+    # weights of the low-rank sigmoid gate MLPs some of its norms carry (A.X-K2's gated RMSNorms: fc1 hidden -> rank,
+    # fc2 rank -> hidden each), replicated like the norms; their FLOPs (4 x hidden x rank a token each) not costed
+    norm_gates: int = 0
 
     @property
     def mixer(self) -> Block | None:
@@ -267,6 +270,8 @@ class Layer:
             parts += (Part("hyper_connections", self.hyper, "none"),)
         if self.residual_gates:
             parts += (Part("residual_gates", self.residual_gates * self.hidden, "none"),)
+        if self.norm_gates:
+            parts += (Part("norm_gates", self.norm_gates, "none"),)
         return Share("norms", "norm", None, tuple(p for p in parts if p.params))
 
     def own_shares(self) -> tuple[Share, ...]:
@@ -283,7 +288,7 @@ class Layer:
                      for b in self.modality_copies for s in b.shares())
 
     def _has_norm_share(self) -> bool:
-        return bool(self.norms or self.residual_gates)
+        return bool(self.norms or self.residual_gates or self.norm_gates)
 
     def stored_shares(self) -> tuple[Share, ...]:
         """The weights of the shared block this layer runs (counted once per stack: layer_shares)."""

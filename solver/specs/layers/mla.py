@@ -34,6 +34,9 @@ class MLA(Block):
     # attends with the latent another layer computed and cached (kv_source_layers): no kv_a projection nor its
     # norm, no latent of its own in the cache; its kv_b still expands the borrowed latent
     kv_shared: bool = False
+    # q_b_proj replaced by one projection of [q_a_layernorm(q), q] (2 x q_lora_rank) into the queries and a
+    # per-channel sigmoid output gate (heads x v_head_dim): A.X-K2's q_gate_proj
+    query_gate_from_lora: bool = False
 
     role = "mixer"
     kvp_splits_keys = True
@@ -67,8 +70,11 @@ class MLA(Block):
         parts: list[Part] = []
         if self.q_lora_rank:
             parts += [Part("q_a_proj", h * self.q_lora_rank, "none"),
-                      Part("q_a_layernorm", self.q_lora_rank, "none"),
-                      Part("q_b_proj", self.q_lora_rank * nh * (nope + rope), "tp")]
+                      Part("q_a_layernorm", self.q_lora_rank, "none")]
+            if self.query_gate_from_lora:
+                parts.append(Part("q_gate_proj", 2 * self.q_lora_rank * nh * (nope + rope + v), "tp"))
+            else:
+                parts.append(Part("q_b_proj", self.q_lora_rank * nh * (nope + rope), "tp"))
         else:
             parts.append(Part("q_proj", h * nh * (nope + rope), "tp"))
         if not self.kv_shared:
