@@ -413,6 +413,34 @@ def test_the_memory_remedy_screens_sizes_with_pipeline_stages() -> None:
     assert "16 cards fit (the planner found a configuration there)" in str(err.value)
 
 
+def test_the_memory_remedy_screens_attention_spread_over_requests_for_a_cache_heads_do_not_split() -> None:
+    """DeepSeek-V3.2 (MLA: one latent K/V a token, whole on every attention TP rank) at --concurrency 2892 on 64
+    Atlas A3 under cann-recipes: 128 dies plan it (Attn DP + KVP), but the screen sharded attention by heads only
+    and passed no size, so the remedy said "no size from 2 to 2048 cards holds the weights and the smallest
+    batch" beside the 2,880 that 64 dies run."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("deepseek-v3.2", "atlas_a3", 64, Scenario(isl=8192, osl=1024, concurrency=2892), "cann-recipes",
+                  top=1, explain_binding=False)
+    text = str(err.value)
+    assert "--concurrency 2,880" in text and "128 cards fit (the planner found a configuration there)" in text
+    assert "no size from" not in text
+
+
+def test_the_size_remedy_names_a_fixed_concurrency_not_the_smallest_batch() -> None:
+    """Where no size holds a fixed --concurrency, the remedy says so in the user's figure: it said "the smallest
+    batch", which --concurrency fixes."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("llama-3.1-70b", "h100_sxm", 1, Scenario(isl=32768, osl=1024, concurrency=1_000_000),
+                  explain_binding=False)
+    assert "cards holds the weights and 1,000,000 sequences" in str(err.value)
+
+
 def test_the_memory_remedy_names_only_smaller_weight_formats_the_hardware_takes() -> None:
     """DeepSeek-V3's checkpoint is FP8 already and H100 has no INT8: neither is a remedy; the 4-bit formats
     H100 keeps weight-only are."""
