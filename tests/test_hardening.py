@@ -429,6 +429,24 @@ def test_the_memory_remedy_screens_attention_spread_over_requests_for_a_cache_he
     assert "no size from" not in text
 
 
+def test_a_batch_rule_remedy_names_the_nearest_count_and_the_nearest_every_layout_runs() -> None:
+    """--concurrency 100 on 48 Atlas A3 dies under cann-recipes (a batch a multiple of the attention DP size): 99
+    is the nearest any layout runs (3 attention replicas of TP16 only); 96 is the nearest that every layout
+    holding 100 runs (DP up to 48), which it named nothing of, though the planner's best at 96 beats 99's on TTFT,
+    TPOT and tok/s/rank."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("deepseek-v3", "atlas_a3", 48, Scenario(concurrency=100), "cann-recipes", top=1,
+                  explain_binding=False)
+    remedy = err.value.remedy or ""
+    assert "--concurrency 99 (" in remedy and ", or --concurrency 96 (all " in remedy
+    _, at_96 = run_solve("deepseek-v3", "atlas_a3", 48, Scenario(concurrency=96), "cann-recipes", top=1,
+                         explain_binding=False)
+    assert at_96
+
+
 def test_the_size_remedy_names_a_fixed_concurrency_not_the_smallest_batch() -> None:
     """Where no size holds a fixed --concurrency, the remedy says so in the user's figure: it said "the smallest
     batch", which --concurrency fixes."""

@@ -494,14 +494,29 @@ def _batch_reach(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: in
                 and tables.fits(c, {"attn": i, **others}):
             held.append(ch)
 
-    def runs(b: int) -> bool:
-        return any(all(r.holds(model_env(dict(zip(GROUPS["attn"], ch)), model, hw.ranks_per_node, world=world,
+    def runs(b: int) -> int:
+        """How many of the held layouts run b sequences."""
+        return sum(all(r.holds(model_env(dict(zip(GROUPS["attn"], ch)), model, hw.ranks_per_node, world=world,
                                          batch=b, mtp=scenario.mtp)) for r in rules) for ch in held)
 
     # each rule is a divisibility by a count of ranks: one is met within `world` steps
-    below = next((b for b in range(c - 1, max(c - world, 0), -1) if runs(b)), None)
-    return (f"--concurrency {below:,} ({', '.join(ids)}: a layout that holds {c:,} sequences runs {below:,})"
-            if below is not None else None)
+    counts = {b: runs(b) for b in range(c - 1, max(c - world, 0), -1)}
+    below = next((b for b, n in counts.items() if n), None)
+    if below is None:
+        return None
+    # the nearest count may be run by one layout only (100 on 48 ranks: 99, by 3 attention replicas); the nearest
+    # that the most run leaves the planner its choice of layouts (96: every DP size up to 48)
+    most = max(counts, key=lambda b: (counts[b], b))
+
+    def share(n: int) -> str:
+        return "the one" if len(held) == 1 else f"all {n}" if n == len(held) else f"{n} of the {len(held)}"
+
+    one = len(held) == 1
+    text = (f"--concurrency {below:,} ({', '.join(ids)}: {share(counts[below])} attention layout{'' if one else 's'} "
+            f"that hold{'s' if one else ''} {c:,} sequences run{'s' if one else ''} {below:,})")
+    if counts[most] > counts[below]:
+        text += f", or --concurrency {most:,} ({share(counts[most])} run it)"
+    return text
 
 
 # a binding SLA family -> (its flag, the figure's attribute on Figures and estimates, the figure's name)
