@@ -57,6 +57,7 @@ FLAGS = {"attn_tp_size": "--attn-tp", "dense_tp_size": "--dense-tp", "moe_tp_siz
          "embed_tp_size": "--embed-tp", "lmhead_tp_size": "--lmhead-tp", "o_proj_tp_size": "--oproj-tp",
          "cp_size": "--cp", "kvp_size": "--kvp", "attn_sp_size": "--attn-sp", "pp_size": "--pp",
          "redundant_experts": "--redundant-experts"}
+DTYPES = {"--weight-dtype", "--moe-weight-dtype", "--kv-dtype"}
 # the launch's batch flags: per DP engine (the planned concurrency over the engines) or the whole server's
 PER_ENGINE = {"--max-num-seqs", "--max_batch_size"}
 WHOLE = {"--max-running-requests"}
@@ -95,7 +96,7 @@ def main() -> None:
     defects, rows = [], 0
     for i, dep in enumerate(DEPLOYMENTS):
         code, out = run(["solve", *dep, "--format", "yaml"])
-        name = Path(dep[0]).stem
+        name = Path(dep[0]).name.removesuffix(".json")
         if code != 0:
             print(f"{name}: solve exit {code}")
             continue
@@ -115,6 +116,8 @@ def main() -> None:
             else:
                 problems += [f"check {k} {chk[k]} vs solve {est[k]}" for k in FIGURES if not close(chk[k], est[k])]
             flags = [a for k, v in knobs.items() if k in FLAGS for a in (FLAGS[k], str(v))]
+            # the solve's number formats, as given
+            flags += [a for j, a in enumerate(dep) if a in DTYPES or (j and dep[j - 1] in DTYPES)]
             code, out = run(["estimate", dep[0], "--hardware", hw, "--cards", str(world), "--framework", fw,
                              *flags, "--isl", str(cand["workload"]["isl"]), "--osl", str(cand["workload"]["osl"]),
                              "--concurrency", str(conc), "--format", "json"])
