@@ -93,7 +93,7 @@ class Pool:
             s["proc"].join(timeout=5)
 
 
-def draw_cases(fx, n: int, seed: int) -> list:
+def draw_cases(fx, n: int, seed: int, only: str | None = None) -> list:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hyp_seed
 
@@ -102,7 +102,7 @@ def draw_cases(fx, n: int, seed: int) -> list:
     @hyp_seed(seed)
     @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(fc.cases(fx))
+    @given(fc.cases(fx, only=only))
     def collect(case):
         out.append(case)
 
@@ -117,13 +117,14 @@ def main() -> None:
     ap.add_argument("--hang-s", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fixtures", default=None, help="fixture folder (default: a new temporary one)")
+    ap.add_argument("--only", default=None, help="draw from one strategy of tests/fuzz_cases.py (family, topology, ...)")
     args = ap.parse_args()
     folder = Path(args.fixtures) if args.fixtures else Path(tempfile.mkdtemp(prefix="shardplan-fuzz-"))
     fx = fc.build_fixtures(folder)
     # distinct command lines: hypothesis draws small cases often, so draw batches under new seeds until enough
     seen: dict = {}
     for batch in range(40):
-        for case in draw_cases(fx, args.cases, args.seed * 1000 + batch):
+        for case in draw_cases(fx, args.cases, args.seed * 1000 + batch, args.only):
             seen.setdefault(case.argv, case)
         if len(seen) >= args.cases:
             break

@@ -102,6 +102,7 @@ class Fixtures:
     csv_outs: list[tuple[str, str, str]]
     topologies: list[tuple[str, str, str]] = field(default_factory=list)  # device files of other node shapes
     config_dirs: list[tuple[str, str, str]] = field(default_factory=list)  # a model as a config.json path / folder
+    families: list[tuple[str, str, str]] = field(default_factory=list)  # quantized and looped configs, and variants
 
 
 def _dump_yaml(path: Path, data: Any) -> str:
@@ -213,6 +214,10 @@ def build_fixtures(folder: Path) -> Fixtures:
                 "parallel_config": {"attn_tp_size": 4, "moe_tp_size": 1},
                 "workload": {"phase": "decode", "batch": 16, "seq_len": 2048}}
     deployments = [(_dump_yaml(folder / "dep-ok.yaml", base_dep), "valid", "")]
+    # one rank, no knob: every model a --model override names runs it (memory may not fit: check's exit 1)
+    deployments.append((_dump_yaml(folder / "dep-min.yaml", {
+        "model": "qwen3-8b", "hardware": "h200_sxm", "world_size": 1, "parallel_config": {},
+        "workload": {"phase": "decode", "batch": 8, "seq_len": 2048}}), "valid", "one rank"))
     deployments.append((_dump_yaml(folder / "dep-tp64.yaml", _set(_set(base_dep, "world_size", 64),
                                                                   "parallel_config.attn_tp_size", 64)),
                         "valid", "TP64 on 32 heads: a class-A violation, exit 1"))
@@ -338,7 +343,8 @@ def build_fixtures(folder: Path) -> Fixtures:
                                                                    ".json for a CSV writer")]
     csvs += _odd_csvs(folder, header, body)
     return Fixtures(folder, hardware, frameworks, models, deployments, traces, csvs, configs, _solve_files(folder),
-                    outs, csv_outs, _topologies(folder, hw), _config_dirs(folder))
+                    outs, csv_outs, _topologies(folder, hw), _config_dirs(folder),
+                    _family_configs(folder))
 
 
 def _topologies(folder: Path, hw: dict) -> list[tuple[str, str, str]]:
@@ -551,6 +557,66 @@ def _combine(labels: list[str]) -> str:
     return "valid"
 
 
+QUANT = REPO / "tests" / "data" / "configs_quant"
+UNSEEN = REPO / "tests" / "data" / "configs_unseen"
+# looped and shared-block stacks: HRM-Text (32 stored layers run 128 passes), Dory (36 stored, 56 passes a loop),
+# Zamba / Zamba2 (one shared attention block called from many places)
+LOOPED = ("round26/sapientinc--HRM-Text-1B.json", "round27/nvidia--NVIDIA-Nemotron-Labs-Dory1.0-4B-BF16.json",
+          "round14/Zyphra--Zamba-7B-v1.json", "round14/Zyphra--Zamba2-2.7B.json")
+
+
+def _family_configs(folder: Path) -> list[tuple[str, str, str]]:
+    """Today's new readers as a user meets them: every quantized checkpoint config (tests/data/configs_quant; the
+    refused ones invalid), the looped / shared-block stacks, and hand edits of a quantization_config: a field
+    missing or odd, an ignore list naming no module (a warning: applied to nothing), a KV-cache scheme."""
+    out = [(str(p), "valid", f"quantized {p.stem}") for p in sorted(QUANT.glob("*.json"))]
+    out += [(str(p), "invalid", f"refused quantization {p.stem}") for p in sorted((QUANT / "refused").glob("*.json"))]
+    out += [(str(UNSEEN / rel), "valid", f"looped {Path(rel).stem}") for rel in LOOPED]
+    dory = json.loads((UNSEEN / LOOPED[1]).read_text())
+    p = folder / "fam-dory-lastloop.json"
+    p.write_text(json.dumps({**dory, "recurrent_kv_cache_mode": "last_loop"}))
+    out.append((str(p), "invalid", "Dory recurrent_kv_cache_mode last_loop (refused)"))
+    ct = json.loads((QUANT / "RedHatAI--Meta-Llama-3.1-8B-Instruct-FP8-dynamic.json").read_text())
+    g0 = "quantization_config.config_groups.group_0"
+    awq = json.loads((QUANT / "Qwen--Qwen3-8B-AWQ.json").read_text())
+    mo = json.loads((QUANT / "nvidia--Llama-3.1-8B-Instruct-FP8.json").read_text())
+    kv8 = {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False, "symmetric": True}
+    edits = [
+        (ct, "quantization_config.ignore", ["model.layers.99.mlp.nothing"], "valid", "ignore names no module"),
+        (ct, "quantization_config.ignore", [], "valid", "ignore empty"),
+        (ct, "quantization_config.ignore", "lm_head", "invalid", "ignore a string, not a list"),
+        (ct, "quantization_config.kv_cache_scheme", kv8, "valid", "kv_cache_scheme fp8"),
+        (ct, "quantization_config.kv_cache_scheme", {**kv8, "num_bits": 3}, "invalid", "kv_cache_scheme 3-bit"),
+        (ct, "quantization_config.kv_cache_scheme", "fp8", "invalid", "kv_cache_scheme a string"),
+        (ct, "quantization_config.quant_method", _DELETE, "invalid", "no quant_method"),
+        (ct, "quantization_config.quant_method", "zipq", "invalid", "unknown quant_method"),
+        (ct, "quantization_config.config_groups", {}, "invalid", "config_groups empty"),
+        (ct, "quantization_config.config_groups", _DELETE, "invalid", "no config_groups"),
+        (ct, f"{g0}.targets", [], "invalid", "targets empty"),
+        (ct, f"{g0}.targets", ["Conv9d"], "invalid", "a target class with no module group"),
+        (ct, f"{g0}.weights.num_bits", 3, "invalid", "3-bit float weights"),
+        (ct, f"{g0}.weights.num_bits", "eight", "invalid", "num_bits 'eight'"),
+        (ct, f"{g0}.weights.num_bits", _DELETE, "invalid", "weights without num_bits"),
+        (ct, f"{g0}.weights.type", _DELETE, "valid", "weights without type (the library's default: int)"),
+        (ct, f"{g0}.input_activations.num_bits", 2, "invalid", "2-bit activations"),
+        (ct, f"{g0}.weights.block_structure", [128], "any", "block_structure one number under channel strategy"),
+        (ct, "quantization_config", [], "invalid", "quantization_config a list"),
+        (awq, "quantization_config.bits", 5, "invalid", "AWQ 5-bit"),
+        (awq, "quantization_config.bits", _DELETE, "invalid", "AWQ without bits (not guessed)"),
+        (awq, "quantization_config.group_size", 0, "invalid", "AWQ group_size 0"),
+        (awq, "quantization_config.zero_point", "yes", "invalid", "AWQ zero_point 'yes'"),
+        (awq, "quantization_config.modules_to_not_convert", ["nothing.here"], "valid", "AWQ skips no module"),
+        (mo, "quantization_config.quant_algo", "FP3", "invalid", "modelopt quant_algo FP3"),
+        (mo, "quantization_config.kv_cache_quant_algo", "INT2", "invalid", "modelopt kv_cache_quant_algo INT2"),
+        (mo, "quantization_config.exclude_modules", ["nothing"], "valid", "modelopt excludes no module"),
+    ]
+    for i, (base, dotted, value, label, why) in enumerate(edits):
+        p = folder / f"fam-quant{i}.json"
+        p.write_text(json.dumps(_set(base, dotted, value)))
+        out.append((str(p), label, why))
+    return out
+
+
 SMALL_MODELS = ("qwen3-8b", "llama-3.1-8b", "qwen3-30b-a3b")
 SMALL_HW = ("h100_sxm", "h200_sxm")
 
@@ -711,12 +777,15 @@ def memory_cases(draw, fx: Fixtures) -> Case:
 def estimate_cases(draw, fx: Fixtures) -> Case:
     b = _Builder("estimate", draw)
     if draw(st.floats(0, 1)) < 0.25:  # CSV mode
-        path, label, why = b.file(draw, fx.csvs)
-        b.add(["--from-csv", path], label, why, "file")
+        path, label, csv_why = b.file(draw, fx.csvs)
+        b.add(["--from-csv", path], label, csv_why, "file")
         out, label, why = b.file(draw, fx.csv_outs)
         b.add(["--out", out], label, why, "output")
         if draw(st.booleans()):
             b.opt(draw, "--framework", "fw_generic", 0.5)
+            if b.parts[-1][0] == "valid" and csv_why == "an engine with no profile":
+                # a good --framework stands for every row's backend column (measured.case_from_row)
+                b.parts[0] = ("valid", "file", csv_why + ", overridden by --framework")
         return b.case()
     if not b.clean and draw(st.floats(0, 1)) < 0.08:
         _model_limit_case(b, draw)
@@ -1064,12 +1133,87 @@ def topology_cases(draw, fx: Fixtures) -> Case:
     return b.case(slow=True)
 
 
-def cases(fx: Fixtures, fast: bool = False) -> st.SearchStrategy[Case]:
-    """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each)."""
-    strategies = [catalog_cases(), inspect_cases(fx), memory_cases(fx), estimate_cases(fx), solve_cases(fx),
-                  check_cases(fx), launch_cases(fx), sweep_cases(fx), recommend_cases(fx), calibrate_cases(fx),
-                  solve_edge_cases(), format_cases(fx), solve_file_cases(fx), topology_cases(fx)]
-    s = st.one_of(*strategies)
+FAMILY_HW = ("h100_sxm", "h200_sxm", "b200_sxm", "mi355x")
+
+
+@st.composite
+def family_cases(draw, fx: Fixtures) -> Case:
+    """Today's new readers through every subcommand: a quantized checkpoint config, a looped / shared-block stack
+    or a hand edit of either (fx.families) as the model of inspect, memory, estimate, solve (aggregated, throughput
+    at the memory edge, disaggregated under SLAs), sweep, recommend, check and launch (a deployment file with
+    --model). A good model is valid where the command has no other reason to refuse: a launch under an engine may
+    not express the file's knobs ("any")."""
+    b = _Builder(draw(st.sampled_from(["inspect", "memory", "estimate", "solve", "solve", "sweep", "recommend",
+                                       "check", "launch"])), draw)
+    model, label, why = draw(st.sampled_from(fx.families))
+    hw = draw(st.sampled_from(FAMILY_HW))
+    if b.cmd == "inspect":
+        b.add([model], label, why, "model-config")
+        return b.case()
+    if b.cmd in ("check", "launch"):
+        dep = next(p for p, lab, _ in fx.deployments if lab == "valid" and p.endswith("dep-min.yaml"))
+        b.add([dep, "--model", model, "--hardware", hw], label, why, "model-config")
+        if b.cmd == "launch":
+            b.add(["--engine", draw(st.sampled_from(["generic", "vllm", "sglang"]))], "any")
+        return b.case()
+    b.add([model, "--hardware", hw], label, why, "model-config")
+    cards = draw(st.sampled_from([1, 2, 8]))
+    if b.cmd in ("memory", "estimate"):
+        b.add(["--cards", str(cards), "--attn-tp", "1"], "valid")
+        b.add(["--batch", "8", "--seq-len", "2048"] if b.cmd == "memory"
+              else ["--isl", "2048", "--osl", "256", "--concurrency", "16"], "valid")
+        return b.case()
+    b.add(["--time-limit", "2"], "valid")
+    if b.cmd == "sweep":
+        b.add(["--cards", draw(st.sampled_from(["1,2", "2..8"])), "--scenarios", "throughput"], "valid")
+        return b.case(slow=True)
+    if b.cmd == "recommend":
+        b.add(["--cards", "1..8", "--target-output-tokens-per-s", draw(st.sampled_from(["500", "20000"]))],
+              "valid")
+        return b.case(slow=True)
+    b.add(["--cards", str(cards), "--framework", draw(st.sampled_from(["generic", "vllm", "sglang"]))], "valid")
+    mode = draw(st.sampled_from(["throughput", "latency", "disagg"]))
+    if mode == "disagg":
+        b.add(["--serving", "disagg", "--max-concurrency", "16"], "valid" if cards > 1 else "invalid",
+              "disagg on 1 card (one per pool)")
+        b.add(draw(st.sampled_from([[], ["--ttft-ms", "2000"], ["--tpot-ms", "30"], ["--tpot-ms", "0.5"]])),
+              "valid")
+    else:  # throughput: the concurrencies run to the memory edge
+        b.add(["--scenario", mode, "--isl", "4096", "--osl", "1024"], "valid")
+    return b.case(slow=True)
+
+
+@st.composite
+def batch_rule_cases(draw) -> Case:
+    """An engine whose rules read the batch (cann-recipes: a multiple of the attention DP size) on Atlas A3 worlds
+    with an odd factor: a fixed --concurrency its layouts may refuse (exit 1 with the nearest it runs), a range,
+    or a throughput plan whose memory edge must be a batch it runs; and the same through sweep."""
+    b = _Builder(draw(st.sampled_from(["solve", "solve", "sweep"])), draw)
+    b.add([draw(st.sampled_from(["qwen3-30b-a3b", "deepseek-v3"])), "--hardware", "atlas_a3", "--framework",
+           "cann-recipes", "--isl", draw(st.sampled_from(["1024", "8192"])), "--osl", "256", "--time-limit", "2"],
+          "valid")
+    load = draw(st.sampled_from([["--concurrency", str(c)] for c in (3, 7, 25, 97, 100, 1996, 2893)]
+                                + [["--max-concurrency", "100"], ["--scenario", "throughput"]]))
+    b.add(load, "valid")
+    if b.cmd == "sweep":
+        b.add(["--cards", draw(st.sampled_from(["6,12", "24,48", "16..48"])), "--scenarios", "balanced"], "valid")
+    else:
+        b.add(["--cards", str(draw(st.sampled_from([6, 12, 24, 48])))], "valid")
+    return b.case(slow=True)
+
+
+def cases(fx: Fixtures, fast: bool = False, only: str | None = None) -> st.SearchStrategy[Case]:
+    """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each); `only` draws
+    from one strategy (its function's name without _cases: "family", "topology", ...)."""
+    strategies = {"catalog": catalog_cases(), "inspect": inspect_cases(fx), "memory": memory_cases(fx),
+                  "estimate": estimate_cases(fx), "solve": solve_cases(fx), "check": check_cases(fx),
+                  "launch": launch_cases(fx), "sweep": sweep_cases(fx), "recommend": recommend_cases(fx),
+                  "calibrate": calibrate_cases(fx), "solve_edge": solve_edge_cases(), "format": format_cases(fx),
+                  "solve_file": solve_file_cases(fx), "topology": topology_cases(fx), "family": family_cases(fx),
+                  "batch_rule": batch_rule_cases()}
+    if only is not None and only not in strategies:
+        raise ValueError(f"unknown strategy {only!r} (known: {', '.join(strategies)})")
+    s = strategies[only] if only else st.one_of(*strategies.values())
     return s.filter(lambda c: not c.slow) if fast else s
 
 

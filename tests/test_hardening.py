@@ -413,6 +413,52 @@ def test_the_memory_remedy_screens_sizes_with_pipeline_stages() -> None:
     assert "16 cards fit (the planner found a configuration there)" in str(err.value)
 
 
+def test_the_memory_remedy_screens_attention_spread_over_requests_for_a_cache_heads_do_not_split() -> None:
+    """DeepSeek-V3.2 (MLA: one latent K/V a token, whole on every attention TP rank) at --concurrency 2892 on 64
+    Atlas A3 under cann-recipes: 128 dies plan it (Attn DP + KVP), but the screen sharded attention by heads only
+    and passed no size, so the remedy said "no size from 2 to 2048 cards holds the weights and the smallest
+    batch" beside the 2,880 that 64 dies run."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("deepseek-v3.2", "atlas_a3", 64, Scenario(isl=8192, osl=1024, concurrency=2892), "cann-recipes",
+                  top=1, explain_binding=False)
+    text = str(err.value)
+    assert "--concurrency 2,880" in text and "128 cards fit (the planner found a configuration there)" in text
+    assert "no size from" not in text
+
+
+def test_a_batch_rule_remedy_names_the_nearest_count_and_the_nearest_every_layout_runs() -> None:
+    """--concurrency 100 on 48 Atlas A3 dies under cann-recipes (a batch a multiple of the attention DP size): 99
+    is the nearest any layout runs (3 attention replicas of TP16 only); 96 is the nearest that every layout
+    holding 100 runs (DP up to 48), which it named nothing of, though the planner's best at 96 beats 99's on TTFT,
+    TPOT and tok/s/rank."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("deepseek-v3", "atlas_a3", 48, Scenario(concurrency=100), "cann-recipes", top=1,
+                  explain_binding=False)
+    remedy = err.value.remedy or ""
+    assert "--concurrency 99 (" in remedy and ", or --concurrency 96 (all " in remedy
+    _, at_96 = run_solve("deepseek-v3", "atlas_a3", 48, Scenario(concurrency=96), "cann-recipes", top=1,
+                         explain_binding=False)
+    assert at_96
+
+
+def test_the_size_remedy_names_a_fixed_concurrency_not_the_smallest_batch() -> None:
+    """Where no size holds a fixed --concurrency, the remedy says so in the user's figure: it said "the smallest
+    batch", which --concurrency fixes."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("llama-3.1-70b", "h100_sxm", 1, Scenario(isl=32768, osl=1024, concurrency=1_000_000),
+                  explain_binding=False)
+    assert "cards holds the weights and 1,000,000 sequences" in str(err.value)
+
+
 def test_the_memory_remedy_names_only_smaller_weight_formats_the_hardware_takes() -> None:
     """DeepSeek-V3's checkpoint is FP8 already and H100 has no INT8: neither is a remedy; the 4-bit formats
     H100 keeps weight-only are."""

@@ -494,14 +494,29 @@ def _batch_reach(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: in
                 and tables.fits(c, {"attn": i, **others}):
             held.append(ch)
 
-    def runs(b: int) -> bool:
-        return any(all(r.holds(model_env(dict(zip(GROUPS["attn"], ch)), model, hw.ranks_per_node, world=world,
+    def runs(b: int) -> int:
+        """How many of the held layouts run b sequences."""
+        return sum(all(r.holds(model_env(dict(zip(GROUPS["attn"], ch)), model, hw.ranks_per_node, world=world,
                                          batch=b, mtp=scenario.mtp)) for r in rules) for ch in held)
 
     # each rule is a divisibility by a count of ranks: one is met within `world` steps
-    below = next((b for b in range(c - 1, max(c - world, 0), -1) if runs(b)), None)
-    return (f"--concurrency {below:,} ({', '.join(ids)}: a layout that holds {c:,} sequences runs {below:,})"
-            if below is not None else None)
+    counts = {b: runs(b) for b in range(c - 1, max(c - world, 0), -1)}
+    below = next((b for b, n in counts.items() if n), None)
+    if below is None:
+        return None
+    # the nearest count may be run by one layout only (100 on 48 ranks: 99, by 3 attention replicas); the nearest
+    # that the most run leaves the planner its choice of layouts (96: every DP size up to 48)
+    most = max(counts, key=lambda b: (counts[b], b))
+
+    def share(n: int) -> str:
+        return "the one" if len(held) == 1 else f"all {n}" if n == len(held) else f"{n} of the {len(held)}"
+
+    one = len(held) == 1
+    text = (f"--concurrency {below:,} ({', '.join(ids)}: {share(counts[below])} attention layout{'' if one else 's'} "
+            f"that hold{'s' if one else ''} {c:,} sequences run{'s' if one else ''} {below:,})")
+    if counts[most] > counts[below]:
+        text += f", or --concurrency {most:,} ({share(counts[most])} run it)"
+    return text
 
 
 # a binding SLA family -> (its flag, the figure's attribute on Figures and estimates, the figure's name)
@@ -555,11 +570,15 @@ def might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
     """A cheap screen before the planner is asked: the most sharded layouts with TP inside the node (MoE TP as
     small as lets EP hold the experts, with the redundant copies the engine would place), without and with
     pipeline stages across the rest of the ranks (at most one per layer), hold the smallest batch at the
-    scenario's longest sequence (or `seq_len`)."""
+    scenario's longest sequence (or `seq_len`). Attention is screened both ways the node's ranks can shard it:
+    by heads (TP) and by requests (attention DP, or KVP over the same ranks where the engine has it), since a
+    cache that heads do not split (MLA's latent, one K/V head) is least per rank with the requests spread."""
     from solver.estimate.memory import memory_per_rank
 
     tp = largest_tp(w, hw, model)
     stages = [1] + [w // tp] * (1 < w // tp <= model.num_layers)
+    kvp = tp if "kvp_size" in fw.knobs else 1
+    attention = [(tp, 1)] + [(1, kvp)] * (tp > 1)
     for pp in stages:
         stage = w // pp
         moe_tps = [1] if not model.is_moe else [t for t in (1, 2, 4, 8, 16, 32) if t <= tp and stage % t == 0
@@ -567,12 +586,13 @@ def might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
         if not moe_tps:
             continue
         t = moe_tps[0] if model.is_moe else tp
-        pc = ParallelConfig(world_size=w, attn_tp_size=tp, dense_tp_size=tp, embed_tp_size=tp, lmhead_tp_size=tp,
-                            moe_tp_size=t, pp_size=pp,
-                            redundant_experts=(redundant_for(model, fw, stage // t) or 0) if model.is_moe else 0)
-        if memory_per_rank(model, hw, pc, prec, scenario.concurrency or 1, seq_len or scenario.max_seq_len,
-                           mem_opts, mtp_layers=scenario.mtp).feasible:
-            return True
+        for a_tp, a_kvp in attention:
+            pc = ParallelConfig(world_size=w, attn_tp_size=a_tp, kvp_size=a_kvp, dense_tp_size=tp, embed_tp_size=tp,
+                                lmhead_tp_size=tp, moe_tp_size=t, pp_size=pp,
+                                redundant_experts=(redundant_for(model, fw, stage // t) or 0) if model.is_moe else 0)
+            if memory_per_rank(model, hw, pc, prec, scenario.concurrency or 1, seq_len or scenario.max_seq_len,
+                               mem_opts, mtp_layers=scenario.mtp).feasible:
+                return True
     return False
 
 
@@ -594,8 +614,9 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
                    f"passes){wide}")
     else:
         near = _remedy_worlds(world, model, hw, fw)
+        load = f"{scenario.concurrency:,} sequences" if scenario.concurrency else "the smallest batch"
         out.append(f"no size from {min(near, default=world)} to {max(near, default=world)} cards holds the "
-                   f"weights and the smallest batch{wide}")
+                   f"weights and {load}{wide}")
     if sizes_only:
         return out
     if scenario.concurrency:
