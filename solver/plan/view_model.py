@@ -174,17 +174,6 @@ def build_view(t: Tables, model_spec: ModelSpec, hw: Hardware, fw: FrameworkProf
     if vc.dec_pipe is not None:
         te = _step_var(m, "te", [(lit, sh.gpu_s) for lit, sh in dec_terms],
                        [(lit, sh.launch_s) for lit, sh in dec_terms], vc.dec_pipe, vc.plan.dec_eager, t.f)
-    knob_vars = _knob_vars(m, t, x)
-    slack = n_terms * max(1, vc.pre_pipe.slots if vc.pre_pipe else 1, vc.dec_pipe.slots if vc.dec_pipe else 1)
-    vm = ViewModel(b, key, m, x, knob_vars, pe, te, slack)
-    _memory_constraints(m, t, b, key, x, vm.family("B.memory_per_rank"))
-    for rule_id, knobs, allowed in rules:
-        _rule_constraint(m, knob_vars, knobs, allowed, vm.family(rule_id))
-    return vm
-
-
-def _knob_vars(m: cp_model.CpModel, t: Tables, x: dict[str, dict[int, cp_model.IntVar]]) -> dict[str, cp_model.IntVar]:
-    """One integer per knob, equal to the value of the chosen choice of the group that owns it."""
     knob_vars: dict[str, cp_model.IntVar] = {}
     for g, knobs in GROUPS.items():
         for k_idx, knob in enumerate(knobs):
@@ -194,46 +183,19 @@ def _knob_vars(m: cp_model.CpModel, t: Tables, x: dict[str, dict[int, cp_model.I
             var = m.new_int_var_from_domain(cp_model.Domain.from_values(values), knob)
             m.add(var == sum(t.choices[g][i][k_idx] * xv for i, xv in x[g].items()))
             knob_vars[knob] = var
-    return knob_vars
-
-
-def _rule_constraint(m: cp_model.CpModel, knob_vars: dict[str, cp_model.IntVar], knobs: list[str],
-                     allowed: list[list[int]], lit) -> None:
-    if not knobs:
-        m.add_bool_or([]).only_enforce_if(lit)  # a rule that fails whatever the knobs
-    else:
-        m.add_allowed_assignments([knob_vars[k] for k in knobs], allowed).only_enforce_if(lit)
-
-
-def holding_config(t: Tables, b: int, key: tuple[int, ...], rules: list,
-                   keep: dict[str, set[int] | frozenset[int]] | None = None) -> dict[str, int] | None:
-    """A configuration of layout `key` that holds b sequences under the memory model (the view model's memory
-    constraint, no costs) and keeps every rule in `rules` (rule_tables' triples), or None where none does:
-    what the memory edge of a configuration kind asks (plan.kind_edges). `keep`: only these choices of each
-    group (a screen that drops only choices that cannot fit)."""
-    m = _Model()
-    pp = key[4]
-    x: dict[str, dict[int, cp_model.IntVar]] = {}
-    for g, opts in t.choices.items():
-        mine = t.layouts()[key] if g == "attn" else [j for j, c in enumerate(opts) if c[-1] == pp]
-        x[g] = {j: m.new_bool_var(f"x_{g}_{j}") for j in mine if keep is None or j in keep[g]}
-        m.add_exactly_one(list(x[g].values()))
-    knob_vars = _knob_vars(m, t, x)
-    on = m.new_bool_var("on")
-    m.add(on == 1)
-    _memory_constraints(m, t, b, key, x, on)
-    for _, knobs, allowed in rules:
-        _rule_constraint(m, knob_vars, knobs, allowed, on)
-    s = cp_model.CpSolver()
-    s.parameters.num_workers = 1  # reproducible, as the planner's own solves
-    s.parameters.cp_model_probing_level = 0
-    s.parameters.symmetry_level = 0
-    if s.solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    return {g: next(j for j, xv in bools.items() if s.boolean_value(xv)) for g, bools in x.items()}
+    slack = n_terms * max(1, vc.pre_pipe.slots if vc.pre_pipe else 1, vc.dec_pipe.slots if vc.dec_pipe else 1)
+    vm = ViewModel(b, key, m, x, knob_vars, pe, te, slack)
+    _memory_constraints(m, t, b, key, x, vm.family("B.memory_per_rank"))
+    for rule_id, knobs, allowed in rules:
+        lit = vm.family(rule_id)
+        if not knobs:
+            m.add_bool_or([]).only_enforce_if(lit)  # a rule that fails whatever the knobs
+        else:
+            m.add_allowed_assignments([knob_vars[k] for k in knobs], allowed).only_enforce_if(lit)
+    return vm
 
 
 # ----------------------------------------------------------------------------------------------- solving
 
 
-__all__ = ["ViewModel", "build_view", "holding_config", "exact", "memory_cap", "memory_coef", "TIME_SCALE", "MEM_SCALE", "TIE_WEIGHT", "MAX_STEP_S"]
+__all__ = ["ViewModel", "build_view", "exact", "memory_cap", "memory_coef", "TIME_SCALE", "MEM_SCALE", "TIE_WEIGHT", "MAX_STEP_S"]
