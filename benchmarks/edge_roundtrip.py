@@ -11,7 +11,6 @@ engines with a batch flag, quantized and looped configs (tests/data), the cann-r
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 

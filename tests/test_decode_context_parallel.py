@@ -182,7 +182,7 @@ from solver.specs.layers.conv import ShortConv  # noqa: E402
 from solver.specs.layers.linear import KDA, GatedDeltaNet, Lightning  # noqa: E402
 from solver.specs.layers.mamba import Mamba1, Mamba2  # noqa: E402
 from solver.specs.layers.rglru import RGLRU  # noqa: E402
-from solver.estimate.memory import MemoryOptions, state_of_layers, activation_terms  # noqa: E402
+from solver.estimate.memory import MemoryOptions, state_of_layers  # noqa: E402
 
 KDA_SPLIT, KDA_NORM, KDA_LAYERS, KDA_STATE = 443_740_256, 128, 69, 3_366_912
 
