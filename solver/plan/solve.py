@@ -452,7 +452,7 @@ def _diagnose(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
     if launchable:  # no equal share of the ranks over their nodes: the launch itself refuses, whatever the layout
         remedies.append(" or ".join(split_text(w, hw.ranks_per_node) for w in launchable)
                         + f" ranks spread evenly over their nodes, as {fw.name}'s launch needs")
-    batch_ids = {r.id for r in fw.rules if r.severity == "error" and "batch" in r.names}
+    batch_ids = {r.id for r in fw.batch_rules}
     if scenario.concurrency is not None and batch_ids & set(binding) and tables.choices["attn"]:
         # a fixed concurrency the engine's batch rules turn away: the nearest its layouts run, first
         reach = _batch_reach(model, hw, fw, world, scenario, tables, sorted(batch_ids & set(binding)))

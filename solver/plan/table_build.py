@@ -210,7 +210,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
         hi = lo + 1
     edge = memory_edge(lo, hi, holds)
     edge = edge if edge is not None else (lo if lo > batches[-1] else None)
-    checks = [r for r in fw.rules if r.severity == "error" and "batch" in r.names]
+    checks = fw.batch_rules
     if edge is not None and checks:
         edge = _runnable_edge(edge, batches[-1], checks, choices, rows_at, tables, model, hw, W, scenario)
     if edge is None:

@@ -111,12 +111,6 @@ class Space:
     pruned: tuple[Pruned, ...] = field(default=())
 
 
-def batch_rules(fw: FrameworkProfile) -> bool:
-    """Whether the engine refuses some batch sizes (an error rule that reads `batch`: the batch a multiple of its
-    attention DP size, say)."""
-    return any("batch" in r.names for r in fw.rules if r.severity == "error")
-
-
 def _batch_values(scenario: Scenario, world: int, fw: FrameworkProfile | None = None) -> tuple[int, ...]:
     if scenario.concurrency is not None:
         return (scenario.concurrency,)
@@ -137,7 +131,7 @@ def _batch_values(scenario: Scenario, world: int, fw: FrameworkProfile | None = 
         # its buckets of a fixed concurrency are the intervals between them, plan.disagg._concurrency.)
         values.append(scenario.max_concurrency)
     odd = world // (world & -world)
-    if odd > 1 and fw is not None and batch_rules(fw):
+    if odd > 1 and fw is not None and fw.batch_rules:
         # an engine that wants the batch divisible by its attention DP size finds no power of two that a DP of
         # odd size divides (48 cards: DP 48, 24, 12, 6, 3); each such size divides the powers of two times the
         # world's odd part, so those are tried too (a world of whole powers of two keeps the powers alone)

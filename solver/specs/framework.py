@@ -343,6 +343,13 @@ class FrameworkProfile(BaseModel):
     def fixed_knobs(self) -> tuple[str, ...]:
         return tuple(k for k in KNOB_NAMES if k not in self.knobs)
 
+    @property
+    def batch_rules(self) -> list[Rule]:
+        """The error rules that read the batch (cann-recipes: the batch a multiple of the attention DP size): the
+        engine refuses some concurrencies, which the planner's concurrencies, its memory edge and the remedies
+        respect."""
+        return [r for r in self.rules if r.severity == "error" and "batch" in r.names]
+
     def runs_on(self, vendor: str | None) -> bool:
         """Whether the engine runs on a device of this vendor (every device file names one; "" is a device name
         the catalog does not know, which passes)."""
