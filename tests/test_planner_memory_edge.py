@@ -5,7 +5,8 @@ from __future__ import annotations
 from solver.api import run_solve
 from solver.estimate.compute import factors_for
 from solver.estimate.memory import engine_options, max_batch
-from solver.plan.table_build import build_tables, memory_edge
+from solver.plan.memory_edge import bisect_edge
+from solver.plan.table_build import build_tables
 from solver.space.domains import build_space
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
@@ -60,10 +61,10 @@ def test_no_edge_where_the_range_ends_before_memory_does() -> None:
 
 
 def test_the_edge_search_finds_the_largest_that_holds() -> None:
-    """memory_edge: the largest integer in (fitting, failing) a monotone test holds; None where none does."""
-    assert memory_edge(64, 128, lambda c: c <= 107) == 107
-    assert memory_edge(64, 128, lambda c: c <= 64) is None
-    assert memory_edge(64, 65, lambda c: True) is None
+    """bisect_edge: the largest integer in (fitting, failing) a monotone test holds; None where none does."""
+    assert bisect_edge(64, 128, lambda c: c <= 107) == 107
+    assert bisect_edge(64, 128, lambda c: c <= 64) is None
+    assert bisect_edge(64, 65, lambda c: True) is None
 
 
 # DeepSeek-V3 on 48 Atlas A3 dies under cann-recipes (batch a multiple of the attention DP size), 8K prompts, 1K

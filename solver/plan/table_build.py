@@ -5,13 +5,14 @@ and their memory per rank at each concurrency; step costs are filled later, per 
 from __future__ import annotations
 
 import itertools
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from solver.estimate.compute import Factors
 from solver.estimate.memory import MemoryOptions, engine_options, memory_limit
 from solver.estimate.params import count_params
 from solver.plan.groups import GROUPS, module_groups
 from solver.plan.layout_memory import held_of
+from solver.plan.memory_edge import memory_edge
 from solver.plan.memory_rows import PER_SEQUENCE_MEMORY, group_memory, unowned_weights
 from solver.plan.tables import Tables
 from solver.space.domains import Space, redundant_for
@@ -169,97 +170,24 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     tables = Tables(W, choices, tuple(batches), memory, const_mem, limit, scenario.latency_terms[2],
                     model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
     if failing is None or not batches or scenario.concurrency is not None or scenario.phase != "serving":
+        # a fixed concurrency, a prefill-only or decode-only plan keep their batches (a disaggregated decode
+        # pool's buckets are the intervals between the powers, plan.disagg); the others try the memory edge too
         return tables
-    # Between the last concurrency some configuration holds and the first none does, the most sequences a
-    # configuration holds is tried too: an engine fills its KV cache to there, and a throughput plan stopping
-    # at the power of two below would leave up to half of it unused. The configuration is each stage count's
-    # least-memory choices (a configuration's choices share its stage count), priced as the planner prices
-    # any (Tables.memory_of); the search proves the optimum there as at every concurrency. (A fixed
-    # concurrency, a prefill-only or decode-only plan keep their batches: a disaggregated decode pool's
-    # buckets are the intervals between the powers, plan.disagg.)
+    rows_of: dict[int, dict[tuple[str, int], float]] = {}
 
     def rows_at(c: int) -> dict[tuple[str, int], float]:
-        rows = memory_at(c)
-        tables.memory.update({(c, g, i): m for (g, i), m in rows.items()})
-        return rows
+        if c not in rows_of:
+            rows_of[c] = memory_at(c)
+            tables.memory.update({(c, g, i): m for (g, i), m in rows_of[c].items()})
+        return rows_of[c]
 
-    def frugal(c: int) -> list[dict[str, int]]:
-        """Each stage count's least-memory choices at c (groups without a choice at that count aside)."""
-        rows, out = rows_at(c), []
-        for p in pps:
-            picks = {g: min((i for i, ch in enumerate(opts) if ch[-1] == p), key=lambda i: rows[(g, i)])
-                     for g, opts in choices.items() if any(ch[-1] == p for ch in opts)}
-            if picks.keys() == {g for g, opts in choices.items() if opts}:
-                out.append(picks)
-        return out
-
-    def holds(c: int) -> bool:
-        return any(tables.fits(c, picks) for picks in frugal(c))
-
-    # memory grows about linearly in the sequences held: the line through the last concurrency held and the
-    # first not, per configuration, guesses the edge; two checks confirm it, else the bisection runs from there
-    lo, hi = batches[-1], failing
-    guess = lo
-    for picks in frugal(hi):
-        m_lo, m_hi = tables.memory_of(lo, picks), tables.memory_of(hi, picks)
-        if m_lo <= limit < m_hi:
-            guess = max(guess, lo + int((limit - m_lo) / (m_hi - m_lo) * (hi - lo)))
-    if guess > lo:
-        lo, hi = (guess, hi) if holds(guess) else (lo, guess)
-    if lo + 1 < hi and not holds(lo + 1):
-        hi = lo + 1
-    edge = memory_edge(lo, hi, holds)
-    edge = edge if edge is not None else (lo if lo > batches[-1] else None)
-    checks = fw.batch_rules
-    if edge is not None and checks:
-        edge = _runnable_edge(edge, batches[-1], checks, choices, rows_at, tables, model, hw, W, scenario)
+    edge = memory_edge(tables, failing, rows_at, pps, fw, model, hw, scenario)
     if edge is None:
         return tables
     # fresh tables: the bisection's probes leave rows and layout memory behind at concurrencies not planned
     memory = {k: m for k, m in tables.memory.items() if k[0] in batches or k[0] == edge}
     return Tables(W, choices, (*batches, edge), memory, const_mem, limit, scenario.latency_terms[2],
                   model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
-
-
-def _runnable_edge(edge: int, fitting: int, checks: list, choices: dict[str, list[tuple[int, ...]]],
-                   rows_at: Callable[[int], dict[tuple[str, int], float]], tables: Tables,
-                   model: ModelSpec, hw: Hardware, world: int, scenario: Scenario) -> int | None:
-    """The most sequences in (fitting, edge] that a configuration both holds and may run under the engine's
-    batch rules (cann-recipes: the batch a multiple of the attention DP size): memory's edge alone can be a
-    count no layout the engine runs divides (1,996 on 48 Atlas A3 dies, where DP48 runs 1,968). Each attention
-    choice is tried with its stage count's least-memory other groups; None where no count in the range is."""
-    def cfg(picks: dict[str, int]) -> dict[str, int]:
-        return {k: v for g, i in picks.items() for k, v in zip(GROUPS[g], choices[g][i])}
-
-    def runs(c: int, picks: dict[str, int]) -> bool:
-        env = model_env(cfg(picks), model, hw.ranks_per_node, world=world, batch=c, mtp=scenario.mtp)
-        return all(r.holds(env) for r in checks)
-
-    attn = list(enumerate(choices["attn"]))
-    for c in range(edge, fitting, -1):
-        # the rules first, with the attention knobs alone (cheap); the memory only where some layout runs c
-        ok = [(i, ch) for i, ch in attn if runs(c, {"attn": i})]
-        if not ok:
-            continue
-        rows = rows_at(c)
-        for i, ch in ok:
-            others = {g: min((j for j, o in enumerate(opts) if o[-1] == ch[-1]), key=lambda j: rows[(g, j)])
-                      for g, opts in choices.items() if g != "attn" and any(o[-1] == ch[-1] for o in opts)}
-            picks = {"attn": i, **others}
-            if picks.keys() == {g for g, opts in choices.items() if opts} and runs(c, picks) \
-                    and tables.fits(c, picks):
-                return c
-    return None
-
-
-def memory_edge(fitting: int, failing: int, holds: Callable[[int], bool]) -> int | None:
-    """The most sequences in (fitting, failing) that `holds` (monotone: what holds n holds fewer), by
-    bisection; None where none does."""
-    lo, hi = fitting, failing
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
-    return lo if lo > fitting else None
 
 
 def _one_of(x: T) -> T:
