@@ -54,3 +54,71 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 
 def test_muse_glimmer_hand_count_holds_thirteen_full_layers() -> None:
     assert sum(1 for i in range(52) if (51 - i) % 4 == 0) == 13
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_GLIMMER = "meta-models--Muse-Glimmer-30B"
+
+
+def _global_layers(cfg: dict) -> list[int]:
+    spec = parse_model_config(cfg, "x")
+    return [i for i, layer in enumerate(spec.layers)
+            for b in layer.blocks if hasattr(b, "window") and getattr(b, "window", None) is None]
+
+
+def test_muse_glimmer_attention_carries_its_output_gate_and_four_norms() -> None:
+    # Before this round (no family line) counted 28,296,801,280: no gate_proj (52 x 6656 x 4096), two norms a layer
+    # of four, the tower's temporal patch / pos_emb grid / ln_pre and the adapter MLP missed (1,479,825,408 short)
+    assert _total(_GLIMMER) == MUSE_GLIMMER
+
+
+def test_muse_glimmer_without_layer_types_makes_every_fourth_layer_from_the_last_global() -> None:
+    # Before: sliding_window alone read every layer as windowed (K/V of the 13 global layers silently capped)
+    cfg = _load(_GLIMMER)
+    written = _global_layers(cfg)
+    del cfg["text_config"]["layer_types"]
+    assert _global_layers(cfg) == written == list(range(3, 52, 4))
+    cfg["text_config"]["num_hidden_layers"] = 50  # counted back from the last: 49, 45, ..., 1
+    assert _global_layers(cfg) == list(range(1, 50, 4))
+
+
+def test_muse_glimmer_tower_patch_embedding_spans_patch_temporal_frames() -> None:
+    cfg = _load(_GLIMMER)
+    cfg["vision_config"]["patch_temporal"] = 1
+    assert count(cfg) == MUSE_GLIMMER - 3 * 14 * 14 * 1536
+
+
+def test_muse_glimmer_tower_position_table_is_the_pos_emb_grid() -> None:
+    cfg = _load(_GLIMMER)
+    cfg["vision_config"]["pos_emb_height"] = 64
+    assert count(cfg) == MUSE_GLIMMER + 32 * 32 * 1536
+
+
+def test_muse_glimmer_adapter_runs_through_projector_hidden_size() -> None:
+    cfg = _load(_GLIMMER)
+    cfg["projector_hidden_size"] = 2048
+    assert count(cfg) == MUSE_GLIMMER - GLIMMER_PROJECTOR + lin(6144, 2048) + lin(2048, 2048) + lin(2048, 6656)
+
+
+def test_muse_glimmer_adapter_input_must_be_the_shuffled_tower_width() -> None:
+    cfg = _load(_GLIMMER)
+    cfg["vision_config"]["merge_size"] = 1  # the tower hands the adapter 1536 wide, its fc1 reads 6144
+    with pytest.raises(InputError, match="out_hidden_size"):
+        parse_model_config(cfg, "x")
+
+
+def test_muse_glimmer_without_projector_hidden_size_is_refused_naming_it() -> None:
+    cfg = _load(_GLIMMER)
+    del cfg["projector_hidden_size"]
+    with pytest.raises(InputError, match="projector_hidden_size"):
+        parse_model_config(cfg, "x")
+
+
+@pytest.mark.parametrize("key", ["sliding_window", "attention_bias", "head_dim"])
+def test_muse_glimmer_text_fields_left_out_take_the_class_defaults(key: str) -> None:
+    cfg = _load(_GLIMMER)
+    del cfg["text_config"][key]
+    assert count(cfg) == MUSE_GLIMMER
+
+
+REFUSALS: dict[str, str] = {}
