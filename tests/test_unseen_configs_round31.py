@@ -39,9 +39,37 @@ GLIMMER_PROJECTOR = lin(6144, 4096) + lin(4096, 4096) + lin(4096, 6656)
 MUSE_GLIMMER = GLIMMER_TEXT + GLIMMER_VISION + GLIMMER_PROJECTOR
 
 
+# ------------------------------------------------------------------ MiniMax-M3 (MiniMaxM3VLConfig() defaults).
+# Text (MiniMaxM3VLTextModel): 60 layers, 6144 wide; q / k / v / o of 64 / 4 heads x 128 without bias, q_norm and
+# k_norm of head_dim (MiniMaxM3VLAttention); every layer_types entry "full_attention" (no indexer: only
+# "minimax_m3_sparse" layers build MiniMaxM3VLIndexer); every mlp_layer_types entry "sparse": a router of 128 x 6144
+# with an e_score_correction_bias buffer (128, persistent), 128 experts of a fused gate_up 2 x 3072 x 6144 and a
+# down 6144 x 3072, one shared MiniMaxM3VLDenseMLP of shared_intermediate_size 3072; two RMSNorms a layer, final
+# norm; embedding and lm_head 200064 each (untied). Vision (MiniMaxM3VLVisionModel): a bias-free Conv3d 3 x 2 x 14 x
+# 14 -> 1280, pre_layrnorm (no post norm), 32 layers of layer_norm1 / layer_norm2 LayerNorms, biased q / k / v /
+# out_proj 1280 square, biased fc1 1280 -> 5120 / fc2; rotary positions (no table). Projector
+# (MiniMaxM3VLMultiModalProjector): linear_1 1280 -> projector_hidden_size 6144, linear_2 6144 -> text 6144, then
+# the 2 x 2 group: merge_linear_1 merged_hidden_size 4 x 6144 -> 6144, merge_linear_2 6144 -> 6144, all biased
+M3_MOE = 128 * 6144 + 128 + 128 * gated(6144, 3072) + gated(6144, 3072)
+M3_LAYER = gqa(6144, 64, 4, 128) + 2 * 128 + 2 * 6144 + M3_MOE
+M3_TEXT = 2 * 200064 * 6144 + 60 * M3_LAYER + 6144
+M3_VISION = (3 * 2 * 14 * 14 * 1280 + ln(1280)
+             + 32 * (2 * ln(1280) + 4 * lin(1280, 1280, True) + mlp2(1280, 5120, True)))
+M3_PROJECTOR = lin(1280, 6144, True) + lin(6144, 6144, True) + lin(4 * 6144, 6144, True) + lin(6144, 6144, True)
+MINIMAX_M3 = M3_TEXT + M3_VISION + M3_PROJECTOR
+MINIMAX_M3_ACTIVE = M3_TEXT - 60 * (128 - 4) * gated(6144, 3072)  # the tower runs per image, not per token
+
+
 HAND: dict[str, int] = {
     "meta-models--Muse-Glimmer-30B": MUSE_GLIMMER,
+    "MiniMaxAI--MiniMax-M3": MINIMAX_M3,
 }
+# MoE active per token (hand, published): no published active figure recalled for the class default
+ACTIVE: dict[str, tuple[int, float | None]] = {
+    "MiniMaxAI--MiniMax-M3": (MINIMAX_M3_ACTIVE, None),
+}
+# the class default holds ~440B parameters: 16 H100 hold its bf16 weights
+SOLVE_CARDS: dict[str, int] = {"MiniMaxAI--MiniMax-M3": 16}
 # Published totals precise enough for a 1% check: none recalled for the class default ("30B" in the name is rounded)
 PUBLISHED: dict[str, float] = {}
 
@@ -49,6 +77,7 @@ PUBLISHED: dict[str, float] = {}
 # 2 K/V heads x 128; its 39 sliding layers stop at the 2048-token window
 KV_BYTES_PER_TOKEN: dict[str, int] = {
     "meta-models--Muse-Glimmer-30B": 13 * 2 * 2 * 128 * 2,
+    "MiniMaxAI--MiniMax-M3": 60 * 2 * 4 * 128 * 2,
 }
 
 
