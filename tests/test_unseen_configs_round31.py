@@ -150,4 +150,67 @@ def test_muse_glimmer_text_fields_left_out_take_the_class_defaults(key: str) -> 
     assert count(cfg) == MUSE_GLIMMER
 
 
+
+
+
+_M3 = "MiniMaxAI--MiniMax-M3"
+
+
+def test_minimax_m3_holds_its_qk_norms_router_bias_and_two_stage_projector() -> None:
+    # Before this round (no family lines) counted 447,875,298,560: no q_norm / k_norm (60 x 256), no router
+    # e_score_correction_bias (60 x 128), a biased Conv3d patch embedding, the projector one linear and a norm
+    # (176,694,528 of projector short)
+    assert _total(_M3) == MINIMAX_M3
+
+
+def test_minimax_m3_dense_layers_are_dense_intermediate_size_wide() -> None:
+    # Before: a "dense" mlp_layer_types layer read intermediate_size (3072, the experts' width)
+    cfg = _load(_M3)
+    cfg["text_config"]["mlp_layer_types"] = ["dense"] + ["sparse"] * 59
+    assert count(cfg) == MINIMAX_M3 - M3_MOE + gated(6144, 12288)
+
+
+def test_minimax_m3_legacy_moe_layer_freq_places_the_dense_layers_too() -> None:
+    cfg = _load(_M3)
+    del cfg["text_config"]["mlp_layer_types"]
+    cfg["text_config"]["moe_layer_freq"] = [0] + [1] * 59
+    assert count(cfg) == MINIMAX_M3 - M3_MOE + gated(6144, 12288)
+
+
+def test_minimax_m3_sparse_indexer_layers_are_refused_naming_layer_types() -> None:
+    cfg = _load(_M3)
+    cfg["text_config"]["layer_types"] = ["full_attention"] * 59 + ["minimax_m3_sparse"]
+    with pytest.raises(InputError, match="layer_types: unknown entry 'minimax_m3_sparse'"):
+        parse_model_config(cfg, "x")
+
+
+def test_minimax_m3_legacy_sparse_attention_config_is_refused_naming_it() -> None:
+    # Before: counted as every layer plain attention, the indexers silently left out
+    cfg = _load(_M3)
+    del cfg["text_config"]["layer_types"]
+    cfg["text_config"]["sparse_attention_config"] = {"sparse_attention_freq": [0, 1] * 30}
+    with pytest.raises(InputError, match="sparse_attention_config: written"):
+        parse_model_config(cfg, "x")
+
+
+def test_minimax_m3_merged_hidden_size_must_be_the_grouped_text_width() -> None:
+    cfg = _load(_M3)
+    cfg["merged_hidden_size"] = 4 * 1280
+    with pytest.raises(InputError, match="merged_hidden_size"):
+        parse_model_config(cfg, "x")
+
+
+def test_minimax_m3_projector_runs_through_projector_hidden_size() -> None:
+    cfg = _load(_M3)
+    cfg["projector_hidden_size"] = 4096
+    assert count(cfg) == (MINIMAX_M3 - M3_PROJECTOR + lin(1280, 4096, True) + lin(4096, 6144, True)
+                          + lin(4 * 6144, 4096, True) + lin(4096, 6144, True))
+
+
+@pytest.mark.parametrize("section, key", [("text_config", "layer_types"), ("text_config", "mlp_layer_types"),
+                                          ("", "merged_hidden_size")])
+def test_minimax_m3_pattern_fields_left_out_take_the_class_defaults(section: str, key: str) -> None:
+    cfg = _load(_M3)
+    del (cfg[section] if section else cfg)[key]
+    assert count(cfg) == MINIMAX_M3
 REFUSALS: dict[str, str] = {}

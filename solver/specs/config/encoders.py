@@ -90,6 +90,9 @@ model_type and the text model's) on top:
   _vision_projector_adapter_mlp  a pixel shuffle by the merge size, fc1 from the wrapper's out_hidden_size (checked
                             against h m^2) into projector_hidden_size, fc2 square, one linear into the text width,
                             all bias-free (MuseGlimmerVisionAdapter and vision_projection)
+  _vision_projector_patch_then_merge_mlp  a biased MLP per patch h -> projector_hidden_size -> text, then one over
+                            each m x m group's text m^2 (the wrapper's merged_hidden_size, checked) -> projector_hidden_size
+                            -> text, biased (MiniMaxM3VLMultiModalProjector)
   _vision_projector_bare_linear  one bias-free linear into the text width after a scale-free norm
                             (Gemma4MultimodalEmbedder)
   _vision_projector_unshuffle_mlp  {downsample_factor, projector_hidden_size}: a pixel unshuffle by the wrapper's
@@ -490,6 +493,16 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         return h * factor * factor * out
     if facts.get("_vision_projector_biased_linear"):
         return h * out + out  # PaliGemmaMultiModalProjector: one biased linear, no norm
+    if facts.get("_vision_projector_patch_then_merge_mlp"):
+        # MiniMaxM3VLMultiModalProjector: each patch through linear_1 h -> projector_hidden_size P and linear_2 P ->
+        # the text width t, then m^2 neighbours grouped: merge_linear_1 from the wrapper's merged_hidden_size (t m^2,
+        # checked) into P and merge_linear_2 P -> t; all biased
+        mid = wrapper.int("projector_hidden_size")
+        merged = wrapper.int("merged_hidden_size", default=text_hidden * merge * merge)
+        if merged != text_hidden * merge * merge:
+            raise wrapper.err("merged_hidden_size", f"{merged} is not the text width {text_hidden} x {merge}^2 = "
+                                                    f"{text_hidden * merge * merge}, which the grouped patches are")
+        return h * mid + mid + mid * text_hidden + text_hidden + merged * mid + mid + mid * text_hidden + text_hidden
     if facts.get("_vision_projector_adapter_mlp"):
         # MuseGlimmerVisionAdapter and vision_projection: fc1 from the wrapper's out_hidden_size (the pixel-shuffled
         # width h m^2, which the tower hands it) into projector_hidden_size P, fc2 P -> P, then one linear P -> the
