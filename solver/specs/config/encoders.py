@@ -90,9 +90,9 @@ model_type and the text model's) on top:
   _vision_projector_adapter_mlp  a pixel shuffle by the merge size, fc1 from the wrapper's out_hidden_size (checked
                             against h m^2) into projector_hidden_size, fc2 square, one linear into the text width,
                             all bias-free (MuseGlimmerVisionAdapter and vision_projection)
-  _vision_projector_patch_then_merge_mlp  a biased MLP per patch h -> projector_hidden_size -> text, then one over
-                            each m x m group's text m^2 (the wrapper's merged_hidden_size, checked) -> projector_hidden_size
-                            -> text, biased (MiniMaxM3VLMultiModalProjector)
+  _vision_projector_patch_then_merge_mlp  a biased MLP per patch h -> projector_hidden_size -> text, then one
+                            over each m x m group's text m^2 (the wrapper's merged_hidden_size, checked) ->
+                            projector_hidden_size -> text, biased (MiniMaxM3VLMultiModalProjector)
   _vision_projector_bare_linear  one bias-free linear into the text width after a scale-free norm
                             (Gemma4MultimodalEmbedder)
   _vision_projector_unshuffle_mlp  {downsample_factor, projector_hidden_size}: a pixel unshuffle by the wrapper's
