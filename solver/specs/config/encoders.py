@@ -85,6 +85,14 @@ model_type and the text model's) on top:
   _vision_projector_conv_downsample  two biased 3 x 3 stride-2 Conv2d h -> 2h -> 4h, then one linear 4h -> the
                             text width, biased under the wrapper's projector_bias (Step3p7VisionModel's downsamplers
                             and Step3p7Model.multi_modal_projector)
+  _vision_field_names        {convention field: the class's name}: a tower class that spells temporal_patch_size
+                            or spatial_merge_size otherwise (MuseGlimmerVisionConfig's patch_temporal, merge_size)
+  _vision_projector_adapter_mlp  a pixel shuffle by the merge size, fc1 from the wrapper's out_hidden_size (checked
+                            against h m^2) into projector_hidden_size, fc2 square, one linear into the text width,
+                            all bias-free (MuseGlimmerVisionAdapter and vision_projection)
+  _vision_projector_patch_then_merge_mlp  a biased MLP per patch h -> projector_hidden_size -> text, then one
+                            over each m x m group's text m^2 (the wrapper's merged_hidden_size, checked) ->
+                            projector_hidden_size -> text, biased (MiniMaxM3VLMultiModalProjector)
   _vision_projector_bare_linear  one bias-free linear into the text width after a scale-free norm
                             (Gemma4MultimodalEmbedder)
   _vision_projector_unshuffle_mlp  {downsample_factor, projector_hidden_size}: a pixel unshuffle by the wrapper's
@@ -201,7 +209,7 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     elif c.get("qk_normalization") or f.bool("use_qk_norm"):
         per_layer += 2 * norm * qd // h  # q_norm, k_norm over all heads' channels
     channels = f.int("in_channels", "num_channels", "in_chans", default=3)
-    temporal = f.int("temporal_patch_size", default=1)
+    temporal = f.int(_field(facts, "temporal_patch_size"), default=1)
     if facts.get("_vision_patch_2d") and temporal != 1:
         # a Conv2d patch embedding: the field is the image processor's (frames stacked per patch), not the tower's
         notes.append(f"{f.prefix}temporal_patch_size: {temporal} is the image processor's; the tower's patch "
@@ -243,6 +251,12 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     # (Video-LLaVA's image_tower and video_tower); a request's images or frames run through one of them
     towers = int(facts.get("_vision_towers", 1))
     return towers * (layers * per_layer + patch_embed + positions + post_norm + head), layers, h, norm
+
+
+def _field(facts: dict[str, Any], name: str) -> str:
+    """The name the tower's config class gives a convention field (the fact _vision_field_names: Muse-Glimmer's
+    patch_temporal for temporal_patch_size, merge_size for spatial_merge_size)."""
+    return str((facts.get("_vision_field_names") or {}).get(name, name))
 
 
 def _kv_width(f: Fields, qd: int) -> int:
@@ -409,7 +423,8 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         out = f.int("projection_dim", default=wrapper.int("projection_dim", default=text_hidden))
     else:
         out = f.int("out_hidden_size", "text_hidden_size", default=text_hidden)
-    merge = f.int("spatial_merge_size", default=wrapper.int("spatial_merge_size", default=1))
+    merge_field = _field(facts, "spatial_merge_size")
+    merge = f.int(merge_field, default=wrapper.int(merge_field, default=1))
     if isinstance(c.get("merge_kernel_size"), list):
         merge = f.int_list("merge_kernel_size")[0]  # type: ignore[index]
     pb = wrapper.bool("multimodal_projector_bias", True)
@@ -478,6 +493,26 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         return h * factor * factor * out
     if facts.get("_vision_projector_biased_linear"):
         return h * out + out  # PaliGemmaMultiModalProjector: one biased linear, no norm
+    if facts.get("_vision_projector_patch_then_merge_mlp"):
+        # MiniMaxM3VLMultiModalProjector: each patch through linear_1 h -> projector_hidden_size P and linear_2 P ->
+        # the text width t, then m^2 neighbours grouped: merge_linear_1 from the wrapper's merged_hidden_size (t m^2,
+        # checked) into P and merge_linear_2 P -> t; all biased
+        mid = wrapper.int("projector_hidden_size")
+        merged = wrapper.int("merged_hidden_size", default=text_hidden * merge * merge)
+        if merged != text_hidden * merge * merge:
+            raise wrapper.err("merged_hidden_size", f"{merged} is not the text width {text_hidden} x {merge}^2 = "
+                                                    f"{text_hidden * merge * merge}, which the grouped patches are")
+        return h * mid + mid + mid * text_hidden + text_hidden + merged * mid + mid + mid * text_hidden + text_hidden
+    if facts.get("_vision_projector_adapter_mlp"):
+        # MuseGlimmerVisionAdapter and vision_projection: fc1 from the wrapper's out_hidden_size (the pixel-shuffled
+        # width h m^2, which the tower hands it) into projector_hidden_size P, fc2 P -> P, then one linear P -> the
+        # text width, all bias-free; no norm carries weights
+        wide = wrapper.int("out_hidden_size")
+        if wide != h * merge * merge:
+            raise wrapper.err("out_hidden_size", f"{wide} is not the tower's pixel-shuffled width {h} x {merge}^2 = "
+                                                 f"{h * merge * merge}, which the adapter's fc1 reads")
+        mid = wrapper.int("projector_hidden_size")
+        return wide * mid + mid * mid + mid * text_hidden
     if facts.get("_vision_projector_mlp"):
         # a norm on the tower's output, a patch merger (h m^2 -> h, no bias) where patches merge, then the MLP
         # into the text width (Mistral3's projector)

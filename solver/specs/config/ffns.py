@@ -16,6 +16,7 @@ EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "
 # they take intermediate_size as its experts do)
 FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "prefix_dense_intermediate_size",
                     "mlp_only_intermediate_size",  # the width of mlp_only_layers' MLP (Kolibri-1.1)
+                    "dense_intermediate_size",  # mlp_layer_types' "dense" layers (MiniMax-M3's MiniMaxM3VLDenseMLP)
                     "ffn_hidden_size",
                     "intermediate_size", "n_inner",
                     "ffn_dim", "ff_intermediate_size", "dff")

@@ -20,7 +20,8 @@ dense, moe, none. Conventions read, in order of precedence:
                         full_attn_layers (1-based); full_attention_interval (or the field the fact
                         _full_attention_interval names); block_configs[i].attention.no_op;
                         sliding_window_pattern (every N-th layer global, or a string such as "LLLG") or its
-                        spelling global_attn_every_n_layers (AFMoE);
+                        spelling global_attn_every_n_layers (AFMoE); the family fact _global_every_from_last
+                        N with sliding_window (every N-th layer counted back from the last global: Muse-Glimmer);
                         attention_chunk_size + no_rope_layer_interval; use_sliding_window + max_window_layers;
                         sliding_window alone (every layer windowed)
   FFNs:                 block_configs[i].ffn; mlp_layer_types; expert_layer_period / offset (Jamba);
@@ -234,6 +235,12 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
         n = f.int("global_attn_every_n_layers", maximum=max(layers, 1))
         first = 0 if f.bool("_global_attn_first") else n - 1
         return ["full" if i % n == first else "sliding" for i in range(layers)], "global_attn_every_n_layers"
+    from_last = cfg.get("_global_every_from_last")
+    if from_last and f.has("sliding_window"):
+        # the family's class builds its own layer_types: every N-th layer counted back from the last is global, the
+        # rest slide (MuseGlimmerTextConfig's __post_init__: layer L - 1 global, then L - 5, ...)
+        n = int(from_last)
+        return ["full" if (layers - 1 - i) % n == 0 else "sliding" for i in range(layers)], "_global_every_from_last"
     if f.has("sliding_window_pattern"):
         pat = cfg["sliding_window_pattern"]
         if isinstance(pat, str):

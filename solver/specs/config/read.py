@@ -145,6 +145,11 @@ def _refuse_values(cfg: ReadRecorder, f: Fields, raw: dict[str, Any]) -> None:
         given = cfg[field] if dict.__contains__(cfg, field) else raw.get(field)
         if given == value and type(given) is type(value):
             raise f.err(field, f"{value!r}: {why}")
+    # _refused_if_written {FIELD: why}: a field the family's class reads at load to build weights the stack does not
+    # count, whatever its value (MiniMax-M3's legacy sparse_attention_config places indexer layers)
+    for field, why in (f.cfg.get("_refused_if_written") or {}).items():
+        if dict.__contains__(cfg, field) or field in raw:
+            raise f.err(field, f"written: {why}")
 
 
 _LAYER_COUNT_FIELDS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_transformer_layers")
