@@ -374,3 +374,15 @@ def test_ml4_a_stage_boundary_between_a_latent_and_its_reader_is_named() -> None
     cfg = _ml4_text()
     cfg["kv_source_layers"] = list(range(36)) + [34] + list(range(37, 72))
     assert kv_sharing_split(parse_model_config(cfg, "x"), 2) == (36, 34)
+
+
+def test_qwen4_exp_text_differs_from_its_qwen3_next_reading_by_the_low_rank_hyper_connections_alone() -> None:
+    # what the refusal leaves out, measured: read as Qwen3-Next (gated attention, GDN, shared-expert gate) with the
+    # QSA-less indexed layers as full attention, the hand count's text is the reader's less its two norms a layer
+    # and the final norm, plus the gated residuals (hc_count / hc_lowrank) that take their place
+    text = ROUND.load("Qwen--Qwen4-Exp", REFUSED)["text_config"]
+    text.update(model_type="qwen3_next", layer_types=[
+        "full_attention" if kind == "indexed_attention" else kind for kind in text["layer_types"]])
+    del text["hc_count"]
+    hyper = 40 * 2 * gated_residual(2048, 4, 320) + gated_residual(2048, 4, 320, inject=False)
+    assert count(text) - (40 * 2 + 1) * 2048 + hyper == QWEN4_TEXT
