@@ -249,6 +249,107 @@ def test_shared_indexer_layers_are_refused_naming_indexer_types() -> None:
         parse_model_config(cfg, "x")
 
 
+# ------------------------------------------------------------------ hand counts of the two refused below (stop 36,
+# flag3), tensor by tensor from modeling_glm5_next.py / modeling_qwen4_exp.py with their configuration_*.py (read from
+# the unzipped 5.25.0 wheel, not installed), written before any reader change; the reader refuses both (REFUSALS)
+
+# GLM-5.3-Flash (Glm5NextConfig() defaults). Text: 45 layers, 4096 wide; layer_types idx % 4 == 3 indexed (11), the
+# rest KDA (34). KDA (Glm5NextTextLinearAttention, 64 heads x 128): q / k / v hidden -> 8192, a depthwise conv of
+# 3 x 8192 channels x kernel 4 without bias, forget gate f_a hidden -> 128, f_b 128 -> 8192, dt_bias 8192, A_log 64,
+# b_proj hidden -> 64, output gate g_a hidden -> 128, g_b 128 -> 8192, o_norm (gated RMSNorm) 128, o_proj 8192 ->
+# hidden. Indexed: NoPE MLA (qk_rope_head_dim 0): q_a hidden -> 1536, q_a_layernorm, q_b 1536 -> 64 x 256, kv_a
+# hidden -> 512, kv_a_layernorm, kv_b 512 -> 64 x (256 + 256), o 64 x 256 -> hidden, no bias; indexer_types all
+# "full": a DSA indexer on every indexed layer, wq_b from the query LoRA 1536 -> 32 x 128, wk hidden -> 128, k_norm
+# LayerNorm 128, weights_proj hidden -> 32, and the pooled keys' index_kpool_compress_ape 16 x 128 and
+# index_kpool_compress_gate 128 x hidden. Every layer: input / post-attention RMSNorms and two mHC maps (attn_hc,
+# ffn_hc: fn (2 + 4) x 4 rows x 4 x hidden, base 24, scale 3); the final hc_head is an unweighted mean (no weights).
+# Layers 0-2 dense 12288; 42 MoE: router 288 x hidden (fp32) with e_score_correction_bias 288 (a persistent buffer,
+# counted as Step-3.7's is), 288 experts of 2048, one shared of 2048. Final norm, untied 154880 embedding and head.
+def glm53_kda(h: int, heads: int, d: int, kernel: int) -> int:
+    width = heads * d
+    forget = lin(h, d) + lin(d, width) + width + heads  # f_a, f_b, dt_bias, A_log
+    out_gate = lin(h, d) + lin(d, width) + d  # g_a, g_b, o_norm
+    return 3 * lin(h, width) + 3 * width * kernel + forget + lin(h, heads) + out_gate + lin(width, h)
+
+
+def glm53_nope_mla(h: int, heads: int, q_rank: int, kv_rank: int, nope: int, v: int) -> int:
+    return (lin(h, q_rank) + q_rank + lin(q_rank, heads * nope) + lin(h, kv_rank) + kv_rank
+            + lin(kv_rank, heads * (nope + v)) + lin(heads * v, h))
+
+
+def glm53_pooled_indexer(h: int, q_rank: int, heads: int, d: int, kpool: int) -> int:
+    return lin(q_rank, heads * d) + lin(h, d) + layer_norm(d) + lin(h, heads) + kpool * d + d * h
+
+
+def mhc(h: int, m: int) -> int:  # one sub-block's manifold-constrained hyper-connection map
+    rows = (2 + m) * m
+    return rows * m * h + rows + 3
+
+
+GLM53_KDA = glm53_kda(4096, 64, 128, 4)
+GLM53_INDEXED = glm53_nope_mla(4096, 64, 1536, 512, 256, 256) + glm53_pooled_indexer(4096, 1536, 32, 128, 16)
+GLM53_MOE = lin(4096, 288) + 288 + 288 * gated(4096, 2048) + gated(4096, 2048)
+GLM53_TEXT = (2 * 154880 * 4096 + 34 * GLM53_KDA + 11 * GLM53_INDEXED + 45 * (2 * 4096 + 2 * mhc(4096, 4))
+              + 3 * gated(4096, 12288) + 42 * GLM53_MOE + 4096)
+# Vision (Glm5NextVisionModel): Conv3d patch embed 3 -> 1024 (2 x 14 x 14, biased); 24 blocks of RMSNorm 1024 x 2,
+# qkv 1024 -> 3072 and proj biased (attention_bias), q_norm / k_norm RMSNorm 64, a biased gated MLP 4096; no learned
+# position table (axial rope buffers only); post_layernorm 1024; downsample Conv2d 1024 -> 1536 (2 x 2, biased);
+# merger proj 1536 -> 1536, LayerNorm 1536, gated 10240, no bias. Unsure: out_hidden_size 1536 is the class default
+# and the text is 4096 wide, with no projection between (the released file must write other widths)
+GLM53_VISION_BLOCK = (2 * 1024 + lin(1024, 3072, True) + lin(1024, 1024, True) + 2 * 64
+                      + 2 * lin(1024, 4096, True) + lin(4096, 1024, True))
+GLM53_VISION = (3 * 1024 * 2 * 14 * 14 + 1024 + 24 * GLM53_VISION_BLOCK + 1024 + conv(1024, 1536, 2, True)
+                + lin(1536, 1536) + layer_norm(1536) + gated(1536, 10240))
+GLM53_FLASH = GLM53_TEXT + GLM53_VISION  # 313,786,901,310
+GLM53_FLASH_ACTIVE = GLM53_TEXT - 42 * (288 - 8) * gated(4096, 2048)  # 17,376,738,622 (the tower runs per image)
+
+# Qwen4-Exp (Qwen4ExpConfig() defaults). Text: 40 layers, 2048 wide; layer_types (i + 1) % 4 == 0 indexed (10), the
+# rest Gated DeltaNet (30). GDN: in_proj_qkv hidden -> 2 x 16 x 128 + 32 x 128, in_proj_z -> 4096, in_proj_b / a ->
+# 32, depthwise conv 8192 x 4 without bias, dt_bias 32, A_log 32, gated norm 128, out_proj 4096 -> hidden. Indexed:
+# gated attention (q_proj hidden -> 16 x 256 x 2), k / v -> 2 x 256, o 16 x 256 -> hidden, q_norm / k_norm 256, no
+# bias; the QSA indexer (index_qk_proj hidden -> (n + kv) x d, q / k layernorms d) takes its widths from
+# indexer_n_heads / indexer_kv_heads / indexer_head_dim, all null in the class (the docstring: "Setting this enables
+# QSA"): counted as none. Unsure: Qwen4ExpTextQSAIndexer is built unconditionally and computes
+# indexer_budget // indexer_compress_ratio in __init__, so the class defaults as written cannot build (None // None).
+# Every layer: an MoE of 512 experts of 512, top-10 (router 512 x hidden, no bias), one shared of 512 with a
+# shared_expert_gate hidden -> 1; no input / post-attention norms: two gated residuals (attn_ / mlp_hyper_connection:
+# hc_norm 4 x hidden, input_mix_weight_down 4 x hidden -> 320, up 320 -> 4 x hidden, block_inject 4 x hidden -> 4).
+# ple_layer_ids empty: no PLE / n-gram tables. Model: the hyper_connection_mixer (a gated residual without
+# block_inject) in place of a final norm; untied 248320 embedding and head.
+def qwen4_gdn(h: int, k_heads: int, v_heads: int, dk: int, dv: int, kernel: int) -> int:
+    key, value = k_heads * dk, v_heads * dv
+    return (lin(h, 2 * key + value) + lin(h, value) + 2 * lin(h, v_heads) + (2 * key + value) * kernel
+            + 2 * v_heads + dv + lin(value, h))
+
+
+def gated_residual(h: int, streams: int, rank: int, inject: bool = True) -> int:
+    wide = streams * h
+    return wide + lin(wide, rank) + lin(rank, wide) + (lin(wide, streams) if inject else 0)
+
+
+QWEN4_GDN = qwen4_gdn(2048, 16, 32, 128, 128, 4)
+QWEN4_ATTENTION = lin(2048, 16 * 256 * 2) + 2 * lin(2048, 2 * 256) + lin(16 * 256, 2048) + 2 * 256
+QWEN4_MOE = lin(2048, 512) + 512 * gated(2048, 512) + gated(2048, 512) + lin(2048, 1)
+QWEN4_TEXT = (2 * 248320 * 2048 + 30 * QWEN4_GDN + 10 * QWEN4_ATTENTION + 40 * QWEN4_MOE
+              + 40 * 2 * gated_residual(2048, 4, 320) + gated_residual(2048, 4, 320, inject=False))
+# Vision (Qwen4ExpVisionModel, Qwen3.5's): Conv3d 3 -> 1152 (2 x 16 x 16, biased), learned positions 2304 x 1152,
+# 27 blocks of LayerNorm x 2, qkv and proj biased, MLP fc1 / fc2 4304 biased; merger LayerNorm 1152, fc1 4608 ->
+# 4608, fc2 4608 -> 3584 biased. Unsure: out_hidden_size 3584 against a 2048-wide text, as GLM's
+QWEN4_VISION_BLOCK = (2 * layer_norm(1152) + lin(1152, 3456, True) + lin(1152, 1152, True) + lin(1152, 4304, True)
+                      + lin(4304, 1152, True))
+QWEN4_VISION = (3 * 1152 * 2 * 16 * 16 + 1152 + 2304 * 1152 + 27 * QWEN4_VISION_BLOCK + layer_norm(1152)
+                + lin(4608, 4608, True) + lin(4608, 3584, True))
+QWEN4_EXP = QWEN4_TEXT + QWEN4_VISION  # 67,775,279,984
+QWEN4_EXP_ACTIVE = QWEN4_TEXT - 40 * (512 - 10) * gated(2048, 512)  # 4,155,411,072
+
+# Cache per token at bf16 as transformers keeps it: GLM-5.3-Flash's 11 NoPE latents of 512 (11,264 B) and its
+# indexer's packed states (k 128, gate score 128, valid 1) 11 x 257 x 2 = 5,654 B; Qwen4-Exp's 10 gated-attention
+# layers of 2 K/V heads x 256: 20,480 B. Per sequence, not per token: GLM's 34 KDA states of 64 x 128 x 128 with
+# conv tails 3 x 8192 x 3; Qwen4's 30 GDN states of 32 x 128 x 128 with conv tails 8192 x 3
+GLM53_FLASH_KV_BYTES = 11 * 512 * 2 + 11 * (128 + 128 + 1) * 2
+QWEN4_EXP_KV_BYTES = 10 * 2 * 2 * 256 * 2
+
+
 # ------------------------------------------------------------------ refused this round: one line each
 
 REFUSALS: dict[str, str] = {
@@ -273,3 +374,15 @@ def test_ml4_a_stage_boundary_between_a_latent_and_its_reader_is_named() -> None
     cfg = _ml4_text()
     cfg["kv_source_layers"] = list(range(36)) + [34] + list(range(37, 72))
     assert kv_sharing_split(parse_model_config(cfg, "x"), 2) == (36, 34)
+
+
+def test_qwen4_exp_text_differs_from_its_qwen3_next_reading_by_the_low_rank_hyper_connections_alone() -> None:
+    # what the refusal leaves out, measured: read as Qwen3-Next (gated attention, GDN, shared-expert gate) with the
+    # QSA-less indexed layers as full attention, the hand count's text is the reader's less its two norms a layer
+    # and the final norm, plus the gated residuals (hc_count / hc_lowrank) that take their place
+    text = ROUND.load("Qwen--Qwen4-Exp", REFUSED)["text_config"]
+    text.update(model_type="qwen3_next", layer_types=[
+        "full_attention" if kind == "indexed_attention" else kind for kind in text["layer_types"]])
+    del text["hc_count"]
+    hyper = 40 * 2 * gated_residual(2048, 4, 320) + gated_residual(2048, 4, 320, inject=False)
+    assert count(text) - (40 * 2 + 1) * 2048 + hyper == QWEN4_TEXT
