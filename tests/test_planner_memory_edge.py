@@ -99,3 +99,14 @@ def test_a_fixed_concurrency_the_batch_rule_refuses_names_the_nearest_it_runs() 
         run_solve(name, hw_name, world, Scenario(isl=8192, osl=1024, concurrency=1996), fw_name, top=1)
     assert "C.batch_divisible_attn_dp" in str(err.value)
     assert "--concurrency 1,968" in (err.value.remedy or "")
+
+
+def test_no_edge_where_the_engine_runs_no_attention_layout() -> None:
+    """Kimi-K3 on 16 MI300X under ATOM: no attention layout passes the engine's rules, so no configuration holds
+    anything; the plan is refused with its reasons, not cut short by the edge search (a KeyError before)."""
+    import pytest
+
+    from solver.errors import InfeasibleError
+
+    with pytest.raises(InfeasibleError):
+        run_solve("kimi-k3", "mi300x", 16, Scenario(kind="latency"), "atom", explain_binding=False)

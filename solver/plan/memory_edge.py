@@ -25,6 +25,8 @@ def memory_edge(tables: Tables, failing: int, rows_at: Callable[[int], Rows], pp
     """The edge in (tables.batches[-1], failing), or None where no count there is held (and run). `rows_at(c)`:
     the memory rows at c, put in the tables for Tables.memory_of to read."""
     choices, limit = tables.choices, tables.memory_limit_bytes
+    if not choices["attn"]:
+        return None  # no attention layout the engine runs: no configuration holds anything
 
     def frugal(c: int) -> list[dict[str, int]]:
         """Each stage count's least-memory choices at c (groups without a choice at that count aside)."""
