@@ -1,9 +1,9 @@
 """Twenty-eighth round of families outside the catalog (tests/data/configs_unseen/round28/, SOURCES.md's
 "Twenty-eighth round (stop 36)"): the 2026 flagship model_types in transformers 5.25.0 that round 27 left for their
-size (mistral_large4, step3p7 counted; glm5_next, qwen4_exp refused). Each config is its class's defaults (the
-docstring names the checkpoint), written as to_dict would; hand counts tensor by tensor from transformers 5.25.0's
-modeling_*.py with their configuration_*.py (read from the wheel, not installed); written before the reader was run
-on them."""
+size (mistral_large4, step3p7 counted; glm5_next refused; qwen4_exp refused, counted since stop 36's qwen4
+helper). Each config is its class's defaults (the docstring names the checkpoint), written as to_dict would; hand
+counts tensor by tensor from transformers 5.25.0's modeling_*.py with their configuration_*.py (read from the wheel,
+not installed); written before the reader was run on them."""
 from __future__ import annotations
 
 import pytest
@@ -11,6 +11,7 @@ import pytest
 from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
+from solver.estimate.params import layer_shares
 from test_unseen_configs_round23 import pixtral_tower
 
 DATA = UNSEEN / "round28"
@@ -348,6 +349,13 @@ QWEN4_EXP_ACTIVE = QWEN4_TEXT - 40 * (512 - 10) * gated(2048, 512)  # 4,155,411,
 # conv tails 3 x 8192 x 3; Qwen4's 30 GDN states of 32 x 128 x 128 with conv tails 8192 x 3
 GLM53_FLASH_KV_BYTES = 11 * 512 * 2 + 11 * (128 + 128 + 1) * 2
 QWEN4_EXP_KV_BYTES = 10 * 2 * 2 * 256 * 2
+QWEN4_EXP_GDN_STATE_BYTES = 30 * (32 * 128 * 128 + 8192 * 3) * 2  # per sequence at bf16: 32,931,840 B
+
+# Qwen4-Exp counts since stop 36 (qwen4 helper): its low-rank hyper-connections are read (config/outside.py
+# gated_residual), the indexer left null by the class runs its layers as full attention
+HAND["Qwen--Qwen4-Exp"] = QWEN4_EXP
+ACTIVE["Qwen--Qwen4-Exp"] = (QWEN4_EXP_ACTIVE, None)  # "A4B"-class: no published figure recalled
+KV_BYTES_PER_TOKEN["Qwen--Qwen4-Exp"] = QWEN4_EXP_KV_BYTES
 
 
 # ------------------------------------------------------------------ refused this round: one line each
@@ -355,12 +363,10 @@ QWEN4_EXP_KV_BYTES = 10 * 2 * 2 * 256 * 2
 REFUSALS: dict[str, str] = {
     # Before this round: "text_config.head_dim: must be >= 1, got 0" (the class's NoPE MLA writes head_dim 0)
     "zai-org--GLM-5.3-Flash": r"index_kpool: 16: a DSA indexer over pooled key groups",
-    # Before this round: "text_config.layer_types: unknown entry 'indexed_attention' at index 3"
-    "Qwen--Qwen4-Exp": r"hc_count: 4: low-rank hyper-connections",
 }
 
 
-@pytest.mark.parametrize("name, key", [("zai-org--GLM-5.3-Flash", "index_kpool"), ("Qwen--Qwen4-Exp", "hc_count")])
+@pytest.mark.parametrize("name, key", [("zai-org--GLM-5.3-Flash", "index_kpool")])
 def test_a_refused_feature_left_out_of_the_file_is_refused_by_its_class_default(name: str, key: str) -> None:
     cfg = ROUND.load(name, REFUSED)
     del cfg["text_config"][key]
@@ -380,9 +386,58 @@ def test_qwen4_exp_text_differs_from_its_qwen3_next_reading_by_the_low_rank_hype
     # what the refusal leaves out, measured: read as Qwen3-Next (gated attention, GDN, shared-expert gate) with the
     # QSA-less indexed layers as full attention, the hand count's text is the reader's less its two norms a layer
     # and the final norm, plus the gated residuals (hc_count / hc_lowrank) that take their place
-    text = ROUND.load("Qwen--Qwen4-Exp", REFUSED)["text_config"]
+    text = ROUND.load("Qwen--Qwen4-Exp")["text_config"]
     text.update(model_type="qwen3_next", layer_types=[
         "full_attention" if kind == "indexed_attention" else kind for kind in text["layer_types"]])
     del text["hc_count"]
     hyper = 40 * 2 * gated_residual(2048, 4, 320) + gated_residual(2048, 4, 320, inject=False)
     assert count(text) - (40 * 2 + 1) * 2048 + hyper == QWEN4_TEXT
+
+
+def _qwen4_parts() -> dict[str, int]:
+    out: dict[str, int] = {}
+    for share, n in layer_shares(ROUND.spec("Qwen--Qwen4-Exp").layer_groups):
+        for part in share.parts:
+            if part.name in ("layernorms", "hyper_connections"):
+                out[part.name] = out.get(part.name, 0) + part.params * n
+    return out
+
+
+def test_low_rank_hyper_connections_hold_the_layers_norms() -> None:
+    # two gated residuals a layer (hc_norm 4 x 2048, down 8192 -> 320, up back, inject 8192 -> 4), no other norm
+    assert _qwen4_parts() == {"hyper_connections": 40 * 2 * gated_residual(2048, 4, 320)}
+
+
+def test_low_rank_hyper_connections_end_in_a_mixer_in_place_of_the_final_norm() -> None:
+    m = ROUND.spec("Qwen--Qwen4-Exp")
+    assert not m.final_norm and m.head_transform == gated_residual(2048, 4, 320, inject=False)
+
+
+def test_low_rank_hyper_connections_of_one_stream_are_still_built() -> None:
+    cfg = ROUND.load("Qwen--Qwen4-Exp")
+    cfg["text_config"]["hc_count"] = 1
+    assert count(cfg) == QWEN4_EXP - 80 * (gated_residual(2048, 4, 320) - gated_residual(2048, 1, 320)) - (
+        gated_residual(2048, 4, 320, inject=False) - gated_residual(2048, 1, 320, inject=False))
+
+
+def test_low_rank_hyper_connections_need_their_rank() -> None:
+    text = ROUND.load("Qwen--Qwen4-Exp")["text_config"]
+    text["model_type"] = "qwen3_next"  # a line that does not default hc_lowrank
+    text["layer_types"] = ["full_attention" if k == "indexed_attention" else k for k in text["layer_types"]]
+    del text["hc_lowrank"]
+    with pytest.raises(InputError, match="hc_lowrank: missing"):
+        parse_model_config(text, "x")
+
+
+def test_qwen4_exp_gated_deltanet_state_per_sequence_is_the_hand_figure() -> None:
+    m = ROUND.spec("Qwen--Qwen4-Exp")
+    assert sum(b.state(2, 1).constant_bytes for b in m.blocks) == QWEN4_EXP_GDN_STATE_BYTES
+
+
+@pytest.mark.parametrize("key, value", [("indexer_n_heads", 16), ("ple_layer_ids", [4])])
+def test_qwen4_exp_features_the_class_leaves_off_are_refused_when_set(key: str, value: object) -> None:
+    # a QSA indexer (index_qk_proj, its norms, a compressed-key cache) and PLE n-gram tables: no layer kind sizes them
+    cfg = ROUND.load("Qwen--Qwen4-Exp")
+    cfg["text_config"][key] = value
+    with pytest.raises(InputError, match=key):
+        parse_model_config(cfg, "x")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from solver.specs.config.ffns import EXPERT_COUNT_FIELDS, FfnReading
 from solver.specs.config.fields import MAX_LAYERS, Fields
-from solver.specs.config.outside import norm_weights
+from solver.specs.config.outside import gated_residual, low_rank_streams, norm_weights
 from solver.specs.config.pattern import Slot, nope_layers
 from solver.specs.layers import (
     MLA,
@@ -104,6 +104,11 @@ class BlockReader(FfnReading):
         self.is_moe = self.experts > 0
         self.state_bytes = self._state_dtype()
         self.notes: list[str] = []  # sizes read by an architecture's convention, for the model's warnings
+        streams = low_rank_streams(f)
+        if streams:
+            self.notes.append(f"{f.path('hc_count')}={streams}: the low-rank hyper-connections' weights are counted; "
+                              f"their FLOPs (about 4 x {streams} x hidden x hc_lowrank a sub-block a token) and the "
+                              f"{streams}-times-wider residual stream's activations are not costed")
         dense_every = f.opt_int("dense_attention_every_n_layers", maximum=MAX_LAYERS)
         if dense_every and dense_every > 1:
             # Phi-3-small: the other layers attend block-sparsely (local blocks and a vertical stride) with the dense
@@ -158,7 +163,7 @@ class BlockReader(FfnReading):
         LayerNorm (OLMo-1, OPT's layer_norm_elementwise_affine false) has none; use_post_norm (HyperCLOVA X's Peri-LN) or use_sandwich_norm (LFM3) adds a norm
         on each sublayer's output before the residual add: four."""
         f = self.f
-        if not norm_weights(f):
+        if not norm_weights(f) or low_rank_streams(f):  # low-rank hyper-connections norm their own input
             return 0
         if f.bool("parallel_attn"):
             two = 2 if f.bool("new_decoder_architecture") else 1
@@ -496,6 +501,8 @@ class BlockReader(FfnReading):
     def hyper_params(self) -> int:
         """Hyper-connections (hc_mult streams): per sub-block a (2 + m) x m mixing map of the m x hidden
         input, its bias and three scales (DeepSeek-V4 inference code)."""
+        if low_rank_streams(self.f):  # two low-rank gated residuals, one a sub-block
+            return 2 * gated_residual(self.f, self.h, inject=True)
         m = self.f.int("hc_mult", default=0, minimum=0, maximum=64)
         if m <= 1:
             return 0

@@ -25,6 +25,24 @@ def norm_weights(f: Fields) -> bool:
     return f.bool("_norm_weights", True) and f.bool("layer_norm_elementwise_affine", True)
 
 
+def low_rank_streams(f: Fields) -> int:
+    """Low-rank hyper-connections' residual stream count (hc_count, mixed through hc_lowrank maps), 0: none. One
+    stream still builds the gated residuals (Qwen4ExpTextGatedResidual has no hc_count == 1 shortcut)."""
+    return f.int("hc_count", default=0, minimum=0, maximum=64)
+
+
+def gated_residual(f: Fields, hidden: int, inject: bool) -> int:
+    """One low-rank gated residual over hc_count streams of hidden (Qwen4ExpTextGatedResidual): a grouped RMSNorm
+    of m x hidden, a bias-free down map m x hidden -> hc_lowrank and its up map back, and (inject: a layer's
+    sub-block, not the model's final mixer) a bias-free m x hidden -> m map weighting the sub-block's output into
+    each stream. Its norm is the sub-block's input norm (the layer holds no other) and the final mixer's stands in
+    for the final norm."""
+    m = low_rank_streams(f)
+    rank = f.int("hc_lowrank", maximum=1 << 20)
+    wide = m * hidden
+    return wide + 2 * wide * rank + (wide * m if inject else 0)
+
+
 def head_transform(f: Fields, hidden: int) -> int:
     """The family's transform before the head (_head_transform: ModernBertDecoderPredictionHead, a dense hidden x
     hidden whose bias classifier_bias switches, an activation and a norm of the stack's kind): its weights."""
@@ -69,12 +87,17 @@ def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
     stable = f.bool("use_stable_embedding")
     return {"position_embeddings": positions, "embedding_norm": f.bool("_embedding_norm") or stable,
             "embedding_norm_bias": stable,
-            "final_norm": norm_weights(f) and f.bool("post_layer_norm", True) and final_norm,
+            "final_norm": norm_weights(f) and f.bool("post_layer_norm", True) and final_norm
+            and not low_rank_streams(f),
             "embedding_width": embedding_width,
             "lm_head_bias": f.bool(head_bias_field),
             # a learned scale per vocabulary entry on the logits (Dory's DoryLMHead.logit_scale)
             "lm_head_scale": f.bool("_lm_head_scale"),
             # learned hidden-size vectors outside the layers (HRM-Text's z_L_init, the L stack's initial state)
             "stack_vectors": f.int("_stack_vectors", default=0, minimum=0, maximum=8),
-            "rope_scales": rope_scales(f), "head_transform": head_transform(f, hidden),
+            "rope_scales": rope_scales(f),
+            # low-rank hyper-connections end in a mixer of the streams (a gated residual without the inject map) in
+            # place of the final norm, before the head
+            "head_transform": head_transform(f, hidden) + (gated_residual(f, hidden, inject=False)
+                                                           if low_rank_streams(f) else 0),
             "embedding_extra_rows": f.int("_embedding_extra_rows", default=0, minimum=0, maximum=2**20)}

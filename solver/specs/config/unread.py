@@ -105,10 +105,13 @@ _REFUSED = {
     # no pass order (_passes, config/passes.py; the dory line gives one)
     "n_recurrent_loops": "a recurrent section whose layers run several times a token (compute and K/V per pass) and "
                          "nGPT's per-channel scales",
-    # Qwen4-Exp: low-rank hyper-connections (hc_count residual streams mixed through an hc_lowrank down / up map per
-    # sub-block and a model-level mixer), which DeepSeek-V4's hc_mult layout (a full (2 + m) x m map) does not size
-    "hc_count": "low-rank hyper-connections (hc_count streams mixed through hc_lowrank maps in every sub-block and a "
-                "model-level mixer)",
+    # Qwen4-Exp: a QSA indexer (index_qk_proj hidden -> (indexer_n_heads + indexer_kv_heads) x indexer_head_dim and
+    # q / k layernorms, a token budget over compressed keys with its own cache), which no layer kind holds; null in
+    # the class ("Setting this enables QSA"), its indexed_attention layers then run full attention
+    "indexer_n_heads": "a QSA indexer (index_qk_proj, its q / k norms and its compressed-key cache)",
+    # Qwen4-Exp: per-layer n-gram embeddings (PLE: hashed n-gram tables, key / value projections, three grouped norms
+    # and a dilated conv in the layers ple_layer_ids names), which no layer fact sizes
+    "ple_layer_ids": "per-layer n-gram embeddings (hashed n-gram tables, projections and a conv in the layers named)",
     # GLM-5.3-Flash: a DSA indexer over pooled keys (index_kpool_compress_ape kpool x index_head_dim and
     # index_kpool_compress_gate index_head_dim x hidden in every indexer), which the DSA layer kind does not hold
     "index_kpool": "a DSA indexer over pooled key groups (its compress position table and gate)",

@@ -235,7 +235,9 @@ class Layer:
     blocks: tuple[Block, ...]
     hidden: int
     norms: int = 2  # RMSNorm/LayerNorm weight vectors of size hidden (pre-mixer, pre-FFN; Gemma has 4)
-    hyper: int = 0  # hyper-connection mixing parameters (DeepSeek-V4 hc_mult), replicated
+    # hyper-connection mixing parameters (DeepSeek-V4 hc_mult; Qwen4-Exp's low-rank gated residuals, which hold the
+    # layer's norms), replicated
+    hyper: int = 0
     norm_bias: bool = False  # LayerNorms with a bias: one more vector of size hidden per norm
     shared: SharedRef | None = None  # blocks run from a block stored once in the model (weights not this layer's)
     # modality experts (CogVLM's visual experts): copies of blocks this layer stores beside `blocks` for the tokens
@@ -288,7 +290,7 @@ class Layer:
                      for b in self.modality_copies for s in b.shares())
 
     def _has_norm_share(self) -> bool:
-        return bool(self.norms or self.residual_gates or self.norm_gates)
+        return bool(self.norms or self.hyper or self.residual_gates or self.norm_gates)
 
     def stored_shares(self) -> tuple[Share, ...]:
         """The weights of the shared block this layer runs (counted once per stack: layer_shares)."""
