@@ -55,3 +55,96 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 
 def test_gemma4_unified_hand_count_holds_five_full_layers() -> None:
     assert [i for i in range(30) if (i + 1) % 6 == 0] == [5, 11, 17, 23, 29]
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_G4U = "google--gemma-4-12B-it"
+SLIDING_KV = lin(2304, 4 * 256)  # one sliding layer's k or v projection
+FULL_KV = lin(2304, 4 * 512)
+
+
+def test_gemma4_unified_counts_its_qk_norms_four_norms_and_encoder_free_embedders() -> None:
+    # Before this round refused, misleadingly: "vision_config.depth: missing" (the embedder has no tower); the text
+    # model alone counted 3,010,602,240: no family line, so no q / k norms and two norms a layer of four (156,160 short)
+    assert _total(_G4U) == GEMMA4_UNIFIED
+
+
+@pytest.mark.parametrize("key", ["layer_types", "global_head_dim"])
+def test_gemma4_unified_text_fields_left_out_take_the_class_pattern_and_global_head_dim(key: str) -> None:
+    # Before: 70,781,440 short, the five full layers read at head_dim 256 (layer_types left out: every layer sliding)
+    cfg = _load(_G4U)
+    del cfg["text_config"][key]
+    assert count(cfg) == GEMMA4_UNIFIED
+
+
+def test_gemma4_unified_last_layer_is_full_whatever_layer_types_says() -> None:
+    cfg = _load(_G4U)
+    cfg["text_config"]["layer_types"][-1] = "sliding_attention"  # the class forces it back to full
+    assert count(cfg) == GEMMA4_UNIFIED
+
+
+def test_gemma4_kv_shared_layers_hold_no_k_v_projections_nor_k_norm() -> None:
+    # Before: the last num_kv_shared_layers layers kept their k / v / k_norm (Gemma-3n's stored-but-unrun reading);
+    # layers 20..29 hold two full (23, 29) and eight sliding layers
+    cfg = _load(_G4U)
+    cfg["text_config"]["num_kv_shared_layers"] = 10
+    assert count(cfg) == GEMMA4_UNIFIED - 2 * (2 * FULL_KV + 512) - 8 * (2 * SLIDING_KV + 256)
+
+
+def test_gemma4_double_wide_mlp_doubles_the_kv_shared_layers_mlp_only() -> None:
+    # Before: use_double_wide_mlp was not read
+    cfg = _load(_G4U)
+    cfg["text_config"].update(num_kv_shared_layers=10, use_double_wide_mlp=True)
+    assert count(cfg) == (GEMMA4_UNIFIED - 2 * (2 * FULL_KV + 512) - 8 * (2 * SLIDING_KV + 256)
+                          + 10 * gated(2304, 9216))
+    cfg["text_config"]["num_kv_shared_layers"] = 0
+    assert count(cfg) == GEMMA4_UNIFIED
+
+
+def test_gemma4_global_kv_heads_apply_only_under_attention_k_eq_v() -> None:
+    # Before: num_global_key_value_heads 1 cut the full layers' K/V to one head though attention_k_eq_v was false
+    cfg = _load(_G4U)
+    cfg["text_config"]["num_global_key_value_heads"] = 1
+    assert count(cfg) == GEMMA4_UNIFIED
+    cfg["text_config"]["attention_k_eq_v"] = True  # one K/V head of 512, the value reusing the key: no v_proj
+    assert count(cfg) == GEMMA4_UNIFIED - 5 * (2 * FULL_KV - lin(2304, 512))
+
+
+def test_gemma4_per_layer_config_sizes_the_layers_it_lists() -> None:
+    # the class saves per_layer_config (global_head_dim is popped): written, it alone sizes the layers it lists.
+    # Before: not read (a per_layer_config other than the derived one silently miscounted)
+    cfg = _load(_G4U)
+    del cfg["text_config"]["global_head_dim"]
+    cfg["text_config"]["per_layer_config"] = {str(i): {"head_dim": 512} for i in (5, 11, 17, 23, 29)}
+    assert count(cfg) == GEMMA4_UNIFIED
+    cfg["text_config"]["per_layer_config"]["29"] = {"head_dim": 512, "num_key_value_heads": 2}
+    assert count(cfg) == GEMMA4_UNIFIED - 2 * lin(2304, 2 * 512)
+
+
+def test_gemma4_per_layer_config_override_it_cannot_read_is_refused_naming_it() -> None:
+    cfg = _load(_G4U)
+    cfg["text_config"]["per_layer_config"] = {"5": {"head_dim": 512, "intermediate_size": 4096}}
+    with pytest.raises(InputError, match=r"per_layer_config\.5\.intermediate_size"):
+        parse_model_config(cfg, "x")
+
+
+def test_gemma4_unified_vision_embedder_is_sized_by_its_merged_patch() -> None:
+    cfg = _load(_G4U)
+    cfg["vision_config"]["pooling_kernel_size"] = 2  # a 32 x 32 merged patch: 3072 pixels of RGB
+    assert count(cfg) == GEMMA4_UNIFIED - (6912 - 3072) * (2 + 3840)
+
+
+def test_gemma4_unified_vision_projection_must_read_the_patch_dense_width() -> None:
+    cfg = _load(_G4U)
+    cfg["vision_config"]["output_proj_dims"] = 2304
+    with pytest.raises(InputError, match="output_proj_dims"):
+        parse_model_config(cfg, "x")
+
+
+def test_gemma4_unified_sub_configs_written_empty_take_the_class_defaults() -> None:
+    cfg = _load(_G4U)
+    cfg["vision_config"] = {"model_type": "gemma4_unified_vision"}
+    cfg["audio_config"] = {"model_type": "gemma4_unified_audio"}
+    assert count(cfg) == GEMMA4_UNIFIED
+    cfg["audio_config"]["audio_embed_dim"] = 320
+    assert count(cfg) == GEMMA4_UNIFIED - 320 * 2304

@@ -446,7 +446,9 @@ def kv_sharing(f: Fields, out: list[Slot]) -> list[Slot]:
         if not any(s.mixer == slot.mixer for s in out[:first]):
             raise f.err("num_kv_shared_layers", f"{n}: layer {slot.index} ({slot.mixer}) has no earlier "
                                                 f"{slot.mixer} layer before layer {first} to take its K/V from")
-        shared[slot.index] = replace(slot, kv_shared=True)
+        # Gemma-4's sharing layers build no k / v projection nor k norm (the fact _kv_shared_without_weights);
+        # Gemma-3n's store theirs unrun
+        shared[slot.index] = replace(slot, kv_shared=True, kv_weights=not f.bool("_kv_shared_without_weights"))
     return shared
 
 
@@ -469,6 +471,9 @@ def _slots(f: Fields, layers: int, is_moe: bool) -> tuple[list[Slot], str]:
         return [Slot(m, None, index=i, shared=uses[i] % blocks) if x == "shared" else Slot(m, x, index=i)
                 for i, (m, x) in enumerate(pairs)], field
     mixers, field = mixer_kinds(f, layers)
+    if f.bool("_last_layer_full") and mixers and mixers[-1] in ATTENTION_KINDS:
+        # the class forces the last layer to full attention whatever layer_types says (Gemma-4's __post_init__)
+        mixers = [*mixers[:-1], "full"]
     ffns = ffn_kinds(f, layers, is_moe, mixers)
     blocks = f.opt_int("num_layers") if f.has("num_hidden_layers") and f.has("num_layers") else None
     if blocks and is_moe and blocks < layers:
