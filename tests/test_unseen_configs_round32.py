@@ -148,3 +148,49 @@ def test_gemma4_unified_sub_configs_written_empty_take_the_class_defaults() -> N
     assert count(cfg) == GEMMA4_UNIFIED
     cfg["audio_config"]["audio_embed_dim"] = 320
     assert count(cfg) == GEMMA4_UNIFIED - 320 * 2304
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+# Muse-Spark-Open-816B-A42B (MuseSparkConfig() defaults): MuseSparkMoE pools the width into moe_hidden_size before
+# the routed experts (pre_expert_proj / post_expert_proj) and every layer gates both residuals (MuseSparkResidualGate);
+# the audio encoder is a conv pyramid no convention sizes. Inkling-2-Small (Inkling2Config() defaults): relative
+# states (d_rel) in a relative-position bias, attention residuals over blocks of layers, short convolutions and
+# softcapped experts
+REFUSALS: dict[str, str] = {
+    "meta-models--Muse-Spark-Open-816B-A42B": r"text_config\.moe_hidden_size: 4096: routed experts at a pooled width",
+    "thinkingmachines--Inkling-2-Small": r"text_config\.d_rel: 16: relative-position states",
+}
+
+
+def _refused(name: str) -> dict:
+    from hand_counts import REFUSED
+    return ROUND.load(name, REFUSED)
+
+
+@pytest.mark.parametrize("keys, field", [
+    ([], "moe_hidden_size"),
+    (["moe_hidden_size"], "residual_gate_temperature"),  # the class's default 4096 still pools the experts
+    (["layer_types", "mlp_layer_types"], "moe_hidden_size"),
+])
+def test_muse_spark_is_refused_whatever_pattern_fields_it_leaves_out(keys: list[str], field: str) -> None:
+    # Before this round refused, misleadingly, on vision_config.image_size; its language model alone counted
+    # 1,608,875,745,280 for the 816B model (the experts read at the full 8192 width, no pooling projections)
+    cfg = _refused("meta-models--Muse-Spark-Open-816B-A42B")
+    for key in keys:
+        del cfg["text_config"][key]
+    del cfg["vision_config"], cfg["audio_config"]
+    with pytest.raises(InputError, match=rf"text_config\.{field}: "):
+        parse_model_config(cfg, "x")
+
+
+@pytest.mark.parametrize("keys, field", [
+    ([], "d_rel"),
+    (["layer_types", "conv_kernel_size"], "d_rel"),
+    (["layer_types", "conv_kernel_size", "d_rel"], "n_layers_per_attn_res_block"),
+])
+def test_inkling2_is_refused_whatever_pattern_fields_it_leaves_out(keys: list[str], field: str) -> None:
+    cfg = _refused("thinkingmachines--Inkling-2-Small")
+    for key in keys:
+        del cfg["text_config"][key]
+    with pytest.raises(InputError, match=rf"text_config\.{field}: "):
+        parse_model_config(cfg, "x")
