@@ -224,9 +224,17 @@ class BlockReader(FfnReading):
         if isinstance(cfg.get("block_configs"), list):
             group = cfg["block_configs"][slot.index]["attention"].get("n_heads_in_group")
             kv = heads // f.check_int(f"block_configs[{slot.index}].attention.n_heads_in_group", group)
-        if kind == "full" and f.has("global_head_dim", "num_global_key_value_heads"):
+        if f.has("per_layer_config"):
+            # Gemma-4's per-layer attention sizes as the class derives and saves them; written, they replace
+            # global_head_dim / num_global_key_value_heads (Gemma4TextConfig.__post_init__ derives only when absent)
+            dh, kv, dv = *per_layer_attention(f, slot.index, dh, kv), (dv if kind != "full" else None)
+            k_eq_v = kind == "full" and f.bool("attention_k_eq_v")
+        elif kind == "full" and f.has("global_head_dim", "num_global_key_value_heads"):
             dh = f.int("global_head_dim", default=dh)
-            kv = f.int("num_global_key_value_heads", default=kv)
+            # attention_k_eq_v gates the global K/V heads where a config declares it (the class: "models that drop
+            # the attribute entirely are ungated"); false, the full layers keep num_key_value_heads
+            if f.bool("attention_k_eq_v", default=True):
+                kv = f.int("num_global_key_value_heads", default=kv)
             k_eq_v = f.bool("attention_k_eq_v")
             dv = None
         if heads % kv:
@@ -604,3 +612,23 @@ class BlockReader(FfnReading):
         if kind == "rglru":
             return self.rglru()
         raise self.f.err("layer_types", f"unknown mixer {kind!r}")
+
+
+def per_layer_attention(f: Fields, index: int, dh: int, kv: int) -> tuple[int, int]:
+    """(head_dim, K/V heads) of layer `index` under per_layer_config ({layer: {head_dim, num_key_value_heads}},
+    keys as JSON writes them); a layer it does not list keeps the model's. Any other override is refused by name."""
+    table = f.cfg.get("per_layer_config")
+    if not isinstance(table, dict):
+        raise f.err("per_layer_config", "must be an object of layer index -> overrides")
+    entry = table.get(str(index), table.get(index))  # type: ignore[call-overload]
+    if entry is None:
+        return dh, kv
+    name = f"per_layer_config.{index}"
+    if not isinstance(entry, dict):
+        raise f.err(name, "must be an object")
+    unknown = sorted(set(entry) - {"head_dim", "num_key_value_heads"})
+    if unknown:
+        raise f.err(f"{name}.{unknown[0]}", "a per-layer override other than head_dim / num_key_value_heads is not "
+                                            "read; not counted rather than miscounted")
+    sub = Fields(entry, f.origin, f"{f.prefix}{name}.")
+    return sub.int("head_dim", default=dh), sub.int("num_key_value_heads", default=kv)

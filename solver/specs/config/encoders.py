@@ -644,6 +644,7 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
     finds the facts of its modeling code (the module docstring). `known`: the wrapper has a family line; without
     it or a line for the tower's own model_type, the tower's unread structural fields are named in a note
     (config/unread.py check_unread_tower)."""
+    from solver.specs.config.embedders import encoder_free_vision, frame_linear_audio
     from solver.specs.config.named_towers import read_named_tower
     from solver.specs.config.unread import check_unread_tower
 
@@ -697,7 +698,7 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         if facts.get("_vision_refused"):  # a tower the conventions cannot express and no fact yet describes
             raise Fields(raw, origin).err(key, f"{facts['_vision_refused']}; not counted rather than miscounted "
                                                "(drop it to size the language model alone)")
-        if not set(sub) - {"model_type"} and not defaults:
+        if not set(sub) - {"model_type"} and not defaults and not facts.get("_audio_frame_linear"):
             # written empty (transformers' diff against the class's defaults): the tower is a default one whose
             # sizes no family line holds; read by convention it would fail on the first size it looks for
             raise Fields(raw, origin).err(key, f"written empty: the tower is {raw.get('model_type')!r}'s default "
@@ -705,7 +706,11 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
                                                "write them out")
         sub = ReadRecorder({**sub, **{k: defaults[k] for k in taken}})
         f = Fields(sub, origin, prefix=f"{key}.")
-        if key == "audio_config":
+        if facts.get("_vision_encoder_free") and key == "vision_config":  # no tower (config/embedders.py)
+            params, layers, h = encoder_free_vision(f, text_hidden, facts["_vision_encoder_free"])
+        elif facts.get("_audio_frame_linear") and key == "audio_config":
+            params, layers, h = frame_linear_audio(f, text_hidden, facts["_audio_frame_linear"])
+        elif key == "audio_config":
             # an audio tower is counted only by its family's convention: the ViT conventions below would size a
             # Whisper encoder as patches and a position grid (Voxtral's, silently) or refuse it on image_size
             if not facts.get("_audio_whisper"):

@@ -90,7 +90,9 @@ class FfnReading:
                 multiple = f.int("block_multiple_of", default=256)
                 width = multiple * -(-width // multiple)
             divisor = f.int("_ffn_width_divisor", default=1)  # RecurrentGemmaMlp: intermediate_size // 2
-            return width // divisor
+            # use_double_wide_mlp: the layers attending with another layer's K/V run an MLP twice as wide (Gemma-4)
+            double = 2 if slot.kv_shared and f.bool("use_double_wide_mlp") else 1
+            return double * width // divisor
         # the FFN as a multiple of the width: MPT's expansion_ratio, GPT-NeoX-Japanese's intermediate_multiple_size
         ratio_field = f.first("expansion_ratio", "intermediate_multiple_size")
         if ratio_field is not None:

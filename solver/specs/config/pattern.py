@@ -22,6 +22,7 @@ dense, moe, none. Conventions read, in order of precedence:
                         sliding_window_pattern (every N-th layer global, or a string such as "LLLG") or its
                         spelling global_attn_every_n_layers (AFMoE); the family fact _global_every_from_last
                         N with sliding_window (every N-th layer counted back from the last global: Muse-Glimmer);
+                        the fact _global_every N with sliding_window (every N-th from the first: Gemma-4);
                         attention_chunk_size + no_rope_layer_interval; use_sliding_window + max_window_layers;
                         sliding_window alone (every layer windowed)
   FFNs:                 block_configs[i].ffn; mlp_layer_types; expert_layer_period / offset (Jamba);
@@ -249,6 +250,12 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
             return ["sliding" if pat[i % len(pat)] == "L" else "full" for i in range(layers)], "sliding_window_pattern"
         n = f.int("sliding_window_pattern", maximum=max(layers, 1))
         return ["full" if (i + 1) % n == 0 else "sliding" for i in range(layers)], "sliding_window_pattern"
+    every = cfg.get("_global_every")
+    if every and f.has("sliding_window"):
+        # the family's class builds its own layer_types: every N-th layer from the first global, the rest slide
+        # (Gemma4TextConfig's __post_init__, 5 : 1); a stack shorter than N slides throughout
+        n = int(every)
+        return ["full" if (i + 1) % n == 0 else "sliding" for i in range(layers)], "_global_every"
     if f.has("attention_chunk_size") and f.has("no_rope_layer_interval"):
         n = f.int("no_rope_layer_interval", maximum=max(layers, 1))
         return ["full" if (i + 1) % n == 0 else "chunked" for i in range(layers)], "no_rope_layer_interval"
@@ -446,7 +453,9 @@ def kv_sharing(f: Fields, out: list[Slot]) -> list[Slot]:
         if not any(s.mixer == slot.mixer for s in out[:first]):
             raise f.err("num_kv_shared_layers", f"{n}: layer {slot.index} ({slot.mixer}) has no earlier "
                                                 f"{slot.mixer} layer before layer {first} to take its K/V from")
-        shared[slot.index] = replace(slot, kv_shared=True)
+        # Gemma-4's sharing layers build no k / v projection nor k norm (the fact _kv_shared_without_weights);
+        # Gemma-3n's store theirs unrun
+        shared[slot.index] = replace(slot, kv_shared=True, kv_weights=not f.bool("_kv_shared_without_weights"))
     return shared
 
 
@@ -469,6 +478,9 @@ def _slots(f: Fields, layers: int, is_moe: bool) -> tuple[list[Slot], str]:
         return [Slot(m, None, index=i, shared=uses[i] % blocks) if x == "shared" else Slot(m, x, index=i)
                 for i, (m, x) in enumerate(pairs)], field
     mixers, field = mixer_kinds(f, layers)
+    if f.bool("_last_layer_full") and mixers and mixers[-1] in ATTENTION_KINDS:
+        # the class forces the last layer to full attention whatever layer_types says (Gemma-4's __post_init__)
+        mixers = [*mixers[:-1], "full"]
     ffns = ffn_kinds(f, layers, is_moe, mixers)
     blocks = f.opt_int("num_layers") if f.has("num_hidden_layers") and f.has("num_layers") else None
     if blocks and is_moe and blocks < layers:

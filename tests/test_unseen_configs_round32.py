@@ -1,0 +1,196 @@
+"""Thirty-second round of families outside the catalog (tests/data/configs_unseen/round32/, SOURCES.md's "Thirty-second
+round (stop 36)"): 2026 model_types in transformers 5.25.0 that no earlier round nor models/ holds. Each file is its
+config classes' defaults (the docstring names the checkpoint), written as to_dict would. Hand counts tensor by
+tensor from transformers 5.25.0's modeling_*.py (read from the unzipped wheel, not installed); written before the
+reader was run on them."""
+from __future__ import annotations
+
+import pytest
+
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
+
+DATA = UNSEEN / "round32"
+ROUND = Round(DATA)
+_load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
+
+
+# ------------------------------------------------------------------ Gemma-4-unified (Gemma4UnifiedConfig() defaults).
+# Text (Gemma4UnifiedTextModel): 30 layers, 2304 wide, layer_types 5 sliding : 1 full (full at 5, 11, ..., 29).
+# Sliding layers: q / k / v / o of 8 / 4 heads x head_dim 256; full layers take per_layer_config's head_dim =
+# global_head_dim 512 (kv heads stay 4: num_global_key_value_heads unset, attention_k_eq_v false), no biases. q_norm
+# and k_norm of head_dim carry weights; v_norm is scale-free (with_scale=False). Four RMSNorms a layer, a gated MLP
+# 2304 -> 9216 (use_double_wide_mlp false, no kv-shared layers); final norm; embedding 262144 x 2304 tied to the
+# lm_head. Each layer's layer_scalar is a one-element buffer, not a parameter: not counted (as the catalog's Gemma-4).
+# No vision tower: Gemma4UnifiedVisionEmbedder is patch_ln1 LayerNorm over the merged patch (16 x 3)^2 x 3 = 6912,
+# a biased patch_dense 6912 -> mm_embed_dim 3840, patch_ln2, a factorized position table mm_posemb_size 1120 x 2 x
+# 3840, pos_norm, then the multimodal embedder: a scale-free RMSNorm and a bias-free 3840 (output_proj_dims) -> 2304.
+# No audio tower: the audio embedder is the same scale-free norm and a bias-free audio_embed_dim 640 -> 2304
+def gemma4u_attention(h: int, d: int) -> int:
+    return gqa(h, 8, 4, d) + 2 * d  # q_norm, k_norm of head_dim; v_norm has no weight
+
+
+G4U_LAYER_SLIDING = gemma4u_attention(2304, 256) + 4 * 2304 + gated(2304, 9216)
+G4U_LAYER_FULL = gemma4u_attention(2304, 512) + 4 * 2304 + gated(2304, 9216)
+G4U_TEXT = 262144 * 2304 + 25 * G4U_LAYER_SLIDING + 5 * G4U_LAYER_FULL + 2304
+G4U_VISION = ln(6912) + lin(6912, 3840, True) + ln(3840) + 1120 * 2 * 3840 + ln(3840) + lin(3840, 2304)
+G4U_AUDIO = lin(640, 2304)
+GEMMA4_UNIFIED = G4U_TEXT + G4U_VISION + G4U_AUDIO
+
+
+HAND: dict[str, int] = {
+    "google--gemma-4-12B-it": GEMMA4_UNIFIED,
+}
+ACTIVE: dict[str, tuple[int, float | None]] = {}
+# Published totals precise enough for a 1% check: none (the class defaults are not the 12B checkpoint's sizes)
+PUBLISHED: dict[str, float] = {}
+
+# Bytes of K/V per token of context at bf16: Gemma-4-unified's 5 full layers of 4 K/V heads x 512; its 25 sliding
+# layers stop at the 1024-token window
+KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "google--gemma-4-12B-it": 5 * 2 * 4 * 512 * 2,
+}
+
+
+def test_gemma4_unified_hand_count_holds_five_full_layers() -> None:
+    assert [i for i in range(30) if (i + 1) % 6 == 0] == [5, 11, 17, 23, 29]
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_G4U = "google--gemma-4-12B-it"
+SLIDING_KV = lin(2304, 4 * 256)  # one sliding layer's k or v projection
+FULL_KV = lin(2304, 4 * 512)
+
+
+def test_gemma4_unified_counts_its_qk_norms_four_norms_and_encoder_free_embedders() -> None:
+    # Before this round refused, misleadingly: "vision_config.depth: missing" (the embedder has no tower); the text
+    # model alone counted 3,010,602,240: no family line, so no q / k norms and two norms a layer of four (156,160 short)
+    assert _total(_G4U) == GEMMA4_UNIFIED
+
+
+@pytest.mark.parametrize("key", ["layer_types", "global_head_dim"])
+def test_gemma4_unified_text_fields_left_out_take_the_class_pattern_and_global_head_dim(key: str) -> None:
+    # Before: 70,781,440 short, the five full layers read at head_dim 256 (layer_types left out: every layer sliding)
+    cfg = _load(_G4U)
+    del cfg["text_config"][key]
+    assert count(cfg) == GEMMA4_UNIFIED
+
+
+def test_gemma4_unified_last_layer_is_full_whatever_layer_types_says() -> None:
+    cfg = _load(_G4U)
+    cfg["text_config"]["layer_types"][-1] = "sliding_attention"  # the class forces it back to full
+    assert count(cfg) == GEMMA4_UNIFIED
+
+
+def test_gemma4_kv_shared_layers_hold_no_k_v_projections_nor_k_norm() -> None:
+    # Before: the last num_kv_shared_layers layers kept their k / v / k_norm (Gemma-3n's stored-but-unrun reading);
+    # layers 20..29 hold two full (23, 29) and eight sliding layers
+    cfg = _load(_G4U)
+    cfg["text_config"]["num_kv_shared_layers"] = 10
+    assert count(cfg) == GEMMA4_UNIFIED - 2 * (2 * FULL_KV + 512) - 8 * (2 * SLIDING_KV + 256)
+
+
+def test_gemma4_double_wide_mlp_doubles_the_kv_shared_layers_mlp_only() -> None:
+    # Before: use_double_wide_mlp was not read
+    cfg = _load(_G4U)
+    cfg["text_config"].update(num_kv_shared_layers=10, use_double_wide_mlp=True)
+    assert count(cfg) == (GEMMA4_UNIFIED - 2 * (2 * FULL_KV + 512) - 8 * (2 * SLIDING_KV + 256)
+                          + 10 * gated(2304, 9216))
+    cfg["text_config"]["num_kv_shared_layers"] = 0
+    assert count(cfg) == GEMMA4_UNIFIED
+
+
+def test_gemma4_global_kv_heads_apply_only_under_attention_k_eq_v() -> None:
+    # Before: num_global_key_value_heads 1 cut the full layers' K/V to one head though attention_k_eq_v was false
+    cfg = _load(_G4U)
+    cfg["text_config"]["num_global_key_value_heads"] = 1
+    assert count(cfg) == GEMMA4_UNIFIED
+    cfg["text_config"]["attention_k_eq_v"] = True  # one K/V head of 512, the value reusing the key: no v_proj
+    assert count(cfg) == GEMMA4_UNIFIED - 5 * (2 * FULL_KV - lin(2304, 512))
+
+
+def test_gemma4_per_layer_config_sizes_the_layers_it_lists() -> None:
+    # the class saves per_layer_config (global_head_dim is popped): written, it alone sizes the layers it lists.
+    # Before: not read (a per_layer_config other than the derived one silently miscounted)
+    cfg = _load(_G4U)
+    del cfg["text_config"]["global_head_dim"]
+    cfg["text_config"]["per_layer_config"] = {str(i): {"head_dim": 512} for i in (5, 11, 17, 23, 29)}
+    assert count(cfg) == GEMMA4_UNIFIED
+    cfg["text_config"]["per_layer_config"]["29"] = {"head_dim": 512, "num_key_value_heads": 2}
+    assert count(cfg) == GEMMA4_UNIFIED - 2 * lin(2304, 2 * 512)
+
+
+def test_gemma4_per_layer_config_override_it_cannot_read_is_refused_naming_it() -> None:
+    cfg = _load(_G4U)
+    cfg["text_config"]["per_layer_config"] = {"5": {"head_dim": 512, "intermediate_size": 4096}}
+    with pytest.raises(InputError, match=r"per_layer_config\.5\.intermediate_size"):
+        parse_model_config(cfg, "x")
+
+
+def test_gemma4_unified_vision_embedder_is_sized_by_its_merged_patch() -> None:
+    cfg = _load(_G4U)
+    cfg["vision_config"]["pooling_kernel_size"] = 2  # a 32 x 32 merged patch: 3072 pixels of RGB
+    assert count(cfg) == GEMMA4_UNIFIED - (6912 - 3072) * (2 + 3840)
+
+
+def test_gemma4_unified_vision_projection_must_read_the_patch_dense_width() -> None:
+    cfg = _load(_G4U)
+    cfg["vision_config"]["output_proj_dims"] = 2304
+    with pytest.raises(InputError, match="output_proj_dims"):
+        parse_model_config(cfg, "x")
+
+
+def test_gemma4_unified_sub_configs_written_empty_take_the_class_defaults() -> None:
+    cfg = _load(_G4U)
+    cfg["vision_config"] = {"model_type": "gemma4_unified_vision"}
+    cfg["audio_config"] = {"model_type": "gemma4_unified_audio"}
+    assert count(cfg) == GEMMA4_UNIFIED
+    cfg["audio_config"]["audio_embed_dim"] = 320
+    assert count(cfg) == GEMMA4_UNIFIED - 320 * 2304
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+# Muse-Spark-Open-816B-A42B (MuseSparkConfig() defaults): MuseSparkMoE pools the width into moe_hidden_size before
+# the routed experts (pre_expert_proj / post_expert_proj) and every layer gates both residuals (MuseSparkResidualGate);
+# the audio encoder is a conv pyramid no convention sizes. Inkling-2-Small (Inkling2Config() defaults): relative
+# states (d_rel) in a relative-position bias, attention residuals over blocks of layers, short convolutions and
+# softcapped experts
+REFUSALS: dict[str, str] = {
+    "meta-models--Muse-Spark-Open-816B-A42B": r"text_config\.moe_hidden_size: 4096: routed experts at a pooled width",
+    "thinkingmachines--Inkling-2-Small": r"text_config\.d_rel: 16: relative-position states",
+}
+
+
+def _refused(name: str) -> dict:
+    from hand_counts import REFUSED
+    return ROUND.load(name, REFUSED)
+
+
+@pytest.mark.parametrize("keys, field", [
+    ([], "moe_hidden_size"),
+    (["moe_hidden_size"], "residual_gate_temperature"),  # the class's default 4096 still pools the experts
+    (["layer_types", "mlp_layer_types"], "moe_hidden_size"),
+])
+def test_muse_spark_is_refused_whatever_pattern_fields_it_leaves_out(keys: list[str], field: str) -> None:
+    # Before this round refused, misleadingly, on vision_config.image_size; its language model alone counted
+    # 1,608,875,745,280 for the 816B model (the experts read at the full 8192 width, no pooling projections)
+    cfg = _refused("meta-models--Muse-Spark-Open-816B-A42B")
+    for key in keys:
+        del cfg["text_config"][key]
+    del cfg["vision_config"], cfg["audio_config"]
+    with pytest.raises(InputError, match=rf"text_config\.{field}: "):
+        parse_model_config(cfg, "x")
+
+
+@pytest.mark.parametrize("keys, field", [
+    ([], "d_rel"),
+    (["layer_types", "conv_kernel_size"], "d_rel"),
+    (["layer_types", "conv_kernel_size", "d_rel"], "n_layers_per_attn_res_block"),
+])
+def test_inkling2_is_refused_whatever_pattern_fields_it_leaves_out(keys: list[str], field: str) -> None:
+    cfg = _refused("thinkingmachines--Inkling-2-Small")
+    for key in keys:
+        del cfg["text_config"][key]
+    with pytest.raises(InputError, match=rf"text_config\.{field}: "):
+        parse_model_config(cfg, "x")
