@@ -211,6 +211,18 @@ def test_a_pipeline_stage_boundary_inside_a_kv_sharing_group_breaks_a_model_rule
     assert not model_problems(cla, make_parallel_config(6, pp_size=3), fw)
 
 
+def test_a_split_kv_sharing_group_names_the_pipeline_sizes_that_keep_it_or_that_none_does() -> None:
+    # CLA pairs over 6 layers on 6 cards: pp 3 keeps them, pp 2 and 6 split one; the Gemma-3n-like stack's last
+    # layers read layer 1, so every boundary after it breaks one: the remedy says no pp_size does
+    fw = load_framework("generic")
+    cla = parse_model_config(_toy(num_hidden_layers=6, use_cla=True, cla_share_factor=2), "toy")
+    [line] = [p for p in model_problems(cla, make_parallel_config(6, pp_size=2), fw) if p.startswith("pp_size 2")]
+    assert line.endswith("pp_size 3 keeps every K/V reader on its source's stage on 6 cards")
+    shared = parse_model_config(_shared(), "toy")
+    [line] = [p for p in model_problems(shared, make_parallel_config(2, pp_size=2), fw) if p.startswith("pp_size 2")]
+    assert line.endswith("no pp_size above 1 on 2 cards keeps every K/V reader on its source's stage: use pp_size 1")
+
+
 def test_the_space_drops_pipeline_sizes_that_split_a_kv_sharing_group() -> None:
     cla = parse_model_config(_toy(num_hidden_layers=6, use_cla=True, cla_share_factor=2), "toy")
     space = build_space(cla, load_hardware("h100_sxm"), load_framework("generic"), 6,
