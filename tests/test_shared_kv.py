@@ -171,6 +171,14 @@ def _shared(**over) -> dict:
                           num_kv_shared_layers=3), **over})
 
 
+def test_a_kv_source_across_rope_kinds_is_refused_naming_each_sides_rope_kind() -> None:
+    # layer 1 (NoPE) reads layer 0 (RoPE): both "full", so the line names the RoPE kind that differs
+    cfg = _toy(kv_source_layers=[0, 0, 2, 3], no_rope_layers=[1, 0, 1, 1])
+    with pytest.raises(InputError, match=r"kv_source_layers: layer 1 \(full, NoPE\) reads the K/V of layer 0 "
+                                         r"\(full, RoPE\); only attention layers of one kind, both RoPE or both NoPE"):
+        parse_model_config(cfg, "toy")
+
+
 def test_num_kv_shared_layers_marks_the_last_layers_and_keeps_their_weights() -> None:
     spec = parse_model_config(_shared(), "toy")
     assert [layer.mixer.kv_shared for layer in spec.layers] == [False] * 3 + [True] * 3
