@@ -123,6 +123,13 @@ def test_bitsandbytes_nf4_double_quant_counts_its_two_level_absmax() -> None:
     assert number_format("nf4_g64dq").bytes_per_param == 0.5 + (1 + 4 / 256) / 64
 
 
+def test_bitsandbytes_with_both_4bit_and_8bit_is_refused_naming_load_in_8bit() -> None:
+    raw = _raw("unsloth--Meta-Llama-3.1-8B-Instruct-bnb-4bit")
+    raw["quantization_config"]["load_in_8bit"] = True
+    with pytest.raises(InputError, match="quantization_config.load_in_8bit: true together with load_in_4bit"):
+        _model("bnb-both", raw)
+
+
 def test_weight_bytes_per_rank_by_hand() -> None:
     """Llama-3.1-8B W4A16 at TP 2: the decoder's linear weights at 0.5 + 2/128 bytes, embedding and head bf16."""
     m = _model("RedHatAI--Meta-Llama-3.1-8B-Instruct-quantized.w4a16")

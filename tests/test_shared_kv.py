@@ -171,6 +171,14 @@ def _shared(**over) -> dict:
                           num_kv_shared_layers=3), **over})
 
 
+def test_a_kv_source_across_rope_kinds_is_refused_naming_each_sides_rope_kind() -> None:
+    # layer 1 (NoPE) reads layer 0 (RoPE): both "full", so the line names the RoPE kind that differs
+    cfg = _toy(kv_source_layers=[0, 0, 2, 3], no_rope_layers=[1, 0, 1, 1])
+    with pytest.raises(InputError, match=r"kv_source_layers: layer 1 \(full, NoPE\) reads the K/V of layer 0 "
+                                         r"\(full, RoPE\); only attention layers of one kind, both RoPE or both NoPE"):
+        parse_model_config(cfg, "toy")
+
+
 def test_num_kv_shared_layers_marks_the_last_layers_and_keeps_their_weights() -> None:
     spec = parse_model_config(_shared(), "toy")
     assert [layer.mixer.kv_shared for layer in spec.layers] == [False] * 3 + [True] * 3
@@ -209,6 +217,18 @@ def test_a_pipeline_stage_boundary_inside_a_kv_sharing_group_breaks_a_model_rule
     problems = model_problems(cla, make_parallel_config(6, pp_size=6), fw)
     assert any(p.startswith("pp_size 6: layer 1 attends with the K/V of layer 0") for p in problems)
     assert not model_problems(cla, make_parallel_config(6, pp_size=3), fw)
+
+
+def test_a_split_kv_sharing_group_names_the_pipeline_sizes_that_keep_it_or_that_none_does() -> None:
+    # CLA pairs over 6 layers on 6 cards: pp 3 keeps them, pp 2 and 6 split one; the Gemma-3n-like stack's last
+    # layers read layer 1, so every boundary after it breaks one: the remedy says no pp_size does
+    fw = load_framework("generic")
+    cla = parse_model_config(_toy(num_hidden_layers=6, use_cla=True, cla_share_factor=2), "toy")
+    [line] = [p for p in model_problems(cla, make_parallel_config(6, pp_size=2), fw) if p.startswith("pp_size 2")]
+    assert line.endswith("pp_size 3 keeps every K/V reader on its source's stage on 6 cards")
+    shared = parse_model_config(_shared(), "toy")
+    [line] = [p for p in model_problems(shared, make_parallel_config(2, pp_size=2), fw) if p.startswith("pp_size 2")]
+    assert line.endswith("no pp_size above 1 on 2 cards keeps every K/V reader on its source's stage: use pp_size 1")
 
 
 def test_the_space_drops_pipeline_sizes_that_split_a_kv_sharing_group() -> None:

@@ -38,6 +38,18 @@ def kv_sharing_split(model: ModelSpec, pp: int) -> tuple[int, int] | None:
     return None
 
 
+def _kv_keeping_pp_sizes(model: ModelSpec, world: int) -> str:
+    """The remedy for a stage boundary inside a K/V-sharing group: the pp sizes of this world whose boundaries
+    all fall between the groups, or that none does (Kolibri-1.1: layer 49 reads layer 4, so every split breaks
+    one) where naming "another pp_size" would send the user after a layout that cannot exist."""
+    keep = [p for p in range(2, min(world, model.num_layers) + 1)
+            if world % p == 0 and kv_sharing_split(model, p) is None]
+    if keep:
+        verb = "keeps" if len(keep) == 1 else "keep"
+        return f"pp_size {', '.join(map(str, keep))} {verb} every K/V reader on its source's stage on {world} cards"
+    return f"no pp_size above 1 on {world} cards keeps every K/V reader on its source's stage: use pp_size 1"
+
+
 def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -> list[str]:
     """One line per class-A (model) rule the config breaks: knobs of modules the model lacks, sizes that do not
     divide the world, heads, KV heads (where the framework splits them), expert slots or the MLA o_proj width, more
@@ -71,8 +83,8 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
     split = kv_sharing_split(model, pc.pp_size) if pc.pp_size <= model.num_layers else None
     if split:
         out.append(f"pp_size {pc.pp_size}: layer {split[0]} attends with the K/V of layer {split[1]}, which "
-                   "another stage caches (use_cla / num_kv_shared_layers / kv_source_layers); choose a pp_size "
-                   "whose stage boundaries fall between K/V-sharing groups")
+                   "another stage caches (use_cla / num_kv_shared_layers / kv_source_layers); "
+                   + _kv_keeping_pp_sizes(model, W))
     if pc.pp_size > 1 and W % pc.pp_size == 0:
         S = pc.stage_world
         out += [f"stage size {S} (world {W} / pp {pc.pp_size}) % {k} = {v} != 0"

@@ -401,9 +401,12 @@ def kv_source_sharing(f: Fields, out: list[Slot]) -> list[Slot]:
             raise f.err("kv_source_layers", f"layer {i} reads layer {src}, which is not an earlier layer that "
                                             "caches its own K/V")
         if slot.mixer not in ATTENTION_KINDS or slot.mixer != out[src].mixer or (i in nope) != (src in nope):
-            raise f.err("kv_source_layers", f"layer {i} ({slot.mixer}) reads the K/V of layer {src} "
-                                            f"({out[src].mixer}); only attention layers of one kind, both RoPE or "
-                                            "both NoPE, share K/V")
+            # where no_rope_layers marks some layers, each side's RoPE kind too: "full reads full" alone hides
+            # the mismatch that refused it
+            def kind(j: int) -> str:
+                return out[j].mixer + ((", NoPE" if j in nope else ", RoPE") if nope else "")
+            raise f.err("kv_source_layers", f"layer {i} ({kind(i)}) reads the K/V of layer {src} ({kind(src)}); "
+                                            "only attention layers of one kind, both RoPE or both NoPE, share K/V")
         nearest = next(j for j in range(i - 1, -1, -1) if sources[j] == j and out[j].mixer == slot.mixer
                        and (j in nope) == (i in nope))
         if by_kind and nearest != src:

@@ -371,6 +371,11 @@ def _quark(q: dict[str, Any], r: Reader) -> Rules:
 
 def _bitsandbytes(q: dict[str, Any], r: Reader) -> Rules:
     skip = _substring(r.names(q.get("llm_int8_skip_modules"), "llm_int8_skip_modules"))
+    if q.get("load_in_4bit") is True and q.get("load_in_8bit") is True:
+        # transformers' BitsAndBytesConfig raises on both ("only one can be used at the same time"): the weights
+        # are stored one way, and reading either would guess which
+        raise r.fail("load_in_8bit", "true together with load_in_4bit: a bitsandbytes checkpoint stores its "
+                                     "weights in one of the two")
     if q.get("load_in_4bit") is True:
         r.choice(q.get("bnb_4bit_quant_type", "fp4"), "bnb_4bit_quant_type", ("nf4",))
         dq = q.get("bnb_4bit_use_double_quant", False)
