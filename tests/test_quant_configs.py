@@ -287,3 +287,19 @@ def test_fp4_experts_beside_fp8_dense_run_w4a16_while_the_dense_gemms_stay_w8a8(
 def test_the_users_activation_dtype_overrides_w4a16() -> None:
     m = _model("nvidia--Llama-3.3-70B-Instruct-FP4")
     assert resolve_precision(m, load_hardware("h100_sxm"), activation_dtype="fp8").gemm_dtype("dense") == "fp8"
+
+
+def test_two_compressed_tensors_groups_covering_one_module_with_different_formats_are_refused() -> None:
+    """group_0 quantizes every Linear to int4; a group_1 also targeting Linear at 8 bits leaves the format unsaid
+    (read before as the first group's, silently): refused naming the second group's targets."""
+    raw = copy.deepcopy(_raw("RedHatAI--Meta-Llama-3.1-8B-Instruct-quantized.w4a16"))
+    second = copy.deepcopy(raw["quantization_config"]["config_groups"]["group_0"])
+    second["weights"]["num_bits"] = 8
+    raw["quantization_config"]["config_groups"]["group_1"] = second
+    with pytest.raises(InputError, match="config_groups.group_1.targets: covers .* another format") as e:
+        _model("x", raw)
+    assert "\n" not in str(e.value)
+    # the same scheme twice says one format: read as before
+    raw["quantization_config"]["config_groups"]["group_1"] = copy.deepcopy(
+        raw["quantization_config"]["config_groups"]["group_0"])
+    assert _model("x", raw).quant.dense == "int4"

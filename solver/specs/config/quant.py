@@ -64,6 +64,22 @@ _GROUPS = ("attention", "dense", "experts", "embedding", "lm_head")
 _STAND_IN = {"experts": "dense", "dense": "experts"}  # an empty group's format (_apply)
 
 
+def _refuse_overlaps(rules: Rules, modules: ModuleSet, origin: str) -> None:
+    """Two schemes of one method covering one module with different formats leave its format unsaid (which one a
+    loader applies is the library's choice, not the config's): refused naming the second scheme's field."""
+    if len(rules.scheme_paths) != len(rules.schemes):
+        return
+    for m in modules.modules:
+        if rules.ignored(m):
+            continue
+        covering = [(s, p) for (covers, s), p in zip(rules.schemes, rules.scheme_paths) if covers(m)]
+        other = next(((s, p) for s, p in covering[1:] if s != covering[0][0]), None)
+        if other is not None:
+            raise InputError(f"{origin}: quantization_config.{other[1]}",
+                             f"covers {m.names[0]} as {covering[0][1]} does, with another format ({other[0].weight} "
+                             f"against {covering[0][0].weight}): which one the module is stored in is not said")
+
+
 def _apply(rules: Rules, method: str, base: str, modules: ModuleSet, warnings: list[str]) -> QuantSpec:
     """Each group's format: what most of its modules hold (a module ignored, or covered by no scheme, keeps the
     checkpoint's dtype); the activations of the first quantized group of dense, experts, attention. A group the
@@ -128,7 +144,9 @@ def _read_quant(cfg: dict[str, Any], origin: str, warnings: list[str], modules: 
     if method in METHODS:
         reader = Reader(origin)
         rules = replace(METHODS[method](q, reader), names=tuple(reader.named))
-        return _apply(rules, method, _base_dtype(cfg, origin), modules(), warnings)
+        mods = modules()
+        _refuse_overlaps(rules, mods, origin)
+        return _apply(rules, method, _base_dtype(cfg, origin), mods, warnings)
     skip_key = next((k for k in ("modules_to_not_convert", "ignored_layers", "ignore") if q.get(k)), "ignore")
     skip_raw = q.get(skip_key) or []
     if not isinstance(skip_raw, list):

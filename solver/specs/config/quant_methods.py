@@ -30,6 +30,9 @@ class Rules:
     schemes: tuple[tuple[Match, Scheme], ...]  # the first that covers a module sets its format
     ignored: Match
     kv_cache: str | None = None
+    # the field each scheme is read from (compressed-tensors' config_groups.<name>.targets), where a method holds
+    # several: two that cover one module with different formats are refused naming the second's
+    scheme_paths: tuple[str, ...] = ()
     # (field path, module name) of each list entry naming one module (no regex, wildcard or class): one naming a
     # module of the text model that the stack does not have is reported, not silently dropped
     names: tuple[tuple[str, str], ...] = ()
@@ -191,7 +194,7 @@ def _compressed_tensors(q: dict[str, Any], r: Reader) -> Rules:
     groups = r.obj(q.get("config_groups"), "config_groups", optional=False)
     if not groups:
         raise r.fail("config_groups", "is empty: no scheme says what the weights are stored in")
-    schemes = []
+    schemes, paths = [], []
     for key, g in groups.items():
         path = f"config_groups.{key}"
         g = r.obj(g, path, optional=False)
@@ -205,6 +208,7 @@ def _compressed_tensors(q: dict[str, Any], r: Reader) -> Rules:
         if not targets:  # the scheme would cover nothing and the weights be sized 16-bit
             raise r.fail(f"{path}.targets", "is empty: the scheme names no modules it quantizes")
         schemes.append((r.ct_match(targets, f"{path}.targets"), scheme))
+        paths.append(f"{path}.targets")
     kv = r.obj(q.get("kv_cache_scheme"), "kv_cache_scheme")
     kv_fmt = None
     if kv is not None:
@@ -212,7 +216,7 @@ def _compressed_tensors(q: dict[str, Any], r: Reader) -> Rules:
         kv_fmt = _kv(r, _ACTIVATIONS[(bits, r.choice(kv.get("type", "int"), "kv_cache_scheme.type",
                                                     ("int", "float")))], "kv_cache_scheme")
     ignore = r.ct_match(r.names(q.get("ignore"), "ignore"), "ignore")
-    return Rules(tuple(schemes), ignore, kv_fmt)
+    return Rules(tuple(schemes), ignore, kv_fmt, scheme_paths=tuple(paths))
 
 
 # ModelOpt's quant_algo values: weight format (group size filled in) and activations
