@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-from solver.plan.groups import GROUPS
 from solver.plan.tables import Tables
 from solver.specs.framework import FrameworkProfile, Rule
 from solver.specs.hardware import Hardware
@@ -29,14 +28,9 @@ def memory_edge(tables: Tables, failing: int, rows_at: Callable[[int], Rows], pp
         return None  # no attention layout the engine runs: no configuration holds anything
 
     def frugal(c: int) -> list[dict[str, int]]:
-        """Each stage count's least-memory choices at c (groups without a choice at that count aside)."""
-        rows, out = rows_at(c), []
-        for p in pps:
-            picks = {g: min((i for i, ch in enumerate(opts) if ch[-1] == p), key=lambda i: rows[(g, i)])
-                     for g, opts in choices.items() if any(ch[-1] == p for ch in opts)}
-            if picks.keys() == {g for g, opts in choices.items() if opts}:
-                out.append(picks)
-        return out
+        """Each stage count's least-memory choices at c (a stage count some group has no choice at aside)."""
+        rows = rows_at(c)
+        return [picks for p in pps if (picks := least_memory(choices, rows, p)) is not None]
 
     def holds(c: int) -> bool:
         return any(tables.fits(c, picks) for picks in frugal(c))
@@ -63,17 +57,14 @@ def memory_edge(tables: Tables, failing: int, rows_at: Callable[[int], Rows], pp
 
 
 def _runnable_edge(edge: int, fitting: int, checks: list[Rule], choices: dict[str, list[tuple[int, ...]]],
-                   rows_at: Callable[[int], dict[tuple[str, int], float]], tables: Tables,
+                   rows_at: Callable[[int], Rows], tables: Tables,
                    model: ModelSpec, hw: Hardware, world: int, scenario: Scenario) -> int | None:
     """The most sequences in (fitting, edge] that a configuration both holds and may run under the engine's
     batch rules (cann-recipes: the batch a multiple of the attention DP size): memory's edge alone can be a
     count no layout the engine runs divides (1,996 on 48 Atlas A3 dies, where DP48 runs 1,968). Each attention
     choice is tried with its stage count's least-memory other groups; None where no count in the range is."""
-    def cfg(picks: dict[str, int]) -> dict[str, int]:
-        return {k: v for g, i in picks.items() for k, v in zip(GROUPS[g], choices[g][i])}
-
     def runs(c: int, picks: dict[str, int]) -> bool:
-        env = model_env(cfg(picks), model, hw.ranks_per_node, world=world, batch=c, mtp=scenario.mtp)
+        env = model_env(tables.config(picks), model, hw.ranks_per_node, world=world, batch=c, mtp=scenario.mtp)
         return all(r.holds(env) for r in checks)
 
     attn = list(enumerate(choices["attn"]))
@@ -84,13 +75,25 @@ def _runnable_edge(edge: int, fitting: int, checks: list[Rule], choices: dict[st
             continue
         rows = rows_at(c)
         for i, ch in ok:
-            others = {g: min((j for j, o in enumerate(opts) if o[-1] == ch[-1]), key=lambda j: rows[(g, j)])
-                      for g, opts in choices.items() if g != "attn" and any(o[-1] == ch[-1] for o in opts)}
-            picks = {"attn": i, **others}
-            if picks.keys() == {g for g, opts in choices.items() if opts} and runs(c, picks) \
-                    and tables.fits(c, picks):
+            picks = least_memory(choices, rows, ch[-1], attn=i)
+            if picks is not None and runs(c, picks) and tables.fits(c, picks):
                 return c
     return None
+
+
+def least_memory(choices: dict[str, list[tuple[int, ...]]], rows: Rows, stages: int,
+                 attn: int | None = None) -> dict[str, int] | None:
+    """Every group's least-memory choice at this stage count (the last entry of every choice), by the memory rows
+    at one concurrency; `attn` fixes the attention choice. None where a group with choices has none at it."""
+    picks = {} if attn is None else {"attn": attn}
+    for g, opts in choices.items():
+        if g in picks or not opts:
+            continue
+        at = [j for j, o in enumerate(opts) if o[-1] == stages]
+        if not at:
+            return None
+        picks[g] = min(at, key=lambda j: rows[(g, j)])
+    return picks
 
 
 def bisect_edge(fitting: int, failing: int, holds: Callable[[int], bool]) -> int | None:
