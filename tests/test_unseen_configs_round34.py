@@ -5,7 +5,11 @@ tensor from transformers 5.25.0's modeling_*.py (read from the unzipped wheel, n
 reader was run on them."""
 from __future__ import annotations
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+import pytest
+
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
 
 DATA = UNSEEN / "round34"
 ROUND = Round(DATA)
@@ -91,3 +95,63 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 def test_lfm3_layer_types_hold_six_full_five_sliding_thirteen_conv() -> None:
     types = _load("LiquidAI--LFM3-1.7B")["layer_types"]
     assert [types.count(t) for t in ("full_attention", "sliding_attention", "conv")] == [6, 5, 13]
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_LFM3, _LFM3_VL, _COSMOS3 = "LiquidAI--LFM3-1.7B", "LiquidAI--LFM3-VL-2B", "nvidia--Cosmos3-Nano"
+
+
+def test_lfm3_vl_tower_counts_its_conv_layers_qk_norms_gated_mlp_and_layernorm_projector() -> None:
+    # Before this round 1,873,142,528, silently but for a note naming layer_types / conv_kernel_size unread: the
+    # 8 conv layers read as attention, the MLP as a biased GELU pair, no q / k norms, no embedding_norm (45,039,360
+    # short)
+    assert _total(_LFM3_VL) == LFM3_VL
+
+
+def test_lfm3_vl_tower_conv_kernel_sizes_the_depthwise_conv() -> None:
+    cfg = _load(_LFM3_VL)
+    cfg["vision_config"]["conv_kernel_size"] = 5
+    assert count(cfg) == LFM3_VL + 8 * (25 - 9) * 1024
+
+
+def test_lfm3_vl_tower_without_layer_types_is_refused_naming_it() -> None:
+    cfg = _load(_LFM3_VL)
+    del cfg["vision_config"]["layer_types"]
+    with pytest.raises(InputError, match=r"vision_config\.layer_types: missing"):
+        parse_model_config(cfg, "x")
+
+
+def test_lfm3_vl_tower_layer_kind_it_cannot_count_is_refused_naming_it() -> None:
+    cfg = _load(_LFM3_VL)
+    cfg["vision_config"]["layer_types"][3] = "sliding_attention"
+    with pytest.raises(InputError, match=r"vision_config\.layer_types: 'sliding_attention'"):
+        parse_model_config(cfg, "x")
+
+
+@pytest.mark.parametrize("key", ["sliding_window", "use_sandwich_norm", "use_attention_gate", "head_dim",
+                                 "rope_parameters"])
+def test_lfm3_fields_left_out_take_the_class_defaults(key: str) -> None:
+    # Before: sliding_window left out was refused "sliding_window: missing" though the class's default is 256
+    cfg = _load(_LFM3)
+    del cfg[key]
+    assert count(cfg) == LFM3_TEXT
+
+
+def test_lfm3_switches_drop_the_sandwich_norms_and_attention_gate() -> None:
+    cfg = _load(_LFM3)
+    cfg.update(use_sandwich_norm=False, use_attention_gate=False)
+    assert count(cfg) == LFM3_TEXT - 24 * 2 * 2048 - 11 * lin(2048, 16)
+
+
+def test_lfm3_without_layer_types_is_refused_naming_the_conv_field() -> None:
+    cfg = _load(_LFM3)
+    del cfg["layer_types"]
+    with pytest.raises(InputError, match=r"conv_L_cache: 7: describes a mixer other than attention"):
+        parse_model_config(cfg, "x")
+
+
+def test_cosmos3_tower_written_under_an_old_model_type_is_still_the_qwen3_vl_tower() -> None:
+    # the class rewrites any other vision model_type to qwen3_vl_vision
+    cfg = _load(_COSMOS3)
+    cfg["vision_config"]["model_type"] = "cosmos3_omni"
+    assert count(cfg) == COSMOS3_NANO

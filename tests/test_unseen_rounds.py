@@ -38,6 +38,7 @@ import test_unseen_configs_round29 as round29
 import test_unseen_configs_round30 as round30
 import test_unseen_configs_round31 as round31
 import test_unseen_configs_round32 as round32
+import test_unseen_configs_round34 as round34
 from hand_counts import REFUSED
 from solver.cli.main import main
 from solver.errors import InputError
@@ -54,7 +55,7 @@ ROUNDS = {"multi2": multi2, "round4": round4, "round5": round5, "round6": round6
           "round25": round25, "round26": round26, "round27": round27,
           "round28": round28, "round29": round29,
           "round30": round30, "round31": round31,
-          "round32": round32}
+          "round32": round32, "round34": round34}
 
 
 def _cases(table: str) -> list[tuple[str, str]]:

@@ -72,7 +72,14 @@ model_type and the text model's) on top:
   _vision_gated_mlp         the blocks' MLP is gated (gate / up / down) whatever its activation, under the gated
                             tower's conventions (RMSNorms, no biases, a bias-free patch embedding): Gemma-4's GELU MLP
   _vision_norms_per_layer   norms per block (Gemma-4's 4: before and after attention and MLP); 2 otherwise
-  _vision_qk_norm: head     one q and one k RMSNorm of head_dim per block, shared by the heads (Gemma-4)
+  _vision_qk_norm: head     one q and one k RMSNorm of head_dim per block, shared by the heads (Gemma-4); head_dim
+                            is the width over the heads where the tower writes none (LFM3-VL)
+  _vision_conv_layers       FIELD: the tower's layer_types marks "conv" layers whose mixer is a gated short
+                            convolution in place of attention: in_proj h -> 3h, a depthwise FIELD x FIELD Conv2d and
+                            out_proj h -> h, bias-free (LFM3-VL's Lfm3VlVisionShortConv); every other entry must be
+                            full_attention, and a tower without layer_types is refused naming it
+  _vision_projector_layernorm  the merger's norm is a LayerNorm (weight and bias) whatever the tower's norms are
+                            (LFM3-VL's projector over an RMSNorm tower)
   _vision_axial_positions   the field counting the rows of each of two learned tables, one per image axis, summed
                             per patch (Gemma-4's position_embedding_size: 2 x FIELD x h)
   _vision_position_rows     the field counting the learned table's rows (Siglip2's num_patches: a square grid
@@ -204,10 +211,12 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     if facts.get("_vision_layer_scale") or (f.has("layer_scale_init_value")
                                             and f.number("layer_scale_init_value", 0.0, 1e6) > 0):
         per_layer += 2 * h  # ls1, ls2
+    qk_norms = 0
     if facts.get("_vision_qk_norm") == "head":  # one q and one k RMSNorm of head_dim, shared by the heads
-        per_layer += 2 * f.int("head_dim")
+        qk_norms = 2 * (f.int("head_dim") if f.has("head_dim") else qd // f.int("num_attention_heads", "num_heads"))
     elif c.get("qk_normalization") or f.bool("use_qk_norm"):
-        per_layer += 2 * norm * qd // h  # q_norm, k_norm over all heads' channels
+        qk_norms = 2 * norm * qd // h  # q_norm, k_norm over all heads' channels
+    per_layer += qk_norms
     channels = f.int("in_channels", "num_channels", "in_chans", default=3)
     temporal = f.int(_field(facts, "temporal_patch_size"), default=1)
     if facts.get("_vision_patch_2d") and temporal != 1:
@@ -250,7 +259,27 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     # a wrapper that builds the tower more than once from the one vision_config, each with its own weights
     # (Video-LLaVA's image_tower and video_tower); a request's images or frames run through one of them
     towers = int(facts.get("_vision_towers", 1))
-    return towers * (layers * per_layer + patch_embed + positions + post_norm + head), layers, h, norm
+    stack = layers * per_layer
+    if facts.get("_vision_conv_layers"):  # short-convolution layers in place of attention (LFM3-VL)
+        stack -= _conv_layers(f, layers, str(facts["_vision_conv_layers"]), h, attn + qk_norms)
+    return towers * (stack + patch_embed + positions + post_norm + head), layers, h, norm
+
+
+def _conv_layers(f: Fields, layers: int, kernel_field: str, h: int, attn: int) -> int:
+    """What the tower's "conv" layers hold less than attention layers: each swaps its attention (`attn`, with its q / k
+    norms) for a gated short convolution (in_proj h -> 3h, a depthwise k x k Conv2d, out_proj h -> h, bias-free)."""
+    types = f.str_list("layer_types")
+    if types is None:
+        raise f.err("layer_types", "missing: the tower mixes short-convolution and attention layers, and which is "
+                                   "which is not derived here; write the class's layer_types")
+    if len(types) != layers:
+        raise f.err("layer_types", f"{len(types)} entries for {layers} layers")
+    unknown = sorted(set(types) - {"conv", "full_attention"})
+    if unknown:
+        raise f.err("layer_types", f"{unknown[0]!r}: a tower layer kind not counted (conv and full_attention are)")
+    k = f.int(kernel_field)
+    conv = 3 * h * h + k * k * h + h * h
+    return types.count("conv") * (attn - conv)
 
 
 def _field(facts: dict[str, Any], name: str) -> str:
@@ -523,6 +552,8 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         # the merger MLP's middle width: h m^2 (Qwen2-VL's PatchMerger) or a wrapper field the fact names
         width_field = facts.get("_vision_projector_merger_width")
         mid = wrapper.int(str(width_field)) if width_field else wide
+        if facts.get("_vision_projector_layernorm"):  # a LayerNorm over an RMSNorm tower's patches (LFM3-VL)
+            norm = 2 * h
         merger = norm + wide * mid + mid + mid * out + out
         mergers = 1 + len(f.int_list("deepstack_visual_indexes") or [])
         deep = (mergers - 1) * (wide * wide + wide + wide * out + out + 2 * wide)
