@@ -1,0 +1,108 @@
+"""Thirty-third round of families outside the catalog (tests/data/configs_unseen/round33/, SOURCES.md's "Thirty-third
+round (stop 37)"): 2025-2026 model_types in transformers 5.25.0 that no earlier round nor models/ holds. Each file
+is written from the config classes' defaults (the docstring names the checkpoint) and the writer's memory of the
+public config.json; SOURCES.md says which. Hand counts tensor by tensor from transformers 5.25.0's modeling_*.py
+(read from the unzipped wheel, not installed); written before the reader was run on them."""
+from __future__ import annotations
+
+import pytest
+
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
+from test_unseen_configs_round5 import glm4v_tower
+
+DATA = UNSEEN / "round33"
+ROUND = Round(DATA)
+_load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
+
+
+# ------------------------------------------------------------------ Hunyuan-A13B as transformers writes it
+# (hunyuan_v1_moe, HunYuanMoEV1ForCausalLM). 32 layers of GQA 32 / 8 heads x head_dim 128, no biases
+# (attention_bias false), query_layernorm / key_layernorm RMSNorms of head_dim in every layer (no switch: the class
+# has no use_qk_norm); two RMSNorms a layer. Every layer is HunYuanMoEV1Moe: the gate wg 4096 -> num_experts without
+# bias, num_experts routed experts whose gate_up / down are intermediate_size wide (the class has no
+# moe_intermediate_size), and one shared_mlp, a gated MLP of intermediate_size. Final norm; the 128167 x 4096
+# embedding tied to the head (tie_word_embeddings true as written).
+def hunyuan_moe_layer(h: int, experts: int, f: int) -> int:
+    return gqa(h, 32, 8, 128) + 2 * 128 + 2 * h + lin(h, experts) + experts * gated(h, f) + gated(h, f)
+
+
+HUNYUAN_A13B = 128167 * 4096 + 32 * hunyuan_moe_layer(4096, 64, 3072) + 4096
+HUNYUAN_A13B_ACTIVE = HUNYUAN_A13B - 32 * (64 - 8) * gated(4096, 3072)
+
+
+# ------------------------------------------------------------------ GLM-OCR (glm_ocr; GlmOcrForConditionalGeneration)
+# Text (GlmOcrTextModel): 16 layers of GQA 16 / 8 heads x head_dim 128 (1536 wide) with no bias at all (the q / k / v
+# projections are bias=False, unlike GLM-4's), gate_up_proj 1536 -> 2 x 4608 and down_proj, four RMSNorms a layer
+# (input, post_self_attn, post_attention, post_mlp); final norm; 59392 x 1536 embedding and an untied head.
+# Tower (GlmOcrVisionModel): a Conv3d 3 x 2 x 14 x 14 -> 1024 with its default bias and NO learned position table
+# nor post-conv norm (unlike Glm4v's); 24 blocks of norm1 / norm2 (RMSNorm), a fused qkv 1024 -> 3072 and proj with
+# bias (attention_bias true), q_norm / k_norm RMSNorms of head_dim 64, a gated MLP 1024 -> intermediate_size 4096 with
+# biases (bias=attention_bias); post_layernorm (RMSNorm); downsample Conv2d 1024 -> out_hidden_size 1536 over 2 x 2
+# with its bias; the merger: proj 1536 -> 1536, post_projection_norm (LayerNorm with bias), gate / up 1536 -> 1536 x
+# in_channels (context_dim = out_hidden_size * in_channels = 4608) and down, no biases.
+def glm_ocr_tower(h: int, depth: int, heads: int, ff: int, out: int, merge: int = 2, patch: int = 14) -> int:
+    block = (2 * h + lin(h, 3 * h, True) + lin(h, h, True) + 2 * (h // heads)
+             + lin(h, ff, True) * 2 + lin(ff, h, True))
+    return (lin(3 * 2 * patch * patch, h, True) + depth * block + h + lin(h * merge * merge, out, True)
+            + lin(out, out) + ln(out) + gated(out, 3 * out))
+
+
+GLM_OCR_TEXT = (2 * 59392 * 1536 + 16 * (gqa(1536, 16, 8, 128) + gated(1536, 4608) + 4 * 1536) + 1536)
+GLM_OCR = GLM_OCR_TEXT + glm_ocr_tower(1024, 24, 16, 4096, 1536)
+
+
+# ------------------------------------------------------------------ LightOnOCR-1B-1025 (lighton_ocr; the class's
+# sub-config defaults). Text: Qwen3 (qwen3), 28 layers of GQA 16 / 8 heads x 128 (1024 wide, q 1024 -> 2048), no
+# biases, q_norm / k_norm of 128, a gated 3072 MLP, two RMSNorms a layer; final norm; 151936 x 1024 tied.
+# Tower: Pixtral (pixtral): patch_conv 3 x 14 x 14 -> 1024 WITHOUT bias, ln_pre (RMSNorm), 24 layers of
+# attention_norm / ffn_norm (RMSNorm), q / k / v / o 1024 -> 1024 without bias, a gated 4096 MLP without bias; no
+# final norm, rotary positions (no table). Projector (LightOnOcrMultiModalProjector): an RMSNorm of 1024, the patch
+# merger's merging_layer 1024 x 2^2 -> 1024, linear_1 1024 -> 1024 and linear_2 1024 -> 1024, none with a bias
+# (Mistral3's projector has biases under multimodal_projector_bias; this one has no switch).
+LIGHTON_TEXT = 151936 * 1024 + 28 * (gqa(1024, 16, 8, 128) + 2 * 128 + gated(1024, 3072) + 2 * 1024) + 1024
+PIXTRAL_1024 = lin(3 * 14 * 14, 1024) + 1024 + 24 * (2 * 1024 + 4 * lin(1024, 1024) + gated(1024, 4096))
+LIGHTON_PROJECTOR = 1024 + lin(4 * 1024, 1024) + lin(1024, 1024) + lin(1024, 1024)
+LIGHTON_OCR = LIGHTON_TEXT + PIXTRAL_1024 + LIGHTON_PROJECTOR
+
+
+# ------------------------------------------------------------------ GLM-4.6V-Flash (glm46v; Glm46VConfig's docstring
+# names GLM-4.1V-9B-Thinking: the sizes are round 5's GLM-4.1V file's, its sub-configs written with the model_types
+# the class writes, glm4v_text and glm4v_vision). Glm46VModel holds Glm4vVisionModel and Glm4vTextModel: the same
+# tensors as GLM-4.1V (round 5's hand count): 40 layers of 32 / 2 heads x 128 with q / k / v bias, gate_up 13696,
+# four RMSNorms; 151552 x 4096 untied; the glm4v tower with its learned 24 x 24 table
+GLM46V_FLASH = (2 * 151552 * 4096
+                + 40 * (lin(4096, 4096, True) + 2 * lin(4096, 256, True) + lin(4096, 4096) + gated(4096, 13696)
+                        + 4 * 4096)
+                + 4096 + glm4v_tower(1536, 24, 4096, 13696))
+
+
+HAND: dict[str, int] = {
+    "tencent--Hunyuan-A13B-Instruct-hf": HUNYUAN_A13B,
+    "zai-org--GLM-OCR": GLM_OCR,
+    "lightonai--LightOnOCR-1B-1025": LIGHTON_OCR,
+    "zai-org--GLM-4.6V-Flash": GLM46V_FLASH,
+}
+# Hunyuan-A13B's card: 13B active (models/published.yaml: rounding 1)
+ACTIVE: dict[str, tuple[int, float | None]] = {
+    "tencent--Hunyuan-A13B-Instruct-hf": (HUNYUAN_A13B_ACTIVE, None),
+}
+# Published totals precise enough for a 1% check: none ("80B", "0.9B", "1B", "9B" are rounded)
+PUBLISHED: dict[str, float] = {}
+
+# Bytes of K/V per token of context at bf16: every layer full attention
+KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "tencent--Hunyuan-A13B-Instruct-hf": 32 * 2 * 8 * 128 * 2,
+    "zai-org--GLM-OCR": 16 * 2 * 8 * 128 * 2,
+    "lightonai--LightOnOCR-1B-1025": 28 * 2 * 8 * 128 * 2,
+    "zai-org--GLM-4.6V-Flash": 40 * 2 * 2 * 128 * 2,
+}
+
+
+def test_hunyuan_a13b_hand_count_is_the_catalogs_hunyuan_a13b() -> None:
+    # the same checkpoint as the catalog's remote-code (hunyuan) file: one sum, two spellings
+    from hand_counts import CATALOG
+    from solver.estimate.params import count_params
+    cat = count_params(parse_model_config(Round(CATALOG).load("tencent--Hunyuan-A13B-Instruct"), "x"))
+    assert (cat.total, cat.active) == (HUNYUAN_A13B, HUNYUAN_A13B_ACTIVE)
