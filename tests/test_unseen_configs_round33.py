@@ -106,3 +106,55 @@ def test_hunyuan_a13b_hand_count_is_the_catalogs_hunyuan_a13b() -> None:
     from solver.estimate.params import count_params
     cat = count_params(parse_model_config(Round(CATALOG).load("tencent--Hunyuan-A13B-Instruct"), "x"))
     assert (cat.total, cat.active) == (HUNYUAN_A13B, HUNYUAN_A13B_ACTIVE)
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_HY, _OCR, _LO, _G46 = ("tencent--Hunyuan-A13B-Instruct-hf", "zai-org--GLM-OCR", "lightonai--LightOnOCR-1B-1025",
+                        "zai-org--GLM-4.6V-Flash")
+
+
+def test_hunyuan_v1_moe_counts_its_qk_norms_and_shared_mlp() -> None:
+    # Before this round: 79,185,215,488, 1,207,967,744 short: no query / key layernorms, no shared_mlp (a note only)
+    assert _total(_HY) == HUNYUAN_A13B
+
+
+def test_hunyuan_v1_moe_without_num_experts_takes_the_class_default_of_one_expert() -> None:
+    cfg = _load(_HY)
+    del cfg["num_experts"], cfg["moe_topk"]
+    assert count(cfg) == 128167 * 4096 + 32 * hunyuan_moe_layer(4096, 1, 3072) + 4096
+
+
+def test_hunyuan_v1_moe_reads_the_attribute_map_names_of_experts_and_top_k() -> None:
+    cfg = _load(_HY)
+    cfg["num_local_experts"], cfg["num_experts_per_tok"] = cfg.pop("num_experts"), cfg.pop("moe_topk")
+    assert count(cfg) == HUNYUAN_A13B
+
+
+def test_glm_ocr_tower_biases_follow_attention_bias() -> None:
+    # Before this round: 1,100,218,368, 7,187,456 short: two text norms a layer of four, the tower's MLP without
+    # biases and no q / k norms, a Qwen2-VL merger in place of the downsample conv and the 4608-wide gated merger
+    cfg = _load(_OCR)
+    cfg["vision_config"]["attention_bias"] = False
+    per_block = 3 * 1024 + 1024 + 2 * 4096 + 1024  # qkv, proj, gate / up, down
+    assert count(cfg) == GLM_OCR - 24 * per_block
+
+
+def test_glm_ocr_merger_is_out_hidden_size_times_in_channels_wide() -> None:
+    cfg = _load(_OCR)
+    cfg["vision_config"]["intermediate_size"] = 2048  # the blocks' MLP only; the merger stays 1536 x 3
+    assert count(cfg) == GLM_OCR + 24 * (2 * lin(1024, 2048, True) + lin(2048, 1024, True)
+                                         - 2 * lin(1024, 4096, True) - lin(4096, 1024, True))
+
+
+def test_lighton_ocr_projector_has_no_biases_whatever_the_switch_says() -> None:
+    # Before this round: 1,020,333,056, 14,685,184 over: the projector read as Qwen2-VL's 4096-wide merger MLP
+    cfg = _load(_LO)
+    cfg["multimodal_projector_bias"] = True
+    spec = parse_model_config(cfg, "x")
+    assert count(cfg) == LIGHTON_OCR
+    assert any("multimodal_projector_bias" in w for w in spec.warnings)
+
+
+def test_glm46v_tower_written_as_glm4v_vision_is_glm4vs_tower() -> None:
+    # Before this round: 11,206,245,888, 913,468,416 over: the glm4v_vision tower read by convention (a note only)
+    assert _total(_G46) == GLM46V_FLASH
