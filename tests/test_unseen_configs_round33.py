@@ -158,3 +158,26 @@ def test_lighton_ocr_projector_has_no_biases_whatever_the_switch_says() -> None:
 def test_glm46v_tower_written_as_glm4v_vision_is_glm4vs_tower() -> None:
     # Before this round: 11,206,245,888, 913,468,416 over: the glm4v_vision tower read by convention (a note only)
     assert _total(_G46) == GLM46V_FLASH
+
+
+# ------------------------------------------------------------------ refused this round: one line each
+# Switch-Base-8 (SwitchTransformersConfig() defaults): an encoder-decoder (T5's stacks, every fourth FFN a top-1
+# router over 8 experts): shardplan plans decoder-only stacks
+REFUSALS: dict[str, str] = {
+    "google--switch-base-8": r"is_encoder_decoder: true: an encoder-decoder model",
+}
+
+
+@pytest.mark.parametrize("keys, field", [
+    ([], "is_encoder_decoder"),
+    (["is_encoder_decoder"], "num_decoder_layers"),  # the class defaults it true; before: "intermediate_size: missing"
+    (["is_encoder_decoder", "num_decoder_layers"], "intermediate_size"),  # no sign left: T5's d_ff is unread
+])
+def test_switch_transformers_is_refused_as_an_encoder_decoder_whatever_it_leaves_out(keys: list[str],
+                                                                                    field: str) -> None:
+    from hand_counts import REFUSED
+    cfg = ROUND.load("google--switch-base-8", REFUSED)
+    for key in keys:
+        del cfg[key]
+    with pytest.raises(InputError, match=rf"{field}"):
+        parse_model_config(cfg, "x")
