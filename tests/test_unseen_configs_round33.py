@@ -78,7 +78,25 @@ GLM46V_FLASH = (2 * 151552 * 4096
                 + 4096 + glm4v_tower(1536, 24, 4096, 13696))
 
 
+# ------------------------------------------------------------------ Qianfan-OCR (qianfan_ocr; QianfanOCRConfig()'s
+# defaults: the text config is Qwen3Config()'s, 4096 wide, not the release's). Text: 32 layers of MHA 32 / 32 heads
+# x 128 without bias, q_norm / k_norm of 128, a gated 22016 MLP, two RMSNorms a layer; final norm; 151936 x 4096
+# embedding and an untied head. Tower (QianfanOCRVisionModel, InternVL's HF tower): embeddings a cls_token, a biased
+# Conv2d 3 x 14 x 14 -> 1024, a learned table of (448 / 14)^2 + 1 rows (no mask token: use_mask_token false); 24
+# layers of layernorm_before / after (LayerNorm with bias), q / k / v with bias (attention_bias), projection_layer
+# with its bias, no q / k norms (use_qk_norm false), fc1 / fc2 with biases, lambda_1 / lambda_2; no final norm
+# (use_mean_pooling: Identity). Projector: a LayerNorm over the pixel-shuffled 1024 x (1 / 0.5)^2 = 4096, linear_1
+# 4096 -> 4096 and linear_2 4096 -> 4096, both biased
+QIANFAN_TEXT = 2 * 151936 * 4096 + 32 * (gqa(4096, 32, 32, 128) + 2 * 128 + gated(4096, 22016) + 2 * 4096) + 4096
+QIANFAN_TOWER = (1024 + lin(3 * 14 * 14, 1024, True) + (32 * 32 + 1) * 1024
+                 + 24 * (4 * lin(1024, 1024, True) + lin(1024, 4096, True) + lin(4096, 1024, True) + 2 * ln(1024)
+                         + 2 * 1024))
+QIANFAN_PROJECTOR = ln(4096) + lin(4096, 4096, True) + lin(4096, 4096, True)
+QIANFAN_OCR = QIANFAN_TEXT + QIANFAN_TOWER + QIANFAN_PROJECTOR
+
+
 HAND: dict[str, int] = {
+    "baidu--Qianfan-OCR": QIANFAN_OCR,
     "tencent--Hunyuan-A13B-Instruct-hf": HUNYUAN_A13B,
     "zai-org--GLM-OCR": GLM_OCR,
     "lightonai--LightOnOCR-1B-1025": LIGHTON_OCR,
@@ -97,6 +115,7 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "zai-org--GLM-OCR": 16 * 2 * 8 * 128 * 2,
     "lightonai--LightOnOCR-1B-1025": 28 * 2 * 8 * 128 * 2,
     "zai-org--GLM-4.6V-Flash": 40 * 2 * 2 * 128 * 2,
+    "baidu--Qianfan-OCR": 32 * 2 * 32 * 128 * 2,
 }
 
 
