@@ -179,6 +179,19 @@ def test_glm46v_tower_written_as_glm4v_vision_is_glm4vs_tower() -> None:
     assert _total(_G46) == GLM46V_FLASH
 
 
+def test_qianfan_ocr_projector_is_internvls_norm_and_two_biased_linears() -> None:
+    # Before this round: 12,357,668,864, 29,375,488 short: the projector read as one linear and a norm (a note)
+    assert _total("baidu--Qianfan-OCR") == QIANFAN_OCR
+
+
+@pytest.mark.parametrize("name, folder", [("baidu--Qianfan-OCR", "round33"), ("OpenGVLab--InternVL3-1B-hf", "round4")])
+def test_internvl_tower_without_mean_pooling_holds_a_final_layernorm(name: str, folder: str) -> None:
+    # Before: use_mean_pooling false counted no final norm (InternVLVisionModel's layernorm is then an nn.LayerNorm)
+    cfg = Round(UNSEEN / folder).load(name)
+    base = count(cfg)
+    cfg["vision_config"]["use_mean_pooling"] = False
+    assert count(cfg) == base + ln(cfg["vision_config"]["hidden_size"])
+
 # ------------------------------------------------------------------ refused this round: one line each
 # Switch-Base-8 (SwitchTransformersConfig() defaults): an encoder-decoder (T5's stacks, every fourth FFN a top-1
 # router over 8 experts): shardplan plans decoder-only stacks

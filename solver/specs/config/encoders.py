@@ -24,6 +24,8 @@ model_type and the text model's) on top:
   _vision_tower_norms       norms outside the layers (CLIP 2: pre_layrnorm, post_layernorm; InternViT 0); one by
                             default, none for a tower that writes depth (the Qwen-VL lineage)
   _vision_layer_scale       two learned per-channel scales per layer (InternViT ls1 / ls2)
+  _vision_mean_pooling_field  FIELD (default true) makes the tower's final norm an Identity; false, a LayerNorm
+                            (InternVLVisionModel's layernorm under use_mean_pooling)
   _vision_projector_mlp2    the projector is two biased linears, h m^2 -> text -> text (LLaVA's
                             multi_modal_projector, InternVL's mlp1), m from spatial_merge_size or the wrapper's
                             downsample_ratio (pixel shuffle: m = 1 / ratio); a list vision_feature_layer feeds
@@ -248,6 +250,9 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
         positions += ((image_h // patch_h) * (image_w // patch_w) + cls) * h
     tower_norms = facts.get("_vision_tower_norms")
     post_norm = norm * (int(tower_norms) if tower_norms is not None else 0 if f.has("depth") else 1)
+    pooled = facts.get("_vision_mean_pooling_field")
+    if pooled and not f.bool(str(pooled), True):  # the CLS state read through a final nn.LayerNorm, not a mean
+        post_norm += 2 * h
     head = 0
     if f.bool("vision_use_head"):
         # SigLIP's attention-pooling head (SiglipMultiheadAttentionPoolingHead): a probe, nn.MultiheadAttention
