@@ -6,6 +6,10 @@ reported as a missing intermediate_size). The signs, each a field the model's co
 
   is_encoder_decoder: true   an encoder stack and a decoder that cross-attends to it (T5, BART, Whisper): written
                              by every such config class, since it differs from PretrainedConfig's default
+  num_decoder_layers, decoder_layers  the decoder's depth written apart from the encoder's (T5, Switch
+                             Transformers, NLLB-MoE): the sign where a file leaves is_encoder_decoder out (its
+                             class defaults it true); before, Switch-Base-8 without it was refused as a missing
+                             intermediate_size
   architectures ...ForMaskedLM  a masked-LM head: a bidirectional encoder (BERT, RoBERTa, DeBERTa, ModernBERT)
   type_vocab_size            a token-type (segment) embedding table, the BERT lineage's, also under a bare
                              ...Model architecture (sentence encoders)
@@ -29,6 +33,11 @@ def refuse_non_decoder(cfg: dict[str, Any], origin: str, prefix: str = "") -> No
         raise InputError(f"{origin}: {prefix}is_encoder_decoder",
                          f"true: an encoder-decoder model ({model_type!r}: an encoder stack and a decoder that "
                          f"cross-attends to it); {_PLANS}")
+    for key in ("num_decoder_layers", "decoder_layers"):
+        if cfg.get(key) is not None and cfg.get("is_encoder_decoder") is not False:
+            raise InputError(f"{origin}: {prefix}{key}",
+                             f"{cfg[key]!r}: the decoder's depth written apart from an encoder's, an encoder-decoder "
+                             f"model ({model_type!r}); {_PLANS}")
     architectures = cfg.get("architectures")
     if isinstance(architectures, list):
         masked = [a for a in architectures if isinstance(a, str) and a.endswith("ForMaskedLM")]

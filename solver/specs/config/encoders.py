@@ -24,10 +24,14 @@ model_type and the text model's) on top:
   _vision_tower_norms       norms outside the layers (CLIP 2: pre_layrnorm, post_layernorm; InternViT 0); one by
                             default, none for a tower that writes depth (the Qwen-VL lineage)
   _vision_layer_scale       two learned per-channel scales per layer (InternViT ls1 / ls2)
+  _vision_mean_pooling_field  FIELD (default true) makes the tower's final norm an Identity; false, a LayerNorm
+                            (InternVLVisionModel's layernorm under use_mean_pooling)
   _vision_projector_mlp2    the projector is two biased linears, h m^2 -> text -> text (LLaVA's
                             multi_modal_projector, InternVL's mlp1), m from spatial_merge_size or the wrapper's
                             downsample_ratio (pixel shuffle: m = 1 / ratio); a list vision_feature_layer feeds
                             h x its length; biases as the wrapper's multimodal_projector_bias (default true)
+  _vision_projector_bias     the projector's linears' bias fixed by its code (LightOnOcr's false), whatever
+                            multimodal_projector_bias says (a note where it says otherwise)
                             {through: intermediate_size, bias: false}: the middle width is the language model's
                             intermediate_size, not its hidden size, and the linears' biases are the fact's (NVLM-D)
   _vision_projector_norm    a LayerNorm over the merged width h m^2 before those linears (InternVL's mlp1[0])
@@ -55,7 +59,8 @@ model_type and the text model's) on top:
                             (Glm4vVisionEmbeddings, interpolated to the image at run time)
   _vision_projector_conv_merger  a biased Conv2d m x m (spatial_merge_size) from h into out_hidden_size, then a
                             bias-free out x out linear, a LayerNorm over out and a bias-free gated MLP out ->
-                            intermediate_size -> out (Glm4vVisionModel's downsample and merger)
+                            intermediate_size -> out (Glm4vVisionModel's downsample and merger); out_x_channels:
+                            the gated MLP is out x in_channels wide (GlmOcrVisionPatchMerger's context_dim)
                             {kernel, into, through}: EVA2-CLIP's (GLM-4V's and CogVLM2's EVA2CLIPModel): a
                             biased Conv2d kernel x kernel into the text width (into: text) or the tower's (into:
                             tower), a bias-free linear from it into the text width, the LayerNorm and the gated MLP
@@ -191,8 +196,11 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     rms = str(c.get("norm_type", "")).startswith("rms") or gated
     bias = not (c.get("attn_bias") is False or c.get("linear_bias") is False or c.get("attention_bias") is False
                 or gated)
-    if facts.get("_vision_linear_bias") is not None:  # the family's fact (family_defaults.yaml)
-        bias = bool(facts["_vision_linear_bias"])
+    linear_bias = facts.get("_vision_linear_bias")
+    if isinstance(linear_bias, str):  # the field that switches every linear's bias (GLM-OCR's attention_bias)
+        bias = f.bool(linear_bias)
+    elif linear_bias is not None:  # the family's fact (family_defaults.yaml)
+        bias = bool(linear_bias)
     norm = h if rms else 2 * h
     # q / k / v project to qkv_hidden_size where a tower writes one (MoonViT in Kimi-K3: 1536 over a 1024 width),
     # and o_proj back from it
@@ -251,6 +259,9 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
         positions += ((image_h // patch_h) * (image_w // patch_w) + cls) * h
     tower_norms = facts.get("_vision_tower_norms")
     post_norm = norm * (int(tower_norms) if tower_norms is not None else 0 if f.has("depth") else 1)
+    pooled = facts.get("_vision_mean_pooling_field")
+    if pooled and not f.bool(str(pooled), True):  # the CLS state read through a final nn.LayerNorm, not a mean
+        post_norm += 2 * h
     head = 0
     if f.bool("vision_use_head"):
         # SigLIP's attention-pooling head (SiglipMultiheadAttentionPoolingHead): a probe, nn.MultiheadAttention
@@ -437,7 +448,9 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
     if conv_merger:
         # GLM-4.1V: downsample, a biased Conv2d m x m from h into out_hidden_size; then the merger
         out = f.int("out_hidden_size")
-        return _conv_merger(h, f.int("spatial_merge_size"), out, out, f.int("intermediate_size"))
+        # GlmOcrVisionPatchMerger's context_dim is out_hidden_size x in_channels (the fact), not intermediate_size
+        ctx = out * f.int("in_channels", default=3) if conv_merger == "out_x_channels" else f.int("intermediate_size")
+        return _conv_merger(h, f.int("spatial_merge_size"), out, out, ctx)
     if facts.get("_vision_projector_conv_downsample"):
         # Step3p7VisionModel's downsampler1 / downsampler2, biased 3 x 3 Conv2d h -> 2h -> 4h, then
         # multi_modal_projector, one linear 4h -> the text width (biased under the wrapper's projector_bias)
@@ -457,6 +470,12 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
     if isinstance(c.get("merge_kernel_size"), list):
         merge = f.int_list("merge_kernel_size")[0]  # type: ignore[index]
     pb = wrapper.bool("multimodal_projector_bias", True)
+    fixed = facts.get("_vision_projector_bias")
+    if fixed is not None:  # the projector's biases are fixed in its code: a written switch is not read by the class
+        if wrapper.has("multimodal_projector_bias") and pb != bool(fixed):
+            notes.append(f"multimodal_projector_bias: {pb} is not read by {wrapper.cfg.get('model_type')}'s "
+                         f"projector, whose linears {'carry' if fixed else 'carry no'} biases")
+        pb = bool(fixed)
     if facts.get("_vision_projector_mlp2"):
         if wrapper.has("downsample_ratio") and not f.has("spatial_merge_size"):  # pixel shuffle (InternVL)
             ratio = wrapper.number("downsample_ratio", minimum=1e-6, maximum=1.0)
