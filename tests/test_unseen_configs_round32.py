@@ -205,7 +205,19 @@ def test_dots3_note_hand_count_holds_thirteen_indexed_layers() -> None:
     assert [i for i in range(46) if i < 2 or i % 4 == 1] == [0, 1] + list(range(5, 46, 4))
 
 
+def test_dots3_note_text_alone_is_refused_naming_its_per_layer_sliding_sizes() -> None:
+    # the 33 sliding layers' MLA sizes (64 heads, kv_lora 1024, nope 192) come from per_layer_config, which the MLA
+    # layer kind does not read: refused rather than counted at the indexed layers' sizes
+    from hand_counts import REFUSED
+    text = ROUND.load("dots-studio--dots3-note-prev", REFUSED)["text_config"]
+    with pytest.raises(InputError, match="per_layer_config: given"):
+        parse_model_config(text, "x")
+
+
 REFUSALS: dict[str, str] = {
+    # the vision tower's routed experts (Dots3NoteVisionMoE, 17 blocks of 4 .. 64 experts: 5,918,048,864 of the
+    # 6,871,277,920) are not modelled in a tower
+    "dots-studio--dots3-note-prev": r"vision_config\.num_local_experts: 64 experts in a vision tower",
     "meta-models--Muse-Spark-Open-816B-A42B": r"text_config\.moe_hidden_size: 4096: routed experts at a pooled width",
     "thinkingmachines--Inkling-2-Small": r"text_config\.d_rel: 16: relative-position states",
 }
