@@ -156,7 +156,7 @@ def test_gemma4_unified_sub_configs_written_empty_take_the_class_defaults() -> N
 # the audio encoder is a conv pyramid no convention sizes. Inkling-2-Small (Inkling2Config() defaults): relative
 # states (d_rel) in a relative-position bias, attention residuals over blocks of layers, short convolutions and
 # softcapped experts
-# ------------------------------------------------------------------ dots3-note-prev (Dots3NoteConfig() defaults; stop 37).
+# ------------------------------------------------------- dots3-note-prev (Dots3NoteConfig() defaults; stop 37).
 # refused/dots-studio--dots3-note-prev.json: the class defaults written as to_dict would, the __post_init__ lists and
 # per_layer_config written out. Hand count tensor by tensor from modeling_dots3_note.py (transformers 5.25.0).
 # Text (Dots3NoteTextModel): 46 layers, 5120 wide; layer_types "indexed_attention" at 0, 1 and every i % 4 == 1 (13
