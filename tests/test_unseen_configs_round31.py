@@ -177,10 +177,75 @@ def test_minimax_m3_legacy_moe_layer_freq_places_the_dense_layers_too() -> None:
     assert count(cfg) == MINIMAX_M3 - M3_MOE + gated(6144, 12288)
 
 
-def test_minimax_m3_sparse_indexer_layers_are_refused_naming_layer_types() -> None:
+# A "minimax_m3_sparse" layer's MiniMaxM3VLIndexer (stop 37): q_proj 6144 -> index_n_heads 4 x index_head_dim 128,
+# k_proj 6144 -> 128, both bias-free, q_norm and k_norm Gemma RMSNorms of 128; no weights_proj, no value path. Its
+# keys (one head of 128) are cached per token in the model dtype beside the layer's K/V
+# (MiniMaxM3VLSparseCacheLayer.update_index); the attention keeps per query the top index_topk_blocks 16 blocks of
+# index_block_size 128 keys, the index_local_blocks boosted into those 16 (score +inf before the top-k), so at most
+# 2,048 keys a query.
+M3_INDEXER = lin(6144, 4 * 128) + lin(6144, 128) + 2 * 128
+M3_SPARSE_EVERY_OTHER = ["full_attention", "minimax_m3_sparse"] * 30
+
+
+def _m3_sparse() -> dict:
     cfg = _load(_M3)
-    cfg["text_config"]["layer_types"] = ["full_attention"] * 59 + ["minimax_m3_sparse"]
-    with pytest.raises(InputError, match="layer_types: unknown entry 'minimax_m3_sparse'"):
+    cfg["text_config"]["layer_types"] = M3_SPARSE_EVERY_OTHER
+    return cfg
+
+
+def test_minimax_m3_sparse_layers_count_their_lightning_indexer() -> None:
+    # Before (stop 36): refused naming layer_types (unknown entry 'minimax_m3_sparse')
+    assert count(_m3_sparse()) == MINIMAX_M3 + 30 * M3_INDEXER  # 30 x 3,932,416
+
+
+def test_minimax_m3_sparse_layers_cache_their_indexer_keys_beside_the_kv() -> None:
+    # bf16: K/V 4 heads x (128 + 128) x 2 B every layer; the indexer's one key of 128 x 2 B on the 30 sparse layers
+    states = [b.state(2, 1) for layer in parse_model_config(_m3_sparse(), "x").layers for b in layer.blocks]
+    assert sum(s.per_token_bytes for s in states) == 60 * 4 * 256 * 2
+    assert sum(s.index_per_token_bytes for s in states) == 30 * 128 * 2
+
+
+def test_minimax_m3_sparse_layer_attends_its_selected_blocks_only() -> None:
+    """One decode token at 32,768 tokens of context on one rank: a full layer's core 2 x 64 heads x 32,768 keys x
+    (128 + 128); a sparse layer's over 16 x 128 = 2,048 keys, its indexer scoring every key, 2 x 4 x 128 x 32,768,
+    and projecting 2 x (6144 x 512 + 6144 x 128 + 2 x 128)."""
+    from solver.estimate.compute import Kit, Work, factors_for
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    spec = parse_model_config(_m3_sparse(), "x")
+    hw = load_hardware("h100_sxm")
+    kit = Kit(hw, make_parallel_config(1), resolve_precision(spec, hw), factors_for(hw),
+              Work("decode", new_tokens=1, context=32768, sequences=1, logits_tokens=1))
+    full = {o.name: o.flops for o in spec.layers[0].mixer.ops(kit)}
+    sparse = {o.name: o.flops for o in spec.layers[1].mixer.ops(kit)}
+    assert full["attention_core"] == 2 * 64 * 32768 * 256 and "indexer_score" not in full
+    assert sparse["attention_core"] == 2 * 64 * 2048 * 256
+    assert sparse["indexer_score"] == 2 * 4 * 128 * 32768
+    assert sparse["indexer_proj"] == 2 * M3_INDEXER
+
+
+def test_minimax_m3_sparse_layer_below_one_selection_attends_every_key() -> None:
+    # at 1,000 tokens of context the 16 blocks of 128 cover every key: the core costs a full layer's
+    from solver.estimate.compute import Kit, Work, factors_for
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    spec = parse_model_config(_m3_sparse(), "x")
+    hw = load_hardware("h100_sxm")
+    kit = Kit(hw, make_parallel_config(1), resolve_precision(spec, hw), factors_for(hw),
+              Work("decode", new_tokens=1, context=1000, sequences=1, logits_tokens=1))
+    core = [next(o.flops for o in spec.layers[i].mixer.ops(kit) if o.name == "attention_core") for i in (0, 1)]
+    assert core[0] == core[1] == 2 * 64 * 1000 * 256
+
+
+@pytest.mark.parametrize("field", ["index_n_heads", "index_head_dim", "index_block_size", "index_topk_blocks"])
+def test_minimax_m3_sparse_layers_without_an_indexer_size_are_refused_naming_it(field: str) -> None:
+    cfg = _m3_sparse()
+    del cfg["text_config"][field]
+    with pytest.raises(InputError, match=f"{field}: missing"):
         parse_model_config(cfg, "x")
 
 

@@ -156,7 +156,68 @@ def test_gemma4_unified_sub_configs_written_empty_take_the_class_defaults() -> N
 # the audio encoder is a conv pyramid no convention sizes. Inkling-2-Small (Inkling2Config() defaults): relative
 # states (d_rel) in a relative-position bias, attention residuals over blocks of layers, short convolutions and
 # softcapped experts
+# ------------------------------------------------------- dots3-note-prev (Dots3NoteConfig() defaults; stop 37).
+# refused/dots-studio--dots3-note-prev.json: the class defaults written as to_dict would, the __post_init__ lists and
+# per_layer_config written out. Hand count tensor by tensor from modeling_dots3_note.py (transformers 5.25.0).
+# Text (Dots3NoteTextModel): 46 layers, 5120 wide; layer_types "indexed_attention" at 0, 1 and every i % 4 == 1 (13
+# layers), "sliding_attention" elsewhere (33). Every layer an MLA (Dots3NoteTextAttention) with q_a_proj, q_a_layernorm,
+# q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj (no biases), a k_rope_only_layernorm of
+# qk_rope_head_dim and a per-head gate g_proj hidden -> heads. The indexed layers take the top-level sizes (128 heads,
+# q_lora 1024, kv_lora 512, nope 128, rope 64, v 128) and a DSA indexer (Dots3NoteTextIndexer: wq_b q_lora -> 64 x
+# 128, wk hidden -> 128, a k_norm LayerNorm with a bias, weights_proj hidden -> 64); the sliding layers take
+# per_layer_config's (64 heads, q_lora 1024, kv_lora 1024, nope 192, rope 64, v 128) and no indexer. MLP: layer 0
+# dense 5120 -> 13824 gated; the other 45 an MoE of a router 256 x 5120 with an e_score_correction_bias buffer (256,
+# persistent), 256 experts of gate_up 2 x 1536 x 5120 and down 5120 x 1536, one shared gated MLP of 1536. Two RMSNorms a
+# layer, a final norm; embedding and lm_head 152064 x 5120 each (untied).
+def dots3_mla(heads: int, q_lora: int, kv_lora: int, nope: int, rope: int, v: int, h: int = 5120) -> int:
+    return (lin(h, q_lora) + q_lora + lin(q_lora, heads * (nope + rope)) + lin(h, kv_lora + rope) + kv_lora
+            + lin(kv_lora, heads * (nope + v)) + lin(heads * v, h) + rope + lin(h, heads))
+
+
+DOTS3_INDEXER = lin(1024, 64 * 128) + lin(5120, 128) + ln(128) + lin(5120, 64)
+DOTS3_INDEXED = dots3_mla(128, 1024, 512, 128, 64, 128) + DOTS3_INDEXER
+DOTS3_SLIDING = dots3_mla(64, 1024, 1024, 192, 64, 128)
+DOTS3_MOE = 256 * 5120 + 256 + 256 * gated(5120, 1536) + gated(5120, 1536)
+DOTS3_TEXT = (2 * 152064 * 5120 + 13 * DOTS3_INDEXED + 33 * DOTS3_SLIDING + 46 * 2 * 5120 + gated(5120, 13824)
+              + 45 * DOTS3_MOE + 5120)
+# Vision (Dots3NoteVisionModel): a biased Conv2d 3 x 14 x 14 -> 1536 and its RMSNorm; 42 blocks of norm1 / norm2
+# RMSNorms, a bias-free qkv 1536 -> 3 x 1536 and proj, q_norm / k_norm of head_dim 64; blocks 0-24 a bias-free gated
+# MLP 1536 -> 4224, blocks 25-41 routed experts only (Dots3NoteVisionMoE: pyramid_num_routed 4, 8, ..., 64, 64 experts
+# of 2112, a router of experts x 1536, an e_score_correction_bias buffer of experts); a final RMSNorm; the merger: ln_q
+# LayerNorm(1536) with a bias, Linear 4 x 1536 -> 6144 and 6144 -> adapter_out_dim 5120, both biased
+DOTS3_VISION_EXPERTS = list(range(4, 65, 4)) + [64]
+DOTS3_VISION = (lin(3 * 14 * 14, 1536, True) + 1536
+                + 42 * (2 * 1536 + lin(1536, 3 * 1536) + lin(1536, 1536) + 2 * 64)
+                + 25 * gated(1536, 4224) + sum(e * (gated(1536, 2112) + 1536 + 1) for e in DOTS3_VISION_EXPERTS)
+                + 1536 + ln(1536) + lin(6144, 6144, True) + lin(6144, 5120, True))
+# Audio (Dots3NoteAudioModel): a conv stem of three biased Conv2d 3 x 3 (1 -> 480, 480 -> 480 twice) and a bias-free
+# conv_out 480 x 16 (conv_output_size, 128 mel bins / 8) -> 1280; 32 layers of q (biased), k (bias-free), v and o
+# (biased) 1280 square, two RMSNorms, a biased gate_up 1280 -> 2 x 5120 and down 5120 -> 1280; a final RMSNorm; the
+# adapter: a LayerNorm(1280) with a bias, fc1 1280 -> 5120 and fc2 5120 -> 5120, both biased
+DOTS3_AUDIO = (lin(9, 480, True) + 2 * lin(480 * 9, 480, True) + lin(7680, 1280)
+               + 32 * (3 * lin(1280, 1280, True) + lin(1280, 1280) + 2 * 1280 + lin(1280, 10240, True)
+                       + lin(5120, 1280, True))
+               + 1280 + ln(1280) + lin(1280, 5120, True) + lin(5120, 5120, True))
+DOTS3_NOTE = DOTS3_TEXT + DOTS3_VISION + DOTS3_AUDIO
+
+
+def test_dots3_note_hand_count_holds_thirteen_indexed_layers() -> None:
+    assert [i for i in range(46) if i < 2 or i % 4 == 1] == [0, 1] + list(range(5, 46, 4))
+
+
+def test_dots3_note_text_alone_is_refused_naming_its_per_layer_sliding_sizes() -> None:
+    # the 33 sliding layers' MLA sizes (64 heads, kv_lora 1024, nope 192) come from per_layer_config, which the MLA
+    # layer kind does not read: refused rather than counted at the indexed layers' sizes
+    from hand_counts import REFUSED
+    text = ROUND.load("dots-studio--dots3-note-prev", REFUSED)["text_config"]
+    with pytest.raises(InputError, match="per_layer_config: given"):
+        parse_model_config(text, "x")
+
+
 REFUSALS: dict[str, str] = {
+    # the vision tower's routed experts (Dots3NoteVisionMoE, 17 blocks of 4 .. 64 experts: 5,918,048,864 of the
+    # 6,871,277,920) are not modelled in a tower
+    "dots-studio--dots3-note-prev": r"vision_config\.num_local_experts: 64 experts in a vision tower",
     "meta-models--Muse-Spark-Open-816B-A42B": r"text_config\.moe_hidden_size: 4096: routed experts at a pooled width",
     "thinkingmachines--Inkling-2-Small": r"text_config\.d_rel: 16: relative-position states",
 }

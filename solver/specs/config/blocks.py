@@ -11,7 +11,8 @@ from solver.specs.layers import (
     CompressedAttention,
     Indexer,
 )
-from solver.specs.layers.base import Block
+from solver.specs.layers.base import ACT_BYTES, Block
+from solver.specs.layers.dsa import INDEXER_SCALE_BYTES
 from solver.specs.layers.dense import DenseFFN
 
 STATE_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
@@ -274,6 +275,7 @@ class BlockReader(FfnReading):
         channel_gate, head_gate = self._output_gates()
         if kind == "full" and f.has("index_topk"):
             self._note_weightless_selection()
+        indexer = self.block_sparse_indexer() if kind == "block_sparse" else None
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh if dv is None else dv,
                          window=self.window(kind), chunked=kind == "chunked", qkv_bias=bias, out_bias=out_bias,
                          qk_norm=qk, sinks=sinks, output_gate=channel_gate, head_gate=head_gate,
@@ -282,7 +284,27 @@ class BlockReader(FfnReading):
                          # k2: the differential attention's weights of its two softmax maps)
                          head_vectors=f.int("_attention_head_vectors", default=0, minimum=0, maximum=64),
                          differential=f.bool("_differential_attention"),
-                         channel_vectors=f.int("_attention_channel_vectors", default=0, minimum=0, maximum=8))
+                         channel_vectors=f.int("_attention_channel_vectors", default=0, minimum=0, maximum=8),
+                         indexer=indexer)
+
+    def block_sparse_indexer(self) -> Indexer:
+        """The lightning indexer of a block-sparse layer (layer_types' "minimax_m3_sparse": MiniMaxM3VLIndexer):
+        q_proj hidden -> index_n_heads x index_head_dim, k_proj hidden -> index_head_dim, keeping per query the
+        index_topk_blocks best blocks of index_block_size keys (the index_local_blocks nearest are boosted into
+        those, not added). Its norms, weights_proj and key format are the family's (_indexer_qk_rms_norms,
+        _indexer_weights_proj, _indexer_keys_unquantised); every size must be written: none is guessed."""
+        f = self.f
+        for field in ("index_n_heads", "index_head_dim", "index_block_size", "index_topk_blocks"):
+            if not f.has(field):
+                raise f.err(field, "missing: the block-sparse attention layers' indexer is sized by index_n_heads, "
+                                   "index_head_dim, index_block_size and index_topk_blocks")
+        plain_keys = f.bool("_indexer_keys_unquantised")
+        return Indexer(f.int("index_n_heads", minimum=1), f.int("index_head_dim", minimum=1),
+                       f.int("index_topk_blocks", minimum=1), block=f.int("index_block_size", minimum=1),
+                       weights_proj=f.bool("_indexer_weights_proj", default=True),
+                       qk_rms_norms=f.bool("_indexer_qk_rms_norms"),
+                       key_bytes=ACT_BYTES if plain_keys else 1,
+                       key_scale_bytes=0 if plain_keys else INDEXER_SCALE_BYTES)
 
     def _note_weightless_selection(self) -> None:
         """index_topk on plain full attention (Kolibri-1.1's indexed-attention layers): an indexer without weights
@@ -599,7 +621,7 @@ class BlockReader(FfnReading):
             return None
         if kind == "compressed":
             return self.compressed(slot.index)
-        if kind in ("full", "sliding", "chunked"):
+        if kind in ("full", "sliding", "chunked", "block_sparse"):
             return self.attention(kind, slot)
         if kind == "cross":
             return self.cross_attention(slot)

@@ -50,6 +50,9 @@ LAYER_TYPE_MIXER = {
     "conv": "conv",  # LFM2: a gated short convolution (layers/conv.py)
     # a DSA layer (Mistral-Large-4, Qwen4-Exp): full attention whose indexer the index_* fields size
     "indexed_attention": "full",
+    # full attention whose lightning indexer keeps the top-k blocks of index_block_size keys (MiniMax-M3's
+    # MiniMaxM3VLIndexer, built on the layers its layer_types marks so; blocks.Blocks.block_sparse_indexer)
+    "minimax_m3_sparse": "block_sparse",
 }
 # block_types entries (RecurrentGemma): "recurrent" is the RG-LRU block (layers/rglru.py)
 BLOCK_TYPES_MIXER = {"recurrent": "rglru", "attention": "full"}
@@ -82,7 +85,7 @@ class Slot:
     shared: int | None = None  # the stored block this layer also runs (Zamba's hybrid layers; layers/base.SharedRef)
 
 
-ATTENTION_KINDS = ("full", "sliding", "chunked")
+ATTENTION_KINDS = ("full", "sliding", "chunked", "block_sparse")
 
 
 def one_block_pattern(f: Fields) -> tuple[str, list[tuple[str | None, str | None]]] | None:

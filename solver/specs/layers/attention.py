@@ -24,6 +24,11 @@ every head), and each pair's two outputs are subtracted (lambda-weighted) and RM
 for o_proj. So the core's scores cost as one attention's and its P.V product twice: per query and key
 2 x heads x (head_dim + 2 x v_head_dim) FLOPs, not 2 x heads x (head_dim + v_head_dim); the merge of KVP's partial
 outputs runs over the 2 x v_head_dim-wide map outputs, before the subtraction.
+
+A layer may carry a lightning indexer (`indexer`, dsa.py: MiniMax-M3's "minimax_m3_sparse" layers, whose indexer
+picks blocks of keys): its weights and key cache are the indexer's, and the core attends to the selected keys only
+(at most topk x block a query, all of them while the context is shorter), costed as DSA's selection is (the
+indexer's scoring over every cached key, the gathered entries read per query in prefill).
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ import math
 from dataclasses import dataclass
 
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object, prior_tokens
+from solver.specs.layers.dsa import Indexer
 
 LSE_BYTES = 4  # the attention kernels return their log-sum-exp in fp32
 
@@ -70,6 +76,7 @@ class Attention(Block):
     # learned vectors of heads x head_dim beside the projections, split with the heads (Dory's nGPT sqk scaling the
     # queries per channel and s_gate scaling the output gate's logits per channel)
     channel_vectors: int = 0
+    indexer: Indexer | None = None  # a lightning indexer choosing the keys the core attends to (module docstring)
 
     role = "mixer"
     kvp_splits_keys = True
@@ -83,7 +90,11 @@ class Attention(Block):
     def label(self) -> str:
         w = f" {'c' if self.chunked else 'w'}{self.window}" if self.window else ""
         shared = " shared-KV" if self.kv_shared else ""
-        return f"{self.kind} {self.heads}/{self.kv_heads} x {self.head_dim}{w}{shared}"
+        idx = ""
+        if self.indexer:
+            block = f"x{self.indexer.block}" if self.indexer.block > 1 else ""
+            idx = f" top{self.indexer.topk}{block}"
+        return f"{self.kind} {self.heads}/{self.kv_heads} x {self.head_dim}{w}{idx}{shared}"
 
     @property
     def keys_monotone(self) -> bool:  # type: ignore[override]
@@ -130,6 +141,7 @@ class Attention(Block):
     def shares(self) -> tuple[Share, ...]:
         o = self.o_dim * self.hidden + (self.hidden if self.out_bias else 0)
         return (Share("attention", "attention", "attn_tp_size", self.proj_parts()),
+                *((self.indexer.share(self.in_width or self.hidden, None),) if self.indexer else ()),
                 Share("o_proj", "attention", "o_proj_tp_size", (Part("o_proj", o, "tp"),)))
 
     def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int) -> float:
@@ -139,7 +151,8 @@ class Attention(Block):
     def state(self, kv_bytes: int, attn_tp: int) -> State:
         if self.kv_shared:  # the layer it borrows from holds the cache
             return State()
-        return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), window=self.window)
+        return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), window=self.window,
+                     index_per_token_bytes=self.indexer.bytes_per_token if self.indexer else 0.0)
 
     @per_object
     def computed_parts(self) -> tuple[Part, ...]:
@@ -161,7 +174,10 @@ class Attention(Block):
     # ------------------------------------------------------------------------------------------- costs
 
     def keys(self, cx: CostKit) -> float:
-        """Mean keys a query of this step attends to: the context, the window's share of it, or its own chunk's."""
+        """Mean keys a query of this step attends to: the context, the window's share of it, its own chunk's, or
+        the indexer's selection (capped by the context)."""
+        if self.indexer:
+            return cx.mean_keys_capped(self.indexer.selected_keys)
         if not self.window:
             return max(cx.w.context, 1.0)
         return cx.mean_keys_chunked(self.window) if self.chunked else cx.mean_keys_capped(self.window)
@@ -182,23 +198,30 @@ class Attention(Block):
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
         flops = 2 * self.heads / a * T * keys * (self.head_dim + self.map_v_width) / pair_shards
         read_tokens = w.sequences * keys if w.phase == "decode" else T
+        if self.indexer:  # each query's selection gathered on its own (dsa.Indexer.gathered_entries)
+            read_tokens = self.indexer.gathered_entries(w, keys)
         eff = f.attention if w.phase == "prefill" else f.gemm
         ops.append(cx.op("attention_core", "attention", flops, read_tokens * kv_bpt / pair_shards
                          + t_a * h * ACT_BYTES, hw.flops("bf16"), eff, kernels=2))
+        if self.indexer:
+            ops += self.indexer.ops(cx, self.in_width or h, None)
         ops.append(o_proj_op(cx, self.o_dim, h))
         return ops
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         # a layer borrowing its K/V has no new K/V to gather under CP / SP
         cache = 0.0 if self.kv_shared else self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size)
+        if self.indexer and not self.kv_shared:
+            cache += self.indexer.bytes_per_token
         return sequence_attention_comms(cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
-                                        cache_bpt=cache, merge_width=self.map_v_width, query_width=self.head_dim)
+                                        cache_bpt=cache, merge_width=self.map_v_width, query_width=self.head_dim,
+                                        topk=self.indexer.topk if self.indexer else None)
 
     def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards
         q = self.heads / split * self.head_dim
         kv = 0 if self.kv_shared else 2 * kv_heads_per_rank(self.kv_heads, split) * self.head_dim
-        return t * (q + kv) * ACT_BYTES
+        return t * (q + kv) * ACT_BYTES + (self.indexer.activation(t, tokens) if self.indexer else 0.0)
 
 
 def o_proj_op(cx: CostKit, o_dim: int, hidden: int):

@@ -121,7 +121,7 @@ class MLA(Block):
         absorbed_dk, absorbed_dv = self.kv_lora_rank + self.qk_rope_head_dim, self.kv_lora_rank
         if self.indexer:
             # DSA runs in MLA's MQA (absorbed) form over the top-k keys; heads padded per rank by the kernel
-            keys = cx.mean_keys_capped(self.indexer.topk)
+            keys = cx.mean_keys_capped(self.indexer.selected_keys)
             eff_heads = max(heads, hw.sparse_attention_head_pad)
             flops = 2 * eff_heads * T * keys * (absorbed_dk + absorbed_dv) / pair_shards
             nbytes = self.indexer.gathered_entries(w, keys) * kv_bpt / pair_shards
