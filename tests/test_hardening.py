@@ -591,7 +591,7 @@ def test_launch_takes_the_engine_from_the_file_unless_the_flag_overrides_it(tmp_
 
 @pytest.mark.parametrize("addr, needle", [("10.0.0.1:5000", "carries a port"), ("${HEAD}:5000", "carries a port"),
                                           ("http://10.0.0.1", "not a host name"), ("a b;rm -rf", "not a host name"),
-                                          ("-x", "not a host name"), ("$HEAD", "write the variable as ${HEAD}")])
+                                          ("-x", "starts with '-'"), ("$HEAD", "write the variable as ${HEAD}")])
 def test_a_head_address_that_is_not_a_host_is_refused(tmp_path: Path, addr: str, needle: str) -> None:
     """The launch profiles write the head node's address where the engine takes a host, and append the engine's
     port where it takes HOST:PORT: a port given here reached SGLang as --dist-init-addr 10.0.0.1:5000:5000, a
@@ -610,12 +610,15 @@ def test_a_host_name_an_ip_or_a_braced_variable_is_a_head_address(tmp_path: Path
     assert r.exit_code == 0 and f"--dist-init-addr {addr}:5000" in r.stdout, (r.stdout, r.stderr)
 
 
-def test_a_model_path_that_starts_with_a_dash_is_refused(tmp_path: Path) -> None:
-    """`--model-path --engine vllm` (the path left out) took the next flag as the path: the command said
-    `vllm serve --engine ...`, the engine reading it as a flag."""
+def test_a_name_or_path_that_starts_with_a_dash_is_refused_as_a_value_left_out(tmp_path: Path) -> None:
+    """click takes the token after an option as its value, a flag too: `--model-path --engine vllm` (the path
+    left out) put `vllm serve --engine ...` in the command; `sweep --out --format json` wrote to a file named
+    --format (and read json as a hardware)."""
     dep = _dep(tmp_path, framework="vllm", pc_attn_tp_size=8, pc_moe_tp_size=8, pc_embed_tp_size=8,
                pc_lmhead_tp_size=8)
     one_error_line(run("launch", dep, "--model-path", "--engine", "vllm"), 2, "--model-path: '--engine' starts with '-'")
+    one_error_line(run("sweep", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1", "--out", "--format", "json"),
+                   2, "--out: '--format' starts with '-'")
     assert "vllm serve '/models/my model'" in run("launch", dep, "--model-path", "/models/my model").stdout
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from solver.cli.options import CARDS, HOST, MODEL_PATH, NAME, Deferred, check_mtp, load_from
+from solver.cli.options import CARDS, HOST, NAME, Deferred, check_mtp, load_from
 from solver.errors import InputError
 from solver.report.render import dump
 
@@ -34,7 +34,7 @@ def _head_addr() -> str:
 @click.option("--model", type=NAME, default=None, help="overrides the file's model")
 @click.option("--hardware", type=NAME, default=None, help="overrides the file's hardware")
 @click.option("--cards", type=CARDS, default=None, help="overrides the file's world_size")
-@click.option("--model-path", type=MODEL_PATH, default=_model_path, show_default=True, cls=Deferred,
+@click.option("--model-path", type=NAME, default=_model_path, show_default=True, cls=Deferred,
               help="checkpoint path or HF id in the command")
 @click.option("--head-addr", type=HOST, default=_head_addr, show_default=True, cls=Deferred, help="head node address (multi-node)")
 @click.option("--candidate", type=NAME, default=None,

@@ -131,6 +131,11 @@ class Name(click.ParamType):
             self.fail("must not be empty", param, ctx)
         if "\x00" in text:
             self.fail("contains a NUL character", param, ctx)
+        # click takes the token after an option as its value, a flag too: `--out --format json` wrote to a file
+        # named --format, `--model-path --engine vllm` put --engine into the engine's command. '-' alone is stdout
+        if text.startswith("-") and text != "-":
+            self.fail(f"{text!r} starts with '-': a flag, not a name or path (was this option's value left out?)",
+                      param, ctx)
         longest = max((len(part) for part in text.replace("\\", "/").split("/")), default=0)
         if longest > limits.MAX_NAME:
             self.fail(f"a name or path component of {longest} characters (at most {limits.MAX_NAME})", param, ctx)
@@ -138,18 +143,6 @@ class Name(click.ParamType):
 
 
 NAME = Name()
-
-
-class ModelPath(Name):
-    """A checkpoint path or hub id written into the engine's command: a value starting with '-' would be read by
-    the engine as a flag (click takes the next token, an option left without its value, as the value)."""
-
-    def convert(self, value: Any, param, ctx) -> str:
-        text = super().convert(value, param, ctx)
-        if text.startswith("-"):
-            self.fail(f"{text!r} starts with '-': the engine would read it as a flag (was its value left out?)",
-                      param, ctx)
-        return text
 
 
 # a host name (RFC 1123 labels; '_' as container and cluster DNS names have it) or a shell variable for one
@@ -183,7 +176,6 @@ class Host(Name):
         self.fail(f"{text!r} is not a host name, an IP address or a shell variable (${{HEAD_NODE_ADDR}})", param, ctx)
 
 
-MODEL_PATH = ModelPath()
 HOST = Host()
 
 
