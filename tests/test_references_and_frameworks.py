@@ -269,6 +269,7 @@ def test_profile_rejects_duplicate_rule_ids():
     ("max_mtp", "3", "max_mtp: Input should be a valid integer, got '3'"),
     ("splits_kv_heads", 0, "splits_kv_heads: Input should be a valid boolean, got 0"),
     ("serving.eager_launch_s", True, "serving.eager_launch_s: Input should be a valid number, got True"),
+    ("launch.per_node", 1, "launch.per_node: Input should be a valid boolean, got 1"),
 ])
 def test_a_profile_value_of_another_type_is_refused_not_coerced(dotted: str, value: Any, needle: str):
     """An engine profile is held to the device file's strictness: true was read as an efficiency of 1.0 or an MTP
