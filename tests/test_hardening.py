@@ -589,6 +589,39 @@ def test_launch_takes_the_engine_from_the_file_unless_the_flag_overrides_it(tmp_
     one_error_line(run("launch", str(bare)), 2, "--engine: missing")
 
 
+@pytest.mark.parametrize("addr, needle", [("10.0.0.1:5000", "carries a port"), ("${HEAD}:5000", "carries a port"),
+                                          ("http://10.0.0.1", "not a host name"), ("a b;rm -rf", "not a host name"),
+                                          ("-x", "starts with '-'"), ("$HEAD", "write the variable as ${HEAD}")])
+def test_a_head_address_that_is_not_a_host_is_refused(tmp_path: Path, addr: str, needle: str) -> None:
+    """The launch profiles write the head node's address where the engine takes a host, and append the engine's
+    port where it takes HOST:PORT: a port given here reached SGLang as --dist-init-addr 10.0.0.1:5000:5000, a
+    scheme or a flag-like value as a malformed command, and $HEAD single-quoted, never expanded."""
+    dep = _dep(tmp_path, framework="sglang", world_size=16, pc_attn_tp_size=16, pc_moe_tp_size=16,
+               pc_embed_tp_size=16, pc_lmhead_tp_size=16)
+    one_error_line(run("launch", dep, "--head-addr", addr), 2, f"--head-addr: {addr!r}")
+    assert needle in run("launch", dep, "--head-addr", addr).stderr
+
+
+@pytest.mark.parametrize("addr", ["10.0.0.1", "node-0.cluster.local", "${HEAD}"])
+def test_a_host_name_an_ip_or_a_braced_variable_is_a_head_address(tmp_path: Path, addr: str) -> None:
+    dep = _dep(tmp_path, framework="sglang", world_size=16, pc_attn_tp_size=16, pc_moe_tp_size=16,
+               pc_embed_tp_size=16, pc_lmhead_tp_size=16)
+    r = run("launch", dep, "--head-addr", addr)
+    assert r.exit_code == 0 and f"--dist-init-addr {addr}:5000" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_a_name_or_path_that_starts_with_a_dash_is_refused_as_a_value_left_out(tmp_path: Path) -> None:
+    """click takes the token after an option as its value, a flag too: `--model-path --engine vllm` (the path
+    left out) put `vllm serve --engine ...` in the command; `sweep --out --format json` wrote to a file named
+    --format (and read json as a hardware)."""
+    dep = _dep(tmp_path, framework="vllm", pc_attn_tp_size=8, pc_moe_tp_size=8, pc_embed_tp_size=8,
+               pc_lmhead_tp_size=8)
+    one_error_line(run("launch", dep, "--model-path", "--engine", "vllm"), 2, "--model-path: '--engine' starts with '-'")
+    one_error_line(run("sweep", "llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "1", "--out", "--format", "json"),
+                   2, "--out: '--format' starts with '-'")
+    assert "vllm serve '/models/my model'" in run("launch", dep, "--model-path", "/models/my model").stdout
+
+
 def test_an_sla_no_configuration_meets_names_what_the_fastest_one_shows() -> None:
     """The remedy for a binding SLA is in the deployment's own figures: the fastest configuration with the SLA
     set aside, its knobs and the figure the SLA caps, so the user knows how far to relax it."""

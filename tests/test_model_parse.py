@@ -380,3 +380,23 @@ def test_kv_sharing_switches_are_read_not_named() -> None:
     spec = parse_model_config(cfg, "x")
     assert not any(w.startswith("fields not read") for w in spec.warnings)
     assert [layer.mixer.kv_shared for layer in spec.layers] == [False, True] * 16
+
+
+@pytest.mark.parametrize("value", [5, ["silu"], {"name": "silu"}, True])
+def test_an_activation_name_that_is_not_a_string_is_refused(value: Any) -> None:
+    """hidden_act decides the MLP's shape (relu2: up / down only) and its parameters (xIELU); a number, list or
+    mapping was read as its repr, matching no name, so the MLP was sized as if the field said something else."""
+    cfg = _config("meta-llama--Meta-Llama-3.1-8B")
+    cfg["hidden_act"] = value
+    with pytest.raises(InputError, match=r"hidden_act: must be a string, got"):
+        parse_model_config(cfg, "x")
+
+
+@pytest.mark.parametrize("value", [0, False, "", {}])
+def test_mlp_only_layers_that_is_not_a_list_is_refused_even_when_falsy(value: Any) -> None:
+    """Qwen-MoE's mlp_only_layers lists the layers kept dense; a falsy non-list (0, false, "") was read as the
+    empty list, every layer MoE, where the writer meant something the reader cannot know."""
+    cfg = _config("Qwen--Qwen3-30B-A3B")
+    cfg["mlp_only_layers"] = value
+    with pytest.raises(InputError, match=r"mlp_only_layers: must be a list of layer indices"):
+        parse_model_config(cfg, "x")

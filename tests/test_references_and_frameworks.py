@@ -5,6 +5,7 @@ rule must also reject a nearby configuration (so no rule is vacuous).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +261,27 @@ def test_profile_rejects_duplicate_rule_ids():
     data["rules"].append(data["rules"][0])
     with pytest.raises(InputError, match="used twice"):
         validate_model(FrameworkProfile, data, "dup.yaml")
+
+
+@pytest.mark.parametrize("dotted, value, needle", [
+    ("efficiency.gemm", True, "efficiency.gemm: Input should be a valid number, got True"),
+    ("max_mtp", True, "max_mtp: Input should be a valid integer, got True"),
+    ("max_mtp", "3", "max_mtp: Input should be a valid integer, got '3'"),
+    ("splits_kv_heads", 0, "splits_kv_heads: Input should be a valid boolean, got 0"),
+    ("serving.eager_launch_s", True, "serving.eager_launch_s: Input should be a valid number, got True"),
+    ("launch.per_node", 1, "launch.per_node: Input should be a valid boolean, got 1"),
+])
+def test_a_profile_value_of_another_type_is_refused_not_coerced(dotted: str, value: Any, needle: str):
+    """An engine profile is held to the device file's strictness: true was read as an efficiency of 1.0 or an MTP
+    bound of 1, 0 as false and "3" as 3, where the writer's slip cannot be told from a meaning."""
+    data = yaml.safe_load((Path(__file__).parents[1] / "solver/frameworks/vllm.yaml").read_text())
+    *head, last = dotted.split(".")
+    node = data
+    for part in head:
+        node = node[part]
+    node[last] = value
+    with pytest.raises(InputError, match=re.escape(needle)):
+        validate_model(FrameworkProfile, data, "fw.yaml")
 
 
 # ---------------------------------------------------------------- expression language

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from solver.cli.options import CARDS, NAME, Deferred, check_mtp, load_from
+from solver.cli.options import CARDS, HOST, NAME, Deferred, check_mtp, load_from
 from solver.errors import InputError
 from solver.report.render import dump
 
@@ -36,7 +36,7 @@ def _head_addr() -> str:
 @click.option("--cards", type=CARDS, default=None, help="overrides the file's world_size")
 @click.option("--model-path", type=NAME, default=_model_path, show_default=True, cls=Deferred,
               help="checkpoint path or HF id in the command")
-@click.option("--head-addr", type=NAME, default=_head_addr, show_default=True, cls=Deferred, help="head node address (multi-node)")
+@click.option("--head-addr", type=HOST, default=_head_addr, show_default=True, cls=Deferred, help="head node address (multi-node)")
 @click.option("--candidate", type=NAME, default=None,
               help="the candidate_x block to read from a file of several (a, b, c or 1, 2, 3: solve --format yaml)")
 @click.option("--format", "fmt", type=click.Choice(["shell", "json", "yaml"]), default="shell", show_default=True,

@@ -3,7 +3,9 @@ in range, below the size caps of solver.specs.limits), and the small helpers tha
 from __future__ import annotations
 
 import gc
+import ipaddress
 import math
+import re
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -129,6 +131,11 @@ class Name(click.ParamType):
             self.fail("must not be empty", param, ctx)
         if "\x00" in text:
             self.fail("contains a NUL character", param, ctx)
+        # click takes the token after an option as its value, a flag too: `--out --format json` wrote to a file
+        # named --format, `--model-path --engine vllm` put --engine into the engine's command. '-' alone is stdout
+        if text.startswith("-") and text != "-":
+            self.fail(f"{text!r} starts with '-': a flag, not a name or path (was this option's value left out?)",
+                      param, ctx)
         longest = max((len(part) for part in text.replace("\\", "/").split("/")), default=0)
         if longest > limits.MAX_NAME:
             self.fail(f"a name or path component of {longest} characters (at most {limits.MAX_NAME})", param, ctx)
@@ -136,6 +143,40 @@ class Name(click.ParamType):
 
 
 NAME = Name()
+
+
+# a host name (RFC 1123 labels; '_' as container and cluster DNS names have it) or a shell variable for one
+_HOST_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_HOST = re.compile(rf"^{_HOST_LABEL}(?:\.{_HOST_LABEL})*\.?$")
+# ${NAME}: the form the shell rendering leaves unquoted (solver/launch/shell.py), so the shell expands it
+_SHELL_VAR = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+
+
+class Host(Name):
+    """The head node's address as the launch profiles write it: a host name, an IP address or a shell variable
+    holding one. The profiles append the engine's own port where it takes one (HOST:PORT), so a port, a scheme or
+    a path here would reach the command doubled or malformed (10.0.0.1:5000:5000)."""
+
+    def convert(self, value: Any, param, ctx) -> str:
+        text = super().convert(value, param, ctx).strip()
+        if _SHELL_VAR.match(text) or len(text) <= 253 and _HOST.match(text):
+            return text
+        try:
+            ipaddress.ip_address(text.strip("[]"))
+            return text
+        except ValueError:
+            pass
+        if re.match(r"^\$[A-Za-z_][A-Za-z0-9_]*$", text):
+            self.fail(f"{text!r}: write the variable as ${{{text[1:]}}}, the form the command leaves unquoted for "
+                      "the shell to expand", param, ctx)
+        host, sep, port = text.rpartition(":")
+        if sep and port.isdigit() and (_HOST.match(host) or _SHELL_VAR.match(host)):
+            self.fail(f"{text!r} carries a port; give the host alone (the launch profiles add the engine's port)",
+                      param, ctx)
+        self.fail(f"{text!r} is not a host name, an IP address or a shell variable (${{HEAD_NODE_ADDR}})", param, ctx)
+
+
+HOST = Host()
 
 
 class Deferred(click.Option):

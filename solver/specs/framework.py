@@ -42,10 +42,12 @@ RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, 
 RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd"))
 
 
+# Every model of a profile is strict, as a device file is (specs/hardware.py): true is not an efficiency of 1.0 or
+# an MTP bound of 1, 0 is not false, "3" is not 3; a YAML slip is refused naming the field rather than coerced.
 class Rule(BaseModel):
     """`require` must hold whenever `when` holds; `message` is the one line a user sees otherwise."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     id: str = Field(pattern=r"^[A-Z]\.[a-z0-9_]+$", description="class letter + name, e.g. C.cp_full_world")
     when: str = "true"
@@ -135,7 +137,7 @@ class Rule(BaseModel):
 class FrameworkEfficiency(BaseModel):
     """Per-framework multipliers on the hardware's achieved-vs-peak factors; fitted later, 1.0 until then."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     gemm: float = Field(1.0, gt=0, le=100)
     attention: float = Field(1.0, gt=0, le=100)
@@ -155,7 +157,7 @@ class FrameworkEfficiency(BaseModel):
 class TokenBudgetTier(BaseModel):
     """A larger scheduler token budget the framework picks by default on devices with more memory."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     min_memory_gib: float = Field(gt=0, le=2**20, description="applies to devices with at least this much HBM (GiB)")
     tokens: int = Field(gt=0, le=MAX_TOKENS)
@@ -170,7 +172,7 @@ class FrameworkScheduler(BaseModel):
     """The serving scheduler's defaults that shape prefill: tokens per forward step (chunked-prefill size /
     max_num_batched_tokens / max_num_tokens), as the framework sets them when the user does not."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     token_budget: int = Field(DEFAULT_TOKEN_BUDGET, gt=0, le=MAX_TOKENS, description="default tokens per forward step")
     token_budget_tiers: list[TokenBudgetTier] = Field(
@@ -204,7 +206,7 @@ class FrameworkScheduler(BaseModel):
 class GraphBatchRange(BaseModel):
     """Captured decode batch sizes start, start + step, ..., up to stop (inclusive)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     start: int = Field(gt=0)
     stop: int = Field(gt=0)
@@ -216,7 +218,7 @@ class FrameworkServing(BaseModel):
     its scheduler puts in a forward step, the CUDA-graph batch sizes it captures, what runs eagerly, and its
     custom small-message all-reduce. Defaults describe an engine with none of these (plain formulas)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     policy: Literal["prefill_first", "decode_first"] = Field(
         "decode_first", description="prefill_first: waiting prompts run as their own context batch before "
@@ -259,7 +261,7 @@ class FrameworkServing(BaseModel):
 
 
 class FrameworkProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str

@@ -39,10 +39,11 @@ DISAGG_ROLES = ("prefill", "decode")
 _TEMPLATE = re.compile(r"\{([a-z_]+)\}")
 
 
+# strict, as the rest of a profile is (specs/framework.py): switch: 1 or per_node: 0 is refused, not read as a bool
 class LaunchArg(BaseModel):
     """One argv token pair (`flag value`), bare flag (`switch`), positional `text`, document key or env var."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     flag: str | None = None
     value: str | None = Field(None, description="numeric expression; rendered as an integer (bool: true/false)")
@@ -113,7 +114,7 @@ class LaunchDocument(BaseModel):
     """A structured block the engine reads: inline JSON after a flag (vLLM --additional-config,
     --speculative-config), or a file (TensorRT-LLM --extra_llm_api_options, cann-recipes' model YAML)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     format: Literal["json", "yaml"]
     flag: str | None = Field(None, description="argv flag that takes the document (inline) or its file name")
@@ -148,7 +149,7 @@ class DisaggLaunch(BaseModel):
     and `prefill_role` set). `missing` says, in the output, what the facts do not give (a flag that is not
     known is not emitted; the user is told to add it)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     args: list[LaunchArg] = Field(default_factory=list)
     documents: dict[str, LaunchDocument] = Field(default_factory=dict)
@@ -170,7 +171,7 @@ class LaunchSpec(BaseModel):
     """The engine's command: argv entries in order, documents, and whether each node runs its own command
     (`per_node`) or one launcher on the head starts every rank (MPI); `disagg`: what a pool worker adds."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     per_node: bool = True
     args: list[LaunchArg] = Field(min_length=1)
@@ -223,7 +224,7 @@ class Feature(BaseModel):
     """An engine feature, with its flag and source: recorded so the planner can model it (pipeline parallel,
     redundant experts) without re-reading the docs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     supported: bool
     flag: str = ""

@@ -83,8 +83,7 @@ class BlockReader(FfnReading):
                     at = f" at layer {i}" if self.heads_per_layer or self.kv_per_layer else ""
                     heads_name = self.heads_field if self.heads_per_layer else "num_attention_heads"
                     raise f.err(self.kv_field, f"{kv}{at} must divide {heads_name} ({heads})")
-        act = str(cfg.get("mlp_hidden_act") or cfg.get("hidden_act") or cfg.get("hidden_activation")
-                  or cfg.get("activation_fn_name") or "silu")
+        act = f.text("mlp_hidden_act", "hidden_act", "hidden_activation", "activation_fn_name", default="silu")
         # gated (gate, up, down) unless the family's modeling code or a switch (OpenELM's ffn_with_glu) says
         # otherwise; squared-ReLU MLPs (Nemotron-H) are up/down only. The activation's name does not decide: Gemma's
         # gated MLP runs GELU

@@ -191,7 +191,7 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
         inter = 4 * h
         notes.append(f"{f.prefix}intermediate_size: not given; the encoder's MLP width is read as 4 x hidden size "
                      f"= {inter} (the ViT convention)")
-    act = str(c.get("hidden_act") or c.get("hidden_activation") or c.get("activation_func") or "gelu")
+    act = f.text("hidden_act", "hidden_activation", "activation_func", default="gelu")
     gated = act == "silu" or bool(facts.get("_vision_gated_mlp"))  # Gemma-4's gate / up / down run GELU
     rms = str(c.get("norm_type", "")).startswith("rms") or gated
     bias = not (c.get("attn_bias") is False or c.get("linear_bias") is False or c.get("attention_bias") is False

@@ -117,6 +117,17 @@ class Fields:
             raise self.err(name, f"has {len(out)} entries for {length} layers")
         return out
 
+    def text(self, *names: str, default: str) -> str:
+        """The first of `names` given, a string (an activation's name); absent, `default`. A number, list or
+        mapping there is refused: read as its repr it matches no name and the default's reading would be guessed."""
+        name = self.first(*names)
+        if name is None:
+            return default
+        value = self.cfg[name]
+        if not isinstance(value, str):
+            raise self.err(name, f"must be a string, got {value!r}")
+        return value
+
     def str_list(self, name: str) -> list[str] | None:
         value = self.cfg.get(name)
         if value is None:

@@ -326,9 +326,12 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
         # DeepSeek: i % moe_layer_freq after the first dense layers; Qwen / Llama-4: (i + 1) % step
         shift = 0 if "first_k_dense_replace" in cfg else 1
         kinds = ["moe" if i >= first_dense and (i + shift) % freq == 0 else "dense" for i in range(layers)]
-    only_mlp = cfg.get("mlp_only_layers") or []
+    # None is the class default (no such layer); any other value that is not a list of indices is refused, a
+    # falsy one (0, false, "") too: read as "none" it would be a guess
+    only_mlp = cfg.get("mlp_only_layers")
+    only_mlp = [] if only_mlp is None else only_mlp
     if not isinstance(only_mlp, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only_mlp):
-        raise f.err("mlp_only_layers", "must be a list of layer indices")
+        raise f.err("mlp_only_layers", f"must be a list of layer indices, got {only_mlp!r}")
     for i in only_mlp:
         if not 0 <= i < layers:
             raise f.err("mlp_only_layers", f"index {i} outside 0..{layers - 1}")
