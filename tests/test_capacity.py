@@ -405,23 +405,24 @@ def test_recommend_with_one_hardware_carrying_the_load_says_so_and_asks_no_price
 
 # ------------------------------------------------------------------------------------- recommend: copies
 
-# Qwen3-235B-A22B FP8 at 20,000 output tok/s, TPOT <= 50 ms, on H100 (Stop 35's capacity review). The sweep of
-# 8, 16, 128, 256 cards gives one copy at most 1,378 / 2,990 / 17,142 / 33,310 output tok/s within the SLA, so
-# the fewest copies are ceil(20,000 / that) = 15 / 7 / 2 / 1: 120 / 112 / 256 / 256 cards in all.
+# Qwen3-235B-A22B FP8 at 20,000 output tok/s, TPOT <= 50 ms, on H100 (Stop 35's capacity review). One copy of 8
+# or 16 cards carries at most 1,547 (82 in flight) / 3,441 (184 in flight) output tok/s within the SLA, at the SLA
+# edge between the powers (plan.sla_edge; 1,378 and 2,990 at the powers 64 and 128 before it), so the fewest copies
+# are ceil(20,000 / that) = 13 / 6: 104 / 96 cards in all; 128 and 256 cards need 2 and 1 copies (256 cards each).
 QWEN = dict(model="qwen3-235b-a22b-fp8", hardware="h100_sxm", target_output_tokens_per_s=20000, tpot_ms=50)
 
 
 def test_recommend_serves_the_load_with_copies_of_a_smaller_deployment_where_they_need_fewer_cards() -> None:
     rec = api.recommend(**QWEN, cards="8,16,128,256", prices={"h100_sxm": 2.5})
     o = rec.best
-    assert (o.copies, o.cards, o.total_cards) == (7, 16, 112)
-    assert o.tried_cards == [8, 16]  # one copy of 128 cards needs more than 112: not solved
-    assert o.output_tokens_per_s == pytest.approx(2989.53, abs=0.1) and o.concurrency == 128
-    assert o.total_output_tokens_per_s == pytest.approx(7 * 2989.53, abs=1)
-    assert o.copy_load_output_tokens_per_s == pytest.approx(20000 / 7, abs=0.1)
-    assert o.headroom == pytest.approx(7 * 2989.53 / 20000, abs=1e-3)
-    assert o.cost_per_hour == pytest.approx(112 * 2.5)  # $280/h against one deployment's $640/h
-    assert o.cost_per_million_output_tokens_at_capacity == pytest.approx(280 / (7 * 2989.53 * 3600) * 1e6, rel=1e-3)
+    assert (o.copies, o.cards, o.total_cards) == (6, 16, 96)
+    assert o.tried_cards == [8, 16]  # one copy of 128 cards needs more than 96: not solved
+    assert o.output_tokens_per_s == pytest.approx(3440.76, abs=0.1) and o.concurrency == 184
+    assert o.total_output_tokens_per_s == pytest.approx(6 * 3440.76, abs=1)
+    assert o.copy_load_output_tokens_per_s == pytest.approx(20000 / 6, abs=0.1)
+    assert o.headroom == pytest.approx(6 * 3440.76 / 20000, abs=1e-3)
+    assert o.cost_per_hour == pytest.approx(96 * 2.5)  # $240/h against one deployment's $640/h
+    assert o.cost_per_million_output_tokens_at_capacity == pytest.approx(240 / (6 * 3440.76 * 3600) * 1e6, rel=1e-3)
 
 
 def test_each_copy_runs_the_lowest_latency_configuration_that_carries_its_share_of_the_load() -> None:
@@ -443,18 +444,18 @@ def test_max_copies_1_gives_the_one_deployment_answer() -> None:
 
 
 def test_max_copies_bounds_the_copies_and_a_shortfall_names_it() -> None:
-    # at most 7 copies: 8 cards (15 needed) is out, 16 cards carry it in 7; at most 6, only 128 (2 copies) does
-    assert api.recommend(**QWEN, cards="8,16", max_copies=7).best.total_cards == 112
-    o = api.recommend(**QWEN, cards="8,16,128", max_copies=6).best
+    # at most 7 copies: 8 cards (13 needed) is out, 16 cards carry it in 6; at most 5, only 128 (2 copies) does
+    assert api.recommend(**QWEN, cards="8,16", max_copies=7).best.total_cards == 96
+    o = api.recommend(**QWEN, cards="8,16,128", max_copies=5).best
     assert (o.copies, o.cards) == (2, 128)
-    short = api.recommend(**QWEN, cards="8,16", max_copies=6).options[0]
+    short = api.recommend(**QWEN, cards="8,16", max_copies=5).options[0]
     assert not short.met
-    assert "2,990 output tokens/s on 16 cards (17,937 in 6 copies), below the target 20,000" in short.note
+    assert "3,441 output tokens/s on 16 cards (17,204 in 5 copies), below the target 20,000" in short.note
     assert "more copies (--max-copies)" in short.note
 
 
-# Qwen3-235B W8A8 on Atlas A3 at TPOT <= 50 ms reaches 1,208 output tok/s on 16 dies, 2,670 on 32 and 5,646 on 64
-# (75, 83, 88 per die: a larger deployment carries more per die).
+# Qwen3-235B W8A8 on Atlas A3 at TPOT <= 50 ms reaches 1,208 output tok/s on 16 dies, 2,849 on 32 and 6,178 on 64
+# (75, 89, 97 per die: a larger deployment carries more per die).
 A3 = dict(model="qwen3-235b-a22b-fp8", hardware="atlas_a3", weight_dtype="int8", tpot_ms=50)
 
 
@@ -465,7 +466,7 @@ def test_one_deployment_wins_where_copies_of_a_smaller_one_need_more_cards() -> 
 
 
 def test_a_tie_in_cards_goes_to_fewer_copies() -> None:
-    # 5,300 tok/s: 2 copies of 32 dies (5,340) and one deployment of 64 both take 64 dies: one deployment
+    # 5,300 tok/s: 2 copies of 32 dies (5,698) and one deployment of 64 both take 64 dies: one deployment
     o = api.recommend(**A3, target_output_tokens_per_s=5300, cards="32,64").best
     assert (o.copies, o.cards, o.total_cards) == (1, 64, 64)
     assert o.tried_cards == [32, 64]
@@ -485,12 +486,12 @@ def test_recommend_says_the_copies_in_the_table_and_the_json_and_refuses_them_di
             "--tpot-ms", "50", "--cards", "8,16"]
     table = _run(*args)
     assert table.exit_code == 0, table.output
-    assert ("recommended (fewest cards): 7 x (16 x h100_sxm: Attn DP + CP4 + MoE EP, 128 requests in flight per "
-            "copy) = 112 cards") in table.stdout
-    assert "spreads the requests evenly: each carries 2,857 output tokens/s" in " ".join(table.stdout.split())
+    assert ("recommended (fewest cards): 6 x (16 x h100_sxm: Attn DP + CP4 + MoE EP, 184 requests in flight per "
+            "copy) = 96 cards") in table.stdout
+    assert "spreads the requests evenly: each carries 3,333 output tokens/s" in " ".join(table.stdout.split())
     data = json.loads(_run(*args, "--format", "json").stdout)
     opt = data["options"][0]
-    assert (data["max_copies"], opt["copies"], opt["cards"], opt["total_cards"]) == (None, 7, 16, 112)
+    assert (data["max_copies"], opt["copies"], opt["cards"], opt["total_cards"]) == (None, 6, 16, 96)
     one = json.loads(_run(*args, "--max-copies", "1", "--format", "json").stdout)
     assert one["max_copies"] == 1 and one["recommended"] is None
     for bad in (["--max-copies", "0"], ["--max-copies", "2", "--serving", "disagg"]):

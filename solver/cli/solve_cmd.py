@@ -78,7 +78,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
 
     kvp_in_tp = load_framework(framework).kvp_splits_attention_weights  # attn_dp_size as the engine's DP
     note = result.timeout_note()
-    for line in (*result.input_notes, note, result.cut_note(), result.range_note):
+    for line in (*result.input_notes, note, result.cut_note(), result.range_note, result.edge_note):
         if line:
             click.echo(f"note: {line}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,

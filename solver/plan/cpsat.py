@@ -301,6 +301,12 @@ class Planner(LayoutBounds, DominanceSearch):
         self.front()
         return dict(self._classes)
 
+    def adopt(self, other: Planner) -> None:
+        """Take another planner's answers as this one's: one over the same tables at every concurrency both plan
+        (Tables.with_batch), so its answers are this one's, asked in its order (the seeds of the later questions)."""
+        self._asked.update(other._asked)
+        self._answers.update(other._answers)
+
     def reset_log(self) -> None:
         """Forget what questions after the front recorded (time-outs, cut stops), keeping the front's own: a
         new plan reusing this planner reports only its own solves and the front's."""

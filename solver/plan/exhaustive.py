@@ -52,9 +52,11 @@ def _steps(t: Tables, b: int, picks: dict[str, int]) -> tuple[tuple, float, floa
 
 
 def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
-                     scenario: Scenario, time_limit_s: float | None = None) -> list[Point]:
-    """Every admitted combination's point that no other of its layout dominates (module docstring); OutOfTime
-    once `time_limit_s` seconds (wall clock, as CP-SAT's limit) have passed."""
+                     scenario: Scenario, time_limit_s: float | None = None,
+                     batches: tuple[int, ...] | None = None) -> list[Point]:
+    """Every admitted combination's point that no other of its layout dominates (module docstring), at the
+    tables' concurrencies or those of `batches`; OutOfTime once `time_limit_s` seconds (wall clock, as CP-SAT's
+    limit) have passed."""
     start = time.monotonic()
     deadline = math.inf if time_limit_s is None else start + time_limit_s
     done = 0
@@ -67,7 +69,7 @@ def enumerate_points(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkPro
     scorer = Planner(t, model, hw, fw, scenario)
     out: list[Point] = []
     static = static_rule_tables(t, model, hw, fw, scenario)
-    for b in t.batches:
+    for b in (t.batches if batches is None else batches):
         rules = [(knobs, {tuple(a) for a in allowed}) for _, knobs, allowed in
                  rule_tables(t, model, hw, fw, scenario, b, static)]
         by_layout: dict[tuple, list[tuple[float, float, dict[str, int]]]] = {}

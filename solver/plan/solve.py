@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Sequence
 from solver.errors import InfeasibleError, InputError, InternalError, three_figures
 from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TIME_LIMIT_S, MAX_TOP
-from solver.estimate.compute import factors_for
+from solver.estimate.compute import Factors, factors_for
 from solver.estimate.memory import MemoryOptions, engine_options
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
@@ -22,6 +22,7 @@ from solver.plan import rule_tables
 from solver.plan.exhaustive import OutOfTime, enumerate_points
 from solver.plan.groups import GROUPS
 from solver.plan.layout_memory import assumed_memory
+from solver.plan.sla_edge import sla_edge
 from solver.plan.table_build import attention_rejections, build_tables
 from solver.plan.tables import Tables
 from solver.space.domains import build_space, largest_tp, range_note, redundant_for, space_name
@@ -112,6 +113,8 @@ class PlanResult:
 
     # the best-score candidate's concurrency is the top of the range --max-concurrency cut (space.range_note)
     range_note: str | None = None
+    # a candidate runs at the SLA edge, a concurrency between the powers of two (plan.sla_edge)
+    edge_note: str | None = None
     # what reading the inputs noted (specs/notes.input_notes: a field the config reader did not read, weights
     # kept in the checkpoint's format, a device no calibration row measured); shown with the answer
     input_notes: tuple[str, ...] = ()
@@ -261,24 +264,43 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     # memory and SLAs are judged by the full estimate, not only the additive proxy: nothing that does not fit
     # is ever recommended
     planner.verify = verify
-    if any(not opts for opts in tables.choices.values()):
-        points = []  # a group without any allowed layout: nothing to solve
-    elif method == "exhaustive":
+
+    def classes_of(t: Tables, pl: cpsat.Planner, batches: tuple[int, ...] | None = None
+                   ) -> dict[tuple[int, float], Point]:
+        """(concurrency, sequences in flight) -> the best configuration of that class: the front's inputs."""
+        if any(not opts for opts in t.choices.values()):
+            return {}  # a group without any allowed layout: nothing to solve
+        if method != "exhaustive":
+            return pl.class_optima()
         # at one concurrency and one number of sequences in flight throughput is proportional to latency, so
         # only the fastest point of each such class can be on the front: the fastest the full estimate accepts
         # (as the CP-SAT search finds it), in enumeration order
         by_class: dict[tuple[int, float], list[Point]] = {}
         try:
-            enumerated = enumerate_points(tables, model, hw, fw, scenario, params.time_limit_s)
+            enumerated = enumerate_points(t, model, hw, fw, scenario, params.time_limit_s, batches)
         except OutOfTime as stop:
             raise _out_of_time(model, hw, world, params, stop) from None
         for p in enumerated:
             by_class.setdefault((p.batch, p.served), []).append(p)
-        points = pareto([q for pts in by_class.values()
-                         for q in [next((p for p in sorted(pts, key=lambda p: (p.latency, p.simplicity)) if verify(p)), None)]
-                         if q is not None])
-    else:
-        points = planner.front()
+        return {k: q for k, pts in by_class.items()
+                for q in [next((p for p in sorted(pts, key=lambda p: (p.latency, p.simplicity)) if verify(p)), None)]
+                if q is not None}
+
+    classes = classes_of(tables, planner)
+    edge = _sla_edge(classes, tables, model, hw, prec, f, fw, world, scenario, mem_opts)
+    if edge is not None:
+        # the SLAs stop the powers: the edge is planned too, the answers at the powers carried over
+        first, base = planner, tables
+        key = (*_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts), "sla edge", edge)
+        tables = _cached(("tables", *key), (*same, base), lambda: base.with_batch(edge))
+        planner, _ = _cached(("planner", method, params, scenario.ttft_ms, scenario.tpot_ms, *key),
+                             (*same, tables), lambda: (cpsat.Planner(tables, model, hw, fw, scenario, params), None))
+        planner.adopt(first)
+        planner.reset_log()
+        planner.verify = verify
+        classes = ({**classes, **classes_of(tables, planner, (edge,))} if method == "exhaustive"
+                   else classes_of(tables, planner))
+    points = planner.front() if method != "exhaustive" and classes else pareto(list(classes.values()))
     if not points:
         stalled = planner.timed_out()
         if stalled:
@@ -366,6 +388,8 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     result.range_note = range_note(chosen[0].batch, scenario)
+    if edge is not None and any(p.batch == edge for p in chosen):
+        result.edge_note = sla_edge_note(edge, max(b for b in tables.batches if b < edge), scenario)
     placed = placement_note(hw, fw, world)
     result.input_notes = (*input_notes(model, hw, prec, max_len=scenario.max_seq_len), *([placed] if placed else []))
     if explain_binding:
@@ -375,6 +399,42 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         pruned.setdefault(p.rule, []).append(f"{p.knob}={p.value}")
     result.pruned = {rule: sorted(set(v)) for rule, v in sorted(pruned.items())}
     return result
+
+
+def sla_edge_note(edge: int, top: int, scenario: Scenario) -> str:
+    """One line on a candidate at the SLA edge: where its concurrency comes from."""
+    slas = " and ".join(f"{name} <= {v:g} ms" for name, v in (("TTFT", scenario.ttft_ms), ("TPOT", scenario.tpot_ms))
+                        if v is not None)
+    return (f"concurrency {edge:,} is the SLA edge: the most requests the best configurations at {top:,} run within "
+            f"{slas} (and memory), planned between the powers of two, where the SLAs stop them")
+
+
+def _sla_edge(classes: dict[tuple[int, float], Point], tables: Tables, model: ModelSpec, hw: Hardware,
+              prec: Precision, f: Factors, fw: FrameworkProfile, world: int, scenario: Scenario,
+              mem_opts: MemoryOptions) -> int | None:
+    """plan.sla_edge's concurrency for a serving plan under SLAs whose concurrency the planner decides, else None.
+    A configuration meets the SLAs at c as the search accepts an answer: the tables' memory constraint, then the
+    full estimate (its SLAs and memory) and the memory the figures assume; it runs c under the engine's batch
+    rules."""
+    if scenario.concurrency is not None or scenario.phase != "serving" or (
+            scenario.ttft_ms is None and scenario.tpot_ms is None):
+        return None
+
+    def meets(p: Point, c: int) -> bool:
+        picks = dict(p.picks)
+        if not tables.with_batch(c).fits(c, picks):
+            return False
+        cfg = ParallelConfig(world_size=world, **tables.config(picks))
+        e = estimate(model, hw, cfg, prec, f, Workload.for_scenario(scenario, c), mem_opts)
+        return not full_estimate_misses(e, scenario) and assumed_memory(model, hw, cfg, prec, scenario, c,
+                                                                         mem_opts).feasible
+
+    def runs(p: Point, c: int) -> bool:
+        env = model_env(tables.config(dict(p.picks)), model, hw.ranks_per_node, world=world, batch=c,
+                        mtp=scenario.mtp)
+        return all(r.holds(env) for r in fw.batch_rules)
+
+    return sla_edge(classes, tables.batches, meets, runs)
 
 
 def _out_of_time(model: ModelSpec, hw: Hardware, world: int, params: SolverParams, stop: OutOfTime

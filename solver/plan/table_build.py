@@ -168,7 +168,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
         batches.append(b)
         memory.update({(b, g, i): m for (g, i), m in mem.items()})
     tables = Tables(W, choices, tuple(batches), memory, const_mem, limit, scenario.latency_terms[2],
-                    model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
+                    model, hw, prec, f, scenario, groups, mem_opts, mtp_layers, memory_at)
     if failing is None or not batches or scenario.concurrency is not None or scenario.phase != "serving":
         # a fixed concurrency, a prefill-only or decode-only plan keep their batches (a disaggregated decode
         # pool's buckets are the intervals between the powers, plan.disagg); the others try the memory edge too
@@ -187,7 +187,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     # fresh tables: the bisection's probes leave rows and layout memory behind at concurrencies not planned
     memory = {k: m for k, m in tables.memory.items() if k[0] in batches or k[0] == edge}
     return Tables(W, choices, (*batches, edge), memory, const_mem, limit, scenario.latency_terms[2],
-                  model, hw, prec, f, scenario, groups, mem_opts, mtp_layers)
+                  model, hw, prec, f, scenario, groups, mem_opts, mtp_layers, memory_at)
 
 
 def _one_of(x: T) -> T:

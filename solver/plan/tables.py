@@ -18,7 +18,8 @@ layout's memory plan.layout_memory's, the groups plan.groups', and build_tables 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from solver.estimate.compute import Factors, Work
 from solver.estimate.figures import Figures, StepPlan, figures
@@ -82,6 +83,8 @@ class Tables(TableInputs, LayoutMemory):
     groups: dict[str, str | None]
     mem_opts: MemoryOptions = field(default_factory=MemoryOptions)
     mtp_layers: int = 0  # MTP layers whose weights and caches the deployment holds (0: MTP off)
+    # (group, choice) -> bytes per rank at a concurrency the tables do not plan (table_build's rows): with_batch
+    rows_at: Callable[[int], dict[tuple[str, int], float]] | None = field(default=None, repr=False, compare=False)
     _views: dict[tuple[int, tuple], ViewCosts] = field(default_factory=dict)
     _view_memory: dict[tuple[int, tuple], ViewMemory] = field(default_factory=dict)
     _shares: dict[tuple, tuple[Work, dict[str, Share]]] = field(default_factory=dict)
@@ -111,6 +114,16 @@ class Tables(TableInputs, LayoutMemory):
         for g, i in picks.items():
             out.update(dict(zip(GROUPS[g], self.choices[g][i])))
         return out
+
+    def with_batch(self, b: int) -> Tables:
+        """These tables with concurrency b planned too (plan.sla_edge): its memory rows added. What the views
+        and memos hold is shared with these tables (every entry is keyed by its concurrency)."""
+        if b in self.batches:
+            return self
+        if self.rows_at is None:
+            raise ValueError("tables built without their memory rows cannot plan another concurrency")
+        memory = {**self.memory, **{(b, g, i): m for (g, i), m in self.rows_at(b).items()}}
+        return replace(self, batches=tuple(sorted((*self.batches, b))), memory=memory)
 
     def picks_of(self, knobs: dict[str, int]) -> dict[str, int] | None:
         """The choice of every group that sets these knobs (a knob not given is 1; settings such as the

@@ -87,6 +87,7 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
         "time_limit_note": result.timeout_note(),
         "cut_loop_note": result.cut_note(),
         "concurrency_note": result.range_note,
+        "edge_note": result.edge_note,
         "input_notes": list(result.input_notes),
         "ordering": ORDERING,
         "pareto_front": [
@@ -148,7 +149,7 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], kvp_in_tp: bool = Fals
         out.append(f"# not knobs of this model (no such module, or o_proj follows attention TP): {', '.join(absent)}")
     out.append("# binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
     out.append(f"# solver status: {result.status}" + (f" ({result.timeout_note()})" if result.timeout_note() else ""))
-    out.extend(f"# note: {n}" for n in (*result.input_notes, *([result.range_note] if result.range_note else [])))
+    out.extend(f"# note: {n}" for n in (*result.input_notes, *(n for n in (result.range_note, result.edge_note) if n)))
     out.append(f"# ordering: {ORDERING}")
     for rule, values in result.pruned.items():
         out.append(f"# search space: {rule} removed {', '.join(values)}")

@@ -1,0 +1,97 @@
+"""The SLA edge: where the SLAs stop the powers of two, the planner also plans the most requests the best
+configurations of the last power run within them (plan.sla_edge), so a plan under a TPOT bound runs the load the
+bound allows, not the power of two below it."""
+from __future__ import annotations
+
+from solver.api import run_solve
+from solver.estimate.compute import factors_for
+from solver.estimate.memory import engine_options
+from solver.estimate.serving import Workload, estimate
+from solver.plan.points import Point
+from solver.plan.sla_edge import sla_edge
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.precision import resolve_precision
+from solver.specs.scenario import Scenario
+
+# Llama-3.1-70B on 8 H100 under vLLM, 2K prompts, 512 outputs, TPOT <= 40 ms: TP8 meets it at 64, not at 128
+LLAMA_8_H100 = ("llama-3.1-70b", "h100_sxm", 8)
+TPOT_40 = Scenario(kind="throughput", isl=2048, osl=512, tpot_ms=40.0)
+
+
+def _point(batch: int, attn: int = 0) -> Point:
+    return Point((("attn", attn),), batch, 1, 1.0, 0, float(batch))
+
+
+def _tpot_ms(cfg, batch: int) -> float:
+    m, h, fw = load_model(LLAMA_8_H100[0]), load_hardware(LLAMA_8_H100[1]), load_framework("vllm")
+    f = factors_for(h, fw.efficiency_for(h))
+    e = estimate(m, h, cfg, resolve_precision(m, h), f, Workload.for_scenario(TPOT_40, batch),
+                 engine_options(None, f))
+    return e.tpot_s * 1e3
+
+
+def test_the_sla_edge_is_the_most_requests_the_best_configuration_runs_within_the_slas() -> None:
+    """The first candidate runs between the powers (64, 128): within TPOT 40 ms there, one request more misses it."""
+    result, cands = run_solve(*LLAMA_8_H100, TPOT_40, "vllm", explain_binding=False)
+    first = cands[0].planned
+    assert 64 < first.batch < 128
+    assert first.estimate.tpot_s * 1e3 <= 40.0
+    assert _tpot_ms(first.config, first.batch + 1) > 40.0
+    assert result.edge_note is not None and f"{first.batch:,} is the SLA edge" in result.edge_note
+
+
+def test_the_sla_edge_carries_more_than_the_power_below_it() -> None:
+    """Output tokens per rank at the edge exceed the best at 64 (the plan before the edge stopped there)."""
+    result, cands = run_solve(*LLAMA_8_H100, TPOT_40, "vllm", explain_binding=False)
+    at_64 = max((p for p in result.front if p.batch == 64), key=lambda p: p.estimate.output_tokens_per_s)
+    assert cands[0].planned.estimate.output_tokens_per_s > 1.2 * at_64.estimate.output_tokens_per_s
+
+
+def test_no_sla_edge_without_an_sla() -> None:
+    """Without SLAs nothing stops the powers but memory (the memory edge's case): no SLA edge, no note."""
+    result, cands = run_solve(*LLAMA_8_H100, Scenario(kind="throughput", isl=2048, osl=512), "vllm",
+                              explain_binding=False)
+    assert result.edge_note is None
+    powers = [p.batch for p in result.front if p.batch & (p.batch - 1) == 0]
+    # the one concurrency between the powers is memory's edge, past every power planned
+    assert all(p.batch > max(powers) for p in result.front if p.batch not in powers)
+
+
+def test_no_sla_edge_where_the_last_planned_concurrency_meets_the_slas() -> None:
+    """The largest concurrency planned has an optimum: the SLAs stop nothing."""
+    classes = {(1, 1.0): _point(1), (2, 2.0): _point(2)}
+    assert sla_edge(classes, (1, 2), lambda p, c: True, lambda p, c: True) is None
+
+
+def test_the_sla_edge_lies_below_the_next_planned_concurrency() -> None:
+    """Between the last power with an optimum (8) and the next planned (16): the most the optimum meets."""
+    classes = {(4, 4.0): _point(4), (8, 8.0): _point(8)}
+    assert sla_edge(classes, (4, 8, 16), lambda p, c: c <= 13, lambda p, c: True) == 13
+    assert sla_edge(classes, (4, 8, 16), lambda p, c: c <= 8, lambda p, c: True) is None
+
+
+def test_the_sla_edge_is_a_count_the_engine_runs() -> None:
+    """Under a batch rule (a multiple of 4 attention replicas) the edge is the most the optimum both meets and
+    runs: 12, not 13."""
+    classes = {(8, 8.0): _point(8)}
+    assert sla_edge(classes, (8, 16), lambda p, c: c <= 13, lambda p, c: c % 4 == 0) == 12
+    assert sla_edge(classes, (8, 16), lambda p, c: c <= 11, lambda p, c: c % 16 == 0) is None
+
+
+def test_the_sla_edge_is_the_largest_of_the_last_powers_optima() -> None:
+    """Two classes at the last power (different sequences in flight): the edge is the larger of their edges."""
+    classes = {(8, 8.0): _point(8, attn=0), (8, 4.0): _point(8, attn=1)}
+    meets = {0: 10, 1: 14}
+    assert sla_edge(classes, (8, 16), lambda p, c: c <= meets[dict(p.picks)["attn"]], lambda p, c: True) == 14
+
+
+def test_the_exhaustive_enumeration_plans_the_same_sla_edge() -> None:
+    """--method exhaustive finds the same first candidate at the same edge as the CP-SAT planner."""
+    sc = Scenario(kind="throughput", isl=2048, osl=256, tpot_ms=12.0)  # TP2 meets it at 32, not at 64
+    by = {m: run_solve("llama-3.1-8b", "h100_sxm", 2, sc, "vllm", method=m, explain_binding=False)[1][0].planned
+          for m in ("cpsat", "exhaustive")}
+    assert 32 < by["cpsat"].batch < 64
+    assert by["cpsat"].batch == by["exhaustive"].batch
+    assert by["cpsat"].config == by["exhaustive"].config
