@@ -202,3 +202,14 @@ def test_the_planner_splits_a_long_prompt_over_cp_ranks() -> None:
     assert r.exit_code == 0, r.stderr
     best = json.loads(r.stdout)["candidates"][0]
     assert best["parallel_config"]["cp_size"] > 1
+
+
+def test_the_recurrent_mixer_fact_reads_the_layer_kinds() -> None:
+    """has_recurrent_mixer comes from the layer kinds (Block.scans_tokens), not a family name: a linear-attention
+    hybrid (Qwen3-Next's GatedDeltaNet) has it, a softmax-attention MoE (Qwen3-30B-A3B) and an MLA model do not."""
+    from solver.specs.rule_env import model_facts
+
+    assert model_facts(load_model("Qwen/Qwen3-Next-80B-A3B-Instruct"))["has_recurrent_mixer"]
+    assert load_model("Qwen/Qwen3-Next-80B-A3B-Instruct").recurrent_mixers == ("GatedDeltaNet",)
+    assert not model_facts(Q3)["has_recurrent_mixer"]
+    assert not model_facts(load_model("deepseek-v3"))["has_recurrent_mixer"]
