@@ -174,13 +174,22 @@ def test_a_memory_remedy_counts_the_cards_of_both_pools_and_is_a_deployment_that
     _plan("deepseek-v3", "h100_sxm", 32, isl=2048, osl=512)
 
 
+def _sglang_without_prefill_cp():
+    """SGLang's profile as it was before its non-DSA prefill CP was planned (cp_size fixed at 1): the pool tests
+    below pin layouts and diagnoses of that space (tests/test_sglang_prefill_cp.py covers the CP)."""
+    fw = load_framework("sglang")
+    return fw.model_copy(update={"knobs": [k for k in fw.knobs if k != "cp_size"], "cp_replicates_kv_cache": False,
+                                 "cp_decode_repeats_batch": False})
+
+
 def test_a_pool_no_worker_size_holds_names_what_binds_its_largest_worker() -> None:
     # DeepSeek-R1 8K prompts on 32 H100 under SGLang, TTFT 200 ms: workers of 1-8 ranks cannot hold the weights
     # (and SGLang's rules prune some of their layouts); at 16 ranks only the TTFT SLA stops the prefill pool.
-    # The error used to list every size's constraints, framework rules included, as binding
+    # The error used to list every size's constraints, framework rules included, as binding. (With SGLang's
+    # prefill CP planned the diagnosis names C.prefill_pool_fills_replicas instead: open, benchmarks/README Stop 37)
     spec, hw = load_model("deepseek-r1"), load_hardware("h100_sxm")
     with pytest.raises(InfeasibleError) as err:
-        plan_disagg(spec, hw, resolve_precision(spec, hw, None, None, None), load_framework("sglang"), 32,
+        plan_disagg(spec, hw, resolve_precision(spec, hw, None, None, None), _sglang_without_prefill_cp(), 32,
                     Scenario(kind="balanced", isl=8192, osl=1024, ttft_ms=200, tpot_ms=20))
     assert err.value.binding == ["SLA.ttft"]
     assert "(SLA.ttft binds at 16 ranks)" in str(err.value) and "relax --ttft-ms" in (err.value.remedy or "")
@@ -256,7 +265,7 @@ def test_a_prefill_pool_plans_steps_that_give_every_replica_the_same_prompts() -
     2,326 ms)."""
     from solver.plan import disagg
 
-    spec, hw, fw = load_model("deepseek-v3"), load_hardware("h200_sxm"), load_framework("sglang")
+    spec, hw, fw = load_model("deepseek-v3"), load_hardware("h200_sxm"), _sglang_without_prefill_cp()
     prec = resolve_precision(spec, hw, None, None, None)
     assert disagg.prefill_batches(8192, 8) == [1, 2, 4, 8, 16]
     assert disagg.prefill_batches(32768, 8) == [1, 2, 4, 8]  # up to one prompt's tokens per rank past the cap
@@ -271,7 +280,8 @@ def test_a_prefill_pool_plans_steps_that_give_every_replica_the_same_prompts() -
 
 def test_the_disaggregated_ttft_is_the_sum_of_the_parts_shown() -> None:
     """The TTFT line listed wait + prefill + KV + admission (857 ms) beside a TTFT of 1,631 ms: the fixed front-end
-    cost and the first wave's weight were missing. Every part is now shown and they add up."""
+    cost and the first wave's weight were missing. Every part is now shown and they add up. (Figures of the 2P1D
+    plan with CP8 prefill workers since Stop 37; 3P1D TP4 x DP2 before: 1,631.0 = 80% x 867.9 + 20% x 4,683.6.)"""
     import json
 
     from click.testing import CliRunner
@@ -290,8 +300,8 @@ def test_the_disaggregated_ttft_is_the_sum_of_the_parts_shown() -> None:
         pytest.approx(e["ttft_ms"], rel=1e-3)
     table = CliRunner().invoke(main, ["solve", "deepseek-v3", "--hardware", "h200_sxm", "--cards", "32", "--serving",
                                       "disagg", "--framework", "sglang"]).stdout
-    assert re.search(r"TTFT 1,631\.0 ms = 80% x steady 867\.9 \(front end 10\.9 \+ wait 544\.7 .*\) \+ 20% x first "
-                     r"wave 4,683\.6", table)
+    assert re.search(r"TTFT 1,092\.6 ms = 80% x steady 551\.1 \(front end 10\.9 \+ wait 371\.8 .*\) \+ 20% x first "
+                     r"wave 3,258\.6", table)
 
 
 def test_pool_plans_whose_failures_go_unread_are_not_diagnosed(monkeypatch) -> None:

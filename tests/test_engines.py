@@ -473,7 +473,7 @@ def test_sglang_dp_lm_head_needs_dp_attention(tmp_path) -> None:
           "lmhead_tp_size": 1}
     r = CliRunner().invoke(main, ["launch", _deployment(tmp_path, pc, model="deepseek-v3.2", framework="sglang")])
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
-    assert "lmhead_tp_size 1, attn_sp_size 8: [C.dp_lm_head_under_dp_attention]" in r.stderr
+    assert "lmhead_tp_size 1, cp_size 1, attn_sp_size 8: [C.dp_lm_head_under_dp_attention]" in r.stderr
     dpa = {**pc, "attn_sp_size": 2, "embed_tp_size": 1}
     r, launch = _launch_json(_deployment(tmp_path, dpa, model="deepseek-v3.2", framework="sglang"))
     assert r.exit_code == 0, r.stderr
@@ -511,12 +511,10 @@ def test_o_proj_at_attention_tp_is_the_engines_own_split() -> None:
 
 
 def test_a_knob_the_engine_has_but_the_planner_does_not_model_says_so() -> None:
-    """SGLang has prefill CP (--attn-cp-size) and TRT-LLM context parallel: a file setting cp_size is told the
-    engine has it and shardplan does not model it, not that the engine lacks the knob; TRT-LLM's Helix is its
-    decode context parallel (engines.md, decode CP row), so kvp_size is told the same; a knob no feature names
-    (attention sequence parallel: '—' in TRT-LLM's column) keeps 'has no such knob'."""
-    (sglang,) = _limits("sglang", "llama-3.1-70b", cp_size=2)
-    assert sglang.startswith("cp_size = 2: sglang has it (--attn-cp-size") and "does not model it" in sglang
+    """TRT-LLM has context parallel: a file setting cp_size is told the engine has it and shardplan does not
+    model it, not that the engine lacks the knob; TRT-LLM's Helix is its decode context parallel (engines.md,
+    decode CP row), so kvp_size is told the same; a knob no feature names (attention sequence parallel: '—' in
+    TRT-LLM's column) keeps 'has no such knob'. (SGLang's prefill CP is planned: tests/test_sglang_prefill_cp.py)"""
     (trt,) = _limits("trtllm", "llama-3.1-70b", cp_size=2)
     assert "trtllm has it" in trt
     (helix,) = _limits("trtllm", "deepseek-v3", kvp_size=2)

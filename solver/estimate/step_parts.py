@@ -51,8 +51,8 @@ def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
     return out
 
 
-def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False, repeats: bool = False
-                  ) -> tuple[ParallelConfig, Work]:
+def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False, repeats: bool = False,
+                  cp_repeats: bool = False) -> tuple[ParallelConfig, Work]:
     """Where a decode step runs under CP. CP splits the tokens of a prompt (prefill); once prompts are in the
     cache, the CP group's ranks decode as attention-DP replicas, each request on one rank with its whole KV
     (the seed: CP is the prefill add-on, KVP the decode-time KV split, and `kvp_size` is its own knob). The CP
@@ -69,12 +69,14 @@ def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False, repeats: bo
     every PCP rank). `repeats`: the engine's SP ranks each decode the replica's whole batch
     (Factors.sp_decode_repeats_batch: SGLang's attention CP, whose decode "holds the full DP slot on every CP
     rank", sglang 0.5.23 layers/dp_attention.py dp_reduce_scatter_tensor): the SP ranks are laid out as
-    replicas that repeat one batch (sp_repeat_layout). Per-replica work in, per-rank work and the DP layout
-    out; prefill, and cp 1 without repeating SP ranks, pass through."""
-    repeat = repeats and pc.attn_sp_size > 1
-    if w.phase != "decode" or (pc.cp_size == 1 and not repeat):
+    replicas that repeat one batch (repeat_layout). `cp_repeats`: the engine's CP ranks do the same
+    (Factors.cp_decode_repeats_batch: SGLang's --attn-cp-size with --enable-prefill-cp, the same decode as its
+    DSA form above), so its CP ranks are laid out as repeating replicas too, not as owners. Per-replica work in,
+    per-rank work and the DP layout out; prefill, and cp 1 without repeating SP ranks, pass through."""
+    knobs = tuple(k for k, on in (("attn_sp_size", repeats), ("cp_size", cp_repeats)) if on and getattr(pc, k) > 1)
+    if w.phase != "decode" or (pc.cp_size == 1 and not knobs):
         return pc, w
-    key = (pc.key(), w, copies, repeat)
+    key = (pc.key(), w, copies, knobs)
     hit = _DECODE_LAYOUTS.get(key)
     if hit is not None:
         return hit
@@ -82,14 +84,16 @@ def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False, repeats: bo
         _DECODE_LAYOUTS.clear()
         _DP_LAYOUTS.clear()
         _DECODE_WORKS.clear()
-    if repeat:
-        pc, w = sp_repeat_layout(pc, w)
+    if knobs:
+        pc, w = repeat_layout(pc, w, knobs)
     hit = _DECODE_LAYOUTS[key] = _decode_layout(pc, w, copies) if pc.cp_size > 1 else (pc, w)
     return hit
 
 
-def sp_repeat_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]:
-    """A decode step whose SP ranks each run the attention replica's whole batch (decode_layout's `repeats`). In
+def repeat_layout(pc: ParallelConfig, w: Work, knobs: tuple[str, ...] = ("attn_sp_size",)
+                  ) -> tuple[ParallelConfig, Work]:
+    """A decode step whose SP (or CP: `knobs`) ranks each run the attention replica's whole batch (decode_layout's
+    `repeats`, `cp_repeats`). In
     sglang 0.5.23 the CP strategies shard only extend batches (layers/cp/zigzag.py and interleave.py can_apply:
     forward_mode.is_context_parallel_extend; DSA: layers/attention/dsa/utils.py dsa_use_prefill_cp), so a decode
     batch reaches every CP rank whole, and each runs the attention with its weights whole
@@ -100,7 +104,7 @@ def sp_repeat_layout(pc: ParallelConfig, w: Work) -> tuple[ParallelConfig, Work]
     K/V gather) with the same work, and the groups spanning replicas see the distinct replicas' tokens only
     (Work.busy_replicas: the MoE counts a token once)."""
     busy = w.busy_replicas if w.busy_replicas > 0 else float(pc.attn_replicas)
-    return pc.model_copy(update={"attn_sp_size": 1}), replace(w, busy_replicas=busy)
+    return pc.model_copy(update=dict.fromkeys(knobs, 1)), replace(w, busy_replicas=busy)
 
 
 def _decode_layout(pc: ParallelConfig, w: Work, copies: bool) -> tuple[ParallelConfig, Work]:

@@ -23,9 +23,15 @@ def kv_share_warning(cp_replicates_kv: bool) -> str:
     return said + "KVP / CP"
 
 
-def decode_cp_note(cp: int, cp_replicates_kv: bool) -> str:
+def decode_cp_note(cp: int, cp_replicates_kv: bool, cp_repeats: bool = False) -> str:
     """What cp_size does to a decode step (estimate.step_parts.decode_layout): its ranks decode as attention
-    DP; where they each keep the whole cache they also all-gather every step's new K/V and hidden states."""
+    DP; where they each keep the whole cache they also all-gather every step's new K/V and hidden states; where
+    they each decode the whole batch (FrameworkProfile.cp_decode_repeats_batch) they repeat one another."""
+    if cp_repeats:
+        return (f"cp_size {cp} splits prompts: in decode each of its {cp} ranks runs the whole batch with the "
+                "attention weights whole and keeps the whole cache, so the step is no faster than cp_size 1 and "
+                f"the {cp} ranks add no decode throughput (costed in this estimate); it pays off only where these "
+                "ranks also prefill long prompts")
     if cp_replicates_kv:
         return (f"cp_size {cp} splits prompts: in decode each request runs on one of its {cp} ranks, and every "
                 "step all-gathers the new K/V of every layer and the last hidden states over them, as each keeps "

@@ -193,7 +193,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         r.common_errors += found
         r.notes += notes
     if wl.kind == "decode" and pc.cp_size > 1:
-        r.notes.append(decode_cp_note(pc.cp_size, fw.cp_replicates_kv_cache))
+        r.notes.append(decode_cp_note(pc.cp_size, fw.cp_replicates_kv_cache, fw.cp_decode_repeats_batch))
     if previous is not None:
         changed = [k for k in KNOBS if getattr(previous, k) != getattr(pc, k)]
         if changed and online_split is not True:

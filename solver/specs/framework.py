@@ -35,11 +35,11 @@ DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd")
 # parallel_config settings that are not group sizes (parallel.SETTINGS): the redundant expert copies (EPLB)
 MODEL_NAMES = (
     "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "has_csa", "is_moe",
-    "o_proj_dim",
+    "o_proj_dim", "has_recurrent_mixer",
 )
 RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES))
 # the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers
-RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd"))
+RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "has_recurrent_mixer"))
 
 
 # Every model of a profile is strict, as a device file is (specs/hardware.py): true is not an efficiency of 1.0 or
@@ -286,6 +286,11 @@ class FrameworkProfile(BaseModel):
         "tokens over the ranks, decode repeats the DP slot on every one of them): SP adds no decode throughput, "
         "and the MoE still sees each token once; false: the RFC's SP, each SP rank decoding its share of the "
         "tokens")
+    cp_decode_repeats_batch: bool = Field(
+        False, description="its context-parallel ranks (cp_size) each decode their attention replica's whole batch "
+        "with the attention weights whole, as sp_decode_repeats_batch (SGLang's --attn-cp-size with "
+        "--enable-prefill-cp: prefill splits a prompt's tokens over the ranks, decode repeats the DP slot on every "
+        "one); needs cp_replicates_kv_cache; false: each CP rank decodes its own requests (vLLM's PCP)")
     equal_ranks_per_node: bool = Field(
         False, description="its multi-node launch runs the same number of ranks on every node (vLLM's and "
         "SGLang's --nnodes: world / nnodes a node), so ranks that leave a node part-filled spread evenly over the "
@@ -327,6 +332,9 @@ class FrameworkProfile(BaseModel):
             raise FieldProblem("cp_replicates_kv_cache", "set without cp_size among the knobs (CP is fixed at 1)")
         if self.sp_decode_repeats_batch and "attn_sp_size" not in self.knobs:
             raise FieldProblem("sp_decode_repeats_batch", "set without attn_sp_size among the knobs (SP is fixed at 1)")
+        if self.cp_decode_repeats_batch and not self.cp_replicates_kv_cache:
+            raise FieldProblem("cp_decode_repeats_batch", "set without cp_replicates_kv_cache (CP ranks that each "
+                                                          "decode the whole batch keep the whole cache)")
         for name, feature in self.features.items():
             if feature.knob is not None and feature.knob not in KNOBS:
                 raise FieldProblem(f"features.{name}.knob", f"{feature.knob!r} is not a knob ({', '.join(KNOBS)})")
@@ -395,6 +403,7 @@ class FrameworkProfile(BaseModel):
         out["kvp_splits_attention_weights"] = 1.0 if self.kvp_splits_attention_weights else 0.0
         out["cp_replicates_kv_cache"] = 1.0 if self.cp_replicates_kv_cache else 0.0
         out["sp_decode_repeats_batch"] = 1.0 if self.sp_decode_repeats_batch else 0.0
+        out["cp_decode_repeats_batch"] = 1.0 if self.cp_decode_repeats_batch else 0.0
         out.update(self.serving_factors())
         return out
 

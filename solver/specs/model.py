@@ -150,6 +150,13 @@ class ModelSpec:
     def has_dsa(self) -> bool:
         return isinstance(self._attention, MLA) and self._attention.indexer is not None
 
+    @cached_property
+    def recurrent_mixers(self) -> tuple[str, ...]:
+        """Kinds of the mixers that carry a state from token to token (Block.scans_tokens: Mamba, linear
+        attention, short convolution, RG-LRU), in the order they first appear: an engine whose token split has no
+        path for them refuses the split (a framework rule's has_recurrent_mixer)."""
+        return tuple(dict.fromkeys(b.kind for b in self.blocks if b.role == "mixer" and b.scans_tokens))
+
     @property
     def attention_kind(self) -> AttentionKind:
         a = self._attention

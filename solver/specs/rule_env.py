@@ -34,6 +34,7 @@ def rule_env(
     has_dsa: bool,
     o_proj_dim: int,
     has_csa: bool = False,
+    has_recurrent_mixer: bool = False,
     ranks_per_node: int,
     afd: bool = False,
     absent: tuple[str, ...] = (),
@@ -41,7 +42,9 @@ def rule_env(
     """The mapping rule expressions read: knobs (missing ones = 1), derived sizes, deployment and model facts.
 
     `has_csa`: the model's attention is compressed sparse attention (attention_kind "csa", layers.compressed:
-    DeepSeek-V4's layer kind), which an engine feature may be limited to.
+    DeepSeek-V4's layer kind), which an engine feature may be limited to. `has_recurrent_mixer`: a mixer
+    carries a state from token to token (ModelSpec.recurrent_mixers: Mamba, linear attention, ...), which an
+    engine's token split may not run.
     For MLA models pass num_key_value_heads = num_attention_heads (their configs may omit it); o_proj_dim is
     num_attention_heads * v_head_dim. `absent`: knobs of modules the model lacks (parallel.absent_knobs); a
     tied one (o_proj outside MLA) takes its attention value, the others are free.
@@ -78,6 +81,7 @@ def rule_env(
         "has_mla": bool(has_mla),
         "has_dsa": bool(has_dsa),
         "has_csa": bool(has_csa),
+        "has_recurrent_mixer": bool(has_recurrent_mixer),
         "is_moe": n_routed_experts > 0,
         "o_proj_dim": o_proj_dim,
     })
@@ -99,4 +103,5 @@ def model_facts(model: "ModelSpec") -> dict:
 
     return dict(num_attention_heads=model.num_attention_heads, num_key_value_heads=model.num_key_value_heads,
                 n_routed_experts=model.num_experts, has_mla=model.has_mla, has_dsa=model.has_dsa,
-                has_csa=model.attention_kind == "csa", o_proj_dim=model.o_proj_dim, absent=absent_knobs(model))
+                has_csa=model.attention_kind == "csa", has_recurrent_mixer=bool(model.recurrent_mixers),
+                o_proj_dim=model.o_proj_dim, absent=absent_knobs(model))

@@ -177,6 +177,10 @@ class Block(ABC):
     # core keeps heads / attention TP on every KVP rank; a block whose state KVP does not split runs its heads
     # over the whole attention-TP group instead (heads_split)
     kvp_splits_keys = False
+    # a mixer carrying a state from token to token (SSM, linear attention, short convolution, RG-LRU): it needs
+    # every earlier token of a sequence, so a token split must gather them (recurrent.recurrent_comms) or the
+    # engine must refuse it (ModelSpec.recurrent_mixers)
+    scans_tokens = False
     activation_knob = "attn_tp_size"  # the knob whose group sizes the block's intermediate (memory.activation_terms)
     kind = "block"  # short type name used in reports (GQA, MLA, GatedDeltaNet, Mamba2, FFN, MoE, ...)
     # the keys a query attends to never fall as its position grows (false: chunked attention, whose keys restart

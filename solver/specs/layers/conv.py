@@ -29,6 +29,7 @@ class ShortConv(Block):
 
     role = "mixer"
     kind = "ShortConv"
+    scans_tokens = True
 
     def label(self) -> str:
         return f"ShortConv {self.hidden} L{self.kernel}"

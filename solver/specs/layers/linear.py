@@ -25,6 +25,7 @@ MODULE = "linear_attention"
 
 class _Linear(Block):
     role = "mixer"
+    scans_tokens = True
     hidden: int
     state_dtype_bytes: int
 

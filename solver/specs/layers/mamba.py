@@ -43,6 +43,7 @@ class Mamba2(Block):
 
     role = "mixer"
     kind = "Mamba2"
+    scans_tokens = True
 
     def label(self) -> str:
         return f"Mamba2 {self.heads} x {self.head_dim} N{self.state_size}"
@@ -130,6 +131,7 @@ class Mamba1(Block):
 
     role = "mixer"
     kind = "Mamba1"
+    scans_tokens = True
 
     def label(self) -> str:
         return f"Mamba1 {self.d_inner} N{self.state_size}"

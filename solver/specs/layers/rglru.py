@@ -37,6 +37,7 @@ class RGLRU(Block):
 
     role = "mixer"
     kind = "RGLRU"
+    scans_tokens = True
 
     def label(self) -> str:
         return f"RG-LRU {self.width} x{self.heads} L{self.conv_kernel}"
