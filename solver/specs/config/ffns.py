@@ -20,7 +20,8 @@ FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "prefix_dense_inter
                     "first_dense_intermediate_size",  # the leading dense layers' MLP (Ergo's ErgoMLP)
                     "ffn_hidden_size",
                     "intermediate_size", "n_inner",
-                    "ffn_dim", "ff_intermediate_size", "dff")
+                    "ffn_dim", "ff_intermediate_size", "dff",
+                    "mlp_hidden_size")  # OLMo-1's layout: each of a llama block's ff_proj / up_proj (LLaDA)
 
 
 def ffn_mult_width(mult: float, hidden: int) -> int:
