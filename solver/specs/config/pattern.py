@@ -319,7 +319,8 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
     else:
         # the first layers keep a dense MLP: DeepSeek's first_k_dense_replace, LFM2-MoE's num_dense_layers, Ergo's
         # num_dense_blocks
-        dense_field = f.first("first_k_dense_replace", "num_dense_layers", "num_dense_blocks") or "first_k_dense_replace"
+        dense_field = (f.first("first_k_dense_replace", "num_dense_layers", "num_dense_blocks")
+                       or "first_k_dense_replace")
         first_dense = f.int(dense_field, default=0, minimum=0)
         if first_dense > layers:
             raise f.err(dense_field, f"{first_dense} exceeds num_hidden_layers ({layers})")
