@@ -270,7 +270,7 @@ def test_muse_spark_hand_count_holds_the_files_layer_pattern() -> None:
         819_990_552_064, 1_852_639_744, 75_497_472, 117_840_384)
 
 
-# ------------------------------------------ Inkling-2-Small (Inkling2Config() defaults; hand count stop 37, layerfeat6).
+# ------------------------------------------ Inkling-2-Small (Inkling2Config() defaults; hand count stop 37, layerfeat6)
 # refused/thinkingmachines--Inkling-2-Small.json. Hand count tensor by tensor from modeling_inkling2.py
 # (transformers 5.25.0). Text (Inkling2TextModel): 48 layers, 4608 wide; layer_types "hybrid" (full) where
 # (i + 1) % 6 == 0 (8 layers), "hybrid_sliding" elsewhere (40); both 48 heads / 8 K/V heads x 128. Every layer:
