@@ -11,7 +11,10 @@ attn_out, ff_proj / up_proj / ff_out of mlp_hidden_size, RMSNorms with weights);
 them."""
 from __future__ import annotations
 
+import pytest
+
 from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
 
 DATA = UNSEEN / "round21"
 ROUND = Round(DATA)
@@ -86,16 +89,21 @@ HAND: dict[str, int] = {
     "tencent--Youtu-LLM-2B": YOUTU_LLM_2B,
     "Dream-org--Dream-v0-Instruct-7B": DREAM_7B,
     "PaddlePaddle--PaddleOCR-VL": PADDLEOCR_VL,
+    # from refused/ (stop 37, layerfeat6: SOURCES.md "Left open, taken up (stop 37, layerfeat6)")
+    "GSAI-ML--LLaDA-8B-Instruct": LLADA_8B,
 }
 # Published totals precise enough for a 1% check: Youtu-LLM's 1.96B (card, as recalled), Dream-7B's 7.62B (Qwen2.5-7B's
-# card: the same tensors). LLaDA-8B (refused) would be 8.02B (paper's table, as recalled): LLADA_8B is within 0.06%
-PUBLISHED: dict[str, float] = {"tencent--Youtu-LLM-2B": 1.96e9, "Dream-org--Dream-v0-Instruct-7B": 7.62e9}
+# card: the same tensors), LLaDA-8B's 8.02B (paper's table, as recalled: LLADA_8B is within 0.06%)
+PUBLISHED: dict[str, float] = {"tencent--Youtu-LLM-2B": 1.96e9, "Dream-org--Dream-v0-Instruct-7B": 7.62e9,
+                               "GSAI-ML--LLaDA-8B-Instruct": 8.02e9}
 
 # Bytes of K/V per token of context at bf16. Youtu: the MLA latent (kv_lora_rank + qk_rope_head_dim) per layer, one
 # copy for K and V together
 KV_BYTES_PER_TOKEN: dict[str, int] = {
     "tencent--Youtu-LLM-2B": 32 * (512 + 64) * 2,
     "PaddlePaddle--PaddleOCR-VL": 18 * 2 * 128 * 4,
+    # LLaDA: 32 layers of 32 K/V heads x 128 (the note says a diffusion LM keeps no growing cache)
+    "GSAI-ML--LLaDA-8B-Instruct": 32 * 2 * 32 * 128 * 2,
 }
 
 
@@ -138,9 +146,28 @@ def test_youtus_head_is_tied_by_its_class_default() -> None:
 
 # ------------------------------------------------------------------ refused this round: one line each
 
-REFUSALS: dict[str, str] = {
-    # OLMo-1's layout (LLADA_8B by hand 8,015,581,184); before: refused, misleadingly, naming
-    # attention_layer_norm_with_affine as "a mixer other than attention"
-    "GSAI-ML--LLaDA-8B-Instruct": r"model_type: 'llada': a masked-diffusion LM in OLMo-1's config layout",
-}
+# LLaDA-8B (refused here until stop 37; before, misleadingly, naming attention_layer_norm_with_affine as "a mixer other
+# than attention", then naming model_type) counts to LLADA_8B: test_llada_* below
+REFUSALS: dict[str, str] = {}
+
+
+def test_llada_reads_olmo1s_layout_by_the_conventions_field_lists() -> None:
+    # n_kv_heads, mlp_hidden_size (each of ff_proj / up_proj), weight_tying, embedding_size (wte / ff_out rows)
+    cfg = _load("GSAI-ML--LLaDA-8B-Instruct")
+    assert count({**cfg, "n_kv_heads": 8}) == LLADA_8B - 32 * 2 * 4096 * (4096 - 1024)
+    assert count({**cfg, "mlp_hidden_size": 11008}) == llada(126464, 4096, 32, 11008)
+    assert count({**cfg, "weight_tying": True}) == LLADA_8B - 126464 * 4096
+    assert count({**cfg, "embedding_size": 126592}) == llada(126592, 4096, 32, 12288)
+
+
+def test_llada_says_it_is_a_masked_diffusion_lm() -> None:
+    assert any(w.startswith("mask_token_id: a masked-diffusion") for w in _spec("GSAI-ML--LLaDA-8B-Instruct").warnings)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("block_type", "sequential"), ("attention_layer_norm", True), ("layer_norm_with_affine", False),
+    ("bias_for_layer_norm", True), ("alibi", True), ("include_bias", True), ("multi_query_attention", True)])
+def test_llada_refuses_olmo1_switches_whose_weights_it_does_not_count(field: str, value: object) -> None:
+    with pytest.raises(InputError, match=rf"^x: {field}: {value!r}: "):
+        count({**_load("GSAI-ML--LLaDA-8B-Instruct"), field: value})
 

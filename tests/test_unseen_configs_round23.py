@@ -10,7 +10,7 @@ modeling_bailing_hybrid.py / configuration_bailing_hybrid.py, modeling_idefics3.
 modeling_pixtral.py (read from the wheel, not installed); written before the reader was run on them."""
 from __future__ import annotations
 
-from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
 
 DATA = UNSEEN / "round23"
 ROUND = Round(DATA)
@@ -112,10 +112,12 @@ HAND: dict[str, int] = {
     "inclusionAI--Ling-3.0-Flash": LING3_FLASH,
     "ibm-granite--granite-docling-258M": GRANITE_DOCLING,
     "ServiceNow-AI--Apriel-1.5-15b-Thinker": APRIEL_15,
+    # from refused/ (stop 37, layerfeat6: SOURCES.md "Left open, taken up (stop 37, layerfeat6)")
+    "tencent--HunyuanOCR": HUNYUAN_OCR,
 }
 # Published totals precise enough for a 1% check: granite-docling's 258M (name and card). Ling-3.0-Flash's sizes are
 # the class defaults (no published figure asserted); HunyuanOCR's 1B and Apriel's 15B are names (hand: 0.996B
-# (refused, below) and 14.86B)
+# and 14.86B)
 PUBLISHED: dict[str, float] = {"ibm-granite--granite-docling-258M": 258e6}
 
 ACTIVE: dict[str, tuple[int, float | None]] = {
@@ -129,6 +131,7 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "inclusionAI--Ling-3.0-Flash": 7 * (512 + 64) * 2,
     "ibm-granite--granite-docling-258M": 30 * 2 * 3 * 64 * 2,
     "ServiceNow-AI--Apriel-1.5-15b-Thinker": 48 * 2 * 8 * 128 * 2,
+    "tencent--HunyuanOCR": 24 * 2 * 8 * 128 * 2,
 }
 
 # Ling-3.0-Flash's 124B at bf16 (249 GB) does not fit 8 H100s with room for a cache
@@ -139,9 +142,23 @@ SOLVE_CARDS: dict[str, int] = {"inclusionAI--Ling-3.0-Flash": 16}
 
 
 def test_hunyuan_ocr_without_its_tower_counts_the_text_model_by_hand() -> None:
-    cfg = _load("tencent--HunyuanOCR", REFUSED)
+    cfg = _load("tencent--HunyuanOCR")
     del cfg["vision_config"]
     assert count(cfg) == HUNYUAN_OCR_TEXT
+
+
+def test_hunyuan_vl_sizes_its_position_table_from_max_image_size_plus_a_class_row() -> None:
+    # HunYuanVLVisionPatchEmbed: (max_image_size / patch_size)^2 + 1 rows; before stop 37 the tower was refused
+    cfg = _load("tencent--HunyuanOCR")
+    cfg["vision_config"]["max_image_size"] = 1024
+    assert count(cfg) == HUNYUAN_OCR - ((2048 // 16) ** 2 - (1024 // 16) ** 2) * 1152
+
+
+def test_hunyuan_vl_merger_is_two_convolutions_a_linear_two_norms_and_four_vectors() -> None:
+    # HunYuanVLVisionPatchMerger: the first kernel is spatial_merge_size; everything else scales with the widths
+    cfg = _load("tencent--HunyuanOCR")
+    cfg["vision_config"]["spatial_merge_size"] = 3
+    assert count(cfg) == HUNYUAN_OCR_TEXT + hunyuan_tower(1152, 27, 4304, 16, 2048, 3, 1024)
 
 
 def test_layer_group_size_places_a_full_mla_layer_last_in_each_group_of_kda_layers() -> None:
@@ -164,11 +181,6 @@ def test_an_mla_with_a_head_wise_output_gate_counts_hidden_by_heads() -> None:
 
 # ------------------------------------------------------------------ refused this round: one line each
 
-REFUSALS: dict[str, str] = {
-    # HUNYUAN_OCR by hand 996,208,112: the tower's learned table is (max_image_size / patch)^2 + 1 rows and its
-    # merger two convolutions, a linear and four learned vectors, which no tower convention sizes. Round 23's line
-    # named vision_config.image_size (missing), a field this tower does not use; since round 24 the hunyuan_vl line
-    # names what is not modelled, and without vision_config the text model counts to HUNYUAN_OCR_TEXT
-    "tencent--HunyuanOCR": r"vision_config: the tower \(a position table of \(max_image_size / patch_size\)\^2 \+ 1 "
-                           r"rows\) and its merger",
-}
+# HunyuanOCR (refused here until stop 37: round 23's line named vision_config.image_size, a field this tower does not
+# use; from round 24 the hunyuan_vl line named what was not modelled) counts to HUNYUAN_OCR
+REFUSALS: dict[str, str] = {}

@@ -106,6 +106,9 @@ HRM_TEXT_1B = 2 * 151808 * 1536 + 2 * 16 * HRM_LAYER + 1536
 ERGO_ATTENTION = lin(8192, (64 + 2 * 8) * 128) + lin(64 * 128, 8192) + qk_norm(128)
 ERGO_MOE = (router(8192, 256, True) + 256 * (2 * 8192 * 4096 + 8192) + 2 * 8192 * 8192 + 8192)
 ERGO = (2 * 262144 * 8192 + 64 * (ERGO_ATTENTION + 6 * 8192) + 2 * 8192 * 32768 + 63 * ERGO_MOE + 8192)
+# a token's share: 8 of 256 experts with their norms, the router, the shared expert (stop 37, layerfeat6)
+ERGO_ACTIVE = (2 * 262144 * 8192 + 64 * (ERGO_ATTENTION + 6 * 8192) + 2 * 8192 * 32768 + 8192
+               + 63 * (router(8192, 256, True) + 8 * (2 * 8192 * 4096 + 8192) + 2 * 8192 * 8192 + 8192))
 
 
 HAND: dict[str, int] = {
@@ -116,6 +119,8 @@ HAND: dict[str, int] = {
     "swiss-ai--Apertus-v1.5-8B-text": APERTUS_1P5_TEXT,
     # from refused/ (stop 36, second: SOURCES.md "Left open, taken up (stop 36, second)"): the 32 stored layers
     "sapientinc--HRM-Text-1B": HRM_TEXT_1B,
+    # from refused/ (stop 37, layerfeat6: SOURCES.md "Left open, taken up (stop 37, layerfeat6)")
+    "Amazon-FMR--Ergo": ERGO,
 }
 # Published totals precise enough for a 1% check: A.X K1's 519B (as recalled from SK Telecom's announcement; hand
 # 518.98B). The others' names are rounder than 1% (granite-swash-2b: hand 2.14B) or not recalled (Kolibri-1) or the
@@ -131,6 +136,8 @@ ACTIVE: dict[str, tuple[int, float | None]] = {
     "Aleph-Alpha--Kolibri-1": (KOLIBRI_1_ACTIVE, None),
     # 8 of 192 and the shared one: 32.78B with the embedding and head; 33B active as recalled
     "skt--A.X-K1": (AXK1_ACTIVE, 33e9),
+    # 8 of 256 experts, each with its norm, and the shared one: 39.6B with the embedding and head (class defaults)
+    "Amazon-FMR--Ergo": (ERGO_ACTIVE, None),
 }
 
 # Bytes of K/V per token of context at bf16 over the full-attention layers (a sliding layer's cache stops at its
@@ -145,12 +152,14 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "swiss-ai--Apertus-v1.5-8B-text": 32 * 2 * 32 * 128 * 2,
     # HRM-Text: every one of the 128 passes keeps its own K/V (cycle_offset: a cache slot a pass), MHA 12 x 128
     "sapientinc--HRM-Text-1B": 128 * 2 * 12 * 128 * 2,
+    # Ergo: 16 full layers (every fourth) of 8 K/V heads x 128; 48 sliding of 512
+    "Amazon-FMR--Ergo": 16 * 2 * 8 * 128 * 2,
 }
 
-REFUSALS: dict[str, str] = {
-    # ERGO by hand 1,105,550,933,760. Before this round refused, misleadingly, on "intermediate_size: missing"
-    "Amazon-FMR--Ergo": r"model_type: 'ergo': a MoE whose relu2 experts each end in their own RMSNorm.*residual gates",
-}
+
+# Ergo (refused here until stop 37, layerfeat6: before this round, misleadingly, on "intermediate_size: missing";
+# then naming model_type) counts to ERGO: test_ergo_* below
+REFUSALS: dict[str, str] = {}
 
 
 # ------------------------------------------------------------------ reading rules added this round
@@ -229,10 +238,34 @@ def test_apertus1p5_text_runs_a_two_matrix_xielu_mlp_with_qk_norms() -> None:
 
 
 def test_a_refused_family_is_refused_whatever_its_layer_count_fields_say() -> None:
-    cfg = ROUND.load("Amazon-FMR--Ergo", REFUSED)
+    # (Ergo held this rule until it counted, stop 37: JetMoE's family line refuses it the same way)
+    cfg = ROUND.load("jetmoe--jetmoe-8b", REFUSED)
     cfg["num_hidden_layers"] = 16
-    with pytest.raises(InputError, match="model_type: 'ergo'"):
+    with pytest.raises(InputError, match="model_type: 'jetmoe'"):
         count(cfg)
+
+
+def test_ergo_routed_experts_each_end_in_their_own_norm_held_whole_on_each_moe_tp_rank() -> None:
+    # ErgoExpertNorm: a weight of experts x hidden after the experts' down projections, and the shared expert's
+    # RMSNorm; before stop 37 the family was refused naming model_type
+    moe = next(b for layer in _spec("Amazon-FMR--Ergo").layers for b in layer.blocks if b.kind == "MoE")
+    routed = next(s for s in moe.shares() if s.module == "routed_experts")
+    assert {p.name: (p.params, p.split) for p in routed.parts} == {
+        "experts": (256 * 2 * 8192 * 4096, "tp"), "expert_norms": (256 * 8192, "none")}
+    assert moe.shared_params == 2 * 8192 * 8192 + 8192
+
+
+def test_ergo_without_its_pattern_lists_reads_the_class_defaults() -> None:
+    # ErgoConfig.__post_init__: full attention where (i + 1) % global_attention_every_n_layers == 0, dense MLPs on the
+    # first num_dense_blocks layers
+    cfg = _load("Amazon-FMR--Ergo")
+    del cfg["layer_types"], cfg["mlp_layer_types"]
+    assert count(cfg) == ERGO
+    cfg.update(global_attention_every_n_layers=2, num_dense_blocks=3)
+    spec = parse_model_config(cfg, "x")
+    assert [i for i, layer in enumerate(spec.layers)
+            if any(getattr(b, "window", 0) is None for b in layer.blocks if b.role == "mixer")] == list(range(1, 64, 2))
+    assert count(cfg) == ERGO + 2 * (2 * 8192 * 32768 - ERGO_MOE)
 
 
 def test_hrm_runs_its_two_stored_stacks_in_h_cycles_x_l_cycles_plus_one_passes() -> None:
@@ -281,4 +314,5 @@ def test_hrm_prefill_costs_every_pass_on_the_stored_weights() -> None:
 
 
 # 518.98B at bf16 is 1.04 TB of weights: 8 H100s (640 GB) cannot hold it, 16 can
-SOLVE_CARDS: dict[str, int] = {"skt--A.X-K1": 16}
+# Ergo's 1.1T parameters (2.2 TB at bf16): the planner's fit needs 32 H100s
+SOLVE_CARDS: dict[str, int] = {"skt--A.X-K1": 16, "Amazon-FMR--Ergo": 32}

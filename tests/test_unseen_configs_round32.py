@@ -227,6 +227,97 @@ def _refused(name: str) -> dict:
     from hand_counts import REFUSED
     return ROUND.load(name, REFUSED)
 
+# ------------------------------------------- Muse-Spark (MuseSparkConfig() defaults; hand count stop 37, layerfeat6).
+# refused/meta-models--Muse-Spark-Open-816B-A42B.json. Hand count tensor by tensor from modeling_muse_spark.py
+# (transformers 5.25.0). Text (MuseSparkTextModel): 62 layers, 8192 wide, layer_types 3 sliding : 1 full (16 full),
+# mlp_layer_types all "sparse". Attention: q / o 128 x 64, k / v 16 x 64, a bias-free gate_proj hidden -> 128 x 64;
+# qk_norm and o_norm scale-free. Norms: input_layernorm and pre_feedforward_layernorm (centered, weight of hidden),
+# post_feedforward_layernorm (input-scaled, weight of hidden); post_attention_layernorm scale-free. Two residual gates
+# (MuseSparkResidualGate: one vector of hidden each). MoE (MuseSparkMoE): a router 256 x 8192 with an
+# e_score_correction_bias buffer (256, persistent), pre_expert_proj 8192 -> moe_hidden_size 4096, a centered
+# pre_expert_norm (4096), 256 experts of gate_up 2 x 4096 x 4096 and down 4096 x 4096 at the pooled width, ONE
+# post_expert_norm (4096) in the experts module (not per expert), post_expert_proj 4096 -> 8192; no shared expert.
+# Embedding 202048 x 8192 (its embed_norm scale-free), final RMSNorm, lm_head untied
+MUSE_LAYER = (lin(8192, 8192) + 2 * lin(8192, 1024) + lin(8192, 8192) + lin(8192, 8192)
+              + 3 * 8192 + 2 * 8192
+              + 256 * 8192 + 256 + lin(8192, 4096) + 4096 + 256 * gated(4096, 4096) + 4096 + lin(4096, 8192))
+MUSE_TEXT = 2 * 202048 * 8192 + 62 * MUSE_LAYER + 8192
+# Vision (MuseSparkVisionModel): a bias-free patch linear patch_temporal 2 x 3 x 14^2 -> 1536, a position table
+# pos_emb 32 x 32 x 1536, ln_pre, 50 blocks of two LayerNorms, biased q / k / v / proj 1536 square and a biased
+# fc1 / fc2 1536 <-> 8960, ln_post; pixel_shuffle merges 2 x 2 (6144 = out_hidden_size), no weights. Adapter fc1
+# 6144 -> 4096 and fc2 4096 -> 4096, vision_projection 4096 -> 8192, all bias-free; perception_emb_norm scale-free
+MUSE_VISION = (lin(2 * 3 * 14 * 14, 1536) + 32 * 32 * 1536 + 2 * ln(1536)
+               + 50 * (2 * ln(1536) + 4 * lin(1536, 1536, True) + lin(1536, 8960, True) + lin(8960, 1536, True)))
+MUSE_ADAPTER = lin(6144, 4096) + lin(4096, 4096) + lin(4096, 8192)
+# Audio (MuseSparkAudioModel): 4 stages; stage i a biased patch linear (previous width or 1 mono channel) x
+# patch_sizes[i] -> hidden_sizes[i] and its RMSNorm, then depths[i] = 2 blocks of a biased depthwise Conv1d (kernel 7),
+# an RMSNorm and a biased fc1 / fc2 at mlp_ratio 4; a final RMSNorm (2048), a biased proj 2048 -> 8192, post_proj_norm
+MUSE_AUDIO_WIDTHS = [(1, 16, 256), (256, 6, 512), (512, 5, 1024), (1024, 4, 2048)]
+MUSE_AUDIO = (sum(lin(i * p, o, True) + o + 2 * (o * 7 + o + o + lin(o, 4 * o, True) + lin(4 * o, o, True))
+                  for i, p, o in MUSE_AUDIO_WIDTHS)
+              + 2048 + lin(2048, 8192, True) + 8192)
+MUSE_SPARK = MUSE_TEXT + MUSE_VISION + MUSE_ADAPTER + MUSE_AUDIO
+# K/V per token at bf16: the 16 full layers x 2 x 16 x 64 x 2 B; the 46 sliding layers capped at the 2048 window
+MUSE_SPARK_KV_BYTES_PER_TOKEN = 16 * 2 * 16 * 64 * 2
+
+
+def test_muse_spark_hand_count_holds_the_files_layer_pattern() -> None:
+    text = _refused("meta-models--Muse-Spark-Open-816B-A42B")["text_config"]
+    assert text["layer_types"].count("full_attention") == 16 and len(text["layer_types"]) == 62
+    assert set(text["mlp_layer_types"]) == {"sparse"}
+    # the tower's sizes are Muse-Glimmer's (round 31 counts that tower at the same 1,852,639,744)
+    assert (MUSE_TEXT, MUSE_VISION, MUSE_ADAPTER, MUSE_AUDIO) == (
+        819_990_552_064, 1_852_639_744, 75_497_472, 117_840_384)
+
+
+# ------------------------------------------ Inkling-2-Small (Inkling2Config() defaults; hand count stop 37, layerfeat6)
+# refused/thinkingmachines--Inkling-2-Small.json. Hand count tensor by tensor from modeling_inkling2.py
+# (transformers 5.25.0). Text (Inkling2TextModel): 48 layers, 4608 wide; layer_types "hybrid" (full) where
+# (i + 1) % 6 == 0 (8 layers), "hybrid_sliding" elsewhere (40); both 48 heads / 8 K/V heads x 128. Every layer:
+# q linear hidden -> 48 x 128 and its clip scale (48 x 128); k and v linears hidden -> 8 x 128, each with a short
+# convolution (conv_kernel_size 4): a bias-free depthwise Conv1d (1024 x 4) in a sliding layer, a static weight
+# (4 x 1024) and a weight_proj hidden -> 8 x 4 in a full layer; a gated output (gate_proj hidden -> 48 x 128,
+# linear back); a sink_proj hidden -> 48; a relative-position bias (linear hidden -> 48 x d_rel 16, its clip scale
+# 48 x 16, a proj bank d_rel x 1024: rel_extent, and sliding_window_size for the sliding layers, both 1024); two
+# post convolutions (depthwise hidden x 4, no bias); an MoE of a router 384 x 4608 with its e_score_correction_bias
+# buffer (384, persistent) and 384 experts of gate_up 2 x 2304 x 4608 and down 4608 x 2304 (no shared expert; the
+# softcaps hold no weights). Attention residuals (Inkling2BlockAttentionResidual, one query vector of hidden each):
+# an mlp_input every layer, an attention_input from layer 1 on (3 queries in a full layer). Norms: a sliding layer
+# input / post-attention RMSNorms, a full layer q / k / v input and post-attention (4). Embedding vocab_size 201024 x
+# 4608 with a weighted embed_norm, a final norm, a final_input residual query, an lm_head of unpadded_vocab_size
+# 200058 x 4608 (untied)
+def inkling2_attention(dynamic: bool) -> int:
+    kv_conv = (4 * 1024 + lin(4608, 8 * 4)) if dynamic else 1024 * 4
+    return (lin(4608, 6144) + 6144 + 2 * (lin(4608, 1024) + kv_conv) + lin(4608, 6144) + lin(6144, 4608)
+            + lin(4608, 48) + lin(4608, 48 * 16) + 48 * 16 + 16 * 1024)
+
+
+INKLING2_SHARED = 2 * 4608 * 4 + 384 * 4608 + 384 + 384 * gated(4608, 2304) + 4608
+INKLING2_SLIDING = inkling2_attention(False) + INKLING2_SHARED + 2 * 4608 + 4608  # + attention_input from layer 1
+INKLING2_FULL = inkling2_attention(True) + INKLING2_SHARED + 4 * 4608 + 3 * 4608
+INKLING2_TEXT = (201024 * 4608 + 4608 + 40 * INKLING2_SLIDING - 4608 + 8 * INKLING2_FULL + 4608 + 4608
+                 + 200058 * 4608)
+# Vision (Inkling2VisionModel): a bias-free patch linear 3 x 20^2 -> 1024, a position table 32^2 x 1024, a class
+# embedding and its position (1024 each), pre_layernorm, 23 layers of two LayerNorms, two layer scales (lambda_1 /
+# lambda_2, 1024 each), biased q / k / v / out 1024 square and a biased fc1 / fc2 1024 <-> 4096; the merger (bias-free,
+# projector_bias false) 2^2 x 1024 -> 4096 -> 4608
+INKLING2_VISION = (lin(1200, 1024) + 1024 * 1024 + 2 * 1024 + ln(1024)
+                   + 23 * (2 * ln(1024) + 2 * 1024 + 4 * lin(1024, 1024, True) + lin(1024, 4096, True)
+                           + lin(4096, 1024, True))
+                   + lin(4096, 4096) + lin(4096, 4608))
+INKLING2 = INKLING2_TEXT + INKLING2_VISION
+# K/V per token at bf16: the 8 full layers x 2 x 8 x 128 x 2 B; the 40 sliding layers capped at the 1024 window (the
+# short-convolution states are per sequence)
+INKLING2_KV_BYTES_PER_TOKEN = 8 * 2 * 8 * 128 * 2
+
+
+def test_inkling2_hand_count_holds_the_files_layer_pattern() -> None:
+    text = _refused("thinkingmachines--Inkling-2-Small")["text_config"]
+    full = [i for i, t in enumerate(text["layer_types"]) if t == "hybrid"]
+    assert full == [i for i in range(48) if (i + 1) % 6 == 0] and len(text["layer_types"]) == 48
+    assert (INKLING2_TEXT, INKLING2_VISION) == (593_718_497_280, 327_693_312)
+
+
 
 @pytest.mark.parametrize("keys, field", [
     ([], "moe_hidden_size"),

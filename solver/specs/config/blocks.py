@@ -23,13 +23,14 @@ LINEAR_BIAS_FIELDS = ("bias", "use_bias", "enable_bias", "add_bias_linear", "_li
 # MPT's attn_type: the K/V heads it implies (grouped_query_attention reads kv_n_heads)
 ATTN_TYPE_KV = {"multihead_attention": "heads", "multiquery_attention": 1, "grouped_query_attention": None}
 # switches of a bias on q / k / v only (Llama, Qwen2's family default, ChatGLM, Ling)
-QKV_BIAS_FIELDS = ("attention_bias", "qkv_bias", "add_qkv_bias", "use_qkv_bias")
+QKV_BIAS_FIELDS = ("attention_bias", "qkv_bias", "add_qkv_bias", "use_qkv_bias", "include_qkv_bias")  # OLMo-1 last
 # where the query and K/V head counts are read from (an int, or a list of one entry per layer); DeciLM writes its
 # per-layer K/V heads under their own name
 # XGLM writes attention_heads
 HEAD_FIELDS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads", "attention_heads")
 # n_head_kv: Falcon's RW code; num_multi_query_heads: CogVLM2's (its K/V head count, GQA's groups)
-KV_HEAD_FIELDS = ("num_key_value_heads", "num_kv_heads", "kv_n_heads", "n_head_kv", "num_multi_query_heads")
+KV_HEAD_FIELDS = ("num_key_value_heads", "num_kv_heads", "kv_n_heads", "n_head_kv", "num_multi_query_heads",
+                  "n_kv_heads")  # OLMo-1's layout (LLaDA)
 PER_LAYER_KV_FIELD = "num_key_value_heads_per_layer"
 # the query heads of each layer beside num_attention_heads (Laguna's LagunaAttention takes its layer's entry)
 PER_LAYER_HEAD_FIELD = "num_attention_heads_per_layer"

@@ -88,7 +88,8 @@ model_type and the text model's) on top:
   _vision_axial_positions   the field counting the rows of each of two learned tables, one per image axis, summed
                             per patch (Gemma-4's position_embedding_size: 2 x FIELD x h)
   _vision_position_rows     the field counting the learned table's rows (Siglip2's num_patches: a square grid
-                            resized to each image), in place of (image_size / patch_size)^2
+                            resized to each image), in place of (image_size / patch_size)^2; {edge: FIELD,
+                            extra: N}: (FIELD / patch_size)^2 + N rows (HunYuanVL's max_image_size grid, a class row)
   _vision_position_grid     the two fields giving a learned 2D table's height and width in rows (Kimi-K2.5's
                             pos_emb_height x pos_emb_width; MoonViT's init_pos_emb_height x width by convention)
   _vision_projector_merger_width  the wrapper field sizing the patch merger's middle layer (h m^2 -> FIELD -> text,
@@ -96,7 +97,9 @@ model_type and the text model's) on top:
                             projector_hidden_size)
   _vision_projector_conv_downsample  two biased 3 x 3 stride-2 Conv2d h -> 2h -> 4h, then one linear 4h -> the
                             text width, biased under the wrapper's projector_bias (Step3p7VisionModel's downsamplers
-                            and Step3p7Model.multi_modal_projector)
+                            and Step3p7Model.multi_modal_projector); {kernels: [FIELD or N, N], rms_norms, newline,
+                            text_vectors}: the kernels' sizes, RMSNorms of h before and the text width after, one
+                            learned 4h vector, N learned text-width vectors (HunYuanVLVisionPatchMerger)
   _vision_field_names        {convention field: the class's name}: a tower class that spells temporal_patch_size
                             or spatial_merge_size otherwise (MuseGlimmerVisionConfig's patch_temporal, merge_size)
   _vision_projector_adapter_mlp  a pixel shuffle by the merge size, fc1 from the wrapper's out_hidden_size (checked
@@ -245,6 +248,10 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
                                                    if f.has("init_pos_emb_height") else None)
     if axial:  # one learned row set per image axis, FIELD rows each, summed per patch (Gemma-4)
         positions += 2 * f.int(str(axial)) * h
+    elif isinstance(rows, dict):  # {edge: FIELD, extra: N}: (FIELD / patch_size)^2 + N rows (HunYuanVL's
+        # max_image_size grid and its class row)
+        edge = f.int(str(rows["edge"]))
+        positions += ((edge // patch_h) * (edge // patch_w) + int(rows.get("extra", 0))) * h
     elif rows:  # the field that counts the learned table's rows (Siglip2's num_patches)
         positions += f.int(str(rows)) * h
     elif f.has("num_position_embeddings"):
@@ -451,11 +458,19 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         # GlmOcrVisionPatchMerger's context_dim is out_hidden_size x in_channels (the fact), not intermediate_size
         ctx = out * f.int("in_channels", default=3) if conv_merger == "out_x_channels" else f.int("intermediate_size")
         return _conv_merger(h, f.int("spatial_merge_size"), out, out, ctx)
-    if facts.get("_vision_projector_conv_downsample"):
+    downsample = facts.get("_vision_projector_conv_downsample")
+    if downsample:
         # Step3p7VisionModel's downsampler1 / downsampler2, biased 3 x 3 Conv2d h -> 2h -> 4h, then
-        # multi_modal_projector, one linear 4h -> the text width (biased under the wrapper's projector_bias)
-        convs = 9 * h * 2 * h + 2 * h + 9 * 2 * h * 4 * h + 4 * h
-        return convs + 4 * h * text_hidden + (text_hidden if wrapper.bool("projector_bias", True) else 0)
+        # multi_modal_projector, one linear 4h -> the text width (biased under the wrapper's projector_bias). The
+        # dict form {kernels: [FIELD or N, N], rms_norms, newline, text_vectors} (HunYuanVLVisionPatchMerger): the
+        # two kernels' sizes, an RMSNorm of h before and of the text width after, one learned 4h vector
+        # (image_newline) and text_vectors learned text-width ones (image_begin / end / sep)
+        spec = downsample if isinstance(downsample, dict) else {}
+        k1, k2 = (v if isinstance(v, int) else f.int(str(v)) for v in spec.get("kernels", (3, 3)))
+        convs = k1 * k1 * h * 2 * h + 2 * h + k2 * k2 * 2 * h * 4 * h + 4 * h
+        extra = (h + text_hidden if spec.get("rms_norms") else 0) + (4 * h if spec.get("newline") else 0)
+        extra += int(spec.get("text_vectors", 0)) * text_hidden
+        return convs + 4 * h * text_hidden + (text_hidden if wrapper.bool("projector_bias", True) else 0) + extra
     if facts.get("_vision_projector_bare_linear"):
         # Gemma4MultimodalEmbedder: a scale-free RMSNorm (no weight), one bias-free linear into the text width
         return h * f.int("out_hidden_size", "text_hidden_size", default=text_hidden)

@@ -17,9 +17,11 @@ EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "
 FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "prefix_dense_intermediate_size",
                     "mlp_only_intermediate_size",  # the width of mlp_only_layers' MLP (Kolibri-1.1)
                     "dense_intermediate_size",  # mlp_layer_types' "dense" layers (MiniMax-M3's MiniMaxM3VLDenseMLP)
+                    "first_dense_intermediate_size",  # the leading dense layers' MLP (Ergo's ErgoMLP)
                     "ffn_hidden_size",
                     "intermediate_size", "n_inner",
-                    "ffn_dim", "ff_intermediate_size", "dff")
+                    "ffn_dim", "ff_intermediate_size", "dff",
+                    "mlp_hidden_size")  # OLMo-1's layout: each of a llama block's ff_proj / up_proj (LLaDA)
 
 
 def ffn_mult_width(mult: float, hidden: int) -> int:
@@ -150,7 +152,10 @@ class FfnReading:
         return MoE(hidden=self.h, experts=self.experts, topk=topk, inter=inter, shared_inter=shared,
                    zero_experts=self.zero, gated=self.gated, bias=self.mlp_bias, router_bias=router_bias,
                    shared_gate=bool(shared) and f.bool("_shared_expert_gate"),
-                   latent=f.int("moe_latent_size", "routed_expert_hidden_size", default=0, minimum=0))
+                   latent=f.int("moe_latent_size", "routed_expert_hidden_size", default=0, minimum=0),
+                   # the family's facts: each routed expert / the shared expert ends in its own RMSNorm (Ergo)
+                   expert_out_norm=f.bool("_expert_output_norm"),
+                   shared_out_norm=bool(shared) and f.bool("_shared_expert_output_norm"))
 
     def ffns(self, slot: Slot) -> tuple[Block, ...]:
         if slot.ffn is None:

@@ -233,12 +233,13 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
                 raise f.err(f"block_configs[{i}].attention.replace_with_linear", "not supported (true)")
             out.append(None if attn.get("no_op") else "full")
         return out, "block_configs"
-    if f.has("global_attn_every_n_layers") and not f.has("sliding_window_pattern"):
+    every = f.first("global_attn_every_n_layers", "global_attention_every_n_layers")  # AFMoE's, Ergo's spelling
+    if every is not None and not f.has("sliding_window_pattern"):
         # AFMoE's spelling of the integer sliding_window_pattern: every N-th layer global, the N-th first; ModernBERT's
         # decoder (the fact _global_attn_first) counts from the first layer: layers 0, N, 2N, ... global
-        n = f.int("global_attn_every_n_layers", maximum=max(layers, 1))
+        n = f.int(every, maximum=max(layers, 1))
         first = 0 if f.bool("_global_attn_first") else n - 1
-        return ["full" if i % n == first else "sliding" for i in range(layers)], "global_attn_every_n_layers"
+        return ["full" if i % n == first else "sliding" for i in range(layers)], every
     from_last = cfg.get("_global_every_from_last")
     if from_last and f.has("sliding_window"):
         # the family's class builds its own layer_types: every N-th layer counted back from the last is global, the
@@ -316,8 +317,10 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
             raise f.err("moe_layer_freq", "as a list, entries must be 0 (dense) or 1 (MoE)")
         kinds = ["moe" if v else "dense" for v in flags]
     else:
-        # the first layers keep a dense MLP: DeepSeek's first_k_dense_replace, LFM2-MoE's num_dense_layers
-        dense_field = f.first("first_k_dense_replace", "num_dense_layers") or "first_k_dense_replace"
+        # the first layers keep a dense MLP: DeepSeek's first_k_dense_replace, LFM2-MoE's num_dense_layers, Ergo's
+        # num_dense_blocks
+        dense_field = (f.first("first_k_dense_replace", "num_dense_layers", "num_dense_blocks")
+                       or "first_k_dense_replace")
         first_dense = f.int(dense_field, default=0, minimum=0)
         if first_dense > layers:
             raise f.err(dense_field, f"{first_dense} exceeds num_hidden_layers ({layers})")

@@ -262,7 +262,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     try:
         hidden = f.int("hidden_size", "d_model", "n_embd", "n_embed", "model_dim")  # OpenELM: model_dim
         # ChatGLM: the table holds the padded vocabulary; a config with neither is told the usual name
-        vocab = f.int("padded_vocab_size", "vocab_size", missing="vocab_size")
+        # OLMo-1's layout: wte / ff_out hold embedding_size rows (vocab_size padded up; the family's fact names it)
+        vocab = f.int(str(cfg.get("_padded_vocab_field") or "padded_vocab_size"), "vocab_size", missing="vocab_size")
         n_layers = _layer_count(f)
         passes = read_passes(f)  # a looped stack: the reader builds the stored layers, lay_out the passes
         if passes is not None:
@@ -346,7 +347,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     # LFM2's config class reads tie_embedding in place of tie_word_embeddings when both are given; OpenELM's model
     # builds no head under share_input_output_layers, whatever tie_word_embeddings says; MobileLLM's model makes
     # lm_head the embedding under share_embedding
-    tie_field = f.first("share_input_output_layers", "tie_embedding", "share_embedding", "tie_word_embeddings")
+    tie_field = f.first("share_input_output_layers", "tie_embedding", "share_embedding", "tie_word_embeddings",
+                        "weight_tying")  # OLMo-1's layout
     tie = f.bool(tie_field or "tie_word_embeddings")
     if tie_field is None and not known:
         # a family without a line has no class default to fall back on: PretrainedConfig's is True, and

@@ -183,7 +183,11 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
     describe it were read and what is left of them, such as a kernel's chunk size, sizes nothing); note the unread
     switches of unmodelled features, and for a family without defaults every unread structural field. `supplied`:
     keys the family's defaults filled in, not the config (left unread, they drop nothing the user gave)."""
-    unread = [k for k in cfg.unread() if not str(k).startswith("_") and k not in supplied and _set(cfg[k])]
+    # the family's _sizes_nothing: fields its class reads that weigh nothing here (a switch of a feature the family
+    # line refuses when on: LLaDA's attention_layer_norm_with_affine under attention_layer_norm false)
+    idle = set(dict.get(cfg, "_sizes_nothing") or ())
+    unread = [k for k in cfg.unread() if not str(k).startswith("_") and k not in supplied and k not in idle
+              and _set(cfg[k])]
     for key in unread:
         value = cfg[key]
         if str(key).endswith("experts") and isinstance(value, int) and not isinstance(value, bool) and value > 0:

@@ -81,6 +81,10 @@ class MoE(Block):
     router_bias: bool = False  # per-expert score correction bias (noaux_tc) or router bias
     shared_gate: bool = False  # a sigmoid gate on the shared expert output (hidden -> 1)
     latent: int = 0  # LatentMoE: experts run at this width between two projections (0 = at hidden)
+    # an RMSNorm weight of each routed expert's own on its output (Ergo's post_expert_norm: experts x width),
+    # and one on the shared expert's output (hidden): held with their experts, whole on each MoE TP rank
+    expert_out_norm: bool = False
+    shared_out_norm: bool = False
 
     role = "ffn"
     activation_knob = "moe_tp_size"
@@ -117,15 +121,24 @@ class MoE(Block):
     def shared_params(self) -> int:
         if not self.shared_inter:
             return 0
-        return ffn_params(self.hidden, self.shared_inter, self.gated, self.bias) + (self.hidden if self.shared_gate else 0)
+        return (ffn_params(self.hidden, self.shared_inter, self.gated, self.bias)
+                + (self.hidden if self.shared_gate else 0) + (self.hidden if self.shared_out_norm else 0))
+
+    @property
+    def expert_norm_params(self) -> int:
+        return self.experts * self.expert_width if self.expert_out_norm else 0
 
     def shares(self) -> tuple[Share, ...]:
         out = []
         if self.shared_inter:
             out.append(Share("shared_experts", "dense", "shared_experts_tp", (Part("shared", self.shared_params, "tp"),)))
         routed = self.expert_params * self.experts
-        out.append(Share("routed_experts", "experts", "moe_tp_size", (Part("experts", routed, "tp"),),
-                         active=self.expert_params * self.real_topk))
+        parts = (Part("experts", routed, "tp"),)
+        if self.expert_out_norm:  # the norm needs the whole expert output: not split with the expert's TP
+            parts += (Part("expert_norms", self.expert_norm_params, "none"),)
+        norm_active = self.expert_width * self.real_topk if self.expert_out_norm else 0
+        out.append(Share("routed_experts", "experts", "moe_tp_size", parts,
+                         active=self.expert_params * self.real_topk + norm_active))
         # router weights stay 16-bit in quantized checkpoints (the "norm" precision group)
         out.append(Share("router", "norm", "moe_tp_size", (Part("gate", self.router_params, "none"),)))
         if self.latent:  # hidden -> latent before the experts, latent -> hidden after; replicated like the router
