@@ -5,7 +5,11 @@ tensor from transformers 5.25.0's modeling_*.py (read from the unzipped wheel, n
 reader was run on them."""
 from __future__ import annotations
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+import pytest
+
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
 
 DATA = UNSEEN / "round35"
 ROUND = Round(DATA)
@@ -81,3 +85,73 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "Deep-VLM--LLaVA-OneVision-1.5-4B-Instruct-hf": 32 * 2 * 32 * 128 * 2,
     "lkhl--VideoLLaMA3-2B-Image-HF": 32 * 2 * 32 * 128 * 2,
 }
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_MOLMO2, _OV15, _VL3 = "allenai--Molmo2-8B", "Deep-VLM--LLaVA-OneVision-1.5-4B-Instruct-hf", \
+    "lkhl--VideoLLaMA3-2B-Image-HF"
+
+
+def test_molmo2_adapter_is_counted_as_its_pooling_attention_and_gated_mlp() -> None:
+    # Before this round refused "adapter_config: given (model_type 'molmo2_adapter'): a module beside the language
+    # model"; without the adapter the text was 524,288 short (additional_vocab_size unread) and the tower 2,304 over
+    # (a final LayerNorm it does not build)
+    assert _total(_MOLMO2) == MOLMO2
+
+
+def test_molmo2_adapter_reads_one_tower_width_per_feature_layer() -> None:
+    cfg = _load(_MOLMO2)
+    cfg["adapter_config"]["vision_feature_layer"] = [24, 18, 12]
+    assert count(cfg) == MOLMO2 + 3 * 1152 * 1152
+
+
+def test_molmo2_adapter_written_empty_is_its_class_defaults() -> None:
+    cfg = _load(_MOLMO2)
+    cfg["adapter_config"] = {"model_type": "molmo2_adapter"}
+    assert count(cfg) == MOLMO2
+
+
+def test_molmo2_adapter_with_no_layer_list_is_refused_naming_it() -> None:
+    cfg = _load(_MOLMO2)
+    cfg["adapter_config"]["vision_feature_layer"] = 24
+    with pytest.raises(InputError, match=r"adapter_config\.vision_feature_layer: missing or not a list"):
+        parse_model_config(cfg, "x")
+
+
+def test_molmo2_additional_vocab_rows_are_in_the_embedding_not_the_head() -> None:
+    cfg = _load(_MOLMO2)
+    cfg["text_config"]["additional_vocab_size"] = 1024
+    assert count(cfg) == MOLMO2 + (1024 - 128) * 4096
+    del cfg["text_config"]["additional_vocab_size"]  # the class default, 128
+    assert count(cfg) == MOLMO2
+
+
+def test_molmo2_olmo_qk_norms_span_every_heads_channels() -> None:
+    # Before: "olmo" read as one head_dim vector per norm, 36 x (31 + 7) x 128 = 175,104 short, silently
+    cfg = _load(_MOLMO2)
+    cfg["text_config"]["qk_norm_type"] = "olmo"
+    assert count(cfg) == MOLMO2 - MOLMO2_TEXT + molmo2_text(32 * 128, 8 * 128)
+
+
+def test_qk_norm_type_of_an_unknown_layout_is_refused_naming_it() -> None:
+    cfg = _load(_MOLMO2)
+    cfg["text_config"]["qk_norm_type"] = "gemma"
+    with pytest.raises(InputError, match=r"qk_norm_type: 'gemma': a q / k norm layout not counted"):
+        parse_model_config(cfg, "x")
+
+
+def test_molmo2_tower_without_its_position_count_sizes_the_table_from_image_size() -> None:
+    cfg = _load(_MOLMO2)
+    del cfg["vision_config"]["num_position_embeddings"]
+    assert count(cfg) == MOLMO2
+
+
+def test_llava_onevision15_tower_counts_its_class_token_rotary_and_pre_norm_without_a_patch_bias() -> None:
+    # Before: 12,385,938,432, silently but for a note on the projector: no class_embedding (1024), class_pos_emb
+    # (32) nor pre_layernorm (2048), a patch bias (1024) the Conv2d does not have: 2,080 short
+    assert _total(_OV15) == LLAVA_OV15
+
+
+def test_videollama3_projector_is_two_biased_linears_into_the_text() -> None:
+    # Before: 12,138,639,360, silently but for a note: one linear 768 -> 4096 and a norm, 16,784,640 short
+    assert _total(_VL3) == VIDEOLLAMA3
