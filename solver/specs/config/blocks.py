@@ -36,6 +36,9 @@ PER_LAYER_KV_FIELD = "num_key_value_heads_per_layer"
 PER_LAYER_HEAD_FIELD = "num_attention_heads_per_layer"
 # activations with learned parameters, per MLP: xIELU's alpha_p and alpha_n (Apertus; beta and eps are buffers)
 ACTIVATION_PARAMS = {"xielu": 2}
+# qk_norm_type's layouts of the q / k RMSNorms: one head_dim vector shared by the heads ("qwen3"), or one over every
+# head's channels (MiniMax-M2's "per_layer"; Molmo2's "olmo", Molmo2Attention's q_norm of heads x head_dim)
+_QK_NORM_TYPES = {"qwen3": "head", "per_layer": "layer", "olmo": "layer"}
 
 
 class BlockReader(FfnReading):
@@ -259,7 +262,11 @@ class BlockReader(FfnReading):
         qk = ""
         # q / k RMSNorms of head_dim: use_qk_norm, OpenELM's normalize_qk_projections
         if f.bool("use_qk_norm") or f.bool("normalize_qk_projections") or cfg.get("qk_norm_type"):
-            over_heads = cfg.get("qk_norm_type") == "per_layer" or f.bool("_qk_norm_over_heads")
+            layout = cfg.get("qk_norm_type")
+            if layout and layout not in _QK_NORM_TYPES:
+                raise f.err("qk_norm_type", f"{layout!r}: a q / k norm layout not counted (known: "
+                                            f"{', '.join(sorted(_QK_NORM_TYPES))})")
+            over_heads = _QK_NORM_TYPES.get(layout) == "layer" or f.bool("_qk_norm_over_heads")
             qk = "layer" if over_heads else "head"
             if cfg.get("_qk_norm_weight") is False:
                 qk = ""

@@ -85,6 +85,11 @@ model_type and the text model's) on top:
                             full_attention, and a tower without layer_types is refused naming it
   _vision_projector_layernorm  the merger's norm is a LayerNorm (weight and bias) whatever the tower's norms are
                             (LFM3-VL's projector over an RMSNorm tower)
+  _vision_class_rotary      the class token carries its own learned rotary frequencies, head_dim / 2 of them
+                            (RiceViT's class_pos_emb in LLaVA-OneVision-1.5), beside _vision_class_token's embedding
+  _vision_projector_pooling_attention  {field}: the wrapper's config object `field` is an adapter that pools the
+                            concatenated vision_feature_layer outputs through one attention and projects them with
+                            a gated MLP into text_hidden_size (Molmo2Adapter; _pooling_adapter)
   _vision_axial_positions   the field counting the rows of each of two learned tables, one per image axis, summed
                             per patch (Gemma-4's position_embedding_size: 2 x FIELD x h)
   _vision_position_rows     the field counting the learned table's rows (Siglip2's num_patches: a square grid
@@ -242,6 +247,8 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     patch_embed = channels * temporal * patch_h * patch_w * h + (h if patch_bias else 0)
     cls = 1 if facts.get("_vision_class_token") else 0
     positions = cls * h  # the class embedding
+    if facts.get("_vision_class_rotary"):  # the class token's learned rotary frequencies, head_dim / 2 (RiceViT)
+        positions += h // f.int("num_attention_heads", "num_heads") // 2
     positions += h if f.bool("use_mask_token") else 0  # a learned mask token (HF InternVL's use_mask_token)
     axial, rows = facts.get("_vision_axial_positions"), facts.get("_vision_position_rows")
     grid = facts.get("_vision_position_grid") or (("init_pos_emb_height", "init_pos_emb_width")
@@ -398,6 +405,32 @@ def _qformer(wrapper: Fields, h: int, text_hidden: int, spec: dict[str, Any]) ->
     return queries * q + embeddings + stack + q * text_hidden + text_hidden
 
 
+def _pooling_adapter(wrapper: Fields, text_hidden: int, spec: dict[str, Any], notes: list[str]) -> int:
+    """Molmo2Adapter (modeling_molmo2.py), the wrapper's own config object `field`: image_pooling_2d, an attention
+    whose q / k / v read the tower outputs of vision_feature_layer concatenated (hidden_size x its length) into
+    heads x head_dim, o back to hidden_size, all biased under attention_bias; image_projector, gate / up
+    hidden_size -> intermediate_size (biased under mlp_bias) and a bias-free down into text_hidden_size."""
+    a = _sub_config(wrapper, str(spec["field"]), spec.get("defaults") or {})
+    fed = a.cfg.get("vision_feature_layer")
+    if not isinstance(fed, list) or not fed or not all(isinstance(i, int) and not isinstance(i, bool) for i in fed):
+        raise a.err("vision_feature_layer", "missing or not a list of layer indices (their outputs, concatenated, "
+                                            "size the pooling attention's input)")
+    width = a.int("hidden_size")
+    heads = a.int("num_attention_heads")
+    kv = a.int("num_key_value_heads", default=heads)
+    d = a.int("head_dim", default=width // heads)
+    inp = width * len(fed)
+    attn = inp * heads * d + 2 * inp * kv * d + heads * d * width
+    if a.bool("attention_bias"):
+        attn += heads * d + 2 * kv * d + width
+    inter = a.int("intermediate_size")
+    out = a.int("text_hidden_size")
+    if out != text_hidden:  # the class builds it so; the merged features would not fit the text width
+        notes.append(f"{a.prefix}text_hidden_size: {out} is not the language model's hidden size {text_hidden}; "
+                     "the projector is counted as the class builds it")
+    return attn + 2 * width * inter + (2 * inter if a.bool("mlp_bias") else 0) + inter * out
+
+
 def _perceiver(wrapper: Fields, h: int, text_hidden: int, text_inter: int | None, spec: dict[str, Any]) -> int:
     """Idefics2Connector (modeling_idefics2.py): modality_projection, a bias-free gated MLP from the tower's width h
     through the text model's intermediate_size into the text width; then the perceiver resampler at the text width
@@ -442,6 +475,8 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         rows = max(wrapper.check_int(f"projector_patch_to_query_dict.{k}", v, 1, 2**20) for k, v in table.items())
         cross = 3 * h * h + (3 * h * h + 3 * h) + (h * h + h) + (h * h + h) + 2 * 2 * h
         return rows * h + cross + 2 * h + h * text_hidden + text_hidden * text_hidden
+    if facts.get("_vision_projector_pooling_attention"):
+        return _pooling_adapter(wrapper, text_hidden, facts["_vision_projector_pooling_attention"], notes)
     conv_merger = facts.get("_vision_projector_conv_merger")
     if isinstance(conv_merger, dict):
         # EVA2-CLIP's projector (GLM-4V's, CogVLM2's EVA2CLIPModel): conv, a biased Conv2d kernel x kernel (stride

@@ -100,4 +100,14 @@ def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
             # place of the final norm, before the head
             "head_transform": head_transform(f, hidden) + (gated_residual(f, hidden, inject=False)
                                                            if low_rank_streams(f) else 0),
-            "embedding_extra_rows": f.int("_embedding_extra_rows", default=0, minimum=0, maximum=2**20)}
+            "embedding_extra_rows": _embedding_extra_rows(f)}
+
+
+def _embedding_extra_rows(f: Fields) -> int:
+    """Rows of the token embedding beyond vocab_size (the fact _embedding_extra_rows): a number (Mllama's 8), or
+    the field that holds it (Molmo2's additional_vocab_size: embed_tokens over vocab_size + it, the head over
+    vocab_size)."""
+    fact = f.cfg.get("_embedding_extra_rows")
+    if isinstance(fact, str):
+        return f.int(fact, default=0, minimum=0, maximum=2**20)
+    return f.int("_embedding_extra_rows", default=0, minimum=0, maximum=2**20)
