@@ -107,9 +107,10 @@ class BlockReader(FfnReading):
         self.notes: list[str] = []  # sizes read by an architecture's convention, for the model's warnings
         streams = low_rank_streams(f)
         if streams:
-            self.notes.append(f"{f.path('hc_count')}={streams}: the low-rank hyper-connections' weights are counted; "
-                              f"their FLOPs (about 4 x {streams} x hidden x hc_lowrank a sub-block a token) and the "
-                              f"{streams}-times-wider residual stream's activations are not costed")
+            self.notes.append(f"{f.path('hc_count')}={streams}: the low-rank hyper-connections are costed "
+                              f"(about 4 x {streams} x hidden x hc_lowrank FLOPs a sub-block a token, the "
+                              f"{streams}-times-wider residual stream); their kernels are counted as the forward's "
+                              f"ops, no engine kernel being known")
         dense_every = f.opt_int("dense_attention_every_n_layers", maximum=MAX_LAYERS)
         if dense_every and dense_every > 1:
             # Phi-3-small: the other layers attend block-sparsely (local blocks and a vertical stride) with the dense
