@@ -316,7 +316,8 @@ def _terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float
     h = model.hidden_size
     act_b = 2  # activations held in bf16 between kernels
     t = tokens / pc.token_shards  # tokens a rank computes attention for
-    residual = 3 * t * h * act_b  # residual, normed input, module output
+    # the residual (its streams under hyper-connections: layers/hyper.py), the normed input, the module output
+    residual = (model.residual_streams + 2) * t * h * act_b
     largest: dict[str, float] = {}
     for layer, _ in model.layer_groups:
         for b in layer.blocks:

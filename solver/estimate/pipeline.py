@@ -119,10 +119,11 @@ def send_tier(hw, stage_world: int) -> str:
     return min(fits)[1] if fits else max((t.span_ranks, name) for name, t in hw.tiers.items())[1]
 
 
-def send_s(hw, stage_world: int, tokens: float, hidden: int, comm_eff: float) -> float:
-    """One stage boundary's activation hand-off: tokens x hidden x bf16 point to point (each rank of a stage
-    sends to its peer in the next, in parallel, so the per-rank line rate carries one copy)."""
-    return comm.send_recv_s(hw, tokens * hidden * ACT_BYTES, send_tier(hw, stage_world), comm_eff)
+def send_s(hw, stage_world: int, tokens: float, width: int, comm_eff: float) -> float:
+    """One stage boundary's activation hand-off: tokens x width (hidden x residual streams:
+    ModelSpec.residual_width) x bf16 point to point (each rank of a stage sends to its peer in the next, in
+    parallel, so the per-rank line rate carries one copy)."""
+    return comm.send_recv_s(hw, tokens * width * ACT_BYTES, send_tier(hw, stage_world), comm_eff)
 
 
 __all__ = ["Stage", "stages", "distinct_stages", "microbatches", "slots", "prefill_traversal", "send_s",

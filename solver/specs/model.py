@@ -105,6 +105,17 @@ class ModelSpec:
         return f"{len(set(looped))} stored layers run in {len(looped)} passes: {compact(passes)}"
 
     @cached_property
+    def residual_streams(self) -> int:
+        """Residual streams of `hidden` a token carries between layers: a hyper-connection layer's streams
+        (layers/hyper.py), 1 otherwise."""
+        return max((layer.hyper.streams for layer in self.layers if layer.hyper), default=1)
+
+    @property
+    def residual_width(self) -> int:
+        """Values a token carries between layers (what a pipeline stage hands to the next): streams x hidden."""
+        return self.residual_streams * self.hidden_size
+
+    @cached_property
     def _attention(self) -> Block | None:
         """Primary attention mixer: the first whose KV grows with the sequence."""
         growing = [b for b in self.blocks if isinstance(b, (Attention, MLA, CompressedAttention))

@@ -13,6 +13,7 @@ from solver.specs.layers import (
 )
 from solver.specs.layers.base import ACT_BYTES, Block
 from solver.specs.layers.dsa import INDEXER_SCALE_BYTES
+from solver.specs.layers.hyper import HyperConnections
 from solver.specs.layers.dense import DenseFFN
 
 STATE_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
@@ -110,9 +111,10 @@ class BlockReader(FfnReading):
         self.notes: list[str] = []  # sizes read by an architecture's convention, for the model's warnings
         streams = low_rank_streams(f)
         if streams:
-            self.notes.append(f"{f.path('hc_count')}={streams}: the low-rank hyper-connections' weights are counted; "
-                              f"their FLOPs (about 4 x {streams} x hidden x hc_lowrank a sub-block a token) and the "
-                              f"{streams}-times-wider residual stream's activations are not costed")
+            self.notes.append(f"{f.path('hc_count')}={streams}: the low-rank hyper-connections are costed "
+                              f"(about 4 x {streams} x hidden x hc_lowrank FLOPs a sub-block a token, the "
+                              f"{streams}-times-wider residual stream); their kernels are counted as the forward's "
+                              f"ops, no engine kernel being known")
         dense_every = f.opt_int("dense_attention_every_n_layers", maximum=MAX_LAYERS)
         if dense_every and dense_every > 1:
             # Phi-3-small: the other layers attend block-sparsely (local blocks and a vertical stride) with the dense
@@ -535,16 +537,21 @@ class BlockReader(FfnReading):
                                    o_groups=f.int("o_groups", default=1), ratio=ratio,
                                    window=f.int("sliding_window", maximum=10**9), indexer=indexer)
 
-    def hyper_params(self) -> int:
-        """Hyper-connections (hc_mult streams): per sub-block a (2 + m) x m mixing map of the m x hidden
-        input, its bias and three scales (DeepSeek-V4 inference code)."""
-        if low_rank_streams(self.f):  # two low-rank gated residuals, one a sub-block
-            return 2 * gated_residual(self.f, self.h, inject=True)
+    def hyper_params(self) -> HyperConnections | None:
+        """Hyper-connections (layers/hyper.py), None: none. hc_mult streams: per sub-block a (2 + m) x m mixing
+        map of the m x hidden input, its bias and three scales (DeepSeek-V4 inference code), made doubly
+        stochastic by hc_sinkhorn_iters passes; hc_count streams: low-rank gated residuals of hc_lowrank."""
+        streams = low_rank_streams(self.f)
+        if streams:  # two low-rank gated residuals, one a sub-block
+            return HyperConnections(self.h, streams, 2 * gated_residual(self.f, self.h, inject=True),
+                                    rank=self.f.int("hc_lowrank", maximum=1 << 20))
         m = self.f.int("hc_mult", default=0, minimum=0, maximum=64)
         if m <= 1:
-            return 0
+            return None
         mix = (2 + m) * m
-        return 2 * (mix * m * self.h + mix + 3)
+        # hc_sinkhorn_iters unwritten: DeepseekV4Config's default, 20
+        return HyperConnections(self.h, m, 2 * (mix * m * self.h + mix + 3),
+                                sinkhorn_iters=self.f.int("hc_sinkhorn_iters", default=20, minimum=1, maximum=1000))
 
     def mamba1(self) -> Mamba1:
         """Mamba-1 (no head count): d_inner = mamba_expand x hidden; dt_rank "auto" = ceil(hidden / 16)."""

@@ -24,10 +24,13 @@ from abc import ABC, abstractmethod
 
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any, Callable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 from solver.memo import IdentityMemo
 from solver.specs.knobs import SPLIT_KNOBS
+
+if TYPE_CHECKING:
+    from solver.specs.layers.hyper import HyperConnections
 
 ACT_BYTES = 2  # bf16 activations between kernels
 
@@ -239,9 +242,9 @@ class Layer:
     blocks: tuple[Block, ...]
     hidden: int
     norms: int = 2  # RMSNorm/LayerNorm weight vectors of size hidden (pre-mixer, pre-FFN; Gemma has 4)
-    # hyper-connection mixing parameters (DeepSeek-V4 hc_mult; Qwen4-Exp's low-rank gated residuals, which hold the
-    # layer's norms), replicated
-    hyper: int = 0
+    # hyper-connections (DeepSeek-V4 hc_mult; Qwen4-Exp's low-rank gated residuals, which hold the layer's norms):
+    # a block (layers/hyper.py) costed with the layer's blocks (block_counts), its weights replicated in the norm share
+    hyper: HyperConnections | None = None
     norm_bias: bool = False  # LayerNorms with a bias: one more vector of size hidden per norm
     shared: SharedRef | None = None  # blocks run from a block stored once in the model (weights not this layer's)
     # modality experts (CogVLM's visual experts): copies of blocks this layer stores beside `blocks` for the tokens
@@ -273,7 +276,7 @@ class Layer:
         if self.norm_bias:
             parts += (Part("layernorm_biases", self.norms * self.hidden, "none"),)
         if self.hyper:
-            parts += (Part("hyper_connections", self.hyper, "none"),)
+            parts += (Part("hyper_connections", self.hyper.weights, "none"),)
         if self.residual_gates:
             parts += (Part("residual_gates", self.residual_gates * self.hidden, "none"),)
         if self.norm_gates:
@@ -348,10 +351,11 @@ def runs(layers: tuple[Layer, ...]) -> list[tuple[Layer, int]]:
 
 
 def block_counts(layers: list[tuple[Layer, int]]) -> list[tuple[Block, int]]:
-    """Distinct blocks of (layer, count) pairs with their counts, in order of first appearance."""
+    """Distinct blocks of (layer, count) pairs with their counts, in order of first appearance; a layer's
+    hyper-connections (Layer.hyper) count as one of its blocks."""
     counts: dict[Block, int] = {}
     for layer, n in layers:
-        for block in layer.blocks:
+        for block in layer.blocks + ((layer.hyper,) if layer.hyper else ()):
             counts[block] = counts.get(block, 0) + n
     return list(counts.items())
 

@@ -1,0 +1,92 @@
+"""Hyper-connections: a layer keeps `streams` residual streams of `hidden` each and mixes them around every
+sub-block (the mixer, the FFN), in place of one residual add. Two forms are read:
+
+- dynamic (DeepSeek-V4's manifold-constrained mHC, DeepseekV4HyperConnection): an unweighted RMSNorm of the m x
+  hidden streams, one map m x hidden -> (2 + m) x m (pre m, post m, comb m x m), sigmoids / a softmax, the comb
+  made doubly stochastic by `sinkhorn_iters` Sinkhorn-Knopp passes, the streams collapsed to the sub-block's
+  input by pre (m -> 1); after the sub-block, new streams = post x output + comb^T @ streams;
+- low-rank (Qwen4-Exp's gated residuals, Qwen4ExpTextGatedResidual, `rank` = hc_lowrank): a grouped RMSNorm
+  (weighted) of m x hidden, a down map m x hidden -> rank, silu, an up map back to m x hidden, sigmoid, the gated
+  normed streams averaged to the sub-block's input, an inject map m x hidden -> m; after the sub-block, streams +
+  inject x output.
+
+Per token per sub-block (m streams, h hidden, s Sinkhorn passes, r rank), FLOPs:
+  dynamic   pre   3mh (norm) + 2(2+m)m.mh (map) + (4s-2)m^2 (Sinkhorn: a column pass, then s-1 row + column
+                  passes, a sum and a divide each over m x m) + 2mh (collapse)
+            post  2m^2.h (comb^T @ streams) + 2mh (post x output, the add)
+  low-rank  pre   4mh (weighted norm) + 4mh.r (down and up) + 2mh (gate x normed, the mean) + 2m.mh (inject map)
+            post  2mh (inject x output, the add)
+bytes (activations, fused kernels: the streams are read once by the pre kernels and once by the post kernel):
+  pre  read m.h + write h, post read m.h + h, write m.h: (3m + 2) h x ACT_BYTES; plus the sub-block's map
+  weights once a step (fp32 for the dynamic form, whose module the modeling code casts to float32 and SGLang
+  allocates as float32 (make_hc_mixing_params); the model's dtype for the low-rank form).
+Kernels: dynamic 2 pre (SGLang's tf32_hc_prenorm_gemm: the map with the norm's square sums, then
+mhc_pre_big_fuse: split, Sinkhorn, collapse) + 1 post (hc_post) (sglang/srt/models/deepseek_v4.py
+_flashinfer_hc_pre, hc_post); low-rank, no engine kernel known: the forward's norm, three GEMMs, the gated mean
+and the post add, elementwise ops fused into them: 6.
+
+Activation memory: the streams replace the residual, m x hidden a token (estimate.memory); the PP hand-off sends
+the streams (ModelSpec.residual_width). The weights are counted by the reader (config/blocks.hyper_params) and
+held in the layer's norm share (Layer.norm_share); this block declares the same share so the planner's
+unowned group costs it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share
+
+DYNAMIC_WEIGHT_BYTES = 4  # DeepSeek-V4's mHC maps run in fp32 (see the module docstring)
+DYNAMIC_KERNELS = (2, 1)  # (pre, post) kernels a sub-block: SGLang's DeepSeek-V4 mHC path
+LOW_RANK_KERNELS = (5, 1)  # norm, down, up, inject GEMMs and the gated mean; the post add
+
+
+@dataclass(frozen=True)
+class HyperConnections(Block):
+    hidden: int
+    streams: int  # m
+    weights: int  # the layer's hyper-connection weights, all sub-blocks (counted by the reader)
+    rank: int = 0  # low-rank form's hc_lowrank; 0: the dynamic (2 + m) x m map
+    sinkhorn_iters: int = 0  # dynamic form's Sinkhorn-Knopp passes
+    sub_blocks: int = 2  # mixed around the mixer and the FFN
+
+    role = "residual"
+    kind = "HyperConnections"
+
+    def label(self) -> str:
+        form = f"low-rank {self.rank}" if self.rank else f"Sinkhorn {self.sinkhorn_iters}"
+        return f"HC {self.streams} streams, {form}"
+
+    def shares(self) -> tuple[Share, ...]:
+        return (Share("norms", "norm", None, (Part("hyper_connections", self.weights, "none"),)),)
+
+    @property
+    def weight_bytes(self) -> int:
+        return ACT_BYTES if self.rank else DYNAMIC_WEIGHT_BYTES
+
+    def flops_per_token(self) -> tuple[float, float]:
+        """(pre, post) FLOPs of one token through one sub-block's hyper-connections."""
+        m, h, mh = self.streams, self.hidden, self.streams * self.hidden
+        if self.rank:
+            return 4 * mh + 4 * mh * self.rank + 2 * mh + 2 * m * mh, 2 * mh
+        sinkhorn = (4 * self.sinkhorn_iters - 2) * m * m if self.sinkhorn_iters else 0
+        return 3 * mh + 2 * (2 + m) * m * mh + sinkhorn + 2 * mh, 2 * m * mh + 2 * mh
+
+    def bytes_per_token(self) -> tuple[float, float]:
+        """(pre, post) activation bytes of one token through one sub-block's hyper-connections."""
+        m, h = self.streams, self.hidden
+        return (m * h + h) * ACT_BYTES, (m * h + h + m * h) * ACT_BYTES
+
+    def ops(self, cx: CostKit) -> list:
+        """Every rank of an attention replica mixes the streams of the tokens it holds (replicated across
+        attention TP, as the residual is; split by CP / SP), `sub_blocks` times a layer."""
+        t = cx.w.new_tokens / cx.pc.token_shards
+        (fp, fq), (bp, bq) = self.flops_per_token(), self.bytes_per_token()
+        weights = self.weights / self.sub_blocks * self.weight_bytes
+        kp, kq = LOW_RANK_KERNELS if self.rank else DYNAMIC_KERNELS
+        peak, eff = cx.hw.flops("bf16"), cx.f.gemm
+        n = self.sub_blocks
+        width = self.streams * self.hidden if self.rank else (2 + self.streams) * self.streams
+        return [cx.op("hyper_pre", "norms", n * t * fp, n * (t * bp + weights), peak, eff, kernels=n * kp,
+                      shape_eff=cx.shape_efficiency(width)),
+                cx.op("hyper_post", "norms", n * t * fq, n * t * bq, peak, eff, kernels=n * kq)]
