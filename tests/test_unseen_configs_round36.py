@@ -1,0 +1,111 @@
+"""Thirty-sixth round of families outside the catalog (tests/data/configs_unseen/round36/, SOURCES.md's "Thirty-sixth
+round (stop 37)"): 2025-2026 model_types in transformers 5.25.0 that no earlier round nor models/ holds. Each file
+is its config classes' defaults (the docstring names the checkpoint) written as to_dict would; SOURCES.md says where
+a sub-config is another file's. Hand counts tensor by tensor from transformers 5.25.0's modeling_*.py (read from the
+unzipped wheel, not installed); written before the reader was run on them."""
+from __future__ import annotations
+
+import pytest
+
+from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
+
+DATA = UNSEEN / "round36"
+ROUND = Round(DATA)
+_load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
+
+
+# ------------------------------------------------------------------ ERNIE-4.5-VL-28B-A3B (ernie4_5_vl_moe;
+# Ernie4_5_VLMoeConfig()'s defaults). Text (Ernie4_5_VLMoeTextModel): 28 layers of GQA 20 / 4 heads x 128 (2560 wide)
+# without bias (use_bias false), two RMSNorms a layer; mlp_layer_types: layer 0 "dense" (a gated MLP of
+# intermediate_size 12288), layers 1-27 "sparse": Ernie4_5_VLMoeMoeBlock holds TWO routed sets of num_experts (64)
+# each, text_moe at moe_intermediate_size[0] 1536 and vision_moe at moe_intermediate_size[1] 512, each with its own
+# router (weight 64 x 2560 and e_score_correction_bias 1 x 64), and shared_experts, one gated MLP of 1536 x
+# moe_num_shared_experts (2) = 3072. Final norm; 103424 x 2560 embedding tied to the head.
+def ernie_vl_router(h: int, experts: int) -> int:
+    return experts * h + experts  # weight + e_score_correction_bias
+
+
+def ernie_vl_sparse_mlp(h: int, experts: int, f_text: int, f_vision: int, shared: int) -> int:
+    return (2 * ernie_vl_router(h, experts) + experts * gated(h, f_text) + experts * gated(h, f_vision)
+            + gated(h, f_text * shared))
+
+
+ERNIE_VL_TEXT = (103424 * 2560 + 28 * (gqa(2560, 20, 4, 128) + 2 * 2560) + gated(2560, 12288)
+                 + 27 * ernie_vl_sparse_mlp(2560, 64, 1536, 512, 2) + 2560)
+
+
+# Tower (Ernie4_5_VLMoeVisionTransformerPretrainedModel): patch_embed a bias-free Linear 3 x 14 x 14 -> 1280; 32
+# blocks of norm1 / norm2 (LayerNorms with bias), a fused qkv 1280 -> 3840 and proj, both biased, fc1 1280 -> 5120 /
+# fc2 back, biased (quick_gelu, not gated); a final LayerNorm ln. Rotary positions: no table.
+def ernie_vl_tower(h: int, depth: int, ff: int, patch: int = 14) -> int:
+    block = 2 * ln(h) + lin(h, 3 * h, True) + lin(h, h, True) + lin(h, ff, True) + lin(ff, h, True)
+    return lin(3 * patch * patch, h) + depth * block + ln(h)
+
+
+# Resampler (Ernie4_5_VLMoeVariableResolutionResamplerModel): spatial_dim = 1280 x 2^2 = 5120, temporal_dim = 5120 x 2
+# = 10240; spatial_linear: fc1 5120 -> 5120, fc2 5120 -> 5120 (biased), ln LayerNorm(5120); temporal_linear: fc1
+# 10240 -> 5120, fc2 5120 -> 5120, ln(5120); mlp 5120 -> 2560 biased; after_norm an RMSNorm of 2560.
+def ernie_vl_resampler(v: int, text: int, merge: int = 2, temporal: int = 2) -> int:
+    s = v * merge * merge
+    return (lin(s, s, True) + lin(s, s, True) + ln(s) + lin(s * temporal, s, True) + lin(s, s, True) + ln(s)
+            + lin(s, text, True) + text)
+
+
+ERNIE_VL = ERNIE_VL_TEXT + ernie_vl_tower(1280, 32, 5120) + ernie_vl_resampler(1280, 2560)
+# a text token runs 6 of the 64 text experts, the shared MLP and the text router; the vision experts, their
+# router, the tower and the resampler run for image tokens only
+ERNIE_VL_ACTIVE = ERNIE_VL_TEXT - 27 * ((64 - 6) * gated(2560, 1536) + 64 * gated(2560, 512)
+                                        + ernie_vl_router(2560, 64))
+
+
+# ------------------------------------------------------------------ HyperCLOVAX-SEED-Think-32B's classes
+# (hyperclovax_vision_v2; HyperCLOVAXVisionV2Config with HyperCLOVAXConfig()'s text defaults and Qwen2.5-VL-7B's
+# tower sizes, SOURCES.md). Text (HyperCLOVAXModel): 32 layers of MHA 32 x 128 (4096 wide) without bias, a gated
+# 11008 MLP without bias, FOUR RMSNorms a layer (input, post_attention, and Peri-LN's post_norm1 / post_norm2 under
+# use_post_norm true, the class default); final norm; 32000 x 4096 embedding, the head TIED (the wrapper's
+# tie_word_embeddings true is the one PreTrainedModel reads; the text config's false is not).
+HCX_TEXT = 32000 * 4096 + 32 * (gqa(4096, 32, 32, 128) + gated(4096, 11008) + 4 * 4096) + 4096
+
+
+# Tower (Qwen2_5_VisionTransformerPretrainedModel, built by AutoModel from qwen2_5_vl_vision): Conv3d 3 x 2 x 14 x 14
+# -> 1280 without bias; 32 blocks of norm1 / norm2 (RMSNorm), qkv 1280 -> 3840 and proj, biased, a gated 3420 MLP
+# WITH biases; no final norm; the merger inside the tower: ln_q RMSNorm(1280), 5120 -> 5120 and 5120 -> 3584,
+# biased. Then the wrapper's projector: ONE biased Linear out_hidden_size 3584 -> 4096.
+def qwen25_vl_tower(h: int, depth: int, ff: int, out: int, patch: int = 14) -> int:
+    block = 2 * h + lin(h, 3 * h, True) + lin(h, h, True) + 2 * lin(h, ff, True) + lin(ff, h, True)
+    merger = h + lin(4 * h, 4 * h, True) + lin(4 * h, out, True)
+    return 3 * 2 * patch * patch * h + depth * block + merger
+
+
+HCX_TOWER = qwen25_vl_tower(1280, 32, 3420, 3584)
+HCX_PROJECTOR = lin(3584, 4096, True)
+HCX_VL = HCX_TEXT + HCX_TOWER + HCX_PROJECTOR
+
+
+HAND: dict[str, int] = {
+    "baidu--ERNIE-4.5-VL-28B-A3B-PT": ERNIE_VL,
+    "naver-hyperclovax--HyperCLOVAX-SEED-Think-32B": HCX_VL,
+}
+# ERNIE-4.5-VL-28B-A3B's card: 28B total / 3B active (rounded: models/published.yaml's rounding rule)
+ACTIVE: dict[str, tuple[int, float | None]] = {
+    "baidu--ERNIE-4.5-VL-28B-A3B-PT": (ERNIE_VL_ACTIVE, None),
+}
+# Published totals precise enough for a 1% check: none (the class defaults are not the releases' exact files)
+PUBLISHED: dict[str, float] = {}
+
+# Bytes of K/V per token of context at bf16: every layer full attention
+KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "baidu--ERNIE-4.5-VL-28B-A3B-PT": 28 * 2 * 4 * 128 * 2,
+    "naver-hyperclovax--HyperCLOVAX-SEED-Think-32B": 32 * 2 * 32 * 128 * 2,
+}
+
+# ------------------------------------------------------------------ refused this round: one line each
+# OpenAI privacy-filter (OpenAIPrivacyFilterConfig() defaults): a bidirectional token classifier (the encoder layers
+# run is_causal false over a symmetric sliding window; the head is a per-token label linear): no decode to plan.
+# NLLB-MoE (NllbMoeConfig() defaults, facebook/nllb-moe-54b): an encoder-decoder.
+REFUSALS: dict[str, str] = {
+    "openai--privacy-filter": r"model_type",
+    "facebook--nllb-moe-54b": r"is_encoder_decoder: true: an encoder-decoder model",
+}
