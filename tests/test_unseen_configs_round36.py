@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
 
@@ -64,9 +64,11 @@ ERNIE_VL_ACTIVE = ERNIE_VL_TEXT - 27 * ((64 - 6) * gated(2560, 1536) + 64 * gate
 # (hyperclovax_vision_v2; HyperCLOVAXVisionV2Config with HyperCLOVAXConfig()'s text defaults and Qwen2.5-VL-7B's
 # tower sizes, SOURCES.md). Text (HyperCLOVAXModel): 32 layers of MHA 32 x 128 (4096 wide) without bias, a gated
 # 11008 MLP without bias, FOUR RMSNorms a layer (input, post_attention, and Peri-LN's post_norm1 / post_norm2 under
-# use_post_norm true, the class default); final norm; 32000 x 4096 embedding, the head TIED (the wrapper's
-# tie_word_embeddings true is the one PreTrainedModel reads; the text config's false is not).
+# use_post_norm true, the class default); final norm; 32000 x 4096 embedding and a head. The class defaults disagree
+# on tying (the wrapper's true, which transformers reads; HyperCLOVAXConfig's false, which engines read): the reader's
+# rule (read.py) takes the language model's and names the other in a warning, so the head is counted untied here
 HCX_TEXT = 32000 * 4096 + 32 * (gqa(4096, 32, 32, 128) + gated(4096, 11008) + 4 * 4096) + 4096
+HCX_HEAD = 32000 * 4096
 
 
 # Tower (Qwen2_5_VisionTransformerPretrainedModel, built by AutoModel from qwen2_5_vl_vision): Conv3d 3 x 2 x 14 x 14
@@ -81,23 +83,18 @@ def qwen25_vl_tower(h: int, depth: int, ff: int, out: int, patch: int = 14) -> i
 
 HCX_TOWER = qwen25_vl_tower(1280, 32, 3420, 3584)
 HCX_PROJECTOR = lin(3584, 4096, True)
-HCX_VL = HCX_TEXT + HCX_TOWER + HCX_PROJECTOR
+HCX_VL = HCX_TEXT + HCX_HEAD + HCX_TOWER + HCX_PROJECTOR
 
 
 HAND: dict[str, int] = {
-    "baidu--ERNIE-4.5-VL-28B-A3B-PT": ERNIE_VL,
     "naver-hyperclovax--HyperCLOVAX-SEED-Think-32B": HCX_VL,
 }
-# ERNIE-4.5-VL-28B-A3B's card: 28B total / 3B active (rounded: models/published.yaml's rounding rule)
-ACTIVE: dict[str, tuple[int, float | None]] = {
-    "baidu--ERNIE-4.5-VL-28B-A3B-PT": (ERNIE_VL_ACTIVE, None),
-}
+ACTIVE: dict[str, tuple[int, float | None]] = {}  # ERNIE-4.5-VL's (28B / 3B on the card) is refused
 # Published totals precise enough for a 1% check: none (the class defaults are not the releases' exact files)
 PUBLISHED: dict[str, float] = {}
 
 # Bytes of K/V per token of context at bf16: every layer full attention
 KV_BYTES_PER_TOKEN: dict[str, int] = {
-    "baidu--ERNIE-4.5-VL-28B-A3B-PT": 28 * 2 * 4 * 128 * 2,
     "naver-hyperclovax--HyperCLOVAX-SEED-Think-32B": 32 * 2 * 32 * 128 * 2,
 }
 
@@ -105,7 +102,81 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 # OpenAI privacy-filter (OpenAIPrivacyFilterConfig() defaults): a bidirectional token classifier (the encoder layers
 # run is_causal false over a symmetric sliding window; the head is a per-token label linear): no decode to plan.
 # NLLB-MoE (NllbMoeConfig() defaults, facebook/nllb-moe-54b): an encoder-decoder.
+# ERNIE-4.5-VL-28B-A3B (Ernie4_5_VLMoeConfig() defaults, hand count ERNIE_VL above): two expert sets per MoE layer
 REFUSALS: dict[str, str] = {
-    "openai--privacy-filter": r"model_type",
+    "baidu--ERNIE-4.5-VL-28B-A3B-PT-hf": r"text_config.model_type: 'ernie4_5_vl_moe_text': per-modality experts",
+    "openai--privacy-filter": r"architectures: OpenAIPrivacyFilterForTokenClassification: a per-token classifier",
     "facebook--nllb-moe-54b": r"is_encoder_decoder: true: an encoder-decoder model",
 }
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_HCX = "naver-hyperclovax--HyperCLOVAX-SEED-Think-32B"
+
+
+def test_hyperclovax_vision_v2_projector_is_one_biased_linear_after_the_towers_merger() -> None:
+    # Before this round: 7,414,804,224 with the head untied, 15,107,840 short: no projector after the merger and the
+    # qwen2_5_vl_vision tower without its biases (32 x 13,240)
+    assert _total(_HCX) == HCX_VL
+
+
+def test_hyperclovax_without_use_post_norm_takes_the_class_default_of_four_norms() -> None:
+    # Before this round: 262,144 short (32 x 2 x 4096: Peri-LN's norms dropped where the field is left out)
+    cfg = _load(_HCX)
+    del cfg["text_config"]["use_post_norm"]
+    assert count(cfg) == HCX_VL
+
+
+def test_hyperclovax_with_use_post_norm_false_has_two_norms_a_layer() -> None:
+    cfg = _load(_HCX)
+    cfg["text_config"]["use_post_norm"] = False
+    assert count(cfg) == HCX_VL - 32 * 2 * 4096
+
+
+def test_qwen2_5_vl_tower_counts_the_same_under_either_model_type() -> None:
+    cfg = _load(_HCX)
+    cfg["vision_config"]["model_type"] = "qwen2_5_vl"  # what HyperCLOVAXVisionV2Config rewrites to qwen2_5_vl_vision
+    assert count(cfg) == HCX_VL
+
+
+def test_hyperclovax_vision_v2_tie_disagreement_is_named() -> None:
+    spec = _spec(_HCX)
+    assert any("tie_word_embeddings: the wrapper's true disagrees" in w for w in spec.warnings)
+
+
+@pytest.mark.parametrize("drop, field", [
+    ([], "text_config.model_type: 'ernie4_5_vl_moe_text'"),
+    (["model_type"], "text_config.model_type: 'ernie4_5_vl_moe'"),  # the wrapper's line says the same
+    (["moe_intermediate_size", "mlp_layer_types"], "text_config.model_type"),  # the class defaults: still two sets
+])
+def test_ernie_vl_moe_is_refused_for_its_vision_experts_whatever_it_leaves_out(drop: list[str], field: str) -> None:
+    from hand_counts import REFUSED
+    cfg = ROUND.load("baidu--ERNIE-4.5-VL-28B-A3B-PT-hf", REFUSED)
+    for key in drop:
+        del cfg["text_config"][key]
+    with pytest.raises(InputError, match=rf"{field}.*per-modality experts"):
+        parse_model_config(cfg, "x")
+
+
+def test_ernie_vl_moe_hand_count_holds_both_expert_sets() -> None:
+    # 27 MoE layers x 64 experts at 1536 (text) and at 512 (vision): the vision set is 6.8B of the 29.4B
+    assert ERNIE_VL - ERNIE_VL_TEXT == ernie_vl_tower(1280, 32, 5120) + ernie_vl_resampler(1280, 2560)
+    assert 27 * 64 * gated(2560, 512) == 6_794_772_480
+
+
+@pytest.mark.parametrize("drop, field", [([], "architectures"), (["architectures"], "model_type")])
+def test_privacy_filter_is_refused_as_a_token_classifier(drop: list[str], field: str) -> None:
+    from hand_counts import REFUSED
+    cfg = ROUND.load("openai--privacy-filter", REFUSED)
+    for key in drop:
+        del cfg[key]
+    with pytest.raises(InputError, match=rf"{field}: .*(token classifier|per-token classifier)"):
+        parse_model_config(cfg, "x")
+
+
+def test_nllb_moe_without_is_encoder_decoder_is_refused_on_its_decoder_layers() -> None:
+    from hand_counts import REFUSED
+    cfg = ROUND.load("facebook--nllb-moe-54b", REFUSED)
+    del cfg["is_encoder_decoder"]
+    with pytest.raises(InputError, match=r"decoder_layers: 12: .*encoder-decoder"):
+        parse_model_config(cfg, "x")

@@ -84,6 +84,8 @@ model_type and the text model's) on top:
                             out_proj h -> h, bias-free (LFM3-VL's Lfm3VlVisionShortConv); every other entry must be
                             full_attention, and a tower without layer_types is refused naming it
   _vision_projector_layernorm  the merger's norm is a LayerNorm (weight and bias) whatever the tower's norms are
+  _vision_projector_linear_after_merger  the tower's own patch merger hands out_hidden_size to one more biased linear
+                            into the text width (HyperCLOVAXVisionV2Model.projector)
                             (LFM3-VL's projector over an RMSNorm tower)
   _vision_axial_positions   the field counting the rows of each of two learned tables, one per image axis, summed
                             per patch (Gemma-4's position_embedding_size: 2 x FIELD x h)
@@ -576,7 +578,8 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         merger = norm + wide * mid + mid + mid * out + out
         mergers = 1 + len(f.int_list("deepstack_visual_indexes") or [])
         deep = (mergers - 1) * (wide * wide + wide + wide * out + out + 2 * wide)
-        return merger + deep
+        after = out * text_hidden + text_hidden if facts.get("_vision_projector_linear_after_merger") else 0
+        return merger + deep + after
     return h * out + h  # one linear into the text width and a norm on its input
 
 
