@@ -86,8 +86,32 @@ HCX_PROJECTOR = lin(3584, 4096, True)
 HCX_VL = HCX_TEXT + HCX_HEAD + HCX_TOWER + HCX_PROJECTOR
 
 
+
+# ------------------------------------------------------------------ granite-docling (granite_docling;
+# GraniteDoclingConfig()'s defaults, ibm-granite/granite-for-docling-500m). Text (GraniteDoclingTextModel): 28 layers
+# of GQA 16 / 4 heads x 64 (1024 wide) without bias, a gated 2048 MLP, two RMSNorms; final norm; 133800 x 1024 tied.
+# Tower (GraniteDoclingVisionModel): a biased Conv2d 3 x 16 x 16 -> 768, a learned table of (512 / 16)^2 = 1024 rows
+# (no class row), 12 layers of layer_norm1 / 2 (LayerNorms), biased q / k / v / out_proj, fc1 / fc2 biased;
+# post_layernorm. Connector: ln_in (LayerNorm 768); the coarse path (scale_factor 4): projection 768 x 16 -> 1024
+# bias-free and one DeepStack merger per deepstack_visual_indexes entry (3: LayerNorm over 12288, linear_1 12288 ->
+# 1024 and linear_2 1024 -> 1024, biased); the fine path (use_fine_route, factor 2) the same at 768 x 4; shared
+# ln_mid, mlp_fc2 1024 -> 1024 bias-free, ln_out. No density router (density_router_hidden_size None)
+def docling_path(h: int, factor: int, out: int, deep: int) -> int:
+    wide = h * factor * factor
+    return lin(wide, out) + deep * (ln(wide) + lin(wide, out, True) + lin(out, out, True))
+
+
+DOCLING_TEXT = 133800 * 1024 + 28 * (gqa(1024, 16, 4, 64) + gated(1024, 2048) + 2 * 1024) + 1024
+DOCLING_TOWER = (lin(3 * 16 * 16, 768, True) + 1024 * 768
+                 + 12 * (2 * ln(768) + 4 * lin(768, 768, True) + lin(768, 3072, True) + lin(3072, 768, True))
+                 + ln(768))
+DOCLING_CONNECTOR = (ln(768) + docling_path(768, 4, 1024, 3) + docling_path(768, 2, 1024, 3) + ln(1024)
+                     + lin(1024, 1024) + ln(1024))
+DOCLING = DOCLING_TEXT + DOCLING_TOWER + DOCLING_CONNECTOR
+
 HAND: dict[str, int] = {
     "naver-hyperclovax--HyperCLOVAX-SEED-Think-32B": HCX_VL,
+    "ibm-granite--granite-docling-500m": DOCLING,
 }
 ACTIVE: dict[str, tuple[int, float | None]] = {}  # ERNIE-4.5-VL's (28B / 3B on the card) is refused
 # Published totals precise enough for a 1% check: none (the class defaults are not the releases' exact files)
@@ -96,6 +120,7 @@ PUBLISHED: dict[str, float] = {}
 # Bytes of K/V per token of context at bf16: every layer full attention
 KV_BYTES_PER_TOKEN: dict[str, int] = {
     "naver-hyperclovax--HyperCLOVAX-SEED-Think-32B": 32 * 2 * 32 * 128 * 2,
+    "ibm-granite--granite-docling-500m": 28 * 2 * 4 * 64 * 2,
 }
 
 # ------------------------------------------------------------------ refused this round: one line each
