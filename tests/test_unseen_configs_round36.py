@@ -205,3 +205,41 @@ def test_nllb_moe_without_is_encoder_decoder_is_refused_on_its_decoder_layers() 
     del cfg["is_encoder_decoder"]
     with pytest.raises(InputError, match=r"decoder_layers: 12: .*encoder-decoder"):
         parse_model_config(cfg, "x")
+
+
+_DOC = "ibm-granite--granite-docling-500m"
+
+
+def test_granite_docling_connector_holds_both_shuffle_paths_and_their_deepstack_mergers() -> None:
+    # Before this round: 473,850,880, 69,577,472 short (notes only): the connector read as one linear and a norm
+    assert _total(_DOC) == DOCLING
+
+
+@pytest.mark.parametrize("sub, key", [("text_config", "num_key_value_heads"), ("text_config", "tie_word_embeddings"),
+                                      ("vision_config", "deepstack_visual_indexes"), ("vision_config", "scale_factor"),
+                                      ("vision_config", "use_fine_route"), ("vision_config", "out_hidden_size"),
+                                      ("vision_config", "image_size")])
+def test_granite_docling_fields_left_out_take_the_class_defaults(sub: str, key: str) -> None:
+    # before: num_key_value_heads left out read as MHA (44,040,192 over), deepstack_visual_indexes as none
+    cfg = _load(_DOC)
+    del cfg[sub][key]
+    assert count(cfg) == DOCLING
+
+
+def test_granite_docling_without_the_fine_route_has_one_path() -> None:
+    cfg = _load(_DOC)
+    cfg["vision_config"]["use_fine_route"] = False
+    assert count(cfg) == DOCLING - docling_path(768, 2, 1024, 3)
+
+
+def test_granite_docling_density_router_is_counted_where_its_width_is_written() -> None:
+    cfg = _load(_DOC)
+    cfg["density_router_hidden_size"] = 256
+    assert count(cfg) == DOCLING + lin(768, 1, True) + ln(768) + lin(768, 256, True) + lin(256, 1, True)
+
+
+def test_granite_docling_connector_out_of_the_text_width_is_refused() -> None:
+    cfg = _load(_DOC)
+    cfg["vision_config"]["out_hidden_size"] = 2048
+    with pytest.raises(InputError, match=r"vision_config.out_hidden_size: 2048 is not the text width 1024"):
+        parse_model_config(cfg, "x")
