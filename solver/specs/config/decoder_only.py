@@ -11,6 +11,8 @@ reported as a missing intermediate_size). The signs, each a field the model's co
                              class defaults it true); before, Switch-Base-8 without it was refused as a missing
                              intermediate_size
   architectures ...ForMaskedLM  a masked-LM head: a bidirectional encoder (BERT, RoBERTa, DeBERTa, ModernBERT)
+  architectures ...ForTokenClassification  only a per-token label head (OpenAI's privacy-filter, NER taggers): the
+                             model labels the tokens it is given and decodes none
   type_vocab_size            a token-type (segment) embedding table, the BERT lineage's, also under a bare
                              ...Model architecture (sentence encoders)
   use_bidirectional_attention: true  every token attends to every other (EmbeddingGemma: Gemma-3's layers run as
@@ -45,6 +47,11 @@ def refuse_non_decoder(cfg: dict[str, Any], origin: str, prefix: str = "") -> No
             raise InputError(f"{origin}: {prefix}architectures",
                              f"{masked[0]}: a masked-LM encoder (bidirectional attention, no token-by-token "
                              f"decode); {_PLANS}")
+        tagging = [a for a in architectures if isinstance(a, str) and a.endswith("ForTokenClassification")]
+        if tagging and len(tagging) == len(architectures):
+            raise InputError(f"{origin}: {prefix}architectures",
+                             f"{tagging[0]}: a per-token classifier (it labels the tokens it is given, no "
+                             f"token-by-token decode); {_PLANS}")
     if cfg.get("use_bidirectional_attention") is True:
         raise InputError(f"{origin}: {prefix}use_bidirectional_attention",
                          f"true: an encoder ({model_type!r} run with bidirectional attention, an embedding model: "

@@ -85,6 +85,15 @@ model_type and the text model's) on top:
                             full_attention, and a tower without layer_types is refused naming it
   _vision_projector_layernorm  the merger's norm is a LayerNorm (weight and bias) whatever the tower's norms are
                             (LFM3-VL's projector over an RMSNorm tower)
+  _vision_projector_linear_after_merger  the tower's own patch merger hands out_hidden_size to one more biased linear
+                            into the text width (HyperCLOVAXVisionV2Model.projector)
+  _vision_projector_shuffle_paths  {fine, router}: pixel-shuffle paths (GraniteDoclingConnector): a LayerNorm
+                            over h; per path (scale_factor, and scale_factor / 2 where the tower's `fine` switch is
+                            on) a bias-free linear h f^2 -> out_hidden_size and one DeepStack merger per
+                            deepstack_visual_indexes entry (a LayerNorm over h f^2, biased h f^2 -> out and out ->
+                            out); shared ln_mid, a bias-free out -> out and ln_out (LayerNorms); where the wrapper
+                            writes the `router` width D, a density router (biased h -> 1, a LayerNorm over h, biased
+                            h -> D -> 1). out_hidden_size must be the text width (no linear follows)
   _vision_class_rotary      the class token carries its own learned rotary frequencies, head_dim / 2 of them
                             (RiceViT's class_pos_emb in LLaVA-OneVision-1.5), beside _vision_class_token's embedding
   _vision_projector_pooling_attention  {field}: the wrapper's config object `field` is an adapter that pools the
@@ -506,6 +515,9 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         extra = (h + text_hidden if spec.get("rms_norms") else 0) + (4 * h if spec.get("newline") else 0)
         extra += int(spec.get("text_vectors", 0)) * text_hidden
         return convs + 4 * h * text_hidden + (text_hidden if wrapper.bool("projector_bias", True) else 0) + extra
+    paths = facts.get("_vision_projector_shuffle_paths")
+    if paths:
+        return _shuffle_paths(f, wrapper, h, text_hidden, paths)
     if facts.get("_vision_projector_bare_linear"):
         # Gemma4MultimodalEmbedder: a scale-free RMSNorm (no weight), one bias-free linear into the text width
         return h * f.int("out_hidden_size", "text_hidden_size", default=text_hidden)
@@ -626,8 +638,29 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         merger = norm + wide * mid + mid + mid * out + out
         mergers = 1 + len(f.int_list("deepstack_visual_indexes") or [])
         deep = (mergers - 1) * (wide * wide + wide + wide * out + out + 2 * wide)
-        return merger + deep
+        after = out * text_hidden + text_hidden if facts.get("_vision_projector_linear_after_merger") else 0
+        return merger + deep + after
     return h * out + h  # one linear into the text width and a norm on its input
+
+
+def _shuffle_paths(f: Fields, wrapper: Fields, h: int, text_hidden: int, spec: dict[str, Any]) -> int:
+    """The fact _vision_projector_shuffle_paths (module docstring): pixel-shuffle paths with DeepStack mergers."""
+    out = f.int("out_hidden_size")
+    if out != text_hidden:
+        raise f.err("out_hidden_size", f"{out} is not the text width {text_hidden}, which the connector's output is "
+                                       "added into (no linear follows it)")
+    factor = f.int("scale_factor", maximum=64)
+    factors = [factor] + ([factor // 2] if f.bool(str(spec["fine"]), True) and factor >= 2 else [])
+    deep = len(f.int_list("deepstack_visual_indexes") or [])
+    total = 2 * h + 2 * 2 * out + out * out  # ln_in, ln_mid, ln_out, mlp_fc2
+    for k in factors:
+        wide = h * k * k
+        total += wide * out + deep * (2 * wide + wide * out + out + out * out + out)
+    router = wrapper.cfg.get(str(spec["router"]))
+    if router is not None:
+        d = wrapper.int(str(spec["router"]))
+        total += h + 1 + 2 * h + h * d + d + d + 1
+    return total
 
 
 def _conv_merger(h: int, kernel: int, conv_out: int, out: int, ctx: int) -> int:
