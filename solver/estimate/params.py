@@ -120,7 +120,8 @@ class _Acc:
     def modules(self, order: tuple[str, ...] = MODULES) -> list[ModuleParams]:
         rank = {n: i for i, n in enumerate(order)}
         names = sorted(self.order, key=lambda n: rank.get(n, len(rank)))
-        return [ModuleParams(n, self.meta[n][0], tuple(Part(k[0], v, k[1], k[2], k[3]) for k, v in self.parts[n].items()),
+        return [ModuleParams(n, self.meta[n][0],
+                             tuple(Part(k[0], v, k[1], k[2], k[3]) for k, v in self.parts[n].items()),
                              self.active[n], self.meta[n][1]) for n in names]
 
 

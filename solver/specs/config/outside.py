@@ -1,7 +1,8 @@
 """What sits outside the layer stack by a family's conventions (family_defaults.yaml): a learned position table,
 rows the embedding holds beyond the vocabulary (Mllama's 8), a norm on the embedding, the final norm's weights
 and bias, a bias on the head, the head collapsing hyper-connection streams (hc_mult); and the layouts around
-the embedding that the reader refuses rather than miscount (none now: OPT-350m's narrower embedding and its post-norm stack are read, as modeling_opt.py builds them)."""
+the embedding that the reader refuses rather than miscount (none now: OPT-350m's narrower embedding and its
+post-norm stack are read, as modeling_opt.py builds them)."""
 from __future__ import annotations
 
 from typing import Any
