@@ -115,3 +115,66 @@ def test_a_model_without_hyper_connections_keeps_one_stream():
     llama = load_model("llama-3.1-70b")
     assert llama.residual_streams == 1 and llama.residual_width == llama.hidden_size
     assert all(layer.hyper is None for layer in llama.layers)
+
+
+# --- the final hyper-connection head, the CSA indexer's keys, the fp32 maps in memory -------------------------------
+# V4-Pro's total by hand, tensor by tensor from transformers 5.25.0 modeling_deepseek_v4.py (h 7168, 61 layers: 31
+# HCA 1:128, 30 CSA 1:4; MTP apart): embed + lm_head 2 x 129,280 x 7168; per layer attention 115,345,536 (q_a_proj,
+# q_a_norm, q_b_proj, kv_proj, kv_norm, sinks) + o_a/o_b 184,549,376 + MoE 25,435,963,392 (384 experts, shared,
+# router) + norms 14,336 + attn_hc/ffn_hc 1,376,310; HCA compressor 7,406,080; CSA compressor 14,687,744 + indexer
+# 16,712,832 (wq_b, weights_proj, its compressor: no wk); final norm 7168; hc_head 114,693. Sum 1,572,997,179,491,
+# + e_score_correction_bias 384 on every layer (the reader's router; the 3 hash layers hold tid2eid instead: 1,152
+# over) = 1,572,997,202,915.
+V4_PRO_TOTAL = 1_572_997_202_915
+
+
+def test_mhc_head_weights_are_m_by_m_hidden_plus_bias_and_scale(v4):
+    assert v4.hyper_head == 4 * 4 * 7168 + 4 + 1 == 114_693
+
+
+def test_v4_pro_total_matches_the_tensor_by_tensor_hand_count(v4):
+    from solver.estimate.params import count_params
+    rep = count_params(v4)
+    assert rep.total == V4_PRO_TOTAL
+    assert rep.by_name()["lm_head"] == 129_280 * 7168 + 114_693  # the head's collapse sits with the head
+
+
+def test_each_mtp_module_holds_its_own_mhc_head(v4):
+    from solver.estimate.params import count_params
+    glue = next(m for m in count_params(v4).mtp if m.name == "mtp_glue")
+    assert glue.params == 2 * 7168 * 7168 + 3 * 7168 + 114_693  # e_proj, h_proj, enorm, hnorm, norm, hc_head
+
+
+def test_csa_indexer_keys_come_from_its_compressor_not_a_key_projection(v4):
+    from solver.estimate.params import count_params
+    per_layer = 1536 * 64 * 128 + 7168 * 64 + (2 * 7168 * 256 + 4 * 256 + 128)  # wq_b, weights_proj, compressor
+    assert count_params(v4).by_name()["indexer"] == 30 * per_layer == 501_384_960
+
+
+def test_mhc_maps_and_head_are_held_in_fp32_in_memory(v4):
+    from solver.estimate.memory import MemoryOptions, weights_per_rank
+    hw = load_hardware("b200_sxm")
+    pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+    w = weights_per_rank(v4, pc, resolve_precision(v4, hw), MemoryOptions())
+    assert w["norms"] == (61 * 2 * 7168 + 7168) * 2 + 61 * 1_376_310 * 4  # bf16 norms, fp32 maps
+    assert w["lm_head"] == 129_280 * 7168 * 2 / 8 + 114_693 * 4
+
+
+def test_low_rank_hyper_connections_keep_the_model_dtype_and_no_mhc_head():
+    model = parse_model_config(json.loads(QWEN4.read_text()), "qwen4-exp")
+    assert model.hyper_head == 0
+    assert model.layers[0].hyper.part().dtype is None
+
+
+def test_mhc_head_is_costed_once_a_token_with_the_head(v4):
+    hw = load_hardware("b200_sxm")
+    f = factors_for(hw, load_framework("vllm").efficiency_for(hw))
+    pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+    w = Work("prefill", new_tokens=8192, context=4096, sequences=2, logits_tokens=2)
+    step = step_cost(v4, hw, pc, resolve_precision(v4, hw), f, w)
+    (head,) = [o for o in step.ops if o.name == "hc_head"]
+    mh = 4 * 7168
+    assert head.module == "lm_head"
+    assert head.flops == 8192 * (3 * mh + 2 * 4 * mh + 2 * mh)  # norm, map, collapse: 372,736 a token
+    assert head.bytes == 8192 * 5 * 7168 * 2 + 114_693 * 4  # streams read, hidden written; the fp32 map once
+    assert head.overhead_s == pytest.approx(f.kernel_overhead_s)

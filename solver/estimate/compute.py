@@ -16,7 +16,9 @@ from typing import Callable
 
 from solver.estimate import comm
 from solver.estimate.params import ParamReport
+from solver.specs.dtypes import number_format
 from solver.specs.hardware import Hardware
+from solver.specs.layers import hyper
 from solver.specs.layers.base import ACT_BYTES, prior_tokens  # noqa: F401  (ACT_BYTES re-exported)
 from solver.specs.layers.dsa import LOGIT_BYTES  # noqa: F401  (re-exported)
 from solver.specs.layers.moe import distinct_experts_touched, load_imbalance  # noqa: F401  (re-exported)
@@ -363,8 +365,18 @@ def kit_head_ops(model: ModelSpec, kit: Kit) -> list:
                 head_params / pc.lmhead_tp_size * prec.fmt("lm_head").bytes_per_param + u_logit * v * 4,
                 *kit.gemm("lm_head"), kernels=2,
                 shape_eff=shape_efficiency(v / pc.lmhead_tp_size))
+    ops = [embed, lm]
+    if model.hyper_head:
+        # the hyper-connection head collapses every token's streams before the final norm (engines run it over
+        # the step's tokens before the logits pick the sampled ones), replicated over attention TP like the
+        # streams (layers/hyper.py ops); its map fp32
+        m, t = model.residual_streams, w.new_tokens / pc.token_shards
+        ops.insert(1, kit.op("hc_head", "lm_head", t * hyper.head_flops_per_token(m, h),
+                             t * hyper.head_bytes_per_token(m, h)
+                             + model.hyper_head * number_format(hyper.HEAD_DTYPE).bytes_per_param,
+                             hw.flops("bf16"), f.gemm, kernels=hyper.HEAD_KERNELS, shape_eff=shape_efficiency(m)))
     if not model.embedding_width:
-        return [embed, lm]
+        return ops
     # project_in / project_out: replicated bias-free GEMMs over every token of the rank's step (engines run the
     # stack's output through project_out before the logits pick the sampled positions)
     t = group_tokens(pc, w, 1)
@@ -374,4 +386,4 @@ def kit_head_ops(model: ModelSpec, kit: Kit) -> list:
                      kernels=1, shape_eff=shape_efficiency(h))
     proj_out = kit.op("project_out", "lm_head", 2 * t * ew * h, matrix + t * (ew + h) * ACT_BYTES, *rate,
                       kernels=1, shape_eff=shape_efficiency(ew))
-    return [embed, proj_in, proj_out, lm]
+    return [embed, proj_in, proj_out, *ops[1:]]

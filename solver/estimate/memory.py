@@ -15,7 +15,8 @@ from solver.memo import IdentityMemo
 from solver.specs.layers.dsa import INDEXER_SCALE_BYTES  # noqa: F401  (re-exported)
 from solver.specs.framework import DEFAULT_TOKEN_BUDGET
 from solver.specs.hardware import Hardware
-from solver.specs.layers.base import heads_split
+from solver.specs.dtypes import NumberFormat, number_format
+from solver.specs.layers.base import Part, heads_split
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
@@ -164,9 +165,15 @@ def module_weight_bytes(mod: ModuleParams, model: ModelSpec, pc: ParallelConfig,
     if mod.knob == "moe_tp_size" and mod.group == "experts" and pc.redundant_experts and model.num_experts:
         # redundant experts are full copies: the rank holds (E + r) / EP experts, not E / EP
         degree_scale = model.num_experts / pc.expert_slots(model.num_experts)
-        return sum(part.params * fmt.bytes_per_param / part.degree(degree) for part in mod.parts) / degree_scale
-    # norms and router weights stay 16-bit in quantized checkpoints (the "norm" group is always bf16)
-    return sum(part.params * fmt.bytes_per_param / part.degree(degree) for part in mod.parts)
+        return sum(part.params * _bytes(part, fmt) / part.degree(degree) for part in mod.parts) / degree_scale
+    # norms and router weights stay 16-bit in quantized checkpoints (the "norm" group is always bf16); a part
+    # the engine keeps in its own format (Part.dtype: DeepSeek-V4's fp32 hyper-connection maps) is priced at it
+    return sum(part.params * _bytes(part, fmt) / part.degree(degree) for part in mod.parts)
+
+
+def _bytes(part: Part, group: NumberFormat) -> float:
+    """Bytes a parameter of `part` holds: its own format where it keeps one, its group's otherwise."""
+    return number_format(part.dtype).bytes_per_param if part.dtype else group.bytes_per_param
 
 
 def weights_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryOptions,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.specs.layers.base import Layer, Part, Share, layer_shares
+from solver.specs.layers.hyper import HEAD_DTYPE
 from solver.specs.model import ModelSpec
 
 MODULES = (
@@ -112,14 +113,15 @@ class _Acc:
             self.active[share.module] = 0.0
         bucket = self.parts[share.module]
         for p in share.parts:
-            key = (p.name, p.split, p.heads)
+            key = (p.name, p.split, p.heads, p.dtype)
             bucket[key] = bucket.get(key, 0) + p.params * count
         self.active[share.module] += share.active_params * count
 
     def modules(self, order: tuple[str, ...] = MODULES) -> list[ModuleParams]:
         rank = {n: i for i, n in enumerate(order)}
         names = sorted(self.order, key=lambda n: rank.get(n, len(rank)))
-        return [ModuleParams(n, self.meta[n][0], tuple(Part(k[0], v, k[1], k[2]) for k, v in self.parts[n].items()),
+        return [ModuleParams(n, self.meta[n][0],
+                             tuple(Part(k[0], v, k[1], k[2], k[3]) for k, v in self.parts[n].items()),
                              self.active[n], self.meta[n][1]) for n in names]
 
 
@@ -178,6 +180,8 @@ def _count_params(m: ModelSpec) -> ParamReport:
         head += (Part("lm_head_bias", v, "tp"),)
     if m.lm_head_scale:  # a logit scale per vocabulary entry, split with the head's rows
         head += (Part("lm_head_logit_scale", v, "tp"),)
+    if m.hyper_head:  # the final collapse of the hyper-connection streams before the final norm, replicated
+        head += (Part("hyper_head", m.hyper_head, "none", dtype=HEAD_DTYPE),)
     if head:
         acc.add(Share("lm_head", "lm_head", "lmhead_tp_size", head))
     for enc in m.encoders:
@@ -195,7 +199,11 @@ def _count_params(m: ModelSpec) -> ParamReport:
         mtp = stack_modules([(layer, 1) for module in m.mtp_modules for layer in module])
         # each next-n module: enorm + hnorm + eh_proj (2H -> H) + its head norm
         glue = n * (2 * h * h + 3 * h)
-        mtp.append(ModuleParams("mtp_glue", "dense", (Part("eh_proj+norms", glue, "none"),), glue, None))
+        parts = (Part("eh_proj+norms", glue, "none"),)
+        if m.hyper_head:  # and, under hyper-connections, its own stream collapse before that norm (SGLang's
+            # DeepseekV4ModelNextN hc_head_fn / hc_head_base / hc_head_scale)
+            parts += (Part("hyper_head", n * m.hyper_head, "none", dtype=HEAD_DTYPE),)
+        mtp.append(ModuleParams("mtp_glue", "dense", parts, glue + n * m.hyper_head, None))
         if m.mtp_checkpoint_copies:
             # DeepSeek-style checkpoints store a copy of embed_tokens and the head inside each MTP layer
             extra = n * 2 * v * ew

@@ -68,6 +68,9 @@ class ModelSpec:
     # weights of a transform between the final norm and the head (ModernBERT's prediction head: a dense h x h and a
     # norm), counted with the head
     head_transform: int = 0
+    # weights of the final collapse of the hyper-connection streams before the final norm (DeepseekV4HyperHead:
+    # layers/hyper.head_weights), held fp32 and replicated with the head; 0: none
+    hyper_head: int = 0
     embedding_extra_rows: int = 0  # rows the token embedding holds beyond vocab_size (Mllama: 8), not the head
     # the token embedding's and the head's width where it differs from the stack's (OPT-350m's word_embed_proj_dim):
     # bias-free project_in (width -> hidden) after the lookup and project_out (hidden -> width) before the head,

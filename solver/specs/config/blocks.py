@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from solver.specs.config.ffns import EXPERT_COUNT_FIELDS, FfnReading
 from solver.specs.config.fields import MAX_LAYERS, Fields
-from solver.specs.config.outside import gated_residual, low_rank_streams, norm_weights
+from solver.specs.config.outside import dynamic_streams, gated_residual, low_rank_streams, norm_weights
 from solver.specs.config.pattern import Slot, nope_layers
 from solver.specs.layers import (
     MLA,
@@ -531,7 +531,9 @@ class BlockReader(FfnReading):
         ratio = ratios[index] if index < len(ratios) else 0
         indexer = None
         if ratio == 4 and f.has("index_n_heads"):
-            indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk", default=2048))
+            # its keys come from its own compressor (CompressedAttention.shares), not a key projection
+            indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk", default=2048),
+                              key_projection=False)
         return CompressedAttention(hidden=self.h, heads=self.heads, head_dim=self.head_dim,
                                    q_lora_rank=f.int("q_lora_rank"), o_lora_rank=f.int("o_lora_rank"),
                                    o_groups=f.int("o_groups", default=1), ratio=ratio,
@@ -545,8 +547,8 @@ class BlockReader(FfnReading):
         if streams:  # two low-rank gated residuals, one a sub-block
             return HyperConnections(self.h, streams, 2 * gated_residual(self.f, self.h, inject=True),
                                     rank=self.f.int("hc_lowrank", maximum=1 << 20))
-        m = self.f.int("hc_mult", default=0, minimum=0, maximum=64)
-        if m <= 1:
+        m = dynamic_streams(self.f)
+        if not m:
             return None
         mix = (2 + m) * m
         # hc_sinkhorn_iters unwritten: DeepseekV4Config's default, 20

@@ -1,12 +1,14 @@
 """What sits outside the layer stack by a family's conventions (family_defaults.yaml): a learned position table,
 rows the embedding holds beyond the vocabulary (Mllama's 8), a norm on the embedding, the final norm's weights
-and bias, a bias on the head; and the layouts around the embedding that the reader refuses rather than miscount
-(none now: OPT-350m's narrower embedding and its post-norm stack are read, as modeling_opt.py builds them)."""
+and bias, a bias on the head, the head collapsing hyper-connection streams (hc_mult); and the layouts around
+the embedding that the reader refuses rather than miscount (none now: OPT-350m's narrower embedding and its
+post-norm stack are read, as modeling_opt.py builds them)."""
 from __future__ import annotations
 
 from typing import Any
 
 from solver.specs.config.fields import Fields
+from solver.specs.layers.hyper import head_weights
 
 
 def layernorm_bias(f: Fields) -> bool:
@@ -29,6 +31,13 @@ def low_rank_streams(f: Fields) -> int:
     """Low-rank hyper-connections' residual stream count (hc_count, mixed through hc_lowrank maps), 0: none. One
     stream still builds the gated residuals (Qwen4ExpTextGatedResidual has no hc_count == 1 shortcut)."""
     return f.int("hc_count", default=0, minimum=0, maximum=64)
+
+
+def dynamic_streams(f: Fields) -> int:
+    """DeepSeek-V4's hyper-connection stream count (hc_mult, mixed by (2 + m) x m maps), 0: none; one stream
+    builds none (a residual add)."""
+    m = f.int("hc_mult", default=0, minimum=0, maximum=64)
+    return m if m > 1 else 0
 
 
 def gated_residual(f: Fields, hidden: int, inject: bool) -> int:
@@ -100,7 +109,10 @@ def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
             # place of the final norm, before the head
             "head_transform": head_transform(f, hidden) + (gated_residual(f, hidden, inject=False)
                                                            if low_rank_streams(f) else 0),
-            "embedding_extra_rows": _embedding_extra_rows(f)}
+            "embedding_extra_rows": _embedding_extra_rows(f),
+            # dynamic hyper-connections end in a head collapsing the streams, before the final norm
+            "hyper_head": head_weights(dynamic_streams(f), hidden)
+            if dynamic_streams(f) and not low_rank_streams(f) else 0}
 
 
 def _embedding_extra_rows(f: Fields) -> int:

@@ -63,6 +63,7 @@ class Part:
     params: int
     split: str = "tp"  # "tp" | "kv_heads" | "none"
     heads: int = 0  # for "kv_heads": the group splits up to this many heads, then replicates them
+    dtype: str | None = None  # a format the engine holds it in whatever its group's (fp32 maps); None: the group's
 
     def degree(self, n: int) -> int:
         if self.split == "tp":
@@ -276,7 +277,7 @@ class Layer:
         if self.norm_bias:
             parts += (Part("layernorm_biases", self.norms * self.hidden, "none"),)
         if self.hyper:
-            parts += (Part("hyper_connections", self.hyper.weights, "none"),)
+            parts += (self.hyper.part(),)
         if self.residual_gates:
             parts += (Part("residual_gates", self.residual_gates * self.hidden, "none"),)
         if self.norm_gates:

@@ -33,6 +33,9 @@ class Indexer:
     qk_rms_norms: bool = False  # RMSNorm weights of head_dim on q and k, in place of k's LayerNorm (weight + bias)
     key_bytes: int = 1  # bytes per cached key value: FP8 (DSA), or the activation dtype's
     key_scale_bytes: int = INDEXER_SCALE_BYTES  # per cached key: DSA's fp32 scale; none for unquantised keys
+    # wk and its norm make the keys (DSA); False where a compressor of the layer's makes them (DeepSeek-V4's CSA
+    # indexer holds wq_b, weights_proj and its compressor only: transformers DeepseekV4Indexer, SGLang C4Indexer)
+    key_projection: bool = True
 
     @property
     def bytes_per_token(self) -> float:
@@ -48,9 +51,9 @@ class Indexer:
         q_in = q_lora_rank or hidden
         norms = (Part("qk_norm", 2 * self.head_dim, "none") if self.qk_rms_norms  # two RMSNorm weights
                  else Part("k_norm", 2 * self.head_dim, "none"))  # LayerNorm weight + bias
+        keys = (Part("wk", hidden * self.head_dim, "none"), norms) if self.key_projection else ()
         return (Part("wq_b", q_in * self.heads * self.head_dim, "none"),
-                Part("wk", hidden * self.head_dim, "none"),
-                norms,
+                *keys,
                 *((Part("weights_proj", hidden * self.heads, "none"),) if self.weights_proj else ()),
                 *((Part("q_input_norm", 2 * q_in, "none"),) if self.query_norm else ()),
                 *((Part("softmax_scaling", 2 * self.heads, "none"),) if self.query_scales else ()))

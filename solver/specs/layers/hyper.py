@@ -25,6 +25,17 @@ mhc_pre_big_fuse: split, Sinkhorn, collapse) + 1 post (hc_post) (sglang/srt/mode
 _flashinfer_hc_pre, hc_post); low-rank, no engine kernel known: the forward's norm, three GEMMs, the gated mean
 and the post add, elementwise ops fused into them: 6.
 
+The dynamic form ends in a head (DeepseekV4HyperHead; SGLang's hc_head, one fused_hc_head kernel), once a token
+before the final norm: the same unweighted norm, a map m x hidden -> m (hc_fn; hc_base m, hc_scale 1: head_weights),
+sigmoid, the streams collapsed by it: FLOPs 3mh + 2m.mh + 2mh, bytes (m + 1) h x ACT_BYTES and its map once a step
+(head_ops). Each MTP module holds one more (SGLang's DeepseekV4ModelNextN). The low-rank form's final mixer is a
+gated residual without the inject map (config/outside.py head_transform), not costed.
+
+Weight dtype: transformers 5.25.0 keeps attn_hc, ffn_hc and hc_head in fp32 whatever the load dtype
+(DeepseekV4PreTrainedModel._keep_in_fp32_modules_strict, the modules built .to(torch.float32)) and SGLang
+allocates them as float32 Parameters (make_hc_mixing_params, make_hc_head_params): memory prices them at 4 B
+(Part.dtype), the low-rank form's at the model's dtype.
+
 Activation memory: the streams replace the residual, m x hidden a token (estimate.memory); the PP hand-off sends
 the streams (ModelSpec.residual_width). The weights are counted by the reader (config/blocks.hyper_params) and
 held in the layer's norm share (Layer.norm_share); this block declares the same share so the planner's
@@ -34,9 +45,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from solver.specs.dtypes import number_format
 from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share
 
-DYNAMIC_WEIGHT_BYTES = 4  # DeepSeek-V4's mHC maps run in fp32 (see the module docstring)
+DYNAMIC_DTYPE = "fp32"  # DeepSeek-V4's mHC maps are held and run in fp32 (see the module docstring)
+HEAD_DTYPE = DYNAMIC_DTYPE  # the head's map: the same
+HEAD_KERNELS = 1  # SGLang's fused_hc_head
 DYNAMIC_KERNELS = (2, 1)  # (pre, post) kernels a sub-block: SGLang's DeepSeek-V4 mHC path
 LOW_RANK_KERNELS = (5, 1)  # norm, down, up, inject GEMMs and the gated mean; the post add
 
@@ -58,11 +72,15 @@ class HyperConnections(Block):
         return f"HC {self.streams} streams, {form}"
 
     def shares(self) -> tuple[Share, ...]:
-        return (Share("norms", "norm", None, (Part("hyper_connections", self.weights, "none"),)),)
+        return (Share("norms", "norm", None, (self.part(),)),)
+
+    def part(self) -> Part:
+        """The layer's hyper-connection weights, replicated; the dynamic form's held in fp32."""
+        return Part("hyper_connections", self.weights, "none", dtype=None if self.rank else DYNAMIC_DTYPE)
 
     @property
     def weight_bytes(self) -> int:
-        return ACT_BYTES if self.rank else DYNAMIC_WEIGHT_BYTES
+        return ACT_BYTES if self.rank else number_format(DYNAMIC_DTYPE).bytes_per_param
 
     def flops_per_token(self) -> tuple[float, float]:
         """(pre, post) FLOPs of one token through one sub-block's hyper-connections."""
@@ -90,3 +108,19 @@ class HyperConnections(Block):
         return [cx.op("hyper_pre", "norms", n * t * fp, n * (t * bp + weights), peak, eff, kernels=n * kp,
                       shape_eff=cx.shape_efficiency(width)),
                 cx.op("hyper_post", "norms", n * t * fq, n * t * bq, peak, eff, kernels=n * kq)]
+
+
+def head_weights(streams: int, hidden: int) -> int:
+    """The dynamic form's head (DeepseekV4HyperHead): hc_fn m x m.hidden, hc_base m, hc_scale 1."""
+    return streams * streams * hidden + streams + 1
+
+
+def head_flops_per_token(streams: int, hidden: int) -> float:
+    """One token through the head: the norm 3mh, the map 2m.mh, the collapse 2mh (the m sigmoids negligible)."""
+    mh = streams * hidden
+    return 3 * mh + 2 * streams * mh + 2 * mh
+
+
+def head_bytes_per_token(streams: int, hidden: int) -> float:
+    """One token through the head: its m streams read, the collapsed hidden written."""
+    return (streams + 1) * hidden * ACT_BYTES
