@@ -101,7 +101,9 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
             # (Param2's original files write num_shared_experts for n_shared_experts)
             aliases = family.get("_aliases") or {}
             for k, v in family.items():
-                if k in ("_text_config_defaults", "_aliases") or out.get(k) is not None:
+                # a field written as null keeps its null: the class reads it so (q_lora_rank null: no query
+                # LoRA; sliding_window null: no window), not as its default
+                if k in ("_text_config_defaults", "_aliases") or k in out:
                     continue
                 if not any(cfg.get(a) is not None for a in aliases.get(k, ())):
                     out[k] = v
