@@ -169,8 +169,8 @@ def test_block_types_repeat_over_the_stack_with_local_attention() -> None:
     assert attention == list(range(2, 26, 3))  # layer i is block_types[i % 3]: 8 attention, 18 recurrent
     assert all(spec.layers[i].mixer.window == 2048 for i in attention)  # local, over attention_window_size
     cfg = _load("google--recurrentgemma-2b")
-    del cfg["attention_window_size"]  # no window given: the attention layers are global
-    assert all(parse_model_config(cfg, "x").layers[i].mixer.window is None for i in attention)
+    del cfg["attention_window_size"]  # no window given: RecurrentGemmaConfig's default 2048, still local
+    assert all(parse_model_config(cfg, "x").layers[i].mixer.window == 2048 for i in attention)
 
 
 def test_an_unknown_block_type_is_refused() -> None:

@@ -93,6 +93,13 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
     table = _family_defaults()
     known = False
     out = dict(cfg)
+    # the wrapper's default text config first: a nested field left out equals it, not the text class's default
+    if nested and wrapper_type in table:
+        for k, v in ((table[wrapper_type] or {}).get("_text_config_defaults") or {}).items():
+            if k not in out:
+                out[k] = v
+                if taken is not None:
+                    taken.append(k)
     for t in (str(cfg.get("model_type") or ""), wrapper_type):
         if t in table:
             known = True
@@ -101,16 +108,12 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
             # (Param2's original files write num_shared_experts for n_shared_experts)
             aliases = family.get("_aliases") or {}
             for k, v in family.items():
-                if k in ("_text_config_defaults", "_aliases") or out.get(k) is not None:
+                # a field written as null keeps its null: the class reads it so (q_lora_rank null: no query
+                # LoRA; sliding_window null: no window), not as its default
+                if k in ("_text_config_defaults", "_aliases") or k in out:
                     continue
                 if not any(cfg.get(a) is not None for a in aliases.get(k, ())):
                     out[k] = v
-            if nested and t == wrapper_type:
-                for k, v in (family.get("_text_config_defaults") or {}).items():
-                    if k not in out:
-                        out[k] = v
-                        if taken is not None:
-                            taken.append(k)
     return out, known
 
 

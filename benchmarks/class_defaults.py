@@ -1,0 +1,198 @@
+"""Silent miscounts where a config leaves a field out: for every catalog model (models/*.json) and every unseen
+config (tests/data/configs_unseen/), each field the config writes is removed one at a time and the reader's
+result compared with the same config holding the transformers configuration class's default for that field.
+A config that leaves a field out was built with the class default, so the two must agree, or the reader must
+refuse naming the field. A flat config's top-level fields are checked against its own class; a wrapper's
+language model (text_config, ...) field by field against the nested config's class.
+
+The class defaults are read from the wheel's source with ast (never imported): the dataclass fields of the
+class whose `model_type` matches and of its bases (transformers 5: `vocab_size: int = 129280`), or the keyword
+defaults of an old-style `__init__`. A default of None, or one that is not a literal, is skipped: what None
+means is decided in the class's __post_init__ (head_dim None -> hidden / heads), which a literal cannot say.
+
+Compared: the parameter total, each layer's mixer kind (sliding or full) and the KV / state bytes of one
+request at 8,192 tokens. One line per mismatch: `MISCOUNT` (removed counts, and differs from the default). With
+--all also `nested` (the same within a wrapper's text_config: there transformers fills the field from the
+wrapper's default text config, which need not be the text class's), `contradicts` (the class default is refused
+against the config's other fields: num_hidden_layers 36 beside 24 layer_types) and `refused` (the removed config
+is refused: the rule's other allowed answer).
+
+Run: PYTHONPATH=<checkout> python benchmarks/class_defaults.py --wheel /path/to/transformers [--all]
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from solver.errors import InputError  # noqa: E402
+from solver.estimate.memory import state_of_layers  # noqa: E402
+from solver.estimate.params import count_params  # noqa: E402
+from solver.specs.config.read import parse_model_config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+_NESTED = ("text_config", "llm_config", "language_config", "llm_cfg")
+_SKIP = object()
+
+
+def _literal(node: ast.expr | None) -> Any:
+    if node is None:
+        return _SKIP
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _SKIP
+
+
+def _class_info(node: ast.ClassDef) -> dict[str, Any]:
+    """model_type, attribute_map, base names and the field defaults written in one class body."""
+    info: dict[str, Any] = {"bases": [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases],
+                            "defaults": {}, "model_type": None, "attribute_map": {}}
+    for stmt in node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            info["defaults"][stmt.target.id] = _literal(stmt.value)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            if name == "model_type":
+                info["model_type"] = _literal(stmt.value)
+            elif name == "attribute_map":
+                got = _literal(stmt.value)
+                info["attribute_map"] = got if isinstance(got, dict) else {}
+        elif isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":  # transformers 4's style
+            args = stmt.args
+            pos = args.args[len(args.args) - len(args.defaults):]
+            for a, d in list(zip(pos, args.defaults)) + list(zip(args.kwonlyargs, args.kw_defaults)):
+                info["defaults"].setdefault(a.arg, _literal(d))
+    return info
+
+
+def class_table(wheel: Path) -> dict[str, dict[str, Any]]:
+    """model_type -> {defaults, attribute_map, cls} over every configuration_*.py in the wheel, bases resolved by
+    class name (the first definition of a name wins; PreTrainedConfig's own fields are not a family's)."""
+    classes: dict[str, dict[str, Any]] = {}
+    for path in sorted((wheel / "models").glob("*/configuration_*.py")):
+        try:
+            tree = ast.parse(path.read_text())
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name not in classes:
+                classes[node.name] = _class_info(node)
+
+    def merged(name: str, seen: frozenset = frozenset()) -> tuple[dict, dict]:
+        info = classes.get(name)
+        if info is None or name in seen:
+            return {}, {}
+        defaults: dict = {}
+        amap: dict = {}
+        for base in info["bases"]:
+            d, a = merged(base, seen | {name})
+            defaults.update(d)
+            amap.update(a)
+        defaults.update(info["defaults"])
+        amap.update(info["attribute_map"])
+        return defaults, amap
+
+    table: dict[str, dict[str, Any]] = {}
+    for name, info in classes.items():
+        mt = info["model_type"]
+        if isinstance(mt, str) and mt and mt not in table:
+            defaults, amap = merged(name)
+            table[mt] = {"defaults": defaults, "attribute_map": amap, "cls": name}
+    return table
+
+
+def _fingerprint(cfg: dict[str, Any]) -> tuple:
+    try:
+        spec = parse_model_config(json.loads(json.dumps(cfg)), "check")
+        kinds = tuple(layer.mixer.kind if layer.mixer is not None else "-" for layer in spec.layers)
+        state = state_of_layers(spec.layer_groups, 2, 1, 8192)
+        return ("count", count_params(spec).total, kinds, round(state.kv + state.index + state.constant))
+    except InputError as e:
+        return ("refused", str(e))
+
+
+def _describe(fp: tuple) -> str:
+    if fp[0] == "refused":
+        return "refused: " + fp[1].split(": ", 1)[-1][:90]
+    total, kinds, state = fp[1], fp[2], fp[3]
+    mix: dict[str, int] = {}
+    for k in kinds:
+        mix[k] = mix.get(k, 0) + 1
+    return f"{total:,} params, {' + '.join(f'{n} {k}' for k, n in mix.items())}, state {state:,} B"
+
+
+def _default_for(field: str, cls: dict[str, Any]) -> Any:
+    if field in cls["defaults"]:
+        return cls["defaults"][field]
+    target = cls["attribute_map"].get(field)  # the config writes the alias of a field (num_local_experts)
+    if target is not None and target in cls["defaults"]:
+        return cls["defaults"][target]
+    return _SKIP
+
+
+def check(cfg: dict[str, Any], table: dict[str, dict[str, Any]]) -> list[tuple[str, str, Any, str, str]]:
+    """(kind, field, class default, removed, default) for every field whose removal the reader answers otherwise
+    than the class default; kind MISCOUNT where the removed config counts, refused where it is refused."""
+    nested = next((k for k in _NESTED if isinstance(cfg.get(k), dict) and cfg[k]), None)
+    where = cfg[nested] if nested else cfg
+    mt = where.get("model_type") or (cfg.get("model_type") if not nested else None)
+    cls = table.get(str(mt or ""))
+    if cls is None:
+        return []
+    out = []
+    for field in list(where):
+        if field == "model_type":
+            continue
+        default = _default_for(field, cls)
+        if default is _SKIP or default is None:
+            continue
+
+        def variant(value: Any = _SKIP) -> dict[str, Any]:
+            inner = {k: v for k, v in where.items() if k != field}
+            if value is not _SKIP:
+                inner[field] = value
+            return {**cfg, nested: inner} if nested else inner
+
+        removed, with_default = _fingerprint(variant()), _fingerprint(variant(default))
+        if removed == with_default or (removed[0] == with_default[0] == "refused"):
+            continue
+        # a nested language model left out a field equal to the wrapper's default text config, which need not be
+        # its class's default (PaliGemma's GemmaConfig(hidden_size=2048)): listed apart, as `nested`
+        kind = ("refused" if removed[0] == "refused" else "contradicts" if with_default[0] == "refused"
+                else "nested" if nested else "MISCOUNT")
+        out.append((kind, (f"{nested}." if nested else "") + field, default, _describe(removed),
+                    _describe(with_default)))
+    return out
+
+
+def configs() -> list[Path]:
+    return sorted((ROOT / "models").glob("*.json")) + sorted((ROOT / "tests/data/configs_unseen").rglob("*.json"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--wheel", required=True, help="the unzipped transformers package folder (holds models/)")
+    ap.add_argument("--all", action="store_true", help="list the refusals too")
+    args = ap.parse_args()
+    table = class_table(Path(args.wheel))
+    checked = 0
+    for path in configs():
+        cfg = json.loads(path.read_text())
+        if not isinstance(cfg, dict):
+            continue
+        checked += 1
+        for kind, field, default, removed, with_default in check(cfg, table):
+            if kind == "MISCOUNT" or args.all:
+                print(f"{kind}\t{path.relative_to(ROOT)}\t{field}\tdefault {default!r}\tremoved: {removed}\t"
+                      f"default: {with_default}")
+    print(f"# {checked} configs, {len(table)} configuration classes in the wheel")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""A config that leaves a field out was built with its transformers class's default for it: the reader counts that
+default (family_defaults.yaml) or refuses naming the field, never a fallback of its own. The figures compared
+are the released configs', whose values equal the class defaults (DeepseekV3Config, GptOssConfig, transformers
+5.25.0)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from solver.errors import InputError
+from solver.estimate.params import count_params
+from solver.specs.config.read import parse_model_config
+from solver.specs.layers import MLA
+
+ROOT = Path(__file__).resolve().parent.parent
+DEEPSEEK_V3 = ROOT / "models" / "deepseek-ai--DeepSeek-V3.json"
+GPT_OSS = ROOT / "models" / "openai--gpt-oss-120b.json"
+WHEEL = Path("/tmp/tfw39/transformers")  # the unzipped transformers 5.25.0 wheel, where present
+
+
+def _read(path: Path, drop: str | None = None, **given):
+    cfg = json.loads(path.read_text())
+    if drop is not None:
+        del cfg[drop]
+    cfg.update(given)
+    return parse_model_config(cfg, path.stem)
+
+
+def test_deepseek_v3_without_kv_lora_rank_is_mla_of_the_class_default() -> None:
+    spec = _read(DEEPSEEK_V3, "kv_lora_rank")
+    assert isinstance(spec.layers[0].mixer, MLA) and spec.layers[0].mixer.kv_lora_rank == 512
+    assert count_params(spec).total == count_params(_read(DEEPSEEK_V3)).total == 671_026_419_200
+
+
+def test_deepseek_v3_without_moe_intermediate_size_has_2048_wide_experts() -> None:
+    # before: the experts took intermediate_size (18,432): 5,922,731,234,816 parameters
+    assert count_params(_read(DEEPSEEK_V3, "moe_intermediate_size")).total == 671_026_419_200
+
+
+def test_gpt_oss_without_head_dim_has_the_class_head_dim_64() -> None:
+    # before: hidden / heads = 2880 / 64 = 45
+    assert _read(GPT_OSS, "head_dim").layers[0].mixer.head_dim == 64
+
+
+def test_gpt_oss_without_num_key_value_heads_has_8() -> None:
+    # before: MHA, 64 KV heads (117,572,592,960 parameters)
+    spec = _read(GPT_OSS, "num_key_value_heads")
+    assert spec.layers[0].mixer.kv_heads == 8
+    assert count_params(spec).total == 116_829_156_672
+
+
+def test_gpt_oss_without_layer_types_alternates_sliding_and_full() -> None:
+    # GptOssConfig.__post_init__: sliding where (i + 1) % 2, full otherwise; before: every layer sliding
+    written = [layer.mixer.kind for layer in _read(GPT_OSS).layers]
+    left_out = [layer.mixer.kind for layer in _read(GPT_OSS, "layer_types").layers]
+    assert left_out == written and left_out[:2] == ["SWA", "GQA"]
+
+
+def test_gpt_oss_without_experts_is_refused_naming_the_field() -> None:
+    # before: counted as a dense FFN (3,010,388,544 parameters); GptOssMLP has no dense path
+    with pytest.raises(InputError, match="num_local_experts: 0"):
+        _read(GPT_OSS, num_local_experts=0)
+
+
+def test_a_field_written_null_keeps_its_null_over_the_class_default() -> None:
+    # DeepSeek-V2-Lite writes q_lora_rank null (q_proj straight from the hidden state); DeepseekV2Config's 1536 is
+    # for a config that leaves the field out
+    spec = _read(ROOT / "tests" / "data" / "configs_unseen" / "deepseek-ai--DeepSeek-V2-Lite.json")
+    assert spec.layers[0].mixer.q_lora_rank is None
+
+
+@pytest.mark.skipif(not (WHEEL / "models").is_dir(), reason="needs the unzipped transformers 5.25.0 wheel")
+def test_every_left_out_field_counts_as_its_class_default() -> None:
+    from benchmarks.class_defaults import check, class_table, configs
+
+    table = class_table(WHEEL)
+    found = []
+    for path in configs():
+        cfg = json.loads(path.read_text())
+        found += [(path.name, field) for kind, field, *_ in check(cfg, table) if kind == "MISCOUNT"
+                  # the layer count written twice (LongCat's num_layers 28 beside num_hidden_layers 56, Mamba's n_layer
+                  # beside num_hidden_layers): left out, the other name still sizes the model
+                  and field not in ("num_layers", "num_hidden_layers")
+                  # open: MistralConfig's sliding_window 4096 would window every layer of a Mistral text config that
+                  # writes none (Idefics2-8B's, whose hand KV figure counts full layers): not applied yet
+                  and field != "sliding_window"]
+    assert found == []
