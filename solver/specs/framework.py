@@ -58,6 +58,10 @@ class Rule(BaseModel):
     # that saves nothing), so `check` accepts such a file with a warning while the planner plans within the rule
     # (a configuration against the engine's advice is never recommended)
     severity: Literal["error", "warning"] = "error"
+    # True marks the planner's own bookkeeping (a rule of its cost model, e.g. a disaggregated prefill pool's
+    # step filling every replica), not the engine's nor the user's: no one can act on it, so a diagnosis never
+    # relaxes it nor names it as binding (cpsat.Planner.families)
+    bookkeeping: bool = False
 
     _when: Expr = PrivateAttr()
     _require: Expr = PrivateAttr()
