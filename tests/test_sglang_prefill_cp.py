@@ -57,15 +57,15 @@ def _comms(step, name: str) -> list:
     return [c for c in step.comms if c.name == name]
 
 
-def _dep(tmp_path, model: str, pc: dict, phase: str = "prefill") -> str:
+def _dep(tmp_path, model: str, pc: dict, phase: str = "prefill", hardware: str = "h200_sxm") -> str:
     path = tmp_path / "dep.yaml"
-    path.write_text(yaml.safe_dump({"model": model, "hardware": "h200_sxm", "world_size": 8, "framework": "sglang",
+    path.write_text(yaml.safe_dump({"model": model, "hardware": hardware, "world_size": 8, "framework": "sglang",
                                     "phase": phase, "batch": 1, "seq_len": S, "parallel_config": pc}))
     return str(path)
 
 
-def _check(tmp_path, model: str, pc: dict) -> tuple[int, dict]:
-    r = CliRunner().invoke(main, ["check", _dep(tmp_path, model, pc), "--format", "json"])
+def _check(tmp_path, model: str, pc: dict, hardware: str = "h200_sxm") -> tuple[int, dict]:
+    r = CliRunner().invoke(main, ["check", _dep(tmp_path, model, pc, hardware=hardware), "--format", "json"])
     return r.exit_code, json.loads(r.stdout)
 
 
@@ -165,6 +165,17 @@ def test_prefill_cp_without_dcp(tmp_path) -> None:
           "embed_tp_size": 8, "lmhead_tp_size": 8}
     code, out = _check(tmp_path, "deepseek-v3", pc)
     assert code == 1 and _violated(out, "C.prefill_cp_without_dcp")
+
+
+def test_prefill_cp_rocm_csa_only(tmp_path) -> None:
+    """The wheel runs prefill CP on HIP for DeepSeek-V4 (compressed sparse attention) only: Qwen3-235B-A22B-FP8
+    with CP2 is refused on an MI355X (ROCm), naming the rule, and runs on an H200 (CUDA)."""
+    assert load_hardware("mi355x").platform == "rocm" and H200.platform == "cuda"
+    pc = {"attn_tp_size": 4, "cp_size": 2, "moe_tp_size": 8, "embed_tp_size": 8, "lmhead_tp_size": 8}
+    code, out = _check(tmp_path, "qwen3-235b-a22b-fp8", pc, hardware="mi355x")
+    assert code == 1 and _violated(out, "C.prefill_cp_rocm_csa_only")
+    code, out = _check(tmp_path, "qwen3-235b-a22b-fp8", pc)
+    assert code == 0 and not _violated(out, "C.prefill_cp_rocm_csa_only"), out["violations"]
 
 
 def test_a_valid_cp_configuration_checks_clean(tmp_path) -> None:

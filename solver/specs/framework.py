@@ -22,6 +22,7 @@ from solver.specs.expr import NOT_A_CONDITION, Expr, Value, compile_expr, is_con
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.hardware import VENDOR
 from solver.specs.launch_spec import Feature, FeatureName, LaunchSpec
+from solver.specs.rule_env import PLATFORM_FLAGS
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
@@ -31,7 +32,7 @@ KnobName = Literal[KNOBS]  # type: ignore[valid-type]
 
 # What a rule may read. Model facts come from the model's config.json; `afd` (attention-FFN disaggregation)
 # is a deployment switch, not a knob, but one framework rule depends on it.
-DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd")
+DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd", *PLATFORM_FLAGS)
 # parallel_config settings that are not group sizes (parallel.SETTINGS): the redundant expert copies (EPLB)
 MODEL_NAMES = (
     "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "has_csa", "is_moe",
@@ -39,7 +40,8 @@ MODEL_NAMES = (
 )
 RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES))
 # the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers
-RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "has_recurrent_mixer"))
+RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "has_recurrent_mixer",
+                                        *PLATFORM_FLAGS))
 
 
 # Every model of a profile is strict, as a device file is (specs/hardware.py): true is not an efficiency of 1.0 or
