@@ -204,6 +204,20 @@ def test_the_launch_counts_dp_attention_beside_cp(tmp_path) -> None:
     assert argv[argv.index("--dp-size") + 1] == "2" and "--enable-dp-attention" in argv
 
 
+def test_attn_dp_size_counts_the_cp_ranks_where_they_hold_one_replica(tmp_path) -> None:
+    """SGLang's CP ranks decode one replica's batch, so its DP is world // (attn_tp x cp), the launch's --dp-size:
+    TP4 x CP2 on 8 ranks has none (was reported as attn_dp 2), TP2 x CP2 has 2. vLLM's PCP ranks each decode their
+    own requests (separate replicas in decode): its attn_dp_size stays world // attn_tp."""
+    assert "cp_size" in SGLANG.replica_knobs and "cp_size" not in load_framework("vllm").replica_knobs
+    assert make_parallel_config(8, **CP2).attn_dp(SGLANG.replica_knobs) == 1
+    assert make_parallel_config(8, **CP2).attn_dp(load_framework("vllm").replica_knobs) == 2
+    two = {**CP2, "attn_tp_size": 2, "embed_tp_size": 1}
+    assert make_parallel_config(8, **two).model_view(("attn_tp_size", "cp_size"), SGLANG.replica_knobs)[
+        "attn_dp_size"] == 2
+    argv = _argv(tmp_path, two)
+    assert argv[argv.index("--dp-size") + 1] == "2"
+
+
 def test_the_planner_splits_a_long_prompt_over_cp_ranks() -> None:
     """A 32K prompt alone (prefill) on 8 H200: the planner's best layout splits it over CP ranks, and the
     launch carries the flags."""
