@@ -144,9 +144,9 @@ def evaluate(dep: Deployment, top: int) -> dict:
 
 
 def _env(case: Case, batch: int):
-    from solver.specs.rule_env import model_env
+    from solver.specs.rule_env import device_facts, model_env
 
-    return model_env(case.pc.settings(), case.model, case.hw.ranks_per_node, world=case.pc.world_size, batch=batch)
+    return model_env(case.pc.settings(), case.model, **device_facts(case.hw), world=case.pc.world_size, batch=batch)
 
 
 def knobs_text(k: dict[str, int]) -> str:

@@ -146,7 +146,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     return DisaggReport(spec.name, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
                         compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights), res.skipped,
                         input_notes(spec, hw, prec, max_len=scenario.max_seq_len), model_knobs(spec),
-                        fw.kvp_splits_attention_weights)
+                        fw.kvp_splits_attention_weights, fw.replica_knobs)
 
 
 # ---------------------------------------------------------------------------------------------- rendering

@@ -46,7 +46,7 @@ from solver.estimate.compute import Factors
 from solver.estimate.serving import DEFAULT_REQUEST_OVERHEAD_S, Estimate, Workload, estimate
 from solver.specs.fitted import fitted_stamp
 from solver.specs.framework import FrameworkProfile, load_framework
-from solver.specs.rule_env import model_env
+from solver.specs.rule_env import device_facts, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model import ModelSpec
@@ -252,7 +252,7 @@ def keep_unconverted(prec: Precision, model: ModelSpec, gemm: str | None) -> Pre
 def _framework_rules(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
                      concurrency: int) -> None:
     """The framework's error rules on the row's configuration (module docstring)."""
-    env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=concurrency)
+    env = model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=concurrency)
     errors = fw.check(env, "error")
     if errors:
         raise InputError("tp", fw.refusal(errors))

@@ -499,13 +499,13 @@ def test_o_proj_follows_tp_so_a_dcp_file_need_not_set_it(framework: str) -> None
 def test_attn_dp_size_is_the_engines_dp_where_kvp_reuses_the_tp_ranks() -> None:
     """TP8 -dcp 8 on 8 ranks has no attention DP (sweep CSV, solve JSON/YAML: attn_dp_size 1, as its pattern
     'Attn TP8 + DCP8' says); TP8 -dcp 4 on 16 ranks is DP2; the seed's KVP keeps world // attn_tp."""
-    assert _pc(1, 8).attn_dp(True) == 1 and _pc(2, 4).attn_dp(True) == 1
-    assert _pc(1, 8).attn_dp(False) == 8 == _pc(1, 8).attn_dp_size
+    assert _pc(1, 8).attn_dp(("kvp_size",)) == 1 and _pc(2, 4).attn_dp(("kvp_size",)) == 1
+    assert _pc(1, 8).attn_dp() == 8 == _pc(1, 8).attn_dp_size
     pc16 = ParallelConfig(world_size=16, attn_tp_size=2, kvp_size=4, dense_tp_size=8, embed_tp_size=8,
                           lmhead_tp_size=8, o_proj_tp_size=8)
-    assert pc16.attn_dp(True) == 2
+    assert pc16.attn_dp(("kvp_size",)) == 2
     m = load_model("deepseek-v3")
-    assert _pc(1, 8).model_view(("attn_tp_size", "kvp_size"), kvp_in_tp=True)["attn_dp_size"] == 1
+    assert _pc(1, 8).model_view(("attn_tp_size", "kvp_size"), replica_knobs=("kvp_size",))["attn_dp_size"] == 1
     assert _pc(1, 8).model_view(("attn_tp_size", "kvp_size"))["attn_dp_size"] == 8
     del m
 
@@ -521,12 +521,12 @@ def test_a_deployment_may_state_the_engines_attention_dp_under_dcp(tmp_path) -> 
         f.write_text(f"parallel_config: {{attn_tp_size: 1, kvp_size: 8, attn_dp_size: {dp}}}\n")
         return load_deployment(str(f))
 
-    dep(1).check_derived(8, "f.yaml", kvp_in_tp=True)
-    dep(8).check_derived(8, "f.yaml", kvp_in_tp=True)  # the seed's value says the same layout
+    dep(1).check_derived(8, "f.yaml", replica_knobs=("kvp_size",))
+    dep(8).check_derived(8, "f.yaml", replica_knobs=("kvp_size",))  # the seed's value says the same layout
     with pytest.raises(InputError):
         dep(1).check_derived(8, "f.yaml")  # the seed's KVP: world // attn_tp = 8
     with pytest.raises(InputError):
-        dep(2).check_derived(8, "f.yaml", kvp_in_tp=True)
+        dep(2).check_derived(8, "f.yaml", replica_knobs=("kvp_size",))
 
 
 def test_tp_inside_node_counts_the_dcp_ranks_of_the_tp_group() -> None:
@@ -607,7 +607,7 @@ def test_the_yaml_footer_derives_dp_from_the_engines_tp_group() -> None:
     from solver.specs.parallel import KNOBS
     result = SimpleNamespace(knobs=KNOBS, binding=[], status="OPTIMAL", timeout_note=lambda: "", input_notes=(),
                              range_note="", edge_note=None, pruned={})
-    assert "attn_dp_size = world_size // (attn_tp_size x kvp_size)" in seed_yaml(result, [], kvp_in_tp=True)
+    assert "attn_dp_size = world_size // (attn_tp_size x kvp_size)" in seed_yaml(result, [], replica_knobs=("kvp_size",))
     assert "attn_dp_size = world_size // attn_tp_size," in seed_yaml(result, [])
 
 

@@ -11,7 +11,7 @@ import pytest
 from solver.capacity.disagg import recommend_disagg, sweep_disagg
 from solver.capacity.table import DISAGG_COLUMNS, DISAGG_INT_COLUMNS, read_table, write_table
 from solver.errors import InfeasibleError, InputError
-from solver.plan.disagg import plan_disagg
+from solver.plan.disagg import FILLS_REPLICAS, plan_disagg
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -185,14 +185,26 @@ def _sglang_without_prefill_cp():
 def test_a_pool_no_worker_size_holds_names_what_binds_its_largest_worker() -> None:
     # DeepSeek-R1 8K prompts on 32 H100 under SGLang, TTFT 200 ms: workers of 1-8 ranks cannot hold the weights
     # (and SGLang's rules prune some of their layouts); at 16 ranks only the TTFT SLA stops the prefill pool.
-    # The error used to list every size's constraints, framework rules included, as binding. (With SGLang's
-    # prefill CP planned the diagnosis names C.prefill_pool_fills_replicas instead: open, benchmarks/README Stop 37)
+    # The error used to list every size's constraints, framework rules included, as binding.
     spec, hw = load_model("deepseek-r1"), load_hardware("h100_sxm")
     with pytest.raises(InfeasibleError) as err:
         plan_disagg(spec, hw, resolve_precision(spec, hw, None, None, None), _sglang_without_prefill_cp(), 32,
                     Scenario(kind="balanced", isl=8192, osl=1024, ttft_ms=200, tpot_ms=20))
     assert err.value.binding == ["SLA.ttft"]
     assert "(SLA.ttft binds at 16 ranks)" in str(err.value) and "relax --ttft-ms" in (err.value.remedy or "")
+
+
+def test_a_diagnosis_never_names_the_planners_bookkeeping_rule_as_binding() -> None:
+    # The same pool with SGLang's prefill CP planned: at one prompt a CP layout meets the TTFT with a replica idle,
+    # which the pool model never runs (FILLS_REPLICAS, bookkeeping). The diagnosis named that rule as binding and
+    # lost the SLA advice; the TTFT the full layouts miss is what binds
+    spec, hw = load_model("deepseek-r1"), load_hardware("h100_sxm")
+    assert FILLS_REPLICAS.bookkeeping
+    with pytest.raises(InfeasibleError) as err:
+        plan_disagg(spec, hw, resolve_precision(spec, hw, None, None, None), load_framework("sglang"), 32,
+                    Scenario(kind="balanced", isl=8192, osl=1024, ttft_ms=200, tpot_ms=20))
+    assert err.value.binding == ["SLA.ttft"]
+    assert FILLS_REPLICAS.id not in str(err.value) and "relax --ttft-ms" in (err.value.remedy or "")
 
 
 def test_a_concurrency_remedy_only_when_a_concurrency_was_given() -> None:

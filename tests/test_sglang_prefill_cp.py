@@ -57,15 +57,15 @@ def _comms(step, name: str) -> list:
     return [c for c in step.comms if c.name == name]
 
 
-def _dep(tmp_path, model: str, pc: dict, phase: str = "prefill") -> str:
+def _dep(tmp_path, model: str, pc: dict, phase: str = "prefill", hardware: str = "h200_sxm") -> str:
     path = tmp_path / "dep.yaml"
-    path.write_text(yaml.safe_dump({"model": model, "hardware": "h200_sxm", "world_size": 8, "framework": "sglang",
+    path.write_text(yaml.safe_dump({"model": model, "hardware": hardware, "world_size": 8, "framework": "sglang",
                                     "phase": phase, "batch": 1, "seq_len": S, "parallel_config": pc}))
     return str(path)
 
 
-def _check(tmp_path, model: str, pc: dict) -> tuple[int, dict]:
-    r = CliRunner().invoke(main, ["check", _dep(tmp_path, model, pc), "--format", "json"])
+def _check(tmp_path, model: str, pc: dict, hardware: str = "h200_sxm") -> tuple[int, dict]:
+    r = CliRunner().invoke(main, ["check", _dep(tmp_path, model, pc, hardware=hardware), "--format", "json"])
     return r.exit_code, json.loads(r.stdout)
 
 
@@ -167,6 +167,17 @@ def test_prefill_cp_without_dcp(tmp_path) -> None:
     assert code == 1 and _violated(out, "C.prefill_cp_without_dcp")
 
 
+def test_prefill_cp_rocm_csa_only(tmp_path) -> None:
+    """The wheel runs prefill CP on HIP for DeepSeek-V4 (compressed sparse attention) only: Qwen3-235B-A22B-FP8
+    with CP2 is refused on an MI355X (ROCm), naming the rule, and runs on an H200 (CUDA)."""
+    assert load_hardware("mi355x").platform == "rocm" and H200.platform == "cuda"
+    pc = {"attn_tp_size": 4, "cp_size": 2, "moe_tp_size": 8, "embed_tp_size": 8, "lmhead_tp_size": 8}
+    code, out = _check(tmp_path, "qwen3-235b-a22b-fp8", pc, hardware="mi355x")
+    assert code == 1 and _violated(out, "C.prefill_cp_rocm_csa_only")
+    code, out = _check(tmp_path, "qwen3-235b-a22b-fp8", pc)
+    assert code == 0 and not _violated(out, "C.prefill_cp_rocm_csa_only"), out["violations"]
+
+
 def test_a_valid_cp_configuration_checks_clean(tmp_path) -> None:
     code, out = _check(tmp_path, "qwen3-30b-a3b", CP2)
     assert code == 0, out["violations"]
@@ -191,6 +202,20 @@ def test_the_launch_counts_dp_attention_beside_cp(tmp_path) -> None:
     """attention TP2 x CP2 on 8 ranks: --dp-size 2 with DP attention (tp = attn_tp x cp x dp)."""
     argv = _argv(tmp_path, {**CP2, "attn_tp_size": 2, "embed_tp_size": 1})
     assert argv[argv.index("--dp-size") + 1] == "2" and "--enable-dp-attention" in argv
+
+
+def test_attn_dp_size_counts_the_cp_ranks_where_they_hold_one_replica(tmp_path) -> None:
+    """SGLang's CP ranks decode one replica's batch, so its DP is world // (attn_tp x cp), the launch's --dp-size:
+    TP4 x CP2 on 8 ranks has none (was reported as attn_dp 2), TP2 x CP2 has 2. vLLM's PCP ranks each decode their
+    own requests (separate replicas in decode): its attn_dp_size stays world // attn_tp."""
+    assert "cp_size" in SGLANG.replica_knobs and "cp_size" not in load_framework("vllm").replica_knobs
+    assert make_parallel_config(8, **CP2).attn_dp(SGLANG.replica_knobs) == 1
+    assert make_parallel_config(8, **CP2).attn_dp(load_framework("vllm").replica_knobs) == 2
+    two = {**CP2, "attn_tp_size": 2, "embed_tp_size": 1}
+    assert make_parallel_config(8, **two).model_view(("attn_tp_size", "cp_size"), SGLANG.replica_knobs)[
+        "attn_dp_size"] == 2
+    argv = _argv(tmp_path, two)
+    assert argv[argv.index("--dp-size") + 1] == "2"
 
 
 def test_the_planner_splits_a_long_prompt_over_cp_ranks() -> None:

@@ -27,7 +27,7 @@ from solver.specs.scenario import Scenario
 TOP = 3  # plans per combination: the sweep's default --top, and the plans recommend tests against the load
 
 
-def _row(d: DisaggPlan, knobs: tuple[str, ...], kvp_in_tp: bool = False) -> dict[str, Any]:
+def _row(d: DisaggPlan, knobs: tuple[str, ...], replica_knobs: tuple[str, ...] = ()) -> dict[str, Any]:
     """`knobs`: the model's own (parallel.model_knobs); a missing module's column stays empty. Each pool's
     attention DP and MoE EP as the aggregated table gives them (the engine's DP where its KVP reuses TP ranks)."""
     e = d.estimate
@@ -37,7 +37,7 @@ def _row(d: DisaggPlan, knobs: tuple[str, ...], kvp_in_tp: bool = False) -> dict
         out[f"{pool.phase}_workers"] = pool.workers
         out[f"{pool.phase}_ranks_per_worker"] = pc.world_size
         out.update({f"{pool.phase}_{k}": getattr(pc, k) for k in KNOBS if k in knobs})
-        view = pc.model_view(knobs, kvp_in_tp)
+        view = pc.model_view(knobs, replica_knobs)
         out.update({f"{pool.phase}_{k}": view[k] for k in ("attn_dp_size", "moe_ep_size") if k in view})
     out.update(ranks_used=d.cards, concurrency=e.concurrency,
                ttft_ms=round(e.ttft_s * 1e3, 2), tpot_ms=round(e.tpot_s * 1e3, 3),
@@ -112,7 +112,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                     for rank, d in enumerate([rep.plan, *rep.alternatives], 1):
                         extra = ({"agg_output_tokens_per_s_per_rank": None if agg is None else round(agg, 1),
                                   "winner": rep.comparison.winner} if rank == 1 else {})
-                        rows.append({**key, "rank": rank, **_row(d, rep.knobs, rep.kvp_in_tp), **extra})
+                        rows.append({**key, "rank": rank, **_row(d, rep.knobs, rep.replica_knobs), **extra})
     return to_disagg_frame(rows)
 
 
@@ -203,7 +203,7 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
             last = exc
             continue
         # on the figures the sweep writes
-        rows = [_row(d, rep.knobs, rep.kvp_in_tp) for d in [rep.plan, *rep.alternatives]]
+        rows = [_row(d, rep.knobs, rep.replica_knobs) for d in [rep.plan, *rep.alternatives]]
         top = max(r["output_tokens_per_s"] for r in rows)
         if most is None or top > most[0]:
             most = (top, w)

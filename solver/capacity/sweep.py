@@ -215,7 +215,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         own = model_knobs(spec)  # no column value for a module the model lacks
         row.update({k: v for k, v in p.config.knobs().items() if k in own})
         row.update(
-            attn_dp_size=p.config.attn_dp(kvp_in_tp),  # the engine's DP: none inside a TP8 -dcp 8 group
+            attn_dp_size=p.config.attn_dp(fw.replica_knobs),  # the engine's DP: none inside a TP8 -dcp 8 group
             moe_ep_size=p.config.moe_ep_size if "moe_tp_size" in own else None,
             memory_per_rank_gb=_r(e.memory.model_bytes / GB, "memory_per_rank_gb"),
             ttft_ms=_r(e.ttft_s * 1e3, "ttft_ms"), tpot_ms=_r(e.tpot_s * 1e3, "tpot_ms"),

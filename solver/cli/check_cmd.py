@@ -75,7 +75,7 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
     spec = load_from(load_model, model, "model", flags["model"], config)
     hw = load_from(load_hardware, hardware, "hardware", flags["hardware"], config)
     fw = load_from(load_framework, framework or dep.framework, "framework", flags["framework"], config)
-    dep.check_derived(world, config, fw.kvp_splits_attention_weights)  # attn_dp_size may be the engine's DP
+    dep.check_derived(world, config, fw.replica_knobs)  # attn_dp_size may be the engine's DP
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
     if w.phase == "serving":

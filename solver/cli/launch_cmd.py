@@ -70,7 +70,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     except InputError as exc:  # named by where the engine came from: the flag, or the file it defaults to
         raise InputError("--engine" if engine else f"{config}: framework", exc.problem) from None
     # the file must say one thing (as `check` requires); its attn_dp_size may be the engine's DP (-dcp inside TP)
-    dep.check_derived(world, config, fw.kvp_splits_attention_weights)
+    dep.check_derived(world, config, fw.replica_knobs)
     spec = load_from(load_model, model, "model", flags["model"], config)
     hw = as_launched(load_from(load_hardware, hardware, "hardware", flags["hardware"], config), fw, world)
     check_mtp(spec, dep.mtp, f"{config}: mtp")

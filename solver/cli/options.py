@@ -314,13 +314,13 @@ def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[
     framework profile's (the planner's own rule machinery) on a user's knobs: an error (TP64 on 32 heads, EP256
     on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
     from solver.specs.model_rules import model_problems
-    from solver.specs.rule_env import model_env
+    from solver.specs.rule_env import device_facts, model_env
 
     problems = model_problems(model, pc, fw)
     if problems:
         raise InputError(flags_named(problems[0]), f"not runnable on {model.name}: {'; '.join(problems)}")
 
-    env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=batch, mtp=mtp)
+    env = model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=batch, mtp=mtp)
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
     errors = fw.check(env, "error")
     if errors:

@@ -76,7 +76,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                               kv_dtype, method, params, top, allow_cross_node)
     from solver.specs.framework import load_framework
 
-    kvp_in_tp = load_framework(framework).kvp_splits_attention_weights  # attn_dp_size as the engine's DP
+    replica_knobs = load_framework(framework).replica_knobs  # attn_dp_size as the engine's DP
     note = result.timeout_note()
     for line in (*result.input_notes, note, result.cut_note(), result.range_note, result.edge_note):
         if line:
@@ -94,7 +94,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         return
     prompt_len = scenario.isl if scenario.phase == "prefill" else None  # its throughput is prompt tokens
     if fmt == "json":
-        data = result_dict(result, cands, launches, kvp_in_tp, prompt_len)
+        data = result_dict(result, cands, launches, replica_knobs, prompt_len)
         if explain:
             data["explain"] = why
         click.echo(dump(data, "json"))
@@ -104,13 +104,13 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                                    ("kv_cache", kv_dtype)) if v is not None}
         deployment = {"model": model, "hardware": hardware, "framework": framework, "world_size": cards,
                       **({"quant": quant} if quant else {}), **({"mtp": mtp} if mtp else {})}
-        click.echo(seed_yaml(result, cands, kvp_in_tp, prompt_len, deployment, scenario), nl=False)
+        click.echo(seed_yaml(result, cands, replica_knobs, prompt_len, deployment, scenario), nl=False)
         if explain:
             click.echo("# why the main alternatives lost:")
             for line in why:
                 click.echo(f"#   {line}")
             # comments, so the file stays one `check` and `launch` read
-            front = dump({"pareto_front": result_dict(result, cands, kvp_in_tp=kvp_in_tp)["pareto_front"]}, "yaml")
+            front = dump({"pareto_front": result_dict(result, cands, replica_knobs=replica_knobs)["pareto_front"]}, "yaml")
             click.echo("\n".join(f"# {line}" for line in front.splitlines()))
         return
     con = console()

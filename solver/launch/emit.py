@@ -24,7 +24,7 @@ from solver.errors import InputError
 from solver.specs.dtypes import number_format
 from solver.specs.framework import KNOB_NAMES, FrameworkProfile
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
-from solver.specs.rule_env import model_env
+from solver.specs.rule_env import device_facts, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.launch_spec import DISAGG_ROLES, LaunchArg
 from solver.specs.model import ModelSpec
@@ -227,7 +227,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         more = f" (and {len(bad) - 1} more: {'; '.join(bad[1:])})" if len(bad) > 1 else ""
         raise InputError("parallel_config", f"not runnable on {model.name}: {bad[0]}{more}")
     world = pc.world_size
-    env = model_env(pc.settings(), model, hw.ranks_per_node, world=world, batch=inputs.batch, mtp=inputs.mtp)
+    env = model_env(pc.settings(), model, **device_facts(hw), world=world, batch=inputs.batch, mtp=inputs.mtp)
     broken = fw.violated(env, severity="error")
     if broken:
         rule = broken[0]

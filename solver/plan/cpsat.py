@@ -313,8 +313,10 @@ class Planner(LayoutBounds, DominanceSearch):
         self.timeouts, self.cut_stops = dict(self._front_log[0]), list(self._front_log[1])
 
     def families(self, b: int) -> list[str]:
-        """The constraint families at concurrency b: memory, the framework's rules that bind anything, SLAs."""
-        out = ["B.memory_per_rank"] + [r[0] for r in self.rules(b)]
+        """The constraint families at concurrency b a diagnosis may relax: memory, the framework's rules that
+        bind anything (the planner's bookkeeping rules left out: Rule.bookkeeping), SLAs."""
+        kept = {r.id for r in self.fw.rules if r.bookkeeping}
+        out = ["B.memory_per_rank"] + [r[0] for r in self.rules(b) if r[0] not in kept]
         out += [n for n, v in (("SLA.ttft", self.scenario.ttft_ms), ("SLA.tpot", self.scenario.tpot_ms))
                 if v is not None]
         return out

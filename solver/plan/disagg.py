@@ -60,7 +60,8 @@ FILLS_REPLICAS = Rule(
     require="divides(world // (attn_tp_size * cp_size * kvp_size * attn_sp_size), batch)",
     message="a disaggregated prefill worker steps every attention replica with the same prompts: the batch must be "
             "a multiple of the attention replicas",
-    source="estimate.disagg (the prefill pool's step: n prompts on each of the R_p attention replicas)")
+    source="estimate.disagg (the prefill pool's step: n prompts on each of the R_p attention replicas)",
+    bookkeeping=True)
 
 
 _POOL_FW = IdentityMemo(64)  # profile -> pool_framework(profile)
@@ -267,7 +268,7 @@ def _prefill_points(phase_plan, w: int, batches: list[int], fw: FrameworkProfile
         pts += _points(res)
     if pts or screen is not None:  # the screen's caller reads no failure
         return pts, None
-    return pts, _prefill_failure(phase_plan, w, fw, diagnose)
+    return pts, _prefill_failure(phase_plan, w, max(b for b in batches if b <= w or b == batches[0]), fw, diagnose)
 
 
 def _fails(phase_plan, w: int, b: int, pool_fw: FrameworkProfile) -> bool:
@@ -278,19 +279,24 @@ def _fails(phase_plan, w: int, b: int, pool_fw: FrameworkProfile) -> bool:
     return False
 
 
-def _prefill_failure(phase_plan, w: int, fw: FrameworkProfile, diagnose: bool) -> InfeasibleError:
+def _prefill_failure(phase_plan, w: int, full: int, fw: FrameworkProfile, diagnose: bool) -> InfeasibleError:
     """Why no prefill step of a W-rank worker plans: the plan of one prompt on any layout (the least load of every
     layout, so what binds it binds every step the pool could run) under the framework's own rules, diagnosed;
-    where that one plans, only FILLS_REPLICAS stood in the way (the layouts that fit leave replicas idle). Not
-    re-planned where the failure goes unread (`diagnose` False)."""
+    where that one plans, the layouts that fit leave replicas idle, a step the pool model never runs: then the
+    pool's plan of `full` prompts (W, one per rank, a step every layout runs with its replicas full, or the
+    largest step tried below it), diagnosed with FILLS_REPLICAS held (the model's bookkeeping, never what binds:
+    the SLA or memory the full layouts miss is).
+    Not re-planned where the failure goes unread (`diagnose` False)."""
     if not diagnose:
         return InfeasibleError(f"no prefill step of a {w}-rank worker plans", [])
-    try:
-        phase_plan("prefill", w, 1, fw, True)
-    except InfeasibleError as exc:
-        return exc
+    for rules, batch in ((fw, 1), (pool_framework(fw), full)):
+        try:
+            phase_plan("prefill", w, batch, rules, True)
+        except InfeasibleError as exc:
+            return exc
+    # unreachable while the step of W prompts failed among the batches (_prefill_points), and kept as a guard
     return InfeasibleError(f"no prefill step of a {w}-rank worker keeps every attention replica busy within the "
-                           "limits", [FILLS_REPLICAS.id])
+                           "limits", [])
 
 
 @dataclass(frozen=True)

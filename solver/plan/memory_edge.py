@@ -13,7 +13,7 @@ from solver.plan.tables import Tables
 from solver.specs.framework import FrameworkProfile, Rule
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.rule_env import model_env
+from solver.specs.rule_env import device_facts, model_env
 from solver.specs.scenario import Scenario
 
 Rows = dict[tuple[str, int], float]
@@ -64,7 +64,7 @@ def _runnable_edge(edge: int, fitting: int, checks: list[Rule], choices: dict[st
     count no layout the engine runs divides (1,996 on 48 Atlas A3 dies, where DP48 runs 1,968). Each attention
     choice is tried with its stage count's least-memory other groups; None where no count in the range is."""
     def runs(c: int, picks: dict[str, int]) -> bool:
-        env = model_env(tables.config(picks), model, hw.ranks_per_node, world=world, batch=c, mtp=scenario.mtp)
+        env = model_env(tables.config(picks), model, **device_facts(hw), world=world, batch=c, mtp=scenario.mtp)
         return all(r.holds(env) for r in checks)
 
     attn = list(enumerate(choices["attn"]))

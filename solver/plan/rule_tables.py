@@ -13,7 +13,7 @@ from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import DERIVED
 from solver.specs.model import ModelSpec
-from solver.specs.rule_env import model_env, model_facts, rule_env
+from solver.specs.rule_env import device_facts, model_env, model_facts, rule_env
 from solver.specs.scenario import Scenario
 
 
@@ -29,7 +29,7 @@ def static_rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkP
     """The rules that do not read the batch, once per (framework, model, ranks per node, world, MTP, the groups'
     choices): all _rule_tables reads. Plans of one deployment for other workloads (a sweep) share them;
     solve.clear_cache drops them, so a benchmark's timed plan builds its own."""
-    rest = (hw.ranks_per_node, t.world, scenario.mtp, tuple((g, tuple(t.choices[g])) for g in GROUPS))
+    rest = (hw.ranks_per_node, hw.platform, t.world, scenario.mtp, tuple((g, tuple(t.choices[g])) for g in GROUPS))
     return list(_STATIC_RULES.get((fw, model), rest, lambda: _rule_tables(t, model, hw, fw, scenario, None,
                                                                           batch_rules=False)))
 
@@ -54,8 +54,8 @@ def _rule_tables(t: Tables, model: ModelSpec, hw: Hardware, fw: FrameworkProfile
     # the deployment and model facts, knobs at 1: a rule whose `when` reads none of the knobs is decided here
     # once instead of over every knob combination (cann-recipes' AFD rule, never on while planning, spans six
     # TP knobs: 262K combinations at W=128)
-    facts = model_env({}, model, hw.ranks_per_node, world=t.world, batch=batch or 1, mtp=scenario.mtp)
-    deployment = dict(world=t.world, batch=batch or 1, mtp=scenario.mtp, ranks_per_node=hw.ranks_per_node,
+    facts = model_env({}, model, **device_facts(hw), world=t.world, batch=batch or 1, mtp=scenario.mtp)
+    deployment = dict(world=t.world, batch=batch or 1, mtp=scenario.mtp, **device_facts(hw),
                       **model_facts(model))  # model_env's arguments, read once for every combination below
     knob_names = set(domains) | set(derived)
     for rule in fw.rules:

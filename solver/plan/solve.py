@@ -34,7 +34,7 @@ from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
-from solver.specs.rule_env import model_env
+from solver.specs.rule_env import device_facts, model_env
 from solver.specs.scenario import Scenario
 
 
@@ -430,7 +430,7 @@ def _sla_edge(classes: dict[tuple[int, float], Point], tables: Tables, model: Mo
                                                                          mem_opts).feasible
 
     def runs(p: Point, c: int) -> bool:
-        env = model_env(tables.config(dict(p.picks)), model, hw.ranks_per_node, world=world, batch=c,
+        env = model_env(tables.config(dict(p.picks)), model, **device_facts(hw), world=world, batch=c,
                         mtp=scenario.mtp)
         return all(r.holds(env) for r in fw.batch_rules)
 
@@ -556,7 +556,7 @@ def _batch_reach(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: in
 
     def runs(b: int) -> int:
         """How many of the held layouts run b sequences."""
-        return sum(all(r.holds(model_env(dict(zip(GROUPS["attn"], ch)), model, hw.ranks_per_node, world=world,
+        return sum(all(r.holds(model_env(dict(zip(GROUPS["attn"], ch)), model, **device_facts(hw), world=world,
                                          batch=b, mtp=scenario.mtp)) for r in rules) for ch in held)
 
     # each rule is a divisibility by a count of ranks: one is met within `world` steps

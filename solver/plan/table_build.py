@@ -21,7 +21,7 @@ from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
-from solver.specs.rule_env import model_env
+from solver.specs.rule_env import device_facts, model_env
 from solver.specs.scenario import Scenario
 
 T = TypeVar("T")
@@ -75,7 +75,7 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
             continue  # KVP splits a decode cache; it does nothing for a prefill-only deployment
         cfg = {"attn_tp_size": tp, "cp_size": cp, "kvp_size": kvp, "attn_sp_size": sp, "o_proj_tp_size": op,
                "pp_size": pp}
-        env = model_env(cfg, model, hw.ranks_per_node, world=world, mtp=scenario.mtp)
+        env = model_env(cfg, model, **device_facts(hw), world=world, mtp=scenario.mtp)
         if holds(env):
             out.append((tp, cp, kvp, sp, op, pp))
     # under attention TP, o_proj_tp = attn_tp and = 1 are the same layout: keep one spelling, the framework's

@@ -19,7 +19,7 @@ from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_problems
 from solver.specs.parallel import ParallelConfig, model_knobs
 from solver.specs.precision import Precision
-from solver.specs.rule_env import model_env
+from solver.specs.rule_env import device_facts, model_env
 from solver.specs.scenario import Scenario
 
 SMALL_SCALE = 16  # the seed's "small-to-medium scale" MoE deployments (R1 16-card references)
@@ -89,7 +89,7 @@ def decode_attn_tp_needed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, 
                 if key in seen:
                     continue
                 seen.add(key)
-                env = model_env(v.settings(), model, hw.ranks_per_node, world=v.world_size, batch=wl.sequences,
+                env = model_env(v.settings(), model, **device_facts(hw), world=v.world_size, batch=wl.sequences,
                                 mtp=wl.mtp)
                 if model_problems(model, v, fw) or fw.check(env, severity="error"):
                     continue
@@ -148,7 +148,7 @@ def tp_comm_over_compute(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, p
                 alt = ParallelConfig(**{**pc.model_dump(), **knobs})
             except (ShardplanError, ValueError):
                 continue
-            env = model_env(alt.settings(), model, hw.ranks_per_node, world=alt.world_size, batch=wl.sequences,
+            env = model_env(alt.settings(), model, **device_facts(hw), world=alt.world_size, batch=wl.sequences,
                             mtp=wl.mtp)
             if model_problems(model, alt, fw) or fw.check(env, severity="error"):
                 continue

@@ -8,7 +8,7 @@ from solver.estimate.step import StepCost
 from solver.rank.select import pattern_name
 from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile
-from solver.specs.rule_env import model_env
+from solver.specs.rule_env import device_facts, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs
@@ -108,7 +108,7 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
     own = model_knobs(model)
     shown = ", ".join(f"{k.replace('_size', '')}={v}" for k, v in g.config.knobs().items() if k in own and v > 1)
     name = pattern_name(g.config, model)
-    env = model_env(g.config.settings(), model, hw.ranks_per_node, world=g.config.world_size, batch=g.batch,
+    env = model_env(g.config.settings(), model, **device_facts(hw), world=g.config.world_size, batch=g.batch,
                     mtp=scenario.mtp)
     blocked = fw.check(env, severity="error")
     if not blocked:
@@ -214,7 +214,7 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             continue  # the recommendation itself (or the same pattern with other vocabulary/o_proj degrees)
 
         def broken_by(pc: ParallelConfig) -> list[str]:
-            env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=batch,
+            env = model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=batch,
                             mtp=scenario.mtp)
             return ([r.id for r in fw.violated(env, severity="error")] + fw.limits(env)
                     + config_violations(model, hw, fw, pc, scenario, allow_cross_node=True))

@@ -12,7 +12,7 @@ from solver.space.domains import TP_KNOBS, cross_node_tp, pp_fits_nodes, straddl
 from solver.space.placement import as_launched, placement_note
 from solver.rank.kv_split import decode_cp_note, kv_share_warning
 from solver.specs.framework import FrameworkProfile
-from solver.specs.rule_env import model_env
+from solver.specs.rule_env import device_facts, model_env
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_problems
@@ -90,7 +90,7 @@ def vocabulary_split_refused(fw: FrameworkProfile, model: ModelSpec, hw: Hardwar
     C.embed_tp_is_tp with attention DP); [] where some split is allowed, so the seed's advice to set them
     independently can be taken."""
     def broken(cfg: ParallelConfig) -> set[str]:
-        env = model_env(cfg.settings(), model, hw.ranks_per_node, world=cfg.world_size, batch=batch, mtp=mtp)
+        env = model_env(cfg.settings(), model, **device_facts(hw), world=cfg.world_size, batch=batch, mtp=mtp)
         return {rule.id for rule in fw.violated(env, severity="error")}
 
     before = broken(pc)
@@ -115,7 +115,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
     if placed:
         r.notes.append(placed)
     r.violations["A"] += model_problems(model, pc, fw)
-    env = model_env(pc.settings(), model, hw.ranks_per_node, world=pc.world_size, batch=wl.sequences, mtp=mtp)
+    env = model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=wl.sequences, mtp=mtp)
     model_lines = [set(re.findall(r"[a-z_]+", line)) for line in r.violations["A"]]
     for rule in fw.rules:
         if rule.holds(env):

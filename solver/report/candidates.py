@@ -48,10 +48,10 @@ def estimation(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]:
     return out
 
 
-def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS, kvp_in_tp: bool = False,
+def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS, replica_knobs: tuple[str, ...] = (),
                    prompt_len: int | None = None) -> dict[str, Any]:
     """One candidate; `knobs`: the model's own (PlanResult.knobs), so no knob of a missing module shows;
-    `kvp_in_tp`: the engine's KVP reuses its TP ranks (attn_dp_size is then its DP, as the pattern names it);
+    `replica_knobs`: the engine's (FrameworkProfile.replica_knobs: attn_dp_size is then its DP, --dp-size);
     `prompt_len`: a prefill-only plan's prompt length (estimation)."""
     pc = c.planned.config
     knobs_vs = f"differs: {', '.join(c.reference_diff)}" if c.reference_diff else "same knobs"
@@ -65,17 +65,17 @@ def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS, kvp_in_tp: bool
         "pattern": c.pattern,
         "reason": c.reason,
         "reference": ref,
-        "parallel_config": pc.model_view(knobs, kvp_in_tp),
+        "parallel_config": pc.model_view(knobs, replica_knobs),
         "estimation": estimation(c, prompt_len),
         "tradeoff": c.tradeoff,
     }
 
 
 def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict] | None = None,
-                kvp_in_tp: bool = False, prompt_len: int | None = None) -> dict[str, Any]:
+                replica_knobs: tuple[str, ...] = (), prompt_len: int | None = None) -> dict[str, Any]:
     """`launches`: one engine command per candidate (solver.launch), carried as each candidate's `launch`;
     `prompt_len`: a prefill-only plan's prompt length (estimation)."""
-    out = [candidate_dict(c, result.knobs, kvp_in_tp, prompt_len) for c in cands]
+    out = [candidate_dict(c, result.knobs, replica_knobs, prompt_len) for c in cands]
     for d, launch in zip(out, launches or []):
         d["launch"] = launch
     return {
@@ -111,7 +111,7 @@ def candidate_workload(scenario: Scenario, batch: int) -> dict[str, Any]:
     return {"isl": scenario.isl, "osl": scenario.osl, "concurrency": batch}
 
 
-def seed_yaml(result: PlanResult, cands: list[Candidate], kvp_in_tp: bool = False,
+def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[str, ...] = (),
               prompt_len: int | None = None, deployment: dict[str, Any] | None = None,
               scenario: Scenario | None = None) -> str:
     """The seed's commented YAML: one block per candidate, DP/EP noted as derived. `deployment` (model,
@@ -124,7 +124,7 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], kvp_in_tp: bool = Fals
         out.append(yaml.safe_dump(deployment, sort_keys=False, default_flow_style=False).rstrip("\n"))
     for c, letter in zip(cands, LETTERS):
         label = "recommended" if c.rank == 1 else "alternative"
-        d = candidate_dict(c, result.knobs, kvp_in_tp, prompt_len)
+        d = candidate_dict(c, result.knobs, replica_knobs, prompt_len)
         out.append(f"# candidate {letter.upper()} ({label}): {c.pattern}")
         out.append(f"# reason: {c.reason}")
         out.append(f"# reference: {d['reference']}")
@@ -135,13 +135,15 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], kvp_in_tp: bool = Fals
         block = {f"candidate_{letter}": {**body, "estimation": d["estimation"], "tradeoff": d["tradeoff"]}}
         text = yaml.safe_dump(block, sort_keys=False)
         pc = c.planned.config
-        text = text.replace("    attn_tp_size: ", f"    # attn_dp_size = {pc.attn_dp(kvp_in_tp)}\n    attn_tp_size: ")
+        text = text.replace("    attn_tp_size: ", f"    # attn_dp_size = {pc.attn_dp(replica_knobs)}\n    attn_tp_size: ")
         text = text.replace("    moe_tp_size: ", f"    # moe_ep_size = {pc.moe_ep_size}\n    moe_tp_size: ")
         text = text.replace("    redundant_experts: ", "    # EP divides routed + redundant experts (EPLB copies)\n"
                                                       "    redundant_experts: ")
         out.append(text)
-    # where DCP reuses the TP ranks the engine's TP is attn_tp x kvp, so its DP divides by both (ParallelConfig.attn_dp)
-    dp = "world_size // (attn_tp_size x kvp_size)" if kvp_in_tp else "world_size // attn_tp_size"
+    # where DCP reuses the TP ranks the engine's TP is attn_tp x kvp, so its DP divides by both, and by the CP / SP
+    # ranks that decode one replica's batch (ParallelConfig.attn_dp)
+    dp = ("world_size // (" + " x ".join(("attn_tp_size", *replica_knobs)) + ")" if replica_knobs
+          else "world_size // attn_tp_size")
     out.append(f"# dp_size / ep_size are derived by the framework (attn_dp_size = {dp}, moe_ep_size = "
                "world_size // moe_tp_size, per pipeline stage), not set in YAML")
     absent = [k for k in KNOBS if k not in result.knobs]

@@ -54,7 +54,8 @@ class DisaggReport:
     skipped: dict = field(default_factory=dict)  # 'phase W=size' -> the InfeasibleError of that plan
     input_notes: tuple[str, ...] = ()  # what reading the inputs noted (specs/notes.input_notes)
     knobs: tuple[str, ...] = KNOBS  # the model's own (parallel.model_knobs): what the outputs show
-    kvp_in_tp: bool = False  # the engine's KVP reuses its TP ranks: TP and DP as the engine counts them
+    kvp_in_tp: bool = False  # the engine's KVP reuses its TP ranks: TP as the engine counts it
+    replica_knobs: tuple[str, ...] = ()  # FrameworkProfile.replica_knobs: DP as the engine counts it
 
 
 def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int,
@@ -139,8 +140,8 @@ def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> d
     return out
 
 
-def _pool_dict(v: PoolView, d: DisaggPlan, knobs: tuple[str, ...], kvp_in_tp: bool) -> dict[str, Any]:
-    c = candidate_dict(v.candidate, knobs, kvp_in_tp)
+def _pool_dict(v: PoolView, d: DisaggPlan, knobs: tuple[str, ...], replica_knobs: tuple[str, ...]) -> dict[str, Any]:
+    c = candidate_dict(v.candidate, knobs, replica_knobs)
     pool = d.prefill if v.phase == "prefill" else d.decode
     mem = d.estimate.prefill_memory if v.phase == "prefill" else d.estimate.decode_memory
     pc = pool.planned.config
@@ -179,13 +180,13 @@ def launch_text(r: DisaggReport) -> str:
     return "\n".join(out)
 
 
-def _brief(d: DisaggPlan, knobs: tuple[str, ...], kvp_in_tp: bool = False) -> dict[str, Any]:
+def _brief(d: DisaggPlan, knobs: tuple[str, ...], replica_knobs: tuple[str, ...] = ()) -> dict[str, Any]:
     """An alternative: each pool's workers, worker size and parallel_config as the recommended pools show them."""
     e = d.estimate
     return {"ratio": d.ratio,
             **{f"{pool.phase}_{k}": v for pool in (d.prefill, d.decode)
                for k, v in (("workers", pool.workers), ("ranks_per_worker", pool.planned.config.world_size),
-                            ("parallel_config", pool.planned.config.model_view(knobs, kvp_in_tp)))},
+                            ("parallel_config", pool.planned.config.model_view(knobs, replica_knobs)))},
             "ranks_used": d.cards,
             "ttft_ms": round(e.ttft_s * 1e3, 2), "tpot_ms": round(e.tpot_s * 1e3, 3),
             "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1)}
@@ -194,16 +195,16 @@ def _brief(d: DisaggPlan, knobs: tuple[str, ...], kvp_in_tp: bool = False) -> di
 def report_dict(r: DisaggReport, ranks_per_node: int | None = None) -> dict[str, Any]:
     agg = None
     if r.aggregated is not None:
-        a = candidate_dict(r.aggregated, r.knobs, r.kvp_in_tp)
+        a = candidate_dict(r.aggregated, r.knobs, r.replica_knobs)
         agg = {"pattern": a["pattern"], "parallel_config": a["parallel_config"], "estimation": a["estimation"]}
     return {
         "serving": "disagg",
         "model": r.model, "hardware": r.hardware, "cards": r.cards,
         "ratio": r.plan.ratio,
-        "prefill_pool": _pool_dict(r.pools[0], r.plan, r.knobs, r.kvp_in_tp),
-        "decode_pool": _pool_dict(r.pools[1], r.plan, r.knobs, r.kvp_in_tp),
+        "prefill_pool": _pool_dict(r.pools[0], r.plan, r.knobs, r.replica_knobs),
+        "decode_pool": _pool_dict(r.pools[1], r.plan, r.knobs, r.replica_knobs),
         "estimation": serving_estimation(r.plan, ranks_per_node),
-        "alternatives": [_brief(d, r.knobs, r.kvp_in_tp) for d in r.alternatives],
+        "alternatives": [_brief(d, r.knobs, r.replica_knobs) for d in r.alternatives],
         "aggregated": agg if agg is not None else {"infeasible": r.aggregated_error},
         "comparison": {"winner": r.comparison.winner,
                        "throughput_per_rank_ratio": None if r.comparison.throughput_ratio is None

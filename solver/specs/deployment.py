@@ -130,15 +130,18 @@ class Deployment(BaseModel):
                     raise FieldProblem(f"{field}.{k}", f"must be in [{low}, {MAX_CARDS:,}], got {v}")
         return self
 
-    def check_derived(self, world: int, origin: str, kvp_in_tp: bool = False) -> None:
+    def check_derived(self, world: int, origin: str, replica_knobs: tuple[str, ...] = ()) -> None:
         """A stated attn_dp_size / moe_ep_size must be what the knobs give on this world size (the seed derives
-        them; a mismatch means the file says two different things). `kvp_in_tp`: the engine's KVP reuses its TP
-        ranks, so its attention DP is world // (attn_tp x kvp) as solve writes it; the seed's value passes too."""
+        them; a mismatch means the file says two different things). `replica_knobs`: the engine's
+        (FrameworkProfile.replica_knobs), so its attention DP is world // (attn_tp x those) as solve writes it
+        (KVP inside TP, SGLang's CP); the seed's value passes too."""
         for name, knob in DERIVED.items():
             if name in self.derived:
                 expected = world // self.parallel_config.get(knob, 1)
-                engine = (world // (self.parallel_config.get(knob, 1) * self.parallel_config.get("kvp_size", 1))
-                          if kvp_in_tp and name == "attn_dp_size" else expected)
+                group = self.parallel_config.get(knob, 1)
+                for k in replica_knobs if name == "attn_dp_size" else ():
+                    group *= self.parallel_config.get(k, 1)
+                engine = world // group
                 if self.derived[name] not in (expected, engine):
                     raise InputError(f"{origin}: {name}", f"{self.derived[name]} but world_size {world} // {knob} "
                                                           f"{self.parallel_config.get(knob, 1)} = {expected}; "

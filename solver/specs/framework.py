@@ -22,6 +22,7 @@ from solver.specs.expr import NOT_A_CONDITION, Expr, Value, compile_expr, is_con
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.hardware import VENDOR
 from solver.specs.launch_spec import Feature, FeatureName, LaunchSpec
+from solver.specs.rule_env import PLATFORM_FLAGS
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
@@ -31,7 +32,7 @@ KnobName = Literal[KNOBS]  # type: ignore[valid-type]
 
 # What a rule may read. Model facts come from the model's config.json; `afd` (attention-FFN disaggregation)
 # is a deployment switch, not a knob, but one framework rule depends on it.
-DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd")
+DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd", *PLATFORM_FLAGS)
 # parallel_config settings that are not group sizes (parallel.SETTINGS): the redundant expert copies (EPLB)
 MODEL_NAMES = (
     "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "has_csa", "is_moe",
@@ -39,7 +40,8 @@ MODEL_NAMES = (
 )
 RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES))
 # the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers
-RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "has_recurrent_mixer"))
+RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "has_recurrent_mixer",
+                                        *PLATFORM_FLAGS))
 
 
 # Every model of a profile is strict, as a device file is (specs/hardware.py): true is not an efficiency of 1.0 or
@@ -58,6 +60,10 @@ class Rule(BaseModel):
     # that saves nothing), so `check` accepts such a file with a warning while the planner plans within the rule
     # (a configuration against the engine's advice is never recommended)
     severity: Literal["error", "warning"] = "error"
+    # True marks the planner's own bookkeeping (a rule of its cost model, e.g. a disaggregated prefill pool's
+    # step filling every replica), not the engine's nor the user's: no one can act on it, so a diagnosis never
+    # relaxes it nor names it as binding (cpsat.Planner.families)
+    bookkeeping: bool = False
 
     _when: Expr = PrivateAttr()
     _require: Expr = PrivateAttr()
@@ -317,6 +323,16 @@ class FrameworkProfile(BaseModel):
         if odd:  # compared as written with the hardware files' `vendor`, which is lower case
             raise ValueError(f"{odd[0]!r} is not a lower-case vendor name such as nvidia, amd or huawei")
         return value
+
+    @property
+    def replica_knobs(self) -> tuple[str, ...]:
+        """The knobs beside attention TP whose ranks one attention replica of this engine spans, so that its DP
+        (--dp-size) is world // (attn_tp x these): KVP carved out of the TP ranks, and the CP / SP ranks that
+        each decode the replica's whole batch (SGLang's --attn-cp-size, NSA prefill CP). vLLM's / ATOM's PCP
+        ranks each decode their own requests, separate replicas in decode: not among them."""
+        return tuple(k for k, on in (("kvp_size", self.kvp_splits_attention_weights),
+                                     ("cp_size", self.cp_decode_repeats_batch),
+                                     ("attn_sp_size", self.sp_decode_repeats_batch)) if on)
 
     @model_validator(mode="after")
     def _consistent(self) -> "FrameworkProfile":

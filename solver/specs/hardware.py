@@ -24,6 +24,10 @@ MIN_BPS = 1e6  # 1 MB/s
 MAX_FLOPS = 1e19  # 10 EFLOP/s per rank
 MIN_FLOPS = 1e9  # 1 GFLOP/s
 MAX_LATENCY_S = 1.0
+# the device software platforms an engine rule may name (rule_env: a flag on_<platform> per one); an engine's
+# platform branch reads the runtime's (sglang: get_platform().is_hip / is_cuda / is_npu)
+PLATFORMS = ("cuda", "rocm", "cann")
+Platform = Literal[PLATFORMS]  # type: ignore[valid-type]
 VENDOR = re.compile(r"[a-z][a-z0-9_-]*")  # a vendor name as device files and engine profiles write it
 
 
@@ -73,6 +77,9 @@ class Hardware(BaseModel):
     vendor: str = Field(description="who makes the device, in lower case (nvidia, amd, huawei, intel, ...): the "
                         "engines that run on it (framework profiles' `vendors`) and the calibration it carries "
                         "(fitted/factors.yaml's per-vendor blocks)")
+    platform: Platform | None = Field(None, description="the software platform the engines run the device on "
+                                      "(cuda, rocm, cann): a rule may limit a feature to one (rule_env's on_* "
+                                      "flags); unstated, no platform-limited rule refuses the device")
     memory_bytes: int = Field(gt=0, le=MAX_BYTES, description="HBM per rank")
     hbm_bandwidth_Bps: float = Field(ge=MIN_BPS, le=MAX_BPS, description="peak HBM bandwidth per rank")
     peak_flops: dict[Dtype, float] = Field(description="dense peak FLOP/s (or OP/s) per rank by dtype")

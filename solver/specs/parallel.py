@@ -113,11 +113,16 @@ class ParallelConfig(BaseModel):
     def attn_dp_size(self) -> int:
         return self.stage_world // self.attn_tp_size
 
-    def attn_dp(self, kvp_splits_weights: bool) -> int:
-        """Attention DP under the engine's KVP layout: attn_dp_size in the seed's; where KVP reuses the TP ranks
-        (vLLM / SGLang / ATOM -dcp) the DP is over whole TP groups of attn_tp x kvp ranks (TP8 -dcp 8 on 8 ranks
-        has no DP, not DP8)."""
-        return self.stage_world // self.attn_tp_group(kvp_splits_weights)
+    def attn_dp(self, replica_knobs: tuple[str, ...] = ()) -> int:
+        """Attention DP as the engine counts it: attn_dp_size in the seed's; `replica_knobs`
+        (FrameworkProfile.replica_knobs) are the knobs whose ranks the engine counts inside one replica beside
+        attention TP: where KVP reuses the TP ranks (vLLM / SGLang / ATOM -dcp) the DP is over whole TP groups
+        of attn_tp x kvp ranks (TP8 -dcp 8 on 8 ranks has no DP, not DP8); SGLang's CP ranks (--attn-cp-size)
+        are one replica too (TP4 x CP2 on 8 ranks has no DP)."""
+        group = self.attn_tp_size
+        for k in replica_knobs:
+            group *= getattr(self, k)
+        return self.stage_world // group
 
     @property
     def moe_ep_size(self) -> int:
@@ -196,11 +201,11 @@ class ParallelConfig(BaseModel):
         configuration, as solve and check show theirs."""
         return {"world_size": self.world_size, **self.model_view(model_knobs(model))}
 
-    def model_view(self, present: tuple[str, ...] | list[str], kvp_in_tp: bool = False) -> dict[str, int]:
+    def model_view(self, present: tuple[str, ...] | list[str], replica_knobs: tuple[str, ...] = ()) -> dict[str, int]:
         """knobs_and_derived limited to a model's own knobs (model_knobs): no MoE EP size without MoE.
-        `kvp_in_tp`: the engine's KVP reuses its TP ranks, so attn_dp_size is its DP (attn_dp)."""
+        `replica_knobs`: the engine's (FrameworkProfile.replica_knobs), so attn_dp_size is its DP (attn_dp)."""
         out = {k: getattr(self, k) for k in KNOBS if k in present and (k != "pp_size" or self.pp_size > 1)}
-        out["attn_dp_size"] = self.attn_dp(kvp_in_tp)
+        out["attn_dp_size"] = self.attn_dp(replica_knobs)
         if "moe_tp_size" in present:
             out["moe_ep_size"] = self.moe_ep_size
             if self.redundant_experts:

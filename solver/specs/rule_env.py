@@ -6,11 +6,17 @@ from typing import TYPE_CHECKING, Mapping
 
 from solver.errors import InputError
 from solver.specs.expr import Value
+from solver.specs.hardware import PLATFORMS
 from solver.specs.knobs import KNOBS as KNOB_NAMES
 from solver.specs.knobs import FOLLOWS, SETTINGS
 
 if TYPE_CHECKING:
+    from solver.specs.hardware import Hardware
     from solver.specs.model import ModelSpec
+
+
+# the device's platform (Hardware.platform) as the flags a rule reads: on_rocm is true on a ROCm device
+PLATFORM_FLAGS: tuple[str, ...] = tuple(f"on_{p}" for p in PLATFORMS)
 
 
 class RuleEnv(dict):
@@ -36,6 +42,7 @@ def rule_env(
     has_csa: bool = False,
     has_recurrent_mixer: bool = False,
     ranks_per_node: int,
+    platform: str | None = None,
     afd: bool = False,
     absent: tuple[str, ...] = (),
 ) -> dict[str, Value]:
@@ -44,7 +51,8 @@ def rule_env(
     `has_csa`: the model's attention is compressed sparse attention (attention_kind "csa", layers.compressed:
     DeepSeek-V4's layer kind), which an engine feature may be limited to. `has_recurrent_mixer`: a mixer
     carries a state from token to token (ModelSpec.recurrent_mixers: Mamba, linear attention, ...), which an
-    engine's token split may not run.
+    engine's token split may not run. `platform`: the device's (Hardware.platform), read as the flags on_<platform>
+    (None, a device that states none: every one false).
     For MLA models pass num_key_value_heads = num_attention_heads (their configs may omit it); o_proj_dim is
     num_attention_heads * v_head_dim. `absent`: knobs of modules the model lacks (parallel.absent_knobs); a
     tied one (o_proj outside MLA) takes its attention value, the others are free.
@@ -75,6 +83,7 @@ def rule_env(
         "mtp": mtp,
         "ranks_per_node": ranks_per_node,
         "afd": bool(afd),
+        **{f"on_{p}": platform == p for p in PLATFORMS},
         "num_attention_heads": num_attention_heads,
         "num_key_value_heads": num_key_value_heads,
         "n_routed_experts": n_routed_experts,
@@ -91,9 +100,15 @@ def rule_env(
 
 
 def model_env(config: Mapping[str, int], model: "ModelSpec", ranks_per_node: int, *, world: int, batch: int = 1,
-              mtp: int = 0) -> dict[str, Value]:
+              mtp: int = 0, platform: str | None = None) -> dict[str, Value]:
     """rule_env with the model facts read from a ModelSpec, and its absent knobs."""
-    return rule_env(config, world=world, batch=batch, mtp=mtp, ranks_per_node=ranks_per_node, **model_facts(model))
+    return rule_env(config, world=world, batch=batch, mtp=mtp, ranks_per_node=ranks_per_node, platform=platform,
+                    **model_facts(model))
+
+
+def device_facts(hw: "Hardware") -> dict:
+    """The rule_env arguments a device gives: its ranks per node and its platform."""
+    return dict(ranks_per_node=hw.ranks_per_node, platform=hw.platform)
 
 
 def model_facts(model: "ModelSpec") -> dict:
