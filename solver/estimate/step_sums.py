@@ -182,10 +182,10 @@ def mixer_key(pc: ParallelConfig) -> tuple:
 def head_key(pc: ParallelConfig) -> tuple:
     """What the embedding's and LM head's formulas read of a config, the MTP draft passes' included
     (kit_head_ops, _head_colls: their TP degrees and compute.group_tokens: the attention group's size, and the
-    replicas only for a degree wider than it): tests/test_sums_kit.py::test_head_sums_read_only_the_head_key.
-    Marked, as mixer_key."""
+    replicas only for a degree wider than it; the token shards, which split a hyper-connection head's tokens):
+    tests/test_sums_kit.py::test_head_sums_read_only_the_head_key. Marked, as mixer_key."""
     g, e, lt = pc.attn_group_size, pc.embed_tp_size, pc.lmhead_tp_size
-    return ("head", e, lt, g, pc.attn_replicas if max(e, lt) > g else 0)
+    return ("head", e, lt, g, pc.attn_replicas if max(e, lt) > g else 0, pc.token_shards)
 
 
 def kit_plan_sums(plan: SumsPlan, kit: SumsKit, store: dict) -> list[list[tuple[ModuleSums, float, bool]]]:
