@@ -198,7 +198,82 @@ def test_kolibri_counts_its_kv_source_layers_as_written_and_its_weightless_index
     shared = [i for i, layer in enumerate(spec.layers) if getattr(layer.mixer, "kv_shared", False)]
     assert shared == [9, 14, 34, 39, 44, 49]
     assert spec.kv_sources[49] == 4 and spec.kv_sources[34] == 29
-    assert any("index_topk (2048)" in n and "not modelled" in n for n in spec.warnings)
+    assert not any("not modelled" in n for n in spec.warnings)  # the selection is costed (tests below)
+
+
+# Kolibri1_1Indexer (modeling_kolibri1_1.py): no weights; the first 12 query heads score key head 0 (ReLU'd logits,
+# averaged); index_layers 4, 14, 19, 29 pick a pool of 16,384 keys from the means of 16 keys, the other indexed
+# layers reuse it; each attends to its pool's top 2,048 plus 8 sinks and 128 local tokens: 2,184 keys a query.
+KOLIBRI_SELECTED = 2048 + 8 + 128
+
+
+def _kolibri_decode_ops(context: int, tp: int = 1) -> dict[int, dict[str, float]]:
+    from solver.estimate.compute import Kit, Work, factors_for
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    spec = _spec("Aleph-Alpha--Kolibri-1.1")
+    hw = load_hardware("h100_sxm")
+    pc = make_parallel_config(tp, attn_tp_size=tp) if tp > 1 else make_parallel_config(1)
+    kit = Kit(hw, pc, resolve_precision(spec, hw), factors_for(hw),
+              Work("decode", new_tokens=1, context=context, sequences=1, logits_tokens=1))
+    return {i: {o.name: o.flops for o in spec.layers[i].mixer.ops(kit)} for i in (3, 4, 9)}
+
+
+@pytest.mark.parametrize("context, pool_blocks", [(32768, 2048), (131072, 8192)])
+def test_kolibri_indexed_layer_attends_its_selection_and_scores_its_pool(context: int, pool_blocks: int) -> None:
+    """One decode token on one rank. Core over 2,184 keys: 2 x 48 heads x 2,184 x (128 + 128) = 53,673,984 FLOPs
+    (dense over the context before: 805,306,368 at 32K, 3,221,225,472 at 128K). Pool source (layer 4): 12 heads x
+    128 against context / 16 block means; every indexed layer (9 reuses 4's pool): 12 x 128 against 16,384 pool keys."""
+    ops = _kolibri_decode_ops(context)
+    for layer in (4, 9):
+        assert ops[layer]["attention_core"] == 2 * 48 * KOLIBRI_SELECTED * 256 == 53_673_984
+        assert ops[layer]["indexer_score"] == 2 * 12 * 128 * 16384 == 50_331_648
+        assert "indexer_proj" not in ops[layer]  # no weights
+    assert ops[4]["indexer_pool_score"] == 2 * 12 * 128 * pool_blocks
+    assert "indexer_pool_score" not in ops[9]
+    assert ops[3]["attention_core"] == 2 * 48 * 513 * 256 and "indexer_score" not in ops[3]  # sliding, 513
+
+
+def test_kolibri_selection_below_its_budget_attends_every_key() -> None:
+    ops = _kolibri_decode_ops(1000)
+    assert ops[4]["attention_core"] == 2 * 48 * 1000 * 256
+    assert "indexer_pool_score" not in ops[4]  # 1,000 keys: the pool is every key
+
+
+def test_kolibri_selection_caches_nothing_of_its_own_at_one_rank() -> None:
+    # K/V: 4 caching indexed layers x 2 x 4 heads x 128 x 2 B = 8,192 B a token; no index keys
+    states = [b.state(2, 1) for layer in _spec("Aleph-Alpha--Kolibri-1.1").layers for b in layer.blocks]
+    assert sum(s.per_token_bytes for s in states if s.window is None) == KV_BYTES_PER_TOKEN["Aleph-Alpha--Kolibri-1.1"]
+    assert sum(s.index_per_token_bytes for s in states) == 0
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_kolibri_selection_is_replicated_under_attention_tp(tp: int) -> None:
+    """One selection a query for every head (the config class's TP plan leaves attention unsharded for it): each
+    rank repeats it whole and a rank without key head 0 keeps a copy of its keys, 128 x 2 B a caching layer."""
+    ops = _kolibri_decode_ops(32768, tp)
+    assert ops[4]["indexer_score"] == 2 * 12 * 128 * 16384  # not divided by TP
+    assert ops[4]["attention_core"] == 2 * 48 / tp * KOLIBRI_SELECTED * 256  # the core splits with its heads
+    states = [b.state(2, tp) for layer in _spec("Aleph-Alpha--Kolibri-1.1").layers for b in layer.blocks]
+    assert sum(s.index_per_token_bytes for s in states) == 4 * 128 * 2
+
+
+@pytest.mark.parametrize("field", ["index_num_heads", "index_pool_size", "index_compression",
+                                   "index_num_sink_tokens", "index_num_local_tokens", "index_layers"])
+def test_kolibri_selection_without_a_size_is_refused_naming_it(field: str) -> None:
+    cfg = _load("Aleph-Alpha--Kolibri-1.1")
+    del cfg[field]
+    with pytest.raises(InputError, match=field):
+        parse_model_config(cfg, "x")
+
+
+def test_kolibri_selection_scoring_more_heads_than_key_head_0_has_is_refused() -> None:
+    cfg = _load("Aleph-Alpha--Kolibri-1.1")
+    cfg["index_num_heads"] = 13  # 48 / 4 = 12 query heads a key head
+    with pytest.raises(InputError, match="index_num_heads"):
+        parse_model_config(cfg, "x")
 
 
 def test_a_kv_source_read_by_index_may_skip_a_nearer_owner() -> None:

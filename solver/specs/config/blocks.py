@@ -282,9 +282,9 @@ class BlockReader(FfnReading):
                                             "shared over the heads or one per head, with or without a bias: no "
                                             "convention for this family) are not counted")
         channel_gate, head_gate = self._output_gates()
-        if kind == "full" and f.has("index_topk"):
-            self._note_weightless_selection()
         indexer = self.block_sparse_indexer() if kind == "block_sparse" else None
+        if kind == "full" and f.has("index_topk"):
+            indexer = self.own_head_selection(slot.index, heads // kv, dh)
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh if dv is None else dv,
                          window=self.window(kind), chunked=kind == "chunked", qkv_bias=bias, out_bias=out_bias,
                          qk_norm=qk, sinks=sinks, output_gate=channel_gate, head_gate=head_gate,
@@ -315,17 +315,26 @@ class BlockReader(FfnReading):
                        key_bytes=ACT_BYTES if plain_keys else 1,
                        key_scale_bytes=0 if plain_keys else INDEXER_SCALE_BYTES)
 
-    def _note_weightless_selection(self) -> None:
-        """index_topk on plain full attention (Kolibri-1.1's indexed-attention layers): an indexer without weights
-        (scored with the layer's own query and key heads) picks the keys a query attends to. It adds no weight nor
-        cache, so the count and the K/V are exact; the selection is not modelled, so those layers are costed over
-        every cached key, said once."""
+    def own_head_selection(self, index: int, group: int, head_dim: int) -> Indexer:
+        """index_topk on plain full attention (Kolibri-1.1's indexed_attention layers, Kolibri1_1Indexer): a
+        selection without weights scored by the first index_num_heads query heads against key head 0; the
+        index_layers narrow the keys to a pool of index_pool_size by means of index_compression keys, the others
+        reuse the latest pool; each keeps its pool's index_topk best keys plus index_num_sink_tokens leading and
+        index_num_local_tokens latest ones (dsa.Indexer). Every size must be written: none is guessed."""
         f = self.f
-        note = (f"{f.prefix}index_topk ({f.int('index_topk')}): the full-attention layers attend to the keys an "
-                "indexer without weights selects; the selection is not modelled: they are costed over every cached "
-                "key (their weights and K/V counted in full)")
-        if note not in self.notes:
-            self.notes.append(note)
+        scorers = f.int("index_num_heads", minimum=1)
+        if scorers > group:  # the modeling code scores with the query heads of key head 0 only
+            raise f.err("index_num_heads", f"{scorers}: more than the {group} query heads of key head 0")
+        pool, block = f.int("index_pool_size", minimum=1), f.int("index_compression", minimum=1)
+        if pool % block:
+            raise f.err("index_pool_size", f"{pool}: not a multiple of index_compression ({block})")
+        sources = f.cfg.get("index_layers")
+        if not isinstance(sources, list) or not all(type(i) is int for i in sources):
+            raise f.err("index_layers", "missing or not a list of layer indices: the layers selecting a new pool")
+        return Indexer(scorers, head_dim, f.int("index_topk", minimum=1), weights_proj=False, key_bytes=ACT_BYTES,
+                       key_scale_bytes=0, sink_tokens=f.int("index_num_sink_tokens", minimum=0),
+                       local_tokens=f.int("index_num_local_tokens", minimum=0), own_heads=True, pool=pool,
+                       pool_block=block, pool_source=index in sources)
 
     def _output_gates(self) -> tuple[bool, bool]:
         """The attention's output gate as (per channel, per head): attn_output_gate doubles q_proj into a gate of

@@ -26,9 +26,10 @@ for o_proj. So the core's scores cost as one attention's and its P.V product twi
 outputs runs over the 2 x v_head_dim-wide map outputs, before the subtraction.
 
 A layer may carry a lightning indexer (`indexer`, dsa.py: MiniMax-M3's "minimax_m3_sparse" layers, whose indexer
-picks blocks of keys): its weights and key cache are the indexer's, and the core attends to the selected keys only
-(at most topk x block a query, all of them while the context is shorter), costed as DSA's selection is (the
-indexer's scoring over every cached key, the gathered entries read per query in prefill).
+picks blocks of keys; Kolibri-1.1's indexed layers, whose selection scores the layer's own heads): its weights and key
+cache are the indexer's, and the core attends to the selected keys only (at most topk x block plus sinks and local
+keys a query, all of them while the context is shorter), costed as DSA's selection is (the indexer's scoring over
+every cached key or its pool, the gathered entries read per query in prefill).
 """
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ class Attention(Block):
         idx = ""
         if self.indexer:
             block = f"x{self.indexer.block}" if self.indexer.block > 1 else ""
-            idx = f" top{self.indexer.topk}{block}"
+            kept = self.indexer.sink_tokens + self.indexer.local_tokens
+            idx = f" top{self.indexer.topk}{block}" + (f"+{kept}" if kept else "")
         return f"{self.kind} {self.heads}/{self.kv_heads} x {self.head_dim}{w}{idx}{shared}"
 
     @property
@@ -141,7 +143,8 @@ class Attention(Block):
     def shares(self) -> tuple[Share, ...]:
         o = self.o_dim * self.hidden + (self.hidden if self.out_bias else 0)
         return (Share("attention", "attention", "attn_tp_size", self.proj_parts()),
-                *((self.indexer.share(self.in_width or self.hidden, None),) if self.indexer else ()),
+                *((self.indexer.share(self.in_width or self.hidden, None),)
+                  if self.indexer and not self.indexer.own_heads else ()),
                 Share("o_proj", "attention", "o_proj_tp_size", (Part("o_proj", o, "tp"),)))
 
     def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int) -> float:
@@ -152,7 +155,13 @@ class Attention(Block):
         if self.kv_shared:  # the layer it borrows from holds the cache
             return State()
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), window=self.window,
-                     index_per_token_bytes=self.indexer.bytes_per_token if self.indexer else 0.0)
+                     index_per_token_bytes=self.index_bytes_per_token(kv_bytes, attn_tp))
+
+    def index_bytes_per_token(self, kv_bytes: int, attn_tp: int) -> float:
+        """The indexer's cached keys per token on one rank: its own, or its copy of key head 0 (dsa.Indexer)."""
+        if not self.indexer or self.kv_shared:
+            return 0.0
+        return self.indexer.bytes_per_token + self.indexer.head_copy_bytes(self.kv_heads, attn_tp, kv_bytes)
 
     @per_object
     def computed_parts(self) -> tuple[Part, ...]:
@@ -211,8 +220,7 @@ class Attention(Block):
     def comms(self, cx: CostKit, hide_s: float) -> list:
         # a layer borrowing its K/V has no new K/V to gather under CP / SP
         cache = 0.0 if self.kv_shared else self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size)
-        if self.indexer and not self.kv_shared:
-            cache += self.indexer.bytes_per_token
+        cache += self.index_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size)
         return sequence_attention_comms(cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
                                         cache_bpt=cache, merge_width=self.map_v_width, query_width=self.head_dim,
                                         topk=self.indexer.topk if self.indexer else None)

@@ -9,6 +9,16 @@ the scores over blocks of `block` consecutive keys and keeps the top-k blocks; t
 boosted into those k (their score set to +inf before the top-k), so a query attends to at most topk x block keys.
 Its layout differs by family (read by the config reader): q / k RMSNorm weights of head_dim where DSA has a k
 LayerNorm, no weights_proj, and keys cached in the activation dtype without a scale (MiniMaxM3VLSparseCacheLayer).
+
+A selection scored by the attention's own heads (`own_heads`: Kolibri-1.1's Kolibri1_1Indexer) has no weights and no
+cache: the ReLU'd logits of the first `heads` query heads against key head 0 of the layer's cached keys, averaged
+over those heads. It may narrow the candidates first (`pool` > 0): a pool-source layer scores the means of
+`pool_block` consecutive keys and keeps the best pool / pool_block blocks (the modeling code keeps no means: it forms
+them from every cached key at each step); a layer that is not a pool source reuses the pool of the latest one. Each
+layer then keeps the top-k keys of its pool plus `sink_tokens` leading and `local_tokens` latest tokens, so a query
+attends to at most topk + sinks + local keys. The selection is one per query, shared by every head, so it cannot
+split with the heads: each attention-TP rank repeats it, and a rank that does not hold key head 0 keeps a copy of
+its keys (`head_copy_bytes`; the config class's TP plan leaves attention unsharded for this reason).
 """
 from __future__ import annotations
 
@@ -36,18 +46,32 @@ class Indexer:
     # wk and its norm make the keys (DSA); False where a compressor of the layer's makes them (DeepSeek-V4's CSA
     # indexer holds wq_b, weights_proj and its compressor only: transformers DeepseekV4Indexer, SGLang C4Indexer)
     key_projection: bool = True
+    sink_tokens: int = 0  # leading tokens every query attends to besides its top-k
+    local_tokens: int = 0  # latest tokens (the query's own included) every query attends to besides its top-k
+    own_heads: bool = False  # scored by the attention's first `heads` query heads against its key head 0 (docstring)
+    pool: int = 0  # candidate keys a first stage keeps (0: the top-k is chosen among every key)
+    pool_block: int = 1  # consecutive keys averaged into one summary the pool stage scores
+    pool_source: bool = True  # this layer selects the pool (else it reuses the latest pool source's)
 
     @property
     def bytes_per_token(self) -> float:
-        return self.head_dim * self.key_bytes + self.key_scale_bytes
+        """Index keys this layer caches per token: none where it scores the attention's own cached keys."""
+        return 0.0 if self.own_heads else self.head_dim * self.key_bytes + self.key_scale_bytes
 
     @property
     def selected_keys(self) -> int:
-        """Keys a query attends to at most: its top-k entries of `block` keys each."""
-        return self.topk * self.block
+        """Keys a query attends to at most: its top-k entries of `block` keys each, plus its sinks and local keys."""
+        return self.topk * self.block + self.sink_tokens + self.local_tokens
+
+    def head_copy_bytes(self, kv_heads: int, attn_tp: int, kv_bytes: int) -> float:
+        """Cached bytes per token a rank adds to score: a copy of key head 0 where attention TP leaves some rank
+        without it (the selection is the same on every rank; module docstring)."""
+        return self.head_dim * kv_bytes if self.own_heads and attn_tp > 1 and kv_heads > 1 else 0.0
 
     @per_object
     def parts(self, hidden: int, q_lora_rank: int | None) -> tuple[Part, ...]:
+        if self.own_heads:  # scored by the attention's own projections
+            return ()
         q_in = q_lora_rank or hidden
         norms = (Part("qk_norm", 2 * self.head_dim, "none") if self.qk_rms_norms  # two RMSNorm weights
                  else Part("k_norm", 2 * self.head_dim, "none"))  # LayerNorm weight + bias
@@ -82,17 +106,34 @@ class Indexer:
         fp8 = self.key_bytes == 1  # the scores run at the cached keys' precision
         peak = (hw.flops("fp8") if fp8 and hw.supports("fp8") else hw.flops("int8") if fp8 and hw.supports("int8")
                 else hw.flops("bf16"))
-        score_flops = 2 * self.heads * self.head_dim * T * ctx / pair_shards
-        read = (w.sequences * ctx if w.phase == "decode" else T) * self.bytes_per_token
+        # a key scored: the indexer's own cached key, or key head 0 of the attention's cache
+        key_bpt = self.head_dim * prec.kv_bytes if self.own_heads else self.bytes_per_token
+        decode = w.phase == "decode"
+        ops = []
+        if params:
+            ops.append(cx.op("indexer_proj", "indexer", 2 * t_a * params,
+                             params * prec.fmt("attention").bytes_per_param, *cx.gemm("attention"), kernels=3))
+        if self.pool and self.pool_source and ctx > self.pool:
+            # the pool stage: every key read to form the block means, one score per block, top pool / pool_block
+            blocks = ctx / self.pool_block
+            pool_logits = T * blocks * LOGIT_BYTES / pair_shards
+            ops += [cx.op("indexer_pool_score", "indexer", 2 * self.heads * self.head_dim * T * blocks / pair_shards,
+                          (w.sequences * ctx if decode else T) * key_bpt / pair_shards + pool_logits, peak,
+                          f.attention, kernels=2),
+                    cx.op("indexer_pool_topk", "indexer", 0.0,
+                          pool_logits + T * self.pool / self.pool_block * 4 / pair_shards, peak, f.attention,
+                          kernels=1)]
+        # the keys the top-k stage scores: its pool, or every key
+        scored = min(ctx, cx.mean_keys_capped(self.pool)) if self.pool else ctx
+        score_flops = 2 * self.heads * self.head_dim * T * scored / pair_shards
+        read = (w.sequences * scored if decode else T) * key_bpt
         # the score kernel writes one fp32 logit per (query, key) pair and a separate top-k kernel reads them
         # back (DeepGEMM fp8_mqa_logits + top-k per row)
-        logits = T * ctx * LOGIT_BYTES / pair_shards
-        return [cx.op("indexer_proj", "indexer", 2 * t_a * params, params * prec.fmt("attention").bytes_per_param,
-                      *cx.gemm("attention"), kernels=3),
-                cx.op("indexer_score", "indexer", score_flops, read / pair_shards + logits, peak, f.attention,
-                      kernels=2),
-                cx.op("indexer_topk", "indexer", 0.0, logits + T * self.topk * 4 / pair_shards, peak, f.attention,
-                      kernels=1)]
+        logits = T * scored * LOGIT_BYTES / pair_shards
+        return ops + [cx.op("indexer_score", "indexer", score_flops, read / pair_shards + logits, peak, f.attention,
+                            kernels=2),
+                      cx.op("indexer_topk", "indexer", 0.0, logits + T * self.topk * 4 / pair_shards, peak,
+                            f.attention, kernels=1)]
 
     def activation(self, t: float, tokens: float) -> float:
         # logits for this rank's queries against the context, fp32, chunked per query block
