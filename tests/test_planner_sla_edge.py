@@ -95,3 +95,37 @@ def test_the_exhaustive_enumeration_plans_the_same_sla_edge() -> None:
     assert 32 < by["cpsat"].batch < 64
     assert by["cpsat"].batch == by["exhaustive"].batch
     assert by["cpsat"].config == by["exhaustive"].config
+
+
+def test_a_candidate_the_slas_stop_at_a_power_names_its_own_sla_edge() -> None:
+    """Beside #1 at the edge, a candidate stopped at the power below compares unequal loads (Llama-3.1-70B: TP4 x DP2
+    at 64 reads 27% below TP8 at 121, 6% at its own 112): the note gives the most it runs within the SLAs, a count
+    whose TPOT meets the bound where one request more misses it."""
+    result, cands = run_solve(*LLAMA_8_H100, TPOT_40, "vllm", explain_binding=False)
+    shown = [c.planned for c in cands if c.planned.batch == 64]
+    assert shown and result.edge_note is not None
+    for p in shown:
+        knobs = " ".join(f"{k.removesuffix('_size')}={v}" for k, v in p.config.knobs().items() if v > 1)
+        own = int(result.edge_note.split(f"{knobs} at 64 runs ")[1].split(" ")[0].replace(",", ""))
+        assert own > 64
+        assert _tpot_ms(p.config, own) <= 40.0 < _tpot_ms(p.config, own + 1)
+
+
+def test_every_sweep_row_at_the_sla_edge_says_where_its_concurrency_comes_from() -> None:
+    """A sweep row at the edge carries the edge note in every scenario, whichever row the scenario recommends."""
+    from solver.capacity.sweep import sweep
+    df = sweep(LLAMA_8_H100[0], LLAMA_8_H100[1], [8], "throughput,latency", isl=2048, osl=512, tpot_ms=40.0,
+               framework="vllm")
+    at_edge = df[~df["concurrency"].isin([2 ** k for k in range(13)])]
+    assert set(at_edge["scenario"]) == {"throughput", "latency"}
+    assert all("is the SLA edge" in n for n in at_edge["note"])
+
+
+def test_a_recommended_copy_at_the_sla_edge_says_where_its_concurrency_comes_from() -> None:
+    """recommend's option carries the edge note of the sweep row it copies (the README's Qwen3-30B-A3B example:
+    copies at 60 requests, the edge past 32 under TPOT <= 30 ms)."""
+    from solver.api import recommend
+    rec = recommend("qwen3-30b-a3b", ["h200_sxm"], target_output_tokens_per_s=20000, tpot_ms=30.0)
+    opt = rec.options[0]
+    assert opt.met and opt.concurrency & (opt.concurrency - 1)  # not a power of two
+    assert f"concurrency {opt.concurrency:,} is the SLA edge" in opt.note

@@ -115,6 +115,8 @@ class PlanResult:
     range_note: str | None = None
     # a candidate runs at the SLA edge, a concurrency between the powers of two (plan.sla_edge)
     edge_note: str | None = None
+    # (the SLA edge planned, the last power below it): every row at the edge says so (capacity.sweep's note)
+    sla_edge: tuple[int, int] | None = None
     # what reading the inputs noted (specs/notes.input_notes: a field the config reader did not read, weights
     # kept in the checkpoint's format, a device no calibration row measured); shown with the answer
     input_notes: tuple[str, ...] = ()
@@ -287,7 +289,9 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
                 if q is not None}
 
     classes = classes_of(tables, planner)
-    edge = _sla_edge(classes, tables, model, hw, prec, f, fw, world, scenario, mem_opts)
+    meets, runs = _sla_tests(tables, model, hw, prec, f, fw, world, scenario, mem_opts)
+    powers = tables.batches
+    edge = _sla_edge(classes, tables, scenario, meets, runs)
     if edge is not None:
         # the SLAs stop the powers: the edge is planned too, the answers at the powers carried over
         first, base = planner, tables
@@ -388,8 +392,18 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     result.range_note = range_note(chosen[0].batch, scenario)
-    if edge is not None and any(p.batch == edge for p in chosen):
-        result.edge_note = sla_edge_note(edge, max(b for b in tables.batches if b < edge), scenario)
+    if edge is not None:
+        last = max(b for b in tables.batches if b < edge)
+        result.sla_edge = (edge, last)
+        if any(p.batch == edge for p in chosen):
+            def _config(p: Point) -> ParallelConfig:
+                return ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
+            own = _own_edges([p for p in chosen if p.batch < edge], powers, meets, runs,
+                             lambda p, c: estimate(model, hw, _config(p), prec, f, Workload.for_scenario(scenario, c),
+                                                   mem_opts), _config)
+            result.edge_note = sla_edge_note(edge, last, scenario) + (
+                f"; candidates the SLAs stop at a power run more at their own SLA edge: {', '.join(own)} "
+                "(--concurrency N plans one there)" if own else "")
     placed = placement_note(hw, fw, world)
     result.input_notes = (*input_notes(model, hw, prec, max_len=scenario.max_seq_len), *([placed] if placed else []))
     if explain_binding:
@@ -401,25 +415,44 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     return result
 
 
+def _own_edges(shown: list[Point], powers: tuple[int, ...], meets: Callable[[Point, int], bool],
+               runs: Callable[[Point, int], bool], at: Callable[[Point, int], Estimate],
+               config: Callable[[Point], ParallelConfig]) -> list[str]:
+    """Beside a candidate at the SLA edge, one the SLAs stop at a power (the next planned concurrency misses them)
+    compares unequal loads (Llama-3.1-70B, 8 H100, TPOT <= 40: TP4 x DP2 at 64 reads 27% below TP8 at 121, 6%
+    at its own 112): the most each runs within them (plan.sla_edge's bisection), its figures there."""
+    out = []
+    for p in shown:
+        later = [b for b in powers if b > p.batch]
+        if not later or meets(p, later[0]):
+            continue  # not stopped by the SLAs: a latency plan's low concurrency is its own choice
+        c = sla_edge({(p.batch, p.served): p}, powers, meets, runs)
+        if c is None:
+            continue
+        e = at(p, c)
+        knobs = " ".join(f"{k.removesuffix('_size')}={v}" for k, v in config(p).knobs().items() if v > 1)
+        out.append(f"{knobs or 'all 1'} at {p.batch:,} runs {c:,} ({e.output_tokens_per_s_per_rank:,.0f} output "
+                   f"tok/s per rank, TTFT {e.ttft_s * 1e3:,.0f} ms, TPOT {e.tpot_s * 1e3:.2f} ms)")
+    return out
+
+
+SLA_EDGE_MARK = "is the SLA edge"  # what sla_edge_note says, read back from a sweep row's note (capacity.recommend)
+
+
 def sla_edge_note(edge: int, top: int, scenario: Scenario) -> str:
     """One line on a candidate at the SLA edge: where its concurrency comes from."""
     slas = " and ".join(f"{name} <= {v:g} ms" for name, v in (("TTFT", scenario.ttft_ms), ("TPOT", scenario.tpot_ms))
                         if v is not None)
-    return (f"concurrency {edge:,} is the SLA edge: the most requests the best configurations at {top:,} run within "
+    return (f"concurrency {edge:,} {SLA_EDGE_MARK}: the most requests the best configurations at {top:,} run within "
             f"{slas} (and memory), planned between the powers of two, where the SLAs stop them")
 
 
-def _sla_edge(classes: dict[tuple[int, float], Point], tables: Tables, model: ModelSpec, hw: Hardware,
-              prec: Precision, f: Factors, fw: FrameworkProfile, world: int, scenario: Scenario,
-              mem_opts: MemoryOptions) -> int | None:
-    """plan.sla_edge's concurrency for a serving plan under SLAs whose concurrency the planner decides, else None.
-    A configuration meets the SLAs at c as the search accepts an answer: the tables' memory constraint, then the
-    full estimate (its SLAs and memory) and the memory the figures assume; it runs c under the engine's batch
-    rules."""
-    if scenario.concurrency is not None or scenario.phase != "serving" or (
-            scenario.ttft_ms is None and scenario.tpot_ms is None):
-        return None
-
+def _sla_tests(tables: Tables, model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw: FrameworkProfile,
+               world: int, scenario: Scenario, mem_opts: MemoryOptions
+               ) -> tuple[Callable[[Point, int], bool], Callable[[Point, int], bool]]:
+    """plan.sla_edge's two tests. A configuration meets the SLAs at c as the search accepts an answer: the tables'
+    memory constraint, then the full estimate (its SLAs and memory) and the memory the figures assume; it runs c
+    under the engine's batch rules."""
     def meets(p: Point, c: int) -> bool:
         picks = dict(p.picks)
         if not tables.with_batch(c).fits(c, picks):
@@ -434,6 +467,15 @@ def _sla_edge(classes: dict[tuple[int, float], Point], tables: Tables, model: Mo
                         mtp=scenario.mtp)
         return all(r.holds(env) for r in fw.batch_rules)
 
+    return meets, runs
+
+
+def _sla_edge(classes: dict[tuple[int, float], Point], tables: Tables, scenario: Scenario,
+              meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> int | None:
+    """plan.sla_edge's concurrency for a serving plan under SLAs whose concurrency the planner decides, else None."""
+    if scenario.concurrency is not None or scenario.phase != "serving" or (
+            scenario.ttft_ms is None and scenario.tpot_ms is None):
+        return None
     return sla_edge(classes, tables.batches, meets, runs)
 
 
