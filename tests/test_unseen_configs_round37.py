@@ -72,7 +72,6 @@ GLM_IMAGE = GLM_IMAGE_TEXT + GLM_IMAGE_HEAD + glm_image_tower(1536, 40, 6144) + 
 
 HAND: dict[str, int] = {
     "CohereLabs--North-Micro-Vision-Instruct": COMPASS,
-    "zai-org--GLM-Image": GLM_IMAGE,
 }
 ACTIVE: dict[str, tuple[int, float | None]] = {}
 # Published totals precise enough for a 1% check: none (class defaults, not the releases' files)
@@ -81,7 +80,6 @@ PUBLISHED: dict[str, float] = {}
 # Bytes of K/V per token of context at bf16: every layer full attention
 KV_BYTES_PER_TOKEN: dict[str, int] = {
     "CohereLabs--North-Micro-Vision-Instruct": 40 * 2 * 64 * 128 * 2,
-    "zai-org--GLM-Image": 40 * 2 * 2 * 128 * 2,
 }
 
 # ------------------------------------------------------------------ refused this round: one line each
@@ -89,7 +87,83 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 # read at marked tokens of one prompt, the model run with use_cache false: no decode to plan.
 # NeoMME-260M (NeoMMEConfig() defaults): a bidirectional encoder (NeoMMEAttention is_causal false) for retrieval /
 # masked LM.
+# GLM-Image (GlmImageConfig() defaults, hand count GLM_IMAGE above): a VQ codebook beside the tower and a head of
+# vision_vocab_size rows: refused on vq_config (unseen.py's rule; not counted for time)
 REFUSALS: dict[str, str] = {
+    "zai-org--GLM-Image": r"vq_config: given: a VQ-VAE image tokenizer",
     "autotrust--JEV-9B": r"architectures: JevForDecision: ",
     "Hcompany--NeoMME-260M": r"architectures: NeoMMEForRetrieval: ",
 }
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_COMPASS = "CohereLabs--North-Micro-Vision-Instruct"
+
+
+def test_cohere_compass_text_has_one_layernorm_a_layer() -> None:
+    # Before this round: 35,548,108,016, 327,680 over (40 x 8192: two norms a layer read by convention), silently
+    assert _total(_COMPASS) == COMPASS
+
+
+@pytest.mark.parametrize("key", ["num_key_value_heads", "head_dim", "layer_types"])
+def test_cohere_compass_text_fields_left_out_take_the_class_defaults(key: str) -> None:
+    cfg = _load(_COMPASS)
+    del cfg["text_config"][key]
+    assert count(cfg) == COMPASS
+
+
+def test_cohere_compass_without_layer_types_is_full_attention_in_every_layer() -> None:
+    # CohereCompassTextConfig.__post_init__ writes all full_attention before its sliding_window_pattern branch
+    cfg = _load(_COMPASS)
+    del cfg["text_config"]["layer_types"]
+    blocks = [b for layer in parse_model_config(cfg, "x").layers for b in layer.blocks]
+    assert all(getattr(b, "window", None) is None for b in blocks)
+
+
+def test_cohere_compass_sliding_layers_are_windowed_where_written() -> None:
+    cfg = _load(_COMPASS)
+    cfg["text_config"]["layer_types"] = ["sliding_attention" if (i + 1) % 4 else "full_attention" for i in range(40)]
+    windows = [getattr(b, "window", None) for layer in parse_model_config(cfg, "x").layers for b in layer.blocks
+               if hasattr(b, "window")]
+    assert sorted(set(windows), key=str) == [4096, None] and count(cfg) == COMPASS
+
+
+def test_cohere_compass_text_without_tie_word_embeddings_takes_the_wrappers_untied_head() -> None:
+    # the wrapper's false is written, the text class's true is a default: the written value is read
+    cfg = _load(_COMPASS)
+    del cfg["text_config"]["tie_word_embeddings"]
+    assert count(cfg) == COMPASS + 256000 * 8192
+
+
+def test_cohere_compass_tie_disagreement_is_named() -> None:
+    assert any("tie_word_embeddings: the wrapper's false disagrees" in w for w in _spec(_COMPASS).warnings)
+
+
+@pytest.mark.parametrize("name, arch", [("autotrust--JEV-9B", "JevForDecision"),
+                                        ("Hcompany--NeoMME-260M", "NeoMMEForRetrieval")])
+def test_heads_without_decode_are_refused_by_architectures(name: str, arch: str) -> None:
+    with pytest.raises(InputError, match=rf"architectures: {arch}: .*no token-by-token decode"):
+        parse_model_config(ROUND.load(name, REFUSED), "x")
+
+
+@pytest.mark.parametrize("name, field", [("autotrust--JEV-9B", "model_type: 'jev'"),
+                                         ("Hcompany--NeoMME-260M", "model_type: 'neomme'")])
+def test_heads_without_decode_are_refused_by_model_type_without_architectures(name: str, field: str) -> None:
+    # before this round: JEV counted 8,819,585,536 (its qwen3_5_text model) and NeoMME 303,598,592, silently;
+    # JEV's refusal names the wrapper's model_type, not the qwen3_5_text model it wraps
+    cfg = ROUND.load(name, REFUSED)
+    del cfg["architectures"]
+    with pytest.raises(InputError, match=rf"^x: {field}: .*no token-by-token decode"):
+        parse_model_config(cfg, "x")
+
+
+def test_a_classifier_head_beside_a_causal_lm_is_still_read() -> None:
+    cfg = _load(_COMPASS)
+    cfg["architectures"] = ["CohereCompassForConditionalGeneration", "CohereCompassForRetrieval"]
+    assert count(cfg) == COMPASS
+
+
+def test_glm_image_hand_count_holds_the_tower_the_codebook_and_an_image_token_head() -> None:
+    # the head scores vision_vocab_size (16,512) image tokens, not the 168,064-row vocabulary
+    assert GLM_IMAGE - GLM_IMAGE_TEXT == (16512 * 4096 + glm_image_tower(1536, 40, 6144)
+                                          + glm_image_vq(16384, 2048, 1536))
