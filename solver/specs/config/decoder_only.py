@@ -13,6 +13,8 @@ reported as a missing intermediate_size). The signs, each a field the model's co
   architectures ...ForMaskedLM  a masked-LM head: a bidirectional encoder (BERT, RoBERTa, DeBERTa, ModernBERT)
   architectures ...ForTokenClassification  only a per-token label head (OpenAI's privacy-filter, NER taggers): the
                              model labels the tokens it is given and decodes none
+  architectures ...ForDecision, ...ForRetrieval  the same where every entry is one: JEV's decision head (label
+                             scores at marked tokens, use_cache false), NeoMME's retrieval embedder
   type_vocab_size            a token-type (segment) embedding table, the BERT lineage's, also under a bare
                              ...Model architecture (sentence encoders)
   use_bidirectional_attention: true  every token attends to every other (EmbeddingGemma: Gemma-3's layers run as
@@ -25,6 +27,15 @@ from typing import Any
 from solver.errors import InputError
 
 _PLANS = "shardplan plans decoder-only stacks and does not size it"
+# architecture suffixes of heads that read the stack's hidden states once and emit no token: a config whose every
+# architecture is one of them has no decode to plan (a ...ForCausalLM beside one, a reward model's pair, is read)
+_HEADS_WITHOUT_DECODE = (
+    ("ForTokenClassification", "a per-token classifier (it labels the tokens it is given, no token-by-token decode)"),
+    ("ForDecision", "a decision head (label scores read at marked tokens of one prompt, run without a KV cache; no "
+                    "token-by-token decode)"),
+    ("ForRetrieval", "a retrieval embedder (it encodes queries and documents into vectors, no token-by-token "
+                     "decode)"),
+)
 
 
 def refuse_non_decoder(cfg: dict[str, Any], origin: str, prefix: str = "") -> None:
@@ -47,11 +58,10 @@ def refuse_non_decoder(cfg: dict[str, Any], origin: str, prefix: str = "") -> No
             raise InputError(f"{origin}: {prefix}architectures",
                              f"{masked[0]}: a masked-LM encoder (bidirectional attention, no token-by-token "
                              f"decode); {_PLANS}")
-        tagging = [a for a in architectures if isinstance(a, str) and a.endswith("ForTokenClassification")]
-        if tagging and len(tagging) == len(architectures):
-            raise InputError(f"{origin}: {prefix}architectures",
-                             f"{tagging[0]}: a per-token classifier (it labels the tokens it is given, no "
-                             f"token-by-token decode); {_PLANS}")
+        for suffix, what in _HEADS_WITHOUT_DECODE:
+            heads = [a for a in architectures if isinstance(a, str) and a.endswith(suffix)]
+            if heads and len(heads) == len(architectures):
+                raise InputError(f"{origin}: {prefix}architectures", f"{heads[0]}: {what}; {_PLANS}")
     if cfg.get("use_bidirectional_attention") is True:
         raise InputError(f"{origin}: {prefix}use_bidirectional_attention",
                          f"true: an encoder ({model_type!r} run with bidirectional attention, an embedding model: "

@@ -247,6 +247,12 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     warnings: list[str] = []
     model_type = str(cfg.get("model_type") or "")
     if f.has("_refused"):  # a family whose layers the stack cannot express (family_defaults.yaml says why)
+        lines = _family_defaults()
+        if (prefix and model_type in lines and "_refused" not in lines[model_type]
+                and "_refused" in lines.get(wrapper_type, {})):
+            # the wrapper's line refuses a language model the stack counts: the wrapper is the cause (JEV's decision
+            # head over a qwen3_5_text model); a text model of no line is named as before (Kosmos-2's decoder)
+            raise InputError(origin, f"model_type: {wrapper_type!r}: {cfg['_refused']}")
         raise f.err("model_type", f"{model_type!r}: {cfg['_refused']}")
     _lift_nested(cfg, f, text)
     _refuse_values(cfg, f, raw)
