@@ -71,3 +71,77 @@ PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
 KV_BYTES_PER_TOKEN: dict[str, int] = {
     "openbmb--MiniCPM-V-4.6": 8 * 2 * 4 * 256 * 2,
 }
+
+# ------------------------------------------------------------------ refused this round: one line each
+# FastVLM-7B (FastVlmConfig() defaults): the tower is timm's fastvit_mci3 (TimmWrapperConfig: timm.create_model of
+# vision_config.architecture), whose sizes no field holds. Perception-LM-1B (recalled, SOURCES.md): timm's
+# vit_pe_core_large_patch14_336 with model_args.
+REFUSALS: dict[str, str] = {
+    "KamilaMila--FastVLM-7B": r"vision_config.architecture: 'fastvit_mci3': a timm model's name",
+    "facebook--Perception-LM-1B": r"vision_config.architecture: 'vit_pe_core_large_patch14_336': a timm model's name",
+}
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_MCV = "openbmb--MiniCPM-V-4.6"
+
+
+def test_minicpmv4_6_tower_holds_its_window_merger_and_the_merger_its_downsample_mlp() -> None:
+    # Before this round: 8,908,529,152, 202,673,664 short, silently (a note: projector by convention): the window
+    # merger (49,569,024) and the DownsampleMLP (22,033,408 for the convention's 3,146,496) not read, and the
+    # Qwen3.5 attention's output gate (8 x 16,777,216) dropped where the text config writes no attn_output_gate
+    assert _total(_MCV) == MINICPMV46
+
+
+def test_qwen3_5_text_attention_carries_its_output_gate_without_the_field() -> None:
+    spec = _spec(_MCV)
+    full = [b for layer in spec.layers for b in layer.blocks if type(b).__name__ == "Attention"]
+    assert len(full) == 8 and all(b.params == qwen35_full_attention(4096, 16, 4, 256) for b in full)
+
+
+@pytest.mark.parametrize("key", ["layer_types", "num_key_value_heads", "head_dim", "linear_num_key_heads",
+                                 "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+                                 "linear_conv_kernel_dim"])
+def test_qwen3_5_text_fields_left_out_take_the_class_defaults(key: str) -> None:
+    # before: layer_types left out refused on linear_conv_kernel_dim, num_key_value_heads read as MHA (201,326,592
+    # over), the linear_* sizes refused as missing
+    cfg = _load(_MCV)
+    del cfg["text_config"][key]
+    assert count(cfg) == MINICPMV46
+
+
+def test_qwen3_5_text_full_attention_interval_places_the_attention_layers() -> None:
+    cfg = _load(_MCV)
+    del cfg["text_config"]["layer_types"]
+    cfg["text_config"]["full_attention_interval"] = 2  # 16 full, 16 Gated DeltaNet
+    full, delta = qwen35_full_attention(4096, 16, 4, 256), qwen35_deltanet(4096, 16, 32, 128, 128, 4)
+    assert count(cfg) == MINICPMV46 + 8 * (full - delta)
+
+
+@pytest.mark.parametrize("key", ["window_kernel_size", "image_size", "patch_size", "hidden_size",
+                                 "intermediate_size", "num_hidden_layers"])
+def test_minicpmv4_6_vision_fields_left_out_take_the_class_defaults(key: str) -> None:
+    cfg = _load(_MCV)
+    del cfg["vision_config"][key]
+    assert count(cfg) == MINICPMV46
+
+
+def test_minicpmv4_6_window_merger_grows_with_its_window() -> None:
+    cfg = _load(_MCV)
+    cfg["vision_config"]["window_kernel_size"] = [3, 3]
+    assert count(cfg) == MINICPMV46 - minicpmv46_vit_merger(768, 3072) + minicpmv46_vit_merger(768, 3072, 9)
+
+
+def test_minicpmv4_6_merger_times_adds_a_downsample_mlp_into_the_tower_width() -> None:
+    cfg = _load(_MCV)
+    cfg["merger_times"] = 2
+    assert count(cfg) == MINICPMV46 + minicpmv46_downsample_mlp(768, 768)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSALS))
+def test_timm_tower_is_refused_whatever_the_wrapper(name: str) -> None:
+    from hand_counts import REFUSED
+    cfg = ROUND.load(name, REFUSED)
+    cfg["model_type"] = "llava"  # the rule reads the tower's architecture field, not the wrapper's family
+    with pytest.raises(InputError, match=r"vision_config.architecture: .*a timm model's name"):
+        parse_model_config(cfg, "x")
