@@ -94,6 +94,12 @@ model_type and the text model's) on top:
                             out); shared ln_mid, a bias-free out -> out and ln_out (LayerNorms); where the wrapper
                             writes the `router` width D, a density router (biased h -> 1, a LayerNorm over h, biased
                             h -> D -> 1). out_hidden_size must be the text width (no linear follows)
+  _vision_window_merger     FIELD: the k x k window (FIELD) of a window-attention merger inside the tower: one
+                            more attention and its norm, a LayerNorm over h k^2, a biased MLP h k^2 -> inter k^2 -> h
+                            (MiniCPMV4_6ViTWindowAttentionMerger)
+  _vision_projector_merge_mlps  {times, factor}: the wrapper's `times` field of merge MLPs, each a LayerNorm over
+                            h x factor, a biased linear h x factor square and one into h, the last into the text
+                            width (MiniCPMV4_6Merger's DownsampleMLPs, factor 4 fixed by the class)
   _vision_class_rotary      the class token carries its own learned rotary frequencies, head_dim / 2 of them
                             (RiceViT's class_pos_emb in LLaVA-OneVision-1.5), beside _vision_class_token's embedding
   _vision_projector_pooling_attention  {field}: the wrapper's config object `field` is an adapter that pools the
@@ -294,6 +300,15 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     # (Video-LLaVA's image_tower and video_tower); a request's images or frames run through one of them
     towers = int(facts.get("_vision_towers", 1))
     stack = layers * per_layer
+    if facts.get("_vision_window_merger"):
+        # a window-attention merger inside the tower (MiniCPMV4_6ViTWindowAttentionMerger): one more attention and
+        # its norm, then a LayerNorm over the k x k window's h k^2 and a biased MLP h k^2 -> inter k^2 -> h
+        kh, kw = _pair(f, str(facts["_vision_window_merger"]), 0)
+        if not kh:
+            raise f.err(str(facts["_vision_window_merger"]), "missing (required to size the window merger)")
+        window = h * kh * kw
+        stack += attn + norm + 2 * window + window * inter * kh * kw + inter * kh * kw * h + ((inter * kh * kw + h)
+                                                                                              if bias else 0)
     if facts.get("_vision_conv_layers"):  # short-convolution layers in place of attention (LFM3-VL)
         stack -= _conv_layers(f, layers, str(facts["_vision_conv_layers"]), h, attn + qk_norms)
     return towers * (stack + patch_embed + positions + post_norm + head), layers, h, norm
@@ -581,6 +596,15 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         # one bias-free linear vision_output_dim -> the text width
         return (f.int("intermediate_size") * f.int("projector_input_dim") + f.int("projector_output_dim") ** 2
                 + f.int("vision_output_dim") * out)
+    merges = facts.get("_vision_projector_merge_mlps")
+    if merges:
+        # MiniCPMV4_6Merger: the wrapper's `times` field of DownsampleMLPs, each a LayerNorm over h x factor (the
+        # class's fixed 4: two 2 x 2 merges), a biased linear h x factor square and one into h, the last into the
+        # text width
+        times = wrapper.int(str(merges["times"]), default=1, maximum=16)
+        wide = h * int(merges["factor"])
+        one = 2 * wide + wide * wide + wide
+        return times * one + (times - 1) * (wide * h + h) + wide * out + out
     unshuffle = facts.get("_vision_projector_unshuffle_mlp")
     if unshuffle:
         # Lfm2VlMultiModalProjector: a pixel unshuffle by the wrapper's downsample_factor d, a LayerNorm over h d^2
@@ -813,6 +837,13 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
             raise Fields(raw, origin).err(key, f"names a tower class ({_shown_value(sub['cls'])}) and its arguments "
                                                "(params) rather than the tower's sizes; not counted rather than "
                                                "miscounted (drop it to size the language model alone)")
+        if isinstance(sub.get("architecture"), str):
+            # transformers' TimmWrapperConfig: the tower is timm.create_model(architecture, **model_args); its
+            # sizes are timm's registry entry, which no field here holds (FastVLM's fastvit_mci3, PerceptionLM's PE)
+            raise Fields(raw, origin).err(f"{key}.architecture", f"{_shown_value(sub['architecture'])}: a timm "
+                                          "model's name, whose sizes are timm's rather than the config's; not "
+                                          "counted rather than miscounted (drop it to size the language model "
+                                          "alone)")
         # a tower written empty is the wrapper's default one, of the model_type its default vision config names
         tower_type = str(sub.get("model_type") or ((wrapper_facts.get("_vision_config_defaults") or {})
                                                    .get("model_type") if key == "vision_config" else "") or "")
