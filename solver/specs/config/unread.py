@@ -200,7 +200,7 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
                                  f"in a field shardplan does not read for model_type {model_type!r}: the model would "
                                  "be counted as plain attention layers without it")
     # after the mixer rule: a family's own field one edit from a common one (Hymba's layer_type) is the mixer's
-    _refuse_misspelled(f, cfg, unread)
+    _refuse_misspelled(f, cfg, unread, supplied)
     named = [k for k in unread if k in _UNMODELLED or not known_family and _STRUCTURE.search(str(k))
              and not _SIZES_NOTHING.search(str(k))]
     if named:
@@ -208,11 +208,14 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
                         + ", ".join(f"{f.path(k)}={quoted(repr(cfg[k]))}" for k in named))
 
 
-def _refuse_misspelled(f: Fields, cfg: ReadRecorder, unread: list[Any]) -> None:
-    """An unread structural field one edit away from a field the parser looked for and did not find is that field
-    misspelled (num_key_value_head, num_expert): read as written, the model would be sized with the default in its
-    place (every head its own KV head, no experts) and the given value dropped."""
-    wanted = sorted(k for k in cfg.looked_up if isinstance(k, str) and not k.startswith("_") and k not in cfg)
+def _refuse_misspelled(f: Fields, cfg: ReadRecorder, unread: list[Any],
+                       supplied: set[str] | frozenset[str] = frozenset()) -> None:
+    """An unread structural field one edit away from a field the parser looked for and the config does not write
+    (absent, or filled by the family's class defaults: `supplied`) is that field misspelled (num_key_value_head,
+    num_expert): read as written, the model would be sized with the default in its place (every head its own KV
+    head, the class's expert count) and the given value dropped."""
+    wanted = sorted(k for k in cfg.looked_up if isinstance(k, str) and not k.startswith("_")
+                    and (k not in cfg or k in supplied))
     for key in unread:
         name = str(key)
         if not _STRUCTURE.search(name) or _SIZES_NOTHING.search(name):
