@@ -3,7 +3,8 @@ config (tests/data/configs_unseen/), each field the config writes is removed one
 result compared with the same config holding the transformers configuration class's default for that field.
 A config that leaves a field out was built with the class default, so the two must agree, or the reader must
 refuse naming the field. A flat config's top-level fields are checked against its own class; a wrapper's
-language model (text_config, ...) field by field against the nested config's class.
+language model (text_config, ...) field by field against the class transformers builds it with (text_class: the
+wrapper's sub-config class, or the nested model_type's, with the wrapper's init_kwargs only where it merges them).
 
 The class defaults are read from the wheel's source with ast (never imported): the dataclass fields of the
 class whose `model_type` matches and of its bases (transformers 5: `vocab_size: int = 129280`), or the keyword
@@ -12,8 +13,7 @@ means is decided in the class's __post_init__ (head_dim None -> hidden / heads),
 
 Compared: the parameter total, each layer's mixer kind (sliding or full) and the KV / state bytes of one
 request at 8,192 tokens. One line per mismatch: `MISCOUNT` (removed counts, and differs from the default). With
---all also `nested` (the same within a wrapper's text_config: there transformers fills the field from the
-wrapper's default text config, which need not be the text class's), `contradicts` (the class default is refused
+--all also `contradicts` (the class default is refused
 against the config's other fields: num_hidden_layers 36 beside 24 layer_types) and `refused` (the removed config
 is refused: the rule's other allowed answer).
 
@@ -49,12 +49,43 @@ def _literal(node: ast.expr | None) -> Any:
         return _SKIP
 
 
+def _sub_config_specs(node: ast.Dict, cls: ast.ClassDef) -> dict[str, dict[str, Any]]:
+    """The nested configs a wrapper builds (its sub_configs_defaults): per key the class it builds a given dict with
+    (a named config class, or AutoConfig by the dict's model_type, falling back to the spec's), the spec's
+    init_kwargs, and whether its __post_init__ merges those init_kwargs under a given dict (VoxtralConfig's
+    `{**init_kwargs, **self.text_config}`); otherwise init_kwargs only build the config given none."""
+    post = next((ast.unparse(f) for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__post_init__"), "")
+    out: dict[str, dict[str, Any]] = {}
+    for k, v in zip(node.keys, node.values):
+        key = _literal(k)
+        if not isinstance(key, str):
+            continue
+        spec: dict[str, Any] = {"cls": None, "model_type": None, "init": {},
+                                "merge": f"init_kwargs, **self.{key}" in post}
+        if isinstance(v, ast.Name):
+            spec["cls"] = v.id
+        elif isinstance(v, ast.Call):
+            kw = {a.arg: a.value for a in v.keywords}
+            target = kw.get("config_class", v.args[0] if v.args else None)
+            if isinstance(target, ast.Name) and target.id != "AutoConfig":
+                spec["cls"] = target.id
+            mt, init = _literal(kw.get("model_type")), _literal(kw.get("init_kwargs"))
+            spec["model_type"] = mt if isinstance(mt, str) else None
+            spec["init"] = init if isinstance(init, dict) else {}
+        out[key] = spec
+    return out
+
+
 def _class_info(node: ast.ClassDef) -> dict[str, Any]:
     """model_type, attribute_map, base names and the field defaults written in one class body."""
     info: dict[str, Any] = {"bases": [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases],
-                            "defaults": {}, "model_type": None, "attribute_map": {}}
+                            "defaults": {}, "model_type": None, "attribute_map": {}, "subs": {}}
     for stmt in node.body:
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        if (isinstance(stmt, (ast.AnnAssign, ast.Assign)) and isinstance(stmt.value, ast.Dict)
+                and any(isinstance(t, ast.Name) and t.id in ("sub_configs_defaults", "sub_configs")
+                        for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]))):
+            info["subs"] = _sub_config_specs(stmt.value, node)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             info["defaults"][stmt.target.id] = _literal(stmt.value)
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             name = stmt.targets[0].id
@@ -100,11 +131,33 @@ def class_table(wheel: Path) -> dict[str, dict[str, Any]]:
 
     table: dict[str, dict[str, Any]] = {}
     for name, info in classes.items():
+        defaults, amap = merged(name)
+        entry = {"defaults": defaults, "attribute_map": amap, "cls": name, "subs": info["subs"]}
+        table["class:" + name] = entry  # a wrapper's sub-config named by its class (Qwen3VLTextConfig)
         mt = info["model_type"]
         if isinstance(mt, str) and mt and mt not in table:
-            defaults, amap = merged(name)
-            table[mt] = {"defaults": defaults, "attribute_map": amap, "cls": name}
+            table[mt] = entry
     return table
+
+
+def text_class(cfg: dict[str, Any], nested: str, table: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """What transformers builds a wrapper's nested language-model dict with: the wrapper's named sub-config class,
+    or AutoConfig by the dict's model_type (the spec's where the dict writes none), the fields left out taken from
+    that class's defaults; the spec's init_kwargs only where the wrapper merges them under the dict (Voxtral). The
+    init_kwargs otherwise build the text config given none: a dict leaving hidden_size out is GemmaConfig()'s 3072
+    in PaliGemma, not the 2048 of the text config PaliGemmaConfig() builds (to_diff_dict drops a nested field only
+    where it equals the nested class's default, so reading it back gives the same)."""
+    wrapper = table.get(str(cfg.get("model_type") or ""))
+    spec = (wrapper or {}).get("subs", {}).get(nested)
+    inner_mt = cfg[nested].get("model_type")
+    if spec is None:
+        return table.get(str(inner_mt or ""))
+    cls = table.get("class:" + spec["cls"]) if spec["cls"] else table.get(str(inner_mt or spec["model_type"] or ""))
+    if cls is None:
+        return None
+    if not spec["merge"]:
+        return cls
+    return {**cls, "defaults": {**cls["defaults"], **spec["init"]}}
 
 
 def _fingerprint(cfg: dict[str, Any]) -> tuple:
@@ -141,8 +194,7 @@ def check(cfg: dict[str, Any], table: dict[str, dict[str, Any]]) -> list[tuple[s
     than the class default; kind MISCOUNT where the removed config counts, refused where it is refused."""
     nested = next((k for k in _NESTED if isinstance(cfg.get(k), dict) and cfg[k]), None)
     where = cfg[nested] if nested else cfg
-    mt = where.get("model_type") or (cfg.get("model_type") if not nested else None)
-    cls = table.get(str(mt or ""))
+    cls = text_class(cfg, nested, table) if nested else table.get(str(cfg.get("model_type") or ""))
     if cls is None:
         return []
     out = []
@@ -162,10 +214,7 @@ def check(cfg: dict[str, Any], table: dict[str, dict[str, Any]]) -> list[tuple[s
         removed, with_default = _fingerprint(variant()), _fingerprint(variant(default))
         if removed == with_default or (removed[0] == with_default[0] == "refused"):
             continue
-        # a nested language model left out a field equal to the wrapper's default text config, which need not be
-        # its class's default (PaliGemma's GemmaConfig(hidden_size=2048)): listed apart, as `nested`
-        kind = ("refused" if removed[0] == "refused" else "contradicts" if with_default[0] == "refused"
-                else "nested" if nested else "MISCOUNT")
+        kind = "refused" if removed[0] == "refused" else "contradicts" if with_default[0] == "refused" else "MISCOUNT"
         out.append((kind, (f"{nested}." if nested else "") + field, default, _describe(removed),
                     _describe(with_default)))
     return out
@@ -191,7 +240,7 @@ def main() -> None:
             if kind == "MISCOUNT" or args.all:
                 print(f"{kind}\t{path.relative_to(ROOT)}\t{field}\tdefault {default!r}\tremoved: {removed}\t"
                       f"default: {with_default}")
-    print(f"# {checked} configs, {len(table)} configuration classes in the wheel")
+    print(f"# {checked} configs, {sum(not k.startswith('class:') for k in table)} configuration classes in the wheel")
 
 
 if __name__ == "__main__":

@@ -86,21 +86,24 @@ def _wrapper_fields_read_nested(raw: dict[str, Any], text: dict[str, Any], prefi
 
 def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False,
                     taken: list[str] | None = None) -> tuple[dict[str, Any], bool]:
-    """The family's defaults where the config leaves a field out. A language model nested in a wrapper
-    (text_config) also takes the wrapper's default text config (its _text_config_defaults): transformers writes
-    a nested config as its diff against the wrapper's default one (to_diff_dict), so a field equal to that
-    default is left out there (LLaVA's text_config writes no hidden_size for a 4096-wide Llama)."""
+    """The family's defaults where the config leaves a field out. A language model nested in a wrapper takes
+    its own class's defaults first (transformers builds a nested dict as TextClass(**text_config): Llava's Mistral
+    text config leaving intermediate_size out is MistralConfig's 14336), then the wrapper's default text config
+    (its _text_config_defaults: the class it builds by default, LlamaConfig() for LLaVA, for a nested config of no
+    family line; Voxtral's init_kwargs, which VoxtralConfig merges under a given one), then the wrapper's line."""
     table = _family_defaults()
     known = False
     out = dict(cfg)
-    # the wrapper's default text config first: a nested field left out equals it, not the text class's default
-    if nested and wrapper_type in table:
-        for k, v in ((table[wrapper_type] or {}).get("_text_config_defaults") or {}).items():
-            if k not in out:
-                out[k] = v
-                if taken is not None:
-                    taken.append(k)
-    for t in (str(cfg.get("model_type") or ""), wrapper_type):
+    text_type = str(cfg.get("model_type") or "")
+    wrapper = (table.get(wrapper_type) or {}) if nested else {}
+    for t in (text_type, "_text_config_defaults", wrapper_type):
+        if t == "_text_config_defaults":
+            for k, v in (wrapper.get("_text_config_defaults") or {}).items():
+                if k not in out:
+                    out[k] = v
+                    if taken is not None:
+                        taken.append(k)
+            continue
         if t in table:
             known = True
             family = table[t] or {}
