@@ -279,6 +279,9 @@ class Kit:
            shape_eff: float = 1.0) -> OpCost:
         return _op(name, module, flops, nbytes, peak, eff, self.hw, self.f, kernels, shape_eff)
 
+    def op_seconds(self, flops: float, nbytes: float, peak: float, eff: float) -> float:
+        return op_time_s(*_op_times(flops, nbytes, peak, eff, self.hw, self.f, 1.0), 0.0)
+
     def coll(self, name: str, module: str, primitive: str, n: int, nbytes: float, stride: int = 1,
              hide_s: float | None = None) -> CommCost:
         return collective(self.hw, self.f, name, module, primitive, n, nbytes, stride, hide_s)

@@ -334,7 +334,7 @@ class BlockReader(FfnReading):
         return Indexer(scorers, head_dim, f.int("index_topk", minimum=1), weights_proj=False, key_bytes=ACT_BYTES,
                        key_scale_bytes=0, sink_tokens=f.int("index_num_sink_tokens", minimum=0),
                        local_tokens=f.int("index_num_local_tokens", minimum=0), own_heads=True, pool=pool,
-                       pool_block=block, pool_source=index in sources)
+                       pool_block=block, pool_source=index in sources, prefill_forms=("gathered", "dense"))
 
     def _output_gates(self) -> tuple[bool, bool]:
         """The attention's output gate as (per channel, per head): attn_output_gate doubles q_proj into a gate of

@@ -187,6 +187,10 @@ class Attention(Block):
         the indexer's selection (capped by the context)."""
         if self.indexer:
             return cx.mean_keys_capped(self.indexer.selected_keys)
+        return self.dense_keys(cx)
+
+    def dense_keys(self, cx: CostKit) -> float:
+        """Mean keys a query attends to without a selection: the context, or the window's or chunk's share."""
         if not self.window:
             return max(cx.w.context, 1.0)
         return cx.mean_keys_chunked(self.window) if self.chunked else cx.mean_keys_capped(self.window)
@@ -205,13 +209,18 @@ class Attention(Block):
         keys = self.keys(cx)
         pair_shards = pc.token_shards * pc.kvp_size
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
-        flops = 2 * self.heads / a * T * keys * (self.head_dim + self.map_v_width) / pair_shards
+        pair_flops = 2 * self.heads / a * T * (self.head_dim + self.map_v_width) / pair_shards  # per key a query reads
+        flops = pair_flops * keys
         read_tokens = w.sequences * keys if w.phase == "decode" else T
         if self.indexer:  # each query's selection gathered on its own (dsa.Indexer.gathered_entries)
             read_tokens = self.indexer.gathered_entries(w, keys)
         eff = f.attention if w.phase == "prefill" else f.gemm
-        ops.append(cx.op("attention_core", "attention", flops, read_tokens * kv_bpt / pair_shards
-                         + t_a * h * ACT_BYTES, hw.flops("bf16"), eff, kernels=2))
+        nbytes = read_tokens * kv_bpt / pair_shards
+        if self.indexer and w.phase == "prefill":  # the gathered form, or the dense one masked by the selection
+            flops, nbytes = self.indexer.prefill_core(cx, (flops, nbytes), (pair_flops * self.dense_keys(cx),
+                                                      T * kv_bpt / pair_shards), hw.flops("bf16"), eff)
+        ops.append(cx.op("attention_core", "attention", flops, nbytes + t_a * h * ACT_BYTES, hw.flops("bf16"),
+                         eff, kernels=2))
         if self.indexer:
             ops += self.indexer.ops(cx, self.in_width or h, None)
         ops.append(o_proj_op(cx, self.o_dim, h))

@@ -153,6 +153,10 @@ class CostKit(Protocol):
     def op(self, name: str, module: str, flops: float, nbytes: float, peak: float, eff: float, kernels: float,
            shape_eff: float = 1.0) -> Any: ...
 
+    def op_seconds(self, flops: float, nbytes: float, peak: float, eff: float) -> float:
+        """The time `op` would give FLOPs and bytes, less its kernels' fixed cost: to compare two forms of one op."""
+        ...
+
     def coll(self, name: str, module: str, primitive: str, n: int, nbytes: float, stride: int = 1,
              hide_s: float | None = None) -> Any: ...
 

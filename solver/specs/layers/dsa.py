@@ -19,6 +19,18 @@ layer then keeps the top-k keys of its pool plus `sink_tokens` leading and `loca
 attends to at most topk + sinks + local keys. The selection is one per query, shared by every head, so it cannot
 split with the heads: each attention-TP rank repeats it, and a rank that does not hold key head 0 keeps a copy of
 its keys (`head_copy_bytes`; the config class's TP plan leaves attention unsharded for this reason).
+
+Prefill can attend in two forms (`prefill_forms`, the kernels that serve the layer kind): "gathered", each query
+reading its own selected entries (gathered_entries), or "dense", the dense attention over the whole context with
+the selection as a mask (dense FLOPs and one read of the cache; the selection is still scored). Where both are
+served the cheaper is costed (`prefill_core`), as an engine dispatching between them by measured thresholds does.
+DSA serves the gathered form: SGLang 0.5.23 (dsa_backend.set_dsa_prefill_impl) runs dense MHA only while every
+sequence has <= SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD (2048 = index_topk) keys, where both forms attend to
+the same keys, and the sparse MLA kernels (flashmla_sparse / flashmla_kv) above it; vLLM 0.34.0 runs sparse MQA
+except on SM100 with FA4 and an unquantised cache, where a masked dense MHA (sparse_mla_attention.forward_mha)
+replaces it below a measured per-TP length (mla_attention._MASKED_MHA_THRESHOLDS, V3.2 dims at TP8: <= 32K), a
+device- and engine-specific path not modelled. Kolibri-1.1's reference runs the selection as a mask over dense
+attention (modeling_kolibri1_1: SDPA with the selected mask) and no engine serves it, so both forms are allowed.
 """
 from __future__ import annotations
 
@@ -29,6 +41,7 @@ from solver.specs.layers.base import CostKit, Part, Share, per_object
 
 INDEXER_SCALE_BYTES = 4  # one fp32 scale per cached indexer key
 LOGIT_BYTES = 4  # fp32 indexer logits per (query, key) pair
+PREFILL_FORMS = ("gathered", "dense")  # the prefill attention forms of a selection (module docstring)
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,12 @@ class Indexer:
     pool: int = 0  # candidate keys a first stage keeps (0: the top-k is chosen among every key)
     pool_block: int = 1  # consecutive keys averaged into one summary the pool stage scores
     pool_source: bool = True  # this layer selects the pool (else it reuses the latest pool source's)
+    prefill_forms: tuple[str, ...] = ("gathered",)  # prefill attention forms served (module docstring)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.prefill_forms) - set(PREFILL_FORMS)
+        if not self.prefill_forms or unknown:
+            raise ValueError(f"prefill_forms {self.prefill_forms}: each must be one of {PREFILL_FORMS}")
 
     @property
     def bytes_per_token(self) -> float:
@@ -94,6 +113,13 @@ class Indexer:
         (seed 000: under TP "each token requires separate cache calculation, the compute intensity is quite
         low"). A decode sequence's selection is read once per sequence, its MTP drafts included."""
         return (w.sequences if w.phase == "decode" else w.new_tokens) * selected
+
+    def prefill_core(self, cx: CostKit, gathered: tuple[float, float], dense: tuple[float, float], peak: float,
+                     eff: float) -> tuple[float, float]:
+        """(FLOPs, bytes) of a prefill core attending to this selection: the gathered form's or the dense form's
+        (each a (FLOPs, bytes) pair of one rank), the cheaper at `peak` x `eff` where both are served."""
+        forms = {"gathered": gathered, "dense": dense}
+        return min((forms[name] for name in self.prefill_forms), key=lambda fb: cx.op_seconds(*fb, peak, eff))
 
     def ops(self, cx: CostKit, hidden: int, q_lora_rank: int | None, key_share: float = 1.0) -> list:
         """`key_share`: the fraction of past tokens the indexer scores (1 / ratio over compressed entries)."""

@@ -125,6 +125,10 @@ class MLA(Block):
             eff_heads = max(heads, hw.sparse_attention_head_pad)
             flops = 2 * eff_heads * T * keys * (absorbed_dk + absorbed_dv) / pair_shards
             nbytes = self.indexer.gathered_entries(w, keys) * kv_bpt / pair_shards
+            if w.phase == "prefill":  # or the dense (non-absorbed MHA) form masked by the selection
+                dense = 2 * heads * T * ctx * (self.head_dim + self.v_head_dim) / pair_shards
+                flops, nbytes = self.indexer.prefill_core(cx, (flops, nbytes), (dense, T * kv_bpt / pair_shards),
+                                                          hw.flops("bf16"), f.attention)
         else:
             keys = ctx
             dk, dv = (absorbed_dk, absorbed_dv) if w.phase == "decode" else (self.head_dim, self.v_head_dim)
