@@ -299,8 +299,10 @@ def scan(cfg: dict[str, Any], table: dict[str, Any], files: dict[str, list[Path]
             continue
         inner = {**text, attr: varied}
         after = _count({**cfg, nested: inner} if nested else inner)
-        silent = "READ-SILENT" if is_read else "SILENT"
-        out.append((attr, silent if after == base else "moves", value, varied, base, after))
+        if is_read:
+            out.append((attr, "READ-SILENT" if after == base else "read", value, varied, base, after))
+        else:
+            out.append((attr, "SILENT" if after == base else "moves", value, varied, base, after))
     return mt, out
 
 
@@ -346,10 +348,10 @@ def main() -> None:
                 shown[(mt, attr)] = f"{kind}\t{where}\t{value!r} -> {varied!r}\t{before} -> {after}"
     listed = silent = 0
     for (mt, attr), kinds in sorted(found.items()):
-        worst = next((k for k in ("SILENT", "READ-SILENT", "moves", "unvaried", "inert") if k in kinds), "")
-        listed += worst not in ("inert", "READ-SILENT", "")
+        worst = next((k for k in ("SILENT", "READ-SILENT", "moves", "unvaried", "inert", "read") if k in kinds), "")
+        listed += worst in ("SILENT", "moves", "unvaried")
         silent += worst == "SILENT"
-        if worst.endswith("SILENT") or args.all:
+        if worst.endswith("SILENT") or args.all and worst != "read":
             counts = ", ".join(f"{k} {len(v)}" for k, v in sorted(kinds.items()))
             print(f"{worst}\t{mt}\t{attr}\t[{counts}]\t{shown[(mt, attr)]}")
     families = {mt for mt, _, _ in runs}
