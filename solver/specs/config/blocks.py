@@ -394,7 +394,8 @@ class BlockReader(FfnReading):
                    qk_nope_head_dim=nope, qk_rope_head_dim=rope,
                    v_head_dim=self._mla_v_head_dim(), q_lora_rank=f.opt_int("q_lora_rank"), indexer=indexer,
                    output_gate=f.bool("mla_use_output_gate"), head_gate=f.bool("_mla_head_gate"),
-                   query_scales=scales, kv_shared=slot.kv_shared, query_gate_from_lora=self._query_gate_from_lora())
+                   query_scales=scales, kv_shared=slot.kv_shared, query_gate_from_lora=self._query_gate_from_lora(),
+                   bias=f.bool("attention_bias"))
 
     def _query_gate_from_lora(self) -> bool:
         """The family's q_gate_proj (_mla_query_gate_from_lora, A.X-K2): it reads the query LoRA, so one is needed."""

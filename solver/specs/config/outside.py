@@ -12,11 +12,14 @@ from solver.specs.layers.hyper import head_weights
 
 
 def layernorm_bias(f: Fields) -> bool:
-    """LayerNorms with a bias: the family's fact, ChatGLM's rmsnorm: false, or MPT's no_bias: false (which keeps
+    """LayerNorms with a bias: the family's fact (or the field it names), ChatGLM's rmsnorm: false, or MPT's no_bias: false (which keeps
     the bias of every norm as of every linear); a family whose fact says false has RMSNorms whatever no_bias says
     (Qwen v1: no_bias false biases its linears only)."""
-    if f.cfg.get("_norm_bias") is False:
+    fact = f.cfg.get("_norm_bias")
+    if fact is False:
         return False
+    if isinstance(fact, str):  # the field that switches the norms' biases (ModernBERT's norm_bias)
+        return f.bool(fact)
     return f.bool("_norm_bias") or not f.bool("rmsnorm", True) or (f.has("no_bias") and not f.bool("no_bias"))
 
 

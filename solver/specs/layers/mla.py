@@ -37,6 +37,9 @@ class MLA(Block):
     # q_b_proj replaced by one projection of [q_a_layernorm(q), q] (2 x q_lora_rank) into the queries and a
     # per-channel sigmoid output gate (heads x v_head_dim): A.X-K2's q_gate_proj
     query_gate_from_lora: bool = False
+    # attention_bias: q_a_proj, kv_a_proj_with_mqa and o_proj carry a bias, q_b / kv_b none (DeepseekV3Attention and
+    # every MLA class of transformers 5.25.0)
+    bias: bool = False
 
     role = "mixer"
     kvp_splits_keys = True
@@ -69,7 +72,7 @@ class MLA(Block):
         h, nh, rope, nope, v = self.hidden, self.heads, self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim
         parts: list[Part] = []
         if self.q_lora_rank:
-            parts += [Part("q_a_proj", h * self.q_lora_rank, "none"),
+            parts += [Part("q_a_proj", (h + self.bias) * self.q_lora_rank, "none"),
                       Part("q_a_layernorm", self.q_lora_rank, "none")]
             if self.query_gate_from_lora:
                 parts.append(Part("q_gate_proj", 2 * self.q_lora_rank * nh * (nope + rope + v), "tp"))
@@ -78,7 +81,7 @@ class MLA(Block):
         else:
             parts.append(Part("q_proj", h * nh * (nope + rope), "tp"))
         if not self.kv_shared:
-            parts += [Part("kv_a_proj_with_mqa", h * (self.kv_lora_rank + rope), "none"),
+            parts += [Part("kv_a_proj_with_mqa", (h + self.bias) * (self.kv_lora_rank + rope), "none"),
                       Part("kv_a_layernorm", self.kv_lora_rank, "none")]
         parts.append(Part("kv_b_proj", self.kv_lora_rank * nh * (nope + v), "tp"))
         if self.query_scales:
@@ -93,7 +96,8 @@ class MLA(Block):
         out = [Share("attention", "attention", "attn_tp_size", self.proj_parts())]
         if self.indexer:
             out.append(self.indexer.share(self.hidden, self.q_lora_rank))
-        out.append(Share("o_proj", "attention", "o_proj_tp_size", (Part("o_proj", self.o_dim * self.hidden, "tp"),)))
+        o_proj = Part("o_proj", (self.o_dim + self.bias) * self.hidden, "tp")
+        out.append(Share("o_proj", "attention", "o_proj_tp_size", (o_proj,)))
         return tuple(out)
 
     def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int = 1) -> float:
