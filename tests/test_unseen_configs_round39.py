@@ -5,7 +5,13 @@ where SOURCES.md says a sub-config is recalled. Hand counts tensor by tensor fro
 modeling_*.py (read from the unzipped wheel, not installed); written before the reader was run on them."""
 from __future__ import annotations
 
-from hand_counts import UNSEEN, Round, gated, gqa, lin, ln
+import json
+
+import pytest
+
+from hand_counts import CATALOG, REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
 from test_unseen_configs_round38 import MINICPMV46
 
 DATA = UNSEEN / "round39"
@@ -70,3 +76,82 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 REFUSALS: dict[str, str] = {
     "tencent--Hy4": r"text_config.*MLA with attention sinks",
 }
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_MCV, _OVIS = "openbmb--MiniCPM-V-4.7-1B", "thisisiron--Ovis2-1B-hf"
+
+
+def test_minicpmv4_7_tower_holds_its_window_merger_and_the_merger_its_downsample_mlp() -> None:
+    # Before this round: 9,042,746,880, 68,455,936 short, silently (notes only): the window merger (49,569,024) not
+    # read and the DownsampleMLP read as the convention's linear and norm (3,146,496 for 22,033,408)
+    assert _total(_MCV) == MINICPMV47
+
+
+@pytest.mark.parametrize("key", ["layer_types", "num_key_value_heads", "head_dim", "linear_num_value_heads"])
+def test_minicpmv4_7_text_fields_left_out_take_the_qwen3_5_class_defaults(key: str) -> None:
+    cfg = _load(_MCV)
+    del cfg["text_config"][key]
+    assert count(cfg) == MINICPMV47
+
+
+@pytest.mark.parametrize("key", ["window_kernel_size", "image_size", "num_hidden_layers"])
+def test_minicpmv4_7_vision_fields_left_out_take_the_class_defaults(key: str) -> None:
+    cfg = _load(_MCV)
+    del cfg["vision_config"][key]
+    assert count(cfg) == MINICPMV47
+
+
+def test_ovis2_tower_ends_in_a_visual_tokenizer_and_embedding_table() -> None:
+    # Before this round: refused on vocab_size (the wrapper's 151643 against the text's 151936); with the two
+    # agreeing, 1,854,221,824, 40,660,982 short with notes only: the visual tokenizer (16,804,854) and the
+    # 16384 x 1536 visual embedding table read as one 1024 -> 1536 linear and a norm, the patch RMSNorm, the
+    # Conv2d's bias and the 256-row position table not counted
+    assert _total(_OVIS) == OVIS2
+
+
+def test_ovis2_wrapper_vocab_and_width_are_its_own_fields() -> None:
+    spec = parse_model_config(_load(_OVIS), "x")
+    assert any("vocab_size: the wrapper's own field (151643)" in n for n in spec.warnings)
+
+
+def test_ovis2_visual_tokenizer_head_grows_with_hidden_stride() -> None:
+    cfg = _load(_OVIS)
+    cfg["vision_config"]["hidden_stride"] = 2
+    assert count(cfg) == OVIS2 + 3 * 1024 * (16384 - 5)
+
+
+def test_ovis2_indicator_tokens_narrow_the_head_not_the_table() -> None:
+    cfg = _load(_OVIS)
+    cfg["vision_config"]["num_visual_indicator_tokens"] = 0
+    assert count(cfg) == OVIS2 + ovis2_visual_tokenizer(1024, 1, 16384, 0) - ovis2_visual_tokenizer(1024, 1, 16384, 5)
+
+
+@pytest.mark.parametrize("key", ["vocab_size", "hidden_stride", "num_visual_indicator_tokens", "image_size",
+                                 "patch_size", "intermediate_size", "num_hidden_layers", "hidden_act"])
+def test_ovis2_vision_fields_left_out_take_the_class_defaults(key: str) -> None:
+    cfg = _load(_OVIS)
+    del cfg["vision_config"][key]
+    assert count(cfg) == OVIS2
+
+
+def test_hy4_vl_text_is_refused_as_hy4_preview_is() -> None:
+    # before: refused on text_config.indexer_types (the shared DSA indexers), the first unread field met, not the
+    # sinks and hyper-connections that would miscount it whatever the indexers
+    with pytest.raises(InputError, match=r"text_config.model_type: 'hy_v4_vl_text': MLA with attention sinks"):
+        parse_model_config(ROUND.load("tencent--Hy4", REFUSED), "x")
+
+
+_QWEN3_NEXT = "Qwen--Qwen3-Next-80B-A3B-Instruct"
+
+
+@pytest.mark.parametrize("key", ["full_attention_interval", "linear_conv_kernel_dim", "linear_key_head_dim",
+                                 "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads"])
+def test_qwen3_next_fields_left_out_take_the_class_defaults(key: str) -> None:
+    # before: full_attention_interval left out (and no layer_types: the class builds every 4th layer full attention)
+    # was refused on linear_conv_kernel_dim, a linear_* size left out refused as missing
+    cfg = json.loads((CATALOG / f"{_QWEN3_NEXT}.json").read_text())
+    assert "layer_types" not in cfg
+    whole = count(cfg)
+    del cfg[key]
+    assert count(cfg) == whole
