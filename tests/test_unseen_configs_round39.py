@@ -25,6 +25,13 @@ _load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
 # same SigLIP tower with its window merger after insert_layer_id, the same one DownsampleMLP merger (round 38's count).
 MINICPMV47 = MINICPMV46
 
+# MiniCPM-OCR-1.0 (minicpm_ocr; MiniCPMOcrConfig()'s defaults): modular_minicpm_ocr.py subclasses 4.6's modules and
+# configs unchanged but for the wrapper's tie_word_embeddings true (and downsample_mode "4x", a token count, no
+# weights). PreTrainedModel ties lm_head to embed_tokens on the top-level config's flag (modeling_utils.py reads
+# self.config.tie_word_embeddings), whatever the text_config's own false (Qwen3_5TextConfig()'s): one 248320 x 4096
+# table fewer.
+MINICPM_OCR = MINICPMV46 - 248320 * 4096
+
 
 # ------------------------------------------------------------------ Ovis2 (ovis2; Ovis2Config() / Ovis2VisionConfig()
 # defaults, the text config a Qwen2.5-1.5B-Instruct one at the wrapper's hidden_size 1536, SOURCES.md).
@@ -59,6 +66,7 @@ OVIS2 = OVIS2_TEXT + OVIS2_TOWER + OVIS2_VISUAL_TABLE
 
 HAND: dict[str, int] = {
     "openbmb--MiniCPM-V-4.7-1B": MINICPMV47,
+    "openbmb--MiniCPM-OCR-1.0": MINICPM_OCR,
     "thisisiron--Ovis2-1B-hf": OVIS2,
 }
 ACTIVE: dict[str, tuple[int, float | None]] = {}
@@ -66,6 +74,7 @@ PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
 
 # Bytes of K/V per token of context at bf16
 KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "openbmb--MiniCPM-OCR-1.0": 8 * 2 * 4 * 256 * 2,
     "openbmb--MiniCPM-V-4.7-1B": 8 * 2 * 4 * 256 * 2,  # the 8 full-attention layers (Gated DeltaNet's state is fixed)
     "thisisiron--Ovis2-1B-hf": 28 * 2 * 2 * 128 * 2,
 }
