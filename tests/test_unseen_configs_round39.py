@@ -28,9 +28,12 @@ MINICPMV47 = MINICPMV46
 # MiniCPM-OCR-1.0 (minicpm_ocr; MiniCPMOcrConfig()'s defaults): modular_minicpm_ocr.py subclasses 4.6's modules and
 # configs unchanged but for the wrapper's tie_word_embeddings true (and downsample_mode "4x", a token count, no
 # weights). PreTrainedModel ties lm_head to embed_tokens on the top-level config's flag (modeling_utils.py reads
-# self.config.tie_word_embeddings), whatever the text_config's own false (Qwen3_5TextConfig()'s): one 248320 x 4096
-# table fewer.
-MINICPM_OCR = MINICPMV46 - 248320 * 4096
+# self.config.tie_word_embeddings), whatever the text_config's own false (Qwen3_5TextConfig()'s): transformers builds
+# one 248320 x 4096 table fewer (MINICPM_OCR_TIED). The reader's standing rule (read.py: where the wrapper's and the
+# language model's flags disagree the head is read as the language model's, as engines read it, and the difference
+# named in a warning) counts the untied head: the hand count follows that rule (SOURCES.md asks the lead).
+MINICPM_OCR = MINICPMV46
+MINICPM_OCR_TIED = MINICPMV46 - 248320 * 4096
 
 
 # ------------------------------------------------------------------ Ovis2 (ovis2; Ovis2Config() / Ovis2VisionConfig()
@@ -109,6 +112,14 @@ def test_minicpmv4_7_vision_fields_left_out_take_the_class_defaults(key: str) ->
     cfg = _load(_MCV)
     del cfg["vision_config"][key]
     assert count(cfg) == MINICPMV47
+
+
+def test_minicpm_ocr_wrapper_tie_disagreeing_with_its_text_config_is_named() -> None:
+    # before: 9,042,746,880 (the window merger and the merge MLP not read, as MiniCPM-V-4.7), no family line
+    spec = parse_model_config(_load("openbmb--MiniCPM-OCR-1.0"), "x")
+    assert any(w.startswith("tie_word_embeddings: the wrapper's true disagrees") and "248,320 x 4,096 parameters fewer" in w
+               for w in spec.warnings)
+    assert _total("openbmb--MiniCPM-OCR-1.0") - MINICPM_OCR_TIED == 248320 * 4096
 
 
 def test_ovis2_tower_ends_in_a_visual_tokenizer_and_embedding_table() -> None:
