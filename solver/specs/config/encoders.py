@@ -97,6 +97,10 @@ model_type and the text model's) on top:
   _vision_window_merger     FIELD: the k x k window (FIELD) of a window-attention merger inside the tower: one
                             more attention and its norm, a LayerNorm over h k^2, a biased MLP h k^2 -> inter k^2 -> h
                             (MiniCPMV4_6ViTWindowAttentionMerger)
+  _vision_projector_visual_tokenizer  {vocab, stride, indicators}: a visual tokenizer in place of a projector: a
+                            bias-free head h stride^2 -> vocab - indicators (the tower's fields), a LayerNorm over
+                            those, and a visual embedding table of vocab rows x the text width (Ovis2VisionModel's
+                            head_linear / head_norm, Ovis2Model's visual_embeddings_table)
   _vision_projector_merge_mlps  {times, factor}: the wrapper's `times` field of merge MLPs, each a LayerNorm over
                             h x factor, a biased linear h x factor square and one into h, the last into the text
                             width (MiniCPMV4_6Merger's DownsampleMLPs, factor 4 fixed by the class)
@@ -596,6 +600,14 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         # one bias-free linear vision_output_dim -> the text width
         return (f.int("intermediate_size") * f.int("projector_input_dim") + f.int("projector_output_dim") ** 2
                 + f.int("vision_output_dim") * out)
+    tokenizer = facts.get("_vision_projector_visual_tokenizer")
+    if tokenizer:
+        # Ovis2: the tower's patches (hidden_stride x hidden_stride merged) become soft visual tokens over a visual
+        # vocabulary less its indicator tokens, embedded through a table of the whole vocabulary
+        vocab = f.int(str(tokenizer["vocab"]))
+        stride = f.int(str(tokenizer["stride"]), default=1, maximum=64)
+        tokens = vocab - f.int(str(tokenizer["indicators"]), minimum=0, maximum=vocab - 1)
+        return h * stride * stride * tokens + 2 * tokens + vocab * out
     merges = facts.get("_vision_projector_merge_mlps")
     if merges:
         # MiniCPMV4_6Merger: the wrapper's `times` field of DownsampleMLPs, each a LayerNorm over h x factor (the

@@ -1,0 +1,177 @@
+"""Thirty-ninth round of families outside the catalog (tests/data/configs_unseen/round39/, SOURCES.md's
+"Thirty-ninth round (stop 37)"): 2025-2026 model_types in transformers 5.25.0 that no earlier round nor models/
+holds. Each file is its config classes' defaults (the docstring names the checkpoint) written as to_dict would, except
+where SOURCES.md says a sub-config is recalled. Hand counts tensor by tensor from transformers 5.25.0's
+modeling_*.py (read from the unzipped wheel, not installed); written before the reader was run on them."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hand_counts import CATALOG, REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
+from test_unseen_configs_round38 import MINICPMV46
+
+DATA = UNSEEN / "round39"
+ROUND = Round(DATA)
+_load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
+
+
+# ------------------------------------------------------------------ MiniCPM-V-4.7-1B (minicpmv4_7; MiniCPMV4_7Config()'s
+# defaults). modular_minicpmv4_7.py subclasses every MiniCPM-V-4.6 module unchanged (the only new code is the canvas
+# M-RoPE position ids, no weights), and the config classes' defaults are 4.6's: the same Qwen3_5TextConfig() text, the
+# same SigLIP tower with its window merger after insert_layer_id, the same one DownsampleMLP merger (round 38's count).
+MINICPMV47 = MINICPMV46
+
+# MiniCPM-OCR-1.0 (minicpm_ocr; MiniCPMOcrConfig()'s defaults): modular_minicpm_ocr.py subclasses 4.6's modules and
+# configs unchanged but for the wrapper's tie_word_embeddings true (and downsample_mode "4x", a token count, no
+# weights). PreTrainedModel ties lm_head to embed_tokens on the top-level config's flag (modeling_utils.py reads
+# self.config.tie_word_embeddings), whatever the text_config's own false (Qwen3_5TextConfig()'s): transformers builds
+# one 248320 x 4096 table fewer (MINICPM_OCR_TIED). The reader's standing rule (read.py: where the wrapper's and the
+# language model's flags disagree the head is read as the language model's, as engines read it, and the difference
+# named in a warning) counts the untied head: the hand count follows that rule (SOURCES.md asks the lead).
+MINICPM_OCR = MINICPMV46
+MINICPM_OCR_TIED = MINICPMV46 - 248320 * 4096
+
+
+# ------------------------------------------------------------------ Ovis2 (ovis2; Ovis2Config() / Ovis2VisionConfig()
+# defaults, the text config a Qwen2.5-1.5B-Instruct one at the wrapper's hidden_size 1536, SOURCES.md).
+# Text (Qwen2Model): 28 layers, q / k / v biased (Qwen2 always), 12 heads / 2 KV heads of 128, o_proj bias-free, a
+# gated 8960 MLP, two RMSNorms a layer, final norm; a 151936 x 1536 embedding; the lm_head (wrapper hidden_size x
+# vocab_size 151643) is tied to it (tie_word_embeddings true): counted once.
+def qwen2_layer(h: int, heads: int, kv: int, ff: int) -> int:
+    return gqa(h, heads, kv, h // heads, qkv_bias=True) + gated(h, ff) + 2 * h
+
+
+OVIS2_TEXT = 151936 * 1536 + 28 * qwen2_layer(1536, 12, 2, 8960) + 1536
+
+
+# Tower (Ovis2VisionModel): Ovis2VisionEmbeddings: a biased Conv2d 3 x 14 x 14 -> 1024, an RMSNorm (1024) on the patch
+# embeddings, a learned table of (224 / 14)^2 = 256 rows; 24 layers of rms_norm1 / rms_norm2, q / k / v / out_proj
+# without bias (qkv_bias false), a gated SiLU MLP 1024 -> 2816 without bias (mlp_bias false); the transformer's final
+# RMSNorm; the visual tokenizer's head_linear 1024 x hidden_stride^2 -> vocab 16384 - 5 indicator tokens, bias-free,
+# and head_norm, a LayerNorm over those 16379 (weight and bias). Ovis2Model's visual_embeddings_table: vision vocab
+# 16384 x the wrapper's hidden_size 1536.
+def ovis2_vision_layer(h: int, ff: int) -> int:
+    return 4 * lin(h, h) + gated(h, ff) + 2 * h
+
+
+def ovis2_visual_tokenizer(h: int, stride: int, vocab: int, indicators: int) -> int:
+    return lin(h * stride * stride, vocab - indicators) + ln(vocab - indicators)
+
+
+OVIS2_TOWER = (lin(3 * 14 * 14, 1024, True) + 1024 + 256 * 1024 + 24 * ovis2_vision_layer(1024, 2816) + 1024
+               + ovis2_visual_tokenizer(1024, 1, 16384, 5))
+OVIS2_VISUAL_TABLE = 16384 * 1536
+OVIS2 = OVIS2_TEXT + OVIS2_TOWER + OVIS2_VISUAL_TABLE
+
+HAND: dict[str, int] = {
+    "openbmb--MiniCPM-V-4.7-1B": MINICPMV47,
+    "openbmb--MiniCPM-OCR-1.0": MINICPM_OCR,
+    "thisisiron--Ovis2-1B-hf": OVIS2,
+}
+ACTIVE: dict[str, tuple[int, float | None]] = {}
+PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
+
+# Bytes of K/V per token of context at bf16
+KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "openbmb--MiniCPM-OCR-1.0": 8 * 2 * 4 * 256 * 2,
+    "openbmb--MiniCPM-V-4.7-1B": 8 * 2 * 4 * 256 * 2,  # the 8 full-attention layers (Gated DeltaNet's state is fixed)
+    "thisisiron--Ovis2-1B-hf": 28 * 2 * 2 * 128 * 2,
+}
+
+# ------------------------------------------------------------------ refused this round: one line each
+# Hy4 (HYV4VLConfig() defaults): the text model is HYV4Config's (HYV4VLTextConfig subclasses it; HYV4VLTextModel is
+# HYV4Model): MLA with sinks and a gate_proj, hyper-connections without a comb map: refused as Hy4-preview is.
+REFUSALS: dict[str, str] = {
+    "tencent--Hy4": r"text_config.*MLA with attention sinks",
+}
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_MCV, _OVIS = "openbmb--MiniCPM-V-4.7-1B", "thisisiron--Ovis2-1B-hf"
+
+
+def test_minicpmv4_7_tower_holds_its_window_merger_and_the_merger_its_downsample_mlp() -> None:
+    # Before this round: 9,042,746,880, 68,455,936 short, silently (notes only): the window merger (49,569,024) not
+    # read and the DownsampleMLP read as the convention's linear and norm (3,146,496 for 22,033,408)
+    assert _total(_MCV) == MINICPMV47
+
+
+@pytest.mark.parametrize("key", ["layer_types", "num_key_value_heads", "head_dim", "linear_num_value_heads"])
+def test_minicpmv4_7_text_fields_left_out_take_the_qwen3_5_class_defaults(key: str) -> None:
+    cfg = _load(_MCV)
+    del cfg["text_config"][key]
+    assert count(cfg) == MINICPMV47
+
+
+@pytest.mark.parametrize("key", ["window_kernel_size", "image_size", "num_hidden_layers"])
+def test_minicpmv4_7_vision_fields_left_out_take_the_class_defaults(key: str) -> None:
+    cfg = _load(_MCV)
+    del cfg["vision_config"][key]
+    assert count(cfg) == MINICPMV47
+
+
+def test_minicpm_ocr_wrapper_tie_disagreeing_with_its_text_config_is_named() -> None:
+    # before: 9,042,746,880 (the window merger and the merge MLP not read, as MiniCPM-V-4.7), no family line
+    spec = parse_model_config(_load("openbmb--MiniCPM-OCR-1.0"), "x")
+    assert any(w.startswith("tie_word_embeddings: the wrapper's true disagrees") and "248,320 x 4,096 parameters fewer" in w
+               for w in spec.warnings)
+    assert _total("openbmb--MiniCPM-OCR-1.0") - MINICPM_OCR_TIED == 248320 * 4096
+
+
+def test_ovis2_tower_ends_in_a_visual_tokenizer_and_embedding_table() -> None:
+    # Before this round: refused on vocab_size (the wrapper's 151643 against the text's 151936); with the two
+    # agreeing, 1,854,221,824, 40,660,982 short with notes only: the visual tokenizer (16,804,854) and the
+    # 16384 x 1536 visual embedding table read as one 1024 -> 1536 linear and a norm, the patch RMSNorm, the
+    # Conv2d's bias and the 256-row position table not counted
+    assert _total(_OVIS) == OVIS2
+
+
+def test_ovis2_wrapper_vocab_and_width_are_its_own_fields() -> None:
+    spec = parse_model_config(_load(_OVIS), "x")
+    assert any("vocab_size: the wrapper's own field (151643)" in n for n in spec.warnings)
+
+
+def test_ovis2_visual_tokenizer_head_grows_with_hidden_stride() -> None:
+    cfg = _load(_OVIS)
+    cfg["vision_config"]["hidden_stride"] = 2
+    assert count(cfg) == OVIS2 + 3 * 1024 * (16384 - 5)
+
+
+def test_ovis2_indicator_tokens_narrow_the_head_not_the_table() -> None:
+    cfg = _load(_OVIS)
+    cfg["vision_config"]["num_visual_indicator_tokens"] = 0
+    assert count(cfg) == OVIS2 + ovis2_visual_tokenizer(1024, 1, 16384, 0) - ovis2_visual_tokenizer(1024, 1, 16384, 5)
+
+
+@pytest.mark.parametrize("key", ["vocab_size", "hidden_stride", "num_visual_indicator_tokens", "image_size",
+                                 "patch_size", "intermediate_size", "num_hidden_layers", "hidden_act"])
+def test_ovis2_vision_fields_left_out_take_the_class_defaults(key: str) -> None:
+    cfg = _load(_OVIS)
+    del cfg["vision_config"][key]
+    assert count(cfg) == OVIS2
+
+
+def test_hy4_vl_text_is_refused_as_hy4_preview_is() -> None:
+    # before: refused on text_config.indexer_types (the shared DSA indexers), the first unread field met, not the
+    # sinks and hyper-connections that would miscount it whatever the indexers
+    with pytest.raises(InputError, match=r"text_config.model_type: 'hy_v4_vl_text': MLA with attention sinks"):
+        parse_model_config(ROUND.load("tencent--Hy4", REFUSED), "x")
+
+
+_QWEN3_NEXT = "Qwen--Qwen3-Next-80B-A3B-Instruct"
+
+
+@pytest.mark.parametrize("key", ["full_attention_interval", "linear_conv_kernel_dim", "linear_key_head_dim",
+                                 "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads"])
+def test_qwen3_next_fields_left_out_take_the_class_defaults(key: str) -> None:
+    # before: full_attention_interval left out (and no layer_types: the class builds every 4th layer full attention)
+    # was refused on linear_conv_kernel_dim, a linear_* size left out refused as missing
+    cfg = json.loads((CATALOG / f"{_QWEN3_NEXT}.json").read_text())
+    assert "layer_types" not in cfg
+    whole = count(cfg)
+    del cfg[key]
+    assert count(cfg) == whole
