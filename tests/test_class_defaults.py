@@ -83,9 +83,6 @@ def test_every_left_out_field_counts_as_its_class_default() -> None:
                   # the layer count written twice (LongCat's num_layers 28 beside num_hidden_layers 56, Mamba's n_layer
                   # beside num_hidden_layers): left out, the other name still sizes the model
                   and field not in ("num_layers", "num_hidden_layers")
-                  # open: MistralConfig's sliding_window 4096 would window every layer of a Mistral text config that
-                  # writes none (Idefics2-8B's, whose hand KV figure counts full layers): not applied yet
-                  and field.rsplit(".", 1)[-1] != "sliding_window"
                   # open: a nested text config's tie_word_embeddings (the reader ties by the wrapper's field), Aria's
                   # and Step-3.7's text classes (families of no text line of their own yet)
                   and field != "text_config.tie_word_embeddings"
