@@ -9,7 +9,9 @@ wrapper's sub-config class, or the nested model_type's, with the wrapper's init_
 The class defaults are read from the wheel's source with ast (never imported): the dataclass fields of the
 class whose `model_type` matches and of its bases (transformers 5: `vocab_size: int = 129280`), or the keyword
 defaults of an old-style `__init__`. A default of None, or one that is not a literal, is skipped: what None
-means is decided in the class's __post_init__ (head_dim None -> hidden / heads), which a literal cannot say.
+means is decided in the class's __post_init__ (head_dim None -> hidden / heads), which a literal cannot say. A
+nested config's tie_word_embeddings is compared with the wrapper's (transformers ties the wrapper's head by the
+wrapper's config), not with the text class's default.
 
 Compared: the parameter total, each layer's mixer kind (sliding or full) and the KV / state bytes of one
 request at 8,192 tokens. One line per mismatch: `MISCOUNT` (removed counts, and differs from the default). With
@@ -198,10 +200,16 @@ def check(cfg: dict[str, Any], table: dict[str, dict[str, Any]]) -> list[tuple[s
     if cls is None:
         return []
     out = []
+    wrapper_cls = table.get(str(cfg.get("model_type") or "")) if nested else None
     for field in list(where):
         if field == "model_type":
             continue
         default = _default_for(field, cls)
+        if nested and field == "tie_word_embeddings":
+            # transformers 5.25.0 ties the head by the model class's own config (get_expanded_tied_weights_keys reads
+            # self.config.tie_word_embeddings; the head is the wrapper's): a text config leaving the field out ties
+            # by the wrapper's field, written or its class default, not by the text class's default
+            default = cfg.get(field, _default_for(field, wrapper_cls) if wrapper_cls else _SKIP)
         if default is _SKIP or default is None:
             continue
 

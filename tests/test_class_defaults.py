@@ -83,14 +83,7 @@ def test_every_left_out_field_counts_as_its_class_default() -> None:
                   # the layer count written twice (LongCat's num_layers 28 beside num_hidden_layers 56, Mamba's n_layer
                   # beside num_hidden_layers): left out, the other name still sizes the model
                   and field not in ("num_layers", "num_hidden_layers")
-                  # open: MistralConfig's sliding_window 4096 would window every layer of a Mistral text config that
-                  # writes none (Idefics2-8B's, whose hand KV figure counts full layers): not applied yet
-                  and field.rsplit(".", 1)[-1] != "sliding_window"
-                  # open: a nested text config's tie_word_embeddings (the reader ties by the wrapper's field), Aria's
-                  # and Step-3.7's text classes (families of no text line of their own yet)
-                  and field != "text_config.tie_word_embeddings"
-                  and (path.name, field) != ("rhymes-ai--Aria.json", "text_config.moe_num_shared_experts")
-                  and path.name != "stepfun-ai--Step-3.7-Flash.json"]
+]
     assert found == []
 
 
@@ -112,3 +105,24 @@ def test_paligemma_text_config_leaving_hidden_size_out_is_gemma_config_s_3072() 
     cfg = json.loads(path.read_text())
     del cfg["text_config"]["hidden_size"]
     assert parse_model_config(cfg, path.stem).hidden_size == 3072
+
+
+def test_a_nested_text_config_leaving_tie_word_embeddings_out_ties_by_the_wrappers_field() -> None:
+    # transformers 5.25.0 ties the head by the model class's own config (get_expanded_tied_weights_keys reads
+    # self.config.tie_word_embeddings; the head is LlavaNextForConditionalGeneration's): granite-vision's wrapper
+    # writes true, GraniteConfig's default false is not what ties it
+    path = ROOT / "tests" / "data" / "configs_unseen" / "round11" / "ibm-granite--granite-vision-3.3-2b.json"
+    cfg = json.loads(path.read_text())
+    del cfg["text_config"]["tie_word_embeddings"]
+    assert parse_model_config(cfg, path.stem).tie_word_embeddings is True
+
+
+def test_step_3_7_text_config_leaving_its_sizes_out_takes_step3p7_text_config_s_defaults() -> None:
+    # transformers 5.25.0 maps model_type step3p5 to Step3p7TextConfig: 8 KV heads of 128, 1280-wide experts
+    # (before: MHA, head_dim 4096 / 64, experts intermediate_size 11,264 wide: 1,681,803,169,600 parameters)
+    path = ROOT / "tests" / "data" / "configs_unseen" / "round28" / "stepfun-ai--Step-3.7-Flash.json"
+    cfg = json.loads(path.read_text())
+    written = count_params(parse_model_config(json.loads(path.read_text()), path.stem)).total
+    for field in ("num_key_value_heads", "head_dim", "moe_intermediate_size", "share_expert_dim"):
+        del cfg["text_config"][field]
+    assert count_params(parse_model_config(cfg, path.stem)).total == written == 197_824_859_968

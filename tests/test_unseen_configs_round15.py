@@ -151,7 +151,10 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "inceptionai--jais-13b": 40 * 40 * 128 * 4, "baichuan-inc--Baichuan2-13B-Chat": 40 * 40 * 128 * 4,
     "openbmb--MiniCPM-MoE-8x2B": 40 * 36 * 64 * 4, "stabilityai--stablelm-zephyr-3b": 32 * 32 * 80 * 4,
     "mistralai--Mistral-Large-Instruct-2407": 88 * 8 * 128 * 4, "kajuma--DiffLlama-0.3B-handcut": 24 * 8 * 64 * 4,
-    "Salesforce--blip2-opt-2.7b": 32 * 32 * 80 * 4, "HuggingFaceM4--idefics2-8b": 32 * 8 * 128 * 4,
+    "Salesforce--blip2-opt-2.7b": 32 * 32 * 80 * 4,
+    # its text config writes no sliding_window: MistralConfig's 4096 windows every layer (modeling_mistral.py), so
+    # no cache grows past 4,096 tokens (round 15 counted 32 full layers, 131,072 B a token)
+    "HuggingFaceM4--idefics2-8b": 0,
 }
 # contexts: JAIS-13B's 2,048 positions (n_positions; ALiBi, but trained at 2,048), BLIP-2's OPT table of 2,048
 SOLVE_ARGS: dict[str, list[str]] = {"inceptionai--jais-13b": ["--isl", "1536", "--osl", "512"],
@@ -202,6 +205,17 @@ def test_idefics2_perceiver_reads_its_class_defaults_where_the_config_leaves_the
     assert count(cfg) == HAND["HuggingFaceM4--idefics2-8b"]
     cfg["perceiver_config"]["resampler_depth"] = 4
     assert count(cfg) - HAND["HuggingFaceM4--idefics2-8b"] == 3 * 4096 + gqa(4096, 16, 4, 96) + gated(4096, 16384)
+
+
+def test_idefics2_text_config_without_sliding_window_windows_every_layer_at_mistral_s_4096() -> None:
+    # MistralConfig.sliding_window = 4096 and MistralModel masks with create_sliding_window_causal_mask whenever it
+    # is set; a text config writing null keeps full attention
+    layers = _spec("HuggingFaceM4--idefics2-8b").layers
+    assert {layer.mixer.window for layer in layers} == {4096} and len(layers) == 32
+    assert sum(layer.mixer.state(2, 1).per_token_bytes for layer in layers) == 32 * 8 * 128 * 4
+    cfg = _load("HuggingFaceM4--idefics2-8b")
+    cfg["text_config"]["sliding_window"] = None
+    assert {layer.mixer.window for layer in parse_model_config(cfg, "x").layers} == {None}
 
 
 def test_jais_biases_every_linear_and_norm_and_ties_its_head() -> None:
