@@ -126,3 +126,62 @@ def test_step_3_7_text_config_leaving_its_sizes_out_takes_step3p7_text_config_s_
     for field in ("num_key_value_heads", "head_dim", "moe_intermediate_size", "share_expert_dim"):
         del cfg["text_config"][field]
     assert count_params(parse_model_config(cfg, path.stem)).total == written == 197_824_859_968
+
+
+UNSEEN = ROOT / "tests" / "data" / "configs_unseen"
+
+
+def _nested(path: Path, drop: str):
+    """The config with one field of its nested text config left out."""
+    cfg = json.loads(path.read_text())
+    del cfg["text_config"][drop]
+    return parse_model_config(cfg, path.stem)
+
+
+def test_layer_types_without_num_hidden_layers_is_refused_naming_num_hidden_layers() -> None:
+    # the class takes its own num_hidden_layers default and validate_layer_type refuses a list of another length
+    # (GptOssConfig's 36 beside gpt-oss-20b's 24 entries); before: counted as 24 layers
+    with pytest.raises(InputError, match=r"num_hidden_layers: missing beside layer_types' 24 entries"):
+        _read(ROOT / "models" / "openai--gpt-oss-20b.json", "num_hidden_layers")
+
+
+@pytest.mark.parametrize("path, drop, kv, heads", [
+    (ROOT / "models" / "LGAI-EXAONE--EXAONE-4.0-32B.json", "num_key_value_heads", 32, 40),  # Exaone4Config
+    (UNSEEN / "round8" / "Qwen--Qwen2-57B-A14B.json", "num_key_value_heads", 16, 28),  # Qwen2MoeConfig
+])
+def test_a_left_out_num_key_value_heads_not_dividing_the_heads_is_refused_naming_it(path: Path, drop: str, kv: int,
+                                                                                     heads: int) -> None:
+    # the class default builds the weights and fails the first forward (repeat_kv); before: counted as MHA
+    with pytest.raises(InputError, match=rf"num_key_value_heads: {kv} must divide num_attention_heads \({heads}\)"):
+        _read(path, drop)
+
+
+def test_paligemma_text_config_leaving_num_key_value_heads_out_is_refused_by_gemma_config_s_16() -> None:
+    path = UNSEEN / "multi" / "google--paligemma-3b-pt-224.json"
+    with pytest.raises(InputError, match=r"text_config.num_key_value_heads: 16 must divide num_attention_heads \(8\)"):
+        _nested(path, "num_key_value_heads")
+
+
+def test_mla_never_reads_num_key_value_heads() -> None:
+    # DeepseekV3Config's default 128 beside Moonlight's 16 heads builds and runs: MLA's heads are the query heads
+    path = UNSEEN / "round10" / "moonshotai--Moonlight-16B-A3B.json"
+    written = count_params(_read(path)).total
+    assert count_params(_read(path, "num_key_value_heads")).total == written
+    assert count_params(_read(path, num_key_value_heads=128)).total == written
+
+
+FALCON_H1 = UNSEEN / "round7" / "tiiuae--Falcon-H1-0.5B-Instruct.json"
+
+
+@pytest.mark.parametrize("drop, shown", [("mamba_d_ssm", r"1024 is not .* \(24 x 64\)"),
+                                         ("mamba_n_heads", r"1536 is not .* \(128 x 64\)")])
+def test_falcon_h1_leaving_a_mixer_size_out_is_refused_as_validate_architecture_does(drop: str, shown: str) -> None:
+    # FalconH1Config's mamba_d_ssm 1024 / mamba_n_heads 128 beside the other written sizes; before: counted (the
+    # mixer 24 x 64 wide, or a Mamba-1 mixer where mamba_n_heads was left out)
+    with pytest.raises(InputError, match=rf"mamba_d_ssm: {shown}"):
+        _read(FALCON_H1, drop)
+
+
+def test_falcon_h1_leaving_mamba_d_head_out_splits_mamba_d_ssm_over_the_heads() -> None:
+    # FalconH1Config's mamba_d_head "auto": mamba_d_ssm / mamba_n_heads = 1536 / 24 = 64 (not expand x hidden's)
+    assert count_params(_read(FALCON_H1, "mamba_d_head")).total == count_params(_read(FALCON_H1)).total

@@ -202,7 +202,7 @@ def test_the_ssd_chunk_is_the_configs_chunk_size_else_the_mamba2_default() -> No
                 mamba_num_heads=4, mamba_head_dim=16, ssm_state_size=8, n_groups=2, mlp_hidden_act="relu2")
     assert parse_model_config({**base, "chunk_size": 128}, "x").layers[0].mixer.chunk_size == 128
     assert parse_model_config(base, "x").layers[0].mixer.chunk_size == 128  # NemotronHConfig's class default
-    falcon = _dense_cfg(model_type="falcon_h1", mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8,
+    falcon = _dense_cfg(model_type="falcon_h1", mamba_n_heads=4, mamba_d_head=16, mamba_d_ssm=64, mamba_d_state=8,
                         mamba_n_groups=1, mamba_chunk_size=64)
     assert next(b for b in parse_model_config(falcon, "x").layers[0].blocks if b.kind == "Mamba2").chunk_size == 64
     del falcon["mamba_chunk_size"]  # no class default of its own: the Mamba2 kernels' 256 (mamba.SSD_CHUNK)
@@ -367,7 +367,8 @@ def test_jamba_periods_place_attention_and_experts() -> None:
 
 
 def test_parallel_hybrid_layer_holds_attention_and_mamba_side_by_side() -> None:
-    cfg = _dense_cfg(model_type="falcon_h1", mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=1)
+    cfg = _dense_cfg(model_type="falcon_h1", mamba_n_heads=4, mamba_d_head=16, mamba_d_ssm=64, mamba_d_state=8,
+                     mamba_n_groups=1)
     layer = parse_model_config(cfg, "x").layers[0]
     assert [type(b).__name__ for b in layer.blocks] == ["Attention", "Mamba2", "DenseFFN"]
 

@@ -149,7 +149,7 @@ def test_an_auto_mamba_head_dim_is_expand_x_hidden_over_the_heads() -> None:
     cfg["mamba_d_head"] = "auto"  # BambaConfig's default: 2 x 4096 / 128 = 64
     assert count_params(parse_model_config(cfg, "x")).total == HAND["ibm-ai-platform--Bamba-9B"]
     cfg["mamba_n_heads"] = 96
-    with pytest.raises(InputError, match="mamba_d_head: auto: mamba_expand x hidden_size .8192. is not a multiple"):
+    with pytest.raises(InputError, match="mamba_n_heads: 96 does not divide mamba_expand x hidden_size .8192."):
         parse_model_config(cfg, "x")
 
 

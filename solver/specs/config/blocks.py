@@ -66,6 +66,8 @@ class BlockReader(FfnReading):
         self.kv_heads = 0 if not attention else max(self.kv_per_layer) if self.kv_per_layer else self._kv_heads()
         if self.heads_per_layer and not self.kv_per_layer and self.kv_heads == self.heads and not f.has(*KV_HEAD_FIELDS):
             self.kv_per_layer = list(self.heads_per_layer)  # no K/V count written: one per query head, layer by layer
+        # MLA's K/V heads are the query heads over one latent: num_key_value_heads sizes nothing there (DeepseekV3's
+        # class default 128 beside 16 heads builds and runs), so it is checked only for GQA / MHA layers
         self._mla = f.has("kv_lora_rank")
         if not attention:
             self.head_dim = 0
@@ -81,7 +83,7 @@ class BlockReader(FfnReading):
                 raise f.err("num_attention_heads",
                             f"{self.heads} does not divide hidden_size ({hidden}) and no head_dim is given")
             self.head_dim = hidden // self.heads
-        if attention and not cfg.get("block_configs"):
+        if attention and not self._mla and not cfg.get("block_configs"):
             for i in range(layers if self.heads_per_layer or self.kv_per_layer else 1):
                 heads, kv = self.heads_at(i), self.kv_at(i)
                 if kv > heads or heads % kv:
@@ -480,11 +482,13 @@ class BlockReader(FfnReading):
         from solver.specs.layers.mamba import SSD_CHUNK, Mamba2
 
         heads = f.int("mamba_num_heads", "mamba_n_heads", "n_mamba_heads", *(("num_heads",) if pure else ()))
-        if f.cfg.get("mamba_d_head") == "auto":  # BambaConfig: mamba_expand x hidden split over the heads
-            inner = f.int("mamba_expand", default=2) * self.h
+        if f.cfg.get("mamba_d_head") == "auto":
+            # BambaConfig: mamba_expand x hidden split over the heads; FalconH1Config: mamba_d_ssm where it is set
+            width = "mamba_d_ssm" if f.has("mamba_d_ssm") else "mamba_expand x hidden_size"
+            inner = f.int("mamba_d_ssm") if f.has("mamba_d_ssm") else f.int("mamba_expand", default=2) * self.h
             if inner % heads:
-                raise f.err("mamba_d_head", f"auto: mamba_expand x hidden_size ({inner}) is not a multiple of "
-                                            f"mamba_n_heads ({heads})")
+                raise f.err("mamba_n_heads", f"{heads} does not divide {width} ({inner}), which mamba_d_head "
+                                             "auto splits over the heads")
             head_dim = inner // heads
         else:
             head_dim = f.int("mamba_head_dim", "mamba_d_head", "mamba_headdim", *(("head_dim",) if pure else ()))

@@ -169,7 +169,13 @@ def _layer_count(f: Fields) -> int:
     for key in _LAYER_COUNT_FIELDS:
         if f.has(key):
             return f.int(key, maximum=MAX_LAYERS)
-    for key in ("hybrid_override_pattern", "layers_block_type", "layer_types", "block_configs"):
+    if isinstance(f.cfg.get("layer_types"), list) and f.cfg["layer_types"]:
+        # the class builds its own num_hidden_layers default and refuses a layer_types of another length
+        # (PreTrainedConfig.validate_layer_type), so the list's length is no layer count for a config leaving it out
+        raise f.err("num_hidden_layers", f"missing beside layer_types' {len(f.cfg['layer_types'])} entries: the "
+                                         "class takes its default layer count, and transformers refuses a layer_types "
+                                         "list of another length; write num_hidden_layers")
+    for key in ("hybrid_override_pattern", "layers_block_type", "block_configs"):
         if isinstance(f.cfg.get(key), (list, str)) and f.cfg.get(key):
             return len(f.cfg[key])
     return f.int("num_hidden_layers", maximum=MAX_LAYERS)
