@@ -78,11 +78,53 @@ def _sub_config_specs(node: ast.Dict, cls: ast.ClassDef) -> dict[str, dict[str, 
     return out
 
 
+def _derivations(fn: ast.FunctionDef) -> dict[str, tuple[str, list[ast.stmt]]]:
+    """The fields a class sets where they are None, at the top level of its __post_init__ (or an old-style
+    __init__): `if self.x is None: <statements setting self.x>` -> x: ("self", statements); the __init__ form
+    `if x is None: x = ...` -> x: ("local", statements)."""
+    out: dict[str, tuple[str, list[ast.stmt]]] = {}
+    for stmt in fn.body:
+        test = stmt.test if isinstance(stmt, ast.If) and not stmt.orelse else None
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+            continue
+        left = test.left
+        # the first test of a field decides: a later `if self.x is None` finds it set
+        if isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name) and left.value.id == "self":
+            out.setdefault(left.attr, ("self", stmt.body))
+        elif isinstance(left, ast.Name):
+            out.setdefault(left.id, ("local", stmt.body))
+    return out
+
+
+_BUILTINS = {"int": int, "float": float, "min": min, "max": max, "len": len, "range": range, "bool": bool,
+             "list": list, "round": round, "abs": abs, "sum": sum, "isinstance": isinstance, "str": str}
+
+
+def _derive(field: str, rule: tuple[str, list[ast.stmt]], env: dict[str, Any]) -> Any:
+    """The value the class's __post_init__ gives `field` left out (None), its other fields `env` (the config's,
+    else the class defaults); _SKIP where the statements read anything else (kwargs, sub-configs, imports)."""
+    import types
+
+    style, body = rule
+    ns = types.SimpleNamespace(**{k: v for k, v in env.items() if k != field}, **{field: None})
+    local: dict[str, Any] = {**env, field: None, "self": ns}
+    try:
+        exec(compile(ast.Module(body=body, type_ignores=[]), "<post_init>", "exec"),  # noqa: S102 (the wheel's own source)
+             {"__builtins__": _BUILTINS}, local)
+    except Exception:  # noqa: BLE001 (what the statements need beyond the fields: not a simple derivation)
+        return _SKIP
+    value = getattr(ns, field) if style == "self" else local.get(field)
+    return _SKIP if value is None else value
+
+
 def _class_info(node: ast.ClassDef) -> dict[str, Any]:
     """model_type, attribute_map, base names and the field defaults written in one class body."""
     info: dict[str, Any] = {"bases": [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases],
-                            "defaults": {}, "model_type": None, "attribute_map": {}, "subs": {}}
+                            "defaults": {}, "model_type": None, "attribute_map": {}, "subs": {}, "derived": {}}
     for stmt in node.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name in ("__post_init__", "__init__"):
+            info["derived"].update(_derivations(stmt))
         if (isinstance(stmt, (ast.AnnAssign, ast.Assign)) and isinstance(stmt.value, ast.Dict)
                 and any(isinstance(t, ast.Name) and t.id in ("sub_configs_defaults", "sub_configs")
                         for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]))):
@@ -117,24 +159,27 @@ def class_table(wheel: Path) -> dict[str, dict[str, Any]]:
             if isinstance(node, ast.ClassDef) and node.name not in classes:
                 classes[node.name] = _class_info(node)
 
-    def merged(name: str, seen: frozenset = frozenset()) -> tuple[dict, dict]:
+    def merged(name: str, seen: frozenset = frozenset()) -> tuple[dict, dict, dict]:
         info = classes.get(name)
         if info is None or name in seen:
-            return {}, {}
+            return {}, {}, {}
         defaults: dict = {}
         amap: dict = {}
+        derived: dict = {}
         for base in info["bases"]:
-            d, a = merged(base, seen | {name})
+            d, a, r = merged(base, seen | {name})
             defaults.update(d)
             amap.update(a)
+            derived.update(r)
         defaults.update(info["defaults"])
         amap.update(info["attribute_map"])
-        return defaults, amap
+        derived.update(info["derived"])
+        return defaults, amap, derived
 
     table: dict[str, dict[str, Any]] = {}
     for name, info in classes.items():
-        defaults, amap = merged(name)
-        entry = {"defaults": defaults, "attribute_map": amap, "cls": name, "subs": info["subs"]}
+        defaults, amap, derived = merged(name)
+        entry = {"defaults": defaults, "attribute_map": amap, "cls": name, "subs": info["subs"], "derived": derived}
         table["class:" + name] = entry  # a wrapper's sub-config named by its class (Qwen3VLTextConfig)
         mt = info["model_type"]
         if isinstance(mt, str) and mt and mt not in table:
@@ -205,6 +250,14 @@ def check(cfg: dict[str, Any], table: dict[str, dict[str, Any]]) -> list[tuple[s
         if field == "model_type":
             continue
         default = _default_for(field, cls)
+        target = field if field in cls.get("derived", {}) else cls["attribute_map"].get(field, field)
+        if default in (_SKIP, None) and target in cls.get("derived", {}):
+            # set in __post_init__ from the config's other fields (head_dim None -> hidden // heads)
+            env = {k: v for k, v in cls["defaults"].items() if v is not _SKIP}
+            env.update({cls["attribute_map"].get(k, k): v for k, v in where.items() if k != field})
+            default = _derive(target, cls["derived"][target], env)
+            if default is not _SKIP:
+                out.append(("post_init", (f"{nested}." if nested else "") + field, default, "", ""))
         if nested and field == "tie_word_embeddings":
             # transformers 5.25.0 ties the head by the model class's own config (get_expanded_tied_weights_keys reads
             # self.config.tie_word_embeddings; the head is the wrapper's): a text config leaving the field out ties
@@ -236,18 +289,29 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wheel", required=True, help="the unzipped transformers package folder (holds models/)")
     ap.add_argument("--all", action="store_true", help="list the refusals too")
+    ap.add_argument("--post-init", action="store_true",
+                    help="list, per model_type, the fields whose default was derived from __post_init__")
     args = ap.parse_args()
     table = class_table(Path(args.wheel))
     checked = 0
+    post_init: dict[str, set[str]] = {}
     for path in configs():
         cfg = json.loads(path.read_text())
         if not isinstance(cfg, dict):
             continue
         checked += 1
         for kind, field, default, removed, with_default in check(cfg, table):
+            if kind == "post_init":
+                nested = next((k for k in _NESTED if isinstance(cfg.get(k), dict) and cfg[k]), None)
+                mt = str((cfg[nested] if nested else cfg).get("model_type") or cfg.get("model_type"))
+                post_init.setdefault(mt, set()).add(field.split(".")[-1])
+                continue
             if kind == "MISCOUNT" or args.all:
                 print(f"{kind}\t{path.relative_to(ROOT)}\t{field}\tdefault {default!r}\tremoved: {removed}\t"
                       f"default: {with_default}")
+    if args.post_init:
+        for mt, fields in sorted(post_init.items()):
+            print(f"post_init\t{mt}\t{', '.join(sorted(fields))}")
     print(f"# {checked} configs, {sum(not k.startswith('class:') for k in table)} configuration classes in the wheel")
 
 

@@ -185,3 +185,31 @@ def test_falcon_h1_leaving_a_mixer_size_out_is_refused_as_validate_architecture_
 def test_falcon_h1_leaving_mamba_d_head_out_splits_mamba_d_ssm_over_the_heads() -> None:
     # FalconH1Config's mamba_d_head "auto": mamba_d_ssm / mamba_n_heads = 1536 / 24 = 64 (not expand x hidden's)
     assert count_params(_read(FALCON_H1, "mamba_d_head")).total == count_params(_read(FALCON_H1)).total
+
+
+def _kinds(spec) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for layer in spec.layers:
+        out[layer.mixer.kind] = out.get(layer.mixer.kind, 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("path, kinds", [
+    # VaultGemmaConfig.__post_init__: sliding at even i, full at odd (before: every layer sliding)
+    (UNSEEN / "round11" / "google--vaultgemma-1b.json", {"SWA": 13, "MQA": 13}),
+    # Olmo3Config: every 4th layer full
+    (UNSEEN / "text" / "allenai--Olmo-3-1025-7B.json", {"SWA": 24, "MHA": 8}),
+    # Kolibri1_1Config: every 5th layer indexed_attention (full), the rest sliding
+    (UNSEEN / "round29" / "Aleph-Alpha--Kolibri-1.1.json", {"SWA": 40, "GQA": 10}),
+    # MellumConfig / LagunaConfig: every layer full_attention, the written sliding_window unused
+    (UNSEEN / "round25" / "JetBrains--Mellum2-12B-A2.5B-Base.json", {"GQA": 28}),
+    (UNSEEN / "round25" / "poolside--laguna-XS.2.json", {"GQA": 40}),
+])
+def test_layer_types_left_out_follow_the_class_s_post_init_pattern(path: Path, kinds: dict[str, int]) -> None:
+    assert _kinds(_read(path, "layer_types")) == kinds
+
+
+def test_mllama_text_config_leaving_cross_attention_layers_out_has_the_class_s_eight() -> None:
+    # MllamaTextConfig.__post_init__: [3, 8, 13, 18, 23, 28, 33, 38] (before: no cross-attention layer)
+    spec = _nested(UNSEEN / "meta-llama--Llama-3.2-11B-Vision-Instruct.json", "cross_attention_layers")
+    assert _kinds(spec) == {"GQA": 32, "CrossAttn": 8}
