@@ -8,8 +8,10 @@ wrapper's sub-config class, or the nested model_type's, with the wrapper's init_
 
 The class defaults are read from the wheel's source with ast (never imported): the dataclass fields of the
 class whose `model_type` matches and of its bases (transformers 5: `vocab_size: int = 129280`), or the keyword
-defaults of an old-style `__init__`. A default of None, or one that is not a literal, is skipped: what None
-means is decided in the class's __post_init__ (head_dim None -> hidden / heads), which a literal cannot say. A
+defaults of an old-style `__init__`. A default of None (or none) is taken from the class's __post_init__ where
+it sets the field at its top level under `if self.x is None:` (old style: `if x is None:`), those statements run
+on the config's other fields and the class defaults (head_dim None -> hidden // heads, layer_types' pattern);
+statements reading anything else (kwargs, sub-configs) leave it skipped, as is a default that is not a literal. A
 nested config's tie_word_embeddings is compared with the wrapper's (transformers ties the wrapper's head by the
 wrapper's config), not with the text class's default.
 
@@ -17,9 +19,9 @@ Compared: the parameter total, each layer's mixer kind (sliding or full) and the
 request at 8,192 tokens. One line per mismatch: `MISCOUNT` (removed counts, and differs from the default). With
 --all also `contradicts` (the class default is refused
 against the config's other fields: num_hidden_layers 36 beside 24 layer_types) and `refused` (the removed config
-is refused: the rule's other allowed answer).
+is refused: the rule's other allowed answer). With --post-init also the fields derived so, per model_type.
 
-Run: PYTHONPATH=<checkout> python benchmarks/class_defaults.py --wheel /path/to/transformers [--all]
+Run: PYTHONPATH=<checkout> python benchmarks/class_defaults.py --wheel /path/to/transformers [--all] [--post-init]
 """
 from __future__ import annotations
 
