@@ -61,3 +61,41 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 }
 
 REFUSALS: dict[str, str] = {}
+
+
+# ------------------------------------------------------------------ reading rules added this round
+_OVIS = "ovis-community--Ovis2.5-2B"
+
+
+def test_ovis2_5_tower_ends_in_a_visual_tokenizer_over_its_spatial_merge() -> None:
+    # Before this round: 12,503,114,736, 530,418,936 short with notes only: the visual tokenizer over the 2 x 2 merge
+    # and the 65536 x 4096 visual embedding table read as the convention's one linear and a norm, the patch bias
+    # and the 1024-row position table not counted
+    assert _total(_OVIS) == OVIS2_5
+
+
+def test_ovis2_5_merge_of_one_narrows_the_tokenizer_head_four_times() -> None:
+    cfg = _load(_OVIS)
+    cfg["vision_config"]["spatial_merge_size"] = 1
+    assert count(cfg) == OVIS2_5 - 3 * 1152 * 65532
+
+
+def test_ovis2_5_indicator_tokens_narrow_the_head_not_the_table() -> None:
+    cfg = _load(_OVIS)
+    cfg["vision_config"]["num_visual_indicator_tokens"] = 0
+    assert count(cfg) == OVIS2_5 + ovis2_5_projector(1152, 2, 65536, 0, 4096) - ovis2_5_projector(1152, 2, 65536, 4, 4096)
+
+
+@pytest.mark.parametrize("key", ["vocab_size", "spatial_merge_size", "num_visual_indicator_tokens", "image_size",
+                                 "patch_size", "hidden_size", "intermediate_size", "num_hidden_layers", "layer_types"])
+def test_ovis2_5_vision_fields_left_out_take_the_class_defaults(key: str) -> None:
+    cfg = _load(_OVIS)
+    del cfg["vision_config"][key]
+    assert count(cfg) == OVIS2_5
+
+
+@pytest.mark.parametrize("key", ["layer_types", "num_key_value_heads", "use_sliding_window"])
+def test_ovis2_5_text_pattern_fields_left_out_count_the_qwen3_class_defaults(key: str) -> None:
+    cfg = _load(_OVIS)
+    del cfg["text_config"][key]
+    assert count(cfg) == OVIS2_5
