@@ -9,7 +9,10 @@ import pytest
 
 from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
 from solver.errors import InputError
+from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
+from solver.specs.layers import MoE
+from test_unseen_configs_round36 import ERNIE_VL, ERNIE_VL_ACTIVE, ernie_vl_router
 
 DATA = UNSEEN / "round40"
 ROUND = Round(DATA)
@@ -49,15 +52,25 @@ def ovis2_5_projector(h: int, merge: int, vocab: int, indicators: int, text_h: i
 
 OVIS2_5 = OVIS2_5_TEXT + OVIS2_5_TOWER + ovis2_5_projector(1152, 2, 65536, 4, 4096)
 
+
+# ------------------------------------------------------------------ ERNIE-4.5-VL-28B-A3B (ernie4_5_vl_moe;
+# Ernie4_5_VLMoeConfig()'s defaults; round 36's file, refused there, moved here): round 36's hand count ERNIE_VL,
+# tensor by tensor from modeling_ernie4_5_vl_moe.py (text 28,624,635,776 with both expert sets; tower 630,433,280;
+# resampler 144,225,280). A text token runs 6 of the 64 text experts, the shared MLP and the text router
+# (ERNIE_VL_ACTIVE); the card's "A3B" is rounder than the 2% check (3.35B with the 265M tied table): None
+_ERNIE = "baidu--ERNIE-4.5-VL-28B-A3B-PT-hf"
+
 HAND: dict[str, int] = {
     "ovis-community--Ovis2.5-2B": OVIS2_5,
+    _ERNIE: ERNIE_VL,
 }
-ACTIVE: dict[str, tuple[int, float | None]] = {}
+ACTIVE: dict[str, tuple[int, float | None]] = {_ERNIE: (ERNIE_VL_ACTIVE, None)}
 PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
 
 # Bytes of K/V per token of context at bf16
 KV_BYTES_PER_TOKEN: dict[str, int] = {
     "ovis-community--Ovis2.5-2B": 32 * 2 * 32 * 128 * 2,
+    _ERNIE: 28 * 2 * 4 * 128 * 2,
 }
 
 REFUSALS: dict[str, str] = {}
@@ -99,3 +112,55 @@ def test_ovis2_5_text_pattern_fields_left_out_count_the_qwen3_class_defaults(key
     cfg = _load(_OVIS)
     del cfg["text_config"][key]
     assert count(cfg) == OVIS2_5
+
+
+def test_ernie_vl_moe_counts_its_vision_experts_in_the_weights_not_in_a_text_token() -> None:
+    # Before this round: refused (text_config.model_type: 'ernie4_5_vl_moe_text': per-modality experts ...); with the
+    # refusal lifted and no second set read, the 27 layers' vision experts and routers (6,799,193,088) missing
+    report = count_params(_spec(_ERNIE))
+    assert (report.total, report.active) == (ERNIE_VL, ERNIE_VL_ACTIVE)
+
+
+def test_ernie_vl_moe_second_expert_set_is_a_moe_field_with_its_own_router() -> None:
+    moe = [b for layer in _spec(_ERNIE).layers for b in layer.blocks if isinstance(b, MoE)]
+    assert len(moe) == 27
+    assert {(m.experts, m.inter, m.modality_experts, m.modality_inter) for m in moe} == {(64, 1536, 64, 512)}
+    assert moe[0].modality_router_params == ernie_vl_router(2560, 64)
+
+
+def test_ernie_vl_moe_expert_counts_per_modality_size_each_set() -> None:
+    cfg = _load(_ERNIE)
+    cfg["text_config"]["moe_num_experts"] = [64, 32]
+    assert count(cfg) == ERNIE_VL - 27 * (32 * gated(2560, 512) + ernie_vl_router(2560, 32))
+    cfg["text_config"]["moe_num_experts"] = [64, 64]
+    assert count(cfg) == ERNIE_VL
+
+
+def test_ernie_vl_moe_pair_of_more_than_two_entries_is_refused_naming_the_field() -> None:
+    cfg = _load(_ERNIE)
+    cfg["text_config"]["moe_num_experts"] = [64, 32, 8]
+    with pytest.raises(InputError, match=r"text_config.moe_num_experts: has 3 entries; .* writes \[text, vision\]"):
+        parse_model_config(cfg, "x")
+
+
+@pytest.mark.parametrize("key", ["moe_intermediate_size", "mlp_layer_types", "moe_num_experts", "moe_k",
+                                 "moe_num_shared_experts", "num_key_value_heads", "model_type"])
+def test_ernie_vl_moe_text_fields_left_out_take_the_class_defaults(key: str) -> None:
+    cfg = _load(_ERNIE)
+    del cfg["text_config"][key]
+    report = count_params(parse_model_config(cfg, "x"))
+    assert (report.total, report.active) == (ERNIE_VL, ERNIE_VL_ACTIVE)
+
+
+@pytest.mark.parametrize("key", ["depth", "hidden_size", "intermediate_size", "spatial_merge_size",
+                                 "temporal_merge_size", "patch_size"])
+def test_ernie_vl_moe_vision_fields_left_out_take_the_class_defaults(key: str) -> None:
+    cfg = _load(_ERNIE)
+    del cfg["vision_config"][key]
+    assert count(cfg) == ERNIE_VL
+
+
+def test_ernie_vl_moe_resampler_widens_with_the_temporal_merge() -> None:
+    cfg = _load(_ERNIE)
+    cfg["vision_config"]["temporal_merge_size"] = 4
+    assert count(cfg) == ERNIE_VL + 2 * 5120 * 5120  # temporal_linear.fc1 from 5120 x 4 rather than x 2

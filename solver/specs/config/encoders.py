@@ -101,6 +101,10 @@ model_type and the text model's) on top:
                             bias-free head h stride^2 -> vocab - indicators (the tower's fields), a LayerNorm over
                             those, and a visual embedding table of vocab rows x the text width (Ovis2VisionModel's
                             head_linear / head_norm, Ovis2Model's visual_embeddings_table)
+  _vision_projector_resampler  {merge, temporal}: the tower's fields of the m x m spatial and t-frame temporal
+                            merges; a spatial MLP over s = h m^2 (biased s -> s -> s, a LayerNorm), a temporal one
+                            (biased s t -> s -> s, a LayerNorm), a biased s -> text linear and a text-width RMSNorm
+                            (Ernie4_5_VLMoeVariableResolutionResamplerModel)
   _vision_projector_merge_mlps  {times, factor}: the wrapper's `times` field of merge MLPs, each a LayerNorm over
                             h x factor, a biased linear h x factor square and one into h, the last into the text
                             width (MiniCPMV4_6Merger's DownsampleMLPs, factor 4 fixed by the class)
@@ -608,6 +612,15 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         stride = f.int(str(tokenizer["stride"]), default=1, maximum=64)
         tokens = vocab - f.int(str(tokenizer["indicators"]), minimum=0, maximum=vocab - 1)
         return h * stride * stride * tokens + 2 * tokens + vocab * out
+    resampler = facts.get("_vision_projector_resampler")
+    if resampler:
+        # Ernie4_5_VLMoeVariableResolutionResamplerModel: over s = h m^2 (the m x m merge), a spatial MLP (biased
+        # s -> s twice, a LayerNorm over s) and a temporal one from s t (t frames merged; biased s t -> s, s -> s, a
+        # LayerNorm), then a biased s -> text linear and an RMSNorm of the text width
+        m = f.int(str(resampler["merge"]), maximum=64)
+        t = f.int(str(resampler["temporal"]), maximum=64)
+        s = h * m * m
+        return (s * s + s) * 3 + (s * t * s + s) + 2 * (2 * s) + s * out + out + out
     merges = facts.get("_vision_projector_merge_mlps")
     if merges:
         # MiniCPMV4_6Merger: the wrapper's `times` field of DownsampleMLPs, each a LayerNorm over h x factor (the
