@@ -53,6 +53,41 @@ def ovis2_5_projector(h: int, merge: int, vocab: int, indicators: int, text_h: i
 OVIS2_5 = OVIS2_5_TEXT + OVIS2_5_TOWER + ovis2_5_projector(1152, 2, 65536, 4, 4096)
 
 
+# ------------------------------------------------------------------ Nemotron-3-Nano-Omni (nemotron_h_omni;
+# NemotronH_Omni_Reasoning_V3_Config()'s wrapper defaults, its vision_config RadioConfig(video_temporal_patch_size=2)'s
+# defaults (C-RADIOv4-H's sizes), audio_config left out (an optional sub-config: no audio branch); the text_config is
+# the catalog's NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 file (NemotronHConfig()'s own default is a 4-layer toy), counted
+# there (31,577,940,288, checked against the published total in the catalog), SOURCES.md.
+NANO_TEXT = 31_577_940_288
+
+
+# Tower (RadioModel): RadioPatchEmbeddings: patch_projection a bias-free linear 3 x 16 x 16 -> 1280,
+# video_patch_projection a bias-free linear 2 x 768 -> 1280 (video_temporal_patch_size set), a learned table of
+# (max_img_size 2048 / 16)^2 = 16384 rows, cls_register_token (num_cls_tokens 3 + num_registers 7) x 1280; 32
+# RadioLayers of norm1 / norm2 (LayerNorms with bias), q / k / v biased (qkv_bias), o_proj biased (always), two
+# RadioLayerScale vectors, a biased fc1 / fc2 MLP of mlp_ratio 4 x 1280; no final norm (RadioEncoder ends at its
+# layers); the input conditioner's mean / std and summary_idxs are buffers.
+def radio_layer(h: int, ff: int) -> int:
+    return 2 * ln(h) + 4 * lin(h, h, True) + 2 * h + lin(h, ff, True) + lin(ff, h, True)
+
+
+def radio_tower(h: int, layers: int, ff: int, patch: int, max_img: int, prefix: int, video_t: int) -> int:
+    patch_dim = 3 * patch * patch
+    return (lin(patch_dim, h) + lin(video_t * patch_dim, h) + (max_img // patch) ** 2 * h + prefix * h
+            + layers * radio_layer(h, ff))
+
+
+# Projector (NemotronH_Omni_Reasoning_V3MultiModalProjector): a pixel shuffle by 1 / downsample_ratio = 2, an RMSNorm
+# over 1280 x 4 = 5120, linear_1 5120 -> projector_hidden_size 4096 and linear_2 4096 -> the text's 2688, bias-free;
+# no vision_final_layernorm (the text config's num_nextn_predict_layers is 0)
+def omni_projector(wide: int, mid: int, text: int) -> int:
+    return wide + lin(wide, mid) + lin(mid, text)
+
+
+OMNI_TOWER = radio_tower(1280, 32, 5120, 16, 2048, 10, 2)
+OMNI = NANO_TEXT + OMNI_TOWER + omni_projector(1280 * 4, 4096, 2688)
+_OMNI = "nvidia--Nemotron-3-Nano-Omni-30B-A3B-Reasoning-BF16"
+
 # ------------------------------------------------------------------ ERNIE-4.5-VL-28B-A3B (ernie4_5_vl_moe;
 # Ernie4_5_VLMoeConfig()'s defaults; round 36's file, refused there, moved here): round 36's hand count ERNIE_VL,
 # tensor by tensor from modeling_ernie4_5_vl_moe.py (text 28,624,635,776 with both expert sets; tower 630,433,280;
@@ -63,6 +98,7 @@ _ERNIE = "baidu--ERNIE-4.5-VL-28B-A3B-PT-hf"
 HAND: dict[str, int] = {
     "ovis-community--Ovis2.5-2B": OVIS2_5,
     _ERNIE: ERNIE_VL,
+    _OMNI: OMNI,
 }
 ACTIVE: dict[str, tuple[int, float | None]] = {_ERNIE: (ERNIE_VL_ACTIVE, None)}
 PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
