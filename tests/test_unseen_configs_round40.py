@@ -107,6 +107,7 @@ PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
 KV_BYTES_PER_TOKEN: dict[str, int] = {
     "ovis-community--Ovis2.5-2B": 32 * 2 * 32 * 128 * 2,
     _ERNIE: 28 * 2 * 4 * 128 * 2,
+    _OMNI: 6 * 2 * 2 * 128 * 2,  # the six attention layers of the pattern (Mamba-2's state is fixed)
 }
 
 REFUSALS: dict[str, str] = {}
@@ -200,3 +201,61 @@ def test_ernie_vl_moe_resampler_widens_with_the_temporal_merge() -> None:
     cfg = _load(_ERNIE)
     cfg["vision_config"]["temporal_merge_size"] = 4
     assert count(cfg) == ERNIE_VL + 2 * 5120 * 5120  # temporal_linear.fc1 from 5120 x 4 rather than x 2
+
+
+def test_nemotron_omni_radio_tower_holds_its_tables_prefix_tokens_video_patch_and_layer_scales() -> None:
+    # Before this round: 32,212,298,048, 51,322,368 short with notes only: the 16384-row position table, the 10
+    # class / register rows, the video patch linear and the layer scales not counted, a final norm counted that
+    # RADIO has not, and the projector read as the convention's linear and norm
+    assert _total(_OMNI) == OMNI
+
+
+@pytest.mark.parametrize("key", ["hidden_size", "num_hidden_layers", "mlp_ratio", "patch_size", "max_img_size",
+                                 "num_cls_tokens", "num_registers", "qkv_bias"])
+def test_nemotron_omni_radio_fields_left_out_take_the_class_defaults(key: str) -> None:
+    cfg = _load(_OMNI)
+    del cfg["vision_config"][key]
+    assert count(cfg) == OMNI
+
+
+def test_nemotron_omni_radio_without_qkv_bias_keeps_the_o_proj_bias() -> None:
+    cfg = _load(_OMNI)
+    cfg["vision_config"]["qkv_bias"] = False
+    assert count(cfg) == OMNI - 32 * 3 * 1280
+
+
+def test_nemotron_omni_radio_without_video_frames_has_no_video_patch_linear() -> None:
+    cfg = _load(_OMNI)
+    cfg["vision_config"]["video_temporal_patch_size"] = None
+    assert count(cfg) == OMNI - 2 * 768 * 1280
+
+
+def test_nemotron_omni_radio_swiglu_mlp_is_refused_naming_its_switch() -> None:
+    cfg = _load(_OMNI)
+    cfg["vision_config"]["use_swiglu_ffn"] = True
+    with pytest.raises(InputError, match=r"vision_config.use_swiglu_ffn: true: RADIO's SwiGLU MLP"):
+        parse_model_config(cfg, "x")
+
+
+@pytest.mark.parametrize("key", ["downsample_ratio", "projector_hidden_size"])
+def test_nemotron_omni_projector_fields_left_out_take_the_class_defaults_and_say_so(key: str) -> None:
+    cfg = _load(_OMNI)
+    del cfg[key]
+    spec = parse_model_config(cfg, "x")
+    assert count_params(spec).total == OMNI
+    assert any(w.startswith(f"{key}: not written; read as nemotron_h_omni's default") for w in spec.warnings)
+
+
+def test_nemotron_omni_vision_final_norm_follows_the_text_models_mtp_layers() -> None:
+    cfg = _load(_OMNI)
+    cfg["text_config"]["num_nextn_predict_layers"] = 1
+    assert count(cfg) == OMNI + ln(1280)
+
+
+def test_nemotron_omni_audio_tower_is_refused_naming_audio_config() -> None:
+    # the release ships a Parakeet audio encoder (ParakeetEncoderConfig(attention_bias=False, scale_input=False)),
+    # which no counting convention here sizes
+    cfg = _load(_OMNI)
+    cfg["audio_config"] = {"model_type": "parakeet_encoder", "attention_bias": False, "scale_input": False}
+    with pytest.raises(InputError, match=r"audio_config: an audio encoder of model_type 'parakeet_encoder'"):
+        parse_model_config(cfg, "x")
