@@ -120,6 +120,12 @@ REFUSALS: dict[str, str] = {
     "deepseek-community--deepseek-vl-7b-chat": r"model_type: 'deepseek_vl_hybrid': a SAM high-resolution tower .*"
                                                r"high_res_vision_config",
     "microsoft--Phi-4-multimodal-instruct-hf": r"model_type: 'phi4_multimodal': a conformer audio encoder \(audio_config",
+    # Evolla-10B (EvollaConfig() defaults, SaProtConfig()'s encoder): a protein encoder, resampler and aligner layers
+    "westlake-repl--Evolla-10B-hf": r"model_type: 'evolla': a protein encoder \(protein_encoder_config",
+    # DeepSeek-OCR-2 (DeepseekOcr2Config() defaults): named at the text config's model_type, which has no line of its
+    # own (its class cannot build with mlp_layer_types null), the cause the wrapper's
+    "deepseek-community--DeepSeek-OCR-2": r"model_type: 'deepseek_ocr2_text': a SAM tower feeding a Qwen2-style "
+                                          r"decoder run as the vision encoder \(vision_config.sam_config",
 }
 
 
@@ -273,12 +279,14 @@ def test_nemotron_omni_audio_tower_is_refused_naming_audio_config() -> None:
 
 @pytest.mark.parametrize("name, sub", [("deepseek-community--Janus-Pro-1B", "vq_config"),
                                        ("deepseek-community--deepseek-vl-7b-chat", "high_res_vision_config"),
-                                       ("microsoft--Phi-4-multimodal-instruct-hf", "audio_config")])
+                                       ("microsoft--Phi-4-multimodal-instruct-hf", "audio_config"),
+                                       ("westlake-repl--Evolla-10B-hf", "protein_encoder_config")])
 def test_a_wrapper_building_an_uncountable_module_by_default_is_refused_without_its_sub_config(name: str,
                                                                                              sub: str) -> None:
     # Before this round: refused on the sub-config where written; left out (transformers then builds its class's
     # default), counted without it by convention with notes (Janus-Pro-1B 6,768,590,848, its aligner's depth 2 read
-    # as the tower's layer count; DeepSeek-VL 6,834,446,336; Phi-4-multimodal 4,817,153,904)
+    # as the tower's layer count; DeepSeek-VL 6,834,446,336; Phi-4-multimodal 4,817,153,904; Evolla 7,504,924,672
+    # with aligner_num_add_layers / resampler_depth named unread)
     cfg = ROUND.load(name, REFUSED)
     del cfg[sub]
     with pytest.raises(InputError, match=rf"model_type: .*\({sub}"):
