@@ -1,7 +1,7 @@
 """Build each layer's blocks from its kinds (pattern.py) and the config's sizes, by field convention."""
 from __future__ import annotations
 
-from solver.specs.config.ffns import EXPERT_COUNT_FIELDS, FfnReading
+from solver.specs.config.ffns import EXPERT_COUNT_FIELDS, FfnReading, modality_pair
 from solver.specs.config.fields import MAX_LAYERS, Fields
 from solver.specs.config.outside import dynamic_streams, gated_residual, low_rank_streams, norm_weights
 from solver.specs.config.pattern import Slot, nope_layers
@@ -106,7 +106,8 @@ class BlockReader(FfnReading):
         # the family's modeling code biases the MLP's down projection alone, under no config field (TeleChat2)
         self.mlp_out_bias = f.bool("_mlp_out_only_bias")
         self.norms = self._norms_per_layer()
-        self.experts = f.int(*EXPERT_COUNT_FIELDS, default=0, minimum=0)
+        pair = modality_pair(f, f.first(*EXPERT_COUNT_FIELDS) or EXPERT_COUNT_FIELDS[0])
+        self.experts = pair[0] if pair else f.int(*EXPERT_COUNT_FIELDS, default=0, minimum=0)
         self.zero = f.int("zero_expert_num", default=0, minimum=0)
         self.is_moe = self.experts > 0
         self.state_bytes = self._state_dtype()

@@ -33,8 +33,14 @@ model_type and the text model's) on top:
   _vision_projector_bias     the projector's linears' bias fixed by its code (LightOnOcr's false), whatever
                             multimodal_projector_bias says (a note where it says otherwise)
                             {through: intermediate_size, bias: false}: the middle width is the language model's
-                            intermediate_size, not its hidden size, and the linears' biases are the fact's (NVLM-D)
-  _vision_projector_norm    a LayerNorm over the merged width h m^2 before those linears (InternVL's mlp1[0])
+                            intermediate_size, not its hidden size, and the linears' biases are the fact's (NVLM-D);
+                            {through: FIELD, defaults: {...}}: the wrapper's FIELD, its class defaults said in a note
+                            where left out (Nemotron-Omni's projector_hidden_size, downsample_ratio)
+  _vision_projector_norm    a LayerNorm over the merged width h m^2 before those linears (InternVL's mlp1[0]);
+                            rms: an RMSNorm, weight only (Nemotron-Omni's projector layer_norm)
+  _vision_refused_switches  {FIELD: what}: the tower is refused, naming FIELD, where FIELD is true (RADIO's SwiGLU)
+  _vision_video_patch_linear  FIELD: a second bias-free patch linear over FIELD frames, where FIELD is set (RADIO's
+                            video_patch_projection)
   _vision_image_newline     one learned text-width vector marks the end of image rows (LLaVA-NeXT image_newline)
   _vision_hidden_is_output  the tower is embed_dim wide and its hidden_size is the merger's output width
                             (Qwen2VLVisionConfig); an MLP width not written is mlp_ratio x the width (timm's convention)
@@ -101,6 +107,10 @@ model_type and the text model's) on top:
                             bias-free head h stride^2 -> vocab - indicators (the tower's fields), a LayerNorm over
                             those, and a visual embedding table of vocab rows x the text width (Ovis2VisionModel's
                             head_linear / head_norm, Ovis2Model's visual_embeddings_table)
+  _vision_projector_resampler  {merge, temporal}: the tower's fields of the m x m spatial and t-frame temporal
+                            merges; a spatial MLP over s = h m^2 (biased s -> s -> s, a LayerNorm), a temporal one
+                            (biased s t -> s -> s, a LayerNorm), a biased s -> text linear and a text-width RMSNorm
+                            (Ernie4_5_VLMoeVariableResolutionResamplerModel)
   _vision_projector_merge_mlps  {times, factor}: the wrapper's `times` field of merge MLPs, each a LayerNorm over
                             h x factor, a biased linear h x factor square and one into h, the last into the text
                             width (MiniCPMV4_6Merger's DownsampleMLPs, factor 4 fixed by the class)
@@ -113,7 +123,10 @@ model_type and the text model's) on top:
                             per patch (Gemma-4's position_embedding_size: 2 x FIELD x h)
   _vision_position_rows     the field counting the learned table's rows (Siglip2's num_patches: a square grid
                             resized to each image), in place of (image_size / patch_size)^2; {edge: FIELD,
-                            extra: N}: (FIELD / patch_size)^2 + N rows (HunYuanVL's max_image_size grid, a class row)
+                            extra: N}: (FIELD / patch_size)^2 + N rows (HunYuanVL's max_image_size grid, a class row);
+                            extra_fields: [FIELD...] adds the rows those fields count (RADIO's cls / register tokens)
+  _vision_norm_when_text    FIELD: a LayerNorm (h) on the tower's output where the language model's FIELD is non-zero
+                            (Nemotron-Omni's vision_final_layernorm under num_nextn_predict_layers)
   _vision_position_grid     the two fields giving a learned 2D table's height and width in rows (Kimi-K2.5's
                             pos_emb_height x pos_emb_width; MoonViT's init_pos_emb_height x width by convention)
   _vision_projector_merger_width  the wrapper field sizing the patch merger's middle layer (h m^2 -> FIELD -> text,
@@ -197,6 +210,13 @@ def _vit(f: Fields, wrapper: Fields, text_hidden: int, notes: list[str],
     """(params, layers, width) of one tower and its projector; `wrapper` is the multimodal config around it,
     where some families write the projector's fields (Mistral3: spatial_merge_size, multimodal_projector_bias)."""
     tower, layers, h, norm = vit_tower(f, notes, facts)
+    switched = facts.get("_vision_norm_when_text")
+    if switched:
+        # a LayerNorm on the tower's output that the wrapper builds only where the language model's FIELD is
+        # non-zero (Nemotron-Omni's vision_final_layernorm, under the text config's num_nextn_predict_layers)
+        text = Fields(wrapper.cfg.get("text_config") or wrapper.cfg, wrapper.origin, "text_config.")
+        if text.int(str(switched), default=0, minimum=0):
+            tower += 2 * h
     return tower + _projector(f, wrapper, h, norm, text_hidden, facts, notes, text_inter), layers, h
 
 
@@ -234,7 +254,11 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     qd = f.int("qkv_hidden_size", default=h)
     kd = _kv_width(f, qd)  # k and v each: fewer K/V heads than query heads (EXAONE-4.5's tower GQA)
     attn = 2 * h * qd + 2 * h * kd + ((qd + 2 * kd + h) if bias else 0)
-    if bias and c.get("qkv_bias") is False:  # BLIP-2's tower: q / v biases off under qkv_bias, projection's kept
+    for field, what in (facts.get("_vision_refused_switches") or {}).items():
+        if f.bool(str(field)):
+            raise f.err(str(field), f"true: {what} is not modelled; not counted rather than miscounted")
+    # BLIP-2's tower: q / v biases off under qkv_bias, projection's kept; RADIO's q / k / v, o_proj's kept
+    if bias and c.get("qkv_bias") is False:
         attn -= qd + 2 * kd
     # a tower whose fused qkv alone takes a bias when its field is set (GLM-4.1V's attention_bias; proj never)
     if not bias and facts.get("_vision_qkv_bias") and f.bool(str(facts["_vision_qkv_bias"])):
@@ -264,6 +288,9 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     if facts.get("_vision_patch_bias") is not None:
         patch_bias = bool(facts["_vision_patch_bias"])
     patch_embed = channels * temporal * patch_h * patch_w * h + (h if patch_bias else 0)
+    video = facts.get("_vision_video_patch_linear")
+    if video and f.has(str(video)):  # a second bias-free patch linear over FIELD frames (RADIO's video_patch_projection)
+        patch_embed += f.int(str(video), maximum=64) * channels * patch_h * patch_w * h
     cls = 1 if facts.get("_vision_class_token") else 0
     positions = cls * h  # the class embedding
     if facts.get("_vision_class_rotary"):  # the class token's learned rotary frequencies, head_dim / 2 (RiceViT)
@@ -277,7 +304,9 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     elif isinstance(rows, dict):  # {edge: FIELD, extra: N}: (FIELD / patch_size)^2 + N rows (HunYuanVL's
         # max_image_size grid and its class row)
         edge = f.int(str(rows["edge"]))
-        positions += ((edge // patch_h) * (edge // patch_w) + int(rows.get("extra", 0))) * h
+        # extra_fields: learned prefix rows the fields count (RADIO's num_cls_tokens + num_registers)
+        extra = int(rows.get("extra", 0)) + sum(f.int(str(k), minimum=0) for k in rows.get("extra_fields", ()))
+        positions += ((edge // patch_h) * (edge // patch_w) + extra) * h
     elif rows:  # the field that counts the learned table's rows (Siglip2's num_patches)
         positions += f.int(str(rows)) * h
     elif f.has("num_position_embeddings"):
@@ -558,6 +587,13 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
                          f"projector, whose linears {'carry' if fixed else 'carry no'} biases")
         pb = bool(fixed)
     if facts.get("_vision_projector_mlp2"):
+        mlp2 = facts["_vision_projector_mlp2"]
+        taken = {k: v for k, v in ((mlp2.get("defaults") or {}) if isinstance(mlp2, dict) else {}).items()
+                 if not wrapper.has(k)}
+        if taken:  # the wrapper class's defaults of the projector's fields, said where the config leaves them out
+            notes.append(f"{', '.join(taken)}: not written; read as {wrapper.cfg.get('model_type')}'s default "
+                         f"({', '.join(str(v) for v in taken.values())})")
+            wrapper = Fields({**wrapper.cfg, **taken}, wrapper.origin, wrapper.prefix)
         if wrapper.has("downsample_ratio") and not f.has("spatial_merge_size"):  # pixel shuffle (InternVL)
             ratio = wrapper.number("downsample_ratio", minimum=1e-6, maximum=1.0)
             merge = round(1 / ratio)
@@ -567,8 +603,14 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         fed = wrapper.cfg.get("vision_feature_layer", wrapper.cfg.get("vision_feature_layers"))
         wide = h * merge * merge * (len(fed) if isinstance(fed, list) and fed else 1)
         newline = out if facts.get("_vision_image_newline") else 0
-        norm_in = 2 * wide if facts.get("_vision_projector_norm") else 0
-        mlp2 = facts["_vision_projector_mlp2"]
+        # a LayerNorm (weight and bias) over the merged width, or an RMSNorm (weight only) where the fact says rms
+        norm_in = (wide if facts.get("_vision_projector_norm") == "rms" else 2 * wide) \
+            if facts.get("_vision_projector_norm") else 0
+        if isinstance(mlp2, dict) and mlp2.get("through") not in (None, "intermediate_size"):
+            # the middle width is the wrapper's own field (Nemotron-Omni's projector_hidden_size)
+            mid = wrapper.int(str(mlp2["through"]))
+            bias = bool(mlp2.get("bias", pb))
+            return norm_in + wide * mid + mid * out + ((mid + out) if bias else 0) + newline
         if isinstance(mlp2, dict) and mlp2.get("through") == "intermediate_size":
             # NVLM-D's mlp1: the first linear into the language model's intermediate_size, the second from it into
             # the text width; biased as the fact says (modeling_nvlm_d.py builds both bias-free, under no field)
@@ -608,6 +650,15 @@ def _projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, 
         stride = f.int(str(tokenizer["stride"]), default=1, maximum=64)
         tokens = vocab - f.int(str(tokenizer["indicators"]), minimum=0, maximum=vocab - 1)
         return h * stride * stride * tokens + 2 * tokens + vocab * out
+    resampler = facts.get("_vision_projector_resampler")
+    if resampler:
+        # Ernie4_5_VLMoeVariableResolutionResamplerModel: over s = h m^2 (the m x m merge), a spatial MLP (biased
+        # s -> s twice, a LayerNorm over s) and a temporal one from s t (t frames merged; biased s t -> s, s -> s, a
+        # LayerNorm), then a biased s -> text linear and an RMSNorm of the text width
+        m = f.int(str(resampler["merge"]), maximum=64)
+        t = f.int(str(resampler["temporal"]), maximum=64)
+        s = h * m * m
+        return (s * s + s) * 3 + (s * t * s + s) + 2 * (2 * s) + s * out + out + out
     merges = facts.get("_vision_projector_merge_mlps")
     if merges:
         # MiniCPMV4_6Merger: the wrapper's `times` field of DownsampleMLPs, each a LayerNorm over h x factor (the

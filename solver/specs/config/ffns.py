@@ -24,6 +24,22 @@ FFN_WIDTH_FIELDS = ("block_ff_dim", "intermediate_size_mlp", "prefix_dense_inter
                     "mlp_hidden_size")  # OLMo-1's layout: each of a llama block's ff_proj / up_proj (LLaDA)
 
 
+def modality_pair(f: Fields, name: str) -> tuple[int, int] | None:
+    """A [text, vision] pair under the family's _modality_expert_sets fact (ERNIE-4.5-VL's moe_num_experts and
+    moe_intermediate_size: one expert set per modality in every MoE layer), one number standing for both; None where
+    the fact is off or the field is absent."""
+    if not f.cfg.get("_modality_expert_sets") or f.cfg.get(name) is None:
+        return None
+    value = f.cfg[name]
+    if not isinstance(value, list):
+        n = f.check_int(name, value)
+        return n, n
+    if len(value) != 2:
+        raise f.err(name, f"has {len(value)} entries; a model with an expert set per modality writes [text, vision]")
+    text, vision = f.int_list(name, 2, 1) or [0, 0]
+    return text, vision
+
+
 def ffn_mult_width(mult: float, hidden: int) -> int:
     """DeciLM / Nemotron-NAS: int(2 x ffn_mult x hidden / 3) rounded up to a multiple of 256."""
     width = int(2 * mult * hidden / 3)
@@ -132,7 +148,8 @@ class FfnReading:
                              "moe_ffn_hidden_size", "intermediate_size", "ffn_hidden_size")
         if inter_name is None:
             raise f.err("moe_intermediate_size", "missing for a model with routed experts")
-        inter = f.per_layer(inter_name, L, 1)[i]  # type: ignore[index]
+        pair = modality_pair(f, inter_name)
+        inter = pair[0] if pair else f.per_layer(inter_name, L, 1)[i]  # type: ignore[index]
         count_name = f.first("n_shared_experts", "num_shared_experts", "num_shared_expert", "moe_num_shared_experts")
         count = f.per_layer(count_name, L, 0)[i] if count_name else 0  # type: ignore[index]
         width_name = f.first("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
@@ -149,7 +166,11 @@ class FfnReading:
                        or f.bool("moe_router_enable_expert_bias") or f.bool("_router_bias"))
         if f.cfg.get("_router_bias") is False:  # the family keeps the correction bias as a buffer (MiMo-V2-Flash)
             router_bias = False
+        # the second set per MoE layer, [1] of the pairs (ERNIE-4.5-VL's vision experts), with its own router
+        counts = modality_pair(f, f.first(*EXPERT_COUNT_FIELDS) or EXPERT_COUNT_FIELDS[0])
+        second = (counts[1], pair[1]) if pair and counts else (0, 0)
         return MoE(hidden=self.h, experts=self.experts, topk=topk, inter=inter, shared_inter=shared,
+                   modality_experts=second[0], modality_inter=second[1],
                    zero_experts=self.zero, gated=self.gated, bias=self.mlp_bias, router_bias=router_bias,
                    shared_gate=bool(shared) and f.bool("_shared_expert_gate"),
                    latent=f.int("moe_latent_size", "routed_expert_hidden_size", default=0, minimum=0),

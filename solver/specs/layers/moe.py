@@ -85,6 +85,11 @@ class MoE(Block):
     # and one on the shared expert's output (hidden): held with their experts, whole on each MoE TP rank
     expert_out_norm: bool = False
     shared_out_norm: bool = False
+    # a second routed set beside the first, of modality_experts experts modality_inter wide with its own router
+    # (per-modality experts: ERNIE-4.5-VL's vision_moe, run for image and video tokens only): held and split as the
+    # routed experts are; a text token reaches none of it, so it adds weights, not active parameters or compute
+    modality_experts: int = 0
+    modality_inter: int = 0
 
     role = "ffn"
     activation_knob = "moe_tp_size"
@@ -94,7 +99,8 @@ class MoE(Block):
         extra = f" + shared {self.shared_inter}" if self.shared_inter else ""
         zero = f" + {self.zero_experts} zero" if self.zero_experts else ""
         lat = f" latent {self.latent}" if self.latent else ""
-        return f"MoE {self.topk}/{self.experts} x {self.inter}{lat}{extra}{zero}"
+        second = f" + {self.modality_experts} x {self.modality_inter} by modality" if self.modality_experts else ""
+        return f"MoE {self.topk}/{self.experts} x {self.inter}{lat}{extra}{zero}{second}"
 
     @property
     def slots(self) -> int:
@@ -125,6 +131,15 @@ class MoE(Block):
                 + (self.hidden if self.shared_gate else 0) + (self.hidden if self.shared_out_norm else 0))
 
     @property
+    def modality_params(self) -> int:
+        """The second routed set's experts (its router is in modality_router_params)."""
+        return self.modality_experts * ffn_params(self.expert_width, self.modality_inter, self.gated, self.bias)
+
+    @property
+    def modality_router_params(self) -> int:
+        return self.hidden * self.modality_experts + (self.modality_experts if self.router_bias else 0)
+
+    @property
     def expert_norm_params(self) -> int:
         return self.experts * self.expert_width if self.expert_out_norm else 0
 
@@ -136,11 +151,16 @@ class MoE(Block):
         parts = (Part("experts", routed, "tp"),)
         if self.expert_out_norm:  # the norm needs the whole expert output: not split with the expert's TP
             parts += (Part("expert_norms", self.expert_norm_params, "none"),)
+        if self.modality_experts:
+            parts += (Part("modality_experts", self.modality_params, "tp"),)
         norm_active = self.expert_width * self.real_topk if self.expert_out_norm else 0
         out.append(Share("routed_experts", "experts", "moe_tp_size", parts,
                          active=self.expert_params * self.real_topk + norm_active))
         # router weights stay 16-bit in quantized checkpoints (the "norm" precision group)
-        out.append(Share("router", "norm", "moe_tp_size", (Part("gate", self.router_params, "none"),)))
+        gates = (Part("gate", self.router_params, "none"),)
+        if self.modality_experts:
+            gates += (Part("modality_gate", self.modality_router_params, "none"),)
+        out.append(Share("router", "norm", "moe_tp_size", gates, active=float(self.router_params)))
         if self.latent:  # hidden -> latent before the experts, latent -> hidden after; replicated like the router
             out.append(Share("moe_latent", "dense", "moe_tp_size",
                              (Part("latent_proj", 2 * self.hidden * self.latent, "none"),)))
