@@ -10,6 +10,9 @@ reported as a missing intermediate_size). The signs, each a field the model's co
                              Transformers, NLLB-MoE): the sign where a file leaves is_encoder_decoder out (its
                              class defaults it true); before, Switch-Base-8 without it was refused as a missing
                              intermediate_size
+  encoder and decoder         both written as sub-configs (T5Gemma-2: t5gemma2_encoder beside t5gemma2_decoder): the
+                             sign where the file leaves is_encoder_decoder out (its class defaults it true); before,
+                             T5Gemma-2 without it was refused as a missing hidden_size
   architectures ...ForMaskedLM  a masked-LM head: a bidirectional encoder (BERT, RoBERTa, DeBERTa, ModernBERT)
   architectures ...ForTokenClassification  only a per-token label head (OpenAI's privacy-filter, NER taggers): the
                              model labels the tokens it is given and decodes none
@@ -51,6 +54,11 @@ def refuse_non_decoder(cfg: dict[str, Any], origin: str, prefix: str = "") -> No
             raise InputError(f"{origin}: {prefix}{key}",
                              f"{cfg[key]!r}: the decoder's depth written apart from an encoder's, an encoder-decoder "
                              f"model ({model_type!r}); {_PLANS}")
+    if (isinstance(cfg.get("encoder"), dict) and isinstance(cfg.get("decoder"), dict)
+            and cfg.get("is_encoder_decoder") is not False):
+        raise InputError(f"{origin}: {prefix}encoder",
+                         f"a sub-config beside decoder: an encoder-decoder model ({model_type!r}: an encoder stack and "
+                         f"a decoder that cross-attends to it); {_PLANS}")
     architectures = cfg.get("architectures")
     if isinstance(architectures, list):
         masked = [a for a in architectures if isinstance(a, str) and a.endswith("ForMaskedLM")]
