@@ -46,6 +46,7 @@ import test_unseen_configs_round37 as round37
 import test_unseen_configs_round38 as round38
 import test_unseen_configs_round39 as round39
 import test_unseen_configs_round40 as round40
+import test_unseen_configs_round42 as round42
 from hand_counts import REFUSED
 from solver.cli.main import main
 from solver.errors import InputError
@@ -64,7 +65,7 @@ ROUNDS = {"multi2": multi2, "round4": round4, "round5": round5, "round6": round6
           "round30": round30, "round31": round31,
           "round32": round32, "round33": round33, "round34": round34, "round35": round35,
           "round36": round36, "round37": round37, "round38": round38, "round39": round39,
-          "round40": round40}
+          "round40": round40, "round42": round42}
 
 
 def _cases(table: str) -> list[tuple[str, str]]:
