@@ -163,7 +163,9 @@ conv1 / conv2 over num_mel_bins, a max_source_positions table, d_model-wide laye
 v / out_proj, two LayerNorms and a biased fc1 / fc2 of encoder_ffn_dim, a closing LayerNorm: Qwen2AudioEncoder,
 VoxtralEncoder) and its wrapper's _audio_projector says the projector (`linear`: one biased linear d -> text;
 `stacked_mlp`: two bias-free linears from the encoder's intermediate_size, into and through the text width;
-{stack_factor, ...}: Ultravox's stacked SwiGLU projector, _stacked_swiglu); any
+{stack_factor, ...}: Ultravox's stacked SwiGLU projector, _stacked_swiglu; {mlp2: {source, widen, bias,
+bias_default}}: two linears from the width or the stacked frames, _audio_mlp2); `_audio_whisper: {rotary: true}`
+is the rotary variant (GLM-ASR: no position table, k / v over num_key_value_heads); any
 other audio_config is refused naming it: the ViT conventions would size a Whisper encoder as patches.
 Learned 2D position tables written as init_pos_emb_height x init_pos_emb_width (MoonViT) count that many rows.
 A tower with a learned table by convention (not gated, no depth, no RoPE base, use_absolute_position_embeddings
@@ -774,19 +776,33 @@ def _stacked_swiglu(wrapper: Fields, d: int, text_hidden: int, spec: dict[str, A
 
 def _whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, Any]) -> tuple[int, int, int]:
     """(params, layers, width) of a Whisper-style audio encoder (the tower fact _audio_whisper: Qwen2AudioEncoder,
-    VoxtralEncoder) and its projector (the wrapper's _audio_projector): conv1 Conv1d num_mel_bins -> d and conv2 d -> d,
-    kernel 3 with biases; embed_positions, a max_source_positions x d table (frozen, but a parameter the checkpoint
-    holds); per layer k_proj without bias, q / v / out_proj with bias, two LayerNorms, fc1 / fc2 with bias; the
-    closing LayerNorm. The projector: `linear`, one biased linear d -> the text width (Qwen2AudioMultiModalProjector);
+    VoxtralEncoder, AudioFlamingo3Encoder) and its projector (the wrapper's _audio_projector): conv1 Conv1d
+    num_mel_bins -> d and conv2 d -> d, kernel 3 with biases; embed_positions, a max_source_positions x d table
+    (frozen, but a parameter the checkpoint holds); per layer k_proj without bias, q / v / out_proj with bias, two
+    LayerNorms, fc1 / fc2 with bias; the closing LayerNorm. `_audio_whisper: {rotary: true}` (GlmAsrEncoder): no
+    position table (a rotary embedding, buffers only) and k / v over num_key_value_heads x d / heads (default: the
+    heads). The projector: `linear`, one biased linear d -> the text width (Qwen2AudioMultiModalProjector);
     `stacked_mlp`, frames stacked to the encoder's intermediate_size, then two bias-free linears into the text
     width and through it (VoxtralMultiModalProjector); {stack_factor, hidden_size, projector_act,
-    projector_ln_mid}: Ultravox's stacked SwiGLU projector (_stacked_swiglu), the values its config's defaults."""
+    projector_ln_mid}: Ultravox's stacked SwiGLU projector (_stacked_swiglu), the values its config's defaults;
+    {mlp2: ...}: two linears, _audio_mlp2."""
     d = f.int("d_model", "hidden_size")
     layers = f.int("encoder_layers", "num_hidden_layers", maximum=10_000)
     ffn = f.int("encoder_ffn_dim", "intermediate_size")
     mels = f.int("num_mel_bins")
-    positions = f.int("max_source_positions", maximum=10**7)
-    layer = 4 * d * d + 3 * d + 2 * 2 * d + d * ffn + ffn + ffn * d + d
+    shape = facts.get("_audio_whisper")
+    rotary = isinstance(shape, dict) and bool(shape.get("rotary"))
+    if rotary:
+        heads = f.int("encoder_attention_heads", "num_attention_heads")
+        if d % heads:
+            raise f.err("num_attention_heads", f"{heads} does not divide the width {d}")
+        kv = f.int("num_key_value_heads", default=heads)
+        attention = 2 * d * d + 2 * d * kv * (d // heads) + 2 * d + kv * (d // heads)  # q / o, k / v; q, o, v biases
+        positions = 0
+    else:
+        attention = 4 * d * d + 3 * d
+        positions = f.int("max_source_positions", maximum=10**7)
+    layer = attention + 2 * 2 * d + d * ffn + ffn + ffn * d + d
     encoder = mels * 3 * d + d + d * 3 * d + d + positions * d + layers * layer + 2 * d
     kind = facts.get("_audio_projector")
     if kind == "linear":
@@ -795,9 +811,22 @@ def _whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str
         return encoder + ffn * text_hidden + text_hidden * text_hidden, layers, d
     if isinstance(kind, dict) and "stack_factor" in kind:
         return encoder + _stacked_swiglu(wrapper, d, text_hidden, kind), layers, d
+    if isinstance(kind, dict) and "mlp2" in kind:
+        return encoder + _audio_mlp2(wrapper, d, ffn, text_hidden, kind["mlp2"]), layers, d
     raise wrapper.err("model_type", f"{wrapper.cfg.get('model_type')!r}: its audio projector has no counting "
                                     "convention here; not counted rather than miscounted (drop audio_config to size "
                                     "the language model alone)")
+
+
+def _audio_mlp2(wrapper: Fields, d: int, ffn: int, text_hidden: int, spec: dict[str, Any]) -> int:
+    """Two linears from the encoder's frames into the text width: `source` d (AudioFlamingo3MultiModalProjector) or
+    the encoder's intermediate_size, frames stacked to it (GlmAsrMultiModalProjector); the middle `widen` x the
+    text width; biased unless the wrapper's `bias` field (its class default `bias_default`) is false."""
+    width = {"width": d, "ffn": ffn}[str(spec["source"])]
+    mid = int(spec.get("widen", 1)) * text_hidden
+    bias_field = spec.get("bias")
+    bias = wrapper.bool(bias_field, bool(spec.get("bias_default", True))) if bias_field else True
+    return width * mid + mid * text_hidden + ((mid + text_hidden) if bias else 0)
 
 
 def _tile_patches(f: Fields) -> int:
@@ -891,6 +920,17 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
             # the language model alone is sized here, and said
             notes.append(f"{key}: not written; the language model alone is sized (transformers would build "
                          f"{raw.get('model_type')}'s default tower)")
+        if sub is None and key == "audio_config" and wrapper_facts.get("_audio_config_type"):
+            # transformers builds the wrapper's default audio tower where none is written (SubConfigSpec's
+            # model_type): counted from that tower's class defaults (its _audio_config_defaults), and said
+            sub = {"model_type": wrapper_facts["_audio_config_type"]}
+            if not (families.get(sub["model_type"]) or {}).get("_audio_config_defaults"):
+                raise Fields(raw, origin).err(key, f"not written: transformers builds {raw.get('model_type')}'s "
+                                                   f"default audio tower ({sub['model_type']}), which has no counting "
+                                                   "convention here; not counted rather than the language model "
+                                                   "alone sized as the whole")
+            notes.append(f"{key}: not written; read as {raw.get('model_type')}'s default audio tower "
+                         f"({sub['model_type']}), which transformers builds")
         if sub is None or sub == "" or sub == []:
             continue
         if not isinstance(sub, dict):
@@ -917,7 +957,8 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         # against them (PaliGemma's and LLaVA-OneVision's write vision_use_head false, which their wrappers'
         # default vision configs hold). The wrapper's default vision config (LlavaConfig's CLIP) only fills what
         # no class default of the tower is known for
-        own_defaults = (own.get("_vision_config_defaults") or {}) if key == "vision_config" else {}
+        own_defaults = (own.get("_vision_config_defaults") or {}) if key == "vision_config" else \
+            (own.get("_audio_config_defaults") or {}) if key == "audio_config" else {}
         wrapper_defaults = (wrapper_facts.get("_vision_config_defaults") or {}) if key == "vision_config" else {}
         defaults = {**wrapper_defaults, **own_defaults}
         taken = [k for k in defaults if k not in sub]
