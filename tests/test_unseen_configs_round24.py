@@ -234,7 +234,8 @@ def test_zaya_hybrid_layers_are_cca_attention_with_a_router_mlp() -> None:
 def test_zaya_router_counts_its_mlp_state_scale_and_balancing_biases() -> None:
     spec = _spec("Zyphra--ZAYA1-8B")
     routers = [layer.ffn.router_params for layer in spec.layers]
-    assert routers[0] == zaya_router(2048, 256, 17, True) == 2048 * 256 + 256 + 256 + 2 * (256 * 256 + 256) + 256 * 17 + 17
+    assert routers[0] == zaya_router(2048, 256, 17, True) == (2048 * 256 + 256 + 256 + 2 * (256 * 256 + 256)
+                                                              + 256 * 17 + 17)
     assert routers[1:] == [zaya_router(2048, 256, 17, False)] * 39
 
 
@@ -260,8 +261,10 @@ def test_zaya_attention_flops_per_decode_token_at_8k_context() -> None:
 
 
 def test_zaya_without_its_class_default_sizes_reads_them() -> None:
-    # ZayaConfig's head_dim 128 (not 2048 / 8), cca_time0 / cca_time1 2, router_hidden_size 256
+    # ZayaConfig's head_dim 128 (not 2048 / 8), 2 KV heads, tied embeddings, cca_time0 / cca_time1 2,
+    # router_hidden_size 256
     cfg = _load("Zyphra--ZAYA1-8B")
-    for field in ("head_dim", "cca_time0", "cca_time1", "router_hidden_size"):
+    for field in ("head_dim", "num_key_value_heads", "tie_word_embeddings", "cca_time0", "cca_time1",
+                  "router_hidden_size"):
         del cfg[field]
     assert count(cfg) == ZAYA1_8B
