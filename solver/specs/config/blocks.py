@@ -108,7 +108,8 @@ class BlockReader(FfnReading):
         self.norms = self._norms_per_layer()
         pair = modality_pair(f, f.first(*EXPERT_COUNT_FIELDS) or EXPERT_COUNT_FIELDS[0])
         self.experts = pair[0] if pair else f.int(*EXPERT_COUNT_FIELDS, default=0, minimum=0)
-        self.zero = f.int("zero_expert_num", default=0, minimum=0)
+        # identity experts: LongCat's zero_expert_num, or the family's fact (ZAYA's skip class, _zero_experts)
+        self.zero = f.int("zero_expert_num", "_zero_experts", default=0, minimum=0)
         self.is_moe = self.experts > 0
         self.state_bytes = self._state_dtype()
         self.notes: list[str] = []  # sizes read by an architecture's convention, for the model's warnings
@@ -284,6 +285,8 @@ class BlockReader(FfnReading):
                 raise f.err("qk_layernorm", f"true: the q / k LayerNorms of model_type {cfg.get('model_type')!r} (one "
                                             "shared over the heads or one per head, with or without a bias: no "
                                             "convention for this family) are not counted")
+        if f.bool("_qk_norm_key_scale"):  # L2 norms without weights, one learned key scale per KV head (ZAYA)
+            qk = "key_scale"
         channel_gate, head_gate = self._output_gates()
         indexer = self.block_sparse_indexer() if kind == "block_sparse" else None
         if kind == "full" and f.has("index_topk"):
@@ -297,7 +300,24 @@ class BlockReader(FfnReading):
                          head_vectors=f.int("_attention_head_vectors", default=0, minimum=0, maximum=64),
                          differential=f.bool("_differential_attention"),
                          channel_vectors=f.int("_attention_channel_vectors", default=0, minimum=0, maximum=8),
-                         indexer=indexer)
+                         indexer=indexer, qk_conv=self.qk_conv(dh),
+                         delayed_v=kv * (dh if dv is None else dv) // 2 if f.bool("_delayed_value_half") else 0)
+
+    def qk_conv(self, head_dim: int) -> tuple[tuple[int, int], ...]:
+        """The causal convolutions over the q / k channels, in order: the family's _qk_conv lists each as [grouping,
+        kernel field], grouping "depthwise" (one input channel a group) or "head" (head_dim a group; ZAYA's
+        conv_qk_depthwise of cca_time0, then conv_qk_grouped of cca_time1)."""
+        f, spec = self.f, self.f.cfg.get("_qk_conv") or ()
+        per_group = {"depthwise": 1, "head": head_dim}
+        out = []
+        for grouping, field in spec:
+            if grouping not in per_group:
+                raise f.err("_qk_conv", f"{grouping!r}: a q / k convolution grouping not counted (known: "
+                                        f"{', '.join(per_group)})")
+            if not f.has(field):
+                raise f.err(field, "missing: it sizes the kernel of the q / k convolution")
+            out.append((f.int(field, minimum=1, maximum=64), per_group[grouping]))
+        return tuple(out)
 
     def block_sparse_indexer(self) -> Indexer:
         """The lightning indexer of a block-sparse layer (layer_types' "minimax_m3_sparse": MiniMaxM3VLIndexer):

@@ -176,7 +176,11 @@ class FfnReading:
                    latent=f.int("moe_latent_size", "routed_expert_hidden_size", default=0, minimum=0),
                    # the family's facts: each routed expert / the shared expert ends in its own RMSNorm (Ergo)
                    expert_out_norm=f.bool("_expert_output_norm"),
-                   shared_out_norm=bool(shared) and f.bool("_shared_expert_output_norm"))
+                   shared_out_norm=bool(shared) and f.bool("_shared_expert_output_norm"),
+                   # the family's router MLP, sized by the field _router_mlp names, and the router state the layers
+                   # after the first add in (ZAYA's router_hidden_size, router_states_scale)
+                   router_mlp=f.int(str(f.cfg["_router_mlp"]), minimum=1) if f.cfg.get("_router_mlp") else 0,
+                   router_state_scale=f.bool("_router_state_from_previous") and slot.index > 0)
 
     def ffns(self, slot: Slot) -> tuple[Block, ...]:
         if slot.ffn is None:

@@ -151,10 +151,12 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
         if len(types) != layers:
             raise f.err(types_field, f"has {len(types)} entries for {layers} layers")
         out: list[str | None] = []
+        # the family's own layer_types names, as the mixer kinds they are (ZAYA's "hybrid": its CCA attention)
+        kinds = {**LAYER_TYPE_MIXER, **(cfg.get("_layer_type_kinds") or {})}
         for i, t in enumerate(types):
-            if t not in LAYER_TYPE_MIXER:
-                raise f.err(types_field, f"unknown entry {t!r} at index {i} (known: {', '.join(LAYER_TYPE_MIXER)})")
-            out.append(LAYER_TYPE_MIXER[t])
+            if t not in kinds:
+                raise f.err(types_field, f"unknown entry {t!r} at index {i} (known: {', '.join(kinds)})")
+            out.append(kinds[t])
         return out, types_field
     flags_field = cfg.get("_sliding_flags")  # the family's list of one flag per layer, 1 a sliding-window layer
     if flags_field is not None and cfg.get(flags_field) is not None:

@@ -30,6 +30,16 @@ picks blocks of keys; Kolibri-1.1's indexed layers, whose selection scores the l
 cache are the indexer's, and the core attends to the selected keys only (at most topk x block plus sinks and local
 keys a query, all of them while the context is shorter), costed as DSA's selection is (the indexer's scoring over
 every cached key or its pool, the gathered entries read per query in prefill).
+
+Convolved q / k projections (`qk_conv`: Compressed Convolutional Attention, arXiv:2510.04476, as transformers'
+ZayaCCAProjection runs it): q_proj's and k_proj's outputs, concatenated ((heads + kv_heads) x head_dim channels), pass
+causal Conv1d's in turn, each (kernel, input channels per group): 1 is depthwise, head_dim groups by head; each
+biased where `qk_conv_bias`. A conv multiplies each of its weights once per token, so its FLOPs are 2 x its weights a
+token, costed with the projections (computed_parts); the residual mixing of q and k around it is elementwise, not
+costed. Each request keeps the last sum(kernel - 1) tokens' q / k channels as a constant conv tail. `delayed_v`: value
+channels (of kv_heads x v_head_dim) projected from the previous token rather than the current one (ZAYA's
+v_proj_delayed): the same weights as a plain v_proj, and a constant state of that many channels a request.
+qk_norm "key_scale": q and k L2-normalised without weights, the keys scaled by one learned value per KV head.
 """
 from __future__ import annotations
 
@@ -78,6 +88,11 @@ class Attention(Block):
     # queries per channel and s_gate scaling the output gate's logits per channel)
     channel_vectors: int = 0
     indexer: Indexer | None = None  # a lightning indexer choosing the keys the core attends to (module docstring)
+    # causal convolutions over the concatenated q / k channels, (kernel, input channels per group) each, and their
+    # biases; value channels projected from the previous token (module docstring: convolved q / k projections)
+    qk_conv: tuple[tuple[int, int], ...] = ()
+    qk_conv_bias: bool = True
+    delayed_v: int = 0
 
     role = "mixer"
     kvp_splits_keys = True
@@ -90,6 +105,8 @@ class Attention(Block):
 
     def label(self) -> str:
         w = f" {'c' if self.chunked else 'w'}{self.window}" if self.window else ""
+        if self.qk_conv:
+            w += " qk-conv " + "+".join(str(kernel) for kernel, _ in self.qk_conv)
         shared = " shared-KV" if self.kv_shared else ""
         idx = ""
         if self.indexer:
@@ -130,6 +147,10 @@ class Attention(Block):
             parts.append(Part("qk_norm", (2 if own_kv else 1) * per_norm, "none"))
         elif self.qk_norm == "layer":
             parts.append(Part("qk_norm", (nh + (nkv if own_kv else 0)) * dh, "none"))
+        elif self.qk_norm == "key_scale":
+            parts.append(Part("qk_norm", nkv, "none"))
+        if self.qk_conv:
+            parts.append(Part("qk_conv", self.qk_conv_params, "tp"))
         if self.sinks:
             parts.append(Part("sinks", nh, "tp"))
         if self.head_gate:
@@ -139,6 +160,26 @@ class Attention(Block):
         if self.head_vectors:  # shared by every head: replicated
             parts.append(Part("head_vectors", self.head_vectors * dh, "none"))
         return tuple(parts)
+
+    @property
+    def conv_channels(self) -> int:
+        """The channels the q / k convolutions run over: every query and key head's."""
+        return (self.heads + self.kv_heads) * self.head_dim if self.qk_conv else 0
+
+    @property
+    def qk_conv_params(self) -> int:
+        c = self.conv_channels
+        return sum(c * per_group * kernel + (c if self.qk_conv_bias else 0) for kernel, per_group in self.qk_conv)
+
+    def conv_state_bytes(self, attn_tp: int) -> float:
+        """One request's constant state on one rank: the q / k conv tail of its heads and the delayed value
+        channels of its KV heads, in the activation dtype."""
+        if not (self.qk_conv or self.delayed_v):
+            return 0.0
+        kv_rank = kv_heads_per_rank(self.kv_heads, attn_tp)
+        tail = sum(kernel - 1 for kernel, _ in self.qk_conv)
+        channels = (math.ceil(self.heads / attn_tp) + kv_rank) * self.head_dim
+        return (tail * channels + self.delayed_v * kv_rank / self.kv_heads) * ACT_BYTES
 
     def shares(self) -> tuple[Share, ...]:
         o = self.o_dim * self.hidden + (self.hidden if self.out_bias else 0)
@@ -155,7 +196,8 @@ class Attention(Block):
         if self.kv_shared:  # the layer it borrows from holds the cache
             return State()
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes, attn_tp), window=self.window,
-                     index_per_token_bytes=self.index_bytes_per_token(kv_bytes, attn_tp))
+                     index_per_token_bytes=self.index_bytes_per_token(kv_bytes, attn_tp),
+                     constant_bytes=self.conv_state_bytes(attn_tp))
 
     def index_bytes_per_token(self, kv_bytes: int, attn_tp: int) -> float:
         """The indexer's cached keys per token on one rank: its own, or its copy of key head 0 (dsa.Indexer)."""

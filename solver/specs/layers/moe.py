@@ -9,6 +9,11 @@ all-reduce carries both (vLLM SharedFusedMoE, SGLang fused shared experts), not 
 TP group is the whole MoE group (EP without attention DP) every rank holds every token: no dispatch or
 combine, one all-reduce of the partial outputs. Prefill's throughput EP kernels cross RDMA once per remote NVLink
 domain a token's experts sit on (rdma_copies_share); decode's low-latency kernels send every token-expert pair.
+
+A router may score through an MLP of its own (`router_mlp`, its width r: transformers' ZayaRouter): down_proj
+hidden -> r with a bias, an RMSNorm of r, two biased r x r layers, out_proj r -> slots without a bias; where
+`router_state_scale`, the previous layer's router state (its down_proj output) is added in, scaled per channel (r
+weights). Each weight multiplies once per token, so the router's FLOPs stay 2 x its weights a token.
 """
 from __future__ import annotations
 
@@ -90,6 +95,8 @@ class MoE(Block):
     # routed experts are; a text token reaches none of it, so it adds weights, not active parameters or compute
     modality_experts: int = 0
     modality_inter: int = 0
+    router_mlp: int = 0  # the width of the router's own MLP (module docstring); 0: one linear hidden -> slots
+    router_state_scale: bool = False  # the previous layer's router state scaled in (router_mlp width weights)
 
     role = "ffn"
     activation_knob = "moe_tp_size"
@@ -100,7 +107,8 @@ class MoE(Block):
         zero = f" + {self.zero_experts} zero" if self.zero_experts else ""
         lat = f" latent {self.latent}" if self.latent else ""
         second = f" + {self.modality_experts} x {self.modality_inter} by modality" if self.modality_experts else ""
-        return f"MoE {self.topk}/{self.experts} x {self.inter}{lat}{extra}{zero}{second}"
+        router = f" router-MLP {self.router_mlp}" if self.router_mlp else ""
+        return f"MoE {self.topk}/{self.experts} x {self.inter}{lat}{extra}{zero}{second}{router}"
 
     @property
     def slots(self) -> int:
@@ -121,7 +129,13 @@ class MoE(Block):
 
     @property
     def router_params(self) -> int:
-        return self.hidden * self.slots + (self.slots if self.router_bias else 0)
+        bias = self.slots if self.router_bias else 0
+        r = self.router_mlp
+        if not r:
+            return self.hidden * self.slots + bias
+        # down_proj (biased), the state scale, the RMSNorm, fc1 / fc2 (biased), out_proj
+        return (self.hidden * r + r + (r if self.router_state_scale else 0) + r + 2 * (r * r + r)
+                + r * self.slots + bias)
 
     @property
     def shared_params(self) -> int:
