@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from hand_counts import REFUSED, UNSEEN, Round, gated, gqa
+from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
+from test_unseen_configs_round9 import whisper_encoder
+from test_unseen_configs_round42 import AF3, GLM_ASR_TIED, MUSIC_FLAMINGO, QWEN2_DEFAULT
 
 DATA = UNSEEN / "round43"
 ROUND = Round(DATA)
@@ -32,3 +36,70 @@ HIGGS_AUDIO_V2 = higgs(128256, 3072, 28, 24, 8, 128, 8192, 8, 1024)
 HIGGS_AS_LLAMA = 2 * 128256 * 3072 + 28 * (gqa(3072, 24, 8, 128) + gated(3072, 8192) + 2 * 3072) + 3072
 
 HAND: dict[str, int] = {}
+ACTIVE: dict[str, tuple[int, float | None]] = {}
+PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
+KV_BYTES_PER_TOKEN: dict[str, int] = {}
+
+# ------------------------------------------------------------------ refused this round: one line each (class defaults)
+REFUSALS: dict[str, str] = {
+    "bosonai--higgs-audio-v2-generation-3B-base": r"model_type: 'higgs_audio_v2': a DualFFN decoder",
+    "kmhf--hf-moshika": r"model_type: 'moshi': a temporal decoder over num_codebooks audio-code tables",
+    "kyutai--stt-2.6b-en-trfs": r"model_type: 'kyutai_speech_to_text': num_codebooks x codebook_vocab_size",
+    "microsoft--VibeVoice-ASR-HF": r"model_type: 'vibevoice_asr': acoustic and semantic VibeVoice tokenizer encoders",
+}
+
+
+# ------------------------------------------------------------------ reading rules added this round
+@pytest.mark.parametrize("name, keys", [
+    ("kmhf--hf-moshika", ["depth_decoder_config", "audio_encoder_config"]),
+    ("kyutai--stt-2.6b-en-trfs", ["codec_config"]),
+    ("microsoft--VibeVoice-ASR-HF", ["acoustic_tokenizer_encoder_config", "semantic_tokenizer_encoder_config"]),
+])
+def test_speech_model_whose_class_builds_its_sub_configs_is_refused_with_them_left_out(name: str,
+                                                                                      keys: list[str]) -> None:
+    # Before this round: Moshi 11,268,263,936, Kyutai-STT 4,143,781,888 (each its temporal decoder read as a plain
+    # one), VibeVoice-ASR 12,049,846,272 (the Qwen2 text alone), each with no note of what was left out
+    cfg = ROUND.load(name, REFUSED)
+    for key in keys:
+        del cfg[key]
+    with pytest.raises(InputError, match=REFUSALS[name]):
+        parse_model_config(cfg, "x")
+
+
+def test_higgs_audio_v2_is_refused_not_read_as_a_plain_llama() -> None:
+    # Before this round: 3,606,752,256 (HIGGS_AS_LLAMA: one MLP a layer, a text head), the hand count 5,377,182,720
+    assert HIGGS_AS_LLAMA == 3_606_752_256 and HIGGS_AUDIO_V2 == 5_377_182_720
+    with pytest.raises(InputError, match=REFUSALS["bosonai--higgs-audio-v2-generation-3B-base"]):
+        parse_model_config(ROUND.load("bosonai--higgs-audio-v2-generation-3B-base", REFUSED), "x")
+
+
+@pytest.mark.parametrize("name, total", [("round42/nvidia--audio-flamingo-3-hf", AF3),
+                                         ("round42/nvidia--music-flamingo-2601-hf", MUSIC_FLAMINGO),
+                                         ("round42/zai-org--GLM-ASR-Nano-2512", GLM_ASR_TIED)])
+def test_text_config_not_written_is_the_wrappers_default_language_model_and_said(name: str, total: int) -> None:
+    # Before this round: refused on "hidden_size: missing" (the wrapper's top level read as the language model).
+    # GLM-ASR's default text config is tied by the wrapper's tie_word_embeddings true (no text_config to disagree)
+    cfg = Round(UNSEEN).load(name)
+    del cfg["text_config"]
+    spec = parse_model_config(cfg, "x")
+    assert count(cfg) == total
+    assert any(w.startswith("text_config: not written; read as") for w in spec.warnings)
+
+
+def test_qwen2_audio_without_text_config_counts_qwen2s_defaults_beside_its_tower() -> None:
+    # Qwen2AudioConfig builds Qwen2Config() (SubConfigSpec model_type qwen2): round 9's file with its text_config
+    # dropped (and the wrapper's unread top-level vocab_size with it) counts Qwen2Config()'s 12,049,846,272 beside round
+    # 9's Whisper tower and one biased 1280 -> 4096 projector. Before this round: refused on "hidden_size: missing"
+    cfg = Round(UNSEEN).load("round9/Qwen--Qwen2-Audio-7B-Instruct")
+    del cfg["text_config"], cfg["vocab_size"]
+    assert count(cfg) == QWEN2_DEFAULT + whisper_encoder(1280, 32, 5120) + lin(1280, 4096, True)
+
+
+def test_a_wrapper_top_level_field_with_no_text_config_is_named_not_dropped() -> None:
+    # Qwen2-Audio's file writes vocab_size 156032 at the top level too; with no text_config the language model is
+    # Qwen2Config()'s 151936, so the top-level one would be dropped unread: one line naming it
+    cfg = Round(UNSEEN).load("round9/Qwen--Qwen2-Audio-7B-Instruct")
+    del cfg["text_config"]
+    with pytest.raises(InputError, match=r"vocab_size: given at the top level \(156032\) but the language model is read "
+                                         r"from text_config"):
+        parse_model_config(cfg, "x")
