@@ -10,7 +10,7 @@ import pytest
 from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
-from test_unseen_configs_round9 import whisper_encoder
+from test_unseen_configs_round9 import HAND as ROUND9, whisper_encoder
 from test_unseen_configs_round42 import AF3, GLM_ASR_TIED, MUSIC_FLAMINGO, QWEN2_DEFAULT
 
 DATA = UNSEEN / "round43"
@@ -100,6 +100,13 @@ def test_a_wrapper_top_level_field_with_no_text_config_is_named_not_dropped() ->
     # Qwen2Config()'s 151936, so the top-level one would be dropped unread: one line naming it
     cfg = Round(UNSEEN).load("round9/Qwen--Qwen2-Audio-7B-Instruct")
     del cfg["text_config"]
-    with pytest.raises(InputError, match=r"vocab_size: given at the top level \(156032\) but the language model is read "
-                                         r"from text_config"):
+    with pytest.raises(InputError, match=r"vocab_size: the top level says 156032 and text_config.vocab_size says 151936"):
         parse_model_config(cfg, "x")
+
+
+def test_voxtral_without_text_config_reads_its_top_level_sizes_agreeing_with_the_built_default() -> None:
+    # VoxtralConfig builds LlamaConfig with its init_kwargs (3072 x 30, GQA 32 / 8 x 128, 8192, 131072 rows); round 9's
+    # file also writes hidden_size 3072 and vocab_size 131072 at the top level, which agree: the same total as written
+    cfg = Round(UNSEEN).load("round9/mistralai--Voxtral-Mini-3B-2507")
+    del cfg["text_config"]
+    assert count(cfg) == ROUND9["mistralai--Voxtral-Mini-3B-2507"]

@@ -412,7 +412,9 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     positions = position_encoding(f, layers, outside["position_embeddings"], _family_defaults(),
                                   (model_type, wrapper_type))
     if prefix:  # before check_unread, which looks at every key left
-        _wrapper_fields_read_nested(raw, text, prefix, set(cfg.looked_up), origin,
+        # a text config transformers builds from the class defaults holds those defaults: a top-level field agreeing
+        # with one is read (Voxtral's hidden_size 3072), one differing is dropped unread and named
+        _wrapper_fields_read_nested(raw, defaulted if text_built else text, prefix, set(cfg.looked_up), origin,
                                     defaulted.get("_wrapper_own_fields"), warnings)
     read = [k for k in from_wrapper if k in cfg.looked_up]
     if read:
