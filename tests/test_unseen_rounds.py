@@ -1,5 +1,5 @@
 """The checks every round of configs outside the catalog shares (tests/test_unseen_configs_{multi2,
-round4..round42}.py hold each round's hand counts, published figures and reading rules): every file has a hand
+round4..round43}.py hold each round's hand counts, published figures and reading rules): every file has a hand
 count, counts to it exactly, lies within 1% of a precisely published total, activates its hand count within 2% of
 the card, holds the hand-computed K/V bytes per token (a round's KV_BYTES_PER_TOKEN), and inspects and solves end
 to end on 8 H100s under vLLM (16 where a round's SOLVE_CARDS says so)."""
@@ -48,6 +48,7 @@ import test_unseen_configs_round39 as round39
 import test_unseen_configs_round40 as round40
 import test_unseen_configs_round41 as round41
 import test_unseen_configs_round42 as round42
+import test_unseen_configs_round43 as round43
 from hand_counts import REFUSED
 from solver.cli.main import main
 from solver.errors import InputError
@@ -66,7 +67,8 @@ ROUNDS = {"multi2": multi2, "round4": round4, "round5": round5, "round6": round6
           "round30": round30, "round31": round31,
           "round32": round32, "round33": round33, "round34": round34, "round35": round35,
           "round36": round36, "round37": round37, "round38": round38, "round39": round39,
-          "round40": round40, "round41": round41, "round42": round42}
+          "round40": round40, "round41": round41, "round42": round42,
+          "round43": round43}
 
 
 def _cases(table: str) -> list[tuple[str, str]]:
