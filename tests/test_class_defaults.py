@@ -213,3 +213,47 @@ def test_mllama_text_config_leaving_cross_attention_layers_out_has_the_class_s_e
     # MllamaTextConfig.__post_init__: [3, 8, 13, 18, 23, 28, 33, 38] (before: no cross-attention layer)
     spec = _nested(UNSEEN / "meta-llama--Llama-3.2-11B-Vision-Instruct.json", "cross_attention_layers")
     assert _kinds(spec) == {"GQA": 32, "CrossAttn": 8}
+
+
+@pytest.mark.parametrize("path, nested, kinds", [
+    # MiniMaxConfig.__post_init__: full at even i, linear at odd (the released list is 7 linear : 1 full)
+    (UNSEEN / "round10" / "MiniMaxAI--MiniMax-Text-01-hf.json", False, {"GQA": 40, "Lightning": 40}),
+    # Lfm3Config.__post_init__: full at i % 4 == 2, sliding at i % 4 == 0 but layer 0, conv elsewhere: the
+    # released list's 13 conv + 6 full + 5 sliding
+    (UNSEEN / "round34" / "LiquidAI--LFM3-1.7B.json", False, {"ShortConv": 13, "GQA": 6, "SWA": 5}),
+    (UNSEEN / "round34" / "LiquidAI--LFM3-VL-2B.json", True, {"ShortConv": 13, "GQA": 6, "SWA": 5}),
+])
+def test_layer_types_left_out_are_the_family_s_layer_types_default(path: Path, nested: bool,
+                                                                   kinds: dict[str, int]) -> None:
+    # before: refused, the layers read as attention beside the conv / linear-attention fields
+    assert _kinds(_nested(path, "layer_types") if nested else _read(path, "layer_types")) == kinds
+
+
+def test_num_hidden_layers_left_out_beside_layer_types_of_the_class_default_s_length_counts() -> None:
+    # GptOssConfig's 36 = gpt-oss-120b's 36 layer_types entries (before: refused naming num_hidden_layers)
+    assert count_params(_read(GPT_OSS, "num_hidden_layers")).total == count_params(_read(GPT_OSS)).total
+
+
+@pytest.mark.parametrize("drop", ["linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                                  "linear_value_head_dim"])
+def test_olmo_hybrid_linear_sizes_left_out_are_derived_as_the_class_does(drop: str) -> None:
+    # OlmoHybridConfig: key / value heads = num_attention_heads (30), key dim int(0.75 x 3840 / 30) = 96, value dim
+    # 2 x 96 = 192, the released values (before: refused naming the field)
+    path = UNSEEN / "round24" / "allenai--Olmo-Hybrid-7B.json"
+    assert count_params(_read(path, drop)).total == count_params(_read(path)).total == 7_430_870_688
+
+
+def test_dory_n_recurrent_layers_left_out_is_the_layers_between_input_and_output() -> None:
+    # DoryConfig: num_hidden_layers - n_input_layers - n_output_layers = 72 - 16 - 16 = 40 as written (20 stored
+    # layers once halved); before: refused naming n_recurrent_layers
+    path = UNSEEN / "round27" / "nvidia--NVIDIA-Nemotron-Labs-Dory1.0-4B-BF16.json"
+    assert count_params(_read(path, "n_recurrent_layers")).total == count_params(_read(path)).total == 3_975_229_440
+
+
+def test_llama_head_dim_left_out_is_hidden_floor_divided_by_the_heads() -> None:
+    # LlamaConfig: hidden_size // num_attention_heads = 1792 // 24 = 74 (kanana-nano writes 128); before: refused,
+    # 24 heads not dividing 1792
+    path = UNSEEN / "round20" / "kakaocorp--kanana-nano-2.1b-instruct.json"
+    spec = _read(path, "head_dim")
+    assert spec.layers[0].mixer.head_dim == 74
+    assert count_params(spec).total == count_params(_read(path, head_dim=74)).total == 1_888_798_464

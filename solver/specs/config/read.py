@@ -11,6 +11,7 @@ from typing import Any
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
 from solver.specs.config.decoder_only import refuse_non_decoder
+from solver.specs.config.derived import derive_defaults
 from solver.specs.config.encoders import ENCODER_KEYS, TOWER_FACTS, image_tokens, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
 from solver.specs.config.module_names import model_modules
@@ -172,11 +173,20 @@ def _layer_count_field(f: Fields) -> str:
     return f.first(*_LAYER_COUNT_FIELDS) or "num_hidden_layers"
 
 
-def _layer_count(f: Fields) -> int:
+def _layer_count(f: Fields, supplied: set[str] | frozenset[str] = frozenset()) -> int:
+    types = f.cfg.get("layer_types")
+    if "num_hidden_layers" in supplied and isinstance(types, list) and types and "layer_types" not in supplied:
+        # left out beside a written layer_types: the class takes its default (the family line's), and
+        # validate_layer_type refuses a list of another length
+        n = f.int("num_hidden_layers", maximum=MAX_LAYERS)
+        if n != len(types):
+            raise f.err("num_hidden_layers", f"missing beside layer_types' {len(types)} entries: the class's default "
+                                             f"{n} is taken, and transformers refuses a layer_types list of another "
+                                             "length; write num_hidden_layers")
     for key in _LAYER_COUNT_FIELDS:
         if f.has(key):
             return f.int(key, maximum=MAX_LAYERS)
-    if isinstance(f.cfg.get("layer_types"), list) and f.cfg["layer_types"]:
+    if isinstance(types, list) and types:
         # the class builds its own num_hidden_layers default and refuses a layer_types of another length
         # (PreTrainedConfig.validate_layer_type), so the list's length is no layer count for a config leaving it out
         raise f.err("num_hidden_layers", f"missing beside layer_types' {len(f.cfg['layer_types'])} entries: the "
@@ -256,6 +266,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     text_built = prefix == "text_config." and "text_config" not in raw
     from_wrapper: list[str] = []  # fields the nested config leaves to the wrapper's default text config
     defaulted, known = _apply_defaults(text, wrapper_type, nested=text is not raw, taken=from_wrapper)
+    derive_defaults(defaulted)  # what the family's class derives from the other fields (its __post_init__)
     # what the family's line (or the wrapper's default text config) supplied, not the config: an unread one of them
     # drops nothing the user gave (Llama-4's shared-expert count in a dense Llama-Guard-4)
     supplied = {k for k, v in defaulted.items() if text.get(k) is None and v is not None}
@@ -293,7 +304,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         # ChatGLM: the table holds the padded vocabulary; a config with neither is told the usual name
         # OLMo-1's layout: wte / ff_out hold embedding_size rows (vocab_size padded up; the family's fact names it)
         vocab = f.int(str(cfg.get("_padded_vocab_field") or "padded_vocab_size"), "vocab_size", missing="vocab_size")
-        n_layers = _layer_count(f)
+        n_layers = _layer_count(f, supplied)
         passes = read_passes(f)  # a looped stack: the reader builds the stored layers, lay_out the passes
         if passes is not None:
             check_layer_count(f, passes, n_layers, _layer_count_field(f))

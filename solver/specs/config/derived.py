@@ -1,0 +1,59 @@
+"""Defaults a family's configuration class derives from the config's other fields (its __post_init__), as data on
+the family's line, applied where the config leaves the field out:
+  _derived: {FIELD: EXPR}      EXPR an arithmetic expression over the config's fields (names, numbers, + - * / //,
+                               int()), in the line's order so that one may read another (OlmoHybridConfig:
+                               linear_key_head_dim int(0.75 * hidden_size / linear_num_key_heads)); a name the config
+                               and the line both leave out leaves FIELD out (the reader then names it as missing)
+  _layer_types_default: {cycle, first}  layer_types built over num_hidden_layers: layer i is cycle[i % len], layer 0
+                               `first` where given (Lfm3Config: conv, conv, full, conv, sliding, ...; MiniMaxConfig)
+"""
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Any
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+        ast.FloorDiv: operator.floordiv}
+
+
+def _eval(node: ast.expr, fields: dict[str, Any]) -> Any:
+    """The value of EXPR, or None where a name it reads is not a number in `fields`."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name):
+        v = fields.get(node.id)
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        a, b = _eval(node.left, fields), _eval(node.right, fields)
+        if a is None or b is None or (isinstance(node.op, (ast.Div, ast.FloorDiv)) and b == 0):
+            return None
+        return _OPS[type(node.op)](a, b)
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int"
+            and len(node.args) == 1 and not node.keywords):
+        v = _eval(node.args[0], fields)
+        return None if v is None else int(v)
+    raise ValueError(f"unsupported expression {ast.unparse(node)!r}")
+
+
+def derive_defaults(cfg: dict[str, Any]) -> list[str]:
+    """Fill, in place, the fields the family's class derives and the config leaves out (None); returns their names."""
+    out: list[str] = []
+    for field, expr in (cfg.get("_derived") or {}).items():
+        if cfg.get(field) is not None:
+            continue
+        value = _eval(ast.parse(str(expr), mode="eval").body, cfg)
+        if value is not None:
+            cfg[field] = value
+            out.append(field)
+    rule = cfg.get("_layer_types_default")
+    layers = cfg.get("num_hidden_layers")
+    if rule and cfg.get("layer_types") is None and isinstance(layers, int) and not isinstance(layers, bool) \
+            and layers > 0:
+        cycle = list(rule["cycle"])
+        types = [cycle[i % len(cycle)] for i in range(layers)]
+        if rule.get("first") is not None:
+            types[0] = rule["first"]
+        cfg["layer_types"] = types
+        out.append("layer_types")
+    return out
