@@ -123,9 +123,10 @@ def test_a_model_without_hyper_connections_keeps_one_stream():
 # q_a_norm, q_b_proj, kv_proj, kv_norm, sinks) + o_a/o_b 184,549,376 + MoE 25,435,963,392 (384 experts, shared,
 # router) + norms 14,336 + attn_hc/ffn_hc 1,376,310; HCA compressor 7,406,080; CSA compressor 14,687,744 + indexer
 # 16,712,832 (wq_b, weights_proj, its compressor: no wk); final norm 7168; hc_head 114,693. Sum 1,572,997,179,491,
-# + e_score_correction_bias 384 on every layer (the reader's router; the 3 hash layers hold tid2eid instead: 1,152
-# over) = 1,572,997,202,915.
-V4_PRO_TOTAL = 1_572_997_202_915
+# + e_score_correction_bias 384 on each of the 58 score-routed layers (the 3 hash layers, num_hash_layers, hold a
+# tid2eid table instead; counted there until stop 37: 1,152 over) = 1,572,997,201,763, transformers 5.25.0's
+# meta-device count with its router-bias buffers (tests/data/transformers_oracle.tsv).
+V4_PRO_TOTAL = 1_572_997_201_763
 
 
 def test_mhc_head_weights_are_m_by_m_hidden_plus_bias_and_scale(v4):

@@ -40,7 +40,9 @@ def mimo_attention(kv: int, sinks: bool) -> int:
 
 
 MIMO_EXPERT = gated(4096, 2048)
-MIMO_MOE = 256 * MIMO_EXPERT + 256 * 4096
+# the router 256 x 4096 and its score-correction bias of 256 (a persistent buffer, in the checkpoint: transformers
+# 5.25.0's count, stop 37)
+MIMO_MOE = 256 * MIMO_EXPERT + 256 * 4096 + 256
 MIMO_LAYERS = (9 * mimo_attention(4, False) + 39 * mimo_attention(8, True) + gated(4096, 16384) + 47 * MIMO_MOE
                + 48 * 2 * 4096)
 MIMO = 2 * 152576 * 4096 + MIMO_LAYERS + 4096

@@ -51,7 +51,7 @@ HUNYUAN_OCR = HUNYUAN_OCR_TEXT + hunyuan_tower(1152, 27, 4304, 16, 2048, 2, 1024
 # full-rank output gate g_proj 2560 -> 4096. MLA (BailingHybridAttention, q_lora_rank null): q_proj 2560 -> 32 x
 # (128 + 64), kv_a_proj_with_mqa 2560 -> 512 + 64, kv_a_layernorm (512), kv_b 512 -> 32 x (128 + 128), o_proj
 # 32 x 128 -> 2560, a head-wise output gate g_proj 2560 -> 32. Layers 0-1 a dense gated MLP of 6144, the rest a MoE
-# of 512 experts of 768 (gate_up fused, down), a router 512 x 2560 (e_score_correction_bias is a buffer), one shared
+# of 512 experts of 768 (gate_up fused, down), a router 512 x 2560 and its e_score_correction_bias (a persistent buffer), one shared
 # expert of 768; two RMSNorms a layer; untied. The num_mtp_layers layer after the stack is dropped at load
 # (_keys_to_ignore_on_load_unexpected): not counted
 def kda(h: int, heads: int, d: int, kernel: int) -> int:
@@ -67,7 +67,8 @@ def gated_mla(h: int, heads: int, kv_rank: int, nope: int, rope: int, v: int) ->
 def ling3(vocab: int, h: int, layers: int, group: int, dense: int, inter: int, experts: int, moe: int) -> int:
     full = layers // group
     mixers = full * gated_mla(h, 32, 512, 128, 64, 128) + (layers - full) * kda(h, 32, 128, 4)
-    sparse = experts * gated(h, moe) + lin(h, experts) + gated(h, moe)
+    # experts, the router and its e_score_correction_bias (a persistent buffer, in the checkpoint: stop 37), the shared one
+    sparse = experts * gated(h, moe) + lin(h, experts) + experts + gated(h, moe)
     return 2 * vocab * h + mixers + dense * gated(h, inter) + (layers - dense) * sparse + layers * 2 * h + h
 
 

@@ -40,6 +40,11 @@ def modality_pair(f: Fields, name: str) -> tuple[int, int] | None:
     return text, vision
 
 
+def _hash_routed(f: Fields, i: int) -> bool:
+    """Whether layer i is one of the first num_hash_layers, whose experts a token-id table picks."""
+    return i < f.int("num_hash_layers", default=0, minimum=0)
+
+
 def ffn_mult_width(mult: float, hidden: int) -> int:
     """DeciLM / Nemotron-NAS: int(2 x ffn_mult x hidden / 3) rounded up to a multiple of 256."""
     width = int(2 * mult * hidden / 3)
@@ -164,7 +169,11 @@ class FfnReading:
         router_bias = (str(f.cfg.get("topk_method", "")) == "noaux_tc" or f.bool("use_routing_bias")
                        or f.bool("moe_use_aux_free") or f.bool("use_expert_bias")
                        or f.bool("moe_router_enable_expert_bias") or f.bool("_router_bias"))
-        if f.cfg.get("_router_bias") is False:  # the family keeps the correction bias as a buffer (MiMo-V2-Flash)
+        if f.cfg.get("_router_bias") is False:  # the family's router holds no correction bias
+            router_bias = False
+        # a hash-routed layer picks its experts from a token-id table, not by scores: no correction bias there
+        # (DeepSeek-V4's first num_hash_layers: DeepseekV4HashRouter holds the gate and a tid2eid table only)
+        if router_bias and _hash_routed(f, i):
             router_bias = False
         # the second set per MoE layer, [1] of the pairs (ERNIE-4.5-VL's vision experts), with its own router
         counts = modality_pair(f, f.first(*EXPERT_COUNT_FIELDS) or EXPERT_COUNT_FIELDS[0])
