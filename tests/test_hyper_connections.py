@@ -179,3 +179,22 @@ def test_mhc_head_is_costed_once_a_token_with_the_head(v4):
     assert head.flops == 8192 * (3 * mh + 2 * 4 * mh + 2 * mh)  # norm, map, collapse: 372,736 a token
     assert head.bytes == 8192 * 5 * 7168 * 2 + 114_693 * 4  # streams read, hidden written; the fp32 map once
     assert head.overhead_s == pytest.approx(f.kernel_overhead_s)
+
+
+def test_each_mtp_draft_pass_runs_its_modules_mhc_head(v4):
+    # the MTP module holds its own hc_head (test_each_mtp_module_holds_its_own_mhc_head): every draft pass collapses
+    # its one token per sequence with it before the shared LM head, as the main pass does
+    hw = load_hardware("b200_sxm")
+    f = factors_for(hw, load_framework("vllm").efficiency_for(hw))
+    pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+    w = Work("decode", new_tokens=48, context=4096, sequences=16, logits_tokens=48)
+    step = step_cost(v4, hw, pc, resolve_precision(v4, hw), f, w, mtp_layers=2)
+    (draft,) = [o for o in step.ops if o.name == "mtp_hc_head"]
+    mh = 4 * 7168
+    assert draft.module == "lm_head"
+    assert draft.flops == 2 * 16 * (3 * mh + 2 * 4 * mh + 2 * mh)  # two passes of 16 tokens
+    assert draft.bytes == 2 * (16 * 5 * 7168 * 2 + 114_693 * 4)  # the fp32 map read again each pass
+    assert draft.overhead_s == pytest.approx(2 * f.kernel_overhead_s)
+    no_head = replace(_plain(v4), hyper_head=0)
+    assert not [o for o in step_cost(no_head, hw, pc, resolve_precision(v4, hw), f, w, mtp_layers=2).ops
+                if o.name == "mtp_hc_head"]

@@ -13,6 +13,7 @@ hidden 2048, 32 query heads and 4 KV heads of head_dim 128, 128 experts (8 activ
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -176,6 +177,28 @@ def test_prefill_cp_rocm_csa_only(tmp_path) -> None:
     assert code == 1 and _violated(out, "C.prefill_cp_rocm_csa_only")
     code, out = _check(tmp_path, "qwen3-235b-a22b-fp8", pc)
     assert code == 0 and not _violated(out, "C.prefill_cp_rocm_csa_only"), out["violations"]
+
+
+def test_a_device_stating_no_platform_says_the_platform_rules_were_not_applied(tmp_path) -> None:
+    """The same MI355X without its `platform:` line reads every on_<platform> flag false: the ROCm refusal above
+    cannot fire, and check, launch and solve say so, naming the rule, instead of passing it silently."""
+    text = (Path(__file__).parents[1] / "hardware" / "mi355x.yaml").read_text()
+    assert "platform: rocm\n" in text
+    device = tmp_path / "my_mi355x.yaml"
+    device.write_text(text.replace("platform: rocm\n", "").replace("name: mi355x", "name: my_mi355x"))
+    pc = {"attn_tp_size": 4, "cp_size": 2, "moe_tp_size": 8, "embed_tp_size": 8, "lmhead_tp_size": 8}
+    code, out = _check(tmp_path, "qwen3-235b-a22b-fp8", pc, hardware=str(device))
+    said = "my_mi355x states no platform"
+    assert code == 0 and not _violated(out, "C.prefill_cp_rocm_csa_only")
+    assert [n for n in out["notes"] if said in n and "C.prefill_cp_rocm_csa_only" in n]
+    r = CliRunner().invoke(main, ["launch", _dep(tmp_path, "qwen3-235b-a22b-fp8", pc, hardware=str(device))])
+    assert r.exit_code == 0 and said in r.stdout
+    r = CliRunner().invoke(main, ["solve", "qwen3-30b-a3b", "--hardware", str(device), "--cards", "8",
+                                  "--framework", "sglang", "--top", "1", "--format", "json"])
+    assert r.exit_code == 0 and [n for n in json.loads(r.stdout)["input_notes"] if said in n]
+    # a device that states its platform, or an engine without platform rules, has nothing to say
+    code, out = _check(tmp_path, "qwen3-30b-a3b", CP2)
+    assert not [n for n in out["notes"] if "states no platform" in n]
 
 
 def test_a_valid_cp_configuration_checks_clean(tmp_path) -> None:

@@ -134,7 +134,7 @@ def step_cost(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisio
     step = StepCost(overhead_s=f.step_overhead_s)
     for ops, comms, n, draft in step_items(model, hw, pc, prec, f, w, mtp_layers, attention_only, modules):
         if draft:
-            step.ops += [replace(o.scaled(n), name="mtp_lm_head") for o in ops]
+            step.ops += [replace(o.scaled(n), name=f"mtp_{o.name}") for o in ops]
             step.comms += [c.scaled(n, prefix="mtp_") for c in comms]
         else:
             step.ops += [o.scaled(n) for o in ops]

@@ -237,10 +237,16 @@ def selected_blocks(model: ModelSpec, mtp_layers: int, attention_only: bool, mod
     return out
 
 
+# the head ops a draft pass runs: each MTP module collapses its hyper-connection streams with its own head
+# (params.py: SGLang's DeepseekV4ModelNextN hc_head) before the shared LM head
+DRAFT_HEAD_OPS = ("hc_head", "lm_head")
+
+
 def draft_records(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work
                    ) -> tuple[list[OpCost], list[CommCost]]:
-    """One MTP draft pass's LM head: one token per sequence."""
+    """One MTP draft pass's LM head: one token per sequence, through the MTP module's own hyper-connection head
+    first where the model has one (DRAFT_HEAD_OPS)."""
     dw = Work("decode", new_tokens=w.sequences, context=w.context, sequences=w.sequences,
               logits_tokens=w.sequences, busy_replicas=w.busy_replicas)
-    return ([o for o in head_ops(model, hw, pc, prec, f, dw) if o.name == "lm_head"],
+    return ([o for o in head_ops(model, hw, pc, prec, f, dw) if o.name in DRAFT_HEAD_OPS],
             [c for c in head_comms(model, hw, pc, f, dw) if c.module == "lm_head"])

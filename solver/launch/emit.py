@@ -24,7 +24,7 @@ from solver.errors import InputError
 from solver.specs.dtypes import number_format
 from solver.specs.framework import KNOB_NAMES, FrameworkProfile
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
-from solver.specs.rule_env import device_facts, model_env
+from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
 from solver.specs.launch_spec import DISAGG_ROLES, LaunchArg
 from solver.specs.model import ModelSpec
@@ -259,9 +259,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     }
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
     notes, unspelled = _formats(fw, args, base, skip, inputs, checkpoint_own(model, inputs))
-    placed = placement_note(hw, fw, world)
-    if placed:
-        notes.append(placed)
+    notes += [n for n in (placement_note(hw, fw, world), unstated_platform_note(hw, fw)) if n]
     trust = _trust_note(fw, model, args)
     if trust:
         notes.append(trust)

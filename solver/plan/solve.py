@@ -34,7 +34,7 @@ from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
-from solver.specs.rule_env import device_facts, model_env
+from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
 from solver.specs.scenario import Scenario
 
 
@@ -404,8 +404,8 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
             result.edge_note = sla_edge_note(edge, last, scenario) + (
                 f"; candidates the SLAs stop at a power run more at their own SLA edge: {', '.join(own)} "
                 "(--concurrency N plans one there)" if own else "")
-    placed = placement_note(hw, fw, world)
-    result.input_notes = (*input_notes(model, hw, prec, max_len=scenario.max_seq_len), *([placed] if placed else []))
+    device = [n for n in (placement_note(hw, fw, world), unstated_platform_note(hw, fw)) if n]
+    result.input_notes = (*input_notes(model, hw, prec, max_len=scenario.max_seq_len), *device)
     if explain_binding:
         result.binding = binding_constraints(planner, chosen[0])
     pruned: dict[str, list[str]] = {}

@@ -12,7 +12,7 @@ from solver.space.domains import TP_KNOBS, cross_node_tp, pp_fits_nodes, straddl
 from solver.space.placement import as_launched, placement_note
 from solver.rank.kv_split import decode_cp_note, kv_share_warning
 from solver.specs.framework import FrameworkProfile
-from solver.specs.rule_env import device_facts, model_env
+from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_problems
@@ -111,9 +111,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
     # the nodes as the engine's launch uses them (an equal share of part-filled ones): the rules, the estimate
     # and the placement checks read that; the note names it
     hw = as_launched(hw, fw, pc.world_size)
-    placed = placement_note(hw, fw, pc.world_size)
-    if placed:
-        r.notes.append(placed)
+    r.notes += [n for n in (placement_note(hw, fw, pc.world_size), unstated_platform_note(hw, fw)) if n]
     r.violations["A"] += model_problems(model, pc, fw)
     env = model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=wl.sequences, mtp=mtp)
     model_lines = [set(re.findall(r"[a-z_]+", line)) for line in r.violations["A"]]

@@ -11,6 +11,7 @@ from solver.specs.knobs import KNOBS as KNOB_NAMES
 from solver.specs.knobs import FOLLOWS, SETTINGS
 
 if TYPE_CHECKING:
+    from solver.specs.framework import FrameworkProfile
     from solver.specs.hardware import Hardware
     from solver.specs.model import ModelSpec
 
@@ -109,6 +110,18 @@ def model_env(config: Mapping[str, int], model: "ModelSpec", ranks_per_node: int
 def device_facts(hw: "Hardware") -> dict:
     """The rule_env arguments a device gives: its ranks per node and its platform."""
     return dict(ranks_per_node=hw.ranks_per_node, platform=hw.platform)
+
+
+def unstated_platform_note(hw: "Hardware", fw: "FrameworkProfile") -> str | None:
+    """A device that states no platform reads every on_<platform> flag false, so the engine's rules limited to a
+    platform hold on it unchecked: said, with what would check them; None where none is left unchecked."""
+    if hw.platform is not None:
+        return None
+    unread = [r.id for r in fw.rules if r.names & set(PLATFORM_FLAGS)]
+    if not unread:
+        return None
+    return (f"{hw.name} states no platform ({', '.join(PLATFORMS)}): {fw.name}'s rules limited to one "
+            f"({', '.join(unread)}) were not applied; set `platform:` in the device file to apply them")
 
 
 def model_facts(model: "ModelSpec") -> dict:
