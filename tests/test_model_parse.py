@@ -121,8 +121,9 @@ def test_gpt2_style_n_inner_unset_is_four_x_hidden_with_a_note() -> None:
 
 
 def test_heads_not_dividing_hidden_without_head_dim_is_an_error() -> None:
+    # a family of no line: nothing says how its class sizes the heads (llama's line floors, as LlamaConfig does)
     cfg = _config("meta-llama--Meta-Llama-3.1-8B")
-    cfg.update(num_attention_heads=30, num_key_value_heads=10)
+    cfg.update(num_attention_heads=30, num_key_value_heads=10, model_type="acme_lm")
     assert "head_dim" not in cfg
     with pytest.raises(InputError, match="does not divide hidden_size"):
         parse_model_config(cfg, "x")
