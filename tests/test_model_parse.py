@@ -422,3 +422,11 @@ def test_a_wrapper_default_text_config_sizes_only_a_nested_config_of_its_class()
     mistral = {"model_type": "mistral", "vocab_size": 32064}  # MistralConfig()'s sizes, from the mistral line
     spec = parse_model_config(_llava_with_text(mistral), "llava-mistral")
     assert (spec.hidden_size, len(spec.layers)) == (4096, 32)
+
+
+@pytest.mark.parametrize("value", [["qwen3"], {"type": "olmo"}, 3])
+def test_a_qk_norm_layout_that_is_not_a_string_is_refused_naming_the_field(value: Any) -> None:
+    cfg = _config("meta-llama--Meta-Llama-3.1-8B")
+    cfg["qk_norm_type"] = value
+    with pytest.raises(InputError, match=r"qk_norm_type: must be a string"):
+        parse_model_config(cfg, "x")
