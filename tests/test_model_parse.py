@@ -121,8 +121,9 @@ def test_gpt2_style_n_inner_unset_is_four_x_hidden_with_a_note() -> None:
 
 
 def test_heads_not_dividing_hidden_without_head_dim_is_an_error() -> None:
+    # a family of no line: nothing says how its class sizes the heads (llama's line floors, as LlamaConfig does)
     cfg = _config("meta-llama--Meta-Llama-3.1-8B")
-    cfg.update(num_attention_heads=30, num_key_value_heads=10)
+    cfg.update(num_attention_heads=30, num_key_value_heads=10, model_type="acme_lm")
     assert "head_dim" not in cfg
     with pytest.raises(InputError, match="does not divide hidden_size"):
         parse_model_config(cfg, "x")
@@ -399,4 +400,33 @@ def test_mlp_only_layers_that_is_not_a_list_is_refused_even_when_falsy(value: An
     cfg = _config("Qwen--Qwen3-30B-A3B")
     cfg["mlp_only_layers"] = value
     with pytest.raises(InputError, match=r"mlp_only_layers: must be a list of layer indices"):
+        parse_model_config(cfg, "x")
+
+
+def _llava_with_text(text: dict[str, Any]) -> dict[str, Any]:
+    return {"model_type": "llava", "text_config": text,
+            "vision_config": {"model_type": "clip_vision_model", "hidden_size": 1024, "intermediate_size": 4096,
+                              "num_hidden_layers": 24, "num_attention_heads": 16, "patch_size": 14,
+                              "image_size": 336}}
+
+
+def test_a_wrapper_default_text_config_sizes_only_a_nested_config_of_its_class() -> None:
+    # to_diff_dict leaves a nested field out where it equals the nested class's default: a Qwen2 text config in
+    # LLaVA leaving vocab_size out is Qwen2Config's, never LlamaConfig's 32000 (LLaVA's default text config)
+    qwen2 = {"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14,
+             "num_hidden_layers": 24, "num_key_value_heads": 2}
+    with pytest.raises(InputError, match=r"text_config\.vocab_size: missing"):
+        parse_model_config(_llava_with_text(qwen2), "llava-qwen2")
+    llama = {"model_type": "llama", "num_key_value_heads": 32}
+    assert parse_model_config(_llava_with_text(llama), "llava-llama").vocab_size == 32000
+    mistral = {"model_type": "mistral", "vocab_size": 32064}  # MistralConfig()'s sizes, from the mistral line
+    spec = parse_model_config(_llava_with_text(mistral), "llava-mistral")
+    assert (spec.hidden_size, len(spec.layers)) == (4096, 32)
+
+
+@pytest.mark.parametrize("value", [["qwen3"], {"type": "olmo"}, 3])
+def test_a_qk_norm_layout_that_is_not_a_string_is_refused_naming_the_field(value: Any) -> None:
+    cfg = _config("meta-llama--Meta-Llama-3.1-8B")
+    cfg["qk_norm_type"] = value
+    with pytest.raises(InputError, match=r"qk_norm_type: must be a string"):
         parse_model_config(cfg, "x")

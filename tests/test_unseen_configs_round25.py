@@ -222,14 +222,6 @@ def test_class_default_patterns_hold_where_a_config_writes_none() -> None:
         assert count(cfg) == total, name
 
 
-def test_lfm3_without_layer_types_is_refused_not_counted_as_attention() -> None:
-    # Lfm3Config's default pattern (full at i % 4 == 2, sliding at i % 4 == 0 past 0, conv elsewhere) has no field here
-    cfg = _load("LiquidAI--LFM3-1.7B")
-    del cfg["layer_types"]
-    with pytest.raises(InputError, match="conv_L_cache"):
-        count(cfg)
-
-
 def test_lfm3_stacks_convs_sliding_and_full_attention_with_four_norms_a_layer() -> None:
     mixers = _mixers("LiquidAI--LFM3-1.7B")
     assert mixers[:5] == ["ShortConv 2048 L7", "ShortConv 2048 L7", "GQA 16/4 x 128", "ShortConv 2048 L7",

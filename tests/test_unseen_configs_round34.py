@@ -143,13 +143,6 @@ def test_lfm3_switches_drop_the_sandwich_norms_and_attention_gate() -> None:
     assert count(cfg) == LFM3_TEXT - 24 * 2 * 2048 - 11 * lin(2048, 16)
 
 
-def test_lfm3_without_layer_types_is_refused_naming_the_conv_field() -> None:
-    cfg = _load(_LFM3)
-    del cfg["layer_types"]
-    with pytest.raises(InputError, match=r"conv_L_cache: 7: describes a mixer other than attention"):
-        parse_model_config(cfg, "x")
-
-
 def test_cosmos3_tower_written_under_an_old_model_type_is_still_the_qwen3_vl_tower() -> None:
     # the class rewrites any other vision model_type to qwen3_vl_vision
     cfg = _load(_COSMOS3)

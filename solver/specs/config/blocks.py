@@ -267,8 +267,8 @@ class BlockReader(FfnReading):
                                                       else "add_full_attention_sink_bias")
         qk = ""
         # q / k RMSNorms of head_dim: use_qk_norm, OpenELM's normalize_qk_projections
-        if f.bool("use_qk_norm") or f.bool("normalize_qk_projections") or cfg.get("qk_norm_type"):
-            layout = cfg.get("qk_norm_type")
+        layout = f.text("qk_norm_type", default="")  # a list or mapping there names the field, not a traceback
+        if f.bool("use_qk_norm") or f.bool("normalize_qk_projections") or layout:
             if layout and layout not in _QK_NORM_TYPES:
                 raise f.err("qk_norm_type", f"{layout!r}: a q / k norm layout not counted (known: "
                                             f"{', '.join(sorted(_QK_NORM_TYPES))})")

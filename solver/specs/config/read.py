@@ -92,13 +92,23 @@ def _wrapper_fields_read_nested(raw: dict[str, Any], text: dict[str, Any], prefi
                                      f"the language model is read from {prefix.rstrip('.')}: drop or fix the top-level one")
 
 
+def _default_text_config(wrapper: dict[str, Any], wrapper_type: str, text_type: str) -> dict[str, Any]:
+    """The wrapper's default text config where it sizes the nested one: only a nested config of the default's
+    class (or of none, which takes the wrapper's type). to_diff_dict leaves a nested field out where it equals the
+    nested class's own default, so a Qwen2 text config in LLaVA leaving vocab_size out is Qwen2Config's 151936, not
+    LlamaConfig's 32000; that class's line says it, or the field is named as missing."""
+    defaults = wrapper.get("_text_config_defaults") or {}
+    default_type = wrapper.get("_text_config_type") or defaults.get("model_type")
+    return defaults if text_type in (default_type, wrapper_type) else {}
+
+
 def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False,
                     taken: list[str] | None = None) -> tuple[dict[str, Any], bool]:
     """The family's defaults where the config leaves a field out. A language model nested in a wrapper takes
     its own class's defaults first (transformers builds a nested dict as TextClass(**text_config): Llava's Mistral
     text config leaving intermediate_size out is MistralConfig's 14336), then the wrapper's default text config
-    (its _text_config_defaults: the class it builds by default, LlamaConfig() for LLaVA, for a nested config of no
-    family line; Voxtral's init_kwargs, which VoxtralConfig merges under a given one), then the wrapper's line."""
+    (its _text_config_defaults: LlamaConfig() for LLaVA; Voxtral's init_kwargs, which VoxtralConfig merges under a
+    given one) where the nested config is of that class, then the wrapper's line."""
     table = _family_defaults()
     known = False
     out = dict(cfg)
@@ -106,7 +116,7 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
     wrapper = (table.get(wrapper_type) or {}) if nested else {}
     for t in (text_type, "_text_config_defaults", wrapper_type):
         if t == "_text_config_defaults":
-            for k, v in (wrapper.get("_text_config_defaults") or {}).items():
+            for k, v in _default_text_config(wrapper, wrapper_type, text_type).items():
                 if k not in out:
                     out[k] = v
                     if taken is not None:
