@@ -12,7 +12,7 @@ import pytest
 from solver.errors import InputError
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
-from solver.specs.layers import MLA
+from solver.specs.layers import MLA, MoE
 
 ROOT = Path(__file__).resolve().parent.parent
 DEEPSEEK_V3 = ROOT / "models" / "deepseek-ai--DeepSeek-V3.json"
@@ -258,3 +258,66 @@ def test_llama_head_dim_left_out_beside_heads_not_dividing_hidden_is_refused() -
     with pytest.raises(InputError, match="num_attention_heads: 24 does not divide hidden_size"):
         _read(path, "head_dim")
     assert _read(path).layers[0].mixer.head_dim == 128
+
+
+LONGCAT = ROOT / "models" / "meituan-longcat--LongCat-Flash-Chat.json"
+
+
+@pytest.mark.parametrize("drop", ["num_layers", "num_hidden_layers"])
+def test_longcat_leaving_one_layer_count_out_derives_it_from_the_other_as_the_class_does(drop: str) -> None:
+    # LongcatFlashConfig: num_hidden_layers is the property 2 x num_layers, its setter num_layers = value // 2
+    # (before, num_layers left out: 56 blocks of one sub-layer each, 1,089,279,383,552 parameters; the count holds
+    # the router's score-correction bias, the oracle's fix)
+    assert count_params(_read(LONGCAT, drop)).total == count_params(_read(LONGCAT)).total == 560_664_980_480
+
+
+def test_longcat_num_layers_written_unlike_half_num_hidden_layers_is_refused_naming_num_layers() -> None:
+    # the class reads num_hidden_layers and overwrites num_layers (60 // 2 = 30): the written 28 would be dropped
+    with pytest.raises(InputError, match=r"num_layers: 28 disagrees with num_hidden_layers // 2 = 30"):
+        _read(LONGCAT, num_hidden_layers=60)
+
+
+MAMBA = UNSEEN / "state-spaces--mamba-2.8b-hf.json"
+
+
+def test_mamba_leaving_num_hidden_layers_out_beside_n_layer_is_refused_naming_n_layer() -> None:
+    # MambaConfig builds num_hidden_layers layers (32 where left out) and never reads n_layer (before: 64 layers read
+    # from n_layer, 2,768,345,600 parameters where transformers builds 32)
+    with pytest.raises(InputError, match=r"n_layer: 64 differs from num_hidden_layers = 32"):
+        _read(MAMBA, "num_hidden_layers")
+
+
+def test_mamba_n_layer_left_out_or_equal_changes_nothing() -> None:
+    assert count_params(_read(MAMBA, "n_layer")).total == count_params(_read(MAMBA)).total == 2_768_345_600
+
+
+@pytest.mark.parametrize("path, layers", [(UNSEEN / "tiiuae--falcon-mamba-7b.json", 32),
+                                          (UNSEEN / "mistralai--Mamba-Codestral-7B-v0.1.json", 64)])
+def test_pure_ssm_num_hidden_layers_left_out_is_the_class_default(path: Path, layers: int) -> None:
+    # FalconMambaConfig 32, Mamba2Config 64 (before: refused naming num_hidden_layers)
+    assert len(_read(path, "num_hidden_layers").layers) == layers
+
+
+def test_gemma4_text_config_leaving_hidden_size_per_layer_input_out_is_refused_naming_it() -> None:
+    # Gemma4TextConfig's default 256 builds per-layer input embeddings (Gemma-4-31B writes 0); before: counted as 0
+    path = ROOT / "models" / "google--gemma-4-31B-it.json"
+    with pytest.raises(InputError, match=r"text_config.hidden_size_per_layer_input: 256: per-layer input"):
+        _nested(path, "hidden_size_per_layer_input")
+
+
+STEP_3_7 = UNSEEN / "round28" / "stepfun-ai--Step-3.7-Flash.json"
+
+
+def test_step_3_7_mlp_layer_types_left_out_are_the_first_three_dense() -> None:
+    # Step3p7TextConfig without moe_layers_enum: MoE at layers 3..n-1 (the line's first_k_dense_replace 3)
+    assert count_params(_nested(STEP_3_7, "mlp_layer_types")).total == 197_824_859_968
+
+
+def test_moe_layers_enum_written_for_mlp_layer_types_places_the_moe_layers() -> None:
+    # Step3p7TextConfig reads the legacy moe_layers_enum where mlp_layer_types is left out (before: ignored, 42 MoE
+    # layers counted for 3)
+    cfg = json.loads(STEP_3_7.read_text())
+    del cfg["text_config"]["mlp_layer_types"]
+    cfg["text_config"]["moe_layers_enum"] = "3,4,5"
+    spec = parse_model_config(cfg, STEP_3_7.stem)
+    assert [i for i, layer in enumerate(spec.layers) if any(isinstance(b, MoE) for b in layer.blocks)] == [3, 4, 5]

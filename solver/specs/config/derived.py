@@ -6,12 +6,17 @@ the family's line, applied where the config leaves the field out:
                                and the line both leave out leaves FIELD out (the reader then names it as missing)
   _layer_types_default: {cycle, first}  layer_types built over num_hidden_layers: layer i is cycle[i % len], layer 0
                                `first` where given (Lfm3Config: conv, conv, full, conv, sliding, ...; MiniMaxConfig)
+  _derived_always: [FIELD]     fields of _derived the class sets whatever the config writes (LongcatFlashConfig's
+                               num_hidden_layers setter, run after the fields: num_layers = value // 2); a written
+                               value that differs is refused naming FIELD, for the class would drop it
 """
 from __future__ import annotations
 
 import ast
 import operator
 from typing import Any
+
+from solver.specs.config.fields import Fields
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
         ast.FloorDiv: operator.floordiv}
@@ -57,3 +62,15 @@ def derive_defaults(cfg: dict[str, Any]) -> list[str]:
         cfg["layer_types"] = types
         out.append("layer_types")
     return out
+
+
+def refuse_overwritten(f: Fields) -> None:
+    """_derived_always: one line naming a written field the class overwrites with its derivation's other value."""
+    rules = f.cfg.get("_derived") or {}
+    for field in f.cfg.get("_derived_always") or []:
+        expr = str(rules[field])
+        value = _eval(ast.parse(expr, mode="eval").body, f.cfg)
+        written = f.cfg.get(field)
+        if value is not None and written is not None and written != value:
+            raise f.err(field, f"{written} disagrees with {expr} = {value}: the class sets {field} to that whatever the "
+                               "config writes; write the two in agreement")

@@ -301,6 +301,20 @@ def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) ->
             if t not in MLP_LAYER_TYPE:
                 raise f.err("mlp_layer_types", f"unknown entry {t!r} at index {i}")
         return [MLP_LAYER_TYPE[t] for t in types]
+    if cfg.get("moe_layers_enum") is not None:
+        # the legacy alias of mlp_layer_types that Step3p7TextConfig reads where that is left out: the MoE layers'
+        # indices, a comma-separated string or a list (indices past the layers are the MTP layers', not read here)
+        raw = cfg["moe_layers_enum"]
+        items = [i for i in raw.split(",") if i.strip()] if isinstance(raw, str) else raw
+        try:
+            listed = {int(i) for i in items}
+        except (TypeError, ValueError):
+            raise f.err("moe_layers_enum", "must be layer indices (a comma-separated string or a list)") from None
+        bad = sorted(i for i in listed if not 0 <= i < layers)
+        if bad:
+            raise f.err("moe_layers_enum", f"layer indices {bad} outside 0..{layers - 1} (the MTP layers' MLP kinds "
+                                           "are not read)")
+        return ["moe" if i in listed else "dense" for i in range(layers)]
     if f.has("expert_layer_period"):
         # Jamba: MoE where i % period == offset, dense elsewhere
         period = f.int("expert_layer_period", maximum=max(layers, 1))

@@ -11,7 +11,7 @@ from typing import Any
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
 from solver.specs.config.decoder_only import refuse_non_decoder
-from solver.specs.config.derived import derive_defaults
+from solver.specs.config.derived import derive_defaults, refuse_overwritten
 from solver.specs.config.encoders import ENCODER_KEYS, TOWER_FACTS, image_tokens, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
 from solver.specs.config.module_names import model_modules
@@ -174,6 +174,14 @@ def _refuse_values(cfg: ReadRecorder, f: Fields, raw: dict[str, Any]) -> None:
     for field, why in (f.cfg.get("_refused_if_written") or {}).items():
         if dict.__contains__(cfg, field) or field in raw:
             raise f.err(field, f"written: {why}")
+    # _read_instead {FIELD: OTHER}: a field the class never reads, reading OTHER (written, or the line's class default)
+    # in its place (MambaConfig keeps n_layer as an extra attribute and builds num_hidden_layers layers)
+    for field, other in (f.cfg.get("_read_instead") or {}).items():
+        given, read = f.cfg.get(field), f.cfg.get(other)
+        if given is not None and given != read:
+            raise f.err(field, f"{given} differs from {other} = {read}, which the class reads in its place (its default "
+                               f"where the config leaves it out), never {field}: write {other} {given}")
+    refuse_overwritten(f)
 
 
 _LAYER_COUNT_FIELDS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_transformer_layers")
