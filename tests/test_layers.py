@@ -374,7 +374,9 @@ def test_parallel_hybrid_layer_holds_attention_and_mamba_side_by_side() -> None:
 
 
 def test_gemma_4_moe_key_spellings_are_read() -> None:
+    # hidden_size_per_layer_input 0 as the released MoE checkpoints write it (the class default 256 builds
+    # per-layer input embeddings, which are refused)
     cfg = _dense_cfg(model_type="gemma4_text", enable_moe_block=True, num_experts=8, top_k_experts=2,
-                     expert_intermediate_size=32)
+                     expert_intermediate_size=32, hidden_size_per_layer_input=0)
     moe = parse_model_config(cfg, "x").layers[0].ffn
     assert (type(moe).__name__, moe.experts, moe.topk, moe.inter) == ("MoE", 8, 2, 32)
