@@ -74,15 +74,19 @@ def _vllm(flags: dict, model) -> dict[str, int]:
 def _sglang(flags: dict, model) -> dict[str, int]:
     tp = int(flags["--tp-size"])
     dp = int(flags.get("--dp-size", 1))
-    sp = int(flags.get("--attn-cp-size", 1))
+    # --attn-cp-size is the NSA prefill CP of DSA models (attn_sp_size) or, under --enable-prefill-cp, the prefill
+    # CP of other models (cp_size): the same ranks carved out of --tp-size either way
+    cp_ranks = int(flags.get("--attn-cp-size", 1))
+    prefill_cp = bool(flags.get("--enable-prefill-cp"))
+    sp, cp = (1, cp_ranks) if prefill_cp else (cp_ranks, 1)
     pp = int(flags.get("--pp-size", 1))
     kvp = int(flags.get("--dcp-size", 1))  # engines.md: --dcp-size stripes the KV over the TP group
     if not model.is_moe:  # no DP attention: --tp-size is attention TP, --dp-size replicas
         return {"world": tp * dp * pp, "pp_size": pp, "attn_tp_size": tp // kvp, "attn_sp_size": 1, "kvp_size": kvp,
                 "dense_tp_size": tp, "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_shards": tp}
-    attn = tp // (dp * sp * kvp)
+    attn = tp // (dp * sp * cp * kvp)
     dpa = bool(flags.get("--enable-dp-attention"))
-    return {"world": tp * pp, "pp_size": pp, "attn_tp_size": attn, "attn_sp_size": sp, "kvp_size": kvp,
+    return {"world": tp * pp, "pp_size": pp, "attn_tp_size": attn, "attn_sp_size": sp, "cp_size": cp, "kvp_size": kvp,
             "dense_tp_size": 1 if flags.get("--moe-dense-tp-size") == "1" else tp,
             "embed_tp_size": 1 if dpa else tp,
             "lmhead_tp_size": attn if flags.get("--enable-dp-lm-head") else tp,
