@@ -854,3 +854,19 @@ def test_launch_notes_a_placement_that_check_refuses(tmp_path: Path) -> None:
     notes = json.loads(r.stdout)["notes"]
     assert "attn_tp_size 16 > 8 ranks of the node/scale-up domain (cross-node TP): `shardplan check` reports it as a " \
            "class B violation" in notes
+
+
+def test_the_projects_own_tables_read_with_libyaml_whatever_anchors_they_hold() -> None:
+    """family_defaults.yaml shares class defaults through anchors: read as one of the project's files (own) it
+    takes libyaml's loader, the same dict as the node-counting loader a user's anchored file takes, and a repeated
+    key is still refused."""
+    from pathlib import Path
+
+    from solver.errors import InputError
+    from solver.specs.validation import _FAST_LOADER, load_yaml, parse_yaml
+
+    path = Path(__file__).resolve().parent.parent / "solver" / "specs" / "config" / "family_defaults.yaml"
+    assert "&" in path.read_text() and _FAST_LOADER is not None
+    assert load_yaml(path, own=True) == load_yaml(path)
+    with pytest.raises(InputError, match="key 'a' given twice"):
+        parse_yaml("a: &x {b: 1}\nc: *x\na: 2\n", "doc", own=True)

@@ -279,9 +279,10 @@ for _cls in (c for c in (_Loader, _FAST_LOADER) if c is not None):
     _cls.construct_mapping = _unique_keys_mapping  # type: ignore[method-assign]
 
 
-def parse_yaml(text: str, origin: str) -> Any:
-    # a document without anchors has no aliases to expand: only one with anchors needs the counting loader
-    loader = _FAST_LOADER if _FAST_LOADER is not None and "&" not in text else _Loader
+def parse_yaml(text: str, origin: str, own: bool = False) -> Any:
+    """`own`: one of the project's files (its anchors are its own, no alias bomb to guard against)."""
+    # a document without anchors has no aliases to expand: only a user's with anchors needs the counting loader
+    loader = _FAST_LOADER if _FAST_LOADER is not None and (own or "&" not in text) else _Loader
     try:
         data = yaml.load(text, Loader=loader)  # noqa: S506 - safe loaders only
     except yaml.MarkedYAMLError as exc:
@@ -299,8 +300,10 @@ def parse_yaml(text: str, origin: str) -> Any:
     return check_depth(data, origin)
 
 
-def load_yaml(path: Path) -> Any:
-    return parse_yaml(read_text(Path(path)), str(path))
+def load_yaml(path: Path, own: bool = False) -> Any:
+    """`own`: a file the project ships (solver/specs/config's tables), read with libyaml whatever anchors it holds;
+    a user's file with anchors takes the loader that counts the nodes an alias expands to."""
+    return parse_yaml(read_text(Path(path)), str(path), own)
 
 
 def load_json(path: Path, field: str | None = None, parse_float: Callable[[str], Any] | None = None,

@@ -34,7 +34,7 @@ class ModuleSet:
 
 @lru_cache(maxsize=1)
 def _table() -> dict[str, dict[str, Any]]:
-    return load_yaml(_PATH) or {}
+    return load_yaml(_PATH, own=True) or {}
 
 
 def _naming(families: Iterable[str]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ _MLP = re.compile(r"mlp(\d+)x_gelu(_Norm)?")
 
 @lru_cache(maxsize=1)
 def _towers() -> dict[str, dict[str, Any]]:
-    return load_yaml(_TABLE) or {}
+    return load_yaml(_TABLE, own=True) or {}
 
 
 def tower_row(name: str) -> dict[str, Any] | None:

@@ -38,7 +38,7 @@ _KNOWN_TYPES_NOTE = "sizes read from the config's own fields by convention"
 
 @lru_cache(maxsize=1)
 def _family_defaults() -> dict[str, dict[str, Any]]:
-    return load_yaml(_DEFAULTS_PATH) or {}
+    return load_yaml(_DEFAULTS_PATH, own=True) or {}
 
 
 def _text_config(raw: dict[str, Any], origin: str) -> tuple[dict[str, Any], str]:
