@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, model
 
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
-from solver.specs.parallel import CONFIG_KEYS, SETTINGS
+from solver.specs.parallel import CONFIG_KEYS, SETTINGS, replica_group
 # the derived sizes a seed YAML may state; each must equal world_size // its tp size
 from solver.specs.knobs import DERIVED
 from solver.specs.validation import FieldProblem, load_yaml, validate_model
@@ -138,10 +138,8 @@ class Deployment(BaseModel):
         for name, knob in DERIVED.items():
             if name in self.derived:
                 expected = world // self.parallel_config.get(knob, 1)
-                group = self.parallel_config.get(knob, 1)
-                for k in replica_knobs if name == "attn_dp_size" else ():
-                    group *= self.parallel_config.get(k, 1)
-                engine = world // group
+                engine = (world // replica_group(self.parallel_config, replica_knobs) if name == "attn_dp_size"
+                          else expected)
                 if self.derived[name] not in (expected, engine):
                     raise InputError(f"{origin}: {name}", f"{self.derived[name]} but world_size {world} // {knob} "
                                                           f"{self.parallel_config.get(knob, 1)} = {expected}; "

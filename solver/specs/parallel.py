@@ -86,6 +86,15 @@ _STAGES: dict[tuple[int, ...], "ParallelConfig"] = {}  # ParallelConfig.key() ->
 _STAGES_MAX = 100_000
 
 
+def replica_group(knobs: Mapping[str, int], replica_knobs: tuple[str, ...] = ()) -> int:
+    """Ranks of one attention replica as the engine counts them: attention TP times its replica knobs
+    (FrameworkProfile.replica_knobs); a knob not given is 1."""
+    group = knobs.get("attn_tp_size", 1)
+    for k in replica_knobs:
+        group *= knobs.get(k, 1)
+    return group
+
+
 class ParallelConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -119,10 +128,7 @@ class ParallelConfig(BaseModel):
         attention TP: where KVP reuses the TP ranks (vLLM / SGLang / ATOM -dcp) the DP is over whole TP groups
         of attn_tp x kvp ranks (TP8 -dcp 8 on 8 ranks has no DP, not DP8); SGLang's CP ranks (--attn-cp-size)
         are one replica too (TP4 x CP2 on 8 ranks has no DP)."""
-        group = self.attn_tp_size
-        for k in replica_knobs:
-            group *= getattr(self, k)
-        return self.stage_world // group
+        return self.stage_world // replica_group(self.knobs(), replica_knobs)
 
     @property
     def moe_ep_size(self) -> int:
