@@ -31,6 +31,7 @@ from solver.space.placement import (as_launched, device_of, equal_split_sizes, l
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
+from solver.specs.knobs import nondefault_label
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
@@ -430,8 +431,8 @@ def _own_edges(shown: list[Point], powers: tuple[int, ...], meets: Callable[[Poi
         if c is None:
             continue
         e = at(p, c)
-        knobs = " ".join(f"{k.removesuffix('_size')}={v}" for k, v in config(p).knobs().items() if v > 1)
-        out.append(f"{knobs or 'all 1'} at {p.batch:,} runs {c:,} ({e.output_tokens_per_s_per_rank:,.0f} output "
+        knobs = nondefault_label(config(p).settings())
+        out.append(f"{knobs} at {p.batch:,} runs {c:,} ({e.output_tokens_per_s_per_rank:,.0f} output "
                    f"tok/s per rank, TTFT {e.ttft_s * 1e3:,.0f} ms, TPOT {e.tpot_s * 1e3:.2f} ms)")
     return out
 
