@@ -15,6 +15,7 @@ from solver.estimate.step import StepCost
 from solver.space.domains import TP_KNOBS
 from solver.specs.framework import FrameworkProfile, Rule
 from solver.specs.hardware import Hardware
+from solver.specs.knobs import nondefault_label
 from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_problems
 from solver.specs.parallel import ParallelConfig, model_knobs
@@ -217,10 +218,10 @@ def judge_process_errors(errors: list[ProcessError], model: ModelSpec, hw: Hardw
                            "apply")
             continue
         p = min(better, key=lambda q: (latency(q.estimate), -q.estimate.output_tokens_per_s_per_rank))
-        knobs = " ".join(f"{k.replace('_size', '')}={v}" for k, v in p.config.knobs().items() if k in present and v > 1)
+        knobs = nondefault_label({k: v for k, v in p.config.knobs().items() if k in present})
         thr, p_thr = own.output_tokens_per_s_per_rank, p.estimate.output_tokens_per_s_per_rank
         found.append(
             f"{e.name}: {e.why}. The planner's analysis of {where} finds {pattern_name(p.config, model, fw.kvp_splits_attention_weights)} "
-            f"({knobs or 'all 1'}): request latency {latency(p.estimate) / latency(own) - 1:+.0%}, output "
+            f"({knobs}): request latency {latency(p.estimate) / latency(own) - 1:+.0%}, output "
             f"tokens/s per rank {p_thr / thr - 1:+.0%}" + ("" if own.memory.feasible else ", and it fits in memory"))
     return found, notes

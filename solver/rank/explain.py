@@ -10,6 +10,7 @@ from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile
 from solver.specs.rule_env import device_facts, model_env
 from solver.specs.hardware import Hardware
+from solver.specs.knobs import nondefault_label
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs
 from solver.specs.precision import Precision
@@ -106,13 +107,13 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
         return [f"generic profile: no feasible configuration either; {fw.name} loses nothing it could express"]
     g = result.candidates[0]
     own = model_knobs(model)
-    shown = ", ".join(f"{k.replace('_size', '')}={v}" for k, v in g.config.knobs().items() if k in own and v > 1)
+    shown = nondefault_label({k: v for k, v in g.config.knobs().items() if k in own})
     name = pattern_name(g.config, model)
     env = model_env(g.config.settings(), model, **device_facts(hw), world=g.config.world_size, batch=g.batch,
                     mtp=scenario.mtp)
     blocked = fw.check(env, severity="error")
     if not blocked:
-        return [f"generic profile's best ({name}: {shown or 'all 1'}) is expressible in {fw.name}: its "
+        return [f"generic profile's best ({name}: {shown}) is expressible in {fw.name}: its "
                 "rules cost nothing here"]
     e = estimate(model, hw, g.config, prec, f, Workload.for_scenario(scenario, g.batch))
     lat, best_lat = (scenario.request_latency(x.ttft_s, x.tpot_s) for x in (e, best_est))
@@ -129,7 +130,7 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
     rate = "output tokens/s per rank" if e.has_tpot else "prompt tokens/s per rank"  # prefill: one token a prompt
     changes += [f"request latency {_pct(lat, best_lat)}",
                 f"{rate} {_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)}"]
-    return [f"generic profile's best: {name} ({shown or 'all 1'}, concurrency {g.batch}; differs from "
+    return [f"generic profile's best: {name} ({shown}, concurrency {g.batch}; differs from "
             f"{fw.name}'s pick in {', '.join(differs) or 'nothing shown'}); {fw.name}'s profile rules "
             f"it out ({blocked[0]}). With {fw.name}'s own factors it would change {', '.join(changes)} "
             f"vs {fw.name}'s {best_pattern}"

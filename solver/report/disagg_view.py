@@ -18,6 +18,7 @@ import yaml
 from solver.plan.disagg import DisaggPlan
 from solver.rank.select import Candidate
 from solver.report.candidates import candidate_dict
+from solver.specs.knobs import nondefault_label
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
 
@@ -241,9 +242,9 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
     lines = [f"{r.model} on {r.cards} x {r.hardware}, disaggregated: {data['ratio']} ({r.plan.cards} ranks used)"]
     for key in ("prefill_pool", "decode_pool"):
         p = data[key]
-        knobs = " ".join(f"{k.replace('_size', '')}={v}" for k, v in p["parallel_config"].items() if v > 1)
+        knobs = nondefault_label(p["parallel_config"])
         lines.append(f"  {key.split('_')[0]:<8} {p['workers']} x {p['estimation']['ranks_per_worker']} ranks  "
-                     f"{p['pattern']}  ({knobs or 'all 1'})  mem {p['estimation']['memory_per_rank_gb']} of limit "
+                     f"{p['pattern']}  ({knobs})  mem {p['estimation']['memory_per_rank_gb']} of limit "
                      f"{p['estimation']['memory_limit_gb']} GB/rank")
     parts = e["ttft_parts_ms"]
     share = parts["first_wave_share"]
