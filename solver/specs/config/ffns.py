@@ -1,4 +1,4 @@
-"""The FFN blocks of a layer (dense, MoE, both), read from the config's sizes by field convention: the half of
+"""The FFN blocks of a layer (dense, MoE, both), read from the config's sizes by field convention: the part of
 BlockReader (blocks.py) that reads what follows the mixer."""
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def make_divisible(value: float, divisor: int) -> int:
 
 
 class FfnReading:
-    """BlockReader's FFN half: it reads the sizes BlockReader.__init__ sets (f, h, layers, gated, mlp_bias, mlp_out_bias,
+    """BlockReader's FFN part: it reads the sizes BlockReader.__init__ sets (f, h, layers, gated, mlp_bias, mlp_out_bias,
     act_params, experts, zero, notes)."""
 
     f: Fields

@@ -19,8 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from solver.specs.config.encoders import TOWER_FACTS, Encoder, vit_tower
+from solver.specs.config.encoders import TOWER_FACTS, Encoder
 from solver.specs.config.fields import Fields, ReadRecorder
+from solver.specs.config.vit_towers import vit_tower
 from solver.specs.validation import load_yaml
 
 NAMED_TOWER_FIELD = "mm_vision_tower"

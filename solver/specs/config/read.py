@@ -12,13 +12,14 @@ from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
 from solver.specs.config.decoder_only import refuse_non_decoder
 from solver.specs.config.derived import derive_defaults, refuse_overwritten
-from solver.specs.config.encoders import ENCODER_KEYS, TOWER_FACTS, image_tokens, read_encoders
+from solver.specs.config.encoders import ENCODER_KEYS, TOWER_FACTS, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
 from solver.specs.config.module_names import model_modules
 from solver.specs.config.outside import layernorm_bias, outside_stack
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
 from solver.specs.config.positions import position_encoding
 from solver.specs.config.quant import read_quant
+from solver.specs.config.tiled_towers import image_tokens
 from solver.specs.config.unread import (check_unread, refuse_uncountable, refuse_unread_subconfigs,
                                          unread_mixer_field)
 from solver.specs.layers import MLA, Attention, Layer

@@ -247,7 +247,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-# fields of a vision tower whose set value adds weights the tower reader (config/encoders.py) does not count,
+# fields of a vision tower whose set value adds weights the tower reader (config/vit_towers.py) does not count,
 # with what they are: refused whatever the family, as an unread expert count is
 _TOWER_REFUSED = {
     "num_register_tokens": "register tokens (learned rows appended to the patch sequence)",

@@ -1,0 +1,89 @@
+"""Audio encoders and their projectors into the text width.
+
+An audio_config is counted only where its tower's model_type or its wrapper (Ultravox: the encoder of a whisper
+audio_config alone) carries _audio_whisper (a Whisper-style encoder:
+conv1 / conv2 over num_mel_bins, a max_source_positions table, d_model-wide layers of a bias-free k_proj, biased q /
+v / out_proj, two LayerNorms and a biased fc1 / fc2 of encoder_ffn_dim, a closing LayerNorm: Qwen2AudioEncoder,
+VoxtralEncoder) and its wrapper's _audio_projector says the projector (`linear`: one biased linear d -> text;
+`stacked_mlp`: two bias-free linears from the encoder's intermediate_size, into and through the text width;
+{stack_factor, ...}: Ultravox's stacked SwiGLU projector, _stacked_swiglu; {mlp2: {source, widen, bias,
+bias_default}}: two linears from the width or the stacked frames, _audio_mlp2); `_audio_whisper: {rotary: true}`
+is the rotary variant (GLM-ASR: no position table, k / v over num_key_value_heads); any
+other audio_config is refused naming it: the ViT conventions would size a Whisper encoder as patches.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from solver.specs.config.fields import Fields
+
+
+def _stacked_swiglu(wrapper: Fields, d: int, text_hidden: int, spec: dict[str, Any]) -> int:
+    """UltravoxProjector: frames stacked by the wrapper's stack_factor k, ln_pre an RMSNorm over d k, linear_1
+    d k -> the wrapper's own hidden_size P without a bias, the activation (swiglu halves P), an RMSNorm over the
+    middle (projector_ln_mid) or over the text width after linear_2, linear_2 into the text width without a bias.
+    `spec` holds the config class's defaults of the fields, read in place of one the wrapper leaves out."""
+    k = wrapper.int("stack_factor", default=int(spec["stack_factor"]), maximum=1024)
+    mid = wrapper.int("hidden_size", default=int(spec["hidden_size"]))
+    act = str(wrapper.cfg.get("projector_act") or spec["projector_act"])
+    if act == "swiglu":
+        if mid % 2:
+            raise wrapper.err("hidden_size", f"{mid} is odd: the projector's SwiGLU splits it in two halves")
+        mid //= 2
+    ln_mid = wrapper.bool("projector_ln_mid", bool(spec["projector_ln_mid"]))
+    return d * k + d * k * (mid * 2 if act == "swiglu" else mid) + (mid if ln_mid else text_hidden) + mid * text_hidden
+
+
+def whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, Any]) -> tuple[int, int, int]:
+    """(params, layers, width) of a Whisper-style audio encoder (the tower fact _audio_whisper: Qwen2AudioEncoder,
+    VoxtralEncoder, AudioFlamingo3Encoder) and its projector (the wrapper's _audio_projector): conv1 Conv1d
+    num_mel_bins -> d and conv2 d -> d, kernel 3 with biases; embed_positions, a max_source_positions x d table
+    (frozen, but a parameter the checkpoint holds); per layer k_proj without bias, q / v / out_proj with bias, two
+    LayerNorms, fc1 / fc2 with bias; the closing LayerNorm. `_audio_whisper: {rotary: true}` (GlmAsrEncoder): no
+    position table (a rotary embedding, buffers only) and k / v over num_key_value_heads x d / heads (default: the
+    heads). The projector: `linear`, one biased linear d -> the text width (Qwen2AudioMultiModalProjector);
+    `stacked_mlp`, frames stacked to the encoder's intermediate_size, then two bias-free linears into the text
+    width and through it (VoxtralMultiModalProjector); {stack_factor, hidden_size, projector_act,
+    projector_ln_mid}: Ultravox's stacked SwiGLU projector (_stacked_swiglu), the values its config's defaults;
+    {mlp2: ...}: two linears, _audio_mlp2."""
+    d = f.int("d_model", "hidden_size")
+    layers = f.int("encoder_layers", "num_hidden_layers", maximum=10_000)
+    ffn = f.int("encoder_ffn_dim", "intermediate_size")
+    mels = f.int("num_mel_bins")
+    shape = facts.get("_audio_whisper")
+    rotary = isinstance(shape, dict) and bool(shape.get("rotary"))
+    if rotary:
+        heads = f.int("encoder_attention_heads", "num_attention_heads")
+        if d % heads:
+            raise f.err("num_attention_heads", f"{heads} does not divide the width {d}")
+        kv = f.int("num_key_value_heads", default=heads)
+        attention = 2 * d * d + 2 * d * kv * (d // heads) + 2 * d + kv * (d // heads)  # q / o, k / v; q, o, v biases
+        positions = 0
+    else:
+        attention = 4 * d * d + 3 * d
+        positions = f.int("max_source_positions", maximum=10**7)
+    layer = attention + 2 * 2 * d + d * ffn + ffn + ffn * d + d
+    encoder = mels * 3 * d + d + d * 3 * d + d + positions * d + layers * layer + 2 * d
+    kind = facts.get("_audio_projector")
+    if kind == "linear":
+        return encoder + d * text_hidden + text_hidden, layers, d
+    if kind == "stacked_mlp":
+        return encoder + ffn * text_hidden + text_hidden * text_hidden, layers, d
+    if isinstance(kind, dict) and "stack_factor" in kind:
+        return encoder + _stacked_swiglu(wrapper, d, text_hidden, kind), layers, d
+    if isinstance(kind, dict) and "mlp2" in kind:
+        return encoder + _audio_mlp2(wrapper, d, ffn, text_hidden, kind["mlp2"]), layers, d
+    raise wrapper.err("model_type", f"{wrapper.cfg.get('model_type')!r}: its audio projector has no counting "
+                                    "convention here; not counted rather than miscounted (drop audio_config to size "
+                                    "the language model alone)")
+
+
+def _audio_mlp2(wrapper: Fields, d: int, ffn: int, text_hidden: int, spec: dict[str, Any]) -> int:
+    """Two linears from the encoder's frames into the text width: `source` d (AudioFlamingo3MultiModalProjector) or
+    the encoder's intermediate_size, frames stacked to it (GlmAsrMultiModalProjector); the middle `widen` x the
+    text width; biased unless the wrapper's `bias` field (its class default `bias_default`) is false."""
+    width = {"width": d, "ffn": ffn}[str(spec["source"])]
+    mid = int(spec.get("widen", 1)) * text_hidden
+    bias_field = spec.get("bias")
+    bias = wrapper.bool(bias_field, bool(spec.get("bias_default", True))) if bias_field else True
+    return width * mid + mid * text_hidden + ((mid + text_hidden) if bias else 0)
