@@ -89,7 +89,7 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
         inter = f.int("intermediate_size", "vt_intermediate_size")
     elif f.has("mlp_ratio"):  # timm's convention: the MLP is mlp_ratio x the width (Qwen2-VL)
         inter = f.int("mlp_ratio", maximum=1024) * h
-    else:  # the ViT convention, said as the dense FFN says its own (config/blocks.py dense_width)
+    else:  # the ViT convention, said as the dense FFN says its own (config/ffns.py dense_width)
         inter = 4 * h
         notes.append(f"{f.prefix}intermediate_size: not given; the encoder's MLP width is read as 4 x hidden size "
                      f"= {inter} (the ViT convention)")
