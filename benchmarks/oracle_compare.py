@@ -88,20 +88,21 @@ def main() -> None:
     for rel, row in oracle.items():
         path = args.config_dir / Path(rel).name if args.config_dir else ROOT / rel
         o = oracle_stored(row) if row["parameters"] else None
-        if not path.is_file():  # transformers could not build the default config: no file to read
+        if not path.is_file():  # a default config transformers could not build, or one not frozen
             total, mtp, refused = None, 0, "no file"
         else:
             total, mtp, refused = reader(path)
         diff = f"{total - o:+,}" if total is not None and o is not None else ""
-        triage[_triage(total, o)] += 1
-        if args.freeze and _triage(total, o) in ("agree", "reader refuses") and path.is_file():
+        verdict = _triage(total, o) if path.is_file() or o is None else "no file"
+        triage[verdict] += 1
+        if args.freeze and verdict in ("agree", "reader refuses"):
             args.freeze.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, args.freeze / path.name)
             frozen.append("\t".join([path.stem, row["model_class"], "" if o is None else str(o),
                                      "refuses" if total is None else "counts"]))
         if o is None:
             reasons["transformers fails: " + _error_kind(row["error"])] += 1
-        elif total is None:
+        elif total is None and path.is_file():
             reasons["reader refuses: " + refused.removeprefix("refused: ").split(":", 1)[0]] += 1
         if args.only_diff and (not diff or diff == "+0"):
             continue
