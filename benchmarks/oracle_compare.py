@@ -6,7 +6,13 @@ error transformers raised) | reader - oracle | hand count (= when it equals the 
 
 Run (project venv; the TSV comes from the torch venv):
   /tmp/tfvenv/bin/python benchmarks/transformers_oracle.py > /tmp/oracle.tsv
-  PYTHONPATH=. python benchmarks/oracle_compare.py /tmp/oracle.tsv [--only-diff]
+  PYTHONPATH=. python benchmarks/oracle_compare.py /tmp/oracle.tsv [--only-diff] [--summary]
+A TSV of written configs (benchmarks/transformers_defaults.py) names them by absolute path; `--config-dir DIR` reads
+each file's name in DIR instead (the same configs moved, as tests/data/configs_defaults/). `--summary` ends with the
+triage: agree / differ / reader refuses / transformers fails, and the refusals and failures by reason.
+`--freeze DIR` copies the configs the reader counts to the oracle's figure, and those it refuses, into DIR with
+DIR/oracle.tsv (config, oracle class, oracle count on the reader's basis, the reader's answer): the test data of
+tests/test_transformers_defaults.py. A config the reader counts to another figure is left out (listed in the README).
 """
 from __future__ import annotations
 
@@ -14,7 +20,9 @@ import argparse
 import csv
 import importlib
 import json
+import shutil
 import sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,21 +74,74 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("tsv", type=Path)
     ap.add_argument("--only-diff", action="store_true", help="rows where reader and oracle both count and differ")
+    ap.add_argument("--config-dir", type=Path, help="read each TSV file's name in this folder")
+    ap.add_argument("--summary", action="store_true", help="end with the triage counts")
+    ap.add_argument("--freeze", type=Path, help="copy the agreeing and refused configs here, with oracle.tsv")
     args = ap.parse_args()
+    frozen: list[str] = []
     oracle = read_oracle(args.tsv)
     hand = hand_counts()
+    triage: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
     print("| file | reader | reader MTP | oracle | reader - oracle | hand | oracle class |")
     print("|---|---|---|---|---|---|---|")
     for rel, row in oracle.items():
-        total, mtp, refused = reader(ROOT / rel)
+        path = args.config_dir / Path(rel).name if args.config_dir else ROOT / rel
         o = oracle_stored(row) if row["parameters"] else None
+        if not path.is_file():  # a default config transformers could not build, or one not frozen
+            total, mtp, refused = None, 0, "no file"
+        else:
+            total, mtp, refused = reader(path)
         diff = f"{total - o:+,}" if total is not None and o is not None else ""
+        verdict = _triage(total, o) if path.is_file() or o is None else "no file"
+        triage[verdict] += 1
+        if args.freeze and verdict in ("agree", "reader refuses"):
+            args.freeze.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, args.freeze / path.name)
+            frozen.append("\t".join([path.stem, row["model_class"], "" if o is None else str(o),
+                                     "refuses" if total is None else "counts"]))
+        if o is None:
+            reasons["transformers fails: " + _error_kind(row["error"])] += 1
+        elif total is None and path.is_file():
+            reasons["reader refuses: " + refused.removeprefix("refused: ").split(":", 1)[0]] += 1
         if args.only_diff and (not diff or diff == "+0"):
             continue
         h = hand.get(rel)
         hand_cell = "" if h is None else ("=" if h == total else f"{h:,}")
         print(f"| {rel} | {refused or f'{total:,}'} | {mtp:,} | {row['error'][:100] or f'{o:,}'} | {diff} "
               f"| {hand_cell} | {row['model_class']} |")
+    if args.freeze:
+        head = [f"# {args.tsv.name}: {_tsv_header(args.tsv)}",
+                "# Made by: benchmarks/oracle_compare.py TSV --freeze DIR (oracle: transformers' parameters plus its "
+                "router-bias buffers; empty where transformers fails)",
+                "config\toracle_class\toracle\treader"]
+        (args.freeze / "oracle.tsv").write_text("\n".join(head + sorted(frozen)) + "\n")
+    if args.summary:
+        print()
+        print(", ".join(f"{n} {k}" for k, n in sorted(triage.items())) + f" ({sum(triage.values())} rows)")
+        for reason, n in reasons.most_common():
+            print(f"- {n} {reason}")
+
+
+def _tsv_header(path: Path) -> str:
+    first = path.read_text().splitlines()[0]
+    return first.removeprefix("# ") if first.startswith("#") else ""
+
+
+def _error_kind(error: str) -> str:
+    """'model: Cls: TypeError: ... | ...' -> 'model TypeError': the step that failed and the first class's exception."""
+    parts = error.split(" | ")[0].split(": ")
+    step = parts[0]
+    kind = next((p for p in parts[1:] if p.endswith(("Error", "Exception", "Timeout"))), "")
+    return f"{step} {kind}".strip()
+
+
+def _triage(total: int | None, oracle: int | None) -> str:
+    if oracle is None:
+        return "transformers fails"
+    if total is None:
+        return "reader refuses"
+    return "agree" if total == oracle else "differ"
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 import transformers
-from transformers import AutoConfig
+from transformers import AutoConfig, PretrainedConfig
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +107,7 @@ def count(model) -> tuple[int, dict[str, int], dict[str, int]]:
 
 
 def one(path: Path, timeout: int) -> list[str]:
-    raw = json.loads(path.read_text())
+    raw = PretrainedConfig._dict_from_json_file(path)  # as from_pretrained reads it: {"__float__": "Infinity"} is inf
     signal.alarm(timeout)
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
