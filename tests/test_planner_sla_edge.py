@@ -170,3 +170,16 @@ def test_recommend_reads_the_sla_edge_from_the_rows_field_not_its_note() -> None
 
     assert note(note="", sla_edge_from=32).startswith("concurrency 60 is the SLA edge of the configurations at 32")
     assert note(note="concurrency 60 is the SLA edge of the configurations at 32", sla_edge_from=None) == ""
+
+
+def test_the_verified_deployment_moves_to_its_own_edge_keeping_its_configuration() -> None:
+    """A verified TP4 x DP2 (its knobs as given) takes a slot at 64; it moves to its own edge, 112 (TPOT 39.69 ms
+    there, 40.62 ms at 113), still the verified configuration, not another of its pattern."""
+    from solver.plan.solve import plan
+    m, h, fw = load_model(LLAMA_8_H100[0]), load_hardware(LLAMA_8_H100[1]), load_framework("vllm")
+    knobs = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4}
+    result = plan(m, h, resolve_precision(m, h), fw, 8, TPOT_40, verified=[("v1", knobs)], explain_binding=False)
+    (v,) = [p for p in result.candidates if p.role == "verified deployment"]
+    assert {k: x for k, x in v.config.knobs().items() if x > 1} == knobs
+    assert v.verified == "v1" and v.sla_edge_from == 64 and v.batch == 112
+    assert _tpot_ms(v.config, 112) <= 40.0 < _tpot_ms(v.config, 113)
