@@ -97,18 +97,38 @@ def test_the_exhaustive_enumeration_plans_the_same_sla_edge() -> None:
     assert by["cpsat"].config == by["exhaustive"].config
 
 
-def test_a_candidate_the_slas_stop_at_a_power_names_its_own_sla_edge() -> None:
-    """Beside #1 at the edge, a candidate stopped at the power below compares unequal loads (Llama-3.1-70B: TP4 x DP2
-    at 64 reads 27% below TP8 at 121, 6% at its own 112): the note gives the most it runs within the SLAs, a count
-    whose TPOT meets the bound where one request more misses it."""
+def test_a_candidate_the_slas_stop_at_a_power_runs_at_its_own_sla_edge() -> None:
+    """Beside #1 at the edge (TP8 at 121), a candidate stopped at 64 would compare unequal loads (TP4 x DP2 at 64
+    reads 27% below TP8, 6% at its own edge): #2 is shown at its own edge, planned there. By hand, its TPOT is
+    29.38 ms at 64 and 42.36 ms at 128 (stopped at 64), 39.69 ms at 112 and 40.62 ms at 113 (the most it runs
+    within 40 ms is 112)."""
     result, cands = run_solve(*LLAMA_8_H100, TPOT_40, "vllm", explain_binding=False)
-    shown = [c.planned for c in cands if c.planned.batch == 64]
-    assert shown and result.edge_note is not None
-    for p in shown:
-        knobs = " ".join(f"{k.removesuffix('_size')}={v}" for k, v in p.config.knobs().items() if v > 1)
-        own = int(result.edge_note.split(f"{knobs} at 64 runs ")[1].split(" ")[0].replace(",", ""))
-        assert own > 64
-        assert _tpot_ms(p.config, own) <= 40.0 < _tpot_ms(p.config, own + 1)
+    second = cands[1].planned
+    assert second.role == "next pattern" and second.sla_edge_from == 64
+    assert 64 < second.batch < 128
+    assert _tpot_ms(second.config, 128) > 40.0
+    assert _tpot_ms(second.config, second.batch) <= 40.0 < _tpot_ms(second.config, second.batch + 1)
+    assert result.edge_note is not None and f"{second.batch:,} from 64" in result.edge_note
+
+
+def test_every_candidate_the_slas_stop_at_a_power_moves_to_its_own_edge() -> None:
+    """No candidate is left at a power whose next power the SLAs stop: each stands where one request more
+    misses TPOT 40 ms (vLLM has no batch rule here, so the next count it runs is one more)."""
+    _, cands = run_solve(*LLAMA_8_H100, TPOT_40, "vllm", explain_binding=False)
+    for c in cands:
+        p = c.planned
+        assert p.sla_edge_from is not None and p.batch > p.sla_edge_from
+        assert _tpot_ms(p.config, p.batch) <= 40.0 < _tpot_ms(p.config, p.batch + 1)
+
+
+def test_no_sla_moves_no_candidate() -> None:
+    """Without SLAs no candidate or front row carries an SLA edge, and no candidate's concurrency lies between
+    two powers below memory's edge."""
+    result, cands = run_solve(*LLAMA_8_H100, Scenario(kind="throughput", isl=2048, osl=512), "vllm",
+                              explain_binding=False)
+    assert all(p.sla_edge_from is None for p in (*result.front, *(c.planned for c in cands)))
+    powers = {p.batch for p in result.front if p.batch & (p.batch - 1) == 0}
+    assert all(c.planned.batch in powers or c.planned.batch > max(powers) for c in cands)
 
 
 def test_every_sweep_row_at_the_sla_edge_says_where_its_concurrency_comes_from() -> None:
@@ -119,6 +139,8 @@ def test_every_sweep_row_at_the_sla_edge_says_where_its_concurrency_comes_from()
     at_edge = df[~df["concurrency"].isin([2 ** k for k in range(13)])]
     assert set(at_edge["scenario"]) == {"throughput", "latency"}
     assert all("is the SLA edge" in n for n in at_edge["note"])
+    assert (at_edge["sla_edge_from"] == 64).all()
+    assert df[df["concurrency"].isin([2 ** k for k in range(13)])]["sla_edge_from"].isna().all()
 
 
 def test_a_recommended_copy_at_the_sla_edge_says_where_its_concurrency_comes_from() -> None:
@@ -129,3 +151,35 @@ def test_a_recommended_copy_at_the_sla_edge_says_where_its_concurrency_comes_fro
     opt = rec.options[0]
     assert opt.met and opt.concurrency & (opt.concurrency - 1)  # not a power of two
     assert f"concurrency {opt.concurrency:,} is the SLA edge" in opt.note
+
+
+def test_recommend_reads_the_sla_edge_from_the_rows_field_not_its_note() -> None:
+    """The option copying a row says where its concurrency comes from by the row's sla_edge_from: a row with the
+    field and no note gets the edge line; a row whose note merely contains the words gets none."""
+    from solver.capacity.recommend import Option, _met
+    from solver.capacity.sweep import build_plan
+    from solver.specs.parallel import KNOBS
+    t = build_plan("qwen3-30b-a3b", "h200_sxm", "2", "throughput", tpot_ms=30.0).tasks[0]
+    row = {**{k: 1 for k in KNOBS}, "attn_dp_size": 2, "moe_ep_size": 1, "pattern": "Attn DP", "concurrency": 60,
+           "output_tokens_per_s": 1800.0, "requests_per_s": 7.0, "ttft_ms": 100.0, "tpot_ms": 29.5,
+           "tokens_per_s_per_user": 33.9, "memory_per_rank_gb": 40.0, "placement": ""}
+    start = t.scenario.max_concurrency
+
+    def note(**r: object) -> str:
+        return _met(Option("h200_sxm", False), 2, 1, t, {**row, **r}, start, 1800.0, None).note
+
+    assert note(note="", sla_edge_from=32).startswith("concurrency 60 is the SLA edge of the configurations at 32")
+    assert note(note="concurrency 60 is the SLA edge of the configurations at 32", sla_edge_from=None) == ""
+
+
+def test_the_verified_deployment_moves_to_its_own_edge_keeping_its_configuration() -> None:
+    """A verified TP4 x DP2 (its knobs as given) takes a slot at 64; it moves to its own edge, 112 (TPOT 39.69 ms
+    there, 40.62 ms at 113), still the verified configuration, not another of its pattern."""
+    from solver.plan.solve import plan
+    m, h, fw = load_model(LLAMA_8_H100[0]), load_hardware(LLAMA_8_H100[1]), load_framework("vllm")
+    knobs = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4}
+    result = plan(m, h, resolve_precision(m, h), fw, 8, TPOT_40, verified=[("v1", knobs)], explain_binding=False)
+    (v,) = [p for p in result.candidates if p.role == "verified deployment"]
+    assert {k: x for k, x in v.config.knobs().items() if x > 1} == knobs
+    assert v.verified == "v1" and v.sla_edge_from == 64 and v.batch == 112
+    assert _tpot_ms(v.config, 112) <= 40.0 < _tpot_ms(v.config, 113)

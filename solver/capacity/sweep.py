@@ -230,6 +230,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
             memory_feasible=e.memory.feasible,
             note="; ".join(e.memory.notes) if misses else _candidate_note(p, cand_rank.get(key), result.range_note,
                                                                           result.sla_edge, sc),
+            sla_edge_from=p.sla_edge_from,
         )
         rows.append(row)
     rows.sort(key=lambda r: (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"], r["concurrency"],
@@ -242,14 +243,15 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
 
 def _candidate_note(p: Planned, candidate: int | None, range_note: str | None, edge: tuple[int, int] | None,
                     scenario: Scenario) -> str:
-    """A feasible row's note: the recommended row's concurrency range note, a row at the SLA edge where its
-    concurrency comes from (in every scenario: the edge is a front point whichever row a scenario recommends),
+    """A feasible row's note: the recommended row's concurrency range note, a row at an SLA edge where its
+    concurrency comes from (in every scenario: the edge is a front point whichever row a scenario recommends; a
+    candidate at its own edge, the power it came from),
     and a candidate off the front only as a tie saying so (on_front marks the front's one configuration per
     point, the same in every scenario)."""
     from solver.plan.solve import sla_edge_note  # imported late, as full_estimate_misses above
     notes = [range_note] if candidate == 1 and range_note else []
-    if edge is not None and p.batch == edge[0]:
-        notes.append(sla_edge_note(*edge, scenario))
+    if p.sla_edge_from is not None:
+        notes.append(sla_edge_note(p.batch, p.sla_edge_from, scenario))
     if p.ties_front:
         notes.append("tied with a front row: the same request latency and tokens/s per rank (on_front marks the "
                      "front's one configuration per point)")

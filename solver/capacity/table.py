@@ -23,9 +23,10 @@ COLUMNS: tuple[str, ...] = (
     "tokens_per_s_per_user", "feasible", "binding_constraint",
     # context of the row
     "model", "isl", "osl", "ttft_sla_ms", "tpot_sla_ms", "concurrency", "request_latency_ms", "requests_per_s",
-    "on_front", "candidate", "pattern", "memory_feasible", "weight_dtype", "note", "placement",
+    "on_front", "candidate", "pattern", "memory_feasible", "weight_dtype", "note", "placement", "sla_edge_from",
 )
-INT_COLUMNS = ("cards", "rank", *KNOBS, "attn_dp_size", "moe_ep_size", "isl", "osl", "concurrency", "candidate")
+INT_COLUMNS = ("cards", "rank", *KNOBS, "attn_dp_size", "moe_ep_size", "isl", "osl", "concurrency", "candidate",
+               "sla_edge_from")
 FLOAT_COLUMNS = ("memory_per_rank_gb", "ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank", "output_tokens_per_s",
                  "tokens_per_s_per_user", "ttft_sla_ms", "tpot_sla_ms", "request_latency_ms", "requests_per_s")
 BOOL_COLUMNS = ("feasible", "on_front", "memory_feasible")

@@ -31,7 +31,6 @@ from solver.space.placement import (as_launched, device_of, equal_split_sizes, l
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
-from solver.specs.knobs import nondefault_label
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
@@ -62,11 +61,15 @@ class Planned:
     # off the front only as a tie: a front configuration shows the same request latency and throughput per rank
     # (the front keeps one configuration per point, the same whatever the scenario)
     ties_front: bool = False
+    # at an SLA edge (plan.sla_edge): the planned power whose configurations the edge was found from, else None
+    sla_edge_from: int | None = None
 
     def front_clause(self) -> str:
         """Where the configuration stands to the front, as a clause after its role ('' on it)."""
         if self.on_front:
             return ""
+        if self.sla_edge_from is not None:
+            return ", at its own SLA edge, between the front's concurrencies"
         return (", tied with a front configuration: the same request latency and tokens/s per rank"
                 if self.ties_front else ", off the front")
 
@@ -292,17 +295,24 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     classes = classes_of(tables, planner)
     meets, runs = _sla_tests(tables, model, hw, prec, f, fw, world, scenario, mem_opts)
     powers = tables.batches
+    first, base = planner, tables
+
+    def planner_at(c: int) -> cpsat.Planner:
+        """A planner over the powers and concurrency c (an SLA edge), the answers at the powers carried over."""
+        key = (*_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts), "sla edge", c)
+        t = _cached(("tables", *key), (*same, base), lambda: base.with_batch(c))
+        pl, _ = _cached(("planner", method, params, scenario.ttft_ms, scenario.tpot_ms, *key),
+                        (*same, t), lambda: (cpsat.Planner(t, model, hw, fw, scenario, params), None))
+        pl.adopt(first)
+        pl.reset_log()
+        pl.verify = verify
+        return pl
+
     edge = _sla_edge(classes, tables, scenario, meets, runs)
     if edge is not None:
-        # the SLAs stop the powers: the edge is planned too, the answers at the powers carried over
-        first, base = planner, tables
-        key = (*_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts), "sla edge", edge)
-        tables = _cached(("tables", *key), (*same, base), lambda: base.with_batch(edge))
-        planner, _ = _cached(("planner", method, params, scenario.ttft_ms, scenario.tpot_ms, *key),
-                             (*same, tables), lambda: (cpsat.Planner(tables, model, hw, fw, scenario, params), None))
-        planner.adopt(first)
-        planner.reset_log()
-        planner.verify = verify
+        # the SLAs stop the powers: the edge is planned too
+        planner = planner_at(edge)
+        tables = planner.t
         classes = ({**classes, **classes_of(tables, planner, (edge,))} if method == "exhaustive"
                    else classes_of(tables, planner))
     points = planner.front() if method != "exhaustive" and classes else pareto(list(classes.values()))
@@ -376,35 +386,54 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         roles[adopt[1].key()] = "verified deployment"
     front_keys = {p.key() for p in points}
     core = {p.key() for p in chosen[:CORE_CANDIDATES]} | ({adopt[1].key()} if adopt is not None else set())
+    # the power each candidate's SLA edge came from; a slot after the first the SLAs stop at a power moves to its
+    # own edge (the first is the scenario's choice of the front, where it stands)
+    edge_from: dict[tuple, int] = {}
+    planners = [planner]
+    last = max(b for b in tables.batches if b < edge) if edge is not None else None
+    if edge is not None:
+        edge_from = {p.key(): last for p in chosen if p.batch == edge}
+    if edge_from:
+        fixed = {adopt[1].key()} if adopt is not None else set()
+        moved = _at_own_edges([p for p in chosen[1:] if p.batch < edge], powers, meets, runs,
+                              lambda c: planner if c == edge else planner_at(c), fixed)
+        for p, (q, pl) in moved.items():
+            chosen[chosen.index(p)] = q
+            roles[q.key()] = roles.pop(p.key())
+            if p.key() in core:
+                core = (core - {p.key()}) | {q.key()}
+            if p.key() in fixed:
+                adopt = (adopt[0], q)
+            edge_from[q.key()] = p.batch
+            planners += [pl] if all(pl is not o for o in planners) else []
 
     def realize(p: Point) -> Planned:
         cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
         role = roles.get(p.key(), "front")
         return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys, role,
-                       adopt[0] if role == "verified deployment" else None, p.key() in core)
+                       adopt[0] if role == "verified deployment" else None, p.key() in core,
+                       sla_edge_from=edge_from.get(p.key(), last if p.batch == edge else None))
 
     front = [realize(p) for p in points]
     result = PlanResult([tie_marked(realize(p), front) for p in chosen], front, method=method,
                         time_limit_s=params.time_limit_s, knobs=model_knobs(model))
-    result.timeouts = planner.timed_out()
-    result.cut_stops = list(planner.cut_stops)
+    result.timeouts = sorted((t for pl in planners for t in pl.timed_out()), key=lambda t: t.batch)
+    result.cut_stops = [c for i, pl in enumerate(planners) for c in pl.cut_stops
+                        if all(c not in o.cut_stops for o in planners[:i])]
     result.status = "FEASIBLE" if result.timeouts else "OPTIMAL"
     bad = [c for c in result.candidates if full_estimate_misses(c.estimate, scenario)]
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     result.range_note = range_note(chosen[0].batch, scenario)
     if edge is not None:
-        last = max(b for b in tables.batches if b < edge)
         result.sla_edge = (edge, last)
         if any(p.batch == edge for p in chosen):
-            def _config(p: Point) -> ParallelConfig:
-                return ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
-            own = _own_edges([p for p in chosen if p.batch < edge], powers, meets, runs,
-                             lambda p, c: estimate(model, hw, _config(p), prec, f, Workload.for_scenario(scenario, c),
-                                                   mem_opts), _config)
+            own = list(dict.fromkeys(f"{p.batch:,} from {edge_from[p.key()]:,}" for p in chosen
+                                     if p.batch != edge and p.key() in edge_from))
             result.edge_note = sla_edge_note(edge, last, scenario) + (
-                f"; candidates the SLAs stop at a power run more at their own SLA edge: {', '.join(own)} "
-                "(--concurrency N plans one there)" if own else "")
+                "; the other candidates the SLAs stop at a power are shown at their own SLA edge (the most their "
+                "configuration there runs within them, the best of their pattern planned at it): " + ", ".join(own)
+                if own else "")
     device = [n for n in (placement_note(hw, fw, world), unstated_platform_note(hw, fw)) if n]
     result.input_notes = (*input_notes(model, hw, prec, max_len=scenario.max_seq_len), *device)
     if explain_binding:
@@ -416,36 +445,47 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     return result
 
 
-def _own_edges(shown: list[Point], powers: tuple[int, ...], meets: Callable[[Point, int], bool],
-               runs: Callable[[Point, int], bool], at: Callable[[Point, int], Estimate],
-               config: Callable[[Point], ParallelConfig]) -> list[str]:
+def _at_own_edges(stopped: list[Point], powers: tuple[int, ...], meets: Callable[[Point, int], bool],
+                  runs: Callable[[Point, int], bool], planner_at: Callable[[int], cpsat.Planner],
+                  fixed: set[tuple]) -> dict[Point, tuple[Point, cpsat.Planner]]:
     """Beside a candidate at the SLA edge, one the SLAs stop at a power (the next planned concurrency misses them)
-    compares unequal loads (Llama-3.1-70B, 8 H100, TPOT <= 40: TP4 x DP2 at 64 reads 27% below TP8 at 121, 6%
-    at its own 112): the most each runs within them (plan.sla_edge's bisection), its figures there."""
-    out = []
-    for p in shown:
+    would compare unequal loads (Llama-3.1-70B, 8 H100, TPOT <= 40: TP4 x DP2 at 64 reads 27% below TP8 at 121,
+    6% at its own 112). Each such candidate -> (its pattern's best configuration at the most it runs within the
+    SLAs, plan.sla_edge's bisection; the planner that proved it). The slot's exclusions hold there: every pattern
+    but its own is excluded. A `fixed` candidate (the verified deployment) keeps its configuration: what was
+    verified is that one, so it is only admitted at its edge."""
+    out = {}
+    for p in stopped:
         later = [b for b in powers if b > p.batch]
         if not later or meets(p, later[0]):
             continue  # not stopped by the SLAs: a latency plan's low concurrency is its own choice
         c = sla_edge({(p.batch, p.served): p}, powers, meets, runs)
         if c is None:
             continue
-        e = at(p, c)
-        knobs = nondefault_label(config(p).settings())
-        out.append(f"{knobs} at {p.batch:,} runs {c:,} ({e.output_tokens_per_s_per_rank:,.0f} output "
-                   f"tok/s per rank, TTFT {e.ttft_s * 1e3:,.0f} ms, TPOT {e.tpot_s * 1e3:.2f} ms)")
+        pl = planner_at(c)
+        picks = dict(p.picks)
+        if p.key() in fixed:
+            hit = pl.admissible(c, picks)
+            q = hit[1] if hit is not None else None
+        else:
+            t = pl.t
+            family = attention_family(t.choices["attn"][picks["attn"]])
+            own = pattern_key(t, picks)
+            others = sorted({(a[:4], d, m) for a in t.choices["attn"] if attention_family(a) == family
+                             for d in t.choices["dense"] for m in t.choices["moe"]} - {own})
+            q = pl.best(c, others, exclude_families=frozenset(attention_family(a) for a in t.choices["attn"]) - {family})
+        if q is not None:  # p's own configuration meets c, so the search finds one: None only past its time limit
+            out[p] = (q, pl)
     return out
 
 
-SLA_EDGE_MARK = "is the SLA edge"  # what sla_edge_note says, read back from a sweep row's note (capacity.recommend)
-
-
 def sla_edge_note(edge: int, top: int, scenario: Scenario) -> str:
-    """One line on a candidate at the SLA edge: where its concurrency comes from."""
+    """One line on a configuration at an SLA edge: where its concurrency comes from (the whole plan's edge, or a
+    candidate's own: the configurations at `top` are the power's optima, or that candidate's)."""
     slas = " and ".join(f"{name} <= {v:g} ms" for name, v in (("TTFT", scenario.ttft_ms), ("TPOT", scenario.tpot_ms))
                         if v is not None)
-    return (f"concurrency {edge:,} {SLA_EDGE_MARK}: the most requests the best configurations at {top:,} run within "
-            f"{slas} (and memory), planned between the powers of two, where the SLAs stop them")
+    return (f"concurrency {edge:,} is the SLA edge of the configurations at {top:,}: the most requests they run "
+            f"within {slas} (and memory), planned between the powers of two, where the SLAs stop them")
 
 
 def _sla_tests(tables: Tables, model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw: FrameworkProfile,
