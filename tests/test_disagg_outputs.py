@@ -323,8 +323,8 @@ def test_pool_plans_whose_failures_go_unread_are_not_diagnosed(monkeypatch) -> N
     from solver.plan import disagg, solve
 
     calls = []
-    real = solve._diagnose
-    monkeypatch.setattr(solve, "_diagnose", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = solve.explain_infeasible
+    monkeypatch.setattr(solve, "explain_infeasible", lambda *a, **k: calls.append(1) or real(*a, **k))
     spec, hw, fw = load_model("llama-3.1-70b"), load_hardware("h100_sxm"), load_framework("generic")
     prec = resolve_precision(spec, hw, None, None, None)
     sc = Scenario(isl=65536, osl=256)

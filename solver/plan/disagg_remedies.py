@@ -10,8 +10,8 @@ from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import (MAX_EVALUATED, _concurrency, _Pair, _pairs, cards_for, phase_scenario,
                                 sla_misses, ttft_order)
 from solver.plan.disagg_floor import PrefillScreen
-from solver.plan.solve import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
-                               relax_slas)
+from solver.plan.diagnosis import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
+                                   relax_slas)
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
 

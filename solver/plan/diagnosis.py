@@ -1,0 +1,306 @@
+"""Why a plan is infeasible and what would make it feasible: the constraint families that bind (each relaxed
+alone), the concurrency and SLAs within reach, and the remedies in the model's terms (more cards, cheaper weights,
+a shorter sequence), each confirmed by the planner where a screen cannot tell.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from solver.errors import InfeasibleError, three_figures
+from solver.estimate.memory import MemoryOptions
+from solver.plan import cpsat
+from solver.plan.groups import GROUPS
+from solver.plan.points import Point, SolverParams
+from solver.plan.table_build import attention_rejections
+from solver.plan.tables import Tables
+from solver.space.domains import largest_tp, redundant_for
+from solver.space.placement import as_launched, device_of, equal_split_sizes, launchable_sizes, split_text
+from solver.specs.dtypes import number_format
+from solver.specs.framework import FrameworkProfile
+from solver.specs.hardware import Hardware
+from solver.specs.limits import MAX_CARDS
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+from solver.specs.rule_env import device_facts, model_env
+from solver.specs.scenario import Scenario
+
+
+def binding_constraints(planner: cpsat.Planner, best: Point) -> list[str]:
+    """Constraint families whose removal alone would lower the chosen configuration's latency at its
+    concurrency (the operating point the recommendation is for)."""
+    out = []
+    for name in planner.families(best.batch):
+        p = planner.best(best.batch, relaxed=frozenset({name}))
+        if p is not None and p.latency < best.latency:
+            out.append(name)
+    return out
+
+
+def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+              scenario: Scenario, tables: Tables, planner: cpsat.Planner,
+              mem_opts: MemoryOptions | None, params: SolverParams,
+              allow_cross_node: bool, space) -> InfeasibleError:
+    binding: list[str] = []
+    empty = [g for g, opts in tables.choices.items() if not opts]
+    # a group with no allowed layout leaves no model to relax: name it and the rules that emptied it
+    names = [] if empty else sorted({n for b in tables.batches for n in planner.families(b)})
+    for name in names:
+        if any(planner.best(b, relaxed=frozenset({name})) for b in tables.batches):
+            binding.append(name)
+    # no one family alone: the SLAs together (two SLAs that each bind name no memory or rule), then everything
+    slas = [n for n in names if n.startswith("SLA")]
+    for together in ([slas] if len(slas) > 1 else []) + [names]:
+        if not binding and together and any(planner.best(b, relaxed=frozenset(together)) for b in tables.batches):
+            binding = together
+    for g in empty:
+        # the space's one-knob rules, then the framework rules that turned the remaining layouts away
+        rules = sorted({p.rule for p in space.pruned if p.knob in GROUPS[g]})
+        if g == "attn":
+            rules += [r for r in attention_rejections(space, model, fw, world, hw, scenario) if r not in rules]
+        binding.append(f"no {g} layout is left" + (f" ({', '.join(rules)})" if rules else ""))
+    stalled = [t for t in planner.timeouts.values() if not t.found]
+    remedies = []
+    launchable = launchable_sizes(hw, fw, world)
+    if launchable:  # no equal share of the ranks over their nodes: the launch itself refuses, whatever the layout
+        remedies.append(" or ".join(split_text(w, hw.ranks_per_node) for w in launchable)
+                        + f" ranks spread evenly over their nodes, as {fw.name}'s launch needs")
+    batch_ids = {r.id for r in fw.batch_rules}
+    if scenario.concurrency is not None and batch_ids & set(binding) and tables.choices["attn"]:
+        # a fixed concurrency the engine's batch rules turn away: the nearest its layouts run, first
+        reach = _batch_reach(model, hw, fw, world, scenario, tables, sorted(batch_ids & set(binding)))
+        remedies += [reach] if reach else []
+    if "B.memory_per_rank" in binding or not binding or empty:
+        # a group the rules empty has no layout at any sequence, batch or weight format: only the size helps
+        remedies += _memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts,
+                                     sizes_only=bool(empty) and "B.memory_per_rank" not in binding)
+    slas = [b for b in binding if b.startswith("SLA")]
+    if slas:
+        remedies.append(_sla_reach(planner, tables, world, slas) + "; or add cards")
+    if stalled:
+        remedies.append(f"{len(stalled)} relaxed solve(s) timed out, so the binding list may be short; "
+                        "raise --time-limit")
+    stopped = sorted({c.batch for c in planner.cut_stops if c.asked == "the front" and c.reason == "rejected"})
+    if stopped:
+        remedies.append(f"the cut loop stopped at {len(stopped)} concurrenc{'y' if len(stopped) == 1 else 'ies'} "
+                        f"({', '.join(map(str, stopped[:6]))}) after {planner.max_cuts} configurations the full "
+                        "estimate rejected, so a fitting one may exist there; a fixed --concurrency searches one")
+    names = ", ".join(binding) if binding else "the combination of memory and framework rules"
+    why = names if empty else f"{names} {'bind' if len(binding) > 1 else 'binds'}"
+    return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",
+                           binding, "what would fit: " + "; ".join(remedies) if remedies else None)
+
+
+def _batch_reach(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
+                 tables: Tables, ids: list[str]) -> str | None:
+    """The most requests below a fixed concurrency that an attention layout holding that concurrency in memory
+    (with its stage count's least-memory other groups) may run under the engine's batch rules `ids`
+    (cann-recipes: a multiple of the attention DP size); fewer sequences fit where more do. None where no
+    layout holds the concurrency: then memory, not the batch rule, is what to change."""
+    rules = [r for r in fw.rules if r.id in ids]
+    c = scenario.concurrency
+    held = []
+    for i, ch in enumerate(tables.choices["attn"]):
+        others = {g: min((j for j, o in enumerate(opts) if o[-1] == ch[-1]), key=lambda j: tables.memory[(c, g, j)])
+                  for g, opts in tables.choices.items() if g != "attn" and any(o[-1] == ch[-1] for o in opts)}
+        if len(others) == sum(1 for g, opts in tables.choices.items() if g != "attn" and opts) \
+                and tables.fits(c, {"attn": i, **others}):
+            held.append(ch)
+
+    def runs(b: int) -> int:
+        """How many of the held layouts run b sequences."""
+        return sum(all(r.holds(model_env(dict(zip(GROUPS["attn"], ch)), model, **device_facts(hw), world=world,
+                                         batch=b, mtp=scenario.mtp)) for r in rules) for ch in held)
+
+    # each rule is a divisibility by a count of ranks: one is met within `world` steps
+    counts = {b: runs(b) for b in range(c - 1, max(c - world, 0), -1)}
+    below = next((b for b, n in counts.items() if n), None)
+    if below is None:
+        return None
+    # the nearest count may be run by one layout only (100 on 48 ranks: 99, by 3 attention replicas); the nearest
+    # that the most run leaves the planner its choice of layouts (96: every DP size up to 48)
+    most = max(counts, key=lambda b: (counts[b], b))
+
+    def share(n: int) -> str:
+        return "the one" if len(held) == 1 else f"all {n}" if n == len(held) else f"{n} of the {len(held)}"
+
+    one = len(held) == 1
+    text = (f"--concurrency {below:,} ({', '.join(ids)}: {share(counts[below])} attention layout{'' if one else 's'} "
+            f"that hold{'s' if one else ''} {c:,} sequences run{'s' if one else ''} {below:,})")
+    if counts[most] > counts[below]:
+        text += f", or --concurrency {most:,} ({share(counts[most])} run it)"
+    return text
+
+
+# a binding SLA family -> (its flag, the figure's attribute on Figures and estimates, the figure's name)
+SLA_FLAGS = {"SLA.ttft": ("--ttft-ms", "ttft_s", "TTFT"), "SLA.tpot": ("--tpot-ms", "tpot_s", "TPOT")}
+
+
+def relax_slas(slas: list[str]) -> str:
+    """'relax' and the flags of the binding SLA families (both if none is one of them)."""
+    return "relax " + ("/".join(SLA_FLAGS[s][0] for s in slas if s in SLA_FLAGS) or "--ttft-ms/--tpot-ms")
+
+
+def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[str]) -> str:
+    """What the binding SLAs would have to allow: the fastest configuration (least request latency) at the
+    smallest concurrency with those SLAs set aside, and the figures they cap; naming it keeps the remedy in the
+    deployment's own figures rather than a bare 'relax'."""
+    b = tables.batches[0]
+    p = planner.best(b, relaxed=frozenset(slas))
+    if p is None:
+        return relax_slas(slas)
+    fig = planner.latency_of(b, dict(p.picks))[1]
+    cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
+    knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
+    shown = ", ".join(f"{SLA_FLAGS[s][2]} {three_figures(getattr(fig, SLA_FLAGS[s][1]) * 1e3)} ms" for s in slas)
+    return (f"{relax_slas(slas)}: the fastest configuration at concurrency {b} on {world} cards ({knobs}) shows "
+            f"{shown}")
+
+
+REMEDY_SIZES = 12  # world sizes a diagnosis screens for one that fits
+REMEDY_PLANS = 3  # of those, how many it may confirm with the planner (each is a small solve)
+
+
+def _remedy_worlds(world: int, model: ModelSpec, hw: Hardware, fw: FrameworkProfile) -> list[int]:
+    """World sizes to try, nearest first (by ratio), larger before smaller at the same distance: multiples
+    carry more memory, and divisors can be what makes the experts divide (384 experts on 4096 ranks do not).
+    Past one node, a world that leaves a node part-filled also tries the whole-node sizes either side (12 on
+    8-rank nodes: 8 and 16) and, under an engine whose launch runs equal ranks per node, the nearest sizes that
+    spread evenly over their nodes (11: 10 and 12)."""
+    sizes = {world * k for k in (2, 3, 4, 6, 8, 16, 32)} | {world // k for k in (2, 4, 8, 16, 32, 64, 128)
+                                                             if world % k == 0}
+    rpn = device_of(hw).ranks_per_node
+    if world > rpn and world % rpn:
+        sizes |= {world // rpn * rpn, -(-world // rpn) * rpn}
+        if fw.equal_ranks_per_node:
+            sizes |= set(equal_split_sizes(world, rpn))
+    sizes = {w for w in sizes if 1 <= w <= MAX_CARDS and w != world}
+    return sorted(sizes, key=lambda w: (abs(math.log(w / world)), -w))[:REMEDY_SIZES]
+
+
+def might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, w: int, scenario: Scenario,
+               mem_opts: MemoryOptions | None, seq_len: int | None = None) -> bool:
+    """A cheap screen before the planner is asked: the most sharded layouts with TP inside the node (MoE TP as
+    small as lets EP hold the experts, with the redundant copies the engine would place), without and with
+    pipeline stages across the rest of the ranks (at most one per layer), hold the smallest batch at the
+    scenario's longest sequence (or `seq_len`). Attention is screened both ways the node's ranks can shard it:
+    by heads (TP) and by requests (attention DP, or KVP over the same ranks where the engine has it), since a
+    cache that heads do not split (MLA's latent, one K/V head) is least per rank with the requests spread."""
+    from solver.estimate.memory import memory_per_rank
+
+    tp = largest_tp(w, hw, model)
+    stages = [1] + [w // tp] * (1 < w // tp <= model.num_layers)
+    kvp = tp if "kvp_size" in fw.knobs else 1
+    attention = [(tp, 1)] + [(1, kvp)] * (tp > 1)
+    for pp in stages:
+        stage = w // pp
+        moe_tps = [1] if not model.is_moe else [t for t in (1, 2, 4, 8, 16, 32) if t <= tp and stage % t == 0
+                                                and redundant_for(model, fw, stage // t) is not None]
+        if not moe_tps:
+            continue
+        t = moe_tps[0] if model.is_moe else tp
+        for a_tp, a_kvp in attention:
+            pc = ParallelConfig(world_size=w, attn_tp_size=a_tp, kvp_size=a_kvp, dense_tp_size=tp, embed_tp_size=tp,
+                                lmhead_tp_size=tp, moe_tp_size=t, pp_size=pp,
+                                redundant_experts=(redundant_for(model, fw, stage // t) or 0) if model.is_moe else 0)
+            if memory_per_rank(model, hw, pc, prec, scenario.concurrency or 1, seq_len or scenario.max_seq_len,
+                               mem_opts, mtp_layers=scenario.mtp).feasible:
+                return True
+    return False
+
+
+def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                     scenario: Scenario, params: SolverParams, allow_cross_node: bool,
+                     mem_opts: MemoryOptions | None, sizes_only: bool = False) -> list[str]:
+    """What would make a deployment that memory rules out fit, each remedy checked or screened: a world size the
+    planner confirms, a smaller concurrency, a shorter sequence (where the screen passes at one token), weight
+    formats smaller than the current ones that the hardware takes. `sizes_only`: the world size alone (a group
+    the rules leave empty, which no sequence, batch or format refills)."""
+    out = []
+    fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
+    wide = "" if allow_cross_node else " with TP inside a node (try --allow-cross-node)"
+    if fits is not None:
+        aside = ", SLAs aside" if scenario.ttft_ms is not None or scenario.tpot_ms is not None else ""
+        out.append(f"{fits} cards fit (the planner found a configuration there{aside})")
+    elif planned:
+        out.append(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory screen "
+                   f"passes){wide}")
+    else:
+        near = _remedy_worlds(world, model, hw, fw)
+        load = f"{scenario.concurrency:,} sequences" if scenario.concurrency else "the smallest batch"
+        out.append(f"no size from {min(near, default=world)} to {max(near, default=world)} cards holds the "
+                   f"weights and {load}{wide}")
+    if sizes_only:
+        return out
+    if scenario.concurrency:
+        out.append("a smaller --concurrency")
+    if scenario.max_seq_len > 1 and might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=1):
+        out.append("a shorter sequence")
+    cheaper = cheaper_weights(model, hw, prec)
+    if cheaper:
+        out.append(f"smaller weights ({cheaper})")
+    return out
+
+
+# the weight formats a remedy may name, by the flag's spelling
+WEIGHT_REMEDIES = ("fp8", "int8", "int4", "fp4")
+
+
+def cheaper_weights(model: ModelSpec, hw: Hardware, prec: Precision) -> str:
+    """The weight flags and formats with fewer bits than this deployment's, that the hardware computes in or
+    keeps weight-only (resolve_precision accepts them), '' when none."""
+    def smaller(than: float) -> list[str]:
+        return [n for n in WEIGHT_REMEDIES if (f := number_format(n)).bits < than
+                and (hw.supports(f.compute) or f.compute in hw.weight_only_formats)]
+
+    parts = []
+    dense = smaller(max(prec.fmt(g).bits for g in ("attention", "dense")))
+    if dense:
+        parts.append(f"--weight-dtype {'/'.join(dense)}")
+    experts = smaller(prec.fmt("experts").bits) if model.is_moe else []
+    if experts and experts != dense:
+        parts.append(f"--moe-weight-dtype {'/'.join(experts)}")
+    return ", ".join(parts)
+
+
+def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                   scenario: Scenario, params: SolverParams, allow_cross_node: bool,
+                   mem_opts: MemoryOptions | None) -> tuple[int | None, list[int]]:
+    """(the nearest world size at which the planner itself finds a configuration, the sizes it was asked about):
+    the remedy is checked (first_that_plans)."""
+    return first_that_plans(model, hw, prec, fw, _remedy_worlds(world, model, hw, fw), memory_question(scenario),
+                            params, allow_cross_node, mem_opts)
+
+
+def memory_question(scenario: Scenario) -> Scenario:
+    """The scenario a memory remedy is checked at: the smallest concurrency (a fixed one stays), the SLAs set aside
+    (memory is the question; a binding SLA has its own remedy)."""
+    return scenario.model_copy(update={"ttft_ms": None, "tpot_ms": None}
+                               | ({} if scenario.concurrency else {"max_concurrency": 1}))
+
+
+def first_that_plans(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, sizes: Sequence[int],
+                     scenario: Scenario, params: SolverParams | None, allow_cross_node: bool,
+                     mem_opts: MemoryOptions | None, method: str = "cpsat") -> tuple[int | None, list[int]]:
+    """(the first of `sizes` at which the planner finds a configuration for `scenario`, the sizes it was asked
+    about): each passes the memory screen (might_fit) first, and at most REMEDY_PLANS are planned, each with a
+    time limit of 5 s at most."""
+    from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
+
+    params = params or SolverParams()
+    quick = SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, 5.0))
+    planned: list[int] = []
+    for w in sizes:
+        if not might_fit(model, as_launched(hw, fw, w), prec, fw, w, scenario, mem_opts):
+            continue
+        planned.append(w)
+        try:
+            plan(model, hw, prec, fw, w, scenario, quick, method=method, top=1, allow_cross_node=allow_cross_node,
+                 mem_opts=mem_opts, explain_binding=False, diagnose=False)
+        except InfeasibleError:
+            if len(planned) >= REMEDY_PLANS:
+                break
+            continue
+        return w, planned
+    return None, planned
