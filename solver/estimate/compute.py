@@ -53,6 +53,11 @@ class Work:
     # their new K/V in every layer and their last hidden states once per step over the group, so every copy stays
     # whole and every rank samples the whole batch (step_parts.decode_layout); 1: no such gathers
     cp_copies: int = 1
+    # decode under a CP whose ranks each keep 1/cp of every request's cache (FrameworkProfile.cp_decode_shards_kv:
+    # vllm-ascend's PCP): the CP group's size. Every rank runs the whole batch's attention over its shard of the
+    # keys and the group all-gathers the partial outputs with their lse to merge them (step_parts.decode_layout);
+    # 1: each rank reads its requests' whole cache
+    kv_shards: int = 1
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,9 @@ class Factors:
     # the framework's CP decode form (FrameworkProfile.cp_decode_repeats_batch): every CP rank decodes its
     # replica's whole batch, as the SP form (step_parts.decode_layout)
     cp_decode_repeats_batch: bool = False
+    # the framework's sharded-cache CP decode (FrameworkProfile.cp_decode_shards_kv): every CP rank decodes the
+    # whole batch over its 1/cp of each request's KV, partial outputs merged over the group
+    cp_decode_shards_kv: bool = False
     # fixed per-request cost on the TTFT path, fitted per framework x hardware (None: workload's default)
     request_overhead_s: float | None = None
     # --- the engine's serving loop (FrameworkServing; engine_step.py, closed_loop.py and scheduler.py use them)
@@ -94,6 +97,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         cp_replicates_kv_cache=bool(s.get("cp_replicates_kv_cache", 0.0)),
         sp_decode_repeats_batch=bool(s.get("sp_decode_repeats_batch", 0.0)),
         cp_decode_repeats_batch=bool(s.get("cp_decode_repeats_batch", 0.0)),
+        cp_decode_shards_kv=bool(s.get("cp_decode_shards_kv", 0.0)),
         request_overhead_s=s.get("request_overhead_s"),
         decode_first=bool(s.get("decode_first", 1.0)),
         decode_first_synced=bool(s.get("decode_first_synced", s.get("decode_first", 1.0))),

@@ -108,7 +108,8 @@ def step_items(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisi
                ) -> list[tuple[list[OpCost], list[CommCost], float, bool]]:
     """A step without pipeline stages as (ops, collectives, times repeated, is an MTP draft pass) chunks of
     unscaled records: step_cost scales them into a StepCost (the planner's tables add step_sums)."""
-    pc, w = decode_layout(pc, w, f.cp_replicates_kv_cache, f.sp_decode_repeats_batch, f.cp_decode_repeats_batch)
+    pc, w = decode_layout(pc, w, f.cp_replicates_kv_cache, f.sp_decode_repeats_batch, f.cp_decode_repeats_batch,
+                          f.cp_decode_shards_kv)
     kit = Kit(hw, pc, prec, f, w)
     pc_key = pc.key()
     blocks, head, draft = selected_blocks(model, mtp_layers, attention_only, modules, w.phase)

@@ -52,7 +52,7 @@ def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
 
 
 def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False, repeats: bool = False,
-                  cp_repeats: bool = False) -> tuple[ParallelConfig, Work]:
+                  cp_repeats: bool = False, cp_shards: bool = False) -> tuple[ParallelConfig, Work]:
     """Where a decode step runs under CP. CP splits the tokens of a prompt (prefill); once prompts are in the
     cache, the CP group's ranks decode as attention-DP replicas, each request on one rank with its whole KV
     (the seed: CP is the prefill add-on, KVP the decode-time KV split, and `kvp_size` is its own knob). The CP
@@ -71,12 +71,16 @@ def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False, repeats: bo
     rank", sglang 0.5.23 layers/dp_attention.py dp_reduce_scatter_tensor): the SP ranks are laid out as
     replicas that repeat one batch (repeat_layout). `cp_repeats`: the engine's CP ranks do the same
     (Factors.cp_decode_repeats_batch: SGLang's --attn-cp-size with --enable-prefill-cp, the same decode as its
-    DSA form above), so its CP ranks are laid out as repeating replicas too, not as owners. Per-replica work in,
-    per-rank work and the DP layout out; prefill, and cp 1 without repeating SP ranks, pass through."""
-    knobs = tuple(k for k, on in (("attn_sp_size", repeats), ("cp_size", cp_repeats)) if on and getattr(pc, k) > 1)
+    DSA form above), so its CP ranks are laid out as repeating replicas too, not as owners. `cp_shards`: the
+    engine's CP ranks each keep 1/cp of every request's cache (Factors.cp_decode_shards_kv, vllm-ascend's PCP)
+    and each run the whole batch: laid out as repeating replicas whose attention reads 1/cp of the keys
+    (Work.kv_shards) and merges the partial outputs over the group. Per-replica work in, per-rank work and the
+    DP layout out; prefill, and cp 1 without repeating SP ranks, pass through."""
+    knobs = tuple(k for k, on in (("attn_sp_size", repeats), ("cp_size", cp_repeats or cp_shards))
+                  if on and getattr(pc, k) > 1)
     if w.phase != "decode" or (pc.cp_size == 1 and not knobs):
         return pc, w
-    key = (pc.key(), w, copies, knobs)
+    key = (pc.key(), w, copies, knobs, cp_shards)
     hit = _DECODE_LAYOUTS.get(key)
     if hit is not None:
         return hit
@@ -85,7 +89,10 @@ def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False, repeats: bo
         _DP_LAYOUTS.clear()
         _DECODE_WORKS.clear()
     if knobs:
+        shards = pc.cp_size if cp_shards else 1
         pc, w = repeat_layout(pc, w, knobs)
+        if shards > 1:
+            w = replace(w, kv_shards=shards)
     hit = _DECODE_LAYOUTS[key] = _decode_layout(pc, w, copies) if pc.cp_size > 1 else (pc, w)
     return hit
 

@@ -166,7 +166,7 @@ def plan_kit(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: W
     formulas (the mixers: mixer_key; the embedding and LM head: head_key), what they read of the config, so
     configs that differ elsewhere (the world, the stage count, the other knobs) share one kit."""
     pc, w = decode_layout(pc, w, f.cp_replicates_kv_cache, f.sp_decode_repeats_batch,
-                          f.cp_decode_repeats_batch)
+                          f.cp_decode_repeats_batch, f.cp_decode_shards_kv)
     return _kit_sums(hw, pc, prec, f, w, pc.key() if reads is None else reads(pc))
 
 

@@ -149,7 +149,8 @@ class TableInputs:
             hit = self._outside.get((key, id(w)))  # the entry keeps `w`, so a hit is on this very object
             if hit is None or hit[0] is not w:
                 pc, dw = decode_layout(self._layout_pc(key), w, self.f.cp_replicates_kv_cache,
-                                       self.f.sp_decode_repeats_batch, self.f.cp_decode_repeats_batch)
+                                       self.f.sp_decode_repeats_batch, self.f.cp_decode_repeats_batch,
+                                       self.f.cp_decode_shards_kv)
                 hit = self._outside[(key, id(w))] = (
                     w, self._spelled(pc.attn_tp_size, pc.kvp_size, pc.cp_size * pc.attn_sp_size, pp),
                     self._work(dw))

@@ -297,6 +297,11 @@ class FrameworkProfile(BaseModel):
         "with the attention weights whole, as sp_decode_repeats_batch (SGLang's --attn-cp-size with "
         "--enable-prefill-cp: prefill splits a prompt's tokens over the ranks, decode repeats the DP slot on every "
         "one); needs cp_replicates_kv_cache; false: each CP rank decodes its own requests (vLLM's PCP)")
+    cp_decode_shards_kv: bool = Field(
+        False, description="its context-parallel ranks (cp_size) each keep 1/cp of every request's KV cache and "
+        "each decode the attention replica's whole batch over their shard, the partial outputs merged by "
+        "log-sum-exp over the CP group (vllm-ascend's PCP: each rank stores max_model_len / pcp tokens, decode "
+        "requests duplicated on every PCP rank, output and lse all-gathered); excludes cp_replicates_kv_cache")
     equal_ranks_per_node: bool = Field(
         False, description="its multi-node launch runs the same number of ranks on every node (vLLM's and "
         "SGLang's --nnodes: world / nnodes a node), so ranks that leave a node part-filled spread evenly over the "
@@ -331,7 +336,7 @@ class FrameworkProfile(BaseModel):
         each decode the replica's whole batch (SGLang's --attn-cp-size, NSA prefill CP). vLLM's / ATOM's PCP
         ranks each decode their own requests, separate replicas in decode: not among them."""
         return tuple(k for k, on in (("kvp_size", self.kvp_splits_attention_weights),
-                                     ("cp_size", self.cp_decode_repeats_batch),
+                                     ("cp_size", self.cp_decode_repeats_batch or self.cp_decode_shards_kv),
                                      ("attn_sp_size", self.sp_decode_repeats_batch)) if on)
 
     @model_validator(mode="after")
@@ -346,6 +351,11 @@ class FrameworkProfile(BaseModel):
                                                                "at 1)")
         if self.cp_replicates_kv_cache and "cp_size" not in self.knobs:
             raise FieldProblem("cp_replicates_kv_cache", "set without cp_size among the knobs (CP is fixed at 1)")
+        if self.cp_decode_shards_kv and "cp_size" not in self.knobs:
+            raise FieldProblem("cp_decode_shards_kv", "set without cp_size among the knobs (CP is fixed at 1)")
+        if self.cp_decode_shards_kv and self.cp_replicates_kv_cache:
+            raise FieldProblem("cp_decode_shards_kv", "set with cp_replicates_kv_cache (a CP rank keeps either 1/cp of "
+                                                      "a request's cache or all of it)")
         if self.sp_decode_repeats_batch and "attn_sp_size" not in self.knobs:
             raise FieldProblem("sp_decode_repeats_batch", "set without attn_sp_size among the knobs (SP is fixed at 1)")
         if self.cp_decode_repeats_batch and not self.cp_replicates_kv_cache:
@@ -420,6 +430,7 @@ class FrameworkProfile(BaseModel):
         out["cp_replicates_kv_cache"] = 1.0 if self.cp_replicates_kv_cache else 0.0
         out["sp_decode_repeats_batch"] = 1.0 if self.sp_decode_repeats_batch else 0.0
         out["cp_decode_repeats_batch"] = 1.0 if self.cp_decode_repeats_batch else 0.0
+        out["cp_decode_shards_kv"] = 1.0 if self.cp_decode_shards_kv else 0.0
         out.update(self.serving_factors())
         return out
 

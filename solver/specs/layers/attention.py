@@ -249,7 +249,7 @@ class Attention(Block):
                      rank_params * bpp + t_a * (self.in_width or h) * ACT_BYTES,
                      gemm, gemm_eff, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / g))]
         keys = self.keys(cx)
-        pair_shards = pc.token_shards * pc.kvp_size
+        pair_shards = pc.token_shards * pc.kvp_size * w.kv_shards  # Work.kv_shards: a sharded-cache CP decode
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
         pair_flops = 2 * self.heads / a * T * (self.head_dim + self.map_v_width) / pair_shards  # per key a query reads
         flops = pair_flops * keys
@@ -338,6 +338,13 @@ def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: 
         for part, bpt in copies_gathered or (("kv", cache_bpt),):
             out.append(cx.coll(f"cp_{part}_allgather", "attention", "all_gather", w.cp_copies,
                                w.cp_copies * T * bpt, stride=pc.attn_group_size))
+    if w.kv_shards > 1 and merge:
+        # a decode whose CP ranks each hold 1/kv_shards of the keys and run the whole batch (Work.kv_shards): each
+        # casts its partial output and lse to fp32, the group all-gathers them and every rank merges all of them,
+        # keeping the whole output (vllm-ascend 0.23.0.post1 attention/context_parallel/common_cp.py
+        # _process_attn_out_lse, _npu_attention_update); one collective, over ranks one attention group apart
+        out.append(cx.coll("cp_out_lse_allgather", "attention", "all_gather", w.kv_shards,
+                           w.kv_shards * T * heads / a * (merge_width + 1) * LSE_BYTES, stride=pc.attn_group_size))
     if pc.kvp_size > 1 and g > a:
         out += kvp_reusing_tp_comms(cx, heads=heads, cache_bpt=cache_bpt, merge_width=merge_width,
                                     query_width=query_width, topk=topk, merge=merge, gathers_context=gathers_context)

@@ -99,7 +99,7 @@ class CompressedAttention(Block):
         bpp = prec.fmt("attention").bytes_per_param
         ops = [latent_projection_op(self, cx)]
         keys = self.keys(cx)
-        pair_shards = pc.token_shards * pc.kvp_size
+        pair_shards = pc.token_shards * pc.kvp_size * w.kv_shards  # Work.kv_shards: a sharded-cache CP decode
         heads = max(self.heads / a, hw.sparse_attention_head_pad) if self.indexer else self.heads / a
         flops = 2 * heads * T * keys * 2 * self.head_dim / pair_shards
         if w.phase == "decode":

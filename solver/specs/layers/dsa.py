@@ -127,7 +127,7 @@ class Indexer:
         T = w.new_tokens
         t_a = T / pc.token_shards
         ctx = max(w.context, 1.0) * key_share
-        pair_shards = pc.token_shards * pc.kvp_size
+        pair_shards = pc.token_shards * pc.kvp_size * w.kv_shards  # Work.kv_shards: a sharded-cache CP decode
         params = sum(p.params for p in self.parts(hidden, q_lora_rank))
         fp8 = self.key_bytes == 1  # the scores run at the cached keys' precision
         peak = (hw.flops("fp8") if fp8 and hw.supports("fp8") else hw.flops("int8") if fp8 and hw.supports("int8")

@@ -120,7 +120,7 @@ class MLA(Block):
         ops = [latent_projection_op(self, cx)]
         ctx = max(w.context, 1.0)
         heads = self.heads / a
-        pair_shards = pc.token_shards * pc.kvp_size
+        pair_shards = pc.token_shards * pc.kvp_size * w.kv_shards  # Work.kv_shards: a sharded-cache CP decode
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
         absorbed_dk, absorbed_dv = self.kv_lora_rank + self.qk_rope_head_dim, self.kv_lora_rank
         if self.indexer:
