@@ -148,3 +148,11 @@ def test_cpmant_is_refused_for_its_segment_and_prompt_embeddings() -> None:
         + (32 ** 2 + 512) * 32 + 30720 * 4096 + 4096 == 9_517_453_312
     with pytest.raises(InputError, match="model_type: 'cpmant': segment embeddings"):
         parse_model_config(_raw("cpmant"), "cpmant")
+
+
+def test_an_unread_list_placing_the_mixers_is_refused_beside_mamba_layers() -> None:
+    # BambaConfig() with its attention written under a name the class does not read is 32 Mamba layers to
+    # transformers; the config meant attention at 9, 18, 27, so the list is refused rather than dropped
+    raw = {**_raw("bamba"), "attention_layer_ids": [9, 18, 27]}
+    with pytest.raises(InputError, match="attention_layer_ids: .* placed without it"):
+        parse_model_config(raw, "bamba")
