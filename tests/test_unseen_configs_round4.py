@@ -208,10 +208,11 @@ def test_an_unknown_family_with_an_unread_mixer_field_is_refused() -> None:
 def test_a_known_family_with_an_unread_mixer_field_is_refused_too() -> None:
     """A family with defaults is no safer: Bamba under its own model_type with its attention indices in a field
     the reader does not know was counted as 32 attention layers, 8,030,261,248 for 9,780,235,392, without a word
-    (the catalog's published totals check the catalog's configs, not a user's variant)."""
+    (the catalog's published totals check the catalog's configs, not a user's variant). BambaConfig without
+    attn_layer_indices is every layer Mamba (stop 38), so the field that places the attention is the one refused."""
     cfg = _load("ibm-ai-platform--Bamba-9B", UNSEEN / "multi")
     cfg["attention_layer_ids"] = cfg.pop("attn_layer_indices")
-    with pytest.raises(InputError, match="mamba_chunk_size: 256: describes a mixer other than attention"):
+    with pytest.raises(InputError, match=r"attention_layer_ids: given: describes .* placed without it"):
         parse_model_config(cfg, "x")
 
 

@@ -3,7 +3,8 @@
 Mixer kinds: full, sliding, chunked (softmax attention, windowed or not), linear, mamba, conv, rglru, none. FFN kinds:
 dense, moe, none. Conventions read, in order of precedence:
   one block per layer:  hybrid_override_pattern ("M" Mamba, "E" MoE, "*" attention, "-" MLP) or
-                        layers_block_type (mamba / moe / attention / mlp), Nemotron-H
+                        layers_block_type (mamba / moe / attention / mlp, or the family's own mixer names:
+                        _layer_type_kinds), Nemotron-H
   whole stack:          _all_layers (a pure Mamba / Mamba-2 stack, a family fact)
   cross-attention:      cross_attention_layers (Mllama: the listed layers attend to the image tokens)
   shared K/V:           use_cla + cla_share_factor (Hunyuan: in each group of that many layers only the first
@@ -57,7 +58,7 @@ LAYER_TYPE_MIXER = {
 # block_types entries (RecurrentGemma): "recurrent" is the RG-LRU block (layers/rglru.py)
 BLOCK_TYPES_MIXER = {"recurrent": "rglru", "attention": "full"}
 BLOCK_TYPE = {"mamba": ("mamba", None), "mamba2": ("mamba", None), "moe": (None, "moe"),
-              "attention": ("full", None), "mlp": (None, "dense"),
+              "attention": ("full", None), "full_attention": ("full", None), "mlp": (None, "dense"),
               # a Mamba layer that also runs a shared attention + MLP block (Zamba / Zamba2), where the family
               # says it has one (_shared_block); its FFN kind "shared" becomes Slot.shared
               "hybrid": ("mamba", "shared")}
@@ -104,7 +105,13 @@ def one_block_pattern(f: Fields) -> tuple[str, list[tuple[str | None, str | None
         types, field = _block_types_from_period(f), "attn_layer_period"
     if types is not None:
         out = []
+        # the family's own names for a mixer (the fact _layer_type_kinds: Zamba / Nemotron-H write their Mamba layers
+        # as linear_attention, the mixer their modeling code builds for that name); each holds no FFN of its own
+        own = f.cfg.get("_layer_type_kinds") or {}
         for i, t in enumerate(types):
+            if t in own:
+                out.append((own[t], None))
+                continue
             why = UNMODELLED_BLOCK_TYPE.get(t)
             if t not in BLOCK_TYPE or (why and not f.has("_shared_block")):
                 raise f.err(field, f"unknown entry {t!r} at index {i}: {why.format(type=f.cfg.get('model_type'))}"
@@ -125,6 +132,29 @@ def _block_types_from_period(f: Fields) -> list[str]:
     if n < len(head):
         raise f.err("num_hidden_layers", f"{n}: fewer than the {len(head)} layers the family's pattern starts with")
     return head + ["hybrid" if i % period == offset else "mamba" for i in range(n - len(head))]
+
+
+def _attention_indices(f: Fields, layers: int) -> tuple[list[str | None], str] | None:
+    """Softmax attention at a list of layer indices, another mixer at every other layer (each keeps its FFN).
+    Bamba's attn_layer_indices with Mamba elsewhere is the convention; the fact _attention_indices {field, elsewhere,
+    if_null} names a family's own list, the mixer at the other layers and what a null or absent list means: "none"
+    (BambaConfig.layers_block_type: every layer Mamba) or "all" (Lfm2Config: full_attn_idxs None is every layer).
+    Without the fact a null list places nothing (Falcon-H1 writes attn_layer_indices null)."""
+    fact = f.cfg.get("_attention_indices")
+    if fact is not None and (not isinstance(fact, dict) or fact.get("if_null") not in ("none", "all")):
+        raise f.err("_attention_indices", f"must be {{field, elsewhere, if_null: none | all}}, got {fact!r}")
+    field = str(fact["field"]) if fact else "attn_layer_indices"
+    elsewhere = str(fact["elsewhere"]) if fact else "mamba"
+    if f.cfg.get(field) is not None:
+        index = f.int_list(field) or []
+    elif fact:
+        index = list(range(layers)) if fact["if_null"] == "all" else []
+    else:
+        return None
+    bad = sorted({i for i in index if not 0 <= i < layers})
+    if bad:
+        raise f.err(field, f"layer indices {bad} outside 0..{layers - 1}")
+    return ["full" if i in index else elsewhere for i in range(layers)], field
 
 
 def _index_set(f: Fields, container: dict, key: str, layers: int, field: str) -> set[int]:
@@ -166,13 +196,9 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
             raise f.err(str(flags_field), f"entries must be 0 (full attention) or 1 (sliding window), got "
                                           f"{sorted(set(flags))}")
         return ["sliding" if v else "full" for v in flags], str(flags_field)
-    if cfg.get("attn_layer_indices") is not None:
-        # Bamba: softmax attention at these layers, a Mamba mixer at every other (each layer keeps its FFN)
-        index = f.int_list("attn_layer_indices") or []
-        bad = sorted({i for i in index if i >= layers})
-        if bad:
-            raise f.err("attn_layer_indices", f"layer indices {bad} outside 0..{layers - 1}")
-        return ["full" if i in index else "mamba" for i in range(layers)], "attn_layer_indices"
+    placed = _attention_indices(f, layers)
+    if placed is not None:
+        return placed
     if cfg.get("block_types") is not None:
         # RecurrentGemma: the list repeats over the stack (layer i is block_types[i % len]); its attention is
         # local, over attention_window_size tokens, when that is given

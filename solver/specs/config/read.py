@@ -139,6 +139,13 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
     return out, known
 
 
+# PretrainedConfig's attributes about the config object itself (transformers configuration_utils.py: saving,
+# outputs, fine-tuning labels), which a nested sub-config serialises with its own values
+CONFIG_BOOKKEEPING = frozenset({"_name_or_path", "architectures", "transformers_version", "output_hidden_states",
+                                "output_attentions", "return_dict", "dtype", "chunk_size_feed_forward",
+                                "is_encoder_decoder", "id2label", "label2id", "problem_type"})
+
+
 def _lift_nested(cfg: ReadRecorder, f: Fields, given: dict[str, Any]) -> None:
     """A family that writes sizes in nested blocks (_nested_configs: DBRX's attn_config / ffn_config, MPT's
     attn_config) has their keys read as the config's own, each named under its block in errors and notes. A key
@@ -152,7 +159,9 @@ def _lift_nested(cfg: ReadRecorder, f: Fields, given: dict[str, Any]) -> None:
         if not isinstance(inner, dict):
             raise f.err(block, f"must be a JSON object, got {type(inner).__name__}")
         for k, v in inner.items():
-            if k == "model_type":  # the block's own class name (DBRX writes "" there), not the model's
+            # the block's own class name (DBRX writes "" there) and the bookkeeping every serialised sub-config
+            # writes about itself (MPT's attn_config: architectures null), not the model's
+            if k == "model_type" or k in CONFIG_BOOKKEEPING:
                 continue
             if k in given and given[k] != v:
                 raise f.err(block, f"{k} is {v!r} here and {given[k]!r} at the top level; one of them would be "

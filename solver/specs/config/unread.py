@@ -14,7 +14,8 @@ would otherwise be sized without it, as if the field were not there. Three rules
   (_MIXER: mamba_*, ssm_*, conv, RG-LRU, RWKV, linear attention, layer / block pattern lists) is refused when
   every layer was read as attention: the model would be counted as plain attention layers (Bamba with its
   attention indices renamed: 8.0B for 9.8B, under its own model_type too), which is no smaller a fault than a
-  dropped expert count.
+  dropped expert count. An unread list that places the mixers (_PLACEMENT) is refused even where other mixers were
+  read: the stack was laid out by another convention than the one the config meant.
 Nested vision configs follow the same discipline (check_unread_tower): a set field whose weights the tower reader
 certainly leaves out is refused, and for a tower of no known family the unread structural fields are named.
 
@@ -61,6 +62,11 @@ _MIXER = re.compile(r"mamba|ssm|conv|^lru_|rwkv|time_mix|channel_mix|linear_attn
                     r"block_types?$|layer_types?$|layers_block|(layer|block)s?_pattern|attn_layer|attention_layer|"
                     r"mixer|recurrent|retention|xlstm|d_state|state_size|dt_rank|time_step|kda|delta_?net|"
                     r"^attn_mode$|^expand_[kv]$|low_rank_dim|^mb_per_layer$|^rescale_every$")
+
+# among those, the lists that say where the mixers sit: unread, the layers were placed by another convention (a
+# family default: Bamba without attn_layer_indices is every layer Mamba) than the one the config meant
+_PLACEMENT = re.compile(r"^(attn|attention)_layers?(_ids|_indices|_idxs)?$|^layer_types$|^block_types$|"
+                        r"^layers_block_type$|(layer|block)s?_pattern$")
 
 
 # features of known families that the layer stack does not model, named in a note when on. Empty since the stack
@@ -193,12 +199,12 @@ def check_unread(f: Fields, cfg: ReadRecorder, model_type: str, known_family: bo
         if str(key).endswith("experts") and isinstance(value, int) and not isinstance(value, bool) and value > 0:
             raise f.err(key, f"{value} experts in a field shardplan does not read for model_type {model_type!r} "
                              f"(it reads {', '.join(EXPERT_COUNT_FIELDS)}): the model would be sized without them")
-    if not other_mixers:
-        for key in unread:
-            if _MIXER.search(str(key)):
-                raise f.err(key, f"{_shown(cfg[key])}: describes a mixer other than attention (or where one sits) "
-                                 f"in a field shardplan does not read for model_type {model_type!r}: the model would "
-                                 "be counted as plain attention layers without it")
+    for key in unread:
+        if _MIXER.search(str(key)) and (not other_mixers or _PLACEMENT.search(str(key))):
+            raise f.err(key, f"{_shown(cfg[key])}: describes a mixer other than attention (or where one sits) "
+                             f"in a field shardplan does not read for model_type {model_type!r}: the model would "
+                             + ("be counted as plain attention layers without it" if not other_mixers else
+                                "have its mixers placed without it"))
     # after the mixer rule: a family's own field one edit from a common one (Hymba's layer_type) is the mixer's
     _refuse_misspelled(f, cfg, unread, supplied)
     named = [k for k in unread if k in _UNMODELLED or not known_family and _STRUCTURE.search(str(k))
