@@ -54,12 +54,16 @@ class RecurrentReading:
             raise f.err("_linear_attention", f"unknown linear-attention kernel {kernel!r} (known: lightning, kda)")
         if kernel == "kda":
             # KDA sized by the top-level fields (BailingHybridConfig: linear_num_heads = num_attention_heads,
-            # linear_head_dim = head_dim); its decay and output gates are one full-rank linear each under the fact
-            # _kda_full_rank_gates. kda_safe_gate / kda_lower_bound bound the forget gate's value: no weight
+            # linear_head_dim = head_dim, linear_conv_kernel_dim = short_conv_kernel_size, each written one winning:
+            # save_pretrained writes them beside head_dim, which the class then resets to qk_rope_head_dim); its decay
+            # and output gates are one full-rank linear each under the fact _kda_full_rank_gates. kda_safe_gate /
+            # kda_lower_bound bound the forget gate's value: no weight
             f.bool("kda_safe_gate"), f.has("kda_lower_bound")
             full = f.bool("_kda_full_rank_gates")
-            return KDA(hidden=self.h, heads=self.heads, head_dim=f.int("head_dim"),
-                       conv_kernel=f.int("short_conv_kernel_size", default=4), full_rank_gate=full,
+            return KDA(hidden=self.h, heads=f.int("linear_num_heads", default=self.heads),
+                       head_dim=f.int("linear_head_dim", "head_dim"),
+                       conv_kernel=f.int("linear_conv_kernel_dim", "short_conv_kernel_size", default=4),
+                       full_rank_gate=full,
                        full_rank_output_gate=full, state_dtype_bytes=self.state_bytes)
         if cfg.get("attn_type_list") is not None or kernel == "lightning":
             self.uniform_heads("lightning attention layers")
