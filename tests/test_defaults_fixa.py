@@ -165,3 +165,31 @@ def test_kda_is_sized_by_linear_head_fields_where_written() -> None:
 def test_ling3_remote_layout_counts_as_before() -> None:
     raw = json.loads((UNSEEN / "round23" / "inclusionAI--Ling-3.0-Flash.json").read_text())
     assert count_params(_parse(raw)).total == 124_414_211_552
+
+
+def test_deepseek_v4_layer_types_and_hash_moe_stand_for_compress_ratios_and_num_hash_layers() -> None:
+    raw = _raw("deepseek_v4")
+    assert "compress_ratios" not in raw and "num_hash_layers" not in raw
+    spec = _parse(raw)
+    moes = _blocks(spec, MoE)
+    # mlp_layer_types: 3 hash_moe then 40 moe; the hash layers hold no correction bias: 40 x 256 = 10,240
+    assert [m.router_bias for m in moes] == [False] * 3 + [True] * 40
+    from solver.specs.layers.compressed import CompressedAttention
+    ratios = [a.ratio for a in _blocks(spec, CompressedAttention)]
+    # heavily_compressed 128, compressed_sparse 4 (compress_rates): HCA, HCA, then CSA / HCA in turn
+    assert ratios[:6] == [128, 128, 128, 4, 128, 4] and set(ratios) == {4, 128}
+    assert count_params(spec).total == 284_325_879_255
+
+
+def test_deepseek_v4_hash_moe_after_a_routed_layer_is_refused_by_name() -> None:
+    raw = _raw("deepseek_v4")
+    raw["mlp_layer_types"][5] = "hash_moe"
+    with pytest.raises(InputError, match="mlp_layer_types"):
+        _parse(raw)
+
+
+def test_deepseek_v4_unknown_layer_type_is_refused_by_name() -> None:
+    raw = _raw("deepseek_v4")
+    raw["layer_types"][7] = "lightly_compressed_attention"
+    with pytest.raises(InputError, match=r"layer_types\[7\]"):
+        _parse(raw)
