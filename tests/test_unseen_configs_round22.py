@@ -22,7 +22,8 @@ _load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
 # ------------------------------------------------------------------ K-EXAONE-236B-A23B (ExaoneMoeForCausalLM): GQA 64 /
 # 8 heads x 128 with q_norm / k_norm over head_dim, no biases; layer 0 dense (first_k_dense_replace 1: gate / up /
 # down of 18432), layers 1-47 sparse: 128 experts of 2048 (gate_up_proj fused, down_proj), a router of 128 x 6144
-# (e_score_correction_bias is a buffer, not a weight), one shared expert of moe_intermediate_size x
+# and its e_score_correction_bias of 128 (ExaoneMoeTopkRouter builds it always; a persistent buffer, so in the
+# checkpoint and counted, stop 37 / stop 38 in benchmarks/README.md), one shared expert of moe_intermediate_size x
 # num_shared_experts; input / post-attention RMSNorms; untied. The MTP layer (num_nextn_predict_layers) is dropped at
 # load (_keys_to_ignore_on_load_unexpected "mtp.*"): not counted
 def exaone_attention(h: int, heads: int, kv: int, d: int) -> int:
@@ -31,7 +32,7 @@ def exaone_attention(h: int, heads: int, kv: int, d: int) -> int:
 
 def k_exaone(vocab: int, h: int, layers: int, dense: int, inter: int, experts: int, moe: int, shared: int) -> int:
     attn = exaone_attention(h, 64, 8, 128) + 2 * h
-    sparse = experts * gated(h, moe) + lin(h, experts) + gated(h, moe * shared)
+    sparse = experts * gated(h, moe) + lin(h, experts) + experts + gated(h, moe * shared)
     return 2 * vocab * h + dense * (attn + gated(h, inter)) + (layers - dense) * (attn + sparse) + h
 
 

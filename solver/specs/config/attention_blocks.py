@@ -100,7 +100,7 @@ class AttentionReading:
         if heads % 2 and f.bool("_differential_attention"):  # the two softmax maps of a differential head
             raise f.err("num_attention_heads", f"{heads}: differential attention pairs the heads; an odd count "
                                                "leaves one unpaired")
-        bias = any(f.bool(name) for name in QKV_BIAS_FIELDS) or self.linear_bias
+        bias = any(f.bool(name) for name in QKV_BIAS_FIELDS) or self.linear_bias or f.bool("_qkv_bias")
         out_bias = self.linear_bias or (bias and f.bool("_attention_out_bias")) or f.bool("_attention_out_only_bias")
         if f.has("attention_out_bias"):  # o_proj's bias as its own switch (Seed-OSS), beside q / k / v's
             out_bias = f.bool("attention_out_bias")
@@ -139,6 +139,7 @@ class AttentionReading:
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh if dv is None else dv,
                          window=self.window(kind), chunked=kind == "chunked", qkv_bias=bias, out_bias=out_bias,
                          qk_norm=qk, sinks=sinks, output_gate=channel_gate, head_gate=head_gate,
+                         gate_bias=channel_gate and f.bool("_attention_gate_bias"),
                          k_eq_v=k_eq_v, kv_shared=slot.kv_shared, kv_weights=slot.kv_weights,
                          # learned vectors of head_dim the family's attention holds (DiffLlama's lambda_q1 / k1 / q2 /
                          # k2: the differential attention's weights of its two softmax maps)
@@ -320,14 +321,19 @@ class AttentionReading:
 
 def per_layer_attention(f: Fields, index: int, dh: int, kv: int) -> tuple[int, int]:
     """(head_dim, K/V heads) of layer `index` under per_layer_config ({layer: {head_dim, num_key_value_heads}},
-    keys as JSON writes them); a layer it does not list keeps the model's. Any other override is refused by name."""
+    keys as JSON writes them: save_pretrained pads them to one width, "05" beside "29", and the class reads int(key));
+    a layer it does not list keeps the model's. Any other override is refused by name."""
     table = f.cfg.get("per_layer_config")
     if not isinstance(table, dict):
         raise f.err("per_layer_config", "must be an object of layer index -> overrides")
-    entry = table.get(str(index), table.get(index))  # type: ignore[call-overload]
-    if entry is None:
+    key = next((k for k in table if _layer_key(k) == index), None)
+    if key is None:
+        bad = next((k for k in table if _layer_key(k) is None), None)
+        if bad is not None:
+            raise f.err(f"per_layer_config.{bad}", "the key must be a layer index (a non-negative integer)")
         return dh, kv
-    name = f"per_layer_config.{index}"
+    entry = table[key]
+    name = f"per_layer_config.{key}"
     if not isinstance(entry, dict):
         raise f.err(name, "must be an object")
     unknown = sorted(set(entry) - {"head_dim", "num_key_value_heads"})
@@ -336,3 +342,10 @@ def per_layer_attention(f: Fields, index: int, dh: int, kv: int) -> tuple[int, i
                                             "read; not counted rather than miscounted")
     sub = Fields(entry, f.origin, f"{f.prefix}{name}.")
     return sub.int("head_dim", default=dh), sub.int("num_key_value_heads", default=kv)
+
+
+def _layer_key(key: object) -> int | None:
+    """A per_layer_config key as the class reads it (int(key)); None where it is no layer index."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key if key >= 0 else None
+    return int(key) if isinstance(key, str) and key.isdigit() else None

@@ -70,7 +70,9 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
             raise f.err("head_dim", f"missing: {self.heads_field} gives a head count per layer, so the head width "
                                     "is not hidden_size / heads and must be written")
         else:
-            if hidden % self.heads:
+            # the family's class floors it where the heads do not divide (_head_dim_floor: Glm4MoeAttention's
+            # getattr(config, "head_dim", hidden_size // num_attention_heads), which nothing validates)
+            if hidden % self.heads and not f.bool("_head_dim_floor"):
                 raise f.err("num_attention_heads",
                             f"{self.heads} does not divide hidden_size ({hidden}) and no head_dim is given")
             self.head_dim = hidden // self.heads

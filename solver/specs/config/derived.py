@@ -9,6 +9,13 @@ the family's line, applied where the config leaves the field out:
   _derived_always: [FIELD]     fields of _derived the class sets whatever the config writes (LongcatFlashConfig's
                                num_hidden_layers setter, run after the fields: num_layers = value // 2); a written
                                value that differs is refused naming FIELD, for the class would drop it
+  _list_from_types: {FIELD: {types: TYPES, rates: RATES, fixed: {ENTRY: N}}}  FIELD, a number per layer, read off the
+                               list TYPES: fixed[entry], else the mapping RATES' value of the entry (DeepseekV4Config's
+                               layer_types and compress_rates for the compress_ratios its older files write); an entry
+                               in neither is refused naming TYPES
+  _count_from_types: {FIELD: {types: TYPES, entry: NAME}}  FIELD, the count of NAME entries in TYPES, which must be
+                               the leading ones (DeepseekV4Config's mlp_layer_types: hash_moe first, for
+                               num_hash_layers); NAME elsewhere is refused naming TYPES
 """
 from __future__ import annotations
 
@@ -51,6 +58,18 @@ def derive_defaults(cfg: dict[str, Any]) -> list[str]:
         if value is not None:
             cfg[field] = value
             out.append(field)
+    for field, rule in (cfg.get("_list_from_types") or {}).items():
+        types, rates = cfg.get(rule["types"]), cfg.get(rule["rates"])
+        if cfg.get(field) is None and isinstance(types, list) and isinstance(rates, dict):
+            table = {**rates, **(rule.get("fixed") or {})}
+            if all(isinstance(t, str) and t in table for t in types):  # otherwise refused by refuse_overwritten
+                cfg[field] = [table[t] for t in types]
+                out.append(field)
+    for field, rule in (cfg.get("_count_from_types") or {}).items():
+        types = cfg.get(rule["types"])
+        if cfg.get(field) is None and isinstance(types, list):
+            cfg[field] = sum(1 for t in types if t == rule["entry"])
+            out.append(field)
     rule = cfg.get("_layer_types_default")
     layers = cfg.get("num_hidden_layers")
     if rule and cfg.get("layer_types") is None and isinstance(layers, int) and not isinstance(layers, bool) \
@@ -65,7 +84,22 @@ def derive_defaults(cfg: dict[str, Any]) -> list[str]:
 
 
 def refuse_overwritten(f: Fields) -> None:
-    """_derived_always: one line naming a written field the class overwrites with its derivation's other value."""
+    """_derived_always: one line naming a written field the class overwrites with its derivation's other value;
+    _list_from_types / _count_from_types: one naming the list whose entries the derivation cannot read."""
+    for rule in (f.cfg.get("_list_from_types") or {}).values():
+        types, rates = f.cfg.get(rule["types"]), f.cfg.get(rule["rates"])
+        if isinstance(types, list) and isinstance(rates, dict):
+            known = {**rates, **(rule.get("fixed") or {})}
+            bad = next((i for i, t in enumerate(types) if not isinstance(t, str) or t not in known), None)
+            if bad is not None:
+                raise f.err(f"{rule['types']}[{bad}]", f"{types[bad]!r}: not one of {', '.join(map(str, known))}")
+    for rule in (f.cfg.get("_count_from_types") or {}).values():
+        types = f.cfg.get(rule["types"])
+        if isinstance(types, list):
+            n = sum(1 for t in types if t == rule["entry"])
+            if any(t != rule["entry"] for t in types[:n]):
+                raise f.err(rule["types"], f"{rule['entry']!r} entries after other ones: read only as the first "
+                                           "layers")
     rules = f.cfg.get("_derived") or {}
     for field in f.cfg.get("_derived_always") or []:
         expr = str(rules[field])

@@ -63,7 +63,9 @@ BLOCK_TYPE = {"mamba": ("mamba", None), "mamba2": ("mamba", None), "moe": (None,
               # says it has one (_shared_block); its FFN kind "shared" becomes Slot.shared
               "hybrid": ("mamba", "shared")}
 PATTERN_CHAR = {"M": ("mamba", None), "E": (None, "moe"), "*": ("full", None), "-": (None, "dense")}
-MLP_LAYER_TYPE = {"dense": "dense", "mlp": "dense", "moe": "moe", "sparse": "moe"}
+# hash_moe: DeepseekV4Config's MoE routed by a token-id table, its count num_hash_layers (derived.py's
+# _count_from_types on the family's line)
+MLP_LAYER_TYPE = {"dense": "dense", "mlp": "dense", "moe": "moe", "sparse": "moe", "hash_moe": "moe"}
 # layers_block_type entries only some families' layers hold, with why another is refused
 UNMODELLED_BLOCK_TYPE = {
     "hybrid": "a Mamba layer that also runs an attention + MLP block shared across layers, which model_type {type!r} "

@@ -74,6 +74,7 @@ class Attention(Block):
     sinks: bool = False  # one learned sink logit per head (gpt-oss)
     output_gate: bool = False  # q_proj also produces a per-channel output gate (Qwen3-Next / 3.5)
     head_gate: bool = False  # g_proj hidden -> heads: one output gate scalar per head (LFM3, Laguna)
+    gate_bias: bool = False  # the per-channel output gate adds one learned bias per head (Beam's gate_bias)
     k_eq_v: bool = False  # one projection serves K and V (Gemma-4 global layers)
     kv_shared: bool = False  # attends with K/V another layer computed and cached: no cache, no K/V compute
     kv_weights: bool = True  # under kv_shared: its k / v projections (and k norm) are stored all the same
@@ -155,6 +156,8 @@ class Attention(Block):
             parts.append(Part("sinks", nh, "tp"))
         if self.head_gate:
             parts.append(Part("g_proj", h * nh, "tp"))
+        if self.gate_bias:
+            parts.append(Part("gate_bias", nh, "tp"))
         if self.channel_vectors:
             parts.append(Part("channel_vectors", self.channel_vectors * nh * dh, "tp"))
         if self.head_vectors:  # shared by every head: replicated
