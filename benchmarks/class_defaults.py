@@ -267,6 +267,8 @@ def check(cfg: dict[str, Any], table: dict[str, dict[str, Any]]) -> list[tuple[s
             # the field out ties by the wrapper's field, written or its class default (4.x tied by the text
             # config's, its class default: solver/specs/config/head_tie.py)
             default = cfg.get(field, _default_for(field, wrapper_cls) if wrapper_cls else _SKIP)
+        elif nested and field == "tie_word_embeddings" and saved_by_major(cfg) is None and field in cfg:
+            default = cfg[field]  # no version: the wrapper's written flag over the text class's default
         if default is _SKIP or default is None:
             continue
 

@@ -12,8 +12,9 @@ different configs:
                     for that reason.
 from_pretrained keeps both tensors where a checkpoint stores both, whatever the flag, so a 4.x checkpoint read by 5.x
 keeps the head the 4.x rule gave it. A config naming no version, or a wrapper of no known class default, is read by
-the language model's flag (what the 4.x rule and the engines' language-model classes read), and a wrapper flag that
-disagrees is named in a note with the parameters at stake.
+the language model's flag where it writes one (what the 4.x rule and the engines' language-model classes read), else
+by the wrapper's written flag over the language model's class default; a wrapper flag that disagrees with the one
+read is named in a note with the parameters at stake.
 """
 from __future__ import annotations
 
@@ -43,6 +44,14 @@ def head_tie(f: Fields, raw: dict[str, Any], prefix: str, known: bool, wrapper_l
     `known` whether its family has a line, `wrapper_line` the wrapper family's line (family_defaults.yaml)."""
     tie_field = f.first(*TIE_FIELDS)
     tie = f.bool(tie_field or "tie_word_embeddings")
+    written = raw.get("tie_word_embeddings") if prefix else None
+    nested = raw.get(prefix.rstrip(".")) if prefix else None
+    text_written = isinstance(nested, dict) and nested.get("tie_word_embeddings") is not None
+    if (isinstance(written, bool) and not text_written and tie_field in (None, "tie_word_embeddings")
+            and saved_by_major(raw) != 4):
+        # only the wrapper writes it: 5.x's rule, and in a file naming no version a written value over the
+        # language model's class default (4.x read that default: below)
+        return written
     if tie_field is None and not known:
         # a family without a line has no class default to fall back on: PretrainedConfig's is True, and
         # save_pretrained leaves the field out only when it equals that (a class defaulting to False writes it
@@ -53,7 +62,6 @@ def head_tie(f: Fields, raw: dict[str, Any], prefix: str, known: bool, wrapper_l
                         f"{vocab:,} x {hidden:,} parameters")
     if not prefix or tie_field not in (None, "tie_word_embeddings"):
         return tie
-    written = raw.get("tie_word_embeddings")
     wrapper_tie = written if isinstance(written, bool) else wrapper_line.get("_wrapper_tie")
     if not isinstance(wrapper_tie, bool) or wrapper_tie == tie:
         return tie
