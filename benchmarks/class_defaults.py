@@ -12,8 +12,8 @@ defaults of an old-style `__init__`. A default of None (or none) is taken from t
 it sets the field at its top level under `if self.x is None:` (old style: `if x is None:`), those statements run
 on the config's other fields and the class defaults (head_dim None -> hidden // heads, layer_types' pattern);
 statements reading anything else (kwargs, sub-configs) leave it skipped, as is a default that is not a literal. A
-nested config's tie_word_embeddings is compared with the wrapper's (transformers ties the wrapper's head by the
-wrapper's config), not with the text class's default.
+nested config's tie_word_embeddings is compared with the wrapper's in a file transformers 5.x saved (it ties the
+wrapper's head by the wrapper's config), not with the text class's default (4.x's rule, for the older files).
 
 Compared: the parameter total, each layer's mixer kind (sliding or full) and the KV / state bytes of one
 request at 8,192 tokens. One line per mismatch: `MISCOUNT` (removed counts, and differs from the default). With
@@ -38,6 +38,7 @@ from solver.errors import InputError  # noqa: E402
 from solver.estimate.memory import state_of_layers  # noqa: E402
 from solver.estimate.params import count_params  # noqa: E402
 from solver.specs.config.read import parse_model_config  # noqa: E402
+from solver.specs.config.head_tie import saved_by_major  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 _NESTED = ("text_config", "llm_config", "language_config", "llm_cfg")
@@ -260,11 +261,14 @@ def check(cfg: dict[str, Any], table: dict[str, dict[str, Any]]) -> list[tuple[s
             default = _derive(target, cls["derived"][target], env)
             if default is not _SKIP:
                 out.append(("post_init", (f"{nested}." if nested else "") + field, default, "", ""))
-        if nested and field == "tie_word_embeddings":
-            # transformers 5.25.0 ties the head by the model class's own config (get_expanded_tied_weights_keys reads
-            # self.config.tie_word_embeddings; the head is the wrapper's): a text config leaving the field out ties
-            # by the wrapper's field, written or its class default, not by the text class's default
+        if nested and field == "tie_word_embeddings" and (saved_by_major(cfg) or 0) >= 5:
+            # transformers 5.x ties the head by the model class's own config (get_expanded_tied_weights_keys reads
+            # self.config.tie_word_embeddings; the head is the wrapper's): in a file it saved, a text config leaving
+            # the field out ties by the wrapper's field, written or its class default (4.x tied by the text
+            # config's, its class default: solver/specs/config/head_tie.py)
             default = cfg.get(field, _default_for(field, wrapper_cls) if wrapper_cls else _SKIP)
+        elif nested and field == "tie_word_embeddings" and saved_by_major(cfg) is None and field in cfg:
+            default = cfg[field]  # no version: the wrapper's written flag over the text class's default
         if default is _SKIP or default is None:
             continue
 

@@ -51,7 +51,9 @@ LARA_MINI_ACTIVE = LARA_MINI - 34 * (128 - 4) * gated(1024, 512)
 # ------------------------------------------------------------------ Kimi-K2.6 (Kimi_K25Config() defaults; text_config
 # Kimi-K2's as recalled). Text (DeepseekV3Model): 61 layers, 7168 wide, MLA 64 heads (q_lora 1536, kv_lora 512, nope
 # 128, rope 64, v 128), layer 0 dense 18432, 60 MoE of 384 x 2048 top-8 with a router weight and e_score_correction_bias
-# (noaux_tc), one shared of 2048; two RMSNorms a layer; embedding and lm_head 163840 each (text_config untied).
+# (noaux_tc), one shared of 2048; two RMSNorms a layer; the embedding 163840 x 7168, and lm_head tied to it: the file
+# is stamped transformers_version 5.25.0 and the wrapper writes tie_word_embeddings true, which 5.x ties
+# Kimi_K25ForConditionalGeneration's lm_head by (text_config's false is the 4.x rule's; config/head_tie.py).
 # Vision (Kimi_K25VisionModel): Conv2d 3 x 14 x 14 -> 1152 biased, a learned 64 x 64 x 1152 position grid (the time
 # axis is a sinusoidal table, no weights), 27 layers of norm1 / norm2 LayerNorms, biased q / k / v / proj 1152 square,
 # biased fc1 1152 -> 4304 / fc2; final_layernorm. Projector: pre_norm LayerNorm(1152), in_proj 4608 -> 4608 and
@@ -62,7 +64,7 @@ def mla(h: int, heads: int, q_rank: int, kv_rank: int, nope: int, rope: int, v: 
 
 
 KIMI_MOE = lin(7168, 384) + 384 + 384 * gated(7168, 2048) + gated(7168, 2048)
-KIMI_TEXT = (2 * 163840 * 7168 + 61 * (mla(7168, 64, 1536, 512, 128, 64, 128) + 2 * 7168) + gated(7168, 18432)
+KIMI_TEXT = (163840 * 7168 + 61 * (mla(7168, 64, 1536, 512, 128, 64, 128) + 2 * 7168) + gated(7168, 18432)
              + 60 * KIMI_MOE + 7168)
 KIMI_VISION = (lin(3 * 14 * 14, 1152, True) + 64 * 64 * 1152
                + 27 * (2 * ln(1152) + 4 * lin(1152, 1152, True) + lin(1152, 4304, True) + lin(4304, 1152, True))
@@ -181,14 +183,17 @@ def test_kimi_k25_tower_without_its_grid_fields_is_refused_naming_one() -> None:
 
 
 def test_a_wrapper_tie_that_disagrees_with_the_language_models_is_named() -> None:
-    spec = _spec("moonshotai--Kimi-K2.6")  # the wrapper writes true (the class default), text_config false
-    assert any("tie_word_embeddings: the wrapper's true disagrees" in n for n in spec.warnings)
+    # the wrapper writes true (the class default), text_config false; the file is stamped 5.25.0: tied by the wrapper
+    spec = _spec("moonshotai--Kimi-K2.6")
+    assert any("tie_word_embeddings: the wrapper's true ties the head" in n for n in spec.warnings)
     cfg = _load("moonshotai--Kimi-K2.6")
-    del cfg["text_config"]["tie_word_embeddings"]  # only the wrapper's: lifted, the head tied
-    assert count(cfg) == KIMI_K26 - 163840 * 7168
+    cfg["transformers_version"] = "4.57.1"  # 4.x tied by text_config's: the head its own 163840 x 7168
+    assert count(cfg) == KIMI_K26 + 163840 * 7168
+    assert any("tie_word_embeddings: the wrapper's true disagrees" in n for n in parse_model_config(cfg, "x").warnings)
     cfg = _load("moonshotai--Kimi-K2.6")
     cfg["tie_word_embeddings"] = False
-    assert not any("disagrees" in n for n in parse_model_config(cfg, "x").warnings)
+    assert count(cfg) == KIMI_K26 + 163840 * 7168
+    assert not any("tie_word_embeddings: the wrapper" in n for n in parse_model_config(cfg, "x").warnings)
 
 
 def test_kolibri_counts_its_kv_source_layers_as_written_and_its_weightless_indexer_as_nothing() -> None:

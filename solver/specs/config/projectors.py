@@ -56,7 +56,8 @@ The wrapper family's facts (family_defaults.yaml):
   _vision_projector_visual_tokenizer  {vocab, stride, indicators}: a visual tokenizer in place of a projector: a
                             bias-free head h stride^2 -> vocab - indicators (the tower's fields), a LayerNorm over
                             those, and a visual embedding table of vocab rows x the text width (Ovis2VisionModel's
-                            head_linear / head_norm, Ovis2Model's visual_embeddings_table)
+                            head_linear / head_norm, Ovis2Model's visual_embeddings_table); width: {field, default},
+                            the wrapper's field that sizes the table instead (Ovis2Config.hidden_size, 1536 left out)
   _vision_projector_resampler  {merge, temporal}: the tower's fields of the m x m spatial and t-frame temporal
                             merges; a spatial MLP over s = h m^2 (biased s -> s -> s, a LayerNorm), a temporal one
                             (biased s t -> s -> s, a LayerNorm), a biased s -> text linear and a text-width RMSNorm
@@ -237,7 +238,15 @@ def projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, f
         vocab = f.int(str(tokenizer["vocab"]))
         stride = f.int(str(tokenizer["stride"]), default=1, maximum=64)
         tokens = vocab - f.int(str(tokenizer["indicators"]), minimum=0, maximum=vocab - 1)
-        return h * stride * stride * tokens + 2 * tokens + vocab * out
+        width = out
+        table = tokenizer.get("width")
+        if table:  # the wrapper's field sizing the table (Ovis2Model: config.hidden_size, not the text model's)
+            field, default = str(table["field"]), int(table["default"])
+            width = wrapper.int(field, default=default)
+            if not wrapper.has(field):
+                notes.append(f"{field}: not written; the visual embedding table is read {default} wide (the "
+                             "wrapper's class default)")
+        return h * stride * stride * tokens + 2 * tokens + vocab * width
     resampler = facts.get("_vision_projector_resampler")
     if resampler:
         # Ernie4_5_VLMoeVariableResolutionResamplerModel: over s = h m^2 (the m x m merge), a spatial MLP (biased

@@ -14,6 +14,7 @@ from solver.specs.config.decoder_only import refuse_non_decoder
 from solver.specs.config.derived import derive_defaults, refuse_overwritten
 from solver.specs.config.encoders import ENCODER_KEYS, TOWER_FACTS, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
+from solver.specs.config.head_tie import head_tie
 from solver.specs.config.module_names import model_modules
 from solver.specs.config.outside import layernorm_bias, outside_stack
 from solver.specs.config.pattern import Slot, one_block_pattern, slots
@@ -30,10 +31,11 @@ from solver.specs.validation import load_yaml
 
 
 _DEFAULTS_PATH = Path(__file__).parent / "family_defaults.yaml"
-# wrapper keys whose values belong to the whole checkpoint, lifted into the text config when it lacks them
 # where the longest position the model was built for is written, first given wins
 CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len", "max_context_length")
-_LIFTED = ("architectures", "quantization_config", "tie_word_embeddings", "torch_dtype", "dtype")
+# wrapper keys whose values belong to the whole checkpoint, lifted into the text config when it lacks them; not
+# tie_word_embeddings, the wrapper's own (config/head_tie.py weighs it against the language model's)
+_LIFTED = ("architectures", "quantization_config", "torch_dtype", "dtype")
 _KNOWN_TYPES_NOTE = "sizes read from the config's own fields by convention"
 
 
@@ -78,7 +80,8 @@ def _wrapper_fields_read_nested(raw: dict[str, Any], text: dict[str, Any], prefi
     PaliGemmaConfig.hidden_size, which sizes no module; Ultravox's, its projector's middle width, which the
     projector reads); they are named in `notes` where they differ."""
     for key in raw:
-        if key in _LIFTED or key == "model_type" or key == prefix.rstrip(".") or key not in read:
+        # the wrapper's tie_word_embeddings is its own, weighed in config/head_tie.py
+        if key in (*_LIFTED, "model_type", "tie_word_embeddings") or key == prefix.rstrip(".") or key not in read:
             continue
         if key in (own or ()):
             if notes is not None and raw[key] != text.get(key):
@@ -412,28 +415,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     # the modules the quantization_config's lists are matched against: the stack's and the MTP layers' (numbered on)
     quant = read_quant(cfg, origin, warnings, lambda: model_modules(
         layers + tuple(x for module in mtp for x in module), (model_type, wrapper_type), bool(prefix)))
-    # LFM2's config class reads tie_embedding in place of tie_word_embeddings when both are given; OpenELM's model
-    # builds no head under share_input_output_layers, whatever tie_word_embeddings says; MobileLLM's model makes
-    # lm_head the embedding under share_embedding
-    tie_field = f.first("share_input_output_layers", "tie_embedding", "share_embedding", "tie_word_embeddings",
-                        "weight_tying")  # OLMo-1's layout
-    tie = f.bool(tie_field or "tie_word_embeddings")
-    if tie_field is None and not known:
-        # a family without a line has no class default to fall back on: PretrainedConfig's is True, and
-        # save_pretrained leaves the field out only when it equals that (a class defaulting to False writes it
-        # either way), as JAIS, BTLM, Falcon's RefinedWeb and Yuan2 leave it out of tied heads
-        tie = True
-        warnings.append(f"{f.path('tie_word_embeddings')}: not written; the head is read as tied to the embedding "
-                        f"(PretrainedConfig's default, which a saved config leaves out); an untied head would add "
-                        f"{vocab:,} x {hidden:,} parameters")
-    outer_tie = raw.get("tie_word_embeddings") if prefix else None
-    if isinstance(outer_tie, bool) and tie_field == "tie_word_embeddings" and outer_tie != tie:
-        # transformers ties by the wrapper's own field (the model class's config), engines by the language model's:
-        # both were given and disagree, so the head's reading is named rather than one of them dropped in silence
-        warnings.append(f"tie_word_embeddings: the wrapper's {str(outer_tie).lower()} disagrees with {prefix}"
-                        f"tie_word_embeddings {str(tie).lower()}; read as the language model's, the head "
-                        f"{'tied' if tie else 'untied'} (the wrapper's reading would count {vocab:,} x {hidden:,} "
-                        f"parameters {'more' if tie else 'fewer'})")
+    tie = head_tie(f, raw, prefix, known, (_family_defaults().get(wrapper_type) or {}) if prefix else {}, vocab,
+                   hidden, warnings)
     # the longest position the model was built for: GPT-2's lineage names it n_positions, ChatGLM seq_length,
     # OpenELM max_context_length
     context_field = f.first(*CONTEXT_FIELDS) or CONTEXT_FIELDS[0]

@@ -26,7 +26,8 @@ says):
                             (Qwen2VLVisionConfig); an MLP width not written is mlp_ratio x the width (timm's convention)
   _vision_mlp_width         the field that sizes the blocks' MLP in place of intermediate_size (GLM-4.1V's
                             Glm4VisionMlp is out_hidden_size wide; its intermediate_size sizes the merger)
-  _vision_qkv_bias          the field under which the fused qkv alone takes a bias (GLM-4.1V's attention_bias)
+  _vision_qkv_bias          the field that switches the q / k / v (or fused qkv) biases alone, the other linears
+                            keeping the tower's (GLM-4.1V's attention_bias; InternVL's, under _vision_linear_bias)
   _vision_learned_positions a learned (image_size / patch_size)^2-row table though the tower writes depth
                             (Glm4vVisionEmbeddings, interpolated to the image at run time)
   _vision_towers            N: the wrapper builds N towers from the one vision_config, each with its own weights
@@ -115,9 +116,10 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
     # BLIP-2's tower: q / v biases off under qkv_bias, projection's kept; RADIO's q / k / v, o_proj's kept
     if bias and c.get("qkv_bias") is False:
         attn -= qd + 2 * kd
-    # a tower whose fused qkv alone takes a bias when its field is set (GLM-4.1V's attention_bias; proj never)
-    if not bias and facts.get("_vision_qkv_bias") and f.bool(str(facts["_vision_qkv_bias"])):
-        attn += qd + 2 * kd
+    # a tower whose q / k / v biases follow their own field, the other linears the tower's (GLM-4.1V's
+    # attention_bias on a bias-free fused qkv and proj; InternVL's on q / k / v beside a biased projection and MLP)
+    if facts.get("_vision_qkv_bias"):
+        attn += (qd + 2 * kd) * (int(f.bool(str(facts["_vision_qkv_bias"]))) - int(bias))
     mlp = (3 if gated else 2) * h * inter + (((2 if gated else 1) * inter + h) if bias else 0)
     per_layer = attn + mlp + int(facts.get("_vision_norms_per_layer", 2)) * norm
     # two learned per-channel scales per layer: the family fact, or a layer_scale_init_value the config sets (the
