@@ -315,13 +315,13 @@ def test_every_engine_names_the_vendors_it_runs_on_and_generic_runs_anywhere() -
 
 
 def test_explain_does_not_price_a_seed_pattern_the_engine_cannot_express():
-    # vllm-ascend's profile has no cp_size: the seed's "Attn DP + CP32" is refused as the engine-margin line
-    # says, not priced as if the engine ran it
+    # vllm-ascend plans PCP on GQA and MLA models, not on DSA ones (C.pcp_not_dsa: its DSA decode all-gathers each
+    # request's cache, a form not costed): the seed's "Attn DP + CP32" for DeepSeek-V3.2 is refused by that rule,
+    # not priced as if the engine ran it
     lines = _explain("deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "32", "--framework", "vllm-ascend",
                      "--weight-dtype", "int8")
     cp = next(x for x in lines if x.startswith("Attn DP + CP32"))
-    assert cp.startswith("Attn DP + CP32 + MoE EP: violates cp_size = 32: vllm-ascend has it "
-                         "(--prefill-context-parallel-size) but shardplan does not model it")
+    assert cp.startswith("Attn DP + CP32 + MoE EP: violates C.pcp_not_dsa")
 
 
 def test_explain_says_why_candidate_1_stands_ahead_of_a_better_scoring_one():
