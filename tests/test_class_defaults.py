@@ -301,11 +301,13 @@ def test_pure_ssm_num_hidden_layers_left_out_is_the_class_default(path: Path, la
     assert len(_read(path, "num_hidden_layers").layers) == layers
 
 
-def test_gemma4_text_config_leaving_hidden_size_per_layer_input_out_is_refused_naming_it() -> None:
-    # Gemma4TextConfig's default 256 builds per-layer input embeddings (Gemma-4-31B writes 0); before: counted as 0
+def test_gemma4_text_config_leaving_hidden_size_per_layer_input_out_reads_the_class_default_256() -> None:
+    # Gemma4TextConfig's default 256 builds per-layer input embeddings (Gemma-4-31B writes 0): 262,144 x 60 x 256
+    # table + 5,376 x 15,360 projection + 256 norm + 60 x (2 x 5,376 x 256 + 5,376) per layer = 4,274,580,736
     path = ROOT / "models" / "google--gemma-4-31B-it.json"
-    with pytest.raises(InputError, match=r"text_config.hidden_size_per_layer_input: 256: per-layer input"):
-        _nested(path, "hidden_size_per_layer_input")
+    written = count_params(parse_model_config(json.loads(path.read_text()), path.stem)).total
+    left_out = count_params(_nested(path, "hidden_size_per_layer_input")).total
+    assert left_out - written == 262_144 * 15_360 + 5376 * 15_360 + 256 + 60 * (2 * 5376 * 256 + 5376) == 4_274_580_736
 
 
 STEP_3_7 = UNSEEN / "round28" / "stepfun-ai--Step-3.7-Flash.json"

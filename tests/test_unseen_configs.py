@@ -687,10 +687,11 @@ def test_a_vision_tower_with_biases_on_its_gated_mlp_by_family_fact() -> None:
     assert _spec("Qwen--Qwen2.5-VL-7B-Instruct").encoders[0].params == enc.params
 
 
-@pytest.mark.parametrize("field", ["hidden_size_per_layer_input", "altup_num_inputs", "laurel_rank"])
-def test_per_layer_embeddings_altup_and_laurel_are_refused(field: str) -> None:
+@pytest.mark.parametrize("field", ["altup_num_inputs", "laurel_rank"])
+def test_altup_and_laurel_are_refused(field: str) -> None:
+    # per-layer input embeddings (hidden_size_per_layer_input) are counted: tests/test_defaults_fixd.py
     cfg = json.loads((REFUSED / "google--gemma-3n-E4B-it.json").read_text())
-    for other in ("hidden_size_per_layer_input", "altup_num_inputs", "laurel_rank"):
+    for other in ("altup_num_inputs", "laurel_rank"):
         if other != field:
             cfg["text_config"].pop(other)
     with pytest.raises(InputError, match=f"text_config.{field}: .* not modelled"):

@@ -158,6 +158,8 @@ def _count_params(m: ModelSpec) -> ParamReport:
         embed += (Part("project_in", ew * h, "none"),)
     if m.position_embeddings:  # a learned position table is a plain lookup, replicated (not vocab-parallel)
         embed += (Part("embed_positions", m.position_embeddings * h, "none"),)
+    if m.per_layer_inputs:  # per-layer input table, projection and norm, on the embedding's ranks
+        embed += m.per_layer_inputs.parts()
     acc.add(Share("embedding", "embedding", "embed_tp_size", embed))
     norm_vectors = 2 if m.norm_bias else 1  # weight (+ bias) per norm outside the stack
     if m.embedding_norm:

@@ -129,8 +129,15 @@ def _outside(m: ModelSpec, rep) -> list[dict[str, Any]]:
     positions = m.position_embeddings * h
     head = "tied to the embedding" if m.tie_word_embeddings else "lmhead_tp (vocab-parallel)"
     ew, proj = m.embed_width, m.embed_width * h if m.embedding_width else 0
+    ple = m.per_layer_inputs
+    ple_params = sum(p.params for p in ple.parts()) if ple else 0
     rows = [{"module": "embedding" + (f" ({m.vocab_size} x {ew})" if proj else ""),
-             "params": by.get("embedding", 0) - positions - proj, "placement": "embed_tp (vocab-parallel)"}]
+             "params": by.get("embedding", 0) - positions - proj - ple_params,
+             "placement": "embed_tp (vocab-parallel)"}]
+    if ple:
+        rows.append({"module": f"per-layer inputs ({ple.rows} x {ple.layers} x {ple.width} table, projection "
+                               f"{h} -> {ple.packed}, norm)", "params": ple_params,
+                     "placement": "table embed_tp (vocab-parallel), projection replicated"})
     if proj:  # a narrower embedding and head (embedding_width): project_in / project_out beside them
         rows.append({"module": f"project_in ({ew} -> {h}) and project_out ({h} -> {ew})", "params": 2 * proj,
                      "placement": "replicated"})

@@ -20,6 +20,7 @@ from solver.specs.config.quant import QuantSpec
 from solver.specs.layers import MLA, Attention, CompressedAttention, DenseFFN, Layer, MoE, grouped
 from solver.specs.layers.base import block_counts, compact
 from solver.specs.layers.base import Block
+from solver.specs.layers.per_layer_input import PerLayerInputs
 
 Architecture = Literal["dense", "moe", "moe+mla", "moe+dsa", "dense+mla", "hybrid-attention", "hybrid-linear",
                        "hybrid-ssm", "hybrid-conv", "moe+hybrid-linear", "moe+hybrid-ssm", "moe+hybrid-conv", "ssm"]
@@ -76,6 +77,9 @@ class ModelSpec:
     # bias-free project_in (width -> hidden) after the lookup and project_out (hidden -> width) before the head,
     # replicated; 0: the stack's hidden_size, no projections
     embedding_width: int = 0
+    # per-layer input embeddings beside the token embedding (hidden_size_per_layer_input: a table of layers x width
+    # per vocabulary row, its model projection and norm; layers/per_layer_input.py), held with the embedding; None: none
+    per_layer_inputs: PerLayerInputs | None = None
     # the config names modelling code of its own (auto_map): an engine loads such a checkpoint only when told to
     # trust that code (the launch's `remote_code` name; solver.launch.emit)
     remote_code: bool = False

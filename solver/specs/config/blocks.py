@@ -13,6 +13,7 @@ from solver.specs.layers import Attention
 from solver.specs.layers.base import Block
 from solver.specs.layers.hyper import HyperConnections
 from solver.specs.layers.dense import DenseFFN
+from solver.specs.layers.per_layer_input import PerLayerInputs
 
 # switches that put a bias on every linear of the stack (Falcon, StarCoder2, OPT, ChatGLM, InternLM2); the
 # family fact _linear_bias stands in where the modeling code fixes it without a field
@@ -224,6 +225,25 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
             up = (2 if ffn.gated else 1) * ffn.inter
             own += (Projection("mlp_adapter", ((h, rank), (rank, up))),)
         return (attention, ffn), own, (width, h)
+
+    def per_layer_input(self) -> Block | None:
+        """A layer's per-layer input gate and projection (hidden_size_per_layer_input; layers/per_layer_input.py):
+        bias-free hidden -> width and width -> hidden, replicated; None where the field is 0 or absent. The layer
+        adds one norm for it (post_per_layer_input_norm, config/read.py)."""
+        from solver.specs.layers.projection import Projection
+
+        width = self.f.int("hidden_size_per_layer_input", default=0, minimum=0)
+        return Projection("per_layer_input", ((self.h, width), (width, self.h))) if width else None
+
+    def per_layer_inputs(self) -> PerLayerInputs | None:
+        """The per-layer input table, projection and norm outside the stack (layers/per_layer_input.py): rows
+        vocab_size_per_layer_input (the family's class default where not written) x layers x
+        hidden_size_per_layer_input; None where that is 0 or absent."""
+        width = self.f.int("hidden_size_per_layer_input", default=0, minimum=0)
+        if not width:
+            return None
+        rows = self.f.int("vocab_size_per_layer_input")
+        return PerLayerInputs(rows=rows, layers=self.layers, width=width, hidden=self.h)
 
     def modality_copies(self, blocks: tuple[Block, ...]) -> tuple[Block, ...]:
         """The family fact _modality_experts {count, qkv_bias}: every layer holds count experts routed by the

@@ -356,11 +356,13 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         # learned hidden-size vectors on the residual stream a layer holds (the family's fact: Dory's nGPT rates)
         residual_gates = f.int("_residual_gates", default=0, minimum=0, maximum=8)
         parallel_ssm = f.bool("_parallel_mamba")  # Falcon-H1: attention and Mamba-2 side by side in every layer
+        per_layer_input = reader.per_layer_input()  # the same gate and projection in every layer
         for slot in layer_slots:
             side = (reader.mamba(),) if parallel_ssm and slot.mixer in ("full", "sliding", "chunked") else ()
             mixer = reader.mixer(slot)
-            blocks = tuple(b for b in ((mixer,) + side + reader.ffns(slot)) if b is not None)
+            blocks = tuple(b for b in ((mixer,) + side + reader.ffns(slot) + (per_layer_input,)) if b is not None)
             per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
+            per_layer_norms += 1 if per_layer_input else 0  # post_per_layer_input_norm
             per_layer_norms += 1 if slot.residual_mlp and norms else 0  # the residual MLP's own norm (Arctic)
             # a norm on the MoE block's output, inside the block (A.X K1's post_mlp_layernorm): MoE layers only
             per_layer_norms += 1 if slot.ffn == "moe" and f.bool("_moe_output_norm") else 0
@@ -450,7 +452,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         mtp_checkpoint_copies=copies, encoders=encoders,
         max_position_embeddings=max_pos, context_field=context_field,
         pattern_source=source, kv_sources=_kv_sources(layer_slots, layers), quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
-        norm_bias=norm_bias, remote_code=bool(raw.get("auto_map")), position_encoding=positions, **outside,
+        norm_bias=norm_bias, remote_code=bool(raw.get("auto_map")), position_encoding=positions,
+        per_layer_inputs=reader.per_layer_inputs(), **outside,
     )
 
 

@@ -76,8 +76,6 @@ _UNMODELLED: tuple[str, ...] = ()
 # features whose weights the stack cannot count, refused when on (Gemma-3n, the Omni models, Phi-4-multimodal):
 # the model would be sized without them, and their share is not small
 _REFUSED = {
-    "hidden_size_per_layer_input": "per-layer input embeddings (a vocab_size_per_layer_input x layers x width "
-                                   "table, its projection and per-layer gates)",
     "altup_num_inputs": "AltUp (several predicted copies of the hidden state with their router and coefficients)",
     "laurel_rank": "LAuReL low-rank residual blocks",
     # an omni model's language model sits in its thinker beside an audio tower, and a talker and a token-to-wave
