@@ -1,13 +1,13 @@
 """Thirtieth round of families outside the catalog (tests/data/configs_unseen/round30/, SOURCES.md's "Thirtieth
 round (stop 36)"): 2026 model_types in transformers 5.25.0 that no earlier round nor models/ holds (cosmos3_edge
-counted; hy_v4 refused). Both are their config classes' defaults (the docstring names the checkpoint), written as
-to_dict would. Hand counts tensor by tensor from transformers 5.25.0's modeling_*.py (read from the unzipped wheel,
+counted; hy_v4 refused, counted since stop 38 fixe). Both are their config classes' defaults (the docstring names
+the checkpoint), written as to_dict would. Hand counts tensor by tensor from transformers 5.25.0's modeling_*.py (read from the unzipped wheel,
 not installed); written before the reader was run on them."""
 from __future__ import annotations
 
 import pytest
 
-from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin, ln
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
 
@@ -35,7 +35,7 @@ COSMOS_PROJECTOR = ln(1152) + lin(4 * 1152, 11520, True) + lin(11520, 2048, True
 COSMOS3_EDGE = COSMOS_TEXT + COSMOS_VISION + COSMOS_PROJECTOR
 
 
-# ------------------------------------------------------------------ Hy4-preview (HYV4Config() defaults), refused.
+# ------------------------------------------------------------------ Hy4-preview (HYV4Config() defaults).
 # 34 layers, 2816 wide. HYV4Attention: MLA of 32 heads, q_a_proj 2816 -> 1536, q_a_layernorm, q_b_proj 1536 -> 32 x
 # (192 + 64), kv_a_proj_with_mqa 2816 -> 512 + 64, kv_a_layernorm, kv_b_proj 512 -> 32 x (192 + 256), o_proj 32 x 256
 # -> 2816, no bias; gate_proj 2816 -> 32 x 256 (a per-channel output gate) and sinks (one logit a head). The DSA
@@ -70,6 +70,11 @@ HY_V4_ACTIVE = HY_V4 - 33 * (256 - 8) * gated(2816, 768)
 
 HAND: dict[str, int] = {
     "nvidia--Cosmos3-Edge": COSMOS3_EDGE,
+    "tencent--Hy4-preview": HY_V4,
+}
+# (hand active, published active): only 8 of 256 routed experts a token
+ACTIVE: dict[str, tuple[int, float | None]] = {
+    "tencent--Hy4-preview": (HY_V4_ACTIVE, None),
 }
 # Published totals precise enough for a 1% check: none recalled for either class default
 PUBLISHED: dict[str, float] = {}
@@ -77,6 +82,8 @@ PUBLISHED: dict[str, float] = {}
 # Bytes of K/V per token of context at bf16: Cosmos3-Edge's 28 layers of 8 K/V heads x 128
 KV_BYTES_PER_TOKEN: dict[str, int] = {
     "nvidia--Cosmos3-Edge": 28 * 2 * 8 * 128 * 2,
+    # Hy4-preview: 34 MLA latents of kv_lora_rank 512 + the rope key 64 (the indexer keys are counted apart)
+    "tencent--Hy4-preview": 34 * (512 + 64) * 2,
 }
 
 
@@ -118,25 +125,19 @@ def test_cosmos3_edge_fields_left_out_take_the_class_defaults(section: str, key:
     assert count(cfg) == COSMOS3_EDGE
 
 
-# ------------------------------------------------------------------ refused this round: one line each
-
-REFUSALS: dict[str, str] = {
-    # Before this round: "indexer_types: entries ['shared']: ... not modelled"; without indexer_types (or with
-    # every entry "full") counted 57,591,304,236, silently short of the hand count (sinks, gate_proj, the HC layout)
-    "tencent--Hy4-preview": r"'hy_v4': MLA with attention sinks and a per-channel gate_proj, and hyper-connections",
-}
+# ------------------------------------------------------------------ Hy4-preview's reading rules (stop 38 fixe; refused
+# before: "'hy_v4': MLA with attention sinks and a per-channel gate_proj, and hyper-connections ... not read")
 
 
 @pytest.mark.parametrize("key", ["indexer_types", "layer_types", "hc_mult"])
-def test_hy_v4_is_refused_whatever_pattern_fields_it_leaves_out(key: str) -> None:
-    cfg = ROUND.load("tencent--Hy4-preview", REFUSED)
+def test_hy_v4_pattern_fields_left_out_take_the_class_defaults(key: str) -> None:
+    # HYV4Config.__post_init__: indexer_types full at 0 and (i - 1) % 4 == 0, every layer indexed_attention, hc_mult 4
+    cfg = _load("tencent--Hy4-preview")
     del cfg[key]
-    with pytest.raises(InputError, match="model_type"):
-        parse_model_config(cfg, "x")
+    assert count(cfg) == HY_V4
 
 
-def test_hy_v4_with_every_indexer_full_is_refused_not_counted() -> None:
-    cfg = ROUND.load("tencent--Hy4-preview", REFUSED)
+def test_hy_v4_with_every_indexer_full_holds_thirty_four_indexers() -> None:
+    cfg = _load("tencent--Hy4-preview")
     cfg["indexer_types"] = ["full"] * 34
-    with pytest.raises(InputError, match="model_type"):
-        parse_model_config(cfg, "x")
+    assert count(cfg) == HY_V4 + (34 - HY_FULL_INDEXERS) * hy_indexer(2816, 1536, 16, 128)

@@ -84,9 +84,9 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 
 # ------------------------------------------------------------------ refused this round: one line each
 # Hy4 (HYV4VLConfig() defaults): the text model is HYV4Config's (HYV4VLTextConfig subclasses it; HYV4VLTextModel is
-# HYV4Model): MLA with sinks and a gate_proj, hyper-connections without a comb map: refused as Hy4-preview is.
+# HYV4Model), counted as Hy4-preview is (round 30); its vision merger (HYV4VLVisionPatchMerger) is not read: refused.
 REFUSALS: dict[str, str] = {
-    "tencent--Hy4": r"text_config.*MLA with attention sinks",
+    "tencent--Hy4": r"vision_config: HYV4VLVisionPatchMerger",
 }
 
 
@@ -155,10 +155,10 @@ def test_ovis2_vision_fields_left_out_take_the_class_defaults(key: str) -> None:
     assert count(cfg) == OVIS2
 
 
-def test_hy4_vl_text_is_refused_as_hy4_preview_is() -> None:
-    # before: refused on text_config.indexer_types (the shared DSA indexers), the first unread field met, not the
-    # sinks and hyper-connections that would miscount it whatever the indexers
-    with pytest.raises(InputError, match=r"text_config.model_type: 'hy_v4_vl_text': MLA with attention sinks"):
+def test_hy4_vl_text_is_refused_on_its_vision_merger_alone() -> None:
+    # before: refused on text_config.model_type (the MLA sinks, gate_proj and comb-free hyper-connections, read since
+    # stop 38 fixe); the text model is HYV4Model, so without the tower it counts as Hy4-preview's layout does
+    with pytest.raises(InputError, match=r"vision_config: HYV4VLVisionPatchMerger .* is not read"):
         parse_model_config(ROUND.load("tencent--Hy4", REFUSED), "x")
 
 

@@ -251,9 +251,9 @@ class AttentionReading:
         if dsa:
             if not f.has("index_n_heads") or not f.has("index_head_dim"):
                 raise f.err("index_head_dim", "DSA indexer needs index_n_heads and index_head_dim")
-            self._refuse_shared_indexers()
             indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk", default=2048),
-                              query_norm=f.bool("_indexer_query_norm"), query_scales=scales)
+                              query_norm=f.bool("_indexer_query_norm"), query_scales=scales,
+                              selects=self._selects(slot.index))
         nope, rope = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim")
         if slot.index in nope_layers(f, self.layers):
             # a NoPE layer keeps the query width: the rope slice joins the nope part, leaving kv_a and the cache
@@ -262,7 +262,8 @@ class AttentionReading:
         return MLA(hidden=self.h, heads=self.heads, kv_lora_rank=f.int("kv_lora_rank"),
                    qk_nope_head_dim=nope, qk_rope_head_dim=rope,
                    v_head_dim=self._mla_v_head_dim(), q_lora_rank=f.opt_int("q_lora_rank"), indexer=indexer,
-                   output_gate=f.bool("mla_use_output_gate"), head_gate=f.bool("_mla_head_gate"),
+                   output_gate=f.bool("mla_use_output_gate") or f.bool("_mla_output_gate"),
+                   head_gate=f.bool("_mla_head_gate"), sinks=f.bool("_mla_sinks"),
                    query_scales=scales, kv_shared=slot.kv_shared, query_gate_from_lora=self._query_gate_from_lora(),
                    bias=f.bool("attention_bias"))
 
@@ -276,14 +277,21 @@ class AttentionReading:
                                        "output gate from the query LoRA (q_gate_proj), which needs its rank")
         return True
 
-    def _refuse_shared_indexers(self) -> None:
-        """indexer_types "shared" (GLM-5's, Mistral-Large-4's): a layer reusing an earlier layer's top-k holds no
-        indexer, which the DSA layer kind does not model; "full" everywhere is the ordinary DSA stack."""
+    def _selects(self, index: int) -> bool:
+        """Whether layer `index` runs its own indexer: indexer_types "full" (or unwritten); "shared" reuses the
+        latest "full" layer's top-k and holds no indexer (GlmMoeDsaAttention, MistralLarge4TextAttention,
+        HYV4Attention: indexer None where skip_topk), so the first layer must select."""
         types = self.f.str_list("indexer_types") or []
-        bad = sorted({t for t in types if t != "full"})
+        if not types:
+            return True
+        if len(types) != self.layers:
+            raise self.f.err("indexer_types", f"{len(types)} entries for {self.layers} layers")
+        bad = sorted({t for t in types if t not in ("full", "shared")})
         if bad:
-            raise self.f.err("indexer_types", f"entries {bad}: layers reusing an earlier layer's top-k selection "
-                                              "(no indexer of their own) are not modelled")
+            raise self.f.err("indexer_types", f"entries {bad}: an indexer type other than 'full' / 'shared'")
+        if types[0] != "full":
+            raise self.f.err("indexer_types", "entry 0 is 'shared': no earlier layer's top-k to reuse")
+        return types[index] == "full" if index < len(types) else True
 
     def _mla_v_head_dim(self) -> int:
         """v_head_dim as written; under the family fact _v_head_dim_hidden_over_heads the attention sizes its value

@@ -181,7 +181,8 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
     def hyper_params(self) -> HyperConnections | None:
         """Hyper-connections (layers/hyper.py), None: none. hc_mult streams: per sub-block a (2 + m) x m mixing
         map of the m x hidden input, its bias and three scales (DeepSeek-V4 inference code), made doubly
-        stochastic by hc_sinkhorn_iters passes; hc_count streams: low-rank gated residuals of hc_lowrank."""
+        stochastic by hc_sinkhorn_iters passes (the family's _hc_comb false: a 2m x m map, two scales, no comb);
+        hc_count streams: low-rank gated residuals of hc_lowrank."""
         streams = low_rank_streams(self.f)
         if streams:  # two low-rank gated residuals, one a sub-block
             return HyperConnections(self.h, streams, 2 * gated_residual(self.f, self.h, inject=True),
@@ -189,6 +190,8 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
         m = dynamic_streams(self.f)
         if not m:
             return None
+        if not self.f.bool("_hc_comb", default=True):  # pre and post rows only, two scales (HYV4HyperConnection)
+            return HyperConnections(self.h, m, 2 * (2 * m * m * self.h + 2 * m + 2), comb=False)
         mix = (2 + m) * m
         # hc_sinkhorn_iters unwritten: DeepseekV4Config's default, 20
         return HyperConnections(self.h, m, 2 * (mix * m * self.h + mix + 3),

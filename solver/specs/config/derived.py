@@ -6,6 +6,8 @@ the family's line, applied where the config leaves the field out:
                                and the line both leave out leaves FIELD out (the reader then names it as missing)
   _layer_types_default: {cycle, first}  layer_types built over num_hidden_layers: layer i is cycle[i % len], layer 0
                                `first` where given (Lfm3Config: conv, conv, full, conv, sliding, ...; MiniMaxConfig)
+  _list_defaults: {FIELD: {cycle, first}}  any other per-layer list built the same way (HYV4Config's indexer_types:
+                               "full" at layer 0 and where (i - 1) % 4 == 0, "shared" elsewhere)
   _derived_always: [FIELD]     fields of _derived the class sets whatever the config writes (LongcatFlashConfig's
                                num_hidden_layers setter, run after the fields: num_layers = value // 2); a written
                                value that differs is refused naming FIELD, for the class would drop it
@@ -70,16 +72,18 @@ def derive_defaults(cfg: dict[str, Any]) -> list[str]:
         if cfg.get(field) is None and isinstance(types, list):
             cfg[field] = sum(1 for t in types if t == rule["entry"])
             out.append(field)
-    rule = cfg.get("_layer_types_default")
+    rules = dict(cfg.get("_list_defaults") or {})
+    if cfg.get("_layer_types_default"):
+        rules["layer_types"] = cfg["_layer_types_default"]
     layers = cfg.get("num_hidden_layers")
-    if rule and cfg.get("layer_types") is None and isinstance(layers, int) and not isinstance(layers, bool) \
-            and layers > 0:
-        cycle = list(rule["cycle"])
-        types = [cycle[i % len(cycle)] for i in range(layers)]
-        if rule.get("first") is not None:
-            types[0] = rule["first"]
-        cfg["layer_types"] = types
-        out.append("layer_types")
+    for field, rule in rules.items():
+        if cfg.get(field) is None and isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
+            cycle = list(rule["cycle"])
+            types = [cycle[i % len(cycle)] for i in range(layers)]
+            if rule.get("first") is not None:
+                types[0] = rule["first"]
+            cfg[field] = types
+            out.append(field)
     return out
 
 

@@ -20,6 +20,10 @@ attends to at most topk + sinks + local keys. The selection is one per query, sh
 split with the heads: each attention-TP rank repeats it, and a rank that does not hold key head 0 keeps a copy of
 its keys (`head_copy_bytes`; the config class's TP plan leaves attention unsharded for this reason).
 
+A layer reusing the latest selecting layer's top-k (`selects` False: indexer_types "shared", GLM-5's, Mistral-Large-4's
+and Hy4's attention classes build no indexer there) attends to the same number of selected keys but holds no indexer
+weights, caches no index keys and scores nothing: the reused indices are already on the device.
+
 Prefill can attend in two forms (`prefill_forms`, the kernels that serve the layer kind): "gathered", each query
 reading its own selected entries (gathered_entries), or "dense", the dense attention over the whole context with
 the selection as a mask (dense FLOPs and one read of the cache; the selection is still scored). Where both are
@@ -66,6 +70,7 @@ class Indexer:
     pool_block: int = 1  # consecutive keys averaged into one summary the pool stage scores
     pool_source: bool = True  # this layer selects the pool (else it reuses the latest pool source's)
     prefill_forms: tuple[str, ...] = ("gathered",)  # prefill attention forms served (module docstring)
+    selects: bool = True  # scores and selects its own top-k; False: reuses the latest selecting layer's (docstring)
 
     def __post_init__(self) -> None:
         unknown = set(self.prefill_forms) - set(PREFILL_FORMS)
@@ -75,7 +80,7 @@ class Indexer:
     @property
     def bytes_per_token(self) -> float:
         """Index keys this layer caches per token: none where it scores the attention's own cached keys."""
-        return 0.0 if self.own_heads else self.head_dim * self.key_bytes + self.key_scale_bytes
+        return 0.0 if self.own_heads or not self.selects else self.head_dim * self.key_bytes + self.key_scale_bytes
 
     @property
     def selected_keys(self) -> int:
@@ -89,7 +94,7 @@ class Indexer:
 
     @per_object
     def parts(self, hidden: int, q_lora_rank: int | None) -> tuple[Part, ...]:
-        if self.own_heads:  # scored by the attention's own projections
+        if self.own_heads or not self.selects:  # scored by the attention's own projections, or not scored here
             return ()
         q_in = q_lora_rank or hidden
         norms = (Part("qk_norm", 2 * self.head_dim, "none") if self.qk_rms_norms  # two RMSNorm weights
@@ -123,6 +128,8 @@ class Indexer:
 
     def ops(self, cx: CostKit, hidden: int, q_lora_rank: int | None, key_share: float = 1.0) -> list:
         """`key_share`: the fraction of past tokens the indexer scores (1 / ratio over compressed entries)."""
+        if not self.selects:
+            return []
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
         T = w.new_tokens
         t_a = T / pc.token_shards
@@ -163,4 +170,4 @@ class Indexer:
 
     def activation(self, t: float, tokens: float) -> float:
         # logits for this rank's queries against the context, fp32, chunked per query block
-        return t * min(tokens, 4096) * LOGIT_BYTES
+        return t * min(tokens, 4096) * LOGIT_BYTES if self.selects else 0.0

@@ -5,6 +5,8 @@ sub-block (the mixer, the FFN), in place of one residual add. Two forms are read
   hidden streams, one map m x hidden -> (2 + m) x m (pre m, post m, comb m x m), sigmoids / a softmax, the comb
   made doubly stochastic by `sinkhorn_iters` Sinkhorn-Knopp passes, the streams collapsed to the sub-block's
   input by pre (m -> 1); after the sub-block, new streams = post x output + comb^T @ streams;
+  Without the comb map (`comb` False: Hy4's HYV4HyperConnection), the map is m x hidden -> 2m (pre m, post m, two
+  scales), no Sinkhorn, and after the sub-block new streams = post x output + streams;
 - low-rank (Qwen4-Exp's gated residuals, Qwen4ExpTextGatedResidual, `rank` = hc_lowrank): a grouped RMSNorm
   (weighted) of m x hidden, a down map m x hidden -> rank, silu, an up map back to m x hidden, sigmoid, the gated
   normed streams averaged to the sub-block's input, an inject map m x hidden -> m; after the sub-block, streams +
@@ -14,6 +16,7 @@ Per token per sub-block (m streams, h hidden, s Sinkhorn passes, r rank), FLOPs:
   dynamic   pre   3mh (norm) + 2(2+m)m.mh (map) + (4s-2)m^2 (Sinkhorn: a column pass, then s-1 row + column
                   passes, a sum and a divide each over m x m) + 2mh (collapse)
             post  2m^2.h (comb^T @ streams) + 2mh (post x output, the add)
+  comb-free pre   3mh + 2(2m).mh + 2mh; post 2mh
   low-rank  pre   4mh (weighted norm) + 4mh.r (down and up) + 2mh (gate x normed, the mean) + 2m.mh (inject map)
             post  2mh (inject x output, the add)
 bytes (activations, fused kernels: the streams are read once by the pre kernels and once by the post kernel):
@@ -62,13 +65,15 @@ class HyperConnections(Block):
     weights: int  # the layer's hyper-connection weights, all sub-blocks (counted by the reader)
     rank: int = 0  # low-rank form's hc_lowrank; 0: the dynamic (2 + m) x m map
     sinkhorn_iters: int = 0  # dynamic form's Sinkhorn-Knopp passes
+    comb: bool = True  # dynamic form's m x m comb map (pre, post and comb rows); False: pre and post only
     sub_blocks: int = 2  # mixed around the mixer and the FFN
 
     role = "residual"
     kind = "HyperConnections"
 
     def label(self) -> str:
-        form = f"low-rank {self.rank}" if self.rank else f"Sinkhorn {self.sinkhorn_iters}"
+        form = (f"low-rank {self.rank}" if self.rank else f"Sinkhorn {self.sinkhorn_iters}" if self.comb
+                else "no comb")
         return f"HC {self.streams} streams, {form}"
 
     def shares(self) -> tuple[Share, ...]:
@@ -87,8 +92,14 @@ class HyperConnections(Block):
         m, h, mh = self.streams, self.hidden, self.streams * self.hidden
         if self.rank:
             return 4 * mh + 4 * mh * self.rank + 2 * mh + 2 * m * mh, 2 * mh
-        sinkhorn = (4 * self.sinkhorn_iters - 2) * m * m if self.sinkhorn_iters else 0
-        return 3 * mh + 2 * (2 + m) * m * mh + sinkhorn + 2 * mh, 2 * m * mh + 2 * mh
+        sinkhorn = (4 * self.sinkhorn_iters - 2) * m * m if self.sinkhorn_iters and self.comb else 0
+        comb = 2 * m * mh if self.comb else 0
+        return 3 * mh + 2 * self.map_rows * mh + sinkhorn + 2 * mh, comb + 2 * mh
+
+    @property
+    def map_rows(self) -> int:
+        """Rows of the dynamic form's mixing map: pre m, post m and (with the comb) m x m."""
+        return (2 + self.streams) * self.streams if self.comb else 2 * self.streams
 
     def bytes_per_token(self) -> tuple[float, float]:
         """(pre, post) activation bytes of one token through one sub-block's hyper-connections."""
@@ -104,7 +115,7 @@ class HyperConnections(Block):
         kp, kq = LOW_RANK_KERNELS if self.rank else DYNAMIC_KERNELS
         peak, eff = cx.hw.flops("bf16"), cx.f.gemm
         n = self.sub_blocks
-        width = self.streams * self.hidden if self.rank else (2 + self.streams) * self.streams
+        width = self.streams * self.hidden if self.rank else self.map_rows
         return [cx.op("hyper_pre", "norms", n * t * fp, n * (t * bp + weights), peak, eff, kernels=n * kp,
                       shape_eff=cx.shape_efficiency(width)),
                 cx.op("hyper_post", "norms", n * t * fq, n * t * bq, peak, eff, kernels=n * kq)]

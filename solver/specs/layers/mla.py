@@ -26,7 +26,10 @@ class MLA(Block):
     v_head_dim: int
     q_lora_rank: int | None = None
     indexer: Indexer | None = None
-    output_gate: bool = False  # a per-head output gate projection (hidden -> heads x v_head_dim)
+    output_gate: bool = False  # a per-channel output gate projection (hidden -> heads x v_head_dim)
+    # one learned sink logit per head, an extra softmax column (Hy4's HYV4Attention.sinks): heads parameters, FLOPs
+    # and bytes negligible beside the keys' (one logit a head a query)
+    sinks: bool = False
     head_gate: bool = False  # one gate scalar per head (hidden -> heads: BailingHybridAttention's g_proj)
     # a learned per-head scale and bias of log(position + 1) multiplying the queries (Mistral-Large-4's
     # MistralLarge4TextSoftmaxScaling)
@@ -62,7 +65,7 @@ class MLA(Block):
         return not self.kv_shared
 
     def label(self) -> str:
-        idx = f" top{self.indexer.topk}" if self.indexer else ""
+        idx = (f" top{self.indexer.topk}" + ("" if self.indexer.selects else " reused")) if self.indexer else ""
         nope = "" if self.qk_rope_head_dim else " NoPE"
         shared = " shared-KV" if self.kv_shared else ""
         return f"{self.kind} {self.heads} x {self.head_dim} lora{self.kv_lora_rank}{idx}{nope}{shared}"
@@ -90,6 +93,8 @@ class MLA(Block):
             parts.append(Part("g_proj", h * nh * v, "tp"))
         if self.head_gate:
             parts.append(Part("g_proj", h * nh, "tp"))
+        if self.sinks:
+            parts.append(Part("sinks", nh, "tp"))
         return tuple(parts)
 
     def shares(self) -> tuple[Share, ...]:
@@ -166,7 +171,8 @@ class MLA(Block):
             return ()
         out: tuple[tuple[str, float], ...] = () if self.kv_shared else (
             ("latent", self.kv_lora_rank * ACT_BYTES), ("rope", self.qk_rope_head_dim * ACT_BYTES))
-        return out + ((("indexer", self.indexer.head_dim * ACT_BYTES),) if self.indexer else ())
+        own = self.indexer is not None and self.indexer.selects  # a reused selection caches no index keys
+        return out + ((("indexer", self.indexer.head_dim * ACT_BYTES),) if own else ())  # type: ignore[union-attr]
 
     def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards
