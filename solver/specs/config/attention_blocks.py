@@ -184,6 +184,18 @@ class AttentionReading:
                        key_bytes=ACT_BYTES if plain_keys else 1,
                        key_scale_bytes=0 if plain_keys else INDEXER_SCALE_BYTES)
 
+    def _pooled_key_indexer(self, topk: int, kpool: int, scales: bool) -> Indexer:
+        """A DSA indexer over pools of index_kpool keys (Glm5NextTextIndexer, dsa.py): the top index_topk / kpool
+        pools of kpool keys, and the incomplete tail pool's up to kpool - 1 keys where
+        index_kpool_always_select_tail (the class's default: true); its packed keys cached in the activation dtype."""
+        f = self.f
+        if topk % kpool:
+            raise f.err("index_topk", f"{topk}: not a multiple of index_kpool ({kpool})")
+        tail = kpool - 1 if f.bool("index_kpool_always_select_tail", True) else 0
+        return Indexer(f.int("index_n_heads"), f.int("index_head_dim"), topk // kpool, block=kpool, kpool=kpool,
+                       local_tokens=tail, query_norm=f.bool("_indexer_query_norm"), query_scales=scales,
+                       key_bytes=ACT_BYTES, key_scale_bytes=0)
+
     def own_head_selection(self, index: int, group: int, head_dim: int) -> Indexer:
         """index_topk on plain full attention (Kolibri-1.1's indexed_attention layers, Kolibri1_1Indexer): a
         selection without weights scored by the first index_num_heads query heads against key head 0; the
@@ -252,9 +264,13 @@ class AttentionReading:
             if not f.has("index_n_heads") or not f.has("index_head_dim"):
                 raise f.err("index_head_dim", "DSA indexer needs index_n_heads and index_head_dim")
             self._refuse_shared_indexers()
-            indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk", default=2048),
-                              query_norm=f.bool("_indexer_query_norm"), query_scales=scales)
-        nope, rope = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim")
+            topk, kpool = f.int("index_topk", default=2048), f.int("index_kpool", default=0, minimum=0)
+            if kpool > 1:
+                indexer = self._pooled_key_indexer(topk, kpool, scales)
+            else:
+                indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), topk,
+                                  query_norm=f.bool("_indexer_query_norm"), query_scales=scales)
+        nope, rope = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim", minimum=0)  # 0: no rotary part (GLM-5.3-Flash)
         if slot.index in nope_layers(f, self.layers):
             # a NoPE layer keeps the query width: the rope slice joins the nope part, leaving kv_a and the cache
             # (MistralLarge4TextAttention: qk_nope_head_dim + qk_rope_head_dim, qk_rope_head_dim 0)
