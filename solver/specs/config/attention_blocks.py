@@ -270,7 +270,8 @@ class AttentionReading:
             else:
                 indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), topk,
                                   query_norm=f.bool("_indexer_query_norm"), query_scales=scales)
-        nope, rope = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim", minimum=0)  # 0: no rotary part (GLM-5.3-Flash)
+        # qk_rope_head_dim 0: no rotary part in any layer (GLM-5.3-Flash's all-NoPE MLA)
+        nope, rope = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim", minimum=0)
         if slot.index in nope_layers(f, self.layers):
             # a NoPE layer keeps the query width: the rope slice joins the nope part, leaving kv_a and the cache
             # (MistralLarge4TextAttention: qk_nope_head_dim + qk_rope_head_dim, qk_rope_head_dim 0)
