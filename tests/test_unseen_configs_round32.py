@@ -209,14 +209,15 @@ def test_dots3_note_text_alone_is_refused_naming_its_per_layer_sliding_sizes() -
     # layer kind does not read: refused rather than counted at the indexed layers' sizes
     from hand_counts import REFUSED
     text = ROUND.load("dots-studio--dots3-note-prev", REFUSED)["text_config"]
-    with pytest.raises(InputError, match="per_layer_config: given"):
+    with pytest.raises(InputError, match="per_layer_config: given: per-layer MLA sizes"):
         parse_model_config(text, "x")
 
 
 REFUSALS: dict[str, str] = {
-    # the vision tower's routed experts (Dots3NoteVisionMoE, 17 blocks of 4 .. 64 experts: 5,918,048,864 of the
-    # 6,871,277,920) are not modelled in a tower
-    "dots-studio--dots3-note-prev": r"vision_config\.num_local_experts: 64 experts in a vision tower",
+    # its sliding layers' MLA sizes (per_layer_config: 64 heads, kv_lora 1024, nope 192, a 512 window) are not
+    # modelled; past them, the vision tower's routed experts (Dots3NoteVisionMoE, 17 blocks of 4 .. 64 experts:
+    # 5,918,048,864 of the 6,871,277,920) are not modelled in a tower either
+    "dots-studio--dots3-note-prev": r"text_config\.per_layer_config: given: per-layer MLA sizes",
     "thinkingmachines--Inkling-2-Small": r"text_config\.d_rel: 16: relative-position states",
 }
 

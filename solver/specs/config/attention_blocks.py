@@ -256,6 +256,10 @@ class AttentionReading:
     def mla(self, slot: Slot) -> MLA:
         f = self.f
         self.uniform_heads("MLA layers")
+        if f.has("per_layer_config"):
+            # dots3-note's sliding layers: their own heads, kv_lora_rank and qk_nope_head_dim, a window, no indexer
+            raise f.err("per_layer_config", "given: per-layer MLA sizes (heads, kv_lora_rank, qk_nope_head_dim, a "
+                                            "sliding window) are not modelled; not counted rather than miscounted")
         dsa = f.has("index_n_heads", "index_topk")
         indexer = None
         # the family's per-head scale and bias of log(position + 1) on the queries, the indexer's too
