@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from hand_counts import REFUSED, UNSEEN, Round, count, gated, gqa, lin
+from hand_counts import UNSEEN, Round, count, gated, gqa, lin
 from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
-from solver.estimate.params import layer_shares
+from solver.estimate.params import count_params, layer_shares
 from test_unseen_configs_round23 import pixtral_tower
 
 DATA = UNSEEN / "round28"
@@ -352,6 +352,13 @@ GLM53_FLASH_KV_BYTES = 11 * 512 * 2 + 11 * (128 + 128 + 1) * 2
 QWEN4_EXP_KV_BYTES = 10 * 2 * 2 * 256 * 2
 QWEN4_EXP_GDN_STATE_BYTES = 30 * (32 * 128 * 128 + 8192 * 3) * 2  # per sequence at bf16: 32,931,840 B
 
+# GLM-5.3-Flash counts since stop 38 (fixf): the pooled-key indexer (dsa.Indexer.kpool), KDA from linear_num_heads,
+# the all-NoPE MLA's head_dim 0, the weightless hc_head and the GLM-OCR-like tower are read. Its K/V bytes here are
+# the latents alone (the indexer's packed keys apart, as Mistral-Large-4's: test_glm53_indexer_caches_packed_keys)
+HAND["zai-org--GLM-5.3-Flash"] = GLM53_FLASH
+ACTIVE["zai-org--GLM-5.3-Flash"] = (GLM53_FLASH_ACTIVE, None)  # "Flash": no published figure recalled
+KV_BYTES_PER_TOKEN["zai-org--GLM-5.3-Flash"] = 11 * 512 * 2
+
 # Qwen4-Exp counts since stop 36 (qwen4 helper): its low-rank hyper-connections are read (config/outside.py
 # gated_residual), the indexer left null by the class runs its layers as full attention
 HAND["Qwen--Qwen4-Exp"] = QWEN4_EXP
@@ -361,17 +368,36 @@ KV_BYTES_PER_TOKEN["Qwen--Qwen4-Exp"] = QWEN4_EXP_KV_BYTES
 
 # ------------------------------------------------------------------ refused this round: one line each
 
-REFUSALS: dict[str, str] = {
-    # Before this round: "text_config.head_dim: must be >= 1, got 0" (the class's NoPE MLA writes head_dim 0)
-    "zai-org--GLM-5.3-Flash": r"index_kpool: 16: a DSA indexer over pooled key groups",
-}
+REFUSALS: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("name, key", [("zai-org--GLM-5.3-Flash", "index_kpool")])
-def test_a_refused_feature_left_out_of_the_file_is_refused_by_its_class_default(name: str, key: str) -> None:
-    cfg = ROUND.load(name, REFUSED)
+def _glm53_indexers() -> list:
+    return [m.indexer for m in (layer.mixer for layer in ROUND.spec("zai-org--GLM-5.3-Flash").layers)
+            if getattr(m, "indexer", None) is not None]
+
+
+@pytest.mark.parametrize("key", ["index_kpool", "index_kpool_always_select_tail"])
+def test_glm53_pooled_indexer_fields_left_out_read_as_the_class_defaults(key: str) -> None:
+    # Glm5NextTextConfig: index_kpool 16, index_kpool_always_select_tail true (the family line and the field default)
+    cfg = ROUND.load("zai-org--GLM-5.3-Flash")
     del cfg["text_config"][key]
-    with pytest.raises(InputError, match=key):
+    assert count_params(parse_model_config(cfg, "x")).total == GLM53_FLASH
+
+
+def test_glm53_indexer_caches_packed_keys() -> None:
+    # 11 indexed layers x (k 128 + gate score 128 + valid 1) x 2 B, no fp32 scale: 5,654 B a token
+    assert sum(i.bytes_per_token for i in _glm53_indexers()) == 11 * (128 + 128 + 1) * 2
+
+
+def test_glm53_indexer_keeps_top_pools_and_the_tail() -> None:
+    # index_topk 2048 / kpool 16 = 128 pools of 16 keys, plus the incomplete tail pool's up to 15: 2,063 keys
+    assert {(i.topk, i.block, i.local_tokens, i.selected_keys) for i in _glm53_indexers()} == {(128, 16, 15, 2063)}
+
+
+def test_glm53_index_topk_must_be_a_multiple_of_index_kpool() -> None:
+    cfg = ROUND.load("zai-org--GLM-5.3-Flash")
+    cfg["text_config"]["index_topk"] = 2050
+    with pytest.raises(InputError, match="index_topk: 2050: not a multiple of index_kpool"):
         parse_model_config(cfg, "x")
 
 

@@ -3,6 +3,7 @@ sliding, chunked, block-sparse), cross-attention to image tokens, MLA and DeepSe
 part of BlockReader (blocks.py) that builds attention blocks."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from solver.specs.config.fields import Fields
@@ -184,6 +185,18 @@ class AttentionReading:
                        key_bytes=ACT_BYTES if plain_keys else 1,
                        key_scale_bytes=0 if plain_keys else INDEXER_SCALE_BYTES)
 
+    def _pooled_key_indexer(self, topk: int, kpool: int, scales: bool) -> Indexer:
+        """A DSA indexer over pools of index_kpool keys (Glm5NextTextIndexer, dsa.py): the top index_topk / kpool
+        pools of kpool keys, and the incomplete tail pool's up to kpool - 1 keys where
+        index_kpool_always_select_tail (the class's default: true); its packed keys cached in the activation dtype."""
+        f = self.f
+        if topk % kpool:
+            raise f.err("index_topk", f"{topk}: not a multiple of index_kpool ({kpool})")
+        tail = kpool - 1 if f.bool("index_kpool_always_select_tail", True) else 0
+        return Indexer(f.int("index_n_heads"), f.int("index_head_dim"), topk // kpool, block=kpool, kpool=kpool,
+                       local_tokens=tail, query_norm=f.bool("_indexer_query_norm"), query_scales=scales,
+                       key_bytes=ACT_BYTES, key_scale_bytes=0)
+
     def own_head_selection(self, index: int, group: int, head_dim: int) -> Indexer:
         """index_topk on plain full attention (Kolibri-1.1's indexed_attention layers, Kolibri1_1Indexer): a
         selection without weights scored by the first index_num_heads query heads against key head 0; the
@@ -244,6 +257,10 @@ class AttentionReading:
     def mla(self, slot: Slot) -> MLA:
         f = self.f
         self.uniform_heads("MLA layers")
+        if f.has("per_layer_config"):
+            # dots3-note's sliding layers: their own heads, kv_lora_rank and qk_nope_head_dim, a window, no indexer
+            raise f.err("per_layer_config", "given: per-layer MLA sizes (heads, kv_lora_rank, qk_nope_head_dim, a "
+                                            "sliding window) are not modelled; not counted rather than miscounted")
         dsa = f.has("index_n_heads", "index_topk")
         indexer = None
         # the family's per-head scale and bias of log(position + 1) on the queries, the indexer's too
@@ -251,10 +268,15 @@ class AttentionReading:
         if dsa:
             if not f.has("index_n_heads") or not f.has("index_head_dim"):
                 raise f.err("index_head_dim", "DSA indexer needs index_n_heads and index_head_dim")
-            indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk", default=2048),
-                              query_norm=f.bool("_indexer_query_norm"), query_scales=scales,
-                              selects=self._selects(slot.index))
-        nope, rope = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim")
+            topk, kpool = f.int("index_topk", default=2048), f.int("index_kpool", default=0, minimum=0)
+            if kpool > 1:
+                indexer = replace(self._pooled_key_indexer(topk, kpool, scales), selects=self._selects(slot.index))
+            else:
+                indexer = Indexer(f.int("index_n_heads"), f.int("index_head_dim"), topk,
+                                  query_norm=f.bool("_indexer_query_norm"), query_scales=scales,
+                                  selects=self._selects(slot.index))
+        # qk_rope_head_dim 0: no rotary part in any layer (GLM-5.3-Flash's all-NoPE MLA)
+        nope, rope = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim", minimum=0)
         if slot.index in nope_layers(f, self.layers):
             # a NoPE layer keeps the query width: the rope slice joins the nope part, leaving kv_a and the cache
             # (MistralLarge4TextAttention: qk_nope_head_dim + qk_rope_head_dim, qk_rope_head_dim 0)

@@ -8,8 +8,9 @@ VoxtralEncoder) and its wrapper's _audio_projector says the projector (`linear`:
 `stacked_mlp`: two bias-free linears from the encoder's intermediate_size, into and through the text width;
 {stack_factor, ...}: Ultravox's stacked SwiGLU projector, _stacked_swiglu; {mlp2: {source, widen, bias,
 bias_default}}: two linears from the width or the stacked frames, _audio_mlp2); `_audio_whisper: {rotary: true}`
-is the rotary variant (GLM-ASR: no position table, k / v over num_key_value_heads); any
-other audio_config is refused naming it: the ViT conventions would size a Whisper encoder as patches.
+is the rotary variant (GLM-ASR: no position table, k / v over num_key_value_heads);
+_audio_conv_pyramid a convolutional pyramid over the waveform (conv_pyramid_audio); any other audio_config is
+refused naming it: the ViT conventions would size a Whisper encoder as patches.
 """
 from __future__ import annotations
 
@@ -87,3 +88,27 @@ def _audio_mlp2(wrapper: Fields, d: int, ffn: int, text_hidden: int, spec: dict[
     bias_field = spec.get("bias")
     bias = wrapper.bool(bias_field, bool(spec.get("bias_default", True))) if bias_field else True
     return width * mid + mid * text_hidden + ((mid + text_hidden) if bias else 0)
+
+
+def conv_pyramid_audio(f: Fields) -> tuple[int, int, int]:
+    """(params, layers, width) of a causal convolutional pyramid over the raw waveform (the tower fact
+    _audio_conv_pyramid: MuseSparkAudioModel), already in the text width. Stage i of num_hidden_layers, width
+    d_i = hidden_sizes[i]: a patch embedding, a biased linear of patch_sizes[i] frames of the previous width (1 at
+    the first stage) -> d_i and an RMSNorm; depths[i] blocks of a biased depthwise conv (conv_kernel_size taps a
+    channel), an RMSNorm and a biased fc1 / fc2 of mlp_ratio x d_i. Then an RMSNorm, a biased proj to out_hidden_size
+    and an RMSNorm of it. Layers: the conv blocks; width: the last stage's."""
+    stages = f.int("num_hidden_layers", maximum=64)
+    widths = f.int_list("hidden_sizes", stages, minimum=1) or []
+    patches = f.int_list("patch_sizes", stages, minimum=1) or []
+    depths = f.int_list("depths", stages, minimum=0) or []
+    kernel = f.int("conv_kernel_size", maximum=1024)
+    ratio = f.number("mlp_ratio", 0.0, 1000.0)
+    out = f.int("out_hidden_size")
+    params, previous = 0, 1
+    for d, patch, depth in zip(widths, patches, depths):
+        inter = int(d * ratio)  # MuseSparkAudioMLP: int(hidden x mlp_ratio)
+        params += previous * patch * d + d + d  # patch linear and its bias, its RMSNorm
+        params += depth * (kernel * d + d + d + 2 * d * inter + inter + d)  # conv + bias, norm, fc1 / fc2 + biases
+        previous = d
+    params += previous + previous * out + out + out  # norm, proj and its bias, post_proj_norm
+    return params, sum(depths), previous

@@ -63,6 +63,8 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
         self._mla = f.has("kv_lora_rank")
         if not attention:
             self.head_dim = 0
+        elif self._mla and f.cfg.get("head_dim") == 0:
+            self.head_dim = 0  # written 0 beside MLA's own head sizes (Glm5NextTextConfig): nothing reads it
         elif f.has("head_dim", "attention_head_dim", "kv_channels"):
             self.head_dim = f.int("head_dim", "attention_head_dim", "kv_channels")
         elif self._mla:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from solver.specs.config.audio_towers import whisper_audio
+from solver.specs.config.audio_towers import conv_pyramid_audio, whisper_audio
 from solver.specs.config.fields import Fields, ReadRecorder
 from solver.specs.config.projectors import projector
 from solver.specs.config.tiled_towers import tiled_vit
@@ -157,6 +157,8 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
             params, layers, h = encoder_free_vision(f, text_hidden, facts["_vision_encoder_free"])
         elif facts.get("_audio_frame_linear") and key == "audio_config":
             params, layers, h = frame_linear_audio(f, text_hidden, facts["_audio_frame_linear"])
+        elif facts.get("_audio_conv_pyramid") and key == "audio_config":
+            params, layers, h = conv_pyramid_audio(f)
         elif key == "audio_config":
             # an audio tower is counted only by its family's convention: the ViT conventions below would size a
             # Whisper encoder as patches and a position grid (Voxtral's, silently) or refuse it on image_size

@@ -182,7 +182,10 @@ class FfnReading:
                    modality_experts=second[0], modality_inter=second[1],
                    zero_experts=self.zero, gated=self.gated, bias=self.mlp_bias, router_bias=router_bias,
                    shared_gate=bool(shared) and f.bool("_shared_expert_gate"),
-                   latent=f.int("moe_latent_size", "routed_expert_hidden_size", default=0, minimum=0),
+                   # Muse-Spark's moe_hidden_size: pre_expert_proj hidden -> it, post_expert_proj back
+                   latent=f.int("moe_latent_size", "routed_expert_hidden_size", "moe_hidden_size", default=0,
+                                minimum=0),
+                   latent_norms=f.int("_latent_norms", default=0, minimum=0, maximum=8),
                    # the family's facts: each routed expert / the shared expert ends in its own RMSNorm (Ergo)
                    expert_out_norm=f.bool("_expert_output_norm"),
                    shared_out_norm=bool(shared) and f.bool("_shared_expert_output_norm"),

@@ -113,9 +113,10 @@ def outside_stack(f: Fields, hidden: int) -> dict[str, Any]:
             "head_transform": head_transform(f, hidden) + (gated_residual(f, hidden, inject=False)
                                                            if low_rank_streams(f) else 0),
             "embedding_extra_rows": _embedding_extra_rows(f),
-            # dynamic hyper-connections end in a head collapsing the streams, before the final norm
+            # dynamic hyper-connections end in a head collapsing the streams, before the final norm; a family's
+            # _hyper_head_mean collapses them by an unweighted mean (Glm5NextTextHyperHead): no weights
             "hyper_head": head_weights(dynamic_streams(f), hidden)
-            if dynamic_streams(f) and not low_rank_streams(f) else 0}
+            if dynamic_streams(f) and not low_rank_streams(f) and not f.bool("_hyper_head_mean") else 0}
 
 
 def _embedding_extra_rows(f: Fields) -> int:

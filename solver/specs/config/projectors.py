@@ -36,7 +36,8 @@ The wrapper family's facts (family_defaults.yaml):
   _vision_projector_conv_merger  a biased Conv2d m x m (spatial_merge_size) from h into out_hidden_size, then a
                             bias-free out x out linear, a LayerNorm over out and a bias-free gated MLP out ->
                             intermediate_size -> out (Glm4vVisionModel's downsample and merger); out_x_channels:
-                            the gated MLP is out x in_channels wide (GlmOcrVisionPatchMerger's context_dim)
+                            the gated MLP is out x in_channels wide (GlmOcrVisionPatchMerger's context_dim); another
+                            string names the field of its width (Glm5NextVisionPatchMerger)
                             {kernel, into, through}: EVA2-CLIP's (GLM-4V's and CogVLM2's EVA2CLIPModel): a
                             biased Conv2d kernel x kernel into the text width (into: text) or the tower's (into:
                             tower), a bias-free linear from it into the text width, the LayerNorm and the gated MLP
@@ -137,7 +138,11 @@ def projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, f
         # GLM-4.1V: downsample, a biased Conv2d m x m from h into out_hidden_size; then the merger
         out = f.int("out_hidden_size")
         # GlmOcrVisionPatchMerger's context_dim is out_hidden_size x in_channels (the fact), not intermediate_size
-        ctx = out * f.int("in_channels", default=3) if conv_merger == "out_x_channels" else f.int("intermediate_size")
+        # a field's name: the gated MLP is that field wide (Glm5NextVisionPatchMerger's projection_intermediate_size)
+        if conv_merger == "out_x_channels":
+            ctx = out * f.int("in_channels", default=3)
+        else:
+            ctx = f.int(conv_merger if isinstance(conv_merger, str) else "intermediate_size")
         return _conv_merger(h, f.int("spatial_merge_size"), out, out, ctx)
     downsample = facts.get("_vision_projector_conv_downsample")
     if downsample:

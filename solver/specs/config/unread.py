@@ -116,15 +116,6 @@ _REFUSED = {
     # Qwen4-Exp: per-layer n-gram embeddings (PLE: hashed n-gram tables, key / value projections, three grouped norms
     # and a dilated conv in the layers ple_layer_ids names), which no layer fact sizes
     "ple_layer_ids": "per-layer n-gram embeddings (hashed n-gram tables, projections and a conv in the layers named)",
-    # GLM-5.3-Flash: a DSA indexer over pooled keys (index_kpool_compress_ape kpool x index_head_dim and
-    # index_kpool_compress_gate index_head_dim x hidden in every indexer), which the DSA layer kind does not hold
-    "index_kpool": "a DSA indexer over pooled key groups (its compress position table and gate)",
-    # Muse-Spark: the routed experts run at a pooled width (pre_expert_proj hidden -> moe_hidden_size, post_expert_proj
-    # back) and every layer gates its two residuals (MuseSparkResidualGate); read as experts at the model width, the
-    # 816B model counted 1.61T
-    "moe_hidden_size": "routed experts at a pooled width (a pre_expert_proj into moe_hidden_size and a "
-                       "post_expert_proj back around them)",
-    "residual_gate_temperature": "learned residual gates after attention and after the FFN in every layer",
     # Inkling-2: relative states mixed into a relative-position bias and attention residuals over blocks of layers
     "d_rel": "relative-position states (d_rel per head, mixed into a relative position bias)",
     "n_layers_per_attn_res_block": "attention residuals over blocks of n_layers_per_attn_res_block layers",

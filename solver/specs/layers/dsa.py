@@ -24,6 +24,12 @@ A layer reusing the latest selecting layer's top-k (`selects` False: indexer_typ
 and Hy4's attention classes build no indexer there) attends to the same number of selected keys but holds no indexer
 weights, caches no index keys and scores nothing: the reused indices are already on the device.
 
+A pooled-key indexer (`kpool` > 1: GLM-5.3-Flash's Glm5NextTextIndexer) scores pools of `kpool` consecutive keys, not
+single keys: a gate (hidden -> head_dim, compress_gate) scores each key per channel, a learned kpool x head_dim table
+(compress_ape) is added, and a softmax over the pool's keys per channel weights them into one pooled key. It caches
+each token's key, its gate scores and a valid flag packed in the activation dtype, keeps the top topk / kpool pools
+(the reader sets topk so, with block = kpool) and appends the incomplete tail pool (local_tokens = kpool - 1).
+
 Prefill can attend in two forms (`prefill_forms`, the kernels that serve the layer kind): "gathered", each query
 reading its own selected entries (gathered_entries), or "dense", the dense attention over the whole context with
 the selection as a mask (dense FLOPs and one read of the cache; the selection is still scored). Where both are
@@ -71,6 +77,7 @@ class Indexer:
     pool_source: bool = True  # this layer selects the pool (else it reuses the latest pool source's)
     prefill_forms: tuple[str, ...] = ("gathered",)  # prefill attention forms served (module docstring)
     selects: bool = True  # scores and selects its own top-k; False: reuses the latest selecting layer's (docstring)
+    kpool: int = 0  # keys gate-pooled into one scored candidate (module docstring); 0: every key scored alone
 
     def __post_init__(self) -> None:
         unknown = set(self.prefill_forms) - set(PREFILL_FORMS)
@@ -80,7 +87,11 @@ class Indexer:
     @property
     def bytes_per_token(self) -> float:
         """Index keys this layer caches per token: none where it scores the attention's own cached keys."""
-        return 0.0 if self.own_heads or not self.selects else self.head_dim * self.key_bytes + self.key_scale_bytes
+        if self.own_heads or not self.selects:
+            return 0.0
+        # a pooled-key indexer packs the key, its head_dim gate scores and a valid flag (Glm5NextTextIndexer)
+        values = 2 * self.head_dim + 1 if self.kpool else self.head_dim
+        return values * self.key_bytes + self.key_scale_bytes
 
     @property
     def selected_keys(self) -> int:
@@ -104,7 +115,9 @@ class Indexer:
                 *keys,
                 *((Part("weights_proj", hidden * self.heads, "none"),) if self.weights_proj else ()),
                 *((Part("q_input_norm", 2 * q_in, "none"),) if self.query_norm else ()),
-                *((Part("softmax_scaling", 2 * self.heads, "none"),) if self.query_scales else ()))
+                *((Part("softmax_scaling", 2 * self.heads, "none"),) if self.query_scales else ()),
+                *((Part("kpool_compress_gate", hidden * self.head_dim, "none"),
+                   Part("kpool_compress_ape", self.kpool * self.head_dim, "none")) if self.kpool else ()))
 
     def share(self, hidden: int, q_lora_rank: int | None) -> Share:
         return Share("indexer", "attention", "attn_tp_size", self.parts(hidden, q_lora_rank))
@@ -135,7 +148,8 @@ class Indexer:
         t_a = T / pc.token_shards
         ctx = max(w.context, 1.0) * key_share
         pair_shards = pc.token_shards * pc.kvp_size * w.kv_shards  # Work.kv_shards: a sharded-cache CP decode
-        params = sum(p.params for p in self.parts(hidden, q_lora_rank))
+        # weights multiplied by every token (the pool position table is added per pooled key, not multiplied)
+        params = sum(p.params for p in self.parts(hidden, q_lora_rank) if p.name != "kpool_compress_ape")
         fp8 = self.key_bytes == 1  # the scores run at the cached keys' precision
         peak = (hw.flops("fp8") if fp8 and hw.supports("fp8") else hw.flops("int8") if fp8 and hw.supports("int8")
                 else hw.flops("bf16"))
@@ -158,11 +172,17 @@ class Indexer:
                           kernels=1)]
         # the keys the top-k stage scores: its pool, or every key
         scored = min(ctx, cx.mean_keys_capped(self.pool)) if self.pool else ctx
-        score_flops = 2 * self.heads * self.head_dim * T * scored / pair_shards
+        # candidates scored: each key, or each pool of kpool keys; every cached key is still read
+        candidates = scored / self.kpool if self.kpool else scored
+        score_flops = 2 * self.heads * self.head_dim * T * candidates / pair_shards
         read = (w.sequences * scored if decode else T) * key_bpt
-        # the score kernel writes one fp32 logit per (query, key) pair and a separate top-k kernel reads them
+        if self.kpool:
+            # pooling a key: its gate score plus the table entry, the softmax's exp and the weighted sum, about
+            # 4 FLOPs a channel, once per key a step reads
+            score_flops += 4 * self.head_dim * (w.sequences * scored if decode else T) / pair_shards
+        # the score kernel writes one fp32 logit per (query, candidate) pair and a separate top-k kernel reads them
         # back (DeepGEMM fp8_mqa_logits + top-k per row)
-        logits = T * scored * LOGIT_BYTES / pair_shards
+        logits = T * candidates * LOGIT_BYTES / pair_shards
         return ops + [cx.op("indexer_score", "indexer", score_flops, read / pair_shards + logits, peak, f.attention,
                             kernels=2),
                       cx.op("indexer_topk", "indexer", 0.0, logits + T * self.topk * 4 / pair_shards, peak,

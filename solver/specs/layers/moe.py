@@ -86,6 +86,9 @@ class MoE(Block):
     router_bias: bool = False  # per-expert score correction bias (noaux_tc) or router bias
     shared_gate: bool = False  # a sigmoid gate on the shared expert output (hidden -> 1)
     latent: int = 0  # LatentMoE: experts run at this width between two projections (0 = at hidden)
+    # RMSNorm weights of the latent width around the experts, one vector each, held with the latent projections
+    # (Muse-Spark's pre_expert_norm after pre_expert_proj and the experts' one post_expert_norm)
+    latent_norms: int = 0
     # an RMSNorm weight of each routed expert's own on its output (Ergo's post_expert_norm: experts x width),
     # and one on the shared expert's output (hidden): held with their experts, whole on each MoE TP rank
     expert_out_norm: bool = False
@@ -176,8 +179,10 @@ class MoE(Block):
             gates += (Part("modality_gate", self.modality_router_params, "none"),)
         out.append(Share("router", "norm", "moe_tp_size", gates, active=float(self.router_params)))
         if self.latent:  # hidden -> latent before the experts, latent -> hidden after; replicated like the router
-            out.append(Share("moe_latent", "dense", "moe_tp_size",
-                             (Part("latent_proj", 2 * self.hidden * self.latent, "none"),)))
+            parts = (Part("latent_proj", 2 * self.hidden * self.latent, "none"),)
+            if self.latent_norms:
+                parts += (Part("latent_norms", self.latent_norms * self.latent, "none"),)
+            out.append(Share("moe_latent", "dense", "moe_tp_size", parts))
         return tuple(out)
 
     def ops(self, cx: CostKit) -> list:
