@@ -2,15 +2,16 @@
 
 For every model_type transformers 5.25.0 maps to a configuration class, the model class it builds for text
 generation: MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING's entry (the whole multimodal model, what a released multimodal
-config names), else MODEL_FOR_CAUSAL_LM_MAPPING's; a model_type in neither is skipped (an encoder, a vision or audio
-model, a sub-config). Its default config (`ConfigClass()`) is a valid model of the architecture; it is written as
+config names), else MODEL_FOR_CAUSAL_LM_MAPPING's, else MODEL_FOR_MULTIMODAL_LM_MAPPING's (audio / video inputs), else
+a decoder-only entry of the two sequence-to-sequence mappings (GENERATION, SEQ_TO_SEQ below); any other model_type is
+skipped (an encoder, an encoder-decoder, a vision or audio model, a sub-config). Its default config (`ConfigClass()`) is a valid model of the architecture; it is written as
 save_pretrained writes a config.json (`architectures` = [the class], `to_json_string(use_diff=True)`) to
 `<out>/<model_type>.json`, and that file is counted by transformers_oracle.one (the one home of the count: the file
 is read back, the model built on the meta device from it), one TSV row each in transformers_oracle's format, so
 benchmarks/oracle_compare.py reads it beside the reader's counts.
 
 It must not import solver. Run it with the torch venv (see transformers_oracle.py):
-  /tmp/tfvenv/bin/python benchmarks/transformers_defaults.py --out /tmp/defaults_cfg > /tmp/defaults.tsv
+  /tmp/tfvenv/bin/python benchmarks/transformers_defaults.py [--fill] --out /tmp/defaults_cfg > /tmp/defaults.tsv
   PYTHONPATH=. python benchmarks/oracle_compare.py /tmp/defaults.tsv --summary
 """
 from __future__ import annotations
