@@ -11,8 +11,9 @@ A TSV of written configs (benchmarks/transformers_defaults.py) names them by abs
 each file's name in DIR instead (the same configs moved, as tests/data/configs_defaults/). `--summary` ends with the
 triage: agree / differ / reader refuses / transformers fails, and the refusals and failures by reason.
 `--freeze DIR` copies the configs the reader counts to the oracle's figure, and those it refuses, into DIR with
-DIR/oracle.tsv (config, oracle class, oracle count on the reader's basis, the reader's answer): the test data of
-tests/test_transformers_defaults.py. A config the reader counts to another figure is left out (listed in the README).
+DIR/oracle.tsv (config, oracle class, oracle count on the reader's basis, the reader's answer, the fields `--fill` set):
+the test data of tests/test_transformers_defaults.py. A freeze merges: the rows already in DIR/oracle.tsv whose config
+the TSV does not hold are kept. A config the reader counts to another figure is left out (listed in the README).
 """
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def main() -> None:
             args.freeze.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, args.freeze / path.name)
             frozen.append("\t".join([path.stem, row["model_class"], "" if o is None else str(o),
-                                     "refuses" if total is None else "counts"]))
+                                     "refuses" if total is None else "counts", row.get("filled") or ""]))
         if o is None:
             reasons["transformers fails: " + _error_kind(row["error"])] += 1
         elif total is None and path.is_file():
@@ -111,16 +112,26 @@ def main() -> None:
         print(f"| {rel} | {refused or f'{total:,}'} | {mtp:,} | {row['error'][:100] or f'{o:,}'} | {diff} "
               f"| {hand_cell} | {row['model_class']} |")
     if args.freeze:
+        kept = _kept_rows(args.freeze / "oracle.tsv", {Path(rel).stem for rel in oracle})
         head = [f"# {args.tsv.name}: {_tsv_header(args.tsv)}",
                 "# Made by: benchmarks/oracle_compare.py TSV --freeze DIR (oracle: transformers' parameters plus its "
-                "router-bias buffers; empty where transformers fails)",
-                "config\toracle_class\toracle\treader"]
-        (args.freeze / "oracle.tsv").write_text("\n".join(head + sorted(frozen)) + "\n")
+                "router-bias buffers; empty where transformers fails; filled: the None sizes --fill set in the file). "
+                "Rows of configs not in TSV are kept from the oracle.tsv already there.",
+                "config\toracle_class\toracle\treader\tfilled"]
+        (args.freeze / "oracle.tsv").write_text("\n".join(head + sorted(frozen + kept)) + "\n")
     if args.summary:
         print()
         print(", ".join(f"{n} {k}" for k, n in sorted(triage.items())) + f" ({sum(triage.values())} rows)")
         for reason, n in reasons.most_common():
             print(f"- {n} {reason}")
+
+
+def _kept_rows(path: Path, rerun: set[str]) -> list[str]:
+    """The rows of an earlier freeze whose config this TSV does not hold (kept, with their files): a freeze merges."""
+    if not path.is_file():
+        return []
+    lines = [ln.split("\t") for ln in path.read_text().splitlines() if ln and not ln.startswith("#")][1:]
+    return ["\t".join((cells + [""])[:5]) for cells in lines if cells[0] not in rerun]
 
 
 def _tsv_header(path: Path) -> str:
