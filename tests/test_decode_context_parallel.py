@@ -337,7 +337,8 @@ def _small_kimi():
     return parse_model_config(raw, "kimi-k3-8-layers")
 
 
-@pytest.mark.parametrize("phase", ["decode", "serving"])
+# the serving phase costs both steps of every layout (17-23 s on 2 cores): in the slow suite, the decode phase here
+@pytest.mark.parametrize("phase", ["decode", pytest.param("serving", marks=pytest.mark.slow)])
 def test_the_tables_sum_to_the_full_estimate_for_an_mla_hybrid_under_decode_context_parallel(phase) -> None:
     """vLLM TP x DCP on MLA + KDA layers: the tables' memory rows (KDA weights and state over TP x DCP) and
     step costs give the full estimate's figures for every configuration with KVP they admit."""
