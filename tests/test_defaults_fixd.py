@@ -111,3 +111,21 @@ def test_a_width_without_a_row_count_is_refused_naming_it() -> None:
     raw.pop("vocab_size_per_layer_input")
     with pytest.raises(InputError, match="vocab_size_per_layer_input: missing"):
         _parse(raw)
+
+
+def test_the_embedding_line_of_the_reason_counts_the_per_layer_input_table() -> None:
+    # one H100, tied and replicated: (262,144 x 2,304 token table + 262,144 x 30 x 256 per-layer table) x 2 B
+    # = (603,979,776 + 2,013,265,920) x 2 = 5,234,491,392 B -> "5.2 GB per rank"
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    path = Path(__file__).parent / "data" / "configs_defaults" / "gemma4_text.json"
+    r = CliRunner().invoke(main, ["solve", str(path), "--hardware", "h100_sxm", "--cards", "1", "--framework", "vllm",
+                                  "--format", "json", "--top", "1"])
+    assert r.exit_code == 0, r.output
+    reason = _json.loads(r.stdout)["candidates"][0]["reason"]
+    assert ("embed and lm_head (one tied table) with the per-layer input table replicated (5.2 GB per rank"
+            in reason)

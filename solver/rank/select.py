@@ -150,16 +150,21 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
                      "dense FFN and shared experts replicated (seed allows TP within the node; the estimate "
                      "prefers no all-reduce here)")
     if model.has_large_vocab:
+        # the embedding's share holds the per-layer input table too where the model has one (its rows split alike)
+        ple = model.per_layer_inputs
+        embed_gb = (model.vocab_size * model.hidden_size + (ple.rows * ple.packed if ple else 0)) * 2 / 1e9
         table_gb = model.vocab_size * model.hidden_size * 2 / 1e9
         memory = (f"although memory binds ({mem.binds_why()})" if mem is not None and mem.binds
                   else "and memory does not bind")
-        tables = [("embed", pc.embed_tp_size), ("lm_head", pc.lmhead_tp_size)]
+        with_ple = " with the per-layer input table" if ple else ""
+        tables = [(f"embed{with_ple}", pc.embed_tp_size), ("lm_head", pc.lmhead_tp_size)]
         if model.tie_word_embeddings and pc.embed_tp_size == pc.lmhead_tp_size == 1:
-            tables = [("embed and lm_head (one tied table)", 1)]  # one copy on the rank, not two
+            tables = [(f"embed and lm_head (one tied table){with_ple}", 1)]  # one copy on the rank, not two
         parts = []
         for name, degree in tables:
+            gb = embed_gb if name.startswith("embed") else table_gb
             parts.append(f"{name} TP{degree}" if degree > 1 else
-                         f"{name} replicated ({table_gb:.1f} GB per rank: its all-reduce would cost more than "
+                         f"{name} replicated ({gb:.1f} GB per rank: its all-reduce would cost more than "
                          f"the memory it frees, {memory})")
         lines.append(f"V={model.vocab_size:,} > 100K, set independently: " + ", ".join(parts))
     a = pc.attn_tp_size
