@@ -358,24 +358,6 @@ def head_ops(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     return kit_head_ops(model, Kit(hw, pc, prec, f, w))
 
 
-def _per_layer_input_ops(model: ModelSpec, kit: Kit) -> list:
-    """The per-layer inputs' lookup (a gather of layers x width values a token from the vocab-parallel table, as the
-    token embedding's) and their model projection (a replicated bias-free GEMM over the rank's tokens, then the
-    norm and the sum with the looked-up slices): layers/per_layer_input.py."""
-    hw, pc, prec, f, w = kit.hw, kit.pc, kit.prec, kit.f, kit.w
-    ple = model.per_layer_inputs
-    assert ple is not None
-    gather = kit.op("per_layer_embedding", "embedding", 0.0,
-                    group_tokens(pc, w, pc.embed_tp_size) * ple.packed * prec.fmt("embedding").bytes_per_param,
-                    hw.flops("bf16"), f.gemm, kernels=1)
-    t = group_tokens(pc, w, 1)
-    matrix = ple.hidden * ple.packed * prec.fmt("embedding").bytes_per_param  # held in the embedding's share
-    proj = kit.op("per_layer_model_projection", "embedding", t * ple.projection_flops_per_token,
-                  matrix + t * ple.activation_values_per_token * ACT_BYTES, *kit.gemm("dense"),
-                  kernels=3, shape_eff=shape_efficiency(ple.packed))  # GEMM, norm, sum
-    return [gather, proj]
-
-
 def kit_head_ops(model: ModelSpec, kit: Kit) -> list:
     """head_ops as `kit`'s records."""
     hw, pc, prec, f, w = kit.hw, kit.pc, kit.prec, kit.f, kit.w
@@ -402,7 +384,7 @@ def kit_head_ops(model: ModelSpec, kit: Kit) -> list:
                              + model.hyper_head * number_format(hyper.HEAD_DTYPE).bytes_per_param,
                              hw.flops("bf16"), f.gemm, kernels=hyper.HEAD_KERNELS, shape_eff=shape_efficiency(m)))
     if model.per_layer_inputs:
-        ops[1:1] = _per_layer_input_ops(model, kit)
+        ops[1:1] = model.per_layer_inputs.ops(kit)  # beside the token lookup (layers/per_layer_input.py)
     if not model.embedding_width:
         return ops
     # project_in / project_out: replicated bias-free GEMMs over every token of the rank's step (engines run the

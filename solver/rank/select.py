@@ -152,7 +152,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
     if model.has_large_vocab:
         # the embedding's share holds the per-layer input table too where the model has one (its rows split alike)
         ple = model.per_layer_inputs
-        embed_gb = (model.vocab_size * model.hidden_size + (ple.rows * ple.packed if ple else 0)) * 2 / 1e9
+        embed_gb = (model.vocab_size * model.hidden_size + (ple.table_params if ple else 0)) * 2 / 1e9
         table_gb = model.vocab_size * model.hidden_size * 2 / 1e9
         memory = (f"although memory binds ({mem.binds_why()})" if mem is not None and mem.binds
                   else "and memory does not bind")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.specs.layers.base import Part
+from solver.specs.layers.base import ACT_BYTES, CostKit, Part
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,14 @@ class PerLayerInputs:
         """Values a token looks up and projects: layers x width."""
         return self.layers * self.width
 
+    @property
+    def table_params(self) -> int:
+        """Values of the lookup table: rows x layers x width."""
+        return self.rows * self.packed
+
     def parts(self) -> tuple[Part, ...]:
         """Weights outside the stack, in the embedding's share."""
-        return (Part("embed_tokens_per_layer", self.rows * self.packed, "tp"),
+        return (Part("embed_tokens_per_layer", self.table_params, "tp"),
                 Part("per_layer_model_projection", self.hidden * self.packed, "none"),
                 Part("per_layer_projection_norm", self.width, "none"))
 
@@ -49,3 +54,17 @@ class PerLayerInputs:
         """Activation values the projection step moves a token: reads the embedding (hidden), writes the projection
         (packed); the norm reads it and the looked-up slices and writes their sum (3 x packed)."""
         return self.hidden + 4 * self.packed
+
+    def ops(self, cx: CostKit) -> list:
+        """Once a step, beside the token embedding's lookup: the lookup, a gather of `packed` values a token from the
+        vocab-parallel table (as the token embedding's), and the model projection, a replicated bias-free GEMM over
+        the rank's tokens followed by the norm and the sum with the looked-up slices (3 kernels). Bytes at the
+        embedding's weight format, the share that holds them (estimate/params.py)."""
+        pc, bpp = cx.pc, cx.prec.fmt("embedding").bytes_per_param
+        gather = cx.op("per_layer_embedding", "embedding", 0.0, cx.group_tokens(pc.embed_tp_size) * self.packed * bpp,
+                       cx.hw.flops("bf16"), cx.f.gemm, kernels=1)
+        t = cx.group_tokens(1)
+        proj = cx.op("per_layer_model_projection", "embedding", t * self.projection_flops_per_token,
+                     self.hidden * self.packed * bpp + t * self.activation_values_per_token * ACT_BYTES,
+                     *cx.gemm("dense"), kernels=3, shape_eff=cx.shape_efficiency(self.packed))
+        return [gather, proj]
