@@ -79,6 +79,13 @@ def _indexer() -> Indexer:
     return next(layer.mixer.indexer for layer in spec.layers if getattr(layer.mixer, "indexer", None))
 
 
+def _one_rank(w: Work) -> Kit:
+    """One H200 rank running GLM-5.3-Flash at its config's precision through `w`."""
+    hw = load_hardware("h200_sxm")
+    spec = parse_model_config(_raw("glm5_next"), "x")
+    return Kit(hw, make_parallel_config(1), resolve_precision(spec, hw), factors_for(hw), w)
+
+
 def test_pooled_key_indexer_holds_its_compress_gate_and_position_table() -> None:
     # wq_b 1536 x 32 x 128 + wk 4096 x 128 + k_norm 2 x 128 + weights_proj 4096 x 32 = 6,947,072, and
     # index_kpool_compress_gate 128 x 4096 = 524,288 + index_kpool_compress_ape 16 x 128 = 2,048: 7,473,408
@@ -90,24 +97,16 @@ def test_pooled_key_indexer_holds_its_compress_gate_and_position_table() -> None
 def test_pooled_key_indexer_scores_pools_not_keys() -> None:
     # decode, one sequence at 16,000 keys: 1,000 pools of 16 scored by 32 heads x 128: 2 x 32 x 128 x 1,000 =
     # 8,192,000, plus pooling 4 x 128 per key read: 8,192,000; it reads every packed key: 16,000 x 257 x 2 B
-    idx = _indexer()
-    hw = load_hardware("h200_sxm")
-    spec = parse_model_config(_raw("glm5_next"), "x")
-    kit = Kit(hw, make_parallel_config(1), resolve_precision(spec, hw), factors_for(hw),
-              Work("decode", new_tokens=1, context=16_000, sequences=1, logits_tokens=1))
-    score = next(o for o in idx.ops(kit, 4096, 1536) if o.name == "indexer_score")
+    kit = _one_rank(Work("decode", new_tokens=1, context=16_000, sequences=1, logits_tokens=1))
+    score = next(o for o in _indexer().ops(kit, 4096, 1536) if o.name == "indexer_score")
     assert score.flops == 2 * 32 * 128 * 1_000 + 4 * 128 * 16_000
     assert score.bytes == 16_000 * 257 * 2 + 1_000 * 4
 
 
 def test_pooled_key_indexer_projection_flops_leave_out_the_position_table() -> None:
     # the table is added to each pooled key, not multiplied by each token: 2 x (7,473,408 - 2,048) a token
-    idx = _indexer()
-    hw = load_hardware("h200_sxm")
-    spec = parse_model_config(_raw("glm5_next"), "x")
-    kit = Kit(hw, make_parallel_config(1), resolve_precision(spec, hw), factors_for(hw),
-              Work("prefill", new_tokens=100, context=100, sequences=1, logits_tokens=1))
-    proj = next(o for o in idx.ops(kit, 4096, 1536) if o.name == "indexer_proj")
+    kit = _one_rank(Work("prefill", new_tokens=100, context=100, sequences=1, logits_tokens=1))
+    proj = next(o for o in _indexer().ops(kit, 4096, 1536) if o.name == "indexer_proj")
     assert proj.flops == 2 * 100 * (7_473_408 - 2_048)
 
 

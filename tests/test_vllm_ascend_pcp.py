@@ -113,9 +113,11 @@ def test_vllm_ascend_pcp_on_a_dsa_model_is_not_modelled(tmp_path) -> None:
 
 
 def test_the_tp_x_pcp_world_must_divide(tmp_path) -> None:
+    """TP8 x PCP3 = 24 ranks does not divide a world of 16: the profile's rule names it."""
     pc = {**TP8_PCP2, "cp_size": 3}
     r, out = _run("check", _dep(tmp_path, "qwen3-32b", pc))
-    assert r.exit_code != 0
+    assert r.exit_code == 1
+    assert any(v.startswith("[A.world_divisible_tp]") for v in out["violations"]["A"])
 
 
 def test_the_launch_spells_pcp_beside_tp_and_no_dp(tmp_path) -> None:
