@@ -37,9 +37,10 @@ class QuantSpec:
     kv_cache: str | None = None  # the KV-cache format the checkpoint carries scales for (kv_cache_scheme)
 
 
-# torch_dtype / dtype (the weights' storage without a quantization_config): torch's names and their aliases
-_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "bf16": "bf16", "fp16": "fp16",
-                 "fp32": "fp32", "half": "fp16", "float": "fp32"}
+# torch_dtype / dtype (the weights' storage without a quantization_config), and any other dtype a config writes (a
+# recurrent state's: config/recurrent_blocks.py): torch's names and their aliases, as number formats
+TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "bf16": "bf16", "fp16": "fp16",
+                "fp32": "fp32", "half": "fp16", "float": "fp32"}
 _EXPERT_DTYPE = {"fp4": "mxfp4", "mxfp4": "mxfp4", "fp8": "fp8_block", "bf16": "bf16"}
 # quant methods whose weights no number format of the precision model holds, with what they store: refused by name
 # rather than read as 16-bit weights (memory and bandwidth would be wrong several times over)
@@ -182,7 +183,7 @@ def _base_dtype(cfg: dict[str, Any], origin: str) -> str:
     dtype = cfg.get(key)
     if dtype is None:
         return "bf16"
-    base = _TORCH_DTYPES.get(dtype) if isinstance(dtype, str) else None
+    base = TORCH_DTYPES.get(dtype) if isinstance(dtype, str) else None
     if base is None:  # a misspelt dtype would be read as bf16 and priced as such
-        raise InputError(f"{origin}: {key}", f"unknown dtype {dtype!r}; known: {', '.join(_TORCH_DTYPES)}")
+        raise InputError(f"{origin}: {key}", f"unknown dtype {dtype!r}; known: {', '.join(TORCH_DTYPES)}")
     return base

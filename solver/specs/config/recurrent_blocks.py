@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Callable
 
 from solver.specs.config.fields import Fields
+from solver.specs.config.quant import TORCH_DTYPES
+from solver.specs.dtypes import number_format
 from solver.specs.layers.base import Block
-
-STATE_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
 
 
 class RecurrentReading:
@@ -26,9 +26,10 @@ class RecurrentReading:
         for key in ("mamba_ssm_cache_dtype", "mamba_ssm_dtype"):
             value = self.f.cfg.get(key)
             if value is not None:
-                if str(value) not in STATE_DTYPE_BYTES:
-                    raise self.f.err(key, f"unknown dtype {value!r}")
-                return STATE_DTYPE_BYTES[str(value)]
+                fmt = TORCH_DTYPES.get(str(value))
+                if fmt is None:
+                    raise self.f.err(key, f"unknown dtype {value!r}; known: {', '.join(TORCH_DTYPES)}")
+                return int(number_format(fmt).bits // 8)
         return 2  # engines keep the state in the model dtype unless the config says otherwise
 
     def linear(self) -> Block:
