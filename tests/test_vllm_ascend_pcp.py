@@ -20,7 +20,7 @@ from solver.estimate.compute import Work, factors_for, layer_ops
 from solver.estimate.memory import MemoryOptions, engine_options, memory_per_rank
 from solver.estimate.params import count_params
 from solver.estimate.step import layer_comms
-from solver.estimate.step_parts import decode_layout
+from solver.estimate.step_parts import engine_decode_layout
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -39,8 +39,7 @@ def _decode_layer(knobs: dict, world: int) -> tuple[dict, dict]:
     """Ops and collectives of one Qwen3-32B layer decoding 8 sequences at 64K, in the engine's decode layout."""
     pc = make_parallel_config(world, **knobs)
     w = Work("decode", new_tokens=8, context=S, sequences=8, logits_tokens=8)
-    pc, w = decode_layout(pc, w, F_VA.cp_replicates_kv_cache, F_VA.sp_decode_repeats_batch,
-                          F_VA.cp_decode_repeats_batch, F_VA.cp_decode_shards_kv)
+    pc, w = engine_decode_layout(pc, w, F_VA)
     prec = resolve_precision(QWEN, A3)
     ops = {o.name: o for os_ in layer_ops(QWEN, A3, pc, prec, F_VA, w, count_params(QWEN)).values() for o in os_}
     comms = {c.name: c for cs in layer_comms(QWEN, A3, pc, prec, F_VA, w, 0.0).values() for c in cs}

@@ -25,7 +25,7 @@ from functools import lru_cache
 from solver.estimate import pipeline
 from solver.estimate.compute import CommCost, Factors, Kit, OpCost, Work, head_ops
 from solver.estimate.params import ParamReport
-from solver.estimate.step_parts import draft_records, selected_blocks, block_cost, decode_layout, head_comms
+from solver.estimate.step_parts import draft_records, selected_blocks, block_cost, engine_decode_layout, head_comms
 from solver.specs.hardware import Hardware
 from solver.specs.layers.base import ACT_BYTES
 from solver.specs.model import ModelSpec
@@ -108,8 +108,7 @@ def step_items(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisi
                ) -> list[tuple[list[OpCost], list[CommCost], float, bool]]:
     """A step without pipeline stages as (ops, collectives, times repeated, is an MTP draft pass) chunks of
     unscaled records: step_cost scales them into a StepCost (the planner's tables add step_sums)."""
-    pc, w = decode_layout(pc, w, f.cp_replicates_kv_cache, f.sp_decode_repeats_batch, f.cp_decode_repeats_batch,
-                          f.cp_decode_shards_kv)
+    pc, w = engine_decode_layout(pc, w, f)
     kit = Kit(hw, pc, prec, f, w)
     pc_key = pc.key()
     blocks, head, draft = selected_blocks(model, mtp_layers, attention_only, modules, w.phase)

@@ -97,6 +97,12 @@ def decode_layout(pc: ParallelConfig, w: Work, copies: bool = False, repeats: bo
     return hit
 
 
+def engine_decode_layout(pc: ParallelConfig, w: Work, f: Factors) -> tuple[ParallelConfig, Work]:
+    """decode_layout in the framework's CP / SP decode forms (its Factors): the one place that maps them."""
+    return decode_layout(pc, w, f.cp_replicates_kv_cache, f.sp_decode_repeats_batch, f.cp_decode_repeats_batch,
+                         f.cp_decode_shards_kv)
+
+
 def repeat_layout(pc: ParallelConfig, w: Work, knobs: tuple[str, ...] = ("attn_sp_size",)
                   ) -> tuple[ParallelConfig, Work]:
     """A decode step whose SP (or CP: `knobs`) ranks each run the attention replica's whole batch (decode_layout's

@@ -13,7 +13,7 @@ from solver.estimate.step_parts import (
     BLOCK_CACHE_MAX,
     HIDING_OPS,
     canonical_block,
-    decode_layout,
+    engine_decode_layout,
     draft_records,
     kit_head_comms,
     selected_blocks,
@@ -165,8 +165,7 @@ def plan_kit(hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: W
     from the kit's sums in the store too (group_cost.shares). `reads`: for a caller that costs only some
     formulas (the mixers: mixer_key; the embedding and LM head: head_key), what they read of the config, so
     configs that differ elsewhere (the world, the stage count, the other knobs) share one kit."""
-    pc, w = decode_layout(pc, w, f.cp_replicates_kv_cache, f.sp_decode_repeats_batch,
-                          f.cp_decode_repeats_batch, f.cp_decode_shards_kv)
+    pc, w = engine_decode_layout(pc, w, f)
     return _kit_sums(hw, pc, prec, f, w, pc.key() if reads is None else reads(pc))
 
 

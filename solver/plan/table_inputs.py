@@ -10,7 +10,7 @@ from dataclasses import replace
 from solver.estimate.compute import Work
 from solver.estimate.figures import StepPlan, step_plan
 from solver.estimate.serving import Workload
-from solver.estimate.step_parts import block_modules, decode_layout
+from solver.estimate.step_parts import block_modules, engine_decode_layout
 from solver.plan.group_cost import NONE, Pipeline, Share, pipeline_of, shares
 from solver.plan.groups import GROUPS
 from solver.specs.parallel import ParallelConfig
@@ -148,9 +148,7 @@ class TableInputs:
                 return key, w
             hit = self._outside.get((key, id(w)))  # the entry keeps `w`, so a hit is on this very object
             if hit is None or hit[0] is not w:
-                pc, dw = decode_layout(self._layout_pc(key), w, self.f.cp_replicates_kv_cache,
-                                       self.f.sp_decode_repeats_batch, self.f.cp_decode_repeats_batch,
-                                       self.f.cp_decode_shards_kv)
+                pc, dw = engine_decode_layout(self._layout_pc(key), w, self.f)
                 hit = self._outside[(key, id(w))] = (
                     w, self._spelled(pc.attn_tp_size, pc.kvp_size, pc.cp_size * pc.attn_sp_size, pp),
                     self._work(dw))
