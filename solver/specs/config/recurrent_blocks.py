@@ -3,12 +3,15 @@ DeltaNet, KDA, lightning), Mamba-1 and Mamba-2, the gated short convolution and 
 state; the part of BlockReader (blocks.py) that builds state-carrying blocks."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from solver.specs.config.fields import Fields
 from solver.specs.config.quant import TORCH_DTYPES
 from solver.specs.dtypes import number_format
 from solver.specs.layers.base import Block
+
+if TYPE_CHECKING:  # the layer modules are imported where a block is built
+    from solver.specs.layers.mamba import Mamba1
 
 
 class RecurrentReading:

@@ -89,7 +89,7 @@ class HyperConnections(Block):
 
     def flops_per_token(self) -> tuple[float, float]:
         """(pre, post) FLOPs of one token through one sub-block's hyper-connections."""
-        m, h, mh = self.streams, self.hidden, self.streams * self.hidden
+        m, mh = self.streams, self.streams * self.hidden
         if self.rank:
             return 4 * mh + 4 * mh * self.rank + 2 * mh + 2 * m * mh, 2 * mh
         sinkhorn = (4 * self.sinkhorn_iters - 2) * m * m if self.sinkhorn_iters and self.comb else 0
