@@ -114,8 +114,9 @@ def test_a_width_without_a_row_count_is_refused_naming_it() -> None:
 
 
 def test_the_embedding_line_of_the_reason_counts_the_per_layer_input_table() -> None:
-    # one H100, tied and replicated: (262,144 x 2,304 token table + 262,144 x 30 x 256 per-layer table) x 2 B
-    # = (603,979,776 + 2,013,265,920) x 2 = 5,234,491,392 B -> "5.2 GB per rank"
+    # one H100, tied and replicated, the embedding's share as the memory report holds it: (262,144 x 2,304 token
+    # table + 262,144 x 30 x 256 per-layer table + 2,304 x 7,680 projection + 256 norm) x 2 B
+    # = (603,979,776 + 2,013,265,920 + 17,694,720 + 256) x 2 = 5,269,881,344 B -> "5.3 GB per rank"
     import json as _json
 
     from click.testing import CliRunner
@@ -127,5 +128,5 @@ def test_the_embedding_line_of_the_reason_counts_the_per_layer_input_table() -> 
                                   "--format", "json", "--top", "1"])
     assert r.exit_code == 0, r.output
     reason = _json.loads(r.stdout)["candidates"][0]["reason"]
-    assert ("embed and lm_head (one tied table) with the per-layer input table replicated (5.2 GB per rank"
+    assert ("embed and lm_head (one tied table) with the per-layer input table replicated (5.3 GB per rank"
             in reason)

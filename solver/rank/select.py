@@ -150,10 +150,14 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
                      "dense FFN and shared experts replicated (seed allows TP within the node; the estimate "
                      "prefers no all-reduce here)")
     if model.has_large_vocab:
-        # the embedding's share holds the per-layer input table too where the model has one (its rows split alike)
+        # a replicated table's bytes on the rank as the memory report holds them (its format's, the embedding's
+        # share with the per-layer input table where the model has one), else at bf16, the tables' format unless a
+        # checkpoint quantizes them (a PP stage's report lacks the module it does not hold)
         ple = model.per_layer_inputs
-        embed_gb = (model.vocab_size * model.hidden_size + (ple.table_params if ple else 0)) * 2 / 1e9
-        table_gb = model.vocab_size * model.hidden_size * 2 / 1e9
+        held = mem.weights_bytes if mem is not None else {}
+        table = model.vocab_size * model.hidden_size
+        embed_gb = (held.get("embedding") or (table + (ple.table_params if ple else 0)) * 2) / 1e9
+        table_gb = (held.get("lm_head") or table * 2) / 1e9
         memory = (f"although memory binds ({mem.binds_why()})" if mem is not None and mem.binds
                   else "and memory does not bind")
         with_ple = " with the per-layer input table" if ple else ""

@@ -94,6 +94,12 @@ class Indexer:
         return values * self.key_bytes + self.key_scale_bytes
 
     @property
+    def pool_table_params(self) -> int:
+        """The pooled-key indexer's learned position table (kpool x head_dim, compress_ape): added per pooled key,
+        not multiplied by a token as the other weights are; 0 without key pools."""
+        return self.kpool * self.head_dim if self.kpool else 0
+
+    @property
     def selected_keys(self) -> int:
         """Keys a query attends to at most: its top-k entries of `block` keys each, plus its sinks and local keys."""
         return self.topk * self.block + self.sink_tokens + self.local_tokens
@@ -117,7 +123,7 @@ class Indexer:
                 *((Part("q_input_norm", 2 * q_in, "none"),) if self.query_norm else ()),
                 *((Part("softmax_scaling", 2 * self.heads, "none"),) if self.query_scales else ()),
                 *((Part("kpool_compress_gate", hidden * self.head_dim, "none"),
-                   Part("kpool_compress_ape", self.kpool * self.head_dim, "none")) if self.kpool else ()))
+                   Part("kpool_compress_ape", self.pool_table_params, "none")) if self.kpool else ()))
 
     def share(self, hidden: int, q_lora_rank: int | None) -> Share:
         return Share("indexer", "attention", "attn_tp_size", self.parts(hidden, q_lora_rank))
@@ -149,7 +155,7 @@ class Indexer:
         ctx = max(w.context, 1.0) * key_share
         pair_shards = pc.token_shards * pc.kvp_size * w.kv_shards  # Work.kv_shards: a sharded-cache CP decode
         # weights multiplied by every token (the pool position table is added per pooled key, not multiplied)
-        params = sum(p.params for p in self.parts(hidden, q_lora_rank) if p.name != "kpool_compress_ape")
+        params = sum(p.params for p in self.parts(hidden, q_lora_rank)) - self.pool_table_params
         fp8 = self.key_bytes == 1  # the scores run at the cached keys' precision
         peak = (hw.flops("fp8") if fp8 and hw.supports("fp8") else hw.flops("int8") if fp8 and hw.supports("int8")
                 else hw.flops("bf16"))

@@ -58,13 +58,13 @@ class PerLayerInputs:
     def ops(self, cx: CostKit) -> list:
         """Once a step, beside the token embedding's lookup: the lookup, a gather of `packed` values a token from the
         vocab-parallel table (as the token embedding's), and the model projection, a replicated bias-free GEMM over
-        the rank's tokens followed by the norm and the sum with the looked-up slices (3 kernels). Bytes at the
-        embedding's weight format, the share that holds them (estimate/params.py)."""
+        the rank's tokens followed by the norm and the sum with the looked-up slices (3 kernels). Bytes and the
+        GEMM's rate at the embedding's weight format, the share that holds them (estimate/params.py)."""
         pc, bpp = cx.pc, cx.prec.fmt("embedding").bytes_per_param
         gather = cx.op("per_layer_embedding", "embedding", 0.0, cx.group_tokens(pc.embed_tp_size) * self.packed * bpp,
                        cx.hw.flops("bf16"), cx.f.gemm, kernels=1)
         t = cx.group_tokens(1)
         proj = cx.op("per_layer_model_projection", "embedding", t * self.projection_flops_per_token,
                      self.hidden * self.packed * bpp + t * self.activation_values_per_token * ACT_BYTES,
-                     *cx.gemm("dense"), kernels=3, shape_eff=cx.shape_efficiency(self.packed))
+                     *cx.gemm("embedding"), kernels=3, shape_eff=cx.shape_efficiency(self.packed))
         return [gather, proj]
