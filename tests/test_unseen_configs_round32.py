@@ -204,20 +204,18 @@ def test_dots3_note_hand_count_holds_thirteen_indexed_layers() -> None:
     assert [i for i in range(46) if i < 2 or i % 4 == 1] == [0, 1] + list(range(5, 46, 4))
 
 
-def test_dots3_note_text_alone_is_refused_naming_its_per_layer_sliding_sizes() -> None:
-    # the 33 sliding layers' MLA sizes (64 heads, kv_lora 1024, nope 192) come from per_layer_config, which the MLA
-    # layer kind does not read: refused rather than counted at the indexed layers' sizes
+def test_dots3_note_text_alone_counts_its_sliding_layers_at_per_layer_config_sizes() -> None:
+    # since stop 38 (vlm2): the 33 sliding layers' MLA sizes (64 heads, kv_lora 1024, nope 192) come from
+    # per_layer_config, attend over the 512 window and hold no indexer
     from hand_counts import REFUSED
     text = ROUND.load("dots-studio--dots3-note-prev", REFUSED)["text_config"]
-    with pytest.raises(InputError, match="per_layer_config: given: per-layer MLA sizes"):
-        parse_model_config(text, "x")
+    assert count(text) == DOTS3_TEXT
 
 
 REFUSALS: dict[str, str] = {
-    # its sliding layers' MLA sizes (per_layer_config: 64 heads, kv_lora 1024, nope 192, a 512 window) are not
-    # modelled; past them, the vision tower's routed experts (Dots3NoteVisionMoE, 17 blocks of 4 .. 64 experts:
-    # 5,918,048,864 of the 6,871,277,920) are not modelled in a tower either
-    "dots-studio--dots3-note-prev": r"text_config\.per_layer_config: given: per-layer MLA sizes",
+    # the vision tower's routed experts (Dots3NoteVisionMoE, 17 blocks of 4 .. 64 experts: 5,918,048,864 of the
+    # 6,871,277,920) are not modelled in a tower (its text model counts since stop 38, vlm2)
+    "dots-studio--dots3-note-prev": r"vision_config\.num_local_experts: 64 experts in a vision tower",
     "thinkingmachines--Inkling-2-Small": r"text_config\.d_rel: 16: relative-position states",
 }
 

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from hand_counts import CATALOG, REFUSED, UNSEEN, Round, count, gated, gqa, lin, ln
-from solver.errors import InputError
+from hand_counts import CATALOG, UNSEEN, Round, count, gated, gqa, lin, ln
 from solver.specs.config.read import parse_model_config
+from test_unseen_configs_round30 import hy_attention, hy_hyper_connection, hy_indexer
 from test_unseen_configs_round38 import MINICPMV46
 
 DATA = UNSEEN / "round39"
@@ -67,27 +67,47 @@ OVIS2_TOWER = (lin(3 * 14 * 14, 1024, True) + 1024 + 256 * 1024 + 24 * ovis2_vis
 OVIS2_VISUAL_TABLE = 16384 * 1536
 OVIS2 = OVIS2_TEXT + OVIS2_TOWER + OVIS2_VISUAL_TABLE
 
+# ------------------------------------------------------------------ Hy4 (HYV4VLConfig() defaults; counts since stop 38
+# vlm2). Text (HYV4VLTextModel = HYV4Model, round 30's layout): 78 layers, 6144 wide; MLA of 64 heads (q_lora 2048,
+# kv_lora 512, nope 192, rope 64, v 256) with a per-channel gate_proj and sinks; DSA indexers (wq_b 2048 -> 32 x 128,
+# wk, k_norm LayerNorm, weights_proj) on the "full" indexer_types layers, 0 and (i - 1) % 4 == 0 (21 of 78); two
+# RMSNorms and two comb-free hyper-connections (m 4) a layer; layer 0 dense 18432, 77 MoE of 256 x 2048 top-8 with a
+# router and e_score_correction_bias, one shared of 2048; hc_head, final norm, untied 120832 embedding and lm_head.
+# Vision (HYV4VLVisionModel): 40 blocks of biased q / k / v / o 1536 square, biased fc1 / fc2 1536 <-> 6144, two
+# LayerNorms; a biased patch Conv2d 3 x 16 x 16 -> 1536; a position table (2048 / 16)^2 + 1 rows; no final norm.
+# HYV4VLVisionPatchMerger: before_rms (1536), proj_conv a biased Conv2d 2 x 2 1536 -> 6144, proj_out a biased 1 x 1
+# Conv2d 6144 -> out_hidden_size 6144, image_newline (6144)
+HY4_VL_FULL_INDEXERS = sum(1 for i in range(78) if i == 0 or (i - 1) % 4 == 0)
+HY4_VL_MOE = lin(6144, 256) + 256 + 256 * gated(6144, 2048) + gated(6144, 2048)
+HY4_VL_TEXT = (2 * 120832 * 6144 + 78 * (hy_attention(6144, 64, 2048, 512, 192, 64, 256) + 2 * 6144
+                                         + 2 * hy_hyper_connection(6144, 4))
+               + HY4_VL_FULL_INDEXERS * hy_indexer(6144, 2048, 32, 128) + gated(6144, 18432) + 77 * HY4_VL_MOE
+               + 4 * 4 * 6144 + 4 + 1 + 6144)
+HY4_VL_VISION = (40 * (4 * lin(1536, 1536, True) + lin(1536, 6144, True) + lin(6144, 1536, True) + 2 * ln(1536))
+                 + lin(3 * 16 * 16, 1536, True) + ((2048 // 16) ** 2 + 1) * 1536
+                 + 1536 + lin(1536 * 4, 6144, True) + lin(6144, 6144, True) + 6144)
+HY4_VL = HY4_VL_TEXT + HY4_VL_VISION
+
 HAND: dict[str, int] = {
+    "tencent--Hy4": HY4_VL,
     "openbmb--MiniCPM-V-4.7-1B": MINICPMV47,
     "openbmb--MiniCPM-OCR-1.0": MINICPM_OCR,
     "thisisiron--Ovis2-1B-hf": OVIS2,
 }
 ACTIVE: dict[str, tuple[int, float | None]] = {}
+SOLVE_CARDS: dict[str, int] = {"tencent--Hy4": 24}  # 771 B parameters: 1.54 TB at bf16, past 8 x 80 GB
 PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
 
 # Bytes of K/V per token of context at bf16
 KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "tencent--Hy4": 78 * (512 + 64) * 2,  # one latent + rope key a layer, as Hy4-preview's (round 30)
     "openbmb--MiniCPM-OCR-1.0": 8 * 2 * 4 * 256 * 2,
     "openbmb--MiniCPM-V-4.7-1B": 8 * 2 * 4 * 256 * 2,  # the 8 full-attention layers (Gated DeltaNet's state is fixed)
     "thisisiron--Ovis2-1B-hf": 28 * 2 * 2 * 128 * 2,
 }
 
-# ------------------------------------------------------------------ refused this round: one line each
-# Hy4 (HYV4VLConfig() defaults): the text model is HYV4Config's (HYV4VLTextConfig subclasses it; HYV4VLTextModel is
-# HYV4Model), counted as Hy4-preview is (round 30); its vision merger (HYV4VLVisionPatchMerger) is not read: refused.
-REFUSALS: dict[str, str] = {
-    "tencent--Hy4": r"vision_config: HYV4VLVisionPatchMerger",
-}
+# ------------------------------------------------------------------ refused this round: none since stop 38 (vlm2)
+REFUSALS: dict[str, str] = {}
 
 
 # ------------------------------------------------------------------ reading rules added this round
@@ -155,11 +175,10 @@ def test_ovis2_vision_fields_left_out_take_the_class_defaults(key: str) -> None:
     assert count(cfg) == OVIS2
 
 
-def test_hy4_vl_text_is_refused_on_its_vision_merger_alone() -> None:
-    # before: refused on text_config.model_type (the MLA sinks, gate_proj and comb-free hyper-connections, read since
-    # stop 38 fixe); the text model is HYV4Model, so without the tower it counts as Hy4-preview's layout does
-    with pytest.raises(InputError, match=r"vision_config: HYV4VLVisionPatchMerger .* is not read"):
-        parse_model_config(ROUND.load("tencent--Hy4", REFUSED), "x")
+def test_hy4_vl_counts_its_conv_merger_and_the_text_as_hy4_preview_layout() -> None:
+    # before stop 38 (vlm2): refused on vision_config (HYV4VLVisionPatchMerger); the merger's convolutions are the
+    # patch merger MLP's weights (6144 x 1536 x 2 x 2 = 6144^2), its norm an RMSNorm and one newline vector more
+    assert _total("tencent--Hy4") == HY4_VL == 771_142_515_869 + 77 * 256
 
 
 _QWEN3_NEXT = "Qwen--Qwen3-Next-80B-A3B-Instruct"

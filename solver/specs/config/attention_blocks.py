@@ -65,7 +65,7 @@ class AttentionReading:
             if slot.kv_shared and not f.has("kv_source_layers"):
                 field = "use_cla" if slot.kv_weights is False else "num_kv_shared_layers"
                 raise f.err(field, "MLA layers sharing another layer's latent K/V are not modelled")
-            return self.mla(slot)
+            return self.mla(slot, kind)
         heads, kv, dh = self.heads_at(slot.index), self.kv_at(slot.index), self.head_dim
         # value heads narrower than the query / key heads (MiMo-V2-Flash's v_head_dim 128 beside head_dim 192); 0
         # is DeepSeek's "unset" outside MLA (DeepSeek-VL2's MHA language model writes v_head_dim 0)
@@ -254,14 +254,14 @@ class AttentionReading:
                               v_head_dim=base.v_head_dim, qkv_bias=base.qkv_bias, out_bias=base.out_bias,
                               qk_norm="head", kv_tokens=self.image_tokens, gates=2)
 
-    def mla(self, slot: Slot) -> MLA:
-        f = self.f
+    def mla(self, slot: Slot, kind: str = "full") -> MLA:
+        """An MLA layer; per_layer_config's entry for it replaces the model's sizes (Dots3NoteTextAttention reads
+        config.per_layer_config[layer_idx]); a sliding layer attends over its window and runs no indexer (the class
+        builds its indexer on the indexed_attention layers only)."""
         self.uniform_heads("MLA layers")
-        if f.has("per_layer_config"):
-            # dots3-note's sliding layers: their own heads, kv_lora_rank and qk_nope_head_dim, a window, no indexer
-            raise f.err("per_layer_config", "given: per-layer MLA sizes (heads, kv_lora_rank, qk_nope_head_dim, a "
-                                            "sliding window) are not modelled; not counted rather than miscounted")
-        dsa = f.has("index_n_heads", "index_topk")
+        f = per_layer_mla(self.f, slot.index) if self.f.has("per_layer_config") else self.f
+        window = self.window("sliding") if kind == "sliding" else None
+        dsa = f.has("index_n_heads", "index_topk") and window is None
         indexer = None
         # the family's per-head scale and bias of log(position + 1) on the queries, the indexer's too
         scales = f.bool("_query_position_scales")
@@ -281,13 +281,14 @@ class AttentionReading:
             # a NoPE layer keeps the query width: the rope slice joins the nope part, leaving kv_a and the cache
             # (MistralLarge4TextAttention: qk_nope_head_dim + qk_rope_head_dim, qk_rope_head_dim 0)
             nope, rope = nope + rope, 0
-        return MLA(hidden=self.h, heads=self.heads, kv_lora_rank=f.int("kv_lora_rank"),
+        heads = f.int("num_attention_heads") if f is not self.f else self.heads
+        return MLA(hidden=self.h, heads=heads, kv_lora_rank=f.int("kv_lora_rank"),
                    qk_nope_head_dim=nope, qk_rope_head_dim=rope,
-                   v_head_dim=self._mla_v_head_dim(), q_lora_rank=f.opt_int("q_lora_rank"), indexer=indexer,
+                   v_head_dim=self._mla_v_head_dim(f), q_lora_rank=f.opt_int("q_lora_rank"), indexer=indexer,
                    output_gate=f.bool("mla_use_output_gate") or f.bool("_mla_output_gate"),
                    head_gate=f.bool("_mla_head_gate"), sinks=f.bool("_mla_sinks"),
                    query_scales=scales, kv_shared=slot.kv_shared, query_gate_from_lora=self._query_gate_from_lora(),
-                   bias=f.bool("attention_bias"))
+                   bias=f.bool("attention_bias"), window=window, rope_key_norm=f.bool("_mla_rope_key_norm"))
 
     def _query_gate_from_lora(self) -> bool:
         """The family's q_gate_proj (_mla_query_gate_from_lora, A.X-K2): it reads the query LoRA, so one is needed."""
@@ -315,11 +316,10 @@ class AttentionReading:
             raise self.f.err("indexer_types", "entry 0 is 'shared': no earlier layer's top-k to reuse")
         return types[index] == "full" if index < len(types) else True
 
-    def _mla_v_head_dim(self) -> int:
+    def _mla_v_head_dim(self, f: Fields) -> int:
         """v_head_dim as written; under the family fact _v_head_dim_hidden_over_heads the attention sizes its value
         heads hidden_size / heads whatever the config says (MiniCPM3's MiniCPMAttention), and a written v_head_dim
         that differs would be dropped: refused."""
-        f = self.f
         if not f.bool("_v_head_dim_hidden_over_heads"):
             return f.int("v_head_dim")
         if self.h % self.heads:
@@ -372,6 +372,45 @@ def per_layer_attention(f: Fields, index: int, dh: int, kv: int) -> tuple[int, i
                                             "read; not counted rather than miscounted")
     sub = Fields(entry, f.origin, f"{f.prefix}{name}.")
     return sub.int("head_dim", default=dh), sub.int("num_key_value_heads", default=kv)
+
+
+# the MLA sizes a per_layer_config entry may replace (Dots3NoteTextConfig's sliding layers write these)
+_MLA_LAYER_FIELDS = frozenset({"num_attention_heads", "num_key_value_heads", "q_lora_rank", "kv_lora_rank",
+                               "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "head_dim"})
+
+
+def per_layer_mla(f: Fields, index: int) -> Fields:
+    """The config as MLA layer `index` reads it: per_layer_config's entry for the layer over the model's fields
+    (keys as in per_layer_attention). An override outside the MLA sizes, K/V heads other than the query heads (the
+    latent expands into every head) or a head_dim other than nope + rope is refused by name."""
+    table = f.cfg.get("per_layer_config")
+    if not isinstance(table, dict):
+        raise f.err("per_layer_config", "must be an object of layer index -> overrides")
+    bad = next((k for k in table if _layer_key(k) is None), None)
+    if bad is not None:
+        raise f.err(f"per_layer_config.{bad}", "the key must be a layer index (a non-negative integer)")
+    key = next((k for k in table if _layer_key(k) == index), None)
+    if key is None:
+        return f
+    entry, name = table[key], f"per_layer_config.{key}"
+    if not isinstance(entry, dict):
+        raise f.err(name, "must be an object")
+    unknown = sorted(set(entry) - _MLA_LAYER_FIELDS)
+    if unknown:
+        raise f.err(f"{name}.{unknown[0]}", "a per-layer override other than the MLA sizes "
+                                            f"({', '.join(sorted(_MLA_LAYER_FIELDS))}) is not read; not counted "
+                                            "rather than miscounted")
+    sub = Fields(entry, f.origin, f"{f.prefix}{name}.")
+    for field in entry:
+        sub.int(field, minimum=0 if field == "qk_rope_head_dim" else 1)
+    layer = Fields({**f.cfg, **entry}, f.origin, f.prefix)
+    heads = layer.int("num_attention_heads")
+    if layer.int("num_key_value_heads", default=heads) != heads:
+        raise sub.err("num_key_value_heads", f"{layer.cfg['num_key_value_heads']}: an MLA layer expands its latent "
+                                             f"into every query head ({heads})")
+    if "head_dim" in entry and entry["head_dim"] != layer.int("qk_nope_head_dim") + layer.int("qk_rope_head_dim"):
+        raise sub.err("head_dim", f"{entry['head_dim']} is not qk_nope_head_dim + qk_rope_head_dim of the layer")
+    return layer
 
 
 def _layer_key(key: object) -> int | None:

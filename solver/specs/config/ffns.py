@@ -161,6 +161,8 @@ class FfnReading:
                              "shared_intermediate_size", "share_expert_dim")  # Step-3.5 / 3.7
         if width_name is not None:
             shared = f.int(width_name, minimum=0)  # 0: no shared expert
+        elif f.has("shared_experts_intermediate_size"):  # one shared expert's width (Dots3NoteTextMoE: x count)
+            shared = count * f.int("shared_experts_intermediate_size", minimum=0)
         else:
             base = f.int("intermediate_size", default=inter) if count_name == "num_shared_expert" else inter
             shared = count * base

@@ -43,8 +43,12 @@ The wrapper family's facts (family_defaults.yaml):
                             tower), a bias-free linear from it into the text width, the LayerNorm and the gated MLP
                             through the wrapper's field `through` (ffn_hidden_size, intermediate_size), and boi /
                             eoi, one learned text-width vector each
-  _vision_projector_layernorm  the merger's norm is a LayerNorm (weight and bias) whatever the tower's norms are
-                            (LFM3-VL's projector over an RMSNorm tower)
+  _vision_merger_norm       the patch merger's norm over h whatever the tower's norms are: layernorm (weight and
+                            bias; LFM3-VL's projector over an RMSNorm tower) or rms (weight only; HYV4VL's
+                            before_rms over a LayerNorm tower)
+  _vision_image_newline     with a patch merger: one learned out_hidden_size vector ends each merged row
+                            (HYV4VLVisionPatchMerger's image_newline; its Conv2d m x m h -> h m^2 and 1 x 1 Conv2d
+                            h m^2 -> out hold the merger MLP's weights and biases)
   _vision_projector_linear_after_merger  the tower's own patch merger hands out_hidden_size to one more biased linear
                             into the text width (HyperCLOVAXVisionV2Model.projector)
   _vision_projector_shuffle_paths  {fine, router}: pixel-shuffle paths (GraniteDoclingConnector): a LayerNorm
@@ -322,9 +326,13 @@ def projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, f
         # the merger MLP's middle width: h m^2 (Qwen2-VL's PatchMerger) or a wrapper field the fact names
         width_field = facts.get("_vision_projector_merger_width")
         mid = wrapper.int(str(width_field)) if width_field else wide
-        if facts.get("_vision_projector_layernorm"):  # a LayerNorm over an RMSNorm tower's patches (LFM3-VL)
-            norm = 2 * h
-        merger = norm + wide * mid + mid + mid * out + out
+        merger_norm = facts.get("_vision_merger_norm")
+        if merger_norm is not None:  # the merger's own norm kind over the tower's patches (LFM3-VL's, HYV4VL's)
+            norm = {"layernorm": 2 * h, "rms": h}[str(merger_norm)]
+        # a Conv2d m x m (stride m) h -> h m^2 holds h m^2 x h m^2 weights, a 1 x 1 Conv2d is a linear: HYV4VL's
+        # convolutional merger is this MLP, its image_newline one out-wide vector more
+        newline = out if facts.get("_vision_image_newline") else 0
+        merger = norm + wide * mid + mid + mid * out + out + newline
         mergers = 1 + len(f.int_list("deepstack_visual_indexes") or [])
         deep = (mergers - 1) * (wide * wide + wide + wide * out + out + 2 * wide)
         after = out * text_hidden + text_hidden if facts.get("_vision_projector_linear_after_merger") else 0

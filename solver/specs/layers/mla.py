@@ -4,7 +4,8 @@ The cache holds one compressed latent (kv_lora_rank) plus the rope key per token
 that attention TP does not shard (facts/attention-variants.md). Prefill runs non-absorbed (d_k = nope+rope,
 d_v = v_head_dim); decode runs absorbed, MQA-like (d_k = kv_lora + rope, d_v = kv_lora). The down-projections
 and their norms are replicated under attention TP. With a DSA indexer (dsa.py) core attention reads only the
-top-k keys per query and the indexer's key cache grows beside the latent.
+top-k keys per query and the indexer's key cache grows beside the latent. A window (Dots3-Note's sliding layers)
+caps the keys a query reads and the tokens the cache holds, as softmax attention's does (attention.py).
 """
 from __future__ import annotations
 
@@ -43,6 +44,9 @@ class MLA(Block):
     # attention_bias: q_a_proj, kv_a_proj_with_mqa and o_proj carry a bias, q_b / kv_b none (DeepseekV3Attention and
     # every MLA class of transformers 5.25.0)
     bias: bool = False
+    window: int | None = None  # sliding window in tokens (keys read, latents cached); None = the whole context
+    # an RMSNorm of qk_rope_head_dim on the shared rope key before RoPE (Dots3NoteTextAttention.k_rope_only_layernorm)
+    rope_key_norm: bool = False
 
     role = "mixer"
     kvp_splits_keys = True
@@ -68,7 +72,8 @@ class MLA(Block):
         idx = (f" top{self.indexer.topk}" + ("" if self.indexer.selects else " reused")) if self.indexer else ""
         nope = "" if self.qk_rope_head_dim else " NoPE"
         shared = " shared-KV" if self.kv_shared else ""
-        return f"{self.kind} {self.heads} x {self.head_dim} lora{self.kv_lora_rank}{idx}{nope}{shared}"
+        w = f" w{self.window}" if self.window else ""
+        return f"{self.kind} {self.heads} x {self.head_dim} lora{self.kv_lora_rank}{w}{idx}{nope}{shared}"
 
     @per_object
     def proj_parts(self) -> tuple[Part, ...]:
@@ -86,6 +91,8 @@ class MLA(Block):
         if not self.kv_shared:
             parts += [Part("kv_a_proj_with_mqa", (h + self.bias) * (self.kv_lora_rank + rope), "none"),
                       Part("kv_a_layernorm", self.kv_lora_rank, "none")]
+            if self.rope_key_norm:
+                parts.append(Part("k_rope_norm", rope, "none"))
         parts.append(Part("kv_b_proj", self.kv_lora_rank * nh * (nope + v), "tp"))
         if self.query_scales:
             parts.append(Part("softmax_scaling", 2 * nh, "tp"))
@@ -116,7 +123,7 @@ class MLA(Block):
     def state(self, kv_bytes: int, attn_tp: int) -> State:
         idx = self.indexer.bytes_per_token if self.indexer else 0.0
         own = 0.0 if self.kv_shared else self.kv_bytes_per_token(kv_bytes, attn_tp)
-        return State(per_token_bytes=own, index_per_token_bytes=idx)
+        return State(per_token_bytes=own, window=self.window, index_per_token_bytes=idx)
 
     def ops(self, cx: CostKit) -> list:
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
@@ -139,7 +146,8 @@ class MLA(Block):
                 flops, nbytes = self.indexer.prefill_core(cx, (flops, nbytes), (dense, T * kv_bpt / pair_shards),
                                                           hw.flops("bf16"), f.attention)
         else:
-            keys = ctx
+            # a window caps the keys (the mean over the step's queries, as softmax attention's window does)
+            keys = cx.mean_keys_capped(self.window) if self.window else ctx
             dk, dv = (absorbed_dk, absorbed_dv) if w.phase == "decode" else (self.head_dim, self.v_head_dim)
             flops = 2 * heads * T * keys * (dk + dv) / pair_shards
             nbytes = (w.sequences * keys if w.phase == "decode" else T) * kv_bpt / pair_shards
