@@ -193,11 +193,10 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
         if not m:
             return None
         if not self.f.bool("_hc_comb", default=True):  # pre and post rows only, two scales (HYV4HyperConnection)
-            return HyperConnections(self.h, m, 2 * (2 * m * m * self.h + 2 * m + 2), comb=False)
-        mix = (2 + m) * m
+            return HyperConnections.dynamic(self.h, m, comb=False)
         # hc_sinkhorn_iters unwritten: DeepseekV4Config's default, 20
-        return HyperConnections(self.h, m, 2 * (mix * m * self.h + mix + 3),
-                                sinkhorn_iters=self.f.int("hc_sinkhorn_iters", default=20, minimum=1, maximum=1000))
+        return HyperConnections.dynamic(self.h, m, sinkhorn_iters=self.f.int("hc_sinkhorn_iters", default=20,
+                                                                              minimum=1, maximum=1000))
 
     def shared_block(self, slot: Slot) -> tuple[tuple[Block, ...], tuple[Block, ...], tuple[int, ...]]:
         """The attention + MLP block a hybrid layer runs (the family's _shared_block, ZambaAttentionDecoderLayer /

@@ -58,6 +58,11 @@ DYNAMIC_KERNELS = (2, 1)  # (pre, post) kernels a sub-block: SGLang's DeepSeek-V
 LOW_RANK_KERNELS = (5, 1)  # norm, down, up, inject GEMMs and the gated mean; the post add
 
 
+def dynamic_map_rows(streams: int, comb: bool) -> int:
+    """Rows of a dynamic hyper-connection map over m streams: pre m, post m and, with the comb, m x m."""
+    return (2 + streams) * streams if comb else 2 * streams
+
+
 @dataclass(frozen=True)
 class HyperConnections(Block):
     hidden: int
@@ -99,7 +104,15 @@ class HyperConnections(Block):
     @property
     def map_rows(self) -> int:
         """Rows of the dynamic form's mixing map: pre m, post m and (with the comb) m x m."""
-        return (2 + self.streams) * self.streams if self.comb else 2 * self.streams
+        return dynamic_map_rows(self.streams, self.comb)
+
+    @classmethod
+    def dynamic(cls, hidden: int, streams: int, comb: bool = True, sinkhorn_iters: int = 0) -> "HyperConnections":
+        """The dynamic form with its weights counted from its map: per sub-block a map_rows x (m x hidden) map, a
+        bias per row and one scale per row group (pre, post and, with the comb, comb)."""
+        rows = dynamic_map_rows(streams, comb)
+        per_sub_block = rows * streams * hidden + rows + (3 if comb else 2)
+        return cls(hidden, streams, cls.sub_blocks * per_sub_block, sinkhorn_iters=sinkhorn_iters, comb=comb)
 
     def bytes_per_token(self) -> tuple[float, float]:
         """(pre, post) activation bytes of one token through one sub-block's hyper-connections."""

@@ -179,8 +179,8 @@ class MLA(Block):
             return ()
         out: tuple[tuple[str, float], ...] = () if self.kv_shared else (
             ("latent", self.kv_lora_rank * ACT_BYTES), ("rope", self.qk_rope_head_dim * ACT_BYTES))
-        own = self.indexer is not None and self.indexer.selects  # a reused selection caches no index keys
-        return out + ((("indexer", self.indexer.head_dim * ACT_BYTES),) if own else ())  # type: ignore[union-attr]
+        idx = self.indexer if self.indexer is not None and self.indexer.selects else None  # a reused one caches none
+        return out + ((("indexer", idx.head_dim * ACT_BYTES),) if idx is not None else ())
 
     def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards
