@@ -17,7 +17,8 @@ from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
 from solver.specs.config.head_tie import head_tie
 from solver.specs.config.module_names import model_modules
 from solver.specs.config.outside import layernorm_bias, outside_stack
-from solver.specs.config.pattern import Slot, one_block_pattern, slots
+from solver.specs.config.mixer_pattern import one_block_pattern
+from solver.specs.config.pattern import Slot, slots
 from solver.specs.config.positions import position_encoding
 from solver.specs.config.quant import read_quant
 from solver.specs.config.tiled_towers import image_tokens
