@@ -90,7 +90,20 @@ def glm_asr_projector(audio_inter: int, text: int) -> int:
 GLM_ASR = GLM_ASR_TEXT + glm_asr_encoder(128, 1280, 32, 20, 20, 5120) + glm_asr_projector(5120, 2048)
 GLM_ASR_TIED = GLM_ASR - 59264 * 2048
 
+# Qwen3-ASR-1.7B (qwen3_asr; stop 38, audio: counted since): Qwen3ASREncoder, Whisper's layers with k_proj biased
+# under a sinusoid position buffer, a Conv2d stem (three stride-2 3 x 3 convs of downsample_hidden_size 480 and a
+# bias-free conv_out from 480 x 16 (128 mels halved thrice) into 1024) and ln_post; the projector linear_1 1024 -> 1024
+# and linear_2 1024 -> output_dim 3584, biased; a tied Qwen3 text model of 2048 x 28 (GQA 16 / 8 x 128, q / k norms)
+def qwen3_asr_layer(d: int, ff: int) -> int:
+    return 4 * lin(d, d, True) + 2 * ln(d) + lin(d, ff, True) + lin(ff, d, True)
+
+
+QWEN3_ASR = (151936 * 2048 + 28 * (gqa(2048, 16, 8, 128) + gated(2048, 6144) + 2 * 2048 + 2 * 128) + 2048
+             + lin(9, 480, True) + 2 * lin(9 * 480, 480, True) + lin(480 * 16, 1024) + 24 * qwen3_asr_layer(1024, 4096)
+             + ln(1024) + lin(1024, 1024, True) + lin(1024, 3584, True))
+
 HAND: dict[str, int] = {
+    "Qwen--Qwen3-ASR-1.7B-hf": QWEN3_ASR,
     "nvidia--audio-flamingo-3-hf": AF3,
     "nvidia--music-flamingo-2601-hf": MUSIC_FLAMINGO,
     "zai-org--GLM-ASR-Nano-2512": GLM_ASR,
@@ -100,17 +113,16 @@ PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
 
 # Bytes of K/V per token of context at bf16 (the decoder's; the audio encoder keeps no cache)
 KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "Qwen--Qwen3-ASR-1.7B-hf": 28 * 2 * 8 * 128 * 2,
     "nvidia--audio-flamingo-3-hf": 32 * 2 * 32 * 128 * 2,
     "nvidia--music-flamingo-2601-hf": 32 * 2 * 32 * 128 * 2,
     "zai-org--GLM-ASR-Nano-2512": 28 * 2 * 4 * 128 * 2,
 }
 # ------------------------------------------------------------------ refused this round: one line each (class defaults)
-# Qwen3-ASR-1.7B (qwen3_asr: Qwen3ASREncoder, Conv2d downsampling over downsample_hidden_size and proj1 / proj2 into
-# output_dim) and Voxtral-Mini-4B-Realtime (voxtral_realtime: RMSNorm'd rotary sliding-window encoder layers): no
+# Voxtral-Mini-4B-Realtime (voxtral_realtime: RMSNorm'd rotary sliding-window encoder layers): no
 # counting convention for the tower; Cohere-Transcribe (cohere_asr): an encoder-decoder (Parakeet encoder);
 # Granite-Speech-4.1-2B-Plus (granite_speech_plus): a conformer encoder and a Q-Former projector
 REFUSALS: dict[str, str] = {
-    "Qwen--Qwen3-ASR-1.7B-hf": r"audio_config: an audio encoder of model_type 'qwen3_asr_encoder' has no counting",
     "mistralai--Voxtral-Mini-4B-Realtime-2602": r"audio_config: an audio encoder of model_type "
                                                r"'voxtral_realtime_encoder' has no counting",
     "CohereLabs--cohere-transcribe-03-2026": r"is_encoder_decoder: true: an encoder-decoder model \('cohere_asr'",
@@ -188,7 +200,7 @@ def test_glm_asr_wrapper_tie_disagreeing_with_the_text_config_is_named() -> None
     assert count(cfg) == GLM_ASR_TIED  # only the wrapper's written: lifted, transformers' build
 
 
-@pytest.mark.parametrize("name", ["Qwen--Qwen3-ASR-1.7B-hf", "mistralai--Voxtral-Mini-4B-Realtime-2602"])
+@pytest.mark.parametrize("name", ["mistralai--Voxtral-Mini-4B-Realtime-2602"])
 def test_audio_tower_without_convention_not_written_is_refused_not_left_out(name: str) -> None:
     # Before this round: Qwen3-ASR without audio_config 1,720,574,976, the text alone, no note
     cfg = ROUND.load(name, REFUSED)

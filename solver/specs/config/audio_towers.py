@@ -8,7 +8,9 @@ VoxtralEncoder) and its wrapper's _audio_projector says the projector (`linear`:
 `stacked_mlp`: two bias-free linears from the encoder's intermediate_size, into and through the text width;
 {stack_factor, ...}: Ultravox's stacked SwiGLU projector, _stacked_swiglu; {mlp2: {source, widen, bias,
 bias_default}}: two linears from the width or the stacked frames, _audio_mlp2); `_audio_whisper: {rotary: true}`
-is the rotary variant (GLM-ASR: no position table, k / v over num_key_value_heads);
+is the rotary variant (GLM-ASR: no position table, k / v over num_key_value_heads); its other keys say the Qwen-Omni
+variants (`positions: sinusoid`, `k_bias`, `downsample: conv2d`) and `_audio_projector: {output_mlp: ...}` their
+output linears (whisper_audio);
 _audio_conv_pyramid a convolutional pyramid over the waveform (conv_pyramid_audio); any other audio_config is
 refused naming it: the ViT conventions would size a Whisper encoder as patches.
 """
@@ -42,7 +44,9 @@ def whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str,
     (frozen, but a parameter the checkpoint holds); per layer k_proj without bias, q / v / out_proj with bias, two
     LayerNorms, fc1 / fc2 with bias; the closing LayerNorm. `_audio_whisper: {rotary: true}` (GlmAsrEncoder): no
     position table (a rotary embedding, buffers only) and k / v over num_key_value_heads x d / heads (default: the
-    heads). The projector: `linear`, one biased linear d -> the text width (Qwen2AudioMultiModalProjector);
+    heads). The Qwen-Omni variants (Qwen2_5OmniAudioEncoder, Qwen3OmniMoeAudioEncoder, Qwen3ASREncoder):
+    `positions: sinusoid`, no table (a buffer); `k_bias`, k_proj biased too; `downsample: conv2d`, a Conv2d stem
+    (_conv2d_stem) in place of conv1 / conv2. The projector: {output_mlp: ...}, _output_mlp; `linear`, one biased linear d -> the text width (Qwen2AudioMultiModalProjector);
     `stacked_mlp`, frames stacked to the encoder's intermediate_size, then two bias-free linears into the text
     width and through it (VoxtralMultiModalProjector); {stack_factor, hidden_size, projector_act,
     projector_ln_mid}: Ultravox's stacked SwiGLU projector (_stacked_swiglu), the values its config's defaults;
@@ -52,7 +56,8 @@ def whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str,
     ffn = f.int("encoder_ffn_dim", "intermediate_size")
     mels = f.int("num_mel_bins")
     shape = facts.get("_audio_whisper")
-    rotary = isinstance(shape, dict) and bool(shape.get("rotary"))
+    shape = shape if isinstance(shape, dict) else {}
+    rotary = bool(shape.get("rotary"))
     if rotary:
         heads = f.int("encoder_attention_heads", "num_attention_heads")
         if d % heads:
@@ -61,11 +66,15 @@ def whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str,
         attention = 2 * d * d + 2 * d * kv * (d // heads) + 2 * d + kv * (d // heads)  # q / o, k / v; q, o, v biases
         positions = 0
     else:
-        attention = 4 * d * d + 3 * d
-        positions = f.int("max_source_positions", maximum=10**7)
+        attention = 4 * d * d + (4 if shape.get("k_bias") else 3) * d
+        # a SinusoidsPositionEmbedding (Qwen-Omni, Qwen3-ASR) is a buffer, not a parameter
+        positions = 0 if shape.get("positions") == "sinusoid" else f.int("max_source_positions", maximum=10**7)
     layer = attention + 2 * 2 * d + d * ffn + ffn + ffn * d + d
-    encoder = mels * 3 * d + d + d * 3 * d + d + positions * d + layers * layer + 2 * d
+    stem = _conv2d_stem(f, d, mels) if shape.get("downsample") == "conv2d" else mels * 3 * d + d + d * 3 * d + d
+    encoder = stem + positions * d + layers * layer + 2 * d
     kind = facts.get("_audio_projector")
+    if isinstance(kind, dict) and "output_mlp" in kind:
+        return encoder + _output_mlp(f, d, kind["output_mlp"]), layers, d
     if kind == "linear":
         return encoder + d * text_hidden + text_hidden, layers, d
     if kind == "stacked_mlp":
@@ -77,6 +86,28 @@ def whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str,
     raise wrapper.err("model_type", f"{wrapper.cfg.get('model_type')!r}: its audio projector has no counting "
                                     "convention here; not counted rather than miscounted (drop audio_config to size "
                                     "the language model alone)")
+
+
+def _conv2d_stem(f: Fields, d: int, mels: int) -> int:
+    """The Conv2d downsampling of Qwen3OmniMoeAudioEncoder / Qwen3ASREncoder (`downsample: conv2d`): conv2d1 1 -> c,
+    conv2d2 and conv2d3 c -> c, each 3 x 3 with a bias and stride 2 (c = downsample_hidden_size), then conv_out, a
+    bias-free linear from the c channels x the mel bins halved three times (ceil: (m + 1) // 2) into d."""
+    c = f.int("downsample_hidden_size")
+    bins = mels
+    for _ in range(3):
+        bins = (bins + 1) // 2
+    return (9 * c + c) + 2 * (c * 9 * c + c) + c * bins * d
+
+
+def _output_mlp(f: Fields, d: int, spec: dict[str, Any]) -> int:
+    """The output linears of a Qwen-Omni / Qwen3-ASR audio tower (`_audio_projector: {output_mlp: {layers, bos_eos}}`),
+    in the tower (Qwen2_5OmniAudioEncoder's proj, Qwen3OmniMoeAudioEncoder's proj1 / proj2) or the wrapper's projector
+    (Qwen3ASRMultiModalProjector's linear_1 / linear_2): layers - 1 biased linears d -> d, then one d -> output_dim
+    (the tower's field, which the text width need not equal), biased; `bos_eos`: an audio_bos_eos_token table of 2 x
+    output_dim (Qwen2.5-Omni)."""
+    out = f.int("output_dim")
+    depth = int(spec.get("layers", 1))
+    return (depth - 1) * (d * d + d) + d * out + out + (2 * out if spec.get("bos_eos") else 0)
 
 
 def _audio_mlp2(wrapper: Fields, d: int, ffn: int, text_hidden: int, spec: dict[str, Any]) -> int:

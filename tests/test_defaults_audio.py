@@ -1,0 +1,75 @@
+"""Rules the reader learnt from transformers 5.25.0's class-default configs of the Qwen-Omni thinkers and Qwen3-ASR
+(stop 38, audio; benchmarks/README.md): their audio towers (config/audio_towers.py whisper_audio's Qwen-Omni
+variants). Each total is transformers' meta-device count of the class default (tests/data/configs_defaults/
+oracle.tsv); the audio tower is computed by hand, tensor by tensor from modeling_qwen2_5_omni.py,
+modeling_qwen3_omni_moe.py and modeling_qwen3_asr.py."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from solver.estimate.params import count_params
+from solver.specs.config.read import parse_model_config
+
+DATA = Path(__file__).parent / "data" / "configs_defaults"
+
+
+def _raw(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+def _audio(raw: dict) -> int:
+    (audio,) = [e for e in parse_model_config(raw, "x").encoders if e.name == "audio"]
+    return audio.params
+
+
+def _layer(d: int, ffn: int, k_bias: bool) -> int:
+    # q / v / out_proj d x d + d, k_proj d x d (+ d where biased), two LayerNorms 2 x 2d, fc1 / fc2 with biases
+    return 4 * d * d + (4 if k_bias else 3) * d + 4 * d + 2 * d * ffn + ffn + d
+
+
+def test_qwen2_5_omni_audio_tower_is_whisper_with_sinusoid_positions_proj_and_bos_eos_table() -> None:
+    # d 1280, 32 layers, ffn 5120, 128 mels, output_dim 3584: conv1 128 x 3 x 1280 + 1280 = 492,800; conv2
+    # 3 x 1280 x 1280 + 1280 = 4,916,480; no position table (a sinusoid buffer); 32 x 19,676,160 = 629,637,120;
+    # ln_post 2,560; proj 1280 x 3584 + 3584 = 4,591,104; audio_bos_eos_token 2 x 3584 = 7,168: 639,647,232
+    assert _layer(1280, 5120, k_bias=False) == 19_676_160
+    assert _audio(_raw("qwen2_5_omni_thinker")) == 492_800 + 4_916_480 + 629_637_120 + 2_560 + 4_591_104 + 7_168 \
+        == 639_647_232
+
+
+def test_qwen3_omni_audio_tower_downsamples_by_conv2d_and_projects_twice() -> None:
+    # c = downsample_hidden_size 480: conv2d1 9 x 480 + 480 = 4,800; conv2d2 / conv2d3 2 x (480 x 9 x 480 + 480)
+    # = 4,148,160; conv_out 480 x 16 x 1280 = 9,830,400 (128 mels halved thrice: 64, 32, 16); 32 layers with k_proj
+    # biased, 32 x 19,677,440 = 629,678,080; ln_post 2,560; proj1 1280 x 1280 + 1280 = 1,639,680; proj2
+    # 1280 x 3584 + 3584 = 4,591,104: 649,894,784
+    assert _layer(1280, 5120, k_bias=True) == 19_677_440
+    assert _audio(_raw("qwen3_omni_moe_thinker")) == 4_800 + 4_148_160 + 9_830_400 + 629_678_080 + 2_560 \
+        + 1_639_680 + 4_591_104 == 649_894_784
+
+
+def test_qwen3_asr_projector_is_the_qwen3_omni_towers_output_linears_into_output_dim() -> None:
+    # Qwen3ASREncoder (d 1024, 24 layers, ffn 4096): conv2d 4,800 + 4,148,160, conv_out 480 x 16 x 1024 = 7,864,320;
+    # 24 x 12,596,224 = 302,309,376; ln_post 2,048: 314,328,704, transformers' model.audio_tower. The projector:
+    # linear_1 1024 x 1024 + 1024 and linear_2 1024 x 3584 + 3584 (output_dim, not the 2048 text width) = 4,723,200
+    layer = _layer(1024, 4096, k_bias=True)
+    assert layer == 12_596_224
+    tower = 4_800 + 4_148_160 + 480 * 16 * 1024 + 24 * layer + 2 * 1024
+    assert tower == 314_328_704  # transformers' model.audio_tower
+    assert _audio(_raw("qwen3_asr")) == tower + 4_723_200
+
+
+def test_omni_thinkers_and_qwen3_asr_count_to_transformers_class_defaults() -> None:
+    # oracle.tsv: Qwen2_5OmniThinkerForConditionalGeneration 11,338,288,896 (its text model's q / k / v biased:
+    # 28 x (3584 + 512 + 512) = 129,024 of it); Qwen3OmniMoeThinker 18,418,329,704; Qwen3ASR 2,039,626,880
+    assert count_params(parse_model_config(_raw("qwen2_5_omni_thinker"), "x")).total == 11_338_288_896
+    assert count_params(parse_model_config(_raw("qwen3_omni_moe_thinker"), "x")).total == 18_418_329_704
+    assert count_params(parse_model_config(_raw("qwen3_asr"), "x")).total == 2_039_626_880
+
+
+def test_qwen3_asr_without_audio_config_reads_the_class_default_tower_and_says_so() -> None:
+    # Qwen3ASRConfig builds Qwen3ASREncoderConfig() where audio_config is not written: the same 2,039,626,880
+    raw = _raw("qwen3_asr")
+    del raw["audio_config"]
+    spec = parse_model_config(raw, "x")
+    assert count_params(spec).total == 2_039_626_880
+    assert any("default audio tower (qwen3_asr_encoder)" in n for n in spec.warnings)
