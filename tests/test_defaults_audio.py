@@ -73,3 +73,21 @@ def test_qwen3_asr_without_audio_config_reads_the_class_default_tower_and_says_s
     spec = parse_model_config(raw, "x")
     assert count_params(spec).total == 2_039_626_880
     assert any("default audio tower (qwen3_asr_encoder)" in n for n in spec.warnings)
+
+
+def test_voxtral_realtime_tower_has_rmsnorms_a_gated_mlp_and_heads_of_head_dim() -> None:
+    # d 1280, 32 heads x head_dim 64 = 2048: q 1280 x 2048 + 2048, k 1280 x 2048, v 1280 x 2048 + 2048, o
+    # 2048 x 1280 + 1280 = 10,491,136; two RMSNorms 2,560; gate / up 2 x 1280 x 5120 and down 5120 x 1280 + 1280 =
+    # 19,662,080: a layer 30,155,776, x 32 = 964,984,832; conv1 492,800 + conv2 4,916,480, the closing RMSNorm 1,280:
+    # 970,395,392 (transformers' model.audio_tower); the projector 1280 x 4 x 3072 + 3072 x 3072, bias-free = 25,165,824
+    assert 4 * 1280 * 2048 + 2 * 2048 + 1280 + 2 * 1280 + 3 * 1280 * 5120 + 1280 == 30_155_776
+    assert _audio(_raw("voxtral_realtime")) == 32 * 30_155_776 + 492_800 + 4_916_480 + 1_280 + 25_165_824 \
+        == 970_395_392 + 25_165_824
+
+
+def test_voxtral_realtime_text_layers_carry_an_ada_rms_norm_of_rank_32() -> None:
+    # VoxtralRealtimeTextAdaRmsNorm: linear1 3072 -> 32 and linear2 32 -> 3072, bias-free, in each of 26 layers:
+    # 26 x 2 x 32 x 3072 = 5,111,808 of transformers' 4,429,679,360
+    spec = parse_model_config(_raw("voxtral_realtime"), "x")
+    assert {layer.norm_gates for layer in spec.layers} == {2 * 32 * 3072}
+    assert count_params(spec).total == 4_429_679_360

@@ -46,7 +46,8 @@ def whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str,
     position table (a rotary embedding, buffers only) and k / v over num_key_value_heads x d / heads (default: the
     heads). The Qwen-Omni variants (Qwen2_5OmniAudioEncoder, Qwen3OmniMoeAudioEncoder, Qwen3ASREncoder):
     `positions: sinusoid`, no table (a buffer); `k_bias`, k_proj biased too; `downsample: conv2d`, a Conv2d stem
-    (_conv2d_stem) in place of conv1 / conv2. The projector: {output_mlp: ...}, _output_mlp; `linear`, one biased linear d -> the text width (Qwen2AudioMultiModalProjector);
+    (_conv2d_stem) in place of conv1 / conv2. VoxtralRealtimeEncoder: `{rotary: true, norm: rms, mlp: gated}`,
+    RMSNorms (a weight each) and a gated MLP, q / o over heads x head_dim (64, not d / heads). The projector: {output_mlp: ...}, _output_mlp; `linear`, one biased linear d -> the text width (Qwen2AudioMultiModalProjector);
     `stacked_mlp`, frames stacked to the encoder's intermediate_size, then two bias-free linears into the text
     width and through it (VoxtralMultiModalProjector); {stack_factor, hidden_size, projector_act,
     projector_ln_mid}: Ultravox's stacked SwiGLU projector (_stacked_swiglu), the values its config's defaults;
@@ -60,18 +61,24 @@ def whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str,
     rotary = bool(shape.get("rotary"))
     if rotary:
         heads = f.int("encoder_attention_heads", "num_attention_heads")
-        if d % heads:
+        hd = f.int("head_dim", default=0, minimum=0)  # the attention classes' head_dim or d // heads
+        if not hd and d % heads:
             raise f.err("num_attention_heads", f"{heads} does not divide the width {d}")
+        hd = hd or d // heads
         kv = f.int("num_key_value_heads", default=heads)
-        attention = 2 * d * d + 2 * d * kv * (d // heads) + 2 * d + kv * (d // heads)  # q / o, k / v; q, o, v biases
+        # q / o of heads x hd, k / v of kv x hd; q, o and v biased
+        attention = 2 * d * heads * hd + 2 * d * kv * hd + heads * hd + d + kv * hd
         positions = 0
     else:
         attention = 4 * d * d + (4 if shape.get("k_bias") else 3) * d
         # a SinusoidsPositionEmbedding (Qwen-Omni, Qwen3-ASR) is a buffer, not a parameter
         positions = 0 if shape.get("positions") == "sinusoid" else f.int("max_source_positions", maximum=10**7)
-    layer = attention + 2 * 2 * d + d * ffn + ffn + ffn * d + d
+    norm = d if shape.get("norm") == "rms" else 2 * d  # an RMSNorm's weight, or a LayerNorm's weight and bias
+    # `mlp: gated` (VoxtralRealtimeMLP): bias-free gate / up, a biased down; fc1 / fc2 with biases otherwise
+    mlp = 2 * d * ffn + ffn * d + d if shape.get("mlp") == "gated" else d * ffn + ffn + ffn * d + d
+    layer = attention + 2 * norm + mlp
     stem = _conv2d_stem(f, d, mels) if shape.get("downsample") == "conv2d" else mels * 3 * d + d + d * 3 * d + d
-    encoder = stem + positions * d + layers * layer + 2 * d
+    encoder = stem + positions * d + layers * layer + norm
     kind = facts.get("_audio_projector")
     if isinstance(kind, dict) and "output_mlp" in kind:
         return encoder + _output_mlp(f, d, kind["output_mlp"]), layers, d
@@ -112,12 +119,18 @@ def _output_mlp(f: Fields, d: int, spec: dict[str, Any]) -> int:
 
 def _audio_mlp2(wrapper: Fields, d: int, ffn: int, text_hidden: int, spec: dict[str, Any]) -> int:
     """Two linears from the encoder's frames into the text width: `source` d (AudioFlamingo3MultiModalProjector) or
-    the encoder's intermediate_size, frames stacked to it (GlmAsrMultiModalProjector); the middle `widen` x the
-    text width; biased unless the wrapper's `bias` field (its class default `bias_default`) is false."""
-    width = {"width": d, "ffn": ffn}[str(spec["source"])]
+    the encoder's intermediate_size, frames stacked to it (GlmAsrMultiModalProjector), or `stacked`, d x the
+    wrapper's `stack` field (VoxtralRealtimeMultiModalProjector's downsample_factor); the middle `widen` x the text
+    width; biased unless the wrapper's `bias` field (its class default `bias_default`), or `bias_default` where no
+    field switches them, is false."""
+    if spec["source"] == "stacked":  # d x the wrapper's frames-stacked field (its class default `stack_default`)
+        width = d * wrapper.int(str(spec["stack"]), default=int(spec["stack_default"]), maximum=1024)
+    else:
+        width = {"width": d, "ffn": ffn}[str(spec["source"])]
     mid = int(spec.get("widen", 1)) * text_hidden
     bias_field = spec.get("bias")
-    bias = wrapper.bool(bias_field, bool(spec.get("bias_default", True))) if bias_field else True
+    bias_default = bool(spec.get("bias_default", True))
+    bias = wrapper.bool(bias_field, bias_default) if bias_field else bias_default
     return width * mid + mid * text_hidden + ((mid + text_hidden) if bias else 0)
 
 
