@@ -91,3 +91,22 @@ def test_voxtral_realtime_text_layers_carry_an_ada_rms_norm_of_rank_32() -> None
     spec = parse_model_config(_raw("voxtral_realtime"), "x")
     assert {layer.norm_gates for layer in spec.layers} == {2 * 32 * 3072}
     assert count_params(spec).total == 4_429_679_360
+
+
+def test_omniasr_tower_is_wav2vec2_style_over_the_waveform() -> None:
+    # conv_dim 7 x 512, kernels [10, 3, 3, 3, 3, 2, 2], biased, each with a LayerNorm (2 x 512): 1 x 512 x 10 + 512 +
+    # 1,024 = 6,656; 4 x (512 x 512 x 3 + 1,536) = 3,151,872; 2 x (512 x 512 x 2 + 1,536) = 1,051,648; a LayerNorm
+    # 1,024 and projection 512 x 1024 + 1024 = 525,312; the positional conv 1024 x (1024 / 16) x 128 + 1024 =
+    # 8,389,632; 24 layers of 4 x (1024^2 + 1024) + 4 x 1024 + 2 x 1024 x 4096 + 4096 + 1024 = 12,596,224; the closing
+    # LayerNorm 2,048: 315,437,568 (transformers' model.audio_tower); the projector 1024 x 4096 + 4096 = 4,198,400
+    tower = 6_656 + 3_151_872 + 1_051_648 + 1_024 + 525_312 + 8_389_632 + 24 * 12_596_224 + 2_048
+    assert tower == 315_437_568
+    assert _audio(_raw("omniasr")) == tower + 4_198_400
+    assert count_params(parse_model_config(_raw("omniasr"), "x")).total == 1_638_453_760
+
+
+def test_omniasr_conv_bias_false_drops_the_feature_convolutions_biases() -> None:
+    # 7 x 512 conv biases = 3,584
+    raw = _raw("omniasr")
+    raw["audio_config"]["conv_bias"] = False
+    assert _audio(raw) == 315_437_568 + 4_198_400 - 7 * 512

@@ -11,7 +11,8 @@ bias_default}}: two linears from the width or the stacked frames, _audio_mlp2); 
 is the rotary variant (GLM-ASR: no position table, k / v over num_key_value_heads); its other keys say the Qwen-Omni
 variants (`positions: sinusoid`, `k_bias`, `downsample: conv2d`) and `_audio_projector: {output_mlp: ...}` their
 output linears (whisper_audio);
-_audio_conv_pyramid a convolutional pyramid over the waveform (conv_pyramid_audio); any other audio_config is
+_audio_conv_pyramid a convolutional pyramid over the waveform (conv_pyramid_audio); _audio_wav2vec a wav2vec2-style
+encoder over the waveform (wav2vec_audio); any other audio_config is
 refused naming it: the ViT conventions would size a Whisper encoder as patches.
 """
 from __future__ import annotations
@@ -79,20 +80,63 @@ def whisper_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str,
     layer = attention + 2 * norm + mlp
     stem = _conv2d_stem(f, d, mels) if shape.get("downsample") == "conv2d" else mels * 3 * d + d + d * 3 * d + d
     encoder = stem + positions * d + layers * layer + norm
+    return encoder + audio_projector(f, wrapper, d, ffn, text_hidden, facts), layers, d
+
+
+def audio_projector(f: Fields, wrapper: Fields, d: int, ffn: int, text_hidden: int, facts: dict[str, Any]) -> int:
+    """The projector of an audio tower d wide into the text width, by the _audio_projector fact (whisper_audio's
+    docstring lists the kinds)."""
     kind = facts.get("_audio_projector")
     if isinstance(kind, dict) and "output_mlp" in kind:
-        return encoder + _output_mlp(f, d, kind["output_mlp"]), layers, d
+        return _output_mlp(f, d, kind["output_mlp"])
     if kind == "linear":
-        return encoder + d * text_hidden + text_hidden, layers, d
+        return d * text_hidden + text_hidden
     if kind == "stacked_mlp":
-        return encoder + ffn * text_hidden + text_hidden * text_hidden, layers, d
+        return ffn * text_hidden + text_hidden * text_hidden
     if isinstance(kind, dict) and "stack_factor" in kind:
-        return encoder + _stacked_swiglu(wrapper, d, text_hidden, kind), layers, d
+        return _stacked_swiglu(wrapper, d, text_hidden, kind)
     if isinstance(kind, dict) and "mlp2" in kind:
-        return encoder + _audio_mlp2(wrapper, d, ffn, text_hidden, kind["mlp2"]), layers, d
+        return _audio_mlp2(wrapper, d, ffn, text_hidden, kind["mlp2"])
     raise wrapper.err("model_type", f"{wrapper.cfg.get('model_type')!r}: its audio projector has no counting "
                                     "convention here; not counted rather than miscounted (drop audio_config to size "
                                     "the language model alone)")
+
+
+def wav2vec_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, Any]) -> tuple[int, int, int]:
+    """(params, layers, width) of a wav2vec2-style audio encoder over the raw waveform (the tower fact
+    _audio_wav2vec: OmniASRAudioModel) and its projector (_audio_projector): conv layer i, a Conv1d of
+    conv_kernel[i] taps from conv_dim[i - 1] channels (1 at the first) to conv_dim[i], biased under conv_bias, and a
+    LayerNorm; a LayerNorm and a biased projection conv_dim[-1] -> d; the positional conv, a grouped Conv1d d -> d
+    of num_conv_pos_embeddings taps over num_conv_pos_embedding_groups groups with a bias; per layer biased q / k / v
+    / out_proj, two LayerNorms and a biased intermediate_dense / output_dense of intermediate_size; a closing
+    LayerNorm."""
+    d = f.int("hidden_size")
+    layers = f.int("num_hidden_layers", maximum=10_000)
+    ffn = f.int("intermediate_size")
+    heads = f.int("num_attention_heads")
+    if d % heads:
+        raise f.err("num_attention_heads", f"{heads} does not divide the width {d}")
+    dims = f.cfg.get("conv_dim")
+    if not isinstance(dims, list) or not dims:
+        raise f.err("conv_dim", "must be a non-empty list of channel counts")
+    dims = f.int_list("conv_dim", len(dims), minimum=1) or []
+    kernels = f.int_list("conv_kernel", len(dims), minimum=1)
+    if kernels is None:
+        raise f.err("conv_kernel", "missing (required to size the feature convolutions)")
+    bias = f.bool("conv_bias", True)
+    taps = f.int("num_conv_pos_embeddings", maximum=100_000)
+    groups = f.int("num_conv_pos_embedding_groups", maximum=100_000)
+    if d % groups:
+        raise f.err("num_conv_pos_embedding_groups", f"{groups} does not divide the width {d}")
+    stem, previous = 0, 1
+    for channels, kernel in zip(dims, kernels):
+        stem += previous * channels * kernel + (channels if bias else 0) + 2 * channels
+        previous = channels
+    stem += 2 * previous + previous * d + d
+    positions = d * (d // groups) * taps + d
+    layer = 4 * (d * d + d) + 2 * 2 * d + d * ffn + ffn + ffn * d + d
+    encoder = stem + positions + layers * layer + 2 * d
+    return encoder + audio_projector(f, wrapper, d, ffn, text_hidden, facts), layers, d
 
 
 def _conv2d_stem(f: Fields, d: int, mels: int) -> int:
