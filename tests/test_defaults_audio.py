@@ -110,3 +110,14 @@ def test_omniasr_conv_bias_false_drops_the_feature_convolutions_biases() -> None
     raw = _raw("omniasr")
     raw["audio_config"]["conv_bias"] = False
     assert _audio(raw) == 315_437_568 + 4_198_400 - 7 * 512
+
+
+def test_moss_transcribe_diarize_projector_stacks_merged_frames_and_ends_in_a_layernorm() -> None:
+    # Whisper's tower (d 1024, 24 layers, ffn 4096, 80 mels, a 1500 x 1024 table): 24 x 12,595,200 + conv1 246,784 +
+    # conv2 3,146,752 + 1,536,000 + 2,048 = 307,216,384 (transformers' model.audio_tower); the projector: linear_1
+    # 1024 x 4 (audio_merge_size) -> 1024 + 1024, linear_2 1024 x 1024 + 1024, a LayerNorm 2 x 1024 = 5,246,976
+    tower = 24 * 12_595_200 + 246_784 + 3_146_752 + 1_536_000 + 2_048
+    assert tower == 307_216_384
+    assert _audio(_raw("moss_transcribe_diarize")) == tower + 4096 * 1024 + 1024 + 1024 * 1024 + 1024 + 2 * 1024 \
+        == tower + 5_246_976
+    assert count_params(parse_model_config(_raw("moss_transcribe_diarize"), "x")).total == 908_513_280

@@ -166,7 +166,7 @@ def _audio_mlp2(wrapper: Fields, d: int, ffn: int, text_hidden: int, spec: dict[
     the encoder's intermediate_size, frames stacked to it (GlmAsrMultiModalProjector), or `stacked`, d x the
     wrapper's `stack` field (VoxtralRealtimeMultiModalProjector's downsample_factor); the middle `widen` x the text
     width; biased unless the wrapper's `bias` field (its class default `bias_default`), or `bias_default` where no
-    field switches them, is false."""
+    field switches them, is false; `norm`: a biased LayerNorm over the output (MossTranscribeDiarizeMultiModalProjector)."""
     if spec["source"] == "stacked":  # d x the wrapper's frames-stacked field (its class default `stack_default`)
         width = d * wrapper.int(str(spec["stack"]), default=int(spec["stack_default"]), maximum=1024)
     else:
@@ -175,7 +175,8 @@ def _audio_mlp2(wrapper: Fields, d: int, ffn: int, text_hidden: int, spec: dict[
     bias_field = spec.get("bias")
     bias_default = bool(spec.get("bias_default", True))
     bias = wrapper.bool(bias_field, bias_default) if bias_field else bias_default
-    return width * mid + mid * text_hidden + ((mid + text_hidden) if bias else 0)
+    norm = 2 * text_hidden if spec.get("norm") else 0  # `norm`: a LayerNorm with a bias on the output
+    return width * mid + mid * text_hidden + ((mid + text_hidden) if bias else 0) + norm
 
 
 def conv_pyramid_audio(f: Fields) -> tuple[int, int, int]:
