@@ -121,3 +121,21 @@ def test_moss_transcribe_diarize_projector_stacks_merged_frames_and_ends_in_a_la
     assert _audio(_raw("moss_transcribe_diarize")) == tower + 4096 * 1024 + 1024 + 1024 * 1024 + 1024 + 2 * 1024 \
         == tower + 5_246_976
     assert count_params(parse_model_config(_raw("moss_transcribe_diarize"), "x")).total == 908_513_280
+
+
+def test_fun_asr_nano_sanm_tower_has_fsmn_convs_and_a_wider_first_layer() -> None:
+    # d 512, ffn 2048, FSMN 11 taps: a layer 4 x (512^2 + 512) + 512 x 11 + 2 x 2 x 512 + 2 x 512 x 2048 + 2048 + 512
+    # = 3,158,016; layer 0 reads 80 x 7 = 560 stacked features: q / k / v 3 x (560 x 512 + 512), its input LayerNorm
+    # 2 x 560: 3,231,840; final_layernorm on layers 49 (70 - 20 - 1) and 69: 2 x 1,024. 3,231,840 + 69 x 3,158,016 +
+    # 2,048 = 221,136,992 (transformers' model.audio_tower)
+    assert _sanm_total(560, 512, 2048, 11) == 3_231_840 and _sanm_total(512, 512, 2048, 11) == 3_158_016
+    tower = 3_231_840 + 69 * 3_158_016 + 2_048
+    assert tower == 221_136_992
+    # the projector: linear_1 512 -> 2048 + 2048, linear_2 2048 -> 1024 + 1024, two adaptor layers without FSMN of
+    # 4 x (1024^2 + 1024) + 4 x 1024 + 2 x 1024 x 256 + 256 + 1024 = 4,728,064 each: 12,604,928
+    assert _audio(_raw("fun_asr_nano")) == tower + 1_050_624 + 2_098_176 + 2 * 4_728_064 == tower + 12_604_928
+    assert count_params(parse_model_config(_raw("fun_asr_nano"), "x")).total == 829_791_840
+
+
+def _sanm_total(d_in: int, d: int, ffn: int, kernel: int) -> int:
+    return 3 * (d_in * d + d) + d * d + d + d * kernel + 2 * d_in + 2 * d + 2 * d * ffn + ffn + d

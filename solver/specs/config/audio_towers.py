@@ -12,7 +12,7 @@ is the rotary variant (GLM-ASR: no position table, k / v over num_key_value_head
 variants (`positions: sinusoid`, `k_bias`, `downsample: conv2d`) and `_audio_projector: {output_mlp: ...}` their
 output linears (whisper_audio);
 _audio_conv_pyramid a convolutional pyramid over the waveform (conv_pyramid_audio); _audio_wav2vec a wav2vec2-style
-encoder over the waveform (wav2vec_audio); any other audio_config is
+encoder over the waveform (wav2vec_audio); _audio_sanm a SAN-M encoder (sanm_audio); any other audio_config is
 refused naming it: the ViT conventions would size a Whisper encoder as patches.
 """
 from __future__ import annotations
@@ -100,6 +100,42 @@ def audio_projector(f: Fields, wrapper: Fields, d: int, ffn: int, text_hidden: i
     raise wrapper.err("model_type", f"{wrapper.cfg.get('model_type')!r}: its audio projector has no counting "
                                     "convention here; not counted rather than miscounted (drop audio_config to size "
                                     "the language model alone)")
+
+
+def _sanm_layer(d_in: int, d: int, ffn: int, fsmn_kernel: int) -> int:
+    """FunAsrNanoEncoderLayer: biased q / k / v from d_in and o d -> d, a bias-free depthwise FSMN conv of
+    fsmn_kernel taps a channel (0: none, the adaptor's layers), LayerNorms over d_in and d, a biased fc1 / fc2."""
+    return 3 * (d_in * d + d) + d * d + d + d * fsmn_kernel + 2 * d_in + 2 * d + 2 * d * ffn + ffn + d
+
+
+def sanm_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, Any]) -> tuple[int, int, int]:
+    """(params, layers, width) of a SAN-M encoder (the tower fact _audio_sanm: FunAsrNanoEncoder) and its
+    projector: no conv stem, the first layer reads num_mel_bins x num_stacked_frames stacked features, every layer a
+    _sanm_layer with its FSMN conv of fsmn_kernel_size; the last transcription layer (num_hidden_layers -
+    num_timestamp_prediction_layers - 1) and the last layer add a LayerNorm (final_layernorm); the sinusoid
+    positions are computed, not stored. The projector (`_audio_projector: adaptor`, FunAsrNanoMultiModalProjector):
+    linear_1 d -> adaptor_config.projector_hidden_size and linear_2 into adaptor_config.hidden_size, biased, then
+    adaptor_config.num_hidden_layers _sanm_layers without FSMN."""
+    d = f.int("hidden_size")
+    layers = f.int("num_hidden_layers", minimum=1, maximum=10_000)
+    ffn = f.int("intermediate_size")
+    heads = f.int("num_attention_heads")
+    if d % heads:
+        raise f.err("num_attention_heads", f"{heads} does not divide the width {d}")
+    d_in = f.int("num_mel_bins") * f.int("num_stacked_frames", maximum=1024)
+    kernel = f.int("fsmn_kernel_size", maximum=100_000)
+    timestamp = f.int("num_timestamp_prediction_layers", default=0, minimum=0, maximum=layers)
+    final_norms = len({layers - timestamp - 1, layers - 1} & set(range(layers)))
+    encoder = _sanm_layer(d_in, d, ffn, kernel) + (layers - 1) * _sanm_layer(d, d, ffn, kernel) + final_norms * 2 * d
+    if facts.get("_audio_projector") != "adaptor":
+        return encoder + audio_projector(f, wrapper, d, ffn, text_hidden, facts), layers, d
+    raw = wrapper.cfg.get("adaptor_config")
+    if not isinstance(raw, dict):
+        raise wrapper.err("adaptor_config", "missing or not an object (required to size the audio projector)")
+    a = Fields(raw, wrapper.origin, prefix="adaptor_config.")
+    out, mid = a.int("hidden_size"), a.int("projector_hidden_size")
+    adaptor = a.int("num_hidden_layers", minimum=0, maximum=1_000) * _sanm_layer(out, out, a.int("intermediate_size"), 0)
+    return encoder + d * mid + mid + mid * out + out + adaptor, layers, d
 
 
 def wav2vec_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, Any]) -> tuple[int, int, int]:

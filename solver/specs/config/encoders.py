@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from solver.specs.config.audio_towers import conv_pyramid_audio, wav2vec_audio, whisper_audio
+from solver.specs.config.audio_towers import conv_pyramid_audio, sanm_audio, wav2vec_audio, whisper_audio
 from solver.specs.config.fields import Fields, ReadRecorder
 from solver.specs.config.projectors import projector
 from solver.specs.config.tiled_towers import tiled_vit
@@ -159,6 +159,8 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
             params, layers, h = frame_linear_audio(f, text_hidden, facts["_audio_frame_linear"])
         elif facts.get("_audio_conv_pyramid") and key == "audio_config":
             params, layers, h = conv_pyramid_audio(f)
+        elif facts.get("_audio_sanm") and key == "audio_config":
+            params, layers, h = sanm_audio(f, Fields(raw, origin), text_hidden, facts)
         elif facts.get("_audio_wav2vec") and key == "audio_config":
             params, layers, h = wav2vec_audio(f, Fields(raw, origin), text_hidden, facts)
         elif key == "audio_config":
