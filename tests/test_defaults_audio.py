@@ -139,3 +139,23 @@ def test_fun_asr_nano_sanm_tower_has_fsmn_convs_and_a_wider_first_layer() -> Non
 
 def _sanm_total(d_in: int, d: int, ffn: int, kernel: int) -> int:
     return 3 * (d_in * d + d) + d * d + d + d * kernel + 2 * d_in + 2 * d + 2 * d * ffn + ffn + d
+
+
+def test_granite_speech_conformer_blocks_count_two_feed_forwards_attention_conv_and_a_norm() -> None:
+    # d 1024: a feed-forward 2 x 1024 + 1024 x 4096 + 4096 + 4096 x 1024 + 1024 = 8,395,776 (two of them); attention
+    # 2,048 + to_q 1024 x 1024 + to_kv 1024 x 2048 + to_out 1024 x 1024 + 1024 + rel_pos_emb 1025 x 128 = 4,328,576;
+    # conv 2,048 + up_conv 1024 x 4096 + 4096 + depthwise 2048 x 15 + BatchNorm 2 x 2048 + down_conv 2048 x 1024 +
+    # 1024 = 6,333,440; post_norm 2,048: a block 27,455,616. 10 blocks + input_linear 160 x 1024 + 1024 + out
+    # 1024 x 42 + 42 + out_mid 42 x 1024 + 1024 = 274,808,106 (transformers' model.encoder)
+    block = 2 * 8_395_776 + 4_328_576 + 6_333_440 + 2_048
+    assert block == 27_455_616
+    encoder = 10 * block + 164_864 + 43_050 + 44_032
+    assert encoder == 274_808_106
+    # the projector (transformers' model.projector 108,289,792): 3 queries (15 // 5) x 768, the Q-Former's LayerNorm,
+    # 12 layers (cross-attention on the even ones, keys / values from encoder_hidden_size 1408), a linear 768 -> 4096
+    q, cross = 768, 2 * (768 * 768 + 768) + 2 * (1408 * 768 + 768) + 2 * 768
+    layer = 4 * (q * q + q) + 2 * q + q * 3072 + 3072 + 3072 * q + q + 2 * q
+    projector = 3 * q + 2 * q + 12 * layer + 6 * cross + q * 4096 + 4096
+    assert projector == 108_289_792
+    assert _audio(_raw("granite_speech")) == encoder + projector
+    assert count_params(parse_model_config(_raw("granite_speech"), "x")).total == 6_990_441_514

@@ -12,7 +12,8 @@ is the rotary variant (GLM-ASR: no position table, k / v over num_key_value_head
 variants (`positions: sinusoid`, `k_bias`, `downsample: conv2d`) and `_audio_projector: {output_mlp: ...}` their
 output linears (whisper_audio);
 _audio_conv_pyramid a convolutional pyramid over the waveform (conv_pyramid_audio); _audio_wav2vec a wav2vec2-style
-encoder over the waveform (wav2vec_audio); _audio_sanm a SAN-M encoder (sanm_audio); any other audio_config is
+encoder over the waveform (wav2vec_audio); _audio_sanm a SAN-M encoder (sanm_audio); _audio_conformer a conformer
+(conformer_audio), read from the wrapper's _audio_config_key (Granite-Speech's encoder_config); any other audio_config is
 refused naming it: the ViT conventions would size a Whisper encoder as patches.
 """
 from __future__ import annotations
@@ -97,6 +98,8 @@ def audio_projector(f: Fields, wrapper: Fields, d: int, ffn: int, text_hidden: i
         return _stacked_swiglu(wrapper, d, text_hidden, kind)
     if isinstance(kind, dict) and "mlp2" in kind:
         return _audio_mlp2(wrapper, d, ffn, text_hidden, kind["mlp2"])
+    if isinstance(kind, dict) and "qformer" in kind:
+        return _windowed_qformer(wrapper, text_hidden, kind["qformer"])
     raise wrapper.err("model_type", f"{wrapper.cfg.get('model_type')!r}: its audio projector has no counting "
                                     "convention here; not counted rather than miscounted (drop audio_config to size "
                                     "the language model alone)")
@@ -138,6 +141,33 @@ def sanm_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, An
     return encoder + d * mid + mid + mid * out + out + adaptor, layers, d
 
 
+def conformer_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, Any]) -> tuple[int, int, int]:
+    """(params, layers, width) of a conformer CTC encoder (the tower fact _audio_conformer: GraniteSpeechCTCEncoder)
+    and its projector: input_linear input_dim -> d, biased; per block two feed-forwards (a LayerNorm, biased up d ->
+    feedforward_mult x d and down), an attention (a LayerNorm, bias-free to_q and to_kv of num_heads x dim_head
+    (default d / heads), a biased to_out, a (2 max_pos_emb + 1) x dim_head relative-position table), a conv module
+    (a LayerNorm, a biased pointwise up_conv d -> 2 x inner, inner = conv_expansion_factor x d, a bias-free depthwise
+    conv of conv_kernel_size taps, a BatchNorm's weight and bias, a biased pointwise down_conv) and a post LayerNorm;
+    then the CTC head out d -> output_dim and out_mid back, both biased. The projector: _audio_projector."""
+    d = f.int("hidden_dim")
+    layers = f.int("num_layers", maximum=10_000)
+    heads = f.int("num_heads")
+    hd = f.int("dim_head", default=0, minimum=0) or d // heads
+    if not hd:
+        raise f.err("num_heads", f"{heads} heads leave no head dimension in the width {d}")
+    ffn = f.int("feedforward_mult", maximum=64) * d
+    inner = f.int("conv_expansion_factor", maximum=64) * d
+    kernel = f.int("conv_kernel_size", maximum=100_000)
+    rel = 2 * f.int("max_pos_emb", maximum=10**7) + 1
+    out = f.int("output_dim")
+    feed_forward = 2 * d + d * ffn + ffn + ffn * d + d
+    attention = 2 * d + d * heads * hd + d * 2 * heads * hd + heads * hd * d + d + rel * hd
+    conv = 2 * d + d * 2 * inner + 2 * inner + inner * kernel + 2 * inner + inner * d + d
+    block = 2 * feed_forward + attention + conv + 2 * d
+    encoder = f.int("input_dim") * d + d + layers * block + d * out + out + out * d + d
+    return encoder + audio_projector(f, wrapper, d, ffn, text_hidden, facts), layers, d
+
+
 def wav2vec_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, Any]) -> tuple[int, int, int]:
     """(params, layers, width) of a wav2vec2-style audio encoder over the raw waveform (the tower fact
     _audio_wav2vec: OmniASRAudioModel) and its projector (_audio_projector): conv layer i, a Conv1d of
@@ -173,6 +203,21 @@ def wav2vec_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str,
     layer = 4 * (d * d + d) + 2 * 2 * d + d * ffn + ffn + ffn * d + d
     encoder = stem + positions + layers * layer + 2 * d
     return encoder + audio_projector(f, wrapper, d, ffn, text_hidden, facts), layers, d
+
+
+def _windowed_qformer(wrapper: Fields, text_hidden: int, spec: dict[str, Any]) -> int:
+    """GraniteSpeechEncoderProjector: a BLIP-2 Q-Former (config/attention_projectors.py qformer) over windows of the
+    encoder's frames, its learned queries window_size // downsample_rate (the wrapper's fields, its class defaults in
+    `window` / `rate`), its cross-attention keys / values from the Q-Former config's encoder_hidden_size (whatever the
+    encoder's width: transformers builds them so), then one biased linear into the text width."""
+    from solver.specs.config.attention_projectors import _sub_config, qformer
+
+    window = wrapper.int("window_size", default=int(spec["window"]), minimum=1)
+    rate = wrapper.int("downsample_rate", default=int(spec["rate"]), minimum=1)
+    defaults = spec.get("defaults") or {}
+    q_cfg = _sub_config(wrapper, str(spec["field"]), defaults)
+    return qformer(wrapper, q_cfg.int("encoder_hidden_size"), text_hidden,
+                   {"field": spec["field"], "defaults": defaults, "num_query_tokens": window // rate})
 
 
 def _conv2d_stem(f: Fields, d: int, mels: int) -> int:
