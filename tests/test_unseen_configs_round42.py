@@ -116,8 +116,23 @@ VOXTRAL_RT = (32000 * 4096 + 32 * (llama_layer(4096, 32, 8, 128, 14336) + 2 * 32
               + lin(3 * 128, 1280, True) + lin(3 * 1280, 1280, True) + 32 * voxtral_rt_audio_layer(1280, 32, 64, 5120)
               + 1280 + lin(1280 * 4, 4096) + lin(4096, 4096))
 
+# Granite-Speech-4.1-2B-Plus (granite_speech_plus; stop 38, audio: counted since): GraniteSpeechPlusConfig()'s
+# defaults. The conformer encoder 274,808,106 (10 blocks of 27,455,616, input_linear 160 -> 1024, the CTC head 1024 ->
+# 42 and back; tests/test_defaults_audio.py shows each) and the windowed Q-Former projector 108,289,792 (3 queries of
+# 768, 12 layers with cross-attention from 1408 on the even ones, a linear 768 -> 4096); the Granite text model of
+# 4096 x 32 (MHA 32 x 128, an 11008 MLP, 32000 rows). The wrapper's tie_word_embeddings true disagrees with the
+# text_config's false and the file has no transformers_version: the reader's rule (round 33) keeps the language
+# model's, an untied head, and names it; transformers 5.25.0 builds it tied, 6,990,441,514 (GRANITE_PLUS_TIED)
+GRANITE_PLUS = (2 * 32000 * 4096 + 32 * llama_layer(4096, 32, 32, 128, 11008) + 4096
+                + 10 * 27_455_616 + lin(160, 1024, True) + lin(1024, 42, True) + lin(42, 1024, True)
+                + 3 * 768 + 2 * 768 + 12 * (4 * lin(768, 768, True) + 2 * 768 + lin(768, 3072, True)
+                                           + lin(3072, 768, True) + 2 * 768)
+                + 6 * (2 * lin(768, 768, True) + 2 * lin(1408, 768, True) + 2 * 768) + lin(768, 4096, True))
+GRANITE_PLUS_TIED = GRANITE_PLUS - 32000 * 4096
+
 HAND: dict[str, int] = {
     "Qwen--Qwen3-ASR-1.7B-hf": QWEN3_ASR,
+    "ibm-granite--granite-speech-4.1-2b-plus": GRANITE_PLUS,
     "mistralai--Voxtral-Mini-4B-Realtime-2602": VOXTRAL_RT,
     "nvidia--audio-flamingo-3-hf": AF3,
     "nvidia--music-flamingo-2601-hf": MUSIC_FLAMINGO,
@@ -128,6 +143,7 @@ PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
 
 # Bytes of K/V per token of context at bf16 (the decoder's; the audio encoder keeps no cache)
 KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "ibm-granite--granite-speech-4.1-2b-plus": 32 * 2 * 32 * 128 * 2,
     "Qwen--Qwen3-ASR-1.7B-hf": 28 * 2 * 8 * 128 * 2,
     # every text layer attends within sliding_window 4096 (VoxtralRealtimeTextAttention): no cache grows past it
     "mistralai--Voxtral-Mini-4B-Realtime-2602": 0,
@@ -136,12 +152,9 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "zai-org--GLM-ASR-Nano-2512": 28 * 2 * 4 * 128 * 2,
 }
 # ------------------------------------------------------------------ refused this round: one line each (class defaults)
-# Cohere-Transcribe (cohere_asr): an encoder-decoder (Parakeet encoder);
-# Granite-Speech-4.1-2B-Plus (granite_speech_plus): a conformer encoder and a Q-Former projector
+# Cohere-Transcribe (cohere_asr): an encoder-decoder (Parakeet encoder)
 REFUSALS: dict[str, str] = {
     "CohereLabs--cohere-transcribe-03-2026": r"is_encoder_decoder: true: an encoder-decoder model \('cohere_asr'",
-    "ibm-granite--granite-speech-4.1-2b-plus": r"model_type: 'granite_speech_plus': a conformer speech encoder "
-                                               r"\(encoder_config\) and a BLIP-2 Q-Former projector",
 }
 _AF3, _MF, _GLM = "nvidia--audio-flamingo-3-hf", "nvidia--music-flamingo-2601-hf", "zai-org--GLM-ASR-Nano-2512"
 
@@ -226,14 +239,28 @@ def test_audio_tower_not_written_is_the_class_default_tower_and_said(name: str) 
     assert any(w.startswith("audio_config: not written; read as") for w in spec.warnings)
 
 
-@pytest.mark.parametrize("name, keys", [("CohereLabs--cohere-transcribe-03-2026", ["is_encoder_decoder", "encoder_config"]),
-                                        ("ibm-granite--granite-speech-4.1-2b-plus", ["encoder_config", "projector_config"])])
-def test_speech_wrapper_whose_class_builds_its_encoder_is_refused_with_the_subconfigs_left_out(name: str,
-                                                                                            keys: list[str]) -> None:
-    # Before this round: Cohere-Transcribe 167,814,144 (its decoder read as a decoder-only model), Granite-Speech-Plus
-    # 6,738,415,616 (the text alone)
-    cfg = ROUND.load(name, REFUSED)
-    for key in keys:
+def test_cohere_transcribe_with_its_subconfigs_left_out_is_refused() -> None:
+    # Before this round: 167,814,144 (its decoder read as a decoder-only model)
+    cfg = ROUND.load("CohereLabs--cohere-transcribe-03-2026", REFUSED)
+    for key in ("is_encoder_decoder", "encoder_config"):
         del cfg[key]
-    with pytest.raises(InputError, match=r"model_type: '(cohere_asr|granite_speech_plus)'"):
+    with pytest.raises(InputError, match=r"model_type: 'cohere_asr'"):
         parse_model_config(cfg, "x")
+
+
+def test_granite_speech_plus_with_its_subconfigs_left_out_reads_the_class_defaults() -> None:
+    # Before this round: 6,738,415,616 (the text alone); refused from round 42 until stop 38 (audio). The file writes
+    # the class defaults, so leaving encoder_config and projector_config out changes nothing, and says so
+    cfg = ROUND.load("ibm-granite--granite-speech-4.1-2b-plus")
+    del cfg["encoder_config"], cfg["projector_config"]
+    spec = parse_model_config(cfg, "x")
+    assert count(cfg) == GRANITE_PLUS
+    assert any(w.startswith("encoder_config: not written; read as") for w in spec.warnings)
+
+
+def test_granite_speech_plus_wrapper_tie_disagreeing_with_the_text_config_is_named() -> None:
+    cfg = _load("ibm-granite--granite-speech-4.1-2b-plus")
+    spec = parse_model_config(cfg, "x")
+    assert any(w.startswith("tie_word_embeddings: the wrapper's true disagrees") for w in spec.warnings)
+    del cfg["text_config"]["tie_word_embeddings"]
+    assert count(cfg) == GRANITE_PLUS_TIED  # only the wrapper's written: transformers' build
