@@ -159,3 +159,15 @@ def test_granite_speech_conformer_blocks_count_two_feed_forwards_attention_conv_
     assert projector == 108_289_792
     assert _audio(_raw("granite_speech")) == encoder + projector
     assert count_params(parse_model_config(_raw("granite_speech"), "x")).total == 6_990_441_514
+
+
+def test_vibevoice_asr_reads_two_tokenizer_encoders_each_with_its_projector_path() -> None:
+    # transformers' parts: acoustic_tokenizer_encoder 343,696,032 (hidden 64), semantic_tokenizer_encoder 344,613,600
+    # (hidden 128), multi_modal_projector 34,365,440 = per path a linear into 4096 (64 x 4096 + 4096 and
+    # 128 x 4096 + 4096), an RMSNorm 4096 and a linear 4096 x 4096 + 4096; whole 12,772,521,344
+    spec = parse_model_config(_raw("vibevoice_asr"), "x")
+    paths = sorted(e.params for e in spec.encoders if e.name == "audio")
+    assert paths == [343_696_032 + 64 * 4096 + 4096 + 4096 + 4096 * 4096 + 4096,
+                     344_613_600 + 128 * 4096 + 4096 + 4096 + 4096 * 4096 + 4096]
+    assert sum(paths) == 343_696_032 + 344_613_600 + 34_365_440
+    assert count_params(spec).total == 12_772_521_344

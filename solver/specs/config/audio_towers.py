@@ -13,7 +13,9 @@ variants (`positions: sinusoid`, `k_bias`, `downsample: conv2d`) and `_audio_pro
 output linears (whisper_audio);
 _audio_conv_pyramid a convolutional pyramid over the waveform (conv_pyramid_audio); _audio_wav2vec a wav2vec2-style
 encoder over the waveform (wav2vec_audio); _audio_sanm a SAN-M encoder (sanm_audio); _audio_conformer a conformer
-(conformer_audio), read from the wrapper's _audio_config_key (Granite-Speech's encoder_config); any other audio_config is
+(conformer_audio), read from the wrapper's _audio_config_key (Granite-Speech's encoder_config; a list: one tower
+each, VibeVoice-ASR's two tokenizer encoders); _audio_convnext a ConvNeXt tokenizer encoder (convnext_audio); any
+other audio_config is
 refused naming it: the ViT conventions would size a Whisper encoder as patches.
 """
 from __future__ import annotations
@@ -168,6 +170,36 @@ def conformer_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[st
     return encoder + audio_projector(f, wrapper, d, ffn, text_hidden, facts), layers, d
 
 
+def convnext_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, Any]) -> tuple[int, int, int]:
+    """(params, layers, width) of a causal ConvNeXt tokenizer encoder over the waveform (the tower fact
+    _audio_convnext: VibeVoiceAcousticTokenizerEncoderModel) and its projector: a stem conv channels -> num_filters
+    of kernel_size taps and depths[0] ConvNeXt blocks; stage i of downsampling_ratios (ratio r), a conv doubling the
+    channels with 2 r taps and stride r, then depths[i + 1] blocks; a head conv into hidden_size of kernel_size taps;
+    every conv biased. A block of width c: two RMSNorms, a biased depthwise conv of kernel_size taps, a biased
+    linear1 / linear2 through ffn_expansion x c, and two layer scales (gamma, ffn_gamma). Layers: the blocks."""
+    channels = f.int("channels", maximum=64)
+    filters = f.int("num_filters")
+    kernel = f.int("kernel_size", maximum=1024)
+    out = f.int("hidden_size")
+    expansion = f.int("ffn_expansion", maximum=64)
+    ratios = f.int_list("downsampling_ratios", minimum=1)
+    if not ratios:
+        raise f.err("downsampling_ratios", "missing (required to size the encoder's stages)")
+    depths = f.int_list("depths", len(ratios) + 1, minimum=0)
+    if depths is None:
+        raise f.err("depths", "missing (required to size the encoder's stages)")
+
+    def block(c: int) -> int:
+        return 2 * c + c * kernel + c + 2 * c * expansion * c + expansion * c + c + 2 * c
+
+    params = channels * filters * kernel + filters + depths[0] * block(filters)
+    for i, ratio in enumerate(ratios):
+        wide = filters * 2 ** (i + 1)
+        params += (wide // 2) * wide * 2 * ratio + wide + depths[i + 1] * block(wide)
+    params += filters * 2 ** len(ratios) * out * kernel + out
+    return params + audio_projector(f, wrapper, out, out, text_hidden, facts), sum(depths), out
+
+
 def wav2vec_audio(f: Fields, wrapper: Fields, text_hidden: int, facts: dict[str, Any]) -> tuple[int, int, int]:
     """(params, layers, width) of a wav2vec2-style audio encoder over the raw waveform (the tower fact
     _audio_wav2vec: OmniASRAudioModel) and its projector (_audio_projector): conv layer i, a Conv1d of
@@ -247,7 +279,9 @@ def _audio_mlp2(wrapper: Fields, d: int, ffn: int, text_hidden: int, spec: dict[
     the encoder's intermediate_size, frames stacked to it (GlmAsrMultiModalProjector), or `stacked`, d x the
     wrapper's `stack` field (VoxtralRealtimeMultiModalProjector's downsample_factor); the middle `widen` x the text
     width; biased unless the wrapper's `bias` field (its class default `bias_default`), or `bias_default` where no
-    field switches them, is false; `norm`: a biased LayerNorm over the output (MossTranscribeDiarizeMultiModalProjector)."""
+    field switches them, is false; `norm`: a biased LayerNorm over the output (MossTranscribeDiarizeMultiModalProjector),
+    `norm: rms` an RMSNorm of the text width (VibeVoiceAsrMultiModalProjector's sits between the two linears: the
+    same weights)."""
     if spec["source"] == "stacked":  # d x the wrapper's frames-stacked field (its class default `stack_default`)
         width = d * wrapper.int(str(spec["stack"]), default=int(spec["stack_default"]), maximum=1024)
     else:
@@ -256,7 +290,8 @@ def _audio_mlp2(wrapper: Fields, d: int, ffn: int, text_hidden: int, spec: dict[
     bias_field = spec.get("bias")
     bias_default = bool(spec.get("bias_default", True))
     bias = wrapper.bool(bias_field, bias_default) if bias_field else bias_default
-    norm = 2 * text_hidden if spec.get("norm") else 0  # `norm`: a LayerNorm with a bias on the output
+    # `norm`: on the output, a LayerNorm with a bias (true) or an RMSNorm (rms)
+    norm = {None: 0, False: 0, "rms": text_hidden}.get(spec.get("norm"), 2 * text_hidden)
     return width * mid + mid * text_hidden + ((mid + text_hidden) if bias else 0) + norm
 
 

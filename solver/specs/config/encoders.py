@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from solver.specs.config.audio_towers import (conformer_audio, conv_pyramid_audio, sanm_audio, wav2vec_audio,
-                                               whisper_audio)
+from solver.specs.config.audio_towers import (conformer_audio, conv_pyramid_audio, convnext_audio, sanm_audio,
+                                               wav2vec_audio, whisper_audio)
 from solver.specs.config.fields import Fields, ReadRecorder
 from solver.specs.config.projectors import projector
 from solver.specs.config.tiled_towers import tiled_vit
@@ -95,10 +95,16 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         out.append(Encoder("vision", channels * patch_h * patch_w * text_hidden + text_hidden, 0, text_hidden))
     # the key of the audio tower's config: audio_config, or the wrapper's _audio_config_key (Granite-Speech's
     # encoder_config)
-    audio_key = str(wrapper_facts.get("_audio_config_key") or "audio_config")
-    for key in tuple(audio_key if k == "audio_config" else k for k in ENCODER_KEYS):
-        audio = key == audio_key
+    # (a list: one tower each, VibeVoice-ASR's acoustic and semantic tokenizer encoders)
+    named_keys = wrapper_facts.get("_audio_config_key") or "audio_config"
+    audio_keys = tuple(str(k) for k in (named_keys if isinstance(named_keys, list) else [named_keys]))
+    for key in tuple(k for e in ENCODER_KEYS for k in (audio_keys if e == "audio_config" else (e,))):
+        audio = key in audio_keys
         sub = raw.get(key)
+        if sub is None and audio and len(audio_keys) > 1:
+            # each is built from its class defaults where not written, which no family line holds here
+            raise Fields(raw, origin).err(key, f"not written: transformers builds {raw.get('model_type')}'s default "
+                                               "for it, whose sizes shardplan does not hold; write it out")
         if sub is None and key == "vision_config" and wrapper_facts.get("_vision_config_defaults") and named is None:
             # transformers builds the wrapper's default tower where none is written (SubConfigSpec's init_kwargs);
             # the language model alone is sized here, and said
@@ -168,6 +174,8 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
             params, layers, h = sanm_audio(f, Fields(raw, origin), text_hidden, facts)
         elif facts.get("_audio_conformer") and audio:
             params, layers, h = conformer_audio(f, Fields(raw, origin), text_hidden, facts)
+        elif facts.get("_audio_convnext") and audio:
+            params, layers, h = convnext_audio(f, Fields(raw, origin), text_hidden, facts)
         elif facts.get("_audio_wav2vec") and audio:
             params, layers, h = wav2vec_audio(f, Fields(raw, origin), text_hidden, facts)
         elif audio:
