@@ -148,8 +148,8 @@ def test_qwen3_omni_thinker_text_floors_head_dim_and_norms_q_k() -> None:
     # transformers' model.language_model of the class default (lm_head apart): 17,194,145,784
     report = count_params(spec)
     assert report.total - sum(m.params for m in report.modules if m.name == "lm_head") == 17_194_145_784
-    with pytest.raises(InputError, match="audio_config"):  # the whole thinker: its audio tower is not counted
-        _parse(raw)
+    # the whole thinker, its audio tower counted since stop 38 (audio; tests/test_defaults_audio.py)
+    assert count_params(_parse(raw)).total == 18_418_329_704
 
 
 def test_kda_is_sized_by_linear_head_fields_where_written() -> None:

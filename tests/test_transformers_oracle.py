@@ -45,6 +45,7 @@ TIED_BY_THE_WRAPPER = (
     "tests/data/configs_unseen/round39/openbmb--MiniCPM-OCR-1.0.json",
     "tests/data/configs_unseen/round4/OpenGVLab--InternVL3-1B-hf.json",
     "tests/data/configs_unseen/round42/zai-org--GLM-ASR-Nano-2512.json",
+    "tests/data/configs_unseen/round42/ibm-granite--granite-speech-4.1-2b-plus.json",
 )
 # (a) transformers builds class defaults for what the file does not describe: the Llama-4 files hold text_config
 # only (transformers adds its default vision tower and projector, 455,178,240); Yi-VL's file is written for LLaVA's

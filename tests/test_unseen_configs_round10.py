@@ -204,7 +204,7 @@ REFUSALS: dict[str, str] = {
     # before: the same line (the mixer rule names the first unread Mamba field)
     "pfnet--plamo-2-1b": r"mamba_chunk_size: 256: describes a mixer other than attention .* model_type 'plamo2'",
     # before: the same line (Qwen2.5-Omni's rule)
-    "Qwen--Qwen3-Omni-30B-A3B-Instruct": r"thinker_config: given: the audio tower and the talker",
+    "Qwen--Qwen3-Omni-30B-A3B-Instruct": r"thinker_config: given: the talker",
 }
 
 

@@ -117,8 +117,17 @@ OPT_2_7B = (50272 * 2560 + 2050 * 2560 + 32 * (4 * lin(2560, 2560, bias=True) + 
                                                + lin(10240, 2560, bias=True) + 2 * ln(2560)) + ln(2560))
 BLIP2_OPT = OPT_2_7B + BLIP2_VISION + BLIP2_QFORMER
 
+# Granite-Speech-3.3-2B (stop 38, audio: counted since; refused here before): the Granite text model of 2,533,541,888
+# (round 15's figure for it alone), the conformer encoder (GraniteSpeechCTCEncoder, 16 blocks of 1024: two
+# feed-forwards 2 x 8,395,776, attention 4,328,576 with its 1025 x 128 rel_pos_emb, conv module 6,333,440, post norm
+# 2,048 = 27,455,616 a block; input_linear 160 -> 1024, the CTC head out 1024 -> 256 and out_mid back) and the
+# projector: 3 queries (window_size 15 // downsample_rate 5) x 1024, a 2-layer Q-Former of 1024 with cross-attention
+# in every layer (keys / values from 1024), a linear 1024 -> 2048. transformers 5.25.0 builds 3,009,219,840 too
+GRANITE_SPEECH = (2_533_541_888 + 16 * 27_455_616 + lin(160, 1024, bias=True) + lin(1024, 256, bias=True)
+                  + lin(256, 1024, bias=True) + 3 * 1024 + qformer(1024, 4096, 2, 1, 1024) + lin(1024, 2048, bias=True))
 
 HAND: dict[str, int] = {
+    "ibm-granite--granite-speech-3.3-2b": GRANITE_SPEECH,
     "inceptionai--jais-13b": JAIS,
     "baichuan-inc--Baichuan2-13B-Chat": BAICHUAN2_13B,
     "openbmb--MiniCPM-MoE-8x2B": MINICPM_MOE,
@@ -152,6 +161,7 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
     "openbmb--MiniCPM-MoE-8x2B": 40 * 36 * 64 * 4, "stabilityai--stablelm-zephyr-3b": 32 * 32 * 80 * 4,
     "mistralai--Mistral-Large-Instruct-2407": 88 * 8 * 128 * 4, "kajuma--DiffLlama-0.3B-handcut": 24 * 8 * 64 * 4,
     "Salesforce--blip2-opt-2.7b": 32 * 32 * 80 * 4,
+    "ibm-granite--granite-speech-3.3-2b": 40 * 8 * 64 * 4,  # head_dim 2048 / 32
     # its text config writes no sliding_window: MistralConfig's 4096 windows every layer (modeling_mistral.py), so
     # no cache grows past 4,096 tokens (round 15 counted 32 full layers, 131,072 B a token)
     "HuggingFaceM4--idefics2-8b": 0,
@@ -295,9 +305,6 @@ def test_skywork_moe_with_its_expert_list_as_an_integer_counts_to_the_hand_figur
 REFUSALS: dict[str, str] = {
     # before: refused, misleadingly, "text_config.hidden_size: missing" (Kosmos-2 writes embed_dim / layers / ffn_dim)
     "microsoft--kosmos-2-patch14-224": r"model_type: 'kosmos_2_text_model': Kosmos-2's text decoder",
-    # before: 2,533,541,888, the Granite text model alone, encoder_config and projector_config dropped silently
-    "ibm-granite--granite-speech-3.3-2b": r"encoder_config: given \(model_type 'granite_speech_encoder'\): a module "
-                                          r"beside the language model",
     # before: the same line (is_encoder_decoder, round 8's rule)
     "microsoft--Florence-2-large": r"is_encoder_decoder: true: an encoder-decoder model \('florence2'",
     # before: the same line: num_experts written as a list, [16] (SKYWORK_MOE above by hand)

@@ -90,7 +90,50 @@ def glm_asr_projector(audio_inter: int, text: int) -> int:
 GLM_ASR = GLM_ASR_TEXT + glm_asr_encoder(128, 1280, 32, 20, 20, 5120) + glm_asr_projector(5120, 2048)
 GLM_ASR_TIED = GLM_ASR - 59264 * 2048
 
+# Qwen3-ASR-1.7B (qwen3_asr; stop 38, audio: counted since): Qwen3ASREncoder, Whisper's layers with k_proj biased
+# under a sinusoid position buffer, a Conv2d stem (three stride-2 3 x 3 convs of downsample_hidden_size 480 and a
+# bias-free conv_out from 480 x 16 (128 mels halved thrice) into 1024) and ln_post; the projector linear_1 1024 -> 1024
+# and linear_2 1024 -> output_dim 3584, biased; a tied Qwen3 text model of 2048 x 28 (GQA 16 / 8 x 128, q / k norms)
+def qwen3_asr_layer(d: int, ff: int) -> int:
+    return 4 * lin(d, d, True) + 2 * ln(d) + lin(d, ff, True) + lin(ff, d, True)
+
+
+QWEN3_ASR = (151936 * 2048 + 28 * (gqa(2048, 16, 8, 128) + gated(2048, 6144) + 2 * 2048 + 2 * 128) + 2048
+             + lin(9, 480, True) + 2 * lin(9 * 480, 480, True) + lin(480 * 16, 1024) + 24 * qwen3_asr_layer(1024, 4096)
+             + ln(1024) + lin(1024, 1024, True) + lin(1024, 3584, True))
+
+# Voxtral-Mini-4B-Realtime (voxtral_realtime; stop 38, audio: counted since): VoxtralRealtimeEncoder, Whisper's conv1 /
+# conv2, 32 layers of q (biased) / k / v (biased) / o (biased) over 32 heads x head_dim 64, two RMSNorms, a gated MLP
+# 1280 -> 5120 with down biased, a closing RMSNorm; the projector 1280 x 4 (downsample_factor) -> 4096 -> 4096,
+# bias-free; the tied text model (VoxtralRealtimeTextConfig()'s 4096 x 32, GQA 32 / 8 x 128, 14336 MLP, 32000 table)
+# with ada_rms_norm in every layer, linear1 4096 -> 32 and linear2 back, bias-free
+def voxtral_rt_audio_layer(d: int, heads: int, hd: int, ff: int) -> int:
+    return (lin(d, heads * hd, True) + lin(d, heads * hd) + lin(d, heads * hd, True) + lin(heads * hd, d, True)
+            + 2 * d + gated(d, ff) + d)
+
+
+VOXTRAL_RT = (32000 * 4096 + 32 * (llama_layer(4096, 32, 8, 128, 14336) + 2 * 32 * 4096) + 4096
+              + lin(3 * 128, 1280, True) + lin(3 * 1280, 1280, True) + 32 * voxtral_rt_audio_layer(1280, 32, 64, 5120)
+              + 1280 + lin(1280 * 4, 4096) + lin(4096, 4096))
+
+# Granite-Speech-4.1-2B-Plus (granite_speech_plus; stop 38, audio: counted since): GraniteSpeechPlusConfig()'s
+# defaults. The conformer encoder 274,808,106 (10 blocks of 27,455,616, input_linear 160 -> 1024, the CTC head 1024 ->
+# 42 and back; tests/test_defaults_audio.py shows each) and the windowed Q-Former projector 108,289,792 (3 queries of
+# 768, 12 layers with cross-attention from 1408 on the even ones, a linear 768 -> 4096); the Granite text model of
+# 4096 x 32 (MHA 32 x 128, an 11008 MLP, 32000 rows). The wrapper's tie_word_embeddings true disagrees with the
+# text_config's false and the file has no transformers_version: the reader's rule (round 33) keeps the language
+# model's, an untied head, and names it; transformers 5.25.0 builds it tied, 6,990,441,514 (GRANITE_PLUS_TIED)
+GRANITE_PLUS = (2 * 32000 * 4096 + 32 * llama_layer(4096, 32, 32, 128, 11008) + 4096
+                + 10 * 27_455_616 + lin(160, 1024, True) + lin(1024, 42, True) + lin(42, 1024, True)
+                + 3 * 768 + 2 * 768 + 12 * (4 * lin(768, 768, True) + 2 * 768 + lin(768, 3072, True)
+                                           + lin(3072, 768, True) + 2 * 768)
+                + 6 * (2 * lin(768, 768, True) + 2 * lin(1408, 768, True) + 2 * 768) + lin(768, 4096, True))
+GRANITE_PLUS_TIED = GRANITE_PLUS - 32000 * 4096
+
 HAND: dict[str, int] = {
+    "Qwen--Qwen3-ASR-1.7B-hf": QWEN3_ASR,
+    "ibm-granite--granite-speech-4.1-2b-plus": GRANITE_PLUS,
+    "mistralai--Voxtral-Mini-4B-Realtime-2602": VOXTRAL_RT,
     "nvidia--audio-flamingo-3-hf": AF3,
     "nvidia--music-flamingo-2601-hf": MUSIC_FLAMINGO,
     "zai-org--GLM-ASR-Nano-2512": GLM_ASR,
@@ -100,22 +143,18 @@ PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
 
 # Bytes of K/V per token of context at bf16 (the decoder's; the audio encoder keeps no cache)
 KV_BYTES_PER_TOKEN: dict[str, int] = {
+    "ibm-granite--granite-speech-4.1-2b-plus": 32 * 2 * 32 * 128 * 2,
+    "Qwen--Qwen3-ASR-1.7B-hf": 28 * 2 * 8 * 128 * 2,
+    # every text layer attends within sliding_window 4096 (VoxtralRealtimeTextAttention): no cache grows past it
+    "mistralai--Voxtral-Mini-4B-Realtime-2602": 0,
     "nvidia--audio-flamingo-3-hf": 32 * 2 * 32 * 128 * 2,
     "nvidia--music-flamingo-2601-hf": 32 * 2 * 32 * 128 * 2,
     "zai-org--GLM-ASR-Nano-2512": 28 * 2 * 4 * 128 * 2,
 }
 # ------------------------------------------------------------------ refused this round: one line each (class defaults)
-# Qwen3-ASR-1.7B (qwen3_asr: Qwen3ASREncoder, Conv2d downsampling over downsample_hidden_size and proj1 / proj2 into
-# output_dim) and Voxtral-Mini-4B-Realtime (voxtral_realtime: RMSNorm'd rotary sliding-window encoder layers): no
-# counting convention for the tower; Cohere-Transcribe (cohere_asr): an encoder-decoder (Parakeet encoder);
-# Granite-Speech-4.1-2B-Plus (granite_speech_plus): a conformer encoder and a Q-Former projector
+# Cohere-Transcribe (cohere_asr): an encoder-decoder (Parakeet encoder)
 REFUSALS: dict[str, str] = {
-    "Qwen--Qwen3-ASR-1.7B-hf": r"audio_config: an audio encoder of model_type 'qwen3_asr_encoder' has no counting",
-    "mistralai--Voxtral-Mini-4B-Realtime-2602": r"audio_config: an audio encoder of model_type "
-                                               r"'voxtral_realtime_encoder' has no counting",
     "CohereLabs--cohere-transcribe-03-2026": r"is_encoder_decoder: true: an encoder-decoder model \('cohere_asr'",
-    "ibm-granite--granite-speech-4.1-2b-plus": r"model_type: 'granite_speech_plus': a conformer speech encoder "
-                                               r"\(encoder_config\) and a BLIP-2 Q-Former projector",
 }
 _AF3, _MF, _GLM = "nvidia--audio-flamingo-3-hf", "nvidia--music-flamingo-2601-hf", "zai-org--GLM-ASR-Nano-2512"
 
@@ -189,22 +228,39 @@ def test_glm_asr_wrapper_tie_disagreeing_with_the_text_config_is_named() -> None
 
 
 @pytest.mark.parametrize("name", ["Qwen--Qwen3-ASR-1.7B-hf", "mistralai--Voxtral-Mini-4B-Realtime-2602"])
-def test_audio_tower_without_convention_not_written_is_refused_not_left_out(name: str) -> None:
-    # Before this round: Qwen3-ASR without audio_config 1,720,574,976, the text alone, no note
-    cfg = ROUND.load(name, REFUSED)
+def test_audio_tower_not_written_is_the_class_default_tower_and_said(name: str) -> None:
+    # Before this round: Qwen3-ASR without audio_config 1,720,574,976, the text alone, no note; refused since round 42
+    # until stop 38 (audio) counted these towers: both files write their class's default tower, so leaving it out
+    # changes nothing
+    cfg = ROUND.load(name)
     del cfg["audio_config"]
-    with pytest.raises(InputError, match=r"audio_config: not written: transformers builds .* default audio tower"):
-        parse_model_config(cfg, "x")
+    spec = parse_model_config(cfg, "x")
+    assert count(cfg) == HAND[name]
+    assert any(w.startswith("audio_config: not written; read as") for w in spec.warnings)
 
 
-@pytest.mark.parametrize("name, keys", [("CohereLabs--cohere-transcribe-03-2026", ["is_encoder_decoder", "encoder_config"]),
-                                        ("ibm-granite--granite-speech-4.1-2b-plus", ["encoder_config", "projector_config"])])
-def test_speech_wrapper_whose_class_builds_its_encoder_is_refused_with_the_subconfigs_left_out(name: str,
-                                                                                            keys: list[str]) -> None:
-    # Before this round: Cohere-Transcribe 167,814,144 (its decoder read as a decoder-only model), Granite-Speech-Plus
-    # 6,738,415,616 (the text alone)
-    cfg = ROUND.load(name, REFUSED)
-    for key in keys:
+def test_cohere_transcribe_with_its_subconfigs_left_out_is_refused() -> None:
+    # Before this round: 167,814,144 (its decoder read as a decoder-only model)
+    cfg = ROUND.load("CohereLabs--cohere-transcribe-03-2026", REFUSED)
+    for key in ("is_encoder_decoder", "encoder_config"):
         del cfg[key]
-    with pytest.raises(InputError, match=r"model_type: '(cohere_asr|granite_speech_plus)'"):
+    with pytest.raises(InputError, match=r"model_type: 'cohere_asr'"):
         parse_model_config(cfg, "x")
+
+
+def test_granite_speech_plus_with_its_subconfigs_left_out_reads_the_class_defaults() -> None:
+    # Before this round: 6,738,415,616 (the text alone); refused from round 42 until stop 38 (audio). The file writes
+    # the class defaults, so leaving encoder_config and projector_config out changes nothing, and says so
+    cfg = ROUND.load("ibm-granite--granite-speech-4.1-2b-plus")
+    del cfg["encoder_config"], cfg["projector_config"]
+    spec = parse_model_config(cfg, "x")
+    assert count(cfg) == GRANITE_PLUS
+    assert any(w.startswith("encoder_config: not written; read as") for w in spec.warnings)
+
+
+def test_granite_speech_plus_wrapper_tie_disagreeing_with_the_text_config_is_named() -> None:
+    cfg = _load("ibm-granite--granite-speech-4.1-2b-plus")
+    spec = parse_model_config(cfg, "x")
+    assert any(w.startswith("tie_word_embeddings: the wrapper's true disagrees") for w in spec.warnings)
+    del cfg["text_config"]["tie_word_embeddings"]
+    assert count(cfg) == GRANITE_PLUS_TIED  # only the wrapper's written: transformers' build

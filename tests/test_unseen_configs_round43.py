@@ -35,7 +35,34 @@ HIGGS_AUDIO_V2 = higgs(128256, 3072, 28, 24, 8, 128, 8192, 8, 1024)
 # The same config read as a plain Llama (one MLP, two norms, an untied 128256-row head): what the reader gave before
 HIGGS_AS_LLAMA = 2 * 128256 * 3072 + 28 * (gqa(3072, 24, 8, 128) + gated(3072, 8192) + 2 * 3072) + 3072
 
-HAND: dict[str, int] = {}
+
+
+# VibeVoice-ASR (vibevoice_asr; stop 38, audio: counted since, refused here before): VibeVoiceAsrConfig()'s defaults.
+# Two VibeVoiceAcousticTokenizerEncoderModels (acoustic hidden_size 64, semantic 128, the class's 32 filters, kernel 7,
+# ratios [2, 2, 4, 5, 5, 8], depths [3, 3, 3, 3, 3, 3, 8]): a stem conv 1 -> 32 and 3 ConvNeXt blocks; stage i a conv
+# 32 x 2^i -> 32 x 2^(i+1) of 2 r taps and its blocks; a head conv 2048 -> hidden of 7 taps; all convs biased. A block
+# of width c: two RMSNorms, a biased depthwise conv of 7 taps, linear1 / linear2 through 4 c (biased), gamma and
+# ffn_gamma. Each path's projector: a linear hidden -> 4096 (biased), an RMSNorm, a linear 4096 -> 4096 (biased); the
+# Qwen2 language model of QWEN2_DEFAULT (12,049,846,272, untied)
+def convnext_block(c: int) -> int:
+    return 2 * c + (7 * c + c) + lin(c, 4 * c, True) + lin(4 * c, c, True) + 2 * c
+
+
+def vibevoice_encoder(hidden: int) -> int:
+    ratios, depths = [2, 2, 4, 5, 5, 8], [3, 3, 3, 3, 3, 3, 8]
+    total = lin(7, 32, True) + 3 * convnext_block(32)
+    for i, r in enumerate(ratios):
+        total += lin(32 * 2 ** i * 2 * r, 32 * 2 ** (i + 1), True) + depths[i + 1] * convnext_block(32 * 2 ** (i + 1))
+    return total + lin(2048 * 7, hidden, True)
+
+
+def vibevoice_path(hidden: int) -> int:
+    return vibevoice_encoder(hidden) + lin(hidden, 4096, True) + 4096 + lin(4096, 4096, True)
+
+
+VIBEVOICE_ASR = QWEN2_DEFAULT + vibevoice_path(64) + vibevoice_path(128)
+
+HAND: dict[str, int] = {"microsoft--VibeVoice-ASR-HF": VIBEVOICE_ASR}
 ACTIVE: dict[str, tuple[int, float | None]] = {}
 PUBLISHED: dict[str, float] = {}  # class defaults, not the releases' files
 KV_BYTES_PER_TOKEN: dict[str, int] = {}
@@ -45,7 +72,6 @@ REFUSALS: dict[str, str] = {
     "bosonai--higgs-audio-v2-generation-3B-base": r"model_type: 'higgs_audio_v2': a DualFFN decoder",
     "kmhf--hf-moshika": r"model_type: 'moshi': a temporal decoder over num_codebooks audio-code tables",
     "kyutai--stt-2.6b-en-trfs": r"model_type: 'kyutai_speech_to_text': num_codebooks x codebook_vocab_size",
-    "microsoft--VibeVoice-ASR-HF": r"model_type: 'vibevoice_asr': acoustic and semantic VibeVoice tokenizer encoders",
 }
 
 
@@ -53,7 +79,6 @@ REFUSALS: dict[str, str] = {
 @pytest.mark.parametrize("name, keys", [
     ("kmhf--hf-moshika", ["depth_decoder_config", "audio_encoder_config"]),
     ("kyutai--stt-2.6b-en-trfs", ["codec_config"]),
-    ("microsoft--VibeVoice-ASR-HF", ["acoustic_tokenizer_encoder_config", "semantic_tokenizer_encoder_config"]),
 ])
 def test_speech_model_whose_class_builds_its_sub_configs_is_refused_with_them_left_out(name: str,
                                                                                       keys: list[str]) -> None:
@@ -63,6 +88,22 @@ def test_speech_model_whose_class_builds_its_sub_configs_is_refused_with_them_le
     for key in keys:
         del cfg[key]
     with pytest.raises(InputError, match=REFUSALS[name]):
+        parse_model_config(cfg, "x")
+
+
+def test_vibevoice_asr_tokenizer_encoders_count_to_transformers_figures() -> None:
+    # transformers 5.25.0: model.acoustic_tokenizer_encoder 343,696,032, model.semantic_tokenizer_encoder 344,613,600,
+    # model.multi_modal_projector 34,365,440; the whole 12,772,521,344
+    assert (vibevoice_encoder(64), vibevoice_encoder(128)) == (343_696_032, 344_613_600)
+    assert VIBEVOICE_ASR == 12_772_521_344
+
+
+def test_vibevoice_asr_with_a_tokenizer_config_left_out_is_refused_naming_it() -> None:
+    # Before round 43: 12,049,846,272 (the Qwen2 text alone); the class builds each from its own defaults (the
+    # semantic one at hidden_size 128, its init_kwargs), which no family line holds
+    cfg = ROUND.load("microsoft--VibeVoice-ASR-HF")
+    del cfg["semantic_tokenizer_encoder_config"]
+    with pytest.raises(InputError, match=r"semantic_tokenizer_encoder_config: not written"):
         parse_model_config(cfg, "x")
 
 

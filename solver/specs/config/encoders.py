@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from solver.specs.config.audio_towers import conv_pyramid_audio, whisper_audio
+from solver.specs.config.audio_towers import (conformer_audio, conv_pyramid_audio, convnext_audio, sanm_audio,
+                                               wav2vec_audio, whisper_audio)
 from solver.specs.config.fields import Fields, ReadRecorder
 from solver.specs.config.projectors import projector
 from solver.specs.config.tiled_towers import tiled_vit
@@ -92,14 +93,24 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
             raise w.err("patch_size", "missing (required to size the patch embedding into the text width)")
         channels = w.int("num_channels", default=3, maximum=64)
         out.append(Encoder("vision", channels * patch_h * patch_w * text_hidden + text_hidden, 0, text_hidden))
-    for key in ENCODER_KEYS:
+    # the key of the audio tower's config: audio_config, or the wrapper's _audio_config_key (Granite-Speech's
+    # encoder_config)
+    # (a list: one tower each, VibeVoice-ASR's acoustic and semantic tokenizer encoders)
+    named_keys = wrapper_facts.get("_audio_config_key") or "audio_config"
+    audio_keys = tuple(str(k) for k in (named_keys if isinstance(named_keys, list) else [named_keys]))
+    for key in tuple(k for e in ENCODER_KEYS for k in (audio_keys if e == "audio_config" else (e,))):
+        audio = key in audio_keys
         sub = raw.get(key)
+        if sub is None and audio and len(audio_keys) > 1:
+            # each is built from its class defaults where not written, which no family line holds here
+            raise Fields(raw, origin).err(key, f"not written: transformers builds {raw.get('model_type')}'s default "
+                                               "for it, whose sizes shardplan does not hold; write it out")
         if sub is None and key == "vision_config" and wrapper_facts.get("_vision_config_defaults") and named is None:
             # transformers builds the wrapper's default tower where none is written (SubConfigSpec's init_kwargs);
             # the language model alone is sized here, and said
             notes.append(f"{key}: not written; the language model alone is sized (transformers would build "
                          f"{raw.get('model_type')}'s default tower)")
-        if sub is None and key == "audio_config" and wrapper_facts.get("_audio_config_type"):
+        if sub is None and audio and wrapper_facts.get("_audio_config_type"):
             # transformers builds the wrapper's default audio tower where none is written (SubConfigSpec's
             # model_type): counted from that tower's class defaults (its _audio_config_defaults), and said
             sub = {"model_type": wrapper_facts["_audio_config_type"]}
@@ -137,7 +148,7 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         # default vision configs hold). The wrapper's default vision config (LlavaConfig's CLIP) only fills what
         # no class default of the tower is known for
         own_defaults = (own.get("_vision_config_defaults") or {}) if key == "vision_config" else \
-            (own.get("_audio_config_defaults") or {}) if key == "audio_config" else {}
+            (own.get("_audio_config_defaults") or {}) if audio else {}
         wrapper_defaults = (wrapper_facts.get("_vision_config_defaults") or {}) if key == "vision_config" else {}
         defaults = {**wrapper_defaults, **own_defaults}
         taken = [k for k in defaults if k not in sub]
@@ -155,11 +166,19 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
         f = Fields(sub, origin, prefix=f"{key}.")
         if facts.get("_vision_encoder_free") and key == "vision_config":  # no tower (config/embedders.py)
             params, layers, h = encoder_free_vision(f, text_hidden, facts["_vision_encoder_free"])
-        elif facts.get("_audio_frame_linear") and key == "audio_config":
+        elif facts.get("_audio_frame_linear") and audio:
             params, layers, h = frame_linear_audio(f, text_hidden, facts["_audio_frame_linear"])
-        elif facts.get("_audio_conv_pyramid") and key == "audio_config":
+        elif facts.get("_audio_conv_pyramid") and audio:
             params, layers, h = conv_pyramid_audio(f)
-        elif key == "audio_config":
+        elif facts.get("_audio_sanm") and audio:
+            params, layers, h = sanm_audio(f, Fields(raw, origin), text_hidden, facts)
+        elif facts.get("_audio_conformer") and audio:
+            params, layers, h = conformer_audio(f, Fields(raw, origin), text_hidden, facts)
+        elif facts.get("_audio_convnext") and audio:
+            params, layers, h = convnext_audio(f, Fields(raw, origin), text_hidden, facts)
+        elif facts.get("_audio_wav2vec") and audio:
+            params, layers, h = wav2vec_audio(f, Fields(raw, origin), text_hidden, facts)
+        elif audio:
             # an audio tower is counted only by its family's convention: the ViT conventions below would size a
             # Whisper encoder as patches and a position grid (Voxtral's, silently) or refuse it on image_size
             if not facts.get("_audio_whisper"):
@@ -184,5 +203,5 @@ def read_encoders(raw: dict[str, Any], text_hidden: int, origin: str, notes: lis
                 notes.append(f"{key}.{', '.join(read)}: not written; read as {source} (a nested config is written "
                              "as its difference from that default)")
         check_unread_tower(f, sub, known or tower_type in families, notes, taken)
-        out.append(Encoder("audio" if key.startswith("audio") else "vision", params, layers, h))
+        out.append(Encoder("audio" if audio else "vision", params, layers, h))
     return out

@@ -466,18 +466,19 @@ def _kv_sources(layer_slots: list[Slot], layers: tuple[Layer, ...]) -> tuple[int
     return tuple(s.index if s.kv_source is None else s.kv_source for s in layer_slots)
 
 
-GATED_NORM_PLACES = ("mixer", "moe")
+GATED_NORM_PLACES = ("mixer", "moe", "mlp")
 
 
 def _norm_gates(f: Fields, slot: Slot, hidden: int) -> int:
     """Weights of the low-rank sigmoid gate MLPs on a layer's norms (the family's _gated_norms: "mixer" the norm
-    before the mixer, "moe" the norm before an MoE block; A.X-K2's AXK2GatedRMSNorm, fc1 hidden -> gated_norm_rank
-    and fc2 back, bias-free)."""
+    before the mixer, "moe" the norm before an MoE block, "mlp" the norm before a dense MLP; A.X-K2's
+    AXK2GatedRMSNorm, fc1 hidden -> gated_norm_rank and fc2 back, bias-free; Voxtral-Realtime's ada_rms_norm)."""
     places = f.cfg.get("_gated_norms")
     if not places:
         return 0
     if not isinstance(places, list) or set(places) - set(GATED_NORM_PLACES):
         raise f.err("_gated_norms", f"must list places among {GATED_NORM_PLACES}, got {places!r}")
     rank = f.int("gated_norm_rank", minimum=1)
-    gated = ("mixer" in places and slot.mixer is not None) + ("moe" in places and slot.ffn == "moe")
+    gated = ("mixer" in places and slot.mixer is not None) + ("moe" in places and slot.ffn == "moe") \
+        + ("mlp" in places and slot.ffn is not None and slot.ffn != "moe")
     return gated * 2 * hidden * rank

@@ -78,9 +78,9 @@ _UNMODELLED: tuple[str, ...] = ()
 _REFUSED = {
     "altup_num_inputs": "AltUp (several predicted copies of the hidden state with their router and coefficients)",
     "laurel_rank": "LAuReL low-rank residual blocks",
-    # an omni model's language model sits in its thinker beside an audio tower, and a talker and a token-to-wave
-    # model speak (Qwen2.5-Omni, Qwen3-Omni): none of their tensors has a counting convention here
-    "thinker_config": "the audio tower and the talker / token2wav speech models of a thinker-talker model",
+    # an omni model's language model sits in its thinker (counted alone: its model_type's own config), and a talker
+    # (its own transformer stack) and a token-to-wave model speak (Qwen2.5-Omni, Qwen3-Omni): not counted here
+    "thinker_config": "the talker (its own transformer stack) and token2wav speech models of a thinker-talker model",
     # Phi-4-multimodal: a LoRA adapter set per modality on the text model's linears, and a conformer audio encoder
     "vision_lora": "LoRA adapters per modality (rank r on the text model's linears a name pattern selects)",
     "speech_lora": "LoRA adapters per modality (rank r on the text model's linears a name pattern selects)",
