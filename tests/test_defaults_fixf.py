@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from solver.estimate.compute import Kit, Work, factors_for
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
@@ -120,3 +122,28 @@ def test_head_dim_zero_beside_mla_is_not_a_head_width() -> None:
     spec = parse_model_config(_raw("glm5_next"), "x")
     mla = next(layer.mixer for layer in spec.layers if getattr(layer.mixer, "indexer", None))
     assert (mla.qk_nope_head_dim, mla.qk_rope_head_dim) == (256, 0)
+
+
+def test_the_audio_pyramid_left_out_is_the_audio_config_classs_default_pyramid() -> None:
+    # MuseSparkAudioConfig's (16, 6, 5, 4) / (256, 512, 1024, 2048) / (2, 2, 2, 2): the file without the three lists
+    # counts the same 822,036,529,664 (its audio tower 117,840,384), not the 24,577 of a pyramid with no stages
+    import json as _json
+
+    from solver.estimate.params import count_params
+    from solver.specs.config.read import parse_model_config
+
+    raw = _json.loads((Path(__file__).parent / "data" / "configs_defaults" / "muse_spark.json").read_text())
+    for name in ("hidden_sizes", "patch_sizes", "depths"):
+        raw["audio_config"].pop(name)
+    assert count_params(parse_model_config(raw, "muse")).total == 822_036_529_664
+
+
+def test_a_pyramid_tower_without_its_lists_or_their_defaults_is_refused_naming_the_list() -> None:
+    from solver.errors import InputError
+    from solver.specs.config.audio_towers import conv_pyramid_audio
+    from solver.specs.config.fields import Fields
+
+    f = Fields({"num_hidden_layers": 2, "conv_kernel_size": 7, "mlp_ratio": 4.0, "out_hidden_size": 64}, "x",
+               prefix="audio_config.")
+    with pytest.raises(InputError, match="audio_config.hidden_sizes: missing"):
+        conv_pyramid_audio(f)

@@ -303,9 +303,13 @@ def conv_pyramid_audio(f: Fields) -> tuple[int, int, int]:
     channel), an RMSNorm and a biased fc1 / fc2 of mlp_ratio x d_i. Then an RMSNorm, a biased proj to out_hidden_size
     and an RMSNorm of it. Layers: the conv blocks; width: the last stage's."""
     stages = f.int("num_hidden_layers", maximum=64)
-    widths = f.int_list("hidden_sizes", stages, minimum=1) or []
-    patches = f.int_list("patch_sizes", stages, minimum=1) or []
-    depths = f.int_list("depths", stages, minimum=0) or []
+    lists = {}
+    for name, minimum in (("hidden_sizes", 1), ("patch_sizes", 1), ("depths", 0)):
+        value = f.int_list(name, stages, minimum=minimum)
+        if value is None:  # the pyramid's stages are these lists: none is guessed
+            raise f.err(name, f"missing: the convolutional pyramid's {stages} stages are sized by it")
+        lists[name] = value
+    widths, patches, depths = lists["hidden_sizes"], lists["patch_sizes"], lists["depths"]
     kernel = f.int("conv_kernel_size", maximum=1024)
     ratio = f.number("mlp_ratio", 0.0, 1000.0)
     out = f.int("out_hidden_size")
