@@ -115,12 +115,27 @@ def _set(config, path: tuple[str, ...], value: object) -> None:
 # -- has this model_type and the field), else to a generic value where the modeling code itself derives one when the
 # field is absent: head_dim = hidden_size // num_attention_heads (LlamaAttention and most attention classes),
 # num_key_value_heads = num_attention_heads (multi-head attention, LlamaConfig's own fallback), rope_theta 10000.0
-# (RoFormer's base, the default of the rope init). Anything else stays None; where the
-# filled config still cannot be built, the class default is written back and its row keeps transformers' error.
+# (RoFormer's base, the default of the rope init). A class that builds a module whatever its switch says gets the
+# module's sizes: a QSA indexer (Qwen4ExpTextAttention builds Qwen4ExpTextQSAIndexer on every indexed_attention layer,
+# though its config calls the null fields "QSA off") is sized as the attention it indexes (num_attention_heads query
+# heads of head_dim: the validator requires its head to hold the attention's rotary dims, and one key head, the only
+# count it takes), its token budget and block size (no weights) DeepSeek-V3.2's index_topk 2048 and DeepSeek-V4's
+# compress ratio 4; an always-MoE block whose expert sizes the class leaves None (DiffusionGemma's) takes
+# MixtralConfig's class defaults, 8 experts, top 2, each of the dense intermediate_size. Anything else stays None;
+# where the filled config still cannot be built, the class default is written back and its row keeps transformers'
+# error.
 GENERIC = {
     "head_dim": lambda d: d["hidden_size"] // d["num_attention_heads"],
     "num_key_value_heads": lambda d: d["num_attention_heads"],
     "rope_theta": lambda d: 10000.0,
+    "indexer_n_heads": lambda d: d["num_attention_heads"],
+    "indexer_kv_heads": lambda d: 1,
+    "indexer_head_dim": lambda d: d["head_dim"],
+    "indexer_budget": lambda d: 2048,
+    "indexer_compress_ratio": lambda d: 4,
+    "num_experts": lambda d: 8,
+    "top_k_experts": lambda d: 2,
+    "moe_intermediate_size": lambda d: d["intermediate_size"],
 }
 
 
