@@ -216,7 +216,7 @@ REFUSALS: dict[str, str] = {
     # the vision tower's routed experts (Dots3NoteVisionMoE, 17 blocks of 4 .. 64 experts: 5,918,048,864 of the
     # 6,871,277,920) are not modelled in a tower (its text model counts since stop 38, vlm2)
     "dots-studio--dots3-note-prev": r"vision_config\.num_local_experts: 64 experts in a vision tower",
-    "thinkingmachines--Inkling-2-Small": r"text_config\.d_rel: 16: relative-position states",
+    "thinkingmachines--Inkling-2-Small": r"model_type: 'inkling2': Inkling2VisionModel",
 }
 
 
@@ -342,14 +342,15 @@ def test_muse_spark_experts_run_between_two_projections_at_the_pooled_width() ->
     assert (moe.expert_width, sum(p.params for p in latent.parts)) == (4096, 2 * 8192 * 4096 + 2 * 4096)
 
 
-@pytest.mark.parametrize("keys, field", [
-    ([], "d_rel"),
-    (["layer_types", "conv_kernel_size"], "d_rel"),
-    (["layer_types", "conv_kernel_size", "d_rel"], "n_layers_per_attn_res_block"),
-])
-def test_inkling2_is_refused_whatever_pattern_fields_it_leaves_out(keys: list[str], field: str) -> None:
-    cfg = _refused("thinkingmachines--Inkling-2-Small")
+@pytest.mark.parametrize("keys", [[], ["layer_types"], ["layer_types", "conv_kernel_size", "d_rel"]])
+def test_inkling2_text_counts_to_the_hand_count_whatever_class_defaults_it_leaves_out(keys: list[str]) -> None:
+    # layer_types left out: Inkling2TextConfig's __post_init__ makes layer i full where (i + 1) % 6 == 0
+    text = _refused("thinkingmachines--Inkling-2-Small")["text_config"]
     for key in keys:
-        del cfg["text_config"][key]
-    with pytest.raises(InputError, match=rf"text_config\.{field}: "):
-        parse_model_config(cfg, "x")
+        del text[key]
+    assert count(text) == INKLING2_TEXT
+
+
+def test_inkling2_is_refused_naming_its_vision_tower() -> None:
+    with pytest.raises(InputError, match="Inkling2VisionModel"):
+        parse_model_config(_refused("thinkingmachines--Inkling-2-Small"), "x")

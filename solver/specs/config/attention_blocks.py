@@ -148,7 +148,35 @@ class AttentionReading:
                          differential=f.bool("_differential_attention"),
                          channel_vectors=f.int("_attention_channel_vectors", default=0, minimum=0, maximum=8),
                          indexer=indexer, qk_conv=self.qk_conv(dh),
-                         delayed_v=kv * (dh if dv is None else dv) // 2 if f.bool("_delayed_value_half") else 0)
+                         delayed_v=kv * (dh if dv is None else dv) // 2 if f.bool("_delayed_value_half") else 0,
+                         rel_bias=self.relative_bias(kind), sink_proj=f.bool("_attention_sink_proj"),
+                         **self.kv_convs(kind),
+                         kv_input_norms=kind in (f.cfg.get("_kv_input_norms") or ()))
+
+    def relative_bias(self, kind: str) -> tuple[int, int] | tuple[()]:
+        """(d_rel, extent) of a hidden-conditioned relative-position bias (layers/attention.py), () where d_rel is
+        not written. The extent's field per layer kind is the family's (_rel_extent_fields: Inkling-2's full layers
+        read rel_extent, its sliding ones their window, sliding_window_size)."""
+        f = self.f
+        if not f.has("d_rel"):
+            return ()
+        fields = f.cfg.get("_rel_extent_fields") or {}
+        if kind not in fields:
+            raise f.err("d_rel", f"{f.cfg['d_rel']}: relative-position states whose bias table's extent is not "
+                                 f"known for the {kind} layers of model_type {f.cfg.get('model_type')!r}")
+        return f.int("d_rel", minimum=1, maximum=1 << 16), f.int(str(fields[kind]), minimum=1, maximum=10**9)
+
+    def kv_convs(self, kind: str) -> dict[str, object]:
+        """The causal convolutions over K and V (layers/attention.py kv_conv): the family's _kv_conv {kernel: the
+        kernel's field, dynamic: the layer kinds whose taps add per-token weights}; none without the fact."""
+        rule = self.f.cfg.get("_kv_conv")
+        if not rule:
+            return {}
+        field = str(rule["kernel"])
+        if not self.f.has(field):
+            raise self.f.err(field, "missing: it sizes the kernel of the key / value convolutions")
+        return {"kv_conv": self.f.int(field, minimum=1, maximum=64),
+                "kv_conv_dynamic": kind in (rule.get("dynamic") or ())}
 
     def qk_conv(self, head_dim: int) -> tuple[tuple[int, int], ...]:
         """The causal convolutions over the q / k channels, in order: the family's _qk_conv lists each as [grouping,
@@ -225,8 +253,8 @@ class AttentionReading:
         same weights as a doubled q_proj; "none"). A value the family's code does not build is refused."""
         f = self.f
         rule = f.cfg.get("_attention_gate")
-        if not rule:
-            return f.bool("attn_output_gate"), False
+        if not rule:  # or the family's gate_proj hidden -> heads x head_dim under no field (_attention_output_gate)
+            return f.bool("attn_output_gate") or f.bool("_attention_output_gate"), False
         field, builds = rule["field"], rule["values"]
         value = f.cfg.get(field)
         width = next((w for v, w in builds.items() if v == value and type(v) is type(value)), None)

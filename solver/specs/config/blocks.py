@@ -230,6 +230,28 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
             own += (Projection("mlp_adapter", ((h, rank), (rank, up))),)
         return (attention, ffn), own, (width, h)
 
+    def block_residual(self, slot: Slot) -> Block | None:
+        """Attention residuals over blocks of layers and the short convolutions on each sub-block's output
+        (layers/block_residual.py), from the family's _block_residual {block: the field of layers a block, queries:
+        {layer kind: learned queries of the mixer's input}, conv_kernel: the convolutions' kernel field}; None
+        without the fact. Layer i reads the ceil(i / n) states begun before it plus its partial sum; the first
+        layer's mixer reads the embedding (no query); a layer starting a block adds its input before the MLP's read."""
+        from solver.specs.layers.block_residual import BlockResidual
+
+        f, rule = self.f, self.f.cfg.get("_block_residual")
+        if not rule:
+            return None
+        n = f.int(str(rule["block"]), minimum=1, maximum=MAX_LAYERS)
+        queries = rule["queries"]
+        if slot.mixer not in queries:
+            raise f.err(str(rule["block"]), f"attention residuals before a {slot.mixer} mixer are not modelled")
+        i = slot.index
+        begun = -(-i // n)
+        reads = ((int(queries[slot.mixer]), begun + 1),) if i > 0 else ()
+        reads += ((1, begun + (1 if i % n == 0 else 0) + 1),)
+        kernel_field = str(rule["conv_kernel"])
+        return BlockResidual(self.h, reads, convs=2, kernel=f.int(kernel_field, minimum=1, maximum=64))
+
     def per_layer_input(self) -> Block | None:
         """A layer's per-layer input gate and projection (hidden_size_per_layer_input; layers/per_layer_input.py):
         bias-free hidden -> width and width -> hidden, replicated; None where the field is 0 or absent. The layer

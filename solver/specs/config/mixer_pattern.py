@@ -255,7 +255,9 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
         n = f.int("sliding_window_pattern", maximum=max(layers, 1))
         return ["full" if (i + 1) % n == 0 else "sliding" for i in range(layers)], "sliding_window_pattern"
     every = cfg.get("_global_every")
-    if every and f.has("sliding_window"):
+    rule = cfg.get("_window")  # the family's own window field (Inkling-2's sliding_window_size)
+    own_window = isinstance(rule, dict) and f.has(str(rule.get("field")))
+    if every and (f.has("sliding_window") or own_window):
         # the family's class builds its own layer_types: every N-th layer from the first global, the rest slide
         # (Gemma4TextConfig's __post_init__, 5 : 1); a stack shorter than N slides throughout
         n = int(every)

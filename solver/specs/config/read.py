@@ -361,7 +361,9 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         for slot in layer_slots:
             side = (reader.mamba(),) if parallel_ssm and slot.mixer in ("full", "sliding", "chunked") else ()
             mixer = reader.mixer(slot)
-            blocks = tuple(b for b in ((mixer,) + side + reader.ffns(slot) + (per_layer_input,)) if b is not None)
+            blocks = tuple(b for b in ((mixer,) + side + reader.ffns(slot) + (per_layer_input,
+                                                                              reader.block_residual(slot)))
+                           if b is not None)
             per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
             per_layer_norms += 1 if per_layer_input else 0  # post_per_layer_input_norm
             per_layer_norms += 1 if slot.residual_mlp and norms else 0  # the residual MLP's own norm (Arctic)
@@ -427,7 +429,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     outside = outside_stack(f, hidden)
     # a head pruned to the first output_vocab_size rows of the vocabulary (Apertus 1.5: the image and audio code rows
     # are embedded, never predicted): the head is that wide, the embedding keeps vocab_size rows
-    head_rows = f.opt_int("output_vocab_size", maximum=vocab)
+    head_rows = f.opt_int(str(f.cfg.get("_head_rows_field") or "output_vocab_size"), maximum=vocab)
     if head_rows is not None and head_rows != vocab:
         if tie:
             raise f.err("output_vocab_size", f"{head_rows:,} head rows under a head tied to the {vocab:,}-row "

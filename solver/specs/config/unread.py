@@ -116,9 +116,6 @@ _REFUSED = {
     # Qwen4-Exp: per-layer n-gram embeddings (PLE: hashed n-gram tables, key / value projections, three grouped norms
     # and a dilated conv in the layers ple_layer_ids names), which no layer fact sizes
     "ple_layer_ids": "per-layer n-gram embeddings (hashed n-gram tables, projections and a conv in the layers named)",
-    # Inkling-2: relative states mixed into a relative-position bias and attention residuals over blocks of layers
-    "d_rel": "relative-position states (d_rel per head, mixed into a relative position bias)",
-    "n_layers_per_attn_res_block": "attention residuals over blocks of n_layers_per_attn_res_block layers",
 }
 
 

@@ -40,6 +40,17 @@ costed. Each request keeps the last sum(kernel - 1) tokens' q / k channels as a 
 channels (of kv_heads x v_head_dim) projected from the previous token rather than the current one (ZAYA's
 v_proj_delayed): the same weights as a plain v_proj, and a constant state of that many channels a request.
 qk_norm "key_scale": q and k L2-normalised without weights, the keys scaled by one learned value per KV head.
+
+Hidden-conditioned relative-position bias (`rel_bias` = (d_rel, extent): transformers' Inkling2RelativePositionBias):
+a linear hidden -> heads x d_rel gives each token per-head relative states, scaled per channel (heads x d_rel learned
+values) and L2-clipped, which mix a d_rel x extent table of bias-versus-distance profiles into one bias per head and
+backward distance (zero past the extent): per token 2 x heads x d_rel x extent FLOPs for the mix, the bias added to
+the scores. No state: it is recomputed from the query token. `sink_proj`: a linear hidden -> heads giving every
+token its own sink logit per head (an extra softmax entry with no value). `kv_conv`: causal depthwise convolutions
+of that kernel over the key and the value channels after their projections (no bias); `kv_conv_dynamic`: their taps
+are the static weights plus per-token ones projected hidden -> kv_heads x kernel for each of K and V (shared within
+a head); either keeps the last kernel - 1 tokens' K and V channels a request as a constant state. `kv_input_norms`:
+the keys and values project from their own RMSNorm of the layer input (hidden weights each), beside the query's.
 """
 from __future__ import annotations
 
@@ -94,6 +105,11 @@ class Attention(Block):
     qk_conv: tuple[tuple[int, int], ...] = ()
     qk_conv_bias: bool = True
     delayed_v: int = 0
+    rel_bias: tuple[int, int] = ()  # (d_rel, extent) of a hidden-conditioned relative-position bias
+    sink_proj: bool = False  # per-token sink logits: hidden -> heads
+    kv_conv: int = 0  # kernel of the causal depthwise convolutions over the K and V channels; 0 = none
+    kv_conv_dynamic: bool = False  # their taps add per-token weights projected hidden -> kv_heads x kernel each
+    kv_input_norms: bool = False  # K and V read their own RMSNorm (hidden weights each) of the layer input
 
     role = "mixer"
     kvp_splits_keys = True
@@ -162,7 +178,30 @@ class Attention(Block):
             parts.append(Part("channel_vectors", self.channel_vectors * nh * dh, "tp"))
         if self.head_vectors:  # shared by every head: replicated
             parts.append(Part("head_vectors", self.head_vectors * dh, "none"))
+        if self.rel_bias:
+            d_rel, _ = self.rel_bias  # the per-head linear and its scales split with the heads
+            parts.append(Part("rel_proj", h * nh * d_rel + nh * d_rel, "tp"))
+            parts.append(Part("rel_table", self.rel_table, "none"))
+        if self.sink_proj:
+            parts.append(Part("sink_proj", h * nh, "tp"))
+        if self.kv_conv and own_kv:
+            parts.append(Part("kv_conv", self.kv_conv_params, "kv_heads", nkv))
+        if self.kv_input_norms:
+            parts.append(Part("kv_input_norms", 2 * h, "none"))
         return tuple(parts)
+
+    @property
+    def rel_table(self) -> int:
+        """The relative-position bias's d_rel x extent table of profiles, replicated on every rank."""
+        return self.rel_bias[0] * self.rel_bias[1] if self.rel_bias else 0
+
+    @property
+    def kv_conv_params(self) -> int:
+        """K's and V's convolutions: kernel taps per channel of kv_heads x head_dim (v_head_dim for V), plus under
+        kv_conv_dynamic a projection hidden -> kv_heads x kernel for each."""
+        k = self.kv_conv
+        taps = self.kv_heads * (self.head_dim + self.v_head_dim) * k
+        return taps + (2 * (self.in_width or self.hidden) * self.kv_heads * k if self.kv_conv_dynamic else 0)
 
     @property
     def conv_channels(self) -> int:
@@ -175,14 +214,15 @@ class Attention(Block):
         return sum(c * per_group * kernel + (c if self.qk_conv_bias else 0) for kernel, per_group in self.qk_conv)
 
     def conv_state_bytes(self, attn_tp: int) -> float:
-        """One request's constant state on one rank: the q / k conv tail of its heads and the delayed value
-        channels of its KV heads, in the activation dtype."""
-        if not (self.qk_conv or self.delayed_v):
+        """One request's constant state on one rank: the q / k conv tail of its heads, the delayed value channels
+        and the K / V conv tails of its KV heads, in the activation dtype."""
+        if not (self.qk_conv or self.delayed_v or self.kv_conv):
             return 0.0
         kv_rank = kv_heads_per_rank(self.kv_heads, attn_tp)
         tail = sum(kernel - 1 for kernel, _ in self.qk_conv)
         channels = (math.ceil(self.heads / attn_tp) + kv_rank) * self.head_dim
-        return (tail * channels + self.delayed_v * kv_rank / self.kv_heads) * ACT_BYTES
+        kv_tail = max(0, self.kv_conv - 1) * kv_rank * (self.head_dim + self.v_head_dim)
+        return (tail * channels + self.delayed_v * kv_rank / self.kv_heads + kv_tail) * ACT_BYTES
 
     def shares(self) -> tuple[Share, ...]:
         o = self.o_dim * self.hidden + (self.hidden if self.out_bias else 0)
@@ -247,10 +287,19 @@ class Attention(Block):
         gemm, gemm_eff = cx.gemm("attention")
         bpp = prec.fmt("attention").bytes_per_param
         g = cx.attn_tp_group  # the projections' split: attention TP, or TP x KVP where KVP reuses the TP ranks
-        rank_params = sum(p.params / p.degree(g) for p in self.computed_parts())
+        # the relative-bias table is not a projection of the tokens: its own op below
+        rank_params = sum(p.params / p.degree(g) for p in self.computed_parts() if p.name != "rel_table")
+        inputs = 3 if self.kv_input_norms else 1  # K and V read their own normed inputs
         ops = [cx.op("qkv_proj", "attention", 2 * t_a * rank_params,
-                     rank_params * bpp + t_a * (self.in_width or h) * ACT_BYTES,
+                     rank_params * bpp + inputs * t_a * (self.in_width or h) * ACT_BYTES,
                      gemm, gemm_eff, kernels=3, shape_eff=cx.shape_efficiency(self.heads * self.head_dim / g))]
+        if self.rel_bias:
+            # each token's relative states (heads / g x d_rel) times the d_rel x extent table: the bias profiles
+            # the core adds to its scores, written once (heads / g x extent a token)
+            d_rel, extent = self.rel_bias
+            ops.append(cx.op("rel_bias", "attention", 2 * t_a * self.heads / g * d_rel * extent,
+                             self.rel_table * bpp + t_a * self.heads / g * extent * ACT_BYTES,
+                             hw.flops("bf16"), f.gemm, kernels=1, shape_eff=cx.shape_efficiency(extent)))
         keys = self.keys(cx)
         pair_shards = pc.token_shards * pc.kvp_size * w.kv_shards  # Work.kv_shards: a sharded-cache CP decode
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
