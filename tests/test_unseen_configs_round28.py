@@ -461,9 +461,9 @@ def test_qwen4_exp_gated_deltanet_state_per_sequence_is_the_hand_figure() -> Non
     assert sum(b.state(2, 1).constant_bytes for b in m.blocks) == QWEN4_EXP_GDN_STATE_BYTES
 
 
-@pytest.mark.parametrize("key, value", [("indexer_n_heads", 16), ("ple_layer_ids", [4])])
+@pytest.mark.parametrize("key, value", [("ple_layer_ids", [4])])
 def test_qwen4_exp_features_the_class_leaves_off_are_refused_when_set(key: str, value: object) -> None:
-    # a QSA indexer (index_qk_proj, its norms, a compressed-key cache) and PLE n-gram tables: no layer kind sizes them
+    # PLE n-gram tables: no layer kind sizes them (the QSA indexer is read: tests/test_defaults_qsa.py)
     cfg = ROUND.load("Qwen--Qwen4-Exp")
     cfg["text_config"][key] = value
     with pytest.raises(InputError, match=key):

@@ -21,6 +21,8 @@ from solver.specs.layers.dsa import INDEXER_SCALE_BYTES
 QKV_BIAS_FIELDS = ("attention_bias", "qkv_bias", "add_qkv_bias", "use_qkv_bias", "include_qkv_bias")  # OLMo-1 last
 # qk_norm_type's layouts of the q / k RMSNorms: one head_dim vector shared by the heads ("qwen3"), or one over every
 # head's channels (MiniMax-M2's "per_layer"; Molmo2's "olmo", Molmo2Attention's q_norm of heads x head_dim)
+# the fields sizing a QSA indexer (Qwen4ExpTextConfig's; null in the class: the layers then attend to every key)
+QSA_FIELDS = ("indexer_n_heads", "indexer_kv_heads", "indexer_head_dim", "indexer_budget", "indexer_compress_ratio")
 _QK_NORM_TYPES = {"qwen3": "head", "per_layer": "layer", "olmo": "layer"}
 
 
@@ -137,6 +139,8 @@ class AttentionReading:
         indexer = self.block_sparse_indexer() if kind == "block_sparse" else None
         if kind == "full" and f.has("index_topk"):
             indexer = self.own_head_selection(slot.index, heads // kv, dh)
+        if kind == "full" and any(f.has(field) for field in QSA_FIELDS):
+            indexer = self.mean_pooled_indexer()
         return Attention(hidden=self.h, heads=heads, kv_heads=kv, head_dim=dh, v_head_dim=dh if dv is None else dv,
                          window=self.window(kind), chunked=kind == "chunked", qkv_bias=bias, out_bias=out_bias,
                          qk_norm=qk, sinks=sinks, output_gate=channel_gate, head_gate=head_gate,
@@ -212,6 +216,32 @@ class AttentionReading:
                        qk_rms_norms=f.bool("_indexer_qk_rms_norms"),
                        key_bytes=ACT_BYTES if plain_keys else 1,
                        key_scale_bytes=0 if plain_keys else INDEXER_SCALE_BYTES)
+
+    def mean_pooled_indexer(self) -> Indexer:
+        """The QSA indexer of a full-attention layer (Qwen4ExpTextQSAIndexer, built on every layer of
+        Qwen4ExpTextAttention once its fields are set): index_qk_proj hidden -> (indexer_n_heads + indexer_kv_heads)
+        x indexer_head_dim, its one key head cached per token; blocks of indexer_compress_ratio keys pooled by their
+        mean, the top indexer_budget / ratio blocks kept plus the incomplete tail block (ratio - 1 keys). Its norms,
+        weights_proj and key format are the family's (_indexer_qk_rms_norms, _indexer_weights_proj,
+        _indexer_keys_unquantised). All five fields or none, as the class validates."""
+        f = self.f
+        for field in QSA_FIELDS:
+            if not f.has(field):
+                raise f.err(field, f"missing: the QSA indexer is sized by {', '.join(QSA_FIELDS)}, all or none")
+        if f.int("indexer_kv_heads", minimum=1) != 1:  # the pooled keys are one head's (raw_keys.squeeze(2))
+            raise f.err("indexer_kv_heads", f"{f.cfg['indexer_kv_heads']}: the QSA indexer scores one key head")
+        budget, ratio = f.int("indexer_budget", minimum=1), f.int("indexer_compress_ratio", minimum=1)
+        if budget % ratio:
+            raise f.err("indexer_budget", f"{budget}: not a multiple of indexer_compress_ratio ({ratio})")
+        plain_keys = f.bool("_indexer_keys_unquantised")
+        return Indexer(f.int("indexer_n_heads", minimum=1), f.int("indexer_head_dim", minimum=1), budget // ratio,
+                       block=ratio, kpool=ratio, kpool_gate=False, local_tokens=ratio - 1,
+                       weights_proj=f.bool("_indexer_weights_proj", default=True),
+                       qk_rms_norms=f.bool("_indexer_qk_rms_norms"),
+                       key_bytes=ACT_BYTES if plain_keys else 1,
+                       key_scale_bytes=0 if plain_keys else INDEXER_SCALE_BYTES,
+                       # the reference masks dense attention with the selection and no engine serves it (dsa.py)
+                       prefill_forms=("gathered", "dense"))
 
     def _pooled_key_indexer(self, topk: int, kpool: int, scales: bool) -> Indexer:
         """A DSA indexer over pools of index_kpool keys (Glm5NextTextIndexer, dsa.py): the top index_topk / kpool

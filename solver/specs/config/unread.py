@@ -109,10 +109,6 @@ _REFUSED = {
     # no pass order (_passes, config/passes.py; the dory line gives one)
     "n_recurrent_loops": "a recurrent section whose layers run several times a token (compute and K/V per pass) and "
                          "nGPT's per-channel scales",
-    # Qwen4-Exp: a QSA indexer (index_qk_proj hidden -> (indexer_n_heads + indexer_kv_heads) x indexer_head_dim and
-    # q / k layernorms, a token budget over compressed keys with its own cache), which no layer kind holds; null in
-    # the class ("Setting this enables QSA"), its indexed_attention layers then run full attention
-    "indexer_n_heads": "a QSA indexer (index_qk_proj, its q / k norms and its compressed-key cache)",
     # Qwen4-Exp: per-layer n-gram embeddings (PLE: hashed n-gram tables, key / value projections, three grouped norms
     # and a dilated conv in the layers ple_layer_ids names), which no layer fact sizes
     "ple_layer_ids": "per-layer n-gram embeddings (hashed n-gram tables, projections and a conv in the layers named)",

@@ -29,6 +29,9 @@ single keys: a gate (hidden -> head_dim, compress_gate) scores each key per chan
 (compress_ape) is added, and a softmax over the pool's keys per channel weights them into one pooled key. It caches
 each token's key, its gate scores and a valid flag packed in the activation dtype, keeps the top topk / kpool pools
 (the reader sets topk so, with block = kpool) and appends the incomplete tail pool (local_tokens = kpool - 1).
+A mean-pooled indexer (`kpool_gate` False: Qwen4-Exp's QSA, Qwen4ExpTextQSAIndexer) pools each block of kpool cached
+keys by their plain mean instead (then its k RMSNorm and RoPE), so it holds no gate or table and caches each token's
+key alone; its top indexer_budget / kpool blocks and the incomplete tail block make the selection the same way.
 
 Prefill can attend in two forms (`prefill_forms`, the kernels that serve the layer kind): "gathered", each query
 reading its own selected entries (gathered_entries), or "dense", the dense attention over the whole context with
@@ -77,7 +80,8 @@ class Indexer:
     pool_source: bool = True  # this layer selects the pool (else it reuses the latest pool source's)
     prefill_forms: tuple[str, ...] = ("gathered",)  # prefill attention forms served (module docstring)
     selects: bool = True  # scores and selects its own top-k; False: reuses the latest selecting layer's (docstring)
-    kpool: int = 0  # keys gate-pooled into one scored candidate (module docstring); 0: every key scored alone
+    kpool: int = 0  # keys pooled into one scored candidate (module docstring); 0: every key scored alone
+    kpool_gate: bool = True  # the pool weights its keys by a learned gate and table; False: their plain mean
 
     def __post_init__(self) -> None:
         unknown = set(self.prefill_forms) - set(PREFILL_FORMS)
@@ -90,14 +94,19 @@ class Indexer:
         if self.own_heads or not self.selects:
             return 0.0
         # a pooled-key indexer packs the key, its head_dim gate scores and a valid flag (Glm5NextTextIndexer)
-        values = 2 * self.head_dim + 1 if self.kpool else self.head_dim
+        values = 2 * self.head_dim + 1 if self.gated_pool else self.head_dim
         return values * self.key_bytes + self.key_scale_bytes
 
     @property
+    def gated_pool(self) -> bool:
+        """Whether keys are pooled by a learned gate and table (Glm5NextTextIndexer), not by their mean."""
+        return bool(self.kpool) and self.kpool_gate
+
+    @property
     def pool_table_params(self) -> int:
-        """The pooled-key indexer's learned position table (kpool x head_dim, compress_ape): added per pooled key,
-        not multiplied by a token as the other weights are; 0 without key pools."""
-        return self.kpool * self.head_dim if self.kpool else 0
+        """The gated pool's learned position table (kpool x head_dim, compress_ape): added per pooled key, not
+        multiplied by a token as the other weights are; 0 without a gated pool."""
+        return self.kpool * self.head_dim if self.gated_pool else 0
 
     @property
     def selected_keys(self) -> int:
@@ -123,7 +132,7 @@ class Indexer:
                 *((Part("q_input_norm", 2 * q_in, "none"),) if self.query_norm else ()),
                 *((Part("softmax_scaling", 2 * self.heads, "none"),) if self.query_scales else ()),
                 *((Part("kpool_compress_gate", hidden * self.head_dim, "none"),
-                   Part("kpool_compress_ape", self.pool_table_params, "none")) if self.kpool else ()))
+                   Part("kpool_compress_ape", self.pool_table_params, "none")) if self.gated_pool else ()))
 
     def share(self, hidden: int, q_lora_rank: int | None) -> Share:
         return Share("indexer", "attention", "attn_tp_size", self.parts(hidden, q_lora_rank))
@@ -183,9 +192,10 @@ class Indexer:
         score_flops = 2 * self.heads * self.head_dim * T * candidates / pair_shards
         read = (w.sequences * scored if decode else T) * key_bpt
         if self.kpool:
-            # pooling a key: its gate score plus the table entry, the softmax's exp and the weighted sum, about
-            # 4 FLOPs a channel, once per key a step reads
-            score_flops += 4 * self.head_dim * (w.sequences * scored if decode else T) / pair_shards
+            # pooling a key, once per key a step reads: gated, its gate score plus the table entry, the softmax's
+            # exp and the weighted sum (about 4 FLOPs a channel); a mean, one add a channel
+            per_channel = 4 if self.kpool_gate else 1
+            score_flops += per_channel * self.head_dim * (w.sequences * scored if decode else T) / pair_shards
         # the score kernel writes one fp32 logit per (query, candidate) pair and a separate top-k kernel reads them
         # back (DeepGEMM fp8_mqa_logits + top-k per row)
         logits = T * candidates * LOGIT_BYTES / pair_shards
