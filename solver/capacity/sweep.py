@@ -248,7 +248,7 @@ def _candidate_note(p: Planned, candidate: int | None, range_note: str | None, e
     candidate at its own edge, the power it came from),
     and a candidate off the front only as a tie saying so (on_front marks the front's one configuration per
     point, the same in every scenario)."""
-    from solver.plan.solve import sla_edge_note  # imported late, as full_estimate_misses above
+    from solver.plan.sla_edge import sla_edge_note  # imported late, as full_estimate_misses above
     notes = [range_note] if candidate == 1 and range_note else []
     if p.sla_edge_from is not None:
         notes.append(sla_edge_note(p.batch, p.sla_edge_from, scenario))
