@@ -117,7 +117,7 @@ class PlanResult:
     range_note: str | None = None
     # a candidate runs at the SLA edge, a concurrency between the powers of two (plan.sla_edge)
     edge_note: str | None = None
-    # (the SLA edge planned, the last power below it): every row at the edge says so (capacity.sweep's note)
+    # (the SLA edge planned, the last power below it); each point at an edge carries its own (Planned.sla_edge_from)
     sla_edge: tuple[int, int] | None = None
     # what reading the inputs noted (specs/notes.input_notes: a field the config reader did not read, weights
     # kept in the checkpoint's format, a device no calibration row measured); shown with the answer
