@@ -54,9 +54,10 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
             binding.append(name)
     # no one family alone: the SLAs together (two SLAs that each bind name no memory or rule), then everything
     slas = [n for n in names if n.startswith("SLA")]
+    jointly = False  # the binding families free a configuration only relaxed together: the line says so
     for together in ([slas] if len(slas) > 1 else []) + [names]:
         if not binding and together and any(planner.best(b, relaxed=frozenset(together)) for b in tables.batches):
-            binding = together
+            binding, jointly = together, len(together) > 1
     for g in empty:
         # the space's one-knob rules, then the framework rules that turned the remaining layouts away
         rules = sorted({p.rule for p in space.pruned if p.knob in GROUPS[g]})
@@ -90,7 +91,8 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
                         f"({', '.join(map(str, stopped[:6]))}) after {planner.max_cuts} configurations the full "
                         "estimate rejected, so a fitting one may exist there; a fixed --concurrency searches one")
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"
-    why = names if empty else f"{names} {'bind' if len(binding) > 1 else 'binds'}"
+    why = names if empty else f"{names} {'bind' if len(binding) > 1 else 'binds'}" + (
+        " together (no one of them relaxed alone frees a configuration)" if jointly else "")
     return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",
                            binding, "what would fit: " + "; ".join(remedies) if remedies else None)
 
