@@ -4,9 +4,9 @@ For every model_type transformers 5.25.0 maps to a configuration class, the mode
 generation: MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING's entry (the whole multimodal model, what a released multimodal
 config names), else MODEL_FOR_CAUSAL_LM_MAPPING's, else MODEL_FOR_MULTIMODAL_LM_MAPPING's (audio / video inputs), else
 a decoder-only entry of the two sequence-to-sequence mappings (GENERATION, SEQ_TO_SEQ below); any other model_type is
-skipped (an encoder, an encoder-decoder, a vision or audio model, a sub-config). Its default config (`ConfigClass()`) is a valid model of the architecture; it is written as
-save_pretrained writes a config.json (`architectures` = [the class], `to_json_string(use_diff=True)`) to
-`<out>/<model_type>.json`, and that file is counted by transformers_oracle.one (the one home of the count: the file
+skipped (an encoder, an encoder-decoder, a vision or audio model, a sub-config). Its default config
+(`ConfigClass()`) is a valid model of the architecture; it is written as save_pretrained writes a config.json
+(`architectures` = [the class], `to_json_string(use_diff=True)`) to `<out>/<model_type>.json`, and that file is counted by transformers_oracle.one (the one home of the count: the file
 is read back, the model built on the meta device from it), one TSV row each in transformers_oracle's format, so
 benchmarks/oracle_compare.py reads it beside the reader's counts.
 
@@ -53,7 +53,7 @@ NOT_SIZES = ("token_id", "id2label", "label2id", "architectures", "problem_type"
 # Text generation from text and other inputs, first match wins: the whole image-text model, the causal LM, then the
 # multimodal LM (audio / video / any-to-any inputs: a superset of image-text-to-text). The two sequence-to-sequence
 # mappings also hold decoder-only LLMs behind an audio encoder (AudioFlamingo3, VibeVoice): those are taken where the
-# class default is not an encoder-decoder (`is_encoder_decoder`), the encoder-decoders being skipped as before.
+# class default is not an encoder-decoder (`is_encoder_decoder`); the encoder-decoders are skipped.
 GENERATION = (MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
               MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES)
 SEQ_TO_SEQ = (MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)

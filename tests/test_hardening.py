@@ -639,7 +639,8 @@ def test_an_sla_no_configuration_meets_names_what_the_fastest_one_shows() -> Non
 
 
 def test_two_slas_that_bind_together_name_no_memory_or_rule() -> None:
-    """Neither SLA alone is the culprit when both miss; relaxing both is the remedy, not memory or cards that fit."""
+    """Neither SLA alone is the culprit when both miss; relaxing both is the remedy, not memory or cards that fit,
+    and the line says they bind together (each relaxed alone frees nothing)."""
     from solver.api import run_solve
     from solver.specs.scenario import Scenario
 
@@ -647,7 +648,7 @@ def test_two_slas_that_bind_together_name_no_memory_or_rule() -> None:
         run_solve("llama-3.1-8b", "h100_sxm", 2, Scenario(max_concurrency=8, tpot_ms=0.01, ttft_ms=0.01),
                   explain_binding=False)
     text = str(err.value)
-    assert "SLA.tpot, SLA.ttft bind;" in text
+    assert "SLA.tpot, SLA.ttft bind together (no one of them relaxed alone frees a configuration);" in text
     assert "memory" not in text and "cards fit" not in text
 
 

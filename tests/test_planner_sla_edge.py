@@ -183,3 +183,22 @@ def test_the_verified_deployment_moves_to_its_own_edge_keeping_its_configuration
     assert {k: x for k, x in v.config.knobs().items() if x > 1} == knobs
     assert v.verified == "v1" and v.sla_edge_from == 64 and v.batch == 112
     assert _tpot_ms(v.config, 112) <= 40.0 < _tpot_ms(v.config, 113)
+
+
+def test_solves_json_names_the_power_each_point_at_an_sla_edge_came_from() -> None:
+    """solve --format json carries sla_edge_from as the sweep's column does: TP8 at 121 and the two candidates at
+    their own edges (112, 80) came from 64; a front point at a power carries none."""
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    out = CliRunner().invoke(main, ["solve", "llama-3.1-70b", "--hardware", "h100_sxm", "--cards", "8", "--framework",
+                                    "vllm", "--scenario", "throughput", "--isl", "2048", "--osl", "512",
+                                    "--tpot-ms", "40", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert [(c["estimation"]["concurrency"], c["estimation"].get("sla_edge_from")) for c in data["candidates"]] == [
+        (121, 64), (112, 64), (80, 64)]
+    front = {p["concurrency"]: p.get("sla_edge_from") for p in data["pareto_front"]}
+    assert front[121] == 64 and front[64] is None

@@ -127,3 +127,22 @@ def test_the_launch_spells_pcp_beside_tp_and_no_dp(tmp_path) -> None:
     assert argv[argv.index("--prefill-context-parallel-size") + 1] == "2"
     assert "--data-parallel-size" not in argv
     assert argv[argv.index("--max-num-seqs") + 1] == "8"  # the one engine holds the planned batch
+
+
+def test_the_planner_offers_pcp_on_vllm_ascend_and_check_reads_it_back_valid(tmp_path) -> None:
+    """Qwen3-32B on 16 A3 ranks at 64K / 1K, latency: a candidate runs TP8 x PCP2 (the CP backbone's slot), the
+    file solve writes for it checks valid with the same TPOT, and its launch has no --data-parallel-size."""
+    args = ["solve", "qwen3-32b", "--hardware", "atlas_a3", "--cards", "16", "--framework", "vllm-ascend",
+            "--isl", "65536", "--osl", "1024", "--scenario", "latency"]
+    r, out = _run(*args)
+    assert r.exit_code == 0, r.stderr
+    (i, pcp), *_ = [(i, c) for i, c in enumerate(out["candidates"], 1) if c["parallel_config"].get("cp_size", 1) > 1]
+    assert pcp["parallel_config"]["cp_size"] * pcp["parallel_config"]["attn_tp_size"] == 16
+    path = tmp_path / "plan.yaml"
+    path.write_text(CliRunner().invoke(main, [*args, "--format", "yaml"]).stdout)
+    r, checked = _run("check", str(path), "--candidate", str(i))
+    assert r.exit_code == 0, r.stdout
+    assert checked["estimation"]["tpot_ms"] == pytest.approx(pcp["estimation"]["tpot_ms"], rel=1e-3)
+    launch = CliRunner().invoke(main, ["launch", str(path), "--candidate", str(i), "--format", "json"])
+    argv = json.loads(launch.stdout)["nodes"][0]["argv"]
+    assert "--prefill-context-parallel-size" in argv and "--data-parallel-size" not in argv

@@ -299,10 +299,10 @@ def _met(opt: Option, total: int, n: int, t: Task, r: dict[str, Any], start: int
         opt.note = (f"planned up to {t.scenario.max_concurrency:,} requests in flight on {_cards(t.cards)}: "
                     f"at the default range's top ({start:,}) it fell short of the load")
     # a copy at an SLA edge says why its concurrency is not a power of two (the row's sla_edge_from)
-    if r.get("sla_edge_from") is not None and not pd.isna(r["sla_edge_from"]):
-        from solver.plan.solve import sla_edge_note  # late, as sweep.solve_task imports the planner
+    if not pd.isna(r.get("sla_edge_from")):  # None, NaN or NA: not at an edge
+        from solver.plan.sla_edge import sla_edge_note  # late, as sweep.solve_task imports the planner
         edge = sla_edge_note(opt.concurrency, int(r["sla_edge_from"]), t.scenario)
-        opt.note = "; ".join(n for n in (opt.note, edge) if n)
+        opt.note = "; ".join(part for part in (opt.note, edge) if part)
     opt.requests_per_s = r["requests_per_s"]
     opt.headroom = round(r["output_tokens_per_s"] * n / tok_s, 3)
     opt.ttft_ms, opt.tpot_ms = r["ttft_ms"], r["tpot_ms"]

@@ -228,8 +228,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
             requests_per_s=_r(e.output_tokens_per_s / per_request, "requests_per_s"),
             on_front=p.on_front, candidate=cand_rank.get(key), pattern=pattern_name(p.config, spec, kvp_in_tp),
             memory_feasible=e.memory.feasible,
-            note="; ".join(e.memory.notes) if misses else _candidate_note(p, cand_rank.get(key), result.range_note,
-                                                                          result.sla_edge, sc),
+            note="; ".join(e.memory.notes) if misses else _candidate_note(p, cand_rank.get(key), result.range_note, sc),
             sla_edge_from=p.sla_edge_from,
         )
         rows.append(row)
@@ -241,14 +240,12 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
     return rows
 
 
-def _candidate_note(p: Planned, candidate: int | None, range_note: str | None, edge: tuple[int, int] | None,
-                    scenario: Scenario) -> str:
+def _candidate_note(p: Planned, candidate: int | None, range_note: str | None, scenario: Scenario) -> str:
     """A feasible row's note: the recommended row's concurrency range note, a row at an SLA edge where its
     concurrency comes from (in every scenario: the edge is a front point whichever row a scenario recommends; a
-    candidate at its own edge, the power it came from),
-    and a candidate off the front only as a tie saying so (on_front marks the front's one configuration per
-    point, the same in every scenario)."""
-    from solver.plan.solve import sla_edge_note  # imported late, as full_estimate_misses above
+    candidate at its own edge, the power it came from), and a candidate off the front only as a tie saying so
+    (on_front marks the front's one configuration per point, the same in every scenario)."""
+    from solver.plan.sla_edge import sla_edge_note  # imported late, as full_estimate_misses above
     notes = [range_note] if candidate == 1 and range_note else []
     if p.sla_edge_from is not None:
         notes.append(sla_edge_note(p.batch, p.sla_edge_from, scenario))

@@ -14,7 +14,7 @@ from solver.plan.groups import GROUPS
 from solver.plan.points import Point, SolverParams
 from solver.plan.table_build import attention_rejections
 from solver.plan.tables import Tables
-from solver.space.domains import largest_tp, redundant_for
+from solver.space.domains import Space, largest_tp, redundant_for
 from solver.space.placement import as_launched, device_of, equal_split_sizes, launchable_sizes, split_text
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
@@ -39,9 +39,12 @@ def binding_constraints(planner: cpsat.Planner, best: Point) -> list[str]:
 
 
 def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
-              scenario: Scenario, tables: Tables, planner: cpsat.Planner,
-              mem_opts: MemoryOptions | None, params: SolverParams,
-              allow_cross_node: bool, space) -> InfeasibleError:
+                       scenario: Scenario, tables: Tables, planner: cpsat.Planner,
+                       mem_opts: MemoryOptions | None, params: SolverParams,
+                       allow_cross_node: bool, space: Space) -> InfeasibleError:
+    """The error a plan with no configuration raises: the families that bind (each relaxed alone, then the SLAs
+    together, then all), a parallel group the rules left empty with the rules that emptied it, and what would fit
+    (an even split over nodes, a concurrency the batch rules run, the memory remedies, the SLAs within reach)."""
     binding: list[str] = []
     empty = [g for g, opts in tables.choices.items() if not opts]
     # a group with no allowed layout leaves no model to relax: name it and the rules that emptied it
@@ -51,9 +54,10 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
             binding.append(name)
     # no one family alone: the SLAs together (two SLAs that each bind name no memory or rule), then everything
     slas = [n for n in names if n.startswith("SLA")]
+    jointly = False  # the binding families free a configuration only relaxed together: the line says so
     for together in ([slas] if len(slas) > 1 else []) + [names]:
         if not binding and together and any(planner.best(b, relaxed=frozenset(together)) for b in tables.batches):
-            binding = together
+            binding, jointly = together, len(together) > 1
     for g in empty:
         # the space's one-knob rules, then the framework rules that turned the remaining layouts away
         rules = sorted({p.rule for p in space.pruned if p.knob in GROUPS[g]})
@@ -87,7 +91,8 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
                         f"({', '.join(map(str, stopped[:6]))}) after {planner.max_cuts} configurations the full "
                         "estimate rejected, so a fitting one may exist there; a fixed --concurrency searches one")
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"
-    why = names if empty else f"{names} {'bind' if len(binding) > 1 else 'binds'}"
+    why = names if empty else f"{names} {'bind' if len(binding) > 1 else 'binds'}" + (
+        " together (no one of them relaxed alone frees a configuration)" if jointly else "")
     return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",
                            binding, "what would fit: " + "; ".join(remedies) if remedies else None)
 
@@ -160,6 +165,7 @@ def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[st
 
 REMEDY_SIZES = 12  # world sizes a diagnosis screens for one that fits
 REMEDY_PLANS = 3  # of those, how many it may confirm with the planner (each is a small solve)
+REMEDY_TIME_LIMIT_S = 5.0  # the most --time-limit each of those small solves takes
 
 
 def _remedy_worlds(world: int, model: ModelSpec, hw: Hardware, fw: FrameworkProfile) -> list[int]:
@@ -284,12 +290,12 @@ def first_that_plans(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
                      scenario: Scenario, params: SolverParams | None, allow_cross_node: bool,
                      mem_opts: MemoryOptions | None, method: str = "cpsat") -> tuple[int | None, list[int]]:
     """(the first of `sizes` at which the planner finds a configuration for `scenario`, the sizes it was asked
-    about): each passes the memory screen (might_fit) first, and at most REMEDY_PLANS are planned, each with a
-    time limit of 5 s at most."""
+    about): each passes the memory screen (might_fit) first, and at most REMEDY_PLANS are planned, each within
+    REMEDY_TIME_LIMIT_S."""
     from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
 
     params = params or SolverParams()
-    quick = SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, 5.0))
+    quick = SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
     planned: list[int] = []
     for w in sizes:
         if not might_fit(model, as_launched(hw, fw, w), prec, fw, w, scenario, mem_opts):

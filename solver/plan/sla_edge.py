@@ -8,13 +8,17 @@ load the bound allows. Between that power and the next planned concurrency (whic
 memory does not hold), each class optimum of the power is followed to its own edge; the largest is planned like
 any concurrency, so the planner proves the optimum there. A configuration the power's optima do not include could
 run more still: the edge is a lower bound of the deployment's, found at the cost of one bisection per optimum.
+A candidate the SLAs stop at a power beside one at the edge moves to its own edge (at_own_edges), and a point at an
+edge says where its concurrency comes from (sla_edge_note).
 """
 from __future__ import annotations
 
 from typing import Callable
 
+from solver.plan import cpsat
 from solver.plan.memory_edge import bisect_edge
-from solver.plan.points import Point
+from solver.plan.points import Point, attention_family, pattern_key
+from solver.specs.scenario import Scenario
 
 
 def sla_edge(classes: dict[tuple[int, float], Point], batches: tuple[int, ...],
@@ -42,4 +46,49 @@ def sla_edge(classes: dict[tuple[int, float], Point], batches: tuple[int, ...],
     return edge
 
 
-__all__ = ["sla_edge"]
+def at_own_edges(stopped: list[Point], powers: tuple[int, ...], meets: Callable[[Point, int], bool],
+                 runs: Callable[[Point, int], bool], planner_at: Callable[[int], cpsat.Planner],
+                 fixed: set[tuple]) -> dict[Point, tuple[Point, cpsat.Planner]]:
+    """Beside a candidate at the SLA edge, one the SLAs stop at a power (the next planned concurrency misses them)
+    would compare unequal loads (Llama-3.1-70B, 8 H100, TPOT <= 40: TP4 x DP2 at 64 reads 27% below TP8 at 121,
+    6% at its own 112). Each such candidate -> (its pattern's best configuration at the most it runs within the
+    SLAs, plan.sla_edge's bisection; the planner that proved it). The slot's exclusions hold there: every pattern
+    but its own is excluded. A `fixed` candidate (the verified deployment) keeps its configuration: what was
+    verified is that one, so it is only admitted at its edge."""
+    out = {}
+    for p in stopped:
+        later = [b for b in powers if b > p.batch]
+        if not later or meets(p, later[0]):
+            continue  # not stopped by the SLAs: a latency plan's low concurrency is its own choice
+        c = sla_edge({(p.batch, p.served): p}, powers, meets, runs)
+        if c is None:
+            continue
+        pl = planner_at(c)
+        picks = dict(p.picks)
+        if p.key() in fixed:
+            hit = pl.admissible(c, picks)
+            q = hit[1] if hit is not None else None
+        else:
+            t = pl.t
+            family = attention_family(t.choices["attn"][picks["attn"]])
+            own = pattern_key(t, picks)
+            others = sorted({pattern_key(t, {"attn": i, "dense": j, "moe": k})
+                             for i, a in enumerate(t.choices["attn"]) if attention_family(a) == family
+                             for j in range(len(t.choices["dense"])) for k in range(len(t.choices["moe"]))} - {own})
+            families = frozenset(attention_family(a) for a in t.choices["attn"]) - {family}
+            q = pl.best(c, others, exclude_families=families)
+        if q is not None:  # p's own configuration meets c, so the search finds one: None only past its time limit
+            out[p] = (q, pl)
+    return out
+
+
+def sla_edge_note(edge: int, top: int, scenario: Scenario) -> str:
+    """One line on a configuration at an SLA edge: where its concurrency comes from (the whole plan's edge, or a
+    candidate's own: the configurations at `top` are the power's optima, or that candidate's)."""
+    slas = " and ".join(f"{name} <= {v:g} ms" for name, v in (("TTFT", scenario.ttft_ms), ("TPOT", scenario.tpot_ms))
+                        if v is not None)
+    return (f"concurrency {edge:,} is the SLA edge of the configurations at {top:,}: the most requests they run "
+            f"within {slas} (and memory), planned between the powers of two, where the SLAs stop them")
+
+
+__all__ = ["at_own_edges", "sla_edge", "sla_edge_note"]

@@ -22,7 +22,7 @@ from solver.plan import rule_tables
 from solver.plan.diagnosis import binding_constraints, explain_infeasible
 from solver.plan.exhaustive import OutOfTime, enumerate_points
 from solver.plan.layout_memory import assumed_memory
-from solver.plan.sla_edge import sla_edge
+from solver.plan.sla_edge import at_own_edges, sla_edge, sla_edge_note
 from solver.plan.table_build import build_tables
 from solver.plan.tables import Tables
 from solver.space.domains import build_space, range_note, space_name
@@ -117,7 +117,7 @@ class PlanResult:
     range_note: str | None = None
     # a candidate runs at the SLA edge, a concurrency between the powers of two (plan.sla_edge)
     edge_note: str | None = None
-    # (the SLA edge planned, the last power below it): every row at the edge says so (capacity.sweep's note)
+    # (the SLA edge planned, the last power below it); each point at an edge carries its own (Planned.sla_edge_from)
     sla_edge: tuple[int, int] | None = None
     # what reading the inputs noted (specs/notes.input_notes: a field the config reader did not read, weights
     # kept in the checkpoint's format, a device no calibration row measured); shown with the answer
@@ -326,7 +326,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
             raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}",
                                   proven=not planner.cut_stops)
         raise explain_infeasible(model, hw, prec, fw, world, scenario, tables, planner, mem_opts, params,
-                        allow_cross_node, space)
+                                 allow_cross_node, space)
     lat_ref = min(p.latency for p in points)
     inv_ref = min(p.inv_throughput for p in points)
 
@@ -393,8 +393,11 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         edge_from = {p.key(): last for p in chosen if p.batch == edge}
     if edge_from:
         fixed = {adopt[1].key()} if adopt is not None else set()
-        moved = _at_own_edges([p for p in chosen[1:] if p.batch < edge], powers, meets, runs,
-                              lambda c: planner if c == edge else planner_at(c), fixed)
+        # one planner per edge within this plan: planner_at resets a cached planner's log, which would drop what
+        # an earlier candidate's question at the same edge recorded (its time-outs, cut stops)
+        at: dict[int, cpsat.Planner] = {edge: planner}
+        moved = at_own_edges([p for p in chosen[1:] if p.batch < edge], powers, meets, runs,
+                             lambda c: at[c] if c in at else at.setdefault(c, planner_at(c)), fixed)
         for p, (q, pl) in moved.items():
             chosen[chosen.index(p)] = q
             roles[q.key()] = roles.pop(p.key())
@@ -441,49 +444,6 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         pruned.setdefault(p.rule, []).append(f"{p.knob}={p.value}")
     result.pruned = {rule: sorted(set(v)) for rule, v in sorted(pruned.items())}
     return result
-
-
-def _at_own_edges(stopped: list[Point], powers: tuple[int, ...], meets: Callable[[Point, int], bool],
-                  runs: Callable[[Point, int], bool], planner_at: Callable[[int], cpsat.Planner],
-                  fixed: set[tuple]) -> dict[Point, tuple[Point, cpsat.Planner]]:
-    """Beside a candidate at the SLA edge, one the SLAs stop at a power (the next planned concurrency misses them)
-    would compare unequal loads (Llama-3.1-70B, 8 H100, TPOT <= 40: TP4 x DP2 at 64 reads 27% below TP8 at 121,
-    6% at its own 112). Each such candidate -> (its pattern's best configuration at the most it runs within the
-    SLAs, plan.sla_edge's bisection; the planner that proved it). The slot's exclusions hold there: every pattern
-    but its own is excluded. A `fixed` candidate (the verified deployment) keeps its configuration: what was
-    verified is that one, so it is only admitted at its edge."""
-    out = {}
-    for p in stopped:
-        later = [b for b in powers if b > p.batch]
-        if not later or meets(p, later[0]):
-            continue  # not stopped by the SLAs: a latency plan's low concurrency is its own choice
-        c = sla_edge({(p.batch, p.served): p}, powers, meets, runs)
-        if c is None:
-            continue
-        pl = planner_at(c)
-        picks = dict(p.picks)
-        if p.key() in fixed:
-            hit = pl.admissible(c, picks)
-            q = hit[1] if hit is not None else None
-        else:
-            t = pl.t
-            family = attention_family(t.choices["attn"][picks["attn"]])
-            own = pattern_key(t, picks)
-            others = sorted({(a[:4], d, m) for a in t.choices["attn"] if attention_family(a) == family
-                             for d in t.choices["dense"] for m in t.choices["moe"]} - {own})
-            q = pl.best(c, others, exclude_families=frozenset(attention_family(a) for a in t.choices["attn"]) - {family})
-        if q is not None:  # p's own configuration meets c, so the search finds one: None only past its time limit
-            out[p] = (q, pl)
-    return out
-
-
-def sla_edge_note(edge: int, top: int, scenario: Scenario) -> str:
-    """One line on a configuration at an SLA edge: where its concurrency comes from (the whole plan's edge, or a
-    candidate's own: the configurations at `top` are the power's optima, or that candidate's)."""
-    slas = " and ".join(f"{name} <= {v:g} ms" for name, v in (("TTFT", scenario.ttft_ms), ("TPOT", scenario.tpot_ms))
-                        if v is not None)
-    return (f"concurrency {edge:,} is the SLA edge of the configurations at {top:,}: the most requests they run "
-            f"within {slas} (and memory), planned between the powers of two, where the SLAs stop them")
 
 
 def _sla_tests(tables: Tables, model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw: FrameworkProfile,

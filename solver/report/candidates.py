@@ -37,6 +37,8 @@ def estimation(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]:
         "memory_feasible": m.feasible,
         "cross_node_comm": c.cross_node,
         "concurrency": c.planned.batch,
+        # at an SLA edge: the power of two its concurrency was found from (the sweep's column; absent elsewhere)
+        **({"sla_edge_from": c.planned.sla_edge_from} if c.planned.sla_edge_from is not None else {}),
         "ttft_ms": round(e.ttft_s * 1e3, 2) if e.has_ttft else None,  # None: the phase has no such figure
         "tpot_ms": round(e.tpot_s * 1e3, 3) if e.has_tpot else None,
         "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
@@ -93,6 +95,7 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
         "pareto_front": [
             {"parallel_config": own_config(p.config, result.knobs),
              "concurrency": p.batch,
+             **({"sla_edge_from": p.sla_edge_from} if p.sla_edge_from is not None else {}),
              "ttft_ms": round(p.estimate.ttft_s * 1e3, 2) if p.estimate.has_ttft else None,
              "tpot_ms": round(p.estimate.tpot_s * 1e3, 3) if p.estimate.has_tpot else None,
              "output_tokens_per_s_per_rank": round(p.estimate.output_tokens_per_s_per_rank, 1)}
