@@ -221,18 +221,7 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
         n = f.int(interval, maximum=layers)
         return ["full" if (i + 1) % n == 0 else "linear" for i in range(layers)], interval
     if isinstance(cfg.get("block_configs"), list):
-        blocks = cfg["block_configs"]
-        if len(blocks) != layers:
-            raise f.err("block_configs", f"has {len(blocks)} entries for {layers} layers")
-        out = []
-        for i, b in enumerate(blocks):
-            attn = b.get("attention") if isinstance(b, dict) else None
-            if not isinstance(attn, dict):
-                raise f.err(f"block_configs[{i}].attention", "must be an object")
-            if attn.get("replace_with_linear"):
-                raise f.err(f"block_configs[{i}].attention.replace_with_linear", "not supported (true)")
-            out.append(None if attn.get("no_op") else "full")
-        return out, "block_configs"
+        return ["full" if runs else None for runs in block_config_parts(f, "attention", layers)], "block_configs"
     every = f.first("global_attn_every_n_layers", "global_attention_every_n_layers")  # AFMoE's, Ergo's spelling
     if every is not None and not f.has("sliding_window_pattern"):
         # AFMoE's spelling of the integer sliding_window_pattern: every N-th layer global, the N-th first; ModernBERT's
@@ -271,3 +260,20 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
     if f.has("sliding_window") and cfg.get("use_sliding_window") is None:
         return ["sliding"] * layers, "sliding_window"
     return ["full"] * layers, ""
+
+
+def block_config_parts(f: Fields, part: str, layers: int) -> list[bool]:
+    """Whether each layer runs its `part` ("attention" or "ffn") by block_configs, one entry per layer (Nemotron's
+    per-layer blocks): an object each, no_op skipping it; replace_with_linear is refused."""
+    blocks = f.cfg["block_configs"]
+    if len(blocks) != layers:
+        raise f.err("block_configs", f"has {len(blocks)} entries for {layers} layers")
+    out = []
+    for i, b in enumerate(blocks):
+        entry = b.get(part) if isinstance(b, dict) else None
+        if not isinstance(entry, dict):
+            raise f.err(f"block_configs[{i}].{part}", "must be an object")
+        if entry.get("replace_with_linear"):
+            raise f.err(f"block_configs[{i}].{part}.replace_with_linear", "not supported (true)")
+        out.append(not entry.get("no_op"))
+    return out

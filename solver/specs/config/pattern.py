@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from solver.specs.config.fields import Fields
-from solver.specs.config.mixer_pattern import mixer_kinds, one_block_pattern
+from solver.specs.config.mixer_pattern import block_config_parts, mixer_kinds, one_block_pattern
 
 # hash_moe: DeepseekV4Config's MoE routed by a token-id table, its count num_hash_layers (derived.py's
 # _count_from_types on the family's line)
@@ -53,15 +53,7 @@ ATTENTION_KINDS = ("full", "sliding", "chunked", "block_sparse")
 def ffn_kinds(f: Fields, layers: int, is_moe: bool, mixers: list[str | None]) -> list[str | None]:
     cfg = f.cfg
     if isinstance(cfg.get("block_configs"), list):
-        out: list[str | None] = []
-        for i, b in enumerate(cfg["block_configs"]):
-            ffn = b.get("ffn") if isinstance(b, dict) else None
-            if not isinstance(ffn, dict):
-                raise f.err(f"block_configs[{i}].ffn", "must be an object")
-            if ffn.get("replace_with_linear"):
-                raise f.err(f"block_configs[{i}].ffn.replace_with_linear", "not supported (true)")
-            out.append(None if ffn.get("no_op") else "dense")
-        return out
+        return ["dense" if runs else None for runs in block_config_parts(f, "ffn", layers)]
     listed = _moe_layers(f, layers)
     if not is_moe:
         if listed:
