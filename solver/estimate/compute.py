@@ -385,6 +385,8 @@ def kit_head_ops(model: ModelSpec, kit: Kit) -> list:
                              hw.flops("bf16"), f.gemm, kernels=hyper.HEAD_KERNELS, shape_eff=shape_efficiency(m)))
     if model.per_layer_inputs:
         ops[1:1] = model.per_layer_inputs.ops(kit)  # beside the token lookup (layers/per_layer_input.py)
+    if model.self_conditioning:  # after the token lookup (layers/self_conditioning.py)
+        ops[1:1] = model.self_conditioning.ops(kit)
     if not model.embedding_width:
         return ops
     # project_in / project_out: replicated bias-free GEMMs over every token of the rank's step (engines run the

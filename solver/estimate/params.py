@@ -160,6 +160,8 @@ def _count_params(m: ModelSpec) -> ParamReport:
         embed += (Part("embed_positions", m.position_embeddings * h, "none"),)
     if m.per_layer_inputs:  # per-layer input table, projection and norm, on the embedding's ranks
         embed += m.per_layer_inputs.parts()
+    if m.self_conditioning:  # the self-conditioning MLP and its norm, replicated on the embedding's ranks
+        embed += m.self_conditioning.parts()
     acc.add(Share("embedding", "embedding", "embed_tp_size", embed))
     norm_vectors = 2 if m.norm_bias else 1  # weight (+ bias) per norm outside the stack
     if m.embedding_norm:

@@ -131,13 +131,18 @@ def _outside(m: ModelSpec, rep) -> list[dict[str, Any]]:
     ew, proj = m.embed_width, m.embed_width * h if m.embedding_width else 0
     ple = m.per_layer_inputs
     ple_params = sum(p.params for p in ple.parts()) if ple else 0
+    sc = m.self_conditioning
+    sc_params = sc.params if sc else 0
     rows = [{"module": "embedding" + (f" ({m.vocab_size} x {ew})" if proj else ""),
-             "params": by.get("embedding", 0) - positions - proj - ple_params,
+             "params": by.get("embedding", 0) - positions - proj - ple_params - sc_params,
              "placement": "embed_tp (vocab-parallel)"}]
     if ple:
         rows.append({"module": f"per-layer inputs ({ple.rows} x {ple.layers} x {ple.width} table, projection "
                                f"{h} -> {ple.packed}, norm)", "params": ple_params,
                      "placement": "table embed_tp (vocab-parallel), projection replicated"})
+    if sc:
+        rows.append({"module": f"self-conditioning MLP ({h} -> {sc.inter} -> {h}, pre-norm)", "params": sc_params,
+                     "placement": "replicated on the embedding's ranks"})
     if proj:  # a narrower embedding and head (embedding_width): project_in / project_out beside them
         rows.append({"module": f"project_in ({ew} -> {h}) and project_out ({h} -> {ew})", "params": 2 * proj,
                      "placement": "replicated"})

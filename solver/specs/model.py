@@ -21,6 +21,7 @@ from solver.specs.layers import MLA, Attention, CompressedAttention, DenseFFN, L
 from solver.specs.layers.base import block_counts, compact
 from solver.specs.layers.base import Block
 from solver.specs.layers.per_layer_input import PerLayerInputs
+from solver.specs.layers.self_conditioning import SelfConditioning
 
 Architecture = Literal["dense", "moe", "moe+mla", "moe+dsa", "dense+mla", "hybrid-attention", "hybrid-linear",
                        "hybrid-ssm", "hybrid-conv", "moe+hybrid-linear", "moe+hybrid-ssm", "moe+hybrid-conv", "ssm"]
@@ -80,6 +81,9 @@ class ModelSpec:
     # per-layer input embeddings beside the token embedding (hidden_size_per_layer_input: a table of layers x width
     # per vocabulary row, its model projection and norm; layers/per_layer_input.py), held with the embedding; None: none
     per_layer_inputs: PerLayerInputs | None = None
+    # a self-conditioning MLP over the previous denoising step's soft embeddings, added to the input embeddings
+    # (layers/self_conditioning.py), held with the embedding; None: none
+    self_conditioning: SelfConditioning | None = None
     # the config names modelling code of its own (auto_map): an engine loads such a checkpoint only when told to
     # trust that code (the launch's `remote_code` name; solver.launch.emit)
     remote_code: bool = False

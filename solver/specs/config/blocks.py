@@ -14,6 +14,7 @@ from solver.specs.layers.base import Block
 from solver.specs.layers.hyper import HyperConnections
 from solver.specs.layers.dense import DenseFFN
 from solver.specs.layers.per_layer_input import PerLayerInputs
+from solver.specs.layers.self_conditioning import SelfConditioning
 
 # switches that put a bias on every linear of the stack (Falcon, StarCoder2, OPT, ChatGLM, InternLM2); the
 # family fact _linear_bias stands in where the modeling code fixes it without a field
@@ -270,6 +271,12 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
             return None
         rows = self.f.int("vocab_size_per_layer_input")
         return PerLayerInputs(rows=rows, layers=self.layers, width=width, hidden=self.h)
+
+    def self_conditioning(self) -> SelfConditioning | None:
+        """The family's self-conditioning MLP outside the stack (_self_conditioning_mlp names its width field;
+        layers/self_conditioning.py); None where the family has none."""
+        field = self.f.cfg.get("_self_conditioning_mlp")
+        return SelfConditioning(hidden=self.h, inter=self.f.int(str(field), minimum=1)) if field else None
 
     def modality_copies(self, blocks: tuple[Block, ...]) -> tuple[Block, ...]:
         """The family fact _modality_experts {count, qkv_bias}: every layer holds count experts routed by the

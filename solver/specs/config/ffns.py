@@ -194,7 +194,8 @@ class FfnReading:
                    # the family's router MLP, sized by the field _router_mlp names, and the router state the layers
                    # after the first add in (ZAYA's router_hidden_size, router_states_scale)
                    router_mlp=f.int(str(f.cfg["_router_mlp"]), minimum=1) if f.cfg.get("_router_mlp") else 0,
-                   router_state_scale=f.bool("_router_state_from_previous") and slot.index > 0)
+                   router_state_scale=f.bool("_router_state_from_previous") and slot.index > 0,
+                   router_scales=f.bool("_router_scales"))
 
     def ffns(self, slot: Slot) -> tuple[Block, ...]:
         if slot.ffn is None:
@@ -207,4 +208,6 @@ class FfnReading:
         if slot.ffn == "dense":
             out: tuple[Block, ...] = (self.dense(slot),)
             return out + ((self.moe(slot),) if slot.extra_moe else ())
+        if self.f.bool("_dense_beside_moe"):  # the family's MoE layers keep their dense MLP too (DiffusionGemma)
+            return (self.dense(slot), self.moe(slot))
         return (self.moe(slot),)

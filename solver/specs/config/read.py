@@ -329,6 +329,12 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         warnings.append(f"{field}: a masked-diffusion language model (bidirectional attention, every position "
                         "re-computed at each denoising step): the parameters are counted, but the K/V cache, decode "
                         "and TPOT figures assume token-by-token autoregressive decoding, which it does not run")
+    if f.has("_block_diffusion"):  # a causal encoder fills the K/V cache; a bidirectional decoder denoises blocks
+        field = str(cfg["_block_diffusion"])
+        warnings.append(f"{field}: a block-diffusion language model (the encoder caches the prompt's K/V; the decoder "
+                        f"denoises each canvas ({field} tokens) over several bidirectional passes reading that cache, "
+                        "through the same layers): the parameters and K/V cache are counted, but the decode and TPOT "
+                        "figures assume token-by-token autoregressive decoding, which it does not run")
 
     unpair_layer_types(f)
     try:
@@ -456,7 +462,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         max_position_embeddings=max_pos, context_field=context_field,
         pattern_source=source, kv_sources=_kv_sources(layer_slots, layers), quant=quant, warnings=tuple(warnings), nonstandard_modules=tuple(nonstandard),
         norm_bias=norm_bias, remote_code=bool(raw.get("auto_map")), position_encoding=positions,
-        per_layer_inputs=reader.per_layer_inputs(), **outside,
+        per_layer_inputs=reader.per_layer_inputs(), self_conditioning=reader.self_conditioning(), **outside,
     )
 
 

@@ -100,6 +100,9 @@ class MoE(Block):
     modality_inter: int = 0
     router_mlp: int = 0  # the width of the router's own MLP (module docstring); 0: one linear hidden -> slots
     router_state_scale: bool = False  # the previous layer's router state scaled in (router_mlp width weights)
+    # the router scales its input per channel (hidden weights) and each chosen expert's weight (one per expert):
+    # DiffusionGemmaTextRouter's scale and per_expert_scale; each multiplies once per token, as the other weights
+    router_scales: bool = False
 
     role = "ffn"
     activation_knob = "moe_tp_size"
@@ -132,7 +135,7 @@ class MoE(Block):
 
     @property
     def router_params(self) -> int:
-        bias = self.slots if self.router_bias else 0
+        bias = (self.slots if self.router_bias else 0) + (self.hidden + self.experts if self.router_scales else 0)
         r = self.router_mlp
         if not r:
             return self.hidden * self.slots + bias

@@ -1,0 +1,90 @@
+"""Rules the reader learnt from transformers 5.25.0's DiffusionGemma (modeling_diffusion_gemma.py; stop 38, dgemma;
+benchmarks/README.md). The class default (tests/data/configs_defaults/diffusion_gemma.json: hidden 2304, 30 layers,
+intermediate_size 9216, 8 experts of 9216, top 2, 8 heads / 4 KV heads, head_dim 256 on the 25 sliding layers and
+512 on the 5 full ones, vocabulary 262,144) counts 18,509,070,576 in transformers (model.encoder 18,445,367,280,
+model.decoder 63,703,296: the decoder's layers, norm and embedding are tied to the encoder's)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from solver.estimate.compute import Work, factors_for, head_ops
+from solver.estimate.params import count_params
+from solver.specs.config.read import parse_model_config
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.layers.dense import DenseFFN
+from solver.specs.layers.moe import MoE
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import make_parallel_config
+from solver.specs.precision import resolve_precision
+
+CONFIG = Path(__file__).parent / "data" / "configs_defaults" / "diffusion_gemma.json"
+H, INTER, LAYERS, EXPERTS = 2304, 9216, 30, 8
+
+
+def _spec() -> ModelSpec:
+    return parse_model_config(json.loads(CONFIG.read_text()), "x")
+
+
+def test_diffusion_gemma_counts_to_transformers_class_default() -> None:
+    # encoder 18,445,367,280 + the decoder's self-conditioning MLP 63,703,296 = 18,509,070,576
+    assert count_params(_spec()).total == 18_445_367_280 + 63_703_296 == 18_509_070_576
+
+
+def test_every_layer_keeps_the_dense_mlp_beside_the_experts() -> None:
+    # DiffusionGemmaEncoderTextLayer builds mlp (gate / up / down of intermediate_size) and experts:
+    # 30 x 3 x 2304 x 9216 = 1,911,029,760 dense weights
+    spec = _spec()
+    assert all([type(b) for b in layer.blocks[1:]] == [DenseFFN, MoE] for layer in spec.layers)
+    assert count_params(spec).by_name()["dense_ffn"] == LAYERS * 3 * H * INTER == 1_911_029_760
+
+
+def test_the_router_scales_each_channel_and_each_expert() -> None:
+    # DiffusionGemmaTextRouter: proj 2304 x 8 + scale 2304 + per_expert_scale 8 = 20,744 (its norm has no weight)
+    moe = _spec().layers[0].blocks[-1]
+    assert isinstance(moe, MoE) and moe.router_params == H * EXPERTS + H + EXPERTS == 20_744
+
+
+def test_full_layers_share_k_as_v() -> None:
+    # a full layer (head_dim 512) builds no v_proj: q 2304 x 8 x 512 + k 2304 x 4 x 512 + o 8 x 512 x 2304
+    # + q_norm / k_norm 2 x 512 = 9,437,184 + 4,718,592 + 9,437,184 + 1,024 = 23,593,984
+    full = _spec().layers[5].mixer
+    assert full.k_eq_v and full.params == 23_593_984
+    # a sliding layer (head_dim 256) keeps v_proj: 2304 x (8 + 4 + 4) x 256 + 8 x 256 x 2304 + 2 x 256 = 14,156,288
+    assert _spec().layers[0].mixer.params == H * 16 * 256 + 8 * 256 * H + 2 * 256 == 14_156_288
+
+
+def test_seven_norms_a_layer() -> None:
+    # input, post_attention, pre_feedforward, post_feedforward, post_feedforward_1 / _2, pre_feedforward_2:
+    # 30 x 7 x 2304 + the final norm 2304 = 486,144
+    assert count_params(_spec()).by_name()["norms"] == LAYERS * 7 * H + H == 486_144
+
+
+def test_self_conditioning_mlp_sits_outside_the_stack_with_the_embedding() -> None:
+    # DiffusionGemmaSelfConditioning: gate / up / down 3 x 2304 x 9216 + pre_norm 2304 (post_norm has no weight)
+    # = 63,703,296; held with the token embedding 262,144 x 2304 = 603,979,776: 667,683,072
+    spec = _spec()
+    sc = spec.self_conditioning
+    assert sc is not None and sc.params == 3 * H * INTER + H == 63_703_296
+    assert count_params(spec).by_name()["embedding"] == 262_144 * H + 63_703_296 == 667_683_072
+
+
+def test_self_conditioning_costs_two_flops_a_weight_a_token() -> None:
+    # 2 x 3 x 2304 x 9216 = 127,401,984 FLOPs a token, over the step's tokens (one rank, 4,096 prefill tokens)
+    spec = _spec()
+    hw = load_hardware("h200_sxm")
+    w = Work("prefill", new_tokens=4096, context=2048.5, sequences=1, logits_tokens=1)
+    ops = head_ops(spec, hw, make_parallel_config(1), resolve_precision(spec, hw), factors_for(hw), w)
+    op = next(o for o in ops if o.name == "self_conditioning")
+    assert op.flops == 4096 * 2 * 3 * H * INTER == 4096 * 127_401_984
+
+
+def test_vision_embedder_is_a_bare_linear() -> None:
+    # DiffusionGemmaMultimodalEmbedder: embedding_projection 768 x 2304, its pre-projection norm has no weight;
+    # the vision tower counts 169,134,080 with it
+    assert count_params(_spec()).by_name()["vision"] == 169_134_080
+
+
+def test_block_diffusion_is_said_in_one_note() -> None:
+    notes = [w for w in _spec().warnings if "block-diffusion" in w]
+    assert len(notes) == 1 and notes[0].startswith("canvas_length:") and "autoregressive" in notes[0]
