@@ -88,3 +88,26 @@ def test_vision_embedder_is_a_bare_linear() -> None:
 def test_block_diffusion_is_said_in_one_note() -> None:
     notes = [w for w in _spec().warnings if "block-diffusion" in w]
     assert len(notes) == 1 and notes[0].startswith("canvas_length:") and "autoregressive" in notes[0]
+
+
+
+# Gemma4TextConfig(enable_moe_block=True, num_experts=16, top_k_experts=4, moe_intermediate_size=704,
+# num_hidden_layers=12, hidden_size=1024, intermediate_size=2048, 8 heads / 2 KV heads x 128, global_head_dim 256,
+# vocab 32000, no per-layer inputs) as save_pretrained writes it; transformers 5.25.0 builds it on the meta device
+# with 560,501,440 parameters
+GEMMA4_MOE = json.loads('{"attention_bias": false, "attention_dropout": 0.0, "attention_k_eq_v": false, "bos_token_id": 2, "enable_moe_block": true, "eos_token_id": 1, "final_logit_softcapping": null, "head_dim": 128, "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1024, "hidden_size_per_layer_input": 0, "initializer_range": 0.02, "intermediate_size": 2048, "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention"], "max_position_embeddings": 131072, "model_type": "gemma4_text", "moe_intermediate_size": 704, "num_attention_heads": 8, "num_experts": 16, "num_hidden_layers": 12, "num_key_value_heads": 2, "num_kv_shared_layers": 0, "pad_token_id": 0, "per_layer_config": {"05": {"head_dim": 256}, "11": {"head_dim": 256}}, "rms_norm_eps": 1e-06, "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0, "rope_type": "proportional"}, "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}, "sliding_window": 512, "tie_word_embeddings": true, "top_k_experts": 4, "transformers_version": "5.25.0", "use_bidirectional_attention": null, "use_cache": true, "use_double_wide_mlp": false, "vocab_size": 32000, "vocab_size_per_layer_input": 262144, "architectures": ["Gemma4ForCausalLM"]}')
+
+
+def test_gemma4s_moe_block_keeps_the_dense_mlp_router_scales_and_three_more_norms() -> None:
+    # per layer beside the dense layer: experts 3 x 16 x 1,024 x 704 = 34,603,008, router proj 1,024 x 16 = 16,384,
+    # scale 1,024 + per_expert_scale 16, norms 3 x 1,024 = 3,072: 34,623,504 x 12 = 415,482,048 on top of the dense
+    # model (enable_moe_block false builds no experts) = 560,501,440, transformers' figure
+    from solver.estimate.params import count_params
+    from solver.specs.config.read import parse_model_config
+
+    moe = count_params(parse_model_config(dict(GEMMA4_MOE), "g4-moe")).total
+    dense_raw = {k: v for k, v in GEMMA4_MOE.items() if k not in ("num_experts", "top_k_experts",
+                                                                 "moe_intermediate_size")}
+    dense = count_params(parse_model_config(dict(dense_raw, enable_moe_block=False), "g4")).total
+    assert moe == 560_501_440
+    assert moe - dense == 12 * (3 * 16 * 1024 * 704 + 1024 * 16 + 1024 + 16 + 3 * 1024)

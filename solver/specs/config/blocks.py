@@ -105,9 +105,14 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
         self.norms = self._norms_per_layer()
         pair = modality_pair(f, f.first(*EXPERT_COUNT_FIELDS) or EXPERT_COUNT_FIELDS[0])
         self.experts = pair[0] if pair else f.int(*EXPERT_COUNT_FIELDS, default=0, minimum=0)
+        switch = f.cfg.get("_moe_switch")  # the family's field whose falsity builds no experts (Gemma-4's)
+        if switch and not f.bool(switch):
+            self.experts = 0
         # identity experts: LongCat's zero_expert_num, or the family's fact (ZAYA's skip class, _zero_experts)
         self.zero = f.int("zero_expert_num", "_zero_experts", default=0, minimum=0)
         self.is_moe = self.experts > 0
+        if self.is_moe:  # norms a layer adds around its experts (Gemma-4's MoE block: three)
+            self.norms += f.int("_norms_beside_moe", default=0, minimum=0) if self.norms else 0
         self.state_bytes = self._state_dtype()
         self.notes: list[str] = []  # sizes read by an architecture's convention, for the model's warnings
         streams = low_rank_streams(f)
