@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from solver.errors import InputError
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
 
@@ -68,3 +71,73 @@ def test_layer_scales_are_built_whatever_layer_scale_init_value_says() -> None:
     cfg = _raw()
     cfg["vision_config"]["layer_scale_init_value"] = 0.0
     assert _vision(cfg) == TOWER
+
+
+# Inkling-2-Loop (Inkling2LoopTextConfig defaults): 24 stored layers 2304 wide, layers 6 .. 17 looped 3 times
+LOOP_H, LOOP_RANK, LOOPED = 2304, 64, 18 - 6
+
+
+def _loop() -> dict:
+    return json.loads((DATA / "inkling2_loop_text.json").read_text())
+
+
+def _stored_residuals(cfg: dict) -> list:
+    """Each stored layer's BlockResidual, in stored order (a pass runs a stored layer again)."""
+    spec = parse_model_config(cfg, "x")
+    stored = {layer.shared.index: b for layer in spec.layers for b in layer.blocks if b.kind == "BlockResidual"}
+    return [stored[i] for i in sorted(stored)]
+
+
+def test_inkling2_loop_counts_transformers_figure_and_its_router_biases() -> None:
+    # transformers 26,068,156,416 (text) and 26,386,412,544 (wrapper) + e_score_correction_bias 24 x 128 = 3,072
+    assert count_params(parse_model_config(_loop(), "x")).total == 26_068_156_416 + 24 * 128
+    wrapper = json.loads((DATA / "inkling2_loop.json").read_text())
+    assert count_params(parse_model_config(wrapper, "x")).total == 26_386_412_544 + 24 * 128
+
+
+def test_looped_section_runs_loop_num_passes_times_from_stored_layers() -> None:
+    # 6 layers once, 12 layers 3 times, 6 layers once: 48 layers a token runs, 24 stored
+    spec = parse_model_config(_loop(), "x")
+    assert len(spec.layers) == 6 + 3 * 12 + 6 == 48
+    assert [layer.shared.index for layer in spec.layers][6:42] == list(range(6, 18)) * 3
+
+
+def test_passes_share_weights_so_the_count_is_the_stored_layers() -> None:
+    one = _loop()
+    one["loop_num_passes"] = 1
+    assert count_params(parse_model_config(one, "x")).total == count_params(parse_model_config(_loop(), "x")).total
+
+
+def test_message_gates_and_message_reads_sit_on_the_looped_layers_only() -> None:
+    # four gates of down_proj 2h x 64 and forget / message 64 x h: 4 x 4 x 2304 x 64 = 2,359,296 a looped layer;
+    # message_input's 4 queries read the previous pass's 12 / 6 = 2 states (its later block state and last hidden)
+    stored = _stored_residuals(_loop())
+    gated = [i for i, b in enumerate(stored) if b.gates]
+    assert gated == list(range(6, 18))
+    assert {b.gates * 4 * b.hidden * b.gate_rank for b in stored if b.gates} == {4 * 4 * LOOP_H * LOOP_RANK}
+    assert all(b.reads[-1] == (4, 2) for b in stored[6:18])
+    # 12 x 2,359,296 = 28,311,552 gate weights, 12 x 4 x 2304 = 110,592 message queries (transformers'
+    # model.message_input)
+    assert LOOPED * 4 * 4 * LOOP_H * LOOP_RANK == 28_311_552 and LOOPED * 4 * LOOP_H == 110_592
+
+
+def test_each_pass_keeps_its_own_kv_cache() -> None:
+    # full layers 5, 11, 17, 23: 11 and 17 run 3 passes, so 2 + 2 x 3 = 8 full-attention caches a token of
+    # 2 x 8 x 128 x 2 B = 32,768 B (the sliding layers' caches stop at their window)
+    spec = parse_model_config(_loop(), "x")
+    blocks = [b for layer in spec.layers for b in layer.blocks if getattr(b, "window", None) is None]
+    assert sum(b.state(2, 1).per_token_bytes for b in blocks) == 8 * 2 * 8 * 128 * 2
+
+
+def test_loop_bounds_off_the_residual_blocks_are_refused_naming_them() -> None:
+    cfg = _loop()
+    cfg["loop_layer_index_start"] = 4
+    with pytest.raises(InputError, match="loop_layer_index_start"):
+        parse_model_config(cfg, "x")
+
+
+def test_loop_section_past_the_stack_is_refused_naming_it() -> None:
+    cfg = _loop()
+    cfg["loop_layer_index_end"] = 30
+    with pytest.raises(InputError, match="loop_layer_index_end|num_hidden_layers"):
+        parse_model_config(cfg, "x")
