@@ -151,10 +151,8 @@ def test_gemma4_unified_sub_configs_written_empty_take_the_class_defaults() -> N
 
 
 # ------------------------------------------------------------------ refused this round: one line each
-# Muse-Spark-Open-816B-A42B counts since stop 38 (fixf; round32/, its hand count below).
-# Inkling-2-Small (Inkling2Config() defaults): relative
-# states (d_rel) in a relative-position bias, attention residuals over blocks of layers, short convolutions and
-# softcapped experts
+# Muse-Spark-Open-816B-A42B counts since stop 38 (fixf; round32/, its hand count below); Inkling-2-Small since stop
+# 38 (inkling: its text; inkling2b: its tower)
 # ------------------------------------------------------- dots3-note-prev (Dots3NoteConfig() defaults; stop 37).
 # refused/dots-studio--dots3-note-prev.json: the class defaults written as to_dict would, the __post_init__ lists and
 # per_layer_config written out. Hand count tensor by tensor from modeling_dots3_note.py (transformers 5.25.0).
@@ -216,7 +214,6 @@ REFUSALS: dict[str, str] = {
     # the vision tower's routed experts (Dots3NoteVisionMoE, 17 blocks of 4 .. 64 experts: 5,918,048,864 of the
     # 6,871,277,920) are not modelled in a tower (its text model counts since stop 38, vlm2)
     "dots-studio--dots3-note-prev": r"vision_config\.num_local_experts: 64 experts in a vision tower",
-    "thinkingmachines--Inkling-2-Small": r"model_type: 'inkling2': Inkling2VisionModel",
 }
 
 
@@ -274,7 +271,7 @@ def test_muse_spark_hand_count_holds_the_files_layer_pattern() -> None:
 
 
 # ------------------------------------------ Inkling-2-Small (Inkling2Config() defaults; hand count stop 37, layerfeat6)
-# refused/thinkingmachines--Inkling-2-Small.json. Hand count tensor by tensor from modeling_inkling2.py
+# round32/thinkingmachines--Inkling-2-Small.json. Hand count tensor by tensor from modeling_inkling2.py
 # (transformers 5.25.0). Text (Inkling2TextModel): 48 layers, 4608 wide; layer_types "hybrid" (full) where
 # (i + 1) % 6 == 0 (8 layers), "hybrid_sliding" elsewhere (40); both 48 heads / 8 K/V heads x 128. Every layer:
 # q linear hidden -> 48 x 128 and its clip scale (48 x 128); k and v linears hidden -> 8 x 128, each with a short
@@ -312,10 +309,13 @@ INKLING2 = INKLING2_TEXT + INKLING2_VISION
 # K/V per token at bf16: the 8 full layers x 2 x 8 x 128 x 2 B; the 40 sliding layers capped at the 1024 window (the
 # short-convolution states are per sequence)
 INKLING2_KV_BYTES_PER_TOKEN = 8 * 2 * 8 * 128 * 2
+HAND["thinkingmachines--Inkling-2-Small"] = INKLING2
+KV_BYTES_PER_TOKEN["thinkingmachines--Inkling-2-Small"] = INKLING2_KV_BYTES_PER_TOKEN
+SOLVE_CARDS["thinkingmachines--Inkling-2-Small"] = 32  # 1.19 TB at bf16
 
 
 def test_inkling2_hand_count_holds_the_files_layer_pattern() -> None:
-    text = _refused("thinkingmachines--Inkling-2-Small")["text_config"]
+    text = ROUND.load("thinkingmachines--Inkling-2-Small")["text_config"]
     full = [i for i, t in enumerate(text["layer_types"]) if t == "hybrid"]
     assert full == [i for i in range(48) if (i + 1) % 6 == 0] and len(text["layer_types"]) == 48
     assert (INKLING2_TEXT, INKLING2_VISION) == (593_718_497_280, 327_693_312)
@@ -345,12 +345,21 @@ def test_muse_spark_experts_run_between_two_projections_at_the_pooled_width() ->
 @pytest.mark.parametrize("keys", [[], ["layer_types"], ["layer_types", "conv_kernel_size", "d_rel"]])
 def test_inkling2_text_counts_to_the_hand_count_whatever_class_defaults_it_leaves_out(keys: list[str]) -> None:
     # layer_types left out: Inkling2TextConfig's __post_init__ makes layer i full where (i + 1) % 6 == 0
-    text = _refused("thinkingmachines--Inkling-2-Small")["text_config"]
+    text = ROUND.load("thinkingmachines--Inkling-2-Small")["text_config"]
     for key in keys:
         del text[key]
     assert count(text) == INKLING2_TEXT
 
 
-def test_inkling2_is_refused_naming_its_vision_tower() -> None:
-    with pytest.raises(InputError, match="Inkling2VisionModel"):
-        parse_model_config(_refused("thinkingmachines--Inkling-2-Small"), "x")
+def test_inkling2_counts_its_tower_to_the_hand_count() -> None:
+    # Inkling2VisionModel: the class token's two vectors, the 32^2-row grid, no patch bias, a bias-free norm-free merger
+    assert count(ROUND.load("thinkingmachines--Inkling-2-Small")) == INKLING2 == 594_046_190_592
+
+
+@pytest.mark.parametrize("key", ["intermediate_size", "projection_hidden_dim", "projector_bias", "posemb_grid_size"])
+def test_inkling2_tower_fields_left_out_read_as_the_class_defaults(key: str) -> None:
+    # Inkling2VisionConfig: intermediate_size mlp_ratio 4 x 1024, projection_hidden_dim 4096, projector_bias false,
+    # posemb_grid_size 32: the same 327,693,312 tower
+    cfg = ROUND.load("thinkingmachines--Inkling-2-Small")
+    del cfg["vision_config"][key]
+    assert count(cfg) == INKLING2

@@ -241,7 +241,9 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
         (layers/block_residual.py), from the family's _block_residual {block: the field of layers a block, queries:
         {layer kind: learned queries of the mixer's input}, conv_kernel: the convolutions' kernel field}; None
         without the fact. Layer i reads the ceil(i / n) states begun before it plus its partial sum; the first
-        layer's mixer reads the embedding (no query); a layer starting a block adds its input before the MLP's read."""
+        layer's mixer reads the embedding (no query); a layer starting a block adds its input before the MLP's read.
+        A layer of the family's _loop_messages section also reads the previous pass's messages and gates them in."""
+
         from solver.specs.layers.block_residual import BlockResidual
 
         f, rule = self.f, self.f.cfg.get("_block_residual")
@@ -256,7 +258,20 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
         reads = ((int(queries[slot.mixer]), begun + 1),) if i > 0 else ()
         reads += ((1, begun + (1 if i % n == 0 else 0) + 1),)
         kernel_field = str(rule["conv_kernel"])
-        return BlockResidual(self.h, reads, convs=2, kernel=f.int(kernel_field, minimum=1, maximum=64))
+        gates, rank = 0, 0
+        loop = f.cfg.get("_loop_messages")  # {start, end, rank: fields, gates: N, queries: N}: a looped section
+        if loop:
+            start, end = (f.int(str(loop[k]), minimum=0, maximum=MAX_LAYERS) for k in ("start", "end"))
+            for key, value in (("start", start), ("end", end)):
+                if value % n:
+                    raise f.err(str(loop[key]), f"{value}: not a multiple of {rule['block']} ({n}), as the "
+                                                "looped section's message reads need")
+            if start <= i < end:
+                # the previous pass's block states after its first, and its last hidden state
+                reads += ((int(loop["queries"]), (end - start) // n),)
+                gates, rank = int(loop["gates"]), f.int(str(loop["rank"]), minimum=1, maximum=MAX_LAYERS)
+        return BlockResidual(self.h, reads, convs=2, kernel=f.int(kernel_field, minimum=1, maximum=64),
+                             gates=gates, gate_rank=rank)
 
     def per_layer_input(self) -> Block | None:
         """A layer's per-layer input gate and projection (hidden_size_per_layer_input; layers/per_layer_input.py):

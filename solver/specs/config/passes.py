@@ -9,6 +9,9 @@ pass order over the stored layers:
     order: [segment, ...]        in the order a token runs them
       {layers: FIELD}            the next FIELD stored layers, once
       {layers: FIELD, times: FIELD}   the next FIELD stored layers, run FIELD times in a row
+      {layers: {from: FIELD, to: FIELD}, ...}  the stored layers from index FROM (0 where left out) up to TO: the
+                                 config writes a section's bounds, not its length (Inkling-2-Loop's
+                                 loop_layer_index_start / _end); FROM must be where the order stands
       {of: [segment, ...], times: FIELD}   a group of segments run FIELD times (the same stored layers each time)
       cache: {field: F, values: {v: every}}   the cache mode this segment's repeats run under; "every": each run keeps
                                  its own K/V (Dory's per_loop); another value of F is refused naming F
@@ -62,10 +65,24 @@ def _walk(f: Fields, segments: list[dict[str, Any]], start: int) -> tuple[list[i
         if "of" in segment:
             body, start = _walk(f, segment["of"], start)
         else:
-            n = f.int(str(segment["layers"]), minimum=0, maximum=MAX_LAYERS)
+            n = _section(f, segment["layers"], start)
             body, start = list(range(start, start + n)), start + n
         order += body * times
     return order, start
+
+
+def _section(f: Fields, layers: Any, start: int) -> int:
+    """How many stored layers a segment's `layers` names: a count field, or {from, to} bounds (module docstring)."""
+    if not isinstance(layers, dict):
+        return f.int(str(layers), minimum=0, maximum=MAX_LAYERS)
+    first = f.int(str(layers["from"]), minimum=0, maximum=MAX_LAYERS) if "from" in layers else 0
+    if first != start:
+        raise f.err(str(layers.get("from", layers["to"])), f"{first}: the section must begin where the layers "
+                                                          f"before it end, at layer {start}")
+    end = f.int(str(layers["to"]), minimum=0, maximum=MAX_LAYERS)
+    if end < first:
+        raise f.err(str(layers["to"]), f"{end}: before the section's first layer {first}")
+    return end - first
 
 
 def read_passes(f: Fields) -> Passes | None:
@@ -129,6 +146,8 @@ def pass_fields(fact: Any) -> set[str]:
 
 def _segment_fields(segment: dict[str, Any]) -> set[str]:
     out = {str(segment[k]) for k in ("layers", "times") if isinstance(segment.get(k), str)}
+    if isinstance(segment.get("layers"), dict):
+        out |= {str(v) for v in segment["layers"].values()}
     if segment.get("cache"):
         out.add(str(segment["cache"]["field"]))
     for inner in segment.get("of", ()):

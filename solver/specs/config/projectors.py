@@ -44,8 +44,8 @@ The wrapper family's facts (family_defaults.yaml):
                             through the wrapper's field `through` (ffn_hidden_size, intermediate_size), and boi /
                             eoi, one learned text-width vector each
   _vision_merger_norm       the patch merger's norm over h whatever the tower's norms are: layernorm (weight and
-                            bias; LFM3-VL's projector over an RMSNorm tower) or rms (weight only; HYV4VL's
-                            before_rms over a LayerNorm tower)
+                            bias; LFM3-VL's projector over an RMSNorm tower), rms (weight only; HYV4VL's
+                            before_rms over a LayerNorm tower) or none (Inkling2VisionMerger: two linears alone)
   _vision_image_newline     with a patch merger: one learned out_hidden_size vector ends each merged row
                             (HYV4VLVisionPatchMerger's image_newline; its Conv2d m x m h -> h m^2 and 1 x 1 Conv2d
                             h m^2 -> out hold the merger MLP's weights and biases)
@@ -70,9 +70,12 @@ The wrapper family's facts (family_defaults.yaml):
   _vision_projector_merge_mlps  {times, factor}: the wrapper's `times` field of merge MLPs, each a LayerNorm over
                             h x factor, a biased linear h x factor square and one into h, the last into the text
                             width (MiniCPMV4_6Merger's DownsampleMLPs, factor 4 fixed by the class)
-  _vision_projector_merger_width  the wrapper field sizing the patch merger's middle layer (h m^2 -> FIELD -> text,
-                            biased, after the tower-width norm) in place of h m^2 (Cosmos3EdgePatchMerger:
-                            projector_hidden_size)
+  _vision_projector_merger_width  the field sizing the patch merger's middle layer (h m^2 -> FIELD -> text,
+                            biased, after the tower-width norm) in place of h m^2, read from the tower config where it
+                            writes FIELD, else the wrapper's (Cosmos3EdgePatchMerger: projector_hidden_size;
+                            Inkling2VisionMerger: the tower's projection_hidden_dim)
+  _vision_merger_bias       the tower field switching the patch merger's two linears' biases (Inkling2VisionConfig's
+                            projector_bias); biased where no fact names one
   _vision_projector_conv_downsample  two biased 3 x 3 stride-2 Conv2d h -> 2h -> 4h, then one linear 4h -> the
                             text width, biased under the wrapper's projector_bias (Step3p7VisionModel's downsamplers
                             and Step3p7Model.multi_modal_projector); {kernels: [FIELD or N, N], rms_norms, newline,
@@ -325,14 +328,17 @@ def projector(f: Fields, wrapper: Fields, h: int, norm: int, text_hidden: int, f
         wide = h * merge * merge
         # the merger MLP's middle width: h m^2 (Qwen2-VL's PatchMerger) or a wrapper field the fact names
         width_field = facts.get("_vision_projector_merger_width")
-        mid = wrapper.int(str(width_field)) if width_field else wide
+        mid = wide if not width_field else f.int(str(width_field)) if f.has(str(width_field)) \
+            else wrapper.int(str(width_field))
         merger_norm = facts.get("_vision_merger_norm")
         if merger_norm is not None:  # the merger's own norm kind over the tower's patches (LFM3-VL's, HYV4VL's)
-            norm = {"layernorm": 2 * h, "rms": h}[str(merger_norm)]
+            norm = {"layernorm": 2 * h, "rms": h, "none": 0}[str(merger_norm)]
+        bias_field = facts.get("_vision_merger_bias")
+        merger_bias = f.bool(str(bias_field), True) if bias_field else True
         # a Conv2d m x m (stride m) h -> h m^2 holds h m^2 x h m^2 weights, a 1 x 1 Conv2d is a linear: HYV4VL's
         # convolutional merger is this MLP, its image_newline one out-wide vector more
         newline = out if facts.get("_vision_image_newline") else 0
-        merger = norm + wide * mid + mid + mid * out + out + newline
+        merger = norm + wide * mid + mid * out + ((mid + out) if merger_bias else 0) + newline
         mergers = 1 + len(f.int_list("deepstack_visual_indexes") or [])
         deep = (mergers - 1) * (wide * wide + wide + wide * out + out + 2 * wide)
         after = out * text_hidden + text_hidden if facts.get("_vision_projector_linear_after_merger") else 0

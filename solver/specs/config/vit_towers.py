@@ -46,6 +46,8 @@ says):
   _vision_window_merger     FIELD: the k x k window (FIELD) of a window-attention merger inside the tower: one
                             more attention and its norm, a LayerNorm over h k^2, a biased MLP h k^2 -> inter k^2 -> h
                             (MiniCPMV4_6ViTWindowAttentionMerger)
+  _vision_class_position    the class token carries its own learned position vector (h) beside a position table
+                            whose rows are all patches' (Inkling2VisionEmbeddings' cls_position_embedding)
   _vision_class_rotary      the class token carries its own learned rotary frequencies, head_dim / 2 of them
                             (RiceViT's class_pos_emb in LLaVA-OneVision-1.5), beside _vision_class_token's embedding
   _vision_axial_positions   the field counting the rows of each of two learned tables, one per image axis, summed
@@ -150,6 +152,8 @@ def vit_tower(f: Fields, notes: list[str], facts: dict[str, Any]) -> tuple[int, 
         patch_embed += f.int(str(video), maximum=64) * channels * patch_h * patch_w * h
     cls = 1 if facts.get("_vision_class_token") else 0
     positions = cls * h  # the class embedding
+    if facts.get("_vision_class_position"):  # the class token's own position vector, not a row of the table
+        positions += h
     if facts.get("_vision_class_rotary"):  # the class token's learned rotary frequencies, head_dim / 2 (RiceViT)
         positions += h // f.int("num_attention_heads", "num_heads") // 2
     positions += h if f.bool("use_mask_token") else 0  # a learned mask token (HF InternVL's use_mask_token)

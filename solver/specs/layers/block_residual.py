@@ -9,9 +9,19 @@ the embedding directly, no query) scores the unweighted-RMS-normed states (scali
 After each sub-block a causal depthwise convolution (hidden channels, `kernel` taps, no bias) filters its output,
 added to it and scaled.
 
-Parameters: queries x hidden, convs x hidden x kernel: replicated (every rank runs every token's whole hidden).
+A layer of a looped section (Inkling2LoopSlidingLoopDecoderLayer / FullLoopDecoderLayer) also reads messages from
+the previous pass: one more read of 4 queries (its message_input rows: query, key, value and MLP messages) over that
+pass's later block states, and `gates` message gates (Inkling2LoopMessageGate) that mix each message into its input:
+an unweighted RMSNorm of hidden and message, down_proj 2h -> rank, forget and message projections rank -> h, two
+tanh and (1 - f) x + g m. The first pass runs without messages; its gates are costed all the same (a pass is the
+stored layer again: config/passes.py), 8 h rank FLOPs a gate a token more than it runs.
+
+Parameters: queries x hidden, convs x hidden x kernel, gates x 4 x hidden x rank: replicated (every rank runs every
+token's whole hidden). The gates' forget / message projections are fp32 in the reference; counted at the layer's
+precision like the block queries (fp32 too).
 FLOPs per token, S states a read attends (the partial sum included):
-  norm 3 S h once a read, scores 2 S h and mix 2 S h per query; each conv 2 x kernel x h, the add and scale 2 h.
+  norm 3 S h once a read, scores 2 S h and mix 2 S h per query; each conv 2 x kernel x h, the add and scale 2 h;
+  each gate 2 x 3 h (norms) + 2 x 2 h rank (down) + 2 x 2 rank h (forget, message) + 2 h (tanh) + 4 h (mix).
 Bytes per token: the S states read once a read, the query outputs written; the conv reads and writes h and its tail.
 State per request: each conv's last kernel - 1 tokens of hidden (the cache's conv states), constant in the sequence.
 Activation: the block states a token keeps through the forward, S x hidden.
@@ -33,13 +43,16 @@ class BlockResidual(Block):
     reads: tuple[tuple[int, int], ...]  # (learned queries, states attended) of each attention over the block states
     convs: int = 0  # short convolutions over sub-block outputs
     kernel: int = 0
+    gates: int = 0  # message gates of a looped section's layer
+    gate_rank: int = 0
 
     role = "ffn"
     kind = "BlockResidual"
 
     def label(self) -> str:
         queries = "+".join(str(q) for q, _ in self.reads)
-        return f"BlockResidual q{queries} conv{self.convs}xL{self.kernel}"
+        gates = f" gate{self.gates}xr{self.gate_rank}" if self.gates else ""
+        return f"BlockResidual q{queries} conv{self.convs}xL{self.kernel}{gates}"
 
     @property
     def queries(self) -> int:
@@ -52,7 +65,8 @@ class BlockResidual(Block):
 
     def shares(self) -> tuple[Share, ...]:
         parts = (Part("block_queries", self.queries * self.hidden, "none"),
-                 Part("output_convs", self.convs * self.hidden * self.kernel, "none"))
+                 Part("output_convs", self.convs * self.hidden * self.kernel, "none"),
+                 Part("message_gates", self.gates * 4 * self.hidden * self.gate_rank, "none"))
         return (Share(MODULE, "dense", None, tuple(p for p in parts if p.params)),)
 
     def state(self, kv_bytes: int, split: int) -> State:
@@ -71,6 +85,11 @@ class BlockResidual(Block):
             ops.append(cx.op("output_conv", MODULE, t * self.convs * (2 * self.kernel + 2) * h,
                              2 * w.sequences * tail + t * self.convs * 2 * h * ACT_BYTES
                              + self.convs * self.kernel * h * ACT_BYTES, peak, eff, kernels=self.convs))
+        if self.gates:
+            r = self.gate_rank
+            ops.append(cx.op("message_gate", MODULE, t * self.gates * (8 * h * r + 12 * h),
+                             t * self.gates * 3 * h * ACT_BYTES + self.gates * 4 * h * r * ACT_BYTES, peak, eff,
+                             kernels=3 * self.gates))
         return ops
 
     def activation(self, pc, tokens: float, split: int) -> float:
