@@ -285,3 +285,26 @@ def test_a_decode_over_isl_and_osl_takes_neither_seq_len_nor_concurrency(tmp_pat
         assert r.exit_code == 2 and "a decode reads batch and isl + osl" in r.stderr, r.stderr
     r = _run(tmp_path, {**BASE, "workload": {"phase": "decode", "batch": 64, "isl": 4096}})
     assert r.exit_code == 2 and "needs batch, isl and osl" in r.stderr, r.stderr
+
+
+def test_check_given_a_launch_command_names_the_file_it_reads(tmp_path):
+    """`solve --format launch` prints engine command lines, not a deployment file: check refuses them in one line
+    that points to `solve --format yaml`, whose file it reads (the bare YAML error named nothing to give instead)."""
+    path = tmp_path / "launch.sh"
+    path.write_text("# candidate 1: Pure TP4 (vllm, concurrency 16)\n"
+                    "vllm serve ${MODEL_PATH} --tensor-parallel-size 4 --max-num-seqs 16\n\n"
+                    "# candidate 2: Attn DP (vllm, concurrency 32)\n"
+                    "vllm serve ${MODEL_PATH} --tensor-parallel-size 1 --data-parallel-size 4\n")
+    r = CliRunner().invoke(main, ["check", str(path)])
+    assert r.exit_code == 2
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: not valid YAML")
+    assert "`shardplan solve --format yaml`" in lines[0] and "--format launch" in lines[0]
+
+
+def test_check_keeps_a_deployment_files_own_field_error(tmp_path):
+    """A deployment file with a bad field is a deployment file: its error names the field, with no pointer to
+    another format."""
+    r = _run(tmp_path, {"model": "qwen3-32b", "hardware": "h100_sxm", "world_size": 4,
+                        "parallel_config": {"attn_tp_size": "four"}})
+    assert r.exit_code == 2 and "--format yaml" not in r.output

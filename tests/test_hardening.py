@@ -652,6 +652,29 @@ def test_two_slas_that_bind_together_name_no_memory_or_rule() -> None:
     assert "memory" not in text and "cards fit" not in text
 
 
+def test_two_slas_that_bind_together_are_relaxed_together() -> None:
+    """Each SLA relaxed alone frees nothing, so the remedy asks for both at once, not either flag."""
+    from solver.api import run_solve
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InfeasibleError) as err:
+        run_solve("llama-3.1-8b", "h100_sxm", 2, Scenario(max_concurrency=8, tpot_ms=0.01, ttft_ms=0.01),
+                  explain_binding=False)
+    assert "relax --tpot-ms and --ttft-ms together" in (err.value.remedy or "")
+
+
+def test_memory_and_an_sla_that_bind_only_together_are_remedied_together() -> None:
+    """Qwen3-32B at 64 x 65K-token sequences on 16 Atlas A3 dies under a 10 ms TPOT: neither memory nor the TPOT
+    relaxed alone frees a configuration, so the remedy pairs a memory remedy with the SLA's, not a list of
+    alternatives (relaxing --tpot-ms alone still finds nothing)."""
+    r = run("solve", "qwen3-32b", "--hardware", "atlas_a3", "--cards", "16", "--framework", "vllm-ascend",
+            "--isl", "65536", "--osl", "1024", "--concurrency", "64", "--tpot-ms", "10")
+    one_error_line(r, 1, "SLA.tpot bind together")
+    assert "what would fit: relaxed together, as neither suffices alone: memory (" in r.stderr
+    assert ") and the SLA (relax --tpot-ms" in r.stderr
+    assert "; relax --tpot-ms" not in r.stderr
+
+
 def test_a_disaggregated_sla_no_deployment_meets_names_the_lowest_figure_evaluated() -> None:
     """Both pools fit alone, but no rate-matched pair meets the TTFT cap (the prefill wait and the KV transfer
     add to the worker's own prefill): the remedy names the lowest TTFT over the pairs evaluated with the SLA set

@@ -61,7 +61,15 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
     from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs
     from solver.specs.precision import resolve_precision
 
-    dep = load_deployment(config, candidate)
+    try:
+        dep = load_deployment(config, candidate)
+    except InputError as exc:
+        whole = exc.problem.startswith(("not valid YAML", "expected a mapping"))
+        if exc.field != str(config) or not whole:  # a field of a deployment file: the line says what to fix
+            raise
+        # not YAML, or no mapping: say what check reads (a launch command, solve --format launch, is not it)
+        raise InputError(exc.field, f"{exc.problem}; check reads a deployment file, the YAML `shardplan solve "
+                                    "--format yaml` writes (not the command lines of --format launch)") from None
     flags = {"model": "--model" if model else None, "hardware": "--hardware" if hardware else None,
              "framework": "--framework" if framework else None}  # else the file's key names a bad name
     model = model or dep.model

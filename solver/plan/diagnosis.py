@@ -75,13 +75,19 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
         # a fixed concurrency the engine's batch rules turn away: the nearest its layouts run, first
         reach = _batch_reach(model, hw, fw, world, scenario, tables, sorted(batch_ids & set(binding)))
         remedies += [reach] if reach else []
+    memory: list[str] = []
     if "B.memory_per_rank" in binding or not binding or empty:
         # a group the rules empty has no layout at any sequence, batch or weight format: only the size helps
-        remedies += _memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts,
-                                     sizes_only=bool(empty) and "B.memory_per_rank" not in binding)
+        memory = _memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts,
+                                  sizes_only=bool(empty) and "B.memory_per_rank" not in binding)
     slas = [b for b in binding if b.startswith("SLA")]
-    if slas:
-        remedies.append(_sla_reach(planner, tables, world, slas) + "; or add cards")
+    sla = _sla_reach(planner, tables, world, slas, together=jointly) + "; or add cards" if slas else None
+    if jointly and memory and sla:
+        # families that free a configuration only relaxed together: one memory remedy and the SLA, not either
+        remedies.append(f"relaxed together, as neither suffices alone: memory ({' or '.join(memory)}) and the "
+                        f"SLA ({sla})")
+    else:
+        remedies += memory + ([sla] if sla else [])
     if stalled:
         remedies.append(f"{len(stalled)} relaxed solve(s) timed out, so the binding list may be short; "
                         "raise --time-limit")
@@ -142,25 +148,29 @@ def _batch_reach(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: in
 SLA_FLAGS = {"SLA.ttft": ("--ttft-ms", "ttft_s", "TTFT"), "SLA.tpot": ("--tpot-ms", "tpot_s", "TPOT")}
 
 
-def relax_slas(slas: list[str]) -> str:
-    """'relax' and the flags of the binding SLA families (both if none is one of them)."""
-    return "relax " + ("/".join(SLA_FLAGS[s][0] for s in slas if s in SLA_FLAGS) or "--ttft-ms/--tpot-ms")
+def relax_slas(slas: list[str], together: bool = False) -> str:
+    """'relax' and the flags of the binding SLA families (both if none is one of them); `together`: they free a
+    configuration only relaxed at once, which the line says."""
+    flags = [SLA_FLAGS[s][0] for s in slas if s in SLA_FLAGS]
+    if together and len(flags) > 1:
+        return "relax " + " and ".join(flags) + " together"
+    return "relax " + ("/".join(flags) or "--ttft-ms/--tpot-ms")
 
 
-def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[str]) -> str:
+def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[str], together: bool = False) -> str:
     """What the binding SLAs would have to allow: the fastest configuration (least request latency) at the
     smallest concurrency with those SLAs set aside, and the figures they cap; naming it keeps the remedy in the
     deployment's own figures rather than a bare 'relax'."""
     b = tables.batches[0]
     p = planner.best(b, relaxed=frozenset(slas))
     if p is None:
-        return relax_slas(slas)
+        return relax_slas(slas, together)
     fig = planner.latency_of(b, dict(p.picks))[1]
     cfg = ParallelConfig(world_size=world, **tables.config(dict(p.picks)))
     knobs = " ".join(f"{k}={v}" for k, v in cfg.knobs().items() if v > 1) or "all knobs 1"
     shown = ", ".join(f"{SLA_FLAGS[s][2]} {three_figures(getattr(fig, SLA_FLAGS[s][1]) * 1e3)} ms" for s in slas)
-    return (f"{relax_slas(slas)}: the fastest configuration at concurrency {b} on {world} cards ({knobs}) shows "
-            f"{shown}")
+    return (f"{relax_slas(slas, together)}: the fastest configuration at concurrency {b} on {world} cards "
+            f"({knobs}) shows {shown}")
 
 
 REMEDY_SIZES = 12  # world sizes a diagnosis screens for one that fits

@@ -117,8 +117,6 @@ class PlanResult:
     range_note: str | None = None
     # a candidate runs at the SLA edge, a concurrency between the powers of two (plan.sla_edge)
     edge_note: str | None = None
-    # (the SLA edge planned, the last power below it); each point at an edge carries its own (Planned.sla_edge_from)
-    sla_edge: tuple[int, int] | None = None
     # what reading the inputs noted (specs/notes.input_notes: a field the config reader did not read, weights
     # kept in the checkpoint's format, a device no calibration row measured); shown with the answer
     input_notes: tuple[str, ...] = ()
@@ -426,15 +424,13 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     result.range_note = range_note(chosen[0].batch, scenario)
-    if edge is not None:
-        result.sla_edge = (edge, last)
-        if any(p.batch == edge for p in chosen):
-            own = list(dict.fromkeys(f"{p.batch:,} from {edge_from[p.key()]:,}" for p in chosen
-                                     if p.batch != edge and p.key() in edge_from))
-            result.edge_note = sla_edge_note(edge, last, scenario) + (
-                "; the other candidates the SLAs stop at a power are shown at their own SLA edge (the most their "
-                "configuration there runs within them, the best of their pattern planned at it): " + ", ".join(own)
-                if own else "")
+    if edge is not None and any(p.batch == edge for p in chosen):
+        own = list(dict.fromkeys(f"{p.batch:,} from {edge_from[p.key()]:,}" for p in chosen
+                                 if p.batch != edge and p.key() in edge_from))
+        result.edge_note = sla_edge_note(edge, last, scenario) + (
+            "; the other candidates the SLAs stop at a power are shown at their own SLA edge (the most their "
+            "configuration there runs within them, the best of their pattern planned at it): " + ", ".join(own)
+            if own else "")
     device = [n for n in (placement_note(hw, fw, world), unstated_platform_note(hw, fw)) if n]
     result.input_notes = (*input_notes(model, hw, prec, max_len=scenario.max_seq_len), *device)
     if explain_binding:

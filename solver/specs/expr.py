@@ -83,9 +83,10 @@ class _MissingName(Exception):
 class _Compiler:
     """Turns a whitelisted AST into nested closures; anything off the whitelist is an InputError."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, products: Mapping[str, tuple[str, ...]] | None = None):
         self.text = text
         self.names: set[str] = set()
+        self.products = products or {}
 
     def reject(self, what: str) -> InputError:
         return InputError(f"expression {self.text!r}", f"{what} is not allowed")
@@ -102,6 +103,20 @@ class _Compiler:
                 return lambda env, v=_CONSTANT_NAMES[node.id]: v
             if node.id in FUNCTIONS:
                 raise self.reject(f"function name '{node.id}' used as a value")
+            if node.id in self.products:  # a named product reads its factors: the expression depends on them
+                factors = self.products[node.id]
+                self.names.update(factors)
+
+                def product(env: Env, factors: tuple[str, ...] = factors) -> Value:
+                    value = 1
+                    for name in factors:
+                        try:
+                            value *= env[name]
+                        except KeyError:
+                            raise _MissingName(name) from None
+                    return value
+
+                return product
             self.names.add(node.id)
 
             def load(env: Env, name: str = node.id) -> Value:
@@ -207,8 +222,10 @@ def is_condition(expr: Expr, flags: frozenset[str] | set[str]) -> bool:
 
 
 @lru_cache(maxsize=1024)
-def compile_expr(text: str) -> Expr:
-    """Parse and whitelist-check `text`; raises InputError naming the expression on anything unsupported."""
+def compile_expr(text: str, products: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> Expr:
+    """Parse and whitelist-check `text`; raises InputError naming the expression on anything unsupported.
+    `products`: names that stand for the product of other names (a profile's tp_group_size), read as that
+    product: the Expr's `names` hold the factors, not the name."""
     if not isinstance(text, str):
         raise InputError("expression", f"expected a string, got {type(text).__name__}")
     source = text.strip()
@@ -222,7 +239,7 @@ def compile_expr(text: str) -> Expr:
         raise InputError(f"expression {source!r}", f"not valid syntax ({exc.msg})") from None
     except (RecursionError, MemoryError, ValueError):
         raise InputError(f"expression {source!r}", "too deeply nested") from None
-    compiler = _Compiler(source)
+    compiler = _Compiler(source, dict(products))
     try:
         fn = compiler.compile(tree.body)
     except RecursionError:

@@ -38,7 +38,14 @@ MODEL_NAMES = (
     "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "has_csa", "is_moe",
     "o_proj_dim", "has_recurrent_mixer",
 )
-RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES))
+# Group sizes a rule or launch line reads by name, each the product of some knobs (FrameworkProfile.group_products):
+# tp_group_size, the engine's tensor-parallel size (its -tp: attention TP times the knobs it carves out of the TP
+# ranks, tp_group_knobs); attn_group_size, the ranks one attention group spans, TP x CP x KVP x SP
+# (ParallelConfig.attn_group_size; the engine's DP is world // it)
+GROUP_NAMES = ("tp_group_size", "attn_group_size")
+ATTN_GROUP_KNOBS: tuple[str, ...] = ("attn_tp_size", "kvp_size", "attn_sp_size", "cp_size")
+RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES,
+                                        *GROUP_NAMES))
 # the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers
 RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "has_recurrent_mixer",
                                         *PLATFORM_FLAGS))
@@ -95,6 +102,12 @@ class Rule(BaseModel):
             setattr(self, f"_{attr}", expr)
         self._read = tuple(sorted(self._when.names | self._require.names))
         return self
+
+    def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+        """Read the group names (GROUP_NAMES) as the profile's products of knobs: `names` then holds the knobs."""
+        self._when = compile_expr(self.when, products)
+        self._require = compile_expr(self.require, products)
+        self._read = tuple(sorted(self._when.names | self._require.names))
 
     @property
     def names(self) -> frozenset[str]:
@@ -302,6 +315,10 @@ class FrameworkProfile(BaseModel):
         "each decode the attention replica's whole batch over their shard, the partial outputs merged by "
         "log-sum-exp over the CP group (vllm-ascend's PCP: each rank stores max_model_len / pcp tokens, decode "
         "requests duplicated on every PCP rank, output and lse all-gathered); excludes cp_replicates_kv_cache")
+    sp_in_tp_group: bool = Field(
+        False, description="its attention sequence-parallel ranks (attn_sp_size) are TP ranks: its tensor-parallel "
+        "size counts them (vllm-ascend's enable_dsa_cp splits the tokens over the TP group, the attention weights "
+        "unsplit), so -tp = attn_tp_size x kvp_size x attn_sp_size; false: SP ranks beside the TP group")
     equal_ranks_per_node: bool = Field(
         False, description="its multi-node launch runs the same number of ranks on every node (vLLM's and "
         "SGLang's --nnodes: world / nnodes a node), so ranks that leave a node part-filled spread evenly over the "
@@ -339,6 +356,20 @@ class FrameworkProfile(BaseModel):
                                      ("cp_size", self.cp_decode_repeats_batch or self.cp_decode_shards_kv),
                                      ("attn_sp_size", self.sp_decode_repeats_batch)) if on)
 
+    @property
+    def tp_group_knobs(self) -> tuple[str, ...]:
+        """The knobs whose product is the engine's tensor-parallel size (tp_group_size, its -tp): attention TP,
+        KVP where it is carved out of the TP ranks, SP where its ranks are TP ranks."""
+        return tuple(k for k, on in (("attn_tp_size", True), ("kvp_size", self.kvp_splits_attention_weights),
+                                     ("attn_sp_size", self.sp_in_tp_group)) if on)
+
+    @property
+    def group_products(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Each group name (GROUP_NAMES) with the knobs it multiplies, of those the profile exposes (the others
+        are 1): what its rules and launch lines read the names as."""
+        return tuple((name, tuple(k for k in knobs if k in self.knobs))
+                     for name, knobs in (("tp_group_size", self.tp_group_knobs), ("attn_group_size", ATTN_GROUP_KNOBS)))
+
     @model_validator(mode="after")
     def _consistent(self) -> "FrameworkProfile":
         from solver.specs.validation import FieldProblem
@@ -356,6 +387,8 @@ class FrameworkProfile(BaseModel):
         if self.cp_decode_shards_kv and self.cp_replicates_kv_cache:
             raise FieldProblem("cp_decode_shards_kv", "set with cp_replicates_kv_cache (a CP rank keeps either 1/cp of "
                                                       "a request's cache or all of it)")
+        if self.sp_in_tp_group and "attn_sp_size" not in self.knobs:
+            raise FieldProblem("sp_in_tp_group", "set without attn_sp_size among the knobs (SP is fixed at 1)")
         if self.sp_decode_repeats_batch and "attn_sp_size" not in self.knobs:
             raise FieldProblem("sp_decode_repeats_batch", "set without attn_sp_size among the knobs (SP is fixed at 1)")
         if self.cp_decode_repeats_batch and not self.cp_replicates_kv_cache:
@@ -369,6 +402,11 @@ class FrameworkProfile(BaseModel):
             if rule.id in seen:
                 raise FieldProblem(f"rules.{i}.id", f"{rule.id}: id used twice")
             seen.add(rule.id)
+        products = self.group_products
+        for rule in self.rules:
+            rule.bind(products)
+        if self.launch is not None:
+            self.launch.bind(products)
         return self
 
     def has_feature(self, name: str) -> bool:

@@ -101,6 +101,11 @@ class LaunchArg(BaseModel):
                 raise ValueError(f"text uses unknown placeholder(s) {', '.join(unknown)}")
         return self
 
+    def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+        """Read the profile's group names as its products of knobs (FrameworkProfile.group_products)."""
+        self._when = compile_expr(self.when, products)
+        self._value = compile_expr(self.value, products) if self.value is not None else None
+
     @property
     def when_expr(self) -> Expr:
         return self._when
@@ -137,6 +142,10 @@ class LaunchDocument(BaseModel):
             raise ValueError(f"when: {expr.text!r} {NOT_A_CONDITION}")
         self._when = expr
         return self
+
+    def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+        """Read the profile's group names as its products of knobs (FrameworkProfile.group_products)."""
+        self._when = compile_expr(self.when, products)
 
     @property
     def when_expr(self) -> Expr:
@@ -199,6 +208,15 @@ class LaunchSpec(BaseModel):
             return None
         return (f"{uses[0].knob or uses[0].flag} {kv_dtype}: {engine} has no spelling for it "
                 f"(it takes {', '.join(sorted(uses[0].map or ()))})")
+
+    def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+        """Read the profile's group names (tp_group_size, ...) in every expression as its products of knobs."""
+        extra = self.disagg if self.disagg is not None else None
+        for part in (self, *([extra] if extra else [])):
+            for a in part.args:
+                a.bind(products)
+            for d in part.documents.values():
+                d.bind(products)
 
     @model_validator(mode="after")
     def _docs_known(self) -> "LaunchSpec":

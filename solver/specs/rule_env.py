@@ -1,5 +1,7 @@
 """The names a framework rule reads (specs.framework.RULE_NAMES): a configuration's knobs and derived sizes, the
-deployment (world, batch, MTP, ranks per node) and the model's facts, built once per configuration."""
+deployment (world, batch, MTP, ranks per node) and the model's facts, built once per configuration. The group
+names (framework.GROUP_NAMES: tp_group_size, attn_group_size) are no entries here: a profile compiles each into
+its product of knobs (FrameworkProfile.group_products), so a rule reading one depends on those knobs."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
