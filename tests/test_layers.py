@@ -378,5 +378,7 @@ def test_gemma_4_moe_key_spellings_are_read() -> None:
     # per-layer input embeddings, which are refused)
     cfg = _dense_cfg(model_type="gemma4_text", enable_moe_block=True, num_experts=8, top_k_experts=2,
                      expert_intermediate_size=32, hidden_size_per_layer_input=0)
-    moe = parse_model_config(cfg, "x").layers[0].ffn
+    # the MoE block keeps the dense MLP beside the experts (Gemma4TextDecoderLayer under enable_moe_block)
+    dense, moe = parse_model_config(cfg, "x").layers[0].ffns
+    assert type(dense).__name__ == "DenseFFN"
     assert (type(moe).__name__, moe.experts, moe.topk, moe.inter) == ("MoE", 8, 2, 32)
