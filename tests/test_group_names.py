@@ -60,3 +60,13 @@ def test_sp_in_tp_group_needs_the_sp_knob() -> None:
     data["sp_in_tp_group"] = True
     with pytest.raises(ValueError, match="sp_in_tp_group: set without attn_sp_size"):
         FrameworkProfile.model_validate(data)
+
+
+def test_a_configs_attention_group_is_the_product_of_the_registrys_attention_group_knobs() -> None:
+    import math
+
+    from solver.specs.knobs import ATTN_GROUP_KNOBS
+    from solver.specs.parallel import make_parallel_config
+
+    pc = make_parallel_config(480, attn_tp_size=2, kvp_size=3, attn_sp_size=4, cp_size=5)
+    assert pc.attn_group_size == math.prod(getattr(pc, k) for k in ATTN_GROUP_KNOBS) == 120

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from solver.catalog import frameworks_dir
 from solver.errors import InputError, quoted
 from solver.specs.limits import MAX_MTP, MAX_TOKENS
-from solver.specs.knobs import DERIVED, DERIVED_NAMES, FOLLOWS, KNOBS, SETTINGS
+from solver.specs.knobs import ATTN_GROUP_KNOBS, DERIVED, DERIVED_NAMES, FOLLOWS, KNOBS, SETTINGS
 from solver.specs.expr import NOT_A_CONDITION, Expr, Value, compile_expr, is_condition
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.hardware import VENDOR
@@ -43,7 +43,6 @@ MODEL_NAMES = (
 # ranks, tp_group_knobs); attn_group_size, the ranks one attention group spans, TP x CP x KVP x SP
 # (ParallelConfig.attn_group_size; the engine's DP is world // it)
 GROUP_NAMES = ("tp_group_size", "attn_group_size")
-ATTN_GROUP_KNOBS: tuple[str, ...] = ("attn_tp_size", "kvp_size", "attn_sp_size", "cp_size")
 RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES,
                                         *GROUP_NAMES))
 # the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers

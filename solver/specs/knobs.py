@@ -51,6 +51,9 @@ SETTING_FLAGS = {"redundant_experts": "--redundant-experts"}
 CONFIG_FLAGS: dict[str, str] = {**KNOB_FLAGS, **SETTING_FLAGS}
 SETTING_GROUP = {"redundant_experts": "moe"}
 CONFIG_KEYS = KNOBS + SETTINGS
+# the knobs whose product is the ranks one attention group spans (TP x KVP x SP x CP): ParallelConfig.attn_group_size
+# multiplies them, the profiles' rules read the product as attn_group_size
+ATTN_GROUP_KNOBS: tuple[str, ...] = ("attn_tp_size", "kvp_size", "attn_sp_size", "cp_size")
 
 
 def nondefault_label(config: dict[str, int]) -> str:

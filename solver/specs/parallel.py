@@ -141,7 +141,8 @@ class ParallelConfig(BaseModel):
 
     @property
     def attn_group_size(self) -> int:
-        """Ranks that jointly serve one request's attention: TP x CP x KVP x SP."""
+        """Ranks that jointly serve one request's attention: the product of knobs.ATTN_GROUP_KNOBS (written out: a
+        hot path; tests/test_group_names.py holds the two equal)."""
         return self.attn_tp_size * self.cp_size * self.kvp_size * self.attn_sp_size
 
     @property
