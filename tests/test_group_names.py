@@ -1,4 +1,4 @@
-"""The group names a profile's rules and launch lines read (framework.GROUP_NAMES): each one product of knobs,
+"""The group names a profile's rules and launch lines read (profile_rules.GROUP_NAMES): each one product of knobs,
 defined once per engine (tp_group_size: FrameworkProfile.tp_group_knobs) or once for all (attn_group_size)."""
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import pytest
 from solver.estimate.params import count_params
 from solver.plan.groups import ATTN_ORDER, GROUPS, KNOB_GROUP, SHARED
 from solver.specs import knobs
-from solver.specs.framework import KNOB_NAMES, RULE_NAMES
+from solver.specs.profile_rules import KNOB_NAMES, RULE_NAMES
 from solver.specs.model_catalog import list_models, load_model
 from solver.specs.parallel import ParallelConfig
 

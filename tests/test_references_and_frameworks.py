@@ -15,7 +15,8 @@ import yaml
 from solver.errors import InputError
 from solver.report.config_index import index_path, main as index_main, render_config_index
 from solver.specs.expr import compile_expr
-from solver.specs.framework import KNOB_NAMES, RULE_NAMES, FrameworkProfile, list_frameworks, load_framework
+from solver.specs.framework import FrameworkProfile, list_frameworks, load_framework
+from solver.specs.profile_rules import KNOB_NAMES, RULE_NAMES
 from solver.specs.rule_env import rule_env
 from solver.specs.reference import SEED_KNOBS, list_references, load_reference
 from solver.specs.validation import validate_model

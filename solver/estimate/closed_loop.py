@@ -91,7 +91,7 @@ from solver.estimate.compute import Factors
 from solver.estimate.engine_step import graph_batch
 from solver.estimate.scheduler import lockstep, prefill_steps_mean
 from solver.estimate.workload import DEFAULT_REQUEST_OVERHEAD_S, Workload, mtp_tokens_per_step
-from solver.specs.framework import DEFAULT_TOKEN_BUDGET
+from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 

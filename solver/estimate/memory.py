@@ -13,7 +13,7 @@ from solver.estimate.factors import Factors
 from solver.estimate.params import ModuleParams, ParamReport, count_params
 from solver.memo import IdentityMemo
 from solver.specs.layers.dsa import INDEXER_SCALE_BYTES  # noqa: F401  (re-exported)
-from solver.specs.framework import DEFAULT_TOKEN_BUDGET
+from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
 from solver.specs.hardware import Hardware
 from solver.specs.dtypes import NumberFormat, number_format
 from solver.specs.layers.base import Part, heads_split

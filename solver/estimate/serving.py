@@ -47,7 +47,7 @@ from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
-from solver.specs.framework import DEFAULT_TOKEN_BUDGET
+from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from solver.estimate.compute import Factors
-from solver.specs.framework import DEFAULT_TOKEN_BUDGET
+from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
 from solver.specs.parallel import ParallelConfig
 from solver.specs.scenario import DEFAULT_MTP_ACCEPT, Scenario
 

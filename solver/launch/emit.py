@@ -22,7 +22,8 @@ import yaml
 
 from solver.errors import InputError
 from solver.specs.dtypes import number_format
-from solver.specs.framework import KNOB_NAMES, FrameworkProfile
+from solver.specs.framework import FrameworkProfile
+from solver.specs.profile_rules import KNOB_NAMES
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
 from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware

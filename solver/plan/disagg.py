@@ -34,7 +34,8 @@ from solver.plan import points
 from solver.plan.solve import Planned, PlanResult, plan
 from solver.specs.disagg_fitted import burst_share
 from solver.memo import IdentityMemo
-from solver.specs.framework import FrameworkProfile, Rule
+from solver.specs.framework import FrameworkProfile
+from solver.specs.profile_rules import Rule
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.precision import Precision

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Callable
 
 from solver.plan.tables import Tables
-from solver.specs.framework import FrameworkProfile, Rule
+from solver.specs.framework import FrameworkProfile
+from solver.specs.profile_rules import Rule
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.rule_env import device_facts, model_env

@@ -13,7 +13,8 @@ from solver.estimate.memory import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.estimate.step import StepCost
 from solver.space.domains import TP_KNOBS
-from solver.specs.framework import FrameworkProfile, Rule
+from solver.specs.framework import FrameworkProfile
+from solver.specs.profile_rules import Rule
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import nondefault_label
 from solver.specs.model import ModelSpec

@@ -1,281 +1,32 @@
 """FrameworkProfile: which parallel knobs an inference framework exposes and the rules its code enforces.
 
 A framework is data (`solver/frameworks/<name>.yaml`), not a code branch. Each rule is a pair of expressions
-in the safe language of `solver.specs.expr` over a fixed set of names (`RULE_NAMES`); the planner turns the
-same rules into constraints, and `shardplan check` evaluates them on one configuration. Knobs a framework
-does not expose are fixed at 1.
+in the safe language of `solver.specs.expr` over a fixed set of names (`RULE_NAMES`, specs/profile_rules.py, with
+the Rule itself); the planner turns the same rules into constraints, and `shardplan check` evaluates them on one
+configuration. Knobs a framework does not expose are fixed at 1. The profile's serving model (efficiencies, the
+scheduler, CUDA-graph ranges) is specs/profile_serving.py's.
 """
 from __future__ import annotations
 
-import itertools
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from solver.catalog import frameworks_dir
 from solver.errors import InputError, quoted
-from solver.specs.limits import MAX_MTP, MAX_TOKENS
-from solver.specs.knobs import ATTN_GROUP_KNOBS, DERIVED, DERIVED_NAMES, FOLLOWS, KNOBS, SETTINGS
-from solver.specs.expr import NOT_A_CONDITION, Expr, Value, compile_expr, is_condition
+from solver.specs.limits import MAX_MTP
+from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS
+from solver.specs.expr import Value
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.hardware import VENDOR
 from solver.specs.launch_spec import Feature, FeatureName, LaunchSpec
-from solver.specs.rule_env import PLATFORM_FLAGS
+from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
+from solver.specs.profile_serving import FrameworkEfficiency, FrameworkScheduler, FrameworkServing
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
-
-KNOB_NAMES: tuple[str, ...] = KNOBS  # re-exported: the registry's knob names (specs.knobs)
-KnobName = Literal[KNOBS]  # type: ignore[valid-type]
-
-# What a rule may read. Model facts come from the model's config.json; `afd` (attention-FFN disaggregation)
-# is a deployment switch, not a knob, but one framework rule depends on it.
-DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd", *PLATFORM_FLAGS)
-# parallel_config settings that are not group sizes (parallel.SETTINGS): the redundant expert copies (EPLB)
-MODEL_NAMES = (
-    "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "has_csa", "is_moe",
-    "o_proj_dim", "has_recurrent_mixer",
-)
-# Group sizes a rule or launch line reads by name, each the product of some knobs (FrameworkProfile.group_products):
-# tp_group_size, the engine's tensor-parallel size (its -tp: attention TP times the knobs it carves out of the TP
-# ranks, tp_group_knobs); attn_group_size, the ranks one attention group spans, TP x CP x KVP x SP
-# (ParallelConfig.attn_group_size; the engine's DP is world // it)
-GROUP_NAMES = ("tp_group_size", "attn_group_size")
-RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES,
-                                        *GROUP_NAMES))
-# the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers
-RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "has_recurrent_mixer",
-                                        *PLATFORM_FLAGS))
-
-
-# Every model of a profile is strict, as a device file is (specs/hardware.py): true is not an efficiency of 1.0 or
-# an MTP bound of 1, 0 is not false, "3" is not 3; a YAML slip is refused naming the field rather than coerced.
-class Rule(BaseModel):
-    """`require` must hold whenever `when` holds; `message` is the one line a user sees otherwise."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-    id: str = Field(pattern=r"^[A-Z]\.[a-z0-9_]+$", description="class letter + name, e.g. C.cp_full_world")
-    when: str = "true"
-    require: str
-    message: str
-    source: str = Field(min_length=1)
-    # "warning" marks the engine's advice: a violation is legal but slow or pointless (a fallback path, a split
-    # that saves nothing), so `check` accepts such a file with a warning while the planner plans within the rule
-    # (a configuration against the engine's advice is never recommended)
-    severity: Literal["error", "warning"] = "error"
-    # True marks the planner's own bookkeeping (a rule of its cost model, e.g. a disaggregated prefill pool's
-    # step filling every replica), not the engine's nor the user's: no one can act on it, so a diagnosis never
-    # relaxes it nor names it as binding (cpsat.Planner.families)
-    bookkeeping: bool = False
-
-    _when: Expr = PrivateAttr()
-    _require: Expr = PrivateAttr()
-    _read: tuple[str, ...] = PrivateAttr()  # the names, sorted: what reading() looks up
-
-    @field_validator("message")
-    @classmethod
-    def _one_line(cls, value: str) -> str:
-        value = value.strip()
-        if not value or "\n" in value:
-            raise ValueError("must be one non-empty line")
-        return value
-
-    @model_validator(mode="after")
-    def _compile(self) -> "Rule":
-        for attr in ("when", "require"):
-            try:
-                expr = compile_expr(getattr(self, attr))
-            except InputError as exc:
-                raise ValueError(f"rule {self.id}: {attr}: {exc}") from None
-            unknown = sorted(expr.names - RULE_NAMES)
-            if unknown:
-                raise ValueError(
-                    f"rule {self.id}: {attr} uses unknown name(s) {', '.join(unknown)}; "
-                    f"allowed: {', '.join(sorted(RULE_NAMES))}"
-                )
-            if not is_condition(expr, RULE_FLAGS):
-                raise ValueError(f"rule {self.id}: {attr}: {expr.text!r} {NOT_A_CONDITION}")
-            setattr(self, f"_{attr}", expr)
-        self._read = tuple(sorted(self._when.names | self._require.names))
-        return self
-
-    def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
-        """Read the group names (GROUP_NAMES) as the profile's products of knobs: `names` then holds the knobs."""
-        self._when = compile_expr(self.when, products)
-        self._require = compile_expr(self.require, products)
-        self._read = tuple(sorted(self._when.names | self._require.names))
-
-    @property
-    def names(self) -> frozenset[str]:
-        return self._when.names | self._require.names
-
-    @property
-    def when_names(self) -> frozenset[str]:
-        return self._when.names
-
-    def _evaluate(self, attr: str, env: Mapping[str, Value]) -> bool:
-        try:
-            return bool(getattr(self, f"_{attr}").evaluate(env))
-        except InputError as exc:  # a division by a knob that is 0 here: name the rule, not only its text
-            raise InputError(f"framework rule {self.id}", f"{attr}: {exc}") from None
-
-    def applies(self, env: Mapping[str, Value]) -> bool:
-        return self._evaluate("when", env)
-
-    def _holds_at(self, env: Mapping[str, Value]) -> bool:
-        return not self.applies(env) or self._evaluate("require", env)
-
-    def reading(self, env: Mapping[str, Value]) -> tuple:
-        """What `holds(env)` reads of `env`: its names' values, the world (over whose divisors a free knob
-        ranges) and which knobs are free. Two environments with equal readings get the same verdict."""
-        return tuple(map(env.get, self._read)), env.get("world"), tuple(getattr(env, "free", ()))
-
-    def holds(self, env: Mapping[str, Value]) -> bool:
-        """True when the rule does not apply or its requirement is met. A knob of a module the model lacks
-        (rule_env.RuleEnv.free) has no value: the rule holds when some value of it would satisfy it, so a rule about a
-        missing module never constrains the others."""
-        free = [k for k in getattr(env, "free", ())
-                if k in self.names or any(d in self.names for d, src in DERIVED.items() if src == k)]
-        if not free:
-            return self._holds_at(env)
-        world = int(env["world"])
-        values = [d for d in range(1, world + 1) if world % d == 0]
-        for combo in itertools.product(values, repeat=len(free)):
-            trial = {**env, **dict(zip(free, combo))}
-            for derived, src in DERIVED.items():
-                trial[derived] = world // int(trial[src])
-            if self._holds_at(trial):
-                return True
-        return False
-
-
-class FrameworkEfficiency(BaseModel):
-    """Per-framework multipliers on the hardware's achieved-vs-peak factors; fitted later, 1.0 until then."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-    gemm: float = Field(1.0, gt=0, le=100)
-    attention: float = Field(1.0, gt=0, le=100)
-    hbm: float = Field(1.0, gt=0, le=100)
-    comm: float = Field(1.0, gt=0, le=100)
-    grouped_gemm: float = Field(
-        1.0, gt=0, le=100, description="multiplier on the routed-expert grouped GEMM's fraction of the dense GEMM's FLOP/s"
-    )
-    dequant_gemm: float = Field(
-        1.0, gt=0, le=100, description="multiplier on a weight-only (W4A16 / W8A16) GEMM's fraction of the dense "
-        "16-bit GEMM's FLOP/s"
-    )
-    kernel_overhead_s: float | None = Field(None, ge=0, le=1, description="overrides the hardware's when set")
-    step_overhead_s: float = Field(0.0, ge=0, le=1, description="fixed scheduler/launch cost per forward step")
-
-
-class TokenBudgetTier(BaseModel):
-    """A larger scheduler token budget the framework picks by default on devices with more memory."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-    min_memory_gib: float = Field(gt=0, le=2**20, description="applies to devices with at least this much HBM (GiB)")
-    tokens: int = Field(gt=0, le=MAX_TOKENS)
-
-
-# Tokens per scheduler step when neither the workload nor the framework profile sets one: the public default
-# of vLLM max_num_batched_tokens / SGLang chunked_prefill_size (the profiles carry each framework's own)
-DEFAULT_TOKEN_BUDGET = 8192
-
-
-class FrameworkScheduler(BaseModel):
-    """The serving scheduler's defaults that shape prefill: tokens per forward step (chunked-prefill size /
-    max_num_batched_tokens / max_num_tokens), as the framework sets them when the user does not."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-    token_budget: int = Field(DEFAULT_TOKEN_BUDGET, gt=0, le=MAX_TOKENS, description="default tokens per forward step")
-    token_budget_tiers: list[TokenBudgetTier] = Field(
-        default_factory=list, description="larger defaults by device memory (the framework's own thresholds)"
-    )
-    token_budget_by_device_name: dict[str, int] = Field(
-        default_factory=dict,
-        description="a word of the device's product name (lower case) -> budget, where the framework decides by "
-                    "the name the driver reports (vLLM: 'a100' in it): matched in the hardware's name and description",
-    )
-    budget_split_by_attention_dp: bool = Field(
-        False, description="the budget is divided by the attention-DP size (each DP rank gets budget / dp)"
-    )
-    source: str = ""
-
-    def token_budget_for(self, device_name: str, memory_bytes: float | None) -> int:
-        """The default budget on a device named `device_name` (its file's name and description) with
-        `memory_bytes` of HBM (None: unknown)."""
-        name = device_name.lower()
-        for word, budget in self.token_budget_by_device_name.items():
-            if word in name:
-                return budget
-        budget = self.token_budget
-        if memory_bytes is not None:
-            for tier in sorted(self.token_budget_tiers, key=lambda t: t.min_memory_gib):
-                if memory_bytes >= tier.min_memory_gib * 2**30:
-                    budget = tier.tokens
-        return budget
-
-
-class GraphBatchRange(BaseModel):
-    """Captured decode batch sizes start, start + step, ..., up to stop (inclusive)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    start: int = Field(gt=0)
-    stop: int = Field(gt=0)
-    step: int = Field(1, gt=0)
-
-
-class FrameworkServing(BaseModel):
-    """How the engine's serving loop spends time outside the kernels (engine_step.py, closed_loop.py, scheduler.py): which work
-    its scheduler puts in a forward step, the CUDA-graph batch sizes it captures, what runs eagerly, and its
-    custom small-message all-reduce. Defaults describe an engine with none of these (plain formulas)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    policy: Literal["prefill_first", "decode_first"] = Field(
-        "decode_first", description="prefill_first: waiting prompts run as their own context batch before "
-        "decodes resume (SGLang, TRT-LLM); decode_first: running decodes first, prompts chunked into the rest "
-        "of the token budget (vLLM V1)")
-    attention_dp_policy: Literal["prefill_first", "decode_first"] | None = Field(
-        None, description="the policy when attention-DP ranks step together (MoE with attention DP), where the "
-        "scheduler balances context requests across ranks; None = `policy`")
-    first_token_iterations: float = Field(
-        0.0, ge=0, le=2, description="engine iterations between the end of a prompt's prefill and its first "
-        "streamed token (1 with an overlap scheduler that processes step i's output during step i+1)")
-    graph_batches: list[GraphBatchRange] = Field(
-        default_factory=list, description="decode batch sizes captured as CUDA graphs (a batch runs padded to "
-        "the next one); empty = no graphs; past the largest, decode runs eagerly")
-    eager_launch_s: float = Field(
-        0.0, ge=0, description="host time per kernel launched eagerly (prefill, decode past the largest graph): "
-        "an eager step takes at least kernels x this")
-    allreduce_oneshot_max_bytes: int = Field(
-        0, ge=0, description="the custom all-reduce runs one-shot up to this message size per rank (0: no "
-        "custom all-reduce kernel, NCCL ring at every size)")
-    allreduce_custom_max_bytes: int = Field(
-        0, ge=0, description="two-shot custom all-reduce up to this size; NCCL above")
-    allreduce_oneshot_max_bytes_by_ranks: dict[int, int] = Field(
-        default_factory=dict, description="groups of at most R ranks run one-shot up to this size instead of "
-        "allreduce_oneshot_max_bytes (R: bytes; the smallest R that holds the group applies)")
-    source: str = ""
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "FrameworkServing":
-        for r in self.graph_batches:
-            if r.stop < r.start:
-                raise ValueError(f"graph_batches: stop {r.stop} < start {r.start}")
-        if self.allreduce_custom_max_bytes < self.allreduce_oneshot_max_bytes:
-            raise ValueError("allreduce_custom_max_bytes must be >= allreduce_oneshot_max_bytes")
-        return self
-
-    def graph_sizes(self) -> tuple[int, ...]:
-        """Every captured batch size, ascending."""
-        return tuple(sorted({b for r in self.graph_batches for b in range(r.start, r.stop + 1, r.step)}))
 
 
 class FrameworkProfile(BaseModel):

@@ -78,7 +78,7 @@ class LaunchArg(BaseModel):
             raise ValueError("switch needs a flag")
         if self.doc is None and self.env is None and self.flag is None and self.text is None:
             raise ValueError("a value needs a flag, a doc key or an env name")
-        from solver.specs.framework import RULE_FLAGS, RULE_NAMES
+        from solver.specs.profile_rules import RULE_FLAGS, RULE_NAMES
 
         allowed = RULE_NAMES | LAUNCH_NAMES
         for attr in ("when", "value"):
@@ -132,7 +132,7 @@ class LaunchDocument(BaseModel):
     def _check(self) -> "LaunchDocument":
         if self.flag is None and self.file is None:
             raise ValueError("a document needs a flag, a file, or both")
-        from solver.specs.framework import RULE_FLAGS, RULE_NAMES
+        from solver.specs.profile_rules import RULE_FLAGS, RULE_NAMES
 
         expr = compile_expr(self.when)
         unknown = sorted(expr.names - RULE_NAMES - LAUNCH_NAMES)

@@ -1,6 +1,6 @@
-"""The names a framework rule reads (specs.framework.RULE_NAMES): a configuration's knobs and derived sizes, the
+"""The names a framework rule reads (specs.profile_rules.RULE_NAMES): a configuration's knobs and derived sizes, the
 deployment (world, batch, MTP, ranks per node) and the model's facts, built once per configuration. The group
-names (framework.GROUP_NAMES: tp_group_size, attn_group_size) are no entries here: a profile compiles each into
+names (profile_rules.GROUP_NAMES: tp_group_size, attn_group_size) are no entries here: a profile compiles each into
 its product of knobs (FrameworkProfile.group_products), so a rule reading one depends on those knobs."""
 from __future__ import annotations
 

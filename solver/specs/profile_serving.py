@@ -1,0 +1,135 @@
+"""A framework profile's serving model: its efficiency multipliers, the scheduler's token budget and policy, and
+the serving features (CUDA-graph batch ranges, ...) the estimator reads (specs/framework.py holds the profile).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from solver.specs.limits import MAX_TOKENS
+
+class FrameworkEfficiency(BaseModel):
+    """Per-framework multipliers on the hardware's achieved-vs-peak factors; fitted later, 1.0 until then."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    gemm: float = Field(1.0, gt=0, le=100)
+    attention: float = Field(1.0, gt=0, le=100)
+    hbm: float = Field(1.0, gt=0, le=100)
+    comm: float = Field(1.0, gt=0, le=100)
+    grouped_gemm: float = Field(
+        1.0, gt=0, le=100, description="multiplier on the routed-expert grouped GEMM's fraction of the dense GEMM's FLOP/s"
+    )
+    dequant_gemm: float = Field(
+        1.0, gt=0, le=100, description="multiplier on a weight-only (W4A16 / W8A16) GEMM's fraction of the dense "
+        "16-bit GEMM's FLOP/s"
+    )
+    kernel_overhead_s: float | None = Field(None, ge=0, le=1, description="overrides the hardware's when set")
+    step_overhead_s: float = Field(0.0, ge=0, le=1, description="fixed scheduler/launch cost per forward step")
+
+
+class TokenBudgetTier(BaseModel):
+    """A larger scheduler token budget the framework picks by default on devices with more memory."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    min_memory_gib: float = Field(gt=0, le=2**20, description="applies to devices with at least this much HBM (GiB)")
+    tokens: int = Field(gt=0, le=MAX_TOKENS)
+
+
+# Tokens per scheduler step when neither the workload nor the framework profile sets one: the public default
+# of vLLM max_num_batched_tokens / SGLang chunked_prefill_size (the profiles carry each framework's own)
+DEFAULT_TOKEN_BUDGET = 8192
+
+
+class FrameworkScheduler(BaseModel):
+    """The serving scheduler's defaults that shape prefill: tokens per forward step (chunked-prefill size /
+    max_num_batched_tokens / max_num_tokens), as the framework sets them when the user does not."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    token_budget: int = Field(DEFAULT_TOKEN_BUDGET, gt=0, le=MAX_TOKENS, description="default tokens per forward step")
+    token_budget_tiers: list[TokenBudgetTier] = Field(
+        default_factory=list, description="larger defaults by device memory (the framework's own thresholds)"
+    )
+    token_budget_by_device_name: dict[str, int] = Field(
+        default_factory=dict,
+        description="a word of the device's product name (lower case) -> budget, where the framework decides by "
+                    "the name the driver reports (vLLM: 'a100' in it): matched in the hardware's name and description",
+    )
+    budget_split_by_attention_dp: bool = Field(
+        False, description="the budget is divided by the attention-DP size (each DP rank gets budget / dp)"
+    )
+    source: str = ""
+
+    def token_budget_for(self, device_name: str, memory_bytes: float | None) -> int:
+        """The default budget on a device named `device_name` (its file's name and description) with
+        `memory_bytes` of HBM (None: unknown)."""
+        name = device_name.lower()
+        for word, budget in self.token_budget_by_device_name.items():
+            if word in name:
+                return budget
+        budget = self.token_budget
+        if memory_bytes is not None:
+            for tier in sorted(self.token_budget_tiers, key=lambda t: t.min_memory_gib):
+                if memory_bytes >= tier.min_memory_gib * 2**30:
+                    budget = tier.tokens
+        return budget
+
+
+class GraphBatchRange(BaseModel):
+    """Captured decode batch sizes start, start + step, ..., up to stop (inclusive)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    start: int = Field(gt=0)
+    stop: int = Field(gt=0)
+    step: int = Field(1, gt=0)
+
+
+class FrameworkServing(BaseModel):
+    """How the engine's serving loop spends time outside the kernels (engine_step.py, closed_loop.py, scheduler.py): which work
+    its scheduler puts in a forward step, the CUDA-graph batch sizes it captures, what runs eagerly, and its
+    custom small-message all-reduce. Defaults describe an engine with none of these (plain formulas)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    policy: Literal["prefill_first", "decode_first"] = Field(
+        "decode_first", description="prefill_first: waiting prompts run as their own context batch before "
+        "decodes resume (SGLang, TRT-LLM); decode_first: running decodes first, prompts chunked into the rest "
+        "of the token budget (vLLM V1)")
+    attention_dp_policy: Literal["prefill_first", "decode_first"] | None = Field(
+        None, description="the policy when attention-DP ranks step together (MoE with attention DP), where the "
+        "scheduler balances context requests across ranks; None = `policy`")
+    first_token_iterations: float = Field(
+        0.0, ge=0, le=2, description="engine iterations between the end of a prompt's prefill and its first "
+        "streamed token (1 with an overlap scheduler that processes step i's output during step i+1)")
+    graph_batches: list[GraphBatchRange] = Field(
+        default_factory=list, description="decode batch sizes captured as CUDA graphs (a batch runs padded to "
+        "the next one); empty = no graphs; past the largest, decode runs eagerly")
+    eager_launch_s: float = Field(
+        0.0, ge=0, description="host time per kernel launched eagerly (prefill, decode past the largest graph): "
+        "an eager step takes at least kernels x this")
+    allreduce_oneshot_max_bytes: int = Field(
+        0, ge=0, description="the custom all-reduce runs one-shot up to this message size per rank (0: no "
+        "custom all-reduce kernel, NCCL ring at every size)")
+    allreduce_custom_max_bytes: int = Field(
+        0, ge=0, description="two-shot custom all-reduce up to this size; NCCL above")
+    allreduce_oneshot_max_bytes_by_ranks: dict[int, int] = Field(
+        default_factory=dict, description="groups of at most R ranks run one-shot up to this size instead of "
+        "allreduce_oneshot_max_bytes (R: bytes; the smallest R that holds the group applies)")
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "FrameworkServing":
+        for r in self.graph_batches:
+            if r.stop < r.start:
+                raise ValueError(f"graph_batches: stop {r.stop} < start {r.start}")
+        if self.allreduce_custom_max_bytes < self.allreduce_oneshot_max_bytes:
+            raise ValueError("allreduce_custom_max_bytes must be >= allreduce_oneshot_max_bytes")
+        return self
+
+    def graph_sizes(self) -> tuple[int, ...]:
+        """Every captured batch size, ascending."""
+        return tuple(sorted({b for r in self.graph_batches for b in range(r.start, r.stop + 1, r.step)}))
