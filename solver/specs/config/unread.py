@@ -118,6 +118,8 @@ _REFUSED = {
 def refuse_uncountable(f: Fields) -> None:
     """One line naming the first set field of a feature whose weights the stack cannot count (Gemma-3n)."""
     read = pass_fields(f.cfg.get("_passes"))  # a looped stack's fields are read by its family's pass order
+    altup = f.cfg.get("_altup")  # the family's AltUp / LAuReL fields (config/blocks.py altup)
+    read = set(read) | (set(str(v) for v in altup.values()) if isinstance(altup, dict) else set())
     for key, what in _REFUSED.items():
         if key in read:
             continue
