@@ -69,8 +69,15 @@ def test_the_real_gemma3n_text_config_counts_with_altup_and_laurel() -> None:
     assert _total(text) == 6_835_235_568
 
 
-def test_the_altup_copies_are_kept_as_activation_beside_the_residual() -> None:
-    # 3 copies beside the residual x 2048 x 2 B = 12,288 B a token
-    from types import SimpleNamespace
+def test_the_altup_copies_are_the_residual_a_token_carries_between_layers() -> None:
+    # 4 copies x 2048 = 8,192 values a token a pipeline stage hands on (and holds as its residual)
+    spec = parse_model_config(_raw(), "x")
+    assert spec.residual_streams == 4 and spec.residual_width == 4 * 2048
 
-    assert AltUp(2048, 4, 64).activation(SimpleNamespace(token_shards=1), 1.0, 1) == 3 * 2048 * 2
+
+def test_altup_fields_outside_a_family_with_the_fact_stay_refused() -> None:
+    # Gemma-3's line has no _altup fact: its copies would go uncounted, so the field is refused
+    raw = {"model_type": "gemma3_text", "hidden_size": 2048, "num_hidden_layers": 2, "intermediate_size": 8192,
+           "altup_num_inputs": 4}
+    with pytest.raises(InputError, match="altup_num_inputs: 4: AltUp .* not modelled"):
+        parse_model_config(raw, "x")

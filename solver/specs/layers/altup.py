@@ -15,7 +15,8 @@ FLOPs per token: predict 3h (norm) + 2nh (router) + 2n^3 (coefficients) + 2n^2 h
 correct 3h + 2nh + 2n^2 + 3nh (innovation, scale, add) + h (output scale); LAuReL 4 h rank.
 Bytes per token: predict reads the n copies and writes them, correct reads n copies and the output and writes n
 copies: (4n + 1) h x ACT_BYTES; LAuReL reads and writes hidden (2h) beside its weights.
-Activation: the n copies replace the residual, n x hidden a token (like hyper-connection streams).
+Activation: the n copies replace the residual, n x hidden a token, and a pipeline stage hands all n on
+(ModelSpec.residual_streams, as hyper-connection streams).
 The model's projections into and out of the copies (altup_projections, altup_unembed_projections: n - 1 matrices
 hidden x hidden each) run once a token before the first layer and after the last: Projection blocks of those layers
 (config/blocks.py).
@@ -80,6 +81,8 @@ class AltUp(Block):
                              *cx.gemm("dense"), kernels=LAUREL_KERNELS, shape_eff=cx.shape_efficiency(h)))
         return ops
 
-    def activation(self, pc, tokens: float, split: int) -> float:
-        """The n - 1 copies beside the residual a token keeps through the layer."""
-        return tokens / pc.token_shards * (self.streams - 1) * self.hidden * ACT_BYTES
+    @property
+    def residual_copies(self) -> int:
+        """Copies of hidden a token carries between layers: held as the residual (ModelSpec.residual_streams:
+        activation memory and the pipeline hand-off)."""
+        return self.streams
