@@ -687,17 +687,6 @@ def test_a_vision_tower_with_biases_on_its_gated_mlp_by_family_fact() -> None:
     assert _spec("Qwen--Qwen2.5-VL-7B-Instruct").encoders[0].params == enc.params
 
 
-@pytest.mark.parametrize("field", ["altup_num_inputs", "laurel_rank"])
-def test_altup_and_laurel_are_refused(field: str) -> None:
-    # per-layer input embeddings (hidden_size_per_layer_input) are counted: tests/test_defaults_fixd.py
-    cfg = json.loads((REFUSED / "google--gemma-3n-E4B-it.json").read_text())
-    for other in ("altup_num_inputs", "laurel_rank"):
-        if other != field:
-            cfg["text_config"].pop(other)
-    with pytest.raises(InputError, match=f"text_config.{field}: .* not modelled"):
-        parse_model_config(cfg, "x")
-
-
 @pytest.mark.parametrize("path", sorted(REFUSED.glob("*.json")), ids=lambda p: p.stem)
 def test_every_refused_config_is_one_error_line_and_exit_2(path: Path) -> None:
     from click.testing import CliRunner

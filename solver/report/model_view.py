@@ -21,7 +21,7 @@ _PARALLEL = {
     "norms": "replicated", "lm_head": "lmhead_tp", "linear_attention": "attn_tp (heads; state not split by cp/kvp)",
     "ssm": "attn_tp (heads, groups; state not split by cp/kvp)",
     "short_conv": "attn_tp (channels; conv state not split by cp/kvp)", "moe_latent": "replicated (follows EP)",
-    "vision": "replicated", "audio": "replicated",
+    "vision": "replicated", "audio": "replicated", "altup": "replicated",
 }
 
 

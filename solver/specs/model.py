@@ -118,8 +118,10 @@ class ModelSpec:
     @cached_property
     def residual_streams(self) -> int:
         """Residual streams of `hidden` a token carries between layers: a hyper-connection layer's streams
-        (layers/hyper.py), 1 otherwise."""
-        return max((layer.hyper.streams for layer in self.layers if layer.hyper), default=1)
+        (layers/hyper.py) or AltUp's copies of the hidden state (layers/altup.py), 1 otherwise."""
+        copies = (getattr(b, "residual_copies", 1) for b in self.blocks)
+        return max(max((layer.hyper.streams for layer in self.layers if layer.hyper), default=1),
+                   max(copies, default=1))
 
     @property
     def residual_width(self) -> int:

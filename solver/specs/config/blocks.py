@@ -282,6 +282,32 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
         width = self.f.int("hidden_size_per_layer_input", default=0, minimum=0)
         return Projection("per_layer_input", ((self.h, width), (width, self.h))) if width else None
 
+    def altup(self) -> Block | None:
+        """AltUp's copies of the hidden state and the LAuReL residual (layers/altup.py), from the family's _altup
+        {streams: field, laurel_rank: field}; None without the fact. The layer adds one norm for LAuReL
+        (post_laurel_norm, config/read.py)."""
+        from solver.specs.layers.altup import AltUp
+
+        rule = self.f.cfg.get("_altup")
+        if not rule:
+            return None
+        rank = self.f.int(str(rule["laurel_rank"]), default=0, minimum=0, maximum=self.h)
+        return AltUp(self.h, self.f.int(str(rule["streams"]), minimum=1, maximum=64), rank)
+
+    def altup_projections(self, first: bool, last: bool) -> tuple[Block, ...]:
+        """The model's projections into AltUp's copies before the first layer (altup_projections) and out of them
+        after the last (altup_unembed_projections): n - 1 bias-free hidden x hidden matrices each, held by that
+        layer (they run once a token, where it runs)."""
+        from solver.specs.layers.projection import Projection
+
+        rule = self.f.cfg.get("_altup")
+        n = self.f.int(str(rule["streams"])) if rule else 1
+        if n <= 1:
+            return ()
+        shapes = ((self.h, self.h),) * (n - 1)
+        return ((Projection("altup_projections", shapes, "altup"),) if first else ()) + \
+            ((Projection("altup_unembed_projections", shapes, "altup"),) if last else ())
+
     def per_layer_inputs(self) -> PerLayerInputs | None:
         """The per-layer input table, projection and norm outside the stack (layers/per_layer_input.py): rows
         vocab_size_per_layer_input (the family's class default where not written) x layers x

@@ -103,7 +103,15 @@ class FfnReading:
                 mult = f.number("ffn_multipliers", 0.0, 1000.0)
             return make_divisible(mult * self.h, f.int("ffn_dim_divisor"))
         if f.has(*FFN_WIDTH_FIELDS):
-            width = f.int(*FFN_WIDTH_FIELDS)
+            name = f.first(*FFN_WIDTH_FIELDS)
+            widths = cfg[name]
+            if isinstance(widths, list):  # one width a layer (Gemma-3n's intermediate_size; an MTP layer: the last)
+                if len(widths) != self.layers:
+                    raise f.err(name, f"has {len(widths)} entries for {self.layers} layers")
+                i = min(slot.index, self.layers - 1)
+                width = Fields({f"{name}[{i}]": widths[i]}, f.origin, f.prefix).int(f"{name}[{i}]", minimum=1)
+            else:
+                width = f.int(*FFN_WIDTH_FIELDS)
             if f.bool("block_auto_adjust_ff_dim"):
                 # LFM2 (Llama's original sizing): 2/3 of the written width, times block_ffn_dim_multiplier, rounded
                 # up to a multiple of block_multiple_of (Lfm2MLP; the config class's defaults 1.0 and 256)

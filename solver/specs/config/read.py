@@ -367,11 +367,15 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
         for slot in layer_slots:
             side = (reader.mamba(),) if parallel_ssm and slot.mixer in ("full", "sliding", "chunked") else ()
             mixer = reader.mixer(slot)
+            altup = reader.altup()
+            ends = reader.altup_projections(slot.index == 0, slot.index == len(layer_slots) - 1)
             blocks = tuple(b for b in ((mixer,) + side + reader.ffns(slot) + (per_layer_input,
-                                                                              reader.block_residual(slot)))
+                                                                              reader.block_residual(slot), altup)
+                                       + ends)
                            if b is not None)
             per_layer_norms = norms if slot.mixer and slot.ffn else 1 if (slot.mixer or slot.ffn) else 0
             per_layer_norms += 1 if per_layer_input else 0  # post_per_layer_input_norm
+            per_layer_norms += 1 if altup is not None else 0  # post_laurel_norm (built whatever laurel_rank)
             per_layer_norms += 1 if slot.residual_mlp and norms else 0  # the residual MLP's own norm (Arctic)
             # a norm on the MoE block's output, inside the block (A.X K1's post_mlp_layernorm): MoE layers only
             per_layer_norms += 1 if slot.ffn == "moe" and f.bool("_moe_output_norm") else 0

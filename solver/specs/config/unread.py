@@ -73,8 +73,8 @@ _PLACEMENT = re.compile(r"^(attn|attention)_layers?(_ids|_indices|_idxs)?$|^laye
 # models cross-layer attention (Hunyuan's use_cla) and KV-shared last layers (Gemma's num_kv_shared_layers):
 # config/pattern.py reads both
 _UNMODELLED: tuple[str, ...] = ()
-# features whose weights the stack cannot count, refused when on (Gemma-3n, the Omni models, Phi-4-multimodal):
-# the model would be sized without them, and their share is not small
+# features whose weights the stack cannot count, refused when on (the Omni models, Phi-4-multimodal; AltUp / LAuReL
+# outside a family whose _altup fact reads them): the model would be sized without them, and their share is not small
 _REFUSED = {
     "altup_num_inputs": "AltUp (several predicted copies of the hidden state with their router and coefficients)",
     "laurel_rank": "LAuReL low-rank residual blocks",
@@ -116,8 +116,10 @@ _REFUSED = {
 
 
 def refuse_uncountable(f: Fields) -> None:
-    """One line naming the first set field of a feature whose weights the stack cannot count (Gemma-3n)."""
+    """One line naming the first set field of a feature whose weights the stack cannot count."""
     read = pass_fields(f.cfg.get("_passes"))  # a looped stack's fields are read by its family's pass order
+    altup = f.cfg.get("_altup")  # the family's AltUp / LAuReL fields (config/blocks.py altup)
+    read = set(read) | (set(str(v) for v in altup.values()) if isinstance(altup, dict) else set())
     for key, what in _REFUSED.items():
         if key in read:
             continue
