@@ -111,3 +111,15 @@ def test_gemma4s_moe_block_keeps_the_dense_mlp_router_scales_and_three_more_norm
     dense = count_params(parse_model_config(dict(dense_raw, enable_moe_block=False), "g4")).total
     assert moe == 560_501_440
     assert moe - dense == 12 * (3 * 16 * 1024 * 704 + 1024 * 16 + 1024 + 16 + 3 * 1024)
+
+
+def test_gemma4s_switch_off_builds_no_experts_and_says_the_expert_fields_go_unbuilt() -> None:
+    # enable_moe_block false: Gemma4TextDecoderLayer builds no router or experts whatever num_experts says, so the
+    # same file counts its dense part, 560,501,440 - 12 x 34,623,504 = 145,019,392, and a warning names the fields
+    from solver.estimate.params import count_params
+    from solver.specs.config.read import parse_model_config
+
+    spec = parse_model_config(dict(GEMMA4_MOE, enable_moe_block=False), "g4-off")
+    assert count_params(spec).total == 560_501_440 - 12 * 34_623_504 == 145_019_392
+    assert any("enable_moe_block false: num_experts, top_k_experts written but no experts built" in w
+               for w in spec.warnings)

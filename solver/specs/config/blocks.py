@@ -105,8 +105,14 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
         self.norms = self._norms_per_layer()
         pair = modality_pair(f, f.first(*EXPERT_COUNT_FIELDS) or EXPERT_COUNT_FIELDS[0])
         self.experts = pair[0] if pair else f.int(*EXPERT_COUNT_FIELDS, default=0, minimum=0)
+        self.notes: list[str] = []  # sizes read by an architecture's convention, for the model's warnings
         switch = f.cfg.get("_moe_switch")  # the family's field whose falsity builds no experts (Gemma-4's)
         if switch and not f.bool(switch):
+            # the class builds no experts, whatever the expert fields say: read, and said when they are set
+            written = [k for k in f.cfg if str(k).endswith(("experts", "experts_per_tok")) and f.cfg.get(k)]
+            if self.experts or written:
+                self.notes.append(f"{f.path(switch)} false: {', '.join(sorted(map(str, written)))} written but "
+                                  "no experts built (the modeling code runs the dense MLP alone)")
             self.experts = 0
         # identity experts: LongCat's zero_expert_num, or the family's fact (ZAYA's skip class, _zero_experts)
         self.zero = f.int("zero_expert_num", "_zero_experts", default=0, minimum=0)
@@ -114,7 +120,6 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
         if self.is_moe:  # norms a layer adds around its experts (Gemma-4's MoE block: three)
             self.norms += f.int("_norms_beside_moe", default=0, minimum=0) if self.norms else 0
         self.state_bytes = self._state_dtype()
-        self.notes: list[str] = []  # sizes read by an architecture's convention, for the model's warnings
         streams = low_rank_streams(f)
         if streams:
             self.notes.append(f"{f.path('hc_count')}={streams}: the low-rank hyper-connections are costed "
