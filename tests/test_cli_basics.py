@@ -188,3 +188,14 @@ def test_wheel_ships_the_catalogs_and_framework_profiles(tmp_path: Path) -> None
         expected = {p.name for p in folder.glob(f"*{suffix}")}
         assert expected <= shipped, f"missing from the wheel: {sorted(expected - shipped)}"
     assert "solver/_catalog/models/index.yaml" in names
+
+
+def test_python_dash_m_runs_the_same_cli_as_the_installed_script() -> None:
+    import subprocess
+    import sys
+
+    for module in ("solver", "solver.cli.main"):
+        out = subprocess.run([sys.executable, "-m", module, "inspect", "llama-3.1-8b", "--format", "json"],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert '"total_params"' in out.stdout

@@ -193,3 +193,7 @@ class _Commands(MutableMapping):
 
 
 main.commands = _Commands(COMMAND_MODULES)
+
+
+if __name__ == "__main__":  # `python -m solver.cli.main ...`, as the installed `shardplan` script
+    main(prog_name="shardplan")
