@@ -25,6 +25,7 @@ LEVEL = {
     "capacity": 12,
     "api": 13,
     "cli": 14,
+    "__main__": 15,  # `python -m solver`: runs the CLI
 }
 
 
