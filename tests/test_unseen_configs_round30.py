@@ -59,12 +59,27 @@ def hy_hyper_connection(h: int, m: int) -> int:
     return 2 * m * m * h + 2 * m + 2
 
 
-HY_FULL_INDEXERS = sum(1 for i in range(34) if i == 0 or (i - 1) % 4 == 0)
-HY_MOE = lin(2816, 256) + 256 + 256 * gated(2816, 768) + gated(2816, 768)
-HY_V4 = (2 * 120832 * 2816 + 34 * (hy_attention(2816, 32, 1536, 512, 192, 64, 256) + 2 * 2816
-                                   + 2 * hy_hyper_connection(2816, 4))
-         + HY_FULL_INDEXERS * hy_indexer(2816, 1536, 16, 128) + gated(2816, 6912) + 33 * HY_MOE
-         + 4 * 4 * 2816 + 4 + 1 + 2816)
+def hy_full_indexers(layers: int) -> int:
+    """Layers of indexer_types "full" in the class default: layer 0 and (i - 1) % 4 == 0."""
+    return sum(1 for i in range(layers) if i == 0 or (i - 1) % 4 == 0)
+
+
+def hy_moe(h: int, moe_inter: int) -> int:
+    """A routed MoE layer: router and correction bias, 256 experts, one shared expert of the same width."""
+    return lin(h, 256) + 256 + 256 * gated(h, moe_inter) + gated(h, moe_inter)
+
+
+def hy_text(h: int, layers: int, heads: int, q_rank: int, idx_heads: int, dense: int, moe_inter: int) -> int:
+    """The HYV4 text stack: untied 120832 embedding and head, per layer MLA (kv 512, nope 192, rope 64, v 256), two
+    norms and two comb-free hyper-connections (m 4); indexers on the full layers, layer 0 dense, the rest MoE; the
+    hc_head (4 x 4 x h + 4 + 1) and the final norm."""
+    return (2 * 120832 * h + layers * (hy_attention(h, heads, q_rank, 512, 192, 64, 256) + 2 * h
+                                       + 2 * hy_hyper_connection(h, 4))
+            + hy_full_indexers(layers) * hy_indexer(h, q_rank, idx_heads, 128) + gated(h, dense)
+            + (layers - 1) * hy_moe(h, moe_inter) + 4 * 4 * h + 4 + 1 + h)
+
+
+HY_V4 = hy_text(2816, 34, 32, 1536, 16, 6912, 768)
 HY_V4_ACTIVE = HY_V4 - 33 * (256 - 8) * gated(2816, 768)
 
 
@@ -91,7 +106,7 @@ KV_BYTES_PER_TOKEN: dict[str, int] = {
 
 
 def test_hy_v4_hand_count_holds_ten_full_indexers() -> None:
-    assert HY_FULL_INDEXERS == 10
+    assert hy_full_indexers(34) == 10
 
 
 def test_cosmos3_edge_tower_sizes_its_position_table_from_num_patches() -> None:
@@ -140,4 +155,4 @@ def test_hy_v4_pattern_fields_left_out_take_the_class_defaults(key: str) -> None
 def test_hy_v4_with_every_indexer_full_holds_thirty_four_indexers() -> None:
     cfg = _load("tencent--Hy4-preview")
     cfg["indexer_types"] = ["full"] * 34
-    assert count(cfg) == HY_V4 + (34 - HY_FULL_INDEXERS) * hy_indexer(2816, 1536, 16, 128)
+    assert count(cfg) == HY_V4 + (34 - hy_full_indexers(34)) * hy_indexer(2816, 1536, 16, 128)

@@ -11,7 +11,7 @@ import pytest
 
 from hand_counts import CATALOG, UNSEEN, Round, count, gated, gqa, lin, ln
 from solver.specs.config.read import parse_model_config
-from test_unseen_configs_round30 import hy_attention, hy_hyper_connection, hy_indexer
+from test_unseen_configs_round30 import hy_text
 from test_unseen_configs_round38 import MINICPMV46
 
 DATA = UNSEEN / "round39"
@@ -77,12 +77,7 @@ OVIS2 = OVIS2_TEXT + OVIS2_TOWER + OVIS2_VISUAL_TABLE
 # LayerNorms; a biased patch Conv2d 3 x 16 x 16 -> 1536; a position table (2048 / 16)^2 + 1 rows; no final norm.
 # HYV4VLVisionPatchMerger: before_rms (1536), proj_conv a biased Conv2d 2 x 2 1536 -> 6144, proj_out a biased 1 x 1
 # Conv2d 6144 -> out_hidden_size 6144, image_newline (6144)
-HY4_VL_FULL_INDEXERS = sum(1 for i in range(78) if i == 0 or (i - 1) % 4 == 0)
-HY4_VL_MOE = lin(6144, 256) + 256 + 256 * gated(6144, 2048) + gated(6144, 2048)
-HY4_VL_TEXT = (2 * 120832 * 6144 + 78 * (hy_attention(6144, 64, 2048, 512, 192, 64, 256) + 2 * 6144
-                                         + 2 * hy_hyper_connection(6144, 4))
-               + HY4_VL_FULL_INDEXERS * hy_indexer(6144, 2048, 32, 128) + gated(6144, 18432) + 77 * HY4_VL_MOE
-               + 4 * 4 * 6144 + 4 + 1 + 6144)
+HY4_VL_TEXT = hy_text(6144, 78, 64, 2048, 32, 18432, 2048)
 HY4_VL_VISION = (40 * (4 * lin(1536, 1536, True) + lin(1536, 6144, True) + lin(6144, 1536, True) + 2 * ln(1536))
                  + lin(3 * 16 * 16, 1536, True) + ((2048 // 16) ** 2 + 1) * 1536
                  + 1536 + lin(1536 * 4, 6144, True) + lin(6144, 6144, True) + 6144)
