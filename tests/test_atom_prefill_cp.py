@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from solver.cli.main import main
@@ -23,6 +22,7 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import make_parallel_config
 from solver.specs.precision import resolve_precision
+from deployment_files import deployment_file, run_json
 
 MI355 = load_hardware("mi355x")
 V4 = load_model("deepseek-v4-pro")
@@ -49,15 +49,11 @@ def _first_layer(pc_knobs: dict) -> tuple[dict, dict]:
 
 
 def _dep(tmp_path, model: str, pc: dict, world: int = 8) -> str:
-    path = tmp_path / "dep.yaml"
-    path.write_text(yaml.safe_dump({"model": model, "hardware": "mi355x", "world_size": world, "framework": "atom",
-                                    "phase": "prefill", "batch": 1, "seq_len": S, "parallel_config": pc}))
-    return str(path)
+    return deployment_file(tmp_path, model=model, hardware="mi355x", world_size=world, framework="atom",
+                           phase="prefill", batch=1, seq_len=S, parallel_config=pc)
 
 
-def _run(*args: str):
-    r = CliRunner().invoke(main, [*args, "--format", "json"])
-    return r, json.loads(r.stdout) if r.stdout.strip().startswith("{") else None
+_run = run_json
 
 
 def test_each_pcp_rank_projects_half_of_a_v4_prompt_and_gathers_the_others_compressed_kv() -> None:

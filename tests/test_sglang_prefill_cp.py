@@ -16,7 +16,6 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 from click.testing import CliRunner
 from pydantic import ValidationError
 
@@ -29,6 +28,7 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import make_parallel_config
 from solver.specs.precision import resolve_precision
+from deployment_files import deployment_file
 
 H200 = load_hardware("h200_sxm")
 Q3 = load_model("qwen3-30b-a3b")
@@ -59,10 +59,8 @@ def _comms(step, name: str) -> list:
 
 
 def _dep(tmp_path, model: str, pc: dict, phase: str = "prefill", hardware: str = "h200_sxm") -> str:
-    path = tmp_path / "dep.yaml"
-    path.write_text(yaml.safe_dump({"model": model, "hardware": hardware, "world_size": 8, "framework": "sglang",
-                                    "phase": phase, "batch": 1, "seq_len": S, "parallel_config": pc}))
-    return str(path)
+    return deployment_file(tmp_path, model=model, hardware=hardware, world_size=8, framework="sglang", phase=phase,
+                           batch=1, seq_len=S, parallel_config=pc)
 
 
 def _check(tmp_path, model: str, pc: dict, hardware: str = "h200_sxm") -> tuple[int, dict]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from solver.cli.main import main
@@ -26,6 +25,7 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import make_parallel_config
 from solver.specs.precision import resolve_precision
+from deployment_files import deployment_file, run_json
 
 A3 = load_hardware("atlas_a3")
 QWEN = load_model("qwen3-32b")
@@ -47,16 +47,11 @@ def _decode_layer(knobs: dict, world: int) -> tuple[dict, dict]:
 
 
 def _dep(tmp_path, model: str, pc: dict, world: int = 16, phase: str = "decode") -> str:
-    path = tmp_path / "dep.yaml"
-    path.write_text(yaml.safe_dump({"model": model, "hardware": "atlas_a3", "world_size": world,
-                                    "framework": "vllm-ascend", "phase": phase, "batch": 8, "seq_len": S,
-                                    "parallel_config": pc}))
-    return str(path)
+    return deployment_file(tmp_path, model=model, hardware="atlas_a3", world_size=world, framework="vllm-ascend",
+                           phase=phase, batch=8, seq_len=S, parallel_config=pc)
 
 
-def _run(*args: str):
-    r = CliRunner().invoke(main, [*args, "--format", "json"])
-    return r, json.loads(r.stdout) if r.stdout.strip().startswith("{") else None
+_run = run_json
 
 
 def test_vllm_ascends_pcp_ranks_each_keep_a_1_over_pcp_share_of_the_kv_cache() -> None:

@@ -24,6 +24,7 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import make_parallel_config
 from solver.specs.precision import resolve_precision
+from deployment_files import deployment_file
 
 H100 = load_hardware("h100_sxm")
 LLAMA70 = load_model("llama-3.1-70b")
@@ -39,10 +40,8 @@ def _prefill(tokens: int) -> Work:
 
 
 def _dep(tmp_path, model: str, pc: dict, world: int = 16, phase: str = "prefill") -> str:
-    path = tmp_path / "dep.yaml"
-    path.write_text(yaml.safe_dump({"model": model, "hardware": "h100_sxm", "world_size": world, "framework": "vllm",
-                                    "phase": phase, "batch": 1, "seq_len": S, "parallel_config": pc}))
-    return str(path)
+    return deployment_file(tmp_path, model=model, hardware="h100_sxm", world_size=world, framework="vllm",
+                           phase=phase, batch=1, seq_len=S, parallel_config=pc)
 
 
 def _check(path: str):
