@@ -84,25 +84,39 @@ def short_model(name: str) -> str:
     return name.split("/")[-1]
 
 
-def table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray, title: str) -> list[str]:
-    """Plain-text table: overall, then per model / system / framework."""
+def group_table(et: np.ndarray, ep: np.ndarray, title: str, groups: Sequence[tuple[str, list[int]]]) -> list[str]:
+    """Plain-text table, a line per (label, row indices) group: the TTFT and TPOT relative errors' median, mean
+    and p90 of |error|, and their signed medians (bias)."""
     lines = [title, f"{'group':<44}{'rows':>5}  {'TTFT med':>8} {'mean':>7} {'p90':>7}  {'TPOT med':>8} {'mean':>7}"
              f" {'p90':>7}  {'TTFT bias':>9} {'TPOT bias':>9}"]
-
-    def add(label: str, idx: list[int]) -> None:
+    for label, idx in groups:
         t, s = summary(et[idx]), summary(ep[idx])
         bt, bs = float(np.median(et[idx]) * 100), float(np.median(ep[idx]) * 100)
         lines.append(f"{label:<44}{len(idx):>5}  {t[0]:>7.1f}% {t[1]:>6.1f}% {t[2]:>6.1f}%  {s[0]:>7.1f}% "
                      f"{s[1]:>6.1f}% {s[2]:>6.1f}%  {bt:>+8.1f}% {bs:>+8.1f}%")
+    return lines
 
-    add("ALL", list(range(len(prepared))))
+
+def setup_groups(prepared: Sequence[Any]) -> list[tuple[str, list[int]]]:
+    """The rows of each model, then each system, then each framework: (label, row indices)."""
+    out = []
     for key, label in (("model", "model"), ("hardware", "system"), ("framework", "framework")):
         groups: dict[str, list[int]] = defaultdict(list)
         for i, p in enumerate(prepared):
             groups[getattr(p, key)].append(i)
-        for name in sorted(groups):
-            add(f"  {label}: {short_model(name)}", groups[name])
-    return lines
+        out += [(f"  {label}: {short_model(name)}", groups[name]) for name in sorted(groups)]
+    return out
+
+
+def table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray, title: str) -> list[str]:
+    """Plain-text table: overall, then per model / system / framework."""
+    return group_table(et, ep, title, [("ALL", list(range(len(prepared)))), *setup_groups(prepared)])
+
+
+def first_rows(path: Path, n: int) -> list[dict[str, Any]]:
+    """The CSV's rows, only the first `n` where n > 0 (--rows, smoke runs)."""
+    rows = load_rows(path)
+    return rows[:n] if n else rows
 
 
 def ranking(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray) -> list[str]:
@@ -403,9 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "every factor refitted on the other devices' rows")
     args = ap.parse_args(argv)
     t0 = time.time()
-    rows = load_rows(args.csv)
-    if args.rows:
-        rows = rows[: args.rows]
+    rows = first_rows(args.csv, args.rows)
     prepared, skipped = prepare_all(rows, args.waves)
     print(f"calibration CSV: {args.csv}  rows {len(rows)}, evaluated {len(prepared)}, skipped {len(skipped)}")
     reasons = Counter(err for _, _, err in skipped)

@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy import short_model, summary  # noqa: E402
+from accuracy import first_rows, group_table, setup_groups, short_model  # noqa: E402
 from accuracy_rows import (  # noqa: E402
     AR_PROBE_S, DEQUANT_PROBE, NEUTRAL, PARAMS, StepTerms, _measured, family_of, load_factors, load_rows,
     rescaled_steps,
@@ -512,32 +512,17 @@ def candidate_errors(prepared: Sequence[Prepared], fitted) -> tuple[np.ndarray, 
 
 
 def table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray, title: str) -> list[str]:
-    lines = [title, f"{'group':<44}{'rows':>5}  {'TTFT med':>8} {'mean':>7} {'p90':>7}  {'TPOT med':>8} {'mean':>7}"
-             f" {'p90':>7}  {'TTFT bias':>9} {'TPOT bias':>9}"]
-
-    def add(label: str, idx: list[int]) -> None:
-        if not idx:
-            return
-        t, s = summary(et[idx]), summary(ep[idx])
-        bt, bs = float(np.median(et[idx]) * 100), float(np.median(ep[idx]) * 100)
-        lines.append(f"{label:<44}{len(idx):>5}  {t[0]:>7.1f}% {t[1]:>6.1f}% {t[2]:>6.1f}%  {s[0]:>7.1f}% "
-                     f"{s[1]:>6.1f}% {s[2]:>6.1f}%  {bt:>+8.1f}% {bs:>+8.1f}%")
-
-    add("ALL", list(range(len(prepared))))
-    add("  complete rows (workers and batches given)", [i for i, p in enumerate(prepared) if p.complete])
-    add("  rows without worker counts (convention)", [i for i, p in enumerate(prepared) if not p.complete])
-    for key, label in (("model", "model"), ("hardware", "system"), ("framework", "framework")):
-        groups: dict[str, list[int]] = defaultdict(list)
-        for i, p in enumerate(prepared):
-            groups[getattr(p, key)].append(i)
-        for name in sorted(groups):
-            add(f"  {label}: {short_model(name)}", groups[name])
+    """accuracy.group_table over: all rows, the complete and convention rows, per model / system / framework,
+    and per framework's decode mode; a group without rows has no line."""
     modes: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(prepared):
         modes[f"{p.framework} {decode_mode(p)}"].append(i)
-    for name in sorted(modes):
-        add(f"  decode: {name}", modes[name])
-    return lines
+    groups = [("ALL", list(range(len(prepared)))),
+              ("  complete rows (workers and batches given)", [i for i, p in enumerate(prepared) if p.complete]),
+              ("  rows without worker counts (convention)", [i for i, p in enumerate(prepared) if not p.complete]),
+              *setup_groups(prepared),
+              *((f"  decode: {name}", modes[name]) for name in sorted(modes))]
+    return group_table(et, ep, title, [(label, idx) for label, idx in groups if idx])
 
 
 def decode_mode(p: Prepared) -> str:
@@ -564,9 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--waves", type=int, default=None, help="benchmark waves k (default: workload.py's)")
     args = ap.parse_args(argv)
     t0 = time.time()
-    rows = load_rows(args.csv)
-    if args.rows:
-        rows = rows[: args.rows]
+    rows = first_rows(args.csv, args.rows)
     prepared, skipped = prepare_rows(rows, args.waves)
     print(f"disaggregated CSV: {args.csv}  rows {len(rows)}, evaluated {len(prepared)}, skipped {len(skipped)}")
     print("\n".join(skipped_lines(skipped)))

@@ -66,6 +66,14 @@ class Factors:
     allreduce_oneshot_max_bytes_by_ranks: tuple[tuple[int, float], ...] = ()
 
 
+# the framework's switches (FrameworkProfile.efficiency_for writes each as 1.0 / 0.0): off where unset
+SWITCHES = ("budget_split_by_attention_dp", "kvp_splits_attention_weights", "cp_replicates_kv_cache",
+            "sp_decode_repeats_batch", "cp_decode_repeats_batch", "cp_decode_shards_kv")
+# the serving loop's and custom all-reduce's figures (FrameworkProfile.serving_factors): 0 where unset
+AMOUNTS = ("first_token_iterations", "eager_launch_s", "seq_overhead_s", "seq_layer_s", "allreduce_oneshot_max_bytes",
+           "allreduce_custom_max_bytes")
+
+
 def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
     """Hardware factors times the framework's multipliers (`FrameworkProfile.efficiency_for`).
 
@@ -92,22 +100,12 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         grouped_gemm=min(1.0, s.get("grouped_gemm", 1.0)),
         dequant_gemm=min(1.0, s.get("dequant_gemm", 1.0)),
         token_budget=int(s["token_budget"]) if s.get("token_budget") else None,
-        budget_split_by_attention_dp=bool(s.get("budget_split_by_attention_dp", 0.0)),
-        kvp_splits_attention_weights=bool(s.get("kvp_splits_attention_weights", 0.0)),
-        cp_replicates_kv_cache=bool(s.get("cp_replicates_kv_cache", 0.0)),
-        sp_decode_repeats_batch=bool(s.get("sp_decode_repeats_batch", 0.0)),
-        cp_decode_repeats_batch=bool(s.get("cp_decode_repeats_batch", 0.0)),
-        cp_decode_shards_kv=bool(s.get("cp_decode_shards_kv", 0.0)),
+        **{k: bool(s.get(k, 0.0)) for k in SWITCHES},
         request_overhead_s=s.get("request_overhead_s"),
         decode_first=bool(s.get("decode_first", 1.0)),
         decode_first_synced=bool(s.get("decode_first_synced", s.get("decode_first", 1.0))),
-        first_token_iterations=float(s.get("first_token_iterations", 0.0)),
+        **{k: float(s.get(k, 0.0)) for k in AMOUNTS},
         graph_sizes=tuple(int(b) for b in s.get("graph_sizes", ())),  # type: ignore[union-attr]
-        eager_launch_s=float(s.get("eager_launch_s", 0.0)),
-        seq_overhead_s=float(s.get("seq_overhead_s", 0.0)),
-        seq_layer_s=float(s.get("seq_layer_s", 0.0)),
-        allreduce_oneshot_max_bytes=float(s.get("allreduce_oneshot_max_bytes", 0.0)),
-        allreduce_custom_max_bytes=float(s.get("allreduce_custom_max_bytes", 0.0)),
         allreduce_latency_s=s.get("allreduce_latency_s"),
         allreduce_oneshot_max_bytes_by_ranks=tuple(
             (int(r), float(b)) for r, b in s.get("allreduce_oneshot_max_bytes_by_ranks", ())),  # type: ignore[union-attr]

@@ -9,15 +9,27 @@ memory does not hold), each class optimum of the power is followed to its own ed
 any concurrency, so the planner proves the optimum there. A configuration the power's optima do not include could
 run more still: the edge is a lower bound of the deployment's, found at the cost of one bisection per optimum.
 A candidate the SLAs stop at a power beside one at the edge moves to its own edge (at_own_edges), and a point at an
-edge says where its concurrency comes from (sla_edge_note).
+edge says where its concurrency comes from (sla_edge_note). The tests the edges are bisected with (sla_tests) judge
+a configuration as the search accepts an answer (full_estimate_misses, the memory the figures assume).
 """
 from __future__ import annotations
 
 from typing import Callable
 
+from solver.estimate.compute import Factors
+from solver.estimate.memory import MemoryOptions
+from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
+from solver.plan.layout_memory import assumed_memory
 from solver.plan.memory_edge import bisect_edge
 from solver.plan.points import Point, attention_family, pattern_key
+from solver.plan.tables import Tables
+from solver.specs.framework import FrameworkProfile
+from solver.specs.hardware import Hardware
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+from solver.specs.rule_env import device_facts, model_env
 from solver.specs.scenario import Scenario
 
 
@@ -91,4 +103,42 @@ def sla_edge_note(edge: int, top: int, scenario: Scenario) -> str:
             f"within {slas} (and memory), planned between the powers of two, where the SLAs stop them")
 
 
-__all__ = ["at_own_edges", "sla_edge", "sla_edge_note"]
+def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
+    """Constraint families the full estimate breaks (the planner's tables are a proxy; this has the last
+    word)."""
+    return ([] if e.memory.feasible else ["B.memory_per_rank"]) + scenario.sla_misses(e.ttft_s, e.tpot_s)
+
+
+def sla_tests(tables: Tables, model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw: FrameworkProfile,
+               world: int, scenario: Scenario, mem_opts: MemoryOptions
+               ) -> tuple[Callable[[Point, int], bool], Callable[[Point, int], bool]]:
+    """sla_edge's two tests. A configuration meets the SLAs at c as the search accepts an answer: the tables'
+    memory constraint, then the full estimate (its SLAs and memory) and the memory the figures assume; it runs c
+    under the engine's batch rules."""
+    def meets(p: Point, c: int) -> bool:
+        picks = dict(p.picks)
+        if not tables.with_batch(c).fits(c, picks):
+            return False
+        cfg = ParallelConfig(world_size=world, **tables.config(picks))
+        e = estimate(model, hw, cfg, prec, f, Workload.for_scenario(scenario, c), mem_opts)
+        return not full_estimate_misses(e, scenario) and assumed_memory(model, hw, cfg, prec, scenario, c,
+                                                                         mem_opts).feasible
+
+    def runs(p: Point, c: int) -> bool:
+        env = model_env(tables.config(dict(p.picks)), model, **device_facts(hw), world=world, batch=c,
+                        mtp=scenario.mtp)
+        return all(r.holds(env) for r in fw.batch_rules)
+
+    return meets, runs
+
+
+def planned_sla_edge(classes: dict[tuple[int, float], Point], tables: Tables, scenario: Scenario,
+              meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> int | None:
+    """sla_edge's concurrency for a serving plan under SLAs whose concurrency the planner decides, else None."""
+    if scenario.concurrency is not None or scenario.phase != "serving" or (
+            scenario.ttft_ms is None and scenario.tpot_ms is None):
+        return None
+    return sla_edge(classes, tables.batches, meets, runs)
+
+
+__all__ = ["at_own_edges", "full_estimate_misses", "planned_sla_edge", "sla_edge", "sla_edge_note", "sla_tests"]

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Sequence
 from solver.errors import InfeasibleError, InputError, InternalError, three_figures
 from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TIME_LIMIT_S, MAX_TOP
-from solver.estimate.compute import Factors, factors_for
+from solver.estimate.compute import factors_for
 from solver.estimate.memory import MemoryOptions, engine_options
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
@@ -22,17 +22,18 @@ from solver.plan import rule_tables
 from solver.plan.diagnosis import binding_constraints, explain_infeasible
 from solver.plan.exhaustive import OutOfTime, enumerate_points
 from solver.plan.layout_memory import assumed_memory
-from solver.plan.sla_edge import at_own_edges, sla_edge, sla_edge_note
+from solver.plan.sla_edge import at_own_edges, full_estimate_misses, planned_sla_edge, sla_edge_note, sla_tests
 from solver.plan.table_build import build_tables
 from solver.plan.tables import Tables
-from solver.space.domains import build_space, range_note, space_name
+from solver.plan.verified import verified_candidate
+from solver.space.domains import build_space, range_note
 from solver.space.placement import as_launched, placement_note
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
-from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
+from solver.specs.rule_env import unstated_platform_note
 from solver.specs.scenario import Scenario
 
 
@@ -177,12 +178,6 @@ def clear_cache() -> None:
     rule_tables.clear_rule_cache()
 
 
-def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
-    """Constraint families the full estimate breaks (the planner's tables are a proxy; this has the last
-    word)."""
-    return ([] if e.memory.feasible else ["B.memory_per_rank"]) + scenario.sla_misses(e.ttft_s, e.tpot_s)
-
-
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while planning. The planner's tables and caches are trees of
@@ -289,7 +284,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
                 if q is not None}
 
     classes = classes_of(tables, planner)
-    meets, runs = _sla_tests(tables, model, hw, prec, f, fw, world, scenario, mem_opts)
+    meets, runs = sla_tests(tables, model, hw, prec, f, fw, world, scenario, mem_opts)
     powers = tables.batches
     first, base = planner, tables
 
@@ -304,7 +299,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         pl.verify = verify
         return pl
 
-    edge = _sla_edge(classes, tables, scenario, meets, runs)
+    edge = planned_sla_edge(classes, tables, scenario, meets, runs)
     if edge is not None:
         # the SLAs stop the powers: the edge is planned too
         planner = planner_at(edge)
@@ -442,38 +437,6 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     return result
 
 
-def _sla_tests(tables: Tables, model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw: FrameworkProfile,
-               world: int, scenario: Scenario, mem_opts: MemoryOptions
-               ) -> tuple[Callable[[Point, int], bool], Callable[[Point, int], bool]]:
-    """plan.sla_edge's two tests. A configuration meets the SLAs at c as the search accepts an answer: the tables'
-    memory constraint, then the full estimate (its SLAs and memory) and the memory the figures assume; it runs c
-    under the engine's batch rules."""
-    def meets(p: Point, c: int) -> bool:
-        picks = dict(p.picks)
-        if not tables.with_batch(c).fits(c, picks):
-            return False
-        cfg = ParallelConfig(world_size=world, **tables.config(picks))
-        e = estimate(model, hw, cfg, prec, f, Workload.for_scenario(scenario, c), mem_opts)
-        return not full_estimate_misses(e, scenario) and assumed_memory(model, hw, cfg, prec, scenario, c,
-                                                                         mem_opts).feasible
-
-    def runs(p: Point, c: int) -> bool:
-        env = model_env(tables.config(dict(p.picks)), model, **device_facts(hw), world=world, batch=c,
-                        mtp=scenario.mtp)
-        return all(r.holds(env) for r in fw.batch_rules)
-
-    return meets, runs
-
-
-def _sla_edge(classes: dict[tuple[int, float], Point], tables: Tables, scenario: Scenario,
-              meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> int | None:
-    """plan.sla_edge's concurrency for a serving plan under SLAs whose concurrency the planner decides, else None."""
-    if scenario.concurrency is not None or scenario.phase != "serving" or (
-            scenario.ttft_ms is None and scenario.tpot_ms is None):
-        return None
-    return sla_edge(classes, tables.batches, meets, runs)
-
-
 def _out_of_time(model: ModelSpec, hw: Hardware, world: int, params: SolverParams, stop: OutOfTime
                  ) -> InfeasibleError:
     """--method exhaustive past --time-limit: how many combinations it enumerated of how many, how long all would
@@ -486,25 +449,3 @@ def _out_of_time(model: ModelSpec, hw: Hardware, world: int, params: SolverParam
         f"{hw.name} after {stop.done:,} of the {stop.total:,} combinations it enumerates (one option per parallel "
         f"group at each concurrency); at that rate all of them take about {three_figures(need_s)} s", ["time limit"],
         f"what would fit: {more}--method cpsat, which finds the same front", proven=False)
-
-
-def verified_candidate(tables: Tables, planner: cpsat.Planner, verified: Sequence[tuple[str, dict[str, int]]],
-                       scenario: Scenario, score: Callable[[Point], float]) -> tuple[str, Point] | None:
-    """(id, point) of the best-scoring verified deployment the planner would accept here, at its best-scoring
-    concurrency: the seed prefers adopting a validated configuration whose estimate is reasonable (memory
-    feasible, communication inside the node) over deriving one. Its knobs must be choices of this space (a knob
-    the framework does not expose, or a TP group leaving the node, makes it none), and at the concurrency it
-    must pass what the search's answers pass (Planner.admissible: memory, the framework's rules, the SLAs, the
-    full estimate). A decode deployment's CP is taken as the space names it (space_name: its ranks decode as
-    attention DP). Where it lands among the candidates is the ranking's (rank.select: within the tie band the
-    closest to a verified configuration leads)."""
-    best = None
-    for ref_id, knobs in verified:
-        picks = tables.picks_of(space_name(knobs, scenario))
-        if picks is None:
-            continue
-        for b in tables.batches:
-            hit = planner.admissible(b, picks)
-            if hit is not None and (best is None or (score(hit[1]), b) < (score(best[1]), best[1].batch)):
-                best = (ref_id, hit[1])
-    return best

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 import yaml
 
@@ -204,19 +205,29 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+@contextmanager
+def _parse_limits(origin: str, form: str) -> Iterator[None]:
+    """What the JSON and YAML parsers both raise past Python's limits, as one line naming the file: nesting past
+    the recursion limit, an integer literal past the int-conversion limit (`form`: the text's format)."""
+    try:
+        yield
+    except RecursionError:
+        raise InputError(origin, f"not valid {form} (nested deeper than {MAX_DEPTH} levels)") from None
+    except ValueError as exc:
+        raise InputError(origin, f"not valid {form} ({_one_line(exc).split(';')[0]})") from None
+
+
 def parse_json(text: str, origin: str, parse_float: Callable[[str], Any] | None = None,
                depth_check: bool = True) -> Any:
     """JSON text; `depth_check` off for large flat files (traces) whose readers never recurse."""
-    try:
-        data = json.loads(text, parse_float=parse_float, object_pairs_hook=_unique_pairs if depth_check else None)
-    except _DuplicateKey as exc:
-        raise InputError(origin, f"not valid JSON (key '{exc.args[0]}' given twice in one object; keep one)") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(origin, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    except RecursionError:
-        raise InputError(origin, f"not valid JSON (nested deeper than {MAX_DEPTH} levels)") from None
-    except ValueError as exc:  # an integer literal beyond Python's int-conversion limit
-        raise InputError(origin, f"not valid JSON ({_one_line(exc).split(';')[0]})") from None
+    with _parse_limits(origin, "JSON"):
+        try:
+            data = json.loads(text, parse_float=parse_float, object_pairs_hook=_unique_pairs if depth_check else None)
+        except _DuplicateKey as exc:
+            raise InputError(origin, f"not valid JSON (key '{exc.args[0]}' given twice in one object; keep one)"
+                             ) from None
+        except json.JSONDecodeError as exc:
+            raise InputError(origin, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     return check_depth(data, origin) if depth_check else data
 
 
@@ -283,20 +294,17 @@ def parse_yaml(text: str, origin: str, own: bool = False) -> Any:
     """`own`: one of the project's files (its anchors are its own, no alias bomb to guard against)."""
     # a document without anchors has no aliases to expand: only a user's with anchors needs the counting loader
     loader = _FAST_LOADER if _FAST_LOADER is not None and (own or "&" not in text) else _Loader
-    try:
-        data = yaml.load(text, Loader=loader)  # noqa: S506 - safe loaders only
-    except yaml.MarkedYAMLError as exc:
-        if "maximum nesting depth" in str(exc.problem):  # libyaml's own limit, past MAX_DEPTH anyway
-            raise InputError(origin, f"not valid YAML (nested deeper than {MAX_DEPTH} levels)") from None
-        mark = exc.problem_mark
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise InputError(origin, f"not valid YAML{where} ({exc.problem or 'syntax error'})") from None
-    except yaml.YAMLError as exc:
-        raise InputError(origin, f"not valid YAML ({_one_line(exc)})") from None
-    except RecursionError:
-        raise InputError(origin, f"not valid YAML (nested deeper than {MAX_DEPTH} levels)") from None
-    except ValueError as exc:  # an integer literal beyond Python's int-conversion limit
-        raise InputError(origin, f"not valid YAML ({_one_line(exc).split(';')[0]})") from None
+    with _parse_limits(origin, "YAML"):
+        try:
+            data = yaml.load(text, Loader=loader)  # noqa: S506 - safe loaders only
+        except yaml.MarkedYAMLError as exc:
+            if "maximum nesting depth" in str(exc.problem):  # libyaml's own limit, past MAX_DEPTH anyway
+                raise InputError(origin, f"not valid YAML (nested deeper than {MAX_DEPTH} levels)") from None
+            mark = exc.problem_mark
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            raise InputError(origin, f"not valid YAML{where} ({exc.problem or 'syntax error'})") from None
+        except yaml.YAMLError as exc:
+            raise InputError(origin, f"not valid YAML ({_one_line(exc)})") from None
     return check_depth(data, origin)
 
 

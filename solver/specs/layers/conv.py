@@ -15,21 +15,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
-from solver.specs.layers.recurrent import channel_op, projection_op, recurrent_comms
+from solver.specs.layers.base import ACT_BYTES, CostKit, Part, State
+from solver.specs.layers.recurrent import RecurrentMixer, channel_op, projection_op
 
 MODULE = "short_conv"
 
 
 @dataclass(frozen=True)
-class ShortConv(Block):
+class ShortConv(RecurrentMixer):
     hidden: int
     kernel: int = 3
     bias: bool = False
 
-    role = "mixer"
     kind = "ShortConv"
-    scans_tokens = True
+    module = MODULE
 
     def label(self) -> str:
         return f"ShortConv {self.hidden} L{self.kernel}"
@@ -44,9 +43,6 @@ class ShortConv(Block):
                 Part("conv", h * self.kernel + (h if b else 0), "tp"),
                 Part("out_proj", h * h + (h if b else 0), "tp"))
 
-    def shares(self) -> tuple[Share, ...]:
-        return (Share(MODULE, "attention", "attn_tp_size", self.parts()),)
-
     def state(self, kv_bytes: int, split: int) -> State:
         share = math.ceil(self.hidden / split) / self.hidden
         return State(constant_bytes=max(0, self.kernel - 1) * self.hidden * ACT_BYTES * share)
@@ -57,9 +53,6 @@ class ShortConv(Block):
         return [projection_op(cx, MODULE, hidden=h, proj_params=4 * h * h, width=h, kernels=2),
                 channel_op(cx, MODULE, "conv", channels=h / a, flops_per_channel=2 * self.kernel + 2,
                            state_bytes_rank=self.state(2, a).constant_bytes, kernels=1)]
-
-    def comms(self, cx: CostKit, hide_s: float) -> list:
-        return recurrent_comms(cx, MODULE, self.hidden)
 
     def activation(self, pc, tokens: float, split: int) -> float:
         return tokens * 3 * self.hidden / split * ACT_BYTES

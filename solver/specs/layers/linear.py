@@ -17,16 +17,14 @@ from abc import abstractmethod
 import math
 from dataclasses import dataclass
 
-from solver.specs.layers.base import Block, CostKit, Part, Share, State
-from solver.specs.layers.recurrent import recurrent_comms, recurrent_ops
+from solver.specs.layers.base import CostKit, Part, State
+from solver.specs.layers.recurrent import RecurrentMixer, recurrent_ops
 
 MODULE = "linear_attention"
 
 
-class _Linear(Block):
-    role = "mixer"
-    scans_tokens = True
-    hidden: int
+class _Linear(RecurrentMixer):
+    module = MODULE
     state_dtype_bytes: int
 
     @abstractmethod
@@ -42,9 +40,6 @@ class _Linear(Block):
 
     conv_kernel: int = 0
 
-    def shares(self) -> tuple[Share, ...]:
-        return (Share(MODULE, "attention", "attn_tp_size", self.parts()),)
-
     def state(self, kv_bytes: int, split: int) -> State:
         heads, dk, dv = self.head_shape()
         share = math.ceil(heads / split) / heads
@@ -57,9 +52,6 @@ class _Linear(Block):
         proj = sum(p.params for p in self.parts() if p.split == "tp")
         return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=heads, dk=dk, dv=dv,
                              state_bytes_rank=self.state(2, cx.attn_tp_group).constant_bytes)
-
-    def comms(self, cx: CostKit, hide_s: float) -> list:
-        return recurrent_comms(cx, MODULE, self.hidden)
 
     def activation(self, pc, tokens: float, split: int) -> float:
         heads, dk, dv = self.head_shape()

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.specs.layers.base import Block, CostKit, Part, Share, State
-from solver.specs.layers.recurrent import recurrent_comms, recurrent_ops
+from solver.specs.layers.base import CostKit, Part, Share, State
+from solver.specs.layers.recurrent import RecurrentMixer, recurrent_ops
 
 MODULE = "ssm"
 # tokens per chunk of the SSD scan where the config writes no chunk_size / mamba_chunk_size: the default of
@@ -27,7 +27,7 @@ SSD_CHUNK = 256
 
 
 @dataclass(frozen=True)
-class Mamba2(Block):
+class Mamba2(RecurrentMixer):
     hidden: int
     heads: int
     head_dim: int
@@ -41,9 +41,8 @@ class Mamba2(Block):
     out_bias: bool | None = None  # out_proj's bias: in_proj's unless set (Falcon-H1 switches it by its own field)
     chunk_size: int = SSD_CHUNK  # tokens per chunk of the SSD scan: its intra-chunk FLOPs grow with it
 
-    role = "mixer"
     kind = "Mamba2"
-    scans_tokens = True
+    module = MODULE
 
     def label(self) -> str:
         return f"Mamba2 {self.heads} x {self.head_dim} N{self.state_size}"
@@ -86,9 +85,6 @@ class Mamba2(Block):
     def _out_bias(self) -> bool:
         return self.proj_bias if self.out_bias is None else self.out_bias
 
-    def shares(self) -> tuple[Share, ...]:
-        return (Share(MODULE, "attention", "attn_tp_size", self.parts()),)
-
     def state(self, kv_bytes: int, split: int) -> State:
         share = math.ceil(self.heads / split) / self.heads
         ssm = self.heads * self.head_dim * self.state_size * self.state_dtype_bytes
@@ -104,16 +100,13 @@ class Mamba2(Block):
         return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=self.heads, dk=self.state_size,
                              dv=self.head_dim, state_bytes_rank=self.state(2, a).constant_bytes, chunk=self.chunk_size)
 
-    def comms(self, cx: CostKit, hide_s: float) -> list:
-        return recurrent_comms(cx, MODULE, self.hidden)
-
     def activation(self, pc, tokens: float, split: int) -> float:
         bc = 2 * self.groups * self.state_size / self._bc_ranks(split)
         return tokens * (2 * self.d_inner / split + bc) * 2
 
 
 @dataclass(frozen=True)
-class Mamba1(Block):
+class Mamba1(RecurrentMixer):
     """Mamba-1 (HF MambaMixer / JambaMambaMixer): in_proj hidden -> 2 x d_inner, a depthwise conv over x
     (kernel k, optional bias), x_proj d_inner -> dt_rank + 2 x d_state, dt_proj dt_rank -> d_inner (+ bias),
     A_log d_inner x d_state, D d_inner, out_proj d_inner -> hidden; Jamba adds RMSNorms on dt, B and C.
@@ -129,9 +122,8 @@ class Mamba1(Block):
     inner_norms: bool = False  # Jamba's dt / B / C layernorms
     state_dtype_bytes: int = 2
 
-    role = "mixer"
     kind = "Mamba1"
-    scans_tokens = True
+    module = MODULE
 
     def label(self) -> str:
         return f"Mamba1 {self.d_inner} N{self.state_size}"
@@ -164,9 +156,6 @@ class Mamba1(Block):
         # the selective scan is per channel: d_inner "heads" of d_k = d_state, d_v = 1
         return recurrent_ops(cx, MODULE, hidden=self.hidden, proj_params=proj, heads=self.d_inner,
                              dk=self.state_size, dv=1, state_bytes_rank=self.state(2, cx.attn_tp_group).constant_bytes)
-
-    def comms(self, cx: CostKit, hide_s: float) -> list:
-        return recurrent_comms(cx, MODULE, self.hidden)
 
     def activation(self, pc, tokens: float, split: int) -> float:
         return tokens * 2 * self.d_inner / split * 2

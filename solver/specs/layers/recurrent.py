@@ -12,7 +12,9 @@ one read + write of the state per sequence per step.
 """
 from __future__ import annotations
 
-from solver.specs.layers.base import ACT_BYTES, CostKit
+from abc import abstractmethod
+
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share
 
 PREFILL_CHUNK = 64  # tokens per chunk of the chunk-parallel scan of the linear-attention kernels (fla uses 64)
 RECURRENCE_FLOPS = 6  # per token, head and state element (update, correction, output)
@@ -66,3 +68,24 @@ def recurrent_comms(cx: CostKit, module: str, hidden: int) -> list:
     if a > 1:  # row-parallel out_proj over the heads
         out.append(cx.coll(f"{module}_tp_allreduce", module, "all_reduce", a, T * hidden * ACT_BYTES))
     return out
+
+
+class RecurrentMixer(Block):
+    """Base of these mixers (their frozen dataclasses subclass it): a mixer carrying a state from token to
+    token, its weights split over the attention-TP group, its communication recurrent_comms. `module`: the name its
+    weights and costs are reported under."""
+
+    role = "mixer"
+    scans_tokens = True
+    module = ""
+    hidden: int
+
+    @abstractmethod
+    def parts(self) -> tuple[Part, ...]:
+        """The mixer's projections, gates and convolution."""
+
+    def shares(self) -> tuple[Share, ...]:
+        return (Share(self.module, "attention", "attn_tp_size", self.parts()),)
+
+    def comms(self, cx: CostKit, hide_s: float) -> list:
+        return recurrent_comms(cx, self.module, self.hidden)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State
-from solver.specs.layers.recurrent import channel_op, projection_op, recurrent_comms
+from solver.specs.layers.base import ACT_BYTES, CostKit, Part, State
+from solver.specs.layers.recurrent import RecurrentMixer, channel_op, projection_op
 
 MODULE = "ssm"
 # per channel and token: two gate sigmoids, the decay a = exp(-c softplus(L) r), sqrt(1 - a^2), the update
@@ -28,16 +28,15 @@ RECURRENCE_FLOPS = 10
 
 
 @dataclass(frozen=True)
-class RGLRU(Block):
+class RGLRU(RecurrentMixer):
     hidden: int
     width: int
     heads: int
     conv_kernel: int = 4
     state_dtype_bytes: int = 2
 
-    role = "mixer"
     kind = "RGLRU"
-    scans_tokens = True
+    module = MODULE
 
     def label(self) -> str:
         return f"RG-LRU {self.width} x{self.heads} L{self.conv_kernel}"
@@ -53,9 +52,6 @@ class RGLRU(Block):
                 Part("rg_lru_gates", 2 * (self.heads * self.block_width ** 2 + w) + w, "tp"),
                 Part("linear_out", w * h + h, "tp"))
 
-    def shares(self) -> tuple[Share, ...]:
-        return (Share(MODULE, "attention", "attn_tp_size", self.parts()),)
-
     def state(self, kv_bytes: int, split: int) -> State:
         share = math.ceil(self.heads / split) / self.heads
         conv = max(0, self.conv_kernel - 1) * self.width * ACT_BYTES
@@ -69,9 +65,6 @@ class RGLRU(Block):
                 channel_op(cx, MODULE, "scan", channels=self.width / a,
                            flops_per_channel=2 * self.conv_kernel + RECURRENCE_FLOPS,
                            state_bytes_rank=self.state(2, a).constant_bytes, kernels=2)]
-
-    def comms(self, cx: CostKit, hide_s: float) -> list:
-        return recurrent_comms(cx, MODULE, self.hidden)
 
     def activation(self, pc, tokens: float, split: int) -> float:
         return tokens * 3 * self.width / split * ACT_BYTES
