@@ -4,7 +4,7 @@ quantization and MTP depth, and report whether the verified config, or its patte
 
 Two runs. As a user gets it (the default): every reference is known, so the best-scoring verified deployment of
 that (model, hardware, world size, phase) the planner admits is a candidate, and the tie band adopts it
-(plan.solve.verified_candidate; seed: prefer validated values whose estimate is reasonable). The planner's own
+(plan.verified.verified_candidate; seed: prefer validated values whose estimate is reasonable). The planner's own
 judgment (`--own`): the references of that (model, hardware, world size, phase) are left out of both the offer
 and the ranking's closeness, so only the estimator and the other deployments speak.
 

@@ -1,7 +1,7 @@
 """The seed's Step 3: prefer adopting a verified configuration whose estimate is reasonable (memory feasible,
 communication inside the node) over re-deriving one. A verified deployment of the same model, hardware, world
 size and phase is offered as a candidate; the ranking's tie band adopts it as #1 when its score is within 3% of
-the best (plan.solve.verified_candidate, rank.select.rank_candidates)."""
+the best (plan.verified.verified_candidate, rank.select.rank_candidates)."""
 from __future__ import annotations
 
 import itertools

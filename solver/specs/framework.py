@@ -223,7 +223,7 @@ class FrameworkProfile(BaseModel):
         return out
 
     def serving_factors(self) -> dict[str, float]:
-        """The serving block as the flat numbers `Factors` takes (factors.SERVING_KEYS)."""
+        """The serving block as the flat numbers `Factors` takes (factors.AMOUNTS, and the DP policy and graph sizes)."""
         s = self.serving
         sizes = s.graph_sizes()
         dp_policy = s.attention_dp_policy or s.policy
