@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from solver.errors import InfeasibleError, InputError
 from solver.estimate.compute import factors_for
 from solver.estimate.disagg import DisaggEstimate, DisaggWorkload, estimate_disagg, workers_to_match
-from solver.estimate.memory import MemoryOptions
+from solver.estimate.memory_options import MemoryOptions
 from solver.plan import points
 from solver.plan.solve import Planned, PlanResult, plan
 from solver.specs.disagg_fitted import burst_share
