@@ -126,7 +126,7 @@ def _figures(cands, hw) -> list[str]:
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 bad.append(f"candidate {c.rank} {name}={v!r}")
         m = e.memory
-        # the wall (estimate.memory.memory_limit) holds what the model uses; the runtime reserve comes on top
+        # the wall (estimate.memory_options.memory_limit) holds what the model uses; the runtime reserve comes on top
         used = m.total - m.reserved_bytes
         if m.feasible and not (used <= m.limit_bytes * (1 + 1e-9) and m.total <= hw.memory_bytes * (1 + 1e-9)):
             bad.append(f"candidate {c.rank} marked fitting at {m.total / 1e9:.1f} GB over the wall "

@@ -35,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver.errors import InputError  # noqa: E402
-from solver.estimate.memory import state_of_layers  # noqa: E402
+from solver.estimate.request_state import state_of_layers  # noqa: E402
 from solver.estimate.params import count_params  # noqa: E402
 from solver.specs.config.read import parse_model_config  # noqa: E402
 from solver.specs.config.head_tie import saved_by_major  # noqa: E402

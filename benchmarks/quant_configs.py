@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 
 from solver.errors import InputError
-from solver.estimate.memory import MemoryOptions, weights_per_rank
+from solver.estimate.memory_options import MemoryOptions
+from solver.estimate.weights import weights_per_rank
 from solver.specs.config.read import parse_model_config
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.parallel import ParallelConfig

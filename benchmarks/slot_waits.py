@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import accuracy as acc  # noqa: E402
 import accuracy_rows as rows_  # noqa: E402
 
-from solver.estimate.memory import memory_per_rank, request_state  # noqa: E402
+from solver.estimate.memory import memory_per_rank  # noqa: E402
+from solver.estimate.request_state import request_state  # noqa: E402
 from solver.estimate.serving import kv_capacity_per_replica, slot_wait_s  # noqa: E402
 
 GIB = 2**30

@@ -100,7 +100,7 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
 
 def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_replicates_kv: bool = False) -> Candidate:
     """A disaggregated pool's configuration in the seed's candidate format, ranked at the pool's own phase."""
-    from solver.plan.disagg import phase_scenario
+    from solver.plan.disagg_pools import phase_scenario
 
     return rank_candidates([pool.planned], spec, hw, phase_scenario(scenario, pool.phase, pool.planned.batch),
                            list_references(), _ref_models(), kvp_in_tp=kvp_in_tp,

@@ -49,7 +49,9 @@ def test_inspect_loads_neither_the_planner_nor_ortools_nor_pandas() -> None:
 def test_inspect_loads_neither_the_memory_estimator_nor_the_hardware_nor_the_framework_specs() -> None:
     loaded = set(_modules_after(_run(["inspect", "qwen3-8b", "--format", "json"])))
     assert "solver.estimate.params" in loaded  # what it shows is counted, not guessed
-    unwanted = {"solver.estimate.memory", "solver.specs.hardware", "solver.specs.framework", "solver.specs.parallel"}
+    unwanted = {"solver.estimate.memory", "solver.estimate.weights", "solver.estimate.request_state",
+                "solver.estimate.activations", "solver.estimate.buffers", "solver.specs.hardware",
+                "solver.specs.framework", "solver.specs.parallel"}
     assert not unwanted & loaded, unwanted & loaded
 
 

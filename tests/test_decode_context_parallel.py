@@ -13,7 +13,8 @@ import pytest
 from pydantic import ValidationError
 
 from solver.estimate.compute import Kit, Work, factors_for, layer_ops
-from solver.estimate.memory import engine_options, memory_per_rank
+from solver.estimate.memory import memory_per_rank
+from solver.estimate.memory_options import engine_options
 from solver.estimate.serving import Workload, estimate
 from solver.specs.framework import FrameworkProfile, load_framework
 from solver.specs.hardware_catalog import load_hardware
@@ -182,7 +183,8 @@ from solver.specs.layers.conv import ShortConv  # noqa: E402
 from solver.specs.layers.linear import KDA, GatedDeltaNet, Lightning  # noqa: E402
 from solver.specs.layers.mamba import Mamba1, Mamba2  # noqa: E402
 from solver.specs.layers.rglru import RGLRU  # noqa: E402
-from solver.estimate.memory import MemoryOptions, state_of_layers  # noqa: E402
+from solver.estimate.memory_options import MemoryOptions  # noqa: E402
+from solver.estimate.request_state import state_of_layers  # noqa: E402
 
 KDA_SPLIT, KDA_NORM, KDA_LAYERS, KDA_STATE = 443_740_256, 128, 69, 3_366_912
 

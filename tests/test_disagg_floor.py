@@ -1,12 +1,12 @@
 """The floor a disaggregated refusal names for a binding SLA: the pools it re-plans with the SLA set aside
-(plan.disagg._memo_plan) and the prefill steps it need not plan (plan.disagg_floor)."""
+(plan.disagg_pools._memo_plan) and the prefill steps it need not plan (plan.disagg_floor)."""
 from __future__ import annotations
 
 import pytest
 
 from solver.errors import InfeasibleError
 from solver.ortools_cp import cp_model
-from solver.plan import disagg, disagg_remedies, solve
+from solver.plan import disagg, disagg_pools, disagg_remedies, solve
 from solver.plan.disagg_floor import PrefillScreen
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
@@ -18,7 +18,7 @@ from solver.specs.scenario import Scenario
 def _job(model: str, hw: str, fw: str, cards: int) -> disagg._Job:
     spec, h = load_model(model), load_hardware(hw)
     return disagg._Job(spec, h, resolve_precision(spec, h, None, None, None), load_framework(fw), cards, None, False,
-                       None, disagg.worker_sizes(spec, h, cards), "cpsat")
+                       None, disagg_pools.worker_sizes(spec, h, cards), "cpsat")
 
 
 def _first_pairs(scenario: Scenario, fronts: dict, cards: int) -> list[tuple]:
@@ -52,8 +52,8 @@ def test_a_relaxed_sla_re_plans_only_the_pool_it_constrains(monkeypatch) -> None
     sc = Scenario(isl=1024, osl=256, ttft_ms=60.0, tpot_ms=20.0)
     job.fronts(sc)
     planned: list[str] = []
-    real = disagg.plan
-    monkeypatch.setattr(disagg, "plan", lambda *a, **k: planned.append(a[5].phase) or real(*a, **k))
+    real = disagg_pools.plan
+    monkeypatch.setattr(disagg_pools, "plan", lambda *a, **k: planned.append(a[5].phase) or real(*a, **k))
     job.fronts(sc.model_copy(update={"ttft_ms": None}), diagnose=False)
     assert planned and "decode" not in planned
     planned.clear()

@@ -11,7 +11,8 @@ import pytest
 from solver.capacity.disagg import recommend_disagg, sweep_disagg
 from solver.capacity.table import DISAGG_COLUMNS, DISAGG_INT_COLUMNS, read_table, write_table
 from solver.errors import InfeasibleError, InputError
-from solver.plan.disagg import FILLS_REPLICAS, plan_disagg
+from solver.plan.disagg import plan_disagg
+from solver.plan.disagg_pools import FILLS_REPLICAS
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -275,16 +276,16 @@ def test_a_prefill_pool_plans_steps_that_give_every_replica_the_same_prompts() -
     on 32 H200 (SGLang): the pick is Attn TP4 x DP2 at two prompts a step; where the batch-1 plans costed one
     prompt and the pool still priced one per replica, the pairing lost that point and took DP8 (TTFT 1,631 ->
     2,326 ms)."""
-    from solver.plan import disagg
+    from solver.plan import disagg_pools
 
     spec, hw, fw = load_model("deepseek-v3"), load_hardware("h200_sxm"), _sglang_without_prefill_cp()
     prec = resolve_precision(spec, hw, None, None, None)
-    assert disagg.prefill_batches(8192, 8) == [1, 2, 4, 8, 16]
-    assert disagg.prefill_batches(32768, 8) == [1, 2, 4, 8]  # up to one prompt's tokens per rank past the cap
+    assert disagg_pools.prefill_batches(8192, 8) == [1, 2, 4, 8, 16]
+    assert disagg_pools.prefill_batches(32768, 8) == [1, 2, 4, 8]  # up to one prompt's tokens per rank past the cap
     sc = Scenario(kind="balanced")  # `solve deepseek-v3 --hardware h200_sxm --cards 32 --serving disagg`'s
     best = plan_disagg(spec, hw, prec, fw, 32, sc).best.prefill.planned
     assert (best.config.attn_tp_size, best.config.attn_replicas, best.batch) == (4, 2, 2)
-    fronts, _ = disagg._fronts(spec, hw, prec, fw, 32, sc, None, False, None, [8], "cpsat")
+    fronts, _ = disagg_pools.pool_fronts(spec, hw, prec, fw, 32, sc, None, False, None, [8], "cpsat")
     points = fronts["prefill"][8]
     assert all(p.batch % p.config.attn_replicas == 0 for p in points)
     assert {p.config.attn_replicas for p in points if p.batch == p.config.attn_replicas} >= {2, 8}
@@ -320,7 +321,7 @@ def test_pool_plans_whose_failures_go_unread_are_not_diagnosed(monkeypatch) -> N
     """A diagnosis re-plans with each constraint family relaxed (and plans other world sizes for a remedy): the
     fronts the SLA floor re-plans with the SLAs set aside (its failures are not read) ask for none, and the
     fronts of the plan itself diagnose only the pools' first plans (what `no_pair` reads)."""
-    from solver.plan import disagg, solve
+    from solver.plan import disagg_pools, solve
 
     calls = []
     real = solve.explain_infeasible
@@ -328,10 +329,10 @@ def test_pool_plans_whose_failures_go_unread_are_not_diagnosed(monkeypatch) -> N
     spec, hw, fw = load_model("llama-3.1-70b"), load_hardware("h100_sxm"), load_framework("generic")
     prec = resolve_precision(spec, hw, None, None, None)
     sc = Scenario(isl=65536, osl=256)
-    sizes = disagg.worker_sizes(spec, hw, 16)
-    _, skipped = disagg._fronts(spec, hw, prec, fw, 16, sc, None, False, None, sizes, "cpsat", diagnose=False)
+    sizes = disagg_pools.worker_sizes(spec, hw, 16)
+    _, skipped = disagg_pools.pool_fronts(spec, hw, prec, fw, 16, sc, None, False, None, sizes, "cpsat", diagnose=False)
     assert skipped and not calls  # W=1 and W=2 hold no pool, and nothing asked why
-    _, skipped = disagg._fronts(spec, hw, prec, fw, 16, sc, None, False, None, sizes, "cpsat")
+    _, skipped = disagg_pools.pool_fronts(spec, hw, prec, fw, 16, sc, None, False, None, sizes, "cpsat")
     assert len(calls) == len(skipped) == 4 and all(e.binding for e in skipped.values())
 
 

@@ -21,7 +21,7 @@ from solver.estimate.compute import (
     layer_ops,
     mean_keys_capped,
 )
-from solver.estimate.memory import cache_per_rank, kv_bytes_per_token_layer
+from solver.estimate.request_state import cache_per_rank, kv_bytes_per_token_layer
 from solver.estimate.params import count_params
 from solver.estimate.serving import (
     DEFAULT_TOKEN_BUDGET,

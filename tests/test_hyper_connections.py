@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from solver.estimate.compute import Kit, Work, factors_for
-from solver.estimate.memory import activation_terms
+from solver.estimate.activations import activation_terms
 from solver.estimate.pipeline import slots
 from solver.estimate.step import micro_work, step_cost
 from solver.specs.config.read import parse_model_config
@@ -153,7 +153,8 @@ def test_csa_indexer_keys_come_from_its_compressor_not_a_key_projection(v4):
 
 
 def test_mhc_maps_and_head_are_held_in_fp32_in_memory(v4):
-    from solver.estimate.memory import MemoryOptions, weights_per_rank
+    from solver.estimate.memory_options import MemoryOptions
+    from solver.estimate.weights import weights_per_rank
     hw = load_hardware("b200_sxm")
     pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
     w = weights_per_rank(v4, pc, resolve_precision(v4, hw), MemoryOptions())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from solver.estimate.compute import Kit, Work, factors_for, mean_keys_capped, mean_keys_chunked
-from solver.estimate.memory import request_state
+from solver.estimate.request_state import request_state
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.layers.attention import Attention
 from solver.specs.model_catalog import load_model

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import toy_hardware  # noqa: E402
 from solver.estimate.compute import Work, factors_for, Kit
-from solver.estimate.memory import state_of_layers
+from solver.estimate.request_state import state_of_layers
 from solver.specs.layers import (
     KDA,
     MLA,

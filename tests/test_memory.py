@@ -6,17 +6,15 @@ import math
 import pytest
 
 from solver.errors import InputError
-from solver.estimate.memory import (
-    MemoryReport,
+from solver.estimate.memory import MemoryReport, max_batch, memory_per_rank
+from solver.estimate.memory_options import MemoryOptions
+from solver.estimate.request_state import (
     cache_per_rank,
     indexer_bytes_per_token_layer,
     kv_bytes_per_token_layer,
     state_per_rank,
-    max_batch,
-    memory_per_rank,
-    weights_per_rank,
-    MemoryOptions,
 )
+from solver.estimate.weights import weights_per_rank
 from solver.estimate.params import count_params
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -278,7 +276,7 @@ def test_request_state_reads_attention_tp_and_token_shards_only() -> None:
     """One request's state depends on the attention TP degree and the CP x KVP token shards (and the cache
     format, length, MTP), not on the other knobs: the memo serves equal configurations the same figures, and
     configurations that differ there their own."""
-    from solver.estimate.memory import _REQUEST_STATE, request_state, state_of_layers
+    from solver.estimate.request_state import _REQUEST_STATE, request_state, state_of_layers
 
     m, hw = load_model("deepseek-v3.2"), load_hardware("h200_sxm")
     prec = resolve_precision(m, hw)

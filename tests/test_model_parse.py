@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from solver.catalog import catalog_dir
 from solver.errors import InputError, ShardplanError
-from solver.estimate.memory import kv_bytes_per_token_layer
+from solver.estimate.request_state import kv_bytes_per_token_layer
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
 from solver.specs.model_catalog import load_model, resolve_model_file

@@ -10,7 +10,8 @@ import pytest
 from ortools.sat.python import cp_model
 
 from solver.estimate.compute import factors_for
-from solver.estimate.memory import MemoryOptions, activation_peak, activation_peak_of, activation_peak_terms
+from solver.estimate.activations import activation_peak, activation_peak_of, activation_peak_terms
+from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.params import count_params
 from solver.plan import view_model
 from solver.plan.memory_rows import group_memory

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from solver.api import run_solve
 from solver.estimate.compute import factors_for
-from solver.estimate.memory import engine_options, max_batch
+from solver.estimate.memory import max_batch
+from solver.estimate.memory_options import engine_options
 from solver.plan.memory_edge import bisect_edge
 from solver.plan.table_build import build_tables
 from solver.space.domains import build_space

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from solver.api import run_solve
 from solver.estimate.compute import factors_for
-from solver.estimate.memory import engine_options
+from solver.estimate.memory_options import engine_options
 from solver.estimate.serving import Workload, estimate
 from solver.plan.points import Point
 from solver.plan.sla_edge import sla_edge

@@ -89,7 +89,7 @@ def test_fp32_weights_cache_kv_at_32_bits_and_say_what_stays_at_16() -> None:
     """--weight-dtype fp32 is the engine's model dtype, and its KV dtype "auto" follows it. RecurrentGemma-2B, 8
     attention layers (every third of 26), one KV head of 256, a 2,048-token window, 8 sequences of 4,096:
     8 x 1 x (256 + 256) x 4 B x 2,048 x 8 = 268,435,456 B (134,217,728 at 16 bits). An explicit --kv-dtype wins."""
-    from solver.estimate.memory import cache_per_rank
+    from solver.estimate.request_state import cache_per_rank
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.parallel import make_parallel_config
     from solver.specs.precision import resolve_precision

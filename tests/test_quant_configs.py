@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from solver.errors import InputError
-from solver.estimate.memory import MemoryOptions, weights_per_rank
+from solver.estimate.memory_options import MemoryOptions
+from solver.estimate.weights import weights_per_rank
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
 from solver.specs.dtypes import canonical_format, number_format

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from solver.errors import InputError
-from solver.estimate.memory import MemoryOptions, module_weight_bytes
+from solver.estimate.memory_options import MemoryOptions
+from solver.estimate.weights import module_weight_bytes
 from solver.estimate.params import count_params
 from solver.estimate.serving import Workload
 from solver.launch import LaunchInputs, emit_launch

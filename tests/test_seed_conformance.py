@@ -225,7 +225,8 @@ def test_tp_over_narrow_experts_fragments_the_gemm_so_ep_computes_faster():
 # --- 1.2 non-standard modules: partitioned (or not) on their own terms, so memory does not hide an OOM
 
 def test_a_vision_encoder_is_held_whole_on_every_rank_whatever_the_tp():
-    from solver.estimate.memory import MemoryOptions, memory_per_rank
+    from solver.estimate.memory import memory_per_rank
+    from solver.estimate.memory_options import MemoryOptions
 
     model, hw = load_model("gemma-3-27b"), load_hardware("h100_sxm")
     prec = resolve_precision(model, hw)

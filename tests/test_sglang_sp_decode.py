@@ -15,7 +15,8 @@ import pytest
 from pydantic import ValidationError
 
 from solver.estimate.compute import Work, factors_for
-from solver.estimate.memory import MemoryOptions, engine_options, memory_per_rank
+from solver.estimate.memory import memory_per_rank
+from solver.estimate.memory_options import MemoryOptions, engine_options
 from solver.estimate.step import step_cost
 from solver.specs.framework import FrameworkProfile, load_framework
 from solver.specs.hardware_catalog import load_hardware

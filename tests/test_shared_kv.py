@@ -13,14 +13,9 @@ import pytest
 from conftest import toy_hardware  # noqa: E402
 from solver.errors import InputError
 from solver.estimate.compute import Kit, Work, factors_for
-from solver.estimate.memory import (
-    MemoryOptions,
-    cache_per_rank,
-    kv_bytes_per_token_layer,
-    memory_per_rank,
-    state_of_layers,
-    state_per_rank,
-)
+from solver.estimate.memory import memory_per_rank
+from solver.estimate.memory_options import MemoryOptions
+from solver.estimate.request_state import cache_per_rank, kv_bytes_per_token_layer, state_of_layers, state_per_rank
 from solver.estimate.params import count_params
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.layers import Attention, CrossAttention, Layer

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import toy_hardware  # noqa: E402
 from solver.estimate.compute import Kit, Work, factors_for
-from solver.estimate.memory import state_of_layers
+from solver.estimate.request_state import state_of_layers
 from solver.specs.layers import Layer, ShortConv
 from solver.specs.config.read import parse_model_config
 from solver.specs.parallel import make_parallel_config

@@ -14,7 +14,7 @@ from conftest import toy_hardware  # noqa: E402
 from hand_counts import Round, gated, lin, ln  # noqa: F401
 from solver.errors import InputError
 from solver.estimate.compute import Kit, Work, factors_for
-from solver.estimate.memory import state_of_layers
+from solver.estimate.request_state import state_of_layers
 from solver.estimate.params import count_params
 from solver.specs.config.read import parse_model_config
 from solver.specs.layers import Attention, DenseFFN, Layer

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from solver.cli.main import main
 from solver.estimate.compute import Work, factors_for, layer_ops
-from solver.estimate.memory import MemoryOptions, engine_options, memory_per_rank
+from solver.estimate.memory import memory_per_rank
+from solver.estimate.memory_options import MemoryOptions, engine_options
 from solver.estimate.params import count_params
 from solver.estimate.step import layer_comms
 from solver.estimate.step_parts import engine_decode_layout

@@ -17,7 +17,7 @@ from solver.calibrate.compare import COMM_EXPOSED, ClassComparison, Comparison
 from solver.calibrate.metrics import TraceSummary
 from solver.calibrate.verdict import COMMUNICATION_RATIO, ESTIMATE_DEVIATION, RANK_VARIANCE, Verdict, judge
 from solver.estimate import comm
-from solver.estimate.memory import TOTAL_FRACTION, WEIGHTS_KV_FRACTION, memory_limit
+from solver.estimate.memory_options import TOTAL_FRACTION, WEIGHTS_KV_FRACTION, memory_limit
 from solver.estimate.compute import comm_knob
 from solver.estimate.step import StepCost
 from solver.specs.knobs import knob_module

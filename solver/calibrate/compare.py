@@ -24,7 +24,8 @@ from solver.calibrate.config import ProfiledConfig
 from solver.calibrate.metrics import TraceSummary
 from solver.errors import InputError
 from solver.estimate.compute import Factors, factors_for
-from solver.estimate.memory import MemoryReport, engine_options, memory_per_rank
+from solver.estimate.memory import MemoryReport, memory_per_rank
+from solver.estimate.memory_options import engine_options
 from solver.estimate.serving import decode_step, prefill_step
 from solver.estimate.step import StepCost
 from solver.specs.framework import FrameworkProfile, load_framework

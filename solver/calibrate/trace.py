@@ -1,15 +1,9 @@
-"""Read Chrome-trace JSON from the PyTorch profiler (Kineto) or torch_npu into compact per-rank records.
+"""Read Chrome-trace JSON from the PyTorch profiler (Kineto) or torch_npu into compact per-rank records: the trace
+files a path names, each file's rank, and its steps.
 
-A trace is parsed once with `json.load` and immediately reduced to `DeviceEvent` tuples, step windows and a
-memory peak; the raw event dicts are dropped before steps are built, so a large trace costs its parse once.
-
-Which events are device work ("device events"):
-  * CUDA (Kineto): `ph == "X"` with `cat` in {kernel, gpu_memcpy, gpu_memset} (also the older spellings
-    Kernel/Memcpy/Memset).
-  * torch_npu: `ph == "X"` events in any process whose `process_name` metadata contains "Ascend Hardware",
-    "NPU", "HCCL" or "Communication" -- except the derived "Overlap Analysis" process and threads whose
-    name contains "Plane" (HCCL's per-link task breakdown, which would count each collective twice).
-    Identical (name, start, duration) ops seen in two such processes are kept once.
+A trace is parsed once with `json.load` and immediately reduced (trace_events: which events are device work) to
+`DeviceEvent` tuples, step windows and a memory peak; the raw event dicts are dropped before steps are built, so a
+large trace costs its parse once.
 
 Steps, in order of preference:
   1. `step_marker` given: annotations whose name starts with it (GPU-side copies preferred);
@@ -29,25 +23,17 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import math
 import re
-import sys
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
-from solver.calibrate.classify import classify
+from solver.calibrate.trace_events import Reduced, reduce_events
 from solver.errors import InputError
 from solver.specs.validation import load_json
 
 FIELD = "traces"
 
-_CUDA_DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
-_NPU_DEVICE_PROCESS = re.compile(r"ascend hardware|npu|hccl|communication", re.IGNORECASE)
-_NPU_EXCLUDED_PROCESS = re.compile(r"overlap analysis", re.IGNORECASE)
-_NPU_EXCLUDED_THREAD = re.compile(r"plane", re.IGNORECASE)
-_PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _STEP_NUMBER = re.compile(r"#(\d+)\s*$")
 _RANK_IN_NAME = re.compile(r"rank[_\-]?(\d+)", re.IGNORECASE)
 _NPU_PROFILER_INFO = re.compile(r"^profiler_info_(\d+)\.json$")
@@ -97,171 +83,8 @@ class RankTrace:
 
 
 def _read_json(path: Path) -> Any:
-    # floats stay strings: only ts/dur are needed and they are converted exactly below
+    # floats stay strings: only ts/dur are needed and they are converted exactly (trace_events)
     return load_json(path, FIELD, parse_float=str, depth_check=False)
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def _ns(value: Any) -> int | None:
-    """Microsecond timestamp (int, float or decimal string) -> integer nanoseconds; None if unusable."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value * 1000
-    if isinstance(value, float):
-        return round(value * 1000) if math.isfinite(value) else None  # NaN/Infinity literals: unusable
-    if isinstance(value, str):
-        head, dot, frac = value.strip().partition(".")
-        if head.isdigit() and (not dot or frac.isdigit()):
-            return int(head) * 1000 + int((frac + "000")[:3]) + (1 if frac[3:4] >= "5" else 0)
-        try:
-            d = Decimal(value)
-            if not d.is_finite() or d.adjusted() > 30:  # NaN, Infinity, or beyond any clock (1e30 us)
-                return None
-            return int((d * 1000).to_integral_value())
-        except (InvalidOperation, ValueError, OverflowError):
-            return None
-    return None
-
-
-# ----------------------------------------------------------------------------------------- reduction
-
-
-class _Reduced(NamedTuple):
-    # device events as (name, kind, start_ns, dur_ns, stream, correlation)
-    device: list[tuple[str, str, int, int, str, int | None]]
-    gpu_annotations: list[tuple[str, int, int]]  # (name, start_ns, end_ns)
-    host_annotations: list[tuple[str, int, int]]
-    launches: dict[int, int]  # correlation id -> host launch start_ns
-    peak_allocated: int | None
-    peak_reserved: int | None
-    left_out: int = 0  # events with no usable name, ts, dur or memory figure
-    left_out_example: str = ""
-
-
-def _scalar(value: Any) -> Any:
-    """A pid/tid as a row key: str or int as given; anything else (a list, a mapping, a float NaN) is unusable."""
-    if isinstance(value, (str, int)) and not isinstance(value, bool):
-        return value
-    return None
-
-
-def _metadata(events: list[Any]) -> tuple[set[Any], set[tuple[Any, Any]]]:
-    """pids that hold torch_npu device ops, and (pid, tid) rows to leave out."""
-    npu_pids: set[Any] = set()
-    excluded_rows: set[tuple[Any, Any]] = set()
-    for e in events:
-        if not isinstance(e, dict) or e.get("ph") != "M":
-            continue
-        args = e.get("args")
-        label = args.get("name") if isinstance(args, dict) else None
-        if not isinstance(label, str):
-            continue
-        if e.get("name") == "process_name":
-            if _NPU_DEVICE_PROCESS.search(label) and not _NPU_EXCLUDED_PROCESS.search(label):
-                npu_pids.add(_scalar(e.get("pid")))
-        elif e.get("name") == "thread_name" and _NPU_EXCLUDED_THREAD.search(label):
-            excluded_rows.add((_scalar(e.get("pid")), _scalar(e.get("tid"))))
-    return npu_pids, excluded_rows
-
-
-def _is_step_name(name: str, step_marker: str | None) -> bool:
-    if step_marker is not None:
-        return name.startswith(step_marker)
-    return _PROFILER_STEP.match(name) is not None
-
-
-def _reduce(events: list[Any], step_marker: str | None) -> _Reduced:
-    npu_pids, excluded_rows = _metadata(events)
-    device: list[tuple[str, str, int, int, str, int | None]] = []
-    seen_npu: set[tuple[str, int, int]] = set()
-    gpu_ann: list[tuple[str, int, int]] = []
-    host_ann: list[tuple[str, int, int]] = []
-    launches: dict[int, int] = {}
-    peak_alloc: int | None = None
-    peak_res: int | None = None
-    streams: dict[tuple[Any, Any], str] = {}
-
-    left_out = 0
-    example = ""
-
-    def leave_out(i: int, why: str) -> None:
-        nonlocal left_out, example
-        left_out += 1
-        example = example or f"event {i}: {why}"
-
-    for i, e in enumerate(events):
-        if not isinstance(e, dict):
-            leave_out(i, f"{type(e).__name__} value, not an event object")
-            continue
-        ph = e.get("ph")
-        if ph == "X":
-            name = e.get("name")
-            start = _ns(e.get("ts"))
-            dur = _ns(e.get("dur", 0))
-            if not isinstance(name, str) or start is None or dur is None or dur < 0:
-                bad = [k for k, ok in (("name", isinstance(name, str)), ("ts", start is not None),
-                                       ("dur", dur is not None and dur >= 0)) if not ok]
-                shown = f" {name[:40]!r}" if isinstance(name, str) else ""
-                leave_out(i, f"complete event{shown} with no usable {' or '.join(bad)} "
-                             f"({', '.join(f'{k}={_shown(e.get(k))}' for k in bad)})")
-                continue
-            cat = e.get("cat")
-            cat = cat.lower() if isinstance(cat, str) else ""
-            pid, tid = _scalar(e.get("pid")), _scalar(e.get("tid"))
-            args = e.get("args") if isinstance(e.get("args"), dict) else {}
-            is_cuda = cat in _CUDA_DEVICE_CATS
-            is_npu = (not is_cuda and pid in npu_pids and (pid, tid) not in excluded_rows
-                      and cat not in ("gpu_user_annotation", "user_annotation", "cpu_op", "python_function"))
-            if is_cuda or is_npu:
-                if is_npu:
-                    key = (name, start, dur)
-                    if key in seen_npu:
-                        continue
-                    seen_npu.add(key)
-                row = (pid, tid)
-                stream = streams.get(row)
-                if stream is None:
-                    stream = streams[row] = sys.intern(f"{pid}:{row[1]}")
-                corr = args.get("correlation")
-                name = sys.intern(name)
-                device.append((name, classify(name), start, dur, stream, corr if isinstance(corr, int) else None))
-            elif cat == "gpu_user_annotation":
-                if _is_step_name(name, step_marker):
-                    gpu_ann.append((name, start, start + dur))
-            elif cat in ("cuda_runtime", "cuda_driver"):
-                corr = args.get("correlation")
-                if isinstance(corr, int):
-                    launches[corr] = start
-            elif _is_step_name(name, step_marker):
-                host_ann.append((name, start, start + dur))
-        elif ph in ("i", "I") and e.get("name") == "[memory]":
-            args = e.get("args")
-            if not isinstance(args, dict) or args.get("Device Type") == 0 or args.get("Device Id") == -1:
-                continue  # host-memory samples
-            alloc, res = args.get("Total Allocated"), args.get("Total Reserved")
-            bad = [k for k, v in (("Total Allocated", alloc), ("Total Reserved", res))
-                   if v is not None and not _bytes(v)]
-            if bad:  # a negative or non-integer total would set (or hide) the peak
-                leave_out(i, f"[memory] event with {', '.join(f'{k}={_shown(args.get(k))}' for k in bad)}")
-                continue
-            if alloc is not None:
-                peak_alloc = alloc if peak_alloc is None else max(peak_alloc, alloc)
-            if res is not None:
-                peak_res = res if peak_res is None else max(peak_res, res)
-    return _Reduced(device, gpu_ann, host_ann, launches, peak_alloc, peak_res, left_out, example)
-
-
-def _bytes(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _shown(value: Any) -> str:
-    text = "missing" if value is None else repr(value)
-    return text if len(text) <= 30 else text[:27] + "..."
 
 
 # ------------------------------------------------------------------------------------------- steps
@@ -290,7 +113,7 @@ def _locate(starts: list[int], max_ends: list[int], windows: list[tuple[int, int
     return None
 
 
-def _build_steps(red: _Reduced, path: Path, step_marker: str | None) -> tuple[list[tuple[int, int, int, list]], str]:
+def _build_steps(red: Reduced, path: Path, step_marker: str | None) -> tuple[list[tuple[int, int, int, list]], str]:
     """Steps as (index, start_ns, end_ns, device tuples) and where the boundaries came from."""
     if red.gpu_annotations:
         windows, source = _windows(red.gpu_annotations), "gpu_annotation"
@@ -376,7 +199,7 @@ def load_trace_file(path: str | Path, step_marker: str | None = None, default_ra
     else:
         raise InputError(FIELD, f"{path}: JSON but not a Chrome trace (expected a traceEvents list or a list of events)")
     rank, world = _distributed_info(obj, path)
-    red = _reduce(events, step_marker)
+    red = reduce_events(events, step_marker)
     del obj, events  # the raw dicts are no longer referenced from here on
     if not red.device:
         raise InputError(FIELD, f"{path}: no device events (kernels, memcpy/memset or NPU ops); "

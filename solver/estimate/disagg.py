@@ -72,9 +72,13 @@ import math
 from dataclasses import dataclass
 
 from solver.estimate.compute import Factors
-from solver.estimate.memory import (
-    MemoryOptions, MemoryReport, cached_tokens_per_layer_sum, engine_options, indexer_bytes_per_token_layer,
-    kv_bytes_per_token_layer, memory_per_rank, state_of_layers,
+from solver.estimate.memory import MemoryReport, memory_per_rank
+from solver.estimate.memory_options import MemoryOptions, engine_options
+from solver.estimate.request_state import (
+    cached_tokens_per_layer_sum,
+    indexer_bytes_per_token_layer,
+    kv_bytes_per_token_layer,
+    state_of_layers,
 )
 from solver.estimate.closed_loop import ServingPolicy, first_wave_groups, synced_ranks
 from solver.estimate.engine_step import graph_batch, kernels_launched, step_layers, step_time
@@ -365,7 +369,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                     mem_opts: MemoryOptions | None = None) -> DisaggEstimate:
     """Step times from the step-cost model (serving.prefill_step / decode_step) run by each pool's serving loop
     (engine_step.step_time: CUDA-graph padding, eager launch floor, per-sequence cost), then `disagg_times`."""
-    # each pool's memory under its engine's layout (memory.engine_options), as its steps are costed
+    # each pool's memory under its engine's layout (memory_options.engine_options), as its steps are costed
     pre_opts, dec_opts = engine_options(mem_opts, f_prefill), engine_options(mem_opts, f_decode)
     cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, dec_opts, wl.mtp)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,

@@ -7,7 +7,7 @@ its bias where the family has one), the final norm (and an embedding norm), enco
   "tp"       -> params / n          (column/row-parallel matrices, vocab-parallel embedding)
   "kv_heads" -> params / min(n, N_kv) (GQA K/V projections: heads are replicated once n exceeds them)
   "none"     -> params on every rank (norms, MLA down-projections, the DSA indexer, the router)
-Routed experts split over all ranks of the MoE group (EP x TP), handled in estimate.memory.
+Routed experts split over all ranks of the MoE group (EP x TP), handled in estimate.weights.
 """
 from __future__ import annotations
 

@@ -32,7 +32,8 @@ from solver.estimate.closed_loop import (
 from solver.estimate.compute import Factors, Work
 from solver.estimate.engine_step import graph_batch, kernels_launched, step_layers, step_time
 from solver.estimate.figures import figures, step_plan
-from solver.estimate.memory import MemoryOptions, MemoryReport, engine_options, max_batch, memory_per_rank
+from solver.estimate.memory import MemoryReport, max_batch, memory_per_rank
+from solver.estimate.memory_options import MemoryOptions, engine_options
 from solver.estimate.params import count_params
 from solver.estimate.step import StepCost, step_cost
 from solver.estimate.workload import (

@@ -66,7 +66,7 @@ def memory_fraction(hw: Hardware) -> float:
     """The share of a rank's memory the deployment was planned to use: the memory model's limit,
     min(0.95 x capacity, capacity - runtime reserve), over the capacity, rounded down to a hundredth (an engine
     given this share holds what the estimate fits; at a lower default it may not: vLLM's is 0.9)."""
-    from solver.estimate.memory import TOTAL_FRACTION, memory_limit
+    from solver.estimate.memory_options import TOTAL_FRACTION, memory_limit
 
     share = memory_limit(hw.memory_bytes, hw.reserved_bytes, TOTAL_FRACTION) / hw.memory_bytes
     return math.floor(round(share * 100, 6)) / 100

@@ -8,7 +8,7 @@ import math
 from typing import Sequence
 
 from solver.errors import InfeasibleError, three_figures
-from solver.estimate.memory import MemoryOptions
+from solver.estimate.memory_options import MemoryOptions
 from solver.plan import cpsat
 from solver.plan.groups import GROUPS
 from solver.plan.points import Point, SolverParams

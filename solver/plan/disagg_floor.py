@@ -23,7 +23,8 @@ import heapq
 from typing import TYPE_CHECKING
 
 from solver.errors import InfeasibleError
-from solver.plan.disagg import MAX_EVALUATED, phase_scenario, pool_framework, pool_pairs
+from solver.plan.disagg import MAX_EVALUATED, pool_pairs
+from solver.plan.disagg_pools import phase_scenario, pool_framework
 from solver.plan.solve import Planned, plan
 from solver.specs.scenario import Scenario
 

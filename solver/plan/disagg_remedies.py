@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from solver.errors import InfeasibleError
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
-from solver.plan.disagg import (MAX_EVALUATED, _concurrency, _Pair, _pairs, cards_for, phase_scenario,
-                                sla_misses, ttft_order)
+from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_misses, ttft_order
+from solver.plan.disagg_pools import cards_for, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
                                    relax_slas)

@@ -10,16 +10,10 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from solver.estimate.memory import (
-    COMM_BUFFER_BYTES,
-    MemoryOptions,
-    MemoryReport,
-    memory_per_rank,
-    activation_peak_of,
-    comm_groups,
-    ep_staging_bytes,
-    staging_tokens,
-)
+from solver.estimate.activations import activation_peak_of
+from solver.estimate.buffers import COMM_BUFFER_BYTES, comm_groups, ep_staging_bytes, staging_tokens
+from solver.estimate.memory import MemoryReport, memory_per_rank
+from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.params import count_params
 from solver.plan.groups import GROUPS
 from solver.plan.memory_rows import attention_transient, stage_entry, unowned_weights
@@ -57,7 +51,7 @@ def assumed_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pre
 class StageMemory:
     """The memory of one attention layout at one concurrency on one pipeline stage, beyond what adds up.
 
-    The memory model's transient is the largest of its terms (memory.activation_peak_terms: attention blocks,
+    The memory model's transient is the largest of its terms (activations.activation_peak_terms: attention blocks,
     dense FFN, MoE, logits, each sized by one group's knob), so it fits iff the additive part plus each term
     does: one linear constraint per term. The attention term sits in the attention choice's entry
     (`attn_transient`, subtracted where another term replaces it); the EP all-to-all staging depends on the

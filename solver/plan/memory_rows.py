@@ -4,14 +4,11 @@ stage or a given one: what plan.tables adds up per configuration (build_tables' 
 layout_memory.StageMemory), exactly as estimate.memory counts it."""
 from __future__ import annotations
 
-from solver.estimate.memory import (
-    MemoryOptions,
-    activation_peak_of,
-    cache_per_rank,
-    comm_buffers_per_rank,
-    module_weight_bytes,
-    state_per_rank,
-)
+from solver.estimate.activations import activation_peak_of
+from solver.estimate.buffers import comm_buffers_per_rank
+from solver.estimate.memory_options import MemoryOptions
+from solver.estimate.request_state import cache_per_rank, state_per_rank
+from solver.estimate.weights import module_weight_bytes
 from solver.estimate.params import ParamReport, count_params
 from solver.specs.knobs import group_knobs
 from solver.specs.model import ModelSpec
@@ -28,7 +25,7 @@ PER_SEQUENCE_MEMORY = ("attn", "moe")
 
 def attention_transient(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int,
                         seqs: float) -> float:
-    """The attention group's activation term (memory.activation_peak_terms of the knobs it owns)."""
+    """The attention group's activation term (activations.activation_peak_terms of the knobs it owns)."""
     t = activation_peak_of(model, pc, opts, seq_len, seqs, ATTN_KNOBS)
     return 0.0 if t is None else t
 
@@ -74,7 +71,7 @@ def _weights(g: str | None, model: ModelSpec, pc: ParallelConfig, prec: Precisio
              params: ParamReport, groups: dict[str, str | None], mtp_layers: int,
              absent: frozenset[str] = frozenset()) -> float:
     """The group's modules on this rank (None: the modules no knob owns), with the MTP layers' when MTP is on
-    (memory.weights_per_rank), without the modules a pipeline stage does not hold."""
+    (weights.weights_per_rank), without the modules a pipeline stage does not hold."""
     mods = params.modules + (params.mtp if mtp_layers else ())
     return sum(module_weight_bytes(m, model, pc, prec, opts) for m in mods
                if m.parts and groups.get(m.name) == g and m.name not in absent)
@@ -87,7 +84,7 @@ def unowned_weights(model: ModelSpec, ranks: int, prec: Precision, opts: MemoryO
 
 
 def _attention_buffers(g: str, model: ModelSpec, pc: ParallelConfig) -> float:
-    """The communicator buffers the attention knobs open (charged once: memory.comm_buffers_per_rank)."""
+    """The communicator buffers the attention knobs open (charged once: buffers.comm_buffers_per_rank)."""
     if g != "attn":
         return 0.0
     return comm_buffers_per_rank(model, ParallelConfig(world_size=pc.world_size, attn_tp_size=pc.attn_tp_size,

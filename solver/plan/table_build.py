@@ -8,7 +8,7 @@ import itertools
 from typing import TypeVar
 
 from solver.estimate.compute import Factors
-from solver.estimate.memory import MemoryOptions, engine_options, memory_limit
+from solver.estimate.memory_options import MemoryOptions, engine_options, memory_limit
 from solver.estimate.params import count_params
 from solver.plan.groups import GROUPS, module_groups
 from solver.plan.layout_memory import held_of

@@ -23,7 +23,7 @@ from typing import Callable
 
 from solver.estimate.compute import Factors, Work
 from solver.estimate.figures import Figures, StepPlan, figures
-from solver.estimate.memory import MemoryOptions
+from solver.estimate.memory_options import MemoryOptions
 from solver.plan.group_cost import NONE, Pipeline, Share
 from solver.plan.groups import FILL_ORDER, GROUPS
 from solver.plan.layout_memory import LayoutMemory, ViewMemory

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from solver.errors import InputError
-from solver.estimate.memory import COMM_BUFFER_BYTES
+from solver.estimate.buffers import COMM_BUFFER_BYTES
 from solver.ortools_cp import cp_model  # OR-Tools' cp_model without its eager pandas import
 from solver.plan.groups import GROUPS
 from solver.plan.tables import Tables

@@ -9,7 +9,7 @@ from typing import Callable
 
 from solver.errors import ShardplanError
 from solver.estimate.compute import comm_knob
-from solver.estimate.memory import MemoryOptions
+from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.estimate.step import StepCost
 from solver.space.domains import TP_KNOBS

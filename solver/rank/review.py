@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from solver.estimate.compute import factors_for
-from solver.estimate.memory import MemoryOptions
+from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.space.domains import TP_KNOBS, cross_node_tp, pp_fits_nodes, straddling_group, tp_domain
 from solver.space.placement import as_launched, placement_note

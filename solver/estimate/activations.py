@@ -1,0 +1,78 @@
+"""Transient activation bytes per rank: the peak of one forward by the knob that sizes each term, at a prefill
+chunk and at a decode step."""
+from __future__ import annotations
+
+from solver.estimate.memory_options import MemoryOptions
+from solver.specs.layers.base import heads_split
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+
+
+def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float,
+                     kvp_splits_weights: bool = False) -> dict[str, float]:
+    """Peak transient bytes of one forward over `tokens` tokens of one attention replica, by the knob that sizes
+    each part (Block.activation_knob; the logits: lmhead_tp_size): the residual stream plus the largest
+    intermediate of those blocks. Layers run one after another, so the peak is the largest term
+    (activation_per_rank); the planner constrains each term on its own (plan.layout_memory.StageMemory).
+    `kvp_splits_weights`: the engine's KVP layout (the heads of the mixers KVP does not split: base.heads_split)."""
+    return _terms(model, pc, tokens, sequences, None, kvp_splits_weights)
+
+
+def _terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float,
+           knobs: frozenset[str] | tuple[str, ...] | None, kvp_splits_weights: bool) -> dict[str, float]:
+    """activation_terms, only the terms of `knobs` (None: all): the same blocks in the same order, the others
+    not evaluated (the planner's memory rows ask for one group's terms per choice)."""
+    a, group = pc.attn_tp_size, pc.attn_tp_group(kvp_splits_weights)
+    h = model.hidden_size
+    act_b = 2  # activations held in bf16 between kernels
+    t = tokens / pc.token_shards  # tokens a rank computes attention for
+    # the residual (its streams under hyper-connections: layers/hyper.py), the normed input, the module output
+    residual = (model.residual_streams + 2) * t * h * act_b
+    largest: dict[str, float] = {}
+    for layer, _ in model.layer_groups:
+        for b in layer.blocks:
+            k = b.activation_knob
+            if knobs is None or k in knobs:
+                largest[k] = max(largest.get(k, 0.0), b.activation(pc, tokens, heads_split(b, a, group)))
+    if knobs is None or "lmhead_tp_size" in knobs:
+        logits = max(sequences, 1.0) * model.vocab_size / pc.lmhead_tp_size * 4
+        largest["lmhead_tp_size"] = max(largest.get("lmhead_tp_size", 0.0), logits)
+    return {k: residual + v for k, v in largest.items()}
+
+
+def activation_per_rank(model: ModelSpec, pc: ParallelConfig, tokens: float,
+                        sequences: float, kvp_splits_weights: bool = False) -> float:
+    """Peak transient bytes of one forward over `tokens` tokens of one attention replica."""
+    return max(activation_terms(model, pc, tokens, sequences, kvp_splits_weights).values())
+
+
+def prefill_chunk(opts: MemoryOptions, seq_len: int, seqs: float) -> float:
+    """Tokens of one prefill forward: the chunk, or all the prompts a rank holds when they are fewer."""
+    return min(opts.prefill_chunk, max(seq_len, 1) * max(seqs, 1))
+
+
+def activation_peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int,
+                          seqs: float) -> dict[str, float]:
+    """activation_terms at the larger of a prefill chunk and a decode step of `seqs` sequences, term by term
+    (the max over phases of the max over terms is the max over terms of the max over phases)."""
+    return _peak_terms(model, pc, opts, seq_len, seqs, None)
+
+
+def activation_peak_of(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float,
+                       knobs: frozenset[str] | tuple[str, ...]) -> float | None:
+    """The largest of activation_peak_terms' terms sized by one of `knobs` (None: no block's term is), without
+    evaluating the other terms."""
+    return max(_peak_terms(model, pc, opts, seq_len, seqs, knobs).values(), default=None)
+
+
+def _peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float,
+                knobs: frozenset[str] | tuple[str, ...] | None) -> dict[str, float]:
+    chunk = prefill_chunk(opts, seq_len, seqs)
+    pre = _terms(model, pc, chunk, max(1.0, chunk / max(seq_len, 1)), knobs, opts.kvp_splits_attention_weights)
+    dec = _terms(model, pc, seqs, seqs, knobs, opts.kvp_splits_attention_weights)
+    return {k: max(pre.get(k, 0.0), dec.get(k, 0.0)) for k in pre.keys() | dec.keys()}
+
+
+def activation_peak(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float) -> float:
+    """The larger transient of a prefill chunk and of a decode step of `seqs` sequences."""
+    return max(activation_peak_terms(model, pc, opts, seq_len, seqs).values())

@@ -1,0 +1,51 @@
+"""What a rank's memory is held to and asked under: the seed's thresholds, the wall they make, and the options of
+one estimate (prefill chunk, the engine's weight and cache layout).
+
+Thresholds follow the seed (Step 3.2/3.4): what the model uses must stay under min(0.95 x capacity, capacity -
+runtime reserve) (a wall, `memory_limit`); weights + KV above 0.8 of capacity is a strong warning (class B, may be
+justified).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from solver.estimate.factors import Factors
+from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
+
+TOTAL_FRACTION = 0.95  # seed 3.4: total memory > capacity x 0.95 -> increase parallelism or reduce batch
+WEIGHTS_KV_FRACTION = 0.8  # seed 3.2: parameters + KV close to capacity x 0.8 -> tight
+# Default tokens per attention replica in one prefill forward: the chunked-prefill default token budget
+DEFAULT_PREFILL_CHUNK = DEFAULT_TOKEN_BUDGET
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    total_fraction: float = TOTAL_FRACTION
+    weights_kv_fraction: float = WEIGHTS_KV_FRACTION
+    prefill_chunk: int = DEFAULT_PREFILL_CHUNK
+    # which knob splits the shared experts: frameworks differ (dense MLP TP vs the MoE module's TP)
+    shared_experts_knob: str = "dense_tp_size"
+    include_mtp: bool = False
+    # the engine's KVP layout (FrameworkProfile.kvp_splits_attention_weights, as Factors carry it: engine_options):
+    # the modules attention TP splits (attention, linear attention, SSM, conv) split over attention TP x KVP, and
+    # so do the heads and state of the mixers KVP does not split (base.heads_split)
+    kvp_splits_attention_weights: bool = False
+    # the engine's CP cache layout (FrameworkProfile.cp_replicates_kv_cache): every CP rank keeps each request's
+    # whole KV (vLLM's prefill context parallel), so CP does not divide the cache
+    cp_replicates_kv_cache: bool = False
+
+
+def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
+    """`opts` with the engine's layout facts the step costs read from `f`, so that one configuration's memory
+    and step costs price one layout. Whoever holds the engine's factors passes them here."""
+    opts = opts or MemoryOptions()
+    if (opts.kvp_splits_attention_weights, opts.cp_replicates_kv_cache) == (f.kvp_splits_attention_weights,
+                                                                              f.cp_replicates_kv_cache):
+        return opts
+    return replace(opts, kvp_splits_attention_weights=f.kvp_splits_attention_weights,
+                   cp_replicates_kv_cache=f.cp_replicates_kv_cache)
+
+
+def memory_limit(capacity_bytes: float, reserved_bytes: float, total_fraction: float) -> float:
+    """The wall: the seed's 0.95 x capacity for what the model uses, and the runtime reserve must fit too."""
+    return min(total_fraction * capacity_bytes, capacity_bytes - reserved_bytes)

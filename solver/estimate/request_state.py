@@ -1,0 +1,121 @@
+"""What each request keeps on a rank: the KV cache, the DSA indexer keys and the constant (linear-attention, SSM)
+state, per layer, per request and for the sequences a rank holds."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from solver.memo import IdentityMemo
+from solver.specs.layers.base import heads_split
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+
+
+def _primary(model: ModelSpec):
+    return model._attention
+
+
+def kv_bytes_per_token_layer(model: ModelSpec, kv_bytes: int, attn_tp: int = 1) -> float:
+    """KV-cache bytes one token adds in one layer of the primary (full) attention type on one rank.
+
+    GQA: K and V for this rank's KV heads. MLA: the compressed latent plus the rope key, one shared 'head'
+    that attention TP does not shard. Per-layer figures for every layer type: `state_of_layers`.
+    """
+    a = _primary(model)
+    return a.state(kv_bytes, attn_tp).per_token_bytes if a is not None else 0.0
+
+
+def indexer_bytes_per_token_layer(model: ModelSpec) -> float:
+    """DSA indexer key cache: index_head_dim FP8 values + one FP32 scale (132 B for V3.2)."""
+    a = _primary(model)
+    return a.state(2, 1).index_per_token_bytes if a is not None else 0.0
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """One request's state summed over layers, on one rank before CP / KVP token sharding."""
+
+    kv: float  # growing KV (capped at the window for sliding / chunked layers)
+    index: float  # DSA indexer keys
+    constant: float  # per-request state that does not grow: linear-attention / SSM state, conv tails, image K/V
+
+
+def state_of_layers(layers: list, kv_bytes: int, attn_tp: int, seq_len: float,
+                    group: int | None = None) -> StateBytes:
+    """Per-request state of (layer, count) pairs holding `seq_len` tokens; `group`: the attention-TP group
+    (ParallelConfig.attn_tp_group; None: attention TP), which splits the heads of the blocks KVP does not split."""
+    group = group or attn_tp
+    kv = idx = const = 0.0
+    for layer, n in layers:
+        for block in layer.blocks:
+            st = block.state(kv_bytes, heads_split(block, attn_tp, group))
+            held = st.tokens_held(seq_len)
+            kv += n * st.per_token_bytes * held
+            idx += n * st.index_per_token_bytes * held
+            const += n * st.constant_bytes
+    return StateBytes(kv, idx, const)
+
+
+def cached_tokens_per_layer_sum(model: ModelSpec, seq_len: int) -> float:
+    """Sum over layers with a growing cache of the tokens each holds (windowed layers keep their window)."""
+    total = 0.0
+    for layer, n in model.layer_groups:
+        for block in layer.blocks:
+            st = block.state(2, 1)
+            if st.grows:
+                total += n * st.tokens_held(seq_len)
+    return total
+
+
+def _mtp_layers(model: ModelSpec, mtp_layers: int) -> list:
+    """The MTP modules' layers (their caches count only when MTP is on)."""
+    if not mtp_layers:
+        return []
+    return [(layer, 1) for module in model.mtp_modules[:mtp_layers] for layer in module]
+
+
+# request_state per (model, attention TP, its group, token shards, KV bytes, length, MTP): the planner's memory
+# tables ask for it per attention choice and sequences held, and it reads neither the batch nor the other knobs
+_REQUEST_STATE = IdentityMemo(65_536)
+
+
+def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int,
+                  mtp_layers: int = 0, kvp_splits_weights: bool = False, cp_replicates_kv: bool = False) -> StateBytes:
+    """One request's state on one rank: growing parts split by CP x KVP, constant parts by the attention-TP group
+    only (attention TP, or TP x KVP where KVP reuses the TP ranks: `kvp_splits_weights`, the engine's layout).
+    `cp_replicates_kv`: the engine's CP ranks each keep the whole cache (MemoryOptions.cp_replicates_kv_cache),
+    so only KVP splits it."""
+    shards = (1 if cp_replicates_kv else pc.cp_size) * pc.kvp_size
+    group = pc.attn_tp_group(kvp_splits_weights)
+
+    def build() -> StateBytes:
+        st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_bytes, pc.attn_tp_size,
+                             seq_len, group)
+        return StateBytes(st.kv / shards, st.index / shards, st.constant)
+
+    return _REQUEST_STATE.get((model,), (pc.attn_tp_size, group, shards, prec.kv_bytes, seq_len, mtp_layers), build)
+
+
+def held_per_replica(batch: float, pc: ParallelConfig) -> int:
+    """Sequences the busiest attention replica holds: a request is not split across replicas, so a batch below
+    the replica count still leaves one whole sequence on a rank."""
+    return math.ceil(batch / pc.attn_replicas)
+
+
+def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
+                   mtp_layers: int = 0, cp_replicates_kv: bool = False) -> tuple[float, float, float]:
+    """(KV bytes, indexer bytes, sequences per rank). CP and KVP shard tokens (CP not where the engine's CP ranks
+    each keep the whole cache: `cp_replicates_kv`); TP shards GQA heads only. Constant per-request state
+    (linear / SSM layers): `state_per_rank`."""
+    seqs = held_per_replica(batch, pc)
+    st = request_state(model, pc, prec, seq_len, mtp_layers, cp_replicates_kv=cp_replicates_kv)
+    return seqs * st.kv, seqs * st.index, seqs
+
+
+def state_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
+                   mtp_layers: int = 0, kvp_splits_weights: bool = False) -> float:
+    """Constant per-request state (linear attention, SSM) of the sequences a rank holds, under the engine's KVP
+    layout (`kvp_splits_weights`: MemoryOptions.kvp_splits_attention_weights)."""
+    seqs = held_per_replica(batch, pc)
+    return seqs * request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights).constant
