@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Callable
 
 from solver.estimate.compute import Factors
-from solver.estimate.memory import MemoryOptions
+from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
 from solver.plan.layout_memory import assumed_memory

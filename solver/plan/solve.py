@@ -14,7 +14,7 @@ from solver.errors import InfeasibleError, InputError, InternalError, three_figu
 from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TIME_LIMIT_S, MAX_TOP
 from solver.estimate.compute import factors_for
-from solver.estimate.memory import MemoryOptions, engine_options
+from solver.estimate.memory_options import MemoryOptions, engine_options
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
 from solver.plan.points import CutStop, Point, SolverParams, SolveStatus, attention_family, pareto, pattern_key

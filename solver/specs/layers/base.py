@@ -189,7 +189,7 @@ class Block(ABC):
     # every earlier token of a sequence, so a token split must gather them (recurrent.recurrent_comms) or the
     # engine must refuse it (ModelSpec.recurrent_mixers)
     scans_tokens = False
-    activation_knob = "attn_tp_size"  # the knob whose group sizes the block's intermediate (memory.activation_terms)
+    activation_knob = "attn_tp_size"  # the knob whose group sizes the block's intermediate (activations.activation_terms)
     kind = "block"  # short type name used in reports (GQA, MLA, GatedDeltaNet, Mamba2, FFN, MoE, ...)
     # the keys a query attends to never fall as its position grows (false: chunked attention, whose keys restart
     # at every chunk): the planner's attention floors take a step at a longer context to cost at least as much

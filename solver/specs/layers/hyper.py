@@ -39,7 +39,7 @@ Weight dtype: transformers 5.25.0 keeps attn_hc, ffn_hc and hc_head in fp32 what
 allocates them as float32 Parameters (make_hc_mixing_params, make_hc_head_params): memory prices them at 4 B
 (Part.dtype), the low-rank form's at the model's dtype.
 
-Activation memory: the streams replace the residual, m x hidden a token (estimate.memory); the PP hand-off sends
+Activation memory: the streams replace the residual, m x hidden a token (estimate.activations); the PP hand-off sends
 the streams (ModelSpec.residual_width). The weights are counted by the reader (config/blocks.hyper_params) and
 held in the layer's norm share (Layer.norm_share); this block declares the same share so the planner's
 unowned group costs it.
