@@ -91,8 +91,9 @@ def test_model_counts_as_transformers_with_normed_embedding_final_query_and_unpa
     assert report.total == 926_323_200 + 921_867_264 + 9_216 + 591_870_279_168 + 18_432 == 593_718_497_280
 
 
-def test_inkling_one_is_refused_naming_what_is_not_read() -> None:
-    # the looped Inkling-2 counts since stop 38 (inkling2b: tests/test_defaults_inkling2b.py)
-    raw = json.loads((DATA / "inkling2_text.json").read_text())
-    with pytest.raises(InputError, match="Inkling's layers"):
-        parse_model_config({**raw, "model_type": "inkling_text"}, "x")
+def test_inkling_one_multimodal_is_refused_naming_what_is_not_read() -> None:
+    # Inkling-1's text counts since stop 39 (tests/test_unseen_configs_round39.py); its vision tower and audio
+    # table are not read
+    raw = json.loads((DATA / "inkling_mm_model.json").read_text())
+    with pytest.raises(InputError, match="Inkling's vision tower"):
+        parse_model_config(raw, "x")

@@ -15,6 +15,7 @@ from test_unseen_configs_round30 import hy_text
 from test_unseen_configs_round38 import MINICPMV46
 
 DATA = UNSEEN / "round39"
+DEFAULTS = UNSEEN.parent / "configs_defaults"  # transformers' class-default configs (test_transformers_defaults.py)
 ROUND = Round(DATA)
 _load, _spec, _total = ROUND.load, ROUND.spec, ROUND.total
 
@@ -189,3 +190,62 @@ def test_qwen3_next_fields_left_out_take_the_class_defaults(key: str) -> None:
     whole = count(cfg)
     del cfg[key]
     assert count(cfg) == whole
+
+
+# ------------------------------------------------------------------ Inkling (inkling_text; InklingTextConfig()'s defaults,
+# tests/data/configs_defaults/inkling_text.json). InklingDecoderLayer: 66 layers 6144 wide, every 6th "hybrid" (full:
+# 64 heads / 8 KV of 128, rel_extent 1024), the rest "hybrid_sliding" (64 / 16 KV of 128, window 512). InklingAttention:
+# bias-free q / k / v / o, r_proj 6144 -> 64 x d_rel 16, q_norm / k_norm of 128, k_sconv / v_sconv (depthwise Conv1d of
+# kernel 4 over kv x 128 channels, no bias), rel_logits_proj.proj 16 x extent. Two RMSNorms, attn_sconv / mlp_sconv
+# (6144 x 4 each). InklingMoE: experts 256 x gated(6144, 3072); InklingTopkRouter's weight (256 + 2 shared) x 6144, a
+# global_scale (1) and e_score_correction_bias (256, persistent); InklingSharedExperts 2 x gated(6144, 3072). Normed
+# embedding 201024 x 6144 + 6144, final norm, untied lm_head 201024 x 6144.
+def inkling_attention(h: int, heads: int, kv: int, d: int, d_rel: int, extent: int, kernel: int) -> int:
+    return gqa(h, heads, kv, d) + lin(h, heads * d_rel) + d_rel * extent + 2 * kv * d * kernel + 2 * d
+
+
+def inkling_moe(h: int, experts: int, shared: int, inter: int) -> int:
+    return experts * gated(h, inter) + (experts + shared) * h + 1 + experts + shared * gated(h, inter)
+
+
+INK_H = 6144
+INK_REST = 2 * INK_H + 2 * INK_H * 4 + inkling_moe(INK_H, 256, 2, 3072)  # norms, output convs, MoE
+INKLING_TEXT = (11 * (inkling_attention(INK_H, 64, 8, 128, 16, 1024, 4) + INK_REST)
+                + 55 * (inkling_attention(INK_H, 64, 16, 128, 16, 512, 4) + INK_REST)
+                + 2 * 201024 * INK_H + 2 * INK_H)
+
+
+def _inkling() -> dict:
+    return json.loads((DEFAULTS / "inkling_text.json").read_text())
+
+
+def test_inkling_text_counts_as_the_modeling_code_builds_it() -> None:
+    # before: refused ("Inkling's layers ... not read"); transformers' meta count (oracle.tsv) is 975,340,287,042
+    assert count(_inkling()) == INKLING_TEXT == 975_340_287_042
+
+
+def test_inkling_router_scores_the_shared_experts_beside_the_routed_ones() -> None:
+    # a third shared expert: one more router row (6144) and one more gated(6144, 3072) a layer, 66 layers
+    cfg = _inkling()
+    cfg["n_shared_experts"] = 3
+    assert count(cfg) == INKLING_TEXT + 66 * (INK_H + gated(INK_H, 3072))
+
+
+def test_inkling_dense_mlp_holds_its_global_scale() -> None:
+    # layer 0 "dense": InklingMLP gated(6144, 24576) and its global_scale (1) in place of the MoE
+    cfg = _inkling()
+    cfg["mlp_layer_types"][0] = "dense"
+    assert count(cfg) == INKLING_TEXT - inkling_moe(INK_H, 256, 2, 3072) + gated(INK_H, 24576) + 1
+
+
+def test_inkling_sliding_layers_size_their_bias_table_by_the_window() -> None:
+    # window 512 -> 256: each of the 55 sliding layers' 16 x extent table holds 16 x 256 fewer
+    cfg = _inkling()
+    cfg["sliding_window_size"] = 256
+    assert count(cfg) == INKLING_TEXT - 55 * 16 * 256
+
+
+def test_inkling_text_fields_left_out_take_the_class_defaults() -> None:
+    cfg = {k: v for k, v in _inkling().items()
+           if k in ("model_type", "architectures", "layer_types", "mlp_layer_types")}
+    assert count(cfg) == INKLING_TEXT

@@ -153,7 +153,9 @@ class AttentionReading:
                          channel_vectors=f.int("_attention_channel_vectors", default=0, minimum=0, maximum=8),
                          indexer=indexer, qk_conv=self.qk_conv(dh),
                          delayed_v=kv * (dh if dv is None else dv) // 2 if f.bool("_delayed_value_half") else 0,
-                         rel_bias=self.relative_bias(kind), sink_proj=f.bool("_attention_sink_proj"),
+                         rel_bias=self.relative_bias(kind),
+                         # the family's fact: its relative states enter unscaled (Inkling-1's r_proj alone)
+                         rel_scales=f.cfg.get("_rel_bias_scales") is not False, sink_proj=f.bool("_attention_sink_proj"),
                          **self.kv_convs(kind),
                          kv_input_norms=kind in (f.cfg.get("_kv_input_norms") or ()))
 

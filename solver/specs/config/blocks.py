@@ -247,11 +247,15 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
         {layer kind: learned queries of the mixer's input}, conv_kernel: the convolutions' kernel field}; None
         without the fact. Layer i reads the ceil(i / n) states begun before it plus its partial sum; the first
         layer's mixer reads the embedding (no query); a layer starting a block adds its input before the MLP's read.
-        A layer of the family's _loop_messages section also reads the previous pass's messages and gates them in."""
+        A layer of the family's _loop_messages section also reads the previous pass's messages and gates them in.
+        The family's _output_convs {kernel: field} alone gives the two output convolutions without block reads."""
 
         from solver.specs.layers.block_residual import BlockResidual
 
         f, rule = self.f, self.f.cfg.get("_block_residual")
+        convs_only = self.f.cfg.get("_output_convs")  # {kernel: field}: the sub-block output convs alone (Inkling-1)
+        if not rule and convs_only:
+            return BlockResidual(self.h, (), convs=2, kernel=f.int(str(convs_only["kernel"]), minimum=1, maximum=64))
         if not rule:
             return None
         n = f.int(str(rule["block"]), minimum=1, maximum=MAX_LAYERS)

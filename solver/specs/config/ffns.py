@@ -144,7 +144,8 @@ class FfnReading:
     def dense(self, slot: Slot) -> DenseFFN:
         return DenseFFN(hidden=self.h, inter=self.dense_width(slot), gated=self.gated, bias=self.mlp_bias,
                         act_params=self.act_params, out_bias=self.mlp_out_bias,
-                        inter_vectors=self.f.int("_mlp_channel_vectors", default=0, minimum=0, maximum=8))
+                        inter_vectors=self.f.int("_mlp_channel_vectors", default=0, minimum=0, maximum=8),
+                        out_scale=self.f.bool("_mlp_out_scale"))
 
     def moe(self, slot: Slot) -> MoE:
         f, L = self.f, self.layers
@@ -203,7 +204,11 @@ class FfnReading:
                    # after the first add in (ZAYA's router_hidden_size, router_states_scale)
                    router_mlp=f.int(str(f.cfg["_router_mlp"]), minimum=1) if f.cfg.get("_router_mlp") else 0,
                    router_state_scale=f.bool("_router_state_from_previous") and slot.index > 0,
-                   router_scales=f.bool("_router_scales"))
+                   router_scales=f.bool("_router_scales"),
+                   # the family's facts: the router scores the shared experts too (Inkling's shared-expert sinks:
+                   # one row per shared expert) and holds one scale of the routing weights
+                   router_shared_rows=count if f.bool("_router_scores_shared") else 0,
+                   router_global_scale=f.bool("_router_global_scale"))
 
     def ffns(self, slot: Slot) -> tuple[Block, ...]:
         if slot.ffn is None:

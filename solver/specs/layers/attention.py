@@ -43,7 +43,7 @@ qk_norm "key_scale": q and k L2-normalised without weights, the keys scaled by o
 
 Hidden-conditioned relative-position bias (`rel_bias` = (d_rel, extent): transformers' Inkling2RelativePositionBias):
 a linear hidden -> heads x d_rel gives each token per-head relative states, scaled per channel (heads x d_rel learned
-values) and L2-clipped, which mix a d_rel x extent table of bias-versus-distance profiles into one bias per head and
+values) and L2-clipped where `rel_scales` (Inkling-1's InklingAttention.r_proj feeds them in unscaled), which mix a d_rel x extent table of bias-versus-distance profiles into one bias per head and
 backward distance (zero past the extent): per token 2 x heads x d_rel x extent FLOPs for the mix, the bias added to
 the scores. No state: it is recomputed from the query token. `sink_proj`: a linear hidden -> heads giving every
 token its own sink logit per head (an extra softmax entry with no value). `kv_conv`: causal depthwise convolutions
@@ -106,6 +106,7 @@ class Attention(Block):
     qk_conv_bias: bool = True
     delayed_v: int = 0
     rel_bias: tuple[int, int] = ()  # (d_rel, extent) of a hidden-conditioned relative-position bias
+    rel_scales: bool = True  # its relative states scaled per channel (heads x d_rel learned values)
     sink_proj: bool = False  # per-token sink logits: hidden -> heads
     kv_conv: int = 0  # kernel of the causal depthwise convolutions over the K and V channels; 0 = none
     kv_conv_dynamic: bool = False  # their taps add per-token weights projected hidden -> kv_heads x kernel each
@@ -180,7 +181,7 @@ class Attention(Block):
             parts.append(Part("head_vectors", self.head_vectors * dh, "none"))
         if self.rel_bias:
             d_rel, _ = self.rel_bias  # the per-head linear and its scales split with the heads
-            parts.append(Part("rel_proj", h * nh * d_rel + nh * d_rel, "tp"))
+            parts.append(Part("rel_proj", h * nh * d_rel + (nh * d_rel if self.rel_scales else 0), "tp"))
             parts.append(Part("rel_table", self.rel_table, "none"))
         if self.sink_proj:
             parts.append(Part("sink_proj", h * nh, "tp"))

@@ -52,6 +52,8 @@ class BlockResidual(Block):
     def label(self) -> str:
         queries = "+".join(str(q) for q, _ in self.reads)
         gates = f" gate{self.gates}xr{self.gate_rank}" if self.gates else ""
+        if not self.reads:  # the output convolutions alone
+            return f"OutputConvs {self.convs}xL{self.kernel}"
         return f"BlockResidual q{queries} conv{self.convs}xL{self.kernel}{gates}"
 
     @property

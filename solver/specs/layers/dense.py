@@ -27,6 +27,7 @@ class DenseFFN(Block):
     # learned vectors of the intermediate width scaling the gate / up outputs per channel, split with the
     # intermediate (Dory's nGPT suv_gate / suv_up); elementwise, not in the GEMM FLOPs
     inter_vectors: int = 0
+    out_scale: bool = False  # one learned scalar scaling the output (InklingMLP's global_scale), replicated
 
     role = "ffn"
     activation_knob = "dense_tp_size"
@@ -39,6 +40,8 @@ class DenseFFN(Block):
         parts = (Part("mlp", ffn_params(self.hidden, self.inter, self.gated, self.bias, self.out_bias), "tp"),)
         if self.act_params:
             parts += (Part("activation", self.act_params, "none"),)
+        if self.out_scale:
+            parts += (Part("out_scale", 1, "none"),)
         if self.inter_vectors:
             parts += (Part("channel_vectors", self.inter_vectors * self.inter, "tp"),)
         return (Share("dense_ffn", "dense", "dense_tp_size", parts),)

@@ -14,6 +14,9 @@ A router may score through an MLP of its own (`router_mlp`, its width r: transfo
 hidden -> r with a bias, an RMSNorm of r, two biased r x r layers, out_proj r -> slots without a bias; where
 `router_state_scale`, the previous layer's router state (its down_proj output) is added in, scaled per channel (r
 weights). Each weight multiplies once per token, so the router's FLOPs stay 2 x its weights a token.
+A router may also score the shared experts (`router_shared_rows`: InklingTopkRouter's weight holds routed + shared
+rows, the shared logits joining the softmax over the chosen ones as sinks) and hold one learned scale of the routing
+weights (`router_global_scale`: its global_scale).
 """
 from __future__ import annotations
 
@@ -103,6 +106,8 @@ class MoE(Block):
     # the router scales its input per channel (hidden weights) and each chosen expert's weight (one per expert):
     # DiffusionGemmaTextRouter's scale and per_expert_scale; each multiplies once per token, as the other weights
     router_scales: bool = False
+    router_shared_rows: int = 0  # rows of the router's weight scoring the shared experts (hidden weights each)
+    router_global_scale: bool = False  # one learned scale of the routing weights
 
     role = "ffn"
     activation_knob = "moe_tp_size"
@@ -135,10 +140,11 @@ class MoE(Block):
 
     @property
     def router_params(self) -> int:
-        bias = (self.slots if self.router_bias else 0) + (self.hidden + self.experts if self.router_scales else 0)
+        bias = ((self.slots if self.router_bias else 0) + (self.hidden + self.experts if self.router_scales else 0)
+                + (1 if self.router_global_scale else 0))
         r = self.router_mlp
         if not r:
-            return self.hidden * self.slots + bias
+            return self.hidden * (self.slots + self.router_shared_rows) + bias
         # down_proj (biased), the state scale, the RMSNorm, fc1 / fc2 (biased), out_proj
         return (self.hidden * r + r + (r if self.router_state_scale else 0) + r + 2 * (r * r + r)
                 + r * self.slots + bias)
