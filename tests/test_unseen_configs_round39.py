@@ -249,3 +249,12 @@ def test_inkling_text_fields_left_out_take_the_class_defaults() -> None:
     cfg = {k: v for k, v in _inkling().items()
            if k in ("model_type", "architectures", "layer_types", "mlp_layer_types")}
     assert count(cfg) == INKLING_TEXT
+
+
+def test_the_shared_expert_count_is_the_configs_not_one_per_width() -> None:
+    # n_shared_experts 2 of 3072 each: one 6144-wide shared block, reported as the two experts it holds (seed 1.1's
+    # parameter table); DeepSeek-V3 writes 1, Qwen3-235B-A22B none
+    assert parse_model_config(_inkling(), "inkling_text").num_shared_experts == 2
+    for name, shared in (("deepseek-ai--DeepSeek-V3", 1), ("Qwen--Qwen3-235B-A22B", 0)):
+        cfg = json.loads((CATALOG / f"{name}.json").read_text())
+        assert parse_model_config(cfg, name).num_shared_experts == shared

@@ -352,7 +352,7 @@ class ModelSpec:
 
     @property
     def num_shared_experts(self) -> int:
-        return 1 if self._moe and self._moe.shared_inter else 0
+        return (self._moe.shared_count or 1) if self._moe and self._moe.shared_inter else 0
 
     @property
     def shared_expert_intermediate_size(self) -> int | None:

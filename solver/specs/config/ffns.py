@@ -190,6 +190,7 @@ class FfnReading:
         counts = modality_pair(f, f.first(*EXPERT_COUNT_FIELDS) or EXPERT_COUNT_FIELDS[0])
         second = (counts[1], pair[1]) if pair and counts else (0, 0)
         return MoE(hidden=self.h, experts=self.experts, topk=topk, inter=inter, shared_inter=shared,
+                   shared_count=(count or 1) if shared else 0,
                    modality_experts=second[0], modality_inter=second[1],
                    zero_experts=self.zero, gated=self.gated, bias=self.mlp_bias, router_bias=router_bias,
                    shared_gate=bool(shared) and f.bool("_shared_expert_gate"),

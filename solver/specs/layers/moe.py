@@ -83,6 +83,7 @@ class MoE(Block):
     topk: int
     inter: int
     shared_inter: int = 0  # total width of the shared experts (0 = none)
+    shared_count: int = 0  # how many shared experts that width holds (0 with a width: one); reported, not costed
     zero_experts: int = 0  # identity experts: routed to, hold no weights, compute nothing
     gated: bool = True
     bias: bool = False
