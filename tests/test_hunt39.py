@@ -1,0 +1,47 @@
+"""Rules found by the round-39 user-level review (launch commands as an engineer would paste them): one test
+per rule."""
+from __future__ import annotations
+
+import json
+
+import yaml
+from click.testing import CliRunner
+
+from solver.cli.main import main
+
+
+def _deployment(tmp_path, pc: dict, model: str, world: int, concurrency: int, framework: str) -> str:
+    path = tmp_path / "dep.yaml"
+    path.write_text(yaml.safe_dump({"model": model, "hardware": "h100_sxm", "world_size": world,
+                                    "framework": framework, "parallel_config": pc,
+                                    "workload": {"isl": 4096, "osl": 256, "concurrency": concurrency}}))
+    return str(path)
+
+
+def _argv(dep: str) -> list[str]:
+    r = CliRunner().invoke(main, ["launch", dep, "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)["nodes"][0]["argv"]
+
+
+def _value(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+def test_sglang_dense_replicas_each_take_their_share_of_the_running_requests(tmp_path) -> None:
+    """Llama-3.1-70B, attention/dense TP4 on 8 ranks: `--tp-size 4 --dp-size 2`, two replica servers. SGLang
+    divides --max-running-requests by the DP-attention size only (1 for dense replicas), so each replica takes
+    the whole value: 32 planned requests are 32 // 2 = 16 per replica (32 would admit 64)."""
+    tp4 = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4}
+    argv = _argv(_deployment(tmp_path, tp4, "llama-3.1-70b", 8, 32, "sglang"))
+    assert (_value(argv, "--dp-size"), _value(argv, "--max-running-requests")) == ("2", "16")
+    # an odd share rounds up: 33 over 2 replicas is 17 each
+    assert _value(_argv(_deployment(tmp_path, tp4, "llama-3.1-70b", 8, 33, "sglang")), "--max-running-requests") == "17"
+
+
+def test_sglang_dp_attention_takes_the_whole_running_requests(tmp_path) -> None:
+    """Qwen3-30B-A3B with DP attention over 8 ranks (`--tp-size 8 --dp-size 8 --enable-dp-attention`): SGLang
+    divides --max-running-requests by the 8 attention-DP ranks itself, so the flag is the planned 32."""
+    dpa = {"attn_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1}
+    argv = _argv(_deployment(tmp_path, dpa, "qwen3-30b-a3b", 8, 32, "sglang"))
+    assert "--enable-dp-attention" in argv and _value(argv, "--max-running-requests") == "32"
