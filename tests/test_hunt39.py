@@ -10,9 +10,10 @@ from click.testing import CliRunner
 from solver.cli.main import main
 
 
-def _deployment(tmp_path, pc: dict, model: str, world: int, concurrency: int, framework: str) -> str:
+def _deployment(tmp_path, pc: dict, model: str, world: int, concurrency: int, framework: str,
+                hardware: str = "h100_sxm") -> str:
     path = tmp_path / "dep.yaml"
-    path.write_text(yaml.safe_dump({"model": model, "hardware": "h100_sxm", "world_size": world,
+    path.write_text(yaml.safe_dump({"model": model, "hardware": hardware, "world_size": world,
                                     "framework": framework, "parallel_config": pc,
                                     "workload": {"isl": 4096, "osl": 256, "concurrency": concurrency}}))
     return str(path)
@@ -45,3 +46,27 @@ def test_sglang_dp_attention_takes_the_whole_running_requests(tmp_path) -> None:
     dpa = {"attn_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1}
     argv = _argv(_deployment(tmp_path, dpa, "qwen3-30b-a3b", 8, 32, "sglang"))
     assert "--enable-dp-attention" in argv and _value(argv, "--max-running-requests") == "32"
+
+
+def test_vllm_vllm_ascend_and_sglang_commands_trust_a_checkpoint_with_code_of_its_own(tmp_path) -> None:
+    """DeepSeek-V3's config names code of its own (auto_map): the vLLM, vllm-ascend and SGLang commands carry
+    --trust-remote-code (the switch their parsers have) instead of a note asking the user to add it; Llama-3.1-70B
+    (no auto_map) gets no switch."""
+    ep = {"attn_tp_size": 8, "dense_tp_size": 8, "moe_tp_size": 1, "embed_tp_size": 8, "lmhead_tp_size": 8}
+    for engine in ("vllm", "sglang"):
+        dep = _deployment(tmp_path, ep, "deepseek-v3", 8, 32, engine, hardware="h200_sxm")
+        r = CliRunner().invoke(main, ["launch", dep, "--format", "json"])
+        assert r.exit_code == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert "--trust-remote-code" in out["nodes"][0]["argv"], engine
+        assert not any("auto_map" in n for n in out.get("notes", ())), engine
+    from solver.launch.emit import LaunchInputs, emit_launch
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import ParallelConfig
+    ascend = emit_launch(load_framework("vllm-ascend"), load_model("deepseek-v3"), load_hardware("atlas_a3"),
+                         ParallelConfig(world_size=16, moe_tp_size=1), LaunchInputs(batch=16, max_model_len=4352))
+    assert "--trust-remote-code" in ascend["nodes"][0]["argv"]
+    tp4 = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4}
+    assert "--trust-remote-code" not in _argv(_deployment(tmp_path, tp4, "llama-3.1-70b", 4, 8, "vllm"))
