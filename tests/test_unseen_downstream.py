@@ -31,16 +31,16 @@ def _launch(spec: ModelSpec, fw, cards: int = 1) -> dict:
                                          ("text/allenai--OLMoE-1B-7B-0924", False)])
 def test_a_checkpoint_with_code_of_its_own_gets_the_engines_trust_switch_or_a_note(rel: str, remote: bool) -> None:
     from solver.specs.framework import load_framework
-    from solver.specs.launch_spec import LaunchArg
     spec = _spec(rel)
     assert spec.remote_code is remote  # the config's auto_map
-    vllm = load_framework("vllm")
+    trusted = load_framework("vllm")  # its profile has the switch (`when: remote_code`)
     # a profile without the switch: the command is printed with a note naming what to add
-    plain = _launch(spec, vllm)
+    args = [a for a in trusted.launch.args if "remote_code" not in a.when_expr.names]
+    plain_fw = trusted.model_copy(update={"launch": trusted.launch.model_copy(update={"args": args})})
+    plain = _launch(spec, plain_fw)
+    assert "--trust-remote-code" not in plain["nodes"][0]["argv"]
     assert any("auto_map" in n and "trust-remote-code" in n for n in plain.get("notes", ())) is remote
     # a profile with it: the flag, and no note
-    arg = LaunchArg(flag="--trust-remote-code", switch=True, when="remote_code")
-    trusted = vllm.model_copy(update={"launch": vllm.launch.model_copy(update={"args": [*vllm.launch.args, arg]})})
     out = _launch(spec, trusted)
     assert ("--trust-remote-code" in out["nodes"][0]["argv"]) is remote
     assert not any("auto_map" in n for n in out.get("notes", ()))

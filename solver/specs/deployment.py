@@ -33,6 +33,24 @@ from solver.specs.validation import FieldProblem, load_yaml, validate_model
 # integers are strict: `attn_tp_size: true` or `batch: 8.5` is an error, not 1 or 8
 _STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
+# An engine's own parallel sizes (facts/engines.md, Flags table: --tp-size / tensor_parallel_size, --dp-size,
+# --ep-size / moe_expert_parallel_size, --pp-size, context_parallel_size, --dcp-size) written into a
+# parallel_config: what each stands for in the seed's keys, so the error says what to write instead
+_ENGINE_SIZES: dict[str, str] = {
+    **dict.fromkeys(("tp_size", "tp", "tensor_parallel_size"),
+                    "an engine's TP size is not one knob here: set attn_tp_size, and the module sizes "
+                    "(dense_tp_size, moe_tp_size, embed_tp_size, lmhead_tp_size) that follow it"),
+    **dict.fromkeys(("dp_size", "dp", "data_parallel_size"),
+                    "DP is derived (attn_dp_size = world_size // attn_tp_size): set attn_tp_size"),
+    **dict.fromkeys(("ep_size", "ep", "expert_parallel_size", "moe_expert_parallel_size", "moe_ep"),
+                    "EP is derived (moe_ep_size = world_size // moe_tp_size): set moe_tp_size (1 for EP over "
+                    "every rank)"),
+    **dict.fromkeys(("pipeline_parallel_size", "pp"), "write it as pp_size"),
+    **dict.fromkeys(("context_parallel_size", "prefill_context_parallel_size", "pcp_size", "attn_cp_size"),
+                    "write it as cp_size (prefill context parallel)"),
+    **dict.fromkeys(("dcp_size", "decode_context_parallel_size"), "write it as kvp_size (decode context parallel)"),
+}
+
 
 class WorkloadSpec(BaseModel):
     model_config = _STRICT
@@ -122,7 +140,9 @@ class Deployment(BaseModel):
 
                 # a misspelt knob (cpsize for cp_size) is named with the knob it stands for
                 meant = difflib.get_close_matches(unknown[0], CONFIG_KEYS, n=1, cutoff=0.75)
-                hint = f"did you mean {meant[0]}? " if meant else ""
+                engine = next((k for k in unknown if k in _ENGINE_SIZES), None)
+                hint = (f"{engine}: {_ENGINE_SIZES[engine]}; " if engine
+                        else f"did you mean {meant[0]}? " if meant else "")
                 raise FieldProblem(field, f"unknown key(s) {', '.join(unknown)}; {hint}known: {', '.join(CONFIG_KEYS)}")
             for k, v in cfg.items():
                 low = 0 if k in SETTINGS else 1  # redundant_experts may be 0
@@ -244,6 +264,9 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
                 raise InputError(f"{path}: {key}.workload", "given both at the top level and in the candidate block")
             data["workload"] = block["workload"]
     top = {k: data.pop(k) for k in list(data) if k in CONFIG_KEYS}
+    engine = next((k for k in data if k in _ENGINE_SIZES), None)
+    if engine is not None:
+        raise InputError(f"{path}: {engine}", f"not a parallel_config key; {_ENGINE_SIZES[engine]}")
     if "cards" in data:
         if "world_size" in data and data["world_size"] != data["cards"]:
             raise InputError(f"{path}: cards", f"{data['cards']!r} but world_size {data['world_size']!r}; give one")

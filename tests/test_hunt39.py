@@ -1,0 +1,101 @@
+"""Rules found by the round-39 user-level review (launch commands as an engineer would paste them): one test
+per rule."""
+from __future__ import annotations
+
+import json
+
+import yaml
+from click.testing import CliRunner
+
+from solver.cli.main import main
+
+
+def _deployment(tmp_path, pc: dict, model: str, world: int, concurrency: int, framework: str,
+                hardware: str = "h100_sxm") -> str:
+    path = tmp_path / "dep.yaml"
+    path.write_text(yaml.safe_dump({"model": model, "hardware": hardware, "world_size": world,
+                                    "framework": framework, "parallel_config": pc,
+                                    "workload": {"isl": 4096, "osl": 256, "concurrency": concurrency}}))
+    return str(path)
+
+
+def _argv(dep: str) -> list[str]:
+    r = CliRunner().invoke(main, ["launch", dep, "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)["nodes"][0]["argv"]
+
+
+def _value(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+def test_sglang_dense_replicas_each_take_their_share_of_the_running_requests(tmp_path) -> None:
+    """Llama-3.1-70B, attention/dense TP4 on 8 ranks: `--tp-size 4 --dp-size 2`, two replica servers. SGLang
+    divides --max-running-requests by the DP-attention size only (1 for dense replicas), so each replica takes
+    the whole value: 32 planned requests are 32 // 2 = 16 per replica (32 would admit 64)."""
+    tp4 = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4}
+    argv = _argv(_deployment(tmp_path, tp4, "llama-3.1-70b", 8, 32, "sglang"))
+    assert (_value(argv, "--dp-size"), _value(argv, "--max-running-requests")) == ("2", "16")
+    # an odd share rounds up: 33 over 2 replicas is 17 each
+    assert _value(_argv(_deployment(tmp_path, tp4, "llama-3.1-70b", 8, 33, "sglang")), "--max-running-requests") == "17"
+
+
+def test_sglang_dp_attention_takes_the_whole_running_requests(tmp_path) -> None:
+    """Qwen3-30B-A3B with DP attention over 8 ranks (`--tp-size 8 --dp-size 8 --enable-dp-attention`): SGLang
+    divides --max-running-requests by the 8 attention-DP ranks itself, so the flag is the planned 32."""
+    dpa = {"attn_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1}
+    argv = _argv(_deployment(tmp_path, dpa, "qwen3-30b-a3b", 8, 32, "sglang"))
+    assert "--enable-dp-attention" in argv and _value(argv, "--max-running-requests") == "32"
+
+
+def test_vllm_vllm_ascend_and_sglang_commands_trust_a_checkpoint_with_code_of_its_own(tmp_path) -> None:
+    """DeepSeek-V3's config names code of its own (auto_map): the vLLM, vllm-ascend and SGLang commands carry
+    --trust-remote-code (the switch their parsers have) instead of a note asking the user to add it; Llama-3.1-70B
+    (no auto_map) gets no switch."""
+    ep = {"attn_tp_size": 8, "dense_tp_size": 8, "moe_tp_size": 1, "embed_tp_size": 8, "lmhead_tp_size": 8}
+    for engine in ("vllm", "sglang"):
+        dep = _deployment(tmp_path, ep, "deepseek-v3", 8, 32, engine, hardware="h200_sxm")
+        r = CliRunner().invoke(main, ["launch", dep, "--format", "json"])
+        assert r.exit_code == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert "--trust-remote-code" in out["nodes"][0]["argv"], engine
+        assert not any("auto_map" in n for n in out.get("notes", ())), engine
+    from solver.launch.emit import LaunchInputs, emit_launch
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import ParallelConfig
+    ascend = emit_launch(load_framework("vllm-ascend"), load_model("deepseek-v3"), load_hardware("atlas_a3"),
+                         ParallelConfig(world_size=16, moe_tp_size=1), LaunchInputs(batch=16, max_model_len=4352))
+    assert "--trust-remote-code" in ascend["nodes"][0]["argv"]
+    tp4 = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4}
+    assert "--trust-remote-code" not in _argv(_deployment(tmp_path, tp4, "llama-3.1-70b", 4, 8, "vllm"))
+
+
+def _check(tmp_path, text: str):
+    path = tmp_path / "dep.yaml"
+    path.write_text(text)
+    return CliRunner().invoke(main, ["check", str(path)])
+
+
+DEP = "model: llama-3.1-70b\nhardware: h100_sxm\nworld_size: 8\n"
+
+
+def test_an_engines_ep_size_in_a_parallel_config_is_answered_with_the_knob_that_sets_it(tmp_path) -> None:
+    """`ep_size: 8` (SGLang's --ep-size, TRT-LLM's moe_expert_parallel_size) is not a knob: EP is derived from
+    moe_tp_size. The error named pp_size as the close spelling (difflib), which is another parallelism."""
+    r = _check(tmp_path, DEP + "parallel_config: {attn_tp_size: 8, ep_size: 8}\n")
+    assert r.exit_code == 2
+    assert "ep_size: EP is derived (moe_ep_size = world_size // moe_tp_size): set moe_tp_size" in r.stderr
+    assert "did you mean pp_size" not in r.stderr
+    # a misspelt knob still gets its close match
+    assert "did you mean cp_size?" in _check(tmp_path, DEP + "parallel_config: {cpsize: 2}\n").stderr
+
+
+def test_an_engines_tp_size_at_the_top_level_names_the_seed_knobs_to_set(tmp_path) -> None:
+    """`tp_size: 8` beside world_size (the seed's keys may sit at the top level): one line naming the field and
+    the knobs that stand for it, not the validator's "Extra inputs are not permitted"."""
+    r = _check(tmp_path, DEP + "tp_size: 8\n")
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "dep.yaml: tp_size: not a parallel_config key; an engine's TP size is not one knob here: set " \
+           "attn_tp_size" in r.stderr
