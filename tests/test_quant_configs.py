@@ -304,3 +304,11 @@ def test_two_compressed_tensors_groups_covering_one_module_with_different_format
     raw["quantization_config"]["config_groups"]["group_1"] = copy.deepcopy(
         raw["quantization_config"]["config_groups"]["group_0"])
     assert _model("x", raw).quant.dense == "int4"
+
+
+def test_an_fp8_checkpoint_on_ampere_runs_w8a16_weight_only() -> None:
+    """A100 has no FP8 rate; vLLM runs FP8 checkpoints there as W8A16 through Marlin (a100_sxm.yaml's
+    weight_only_formats source): the weights stay 1 byte, the GEMMs run at the 16-bit activations' rate."""
+    prec = resolve_precision(_model("RedHatAI--Llama-3.3-70B-Instruct-FP8-dynamic"), load_hardware("a100_sxm"))
+    # fp8_ch: 8 bits a weight plus one 2-byte scale per 4096-wide output channel
+    assert prec.fmt("dense").bits == 8 and prec.gemm_dtype("dense") == prec.activation == "bf16"
