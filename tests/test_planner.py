@@ -239,6 +239,25 @@ def test_explain_says_why_the_main_alternatives_lost():
     assert any("does not fit" in line or "request latency" in line for line in why)
 
 
+def test_explain_says_why_the_concurrency_the_recommendation_runs_at():
+    """#1 has the best score of the front, so its own configuration at half or twice its concurrency scores no
+    better (score >= 0 against #1) where it fits and meets the SLAs; a concurrency the user fixed needs no reason."""
+    import json
+    import re
+
+    base = ["solve", "qwen3-30b-a3b", "--hardware", "h100_sxm", "--cards", "1", "--explain", "--format", "json"]
+    r = CliRunner().invoke(main, base)
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    c = out["candidates"][0]["estimation"]["concurrency"]
+    lines = [ln for ln in out["explain"] if ln.startswith("concurrency ")]
+    assert [int(ln.split()[1]) for ln in lines] == [b for b in (c // 2, c * 2) if b >= 1 and b != c]
+    scores = [float(m.group(1)) for ln in lines for m in [re.search(r"score ([+-][0-9.]+)", ln)] if m]
+    assert scores and all(x >= 0 for x in scores)
+    r = CliRunner().invoke(main, base + ["--concurrency", str(c)])
+    assert not [ln for ln in json.loads(r.stdout)["explain"] if ln.startswith("concurrency ")]
+
+
 @st.composite
 def random_model_config(draw):
     """A small random dense or MoE GQA model config (valid shapes)."""

@@ -5,6 +5,7 @@ from solver.errors import ShardplanError
 from solver.estimate.compute import Factors
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.estimate.step import StepCost
+from solver.plan.layout_memory import assumed_memory
 from solver.rank.select import pattern_name
 from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile
@@ -199,11 +200,44 @@ def _costs(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
     return "; against #1: " + ", ".join(parts)
 
 
+def concurrency_neighbours(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, scenario: Scenario,
+                           cfg: ParallelConfig, best_est: Estimate, batch: int) -> list[str]:
+    """Why #1 runs at its concurrency: the same configuration at half and at twice it, scored against #1 (the
+    scenario's trade of request latency for tokens/s per rank along the concurrency axis), or what stops it there
+    (memory at the longest context, as the planner checks it; an SLA; --max-concurrency). Nothing where the user
+    fixed the concurrency."""
+    if scenario.concurrency is not None:
+        return []
+    lines = []
+    for b in (batch // 2, batch * 2):
+        if b < 1 or b == batch:
+            continue
+        head = f"concurrency {b} (#1's configuration): "
+        if b > scenario.max_concurrency:
+            lines.append(head + f"above --max-concurrency {scenario.max_concurrency}")
+            continue
+        e = estimate(model, hw, cfg, prec, f, Workload.for_scenario(scenario, b))
+        mem = assumed_memory(model, hw, cfg, prec, scenario, b)
+        if not (e.memory.feasible and mem.feasible):
+            over, where = (e.memory, "") if not e.memory.feasible else (mem, " at the longest context")
+            lines.append(head + f"does not fit ({over.model_bytes / 1e9:.1f} GB per rank{where}, limit "
+                                f"{over.limit_bytes / 1e9:.1f} GB)")
+            continue
+        misses = scenario.sla_misses(e.ttft_s, e.tpot_s)
+        if misses:
+            lines.append(head + f"misses {', '.join(misses)} (TTFT {e.ttft_s * 1e3:,.0f} ms, TPOT "
+                                f"{e.tpot_s * 1e3:.2f} ms)")
+            continue
+        lines.append(head + _scored(scenario, e, best_est))
+    return lines
+
+
 def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
             scenario: Scenario, best_cfg: ParallelConfig, best_est: Estimate, batch: int, wl: Workload,
             best_pattern: str, candidates: list[tuple[str, Estimate, str]] = ()) -> list[str]:
     lines = candidate_scores(scenario, list(candidates))
     lines += engine_margin(model, hw, fw, prec, f, scenario, best_cfg, best_est, best_pattern, best_batch=batch)
+    lines += concurrency_neighbours(model, hw, prec, f, scenario, best_cfg, best_est, batch)
     shown = {pattern: i + 1 for i, (pattern, _, _) in reversed(list(enumerate(candidates)))}
     for name, knobs in alternatives(model, hw, best_cfg.world_size, scenario).items():
         try:
