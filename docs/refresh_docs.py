@@ -87,6 +87,9 @@ def refresh(path: Path, check: bool) -> list[str]:
 
 
 def main() -> None:
+    if not sys.argv[1:] or {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__.strip())
+        return
     check = "--check" in sys.argv
     for name in [a for a in sys.argv[1:] if a != "--check"]:
         for line in refresh(Path(name), check):

@@ -230,7 +230,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     # 2 nodes, so the space, the tables and the estimates all read 6 ranks a node (space.placement)
     hw = as_launched(hw, fw, world)
     f = factors_for(hw, fw.efficiency_for(hw))
-    # the tables, the full estimates and the memory checks all price the engine's layout (memory.engine_options)
+    # the tables, the full estimates and the memory checks all price the engine's layout (memory_options.engine_options)
     mem_opts = engine_options(mem_opts, f)
     space = build_space(model, hw, fw, world, scenario, allow_cross_node)
     same = (model, hw, prec, f, fw, space, mem_opts)
