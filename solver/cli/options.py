@@ -219,8 +219,10 @@ def knob_options(func: Callable) -> Callable:
         func = click.option(flag, setting, type=SETTING, default=None,
                             help=f"parallel_config {setting} (default 0; EP must divide experts + copies)")(func)
     for knob, flag in reversed(list(KNOB_FLAGS.items())):
+        # --pp splits the ranks into stages; every other knob groups ranks inside one stage
+        where = "--cards" if knob == "pp_size" else "the ranks of one stage, --cards / --pp"
         func = click.option(flag, knob, type=KNOB, default=None,
-                            help=f"parallel_config {knob} (default 1; must divide --cards)")(func)
+                            help=f"parallel_config {knob} (default 1; must divide {where})")(func)
     return func
 
 
