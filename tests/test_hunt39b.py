@@ -82,3 +82,13 @@ def test_every_column_of_the_sweeps_table_is_in_the_readmes_schema() -> None:
     schema = text[text.index("### The sweep's table"):text.index("A disaggregated sweep")]
     named = set(re.findall(r"`([a-z_]+)`", schema))
     assert [c for c in COLUMNS if c not in named] == []
+
+
+def test_a_price_for_some_hardware_only_names_the_hardware_without_one() -> None:
+    """A price for h200_sxm and none for b200_sxm: the answer is by cards, and the note says which price is missing
+    rather than asking for every hardware's."""
+    r = _run("recommend", "qwen3-8b", "--hardware", "h200_sxm", "b200_sxm", "--target-output-tokens-per-s", "1000",
+             "--price", "h200_sxm=3", "--cards", "1..2")
+    assert r.exit_code == 0, r.output
+    assert "note: no --price for b200_sxm, so the answer is the fewest cards" in r.stdout
+    assert "--price b200_sxm=USD_PER_CARD_HOUR" in r.stdout
