@@ -502,10 +502,10 @@ def test_recommend_says_the_copies_in_the_table_and_the_json_and_refuses_them_di
 
 def test_copies_stay_within_the_cards_a_cluster_may_have() -> None:
     """Copies are bounded by the tool's bound on a cluster's cards (MAX_CARDS, --cards' own): a load that needs
-    more cards in all is not answered with 82,345 copies, it says how far the copies would have to go."""
+    more cards in all is not answered with 82,345 copies: the cap is named as binding, with the most it holds."""
     from solver.specs.limits import MAX_CARDS
 
     r = _run("recommend", "llama-3.1-8b", "--hardware", "h100_sxm", "--target-output-tokens-per-s", "1e9",
              "--cards", "1..8")
     assert r.exit_code == 1
-    assert f"copies of it would need more than {MAX_CARDS:,} cards in all" in r.stderr
+    assert f"binding: the cap of {MAX_CARDS:,} cards in all" in r.stderr

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware
+from solver.capacity.inputs import make_scenario, parse_cards, parse_scenarios, parse_seq_lens, per_hardware
 from solver.capacity.recommend import no_fit_note, shortfall_note
 from solver.capacity.table import to_disagg_frame
 from solver.errors import InfeasibleError, InputError
@@ -54,8 +54,9 @@ def _scenario(kind: str | Scenario, isl: int, osl: int, ttft_ms, tpot_ms, max_co
     """The scenario of one plan; max_concurrency None keeps the Scenario's default range."""
     if isinstance(kind, Scenario):
         return kind
-    return Scenario(kind=kind, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp, concurrency=concurrency,
-                    **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}))
+    return make_scenario(kind=kind, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
+                         concurrency=concurrency,
+                         **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}))
 
 
 def _unsupported(**given: Any) -> None:

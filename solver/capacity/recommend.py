@@ -228,6 +228,8 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
     copies; a size is solved only while one copy of it could still win."""
     opt = Option(hardware=hw_name, met=False, price_per_card_hour=price)
     best_seen: tuple[float, int, str | None] | None = None  # tok/s, cards, the concurrency range's note there
+    # the most copies of one size carry within MAX_CARDS in all: (tok/s together, copies, cards, tok/s per copy)
+    best_in_cap: tuple[float, int, int, float] | None = None
     last_binding, last_remedy = "", None  # the largest infeasible size's binding constraint and the planner's remedy
     infeasible: list[tuple[int, str]] = []  # (cards, binding) of the sizes with no feasible configuration
     chosen: tuple[int, int, Task, dict[str, Any], int] | None = None  # total cards, copies, task, row, range start
@@ -255,6 +257,9 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
                                f"{top['output_tokens_per_s']:,.0f} output tokens/s on {_cards(t.cards)}",
                                "a larger one may carry the load on fewer cards")
             opt.note = short or opt.note
+        fit = MAX_CARDS // t.cards
+        if best_in_cap is None or top["output_tokens_per_s"] * fit > best_in_cap[0]:
+            best_in_cap = (top["output_tokens_per_s"] * fit, fit, t.cards, top["output_tokens_per_s"])
         n = copies_needed(top["output_tokens_per_s"], tok_s)
         if (max_copies is not None and n > max_copies) or t.cards * n > MAX_CARDS:
             continue  # the copies allowed, and the cards a cluster may have (--cards' own bound), in all
@@ -273,9 +278,8 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         larger = infeasible if infeasible and infeasible[-1][0] == largest else []
         opt.note = shortfall_note(best_seen[0], best_seen[1], tok_s, sc.ttft_ms is not None or sc.tpot_ms is not None,
                                   best_seen[2], larger, last_remedy if larger else None, max_copies)
-        if max_copies is None and best_seen[0] * (MAX_CARDS // best_seen[1]) < tok_s:
-            opt.note += (f"; copies of it would need more than {MAX_CARDS:,} cards in all, the most a cluster may "
-                         "have here")
+        if max_copies is None and best_in_cap is not None and best_in_cap[0] < tok_s:
+            opt.note += "; " + cluster_cap_note(*best_in_cap, tok_s)
     return opt
 
 
@@ -346,6 +350,16 @@ def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remed
     remedy = range_remedy or more
     where = _cards(cards) + (f" ({most * max_copies:,.0f} in {max_copies} copies)" if copied else "")
     return f"the most found is {most:,.0f} output tokens/s on {where}, below the target {tok_s:,.0f}; {remedy}"
+
+
+def cluster_cap_note(most: float, copies: int, cards: int, per_copy: float, tok_s: float) -> str:
+    """The load is past what MAX_CARDS cards carry as copies of any size tried (the best `copies` of `cards` at
+    `per_copy` each, `most` together): that cap binds, and a share of the load that fits is the remedy."""
+    clusters = math.ceil(tok_s / most)
+    return (f"binding: the cap of {MAX_CARDS:,} cards in all (the most a cluster may have here), where the sizes "
+            f"tried carry at most {most:,.0f} output tokens/s ({copies:,} copies of {_cards(cards)} at "
+            f"{per_copy:,.0f} each); what would fit: a target up to {most:,.0f} (the load split over {clusters:,} "
+            f"clusters), or sizes that carry more per card")
 
 
 def _cards(n: int) -> str:

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import pandas as pd
-from pydantic import ValidationError
 
 from solver.capacity import executors
-from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware
+from solver.capacity.inputs import make_scenario, parse_cards, parse_scenarios, parse_seq_lens, per_hardware
 from solver.capacity.table import DIGITS, to_frame
 from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.points import SolverParams
@@ -82,12 +81,7 @@ class SweepPlan:
 def _scenario(kind_or_scenario: str | Scenario, isl: int, osl: int, overrides: dict[str, Any]) -> Scenario:
     if isinstance(kind_or_scenario, Scenario):
         return kind_or_scenario
-    try:
-        return Scenario(kind=kind_or_scenario, isl=isl, osl=osl, **overrides)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "scenario"
-        raise InputError(f"--{loc.replace('_', '-')}", err.get("msg", str(exc))) from None
+    return make_scenario(kind=kind_or_scenario, isl=isl, osl=osl, **overrides)
 
 
 def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Iterable[int],

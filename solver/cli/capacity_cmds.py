@@ -355,15 +355,21 @@ def _print_recommendation(rec) -> None:
         if b.copies == 1:
             con.print(f"recommended ({basis}): {b.cards} x {b.hardware}{placed}, {b.pattern}{cost}")
         else:
-            con.print(f"recommended ({basis}): {b.copies} x ({b.cards} x {b.hardware}{placed}: {b.pattern}, "
+            con.print(f"recommended ({basis}): {b.copies:,} x ({b.cards} x {b.hardware}{placed}: {b.pattern}, "
                       f"{b.concurrency:,} requests in flight per copy) = {b.total_cards:,} cards, "
                       f"{b.total_output_tokens_per_s:,.0f} output tokens/s in all{cost}")
-            con.print(f"note: {b.copies} copies behind a load balancer that spreads the requests evenly: each carries "
+            con.print(f"note: {b.copies:,} copies behind a load balancer that spreads the requests evenly: each carries "
                       f"{b.copy_load_output_tokens_per_s:,.0f} output tokens/s of the target and reaches "
                       f"{b.output_tokens_per_s:,.0f} at {b.concurrency:,} in flight (TTFT {b.ttft_ms:,.0f} ms, TPOT "
                       f"{b.tpot_ms:,.2f} ms); each copy is one engine launch of its own")
         if len(rec.options) > 1 and rec.basis == "cards":
-            con.print("note: give --price HARDWARE=PRICE for every hardware to compare cost")
+            unpriced = [o.hardware for o in rec.options if o.met and o.price_per_card_hour is None]
+            if len(unpriced) < sum(o.met for o in rec.options):  # some prices given: say which ones are missing
+                con.print(f"note: no --price for {', '.join(unpriced)}, so the answer is the fewest cards, not the "
+                          f"cheapest; give {' '.join(f'--price {h}=USD_PER_CARD_HOUR' for h in unpriced)} to compare "
+                          "cost")
+            else:
+                con.print("note: give --price HARDWARE=PRICE for every hardware to compare cost")
     for o in rec.options:
         if o.met and o.note:
             con.print(f"note: {o.hardware}: {o.note}")
