@@ -36,6 +36,13 @@ def test_a_scenario_field_out_of_range_is_refused_under_its_flag() -> None:
     assert exc.value.field == "--max-concurrency"
 
 
+def test_solve_names_the_field_a_check_across_fields_starts_with() -> None:
+    """solve reads its scenario through the same rule as sweep (specs.scenario.scenario_of)."""
+    r = _run("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--concurrency", "4",
+             "--max-concurrency", "2")
+    assert r.exit_code == 2 and r.stderr.startswith("error: --concurrency: concurrency 4 exceeds max_concurrency 2")
+
+
 @pytest.mark.parametrize("serving", ["agg", "disagg"])
 def test_sweep_concurrency_over_its_bound_is_one_line_naming_concurrency(serving: str) -> None:
     r = _run("sweep", "qwen3-8b", "--hardware", "h200_sxm", "--cards", "8", "--serving", serving,

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_TOKENS
-from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario
+from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario, scenario_of
 
 SCENARIO_KINDS = tuple(SCENARIO_WEIGHTS)  # throughput, latency, balanced
 DEFAULT_SCENARIOS = ("throughput", "latency", "balanced")
@@ -83,23 +83,8 @@ def parse_scenarios(value: str | Scenario | Iterable[str | Scenario] | None) -> 
 
 
 def make_scenario(**fields: Any) -> Scenario:
-    """A Scenario of a sweep or recommend; a field it refuses is reported under its flag. A check across fields
-    names its field first ("concurrency 4 exceeds max_concurrency 2", "ttft_ms: ..."), so the flag is that
-    field's (--concurrency), as the user gave it, not the model's name."""
-    from pydantic import ValidationError
-
-    try:
-        return Scenario(**fields)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = [str(part) for part in err.get("loc", ())]
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        if not loc:
-            head = re.match(r"([a-z_]+)(:\s*)?", msg)
-            if head and head.group(1) in Scenario.model_fields:
-                loc = [head.group(1)]
-                msg = msg[head.end():] if head.group(2) else msg
-        raise InputError("--" + loc[0].replace("_", "-") if loc else "--scenarios", msg) from None
+    """A Scenario of a sweep or recommend; a field it refuses is reported under its flag (scenario_of)."""
+    return scenario_of("--scenarios", **fields)
 
 
 def parse_seq_lens(value: str | Iterable[int | tuple[int, int]] | None, osl: int) -> list[tuple[int, int]]:

@@ -246,26 +246,14 @@ def given(name: str) -> bool:
 def scenario_from_options(**fields: Any) -> Scenario:
     """A Scenario from command-line values; a field it refuses is reported under its flag (--max-concurrency).
     An option left at its default is not passed, so the Scenario knows what the user gave."""
-    from pydantic import ValidationError
-
-    from solver.specs.scenario import Scenario
+    from solver.specs.scenario import scenario_of
 
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         fields = {k: v for k, v in fields.items() if k not in ctx.params or given(k)}
     if fields.get("mtp_accept") is not None and not fields.get("mtp"):
         raise InputError("--mtp-accept", "an acceptance rate needs --mtp N > 0 (no draft tokens to accept)")
-    try:
-        return Scenario(**fields)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = [str(part) for part in err.get("loc", ())]
-        msg = err.get("msg", "invalid").removeprefix("Value error, ")
-        head, _, rest = msg.partition(": ")
-        if not loc and rest and head in Scenario.model_fields:  # a check across fields names its field first
-            loc, msg = [head], rest
-        flag = "--" + loc[0].replace("_", "-") if loc else "scenario"
-        raise InputError(flag, msg) from None
+    return scenario_of("scenario", **fields)
 
 
 def load_from(loader: Callable[[str], Any], value: str, key: str, flag: str | None, config: str) -> Any:

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+import re
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from solver.errors import InputError
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CONCURRENCY, MAX_MTP, MAX_SLA_MS, MAX_TOKENS
 
 ScenarioKind = Literal["throughput", "latency", "balanced"]
@@ -108,3 +110,21 @@ class Scenario(BaseModel):
         """The planner's latency objective in seconds from a TTFT and a TPOT (latency_terms)."""
         pw, steps, _ = self.latency_terms
         return pw * ttft_s + steps * tpot_s
+
+
+def scenario_of(fallback_flag: str = "--scenario", **fields: Any) -> Scenario:
+    """A Scenario from what a user gave; a field it refuses is reported under its flag (--max-concurrency). A check
+    across fields names its field first ("concurrency 4 exceeds max_concurrency 2", "ttft_ms: ..."), so the flag is
+    that field's (--concurrency), as the user gave it; `fallback_flag` where no field is named."""
+    try:
+        return Scenario(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(part) for part in err.get("loc", ())]
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if not loc:
+            head = re.match(r"([a-z_]+)(:\s*)?", msg)
+            if head and head.group(1) in Scenario.model_fields:
+                loc = [head.group(1)]
+                msg = msg[head.end():] if head.group(2) else msg
+        raise InputError("--" + loc[0].replace("_", "-") if loc else fallback_flag, msg) from None
