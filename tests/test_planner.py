@@ -258,6 +258,24 @@ def test_explain_says_why_the_concurrency_the_recommendation_runs_at():
     assert not [ln for ln in json.loads(r.stdout)["explain"] if ln.startswith("concurrency ")]
 
 
+def test_explain_names_the_rule_that_stops_the_recommendation_at_another_concurrency():
+    """cann-recipes needs the batch divisible by the attention DP degree: Attn TP8 x DP4 on 32 A3 dies at 4
+    requests is stopped at 2 by that rule, and at 8 it is scored."""
+    from solver.estimate.serving import Workload, estimate
+    from solver.rank.explain import concurrency_neighbours
+    from solver.specs.parallel import make_parallel_config
+
+    model, hw, fw = load_model("deepseek-v3.2"), load_hardware("atlas_a3"), load_framework("cann-recipes")
+    prec = resolve_precision(model, hw, "int8")
+    f = factors_for(hw, fw.efficiency_for(hw))
+    sc = Scenario(kind="latency", isl=4096, osl=256)
+    pc = make_parallel_config(32, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=16)
+    best = estimate(model, hw, pc, prec, f, Workload.for_scenario(sc, 4))
+    lines = concurrency_neighbours(model, hw, fw, prec, f, sc, pc, best, 4)
+    assert lines[0] == "concurrency 2 (#1's configuration): violates C.batch_divisible_attn_dp"
+    assert lines[1].startswith("concurrency 8 (#1's configuration): score ")
+
+
 @st.composite
 def random_model_config(draw):
     """A small random dense or MoE GQA model config (valid shapes)."""

@@ -15,7 +15,7 @@ from solver.specs.knobs import nondefault_label
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs
 from solver.specs.precision import Precision
-from solver.specs.scenario import Scenario
+from solver.specs.scenario import PERF_TIE, Scenario
 
 
 def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario) -> dict[str, dict[str, int]]:
@@ -200,12 +200,22 @@ def _costs(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
     return "; against #1: " + ", ".join(parts)
 
 
-def concurrency_neighbours(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, scenario: Scenario,
-                           cfg: ParallelConfig, best_est: Estimate, batch: int) -> list[str]:
+def rules_broken(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, pc: ParallelConfig,
+                 batch: int) -> list[str]:
+    """The framework's rules and limits and the space's constraints `pc` breaks at concurrency `batch`."""
+    env = model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=batch, mtp=scenario.mtp)
+    return ([r.id for r in fw.violated(env, severity="error")] + fw.limits(env)
+            + config_violations(model, hw, fw, pc, scenario, allow_cross_node=True))
+
+
+def concurrency_neighbours(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
+                           scenario: Scenario, cfg: ParallelConfig, best_est: Estimate, batch: int) -> list[str]:
     """Why #1 runs at its concurrency: the same configuration at half and at twice it, scored against #1 (the
     scenario's trade of request latency for tokens/s per rank along the concurrency axis), or what stops it there
-    (memory at the longest context, as the planner checks it; an SLA; --max-concurrency). Nothing where the user
-    fixed the concurrency."""
+    (--max-concurrency, a rule at that concurrency, memory at the longest context as the planner checks it, an
+    SLA). One that scores better than #1 can only be inside the tie band, where the seed orders by closeness to a
+    verified deployment (candidate 1 is the best score outside it). Nothing where the user fixed the concurrency."""
+
     if scenario.concurrency is not None:
         return []
     lines = []
@@ -215,6 +225,10 @@ def concurrency_neighbours(model: ModelSpec, hw: Hardware, prec: Precision, f: F
         head = f"concurrency {b} (#1's configuration): "
         if b > scenario.max_concurrency:
             lines.append(head + f"above --max-concurrency {scenario.max_concurrency}")
+            continue
+        broken = rules_broken(model, hw, fw, scenario, cfg, b)
+        if broken:
+            lines.append(head + f"violates {', '.join(dict.fromkeys(broken))}")
             continue
         e = estimate(model, hw, cfg, prec, f, Workload.for_scenario(scenario, b))
         mem = assumed_memory(model, hw, cfg, prec, scenario, b)
@@ -228,7 +242,9 @@ def concurrency_neighbours(model: ModelSpec, hw: Hardware, prec: Precision, f: F
             lines.append(head + f"misses {', '.join(misses)} (TTFT {e.ttft_s * 1e3:,.0f} ms, TPOT "
                                 f"{e.tpot_s * 1e3:.2f} ms)")
             continue
-        lines.append(head + _scored(scenario, e, best_est))
+        tie = (f"; within the {PERF_TIE:.0%} tie band, where #1 is ordered first as closer to a verified deployment"
+               if score_vs(scenario, e, best_est) < 0 else "")
+        lines.append(head + _scored(scenario, e, best_est) + tie)
     return lines
 
 
@@ -237,7 +253,7 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             best_pattern: str, candidates: list[tuple[str, Estimate, str]] = ()) -> list[str]:
     lines = candidate_scores(scenario, list(candidates))
     lines += engine_margin(model, hw, fw, prec, f, scenario, best_cfg, best_est, best_pattern, best_batch=batch)
-    lines += concurrency_neighbours(model, hw, prec, f, scenario, best_cfg, best_est, batch)
+    lines += concurrency_neighbours(model, hw, fw, prec, f, scenario, best_cfg, best_est, batch)
     shown = {pattern: i + 1 for i, (pattern, _, _) in reversed(list(enumerate(candidates)))}
     for name, knobs in alternatives(model, hw, best_cfg.world_size, scenario).items():
         try:
@@ -248,16 +264,11 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
         if pc.knobs() == best_cfg.knobs() or pattern_name(pc, model, fw.kvp_splits_attention_weights) == best_pattern:
             continue  # the recommendation itself (or the same pattern with other vocabulary/o_proj degrees)
 
-        def broken_by(pc: ParallelConfig) -> list[str]:
-            env = model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=batch,
-                            mtp=scenario.mtp)
-            return ([r.id for r in fw.violated(env, severity="error")] + fw.limits(env)
-                    + config_violations(model, hw, fw, pc, scenario, allow_cross_node=True))
-
-        broken = broken_by(pc)
+        broken = rules_broken(model, hw, fw, scenario, pc, batch)
         if broken:  # the pattern may still be expressible with the vocabulary / o_proj degrees the engine ties;
             # else what the pattern itself breaks (the variant breaking least)
-            pc, broken = min(((v, broken_by(v)) for v in [pc, *side_variants(pc, model)]), key=lambda vb: len(vb[1]))
+            pc, broken = min(((v, rules_broken(model, hw, fw, scenario, v, batch))
+                              for v in [pc, *side_variants(pc, model)]), key=lambda vb: len(vb[1]))
         k = shown.get(pattern_name(pc, model, fw.kvp_splits_attention_weights))
         if broken:
             # a listed candidate is admissible at its own concurrency: what it breaks here is #1's batch
