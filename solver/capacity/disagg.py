@@ -7,6 +7,9 @@ best aggregated plan's output tokens/s per rank on the same cards (empty when no
 
 Recommend tries the cluster sizes upwards and takes the first on which one of the plans the sweep lists for that
 size (rank 1 and its alternatives, `TOP` of them) carries the load, so the two answer alike for the same size.
+Over the hardware it chooses as the aggregated recommend does (recommend.choose): with a price per card-hour for
+every hardware that carries the load, the cheapest per hour, where the cards paid for are the prefill and decode
+pools' ranks (`ranks_used`: a card the rate match leaves idle is not deployed); else the fewest cards.
 """
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from solver.capacity.inputs import make_scenario, parse_cards, parse_scenarios, parse_seq_lens, per_hardware
-from solver.capacity.recommend import no_fit_note, shortfall_note
+from solver.capacity.recommend import (BASIS_LABELS, choose, cost_text, costs, no_fit_note, parse_prices, price_note,
+                                       shortfall_note)
 from solver.capacity.table import to_disagg_frame
 from solver.errors import InfeasibleError, InputError
 from solver.plan.points import SolverParams
@@ -123,10 +127,15 @@ class DisaggRecommendation:
     target_output_tokens_per_s: float
     options: list[dict[str, Any]]  # per hardware: the first cluster size whose plan carries the load, or why none
     best: dict[str, Any] | None
+    basis: str  # as Recommendation.basis: "cost per hour" | "cards" | "only one met" | "none met"
 
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "serving": "disagg", "target_output_tokens_per_s": self.target_output_tokens_per_s,
-                "recommended": self.best, "options": self.options}
+                "recommended": self.best, "basis": self.basis, "options": self.options}
+
+    def price_note(self) -> str | None:
+        return price_note(self.basis, len(self.options) > 1,
+                          {o["hardware"]: o["price_per_card_hour"] for o in self.options if o["met"]})
 
     def render(self, fmt: str) -> str:
         from solver.report.render import dump
@@ -143,7 +152,15 @@ class DisaggRecommendation:
                          f"{o['prefill_ranks_per_worker']}, decode {o['decode_workers']} x "
                          f"{o['decode_ranks_per_worker']}; {o['ranks_used']} used), {o['output_tokens_per_s']:,.0f} "
                          f"tok/s, TTFT {o['ttft_ms']:,.0f} ms, TPOT {o['tpot_ms']:.1f} ms, "
-                         f"headroom {o['headroom']:.2f}")
+                         f"headroom {o['headroom']:.2f}" + (
+                             "; " + cost_text(o["cost_per_hour"], o["cost_per_million_output_tokens"],
+                                              o["cost_per_million_output_tokens_at_capacity"])
+                             if o["cost_per_hour"] is not None else ""))
+        if self.best is not None:
+            lines.append(f"recommended ({BASIS_LABELS.get(self.basis, self.basis)}): {self.best['hardware']}")
+            note = self.price_note()
+            if note:
+                lines.append(f"note: {note}")
         return "\n".join(lines) + "\n"
 
 
@@ -155,10 +172,10 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                      params: SolverParams | None = None, prices: Sequence[str] | None = None,
                      progress: Callable[[str], None] | None = None) -> DisaggRecommendation:
     """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries
-    the target output tokens/s within the SLA; the recommendation is the fewest cards over the hardware."""
+    the target output tokens/s within the SLA; the recommendation over the hardware as the module docstring says
+    (`prices`: HARDWARE=PRICE items or a mapping, as parse_prices reads them)."""
     from solver.specs.hardware_catalog import load_hardware
 
-    _unsupported(**{"--price": prices})
     if (target_output_tokens_per_s is None) == (target_requests_per_s is None):
         raise InputError("--target-output-tokens-per-s/--target-requests-per-s", "give exactly one of the two")
     tok_s = float(target_output_tokens_per_s if target_output_tokens_per_s is not None
@@ -166,6 +183,7 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     if tok_s <= 0:
         raise InputError("--target-output-tokens-per-s", f"must be > 0, got {tok_s}")
     hw_names = [load_hardware(h).name for h in hardware]
+    price = parse_prices(prices, hw_names)
     dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
@@ -175,14 +193,24 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
         raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")
     options = []
     for hw in hw_names:
-        options.append(_first_that_carries(model, hw, sizes, sc, tok_s, framework, dt["--weight-dtype"][hw],
-                                           dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params,
-                                           allow_cross_node, progress))
-    met = [o for o in options if o["met"]]
-    best = min(met, key=lambda o: (o["cards"], -o["output_tokens_per_s"])) if met else None
+        o = _first_that_carries(model, hw, sizes, sc, tok_s, framework, dt["--weight-dtype"][hw],
+                                dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params, allow_cross_node, progress)
+        options.append(_priced(o, price.get(hw), tok_s))
+    best, basis = choose(options, lambda o: o["met"], lambda o: o["cost_per_hour"],
+                         lambda o: (o["cards"], -o["output_tokens_per_s"]))
     from solver.specs.model_catalog import load_model
 
-    return DisaggRecommendation(load_model(model).name, tok_s, options, best)
+    return DisaggRecommendation(load_model(model).name, tok_s, options, best, basis)
+
+
+def _priced(o: dict[str, Any], price: float | None, tok_s: float) -> dict[str, Any]:
+    """The option with its price per card-hour and, where it carries the load and has a price, its costs on the
+    pools' ranks (module docstring); None where not known, so every option has the same fields."""
+    out = {**o, "price_per_card_hour": price, "cost_per_hour": None, "cost_per_million_output_tokens": None,
+           "cost_per_million_output_tokens_at_capacity": None}
+    if o["met"] and price is not None:
+        out.update(costs(o["ranks_used"], price, tok_s, o["output_tokens_per_s"]))
+    return out
 
 
 def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok_s: float, framework: str,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import pandas as pd
 
@@ -146,6 +146,54 @@ def parse_prices(value: str | Mapping[str, float] | Iterable[str] | None, hardwa
     return out
 
 
+T = TypeVar("T")
+
+# what each basis of the choice says in a table
+BASIS_LABELS = {"cost per hour": "cheapest per hour", "cards": "fewest cards",
+                "only one met": "the only hardware that carries the load"}
+
+
+def choose(options: Sequence[T], met: Callable[[T], bool], cost_per_hour: Callable[[T], float | None],
+           fewest: Callable[[T], tuple]) -> tuple[T | None, str]:
+    """The option recommended over the hardware, and the basis: none met; one met of several (no choice made:
+    neither cards nor prices picked it); the cheapest per hour where several met and every one has a price (ties
+    by `fewest`); else `fewest` (cards first) picks."""
+    ok = [o for o in options if met(o)]
+    if not ok:
+        return None, "none met"
+    if len(ok) == 1 and len(options) > 1:
+        return ok[0], "only one met"
+    if len(ok) > 1 and all(cost_per_hour(o) is not None for o in ok):
+        return min(ok, key=lambda o: (cost_per_hour(o), *fewest(o))), "cost per hour"
+    return min(ok, key=fewest), "cards"
+
+
+def costs(cards: int, price: float, tok_s: float, capacity_tok_s: float) -> dict[str, float]:
+    """What `cards` cards at `price` per card-hour cost per hour, and per million output tokens at the target load
+    `tok_s` and at the deployment's capacity (module docstring)."""
+    per_hour = round(cards * price, 4)
+    return {"cost_per_hour": per_hour,
+            "cost_per_million_output_tokens": round(per_hour / (tok_s * 3600) * 1e6, 4),
+            "cost_per_million_output_tokens_at_capacity": round(per_hour / (capacity_tok_s * 3600) * 1e6, 4)}
+
+
+def cost_text(per_hour: float, per_million: float, per_million_at_capacity: float) -> str:
+    return (f"${per_hour:,.2f}/hour, ${per_million:,.3f} per million output tokens at the target load "
+            f"(${per_million_at_capacity:,.3f} at capacity)")
+
+
+def price_note(basis: str, several: bool, met_prices: Mapping[str, float | None]) -> str | None:
+    """Where several hardware were given and the fewest cards picked: the hardware that met the load without a
+    price (some prices given), or that a price for each would compare cost."""
+    if not several or basis != "cards":
+        return None
+    unpriced = [h for h, p in met_prices.items() if p is None]
+    if len(unpriced) < len(met_prices):
+        return (f"no --price for {', '.join(unpriced)}, so the answer is the fewest cards, not the cheapest; give "
+                f"{' '.join(f'--price {h}=USD_PER_CARD_HOUR' for h in unpriced)} to compare cost")
+    return "give --price HARDWARE=PRICE for every hardware to compare cost"
+
+
 def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens_per_s: float | None = None,
               target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
               ttft_ms: float | None = None, tpot_ms: float | None = None, prices: Any = None,
@@ -184,15 +232,8 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
     for hw_name, tasks in by_hw.items():
         options.append(_fewest_cards(hw_name, sorted(tasks, key=lambda t: t.cards), tok_s, price.get(hw_name),
                                      progress, widen=max_concurrency is None, max_copies=max_copies))
-    met = [o for o in options if o.met]
-    if not met:
-        best, basis = None, "none met"
-    elif len(met) == 1 and len(options) > 1:  # no choice to make: neither cards nor prices picked it
-        best, basis = met[0], "only one met"
-    elif len(met) > 1 and all(o.cost_per_hour is not None for o in met):
-        best, basis = min(met, key=lambda o: (o.cost_per_hour, o.total_cards, o.copies)), "cost per hour"
-    else:
-        best, basis = min(met, key=lambda o: (o.total_cards, o.copies, -(o.total_output_tokens_per_s or 0))), "cards"
+    best, basis = choose(options, lambda o: o.met, lambda o: o.cost_per_hour,
+                         lambda o: (o.total_cards, o.copies, -(o.total_output_tokens_per_s or 0)))
     return Recommendation(plan.model_name, tok_s, tok_s / osl, isl, osl, ttft_ms, tpot_ms, options, best, basis,
                           plan.notes, max_copies)
 
@@ -313,10 +354,8 @@ def _met(opt: Option, total: int, n: int, t: Task, r: dict[str, Any], start: int
     opt.tokens_per_s_per_user = r["tokens_per_s_per_user"]
     opt.memory_per_rank_gb = r["memory_per_rank_gb"]
     if price is not None:
-        opt.cost_per_hour = round(total * price, 4)
-        opt.cost_per_million_output_tokens = round(opt.cost_per_hour / (tok_s * 3600) * 1e6, 4)
-        opt.cost_per_million_output_tokens_at_capacity = round(
-            opt.cost_per_hour / (r["output_tokens_per_s"] * n * 3600) * 1e6, 4)
+        for k, v in costs(total, price, tok_s, r["output_tokens_per_s"] * n).items():
+            setattr(opt, k, v)
     return opt
 
 
@@ -366,4 +405,5 @@ def _cards(n: int) -> str:
     return f"{n} card" + ("" if n == 1 else "s")
 
 
-__all__ = ["Option", "Recommendation", "copies_needed", "recommend", "parse_prices"]
+__all__ = ["BASIS_LABELS", "Option", "Recommendation", "choose", "copies_needed", "cost_text", "costs", "parse_prices",
+           "price_note", "recommend"]

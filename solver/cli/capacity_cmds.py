@@ -327,6 +327,8 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
 
 
 def _print_recommendation(rec) -> None:
+    from solver.capacity.recommend import BASIS_LABELS, cost_text, price_note
+
     con = console()
     sla = ", ".join(s for s in ((f"TTFT <= {rec.ttft_ms:g} ms" if rec.ttft_ms else ""),
                                 (f"TPOT <= {rec.tpot_ms:g} ms" if rec.tpot_ms else "")) if s) or "no SLA"
@@ -347,10 +349,9 @@ def _print_recommendation(rec) -> None:
         b = rec.best
         cost = ""
         if b.cost_per_hour is not None:
-            cost = (f"; ${b.cost_per_hour:,.2f}/hour, ${b.cost_per_million_output_tokens:,.3f} per million output "
-                    f"tokens at the target load (${b.cost_per_million_output_tokens_at_capacity:,.3f} at capacity)")
-        basis = {"cost per hour": "cheapest per hour", "cards": "fewest cards",
-                 "only one met": "the only hardware that carries the load"}.get(rec.basis, rec.basis)
+            cost = "; " + cost_text(b.cost_per_hour, b.cost_per_million_output_tokens,
+                                    b.cost_per_million_output_tokens_at_capacity)
+        basis = BASIS_LABELS.get(rec.basis, rec.basis)
         placed = f" as {b.placement}" if b.placement else ""
         if b.copies == 1:
             con.print(f"recommended ({basis}): {b.cards} x {b.hardware}{placed}, {b.pattern}{cost}")
@@ -362,14 +363,10 @@ def _print_recommendation(rec) -> None:
                       f"{b.copy_load_output_tokens_per_s:,.0f} output tokens/s of the target and reaches "
                       f"{b.output_tokens_per_s:,.0f} at {b.concurrency:,} in flight (TTFT {b.ttft_ms:,.0f} ms, TPOT "
                       f"{b.tpot_ms:,.2f} ms); each copy is one engine launch of its own")
-        if len(rec.options) > 1 and rec.basis == "cards":
-            unpriced = [o.hardware for o in rec.options if o.met and o.price_per_card_hour is None]
-            if len(unpriced) < sum(o.met for o in rec.options):  # some prices given: say which ones are missing
-                con.print(f"note: no --price for {', '.join(unpriced)}, so the answer is the fewest cards, not the "
-                          f"cheapest; give {' '.join(f'--price {h}=USD_PER_CARD_HOUR' for h in unpriced)} to compare "
-                          "cost")
-            else:
-                con.print("note: give --price HARDWARE=PRICE for every hardware to compare cost")
+        priced = price_note(rec.basis, len(rec.options) > 1,
+                            {o.hardware: o.price_per_card_hour for o in rec.options if o.met})
+        if priced:
+            con.print(f"note: {priced}")
     for o in rec.options:
         if o.met and o.note:
             con.print(f"note: {o.hardware}: {o.note}")
