@@ -1,23 +1,163 @@
 """Python API: the same entry points as the command line, returning typed results (and DataFrames where
-tables are the natural shape). The CLI is a thin layer over these; the runners live in solver.entry."""
+tables are the natural shape). The runners live in solver.entry and solver.capacity; the functions here check
+what a Python caller passes (types and ranges, the bounds of solver.specs.limits, as the command line's option
+types do) and name a refused argument by its keyword (`cards`, `kv_dtype`), not by the command line's flag.
+Every refusal is an InputError (exit code 2 on the command line), an argument no function takes included.
+`Scenario(...)` validates on construction (pydantic's ValidationError names the field)."""
 from __future__ import annotations
 
-from solver.entry import (_ref_models, explain_solution, refuse_unlaunchable_kv, run_disagg,  # noqa: F401
-                          run_solve, verified_for)
+import difflib
+import functools
+import inspect
+import math
+import os
+import re
+from numbers import Integral, Real
+from typing import Any, Callable
+
+from solver import entry
+from solver.entry import _ref_models, refuse_unlaunchable_kv, verified_for  # noqa: F401
+from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.rank.select import Candidate
-from solver.specs.scenario import Scenario
+from solver.specs import limits
+from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario
 
 __all__ = ["run_solve", "run_disagg", "solve", "Scenario", "SolverParams", "sweep", "recommend",
            "explain_solution", "refuse_unlaunchable_kv", "verified_for"]
 
+# integer arguments: (lowest, highest) as the command line's option types bound them (cli.options)
+_INTS: dict[str, tuple[int, int]] = {
+    "cards": (1, limits.MAX_CARDS), "top": (1, limits.MAX_TOP), "isl": (1, limits.MAX_TOKENS),
+    "osl": (1, limits.MAX_TOKENS), "concurrency": (1, limits.MAX_CONCURRENCY),
+    "max_concurrency": (1, limits.MAX_CONCURRENCY), "mtp": (0, limits.MAX_MTP), "jobs": (1, limits.MAX_JOBS),
+    "max_copies": (1, limits.MAX_CARDS)}
+# real arguments: (above, at most)
+_REALS: dict[str, tuple[float, float]] = {
+    "ttft_ms": (0.0, limits.MAX_SLA_MS), "tpot_ms": (0.0, limits.MAX_SLA_MS),
+    "target_output_tokens_per_s": (0.0, limits.MAX_RATE), "target_requests_per_s": (0.0, limits.MAX_RATE)}
+# arguments that may be None (the planner or the runner decides)
+_OPTIONAL = {"concurrency", "max_concurrency", "ttft_ms", "tpot_ms", "max_copies", "target_output_tokens_per_s",
+             "target_requests_per_s", "weight_dtype", "moe_weight_dtype", "kv_dtype", "params", "scenarios",
+             "seq_lens", "progress", "address", "prices", "references"}
+_NAMES = ("model", "framework")  # a catalog name or a path
+_DTYPES = ("weight_dtype", "moe_weight_dtype", "kv_dtype")
+_FLAG = re.compile(r"--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 
-def solve(model: str, hardware: str, cards: int, scenario: Scenario | None = None, **kwargs) -> list[Candidate]:
-    """Ranked candidates for one deployment (see run_solve for the keyword arguments)."""
-    return run_solve(model, hardware, cards, scenario or Scenario(), **kwargs)[1]
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, os.PathLike) or isinstance(value, str) and bool(value.strip())
 
 
-def sweep(model: str, hardware, cards, scenarios=None, *, jobs: int = 1, progress=None, **kwargs):
+def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool) -> None:
+    """Refuse an argument of the wrong type or out of range, under its keyword."""
+    for key, value in args.items():
+        if value is None and key in _OPTIONAL:
+            continue
+        if key in _INTS and not (key == "cards" and cards_lists):
+            lo, hi = _INTS[key]
+            if isinstance(value, bool) or not isinstance(value, Integral):
+                raise InputError(key, f"must be an integer, got {value!r} ({type(value).__name__})")
+            if not lo <= value <= hi:
+                raise InputError(key, f"must be an integer in [{lo}, {hi:,}], got {value}")
+        elif key in _REALS:
+            above, hi = _REALS[key]
+            if isinstance(value, bool) or not isinstance(value, Real):
+                raise InputError(key, f"must be a number, got {value!r} ({type(value).__name__})")
+            if not (math.isfinite(value) and above < value <= hi):
+                raise InputError(key, f"must be a finite number in ({above:g}, {hi:g}], got {value}")
+        elif key in _NAMES and not _is_name(value):
+            raise InputError(key, f"must be a catalog name or a path, got {value!r} ({type(value).__name__})")
+        elif key == "hardware":
+            items = list(value) if hardware_lists and isinstance(value, (list, tuple)) else [value]
+            if not items or not all(_is_name(h) for h in items):
+                what = "a hardware name or path, or a list of them" if hardware_lists else "a hardware name or path"
+                raise InputError(key, f"must be {what}, got {value!r}")
+        elif key in _DTYPES and not isinstance(value, str) and not (hardware_lists and isinstance(value, dict)):
+            raise InputError(key, f"must be a number format name (fp8, bf16, ...), got {value!r}")
+        elif key == "params" and not isinstance(value, SolverParams):
+            raise InputError(key, f"must be a SolverParams, got {type(value).__name__}")
+        elif key == "scenario" and not isinstance(value, Scenario):
+            raise InputError(key, f"must be a Scenario or its kind, got {type(value).__name__}")
+        elif key == "cand" and not isinstance(value, Candidate):
+            raise InputError(key, f"must be a Candidate (an item of solve()), got {type(value).__name__}")
+
+
+def _keyword(text: str, keys: set[str]) -> str:
+    """The command line's flags in `text` that are keywords here, written as the keywords (--kv-dtype -> kv_dtype)."""
+    return _FLAG.sub(lambda m: m.group(1).replace("-", "_") if m.group(1).replace("-", "_") in keys else m.group(0),
+                     text)
+
+
+def _api(name: str, runner: Callable[..., Any], takes: Callable[[], set[str]], hardware_lists: bool = False,
+         cards_lists: bool = False) -> Callable[..., Any]:
+    """`runner` as the API offers it: its arguments checked (an unknown keyword refused with the close names; a
+    scenario given as its kind name made a Scenario), and a refusal the runner raises under a command-line flag
+    re-raised under the keyword the caller wrote (--kv-dtype -> kv_dtype)."""
+    sig = inspect.signature(runner)
+
+    @functools.wraps(runner)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        keys = takes() | _params_of(runner)
+        for key in kwargs:
+            if key not in keys:
+                close = difflib.get_close_matches(key, sorted(keys), n=3, cutoff=0.6)
+                hint = f"; did you mean {', '.join(close)}?" if close else f"; it takes: {', '.join(sorted(keys))}"
+                raise InputError(key, f"not an argument of {name}(){hint}")
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:  # a required argument missing, too many positional ones
+            raise InputError(name, str(exc)) from None
+        given = {k: v for k, v in bound.arguments.items()
+                 if sig.parameters[k].kind is not inspect.Parameter.VAR_KEYWORD}
+        given.update(next((v for k, v in bound.arguments.items()
+                           if sig.parameters[k].kind is inspect.Parameter.VAR_KEYWORD), {}))
+        if isinstance(given.get("scenario"), str):
+            if given["scenario"] not in SCENARIO_WEIGHTS:
+                raise InputError("scenario", f"unknown scenario kind {given['scenario']!r}; known: "
+                                 f"{', '.join(SCENARIO_WEIGHTS)}")
+            bound.arguments["scenario"] = given["scenario"] = Scenario(kind=given["scenario"])
+        _check(given, hardware_lists, cards_lists)
+        try:
+            return runner(*bound.args, **bound.kwargs)
+        except InputError as exc:
+            if not any(f.startswith("--") and f[2:].replace("-", "_") in keys for f in exc.field.split("/")):
+                raise
+            raise InputError(_keyword(exc.field, keys), _keyword(exc.problem, keys)) from None
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _params_of(*fns: Callable[..., Any]) -> set[str]:
+    return {p.name for fn in fns for p in inspect.signature(fn).parameters.values()
+            if p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)}
+
+
+def _run_solve_keys() -> set[str]:
+    return _params_of(entry.run_solve)
+
+
+def _sweep_keys() -> set[str]:
+    from solver.capacity.sweep import build_plan, sweep as _sweep
+
+    return _params_of(build_plan, _sweep)
+
+
+def _recommend_keys() -> set[str]:
+    from solver.capacity.recommend import recommend as _recommend
+
+    return _params_of(_recommend)
+
+
+def _solve(model: str, hardware: str, cards: int, scenario: Scenario | str | None = None,
+           **kwargs: Any) -> list[Candidate]:
+    """Ranked candidates for one deployment (see run_solve for the keyword arguments). `scenario`: a Scenario or
+    its kind ("throughput", "latency", "balanced"; default balanced)."""
+    return entry.run_solve(model, hardware, cards, scenario or Scenario(), **kwargs)[1]
+
+
+def _sweep(model: str, hardware, cards, scenarios=None, *, jobs: int = 1, progress=None, **kwargs):
     """Capacity sweep: a pandas DataFrame with the Pareto front of every (hardware, cards, scenario[, ISL/OSL])
     combination, one row per configuration, and one row naming the binding constraint where none fits.
 
@@ -27,13 +167,15 @@ def sweep(model: str, hardware, cards, scenarios=None, *, jobs: int = 1, progres
     moe_weight_dtype, kv_dtype (a dtype, or {hardware: dtype}), method, params, top, allow_cross_node,
     explain_binding. `jobs` > 1 solves in worker processes; `executor="ray"|"dask"` with `address` (or a Dask
     Client) on an existing cluster (same table either way). Columns: solver.capacity.sweep.COLUMNS.
+    `df.attrs`: "wall_s" (seconds the sweep took), "combinations" (the solves it ran), "notes" (what reading
+    the inputs noted: a dtype the hardware lacks, a context past the model's).
     """
-    from solver.capacity.sweep import sweep as _sweep
+    from solver.capacity.sweep import sweep as run_sweep
 
-    return _sweep(model, hardware, cards, scenarios, jobs=jobs, progress=progress, **kwargs)
+    return run_sweep(model, hardware, cards, scenarios, jobs=jobs, progress=progress, **kwargs)
 
 
-def recommend(model: str, hardware, **kwargs):
+def _recommend(model: str, hardware, **kwargs):
     """The fewest cards (and the configuration) that carry a load within the SLA, per hardware, as copies of one
     deployment behind a load balancer (`Option.copies` x `Option.cards` = `Option.total_cards`); the cheapest
     when prices per card-hour are given. Returns a solver.capacity.recommend.Recommendation (`.best`,
@@ -41,6 +183,14 @@ def recommend(model: str, hardware, **kwargs):
     osl, ttft_ms, tpot_ms, prices ({hardware: price per card-hour}), cards (per copy), max_copies (None: no
     bound; 1: one deployment), framework, weight_dtype, ...
     """
-    from solver.capacity.recommend import recommend as _recommend
+    from solver.capacity.recommend import recommend as run_recommend
 
-    return _recommend(model, hardware, **kwargs)
+    return run_recommend(model, hardware, **kwargs)
+
+
+run_solve = _api("run_solve", entry.run_solve, _run_solve_keys)
+run_disagg = _api("run_disagg", entry.run_disagg, lambda: _params_of(entry.run_disagg))
+explain_solution = _api("explain_solution", entry.explain_solution, lambda: _params_of(entry.explain_solution))
+solve = _api("solve", _solve, _run_solve_keys)
+sweep = _api("sweep", _sweep, _sweep_keys, hardware_lists=True, cards_lists=True)
+recommend = _api("recommend", _recommend, _recommend_keys, hardware_lists=True, cards_lists=True)

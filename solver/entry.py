@@ -42,6 +42,7 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     planner may adopt and the ranking measures closeness to (default: every one in references/)."""
     if cards < 1:
         raise InputError("--cards", f"must be >= 1, got {cards}")
+    refuse_unknown_method(method)
     spec = load_model(model)
     hw = load_hardware(hardware)
     fw = load_framework(framework)
@@ -56,6 +57,15 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
                             top=top, kvp_in_tp=fw.kvp_splits_attention_weights,
                             cp_replicates_kv=fw.cp_replicates_kv_cache)
     return result, cands
+
+
+PLAN_METHODS = ("cpsat", "exhaustive")  # the planner's searches (plan.solve); anything else is not a method
+
+
+def refuse_unknown_method(method: str) -> None:
+    """A method the planner does not have is bad input, not the CP-SAT search by default."""
+    if method not in PLAN_METHODS:
+        raise InputError("--method", f"unknown method {method!r}; known: {', '.join(PLAN_METHODS)}")
 
 
 def refuse_unlaunchable_kv(fw: FrameworkProfile, kv_dtype: str | None, flag: str = "--kv-dtype") -> None:
@@ -121,6 +131,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     from solver.specs.notes import input_notes
     from solver.specs.parallel import model_knobs
 
+    refuse_unknown_method(method)
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,

@@ -50,7 +50,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
               allow_cross_node, explain, serving, fmt) -> None:
     """Recommend the top 2-3 parallel_configs (seed Step 4 format)."""
     with command_imports():
-        from solver.api import explain_solution, run_solve
+        from solver.entry import explain_solution, run_solve
         from solver.plan.points import SolverParams
         from solver.rank.select import ORDERING
         from solver.report.candidates import result_dict, seed_yaml
@@ -61,7 +61,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     check_mtp(model, mtp)
     params = SolverParams(workers=workers, seed=seed, time_limit_s=time_limit)
     if serving == "disagg":  # solver.api.run_disagg plans both pools and the aggregated comparison
-        from solver.api import run_disagg
+        from solver.entry import run_disagg
         from solver.report.disagg_view import render
 
         if explain:

@@ -82,6 +82,26 @@ def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+HUB_CONNECT_TIMEOUT_S = 5.0  # one TCP connect to the hub; the hub client would retry an unreachable one for ~30 s
+
+
+def _refuse_unreachable_hub(repo: str) -> None:
+    """One quick connect to the hub's endpoint (HF_ENDPOINT) before fetching: without a network the hub client
+    retries with backoff and logs each try, where one line saying the hub is unreachable is the answer."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    url = urlsplit(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=HUB_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise InputError("--download", f"cannot reach {constants.ENDPOINT} to fetch {repo}/config.json "
+                         f"({type(exc).__name__}); pass a config.json path or a folder holding one") from None
+
+
 def _from_hub(repo: str, download: bool) -> Path | None:
     """config.json of `repo` from the local hub cache, or fetched when `download` is set."""
     try:
@@ -97,6 +117,7 @@ def _from_hub(repo: str, download: bool) -> Path | None:
         return None
     if _offline():
         raise InputError("--download", f"HF_HUB_OFFLINE is set: cannot fetch {repo}/config.json")
+    _refuse_unreachable_hub(repo)
     try:
         path = Path(hf_hub_download(repo_id=repo, filename="config.json", cache_dir=cache))
     except Exception as exc:  # network, auth, missing repo: one line
