@@ -430,3 +430,12 @@ def test_a_qk_norm_layout_that_is_not_a_string_is_refused_naming_the_field(value
     cfg["qk_norm_type"] = value
     with pytest.raises(InputError, match=r"qk_norm_type: must be a string"):
         parse_model_config(cfg, "x")
+
+
+def test_a_next_n_layer_holds_embedding_and_head_copies_only_in_the_deepseek_layout() -> None:
+    # DeepSeek-V3's checkpoint stores embed_tokens and shared_head.head again in its layer 61: 2 x 129,280 x 7,168
+    # beyond the model and the next-n layer; MiMo-7B's mtp_layers.0 holds none (its hub page: 7.83B in all)
+    ds, mimo = (count_params(load_model(n)) for n in ("deepseek-v3", "mimo-7b"))
+    assert ds.checkpoint_total == ds.total + ds.mtp_params + 2 * 129_280 * 7_168
+    assert mimo.checkpoint_total == mimo.total + mimo.mtp_params
+    assert round(mimo.checkpoint_total / 1e9, 2) == 7.83

@@ -236,7 +236,9 @@ def _mtp(f: Fields, reader: BlockReader, stack: tuple[Layer, ...]) -> tuple[tupl
     module follow mtp_hybrid_override_pattern / mtp_layers_block_type when given, else one decoder layer
     with the model's full attention and its FFN type (MoE when the model has one)."""
     n = f.int("num_nextn_predict_layers", default=0, minimum=0, maximum=64)
-    copies = n > 0
+    # the DeepSeek layout stores embed_tokens and the head again in each next-n layer; a family whose checkpoint
+    # does not says so (_mtp_checkpoint_copies: false)
+    copies = n > 0 and f.cfg.get("_mtp_checkpoint_copies", True) is not False
     per_module = 1
     if not n:
         n = f.int("mtp_num_hidden_layers", default=0, minimum=0, maximum=64)
