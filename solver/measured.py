@@ -147,7 +147,10 @@ def parallel_sizes(row: Mapping[str, Any], is_moe: bool) -> tuple[int, int, int,
             raise InputError("moe_ep", f"{moe_ep} does not divide tp x attention_dp = {world}")
         moe_tp = world // moe_ep
     if moe_tp * moe_ep != world:
-        raise InputError("moe_tp", f"moe_tp x moe_ep = {moe_tp * moe_ep} differs from tp x attention_dp = {world}")
+        # a blank attention_dp was read as 1: said, since a lost DP cell is the likely cause
+        blank = " (attention_dp blank, read as 1)" if _blank(row.get("attention_dp")) else ""
+        raise InputError("moe_tp", f"moe_tp x moe_ep = {moe_tp * moe_ep} differs from tp x attention_dp = "
+                                   f"{world}{blank}")
     return tp, dp, moe_tp, moe_ep
 
 

@@ -91,6 +91,7 @@ def make_setup(model: str | ModelSpec, hw: Hardware, cfg: ProfiledConfig) -> Set
         fw = load_framework(cfg.framework)
     except InputError as exc:  # name the config key, not the estimate command's flag
         raise InputError(f"{cfg.source}: framework", exc.problem) from None
+    fw.check_vendor(hw.name, hw.vendor, f"{cfg.source}: framework")  # the key that named it, not a flag
     prec = resolve_precision(spec, hw, cfg.weight_dtype, cfg.moe_weight_dtype, cfg.kv_dtype,
                              fields={k: f"{cfg.source}: {k}" for k in USER_FLAGS})
     notes = list(input_notes(spec, hw, prec))

@@ -83,6 +83,8 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
     spec = load_from(load_model, model, "model", flags["model"], config)
     hw = load_from(load_hardware, hardware, "hardware", flags["hardware"], config)
     fw = load_from(load_framework, framework or dep.framework, "framework", flags["framework"], config)
+    # a pairing the engine does not run on, named where the framework came from (the flag or the file's key)
+    fw.check_vendor(hw.name, hw.vendor, flags["framework"] or f"{config}: framework")
     dep.check_derived(world, config, fw.replica_knobs)  # attn_dp_size may be the engine's DP
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload

@@ -137,6 +137,8 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
     twice = sorted({c for c in header if header.count(c) > 1})
     if twice:  # the reader would keep the last column of the name and drop the other unread
         raise InputError("--from-csv", f"{path_in}: column(s) {', '.join(map(repr, twice))} given twice; keep one")
+    if not rows:  # a header alone: an output of no predictions would read as a run that found nothing wrong
+        raise InputError("--from-csv", f"{path_in}: a header and no rows; nothing to evaluate")
     fieldnames = header + [c for c in PRED_COLUMNS if c not in header]
     out: list[dict[str, Any]] = []
     errors = 0

@@ -73,6 +73,8 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     dep.check_derived(world, config, fw.replica_knobs)
     spec = load_from(load_model, model, "model", flags["model"], config)
     hw = as_launched(load_from(load_hardware, hardware, "hardware", flags["hardware"], config), fw, world)
+    # a pairing the engine does not run on, named where the engine came from (the flag or the file's key)
+    fw.check_vendor(hw.name, hw.vendor, "--engine" if engine else f"{config}: framework")
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
     batch, max_len = w.sequences, w.longest

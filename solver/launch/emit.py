@@ -34,6 +34,9 @@ from solver.specs.parallel import ParallelConfig, absent_knobs
 from solver.space.domains import node_counts
 from solver.space.placement import as_launched, placement_note
 
+# the workload's figures a profile rule may read (model_env's batch and mtp), named in a refusal beside the knobs
+WORKLOAD_NAMES = ("batch", "mtp")
+
 # Placeholders a user replaces before running (README, "Launch commands"): shell variables, so the printed
 # command runs once they are exported, and fails loudly (empty argument) when they are not.
 MODEL_PATH = "${MODEL_PATH}"
@@ -232,7 +235,9 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     broken = fw.violated(env, severity="error")
     if broken:
         rule = broken[0]
-        knobs = ", ".join(f"{k} {env[k]}" for k in (*KNOB_NAMES, *DERIVED_NAMES, *SETTINGS)
+        # the workload's figures the rule reads (batch, MTP depth) first: a batch the engine refuses is the batch's
+        # to change, not the knobs' beside it
+        knobs = ", ".join(f"{k} {env[k]}" for k in (*WORKLOAD_NAMES, *KNOB_NAMES, *DERIVED_NAMES, *SETTINGS)
                           if k in rule.names and k not in env.free)
         raise InputError(f"--engine {fw.name}", f"cannot express {knobs or 'this config'}: [{rule.id}] {rule.message}")
     problems = fw.check(env, severity="error")

@@ -12,7 +12,7 @@ above anything real, so a cap is only ever hit by a typo.
 - MAX_TOP 10: candidates `solve` lists (the seed's format is the top 2-3; each extra one is a search).
 - MAX_SEED 2**31 - 1: CP-SAT's `random_seed` is an int32.
 - MAX_TIME_LIMIT_S 3,600 s per CP-SAT solve; MAX_WORKERS / MAX_JOBS 256 processes or search threads.
-- MAX_MTP 16: next-n depth; every shipped framework profile allows at most 3 (`max_mtp`).
+- MAX_MTP 16: next-n depth; a profile caps it lower only where its engine does (`max_mtp`: cann-recipes 3).
 - MAX_SLA_MS 1e7 ms (2.8 hours) for a TTFT/TPOT bound; MAX_RATE 1e15 tokens (or requests) per second.
 - MAX_NAME 255 characters: a catalog name or a path component (the POSIX NAME_MAX).
 """
