@@ -245,3 +245,16 @@ def test_the_vocabulary_split_advice_is_a_note_where_the_engine_ties_it_to_tp(tm
     assert any("vllm ties them to the TP size here (C.embed_tp_is_tp, C.lmhead_tp_is_tp)" in n for n in vllm["notes"])
     generic = _run("check", str(dep), "--format", "json")
     assert any("set their TP independently" in e for e in generic["common_errors"])
+
+
+def test_the_vocabulary_split_advice_names_only_the_splits_the_engine_allows(tmp_path):
+    """TensorRT-LLM keeps the embedding with attention (C.embed_tp_is_attn_tp) but lets the LM head span every
+    rank under attention DP: the advice names lm_head alone, at the widest TP the stage holds (8), not the
+    seed's '16' of a larger reference."""
+    dep = tmp_path / "dp8.yaml"
+    dep.write_text("model: llama-3.3-70b\nhardware: h100_sxm\nworld_size: 8\nparallel_config: {attn_tp_size: 1}\n"
+                   "workload: {isl: 1024, osl: 1024, concurrency: 64}\nquant: {weights: fp8}\n")
+    out = _run("check", str(dep), "--framework", "trtllm", "--format", "json")
+    advice = [e for e in out["common_errors"] if "embed/lm_head" in e]
+    assert len(advice) == 1 and advice[0].endswith("set their TP independently (trtllm allows lmhead_tp_size up to 8 "
+                                                   "here)")

@@ -84,24 +84,35 @@ class Review:
         return not any(self.violations.values())
 
 
-def vocabulary_split_refused(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
-                             batch: int, mtp: int = 0) -> list[str]:
-    """The engine rules that refuse every embed/lm_head TP above 1 at this config's other knobs (vLLM's
-    C.embed_tp_is_tp with attention DP); [] where some split is allowed, so the seed's advice to set them
-    independently can be taken."""
+def vocabulary_splits(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig, batch: int,
+                      mtp: int = 0) -> tuple[dict[str, int], list[str]]:
+    """(knob -> the widest TP above 1 the engine's rules allow the vocabulary tables at this config's other knobs,
+    the rules that refuse every split where none is allowed: vLLM's C.embed_tp_is_tp under attention DP). A knob
+    is tried alone, then the two together (a rule tying them to each other); `{}` with the rules where neither
+    moves, so the seed's advice to set them independently is given only as the engine can take it."""
     def broken(cfg: ParallelConfig) -> set[str]:
         env = model_env(cfg.settings(), model, **device_facts(hw), world=cfg.world_size, batch=batch, mtp=mtp)
         return {rule.id for rule in fw.violated(env, severity="error")}
 
     before = broken(pc)
     added: set[str] = set()
-    for t in (d for d in range(2, pc.stage_world + 1) if pc.stage_world % d == 0):
-        for knobs in ({"embed_tp_size": t}, {"lmhead_tp_size": t}, {"embed_tp_size": t, "lmhead_tp_size": t}):
-            new = broken(ParallelConfig(**{**pc.model_dump(), **knobs})) - before
+    widths = [d for d in range(pc.stage_world, 1, -1) if pc.stage_world % d == 0]
+
+    def widest(knobs: tuple[str, ...]) -> int | None:
+        for t in widths:
+            new = broken(ParallelConfig(**{**pc.model_dump(), **{k: t for k in knobs}})) - before
             if not new:
-                return []
-            added |= new
-    return sorted(added)
+                return t
+            added.update(new)
+        return None
+
+    alone = {k: t for k in ("embed_tp_size", "lmhead_tp_size") for t in [widest((k,))] if t is not None}
+    if alone:
+        return alone, []
+    both = widest(("embed_tp_size", "lmhead_tp_size"))
+    if both is not None:
+        return {"embed_tp_size": both, "lmhead_tp_size": both}, []
+    return {}, sorted(added)
 
 
 def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig, prec: Precision,
@@ -175,12 +186,13 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         tables = sum(mem.weights_bytes.get(k, 0.0) for k in ("embedding", "lm_head"))
         said = (f"embed/lm_head TP both left at 1 with V = {model.vocab_size:,} > 100K while memory binds "
                 f"({mem.binds_why()}): the vocabulary tables take {tables / 1e9:.2f} GB on every rank")
-        tied = vocabulary_split_refused(fw, model, hw, pc, wl.sequences, mtp)
+        allowed, tied = vocabulary_splits(fw, model, hw, pc, wl.sequences, mtp)
         if tied:  # the engine cannot set them apart here: not the user's error, and not advice they can take
             r.notes.append(f"{said}; {fw.name} ties them to the TP size here ({', '.join(tied)}): only a larger "
                            "attention TP splits them")
         else:
-            r.common_errors.append(f"{said}; set their TP independently (references use 16)")
+            which = ", ".join(f"{k} up to {t}" for k, t in allowed.items())
+            r.common_errors.append(f"{said}; set their TP independently ({fw.name} allows {which} here)")
     process = [e for e in PROCESS_ERRORS if not e.rule(model).holds(env)]
     if SMALL_MOE_TP_ONLY in process and r.estimate is not None:
         alt = ParallelConfig(**{**pc.model_dump(), "moe_tp_size": 1})
