@@ -254,7 +254,8 @@ def test_the_vocabulary_split_advice_names_only_the_splits_the_engine_allows(tmp
     dep = tmp_path / "dp8.yaml"
     dep.write_text("model: llama-3.3-70b\nhardware: h100_sxm\nworld_size: 8\nparallel_config: {attn_tp_size: 1}\n"
                    "workload: {isl: 1024, osl: 1024, concurrency: 64}\nquant: {weights: fp8}\n")
-    out = _run("check", str(dep), "--framework", "trtllm", "--format", "json")
-    advice = [e for e in out["common_errors"] if "embed/lm_head" in e]
+    r = CliRunner().invoke(main, ["check", str(dep), "--framework", "trtllm", "--format", "json"])
+    assert r.exit_code == 1  # a dense model runs TP over every rank under trtllm (C.attention_dp_moe_only)
+    advice = [e for e in json.loads(r.stdout)["common_errors"] if "embed/lm_head" in e]
     assert len(advice) == 1 and advice[0].endswith("set their TP independently (trtllm allows lmhead_tp_size up to 8 "
                                                    "here)")
