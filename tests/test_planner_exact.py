@@ -308,12 +308,12 @@ def test_groups_cover_every_knob_once() -> None:
 def test_the_static_rule_tables_from_the_cache_are_the_ones_computed() -> None:
     """static_rule_tables is computed once per deployment: what it hands out again must equal a fresh
     enumeration, for that deployment and not another (here: another MTP depth, which rules read)."""
-    m, h, f, prec, fac, sc, t = _instance("deepseek-v3.2", "atlas_a3", "cann-recipes", 16, "decode", 4096, mtp=1)
+    m, h, f, prec, fac, sc, t = _instance("longcat-flash", "atlas_a3", "cann-recipes", 16, "decode", 4096, mtp=1)
     rule_tables.clear_rule_cache()
     first = rule_tables.static_rule_tables(t, m, h, f, sc)
     again = rule_tables.static_rule_tables(t, m, h, f, sc)
     assert first == again == rule_tables._rule_tables(t, m, h, f, sc, None, batch_rules=False)
-    other = sc.model_copy(update={"mtp": 4})  # past cann-recipes' C.mtp_depth: a rule the other lacks
+    other = sc.model_copy(update={"mtp": 3})  # past cann-recipes' C.mtp_depth_longcat: a rule the other lacks
     fresh = rule_tables._rule_tables(t, m, h, f, other, None, batch_rules=False)
     assert fresh != first and rule_tables.static_rule_tables(t, m, h, f, other) == fresh
 

@@ -147,7 +147,6 @@ COUNTEREXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "C.kvp_no_cp": ("lc-ep32-kvp8", {"cp_size": 2}),
     "C.kvp_no_mtp": ("lc-ep32-kvp8", {"mtp": 1}),
     "C.kvp_batch_divisible": ("lc-ep32-kvp8", {"batch": 6}),
-    "C.mtp_depth": ("r1-d128-longseq", {"mtp": 4}),
     "C.mtp_depth_longcat": ("lc-ep128", {"mtp": 3}),
     "C.afd_tp_divides_half_world": ("lc-afd", {"lmhead_tp_size": 128}),
     # MoE TP16 over 16 ranks (EP1) has no EP rank to put a copy on
