@@ -13,6 +13,7 @@ from solver.rank.select import Candidate, rank_candidates
 from solver.space.placement import as_launched
 from solver.specs.framework import FrameworkProfile, load_framework
 from solver.specs.hardware_catalog import load_hardware
+from solver.specs.limits import PLAN_METHODS
 from solver.specs.model_catalog import load_model, resolve_model_file
 from solver.specs.precision import resolve_precision
 from solver.specs.reference import list_references
@@ -59,7 +60,6 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     return result, cands
 
 
-PLAN_METHODS = ("cpsat", "exhaustive")  # the planner's searches (plan.solve); anything else is not a method
 
 
 def refuse_unknown_method(method: str) -> None:

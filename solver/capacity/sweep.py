@@ -27,6 +27,7 @@ from solver.capacity.inputs import make_scenario, parse_cards, parse_scenarios, 
 from solver.capacity.table import DIGITS, to_frame
 from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.points import SolverParams
+from solver.specs.limits import PLAN_METHODS
 from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.scenario import Scenario
 
@@ -108,8 +109,8 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
         raise InputError("--max-concurrency", f"must be >= 1, got {max_concurrency}")
     if concurrency is not None and concurrency < 1:
         raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
-    if method not in ("cpsat", "exhaustive"):
-        raise InputError("--method", f"unknown method {method!r}; known: cpsat, exhaustive")
+    if method not in PLAN_METHODS:
+        raise InputError("--method", f"unknown method {method!r}; known: {', '.join(PLAN_METHODS)}")
     lengths = parse_seq_lens(seq_lens, osl) or [(isl, osl)]
     spec = load_model(model)
     hws = [load_hardware(h) for h in hw_list]

@@ -13,7 +13,7 @@ from solver.cli.options import (CONCURRENCY, COPIES, check_mtp, JOBS, MS, MTP, N
                                 DEFAULT_FORMAT, given)
 from solver.errors import InfeasibleError, InputError
 from solver.specs.knobs import nondefault_label
-from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
+from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
 from solver.report.render import FORMATS, console, dump, table
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
               "replaces --isl/--osl")
 @_common
 @click.option("--concurrency", type=CONCURRENCY, default=None, help="fixed concurrent requests (default: planner decides)")
-@click.option("--method", type=click.Choice(["cpsat", "exhaustive"]), default="cpsat", show_default=True,
+@click.option("--method", type=click.Choice(PLAN_METHODS), default="cpsat", show_default=True,
               help="cpsat: the CP-SAT planner; exhaustive: enumerate every configuration (a cross-check, slower: "
               "within --time-limit as a whole)")
 @click.option("--top", type=TOP, default=3, show_default=True, help="candidates marked per combination")

@@ -9,7 +9,7 @@ from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED
 from solver.errors import InputError
 from solver.report.render import console, dump, table
 from solver.specs.knobs import nondefault_label
-from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
+from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
 
 
 @click.command("solve")
@@ -30,7 +30,7 @@ from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
 @click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth")
 @click.option("--framework", type=NAME, default="generic", show_default=True, help="framework profile name or YAML path")
 @dtype_options
-@click.option("--method", type=click.Choice(["cpsat", "exhaustive"]), default="cpsat", show_default=True,
+@click.option("--method", type=click.Choice(PLAN_METHODS), default="cpsat", show_default=True,
               help="cpsat: the CP-SAT planner; exhaustive: enumerate every configuration (a cross-check, slower: "
               "within --time-limit as a whole)")
 @click.option("--workers", type=WORKERS, default=1, show_default=True, help="CP-SAT search workers")

@@ -15,6 +15,8 @@ above anything real, so a cap is only ever hit by a typo.
 - MAX_MTP 16: next-n depth; a profile caps it lower only where its engine does (`max_mtp`: cann-recipes 3).
 - MAX_SLA_MS 1e7 ms (2.8 hours) for a TTFT/TPOT bound; MAX_RATE 1e15 tokens (or requests) per second.
 - MAX_NAME 255 characters: a catalog name or a path component (the POSIX NAME_MAX).
+- PLAN_METHODS: the planner's searches a `--method` may name (plan.solve: the CP-SAT search, or the exhaustive
+  enumeration that cross-checks it).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ MAX_SEED = 2**31 - 1
 MAX_TIME_LIMIT_S = 3600.0
 MAX_WORKERS = 256
 MAX_JOBS = 256
+PLAN_METHODS = ("cpsat", "exhaustive")
 MAX_MTP = 16
 MAX_SLA_MS = 1e7
 MAX_RATE = 1e15
