@@ -181,6 +181,31 @@ def test_a_lower_weight_precision_never_gives_more_weight_bytes(case, data) -> N
         assert w <= a[module] * (1 + REL), (module, hi, lo)
 
 
+@settings(max_examples=examples(25), **SETTINGS)
+@given(cases(frameworks=True), st.sampled_from((1, 16, 64)), st.sampled_from((128, 4096, 32768)))
+def test_memory_per_rank_never_falls_as_the_batch_or_the_context_grows(case, batch, seq) -> None:
+    """More sequences, or longer ones, never need less memory per rank: weights are fixed, and the caches, the
+    state, the activations and the EP staging grow or stay."""
+    mem = [_or_reject(case.run, Workload("decode", batch=b, seq_len=n)).memory
+           for b, n in ((batch, seq), (2 * batch, seq), (batch, 2 * seq))]
+    assert mem[1].model_bytes >= mem[0].model_bytes * (1 - REL)
+    assert mem[2].model_bytes >= mem[0].model_bytes * (1 - REL)
+
+
+@settings(max_examples=examples(25), **SETTINGS)
+@given(cases(), st.sampled_from((16, 64)), st.sampled_from((4096, 32768)))
+def test_a_narrower_kv_dtype_never_adds_cache_bytes(case, batch, seq) -> None:
+    """An 8-bit KV cache never holds more bytes per rank than a 16-bit one (fp8 where the device computes it,
+    else int8)."""
+    narrow = "fp8" if case.hw.supports("fp8") else "int8"
+    wl = Workload("decode", batch=batch, seq_len=seq)
+    wide = _or_reject(resolve_precision, case.model, case.hw, None, None, "bf16")
+    thin = _or_reject(resolve_precision, case.model, case.hw, None, None, narrow)
+    a, b = _or_reject(case.run, wl, prec=wide).memory, _or_reject(case.run, wl, prec=thin).memory
+    assert b.cache_total <= a.cache_total * (1 + REL)
+    assert b.kv_cache_bytes <= a.kv_cache_bytes * (1 + REL)
+
+
 # ------------------------------------------------------------------------------------------------ latency
 
 
