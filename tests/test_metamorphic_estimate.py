@@ -210,7 +210,8 @@ def test_a_narrower_kv_dtype_never_adds_cache_bytes(case, batch, seq) -> None:
 
 
 @settings(max_examples=examples(25), **SETTINGS)
-@given(cases(frameworks=True), st.sampled_from((1, 4, 16, 64)), st.sampled_from((128, 1024, 4096)), st.sampled_from((64, 512)))
+@given(cases(frameworks=True), st.sampled_from((1, 4, 16, 64)), st.sampled_from((128, 1024, 4096)),
+       st.sampled_from((64, 512)))
 def test_tpot_never_falls_as_the_batch_grows(case, c, isl, osl) -> None:
     """At a fixed config, doubling the decode batch or the serving concurrency never lowers TPOT: each step
     reads the same weights and more KV, and computes more tokens. Narrowed to groups inside one node (<= 8
@@ -225,7 +226,8 @@ def test_tpot_never_falls_as_the_batch_grows(case, c, isl, osl) -> None:
 
 
 @settings(max_examples=examples(25), **SETTINGS)
-@given(cases(frameworks=True), st.sampled_from((1, 4, 16, 64)), st.sampled_from((128, 1024, 4096)), st.sampled_from((64, 512)))
+@given(cases(frameworks=True), st.sampled_from((1, 4, 16, 64)), st.sampled_from((128, 1024, 4096)),
+       st.sampled_from((64, 512)))
 def test_ttft_never_falls_as_the_prompt_grows(case, c, isl, osl) -> None:
     """At a fixed config, doubling the ISL never lowers TTFT: a prefill of a longer prompt, or of as many
     longer prompts in a serving loop."""
