@@ -15,8 +15,16 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 
-# ops whose compute a KV gather on the second stream can hide behind (the attention core of the same layer)
+# ops a KV gather on the second stream can hide behind (the attention core of the same layer)
 HIDING_OPS = ("attention_core", "indexer_score")
+
+
+def hiding_s(name: str, compute_s: float, memory_s: float) -> float:
+    """Seconds a KV gather on the second stream runs beside op `name`: a hiding op's whole kernel, its compute
+    or its memory traffic, whichever it waits for (a decode's attention core reads the KV far longer than it
+    computes); 0 for any other op. Its FLOP time alone would let faster FLOPs lengthen a memory-bound step: the
+    op stays as long, the cover shrinks."""
+    return max(compute_s, memory_s) if name in HIDING_OPS else 0.0
 
 
 def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work) -> list[CommCost]:
@@ -184,7 +192,7 @@ def canonical_block(block):
 
 def _records(block, kit: Kit) -> tuple[list[OpCost], list[CommCost]]:
     ops = block.ops(kit)
-    hide = sum(o.compute_s for o in ops if o.name in HIDING_OPS)
+    hide = sum(hiding_s(o.name, o.compute_s, o.memory_s) for o in ops)
     return ops, block.comms(kit, hide)
 
 

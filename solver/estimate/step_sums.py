@@ -11,10 +11,10 @@ from typing import Callable
 from solver.estimate.compute import CommCost, Factors, Kit, OpCost, SumsKit, Work, kit_head_ops, op_time_s
 from solver.estimate.step_parts import (
     BLOCK_CACHE_MAX,
-    HIDING_OPS,
     canonical_block,
     engine_decode_layout,
     draft_records,
+    hiding_s,
     kit_head_comms,
     selected_blocks,
 )
@@ -70,7 +70,7 @@ def _sums_of(store: dict, block, kit: SumsKit) -> ModuleSums:
 def _light_sums(block, kit: SumsKit) -> ModuleSums:
     """module_sums(*_records(block, kit)) from the SumsKit's records."""
     ops = block.ops(kit)
-    return _light_module_sums(ops, block.comms(kit, sum(o[2] for o in ops if o[0] in HIDING_OPS)))
+    return _light_module_sums(ops, block.comms(kit, sum(hiding_s(o[0], o[2], o[3]) for o in ops)))
 
 
 def _light_module_sums(ops: list[tuple], comms: list[tuple]) -> ModuleSums:
