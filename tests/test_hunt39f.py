@@ -90,3 +90,15 @@ def test_a_16_bit_checkpoint_asked_for_in_fp8_is_quantized_at_load(tmp_path: Pat
     """The flag stays where it does its job: Llama-3.1-8B (bf16) with fp8 weights under vLLM."""
     argv = _launch(tmp_path, "llama-3.1-8b", "vllm", {"weights": "fp8"})["nodes"][0]["argv"]
     assert argv[argv.index("--quantization") + 1] == "fp8"
+
+
+def test_memory_and_estimate_name_the_formats_of_the_groups_the_model_holds_only() -> None:
+    """The W4A16 Llama on one H100: `estimate`'s precision line said "experts int4" for a dense model, where the
+    weight-only notes beside it named attention and dense only."""
+    model = str(QUANT / "RedHatAI--Meta-Llama-3.1-8B-Instruct-quantized.w4a16.json")
+    r = CliRunner().invoke(main, ["memory", model, "--hardware", "h100_sxm", "--cards", "1", "--batch", "8",
+                                  "--seq-len", "1024", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["precision"] == {"attention": "int4", "dense": "int4", "embedding": "bf16",
+                                                 "lm_head": "bf16", "norm": "bf16", "activation": "bf16",
+                                                 "kv_bytes": 2}

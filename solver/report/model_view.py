@@ -190,8 +190,9 @@ def memory_data(m: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision,
     return {
         "model": m.name, "hardware": hw.name, "cards": pc.world_size,
         "parallel_config": pc.own_with_derived(m), "batch": batch, "seq_len": seq_len,
-        "precision": {g: f.name for g, f in prec.weights.items()} | {"activation": prec.activation,
-                                                                  "kv_bytes": prec.kv_bytes},
+        # the groups the model holds weights in (a dense model's experts format sizes nothing)
+        "precision": {g: prec.weights[g].name for g in held_groups(m)} | {"activation": prec.activation,
+                                                                       "kv_bytes": prec.kv_bytes},
         "params_per_card_gb": rep.weights_total / GB,
         "kv_cache_per_card_gb": rep.cache_total / GB,
         # model_gb is what limit_gb bounds; total_gb adds the runtime reserve and is bounded by capacity_gb
