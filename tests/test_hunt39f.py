@@ -102,3 +102,17 @@ def test_memory_and_estimate_name_the_formats_of_the_groups_the_model_holds_only
     assert json.loads(r.stdout)["precision"] == {"attention": "int4", "dense": "int4", "embedding": "bf16",
                                                  "lm_head": "bf16", "norm": "bf16", "activation": "bf16",
                                                  "kv_bytes": 2}
+
+
+def test_check_says_what_runs_weight_only_as_memory_does(tmp_path: Path) -> None:
+    """The AWQ Qwen3-8B on one A100 (no int4 rate): memory and estimate note that attention and dense run
+    weight-only; check said nothing of it."""
+    path = tmp_path / "dep.yaml"
+    path.write_text(yaml.safe_dump({"model": str(QUANT / "Qwen--Qwen3-8B-AWQ.json"), "hardware": "a100_sxm",
+                                    "world_size": 1, "framework": "vllm", "parallel_config": SINGLE,
+                                    "workload": {"isl": 1024, "osl": 128, "concurrency": 8}}))
+    r = CliRunner().invoke(main, ["check", str(path), "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    notes = json.loads(r.stdout)["notes"]
+    assert "attention weights stay int4_g128z (weight-only on a100_sxm: no native int4)" in notes
+    assert "dense weights stay int4_g128z (weight-only on a100_sxm: no native int4)" in notes
