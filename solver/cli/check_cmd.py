@@ -106,7 +106,8 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache,
                              fields=dep.fields)
     r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
-    r.notes += context_notes(spec, wl.context_len)
+    # what runs in which precision (weight-only W4A16 / W8A16, a format served as bf16), as estimate and memory say
+    r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len))
     kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too
     if kv_refusal:
         r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")

@@ -119,15 +119,19 @@ def _argv_token(v: Any) -> str:
 
 
 def checkpoint_own(model: ModelSpec, inputs: LaunchInputs) -> set[str]:
-    """The unquantized weight formats the user named that are the checkpoint's own 16-bit dtype (every layer
-    they cover is stored in it): the engine's default dtype serves them as stored, so there is no model dtype to
-    set (a 32-bit checkpoint is served at 16 bits: that note stays, _unspelled_weights; a quantized format keeps
-    its note naming the checkpoint to serve)."""
+    """The weight formats the user named that the checkpoint already stores (every layer they cover is in it): the
+    engine serves them as stored, so there is nothing to tell it. An unquantized one is the checkpoint's own 16-bit
+    dtype (a 32-bit checkpoint is served at 16 bits: that note stays, _unspelled_weights); a quantized one matches
+    the checkpoint's quantization_config in element type and width (fp8 names an fp8_ch checkpoint too), which the
+    engine reads from the config: vLLM's `--quantization fp8` on it would only restate or contradict it."""
     def served_as_stored(name: str | None, formats: set[str]) -> bool:
-        if name is None or formats != {name}:
+        if name is None:
             return False
         fmt = number_format(name, "weights")
-        return not fmt.quantized and fmt.bits <= 16
+        if not fmt.quantized:
+            return formats == {name} and fmt.bits <= 16
+        stored = [number_format(f, "weights") for f in formats]
+        return all(s.quantized and (s.compute, s.bits) == (fmt.compute, fmt.bits) for s in stored)
 
     q = model.quant
     covered = {q.attention, q.dense} | ({q.experts} if model.is_moe and inputs.moe_weight_dtype is None else set())
@@ -137,15 +141,26 @@ def checkpoint_own(model: ModelSpec, inputs: LaunchInputs) -> set[str]:
     return out
 
 
+def _prequantized(method: str, name: str, value: str) -> str:
+    """The note for a weight format other than a quantized checkpoint's own: an engine's quantization flag
+    quantizes a 16-bit checkpoint at load (vLLM / SGLang `--quantization fp8`) and refuses one whose
+    quantization_config names another method, so the flag is left out and the format is the checkpoint's to
+    change."""
+    return (f"{name} {value}: the checkpoint is already quantized ({method}), which the engine reads from its "
+            f"config and no flag converts; serve a checkpoint stored in {value} (the model path)")
+
+
 def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any], skip: set[str],
-             inputs: LaunchInputs, own: set[str] = frozenset()) -> tuple[list[str], set[int]]:
+             inputs: LaunchInputs, own: set[str] = frozenset(),
+             method: str = "none") -> tuple[list[str], set[int]]:
     """The formats the user chose that the command cannot spell: (notes, ids of the args to leave out).
 
     A KV-cache format without a spelling is refused (FrameworkProfile.kv_dtype_refusal, InputError), unless the
     profile says where it is set instead (`launch.kv_dtype_elsewhere`: a note). A weight format is the
     checkpoint's: an engine with no flag for it, or whose flag takes other values (a map without it), serves the
     format it is given, and a note says so, unless it is the checkpoint's own 16-bit dtype (`own`,
-    checkpoint_own: nothing to tell the engine)."""
+    checkpoint_own: nothing to tell the engine). On a checkpoint already quantized (`method`, its
+    quantization_config's) any other weight format is left out of the command (_prequantized)."""
     refusal = fw.kv_dtype_refusal(inputs.kv_dtype)
     if refusal:
         raise InputError(f"--engine {fw.name}", refusal)
@@ -155,9 +170,19 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
     spelled: set[str] = set()
     notes: list[str] = []
     unspelled: set[int] = set()
+
+    def weight_note(name: str, value: str, why: str) -> str:
+        # a 16-bit model dtype does not dequantize a quantized checkpoint: its format is the checkpoint's to change
+        if method != "none" and not number_format(value, name).quantized:
+            return _prequantized(method, name, value)
+        return _unspelled_weights(fw, name, value, why)
     for arg in args:
         uses = set(_TEMPLATE.findall(arg.text or "")) & set(given)
         if not uses or arg.knob in skip or not arg.when_expr.evaluate({**names, "node_rank": 0}):
+            continue
+        if uses <= own:  # the checkpoint's own format: nothing to tell the engine
+            unspelled.add(id(arg))
+            spelled |= uses
             continue
         try:
             _text(arg, names, fw.name)
@@ -166,10 +191,14 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
             for name in sorted(uses - own):
                 takes = f"{fw.name}'s {arg.flag or arg.key} takes {', '.join(sorted(arg.map or ()))}, not {given[name]}"
                 notes.append(f"kv_dtype {given[name]}: {takes}; {elsewhere}" if name == "kv_dtype"
-                             else _unspelled_weights(fw, name, given[name], takes))
+                             else weight_note(name, given[name], takes))
                 spelled.add(name)
             spelled |= uses & own
             continue
+        converts = sorted(n for n in uses - own - {"kv_dtype"} if given[n] is not None) if method != "none" else []
+        if converts:  # a load-time quantization flag on a checkpoint that is quantized already
+            unspelled.add(id(arg))
+            notes += [_prequantized(method, n, given[n]) for n in converts if n not in spelled]
         spelled |= uses
     for name, value in given.items():
         if value is None or name in spelled or name in own:
@@ -181,7 +210,7 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
         flags = sorted({a.flag or a.key or "" for a in args if name in _TEMPLATE.findall(a.text or "")} - {""})
         why = (f"{fw.name} takes no flag for it" if not flags else
                f"{', '.join(flags)} names one format for every layer, and the routed experts' differs")
-        notes.append(_unspelled_weights(fw, name, value, why))
+        notes.append(weight_note(name, value, why))
     return notes, unspelled
 
 
@@ -264,7 +293,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "remote_code": model.remote_code,
     }
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
-    notes, unspelled = _formats(fw, args, base, skip, inputs, checkpoint_own(model, inputs))
+    notes, unspelled = _formats(fw, args, base, skip, inputs, checkpoint_own(model, inputs),
+                              model.quant.method)
     notes += [n for n in (placement_note(hw, fw, world), unstated_platform_note(hw, fw)) if n]
     trust = _trust_note(fw, model, args)
     if trust:

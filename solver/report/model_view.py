@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 from solver.estimate.params import count_params
 from solver.specs.model import ModelSpec
+from solver.specs.precision import held_groups
 
 if TYPE_CHECKING:  # types of `memory` only: `inspect` loads neither the memory estimator nor the hardware specs
     from solver.estimate.memory import MemoryReport
@@ -53,8 +54,8 @@ def _basic(m: ModelSpec) -> dict[str, Any]:
         d["local-window layers"] = f"{m.num_local_attention_layers} of {m.num_layers} (window {m.local_attention_window})"
     if m.num_mtp_layers:
         d["MTP (next-n) layers"] = m.num_mtp_layers
-    d["checkpoint formats"] = (f"attention {m.quant.attention}, dense {m.quant.dense}, experts {m.quant.experts}, "
-                               f"embedding {m.quant.embedding}, lm_head {m.quant.lm_head}")
+    # the groups the model holds weights in (a dense model has no experts to name a format for)
+    d["checkpoint formats"] = ", ".join(f"{g} {getattr(m.quant, g)}" for g in held_groups(m) if g != "norm")
     if m.quant.activation is not None:
         d["checkpoint activations"] = ("16-bit (weight-only)" if m.quant.activation == "bf16"
                                        else f"{m.quant.activation} (quantized in the GEMMs)")
@@ -189,8 +190,9 @@ def memory_data(m: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision,
     return {
         "model": m.name, "hardware": hw.name, "cards": pc.world_size,
         "parallel_config": pc.own_with_derived(m), "batch": batch, "seq_len": seq_len,
-        "precision": {g: f.name for g, f in prec.weights.items()} | {"activation": prec.activation,
-                                                                  "kv_bytes": prec.kv_bytes},
+        # the groups the model holds weights in (a dense model's experts format sizes nothing)
+        "precision": {g: prec.weights[g].name for g in held_groups(m)} | {"activation": prec.activation,
+                                                                       "kv_bytes": prec.kv_bytes},
         "params_per_card_gb": rep.weights_total / GB,
         "kv_cache_per_card_gb": rep.cache_total / GB,
         # model_gb is what limit_gb bounds; total_gb adds the runtime reserve and is bounded by capacity_gb

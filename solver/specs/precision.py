@@ -12,6 +12,17 @@ from solver.specs.model import ModelSpec
 GROUPS = ("attention", "dense", "experts", "embedding", "lm_head", "norm")
 
 
+def held_groups(model: ModelSpec) -> tuple[str, ...]:
+    """The GROUPS that hold weights of `model`: routed experts only in a MoE model, the dense group (dense FFN,
+    shared experts) only where the model has one (its dense_tp_size knob). A group it lacks still gets a format
+    (quant.py's stand-in), which sizes nothing and is not worth a note or a line of `inspect`."""
+    from solver.specs.parallel import absent_knobs  # parallel reads ModelSpec, which precision's callers build
+
+    absent = set(absent_knobs(model))
+    return tuple(g for g in GROUPS if not (g == "experts" and not model.is_moe)
+                 and not (g == "dense" and "dense_tp_size" in absent))
+
+
 @dataclass(frozen=True)
 class Precision:
     """Storage format per module group, activation dtype of GEMMs, and KV-cache element bytes."""
@@ -153,6 +164,7 @@ def resolve_precision(
     user_w = check_user(weight_dtype, where["weight_dtype"])
     user_moe = check_user(moe_weight_dtype, where["moe_weight_dtype"])
     keep32 = user_w is not None and user_w.name == "fp32"  # the engine's dtype: every fp32 group stays at 32
+    held = held_groups(model)
     halved: set[str] = set()  # groups stored in fp32 and served at 16 bits
 
     def from_ckpt(name: str, group: str) -> NumberFormat:
@@ -170,10 +182,12 @@ def resolve_precision(
             return fmt
         if fmt.compute in hw.weight_only_formats:
             # stored as published and dequantised in the GEMM (e.g. MXFP4 experts on Hopper)
-            notes.append(f"{group} weights stay {fmt.name} (weight-only on {hw.name}: no native {fmt.compute})")
+            if group in held:
+                notes.append(f"{group} weights stay {fmt.name} (weight-only on {hw.name}: no native {fmt.compute})")
             return fmt
-        notes.append(f"{group} weights are {fmt.name} in the checkpoint but {hw.name} has no {fmt.compute}; "
-                     "served as bf16 (pass --weight-dtype/--moe-weight-dtype to choose)")
+        if group in held:
+            notes.append(f"{group} weights are {fmt.name} in the checkpoint but {hw.name} has no {fmt.compute}; "
+                         "served as bf16 (pass --weight-dtype/--moe-weight-dtype to choose)")
         return number_format("bf16")
 
     weights = {
