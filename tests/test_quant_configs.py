@@ -312,3 +312,14 @@ def test_an_fp8_checkpoint_on_ampere_runs_w8a16_weight_only() -> None:
     prec = resolve_precision(_model("RedHatAI--Llama-3.3-70B-Instruct-FP8-dynamic"), load_hardware("a100_sxm"))
     # fp8_ch: 8 bits a weight plus one 2-byte scale per 4096-wide output channel
     assert prec.fmt("dense").bits == 8 and prec.gemm_dtype("dense") == prec.activation == "bf16"
+
+
+def test_an_mxfp4_checkpoint_on_cdna3_keeps_its_experts_4bit_weight_only() -> None:
+    """MI300X has no FP4 rate; vLLM serves gpt-oss's MXFP4 experts there 4-bit, dequantized in the MoE kernel
+    (mi300x.yaml's weight_only_formats source): stored at 4 bits (gpt-oss-120b fits one 192 GB card), not refused
+    or sized as bf16; their GEMMs run at the activations' 8-bit rate, as FP4 on Hopper does (gemm_dtype)."""
+    from solver.specs.model_catalog import load_model
+
+    prec = resolve_precision(load_model("gpt-oss-120b"), load_hardware("mi300x"))
+    assert prec.fmt("experts").name == "mxfp4" and prec.fmt("experts").bits == 4
+    assert prec.gemm_dtype("experts") == "fp8"
