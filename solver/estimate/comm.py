@@ -21,7 +21,8 @@ which is what makes TP 8 vs attention DP a close call at concurrency 1-8. The th
 (FrameworkServing) and depend on the group size: vLLM's kernel (SGLang ships a copy) runs one-shot at any size
 on 2 ranks, below 512 KB on up to 4 and below 256 KB on up to 8 (allreduce_oneshot_max_bytes_by_ranks), so a
 TP 2 decode of 32-128 sequences pays one latency per all-reduce, not two. L is fitted once over the calibration
-rows (benchmarks/fit_efficiency.py).
+rows (benchmarks/fit_efficiency.py). The kernel runs only for the group sizes the engine lists, on the vendors it
+builds it for, and across nodes only where it spans them (serving.allreduce_custom_*); elsewhere the ring.
 
 EP dispatch and combine at decode run GPU-initiated kernels (DeepEP low-latency class) that send to every peer
 and then wait on every peer's arrival flag: one call costs the kernel's latency, not a link hop's (DeepEP's
@@ -68,6 +69,10 @@ class CustomAllReduce:
     latency_s: float | None = None
     # (ranks R, bytes), R ascending: a group of at most R ranks runs one-shot up to these bytes instead
     oneshot_by_ranks: tuple[tuple[int, float], ...] = ()
+    # the group sizes the kernel runs on (the engine's supported world sizes); () = any
+    ranks: tuple[int, ...] = ()
+    # whether it runs across the nodes of one peer-access domain, or inside one node only
+    spans_nodes: bool = True
 
     @classmethod
     def of(cls, f: object) -> "CustomAllReduce | None":
@@ -77,7 +82,15 @@ class CustomAllReduce:
             return None
         return cls(float(getattr(f, "allreduce_oneshot_max_bytes", 0.0) or 0.0), top,
                    getattr(f, "allreduce_latency_s", None),
-                   tuple(sorted(getattr(f, "allreduce_oneshot_max_bytes_by_ranks", ()) or ())))
+                   tuple(sorted(getattr(f, "allreduce_oneshot_max_bytes_by_ranks", ()) or ())),
+                   tuple(sorted(getattr(f, "allreduce_custom_ranks", ()) or ())),
+                   bool(getattr(f, "allreduce_custom_spans_nodes", True)))
+
+    def runs(self, hw: Hardware, n: int, stride: int) -> bool:
+        """Whether the kernel takes a group of n ranks `stride` apart: a size it lists, and inside one node
+        where it does not span nodes (the ranks' reach n x stride within the node's ranks, as group_levels
+        places them)."""
+        return (not self.ranks or n in self.ranks) and (self.spans_nodes or n * stride <= hw.ranks_per_node)
 
     def oneshot_max(self, n: int) -> float:
         """The one-shot limit for a group of n ranks: the smallest listed R >= n, else oneshot_max_bytes."""
@@ -95,10 +108,11 @@ def all_reduce_s(hw: Hardware, n: int, nbytes: float, stride: int = 1, comm_eff:
                  custom: "CustomAllReduce | None" = None) -> float:
     """All-reduce of `nbytes` per rank. NCCL ring = reduce-scatter + all-gather: 2(n-1)/n of the buffer crosses
     each rank's link. With the engine's `custom` kernel, small messages in one peer-access domain run one-shot
-    or two-shot instead (module docstring)."""
+    or two-shot instead (module docstring), for a group size the kernel lists (and inside one node where it does
+    not span nodes)."""
     if n <= 1:
         return 0.0
-    if custom is not None and nbytes <= custom.custom_max_bytes:
+    if custom is not None and nbytes <= custom.custom_max_bytes and custom.runs(hw, n, stride):
         levels = group_levels(hw, n, stride)
         if len(levels) == 1 and levels[0].tier_name in PEER_ACCESS_TIERS and levels[0].tier.peer_access:
             lv = levels[0]

@@ -64,6 +64,10 @@ class Factors:
     allreduce_latency_s: float | None = None  # None: the link tier's latency
     # (ranks R, bytes): groups of at most R ranks run one-shot up to these bytes (the kernel's own dispatch)
     allreduce_oneshot_max_bytes_by_ranks: tuple[tuple[int, float], ...] = ()
+    # the group sizes the kernel runs on (another size runs the ring); () = any
+    allreduce_custom_ranks: tuple[int, ...] = ()
+    # the kernel runs across the nodes of one peer-access domain (false: inside one node only)
+    allreduce_custom_spans_nodes: bool = True
 
 
 # the framework's switches (FrameworkProfile.efficiency_for writes each as 1.0 / 0.0): off where unset
@@ -109,4 +113,6 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         allreduce_latency_s=s.get("allreduce_latency_s"),
         allreduce_oneshot_max_bytes_by_ranks=tuple(
             (int(r), float(b)) for r, b in s.get("allreduce_oneshot_max_bytes_by_ranks", ())),  # type: ignore[union-attr]
+        allreduce_custom_ranks=tuple(int(r) for r in s.get("allreduce_custom_ranks", ())),  # type: ignore[union-attr]
+        allreduce_custom_spans_nodes=bool(s.get("allreduce_custom_spans_nodes", 1.0)),
     )

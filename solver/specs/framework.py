@@ -219,23 +219,31 @@ class FrameworkProfile(BaseModel):
         out["sp_decode_repeats_batch"] = 1.0 if self.sp_decode_repeats_batch else 0.0
         out["cp_decode_repeats_batch"] = 1.0 if self.cp_decode_repeats_batch else 0.0
         out["cp_decode_shards_kv"] = 1.0 if self.cp_decode_shards_kv else 0.0
-        out.update(self.serving_factors())
+        out.update(self.serving_factors(vendor))
         return out
 
-    def serving_factors(self) -> dict[str, float]:
-        """The serving block as the flat numbers `Factors` takes (factors.AMOUNTS, and the DP policy and graph sizes)."""
+    def serving_factors(self, vendor: str | None = None) -> dict[str, float]:
+        """The serving block as the flat numbers `Factors` takes (factors.AMOUNTS, and the DP policy and graph
+        sizes). On a device of `vendor` the engine does not build its custom all-reduce for
+        (serving.allreduce_custom_vendors) the kernel's figures are left out: every all-reduce runs the ring.
+        None or "" (a device the catalog does not know): kept."""
         s = self.serving
         sizes = s.graph_sizes()
         dp_policy = s.attention_dp_policy or s.policy
-        return {"decode_first": 1.0 if s.policy == "decode_first" else 0.0,
-                "decode_first_synced": 1.0 if dp_policy == "decode_first" else 0.0,
-                "first_token_iterations": s.first_token_iterations,
-                "graph_sizes": sizes,  # type: ignore[dict-item]  (a tuple: Factors.graph_sizes)
-                "eager_launch_s": s.eager_launch_s,
-                "allreduce_oneshot_max_bytes": float(s.allreduce_oneshot_max_bytes),
-                "allreduce_custom_max_bytes": float(s.allreduce_custom_max_bytes),
-                "allreduce_oneshot_max_bytes_by_ranks": tuple(  # type: ignore[dict-item]  (Factors: a tuple)
-                    sorted((int(r), float(b)) for r, b in s.allreduce_oneshot_max_bytes_by_ranks.items()))}
+        out = {"decode_first": 1.0 if s.policy == "decode_first" else 0.0,
+               "decode_first_synced": 1.0 if dp_policy == "decode_first" else 0.0,
+               "first_token_iterations": s.first_token_iterations,
+               "graph_sizes": sizes,  # type: ignore[dict-item]  (a tuple: Factors.graph_sizes)
+               "eager_launch_s": s.eager_launch_s}
+        if vendor and s.allreduce_custom_vendors and vendor not in s.allreduce_custom_vendors:
+            return out
+        out.update({"allreduce_oneshot_max_bytes": float(s.allreduce_oneshot_max_bytes),
+                    "allreduce_custom_max_bytes": float(s.allreduce_custom_max_bytes),
+                    "allreduce_oneshot_max_bytes_by_ranks": tuple(  # type: ignore[dict-item]  (Factors: a tuple)
+                        sorted((int(r), float(b)) for r, b in s.allreduce_oneshot_max_bytes_by_ranks.items())),
+                    "allreduce_custom_ranks": tuple(sorted(s.allreduce_custom_ranks)),  # type: ignore[dict-item]
+                    "allreduce_custom_spans_nodes": 1.0 if s.allreduce_custom_spans_nodes else 0.0})
+        return out
 
     def rule(self, rule_id: str) -> Rule:
         for rule in self.rules:

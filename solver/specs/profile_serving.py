@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from solver.specs.hardware import VENDOR
 from solver.specs.limits import MAX_TOKENS
 
 class FrameworkEfficiency(BaseModel):
@@ -119,6 +120,16 @@ class FrameworkServing(BaseModel):
     allreduce_oneshot_max_bytes_by_ranks: dict[int, int] = Field(
         default_factory=dict, description="groups of at most R ranks run one-shot up to this size instead of "
         "allreduce_oneshot_max_bytes (R: bytes; the smallest R that holds the group applies)")
+    allreduce_custom_ranks: list[int] = Field(
+        default_factory=list, description="the group sizes the custom all-reduce runs on (the kernel's supported "
+        "world sizes; another size runs the NCCL ring); empty = any")
+    allreduce_custom_vendors: list[str] = Field(
+        default_factory=list, description="the device vendors (hardware files' `vendor`) the engine builds the "
+        "custom all-reduce for; on another vendor's device every all-reduce runs the collective library's ring; "
+        "empty = any")
+    allreduce_custom_spans_nodes: bool = Field(
+        True, description="the custom all-reduce runs across the nodes of one peer-access scale-up domain (an NVL72 "
+        "rack's trays); false: only inside one node, a group spanning nodes runs the ring")
     source: str = ""
 
     @model_validator(mode="after")
@@ -128,6 +139,12 @@ class FrameworkServing(BaseModel):
                 raise ValueError(f"graph_batches: stop {r.stop} < start {r.start}")
         if self.allreduce_custom_max_bytes < self.allreduce_oneshot_max_bytes:
             raise ValueError("allreduce_custom_max_bytes must be >= allreduce_oneshot_max_bytes")
+        if any(r < 2 for r in self.allreduce_custom_ranks):
+            raise ValueError(f"allreduce_custom_ranks: {min(self.allreduce_custom_ranks)} is not a group size (>= 2)")
+        odd = [v for v in self.allreduce_custom_vendors if not VENDOR.fullmatch(v)]
+        if odd:
+            raise ValueError(f"allreduce_custom_vendors: {odd[0]!r} is not a lower-case vendor name such as nvidia, "
+                             "amd or huawei")
         return self
 
     def graph_sizes(self) -> tuple[int, ...]:
