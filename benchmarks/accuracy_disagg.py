@@ -99,7 +99,7 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     d, p = c.decode, c.prefill
     # the hardware's own factors with the custom all-reduce at AR_PROBE_S and at 0: the step is linear in that
     # latency (accuracy.StepTerms.ar_count), so a fitted latency rescales it exactly
-    loop_d, loop_p = d.framework.serving_factors(), p.framework.serving_factors()
+    loop_d, loop_p = d.framework.serving_factors(d.hw.vendor), p.framework.serving_factors(p.hw.vendor)
     base = factors_for(d.hw, {**loop_d, "allreduce_latency_s": AR_PROBE_S})
     base_p = factors_for(d.hw, {**loop_p, "allreduce_latency_s": AR_PROBE_S})
     zero = factors_for(d.hw, {**loop_d, "allreduce_latency_s": 0.0})

@@ -191,7 +191,7 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     ttft, tpot = _measured(row, "ttft_ms"), _measured(row, "tpot_ms")
     # the hardware's own factors (multipliers 1, no step overhead) with the framework's serving loop: its
     # graphs and custom all-reduce, the latter at AR_PROBE_S and at 0 (the step is linear in that latency)
-    loop = case.framework.serving_factors()
+    loop = case.framework.serving_factors(case.hw.vendor)
     base = factors_for(case.hw, {**loop, "allreduce_latency_s": AR_PROBE_S})
     zero = factors_for(case.hw, {**loop, "allreduce_latency_s": 0.0})
     # the framework's scheduler token budget (profile default for this hardware), as estimate() resolves it
