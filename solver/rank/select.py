@@ -11,7 +11,7 @@ from solver.plan.solve import Planned
 from solver.rank.kv_split import kv_splitters
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import KNOBS, ParallelConfig
+from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.reference import Reference
 from solver.specs.scenario import PERF_TIE, Scenario
 
@@ -45,7 +45,9 @@ def pattern_name(pc: ParallelConfig, model: ModelSpec, kvp_in_tp: bool = False) 
     W = pc.world_size
     if W == 1:  # one rank (or one per stage): nothing is split or replicated
         return "Single rank"
-    tps = [pc.attn_tp_size, pc.dense_tp_size if model.has_dense_ffn else pc.attn_tp_size,
+    # dense_tp_size runs the dense FFN and the shared experts: a model with either has the module (model_knobs)
+    dense = "dense_tp_size" in model_knobs(model)
+    tps = [pc.attn_tp_size, pc.dense_tp_size if dense else pc.attn_tp_size,
            pc.moe_tp_size if model.is_moe else pc.attn_tp_size]
     if W > 1 and all(t == W for t in tps) and pc.cp_size == pc.kvp_size == pc.attn_sp_size == 1:
         return f"Pure TP{W}"
@@ -63,7 +65,7 @@ def pattern_name(pc: ParallelConfig, model: ModelSpec, kvp_in_tp: bool = False) 
         parts.append(f"{'DCP' if a != pc.attn_tp_size else 'KVP'}{pc.kvp_size}")
     if pc.attn_sp_size > 1:
         parts.append(f"SP{pc.attn_sp_size}")
-    if model.has_dense_ffn and pc.dense_tp_size > 1:
+    if dense and pc.dense_tp_size > 1:
         parts.append(f"Dense TP{pc.dense_tp_size}")
     if model.is_moe:
         t = pc.moe_tp_size
@@ -145,10 +147,12 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
             parts.append(f"PP{pc.pp_size} (the layers in {pc.pp_size} stages)")
         what = " x ".join(parts) or "DP, every rank holds the whole model"
         lines.append(f"Layer 1 (dense backbone): {what}" + (f", {held}" if held else ""))
-    if model.has_dense_ffn and model.is_moe:
-        lines.append(f"dense FFN and shared experts TP{pc.dense_tp_size}" if pc.dense_tp_size > 1 else
-                     "dense FFN and shared experts replicated (seed allows TP within the node; the estimate "
-                     "prefers no all-reduce here)")
+    if "dense_tp_size" in model_knobs(model) and model.is_moe:
+        # the modules dense_tp_size runs here: a MoE stack with shared experts and no dense layer has them alone
+        mods = " and ".join(n for n, on in (("dense FFN", model.has_dense_ffn),
+                                             ("shared experts", model.num_shared_experts > 0)) if on)
+        lines.append(f"{mods} TP{pc.dense_tp_size}" if pc.dense_tp_size > 1 else
+                     f"{mods} replicated (seed allows TP within the node; the estimate prefers no all-reduce here)")
     if model.has_large_vocab:
         # a replicated table's bytes on the rank as the memory report holds them (its format's, the embedding's
         # share with the per-layer input table where the model has one), else at bf16, the tables' format unless a
