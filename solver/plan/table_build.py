@@ -21,7 +21,7 @@ from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
-from solver.specs.rule_env import device_facts, model_env
+from solver.specs.rule_env import device_facts, model_env, model_facts
 from solver.specs.scenario import Scenario
 
 T = TypeVar("T")
@@ -37,11 +37,10 @@ def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, worl
     every framework rule that reads only attention knobs holds. `rejected`: counts, by rule id, the layouts
     each framework rule turned away (the first rule a layout breaks); `ignore`: rules set aside."""
     d = space.domains
-    names = set(GROUPS["attn"])
-    local_rules = [r for r in fw.rules if r.id not in ignore
-                   and r.names <= names | {"pp_size", "world", "mtp", "ranks_per_node", "afd", "num_attention_heads",
-                                           "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa",
-                                           "is_moe", "o_proj_dim", "attn_dp_size"}]
+    # the attention knobs, the deployment's facts and every fact of the model (model_facts: constant here)
+    names = (set(GROUPS["attn"]) | set(model_facts(model)) - {"absent"}
+             | {"pp_size", "world", "mtp", "ranks_per_node", "afd", "is_moe", "attn_dp_size"})
+    local_rules = [r for r in fw.rules if r.id not in ignore and r.names <= names]
     # each rule judged once per distinct reading of the environment (Rule.reading): the choices repeat them
     verdicts: dict[tuple, bool] = {}
 
