@@ -56,3 +56,15 @@ def test_decode_context_parallel_past_the_kv_head_replicas_still_draws_the_advic
     notes = knob_rules(load_framework("vllm"), load_model("llama-3.1-70b"), load_hardware("h200_sxm"), pc,
                        batch=2, mtp=0)
     assert [n for n in notes if "C.dcp_gqa_advice" in n]
+
+
+def test_a_framework_refusal_names_the_flags_the_user_set_not_the_ones_its_message_suggests() -> None:
+    """vLLM refuses prefill CP on a GQA model and suggests kvp_size in its message: the refusal is about --cp,
+    which the user gave, not --kvp, which the message names as the alternative."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["memory", "qwen3-235b-a22b", "--hardware", "h200_sxm", "--cards", "8", "--cp", "2",
+                                  "--framework", "vllm", "--batch", "1", "--seq-len", "1000"])
+    assert r.exit_code == 2 and r.stderr.startswith("error: --cp: not runnable under framework vllm: [C.pcp_mla_only]")

@@ -288,15 +288,24 @@ _FLAG_OF = {**CONFIG_FLAGS, **{d: KNOB_FLAGS[k] for d, k in DERIVED.items()}, "w
             "world": "--cards"}
 
 
-def flags_named(problem: str) -> str:
+def flags_named(problem: str, among: frozenset[str] | None = None) -> str:
     """The flags of the knobs a refusal names, in its order ("--attn-tp, --kvp"): the single-config commands take
     knobs as flags, so their refusal names those, not the file key parallel_config (which it stays for a
-    problem that names no knob)."""
+    problem that names no knob). `among`: only the knobs in it (a rule's own; None: all)."""
     import re
 
-    at = {flag: m.start() for name, flag in _FLAG_OF.items()
+    at = {flag: m.start() for name, flag in _FLAG_OF.items() if among is None or name in among
           for m in [re.search(rf"(?<![a-z_]){name}(?![a-z_])", problem)] if m}
     return ", ".join(sorted(at, key=at.get)) or "parallel_config"
+
+
+def _flags_refused(fw, env, first: str) -> str:
+    """The flags a framework's refusal is about: the knobs its text names that its first broken rule reads (a
+    rule's message may suggest another knob as the way out: vLLM's prefill-CP rule names kvp_size); all the knobs
+    the text names where no rule reads them."""
+    rule = next((r for r in fw.violated(env, "error") if first.startswith(f"[{r.id}]")), None)
+    named = flags_named(first, frozenset(rule.names)) if rule is not None else "parallel_config"
+    return named if named != "parallel_config" else flags_named(first)
 
 
 def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
@@ -314,7 +323,7 @@ def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[
     warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
     errors = fw.check(env, "error")
     if errors:
-        raise InputError(flags_named(errors[0]), fw.refusal(errors))
+        raise InputError(_flags_refused(fw, env, errors[0]), fw.refusal(errors))
     return [f"framework {fw.name}: {w} (slow path)" for w in warnings]
 
 
