@@ -216,6 +216,11 @@ class ModelSpec:
         return self._dense is not None
 
     @property
+    def has_dense_module(self) -> bool:
+        """A dense FFN or shared experts: what dense_tp_size splits (the "dense" weight group)."""
+        return self.has_dense_ffn or bool(self.num_shared_experts)
+
+    @property
     def embed_width(self) -> int:
         """The width of the token embedding and of the head's input (the stack's, unless embedding_width says)."""
         return self.embedding_width or self.hidden_size

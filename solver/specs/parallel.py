@@ -49,7 +49,7 @@ def _model_knobs(model: "ModelSpec") -> tuple[str, ...]:
     absent = set()
     if not model.is_moe:
         absent.add("moe_tp_size")
-    if not model.has_dense_ffn and not model.num_shared_experts:
+    if not model.has_dense_module:
         absent.add("dense_tp_size")
     if not model.has_mla:
         absent.add("o_proj_tp_size")

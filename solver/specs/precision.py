@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from solver.errors import InputError
 from solver.specs.dtypes import NumberFormat, kv_element_bytes, number_format
-from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
+
+if TYPE_CHECKING:  # `inspect` lists a model's formats without loading the devices
+    from solver.specs.hardware import Hardware
 
 GROUPS = ("attention", "dense", "experts", "embedding", "lm_head", "norm")
 
@@ -16,11 +18,8 @@ def held_groups(model: ModelSpec) -> tuple[str, ...]:
     """The GROUPS that hold weights of `model`: routed experts only in a MoE model, the dense group (dense FFN,
     shared experts) only where the model has one (its dense_tp_size knob). A group it lacks still gets a format
     (quant.py's stand-in), which sizes nothing and is not worth a note or a line of `inspect`."""
-    from solver.specs.parallel import absent_knobs  # parallel reads ModelSpec, which precision's callers build
-
-    absent = set(absent_knobs(model))
     return tuple(g for g in GROUPS if not (g == "experts" and not model.is_moe)
-                 and not (g == "dense" and "dense_tp_size" in absent))
+                 and not (g == "dense" and not model.has_dense_module))
 
 
 @dataclass(frozen=True)
