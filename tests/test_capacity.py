@@ -486,7 +486,7 @@ def test_recommend_says_the_copies_in_the_table_and_the_json_and_refuses_them_di
             "--tpot-ms", "50", "--cards", "8,16"]
     table = _run(*args)
     assert table.exit_code == 0, table.output
-    assert ("recommended (fewest cards): 6 x (16 x h100_sxm: Attn DP + CP4 + MoE EP, 184 requests in flight per "
+    assert ("recommended (fewest cards): 6 x (16 x h100_sxm: Attn DP + SP4 + MoE EP, 184 requests in flight per "
             "copy) = 96 cards") in table.stdout
     assert "spreads the requests evenly: each carries 3,333 output tokens/s" in " ".join(table.stdout.split())
     data = json.loads(_run(*args, "--format", "json").stdout)
