@@ -228,11 +228,13 @@ def run_case(case, folder: str, slow_s: float, time_limit_s: float, flags: dict[
     column = FLAG_COLUMN.get(fw)
     if column:
         launch = json.loads(text)
-        # a flag the profile reads from an engine's own source (LaunchArg.source) is that source's, not a defect
+        # a flag the profile reads from an engine's own source (LaunchArg.source, LaunchDocument.source) is that
+        # source's, not a defect
         from solver.specs.framework import load_framework
 
         spec = load_framework(fw).launch
-        sourced = {a.flag for a in (spec.args if spec else []) if a.source and a.flag}
+        sourced = {a.flag for a in (spec.args if spec else []) if a.source and a.flag} | \
+            {d.flag for d in (spec.documents.values() if spec else []) if d.source and d.flag}
         known = flags[column] | NOT_TABLE_FLAGS | sourced
         used = {a.split("=", 1)[0] for node in launch.get("nodes", []) for a in node.get("argv", [])
                 if a.startswith("-") and not _number(a)}

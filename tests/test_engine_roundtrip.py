@@ -68,17 +68,18 @@ def _vllm(flags: dict, model) -> dict[str, int]:
             "lmhead_tp_size": fine.get("lmhead_tensor_parallel_size", tp),
             "o_proj_shards": fine.get("oproj_tensor_parallel_size", tp),
             "moe_tp_size": 1 if flags.get("--enable-expert-parallel") else world,
-            "redundant_experts": int(flags.get("--num-redundant-experts", 0))}
+            # vLLM 0.33.0: the count is a key of --eplb-config; vllm-ascend: of --additional-config's eplb_config
+            "redundant_experts": json.loads(flags.get("--eplb-config", "{}")).get(
+                "num_redundant_experts", extra.get("eplb_config", {}).get("num_redundant_experts", 0))}
 
 
 def _sglang(flags: dict, model) -> dict[str, int]:
     tp = int(flags["--tp-size"])
     dp = int(flags.get("--dp-size", 1))
-    # --attn-cp-size is the NSA prefill CP of DSA models (attn_sp_size) or, under --enable-prefill-cp, the prefill
-    # CP of other models (cp_size): the same ranks carved out of --tp-size either way
+    # --attn-cp-size with --enable-prefill-cp is the DSA prefill CP of a DSA model (attn_sp_size; the engine tells
+    # by the architecture) or the prefill CP of another (cp_size): the same ranks carved out of --tp-size either way
     cp_ranks = int(flags.get("--attn-cp-size", 1))
-    prefill_cp = bool(flags.get("--enable-prefill-cp"))
-    sp, cp = (1, cp_ranks) if prefill_cp else (cp_ranks, 1)
+    sp, cp = (cp_ranks, 1) if model.has_dsa else (1, cp_ranks)
     pp = int(flags.get("--pp-size", 1))
     kvp = int(flags.get("--dcp-size", 1))  # engines.md: --dcp-size stripes the KV over the TP group
     if not model.is_moe:  # no DP attention: --tp-size is attention TP, --dp-size replicas

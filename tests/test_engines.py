@@ -248,18 +248,20 @@ def test_every_launch_flag_that_spells_a_parallel_knob_is_one_the_facts_give(eng
 
 @pytest.mark.parametrize("engine", list_frameworks())
 def test_a_launch_flag_with_its_own_source_is_one_the_facts_do_not_spell(engine):
-    """A flag read from an engine's own code (LaunchArg.source: vLLM's --enable-eplb, which engines.md's
-    --num-redundant-experts "with EPLB" needs but does not spell) says where; one the facts spell has its source
-    there, not a second one beside it. The catalog sweep takes a sourced flag as the engine's, not a defect."""
+    """A flag read from an engine's own code (LaunchArg.source: vLLM's --enable-eplb, which engines.md's redundant
+    experts "with EPLB" need but it does not spell; LaunchDocument.source: vLLM's --eplb-config, where 0.33.0 takes
+    the count engines.md spells --num-redundant-experts) says where; one the facts spell has its source there, not
+    a second one beside it. The catalog sweep takes a sourced flag as the engine's, not a defect."""
     from conftest import FACTS
 
     fw = load_framework(engine)
     if fw.launch is None or not (FACTS / "engines.md").is_file():
         pytest.skip("no launch spec, or no facts beside the checkout")
     body = (FACTS / "engines.md").read_text()
-    for arg in fw.launch.args:
-        if arg.source:
-            assert arg.flag and f"`{arg.flag}" not in body and f" {arg.flag}" not in body, (engine, arg.flag)
+    for flag, source in [(a.flag, a.source) for a in fw.launch.args] + \
+            [(d.flag, d.source) for d in fw.launch.documents.values()]:
+        if source:
+            assert flag and f"`{flag}" not in body and f" {flag}" not in body, (engine, flag)
 
 
 def test_a_weight_format_without_a_flag_is_the_checkpoints_and_the_launch_says_so(tmp_path) -> None:
@@ -450,7 +452,7 @@ def test_the_memory_share_is_the_limit_over_the_capacity_rounded_down(engine, de
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_redundant_experts_need_expert_parallel(tmp_path, engine) -> None:
-    """DeepSeek-V3 with MoE TP8 (no EP) and 8 redundant experts: vLLM got --enable-eplb --num-redundant-experts 8
+    """DeepSeek-V3 with MoE TP8 (no EP) and 8 redundant experts: vLLM got --enable-eplb with 8 redundant experts
     without --enable-expert-parallel (vLLM refuses EPLB without EP), SGLang --ep-num-redundant-experts with no
     --ep-size, TensorRT-LLM num_slots 264 with moe_expert_parallel_size 1. A copy is an expert placed on one more
     EP rank: refused, naming the knobs; with EP the same copies launch."""

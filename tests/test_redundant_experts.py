@@ -2,6 +2,8 @@
 experts, 58 MoE layers) and the facts (engines.md redundant-experts row, hardware.md expert load imbalance)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from solver.errors import InputError
@@ -120,11 +122,27 @@ def test_launch_spells_redundant_experts(v3):
     pc = ParallelConfig(world_size=72, redundant_experts=32)
     argv = emit_launch(load_framework("sglang"), v3, hw, pc, LaunchInputs(batch=72, max_model_len=4096))["nodes"][0]["argv"]
     assert argv[argv.index("--ep-num-redundant-experts") + 1] == "32"
+    # vLLM 0.33.0 takes the count as a key of --eplb-config's JSON (it has no --num-redundant-experts)
     vllm = emit_launch(load_framework("vllm"), v3, hw, pc, LaunchInputs(batch=72, max_model_len=4096))["nodes"][0]["argv"]
-    assert "--enable-eplb" in vllm and vllm[vllm.index("--num-redundant-experts") + 1] == "32"
+    assert "--enable-eplb" in vllm and "--num-redundant-experts" not in vllm
+    assert json.loads(vllm[vllm.index("--eplb-config") + 1]) == {"num_redundant_experts": 32}
     with pytest.raises(InputError, match="no redundant experts"):
         emit_launch(load_framework("atom"), v3, load_hardware("mi355x"), ParallelConfig(world_size=8, redundant_experts=8),
                     LaunchInputs(batch=8, max_model_len=4096))
+
+
+def test_vllm_ascend_spells_redundant_experts_in_its_own_eplb_config(v3):
+    """vllm-ascend balances experts itself: --additional-config eplb_config places num_redundant_experts only with
+    dynamic_eplb on, which asserts DYNAMIC_EPLB=true in the environment; vLLM's --enable-eplb is refused on a
+    platform that is not CUDA-alike (vllm-ascend 0.23.0.post1 ascend_config.py, eplb/core/eplb_utils.py; vLLM
+    0.33.0 config/parallel.py). EP32 on Atlas A3: 256 + 32 = 288 slots, 9 per rank."""
+    out = emit_launch(load_framework("vllm-ascend"), v3, load_hardware("atlas_a3"),
+                      ParallelConfig(world_size=32, redundant_experts=32), LaunchInputs(batch=32, max_model_len=4096))
+    node = out["nodes"][0]
+    assert node["env"] == {"DYNAMIC_EPLB": "true"}
+    assert "--enable-eplb" not in node["argv"] and "--eplb-config" not in node["argv"]
+    extra = json.loads(node["argv"][node["argv"].index("--additional-config") + 1])
+    assert extra["eplb_config"] == {"dynamic_eplb": True, "num_redundant_experts": 32}
 
 
 def test_redundant_experts_setting_is_checked_as_input():

@@ -217,7 +217,21 @@ def test_the_launch_spells_cp_inside_tp_size_with_zigzag(tmp_path) -> None:
     assert argv[argv.index("--tp-size") + 1] == "8" and argv[argv.index("--attn-cp-size") + 1] == "2"
     assert "--enable-prefill-cp" in argv and argv[argv.index("--cp-strategy") + 1] == "zigzag"
     assert "--dp-size" not in argv and "--enable-dp-attention" not in argv  # one attention group: 4 x 2 = 8
-    assert "--enable-nsa-prefill-context-parallel" not in argv
+    assert argv.count("--enable-prefill-cp") == 1 and argv.count("--cp-strategy") == 1
+
+
+def test_a_dsa_models_prefill_cp_is_attn_sp_with_interleave(tmp_path) -> None:
+    """DeepSeek-V3.2 (DSA) on 8 H200, attention TP1 x SP8: sglang 0.5.23 has no --enable-nsa-prefill-context-parallel;
+    a DSA model's prefill CP is --attn-cp-size 8 --enable-prefill-cp --cp-strategy interleave (DeepSeek-V3.2
+    refuses zigzag: arg_groups/parallel_hook.py), each flag once."""
+    pc = {"attn_tp_size": 1, "attn_sp_size": 8, "dense_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 8,
+          "lmhead_tp_size": 8}
+    r = CliRunner().invoke(main, ["launch", _dep(tmp_path, "deepseek-v3.2", pc), "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    argv = json.loads(r.stdout)["nodes"][0]["argv"]
+    assert argv[argv.index("--attn-cp-size") + 1] == "8" and argv[argv.index("--cp-strategy") + 1] == "interleave"
+    assert [argv.count(f) for f in ("--attn-cp-size", "--enable-prefill-cp", "--cp-strategy")] == [1, 1, 1]
+    assert not [a for a in argv if "nsa" in a]
 
 
 def test_the_launch_counts_dp_attention_beside_cp(tmp_path) -> None:

@@ -125,6 +125,8 @@ class LaunchDocument(BaseModel):
     flag: str | None = Field(None, description="argv flag that takes the document (inline) or its file name")
     file: str | None = Field(None, description="file name; the document is written there (launch.files)")
     when: str = "true"
+    source: str | None = Field(None, description="where the flag is read when the facts' engines.md does not spell "
+                               "it (an engine wheel's file and version), as LaunchArg.source")
 
     _when: Expr = PrivateAttr()
 
