@@ -274,3 +274,25 @@ def test_the_recurrent_mixer_fact_reads_the_layer_kinds() -> None:
     assert load_model("Qwen/Qwen3-Next-80B-A3B-Instruct").recurrent_mixers == ("GatedDeltaNet",)
     assert not model_facts(Q3)["has_recurrent_mixer"]
     assert not model_facts(load_model("deepseek-v3"))["has_recurrent_mixer"]
+
+
+def test_a_dsa_models_prefill_cp_stays_within_one_machine_on_gpus() -> None:
+    """sglang 0.5.23 asserts --tp-size <= 8 for a DSA model's prefill CP on CUDA / ROCm (model_overrides/
+    deepseek_v2.py): DeepSeek-V3.2 with attn_sp_size 2 over 16 H200 ranks in one stage is refused, over two
+    stages of 8 (PP2) it runs; on Ascend (cann) the engine does not assert it."""
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.rule_env import device_facts, model_env
+
+    fw, model = load_framework("sglang"), load_model("deepseek-v3.2")
+
+    def broken(hw: str, pp: int) -> list[str]:
+        pc = make_parallel_config(16, attn_tp_size=2, attn_sp_size=2, lmhead_tp_size=2, moe_tp_size=2, pp_size=pp)
+        env = model_env(pc.settings(), model, **device_facts(load_hardware(hw)), world=16, batch=32)
+        return [r.id for r in fw.violated(env)]
+
+    assert "C.dsa_prefill_cp_one_machine" in broken("h200_sxm", 1)
+    assert "C.dsa_prefill_cp_one_machine" not in broken("h200_sxm", 2)
+    assert "C.dsa_prefill_cp_one_machine" not in broken("atlas_a3", 1)
