@@ -101,14 +101,16 @@ def test_a_wider_decode_span_can_cost_a_window_less_so_floors_ask_equal_spans():
     assert not attention_at_most(attention_reads(point, 1), attention_reads(spread, 1))
 
 
-def test_sharded_tokens_can_make_a_longer_context_cheaper_so_those_layouts_get_no_attention_floors():
-    """Under CP (or SP) each rank all-gathers the new KV behind its attention core's compute: a longer context
-    grows that compute, which hides more of the gather, faster than the (memory-bound) core's time grows."""
+def test_under_sharded_tokens_a_longer_context_never_makes_the_attention_cheaper():
+    """Under CP (or SP) each rank all-gathers the new KV behind its attention core's whole kernel (hiding_s): a
+    longer context lengthens the core, which hides more of the gather, but the two together take max(core,
+    gather), which never falls (it could, when only the core's FLOP time hid the gather). The floors still leave
+    such layouts out (attention_monotone: measured to buy nothing there)."""
     m, h, prec, f, groups = _setup("qwen3-8b", "generic", "atlas_a3")
-    pc = ParallelConfig(world_size=WORLD, cp_size=2)
-    short, longer = (shares(m, h, pc, prec, f, Work("prefill", 4096.0, ctx, 8.0, 8.0), 0, groups, ("attn",),
-                            True)["attn"] for ctx in (64.0, 128.0))
-    assert longer.gpu_s[0] < short.gpu_s[0]
+    for pc in (ParallelConfig(world_size=WORLD, cp_size=2), ParallelConfig(world_size=WORLD, attn_sp_size=2)):
+        costs = [shares(m, h, pc, prec, f, Work("prefill", 4096.0, ctx, 8.0, 8.0), 0, groups, ("attn",),
+                        True)["attn"].gpu_s[0] for ctx in (64.0, 128.0, 4096.0, 32768.0)]
+        assert costs == sorted(costs)
     assert not attention_monotone((1, 2, 1, 1, 1)) and not attention_monotone((1, 1, 1, 2, 1))
 
 

@@ -223,9 +223,11 @@ class GroupFloors:
 
 
 def attention_monotone(key: tuple[int, ...]) -> bool:
-    """Whether layout `key`'s attention shares are non-decreasing in the works' attention reads at a fixed
-    choice: not where the step's tokens are sharded (CP, SP), whose KV gather hides behind the attention core's
-    compute, which can grow faster than the gather and the core's own time (a longer context, a smaller share)."""
+    """Whether the floors take layout `key`'s attention shares as non-decreasing in the works' attention reads at
+    a fixed choice: not where the step's tokens are sharded (CP, SP). Their shares are non-decreasing too since the
+    KV gather hides behind the attention core's whole kernel (step_parts.hiding_s: max(core, gather) plus the
+    core's launches), but floors there were measured to buy nothing (generic DeepSeek-V3.2 on 128 A3 dies, plan
+    1.01 -> 1.04 CPU s with them: benchmarks/README.md, stop 39), so those layouts are costed as they come."""
     return key[1] == 1 and key[3] == 1
 
 
