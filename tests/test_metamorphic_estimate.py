@@ -107,18 +107,23 @@ def _or_reject(fn, *args, **kwargs):
 # ------------------------------------------------------------------------------------------------ memory
 
 
+def _memory_at_double(case, knob: str, batch: int, seq: int):
+    """(memory at the case's knobs, memory with `knob` doubled) of a decode step; rejected where the model lacks
+    the knob's module, the doubled knob outgrows the world, or either config is refused."""
+    if knob in absent_knobs(case.model) or case.knobs[knob] * 2 > case.world:
+        reject()
+    wider = {**case.knobs, knob: case.knobs[knob] * 2}
+    wl = Workload("decode", batch=batch, seq_len=seq)
+    return _or_reject(case.run, wl).memory, _or_reject(case.run, wl, knobs=wider).memory
+
+
 @settings(max_examples=examples(25), **SETTINGS)
 @given(cases(worlds=(2, 4, 8)), st.sampled_from(TP_KNOBS), st.sampled_from((1, 16, 64)),
        st.sampled_from((128, 4096)))
 def test_weights_per_rank_never_grow_when_a_module_tp_doubles(case, knob, batch, seq) -> None:
     """Each module's weights per rank, and their sum, do not grow when any one TP knob doubles (the others
     fixed): a larger TP group holds a smaller or equal shard of every matrix it splits."""
-    if knob in absent_knobs(case.model) or case.knobs[knob] * 2 > case.world:
-        reject()
-    wider = {**case.knobs, knob: case.knobs[knob] * 2}
-    wl = Workload("decode", batch=batch, seq_len=seq)
-    a = _or_reject(case.run, wl).memory
-    b = _or_reject(case.run, wl, knobs=wider).memory
+    a, b = _memory_at_double(case, knob, batch, seq)
     for module, w in b.weights_bytes.items():
         assert w <= a.weights_bytes[module] * (1 + REL), (module, knob, case.knobs)
     assert b.weights_total <= a.weights_total * (1 + REL)
@@ -138,12 +143,7 @@ def test_memory_per_rank_but_communicators_never_grows_when_a_dense_embed_or_lmh
     - MoE TP at a fixed world size trades expert parallelism for TP, and every rank of the TP group holds the
       full hidden vector of each token routed to its experts (moe.MoEBlock.activation).
     These three are physical, so this rule leaves them out."""
-    if knob in absent_knobs(case.model) or case.knobs[knob] * 2 > case.world:
-        reject()
-    wider = {**case.knobs, knob: case.knobs[knob] * 2}
-    wl = Workload("decode", batch=batch, seq_len=seq)
-    a = _or_reject(case.run, wl).memory
-    b = _or_reject(case.run, wl, knobs=wider).memory
+    a, b = _memory_at_double(case, knob, batch, seq)
     assert b.model_bytes - b.comm_buffer_bytes <= (a.model_bytes - a.comm_buffer_bytes) * (1 + REL)
 
 
