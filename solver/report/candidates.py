@@ -17,7 +17,7 @@ LETTERS = "abcdefghij"
 
 def own_config(pc, knobs: tuple[str, ...]) -> dict[str, int]:
     """The config's knobs the model has, plus the redundant experts when there are any (a parallel_config
-    setting: the engines' --num-redundant-experts)."""
+    setting: the engines' EPLB copies, vLLM's eplb_config num_redundant_experts, SGLang's --ep-num-redundant-experts)."""
     out = {k: v for k, v in pc.knobs().items() if k in knobs and (k != "pp_size" or v > 1)}  # as model_view
     if pc.redundant_experts:
         out["redundant_experts"] = pc.redundant_experts
