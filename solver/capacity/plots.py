@@ -1,8 +1,10 @@
 """Plots of a sweep (matplotlib; figures are built without pyplot and rendered by the Agg backend, so no display
 is needed and a notebook's own backend is left alone).
 
-- Pareto frontier: output tokens/s per rank (y) vs tokens/s per user (x), one curve per cluster size, one panel
-  per (hardware, ISL/OSL). The front does not depend on the scenario (only the recommendation does), so each
+- Pareto frontier: output tokens/s per rank (y) vs request latency (x), one curve per cluster size, one panel
+  per (hardware, ISL/OSL). x is the axis the front is taken on (sweep.on_front: request latency, not tokens/s
+  per user: a row with the lower TTFT but the higher TPOT is on the front and would fold the curve back on a
+  per-user axis). The front does not depend on the scenario (only the recommendation does), so each
   configuration is drawn once; the scenarios' recommended points are marked.
 - Scale-out: cards (x) vs total output tokens/s (y), per hardware and ISL/OSL: the front's best, and each
   scenario's recommended configuration.
@@ -17,6 +19,7 @@ import pandas as pd
 from solver.errors import InputError
 
 PLOT_EXTENSIONS = (".png", ".svg", ".pdf")  # what save_figure writes, by extension
+FRONT_X = "request_latency_ms"  # the front's own axis beside tokens/s per rank (sweep.on_front)
 SCENARIO_MARKERS = {"throughput": "s", "latency": "^", "balanced": "o"}
 
 
@@ -62,16 +65,16 @@ def plot_sweep(df: pd.DataFrame, path: str | os.PathLike | None = None, title: s
         g = feasible[(feasible["hardware"] == hw) & (feasible["isl"] == isl) & (feasible["osl"] == osl)]
         front = g[g["on_front"].fillna(False).astype(bool)]
         for cards, c in front.groupby("cards"):
-            c = c.drop_duplicates(subset=knob_cols).sort_values("tokens_per_s_per_user")
-            ax.plot(c["tokens_per_s_per_user"], c["output_tokens_per_s_per_rank"], "-o", ms=3.5, lw=1.6,
+            c = c.drop_duplicates(subset=knob_cols).sort_values(FRONT_X)
+            ax.plot(c[FRONT_X], c["output_tokens_per_s_per_rank"], "-o", ms=3.5, lw=1.6,
                     color=color(int(cards)), label=f"{int(cards)} cards")
         rec = g[g["candidate"] == 1]
         for kind, r in rec.groupby("scenario"):
-            ax.scatter(r["tokens_per_s_per_user"], r["output_tokens_per_s_per_rank"], s=70,
+            ax.scatter(r[FRONT_X], r["output_tokens_per_s_per_rank"], s=70,
                        marker=SCENARIO_MARKERS.get(kind, "D"), facecolors="none", edgecolors="crimson", lw=1.4,
                        label=f"recommended ({kind})", zorder=5)
         _log_axes(ax)
-        ax.set_xlabel("tokens/s per user (interactivity)")
+        ax.set_xlabel("request latency, ms (TTFT + (OSL - 1) x TPOT)")
         ax.set_ylabel("output tokens/s per rank")
         ax.set_title(f"Pareto frontier: {_group_label(hw, int(isl), int(osl), many_lengths)}")
         ax.grid(True, which="both", alpha=0.3)

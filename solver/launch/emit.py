@@ -324,8 +324,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
                 fname = f"{role}_{d.file}" if role is not None else d.file  # the two pools' files side by side
                 files[fname] = yaml.safe_dump(docs[name], sort_keys=False) if d.format == "yaml" else \
                     json.dumps(docs[name], indent=2) + "\n"
-                if d.flag:
-                    argv += [d.flag, fname]
+                if d.flag is not None:  # flag "": the file name is the command's positional argument
+                    argv += ([d.flag] if d.flag else []) + [fname]
             else:
                 argv += [d.flag or "", json.dumps(docs[name], separators=(",", ":"))]
         nodes.append({"node_rank": rank, "argv": argv, "env": envs})

@@ -170,8 +170,10 @@ def launch_text(r: DisaggReport) -> str:
     out = []
     for v in r.pools:
         pc = v.candidate.planned.config
+        # a worker that spans nodes (its launch places ranks per node) runs with its own head node's address
+        multi = v.launch is not None and "placement" in v.launch
         title = (f"{v.phase} pool: {v.workers} worker(s) of {pc.world_size} ranks, {v.candidate.pattern}; run once "
-                 f"per worker, each on its own GPUs (a multi-node worker: its own ${{HEAD_NODE_ADDR}})")
+                 f"per worker, each on its own cards" + (" and its own ${HEAD_NODE_ADDR}" if multi else ""))
         if v.launch is None:
             out.append(f"# {title}\n# error: the framework profile has no launch section (not an engine)\n")
         elif "error" in v.launch:
