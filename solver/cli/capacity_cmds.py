@@ -327,7 +327,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
 
 
 def _print_recommendation(rec) -> None:
-    from solver.capacity.recommend import BASIS_LABELS, cost_text, price_note
+    from solver.capacity.recommend import BASIS_LABELS, cost_text
 
     con = console()
     sla = ", ".join(s for s in ((f"TTFT <= {rec.ttft_ms:g} ms" if rec.ttft_ms else ""),
@@ -363,8 +363,7 @@ def _print_recommendation(rec) -> None:
                       f"carries {b.copy_load_output_tokens_per_s:,.0f} output tokens/s of the target and reaches "
                       f"{b.output_tokens_per_s:,.0f} at {b.concurrency:,} in flight (TTFT {b.ttft_ms:,.0f} ms, TPOT "
                       f"{b.tpot_ms:,.2f} ms); each copy is one engine launch of its own")
-        priced = price_note(rec.basis, len(rec.options) > 1,
-                            {o.hardware: o.price_per_card_hour for o in rec.options if o.met})
+        priced = rec.price_note()
         if priced:
             con.print(f"note: {priced}")
     for o in rec.options:
