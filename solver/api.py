@@ -26,15 +26,26 @@ from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario
 __all__ = ["run_solve", "run_disagg", "solve", "Scenario", "SolverParams", "sweep", "recommend",
            "explain_solution", "refuse_unlaunchable_kv", "verified_for"]
 
-# integer arguments: (lowest, highest) as the command line's option types bound them (cli.options)
+
+def _scenario_range(name: str) -> tuple[float, float, float]:
+    """(ge, gt, le) of a Scenario field's pydantic bounds (-inf for a ge / gt it lacks): the scenario's numbers
+    have their ranges there, and the API checks an argument that becomes one before a runner starts."""
+    meta = Scenario.model_fields[name].metadata
+    at_least = next((m.ge for m in meta if hasattr(m, "ge")), -math.inf)
+    above = next((m.gt for m in meta if hasattr(m, "gt")), -math.inf)
+    return at_least, above, next(m.le for m in meta if hasattr(m, "le"))
+
+
+_SCENARIO_INTS = ("isl", "osl", "concurrency", "max_concurrency", "mtp")
+# integer arguments: (lowest, highest) as the command line's option types bound them (cli.options), a Scenario
+# field's from its Field (an integer above g is at least g + 1)
 _INTS: dict[str, tuple[int, int]] = {
-    "cards": (1, limits.MAX_CARDS), "top": (1, limits.MAX_TOP), "isl": (1, limits.MAX_TOKENS),
-    "osl": (1, limits.MAX_TOKENS), "concurrency": (1, limits.MAX_CONCURRENCY),
-    "max_concurrency": (1, limits.MAX_CONCURRENCY), "mtp": (0, limits.MAX_MTP), "jobs": (1, limits.MAX_JOBS),
-    "max_copies": (1, limits.MAX_CARDS)}
+    "cards": (1, limits.MAX_CARDS), "top": (1, limits.MAX_TOP), "jobs": (1, limits.MAX_JOBS),
+    "max_copies": (1, limits.MAX_CARDS),
+    **{k: (int(max(lo, gt + 1)), int(hi)) for k in _SCENARIO_INTS for lo, gt, hi in [_scenario_range(k)]}}
 # real arguments: (above, at most)
 _REALS: dict[str, tuple[float, float]] = {
-    "ttft_ms": (0.0, limits.MAX_SLA_MS), "tpot_ms": (0.0, limits.MAX_SLA_MS),
+    **{k: (gt, hi) for k in ("ttft_ms", "tpot_ms") for _, gt, hi in [_scenario_range(k)]},
     "target_output_tokens_per_s": (0.0, limits.MAX_RATE), "target_requests_per_s": (0.0, limits.MAX_RATE)}
 # arguments that may be None (the planner or the runner decides)
 _OPTIONAL = {"concurrency", "max_concurrency", "ttft_ms", "tpot_ms", "max_copies", "target_output_tokens_per_s",

@@ -60,8 +60,6 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     return result, cands
 
 
-
-
 def refuse_unknown_method(method: str) -> None:
     """A method the planner does not have is bad input, not the CP-SAT search by default."""
     if method not in PLAN_METHODS:

@@ -100,6 +100,11 @@ class Recommendation:
             rows.append(d)
         return pd.DataFrame(rows)
 
+    def price_note(self) -> str | None:
+        """What the prices given leave open (module-level price_note), as DisaggRecommendation.price_note."""
+        return price_note(self.basis, len(self.options) > 1,
+                          {o.hardware: o.price_per_card_hour for o in self.options if o.met})
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,

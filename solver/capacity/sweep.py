@@ -27,7 +27,6 @@ from solver.capacity.inputs import make_scenario, parse_cards, parse_scenarios, 
 from solver.capacity.table import DIGITS, to_frame
 from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.points import SolverParams
-from solver.specs.limits import PLAN_METHODS
 from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.scenario import Scenario
 
@@ -92,7 +91,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                weight_dtype: Any = None, moe_weight_dtype: Any = None, kv_dtype: Any = None,
                method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
                allow_cross_node: bool = False, explain_binding: bool = False) -> SweepPlan:
-    from solver.entry import refuse_unlaunchable_kv
+    from solver.entry import refuse_unknown_method, refuse_unlaunchable_kv
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
@@ -109,8 +108,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
         raise InputError("--max-concurrency", f"must be >= 1, got {max_concurrency}")
     if concurrency is not None and concurrency < 1:
         raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
-    if method not in PLAN_METHODS:
-        raise InputError("--method", f"unknown method {method!r}; known: {', '.join(PLAN_METHODS)}")
+    refuse_unknown_method(method)
     lengths = parse_seq_lens(seq_lens, osl) or [(isl, osl)]
     spec = load_model(model)
     hws = [load_hardware(h) for h in hw_list]

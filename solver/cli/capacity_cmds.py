@@ -327,7 +327,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
 
 
 def _print_recommendation(rec) -> None:
-    from solver.capacity.recommend import BASIS_LABELS, cost_text, price_note
+    from solver.capacity.recommend import BASIS_LABELS, cost_text
 
     con = console()
     sla = ", ".join(s for s in ((f"TTFT <= {rec.ttft_ms:g} ms" if rec.ttft_ms else ""),
@@ -359,12 +359,11 @@ def _print_recommendation(rec) -> None:
             con.print(f"recommended ({basis}): {b.copies:,} x ({b.cards} x {b.hardware}{placed}: {b.pattern}, "
                       f"{b.concurrency:,} requests in flight per copy) = {b.total_cards:,} cards, "
                       f"{b.total_output_tokens_per_s:,.0f} output tokens/s in all{cost}")
-            con.print(f"note: {b.copies:,} copies behind a load balancer that spreads the requests evenly: each carries "
-                      f"{b.copy_load_output_tokens_per_s:,.0f} output tokens/s of the target and reaches "
+            con.print(f"note: {b.copies:,} copies behind a load balancer that spreads the requests evenly: each "
+                      f"carries {b.copy_load_output_tokens_per_s:,.0f} output tokens/s of the target and reaches "
                       f"{b.output_tokens_per_s:,.0f} at {b.concurrency:,} in flight (TTFT {b.ttft_ms:,.0f} ms, TPOT "
                       f"{b.tpot_ms:,.2f} ms); each copy is one engine launch of its own")
-        priced = price_note(rec.basis, len(rec.options) > 1,
-                            {o.hardware: o.price_per_card_hour for o in rec.options if o.met})
+        priced = rec.price_note()
         if priced:
             con.print(f"note: {priced}")
     for o in rec.options:

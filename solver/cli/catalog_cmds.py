@@ -114,7 +114,8 @@ def inspect_cmd(model: str, download: bool, fmt: str) -> None:
 def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_fraction, framework, weight_dtype,
                moe_weight_dtype, kv_dtype, fmt, **knobs) -> None:
     """Per-rank memory of a parallel_config: feasible or not, and the largest batch that fits."""
-    from solver.estimate.memory import MemoryOptions, max_batch, memory_per_rank
+    from solver.estimate.memory import max_batch, memory_per_rank
+    from solver.estimate.memory_options import MemoryOptions
     from solver.report.model_view import memory_data
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware

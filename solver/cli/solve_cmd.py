@@ -60,7 +60,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                                      phase=phase)
     check_mtp(model, mtp)
     params = SolverParams(workers=workers, seed=seed, time_limit_s=time_limit)
-    if serving == "disagg":  # solver.api.run_disagg plans both pools and the aggregated comparison
+    if serving == "disagg":  # solver.entry.run_disagg plans both pools and the aggregated comparison
         from solver.entry import run_disagg
         from solver.report.disagg_view import render
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from solver.estimate.activations import activation_peak
 from solver.estimate.buffers import comm_buffers_per_rank, staging_tokens
 from solver.estimate.memory_options import MemoryOptions, memory_limit
-from solver.estimate.memory_options import engine_options  # noqa: F401  (re-exported: plan.solve, cli)
 from solver.estimate.params import count_params
 from solver.estimate.request_state import cache_per_rank, state_per_rank
 from solver.estimate.weights import weights_per_rank

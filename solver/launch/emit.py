@@ -176,6 +176,7 @@ def _formats(fw: FrameworkProfile, args: list[LaunchArg], names: dict[str, Any],
         if method != "none" and not number_format(value, name).quantized:
             return _prequantized(method, name, value)
         return _unspelled_weights(fw, name, value, why)
+
     for arg in args:
         uses = set(_TEMPLATE.findall(arg.text or "")) & set(given)
         if not uses or arg.knob in skip or not arg.when_expr.evaluate({**names, "node_rank": 0}):
@@ -293,8 +294,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "remote_code": model.remote_code,
     }
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
-    notes, unspelled = _formats(fw, args, base, skip, inputs, checkpoint_own(model, inputs),
-                              model.quant.method)
+    notes, unspelled = _formats(fw, args, base, skip, inputs, checkpoint_own(model, inputs), model.quant.method)
     notes += [n for n in (placement_note(hw, fw, world), unstated_platform_note(hw, fw)) if n]
     trust = _trust_note(fw, model, args)
     if trust:

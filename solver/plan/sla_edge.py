@@ -110,8 +110,8 @@ def full_estimate_misses(e: Estimate, scenario: Scenario) -> list[str]:
 
 
 def sla_tests(tables: Tables, model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw: FrameworkProfile,
-               world: int, scenario: Scenario, mem_opts: MemoryOptions
-               ) -> tuple[Callable[[Point, int], bool], Callable[[Point, int], bool]]:
+              world: int, scenario: Scenario, mem_opts: MemoryOptions
+              ) -> tuple[Callable[[Point, int], bool], Callable[[Point, int], bool]]:
     """sla_edge's two tests. A configuration meets the SLAs at c as the search accepts an answer: the tables'
     memory constraint, then the full estimate (its SLAs and memory) and the memory the figures assume; it runs c
     under the engine's batch rules."""
@@ -133,7 +133,7 @@ def sla_tests(tables: Tables, model: ModelSpec, hw: Hardware, prec: Precision, f
 
 
 def planned_sla_edge(classes: dict[tuple[int, float], Point], tables: Tables, scenario: Scenario,
-              meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> int | None:
+                     meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> int | None:
     """sla_edge's concurrency for a serving plan under SLAs whose concurrency the planner decides, else None."""
     if scenario.concurrency is not None or scenario.phase != "serving" or (
             scenario.ttft_ms is None and scenario.tpot_ms is None):

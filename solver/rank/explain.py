@@ -215,7 +215,6 @@ def concurrency_neighbours(model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
     (--max-concurrency, a rule at that concurrency, memory at the longest context as the planner checks it, an
     SLA). One that scores better than #1 can only be inside the tie band, where the seed orders by closeness to a
     verified deployment (candidate 1 is the best score outside it). Nothing where the user fixed the concurrency."""
-
     if scenario.concurrency is not None:
         return []
     lines = []

@@ -11,7 +11,7 @@ from solver.plan.solve import Planned
 from solver.rank.kv_split import kv_splitters
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
+from solver.specs.parallel import KNOBS, ParallelConfig
 from solver.specs.reference import Reference
 from solver.specs.scenario import PERF_TIE, Scenario
 
@@ -45,8 +45,8 @@ def pattern_name(pc: ParallelConfig, model: ModelSpec, kvp_in_tp: bool = False) 
     W = pc.world_size
     if W == 1:  # one rank (or one per stage): nothing is split or replicated
         return "Single rank"
-    # dense_tp_size runs the dense FFN and the shared experts: a model with either has the module (model_knobs)
-    dense = "dense_tp_size" in model_knobs(model)
+    # dense_tp_size runs the dense FFN and the shared experts: a model with either has the module
+    dense = model.has_dense_module
     tps = [pc.attn_tp_size, pc.dense_tp_size if dense else pc.attn_tp_size,
            pc.moe_tp_size if model.is_moe else pc.attn_tp_size]
     if W > 1 and all(t == W for t in tps) and pc.cp_size == pc.kvp_size == pc.attn_sp_size == 1:
@@ -147,7 +147,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
             parts.append(f"PP{pc.pp_size} (the layers in {pc.pp_size} stages)")
         what = " x ".join(parts) or "DP, every rank holds the whole model"
         lines.append(f"Layer 1 (dense backbone): {what}" + (f", {held}" if held else ""))
-    if "dense_tp_size" in model_knobs(model) and model.is_moe:
+    if model.has_dense_module and model.is_moe:
         # the modules dense_tp_size runs here: a MoE stack with shared experts and no dense layer has them alone
         mods = " and ".join(n for n, on in (("dense FFN", model.has_dense_ffn),
                                              ("shared experts", model.num_shared_experts > 0)) if on)

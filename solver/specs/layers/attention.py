@@ -42,15 +42,16 @@ v_proj_delayed): the same weights as a plain v_proj, and a constant state of tha
 qk_norm "key_scale": q and k L2-normalised without weights, the keys scaled by one learned value per KV head.
 
 Hidden-conditioned relative-position bias (`rel_bias` = (d_rel, extent): transformers' Inkling2RelativePositionBias):
-a linear hidden -> heads x d_rel gives each token per-head relative states, scaled per channel (heads x d_rel learned
-values) and L2-clipped where `rel_scales` (Inkling-1's InklingAttention.r_proj feeds them in unscaled), which mix a d_rel x extent table of bias-versus-distance profiles into one bias per head and
-backward distance (zero past the extent): per token 2 x heads x d_rel x extent FLOPs for the mix, the bias added to
-the scores. No state: it is recomputed from the query token. `sink_proj`: a linear hidden -> heads giving every
-token its own sink logit per head (an extra softmax entry with no value). `kv_conv`: causal depthwise convolutions
-of that kernel over the key and the value channels after their projections (no bias); `kv_conv_dynamic`: their taps
-are the static weights plus per-token ones projected hidden -> kv_heads x kernel for each of K and V (shared within
-a head); either keeps the last kernel - 1 tokens' K and V channels a request as a constant state. `kv_input_norms`:
-the keys and values project from their own RMSNorm of the layer input (hidden weights each), beside the query's.
+a linear hidden -> heads x d_rel gives each token per-head relative states (where `rel_scales`, scaled per channel by
+heads x d_rel learned values and L2-clipped; Inkling-1's InklingAttention.r_proj feeds them in as they are), which mix a
+d_rel x extent table of bias-versus-distance profiles into one bias per head and backward distance (zero past the
+extent): per token 2 x heads x d_rel x extent FLOPs for the mix, the bias added to the scores. No state: it is
+recomputed from the query token. `sink_proj`: a linear hidden -> heads giving every token its own sink logit per head
+(an extra softmax entry with no value). `kv_conv`: causal depthwise convolutions of that kernel over the key and the
+value channels after their projections (no bias); `kv_conv_dynamic`: their taps are the static weights plus per-token
+ones projected hidden -> kv_heads x kernel for each of K and V (shared within a head); either keeps the last kernel - 1
+tokens' K and V channels a request as a constant state. `kv_input_norms`: the keys and values project from their own
+RMSNorm of the layer input (hidden weights each), beside the query's.
 """
 from __future__ import annotations
 
