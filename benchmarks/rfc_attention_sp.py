@@ -142,6 +142,28 @@ def run(dep: Deployment, pc: ParallelConfig, phase: str, batch: int, seq: int) -
     return _RUNS[key]
 
 
+def expressed(dep: Deployment, pc: ParallelConfig) -> str:
+    """Which engine profiles run `pc` on the deployment's device (their rules and limits on it; the generic profile
+    sets every knob), and the rule or missing knob of each that refuses it."""
+    from solver.specs.rule_env import device_facts, model_env
+
+    hw = load_hardware(dep.hw_name)
+    runs, refuses = [], []
+    for name in ("generic", "sglang", "atom", "vllm", "vllm-ascend"):
+        fw = load_framework(name)
+        if fw.vendors and hw.vendor not in fw.vendors:
+            continue
+        env = model_env(pc.settings(), MODEL, **device_facts(hw), world=pc.world_size, batch=1)
+        errors = fw.check(env, "error")
+        if errors:
+            rules = [e[1:e.index("]")] for e in errors if e.startswith("[")]
+            refuses.append(f"{name} ({', '.join(rules) if rules else 'no attn_sp knob'})")
+        else:
+            runs.append(name)
+    return (f"on {dep.hw_name} expressible in {' and '.join(runs) or 'no profile'}"
+            + (f"; refused by {', '.join(refuses)}" if refuses else ""))
+
+
 def command(dep: Deployment, pc: ParallelConfig, phase: str, batch: int, seq: int) -> str:
     """The `shardplan estimate` line that prints this case."""
     knobs = [f"{KNOB_FLAGS[k]} {v}" for k, v in pc.knobs().items() if v > 1]
@@ -485,8 +507,8 @@ def claims(dep: Deployment) -> list[Claim]:  # noqa: PLR0915 (one block per clai
         e, d = run(dep, pc, "prefill", 1, S), run(dep, pc, "decode", DECODE_BATCH, 8192)
         out.append(Claim(cid, "wuhuikx", f"attention SP + MoE {'TP' if 'TP' in name.split('+')[1] else 'EP'}",
                          f"{name}: TTFT {_f(e.ttft_s * 1e3)} ms ({S // 1024}K), TPOT {_f(d.tpot_s * 1e3)} ms "
-                         f"(b{DECODE_BATCH} 8K), {_f(mem_gb(d))} GB per rank; expressible in the generic and sglang "
-                         "profiles; atom refuses it (no attn_sp flag in engines.md)", "agrees (expressible)",
+                         f"(b{DECODE_BATCH} 8K), {_f(mem_gb(d))} GB per rank; {expressed(dep, pc)}",
+                         "agrees (expressible)",
                          (command(dep, pc, "prefill", 1, S),)))
     out.append(Claim("22", "ganyi1996ppo", "SP for decode too",
                      f"b{DECODE_BATCH} TPOT at 8K: SP{w} {_f(dec8['SP'].tpot_s * 1e3)} vs DP{w} "
