@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solver.specs.hardware import Hardware
+from solver.specs.knobs import LAYOUT_SWITCHES
 
 @dataclass(frozen=True)
 class Factors:
@@ -71,8 +72,7 @@ class Factors:
 
 
 # the framework's switches (FrameworkProfile.efficiency_for writes each as 1.0 / 0.0): off where unset
-SWITCHES = ("budget_split_by_attention_dp", "kvp_splits_attention_weights", "cp_replicates_kv_cache",
-            "sp_decode_repeats_batch", "cp_decode_repeats_batch", "cp_decode_shards_kv")
+SWITCHES = ("budget_split_by_attention_dp", *LAYOUT_SWITCHES)
 # the serving loop's and custom all-reduce's figures (FrameworkProfile.serving_factors): 0 where unset
 AMOUNTS = ("first_token_iterations", "eager_launch_s", "seq_overhead_s", "seq_layer_s", "allreduce_oneshot_max_bytes",
            "allreduce_custom_max_bytes")

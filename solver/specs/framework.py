@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from solver.catalog import frameworks_dir
 from solver.errors import InputError, quoted
 from solver.specs.limits import MAX_MTP
-from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS
+from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS, LAYOUT_SWITCHES
 from solver.specs.expr import Value
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.hardware import VENDOR
@@ -214,11 +214,7 @@ class FrameworkProfile(BaseModel):
         out = apply_fitted(out, pair_factors(fitted_factors(), shared, self.name, name))
         out["token_budget"] = float(self.scheduler.token_budget_for(device_name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
-        out["kvp_splits_attention_weights"] = 1.0 if self.kvp_splits_attention_weights else 0.0
-        out["cp_replicates_kv_cache"] = 1.0 if self.cp_replicates_kv_cache else 0.0
-        out["sp_decode_repeats_batch"] = 1.0 if self.sp_decode_repeats_batch else 0.0
-        out["cp_decode_repeats_batch"] = 1.0 if self.cp_decode_repeats_batch else 0.0
-        out["cp_decode_shards_kv"] = 1.0 if self.cp_decode_shards_kv else 0.0
+        out.update({k: 1.0 if getattr(self, k) else 0.0 for k in LAYOUT_SWITCHES})
         out.update(self.serving_factors(vendor))
         return out
 

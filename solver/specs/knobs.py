@@ -79,3 +79,9 @@ def knob_module(name: str) -> str:
 def group_knobs(group: str) -> tuple[str, ...]:
     """The knobs a planner group's choice sets, in registry order."""
     return tuple(k.name for k in KNOB_SPECS if k.group == group)
+
+
+# An engine profile's layout switches (FrameworkProfile fields of these names, framework YAML): written into
+# Factors as 1.0 / 0.0 by FrameworkProfile.efficiency_for, read as booleans by estimate.factors
+LAYOUT_SWITCHES = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "sp_decode_repeats_batch",
+                   "cp_decode_repeats_batch", "cp_decode_shards_kv")
