@@ -45,10 +45,10 @@ _INTS: dict[str, tuple[int, int]] = {
     **{k: (int(max(lo, gt + 1)), int(hi)) for k in _SCENARIO_INTS for lo, gt, hi in [_scenario_range(k)]}}
 # real arguments: (above, at most)
 _REALS: dict[str, tuple[float, float]] = {
-    **{k: (gt, hi) for k in ("ttft_ms", "tpot_ms") for _, gt, hi in [_scenario_range(k)]},
+    **{k: (gt, hi) for k in ("ttft_ms", "tpot_ms", "mtp_accept") for _, gt, hi in [_scenario_range(k)]},
     "target_output_tokens_per_s": (0.0, limits.MAX_RATE), "target_requests_per_s": (0.0, limits.MAX_RATE)}
 # arguments that may be None (the planner or the runner decides)
-_OPTIONAL = {"concurrency", "max_concurrency", "ttft_ms", "tpot_ms", "max_copies", "target_output_tokens_per_s",
+_OPTIONAL = {"concurrency", "max_concurrency", "ttft_ms", "tpot_ms", "mtp_accept", "max_copies", "target_output_tokens_per_s",
              "target_requests_per_s", "weight_dtype", "moe_weight_dtype", "kv_dtype", "params", "scenarios",
              "seq_lens", "progress", "address", "prices", "references"}
 _NAMES = ("model", "framework")  # a catalog name or a path
@@ -174,8 +174,8 @@ def _sweep(model: str, hardware, cards, scenarios=None, *, jobs: int = 1, progre
 
     `hardware`: a name or a list; `cards`: "8,16,32", "8..1024" (powers of two) or a list of ints;
     `scenarios`: kinds ("throughput", "latency", "balanced"; default all three) or Scenario objects. Keyword
-    arguments: isl, osl, seq_lens, ttft_ms, tpot_ms, concurrency, max_concurrency, mtp, framework, weight_dtype,
-    moe_weight_dtype, kv_dtype (a dtype, or {hardware: dtype}), method, params, top, allow_cross_node,
+    arguments: isl, osl, seq_lens, ttft_ms, tpot_ms, concurrency, max_concurrency, mtp, mtp_accept, framework,
+    weight_dtype, moe_weight_dtype, kv_dtype (a dtype, or {hardware: dtype}), method, params, top, allow_cross_node,
     explain_binding. `jobs` > 1 solves in worker processes; `executor="ray"|"dask"` with `address` (or a Dask
     Client) on an existing cluster (same table either way). Columns: solver.capacity.sweep.COLUMNS.
     `df.attrs`: "wall_s" (seconds the sweep took), "combinations" (the solves it ran), "notes" (what reading

@@ -54,13 +54,14 @@ def _row(d: DisaggPlan, knobs: tuple[str, ...], replica_knobs: tuple[str, ...] =
 
 
 def _scenario(kind: str | Scenario, isl: int, osl: int, ttft_ms, tpot_ms, max_concurrency: int | None,
-              mtp: int, concurrency: int | None = None) -> Scenario:
-    """The scenario of one plan; max_concurrency None keeps the Scenario's default range."""
+              mtp: int, concurrency: int | None = None, mtp_accept: float | None = None) -> Scenario:
+    """The scenario of one plan; max_concurrency / mtp_accept None keep the Scenario's defaults."""
     if isinstance(kind, Scenario):
         return kind
     return make_scenario(kind=kind, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
                          concurrency=concurrency,
-                         **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}))
+                         **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}),
+                         **({"mtp_accept": mtp_accept} if mtp_accept is not None else {}))
 
 
 def _unsupported(**given: Any) -> None:
@@ -73,7 +74,7 @@ def _unsupported(**given: Any) -> None:
 def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None, *, isl: int = 4096,
                  osl: int = 256, seq_lens: str | None = None, ttft_ms: float | None = None,
                  tpot_ms: float | None = None, max_concurrency: int | None = None, mtp: int = 0,
-                 framework: str = "generic",
+                 mtp_accept: float | None = None, framework: str = "generic",
                  weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
                  top: int = TOP, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
@@ -99,7 +100,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
         for w in card_list:
             for kind in kinds:
                 for i, o in lengths:
-                    sc = _scenario(kind, i, o, ttft_ms, tpot_ms, max_concurrency, mtp, concurrency)
+                    sc = _scenario(kind, i, o, ttft_ms, tpot_ms, max_concurrency, mtp, concurrency, mtp_accept)
                     key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o, "model": model_name,
                            "ttft_sla_ms": sc.ttft_ms, "tpot_sla_ms": sc.tpot_ms,
                            "weight_dtype": dt["--weight-dtype"][hw] or ""}
@@ -168,7 +169,8 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                      target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
                      ttft_ms: float | None = None, tpot_ms: float | None = None, cards: str = "1..1024",
                      framework: str = "generic", weight_dtype=None, moe_weight_dtype=None, kv_dtype=None,
-                     mtp: int = 0, max_concurrency: int | None = None, allow_cross_node: bool = False,
+                     mtp: int = 0, mtp_accept: float | None = None, max_concurrency: int | None = None,
+                     allow_cross_node: bool = False,
                      params: SolverParams | None = None, prices: Sequence[str] | None = None,
                      progress: Callable[[str], None] | None = None) -> DisaggRecommendation:
     """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries
@@ -187,7 +189,7 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
-    sc = _scenario("throughput", isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp)
+    sc = _scenario("throughput", isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, mtp_accept=mtp_accept)
     sizes = [w for w in parse_cards(cards) if w >= 2]  # one card cannot hold a worker per pool
     if not sizes:
         raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")

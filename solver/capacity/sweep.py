@@ -87,7 +87,8 @@ def _scenario(kind_or_scenario: str | Scenario, isl: int, osl: int, overrides: d
 def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Iterable[int],
                scenarios: Any = None, *, isl: int = 4096, osl: int = 256, seq_lens: Any = None,
                ttft_ms: float | None = None, tpot_ms: float | None = None, concurrency: int | None = None,
-               max_concurrency: int | None = None, mtp: int = 0, framework: str = "generic",
+               max_concurrency: int | None = None, mtp: int = 0, mtp_accept: float | None = None,
+               framework: str = "generic",
                weight_dtype: Any = None, moe_weight_dtype: Any = None, kv_dtype: Any = None,
                method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
                allow_cross_node: bool = False, explain_binding: bool = False) -> SweepPlan:
@@ -127,7 +128,8 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                                                                                  kvd[h.name]))]
     params = params or SolverParams()
     overrides = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "concurrency": concurrency, "mtp": mtp,
-                 **({"max_concurrency": max_concurrency} if max_concurrency is not None else {})}
+                 **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}),
+                 **({"mtp_accept": mtp_accept} if mtp_accept is not None else {})}
     out = SweepPlan(spec.name, names, card_list, notes=notes)
     for h_arg, h in zip(hw_list, hws):
         for i, o in lengths:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
-from solver.cli.options import (CONCURRENCY, COPIES, check_mtp, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
-                                DEFAULT_FORMAT, given)
+from solver.cli.options import (CONCURRENCY, COPIES, check_mtp, JOBS, MS, MTP, NAME, RATE, SECONDS,
+                                SEED, TOKENS, TOP, DEFAULT_FORMAT, given, mtp_accept_option)
 from solver.errors import InfeasibleError, InputError
 from solver.specs.knobs import nondefault_label
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
@@ -36,6 +36,7 @@ def _common(func: Callable) -> Callable:
                           f"{DEFAULT_MAX_CONCURRENCY}; recommend, aggregated, raises it where a cluster size "
                           "falls short at it]"),
         click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth"),
+        mtp_accept_option,
         click.option("--framework", type=NAME, default="generic", show_default=True, help="framework profile name or YAML path"),
         click.option("--weight-dtype", multiple=True, help="weights of every linear layer: " + _DTYPE_HELP),
         click.option("--moe-weight-dtype", multiple=True, help="routed-expert weights: " + _DTYPE_HELP),
@@ -127,7 +128,7 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
 @click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
               help="disagg: plan prefill and decode pools (xPyD) per combination (solver.capacity.disagg)")
 def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, osl, ttft_ms, tpot_ms,
-              max_concurrency, mtp, framework, weight_dtype, moe_weight_dtype, kv_dtype, allow_cross_node,
+              max_concurrency, mtp, mtp_accept, framework, weight_dtype, moe_weight_dtype, kv_dtype, allow_cross_node,
               time_limit, seed, concurrency, method, top, explain_binding, jobs, executor, address, out,
               plot, fmt, serving) -> None:
     """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
@@ -151,7 +152,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
 
         df = sweep_disagg(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl,
                           osl=osl, seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-                          max_concurrency=max_concurrency, mtp=mtp, framework=framework,
+                          max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, framework=framework,
                           weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                           kv_dtype=_dtype(kv_dtype), params=_params(time_limit, seed), top=top,
                           allow_cross_node=allow_cross_node, concurrency=concurrency, method=method, jobs=jobs,
@@ -172,7 +173,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
         raise InputError("--format", f"{fmt} with --out: the extension of {out} sets the file's format")
     sp = build_plan(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl, osl=osl,
                     seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms, concurrency=concurrency,
-                    max_concurrency=max_concurrency, mtp=mtp, framework=framework,
+                    max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, framework=framework,
                     weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                     kv_dtype=_dtype(kv_dtype), method=method, params=_params(time_limit, seed), top=top,
                     allow_cross_node=allow_cross_node, explain_binding=explain_binding)
@@ -278,7 +279,7 @@ def _cards_cell(cards: int, placement: Any) -> int | str:
 @click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
               help="disagg: plan prefill and decode pools (xPyD) per combination (solver.capacity.disagg)")
 def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, target_requests_per_s, prices, cards,
-                  max_copies, isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, framework, weight_dtype,
+                  max_copies, isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, mtp_accept, framework, weight_dtype,
                   moe_weight_dtype, kv_dtype, allow_cross_node, time_limit, seed, fmt, serving) -> None:
     """The fewest cards (and the configuration) that carry a load within the SLA, as copies of one deployment
     behind a load balancer; with several hardware and prices per card-hour, the cheapest, with its cost per million
@@ -297,6 +298,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
                                tpot_ms=tpot_ms, cards=cards, framework=framework, weight_dtype=_dtype(weight_dtype),
                                moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
+                               mtp_accept=mtp_accept,
                                max_concurrency=max_concurrency, allow_cross_node=allow_cross_node,
                                params=_params(time_limit, seed), prices=list(prices) or None)
         click.echo(rec.render(fmt), nl=False)
@@ -313,7 +315,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                         target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
                         tpot_ms=tpot_ms, prices=list(prices) or None, cards=cards, framework=framework,
                         weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
-                        kv_dtype=_dtype(kv_dtype), mtp=mtp, max_concurrency=max_concurrency,
+                        kv_dtype=_dtype(kv_dtype), mtp=mtp, mtp_accept=mtp_accept, max_concurrency=max_concurrency,
                         allow_cross_node=allow_cross_node, params=_params(time_limit, seed), max_copies=max_copies,
                         progress=(lambda label: progress(0, 0, label)) if progress else None)
     if fmt in ("json", "yaml"):

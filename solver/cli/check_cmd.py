@@ -88,12 +88,13 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
     dep.check_derived(world, config, fw.replica_knobs)  # attn_dp_size may be the engine's DP
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
+    mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {})}
     if w.phase == "serving":
-        wl = Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, mtp=dep.mtp)
+        wl = Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, **mtp)
     elif w.phase == "decode" and w.isl is not None:
-        wl = Workload.decode_of(w.batch, w.isl, w.osl, dep.mtp)  # type: ignore[arg-type]
+        wl = Workload.decode_of(w.batch, w.isl, w.osl, **mtp)  # type: ignore[arg-type]
     else:
-        wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, mtp=dep.mtp)
+        wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, **mtp)
     try:
         pc = make_parallel_config(world, fields=dep.fields, **dep.parallel_config)
     except InputError as exc:

@@ -251,9 +251,19 @@ def scenario_from_options(**fields: Any) -> Scenario:
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         fields = {k: v for k, v in fields.items() if k not in ctx.params or given(k)}
-    if fields.get("mtp_accept") is not None and not fields.get("mtp"):
-        raise InputError("--mtp-accept", "an acceptance rate needs --mtp N > 0 (no draft tokens to accept)")
     return scenario_of("scenario", **fields)
+
+
+def _mtp_accept_help() -> str:
+    from solver.specs.scenario import DEFAULT_MTP_ACCEPT  # a pydantic module: loaded when --help is printed
+
+    return (f"with --mtp: the acceptance rate of each draft token, as measured on your traffic [default: "
+            f"{DEFAULT_MTP_ACCEPT:g}]")
+
+
+def mtp_accept_option(func: Callable) -> Callable:
+    """--mtp-accept of the planning commands (solve, sweep, recommend); None: the Scenario's default."""
+    return click.option("--mtp-accept", type=FRACTION, default=None, cls=Deferred, help_fn=_mtp_accept_help)(func)
 
 
 def load_from(loader: Callable[[str], Any], value: str, key: str, flag: str | None, config: str) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
-                                check_mtp, command_imports, dtype_options, format_option,
+                                check_mtp, command_imports, dtype_options, format_option, mtp_accept_option,
                                 scenario_from_options)
 from solver.errors import InputError
 from solver.report.render import console, dump, table
@@ -28,6 +28,7 @@ from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
 @click.option("--ttft-ms", type=MS, default=None, help="SLA: time to first token, ms")
 @click.option("--tpot-ms", type=MS, default=None, help="SLA: time per output token, ms")
 @click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth")
+@mtp_accept_option
 @click.option("--framework", type=NAME, default="generic", show_default=True, help="framework profile name or YAML path")
 @dtype_options
 @click.option("--method", type=click.Choice(PLAN_METHODS), default="cpsat", show_default=True,
@@ -46,7 +47,7 @@ from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
 @format_option(extra=("launch",), help="output format; launch: the engine command per candidate (--framework "
                "names the engine)")
 def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurrency, phase, ttft_ms, tpot_ms, mtp,
-              framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed, time_limit, top,
+              mtp_accept, framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed, time_limit, top,
               allow_cross_node, explain, serving, fmt) -> None:
     """Recommend the top 2-3 parallel_configs (seed Step 4 format)."""
     with command_imports():
@@ -57,7 +58,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
 
     scenario = scenario_from_options(kind=kind, isl=isl, osl=osl, concurrency=concurrency,
                                      max_concurrency=max_concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
-                                     phase=phase)
+                                     mtp_accept=mtp_accept, phase=phase)
     check_mtp(model, mtp)
     params = SolverParams(workers=workers, seed=seed, time_limit_s=time_limit)
     if serving == "disagg":  # solver.entry.run_disagg plans both pools and the aggregated comparison
@@ -103,7 +104,8 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         quant = {k: v for k, v in (("weights", weight_dtype), ("moe_weights", moe_weight_dtype),
                                    ("kv_cache", kv_dtype)) if v is not None}
         deployment = {"model": model, "hardware": hardware, "framework": framework, "world_size": cards,
-                      **({"quant": quant} if quant else {}), **({"mtp": mtp} if mtp else {})}
+                      **({"quant": quant} if quant else {}), **({"mtp": mtp} if mtp else {}),
+                      **({"mtp_accept": mtp_accept} if mtp_accept is not None else {})}
         click.echo(seed_yaml(result, cands, replica_knobs, prompt_len, deployment, scenario), nl=False)
         if explain:
             click.echo("# why the main alternatives lost:")

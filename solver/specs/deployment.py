@@ -120,6 +120,7 @@ class Deployment(BaseModel):
     workload: WorkloadSpec | None = None
     quant: QuantSpecIn = QuantSpecIn()
     mtp: int = Field(0, ge=0, le=MAX_MTP)
+    mtp_accept: float | None = Field(None, gt=0, le=1, description="acceptance of each draft token (None: default)")
     enable_online_split_weight: bool | None = None
     previous_parallel_config: dict[str, StrictInt] | None = None
     derived: dict[str, StrictInt] = Field(default_factory=dict, description="attn_dp_size / moe_ep_size as stated")
@@ -132,6 +133,8 @@ class Deployment(BaseModel):
 
     @model_validator(mode="after")
     def _knobs(self) -> "Deployment":
+        if self.mtp_accept is not None and not self.mtp:
+            raise FieldProblem("mtp_accept", "an acceptance rate needs mtp N > 0 (no draft tokens to accept)")
         for field in ("parallel_config", "previous_parallel_config"):
             cfg = getattr(self, field) or {}
             unknown = sorted(set(cfg) - set(CONFIG_KEYS))
@@ -169,7 +172,7 @@ class Deployment(BaseModel):
 # The flat spelling `shardplan calibrate --config` also reads: workload and dtype keys at the top level.
 FLAT_WORKLOAD = ("phase", "batch", "seq_len", "isl", "osl", "concurrency")
 FLAT_QUANT = {"weight_dtype": "weights", "moe_weight_dtype": "moe_weights", "kv_dtype": "kv_cache"}
-DEPLOYMENT_ONLY = ("model", "hardware", "mtp", "enable_online_split_weight", "previous_parallel_config")
+DEPLOYMENT_ONLY = ("model", "hardware", "mtp", "mtp_accept", "enable_online_split_weight", "previous_parallel_config")
 
 
 def nest_flat_keys(data: dict, origin: str) -> dict:

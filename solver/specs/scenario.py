@@ -115,7 +115,10 @@ class Scenario(BaseModel):
 def scenario_of(fallback_flag: str = "--scenario", **fields: Any) -> Scenario:
     """A Scenario from what a user gave; a field it refuses is reported under its flag (--max-concurrency). A check
     across fields names its field first ("concurrency 4 exceeds max_concurrency 2", "ttft_ms: ..."), so the flag is
-    that field's (--concurrency), as the user gave it; `fallback_flag` where no field is named."""
+    that field's (--concurrency), as the user gave it; `fallback_flag` where no field is named. An acceptance rate
+    given without draft tokens to accept is refused: it would be dropped."""
+    if fields.get("mtp_accept") is not None and not fields.get("mtp"):
+        raise InputError("--mtp-accept", "an acceptance rate needs --mtp N > 0 (no draft tokens to accept)")
     try:
         return Scenario(**fields)
     except ValidationError as exc:
