@@ -128,13 +128,29 @@ def test_gpt_oss_sliding_layer_prefill_keys_are_the_mean_of_the_capped_positions
 def test_hca_decode_attends_to_every_compressed_entry_and_the_window():
     """DeepSeek-V4-Pro ratio-128 layer (no indexer) decode at 4096: 4096 / 128 = 32 compressed entries + the 128
     window keys = 160 keys of the one 512-wide K = V head: FLOPs 2 x 128 x 8 x 160 x 2 x 512; bytes 8 x 160 x 512 x 2
-    + 8 x 7168 x 2. State: 512 x 2 / 128 = 8 B a token, the window 128 x 512 x 2 = 131,072 B."""
+    + 8 x 7168 x 2. Cache: 512 x 2 / 128 = 8 B a token."""
     ops = _ops("deepseek-v4-pro", "CSA 128 x 512 1:128", DECODE)
     assert ops["attention_core"].flops == 2 * 128 * 8 * 160 * 2 * 512
     assert ops["attention_core"].bytes == 8 * 160 * 512 * 2 + 8 * 7168 * 2
     _, block = _block("deepseek-v4-pro", "CSA 128 x 512 1:128")
-    st = block.state(2, 1)
-    assert (st.per_token_bytes, st.constant_bytes) == (8, 131_072)
+    assert block.state(2, 1).per_token_bytes == 8
+
+
+def test_hca_constant_state_is_the_window_and_the_compressors_open_window():
+    """DeepSeek-V4-Pro ratio-128 layer: the raw window 128 x 512 x 2 = 131,072 B, and the compressor's kv and gate
+    (512 each, coff 1) of up to 127 tokens not yet compressed, 127 x 512 x 2 x 2 B = 260,096 B: 391,168 B a request
+    whatever the context (transformers' DeepseekV4HCACache keeps buffer_kv / buffer_gate)."""
+    _, block = _block("deepseek-v4-pro", "CSA 128 x 512 1:128")
+    assert block.state(2, 1).constant_bytes == 131_072 + 127 * 512 * 2 * 2 == 391_168
+
+
+def test_csa_constant_state_adds_both_compressors_open_window_and_overlap():
+    """DeepSeek-V4-Pro ratio-4 layer (coff 2): the window 131,072 B; the attention compressor's 3 pending tokens x
+    1,024 x (kv, gate) x 2 B = 12,288 and its overlap, 4 x 512 x 2 x 2 = 8,192; the indexer's compressor at
+    head_dim 128: 3 x 256 x 2 x 2 = 3,072 and 4 x 128 x 2 x 2 = 2,048 (DeepseekV4CSACache's buffer_* and
+    overlap_* for "compressor" and "indexer"): 156,672 B a request."""
+    _, block = _block("deepseek-v4-pro", "CSA 128 x 512 1:4")
+    assert block.state(2, 1).constant_bytes == 131_072 + 12_288 + 8_192 + 3_072 + 2_048 == 156_672
 
 
 def test_csa_prefill_attends_to_the_mean_of_the_capped_compressed_entries():

@@ -269,7 +269,10 @@ def test_compressed_attention_cache_grows_at_one_over_ratio_plus_window() -> Non
     c = CompressedAttention(hidden=H, heads=4, head_dim=32, q_lora_rank=16, o_lora_rank=8, o_groups=2,
                             ratio=4, window=16)
     st = c.state(2, 1)
-    assert st.per_token_bytes == 32 * 2 / 4 and st.constant_bytes == 16 * 32 * 2
+    # constant: the window, and the compressor's 3 pending tokens' kv + gate (2 x 32 each, coff 2) and the last
+    # window's overlap (4 x 32, kv + gate), in bf16
+    assert st.per_token_bytes == 32 * 2 / 4
+    assert st.constant_bytes == 16 * 32 * 2 + (3 * 2 * 32 * 2 + 4 * 32 * 2) * 2
     o = next(s for s in c.shares() if s.module == "o_proj")
     assert o.params == 4 * 32 * 8 + 2 * 8 * H
 
