@@ -9,7 +9,8 @@ layer (wkv and wgate of coff x head_dim, coff = 2 for the overlapping ratio-4 wi
 learned position bias of ratio x coff x head_dim); the indexer with its own compressor on CSA layers; wo_a
 (heads x head_dim -> o_groups x o_lora_rank, block-diagonal) and wo_b; one sink logit per head.
 State per request: head_dim bytes-per-element per compressed token (grows at 1 / ratio), the raw window
-(bounded: counted as constant), indexer keys per compressed token on CSA layers.
+(bounded: counted as constant), indexer keys per compressed token on CSA layers, and the compressors' open window
+(constant: compressor_state_bytes).
 Knobs: attention TP splits the query heads and the grouped o-projection; the KV head is replicated. CP / SP /
 KVP split the growing compressed cache like any layer whose state grows with the sequence.
 """
@@ -77,16 +78,38 @@ class CompressedAttention(Block):
     def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int = 1) -> float:
         return self.head_dim * kv_bytes / self.ratio if self.ratio else 0.0
 
+    def compressor_state_bytes(self) -> float:
+        """What a request's compressors keep between steps (transformers 5.25.0 DeepseekV4HCACache /
+        DeepseekV4CSACache): the kv and gate projections (coff x head_dim each) of up to ratio - 1 source tokens
+        not yet closed into an entry, and under overlapping windows (coff 2) the last closed window's first series
+        (ratio x head_dim, kv and gate) the next entry mixes in; the indexer's compressor the same at its head_dim.
+        Projection outputs, in the activation dtype; the one KV head's, whole on every attention-TP rank."""
+        if not self.ratio:
+            return 0.0
+
+        def one(head_dim: int) -> float:
+            pending = (self.ratio - 1) * self.coff * head_dim * 2
+            overlap = self.ratio * head_dim * 2 if self.coff == 2 else 0
+            return (pending + overlap) * ACT_BYTES
+
+        return one(self.head_dim) + (one(self.indexer.head_dim) if self.indexer else 0.0)
+
     @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
         idx = self.indexer.bytes_per_token / self.ratio if self.indexer and self.ratio else 0.0
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes), index_per_token_bytes=idx,
-                     constant_bytes=self.window * self.head_dim * kv_bytes)
+                     constant_bytes=self.window * self.head_dim * kv_bytes + self.compressor_state_bytes())
 
     def compressed_keys(self, cx: CostKit) -> float:
-        """Compressed entries a query attends to: all of them, or the indexer's top-k of them."""
-        compressed = max(cx.w.context, 1.0) / self.ratio if self.ratio else 0.0
-        return min(compressed, self.indexer.topk) if self.indexer else compressed
+        """Mean compressed entries a query of the step attends to: all of them (position / ratio), or the indexer's
+        top-k of them, min(position / ratio, k) = min(position, k x ratio) / ratio averaged over the step's queries
+        (the mean of a min, not the min of the mean: an 8K prompt under top-1024 of ratio 4 attends to 768 entries
+        a query on average, not 1024)."""
+        if not self.ratio:
+            return 0.0
+        if self.indexer:
+            return cx.mean_keys_capped(self.indexer.selected_keys * self.ratio) / self.ratio
+        return max(cx.w.context, 1.0) / self.ratio
 
     def keys(self, cx: CostKit) -> float:
         return self.compressed_keys(cx) + cx.mean_keys_capped(self.window)
