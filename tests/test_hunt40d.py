@@ -155,3 +155,15 @@ def test_the_refit_without_its_csv_is_one_error_line_and_exit_2(tmp_path: Path, 
     assert fit_efficiency.main(["--csv", str(tmp_path / "none.csv"), "--dry-run"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --csv:") and "no such file" in err[0]
+
+
+def test_a_framework_flag_that_replaces_the_rows_backend_says_whose(tmp_path: Path) -> None:
+    """Two vLLM rows and one SGLang row under --framework sglang: the two vLLM rows change engine."""
+    path = tmp_path / "rows.csv"
+    row = "meta-llama/Llama-3.1-70B,h200_sxm,bf16,1024,128,16,4"
+    path.write_text("backend,model,system,precision,isl,osl,concurrency,tp\n"
+                    f"vllm,{row}\nvllm,{row}\nsglang,{row}\n")
+    res = CliRunner().invoke(main, ["estimate", "--from-csv", str(path), "--out", str(tmp_path / "p.csv"),
+                                    "--framework", "sglang"])
+    assert res.exit_code == 0, res.output
+    assert "note: --framework sglang replaces the backend column of 2 rows (vllm)" in res.output

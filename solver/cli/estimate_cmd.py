@@ -179,6 +179,12 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
         notes.append(f"{len(guessed)} of {len(out) - errors} evaluated rows leave prefill_workers / decode_workers "
                      f"blank: read as 1 worker per pool (first: line {guessed[0]}); their "
                      "predictions are of a deployment the row does not state (docs/disagg.md)")
+    if framework is not None:  # --framework replaces the backend column: say whose rows it changed
+        others = sorted({str(r.get("backend") or "").strip() for r in out} - {"", framework})
+        if others:
+            n = sum(str(r.get("backend") or "").strip() in others for r in out)
+            notes.append(f"--framework {framework} replaces the backend column of {n} rows "
+                         f"({', '.join(others)}): each is estimated as if served by {framework}")
     return len(out), errors, notes
 
 
