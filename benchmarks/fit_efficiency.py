@@ -1,6 +1,9 @@
 """Fit a few efficiency factors per (framework, hardware) from the calibration CSV.
 
-    python benchmarks/fit_efficiency.py [--csv PATH] [--out PATH] [--dry-run]
+    python benchmarks/fit_efficiency.py [--csv PATH] [--out PATH] [--dry-run | --check]
+
+`--check` refits and compares with the shipped file byte for byte (exit 1 and a diff when they differ): the file
+is a function of the CSV and this code alone (its header names the CSV by content hash, not by the day it ran).
 
 First, the factors in accuracy.GLOBAL_PARAMS (the routed-expert grouped-GEMM fraction of the dense GEMM's
 FLOP/s, a weight-only GEMM's fraction of the dense 16-bit GEMM's, and the launch-to-done latency of the engines'
@@ -41,7 +44,8 @@ it fitted; a framework or vendor the fit never saw carries grouped_gemm and dequ
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
+import difflib
+import hashlib
 import math
 import sys
 import time
@@ -207,14 +211,21 @@ def engine_factors(factors: Mapping[str, Mapping[str, Mapping[str, float]]]) -> 
     return {fw: {k: next(iter(hw.values()))[k] for k in FRAMEWORK_PARAMS} for fw, hw in factors.items() if hw}
 
 
-def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv: Path, n_rows: int,
-               filled: Sequence[str] = (), shared: Mapping[str, float] | None = None,
-               vendors: Sequence[str] = ()) -> None:
+def csv_digest(csv: Path) -> str:
+    """The CSV's identity in the header: its content hash, so that a refit of the same rows is byte-identical
+    (a run date would change the file every day with no figure changed)."""
+    return hashlib.sha256(csv.read_bytes()).hexdigest()[:16]
+
+
+def render_yaml(factors: dict[str, dict[str, dict[str, float]]], csv: Path, n_rows: int,
+                filled: Sequence[str] = (), shared: Mapping[str, float] | None = None,
+                vendors: Sequence[str] = ()) -> str:
+    """factors.yaml's text: a function of the fit and the CSV's content only."""
     import yaml
 
     header = [
         "# Fitted efficiency factors per (framework, hardware). GENERATED: do not edit by hand.",
-        f"# Produced by benchmarks/fit_efficiency.py on {_dt.date.today().isoformat()} from {csv.name}",
+        f"# Produced by benchmarks/fit_efficiency.py from {csv.name} (sha256 {csv_digest(csv)}...)",
         f"# ({n_rows} evaluable rows; public ai-dynamo/aiconfigurator silicon_sample.csv, Apache-2.0).",
         "# Rerun: python benchmarks/fit_efficiency.py   (then python benchmarks/accuracy.py to check).",
         "# Multipliers (gemm, hbm) scale the hardware YAML's achieved fractions and the framework",
@@ -238,16 +249,41 @@ def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv:
     engines = {fw: {v: dict(params) for v in vendors} for fw, params in engine_factors(factors).items()}
     body = yaml.safe_dump({"global": {v: dict(shared or {}) for v in vendors}, "engines": engines,
                            "factors": factors}, sort_keys=True, default_flow_style=False)
+    return "\n".join(header) + "\n" + body
+
+
+def write_yaml(factors: dict[str, dict[str, dict[str, float]]], path: Path, csv: Path, n_rows: int,
+               filled: Sequence[str] = (), shared: Mapping[str, float] | None = None,
+               vendors: Sequence[str] = ()) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(header) + "\n" + body)
+    path.write_text(render_yaml(factors, csv, n_rows, filled, shared, vendors))
+
+
+def check_shipped(text: str, path: Path) -> int:
+    """0 when `path` holds `text` byte for byte, else 1 with a unified diff on stdout."""
+    shipped = path.read_text() if path.is_file() else ""
+    if shipped == text:
+        print(f"{path}: reproduced byte for byte")
+        return 0
+    sys.stdout.writelines(difflib.unified_diff(shipped.splitlines(keepends=True), text.splitlines(keepends=True),
+                                               str(path), "refit"))
+    print(f"{path}: differs from the refit (diff above); rerun without --check to rewrite it")
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--csv", type=Path, default=DEFAULT_CSV)
     ap.add_argument("--out", type=Path, default=FACTORS_YAML)
-    ap.add_argument("--dry-run", action="store_true", help="print the fit, write nothing")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the fit, write nothing")
+    mode.add_argument("--check", action="store_true",
+                      help="compare the refit with --out byte for byte, write nothing (exit 1 when they differ)")
     args = ap.parse_args(argv)
+    if not args.csv.is_file():  # the default sits beside the checkout (../shared/facts), absent elsewhere
+        print(f"error: --csv: {args.csv}: no such file; pass --csv PATH to measured_agg_calibration.csv",
+              file=sys.stderr)
+        return 2
     t0 = time.time()
     prepared, skipped = prepare_all(load_rows(args.csv))
     print(f"fitting on {len(prepared)} rows ({len(skipped)} skipped: they raise InputError)")
@@ -256,12 +292,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if o is not None:
         print(f"median request_overhead_s of the pairs fitted on their own rows: {o:.4g}"
               " (workload.DEFAULT_REQUEST_OVERHEAD_S uses it for unfitted pairs)")
-    if not args.dry_run:
-        write_yaml(factors, args.out, args.csv, len(prepared), filled, shared,
-                   sorted({p.case.hw.vendor for p in prepared if p.case.hw.vendor}))
+    vendors = sorted({p.case.hw.vendor for p in prepared if p.case.hw.vendor})
+    status = 0
+    if args.check:
+        status = check_shipped(render_yaml(factors, args.csv, len(prepared), filled, shared, vendors), args.out)
+    elif not args.dry_run:
+        write_yaml(factors, args.out, args.csv, len(prepared), filled, shared, vendors)
         print(f"wrote {args.out}")
     print(f"runtime {time.time() - t0:.1f} s")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -135,6 +135,10 @@ def parallel_sizes(row: Mapping[str, Any], is_moe: bool) -> tuple[int, int, int,
         dp = _dense_opt_int(row, "attention_dp") or 1
         _dense_opt_int(row, "moe_tp"), _dense_opt_int(row, "moe_ep")
         return tp, dp, tp, 1
+    for col in ("attention_dp", "moe_tp", "moe_ep"):
+        if not _blank(row.get(col)) and _dense_opt_int(row, col) is None:
+            raise InputError(col, f"0 on a MoE model ({row.get(col)!r}): a 0 stands for a column that does not "
+                                  "apply, which only a dense model has; give the size or leave the cell blank")
     dp = _opt_int(row, "attention_dp") or 1
     world = tp * dp
     moe_tp, moe_ep = _opt_int(row, "moe_tp"), _opt_int(row, "moe_ep")

@@ -11,9 +11,12 @@ Steps, in order of preference:
      the device clock already), else the host-side one;
   3. neither: the whole trace is one step spanning the first to the last device event.
 With a GPU-side window, a device event belongs to the step its start falls in (metrics clip to the window).
-With a host-side window, a kernel belongs to the step that *launched* it (matched through the launch's
-`correlation` id; by its own start when there is no launch record), and the step is widened to cover the
-device work it launched: [min(host start, first kernel start), max(host end, last kernel end)], because the
+With a host-side window, a kernel belongs to the step that *launched* it: matched through the launch's
+`correlation` id; with no launch record (torch_npu ops), the step whose host window holds the op's start, or,
+for an op that starts between two steps, the earlier one: the device runs behind the host and never ahead of it,
+so such an op is that step's tail, not the next step's work. An op with no launch record after the last step
+may be its tail or work past the profiled steps; no step takes it and the report notes it. The step is widened
+to cover the device work it launched: [min(host start, first kernel start), max(host end, last kernel end)], because the
 GPU runs behind the CPU and the host window alone would cut the tail of the step off.
 
 Times are microseconds relative to `RankTrace.origin_us` (the earliest device event or step start), taken
@@ -77,6 +80,9 @@ class RankTrace:
     world_size: int | None = None
     left_out: int = 0  # events read past: no usable name, ts, dur or memory figure (the report notes them)
     left_out_example: str = ""
+    outside_steps: int = 0  # device events no step window holds: not in any step's figures (the report notes them)
+    outside_steps_us: float = 0.0  # their summed duration
+    outside_example: str = ""
 
 
 # --------------------------------------------------------------------------------------------- reading
@@ -113,8 +119,10 @@ def _locate(starts: list[int], max_ends: list[int], windows: list[tuple[int, int
     return None
 
 
-def _build_steps(red: Reduced, path: Path, step_marker: str | None) -> tuple[list[tuple[int, int, int, list]], str]:
-    """Steps as (index, start_ns, end_ns, device tuples) and where the boundaries came from."""
+def _build_steps(red: Reduced, path: Path,
+                 step_marker: str | None) -> tuple[list[tuple[int, int, int, list]], str, list]:
+    """Steps as (index, start_ns, end_ns, device tuples), where the boundaries came from, and the device events
+    no step holds (before the first step, or between GPU-side windows)."""
     if red.gpu_annotations:
         windows, source = _windows(red.gpu_annotations), "gpu_annotation"
     elif red.host_annotations:
@@ -125,17 +133,24 @@ def _build_steps(red: Reduced, path: Path, step_marker: str | None) -> tuple[lis
     else:
         first = min(d[2] for d in red.device)
         last = max(d[2] + d[3] for d in red.device)
-        return [(0, first, last, list(red.device))], "whole_trace"
+        return [(0, first, last, list(red.device))], "whole_trace", []
 
     starts = [w[1] for w in windows]
     max_ends = list(itertools.accumulate((w[2] for w in windows), max))
     buckets: list[list] = [[] for _ in windows]
+    outside: list = []
     for dev in red.device:
         t = dev[2]
-        if source == "host_annotation" and dev[5] is not None and dev[5] in red.launches:
+        launched = source == "host_annotation" and dev[5] is not None and dev[5] in red.launches
+        if launched:
             t = red.launches[dev[5]]
         i = _locate(starts, max_ends, windows, t)
-        if i is not None:
+        if i is None and source == "host_annotation" and not launched:
+            i = bisect.bisect_right(starts, t) - 1  # the last step begun by then (-1: before the first)
+            i = i if 0 <= i < len(windows) - 1 else None  # between steps only (module docstring)
+        if i is None:
+            outside.append(dev)
+        else:
             buckets[i].append(dev)
 
     steps = []
@@ -144,7 +159,7 @@ def _build_steps(red: Reduced, path: Path, step_marker: str | None) -> tuple[lis
             start = min(start, min(d[2] for d in bucket))
             end = max(end, max(d[2] + d[3] for d in bucket))
         steps.append((index, start, end, bucket))
-    return steps, source
+    return steps, source, outside
 
 
 # ---------------------------------------------------------------------------------------------- rank
@@ -209,7 +224,7 @@ def load_trace_file(path: str | Path, step_marker: str | None = None, default_ra
     if rank is None:
         rank = default_rank
 
-    raw_steps, source = _build_steps(red, path, step_marker)
+    raw_steps, source, outside = _build_steps(red, path, step_marker)
     origin = min(min(s[1] for s in raw_steps), min(d[2] for d in red.device))
     steps = [
         Step(
@@ -223,7 +238,9 @@ def load_trace_file(path: str | Path, step_marker: str | None = None, default_ra
     return RankTrace(rank=rank, steps=steps, peak_memory_bytes=red.peak_allocated,
                      peak_reserved_bytes=red.peak_reserved, source=str(path), origin_us=origin / 1000,
                      step_source=source, world_size=world, left_out=red.left_out,
-                     left_out_example=red.left_out_example)
+                     left_out_example=red.left_out_example, outside_steps=len(outside),
+                     outside_steps_us=sum(d[3] for d in outside) / 1000,
+                     outside_example=outside[0][0] if outside else "")
 
 
 # -------------------------------------------------------------------------------------------- folders
@@ -236,15 +253,27 @@ def _natural_key(path: Path) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
 
 
+_NPU_TRACE = ("trace_view.json", "trace_view.json.gz")
+
+
 def trace_files(path: str | Path) -> list[Path]:
     """The trace files a path names: itself, or the *.json / *.json.gz files directly in a folder; when a
-    folder has none, the *.pt.trace.json[.gz] and torch_npu trace_view.json files anywhere below it."""
+    folder has none, the *.pt.trace.json[.gz] and torch_npu trace_view.json files anywhere below it.
+
+    torch_npu's folders hold other JSON beside the trace, so they are read by its layout: a folder with a
+    trace_view.json in it (ASCEND_PROFILER_OUTPUT, beside communication.json) is that one trace, and a rank's run
+    folder (<run>_ascend_pt, holding profiler_info_N.json) is the trace_view.json below it."""
     path = Path(path)
     if path.is_file():
         return [path]
     if not path.is_dir():
         raise InputError(FIELD, f"{path}: no such file or folder")
     files = [p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(_TRACE_SUFFIXES)]
+    npu_view = [p for p in files if p.name.lower() in _NPU_TRACE]
+    if npu_view:
+        files = npu_view
+    elif any(_NPU_PROFILER_INFO.match(p.name) for p in files):
+        files = [p for name in _NPU_TRACE for p in path.rglob(name) if p.is_file()]
     if not files:
         files = [p for pattern in _NESTED_PATTERNS for p in path.rglob(pattern) if p.is_file()]
     if not files:
@@ -254,8 +283,16 @@ def trace_files(path: str | Path) -> list[Path]:
 
 def left_out_notes(traces: Iterable[RankTrace]) -> list[str]:
     """One note per file that had events read past, so that nothing of a trace is dropped without a word."""
-    return [f"{t.source}: {t.left_out} event{'s' if t.left_out > 1 else ''} left out (first: {t.left_out_example})"
-            for t in traces if t.left_out]
+    notes = []
+    for t in traces:
+        if t.left_out:
+            notes.append(f"{t.source}: {t.left_out} event{'s' if t.left_out > 1 else ''} left out "
+                         f"(first: {t.left_out_example})")
+        if t.outside_steps:
+            notes.append(f"{t.source}: {t.outside_steps} device event{'s' if t.outside_steps > 1 else ''} "
+                         f"({t.outside_steps_us / 1000:.3f} ms) outside every step window, in no step's figures "
+                         f"(first: {t.outside_example[:60]})")
+    return notes
 
 
 def load_traces(path: str | Path | Iterable[str | Path], step_marker: str | None = None) -> list[RankTrace]:

@@ -105,8 +105,9 @@ def _fmt_num(v: float) -> str:
     return f"{v:.4f}"
 
 
-def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, int]:
-    """Evaluate every row; a row that cannot be evaluated gets `error` and the run goes on. (rows, errors)."""
+def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, int, list[str]]:
+    """Evaluate every row; a row that cannot be evaluated gets `error` and the run goes on. (rows, errors, notes):
+    the notes say which conventions stood in for cells the rows leave blank where that changes the prediction."""
     from solver.measured import REQUIRED_COLUMNS, predict_row
     from solver.outfile import atomic_write, check_extension, check_writable
     from solver.specs.framework import load_framework
@@ -127,9 +128,10 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
             rows = list(reader)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError("--from-csv", f"cannot read {path_in}: {exc}") from None
-    from solver.measured_disagg import is_disagg
+    from solver.measured_disagg import is_complete, is_disagg
 
-    if is_disagg(header):  # prefill_* / decode_* columns: disaggregated rows (solver.measured_disagg)
+    disagg = is_disagg(header)
+    if disagg:  # prefill_* / decode_* columns: disaggregated rows (solver.measured_disagg)
         from solver.measured_disagg import REQUIRED_COLUMNS, predict_disagg_row as predict_row  # noqa: F811
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
@@ -171,7 +173,19 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
         first = out[0]["error"]
         raise InputError("--from-csv", f"none of the {len(out)} rows could be evaluated (first: {first[:200]})"
                          + ("" if path_out == "-" else f"; the errors are in {path_out}"))
-    return len(out), errors
+    notes = []
+    guessed = [line for line, r in enumerate(out, start=2) if disagg and not r["error"] and not is_complete(r)]
+    if guessed:  # a convention, not a measurement: say how many predictions rest on it
+        notes.append(f"{len(guessed)} of {len(out) - errors} evaluated rows leave prefill_workers / decode_workers "
+                     f"blank: read as 1 worker per pool (first: line {guessed[0]}); their "
+                     "predictions are of a deployment the row does not state (docs/disagg.md)")
+    if framework is not None:  # --framework replaces the backend column: say whose rows it changed
+        others = sorted({str(r.get("backend") or "").strip() for r in out} - {"", framework})
+        if others:
+            n = sum(str(r.get("backend") or "").strip() in others for r in out)
+            notes.append(f"--framework {framework} replaces the backend column of {n} rows "
+                         f"({', '.join(others)}): each is estimated as if served by {framework}")
+    return len(out), errors, notes
 
 
 def _write(fh, fieldnames: list[str], rows: list[dict[str, Any]]) -> None:
@@ -227,7 +241,9 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
             raise InputError("--from-csv", f"each row carries its own config; drop {', '.join(extra)}")
         if not out:
             raise InputError("--out", "required with --from-csv")
-        n, bad = run_csv(from_csv, out, framework)
+        n, bad, notes = run_csv(from_csv, out, framework)
+        for line in notes:
+            click.echo(f"note: {line}", err=True)
         click.echo(f"note: evaluated {n} rows ({bad} could not be evaluated; see the error column)"
                    + ("" if out == "-" else f", wrote {out}"), err=True)
         return
