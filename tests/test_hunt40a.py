@@ -1,0 +1,34 @@
+"""Rules found reading the 2026 catalog's answers as an inference engineer (hunt40a)."""
+from types import SimpleNamespace
+
+from solver.report.candidates import estimation, table_figures
+from solver.report.render import fmt_cell
+
+GB = 1e9
+
+
+def _candidate(tok_s_rank: float, has_tpot: bool = True) -> SimpleNamespace:
+    memory = SimpleNamespace(weights_total=30e9, cache_total=2e9, model_bytes=32.66e9, limit_bytes=81.6e9,
+                             feasible=True)
+    est = SimpleNamespace(memory=memory, ttft_s=0.15465, tpot_s=0.010638, has_ttft=True, has_tpot=has_tpot,
+                          output_tokens_per_s_per_rank=tok_s_rank, output_tokens_per_s=tok_s_rank * 8,
+                          tokens_per_s_per_user=93.99)
+    return SimpleNamespace(planned=SimpleNamespace(estimate=est, batch=8, sla_edge_from=None), cross_node=False)
+
+
+def test_solve_table_prints_the_estimates_figure_not_the_yaml_rounding():
+    """tok/s/rank 89.266: the YAML rounds it to 89.3 (one decimal); the table cell, formatted with two
+    decimals between 1 and 100, must read 89.27 as `estimate` does, not 89.30 (the YAML's 89.3 re-printed)."""
+    c = _candidate(89.266)
+    assert estimation(c)["output_tokens_per_s_per_rank"] == 89.3
+    assert fmt_cell(table_figures(c)["tokens_per_s_per_rank"]) == "89.27"
+    assert fmt_cell(table_figures(c)["ttft_ms"]) == "155"  # 154.65 ms: at or above 100 no decimals
+
+
+def test_prefill_table_rate_is_prompt_tokens_per_rank():
+    """A prefill-only plan emits one token per prompt: 10.5 prompts/s per rank x 4,096 tokens = 43,008."""
+    c = _candidate(10.5, has_tpot=False)
+    f = table_figures(c, prompt_len=4096)
+    assert f["tokens_per_s_per_rank"] == 10.5 * 4096
+    assert f["tpot_ms"] is None
+    assert fmt_cell(f["tokens_per_s_per_rank"]) == "43,008"
