@@ -32,3 +32,11 @@ def test_prefill_table_rate_is_prompt_tokens_per_rank():
     assert f["tokens_per_s_per_rank"] == 10.5 * 4096
     assert f["tpot_ms"] is None
     assert fmt_cell(f["tokens_per_s_per_rank"]) == "43,008"
+
+
+def test_tie_note_counts_differing_knobs_in_agreeing_words():
+    """The tie note names each candidate's distance to its verified deployment: 0 -> 'same knobs' (as the YAML's
+    reference line says), 1 -> '1 knob differs', 3 -> '3 knobs differ' (not '0 knobs differ', '1 knobs differ')."""
+    from solver.rank.explain import knobs_differ
+
+    assert [knobs_differ(n) for n in (0, 1, 3)] == ["same knobs", "1 knob differs", "3 knobs differ"]
