@@ -40,3 +40,31 @@ def test_tie_note_counts_differing_knobs_in_agreeing_words():
     from solver.rank.explain import knobs_differ
 
     assert [knobs_differ(n) for n in (0, 1, 3)] == ["same knobs", "1 knob differs", "3 knobs differ"]
+
+
+def _launch(engine: str, mtp: int) -> dict:
+    from solver.launch import LaunchInputs, emit_launch
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import ParallelConfig
+
+    pc = ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=1, embed_tp_size=8,
+                        lmhead_tp_size=8, o_proj_tp_size=8)
+    return emit_launch(load_framework(engine), load_model("deepseek-r1"), load_hardware("h200_sxm"), pc,
+                       LaunchInputs(batch=8, max_model_len=4352, mtp=mtp))
+
+
+def test_an_mtp_depth_the_launch_cannot_spell_is_said_not_dropped():
+    """solve --mtp 2 prices TPOT with 2 draft tokens per step; the generic profile's parallel_config file has no
+    field for it, so the launch says so in a note (as it does for a KV format it cannot spell)."""
+    notes = _launch("generic", 2).get("notes", [])
+    assert any(n.startswith("mtp 2: generic's launch has no argument") for n in notes)
+    assert not any(n.startswith("mtp") for n in _launch("generic", 0).get("notes", []))
+
+
+def test_an_engine_that_spells_mtp_gets_no_mtp_note():
+    """vLLM spells MTP (--speculative-config method mtp, num_speculative_tokens 2): a flag, no note."""
+    launch = _launch("vllm", 2)
+    assert '"num_speculative_tokens":2' in " ".join(launch["nodes"][0]["argv"])
+    assert not any(n.startswith("mtp") for n in launch.get("notes", []))
