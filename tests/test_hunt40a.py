@@ -68,3 +68,18 @@ def test_an_engine_that_spells_mtp_gets_no_mtp_note():
     launch = _launch("vllm", 2)
     assert '"num_speculative_tokens":2' in " ".join(launch["nodes"][0]["argv"])
     assert not any(n.startswith("mtp") for n in launch.get("notes", []))
+
+
+def test_prefill_utilisation_reads_alike_in_headline_and_comparison():
+    """One figure, one string: raw 0.92507 (the comparison's source) and its YAML value round(., 3) = 0.925 (the
+    headline's source) both print 92.5%; at whole percents they printed 93% and 92%."""
+    from solver.report.disagg_view import utilisation
+
+    assert utilisation(0.92507) == utilisation(round(0.92507, 3)) == "92.5%"
+
+
+def test_one_attention_replica_is_said_in_the_singular():
+    """'prefill 1-way attention TP x 1 replica', not '1 replicas'; 4 -> '4 replicas'."""
+    from solver.report.disagg_view import replicas
+
+    assert (replicas(1), replicas(4)) == ("1 replica", "4 replicas")
