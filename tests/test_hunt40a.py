@@ -61,6 +61,7 @@ def test_an_mtp_depth_the_launch_cannot_spell_is_said_not_dropped():
     notes = _launch("generic", 2).get("notes", [])
     assert any(n.startswith("mtp 2: generic's launch has no argument") for n in notes)
     assert not any(n.startswith("mtp") for n in _launch("generic", 0).get("notes", []))
+    assert any("assume 1 draft token per step" in n for n in _launch("generic", 1).get("notes", []))
 
 
 def test_an_engine_that_spells_mtp_gets_no_mtp_note():

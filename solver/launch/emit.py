@@ -250,7 +250,8 @@ def _mtp_note(fw: FrameworkProfile, args: list[LaunchArg], mtp: int) -> str | No
     if mtp <= 0 or any("mtp" in _reads(a) for a in args):
         return None
     return (f"mtp {mtp}: {fw.name}'s launch has no argument for the MTP (next-n) depth; the figures assume "
-            f"{mtp} draft tokens per step: enable MTP at depth {mtp} in the engine that serves this configuration")
+            f"{mtp} draft token{'s' if mtp > 1 else ''} per step: enable MTP at depth {mtp} in the engine that serves this "
+            "configuration")
 
 
 def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
