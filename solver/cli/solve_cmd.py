@@ -54,7 +54,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         from solver.entry import explain_solution, run_solve
         from solver.plan.points import SolverParams
         from solver.rank.select import ORDERING
-        from solver.report.candidates import result_dict, seed_yaml
+        from solver.report.candidates import result_dict, seed_yaml, table_figures
 
     scenario = scenario_from_options(kind=kind, isl=isl, osl=osl, concurrency=concurrency,
                                      max_concurrency=max_concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
@@ -118,12 +118,11 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     con = console()
     rows = []
     for c in cands:
-        d = result_dict(result, [c], prompt_len=prompt_len)["candidates"][0]
-        e = d["estimation"]
+        e = table_figures(c, prompt_len)
         rows.append([c.rank, c.pattern, nondefault_label(c.planned.config.settings()),
                      e["concurrency"], e["memory_per_rank_gb"], "yes" if e["memory_feasible"] else "NO",
                      *("-" if e[k] is None else e[k] for k in ("ttft_ms", "tpot_ms")),
-                     e.get("input_tokens_per_s_per_rank", e["output_tokens_per_s_per_rank"]), c.reference])
+                     e["tokens_per_s_per_rank"], c.reference])
     rate = "prompt tok/s/rank" if prompt_len is not None else "tok/s/rank"
     only = f", {scenario.phase} only" if scenario.phase != "serving" else ""  # a one-phase plan says so
     from solver.specs.hardware_catalog import load_hardware

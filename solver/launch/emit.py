@@ -238,6 +238,22 @@ def _trust_note(fw: FrameworkProfile, model: ModelSpec, args: list[LaunchArg]) -
             "engine's trust-remote-code switch to the command")
 
 
+def _reads(arg: LaunchArg) -> set[str]:
+    """The launch names an argument reads: its condition, its value expression and its text template."""
+    names = set(arg.when_expr.names) | set(_TEMPLATE.findall(arg.text or ""))
+    return names | (set(arg.value_expr.names) if arg.value_expr is not None else set())
+
+
+def _mtp_note(fw: FrameworkProfile, args: list[LaunchArg], mtp: int) -> str | None:
+    """An MTP depth the figures assume but no argument of the profile spells: said, not dropped, since the
+    TPOT and throughput the candidate was chosen by count the drafted tokens."""
+    if mtp <= 0 or any("mtp" in _reads(a) for a in args):
+        return None
+    return (f"mtp {mtp}: {fw.name}'s launch has no argument for the MTP (next-n) depth; the figures assume "
+            f"{mtp} draft token{'s' if mtp > 1 else ''} per step: enable MTP at depth {mtp} in the engine that serves this "
+            "configuration")
+
+
 def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
                 inputs: LaunchInputs, role: str | None = None) -> dict[str, Any]:
     """The engine's command per node and its files, or InputError (exit 2) naming what it cannot express.
@@ -299,6 +315,9 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     trust = _trust_note(fw, model, args)
     if trust:
         notes.append(trust)
+    mtp = _mtp_note(fw, args, inputs.mtp)
+    if mtp:
+        notes.append(mtp)
     nodes, files = [], {}
     for rank in range(nnodes if spec.per_node else 1):
         names = {**base, "node_rank": rank}

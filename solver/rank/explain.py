@@ -158,6 +158,11 @@ def _scored(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
             f"tokens/s per rank {_pct(thr, thr0)})")
 
 
+def knobs_differ(n: int) -> str:
+    """How far a configuration is from its verified deployment, in words that agree with the count."""
+    return "same knobs" if n == 0 else ("1 knob differs" if n == 1 else f"{n} knobs differ")
+
+
 def ahead_by_tie(scenario: Scenario, candidates: list, i: int) -> str:
     """Why candidate i stands ahead of a later one with a better score (the seed's ranking: within the tie band
     the configuration closer to a verified deployment comes first), in one clause; '' where none scores better."""
@@ -171,7 +176,7 @@ def ahead_by_tie(scenario: Scenario, candidates: list, i: int) -> str:
     j, c = better[0]
 
     def near(x) -> str:
-        return f"{x.reference} ({len(x.reference_diff)} knobs differ)" if x.reference != "none" else "none"
+        return f"{x.reference} ({knobs_differ(len(x.reference_diff))})" if x.reference != "none" else "none"
 
     return (f"; ahead of #{j + 1}, which scores better, because the two are within the {PERF_TIE:.0%} tie band and "
             f"the seed then prefers the configuration closer to a verified deployment: {near(mine)} vs {near(c)}")

@@ -50,6 +50,19 @@ def estimation(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]:
     return out
 
 
+def table_figures(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]:
+    """The candidate's figures unrounded, as `estimate` prints them: a table cell formats its own precision
+    (render.fmt_cell), so it must not re-print the YAML's rounding (tok/s/rank to 0.1 shown as 89.30 where the
+    same configuration's `estimate` shows 89.27)."""
+    e = c.planned.estimate
+    rate = e.output_tokens_per_s_per_rank * prompt_len if prompt_len is not None and not e.has_tpot \
+        else e.output_tokens_per_s_per_rank
+    return {"concurrency": c.planned.batch, "memory_per_rank_gb": e.memory.model_bytes / GB,
+            "memory_feasible": e.memory.feasible,
+            "ttft_ms": e.ttft_s * 1e3 if e.has_ttft else None, "tpot_ms": e.tpot_s * 1e3 if e.has_tpot else None,
+            "tokens_per_s_per_rank": rate}
+
+
 def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS, replica_knobs: tuple[str, ...] = (),
                    prompt_len: int | None = None) -> dict[str, Any]:
     """One candidate; `knobs`: the model's own (PlanResult.knobs), so no knob of a missing module shows;

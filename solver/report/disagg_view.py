@@ -59,6 +59,17 @@ class DisaggReport:
     replica_knobs: tuple[str, ...] = ()  # FrameworkProfile.replica_knobs: DP as the engine counts it
 
 
+def utilisation(share: float) -> str:
+    """The prefill pool's utilisation as every line prints it: from the figure the YAML / JSON carry (rounded to
+    0.001), at that precision, so the headline and the comparison never show two percentages for one figure
+    (a raw 0.92507 read as 93% beside its rounded 0.925 read as 92%)."""
+    return f"{round(share, 3):.1%}"
+
+
+def replicas(n: int) -> str:
+    return "1 replica" if n == 1 else f"{n} replicas"
+
+
 def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int,
             kvp_in_tp: bool = False) -> Comparison:
     """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why."""
@@ -88,13 +99,13 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
     pc_p, pc_d, pc_a = d.prefill.planned.config, d.decode.planned.config, agg.planned.config
     # attention TP as the engine counts it (TP x DCP where its DCP reuses the TP ranks)
     why.append(f"each pool has its own layout: prefill {pc_p.attn_tp_group(kvp_in_tp)}-way attention TP "
-               f"x {pc_p.attn_replicas} replicas, decode "
-               f"{pc_d.attn_tp_group(kvp_in_tp)}-way x {pc_d.attn_replicas} replicas "
+               f"x {replicas(pc_p.attn_replicas)}, decode "
+               f"{pc_d.attn_tp_group(kvp_in_tp)}-way x {replicas(pc_d.attn_replicas)} "
                f"(aggregated: {pc_a.attn_tp_group(kvp_in_tp)}-way x {pc_a.attn_replicas}); decode runs "
                f"{e.shape.running} sequences per replica (aggregated {a.running_per_replica:g})")
     why.append(f"disaggregation pays {e.transfer.time_s * 1e3:.2f} ms of KV transfer per request "
                f"({e.transfer.bytes_per_request / 1e6:.1f} MB over {e.transfer.tier}) and keeps "
-               f"{d.prefill.ranks} of {d.cards} ranks on prefill (utilisation {e.times.prefill_utilization:.0%})")
+               f"{d.prefill.ranks} of {d.cards} ranks on prefill (utilisation {utilisation(e.times.prefill_utilization)})")
     if d.cards < cards:
         why.append(f"the disaggregated plan uses {d.cards} of the {cards} cards (the rate match leaves the rest "
                    "idle); its per-rank figures count only the ranks used")
@@ -259,7 +270,7 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
                  f"TPOT {e['tpot_ms']:.2f} ms")
     lines.append(f"  output {e['output_tokens_per_s']:,.0f} tok/s ({e['output_tokens_per_s_per_rank']:,.1f} per rank), "
                  f"input {e['input_tokens_per_s']:,.0f} tok/s; prefill utilisation "
-                 f"{e['rate_match']['prefill_utilization']:.0%}")
+                 f"{utilisation(e['rate_match']['prefill_utilization'])}")
     c = data["comparison"]
     lines.append(f"  vs aggregated: {c['winner']} wins" + (f" (throughput per rank disagg / agg "
                                                             f"{c['throughput_per_rank_ratio']:.2f}x)"
