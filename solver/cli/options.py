@@ -253,10 +253,11 @@ def scenario_from_options(**fields: Any) -> Scenario:
         fields = {k: v for k, v in fields.items() if k not in ctx.params or given(k)}
     if fields.get("mtp_accept") is not None and not fields.get("mtp"):
         raise InputError("--mtp-accept", "an acceptance rate needs --mtp N > 0 (no draft tokens to accept)")
-    # a prefill-only plan holds and costs ISL tokens per prompt (Scenario.max_seq_len): a given OSL is read by nothing
-    if fields.get("phase") == "prefill" and "osl" in fields:
-        raise InputError("--osl", "a prefill-only deployment decodes no tokens, so no output length is read; "
-                                  "drop --osl (or plan --phase serving)")
+    # a prefill-only plan holds and costs ISL tokens per prompt (Scenario.max_seq_len) and yields the one token a
+    # prefill emits: a longer OSL would be read by nothing
+    if fields.get("phase") == "prefill" and fields.get("osl", 1) != 1:
+        raise InputError("--osl", f"a prefill-only deployment yields one token per prompt, so --osl {fields['osl']} "
+                                  "is read by nothing; drop it (or give 1, or plan --phase serving)")
     return scenario_of("scenario", **fields)
 
 
