@@ -128,3 +128,20 @@ def test_sweeps_summary_without_a_file_says_where_the_full_front_is() -> None:
     assert r.exit_code == 0, r.output
     assert "in the file" not in r.stdout
     assert "--format csv or json, or --out FILE" in " ".join(r.stdout.split())
+
+
+def test_a_dtype_for_every_hardware_that_each_hardware_overrides_is_refused() -> None:
+    """--weight-dtype fp8 is for every hardware, h100_sxm=int8 overrides it for h100_sxm, the only hardware given:
+    fp8 would be read by none."""
+    r = _run("sweep", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "8", "--weight-dtype", "fp8",
+             "--weight-dtype", "h100_sxm=int8")
+    _one_error(r, "--weight-dtype")
+    assert "fp8 (for every hardware) is overridden for each hardware given (h100_sxm=int8)" in r.stderr
+
+
+def test_a_dtype_for_every_hardware_still_reaches_the_hardware_without_its_own() -> None:
+    """h200_sxm has no value of its own, so fp8 is its: the two values are read, nothing refused."""
+    from solver.capacity.inputs import per_hardware
+
+    assert per_hardware(["fp8", "h100_sxm=int8"], "--weight-dtype", ["h100_sxm", "h200_sxm"]) == {
+        "h100_sxm": "int8", "h200_sxm": "fp8"}
