@@ -145,3 +145,13 @@ def test_a_dtype_for_every_hardware_still_reaches_the_hardware_without_its_own()
 
     assert per_hardware(["fp8", "h100_sxm=int8"], "--weight-dtype", ["h100_sxm", "h200_sxm"]) == {
         "h100_sxm": "int8", "h200_sxm": "fp8"}
+
+
+def test_calibrate_names_a_step_marker_no_annotation_matches_by_its_flag(tmp_path: Path) -> None:
+    """A trace whose one kernel has no annotation named Foo...: the refusal is the user's --step-marker."""
+    trace = tmp_path / "rank0.trace.json"
+    trace.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 0, "dur": 5, '
+                     '"pid": 0, "tid": 7}], "distributedInfo": {"rank": 0, "world_size": 1}}')
+    r = _run("calibrate", str(trace), "--step-marker", "Foo")
+    _one_error(r, "--step-marker")
+    assert "'Foo'" in r.stderr
