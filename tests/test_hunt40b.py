@@ -155,3 +155,11 @@ def test_calibrate_names_a_step_marker_no_annotation_matches_by_its_flag(tmp_pat
     r = _run("calibrate", str(trace), "--step-marker", "Foo")
     _one_error(r, "--step-marker")
     assert "'Foo'" in r.stderr
+
+
+def test_an_mtp_depth_past_the_profiles_maximum_is_refused_under_mtp() -> None:
+    """generic's max_mtp is 3 (solver/frameworks/generic.yaml): --mtp 5 is the user's flag, not parallel_config."""
+    r = _run("estimate", "deepseek-v3", "--hardware", "h200_sxm", "--cards", "8", "--mtp", "5", "--isl", "100",
+             "--osl", "10", "--concurrency", "8")
+    _one_error(r, "--mtp")
+    assert "mtp = 5 exceeds generic's maximum of 3" in r.stderr

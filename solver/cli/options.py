@@ -288,9 +288,9 @@ def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
 
 
 # the flag that sets each name a refusal of the knobs may use: a knob's own, a derived size's knob's (EP = cards /
-# --moe-tp), the world's
+# --moe-tp), the world's, the MTP depth's (a profile's max_mtp)
 _FLAG_OF = {**CONFIG_FLAGS, **{d: KNOB_FLAGS[k] for d, k in DERIVED.items()}, "world_size": "--cards",
-            "world": "--cards"}
+            "world": "--cards", "mtp": "--mtp"}
 
 
 def flags_named(problem: str, among: frozenset[str] | None = None) -> str:
