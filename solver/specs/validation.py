@@ -124,7 +124,7 @@ def _misplaced(errors: list, model: type | None) -> tuple[int, str] | None:
         loc = tuple(e.get("loc", ()))
         if e.get("type") != "extra_forbidden" or not loc or not isinstance(loc[-1], str):
             continue
-        here = ".".join(str(part) for part in loc[:-1])
+        here = ".".join(part for part in loc[:-1] if isinstance(part, str))  # list indices are not places
         homes = [h for h in _homes(model, loc[-1]) if h != here]
         if homes:
             return i, ("at the top level" if homes[0] == "" else f"under {homes[0]}")
