@@ -858,6 +858,9 @@ def solve_cases(draw, fx: Fixtures) -> Case:
     lacks = {"decode": "--ttft-ms", "prefill": "--tpot-ms"}.get(drawn.get("--phase") or "")
     if lacks and drawn.get(lacks):
         b.add([], "invalid", f"{lacks} with --phase {drawn['--phase']}")
+    # a prefill-only plan yields one token per prompt: a longer --osl would be read by nothing
+    if drawn.get("--phase") == "prefill" and drawn.get("--osl") not in (None, "1"):
+        b.add([], "invalid", "--osl past 1 with --phase prefill")
     if "--framework" not in b.argv and draw(st.floats(0, 1)) < 0.1:  # click keeps the last of a repeated option
         path, label, why = b.file(draw, fx.frameworks)
         b.add(["--framework", path], label, why, "file")

@@ -258,7 +258,7 @@ def test_the_planner_splits_a_long_prompt_over_cp_ranks() -> None:
     """A 32K prompt alone (prefill) on 8 H200: the planner's best layout splits it over CP ranks, and the
     launch carries the flags."""
     r = CliRunner().invoke(main, ["solve", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "8",
-                                  "--framework", "sglang", "--isl", str(S), "--osl", "256", "--phase", "prefill",
+                                  "--framework", "sglang", "--isl", str(S), "--phase", "prefill",
                                   "--scenario", "latency", "--format", "json"])
     assert r.exit_code == 0, r.stderr
     best = json.loads(r.stdout)["candidates"][0]

@@ -165,4 +165,8 @@ def per_hardware(value: str | Mapping[str, str] | Sequence[str] | None, flag: st
             where = "every hardware" if name is None else name
             raise InputError(flag, f"two values for {where}: {chosen[name]} and {val}; give one")
         chosen[name] = val
+    if None in chosen and hardware and all(h in chosen for h in hardware):  # the value for all would be read by none
+        own = ", ".join(f"{h}={chosen[h]}" for h in hardware)
+        raise InputError(flag, f"{chosen[None]} (for every hardware) is overridden for each hardware given ({own}); "
+                               "drop it or one of those")
     return {h: chosen.get(h, chosen.get(None)) for h in hardware}

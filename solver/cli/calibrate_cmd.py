@@ -37,7 +37,12 @@ def _load_run(paths: Sequence[str], step_marker: str | None) -> tuple[list[RankT
     from solver.calibrate.metrics import summarize
     from solver.calibrate.trace import load_traces
 
-    traces = load_traces(list(paths), step_marker)
+    try:
+        traces = load_traces(list(paths), step_marker)
+    except InputError as exc:  # the library names its keyword; the command line, the flag that gave it
+        if exc.field != "step_marker":
+            raise
+        raise InputError("--step-marker", exc.problem) from None
     return traces, summarize(traces)
 
 

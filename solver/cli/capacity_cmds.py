@@ -193,7 +193,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     if out is None and fmt == "json":
         sys.stdout.write(df.to_json(orient="records", indent=1) + "\n")
     elif out is None and fmt == "table":
-        _print_summary(df, sp.model_name)
+        _print_summary(df, sp.model_name, None)
     elif out is None:
         sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
     else:
@@ -207,7 +207,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
             click.echo("note: no combination is feasible; no plot drawn", err=True)
     if out is None:
         return
-    _print_summary(df, sp.model_name)
+    _print_summary(df, sp.model_name, out)
     infeasible = int((~df["feasible"].fillna(False).astype(bool) & df["rank"].isna()).sum())
     n = len(sp.tasks)
     click.echo(f"wrote {len(df)} rows ({n} combination{'s' if n != 1 else ''}, {infeasible} infeasible) to {out}"
@@ -231,8 +231,9 @@ def _input_notes(model: str, hardware: list[str], cards: str, isl: int, osl: int
                       kv_dtype=_dtype(kv_dtype)).notes
 
 
-def _print_summary(df, model_name: str) -> None:
-    """One line per combination: the recommended configuration, or why none fits."""
+def _print_summary(df, model_name: str, out: str | None) -> None:
+    """One line per combination: the recommended configuration, or why none fits; the title says where the whole
+    front is (`out`, the file written; None: only --format csv or json prints it)."""
     rows, notes = [], []
     for (hw, w, kind, i, o), g in df.groupby(["hardware", "cards", "scenario", "isl", "osl"], sort=False):
         rec = g[g["candidate"] == 1]
@@ -246,7 +247,8 @@ def _print_summary(df, model_name: str) -> None:
         front = int(g["on_front"].fillna(False).astype(bool).sum())
         rows.append([hw, _cards_cell(int(w), r.get("placement")), kind, f"{i}/{o}", front, r["pattern"], int(r["concurrency"]), float(r["ttft_ms"]),
                      float(r["tpot_ms"]), float(r["output_tokens_per_s_per_rank"]), float(r["output_tokens_per_s"])])
-    console().print(table(f"{model_name}: recommended configuration per combination (full front in the file)",
+    where = f"full front in {out}" if out is not None else "full front: --format csv or json, or --out FILE"
+    console().print(table(f"{model_name}: recommended configuration per combination ({where})",
                           ["hardware", "cards", "scenario", "ISL/OSL", "front", "recommended pattern", "conc.",
                            "TTFT ms", "TPOT ms", "tok/s/rank", "tok/s total"], rows))
     for line in notes:

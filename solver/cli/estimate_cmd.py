@@ -254,6 +254,9 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
             raise InputError(flag, "required (or use --from-csv IN --out OUT)")
     if given("mtp_accept") and not mtp:
         raise InputError("--mtp-accept", "an acceptance rate needs --mtp N > 0 (no draft tokens to accept)")
+    if given("mtp_accept") and phase == "prefill":  # the prefill holds the MTP layers but drafts no token
+        raise InputError("--mtp-accept", "a prefill step drafts no tokens (the MTP layers' weights are held, "
+                                         "nothing is accepted); drop it, or estimate --phase decode or serving")
     wl = workload_from_options(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept)
     _single(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework or "generic", fmt)
 

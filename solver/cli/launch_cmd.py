@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from solver.cli.options import CARDS, HOST, NAME, Deferred, check_mtp, load_from
+from solver.cli.options import CARDS, HOST, NAME, Deferred, check_mtp, given, load_from
 from solver.errors import InputError
 from solver.report.render import dump
 
@@ -92,6 +92,11 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
         if exc.field != "parallel_config":
             raise
         raise InputError(f"{config}: parallel_config", exc.problem) from None
+    if given("head_addr") and head_addr not in dump(launch, "json"):  # an address no command reads: dropped unread
+        nodes = len(launch.get("nodes", ()))
+        raise InputError("--head-addr", f"{spec.name} on {world} x {hw.name} ({fw.name}) launches on {nodes} "
+                                        f"node{'s' if nodes != 1 else ''}: no command reads a head node address; "
+                                        "drop --head-addr")
     # the engine would fail to allocate what the memory model does not fit: said, not refused (the command is
     # what the user asked for; `check` reports it as a violation)
     misfit = memory_per_rank(spec, hw, pc, prec, batch, max_len, mtp_layers=dep.mtp).misfit()

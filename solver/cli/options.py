@@ -251,6 +251,11 @@ def scenario_from_options(**fields: Any) -> Scenario:
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         fields = {k: v for k, v in fields.items() if k not in ctx.params or given(k)}
+    # a prefill-only plan holds and costs ISL tokens per prompt (Scenario.max_seq_len) and yields the one token a
+    # prefill emits: a longer OSL would be read by nothing
+    if fields.get("phase") == "prefill" and fields.get("osl", 1) != 1:
+        raise InputError("--osl", f"a prefill-only deployment yields one token per prompt, so --osl {fields['osl']} "
+                                  "is read by nothing; drop it (or give 1, or plan --phase serving)")
     return scenario_of("scenario", **fields)
 
 
@@ -293,9 +298,9 @@ def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
 
 
 # the flag that sets each name a refusal of the knobs may use: a knob's own, a derived size's knob's (EP = cards /
-# --moe-tp), the world's
+# --moe-tp), the world's, the MTP depth's (a profile's max_mtp)
 _FLAG_OF = {**CONFIG_FLAGS, **{d: KNOB_FLAGS[k] for d, k in DERIVED.items()}, "world_size": "--cards",
-            "world": "--cards"}
+            "world": "--cards", "mtp": "--mtp"}
 
 
 def flags_named(problem: str, among: frozenset[str] | None = None) -> str:

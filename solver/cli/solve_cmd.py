@@ -60,6 +60,9 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                                      max_concurrency=max_concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
                                      mtp_accept=mtp_accept, phase=phase)
     check_mtp(model, mtp)
+    if explain and fmt == "launch":  # the engine commands are the whole output: the reasons would be dropped
+        raise InputError("--explain", "not shown with --format launch (the engine commands only); use --format "
+                                      "table, yaml or json for the reasons")
     params = SolverParams(workers=workers, seed=seed, time_limit_s=time_limit)
     if serving == "disagg":  # solver.entry.run_disagg plans both pools and the aggregated comparison
         from solver.entry import run_disagg

@@ -233,6 +233,7 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a mapping of the seed's parallel_config keys")
     flat_quant = any(k in data for k in FLAT_QUANT)
+    flat_workload = [k for k in FLAT_WORKLOAD if k in data]  # folded into `workload:` next, named as written
     data = nest_flat_keys(data, str(path))
     # the seed's YAML puts the knobs at the top level (or under a candidate_x block); gather them
     candidates = [k for k in data if k.startswith("candidate_")]
@@ -263,6 +264,9 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
         data.setdefault("parallel_config", block["parallel_config"])
         # solve writes each candidate's workload (its own concurrency) beside its knobs
         if "workload" in block:
+            if data.get("workload") is not None and flat_workload:
+                raise InputError(f"{path}: {flat_workload[0]}", f"a workload key at the top level beside "
+                                                                f"{key}.workload; give it once, inside {key}.workload")
             if data.get("workload") is not None:
                 raise InputError(f"{path}: {key}.workload", "given both at the top level and in the candidate block")
             data["workload"] = block["workload"]

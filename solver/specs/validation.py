@@ -92,6 +92,45 @@ def _misspelt(errors: list, model: type | None) -> tuple[int, str] | None:
     return None
 
 
+def _homes(model: type | None, name: str) -> list[str]:
+    """The dotted places where the schema has a field `name` ("" for the top level), walking nested models through
+    their annotations as _fields_at does; list items and mapping values keep their container's path."""
+    from typing import get_args
+
+    def models_in(tp: Any) -> list[type]:
+        if isinstance(tp, type) and hasattr(tp, "model_fields"):
+            return [tp]
+        return [m for arg in get_args(tp) for m in models_in(arg)]
+
+    out: list[str] = []
+    todo = [("", model)] if model is not None and hasattr(model, "model_fields") else []
+    seen: set[tuple[str, type]] = set()
+    while todo:
+        path, m = todo.pop(0)
+        if (path, m) in seen or path.count(".") > 8:
+            continue
+        seen.add((path, m))
+        if name in m.model_fields:
+            out.append(path)
+        for field, info in m.model_fields.items():
+            todo += [(f"{path}.{field}" if path else field, sub) for sub in models_in(info.annotation)]
+    return out
+
+
+def _misplaced(errors: list, model: type | None) -> tuple[int, str] | None:
+    """(index, where) of an unknown field the schema has at another place (a workload key at the top level, a
+    top-level key inside a block): the field is right, its place is not."""
+    for i, e in enumerate(errors):
+        loc = tuple(e.get("loc", ()))
+        if e.get("type") != "extra_forbidden" or not loc or not isinstance(loc[-1], str):
+            continue
+        here = ".".join(part for part in loc[:-1] if isinstance(part, str))  # list indices are not places
+        homes = [h for h in _homes(model, loc[-1]) if h != here]
+        if homes:
+            return i, ("at the top level" if homes[0] == "" else f"under {homes[0]}")
+    return None
+
+
 def first_error(exc: ValidationError, origin: str, model: type | None = None) -> InputError:
     """The first pydantic error as `origin: field.path: message, got VALUE`, naming the fields of the others
     (a hand-written file often has several, and one run should show where they are). An unknown field that is
@@ -106,6 +145,11 @@ def first_error(exc: ValidationError, origin: str, model: type | None = None) ->
         others = [e for j, e in enumerate(errors) if j != i and not (
             e.get("type") == "missing" and tuple(e.get("loc", ())) == (*parent, meant))]
         msg = f"not a field; did you mean {meant}?"
+    elif _misplaced(errors, model) is not None:
+        i, where = _misplaced(errors, model)
+        err = errors[i]
+        others = [e for j, e in enumerate(errors) if j != i]
+        msg = f"not a field here; it belongs {where}"
     else:
         err, others = errors[0], errors[1:]
         cause = (err.get("ctx") or {}).get("error")
