@@ -163,3 +163,17 @@ def test_an_mtp_depth_past_the_profiles_maximum_is_refused_under_mtp() -> None:
              "--osl", "10", "--concurrency", "8")
     _one_error(r, "--mtp")
     assert "mtp = 5 exceeds generic's maximum of 3" in r.stderr
+
+
+def test_a_queue_of_days_is_a_latency_not_an_input_out_of_range() -> None:
+    """4,096 requests of 60K tokens on one H100 queue for days behind the few KV slots: the planner's request latency
+    is a Python integer (not a CP-SAT coefficient), so the answer is memory binding (exit 1), not exit 2 blaming the
+    inputs."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--isl", "30000",
+                                  "--osl", "30000", "--concurrency", "4096"])
+    assert r.exit_code == 1, r.output
+    assert "B.memory_per_rank binds" in r.output and "integer model" not in r.output

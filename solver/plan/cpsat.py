@@ -29,7 +29,7 @@ from solver.plan.layout_bounds import LayoutBounds
 from solver.plan.points import (CutStop, Point, SolverParams, SolveStatus, attention_family, pareto, pattern_key,
                                  picks_simplicity)
 from solver.plan.rule_tables import rule_tables, static_rule_tables
-from solver.plan.view_model import TIME_SCALE, ViewModel, build_view, exact
+from solver.plan.view_model import TIME_SCALE, ViewModel, build_view
 from solver.plan.tables import Tables, ViewCosts
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -118,8 +118,10 @@ class Planner(LayoutBounds, DominanceSearch):
         """A configuration at concurrency b as the front holds it, from its exact figures."""
         inv = self.t.world / max(fig.output_tokens_per_s, 1e-300)
         served = self.t.step_plan_of(b, self.t.layout_key(self.t.choices["attn"][picks["attn"]])).served
+        # a Python integer compared in Python only (no CP-SAT coefficient: those are the step times, bounded by
+        # MAX_STEP_S), so a queue of days behind too few slots is a latency to report, not an input out of range
         return Point(tuple(sorted(picks.items(), key=lambda kv: list(GROUPS).index(kv[0]))), b,
-                     exact(lat_s * TIME_SCALE, "a latency"), inv * TIME_SCALE,
+                     round(lat_s * TIME_SCALE), inv * TIME_SCALE,
                      picks_simplicity(self.t, picks), served)
 
     def _fig(self, vc, pe_s: float, te_s: float) -> tuple[float, float]:
