@@ -166,7 +166,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
             click.echo(f"wrote {len(df)} rows ({combos} combination{'s' if combos != 1 else ''}, {infeasible} "
                        f"infeasible) to {out} in {time.perf_counter() - start:.1f} s", err=True)
         return
-    from solver.capacity.sweep import build_plan, run_tasks, sweep_rows
+    from solver.capacity.sweep import build_plan, recommended_figures, run_tasks, sweep_rows
     from solver.capacity.table import check_writable, to_frame, write_table
 
     if out is not None and fmt not in (None, "table"):
@@ -188,12 +188,13 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     for line in sp.notes:  # after every input check: bad input stays one line
         click.echo(f"note: {line}", err=True)
     with _progress(f"sweep {sp.model_name}") as progress:
-        df = to_frame(sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address)))
+        rows = sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address))
+    df, figures = to_frame(rows), recommended_figures(rows)
     wall = time.perf_counter() - start
     if out is None and fmt == "json":
         sys.stdout.write(df.to_json(orient="records", indent=1) + "\n")
     elif out is None and fmt == "table":
-        _print_summary(df, sp.model_name)
+        _print_summary(df, sp.model_name, figures)
     elif out is None:
         sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
     else:
@@ -207,7 +208,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
             click.echo("note: no combination is feasible; no plot drawn", err=True)
     if out is None:
         return
-    _print_summary(df, sp.model_name)
+    _print_summary(df, sp.model_name, figures)
     infeasible = int((~df["feasible"].fillna(False).astype(bool) & df["rank"].isna()).sum())
     n = len(sp.tasks)
     click.echo(f"wrote {len(df)} rows ({n} combination{'s' if n != 1 else ''}, {infeasible} infeasible) to {out}"
@@ -231,8 +232,9 @@ def _input_notes(model: str, hardware: list[str], cards: str, isl: int, osl: int
                       kv_dtype=_dtype(kv_dtype)).notes
 
 
-def _print_summary(df, model_name: str) -> None:
-    """One line per combination: the recommended configuration, or why none fits."""
+def _print_summary(df, model_name: str, figures: dict[tuple, dict[str, float]]) -> None:
+    """One line per combination: the recommended configuration (its unrounded `figures`, as `solve` prints
+    them), or why none fits."""
     rows, notes = [], []
     for (hw, w, kind, i, o), g in df.groupby(["hardware", "cards", "scenario", "isl", "osl"], sort=False):
         rec = g[g["candidate"] == 1]
@@ -243,9 +245,11 @@ def _print_summary(df, model_name: str) -> None:
                          None, None, None, None, None])
             continue
         r = rec.iloc[0]
+        fig = figures.get((hw, int(w), kind, int(i), int(o)), r)
         front = int(g["on_front"].fillna(False).astype(bool).sum())
-        rows.append([hw, _cards_cell(int(w), r.get("placement")), kind, f"{i}/{o}", front, r["pattern"], int(r["concurrency"]), float(r["ttft_ms"]),
-                     float(r["tpot_ms"]), float(r["output_tokens_per_s_per_rank"]), float(r["output_tokens_per_s"])])
+        rows.append([hw, _cards_cell(int(w), r.get("placement")), kind, f"{i}/{o}", front, r["pattern"], int(r["concurrency"]),
+                     *(float(fig[c]) for c in ("ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank",
+                                               "output_tokens_per_s"))])
     console().print(table(f"{model_name}: recommended configuration per combination (full front in the file)",
                           ["hardware", "cards", "scenario", "ISL/OSL", "front", "recommended pattern", "conc.",
                            "TTFT ms", "TPOT ms", "tok/s/rank", "tok/s total"], rows))
