@@ -1,6 +1,10 @@
 """Rules found reading sweep and recommend as the engineer who sizes a cluster (hunt40e)."""
+import pytest
+from click.testing import CliRunner
+
 from solver.capacity.sweep import UNROUNDED, build_plan, recommended_figures, solve_task
 from solver.capacity.table import DIGITS, to_frame
+from solver.cli.main import main
 from solver.plan.points import SolverParams
 
 
@@ -42,3 +46,24 @@ def test_every_sweep_row_carries_figures_that_round_to_its_columns():
         for k, v in r[UNROUNDED].items():
             assert round(v, DIGITS[k]) == r[k]
     assert len(recommended_figures(rows)) == 1
+
+
+@pytest.mark.parametrize("args", [
+    ["sweep", "gpt-oss-120b", "h100_sxm", "--serving", "disagg", "--cards", "8", "--plot", "p.png"],
+    ["recommend", "gpt-oss-120b", "h100_sxm", "--serving", "disagg", "--target-requests-per-s", "10",
+     "--cards", "8", "--price", "h100_sxm=abc"],
+])
+def test_bad_input_to_a_disaggregated_capacity_command_is_one_line_with_no_note_before_it(args):
+    """gpt-oss-120b on H100 has an input note (its mxfp4 experts run weight-only there); a refused --plot or
+    --price is still the one error line, exit 2: the notes are said only once every input is checked."""
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2
+    assert res.stderr.strip().splitlines() == [res.stderr.strip()] and res.stderr.startswith("error: ")
+
+
+def test_a_disaggregated_recommend_still_says_its_input_notes():
+    """The same note reaches stderr when the input is good (said before the first solve)."""
+    res = CliRunner().invoke(main, ["recommend", "gpt-oss-120b", "h100_sxm", "--serving", "disagg",
+                                    "--target-requests-per-s", "10", "--cards", "8", "--time-limit", "2"])
+    assert res.exit_code == 0
+    assert "note: h100_sxm: experts weights stay mxfp4" in res.stderr

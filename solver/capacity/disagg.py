@@ -78,7 +78,10 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                  weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
                  top: int = TOP, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
-                 progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+                 progress: Callable[[str], None] | None = None,
+                 checked: Callable[[], None] | None = None) -> pd.DataFrame:
+    """`checked`: called once the inputs are checked, before the first solve (the command says its input notes
+    there, so bad input stays one line)."""
     from solver.entry import run_disagg
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
@@ -95,6 +98,8 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
     dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
+    if checked:
+        checked()
     rows = []
     for hw in hw_names:
         for w in card_list:
@@ -172,10 +177,11 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                      mtp: int = 0, mtp_accept: float | None = None, max_concurrency: int | None = None,
                      allow_cross_node: bool = False,
                      params: SolverParams | None = None, prices: Sequence[str] | None = None,
-                     progress: Callable[[str], None] | None = None) -> DisaggRecommendation:
+                     progress: Callable[[str], None] | None = None,
+                     checked: Callable[[], None] | None = None) -> DisaggRecommendation:
     """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries
     the target output tokens/s within the SLA; the recommendation over the hardware as the module docstring says
-    (`prices`: HARDWARE=PRICE items or a mapping, as parse_prices reads them)."""
+    (`prices`: HARDWARE=PRICE items or a mapping, as parse_prices reads them; `checked`: as sweep_disagg's)."""
     from solver.specs.hardware_catalog import load_hardware
 
     if (target_output_tokens_per_s is None) == (target_requests_per_s is None):
@@ -193,6 +199,8 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     sizes = [w for w in parse_cards(cards) if w >= 2]  # one card cannot hold a worker per pool
     if not sizes:
         raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")
+    if checked:
+        checked()
     options = []
     for hw in hw_names:
         o = _first_that_carries(model, hw, sizes, sc, tok_s, framework, dt["--weight-dtype"][hw],

@@ -146,17 +146,15 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
             raise InputError("--format", f"{fmt} is not available with --serving disagg (the table is CSV)")
         if out is not None:
             check_writable(out, "--out")
-        for line in _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, seq_lens, framework,
-                                 weight_dtype, moe_weight_dtype, kv_dtype):
-            click.echo(f"note: {line}", err=True)
-
+        notes = _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, seq_lens, framework,
+                             weight_dtype, moe_weight_dtype, kv_dtype)
         df = sweep_disagg(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl,
                           osl=osl, seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                           max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, framework=framework,
                           weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                           kv_dtype=_dtype(kv_dtype), params=_params(time_limit, seed), top=top,
                           allow_cross_node=allow_cross_node, concurrency=concurrency, method=method, jobs=jobs,
-                          plot=plot, explain_binding=explain_binding)
+                          plot=plot, explain_binding=explain_binding, checked=lambda: _say(notes))
         if out is None:
             sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
         else:
@@ -213,6 +211,11 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     n = len(sp.tasks)
     click.echo(f"wrote {len(df)} rows ({n} combination{'s' if n != 1 else ''}, {infeasible} infeasible) to {out}"
                + (f" and a plot to {plot}" if plot else "") + f" in {wall:.1f} s", err=True)
+
+
+def _say(notes: list[str]) -> None:
+    for line in notes:
+        click.echo(f"note: {line}", err=True)
 
 
 def _seq_lens_replace_isl(seq_lens: str | None) -> None:
@@ -294,9 +297,8 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
             raise InputError("--max-copies", "not available with --serving disagg (one xPyD deployment is planned)")
         from solver.capacity.disagg import recommend_disagg
 
-        for line in _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, None, framework,
-                                 weight_dtype, moe_weight_dtype, kv_dtype):
-            click.echo(f"note: {line}", err=True)
+        notes = _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, None, framework,
+                             weight_dtype, moe_weight_dtype, kv_dtype)
         rec = recommend_disagg(model, _hardware(hardware, more_hardware),
                                target_output_tokens_per_s=target_output_tokens_per_s,
                                target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
@@ -304,7 +306,8 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
                                mtp_accept=mtp_accept,
                                max_concurrency=max_concurrency, allow_cross_node=allow_cross_node,
-                               params=_params(time_limit, seed), prices=list(prices) or None)
+                               params=_params(time_limit, seed), prices=list(prices) or None,
+                               checked=lambda: _say(notes))
         click.echo(rec.render(fmt), nl=False)
         if rec.best is None:
             notes = "; ".join(f"{o['hardware']}: {o['note']}" for o in rec.options)
