@@ -67,3 +67,35 @@ def test_a_disaggregated_recommend_still_says_its_input_notes():
                                     "--target-requests-per-s", "10", "--cards", "8", "--time-limit", "2"])
     assert res.exit_code == 0
     assert "note: h100_sxm: experts weights stay mxfp4" in res.stderr
+
+
+def test_recommend_table_prints_the_unrounded_headroom_and_cost():
+    """Headroom 20,905 / 20,000 = 1.04525: the JSON's 1.045 (three decimals) prints 1.04 with two (its binary value
+    sits below 1.045), the unrounded 1.04525 prints 1.05. $/M tokens 35 / (20,000 x 3600) x 1e6 = 0.486111: shown
+    with three figures, 0.486."""
+    from solver.capacity.recommend import Option, costs
+    from solver.report.render import fmt_cell
+
+    exact = costs(7, 5.0, 20000.0, 20905.0, None)
+    assert round(exact["cost_per_million_output_tokens"], 6) == 0.486111
+    o = Option("b200_sxm", True, headroom=round(20905 / 20000, 3),
+               unrounded={"headroom": 20905 / 20000, **exact})
+    assert fmt_cell(o.headroom) == "1.04" and fmt_cell(o.shown("headroom")) == "1.05"
+    assert fmt_cell(o.shown("cost_per_million_output_tokens")) == "0.486"
+    assert o.shown("tpot_ms") is None  # a figure with no unrounded value is the field's own
+    assert "unrounded" not in o.record()
+
+
+def test_recommends_unrounded_figures_round_to_the_ones_it_writes():
+    """Llama-3.1-70B on H100 at 1,000 output tokens/s: the answer's unrounded TTFT, TPOT and tok/s per copy round
+    (the sweep's DIGITS) to the JSON's, and its total is copies x tok/s per copy."""
+    from solver.capacity.recommend import recommend
+
+    rec = recommend("llama-3.3-70b", ["h100_sxm"], target_output_tokens_per_s=1000, cards="4,8",
+                    params=SolverParams(time_limit_s=3), prices=["h100_sxm=2.5"])
+    b = rec.best
+    assert b is not None and b.unrounded
+    for k in ("ttft_ms", "tpot_ms", "output_tokens_per_s"):
+        assert round(b.unrounded[k], DIGITS[k]) == getattr(b, k)
+    assert b.unrounded["total_output_tokens_per_s"] == b.unrounded["output_tokens_per_s"] * b.copies
+    assert round(b.unrounded["cost_per_hour"], 4) == b.cost_per_hour == b.total_cards * 2.5

@@ -350,16 +350,17 @@ def _print_recommendation(rec) -> None:
             continue
         knobs = nondefault_label(o.config)
         rows.append(["*" if o is rec.best else "", o.hardware, o.copies, _cards_cell(o.cards, o.placement),
-                     f"{o.pattern} ({knobs})", o.concurrency, o.ttft_ms, o.tpot_ms, o.output_tokens_per_s,
-                     o.total_output_tokens_per_s, o.headroom, o.cost_per_hour, o.cost_per_million_output_tokens])
+                     f"{o.pattern} ({knobs})", o.concurrency,
+                     *(o.shown(k) for k in ("ttft_ms", "tpot_ms", "output_tokens_per_s", "total_output_tokens_per_s",
+                                            "headroom", "cost_per_hour", "cost_per_million_output_tokens"))])
     con.print(table(title, ["", "hardware", "copies", "cards/copy", "configuration", "conc./copy", "TTFT ms",
                             "TPOT ms", "tok/s/copy", "tok/s total", "headroom", "$/hour", "$/M tokens"], rows))
     if rec.best is not None:
         b = rec.best
         cost = ""
         if b.cost_per_hour is not None:
-            cost = "; " + cost_text(b.cost_per_hour, b.cost_per_million_output_tokens,
-                                    b.cost_per_million_output_tokens_at_capacity)
+            cost = "; " + cost_text(b.shown("cost_per_hour"), b.shown("cost_per_million_output_tokens"),
+                                    b.shown("cost_per_million_output_tokens_at_capacity"))
         basis = BASIS_LABELS.get(rec.basis, rec.basis)
         placed = f" as {b.placement}" if b.placement else ""
         if b.copies == 1:
@@ -367,11 +368,12 @@ def _print_recommendation(rec) -> None:
         else:
             con.print(f"recommended ({basis}): {b.copies:,} x ({b.cards} x {b.hardware}{placed}: {b.pattern}, "
                       f"{b.concurrency:,} requests in flight per copy) = {b.total_cards:,} cards, "
-                      f"{b.total_output_tokens_per_s:,.0f} output tokens/s in all{cost}")
+                      f"{b.shown('total_output_tokens_per_s'):,.0f} output tokens/s in all{cost}")
             con.print(f"note: {b.copies:,} copies behind a load balancer that spreads the requests evenly: each "
                       f"carries {b.copy_load_output_tokens_per_s:,.0f} output tokens/s of the target and reaches "
-                      f"{b.output_tokens_per_s:,.0f} at {b.concurrency:,} in flight (TTFT {b.ttft_ms:,.0f} ms, TPOT "
-                      f"{b.tpot_ms:,.2f} ms); each copy is one engine launch of its own")
+                      f"{b.shown('output_tokens_per_s'):,.0f} at {b.concurrency:,} in flight (TTFT "
+                      f"{b.shown('ttft_ms'):,.0f} ms, TPOT {b.shown('tpot_ms'):,.2f} ms); each copy is one engine "
+                      "launch of its own")
         priced = rec.price_note()
         if priced:
             con.print(f"note: {priced}")
