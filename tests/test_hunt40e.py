@@ -99,3 +99,22 @@ def test_recommends_unrounded_figures_round_to_the_ones_it_writes():
         assert round(b.unrounded[k], DIGITS[k]) == getattr(b, k)
     assert b.unrounded["total_output_tokens_per_s"] == b.unrounded["output_tokens_per_s"] * b.copies
     assert round(b.unrounded["cost_per_hour"], 4) == b.cost_per_hour == b.total_cards * 2.5
+
+
+def test_disaggregated_recommend_text_prints_unrounded_figures_and_json_keeps_the_rounded():
+    """A disaggregated option with 10,754 tok/s against 10,000: headroom 1.0754 is 1.075 rounded (three decimals),
+    printed 1.07 from it, 1.08 from the figure; TPOT 36.6549 ms is 36.655 rounded, printed 36.7 from it (its
+    binary sits above), 36.7 from the figure too (a control); the JSON carries the rounded 1.075 only."""
+    import json
+
+    from solver.capacity.disagg import DisaggRecommendation
+
+    o = {"hardware": "h200_sxm", "met": True, "cards": 16, "ratio": "2P1D", "prefill_workers": 2,
+         "prefill_ranks_per_worker": 4, "decode_workers": 1, "decode_ranks_per_worker": 8, "ranks_used": 16,
+         "output_tokens_per_s": 10754.0, "ttft_ms": 900.0, "tpot_ms": 36.655, "headroom": 1.075,
+         "cost_per_hour": None, "price_per_card_hour": None, UNROUNDED: {"headroom": 1.0754, "tpot_ms": 36.6549}}
+    rec = DisaggRecommendation("m", 10000.0, [o], o, "cards")
+    assert "headroom 1.08" in rec.render("table") and "TPOT 36.7 ms" in rec.render("table")
+    d = json.loads(rec.render("json"))
+    assert d["recommended"]["headroom"] == 1.075 and UNROUNDED not in d["recommended"]
+    assert UNROUNDED not in d["options"][0]

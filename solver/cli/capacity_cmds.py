@@ -250,7 +250,8 @@ def _print_summary(df, model_name: str, figures: dict[tuple, dict[str, float]]) 
         r = rec.iloc[0]
         fig = figures.get((hw, int(w), kind, int(i), int(o)), r)
         front = int(g["on_front"].fillna(False).astype(bool).sum())
-        rows.append([hw, _cards_cell(int(w), r.get("placement")), kind, f"{i}/{o}", front, r["pattern"], int(r["concurrency"]),
+        rows.append([hw, _cards_cell(int(w), r.get("placement")), kind, f"{i}/{o}", front, r["pattern"],
+                     int(r["concurrency"]),
                      *(float(fig[c]) for c in ("ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank",
                                                "output_tokens_per_s"))])
     console().print(table(f"{model_name}: recommended configuration per combination (full front in the file)",
