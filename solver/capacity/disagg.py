@@ -21,6 +21,7 @@ import pandas as pd
 from solver.capacity.inputs import make_scenario, parse_cards, parse_scenarios, parse_seq_lens, per_hardware
 from solver.capacity.recommend import (BASIS_LABELS, choose, cost_text, costs, no_fit_note, parse_prices, price_note,
                                        shortfall_note)
+from solver.capacity.sweep import UNROUNDED
 from solver.capacity.table import to_disagg_frame
 from solver.errors import InfeasibleError, InputError
 from solver.plan.points import SolverParams
@@ -28,6 +29,7 @@ from solver.plan.disagg import DisaggPlan
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
 
+COST_KEYS = ("cost_per_hour", "cost_per_million_output_tokens", "cost_per_million_output_tokens_at_capacity")
 TOP = 3  # plans per combination: the sweep's default --top, and the plans recommend tests against the load
 
 
@@ -78,7 +80,10 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                  weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
                  top: int = TOP, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
-                 progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+                 progress: Callable[[str], None] | None = None,
+                 checked: Callable[[], None] | None = None) -> pd.DataFrame:
+    """`checked`: called once the inputs are checked, before the first solve (the command says its input notes
+    there, so bad input stays one line)."""
     from solver.entry import run_disagg
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
@@ -95,6 +100,8 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
     dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
+    if checked:
+        checked()
     rows = []
     for hw in hw_names:
         for w in card_list:
@@ -132,7 +139,8 @@ class DisaggRecommendation:
 
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "serving": "disagg", "target_output_tokens_per_s": self.target_output_tokens_per_s,
-                "recommended": self.best, "basis": self.basis, "options": self.options}
+                "recommended": _record(self.best), "basis": self.basis,
+                "options": [_record(o) for o in self.options]}
 
     def price_note(self) -> str | None:
         return price_note(self.basis, len(self.options) > 1,
@@ -151,11 +159,10 @@ class DisaggRecommendation:
             mark = "*" if o is self.best else " "
             lines.append(f"{mark} {o['hardware']}: {o['cards']} cards, {o['ratio']} (prefill {o['prefill_workers']} x "
                          f"{o['prefill_ranks_per_worker']}, decode {o['decode_workers']} x "
-                         f"{o['decode_ranks_per_worker']}; {o['ranks_used']} used), {o['output_tokens_per_s']:,.0f} "
-                         f"tok/s, TTFT {o['ttft_ms']:,.0f} ms, TPOT {o['tpot_ms']:.1f} ms, "
-                         f"headroom {o['headroom']:.2f}" + (
-                             "; " + cost_text(o["cost_per_hour"], o["cost_per_million_output_tokens"],
-                                              o["cost_per_million_output_tokens_at_capacity"])
+                         f"{o['decode_ranks_per_worker']}; {o['ranks_used']} used), "
+                         f"{_shown(o, 'output_tokens_per_s'):,.0f} tok/s, TTFT {_shown(o, 'ttft_ms'):,.0f} ms, "
+                         f"TPOT {_shown(o, 'tpot_ms'):.1f} ms, headroom {_shown(o, 'headroom'):.2f}" + (
+                             "; " + cost_text(*(_shown(o, k) for k in COST_KEYS))
                              if o["cost_per_hour"] is not None else ""))
         if self.best is not None:
             lines.append(f"recommended ({BASIS_LABELS.get(self.basis, self.basis)}): {self.best['hardware']}")
@@ -172,10 +179,11 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                      mtp: int = 0, mtp_accept: float | None = None, max_concurrency: int | None = None,
                      allow_cross_node: bool = False,
                      params: SolverParams | None = None, prices: Sequence[str] | None = None,
-                     progress: Callable[[str], None] | None = None) -> DisaggRecommendation:
+                     progress: Callable[[str], None] | None = None,
+                     checked: Callable[[], None] | None = None) -> DisaggRecommendation:
     """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries
     the target output tokens/s within the SLA; the recommendation over the hardware as the module docstring says
-    (`prices`: HARDWARE=PRICE items or a mapping, as parse_prices reads them)."""
+    (`prices`: HARDWARE=PRICE items or a mapping, as parse_prices reads them; `checked`: as sweep_disagg's)."""
     from solver.specs.hardware_catalog import load_hardware
 
     if (target_output_tokens_per_s is None) == (target_requests_per_s is None):
@@ -193,6 +201,8 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     sizes = [w for w in parse_cards(cards) if w >= 2]  # one card cannot hold a worker per pool
     if not sizes:
         raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")
+    if checked:
+        checked()
     options = []
     for hw in hw_names:
         o = _first_that_carries(model, hw, sizes, sc, tok_s, framework, dt["--weight-dtype"][hw],
@@ -205,6 +215,23 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     return DisaggRecommendation(load_model(model).name, tok_s, options, best, basis)
 
 
+def _unrounded(d: DisaggPlan, tok_s: float) -> dict[str, float]:
+    """The plan's figures before _row's rounding, for the text view (which formats its own precision)."""
+    e = d.estimate
+    return {"ttft_ms": e.ttft_s * 1e3, "tpot_ms": e.tpot_s * 1e3, "output_tokens_per_s": e.output_tokens_per_s,
+            "headroom": e.output_tokens_per_s / tok_s}
+
+
+def _shown(o: dict[str, Any], key: str) -> Any:
+    """An option's figure as the text view prints it: unrounded where known."""
+    return o.get(UNROUNDED, {}).get(key, o[key])
+
+
+def _record(o: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An option as the JSON and YAML carry it: the rounded figures only."""
+    return None if o is None else {k: v for k, v in o.items() if k != UNROUNDED}
+
+
 def _priced(o: dict[str, Any], price: float | None, tok_s: float) -> dict[str, Any]:
     """The option with its price per card-hour and, where it carries the load and has a price, its costs on the
     pools' ranks (module docstring); None where not known, so every option has the same fields."""
@@ -212,6 +239,8 @@ def _priced(o: dict[str, Any], price: float | None, tok_s: float) -> dict[str, A
            "cost_per_million_output_tokens_at_capacity": None}
     if o["met"] and price is not None:
         out.update(costs(o["ranks_used"], price, tok_s, o["output_tokens_per_s"]))
+        u = o[UNROUNDED]
+        out[UNROUNDED] = {**u, **costs(o["ranks_used"], price, tok_s, u["output_tokens_per_s"], None)}
     return out
 
 
@@ -234,7 +263,8 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
             last = exc
             continue
         # on the figures the sweep writes
-        rows = [_row(d, rep.knobs, rep.replica_knobs) for d in [rep.plan, *rep.alternatives]]
+        plans = [rep.plan, *rep.alternatives]
+        rows = [{**_row(d, rep.knobs, rep.replica_knobs), UNROUNDED: _unrounded(d, tok_s)} for d in plans]
         top = max(r["output_tokens_per_s"] for r in rows)
         if most is None or top > most[0]:
             most = (top, w)

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 import pandas as pd
 
 from solver.capacity.inputs import DEFAULT_SCENARIOS, hardware_key, parse_cards
-from solver.capacity.sweep import Task, build_plan, solve_task, sweep_rows
+from solver.capacity.sweep import UNROUNDED, Task, build_plan, solve_task, sweep_rows
 from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.space.domains import range_note
@@ -72,6 +72,19 @@ class Option:
     cost_per_million_output_tokens_at_capacity: float | None = None
     tried_cards: list[int] = field(default_factory=list)
     note: str = ""
+    # the figures above before their rounding, for a table that formats its own precision (not in the JSON)
+    unrounded: dict[str, float] = field(default_factory=dict, repr=False)
+
+    def shown(self, name: str) -> Any:
+        """The figure `name` as a table prints it: unrounded where known (a headroom of 1.0754 is 1.075 once
+        rounded, which two decimals print as 1.07, not 1.08)."""
+        return self.unrounded.get(name, getattr(self, name))
+
+    def record(self) -> dict[str, Any]:
+        """The option as the JSON and the frame carry it: the rounded figures only."""
+        d = asdict(self)
+        d.pop("unrounded")
+        return d
 
 
 @dataclass
@@ -92,7 +105,7 @@ class Recommendation:
     def to_frame(self) -> pd.DataFrame:
         rows = []
         for o in self.options:
-            d = asdict(o)
+            d = o.record()
             cfg = d.pop("config")
             d.pop("tried_cards")
             d.update(cfg)
@@ -114,7 +127,7 @@ class Recommendation:
             "recommended": self.best.hardware if self.best else None,
             "basis": self.basis,
             "max_copies": self.max_copies,
-            "options": [asdict(o) for o in self.options],
+            "options": [o.record() for o in self.options],
             "notes": list(self.notes),
         }
 
@@ -173,13 +186,15 @@ def choose(options: Sequence[T], met: Callable[[T], bool], cost_per_hour: Callab
     return min(ok, key=fewest), "cards"
 
 
-def costs(cards: int, price: float, tok_s: float, capacity_tok_s: float) -> dict[str, float]:
+def costs(cards: int, price: float, tok_s: float, capacity_tok_s: float, digits: int | None = 4
+          ) -> dict[str, float]:
     """What `cards` cards at `price` per card-hour cost per hour, and per million output tokens at the target load
-    `tok_s` and at the deployment's capacity (module docstring)."""
-    per_hour = round(cards * price, 4)
-    return {"cost_per_hour": per_hour,
-            "cost_per_million_output_tokens": round(per_hour / (tok_s * 3600) * 1e6, 4),
-            "cost_per_million_output_tokens_at_capacity": round(per_hour / (capacity_tok_s * 3600) * 1e6, 4)}
+    `tok_s` and at the deployment's capacity (module docstring); rounded to `digits` (None: unrounded)."""
+    per_hour = cards * price
+    out = {"cost_per_hour": per_hour,
+           "cost_per_million_output_tokens": per_hour / (tok_s * 3600) * 1e6,
+           "cost_per_million_output_tokens_at_capacity": per_hour / (capacity_tok_s * 3600) * 1e6}
+    return out if digits is None else {k: round(v, digits) for k, v in out.items()}
 
 
 def cost_text(per_hour: float, per_million: float, per_million_at_capacity: float) -> str:
@@ -363,6 +378,14 @@ def _met(opt: Option, total: int, n: int, t: Task, r: dict[str, Any], start: int
     if price is not None:
         for k, v in costs(total, price, tok_s, r["output_tokens_per_s"] * n).items():
             setattr(opt, k, v)
+    if UNROUNDED in r:
+        u = r[UNROUNDED]
+        opt.unrounded = {"ttft_ms": u["ttft_ms"], "tpot_ms": u["tpot_ms"],
+                         "output_tokens_per_s": u["output_tokens_per_s"],
+                         "total_output_tokens_per_s": u["output_tokens_per_s"] * n,
+                         "headroom": u["output_tokens_per_s"] * n / tok_s,
+                         **(costs(total, price, tok_s, u["output_tokens_per_s"] * n, None) if price is not None
+                            else {})}
     return opt
 
 

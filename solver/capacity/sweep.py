@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from solver.plan.solve import Planned
 
 GB = 1e9
+UNROUNDED = "unrounded"  # a row's key holding its figures before DIGITS' rounding (solve_task)
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -226,6 +227,11 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
             note="; ".join(e.memory.notes) if misses else _candidate_note(p, cand_rank.get(key), result.range_note, sc),
             sla_edge_from=p.sla_edge_from,
         )
+        # the figures before the file's rounding, for the summary table (which formats its own precision);
+        # not a column: to_frame keeps COLUMNS only
+        row[UNROUNDED] = {"ttft_ms": e.ttft_s * 1e3, "tpot_ms": e.tpot_s * 1e3,
+                          "output_tokens_per_s_per_rank": e.output_tokens_per_s_per_rank,
+                          "output_tokens_per_s": e.output_tokens_per_s}
         rows.append(row)
     rows.sort(key=lambda r: (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"], r["concurrency"],
                              tuple(r.get(k) or 0 for k in KNOBS)))
@@ -332,6 +338,14 @@ def sweep_rows(results: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
                 raise ShardplanError(r["message"])
             rows.append(r)
     return rows
+
+
+def recommended_figures(rows: Iterable[dict[str, Any]]) -> dict[tuple, dict[str, float]]:
+    """The unrounded figures of each combination's recommended row (candidate 1), keyed by (hardware, cards,
+    scenario, isl, osl): a table formats these, not the file's rounded values (a tok/s/rank of 1.3749 is 1.375 in
+    the file, which two decimals print as 1.38)."""
+    return {(r["hardware"], r["cards"], r["scenario"], r["isl"], r["osl"]): r[UNROUNDED]
+            for r in rows if r.get("candidate") == 1 and UNROUNDED in r}
 
 
 def sweep(model: str, hardware: str | Sequence[str], cards: str | int | Iterable[int], scenarios: Any = None,

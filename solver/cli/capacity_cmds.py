@@ -146,17 +146,15 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
             raise InputError("--format", f"{fmt} is not available with --serving disagg (the table is CSV)")
         if out is not None:
             check_writable(out, "--out")
-        for line in _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, seq_lens, framework,
-                                 weight_dtype, moe_weight_dtype, kv_dtype):
-            click.echo(f"note: {line}", err=True)
-
+        notes = _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, seq_lens, framework,
+                             weight_dtype, moe_weight_dtype, kv_dtype)
         df = sweep_disagg(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl,
                           osl=osl, seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                           max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, framework=framework,
                           weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                           kv_dtype=_dtype(kv_dtype), params=_params(time_limit, seed), top=top,
                           allow_cross_node=allow_cross_node, concurrency=concurrency, method=method, jobs=jobs,
-                          plot=plot, explain_binding=explain_binding)
+                          plot=plot, explain_binding=explain_binding, checked=lambda: _say(notes))
         if out is None:
             sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
         else:
@@ -166,7 +164,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
             click.echo(f"wrote {len(df)} rows ({combos} combination{'s' if combos != 1 else ''}, {infeasible} "
                        f"infeasible) to {out} in {time.perf_counter() - start:.1f} s", err=True)
         return
-    from solver.capacity.sweep import build_plan, run_tasks, sweep_rows
+    from solver.capacity.sweep import build_plan, recommended_figures, run_tasks, sweep_rows
     from solver.capacity.table import check_writable, to_frame, write_table
 
     if out is not None and fmt not in (None, "table"):
@@ -188,12 +186,13 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     for line in sp.notes:  # after every input check: bad input stays one line
         click.echo(f"note: {line}", err=True)
     with _progress(f"sweep {sp.model_name}") as progress:
-        df = to_frame(sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address)))
+        rows = sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address))
+    df, figures = to_frame(rows), recommended_figures(rows)
     wall = time.perf_counter() - start
     if out is None and fmt == "json":
         sys.stdout.write(df.to_json(orient="records", indent=1) + "\n")
     elif out is None and fmt == "table":
-        _print_summary(df, sp.model_name, None)
+        _print_summary(df, sp.model_name, None, figures)
     elif out is None:
         sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
     else:
@@ -207,11 +206,16 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
             click.echo("note: no combination is feasible; no plot drawn", err=True)
     if out is None:
         return
-    _print_summary(df, sp.model_name, out)
+    _print_summary(df, sp.model_name, out, figures)
     infeasible = int((~df["feasible"].fillna(False).astype(bool) & df["rank"].isna()).sum())
     n = len(sp.tasks)
     click.echo(f"wrote {len(df)} rows ({n} combination{'s' if n != 1 else ''}, {infeasible} infeasible) to {out}"
                + (f" and a plot to {plot}" if plot else "") + f" in {wall:.1f} s", err=True)
+
+
+def _say(notes: list[str]) -> None:
+    for line in notes:
+        click.echo(f"note: {line}", err=True)
 
 
 def _seq_lens_replace_isl(seq_lens: str | None) -> None:
@@ -231,9 +235,10 @@ def _input_notes(model: str, hardware: list[str], cards: str, isl: int, osl: int
                       kv_dtype=_dtype(kv_dtype)).notes
 
 
-def _print_summary(df, model_name: str, out: str | None) -> None:
-    """One line per combination: the recommended configuration, or why none fits; the title says where the whole
-    front is (`out`, the file written; None: only --format csv or json prints it)."""
+def _print_summary(df, model_name: str, out: str | None, figures: dict[tuple, dict[str, float]]) -> None:
+    """One line per combination: the recommended configuration (its unrounded `figures`, as `solve` prints
+    them), or why none fits; the title says where the whole front is (`out`, the file written; None: only
+    --format csv or json prints it)."""
     rows, notes = [], []
     for (hw, w, kind, i, o), g in df.groupby(["hardware", "cards", "scenario", "isl", "osl"], sort=False):
         rec = g[g["candidate"] == 1]
@@ -244,9 +249,12 @@ def _print_summary(df, model_name: str, out: str | None) -> None:
                          None, None, None, None, None])
             continue
         r = rec.iloc[0]
+        fig = figures.get((hw, int(w), kind, int(i), int(o)), r)
         front = int(g["on_front"].fillna(False).astype(bool).sum())
-        rows.append([hw, _cards_cell(int(w), r.get("placement")), kind, f"{i}/{o}", front, r["pattern"], int(r["concurrency"]), float(r["ttft_ms"]),
-                     float(r["tpot_ms"]), float(r["output_tokens_per_s_per_rank"]), float(r["output_tokens_per_s"])])
+        rows.append([hw, _cards_cell(int(w), r.get("placement")), kind, f"{i}/{o}", front, r["pattern"],
+                     int(r["concurrency"]),
+                     *(float(fig[c]) for c in ("ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank",
+                                               "output_tokens_per_s"))])
     where = f"full front in {out}" if out is not None else "full front: --format csv or json, or --out FILE"
     console().print(table(f"{model_name}: recommended configuration per combination ({where})",
                           ["hardware", "cards", "scenario", "ISL/OSL", "front", "recommended pattern", "conc.",
@@ -292,9 +300,8 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
             raise InputError("--max-copies", "not available with --serving disagg (one xPyD deployment is planned)")
         from solver.capacity.disagg import recommend_disagg
 
-        for line in _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, None, framework,
-                                 weight_dtype, moe_weight_dtype, kv_dtype):
-            click.echo(f"note: {line}", err=True)
+        notes = _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, None, framework,
+                             weight_dtype, moe_weight_dtype, kv_dtype)
         rec = recommend_disagg(model, _hardware(hardware, more_hardware),
                                target_output_tokens_per_s=target_output_tokens_per_s,
                                target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
@@ -302,7 +309,8 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
                                mtp_accept=mtp_accept,
                                max_concurrency=max_concurrency, allow_cross_node=allow_cross_node,
-                               params=_params(time_limit, seed), prices=list(prices) or None)
+                               params=_params(time_limit, seed), prices=list(prices) or None,
+                               checked=lambda: _say(notes))
         click.echo(rec.render(fmt), nl=False)
         if rec.best is None:
             notes = "; ".join(f"{o['hardware']}: {o['note']}" for o in rec.options)
@@ -345,16 +353,17 @@ def _print_recommendation(rec) -> None:
             continue
         knobs = nondefault_label(o.config)
         rows.append(["*" if o is rec.best else "", o.hardware, o.copies, _cards_cell(o.cards, o.placement),
-                     f"{o.pattern} ({knobs})", o.concurrency, o.ttft_ms, o.tpot_ms, o.output_tokens_per_s,
-                     o.total_output_tokens_per_s, o.headroom, o.cost_per_hour, o.cost_per_million_output_tokens])
+                     f"{o.pattern} ({knobs})", o.concurrency,
+                     *(o.shown(k) for k in ("ttft_ms", "tpot_ms", "output_tokens_per_s", "total_output_tokens_per_s",
+                                            "headroom", "cost_per_hour", "cost_per_million_output_tokens"))])
     con.print(table(title, ["", "hardware", "copies", "cards/copy", "configuration", "conc./copy", "TTFT ms",
                             "TPOT ms", "tok/s/copy", "tok/s total", "headroom", "$/hour", "$/M tokens"], rows))
     if rec.best is not None:
         b = rec.best
         cost = ""
         if b.cost_per_hour is not None:
-            cost = "; " + cost_text(b.cost_per_hour, b.cost_per_million_output_tokens,
-                                    b.cost_per_million_output_tokens_at_capacity)
+            cost = "; " + cost_text(b.shown("cost_per_hour"), b.shown("cost_per_million_output_tokens"),
+                                    b.shown("cost_per_million_output_tokens_at_capacity"))
         basis = BASIS_LABELS.get(rec.basis, rec.basis)
         placed = f" as {b.placement}" if b.placement else ""
         if b.copies == 1:
@@ -362,11 +371,12 @@ def _print_recommendation(rec) -> None:
         else:
             con.print(f"recommended ({basis}): {b.copies:,} x ({b.cards} x {b.hardware}{placed}: {b.pattern}, "
                       f"{b.concurrency:,} requests in flight per copy) = {b.total_cards:,} cards, "
-                      f"{b.total_output_tokens_per_s:,.0f} output tokens/s in all{cost}")
+                      f"{b.shown('total_output_tokens_per_s'):,.0f} output tokens/s in all{cost}")
             con.print(f"note: {b.copies:,} copies behind a load balancer that spreads the requests evenly: each "
                       f"carries {b.copy_load_output_tokens_per_s:,.0f} output tokens/s of the target and reaches "
-                      f"{b.output_tokens_per_s:,.0f} at {b.concurrency:,} in flight (TTFT {b.ttft_ms:,.0f} ms, TPOT "
-                      f"{b.tpot_ms:,.2f} ms); each copy is one engine launch of its own")
+                      f"{b.shown('output_tokens_per_s'):,.0f} at {b.concurrency:,} in flight (TTFT "
+                      f"{b.shown('ttft_ms'):,.0f} ms, TPOT {b.shown('tpot_ms'):,.2f} ms); each copy is one engine "
+                      "launch of its own")
         priced = rec.price_note()
         if priced:
             con.print(f"note: {priced}")
