@@ -29,7 +29,7 @@ def test_sweep_summary_prints_the_estimates_figures_not_the_files_rounding(capsy
     rows = [_row(1.3749)]
     df = to_frame(rows)
     assert df["output_tokens_per_s_per_rank"].iloc[0] == 1.375 and df["ttft_ms"].iloc[0] == 675.5
-    _print_summary(df, "m", recommended_figures(rows))
+    _print_summary(df, "m", None, recommended_figures(rows))
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if "h100_sxm" in ln)
     cells = [c.strip() for c in line.strip("│ ").split("│")]
