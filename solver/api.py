@@ -60,6 +60,11 @@ def _is_name(value: Any) -> bool:
     return isinstance(value, os.PathLike) or isinstance(value, str) and bool(value.strip())
 
 
+def _per_hardware(value: Any) -> bool:
+    """A dtype given per hardware, as capacity.inputs.per_hardware reads it: a dict, or a list of items."""
+    return isinstance(value, dict) or isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
 def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool) -> None:
     """Refuse an argument of the wrong type or out of range, under its keyword."""
     for key, value in args.items():
@@ -84,8 +89,10 @@ def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool) -> Non
             if not items or not all(_is_name(h) for h in items):
                 what = "a hardware name or path, or a list of them" if hardware_lists else "a hardware name or path"
                 raise InputError(key, f"must be {what}, got {value!r}")
-        elif key in _DTYPES and not isinstance(value, str) and not (hardware_lists and isinstance(value, dict)):
-            raise InputError(key, f"must be a number format name (fp8, bf16, ...), got {value!r}")
+        elif key in _DTYPES and not isinstance(value, str) and not (hardware_lists and _per_hardware(value)):
+            what = (", or per hardware as a dict ({'atlas_a3': 'int8'}) or HW=DTYPE items (['atlas_a3=int8'])"
+                    if hardware_lists else "")
+            raise InputError(key, f"must be a number format name (fp8, bf16, ...){what}, got {value!r}")
         elif key == "params" and not isinstance(value, SolverParams):
             raise InputError(key, f"must be a SolverParams, got {type(value).__name__}")
         elif key == "scenario" and not isinstance(value, Scenario):

@@ -118,3 +118,29 @@ def test_disaggregated_recommend_text_prints_unrounded_figures_and_json_keeps_th
     d = json.loads(rec.render("json"))
     assert d["recommended"]["headroom"] == 1.075 and UNROUNDED not in d["recommended"]
     assert UNROUNDED not in d["options"][0]
+
+
+def test_the_api_takes_a_dtype_per_hardware_as_the_command_line_does() -> None:
+    """sweep(weight_dtype=['atlas_a3=int8']) reads as --weight-dtype atlas_a3=int8 (capacity.inputs.per_hardware);
+    a value of no accepted form is refused naming the forms."""
+    from solver import api
+    from solver.errors import InputError
+
+    df = api.sweep("deepseek-v3.2", ["atlas_a3"], 16, ["throughput"], weight_dtype=["atlas_a3=int8"])
+    assert set(df["weight_dtype"]) == {"int8"}
+    with pytest.raises(InputError, match=r"weight_dtype: .*HW=DTYPE items"):
+        api.sweep("deepseek-v3.2", ["atlas_a3"], 16, ["throughput"], weight_dtype=3)
+
+
+def test_a_script_without_a_main_guard_is_told_why_its_workers_died(tmp_path) -> None:
+    """sweep(jobs=2) spawns workers that import the calling script: without `if __name__ == '__main__':` they
+    fail to start, and the caller gets one line naming jobs and the guard, not a BrokenProcessPool traceback."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "plan.py"
+    script.write_text("from solver import api\napi.sweep('qwen3-8b', 'h100_sxm', '1,2', ['throughput'], jobs=2)\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("solver.errors.InputError: jobs:") and "__main__" in last, r.stderr[-2000:]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import gc
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from typing import Any, Callable, Sequence
 
@@ -65,6 +66,13 @@ def run_local(solve: SolveFn, tasks: Sequence[Any], jobs: int, progress: Progres
         try:
             for fut in as_completed(futures):
                 out.put(futures[fut], fut.result())
+        except BrokenProcessPool:
+            for f in futures:
+                f.cancel()
+            raise InputError("--jobs", f"a worker process ended before returning its solve (of {jobs} spawned): a "
+                                       "script that calls sweep with jobs > 1 must call it under `if __name__ == "
+                                       "'__main__':` (spawned workers import the script); else a worker ran out of "
+                                       "memory: give fewer jobs") from None
         except BaseException:
             for f in futures:
                 f.cancel()
