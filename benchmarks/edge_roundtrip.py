@@ -3,7 +3,8 @@ throughput --format yaml`, then for every candidate `check FILE --candidate X --
 --candidate X --format json` and `estimate` of its knobs at its concurrency. A defect: check or estimate printing
 another TTFT, TPOT, tok/s/rank or memory than solve did (to the yaml's rounding), or a launch whose batch flag is
 not the planned concurrency (per DP engine where the profile's flag is per engine: --max-num-seqs,
---max_batch_size; the whole server's --max-running-requests / cann-recipes' batch_size). Deployments: the
+--max_batch_size; the whole server's --max-running-requests, each --dp-size replica a server of its own /
+cann-recipes' batch_size). Deployments: the
 engines with a batch flag, quantized and looped configs (tests/data), the cann-recipes batch rule.
 
     python benchmarks/edge_roundtrip.py
@@ -62,6 +63,16 @@ PER_ENGINE = {"--max-num-seqs", "--max_batch_size"}
 WHOLE = {"--max-running-requests"}
 
 
+def servers(argv: list[str]) -> int:
+    """SGLang servers one command starts: sglang 0.5.23's --dp-size N is N whole-engine replicas, each taking
+    --max-running-requests (attention DP is --attn-dp-size, one server); the deprecated `--dp-size N
+    --enable-dp-attention` is attention DP N, one server (arg_groups/parallel_hook.py
+    handle_deprecated_dp_attention)."""
+    if "--dp-size" not in argv or "--enable-dp-attention" in argv:
+        return 1
+    return int(argv[argv.index("--dp-size") + 1])
+
+
 def run(args: list[str]) -> tuple[int, str]:
     r = CliRunner().invoke(cli, args)
     return r.exit_code, r.stdout
@@ -72,19 +83,20 @@ def close(a: float, b: float) -> bool:
     return abs(a - b) <= 0.006 * max(abs(a), abs(b), 1e-9)
 
 
-def batch_flag(launch: dict) -> tuple[str, int] | None:
+def batch_flag(launch: dict) -> tuple[str, int, int] | None:
+    """(flag, value, servers that each take the value; 1 where the flag is per DP engine or the whole server's)."""
     for node in launch.get("nodes", []):
         argv = node.get("argv", [])
         for i, tok in enumerate(argv[:-1]):
             if tok in PER_ENGINE | WHOLE:
-                return tok, int(argv[i + 1])
+                return tok, int(argv[i + 1]), servers(argv) if tok in WHOLE else 1
     for text in launch.get("files", {}).values():  # cann-recipes: the model yaml's batch_size
         try:
             doc = yaml.safe_load(text)
         except yaml.YAMLError:
             continue
         if isinstance(doc, dict) and isinstance(doc.get("batch_size"), int):
-            return "batch_size", doc["batch_size"]
+            return "batch_size", doc["batch_size"], 1
     return None
 
 
@@ -134,7 +146,7 @@ def main() -> None:
             elif got is None:
                 problems.append("launch has no batch flag")
             else:
-                flag, value = got
+                flag, value, replicas = got
                 # per DP engine: the engines' ceil(concurrency / DP); the profile's expression may count the
                 # engine's ranks another way (KVP inside TP), so any value that runs the planned batch in the
                 # fewest whole steps passes: value x engines >= conc > (value - 1) x engines
@@ -142,8 +154,9 @@ def main() -> None:
                     engines = {dp, max(1, world // knobs.get("attn_tp_size", 1))}
                     if not any(value * n >= conc > (value - 1) * n for n in engines):
                         problems.append(f"launch {flag} {value} for {conc} over {sorted(engines)} engines")
-                elif value != conc:
-                    problems.append(f"launch {flag} {value} vs planned {conc}")
+                elif not value * replicas >= conc > (value - 1) * replicas:  # each replica server takes the value
+                    over = f" over {replicas} servers" if replicas > 1 else ""
+                    problems.append(f"launch {flag} {value} vs planned {conc}{over}")
             status = "ok" if not problems else "DEFECT: " + "; ".join(problems)
             print(f"{name} {hw} x{world} {fw} {x}: c{conc} {est['ttft_ms']:.0f}/{est['tpot_ms']:.2f} ms "
                   f"{est['memory_per_rank_gb']} GB: {status}", flush=True)

@@ -383,7 +383,8 @@ def _r1_launch(framework: str, hardware: str, attn_tp: int, kvp: int, moe_tp: in
 def test_sglangs_dcp_launch_is_one_tp_group_with_dcp_size() -> None:
     text = _r1_launch("sglang", "h200_sxm", 2, 4)
     assert "--tp-size 8 --dcp-size 4" in text
-    assert "--dp-size" not in text and "--enable-dp-attention" not in text and "--enable-dp-lm-head" not in text
+    assert "--dp-size" not in text and "--attn-dp-size" not in text and "--enable-dp-lm-head" not in text
+    assert "--enable-dp-attention" not in text
 
 
 def test_atoms_dcp_launch_is_tp_attn_tp_x_kvp_with_dcp() -> None:

@@ -73,9 +73,23 @@ def _vllm(flags: dict, model) -> dict[str, int]:
                 "num_redundant_experts", extra.get("eplb_config", {}).get("num_redundant_experts", 0))}
 
 
+def sglang_dp(flags: dict, model) -> tuple[int, int]:
+    """(replicas, attention-DP size) of an SGLang command. sglang 0.5.23 spells attention DP --attn-dp-size
+    (alias --attention-data-parallel-size) and --dp-size (--data-parallel-size) counts whole-engine replicas; the
+    deprecated `--dp-size N --enable-dp-attention` resolves to attn_dp_size N, dp_size 1
+    (arg_groups/parallel_hook.py handle_deprecated_dp_attention), as does `--dp-size N` alone under a DeepSeek
+    MLA / DSA prefill-CP layout (arg_groups/model_override_base.py context_parallel_attn_dp_size)."""
+    dp = int(flags.get("--dp-size", flags.get("--data-parallel-size", 1)))
+    attn_dp = int(flags.get("--attn-dp-size", flags.get("--attention-data-parallel-size", 1)))
+    deprecated = flags.get("--enable-dp-attention") or (flags.get("--enable-prefill-cp") and model.has_mla)
+    if attn_dp == 1 and deprecated:
+        return 1, dp
+    return dp, attn_dp
+
+
 def _sglang(flags: dict, model) -> dict[str, int]:
     tp = int(flags["--tp-size"])
-    dp = int(flags.get("--dp-size", 1))
+    replicas, dp = sglang_dp(flags, model)
     # --attn-cp-size with --enable-prefill-cp is the DSA prefill CP of a DSA model (attn_sp_size; the engine tells
     # by the architecture) or the prefill CP of another (cp_size): the same ranks carved out of --tp-size either way
     cp_ranks = int(flags.get("--attn-cp-size", 1))
@@ -83,11 +97,12 @@ def _sglang(flags: dict, model) -> dict[str, int]:
     pp = int(flags.get("--pp-size", 1))
     kvp = int(flags.get("--dcp-size", 1))  # engines.md: --dcp-size stripes the KV over the TP group
     if not model.is_moe:  # no DP attention: --tp-size is attention TP, --dp-size replicas
-        return {"world": tp * dp * pp, "pp_size": pp, "attn_tp_size": tp // kvp, "attn_sp_size": 1, "kvp_size": kvp,
-                "dense_tp_size": tp, "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_shards": tp}
+        return {"world": tp * replicas * pp, "pp_size": pp, "attn_tp_size": tp // kvp, "attn_sp_size": 1,
+                "kvp_size": kvp, "dense_tp_size": tp, "embed_tp_size": tp, "lmhead_tp_size": tp, "o_proj_shards": tp}
     attn = tp // (dp * sp * cp * kvp)
-    dpa = bool(flags.get("--enable-dp-attention"))
-    return {"world": tp * pp, "pp_size": pp, "attn_tp_size": attn, "attn_sp_size": sp, "cp_size": cp, "kvp_size": kvp,
+    dpa = dp > 1
+    return {"world": tp * replicas * pp, "pp_size": pp, "attn_tp_size": attn, "attn_sp_size": sp, "cp_size": cp,
+            "kvp_size": kvp,
             "dense_tp_size": 1 if flags.get("--moe-dense-tp-size") == "1" else tp,
             "embed_tp_size": 1 if dpa else tp,
             "lmhead_tp_size": attn if flags.get("--enable-dp-lm-head") else tp,
@@ -228,10 +243,10 @@ def test_dense_and_moe_examples_round_trip_under_every_profile(framework):
     assert check_roundtrip(framework, "qwen3-30b-a3b", moe_hw, 8, "throughput")
 
 
-def _limits(launch: dict) -> tuple[int | None, int | None]:
+def _limits(launch: dict, model) -> tuple[int | None, int | None]:
     """(longest sequence, concurrent requests) the engine would admit, by its own arithmetic (engines.md, batch /
-    tokens row): vLLM and ATOM count --max-num-seqs per DP engine, SGLang --max-running-requests per server,
-    TensorRT-LLM max_batch_size per rank under attention DP."""
+    tokens row): vLLM and ATOM count --max-num-seqs per DP engine, SGLang --max-running-requests per server (each
+    --dp-size replica is one), TensorRT-LLM max_batch_size per rank under attention DP."""
     argv = launch["nodes"][0]["argv"]
     if "trtllm-serve" in argv:
         argv = argv[argv.index("trtllm-serve"):]
@@ -239,8 +254,8 @@ def _limits(launch: dict) -> tuple[int | None, int | None]:
     if "--max-model-len" in flags:
         dp = int(flags.get("--data-parallel-size", flags.get("-dp", 1)))
         return int(flags["--max-model-len"]), int(flags["--max-num-seqs"]) * dp
-    if "--context-length" in flags:
-        return int(flags["--context-length"]), int(flags["--max-running-requests"])
+    if "--context-length" in flags:  # SGLang: per server, and each --dp-size replica is a server
+        return int(flags["--context-length"]), int(flags["--max-running-requests"]) * sglang_dp(flags, model)[0]
     if "--max_seq_len" in flags:
         extra = yaml.safe_load(launch["files"].get(flags.get("--extra_llm_api_options", ""), "{}")) or {}
         ranks = int(flags["--tp_size"]) if extra.get("enable_attention_dp") else 1
@@ -279,7 +294,7 @@ def test_every_printed_launch_holds_the_planned_load_and_round_trips_through_the
     launch = candidate_launch(load_framework(framework), load_model(model_name), load_hardware(hardware), cands[0],
                               scenario)
     assert "error" not in launch, launch
-    longest, admitted = _limits(launch)
+    longest, admitted = _limits(launch, load_model(model_name))
     need = scenario.isl + (1 if scenario.phase == "prefill" else scenario.osl)
     assert longest is None or longest >= need, (longest, need)
     assert admitted >= cands[0].planned.batch, (admitted, cands[0].planned.batch)

@@ -469,8 +469,8 @@ def test_redundant_experts_need_expert_parallel(tmp_path, engine) -> None:
 
 def test_sglang_dp_lm_head_needs_dp_attention(tmp_path) -> None:
     """DeepSeek-V3.2 on 8 H200 with attention CP8 (attention TP 1, no DP attention) and the LM head at attention
-    TP: the launch printed --enable-dp-lm-head without --enable-dp-attention, a flag whose group (the attention-TP
-    group of DP attention) does not exist there. Refused, naming the knobs; under DP attention it launches."""
+    TP: the launch printed --enable-dp-lm-head without attention DP, a flag whose group (the attention-TP group of
+    DP attention) does not exist there. Refused, naming the knobs; under DP attention (--attn-dp-size) it launches."""
     pc = {"attn_tp_size": 1, "attn_sp_size": 8, "dense_tp_size": 8, "moe_tp_size": 1, "embed_tp_size": 8,
           "lmhead_tp_size": 1}
     r = CliRunner().invoke(main, ["launch", _deployment(tmp_path, pc, model="deepseek-v3.2", framework="sglang")])
@@ -479,7 +479,7 @@ def test_sglang_dp_lm_head_needs_dp_attention(tmp_path) -> None:
     dpa = {**pc, "attn_sp_size": 2, "embed_tp_size": 1}
     r, launch = _launch_json(_deployment(tmp_path, dpa, model="deepseek-v3.2", framework="sglang"))
     assert r.exit_code == 0, r.stderr
-    assert {"--enable-dp-lm-head", "--enable-dp-attention"} <= set(launch["nodes"][0]["argv"])
+    assert {"--enable-dp-lm-head", "--attn-dp-size"} <= set(launch["nodes"][0]["argv"])
 
 
 def test_sglang_dense_replicas_across_nodes_are_refused_under_pp(tmp_path) -> None:

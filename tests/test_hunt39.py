@@ -41,11 +41,11 @@ def test_sglang_dense_replicas_each_take_their_share_of_the_running_requests(tmp
 
 
 def test_sglang_dp_attention_takes_the_whole_running_requests(tmp_path) -> None:
-    """Qwen3-30B-A3B with DP attention over 8 ranks (`--tp-size 8 --dp-size 8 --enable-dp-attention`): SGLang
-    divides --max-running-requests by the 8 attention-DP ranks itself, so the flag is the planned 32."""
+    """Qwen3-30B-A3B with DP attention over 8 ranks (`--tp-size 8 --attn-dp-size 8`): SGLang divides
+    --max-running-requests by the 8 attention-DP ranks itself, so the flag is the planned 32."""
     dpa = {"attn_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1}
     argv = _argv(_deployment(tmp_path, dpa, "qwen3-30b-a3b", 8, 32, "sglang"))
-    assert "--enable-dp-attention" in argv and _value(argv, "--max-running-requests") == "32"
+    assert _value(argv, "--attn-dp-size") == "8" and _value(argv, "--max-running-requests") == "32"
 
 
 def test_vllm_vllm_ascend_and_sglang_commands_trust_a_checkpoint_with_code_of_its_own(tmp_path) -> None:

@@ -216,7 +216,7 @@ def test_the_launch_spells_cp_inside_tp_size_with_zigzag(tmp_path) -> None:
     argv = _argv(tmp_path, CP2)
     assert argv[argv.index("--tp-size") + 1] == "8" and argv[argv.index("--attn-cp-size") + 1] == "2"
     assert "--enable-prefill-cp" in argv and argv[argv.index("--cp-strategy") + 1] == "zigzag"
-    assert "--dp-size" not in argv and "--enable-dp-attention" not in argv  # one attention group: 4 x 2 = 8
+    assert "--attn-dp-size" not in argv and "--dp-size" not in argv  # one attention group: 4 x 2 = 8
     assert argv.count("--enable-prefill-cp") == 1 and argv.count("--cp-strategy") == 1
 
 
@@ -235,13 +235,13 @@ def test_a_dsa_models_prefill_cp_is_attn_sp_with_interleave(tmp_path) -> None:
 
 
 def test_the_launch_counts_dp_attention_beside_cp(tmp_path) -> None:
-    """attention TP2 x CP2 on 8 ranks: --dp-size 2 with DP attention (tp = attn_tp x cp x dp)."""
+    """attention TP2 x CP2 on 8 ranks: --attn-dp-size 2 (tp = attn_tp x cp x attn_dp), no --dp-size replicas."""
     argv = _argv(tmp_path, {**CP2, "attn_tp_size": 2, "embed_tp_size": 1})
-    assert argv[argv.index("--dp-size") + 1] == "2" and "--enable-dp-attention" in argv
+    assert argv[argv.index("--attn-dp-size") + 1] == "2" and "--dp-size" not in argv
 
 
 def test_attn_dp_size_counts_the_cp_ranks_where_they_hold_one_replica(tmp_path) -> None:
-    """SGLang's CP ranks decode one replica's batch, so its DP is world // (attn_tp x cp), the launch's --dp-size:
+    """SGLang's CP ranks decode one replica's batch, so its DP is world // (attn_tp x cp), the launch's --attn-dp-size:
     TP4 x CP2 on 8 ranks has none (was reported as attn_dp 2), TP2 x CP2 has 2. vLLM's PCP ranks each decode their
     own requests (separate replicas in decode): its attn_dp_size stays world // attn_tp."""
     assert "cp_size" in SGLANG.replica_knobs and "cp_size" not in load_framework("vllm").replica_knobs
@@ -251,7 +251,7 @@ def test_attn_dp_size_counts_the_cp_ranks_where_they_hold_one_replica(tmp_path) 
     assert make_parallel_config(8, **two).model_view(("attn_tp_size", "cp_size"), SGLANG.replica_knobs)[
         "attn_dp_size"] == 2
     argv = _argv(tmp_path, two)
-    assert argv[argv.index("--dp-size") + 1] == "2"
+    assert argv[argv.index("--attn-dp-size") + 1] == "2"
 
 
 def test_the_planner_splits_a_long_prompt_over_cp_ranks() -> None:
