@@ -1,0 +1,56 @@
+"""Rules found by the round-40 Ascend review (DeepSeek-V3.2 on 64 Atlas A3 dies with cann-recipes, the Qwen3 /
+DeepSeek / Kimi / GLM teams beside it with vllm-ascend): one test per rule."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from solver.catalog import catalog_dir
+from solver.cli.main import main
+from solver.errors import InputError
+from solver.specs.deployment import load_deployment
+
+
+def _ref(ref_id: str) -> str:
+    return str(catalog_dir("references") / f"{ref_id}.yaml")
+
+
+def test_a_verified_reference_reads_as_the_deployment_it_ran() -> None:
+    """references/v32-p64-q.yaml (verified-configs.md: DeepSeek-V3.2-Exp, 64 A3 dies, prefill, batch 64 x 65536,
+    a/d/m/e/l/o/cp/kvp = 1/1/1/16/16/1/64/-, W8A8C8) is the deployment: framework cann-recipes (the source of
+    every verified config), world 64, a prefill of 64 prompts of 65,536 tokens, int8 weights and KV cache."""
+    dep = load_deployment(_ref("v32-p64-q"))
+    assert (dep.model, dep.hardware, dep.framework, dep.world_size) == ("deepseek-v3.2", "atlas_a3", "cann-recipes", 64)
+    assert (dep.workload.phase, dep.workload.batch, dep.workload.seq_len) == ("prefill", 64, 65536)
+    assert (dep.quant.weights, dep.quant.kv_cache, dep.mtp) == ("int8", "int8", 0)
+    assert dep.parallel_config == {"attn_tp_size": 1, "dense_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 16,
+                                   "lmhead_tp_size": 16, "o_proj_tp_size": 1, "cp_size": 64, "kvp_size": 1}
+
+
+def test_a_decode_reference_reads_its_prompt_and_output_lengths_and_mtp() -> None:
+    """v32-d128-q: decode, batch 256, 65536 in / 256 out, MTP3 (verified-configs.md)."""
+    dep = load_deployment(_ref("v32-d128-q"))
+    w = dep.workload
+    assert (w.phase, w.batch, w.isl, w.osl, dep.mtp) == ("decode", 256, 65536, 256, 3)
+
+
+def test_check_passes_a_verified_reference_within_the_die() -> None:
+    """`check references/v32-d128-q.yaml` holds every rule of the profile it ran under, and its estimate fits a
+    64 GB A3 die (hardware.md): the limit is below 64 GiB = 68.7 GB."""
+    r = CliRunner().invoke(main, ["check", _ref("v32-d128-q"), "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["valid"] and d["estimation"]["memory_feasible"]
+    assert d["estimation"]["memory_per_rank_gb"] < d["estimation"]["memory_limit_gb"] < 68.72
+
+
+def test_an_afd_reference_is_refused_naming_afd() -> None:
+    """lc-afd runs attention and FFN on separate halves of the ranks, which a deployment file cannot say: the
+    one line names the afd field instead of reviewing another deployment."""
+    try:
+        load_deployment(_ref("lc-afd"))
+    except InputError as exc:
+        assert exc.field.endswith("lc-afd.yaml: afd")
+    else:
+        raise AssertionError("lc-afd read as a deployment")
