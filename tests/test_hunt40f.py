@@ -54,3 +54,37 @@ def test_an_afd_reference_is_refused_naming_afd() -> None:
         assert exc.field.endswith("lc-afd.yaml: afd")
     else:
         raise AssertionError("lc-afd read as a deployment")
+
+
+def _solve_yaml(framework: str) -> str:
+    r = CliRunner().invoke(main, ["solve", "deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "64", "--scenario",
+                                  "throughput", "--framework", framework, "--weight-dtype", "int8", "--isl", "4096",
+                                  "--osl", "256", "--format", "yaml", "--top", "1"])
+    assert r.exit_code == 0, r.stderr
+    return r.stdout
+
+
+def test_the_seed_yaml_writes_only_keys_the_framework_has() -> None:
+    """cann-recipes' parallel_config has the seed's eight keys (verified-configs.md): the YAML of the README's
+    quick start writes those eight and not attn_sp_size, which it names once as fixed at 1."""
+    import yaml
+
+    text = _solve_yaml("cann-recipes")
+    pc = yaml.safe_load(text)["candidate_a"]["parallel_config"]
+    assert list(pc) == ["attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size",
+                        "o_proj_tp_size", "cp_size", "kvp_size"]
+    assert "# not keys of cann-recipes (fixed at 1): attn_sp_size" in text
+
+
+def test_cann_recipes_model_yaml_splits_weights_online(tmp_path) -> None:
+    """Seed 003, weight handling: with enable_online_split_weight true the runtime splits the checkpoint for the
+    parallel_config, so the launch's model YAML sets it (no conversion bound to the recommended config)."""
+    dep = tmp_path / "dep.yaml"
+    dep.write_text(_solve_yaml("cann-recipes"))
+    r = CliRunner().invoke(main, ["launch", str(dep), "--candidate", "a", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    files = json.loads(r.stdout)["files"]
+    import yaml
+
+    doc = yaml.safe_load(next(iter(files.values())))
+    assert doc["enable_online_split_weight"] is True
