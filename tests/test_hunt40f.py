@@ -88,3 +88,16 @@ def test_cann_recipes_model_yaml_splits_weights_online(tmp_path) -> None:
 
     doc = yaml.safe_load(next(iter(files.values())))
     assert doc["enable_online_split_weight"] is True
+
+
+def test_vllm_ascend_takes_an_int8_kv_cache_from_the_c8_checkpoint() -> None:
+    """--kv-dtype int8 ("C8") under vllm-ascend is planned and launched: vllm-ascend reads kv_cache_type "C8"
+    from the checkpoint's quant_model_description.json, not from --kv-cache-dtype (which spells auto only), so
+    the command leaves that flag out and a note says which checkpoint to serve (before: refused, exit 2)."""
+    r = CliRunner().invoke(main, ["solve", "qwen3-235b-a22b", "--hardware", "atlas_a3", "--cards", "32", "--scenario",
+                                  "throughput", "--framework", "vllm-ascend", "--kv-dtype", "int8", "--format",
+                                  "launch", "--top", "1"])
+    assert r.exit_code == 0, r.stderr
+    commands = [line for line in r.stdout.splitlines() if line.startswith("vllm serve")]
+    assert commands and not any("--kv-cache-dtype" in c for c in commands)
+    assert '"kv_cache_type": "C8"' in r.stdout
