@@ -62,8 +62,8 @@ def test_explain_prices_the_engines_loss_in_the_figures_the_phase_has():
 
 def test_a_kv_format_the_engine_cannot_spell_is_not_planned(tmp_path):
     """solve, sweep and recommend under an engine refuse a KV-cache format its command cannot ask for (exit 2,
-    one line naming --kv-dtype), and check reports it as a class C violation: solve planned DeepSeek-V3.2 under
-    vllm-ascend with --kv-dtype int8 and every candidate's launch then read '# error: ... no spelling for it'."""
+    one line naming --kv-dtype), and check reports it as a class C violation (vLLM on H200: its --kv-cache-dtype
+    spells auto and fp8 forms, not int8)."""
     base = ["deepseek-v3.2", "--hardware", "h200_sxm", "--framework", "vllm", "--kv-dtype", "int8"]
     for args in (["solve", *base, "--cards", "64"], ["sweep", *base, "--cards", "64", "--scenario", "throughput"],
                  ["recommend", *base, "--cards", "64", "--target-output-tokens-per-s", "1000"]):
