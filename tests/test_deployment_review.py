@@ -62,23 +62,24 @@ def test_explain_prices_the_engines_loss_in_the_figures_the_phase_has():
 
 def test_a_kv_format_the_engine_cannot_spell_is_not_planned(tmp_path):
     """solve, sweep and recommend under an engine refuse a KV-cache format its command cannot ask for (exit 2,
-    one line naming --kv-dtype), and check reports it as a class C violation: solve planned DeepSeek-V3.2 under
-    vllm-ascend with --kv-dtype int8 and every candidate's launch then read '# error: ... no spelling for it'."""
-    base = ["deepseek-v3.2", "--hardware", "atlas_a3", "--framework", "vllm-ascend", "--kv-dtype", "int8"]
+    one line naming --kv-dtype), and check reports it as a class C violation (vLLM on H200: its --kv-cache-dtype
+    spells auto and fp8 forms, not int8)."""
+    base = ["deepseek-v3.2", "--hardware", "h200_sxm", "--framework", "vllm", "--kv-dtype", "int8"]
     for args in (["solve", *base, "--cards", "64"], ["sweep", *base, "--cards", "64", "--scenario", "throughput"],
                  ["recommend", *base, "--cards", "64", "--target-output-tokens-per-s", "1000"]):
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 2, (args[0], r.output)
-        assert "error: --kv-dtype: KV-cache dtype int8: vllm-ascend has no spelling for it" in r.stderr, args[0]
+        assert "error: --kv-dtype: KV-cache dtype int8: vllm has no spelling for it" in r.stderr, args[0]
     dep = tmp_path / "dep.yaml"
-    dep.write_text("model: deepseek-v3.2\nhardware: atlas_a3\nframework: vllm-ascend\nworld_size: 64\n"
+    dep.write_text("model: deepseek-v3.2\nhardware: h200_sxm\nframework: vllm\nworld_size: 64\n"
                    "parallel_config: {attn_tp_size: 4, dense_tp_size: 4, embed_tp_size: 4, lmhead_tp_size: 4}\n"
                    "workload: {isl: 4096, osl: 256, concurrency: 128}\nquant: {weights: int8, kv_cache: int8}\n")
     out = CliRunner().invoke(main, ["check", str(dep), "--format", "json"])
     assert out.exit_code == 1 and any("quant.kv_cache: KV-cache dtype int8" in v
                                       for v in json.loads(out.stdout)["violations"]["C"])
-    ok = CliRunner().invoke(main, ["check", str(dep), "--framework", "cann-recipes", "--format", "json"])
-    assert not json.loads(ok.stdout)["violations"]["C"]  # cann-recipes sets it in the recipe's YAML
+    for fw in ("cann-recipes", "vllm-ascend"):  # the recipe's YAML; the C8 checkpoint's quant description
+        ok = CliRunner().invoke(main, ["check", str(dep), "--framework", fw, "--hardware", "atlas_a3", "--format", "json"])
+        assert not json.loads(ok.stdout)["violations"]["C"], fw
 
 
 def test_the_verified_w8a8c8_prefill_deployment_launches_under_cann_recipes(tmp_path):

@@ -232,6 +232,10 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
     data = load_yaml(Path(path))
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a mapping of the seed's parallel_config keys")
+    from solver.specs.reference import deployment_data, is_reference_record, load_reference_file
+
+    if is_reference_record(data):  # a verified deployment (references/*.yaml) reads as the deployment it ran
+        data = deployment_data(load_reference_file(Path(path)))
     flat_quant = any(k in data for k in FLAT_QUANT)
     flat_workload = [k for k in FLAT_WORKLOAD if k in data]  # folded into `workload:` next, named as written
     data = nest_flat_keys(data, str(path))

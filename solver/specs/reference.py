@@ -146,6 +146,33 @@ class Reference(BaseModel):
         return resolve_precision(model, hw, q.weights, q.moe_weights, q.kv_cache)
 
 
+# Every reference is a row of verified-configs.md, whose source is hicann/cann-recipes-infer: the profile that
+# encodes that framework's rules is the one its deployments ran under
+REFERENCE_FRAMEWORK = "cann-recipes"
+
+
+def is_reference_record(data: dict) -> bool:
+    """A mapping in this module's format (its provenance and id), not a deployment file."""
+    return "provenance" in data and "id" in data
+
+
+def deployment_data(ref: Reference) -> dict:
+    """The reference as a deployment file's mapping (specs.deployment): its framework, world, knobs, workload
+    (a prefill's batch of input_len prompts; a decode's batch over input_len + output_len), formats and MTP
+    depth, so `check` reviews and estimates a verified deployment as it ran."""
+    if ref.afd:
+        raise InputError(f"references/{ref.id}.yaml: afd", "attention-FFN disaggregation (half the ranks attention, "
+                                                          "half FFN) is not a deployment-file setting: check "
+                                                          "cannot review this reference as it ran")
+    workload = ({"phase": "prefill", "batch": ref.batch, "seq_len": ref.input_len} if ref.phase == "prefill"
+                else {"phase": "decode", "batch": ref.batch, "isl": ref.input_len, "osl": ref.output_len})
+    quant = {"weights": ref.quant.weights, "kv_cache": ref.quant.kv_cache,
+             **({"moe_weights": ref.quant.moe_weights} if ref.quant.moe_weights else {})}
+    return {"model": ref.model, "hardware": ref.hardware, "framework": REFERENCE_FRAMEWORK,
+            "world_size": ref.world_size, "parallel_config": ref.knobs, "workload": workload, "quant": quant,
+            "mtp": ref.mtp}
+
+
 def references_dir() -> Path:
     return catalog_dir("references")
 
