@@ -288,3 +288,19 @@ def test_layer_1_of_a_dense_model_is_dp_where_one_card_holds_it_else_tp_within_t
         "Layer 1 (dense backbone): TP16 across nodes (8 per node)"
     assert layer1(world_size=16, attn_tp_size=8, dense_tp_size=8, pp_size=2) == \
         "Layer 1 (dense backbone): TP8 within the node x PP2 (the layers in 2 stages)"
+
+
+def test_solve_states_online_weight_splitting_where_the_engine_launch_sets_it() -> None:
+    """Seed Step 4 weight handling: a framework whose launch sets enable_online_split_weight: true (cann-recipes)
+    gets it in solve's deployment file, with one comment line, and `check` of a candidate then owes no conversion
+    note; an engine that sets no such key (vLLM) gets neither."""
+    args = ["solve", "qwen3-30b-a3b", "--hardware", "atlas_a3", "--cards", "16", "--format", "yaml"]
+    split = CliRunner().invoke(main, [*args, "--framework", "cann-recipes"])
+    assert split.exit_code == 0, split.output
+    assert yaml.safe_load(split.stdout)["enable_online_split_weight"] is True
+    assert sum("# weights: the runtime splits the checkpoint" in line for line in split.stdout.splitlines()) == 1
+    plain = CliRunner().invoke(main, [*args, "--framework", "vllm-ascend"])
+    assert plain.exit_code == 0, plain.output
+    assert "enable_online_split_weight" not in plain.stdout
+    assert load_framework("cann-recipes").launch.splits_weights_online()
+    assert not load_framework("vllm-ascend").launch.splits_weights_online()

@@ -109,6 +109,9 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         deployment = {"model": model, "hardware": hardware, "framework": framework, "world_size": cards,
                       **({"quant": quant} if quant else {}), **({"mtp": mtp} if mtp else {}),
                       **({"mtp_accept": mtp_accept} if mtp_accept is not None else {})}
+        launch_spec = load_framework(framework).launch
+        if launch_spec is not None and launch_spec.splits_weights_online():
+            deployment["enable_online_split_weight"] = True  # as its launch sets it: check reads the same
         click.echo(seed_yaml(result, cands, replica_knobs, prompt_len, deployment, scenario), nl=False)
         if explain:
             click.echo("# why the main alternatives lost:")

@@ -149,6 +149,9 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[s
         out.append("# the deployment these candidates are for: `shardplan check FILE --candidate a` (or `launch`) "
                    "reads it")
         out.append(yaml.safe_dump(deployment, sort_keys=False, default_flow_style=False).rstrip("\n"))
+        if deployment.get("enable_online_split_weight"):
+            out.append("# weights: the runtime splits the checkpoint for each candidate's parallel_config "
+                       "(enable_online_split_weight: true), so switching candidates needs no weight conversion")
     for c, letter in zip(cands, LETTERS):
         label = "recommended" if c.rank == 1 else "alternative"
         d = candidate_dict(c, result.knobs, replica_knobs, prompt_len)

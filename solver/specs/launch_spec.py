@@ -178,6 +178,9 @@ class DisaggLaunch(BaseModel):
         return self
 
 
+ONLINE_SPLIT_KEY = "enable_online_split_weight"  # the seed's deployment key (specs.deployment.Deployment)
+
+
 class LaunchSpec(BaseModel):
     """The engine's command: argv entries in order, documents, and whether each node runs its own command
     (`per_node`) or one launcher on the head starts every rank (MPI); `disagg`: what a pool worker adds."""
@@ -194,6 +197,11 @@ class LaunchSpec(BaseModel):
     # name; a format with no engine at all): given, such a format is a note saying so; empty, it is refused (the
     # engine's runtime choice, which the command could not ask for)
     kv_dtype_elsewhere: str = ""
+
+    def splits_weights_online(self) -> bool:
+        """The command always sets the seed's `enable_online_split_weight` true: the runtime splits the checkpoint
+        for whatever parallel_config it is given, so no weight conversion is bound to one (seed 003, Step 4)."""
+        return any(a.key == ONLINE_SPLIT_KEY and a.value == "true" and a.when == "true" for a in self.args)
 
     def kv_dtype_refusal(self, kv_dtype: str | None, engine: str) -> str | None:
         """Why the command cannot ask for KV-cache format `kv_dtype` (None: it can, none was chosen, or
