@@ -57,7 +57,7 @@ def test_a_pool_workers_command_parses_back_to_its_knobs_and_role(engine, model_
     assert {k: got.get(k, 0 if k == "redundant_experts" else 1) for k in want} == want
 
 
-@pytest.mark.parametrize("engine, device", [("trtllm", "h200_sxm"), ("atom", "mi355x"), ("vllm-ascend", "atlas_a3")])
+@pytest.mark.parametrize("engine, device", [("trtllm", "h200_sxm"), ("atom", "mi355x")])
 def test_an_engine_whose_disaggregation_flags_the_facts_lack_says_so_and_adds_none(engine, device) -> None:
     model, hw, fw = load_model("qwen3-30b-a3b"), load_hardware(device), load_framework(engine)
     inputs = LaunchInputs(batch=8, max_model_len=3072)

@@ -3,7 +3,7 @@ estimate assumed (the candidate's concurrency, the scenario's longest sequence a
 chose)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from solver.errors import InputError
 from solver.launch.emit import LaunchInputs, emit_launch, model_len
@@ -11,6 +11,7 @@ from solver.rank.select import Candidate
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
 from solver.specs.scenario import Scenario
 
 
@@ -30,9 +31,11 @@ def candidate_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand:
 
 def pool_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand: Candidate, role: str,
                 max_model_len: int, mtp: int = 0, weight_dtype: str | None = None,
-                moe_weight_dtype: str | None = None, kv_dtype: str | None = None) -> dict[str, Any]:
+                moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
+                pools: Mapping[str, ParallelConfig] | None = None) -> dict[str, Any]:
     """The command of one worker of a disaggregated pool (`role` prefill or decode): the pool's parallel_config
-    and batch, with the profile's launch.disagg role and KV-transfer flags; {"error": line} as candidate_launch.
+    and batch, with the profile's launch.disagg role and KV-transfer flags (`pools`: both pools' configs by
+    role, for a transfer told both layouts); {"error": line} as candidate_launch.
     A prefill worker's running-request cap is the prompts all its attention replicas take in one step, as the
     estimate prices it (plan.disagg.prompts_per_replica: the same share on every replica)."""
     from solver.plan.disagg import prompts_per_replica
@@ -43,7 +46,7 @@ def pool_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand: Cand
     inputs = LaunchInputs(batch=batch, max_model_len=max_model_len, mtp=mtp, weight_dtype=weight_dtype,
                           moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype)
     try:
-        return emit_launch(fw, model, hw, cand.planned.config, inputs, role=role)
+        return emit_launch(fw, model, hw, cand.planned.config, inputs, role=role, pools=pools)
     except InputError as exc:
         return {"engine": fw.name, "role": role, "error": str(exc)}
 

@@ -16,7 +16,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 
@@ -27,7 +27,8 @@ from solver.specs.profile_rules import KNOB_NAMES
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
 from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
-from solver.specs.launch_spec import DISAGG_ROLES, LaunchArg
+from solver.specs.expr import compile_expr
+from solver.specs.launch_spec import DISAGG_ROLES, POOL_FIGURES, POOL_NAMES, DisaggLaunch, LaunchArg
 from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_problems
 from solver.specs.parallel import ParallelConfig, absent_knobs
@@ -254,10 +255,42 @@ def _mtp_note(fw: FrameworkProfile, args: list[LaunchArg], mtp: int) -> str | No
             "configuration")
 
 
+def pool_figures(fw: FrameworkProfile, pools: Mapping[str, ParallelConfig]) -> dict[str, int]:
+    """Each pool's sizes as the launch names `<role>_<figure>` (launch_spec.POOL_NAMES): its world (one pipeline
+    stage's ranks, as the rules and its own command read `world`: rule_env), pp_size, and the profile's group
+    sizes (tp_group_size, attn_group_size), the products its own command's flags read
+    (FrameworkProfile.group_products)."""
+    out: dict[str, int] = {}
+    for role, pc in pools.items():
+        env = {**pc.settings(), "world": pc.stage_world}
+        for figure in POOL_FIGURES:
+            out[f"{role}_{figure}"] = int(compile_expr(figure, fw.group_products).evaluate(env))
+    return out
+
+
+def _pool_checks(fw: FrameworkProfile, pool: DisaggLaunch, role: str, env: Mapping[str, Any],
+                 names: Mapping[str, Any]) -> None:
+    """InputError where this pool's config breaks the transfer's rules for its role, or the two pools break a
+    pair check (launch_spec.DisaggLaunch: `rules`, `pairs`)."""
+    for rule in pool.rules.get(role, []):
+        if not rule.holds(env):
+            knobs = ", ".join(f"{k} {env[k]}" for k in (*KNOB_NAMES, *DERIVED_NAMES, *SETTINGS)
+                              if k in rule.names and k not in env.free)
+            raise InputError(f"--engine {fw.name}", f"cannot express the {role} pool's {knobs or 'config'}: "
+                             f"[{rule.id}] {rule.message}")
+    for check in pool.pairs:
+        if not check.require_expr.evaluate(names):
+            sizes = ", ".join(f"{n} {names[n]}" for n in sorted(check.require_expr.names & POOL_NAMES))
+            raise InputError(f"--engine {fw.name}", f"cannot pair these pools ({sizes}): [{check.id}] "
+                             f"{check.message}")
+
+
 def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
-                inputs: LaunchInputs, role: str | None = None) -> dict[str, Any]:
+                inputs: LaunchInputs, role: str | None = None,
+                pools: Mapping[str, ParallelConfig] | None = None) -> dict[str, Any]:
     """The engine's command per node and its files, or InputError (exit 2) naming what it cannot express.
-    `role`: the worker serves that pool of a disaggregated deployment (module docstring)."""
+    `role`: the worker serves that pool of a disaggregated deployment (module docstring); `pools`: every pool's
+    parallel_config by role (this one's is `pc`), which a transfer that names both pools' sizes needs."""
     spec = fw.launch
     if spec is None:
         raise InputError("--engine", f"{fw.name} has no launch section: it is not an engine")
@@ -268,6 +301,14 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     if role is not None and role not in DISAGG_ROLES:
         raise InputError("role", f"{role}: a pool is one of {', '.join(DISAGG_ROLES)}")
     pool = spec.disagg if role is not None else None
+    odd = sorted(set(pools or {}) - set(DISAGG_ROLES))
+    if odd:
+        raise InputError("pools", f"{odd[0]}: a pool is one of {', '.join(DISAGG_ROLES)}")
+    pools = {**(pools or {}), **({role: pc} if role is not None else {})}
+    lacking = sorted({n.split("_", 1)[0] for n in (pool.pool_reads() if pool is not None else ())} - set(pools))
+    if lacking:
+        raise InputError("pools", f"{fw.name}'s {role} command names the {' and '.join(lacking)} pool's sizes "
+                         "(its KV transfer is told both layouts): give every pool's parallel_config")
     args = spec.args + (pool.args if pool is not None else [])
     documents = {**spec.documents, **(pool.documents if pool is not None else {})}
     # the model's own rules first (class A: knobs of modules it lacks, heads, experts, stages): no engine runs such
@@ -308,7 +349,10 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "role": role, "prefill_role": role == "prefill",
         "memory_fraction": memory_fraction(hw),
         "remote_code": model.remote_code,
+        **(pool_figures(fw, pools) if pool is not None else {}),
     }
+    if pool is not None:
+        _pool_checks(fw, pool, role or "", env, base)
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
     notes, unspelled = _formats(fw, args, base, skip, inputs, checkpoint_own(model, inputs), model.quant.method)
     notes += [n for n in (placement_note(hw, fw, world), unstated_platform_note(hw, fw)) if n]

@@ -47,10 +47,28 @@ FILLS_REPLICAS = Rule(
 _POOL_FW = IdentityMemo(64)  # profile -> pool_framework(profile)
 
 
+def _transfer_rules(fw: FrameworkProfile, role: str) -> list[Rule]:
+    """What the profile's KV transfer requires of a `role` pool's config (launch.disagg.rules)."""
+    disagg = fw.launch.disagg if fw.launch is not None else None
+    return list(disagg.rules.get(role, [])) if disagg is not None else []
+
+
 def pool_framework(fw: FrameworkProfile) -> FrameworkProfile:
-    """The framework's rules and FILLS_REPLICAS: what a prefill pool's plans hold. One object per profile, so the
-    planner's memos keyed by the profile's identity (its static rule tables) serve every plan of the pool."""
-    return _POOL_FW.get((fw,), None, lambda: fw.model_copy(update={"rules": [*fw.rules, FILLS_REPLICAS]}))
+    """The framework's rules, its KV transfer's prefill rules and FILLS_REPLICAS: what a prefill pool's plans hold.
+    One object per profile, so the planner's memos keyed by the profile's identity (its static rule tables) serve
+    every plan of the pool."""
+    return _POOL_FW.get((fw,), None, lambda: fw.model_copy(
+        update={"rules": [*fw.rules, *_transfer_rules(fw, "prefill"), FILLS_REPLICAS]}))
+
+
+_DECODE_FW = IdentityMemo(64)  # profile -> decode_framework(profile)
+
+
+def decode_framework(fw: FrameworkProfile) -> FrameworkProfile:
+    """The framework's rules and its KV transfer's decode rules (vllm-ascend's Mooncake connector: no decode PP):
+    what a decode pool's plans hold; the profile itself where the transfer adds none."""
+    extra = _transfer_rules(fw, "decode")
+    return _DECODE_FW.get((fw,), None, lambda: fw.model_copy(update={"rules": [*fw.rules, *extra]})) if extra else fw
 
 
 def worker_sizes(model: ModelSpec, hw: Hardware, cards: int) -> list[int]:
@@ -109,7 +127,7 @@ def pool_fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, 
 
     def add(phase: str, w: int) -> None:
         if phase == "decode":
-            pts, failure = _decode_points(phase_plan, w, fw, diagnose)
+            pts, failure = _decode_points(phase_plan, w, decode_framework(fw), diagnose)
         else:
             # a step never holds more prompts than requests are in flight (the given concurrency, else its cap)
             most = scenario.concurrency or scenario.max_concurrency

@@ -16,9 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from solver.errors import InputError
 from solver.specs.expr import NOT_A_CONDITION, Expr, compile_expr, is_condition
+from solver.specs.profile_rules import Rule
 
+DISAGG_ROLES = ("prefill", "decode")
+# Disaggregated serving: a pool worker's command may name both pools' sizes (a KV connector that maps the prefill
+# ranks onto the decode ranks is told both layouts): `<role>_<figure>`, e.g. decode_tp_group_size, the figure of
+# that pool's parallel_config (solver.launch.emit.pool_figures computes them)
+POOL_FIGURES = ("world", "tp_group_size", "attn_group_size", "pp_size")
+POOL_NAMES = frozenset(f"{role}_{figure}" for role in DISAGG_ROLES for figure in POOL_FIGURES)
 # numeric names an emitter adds to the rule names (solver.launch.emit computes them)
-LAUNCH_NAMES = frozenset({
+LAUNCH_NAMES = POOL_NAMES | frozenset({
     "nnodes",            # nodes the world spans: ceil(world / ranks_per_node)
     "node_rank",         # this node's index (0 = head)
     "gpus_per_node",     # ranks on one node: min(world, ranks_per_node)
@@ -35,7 +42,6 @@ LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "prefill_role", "r
 # text names: placeholders the user replaces, documented in README ("Launch commands")
 LAUNCH_TEXT_NAMES = frozenset({"model_path", "head_addr", "hosts", "weight_dtype", "kv_dtype", "moe_weight_dtype",
                                "role"})  # role: "prefill" or "decode" (disaggregated serving; `map` spells it)
-DISAGG_ROLES = ("prefill", "decode")
 _TEMPLATE = re.compile(r"\{([a-z_]+)\}")
 
 
@@ -154,11 +160,51 @@ class LaunchDocument(BaseModel):
         return self._when
 
 
+class PairCheck(BaseModel):
+    """What the two pools' layouts must hold together for the KV transfer to run (a connector that refuses a
+    prefill TP below the decode TP): `require` over the launch names, both pools' figures among them
+    (POOL_NAMES); the emitter refuses a pair that fails, with `message`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    id: str = Field(pattern=r"^[A-Z]\.[a-z0-9_]+$")
+    require: str
+    message: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+
+    _require: Expr = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _compile(self) -> "PairCheck":
+        from solver.specs.profile_rules import RULE_FLAGS, RULE_NAMES
+
+        try:
+            expr = compile_expr(self.require)
+        except InputError as exc:
+            raise ValueError(f"require: {exc}") from None
+        unknown = sorted(expr.names - RULE_NAMES - LAUNCH_NAMES)
+        if unknown:
+            raise ValueError(f"require uses unknown name(s) {', '.join(unknown)}")
+        if not is_condition(expr, RULE_FLAGS | LAUNCH_FLAGS):
+            raise ValueError(f"require: {expr.text!r} {NOT_A_CONDITION}")
+        self._require = expr
+        return self
+
+    def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+        self._require = compile_expr(self.require, products)
+
+    @property
+    def require_expr(self) -> Expr:
+        return self._require
+
+
 class DisaggLaunch(BaseModel):
     """What a worker of a disaggregated pool adds to the engine's command: its role (prefill or decode) and the
     KV-cache transfer it uses, as more `args` / `documents` (appended to the launch's own, the `role` text name
-    and `prefill_role` set). `missing` says, in the output, what the facts do not give (a flag that is not
-    known is not emitted; the user is told to add it)."""
+    and `prefill_role` set, both pools' sizes as POOL_NAMES). `missing` says, in the output, what the facts do
+    not give (a flag that is not known is not emitted; the user is told to add it). `rules`: what one pool's
+    parallel_config must hold beyond the engine's rules under this transfer (the planner plans that pool within
+    them, the emitter refuses a config outside them); `pairs`: what the two pools must hold together."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -167,6 +213,8 @@ class DisaggLaunch(BaseModel):
     source: str = Field(min_length=1)
     missing: str = ""
     notes: str = ""
+    rules: dict[Literal["prefill", "decode"], list[Rule]] = Field(default_factory=dict)
+    pairs: list[PairCheck] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _complete_or_said(self) -> "DisaggLaunch":
@@ -175,7 +223,19 @@ class DisaggLaunch(BaseModel):
         for a in self.args:
             if a.doc is not None and a.doc not in self.documents:
                 raise ValueError(f"argument {a.flag or a.key}: unknown document {a.doc}")
+        ids = [r.id for rules in self.rules.values() for r in rules] + [p.id for p in self.pairs]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"rule id(s) {', '.join(twice)} used twice")
         return self
+
+    def pool_reads(self) -> set[str]:
+        """The pool figures (POOL_NAMES) the args and pair checks read: a command needs both pools' configs
+        exactly when this is not empty."""
+        names = {n for a in self.args for n in (*a.when_expr.names,
+                                                 *(a.value_expr.names if a.value_expr is not None else ()))}
+        names |= {n for p in self.pairs for n in p.require_expr.names}
+        return names & POOL_NAMES
 
 
 ONLINE_SPLIT_KEY = "enable_online_split_weight"  # the seed's deployment key (specs.deployment.Deployment)
@@ -227,6 +287,9 @@ class LaunchSpec(BaseModel):
                 a.bind(products)
             for d in part.documents.values():
                 d.bind(products)
+        if extra is not None:
+            for rule in (*(r for rules in extra.rules.values() for r in rules), *extra.pairs):
+                rule.bind(products)
 
     @model_validator(mode="after")
     def _docs_known(self) -> "LaunchSpec":
