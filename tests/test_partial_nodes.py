@@ -124,7 +124,7 @@ def test_the_launch_runs_the_share_on_every_node(tmp_path) -> None:
     assert launch["placement"] == [{"node_rank": 0, "ranks": [0, 5], "gpus": 6},
                                    {"node_rank": 1, "ranks": [6, 11], "gpus": 6}]
     shell = CliRunner().invoke(main, ["launch", dep, "--engine", "vllm"]).stdout
-    assert "# node 1: ranks 6-11 (6 GPUs)" in shell and "on its first 6 of 8 GPUs" in shell
+    assert "# node 1: ranks 6-11 (6 devices)" in shell and "on its first 6 of 8 devices" in shell
     dp = {"attn_tp_size": 2, "dense_tp_size": 2, "embed_tp_size": 2, "lmhead_tp_size": 2}
     launch = json.loads(CliRunner().invoke(main, ["launch", _deployment(tmp_path, dp), "--engine", "vllm",
                                                   "--format", "json"]).stdout)
@@ -189,14 +189,14 @@ def test_one_mpi_world_places_a_part_filled_node_as_its_host_slots(tmp_path) -> 
     assert launch["placement"] == [{"node_rank": 0, "ranks": [0, 7], "gpus": 8},
                                    {"node_rank": 1, "ranks": [8, 11], "gpus": 4}]
     shell = CliRunner().invoke(main, ["launch", _deployment(tmp_path, TP4_PP3), "--engine", "trtllm"]).stdout
-    assert "# placement: node 0 ranks 0-7 (8 GPUs), node 1 ranks 8-11 (4 GPUs)" in shell
+    assert "# placement: node 0 ranks 0-7 (8 devices), node 1 ranks 8-11 (4 devices)" in shell
 
 
 def test_a_multi_node_launch_says_the_ranks_each_node_runs(tmp_path) -> None:
     pc = {"attn_tp_size": 1, "moe_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1}
     dep = _deployment(tmp_path, pc, model="deepseek-v3", hardware="h200_sxm", world=16)
     out = CliRunner().invoke(main, ["launch", dep, "--engine", "vllm"]).stdout
-    assert "# node 0 (head): ranks 0-7 (8 GPUs)" in out and "# node 1: ranks 8-15 (8 GPUs)" in out
+    assert "# node 0 (head): ranks 0-7 (8 devices)" in out and "# node 1: ranks 8-15 (8 devices)" in out
 
 
 def test_ranks_fill_node_zero_first() -> None:

@@ -101,3 +101,39 @@ def test_vllms_nixl_transfer_config_is_unchanged(role, kv_role) -> None:
     want = {"kv_connector": "NixlConnector", "kv_role": kv_role}
     assert _transfer("vllm", "h200_sxm", role, POOLS[role], POOLS) == want
     assert _transfer("vllm", "h200_sxm", role, POOLS[role]) == want
+
+
+def test_the_planner_pairs_only_pools_the_connector_runs() -> None:
+    """C.mooncake_prefill_tp_covers_decode_tp binds the planner too (FrameworkProfile.unpaired): Qwen3-235B on 64 A3
+    dies disaggregated under vllm-ascend plans a prefill TP at least the decode TP, and its commands launch (the
+    planner's best pair before the rule, prefill TP2 with decode TP4, raised ValueError in the connector)."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["solve", "qwen3-235b-a22b", "--hardware", "atlas_a3", "--cards", "64",
+                                  "--framework", "vllm-ascend", "--serving", "disagg", "--format", "launch"])
+    assert r.exit_code == 0, r.output
+    configs = [json.loads(line.split("--kv-transfer-config ", 1)[1].strip("'"))["kv_connector_extra_config"]
+               for line in r.stdout.splitlines() if "--kv-transfer-config" in line]
+    assert configs and all(c["prefill"]["tp_size"] >= c["decode"]["tp_size"] for c in configs)
+
+
+def test_pools_no_pair_of_which_the_connector_runs_name_its_check(tmp_path) -> None:
+    """A profile whose transfer pairs nothing that fits (prefill TP above the 16-die node): the one line names the
+    check, and the sizes the pools were planned at, exit 1."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    from solver.catalog import frameworks_dir
+
+    text = (frameworks_dir() / "vllm-ascend.yaml").read_text()
+    strict = text.replace("require: prefill_tp_group_size >= decode_tp_group_size",
+                          "require: prefill_tp_group_size > 64")
+    assert strict != text
+    path = tmp_path / "strict.yaml"
+    path.write_text(strict.replace("name: vllm-ascend", "name: vllm-ascend-strict", 1))
+    r = CliRunner().invoke(main, ["solve", "qwen3-30b-a3b", "--hardware", "atlas_a3", "--cards", "16",
+                                  "--framework", str(path), "--serving", "disagg"])
+    assert r.exit_code == 1, r.output
+    assert "[C.mooncake_prefill_tp_covers_decode_tp]" in r.output and "prefill_tp_group_size planned at" in r.output

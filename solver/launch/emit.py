@@ -27,8 +27,7 @@ from solver.specs.profile_rules import KNOB_NAMES
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
 from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
-from solver.specs.expr import compile_expr
-from solver.specs.launch_spec import DISAGG_ROLES, POOL_FIGURES, POOL_NAMES, DisaggLaunch, LaunchArg
+from solver.specs.launch_spec import DISAGG_ROLES, POOL_NAMES, DisaggLaunch, LaunchArg
 from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_problems
 from solver.specs.parallel import ParallelConfig, absent_knobs
@@ -255,19 +254,6 @@ def _mtp_note(fw: FrameworkProfile, args: list[LaunchArg], mtp: int) -> str | No
             "configuration")
 
 
-def pool_figures(fw: FrameworkProfile, pools: Mapping[str, ParallelConfig]) -> dict[str, int]:
-    """Each pool's sizes as the launch names `<role>_<figure>` (launch_spec.POOL_NAMES): its world (one pipeline
-    stage's ranks, as the rules and its own command read `world`: rule_env), pp_size, and the profile's group
-    sizes (tp_group_size, attn_group_size), the products its own command's flags read
-    (FrameworkProfile.group_products)."""
-    out: dict[str, int] = {}
-    for role, pc in pools.items():
-        env = {**pc.settings(), "world": pc.stage_world}
-        for figure in POOL_FIGURES:
-            out[f"{role}_{figure}"] = int(compile_expr(figure, fw.group_products).evaluate(env))
-    return out
-
-
 def _pool_checks(fw: FrameworkProfile, pool: DisaggLaunch, role: str, env: Mapping[str, Any],
                  names: Mapping[str, Any]) -> None:
     """InputError where this pool's config breaks the transfer's rules for its role, or the two pools break a
@@ -349,7 +335,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "role": role, "prefill_role": role == "prefill",
         "memory_fraction": memory_fraction(hw),
         "remote_code": model.remote_code,
-        **(pool_figures(fw, pools) if pool is not None else {}),
+        **(fw.pool_figures(pools) if pool is not None else {}),
     }
     if pool is not None:
         _pool_checks(fw, pool, role or "", env, base)

@@ -156,10 +156,12 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     job = _Job(model, hw, prec, fw, cards, params, allow_cross_node, mem_opts, sizes or worker_sizes(model, hw, cards),
                method)
     fronts, skipped = job.fronts(scenario)
-    pairs = _pairs(scenario, fronts, cards)
+    pairs = _pairs(scenario, fronts, cards, fw)
     if not pairs:
-        from solver.plan.disagg_remedies import no_pair  # it imports this module: imported where it is asked
+        from solver.plan.disagg_remedies import no_pair, unpairable  # they import this module: imported where asked
 
+        if _pairs(scenario, fronts, cards):
+            raise unpairable(job, fronts)
         raise no_pair(job, scenario, fronts, skipped)
     lat0, inv0 = min(t.lat for t in pairs), min(t.inv for t in pairs)
     pairs.sort(key=lambda t: scenario.score(t.lat, t.inv, lat0, inv0))  # the scenario's own order, on the ratio
@@ -213,20 +215,24 @@ def ttft_order(t: _Pair) -> tuple[float, int]:
     return t.p.estimate.ttft_s + t.d.estimate.tpot_s, t.conc
 
 
-def _pairs(scenario: Scenario, fronts: dict, cards: int) -> list[_Pair]:
-    """Every (prefill point, decode point, y) whose rate match fits the cards, with its ratio estimate."""
+def _pairs(scenario: Scenario, fronts: dict, cards: int, fw: FrameworkProfile | None = None) -> list[_Pair]:
+    """Every (prefill point, decode point, y) whose rate match fits the cards, with its ratio estimate; with `fw`,
+    of the pools its KV transfer can pair (FrameworkProfile.unpaired)."""
     out = []
     for wp, pre_pts in fronts["prefill"].items():
         for wd, dec_pts in fronts["decode"].items():
             for d in dec_pts:
-                out += pool_pairs(scenario, cards, wp, pre_pts, wd, d)
+                out += pool_pairs(scenario, cards, wp, pre_pts, wd, d, fw)
     return out
 
 
-def pool_pairs(scenario: Scenario, cards: int, wp: int, pre_pts: list[Planned], wd: int, d: Planned) -> list[_Pair]:
+def pool_pairs(scenario: Scenario, cards: int, wp: int, pre_pts: list[Planned], wd: int, d: Planned,
+               fw: FrameworkProfile | None = None) -> list[_Pair]:
     """The pairs of decode point `d` (workers of `wd` ranks) with the prefill points `pre_pts` (of `wp`), y
     then the prefill point in order: those of _pairs."""
     out = []
+    if fw is not None:  # pools the engine's KV transfer cannot pair are no deployment (the launch refuses them)
+        pre_pts = [p for p in pre_pts if fw.unpaired(p.config, d.config) is None]
     tpot = d.estimate.tpot_s
     for y in range(1, (cards - wp) // wd + 1):
         conc = _concurrency(scenario, d.batch, y)

@@ -12,11 +12,33 @@ from solver.plan.disagg_pools import cards_for, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
                                    relax_slas)
+from solver.specs.launch_spec import POOL_NAMES
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
 
 if TYPE_CHECKING:
     from solver.plan.disagg import _Job
+
+
+def unpairable(job: "_Job", fronts: dict) -> InfeasibleError:
+    """Pools fit, but the engine's KV transfer pairs none of them (FrameworkProfile.unpaired): the check that
+    binds, and the sizes each pool's workers were planned at, which the check reads."""
+    checks = {}
+    for pre in fronts["prefill"].values():
+        for dec in fronts["decode"].values():
+            for p in pre:
+                for d in dec:
+                    c = job.fw.unpaired(p.config, d.config)
+                    checks.setdefault(c.id, (c, p, d)) if c is not None else None
+    check, p, d = next(iter(checks.values()))
+    names = sorted(check.require_expr.names & POOL_NAMES)
+    offered = {n: sorted({job.fw.pool_figures({n.split("_", 1)[0]: q.config})[n]
+                          for pts in fronts[n.split("_", 1)[0]].values() for q in pts}) for n in names}
+    sizes = "; ".join(f"{n} planned at {', '.join(map(str, v))}" for n, v in offered.items())
+    return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} under "
+                           f"{job.fw.name}: the prefill and decode pools that fit break [{check.id}] {check.message}",
+                           sorted(checks), f"what would fit: pools that meet {check.require} ({sizes}); more cards "
+                           "for a wider prefill worker, or aggregated serving")
 
 
 def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, InfeasibleError]) -> InfeasibleError:
@@ -51,7 +73,7 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
     # the pools fit: the load does not. The most requests the pairs serve within the SLAs (the full estimate's
     # verdict, as plan_disagg's), the planner's range set aside as a fixed concurrency sets it aside
     free = scenario.model_copy(update={"concurrency": None, "max_concurrency": MAX_CONCURRENCY})
-    served = _first_served(job, scenario, sorted(_pairs(free, fronts, cards), key=lambda t: -t.conc))
+    served = _first_served(job, scenario, sorted(_pairs(free, fronts, cards, job.fw), key=lambda t: -t.conc))
     most = served.conc if served else None
     if scenario.concurrency:
         sla = f" at TPOT <= {scenario.tpot_ms:g} ms" if scenario.tpot_ms is not None else ""
@@ -147,7 +169,8 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
     # a TTFT floor alone reads the pairs of lowest TTFT estimate: the prefill steps whose points all lie past them
     # are not planned (disagg_floor); a TPOT floor reads every prefill point's pairs
     screen = PrefillScreen(job, relaxed) if slas == ["SLA.ttft"] else None
-    pairs = _pairs(relaxed, job.fronts(relaxed, diagnose=False, screen=screen)[0], job.cards)  # failures unread
+    pairs = _pairs(relaxed, job.fronts(relaxed, diagnose=False, screen=screen)[0], job.cards,  # failures unread
+                   job.fw)
     estimates: dict[int, DisaggEstimate] = {}  # pair index -> its full estimate (each evaluated once)
     lows = []
     for b in slas:

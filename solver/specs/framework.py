@@ -18,15 +18,16 @@ from solver.catalog import frameworks_dir
 from solver.errors import InputError, quoted
 from solver.specs.limits import MAX_MTP
 from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS, LAYOUT_SWITCHES
-from solver.specs.expr import Value
+from solver.specs.expr import Value, compile_expr
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.hardware import VENDOR
-from solver.specs.launch_spec import Feature, FeatureName, LaunchSpec
+from solver.specs.launch_spec import POOL_FIGURES, POOL_NAMES, Feature, FeatureName, LaunchSpec, PairCheck
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import FrameworkEfficiency, FrameworkScheduler, FrameworkServing
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
+    from solver.specs.parallel import ParallelConfig
 
 
 class FrameworkProfile(BaseModel):
@@ -119,6 +120,28 @@ class FrameworkProfile(BaseModel):
         are 1): what its rules and launch lines read the names as."""
         return tuple((name, tuple(k for k in knobs if k in self.knobs))
                      for name, knobs in (("tp_group_size", self.tp_group_knobs), ("attn_group_size", ATTN_GROUP_KNOBS)))
+
+    def pool_figures(self, pools: Mapping[str, "ParallelConfig"]) -> dict[str, int]:
+        """Each pool's sizes as the launch names `<role>_<figure>` (launch_spec.POOL_NAMES): its world (one pipeline
+        stage's ranks, as the rules and its own command read `world`: rule_env), pp_size, and the profile's group
+        sizes (tp_group_size, attn_group_size), the products its own command's flags read (group_products)."""
+        out: dict[str, int] = {}
+        for role, pc in pools.items():
+            env = {**pc.settings(), "world": pc.stage_world}
+            for figure in POOL_FIGURES:
+                out[f"{role}_{figure}"] = int(compile_expr(figure, self.group_products).evaluate(env))
+        return out
+
+    def unpaired(self, prefill: "ParallelConfig", decode: "ParallelConfig") -> "PairCheck | None":
+        """The first pair check of the disaggregated launch (launch_spec.DisaggLaunch.pairs) that a prefill and a
+        decode pool of these layouts fail, of those read on the pools' sizes alone: the planner pairs no such pools,
+        and the launch refuses them."""
+        pool = self.launch.disagg if self.launch is not None else None
+        if pool is None or not pool.pairs:
+            return None
+        names = self.pool_figures({"prefill": prefill, "decode": decode})
+        return next((c for c in pool.pairs
+                     if c.require_expr.names <= POOL_NAMES and not c.require_expr.evaluate(names)), None)
 
     @model_validator(mode="after")
     def _consistent(self) -> "FrameworkProfile":

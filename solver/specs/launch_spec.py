@@ -21,7 +21,7 @@ from solver.specs.profile_rules import Rule
 DISAGG_ROLES = ("prefill", "decode")
 # Disaggregated serving: a pool worker's command may name both pools' sizes (a KV connector that maps the prefill
 # ranks onto the decode ranks is told both layouts): `<role>_<figure>`, e.g. decode_tp_group_size, the figure of
-# that pool's parallel_config (solver.launch.emit.pool_figures computes them)
+# that pool's parallel_config (specs.framework.FrameworkProfile.pool_figures computes them)
 POOL_FIGURES = ("world", "tp_group_size", "attn_group_size", "pp_size")
 POOL_NAMES = frozenset(f"{role}_{figure}" for role in DISAGG_ROLES for figure in POOL_FIGURES)
 # numeric names an emitter adds to the rule names (solver.launch.emit computes them)
