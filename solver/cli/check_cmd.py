@@ -49,8 +49,8 @@ def review_dict(r: Review, pc: ParallelConfig, knobs: tuple[str, ...] = KNOBS, p
               help="the candidate_x block to read from a file of several (a, b, c or 1, 2, 3: solve --format yaml)")
 @format_option()
 def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None:
-    """Validate a parallel_config (the seed's YAML keys) by class A/B/C, flag common errors, estimate it.
-    Exit 1 when a hard constraint is violated."""
+    """Validate a parallel_config (the seed's YAML keys, solve's YAML, or a verified deployment in references/) by
+    class A/B/C, flag common errors, estimate it. Exit 1 when a hard constraint is violated."""
     from solver.estimate.serving import Workload
     from solver.rank.review import review
     from solver.specs.deployment import load_deployment
