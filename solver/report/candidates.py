@@ -45,9 +45,17 @@ def estimation(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]:
         "output_tokens_per_s": round(e.output_tokens_per_s, 1),
         "tokens_per_s_per_user": round(e.tokens_per_s_per_user, 2) if e.has_tpot else None,
     }
-    if prompt_len is not None and not e.has_tpot:
-        out["input_tokens_per_s_per_rank"] = round(e.output_tokens_per_s_per_rank * prompt_len, 1)
+    prompt_rate = _prompt_rate(c, prompt_len)
+    if prompt_rate is not None:
+        out["input_tokens_per_s_per_rank"] = round(prompt_rate, 1)
     return out
+
+
+def _prompt_rate(c: Candidate, prompt_len: int | None) -> float | None:
+    """A prefill-only plan's prompt tokens/s per rank (it emits one token per prompt of `prompt_len`); None for a
+    plan with a TPOT, whose useful rate is its output tokens."""
+    e = c.planned.estimate
+    return e.output_tokens_per_s_per_rank * prompt_len if prompt_len is not None and not e.has_tpot else None
 
 
 def table_figures(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]:
@@ -55,12 +63,11 @@ def table_figures(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]
     (render.fmt_cell), so it must not re-print the YAML's rounding (tok/s/rank to 0.1 shown as 89.30 where the
     same configuration's `estimate` shows 89.27)."""
     e = c.planned.estimate
-    rate = e.output_tokens_per_s_per_rank * prompt_len if prompt_len is not None and not e.has_tpot \
-        else e.output_tokens_per_s_per_rank
+    rate = _prompt_rate(c, prompt_len)
     return {"concurrency": c.planned.batch, "memory_per_rank_gb": e.memory.model_bytes / GB,
             "memory_feasible": e.memory.feasible,
             "ttft_ms": e.ttft_s * 1e3 if e.has_ttft else None, "tpot_ms": e.tpot_s * 1e3 if e.has_tpot else None,
-            "tokens_per_s_per_rank": rate}
+            "tokens_per_s_per_rank": e.output_tokens_per_s_per_rank if rate is None else rate}
 
 
 def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS, replica_knobs: tuple[str, ...] = (),
