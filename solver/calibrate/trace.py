@@ -246,14 +246,12 @@ def load_trace_file(path: str | Path, step_marker: str | None = None, default_ra
 # -------------------------------------------------------------------------------------------- folders
 
 _TRACE_SUFFIXES = (".json", ".json.gz")
-_NESTED_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz", "trace_view.json", "trace_view.json.gz")
+_NPU_TRACE = ("trace_view.json", "trace_view.json.gz")  # torch_npu's trace, in ASCEND_PROFILER_OUTPUT
+_NESTED_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz", *_NPU_TRACE)
 
 
 def _natural_key(path: Path) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
-
-
-_NPU_TRACE = ("trace_view.json", "trace_view.json.gz")
 
 
 def trace_files(path: str | Path) -> list[Path]:

@@ -18,7 +18,8 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from solver.capacity.inputs import make_scenario, parse_cards, parse_scenarios, parse_seq_lens, per_hardware
+from solver.capacity.inputs import (make_scenario, parse_cards, parse_scenarios, parse_seq_lens, per_hardware,
+                                    scenario_for)
 from solver.capacity.recommend import (BASIS_LABELS, choose, cost_text, costs, no_fit_note, parse_prices, price_note,
                                        shortfall_note)
 from solver.capacity.sweep import UNROUNDED
@@ -53,17 +54,6 @@ def _row(d: DisaggPlan, knobs: tuple[str, ...], replica_knobs: tuple[str, ...] =
                kv_transfer_tier=e.transfer.tier, prefill_utilization=round(e.times.prefill_utilization, 3),
                feasible=True, note="")
     return out
-
-
-def _scenario(kind: str | Scenario, isl: int, osl: int, ttft_ms, tpot_ms, max_concurrency: int | None,
-              mtp: int, concurrency: int | None = None, mtp_accept: float | None = None) -> Scenario:
-    """The scenario of one plan; max_concurrency / mtp_accept None keep the Scenario's defaults."""
-    if isinstance(kind, Scenario):
-        return kind
-    return make_scenario(kind=kind, isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
-                         concurrency=concurrency,
-                         **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}),
-                         **({"mtp_accept": mtp_accept} if mtp_accept is not None else {}))
 
 
 def _unsupported(**given: Any) -> None:
@@ -107,7 +97,8 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
         for w in card_list:
             for kind in kinds:
                 for i, o in lengths:
-                    sc = _scenario(kind, i, o, ttft_ms, tpot_ms, max_concurrency, mtp, concurrency, mtp_accept)
+                    sc = scenario_for(kind, i, o, ttft_ms=ttft_ms, tpot_ms=tpot_ms, max_concurrency=max_concurrency,
+                                      mtp=mtp, concurrency=concurrency, mtp_accept=mtp_accept)
                     key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o, "model": model_name,
                            "ttft_sla_ms": sc.ttft_ms, "tpot_sla_ms": sc.tpot_ms,
                            "weight_dtype": dt["--weight-dtype"][hw] or ""}
@@ -197,7 +188,8 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
-    sc = _scenario("throughput", isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, mtp_accept=mtp_accept)
+    sc = make_scenario(kind="throughput", isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+                       max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept)
     sizes = [w for w in parse_cards(cards) if w >= 2]  # one card cannot hold a worker per pool
     if not sizes:
         raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")

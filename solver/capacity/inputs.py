@@ -83,8 +83,15 @@ def parse_scenarios(value: str | Scenario | Iterable[str | Scenario] | None) -> 
 
 
 def make_scenario(**fields: Any) -> Scenario:
-    """A Scenario of a sweep or recommend; a field it refuses is reported under its flag (scenario_of)."""
-    return scenario_of("--scenarios", **fields)
+    """A Scenario of a sweep or recommend, a field given as None left at the Scenario's default (max_concurrency:
+    the planner's range; mtp_accept: the default rate); a field it refuses is reported under its flag
+    (scenario_of)."""
+    return scenario_of("--scenarios", **{k: v for k, v in fields.items() if v is not None})
+
+
+def scenario_for(kind: str | Scenario, isl: int, osl: int, **fields: Any) -> Scenario:
+    """The scenario of one combination: a Scenario given as itself, a kind with the lengths and `fields`."""
+    return kind if isinstance(kind, Scenario) else make_scenario(kind=kind, isl=isl, osl=osl, **fields)
 
 
 def parse_seq_lens(value: str | Iterable[int | tuple[int, int]] | None, osl: int) -> list[tuple[int, int]]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 import pandas as pd
 
 from solver.capacity import executors
-from solver.capacity.inputs import make_scenario, parse_cards, parse_scenarios, parse_seq_lens, per_hardware
+from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware, scenario_for
 from solver.capacity.table import DIGITS, to_frame
 from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.points import SolverParams
@@ -79,12 +79,6 @@ class SweepPlan:
     notes: list[str] = field(default_factory=list)  # the model's warnings, each device's (specs/notes)
 
 
-def _scenario(kind_or_scenario: str | Scenario, isl: int, osl: int, overrides: dict[str, Any]) -> Scenario:
-    if isinstance(kind_or_scenario, Scenario):
-        return kind_or_scenario
-    return make_scenario(kind=kind_or_scenario, isl=isl, osl=osl, **overrides)
-
-
 def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Iterable[int],
                scenarios: Any = None, *, isl: int = 4096, osl: int = 256, seq_lens: Any = None,
                ttft_ms: float | None = None, tpot_ms: float | None = None, concurrency: int | None = None,
@@ -129,14 +123,13 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                                                                                  kvd[h.name]))]
     params = params or SolverParams()
     overrides = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "concurrency": concurrency, "mtp": mtp,
-                 **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}),
-                 **({"mtp_accept": mtp_accept} if mtp_accept is not None else {})}
+                 "max_concurrency": max_concurrency, "mtp_accept": mtp_accept}
     out = SweepPlan(spec.name, names, card_list, notes=notes)
     for h_arg, h in zip(hw_list, hws):
         for i, o in lengths:
             for w in card_list:
                 for k in kinds:
-                    sc = _scenario(k, i, o, overrides)
+                    sc = scenario_for(k, i, o, **overrides)
                     label = k if isinstance(k, str) else sc.kind
                     out.tasks.append(Task(len(out.tasks), model, h_arg, h.name, w, sc, label, framework,
                                           wd[h.name], mwd[h.name], kvd[h.name], method, params, top,

@@ -183,8 +183,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
 
         check_extension(plot, "--plot", PLOT_EXTENSIONS)
         check_writable(plot, "--plot")
-    for line in sp.notes:  # after every input check: bad input stays one line
-        click.echo(f"note: {line}", err=True)
+    _say(sp.notes)  # after every input check: bad input stays one line
     with _progress(f"sweep {sp.model_name}") as progress:
         rows = sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address))
     df, figures = to_frame(rows), recommended_figures(rows)
@@ -214,6 +213,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
 
 
 def _say(notes: list[str]) -> None:
+    """The input notes on stderr, once the inputs are checked (the aggregated and disaggregated paths alike)."""
     for line in notes:
         click.echo(f"note: {line}", err=True)
 

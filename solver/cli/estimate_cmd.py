@@ -252,8 +252,11 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
     for value, flag in ((model, "MODEL"), (hardware, "--hardware"), (cards, "--cards")):
         if value is None:
             raise InputError(flag, "required (or use --from-csv IN --out OUT)")
-    if given("mtp_accept") and not mtp:
-        raise InputError("--mtp-accept", "an acceptance rate needs --mtp N > 0 (no draft tokens to accept)")
+    from solver.specs.scenario import accept_unread
+
+    unread = accept_unread(mtp, mtp_accept if given("mtp_accept") else None)  # the default is no rate given
+    if unread:
+        raise InputError("--mtp-accept", unread)
     if given("mtp_accept") and phase == "prefill":  # the prefill holds the MTP layers but drafts no token
         raise InputError("--mtp-accept", "a prefill step drafts no tokens (the MTP layers' weights are held, "
                                          "nothing is accepted); drop it, or estimate --phase decode or serving")

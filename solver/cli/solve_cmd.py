@@ -80,7 +80,8 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                               kv_dtype, method, params, top, allow_cross_node)
     from solver.specs.framework import load_framework
 
-    replica_knobs = load_framework(framework).replica_knobs  # attn_dp_size as the engine's DP
+    fw = load_framework(framework)
+    replica_knobs = fw.replica_knobs  # attn_dp_size as the engine's DP
     note = result.timeout_note()
     for line in (*result.input_notes, note, result.cut_note(), result.range_note, result.edge_note):
         if line:
@@ -109,10 +110,10 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         deployment = {"model": model, "hardware": hardware, "framework": framework, "world_size": cards,
                       **({"quant": quant} if quant else {}), **({"mtp": mtp} if mtp else {}),
                       **({"mtp_accept": mtp_accept} if mtp_accept is not None else {})}
-        launch_spec = load_framework(framework).launch
-        if launch_spec is not None and launch_spec.splits_weights_online():
+        if fw.launch is not None and fw.launch.splits_weights_online():
             deployment["enable_online_split_weight"] = True  # as its launch sets it: check reads the same
-        click.echo(seed_yaml(result, cands, replica_knobs, prompt_len, deployment, scenario), nl=False)
+        click.echo(seed_yaml(result, cands, replica_knobs, prompt_len, deployment, scenario, fw.fixed_knobs),
+                   nl=False)
         if explain:
             click.echo("# why the main alternatives lost:")
             for line in why:

@@ -96,7 +96,7 @@ def request_overhead(wl: Workload, f: Factors) -> float:
 def token_budget(wl: Workload, f: Factors, pc: ParallelConfig) -> int:
     """Tokens per forward step of one attention replica: the workload's budget, else the framework's default
     (`Factors.token_budget`, from its profile), else DEFAULT_TOKEN_BUDGET; divided among the attention-DP
-    ranks where the framework does so (SGLang with DP attention: chunked_prefill_size // dp_size)."""
+    ranks where the framework does so (its scheduler's budget_split_by_attention_dp: budget // attention replicas)."""
     budget = wl.token_budget if wl.token_budget is not None else (f.token_budget or DEFAULT_TOKEN_BUDGET)
     if f.budget_split_by_attention_dp and pc.attn_replicas > 1:
         budget = budget // pc.attn_replicas

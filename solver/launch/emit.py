@@ -27,7 +27,7 @@ from solver.specs.profile_rules import KNOB_NAMES
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
 from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
-from solver.specs.launch_spec import DISAGG_ROLES, POOL_NAMES, DisaggLaunch, LaunchArg
+from solver.specs.launch_spec import DISAGG_ROLES, POOL_NAMES, DisaggLaunch, LaunchArg, pool_role
 from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_problems
 from solver.specs.parallel import ParallelConfig, absent_knobs
@@ -291,7 +291,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     if odd:
         raise InputError("pools", f"{odd[0]}: a pool is one of {', '.join(DISAGG_ROLES)}")
     pools = {**(pools or {}), **({role: pc} if role is not None else {})}
-    lacking = sorted({n.split("_", 1)[0] for n in (pool.pool_reads() if pool is not None else ())} - set(pools))
+    lacking = sorted({pool_role(n) for n in (pool.pool_reads() if pool is not None else ())} - set(pools))
     if lacking:
         raise InputError("pools", f"{fw.name}'s {role} command names the {' and '.join(lacking)} pool's sizes "
                          "(its KV transfer is told both layouts): give every pool's parallel_config")

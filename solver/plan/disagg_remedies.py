@@ -12,7 +12,7 @@ from solver.plan.disagg_pools import cards_for, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
                                    relax_slas)
-from solver.specs.launch_spec import POOL_NAMES
+from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
 
@@ -23,17 +23,13 @@ if TYPE_CHECKING:
 def unpairable(job: "_Job", fronts: dict) -> InfeasibleError:
     """Pools fit, but the engine's KV transfer pairs none of them (FrameworkProfile.unpaired): the check that
     binds, and the sizes each pool's workers were planned at, which the check reads."""
-    checks = {}
-    for pre in fronts["prefill"].values():
-        for dec in fronts["decode"].values():
-            for p in pre:
-                for d in dec:
-                    c = job.fw.unpaired(p.config, d.config)
-                    checks.setdefault(c.id, (c, p, d)) if c is not None else None
-    check, p, d = next(iter(checks.values()))
+    failed = (job.fw.unpaired(p.config, d.config) for pre in fronts["prefill"].values()
+              for dec in fronts["decode"].values() for p in pre for d in dec)
+    checks = {c.id: c for c in failed if c is not None}  # each check some pair fails, in the order first failed
+    check = next(iter(checks.values()))
     names = sorted(check.require_expr.names & POOL_NAMES)
-    offered = {n: sorted({job.fw.pool_figures({n.split("_", 1)[0]: q.config})[n]
-                          for pts in fronts[n.split("_", 1)[0]].values() for q in pts}) for n in names}
+    offered = {n: sorted({job.fw.pool_figures({pool_role(n): q.config})[n]
+                          for pts in fronts[pool_role(n)].values() for q in pts}) for n in names}
     sizes = "; ".join(f"{n} planned at {', '.join(map(str, v))}" for n, v in offered.items())
     return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} under "
                            f"{job.fw.name}: the prefill and decode pools that fit break [{check.id}] {check.message}",

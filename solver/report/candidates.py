@@ -45,9 +45,17 @@ def estimation(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]:
         "output_tokens_per_s": round(e.output_tokens_per_s, 1),
         "tokens_per_s_per_user": round(e.tokens_per_s_per_user, 2) if e.has_tpot else None,
     }
-    if prompt_len is not None and not e.has_tpot:
-        out["input_tokens_per_s_per_rank"] = round(e.output_tokens_per_s_per_rank * prompt_len, 1)
+    prompt_rate = _prompt_rate(c, prompt_len)
+    if prompt_rate is not None:
+        out["input_tokens_per_s_per_rank"] = round(prompt_rate, 1)
     return out
+
+
+def _prompt_rate(c: Candidate, prompt_len: int | None) -> float | None:
+    """A prefill-only plan's prompt tokens/s per rank (it emits one token per prompt of `prompt_len`); None for a
+    plan with a TPOT, whose useful rate is its output tokens."""
+    e = c.planned.estimate
+    return e.output_tokens_per_s_per_rank * prompt_len if prompt_len is not None and not e.has_tpot else None
 
 
 def table_figures(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]:
@@ -55,12 +63,11 @@ def table_figures(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]
     (render.fmt_cell), so it must not re-print the YAML's rounding (tok/s/rank to 0.1 shown as 89.30 where the
     same configuration's `estimate` shows 89.27)."""
     e = c.planned.estimate
-    rate = e.output_tokens_per_s_per_rank * prompt_len if prompt_len is not None and not e.has_tpot \
-        else e.output_tokens_per_s_per_rank
+    rate = _prompt_rate(c, prompt_len)
     return {"concurrency": c.planned.batch, "memory_per_rank_gb": e.memory.model_bytes / GB,
             "memory_feasible": e.memory.feasible,
             "ttft_ms": e.ttft_s * 1e3 if e.has_ttft else None, "tpot_ms": e.tpot_s * 1e3 if e.has_tpot else None,
-            "tokens_per_s_per_rank": rate}
+            "tokens_per_s_per_rank": e.output_tokens_per_s_per_rank if rate is None else rate}
 
 
 def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS, replica_knobs: tuple[str, ...] = (),
@@ -127,24 +134,15 @@ def candidate_workload(scenario: Scenario, batch: int) -> dict[str, Any]:
     return {"isl": scenario.isl, "osl": scenario.osl, "concurrency": batch}
 
 
-def _fixed_knobs(framework: str | None) -> tuple[str, ...]:
-    """The knobs a framework profile cannot set (FrameworkProfile.fixed_knobs); none for no framework."""
-    if not framework:
-        return ()
-    from solver.specs.framework import load_framework
-
-    return load_framework(framework).fixed_knobs
-
-
 def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[str, ...] = (),
               prompt_len: int | None = None, deployment: dict[str, Any] | None = None,
-              scenario: Scenario | None = None) -> str:
+              scenario: Scenario | None = None, fixed_knobs: tuple[str, ...] = ()) -> str:
     """The seed's commented YAML: one block per candidate, DP/EP noted as derived. `deployment` (model,
     hardware, framework, world_size, quant, mtp) goes at the top and `scenario` gives each block its workload,
-    so the file is a deployment file: `check` / `launch` read it with --candidate (or with one block kept)."""
+    so the file is a deployment file: `check` / `launch` read it with --candidate (or with one block kept).
+    `fixed_knobs`: the knobs the deployment's framework has no key for (FrameworkProfile.fixed_knobs): they stay
+    1 and are not written, since its parallel_config would not know them."""
     out = []
-    # the knobs the framework has no key for stay 1 and are not written: its parallel_config would not know them
-    fixed = _fixed_knobs(deployment.get("framework")) if deployment else ()
     if deployment:
         out.append("# the deployment these candidates are for: `shardplan check FILE --candidate a` (or `launch`) "
                    "reads it")
@@ -158,7 +156,7 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[s
         out.append(f"# candidate {letter.upper()} ({label}): {c.pattern}")
         out.append(f"# reason: {c.reason}")
         out.append(f"# reference: {d['reference']}")
-        own = {k: v for k, v in own_config(c.planned.config, result.knobs).items() if k not in fixed}
+        own = {k: v for k, v in own_config(c.planned.config, result.knobs).items() if k not in fixed_knobs}
         body: dict[str, Any] = {"parallel_config": own}
         if scenario is not None:
             body["workload"] = candidate_workload(scenario, c.planned.batch)
@@ -179,9 +177,10 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[s
     absent = [k for k in KNOBS if k not in result.knobs]
     if absent:
         out.append(f"# not knobs of this model (no such module, or o_proj follows attention TP): {', '.join(absent)}")
-    unset = [k for k in fixed if k in result.knobs and k != "pp_size"]  # pp_size is written only above 1 anyway
+    unset = [k for k in fixed_knobs if k in result.knobs and k != "pp_size"]  # pp_size is written only above 1
     if unset:
-        out.append(f"# not keys of {deployment['framework']} (fixed at 1): {', '.join(unset)}")  # type: ignore[index]
+        where = deployment["framework"] if deployment else "the framework"
+        out.append(f"# not keys of {where} (fixed at 1): {', '.join(unset)}")
     out.append("# binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
     out.append(f"# solver status: {result.status}" + (f" ({result.timeout_note()})" if result.timeout_note() else ""))
     out.extend(f"# note: {n}" for n in (*result.input_notes, *(n for n in (result.range_note, result.edge_note) if n)))

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, model
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
 from solver.specs.parallel import CONFIG_KEYS, SETTINGS, replica_group
+from solver.specs.scenario import AcceptRate, accept_unread
 # the derived sizes a seed YAML may state; each must equal world_size // its tp size
 from solver.specs.knobs import DERIVED
 from solver.specs.validation import FieldProblem, load_yaml, validate_model
@@ -120,7 +121,7 @@ class Deployment(BaseModel):
     workload: WorkloadSpec | None = None
     quant: QuantSpecIn = QuantSpecIn()
     mtp: int = Field(0, ge=0, le=MAX_MTP)
-    mtp_accept: float | None = Field(None, gt=0, le=1, description="acceptance of each draft token (None: default)")
+    mtp_accept: AcceptRate | None = Field(None, description="acceptance of each draft token (None: default)")
     enable_online_split_weight: bool | None = None
     previous_parallel_config: dict[str, StrictInt] | None = None
     derived: dict[str, StrictInt] = Field(default_factory=dict, description="attn_dp_size / moe_ep_size as stated")
@@ -133,8 +134,9 @@ class Deployment(BaseModel):
 
     @model_validator(mode="after")
     def _knobs(self) -> "Deployment":
-        if self.mtp_accept is not None and not self.mtp:
-            raise FieldProblem("mtp_accept", "an acceptance rate needs mtp N > 0 (no draft tokens to accept)")
+        unread = accept_unread(self.mtp, self.mtp_accept, "mtp")
+        if unread:
+            raise FieldProblem("mtp_accept", unread)
         for field in ("parallel_config", "previous_parallel_config"):
             cfg = getattr(self, field) or {}
             unknown = sorted(set(cfg) - set(CONFIG_KEYS))

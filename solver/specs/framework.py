@@ -100,9 +100,9 @@ class FrameworkProfile(BaseModel):
     @property
     def replica_knobs(self) -> tuple[str, ...]:
         """The knobs beside attention TP whose ranks one attention replica of this engine spans, so that its DP
-        (--dp-size) is world // (attn_tp x these): KVP carved out of the TP ranks, and the CP / SP ranks that
-        each decode the replica's whole batch (SGLang's --attn-cp-size, NSA prefill CP). vLLM's / ATOM's PCP
-        ranks each decode their own requests, separate replicas in decode: not among them."""
+        (the engine's DP size flag) is world // (attn_tp x these): KVP carved out of the TP ranks, and the CP / SP
+        ranks that each decode the replica's whole batch (SGLang's --attn-cp-size, NSA prefill CP). vLLM's / ATOM's
+        PCP ranks each decode their own requests, separate replicas in decode: not among them."""
         return tuple(k for k, on in (("kvp_size", self.kvp_splits_attention_weights),
                                      ("cp_size", self.cp_decode_repeats_batch or self.cp_decode_shards_kv),
                                      ("attn_sp_size", self.sp_decode_repeats_batch)) if on)

@@ -24,6 +24,13 @@ DISAGG_ROLES = ("prefill", "decode")
 # that pool's parallel_config (specs.framework.FrameworkProfile.pool_figures computes them)
 POOL_FIGURES = ("world", "tp_group_size", "attn_group_size", "pp_size")
 POOL_NAMES = frozenset(f"{role}_{figure}" for role in DISAGG_ROLES for figure in POOL_FIGURES)
+
+
+def pool_role(name: str) -> str:
+    """The pool whose figure a POOL_NAMES name is (decode_tp_group_size: decode)."""
+    return name.split("_", 1)[0]
+
+
 # numeric names an emitter adds to the rule names (solver.launch.emit computes them)
 LAUNCH_NAMES = POOL_NAMES | frozenset({
     "nnodes",            # nodes the world spans: ceil(world / ranks_per_node)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -23,6 +23,16 @@ SCENARIO_WEIGHTS: dict[str, tuple[float, float]] = {
 
 
 DEFAULT_MTP_ACCEPT = 0.7  # MTP1 acceptance ~70% (CloudMatrix384 paper, facts/measurements.md #9)
+# the acceptance rate of each draft token: a fraction, above 0 (a zero rate drafts for nothing)
+AcceptRate = Annotated[float, Field(gt=0, le=1)]
+
+
+def accept_unread(mtp: int, mtp_accept: float | None, mtp_name: str = "--mtp") -> str | None:
+    """Why an acceptance rate given would be dropped unread: there are no draft tokens to accept (`mtp_name`: how
+    the input that sets the depth is spelt, a flag or a file's key); None where it is read."""
+    if mtp_accept is not None and not mtp:
+        return f"an acceptance rate needs {mtp_name} N > 0 (no draft tokens to accept)"
+    return None
 
 
 # two scores (Scenario.score) within 3% count as tied: inside that band the seed orders the candidates by memory,
@@ -43,7 +53,7 @@ class Scenario(BaseModel):
     ttft_ms: float | None = Field(None, gt=0, le=MAX_SLA_MS)
     tpot_ms: float | None = Field(None, gt=0, le=MAX_SLA_MS)
     mtp: int = Field(0, ge=0, le=MAX_MTP)
-    mtp_accept: float = Field(DEFAULT_MTP_ACCEPT, gt=0, le=1)
+    mtp_accept: AcceptRate = DEFAULT_MTP_ACCEPT
     phase: Literal["serving", "prefill", "decode"] = "serving"
     weights: tuple[float, float] | None = None  # (latency, inverse throughput) override
 
@@ -116,9 +126,10 @@ def scenario_of(fallback_flag: str = "--scenario", **fields: Any) -> Scenario:
     """A Scenario from what a user gave; a field it refuses is reported under its flag (--max-concurrency). A check
     across fields names its field first ("concurrency 4 exceeds max_concurrency 2", "ttft_ms: ..."), so the flag is
     that field's (--concurrency), as the user gave it; `fallback_flag` where no field is named. An acceptance rate
-    given without draft tokens to accept is refused: it would be dropped."""
-    if fields.get("mtp_accept") is not None and not fields.get("mtp"):
-        raise InputError("--mtp-accept", "an acceptance rate needs --mtp N > 0 (no draft tokens to accept)")
+    given without draft tokens to accept is refused: it would be dropped (accept_unread)."""
+    unread = accept_unread(fields.get("mtp", 0), fields.get("mtp_accept"))
+    if unread:
+        raise InputError("--mtp-accept", unread)
     try:
         return Scenario(**fields)
     except ValidationError as exc:

@@ -13,7 +13,7 @@ import re
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar, get_args
 
 import yaml
 
@@ -49,24 +49,24 @@ def _loc(err: dict) -> str:
     return ".".join(parts)
 
 
+def _models_in(tp: Any) -> list[type]:
+    """The pydantic models an annotation holds: itself, or those of its arguments (lists, dicts, optionals)."""
+    if isinstance(tp, type) and hasattr(tp, "model_fields"):
+        return [tp]
+    return [m for arg in get_args(tp) for m in _models_in(arg)]
+
+
 def _fields_at(model: type | None, parent: tuple) -> set[str]:
     """The field names a schema allows at `parent` (a pydantic loc without its last part), walking nested
     models through their annotations (lists, dicts and optionals by their arguments); empty where the walk
     cannot tell."""
-    from typing import get_args
-
-    def models_in(tp: Any) -> list[type]:
-        if isinstance(tp, type) and hasattr(tp, "model_fields"):
-            return [tp]
-        return [m for arg in get_args(tp) for m in models_in(arg)]
-
     current = [model] if model is not None and hasattr(model, "model_fields") else []
     for part in parent:
         nxt = []
         for m in current:
             field = m.model_fields.get(part) if isinstance(part, str) else None
             if field is not None:
-                nxt += models_in(field.annotation)
+                nxt += _models_in(field.annotation)
             else:  # a list index or a dict key: the container's own argument models
                 nxt.append(m)
         current = nxt
@@ -95,13 +95,6 @@ def _misspelt(errors: list, model: type | None) -> tuple[int, str] | None:
 def _homes(model: type | None, name: str) -> list[str]:
     """The dotted places where the schema has a field `name` ("" for the top level), walking nested models through
     their annotations as _fields_at does; list items and mapping values keep their container's path."""
-    from typing import get_args
-
-    def models_in(tp: Any) -> list[type]:
-        if isinstance(tp, type) and hasattr(tp, "model_fields"):
-            return [tp]
-        return [m for arg in get_args(tp) for m in models_in(arg)]
-
     out: list[str] = []
     todo = [("", model)] if model is not None and hasattr(model, "model_fields") else []
     seen: set[tuple[str, type]] = set()
@@ -113,7 +106,7 @@ def _homes(model: type | None, name: str) -> list[str]:
         if name in m.model_fields:
             out.append(path)
         for field, info in m.model_fields.items():
-            todo += [(f"{path}.{field}" if path else field, sub) for sub in models_in(info.annotation)]
+            todo += [(f"{path}.{field}" if path else field, sub) for sub in _models_in(info.annotation)]
     return out
 
 
@@ -145,8 +138,8 @@ def first_error(exc: ValidationError, origin: str, model: type | None = None) ->
         others = [e for j, e in enumerate(errors) if j != i and not (
             e.get("type") == "missing" and tuple(e.get("loc", ())) == (*parent, meant))]
         msg = f"not a field; did you mean {meant}?"
-    elif _misplaced(errors, model) is not None:
-        i, where = _misplaced(errors, model)
+    elif (misplaced := _misplaced(errors, model)) is not None:
+        i, where = misplaced
         err = errors[i]
         others = [e for j, e in enumerate(errors) if j != i]
         msg = f"not a field here; it belongs {where}"
