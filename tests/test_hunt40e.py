@@ -144,3 +144,16 @@ def test_a_script_without_a_main_guard_is_told_why_its_workers_died(tmp_path) ->
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("solver.errors.InputError: jobs:") and "__main__" in last, r.stderr[-2000:]
+
+
+def test_a_disaggregated_sweeps_cross_field_refusal_comes_before_its_notes() -> None:
+    """sweep --serving disagg builds every scenario before it says its input notes: --concurrency above
+    --max-concurrency is one line (exit 2), not notes and then the error."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["sweep", "deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "16", "--serving",
+                                  "disagg", "--concurrency", "8", "--max-concurrency", "4"])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [r.output.strip()] and r.output.startswith("error: --concurrency:")

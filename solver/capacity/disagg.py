@@ -90,6 +90,10 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
     dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
+    # every scenario is built (and a cross-field refusal raised) before the notes are said: bad input is one line
+    scenarios_of = {(kind, i, o): scenario_for(kind, i, o, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+                                               max_concurrency=max_concurrency, mtp=mtp, concurrency=concurrency,
+                                               mtp_accept=mtp_accept) for kind in kinds for i, o in lengths}
     if checked:
         checked()
     rows = []
@@ -97,8 +101,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
         for w in card_list:
             for kind in kinds:
                 for i, o in lengths:
-                    sc = scenario_for(kind, i, o, ttft_ms=ttft_ms, tpot_ms=tpot_ms, max_concurrency=max_concurrency,
-                                      mtp=mtp, concurrency=concurrency, mtp_accept=mtp_accept)
+                    sc = scenarios_of[(kind, i, o)]
                     key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o, "model": model_name,
                            "ttft_sla_ms": sc.ttft_ms, "tpot_sla_ms": sc.tpot_ms,
                            "weight_dtype": dt["--weight-dtype"][hw] or ""}
