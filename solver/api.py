@@ -13,7 +13,7 @@ import math
 import os
 import re
 from numbers import Integral, Real
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from solver import entry
 from solver.entry import _ref_models, refuse_unlaunchable_kv, verified_for  # noqa: F401
@@ -62,7 +62,7 @@ def _is_name(value: Any) -> bool:
 
 def _per_hardware(value: Any) -> bool:
     """A dtype given per hardware, as capacity.inputs.per_hardware reads it: a dict, or a list of items."""
-    return isinstance(value, dict) or isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    return isinstance(value, Mapping) or isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
 
 
 def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool) -> None:

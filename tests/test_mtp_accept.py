@@ -92,3 +92,14 @@ def test_a_deployment_acceptance_without_mtp_is_refused(tmp_path) -> None:
     r = CliRunner().invoke(main, ["check", str(path)])
     assert r.exit_code == 2, r.output
     assert "mtp_accept" in r.output and "mtp N > 0" in r.output
+
+
+def test_a_prefill_deployments_acceptance_rate_is_refused(tmp_path) -> None:
+    """A prefill-only workload decodes nothing: mtp_accept there is read by nothing (as estimate --phase prefill
+    refuses --mtp-accept)."""
+    path = tmp_path / "dep.yaml"
+    path.write_text("model: deepseek-v3.2\nhardware: h200_sxm\nworld_size: 8\nmtp: 1\nmtp_accept: 0.9\n"
+                    "parallel_config: {attn_tp_size: 8}\nworkload: {phase: prefill, batch: 1, seq_len: 4096}\n")
+    r = CliRunner().invoke(main, ["check", str(path)])
+    assert r.exit_code == 2, r.output
+    assert "mtp_accept" in r.output and "decodes nothing" in r.output

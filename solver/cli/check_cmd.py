@@ -88,6 +88,9 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
     dep.check_derived(world, config, fw.replica_knobs)  # attn_dp_size may be the engine's DP
     check_mtp(spec, dep.mtp, f"{config}: mtp")
     w = dep.workload
+    if w.phase == "prefill" and dep.mtp_accept is not None:  # as estimate --phase prefill refuses --mtp-accept
+        raise InputError(f"{config}: mtp_accept", "a prefill-only workload decodes nothing: its acceptance rate "
+                                                  "would be read by nothing; drop it")
     mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {})}
     if w.phase == "serving":
         wl = Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, **mtp)

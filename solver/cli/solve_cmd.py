@@ -55,6 +55,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         from solver.plan.points import SolverParams
         from solver.rank.select import ORDERING
         from solver.report.candidates import result_dict, seed_yaml, table_figures
+        from solver.specs.launch_spec import ONLINE_SPLIT_KEY
 
     scenario = scenario_from_options(kind=kind, isl=isl, osl=osl, concurrency=concurrency,
                                      max_concurrency=max_concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
@@ -111,7 +112,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
                       **({"quant": quant} if quant else {}), **({"mtp": mtp} if mtp else {}),
                       **({"mtp_accept": mtp_accept} if mtp_accept is not None else {})}
         if fw.launch is not None and fw.launch.splits_weights_online():
-            deployment["enable_online_split_weight"] = True  # as its launch sets it: check reads the same
+            deployment[ONLINE_SPLIT_KEY] = True  # as its launch sets it: check reads the same
         click.echo(seed_yaml(result, cands, replica_knobs, prompt_len, deployment, scenario, fw.fixed_knobs),
                    nl=False)
         if explain:

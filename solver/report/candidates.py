@@ -8,6 +8,7 @@ import yaml
 
 from solver.plan.solve import PlanResult
 from solver.rank.select import ORDERING, Candidate
+from solver.specs.launch_spec import ONLINE_SPLIT_KEY
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
 
@@ -147,7 +148,7 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[s
         out.append("# the deployment these candidates are for: `shardplan check FILE --candidate a` (or `launch`) "
                    "reads it")
         out.append(yaml.safe_dump(deployment, sort_keys=False, default_flow_style=False).rstrip("\n"))
-        if deployment.get("enable_online_split_weight"):
+        if deployment.get(ONLINE_SPLIT_KEY):
             out.append("# weights: the runtime splits the checkpoint for each candidate's parallel_config "
                        "(enable_online_split_weight: true), so switching candidates needs no weight conversion")
     for c, letter in zip(cands, LETTERS):
