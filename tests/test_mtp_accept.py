@@ -85,21 +85,16 @@ def test_check_reads_the_acceptance_solve_wrote(tmp_path) -> None:
     assert checked["estimation"]["tpot_ms"] == pytest.approx(shown, rel=1e-3)
 
 
-def test_a_deployment_acceptance_without_mtp_is_refused(tmp_path) -> None:
+@pytest.mark.parametrize("extra, workload, said", [
+    ("", "{isl: 1024, osl: 1024, concurrency: 8}", "mtp N > 0"),  # no draft tokens to accept
+    ("mtp: 1\n", "{phase: prefill, batch: 1, seq_len: 4096}", "decodes nothing"),  # a prefill decodes nothing
+])
+def test_a_deployment_acceptance_read_by_nothing_is_refused(tmp_path, extra: str, workload: str, said: str) -> None:
+    """mtp_accept without mtp, or on a prefill-only workload (as estimate --phase prefill refuses --mtp-accept), is
+    read by nothing: exit 2 naming the field."""
     path = tmp_path / "dep.yaml"
-    path.write_text("model: deepseek-v3.2\nhardware: h200_sxm\nworld_size: 8\nmtp_accept: 0.9\n"
-                    "parallel_config: {attn_tp_size: 8}\nworkload: {isl: 1024, osl: 1024, concurrency: 8}\n")
+    path.write_text(f"model: deepseek-v3.2\nhardware: h200_sxm\nworld_size: 8\n{extra}mtp_accept: 0.9\n"
+                    f"parallel_config: {{attn_tp_size: 8}}\nworkload: {workload}\n")
     r = CliRunner().invoke(main, ["check", str(path)])
     assert r.exit_code == 2, r.output
-    assert "mtp_accept" in r.output and "mtp N > 0" in r.output
-
-
-def test_a_prefill_deployments_acceptance_rate_is_refused(tmp_path) -> None:
-    """A prefill-only workload decodes nothing: mtp_accept there is read by nothing (as estimate --phase prefill
-    refuses --mtp-accept)."""
-    path = tmp_path / "dep.yaml"
-    path.write_text("model: deepseek-v3.2\nhardware: h200_sxm\nworld_size: 8\nmtp: 1\nmtp_accept: 0.9\n"
-                    "parallel_config: {attn_tp_size: 8}\nworkload: {phase: prefill, batch: 1, seq_len: 4096}\n")
-    r = CliRunner().invoke(main, ["check", str(path)])
-    assert r.exit_code == 2, r.output
-    assert "mtp_accept" in r.output and "decodes nothing" in r.output
+    assert "mtp_accept" in r.output and said in r.output
