@@ -349,6 +349,7 @@ def kvp_configs_match_the_estimate(m, h, prec, fac, sc, t, configs) -> int:
 
 
 
+@pytest.mark.slow  # 13 s: .ci/run runs it after the default suite, which stays under 5 minutes on 2 cores
 def test_the_cpsat_front_is_the_exhaustive_front_at_ttft_slas_across_the_configurations_ttfts(monkeypatch) -> None:
     """At TTFT SLAs among the configurations' own TTFTs (many answers miss the SLA alone, and the search cuts
     off what dominates those whose TTFT floor at both steps misses: DominanceSearch._ttft_floor_misses), the
