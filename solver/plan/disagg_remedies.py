@@ -33,8 +33,8 @@ def unpairable(job: "_Job", fronts: dict) -> InfeasibleError:
     sizes = "; ".join(f"{n} planned at {', '.join(map(str, v))}" for n, v in offered.items())
     return InfeasibleError(f"no disaggregated deployment of {job.model.name} on {job.cards} x {job.hw.name} under "
                            f"{job.fw.name}: the prefill and decode pools that fit break [{check.id}] {check.message}",
-                           sorted(checks), f"what would fit: pools that meet {check.require} ({sizes}); more cards "
-                           "for a wider prefill worker, or aggregated serving")
+                           sorted(checks), f"what would fit: pools that meet {check.require} ({sizes}), or aggregated "
+                           "serving")
 
 
 def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, InfeasibleError]) -> InfeasibleError:
