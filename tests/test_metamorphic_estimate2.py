@@ -29,7 +29,8 @@ from test_metamorphic_estimate import FRAMEWORKS, REL, SETTINGS, Case, _or_rejec
 BY_LAYER_TYPE = {
     "GatedDeltaNet": "qwen3-next-80b-a3b", "Mamba2": "nemotron-3-nano", "Lightning": "minimax-m1",
     "KDA": "kimi-k3", "MLA": "deepseek-v3", "MLA+DSA": "deepseek-v3.2", "CompressedAttention": "deepseek-v4-pro",
-    "Attention (sliding GQA)": "gpt-oss-20b", "Attention (chunked)": "llama-4-scout",
+    "Attention (sliding GQA)": "gpt-oss-20b", "Attention (sliding, 5:1)": "gemma-3-27b",
+    "Attention (chunked)": "llama-4-scout",
 }
 LINEAR_TYPES = ("GatedDeltaNet", "Mamba2", "Lightning", "KDA")
 DEVICES = ("h100_sxm", "h200_sxm", "b200_sxm", "mi300x", "atlas_a3")
@@ -84,31 +85,36 @@ def layer_cases(draw, types=tuple(BY_LAYER_TYPE)):
 # ------------------------------------------------------------------------------------------------ a layer's knob
 
 
-@settings(max_examples=examples(30), **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(layer_cases(), st.sampled_from((1, 16, 64)), st.sampled_from((1024, 8192, 65536)))
 def test_a_longer_context_never_makes_a_decode_step_or_its_ops_faster(case, batch, ctx) -> None:
     """Per layer type (GDN, Mamba-2, lightning, KDA, MLA, DSA, CSA/HCA, sliding and chunked GQA), a decode step
     at twice the context is no faster, nor is any of its ops: a step reads the same weights and as many or more
     keys (a recurrent layer's state is the same size at any context; a window or a top-k caps the keys, it
-    never lowers them)."""
+    never lowers them). Also for decode steps over OSL = 512 tokens after prompts of twice the length."""
     kind, model, hw, knobs, world, fw = case
     a = _run(model, hw, knobs, world, Workload("decode", batch=batch, seq_len=ctx), fw)
     b = _run(model, hw, knobs, world, Workload("decode", batch=batch, seq_len=2 * ctx), fw)
     assert b.tpot_s >= a.tpot_s * (1 - REL), kind
+    a2, b2 = (_run(model, hw, knobs, world, Workload.decode_of(batch, n, 512), fw) for n in (ctx, 2 * ctx))
+    assert b2.tpot_s >= a2.tpot_s * (1 - REL), kind
     ta, tb = _op_times(a.decode), _op_times(b.decode)
     for key, t in ta.items():
         assert tb[key] >= t * (1 - REL), (kind, key)
 
 
-@settings(max_examples=examples(30), **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(layer_cases(), st.sampled_from((1, 4)), st.sampled_from((512, 4096, 32768)))
 def test_a_longer_prompt_never_makes_a_prefill_step_or_its_ops_faster(case, batch, isl) -> None:
-    """Per layer type, a prefill of prompts twice as long is no faster, nor is any of its ops: more tokens
-    through every projection and each query sees as many or more keys."""
+    """Per layer type, a prefill of prompts twice as long is no faster, nor is any of its ops, nor a serving
+    request (TTFT + (OSL - 1) TPOT): more tokens through every projection, each query sees as many or more keys,
+    and the decode steps hold longer contexts."""
     kind, model, hw, knobs, world, fw = case
     a = _run(model, hw, knobs, world, Workload("prefill", batch=batch, seq_len=isl), fw)
     b = _run(model, hw, knobs, world, Workload("prefill", batch=batch, seq_len=2 * isl), fw)
     assert b.ttft_s >= a.ttft_s * (1 - REL), kind
+    a2, b2 = (_run(model, hw, knobs, world, _serving(n, 256, 8 * batch), fw) for n in (isl, 2 * isl))
+    assert b2.ttft_s + 255 * b2.tpot_s >= (a2.ttft_s + 255 * a2.tpot_s) * (1 - REL), kind
     ta, tb = _op_times(a.prefill), _op_times(b.prefill)
     for key, t in ta.items():
         assert tb[key] >= t * (1 - REL), (kind, key)
@@ -123,8 +129,8 @@ def _larger_topk(block):
     return dataclasses.replace(block, indexer=dataclasses.replace(idx, topk=idx.topk * 2)) if idx else None
 
 
-@settings(max_examples=examples(30), **SETTINGS)
-@given(layer_cases(("Attention (sliding GQA)", "Attention (chunked)", "CompressedAttention", "MLA+DSA")),
+@settings(max_examples=examples(60), **SETTINGS)
+@given(layer_cases(("Attention (sliding GQA)", "Attention (sliding, 5:1)", "Attention (chunked)", "CompressedAttention", "MLA+DSA")),
        st.sampled_from(("window", "topk")), st.sampled_from((1, 16, 64)), st.sampled_from((4096, 65536)))
 def test_a_larger_window_or_top_k_never_makes_a_step_faster(case, knob, batch, ctx) -> None:
     """Doubling the window of the sliding / chunked / compressed layers, or the top-k of a selecting indexer
@@ -170,7 +176,7 @@ def mtp_cases(draw):
     return model, hw, knobs, world, fw
 
 
-@settings(max_examples=examples(25), **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(mtp_cases(), st.sampled_from((1, 2, 3)), st.sampled_from((0.3, 0.6, 0.8)), st.sampled_from((1, 16, 64)),
        st.sampled_from((1024, 8192)), st.sampled_from((128, 1024)))
 def test_a_higher_mtp_acceptance_never_raises_tpot(case, depth, acc, c, isl, osl) -> None:
@@ -184,7 +190,7 @@ def test_a_higher_mtp_acceptance_never_raises_tpot(case, depth, acc, c, isl, osl
     assert hi.tpot_s <= lo.tpot_s * (1 + REL)
 
 
-@settings(max_examples=examples(25), **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(mtp_cases(), st.sampled_from((0, 1, 2)), st.sampled_from((1, 16, 64)), st.sampled_from((1024, 8192)))
 def test_a_deeper_mtp_never_shortens_the_decode_step(case, depth, c, ctx) -> None:
     """One more draft token never makes the decode step itself shorter: the step verifies one more token
@@ -204,7 +210,7 @@ def _better_network(hw: Hardware, what: str) -> Hardware:
     return hw.model_copy(update={"tiers": tiers})
 
 
-@settings(max_examples=examples(25), **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(cases(worlds=(2, 4, 8, 16), frameworks=True), st.sampled_from(("bandwidth", "latency")), st.sampled_from((1, 16, 64)),
        st.sampled_from((1024, 8192)), st.sampled_from((64, 512)))
 def test_a_better_network_never_slows_a_step(case: Case, what, c, isl, osl) -> None:
@@ -240,6 +246,8 @@ def test_a_linear_layers_request_state_is_independent_of_the_context(kind) -> No
         assert st_.per_token_bytes == 0 and st_.index_per_token_bytes == 0 and st_.constant_bytes > 0
     pc, prec = make_parallel_config(1), resolve_precision(model, hw)
     assert request_state(model, pc, prec, 1024).constant == request_state(model, pc, prec, 131072).constant
+    short, long = (_run(model, hw, {}, 1, Workload("decode", batch=4, seq_len=n)).memory for n in (1024, 131072))
+    assert short.state_bytes == long.state_bytes > 0
 
 
 @pytest.mark.parametrize("model,kv_bytes,attn_tp,expected", [
@@ -277,14 +285,17 @@ def test_a_sliding_layer_holds_its_window_and_a_full_layer_the_context() -> None
 # ------------------------------------------------------------------------------------------------ serving figures
 
 
-@settings(max_examples=examples(25), **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(cases(frameworks=True), st.sampled_from((1, 4, 16, 64, 256)), st.sampled_from((128, 1024, 4096)),
-       st.sampled_from((64, 512)))
-def test_serving_throughput_never_exceeds_concurrency_over_the_request_time(case, c, isl, osl) -> None:
+       st.sampled_from((64, 512)), st.sampled_from((0, 0, 1, 3)))
+def test_serving_throughput_never_exceeds_concurrency_over_the_request_time(case, c, isl, osl, mtp) -> None:
     """Output tokens/s per rank <= C / (TTFT + (OSL - 1) TPOT) x OSL / ranks: C clients in a closed loop each
     wait a whole request (its first token, then OSL - 1 more) before sending the next, so at most C x OSL
-    tokens leave per request time (Little's law); and TTFT is no shorter than the prefill of one prompt."""
-    e = _or_reject(case.run, _serving(isl, osl, c))
+    tokens leave per request time (Little's law); and TTFT is no shorter than the prefill of one prompt. With
+    or without MTP (TPOT is then the step over the tokens it emits)."""
+    if mtp and len(case.model.mtp_modules) == 0:
+        reject()
+    e = _or_reject(case.run, dataclasses.replace(_serving(isl, osl, c), mtp=mtp))
     request_s = e.ttft_s + (osl - 1) * e.tpot_s
     assert e.output_tokens_per_s_per_rank <= c * osl / request_s / e.world_size * (1 + 1e-6)
     one = _or_reject(case.run, Workload("prefill", batch=1, seq_len=isl))
@@ -312,13 +323,14 @@ def _faster(hw: Hardware, what: str) -> Hardware:
     return hw.model_copy(update={"peak_flops": {d: v * 2 for d, v in hw.peak_flops.items()}})
 
 
-@settings(max_examples=examples(25), **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(layer_cases(), st.sampled_from(("hbm", "flops")), st.sampled_from((1, 16, 256)),
        st.sampled_from((1024, 32768)))
 def test_a_faster_device_never_slows_an_op(case, what, batch, ctx) -> None:
     """Twice the HBM bandwidth, or twice the FLOP/s, never slows any op of a prefill or a decode step, per layer
     type: an op's time is its bytes over the bandwidth and its FLOPs over the FLOP/s (each with its fitted
-    efficiency, which reads the op's shape, not the device's speed), plus a fixed launch cost."""
+    efficiency, which reads the op's shape, not the device's speed), plus a fixed launch cost. Nor a serving
+    loop's prefill or decode step, nor a whole serving request."""
     kind, model, hw, knobs, world, fw = case
     fast = _faster(hw, what)
     for wl in (Workload("prefill", batch=1, seq_len=ctx // 8), Workload("decode", batch=batch, seq_len=ctx)):
@@ -327,3 +339,29 @@ def test_a_faster_device_never_slows_an_op(case, what, batch, ctx) -> None:
         tb = _op_times(sb)
         for key, t in _op_times(sa).items():
             assert tb[key] <= t * (1 + REL), (kind, what, wl.kind, key)
+    wl = _serving(ctx // 8, 256, batch)
+    a, b = _run(model, hw, knobs, world, wl, fw), _run(model, fast, knobs, world, wl, fw, hw)
+    assert b.prefill_step_s <= a.prefill_step_s * (1 + REL) and b.decode_step_s <= a.decode_step_s * (1 + REL)
+    assert b.ttft_s + 255 * b.tpot_s <= (a.ttft_s + 255 * a.tpot_s) * (1 + REL)
+
+
+@settings(max_examples=examples(60), **SETTINGS)
+@given(layer_cases(), st.sampled_from((1, 16, 64)), st.sampled_from((4096, 32768)))
+def test_a_narrower_kv_cache_never_reads_more_bytes_in_a_decode_step(case, batch, ctx) -> None:
+    """An 8-bit KV cache (fp8 where the device computes it, else int8) never makes a decode step's ops read
+    more bytes than a 16-bit one, op by op: the same keys at half the bytes or fewer (scales included)."""
+    kind, model, hw, knobs, world, fw = case
+    narrow = "fp8" if hw.supports("fp8") else "int8"
+    pc = _or_reject(make_parallel_config, world, **knobs)
+    scale = load_framework(fw).efficiency_for(hw) if fw else None
+    wl = Workload("decode", batch=batch, seq_len=ctx)
+    steps = [_or_reject(estimate, model, hw, pc, _or_reject(resolve_precision, model, hw, None, None, kv), 
+                        factors_for(hw, scale), wl).decode for kv in ("bf16", narrow)]
+    wide: dict[tuple[str, str], float] = defaultdict(float)
+    for o in steps[0].ops:
+        wide[(o.module, o.name)] += o.bytes
+    thin: dict[tuple[str, str], float] = defaultdict(float)
+    for o in steps[1].ops:
+        thin[(o.module, o.name)] += o.bytes
+    for key, b in thin.items():
+        assert b <= wide[key] * (1 + REL), (kind, key)
