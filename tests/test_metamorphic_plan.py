@@ -276,7 +276,7 @@ def test_more_memory_per_device_never_loses_feasibility_nor_throughput_per_rank(
 
     Unless the engine's own default reads the memory: vLLM and vLLM-Ascend raise their tokens per step from 2,048
     to 8,192 at 70 GiB, SGLang to 16,384 at 160 GiB (the profiles' token_budget_tiers), which reschedules the same
-    configuration (4 prompts a prefill step instead of 1: qwen3-8b on 16 Atlas A3 dies, 61.0 -> 91.5 GiB, best
+    configuration (4 prompts a prefill step instead of 1: qwen3-8b on 16 Atlas A3 dies, 64 -> 96 GiB, best
     798.9 -> 798.1 tok/s/rank at 256 requests, its TTFT 412 -> 444 ms): a different deployment, so there only
     feasibility is compared."""
     model, hw_name, cards, fw_name = case
