@@ -30,15 +30,15 @@ from solver.space.placement import as_launched
 
 REL = 1e-9  # float noise between two evaluations of the same formulas
 
-# (model, hardware, cards, framework): a dense model under the generic profile and under an engine's, a MoE on
-# Ascend dies; the deeper variant (`pytest -m slow`) adds MoE and sink/window models on NVIDIA and AMD parts,
-# 1-16 ranks and four more engines
+# (model, hardware, cards, framework): one dense deployment in the default suite (a few seconds in all); the deeper
+# variant (`pytest -m slow`, run by .ci/run) adds a dense model under an engine's profile, MoE on Ascend dies, MoE
+# and sink/window models on NVIDIA and AMD parts, 1-16 ranks and four more engines
 CASES = [
     ("qwen3-8b", "h100_sxm", 2, "generic"),
-    ("llama-3.1-8b", "b200_sxm", 4, "vllm"),
-    ("qwen3-30b-a3b", "atlas_a3", 8, "generic"),
 ]
 DEEP = [
+    ("llama-3.1-8b", "b200_sxm", 4, "vllm"),
+    ("qwen3-30b-a3b", "atlas_a3", 8, "generic"),
     ("qwen3-30b-a3b", "h200_sxm", 4, "generic"),
     ("gpt-oss-20b", "mi355x", 8, "generic"),
     ("llama-3.1-8b", "h100_sxm", 1, "generic"),
@@ -208,7 +208,7 @@ EXHAUSTIVE = [{}, {"tpot_ms": 20.0}, {"ttft_ms": 300.0}, {"phase": "decode"}, {"
 EX_IDS = ["free", "tpot20", "ttft300", "decode", "prefill"]
 
 
-@pytest.mark.parametrize("case", [*CASES[:2], *(pytest.param(c, marks=pytest.mark.slow) for c in CASES[2:] + DEEP[:4])])
+@pytest.mark.parametrize("case", [*CASES, *(pytest.param(c, marks=pytest.mark.slow) for c in DEEP[:6])])
 @pytest.mark.parametrize("extra", EXHAUSTIVE, ids=EX_IDS)
 def test_the_cpsat_front_is_the_exhaustive_front(case, extra) -> None:
     """The enumeration of the whole space is the oracle: with the concurrency free (up to 64), under SLAs and in
@@ -328,8 +328,9 @@ def test_the_candidates_show_one_configuration_per_pattern_and_the_first_fits_an
     assert not sc.sla_misses(e.ttft_s, e.tpot_s)
 
 
-SWEEP_CASES = [("qwen3-30b-a3b", "h200_sxm", "generic"), ("llama-3.1-8b", "h100_sxm", "vllm"),
-               ("gpt-oss-20b", "atlas_a3", "generic")]
+SWEEP_CASES = [("llama-3.1-8b", "h100_sxm", "vllm"),
+               *(pytest.param(*c, marks=pytest.mark.slow) for c in (("qwen3-30b-a3b", "h200_sxm", "generic"),
+                                                                   ("gpt-oss-20b", "atlas_a3", "generic")))]
 
 
 @pytest.mark.parametrize("model,hw,fw", SWEEP_CASES)
