@@ -61,6 +61,7 @@ def test_a_relaxed_sla_re_plans_only_the_pool_it_constrains(monkeypatch) -> None
     assert planned and "prefill" not in planned
 
 
+@pytest.mark.slow  # seconds each: .ci/run's slow pass (the default suite stays under 5 minutes on 2 cores)
 def test_a_ttft_floor_plans_only_the_prefill_steps_that_reach_its_pairs(monkeypatch) -> None:
     """Nemotron-3-Nano on 256 H100 (TensorRT-LLM), TTFT 150 ms: the refusal's floor took 1,197 CP-SAT solves
     (the decode pools and 52 prefill steps planned again); the decode plans reused and the prefill steps screened,

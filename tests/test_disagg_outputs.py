@@ -213,6 +213,7 @@ def test_a_concurrency_remedy_only_when_a_concurrency_was_given() -> None:
     assert "concurrency" not in _remedy("deepseek-v3", "h100_sxm", 16, isl=2048, osl=512)
 
 
+@pytest.mark.slow  # seconds each: .ci/run's slow pass (the default suite stays under 5 minutes on 2 cores)
 def test_a_given_concurrency_the_pools_cannot_hold_names_the_most_they_hold_not_cards_they_have() -> None:
     # both pools fit 8 cards (the old line said "need 2 cards together"); their decode workers hold 512 at most
     most = re.search(r"--concurrency (\d+), or ", _remedy(QWEN, "h200_sxm", 8, concurrency=1000))
@@ -264,6 +265,7 @@ def test_what_would_serve_a_given_concurrency_is_judged_by_the_sla_as_the_plan_i
         assert plan_disagg(spec, hw, prec, fw, int(more.group(1)), sc)
 
 
+@pytest.mark.slow  # seconds each: .ci/run's slow pass (the default suite stays under 5 minutes on 2 cores)
 def test_a_given_concurrency_above_the_planners_default_range_is_served() -> None:
     # a fixed concurrency makes the planner's range (4,096 by default) moot, as in the aggregated plan
     _plan(QWEN, "h200_sxm", 128, concurrency=6000)
@@ -291,6 +293,7 @@ def test_a_prefill_pool_plans_steps_that_give_every_replica_the_same_prompts() -
     assert {p.config.attn_replicas for p in points if p.batch == p.config.attn_replicas} >= {2, 8}
 
 
+@pytest.mark.slow  # seconds each: .ci/run's slow pass (the default suite stays under 5 minutes on 2 cores)
 def test_the_disaggregated_ttft_is_the_sum_of_the_parts_shown() -> None:
     """The TTFT line listed wait + prefill + KV + admission (857 ms) beside a TTFT of 1,631 ms: the fixed front-end
     cost and the first wave's weight were missing. Every part is now shown and they add up. (Figures of the 2P1D

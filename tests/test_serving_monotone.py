@@ -21,7 +21,7 @@ DEPLOYMENTS = [
     ("llama-3.1-70b", "h100_sxm", 8, "vllm", None, 1024, 1024, 0),
     ("gpt-oss-120b", "b200_sxm", 8, "trtllm", None, 1024, 8192, 0),
     ("qwen3-next-80b-a3b", "h200_sxm", 8, "vllm", None, 2048, 512, 0),
-    ("deepseek-v3", "h200_sxm", 16, "sglang", None, 1024, 1024, 2),
+    pytest.param(("deepseek-v3", "h200_sxm", 16, "sglang", None, 1024, 1024, 2), marks=pytest.mark.slow),  # 3-4 s
     ("kimi-k2", "atlas_a3", 64, "cann-recipes", "int8", 4096, 256, 1),
 ]
 
