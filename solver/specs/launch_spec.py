@@ -52,6 +52,23 @@ LAUNCH_TEXT_NAMES = frozenset({"model_path", "head_addr", "hosts", "weight_dtype
 _TEMPLATE = re.compile(r"\{([a-z_]+)\}")
 
 
+def launch_expr(attr: str, src: str, condition: bool) -> Expr:
+    """A launch line's expression (`attr` names it in a refusal): it compiles, reads only the rules' names and the
+    launch's (LAUNCH_NAMES), and a `condition` is true / false (a when, a pair check's require)."""
+    from solver.specs.profile_rules import RULE_FLAGS, RULE_NAMES
+
+    try:
+        expr = compile_expr(src)
+    except InputError as exc:
+        raise ValueError(f"{attr}: {exc}") from None
+    unknown = sorted(expr.names - RULE_NAMES - LAUNCH_NAMES)
+    if unknown:
+        raise ValueError(f"{attr} uses unknown name(s) {', '.join(unknown)}")
+    if condition and not is_condition(expr, RULE_FLAGS | LAUNCH_FLAGS):
+        raise ValueError(f"{attr}: {expr.text!r} {NOT_A_CONDITION}")
+    return expr
+
+
 # strict, as the rest of a profile is (specs/framework.py): switch: 1 or per_node: 0 is refused, not read as a bool
 class LaunchArg(BaseModel):
     """One argv token pair (`flag value`), bare flag (`switch`), positional `text`, document key or env var."""
@@ -91,25 +108,14 @@ class LaunchArg(BaseModel):
             raise ValueError("switch needs a flag")
         if self.doc is None and self.env is None and self.flag is None and self.text is None:
             raise ValueError("a value needs a flag, a doc key or an env name")
-        from solver.specs.profile_rules import RULE_FLAGS, RULE_NAMES
+        from solver.specs.profile_rules import RULE_NAMES
 
-        allowed = RULE_NAMES | LAUNCH_NAMES
         for attr in ("when", "value"):
             src = getattr(self, attr)
-            if src is None:
-                continue
-            try:
-                expr = compile_expr(src)
-            except InputError as exc:
-                raise ValueError(f"{attr}: {exc}") from None
-            unknown = sorted(expr.names - allowed)
-            if unknown:
-                raise ValueError(f"{attr} uses unknown name(s) {', '.join(unknown)}")
-            if attr == "when" and not is_condition(expr, RULE_FLAGS | LAUNCH_FLAGS):
-                raise ValueError(f"when: {expr.text!r} {NOT_A_CONDITION}")
-            setattr(self, f"_{attr}", expr)
+            if src is not None:
+                setattr(self, f"_{attr}", launch_expr(attr, src, condition=attr == "when"))
         if self.text is not None:
-            unknown = sorted(set(_TEMPLATE.findall(self.text)) - LAUNCH_TEXT_NAMES - allowed)
+            unknown = sorted(set(_TEMPLATE.findall(self.text)) - LAUNCH_TEXT_NAMES - RULE_NAMES - LAUNCH_NAMES)
             if unknown:
                 raise ValueError(f"text uses unknown placeholder(s) {', '.join(unknown)}")
         return self
@@ -147,15 +153,7 @@ class LaunchDocument(BaseModel):
     def _check(self) -> "LaunchDocument":
         if self.flag is None and self.file is None:
             raise ValueError("a document needs a flag, a file, or both")
-        from solver.specs.profile_rules import RULE_FLAGS, RULE_NAMES
-
-        expr = compile_expr(self.when)
-        unknown = sorted(expr.names - RULE_NAMES - LAUNCH_NAMES)
-        if unknown:
-            raise ValueError(f"when uses unknown name(s) {', '.join(unknown)}")
-        if not is_condition(expr, RULE_FLAGS | LAUNCH_FLAGS):
-            raise ValueError(f"when: {expr.text!r} {NOT_A_CONDITION}")
-        self._when = expr
+        self._when = launch_expr("when", self.when, condition=True)
         return self
 
     def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
@@ -183,18 +181,7 @@ class PairCheck(BaseModel):
 
     @model_validator(mode="after")
     def _compile(self) -> "PairCheck":
-        from solver.specs.profile_rules import RULE_FLAGS, RULE_NAMES
-
-        try:
-            expr = compile_expr(self.require)
-        except InputError as exc:
-            raise ValueError(f"require: {exc}") from None
-        unknown = sorted(expr.names - RULE_NAMES - LAUNCH_NAMES)
-        if unknown:
-            raise ValueError(f"require uses unknown name(s) {', '.join(unknown)}")
-        if not is_condition(expr, RULE_FLAGS | LAUNCH_FLAGS):
-            raise ValueError(f"require: {expr.text!r} {NOT_A_CONDITION}")
-        self._require = expr
+        self._require = launch_expr("require", self.require, condition=True)
         return self
 
     def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
