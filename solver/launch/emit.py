@@ -264,11 +264,10 @@ def _pool_checks(fw: FrameworkProfile, pool: DisaggLaunch, role: str, env: Mappi
                               if k in rule.names and k not in env.free)
             raise InputError(f"--engine {fw.name}", f"cannot express the {role} pool's {knobs or 'config'}: "
                              f"[{rule.id}] {rule.message}")
-    for check in pool.pairs:
-        if not check.require_expr.evaluate(names):
-            sizes = ", ".join(f"{n} {names[n]}" for n in sorted(check.require_expr.names & POOL_NAMES))
-            raise InputError(f"--engine {fw.name}", f"cannot pair these pools ({sizes}): [{check.id}] "
-                             f"{check.message}")
+    check = pool.failed_pair(names)
+    if check is not None:
+        sizes = ", ".join(f"{n} {names[n]}" for n in sorted(check.require_expr.names & POOL_NAMES))
+        raise InputError(f"--engine {fw.name}", f"cannot pair these pools ({sizes}): [{check.id}] {check.message}")
 
 
 def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,

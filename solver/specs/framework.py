@@ -21,7 +21,7 @@ from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS, LAYOUT_SWITCHES
 from solver.specs.expr import Value, compile_expr
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.hardware import VENDOR
-from solver.specs.launch_spec import POOL_FIGURES, POOL_NAMES, Feature, FeatureName, LaunchSpec, PairCheck
+from solver.specs.launch_spec import POOL_FIGURES, Feature, FeatureName, LaunchSpec, PairCheck
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import FrameworkEfficiency, FrameworkScheduler, FrameworkServing
 
@@ -139,9 +139,7 @@ class FrameworkProfile(BaseModel):
         pool = self.launch.disagg if self.launch is not None else None
         if pool is None or not pool.pairs:
             return None
-        names = self.pool_figures({"prefill": prefill, "decode": decode})
-        return next((c for c in pool.pairs
-                     if c.require_expr.names <= POOL_NAMES and not c.require_expr.evaluate(names)), None)
+        return pool.failed_pair(self.pool_figures({"prefill": prefill, "decode": decode}))
 
     @model_validator(mode="after")
     def _consistent(self) -> "FrameworkProfile":

@@ -10,7 +10,7 @@ the numeric names.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -222,6 +222,12 @@ class DisaggLaunch(BaseModel):
         if twice:
             raise ValueError(f"rule id(s) {', '.join(twice)} used twice")
         return self
+
+    def failed_pair(self, names: Mapping[str, Any]) -> PairCheck | None:
+        """The first pair check that fails on `names` (both pools' figures, POOL_NAMES, and whatever else is
+        known), of those `names` can answer: the planner knows only the pools' figures, the emitter its whole env."""
+        return next((c for c in self.pairs if c.require_expr.names <= names.keys()
+                     and not c.require_expr.evaluate(names)), None)
 
     def pool_reads(self) -> set[str]:
         """The pool figures (POOL_NAMES) the args and pair checks read: a command needs both pools' configs
