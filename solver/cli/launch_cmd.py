@@ -2,6 +2,8 @@
 one line naming the knob the engine cannot express (exit 2)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from solver.cli.options import CARDS, HOST, NAME, Deferred, check_mtp, given, load_from
@@ -92,7 +94,10 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
         if exc.field != "parallel_config":
             raise
         raise InputError(f"{config}: parallel_config", exc.problem) from None
-    if given("head_addr") and head_addr not in dump(launch, "json"):  # an address no command reads: dropped unread
+    # an address no command reads would be dropped unread: rendered with a mark no output holds otherwise, the
+    # commands show whether any argument reads it
+    mark = "shardplan.head.addr.mark"
+    if given("head_addr") and mark not in dump(emit_launch(fw, spec, hw, pc, replace(inputs, head_addr=mark)), "json"):
         nodes = len(launch.get("nodes", ()))
         raise InputError("--head-addr", f"{spec.name} on {world} x {hw.name} ({fw.name}) launches on {nodes} "
                                         f"node{'s' if nodes != 1 else ''}: no command reads a head node address; "
