@@ -121,8 +121,8 @@ def test_the_launch_runs_the_share_on_every_node(tmp_path) -> None:
     launch = json.loads(CliRunner().invoke(main, ["launch", dep, "--engine", "vllm", "--format", "json"]).stdout)
     argv = launch["nodes"][1]["argv"]
     assert argv[argv.index("--nnodes") + 1] == "2" and argv[argv.index("--node-rank") + 1] == "1"
-    assert launch["placement"] == [{"node_rank": 0, "ranks": [0, 5], "gpus": 6},
-                                   {"node_rank": 1, "ranks": [6, 11], "gpus": 6}]
+    assert launch["placement"] == [{"node_rank": 0, "ranks": [0, 5], "devices": 6},
+                                   {"node_rank": 1, "ranks": [6, 11], "devices": 6}]
     shell = CliRunner().invoke(main, ["launch", dep, "--engine", "vllm"]).stdout
     assert "# node 1: ranks 6-11 (6 devices)" in shell and "on its first 6 of 8 devices" in shell
     dp = {"attn_tp_size": 2, "dense_tp_size": 2, "embed_tp_size": 2, "lmhead_tp_size": 2}
@@ -186,8 +186,8 @@ def test_one_mpi_world_places_a_part_filled_node_as_its_host_slots(tmp_path) -> 
     launch = json.loads(r.stdout)
     argv = launch["nodes"][0]["argv"]
     assert argv[argv.index("-n") + 1] == "12" and argv[argv.index("-H") + 1] == "${HEAD_NODE_ADDR}:8,${NODE1_ADDR}:4"
-    assert launch["placement"] == [{"node_rank": 0, "ranks": [0, 7], "gpus": 8},
-                                   {"node_rank": 1, "ranks": [8, 11], "gpus": 4}]
+    assert launch["placement"] == [{"node_rank": 0, "ranks": [0, 7], "devices": 8},
+                                   {"node_rank": 1, "ranks": [8, 11], "devices": 4}]
     shell = CliRunner().invoke(main, ["launch", _deployment(tmp_path, TP4_PP3), "--engine", "trtllm"]).stdout
     assert "# placement: node 0 ranks 0-7 (8 devices), node 1 ranks 8-11 (4 devices)" in shell
 

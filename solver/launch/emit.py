@@ -379,7 +379,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         nodes.append({"node_rank": rank, "argv": argv, "env": envs})
     out: dict[str, Any] = {"engine": fw.name, "nodes": nodes, "files": files}
     if nnodes > 1:  # what the command assumes of each node, said rather than left to the engine's default
-        out["placement"] = [{"node_rank": i, "ranks": [sum(counts[:i]), sum(counts[:i + 1]) - 1], "gpus": n}
+        out["placement"] = [{"node_rank": i, "ranks": [sum(counts[:i]), sum(counts[:i + 1]) - 1], "devices": n}
                             for i, n in enumerate(counts)]
     if notes:
         out["notes"] = notes

@@ -38,5 +38,5 @@ def render_shell(launch: dict[str, Any], title: str = "") -> str:
 
 def _where(p: dict[str, Any], named: bool = True) -> str:
     first, last = p["ranks"]
-    ranks = f"rank {first} (1 device)" if first == last else f"ranks {first}-{last} ({p['gpus']} devices)"
+    ranks = f"rank {first} (1 device)" if first == last else f"ranks {first}-{last} ({p['devices']} devices)"
     return (f"node {p['node_rank']} " if named else "") + ranks
