@@ -37,3 +37,18 @@ def test_window_from_max_window_layers_without_use_sliding_window():
     """Dots1Config reads no use_sliding_window: sliding_window 4096 windows the layers from max_window_layers (its
     default 62) on, none of 62, not all of them as sliding_window alone would."""
     assert _windows("dots1_window_no_layer_types.json") == [None] * 62
+
+
+def test_window_left_out_is_the_class_default():
+    """Gemma-3-27B's text_config without sliding_window: Gemma3TextConfig's 4096 on the 5-of-6 sliding layers
+    (sliding_window_pattern 6: layers 5, 11, ..., 59 full, 10 of 62), not a refusal of a field the class fills."""
+    windows = _windows("gemma3_no_sliding_window.json")
+    full = [i for i, w in enumerate(windows) if w is None]
+    assert full == list(range(5, 62, 6)) and len(full) == 10
+    assert set(windows) - {None} == {4096}
+
+
+def test_cohere2_window_and_pattern_left_out_are_the_class_defaults():
+    """Cohere2Config() builds a 4096 window on 3 of every 4 layers (sliding_window_pattern 4): of 8 layers 3 and 7
+    are full, not every layer full (no window read) nor every layer windowed (the window read without its pattern)."""
+    assert _windows("cohere2_no_window_fields.json") == [4096, 4096, 4096, None] * 2
