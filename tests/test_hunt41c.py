@@ -52,3 +52,12 @@ def test_cohere2_window_and_pattern_left_out_are_the_class_defaults():
     """Cohere2Config() builds a 4096 window on 3 of every 4 layers (sliding_window_pattern 4): of 8 layers 3 and 7
     are full, not every layer full (no window read) nor every layer windowed (the window read without its pattern)."""
     assert _windows("cohere2_no_window_fields.json") == [4096, 4096, 4096, None] * 2
+
+
+def test_dtype_is_read_over_torch_dtype():
+    """A config writing both (transformers >= 4.56 writes dtype, older tools torch_dtype) is stored as dtype says:
+    PretrainedConfig keeps dtype and takes torch_dtype only where dtype is unset. float32 over bfloat16: fp32."""
+    raw = json.loads((DATA / "qwen2_legacy_use_sliding_window.json").read_text())
+    raw.update(dtype="float32", torch_dtype="bfloat16")
+    quant = parse_model_config(raw, "both", origin="both").quant
+    assert (quant.dense, quant.attention, quant.embedding) == ("fp32", "fp32", "fp32")
