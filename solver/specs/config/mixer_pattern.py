@@ -17,8 +17,8 @@ none. Conventions read, in order of precedence:
                         spelling global_attn_every_n_layers (AFMoE); the family fact _global_every_from_last
                         N with sliding_window (every N-th layer counted back from the last global: Muse-Glimmer);
                         the fact _global_every N with sliding_window (every N-th from the first: Gemma-4);
-                        attention_chunk_size + no_rope_layer_interval; use_sliding_window + max_window_layers;
-                        sliding_window alone (every layer windowed)
+                        attention_chunk_size + no_rope_layer_interval; sliding_window unless use_sliding_window is
+                        false: the layers from max_window_layers on, every layer where it is not given
 Every list must have one entry per layer and every entry must be known: anything else is an InputError naming the
 field and the value.
 """
@@ -254,10 +254,15 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
     if f.has("attention_chunk_size") and f.has("no_rope_layer_interval"):
         n = f.int("no_rope_layer_interval", maximum=max(layers, 1))
         return ["full" if (i + 1) % n == 0 else "chunked" for i in range(layers)], "no_rope_layer_interval"
-    if f.bool("use_sliding_window") and f.has("sliding_window"):
-        first = f.int("max_window_layers", default=layers, minimum=0)
-        return ["sliding" if i >= first else "full" for i in range(layers)], "max_window_layers"
-    if f.has("sliding_window") and cfg.get("use_sliding_window") is None:
+    if f.has("sliding_window") and f.bool("use_sliding_window", default=True):
+        # the layers from max_window_layers on slide (Qwen2Config / Qwen3Config / Dots1Config build layer_types so,
+        # their class default in family_defaults.yaml); without it every layer slides (Qwen3MoeConfig's
+        # use_sliding_window windows the whole stack, as Mistral's sliding_window alone does)
+        if f.has("max_window_layers"):
+            first = f.int("max_window_layers", minimum=0)
+            if f.bool("_window_even_below"):  # Qwen2MoeConfig: the even layers below max_window_layers slide
+                return ["sliding" if i % 2 == 0 and i < first else "full" for i in range(layers)], "max_window_layers"
+            return ["sliding" if i >= first else "full" for i in range(layers)], "max_window_layers"
         return ["sliding"] * layers, "sliding_window"
     return ["full"] * layers, ""
 

@@ -178,8 +178,9 @@ def _read_quant(cfg: dict[str, Any], origin: str, warnings: list[str], modules: 
 
 
 def _base_dtype(cfg: dict[str, Any], origin: str) -> str:
-    """The checkpoint's own dtype (torch_dtype / dtype): what an unconverted module is stored in."""
-    key = "torch_dtype" if cfg.get("torch_dtype") is not None else "dtype"
+    """The checkpoint's own dtype (dtype / torch_dtype): what an unconverted module is stored in. Both given, dtype
+    is the one read (PretrainedConfig keeps dtype and takes the older torch_dtype only where dtype is unset)."""
+    key = "dtype" if cfg.get("dtype") is not None else "torch_dtype"
     dtype = cfg.get(key)
     if dtype is None:
         return "bf16"
