@@ -107,7 +107,7 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     wl = c.workload
     cap = kv_capacity_per_replica(d.model, d.hw, d.pc, d.prec, wl.isl + wl.osl, None, wl.mtp)
     # the framework's scheduler budget decides the prompts per step when the row leaves prefill_batch blank
-    n = prompts_per_step(wl, factors(p), p.pc)
+    n = prompts_per_step(wl, factors(p), synced_ranks(d.model, p.pc))
     shape = pool_shape(wl.concurrency, wl.prefill_workers, p.pc.attn_replicas, n, wl.decode_workers,
                        d.pc.attn_replicas, cap, wl.decode_batch or 0, base.graph_sizes, synced_ranks(d.model, p.pc))
     batch = shape.graph_batch or shape.running  # the decode step's GPU work runs the padded batch

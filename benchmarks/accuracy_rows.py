@@ -196,7 +196,8 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     zero = factors_for(case.hw, {**loop, "allreduce_latency_s": 0.0})
     # the framework's scheduler token budget (profile default for this hardware), as estimate() resolves it
     framework_f = factors(case)
-    wl = replace(case.workload, token_budget=token_budget(case.workload, framework_f, case.pc))
+    wl = replace(case.workload, token_budget=token_budget(case.workload, framework_f,
+                                                                synced_ranks(case.model, case.pc)))
     case = replace(case, workload=wl)
     cap = kv_capacity_per_replica(case.model, case.hw, case.pc, case.prec, wl.context_len)
     shape = serving_shape(wl, case.pc.attn_replicas, cap, synced_ranks(case.model, case.pc), base.graph_sizes,

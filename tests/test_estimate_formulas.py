@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from solver.estimate import comm
+from solver.estimate.closed_loop import synced_ranks
 from solver.estimate.compute import (
     Factors,
     OpCost,
@@ -462,17 +463,20 @@ def test_vllm_keeps_any_device_named_a100_at_its_small_budget() -> None:
     assert vl.efficiency_for(h100)["token_budget"] == 8192
 
 
-def test_serving_budget_is_the_workloads_else_the_frameworks_split_over_sglang_attention_dp() -> None:
+def test_serving_budget_is_the_workloads_else_the_frameworks_split_over_one_engines_attention_dp() -> None:
     b200 = load_hardware("b200_sxm")
     wl = Workload("serving", isl=1024, osl=1024, concurrency=64)
     tp8, dp8 = make_parallel_config(8, attn_tp_size=8), make_parallel_config(8)
     f_sg = factors_for(b200, load_framework("sglang").efficiency_for("b200_sxm"))
     f_tr = factors_for(b200, load_framework("trtllm").efficiency_for("b200_sxm"))
-    assert token_budget(wl, f_sg, tp8) == 16384
-    assert token_budget(wl, f_sg, dp8) == 2048  # chunked_prefill_size // dp_size
-    assert token_budget(wl, f_tr, dp8) == 8192  # TRT-LLM: max_num_tokens per attention-DP rank
-    assert token_budget(replace(wl, token_budget=4096), f_tr, tp8) == 4096  # the workload's own wins
-    assert token_budget(wl, factors_for(b200), tp8) == DEFAULT_TOKEN_BUDGET  # no profile: the default
+    dsr1, llama = load_model("deepseek-r1"), load_model("llama-3.1-70b")
+    assert token_budget(wl, f_sg, synced_ranks(dsr1, tp8)) == 16384
+    assert token_budget(wl, f_sg, synced_ranks(dsr1, dp8)) == 2048  # chunked_prefill_size // attn_dp_size
+    # a dense model's 8 replicas are engines of their own: each keeps the whole budget
+    assert token_budget(wl, f_sg, synced_ranks(llama, dp8)) == 16384
+    assert token_budget(wl, f_tr, synced_ranks(dsr1, dp8)) == 8192  # TRT-LLM: max_num_tokens per attention-DP rank
+    assert token_budget(replace(wl, token_budget=4096), f_tr, 1) == 4096  # the workload's own wins
+    assert token_budget(wl, factors_for(b200), 1) == DEFAULT_TOKEN_BUDGET  # no profile: the default
     assert serving_shape(replace(wl, token_budget=16384), 1, 1e6).prompts_per_step == 16
     assert serving_shape(wl, 1, 1e6).prompts_per_step == DEFAULT_TOKEN_BUDGET // 1024  # unresolved: default
     # estimate() resolves the framework's budget: the same figures as passing it explicitly

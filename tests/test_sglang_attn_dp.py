@@ -12,6 +12,7 @@ from test_engine_roundtrip import _flags, parse_launch, sglang_dp
 
 from solver.cli.main import main
 from solver.estimate.factors import factors_for
+from solver.estimate.closed_loop import synced_ranks
 from solver.estimate.workload import Workload, token_budget
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
@@ -75,19 +76,22 @@ def test_attention_dp_is_given_the_whole_chunk_budget_which_the_engine_divides(t
     assert _value(argv, "--chunked-prefill-size") == "8192"
     planned = token_budget(Workload("serving", isl=4096, osl=256, concurrency=32),
                            factors_for(load_hardware("h200_sxm"), load_framework("sglang").efficiency_for("h200_sxm")),
-                           ParallelConfig(world_size=8, **DPA))
+                           synced_ranks(load_model("deepseek-v3.2"), ParallelConfig(world_size=8, **DPA)))
     assert planned == 8192 // 8 == 1024
 
 
-def test_a_dense_replica_is_given_its_share_of_the_chunk_budget(tmp_path) -> None:
-    """Llama-3.1-70B on 8 H100 at TP4 x DP2: a --dp-size replica keeps the --chunked-prefill-size it is given
-    (attn_dp_size 1: no division), and the estimator plans 8192 // 2 = 4096 per replica, so the launch gives 4096."""
+def test_a_dense_replica_keeps_the_whole_chunk_budget(tmp_path) -> None:
+    """Llama-3.1-70B on 8 H100 at TP4 x DP2: each --dp-size replica is an engine of its own (attn_dp_size 1: no
+    division) with SGLang's default 8192 below 160 GiB, and the estimator plans the whole 8192 per replica, so the
+    launch gives 8192 (not a share of it)."""
     argv = _launch(tmp_path, TP4, "llama-3.1-70b", "h100_sxm", 8)["nodes"][0]["argv"]
-    assert _value(argv, "--chunked-prefill-size") == "4096"
+    assert _value(argv, "--chunked-prefill-size") == "8192"
+    model = load_model("llama-3.1-70b")
+    pc = ParallelConfig(world_size=8, **TP4)
     planned = token_budget(Workload("serving", isl=4096, osl=256, concurrency=32),
                            factors_for(load_hardware("h100_sxm"), load_framework("sglang").efficiency_for("h100_sxm")),
-                           ParallelConfig(world_size=8, **TP4))
-    assert planned == 4096
+                           synced_ranks(model, pc))
+    assert planned == 8192
 
 
 def test_the_round_trip_reads_the_new_spelling_back_to_the_knobs(tmp_path) -> None:

@@ -356,11 +356,12 @@ class DisaggEstimate:
         return self.prefill_memory.feasible and self.decode_memory.feasible
 
 
-def prompts_per_step(wl: DisaggWorkload, f: Factors, pc: ParallelConfig) -> int:
-    """n: the engine's prefill batch when given, else as many prompts as the scheduler's token budget holds."""
+def prompts_per_step(wl: DisaggWorkload, f: Factors, synced: int) -> int:
+    """n: the engine's prefill batch when given, else as many prompts as the scheduler's token budget holds (over
+    the `synced` attention ranks of a worker: workload.token_budget)."""
     if wl.prefill_batch is not None:
         return wl.prefill_batch
-    budget = token_budget(Workload("serving", isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency), f, pc)
+    budget = token_budget(Workload("serving", isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency), f, synced)
     return max(1, budget // wl.isl)
 
 
@@ -373,7 +374,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     pre_opts, dec_opts = engine_options(mem_opts, f_prefill), engine_options(mem_opts, f_decode)
     cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, dec_opts, wl.mtp)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,
-                       prompts_per_step(wl, f_prefill, prefill_pc), wl.decode_workers, decode_pc.attn_replicas,
+                       prompts_per_step(wl, f_prefill, synced_ranks(model, prefill_pc)), wl.decode_workers, decode_pc.attn_replicas,
                        cap, wl.decode_batch or 0, f_decode.graph_sizes, synced_ranks(model, prefill_pc))
     pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, wl.isl, shape.prompts_per_step)
     dec_batch = shape.graph_batch or shape.running  # the decode step runs the padded batch

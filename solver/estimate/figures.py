@@ -95,7 +95,8 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
                     logits_tokens=seqs * (1 + wl.mtp), span=wl.decode_span)
         return StepPlan("decode", pc.world_size, replicas, per, None, work, mtp_layers, wl, dec_seqs=per,
                         dec_eager=eager, graph_batch=padded, dec_layers=step_layers(model, pc, "decode", seqs, mtp_layers))
-    wl = replace(wl, token_budget=token_budget(wl, f, pc), request_overhead_s=request_overhead(wl, f))
+    wl = replace(wl, token_budget=token_budget(wl, f, synced_ranks(model, pc)),
+                 request_overhead_s=request_overhead(wl, f))
     cap = kv_capacity_per_replica if math.isfinite(kv_capacity_per_replica) else float(wl.concurrency)
     shape = serving_shape(wl, replicas, cap, synced_ranks(model, pc), f.graph_sizes, pc.pp_size)
     n = shape.prompts_per_step

@@ -10,7 +10,6 @@ from functools import lru_cache
 
 from solver.estimate.compute import Factors
 from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
-from solver.specs.parallel import ParallelConfig
 from solver.specs.scenario import DEFAULT_MTP_ACCEPT, Scenario
 
 # Requests a benchmark run sends, in multiples of the concurrency (num_prompts = k x concurrency). The CSV does not
@@ -93,13 +92,15 @@ def request_overhead(wl: Workload, f: Factors) -> float:
     return f.request_overhead_s if f.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
 
 
-def token_budget(wl: Workload, f: Factors, pc: ParallelConfig) -> int:
+def token_budget(wl: Workload, f: Factors, synced: int) -> int:
     """Tokens per forward step of one attention replica: the workload's budget, else the framework's default
-    (`Factors.token_budget`, from its profile), else DEFAULT_TOKEN_BUDGET; divided among the attention-DP
-    ranks where the framework does so (its scheduler's budget_split_by_attention_dp: budget // attention replicas)."""
+    (`Factors.token_budget`, from its profile), else DEFAULT_TOKEN_BUDGET; divided among the `synced` attention-DP
+    ranks of one engine (closed_loop.synced_ranks: a MoE model's DP attention) where the framework does so (its
+    scheduler's budget_split_by_attention_dp). A dense model's replicas are engines of their own, each with the
+    whole budget."""
     budget = wl.token_budget if wl.token_budget is not None else (f.token_budget or DEFAULT_TOKEN_BUDGET)
-    if f.budget_split_by_attention_dp and pc.attn_replicas > 1:
-        budget = budget // pc.attn_replicas
+    if f.budget_split_by_attention_dp and synced > 1:
+        budget = budget // synced
     return max(1, budget)
 
 
