@@ -6,6 +6,7 @@ from __future__ import annotations
 from solver.specs.config.attention_blocks import AttentionReading
 from solver.specs.config.ffns import EXPERT_COUNT_FIELDS, FfnReading, modality_pair
 from solver.specs.config.fields import MAX_LAYERS, Fields
+from solver.specs.config.mixer_pattern import window_switches_note
 from solver.specs.config.outside import dynamic_streams, gated_residual, low_rank_streams, norm_weights
 from solver.specs.config.pattern import Slot
 from solver.specs.config.recurrent_blocks import RecurrentReading
@@ -88,10 +89,10 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
                     heads_name = self.heads_field if self.heads_per_layer else "num_attention_heads"
                     raise f.err(self.kv_field, f"{kv}{at} must divide {heads_name} ({heads})")
         act = f.text("mlp_hidden_act", "hidden_act", "hidden_activation", "activation_fn_name", default="silu")
-        # gated (gate, up, down) unless the family's modeling code or a switch (OpenELM's ffn_with_glu) says
-        # otherwise; squared-ReLU MLPs (Nemotron-H) are up/down only. The activation's name does not decide: Gemma's
-        # gated MLP runs GELU
-        self.gated = f.bool("_gated_mlp", True) and f.bool("ffn_with_glu", True) and act != "relu2"
+        # gated (gate, up, down) unless the family's MLP class (_gated_mlp false: Nemotron-H's up / relu2 / down) or a
+        # switch (OpenELM's ffn_with_glu) says otherwise. The activation's name does not decide: LlamaMLP gates
+        # whatever hidden_act, Gemma's gated MLP runs GELU, BitNet's gates relu2
+        self.gated = f.bool("_gated_mlp", True) and f.bool("ffn_with_glu", True)
         self.act_params = ACTIVATION_PARAMS.get(act, 0)
         linear = f.first(*LINEAR_BIAS_FIELDS)
         self.linear_bias = f.bool(linear) if linear else False
@@ -114,6 +115,10 @@ class BlockReader(AttentionReading, RecurrentReading, FfnReading):
                 self.notes.append(f"{f.path(switch)} false: {', '.join(sorted(map(str, written)))} written but "
                                   "no experts built (the modeling code runs the dense MLP alone)")
             self.experts = 0
+        self.unbuilt_shared_note()
+        window_note = window_switches_note(f)
+        if window_note:
+            self.notes.append(window_note)
         # identity experts: LongCat's zero_expert_num, or the family's fact (ZAYA's skip class, _zero_experts)
         self.zero = f.int("zero_expert_num", "_zero_experts", default=0, minimum=0)
         self.is_moe = self.experts > 0

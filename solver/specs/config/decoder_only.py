@@ -18,6 +18,10 @@ reported as a missing intermediate_size). The signs, each a field the model's co
                              model labels the tokens it is given and decodes none
   architectures ...ForDecision, ...ForRetrieval  the same where every entry is one: JEV's decision head (label
                              scores at marked tokens, use_cache false), NeoMME's retrieval embedder
+  architectures ...ForSequenceClassification, ...ForQuestionAnswering  the same: a score head over the last token
+                             (a reward model) or start / end logits over the given tokens, read once per prompt;
+                             counted as a generator they would carry a vocabulary head they lack and a decode they
+                             never run
   type_vocab_size            a token-type (segment) embedding table, the BERT lineage's, also under a bare
                              ...Model architecture (sentence encoders)
   use_bidirectional_attention: true  every token attends to every other (EmbeddingGemma: Gemma-3's layers run as
@@ -38,6 +42,10 @@ _HEADS_WITHOUT_DECODE = (
                     "token-by-token decode)"),
     ("ForRetrieval", "a retrieval embedder (it encodes queries and documents into vectors, no token-by-token "
                      "decode)"),
+    ("ForSequenceClassification", "a sequence classifier (a score head read at the last token of one prompt, a "
+                                  "reward model's, not the vocabulary head; no token-by-token decode)"),
+    ("ForQuestionAnswering", "an extractive question-answering head (start / end logits over the given tokens; no "
+                             "token-by-token decode)"),
 )
 
 
@@ -79,3 +87,19 @@ def refuse_non_decoder(cfg: dict[str, Any], origin: str, prefix: str = "") -> No
         raise InputError(f"{origin}: {prefix}type_vocab_size",
                          f"{types}: token-type (segment) embeddings, a BERT-lineage encoder's ({model_type!r}); "
                          f"{_PLANS}")
+
+
+def headless_note(cfg: dict[str, Any]) -> str | None:
+    """The note for an architectures list naming only bare stacks (...Model, no head) under no auto_map generator.
+    Read, not refused: checkpoints name their base class while holding a generator (Cerebras-GPT writes GPT2Model
+    over GPT-2's tied head), so the stack is counted as its ...ForCausalLM, the vocabulary head included."""
+    architectures = cfg.get("architectures")
+    if not isinstance(architectures, list) or not architectures:
+        return None
+    if not all(isinstance(a, str) and a.endswith("Model") and not a.endswith("LMHeadModel") for a in architectures):
+        return None
+    if cfg.get("auto_map"):  # remote code names its own classes: its ...Model may hold the head (ChatGLMModel, Dream)
+        return None
+    return (f"architectures: {architectures[0]} is the bare stack without a head; read as its generator "
+            "(...ForCausalLM: the vocabulary head counted, token-by-token decode planned), which an embedding "
+            "checkpoint of that class would not run")

@@ -10,6 +10,12 @@ from solver.specs.layers.base import Block
 # the fields a routed-expert count is read from (config/unread.py names them when a config uses another)
 EXPERT_COUNT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts",
                        "moe_num_primary_experts")  # SmallThinker's primary experts
+# where the shared experts' count and width are read from (one shared expert's width: shared_experts_intermediate_size,
+# Dots3NoteTextMoE's, times the count); a family whose MoE block builds none (_shared_experts false) reads none of them
+SHARED_COUNT_FIELDS = ("n_shared_experts", "num_shared_experts", "num_shared_expert", "moe_num_shared_experts")
+SHARED_WIDTH_FIELDS = ("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
+                       "shared_intermediate_size", "share_expert_dim")  # Step-3.5 / 3.7
+SHARED_EXPERT_FIELDS = SHARED_COUNT_FIELDS + SHARED_WIDTH_FIELDS + ("shared_experts_intermediate_size",)
 # where a dense FFN's width is read from, first given wins (Llama-4 writes both intermediate_size_mlp and the
 # experts' intermediate_size; OPT writes ffn_dim; LFM2's block_ff_dim wins over its intermediate_size; Phi-3-small
 # writes ff_intermediate_size, CTRL dff; Command A+'s dense prefix layers prefix_dense_intermediate_size, null where
@@ -164,11 +170,13 @@ class FfnReading:
             raise f.err("moe_intermediate_size", "missing for a model with routed experts")
         pair = modality_pair(f, inter_name)
         inter = pair[0] if pair else f.per_layer(inter_name, L, 1)[i]  # type: ignore[index]
-        count_name = f.first("n_shared_experts", "num_shared_experts", "num_shared_expert", "moe_num_shared_experts")
+        builds_shared = f.bool("_shared_experts", True)  # the family's MoE block builds shared experts at all
+        count_name = f.first(*SHARED_COUNT_FIELDS) if builds_shared else None
         count = f.per_layer(count_name, L, 0)[i] if count_name else 0  # type: ignore[index]
-        width_name = f.first("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
-                             "shared_intermediate_size", "share_expert_dim")  # Step-3.5 / 3.7
-        if width_name is not None:
+        width_name = f.first(*SHARED_WIDTH_FIELDS) if builds_shared else None
+        if not builds_shared:
+            shared = 0  # the fields written are said once (unbuilt_shared_note)
+        elif width_name is not None:
             shared = f.int(width_name, minimum=0)  # 0: no shared expert
         elif f.has("shared_experts_intermediate_size"):  # one shared expert's width (Dots3NoteTextMoE: x count)
             shared = count * f.int("shared_experts_intermediate_size", minimum=0)
@@ -210,6 +218,17 @@ class FfnReading:
                    # one row per shared expert) and holds one scale of the routing weights
                    router_shared_rows=count if f.bool("_router_scores_shared") else 0,
                    router_global_scale=f.bool("_router_global_scale"))
+
+    def unbuilt_shared_note(self) -> None:
+        """Name the shared-expert fields a config writes where the family's MoE block builds no shared expert
+        (_shared_experts false: Qwen3MoeSparseMoeBlock holds the router and the routed experts only): not counted."""
+        f = self.f
+        if f.bool("_shared_experts", True):
+            return
+        written = [f.path(k) for k in SHARED_EXPERT_FIELDS if f.cfg.get(k)]
+        if written:
+            self.notes.append(f"{', '.join(written)}: not read; model_type {f.cfg.get('model_type')!r} builds no "
+                              "shared expert in its MoE block, so none is counted")
 
     def ffns(self, slot: Slot) -> tuple[Block, ...]:
         if slot.ffn is None:

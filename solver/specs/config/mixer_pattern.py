@@ -18,7 +18,8 @@ none. Conventions read, in order of precedence:
                         N with sliding_window (every N-th layer counted back from the last global: Muse-Glimmer);
                         the fact _global_every N with sliding_window (every N-th from the first: Gemma-4);
                         attention_chunk_size + no_rope_layer_interval; sliding_window unless use_sliding_window is
-                        false: the layers from max_window_layers on, every layer where it is not given
+                        false: the layers from max_window_layers on, every layer where it is not given (every
+                        layer, whatever those two say, under the family fact _window_every_layer: Mistral's lineage)
 Every list must have one entry per layer and every entry must be known: anything else is an InputError naming the
 field and the value.
 """
@@ -254,6 +255,10 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
     if f.has("attention_chunk_size") and f.has("no_rope_layer_interval"):
         n = f.int("no_rope_layer_interval", maximum=max(layers, 1))
         return ["full" if (i + 1) % n == 0 else "chunked" for i in range(layers)], "no_rope_layer_interval"
+    if f.has("sliding_window") and f.bool("_window_every_layer"):
+        # the family's attention reads config.sliding_window in every layer and nothing switches it (MistralAttention,
+        # Phi3Attention, ...): use_sliding_window and max_window_layers, where written, are said (window_switches_note)
+        return ["sliding"] * layers, "sliding_window"
     if f.has("sliding_window") and f.bool("use_sliding_window", default=True):
         # the layers from max_window_layers on slide (Qwen2Config / Qwen3Config / Dots1Config build layer_types so,
         # their class default in family_defaults.yaml); without it every layer slides (Qwen3MoeConfig's
@@ -265,6 +270,22 @@ def mixer_kinds(f: Fields, layers: int) -> tuple[list[str | None], str]:
             return ["sliding" if i >= first else "full" for i in range(layers)], "max_window_layers"
         return ["sliding"] * layers, "sliding_window"
     return ["full"] * layers, ""
+
+
+WINDOW_SWITCHES = ("use_sliding_window", "max_window_layers")
+
+
+def window_switches_note(f: Fields) -> str | None:
+    """The note for the window switches a config writes under _window_every_layer (a family whose class reads
+    neither: sliding_window windows every layer), None where there is none to say."""
+    if not f.bool("_window_every_layer"):
+        return None
+    written = [f.path(k) for k in WINDOW_SWITCHES if f.cfg.get(k) is not None]
+    if not written:
+        return None
+    where = "every layer" if f.has("sliding_window") else "no layer (sliding_window is unset)"
+    return (f"{', '.join(written)}: not read; model_type {f.cfg.get('model_type')!r} windows {where} by sliding_window "
+            "alone")
 
 
 def block_config_parts(f: Fields, part: str, layers: int) -> list[bool]:

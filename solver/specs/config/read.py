@@ -10,7 +10,7 @@ from typing import Any
 
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
-from solver.specs.config.decoder_only import refuse_non_decoder
+from solver.specs.config.decoder_only import headless_note, refuse_non_decoder
 from solver.specs.config.derived import derive_defaults, refuse_overwritten
 from solver.specs.config.encoders import ENCODER_KEYS, TOWER_FACTS, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
@@ -321,6 +321,9 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     refuse_uncountable(f)
     if prefix:  # the wrapper's own fields too (Emu3's vq_config beside its text_config)
         refuse_uncountable(Fields(raw, origin))
+    headless = headless_note(raw)
+    if headless:
+        warnings.append(headless)
     if text_built:
         warnings.append(f"text_config: not written; read as {wrapper_type}'s default language model ({model_type!r} "
                         "with the class defaults), which transformers builds")
