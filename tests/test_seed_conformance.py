@@ -153,6 +153,24 @@ def test_ranking_puts_fitting_then_in_node_candidates_first_whatever_their_score
     assert [c.cross_node for c in cands] == [False, True, False]
 
 
+def test_within_the_tie_band_another_models_deployment_orders_by_knobs_not_by_the_size_it_ran_at():
+    """Llama-3.1-8B on 8 H200: all-TP8 matches k2-p32-tp's knobs (all W) and all-DP q3-16ep's (all 1), each another
+    model on other hardware: distance 0 + 2 + 1 = 3 for both. The size those deployments ran at (32 and 16 ranks:
+    0.25 x |log2 8 - log2 32| = 0.5 against 0.25) says nothing of this model, so the better score decides within
+    the tie band: TP8, made 2% faster, comes first (before, DP's 3.25 < 3.5 put it first)."""
+    model, hw = load_model("llama-3.1-8b"), load_hardware("h200_sxm")
+    wl = Workload("serving", isl=1024, osl=1024, concurrency=8)
+    tp8 = {k: 8 for k in ("attn_tp_size", "dense_tp_size", "embed_tp_size", "lmhead_tp_size")}
+    dp = _planned(model, hw, {}, wl, 8)
+    # the two tied within the 3% band by construction, TP8 2% better in both figures
+    tp = _faster(replace(_planned(model, hw, tp8, wl, 8), estimate=dp.estimate), 1.02)
+    tp = replace(tp, config=ParallelConfig(world_size=8, **tp8))
+    refs = [r for r in list_references() if r.id in ("k2-p32-tp", "q3-16ep")]
+    cands = rank_candidates([dp, tp], model, hw, Scenario(), refs, _ref_models())
+    assert [c.pattern for c in cands] == ["Pure TP8", "Attn DP"]
+    assert [c.reference for c in cands] == ["k2-p32-tp", "q3-16ep"]
+
+
 def test_a_first_candidate_far_from_every_verified_config_is_recommended_for_comparative_testing():
     # "even if the solution is not validated, it should be marked as 'recommended for comparative testing'"
     model, hw = load_model("deepseek-r1"), load_hardware("atlas_a3")

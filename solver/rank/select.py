@@ -80,8 +80,10 @@ def _norm(value: int, world: int) -> str:
 
 
 def reference_distance(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: Reference,
-                       ref_model_name: str | None) -> tuple[float, list[str]]:
-    """Knobs that differ (as 1 / W / degree), plus model and hardware mismatch penalties."""
+                       ref_model_name: str | None) -> tuple[float, float, list[str]]:
+    """(distance, the part of it that is scale, the knobs that differ): knobs that differ (as 1 / W / degree),
+    model and hardware mismatch penalties, and a quarter per doubling of the world size away from the
+    deployment's."""
     diffs = []
     for k in KNOBS:
         mine = getattr(pc, k)
@@ -93,17 +95,22 @@ def reference_distance(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: 
         d += 2.0
     if ref.hardware != hw.name:
         d += 1.0
-    d += abs(math.log2(pc.world_size) - math.log2(ref.world_size)) * 0.25
-    return d, diffs
+    scale = abs(math.log2(pc.world_size) - math.log2(ref.world_size)) * 0.25
+    return d + scale, scale, diffs
 
 
 def closest_reference(pc: ParallelConfig, model: ModelSpec, hw: Hardware, refs: list[Reference],
                       ref_models: dict[str, str]) -> tuple[Reference | None, float, list[str]]:
-    best, best_d, best_diff = None, math.inf, []
+    """The verified deployment closest to pc, and the distance the ranking orders tied candidates by: the scale
+    term counts only for a deployment of this model (the size another model was verified at says nothing of this
+    one's, so two candidates as close in knobs to two other models' deployments are ordered by their scores)."""
+    best, best_d, best_scale, best_diff = None, math.inf, 0.0, []
     for ref in refs:
-        d, diff = reference_distance(pc, model, hw, ref, ref_models.get(ref.id))
+        d, scale, diff = reference_distance(pc, model, hw, ref, ref_models.get(ref.id))
         if d < best_d:
-            best, best_d, best_diff = ref, d, diff
+            best, best_d, best_scale, best_diff = ref, d, scale, diff
+    if best is not None and ref_models.get(best.id) != model.name:
+        best_d -= best_scale
     return best, best_d, best_diff
 
 
