@@ -56,7 +56,7 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
                   verified=verified_for(spec.name, hw.name, cards, scenario.phase, refs))
     cands = rank_candidates(result.candidates, spec, as_launched(hw, fw, cards), scenario, refs, _ref_models(),
                             top=top, kvp_in_tp=fw.kvp_splits_attention_weights,
-                            cp_replicates_kv=fw.cp_replicates_kv_cache)
+                            cp_replicates_kv=fw.cp_replicates_kv_cache, fw=fw)
     return result, cands
 
 

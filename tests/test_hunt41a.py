@@ -1,0 +1,59 @@
+"""8 x MI355X / MI300X read as an AMD inference team would (round 41a): one test per rule."""
+from __future__ import annotations
+
+import pytest
+
+from solver.estimate.memory import memory_per_rank
+from solver.rank.select import TIED_REASON_KNOBS, decision_tree_reason
+from solver.rank.ties import profile_ties
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import resolve_precision
+from solver.specs.scenario import Scenario
+
+Q122 = "qwen3.5-122b-a10b"
+
+
+def _dp8_ep8() -> ParallelConfig:
+    """Attention DP8 + MoE EP8 on 8 ranks: every TP knob 1."""
+    return ParallelConfig(world_size=8)
+
+
+def test_a_knob_the_engine_ties_to_tp_is_credited_to_its_rule_not_to_the_estimate() -> None:
+    """ATOM runs the dense FFN, the embedding and the LM head over its one TP group (C.dense_tp_is_tp,
+    C.embed_tp_is_tp, C.lmhead_tp_is_tp: the knob == attn_tp x kvp). At attention DP8 (TP 1) each of the other
+    divisors of 8 (2, 4, 8) breaks that rule, so the value 1 is the engine's, and the reason said instead "its
+    all-reduce would cost more than the memory it frees" (solve qwen3.5-122b-a10b, 8 x MI355X, --framework atom)."""
+    model, hw, pc = load_model(Q122), load_hardware("mi355x"), _dp8_ep8()
+    ties = profile_ties(load_framework("atom"), model, hw, pc, TIED_REASON_KNOBS)
+    assert ties == {"dense_tp_size": "atom's C.dense_tp_is_tp", "embed_tp_size": "atom's C.embed_tp_is_tp",
+                    "lmhead_tp_size": "atom's C.lmhead_tp_is_tp"}
+    reason = decision_tree_reason(pc, model, Scenario(kind="balanced"), hw, ties=ties)
+    assert "embed replicated (set by atom's C.embed_tp_is_tp)" in reason
+    assert "shared experts replicated (set by atom's C.dense_tp_is_tp)" in reason
+    assert "would cost more than the memory" not in reason and "estimate prefers" not in reason
+    assert "set independently" not in reason
+
+
+def test_a_knob_the_engine_leaves_free_keeps_the_estimates_reason() -> None:
+    """The generic profile sets the tables and the shared experts' TP independently: no rule holds them, so the
+    reason stays the seed's (the estimate weighed the all-reduce against the memory)."""
+    model, hw, pc = load_model(Q122), load_hardware("mi355x"), _dp8_ep8()
+    assert profile_ties(load_framework("generic"), model, hw, pc, TIED_REASON_KNOBS) == {}
+    reason = decision_tree_reason(pc, model, Scenario(kind="balanced"), hw, ties={})
+    assert "set independently: embed replicated" in reason and "would cost more than the memory" in reason
+
+
+def test_gated_deltanet_state_is_held_once_per_request_beside_the_full_attention_kv() -> None:
+    """Qwen3.5-122B-A10B (config): 48 layers, every 4th full attention (12) with 2 KV heads of 256, bf16:
+    2 x 2 x 256 x 2 B = 2,048 B a token a layer, 24,576 B a token. The 36 Gated DeltaNet layers keep a conv tail
+    of (kernel 4 - 1) x conv_dim (2 x 16 x 128 keys + 64 x 128 values = 12,288) x 2 B = 73,728 B and a recurrent
+    state of 64 heads x 128 x 128 in fp32 (mamba_ssm_dtype) = 4,194,304 B: 36 x 4,268,032 = 153,649,152 B a
+    request, whatever its length. At attention DP8, 128 requests of 4,352 tokens put 16 on a rank:
+    KV 16 x 4,352 x 24,576 = 1,711,276,032 B, state 16 x 153,649,152 = 2,458,386,432 B."""
+    model, hw = load_model(Q122), load_hardware("mi355x")
+    rep = memory_per_rank(model, hw, _dp8_ep8(), resolve_precision(model, hw), 128, 4352)
+    assert rep.kv_cache_bytes == pytest.approx(16 * 4352 * 24_576, rel=1e-9)
+    assert rep.state_bytes == pytest.approx(16 * 36 * (3 * 12_288 * 2 + 64 * 128 * 128 * 4), rel=1e-9)
