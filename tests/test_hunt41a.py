@@ -57,3 +57,20 @@ def test_gated_deltanet_state_is_held_once_per_request_beside_the_full_attention
     rep = memory_per_rank(model, hw, _dp8_ep8(), resolve_precision(model, hw), 128, 4352)
     assert rep.kv_cache_bytes == pytest.approx(16 * 4352 * 24_576, rel=1e-9)
     assert rep.state_bytes == pytest.approx(16 * 36 * (3 * 12_288 * 2 + 64 * 128 * 128 * 4), rel=1e-9)
+
+
+def test_a_configuration_the_engine_refuses_for_several_rules_names_every_rule() -> None:
+    """The generic profile's best for DeepSeek-V3.2 on 8 x MI355X (balanced) is attention DP with CP4 and the LM
+    head TP8. ATOM refuses it three ways: the LM head must follow TP 1 (C.lmhead_tp_is_tp), -pcp is DeepSeek-V4's
+    only (C.pcp_csa_only), and -pcp needs attn_tp x cp = world (1 x 4 != 8: C.pcp_one_tp_group). The --explain
+    line named the first alone, as if splitting the LM head were all ATOM lacked."""
+    from solver.rank.explain import ruled_out
+    from solver.specs.rule_env import device_facts, model_env
+
+    model, hw, fw = load_model("deepseek-v3.2"), load_hardware("mi355x"), load_framework("atom")
+    pc = ParallelConfig(world_size=8, lmhead_tp_size=8, cp_size=4)
+    blocked = fw.check(model_env(pc.settings(), model, **device_facts(hw), world=8, batch=32), severity="error")
+    text = ruled_out("atom", blocked)
+    for rule in ("C.lmhead_tp_is_tp", "C.pcp_csa_only", "C.pcp_one_tp_group"):
+        assert rule in text
+    assert text.startswith("atom's profile rules it out ([C.lmhead_tp_is_tp] ATOM shards the LM head")
