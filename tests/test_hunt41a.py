@@ -74,3 +74,17 @@ def test_a_configuration_the_engine_refuses_for_several_rules_names_every_rule()
     for rule in ("C.lmhead_tp_is_tp", "C.pcp_csa_only", "C.pcp_one_tp_group"):
         assert rule in text
     assert text.startswith("atom's profile rules it out ([C.lmhead_tp_is_tp] ATOM shards the LM head")
+
+
+def test_a_disaggregated_plan_says_beside_its_figures_what_the_engine_cannot_be_told() -> None:
+    """The facts give ATOM no disaggregated-serving flags (engines.md has no such row; atom.yaml launch.disagg
+    `missing`). `solve --serving disagg --framework atom` printed "disagg wins" in its table and YAML and said the
+    role and KV-transfer flags were missing only under --format launch; both now carry the line once."""
+    from solver.entry import run_disagg
+    from solver.report.disagg_view import render
+
+    r = run_disagg("qwen3.5-35b-a3b", "mi355x", 8, Scenario(kind="balanced"), framework="atom")
+    gap = "the facts (engines.md) give no ATOM disaggregated-serving flags (role, KV transfer)"
+    table, yml = render(r, "table"), render(r, "yaml")
+    assert table.count(gap) == 1 and f"  missing: {gap}" in table
+    assert yml.count(gap) == 1 and f"# missing: {gap}" in yml
