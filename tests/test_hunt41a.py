@@ -5,7 +5,7 @@ import pytest
 
 from solver.estimate.memory import memory_per_rank
 from solver.rank.select import TIED_REASON_KNOBS, decision_tree_reason
-from solver.rank.ties import profile_ties
+from solver.rank.ties import SINGLE_RANK, profile_ties
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -115,3 +115,17 @@ def test_the_table_explain_lists_the_front_a_candidate_is_called_off() -> None:
         assert any(scenario.request_latency(q.estimate.ttft_s, q.estimate.tpot_s) <= lat
                    and q.estimate.output_tokens_per_s_per_rank >= mine.output_tokens_per_s_per_rank
                    for q in result.front)
+
+
+def test_a_single_rank_holds_every_split_at_one() -> None:
+    """A disaggregated prefill worker of one rank (4P1D of Qwen3.5-122B-A10B on 8 x MI355X) has no divisor of its
+    ranks but 1: its tables are whole because there is nothing to split them over, not because "its all-reduce
+    would cost more than the memory it frees", whatever the engine."""
+    model, hw = load_model(Q122), load_hardware("mi355x")
+    one = ParallelConfig(world_size=1)
+    for engine in ("generic", "atom"):
+        ties = profile_ties(load_framework(engine), model, hw, one, TIED_REASON_KNOBS)
+        assert ties == dict.fromkeys(TIED_REASON_KNOBS, SINGLE_RANK)
+    reason = decision_tree_reason(one, model, Scenario(kind="balanced"), hw, ties=ties)
+    assert "one rank holds the tables: embed replicated (set by the stage's single rank)" in reason
+    assert "would cost more than the memory" not in reason

@@ -10,7 +10,7 @@ from solver.estimate.memory import MemoryReport
 from solver.space.domains import cross_node_tp
 from solver.plan.solve import Planned
 from solver.rank.kv_split import kv_splitters
-from solver.rank.ties import profile_ties
+from solver.rank.ties import SINGLE_RANK, profile_ties
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -191,7 +191,8 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
                          f"the memory it frees, {memory})")
         # the seed sets the tables independently of the backbone; an engine whose rules hold both does not
         held = [bool(ties.get(k)) for k in ("embed_tp_size", "lmhead_tp_size")]
-        how = ("the engine ties the tables" if all(held) else
+        single = all(ties.get(k) == SINGLE_RANK for k in ("embed_tp_size", "lmhead_tp_size"))
+        how = ("one rank holds the tables" if single else "the engine ties the tables" if all(held) else
                "set independently where the engine allows" if any(held) else "set independently")
         lines.append(f"V={model.vocab_size:,} > 100K, {how}: " + ", ".join(parts))
     a = pc.attn_tp_size
