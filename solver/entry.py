@@ -56,7 +56,7 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
                   verified=verified_for(spec.name, hw.name, cards, scenario.phase, refs))
     cands = rank_candidates(result.candidates, spec, as_launched(hw, fw, cards), scenario, refs, _ref_models(),
                             top=top, kvp_in_tp=fw.kvp_splits_attention_weights,
-                            cp_replicates_kv=fw.cp_replicates_kv_cache)
+                            cp_replicates_kv=fw.cp_replicates_kv_cache, fw=fw)
     return result, cands
 
 
@@ -106,13 +106,14 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
                    Workload.for_scenario(scenario, p.batch), cand.pattern, shown)
 
 
-def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_replicates_kv: bool = False) -> Candidate:
+def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_replicates_kv: bool = False,
+                    fw: FrameworkProfile | None = None) -> Candidate:
     """A disaggregated pool's configuration in the seed's candidate format, ranked at the pool's own phase."""
     from solver.plan.disagg_pools import phase_scenario
 
     return rank_candidates([pool.planned], spec, hw, phase_scenario(scenario, pool.phase, pool.planned.batch),
                            list_references(), _ref_models(), kvp_in_tp=kvp_in_tp,
-                           cp_replicates_kv=cp_replicates_kv)[0]
+                           cp_replicates_kv=cp_replicates_kv, fw=fw)[0]
 
 
 def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
@@ -137,7 +138,8 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     best = res.best
 
     def view(pool) -> PoolView:
-        cand = _pool_candidate(pool, spec, hw, scenario, fw.kvp_splits_attention_weights, fw.cp_replicates_kv_cache)
+        cand = _pool_candidate(pool, spec, hw, scenario, fw.kvp_splits_attention_weights, fw.cp_replicates_kv_cache,
+                               fw)
         launch = (pool_launch(fw, spec, hw, cand, pool.phase, scenario.max_seq_len, scenario.mtp, weight_dtype,
                               moe_weight_dtype, kv_dtype, configs) if fw.launch is not None else None)
         return PoolView(pool.phase, pool.workers, cand, launch)

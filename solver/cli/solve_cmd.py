@@ -54,7 +54,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         from solver.entry import explain_solution, run_solve
         from solver.plan.points import SolverParams
         from solver.rank.select import ORDERING
-        from solver.report.candidates import result_dict, seed_yaml, table_figures
+        from solver.report.candidates import front_lines, result_dict, seed_yaml, table_figures
         from solver.specs.launch_spec import ONLINE_SPLIT_KEY
 
     scenario = scenario_from_options(kind=kind, isl=isl, osl=osl, concurrency=concurrency,
@@ -153,6 +153,11 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     for line in why:
         # the candidates' scores first (rank/explain.candidate_scores), then why each alternative lost
         con.print(line if line.startswith(("score:", "#")) else f"why not {line}", markup=False)
+    if explain and result.front:
+        con.print("Pareto front (request latency against tokens/s per rank):",
+                  markup=False)
+        for line in front_lines(result):
+            con.print(line, markup=False)
 
 
 COMMANDS = [solve_cmd]

@@ -132,12 +132,19 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
     changes += [f"request latency {_pct(lat, best_lat)}",
                 f"{rate} {_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)}"]
     return [f"generic profile's best: {name} ({shown}, concurrency {g.batch}; differs from "
-            f"{fw.name}'s pick in {', '.join(differs) or 'nothing shown'}); {fw.name}'s profile rules "
-            f"it out ({blocked[0]}). With {fw.name}'s own factors it would change {', '.join(changes)} "
+            f"{fw.name}'s pick in {', '.join(differs) or 'nothing shown'}); {ruled_out(fw.name, blocked)}. With {fw.name}'s own factors it would change {', '.join(changes)} "
             f"vs {fw.name}'s {best_pattern}"
             + (f"; so what {fw.name} cannot express costs nothing here: by its own factors its pick scores better "
                f"({score_vs(scenario, e, best_est):+.3f} for the generic profile's best)"
                if score_vs(scenario, e, best_est) >= 0 else "")]
+
+
+def ruled_out(engine: str, blocked: list[str]) -> str:
+    """Every problem the engine's profile finds with a configuration, the first in full and the others by their
+    rule: a configuration that breaks two rules needs both lifted, and naming one would say it needs that one."""
+    more = [b.split("]")[0].lstrip("[") if b.startswith("[") else b for b in blocked[1:]]
+    return (f"{engine}'s profile rules it out ({blocked[0]}"
+            + (f"; also {', '.join(more)}" if more else "") + ")")
 
 
 def score_vs(scenario: Scenario, e: Estimate, ref: Estimate) -> float:

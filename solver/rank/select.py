@@ -3,12 +3,15 @@ verified config), name their pattern, label trade-offs and explain them with the
 from __future__ import annotations
 
 import math
+from typing import Mapping
 from dataclasses import dataclass
 
 from solver.estimate.memory import MemoryReport
 from solver.space.domains import cross_node_tp
 from solver.plan.solve import Planned
 from solver.rank.kv_split import kv_splitters
+from solver.rank.ties import SINGLE_RANK, profile_ties
+from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig
@@ -127,13 +130,20 @@ def _label(value: float, best: float) -> str:
     return "advantage" if ratio <= 1.1 else ("neutral" if ratio <= 1.5 else "risk")
 
 
+# the knobs whose value the reason credits to the estimate (the shared experts' TP, the vocabulary tables'), which an
+# engine's rules may hold instead
+TIED_REASON_KNOBS = ("dense_tp_size", "embed_tp_size", "lmhead_tp_size")
+
+
 def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware,
                          mem: MemoryReport | None = None, kvp_in_tp: bool = False,
-                         cp_replicates_kv: bool = False) -> str:
+                         cp_replicates_kv: bool = False, ties: Mapping[str, str] | None = None) -> str:
     """Name the seed's Step 2 branches this config follows and where it departs (`mem`: the config's memory at
     its concurrency, for whether memory binds; `kvp_in_tp`: the engine's DCP reuses its TP ranks, so the
     attention choice is said as the engine's TP and its DCP; `cp_replicates_kv`: the engine's CP ranks each keep
-    the whole cache, so only KVP splits it)."""
+    the whole cache, so only KVP splits it; `ties`: knob -> the engine's rules that hold it at its value
+    (ties.profile_ties), said as what set it instead of the estimate)."""
+    ties = ties or {}
     W = pc.world_size
     lines = []
     if model.is_moe:
@@ -158,7 +168,10 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         # the modules dense_tp_size runs here: a MoE stack with shared experts and no dense layer has them alone
         mods = " and ".join(n for n, on in (("dense FFN", model.has_dense_ffn),
                                              ("shared experts", model.num_shared_experts > 0)) if on)
-        lines.append(f"{mods} TP{pc.dense_tp_size}" if pc.dense_tp_size > 1 else
+        held = ties.get("dense_tp_size")
+        lines.append(f"{mods} TP{pc.dense_tp_size}" if pc.dense_tp_size > 1 and not held else
+                     f"{mods} {f'TP{pc.dense_tp_size}' if pc.dense_tp_size > 1 else 'replicated'} (set by {held})"
+                     if held else
                      f"{mods} replicated (seed allows TP within the node; the estimate prefers no all-reduce here)")
     if model.has_large_vocab:
         # a replicated table's bytes on the rank as the memory report holds them (its format's, the embedding's
@@ -176,12 +189,19 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         if model.tie_word_embeddings and pc.embed_tp_size == pc.lmhead_tp_size == 1:
             tables = [(f"embed and lm_head (one tied table){with_ple}", 1)]  # one copy on the rank, not two
         parts = []
-        for name, degree in tables:
+        for (name, degree), knob in zip(tables, ("embed_tp_size", "lmhead_tp_size")):
             gb = embed_gb if name.startswith("embed") else table_gb
-            parts.append(f"{name} TP{degree}" if degree > 1 else
+            split = f"TP{degree}" if degree > 1 else "replicated"
+            held = ties.get(knob) if len(tables) == 2 else (ties.get("embed_tp_size") and ties.get("lmhead_tp_size"))
+            parts.append(f"{name} {split} (set by {held})" if held else f"{name} TP{degree}" if degree > 1 else
                          f"{name} replicated ({gb:.1f} GB per rank: its all-reduce would cost more than "
                          f"the memory it frees, {memory})")
-        lines.append(f"V={model.vocab_size:,} > 100K, set independently: " + ", ".join(parts))
+        # the seed sets the tables independently of the backbone; an engine whose rules hold both does not
+        held = [bool(ties.get(k)) for k in ("embed_tp_size", "lmhead_tp_size")]
+        single = all(ties.get(k) == SINGLE_RANK for k in ("embed_tp_size", "lmhead_tp_size"))
+        how = ("one rank holds the tables" if single else "the engine ties the tables" if all(held) else
+               "set independently where the engine allows" if any(held) else "set independently")
+        lines.append(f"V={model.vocab_size:,} > 100K, {how}: " + ", ".join(parts))
     a = pc.attn_tp_size
     g = pc.attn_tp_group(kvp_in_tp)  # the ranks that split the heads: the engine's TP where DCP reuses them
     if scenario.kind == "throughput":
@@ -270,9 +290,11 @@ def _shown(rows: list, top: int) -> list:
 
 def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scenario: Scenario,
                     refs: list[Reference], ref_models: dict[str, str], top: int | None = None,
-                    kvp_in_tp: bool = False, cp_replicates_kv: bool = False) -> list[Candidate]:
+                    kvp_in_tp: bool = False, cp_replicates_kv: bool = False,
+                    fw: FrameworkProfile | None = None) -> list[Candidate]:
     """The candidates in the seed's order (ORDERING), one per pattern (the first of a pattern in that order
-    stays), the first `top` of them (`kvp_in_tp`: pattern_name's; `cp_replicates_kv`: decision_tree_reason's)."""
+    stays), the first `top` of them (`kvp_in_tp`: pattern_name's; `cp_replicates_kv`: decision_tree_reason's;
+    `fw`: the engine whose rules may hold a knob the reason would otherwise credit to the estimate)."""
     if not planned:
         return []
     # the full serving estimate each candidate shows, not the planner's additive proxy: the proxy leaves out
@@ -314,7 +336,9 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
                                     or mem.kv_share_of_available < 0.25)
                     else "risk" if mem.kv_share_of_available > 0.5 else "neutral")
         comparative = i == 0 and dist >= 4 and score <= best_score + math.log(1 + PERF_TIE)
-        reason = decision_tree_reason(p.config, model, scenario, hw, mem, kvp_in_tp, cp_replicates_kv)
+        ties = (profile_ties(fw, model, hw, p.config, TIED_REASON_KNOBS, p.batch, scenario.mtp)
+                if fw is not None else None)
+        reason = decision_tree_reason(p.config, model, scenario, hw, mem, kvp_in_tp, cp_replicates_kv, ties)
         if p.verified is not None:
             reason = f"{adoption_note(p.verified, score - best_score)}; {reason}"
         out.append(Candidate(

@@ -9,6 +9,7 @@ import yaml
 from solver.plan.solve import PlanResult
 from solver.rank.select import ORDERING, Candidate
 from solver.specs.launch_spec import ONLINE_SPLIT_KEY
+from solver.specs.knobs import nondefault_label
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
 
@@ -123,6 +124,22 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
             for p in result.front
         ],
     }
+
+
+def front_lines(result: PlanResult) -> list[str]:
+    """The Pareto front as the table's --explain prints it, one point a line (the knobs above 1, as the table's
+    column, the concurrency and the figures): the "off the front" a candidate's score line says is checkable
+    against it, as the YAML's commented pareto_front block is."""
+    out = []
+    for p in result.front:
+        e = p.estimate
+        figs = ([f"TTFT {e.ttft_s * 1e3:,.1f} ms"] if e.has_ttft else []) + \
+               ([f"TPOT {e.tpot_s * 1e3:.2f} ms"] if e.has_tpot else []) + \
+               [f"{e.output_tokens_per_s_per_rank:,.1f} tok/s/rank"]
+        edge = f" (SLA edge from {p.sla_edge_from})" if p.sla_edge_from is not None else ""
+        out.append(f"  {nondefault_label(own_config(p.config, result.knobs))} at concurrency {p.batch}{edge}: "
+                   + ", ".join(figs))
+    return out
 
 
 def candidate_workload(scenario: Scenario, batch: int) -> dict[str, Any]:

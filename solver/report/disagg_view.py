@@ -174,6 +174,18 @@ def _pool_dict(v: PoolView, d: DisaggPlan, knobs: tuple[str, ...], replica_knobs
             "launch": v.launch}
 
 
+def launch_gaps(r: DisaggReport) -> list[str]:
+    """What the engine's pool commands lack to run disaggregated (LaunchSpec's disagg `missing`: no role or KV
+    transfer flags in the facts), once each: the table and the YAML say it beside the plan, not only `--format
+    launch`, so a plan the engine cannot be told to run as pools is not read as one it can."""
+    seen: list[str] = []
+    for v in r.pools:
+        gap = (v.launch or {}).get("missing")
+        if gap and gap not in seen:
+            seen.append(gap)
+    return seen
+
+
 def launch_text(r: DisaggReport) -> str:
     """`solve --serving disagg --format launch`: one worker's command per pool, run once per worker."""
     from solver.launch.shell import render_shell
@@ -241,6 +253,7 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
         out = [f"# disaggregated serving: {data['ratio']} ({r.plan.prefill.workers} prefill worker(s) of "
                f"{r.plan.prefill.planned.config.world_size} ranks, {r.plan.decode.workers} decode worker(s) of "
                f"{r.plan.decode.planned.config.world_size}; {r.plan.cards} of {r.cards} cards)"]
+        out += [f"# missing: {gap}" for gap in launch_gaps(r)]
         for key in ("prefill_pool", "decode_pool"):
             p = data[key]
             out.append(f"# {key}: {p['pattern']}")
@@ -276,6 +289,7 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
                                                             f"{c['throughput_per_rank_ratio']:.2f}x)"
                                                             if c["throughput_per_rank_ratio"] else ""))
     lines += [f"    - {w}" for w in c["why"]]
+    lines += [f"  missing: {gap}" for gap in launch_gaps(r)]
     return "\n".join(lines) + "\n"
 
 
