@@ -12,9 +12,9 @@ from solver.estimate.memory_options import MemoryOptions
 from solver.plan import cpsat
 from solver.plan.groups import GROUPS
 from solver.plan.points import Point, SolverParams
-from solver.plan.table_build import attention_rejections
+from solver.plan.table_build import attention_rejections, attention_tuples
 from solver.plan.tables import Tables
-from solver.space.domains import Space, largest_tp, redundant_for
+from solver.space.domains import Space, build_space, largest_tp, redundant_for
 from solver.space.placement import as_launched, device_of, equal_split_sizes, launchable_sizes, split_text
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
@@ -234,8 +234,11 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
     formats smaller than the current ones that the hardware takes. `sizes_only`: the world size alone (a group
     the rules leave empty, which no sequence, batch or format refills)."""
     out = []
-    fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
-    wide = "" if allow_cross_node else " with TP inside a node (try --allow-cross-node)"
+    ruled: dict[int, list[str]] = {}
+    fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts, ruled)
+    # the flag matters only where a size tried spans nodes
+    spans = any(w > device_of(as_launched(hw, fw, w)).ranks_per_node for w in planned)
+    wide = "" if allow_cross_node or not spans else " with TP inside a node (try --allow-cross-node)"
     if fits is not None:
         aside = ", SLAs aside" if scenario.ttft_ms is not None or scenario.tpot_ms is not None else ""
         out.append(f"{fits} cards fit (the planner found a configuration there{aside})")
@@ -243,10 +246,16 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
         out.append(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory screen "
                    f"passes){wide}")
     else:
-        near = _remedy_worlds(world, model, hw, fw)
+        near = [w for w in _remedy_worlds(world, model, hw, fw) if w not in ruled]
         load = f"{scenario.concurrency:,} sequences" if scenario.concurrency else "the smallest batch"
-        out.append(f"no size from {min(near, default=world)} to {max(near, default=world)} cards holds the "
-                   f"weights and {load}{wide}")
+        if near and (max(near) > world or not ruled or sizes_only):  # smaller sizes hold no more weights a rank
+            out.append(f"no size from {min(near)} to {max(near)} cards holds the weights and {load}{wide}")
+    larger = sorted(w for w in ruled if w > world)
+    if fits is None and larger:
+        # sizes the engine's rules run no configuration at, whatever the flags: said, not offered as a remedy
+        rules = sorted({r for w in larger for r in ruled[w]})
+        at = ", ".join(map(str, larger)) if len(larger) <= 3 else f"{larger[0]} to {larger[-1]}"
+        out.append(f"{fw.name} runs no larger size ({', '.join(rules)} at {at} cards)")
     if sizes_only:
         return out
     if scenario.concurrency:
@@ -282,11 +291,23 @@ def cheaper_weights(model: ModelSpec, hw: Hardware, prec: Precision) -> str:
 
 def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
                    scenario: Scenario, params: SolverParams, allow_cross_node: bool,
-                   mem_opts: MemoryOptions | None) -> tuple[int | None, list[int]]:
+                   mem_opts: MemoryOptions | None, ruled: dict[int, list[str]] | None = None
+                   ) -> tuple[int | None, list[int]]:
     """(the nearest world size at which the planner itself finds a configuration, the sizes it was asked about):
-    the remedy is checked (first_that_plans)."""
+    the remedy is checked (first_that_plans; `ruled` as there)."""
     return first_that_plans(model, hw, prec, fw, _remedy_worlds(world, model, hw, fw), memory_question(scenario),
-                            params, allow_cross_node, mem_opts)
+                            params, allow_cross_node, mem_opts, ruled=ruled)
+
+
+def ruled_out(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario) -> list[str]:
+    """The rules under which no attention layout runs on `world` ranks whatever the flags (the space with TP across
+    nodes allowed): ATOM's C.single_node past one node. [] where one runs."""
+    hw = as_launched(hw, fw, world)
+    space = build_space(model, hw, fw, world, scenario, allow_cross_node=True)
+    if attention_tuples(space, model, fw, world, hw, scenario):
+        return []
+    return (attention_rejections(space, model, fw, world, hw, scenario)
+            or sorted({p.rule for p in space.pruned if p.knob in GROUPS["attn"]}))
 
 
 def memory_question(scenario: Scenario) -> Scenario:
@@ -298,9 +319,11 @@ def memory_question(scenario: Scenario) -> Scenario:
 
 def first_that_plans(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, sizes: Sequence[int],
                      scenario: Scenario, params: SolverParams | None, allow_cross_node: bool,
-                     mem_opts: MemoryOptions | None, method: str = "cpsat") -> tuple[int | None, list[int]]:
+                     mem_opts: MemoryOptions | None, method: str = "cpsat",
+                     ruled: dict[int, list[str]] | None = None) -> tuple[int | None, list[int]]:
     """(the first of `sizes` at which the planner finds a configuration for `scenario`, the sizes it was asked
-    about): each passes the memory screen (might_fit) first, and at most REMEDY_PLANS are planned, each within
+    about): a size the engine's rules run nothing at is passed over (into `ruled`, with the rules: ruled_out),
+    each other passes the memory screen (might_fit) first, and at most REMEDY_PLANS are planned, each within
     REMEDY_TIME_LIMIT_S."""
     from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
 
@@ -308,6 +331,11 @@ def first_that_plans(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
     quick = SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
     planned: list[int] = []
     for w in sizes:
+        rules = ruled_out(model, hw, fw, w, scenario)
+        if rules:
+            if ruled is not None:
+                ruled[w] = rules
+            continue
         if not might_fit(model, as_launched(hw, fw, w), prec, fw, w, scenario, mem_opts):
             continue
         planned.append(w)

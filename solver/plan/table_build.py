@@ -30,7 +30,7 @@ T = TypeVar("T")
 _BUILT_WITH: list = []
 
 
-def _attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, world: int, hw: Hardware,
+def attention_tuples(space: Space, model: ModelSpec, fw: FrameworkProfile, world: int, hw: Hardware,
                       scenario: Scenario, rejected: dict[str, int] | None = None,
                       ignore: frozenset[str] = frozenset()) -> list[tuple[int, ...]]:
     """Attention choices: at most one token-sharding mode (CP, KVP or SP) at a time, group divides W, and
@@ -88,9 +88,9 @@ def attention_rejections(space: Space, model: ModelSpec, fw: FrameworkProfile, w
     rule does alone, every rule that turned one away, the most layouts first. What an empty attention group
     names beside the space's own pruning."""
     rejected: dict[str, int] = {}
-    _attention_tuples(space, model, fw, world, hw, scenario, rejected)
+    attention_tuples(space, model, fw, world, hw, scenario, rejected)
     ordered = sorted(rejected, key=lambda rule: (-rejected[rule], rule))
-    alone = [r for r in ordered if _attention_tuples(space, model, fw, world, hw, scenario, ignore=frozenset({r}))]
+    alone = [r for r in ordered if attention_tuples(space, model, fw, world, hw, scenario, ignore=frozenset({r}))]
     return alone or ordered
 
 
@@ -110,7 +110,7 @@ def build_tables(model: ModelSpec, hw: Hardware, prec: Precision, f: Factors, fw
     params = count_params(model)
     groups = _one_of(module_groups(params))  # one object per value too: the share recipes key it by id
     choices: dict[str, list[tuple[int, ...]]] = {
-        "attn": _attention_tuples(space, model, fw, W, hw, scenario),
+        "attn": attention_tuples(space, model, fw, W, hw, scenario),
         "dense": _per_stage(space.domains["dense_tp_size"], pps, W),
         "moe": [c for c in _per_stage(space.domains["moe_tp_size"], pps, W,
                                       lambda v, p: _redundant(model, fw, hw, W // p // v))],
