@@ -105,6 +105,15 @@ def test_vllm_pcp_runs_on_mla_models_only(tmp_path) -> None:
     assert any(v.startswith("[C.pcp_mla_only]") for v in out["violations"]["C"])
 
 
+def test_vllm_pcp_refuses_an_mla_model_with_recurrent_layers() -> None:
+    """Kimi-K3 (MLA beside KDA linear-attention layers): the KDA layers are MambaBase layers whose backend has no
+    impl, so supports_pcp is False and vLLM 0.34.0's check_attention_cp_compatibility asserts (cp_utils.py)."""
+    r = CliRunner().invoke(main, ["estimate", "kimi-k3", "--hardware", "mi355x", "--cards", "8", "--framework",
+                                  "vllm", "--cp", "2", "--attn-tp", "4", "--dense-tp", "4", "--embed-tp", "4",
+                                  "--lmhead-tp", "4", "--isl", "4096", "--osl", "256", "--concurrency", "4"])
+    assert r.exit_code == 2 and "[C.pcp_mla_only]" in r.stderr and "recurrent" in r.stderr
+
+
 def test_mla_prefill_under_pcp2_x_tp8_splits_the_pairs_and_gathers_the_latent() -> None:
     """DeepSeek-V3, TP8 x PCP2, a 128K prompt: MLA prefill runs non-absorbed, 128 / 8 = 16 heads of
     (192 + 128) per (query, key) pair, half the pairs per PCP rank; the gathered K/V is the latent cache entry,
