@@ -1,0 +1,45 @@
+"""Rules found asking the planner about rack-scale systems (GB200 / GB300 NVL72, Atlas A3 CloudMatrix384) (hunt41e).
+
+GB200 NVL72 (facts/hardware.md): 4 GPUs a compute tray, 72 in one NVLink rack at 900 GB/s a GPU, 100 GB/s a GPU
+between racks. Ranks fill trays, then racks, in order: ranks 0-71 are rack 0, 72-143 rack 1."""
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.scenario import Scenario
+from solver.space.domains import knob_rule, pp_fits_domains
+from solver.specs.topology import group_levels
+
+GB200 = load_hardware("gb200")
+
+
+def _pp_rule(world: int, pp: int) -> str | None:
+    return knob_rule(load_model("deepseek-r1"), GB200, load_framework("trtllm"), world, Scenario(), False,
+                     "pp_size", pp)
+
+
+def test_a_pipeline_stage_that_straddles_two_nvl72_racks_is_pruned() -> None:
+    """144 ranks = 2 racks of 72. PP9: stages of 16 are whole trays (16 = 4 x 4), but the fifth stage, ranks
+    64-79, is 8 in rack 0 and 8 in rack 1: pruned (B.pp_stage_whole_domains). PP3: stages of 48, the second
+    48-95 straddles: pruned. PP2 (72 = one rack), PP4 (36: 2 stages a rack), PP6 (24: 3 a rack) tile
+    the racks: kept. (PP8's 18 is not whole trays, 18 / 4 = 4.5: the node rule's, B.pp_stage_whole_nodes.)"""
+    assert _pp_rule(144, 9) == "B.pp_stage_whole_domains"
+    assert _pp_rule(144, 3) == "B.pp_stage_whole_domains"
+    assert {pp: _pp_rule(144, pp) for pp in (2, 4, 6)} == {2: None, 4: None, 6: None}
+    assert _pp_rule(144, 8) == "B.pp_stage_whole_nodes"
+
+
+def test_inside_one_nvl72_rack_any_stage_of_whole_trays_stays_on_nvlink() -> None:
+    """72 ranks are one rack: PP9 stages of 8 (two trays) and PP3 stages of 24 never leave it, so the domain
+    rule does not apply (pp_fits_domains: world 72 <= domain 72)."""
+    assert pp_fits_domains(72, 9, GB200) and pp_fits_domains(72, 3, GB200)
+    assert _pp_rule(72, 9) is None and _pp_rule(72, 3) is None
+
+
+def test_a_collective_over_the_whole_nvl72_rack_rides_nvlink_and_two_racks_add_the_scale_out_tier() -> None:
+    """A 72-rank group: 4 in a tray x 18 trays, one NVLink fabric (the tray and rack tiers have the same link
+    figures, so one level): [(72, scale_up)]. 144 ranks: that, twice, across the RDMA tier: [(72, scale_up),
+    (2, inter_rack)]. A group of 2 ranks 72 apart (one per rack): inter_rack alone."""
+    levels = lambda n, s=1: [(lv.members, lv.tier_name) for lv in group_levels(GB200, n, s)]  # noqa: E731
+    assert levels(72) == [(72, "scale_up")]
+    assert levels(144) == [(72, "scale_up"), (2, "inter_rack")]
+    assert levels(2, 72) == [(2, "inter_rack")]
