@@ -2,6 +2,13 @@
 
 GB200 NVL72 (facts/hardware.md): 4 GPUs a compute tray, 72 in one NVLink rack at 900 GB/s a GPU, 100 GB/s a GPU
 between racks. Ranks fill trays, then racks, in order: ranks 0-71 are rack 0, 72-143 rack 1."""
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from solver.cli.main import main
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -43,3 +50,25 @@ def test_a_collective_over_the_whole_nvl72_rack_rides_nvlink_and_two_racks_add_t
     assert levels(72) == [(72, "scale_up")]
     assert levels(144) == [(72, "scale_up"), (2, "inter_rack")]
     assert levels(2, 72) == [(2, "inter_rack")]
+
+
+def _deployment(folder: Path, pc: dict, world: int, model: str = "deepseek-r1") -> str:
+    path = folder / "dep.yaml"
+    path.write_text(yaml.safe_dump({"model": model, "hardware": "gb200", "world_size": world, "parallel_config": pc,
+                                    "workload": {"isl": 4096, "osl": 256, "concurrency": 512}}))
+    return str(path)
+
+
+def test_a_whole_nvl72_rack_launches_as_18_trays_of_4(tmp_path: Path) -> None:
+    """SGLang's --nnodes launcher: 72 ranks = 18 compute trays x 4 GPUs, so --nnodes 18, node ranks 0-17, tray k
+    holding ranks 4k to 4k+3; attention DP 72 with EP 72 (256 experts + 32 copies = 288 = 4 a rank)."""
+    pc = {"moe_tp_size": 1, "redundant_experts": 32}
+    r = CliRunner().invoke(main, ["launch", _deployment(tmp_path, pc, 72), "--engine", "sglang", "--format",
+                                  "json"])
+    assert r.exit_code == 0, r.stderr
+    launch = json.loads(r.stdout)
+    assert len(launch["placement"]) == 18 and launch["placement"][17] == {"node_rank": 17, "ranks": [68, 71],
+                                                                           "devices": 4}
+    argv = launch["nodes"][17]["argv"]
+    assert argv[argv.index("--nnodes") + 1] == "18" and argv[argv.index("--node-rank") + 1] == "17"
+    assert argv[argv.index("--ep-size") + 1] == "72"
