@@ -88,3 +88,11 @@ def test_a_tp_size_must_divide_the_ffn_width_it_splits() -> None:
     assert _tp_rule("deepseek-r1", "dense_tp_size", 72) is None and _tp_rule("deepseek-r1", "dense_tp_size", 24) is None
     assert _tp_rule("qwen3-235b-a22b", "moe_tp_size", 24) is None
     assert _tp_rule("qwen3-235b-a22b", "moe_tp_size", 72) == "A.ffn_width_divisible_tp"
+
+
+def test_estimate_refuses_a_moe_tp_that_does_not_divide_the_expert_width() -> None:
+    """The single-config commands name the field and the arithmetic: 2048 % 72 = 32 != 0."""
+    r = CliRunner().invoke(main, ["estimate", "deepseek-r1", "--hardware", "gb200", "--cards", "72", "--moe-tp",
+                                  "72", "--phase", "decode", "--batch", "64", "--seq-len", "4096"])
+    assert r.exit_code == 2
+    assert "moe_intermediate_size 2048 % moe_tp_size 72 != 0" in r.stderr
