@@ -25,8 +25,9 @@ from solver.specs.topology import group_levels
 TP4_PP3 = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4, "pp_size": 3}
 TP2_PP6 = {"attn_tp_size": 2, "dense_tp_size": 2, "embed_tp_size": 2, "lmhead_tp_size": 2, "pp_size": 6}
 # a dense model whose 48 heads and 48 KV heads TP3 and TP6 divide (vLLM: TP divides the KV heads or is a multiple)
+# 48 heads and an FFN 24576 = 2^13 x 3 wide: TP 2, 3, 4, 6 and 12 split both (A.ffn_width_divisible_tp)
 MHA48 = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 6144,
-         "intermediate_size": 16384, "num_attention_heads": 48, "num_key_value_heads": 48, "num_hidden_layers": 40,
+         "intermediate_size": 24576, "num_attention_heads": 48, "num_key_value_heads": 48, "num_hidden_layers": 40,
          "vocab_size": 32000, "max_position_embeddings": 8192, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
          "torch_dtype": "bfloat16", "tie_word_embeddings": False, "hidden_act": "silu"}
 

@@ -90,6 +90,16 @@ def pp_fits_nodes(world: int, pp: int, hw: Hardware) -> bool:
     return stage % rpn == 0 or rpn % stage == 0
 
 
+def pp_fits_domains(world: int, pp: int, hw: Hardware) -> bool:
+    """Seed class B for PP at the scale-up domain, as pp_fits_nodes at the node: where the world spans several
+    fast-fabric domains (tp_domain: two NVL72 racks), each stage is whole domains or a part of one that tiles
+    it. A stage of 16 on 144 GB200 ranks is whole trays, but the fifth (ranks 64-79) sits half in each rack:
+    its EP all-to-all would cross the scale-out NICs, which the estimate, pricing a 16-rank group inside the
+    domain, does not charge."""
+    stage, dom = world // pp, tp_domain(hw)
+    return world <= dom or stage % dom == 0 or dom % stage == 0
+
+
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -187,6 +197,13 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
         return "A.experts_divisible_moe_ep"
     if knob == "o_proj_tp_size" and model.o_proj_dim % value:
         return "A.o_proj_dim_divisible"
+    # a TP linear holds width / tp columns: the engines' ColumnParallelLinear divide() and FusedMoE
+    # (`assert intermediate_size % moe_tp_size == 0`, SGLang) refuse a remainder. Powers of two always divide
+    # the 2^k widths; TP 12 / 24 / 36 / 72 (a rack's sizes) do not (DeepSeek's 2048-wide experts)
+    if knob == "moe_tp_size" and model.is_moe and model.moe_intermediate_size % value:
+        return "A.ffn_width_divisible_tp"
+    if knob == "dense_tp_size" and model.has_dense_ffn and model.intermediate_size % value:
+        return "A.ffn_width_divisible_tp"
     if knob == "pp_size" and value > 1:
         if value > model.num_layers:
             return "A.pp_at_most_layers"
@@ -194,6 +211,8 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
             return "A.pp_keeps_kv_sharing_groups"
         if not pp_fits_nodes(world, value, hw):
             return "B.pp_stage_whole_nodes"
+        if not pp_fits_domains(world, value, hw):
+            return "B.pp_stage_whole_domains"
     if knob == "cp_size" and value != 1 and cp_is_renamed(scenario):
         return "scenario.cp_splits_prefill_only"
     if knob in TP_KNOBS and not allow_cross_node and value > tp_domain(hw):

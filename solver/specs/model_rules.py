@@ -91,4 +91,9 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
                 for k, v in pc.knobs().items() if k != "pp_size" and W % v == 0 and S % v]
     if model.has_mla and model.o_proj_dim % pc.o_proj_tp_size:
         out.append(f"N_h * v_head_dim {model.o_proj_dim} % o_proj_tp_size {pc.o_proj_tp_size} != 0")
+    # space.domains' A.ffn_width_divisible_tp: a TP linear holds width / tp columns
+    if model.is_moe and model.moe_intermediate_size % pc.moe_tp_size:
+        out.append(f"moe_intermediate_size {model.moe_intermediate_size} % moe_tp_size {pc.moe_tp_size} != 0")
+    if model.has_dense_ffn and model.intermediate_size % pc.dense_tp_size:
+        out.append(f"intermediate_size {model.intermediate_size} % dense_tp_size {pc.dense_tp_size} != 0")
     return out
