@@ -41,6 +41,23 @@ def toy_hardware(**over):
     return Hardware(**data)
 
 
+def one_catalog_config_per_class() -> list[Path]:
+    """The first catalog model (models/*.json, by name) of each configuration class (its model_type, and its
+    language model's where a wrapper nests one): the default suite's sample of the config sweeps
+    (benchmarks/class_defaults.py, benchmarks/unread_fields.py), whose other configs run in the slow pass."""
+    import json
+
+    from benchmarks.class_defaults import _NESTED, configs
+
+    first: dict[tuple, Path] = {}
+    for path in configs():
+        if path.parent == REPO / "models":
+            cfg = json.loads(path.read_text())
+            inner = next((cfg[k] for k in _NESTED if isinstance(cfg.get(k), dict) and cfg[k]), {})
+            first.setdefault((cfg.get("model_type"), inner.get("model_type")), path)
+    return list(first.values())
+
+
 import pytest  # noqa: E402
 
 
