@@ -61,13 +61,27 @@ def one_catalog_config_per_class() -> list[Path]:
 import pytest  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _fresh_planner_cache():
-    """Each test plans from an empty cache (solve.plan reuses tables and fronts across calls): a test that
-    patches the estimator or the solver sees its own patch, not an earlier test's answer."""
+def _clear_planner_cache() -> None:
     import sys
 
     solve = sys.modules.get("solver.plan.solve")
     if solve is not None and hasattr(solve, "clear_cache"):
         solve.clear_cache()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_planner_cache_per_module():
+    """Each test module plans from an empty cache."""
+    _clear_planner_cache()
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _fresh_planner_cache(request):
+    """Each test plans from an empty cache (solve.plan reuses tables and fronts across calls): a test that
+    patches the estimator or the solver sees its own patch, not an earlier test's answer. A module that patches
+    neither and plans the same deployments in many tests sets SHARES_PLANS = True: its tests reuse what the
+    module's earlier tests built (the cache hands out only what equal inputs built)."""
+    if not getattr(request.module, "SHARES_PLANS", False):
+        _clear_planner_cache()
     yield
