@@ -9,10 +9,6 @@ from click.testing import CliRunner
 from conftest import REPO
 from solver.cli.main import main
 
-# the tests plan the same deployments and patch no estimator: they share the planner's cache
-# (conftest._fresh_planner_cache)
-SHARES_PLANS = True
-
 BASE = {"model": "deepseek-r1", "hardware": "atlas_a3", "framework": "cann-recipes", "world_size": 16,
         "workload": {"phase": "decode", "batch": 64, "seq_len": 356}, "quant": {"weights": "int8"}}
 

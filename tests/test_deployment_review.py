@@ -10,10 +10,6 @@ from click.testing import CliRunner
 
 from solver.cli.main import main
 
-# the tests plan the same deployments and patch no estimator: they share the planner's cache
-# (conftest._fresh_planner_cache)
-SHARES_PLANS = True
-
 V32_PREFILL = ["deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "64", "--weight-dtype", "int8",
                "--isl", "65536", "--phase", "prefill"]
 

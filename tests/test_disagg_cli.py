@@ -8,10 +8,6 @@ from click.testing import CliRunner
 
 from solver.cli.main import main
 
-# the tests plan the same deployments and patch no estimator: they share the planner's cache
-# (conftest._fresh_planner_cache)
-SHARES_PLANS = True
-
 ARGS = ["solve", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "4", "--scenario", "throughput",
         "--isl", "1024", "--osl", "512", "--tpot-ms", "30", "--serving", "disagg"]
 

@@ -18,10 +18,6 @@ from solver.capacity.recommend import choose
 from solver.cli.main import main
 from solver.errors import InputError
 
-# the tests plan the same deployments and patch no estimator: they share the planner's cache
-# (conftest._fresh_planner_cache)
-SHARES_PLANS = True
-
 LOAD = 5000.0
 RUN = dict(target_output_tokens_per_s=LOAD, cards="2,4,8", isl=1024, osl=256)
 ARGV = ["recommend", "qwen3-8b", "l40s", "h200_sxm", "--target-output-tokens-per-s", "5000", "--cards", "2,4,8",

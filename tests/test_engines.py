@@ -13,10 +13,6 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import model_knobs
 
-# the tests plan the same deployments and patch no estimator: they share the planner's cache
-# (conftest._fresh_planner_cache)
-SHARES_PLANS = True
-
 ENGINES = [f for f in list_frameworks() if f != "generic"]
 
 

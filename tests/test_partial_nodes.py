@@ -22,10 +22,6 @@ from solver.specs.rule_env import model_env
 from solver.specs.scenario import Scenario
 from solver.specs.topology import group_levels
 
-# the tests plan the same deployments and patch no estimator: they share the planner's cache
-# (conftest._fresh_planner_cache)
-SHARES_PLANS = True
-
 TP4_PP3 = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4, "pp_size": 3}
 TP2_PP6 = {"attn_tp_size": 2, "dense_tp_size": 2, "embed_tp_size": 2, "lmhead_tp_size": 2, "pp_size": 6}
 # a dense model whose 48 heads and 48 KV heads TP3 and TP6 divide (vLLM: TP divides the KV heads or is a multiple)

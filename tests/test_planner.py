@@ -25,10 +25,6 @@ from solver.specs.scenario import Scenario
 
 from conftest import examples  # noqa: E402
 
-# the tests plan the same deployments and patch no estimator: they share the planner's cache
-# (conftest._fresh_planner_cache)
-SHARES_PLANS = True
-
 SMALL = [("qwen3-30b-a3b", "h200_sxm"), ("mixtral-8x7b", "h100_sxm"), ("qwen3-8b", "a100_sxm"),
          ("gpt-oss-20b", "b200_sxm"), ("deepseek-v3.2", "atlas_a3")]
 

@@ -15,10 +15,6 @@ from solver.specs.model_catalog import load_model
 from solver.specs.precision import resolve_precision
 from solver.specs.scenario import Scenario
 
-# the tests plan the same deployments and patch no estimator: they share the planner's cache
-# (conftest._fresh_planner_cache)
-SHARES_PLANS = True
-
 # Llama-3.1-70B on 8 H100 under vLLM, 2K prompts, 512 outputs, TPOT <= 40 ms: TP8 meets it at 64, not at 128
 LLAMA_8_H100 = ("llama-3.1-70b", "h100_sxm", 8)
 TPOT_40 = Scenario(kind="throughput", isl=2048, osl=512, tpot_ms=40.0)
