@@ -41,16 +41,47 @@ def toy_hardware(**over):
     return Hardware(**data)
 
 
+def one_catalog_config_per_class() -> list[Path]:
+    """The first catalog model (models/*.json, by name) of each configuration class (its model_type, and its
+    language model's where a wrapper nests one): the default suite's sample of the config sweeps
+    (benchmarks/class_defaults.py, benchmarks/unread_fields.py), whose other configs run in the slow pass."""
+    import json
+
+    from benchmarks.class_defaults import _NESTED, configs
+
+    first: dict[tuple, Path] = {}
+    for path in configs():
+        if path.parent == REPO / "models":
+            cfg = json.loads(path.read_text())
+            inner = next((cfg[k] for k in _NESTED if isinstance(cfg.get(k), dict) and cfg[k]), {})
+            first.setdefault((cfg.get("model_type"), inner.get("model_type")), path)
+    return list(first.values())
+
+
 import pytest  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _fresh_planner_cache():
-    """Each test plans from an empty cache (solve.plan reuses tables and fronts across calls): a test that
-    patches the estimator or the solver sees its own patch, not an earlier test's answer."""
+def _clear_planner_cache() -> None:
     import sys
 
     solve = sys.modules.get("solver.plan.solve")
     if solve is not None and hasattr(solve, "clear_cache"):
         solve.clear_cache()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_planner_cache_per_module():
+    """Each test module plans from an empty cache."""
+    _clear_planner_cache()
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _fresh_planner_cache(request):
+    """Each test plans from an empty cache (solve.plan reuses tables and fronts across calls): a test that
+    patches the estimator or the solver sees its own patch, not an earlier test's answer. A module that patches
+    neither and plans the same deployments in many tests sets SHARES_PLANS = True: its tests reuse what the
+    module's earlier tests built (the cache hands out only what equal inputs built)."""
+    if not getattr(request.module, "SHARES_PLANS", False):
+        _clear_planner_cache()
     yield

@@ -17,6 +17,10 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.errors import InputError
 from solver.specs.parallel import KNOBS
 
+# the tests sweep and recommend the same deployments and patch no estimator: they share the planner's cache
+# (conftest._fresh_planner_cache)
+SHARES_PLANS = True
+
 # DeepSeek-V3.2 on Atlas A3 in W8A8: 8 cards do not fit (an infeasible row), 16 do (a front).
 SWEEP = ["sweep", "deepseek-v3.2", "--hardware", "atlas_a3", "--weight-dtype", "int8", "--cards", "8,16",
          "--scenarios", "throughput,latency"]

@@ -19,6 +19,10 @@ from solver.specs.model_catalog import load_model
 from solver.specs.precision import resolve_precision
 from solver.specs.scenario import Scenario
 
+# the tests sweep and recommend the same deployments and patch no estimator: they share the planner's cache
+# (conftest._fresh_planner_cache)
+SHARES_PLANS = True
+
 QWEN = "qwen3-30b-a3b"
 
 

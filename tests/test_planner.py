@@ -294,10 +294,25 @@ def random_model_config(draw):
     return cfg
 
 
-@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cfg=random_model_config(), hw=st.sampled_from(["h100_sxm", "atlas_a2", "mi300x", "gb200"]),
-       world=st.sampled_from([1, 2, 4, 8]), kind=st.sampled_from(["throughput", "latency", "balanced"]))
+_RANDOM_DEPLOYMENTS = dict(cfg=random_model_config(), hw=st.sampled_from(["h100_sxm", "atlas_a2", "mi300x", "gb200"]),
+                          world=st.sampled_from([1, 2, 4, 8]), kind=st.sampled_from(["throughput", "latency", "balanced"]))
+
+
+# 4 random models in the default suite; the slow suite (.ci/run) draws 16 more
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**_RANDOM_DEPLOYMENTS)
 def test_random_models_get_valid_answers_and_matching_fronts(cfg, hw, world, kind):
+    _valid_answers_and_matching_fronts(cfg, hw, world, kind)
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(16), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**_RANDOM_DEPLOYMENTS)
+def test_random_models_get_valid_answers_and_matching_fronts_many(cfg, hw, world, kind):
+    _valid_answers_and_matching_fronts(cfg, hw, world, kind)
+
+
+def _valid_answers_and_matching_fronts(cfg, hw, world, kind) -> None:
     import json
     import tempfile
     from pathlib import Path

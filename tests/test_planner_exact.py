@@ -149,14 +149,29 @@ def test_the_stages_summed_in_one_pass_equal_each_stages_sums(case, pp, phase, m
     assert got == [step_sums(sm, h, pc, prec, f, w, k, attention_only, modules) for sm, k in sts]
 
 
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=st.sampled_from(CASES), fw=st.sampled_from(FRAMEWORKS), world=st.sampled_from([1, 2, 4, 8, 16]),
-       phase=st.sampled_from(["serving", "prefill", "decode"]), isl=st.sampled_from([512, 4096]),
-       mtp=st.sampled_from([0, 1]), data=st.data())
+_TABLE_SUM_CASES = dict(case=st.sampled_from(CASES), fw=st.sampled_from(FRAMEWORKS),
+                       world=st.sampled_from([1, 2, 4, 8, 16]), phase=st.sampled_from(["serving", "prefill", "decode"]),
+                       isl=st.sampled_from([512, 4096]), mtp=st.sampled_from([0, 1]), data=st.data())
+
+
+# 20 draws in the default suite; the slow suite (.ci/run) draws 60 more
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**_TABLE_SUM_CASES)
 def test_the_tables_sum_to_the_full_estimate(case, fw, world, phase, isl, mtp, data) -> None:
     """A configuration's figures from the summed tables (per stage, the pairwise terms included) equal the
     full estimate's, for every configuration the memory cap admits whose busiest replica's sequences fit by
     the memory model too (what the figures assume; the planner holds each answer to it: solve.verify)."""
+    _tables_sum_to_the_full_estimate(case, fw, world, phase, isl, mtp, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**_TABLE_SUM_CASES)
+def test_the_tables_sum_to_the_full_estimate_many(case, fw, world, phase, isl, mtp, data) -> None:
+    _tables_sum_to_the_full_estimate(case, fw, world, phase, isl, mtp, data)
+
+
+def _tables_sum_to_the_full_estimate(case, fw, world, phase, isl, mtp, data) -> None:
     m, h, f, prec, fac, sc, t = _instance(case[0], case[1], fw, world, phase, isl, mtp)
     if any(not c for c in t.choices.values()):
         return
