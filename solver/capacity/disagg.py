@@ -18,8 +18,8 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from solver.capacity.inputs import (make_scenario, parse_cards, parse_scenarios, parse_seq_lens, per_hardware,
-                                    scenario_for)
+from solver.capacity.inputs import (default_cards, make_scenario, parse_cards, parse_scenarios, parse_seq_lens,
+                                    per_hardware, scenario_for)
 from solver.capacity.recommend import (BASIS_LABELS, choose, cost_text, costs, no_fit_note, parse_prices, price_note,
                                        shortfall_note)
 from solver.capacity.sweep import UNROUNDED
@@ -168,7 +168,7 @@ class DisaggRecommendation:
 
 def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_tokens_per_s: float | None = None,
                      target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
-                     ttft_ms: float | None = None, tpot_ms: float | None = None, cards: str = "1..1024",
+                     ttft_ms: float | None = None, tpot_ms: float | None = None, cards: str | None = None,
                      framework: str = "generic", weight_dtype=None, moe_weight_dtype=None, kv_dtype=None,
                      mtp: int = 0, mtp_accept: float | None = None, max_concurrency: int | None = None,
                      allow_cross_node: bool = False,
@@ -186,21 +186,24 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                   else target_requests_per_s * osl)
     if tok_s <= 0:
         raise InputError("--target-output-tokens-per-s", f"must be > 0, got {tok_s}")
-    hw_names = [load_hardware(h).name for h in hardware]
+    hws = [load_hardware(h) for h in hardware]
+    hw_names = [h.name for h in hws]
     price = parse_prices(prices, hw_names)
     dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
     sc = make_scenario(kind="throughput", isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                        max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept)
-    sizes = [w for w in parse_cards(cards) if w >= 2]  # one card cannot hold a worker per pool
-    if not sizes:
+    # one card cannot hold a worker per pool; without --cards, each hardware's own sizes (inputs.default_cards)
+    sizes = {h.name: [w for w in (parse_cards(cards) if cards is not None else default_cards(h.scale_up_domain))
+                      if w >= 2] for h in hws}
+    if not any(sizes.values()):
         raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")
     if checked:
         checked()
     options = []
     for hw in hw_names:
-        o = _first_that_carries(model, hw, sizes, sc, tok_s, framework, dt["--weight-dtype"][hw],
+        o = _first_that_carries(model, hw, sizes[hw], sc, tok_s, framework, dt["--weight-dtype"][hw],
                                 dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params, allow_cross_node, progress)
         options.append(_priced(o, price.get(hw), tok_s))
     best, basis = choose(options, lambda o: o["met"], lambda o: o["cost_per_hour"],

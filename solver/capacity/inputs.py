@@ -58,6 +58,23 @@ def parse_cards(text: str | int | Iterable[int]) -> list[int]:
     return sorted(set(items))
 
 
+# the deployment sizes recommend tries where --cards is not given: the powers of two up to here, and the whole
+# scale-up domains (default_cards)
+DEFAULT_CARD_RANGE = "1..1024"
+
+
+def default_cards(scale_up_domain: int) -> list[int]:
+    """The sizes tried on a device whose scale-up domain is `scale_up_domain` ranks when --cards is not given: the
+    powers of two of DEFAULT_CARD_RANGE, and where the domain is not one, its whole domains a power of two of them
+    within that range (a GB200 NVL72 rack: 72, 144, 288, 576; a CloudMatrix384 SuperPoD of 768 A3 dies): the sizes
+    such systems are bought and cabled in."""
+    sizes = parse_cards(DEFAULT_CARD_RANGE)
+    d = scale_up_domain
+    if d & (d - 1):
+        sizes += [d << k for k in range(max(sizes).bit_length()) if d << k <= max(sizes)]
+    return sorted(set(sizes))
+
+
 def parse_scenarios(value: str | Scenario | Iterable[str | Scenario] | None) -> list[str | Scenario]:
     """Scenario kinds (comma-separated or a list) or ready-made Scenario objects; unknown kinds are an InputError."""
     if value is None:

@@ -32,15 +32,14 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import pandas as pd
 
-from solver.capacity.inputs import DEFAULT_SCENARIOS, hardware_key, parse_cards
-from solver.capacity.sweep import UNROUNDED, Task, build_plan, solve_task, sweep_rows
+from solver.capacity.inputs import DEFAULT_SCENARIOS, default_cards, hardware_key, parse_cards
+from solver.capacity.sweep import UNROUNDED, Task, build_plan, hardware_list, solve_task, sweep_rows
 from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.space.domains import range_note
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CARDS, MAX_CONCURRENCY
 from solver.specs.parallel import KNOBS
 
-DEFAULT_CARDS = "1..1024"
 WIDEN = 4  # how much wider the concurrency range is planned again where a count falls short at its top
 
 
@@ -217,14 +216,15 @@ def price_note(basis: str, several: bool, met_prices: Mapping[str, float | None]
 def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens_per_s: float | None = None,
               target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
               ttft_ms: float | None = None, tpot_ms: float | None = None, prices: Any = None,
-              cards: str | Iterable[int] = DEFAULT_CARDS, framework: str = "generic", weight_dtype: Any = None,
+              cards: str | Iterable[int] | None = None, framework: str = "generic", weight_dtype: Any = None,
               moe_weight_dtype: Any = None, kv_dtype: Any = None, mtp: int = 0, mtp_accept: float | None = None,
               max_concurrency: int | None = None,
               allow_cross_node: bool = False, params: SolverParams | None = None, max_copies: int | None = None,
               progress: Callable[[str], None] | None = None) -> Recommendation:
     """See the module docstring. Exactly one of the two targets; `prices` maps hardware to a price per card-hour;
     `max_concurrency` None widens the default range where a count falls short at its top; `max_copies` None
-    leaves the copies of a deployment unbounded (1: one deployment)."""
+    leaves the copies of a deployment unbounded (1: one deployment); `cards` None tries each hardware's
+    inputs.default_cards."""
     if (target_output_tokens_per_s is None) == (target_requests_per_s is None):
         raise InputError("--target-output-tokens-per-s/--target-requests-per-s", "give exactly one of the two")
     target = target_output_tokens_per_s if target_output_tokens_per_s is not None else target_requests_per_s
@@ -238,7 +238,13 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
         raise InputError("--max-copies", f"must be an integer >= 1, got {max_copies!r}")
     tok_s = float(target_output_tokens_per_s if target_output_tokens_per_s is not None
                   else target_requests_per_s * osl)
-    card_list = parse_cards(cards)
+    if cards is None:  # each hardware's own default sizes: the union is planned, each keeps its own
+        from solver.specs.hardware_catalog import load_hardware
+
+        own = {hw.name: default_cards(hw.scale_up_domain) for hw in map(load_hardware, hardware_list(hardware))}
+        card_list = sorted({w for sizes in own.values() for w in sizes})
+    else:
+        card_list, own = parse_cards(cards), None
     # one planner task per (hardware, cards); validation of every input happens here, before any solve
     plan = build_plan(model, hardware, card_list, [DEFAULT_SCENARIOS[2]], isl=isl, osl=osl, ttft_ms=ttft_ms,
                       tpot_ms=tpot_ms, max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY, mtp=mtp,
@@ -249,7 +255,8 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
     price = parse_prices(prices, plan.hardware)
     by_hw: dict[str, list[Task]] = {}
     for t in plan.tasks:
-        by_hw.setdefault(t.hardware_name, []).append(t)
+        if own is None or t.cards in own.get(t.hardware_name, card_list):
+            by_hw.setdefault(t.hardware_name, []).append(t)
     options = []
     for hw_name, tasks in by_hw.items():
         options.append(_fewest_cards(hw_name, sorted(tasks, key=lambda t: t.cards), tok_s, price.get(hw_name),

@@ -94,7 +94,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     from solver.specs.notes import context_notes, device_notes
     from solver.specs.precision import resolve_precision
 
-    hw_list = _hardware_list(hardware)
+    hw_list = hardware_list(hardware)
     card_list = parse_cards(cards)
     kinds = parse_scenarios(scenarios)
     for flag, v in (("--isl", isl), ("--osl", osl), ("--top", top)):
@@ -137,7 +137,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     return out
 
 
-def _hardware_list(hardware: str | Sequence[str]) -> list[str]:
+def hardware_list(hardware: str | Sequence[str]) -> list[str]:
     items = [hardware] if isinstance(hardware, str) else list(hardware)
     out = [p.strip() for h in items for p in str(h).split(",") if p.strip()]
     if not out:

@@ -224,13 +224,15 @@ def _seq_lens_replace_isl(seq_lens: str | None) -> None:
         raise InputError("--isl", "--seq-lens replaces it (an entry is ISL or ISL:OSL); give the lengths there")
 
 
-def _input_notes(model: str, hardware: list[str], cards: str, isl: int, osl: int, seq_lens: str | None,
+def _input_notes(model: str, hardware: list[str], cards: str | None, isl: int, osl: int, seq_lens: str | None,
                  framework: str, weight_dtype, moe_weight_dtype, kv_dtype) -> list[str]:
     """What reading the inputs noted (the model's warnings, each device's, a sequence past the model's context),
     as the aggregated sweep collects them (capacity.sweep.build_plan), for the disaggregated paths."""
     from solver.capacity.sweep import build_plan
 
-    return build_plan(model, hardware, cards, isl=isl, osl=osl, seq_lens=seq_lens, framework=framework,
+    from solver.capacity.inputs import DEFAULT_CARD_RANGE
+
+    return build_plan(model, hardware, cards or DEFAULT_CARD_RANGE, isl=isl, osl=osl, seq_lens=seq_lens, framework=framework,
                       weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                       kv_dtype=_dtype(kv_dtype)).notes
 
@@ -278,8 +280,9 @@ def _cards_cell(cards: int, placement: Any) -> int | str:
 @click.option("--target-output-tokens-per-s", type=RATE, default=None, help="load: output tokens/s in total")
 @click.option("--target-requests-per-s", type=RATE, default=None, help="load: requests/s (x OSL output tokens)")
 @click.option("--price", "prices", multiple=True, help="price per card-hour, HARDWARE=PRICE (repeatable)")
-@click.option("--cards", default="1..1024", show_default=True, help="deployment sizes to try, cards per copy: a list "
-              "or a range (its ends and the powers of two between)")
+@click.option("--cards", default=None, help="deployment sizes to try, cards per copy: a list or a range (its ends "
+              "and the powers of two between) [default: 1..1024, and each hardware's whole scale-up domains: 72, "
+              "144, 288, 576 on an NVL72]")
 @click.option("--max-copies", type=COPIES, default=None,
               help="most copies of one deployment behind a load balancer (requests spread evenly) [default: no "
                    "bound; 1: one deployment carries the whole load]")
