@@ -166,3 +166,16 @@ def test_at_most_one_copy_per_expert(v3):
     # 256 experts over 512 ranks would need 256 copies (allowed, one each); over 1024, 768 (refused)
     assert redundant_for(v3, load_framework("sglang"), 512) == 256
     assert redundant_for(v3, load_framework("sglang"), 1024) is None
+
+
+def test_experts_not_dividing_ep_name_the_fewest_copies_that_would(v3):
+    """EP72 on 256 experts: (-256) mod 72 = 32 copies make 288 slots, 4 per rank, where the engine places redundant
+    experts (SGLang); ATOM places none, so its line names no copies."""
+    hw = load_hardware("h100_sxm")
+    prec, wl = resolve_precision(v3, hw), Workload("decode", batch=72, seq_len=2048)
+    sg = review(v3, hw, load_framework("sglang"), ParallelConfig(world_size=72), prec, wl).violations["A"]
+    assert "num_experts 256 % moe_ep_size 72 != 0 (32 redundant experts make 288 slots, 4 per rank)" in sg
+    mi = load_hardware("mi355x")
+    at = review(v3, mi, load_framework("atom"), ParallelConfig(world_size=72), resolve_precision(v3, mi),
+                wl).violations["A"]
+    assert "num_experts 256 % moe_ep_size 72 != 0" in at

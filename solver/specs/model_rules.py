@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from solver.specs.framework import FrameworkProfile
 from solver.specs.model import ModelSpec
-from solver.specs.parallel import ParallelConfig, absent_knob_problems
+from solver.specs.parallel import ParallelConfig, absent_knob_problems, smallest_redundant
 
 
 def stage_sizes(num_layers: int, pp: int) -> tuple[int, ...]:
@@ -77,7 +77,14 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
     if model.is_moe and pc.expert_slots(model.num_experts) % pc.moe_ep_size:
         r = pc.redundant_experts
         slots = f"num_experts {model.num_experts}" + (f" + redundant_experts {r}" if r else "")
-        out.append(f"{slots} % moe_ep_size {pc.moe_ep_size} != 0")
+        # the fewest copies that make the slots divide, where the engine places redundant experts and the copies
+        # are not fixed
+        need = smallest_redundant(model.num_experts, pc.moe_ep_size)
+        hint = (f" ({need} redundant experts make {model.num_experts + need} slots, "
+                f"{(model.num_experts + need) // pc.moe_ep_size} per rank)"
+                if fw.has_feature("redundant_experts") and fw.fixed_redundant_experts is None and need != r
+                and need <= model.num_experts else "")  # at most one copy of each expert
+        out.append(f"{slots} % moe_ep_size {pc.moe_ep_size} != 0{hint}")
     if pc.pp_size > model.num_layers:
         out.append(f"pp_size {pc.pp_size} > num_layers {model.num_layers}: a stage would hold no layer")
     split = kv_sharing_split(model, pc.pp_size) if pc.pp_size <= model.num_layers else None
