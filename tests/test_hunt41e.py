@@ -96,3 +96,15 @@ def test_estimate_refuses_a_moe_tp_that_does_not_divide_the_expert_width() -> No
                                   "72", "--phase", "decode", "--batch", "64", "--seq-len", "4096"])
     assert r.exit_code == 2
     assert "moe_intermediate_size 2048 % moe_tp_size 72 != 0" in r.stderr
+
+
+def test_check_warns_where_a_pipeline_stage_straddles_two_nvl72_racks(tmp_path: Path) -> None:
+    """144 GB200 at PP9: stages of 144 / 9 = 16 ranks; the fifth holds ranks 64-79, 8 in each 72-GPU rack, so
+    check says what the planner prunes (B.pp_stage_whole_domains), as a class-B warning."""
+    path = tmp_path / "pp9.yaml"
+    path.write_text(yaml.safe_dump({"model": "deepseek-r1", "hardware": "gb200", "framework": "sglang",
+                                    "world_size": 144, "parallel_config": {"pp_size": 9},
+                                    "workload": {"isl": 4096, "osl": 256, "concurrency": 256}}))
+    out = json.loads(CliRunner().invoke(main, ["check", str(path), "--format", "json"]).stdout)
+    assert any("a stage of 16 ranks is neither whole scale-up domains nor a part of one (72 ranks each)" in w
+               for w in out["warnings"]["B"])

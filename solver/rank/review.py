@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from solver.estimate.compute import factors_for
 from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
-from solver.space.domains import TP_KNOBS, cross_node_tp, pp_fits_nodes, straddling_group, tp_domain
+from solver.space.domains import (TP_KNOBS, cross_node_tp, pp_fits_domains, pp_fits_nodes, straddling_group,
+                                  tp_domain)
 from solver.space.placement import as_launched, placement_note
 from solver.rank.kv_split import decode_cp_note, kv_share_warning
 from solver.specs.framework import FrameworkProfile
@@ -160,6 +161,10 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         if not pp_fits_nodes(pc.world_size, pp, hw):
             r.warnings["B"].append(f"a stage of {pc.stage_world} ranks is neither whole nodes nor a part of one "
                                    f"({hw.ranks_per_node} per node): stages share a node boundary")
+        elif not pp_fits_domains(pc.world_size, pp, hw):
+            r.warnings["B"].append(f"a stage of {pc.stage_world} ranks is neither whole scale-up domains nor a part "
+                                   f"of one ({tp_domain(hw)} ranks each): a stage spans two domains, and its "
+                                   "collectives cross the scale-out links the estimate prices at the domain's")
 
     if wl.kind == "decode" and pc.attn_tp_size > 1 and r.estimate is not None and r.estimate.memory.feasible:
         need = decode_attn_tp_needed(model, hw, fw, pc, prec, f, wl, mem_opts, r.estimate)
