@@ -91,17 +91,27 @@ def test_pipeline_step_is_the_stage_microbatch_cost_times_the_slots(llama, h100)
         sc = step_cost(st.model, h100, pc.stage(), prec, f, micro)
         stage_s.append(sum(o.time_s for o in sc.ops if o.module not in st.absent_modules)
                        + sum(c.exposed_s for c in sc.comms if c.module not in st.absent_modules))
-    hand_off = send_s(h100, 8, 4 * 2048, 16384, f.comm)
+    hand_off = send_s(h100, 8, 2, 4 * 2048, 16384, f.comm)
     assert step.time_s == pytest.approx(3 * (max(stage_s) + hand_off) + f.step_overhead_s, rel=1e-9)
 
 
 def test_stage_hand_off_crosses_nodes_when_stages_are_whole_nodes(h100):
-    assert send_tier(h100, 8) != "intra_node"  # two 8-GPU stages span 16 ranks: across nodes
-    assert send_tier(h100, 4) == "intra_node"  # two 4-GPU stages share a node
+    assert send_tier(h100, 8, 2) != "intra_node"  # two 8-GPU stages span 16 ranks: across nodes
+    assert send_tier(h100, 4, 2) == "intra_node"  # two 4-GPU stages share a node
     # 2048 tokens x 16,384 x 2 B = 64 MiB over the scale-out link
-    t = h100.tiers[send_tier(h100, 8)]
-    assert send_s(h100, 8, 2048, 16384, 1.0) == pytest.approx(
+    t = h100.tiers[send_tier(h100, 8, 2)]
+    assert send_s(h100, 8, 2, 2048, 16384, 1.0) == pytest.approx(
         t.latency_s + 2048 * 16384 * 2 / (t.bandwidth_Bps * t.efficiency))
+
+
+def test_the_hand_off_is_priced_at_the_slowest_boundary_it_crosses(h100):
+    """Four stages of 4 H100s on 16 ranks: the boundaries at ranks 3|4 and 11|12 stay in a node, 7|8 crosses to the
+    next, so the pipeline's hand-off is the scale-out tier's (two stages of 4 alone share one node). 144 GB200 at
+    PP4: stages of 36, and 71|72 crosses from one NVL72 rack to the other (72 ranks a rack)."""
+    assert send_tier(h100, 4, 4) == send_tier(h100, 8, 2) != "intra_node"
+    gb200 = load_hardware("gb200")
+    assert send_tier(gb200, 36, 2) == "scale_up"  # one rack
+    assert send_tier(gb200, 36, 4) == send_tier(gb200, 72, 2) != "scale_up"  # 71|72: two racks
 
 
 def test_pp_domain_is_stages_of_whole_nodes_or_part_of_one(llama, h100):

@@ -112,18 +112,24 @@ def prefill_traversal(pp: int, prompts: int) -> float:
     return pp * m / slots("prefill", pp, m)
 
 
-def send_tier(hw, stage_world: int) -> str:
-    """The tier between consecutive stages: the narrowest tier spanning two adjacent stages (2 x stage
-    ranks). Stages of whole nodes talk across nodes, or over the scale-up fabric inside an NVL72 rack."""
-    fits = [(t.span_ranks, name) for name, t in hw.tiers.items() if t.span_ranks >= 2 * stage_world]
-    return min(fits)[1] if fits else max((t.span_ranks, name) for name, t in hw.tiers.items())[1]
+def send_tier(hw, stage_world: int, pp: int = 2) -> str:
+    """The tier between consecutive stages: of the pp - 1 boundaries (stage k holds ranks k x S .. (k+1) x S - 1),
+    the slowest the hand-off crosses, each boundary the narrowest tier whose span holds both its ranks. Stages of
+    whole nodes talk across nodes, or over the scale-up fabric inside an NVL72 rack; 144 GB200 at PP4 (stages of
+    36) hand off from rank 71 to 72 across the two racks."""
+    tiers = sorted((t.span_ranks, name) for name, t in hw.tiers.items())
+
+    def tier_of(a: int, b: int) -> tuple[int, str]:
+        return next(((span, name) for span, name in tiers if a // span == b // span), tiers[-1])
+
+    return max(tier_of(k * stage_world - 1, k * stage_world) for k in range(1, max(pp, 2)))[1]
 
 
-def send_s(hw, stage_world: int, tokens: float, width: int, comm_eff: float) -> float:
+def send_s(hw, stage_world: int, pp: int, tokens: float, width: int, comm_eff: float) -> float:
     """One stage boundary's activation hand-off: tokens x width (hidden x residual streams:
     ModelSpec.residual_width) x bf16 point to point (each rank of a stage sends to its peer in the next, in
-    parallel, so the per-rank line rate carries one copy)."""
-    return comm.send_recv_s(hw, tokens * width * ACT_BYTES, send_tier(hw, stage_world), comm_eff)
+    parallel, so the per-rank line rate carries one copy), over the slowest boundary's tier (send_tier)."""
+    return comm.send_recv_s(hw, tokens * width * ACT_BYTES, send_tier(hw, stage_world, pp), comm_eff)
 
 
 __all__ = ["Stage", "stages", "distinct_stages", "microbatches", "slots", "prefill_traversal", "send_s",

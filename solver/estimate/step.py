@@ -181,8 +181,8 @@ def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     # the hand-off, module "pipeline" (plan/tables charges it to the attention group, which owns the layout):
     # a rank forwards its attention replica's hidden states (every residual stream) of the microbatch; not
     # overlapped (assumption)
-    t = pipeline.send_s(hw, spc.world_size, micro.new_tokens, model.residual_width, f.comm)
-    tier = pipeline.send_tier(hw, spc.world_size)
+    t = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, model.residual_width, f.comm)
+    tier = pipeline.send_tier(hw, spc.world_size, pp)
     out.comms.append(CommCost("pp_send_recv", "pipeline", "send_recv", 2,
                               micro.new_tokens * model.residual_width * ACT_BYTES * k, t * k, t * k, tier))
     return out

@@ -80,7 +80,7 @@ def pipeline_of(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, 
     pp, spc = pc.pp_size, pc.stage()
     m, micro = micro_work(pp, w)
     k = pipeline.slots(w.phase, pp, m)
-    send = pipeline.send_s(hw, spc.world_size, micro.new_tokens, model.residual_width, f.comm)
+    send = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, model.residual_width, f.comm)
     return Pipeline(len(pipeline.distinct_stages(model, pp)), k, send, f.step_overhead_s)
 
 
