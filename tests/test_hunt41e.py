@@ -79,13 +79,17 @@ def _tp_rule(model: str, knob: str, value: int, world: int = 72) -> str | None:
 
 
 def test_a_tp_size_must_divide_the_ffn_width_it_splits() -> None:
-    """DeepSeek-R1: routed experts 2048 wide, dense FFN 18432 (= 2048 x 9). moe_tp 72: 2048 / 72 = 28.4, refused
-    (SGLang's FusedMoE asserts intermediate_size % moe_tp_size == 0); moe_tp 4: 512 a rank, kept. dense_tp 72:
-    18432 / 72 = 256, kept; dense_tp 24 on 72: 18432 / 24 = 768, kept. Qwen3-235B-A22B (no dense FFN, experts 1536
+    """DeepSeek-R1: routed experts 2048 wide, dense FFN 18432 (= 2048 x 9), one shared expert 2048 wide. moe_tp 72:
+    2048 / 72 = 28.4, refused (SGLang's FusedMoE asserts intermediate_size % moe_tp_size == 0); moe_tp 4: 512 a
+    rank, kept. Qwen3-235B-A22B (no dense FFN, experts 1536
     = 512 x 3): moe_tp 24 = 64 a rank, kept; moe_tp 72: 21.3, refused."""
     assert _tp_rule("deepseek-r1", "moe_tp_size", 72) == "A.ffn_width_divisible_tp"
     assert _tp_rule("deepseek-r1", "moe_tp_size", 4) is None
-    assert _tp_rule("deepseek-r1", "dense_tp_size", 72) is None and _tp_rule("deepseek-r1", "dense_tp_size", 24) is None
+    # dense_tp_size splits the shared expert too (2048 wide): 2048 / 72 = 28.4 and 2048 / 24 = 85.3, refused
+    # though the dense FFN divides (18432 / 72 = 256); dense_tp 8: 2304 and 256 a rank, kept
+    assert _tp_rule("deepseek-r1", "dense_tp_size", 72) == "A.ffn_width_divisible_tp"
+    assert _tp_rule("deepseek-r1", "dense_tp_size", 24) == "A.ffn_width_divisible_tp"
+    assert _tp_rule("deepseek-r1", "dense_tp_size", 8) is None
     assert _tp_rule("qwen3-235b-a22b", "moe_tp_size", 24) is None
     assert _tp_rule("qwen3-235b-a22b", "moe_tp_size", 72) == "A.ffn_width_divisible_tp"
 

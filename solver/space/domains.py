@@ -202,8 +202,9 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
     # the 2^k widths; TP 12 / 24 / 36 / 72 (a rack's sizes) do not (DeepSeek's 2048-wide experts)
     if knob == "moe_tp_size" and model.is_moe and model.moe_intermediate_size % value:
         return "A.ffn_width_divisible_tp"
-    if knob == "dense_tp_size" and model.has_dense_ffn and model.intermediate_size % value:
-        return "A.ffn_width_divisible_tp"
+    if knob == "dense_tp_size" and (model.has_dense_ffn and model.intermediate_size % value
+                                    or (model.shared_expert_intermediate_size or 0) % value):
+        return "A.ffn_width_divisible_tp"  # dense_tp_size splits the dense FFN and the shared experts alike
     if knob == "pp_size" and value > 1:
         if value > model.num_layers:
             return "A.pp_at_most_layers"

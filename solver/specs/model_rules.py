@@ -103,4 +103,7 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
         out.append(f"moe_intermediate_size {model.moe_intermediate_size} % moe_tp_size {pc.moe_tp_size} != 0")
     if model.has_dense_ffn and model.intermediate_size % pc.dense_tp_size:
         out.append(f"intermediate_size {model.intermediate_size} % dense_tp_size {pc.dense_tp_size} != 0")
+    shared = model.shared_expert_intermediate_size or 0
+    if shared % pc.dense_tp_size:  # dense_tp_size splits the shared experts too
+        out.append(f"shared experts' width {shared} % dense_tp_size {pc.dense_tp_size} != 0")
     return out
