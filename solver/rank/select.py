@@ -193,7 +193,10 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
             gb = embed_gb if name.startswith("embed") else table_gb
             split = f"TP{degree}" if degree > 1 else "replicated"
             held = ties.get(knob) if len(tables) == 2 else (ties.get("embed_tp_size") and ties.get("lmhead_tp_size"))
-            parts.append(f"{name} {split} (set by {held})" if held else f"{name} TP{degree}" if degree > 1 else
+            # a replicated table's bytes are said whatever set it: what it costs the rank
+            size = f"{gb:.1f} GB per rank" if degree == 1 else ""
+            by = (size if held == SINGLE_RANK else f"{size}; set by {held}" if size else f"set by {held}")
+            parts.append(f"{name} {split} ({by})" if held else f"{name} TP{degree}" if degree > 1 else
                          f"{name} replicated ({gb:.1f} GB per rank: its all-reduce would cost more than "
                          f"the memory it frees, {memory})")
         # the seed sets the tables independently of the backbone; an engine whose rules hold both does not
