@@ -32,7 +32,7 @@ def test_a_knob_the_engine_ties_to_tp_is_credited_to_its_rule_not_to_the_estimat
                     "lmhead_tp_size": "atom's C.lmhead_tp_is_tp"}
     reason = decision_tree_reason(pc, model, Scenario(kind="balanced"), hw, ties=ties)
     # the table's bytes stay said: 248,320 x 3,072 x 2 B = 1.53e9 B
-    assert "embed replicated (1.5 GB per rank; set by atom's C.embed_tp_is_tp)" in reason
+    assert "embed replicated (1.5 GB per rank; set by atom's C.embed_tp_is_tp, and memory does not bind)" in reason
     assert "shared experts replicated (set by atom's C.dense_tp_is_tp)" in reason
     assert "would cost more than the memory" not in reason and "estimate prefers" not in reason
     assert "set independently" not in reason
@@ -128,5 +128,5 @@ def test_a_single_rank_holds_every_split_at_one() -> None:
         ties = profile_ties(load_framework(engine), model, hw, one, TIED_REASON_KNOBS)
         assert ties == dict.fromkeys(TIED_REASON_KNOBS, SINGLE_RANK)
     reason = decision_tree_reason(one, model, Scenario(kind="balanced"), hw, ties=ties)
-    assert "one rank holds the tables: embed replicated (1.5 GB per rank)" in reason
+    assert "one rank holds the tables: embed replicated (1.5 GB per rank, and memory does not bind)" in reason
     assert "would cost more than the memory" not in reason

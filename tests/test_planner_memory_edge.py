@@ -75,31 +75,32 @@ V3_48_A3 = ("deepseek-v3", "atlas_a3", 48, "cann-recipes")
 
 def test_the_memory_edge_is_a_batch_the_engines_rules_run() -> None:
     """Under an engine's batch rule the edge is the most sequences a configuration both holds and may run:
-    1,968 = 41 x 48 (DP48 layouts), not 1,996, which `solve --concurrency 1996` refuses."""
+    1,920 = 40 x 48 (DP48 layouts), not 1,945, which `solve --concurrency 1945` refuses. (1,968 = 41 x 48 before
+    the shared expert's width bound dense TP: 2048 % 24 and % 48 != 0 drop the layouts that held more.)"""
     name, hw_name, world, fw_name = V3_48_A3
     m, h, fw = load_model(name), load_hardware(hw_name), load_framework(fw_name)
     prec = resolve_precision(m, h)
     fac = factors_for(h, fw.efficiency_for(h))
     sc = Scenario(kind="throughput", isl=8192, osl=1024)
     t = build_tables(m, h, prec, fac, fw, build_space(m, h, fw, world, sc), sc)
-    assert t.batches[-2:] == (1536, 1968)
-    _, cands = run_solve(name, hw_name, world, Scenario(isl=8192, osl=1024, concurrency=1968), fw_name, top=1,
+    assert t.batches[-2:] == (1536, 1920)
+    _, cands = run_solve(name, hw_name, world, Scenario(isl=8192, osl=1024, concurrency=1920), fw_name, top=1,
                          explain_binding=False)
-    assert cands[0].planned.batch == 1968 and cands[0].planned.estimate.memory.feasible
+    assert cands[0].planned.batch == 1920 and cands[0].planned.estimate.memory.feasible
 
 
 def test_a_fixed_concurrency_the_batch_rule_refuses_names_the_nearest_it_runs() -> None:
-    """--concurrency 1996 is refused naming C.batch_divisible_attn_dp and what would fit: 1,968, which a
-    layout holding 1,996 sequences runs (it said only which rule binds)."""
+    """--concurrency 1945 is refused naming C.batch_divisible_attn_dp and what would fit: 1,920, which a
+    layout holding 1,945 sequences runs (it said only which rule binds)."""
     import pytest
 
     from solver.errors import InfeasibleError
 
     name, hw_name, world, fw_name = V3_48_A3
     with pytest.raises(InfeasibleError) as err:
-        run_solve(name, hw_name, world, Scenario(isl=8192, osl=1024, concurrency=1996), fw_name, top=1)
+        run_solve(name, hw_name, world, Scenario(isl=8192, osl=1024, concurrency=1945), fw_name, top=1)
     assert "C.batch_divisible_attn_dp" in str(err.value)
-    assert "--concurrency 1,968" in (err.value.remedy or "")
+    assert "--concurrency 1,920" in (err.value.remedy or "")
 
 
 def test_no_edge_where_the_engine_runs_no_attention_layout() -> None:

@@ -195,7 +195,8 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
             held = ties.get(knob) if len(tables) == 2 else (ties.get("embed_tp_size") and ties.get("lmhead_tp_size"))
             # a replicated table's bytes are said whatever set it: what it costs the rank
             size = f"{gb:.1f} GB per rank" if degree == 1 else ""
-            by = (size if held == SINGLE_RANK else f"{size}; set by {held}" if size else f"set by {held}")
+            by = (f"{size}, {memory}" if held == SINGLE_RANK else f"{size}; set by {held}, {memory}" if size
+                  else f"set by {held}")
             parts.append(f"{name} {split} ({by})" if held else f"{name} TP{degree}" if degree > 1 else
                          f"{name} replicated ({gb:.1f} GB per rank: its all-reduce would cost more than "
                          f"the memory it frees, {memory})")
