@@ -233,11 +233,11 @@ class DisaggLaunch(BaseModel):
                      and not c.require_expr.evaluate(names)), None)
 
     def pool_reads(self) -> set[str]:
-        """The pool figures (POOL_NAMES) the args and pair checks read: a command needs both pools' configs
-        exactly when this is not empty."""
+        """The pool figures (POOL_NAMES) the args read: a command needs both pools' configs exactly when this is
+        not empty. The pair checks are not among them: they run where both pools are known (the planner always;
+        the emitter when given both, failed_pair), and a command that does not spell the other pool runs alone."""
         names = {n for a in self.args for n in (*a.when_expr.names,
                                                  *(a.value_expr.names if a.value_expr is not None else ()))}
-        names |= {n for p in self.pairs for n in p.require_expr.names}
         return names & POOL_NAMES
 
 
