@@ -349,7 +349,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         notes.append(mtp)
     nodes, files = [], {}
     for rank in range(nnodes if spec.per_node else 1):
-        names = {**base, "node_rank": rank}
+        names = {**base, "node_rank": rank, "node_addr": _node_addr(rank, inputs.head_addr)}
         argv: list[str] = []
         envs: dict[str, str] = {}
         docs: dict[str, dict] = {name: {} for name in documents}

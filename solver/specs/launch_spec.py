@@ -22,7 +22,8 @@ DISAGG_ROLES = ("prefill", "decode")
 # Disaggregated serving: a pool worker's command may name both pools' sizes (a KV connector that maps the prefill
 # ranks onto the decode ranks is told both layouts): `<role>_<figure>`, e.g. decode_tp_group_size, the figure of
 # that pool's parallel_config (specs.framework.FrameworkProfile.pool_figures computes them)
-POOL_FIGURES = ("world", "tp_group_size", "attn_group_size", "pp_size")
+# the knobs a KV connector's pair checks compare (attention TP, context-parallel and decode-CP sizes) beside the groups
+POOL_FIGURES = ("world", "tp_group_size", "attn_group_size", "pp_size", "attn_tp_size", "cp_size", "kvp_size")
 POOL_NAMES = frozenset(f"{role}_{figure}" for role in DISAGG_ROLES for figure in POOL_FIGURES)
 
 
@@ -47,8 +48,10 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
 # the launch names that are yes/no (a `when` may be one of them alone)
 LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "prefill_role", "remote_code"})
 # text names: placeholders the user replaces, documented in README ("Launch commands")
-LAUNCH_TEXT_NAMES = frozenset({"model_path", "head_addr", "hosts", "weight_dtype", "kv_dtype", "moe_weight_dtype",
-                               "role"})  # role: "prefill" or "decode" (disaggregated serving; `map` spells it)
+# role: "prefill" or "decode" (disaggregated serving; `map` spells it); node_addr: the address of the node this
+# command runs on (the head's for node 0)
+LAUNCH_TEXT_NAMES = frozenset({"model_path", "head_addr", "node_addr", "hosts", "weight_dtype", "kv_dtype",
+                               "moe_weight_dtype", "role"})
 _TEMPLATE = re.compile(r"\{([a-z_]+)\}")
 
 
@@ -230,11 +233,11 @@ class DisaggLaunch(BaseModel):
                      and not c.require_expr.evaluate(names)), None)
 
     def pool_reads(self) -> set[str]:
-        """The pool figures (POOL_NAMES) the args and pair checks read: a command needs both pools' configs
-        exactly when this is not empty."""
+        """The pool figures (POOL_NAMES) the args read: a command needs both pools' configs exactly when this is
+        not empty. The pair checks are not among them: they run where both pools are known (the planner always;
+        the emitter when given both, failed_pair), and a command that does not spell the other pool runs alone."""
         names = {n for a in self.args for n in (*a.when_expr.names,
                                                  *(a.value_expr.names if a.value_expr is not None else ()))}
-        names |= {n for p in self.pairs for n in p.require_expr.names}
         return names & POOL_NAMES
 
 
