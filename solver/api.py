@@ -13,7 +13,9 @@ import math
 import os
 import re
 from numbers import Integral, Real
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+
+from numpy import bool_ as np_bool
 
 from solver import entry
 from solver.entry import _ref_models, refuse_unlaunchable_kv, verified_for  # noqa: F401
@@ -22,6 +24,11 @@ from solver.plan.points import SolverParams
 from solver.rank.select import Candidate
 from solver.specs import limits
 from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from solver.capacity.recommend import Recommendation
 
 __all__ = ["run_solve", "run_disagg", "solve", "Scenario", "SolverParams", "sweep", "recommend",
            "explain_solution", "refuse_unlaunchable_kv", "verified_for"]
@@ -65,46 +72,106 @@ def _per_hardware(value: Any) -> bool:
     return isinstance(value, Mapping) or isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
 
 
-def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool) -> None:
-    """Refuse an argument of the wrong type or out of range, under its keyword."""
+_BOOLS = ("allow_cross_node", "explain_binding", "compare_aggregated")
+_CALLABLES = ("progress",)
+
+
+def _names(value: Any, key: str, what: str) -> list[str]:
+    """The names in a list argument (a list, a tuple, a pandas Series, a numpy array: any iterable but a string or
+    a mapping), each a non-empty string or a path, as strings."""
+    items = list(value) if not isinstance(value, (str, bytes, os.PathLike, Mapping)) and hasattr(value, "__iter__") \
+        else [value]
+    if not items or not all(_is_name(h) for h in items):
+        raise InputError(key, f"must be {what}, got {value!r}")
+    return [os.fspath(h) for h in items]
+
+
+def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool) -> dict[str, Any]:
+    """Refuse an argument of the wrong type or out of range, under its keyword. Returns the arguments the runner
+    is given: a numpy or pandas integer as an int, a number as a float, a path (pathlib.Path) as its string, so
+    the runners see the types the command line gives them."""
+    checked = dict(args)
     for key, value in args.items():
         if value is None and key in _OPTIONAL:
             continue
-        if key in _INTS and not (key == "cards" and cards_lists):
+        if key in _INTS and not (key == "cards" and cards_lists and not isinstance(value, Integral)):
             lo, hi = _INTS[key]
-            if isinstance(value, bool) or not isinstance(value, Integral):
+            if isinstance(value, (bool, np_bool)) or not isinstance(value, Integral):
                 raise InputError(key, f"must be an integer, got {value!r} ({type(value).__name__})")
             if not lo <= value <= hi:
                 raise InputError(key, f"must be an integer in [{lo}, {hi:,}], got {value}")
+            checked[key] = int(value)
         elif key in _REALS:
             above, hi = _REALS[key]
-            if isinstance(value, bool) or not isinstance(value, Real):
+            if isinstance(value, (bool, np_bool)) or not isinstance(value, Real):
                 raise InputError(key, f"must be a number, got {value!r} ({type(value).__name__})")
             if not (math.isfinite(value) and above < value <= hi):
                 raise InputError(key, f"must be a finite number in ({above:g}, {hi:g}], got {value}")
-        elif key in _NAMES and not _is_name(value):
-            raise InputError(key, f"must be a catalog name or a path, got {value!r} ({type(value).__name__})")
+            checked[key] = float(value)
+        elif key in _NAMES:
+            if not _is_name(value):
+                raise InputError(key, f"must be a catalog name or a path, got {value!r} ({type(value).__name__})")
+            checked[key] = os.fspath(value)
         elif key == "hardware":
-            items = list(value) if hardware_lists and isinstance(value, (list, tuple)) else [value]
-            if not items or not all(_is_name(h) for h in items):
-                what = "a hardware name or path, or a list of them" if hardware_lists else "a hardware name or path"
-                raise InputError(key, f"must be {what}, got {value!r}")
-        elif key in _DTYPES and not isinstance(value, str) and not (hardware_lists and _per_hardware(value)):
-            what = (", or per hardware as a dict ({'atlas_a3': 'int8'}) or HW=DTYPE items (['atlas_a3=int8'])"
-                    if hardware_lists else "")
-            raise InputError(key, f"must be a number format name (fp8, bf16, ...){what}, got {value!r}")
+            if hardware_lists:
+                names = _names(value, key, "a hardware name or path, or a list of them")
+                checked[key] = names if len(names) > 1 or not isinstance(value, (str, os.PathLike)) else names[0]
+            elif not _is_name(value):
+                raise InputError(key, f"must be a hardware name or path, got {value!r}")
+            else:
+                checked[key] = os.fspath(value)
+        elif key in _DTYPES:
+            if isinstance(value, str):
+                continue
+            if not (hardware_lists and _per_hardware(value)):
+                what = (", or per hardware as a dict ({'atlas_a3': 'int8'}) or HW=DTYPE items (['atlas_a3=int8'])"
+                        if hardware_lists else "")
+                raise InputError(key, f"must be a number format name (fp8, bf16, ...){what}, got {value!r}")
+            if isinstance(value, Mapping):
+                bad = [(h, v) for h, v in value.items() if not _is_name(h) or not isinstance(v, str)]
+                if bad:
+                    raise InputError(key, f"per hardware: a hardware name -> a number format name (fp8, bf16, ...), "
+                                     f"got {bad[0][0]!r}: {bad[0][1]!r}")
+                checked[key] = {os.fspath(h): v for h, v in value.items()}
+        elif key in _BOOLS:
+            if not isinstance(value, (bool, np_bool)):
+                raise InputError(key, f"must be True or False, got {value!r} ({type(value).__name__})")
+            checked[key] = bool(value)
+        elif key in _CALLABLES and not callable(value):
+            raise InputError(key, f"must be a function (or None), got {value!r} ({type(value).__name__})")
+        elif key == "references":
+            from solver.specs.reference import Reference
+
+            refs = list(value) if isinstance(value, (list, tuple)) else None
+            if refs is None or not all(isinstance(r, Reference) for r in refs):
+                raise InputError(key, "must be a list of verified deployments (solver.specs.reference.Reference, "
+                                 f"as list_references() returns), or None for all; got {value!r:.80}")
         elif key == "params" and not isinstance(value, SolverParams):
             raise InputError(key, f"must be a SolverParams, got {type(value).__name__}")
         elif key == "scenario" and not isinstance(value, Scenario):
             raise InputError(key, f"must be a Scenario or its kind, got {type(value).__name__}")
+        elif key == "prices" and not (isinstance(value, (str, Mapping)) or _per_hardware(value)):
+            raise InputError(key, f"must be prices per card-hour per hardware, as a dict ({{'h100_sxm': 2.5}}) or "
+                             f"HW=PRICE items (['h100_sxm=2.5']), got {value!r}")
+        elif key == "candidates" and not (isinstance(value, (list, tuple))
+                                          and all(isinstance(c, Candidate) for c in value)):
+            raise InputError(key, f"must be a list of Candidates (what solve() returns), got {value!r:.80}")
         elif key == "cand" and not isinstance(value, Candidate):
             raise InputError(key, f"must be a Candidate (an item of solve()), got {type(value).__name__}")
+    return checked
+
+
+# a command-line flag whose keyword is not its own name with "_" for "-" (--price HW=USD, repeated: prices)
+_FLAG_KEYWORDS = {"price": "prices"}
+
+
+def _flag_keyword(flag: str) -> str:
+    return _FLAG_KEYWORDS.get(flag, flag.replace("-", "_"))
 
 
 def _keyword(text: str, keys: set[str]) -> str:
     """The command line's flags in `text` that are keywords here, written as the keywords (--kv-dtype -> kv_dtype)."""
-    return _FLAG.sub(lambda m: m.group(1).replace("-", "_") if m.group(1).replace("-", "_") in keys else m.group(0),
-                     text)
+    return _FLAG.sub(lambda m: _flag_keyword(m.group(1)) if _flag_keyword(m.group(1)) in keys else m.group(0), text)
 
 
 def _api(name: str, runner: Callable[..., Any], takes: Callable[[], set[str]], hardware_lists: bool = False,
@@ -135,11 +202,17 @@ def _api(name: str, runner: Callable[..., Any], takes: Callable[[], set[str]], h
                 raise InputError("scenario", f"unknown scenario kind {given['scenario']!r}; known: "
                                  f"{', '.join(SCENARIO_WEIGHTS)}")
             bound.arguments["scenario"] = given["scenario"] = Scenario(kind=given["scenario"])
-        _check(given, hardware_lists, cards_lists)
+        checked = _check(given, hardware_lists, cards_lists)
+        extra = next((k for k, p in sig.parameters.items() if p.kind is inspect.Parameter.VAR_KEYWORD), None)
+        for k, v in checked.items():  # the normalised values (an int for a numpy integer, a str for a Path)
+            if k in sig.parameters and k != extra:
+                bound.arguments[k] = v
+            elif v is not given[k]:
+                bound.arguments[extra] = {**bound.arguments[extra], k: v}
         try:
             return runner(*bound.args, **bound.kwargs)
         except InputError as exc:
-            if not any(f.startswith("--") and f[2:].replace("-", "_") in keys for f in exc.field.split("/")):
+            if not any(f.startswith("--") and _flag_keyword(f[2:]) in keys for f in exc.field.split("/")):
                 raise
             raise InputError(_keyword(exc.field, keys), _keyword(exc.problem, keys)) from None
 
@@ -168,14 +241,16 @@ def _recommend_keys() -> set[str]:
     return _params_of(_recommend)
 
 
-def _solve(model: str, hardware: str, cards: int, scenario: Scenario | str | None = None,
+def _solve(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, scenario: Scenario | str | None = None,
            **kwargs: Any) -> list[Candidate]:
     """Ranked candidates for one deployment (see run_solve for the keyword arguments). `scenario`: a Scenario or
     its kind ("throughput", "latency", "balanced"; default balanced)."""
     return entry.run_solve(model, hardware, cards, scenario or Scenario(), **kwargs)[1]
 
 
-def _sweep(model: str, hardware, cards, scenarios=None, *, jobs: int = 1, progress=None, **kwargs):
+def _sweep(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str | os.PathLike],
+           cards: str | int | Iterable[int], scenarios: str | Scenario | Iterable[str | Scenario] | None = None, *,
+           jobs: int = 1, progress: Callable[[int, int, str], None] | None = None, **kwargs: Any) -> pd.DataFrame:
     """Capacity sweep: a pandas DataFrame with the Pareto front of every (hardware, cards, scenario[, ISL/OSL])
     combination, one row per configuration, and one row naming the binding constraint where none fits.
 
@@ -193,7 +268,8 @@ def _sweep(model: str, hardware, cards, scenarios=None, *, jobs: int = 1, progre
     return run_sweep(model, hardware, cards, scenarios, jobs=jobs, progress=progress, **kwargs)
 
 
-def _recommend(model: str, hardware, **kwargs):
+def _recommend(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str | os.PathLike],
+               **kwargs: Any) -> Recommendation:
     """The fewest cards (and the configuration) that carry a load within the SLA, per hardware, as copies of one
     deployment behind a load balancer (`Option.copies` x `Option.cards` = `Option.total_cards`); the cheapest
     when prices per card-hour are given. Returns a solver.capacity.recommend.Recommendation (`.best`,

@@ -103,7 +103,7 @@ def test_read_table_reads_either_kind_of_sweep_back_with_its_types(dsv3, tmp_pat
 def test_a_plot_of_a_disaggregated_table_is_refused(dsv3) -> None:
     from solver.capacity.plots import plot_sweep
 
-    with pytest.raises(InputError, match="--plot"):
+    with pytest.raises(InputError, match="^df: .*disaggregated"):
         plot_sweep(dsv3)
 
 

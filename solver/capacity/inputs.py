@@ -3,6 +3,7 @@ Each bad value is an InputError naming its flag."""
 from __future__ import annotations
 
 import re
+from numbers import Integral
 from typing import Any, Iterable, Mapping, Sequence
 
 from solver.errors import InputError
@@ -43,9 +44,13 @@ def parse_cards(text: str | int | Iterable[int]) -> list[int]:
                 raise InputError("--cards", f"cannot parse {part!r}; use a list (8,16,32) or a range (8..1024)")
     else:
         try:
-            items = [int(v) for v in text]
-        except (TypeError, ValueError):
+            items = list(text)
+        except TypeError:
             raise InputError("--cards", f"not a list of card counts: {text!r}") from None
+        odd = next((v for v in items if isinstance(v, bool) or not isinstance(v, Integral)), None)
+        if odd is not None:  # a float is not truncated to a count
+            raise InputError("--cards", f"not a card count: {odd!r} ({type(odd).__name__})")
+        items = [int(v) for v in items]
         if not items:
             raise InputError("--cards", "empty list of card counts")
     bad = [v for v in items if v < 1]
@@ -81,6 +86,8 @@ def parse_scenarios(value: str | Scenario | Iterable[str | Scenario] | None) -> 
         return list(DEFAULT_SCENARIOS)
     if isinstance(value, (str, Scenario)):
         value = [value]
+    if not isinstance(value, Iterable):
+        raise InputError("--scenarios", f"must be kinds ({', '.join(SCENARIO_KINDS)}) or Scenarios, got {value!r}")
     out: list[str | Scenario] = []
     for item in value:
         if isinstance(item, Scenario):
@@ -116,12 +123,17 @@ def parse_seq_lens(value: str | Iterable[int | tuple[int, int]] | None, osl: int
     if value is None:
         return []
     items: list[tuple[int, int]] = []
+    if not isinstance(value, (str, Iterable)):
+        raise InputError("--seq-lens", f"must be ISL or ISL:OSL items (8192,65536:1024) or a list of them, "
+                         f"got {value!r}")
     parts: Iterable[Any] = value.split(",") if isinstance(value, str) else value
     for part in parts:
         if isinstance(part, tuple):
             pair = part
-        elif isinstance(part, int):
-            pair = (part, osl)
+            if any(isinstance(n, bool) or not isinstance(n, Integral) for n in pair):
+                raise InputError("--seq-lens", f"lengths must be integers, got {part!r}")
+        elif isinstance(part, Integral) and not isinstance(part, bool):
+            pair = (int(part), osl)
         else:
             text = str(part).strip().lower()
             m = re.fullmatch(r"(\d{1,18})(k?)(?::(\d{1,18})(k?))?", text)

@@ -21,6 +21,12 @@ from solver.errors import InputError
 PLOT_EXTENSIONS = (".png", ".svg", ".pdf")  # what save_figure writes, by extension
 FRONT_X = "request_latency_ms"  # the front's own axis beside tokens/s per rank (sweep.on_front)
 SCENARIO_MARKERS = {"throughput": "s", "latency": "^", "balanced": "o"}
+# a configuration on the front is drawn once whatever scenarios share it: these columns tell configurations apart
+KNOB_COLUMNS = ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size",
+                "o_proj_tp_size", "cp_size", "kvp_size", "attn_sp_size", "concurrency")
+# the sweep table's columns the plots read (capacity.table.COLUMNS)
+PLOTTED_COLUMNS = ("hardware", "cards", "scenario", "isl", "osl", "feasible", "on_front", "candidate", "model",
+                   FRONT_X, "output_tokens_per_s_per_rank", "output_tokens_per_s", *KNOB_COLUMNS)
 
 
 def _group_label(hw: str, isl: int, osl: int, many_lengths: bool) -> str:
@@ -34,16 +40,25 @@ def plot_sweep(df: pd.DataFrame, path: str | os.PathLike | None = None, title: s
     """Draw the two views of a sweep; save to `path` (PNG, SVG or PDF by extension) when given. Returns the
     matplotlib Figure."""
     from solver.capacity.table import is_disagg
+    from solver.outfile import check_extension
 
+    if not isinstance(df, pd.DataFrame):
+        raise InputError("df", f"must be a sweep's DataFrame (api.sweep, read_table), got {type(df).__name__}")
     if is_disagg(df.columns):  # no Pareto front per cluster size to draw: refused, not drawn empty
-        raise InputError("--plot", "the plots draw an aggregated sweep's Pareto front; a disaggregated sweep "
-                         "(--serving disagg) has none")
+        raise InputError("df", "the plots draw an aggregated sweep's Pareto front; a disaggregated sweep "
+                         "(serving disagg) has none")
+    missing = [c for c in PLOTTED_COLUMNS if c not in df.columns]
+    if missing:
+        raise InputError("df", f"not a sweep's table: it lacks the column{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(missing)}")
+    if path is not None:  # before drawing: a bad extension is said at once
+        check_extension(path, "path", PLOT_EXTENSIONS)
     import matplotlib
     from matplotlib.figure import Figure
 
     feasible = df[df["feasible"].fillna(False).astype(bool)]
     if feasible.empty:
-        raise InputError("--plot", "nothing to plot: no combination of the sweep is feasible")
+        raise InputError("df", "nothing to plot: no combination of the sweep is feasible")
     groups = list(feasible.groupby(["hardware", "isl", "osl"], sort=False).groups)
     many_lengths = feasible[["isl", "osl"]].drop_duplicates().shape[0] > 1
     n = len(groups) + 1
@@ -59,8 +74,7 @@ def plot_sweep(df: pd.DataFrame, path: str | os.PathLike | None = None, title: s
         i = all_cards.index(cards)
         return cmap(0.05 + 0.8 * i / max(1, len(all_cards) - 1))  # the palest yellow is hard to read
 
-    knob_cols = ["attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size",
-                 "o_proj_tp_size", "cp_size", "kvp_size", "attn_sp_size", "concurrency"]
+    knob_cols = list(KNOB_COLUMNS)
     for ax, (hw, isl, osl) in zip(flat, groups):
         g = feasible[(feasible["hardware"] == hw) & (feasible["isl"] == isl) & (feasible["osl"] == osl)]
         front = g[g["on_front"].fillna(False).astype(bool)]
@@ -118,7 +132,7 @@ def plot_sweep(df: pd.DataFrame, path: str | os.PathLike | None = None, title: s
     fig.suptitle(title or f"{models}: capacity sweep", fontsize=13)
     fig.tight_layout()
     if path is not None:
-        save_figure(fig, path)
+        save_figure(fig, path, "path")
     return fig
 
 
@@ -139,11 +153,10 @@ def _log_axes(ax: Any, x: bool = True) -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
-def save_figure(fig: Any, path: str | os.PathLike) -> None:
-    """Save atomically (a temporary file, then a rename); the format follows the extension (PNG by default)."""
-    from pathlib import Path
-
+def save_figure(fig: Any, path: str | os.PathLike, field: str = "path") -> None:
+    """Save atomically (a temporary file, then a rename); the format follows the extension (.png, .svg, .pdf).
+    A refused target is an InputError under `field`."""
     from solver.outfile import atomic_write, check_extension
 
-    fmt = check_extension(path, "--plot", PLOT_EXTENSIONS).lstrip(".")
-    atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=120), flag="--plot")
+    fmt = check_extension(path, field, PLOT_EXTENSIONS).lstrip(".")
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=120), flag=field)

@@ -40,6 +40,9 @@ from solver.space.domains import range_note
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CARDS, MAX_CONCURRENCY
 from solver.specs.parallel import KNOBS
 
+# an option's price and costs: None without prices (to_frame: NaN in a float column)
+COST_FIELDS = ("price_per_card_hour", "cost_per_hour", "cost_per_million_output_tokens",
+               "cost_per_million_output_tokens_at_capacity")
 WIDEN = 4  # how much wider the concurrency range is planned again where a count falls short at its top
 
 
@@ -110,7 +113,8 @@ class Recommendation:
             d.update(cfg)
             d["recommended"] = o is self.best
             rows.append(d)
-        return pd.DataFrame(rows)
+        # the costs are empty without prices: NaN in a float column, not None in an object one
+        return pd.DataFrame(rows).astype({c: "float64" for c in COST_FIELDS} if rows else {})
 
     def price_note(self) -> str | None:
         """What the prices given leave open (module-level price_note), as DisaggRecommendation.price_note."""

@@ -134,12 +134,22 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
 
 def read_table(path: str | os.PathLike) -> pd.DataFrame:
     """Read a sweep back, aggregated or disaggregated (by its columns), with its documented columns and dtypes
-    (CSV, JSON or Parquet by extension)."""
-    fmt = file_format(path)
-    if fmt == "parquet":
-        df = pd.read_parquet(path)
-    elif fmt == "json":
-        df = pd.read_json(path, orient="records", dtype=False)
-    else:
-        df = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    return (to_disagg_frame if is_disagg(df.columns) else to_frame)(df.to_dict("records"))
+    (CSV, JSON or Parquet by extension). A file that cannot be read, or that lacks any of the table's columns
+    (not a sweep this writes), is an InputError naming `path`."""
+    fmt = file_format(path, "path")
+    try:
+        if fmt == "parquet":
+            df = pd.read_parquet(path)
+        elif fmt == "json":
+            df = pd.read_json(path, orient="records", dtype=False)
+        else:
+            df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (OSError, ValueError, ImportError) as exc:  # missing, unreadable, not the format its extension says
+        raise InputError("path", f"{os.fspath(path)}: cannot read it as {fmt.upper()} ({exc})") from None
+    disagg = is_disagg(df.columns)
+    missing = [c for c in (DISAGG_COLUMNS if disagg else COLUMNS) if c not in df.columns]
+    if missing:
+        raise InputError("path", f"{os.fspath(path)}: not a sweep table; it lacks the column"
+                         f"{'s' if len(missing) > 1 else ''} {', '.join(missing[:5])}"
+                         f"{f' and {len(missing) - 5} more' if len(missing) > 5 else ''}")
+    return (to_disagg_frame if disagg else to_frame)(df.to_dict("records"))
