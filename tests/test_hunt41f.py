@@ -1,0 +1,98 @@
+"""Speculative decoding with the model's MTP (next-n) layers: what a decode step at depth N runs, and the TPOT
+the serving figures make of it.
+
+An engine's decode step at depth N (SGLang eagle_worker_v2, topk 1; vLLM's MTP proposer alike) verifies N + 1
+tokens per sequence through the stack, then runs N draft passes through the MTP module: the first over the
+verified tokens (the draft model's extend, padded to all N + 1 per sequence), the other N - 1 over the one
+token each sequence drafted last."""
+from __future__ import annotations
+
+import pytest
+
+from solver.estimate.compute import Work, factors_for
+from solver.estimate.serving import estimate
+from solver.estimate.step import step_cost, step_items
+from solver.estimate.step_sums import module_sums, step_sums
+from solver.estimate.workload import Workload, mtp_tokens_per_step
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import make_parallel_config
+from solver.specs.precision import resolve_precision
+
+# MiMo-7B: 36 decoder layers and one MTP layer of the same shape (GQA 32/8 x 128, gated FFN 4096 -> 11008)
+FFN_FLOPS_PER_TOKEN = 3 * 2 * 4096 * 11008  # gate, up, down: 270,532,608
+
+
+def _mimo_step(sequences: int, depth: int):
+    m, hw = load_model("mimo-7b-base"), load_hardware("h200_sxm")
+    f = factors_for(hw, load_framework("sglang").efficiency_for(hw))
+    w = Work("decode", new_tokens=sequences * (1 + depth), context=2048, sequences=sequences,
+             logits_tokens=sequences * (1 + depth))
+    return step_cost(m, hw, make_parallel_config(1), resolve_precision(m, hw), f, w, mtp_layers=depth)
+
+
+def _ffn_flops(step, draft: bool) -> float:
+    return sum(o.flops for o in step.ops if o.module == "dense_ffn" and o.name.startswith("mtp_") == draft)
+
+
+def test_mtp_draft_passes_after_the_first_run_one_token_per_sequence() -> None:
+    """4 sequences at depth 3: the stack verifies 4 x 4 = 16 tokens in each of its 36 layers; the MTP layer runs
+    once over those 16 (its first draft pass) and twice over 4 (one drafted token per sequence).
+    FFN token-layers: 36 x 16 + 16 = 592 at the verified tokens, 2 x 4 = 8 in the later draft passes
+    (600 in all, where costing every draft pass at the verified tokens made 36 x 16 + 3 x 16 = 624)."""
+    step = _mimo_step(4, 3)
+    assert _ffn_flops(step, draft=False) == 592 * FFN_FLOPS_PER_TOKEN == 160_155_303_936
+    assert _ffn_flops(step, draft=True) == 8 * FFN_FLOPS_PER_TOKEN == 2_164_260_864
+
+
+def test_mtp1_runs_its_one_draft_pass_over_the_verified_tokens() -> None:
+    """Depth 1: 4 sequences verify 4 x 2 = 8 tokens; the one draft pass is the extend over those 8, so the FFN
+    runs (36 + 1) x 8 = 296 token-layers and no later pass."""
+    step = _mimo_step(4, 1)
+    assert _ffn_flops(step, draft=False) == 296 * FFN_FLOPS_PER_TOKEN
+    assert _ffn_flops(step, draft=True) == 0
+
+
+def test_the_draft_heads_read_one_token_per_sequence_per_pass() -> None:
+    """Each of the 3 draft passes samples one token per sequence through the shared LM head:
+    3 x 4 tokens x 2 x 4096 x 151,680 (vocabulary) FLOPs."""
+    step = _mimo_step(4, 3)
+    head = sum(o.flops for o in step.ops if o.name.startswith("mtp_") and o.module == "lm_head")
+    assert head == 3 * 4 * 2 * 4096 * 151_680 == 14_910_750_720
+
+
+@pytest.mark.parametrize("attention_only,modules", [(False, None), (True, None),
+                                                    (False, frozenset({"routed_experts"})),
+                                                    (False, frozenset({"attention", "lm_head"}))])
+def test_the_planner_sums_hold_the_one_token_draft_passes(attention_only: bool, modules) -> None:
+    """The planner's cached sums (step_sums) equal the records' sums chunk by chunk at depth 3, the one-token
+    draft passes included (DeepSeek-V3 on H200, attention TP2, MoE TP4, a decode step of 8 sequences)."""
+    m, hw = load_model("deepseek-v3"), load_hardware("h200_sxm")
+    prec, f = resolve_precision(m, hw), factors_for(hw)
+    pc = make_parallel_config(8, attn_tp_size=2, moe_tp_size=4)
+    w = Work("decode", 8 * 4, 4096, 8, 8 * 4)
+    items = step_items(m, hw, pc, prec, f, w, 3, attention_only, modules)
+    expect = [(module_sums(ops, comms), n, draft) for ops, comms, n, draft in items]
+    assert any(draft and n == 2 for _, n, draft in expect), "the two one-token passes are a chunk of their own"
+    assert step_sums(m, hw, pc, prec, f, w, 3, attention_only, modules) == expect
+
+
+def test_tpot_at_mtp1_is_the_decode_step_over_one_plus_the_acceptance() -> None:
+    """Decode of 16 sequences at 4K context, depth 1 accepted at 0.6: 1 + 0.6 = 1.6 tokens per step, so
+    TPOT = the step as the engine runs it / 1.6, and tokens/s = 16 x 1.6 / step."""
+    m, hw = load_model("deepseek-v3"), load_hardware("h200_sxm")
+    fw = load_framework("sglang")
+    f = factors_for(hw, fw.efficiency_for(hw))
+    pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+    prec = resolve_precision(m, hw)
+    one = estimate(m, hw, pc, prec, f, Workload("decode", batch=16, seq_len=4096, mtp=1, mtp_accept=0.6))
+    assert mtp_tokens_per_step(1, 0.6) == pytest.approx(1.6)
+    step_s = one.tpot_s * 1.6
+    assert one.output_tokens_per_s == pytest.approx(16 * 1.6 / step_s)
+    # the same step at acceptance 0.9 emits 1.9 tokens: TPOT scales by 1.6 / 1.9
+    nine = estimate(m, hw, pc, prec, f, Workload("decode", batch=16, seq_len=4096, mtp=1, mtp_accept=0.9))
+    assert nine.tpot_s == pytest.approx(one.tpot_s * 1.6 / 1.9)
+    # and the step holds the draft pass: slower than the step without MTP, which emits one token
+    off = estimate(m, hw, pc, prec, f, Workload("decode", batch=16, seq_len=4096))
+    assert off.tpot_s < step_s
