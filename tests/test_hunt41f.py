@@ -96,3 +96,17 @@ def test_tpot_at_mtp1_is_the_decode_step_over_one_plus_the_acceptance() -> None:
     # and the step holds the draft pass: slower than the step without MTP, which emits one token
     off = estimate(m, hw, pc, prec, f, Workload("decode", batch=16, seq_len=4096))
     assert off.tpot_s < step_s
+
+
+def test_a_model_without_mtp_layers_is_refused_naming_the_config_keys() -> None:
+    """--mtp 1 on Llama-3.1-8B (none of the next-n keys in its config): one line, exit 2, naming the flag and
+    the keys that would give the model MTP layers."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["solve", "llama-3.1-8b", "--hardware", "h200_sxm", "--cards", "1", "--mtp", "1"])
+    assert r.exit_code == 2
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert lines == ["error: --mtp: Meta-Llama-3.1-8B has no MTP (next-n) layers in its config (num_nextn_predict_layers"
+                     " / mtp_num_hidden_layers / num_mtp_modules unset or 0); use --mtp 0"]
