@@ -110,3 +110,26 @@ def test_a_model_without_mtp_layers_is_refused_naming_the_config_keys() -> None:
     lines = [line for line in r.output.splitlines() if line.strip()]
     assert lines == ["error: --mtp: Meta-Llama-3.1-8B has no MTP (next-n) layers in its config (num_nextn_predict_layers"
                      " / mtp_num_hidden_layers / num_mtp_modules unset or 0); use --mtp 0"]
+
+
+def test_tpot_at_mtp1_from_the_decode_step_parts_estimate_prints() -> None:
+    """DeepSeek-R1 on 8 x H200 under SGLang, all TP8, one request of 1K / 1K at MTP1 (acceptance 0.7):
+    `estimate --format json` prints the decode step's GPU time (breakdown.decode.step_ms); the engine adds
+    seq_layer_s per sequence per layer pass, 61 layers + 1 draft pass = 62, so
+    TPOT = (step_ms + 62 x seq_layer_s x 1 sequence) / (1 + 0.7)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["estimate", "deepseek-r1", "--hardware", "h200_sxm", "--cards", "8",
+                                  *[a for k in ("attn", "moe", "dense", "embed", "lmhead") for a in (f"--{k}-tp", "8")],
+                                  "--isl", "1024", "--osl", "1024", "--concurrency", "1", "--mtp", "1",
+                                  "--framework", "sglang", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    hw = load_hardware("h200_sxm")
+    f = factors_for(hw, load_framework("sglang").efficiency_for(hw))
+    step_ms = d["breakdown"]["decode"]["step_ms"]
+    assert d["tpot_ms"] == pytest.approx((step_ms + 62 * f.seq_layer_s * 1e3) / 1.7, rel=1e-9)
