@@ -133,3 +133,19 @@ def test_tpot_at_mtp1_from_the_decode_step_parts_estimate_prints() -> None:
     f = factors_for(hw, load_framework("sglang").efficiency_for(hw))
     step_ms = d["breakdown"]["decode"]["step_ms"]
     assert d["tpot_ms"] == pytest.approx((step_ms + 62 * f.seq_layer_s * 1e3) / 1.7, rel=1e-9)
+
+
+def test_a_draft_pass_samples_where_the_step_samples() -> None:
+    """A one-token draft pass keeps the step's layout: 8 sequences at depth 3 on one rank sample 8 draft tokens;
+    under CP 4 whose ranks keep whole copies (decode_layout's `copies`) the busiest rank decodes 8 / 4 = 2
+    sequences, 2 x 4 = 8 new tokens, and samples the replica's whole 32 verified tokens: 4 per new token, so its
+    draft pass samples 2 x 4 = 8 tokens and all-gathers over the 4 copies."""
+    from solver.estimate.step_parts import decode_layout, draft_work
+
+    w = Work("decode", new_tokens=32, context=4096, sequences=8, logits_tokens=32)
+    one = draft_work(w)
+    assert (one.new_tokens, one.sequences, one.logits_tokens) == (8, 8, 8)
+    pc, cw = decode_layout(make_parallel_config(4, cp_size=4), w, copies=True)
+    assert (cw.new_tokens, cw.sequences, cw.logits_tokens, cw.cp_copies) == (8, 2, 32, 4)
+    d = draft_work(cw)
+    assert (d.new_tokens, d.sequences, d.logits_tokens, d.cp_copies) == (2, 2, 8, 4)

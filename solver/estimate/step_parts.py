@@ -272,8 +272,10 @@ def selected_blocks(model: ModelSpec, mtp_layers: int, attention_only: bool, mod
 
 def draft_work(w: Work) -> Work:
     """The work of an MTP draft pass after the first: one token per sequence of decode step `w` (its layout, its
-    context), each needing logits."""
-    return replace(w, new_tokens=w.sequences, logits_tokens=w.sequences)
+    context), sampled where the step samples its tokens: logits for as many tokens per new token as the step
+    (1, or under CP ranks keeping whole copies the replica's whole batch: decode_layout's `copies`)."""
+    per_token = w.logits_tokens / w.new_tokens if w.new_tokens > 0 else 1.0
+    return replace(w, new_tokens=w.sequences, logits_tokens=w.sequences * per_token)
 
 
 # the head ops a draft pass runs: each MTP module collapses its hyper-connection streams with its own head
