@@ -149,3 +149,48 @@ def test_a_draft_pass_samples_where_the_step_samples() -> None:
     assert (cw.new_tokens, cw.sequences, cw.logits_tokens, cw.cp_copies) == (8, 2, 32, 4)
     d = draft_work(cw)
     assert (d.new_tokens, d.sequences, d.logits_tokens, d.cp_copies) == (2, 2, 8, 4)
+
+
+# --- estimate --from-csv: a measured row that ran MTP is priced with its draft tokens -------------------------------
+_ROW = {"backend": "sglang", "model": "deepseek-v3", "system": "h200_sxm", "precision": "fp8", "isl": 1024,
+        "osl": 1024, "concurrency": 8, "tp": 8, "attention_dp": 1, "moe_tp": 8, "moe_ep": 1}
+
+
+def test_a_csv_rows_mtp_columns_reach_the_workload() -> None:
+    """mtp 2 at mtp_accept 0.8: the row's workload holds depth 2 and rate 0.8, and its TPOT is the estimate of that
+    workload (not of the same row without MTP)."""
+    from solver.measured import case_from_row, factors, predict_row
+
+    case = case_from_row({**_ROW, "mtp": 2, "mtp_accept": 0.8})
+    assert (case.workload.mtp, case.workload.mtp_accept) == (2, 0.8)
+    est = estimate(case.model, case.hw, case.pc, case.prec, factors(case), case.workload)
+    assert predict_row({**_ROW, "mtp": 2, "mtp_accept": 0.8}).tpot_s == est.tpot_s
+    assert predict_row({**_ROW, "mtp": 2, "mtp_accept": 0.8}).tpot_s != predict_row(_ROW).tpot_s
+    # blank cells: MTP off, as a row without the columns
+    assert case_from_row({**_ROW, "mtp": "", "mtp_accept": ""}).workload.mtp == 0
+
+
+@pytest.mark.parametrize("cells,field,text", [
+    ({"model": "llama-3.1-8b", "tp": 1, "moe_tp": "", "mtp": 1}, "mtp", "has no MTP (next-n) layers"),
+    ({"mtp": 1, "mtp_accept": 1.5}, "mtp_accept", "must be a fraction in (0, 1]"),
+    ({"mtp_accept": 0.8}, "mtp_accept", "needs the mtp column N > 0"),
+    ({"backend": "cann-recipes", "system": "atlas_a3", "precision": "int8", "mtp": 4}, "mtp",
+     "exceeds cann-recipes's maximum MTP depth 3"),
+])
+def test_a_csv_rows_mtp_cells_are_refused_naming_the_column(cells: dict, field: str, text: str) -> None:
+    from solver.errors import InputError
+    from solver.measured import case_from_row
+
+    with pytest.raises(InputError) as exc:
+        case_from_row({**_ROW, **cells})
+    assert exc.value.field == field and text in exc.value.problem
+
+
+def test_a_disaggregated_csv_rows_mtp_reaches_the_decode_pool() -> None:
+    """The disaggregated row's workload carries the depth and rate the decode pool drafts at."""
+    from solver.measured_disagg import case_from_disagg_row
+
+    row = {k: v for k, v in _ROW.items() if k not in ("tp", "attention_dp", "moe_tp", "moe_ep")}
+    row.update(prefill_tp=8, prefill_moe_tp=8, decode_tp=8, decode_moe_tp=8, mtp=1, mtp_accept=0.6)
+    wl = case_from_disagg_row(row).workload
+    assert (wl.mtp, wl.mtp_accept) == (1, 0.6)
