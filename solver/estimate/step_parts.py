@@ -1,7 +1,8 @@
 """The parts a forward step is costed from, shared by the step-cost model (step.py) and the planner's cached
 module sums (step_sums.py): where a decode step runs (decode_layout), which blocks a step costs (selected_blocks,
 block_modules, canonical_block), each block's ops and collectives memoised per kit (block_cost), and the
-embedding's, LM head's and MTP draft passes' collectives (head_comms, draft_records).
+embedding's, LM head's and MTP draft passes' collectives (head_comms, draft_records), and the one-token work of the
+draft passes after the first (draft_work).
 """
 from __future__ import annotations
 
