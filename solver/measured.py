@@ -54,7 +54,8 @@ from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig, make_parallel_config
 from solver.specs.dtypes import number_format
 from solver.specs.precision import Precision, experts_only, resolve_precision
-from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_TOKENS
+from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
+from solver.specs.scenario import DEFAULT_MTP_ACCEPT, accept_unread
 
 REQUIRED_COLUMNS = ("model", "system", "isl", "osl", "concurrency", "tp")
 # the `precision` column's headline format -> the weight format it implies when the quant columns are blank
@@ -89,6 +90,8 @@ def _cap(col: str) -> int:
         return MAX_TOKENS
     if col.endswith(("concurrency", "batch")):
         return MAX_CONCURRENCY
+    if col == "mtp":
+        return MAX_MTP
     return MAX_CARDS  # sizes, degrees and worker counts
 
 
@@ -221,7 +224,10 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
                                   moe_tp_size=moe_tp if model.is_moe else tp)
     except InputError as exc:
         raise _column_error("moe_tp" if "moe" in exc.field else "tp", exc) from None
-    _framework_rules(fw, model, hw, pc, conc)
+    mtp, accept = mtp_columns(row, model)
+    if mtp > fw.max_mtp:
+        raise InputError("mtp", f"{mtp} exceeds {fw.name}'s maximum MTP depth {fw.max_mtp}")
+    _framework_rules(fw, model, hw, pc, conc, mtp)
     gemm, moe = weight_formats(row)
     headline = (_text(row, "precision") or "").lower()
     kv = "fp8" if headline in ("fp8", "fp4", "nvfp4") and hw.supports("fp8") else None
@@ -233,7 +239,7 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
         raise _column_error(col, exc) from None
     prec = experts_only(keep_unconverted(prec, model, gemm), model, hw)
     eff = dict(_efficiency(fw_name, hw.name, fitted_stamp()))
-    wl = Workload("serving", isl=isl, osl=osl, concurrency=conc,
+    wl = Workload("serving", isl=isl, osl=osl, concurrency=conc, mtp=mtp, mtp_accept=accept,
                   request_overhead_s=float(eff.get("request_overhead_s", DEFAULT_REQUEST_OVERHEAD_S)),
                   **({"benchmark_waves": waves} if waves else {}))
     return Case(model, hw, pc, prec, fw, wl, eff)
@@ -256,10 +262,31 @@ def keep_unconverted(prec: Precision, model: ModelSpec, gemm: str | None) -> Pre
     return replace(prec, weights=weights, notes=(*prec.notes, note))
 
 
+def mtp_columns(row: Mapping[str, Any], model: ModelSpec) -> tuple[int, float]:
+    """(MTP depth, acceptance rate of each draft token) from the optional `mtp` / `mtp_accept` columns (blank or
+    absent: 0, the default rate): a row measured with MTP on is priced with its draft tokens, never without."""
+    mtp = _int(row, "mtp", minimum=0) if not _blank(row.get("mtp")) else 0
+    if mtp and not model.num_mtp_layers:
+        raise InputError("mtp", f"{mtp}: {model.name} has no MTP (next-n) layers in its config")
+    if _blank(row.get("mtp_accept")):
+        return mtp, DEFAULT_MTP_ACCEPT
+    value = row["mtp_accept"]
+    try:
+        accept = float(value)
+    except (TypeError, ValueError):
+        raise InputError("mtp_accept", f"not a number: {value!r}") from None
+    if not 0 < accept <= 1:
+        raise InputError("mtp_accept", f"must be a fraction in (0, 1], got {value!r}")
+    unread = accept_unread(mtp, accept, "the mtp column")
+    if unread:
+        raise InputError("mtp_accept", unread)
+    return mtp, accept
+
+
 def _framework_rules(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
-                     concurrency: int) -> None:
+                     concurrency: int, mtp: int = 0) -> None:
     """The framework's error rules on the row's configuration (module docstring)."""
-    env = model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=concurrency)
+    env = model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=concurrency, mtp=mtp)
     errors = fw.check(env, "error")
     if errors:
         raise InputError("tp", fw.refusal(errors))

@@ -87,7 +87,8 @@ def case_from_disagg_row(row: Mapping[str, Any], framework: str | None = None,
                         decode_workers=_opt_int(row, "decode_workers") or 1,
                         prefill_batch=_opt_int(row, "prefill_batch"), decode_batch=_opt_int(row, "decode_batch"),
                         benchmark_waves=base.benchmark_waves, request_overhead_s=base.request_overhead_s,
-                        burst_share=burst_share(dec.framework.name, dec.hw.name))
+                        burst_share=burst_share(dec.framework.name, dec.hw.name), mtp=base.mtp,
+                        mtp_accept=base.mtp_accept)
     return DisaggCase(pre, dec, wl)
 
 

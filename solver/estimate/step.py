@@ -25,7 +25,9 @@ from functools import lru_cache
 from solver.estimate import pipeline
 from solver.estimate.compute import CommCost, Factors, Kit, OpCost, Work, head_ops
 from solver.estimate.params import ParamReport
-from solver.estimate.step_parts import draft_records, selected_blocks, block_cost, engine_decode_layout, head_comms
+from solver.estimate.step_parts import (
+    block_cost, draft_records, draft_work, engine_decode_layout, head_comms, selected_blocks,
+)
 from solver.specs.hardware import Hardware
 from solver.specs.layers.base import ACT_BYTES
 from solver.specs.model import ModelSpec
@@ -111,12 +113,15 @@ def step_items(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precisi
     pc, w = engine_decode_layout(pc, w, f)
     kit = Kit(hw, pc, prec, f, w)
     pc_key = pc.key()
-    blocks, head, draft = selected_blocks(model, mtp_layers, attention_only, modules, w.phase)
+    blocks, head, draft, one_token = selected_blocks(model, mtp_layers, attention_only, modules, w.phase)
     out = [(*block_cost(block, kit, pc_key), n, False) for block, n in blocks]
     if head:
         out.append((head_ops(model, hw, pc, prec, f, w), head_comms(model, hw, pc, f, w), 1, False))
     if draft:
         out.append((*draft_records(model, hw, pc, prec, f, w), mtp_layers, True))
+    if one_token:
+        draft_kit = Kit(hw, pc, prec, f, draft_work(w))
+        out += [(*block_cost(block, draft_kit, pc_key), n, True) for block, n in one_token]
     return out
 
 

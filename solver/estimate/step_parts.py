@@ -1,7 +1,8 @@
 """The parts a forward step is costed from, shared by the step-cost model (step.py) and the planner's cached
 module sums (step_sums.py): where a decode step runs (decode_layout), which blocks a step costs (selected_blocks,
 block_modules, canonical_block), each block's ops and collectives memoised per kit (block_cost), and the
-embedding's, LM head's and MTP draft passes' collectives (head_comms, draft_records).
+embedding's, LM head's and MTP draft passes' collectives (head_comms, draft_records), and the one-token work of the
+draft passes after the first (draft_work).
 """
 from __future__ import annotations
 
@@ -232,30 +233,50 @@ _SELECTED: dict[tuple, tuple] = {}
 
 
 def selected_blocks(model: ModelSpec, mtp_layers: int, attention_only: bool, modules: frozenset[str] | None, phase: str
-              ) -> tuple[list[tuple[object, float]], bool, bool]:
-    """What a step costs: the (block, count) pairs, whether the embedding / LM head, whether the MTP draft
-    heads (cached per model and question)."""
+              ) -> tuple[list[tuple[object, float]], bool, bool, list[tuple[object, float]]]:
+    """What a step costs: the (block, count) pairs at the step's tokens, whether the embedding / LM head,
+    whether the MTP draft heads, and the (block, count) pairs of the MTP draft passes that run one token per
+    sequence (draft_work; cached per model and question)."""
     key = (id(model), mtp_layers, attention_only, modules, phase)
     hit = _SELECTED.get(key)
     if hit is not None and hit[0] is model:
         return hit[1]
+
+    def wanted(pairs: list) -> list[tuple[object, float]]:
+        return [(block, n) for block, n in pairs
+                if not (attention_only and block.role != "mixer")
+                and not (modules is not None and not (block_modules(block) & modules))]
+
     blocks = model.block_groups
+    one_token: list = []
     if mtp_layers and model.mtp_modules:
-        blocks = blocks + block_counts([(layer, mtp_layers) for layer in model.mtp_modules[0]])
-    chosen = [(block, n) for block, n in blocks
-              if not (attention_only and block.role != "mixer")
-              and not (modules is not None and not (block_modules(block) & modules))]
+        # N draft passes through the MTP module: the first runs over the tokens the step verified (the draft
+        # model's extend over the accepted ones, padded to all N + 1 per sequence), the other N - 1 over the one
+        # token each sequence drafted last (SGLang eagle_worker_v2: _draft_extend_for_decode over
+        # num_draft_tokens per request, then draft_forward's num_steps - 1 forwards of one token per request)
+        blocks = blocks + block_counts([(layer, 1) for layer in model.mtp_modules[0]])
+        if phase == "decode" and mtp_layers > 1:
+            one_token = wanted(block_counts([(layer, mtp_layers - 1) for layer in model.mtp_modules[0]]))
+    chosen = wanted(blocks)
     head = not attention_only and (modules is None or bool(modules & {"embedding", "lm_head"}))
     # each of the `mtp_layers` sequential draft passes ends in the shared lm_head over one token per
     # sequence: its weights are read again every pass (~0.5 ms per pass for DeepSeek's 1.85 GB bf16 head
     # on one H200 rank)
     draft = (not attention_only and bool(mtp_layers) and phase == "decode"
              and (modules is None or "lm_head" in modules))
-    out = (chosen, head, draft)
+    out = (chosen, head, draft, one_token)
     if len(_SELECTED) >= 4096:
         _SELECTED.clear()
     _SELECTED[key] = (model, out)
     return out
+
+
+def draft_work(w: Work) -> Work:
+    """The work of an MTP draft pass after the first: one token per sequence of decode step `w` (its layout, its
+    context), sampled where the step samples its tokens: logits for as many tokens per new token as the step
+    (1, or under CP ranks keeping whole copies the replica's whole batch: decode_layout's `copies`)."""
+    per_token = w.logits_tokens / w.new_tokens if w.new_tokens > 0 else 1.0
+    return replace(w, new_tokens=w.sequences, logits_tokens=w.sequences * per_token)
 
 
 # the head ops a draft pass runs: each MTP module collapses its hyper-connection streams with its own head
@@ -267,7 +288,6 @@ def draft_records(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
                    ) -> tuple[list[OpCost], list[CommCost]]:
     """One MTP draft pass's LM head: one token per sequence, through the MTP module's own hyper-connection head
     first where the model has one (DRAFT_HEAD_OPS)."""
-    dw = Work("decode", new_tokens=w.sequences, context=w.context, sequences=w.sequences,
-              logits_tokens=w.sequences, busy_replicas=w.busy_replicas)
+    dw = draft_work(w)
     return ([o for o in head_ops(model, hw, pc, prec, f, dw) if o.name in DRAFT_HEAD_OPS],
             [c for c in head_comms(model, hw, pc, f, dw) if c.module == "lm_head"])

@@ -14,6 +14,7 @@ from solver.estimate.step_parts import (
     canonical_block,
     engine_decode_layout,
     draft_records,
+    draft_work,
     hiding_s,
     kit_head_comms,
     selected_blocks,
@@ -119,11 +120,12 @@ def stages_sums(stages: list[tuple[ModelSpec, int]], hw: Hardware, pc: ParallelC
 @dataclass(frozen=True)
 class SumsPlan:
     """What stages_sums adds up, independent of the config and the work: the distinct (canonical) blocks, and
-    per stage its model, MTP passes and chunks (index into `blocks`, HEAD or DRAFT; times repeated). A caller
-    asking for the same stages and modules many times (the planner's tables) builds it once."""
+    per stage its model, MTP passes and chunks (index into `blocks`, HEAD or DRAFT; times repeated; whether
+    costed at an MTP draft pass's one token per sequence, step_parts.draft_work). A caller asking for the same
+    stages and modules many times (the planner's tables) builds it once."""
 
     blocks: tuple
-    stages: tuple[tuple[ModelSpec, int, tuple[tuple[int, float], ...]], ...]
+    stages: tuple[tuple[ModelSpec, int, tuple[tuple[int, float, bool], ...]], ...]
 
 
 HEAD, DRAFT = -1, -2
@@ -135,19 +137,24 @@ def sums_plan(stages: list[tuple[ModelSpec, int]], attention_only: bool, modules
     blocks: list = []
     out = []
     for model, mtp_layers in stages:
-        chosen, head, draft = selected_blocks(model, mtp_layers, attention_only, modules, phase)
-        chunks: list[tuple[int, float]] = []
-        for block, n in chosen:
-            block = canonical_block(block)
-            i = index.get(id(block))
-            if i is None:
-                i = index[id(block)] = len(blocks)
-                blocks.append(block)
-            chunks.append((i, n))
+        chosen, head, draft, one_token = selected_blocks(model, mtp_layers, attention_only, modules, phase)
+        chunks: list[tuple[int, float, bool]] = []
+
+        def add(pairs: list, one: bool) -> None:
+            for block, n in pairs:
+                block = canonical_block(block)
+                i = index.get(id(block))
+                if i is None:
+                    i = index[id(block)] = len(blocks)
+                    blocks.append(block)
+                chunks.append((i, n, one))
+
+        add(chosen, False)
         if head:
-            chunks.append((HEAD, 1))
+            chunks.append((HEAD, 1, False))
         if draft:
-            chunks.append((DRAFT, mtp_layers))
+            chunks.append((DRAFT, mtp_layers, True))
+        add(one_token, True)
         out.append((model, mtp_layers, tuple(chunks)))
     return SumsPlan(tuple(blocks), tuple(out))
 
@@ -193,8 +200,11 @@ def kit_plan_sums(plan: SumsPlan, kit: SumsKit, store: dict) -> list[list[tuple[
     out = []
     for model, mtp_layers, chunks in plan.stages:
         row = []
-        for i, n in chunks:
-            if i >= 0:
+        for i, n, one in chunks:
+            if i >= 0 and one:
+                draft_kit, draft_store = _draft_kit(store, kit)
+                row.append((_sums_of(draft_store, plan.blocks[i], draft_kit), n, True))
+            elif i >= 0:
                 row.append((sums[i], n, False))
             elif i == HEAD:
                 row.append((_head_sums(store, model, kit), 1, False))
@@ -211,6 +221,15 @@ def _head_sums(store: dict, model: ModelSpec, kit: SumsKit) -> ModuleSums:
     out = _light_module_sums(kit_head_ops(model, kit), kit_head_comms(model, kit))
     store[("head", id(model))] = (model, out)
     return out
+
+
+def _draft_kit(store: dict, kit: SumsKit) -> tuple[SumsKit, dict]:
+    """The kit of an MTP draft pass's one token per sequence beside `kit` (same config, draft_work of its work)
+    and the dict of the sums costed under it, kept in `kit`'s store."""
+    hit = store.get("draft_kit")
+    if hit is None:
+        hit = store["draft_kit"] = (SumsKit(kit.hw, kit.pc, kit.prec, kit.f, draft_work(kit.w)), {})
+    return hit
 
 
 def _draft_sums(store: dict, model: ModelSpec, kit: SumsKit) -> ModuleSums:

@@ -230,20 +230,24 @@ def _layer_count(f: Fields, supplied: set[str] | frozenset[str] = frozenset()) -
     return f.int("num_hidden_layers", maximum=MAX_LAYERS)
 
 
+# the config keys that give a model next-n (MTP) modules, as _mtp reads them
+MTP_DEPTH_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
+
+
 def _mtp(f: Fields, reader: BlockReader, stack: tuple[Layer, ...]) -> tuple[tuple[tuple[Layer, ...], ...], bool]:
     """Next-n modules: num_nextn_predict_layers (DeepSeek layout: copies of embedding and head in each),
     mtp_num_hidden_layers (Qwen3.5), num_mtp_modules x mtp_transformer_layers (MiniMax); the layers of one
     module follow mtp_hybrid_override_pattern / mtp_layers_block_type when given, else one decoder layer
     with the model's full attention and its FFN type (MoE when the model has one)."""
-    n = f.int("num_nextn_predict_layers", default=0, minimum=0, maximum=64)
+    n = f.int(MTP_DEPTH_KEYS[0], default=0, minimum=0, maximum=64)
     # the DeepSeek layout stores embed_tokens and the head again in each next-n layer; a family whose checkpoint
     # does not says so (_mtp_checkpoint_copies: false)
     copies = n > 0 and f.cfg.get("_mtp_checkpoint_copies", True) is not False
     per_module = 1
     if not n:
-        n = f.int("mtp_num_hidden_layers", default=0, minimum=0, maximum=64)
-    if not n and f.has("num_mtp_modules") and f.cfg.get("use_mtp", True):
-        n = f.int("num_mtp_modules", minimum=0, maximum=64)
+        n = f.int(MTP_DEPTH_KEYS[1], default=0, minimum=0, maximum=64)
+    if not n and f.has(MTP_DEPTH_KEYS[2]) and f.cfg.get("use_mtp", True):
+        n = f.int(MTP_DEPTH_KEYS[2], minimum=0, maximum=64)
         per_module = f.int("mtp_transformer_layers", default=1, maximum=64)
     if not n:
         return (), False
