@@ -248,7 +248,9 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
     else:
         near = [w for w in _remedy_worlds(world, model, hw, fw) if w not in ruled]
         load = f"{scenario.concurrency:,} sequences" if scenario.concurrency else "the smallest batch"
-        if near and (max(near) > world or not ruled or sizes_only):  # smaller sizes hold no more weights a rank
+        # where the engine's rules leave only sizes below `world`, "none of them holds the weights" says nothing:
+        # fewer cards hold more weights a rank
+        if near and (max(near) > world or not ruled or sizes_only):
             out.append(f"no size from {min(near)} to {max(near)} cards holds the weights and {load}{wide}")
     larger = sorted(w for w in ruled if w > world)
     if fits is None and larger:
