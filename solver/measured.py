@@ -54,6 +54,7 @@ from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig, make_parallel_config
 from solver.specs.dtypes import number_format
 from solver.specs.precision import Precision, experts_only, resolve_precision
+from solver.specs.config.read import no_mtp_layers
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
 from solver.specs.scenario import DEFAULT_MTP_ACCEPT, accept_unread
 
@@ -225,8 +226,9 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
     except InputError as exc:
         raise _column_error("moe_tp" if "moe" in exc.field else "tp", exc) from None
     mtp, accept = mtp_columns(row, model)
-    if mtp > fw.max_mtp:
-        raise InputError("mtp", f"{mtp} exceeds {fw.name}'s maximum MTP depth {fw.max_mtp}")
+    too_deep = fw.mtp_past_max(mtp)
+    if too_deep:
+        raise InputError("mtp", too_deep)
     _framework_rules(fw, model, hw, pc, conc, mtp)
     gemm, moe = weight_formats(row)
     headline = (_text(row, "precision") or "").lower()
@@ -267,7 +269,7 @@ def mtp_columns(row: Mapping[str, Any], model: ModelSpec) -> tuple[int, float]:
     absent: 0, the default rate): a row measured with MTP on is priced with its draft tokens, never without."""
     mtp = _int(row, "mtp", minimum=0) if not _blank(row.get("mtp")) else 0
     if mtp and not model.num_mtp_layers:
-        raise InputError("mtp", f"{mtp}: {model.name} has no MTP (next-n) layers in its config")
+        raise InputError("mtp", f"{mtp}: {no_mtp_layers(model.name)}; set it to 0")
     if _blank(row.get("mtp_accept")):
         return mtp, DEFAULT_MTP_ACCEPT
     value = row["mtp_accept"]

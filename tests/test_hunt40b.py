@@ -162,7 +162,7 @@ def test_an_mtp_depth_past_the_profiles_maximum_is_refused_under_mtp() -> None:
     r = _run("estimate", "deepseek-v3", "--hardware", "h200_sxm", "--cards", "8", "--mtp", "5", "--isl", "100",
              "--osl", "10", "--concurrency", "8")
     _one_error(r, "--mtp")
-    assert "mtp = 5 exceeds generic's maximum of 3" in r.stderr
+    assert "mtp = 5 exceeds generic's maximum MTP depth 3" in r.stderr
 
 
 def test_a_queue_of_days_is_a_latency_not_an_input_out_of_range() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from solver.cli.main import main
-from solver.plan.diagnosis import ruled_out
+from solver.plan.diagnosis import rules_leaving_no_layout
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -16,8 +16,8 @@ def test_a_size_past_a_single_node_engines_node_is_ruled_out_by_its_rule():
     """ATOM runs on one node (C.single_node: world x pp <= ranks per node, 8 on MI300X): 16 ranks run no attention
     layout at any placement, 8 do."""
     model, hw, fw = load_model("kimi-k3"), load_hardware("mi300x"), load_framework("atom")
-    assert ruled_out(model, hw, fw, 16, Scenario()) == ["C.single_node"]
-    assert ruled_out(model, hw, fw, 8, Scenario()) == []
+    assert rules_leaving_no_layout(model, hw, fw, 16, Scenario()) == ["C.single_node"]
+    assert rules_leaving_no_layout(model, hw, fw, 8, Scenario()) == []
 
 
 def test_a_memory_remedy_names_the_rule_for_sizes_the_engine_cannot_run():

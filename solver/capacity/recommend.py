@@ -259,7 +259,7 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
     price = parse_prices(prices, plan.hardware)
     by_hw: dict[str, list[Task]] = {}
     for t in plan.tasks:
-        if own is None or t.cards in own.get(t.hardware_name, card_list):
+        if own is None or t.cards in own[t.hardware_name]:
             by_hw.setdefault(t.hardware_name, []).append(t)
     options = []
     for hw_name, tasks in by_hw.items():

@@ -228,12 +228,11 @@ def _input_notes(model: str, hardware: list[str], cards: str | None, isl: int, o
                  framework: str, weight_dtype, moe_weight_dtype, kv_dtype) -> list[str]:
     """What reading the inputs noted (the model's warnings, each device's, a sequence past the model's context),
     as the aggregated sweep collects them (capacity.sweep.build_plan), for the disaggregated paths."""
+    from solver.capacity.inputs import DEFAULT_CARD_RANGE
     from solver.capacity.sweep import build_plan
 
-    from solver.capacity.inputs import DEFAULT_CARD_RANGE
-
-    return build_plan(model, hardware, cards or DEFAULT_CARD_RANGE, isl=isl, osl=osl, seq_lens=seq_lens, framework=framework,
-                      weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
+    return build_plan(model, hardware, cards or DEFAULT_CARD_RANGE, isl=isl, osl=osl, seq_lens=seq_lens,
+                      framework=framework, weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                       kv_dtype=_dtype(kv_dtype)).notes
 
 

@@ -293,11 +293,10 @@ def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
 
             model = load_model(model)
         if not model.num_mtp_layers:
-            from solver.specs.config.read import MTP_DEPTH_KEYS
+            from solver.specs.config.read import no_mtp_layers
 
             fix = "use --mtp 0" if field.startswith("--") else "set it to 0"
-            raise InputError(field, f"{model.name} has no MTP (next-n) layers in its config "
-                                    f"({' / '.join(MTP_DEPTH_KEYS)} unset or 0); {fix}")
+            raise InputError(field, f"{no_mtp_layers(model.name)}; {fix}")
 
 
 # the flag that sets each name a refusal of the knobs may use: a knob's own, a derived size's knob's (EP = cards /

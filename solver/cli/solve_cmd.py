@@ -154,8 +154,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         # the candidates' scores first (rank/explain.candidate_scores), then why each alternative lost
         con.print(line if line.startswith(("score:", "#")) else f"why not {line}", markup=False)
     if explain and result.front:
-        con.print("Pareto front (request latency against tokens/s per rank):",
-                  markup=False)
+        con.print("Pareto front (request latency against tokens/s per rank):", markup=False)
         for line in front_lines(result):
             con.print(line, markup=False)
 

@@ -373,9 +373,10 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     # each pool's memory under its engine's layout (memory_options.engine_options), as its steps are costed
     pre_opts, dec_opts = engine_options(mem_opts, f_prefill), engine_options(mem_opts, f_decode)
     cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, dec_opts, wl.mtp)
+    synced = synced_ranks(model, prefill_pc)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,
-                       prompts_per_step(wl, f_prefill, synced_ranks(model, prefill_pc)), wl.decode_workers, decode_pc.attn_replicas,
-                       cap, wl.decode_batch or 0, f_decode.graph_sizes, synced_ranks(model, prefill_pc))
+                       prompts_per_step(wl, f_prefill, synced), wl.decode_workers, decode_pc.attn_replicas,
+                       cap, wl.decode_batch or 0, f_decode.graph_sizes, synced)
     pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, wl.isl, shape.prompts_per_step)
     dec_batch = shape.graph_batch or shape.running  # the decode step runs the padded batch
     dec = decode_step(model, hw, decode_pc, prec, f_decode, dec_batch, wl.isl + wl.osl / 2, wl.mtp, wl.osl)

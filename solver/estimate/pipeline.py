@@ -112,7 +112,7 @@ def prefill_traversal(pp: int, prompts: int) -> float:
     return pp * m / slots("prefill", pp, m)
 
 
-def send_tier(hw, stage_world: int, pp: int = 2) -> str:
+def send_tier(hw, stage_world: int, pp: int) -> str:
     """The tier between consecutive stages: of the pp - 1 boundaries (stage k holds ranks k x S .. (k+1) x S - 1),
     the slowest the hand-off crosses, each boundary the narrowest tier whose span holds both its ranks. Stages of
     whole nodes talk across nodes, or over the scale-up fabric inside an NVL72 rack; 144 GB200 at PP4 (stages of

@@ -248,7 +248,9 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
     else:
         near = [w for w in _remedy_worlds(world, model, hw, fw) if w not in ruled]
         load = f"{scenario.concurrency:,} sequences" if scenario.concurrency else "the smallest batch"
-        if near and (max(near) > world or not ruled or sizes_only):  # smaller sizes hold no more weights a rank
+        # where the engine's rules leave only sizes below `world`, "none of them holds the weights" says nothing:
+        # fewer cards hold more weights a rank
+        if near and (max(near) > world or not ruled or sizes_only):
             out.append(f"no size from {min(near)} to {max(near)} cards holds the weights and {load}{wide}")
     larger = sorted(w for w in ruled if w > world)
     if fits is None and larger:
@@ -299,7 +301,8 @@ def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewor
                             params, allow_cross_node, mem_opts, ruled=ruled)
 
 
-def ruled_out(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario) -> list[str]:
+def rules_leaving_no_layout(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int,
+                            scenario: Scenario) -> list[str]:
     """The rules under which no attention layout runs on `world` ranks whatever the flags (the space with TP across
     nodes allowed): ATOM's C.single_node past one node. [] where one runs."""
     hw = as_launched(hw, fw, world)
@@ -322,16 +325,16 @@ def first_that_plans(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
                      mem_opts: MemoryOptions | None, method: str = "cpsat",
                      ruled: dict[int, list[str]] | None = None) -> tuple[int | None, list[int]]:
     """(the first of `sizes` at which the planner finds a configuration for `scenario`, the sizes it was asked
-    about): a size the engine's rules run nothing at is passed over (into `ruled`, with the rules: ruled_out),
-    each other passes the memory screen (might_fit) first, and at most REMEDY_PLANS are planned, each within
-    REMEDY_TIME_LIMIT_S."""
+    about): a size the engine's rules run nothing at is passed over (into `ruled`, with the rules:
+    rules_leaving_no_layout), each other passes the memory screen (might_fit) first, and at most REMEDY_PLANS are
+    planned, each within REMEDY_TIME_LIMIT_S."""
     from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
 
     params = params or SolverParams()
     quick = SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
     planned: list[int] = []
     for w in sizes:
-        rules = ruled_out(model, hw, fw, w, scenario)
+        rules = rules_leaving_no_layout(model, hw, fw, w, scenario)
         if rules:
             if ruled is not None:
                 ruled[w] = rules

@@ -219,8 +219,9 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         raise InputError("--cards", f"must be an integer in [1, {MAX_CARDS:,}], got {world!r}")
     if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
         raise InputError("--top", f"must be an integer in [1, {MAX_TOP}], got {top!r}")
-    if scenario.mtp > fw.max_mtp:
-        raise InputError("--mtp", f"{scenario.mtp} exceeds {fw.name}'s maximum MTP depth {fw.max_mtp}")
+    too_deep = fw.mtp_past_max(scenario.mtp)
+    if too_deep:
+        raise InputError("--mtp", too_deep)
     table_cap = past_position_table(model, scenario.max_seq_len)
     if table_cap:
         raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {table_cap}",

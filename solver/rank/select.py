@@ -3,8 +3,8 @@ verified config), name their pattern, label trade-offs and explain them with the
 from __future__ import annotations
 
 import math
-from typing import Mapping
 from dataclasses import dataclass
+from typing import Mapping
 
 from solver.estimate.memory import MemoryReport
 from solver.space.domains import cross_node_tp

@@ -3,6 +3,7 @@ allow breaks one of its error rules (ATOM's and vLLM's embedding and LM head fol
 names the rule, not the estimate, as what set the knob."""
 from __future__ import annotations
 
+from solver.space.domains import divisors
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
@@ -26,10 +27,9 @@ def profile_ties(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Paral
 
     base = pc.settings()
     before = broken(base)
-    divisors = [d for d in range(1, pc.stage_world + 1) if pc.stage_world % d == 0]
     out: dict[str, str] = {}
     for knob in knobs:
-        others = [d for d in divisors if d != base.get(knob, 1)]
+        others = [d for d in divisors(pc.stage_world) if d != base.get(knob, 1)]
         if not others:  # a stage of one rank: nothing to split over, whatever the rules
             out[knob] = SINGLE_RANK
             continue

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
-from solver.specs.model_rules import kv_sharing_split
+from solver.specs.model_rules import ffn_widths, kv_sharing_split
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs, smallest_redundant
 from solver.specs.scenario import Scenario
 
@@ -197,14 +197,8 @@ def knob_rule(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, 
         return "A.experts_divisible_moe_ep"
     if knob == "o_proj_tp_size" and model.o_proj_dim % value:
         return "A.o_proj_dim_divisible"
-    # a TP linear holds width / tp columns: the engines' ColumnParallelLinear divide() and FusedMoE
-    # (`assert intermediate_size % moe_tp_size == 0`, SGLang) refuse a remainder. Powers of two always divide
-    # the 2^k widths; TP 12 / 24 / 36 / 72 (a rack's sizes) do not (DeepSeek's 2048-wide experts)
-    if knob == "moe_tp_size" and model.is_moe and model.moe_intermediate_size % value:
+    if any(width % value for _, width in ffn_widths(model, knob)):
         return "A.ffn_width_divisible_tp"
-    if knob == "dense_tp_size" and (model.has_dense_ffn and model.intermediate_size % value
-                                    or (model.shared_expert_intermediate_size or 0) % value):
-        return "A.ffn_width_divisible_tp"  # dense_tp_size splits the dense FFN and the shared experts alike
     if knob == "pp_size" and value > 1:
         if value > model.num_layers:
             return "A.pp_at_most_layers"

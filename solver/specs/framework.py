@@ -278,8 +278,9 @@ class FrameworkProfile(BaseModel):
         absent = getattr(env, "absent", ())  # the model's missing modules: absent_knob_problems reports them
         problems = [self._unexpressed(k, env[k]) for k in self.fixed_knobs
                     if k not in absent and env.get(k, 1) not in (1, self._followed(k, env))]
-        if env.get("mtp", 0) > self.max_mtp:
-            problems.append(f"mtp = {env['mtp']} exceeds {self.name}'s maximum of {self.max_mtp}")
+        too_deep = self.mtp_past_max(env.get("mtp", 0))
+        if too_deep:
+            problems.append(f"mtp = {too_deep}")
         r = env.get("redundant_experts", 0)
         if r and not self.has_feature("redundant_experts"):
             problems.append(f"redundant_experts = {r} but {self.name} has no redundant experts (features)")
@@ -288,6 +289,10 @@ class FrameworkProfile(BaseModel):
         if r and not env.get("is_moe"):
             problems.append(f"redundant_experts = {r} on a model without routed experts; leave it out")
         return problems
+
+    def mtp_past_max(self, mtp: int) -> str | None:
+        """Why an MTP depth is past what the engine drafts (max_mtp); None within it."""
+        return f"{mtp} exceeds {self.name}'s maximum MTP depth {self.max_mtp}" if mtp > self.max_mtp else None
 
     def _followed(self, knob: str, env: Mapping[str, Value]) -> Value:
         """The value a knob the engine lacks takes from the one it follows (knobs.FOLLOWS): o_proj runs over the

@@ -13,6 +13,25 @@ def stage_sizes(num_layers: int, pp: int) -> tuple[int, ...]:
     return tuple(base + (1 if i < extra else 0) for i in range(pp))
 
 
+# the TP knobs that split an FFN's width (A.ffn_width_divisible_tp)
+FFN_TP_KNOBS = ("moe_tp_size", "dense_tp_size")
+
+
+def ffn_widths(model: ModelSpec, knob: str) -> list[tuple[str, int]]:
+    """(name, width) of each FFN width `knob` splits, for A.ffn_width_divisible_tp: a TP linear holds width / tp
+    columns, and the engines' ColumnParallelLinear divide() and FusedMoE (`assert intermediate_size % moe_tp_size
+    == 0`, SGLang) refuse a remainder. moe_tp_size splits the routed experts'; dense_tp_size the dense FFN's and
+    the shared experts' alike. Powers of two divide the 2^k widths; a rack's TP 12 / 24 / 36 / 72 do not
+    (DeepSeek's 2048-wide experts)."""
+    if knob == "moe_tp_size":
+        return [("moe_intermediate_size", model.moe_intermediate_size)] if model.is_moe else []
+    if knob == "dense_tp_size":
+        shared = model.shared_expert_intermediate_size or 0
+        return ([("intermediate_size", model.intermediate_size)] if model.has_dense_ffn else []) + \
+            ([("shared experts' width", shared)] if shared else [])
+    return []
+
+
 def kv_sharing_split(model: ModelSpec, pp: int) -> tuple[int, int] | None:
     """(layer, source) of the first layer attending with K/V that another pipeline stage caches, or None: a
     layer that borrows an earlier layer's K/V (use_cla, num_kv_shared_layers, kv_source_layers) reads that layer's
@@ -98,12 +117,6 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
                 for k, v in pc.knobs().items() if k != "pp_size" and W % v == 0 and S % v]
     if model.has_mla and model.o_proj_dim % pc.o_proj_tp_size:
         out.append(f"N_h * v_head_dim {model.o_proj_dim} % o_proj_tp_size {pc.o_proj_tp_size} != 0")
-    # space.domains' A.ffn_width_divisible_tp: a TP linear holds width / tp columns
-    if model.is_moe and model.moe_intermediate_size % pc.moe_tp_size:
-        out.append(f"moe_intermediate_size {model.moe_intermediate_size} % moe_tp_size {pc.moe_tp_size} != 0")
-    if model.has_dense_ffn and model.intermediate_size % pc.dense_tp_size:
-        out.append(f"intermediate_size {model.intermediate_size} % dense_tp_size {pc.dense_tp_size} != 0")
-    shared = model.shared_expert_intermediate_size or 0
-    if shared % pc.dense_tp_size:  # dense_tp_size splits the shared experts too
-        out.append(f"shared experts' width {shared} % dense_tp_size {pc.dense_tp_size} != 0")
+    out += [f"{name} {width} % {knob} {getattr(pc, knob)} != 0"
+            for knob in FFN_TP_KNOBS for name, width in ffn_widths(model, knob) if width % getattr(pc, knob)]
     return out

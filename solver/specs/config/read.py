@@ -234,6 +234,11 @@ def _layer_count(f: Fields, supplied: set[str] | frozenset[str] = frozenset()) -
 MTP_DEPTH_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
 
 
+def no_mtp_layers(model_name: str) -> str:
+    """Why an MTP depth N > 0 is refused on a model whose config gives no next-n modules: the keys that would."""
+    return f"{model_name} has no MTP (next-n) layers in its config ({' / '.join(MTP_DEPTH_KEYS)} unset or 0)"
+
+
 def _mtp(f: Fields, reader: BlockReader, stack: tuple[Layer, ...]) -> tuple[tuple[tuple[Layer, ...], ...], bool]:
     """Next-n modules: num_nextn_predict_layers (DeepSeek layout: copies of embedding and head in each),
     mtp_num_hidden_layers (Qwen3.5), num_mtp_modules x mtp_transformer_layers (MiniMax); the layers of one
