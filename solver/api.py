@@ -348,7 +348,7 @@ def _recommend(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[
     """
     if serving == "disagg":
         from solver.capacity.disagg import recommend_disagg
-        from solver.cli.options import check_mtp
+        from solver.one_config import check_mtp
 
         if kwargs.get("max_copies") is not None:  # the disaggregated answer is one xPyD deployment
             raise InputError("max_copies", "not available with recommend(serving='disagg') (one xPyD deployment "
