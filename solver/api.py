@@ -452,9 +452,10 @@ def _knob_keys() -> set[str]:
     return set(CONFIG_FLAGS)
 
 
-# what estimate / memory / check take: their own parameters and the knobs; None where the CLI leaves them unset
-_ONE_CONFIG_OPTIONAL = frozenset({"isl", "osl", "concurrency", "phase", "batch", "seq_len", "model", "hardware",
-                                  "cards", "config", "candidate", "framework", *CONFIG_FLAGS})
+# what estimate / memory / check may be given as None: the workload's fields and the knobs (unset); check's
+# deployment too, which a file may give instead
+_ONE_CONFIG_OPTIONAL = frozenset({"isl", "osl", "concurrency", "phase", "batch", "seq_len", *CONFIG_FLAGS})
+_CHECK_OPTIONAL = _ONE_CONFIG_OPTIONAL | {"model", "hardware", "cards", "config", "candidate", "framework"}
 
 run_solve = _api("run_solve", entry.run_solve, _run_solve_keys)
 run_disagg = _api("run_disagg", entry.run_disagg, lambda: _params_of(entry.run_disagg))
@@ -464,4 +465,4 @@ sweep = _api("sweep", _sweep, _sweep_keys, hardware_lists=True, cards_lists=True
 recommend = _api("recommend", _recommend, _recommend_keys, hardware_lists=True, cards_lists=True)
 estimate = _api("estimate", _estimate, _knob_keys, optional=_ONE_CONFIG_OPTIONAL)
 memory = _api("memory", _memory, _knob_keys, optional=_ONE_CONFIG_OPTIONAL)
-check = _api("check", _check_config, _knob_keys, optional=_ONE_CONFIG_OPTIONAL)
+check = _api("check", _check_config, _knob_keys, optional=_CHECK_OPTIONAL)

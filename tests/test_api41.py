@@ -71,6 +71,7 @@ def test_check_reports_an_invalid_config_as_a_result_not_an_exception() -> None:
     (api.estimate, dict(phase="serve", batch=1, seq_len=1), "phase"),
     (api.estimate, dict(isl=1024, osl=128), "workload"),
     (api.estimate, dict(isl=1024, osl=128, concurrency=8, kv_dtyp="fp8"), "kv_dtyp"),
+    (api.estimate, dict(isl=1024, osl=128, concurrency=8, framework=None), "framework"),
     (api.memory, dict(batch=8, seq_len=0), "seq_len"),
     (api.memory, dict(batch=8, seq_len=4096, mem_fraction=1.5), "mem_fraction"),
     (api.memory, dict(batch=8, seq_len=4096, redundant_experts=-1), "redundant_experts"),
