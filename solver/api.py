@@ -23,15 +23,19 @@ from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.rank.select import Candidate
 from solver.specs import limits
+from solver.specs.knobs import CONFIG_FLAGS
+from solver.specs.parallel import KNOBS, SETTINGS
 from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from solver.capacity.disagg import DisaggRecommendation
     from solver.capacity.recommend import Recommendation
+    from solver.one_config import CheckResult, EstimateResult, MemoryResult
 
 __all__ = ["run_solve", "run_disagg", "solve", "Scenario", "SolverParams", "sweep", "recommend",
-           "explain_solution", "refuse_unlaunchable_kv", "verified_for"]
+           "explain_solution", "estimate", "memory", "check", "refuse_unlaunchable_kv", "verified_for"]
 
 
 def _scenario_range(name: str) -> tuple[float, float, float]:
@@ -48,17 +52,25 @@ _SCENARIO_INTS = ("isl", "osl", "concurrency", "max_concurrency", "mtp")
 # field's from its Field (an integer above g is at least g + 1)
 _INTS: dict[str, tuple[int, int]] = {
     "cards": (1, limits.MAX_CARDS), "top": (1, limits.MAX_TOP), "jobs": (1, limits.MAX_JOBS),
-    "max_copies": (1, limits.MAX_CARDS),
+    "max_copies": (1, limits.MAX_CARDS), "batch": (1, limits.MAX_CONCURRENCY), "seq_len": (1, limits.MAX_TOKENS),
+    "prefill_chunk": (1, limits.MAX_TOKENS),
+    # a knob divides the world size; redundant expert copies are at most the cards' count (cli.options KNOB, SETTING)
+    **{k: (1, limits.MAX_CARDS) for k in KNOBS}, **{k: (0, limits.MAX_CARDS) for k in SETTINGS},
     **{k: (int(max(lo, gt + 1)), int(hi)) for k in _SCENARIO_INTS for lo, gt, hi in [_scenario_range(k)]}}
 # real arguments: (above, at most)
 _REALS: dict[str, tuple[float, float]] = {
     **{k: (gt, hi) for k in ("ttft_ms", "tpot_ms", "mtp_accept") for _, gt, hi in [_scenario_range(k)]},
-    "target_output_tokens_per_s": (0.0, limits.MAX_RATE), "target_requests_per_s": (0.0, limits.MAX_RATE)}
+    "target_output_tokens_per_s": (0.0, limits.MAX_RATE), "target_requests_per_s": (0.0, limits.MAX_RATE),
+    "mem_fraction": (0.0, 1.0)}
 # arguments that may be None (the planner or the runner decides)
 _OPTIONAL = {"concurrency", "max_concurrency", "ttft_ms", "tpot_ms", "mtp_accept", "max_copies", "target_output_tokens_per_s",
              "target_requests_per_s", "weight_dtype", "moe_weight_dtype", "kv_dtype", "params", "scenarios",
              "seq_lens", "progress", "address", "prices", "references"}
-_NAMES = ("model", "framework")  # a catalog name or a path
+_NAMES = ("model", "framework", "config")  # a catalog name or a path
+# arguments that are one of a few words (the command line's click.Choice)
+_CHOICES: dict[str, tuple[str, ...]] = {"phase": ("prefill", "decode"), "serving": ("agg", "disagg")}
+# what solve() builds its Scenario from, as sweep and recommend take them
+_SCENARIO_KEYS = ("isl", "osl", "ttft_ms", "tpot_ms", "concurrency", "max_concurrency", "mtp", "mtp_accept")
 _DTYPES = ("weight_dtype", "moe_weight_dtype", "kv_dtype")
 _FLAG = re.compile(r"--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 
@@ -86,13 +98,14 @@ def _names(value: Any, key: str, what: str) -> list[str]:
     return [os.fspath(h) for h in items]
 
 
-def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool) -> dict[str, Any]:
+def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool,
+           optional: frozenset[str] = frozenset()) -> dict[str, Any]:
     """Refuse an argument of the wrong type or out of range, under its keyword. Returns the arguments the runner
     is given: a numpy or pandas integer as an int, a number as a float, a path (pathlib.Path) as its string, so
-    the runners see the types the command line gives them."""
+    the runners see the types the command line gives them. `optional`: more arguments that may be None here."""
     checked = dict(args)
     for key, value in args.items():
-        if value is None and key in _OPTIONAL:
+        if value is None and (key in _OPTIONAL or key in optional):
             continue
         if key in _INTS and not (key == "cards" and cards_lists and not isinstance(value, Integral)):
             lo, hi = _INTS[key]
@@ -133,6 +146,9 @@ def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool) -> dic
                     raise InputError(key, f"per hardware: a hardware name -> a number format name (fp8, bf16, ...), "
                                      f"got {bad[0][0]!r}: {bad[0][1]!r}")
                 checked[key] = {os.fspath(h): v for h, v in value.items()}
+        elif key in _CHOICES:
+            if not isinstance(value, str) or value not in _CHOICES[key]:
+                raise InputError(key, f"must be one of {', '.join(map(repr, _CHOICES[key]))}, got {value!r}")
         elif key in _BOOLS:
             if not isinstance(value, (bool, np_bool)):
                 raise InputError(key, f"must be True or False, got {value!r} ({type(value).__name__})")
@@ -161,8 +177,9 @@ def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool) -> dic
     return checked
 
 
-# a command-line flag whose keyword is not its own name with "_" for "-" (--price HW=USD, repeated: prices)
-_FLAG_KEYWORDS = {"price": "prices"}
+# a command-line flag whose keyword is not its own name with "_" for "-" (--price HW=USD, repeated: prices; a
+# knob's flag, --attn-tp: its parallel_config name)
+_FLAG_KEYWORDS = {"price": "prices", **{flag[2:]: name for name, flag in CONFIG_FLAGS.items()}}
 
 
 def _flag_keyword(flag: str) -> str:
@@ -175,10 +192,12 @@ def _keyword(text: str, keys: set[str]) -> str:
 
 
 def _api(name: str, runner: Callable[..., Any], takes: Callable[[], set[str]], hardware_lists: bool = False,
-         cards_lists: bool = False) -> Callable[..., Any]:
+         cards_lists: bool = False, optional: frozenset[str] = frozenset(),
+         scenario_keys: tuple[str, ...] = ()) -> Callable[..., Any]:
     """`runner` as the API offers it: its arguments checked (an unknown keyword refused with the close names; a
-    scenario given as its kind name made a Scenario), and a refusal the runner raises under a command-line flag
-    re-raised under the keyword the caller wrote (--kv-dtype -> kv_dtype)."""
+    scenario given as its kind name made a Scenario, with the `scenario_keys` given made its fields), and a refusal
+    the runner raises under a command-line flag re-raised under the keyword the caller wrote (--kv-dtype ->
+    kv_dtype). `optional`: its arguments that may be None beyond _OPTIONAL."""
     sig = inspect.signature(runner)
 
     @functools.wraps(runner)
@@ -197,13 +216,33 @@ def _api(name: str, runner: Callable[..., Any], takes: Callable[[], set[str]], h
                  if sig.parameters[k].kind is not inspect.Parameter.VAR_KEYWORD}
         given.update(next((v for k, v in bound.arguments.items()
                            if sig.parameters[k].kind is inspect.Parameter.VAR_KEYWORD), {}))
+        fields = {k: given[k] for k in scenario_keys if given.get(k) is not None}
+        if fields and isinstance(given.get("scenario"), Scenario):
+            raise InputError(f"scenario/{next(iter(fields))}", f"give either a Scenario or {', '.join(fields)} (with "
+                             "the scenario's kind name), not both: the Scenario already holds its own")
         if isinstance(given.get("scenario"), str):
             if given["scenario"] not in SCENARIO_WEIGHTS:
                 raise InputError("scenario", f"unknown scenario kind {given['scenario']!r}; known: "
                                  f"{', '.join(SCENARIO_WEIGHTS)}")
-            bound.arguments["scenario"] = given["scenario"] = Scenario(kind=given["scenario"])
-        checked = _check(given, hardware_lists, cards_lists)
+        kind = given.get("scenario") if isinstance(given.get("scenario"), str) else None
+        checked = _check({k: v for k, v in given.items() if not (k == "scenario" and kind)}, hardware_lists,
+                         cards_lists, optional)
+        if fields or kind:
+            from solver.specs.scenario import scenario_of
+
+            try:
+                made = scenario_of("scenario", kind=kind or Scenario().kind, **{k: checked[k] for k in fields})
+            except InputError as exc:  # a field refused under its flag (--tpot-ms): named by its keyword
+                raise InputError(_keyword(exc.field, set(scenario_keys) | {"scenario"}), exc.problem) from None
+            checked["scenario"] = given["scenario"] = made
         extra = next((k for k, p in sig.parameters.items() if p.kind is inspect.Parameter.VAR_KEYWORD), None)
+        if fields or kind:  # the fields are the Scenario's now, not the runner's arguments
+            for k in scenario_keys:
+                checked.pop(k, None)
+                given.pop(k, None)
+                bound.arguments.pop(k, None)
+            if extra in bound.arguments:
+                bound.arguments[extra] = {k: v for k, v in bound.arguments[extra].items() if k not in scenario_keys}
         for k, v in checked.items():  # the normalised values (an int for a numpy integer, a str for a Path)
             if k in sig.parameters and k != extra:
                 bound.arguments[k] = v
@@ -212,7 +251,9 @@ def _api(name: str, runner: Callable[..., Any], takes: Callable[[], set[str]], h
         try:
             return runner(*bound.args, **bound.kwargs)
         except InputError as exc:
-            if not any(f.startswith("--") and _flag_keyword(f[2:]) in keys for f in exc.field.split("/")):
+            flagged = any(f.startswith("--") and _flag_keyword(f[2:]) in keys for f in exc.field.split("/"))
+            spoken = any(_flag_keyword(m.group(1)) in keys for m in _FLAG.finditer(exc.problem))
+            if not (flagged or spoken and exc.field in keys | {"workload"}):
                 raise
             raise InputError(_keyword(exc.field, keys), _keyword(exc.problem, keys)) from None
 
@@ -244,13 +285,16 @@ def _recommend_keys() -> set[str]:
 def _solve(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, scenario: Scenario | str | None = None,
            **kwargs: Any) -> list[Candidate]:
     """Ranked candidates for one deployment (see run_solve for the keyword arguments). `scenario`: a Scenario or
-    its kind ("throughput", "latency", "balanced"; default balanced)."""
+    its kind ("throughput", "latency", "balanced"; default balanced); with a kind (or none), isl, osl, ttft_ms,
+    tpot_ms, concurrency, max_concurrency, mtp and mtp_accept are its fields, as sweep and recommend take them
+    (a Scenario and those keywords together are refused: the Scenario holds its own)."""
     return entry.run_solve(model, hardware, cards, scenario or Scenario(), **kwargs)[1]
 
 
 def _sweep(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str | os.PathLike],
            cards: str | int | Iterable[int], scenarios: str | Scenario | Iterable[str | Scenario] | None = None, *,
-           jobs: int = 1, progress: Callable[[int, int, str], None] | None = None, **kwargs: Any) -> pd.DataFrame:
+           jobs: int = 1, progress: Callable[[int, int, str], None] | None = None, serving: str = "agg",
+           **kwargs: Any) -> pd.DataFrame:
     """Capacity sweep: a pandas DataFrame with the Pareto front of every (hardware, cards, scenario[, ISL/OSL])
     combination, one row per configuration, and one row naming the binding constraint where none fits.
 
@@ -262,29 +306,163 @@ def _sweep(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str 
     Client) on an existing cluster (same table either way). Columns: solver.capacity.sweep.COLUMNS.
     `df.attrs`: "wall_s" (seconds the sweep took), "combinations" (the solves it ran), "notes" (what reading
     the inputs noted: a dtype the hardware lacks, a context past the model's).
+    `serving="disagg"`: one row per disaggregated (xPyD) plan instead, as `sweep --serving disagg` writes it
+    (solver.capacity.disagg.sweep_disagg: the columns of table.DISAGG_COLUMNS; jobs 1, no executor).
     """
+    if serving == "disagg":
+        from solver.capacity.disagg import sweep_disagg
+
+        _not_disagg("sweep", {"executor": kwargs.pop("executor", "local") != "local",
+                              "address": kwargs.pop("address", None) is not None, "jobs": jobs != 1})
+        _not_disagg("sweep", {k: k in kwargs for k in set(kwargs) - _params_of(sweep_disagg)})
+        return sweep_disagg(model, _hardware_list(hardware), cards, scenarios,
+                            progress=None if progress is None else lambda label: progress(0, 0, label), **kwargs)
     from solver.capacity.sweep import sweep as run_sweep
 
     return run_sweep(model, hardware, cards, scenarios, jobs=jobs, progress=progress, **kwargs)
 
 
+def _hardware_list(hardware: str | list[str]) -> list[str]:
+    """The hardware as the disaggregated runners take them: a list (one name is a list of one)."""
+    return [hardware] if isinstance(hardware, str) else list(hardware)
+
+
+def _not_disagg(name: str, given: Mapping[str, bool]) -> None:
+    """An argument the aggregated runner reads that the disaggregated path does not: refused, not dropped."""
+    for key, present in sorted(given.items()):
+        if present:
+            raise InputError(key, f"not available with {name}(serving='disagg')")
+
+
 def _recommend(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str | os.PathLike],
-               **kwargs: Any) -> Recommendation:
+               *, serving: str = "agg", **kwargs: Any) -> Recommendation | DisaggRecommendation:
     """The fewest cards (and the configuration) that carry a load within the SLA, per hardware, as copies of one
     deployment behind a load balancer (`Option.copies` x `Option.cards` = `Option.total_cards`); the cheapest
     when prices per card-hour are given. Returns a solver.capacity.recommend.Recommendation (`.best`,
     `.options`, `.to_frame()`). Keyword arguments: target_output_tokens_per_s or target_requests_per_s, isl,
     osl, ttft_ms, tpot_ms, prices ({hardware: price per card-hour}), cards (per copy), max_copies (None: no
     bound; 1: one deployment), framework, weight_dtype, ...
+    `serving="disagg"`: the fewest cards whose one xPyD deployment carries the load, as `recommend --serving
+    disagg` answers it: a solver.capacity.disagg.DisaggRecommendation (`.best`, `.options`, `.as_dict()`);
+    max_copies is refused there.
     """
+    if serving == "disagg":
+        from solver.capacity.disagg import recommend_disagg
+        from solver.one_config import check_mtp
+
+        if kwargs.get("max_copies") is not None:  # the disaggregated answer is one xPyD deployment
+            raise InputError("max_copies", "not available with recommend(serving='disagg') (one xPyD deployment "
+                             "is planned)")
+        kwargs.pop("max_copies", None)
+        _not_disagg("recommend", {k: k in kwargs for k in set(kwargs) - _params_of(recommend_disagg)})
+        check_mtp(model, kwargs.get("mtp", 0))
+        return recommend_disagg(model, _hardware_list(hardware), **kwargs)
     from solver.capacity.recommend import recommend as run_recommend
 
     return run_recommend(model, hardware, **kwargs)
 
 
+_WORKLOAD_DOC = """Workload: serving (isl, osl, concurrency), one phase (phase "prefill" | "decode", batch, seq_len),
+    or a decode over its prompts' output (phase "decode", batch, isl, osl)."""
+
+
+def _estimate(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, *, isl: int | None = None,
+              osl: int | None = None, concurrency: int | None = None, phase: str | None = None,
+              batch: int | None = None, seq_len: int | None = None, mtp: int = 0, mtp_accept: float | None = None,
+              framework: str | os.PathLike = "generic", weight_dtype: str | None = None,
+              moe_weight_dtype: str | None = None, kv_dtype: str | None = None, **knobs: int) -> EstimateResult:
+    """`shardplan estimate` of one parallel_config: memory, TTFT, TPOT and throughput with their breakdowns.
+    `knobs`: attn_tp_size, dense_tp_size, moe_tp_size, ... by their parallel_config names (unset: 1;
+    redundant_experts: 0). Returns a solver.one_config.EstimateResult: `.estimate` (an Estimate), `.notes`,
+    `.as_dict()` (the command's JSON). `mtp_accept` None: the default acceptance rate."""
+    from solver.one_config import estimate_config, workload_of
+
+    wl = workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept)
+    return estimate_config(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework)
+
+
+def _memory(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, batch: int, seq_len: int, *,
+            mtp: int = 0, prefill_chunk: int | None = None, mem_fraction: float | None = None,
+            framework: str | os.PathLike = "generic", weight_dtype: str | None = None,
+            moe_weight_dtype: str | None = None, kv_dtype: str | None = None, **knobs: int) -> MemoryResult:
+    """`shardplan memory` of one parallel_config: per-rank memory of `batch` sequences of `seq_len` tokens,
+    feasible or not, and the largest batch that fits. `knobs` as estimate() takes them. Returns a
+    solver.one_config.MemoryResult: `.report` (a MemoryReport), `.max_batch`, `.notes`, `.as_dict()` (the
+    command's JSON). `mem_fraction` None: the default usable fraction of capacity."""
+    from solver.one_config import memory_config
+
+    return memory_config(model, hardware, cards, knobs, batch, seq_len, mtp, prefill_chunk, mem_fraction, framework,
+                         weight_dtype, moe_weight_dtype, kv_dtype)
+
+
+_CHECK_FILE_KEYS = ("model", "hardware", "cards", "framework")  # what overrides a deployment file's own
+
+
+def _check_config(model: str | os.PathLike | None = None, hardware: str | os.PathLike | None = None,
+                  cards: int | None = None, *, config: str | os.PathLike | None = None, candidate: str | int | None = None,
+                  isl: int | None = None, osl: int | None = None, concurrency: int | None = None,
+                  phase: str | None = None, batch: int | None = None, seq_len: int | None = None, mtp: int = 0,
+                  mtp_accept: float | None = None, framework: str | os.PathLike | None = None,
+                  weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
+                  **knobs: int) -> CheckResult:
+    """`shardplan check`: a parallel_config reviewed by class A/B/C (model, hardware, framework), its common
+    errors flagged and the config estimated. Either `config`, a deployment file (as the command reads it;
+    `candidate` picks a candidate_x block, and model / hardware / cards / framework override the file's), or the
+    deployment as keywords: model, hardware, cards, `knobs` as estimate() takes them, the workload, mtp,
+    mtp_accept, framework and dtypes. Returns a solver.one_config.CheckResult: `.valid`, `.review` (violations,
+    warnings, common errors, notes, the estimate), `.as_dict()` (the command's JSON). An invalid config is a
+    result (`valid` False), not an exception."""
+    from solver.one_config import check_deployment, workload_of
+    from solver.specs.deployment import FLAT_QUANT, Deployment, WorkloadSpec, load_deployment
+    from solver.specs.parallel import CONFIG_KEYS
+
+    given = {"model": model, "hardware": hardware, "framework": framework}
+    if config is not None:
+        inline = {"isl": isl, "osl": osl, "concurrency": concurrency, "phase": phase, "batch": batch,
+                  "seq_len": seq_len, "mtp": mtp or None, "mtp_accept": mtp_accept, "weight_dtype": weight_dtype,
+                  "moe_weight_dtype": moe_weight_dtype, "kv_dtype": kv_dtype, **knobs}
+        for key, value in inline.items():
+            if value is not None:
+                raise InputError(key, f"given by the file {config}: with config=, only "
+                                      f"{', '.join(_CHECK_FILE_KEYS)} override it")
+        dep = load_deployment(config, None if candidate is None else str(candidate))
+        model, hardware, world = model or dep.model, hardware or dep.hardware, cards or dep.world_size
+        for key, value in (("model", model), ("hardware", hardware), ("cards", world)):
+            if value is None:
+                raise InputError(key, f"missing: give it in {config} or as {key}=")
+        return check_deployment(dep, model, hardware, world, framework, str(config),
+                                {k: k if v else None for k, v in given.items()})
+    if candidate is not None:
+        raise InputError("candidate", "reads a block of a deployment file: give config= too")
+    for key, value in (("model", model), ("hardware", hardware), ("cards", cards)):
+        if value is None:
+            raise InputError(key, "missing: give it, or a deployment file as config=")
+    workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept)  # one complete workload, or refused
+    spec = WorkloadSpec(**{k: v for k, v in (("isl", isl), ("osl", osl), ("concurrency", concurrency),
+                                             ("phase", phase), ("batch", batch), ("seq_len", seq_len)) if v is not None})
+    dtypes = {"weight_dtype": weight_dtype, "moe_weight_dtype": moe_weight_dtype, "kv_dtype": kv_dtype}
+    dep = Deployment(model=model, hardware=hardware, framework=framework or "generic", world_size=cards,
+                     parallel_config=knobs, workload=spec, quant={FLAT_QUANT[k]: v for k, v in dtypes.items()},
+                     mtp=mtp, mtp_accept=mtp_accept)
+    dep._fields = {k: k for k in (*FLAT_QUANT, *CONFIG_KEYS)}  # a refusal names the keyword
+    return check_deployment(dep, model, hardware, cards, framework, None, {k: k for k in given})
+
+
+def _knob_keys() -> set[str]:
+    return set(CONFIG_FLAGS)
+
+
+# what estimate / memory / check may be given as None: the workload's fields and the knobs (unset); check's
+# deployment too, which a file may give instead
+_ONE_CONFIG_OPTIONAL = frozenset({"isl", "osl", "concurrency", "phase", "batch", "seq_len", *CONFIG_FLAGS})
+_CHECK_OPTIONAL = _ONE_CONFIG_OPTIONAL | {"model", "hardware", "cards", "config", "candidate", "framework"}
+
 run_solve = _api("run_solve", entry.run_solve, _run_solve_keys)
 run_disagg = _api("run_disagg", entry.run_disagg, lambda: _params_of(entry.run_disagg))
 explain_solution = _api("explain_solution", entry.explain_solution, lambda: _params_of(entry.explain_solution))
-solve = _api("solve", _solve, _run_solve_keys)
+solve = _api("solve", _solve, lambda: _run_solve_keys() | set(_SCENARIO_KEYS), scenario_keys=_SCENARIO_KEYS)
 sweep = _api("sweep", _sweep, _sweep_keys, hardware_lists=True, cards_lists=True)
 recommend = _api("recommend", _recommend, _recommend_keys, hardware_lists=True, cards_lists=True)
+estimate = _api("estimate", _estimate, _knob_keys, optional=_ONE_CONFIG_OPTIONAL)
+memory = _api("memory", _memory, _knob_keys, optional=_ONE_CONFIG_OPTIONAL)
+check = _api("check", _check_config, _knob_keys, optional=_CHECK_OPTIONAL)

@@ -21,7 +21,7 @@ LEVEL = {
     "launch": 8,
     "report": 9,
     "calibrate": 10,
-    "entry": 11,
+    "entry": 11, "one_config": 11,
     "capacity": 12,
     "api": 13,
     "cli": 14,

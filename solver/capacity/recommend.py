@@ -27,7 +27,7 @@ the cluster is paid for whether busy or not), and at capacity (the copies' own t
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import pandas as pd
@@ -89,6 +89,12 @@ class Option:
         return d
 
 
+# Recommendation.to_frame's columns, knobs aside: an Option's fields as its record() carries them (config becomes
+# one column per knob, tried_cards stays in the JSON), then whether it is the recommendation
+FRAME_COLUMNS = (*(f.name for f in fields(Option) if f.name not in ("config", "tried_cards", "unrounded")),
+                 "recommended")
+
+
 @dataclass
 class Recommendation:
     model: str
@@ -105,6 +111,9 @@ class Recommendation:
     max_copies: int | None = None  # the bound on copies per hardware; None: no bound
 
     def to_frame(self) -> pd.DataFrame:
+        """One row per option: FRAME_COLUMNS (Option's figures; `recommended` last), the configuration's knobs
+        before `recommended` (the model's own, attn_dp_size, moe_ep_size: empty where an option is not met). No
+        options: FRAME_COLUMNS and no row."""
         rows = []
         for o in self.options:
             d = o.record()
@@ -113,8 +122,10 @@ class Recommendation:
             d.update(cfg)
             d["recommended"] = o is self.best
             rows.append(d)
+        frame = pd.DataFrame(rows, columns=None if rows else list(FRAME_COLUMNS))
+        knobs = [c for c in frame.columns if c not in FRAME_COLUMNS]
         # the costs are empty without prices: NaN in a float column, not None in an object one
-        return pd.DataFrame(rows).astype({c: "float64" for c in COST_FIELDS} if rows else {})
+        return frame[[*FRAME_COLUMNS[:-1], *knobs, FRAME_COLUMNS[-1]]].astype({**{c: "float64" for c in COST_FIELDS}, "recommended": bool})
 
     def price_note(self) -> str | None:
         """What the prices given leave open (module-level price_note), as DisaggRecommendation.price_note."""

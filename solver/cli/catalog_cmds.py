@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, check_mtp, command_imports,
-                                dtype_options, format_option, knob_options, knob_rules, parallel_from_options)
+from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, command_imports, dtype_options,
+                                format_option, knob_options)
 from solver.errors import InputError
 from solver.report.render import console, dump, table
 
@@ -114,29 +114,13 @@ def inspect_cmd(model: str, download: bool, fmt: str) -> None:
 def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_fraction, framework, weight_dtype,
                moe_weight_dtype, kv_dtype, fmt, **knobs) -> None:
     """Per-rank memory of a parallel_config: feasible or not, and the largest batch that fits."""
-    from solver.estimate.memory import max_batch, memory_per_rank
-    from solver.estimate.memory_options import MemoryOptions
-    from solver.report.model_view import memory_data
-    from solver.specs.framework import load_framework
-    from solver.specs.hardware_catalog import load_hardware
-    from solver.specs.model_catalog import load_model
-    from solver.specs.notes import input_notes
-    from solver.specs.precision import resolve_precision
+    from solver.one_config import memory_config
 
-    spec = load_model(model)
-    hw = load_hardware(hardware)
-    pc = parallel_from_options(cards, knobs)
-    check_mtp(spec, mtp)
-    fw = load_framework(framework)
-    notes = knob_rules(fw, spec, hw, pc, batch, mtp)
-    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
-    # the engine's KVP layout decides the attention weights' split
-    opts = MemoryOptions(**{k: v for k, v in (("prefill_chunk", prefill_chunk), ("total_fraction", mem_fraction))
-                            if v is not None}, kvp_splits_attention_weights=fw.kvp_splits_attention_weights)
-    rep = memory_per_rank(spec, hw, pc, prec, batch, seq_len, opts, mtp_layers=mtp)
-    best = max_batch(spec, hw, pc, prec, seq_len, opts, mtp_layers=mtp)
-    _warn([*input_notes(spec, hw, prec, timed=False, max_len=seq_len), *notes])
-    data = memory_data(spec, hw, pc, prec, rep, best, batch, seq_len)
+    res = memory_config(model, hardware, cards, knobs, batch, seq_len, mtp, prefill_chunk, mem_fraction, framework,
+                        weight_dtype, moe_weight_dtype, kv_dtype)
+    spec, hw, opts = res.model, res.hardware, res.options
+    _warn(res.notes)
+    data = res.as_dict()
     if fmt != "table":
         click.echo(dump(data, fmt))
         return

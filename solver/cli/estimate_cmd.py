@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, Deferred, check_mtp, dtype_options,
-                                format_option, given, knob_options, knob_rules, parallel_from_options)
+from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, Deferred, dtype_options,
+                                format_option, given, knob_options)
 from solver.errors import InputError, ShardplanError
 from solver.report.render import console, dump
 from solver.specs.knobs import CONFIG_FLAGS
@@ -20,81 +20,15 @@ if TYPE_CHECKING:
 PRED_COLUMNS = ("ttft_ms_pred", "tpot_ms_pred", "error")
 
 
-def _positive(value: int | None, flag: str, minimum: int = 1) -> None:
-    if value is not None and value < minimum:
-        raise InputError(flag, f"must be >= {minimum}, got {value}")
-
-
-def workload_from_options(isl: int | None, osl: int | None, concurrency: int | None, phase: str | None,
-                          batch: int | None, seq_len: int | None, mtp: int, mtp_accept: float) -> Workload:
-    """Exactly one complete workload: serving (--isl --osl --concurrency), a phase (--phase --batch --seq-len), or
-    a decode over the output of its prompts (--phase decode --batch --isl --osl: costed at ISL + OSL/2, memory
-    holding ISL + OSL, as a decode solve judges it)."""
-    from solver.estimate.serving import Workload
-
-    if phase == "decode" and (isl is not None or osl is not None) and concurrency is None and seq_len is None:
-        missing = [f for f, v in (("--batch", batch), ("--isl", isl), ("--osl", osl)) if v is None]
-        if missing:
-            raise InputError("workload", f"--phase decode over --isl/--osl also needs {', '.join(missing)}")
-        for flag, value in (("--batch", batch), ("--isl", isl), ("--osl", osl)):
-            _positive(value, flag)
-        _positive(mtp, "--mtp", 0)
-        if not 0.0 <= mtp_accept <= 1.0:
-            raise InputError("--mtp-accept", f"must be in [0, 1], got {mtp_accept}")
-        return Workload.decode_of(batch, isl, osl, mtp, mtp_accept)  # type: ignore[arg-type]
-    serving = {"--isl": isl, "--osl": osl, "--concurrency": concurrency}
-    single = {"--phase": phase, "--batch": batch, "--seq-len": seq_len}
-    s_given = [k for k, v in serving.items() if v is not None]
-    p_given = [k for k, v in single.items() if v is not None]
-    if s_given and p_given:
-        raise InputError("workload", f"give either {'/'.join(serving)} or {'/'.join(single)}, not both "
-                                     f"(got {', '.join(s_given + p_given)})")
-    if not s_given and not p_given:
-        raise InputError("workload", "missing: give --isl N --osl N --concurrency C (serving) or "
-                                     "--phase prefill|decode --batch B --seq-len S")
-    given, group = (s_given, serving) if s_given else (p_given, single)
-    missing = [k for k in group if k not in given]
-    if missing:
-        raise InputError("workload", f"{', '.join(given)} also needs {', '.join(missing)}")
-    for flag, value in {**serving, "--batch": batch, "--seq-len": seq_len}.items():
-        _positive(value, flag)
-    _positive(mtp, "--mtp", 0)
-    if not 0.0 <= mtp_accept <= 1.0:
-        raise InputError("--mtp-accept", f"must be in [0, 1], got {mtp_accept}")
-    if s_given:
-        return Workload("serving", isl=isl, osl=osl, concurrency=concurrency, mtp=mtp,  # type: ignore[arg-type]
-                        mtp_accept=mtp_accept)
-    return Workload(phase, batch=batch, seq_len=seq_len, mtp=mtp, mtp_accept=mtp_accept)  # type: ignore[arg-type]
-
-
 def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], wl: Workload, weight_dtype,
             moe_weight_dtype, kv_dtype, framework: str, fmt: str) -> None:
-    from solver.estimate.compute import factors_for
-    from solver.estimate.serving import estimate
-    from solver.report.estimate_view import estimate_data, render_estimate
-    from solver.specs.framework import load_framework
-    from solver.specs.hardware_catalog import load_hardware
-    from solver.specs.model_catalog import load_model
-    from solver.space.placement import as_launched, placement_note
-    from solver.specs.notes import input_notes
-    from solver.specs.precision import resolve_precision
+    from solver.one_config import estimate_config
+    from solver.report.estimate_view import render_estimate
 
-    model = load_model(model_name)
-    fw = load_framework(framework)
-    pc = parallel_from_options(cards, knobs)
-    hw = as_launched(load_hardware(hardware), fw, pc.world_size)  # the nodes as the engine's launch uses them
-    prec = resolve_precision(model, hw, weight_dtype, moe_weight_dtype, kv_dtype)
-    check_mtp(model, wl.mtp)
-    notes = [*input_notes(model, hw, prec, max_len=wl.context_len),
-             *knob_rules(fw, model, hw, pc, wl.sequences, wl.mtp),
-             *filter(None, [placement_note(hw, fw, pc.world_size)])]
-    f = factors_for(hw, fw.efficiency_for(hw))
-    est = estimate(model, hw, pc, prec, f, wl)
-    if not est.memory.feasible:
-        notes.append(est.memory.misfit())
-    for line in notes:
+    res = estimate_config(model_name, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework)
+    for line in res.notes:
         click.echo(f"note: {line}", err=True)
-    data = estimate_data(model, hw, pc, prec, fw, wl, est, notes)
+    data = res.as_dict()
     if fmt != "table":
         click.echo(dump(data, fmt))
         return
@@ -252,15 +186,10 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
     for value, flag in ((model, "MODEL"), (hardware, "--hardware"), (cards, "--cards")):
         if value is None:
             raise InputError(flag, "required (or use --from-csv IN --out OUT)")
-    from solver.specs.scenario import accept_unread
+    from solver.one_config import workload_of
 
-    unread = accept_unread(mtp, mtp_accept if given("mtp_accept") else None)  # the default is no rate given
-    if unread:
-        raise InputError("--mtp-accept", unread)
-    if given("mtp_accept") and phase == "prefill":  # the prefill holds the MTP layers but drafts no token
-        raise InputError("--mtp-accept", "a prefill step drafts no tokens (the MTP layers' weights are held, "
-                                         "nothing is accepted); drop it, or estimate --phase decode or serving")
-    wl = workload_from_options(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept)
+    # the default rate is no rate given: refused only where one given would be read by nothing
+    wl = workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept if given("mtp_accept") else None)
     _single(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework or "generic", fmt)
 
 

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 import click
 
 from solver.errors import InputError
+# the helpers that turn a user's knobs into a checked config: their home is with the entry points (one_config)
+from solver.one_config import check_mtp, flags_named, knob_rules, load_from, parallel_from_options  # noqa: F401
 from solver.report.render import FORMATS
 from solver.specs import limits
-from solver.specs.knobs import CONFIG_FLAGS, DERIVED, KNOB_FLAGS, SETTING_FLAGS
+from solver.specs.knobs import KNOB_FLAGS, SETTING_FLAGS
 
 if TYPE_CHECKING:
-    from solver.specs.model import ModelSpec
-    from solver.specs.parallel import ParallelConfig
     from solver.specs.scenario import Scenario
 
 # Command modules import only click, this module and light constants at the top: whatever a command needs to
@@ -269,82 +269,3 @@ def _mtp_accept_help() -> str:
 def mtp_accept_option(func: Callable) -> Callable:
     """--mtp-accept of the planning commands (solve, sweep, recommend); None: the Scenario's default."""
     return click.option("--mtp-accept", type=FRACTION, default=None, cls=Deferred, help_fn=_mtp_accept_help)(func)
-
-
-def load_from(loader: Callable[[str], Any], value: str, key: str, flag: str | None, config: str) -> Any:
-    """`loader(value)` for a deployment file's model / hardware / framework, a refusal of the name itself named by
-    where it came from: `flag` where the command line gave it (--model, --engine, ...), else the file's key
-    ("FILE: model"). A refusal inside a file the value names keeps that file's own field."""
-    try:
-        return loader(value)
-    except InputError as exc:
-        if exc.field != key:
-            raise
-        raise InputError(flag or f"{config}: {key}", exc.problem) from None
-
-
-def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
-    """MTP N > 0 needs MTP (next-n) layers in the model's config: nothing else says how big they are, and no engine
-    drafts with layers the checkpoint lacks. (The library still plans a reference whose published deployment ran
-    MTP on a config that omits them.) `field`: the flag or file field that gave N."""
-    if mtp:
-        if isinstance(model, str):
-            from solver.specs.model_catalog import load_model
-
-            model = load_model(model)
-        if not model.num_mtp_layers:
-            from solver.specs.config.read import no_mtp_layers
-
-            fix = "use --mtp 0" if field.startswith("--") else "set it to 0"
-            raise InputError(field, f"{no_mtp_layers(model.name)}; {fix}")
-
-
-# the flag that sets each name a refusal of the knobs may use: a knob's own, a derived size's knob's (EP = cards /
-# --moe-tp), the world's, the MTP depth's (a profile's max_mtp)
-_FLAG_OF = {**CONFIG_FLAGS, **{d: KNOB_FLAGS[k] for d, k in DERIVED.items()}, "world_size": "--cards",
-            "world": "--cards", "mtp": "--mtp"}
-
-
-def flags_named(problem: str, among: frozenset[str] | None = None) -> str:
-    """The flags of the knobs a refusal names, in its order ("--attn-tp, --kvp"): the single-config commands take
-    knobs as flags, so their refusal names those, not the file key parallel_config (which it stays for a
-    problem that names no knob). `among`: only the knobs in it (a rule's own; None: all)."""
-    import re
-
-    at = {flag: m.start() for name, flag in _FLAG_OF.items() if among is None or name in among
-          for m in [re.search(rf"(?<![a-z_]){name}(?![a-z_])", problem)] if m}
-    return ", ".join(sorted(at, key=at.get)) or "parallel_config"
-
-
-def _flags_refused(fw, env, first: str) -> str:
-    """The flags a framework's refusal is about: the knobs its text names that its first broken rule reads (a
-    rule's message may suggest another knob as the way out: vLLM's prefill-CP rule names kvp_size); all the knobs
-    the text names where no rule reads them."""
-    rule = next((r for r in fw.violated(env, "error") if first.startswith(f"[{r.id}]")), None)
-    named = flags_named(first, frozenset(rule.names)) if rule is not None else "parallel_config"
-    return named if named != "parallel_config" else flags_named(first)
-
-
-def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
-    """The model's rules (specs.model_rules: a knob of a module the model lacks, more stages than layers) and the
-    framework profile's (the planner's own rule machinery) on a user's knobs: an error (TP64 on 32 heads, EP256
-    on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
-    from solver.specs.model_rules import model_problems
-    from solver.specs.rule_env import device_facts, model_env
-
-    problems = model_problems(model, pc, fw)
-    if problems:
-        raise InputError(flags_named(problems[0]), f"not runnable on {model.name}: {'; '.join(problems)}")
-
-    env = model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=batch, mtp=mtp)
-    warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
-    errors = fw.check(env, "error")
-    if errors:
-        raise InputError(_flags_refused(fw, env, errors[0]), fw.refusal(errors))
-    return [f"framework {fw.name}: {w} (slow path)" for w in warnings]
-
-
-def parallel_from_options(cards: int, opts: dict[str, Any]) -> ParallelConfig:
-    from solver.specs.parallel import make_parallel_config
-
-    return make_parallel_config(cards, **{k: opts.get(k) for k in CONFIG_FLAGS})

@@ -1,0 +1,375 @@
+"""The entry points for one given parallel_config, shared by `shardplan estimate / memory / check` and the Python
+API (solver.api.estimate / memory / check): each returns a typed result whose `as_dict()` is the command's JSON.
+A refusal names the command line's flag (--attn-tp); solver.api re-names it by the keyword (attn_tp_size)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from solver.errors import InputError
+from solver.specs.knobs import CONFIG_FLAGS, DERIVED, KNOB_FLAGS, KNOBS
+
+if TYPE_CHECKING:
+    from solver.estimate.memory import MemoryReport
+    from solver.estimate.memory_options import MemoryOptions
+    from solver.estimate.serving import Estimate, Workload
+    from solver.rank.review import Review
+    from solver.specs.deployment import Deployment
+    from solver.specs.framework import FrameworkProfile
+    from solver.specs.hardware import Hardware
+    from solver.specs.model import ModelSpec
+    from solver.specs.parallel import ParallelConfig
+    from solver.specs.precision import Precision
+
+
+def load_from(loader: Callable[[str], Any], value: str, key: str, flag: str | None, config: str) -> Any:
+    """`loader(value)` for a deployment file's model / hardware / framework, a refusal of the name itself named by
+    where it came from: `flag` where the command line gave it (--model, --engine, ...), else the file's key
+    ("FILE: model"). A refusal inside a file the value names keeps that file's own field."""
+    try:
+        return loader(value)
+    except InputError as exc:
+        if exc.field != key:
+            raise
+        raise InputError(flag or f"{config}: {key}", exc.problem) from None
+
+
+def check_mtp(model: "ModelSpec | str", mtp: int, field: str = "--mtp") -> None:
+    """MTP N > 0 needs MTP (next-n) layers in the model's config: nothing else says how big they are, and no engine
+    drafts with layers the checkpoint lacks. (The library still plans a reference whose published deployment ran
+    MTP on a config that omits them.) `field`: the flag or file field that gave N."""
+    if mtp:
+        if isinstance(model, str):
+            from solver.specs.model_catalog import load_model
+
+            model = load_model(model)
+        if not model.num_mtp_layers:
+            from solver.specs.config.read import no_mtp_layers
+
+            fix = "use --mtp 0" if field.startswith("--") else "set it to 0"
+            raise InputError(field, f"{no_mtp_layers(model.name)}; {fix}")
+
+
+# the flag that sets each name a refusal of the knobs may use: a knob's own, a derived size's knob's (EP = cards /
+# --moe-tp), the world's, the MTP depth's (a profile's max_mtp)
+_FLAG_OF = {**CONFIG_FLAGS, **{d: KNOB_FLAGS[k] for d, k in DERIVED.items()}, "world_size": "--cards",
+            "world": "--cards", "mtp": "--mtp"}
+
+
+def flags_named(problem: str, among: frozenset[str] | None = None) -> str:
+    """The flags of the knobs a refusal names, in its order ("--attn-tp, --kvp"): the single-config commands take
+    knobs as flags, so their refusal names those, not the file key parallel_config (which it stays for a
+    problem that names no knob). `among`: only the knobs in it (a rule's own; None: all)."""
+    import re
+
+    at = {flag: m.start() for name, flag in _FLAG_OF.items() if among is None or name in among
+          for m in [re.search(rf"(?<![a-z_]){name}(?![a-z_])", problem)] if m}
+    return ", ".join(sorted(at, key=at.get)) or "parallel_config"
+
+
+def _flags_refused(fw, env, first: str) -> str:
+    """The flags a framework's refusal is about: the knobs its text names that its first broken rule reads (a
+    rule's message may suggest another knob as the way out: vLLM's prefill-CP rule names kvp_size); all the knobs
+    the text names where no rule reads them."""
+    rule = next((r for r in fw.violated(env, "error") if first.startswith(f"[{r.id}]")), None)
+    named = flags_named(first, frozenset(rule.names)) if rule is not None else "parallel_config"
+    return named if named != "parallel_config" else flags_named(first)
+
+
+def knob_rules(fw, model, hw, pc: ParallelConfig, batch: int, mtp: int) -> list[str]:
+    """The model's rules (specs.model_rules: a knob of a module the model lacks, more stages than layers) and the
+    framework profile's (the planner's own rule machinery) on a user's knobs: an error (TP64 on 32 heads, EP256
+    on 128 experts, a knob the framework lacks) is bad input; warnings come back as notes."""
+    from solver.specs.model_rules import model_problems
+    from solver.specs.rule_env import device_facts, model_env
+
+    problems = model_problems(model, pc, fw)
+    if problems:
+        raise InputError(flags_named(problems[0]), f"not runnable on {model.name}: {'; '.join(problems)}")
+
+    env = model_env(pc.settings(), model, **device_facts(hw), world=pc.world_size, batch=batch, mtp=mtp)
+    warnings = [f"[{r.id}] {r.message}" for r in fw.violated(env, "warning")]
+    errors = fw.check(env, "error")
+    if errors:
+        raise InputError(_flags_refused(fw, env, errors[0]), fw.refusal(errors))
+    return [f"framework {fw.name}: {w} (slow path)" for w in warnings]
+
+
+def parallel_from_options(cards: int, opts: dict[str, Any]) -> ParallelConfig:
+    from solver.specs.parallel import make_parallel_config
+
+    return make_parallel_config(cards, **{k: opts.get(k) for k in CONFIG_FLAGS})
+
+
+def _positive(value: int | None, flag: str, minimum: int = 1) -> None:
+    if value is not None and value < minimum:
+        raise InputError(flag, f"must be >= {minimum}, got {value}")
+
+
+def workload_from_options(isl: int | None, osl: int | None, concurrency: int | None, phase: str | None,
+                          batch: int | None, seq_len: int | None, mtp: int, mtp_accept: float) -> Workload:
+    """Exactly one complete workload: serving (--isl --osl --concurrency), a phase (--phase --batch --seq-len), or
+    a decode over the output of its prompts (--phase decode --batch --isl --osl: costed at ISL + OSL/2, memory
+    holding ISL + OSL, as a decode solve judges it)."""
+    from solver.estimate.serving import Workload
+
+    if phase == "decode" and (isl is not None or osl is not None) and concurrency is None and seq_len is None:
+        missing = [f for f, v in (("--batch", batch), ("--isl", isl), ("--osl", osl)) if v is None]
+        if missing:
+            raise InputError("workload", f"--phase decode over --isl/--osl also needs {', '.join(missing)}")
+        for flag, value in (("--batch", batch), ("--isl", isl), ("--osl", osl)):
+            _positive(value, flag)
+        _positive(mtp, "--mtp", 0)
+        if not 0.0 <= mtp_accept <= 1.0:
+            raise InputError("--mtp-accept", f"must be in [0, 1], got {mtp_accept}")
+        return Workload.decode_of(batch, isl, osl, mtp, mtp_accept)  # type: ignore[arg-type]
+    serving = {"--isl": isl, "--osl": osl, "--concurrency": concurrency}
+    single = {"--phase": phase, "--batch": batch, "--seq-len": seq_len}
+    s_given = [k for k, v in serving.items() if v is not None]
+    p_given = [k for k, v in single.items() if v is not None]
+    if s_given and p_given:
+        raise InputError("workload", f"give either {'/'.join(serving)} or {'/'.join(single)}, not both "
+                                     f"(got {', '.join(s_given + p_given)})")
+    if not s_given and not p_given:
+        raise InputError("workload", "missing: give --isl N --osl N --concurrency C (serving) or "
+                                     "--phase prefill|decode --batch B --seq-len S")
+    given, group = (s_given, serving) if s_given else (p_given, single)
+    missing = [k for k in group if k not in given]
+    if missing:
+        raise InputError("workload", f"{', '.join(given)} also needs {', '.join(missing)}")
+    for flag, value in {**serving, "--batch": batch, "--seq-len": seq_len}.items():
+        _positive(value, flag)
+    _positive(mtp, "--mtp", 0)
+    if not 0.0 <= mtp_accept <= 1.0:
+        raise InputError("--mtp-accept", f"must be in [0, 1], got {mtp_accept}")
+    if s_given:
+        return Workload("serving", isl=isl, osl=osl, concurrency=concurrency, mtp=mtp,  # type: ignore[arg-type]
+                        mtp_accept=mtp_accept)
+    return Workload(phase, batch=batch, seq_len=seq_len, mtp=mtp, mtp_accept=mtp_accept)  # type: ignore[arg-type]
+
+
+def workload_of(isl: int | None, osl: int | None, concurrency: int | None, phase: str | None, batch: int | None,
+                seq_len: int | None, mtp: int, mtp_accept: float | None) -> Workload:
+    """`estimate`'s workload with its acceptance rate checked: None is the default rate (DEFAULT_MTP_ACCEPT); a
+    rate given is refused where nothing reads it (no MTP depth, a prefill step)."""
+    from solver.specs.scenario import DEFAULT_MTP_ACCEPT, accept_unread
+
+    unread = accept_unread(mtp, mtp_accept)
+    if unread:
+        raise InputError("--mtp-accept", unread)
+    if mtp_accept is not None and phase == "prefill":  # the prefill holds the MTP layers but drafts no token
+        raise InputError("--mtp-accept", "a prefill step drafts no tokens (the MTP layers' weights are held, "
+                                         "nothing is accepted); drop it, or estimate --phase decode or serving")
+    return workload_from_options(isl, osl, concurrency, phase, batch, seq_len, mtp,
+                                 DEFAULT_MTP_ACCEPT if mtp_accept is None else mtp_accept)
+
+
+@dataclass
+class EstimateResult:
+    """One parallel_config estimated: `estimate` (memory, TTFT, TPOT, throughput, per-step breakdowns) and what
+    it was estimated on (the hardware as the engine's launch places it); `notes`: what the inputs noted."""
+
+    model: ModelSpec
+    hardware: Hardware
+    framework: FrameworkProfile
+    parallel_config: ParallelConfig
+    precision: Precision
+    workload: Workload
+    estimate: Estimate
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """What `shardplan estimate --format json` prints."""
+        from solver.report.estimate_view import estimate_data
+
+        return estimate_data(self.model, self.hardware, self.parallel_config, self.precision, self.framework,
+                             self.workload, self.estimate, self.notes)
+
+
+def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], wl: Workload,
+                    weight_dtype: str | None = None, moe_weight_dtype: str | None = None,
+                    kv_dtype: str | None = None, framework: str = "generic") -> EstimateResult:
+    """`shardplan estimate` of one config: `knobs` by their parallel_config names (unset: the knob's default)."""
+    from solver.estimate.compute import factors_for
+    from solver.estimate.serving import estimate
+    from solver.space.placement import as_launched, placement_note
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.notes import input_notes
+    from solver.specs.precision import resolve_precision
+
+    spec = load_model(model)
+    fw = load_framework(framework)
+    pc = parallel_from_options(cards, knobs)
+    hw = as_launched(load_hardware(hardware), fw, pc.world_size)  # the nodes as the engine's launch uses them
+    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
+    check_mtp(spec, wl.mtp)
+    notes = [*input_notes(spec, hw, prec, max_len=wl.context_len),
+             *knob_rules(fw, spec, hw, pc, wl.sequences, wl.mtp),
+             *filter(None, [placement_note(hw, fw, pc.world_size)])]
+    est = estimate(spec, hw, pc, prec, factors_for(hw, fw.efficiency_for(hw)), wl)
+    if not est.memory.feasible:
+        notes.append(est.memory.misfit())
+    return EstimateResult(spec, hw, fw, pc, prec, wl, est, notes)
+
+
+@dataclass
+class MemoryResult:
+    """Per-rank memory of one parallel_config: `report` (feasible or not, the breakdown), `max_batch` (the largest
+    batch that fits at `seq_len`); `notes`: what the inputs noted (the report's own notes are in it)."""
+
+    model: ModelSpec
+    hardware: Hardware
+    parallel_config: ParallelConfig
+    precision: Precision
+    options: MemoryOptions
+    report: MemoryReport
+    max_batch: int
+    batch: int
+    seq_len: int
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """What `shardplan memory --format json` prints."""
+        from solver.report.model_view import memory_data
+
+        return memory_data(self.model, self.hardware, self.parallel_config, self.precision, self.report,
+                           self.max_batch, self.batch, self.seq_len)
+
+
+def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], batch: int, seq_len: int,
+                  mtp: int = 0, prefill_chunk: int | None = None, mem_fraction: float | None = None,
+                  framework: str = "generic", weight_dtype: str | None = None, moe_weight_dtype: str | None = None,
+                  kv_dtype: str | None = None) -> MemoryResult:
+    """`shardplan memory` of one config (`mem_fraction` None: MemoryOptions' default usable fraction)."""
+    from solver.estimate.memory import max_batch, memory_per_rank
+    from solver.estimate.memory_options import MemoryOptions
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.notes import input_notes
+    from solver.specs.precision import resolve_precision
+
+    spec = load_model(model)
+    hw = load_hardware(hardware)
+    pc = parallel_from_options(cards, knobs)
+    check_mtp(spec, mtp)
+    fw = load_framework(framework)
+    notes = knob_rules(fw, spec, hw, pc, batch, mtp)
+    prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
+    # the engine's KVP layout decides the attention weights' split
+    opts = MemoryOptions(**{k: v for k, v in (("prefill_chunk", prefill_chunk), ("total_fraction", mem_fraction))
+                            if v is not None}, kvp_splits_attention_weights=fw.kvp_splits_attention_weights)
+    rep = memory_per_rank(spec, hw, pc, prec, batch, seq_len, opts, mtp_layers=mtp)
+    best = max_batch(spec, hw, pc, prec, seq_len, opts, mtp_layers=mtp)
+    return MemoryResult(spec, hw, pc, prec, opts, rep, best, batch, seq_len,
+                        [*input_notes(spec, hw, prec, timed=False, max_len=seq_len), *notes])
+
+
+def _est(e, prompt_len: int | None = None) -> dict:
+    """The figures of one estimate; `prompt_len`: a prefill-only workload's prompt length, whose throughput is
+    the prompt tokens (one token is emitted a prompt), as `estimate` and `solve` show it."""
+    if e is None:
+        return {}
+    prompts = ({"input_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank * prompt_len, 1)}
+               if prompt_len is not None and not e.has_tpot else {})
+    return {"ttft_ms": round(e.ttft_s * 1e3, 2) if e.has_ttft else None,
+            "tpot_ms": round(e.tpot_s * 1e3, 3) if e.has_tpot else None,
+            "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
+            "memory_per_rank_gb": round(e.memory.model_bytes / 1e9, 2),
+            "memory_limit_gb": round(e.memory.limit_bytes / 1e9, 2), "memory_feasible": e.memory.feasible,
+            "params_per_card_gb": round(e.memory.weights_total / 1e9, 2),
+            "kv_cache_per_card_gb": round(e.memory.cache_total / 1e9, 2), **prompts}
+
+
+def review_dict(r: Review, pc: ParallelConfig, knobs: tuple[str, ...] = KNOBS, prompt_len: int | None = None) -> dict:
+    return {"valid": r.valid, "parallel_config": pc.model_view(knobs),
+            "violations": r.violations, "warnings": r.warnings, "common_errors": r.common_errors,
+            "notes": r.notes, "estimation": _est(r.estimate, prompt_len),
+            "comparisons": {k: _est(v, prompt_len) for k, v in r.comparisons.items()}}
+
+
+@dataclass
+class CheckResult:
+    """A parallel_config reviewed (seed Step 4): `review` (class A/B/C violations and warnings, common errors,
+    notes, the estimate and its comparisons); `valid` is False where a hard constraint is violated."""
+
+    model: ModelSpec
+    hardware: Hardware
+    framework: FrameworkProfile
+    parallel_config: ParallelConfig
+    workload: Workload
+    review: Review
+
+    @property
+    def valid(self) -> bool:
+        return self.review.valid
+
+    def as_dict(self) -> dict[str, Any]:
+        """What `shardplan check --format json` prints."""
+        from solver.specs.parallel import model_knobs
+
+        return review_dict(self.review, self.parallel_config, model_knobs(self.model),
+                           self.workload.seq_len if self.workload.kind == "prefill" else None)
+
+
+def check_deployment(dep: Deployment, model: str, hardware: str, world: int, framework: str | None,
+                     origin: str | None, given_as: dict[str, str | None]) -> CheckResult:
+    """`shardplan check` of a deployment (a file's, or one built from keywords), with `model` / `hardware` / `world`
+    / `framework` as given or the deployment's own. `origin`: the file, whose keys a refusal names as "FILE: mtp";
+    None: the deployment was built from keywords, named as themselves ("mtp"). `given_as`: the flag (or keyword)
+    that overrode model / hardware / framework, None where the deployment's key named it."""
+    from solver.estimate.serving import Workload
+    from solver.rank.review import review
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.notes import context_notes
+    from solver.specs.parallel import ParallelConfig, make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    def at(key: str) -> str:
+        return f"{origin}: {key}" if origin else key
+
+    if dep.workload is None:
+        raise InputError("workload", f"missing{f' in {origin}' if origin else ''}: phase/batch/seq_len or "
+                                     "isl/osl/concurrency")
+    spec = load_from(load_model, model, "model", given_as.get("model"), origin or "")
+    hw = load_from(load_hardware, hardware, "hardware", given_as.get("hardware"), origin or "")
+    fw = load_from(load_framework, framework or dep.framework, "framework", given_as.get("framework"), origin or "")
+    # a pairing the engine does not run on, named where the framework came from (the flag or the file's key)
+    fw.check_vendor(hw.name, hw.vendor, given_as.get("framework") or at("framework"))
+    dep.check_derived(world, origin or "parallel_config", fw.replica_knobs)  # attn_dp_size may be the engine's DP
+    check_mtp(spec, dep.mtp, at("mtp"))
+    w = dep.workload
+    if w.phase == "prefill" and dep.mtp_accept is not None:  # as estimate --phase prefill refuses --mtp-accept
+        raise InputError(at("mtp_accept"), "a prefill-only workload decodes nothing: its acceptance rate "
+                                           "would be read by nothing; drop it")
+    mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {})}
+    if w.phase == "serving":
+        wl = Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, **mtp)
+    elif w.phase == "decode" and w.isl is not None:
+        wl = Workload.decode_of(w.batch, w.isl, w.osl, **mtp)  # type: ignore[arg-type]
+    else:
+        wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, **mtp)
+    try:
+        pc = make_parallel_config(world, fields=dep.fields, **dep.parallel_config)
+    except InputError as exc:
+        # a knob that does not divide the world is a class A violation to report, not bad input
+        pc = ParallelConfig(world_size=world, **dep.parallel_config)
+        note = str(exc)
+    else:
+        note = None
+    prev = ParallelConfig(world_size=world, **dep.previous_parallel_config) if dep.previous_parallel_config else None
+    prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache,
+                             fields=dep.fields)
+    r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
+    # what runs in which precision (weight-only W4A16 / W8A16, a format served as bf16), as estimate and memory say
+    r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len))
+    kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too
+    if kv_refusal:
+        r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")
+    if note and not r.violations["A"]:  # else the model check already names it, in the file's own keys
+        r.violations["A"].insert(0, note)
+    return CheckResult(spec, hw, fw, pc, wl, r)
