@@ -151,8 +151,9 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         con.print(f"mem GB: per rank, the runtime reserve aside; fits: mem GB within the limit "
                   f"{mem.limit_bytes / 1e9:.2f} GB = {mem.limit_formula()}, per the full estimate")
     for line in why:
-        # the candidates' scores first (rank/explain.candidate_scores), then why each alternative lost
-        con.print(line if line.startswith(("score:", "#")) else f"why not {line}", markup=False)
+        # the candidates' scores first (rank/explain.candidate_scores), what MTP does (mtp_clause), then why each
+        # alternative lost
+        con.print(line if line.startswith(("score:", "#", "MTP ")) else f"why not {line}", markup=False)
     if explain and result.front:
         con.print("Pareto front (request latency against tokens/s per rank):", markup=False)
         for line in front_lines(result):

@@ -21,7 +21,8 @@ from solver.estimate.closed_loop import (ServingKit, ServingPolicy, ServingShape
                                         serving_kit, serving_shape, synced_ranks)
 from solver.estimate.closed_loop import ttft_floor as serving_ttft_floor
 from solver.estimate.engine_step import graph_batch, launch_floor_s, sequence_cost_s, step_layers
-from solver.estimate.workload import Workload, mtp_tokens_per_step, request_overhead, token_budget
+from solver.estimate.workload import (Workload, mtp_tokens_per_step, prompt_draft_passes, request_overhead,
+                                      token_budget)
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 
@@ -45,6 +46,7 @@ class StepPlan:
     graph_batch: int = 0
     pre_layers: float = 0.0  # layer passes per sequence of each step (engine_step.step_layers)
     dec_layers: float = 0.0
+    pre_mtp_layers: int = 0  # MTP passes the prefill step runs over its prompts (workload.prompt_draft_passes)
 
     @property
     def served(self) -> float:
@@ -86,7 +88,8 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
         work = Work("prefill", new_tokens=wl.seq_len * per, context=(wl.seq_len + 1) / 2, sequences=per,
                     logits_tokens=per, busy_replicas=busy)
         return StepPlan("prefill", pc.world_size, replicas, per, work, None, 0, wl, pre_seqs=per,
-                        pre_layers=step_layers(model, pc, "prefill", per))
+                        pre_layers=step_layers(model, pc, "prefill", per),
+                        pre_mtp_layers=prompt_draft_passes(mtp_layers))
     if wl.kind == "decode":
         per = max(1.0, wl.batch / replicas)
         padded, eager = graph_batch(math.ceil(per), f.graph_sizes)
@@ -107,7 +110,8 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
     return StepPlan("serving", pc.world_size, replicas, shape.per_replica, pre, dec, mtp_layers, wl, shape,
                     pre_seqs=n, dec_seqs=shape.running, dec_eager=shape.eager_decode,
                     graph_batch=shape.graph_batch, pre_layers=step_layers(model, pc, "prefill", n),
-                    dec_layers=step_layers(model, pc, "decode", b, mtp_layers))
+                    dec_layers=step_layers(model, pc, "decode", b, mtp_layers),
+                    pre_mtp_layers=prompt_draft_passes(mtp_layers))
 
 
 def figures(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: float = 0.0, dec_gpu_s: float = 0.0,

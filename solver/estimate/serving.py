@@ -41,6 +41,7 @@ from solver.estimate.workload import (
     DEFAULT_REQUEST_OVERHEAD_S,
     Workload,
     mtp_tokens_per_step,
+    prompt_draft_passes,
     request_overhead,
     token_budget,
 )
@@ -94,10 +95,12 @@ class Estimate:
 
 
 def prefill_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors,
-                 prompt_len: int, prompts_per_replica: float) -> StepCost:
+                 prompt_len: int, prompts_per_replica: float, mtp: int = 0) -> StepCost:
+    """`mtp`: the MTP depth (0: off); on, the step also runs the MTP module over the prompts
+    (workload.prompt_draft_passes)."""
     w = Work("prefill", new_tokens=prompt_len * prompts_per_replica, context=(prompt_len + 1) / 2,
              sequences=prompts_per_replica, logits_tokens=prompts_per_replica)
-    return step_cost(model, hw, pc, prec, f, w)
+    return step_cost(model, hw, pc, prec, f, w, mtp_layers=prompt_draft_passes(mtp if model.num_mtp_layers else 0))
 
 
 def decode_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors,
@@ -119,7 +122,7 @@ def serving_steps(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     """(prefill step of n prompts, decode step of the running batch padded to its CUDA graph) for the
     serving formulas; GPU time only (`step_time` adds what the engine's loop adds). The padded rows are
     charged like real ones (their attention too: a small overestimate at the padding's share)."""
-    pre = prefill_step(model, hw, pc, prec, f, wl.isl, shape.prompts_per_step)
+    pre = prefill_step(model, hw, pc, prec, f, wl.isl, shape.prompts_per_step, wl.mtp)
     dec = decode_step(model, hw, pc, prec, f, shape.graph_batch or shape.running, wl.isl + wl.osl / 2, wl.mtp,
                       wl.decode_span)
     return pre, dec
@@ -139,7 +142,8 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     cap = (kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
            if wl.kind == "serving" else math.inf)
     sp = step_plan(model, pc, f, wl, cap)
-    pre = step_cost(model, hw, pc, prec, f, sp.pre_work) if sp.pre_work is not None else None
+    pre = (step_cost(model, hw, pc, prec, f, sp.pre_work, mtp_layers=sp.pre_mtp_layers)
+           if sp.pre_work is not None else None)
     dec = (step_cost(model, hw, pc, prec, f, sp.dec_work, mtp_layers=sp.mtp_layers)
            if sp.dec_work is not None else None)
     fig = figures(sp, f, pre.time_s if pre else 0.0, kernels_launched(pre, f) if pre else 0.0,

@@ -104,6 +104,13 @@ def token_budget(wl: Workload, f: Factors, synced: int) -> int:
     return max(1, budget)
 
 
+def prompt_draft_passes(draft_passes: int) -> int:
+    """MTP passes a prefill step runs over its prompts: one (the draft model's extend over the prompt's hidden
+    states, which fills the MTP layers' cache and drafts the first token: SGLang eagle_worker_v2
+    _draft_extend_for_prefill) where MTP is on, whatever its depth."""
+    return 1 if draft_passes > 0 else 0
+
+
 @lru_cache(maxsize=1024)
 def mtp_tokens_per_step(depth: int, accept: float) -> float:
     """Expected tokens emitted per decode step with `depth` draft tokens accepted in sequence."""

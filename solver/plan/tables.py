@@ -159,19 +159,19 @@ class Tables(TableInputs, LayoutMemory):
         if vc is None:
             rep = self._layout_pc(key)
             sp = self.step_plan_of(b, key)
-            mtp = sp.mtp_layers
+            mtp, pmtp = sp.mtp_layers, sp.pre_mtp_layers
             pre_pipe, dec_pipe = self.pipelines(b, key)
             tkey = ("attn", key, id(sp.pre_work), id(sp.dec_work), mtp)  # the tables' works: ids name them
             attn = self._group_tables.get(tkey)
             if attn is None:
-                none_pre = self._none(rep, sp.pre_work, 0, pre_pipe)
+                none_pre = self._none(rep, sp.pre_work, pmtp, pre_pipe)
                 none_dec = self._none(rep, sp.dec_work, mtp, dec_pipe)
                 # no unowned module: its share is all +0.0, and a share (summed up from +0.0) plus +0.0 is itself
                 bare = not self._unowned_blocks
                 attn = {}
                 for i in self.layouts()[key]:
                     pc = self._attn_pc(i)
-                    pre = self._share(pc, sp.pre_work, 0, ("attn",), attention_only=True)
+                    pre = self._share(pc, sp.pre_work, pmtp, ("attn",), attention_only=True)
                     dec = self._share(pc, sp.dec_work, mtp, ("attn",), attention_only=True)
                     if bare:
                         attn[i] = (pre["attn"] if pre else None, dec["attn"] if dec else None)
@@ -194,7 +194,7 @@ class Tables(TableInputs, LayoutMemory):
         tkey = (g, k_pre, id(w_pre), k_dec, id(w_dec), mtp)  # the tables' works (outside): ids name them
         opts = self._group_tables.get(tkey)
         if opts is None:
-            pre, dec = self._half(g, pp, k_pre, w_pre, 0), self._half(g, pp, k_dec, w_dec, mtp)
+            pre, dec = self._half(g, pp, k_pre, w_pre, sp.pre_mtp_layers), self._half(g, pp, k_dec, w_dec, mtp)
             opts = {j: (pre[j] if pre else None, dec[j] if dec else None) for j in self._choices_at(g, pp)}
             self._group_tables[tkey] = opts
         vc.other[g] = opts
@@ -226,7 +226,7 @@ class Tables(TableInputs, LayoutMemory):
             self._group_tables[tkey] = vc.pairs
             for jd, jm, tp, knobs in self._pair_choices(pp):
                 both = [self._share(self._pair_pc(k, jd, jm, tp, knobs), w, m, ("dense", "moe"))
-                        for k, w, m in ((k_pre, w_pre, 0), (k_dec, w_dec, mtp))]
+                        for k, w, m in ((k_pre, w_pre, sp.pre_mtp_layers), (k_dec, w_dec, mtp))]
                 sep = [vc.other["dense"][jd], vc.other["moe"][jm]]
                 corr = tuple(None if s is None else (s["dense"] + s["moe"]) - sep[0][k] - sep[1][k]
                              for k, s in enumerate(both))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from solver.errors import ShardplanError
 from solver.estimate.compute import Factors
-from solver.estimate.serving import Estimate, Workload, estimate
+from solver.estimate.serving import Estimate, Workload, estimate, mtp_tokens_per_step
 from solver.estimate.step import StepCost
 from solver.plan.layout_memory import assumed_memory
 from solver.rank.select import pattern_name
@@ -259,10 +259,23 @@ def concurrency_neighbours(model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
     return lines
 
 
+def mtp_clause(model: ModelSpec, wl: Workload) -> list[str]:
+    """What MTP does to the figures, where it is on: its depth, the acceptance rate, the tokens a decode step
+    emits (workload.mtp_tokens_per_step) and the draft passes each step runs."""
+    if not (wl.mtp and model.num_mtp_layers):
+        return []
+    a, n = wl.mtp_accept, wl.mtp
+    terms = " + ".join(["1", *(f"{a:g}^{i}" if i > 1 else f"{a:g}" for i in range(1, n + 1))])
+    return [f"MTP depth {n} at acceptance {a:g}: {terms} = {mtp_tokens_per_step(n, a):.2f} tokens per decode step "
+            f"(TPOT = step time / that); each decode step verifies {1 + n} tokens per sequence and runs {n} draft "
+            f"pass{'es' if n > 1 else ''} through the MTP layer, each prefill step one over the prompts"]
+
+
 def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
             scenario: Scenario, best_cfg: ParallelConfig, best_est: Estimate, batch: int, wl: Workload,
             best_pattern: str, candidates: list[tuple[str, Estimate, str]] = ()) -> list[str]:
     lines = candidate_scores(scenario, list(candidates))
+    lines += mtp_clause(model, wl)
     lines += engine_margin(model, hw, fw, prec, f, scenario, best_cfg, best_est, best_pattern, best_batch=batch)
     lines += concurrency_neighbours(model, hw, fw, prec, f, scenario, best_cfg, best_est, batch)
     shown = {pattern: i + 1 for i, (pattern, _, _) in reversed(list(enumerate(candidates)))}
