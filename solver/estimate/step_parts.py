@@ -273,10 +273,10 @@ def selected_blocks(model: ModelSpec, mtp_layers: int, attention_only: bool, mod
 
 def draft_work(w: Work) -> Work:
     """The work of an MTP draft pass after the first: one token per sequence of decode step `w` (its layout, its
-    context), sampled where the step samples its tokens: logits for as many tokens per new token as the step
-    (1, or under CP ranks keeping whole copies the replica's whole batch: decode_layout's `copies`)."""
-    per_token = w.logits_tokens / w.new_tokens if w.new_tokens > 0 else 1.0
-    return replace(w, new_tokens=w.sequences, logits_tokens=w.sequences * per_token)
+    context), sampled where the step samples its tokens: one logit per sequence, on each of the CP ranks keeping
+    whole copies (Work.cp_copies: decode_layout's `copies`). Non-decreasing in what the step reads (the planner's
+    floors rely on it): not the step's logits per new token, which falls as its tokens grow."""
+    return replace(w, new_tokens=w.sequences, logits_tokens=w.sequences * max(1, w.cp_copies))
 
 
 # the head ops a draft pass runs: each MTP module collapses its hyper-connection streams with its own head
