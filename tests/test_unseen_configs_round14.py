@@ -280,7 +280,7 @@ def test_a_shared_blocks_flops_are_counted_at_every_use_on_a_2x_hidden_input() -
     assert ops["o_proj"] == 2 * 1000 * 7424 * 3712
     assert {o.name: o.flops for o in linear.ops(kit)} == {"linear": 2 * 1000 * 3712 * 3712}
     # the step costs each use: the attention block stands 13 times in the stack's block counts
-    chosen, _, _ = selected_blocks(spec, 0, False, None, "prefill")
+    chosen, _, _, _ = selected_blocks(spec, 0, False, None, "prefill")
     assert dict((type(b).__name__ + b.kind, n) for b, n in chosen)["AttentionMHA"] == 13
 
 

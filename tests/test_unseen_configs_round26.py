@@ -309,7 +309,7 @@ def test_hrm_prefill_costs_every_pass_on_the_stored_weights() -> None:
     assert ops["attention_core"] == 2 * 12 * 1000 * 1000 * (128 + 128)
     assert ops["o_proj"] == 2 * 1000 * 1536 * 1536
     assert {o.name: o.flops for o in ffn.ops(kit)} == {"dense_ffn": 2 * 1000 * 3 * 1536 * 4096}
-    chosen, _, _ = selected_blocks(spec, 0, False, None, "prefill")
+    chosen, _, _, _ = selected_blocks(spec, 0, False, None, "prefill")
     assert sum(n for b, n in chosen if b.role == "mixer") == 128
 
 

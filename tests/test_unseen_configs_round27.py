@@ -253,7 +253,7 @@ def test_dory_last_loop_cache_is_refused_naming_its_mode() -> None:
 def test_dory_prefill_costs_every_pass_and_its_k_v() -> None:
     from solver.estimate.step_parts import selected_blocks
 
-    chosen, _, _ = selected_blocks(_spec(DORY_NAME), 0, False, None, "prefill")
+    chosen, _, _, _ = selected_blocks(_spec(DORY_NAME), 0, False, None, "prefill")
     assert sum(n for b, n in chosen if b.role == "mixer") == 56  # 8 + 2 x 20 + 8 passes
 
 
