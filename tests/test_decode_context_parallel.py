@@ -245,7 +245,7 @@ def test_under_vllms_dcp_kimi_k3s_kda_flops_and_all_reduce_span_tp_x_dcp() -> No
 
 def test_vllm_admits_dcp_for_kimi_k3_an_mla_hybrid() -> None:
     """Kimi-K3's MLA layers admit -dcp (no KV-head advice applies to MLA), and its KDA layers then run at TP."""
-    from solver.cli.options import knob_rules
+    from solver.one_config import knob_rules
 
     m, h = load_model("kimi-k3"), load_hardware("h200_sxm")
     assert knob_rules(load_framework("vllm"), m, h, _wide(), 16, 0) == []

@@ -35,7 +35,7 @@ def test_decode_context_parallel_on_compressed_attention_draws_no_kv_head_advice
     rank, so -dcp 8 inside TP 8 splits its cache 8 ways (the estimate's KV falls, 8 x MI355X, ISL 524,288: 120.87
     -> 114.55 GB a rank under ATOM). The advice dcp <= tp / num_kv_heads read the model's 128 query heads as KV
     heads (128 x 8 > 8) and warned that DCP "saves no KV per rank"."""
-    from solver.cli.options import knob_rules
+    from solver.one_config import knob_rules
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
 
@@ -48,7 +48,7 @@ def test_decode_context_parallel_on_compressed_attention_draws_no_kv_head_advice
 def test_decode_context_parallel_past_the_kv_head_replicas_still_draws_the_advice() -> None:
     """Llama-3.1-70B has 8 KV heads: -tp 8 -dcp 8 (attn_tp_size 1 x kvp_size 8) holds one KV head per rank and
     splits no more KV than TP alone; 8 x 8 > 8 keeps vLLM's advice dcp <= tp / num_kv_heads = 1."""
-    from solver.cli.options import knob_rules
+    from solver.one_config import knob_rules
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
 

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
-from solver.cli.options import (CONCURRENCY, COPIES, check_mtp, JOBS, MS, MTP, NAME, RATE, SECONDS,
-                                SEED, TOKENS, TOP, DEFAULT_FORMAT, given, mtp_accept_option)
+from solver.cli.options import (CONCURRENCY, COPIES, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
+                                DEFAULT_FORMAT, given, mtp_accept_option)
 from solver.errors import InfeasibleError, InputError
+from solver.one_config import check_mtp
 from solver.specs.knobs import nondefault_label
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
 from solver.report.render import FORMATS, console, dump, table

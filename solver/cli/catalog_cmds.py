@@ -5,7 +5,6 @@ import click
 
 from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, command_imports, dtype_options,
                                 format_option, knob_options)
-from solver.errors import InputError
 from solver.report.render import console, dump, table
 
 

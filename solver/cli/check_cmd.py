@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+
 import click
 
 from solver.cli.options import CARDS, NAME, format_option

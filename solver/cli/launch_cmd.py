@@ -6,8 +6,9 @@ from dataclasses import replace
 
 import click
 
-from solver.cli.options import CARDS, HOST, NAME, Deferred, check_mtp, given, load_from
+from solver.cli.options import CARDS, HOST, NAME, Deferred, given
 from solver.errors import InputError
+from solver.one_config import check_mtp, load_from
 from solver.report.render import dump
 
 

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING
 import click
 
 from solver.errors import InputError
-# the helpers that turn a user's knobs into a checked config: their home is with the entry points (one_config)
-from solver.one_config import check_mtp, flags_named, knob_rules, load_from, parallel_from_options  # noqa: F401
 from solver.report.render import FORMATS
 from solver.specs import limits
 from solver.specs.knobs import KNOB_FLAGS, SETTING_FLAGS

@@ -4,9 +4,10 @@ from __future__ import annotations
 import click
 
 from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
-                                check_mtp, command_imports, dtype_options, format_option, mtp_accept_option,
+                                command_imports, dtype_options, format_option, mtp_accept_option,
                                 scenario_from_options)
 from solver.errors import InputError
+from solver.one_config import check_mtp
 from solver.report.render import console, dump, table
 from solver.specs.knobs import nondefault_label
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
