@@ -148,6 +148,12 @@ def workload_from_options(isl: int | None, osl: int | None, concurrency: int | N
     return Workload(phase, batch=batch, seq_len=seq_len, mtp=mtp, mtp_accept=mtp_accept)  # type: ignore[arg-type]
 
 
+# why an acceptance rate on a prefill-only workload is refused (estimate --phase prefill, check's prefill workload)
+PREFILL_ACCEPT_UNREAD = ("a prefill-only workload decodes nothing, so it accepts no draft token (its step runs the "
+                         "MTP layer once over the prompts, whatever the rate); drop the acceptance rate, or give a "
+                         "decode or serving workload")
+
+
 def workload_of(isl: int | None, osl: int | None, concurrency: int | None, phase: str | None, batch: int | None,
                 seq_len: int | None, mtp: int, mtp_accept: float | None) -> Workload:
     """`estimate`'s workload with its acceptance rate checked: None is the default rate (DEFAULT_MTP_ACCEPT); a
@@ -157,9 +163,8 @@ def workload_of(isl: int | None, osl: int | None, concurrency: int | None, phase
     unread = accept_unread(mtp, mtp_accept)
     if unread:
         raise InputError("--mtp-accept", unread)
-    if mtp_accept is not None and phase == "prefill":  # the prefill holds the MTP layers but drafts no token
-        raise InputError("--mtp-accept", "a prefill step drafts no tokens (the MTP layers' weights are held, "
-                                         "nothing is accepted); drop it, or estimate --phase decode or serving")
+    if mtp_accept is not None and phase == "prefill":
+        raise InputError("--mtp-accept", PREFILL_ACCEPT_UNREAD)
     return workload_from_options(isl, osl, concurrency, phase, batch, seq_len, mtp,
                                  DEFAULT_MTP_ACCEPT if mtp_accept is None else mtp_accept)
 
@@ -344,8 +349,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     check_mtp(spec, dep.mtp, at("mtp"))
     w = dep.workload
     if w.phase == "prefill" and dep.mtp_accept is not None:  # as estimate --phase prefill refuses --mtp-accept
-        raise InputError(at("mtp_accept"), "a prefill-only workload decodes nothing: its acceptance rate "
-                                           "would be read by nothing; drop it")
+        raise InputError(at("mtp_accept"), PREFILL_ACCEPT_UNREAD)
     mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {})}
     if w.phase == "serving":
         wl = Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, **mtp)

@@ -59,8 +59,8 @@ def test_solve_explain_is_refused_with_the_launch_format_that_has_no_room_for_it
 
 
 def test_a_prefill_estimate_refuses_an_mtp_acceptance_rate_it_never_reads() -> None:
-    """A prefill step holds the MTP layers (--mtp 1) but drafts no token, so --mtp-accept 0.5 changed nothing but
-    the echoed workload."""
+    """A prefill step runs the MTP layer once (--mtp 1) but accepts no draft token, so --mtp-accept 0.5 changed
+    nothing but the echoed workload."""
     r = _run("estimate", "deepseek-v3", "--hardware", "h200_sxm", "--cards", "8", "--phase", "prefill",
              "--batch", "4", "--seq-len", "1000", "--mtp", "1", "--mtp-accept", "0.5")
     _one_error(r, "--mtp-accept")

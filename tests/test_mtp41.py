@@ -129,3 +129,21 @@ def test_solve_explain_prints_the_mtp_clause_as_a_line_of_its_own() -> None:
     assert r.exit_code == 0, r.output
     lines = [ln for ln in r.output.splitlines() if "MTP depth" in ln]
     assert len(lines) == 1 and lines[0].startswith("MTP depth 1 at acceptance 0.6: 1 + 0.6 = 1.60 tokens per decode")
+
+
+def test_an_acceptance_rate_on_a_prefill_is_refused_by_estimate_and_check_with_one_reason(tmp_path) -> None:
+    """A prefill step runs the MTP layer once but accepts no draft token: estimate's --mtp-accept and a deployment
+    file's mtp_accept are refused, naming each its own field, with the same reason."""
+    from solver import api
+    from solver.errors import InputError
+
+    with pytest.raises(InputError) as by_estimate:
+        api.estimate("mimo-7b-base", "h200_sxm", 1, phase="prefill", batch=1, seq_len=1024, mtp=1, mtp_accept=0.7)
+    path = tmp_path / "dep.yaml"
+    path.write_text("model: mimo-7b-base\nhardware: h200_sxm\nworld_size: 1\nmtp: 1\nmtp_accept: 0.7\n"
+                    "parallel_config: {attn_tp_size: 1}\nworkload: {phase: prefill, batch: 1, seq_len: 1024}\n")
+    with pytest.raises(InputError) as by_check:
+        api.check(config=path)
+    assert by_estimate.value.field == "mtp_accept" and by_check.value.field == f"{path}: mtp_accept"
+    assert by_estimate.value.problem == by_check.value.problem
+    assert "runs the MTP layer once" in by_check.value.problem
