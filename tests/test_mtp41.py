@@ -147,3 +147,16 @@ def test_an_acceptance_rate_on_a_prefill_is_refused_by_estimate_and_check_with_o
     assert by_estimate.value.field == "mtp_accept" and by_check.value.field == f"{path}: mtp_accept"
     assert by_estimate.value.problem == by_check.value.problem
     assert "runs the MTP layer once" in by_check.value.problem
+
+
+def test_the_mtp_line_speaks_of_the_phases_the_workload_runs() -> None:
+    """A decode-only workload has no prefill step to mention; a prefill-only one no decode step, so no acceptance
+    (it drafts nothing to accept): its line says only the prompts' draft pass."""
+    m = load_model("mimo-7b-base")
+    dec, = mtp_clause(m, Workload("decode", batch=8, seq_len=2048, mtp=1, mtp_accept=0.6))
+    assert dec.startswith("MTP depth 1 at acceptance 0.6: 1 + 0.6 = 1.60 tokens per decode step")
+    assert "prefill" not in dec
+    pre, = mtp_clause(m, Workload("prefill", batch=2, seq_len=2048, mtp=1))
+    assert pre == "MTP depth 1: each prefill step runs one draft pass through the MTP layer over the prompts"
+    both, = mtp_clause(m, Workload("serving", isl=1024, osl=128, concurrency=8, mtp=1))
+    assert both.endswith("each prefill step runs one draft pass through the MTP layer over the prompts")

@@ -265,10 +265,14 @@ def mtp_clause(model: ModelSpec, wl: Workload) -> list[str]:
     if not (wl.mtp and model.num_mtp_layers):
         return []
     a, n = wl.mtp_accept, wl.mtp
+    prefill = "each prefill step runs one draft pass through the MTP layer over the prompts"
+    if wl.kind == "prefill":  # no decode step: the acceptance is unread
+        return [f"MTP depth {n}: {prefill}"]
     terms = " + ".join(["1", *(f"{a:g}^{i}" if i > 1 else f"{a:g}" for i in range(1, n + 1))])
-    return [f"MTP depth {n} at acceptance {a:g}: {terms} = {mtp_tokens_per_step(n, a):.2f} tokens per decode step "
-            f"(TPOT = step time / that); each decode step verifies {1 + n} tokens per sequence and runs {n} draft "
-            f"pass{'es' if n > 1 else ''} through the MTP layer, each prefill step one over the prompts"]
+    decode = (f"MTP depth {n} at acceptance {a:g}: {terms} = {mtp_tokens_per_step(n, a):.2f} tokens per decode step "
+              f"(TPOT = step time / that); each decode step verifies {1 + n} tokens per sequence and runs {n} draft "
+              f"pass{'es' if n > 1 else ''} through the MTP layer")
+    return [decode if wl.kind == "decode" else f"{decode}; {prefill}"]
 
 
 def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
