@@ -27,7 +27,8 @@ from solver.specs.profile_rules import KNOB_NAMES
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
 from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
-from solver.specs.launch_spec import DISAGG_ROLES, POOL_NAMES, DisaggLaunch, LaunchArg, pool_role
+from solver.specs.launch_spec import DISAGG_ROLES, POOL_NAMES, REPLICA_BATCH, DisaggLaunch, LaunchArg, pool_role
+from solver.specs.expr import compile_expr
 from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_problems
 from solver.specs.parallel import ParallelConfig, absent_knobs
@@ -321,6 +322,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     base = {
         **env,
         "nnodes": nnodes, "gpus_per_node": gpus, "max_model_len": inputs.max_model_len,
+        # one engine instance's share of the planned concurrency: a DP rank's, or a dense model's replica's
+        "replica_batch": int(compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)),
         "token_budget": fw.scheduler.token_budget_for(f"{hw.name} {hw.description}", float(hw.memory_bytes)),
         # one format for every linear layer: a quantization flag names one method, so a mixed checkpoint (its
         # routed experts in another format) carries its own and the flag is left out (the notes say so)

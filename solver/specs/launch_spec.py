@@ -44,7 +44,10 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
     "prefill_role",      # disaggregated serving: 1 on a prefill-pool worker, 0 on a decode-pool worker
     "memory_fraction",   # the memory model's limit over the capacity, min(0.95, 1 - reserve / capacity), down to 0.01
     "remote_code",       # 1 when the model's config names code of its own (auto_map): the engine's trust switch
+    "replica_batch",     # the planned requests of one attention replica: max(1, ceil(batch x attn_group_size / world))
 })
+# replica_batch over the rule names (the profile's attn_group_size: its own product of knobs, group_products)
+REPLICA_BATCH = "max(1, (batch * attn_group_size + world - 1) // world)"
 # the launch names that are yes/no (a `when` may be one of them alone)
 LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "prefill_role", "remote_code"})
 # text names: placeholders the user replaces, documented in README ("Launch commands")
