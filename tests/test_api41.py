@@ -136,3 +136,18 @@ def test_an_empty_recommendations_frame_has_the_documented_columns() -> None:
     frame = Recommendation(MODEL, 1.0, 1.0, 1, 1, None, None, [], None, "none met").to_frame()
     assert list(frame.columns) == list(FRAME_COLUMNS) and frame.empty
     assert frame["cost_per_hour"].dtype == "float64" and frame["recommended"].dtype == bool
+
+
+def test_a_disaggregated_api_sweep_carries_the_notes_the_command_says() -> None:
+    """gpt-oss-20b on Atlas A3 (no FP4 there): the experts are served as bf16; the command says it as a `note:`
+    line before solving, and the API's frame carries the same lines in df.attrs["notes"], as the aggregated
+    sweep's does."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    df = api.sweep("gpt-oss-20b", "atlas_a3", cards="2", scenarios="throughput", serving="disagg")
+    r = CliRunner().invoke(main, ["sweep", "gpt-oss-20b", "--hardware", "atlas_a3", "--cards", "2", "--scenarios",
+                                  "throughput", "--serving", "disagg"])
+    said = [line.removeprefix("note: ") for line in r.stderr.splitlines() if line.startswith("note: ")]
+    assert df.attrs["notes"] == said and any("served as bf16" in n for n in said)

@@ -22,7 +22,7 @@ from solver.capacity.inputs import (default_cards, make_scenario, parse_cards, p
                                     per_hardware, scenario_for)
 from solver.capacity.recommend import (BASIS_LABELS, choose, cost_text, costs, no_fit_note, parse_prices, price_note,
                                        shortfall_note)
-from solver.capacity.sweep import UNROUNDED
+from solver.capacity.sweep import UNROUNDED, input_notes
 from solver.capacity.table import to_disagg_frame
 from solver.errors import InfeasibleError, InputError
 from solver.plan.points import SolverParams
@@ -120,7 +120,11 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                         extra = ({"agg_output_tokens_per_s_per_rank": None if agg is None else round(agg, 1),
                                   "winner": rep.comparison.winner} if rank == 1 else {})
                         rows.append({**key, "rank": rank, **_row(d, rep.knobs, rep.replica_knobs), **extra})
-    return to_disagg_frame(rows)
+    df = to_disagg_frame(rows)
+    # what reading the inputs noted, as the aggregated sweep's frame carries it (sweep.sweep)
+    df.attrs["notes"] = input_notes(model, hardware, cards, isl=isl, osl=osl, seq_lens=seq_lens, framework=framework,
+                                    weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype)
+    return df
 
 
 @dataclass

@@ -137,6 +137,18 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     return out
 
 
+def input_notes(model: str, hardware: str | Sequence[str], cards: str | int | Iterable[int] | None, *,
+                isl: int = 4096, osl: int = 256, seq_lens: Any = None, framework: str = "generic",
+                weight_dtype: Any = None, moe_weight_dtype: Any = None, kv_dtype: Any = None) -> list[str]:
+    """What reading the inputs notes (the model's warnings, each device's, a sequence past the model's context),
+    as build_plan collects them for the aggregated sweep, without solving: the disaggregated paths say the same."""
+    from solver.capacity.inputs import DEFAULT_CARD_RANGE
+
+    return build_plan(model, hardware, cards or DEFAULT_CARD_RANGE, isl=isl, osl=osl, seq_lens=seq_lens,
+                      framework=framework, weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype,
+                      kv_dtype=kv_dtype).notes
+
+
 def hardware_list(hardware: str | Sequence[str]) -> list[str]:
     items = [hardware] if isinstance(hardware, str) else list(hardware)
     out = [p.strip() for h in items for p in str(h).split(",") if p.strip()]

@@ -227,14 +227,12 @@ def _seq_lens_replace_isl(seq_lens: str | None) -> None:
 
 def _input_notes(model: str, hardware: list[str], cards: str | None, isl: int, osl: int, seq_lens: str | None,
                  framework: str, weight_dtype, moe_weight_dtype, kv_dtype) -> list[str]:
-    """What reading the inputs noted (the model's warnings, each device's, a sequence past the model's context),
-    as the aggregated sweep collects them (capacity.sweep.build_plan), for the disaggregated paths."""
-    from solver.capacity.inputs import DEFAULT_CARD_RANGE
-    from solver.capacity.sweep import build_plan
+    """capacity.sweep.input_notes of the command's options (the disaggregated paths say them before solving)."""
+    from solver.capacity.sweep import input_notes
 
-    return build_plan(model, hardware, cards or DEFAULT_CARD_RANGE, isl=isl, osl=osl, seq_lens=seq_lens,
-                      framework=framework, weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
-                      kv_dtype=_dtype(kv_dtype)).notes
+    return input_notes(model, hardware, cards, isl=isl, osl=osl, seq_lens=seq_lens, framework=framework,
+                       weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
+                       kv_dtype=_dtype(kv_dtype))
 
 
 def _print_summary(df, model_name: str, out: str | None, figures: dict[tuple, dict[str, float]]) -> None:
