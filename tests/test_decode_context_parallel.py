@@ -21,7 +21,7 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import resolve_precision
-from test_planner_exact import kvp_configs_match_the_estimate
+from test_planner_exact import configs_match_the_estimate, with_kvp
 
 REPLICATED, SPLIT, LAYERS, BF16 = 15_140_864, 54_525_952, 61, 2
 
@@ -365,7 +365,7 @@ def test_the_tables_sum_to_the_full_estimate_for_an_mla_hybrid_under_decode_cont
     configs = ((b, dict(zip(groups, idx))) for b in t.batches[batches]
                for idx in itertools.product(*(range(len(t.choices[g])) for g in groups))
                if len({t.choices[g][i][-1] for g, i in zip(groups, idx)}) == 1)
-    assert kvp_configs_match_the_estimate(m, h, prec, fac, sc, t, configs)
+    assert configs_match_the_estimate(m, h, prec, fac, sc, t, configs, keep=with_kvp)
 
 
 # ------------------------------------------------------------------------------ SGLang --dcp-size and ATOM -dcp

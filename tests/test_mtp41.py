@@ -18,15 +18,14 @@ from solver.estimate.serving import estimate, prefill_step, serving_steps
 from solver.estimate.closed_loop import serving_shape
 from solver.estimate.step import step_cost
 from solver.estimate.workload import Workload
-from solver.plan.layout_memory import assumed_memory
 from solver.rank.explain import mtp_clause
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
-from solver.specs.parallel import ParallelConfig, make_parallel_config
+from solver.specs.parallel import make_parallel_config
 from solver.specs.precision import resolve_precision
 
-from test_planner_exact import _configs, _instance  # noqa: E402
+from test_planner_exact import _configs, _instance, configs_match_the_estimate  # noqa: E402
 
 # MiMo-7B: 36 decoder layers and one MTP layer of the same shape (gated FFN 4096 -> 11008)
 FFN_FLOPS_PER_TOKEN = 3 * 2 * 4096 * 11008  # gate, up, down: 270,532,608
@@ -78,18 +77,8 @@ def test_the_planner_tables_sum_to_the_estimate_with_the_prompts_mtp_pass(case, 
     at the tables' smallest and largest concurrency."""
     m, h, f, prec, fac, sc, t = _instance(case[0], case[1], fw, world, phase, 4096, mtp=1)
     assert sc.mtp == 1
-    checked = 0
-    for b in (t.batches[0], t.batches[-1]):
-        for picks in itertools.islice(_configs(t, b), 40):
-            pc = ParallelConfig(world_size=world, **t.config(picks))
-            if not assumed_memory(m, h, pc, prec, sc, b).feasible:
-                continue
-            e = estimate(m, h, pc, prec, fac, Workload.for_scenario(sc, b))
-            fig = t.figures(b, picks)
-            assert fig.ttft_s == pytest.approx(e.ttft_s, rel=1e-9, abs=1e-15)
-            assert fig.tpot_s == pytest.approx(e.tpot_s, rel=1e-9, abs=1e-15)
-            checked += 1
-    assert checked
+    configs = ((b, p) for b in (t.batches[0], t.batches[-1]) for p in itertools.islice(_configs(t, b), 40))
+    assert configs_match_the_estimate(m, h, prec, fac, sc, t, configs)
 
 
 def _launch_budget(mtp: int) -> int:

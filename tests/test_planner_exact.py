@@ -342,16 +342,21 @@ def test_the_tables_sum_to_the_full_estimate_under_decode_context_parallel(phase
     admit, TP x DCP ones included (attn_tp 2 x kvp 4, o_proj 8), gives the full estimate's figures and memory."""
     m, h, f, prec, fac, sc, t = _instance("deepseek-v3", "h200_sxm", "vllm", 8, phase, 4096)
     assert any(c[0] > 1 and c[2] > 1 for c in t.choices["attn"]), "TP x DCP layouts are in the space"
-    assert kvp_configs_match_the_estimate(m, h, prec, fac, sc, t, ((b, p) for b in t.batches[:3] for p in _configs(t, b)))
+    assert configs_match_the_estimate(m, h, prec, fac, sc, t, ((b, p) for b in t.batches[:3] for p in _configs(t, b)),
+                                      keep=with_kvp)
 
 
-def kvp_configs_match_the_estimate(m, h, prec, fac, sc, t, configs) -> int:
-    """For every (concurrency, picks) with KVP: the tables' memory equals the memory model's, and a fitting one's
-    TTFT and TPOT the full estimate's. Returns how many fitting ones were checked."""
+def with_kvp(pc: ParallelConfig) -> bool:
+    return pc.kvp_size > 1
+
+
+def configs_match_the_estimate(m, h, prec, fac, sc, t, configs, keep=lambda pc: True) -> int:
+    """For every (concurrency, picks) whose configuration `keep` keeps: the tables' memory equals the memory
+    model's, and a fitting one's TTFT and TPOT the full estimate's. Returns how many fitting ones were checked."""
     seen = 0
     for b, picks in configs:
         pc = ParallelConfig(world_size=t.world, **t.config(picks))
-        if pc.kvp_size == 1:
+        if not keep(pc):
             continue
         mem = assumed_memory(m, h, pc, prec, sc, b, t.mem_opts)
         assert t.memory_of(b, picks) == pytest.approx(mem.total - mem.reserved_bytes, rel=1e-9)
