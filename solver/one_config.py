@@ -113,15 +113,15 @@ def workload_from_options(isl: int | None, osl: int | None, concurrency: int | N
     holding ISL + OSL, as a decode solve judges it)."""
     from solver.estimate.serving import Workload
 
+    _positive(mtp, "--mtp", 0)
+    if not 0.0 <= mtp_accept <= 1.0:
+        raise InputError("--mtp-accept", f"must be in [0, 1], got {mtp_accept}")
     if phase == "decode" and (isl is not None or osl is not None) and concurrency is None and seq_len is None:
         missing = [f for f, v in (("--batch", batch), ("--isl", isl), ("--osl", osl)) if v is None]
         if missing:
             raise InputError("workload", f"--phase decode over --isl/--osl also needs {', '.join(missing)}")
         for flag, value in (("--batch", batch), ("--isl", isl), ("--osl", osl)):
             _positive(value, flag)
-        _positive(mtp, "--mtp", 0)
-        if not 0.0 <= mtp_accept <= 1.0:
-            raise InputError("--mtp-accept", f"must be in [0, 1], got {mtp_accept}")
         return Workload.decode_of(batch, isl, osl, mtp, mtp_accept)  # type: ignore[arg-type]
     serving = {"--isl": isl, "--osl": osl, "--concurrency": concurrency}
     single = {"--phase": phase, "--batch": batch, "--seq-len": seq_len}
@@ -139,9 +139,6 @@ def workload_from_options(isl: int | None, osl: int | None, concurrency: int | N
         raise InputError("workload", f"{', '.join(given)} also needs {', '.join(missing)}")
     for flag, value in {**serving, "--batch": batch, "--seq-len": seq_len}.items():
         _positive(value, flag)
-    _positive(mtp, "--mtp", 0)
-    if not 0.0 <= mtp_accept <= 1.0:
-        raise InputError("--mtp-accept", f"must be in [0, 1], got {mtp_accept}")
     if s_given:
         return Workload("serving", isl=isl, osl=osl, concurrency=concurrency, mtp=mtp,  # type: ignore[arg-type]
                         mtp_accept=mtp_accept)

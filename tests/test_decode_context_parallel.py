@@ -350,7 +350,6 @@ def test_the_tables_sum_to_the_full_estimate_for_an_mla_hybrid_under_decode_cont
     step costs give the full estimate's figures for every configuration with KVP they admit."""
     import itertools
 
-    from solver.plan.layout_memory import assumed_memory
     from solver.plan.table_build import build_tables
     from solver.space.domains import build_space
     from solver.specs.scenario import Scenario
