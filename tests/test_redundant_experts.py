@@ -162,10 +162,22 @@ def test_planner_places_redundant_experts_for_ep72(v3):
     assert ep and all(pc.redundant_experts == 32 for pc in ep)
 
 
-def test_at_most_one_copy_per_expert(v3):
-    # 256 experts over 512 ranks would need 256 copies (allowed, one each); over 1024, 768 (refused)
+def test_copies_bounded_only_by_the_engines_cap(v3):
+    """The engines place copies round-robin over the experts, any number of them (SGLang init_trivial: arange
+    % experts), vLLM up to its MAX_EXPERT_REDUNDANCY 1023. 256 experts: EP512 needs 256 copies, EP1024 768
+    (three per expert; both engines), EP1280 (-256) mod 1280 = 1024 (past vLLM's 1023, so vLLM refuses it)."""
     assert redundant_for(v3, load_framework("sglang"), 512) == 256
-    assert redundant_for(v3, load_framework("sglang"), 1024) is None
+    assert redundant_for(v3, load_framework("sglang"), 1024) == 768
+    assert redundant_for(v3, load_framework("vllm"), 1024) == 768
+    assert redundant_for(v3, load_framework("sglang"), 1280) == 1024
+    assert redundant_for(v3, load_framework("vllm"), 1280) is None
+
+
+def test_redundant_past_the_engines_cap_is_refused_by_check():
+    fw = load_framework("vllm")
+    assert any("exceeds vllm's most redundant experts, 1023" in p
+               for p in fw.limits({"redundant_experts": 1024, "is_moe": True}))
+    assert fw.limits({"redundant_experts": 1023, "is_moe": True}) == []
 
 
 def test_experts_not_dividing_ep_name_the_fewest_copies_that_would(v3):

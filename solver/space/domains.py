@@ -77,9 +77,10 @@ def redundant_for(model: ModelSpec, fw: FrameworkProfile, ep: int) -> int | None
     if fw.fixed_redundant_experts is not None:
         return fw.fixed_redundant_experts if (E + fw.fixed_redundant_experts) % ep == 0 else None
     r = smallest_redundant(E, ep)
-    # at most one extra copy per expert (assumption: the published deployments copy far fewer, 32 of 256 for
-    # DeepSeek's EP144, 64 of 256 for CloudMatrix's EP320; past that EP is mostly replication, not a split)
-    return r if r <= E else None
+    # copies past one per expert are placed round-robin by the engines as any others (vLLM eplb_state
+    # build_initial_global_physical_to_logical_map: i % num_routed_experts), so only the engine's own cap bounds them
+    cap = fw.feature_max("redundant_experts")
+    return r if cap is None or r <= cap else None
 
 
 def pp_fits_nodes(world: int, pp: int, hw: Hardware) -> bool:

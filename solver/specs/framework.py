@@ -184,6 +184,11 @@ class FrameworkProfile(BaseModel):
         feature = self.features.get(name)
         return feature is not None and feature.supported
 
+    def feature_max(self, name: str) -> int | None:
+        """The largest count a supported feature takes (Feature.max); None: no limit."""
+        feature = self.features.get(name)
+        return feature.max if feature is not None and feature.supported else None
+
     @property
     def fixed_knobs(self) -> tuple[str, ...]:
         return tuple(k for k in KNOB_NAMES if k not in self.knobs)
@@ -286,6 +291,8 @@ class FrameworkProfile(BaseModel):
             problems.append(f"redundant_experts = {r} but {self.name} has no redundant experts (features)")
         elif r and self.fixed_redundant_experts is not None and r != self.fixed_redundant_experts:
             problems.append(f"redundant_experts = {r} but {self.name} places {self.fixed_redundant_experts}")
+        elif r and (cap := self.feature_max("redundant_experts")) is not None and r > cap:
+            problems.append(f"redundant_experts = {r} exceeds {self.name}'s most redundant experts, {cap}")
         if r and not env.get("is_moe"):
             problems.append(f"redundant_experts = {r} on a model without routed experts; leave it out")
         return problems

@@ -329,4 +329,6 @@ class Feature(BaseModel):
     # the parallel knob the feature would set (cp_size for prefill context parallel): a file setting it is told
     # the engine has it and the planner does not model it, not that the engine lacks it
     knob: str | None = None
+    # the largest count the engine takes (redundant experts: vLLM's MAX_EXPERT_REDUNDANCY); None: no limit in its source
+    max: int | None = Field(None, ge=0)
     source: str = Field(min_length=1)
