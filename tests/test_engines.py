@@ -444,11 +444,11 @@ def test_the_engines_memory_share_is_the_memory_models_limit() -> None:
     assert cand["estimation"]["memory_per_rank_gb"] <= cand["estimation"]["memory_limit_gb"] <= share * capacity + 0.01
 
 
-@pytest.mark.parametrize("engine, device, share", [("vllm-ascend", "atlas_a3", "0.94"), ("atom", "mi355x", "0.95"),
-                                                   ("vllm", "atlas_a3", "0.94")])
+@pytest.mark.parametrize("engine, device, share", [("vllm-ascend", "atlas_a3", "0.9453"), ("atom", "mi355x", "0.95"),
+                                                   ("vllm", "atlas_a3", "0.9453")])
 def test_the_memory_share_is_the_limit_over_the_capacity_rounded_down(engine, device, share) -> None:
-    """On Atlas A3 (64 GB, 3.76 GB runtime reserve) the limit is capacity - reserve = 0.941 of the rank: 0.94,
-    never rounded up past what the plan fits."""
+    """On Atlas A3 (64 GiB, 3.5 GiB runtime reserve) the limit is capacity - reserve = 60.5 / 64 = 0.9453125 of
+    the rank: 0.9453 at four decimals, never rounded up past what the plan fits."""
     r, data = _solve("qwen3-30b-a3b", "--hardware", device, "--cards", "8", "--framework", engine)
     assert r.exit_code == 0, r.stderr
     argv = data["candidates"][0]["launch"]["nodes"][0]["argv"]

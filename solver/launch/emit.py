@@ -66,14 +66,21 @@ def model_len(phase: str, longest: int) -> int:
     return longest + 1 if phase == "prefill" else longest
 
 
+# the share's decimals: the engines take any fraction (vLLM's --gpu-memory-utilization is a float), and a plan
+# may fill its rank to the limit, so the share rounds down by at most 1e-4 of the rank (5 MB on 48 GB), below
+# the tables' 0.01 GB; a hundredth would cut up to 1% (0.48 GB on 48 GB: a 1-card plan's whole KV margin)
+SHARE_DECIMALS = 4
+
+
 def memory_fraction(hw: Hardware) -> float:
     """The share of a rank's memory the deployment was planned to use: the memory model's limit,
-    min(0.95 x capacity, capacity - runtime reserve), over the capacity, rounded down to a hundredth (an engine
-    given this share holds what the estimate fits; at a lower default it may not: vLLM's is 0.9)."""
+    min(0.95 x capacity, capacity - runtime reserve), over the capacity, rounded down at SHARE_DECIMALS (an
+    engine given this share holds what the estimate fits; at a lower default it may not: vLLM's is 0.9)."""
     from solver.estimate.memory_options import TOTAL_FRACTION, memory_limit
 
     share = memory_limit(hw.memory_bytes, hw.reserved_bytes, TOTAL_FRACTION) / hw.memory_bytes
-    return math.floor(round(share * 100, 6)) / 100
+    scale = 10 ** SHARE_DECIMALS
+    return math.floor(round(share * scale, 6)) / scale
 
 
 def _node_addr(i: int, head: str) -> str:

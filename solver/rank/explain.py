@@ -65,16 +65,35 @@ def side_variants(pc: ParallelConfig, model: ModelSpec) -> list[ParallelConfig]:
     return out
 
 
-def _shares(step: StepCost) -> dict[str, float]:
-    """Seconds per component: each module's compute/memory time and each collective's exposed time."""
+def _shares(step: StepCost, hw: Hardware) -> tuple[dict[str, float], dict[str, str]]:
+    """Seconds per component, and each component's name: each module's compute/memory time, and the exposed time
+    of each collective primitive over each link tier, its modules together (TP's all-reduce runs after o_proj and
+    after the dense FFN alike, so the one link's cost is one share, not two halves of it). The keys match across
+    configurations (a primitive over a tier); the names add the modules and the tier's line rate."""
     out: dict[str, float] = {}
+    names: dict[str, str] = {}
     for o in step.ops:
         key = f"{o.module} ({o.bound}-bound)"
         out[key] = out.get(key, 0.0) + o.time_s
+        names[key] = key
+    mods: dict[str, list[str]] = {}
     for c in step.comms:
-        key = f"{c.module} {c.primitive.replace('_', '-')}"
+        key = f"{c.primitive} {c.tier}"
         out[key] = out.get(key, 0.0) + c.exposed_s
-    return out
+        mods.setdefault(key, [])
+        if c.module not in mods[key]:
+            mods[key].append(c.module)
+        names[key] = comm_label(c.primitive, c.tier, mods[key], hw)
+    return out, names
+
+
+def comm_label(primitive: str, tier: str, modules: list[str], hw: Hardware) -> str:
+    """A collective's share named as the reader checks it: "all-reduce (o_proj, dense_ffn) over intra_node
+    (32 GB/s)", the tier's one-direction line rate from the hardware file."""
+    over = f" over {tier}"
+    if tier in hw.tiers:
+        over += f" ({hw.tiers[tier].bandwidth_Bps / 1e9:,.4g} GB/s)"
+    return f"{primitive.replace('_', '-')} ({', '.join(modules)}){over}"
 
 
 def _main_step(e: Estimate, scenario: Scenario) -> tuple[str, StepCost | None]:
@@ -315,12 +334,12 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
         label, step = _main_step(e, scenario)
         # compare the same phase of the recommendation
         best_step = best_est.prefill if label == "prefill step" else best_est.decode
-        best_parts = _shares(best_step) if best_step else {}
-        parts = _shares(step) if step else {}
+        best_parts = _shares(best_step, hw)[0] if best_step else {}
+        parts, names = _shares(step, hw) if step else ({}, {})
         total = step.time_s if step else 0.0
         worst = max(parts, key=lambda k: parts[k] - best_parts.get(k, 0.0)) if parts else ""
         share = parts.get(worst, 0.0) / total if total else 0.0
         base_share = best_parts.get(worst, 0.0) / best_step.time_s if best_step and best_step.time_s else 0.0
-        lines.append(f"{name}: {_scored(scenario, e, best_est)} vs {best_pattern}; {worst} is "
+        lines.append(f"{name}: {_scored(scenario, e, best_est)} vs {best_pattern}; {names.get(worst, worst)} is "
                      f"{share:.0%} of its {label} ({base_share:.0%} for the recommendation)")
     return lines
