@@ -1,0 +1,67 @@
+"""Inputs the tool accepted but should refuse, and names it printed wrong: one rule per test."""
+from __future__ import annotations
+
+import yaml
+from click.testing import CliRunner
+
+from solver import api
+from solver.cli.main import main as cli
+from solver.specs.model_catalog import model_names, model_title
+
+
+# ---- the model as asked: a catalog alias names the answer, its config said once where it differs
+
+
+def test_an_alias_names_the_answer_and_its_config_once():
+    # llama-3.3-70b is an alias of meta-llama--Meta-Llama-3.1-70B.json (models/index.yaml): the answer names the
+    # alias, and the config it reads once
+    assert model_names("llama-3.3-70b", "Meta-Llama-3.1-70B") == ("llama-3.3-70b", "Meta-Llama-3.1-70B")
+    assert model_title("llama-3.3-70b", "Meta-Llama-3.1-70B") == "llama-3.3-70b (config Meta-Llama-3.1-70B)"
+
+
+def test_the_config_file_stem_is_the_config_itself():
+    # the file stem and org/name spell the config: nothing to add
+    assert model_names("meta-llama--Meta-Llama-3.1-8B", "Meta-Llama-3.1-8B") == ("meta-llama--Meta-Llama-3.1-8B", None)
+    assert model_names("meta-llama/Meta-Llama-3.1-8B", "Meta-Llama-3.1-8B") == ("meta-llama/Meta-Llama-3.1-8B", None)
+
+
+def test_a_config_path_is_named_by_its_config():
+    assert model_names("models/meta-llama--Meta-Llama-3.1-8B.json", "Meta-Llama-3.1-8B") == ("Meta-Llama-3.1-8B",
+                                                                                               None)
+
+
+ALIAS_HEADER = "llama-3.3-70b (config Meta-Llama-3.1-70B) on 8 x h100_sxm"
+KNOBS = ["--hardware", "h100_sxm", "--cards", "8", "--attn-tp", "8", "--dense-tp", "8"]
+
+
+def test_check_of_an_alias_file_names_the_alias(tmp_path):
+    dep = {"model": "llama-3.3-70b", "hardware": "h100_sxm", "world_size": 8, "framework": "vllm",
+           "parallel_config": {"attn_tp_size": 8, "dense_tp_size": 8, "embed_tp_size": 8, "lmhead_tp_size": 8},
+           "workload": {"isl": 1024, "osl": 128, "concurrency": 4}}
+    path = tmp_path / "dep.yaml"
+    path.write_text(yaml.safe_dump(dep))
+    out = CliRunner().invoke(cli, ["check", str(path)]).output
+    assert out.splitlines()[0].startswith(ALIAS_HEADER), out
+    launch = CliRunner().invoke(cli, ["launch", str(path)]).output
+    assert launch.splitlines()[0] == f"# {ALIAS_HEADER} (vllm)", launch
+
+
+def test_estimate_and_memory_of_an_alias_name_the_alias():
+    est = CliRunner().invoke(cli, ["estimate", "llama-3.3-70b", *KNOBS, "--isl", "1024", "--osl", "128",
+                                   "--concurrency", "4"]).output
+    assert est.splitlines()[0].startswith(ALIAS_HEADER), est
+    data = yaml.safe_load(CliRunner().invoke(cli, ["memory", "llama-3.3-70b", *KNOBS, "--batch", "4",
+                                                   "--seq-len", "1024", "--format", "yaml"]).output)
+    assert (data["model"], data["config"]) == ("llama-3.3-70b", "Meta-Llama-3.1-70B")
+
+
+# ---- the API's disaggregated sweep reports (done, total, label) as the aggregated one does
+
+
+def test_disagg_sweep_progress_counts_the_combinations():
+    # 1 hardware x cards [2, 4] x 1 scenario x 1 length = 2 combinations: (1, 2, ...), (2, 2, ...)
+    calls = []
+    api.sweep("qwen3-8b", "h100_sxm", [2, 4], "throughput", serving="disagg", isl=1024, osl=128,
+              progress=lambda done, total, label: calls.append((done, total, label)))
+    assert [(d, t) for d, t, _ in calls] == [(1, 2), (2, 2)]
+    assert calls[0][2] == "h100_sxm x 2 throughput 1024/128"
