@@ -65,3 +65,28 @@ def test_disagg_sweep_progress_counts_the_combinations():
               progress=lambda done, total, label: calls.append((done, total, label)))
     assert [(d, t) for d, t, _ in calls] == [(1, 2), (2, 2)]
     assert calls[0][2] == "h100_sxm x 2 throughput 1024/128"
+
+
+# ---- MTP keys: LongCat-Flash and Qwen3-Next publish none (facts/model_configs: their config.json carries none of
+# the next-n keys; transformers 5.25.0's LongcatFlashConfig / Qwen3NextConfig have no such field and their models
+# skip the checkpoints' mtp.* weights on load), so --mtp is refused naming the published config
+
+
+def test_mtp_on_a_published_config_without_next_n_keys_says_the_published_config_has_none():
+    for alias, file in (("longcat-flash", "meituan-longcat--LongCat-Flash-Chat.json"),
+                        ("qwen3-next-80b-a3b", "Qwen--Qwen3-Next-80B-A3B-Instruct.json")):
+        r = CliRunner().invoke(cli, ["solve", alias, "--hardware", "h200_sxm", "--cards", "8", "--mtp", "1"])
+        assert r.exit_code == 2
+        assert f"in its published config (models/{file} sets none of num_nextn_predict_layers" in r.output, r.output
+
+
+def test_mtp_on_a_user_config_without_next_n_keys_says_its_config(tmp_path):
+    import shutil
+
+    from solver.catalog import catalog_dir
+
+    path = tmp_path / "mine.json"
+    shutil.copy(catalog_dir("models") / "Qwen--Qwen3-8B.json", path)
+    r = CliRunner().invoke(cli, ["solve", str(path), "--hardware", "h200_sxm", "--cards", "1", "--mtp", "1"])
+    assert r.exit_code == 2
+    assert "mine has no MTP (next-n) layers in its config (" in r.output, r.output
