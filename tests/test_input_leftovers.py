@@ -90,3 +90,65 @@ def test_mtp_on_a_user_config_without_next_n_keys_says_its_config(tmp_path):
     r = CliRunner().invoke(cli, ["solve", str(path), "--hardware", "h200_sxm", "--cards", "1", "--mtp", "1"])
     assert r.exit_code == 2
     assert "mine has no MTP (next-n) layers in its config (" in r.output, r.output
+
+
+# ---- a number format the device lacks: formats are data (hardware weight_only_formats names nvfp4 where the
+# device's FP4 rate is another format's); nothing that runs a format: one line naming field, format and device
+
+
+def _prec(hw_name: str, weight_dtype: str):
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.precision import resolve_precision
+
+    return resolve_precision(load_model("qwen3-30b-a3b"), load_hardware(hw_name), weight_dtype=weight_dtype)
+
+
+def test_nvfp4_on_mi355x_runs_dequantized_into_16_bit_gemms():
+    # MI355X's FP4 rate is MXFP4's (facts hardware.md); vLLM 0.34.0 on ROCm runs NVFP4 by emulation (dequant ->
+    # BF16 matmul): every NVFP4 GEMM group is priced at the bf16 rate, the activations stay bf16
+    p = _prec("mi355x", "nvfp4")
+    assert {g: p.gemm_dtype(g) for g in ("attention", "experts")} == {"attention": "bf16", "experts": "bf16"}
+    assert p.activation == "bf16"
+    assert any("mi355x's fp4 rate is for another fp4 format" in n for n in p.notes)
+
+
+def test_mxfp4_on_mi355x_runs_natively():
+    from solver.specs.dtypes import number_format
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.precision import runs_natively
+
+    assert runs_natively(load_hardware("mi355x"), number_format("mxfp4"))
+    assert not runs_natively(load_hardware("mi355x"), number_format("nvfp4"))
+    assert runs_natively(load_hardware("b200_sxm"), number_format("nvfp4"))
+
+
+def test_nvfp4_on_mi300x_is_weight_only_at_16_bits():
+    # CDNA3 has no FP4 rate; its NVFP4 kernels are the same emulation ones: the experts GEMM is bf16, not W4A8
+    p = _prec("mi300x", "nvfp4")
+    assert p.gemm_dtype("experts") == "bf16" and p.activation == "bf16"
+
+
+def test_a_format_no_engine_runs_on_the_device_is_refused_naming_field_format_and_device():
+    r = CliRunner().invoke(cli, ["estimate", "qwen3-30b-a3b", "--hardware", "atlas_a3", "--cards", "8",
+                                 "--attn-tp", "8", "--moe-tp", "8", "--weight-dtype", "nvfp4", "--isl", "1024",
+                                 "--osl", "128", "--concurrency", "8"])
+    assert r.exit_code == 2
+    assert [line for line in r.output.splitlines() if line.strip()] == [
+        "error: --weight-dtype: atlas_a3 runs no nvfp4: no fp4 support (it has bf16, int8; weight-only: int4)"]
+
+
+def test_a_hardware_file_naming_an_unknown_weight_only_format_is_refused():
+    from solver.errors import InputError
+    from solver.specs.hardware import hardware_from_dict
+    from solver.specs.validation import load_yaml
+    from solver.catalog import catalog_dir
+
+    data = load_yaml(catalog_dir("hardware") / "mi355x.yaml")
+    data["weight_only_formats"] = ["nvfp5"]
+    try:
+        hardware_from_dict(data, "x.yaml")
+    except InputError as exc:
+        assert "weight_only_formats" in str(exc) and "nvfp5" in str(exc)
+    else:
+        raise AssertionError("accepted an unknown format")

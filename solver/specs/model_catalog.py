@@ -6,6 +6,7 @@ hf_quant_config.json when the repository has one) and nothing else; HF_HUB_OFFLI
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -169,8 +170,10 @@ def model_names(arg: str, config_name: str) -> tuple[str, str | None]:
     path or hub id is named by its config."""
     if _config_path(arg) is not None or _norm(arg) not in _index():
         return config_name, None
-    own = _norm(arg).split("--")[-1].split("/")[-1] == _norm(config_name)  # the file stem or org/name: the config
-    return arg, (None if own else config_name)
+    # the same model spelled shorter (llama-3.1-8b for Meta-Llama-3.1-8B, the file stem, org/name) says nothing
+    # more; another model's name on a shared config (llama-3.3-70b) does
+    asked, config = (re.sub(r"[^a-z0-9]", "", n.lower()) for n in (arg.split("/")[-1].split("--")[-1], config_name))
+    return arg, (None if asked in config or config in asked else config_name)
 
 
 def model_title(arg: str, config_name: str) -> str:
