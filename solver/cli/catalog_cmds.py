@@ -114,13 +114,13 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
                moe_weight_dtype, kv_dtype, fmt, **knobs) -> None:
     """Per-rank memory of a parallel_config: feasible or not, and the largest batch that fits."""
     from solver.one_config import memory_config
-    from solver.specs.model_catalog import model_title, with_model_names
+    from solver.specs.model_catalog import model_title
 
     res = memory_config(model, hardware, cards, knobs, batch, seq_len, mtp, prefill_chunk, mem_fraction, framework,
                         weight_dtype, moe_weight_dtype, kv_dtype)
     spec, hw, opts = res.model, res.hardware, res.options
     _warn(res.notes)
-    data = with_model_names(res.as_dict(), model)
+    data = res.as_dict()
     if fmt != "table":
         click.echo(dump(data, fmt))
         return

@@ -24,12 +24,11 @@ def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], w
             moe_weight_dtype, kv_dtype, framework: str, fmt: str) -> None:
     from solver.one_config import estimate_config
     from solver.report.estimate_view import render_estimate
-    from solver.specs.model_catalog import with_model_names
 
     res = estimate_config(model_name, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework)
     for line in res.notes:
         click.echo(f"note: {line}", err=True)
-    data = with_model_names(res.as_dict(), model_name)
+    data = res.as_dict()
     if fmt != "table":
         click.echo(dump(data, fmt))
         return
