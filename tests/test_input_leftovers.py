@@ -152,3 +152,32 @@ def test_a_hardware_file_naming_an_unknown_weight_only_format_is_refused():
         assert "weight_only_formats" in str(exc) and "nvfp5" in str(exc)
     else:
         raise AssertionError("accepted an unknown format")
+
+
+# ---- vLLM prefill pool with PP on a hybrid KV cache: the NixlConnector the profile launches raises
+# NotImplementedError at pp_size > 1 when the hybrid KV cache manager is required (vLLM 0.34.0
+# nixl/base_worker.py:944-956); a Mamba / linear-attention model requires it (config/vllm.py:2149-2215)
+
+
+def _prefill_violations(model: str, pp_size: int) -> list[str]:
+    from solver.plan.disagg_pools import pool_framework
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import ParallelConfig
+    from solver.specs.rule_env import device_facts, model_env
+
+    cfg = dict(attn_tp_size=4, moe_tp_size=4, embed_tp_size=4, lmhead_tp_size=4, dense_tp_size=4, pp_size=pp_size)
+    env = model_env({**ParallelConfig(world_size=4).settings(), **cfg}, load_model(model),
+                    **device_facts(load_hardware("h100_sxm")), world=4)
+    return [r.id for r in pool_framework(load_framework("vllm")).violated(env)]
+
+
+def test_vllm_prefill_pool_runs_no_pipeline_stages_on_a_recurrent_hybrid():
+    # Qwen3-Next: 36 Gated-DeltaNet + 12 full-attention layers (a MambaSpec-type cache beside full attention)
+    assert "C.nixl_prefill_pp_hybrid_kv" in _prefill_violations("qwen3-next-80b-a3b", 2)
+    assert "C.nixl_prefill_pp_hybrid_kv" not in _prefill_violations("qwen3-next-80b-a3b", 1)
+
+
+def test_vllm_prefill_pool_keeps_pipeline_stages_on_full_attention():
+    assert "C.nixl_prefill_pp_hybrid_kv" not in _prefill_violations("qwen3-30b-a3b", 2)
