@@ -315,8 +315,7 @@ def _sweep(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str 
         _not_disagg("sweep", {"executor": kwargs.pop("executor", "local") != "local",
                               "address": kwargs.pop("address", None) is not None, "jobs": jobs != 1})
         _not_disagg("sweep", {k: k in kwargs for k in set(kwargs) - _params_of(sweep_disagg)})
-        return sweep_disagg(model, _hardware_list(hardware), cards, scenarios,
-                            progress=None if progress is None else lambda label: progress(0, 0, label), **kwargs)
+        return sweep_disagg(model, _hardware_list(hardware), cards, scenarios, progress=progress, **kwargs)
     from solver.capacity.sweep import sweep as run_sweep
 
     return run_sweep(model, hardware, cards, scenarios, jobs=jobs, progress=progress, **kwargs)

@@ -179,13 +179,16 @@ class EstimateResult:
     workload: Workload
     estimate: Estimate
     notes: list[str] = field(default_factory=list)
+    asked: str | None = None  # the model as the caller named it (model_catalog.model_names); None: the config's name
 
     def as_dict(self) -> dict[str, Any]:
         """What `shardplan estimate --format json` prints."""
         from solver.report.estimate_view import estimate_data
+        from solver.specs.model_catalog import with_model_names
 
-        return estimate_data(self.model, self.hardware, self.parallel_config, self.precision, self.framework,
+        data = estimate_data(self.model, self.hardware, self.parallel_config, self.precision, self.framework,
                              self.workload, self.estimate, self.notes)
+        return data if self.asked is None else with_model_names(data, self.asked)
 
 
 def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], wl: Workload,
@@ -213,7 +216,7 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
     est = estimate(spec, hw, pc, prec, factors_for(hw, fw.efficiency_for(hw)), wl)
     if not est.memory.feasible:
         notes.append(est.memory.misfit())
-    return EstimateResult(spec, hw, fw, pc, prec, wl, est, notes)
+    return EstimateResult(spec, hw, fw, pc, prec, wl, est, notes, asked=str(model))
 
 
 @dataclass
@@ -231,13 +234,17 @@ class MemoryResult:
     batch: int
     seq_len: int
     notes: list[str] = field(default_factory=list)
+    asked: str | None = None  # as EstimateResult.asked
 
     def as_dict(self) -> dict[str, Any]:
         """What `shardplan memory --format json` prints."""
         from solver.report.model_view import memory_data
 
-        return memory_data(self.model, self.hardware, self.parallel_config, self.precision, self.report,
+        from solver.specs.model_catalog import with_model_names
+
+        data = memory_data(self.model, self.hardware, self.parallel_config, self.precision, self.report,
                            self.max_batch, self.batch, self.seq_len)
+        return data if self.asked is None else with_model_names(data, self.asked)
 
 
 def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], batch: int, seq_len: int,
@@ -266,7 +273,7 @@ def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], 
     rep = memory_per_rank(spec, hw, pc, prec, batch, seq_len, opts, mtp_layers=mtp)
     best = max_batch(spec, hw, pc, prec, seq_len, opts, mtp_layers=mtp)
     return MemoryResult(spec, hw, pc, prec, opts, rep, best, batch, seq_len,
-                        [*input_notes(spec, hw, prec, timed=False, max_len=seq_len), *notes])
+                        [*input_notes(spec, hw, prec, timed=False, max_len=seq_len), *notes], asked=str(model))
 
 
 def _est(e, prompt_len: int | None = None) -> dict:

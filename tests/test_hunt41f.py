@@ -108,8 +108,10 @@ def test_a_model_without_mtp_layers_is_refused_naming_the_config_keys() -> None:
     r = CliRunner().invoke(main, ["solve", "llama-3.1-8b", "--hardware", "h200_sxm", "--cards", "1", "--mtp", "1"])
     assert r.exit_code == 2
     lines = [line for line in r.output.splitlines() if line.strip()]
-    assert lines == ["error: --mtp: Meta-Llama-3.1-8B has no MTP (next-n) layers in its config (num_nextn_predict_layers"
-                     " / mtp_num_hidden_layers / num_mtp_modules unset or 0); use --mtp 0"]
+    assert lines == ["error: --mtp: Meta-Llama-3.1-8B has no MTP (next-n) layers in its published config "
+                     "(models/meta-llama--Meta-Llama-3.1-8B.json sets none of num_nextn_predict_layers"
+                     " / mtp_num_hidden_layers / num_mtp_modules); pass a config.json that sets one to plan MTP; "
+                     "use --mtp 0"]
 
 
 def test_tpot_at_mtp1_from_the_decode_step_parts_estimate_prints() -> None:

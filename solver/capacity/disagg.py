@@ -22,6 +22,7 @@ from solver.capacity.inputs import (default_cards, make_scenario, parse_cards, p
                                     per_hardware, scenario_for)
 from solver.capacity.recommend import (BASIS_LABELS, choose, cost_text, costs, no_fit_note, parse_prices, price_note,
                                        shortfall_note)
+from solver.capacity.executors import ProgressFn
 from solver.capacity.sweep import UNROUNDED, input_notes
 from solver.capacity.table import to_disagg_frame
 from solver.errors import InfeasibleError, InputError
@@ -70,10 +71,11 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                  weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
                  top: int = TOP, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
-                 progress: Callable[[str], None] | None = None,
+                 progress: ProgressFn | None = None,
                  checked: Callable[[], None] | None = None) -> pd.DataFrame:
     """`checked`: called once the inputs are checked, before the first solve (the command says its input notes
-    there, so bad input stays one line)."""
+    there, so bad input stays one line). `progress(done, total, label)` after each combination's plan, as the
+    aggregated sweep counts its tasks (sweep.run_tasks)."""
     from solver.entry import run_disagg
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
@@ -97,29 +99,25 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
     if checked:
         checked()
     rows = []
-    for hw in hw_names:
-        for w in card_list:
-            for kind in kinds:
-                for i, o in lengths:
-                    sc = scenarios_of[(kind, i, o)]
-                    key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o, "model": model_name,
-                           "ttft_sla_ms": sc.ttft_ms, "tpot_sla_ms": sc.tpot_ms,
-                           "weight_dtype": dt["--weight-dtype"][hw] or ""}
-                    if progress:
-                        progress(f"{hw} x {w} {sc.kind} {i}/{o}")
-                    try:
-                        rep = run_disagg(model, hw, w, sc, framework, dt["--weight-dtype"][hw],
-                                         dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params, top,
-                                         allow_cross_node, method=method)
-                    except InfeasibleError as exc:
-                        rows.append({**key, "rank": None, "feasible": False,
-                                     "binding_constraint": "; ".join(exc.binding), "note": str(exc)})
-                        continue
-                    agg = rep.aggregated.planned.estimate.output_tokens_per_s_per_rank if rep.aggregated else None
-                    for rank, d in enumerate([rep.plan, *rep.alternatives], 1):
-                        extra = ({"agg_output_tokens_per_s_per_rank": None if agg is None else round(agg, 1),
-                                  "winner": rep.comparison.winner} if rank == 1 else {})
-                        rows.append({**key, "rank": rank, **_row(d, rep.knobs, rep.replica_knobs), **extra})
+    combos = [(hw, w, kind, i, o) for hw in hw_names for w in card_list for kind in kinds for i, o in lengths]
+    for done, (hw, w, kind, i, o) in enumerate(combos, 1):
+        sc = scenarios_of[(kind, i, o)]
+        key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o, "model": model_name,
+               "ttft_sla_ms": sc.ttft_ms, "tpot_sla_ms": sc.tpot_ms, "weight_dtype": dt["--weight-dtype"][hw] or ""}
+        try:
+            rep = run_disagg(model, hw, w, sc, framework, dt["--weight-dtype"][hw], dt["--moe-weight-dtype"][hw],
+                             dt["--kv-dtype"][hw], params, top, allow_cross_node, method=method)
+        except InfeasibleError as exc:
+            rows.append({**key, "rank": None, "feasible": False,
+                         "binding_constraint": "; ".join(exc.binding), "note": str(exc)})
+        else:
+            agg = rep.aggregated.planned.estimate.output_tokens_per_s_per_rank if rep.aggregated else None
+            for rank, d in enumerate([rep.plan, *rep.alternatives], 1):
+                extra = ({"agg_output_tokens_per_s_per_rank": None if agg is None else round(agg, 1),
+                          "winner": rep.comparison.winner} if rank == 1 else {})
+                rows.append({**key, "rank": rank, **_row(d, rep.knobs, rep.replica_knobs), **extra})
+        if progress:
+            progress(done, len(combos), f"{hw} x {w} {sc.kind} {i}/{o}")
     df = to_disagg_frame(rows)
     # what reading the inputs noted, as the aggregated sweep's frame carries it (sweep.sweep)
     df.attrs["notes"] = input_notes(model, hardware, cards, isl=isl, osl=osl, seq_lens=seq_lens, framework=framework,

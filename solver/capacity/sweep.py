@@ -90,7 +90,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     from solver.entry import refuse_unknown_method, refuse_unlaunchable_kv
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
-    from solver.specs.model_catalog import load_model
+    from solver.specs.model_catalog import load_model, model_title
     from solver.specs.notes import context_notes, device_notes
     from solver.specs.precision import resolve_precision
 
@@ -124,7 +124,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     params = params or SolverParams()
     overrides = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "concurrency": concurrency, "mtp": mtp,
                  "max_concurrency": max_concurrency, "mtp_accept": mtp_accept}
-    out = SweepPlan(spec.name, names, card_list, notes=notes)
+    out = SweepPlan(model_title(model, spec.name), names, card_list, notes=notes)
     for h_arg, h in zip(hw_list, hws):
         for i, o in lengths:
             for w in card_list:
@@ -179,7 +179,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
     from solver.space.placement import placement_label
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
-    from solver.specs.model_catalog import load_model
+    from solver.specs.model_catalog import load_model, model_names
 
     placed = ""  # the nodes as the engine's launch runs them, where not whole nodes (the planner plans them so)
     try:
@@ -212,7 +212,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         binding = list(misses)
         if cand_rank.get(key) == 1 and result.binding:
             binding += result.binding  # the families that bind the recommended operating point (explain_binding)
-        row = _base_row(t, spec.name, placed)
+        row = _base_row(t, model_names(t.model, spec.name)[0], placed)
         own = model_knobs(spec)  # no column value for a module the model lacks
         row.update({k: v for k, v in p.config.knobs().items() if k in own})
         row.update(
@@ -279,9 +279,9 @@ def mark_front(rows: list[dict[str, Any]]) -> None:
 
 
 def _model_name(model: str) -> str:
-    from solver.specs.model_catalog import load_model
+    from solver.specs.model_catalog import load_model, model_names
 
-    return load_model(model).name
+    return model_names(model, load_model(model).name)[0]
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,7 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
                moe_weight_dtype, kv_dtype, fmt, **knobs) -> None:
     """Per-rank memory of a parallel_config: feasible or not, and the largest batch that fits."""
     from solver.one_config import memory_config
+    from solver.specs.model_catalog import model_title
 
     res = memory_config(model, hardware, cards, knobs, batch, seq_len, mtp, prefill_chunk, mem_fraction, framework,
                         weight_dtype, moe_weight_dtype, kv_dtype)
@@ -124,7 +125,7 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
         click.echo(dump(data, fmt))
         return
     con = console()
-    con.print(f"[bold]{spec.name}[/bold] on {cards} x {hw.name}: "
+    con.print(f"[bold]{model_title(model, spec.name)}[/bold] on {cards} x {hw.name}: "
               + " ".join(f"{k}={v}" for k, v in data["parallel_config"].items()))
     con.print(table("memory per rank (GB = 1e9 bytes)", ["item", "GB"],
                     [[k, v] for k, v in data["breakdown"].items()]))

@@ -8,6 +8,7 @@ import click
 from solver.cli.options import CARDS, NAME, format_option
 from solver.errors import InputError
 from solver.report.render import console, dump
+from solver.specs.model_catalog import model_title
 
 
 @click.command("check")
@@ -49,7 +50,7 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
         click.echo(dump(data, fmt))
     else:
         con = console()
-        con.print(f"[bold]{spec.name}[/bold] on {world} x {hw.name} ({fw.name}): "
+        con.print(f"[bold]{model_title(model, spec.name)}[/bold] on {world} x {hw.name} ({fw.name}): "
                   + ("[green]valid[/green]" if r.valid else "[red]invalid[/red]"))
         for cls, name in (("A", "model"), ("B", "hardware"), ("C", "framework")):
             for v in r.violations[cls]:

@@ -53,7 +53,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     from solver.specs.deployment import load_deployment
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
-    from solver.specs.model_catalog import load_model
+    from solver.specs.model_catalog import load_model, model_title
     from solver.specs.notes import context_notes
     from solver.specs.parallel import make_parallel_config
     from solver.specs.precision import resolve_precision
@@ -100,7 +100,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     mark = "shardplan.head.addr.mark"
     if given("head_addr") and mark not in dump(emit_launch(fw, spec, hw, pc, replace(inputs, head_addr=mark)), "json"):
         nodes = len(launch.get("nodes", ()))
-        raise InputError("--head-addr", f"{spec.name} on {world} x {hw.name} ({fw.name}) launches on {nodes} "
+        raise InputError("--head-addr", f"{model_title(model, spec.name)} on {world} x {hw.name} ({fw.name}) launches on {nodes} "
                                         f"node{'s' if nodes != 1 else ''}: no command reads a head node address; "
                                         "drop --head-addr")
     # the engine would fail to allocate what the memory model does not fit: said, not refused (the command is
@@ -115,7 +115,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     if notes:
         launch["notes"] = [*launch.get("notes", ()), *notes]
     if fmt == "shell":
-        click.echo(render_shell(launch, f"{spec.name} on {world} x {hw.name} ({fw.name})"), nl=False)
+        click.echo(render_shell(launch, f"{model_title(model, spec.name)} on {world} x {hw.name} ({fw.name})"), nl=False)
     else:
         click.echo(dump(launch, fmt))
 

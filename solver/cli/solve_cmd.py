@@ -135,10 +135,11 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     rate = "prompt tok/s/rank" if prompt_len is not None else "tok/s/rank"
     only = f", {scenario.phase} only" if scenario.phase != "serving" else ""  # a one-phase plan says so
     from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model, model_title
 
     device = load_hardware(hardware).name  # a user's file is named by its `name`, its path in brackets
     where = device if device == hardware else f"{device} ({hardware})"
-    con.print(table(f"{model} on {cards} x {where} ({kind}{only})",
+    con.print(table(f"{model_title(model, load_model(model).name)} on {cards} x {where} ({kind}{only})",
                     ["#", "pattern", "knobs > 1", "conc.", "mem GB", "fits", "TTFT ms", "TPOT ms", rate,
                      "reference"],
                     rows))

@@ -91,7 +91,8 @@ def _fmt_ms(v: float | None) -> str:
 
 def render_estimate(data: dict[str, Any], con: Console) -> None:
     knobs = " ".join(f"{k}={v}" for k, v in data["parallel_config"].items() if k != "world_size")
-    con.print(f"[bold]{data['model']}[/bold] on {data['cards']} x {data['hardware']} ({data['framework']}): {knobs}")
+    config = f" (config {data['config']})" if data.get("config") else ""
+    con.print(f"[bold]{data['model']}[/bold]{config} on {data['cards']} x {data['hardware']} ({data['framework']}): {knobs}")
     prec = data["precision"]
     con.print("precision: " + ", ".join(f"{k} {v}" for k, v in prec.items()))
     wl = data["workload"]

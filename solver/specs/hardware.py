@@ -94,11 +94,12 @@ class Hardware(BaseModel):
     sparse_attention_head_pad: int = Field(
         default=1, gt=0, description="sparse-MLA kernels pad heads per rank up to this (64 on SM90, 128 on SM100)"
     )
-    weight_only_formats: list[Dtype] = Field(
+    weight_only_formats: list[str] = Field(
         default_factory=list,
         description="compute dtypes the device can store and dequantize in the GEMM kernel without native compute "
         "at that rate (weight-only, e.g. fp4/int4 on Hopper via Marlin-style kernels); GEMMs then run at the "
-        "activation dtype",
+        "activation dtype. A named format (nvfp4) of a dtype the device computes natively: its rate is another "
+        "format's (MI355X's FP4 is MXFP4), so that format is dequantized into 16-bit GEMMs",
     )
     ep_a2a: EPKernel | None = Field(
         default=None, description="EP dispatch/combine kernel latency; None = the link tiers' latency (no data)"
@@ -200,6 +201,11 @@ class Hardware(BaseModel):
         if self.reserved_bytes >= self.memory_bytes:
             raise FieldProblem("reserved_bytes", f"must be below memory_bytes ({self.memory_bytes}), "
                                                  f"got {self.reserved_bytes}")
+        from solver.specs.dtypes import FORMATS
+
+        unknown = [f for f in self.weight_only_formats if f not in FORMATS]
+        if unknown:
+            raise FieldProblem("weight_only_formats", f"unknown format {unknown[0]!r}; known: {', '.join(FORMATS)}")
         native = sorted(set(self.weight_only_formats) & set(self.peak_flops))
         if native:
             # a dtype with a native peak runs at it: its weight-only entry would be ignored

@@ -6,8 +6,10 @@ hf_quant_config.json when the repository has one) and nothing else; HF_HUB_OFFLI
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from solver.catalog import catalog_dir
 from solver.errors import InputError
@@ -160,3 +162,28 @@ def _load_cached(path: str, name: str, mtime: float) -> ModelSpec:
 def load_model(arg: str, download: bool = False) -> ModelSpec:
     path, name = resolve_model_file(arg, download)
     return _load_cached(str(path), name, path.stat().st_mtime)
+
+
+def model_names(arg: str, config_name: str) -> tuple[str, str | None]:
+    """(the model as an answer names it, the config it reads where that differs): the catalog name the user gave
+    (llama-3.3-70b) with its config (Meta-Llama-3.1-70B) where the two differ (an alias of a shared config); a
+    path or hub id is named by its config."""
+    if _config_path(arg) is not None or _norm(arg) not in _index():
+        return config_name, None
+    # the same model spelled shorter (llama-3.1-8b for Meta-Llama-3.1-8B, the file stem, org/name) says nothing
+    # more; another model's name on a shared config (llama-3.3-70b) does
+    asked, config = (re.sub(r"[^a-z0-9]", "", n.lower()) for n in (arg.split("/")[-1].split("--")[-1], config_name))
+    return arg, (None if asked in config or config in asked else config_name)
+
+
+def model_title(arg: str, config_name: str) -> str:
+    """model_names in one line of a header: `llama-3.3-70b (config Meta-Llama-3.1-70B)`."""
+    name, config = model_names(arg, config_name)
+    return name if config is None else f"{name} (config {config})"
+
+
+def with_model_names(data: dict[str, Any], arg: str) -> dict[str, Any]:
+    """An answer's `data` with its "model" (the config's name) named as model_names names it: "config" follows
+    "model" where the two differ."""
+    name, config = model_names(arg, data["model"])
+    return {"model": name, **({"config": config} if config else {}), **{k: v for k, v in data.items() if k != "model"}}

@@ -99,8 +99,7 @@ def experts_only(prec: Precision, model: ModelSpec, hw: Hardware) -> Precision:
 
     def own(group: str) -> NumberFormat:
         fmt = number_format(getattr(model.quant, group), f"quantization_config.{group}")
-        runs = fmt.compute in ("bf16", "fp16", "fp32") or hw.supports(fmt.compute)
-        return fmt if runs else number_format("bf16")
+        return fmt if runs_natively(hw, fmt) or runs_weight_only(hw, fmt) else number_format("bf16")
 
     kept = {g: own(g) for g in ("attention", "dense") if prec.fmt(g).name in EXPERT_ONLY_FORMATS}
     kept = {g: f for g, f in kept.items() if f.name != prec.fmt(g).name}
@@ -110,6 +109,37 @@ def experts_only(prec: Precision, model: ModelSpec, hw: Hardware) -> Precision:
                      for g, f in kept.items())
     return Precision(weights={**prec.weights, **kept}, activation=prec.activation, kv_bytes=prec.kv_bytes,
                      notes=(*prec.notes, note), a16=prec.a16 - set(kept))
+
+
+def listed_by_name(hw: Hardware, fmt: NumberFormat) -> bool:
+    """The device lists `fmt` itself weight-only (nvfp4), not its compute dtype (fp4, int4: weight_only_formats'
+    dtype entries)."""
+    return fmt.name != fmt.compute and fmt.name in hw.weight_only_formats
+
+
+def runs_natively(hw: Hardware, fmt: NumberFormat) -> bool:
+    """`fmt`'s GEMMs run at the device's peak for its compute dtype: a 16/32-bit format, or a quantized one whose
+    dtype the device computes, unless the format itself is listed weight-only (MI355X's FP4 rate is MXFP4's: an
+    NVFP4 checkpoint is dequantized there)."""
+    return fmt.compute in ("bf16", "fp16", "fp32") or \
+        (hw.supports(fmt.compute) and not listed_by_name(hw, fmt))
+
+
+def runs_weight_only(hw: Hardware, fmt: NumberFormat) -> bool:
+    """`fmt` is stored as published and dequantized in the GEMM kernel: its name or its compute dtype is among the
+    device's weight_only_formats, and it does not run natively."""
+    return not runs_natively(hw, fmt) and (listed_by_name(hw, fmt) or fmt.compute in hw.weight_only_formats)
+
+
+def _refuse_format(hw: Hardware, fmt: NumberFormat, field: str) -> InputError:
+    """One line naming the field, the format and the device where nothing on the device runs the format."""
+    have = ", ".join(sorted(hw.peak_flops))
+    wo = f"; weight-only: {', '.join(hw.weight_only_formats)}" if hw.weight_only_formats else ""
+    if fmt.name == fmt.compute:  # the dtype itself (fp8): what the device lacks is its compute
+        return InputError(field, f"{hw.name} has no {fmt.compute} support (it has {have}{wo})")
+    why = (f"its {fmt.compute} rate is for another {fmt.compute} format" if hw.supports(fmt.compute)
+           else f"no {fmt.compute} support")
+    return InputError(field, f"{hw.name} runs no {fmt.name}: {why} (it has {have}{wo})")
 
 
 def _model_dtype_bytes(fmt: NumberFormat) -> int:
@@ -145,16 +175,19 @@ def resolve_precision(
         if name is None:
             return None
         fmt = number_format(name, flag)
-        if fmt.compute not in ("bf16", "fp16", "fp32") and not hw.supports(fmt.compute):
-            if fmt.compute in hw.weight_only_formats:
+        if not runs_natively(hw, fmt):
+            if runs_weight_only(hw, fmt):
                 # weight-only: stored in this format, dequantized in the GEMM kernel, computed at the activation
-                # dtype (Precision.gemm_dtype maps 4-bit weights to the 8-bit or bf16 activation rate)
-                notes.append(f"{flag} {fmt.name}: {hw.name} has no {fmt.compute} compute; weight-only "
-                             "(dequantized in-kernel, GEMMs at the activation dtype)")
+                # dtype (Precision.gemm_dtype maps 4-bit weights to the 8-bit or bf16 activation rate) or, for a
+                # format listed by name, at 16 bits (_weight_only_16)
+                why = (f"{hw.name}'s {fmt.compute} rate is for another {fmt.compute} format" if hw.supports(fmt.compute)
+                       else f"{hw.name} has no {fmt.compute} compute")
+                how = ("into 16-bit GEMMs" if listed_by_name(hw, fmt)
+                       else ", GEMMs at the activation dtype")
+                notes.append(f"{flag} {fmt.name}: {why}; weight-only (dequantized in-kernel{'' if how[0] == ',' else ' '}"
+                             f"{how})")
                 return fmt
-            have = ", ".join(sorted(hw.peak_flops))
-            wo = f"; weight-only: {', '.join(hw.weight_only_formats)}" if hw.weight_only_formats else ""
-            raise InputError(flag, f"{hw.name} has no {fmt.compute} support (it has {have}{wo})")
+            raise _refuse_format(hw, fmt, flag)
         return fmt
 
     if moe_weight_dtype is not None and not model.is_moe:  # it would be dropped unread
@@ -177,9 +210,9 @@ def resolve_precision(
             # fp16 for fp32 checkpoints); holding and pricing it at 32 bits would double its weights
             halved.add(group)
             return number_format("bf16")
-        if fmt.compute in ("bf16", "fp16", "fp32") or hw.supports(fmt.compute):
+        if runs_natively(hw, fmt):
             return fmt
-        if fmt.compute in hw.weight_only_formats:
+        if runs_weight_only(hw, fmt):
             # stored as published and dequantised in the GEMM (e.g. MXFP4 experts on Hopper)
             if group in held:
                 notes.append(f"{group} weights stay {fmt.name} (weight-only on {hw.name}: no native {fmt.compute})")
@@ -219,9 +252,10 @@ def resolve_precision(
         # (Precision.gemm_dtype), as the NVFP4 MoE checkpoints run (an FP8 dense group must not drag the experts
         # down to the FP8 rate: `--moe-weight-dtype nvfp4` on an FP8 checkpoint is the published R1-FP4 layout)
         low = {w.compute for g, w in weights.items() if g in ("dense", "experts") and w.quantized and g not in a16}
-        nvfp4 = any(w.name == "nvfp4" for g, w in weights.items() if g in ("dense", "experts"))
+        nvfp4 = any(w.name == "nvfp4" and runs_natively(hw, w) for g, w in weights.items()
+                    if g in ("dense", "experts"))
         act = "bf16"
-        if nvfp4 and hw.supports("fp4"):
+        if nvfp4:
             act = "fp4"
         for cand in ("fp8", "int8"):
             if act == "bf16" and cand in low and hw.supports(cand):
@@ -253,12 +287,16 @@ def _weight_only_16(weights: Mapping[str, NumberFormat], hw: Hardware, ckpt_act:
                     user_act: str | None) -> frozenset[str]:
     """The GEMM groups that run W4A16 (W4A16_ON_DEVICES_WITHOUT): their weights' compute format is one the device
     has no rate for. None where the user names the activations (--activation-dtype), or where the checkpoint
-    says its 4-bit GEMMs take 8-bit activations the device has (W4A8: every quantized group 4-bit)."""
-    if user_act is not None:
-        return frozenset()
+    says its 4-bit GEMMs take 8-bit activations the device has (W4A8: every quantized group 4-bit). A format the
+    device lists weight-only by name (NVFP4 on MI355X, whose FP4 rate is MXFP4's) always: the engines dequantize it
+    into a 16-bit GEMM (vLLM 0.34.0 on ROCm: EmulationNvFp4LinearKernel, "dequant -> BF16 matmul", is the one NVFP4
+    linear kernel, kernels/linear/__init__.py:611; the MoE's EMULATION backend)."""
     gemm = {g: w for g, w in weights.items() if g in ("attention", "dense", "experts")}
+    named = frozenset(g for g, w in gemm.items() if listed_by_name(hw, w) and runs_weight_only(hw, w))
+    if user_act is not None:
+        return named
     if ckpt_act in ("fp8", "int8") and hw.supports(ckpt_act) and \
             all(w.bits <= 4 for w in gemm.values() if w.quantized):
-        return frozenset()
-    return frozenset(g for g, w in gemm.items()
-                     if w.compute in W4A16_ON_DEVICES_WITHOUT and not hw.supports(w.compute))
+        return named
+    return named | frozenset(g for g, w in gemm.items()
+                             if w.compute in W4A16_ON_DEVICES_WITHOUT and not hw.supports(w.compute))

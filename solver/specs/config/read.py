@@ -235,8 +235,17 @@ MTP_DEPTH_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_
 
 
 def no_mtp_layers(model_name: str) -> str:
-    """Why an MTP depth N > 0 is refused on a model whose config gives no next-n modules: the keys that would."""
-    return f"{model_name} has no MTP (next-n) layers in its config ({' / '.join(MTP_DEPTH_KEYS)} unset or 0)"
+    """Why an MTP depth N > 0 is refused on a model whose config gives no next-n modules: the keys that would. A
+    catalog config is the published one (facts/model_configs/SOURCES.md): the refusal says the published config
+    has none, so a config that sets them is the way to plan MTP (nothing else sizes the next-n layers)."""
+    from solver.catalog import catalog_dir
+
+    keys = " / ".join(MTP_DEPTH_KEYS)
+    published = sorted(catalog_dir("models").glob(f"*--{model_name}.json"))
+    if published:
+        return (f"{model_name} has no MTP (next-n) layers in its published config (models/{published[0].name} sets "
+                f"none of {keys}); pass a config.json that sets one to plan MTP")
+    return f"{model_name} has no MTP (next-n) layers in its config ({keys} unset or 0)"
 
 
 def _mtp(f: Fields, reader: BlockReader, stack: tuple[Layer, ...]) -> tuple[tuple[tuple[Layer, ...], ...], bool]:
