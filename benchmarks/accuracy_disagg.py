@@ -29,6 +29,7 @@ kept as per-op terms (accuracy.StepTerms); a factor setting rescales them and ca
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections import Counter, defaultdict
@@ -107,7 +108,8 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     wl = c.workload
     cap = kv_capacity_per_replica(d.model, d.hw, d.pc, d.prec, wl.isl + wl.osl, None, wl.mtp)
     # the framework's scheduler budget decides the prompts per step when the row leaves prefill_batch blank
-    n = prompts_per_step(wl, factors(p), synced_ranks(d.model, p.pc))
+    n = prompts_per_step(wl, factors(p), synced_ranks(d.model, p.pc),
+                         math.ceil(wl.concurrency / (wl.prefill_workers * p.pc.attn_replicas)))
     shape = pool_shape(wl.concurrency, wl.prefill_workers, p.pc.attn_replicas, n, wl.decode_workers,
                        d.pc.attn_replicas, cap, wl.decode_batch or 0, base.graph_sizes, synced_ranks(d.model, p.pc))
     batch = shape.graph_batch or shape.running  # the decode step's GPU work runs the padded batch

@@ -35,6 +35,7 @@ from solver.estimate.serving import (  # noqa: E402
 )
 from solver.estimate.factors import Factors  # noqa: E402
 from solver.estimate.step import StepCost  # noqa: E402
+from solver.estimate.workload import prompt_draft_passes  # noqa: E402
 from solver.measured import Case, case_from_row, factors  # noqa: E402
 from solver.specs.fitted import apply_fitted, fitted_factors  # noqa: E402
 
@@ -196,12 +197,13 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
     zero = factors_for(case.hw, {**loop, "allreduce_latency_s": 0.0})
     # the framework's scheduler token budget (profile default for this hardware), as estimate() resolves it
     framework_f = factors(case)
-    wl = replace(case.workload, token_budget=token_budget(case.workload, framework_f,
-                                                                synced_ranks(case.model, case.pc)))
+    synced = synced_ranks(case.model, case.pc)
+    wl = replace(case.workload, token_budget=token_budget(
+        case.workload, framework_f, synced, math.ceil(case.workload.concurrency / case.pc.attn_replicas)))
     case = replace(case, workload=wl)
     cap = kv_capacity_per_replica(case.model, case.hw, case.pc, case.prec, wl.context_len)
-    shape = serving_shape(wl, case.pc.attn_replicas, cap, synced_ranks(case.model, case.pc), base.graph_sizes,
-                          case.pc.pp_size)
+    shape = serving_shape(wl, case.pc.attn_replicas, cap, synced, base.graph_sizes, case.pc.pp_size,
+                          ServingPolicy.of(framework_f).decode_first_for(synced))
     pre, dec = serving_steps(case.model, case.hw, case.pc, case.prec, base, wl, shape)
     pre0, dec0 = serving_steps(case.model, case.hw, case.pc, case.prec, zero, wl, shape)
     pre_d = dec_d = None
@@ -209,7 +211,7 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
         pre_d, dec_d = serving_steps(case.model, case.hw, case.pc, case.prec,
                                      replace(base, dequant_gemm=DEQUANT_PROBE), wl, shape)
     draft = wl.mtp if case.model.num_mtp_layers else 0
-    pre_layers = step_layers(case.model, case.pc, "prefill", shape.prompts_per_step)
+    pre_layers = step_layers(case.model, case.pc, "prefill", shape.prompts_per_step, prompt_draft_passes(draft))
     dec_layers = step_layers(case.model, case.pc, "decode", shape.graph_batch or shape.running, draft)
     return Prepared(index, row, case, shape, StepTerms.of(pre, "prefill", base, pre0, pre_layers, pre_d),
                     StepTerms.of(dec, "decode", base, dec0, dec_layers, dec_d), case.framework.name, case.hw.name, case.model.name,

@@ -92,11 +92,13 @@ def test_a_step_runs_the_stacks_layers() -> None:
     assert step_layers(model, make_parallel_config(8, attn_tp_size=8, dense_tp_size=8), "decode", 64) == 32
 
 
-def test_mtp_draft_passes_add_the_mtp_modules_layers_to_decode_only() -> None:
+def test_mtp_passes_add_the_mtp_modules_layers_to_the_step_that_runs_them() -> None:
+    """A decode step's draft passes and a prefill step's pass over its prompts (workload.prompt_draft_passes)."""
     model = load_model("deepseek-ai/DeepSeek-V3")  # 61 layers, one MTP layer
     pc = make_parallel_config(8, attn_tp_size=8, moe_tp_size=8)
     assert step_layers(model, pc, "decode", 16, draft_passes=2) == 61 + 2
-    assert step_layers(model, pc, "prefill", 16, draft_passes=2) == 61
+    assert step_layers(model, pc, "prefill", 16, draft_passes=1) == 61 + 1
+    assert step_layers(model, pc, "prefill", 16) == 61
 
 
 def test_under_pp_a_sequence_crosses_the_busiest_stages_layers_per_slot() -> None:
@@ -119,7 +121,7 @@ def test_the_step_plan_holds_the_layers_of_its_steps() -> None:
     f = factors_for(hw, {})
     pc = make_parallel_config(8, attn_tp_size=8, moe_tp_size=8)
     sp = step_plan(model, pc, f, Workload("serving", isl=1024, osl=256, concurrency=8, mtp=1))
-    assert (sp.pre_layers, sp.dec_layers) == (61, 62)
+    assert (sp.pre_layers, sp.dec_layers) == (61 + 1, 61 + 1)  # the prompt's MTP pass; the one draft pass
 
 
 def test_the_estimate_charges_the_per_layer_cost_per_running_sequence() -> None:

@@ -10,9 +10,12 @@ simulation and the derivation of the closed forms used here):
             replicas are independent, R = 1)
     C_r   = ceil(C / replicas)                       requests in flight on the busiest replica
     B     = min(C_r, B_kv, max_running)              running sequences; B_kv = KV-cache capacity (memory.py)
-    n     = clamp(floor(budget / ISL), 1, B)         prompts per prefill step; budget = the scheduler's tokens
-                                                     per forward step, the framework's default (FrameworkScheduler)
-    P_n   [s] = prefill step time of n prompts (a prompt longer than the budget: all its chunks)
+    n     = clamp(floor(room / ISL), 1, B)           prompts per prefill step; room = the budget (the scheduler's
+                                                     tokens per forward step: the one the framework's command
+                                                     sets, else its default, workload.token_budget), less the
+                                                     other B - 1 sequences' 1 + mtp decode tokens under
+                                                     decode_first (prompt_room)
+    P_n   [s] = prefill step time of n prompts (a prompt longer than the room: all its chunks)
     tau   [s] = decode step time of the batch B at mean context ISL + OSL/2
 
 Both step times are the steps as the engine runs them: GPU time plus the serving loop's costs outside the
@@ -142,17 +145,29 @@ class ServingTimes:
 
 
 def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float, synced_ranks: int = 1,
-                  graph_sizes: tuple[int, ...] = (), pp: int = 1) -> ServingShape:
+                  graph_sizes: tuple[int, ...] = (), pp: int = 1, decode_first: bool = False) -> ServingShape:
+    """The counts of one replica. `decode_first`: a prompt shares its step's budget with the running decodes
+    (prompt_room), else a prefill step holds prompts only."""
     per_replica = max(1, math.ceil(wl.concurrency / replicas))
     running = min(per_replica, max(1, int(kv_capacity_per_replica)))
     if wl.max_running > 0:
         running = min(running, wl.max_running)
     budget = wl.token_budget if wl.token_budget is not None else DEFAULT_TOKEN_BUDGET
-    n = max(1, min(running, budget // max(1, wl.isl)))
-    chunks = max(1, math.ceil(wl.isl / max(1, budget)))
+    room = prompt_room(budget, running, wl.mtp) if decode_first else max(1, budget)
+    n = max(1, min(running, room // max(1, wl.isl)))
+    chunks = max(1, math.ceil(wl.isl / room))
     padded, eager = graph_batch(running, graph_sizes)
     return ServingShape(per_replica, running, n, chunks, max(1, synced_ranks), padded, eager,
                         pipeline.prefill_traversal(pp, n))
+
+
+def prompt_room(budget: int, running: int, mtp: int) -> int:
+    """Prompt tokens a decode-first step takes: the budget less the 1 + mtp tokens each of the other B - 1 running
+    sequences decodes in it, at least 1. The scheduler fills the budget with the running requests first and gives
+    what is left to waiting prompts, chunked (vLLM 0.34.0 v1/core/sched/scheduler.py 811-1018 the running
+    requests' num_tokens_with_spec - num_computed_tokens, then 1345-1396 a waiting prompt's tokens capped at what
+    is left); in the closed loop a prompt arrives as a request finishes, so B - 1 others decode beside it."""
+    return max(1, budget - (running - 1) * (1 + mtp))
 
 
 def first_wave_groups(requests: int, per_step: int) -> float:

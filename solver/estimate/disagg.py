@@ -84,7 +84,7 @@ from solver.estimate.closed_loop import ServingPolicy, first_wave_groups, synced
 from solver.estimate.engine_step import graph_batch, kernels_launched, step_layers, step_time
 from solver.estimate.serving import decode_step, kv_capacity_per_replica, prefill_step
 from solver.estimate.workload import (
-    DEFAULT_BENCHMARK_WAVES, Workload, mtp_tokens_per_step, request_overhead, token_budget,
+    DEFAULT_BENCHMARK_WAVES, Workload, mtp_tokens_per_step, prompt_draft_passes, request_overhead, token_budget,
 )
 from solver.estimate.step import StepCost
 from solver.specs.hardware import Hardware, Tier
@@ -356,12 +356,14 @@ class DisaggEstimate:
         return self.prefill_memory.feasible and self.decode_memory.feasible
 
 
-def prompts_per_step(wl: DisaggWorkload, f: Factors, synced: int) -> int:
+def prompts_per_step(wl: DisaggWorkload, f: Factors, synced: int, replica_batch: int = 1) -> int:
     """n: the engine's prefill batch when given, else as many prompts as the scheduler's token budget holds (over
-    the `synced` attention ranks of a worker: workload.token_budget)."""
+    the `synced` attention ranks of a worker, the command's budget at `replica_batch` requests per prefill
+    replica: workload.token_budget). A prefill worker decodes nothing, so its prompts take the whole budget."""
     if wl.prefill_batch is not None:
         return wl.prefill_batch
-    budget = token_budget(Workload("serving", isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency), f, synced)
+    budget = token_budget(Workload("serving", isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency, mtp=wl.mtp), f,
+                          synced, replica_batch)
     return max(1, budget // wl.isl)
 
 
@@ -375,13 +377,16 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, dec_opts, wl.mtp)
     synced = synced_ranks(model, prefill_pc)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,
-                       prompts_per_step(wl, f_prefill, synced), wl.decode_workers, decode_pc.attn_replicas,
+                       prompts_per_step(wl, f_prefill, synced,
+                                        math.ceil(wl.concurrency / (wl.prefill_workers * prefill_pc.attn_replicas))),
+                       wl.decode_workers, decode_pc.attn_replicas,
                        cap, wl.decode_batch or 0, f_decode.graph_sizes, synced)
     pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, wl.isl, shape.prompts_per_step, wl.mtp)
     dec_batch = shape.graph_batch or shape.running  # the decode step runs the padded batch
     dec = decode_step(model, hw, decode_pc, prec, f_decode, dec_batch, wl.isl + wl.osl / 2, wl.mtp, wl.osl)
     pre_s = step_time(pre.time_s, kernels_launched(pre, f_prefill), shape.prompts_per_step, True, f_prefill,
-                      layers=step_layers(model, prefill_pc, "prefill", shape.prompts_per_step))
+                      layers=step_layers(model, prefill_pc, "prefill", shape.prompts_per_step,
+                                         prompt_draft_passes(wl.mtp if model.num_mtp_layers else 0)))
     dec_s = step_time(dec.time_s, kernels_launched(dec, f_decode), shape.running, shape.eager_decode, f_decode,
                       layers=step_layers(model, decode_pc, "decode", dec_batch,
                                          wl.mtp if model.num_mtp_layers else 0))

@@ -51,13 +51,13 @@ def kernels_launched(step: StepCost, f: Factors) -> float:
 
 def step_layers(model: ModelSpec, pc: ParallelConfig, phase: str, sequences: float, draft_passes: int = 0) -> float:
     """Layer passes one sequence of a `phase` step of `sequences` sequences makes on the step's critical path: the stack's layers plus
-    `draft_passes` MTP draft passes through the MTP module's layers (decode only, as step_cost runs them).
+    `draft_passes` MTP passes through the MTP module's layers, as step_cost runs them (a decode step's draft
+    passes; a prefill step's pass over its prompts, workload.prompt_draft_passes).
     Under PP the busiest stage's layers (MTP on the last stage), times the slots the step takes per
     microbatch (pipeline.slots / pipeline.microbatches: a step repeats the pacing stage's time over its slots,
     each slot holding 1/m of the sequences), so one sequence at PP4 crosses all four stages' layers. A count
     from the model and the layout, never from step costs (figures.step_plan holds it)."""
-    mtp = draft_passes * len(model.mtp_modules[0]) if draft_passes and model.mtp_modules and phase == "decode" \
-        else 0
+    mtp = draft_passes * len(model.mtp_modules[0]) if draft_passes and model.mtp_modules else 0
     if pc.pp_size <= 1:
         return float(model.num_layers + mtp)
     busiest = max(len(st.model.layers) + (mtp if st.last else 0) for st in pipeline.stages(model, pc.pp_size))

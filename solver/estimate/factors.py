@@ -30,6 +30,9 @@ class Factors:
     # DEFAULT_TOKEN_BUDGET; and whether attention-DP ranks split that budget (SGLang)
     token_budget: int | None = None
     budget_split_by_attention_dp: bool = False
+    # the budget the engine's command sets, an expression over token_budget, replica_batch and mtp (the profile's
+    # step_budget launch argument); None: the command leaves the default
+    token_budget_rule: str | None = None
     # the framework's KVP layout (FrameworkProfile.kvp_splits_attention_weights): its KVP ranks split the attention
     # weights with the TP ranks (ParallelConfig.attn_tp_group); the memory model reads it from MemoryOptions
     kvp_splits_attention_weights: bool = False
@@ -104,6 +107,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         grouped_gemm=min(1.0, s.get("grouped_gemm", 1.0)),
         dequant_gemm=min(1.0, s.get("dequant_gemm", 1.0)),
         token_budget=int(s["token_budget"]) if s.get("token_budget") else None,
+        token_budget_rule=s.get("token_budget_rule"),  # type: ignore[arg-type]
         **{k: bool(s.get(k, 0.0)) for k in SWITCHES},
         request_overhead_s=s.get("request_overhead_s"),
         decode_first=bool(s.get("decode_first", 1.0)),

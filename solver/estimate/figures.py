@@ -87,9 +87,9 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
         busy = float(wl.batch) if wl.batch < replicas else 0.0
         work = Work("prefill", new_tokens=wl.seq_len * per, context=(wl.seq_len + 1) / 2, sequences=per,
                     logits_tokens=per, busy_replicas=busy)
+        pmtp = prompt_draft_passes(mtp_layers)
         return StepPlan("prefill", pc.world_size, replicas, per, work, None, 0, wl, pre_seqs=per,
-                        pre_layers=step_layers(model, pc, "prefill", per),
-                        pre_mtp_layers=prompt_draft_passes(mtp_layers))
+                        pre_layers=step_layers(model, pc, "prefill", per, pmtp), pre_mtp_layers=pmtp)
     if wl.kind == "decode":
         per = max(1.0, wl.batch / replicas)
         padded, eager = graph_batch(math.ceil(per), f.graph_sizes)
@@ -98,10 +98,13 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
                     logits_tokens=seqs * (1 + wl.mtp), span=wl.decode_span)
         return StepPlan("decode", pc.world_size, replicas, per, None, work, mtp_layers, wl, dec_seqs=per,
                         dec_eager=eager, graph_batch=padded, dec_layers=step_layers(model, pc, "decode", seqs, mtp_layers))
-    wl = replace(wl, token_budget=token_budget(wl, f, synced_ranks(model, pc)),
+    synced = synced_ranks(model, pc)
+    # the command gives one engine instance its share of the concurrency (launch_spec.REPLICA_BATCH)
+    wl = replace(wl, token_budget=token_budget(wl, f, synced, math.ceil(wl.concurrency / replicas)),
                  request_overhead_s=request_overhead(wl, f))
     cap = kv_capacity_per_replica if math.isfinite(kv_capacity_per_replica) else float(wl.concurrency)
-    shape = serving_shape(wl, replicas, cap, synced_ranks(model, pc), f.graph_sizes, pc.pp_size)
+    shape = serving_shape(wl, replicas, cap, synced, f.graph_sizes, pc.pp_size,
+                          ServingPolicy.of(f).decode_first_for(synced))
     n = shape.prompts_per_step
     pre = Work("prefill", new_tokens=wl.isl * n, context=(wl.isl + 1) / 2, sequences=n, logits_tokens=n)
     b = shape.graph_batch or shape.running
@@ -109,7 +112,8 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
                logits_tokens=b * (1 + wl.mtp), span=wl.decode_span)
     return StepPlan("serving", pc.world_size, replicas, shape.per_replica, pre, dec, mtp_layers, wl, shape,
                     pre_seqs=n, dec_seqs=shape.running, dec_eager=shape.eager_decode,
-                    graph_batch=shape.graph_batch, pre_layers=step_layers(model, pc, "prefill", n),
+                    graph_batch=shape.graph_batch,
+                    pre_layers=step_layers(model, pc, "prefill", n, prompt_draft_passes(mtp_layers)),
                     dec_layers=step_layers(model, pc, "decode", b, mtp_layers),
                     pre_mtp_layers=prompt_draft_passes(mtp_layers))
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from solver.estimate.compute import Factors
+from solver.specs.expr import Expr, compile_expr
 from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
 from solver.specs.scenario import DEFAULT_MTP_ACCEPT, Scenario
 
@@ -92,16 +93,29 @@ def request_overhead(wl: Workload, f: Factors) -> float:
     return f.request_overhead_s if f.request_overhead_s is not None else DEFAULT_REQUEST_OVERHEAD_S
 
 
-def token_budget(wl: Workload, f: Factors, synced: int) -> int:
-    """Tokens per forward step of one attention replica: the workload's budget, else the framework's default
-    (`Factors.token_budget`, from its profile), else DEFAULT_TOKEN_BUDGET; divided among the `synced` attention-DP
-    ranks of one engine (closed_loop.synced_ranks: a MoE model's DP attention) where the framework does so (its
-    scheduler's budget_split_by_attention_dp). A dense model's replicas are engines of their own, each with the
-    whole budget."""
-    budget = wl.token_budget if wl.token_budget is not None else (f.token_budget or DEFAULT_TOKEN_BUDGET)
+def token_budget(wl: Workload, f: Factors, synced: int, replica_batch: int = 1) -> int:
+    """Tokens per forward step of one attention replica: the workload's budget, else the budget the framework's
+    command sets (`Factors.token_budget_rule`, the profile's step_budget launch argument, over its default
+    `token_budget`, the `replica_batch` requests the command gives one engine instance and the MTP depth), else its
+    default (`Factors.token_budget`, from its profile), else DEFAULT_TOKEN_BUDGET; divided among the `synced`
+    attention-DP ranks of one engine (closed_loop.synced_ranks: a MoE model's DP attention) where the framework
+    does so (its scheduler's budget_split_by_attention_dp). A dense model's replicas are engines of their own,
+    each with the whole budget."""
+    if wl.token_budget is not None:
+        budget = wl.token_budget
+    else:
+        budget = f.token_budget or DEFAULT_TOKEN_BUDGET
+        if f.token_budget_rule is not None:
+            names = {"token_budget": budget, "replica_batch": max(1, replica_batch), "mtp": wl.mtp}
+            budget = int(_rule(f.token_budget_rule).evaluate(names))
     if f.budget_split_by_attention_dp and synced > 1:
         budget = budget // synced
     return max(1, budget)
+
+
+@lru_cache(maxsize=64)
+def _rule(text: str) -> Expr:
+    return compile_expr(text)
 
 
 def prompt_draft_passes(draft_passes: int) -> int:

@@ -97,7 +97,9 @@ class GroupFloors:
         if hit is not None and hit[0] is vc:
             return hit[1]
         sp = vc.plan
-        out = ((*self.t.outside(key, sp.pre_work), 0), (*self.t.outside(key, sp.dec_work), sp.mtp_layers))
+        # each step at the MTP passes its tables were costed at (the prompt's pass, the decode's drafts)
+        out = ((*self.t.outside(key, sp.pre_work), sp.pre_mtp_layers),
+               (*self.t.outside(key, sp.dec_work), sp.mtp_layers))
         self._outs[(id(vc), key)] = (vc, out)
         return out
 

@@ -220,7 +220,7 @@ class FrameworkProfile(BaseModel):
         """Multipliers for the performance model on one hardware: the profile's own, times the fitted
         per-(framework, hardware) factors in `fitted/factors.yaml` (written by benchmarks/fit_efficiency.py).
         `token_budget` (tokens per forward step) and `budget_split_by_attention_dp` (1.0 / 0.0) carry the
-        profile's scheduler defaults to `Factors`, `kvp_splits_attention_weights` (1.0 / 0.0) its KVP layout. Give the Hardware where you hold it: its memory picks the
+        profile's scheduler defaults to `Factors`, `token_budget_rule` the budget its command sets (text), `kvp_splits_attention_weights` (1.0 / 0.0) its KVP layout. Give the Hardware where you hold it: its memory picks the
         budget tier (a name is looked up in the catalog, so a user's hardware file has none)."""
         # a name is looked up in the catalog; one it does not know has no memory, vendor or description
         dev = _catalog_device(hardware) if isinstance(hardware, str) else hardware
@@ -240,6 +240,10 @@ class FrameworkProfile(BaseModel):
         out = apply_fitted(out, pair_factors(fitted_factors(), shared, self.name, name))
         out["token_budget"] = float(self.scheduler.token_budget_for(device_name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
+        # the budget the command sets, where it sets one: the estimate prices what the launched engine gets
+        rule = self.launch.step_budget_rule() if self.launch is not None else None
+        if rule is not None:
+            out["token_budget_rule"] = rule  # type: ignore[assignment]
         out.update({k: 1.0 if getattr(self, k) else 0.0 for k in LAYOUT_SWITCHES})
         out.update(self.serving_factors(vendor))
         return out

@@ -48,6 +48,8 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
 })
 # replica_batch over the rule names (the profile's attn_group_size: its own product of knobs, group_products)
 REPLICA_BATCH = "max(1, (batch * attn_group_size + world - 1) // world)"
+# the names a `step_budget` value may read: the estimate knows them at any workload (workload.token_budget)
+STEP_BUDGET_NAMES = frozenset({"token_budget", "replica_batch", "mtp"})
 # the launch names that are yes/no (a `when` may be one of them alone)
 LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "prefill_role", "remote_code"})
 # text names: placeholders the user replaces, documented in README ("Launch commands")
@@ -94,6 +96,8 @@ class LaunchArg(BaseModel):
     knob: str | None = Field(None, description="what a refusal names (the knob or setting this spells)")
     source: str | None = Field(None, description="where the spelling is read when the facts' engines.md does not "
                                "spell it (an engine wheel's file and version)")
+    step_budget: bool = Field(False, description="the value is the engine's tokens per forward step: the estimate "
+                              "prices the budget it renders (FrameworkProfile.step_budget_rule)")
 
     _when: Expr = PrivateAttr()
     _value: Expr | None = PrivateAttr(None)
@@ -124,6 +128,14 @@ class LaunchArg(BaseModel):
             unknown = sorted(set(_TEMPLATE.findall(self.text)) - LAUNCH_TEXT_NAMES - RULE_NAMES - LAUNCH_NAMES)
             if unknown:
                 raise ValueError(f"text uses unknown placeholder(s) {', '.join(unknown)}")
+        if self.step_budget:
+            # the estimate evaluates it at every workload, with no knob or launch figure beside these names
+            if self.value is None or self.when != "true":
+                raise ValueError("step_budget needs a value and no when")
+            other = sorted(self._value.names - STEP_BUDGET_NAMES) if self._value is not None else []
+            if other:
+                raise ValueError(f"step_budget value reads {', '.join(other)}; it may read "
+                                 f"{', '.join(sorted(STEP_BUDGET_NAMES))} only")
         return self
 
     def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
@@ -269,6 +281,12 @@ class LaunchSpec(BaseModel):
         for whatever parallel_config it is given, so no weight conversion is bound to one (seed 003, Step 4)."""
         return any(a.key == ONLINE_SPLIT_KEY and a.value == "true" and a.when == "true" for a in self.args)
 
+    def step_budget_rule(self) -> str | None:
+        """The expression of the engine's tokens per forward step the command sets (the `step_budget` argument;
+        None: the command leaves the profile's default)."""
+        rules = [a.value for a in self.args if a.step_budget]
+        return rules[0] if rules else None
+
     def kv_dtype_refusal(self, kv_dtype: str | None, engine: str) -> str | None:
         """Why the command cannot ask for KV-cache format `kv_dtype` (None: it can, none was chosen, or
         `kv_dtype_elsewhere` says where it is set instead): no argument spells a KV format, or every one that
@@ -302,6 +320,8 @@ class LaunchSpec(BaseModel):
         for a in self.args:
             if a.doc is not None and a.doc not in self.documents:
                 raise ValueError(f"argument {a.flag or a.key}: unknown document {a.doc}")
+        if sum(a.step_budget for a in self.args) > 1:
+            raise ValueError("at most one argument sets the step_budget")
         if self.disagg is not None:
             clash = sorted(set(self.disagg.documents) & set(self.documents))
             if clash:
