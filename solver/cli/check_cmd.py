@@ -8,7 +8,6 @@ import click
 from solver.cli.options import CARDS, NAME, format_option
 from solver.errors import InputError
 from solver.report.render import console, dump
-from solver.specs.model_catalog import model_title
 
 
 @click.command("check")
@@ -25,6 +24,7 @@ def check_cmd(config, model, hardware, cards, framework, candidate, fmt) -> None
     class A/B/C, flag common errors, estimate it. Exit 1 when a hard constraint is violated."""
     from solver.one_config import check_deployment
     from solver.specs.deployment import load_deployment
+    from solver.specs.model_catalog import model_title
 
     try:
         dep = load_deployment(config, candidate)
