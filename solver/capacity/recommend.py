@@ -382,7 +382,7 @@ def _met(opt: Option, total: int, n: int, t: Task, r: dict[str, Any], start: int
     opt.concurrency = int(r["concurrency"])
     opt.copy_load_output_tokens_per_s = round(tok_s / n, 1)
     opt.output_tokens_per_s = r["output_tokens_per_s"]
-    opt.total_output_tokens_per_s = round(r["output_tokens_per_s"] * n, 1)
+    opt.total_output_tokens_per_s = round(r["output_tokens_per_s"] * n, 2)  # as the row's own figure
     # _solved widened the range: said where one copy carries the load there, or a copy runs past the default top
     if t.scenario.max_concurrency > start and not opt.note and (n == 1 or opt.concurrency > start):
         opt.note = (f"planned up to {t.scenario.max_concurrency:,} requests in flight on {_cards(t.cards)}: "
