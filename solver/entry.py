@@ -155,10 +155,13 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
             agg = cands[0] if cands else None
         except InfeasibleError as exc:
             agg_err = str(exc)
-    return DisaggReport(spec.name, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
+    from solver.specs.model_catalog import model_names
+
+    asked, config = model_names(model, spec.name) if isinstance(model, str) else (spec.name, None)
+    return DisaggReport(asked, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
                         compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights), res.skipped,
                         input_notes(spec, hw, prec, max_len=scenario.max_seq_len), model_knobs(spec),
-                        fw.kvp_splits_attention_weights, fw.replica_knobs)
+                        fw.kvp_splits_attention_weights, fw.replica_knobs, config)
 
 
 # ---------------------------------------------------------------------------------------------- rendering

@@ -55,6 +55,15 @@ def test_estimate_and_memory_of_an_alias_name_the_alias():
     assert (data["model"], data["config"]) == ("llama-3.3-70b", "Meta-Llama-3.1-70B")
 
 
+def test_a_disaggregated_answer_of_an_alias_names_the_alias():
+    args = ["solve", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "16", "--isl", "1024", "--osl", "128",
+            "--serving", "disagg"]
+    out = CliRunner().invoke(cli, args).output
+    assert out.splitlines()[0].startswith("llama-3.3-70b (config Meta-Llama-3.1-70B) on 16 x h100_sxm"), out
+    data = yaml.safe_load(CliRunner().invoke(cli, [*args, "--format", "json"]).output)
+    assert (data["model"], data["config"]) == ("llama-3.3-70b", "Meta-Llama-3.1-70B")
+
+
 # ---- the API's disaggregated sweep reports (done, total, label) as the aggregated one does
 
 

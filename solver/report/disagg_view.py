@@ -57,6 +57,7 @@ class DisaggReport:
     knobs: tuple[str, ...] = KNOBS  # the model's own (parallel.model_knobs): what the outputs show
     kvp_in_tp: bool = False  # the engine's KVP reuses its TP ranks: TP as the engine counts it
     replica_knobs: tuple[str, ...] = ()  # FrameworkProfile.replica_knobs: DP as the engine counts it
+    config: str | None = None  # the config's own name where `model` (as asked) is another's (model_catalog.model_names)
 
 
 def utilisation(share: float) -> str:
@@ -225,7 +226,7 @@ def report_dict(r: DisaggReport, ranks_per_node: int | None = None) -> dict[str,
         agg = {"pattern": a["pattern"], "parallel_config": a["parallel_config"], "estimation": a["estimation"]}
     return {
         "serving": "disagg",
-        "model": r.model, "hardware": r.hardware, "cards": r.cards,
+        "model": r.model, **({"config": r.config} if r.config else {}), "hardware": r.hardware, "cards": r.cards,
         "ratio": r.plan.ratio,
         "prefill_pool": _pool_dict(r.pools[0], r.plan, r.knobs, r.replica_knobs),
         "decode_pool": _pool_dict(r.pools[1], r.plan, r.knobs, r.replica_knobs),
@@ -265,7 +266,8 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
                                   sort_keys=False, width=110).rstrip())
         return "\n".join(out) + "\n"
     e = data["estimation"]
-    lines = [f"{r.model} on {r.cards} x {r.hardware}, disaggregated: {data['ratio']} ({r.plan.cards} ranks used)"]
+    title = r.model if r.config is None else f"{r.model} (config {r.config})"
+    lines = [f"{title} on {r.cards} x {r.hardware}, disaggregated: {data['ratio']} ({r.plan.cards} ranks used)"]
     for key in ("prefill_pool", "decode_pool"):
         p = data[key]
         knobs = nondefault_label(p["parallel_config"])
