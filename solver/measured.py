@@ -116,7 +116,7 @@ def _opt_int(row: Mapping[str, Any], col: str) -> int | None:
 
 def _fmt(mode: str) -> str:
     mode = str(mode).strip().lower()
-    return {"fp8_block": "fp8_block", "fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "w4afp8": "int4",
+    return {"fp8_block": "fp8_block", "fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "w4afp8": "w4afp8",
             "int4_wo": "int4", "int8_wo": "int8", "float16": "bf16", "bf16": "bf16", "w8a8": "int8"}.get(mode, mode)
 
 

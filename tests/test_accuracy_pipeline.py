@@ -100,7 +100,8 @@ def test_hopper_runs_4bit_weights_weight_only_and_atlas_rejects_fp8() -> None:
     a3 = load_hardware("atlas_a3")
     assert "int4" in a3.weight_only_formats and "fp8" not in a3.weight_only_formats
     model = load_model("Qwen/Qwen3-235B-A22B")
-    assert resolve_precision(model, a3, weight_dtype="int4").gemm_dtype("dense") == "int8"  # W4A8
+    assert resolve_precision(model, a3, weight_dtype="w4a8").gemm_dtype("dense") == "int8"  # W4A8 spelled
+    assert resolve_precision(model, a3, weight_dtype="int4").gemm_dtype("dense") == "bf16"  # W4A16
     with pytest.raises(InputError) as err:
         resolve_precision(model, a3, weight_dtype="fp8")
     assert err.value.field == "--weight-dtype"

@@ -55,9 +55,10 @@ def test_weight_only_int4_runs_at_the_16_bit_rate_with_int4_bytes() -> None:
         assert prec.gemm_dtype("dense") == "bf16" and prec.fmt("dense").bytes_per_param == 0.5 + 2 / 128
 
 
-def test_a_user_weight_format_keeps_the_w4a8_rule() -> None:
+def test_a_user_weight_format_spelled_w4a8_keeps_8bit_activations() -> None:
     m = _model("RedHatAI--Meta-Llama-3.1-8B-Instruct-quantized.w4a16")
-    assert resolve_precision(m, load_hardware("h100_sxm"), weight_dtype="int4").activation == "fp8"
+    assert resolve_precision(m, load_hardware("h100_sxm"), weight_dtype="w4a8").activation == "fp8"
+    assert resolve_precision(m, load_hardware("h100_sxm"), weight_dtype="int4").gemm_dtype("dense") == "bf16"
 
 
 def test_nvfp4_is_w4a4_where_the_hardware_has_fp4() -> None:

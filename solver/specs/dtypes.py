@@ -104,10 +104,21 @@ def canonical_format(name: str) -> str:
 KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
 
 
+# Weight-format spellings that also name the GEMMs' activations: int4 weights with 8-bit activations (the device's
+# 8-bit rate: "8bit"), FP8 activations (the w4afp8 recipe), or 16-bit ones (weight-only). A plain int4 runs W4A16
+# (precision.W4A16_ON_DEVICES_WITHOUT).
+ACTIVATION_SPELLINGS = {"w4a8": "8bit", "w4afp8": "fp8", "w4a16": "bf16"}
+
+
+def spelled_activation(name: str) -> str | None:
+    """The activations a weight-format spelling names (ACTIVATION_SPELLINGS), else None."""
+    return ACTIVATION_SPELLINGS.get(name.lower().replace("-", "_"))
+
+
 def number_format(name: str, field: str = "dtype") -> NumberFormat:
     key = name.lower().replace("-", "_")
     aliases = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "e4m3": "fp8", "w8a8": "int8",
-               "fp8_e4m3": "fp8", "w4a8": "int4", "w4a16": "int4"}
+               "fp8_e4m3": "fp8", **{k: "int4" for k in ACTIVATION_SPELLINGS}}
     key = aliases.get(key, key)
     if key not in FORMATS:
         scaled = _scaled(key)

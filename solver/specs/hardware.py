@@ -101,6 +101,16 @@ class Hardware(BaseModel):
         "activation dtype. A named format (nvfp4) of a dtype the device computes natively: its rate is another "
         "format's (MI355X's FP4 is MXFP4), so that format is dequantized into 16-bit GEMMs",
     )
+    kv_storage_formats: list[str] = Field(
+        default_factory=list,
+        description="1-byte KV-cache formats the device stores without a native rate for them: the attention "
+        "kernels dequantize K and V into 16-bit math (fp8 on Ampere)",
+    )
+    unloaded_formats: list[str] = Field(
+        default_factory=list,
+        description="checkpoint formats no engine on the device loads (its quantization method is not in the "
+        "platform's list): a checkpoint in one is refused, not served as bf16",
+    )
     ep_a2a: EPKernel | None = Field(
         default=None, description="EP dispatch/combine kernel latency; None = the link tiers' latency (no data)"
     )
@@ -206,6 +216,14 @@ class Hardware(BaseModel):
         unknown = [f for f in self.weight_only_formats if f not in FORMATS]
         if unknown:
             raise FieldProblem("weight_only_formats", f"unknown format {unknown[0]!r}; known: {', '.join(FORMATS)}")
+        from solver.specs.dtypes import KV_FORMATS
+
+        bad_kv = [f for f in self.kv_storage_formats if f not in KV_FORMATS or FORMATS[f].bits != 8]
+        if bad_kv:
+            raise FieldProblem("kv_storage_formats", f"{bad_kv[0]!r} is not a 1-byte KV-cache format")
+        bad = [f for f in self.unloaded_formats if f not in FORMATS]
+        if bad:
+            raise FieldProblem("unloaded_formats", f"unknown format {bad[0]!r}; known: {', '.join(FORMATS)}")
         native = sorted(set(self.weight_only_formats) & set(self.peak_flops))
         if native:
             # a dtype with a native peak runs at it: its weight-only entry would be ignored

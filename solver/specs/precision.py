@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
 from solver.errors import InputError
-from solver.specs.dtypes import NumberFormat, kv_element_bytes, number_format
+from solver.specs.dtypes import NumberFormat, kv_element_bytes, number_format, spelled_activation
 from solver.specs.model import ModelSpec
 
 if TYPE_CHECKING:  # `inspect` lists a model's formats without loading the devices
@@ -69,8 +69,12 @@ class Precision:
 # marlin_utils_fp4.py:32; its activations bf16 / fp16, marlin_utils_fp4.py:136); NVFP4 MoE falls through
 # FlashInfer / CUTLASS (cutlass_moe.py:724: sm_100 / sm_120) to MARLIN (fused_moe/oracle/nvfp4.py:238-246,
 # experts/marlin_moe.py:539: sm_75+); MXFP4 MoE keeps BF16-activation backends first (oracle/mxfp4.py:421-431:
-# TRITON, MARLIN) and warns where a requested activation format falls back to BF16 (oracle/mxfp4.py:564). INT4
-# (AWQ / GPTQ) keeps its own rule: the W4A8 recipes of Ascend's weight_only_formats.
+# TRITON, MARLIN) and warns where a requested activation format falls back to BF16 (oracle/mxfp4.py:564).
+# INT4 has no native rate on any device and runs W4A16 unless its activations are declared 8-bit (the checkpoint's
+# input activations, --activation-dtype, a w4a8 / w4afp8 spelling): vLLM 0.34.0 serves AWQ / GPTQ int4 through
+# Machete (SM 9.0) / Marlin / Triton W4A16 kernels, 16-bit activations (auto_awq.py:231, auto_gptq.py:194;
+# kernels/linear/__init__.py:541-555), and its one CUDA W4A8 kernel, CutlassW4A8LinearKernel, takes FP8
+# activations on SM 9.0 only, for checkpoints that declare them (mixed_precision/cutlass.py:37-41; w4afp8.py).
 # Empty, measured: with ("fp4",) gpt-oss-120b's MXFP4 experts on H100 / H200 (the only weight-only rows of the
 # calibration CSV) fit dequant_gemm 0.506 of the 16-bit rate, the same FLOP/s as the FP8 grouped GEMM's 0.2528 of
 # the FP8 rate, and the rows can tell the two pricings apart only across models: held out, DeepSeek's experts
@@ -79,7 +83,7 @@ class Precision:
 # 34.6% (benchmarks/README.md, "Stop 36: W4A16 on devices without FP4"). FP4 on these devices stays priced at the
 # activations' 8-bit rate (the W4A8 rule of gemm_dtype) until rows of a second weight-only model tell the pricings
 # apart; the mechanism stays for the formats listed here.
-W4A16_ON_DEVICES_WITHOUT: tuple[str, ...] = ()
+W4A16_ON_DEVICES_WITHOUT: tuple[str, ...] = ("int4",)
 
 
 # Formats that a published checkpoint of a MoE model applies to its routed experts only: the NVFP4 MoE
@@ -142,6 +146,22 @@ def _refuse_format(hw: Hardware, fmt: NumberFormat, field: str) -> InputError:
     return InputError(field, f"{hw.name} runs no {fmt.name}: {why} (it has {have}{wo})")
 
 
+def _admits(spelled: str) -> set[str]:
+    """The activation dtypes a spelled activation (dtypes.ACTIVATION_SPELLINGS) admits."""
+    return {"8bit": {"fp8", "int8"}, "bf16": {"bf16", "fp16"}}.get(spelled, {spelled})
+
+
+def _device_activation(spelled: str, hw: Hardware, field: str) -> str:
+    """The activation dtype of a format spelled with its activations (w4a8: the device's 8-bit rate, FP8 before
+    INT8; w4afp8: fp8; w4a16: bf16)."""
+    if spelled != "8bit":
+        return spelled
+    for cand in ("fp8", "int8"):
+        if hw.supports(cand):
+            return cand
+    raise InputError(field, f"{hw.name} has no 8-bit rate for W4A8 activations (it has {', '.join(sorted(hw.peak_flops))})")
+
+
 def _model_dtype_bytes(fmt: NumberFormat) -> int:
     """Bytes of the model dtype that serves `fmt`: its own width for an unquantized format (fp32, bf16, fp16),
     16 bits for a quantized one (its GEMMs dequantize into 16-bit activations)."""
@@ -182,14 +202,26 @@ def resolve_precision(
                 # format listed by name, at 16 bits (_weight_only_16)
                 why = (f"{hw.name}'s {fmt.compute} rate is for another {fmt.compute} format" if hw.supports(fmt.compute)
                        else f"{hw.name} has no {fmt.compute} compute")
-                how = ("into 16-bit GEMMs" if listed_by_name(hw, fmt)
-                       else ", GEMMs at the activation dtype")
+                a16 = listed_by_name(hw, fmt) or (fmt.compute in W4A16_ON_DEVICES_WITHOUT and (
+                    activation_dtype is None or number_format(activation_dtype).compute in ("bf16", "fp16")))
+                how = "into 16-bit GEMMs" if a16 else ", GEMMs at the activation dtype"
                 notes.append(f"{flag} {fmt.name}: {why}; weight-only (dequantized in-kernel{'' if how[0] == ',' else ' '}"
                              f"{how})")
                 return fmt
             raise _refuse_format(hw, fmt, flag)
         return fmt
 
+    said = {k: a for k in ("weight_dtype", "moe_weight_dtype")
+            if (n := {"weight_dtype": weight_dtype, "moe_weight_dtype": moe_weight_dtype}[k]) is not None
+            and (a := spelled_activation(n)) is not None}
+    if said:
+        field, spelled = next(iter(said.items()))
+        if len(set(said.values())) > 1 or (activation_dtype is not None and number_format(
+                activation_dtype, "--activation-dtype").compute not in _admits(spelled)):
+            raise InputError(where[field], "names its GEMMs' activations, which another choice contradicts; give "
+                                           "one activation dtype")
+        if activation_dtype is None:
+            activation_dtype = _device_activation(spelled, hw, where[field])
     if moe_weight_dtype is not None and not model.is_moe:  # it would be dropped unread
         raise InputError(where["moe_weight_dtype"], f"{model.name} has no routed experts; use "
                                                     f"{where['weight_dtype'].rpartition(': ')[2]}")
@@ -217,6 +249,9 @@ def resolve_precision(
             if group in held:
                 notes.append(f"{group} weights stay {fmt.name} (weight-only on {hw.name}: no native {fmt.compute})")
             return fmt
+        if group in held and (fmt.name in hw.unloaded_formats or fmt.compute in hw.unloaded_formats):
+            raise InputError(f"quantization_config.{group}", f"{model.name}'s {fmt.name} checkpoint: no engine on "
+                                                             f"{hw.name} loads {fmt.name} (serve a bf16 checkpoint)")
         if group in held:
             notes.append(f"{group} weights are {fmt.name} in the checkpoint but {hw.name} has no {fmt.compute}; "
                          "served as bf16 (pass --weight-dtype/--moe-weight-dtype to choose)")
@@ -260,13 +295,18 @@ def resolve_precision(
         for cand in ("fp8", "int8"):
             if act == "bf16" and cand in low and hw.supports(cand):
                 act = cand
-        if act == "bf16" and low & {"fp4", "int4"}:
+        if act == "bf16" and "fp4" in low:
             act = "fp8" if hw.supports("fp8") else ("int8" if hw.supports("int8") else "bf16")
     if kv_dtype is not None:
         kv = kv_element_bytes(kv_dtype, where["kv_dtype"])
         kv_fmt = number_format(kv_dtype, where["kv_dtype"]).compute
+        if kv == 1 and not hw.supports(kv_fmt) and kv_fmt not in hw.kv_storage_formats:
+            stored = f"; stores {', '.join(hw.kv_storage_formats)}" if hw.kv_storage_formats else ""
+            raise InputError(where["kv_dtype"], f"{hw.name} has no {kv_fmt} support (no {kv_fmt} rate{stored}), "
+                                                "and no engine stores its KV cache in it")
         if kv == 1 and not hw.supports(kv_fmt):
-            raise InputError(where["kv_dtype"], f"{hw.name} has no {kv_fmt} support")
+            notes.append(f"{where['kv_dtype']} {kv_fmt}: {hw.name} stores the KV cache in {kv_fmt} (1 byte) and "
+                         "dequantizes it into 16-bit attention math")
     else:
         # the engines' KV dtype "auto" is the model dtype: an fp32 model caches K and V in fp32 (vLLM's
         # --kv-cache-dtype auto under --dtype float32); a quantized model's activations, and so its KV, stay 16-bit
