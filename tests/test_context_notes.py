@@ -75,27 +75,28 @@ def test_solve_launch_of_deepseek_v32_at_256k_sets_vllms_switch() -> None:
 # ---------------------------------------------------------------- Layer 3 says why there is no add-on
 
 def test_layer_3_without_an_add_on_says_the_space_refuses_one_where_attention_tp_spans_the_stage() -> None:
-    """Gemma-3-27B at attn_tp 8 on 8 ranks: any add-on at 2 makes the attention group 8 x 2 = 16, which does not
-    divide 8."""
+    """Gemma-3-27B at attn_tp 8 on 8 ranks: any add-on (2, 4 or 8) makes the attention group at least 8 x 2 = 16,
+    which does not divide 8; the smallest degree's refusal is said."""
     model, hw = load_model("gemma-3-27b"), load_hardware("h200_sxm")
     scenario = Scenario(isl=1_048_576, osl=1024)
     pc = make_parallel_config(8, attn_tp_size=8, dense_tp_size=4, lmhead_tp_size=8)
     refused = addon_refusals(pc, model, hw, scenario, 1, None)
     why = "attention group attn_tp*cp*kvp*sp = 16 does not divide the world size 8"
-    assert refused == {"CP": why, "KVP": why, "SP": why}
+    assert refused == {"CP2": why, "KVP2": why, "SP2": why}
     reason = decision_tree_reason(pc, model, scenario, hw, refused=refused)
-    assert f"64K+: +CP, ultra-long decode may add KVP): no add-on (CP/KVP/SP2: {why})" in reason
+    assert f"64K+: +CP, ultra-long decode may add KVP): no add-on (CP2/KVP2/SP2: {why})" in reason
 
 
 def test_layer_3_without_an_add_on_names_the_engine_rules_that_refuse_each() -> None:
-    """Llama-3.1-70B (GQA, no MLA) at attn_tp 4 x DP 2 on vLLM, 16K tokens: -pcp is MLA-only (C.pcp_mla_only);
-    -dcp 2 inside TP 4 (attn_tp 2) breaks C.dcp_gqa_within_kv_replicas; vLLM has no attention-SP knob."""
+    """Llama-3.1-70B (GQA, 8 KV heads, no MLA) at attn_tp 4 x DP 2 on vLLM, 16K tokens: -pcp is MLA-only
+    (C.pcp_mla_only) at every degree; -dcp inside TP 4 (attn_tp 2 x dcp 2, attn_tp 1 x dcp 4) breaks
+    C.dcp_gqa_within_kv_replicas; vLLM has no attention-SP knob. The smallest degree's refusal is said."""
     model, hw, fw = load_model("llama-3.1-70b"), load_hardware("h100_sxm"), load_framework("vllm")
     pc = make_parallel_config(8, attn_tp_size=4, dense_tp_size=4, embed_tp_size=4, lmhead_tp_size=4)
     refused = addon_refusals(pc, model, hw, Scenario(isl=16_384, osl=512), 8, fw)
-    assert refused["CP"] == "vllm's rules refuse it (C.pcp_mla_only)"
-    assert refused["KVP"] == "vllm's rules refuse it (C.dcp_gqa_within_kv_replicas)"
-    assert refused["SP"].startswith("vllm's rules refuse it (attn_sp_size = 2 but vllm has no such knob")
+    assert refused["CP2"] == "vllm's rules refuse it (C.pcp_mla_only)"
+    assert refused["KVP2"] == "vllm's rules refuse it (C.dcp_gqa_within_kv_replicas)"
+    assert refused["SP2"].startswith("vllm's rules refuse it (attn_sp_size = 2 but vllm has no such knob")
 
 
 def test_layer_3_without_an_add_on_that_was_admissible_says_the_estimate_ranked_it_lower() -> None:
@@ -103,7 +104,16 @@ def test_layer_3_without_an_add_on_that_was_admissible_says_the_estimate_ranked_
     rule refuses it, so the planner's estimate is what left it out."""
     model, hw, fw = load_model("llama-3.1-70b"), load_hardware("h100_sxm"), load_framework("generic")
     pc = make_parallel_config(8, attn_tp_size=4, dense_tp_size=4, embed_tp_size=4, lmhead_tp_size=4)
-    assert addon_refusals(pc, model, hw, Scenario(isl=16_384, osl=512), 8, fw)["CP"] == RANKED_LOWER
+    assert addon_refusals(pc, model, hw, Scenario(isl=16_384, osl=512), 8, fw)["CP2"] == RANKED_LOWER
+
+
+def test_layer_3_names_the_first_admissible_degree_where_smaller_ones_are_refused() -> None:
+    """cann-recipes runs CP over the whole world only (C.cp_full_world): on DeepSeek-V3 at attn_tp 1 over 16 ranks,
+    CP 2, 4 and 8 are refused and CP 16 is admitted, so the reason says CP16 lost on the estimate."""
+    model, hw, fw = load_model("deepseek-v3"), load_hardware("atlas_a3"), load_framework("cann-recipes")
+    pc = make_parallel_config(16, attn_tp_size=1, moe_tp_size=1, lmhead_tp_size=16)
+    refused = addon_refusals(pc, model, hw, Scenario(isl=16_384, osl=512), 16, fw)
+    assert refused.get("CP16") == RANKED_LOWER and "CP2" not in refused
 
 
 def test_layer_3_asks_no_reason_where_the_sequence_asks_no_add_on() -> None:
@@ -119,7 +129,7 @@ def test_solve_gemma_at_1m_says_why_its_tp8_candidate_has_no_add_on() -> None:
                                   "1048576", "--osl", "1024", "--format", "json"])
     assert r.exit_code == 0, r.output
     reasons = [c["reason"] for c in json.loads(r.output)["candidates"] if "no add-on" in c["reason"]]
-    assert reasons and all("no add-on (CP/KVP/SP2: attention group" in x for x in reasons)
+    assert reasons and all("no add-on (CP2/KVP2/SP2: attention group" in x for x in reasons)
 
 
 # ---------------------------------------------------------------- a PP replica's batch, counted once

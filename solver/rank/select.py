@@ -269,12 +269,13 @@ RANKED_LOWER = "admissible; the planner's estimate ranked it lower at this backb
 
 def addon_refusals(pc: ParallelConfig, model: ModelSpec, hw: Hardware, scenario: Scenario, batch: int,
                    fw: FrameworkProfile | None) -> dict[str, str]:
-    """Why a config without Layer 3's add-on has none, per add-on the model has (ADDON_KNOBS): the config with
-    that add-on at 2, the smallest split (KVP inside the same engine TP where the engine carves it from its TP
-    ranks, FrameworkProfile.kvp_splits_attention_weights), is refused by the space (the attention group no longer divides the
-    stage), by the engine's rules (the same ids --explain prints for a pattern, explain.rules_broken), or is
-    admissible and so lost on the planner's estimate (RANKED_LOWER). Empty where the sequence asks for no
-    add-on (<= 4K, no attention, every layer windowed) or the config has one."""
+    """Why a config without Layer 3's add-on has none, per add-on the model has (ADDON_KNOBS), keyed by the add-on
+    and its degree ("CP2"): the first degree (a divisor of the world, from 2 up) the space and the engine's rules
+    admit, which the planner's estimate then ranked lower (RANKED_LOWER); where none is admitted, the smallest
+    degree's refusal, by the space (the attention group no longer divides the stage) or by the engine's rules (the
+    ids --explain prints for a pattern, explain.rules_broken). KVP is tried inside the same engine TP where the
+    engine carves it from its TP ranks (FrameworkProfile.kvp_splits_attention_weights). Empty where the sequence
+    asks for no add-on (<= 4K, no attention, every layer windowed) or the config has one."""
     from solver.errors import ShardplanError
     from solver.rank.explain import rules_broken
     from solver.specs.parallel import make_parallel_config, model_knobs
@@ -286,31 +287,42 @@ def addon_refusals(pc: ParallelConfig, model: ModelSpec, hw: Hardware, scenario:
         return {}
     out = {}
     present = model_knobs(model)
+    degrees = [d for d in range(2, pc.world_size + 1) if pc.world_size % d == 0]
     for knob, name in ADDON_KNOBS:
         if knob not in present:
             continue
-        knobs = {**pc.knobs(), knob: 2}
-        if knob == "kvp_size" and fw is not None and fw.kvp_splits_attention_weights and pc.attn_tp_size % 2 == 0:
-            knobs["attn_tp_size"] = pc.attn_tp_size // 2  # the engine's DCP is carved out of its TP ranks
-        try:
-            v = make_parallel_config(pc.world_size, **knobs)
-        except ShardplanError as exc:
-            out[name] = getattr(exc, "problem", str(exc))
-            continue
-        broken = rules_broken(model, hw, fw, scenario, v, batch) if fw is not None else []
-        out[name] = (f"{fw.name}'s rules refuse it ({', '.join(dict.fromkeys(broken))})" if broken and fw
-                     else RANKED_LOWER)
+        first = None
+        for d in degrees:
+            knobs = {**pc.knobs(), knob: d}
+            if knob == "kvp_size" and fw is not None and fw.kvp_splits_attention_weights:
+                if pc.attn_tp_size % d:
+                    first = first or (f"{name}{d}", f"{fw.name} carves it out of the TP{pc.attn_tp_size} ranks, "
+                                                    f"which {d} does not divide")
+                    continue
+                knobs["attn_tp_size"] = pc.attn_tp_size // d  # the engine's DCP is carved out of its TP ranks
+            try:
+                v = make_parallel_config(pc.world_size, **knobs)
+            except ShardplanError as exc:
+                first = first or (f"{name}{d}", getattr(exc, "problem", str(exc)))
+                continue
+            broken = rules_broken(model, hw, fw, scenario, v, batch) if fw is not None else []
+            if not broken:
+                first = (f"{name}{d}", RANKED_LOWER)
+                break
+            first = first or (f"{name}{d}", f"{fw.name}'s rules refuse it ({', '.join(dict.fromkeys(broken))})")
+        if first:
+            out[first[0]] = first[1]
     return out
 
 
 def _no_addon_why(refused: Mapping[str, str]) -> str:
-    """The clause after "no add-on": each add-on at 2 and why not, one reason said once for all it covers."""
+    """The clause after "no add-on": each add-on and why not, one reason said once for all it covers."""
     if not refused:
         return ""
     by: dict[str, list[str]] = {}
-    for name, why in refused.items():
-        by.setdefault(why, []).append(name)
-    return " (" + "; ".join(f"{'/'.join(names)}2: {why}" for why, names in by.items()) + ")"
+    for label, why in refused.items():
+        by.setdefault(why, []).append(label)
+    return " (" + "; ".join(f"{'/'.join(labels)}: {why}" for why, labels in by.items()) + ")"
 
 
 def adoption_note(ref_id: str, behind: float) -> str:
