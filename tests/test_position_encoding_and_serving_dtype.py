@@ -70,7 +70,7 @@ def test_a_context_note_says_what_the_models_position_encoding_allows() -> None:
     (nope,) = context_notes(_spec("multi/nvidia--Nemotron-H-8B-Base-8K"), 8192 + 256)
     assert "max_position_embeddings 8,192: the model encodes no positions" in nope and "RoPE" not in nope
     (rotary,) = context_notes(_spec("EleutherAI--pythia-6.9b"), 4352)
-    assert "RoPE scaling (YaRN etc.) that extends it" in rotary
+    assert "raise the scaling factor and max_position_embeddings in the config" in rotary
     (table,) = context_notes(_spec("openai-community--gpt2"), 4352)
     assert "no engine serves that length" in table
 

@@ -246,6 +246,23 @@ def _trust_note(fw: FrameworkProfile, model: ModelSpec, args: list[LaunchArg]) -
             "engine's trust-remote-code switch to the command")
 
 
+def _context_note(fw: FrameworkProfile, model: ModelSpec, args: list[LaunchArg], names: Mapping[str, Any]) -> str | None:
+    """A planned length past the model's config context (`past_context`): what the command sets so that the
+    engine takes it (the args that read past_context) or that the profile has nothing for it, and the engine's
+    config override that extends the RoPE scaling to it (LaunchSpec.long_context)."""
+    if not names["past_context"]:
+        return None
+    set_ = [f"{a.env}={_argv_token(_value(a, names, fw.name))}" if a.env else a.flag or ""
+            for a in args if "past_context" in a.when_expr.names and a.when_expr.evaluate(names)]
+    sources = "; ".join(dict.fromkeys(a.source for a in args if "past_context" in a.when_expr.names and a.source))
+    head = (f"max model length {names['max_model_len']:,} exceeds {model.name}'s {model.context_field} "
+            f"{model.max_position_embeddings:,}: ")
+    allow = (f"the command sets {', '.join(set_)}, without which {fw.name} refuses it ({sources})" if set_ else
+             f"{fw.name}'s profile has no launch arg that allows it (one with `when: past_context`): add the "
+             "engine's switch for a longer maximum model length")
+    return head + allow + (f"; {fw.launch.long_context}" if fw.launch and fw.launch.long_context else "")
+
+
 def _reads(arg: LaunchArg) -> set[str]:
     """The launch names an argument reads: its condition, its value expression and its text template."""
     names = set(arg.when_expr.names) | set(_TEMPLATE.findall(arg.text or ""))
@@ -344,6 +361,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "role": role, "prefill_role": role == "prefill",
         "memory_fraction": memory_fraction(hw),
         "remote_code": model.remote_code,
+        "past_context": model.max_position_embeddings is not None and inputs.max_model_len > model.max_position_embeddings,
         **(fw.pool_figures(pools) if pool is not None else {}),
     }
     if pool is not None:
@@ -354,6 +372,9 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     trust = _trust_note(fw, model, args)
     if trust:
         notes.append(trust)
+    context = _context_note(fw, model, args, base)
+    if context:
+        notes.append(context)
     mtp = _mtp_note(fw, args, inputs.mtp)
     if mtp:
         notes.append(mtp)

@@ -137,12 +137,14 @@ TIED_REASON_KNOBS = ("dense_tp_size", "embed_tp_size", "lmhead_tp_size")
 
 def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware,
                          mem: MemoryReport | None = None, kvp_in_tp: bool = False,
-                         cp_replicates_kv: bool = False, ties: Mapping[str, str] | None = None) -> str:
+                         cp_replicates_kv: bool = False, ties: Mapping[str, str] | None = None,
+                         refused: Mapping[str, str] | None = None) -> str:
     """Name the seed's Step 2 branches this config follows and where it departs (`mem`: the config's memory at
     its concurrency, for whether memory binds; `kvp_in_tp`: the engine's DCP reuses its TP ranks, so the
     attention choice is said as the engine's TP and its DCP; `cp_replicates_kv`: the engine's CP ranks each keep
     the whole cache, so only KVP splits it; `ties`: knob -> the engine's rules that hold it at its value
-    (ties.profile_ties), said as what set it instead of the estimate)."""
+    (ties.profile_ties), said as what set it instead of the estimate; `refused`: addon_refusals', why Layer 3's
+    add-on is not in the config where the sequence asks for one)."""
     ties = ties or {}
     W = pc.world_size
     lines = []
@@ -241,7 +243,8 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
                        and b.state(2, 1).grows and b.state(2, 1).window is None})
         if both:
             l3 += f"; {', '.join(both)}: a bounded window beside a cache that grows with the sequence"
-    lines.append(f"Layer 3 (max sequence {seq:,}, {l3}): " + (f"+{'/'.join(addon)}" if addon else "no add-on"))
+    lines.append(f"Layer 3 (max sequence {seq:,}, {l3}): " + (f"+{'/'.join(addon)}" if addon else
+                                                               "no add-on" + _no_addon_why(refused or {})))
     if scenario.phase == "decode" and seq > 4096 and pc.attn_tp_size == 1 and pc.kvp_size == 1:
         lines.append(f"CP splits prompts and leaves this decode step unchanged (its ranks decode as attention "
                      f"DP): set cp_size={W} if these ranks also prefill the prompts, as cann-recipes decode "
@@ -257,6 +260,69 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         lines.append(f"note: attention TP on an MLA model {held}; the estimate counts that and still ranks it here "
                      "(the seed's common error is choosing it unweighed)")
     return "; ".join(lines)
+
+
+# Layer 3's add-ons: the knobs that split attention by sequence, as the reason names them
+ADDON_KNOBS = (("cp_size", "CP"), ("kvp_size", "KVP"), ("attn_sp_size", "SP"))
+RANKED_LOWER = "admissible; the planner's estimate ranked it lower at this backbone"
+
+
+def addon_refusals(pc: ParallelConfig, model: ModelSpec, hw: Hardware, scenario: Scenario, batch: int,
+                   fw: FrameworkProfile | None) -> dict[str, str]:
+    """Why a config without Layer 3's add-on has none, per add-on the model has (ADDON_KNOBS), keyed by the add-on
+    and its degree ("CP2"): the first degree (a divisor of the world, from 2 up) the space and the engine's rules
+    admit, which the planner's estimate then ranked lower (RANKED_LOWER); where none is admitted, the smallest
+    degree's refusal, by the space (the attention group no longer divides the stage) or by the engine's rules (the
+    ids --explain prints for a pattern, explain.rules_broken). KVP is tried inside the same engine TP where the
+    engine carves it from its TP ranks (FrameworkProfile.kvp_splits_attention_weights). Empty where the sequence
+    asks for no add-on (<= 4K, no attention, every layer windowed) or the config has one."""
+    from solver.errors import ShardplanError
+    from solver.rank.explain import rules_broken
+    from solver.specs.parallel import make_parallel_config, model_knobs
+
+    if (scenario.max_seq_len <= 4096 or model.attention_kind == "none" or
+            (model.kv_window_bound and scenario.max_seq_len > model.kv_window_bound)):
+        return {}
+    if any(getattr(pc, k) > 1 for k, _ in ADDON_KNOBS):
+        return {}
+    out = {}
+    present = model_knobs(model)
+    degrees = [d for d in range(2, pc.world_size + 1) if pc.world_size % d == 0]
+    for knob, name in ADDON_KNOBS:
+        if knob not in present:
+            continue
+        first = None
+        for d in degrees:
+            knobs = {**pc.knobs(), knob: d}
+            if knob == "kvp_size" and fw is not None and fw.kvp_splits_attention_weights:
+                if pc.attn_tp_size % d:
+                    first = first or (f"{name}{d}", f"{fw.name} carves it out of the TP{pc.attn_tp_size} ranks, "
+                                                    f"which {d} does not divide")
+                    continue
+                knobs["attn_tp_size"] = pc.attn_tp_size // d  # the engine's DCP is carved out of its TP ranks
+            try:
+                v = make_parallel_config(pc.world_size, **knobs)
+            except ShardplanError as exc:
+                first = first or (f"{name}{d}", getattr(exc, "problem", str(exc)))
+                continue
+            broken = rules_broken(model, hw, fw, scenario, v, batch) if fw is not None else []
+            if not broken:
+                first = (f"{name}{d}", RANKED_LOWER)
+                break
+            first = first or (f"{name}{d}", f"{fw.name}'s rules refuse it ({', '.join(dict.fromkeys(broken))})")
+        if first:
+            out[first[0]] = first[1]
+    return out
+
+
+def _no_addon_why(refused: Mapping[str, str]) -> str:
+    """The clause after "no add-on": each add-on and why not, one reason said once for all it covers."""
+    if not refused:
+        return ""
+    by: dict[str, list[str]] = {}
+    for label, why in refused.items():
+        by.setdefault(why, []).append(label)
+    return " (" + "; ".join(f"{'/'.join(labels)}: {why}" for why, labels in by.items()) + ")"
 
 
 def adoption_note(ref_id: str, behind: float) -> str:
@@ -342,7 +408,8 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
         comparative = i == 0 and dist >= 4 and score <= best_score + math.log(1 + PERF_TIE)
         ties = (profile_ties(fw, model, hw, p.config, TIED_REASON_KNOBS, p.batch, scenario.mtp)
                 if fw is not None else None)
-        reason = decision_tree_reason(p.config, model, scenario, hw, mem, kvp_in_tp, cp_replicates_kv, ties)
+        refused = addon_refusals(p.config, model, hw, scenario, p.batch, fw)
+        reason = decision_tree_reason(p.config, model, scenario, hw, mem, kvp_in_tp, cp_replicates_kv, ties, refused)
         if p.verified is not None:
             reason = f"{adoption_note(p.verified, score - best_score)}; {reason}"
         out.append(Candidate(

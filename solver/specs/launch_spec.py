@@ -45,13 +45,17 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
     "memory_fraction",   # the memory model's limit over the capacity, min(0.95, 1 - reserve / capacity), down to 0.01
     "remote_code",       # 1 when the model's config names code of its own (auto_map): the engine's trust switch
     "replica_batch",     # the planned requests of one attention replica: max(1, ceil(batch x attn_group_size / world))
+    "past_context",      # 1 when max_model_len exceeds the model's config context (ModelSpec.max_position_embeddings)
 })
-# replica_batch over the rule names (the profile's attn_group_size: its own product of knobs, group_products)
+# replica_batch over the rule names (the profile's attn_group_size: its own product of knobs, group_products).
+# `world` is one pipeline stage's ranks (rule_env), so this is batch / ParallelConfig.attn_replicas, the requests the
+# estimate gives one replica (request_state.held_per_replica): with PP a replica's requests are its whole
+# pipeline's, which the engines' caps count (the profiles' --max-num-seqs / --max-running-requests comments)
 REPLICA_BATCH = "max(1, (batch * attn_group_size + world - 1) // world)"
 # the names a `step_budget` value may read: the estimate knows them at any workload (workload.token_budget)
 STEP_BUDGET_NAMES = frozenset({"token_budget", "replica_batch", "mtp"})
 # the launch names that are yes/no (a `when` may be one of them alone)
-LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "prefill_role", "remote_code"})
+LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "prefill_role", "remote_code", "past_context"})
 # text names: placeholders the user replaces, documented in README ("Launch commands")
 # role: "prefill" or "decode" (disaggregated serving; `map` spells it); node_addr: the address of the node this
 # command runs on (the head's for node 0)
@@ -275,6 +279,10 @@ class LaunchSpec(BaseModel):
     # name; a format with no engine at all): given, such a format is a note saying so; empty, it is refused (the
     # engine's runtime choice, which the command could not ask for)
     kv_dtype_elsewhere: str = ""
+    # How the engine serves a length past the model's config context with positions its RoPE scaling covers (the
+    # config override that raises the factor), with its source: said in the launch's note beside the args that
+    # read `past_context` (the engine's switch that allows a longer maximum model length)
+    long_context: str = ""
 
     def splits_weights_online(self) -> bool:
         """The command always sets the seed's `enable_online_split_weight` true: the runtime splits the checkpoint

@@ -40,10 +40,18 @@ def past_position_table(model: ModelSpec, max_len: int | None) -> str | None:
             "learned position table (no scaling extends it)")
 
 
-# what lies past the trained context, by ModelSpec.position_encoding (the learned table: past_position_table)
+# what lies past the trained context, by ModelSpec.position_encoding (the learned table: past_position_table).
+# Rotary: the engines derive their limit from the field, times the factor of a linear or dynamic scaling (a YaRN or
+# llama3 config's field is already the scaled context), and refuse a longer one unless told to allow it (vLLM
+# 0.34.0 config/model.py _get_and_verify_max_len; sglang 0.5.23 utils/hf_transformers/common.py
+# get_context_length, configs/model_config.py _derive_context_length); each profile's args that read past_context
+# and its launch.long_context say the engine's own switch and config override
 _PAST_CONTEXT = {
-    "rope": "engines refuse that maximum model length unless the model is served with a RoPE scaling (YaRN etc.) "
-            "that extends it",
+    "rope": "engines take {field} (times the factor of a linear or dynamic RoPE scaling; a YaRN or llama3 "
+            "config's field is already the scaled context) as the longest maximum model length and refuse a longer "
+            "one unless told to allow it, and positions past it run outside the RoPE scaling the config trained: "
+            "raise the scaling factor and {field} in the config (the engine's config override) to extend it; the "
+            "launch commands set each engine's switch and name its override",
     "alibi": "ALiBi has no position table that limits the length, but {field} is the context it was trained on and "
              "quality past it is not guaranteed; engines cap the maximum model length at that field unless told "
              "to allow a longer one",
