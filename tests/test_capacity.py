@@ -421,30 +421,29 @@ def test_recommend_serves_the_load_with_copies_of_a_smaller_deployment_where_the
     o = rec.best
     assert (o.copies, o.cards, o.total_cards) == (6, 16, 96)
     assert o.tried_cards == [8, 16]  # one copy of 128 cards needs more than 96: not solved
-    assert o.output_tokens_per_s == pytest.approx(3424.61, abs=0.1) and o.concurrency == 184
-    assert o.total_output_tokens_per_s == pytest.approx(6 * 3424.61, abs=1)
+    assert o.output_tokens_per_s == pytest.approx(3570.52, abs=0.1) and o.concurrency == 192
+    assert o.total_output_tokens_per_s == pytest.approx(6 * 3570.52, abs=1)
     assert o.copy_load_output_tokens_per_s == pytest.approx(20000 / 6, abs=0.1)
-    assert o.headroom == pytest.approx(6 * 3424.61 / 20000, abs=1e-3)
+    assert o.headroom == pytest.approx(6 * 3570.52 / 20000, abs=1e-3)
     assert o.cost_per_hour == pytest.approx(96 * 2.5)  # $240/h against one deployment's $640/h
-    assert o.cost_per_million_output_tokens_at_capacity == pytest.approx(240 / (6 * 3424.61 * 3600) * 1e6, rel=1e-3)
+    assert o.cost_per_million_output_tokens_at_capacity == pytest.approx(240 / (6 * 3570.52 * 3600) * 1e6, rel=1e-3)
 
 
 def test_each_copy_runs_the_lowest_latency_configuration_that_carries_its_share_of_the_load() -> None:
-    # 2 copies of 128 H100s carry 10,000 tok/s each: of the 128-card rows that reach it (10,167 at 256 in flight,
+    # 2 copies of 128 H100s carry 10,000 tok/s each: of the 128-card rows that reach it (10,268 at 256 in flight,
     # and the rows at 512 and 1,024), 256 in flight has the lowest request latency
     o = api.recommend(**QWEN, cards="128").best
     assert (o.copies, o.concurrency) == (2, 256)
-    assert o.output_tokens_per_s == pytest.approx(10166.63, abs=0.1) and o.tpot_ms < 25
+    assert o.output_tokens_per_s == pytest.approx(10268.11, abs=0.1) and o.tpot_ms < 25
 
 
 def test_max_copies_1_gives_the_one_deployment_answer() -> None:
-    # the first size whose one deployment carries 20,000: 256 cards, and of its rows that do (1,024 and 2,048 in
-    # flight; 512 carries 19,985 since a decode-first step leaves prompts what the decodes leave of its budget) the
-    # lowest latency, 1,024 ($640/h)
+    # the first size whose one deployment carries 20,000: 256 cards, and of its rows that do (512, 1,024, 2,048 in
+    # flight) the lowest latency, 512 ($640/h)
     o = api.recommend(**QWEN, cards="8,16,128,256", prices={"h100_sxm": 2.5}, max_copies=1).best
-    assert (o.copies, o.cards, o.total_cards, o.concurrency) == (1, 256, 256, 1024)
+    assert (o.copies, o.cards, o.total_cards, o.concurrency) == (1, 256, 256, 512)
     assert o.tried_cards == [8, 16, 128, 256]
-    assert o.output_tokens_per_s == o.total_output_tokens_per_s == pytest.approx(27537.02, abs=0.1)
+    assert o.output_tokens_per_s == o.total_output_tokens_per_s == pytest.approx(20156.79, abs=0.1)
     assert o.cost_per_hour == pytest.approx(640)
 
 
@@ -455,7 +454,7 @@ def test_max_copies_bounds_the_copies_and_a_shortfall_names_it() -> None:
     assert (o.copies, o.cards) == (2, 128)
     short = api.recommend(**QWEN, cards="8,16", max_copies=5).options[0]
     assert not short.met
-    assert "3,425 output tokens/s on 16 cards (17,123 in 5 copies), below the target 20,000" in short.note
+    assert "3,571 output tokens/s on 16 cards (17,853 in 5 copies), below the target 20,000" in short.note
     assert "more copies (--max-copies)" in short.note
 
 
@@ -491,7 +490,7 @@ def test_recommend_says_the_copies_in_the_table_and_the_json_and_refuses_them_di
             "--tpot-ms", "50", "--cards", "8,16"]
     table = _run(*args)
     assert table.exit_code == 0, table.output
-    assert ("recommended (fewest cards): 6 x (16 x h100_sxm: Attn DP + SP2 + MoE EP, 184 requests in flight per "
+    assert ("recommended (fewest cards): 6 x (16 x h100_sxm: Attn DP + SP2 + MoE EP, 192 requests in flight per "
             "copy) = 96 cards") in table.stdout
     assert "spreads the requests evenly: each carries 3,333 output tokens/s" in " ".join(table.stdout.split())
     data = json.loads(_run(*args, "--format", "json").stdout)
