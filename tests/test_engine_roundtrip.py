@@ -51,7 +51,7 @@ def _flags(argv: list[str]) -> dict[str, str | bool]:
 
 
 def _vllm(flags: dict, model) -> dict[str, int]:
-    tp = int(flags["--tensor-parallel-size"])
+    tp = int(flags.get("--tensor-parallel-size", 1))  # absent: the engine's default (the profile's `default: 1`)
     dp = int(flags.get("--data-parallel-size", 1))
     kvp = int(flags.get("--decode-context-parallel-size", 1))
     extra = json.loads(flags.get("--additional-config", "{}"))
@@ -88,7 +88,7 @@ def sglang_dp(flags: dict, model) -> tuple[int, int]:
 
 
 def _sglang(flags: dict, model) -> dict[str, int]:
-    tp = int(flags["--tp-size"])
+    tp = int(flags.get("--tp-size", 1))  # absent: the engine's default (the profile's `default: 1`)
     replicas, dp = sglang_dp(flags, model)
     # --attn-cp-size with --enable-prefill-cp is the DSA prefill CP of a DSA model (attn_sp_size; the engine tells
     # by the architecture) or the prefill CP of another (cp_size): the same ranks carved out of --tp-size either way

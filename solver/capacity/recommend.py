@@ -8,8 +8,9 @@ latency vs throughput per rank, SLA constraints enforced) is re-estimated; the f
 N = ceil(target / the most output tokens/s one copy reaches within the SLA), and of the configurations that carry
 target / N the one with the lowest request latency is the copy's (it meets its share of the load with the best
 user experience; `headroom` says how much load the N copies have to spare). The answer is the fewest cards in all
-(N x W), ties broken by fewer copies (fewer moving parts), so one deployment (N = 1) is chosen wherever it needs
-no more cards than copies of a smaller one. A size W is tried only while one copy of it could still win (W below
+(N x W), ties broken by fewer engines (fewer moving parts: N, or N x W where a copy is W whole-model replicas,
+replicas_per_copy), so one deployment (N = 1) is chosen wherever it needs no more cards than copies of a smaller
+one, and copies of the one-card engine over copies of pure DP replicas of it (the same engines). A size W is tried only while one copy of it could still win (W below
 the best total found), so no more sizes are solved than the first size that carries the load alone. `max_copies`
 bounds N (1: one deployment, DP inside the configuration its only scale-out).
 
@@ -306,6 +307,14 @@ def copies_needed(most: float, tok_s: float) -> int:
     return n - 1 if n > 1 and most * (n - 1) >= tok_s else n  # a quotient a hair above a whole number (2.1 / 0.3)
 
 
+def replicas_per_copy(row: Mapping[str, Any], cards: int) -> int:
+    """The whole-model engines one copy of a sweep row's configuration runs: `cards` where nothing is split (every
+    knob 1 and no expert parallel: each rank an attention-DP replica holding the whole model, the same engine as
+    one card's), else 1 (the ranks serve one model together)."""
+    split = any(row.get(k) not in (None, 1) for k in KNOBS) or row.get("moe_ep_size") not in (None, 1)
+    return 1 if split else cards
+
+
 def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | None,
                   progress: Callable[[str], None] | None, widen: bool = False,
                   max_copies: int | None = None) -> Option:
@@ -317,7 +326,8 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
     best_in_cap: tuple[float, int, int, float] | None = None
     last_binding, last_remedy = "", None  # the largest infeasible size's binding constraint and the planner's remedy
     infeasible: list[tuple[int, str]] = []  # (cards, binding) of the sizes with no feasible configuration
-    chosen: tuple[int, int, Task, dict[str, Any], int] | None = None  # total cards, copies, task, row, range start
+    # total cards, engines (copies x replicas_per_copy), copies, task, row, range start
+    chosen: tuple[int, int, int, Task, dict[str, Any], int] | None = None
     for t in tasks:
         if chosen is not None and (t.cards, 1) >= chosen[:2]:
             break  # one copy of this size or a larger one needs as many cards as the answer found, or more
@@ -350,10 +360,17 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
             continue  # the copies allowed, and the cards a cluster may have (--cards' own bound), in all
         meets = [r for r in ok if r["output_tokens_per_s"] * n >= tok_s]
         r = min(meets, key=lambda r: (r["request_latency_ms"], -r["output_tokens_per_s"], r["rank"]))
-        if chosen is None or (t.cards * n, n) < chosen[:2]:
-            chosen = (t.cards * n, n, t, r, start)
+        engines = n * replicas_per_copy(r, t.cards)
+        if chosen is None or (t.cards * n, engines) < chosen[:2]:
+            chosen = (t.cards * n, engines, n, t, r, start)
     if chosen is not None:
-        return _met(opt, *chosen, tok_s, price)
+        total, _, n, t, r, start = chosen
+        opt = _met(opt, total, n, t, r, start, tok_s, price)
+        if t.cards > 1 and replicas_per_copy(r, t.cards) == t.cards:  # fewer cards than the one-card copies
+            same = (f"each copy's {t.cards} cards are {t.cards} whole-model replicas (nothing split): the same "
+                    f"engines as {n * t.cards} one-card copies, planned here at {opt.concurrency} requests per copy")
+            opt.note = "; ".join(part for part in (opt.note, same) if part)
+        return opt
     largest = tasks[-1].cards if tasks else 0
     if best_seen is None:
         opt.note = no_fit_note("configuration", largest, last_binding, last_remedy)

@@ -86,9 +86,10 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache,
                              fields=dep.fields)
     engine_len = model_len(w.phase, max_len)  # a prefill-only instance still emits its one token
+    memory = memory_per_rank(spec, hw, pc, prec, batch, max_len, mtp_layers=dep.mtp)
     inputs = LaunchInputs(batch=batch, max_model_len=engine_len, mtp=dep.mtp, weight_dtype=dep.quant.weights,
                           moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,
-                          model_path=model_path, head_addr=head_addr)
+                          model_path=model_path, head_addr=head_addr, memory=memory)
     try:
         launch = emit_launch(fw, spec, hw, pc, inputs)
     except InputError as exc:  # the file's knobs the model cannot run: named under the file, as check names them
@@ -105,7 +106,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
                                         "drop --head-addr")
     # the engine would fail to allocate what the memory model does not fit: said, not refused (the command is
     # what the user asked for; `check` reports it as a violation)
-    misfit = memory_per_rank(spec, hw, pc, prec, batch, max_len, mtp_layers=dep.mtp).misfit()
+    misfit = memory.misfit()
     # so is a placement `check` refuses (class B): a TP group across nodes, too many experts per rank
     placement = [f"{p}: `shardplan check` reports it as a class B violation"
                  for p in hardware_placement(spec, hw, pc, fw.kvp_splits_attention_weights)[1]]

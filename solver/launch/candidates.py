@@ -21,8 +21,8 @@ def candidate_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand:
     """The launch of one candidate; {"error": line} when the profile cannot spell it (a planner/profile
     disagreement the round-trip test guards against, shown rather than hidden)."""
     inputs = LaunchInputs(batch=cand.planned.batch, max_model_len=model_len(scenario.phase, scenario.max_seq_len),
-                          mtp=scenario.mtp,
-                          weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype)
+                          mtp=scenario.mtp, weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype,
+                          kv_dtype=kv_dtype, memory=cand.planned.estimate.memory)
     try:
         return emit_launch(fw, model, hw, cand.planned.config, inputs)
     except InputError as exc:
@@ -44,7 +44,7 @@ def pool_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand: Cand
     if role == "prefill":
         batch = prompts_per_replica(cand.planned) * cand.planned.config.attn_replicas
     inputs = LaunchInputs(batch=batch, max_model_len=max_model_len, mtp=mtp, weight_dtype=weight_dtype,
-                          moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype)
+                          moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype, memory=cand.planned.estimate.memory)
     try:
         return emit_launch(fw, model, hw, cand.planned.config, inputs, role=role, pools=pools)
     except InputError as exc:

@@ -16,7 +16,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 
@@ -34,6 +34,9 @@ from solver.specs.model_rules import model_problems
 from solver.specs.parallel import ParallelConfig, absent_knobs
 from solver.space.domains import node_counts
 from solver.space.placement import as_launched, placement_note
+
+if TYPE_CHECKING:
+    from solver.estimate.memory import MemoryReport
 
 # the workload's figures a profile rule may read (model_env's batch and mtp), named in a refusal beside the knobs
 WORKLOAD_NAMES = ("batch", "mtp")
@@ -57,6 +60,9 @@ class LaunchInputs:
     kv_dtype: str | None = None
     model_path: str = MODEL_PATH
     head_addr: str = HEAD_ADDR
+    # the estimate's memory of one rank at this batch (None: the emitter computes it, memory_per_rank, where an
+    # argument reads static_fraction)
+    memory: "MemoryReport | None" = None
 
 
 def model_len(phase: str, longest: int) -> int:
@@ -78,9 +84,50 @@ def memory_fraction(hw: Hardware) -> float:
     engine given this share holds what the estimate fits; at a lower default it may not: vLLM's is 0.9)."""
     from solver.estimate.memory_options import TOTAL_FRACTION, memory_limit
 
-    share = memory_limit(hw.memory_bytes, hw.reserved_bytes, TOTAL_FRACTION) / hw.memory_bytes
+    return _floor_share(memory_limit(hw.memory_bytes, hw.reserved_bytes, TOTAL_FRACTION) / hw.memory_bytes)
+
+
+def _floor_share(share: float) -> float:
     scale = 10 ** SHARE_DECIMALS
     return math.floor(round(share * scale, 6)) / scale
+
+
+def static_fraction(mem: "MemoryReport") -> float:
+    """The share of a rank's memory the weights and caches may hold in the planned configuration: the memory
+    model's limit less the activations and comm buffers at the planned concurrency, over the capacity, rounded
+    down as memory_fraction (an engine whose share covers weights + KV pool alone, SGLang's
+    --mem-fraction-static, then leaves the rest, capacity x (1 - share) >= reserve + activations + comm, to
+    what runs outside it). Never below the weights + caches the plan holds (rounded up: a plan filled to within
+    1e-4 of the limit keeps them); a plan whose weights + caches + activations exceed the limit has no share
+    (static_fraction_refusal)."""
+    scale = 10 ** SHARE_DECIMALS
+    held = math.ceil(round((mem.weights_total + mem.cache_total) / mem.capacity_bytes * scale, 6)) / scale
+    return max(held, _floor_share((mem.limit_bytes - mem.activation_bytes - mem.comm_buffer_bytes)
+                                  / mem.capacity_bytes))
+
+
+def static_fraction_refusal(mem: "MemoryReport") -> str | None:
+    """Why no share holds the plan: its weights + caches, activations and comm buffers over the memory model's
+    limit (a share holding the weights + caches would leave the activations and the runtime reserve no room).
+    None where they fit."""
+    if mem.feasible:
+        return None
+    held = (mem.weights_total + mem.cache_total) / 1e9
+    rest = (mem.activation_bytes + mem.comm_buffer_bytes) / 1e9
+    return (f"weights + KV {held:.2f} GB and activations {rest:.2f} GB per rank exceed the limit of "
+            f"{mem.limit_bytes / 1e9:.2f} GB = {mem.limit_formula()}: no memory share holds this plan (more ranks "
+            "or a lower batch)")
+
+
+def _plan_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, inputs: LaunchInputs) -> "MemoryReport":
+    """The estimate's memory of one rank at the launch's batch and length (inputs.memory where the caller has it)."""
+    if inputs.memory is not None:
+        return inputs.memory
+    from solver.estimate.memory import memory_per_rank
+    from solver.specs.precision import resolve_precision
+
+    prec = resolve_precision(model, hw, inputs.weight_dtype, inputs.moe_weight_dtype, inputs.kv_dtype)
+    return memory_per_rank(model, hw, pc, prec, inputs.batch, inputs.max_model_len, mtp_layers=inputs.mtp)
 
 
 def _node_addr(i: int, head: str) -> str:
@@ -364,6 +411,12 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "past_context": model.max_position_embeddings is not None and inputs.max_model_len > model.max_position_embeddings,
         **(fw.pool_figures(pools) if pool is not None else {}),
     }
+    if any("static_fraction" in _reads(a) for a in args):
+        mem = _plan_memory(model, hw, pc, inputs)
+        refusal = static_fraction_refusal(mem)
+        if refusal:
+            raise InputError(f"--engine {fw.name}", refusal)
+        base["static_fraction"] = static_fraction(mem)
     if pool is not None:
         _pool_checks(fw, pool, role or "", env, base)
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
@@ -388,6 +441,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
             if arg.knob in skip or id(arg) in unspelled or not arg.when_expr.evaluate(names):
                 continue
             v = _value(arg, names, fw.name)
+            if arg.default is not None and v == arg.default:  # the engine's own value: nothing to tell it
+                continue
             if arg.doc is not None:
                 _put(docs[arg.doc], arg.key or "", v)
             elif arg.env is not None:

@@ -42,7 +42,9 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
     "weight_dtype_set",  # the user chose a weight format (else the checkpoint's is served)
     "kv_dtype_set",      # the user chose a KV-cache format (else the engine's default, the model dtype)
     "prefill_role",      # disaggregated serving: 1 on a prefill-pool worker, 0 on a decode-pool worker
-    "memory_fraction",   # the memory model's limit over the capacity, min(0.95, 1 - reserve / capacity), down to 0.01
+    "memory_fraction",   # the memory model's limit over the capacity, min(0.95, 1 - reserve / capacity), down at 1e-4
+    "static_fraction",   # the share weights + caches may hold: that limit less the planned activations and comm
+                         # buffers, over the capacity, down at 1e-4 (emit.static_fraction)
     "remote_code",       # 1 when the model's config names code of its own (auto_map): the engine's trust switch
     "replica_batch",     # the planned requests of one attention replica: max(1, ceil(batch x attn_group_size / world))
     "past_context",      # 1 when max_model_len exceeds the model's config context (ModelSpec.max_position_embeddings)
@@ -102,6 +104,8 @@ class LaunchArg(BaseModel):
                                "spell it (an engine wheel's file and version)")
     step_budget: bool = Field(False, description="the value is the engine's tokens per forward step: the estimate "
                               "prices the budget it renders (FrameworkProfile.step_budget_rule)")
+    default: int | None = Field(None, description="the engine's value when the flag is absent (its source's "
+                                "default): a value equal to it is left out of the command")
 
     _when: Expr = PrivateAttr()
     _value: Expr | None = PrivateAttr(None)
@@ -132,6 +136,8 @@ class LaunchArg(BaseModel):
             unknown = sorted(set(_TEMPLATE.findall(self.text)) - LAUNCH_TEXT_NAMES - RULE_NAMES - LAUNCH_NAMES)
             if unknown:
                 raise ValueError(f"text uses unknown placeholder(s) {', '.join(unknown)}")
+        if self.default is not None and (self.value is None or self.flag is None or self.doc or self.env):
+            raise ValueError("default needs a flag with a value (an argv flag the engine reads a default for)")
         if self.step_budget:
             # the estimate evaluates it at every workload, with no knob or launch figure beside these names
             if self.value is None or self.when != "true":
