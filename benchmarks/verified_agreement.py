@@ -50,8 +50,8 @@ def evaluate(ref: Reference, top: int, refs: list[Reference] | None = None) -> d
     q = ref.quant
     t0 = time.perf_counter()
     try:
-        _, cands = run_solve(ref.model, ref.hardware, ref.world_size, sc, "cann-recipes", q.weights, q.moe_weights,
-                             q.kv_cache, top=top, explain_binding=False, references=refs)
+        _, cands = run_solve(ref.model, ref.hardware, ref.world_size, sc, "cann-recipes", q.spelled(q.weights),
+                             q.spelled(q.moe_weights), q.kv_cache, top=top, explain_binding=False, references=refs)
     except ShardplanError as exc:
         return {"id": ref.id, "status": f"error: {exc}", "exact": False, "pattern": False, "rank": None,
                 "seconds": time.perf_counter() - t0, "top": []}

@@ -227,9 +227,11 @@ def knob_options(func: Callable) -> Callable:
 def dtype_options(func: Callable) -> Callable:
     func = click.option("--kv-dtype", type=str, default=None, help="KV-cache dtype: bf16, fp8, int8")(func)
     func = click.option("--moe-weight-dtype", type=str, default=None,
-                        help="routed-expert weights: bf16, fp8, fp8_block, int8, int4, mxfp4, nvfp4")(func)
+                        help="routed-expert weights, in --weight-dtype's forms")(func)
     func = click.option("--weight-dtype", type=str, default=None,
-                        help="weights of every linear layer (default: the checkpoint's where the hardware runs it)")(func)
+                        help="weights of every linear layer: bf16, fp8, fp8_block, int8 (W8A8), int4 (W4A16: 16-bit "
+                             "activations), w4a8 (int4 weights, 8-bit activations: the W4A8 recipe), w4afp8, "
+                             "w4a16, mxfp4, nvfp4 (default: the checkpoint's where the hardware runs it)")(func)
     return func
 
 

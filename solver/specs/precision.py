@@ -154,7 +154,12 @@ def _admits(spelled: str) -> set[str]:
 def _device_activation(spelled: str, hw: Hardware, field: str) -> str:
     """The activation dtype of a format spelled with its activations (w4a8: the device's 8-bit rate, FP8 before
     INT8; w4afp8: fp8; w4a16: bf16)."""
-    if spelled != "8bit":
+    if spelled in ("bf16", "fp16"):
+        return spelled
+    if spelled != "8bit":  # w4afp8: the flag names fp8 activations, which the device must compute
+        if not hw.supports(spelled):
+            raise InputError(field, f"{hw.name} has no {spelled} rate for the activations this format names (it "
+                                    f"has {', '.join(sorted(hw.peak_flops))}; w4a8 takes its 8-bit rate)")
         return spelled
     for cand in ("fp8", "int8"):
         if hw.supports(cand):

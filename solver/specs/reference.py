@@ -59,6 +59,11 @@ class Quant(BaseModel):
     kv_cache: ActDtype
     moe_weights: WeightDtype | None = Field(None, description="routed-expert weights when they differ")
 
+    def spelled(self, weights: str | None) -> str | None:
+        """A weight format as the planner reads it with these activations: int4 beside 8-bit activations is W4A8
+        (dtypes.ACTIVATION_SPELLINGS; a plain int4 prices W4A16, the published W4A8C8 recipes run W4A8)."""
+        return "w4a8" if weights == "int4" and self.activations == "int8" else weights
+
 
 class Provenance(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -143,7 +148,7 @@ class Reference(BaseModel):
 
     def precision(self, model: ModelSpec, hw: Hardware) -> Precision:
         q = self.quant
-        return resolve_precision(model, hw, q.weights, q.moe_weights, q.kv_cache)
+        return resolve_precision(model, hw, q.spelled(q.weights), q.spelled(q.moe_weights), q.kv_cache)
 
 
 # Every reference is a row of verified-configs.md, whose source is hicann/cann-recipes-infer: the profile that
@@ -166,8 +171,9 @@ def deployment_data(ref: Reference) -> dict:
                                                           "cannot review this reference as it ran")
     workload = ({"phase": "prefill", "batch": ref.batch, "seq_len": ref.input_len} if ref.phase == "prefill"
                 else {"phase": "decode", "batch": ref.batch, "isl": ref.input_len, "osl": ref.output_len})
-    quant = {"weights": ref.quant.weights, "kv_cache": ref.quant.kv_cache,
-             **({"moe_weights": ref.quant.moe_weights} if ref.quant.moe_weights else {})}
+    q = ref.quant
+    quant = {"weights": q.spelled(q.weights), "kv_cache": q.kv_cache,
+             **({"moe_weights": q.spelled(q.moe_weights)} if q.moe_weights else {})}
     return {"model": ref.model, "hardware": ref.hardware, "framework": REFERENCE_FRAMEWORK,
             "world_size": ref.world_size, "parallel_config": ref.knobs, "workload": workload, "quant": quant,
             "mtp": ref.mtp}
