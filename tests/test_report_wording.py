@@ -1,4 +1,4 @@
-"""Rules found reading the 2026 catalog's answers as an inference engineer (hunt40a)."""
+"""How an answer's tables, notes and comparisons word the estimate's figures."""
 from types import SimpleNamespace
 
 from solver.report.candidates import estimation, table_figures
