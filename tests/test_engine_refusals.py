@@ -1,5 +1,6 @@
-"""Published deployments as their users write them, through check / launch / estimate --from-csv / calibrate:
-the refusals name the field the user wrote, and what an engine accepts is accepted."""
+"""What an engine accepts and refuses, as published deployments' users write them through check / launch /
+calibrate: an engine on another vendor's device, a batch the engine cannot express, and MTP depth limits; each
+refusal names the field the user wrote."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -88,5 +89,3 @@ def test_an_engine_whose_facts_give_no_mtp_limit_launches_a_depth_past_3(tmp_pat
 def test_cann_recipes_keeps_its_mtp_depth_limit_of_3() -> None:
     """verified-configs.md: MTP depth (next_n) at most 3 in cann-recipes-infer."""
     assert load_framework("cann-recipes").max_mtp == 3
-
-
