@@ -600,3 +600,50 @@ def test_a_price_for_some_hardware_only_names_the_hardware_without_one() -> None
     assert r.exit_code == 0, r.output
     assert "note: no --price for b200_sxm, so the answer is the fewest cards" in r.stdout
     assert "--price b200_sxm=USD_PER_CARD_HOUR" in r.stdout
+
+
+def _front_rows() -> pd.DataFrame:
+    """One hardware, one card count, three front rows (sweep.on_front: request latency vs tokens/s per rank),
+    OSL 100: request latency = TTFT + 99 x TPOT. a: 505 + 99 x 5 = 1,000 ms, 100 tok/s per rank, 1,000 / 5 = 200
+    tok/s per user; b: 200 + 99 x 2 = 398 ms, 50 per rank, 500 per user; c: 50 + 99 x 3 = 347 ms, 20 per rank,
+    333 per user. On the per-user axis b (500) lies right of c (333) with the higher throughput, and a left of
+    both: sorted by tokens/s per user the curve would fold back (200 -> 333 -> 500 per user: 100, 20, 50)."""
+    rows = [dict(ttft_ms=1000.0 - 99 * 5.0, tpot_ms=5.0, output_tokens_per_s_per_rank=100.0),
+            dict(ttft_ms=200.0, tpot_ms=2.0, output_tokens_per_s_per_rank=50.0),
+            dict(ttft_ms=50.0, tpot_ms=3.0, output_tokens_per_s_per_rank=20.0)]
+    df = pd.DataFrame(rows)
+    df["request_latency_ms"] = df["ttft_ms"] + 99 * df["tpot_ms"]
+    df["tokens_per_s_per_user"] = 1e3 / df["tpot_ms"]
+    df["output_tokens_per_s"] = df["output_tokens_per_s_per_rank"] * 8
+    for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
+              "cp_size", "kvp_size", "attn_sp_size"):
+        df[k] = 1
+    df["concurrency"] = [64, 16, 4]
+    df = df.assign(hardware="h200_sxm", cards=8, scenario="throughput", isl=2048, osl=100, feasible=True,
+                   on_front=True, candidate=[1, None, None], model="m")
+    return df
+
+
+def test_the_front_is_drawn_on_the_axis_it_is_taken_on() -> None:
+    """Request latencies 1,000 / 398 / 347 ms with 100 / 50 / 20 tok/s per rank: on request latency the front
+    rises monotonically; the x label names the quantity and its unit."""
+    from solver.capacity.plots import plot_sweep
+
+    fig = plot_sweep(_front_rows())
+    ax = fig.axes[0]
+    (line,) = ax.get_lines()
+    x, y = list(line.get_xdata()), list(line.get_ydata())
+    assert x == sorted(x) and y == sorted(y)
+    assert x == [347.0, 398.0, 1000.0]
+    assert "request latency, ms" in ax.get_xlabel() and "tokens/s" in ax.get_ylabel()
+    assert "tokens/s" in fig.axes[1].get_ylabel() and "cards" in fig.axes[1].get_xlabel()
+
+
+@pytest.mark.parametrize("ext, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")])
+def test_a_sweep_of_one_hardware_and_one_card_count_plots_in_every_format(tmp_path: Path, ext: str,
+                                                                          magic: bytes) -> None:
+    from solver.capacity.plots import plot_sweep
+
+    path = tmp_path / f"one{ext}"
+    plot_sweep(_front_rows(), path)
+    assert path.read_bytes().startswith(magic)

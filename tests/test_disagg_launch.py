@@ -5,6 +5,7 @@ transfer refuses (vLLM NixlConnector, SGLang mooncake) is refused before a comma
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from pydantic import ValidationError
@@ -189,3 +190,47 @@ def test_sglang_pd_decode_runs_no_attention_cp() -> None:
                          dense_tp_size=1)
     with pytest.raises(InputError, match="C.pd_decode_no_attn_cp"):
         _emit("sglang", R1, cp8, "decode", {"prefill": cp8, "decode": cp8})
+
+
+@pytest.mark.parametrize("role", ["prefill", "decode"])
+def test_a_pool_workers_recipe_command_runs_the_file_written_for_that_pool(role: str) -> None:
+    """cann-recipes writes the model YAML's parallel block and runs the recipe script on it. A pool's file is
+    written as `{role}_shardplan-parallel-config.yaml` (the two pools' files side by side), so the command must
+    name that file, not the unprefixed one nobody wrote."""
+    model, hw, fw = load_model("qwen3-235b"), load_hardware("atlas_a3"), load_framework("cann-recipes")
+    pc = ParallelConfig(world_size=8, attn_tp_size=8, lmhead_tp_size=8)
+    launch = emit_launch(fw, model, hw, pc, LaunchInputs(batch=16, max_model_len=3072), role=role)
+    (written,) = launch["files"]
+    assert written == f"{role}_shardplan-parallel-config.yaml"
+    assert launch["nodes"][0]["argv"] == ["${CANN_RECIPES_RUN}", written]
+    assert render_shell(launch).rstrip().endswith(f"${{CANN_RECIPES_RUN}} {written}")
+
+
+def test_an_aggregated_recipe_command_runs_its_one_unprefixed_file() -> None:
+    """Without a role the one file keeps its plain name and the command runs it (the same profile entry)."""
+    model, hw, fw = load_model("qwen3-235b"), load_hardware("atlas_a3"), load_framework("cann-recipes")
+    pc = ParallelConfig(world_size=8, attn_tp_size=8, lmhead_tp_size=8)
+    launch = emit_launch(fw, model, hw, pc, LaunchInputs(batch=16, max_model_len=3072))
+    assert list(launch["files"]) == ["shardplan-parallel-config.yaml"]
+    assert launch["nodes"][0]["argv"] == ["${CANN_RECIPES_RUN}", "shardplan-parallel-config.yaml"]
+
+
+def _pool(phase: str, world: int, tp: int) -> SimpleNamespace:
+    model, hw, fw = load_model("deepseek-v3"), load_hardware("h200_sxm"), load_framework("sglang")
+    pc = ParallelConfig(world_size=world, attn_tp_size=tp, o_proj_tp_size=tp, dense_tp_size=tp, moe_tp_size=tp,
+                        embed_tp_size=tp, lmhead_tp_size=tp)
+    launch = emit_launch(fw, model, hw, pc, LaunchInputs(batch=8, max_model_len=3072), role=phase)
+    return SimpleNamespace(phase=phase, workers=1, launch=launch,
+                           candidate=SimpleNamespace(pattern=f"Pure TP{tp}", planned=SimpleNamespace(config=pc)))
+
+
+def test_a_pool_header_names_a_head_node_address_only_for_a_worker_that_spans_nodes() -> None:
+    """h200_sxm has 8 GPUs a node: a 16-rank worker spans 2 nodes (its command reads ${HEAD_NODE_ADDR}), an
+    8-rank worker fits in one and has no head node to name; neither pool runs on 'GPUs' by name (Ascend NPUs)."""
+    from solver.report.disagg_view import launch_text
+
+    text = launch_text(SimpleNamespace(pools=[_pool("prefill", 8, 8), _pool("decode", 16, 16)]))
+    prefill, decode = [line for line in text.splitlines() if " pool: " in line]
+    assert "HEAD_NODE_ADDR" not in prefill and "own cards" in prefill
+    assert decode.endswith("each on its own cards and its own ${HEAD_NODE_ADDR}")
+    assert "GPUs" not in prefill + decode
