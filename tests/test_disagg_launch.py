@@ -18,6 +18,7 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.launch_spec import DisaggLaunch
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig, model_knobs
+from solver.specs.scenario import Scenario
 from test_engine_roundtrip import _expected, _flags, parse_launch
 
 # sglang/srt/arg_groups/fields/disagg.py: --disaggregation-mode null|prefill|decode;
@@ -234,3 +235,17 @@ def test_a_pool_header_names_a_head_node_address_only_for_a_worker_that_spans_no
     assert "HEAD_NODE_ADDR" not in prefill and "own cards" in prefill
     assert decode.endswith("each on its own cards and its own ${HEAD_NODE_ADDR}")
     assert "GPUs" not in prefill + decode
+
+
+def test_a_disaggregated_plan_says_beside_its_figures_what_the_engine_cannot_be_told() -> None:
+    """The facts give ATOM no disaggregated-serving flags (engines.md has no such row; atom.yaml launch.disagg
+    `missing`). `solve --serving disagg --framework atom` printed "disagg wins" in its table and YAML and said the
+    role and KV-transfer flags were missing only under --format launch; both now carry the line once."""
+    from solver.entry import run_disagg
+    from solver.report.disagg_view import render
+
+    r = run_disagg("qwen3.5-35b-a3b", "mi355x", 8, Scenario(kind="balanced"), framework="atom")
+    gap = "the facts (engines.md) give no ATOM disaggregated-serving flags (role, KV transfer)"
+    table, yml = render(r, "table"), render(r, "yaml")
+    assert table.count(gap) == 1 and f"  missing: {gap}" in table
+    assert yml.count(gap) == 1 and f"# missing: {gap}" in yml

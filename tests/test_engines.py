@@ -635,3 +635,20 @@ def test_a_model_whose_shared_experts_are_replicated_is_not_pure_tp() -> None:
     model = load_model("qwen3-next-80b-a3b")
     assert pattern_name(_pc(attn_tp_size=8, moe_tp_size=8), model) == "Attn TP8 + MoE TP8"
     assert pattern_name(_pc(attn_tp_size=8, moe_tp_size=8, dense_tp_size=8), model) == "Pure TP8"
+
+
+def test_a_configuration_the_engine_refuses_for_several_rules_names_every_rule() -> None:
+    """The generic profile's best for DeepSeek-V3.2 on 8 x MI355X (balanced) is attention DP with CP4 and the LM
+    head TP8. ATOM refuses it three ways: the LM head must follow TP 1 (C.lmhead_tp_is_tp), -pcp is DeepSeek-V4's
+    only (C.pcp_csa_only), and -pcp needs attn_tp x cp = world (1 x 4 != 8: C.pcp_one_tp_group). The --explain
+    line named the first alone, as if splitting the LM head were all ATOM lacked."""
+    from solver.rank.explain import ruled_out
+    from solver.specs.rule_env import device_facts, model_env
+
+    model, hw, fw = load_model("deepseek-v3.2"), load_hardware("mi355x"), load_framework("atom")
+    pc = ParallelConfig(world_size=8, lmhead_tp_size=8, cp_size=4)
+    blocked = fw.check(model_env(pc.settings(), model, **device_facts(hw), world=8, batch=32), severity="error")
+    text = ruled_out("atom", blocked)
+    for rule in ("C.lmhead_tp_is_tp", "C.pcp_csa_only", "C.pcp_one_tp_group"):
+        assert rule in text
+    assert text.startswith("atom's profile rules it out ([C.lmhead_tp_is_tp] ATOM shards the LM head")
