@@ -400,7 +400,7 @@ def test_a_mixed_checkpoint_gets_no_single_quantization_flag(tmp_path) -> None:
     assert r.exit_code == 0, r.stderr
     assert "--quantization" not in launch["nodes"][0]["argv"]
     # (DeepSeek-R1's auto_map adds the trust-remote-code note: not this rule's)
-    # (the FP8 of attention and dense is the checkpoint's own: nothing to say, test_hunt39f)
+    # (the FP8 of attention and dense is the checkpoint's own: nothing to say, test_checkpoint_formats.py)
     assert [n.split(":")[0] for n in launch["notes"] if "auto_map" not in n] == ["moe_weight_dtype nvfp4"]
     same = _deployment(tmp_path, {**EP8, "lmhead_tp_size": 8}, model="qwen3-30b-a3b", hardware="b200_sxm",
                        framework="sglang", quant={"weights": "fp8"})  # a 16-bit checkpoint quantized at load
