@@ -110,6 +110,27 @@ def test_hopper_runs_4bit_weights_weight_only_and_atlas_rejects_fp8() -> None:
     assert err.value.field == "gemm_quant_mode"
 
 
+def test_a_moe_size_mismatch_says_a_blank_attention_dp_was_read_as_1() -> None:
+    """The calibration CSV's vLLM Qwen3-235B rows leave attention_dp blank beside moe_tp 2: tp 1 x (blank -> 1)
+    = 1 rank, moe_tp 2 x moe_ep 1 = 2; the line says which cell was read as what."""
+    row = {"tp": "1.0", "attention_dp": "", "moe_tp": "2.0", "moe_ep": "1.0"}
+    try:
+        parallel_sizes(row, is_moe=True)
+    except InputError as exc:
+        assert exc.field == "moe_tp"
+        assert exc.problem == "moe_tp x moe_ep = 2 differs from tp x attention_dp = 1 (attention_dp blank, read as 1)"
+    else:
+        raise AssertionError("a mismatch must be refused")
+
+
+def test_a_zero_moe_cell_on_a_moe_model_says_zero_stands_only_for_a_dense_models_column() -> None:
+    row = {"tp": "4", "attention_dp": "1", "moe_tp": "0", "moe_ep": "4"}
+    with pytest.raises(InputError, match="0 on a MoE model") as err:
+        parallel_sizes(row, is_moe=True)
+    assert err.value.field == "moe_tp"
+    assert parallel_sizes(row, is_moe=False) == (4, 1, 4, 1)  # dense: 0 = not applicable
+
+
 # ------------------------------------------------------------------------------------------ serving formulas
 
 
@@ -182,6 +203,30 @@ def test_fitted_factors_load_are_per_framework_and_hardware_and_within_bounds() 
             (value,) = {v[key] for v in per_hw.values()}
             assert {e[key] for e in data["engines"][fw].values()} == {value}
             assert load_framework(fw).efficiency_for("gb300")[key] == pytest.approx(value)
+
+
+def test_the_refit_file_names_its_csv_by_content_not_by_the_day(tmp_path: Path) -> None:
+    csv_path = tmp_path / "rows.csv"
+    csv_path.write_text("id\n1\n")
+    factors = {"vllm": {"h200_sxm": {"gemm": 0.9, "seq_layer_s": 1e-7}}}
+    text = fit_efficiency.render_yaml(factors, csv_path, 1)
+    assert text == fit_efficiency.render_yaml(factors, csv_path, 1)
+    assert f"from rows.csv (sha256 {fit_efficiency.csv_digest(csv_path)}...)" in text.splitlines()[1]
+    assert " on 20" not in text.splitlines()[1]
+
+
+def test_check_mode_passes_on_an_identical_file_and_fails_with_a_diff(tmp_path: Path, capsys) -> None:
+    shipped = tmp_path / "factors.yaml"
+    shipped.write_text("a: 1\n")
+    assert fit_efficiency.check_shipped("a: 1\n", shipped) == 0
+    assert fit_efficiency.check_shipped("a: 2\n", shipped) == 1
+    assert "-a: 1\n+a: 2" in capsys.readouterr().out
+
+
+def test_the_refit_without_its_csv_is_one_error_line_and_exit_2(tmp_path: Path, capsys) -> None:
+    assert fit_efficiency.main(["--csv", str(tmp_path / "none.csv"), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --csv:") and "no such file" in err[0]
 
 
 # ------------------------------------------------------------------------------------------ benchmark smoke

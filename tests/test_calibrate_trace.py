@@ -8,7 +8,8 @@ import pytest
 
 import traces_synth as ts
 from solver.calibrate.classify import ATTENTION, COMMUNICATION, GEMM_MOE, OTHER, classify
-from solver.calibrate.trace import load_trace_file, load_traces, trace_files
+from solver.calibrate.metrics import summarize
+from solver.calibrate.trace import left_out_notes, load_trace_file, load_traces, trace_files
 from solver.errors import InputError
 
 from conftest import REAL_TRACE  # noqa: E402  (../shared/facts beside the checkout)
@@ -308,3 +309,70 @@ def test_real_trace_loads_with_steps_and_deepep_kernels(real_trace):
     assert any("ep::internode::dispatch" in n for n in comm)
     assert any("ep::internode::combine" in n for n in comm)
     assert {e.kind for e in events} == {COMMUNICATION, ATTENTION, GEMM_MOE, OTHER}
+
+
+BASE = "1700000000000000"
+
+
+def _npu_steps(ops: list[tuple[str, int, float]]) -> list[dict]:
+    """A torch_npu trace_view.json: host ProfilerStep#1 at 0..1000 us and #2 at 2000..3000 us (cpu_op), and the
+    given (name, start us, dur us) ops on one Ascend Hardware stream (no launch records, as torch_npu writes)."""
+    events = [*ts.npu_metadata(1, "Python", {1: "Thread 1"}),
+              *ts.npu_metadata(2, "Ascend Hardware", {5: "Stream 5"}),
+              {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": f"{BASE}.000",
+               "dur": 1000},
+              {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#2", "pid": 1, "tid": 1,
+               "ts": f"{int(BASE) + 2000}.000", "dur": 1000}]
+    return events + [ts.npu_op(name, f"{int(BASE) + start}.000", dur, pid=2, tid=5) for name, start, dur in ops]
+
+
+def test_an_npu_op_that_starts_between_two_host_steps_is_the_earlier_steps_tail(tmp_path: Path) -> None:
+    """MatMulV2 0..800, HcclAllReduce 800..1000 in step 1's host window; HcclAllToAll 1100..1300 starts after it
+    closed and before step 2 began: the device runs behind the host, so it is step 1's work. Step 1 = 0..1300 us,
+    raw communication (200 + 200) / 1300 = 30.77%; step 2 (MatMulV2 2000..2500) = 1000 us, no communication."""
+    path = ts.write_trace(tmp_path / "trace_view.json", _npu_steps([
+        ("MatMulV2", 0, 800), ("HcclAllReduce", 800, 200), ("HcclAllToAll", 1100, 200), ("MatMulV2", 2000, 500)]))
+    first, second = load_trace_file(path).steps
+    assert (first.start_us, first.end_us) == (0, 1300)
+    assert [e.name for e in first.events] == ["MatMulV2", "HcclAllReduce", "HcclAllToAll"]
+    assert second.duration_us == 1000
+    s = summarize([load_trace_file(path)])
+    assert s.communication_ratio_raw == pytest.approx(400 / 2300)  # time-weighted over both steps
+    assert s.ranks[0].steps[0].communication_ratio_raw == pytest.approx(400 / 1300)
+
+
+def test_device_work_outside_every_step_is_noted_not_dropped_silently(tmp_path: Path) -> None:
+    """An op before the first step (at -500 us) and one after the last (3500 us) belong to no step: each
+    rank's report says how many and how long (0.1 + 0.3 = 0.4 ms)."""
+    path = ts.write_trace(tmp_path / "trace_view.json", _npu_steps([
+        ("MatMulV2", 0, 800), ("MatMulV2", 2000, 800), ("HcclAllReduce", -500, 100), ("Cast", 3500, 300)]))
+    rt = load_trace_file(path)
+    assert sum(len(s.events) for s in rt.steps) == 2
+    (note,) = left_out_notes([rt])
+    assert "2 device events (0.400 ms) outside every step window" in note and "HcclAllReduce" in note
+
+
+def _npu_run(root: Path, rank: int, trace: list[dict]) -> Path:
+    run = root / f"host_{rank}_ascend_pt"
+    (run / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    (run / f"profiler_info_{rank}.json").write_text("{}")
+    ts.write_trace(run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json", trace)
+    (run / "ASCEND_PROFILER_OUTPUT" / "communication.json").write_text("{}")
+    return run
+
+
+def test_a_torch_npu_rank_run_folder_is_read_through_its_trace_view_not_its_profiler_info(tmp_path: Path) -> None:
+    run = _npu_run(tmp_path, 3, ts.npu_trace())
+    assert trace_files(run) == [run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"]
+    assert [t.rank for t in load_traces(run)] == [3]
+
+
+def test_a_torch_npu_output_folder_is_its_trace_view_not_the_json_beside_it(tmp_path: Path) -> None:
+    out = _npu_run(tmp_path, 0, ts.npu_trace()) / "ASCEND_PROFILER_OUTPUT"
+    assert trace_files(out) == [out / "trace_view.json"]
+
+
+def test_a_folder_of_kineto_rank_files_still_reads_every_json_in_it(tmp_path: Path) -> None:
+    ts.write_trace(tmp_path / "worker_rank7.pt.trace.json", ts.comm_share_trace())
+    ts.write_trace(tmp_path / "rank_2.json", ts.comm_share_trace())
+    assert [p.name for p in trace_files(tmp_path)] == ["rank_2.json", "worker_rank7.pt.trace.json"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -10,11 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from solver import api
-from solver.capacity.inputs import parse_cards
+from solver.capacity.inputs import make_scenario, parse_cards
+from solver.capacity.recommend import cluster_cap_note
 from solver.capacity.table import COLUMNS, atomic_write, read_table, write_table
 from solver.cli.main import main
 from solver.specs.hardware_catalog import load_hardware
 from solver.errors import InputError
+from solver.specs.limits import MAX_CARDS
 from solver.specs.parallel import KNOBS
 
 # the tests sweep and recommend the same deployments and patch no estimator: they share the planner's cache
@@ -513,3 +516,133 @@ def test_copies_stay_within_the_cards_a_cluster_may_have() -> None:
              "--cards", "1..8")
     assert r.exit_code == 1
     assert f"binding: the cap of {MAX_CARDS:,} cards in all" in r.stderr
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_a_scenario_check_across_fields_is_refused_under_the_field_it_names() -> None:
+    """concurrency 4 over max_concurrency 2 is the user's --concurrency, not a 'scenario' or pydantic's text."""
+    with pytest.raises(InputError) as exc:
+        make_scenario(kind="throughput", isl=4096, osl=256, concurrency=4, max_concurrency=2)
+    assert exc.value.field == "--concurrency"
+    assert not exc.value.problem.startswith("Value error")
+    assert "exceeds max_concurrency 2" in exc.value.problem
+
+
+def test_a_scenario_field_out_of_range_is_refused_under_its_flag() -> None:
+    with pytest.raises(InputError) as exc:
+        make_scenario(kind="throughput", isl=4096, osl=256, max_concurrency=0)
+    assert exc.value.field == "--max-concurrency"
+
+
+def test_solve_names_the_field_a_check_across_fields_starts_with() -> None:
+    """solve reads its scenario through the same rule as sweep (specs.scenario.scenario_of)."""
+    r = _run("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--concurrency", "4",
+             "--max-concurrency", "2")
+    assert r.exit_code == 2 and r.stderr.startswith("error: --concurrency: concurrency 4 exceeds max_concurrency 2")
+
+
+@pytest.mark.parametrize("serving", ["agg", "disagg"])
+def test_sweep_concurrency_over_its_bound_is_one_line_naming_concurrency(serving: str) -> None:
+    r = _run("sweep", "qwen3-8b", "--hardware", "h200_sxm", "--cards", "8", "--serving", serving,
+             "--concurrency", "4", "--max-concurrency", "2")
+    assert r.exit_code == 2
+    assert r.stderr.startswith("error: --concurrency: concurrency 4 exceeds max_concurrency 2")
+    assert r.stderr.count("\n") == 1 and "Value error" not in r.stderr
+
+
+def test_a_load_past_the_cluster_cap_names_the_cap_and_the_load_that_fits() -> None:
+    """65,536 copies of 1 card at 1,443 tok/s carry 65,536 x 1,443 = 94,568,448 tok/s; a 500M target is past it,
+    and fits split over ceil(500,000,000 / 94,568,448) = ceil(5.29) = 6 clusters."""
+    note = cluster_cap_note(MAX_CARDS * 1443.0, MAX_CARDS, 1, 1443.0, 5e8)
+    assert f"binding: the cap of {MAX_CARDS:,} cards in all" in note
+    assert "at most 94,568,448 output tokens/s (65,536 copies of 1 card at 1,443 each)" in note
+    assert "a target up to 94,568,448 (the load split over 6 clusters)" in note
+
+
+def test_recommend_past_the_cluster_cap_takes_the_size_that_carries_most_per_card() -> None:
+    """Llama-3.1-8B on H100 at 1e9 tok/s: the cap binds. Its figure is the best copies of any size tried within
+    the cap (most per card), not copies of the size with the most tok/s alone."""
+    r = _run("recommend", "llama-3.1-8b", "--hardware", "h100_sxm", "--target-output-tokens-per-s", "1e9",
+             "--cards", "1..8", "--format", "json")
+    assert r.exit_code == 1
+    m = re.search(r"at most ([\d,]+) output tokens/s \(([\d,]+) copies of (\d+) cards? at ([\d,]+) each\)", r.stderr)
+    assert m, r.stderr
+    most, copies, cards, each = (int(g.replace(",", "")) for g in m.groups())
+    assert copies == MAX_CARDS // cards
+    assert abs(most - copies * each) <= copies  # each is rounded to a whole tok/s
+
+
+def test_a_many_copies_answer_writes_the_copies_with_thousands_separators() -> None:
+    """The recommended line and its note read 34,644 copies as the table does, not 34644."""
+    r = _run("recommend", "llama-3.1-8b", "--hardware", "h100_sxm", "--target-output-tokens-per-s", "3e6",
+             "--cards", "1")
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.stdout.splitlines() if x.startswith("recommended"))
+    copies = re.search(r"\): (\S+) x \(", line).group(1)
+    assert "," in copies and int(copies.replace(",", "")) >= 1000
+
+
+def test_every_column_of_the_sweeps_table_is_in_the_readmes_schema() -> None:
+    text = README.read_text()
+    schema = text[text.index("### The sweep's table"):text.index("A disaggregated sweep")]
+    named = set(re.findall(r"`([a-z_]+)`", schema))
+    assert [c for c in COLUMNS if c not in named] == []
+
+
+def test_a_price_for_some_hardware_only_names_the_hardware_without_one() -> None:
+    """A price for h200_sxm and none for b200_sxm: the answer is by cards, and the note says which price is missing
+    rather than asking for every hardware's."""
+    r = _run("recommend", "qwen3-8b", "--hardware", "h200_sxm", "b200_sxm", "--target-output-tokens-per-s", "1000",
+             "--price", "h200_sxm=3", "--cards", "1..2")
+    assert r.exit_code == 0, r.output
+    assert "note: no --price for b200_sxm, so the answer is the fewest cards" in r.stdout
+    assert "--price b200_sxm=USD_PER_CARD_HOUR" in r.stdout
+
+
+def _front_rows() -> pd.DataFrame:
+    """One hardware, one card count, three front rows (sweep.on_front: request latency vs tokens/s per rank),
+    OSL 100: request latency = TTFT + 99 x TPOT. a: 505 + 99 x 5 = 1,000 ms, 100 tok/s per rank, 1,000 / 5 = 200
+    tok/s per user; b: 200 + 99 x 2 = 398 ms, 50 per rank, 500 per user; c: 50 + 99 x 3 = 347 ms, 20 per rank,
+    333 per user. On the per-user axis b (500) lies right of c (333) with the higher throughput, and a left of
+    both: sorted by tokens/s per user the curve would fold back (200 -> 333 -> 500 per user: 100, 20, 50)."""
+    rows = [dict(ttft_ms=1000.0 - 99 * 5.0, tpot_ms=5.0, output_tokens_per_s_per_rank=100.0),
+            dict(ttft_ms=200.0, tpot_ms=2.0, output_tokens_per_s_per_rank=50.0),
+            dict(ttft_ms=50.0, tpot_ms=3.0, output_tokens_per_s_per_rank=20.0)]
+    df = pd.DataFrame(rows)
+    df["request_latency_ms"] = df["ttft_ms"] + 99 * df["tpot_ms"]
+    df["tokens_per_s_per_user"] = 1e3 / df["tpot_ms"]
+    df["output_tokens_per_s"] = df["output_tokens_per_s_per_rank"] * 8
+    for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
+              "cp_size", "kvp_size", "attn_sp_size"):
+        df[k] = 1
+    df["concurrency"] = [64, 16, 4]
+    df = df.assign(hardware="h200_sxm", cards=8, scenario="throughput", isl=2048, osl=100, feasible=True,
+                   on_front=True, candidate=[1, None, None], model="m")
+    return df
+
+
+def test_the_front_is_drawn_on_the_axis_it_is_taken_on() -> None:
+    """Request latencies 1,000 / 398 / 347 ms with 100 / 50 / 20 tok/s per rank: on request latency the front
+    rises monotonically; the x label names the quantity and its unit."""
+    from solver.capacity.plots import plot_sweep
+
+    fig = plot_sweep(_front_rows())
+    ax = fig.axes[0]
+    (line,) = ax.get_lines()
+    x, y = list(line.get_xdata()), list(line.get_ydata())
+    assert x == sorted(x) and y == sorted(y)
+    assert x == [347.0, 398.0, 1000.0]
+    assert "request latency, ms" in ax.get_xlabel() and "tokens/s" in ax.get_ylabel()
+    assert "tokens/s" in fig.axes[1].get_ylabel() and "cards" in fig.axes[1].get_xlabel()
+
+
+@pytest.mark.parametrize("ext, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")])
+def test_a_sweep_of_one_hardware_and_one_card_count_plots_in_every_format(tmp_path: Path, ext: str,
+                                                                          magic: bytes) -> None:
+    from solver.capacity.plots import plot_sweep
+
+    path = tmp_path / f"one{ext}"
+    plot_sweep(_front_rows(), path)
+    assert path.read_bytes().startswith(magic)

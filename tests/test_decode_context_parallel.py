@@ -686,3 +686,34 @@ def test_the_planner_follows_the_engines_advice() -> None:
                               top=5)
     assert cands and all(c.planned.config.kvp_size == 1 for c in cands)
     assert all(p.config.kvp_size == 1 for p in result.front)
+
+
+@pytest.mark.parametrize("engine", ["atom", "vllm", "vllm-ascend"])
+def test_decode_context_parallel_on_compressed_attention_draws_no_kv_head_advice(engine: str) -> None:
+    """DeepSeek-V4's compressed attention has one KV head (config num_key_value_heads 1) replicated on every TP
+    rank, so -dcp 8 inside TP 8 splits its cache 8 ways (the estimate's KV falls, 8 x MI355X, ISL 524,288: 120.87
+    -> 114.55 GB a rank under ATOM). The advice dcp <= tp / num_kv_heads read the model's 128 query heads as KV
+    heads (128 x 8 > 8) and warned that DCP "saves no KV per rank"."""
+    from solver.one_config import knob_rules
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+
+    pc = ParallelConfig(world_size=8, kvp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+    hw = load_hardware("atlas_a3" if engine == "vllm-ascend" else "mi355x")
+    notes = knob_rules(load_framework(engine), load_model("deepseek-v4-pro"), hw, pc, batch=2, mtp=0)
+    assert not [n for n in notes if "C.dcp_gqa_" in n]
+
+
+def test_decode_context_parallel_past_the_kv_head_replicas_is_refused_by_vllm() -> None:
+    """Llama-3.1-70B has 8 KV heads: -tp 8 -dcp 8 (attn_tp_size 1 x kvp_size 8) holds one KV head per rank and
+    splits no more KV than TP alone; 8 x 8 > 8 breaks dcp <= tp // num_kv_heads = 1, which vLLM 0.34.0 refuses
+    (config/model.py), so the knobs are bad input for vllm (tests/test_long_context.py holds the rule)."""
+    from solver.errors import InputError
+    from solver.one_config import knob_rules
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+
+    pc = ParallelConfig(world_size=8, kvp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+    with pytest.raises(InputError, match="C.dcp_gqa_within_kv_replicas"):
+        knob_rules(load_framework("vllm"), load_model("llama-3.1-70b"), load_hardware("h200_sxm"), pc,
+                   batch=2, mtp=0)

@@ -109,3 +109,29 @@ def test_one_request_leaves_the_worker_counts_no_room_and_many_requests_a_lot() 
     # 96 requests on 1 or 96 decode workers: 96 sequences per step or 1, TPOT moves far beyond any goal
     ttft, tpot = worker_count_spread(blank)
     assert tpot > 0.15 and ttft > 0.15
+
+
+def _disagg_rows(tmp_path: Path) -> Path:
+    """The disaggregated table's first complete row, and the same row with both worker counts blank."""
+    src = FACTS / "calibration" / "measured_disagg_calibration.csv"
+    if not src.is_file():
+        pytest.skip(f"{src} not present")
+    with src.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        first = next(reader)
+        header = list(reader.fieldnames or [])
+    blank = {**first, "prefill_workers": "", "decode_workers": ""}
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=header)
+        w.writeheader()
+        w.writerows([first, blank])
+    return path
+
+
+def test_disaggregated_rows_read_with_one_worker_per_pool_are_counted_in_a_note(tmp_path: Path) -> None:
+    rows = _disagg_rows(tmp_path)
+    res = CliRunner().invoke(main, ["estimate", "--from-csv", str(rows), "--out", str(tmp_path / "p.csv")])
+    assert res.exit_code == 0, res.output
+    assert ("note: 1 of 2 evaluated rows leave prefill_workers / decode_workers blank: read as 1 worker per pool "
+            "(first: line 3)") in res.output

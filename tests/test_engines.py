@@ -8,10 +8,12 @@ import yaml
 from click.testing import CliRunner
 
 from solver.cli.main import main
+from solver.launch.emit import LaunchInputs, emit_launch
+from solver.rank.select import pattern_name
 from solver.specs.framework import list_frameworks, load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
-from solver.specs.parallel import model_knobs
+from solver.specs.parallel import ParallelConfig, model_knobs
 
 ENGINES = [f for f in list_frameworks() if f != "generic"]
 
@@ -400,7 +402,7 @@ def test_a_mixed_checkpoint_gets_no_single_quantization_flag(tmp_path) -> None:
     assert r.exit_code == 0, r.stderr
     assert "--quantization" not in launch["nodes"][0]["argv"]
     # (DeepSeek-R1's auto_map adds the trust-remote-code note: not this rule's)
-    # (the FP8 of attention and dense is the checkpoint's own: nothing to say, test_hunt39f)
+    # (the FP8 of attention and dense is the checkpoint's own: nothing to say, test_checkpoint_formats.py)
     assert [n.split(":")[0] for n in launch["notes"] if "auto_map" not in n] == ["moe_weight_dtype nvfp4"]
     same = _deployment(tmp_path, {**EP8, "lmhead_tp_size": 8}, model="qwen3-30b-a3b", hardware="b200_sxm",
                        framework="sglang", quant={"weights": "fp8"})  # a 16-bit checkpoint quantized at load
@@ -578,3 +580,77 @@ def test_a_pattern_name_counts_attention_dp_after_the_cp_kvp_and_sp_ranks():
     sp = ParallelConfig(world_size=8, attn_tp_size=2, attn_sp_size=2, moe_tp_size=1)
     assert pattern_name(sp, load_model("deepseek-v3.2")).startswith("Attn TP2 x DP2 + SP2 + ")
     assert pattern_name(ParallelConfig(world_size=8, attn_tp_size=2, moe_tp_size=1), v4).startswith("Attn TP2 x DP4 ")
+
+
+def _tp8_extra(max_model_len: int) -> dict:
+    """TRT-LLM's extra LLM-API document for Llama-3.3-70B, TP8 on 8 H100, 64 requests."""
+    pc = ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=1, embed_tp_size=8,
+                        lmhead_tp_size=8)
+    out = emit_launch(load_framework("trtllm"), load_model("llama-3.3-70b"), load_hardware("h100_sxm"), pc,
+                      LaunchInputs(batch=64, max_model_len=max_model_len))
+    assert "--max_num_tokens" in out["nodes"][0]["argv"]
+    return yaml.safe_load(out["files"]["extra_llm_api_options.yaml"])
+
+
+def test_trtllm_chunks_a_prompt_longer_than_max_num_tokens():
+    """32K/512: max_seq_len 32,768 + 512 = 33,280 > max_num_tokens 8,192, so a prompt can exceed the step budget;
+    the estimate prices it as ceil(32,768 / 8,192) = 4 chunks, which TRT-LLM runs only with chunked prefill on."""
+    assert _tp8_extra(33280).get("enable_chunked_prefill") is True
+
+
+def test_trtllm_leaves_chunked_prefill_alone_where_no_prompt_can_exceed_the_budget():
+    """1K/1K: max_seq_len 1,024 + 1,024 = 2,048 <= 8,192: every prompt fits one step, nothing to chunk."""
+    assert "enable_chunked_prefill" not in _tp8_extra(2048)
+
+
+def test_trtllm_trusts_a_checkpoint_with_code_of_its_own():
+    """Llama-3.3-Nemotron-Super-49B's config names an auto_map (DeciLM code): TRT-LLM's command says
+    trust_remote_code: true in its LLM-API document, and no note is left asking the user to add a switch;
+    Llama-3.3-70B has no auto_map: no key."""
+    pc = ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=1, embed_tp_size=8,
+                        lmhead_tp_size=8)
+    fw, hw = load_framework("trtllm"), load_hardware("h100_sxm")
+    nemotron = load_model("nvidia/Llama-3_3-Nemotron-Super-49B-v1")
+    assert nemotron.remote_code
+    out = emit_launch(fw, nemotron, hw, pc, LaunchInputs(batch=8, max_model_len=2048))
+    assert yaml.safe_load(out["files"]["extra_llm_api_options.yaml"])["trust_remote_code"] is True
+    assert not any("auto_map" in n for n in out.get("notes", ()))
+    assert "trust_remote_code" not in _tp8_extra(2048)
+
+
+def _pc(**knobs: int) -> ParallelConfig:
+    return ParallelConfig(world_size=8, embed_tp_size=8, lmhead_tp_size=8, **knobs)
+
+
+def test_a_pattern_name_counts_shared_experts_as_the_dense_tp_module() -> None:
+    """Qwen3-Next has shared experts and no dense layer: dense_tp_size runs the shared experts, so attention TP8 +
+    MoE EP with shared experts TP8 and with them replicated were both named "Attn TP8 + MoE EP" (two rows alike in
+    one solve table, 8 x B200, SGLang, ISL 262,000); the TP8 one is "+ Dense TP8" as on a model with dense layers."""
+    model = load_model("qwen3-next-80b-a3b")
+    split, replicated = _pc(attn_tp_size=8, dense_tp_size=8), _pc(attn_tp_size=8)
+    assert pattern_name(split, model) == "Attn TP8 + Dense TP8 + MoE EP"
+    assert pattern_name(replicated, model) == "Attn TP8 + MoE EP"
+
+
+def test_a_model_whose_shared_experts_are_replicated_is_not_pure_tp() -> None:
+    """Every module TP8 but the shared experts (dense_tp_size 1: replicated on each rank) is not "Pure TP8"."""
+    model = load_model("qwen3-next-80b-a3b")
+    assert pattern_name(_pc(attn_tp_size=8, moe_tp_size=8), model) == "Attn TP8 + MoE TP8"
+    assert pattern_name(_pc(attn_tp_size=8, moe_tp_size=8, dense_tp_size=8), model) == "Pure TP8"
+
+
+def test_a_configuration_the_engine_refuses_for_several_rules_names_every_rule() -> None:
+    """The generic profile's best for DeepSeek-V3.2 on 8 x MI355X (balanced) is attention DP with CP4 and the LM
+    head TP8. ATOM refuses it three ways: the LM head must follow TP 1 (C.lmhead_tp_is_tp), -pcp is DeepSeek-V4's
+    only (C.pcp_csa_only), and -pcp needs attn_tp x cp = world (1 x 4 != 8: C.pcp_one_tp_group). The --explain
+    line named the first alone, as if splitting the LM head were all ATOM lacked."""
+    from solver.rank.explain import ruled_out
+    from solver.specs.rule_env import device_facts, model_env
+
+    model, hw, fw = load_model("deepseek-v3.2"), load_hardware("mi355x"), load_framework("atom")
+    pc = ParallelConfig(world_size=8, lmhead_tp_size=8, cp_size=4)
+    blocked = fw.check(model_env(pc.settings(), model, **device_facts(hw), world=8, batch=32), severity="error")
+    text = ruled_out("atom", blocked)
+    for rule in ("C.lmhead_tp_is_tp", "C.pcp_csa_only", "C.pcp_one_tp_group"):
+        assert rule in text
+    assert text.startswith("atom's profile rules it out ([C.lmhead_tp_is_tp] ATOM shards the LM head")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from conftest import FACTS
 
 from solver.cli.main import main
 
@@ -271,3 +272,42 @@ def test_a_decode_over_isl_and_osl_is_costed_at_the_mean_context_and_holds_the_l
     assert over["memory_per_rank_gb"] > mean["memory_per_rank_gb"]
     r = CliRunner().invoke(main, [*base, "--isl", "8192"])
     assert r.exit_code == 2 and "--phase decode over --isl/--osl also needs --osl" in r.stderr
+
+
+CALIBRATION_CSV = FACTS / "calibration" / "measured_agg_calibration.csv"
+NEEDS_CSV = pytest.mark.skipif(not CALIBRATION_CSV.is_file(), reason="calibration CSV absent")
+
+
+@NEEDS_CSV
+def test_a_calibration_csv_of_a_header_and_no_rows_is_refused(tmp_path: Path) -> None:
+    src = tmp_path / "header.csv"
+    with CALIBRATION_CSV.open() as fh:
+        src.write_text(fh.readline())
+    r = _run("estimate", "--from-csv", str(src), "--out", str(tmp_path / "out.csv"))
+    assert r.exit_code == 2
+    assert r.stderr == f"error: --from-csv: {src}: a header and no rows; nothing to evaluate\n"
+
+
+@NEEDS_CSV
+def test_the_calibration_csvs_rows_refused_each_carry_one_line() -> None:
+    """Every row of the shipped calibration CSV is evaluated or carries its reason in `error`: none dropped."""
+    out = CliRunner().invoke(main, ["estimate", "--from-csv", str(CALIBRATION_CSV), "--out", "-"])
+    assert out.exit_code == 0
+    rows = list(csv.DictReader(out.stdout.splitlines()))
+    with CALIBRATION_CSV.open() as fh:
+        assert len(rows) == sum(1 for _ in csv.DictReader(fh))
+    for row in rows:
+        assert bool(row["error"]) != bool(row["tpot_ms_pred"]), row["id"]
+        assert "\n" not in row["error"]
+
+
+def test_a_framework_flag_that_replaces_the_rows_backend_says_whose(tmp_path: Path) -> None:
+    """Two vLLM rows and one SGLang row under --framework sglang: the two vLLM rows change engine."""
+    path = tmp_path / "rows.csv"
+    row = "meta-llama/Llama-3.1-70B,h200_sxm,bf16,1024,128,16,4"
+    path.write_text("backend,model,system,precision,isl,osl,concurrency,tp\n"
+                    f"vllm,{row}\nvllm,{row}\nsglang,{row}\n")
+    res = CliRunner().invoke(main, ["estimate", "--from-csv", str(path), "--out", str(tmp_path / "p.csv"),
+                                    "--framework", "sglang"])
+    assert res.exit_code == 0, res.output
+    assert "note: --framework sglang replaces the backend column of 2 rows (vllm)" in res.output

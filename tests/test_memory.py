@@ -18,7 +18,7 @@ from solver.estimate.weights import weights_per_rank
 from solver.estimate.params import count_params
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
-from solver.specs.parallel import make_parallel_config
+from solver.specs.parallel import ParallelConfig, make_parallel_config
 from solver.specs.precision import resolve_precision
 
 H200 = load_hardware("h200_sxm")
@@ -290,3 +290,24 @@ def test_request_state_reads_attention_tp_and_token_shards_only() -> None:
     cp = request_state(m, make_parallel_config(16, attn_tp_size=2, cp_size=4), prec, 8192)
     assert cp.kv == fresh.kv / 4
     assert request_state(m, base, prec, 4096).kv < a.kv
+
+
+Q122 = "qwen3.5-122b-a10b"
+
+
+def _dp8_ep8() -> ParallelConfig:
+    """Attention DP8 + MoE EP8 on 8 ranks: every TP knob 1."""
+    return ParallelConfig(world_size=8)
+
+
+def test_gated_deltanet_state_is_held_once_per_request_beside_the_full_attention_kv() -> None:
+    """Qwen3.5-122B-A10B (config): 48 layers, every 4th full attention (12) with 2 KV heads of 256, bf16:
+    2 x 2 x 256 x 2 B = 2,048 B a token a layer, 24,576 B a token. The 36 Gated DeltaNet layers keep a conv tail
+    of (kernel 4 - 1) x conv_dim (2 x 16 x 128 keys + 64 x 128 values = 12,288) x 2 B = 73,728 B and a recurrent
+    state of 64 heads x 128 x 128 in fp32 (mamba_ssm_dtype) = 4,194,304 B: 36 x 4,268,032 = 153,649,152 B a
+    request, whatever its length. At attention DP8, 128 requests of 4,352 tokens put 16 on a rank:
+    KV 16 x 4,352 x 24,576 = 1,711,276,032 B, state 16 x 153,649,152 = 2,458,386,432 B."""
+    model, hw = load_model(Q122), load_hardware("mi355x")
+    rep = memory_per_rank(model, hw, _dp8_ep8(), resolve_precision(model, hw), 128, 4352)
+    assert rep.kv_cache_bytes == pytest.approx(16 * 4352 * 24_576, rel=1e-9)
+    assert rep.state_bytes == pytest.approx(16 * 36 * (3 * 12_288 * 2 + 64 * 128 * 128 * 4), rel=1e-9)

@@ -272,3 +272,15 @@ def test_check_tells_a_vllm_pcp_decode_that_only_kvp_splits_the_kv(tmp_path) -> 
     kv = [w for w in out["warnings"]["B"] if w.startswith("KV cache above 50%")]
     assert kv and "consider KVP (kvp_size)" in kv[0] and "KVP / CP" not in kv[0]
     assert any(n.startswith("cp_size 4 splits prompts") and "all-gathers the new K/V" in n for n in out["notes"])
+
+
+def test_a_framework_refusal_names_the_flags_the_user_set_not_the_ones_its_message_suggests() -> None:
+    """vLLM refuses prefill CP on a GQA model and suggests kvp_size in its message: the refusal is about --cp,
+    which the user gave, not --kvp, which the message names as the alternative."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    r = CliRunner().invoke(main, ["memory", "qwen3-235b-a22b", "--hardware", "h200_sxm", "--cards", "8", "--cp", "2",
+                                  "--framework", "vllm", "--batch", "1", "--seq-len", "1000"])
+    assert r.exit_code == 2 and r.stderr.startswith("error: --cp: not runnable under framework vllm: [C.pcp_mla_only]")

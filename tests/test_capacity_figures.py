@@ -1,4 +1,4 @@
-"""Rules found reading sweep and recommend as the engineer who sizes a cluster (hunt40e)."""
+"""The figures sweep and recommend print and write, and their refusals, as the engineer who sizes a cluster reads them."""
 import pytest
 from click.testing import CliRunner
 

@@ -1,5 +1,5 @@
-"""Rules found by the round-39 user-level review (launch commands as an engineer would paste them): one test
-per rule."""
+"""Launch commands' flags as an engineer pastes them: the running-request cap each SGLang server divides, and
+--trust-remote-code where the checkpoint names code of its own."""
 from __future__ import annotations
 
 import json
@@ -70,32 +70,3 @@ def test_vllm_vllm_ascend_and_sglang_commands_trust_a_checkpoint_with_code_of_it
     assert "--trust-remote-code" in ascend["nodes"][0]["argv"]
     tp4 = {"attn_tp_size": 4, "dense_tp_size": 4, "embed_tp_size": 4, "lmhead_tp_size": 4}
     assert "--trust-remote-code" not in _argv(_deployment(tmp_path, tp4, "llama-3.1-70b", 4, 8, "vllm"))
-
-
-def _check(tmp_path, text: str):
-    path = tmp_path / "dep.yaml"
-    path.write_text(text)
-    return CliRunner().invoke(main, ["check", str(path)])
-
-
-DEP = "model: llama-3.1-70b\nhardware: h100_sxm\nworld_size: 8\n"
-
-
-def test_an_engines_ep_size_in_a_parallel_config_is_answered_with_the_knob_that_sets_it(tmp_path) -> None:
-    """`ep_size: 8` (SGLang's --ep-size, TRT-LLM's moe_expert_parallel_size) is not a knob: EP is derived from
-    moe_tp_size. The error named pp_size as the close spelling (difflib), which is another parallelism."""
-    r = _check(tmp_path, DEP + "parallel_config: {attn_tp_size: 8, ep_size: 8}\n")
-    assert r.exit_code == 2
-    assert "ep_size: EP is derived (moe_ep_size = world_size // moe_tp_size): set moe_tp_size" in r.stderr
-    assert "did you mean pp_size" not in r.stderr
-    # a misspelt knob still gets its close match
-    assert "did you mean cp_size?" in _check(tmp_path, DEP + "parallel_config: {cpsize: 2}\n").stderr
-
-
-def test_an_engines_tp_size_at_the_top_level_names_the_seed_knobs_to_set(tmp_path) -> None:
-    """`tp_size: 8` beside world_size (the seed's keys may sit at the top level): one line naming the field and
-    the knobs that stand for it, not the validator's "Extra inputs are not permitted"."""
-    r = _check(tmp_path, DEP + "tp_size: 8\n")
-    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
-    assert "dep.yaml: tp_size: not a parallel_config key; an engine's TP size is not one knob here: set " \
-           "attn_tp_size" in r.stderr

@@ -1,8 +1,9 @@
-"""Rules found reading the 2026 catalog's answers as an inference engineer (hunt40a)."""
+"""How an answer's tables, notes and comparisons word the estimate's figures."""
 from types import SimpleNamespace
 
 from solver.report.candidates import estimation, table_figures
 from solver.report.render import fmt_cell
+from solver.specs.scenario import Scenario
 
 GB = 1e9
 
@@ -84,3 +85,33 @@ def test_one_attention_replica_is_said_in_the_singular():
     from solver.report.disagg_view import replicas
 
     assert (replicas(1), replicas(4)) == ("1 replica", "4 replicas")
+
+
+Q122 = "qwen3.5-122b-a10b"
+
+
+def test_the_table_explain_lists_the_front_a_candidate_is_called_off() -> None:
+    """`solve --explain` (table) called #3 of Qwen3.5-122B-A10B on 8 x MI355X under ATOM "off the front" and printed
+    no front (the option's help promises it; only the YAML carried it). Each front point is now one line: its
+    knobs above 1, concurrency, TTFT, TPOT and tokens/s per rank, and a candidate off the front is dominated by one
+    of them (no higher request latency, no lower tokens/s per rank)."""
+    from solver.entry import run_solve
+    from solver.report.candidates import front_lines
+
+    scenario = Scenario(kind="balanced")
+    result, cands = run_solve(Q122, "mi355x", 8, scenario, framework="atom")
+    lines = front_lines(result)
+    assert len(lines) == len(result.front) > 0
+    p = result.front[0]
+    e = p.estimate
+    assert lines[0].endswith(f"at concurrency {p.batch}: TTFT {e.ttft_s * 1e3:,.1f} ms, TPOT {e.tpot_s * 1e3:.2f} ms, "
+                             f"{e.output_tokens_per_s_per_rank:,.1f} tok/s/rank")
+    assert any(not c.planned.on_front for c in cands)
+    for c in cands:
+        if c.planned.on_front:
+            continue
+        mine = c.planned.estimate
+        lat = scenario.request_latency(mine.ttft_s, mine.tpot_s)
+        assert any(scenario.request_latency(q.estimate.ttft_s, q.estimate.tpot_s) <= lat
+                   and q.estimate.output_tokens_per_s_per_rank >= mine.output_tokens_per_s_per_rank
+                   for q in result.front)

@@ -1,22 +1,16 @@
-"""Published deployments as their users write them, through check / launch / estimate --from-csv / calibrate:
-the refusals name the field the user wrote, and what an engine accepts is accepted."""
+"""What an engine accepts and refuses, as published deployments' users write them through check / launch /
+calibrate: an engine on another vendor's device, a batch the engine cannot express, and MTP depth limits; each
+refusal names the field the user wrote."""
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
-from conftest import FACTS
 
 from solver.cli.main import main
-from solver.measured import parallel_sizes
-from solver.errors import InputError
 from solver.specs.framework import load_framework
 
 REPO = Path(__file__).resolve().parents[1]
-CALIBRATION_CSV = FACTS / "calibration" / "measured_agg_calibration.csv"
-NEEDS_CSV = pytest.mark.skipif(not CALIBRATION_CSV.is_file(), reason="calibration CSV absent")
 
 
 def _run(*args: str):
@@ -95,39 +89,3 @@ def test_an_engine_whose_facts_give_no_mtp_limit_launches_a_depth_past_3(tmp_pat
 def test_cann_recipes_keeps_its_mtp_depth_limit_of_3() -> None:
     """verified-configs.md: MTP depth (next_n) at most 3 in cann-recipes-infer."""
     assert load_framework("cann-recipes").max_mtp == 3
-
-
-@NEEDS_CSV
-def test_a_calibration_csv_of_a_header_and_no_rows_is_refused(tmp_path: Path) -> None:
-    src = tmp_path / "header.csv"
-    with CALIBRATION_CSV.open() as fh:
-        src.write_text(fh.readline())
-    r = _run("estimate", "--from-csv", str(src), "--out", str(tmp_path / "out.csv"))
-    assert r.exit_code == 2
-    assert r.stderr == f"error: --from-csv: {src}: a header and no rows; nothing to evaluate\n"
-
-
-def test_a_moe_size_mismatch_says_a_blank_attention_dp_was_read_as_1() -> None:
-    """The calibration CSV's vLLM Qwen3-235B rows leave attention_dp blank beside moe_tp 2: tp 1 x (blank -> 1)
-    = 1 rank, moe_tp 2 x moe_ep 1 = 2; the line says which cell was read as what."""
-    row = {"tp": "1.0", "attention_dp": "", "moe_tp": "2.0", "moe_ep": "1.0"}
-    try:
-        parallel_sizes(row, is_moe=True)
-    except InputError as exc:
-        assert exc.field == "moe_tp"
-        assert exc.problem == "moe_tp x moe_ep = 2 differs from tp x attention_dp = 1 (attention_dp blank, read as 1)"
-    else:
-        raise AssertionError("a mismatch must be refused")
-
-
-@NEEDS_CSV
-def test_the_calibration_csvs_rows_refused_each_carry_one_line() -> None:
-    """Every row of the shipped calibration CSV is evaluated or carries its reason in `error`: none dropped."""
-    out = CliRunner().invoke(main, ["estimate", "--from-csv", str(CALIBRATION_CSV), "--out", "-"])
-    assert out.exit_code == 0
-    rows = list(csv.DictReader(out.stdout.splitlines()))
-    with CALIBRATION_CSV.open() as fh:
-        assert len(rows) == sum(1 for _ in csv.DictReader(fh))
-    for row in rows:
-        assert bool(row["error"]) != bool(row["tpot_ms_pred"]), row["id"]
-        assert "\n" not in row["error"]

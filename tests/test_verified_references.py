@@ -1,5 +1,5 @@
-"""Rules found by the round-40 Ascend review (DeepSeek-V3.2 on 64 Atlas A3 dies with cann-recipes, the Qwen3 /
-DeepSeek / Kimi / GLM teams beside it with vllm-ascend): one test per rule."""
+"""Verified Ascend references (DeepSeek-V3.2 on 64 Atlas A3 dies with cann-recipes, the Qwen3 / DeepSeek / Kimi /
+GLM teams beside it with vllm-ascend) read as deployments, checked, and written back as the framework's files."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Rules found handing the reader config.json files it had not seen (hunt41c): which layers slide under a window.
+"""Which layers of a config.json the reader has not seen slide under a window.
 
 Each expectation is transformers 5.25.0's own reading of the fixture (AutoConfig.for_model(...).layer_types, or the
 attention's config.sliding_window where the class builds no layer_types)."""
@@ -8,7 +8,7 @@ from pathlib import Path
 from solver.specs.config.read import parse_model_config
 from solver.specs.layers import Attention
 
-DATA = Path(__file__).parent / "data" / "configs_hunt41c"
+DATA = Path(__file__).parent / "data" / "configs_windows"
 
 
 def _windows(name: str) -> list[int | None]:

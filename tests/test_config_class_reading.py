@@ -1,4 +1,4 @@
-"""Rules found handing the reader config.json fields its family's transformers 5.25.0 class never reads (hunt41d).
+"""config.json fields its family's transformers 5.25.0 class never reads, and heads that do not generate.
 
 Each expected count is transformers' own: the fixture's architectures class built on the meta device
 (AutoConfig.for_model(**config), sum of the parameters' numel). The fixtures share one size: hidden 1024, 4 layers,
@@ -16,7 +16,7 @@ from solver.specs.config.read import parse_model_config
 from solver.specs.layers import Attention, DenseFFN, MoE
 
 DATA = Path(__file__).parent / "data"
-HUNT = DATA / "configs_hunt41d"
+HUNT = DATA / "configs_class_reading"
 
 
 def _raw(name: str) -> dict:

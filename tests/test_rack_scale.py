@@ -1,4 +1,4 @@
-"""Rules found asking the planner about rack-scale systems (GB200 / GB300 NVL72, Atlas A3 CloudMatrix384) (hunt41e).
+"""The planner on rack-scale systems (GB200 / GB300 NVL72, Atlas A3 CloudMatrix384).
 
 GB200 NVL72 (facts/hardware.md): 4 GPUs a compute tray, 72 in one NVLink rack at 900 GB/s a GPU, 100 GB/s a GPU
 between racks. Ranks fill trays, then racks, in order: ranks 0-71 are rack 0, 72-143 rack 1."""
