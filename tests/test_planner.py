@@ -93,7 +93,7 @@ def test_cpsat_front_equals_exhaustive_front_on_every_verified_deployment(ref):
     one (kimi-th-p64, glm5-d128: embed TP2 for TP1); the planner solves without presolve."""
     q = ref.quant
     fronts = [[(p.config, p.batch, round(p.latency_s, 9)) for p in run_solve(
-        ref.model, ref.hardware, ref.world_size, ref.planning_scenario(), "cann-recipes", q.weights, q.moe_weights,
+        ref.model, ref.hardware, ref.world_size, ref.planning_scenario(), "cann-recipes", q.spelled(q.weights), q.spelled(q.moe_weights),
         q.kv_cache, method=m, explain_binding=False)[0].front] for m in ("cpsat", "exhaustive")]
     assert fronts[0] == fronts[1]
 

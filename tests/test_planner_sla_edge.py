@@ -98,7 +98,7 @@ def test_the_exhaustive_enumeration_plans_the_same_sla_edge() -> None:
 
 
 def test_a_candidate_the_slas_stop_at_a_power_runs_at_its_own_sla_edge() -> None:
-    """Beside #1 at the edge (TP8 at 121), a candidate stopped at 64 would compare unequal loads (TP4 x DP2 at 64
+    """Beside #1 at the edge (TP8 at 123), a candidate stopped at 64 would compare unequal loads (TP4 x DP2 at 64
     reads 27% below TP8, 6% at its own edge): #2 is shown at its own edge, planned there. By hand, its TPOT is
     29.38 ms at 64 and 42.36 ms at 128 (stopped at 64), 39.69 ms at 112 and 40.62 ms at 113 (the most it runs
     within 40 ms is 112)."""
@@ -186,7 +186,7 @@ def test_the_verified_deployment_moves_to_its_own_edge_keeping_its_configuration
 
 
 def test_solves_json_names_the_power_each_point_at_an_sla_edge_came_from() -> None:
-    """solve --format json carries sla_edge_from as the sweep's column does: TP8 at 121 and the two candidates at
+    """solve --format json carries sla_edge_from as the sweep's column does: TP8 at 123 and the two candidates at
     their own edges (112, 80) came from 64; a front point at a power carries none."""
     import json
 
@@ -199,6 +199,6 @@ def test_solves_json_names_the_power_each_point_at_an_sla_edge_came_from() -> No
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert [(c["estimation"]["concurrency"], c["estimation"].get("sla_edge_from")) for c in data["candidates"]] == [
-        (121, 64), (112, 64), (80, 64)]
+        (123, 64), (112, 64), (80, 64)]
     front = {p["concurrency"]: p.get("sla_edge_from") for p in data["pareto_front"]}
-    assert front[121] == 64 and front[64] is None
+    assert front[123] == 64 and front[64] is None

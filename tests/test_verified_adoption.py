@@ -25,7 +25,7 @@ def _ref(ref_id: str):
 def _solve(ref_id: str, framework: str = "cann-recipes", references=None, kv_dtype: str | None = None):
     r = _ref(ref_id)
     q = r.quant
-    return run_solve(r.model, r.hardware, r.world_size, r.planning_scenario(), framework, q.weights, q.moe_weights,
+    return run_solve(r.model, r.hardware, r.world_size, r.planning_scenario(), framework, q.spelled(q.weights), q.spelled(q.moe_weights),
                      kv_dtype or q.kv_cache, top=3, explain_binding=False, references=references)
 
 
