@@ -15,6 +15,11 @@ from solver.specs.parallel import ParallelConfig
 from solver.specs.scenario import Scenario
 
 
+def _memory(cand: Candidate):
+    """The candidate's estimated memory per rank, None where it carries no estimate (the emitter computes it)."""
+    return cand.planned.estimate.memory if cand.planned.estimate is not None else None
+
+
 def candidate_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand: Candidate, scenario: Scenario,
                      weight_dtype: str | None = None, moe_weight_dtype: str | None = None,
                      kv_dtype: str | None = None) -> dict[str, Any]:
@@ -22,7 +27,7 @@ def candidate_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand:
     disagreement the round-trip test guards against, shown rather than hidden)."""
     inputs = LaunchInputs(batch=cand.planned.batch, max_model_len=model_len(scenario.phase, scenario.max_seq_len),
                           mtp=scenario.mtp, weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype,
-                          kv_dtype=kv_dtype, memory=cand.planned.estimate.memory)
+                          kv_dtype=kv_dtype, memory=_memory(cand))
     try:
         return emit_launch(fw, model, hw, cand.planned.config, inputs)
     except InputError as exc:
@@ -44,7 +49,7 @@ def pool_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, cand: Cand
     if role == "prefill":
         batch = prompts_per_replica(cand.planned) * cand.planned.config.attn_replicas
     inputs = LaunchInputs(batch=batch, max_model_len=max_model_len, mtp=mtp, weight_dtype=weight_dtype,
-                          moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype, memory=cand.planned.estimate.memory)
+                          moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype, memory=_memory(cand))
     try:
         return emit_launch(fw, model, hw, cand.planned.config, inputs, role=role, pools=pools)
     except InputError as exc:
