@@ -109,3 +109,110 @@ def test_the_conformance_tables_line_ranges_run_forward_within_their_profile() -
     assert ranges
     bad = [f"{f}:{a}-{b}" for f, a, b in ranges if not int(a) < int(b) <= lengths[f]]
     assert not bad, bad
+
+
+def _refs_tool():
+    """docs/remap_conformance_refs.py: the page's reference syntax (REF, ABBREV) and the remapping tool."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "remap_conformance_refs.py"
+    spec = importlib.util.spec_from_file_location("remap_conformance_refs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_plain_line_reference_spells_what_its_row_names() -> None:
+    """Each plain 'file:N' of a table row (one not right after a rule id, which the test above checks) is a
+    profile line that spells a name the row gives it, and a range 'file:N-M' starts and ends on such lines. Its
+    names: the identifiers in backticks in the row's statement column and in the ref's own cell (a flag
+    `--tp-size` or `-H`, a key `kv_cache_config.dtype`, an env `DYNAMIC_EPLB`, a command `mpirun`, the key of
+    `vendors: [amd]`); the identifiers (with '_', '.' or a leading '-') in the words right before the ref, back to
+    the previous ref or ';' (a bare list 'v:115, va:136' shares its first ref's words; 'A.world_divisible_*' names
+    every id it starts), and in the parenthesis right after it; in the knob table, the row's knob (attn_tp ->
+    attn_tp_size). A kind word there also names a line: 'knob(s)' the knobs list, 'feature(s)' an entry of
+    features:, 'document' a documents: spec. A name matches as a whole word ('-tp' is not in '--tp_size') in a
+    line's data: comments are not read unless the words say 'comment'. A ref whose row names nothing fails too.
+    E.g. A1's `finegrained_tp_config` sits on vllm-ascend.yaml 245-248; 'va:237-240' (the --max-num-batched-tokens
+    comment and the --max-model-len arg) spells no name of A1's: stale."""
+    import re
+    from pathlib import Path
+
+    tool = _refs_tool()
+    root = Path(__file__).resolve().parents[1]
+    ident = re.compile(r"(?<![\w-])(?:-{1,2}[a-z][a-z0-9_-]*[a-z0-9]|[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+)")
+    # in backticks a flag or a hyphenated command is a name too (`-H`, `trtllm-llmapi-launch`)
+    spelled = re.compile(r"(?<![\w-])(?:-{1,2}[A-Za-z][\w-]*|[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+)")
+    kinds = {"knob": r"knobs:", "knobs": r"knobs:", "document": r"\s+\w+: \{format:"}
+    profiles = {}
+    for abbr in tool.ABBREV:
+        lines = tool.profile_path(abbr).read_text().splitlines()
+        top, features = "", set()
+        for n, line in enumerate(lines, 1):
+            top = line.split(":")[0] if re.match(r"[a-z_]+:", line) else top
+            if top == "features" and re.match(r"  [a-z_]+:", line):
+                features.add(n)
+        profiles[abbr] = (lines, features)
+
+    def spells(abbr: str, n: int, names: set[str], kind_words: set[str], comments: bool) -> bool:
+        lines, features = profiles[abbr]
+        line = lines[n - 1]
+        if "feature" in kind_words or "features" in kind_words:
+            if n in features:
+                return True
+        if any(re.match(kinds[k], line) for k in kind_words if k in kinds):
+            return True
+        data = line if comments else re.sub(r"(^|\s)#.*$", "", line)
+        return any(re.search(r"(?<![\w-])" + re.escape(name.rstrip("*"))
+                             + (r"\w" if name.endswith("_*") else r"(?![\w-])"), data) for name in names)
+
+    def backticked(text: str) -> set[str]:
+        out = set()
+        for span in re.findall(r"`([^`]+)`", text):
+            out |= set(spelled.findall(span)) | set(re.findall(r"^(\w+):", span)) | set(re.findall(r"^\w+$", span))
+        return out
+
+    doc = (root / "docs" / "engine-conformance.md").read_text().splitlines()
+    stale, checked = [], 0
+    header: list[str] = []
+    for i, row in enumerate(doc):
+        if not row.startswith("|"):
+            header = []
+            continue
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if i + 1 < len(doc) and doc[i + 1].startswith("|---"):
+            header = cells
+            continue
+        if row.startswith("|---") or not header:
+            continue
+        row_names = set().union(*(backticked(c) for h, c in zip(header, cells) if "statement" in h))
+        if "knob" in header:
+            row_names.add(cells[header.index("knob")].split()[0] + "_size")
+        for cell in cells:
+            last_end, last_words = 0, ""
+            for m in tool.REF.finditer(cell):
+                before = cell[last_end:m.start()]
+                before = before[before.rfind(";") + 1:]
+                if re.search(r"\b[ABC]\.[a-z0-9_]+ $", before) and len(tool.spans(m.group(2))) == 1:
+                    last_end, last_words = m.end(), before
+                    continue  # 'C.rule v:120': the rule-id test's
+                if not re.search(r"[A-Za-z`]", before):
+                    before = last_words + before
+                after = re.match(r"\s*\(([^)]*)\)", cell[m.end():])
+                words = before + " " + (after.group(1) if after else "")
+                names = row_names | backticked(cell) | set(ident.findall(words)) | set(re.findall(r"[\w.]+_\*", words))
+                kind_words = set(re.findall(r"\b(knobs?|features?|document)\b", words))
+                comments = "comment" in words
+                abbr = m.group(1)
+                for a, b in tool.spans(m.group(2)):
+                    checked += 1
+                    if b > len(profiles[abbr][0]) or not all(
+                            spells(abbr, n, names, kind_words, comments) for n in {a, b}):
+                        stale.append(f"{cells[0]}: {abbr}:{a}" + (f"-{b}" if b != a else "")
+                                     + f" spells none of {sorted(names) or 'nothing (name it in the row)'}")
+                last_end, last_words = m.end(), before
+    assert checked > 100
+    assert not stale, ("a plain line reference no longer points at what its row names (after a profile edit run "
+                       "`python docs/remap_conformance_refs.py ABBR <rev before the edit>`, or re-point it by "
+                       "hand):\n" + "\n".join(stale))
