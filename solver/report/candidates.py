@@ -112,7 +112,8 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
         "cut_loop_note": result.cut_note(),
         "concurrency_note": result.range_note,
         "edge_note": result.edge_note,
-        "copies_note": result.copies_note,
+        # where k copies of a smaller deployment would carry clearly more per rank (plan.copies): absent elsewhere
+        **({"copies_note": result.copies_note} if result.copies_note else {}),
         "input_notes": list(result.input_notes),
         "ordering": ORDERING,
         "pareto_front": [
