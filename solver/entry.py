@@ -38,9 +38,13 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
               weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
               method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
               allow_cross_node: bool = False, explain_binding: bool = True,
-              references: list | None = None) -> tuple[PlanResult, list[Candidate]]:
+              references: list | None = None, copies_hint: bool = False,
+              diagnose: bool = True) -> tuple[PlanResult, list[Candidate]]:
     """Library entry point shared by the CLI, sweeps and notebooks. `references`: the verified deployments the
-    planner may adopt and the ranking measures closeness to (default: every one in references/)."""
+    planner may adopt and the ranking measures closeness to (default: every one in references/). `copies_hint`:
+    where the answer is bound by what a smaller world lifts, plan copies of smaller deployments and say in
+    PlanResult.copies_note when they would carry clearly more per rank (plan.copies; `solve` asks for it).
+    `diagnose` False: no configuration raises without the diagnosis of why."""
     if cards < 1:
         raise InputError("--cards", f"must be >= 1, got {cards}")
     refuse_unknown_method(method)
@@ -52,12 +56,73 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     refs = list_references() if references is None else list(references)
     # at least the core candidates, whatever --top asks: the ranking's first is chosen among them
     result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=max(top, CORE_CANDIDATES),
-                  allow_cross_node=allow_cross_node, explain_binding=explain_binding,
+                  allow_cross_node=allow_cross_node, explain_binding=explain_binding, diagnose=diagnose,
                   verified=verified_for(spec.name, hw.name, cards, scenario.phase, refs))
     cands = rank_candidates(result.candidates, spec, as_launched(hw, fw, cards), scenario, refs, _ref_models(),
                             top=top, kvp_in_tp=fw.kvp_splits_attention_weights,
                             cp_replicates_kv=fw.cp_replicates_kv_cache, fw=fw)
+    if copies_hint and cands:
+        result.copies_note = _copies_note(model, hardware, cards, scenario, framework, weight_dtype,
+                                          moe_weight_dtype, kv_dtype, method, params, allow_cross_node, refs,
+                                          hw, fw, result, cands[0])
     return result, cands
+
+
+def _copies_note(model: str, hardware: str, cards: int, scenario: Scenario, framework: str,
+                 weight_dtype: str | None, moe_weight_dtype: str | None, kv_dtype: str | None, method: str,
+                 params: SolverParams | None, allow_cross_node: bool, refs: list, hw, fw: FrameworkProfile,
+                 result: PlanResult, first: Candidate) -> str | None:
+    """plan.copies' note for this answer: nothing planned unless a cause a smaller world lifts shows (a serving
+    plan whose planner picks the concurrency: copies split the requests their own way)."""
+    from solver.plan import copies
+
+    if scenario.phase != "serving" or scenario.concurrency is not None:
+        return None
+    placed = as_launched(hw, fw, cards)
+    why = copies.triggers(cards, placed, fw, result.binding)
+    if not why:
+        return None
+
+    def solve_at(m: int) -> copies.CopyPlan:
+        res, got = run_solve(model, hardware, m, scenario, framework, weight_dtype, moe_weight_dtype, kv_dtype,
+                             method, params, 1, allow_cross_node, references=refs, diagnose=False)
+        c = got[0]
+        return copies.CopyPlan(m, c.pattern, c.planned.batch, c.planned.estimate.output_tokens_per_s_per_rank,
+                               bool(copies.triggers(m, as_launched(hw, fw, m), fw, res.binding)))
+
+    here = first.planned.estimate.output_tokens_per_s_per_rank
+    best = copies.fewest_copies(cards, placed, copies.MARGIN * here, solve_at)
+    if best is None:
+        return None
+    k = cards // best.cards
+    # the load the copies would carry together, rounded down so that recommend's k copies carry it
+    target = int(k * best.cards * best.per_rank)
+    cmd = recommend_command(model, hardware, [best.cards, cards], target, scenario, framework, weight_dtype,
+                            moe_weight_dtype, kv_dtype, allow_cross_node)
+    return copies.copies_note(cards, hw.name, here, best, why, cmd)
+
+
+def recommend_command(model: str, hardware: str, sizes: list[int], target: int, scenario: Scenario,
+                      framework: str, weight_dtype: str | None, moe_weight_dtype: str | None,
+                      kv_dtype: str | None, allow_cross_node: bool) -> str:
+    """The `shardplan recommend` line that weighs copies of these sizes for `target` output tokens/s under the
+    scenario's lengths, SLAs, MTP and engine (a value at its default left out)."""
+    from solver.specs.limits import DEFAULT_MAX_CONCURRENCY
+
+    opts = [("--hardware", hardware), ("--cards", ",".join(str(w) for w in sorted(sizes))),
+            ("--target-output-tokens-per-s", target), ("--isl", scenario.isl), ("--osl", scenario.osl),
+            ("--ttft-ms", scenario.ttft_ms), ("--tpot-ms", scenario.tpot_ms),
+            ("--mtp", scenario.mtp or None), ("--mtp-accept", scenario.mtp_accept if scenario.mtp else None),
+            ("--max-concurrency", scenario.max_concurrency
+             if scenario.max_concurrency != DEFAULT_MAX_CONCURRENCY else None),
+            ("--framework", None if framework == "generic" else framework), ("--weight-dtype", weight_dtype),
+            ("--moe-weight-dtype", moe_weight_dtype), ("--kv-dtype", kv_dtype)]
+    import shlex
+
+    return " ".join(["shardplan recommend", shlex.quote(model),
+                     *(f"{k} {v:g}" if isinstance(v, float) else f"{k} {shlex.quote(str(v))}"
+                       for k, v in opts if v is not None)]
+                    + (["--allow-cross-node"] if allow_cross_node else []))
 
 
 def refuse_unknown_method(method: str) -> None:

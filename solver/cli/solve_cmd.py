@@ -79,13 +79,14 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         click.echo(render(rep, fmt), nl=False)
         return
     result, cands = run_solve(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
-                              kv_dtype, method, params, top, allow_cross_node)
+                              kv_dtype, method, params, top, allow_cross_node, copies_hint=True)
     from solver.specs.framework import load_framework
 
     fw = load_framework(framework)
     replica_knobs = fw.replica_knobs  # attn_dp_size as the engine's DP
     note = result.timeout_note()
-    for line in (*result.input_notes, note, result.cut_note(), result.range_note, result.edge_note):
+    for line in (*result.input_notes, note, result.cut_note(), result.range_note, result.edge_note,
+                 result.copies_note):
         if line:
             click.echo(f"note: {line}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,

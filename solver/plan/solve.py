@@ -116,6 +116,8 @@ class PlanResult:
 
     # the best-score candidate's concurrency is the top of the range --max-concurrency cut (space.range_note)
     range_note: str | None = None
+    # k copies of a smaller deployment would carry clearly more per rank (plan.copies; entry.run_solve's copies_hint)
+    copies_note: str | None = None
     # a candidate runs at the SLA edge, a concurrency between the powers of two (plan.sla_edge)
     edge_note: str | None = None
     # what reading the inputs noted (specs/notes.input_notes: a field the config reader did not read, weights

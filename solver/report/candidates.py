@@ -112,6 +112,8 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
         "cut_loop_note": result.cut_note(),
         "concurrency_note": result.range_note,
         "edge_note": result.edge_note,
+        # where k copies of a smaller deployment would carry clearly more per rank (plan.copies): absent elsewhere
+        **({"copies_note": result.copies_note} if result.copies_note else {}),
         "input_notes": list(result.input_notes),
         "ordering": ORDERING,
         "pareto_front": [
@@ -201,7 +203,7 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[s
         out.append(f"# not keys of {where} (fixed at 1): {', '.join(unset)}")
     out.append("# binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
     out.append(f"# solver status: {result.status}" + (f" ({result.timeout_note()})" if result.timeout_note() else ""))
-    out.extend(f"# note: {n}" for n in (*result.input_notes, *(n for n in (result.range_note, result.edge_note) if n)))
+    out.extend(f"# note: {n}" for n in (*result.input_notes, *(n for n in (result.range_note, result.edge_note, result.copies_note) if n)))
     out.append(f"# ordering: {ORDERING}")
     for rule, values in result.pruned.items():
         out.append(f"# search space: {rule} removed {', '.join(values)}")
