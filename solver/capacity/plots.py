@@ -64,7 +64,9 @@ def plot_sweep(df: pd.DataFrame, path: str | os.PathLike | None = None, title: s
     n = len(groups) + 1
     ncols = min(n, 3)
     nrows = -(-n // ncols)
-    fig = Figure(figsize=(6.4 * ncols, 4.8 * nrows))
+    # constrained layout keeps the suptitle above the panels' own titles (tight_layout let it run over the top
+    # row's on a grid of several rows)
+    fig = Figure(figsize=(6.4 * ncols, 4.8 * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     flat = list(axes.flat)
     cmap = matplotlib.colormaps["viridis"]
@@ -81,7 +83,7 @@ def plot_sweep(df: pd.DataFrame, path: str | os.PathLike | None = None, title: s
         for cards, c in front.groupby("cards"):
             c = c.drop_duplicates(subset=knob_cols).sort_values(FRONT_X)
             ax.plot(c[FRONT_X], c["output_tokens_per_s_per_rank"], "-o", ms=3.5, lw=1.6,
-                    color=color(int(cards)), label=f"{int(cards)} cards")
+                    color=color(int(cards)), label=f"{int(cards)} card{'' if int(cards) == 1 else 's'}")
         rec = g[g["candidate"] == 1]
         for kind, r in rec.groupby("scenario"):
             ax.scatter(r[FRONT_X], r["output_tokens_per_s_per_rank"], s=70,
@@ -103,8 +105,10 @@ def plot_sweep(df: pd.DataFrame, path: str | os.PathLike | None = None, title: s
         everything = df[(df["hardware"] == hw) & (df["isl"] == isl) & (df["osl"] == osl)]
         none_fit = sorted(int(c) for c in set(everything["cards"]) - set(g["cards"]))
         note = f" (none fits at {', '.join(map(str, none_fit))} cards)" if none_fit else ""
+        # a colour of its own per group: the axes' colour cycle also advances on the recommended markers' plots,
+        # so the sixth group took the first one's colour (and its marker)
         line, = ax.plot(best.index.astype(int), best.values, line_styles[gi % 4], marker="oDsv^"[gi % 5], lw=2,
-                        label=f"{label}: best on the front{note}")
+                        color=f"C{gi % 10}", label=f"{label}: best on the front{note}")
         rec = g[g["candidate"] == 1]
         for kind, r in rec.groupby("scenario"):
             r = r.sort_values("cards")
@@ -130,7 +134,6 @@ def plot_sweep(df: pd.DataFrame, path: str | os.PathLike | None = None, title: s
         extra.set_visible(False)
     models = ", ".join(sorted(set(df["model"].dropna().astype(str)) - {""}))
     fig.suptitle(title or f"{models}: capacity sweep", fontsize=13)
-    fig.tight_layout()
     if path is not None:
         save_figure(fig, path, "path")
     return fig

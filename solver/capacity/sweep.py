@@ -247,12 +247,20 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
 
 
 def _candidate_note(p: Planned, candidate: int | None, range_note: str | None, scenario: Scenario) -> str:
-    """A feasible row's note: the recommended row's concurrency range note, a row at an SLA edge where its
-    concurrency comes from (in every scenario: the edge is a front point whichever row a scenario recommends; a
-    candidate at its own edge, the power it came from), and a candidate off the front only as a tie saying so
-    (on_front marks the front's one configuration per point, the same in every scenario)."""
+    """A feasible row's note: the recommended row's concurrency range note, another row at the top of the range
+    that it is (its throughput per rank is held down by the range, not by the cards: the front's best row of a
+    large cluster often sits there), a row at an SLA edge where its concurrency comes from (in every scenario: the
+    edge is a front point whichever row a scenario recommends; a candidate at its own edge, the power it came
+    from), and a candidate off the front only as a tie saying so (on_front marks the front's one configuration
+    per point, the same in every scenario)."""
     from solver.plan.sla_edge import sla_edge_note  # imported late, as full_estimate_misses above
-    notes = [range_note] if candidate == 1 and range_note else []
+    from solver.space.domains import range_note as top_note
+
+    if candidate == 1:
+        notes = [range_note] if range_note else []
+    else:
+        top = top_note(p.batch, scenario, "this row's concurrency", "throughput may keep growing past it")
+        notes = [top] if top else []
     if p.sla_edge_from is not None:
         notes.append(sla_edge_note(p.batch, p.sla_edge_from, scenario))
     if p.ties_front:

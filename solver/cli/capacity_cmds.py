@@ -243,7 +243,8 @@ def _print_summary(df, model_name: str, out: str | None, figures: dict[tuple, di
     for (hw, w, kind, i, o), g in df.groupby(["hardware", "cards", "scenario", "isl", "osl"], sort=False):
         rec = g[g["candidate"] == 1]
         if not rec.empty and rec.iloc[0]["note"]:  # what the planner said of the recommendation, as it said it
-            notes.append(f"note: {hw} x {int(w)} {kind}: {rec.iloc[0]['note']}")
+            # the lengths too: with --seq-lens two combinations share hardware, cards and scenario
+            notes.append(f"note: {hw} x {int(w)} {kind} {int(i)}/{int(o)}: {rec.iloc[0]['note']}")
         if rec.empty:
             rows.append([hw, int(w), kind, f"{i}/{o}", "-", "infeasible: " + str(g["binding_constraint"].iloc[0]),
                          None, None, None, None, None])
