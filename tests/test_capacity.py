@@ -461,8 +461,8 @@ def test_max_copies_bounds_the_copies_and_a_shortfall_names_it() -> None:
     assert "more copies (--max-copies)" in short.note
 
 
-# Qwen3-235B W8A8 on Atlas A3 at TPOT <= 50 ms reaches 1,208 output tok/s on 16 dies, 2,849 on 32 and 6,178 on 64
-# (75, 89, 97 per die: a larger deployment carries more per die).
+# Qwen3-235B W8A8 on Atlas A3 at TPOT <= 50 ms reaches 1,264 output tok/s on 16 dies, 2,970 on 32 and 6,433 on 64
+# (79, 93, 101 per die: a larger deployment carries more per die).
 A3 = dict(model="qwen3-235b-a22b-fp8", hardware="atlas_a3", weight_dtype="int8", tpot_ms=50)
 
 
@@ -473,7 +473,7 @@ def test_one_deployment_wins_where_copies_of_a_smaller_one_need_more_cards() -> 
 
 
 def test_a_tie_in_cards_goes_to_fewer_copies() -> None:
-    # 5,300 tok/s: 2 copies of 32 dies (5,698) and one deployment of 64 both take 64 dies: one deployment
+    # 5,300 tok/s: 2 copies of 32 dies (5,940) and one deployment of 64 both take 64 dies: one deployment
     o = api.recommend(**A3, target_output_tokens_per_s=5300, cards="32,64").best
     assert (o.copies, o.cards, o.total_cards) == (1, 64, 64)
     assert o.tried_cards == [32, 64]
