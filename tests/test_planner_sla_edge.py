@@ -8,7 +8,7 @@ from solver.estimate.compute import factors_for
 from solver.estimate.memory_options import engine_options
 from solver.estimate.serving import Workload, estimate
 from solver.plan.points import Point
-from solver.plan.sla_edge import sla_edge
+from solver.plan.sla_edge import sla_edges
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -62,29 +62,29 @@ def test_no_sla_edge_without_an_sla() -> None:
 def test_no_sla_edge_where_the_last_planned_concurrency_meets_the_slas() -> None:
     """The largest concurrency planned has an optimum: the SLAs stop nothing."""
     classes = {(1, 1.0): _point(1), (2, 2.0): _point(2)}
-    assert sla_edge(classes, (1, 2), lambda p, c: True, lambda p, c: True) is None
+    assert sla_edges(classes, (1, 2), lambda p, c: True, lambda p, c: True) == {}
 
 
 def test_the_sla_edge_lies_below_the_next_planned_concurrency() -> None:
     """Between the last power with an optimum (8) and the next planned (16): the most the optimum meets."""
     classes = {(4, 4.0): _point(4), (8, 8.0): _point(8)}
-    assert sla_edge(classes, (4, 8, 16), lambda p, c: c <= 13, lambda p, c: True) == 13
-    assert sla_edge(classes, (4, 8, 16), lambda p, c: c <= 8, lambda p, c: True) is None
+    assert sla_edges(classes, (4, 8, 16), lambda p, c: c <= 13, lambda p, c: True) == {13: 8}
+    assert sla_edges(classes, (4, 8, 16), lambda p, c: c <= 8, lambda p, c: True) == {}
 
 
 def test_the_sla_edge_is_a_count_the_engine_runs() -> None:
     """Under a batch rule (a multiple of 4 attention replicas) the edge is the most the optimum both meets and
     runs: 12, not 13."""
     classes = {(8, 8.0): _point(8)}
-    assert sla_edge(classes, (8, 16), lambda p, c: c <= 13, lambda p, c: c % 4 == 0) == 12
-    assert sla_edge(classes, (8, 16), lambda p, c: c <= 11, lambda p, c: c % 16 == 0) is None
+    assert sla_edges(classes, (8, 16), lambda p, c: c <= 13, lambda p, c: c % 4 == 0) == {12: 8}
+    assert sla_edges(classes, (8, 16), lambda p, c: c <= 11, lambda p, c: c % 16 == 0) == {}
 
 
 def test_the_sla_edge_is_the_largest_of_the_last_powers_optima() -> None:
     """Two classes at the last power (different sequences in flight): the edge is the larger of their edges."""
     classes = {(8, 8.0): _point(8, attn=0), (8, 4.0): _point(8, attn=1)}
     meets = {0: 10, 1: 14}
-    assert sla_edge(classes, (8, 16), lambda p, c: c <= meets[dict(p.picks)["attn"]], lambda p, c: True) == 14
+    assert sla_edges(classes, (8, 16), lambda p, c: c <= meets[dict(p.picks)["attn"]], lambda p, c: True) == {14: 8}
 
 
 def test_the_exhaustive_enumeration_plans_the_same_sla_edge() -> None:

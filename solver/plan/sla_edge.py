@@ -1,14 +1,17 @@
-"""The SLA edge: where the SLAs stop the planned concurrencies, the most requests the best configurations of the
-last concurrency that meets them still run within them (docs/planner.md, "How it decides").
+"""The SLA edge: where the SLAs stop a power's best configurations, the most requests they still run within them
+(docs/planner.md, "How it decides").
 
-The planner plans powers of two. With a TPOT or TTFT bound, the last power some configuration meets can be far
-below what that configuration runs within the bound (Llama-3.1-70B on 8 H100 under vLLM, 2K/512, TPOT <= 40 ms:
-TP8 meets it at 64 and at 120, not at 128): a throughput plan stopping at the power would leave up to half of the
-load the bound allows. Between that power and the next planned concurrency (which no configuration meets, or
-memory does not hold), each class optimum of the power is followed to its own edge; the largest is planned like
-any concurrency, so the planner proves the optimum there. A configuration the power's optima do not include could
-run more still: the edge is a lower bound of the deployment's, found at the cost of one bisection per optimum.
-A candidate the SLAs stop at a power beside one at the edge moves to its own edge (at_own_edges), and a point at an
+The planner plans powers of two. With a TPOT or TTFT bound, the last power a configuration meets can be far below
+what it runs within the bound (Llama-3.1-70B on 8 H100 under vLLM, 2K/512, TPOT <= 40 ms: TP8 meets it at 64 and at
+120, not at 128): a throughput plan stopping at the power would leave up to half of the load the bound allows. So
+each class optimum of a power whose own configuration misses the SLAs (or memory) at the next planned concurrency
+is followed to its edge between the two, whatever else meets the next one: a much worse configuration meeting it
+there (Qwen3-30B-A3B on 64 H100, 4K/1K, TPOT <= 40 ms: only CP32 at 4,096, 869 output tok/s per rank, where the
+plain optimum of 2,048 runs 1,407 at its edge) must not hide the edge. Per power the largest edge of its optima is
+planned like any concurrency, so the planner proves the optimum there; the front holds it beside the next power's
+points, and dominance decides. A configuration the power's optima do not include could run more still: the edge is
+a lower bound of the deployment's, found at the cost of one bisection per optimum that stops.
+A candidate the SLAs stop at a power beside one at an edge moves to its own edge (at_own_edges), and a point at an
 edge says where its concurrency comes from (sla_edge_note). The tests the edges are bisected with (sla_tests) judge
 a configuration as the search accepts an answer (full_estimate_misses, the memory the figures assume).
 """
@@ -33,29 +36,42 @@ from solver.specs.rule_env import device_facts, model_env
 from solver.specs.scenario import Scenario
 
 
-def sla_edge(classes: dict[tuple[int, float], Point], batches: tuple[int, ...],
-             meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> int | None:
-    """The concurrency to plan between the largest one with a class optimum and the next planned one, or None
-    where the last planned concurrency has an optimum (the SLAs stop nothing) or no optimum runs more.
+def power_edge(optima: list[Point], power: int, batches: tuple[int, ...],
+               meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> int | None:
+    """The largest edge of these optima of `power` between it and the next planned concurrency: the most requests
+    an optimum whose configuration misses the SLAs at that next one still meets and runs; None where there is no
+    next one, or every optimum meets it (the SLAs stop none), or none runs more than `power`.
 
     `meets(p, c)`: p's configuration at c concurrent requests meets the SLAs and fits (monotone: what meets c
     meets fewer); `runs(p, c)`: the engine may run that many (its batch rules, not monotone)."""
-    if not classes:
-        return None
-    top = max(b for b, _ in classes)
-    later = [b for b in batches if b > top]
+    later = [b for b in batches if b > power]
     if not later:
         return None
     edge = None
-    for (b, _), p in sorted(classes.items(), key=lambda kv: kv[0]):
-        if b != top:
-            continue
-        most = bisect_edge(top, later[0], lambda c, p=p: meets(p, c))
+    for p in optima:
+        if meets(p, later[0]):
+            continue  # its configuration carries on to the next concurrency: no edge of its own below it
+        most = bisect_edge(power, later[0], lambda c, p=p: meets(p, c))
         # under a batch rule (the batch a multiple of the attention replicas) the most it also runs
-        ran = next((c for c in range(most, top, -1) if runs(p, c)), None) if most is not None else None
+        ran = next((c for c in range(most, power, -1) if runs(p, c)), None) if most is not None else None
         if ran is not None and (edge is None or ran > edge):
             edge = ran
     return edge
+
+
+def sla_edges(classes: dict[tuple[int, float], Point], batches: tuple[int, ...],
+              meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> dict[int, int]:
+    """Each concurrency to plan between a planned concurrency with class optima and the next -> that concurrency
+    (power_edge of its optima): empty where every optimum's configuration meets the SLAs at the next one."""
+    by_power: dict[int, list[Point]] = {}
+    for (b, _), p in sorted(classes.items(), key=lambda kv: kv[0]):
+        by_power.setdefault(b, []).append(p)
+    out = {}
+    for b, optima in by_power.items():
+        edge = power_edge(optima, b, batches, meets, runs)
+        if edge is not None:
+            out[edge] = b
+    return out
 
 
 def at_own_edges(stopped: list[Point], powers: tuple[int, ...], meets: Callable[[Point, int], bool],
@@ -69,12 +85,9 @@ def at_own_edges(stopped: list[Point], powers: tuple[int, ...], meets: Callable[
     verified is that one, so it is only admitted at its edge."""
     out = {}
     for p in stopped:
-        later = [b for b in powers if b > p.batch]
-        if not later or meets(p, later[0]):
-            continue  # not stopped by the SLAs: a latency plan's low concurrency is its own choice
-        c = sla_edge({(p.batch, p.served): p}, powers, meets, runs)
+        c = power_edge([p], p.batch, powers, meets, runs)
         if c is None:
-            continue
+            continue  # not stopped by the SLAs (a latency plan's low concurrency is its own choice), or no room
         pl = planner_at(c)
         picks = dict(p.picks)
         if p.key() in fixed:
@@ -132,13 +145,14 @@ def sla_tests(tables: Tables, model: ModelSpec, hw: Hardware, prec: Precision, f
     return meets, runs
 
 
-def planned_sla_edge(classes: dict[tuple[int, float], Point], tables: Tables, scenario: Scenario,
-                     meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> int | None:
-    """sla_edge's concurrency for a serving plan under SLAs whose concurrency the planner decides, else None."""
+def planned_sla_edges(classes: dict[tuple[int, float], Point], tables: Tables, scenario: Scenario,
+                      meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> dict[int, int]:
+    """sla_edges for a serving plan under SLAs whose concurrency the planner decides, else none."""
     if scenario.concurrency is not None or scenario.phase != "serving" or (
             scenario.ttft_ms is None and scenario.tpot_ms is None):
-        return None
-    return sla_edge(classes, tables.batches, meets, runs)
+        return {}
+    return sla_edges(classes, tables.batches, meets, runs)
 
 
-__all__ = ["at_own_edges", "full_estimate_misses", "planned_sla_edge", "sla_edge", "sla_edge_note", "sla_tests"]
+__all__ = ["at_own_edges", "full_estimate_misses", "planned_sla_edges", "power_edge", "sla_edge_note", "sla_edges",
+           "sla_tests"]

@@ -22,7 +22,7 @@ from solver.plan import rule_tables
 from solver.plan.diagnosis import binding_constraints, explain_infeasible
 from solver.plan.exhaustive import OutOfTime, enumerate_points
 from solver.plan.layout_memory import assumed_memory
-from solver.plan.sla_edge import at_own_edges, full_estimate_misses, planned_sla_edge, sla_edge_note, sla_tests
+from solver.plan.sla_edge import at_own_edges, full_estimate_misses, planned_sla_edges, sla_edge_note, sla_tests
 from solver.plan.table_build import build_tables
 from solver.plan.tables import Tables
 from solver.plan.verified import verified_candidate
@@ -291,10 +291,16 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     powers = tables.batches
     first, base = planner, tables
 
-    def planner_at(c: int) -> cpsat.Planner:
-        """A planner over the powers and concurrency c (an SLA edge), the answers at the powers carried over."""
-        key = (*_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts), "sla edge", c)
-        t = _cached(("tables", *key), (*same, base), lambda: base.with_batch(c))
+    def planner_at(cs: tuple[int, ...]) -> cpsat.Planner:
+        """A planner over the powers and the concurrencies cs (SLA edges), the answers at the powers carried over."""
+        key = (*_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts), "sla edge", cs)
+
+        def with_edges() -> Tables:
+            t = base
+            for c in cs:
+                t = t.with_batch(c)
+            return t
+        t = _cached(("tables", *key), (*same, base), with_edges)
         pl, _ = _cached(("planner", method, params, scenario.ttft_ms, scenario.tpot_ms, *key),
                         (*same, t), lambda: (cpsat.Planner(t, model, hw, fw, scenario, params), None))
         pl.adopt(first)
@@ -302,12 +308,13 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         pl.verify = verify
         return pl
 
-    edge = planned_sla_edge(classes, tables, scenario, meets, runs)
-    if edge is not None:
-        # the SLAs stop the powers: the edge is planned too
-        planner = planner_at(edge)
+    # edge -> the planned concurrency whose optima it was found from (plan.sla_edge)
+    edges = planned_sla_edges(classes, tables, scenario, meets, runs)
+    if edges:
+        # the SLAs stop a power's optima: their edges are planned too
+        planner = planner_at(tuple(sorted(edges)))
         tables = planner.t
-        classes = ({**classes, **classes_of(tables, planner, (edge,))} if method == "exhaustive"
+        classes = ({**classes, **classes_of(tables, planner, tuple(sorted(edges)))} if method == "exhaustive"
                    else classes_of(tables, planner))
     points = planner.front() if method != "exhaustive" and classes else pareto(list(classes.values()))
     if not points:
@@ -384,16 +391,14 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     # own edge (the first is the scenario's choice of the front, where it stands)
     edge_from: dict[tuple, int] = {}
     planners = [planner]
-    last = max(b for b in tables.batches if b < edge) if edge is not None else None
-    if edge is not None:
-        edge_from = {p.key(): last for p in chosen if p.batch == edge}
+    edge_from = {p.key(): edges[p.batch] for p in chosen if p.batch in edges}
     if edge_from:
         fixed = {adopt[1].key()} if adopt is not None else set()
         # one planner per edge within this plan: planner_at resets a cached planner's log, which would drop what
         # an earlier candidate's question at the same edge recorded (its time-outs, cut stops)
-        at: dict[int, cpsat.Planner] = {edge: planner}
-        moved = at_own_edges([p for p in chosen[1:] if p.batch < edge], powers, meets, runs,
-                             lambda c: at[c] if c in at else at.setdefault(c, planner_at(c)), fixed)
+        at: dict[int, cpsat.Planner] = dict.fromkeys(edges, planner)
+        moved = at_own_edges([p for p in chosen[1:] if p.batch not in edges], powers, meets, runs,
+                             lambda c: at[c] if c in at else at.setdefault(c, planner_at((c,))), fixed)
         for p, (q, pl) in moved.items():
             chosen[chosen.index(p)] = q
             roles[q.key()] = roles.pop(p.key())
@@ -409,7 +414,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         role = roles.get(p.key(), "front")
         return Planned(cfg, p.batch, full(p), p.latency / cpsat.TIME_SCALE, p.key() in front_keys, role,
                        adopt[0] if role == "verified deployment" else None, p.key() in core,
-                       sla_edge_from=edge_from.get(p.key(), last if p.batch == edge else None))
+                       sla_edge_from=edge_from.get(p.key(), edges.get(p.batch)))
 
     front = [realize(p) for p in points]
     result = PlanResult([tie_marked(realize(p), front) for p in chosen], front, method=method,
@@ -422,10 +427,12 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
     result.range_note = range_note(chosen[0].batch, scenario)
-    if edge is not None and any(p.batch == edge for p in chosen):
+    # the note names the plan's edge the first candidate there stands at (the plan's others at theirs, as own edges)
+    edge = next((p.batch for p in chosen if p.batch in edges), None)
+    if edge is not None:
         own = list(dict.fromkeys(f"{p.batch:,} from {edge_from[p.key()]:,}" for p in chosen
                                  if p.batch != edge and p.key() in edge_from))
-        result.edge_note = sla_edge_note(edge, last, scenario) + (
+        result.edge_note = sla_edge_note(edge, edges[edge], scenario) + (
             "; the other candidates the SLAs stop at a power are shown at their own SLA edge (the most their "
             "configuration there runs within them, the best of their pattern planned at it): " + ", ".join(own)
             if own else "")
