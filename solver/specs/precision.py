@@ -75,7 +75,7 @@ class Precision:
 # Machete (SM 9.0) / Marlin / Triton W4A16 kernels, 16-bit activations (auto_awq.py:231, auto_gptq.py:194;
 # kernels/linear/__init__.py:541-555), and its one CUDA W4A8 kernel, CutlassW4A8LinearKernel, takes FP8
 # activations on SM 9.0 only, for checkpoints that declare them (mixed_precision/cutlass.py:37-41; w4afp8.py).
-# Empty, measured: with ("fp4",) gpt-oss-120b's MXFP4 experts on H100 / H200 (the only weight-only rows of the
+# FP4 is not listed, measured: with ("fp4",) gpt-oss-120b's MXFP4 experts on H100 / H200 (the only weight-only rows of the
 # calibration CSV) fit dequant_gemm 0.506 of the 16-bit rate, the same FLOP/s as the FP8 grouped GEMM's 0.2528 of
 # the FP8 rate, and the rows can tell the two pricings apart only across models: held out, DeepSeek's experts
 # lost the gpt-oss rows that held grouped_gemm (refitted without DeepSeek 0.256 -> 0.323), aggregated
