@@ -3,6 +3,7 @@ solved and ranked (run_solve), disaggregated (run_disagg), and what they share (
 offered, the KV formats an engine cannot launch). solver.api re-exports these beside its facades."""
 from __future__ import annotations
 
+import shlex
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -117,8 +118,6 @@ def recommend_command(model: str, hardware: str, sizes: list[int], target: int, 
              if scenario.max_concurrency != DEFAULT_MAX_CONCURRENCY else None),
             ("--framework", None if framework == "generic" else framework), ("--weight-dtype", weight_dtype),
             ("--moe-weight-dtype", moe_weight_dtype), ("--kv-dtype", kv_dtype)]
-    import shlex
-
     return " ".join(["shardplan recommend", shlex.quote(model),
                      *(f"{k} {v:g}" if isinstance(v, float) else f"{k} {shlex.quote(str(v))}"
                        for k, v in opts if v is not None)]

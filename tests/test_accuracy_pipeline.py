@@ -95,7 +95,7 @@ def test_hopper_runs_4bit_weights_weight_only_and_atlas_rejects_fp8() -> None:
     case = case_from_row({**ROW, "model": "openai/gpt-oss-120b", "system": "h200_sxm", "precision": "fp4",
                           "gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4", "tp": "1", "moe_ep": "1"})
     assert case.prec.fmt("experts").name == "nvfp4"
-    assert case.prec.gemm_dtype("experts") == "fp8"  # dequantized in-kernel, FP8 activations (W4A16_ON_DEVICES_WITHOUT empty)
+    assert case.prec.gemm_dtype("experts") == "fp8"  # dequantized in-kernel, FP8 activations (fp4 not in W4A16_ON_DEVICES_WITHOUT)
     assert any("weight-only" in n for n in case.prec.notes)
     a3 = load_hardware("atlas_a3")
     assert "int4" in a3.weight_only_formats and "fp8" not in a3.weight_only_formats

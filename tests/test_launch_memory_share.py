@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from solver.cli.main import main
 from solver.estimate.memory import MemoryReport
-from solver.launch.emit import static_fraction, static_fraction_refusal
+from solver.launch.memory_share import static_fraction, static_fraction_refusal
 from solver.specs.launch_spec import LaunchArg
 
 GB = 1e9

@@ -71,9 +71,10 @@ def test_the_plain_optimum_of_2048_runs_at_its_edge_where_only_cp32_meets_4096()
     assert edge.estimate.output_tokens_per_s > plain.estimate.output_tokens_per_s
 
 
-def test_a_worse_configuration_meeting_the_next_power_is_what_the_old_stop_left() -> None:
+def test_the_edge_carries_more_than_the_worse_configuration_meeting_the_next_power() -> None:
     """The next power is met, but only by a configuration far worse per rank: CP32 meets TPOT 40 ms at 4,096
-    while the plain configuration misses it there, and the edge carries more per rank than CP32 at 4,096."""
+    while the plain configuration misses it there, and the edge carries more than CP32 at 4,096 (both on 64
+    ranks: 1,462 against 869 tok/s per rank, 1.68x, asserted above 1.5x)."""
     result, _ = run_solve(*QWEN_64_H100, TPOT_40, "generic", explain_binding=False)
     edge = next(p for p in result.front if p.sla_edge_from == 2048)
     cp32 = ParallelConfig(world_size=64, cp_size=32, lmhead_tp_size=8)

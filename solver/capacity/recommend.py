@@ -10,9 +10,10 @@ target / N the one with the lowest request latency is the copy's (it meets its s
 user experience; `headroom` says how much load the N copies have to spare). The answer is the fewest cards in all
 (N x W), ties broken by fewer engines (fewer moving parts: N, or N x W where a copy is W whole-model replicas,
 replicas_per_copy), so one deployment (N = 1) is chosen wherever it needs no more cards than copies of a smaller
-one, and copies of the one-card engine over copies of pure DP replicas of it (the same engines). A size W is tried only while one copy of it could still win (W below
-the best total found), so no more sizes are solved than the first size that carries the load alone. `max_copies`
-bounds N (1: one deployment, DP inside the configuration its only scale-out).
+one, and copies of the one-card engine over copies of pure DP replicas of it (the same engines). A size W is
+tried only while one copy of it could still win (W below the best total found), so no more sizes are solved than
+the first size that carries the load alone. `max_copies` bounds N (1: one deployment, DP inside the
+configuration its only scale-out).
 
 The planner tries concurrencies in powers of two up to --max-concurrency. Without one, a count whose most
 throughput sits at the top of that range (4,096 by default) and falls short of the load is planned again with the

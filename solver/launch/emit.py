@@ -33,6 +33,7 @@ from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_problems
 from solver.specs.parallel import ParallelConfig, absent_knobs
 from solver.space.domains import node_counts
+from solver.launch.memory_share import memory_fraction, static_fraction, static_fraction_refusal
 from solver.space.placement import as_launched, placement_note
 
 if TYPE_CHECKING:
@@ -70,53 +71,6 @@ def model_len(phase: str, longest: int) -> int:
     prefill-only deployment's prompt) is `longest`: a prefill-only instance still emits one token per request
     (vLLM and SGLang refuse a request whose prompt plus requested tokens exceed it), so it gets prompt + 1."""
     return longest + 1 if phase == "prefill" else longest
-
-
-# the share's decimals: the engines take any fraction (vLLM's --gpu-memory-utilization is a float), and a plan
-# may fill its rank to the limit, so the share rounds down by at most 1e-4 of the rank (5 MB on 48 GB), below
-# the tables' 0.01 GB; a hundredth would cut up to 1% (0.48 GB on 48 GB: a 1-card plan's whole KV margin)
-SHARE_DECIMALS = 4
-
-
-def memory_fraction(hw: Hardware) -> float:
-    """The share of a rank's memory the deployment was planned to use: the memory model's limit,
-    min(0.95 x capacity, capacity - runtime reserve), over the capacity, rounded down at SHARE_DECIMALS (an
-    engine given this share holds what the estimate fits; at a lower default it may not: vLLM's is 0.9)."""
-    from solver.estimate.memory_options import TOTAL_FRACTION, memory_limit
-
-    return _floor_share(memory_limit(hw.memory_bytes, hw.reserved_bytes, TOTAL_FRACTION) / hw.memory_bytes)
-
-
-def _floor_share(share: float) -> float:
-    scale = 10 ** SHARE_DECIMALS
-    return math.floor(round(share * scale, 6)) / scale
-
-
-def static_fraction(mem: "MemoryReport") -> float:
-    """The share of a rank's memory the weights and caches may hold in the planned configuration: the memory
-    model's limit less the activations and comm buffers at the planned concurrency, over the capacity, rounded
-    down as memory_fraction (an engine whose share covers weights + KV pool alone, SGLang's
-    --mem-fraction-static, then leaves the rest, capacity x (1 - share) >= reserve + activations + comm, to
-    what runs outside it). Never below the weights + caches the plan holds (rounded up: a plan filled to within
-    1e-4 of the limit keeps them); a plan whose weights + caches + activations exceed the limit has no share
-    (static_fraction_refusal)."""
-    scale = 10 ** SHARE_DECIMALS
-    held = math.ceil(round((mem.weights_total + mem.cache_total) / mem.capacity_bytes * scale, 6)) / scale
-    return max(held, _floor_share((mem.limit_bytes - mem.activation_bytes - mem.comm_buffer_bytes)
-                                  / mem.capacity_bytes))
-
-
-def static_fraction_refusal(mem: "MemoryReport") -> str | None:
-    """Why no share holds the plan: its weights + caches, activations and comm buffers over the memory model's
-    limit (a share holding the weights + caches would leave the activations and the runtime reserve no room).
-    None where they fit."""
-    if mem.feasible:
-        return None
-    held = (mem.weights_total + mem.cache_total) / 1e9
-    rest = (mem.activation_bytes + mem.comm_buffer_bytes) / 1e9
-    return (f"weights + KV {held:.2f} GB and activations {rest:.2f} GB per rank exceed the limit of "
-            f"{mem.limit_bytes / 1e9:.2f} GB = {mem.limit_formula()}: no memory share holds this plan (more ranks "
-            "or a lower batch)")
 
 
 def _plan_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, inputs: LaunchInputs) -> "MemoryReport":

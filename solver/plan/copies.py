@@ -25,10 +25,11 @@ from typing import Callable, Sequence
 from solver.errors import InfeasibleError
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
+from solver.specs.knobs import DERIVED_NAMES
 
-# the names a rule reads that move with the world size (rule_env: attn_dp_size = world // attn_tp_size,
-# moe_ep_size = world // moe_tp_size)
-WORLD_NAMES = frozenset({"world", "moe_ep_size", "attn_dp_size"})
+# the names a rule reads that move with the world size: `world` and the sizes rule_env derives from it
+# (knobs.DERIVED: attn_dp_size = world // attn_tp_size, moe_ep_size = world // moe_tp_size)
+WORLD_NAMES = frozenset({"world", *DERIVED_NAMES})
 
 # how much more output tokens/s per rank the copies must carry to be said: above the estimator's own error goal
 # on the decode step (TPOT median absolute error <= 15% on the calibration rows, benchmarks/README.md), so a

@@ -61,8 +61,9 @@ def power_edge(optima: list[Point], power: int, batches: tuple[int, ...],
 
 def sla_edges(classes: dict[tuple[int, float], Point], batches: tuple[int, ...],
               meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> dict[int, int]:
-    """Each concurrency to plan between a planned concurrency with class optima and the next -> that concurrency
-    (power_edge of its optima): empty where every optimum's configuration meets the SLAs at the next one."""
+    """Each edge to plan (power_edge of a planned concurrency's class optima, between it and the next planned
+    one) -> the planned concurrency it was found from: empty where every optimum's configuration meets the SLAs
+    at the next one."""
     by_power: dict[int, list[Point]] = {}
     for (b, _), p in sorted(classes.items(), key=lambda kv: kv[0]):
         by_power.setdefault(b, []).append(p)

@@ -135,6 +135,19 @@ def _label(value: float, best: float) -> str:
 TIED_REASON_KNOBS = ("dense_tp_size", "embed_tp_size", "lmhead_tp_size")
 
 
+# Layer 3's add-ons: the knobs that split attention by sequence, as the reason names them
+ADDON_KNOBS = (("cp_size", "CP"), ("kvp_size", "KVP"), ("attn_sp_size", "SP"))
+# the seed's Layer 3 (seed 003, Step 2): a sequence up to 4K asks for no add-on
+ADDON_FROM_SEQ = 4096
+
+
+def asks_addon(model: ModelSpec, seq: int) -> bool:
+    """Layer 3 asks for an add-on at this maximum sequence: past 4K, on a model with attention whose KV is not
+    bounded by a window every layer keeps below the sequence."""
+    return (seq > ADDON_FROM_SEQ and model.attention_kind != "none"
+            and not (model.kv_window_bound and seq > model.kv_window_bound))
+
+
 def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware,
                          mem: MemoryReport | None = None, kvp_in_tp: bool = False,
                          cp_replicates_kv: bool = False, ties: Mapping[str, str] | None = None,
@@ -226,14 +239,14 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
     lines.append(f"Layer 2 ({scenario.kind}): seed suggests {expect}; chose {chose}"
                  + ("" if follows else " — departs because the estimate favours it (see estimation)"))
     seq = scenario.max_seq_len
-    addon = [n for n, v in (("CP", pc.cp_size), ("KVP", pc.kvp_size), ("SP", pc.attn_sp_size)) if v > 1]
+    addon = [n for k, n in ADDON_KNOBS if getattr(pc, k) > 1]
     if model.attention_kind == "none":  # the seed's Layer 3 splits attention by sequence: nothing to split here
         l3 = "no attention layer: a constant state per sequence, no sequence split"
     elif model.kv_window_bound and seq > model.kv_window_bound:
         # the seed's split exists for attention growing with the sequence; a local window caps it
         l3 = (f"every attention layer local (window {model.kv_window_bound:,}): the KV stops growing at the window, "
               "a sequence split only shares the prompt's compute")
-    elif seq <= 4096:
+    elif seq <= ADDON_FROM_SEQ:
         l3 = "<=4K: no add-on"
     elif seq <= 65536:
         l3 = "4K-64K: check prefill split"
@@ -248,7 +261,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
             l3 += f"; {', '.join(both)}: a bounded window beside a cache that grows with the sequence"
     lines.append(f"Layer 3 (max sequence {seq:,}, {l3}): " + (f"+{'/'.join(addon)}" if addon else
                                                                "no add-on" + _no_addon_why(refused or {})))
-    if scenario.phase == "decode" and seq > 4096 and pc.attn_tp_size == 1 and pc.kvp_size == 1:
+    if scenario.phase == "decode" and seq > ADDON_FROM_SEQ and pc.attn_tp_size == 1 and pc.kvp_size == 1:
         lines.append(f"CP splits prompts and leaves this decode step unchanged (its ranks decode as attention "
                      f"DP): set cp_size={W} if these ranks also prefill the prompts, as cann-recipes decode "
                      f"configs do")
@@ -265,8 +278,6 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
     return "; ".join(lines)
 
 
-# Layer 3's add-ons: the knobs that split attention by sequence, as the reason names them
-ADDON_KNOBS = (("cp_size", "CP"), ("kvp_size", "KVP"), ("attn_sp_size", "SP"))
 RANKED_LOWER = "admissible; the planner's estimate ranked it lower at this backbone"
 
 
@@ -283,8 +294,7 @@ def addon_refusals(pc: ParallelConfig, model: ModelSpec, hw: Hardware, scenario:
     from solver.rank.explain import rules_broken
     from solver.specs.parallel import make_parallel_config, model_knobs
 
-    if (scenario.max_seq_len <= 4096 or model.attention_kind == "none" or
-            (model.kv_window_bound and scenario.max_seq_len > model.kv_window_bound)):
+    if not asks_addon(model, scenario.max_seq_len):
         return {}
     if any(getattr(pc, k) > 1 for k, _ in ADDON_KNOBS):
         return {}

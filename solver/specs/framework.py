@@ -220,8 +220,9 @@ class FrameworkProfile(BaseModel):
         """Multipliers for the performance model on one hardware: the profile's own, times the fitted
         per-(framework, hardware) factors in `fitted/factors.yaml` (written by benchmarks/fit_efficiency.py).
         `token_budget` (tokens per forward step) and `budget_split_by_attention_dp` (1.0 / 0.0) carry the
-        profile's scheduler defaults to `Factors`, `token_budget_rule` the budget its command sets (text), `kvp_splits_attention_weights` (1.0 / 0.0) its KVP layout. Give the Hardware where you hold it: its memory picks the
-        budget tier (a name is looked up in the catalog, so a user's hardware file has none)."""
+        profile's scheduler defaults to `Factors`, `token_budget_rule` the budget its command sets (text),
+        `kvp_splits_attention_weights` (1.0 / 0.0) its KVP layout. Give the Hardware where you hold it: its memory
+        picks the budget tier (a name is looked up in the catalog, so a user's hardware file has none)."""
         # a name is looked up in the catalog; one it does not know has no memory, vendor or description
         dev = _catalog_device(hardware) if isinstance(hardware, str) else hardware
         name = hardware if isinstance(hardware, str) else hardware.name

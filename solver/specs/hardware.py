@@ -211,13 +211,11 @@ class Hardware(BaseModel):
         if self.reserved_bytes >= self.memory_bytes:
             raise FieldProblem("reserved_bytes", f"must be below memory_bytes ({self.memory_bytes}), "
                                                  f"got {self.reserved_bytes}")
-        from solver.specs.dtypes import FORMATS
+        from solver.specs.dtypes import FORMATS, KV_FORMATS
 
         unknown = [f for f in self.weight_only_formats if f not in FORMATS]
         if unknown:
             raise FieldProblem("weight_only_formats", f"unknown format {unknown[0]!r}; known: {', '.join(FORMATS)}")
-        from solver.specs.dtypes import KV_FORMATS
-
         bad_kv = [f for f in self.kv_storage_formats if f not in KV_FORMATS or FORMATS[f].bits != 8]
         if bad_kv:
             raise FieldProblem("kv_storage_formats", f"{bad_kv[0]!r} is not a 1-byte KV-cache format")

@@ -44,7 +44,7 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
     "prefill_role",      # disaggregated serving: 1 on a prefill-pool worker, 0 on a decode-pool worker
     "memory_fraction",   # the memory model's limit over the capacity, min(0.95, 1 - reserve / capacity), down at 1e-4
     "static_fraction",   # the share weights + caches may hold: that limit less the planned activations and comm
-                         # buffers, over the capacity, down at 1e-4 (emit.static_fraction)
+                         # buffers, over the capacity, down at 1e-4 (launch/memory_share.static_fraction)
     "remote_code",       # 1 when the model's config names code of its own (auto_map): the engine's trust switch
     "replica_batch",     # the planned requests of one attention replica: max(1, ceil(batch x attn_group_size / world))
     "past_context",      # 1 when max_model_len exceeds the model's config context (ModelSpec.max_position_embeddings)

@@ -75,7 +75,7 @@ class Precision:
 # Machete (SM 9.0) / Marlin / Triton W4A16 kernels, 16-bit activations (auto_awq.py:231, auto_gptq.py:194;
 # kernels/linear/__init__.py:541-555), and its one CUDA W4A8 kernel, CutlassW4A8LinearKernel, takes FP8
 # activations on SM 9.0 only, for checkpoints that declare them (mixed_precision/cutlass.py:37-41; w4afp8.py).
-# Empty, measured: with ("fp4",) gpt-oss-120b's MXFP4 experts on H100 / H200 (the only weight-only rows of the
+# FP4 is not listed, measured: with ("fp4",) gpt-oss-120b's MXFP4 experts on H100 / H200 (the only weight-only rows of the
 # calibration CSV) fit dequant_gemm 0.506 of the 16-bit rate, the same FLOP/s as the FP8 grouped GEMM's 0.2528 of
 # the FP8 rate, and the rows can tell the two pricings apart only across models: held out, DeepSeek's experts
 # lost the gpt-oss rows that held grouped_gemm (refitted without DeepSeek 0.256 -> 0.323), aggregated
@@ -209,9 +209,8 @@ def resolve_precision(
                        else f"{hw.name} has no {fmt.compute} compute")
                 a16 = listed_by_name(hw, fmt) or (fmt.compute in W4A16_ON_DEVICES_WITHOUT and (
                     activation_dtype is None or number_format(activation_dtype).compute in ("bf16", "fp16")))
-                how = "into 16-bit GEMMs" if a16 else ", GEMMs at the activation dtype"
-                notes.append(f"{flag} {fmt.name}: {why}; weight-only (dequantized in-kernel{'' if how[0] == ',' else ' '}"
-                             f"{how})")
+                how = " into 16-bit GEMMs" if a16 else ", GEMMs at the activation dtype"
+                notes.append(f"{flag} {fmt.name}: {why}; weight-only (dequantized in-kernel{how})")
                 return fmt
             raise _refuse_format(hw, fmt, flag)
         return fmt

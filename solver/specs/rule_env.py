@@ -10,7 +10,7 @@ from solver.errors import InputError
 from solver.specs.expr import Value
 from solver.specs.hardware import PLATFORMS
 from solver.specs.knobs import KNOBS as KNOB_NAMES
-from solver.specs.knobs import FOLLOWS, SETTINGS
+from solver.specs.knobs import DERIVED, FOLLOWS, SETTINGS
 
 if TYPE_CHECKING:
     from solver.specs.framework import FrameworkProfile
@@ -79,8 +79,7 @@ def rule_env(
     env = RuleEnv({
         **knobs,
         "redundant_experts": redundant,
-        "attn_dp_size": world // knobs["attn_tp_size"],
-        "moe_ep_size": world // knobs["moe_tp_size"],
+        **{size: world // knobs[knob] for size, knob in DERIVED.items()},  # attn_dp_size, moe_ep_size
         "world": world,
         "batch": batch,
         "mtp": mtp,
