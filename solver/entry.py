@@ -14,6 +14,7 @@ from solver.rank.select import Candidate, rank_candidates
 from solver.space.placement import as_launched
 from solver.specs.framework import FrameworkProfile, load_framework
 from solver.specs.hardware_catalog import load_hardware
+from solver.specs.hardware import Hardware
 from solver.specs.limits import PLAN_METHODS
 from solver.specs.model_catalog import load_model, resolve_model_file
 from solver.specs.precision import resolve_precision
@@ -71,7 +72,7 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
 
 def _copies_note(model: str, hardware: str, cards: int, scenario: Scenario, framework: str,
                  weight_dtype: str | None, moe_weight_dtype: str | None, kv_dtype: str | None, method: str,
-                 params: SolverParams | None, allow_cross_node: bool, refs: list, hw, fw: FrameworkProfile,
+                 params: SolverParams | None, allow_cross_node: bool, refs: list, hw: Hardware, fw: FrameworkProfile,
                  result: PlanResult, first: Candidate) -> str | None:
     """plan.copies' note for this answer: nothing planned unless a cause a smaller world lifts shows (a serving
     plan whose planner picks the concurrency: copies split the requests their own way)."""

@@ -110,12 +110,13 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
     b = shape.graph_batch or shape.running
     dec = Work("decode", new_tokens=b * (1 + wl.mtp), context=wl.isl + wl.osl / 2, sequences=b,
                logits_tokens=b * (1 + wl.mtp), span=wl.decode_span)
+    pre_mtp = prompt_draft_passes(mtp_layers)
     return StepPlan("serving", pc.world_size, replicas, shape.per_replica, pre, dec, mtp_layers, wl, shape,
                     pre_seqs=n, dec_seqs=shape.running, dec_eager=shape.eager_decode,
                     graph_batch=shape.graph_batch,
-                    pre_layers=step_layers(model, pc, "prefill", n, prompt_draft_passes(mtp_layers)),
+                    pre_layers=step_layers(model, pc, "prefill", n, pre_mtp),
                     dec_layers=step_layers(model, pc, "decode", b, mtp_layers),
-                    pre_mtp_layers=prompt_draft_passes(mtp_layers))
+                    pre_mtp_layers=pre_mtp)
 
 
 def figures(sp: StepPlan, f: Factors, pre_gpu_s: float = 0.0, pre_kernels: float = 0.0, dec_gpu_s: float = 0.0,
