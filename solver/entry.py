@@ -13,8 +13,8 @@ from solver.plan.solve import CORE_CANDIDATES, PlanResult, plan
 from solver.rank.select import Candidate, rank_candidates
 from solver.space.placement import as_launched
 from solver.specs.framework import FrameworkProfile, load_framework
-from solver.specs.hardware_catalog import load_hardware
 from solver.specs.hardware import Hardware
+from solver.specs.hardware_catalog import load_hardware
 from solver.specs.limits import PLAN_METHODS
 from solver.specs.model_catalog import load_model, resolve_model_file
 from solver.specs.precision import resolve_precision
