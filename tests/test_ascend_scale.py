@@ -13,7 +13,7 @@ from solver.estimate.params import count_params
 from solver.estimate.serving import Workload
 from solver.estimate.weights import module_weight_bytes
 from solver.rank.review import review
-from solver.rank.select import decision_tree_reason
+from solver.rank.reason import decision_tree_reason
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model

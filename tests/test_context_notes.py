@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from solver.cli.main import main
 from solver.estimate.request_state import held_per_replica
 from solver.launch import LaunchInputs, emit_launch
-from solver.rank.select import RANKED_LOWER, addon_refusals, decision_tree_reason
+from solver.rank.reason import RANKED_LOWER, addon_refusals, decision_tree_reason
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model

@@ -153,7 +153,7 @@ def test_the_vllm_launch_of_attn_tp_2_by_kvp_4_is_tp_8_dcp_4() -> None:
 
 
 def test_the_mla_attention_tp_note_says_only_kvp_splits_the_replicated_latent_cache() -> None:
-    from solver.rank.select import decision_tree_reason
+    from solver.rank.reason import decision_tree_reason
     from solver.specs.scenario import Scenario
     m, h = load_model("deepseek-v3"), load_hardware("h200_sxm")
     sc = Scenario(kind="balanced", isl=32768, osl=1024)
@@ -598,7 +598,7 @@ def test_the_rankings_cross_node_flag_counts_the_dcp_ranks_of_the_tp_group() -> 
 def test_the_reason_says_the_engines_tp_and_its_dcp() -> None:
     """TP8 -dcp 8 is attn_tp 1 x kvp 8: the reason says 'TP8 with DCP8', not 'attn_tp=1', and under the latency
     branch it follows the seed (attention split over 8 ranks); the seed's KVP keeps 'attn_tp=1'."""
-    from solver.rank.select import decision_tree_reason
+    from solver.rank.reason import decision_tree_reason
     from solver.specs.scenario import Scenario
     m, h = load_model("deepseek-v3"), load_hardware("h200_sxm")
     s = Scenario(kind="latency", isl=2048, osl=256)

@@ -2,7 +2,7 @@
 a window bounds the KV only where no layer's cache grows with the whole sequence (State.window)."""
 from __future__ import annotations
 
-from solver.rank.select import decision_tree_reason
+from solver.rank.reason import decision_tree_reason
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig

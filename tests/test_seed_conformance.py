@@ -186,7 +186,7 @@ def test_a_first_candidate_far_from_every_verified_config_is_recommended_for_com
 # --- Layer 3: the sequence-length add-on by band (<=4K none, 4K-64K check the prefill split, 64K+ CP / KVP)
 
 def test_layer_3_names_the_seeds_sequence_length_band():
-    from solver.rank.select import decision_tree_reason
+    from solver.rank.reason import decision_tree_reason
 
     model, hw = load_model("deepseek-v3"), load_hardware("h200_sxm")
     pc = ParallelConfig(world_size=8)
@@ -292,7 +292,7 @@ def test_the_yaml_output_is_the_seeds_candidate_blocks():
 def test_layer_1_of_a_dense_model_is_dp_where_one_card_holds_it_else_tp_within_the_node() -> None:
     """Seed Step 2, Layer 1, dense branch: 'fits one card -> DP; else pure TP, starting within the node'. The
     reason names what the configuration does: DP (every rank the whole model), TP within or across nodes, PP."""
-    from solver.rank.select import decision_tree_reason
+    from solver.rank.reason import decision_tree_reason
 
     model, hw = load_model("llama-3.1-70b"), load_hardware("h100_sxm")
     sc = Scenario(kind="balanced", isl=1024, osl=256)

@@ -2,7 +2,7 @@
 holds it, or the estimate's weighing where the engine leaves the knob free."""
 from __future__ import annotations
 
-from solver.rank.select import TIED_REASON_KNOBS, decision_tree_reason
+from solver.rank.reason import TIED_REASON_KNOBS, decision_tree_reason
 from solver.rank.ties import SINGLE_RANK, profile_ties
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware

@@ -47,7 +47,7 @@ def test_a_checkpoint_with_code_of_its_own_gets_the_engines_trust_switch_or_a_no
 
 
 def test_the_explanation_of_a_model_whose_attention_is_all_local_says_the_window_bounds_the_kv() -> None:
-    from solver.rank.select import decision_tree_reason
+    from solver.rank.reason import decision_tree_reason
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.parallel import ParallelConfig
     from solver.specs.scenario import Scenario

@@ -57,7 +57,7 @@ def test_a_pattern_name_calls_the_mixer_of_a_model_without_attention_a_mixer() -
 
 def test_the_explanation_of_a_model_without_attention_proposes_no_sequence_split() -> None:
     from solver.rank.explain import alternatives
-    from solver.rank.select import decision_tree_reason
+    from solver.rank.reason import decision_tree_reason
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.parallel import ParallelConfig
     from solver.specs.scenario import Scenario
