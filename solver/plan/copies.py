@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from solver.errors import InfeasibleError
+from solver.space.domains import pp_fits_nodes
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import DERIVED_NAMES
@@ -57,9 +58,8 @@ def world_bound(binding: Sequence[str], fw: FrameworkProfile) -> list[str]:
 def copy_sizes(world: int, hw: Hardware) -> list[int]:
     """W / k for k >= 2, largest first: the sizes k copies of which fill W's cards exactly, each a whole number
     of nodes or a whole share of one node (copies never split a node's ranks unevenly)."""
-    rpn = hw.ranks_per_node
-    return [world // k for k in range(2, world + 1)
-            if world % k == 0 and ((world // k) % rpn == 0 or rpn % (world // k) == 0)]
+    # the node rule a pipeline stage follows (space.domains.pp_fits_nodes): W / k ranks as whole nodes or a share
+    return [world // k for k in range(2, world + 1) if world % k == 0 and pp_fits_nodes(world, k, hw)]
 
 
 def triggers(world: int, hw: Hardware, fw: FrameworkProfile, binding: Sequence[str]) -> list[str]:
