@@ -253,7 +253,7 @@ def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], 
                   kv_dtype: str | None = None) -> MemoryResult:
     """`shardplan memory` of one config (`mem_fraction` None: MemoryOptions' default usable fraction)."""
     from solver.estimate.memory import max_batch, memory_per_rank
-    from solver.estimate.memory_options import MemoryOptions
+    from solver.estimate.memory_options import MemoryOptions, framework_options
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
@@ -268,8 +268,9 @@ def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], 
     notes = knob_rules(fw, spec, hw, pc, batch, mtp)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     # the engine's KVP layout decides the attention weights' split
-    opts = MemoryOptions(**{k: v for k, v in (("prefill_chunk", prefill_chunk), ("total_fraction", mem_fraction))
-                            if v is not None}, kvp_splits_attention_weights=fw.kvp_splits_attention_weights)
+    opts = framework_options(fw, MemoryOptions(**{k: v for k, v in (("prefill_chunk", prefill_chunk),
+                                                                    ("total_fraction", mem_fraction))
+                                                  if v is not None}))
     rep = memory_per_rank(spec, hw, pc, prec, batch, seq_len, opts, mtp_layers=mtp)
     best = max_batch(spec, hw, pc, prec, seq_len, opts, mtp_layers=mtp)
     return MemoryResult(spec, hw, pc, prec, opts, rep, best, batch, seq_len,

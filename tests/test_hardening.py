@@ -484,14 +484,17 @@ def test_the_memory_remedy_is_checked_with_the_slas_aside() -> None:
 
 
 @pytest.mark.slow
-def test_kimi_k2_on_4096_h200_solves_with_stages_or_copies() -> None:
-    """384 experts do not divide over 4096 ranks with TP inside a node; pipeline stages (EP inside a stage)
-    or redundant experts (at most one copy per expert) now make it solvable on the world as given."""
+def test_kimi_k2_on_4096_h200_solves_with_the_fewest_copies_ep_needs() -> None:
+    """384 experts do not divide over 4096 ranks with TP inside a node; pipeline stages (EP inside a stage) or
+    redundant experts make it solvable on the world as given. The generic profile caps no copies (the engines
+    place them round-robin), and the planner places the fewest that make EP divide the slots: (-384) mod EP
+    (3,712 at EP4096)."""
     r = run("solve", "kimi-k2", "--hardware", "h200_sxm", "--cards", "4096", "--format", "json", "--top", "1")
     assert r.exit_code == 0, r.stderr
     pc = json.loads(r.stdout)["candidates"][0]["parallel_config"]
-    assert (384 + pc.get("redundant_experts", 0)) % pc["moe_ep_size"] == 0
-    assert pc.get("redundant_experts", 0) <= 384
+    r_ = pc.get("redundant_experts", 0)
+    assert (384 + r_) % pc["moe_ep_size"] == 0
+    assert r_ == (-384) % pc["moe_ep_size"]
 
 
 # ------------------------------------------------------------------------------------------------ traces

@@ -133,3 +133,28 @@ def test_a_split_deployment_still_wins_a_tie_by_fewer_copies(monkeypatch) -> Non
     opt = _fewest(monkeypatch, {1: _row(1, 400.0), 2: _row(2, 800.0, attn_tp=2)}, 2400.0)
     assert (opt.copies, opt.cards) == (3, 2)
     assert rec.replicas_per_copy(_row(2, 800.0, attn_tp=2), 2) == 1
+
+
+def test_a_launch_without_the_plans_memory_prices_it_under_the_engines_layout() -> None:
+    """SGLang's DCP splits the MLA latent cache over its TP ranks (FrameworkProfile.kvp_splits_attention_weights):
+    DeepSeek-R1 at attention TP1 x DCP4 on 4 B200, 256 requests of 2K/256, holds a quarter of each request's
+    cache per rank. The serving estimate prices that (engine_options); a launch that computes the memory itself
+    (no LaunchInputs.memory: a deployment file) must price the same, or it refuses a plan the planner fitted."""
+    from solver.estimate.factors import factors_for
+    from solver.estimate.serving import Workload, estimate
+    from solver.launch.emit import LaunchInputs, emit_launch
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import make_parallel_config
+    from solver.specs.precision import resolve_precision
+
+    model, hw, fw = load_model("deepseek-r1"), load_hardware("b200_sxm"), load_framework("sglang")
+    pc = make_parallel_config(4, attn_tp_size=1, kvp_size=4, dense_tp_size=4, moe_tp_size=1, embed_tp_size=4,
+                              lmhead_tp_size=4)
+    prec = resolve_precision(model, hw)
+    mem = estimate(model, hw, pc, prec, factors_for(hw, fw.efficiency_for(hw)),
+                   Workload("serving", isl=2048, osl=256, concurrency=256)).memory
+    assert mem.feasible
+    launch = emit_launch(fw, model, hw, pc, LaunchInputs(batch=256, max_model_len=2304))
+    assert float(_flag(launch["nodes"][0]["argv"], "--mem-fraction-static")) == static_fraction(mem)

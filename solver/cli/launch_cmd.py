@@ -47,6 +47,7 @@ def _head_addr() -> str:
 def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, candidate, fmt) -> None:
     """Print the engine command (per node) and files for CONFIG's parallel_config (the `check` file format)."""
     from solver.estimate.memory import memory_per_rank
+    from solver.estimate.memory_options import framework_options
     from solver.launch import LaunchInputs, emit_launch, model_len, render_shell
     from solver.rank.review import hardware_placement, straddling_groups
     from solver.space.placement import as_launched
@@ -86,7 +87,7 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache,
                              fields=dep.fields)
     engine_len = model_len(w.phase, max_len)  # a prefill-only instance still emits its one token
-    memory = memory_per_rank(spec, hw, pc, prec, batch, max_len, mtp_layers=dep.mtp)
+    memory = memory_per_rank(spec, hw, pc, prec, batch, max_len, framework_options(fw), mtp_layers=dep.mtp)
     inputs = LaunchInputs(batch=batch, max_model_len=engine_len, mtp=dep.mtp, weight_dtype=dep.quant.weights,
                           moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,
                           model_path=model_path, head_addr=head_addr, memory=memory)

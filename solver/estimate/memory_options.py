@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from solver.estimate.factors import Factors
+from solver.specs.framework import FrameworkProfile
 from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
 
 TOTAL_FRACTION = 0.95  # seed 3.4: total memory > capacity x 0.95 -> increase parallelism or reduce batch
@@ -44,6 +45,15 @@ def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
         return opts
     return replace(opts, kvp_splits_attention_weights=f.kvp_splits_attention_weights,
                    cp_replicates_kv_cache=f.cp_replicates_kv_cache)
+
+
+def framework_options(fw: FrameworkProfile, opts: MemoryOptions | None = None) -> MemoryOptions:
+    """`opts` under the engine's layout read from its profile (the KVP split of attention weights, the CP cache
+    replication): what engine_options gives from the engine's factors, for a caller holding the profile alone
+    (a launch, a memory answer), so that its memory is the estimate's."""
+    opts = opts or MemoryOptions()
+    return replace(opts, kvp_splits_attention_weights=fw.kvp_splits_attention_weights,
+                   cp_replicates_kv_cache=fw.cp_replicates_kv_cache)
 
 
 def memory_limit(capacity_bytes: float, reserved_bytes: float, total_fraction: float) -> float:

@@ -73,15 +73,19 @@ def model_len(phase: str, longest: int) -> int:
     return longest + 1 if phase == "prefill" else longest
 
 
-def _plan_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, inputs: LaunchInputs) -> "MemoryReport":
-    """The estimate's memory of one rank at the launch's batch and length (inputs.memory where the caller has it)."""
+def _plan_memory(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
+                 inputs: LaunchInputs) -> "MemoryReport":
+    """The estimate's memory of one rank at the launch's batch and length, under the engine's layout
+    (inputs.memory where the caller has it)."""
     if inputs.memory is not None:
         return inputs.memory
     from solver.estimate.memory import memory_per_rank
+    from solver.estimate.memory_options import framework_options
     from solver.specs.precision import resolve_precision
 
     prec = resolve_precision(model, hw, inputs.weight_dtype, inputs.moe_weight_dtype, inputs.kv_dtype)
-    return memory_per_rank(model, hw, pc, prec, inputs.batch, inputs.max_model_len, mtp_layers=inputs.mtp)
+    return memory_per_rank(model, hw, pc, prec, inputs.batch, inputs.max_model_len, framework_options(fw),
+                           mtp_layers=inputs.mtp)
 
 
 def _node_addr(i: int, head: str) -> str:
@@ -366,7 +370,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         **(fw.pool_figures(pools) if pool is not None else {}),
     }
     if any("static_fraction" in _reads(a) for a in args):
-        mem = _plan_memory(model, hw, pc, inputs)
+        mem = _plan_memory(fw, model, hw, pc, inputs)
         refusal = static_fraction_refusal(mem)
         if refusal:
             raise InputError(f"--engine {fw.name}", refusal)
