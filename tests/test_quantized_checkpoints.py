@@ -81,3 +81,16 @@ def test_an_nvfp4_checkpoint_on_ascend_is_refused_in_one_line(tmp_path: Path, de
         resolve_precision(load_model(_ckpt(tmp_path, NVFP4)), load_hardware(device))
     assert err.value.field.startswith("quantization_config.")
     assert "nvfp4" in err.value.problem and device in err.value.problem
+
+
+def test_declared_8bit_activations_spell_int4_weights_with_them():
+    """A deployment's int4 weights beside declared int8 activations are W4A8, beside fp8 W4AFP8 (the spellings of
+    dtypes.ACTIVATION_SPELLINGS); 16-bit activations leave the plain int4 (its W4A16 default), and a format without
+    an activation spelling stays as given."""
+    from solver.specs.dtypes import spelled_with
+
+    assert spelled_with("int4", "int8") == "w4a8"
+    assert spelled_with("int4", "fp8") == "w4afp8"
+    assert spelled_with("int4", "bf16") == "int4"
+    assert spelled_with("int8", "int8") == "int8"
+    assert spelled_with(None, "int8") is None

@@ -115,6 +115,20 @@ def spelled_activation(name: str) -> str | None:
     return ACTIVATION_SPELLINGS.get(name.lower().replace("-", "_"))
 
 
+def spelled_with(weights: str | None, activations: str | None) -> str | None:
+    """`weights` spelled with the 8-bit activations a deployment declares beside them (int4 with int8: w4a8, with
+    fp8: w4afp8; ACTIVATION_SPELLINGS), so the planner prices the GEMMs it runs; a format without such a spelling,
+    or 16-bit activations (the plain format's default), as given."""
+    if weights is None or activations is None:
+        return weights
+    act = activations.lower()
+    if act not in ("fp8", "int8"):
+        return weights
+    names = [s for s in ACTIVATION_SPELLINGS if number_format(s) == number_format(weights)]
+    exact = [s for s in names if ACTIVATION_SPELLINGS[s] == act]
+    return next(iter(exact or [s for s in names if ACTIVATION_SPELLINGS[s] == "8bit"]), weights)
+
+
 def number_format(name: str, field: str = "dtype") -> NumberFormat:
     key = name.lower().replace("-", "_")
     aliases = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "e4m3": "fp8", "w8a8": "int8",

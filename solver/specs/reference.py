@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from solver.catalog import catalog_dir
 from solver.errors import InputError
+from solver.specs.dtypes import spelled_with
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.knobs import SEED_KNOBS
@@ -60,9 +61,9 @@ class Quant(BaseModel):
     moe_weights: WeightDtype | None = Field(None, description="routed-expert weights when they differ")
 
     def spelled(self, weights: str | None) -> str | None:
-        """A weight format as the planner reads it with these activations: int4 beside 8-bit activations is W4A8
-        (dtypes.ACTIVATION_SPELLINGS; a plain int4 prices W4A16, the published W4A8C8 recipes run W4A8)."""
-        return "w4a8" if weights == "int4" and self.activations == "int8" else weights
+        """A weight format as the planner reads it with these activations (dtypes.spelled_with: int4 beside int8
+        activations is W4A8; a plain int4 prices W4A16, the published W4A8C8 recipes run W4A8)."""
+        return spelled_with(weights, self.activations)
 
 
 class Provenance(BaseModel):
