@@ -117,7 +117,7 @@ def recommend_command(model: str, hardware: str, sizes: list[int], target: int, 
             ("--mtp", scenario.mtp or None), ("--mtp-accept", scenario.mtp_accept if scenario.mtp else None),
             ("--max-concurrency", scenario.max_concurrency
              if scenario.max_concurrency != DEFAULT_MAX_CONCURRENCY else None),
-            ("--framework", None if framework == "generic" else framework), ("--weight-dtype", weight_dtype),
+            ("--framework", framework), ("--weight-dtype", weight_dtype),
             ("--moe-weight-dtype", moe_weight_dtype), ("--kv-dtype", kv_dtype)]
     return " ".join(["shardplan recommend", shlex.quote(model),
                      *(f"{k} {v:g}" if isinstance(v, float) else f"{k} {shlex.quote(str(v))}"

@@ -39,21 +39,22 @@ class MemoryOptions:
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
     """`opts` with the engine's layout facts the step costs read from `f`, so that one configuration's memory
     and step costs price one layout. Whoever holds the engine's factors passes them here."""
-    opts = opts or MemoryOptions()
-    if (opts.kvp_splits_attention_weights, opts.cp_replicates_kv_cache) == (f.kvp_splits_attention_weights,
-                                                                              f.cp_replicates_kv_cache):
-        return opts
-    return replace(opts, kvp_splits_attention_weights=f.kvp_splits_attention_weights,
-                   cp_replicates_kv_cache=f.cp_replicates_kv_cache)
+    return _with_layout(opts, f.kvp_splits_attention_weights, f.cp_replicates_kv_cache)
 
 
 def framework_options(fw: FrameworkProfile, opts: MemoryOptions | None = None) -> MemoryOptions:
     """`opts` under the engine's layout read from its profile (the KVP split of attention weights, the CP cache
     replication): what engine_options gives from the engine's factors, for a caller holding the profile alone
     (a launch, a memory answer), so that its memory is the estimate's."""
+    return _with_layout(opts, fw.kvp_splits_attention_weights, fw.cp_replicates_kv_cache)
+
+
+def _with_layout(opts: MemoryOptions | None, kvp_splits: bool, cp_replicates: bool) -> MemoryOptions:
+    """`opts` (default ones where None) with the engine's KVP and CP layout; the same object where it has it."""
     opts = opts or MemoryOptions()
-    return replace(opts, kvp_splits_attention_weights=fw.kvp_splits_attention_weights,
-                   cp_replicates_kv_cache=fw.cp_replicates_kv_cache)
+    if (opts.kvp_splits_attention_weights, opts.cp_replicates_kv_cache) == (kvp_splits, cp_replicates):
+        return opts
+    return replace(opts, kvp_splits_attention_weights=kvp_splits, cp_replicates_kv_cache=cp_replicates)
 
 
 def memory_limit(capacity_bytes: float, reserved_bytes: float, total_fraction: float) -> float:
