@@ -19,6 +19,13 @@ def test_an_alias_names_the_answer_and_its_config_once():
     assert model_title("llama-3.3-70b", "Meta-Llama-3.1-70B") == "llama-3.3-70b (config Meta-Llama-3.1-70B)"
 
 
+def test_a_longer_name_on_a_shared_config_names_the_config():
+    # deepseek-v3.2-exp reads DeepSeek-V3.2's config (models/index.yaml): its name holds the config's and more, so
+    # the answer says which config it read
+    assert model_names("deepseek-v3.2-exp", "DeepSeek-V3.2") == ("deepseek-v3.2-exp", "DeepSeek-V3.2")
+    assert model_title("minimaxai/minimax-m1-40k", "MiniMax-M1") == "minimaxai/minimax-m1-40k (config MiniMax-M1)"
+
+
 def test_the_config_file_stem_is_the_config_itself():
     # the file stem and org/name spell the config: nothing to add
     assert model_names("meta-llama--Meta-Llama-3.1-8B", "Meta-Llama-3.1-8B") == ("meta-llama--Meta-Llama-3.1-8B", None)

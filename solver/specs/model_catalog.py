@@ -171,9 +171,10 @@ def model_names(arg: str, config_name: str) -> tuple[str, str | None]:
     if _config_path(arg) is not None or _norm(arg) not in _index():
         return config_name, None
     # the same model spelled shorter (llama-3.1-8b for Meta-Llama-3.1-8B, the file stem, org/name) says nothing
-    # more; another model's name on a shared config (llama-3.3-70b) does
+    # more; another model's name on a shared config does, a longer one included (llama-3.3-70b; deepseek-v3.2-exp
+    # and minimax-m1-40k read DeepSeek-V3.2's and MiniMax-M1's configs)
     asked, config = (re.sub(r"[^a-z0-9]", "", n.lower()) for n in (arg.split("/")[-1].split("--")[-1], config_name))
-    return arg, (None if asked in config or config in asked else config_name)
+    return arg, (None if asked in config else config_name)
 
 
 def model_title(arg: str, config_name: str) -> str:
