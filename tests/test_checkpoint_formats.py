@@ -82,7 +82,7 @@ def test_a_16_bit_dtype_does_not_dequantize_a_quantized_checkpoint(tmp_path: Pat
     """bf16 on an AWQ checkpoint under an engine without a weight flag: the note said to set the engine's load
     dtype to bf16, which leaves the int4 weights int4; it says to serve a bf16 checkpoint instead."""
     out = _launch(tmp_path, str(QUANT / "Qwen--Qwen3-8B-AWQ.json"), "trtllm", {"weights": "bf16"})
-    assert out["notes"] == ["weight_dtype bf16: the checkpoint is already quantized (awq), which the engine reads "
+    assert [n for n in out["notes"] if n.startswith("weight_dtype")] == ["weight_dtype bf16: the checkpoint is already quantized (awq), which the engine reads "
                             "from its config and no flag converts; serve a checkpoint stored in bf16 (the model path)"]
 
 

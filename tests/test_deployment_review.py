@@ -118,7 +118,8 @@ def test_the_checkpoints_own_16_bit_dtype_needs_no_model_dtype_note():
     base = ["solve", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--top", "1", "--format", "json"]
     for engine in ("vllm", "sglang", "trtllm"):
         launch = _run(*base, "--framework", engine, "--weight-dtype", "bf16")["candidates"][0]["launch"]
-        assert "error" not in launch and not launch.get("notes"), (engine, launch.get("notes"))
+        dtype_notes = [n for n in launch.get("notes", ()) if "dtype" in n]  # trtllm's unverified keys keep theirs
+        assert "error" not in launch and not dtype_notes, (engine, dtype_notes)
     fp16 = _run(*base, "--framework", "vllm", "--weight-dtype", "fp16")["candidates"][0]["launch"]
     assert any(n.startswith("weight_dtype fp16: a model dtype") for n in fp16["notes"])
 

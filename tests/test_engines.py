@@ -583,11 +583,13 @@ def test_a_pattern_name_counts_attention_dp_after_the_cp_kvp_and_sp_ranks():
 
 
 def _tp8_extra(max_model_len: int) -> dict:
-    """TRT-LLM's extra LLM-API document for Llama-3.3-70B, TP8 on 8 H100, 64 requests."""
+    """TRT-LLM's extra LLM-API document for Llama-3.3-70B, TP8 on 8 H100, 16 requests (the launch sizes the KV
+    pool from the plan's memory, so the plan must fit: 16 x 33,280 tokens x 40,960 B per rank = 21.8 GB of KV
+    beside 17.6 GB of weights)."""
     pc = ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=1, embed_tp_size=8,
                         lmhead_tp_size=8)
     out = emit_launch(load_framework("trtllm"), load_model("llama-3.3-70b"), load_hardware("h100_sxm"), pc,
-                      LaunchInputs(batch=64, max_model_len=max_model_len))
+                      LaunchInputs(batch=16, max_model_len=max_model_len))
     assert "--max_num_tokens" in out["nodes"][0]["argv"]
     return yaml.safe_load(out["files"]["extra_llm_api_options.yaml"])
 

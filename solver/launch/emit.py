@@ -33,7 +33,7 @@ from solver.specs.model import ModelSpec
 from solver.specs.model_rules import model_problems
 from solver.specs.parallel import ParallelConfig, absent_knobs
 from solver.space.domains import node_counts
-from solver.launch.memory_share import memory_fraction, static_fraction, static_fraction_refusal
+from solver.launch.memory_share import free_fraction, memory_fraction, static_fraction, static_fraction_refusal
 from solver.space.placement import as_launched, placement_note
 
 if TYPE_CHECKING:
@@ -284,6 +284,19 @@ def _mtp_note(fw: FrameworkProfile, args: list[LaunchArg], mtp: int) -> str | No
             "configuration")
 
 
+def _unsourced_notes(fw: FrameworkProfile, args: list[LaunchArg], names: Mapping[str, Any], skip: set[str],
+                     unspelled: set[int]) -> list[str]:
+    """One note per argument the command carries whose spelling has no source read here (`unsourced`): the
+    command needs it, so it is written, and says that it is unverified rather than pass for a sourced flag."""
+    keys: dict[str, list[str]] = {}  # one note per reason, naming every argument it covers
+    for a in args:
+        if a.unsourced is None or a.knob in skip or id(a) in unspelled or \
+                not a.when_expr.evaluate({**names, "node_rank": 0}):
+            continue
+        keys.setdefault(a.unsourced, []).append(a.key or a.flag or a.env or "")
+    return [f"{', '.join(dict.fromkeys(k))}: {why}" for why, k in keys.items()]
+
+
 def _pool_checks(fw: FrameworkProfile, pool: DisaggLaunch, role: str, env: Mapping[str, Any],
                  names: Mapping[str, Any]) -> None:
     """InputError where this pool's config breaks the transfer's rules for its role, or the two pools break a
@@ -369,12 +382,13 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "past_context": model.max_position_embeddings is not None and inputs.max_model_len > model.max_position_embeddings,
         **(fw.pool_figures(pools) if pool is not None else {}),
     }
-    if any("static_fraction" in _reads(a) for a in args):
+    if any({"static_fraction", "free_fraction"} & _reads(a) for a in args):
         mem = _plan_memory(fw, model, hw, pc, inputs)
         refusal = static_fraction_refusal(mem)
         if refusal:
             raise InputError(f"--engine {fw.name}", refusal)
         base["static_fraction"] = static_fraction(mem)
+        base["free_fraction"] = free_fraction(mem)
     if pool is not None:
         _pool_checks(fw, pool, role or "", env, base)
     skip = set(absent_knobs(model))  # no argument for a module the model lacks
@@ -389,6 +403,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     mtp = _mtp_note(fw, args, inputs.mtp)
     if mtp:
         notes.append(mtp)
+    notes += _unsourced_notes(fw, args, base, skip, unspelled)
     nodes, files = [], {}
     for rank in range(nnodes if spec.per_node else 1):
         names = {**base, "node_rank": rank, "node_addr": _node_addr(rank, inputs.head_addr)}

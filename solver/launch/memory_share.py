@@ -1,6 +1,8 @@
 """The share of a rank's memory an engine's command gives it, from the memory model's plan: the whole limit
-(vLLM's --gpu-memory-utilization, memory_fraction) or what weights and caches may hold of it (SGLang's
---mem-fraction-static, static_fraction), rounded at SHARE_DECIMALS."""
+(vLLM's --gpu-memory-utilization, memory_fraction), what weights and caches may hold of it (SGLang's
+--mem-fraction-static, static_fraction) or what the caches may take of the memory left free once the weights,
+activations, buffers and runtime are in (TensorRT-LLM's kv_cache_config.free_gpu_memory_fraction, free_fraction),
+rounded at SHARE_DECIMALS."""
 from __future__ import annotations
 
 import math
@@ -43,6 +45,21 @@ def static_fraction(mem: "MemoryReport") -> float:
     held = math.ceil(round((mem.weights_total + mem.cache_total) / mem.capacity_bytes * scale, 6)) / scale
     return max(held, _floor_share((mem.limit_bytes - mem.activation_bytes - mem.comm_buffer_bytes)
                                   / mem.capacity_bytes))
+
+
+def free_fraction(mem: "MemoryReport") -> float:
+    """The share of the memory still free after the weights, the activations, the comm buffers and the runtime
+    reserve (capacity - reserve - weights - activations - buffers) that the caches may take: the memory model's
+    limit less the rest, over that free memory, rounded down as memory_fraction, never below the caches the plan
+    holds (rounded up), at most 1. An engine that sizes its KV pool as a share of what is free once the model is
+    loaded and profiled then ends at the limit plus the reserve, never past the capacity (the limit is at most
+    capacity - reserve); its default share (0.9 for TensorRT-LLM) would hold less than the plan fits where the
+    weights are light, and eat the reserve where they are heavy."""
+    scale = 10 ** SHARE_DECIMALS
+    rest = mem.weights_total + mem.activation_bytes + mem.comm_buffer_bytes
+    free = max(1.0, mem.capacity_bytes - mem.reserved_bytes - rest)  # a feasible plan leaves it >= its caches
+    held = math.ceil(round(mem.cache_total / free * scale, 6)) / scale
+    return min(1.0, max(held, _floor_share((mem.limit_bytes - rest) / free)))
 
 
 def static_fraction_refusal(mem: "MemoryReport") -> str | None:

@@ -45,6 +45,8 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
     "memory_fraction",   # the memory model's limit over the capacity, min(0.95, 1 - reserve / capacity), down at 1e-4
     "static_fraction",   # the share weights + caches may hold: that limit less the planned activations and comm
                          # buffers, over the capacity, down at 1e-4 (launch/memory_share.static_fraction)
+    "free_fraction",     # the share of the memory free after weights, activations, buffers and reserve that the
+                         # caches may take, down at 1e-4 (launch/memory_share.free_fraction)
     "remote_code",       # 1 when the model's config names code of its own (auto_map): the engine's trust switch
     "replica_batch",     # the planned requests of one attention replica: max(1, ceil(batch x attn_group_size / world))
     "past_context",      # 1 when max_model_len exceeds the model's config context (ModelSpec.max_position_embeddings)
@@ -104,6 +106,8 @@ class LaunchArg(BaseModel):
                                "spell it (an engine wheel's file and version)")
     step_budget: bool = Field(False, description="the value is the engine's tokens per forward step: the estimate "
                               "prices the budget it renders (FrameworkProfile.step_budget_rule)")
+    unsourced: str | None = Field(None, description="why the spelling has no source read here (neither engines.md "
+                                  "nor an engine wheel): the launch prints it as a note beside the command")
     default: int | None = Field(None, description="the engine's value when the flag is absent (its source's "
                                 "default): a value equal to it is left out of the command")
 
