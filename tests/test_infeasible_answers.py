@@ -56,3 +56,12 @@ def test_more_cards_are_offered_for_an_sla_only_where_the_planner_meets_it():
     r = _solve("qwen3-32b", "--hardware", "h100_sxm", "--cards", "8", "--tpot-ms", "1")
     assert r.exit_code == 1 and "SLA.tpot binds" in r.stderr and "shows TPOT 7.64 ms" in r.stderr
     assert "cards (the planner meets the SLA there)" not in r.stderr and "add cards" not in r.stderr
+
+
+def test_an_sla_that_fewer_requests_meet_offers_the_largest_concurrency_that_meets_it():
+    """Qwen3-32B on 8 H100 with TPOT <= 8 ms at a fixed 16 requests: the fastest there shows 12.8 ms, at 3
+    requests 8.32 ms and at 1 7.64 ms, so 2 is the most requests the SLA admits; that --concurrency plans."""
+    r = _solve("qwen3-32b", "--hardware", "h100_sxm", "--cards", "8", "--tpot-ms", "8", "--concurrency", "16")
+    assert r.exit_code == 1 and "or --concurrency 2 (the planner meets the SLA there)" in r.stderr
+    assert _solve("qwen3-32b", "--hardware", "h100_sxm", "--cards", "8", "--tpot-ms", "8", "--concurrency",
+                  "2").exit_code == 0

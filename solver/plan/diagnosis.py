@@ -88,6 +88,8 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
         sla = _sla_reach(planner, tables, world, slas, together=jointly)
         more = _sla_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
         sla += f"; or {more} cards (the planner meets the SLA there)" if more else ""
+        fewer = _sla_concurrency(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
+        sla += f"; or --concurrency {fewer:,} (the planner meets the SLA there)" if fewer else ""
     if jointly and memory and sla:
         # families that free a configuration only relaxed together: one memory remedy and the SLA, not either
         remedies.append(f"relaxed together, as neither suffices alone: memory ({' or '.join(memory)}) and the "
@@ -211,6 +213,28 @@ def _sla_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPro
     down with cards)."""
     larger = [w for w in _remedy_worlds(world, model, hw, fw) if w > world][:SLA_SIZES]
     return first_that_plans(model, hw, prec, fw, larger, scenario, params, allow_cross_node, mem_opts)[0]
+
+
+def _sla_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                     scenario: Scenario, params: SolverParams, allow_cross_node: bool,
+                     mem_opts: MemoryOptions | None) -> int | None:
+    """Under a fixed --concurrency, the most requests below it at which the planner meets the SLAs on these cards
+    (the largest concurrency on its front with the concurrency left to it), or None: an SLA that fewer requests
+    meet is met by serving fewer at once."""
+    from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
+
+    c = scenario.concurrency
+    if not c or c <= 1:
+        return None
+    quick = SolverParams(workers=params.workers, seed=params.seed,
+                         time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
+    fewer = scenario.model_copy(update={"concurrency": None, "max_concurrency": c - 1})
+    try:
+        result = plan(model, hw, prec, fw, world, fewer, quick, top=1, allow_cross_node=allow_cross_node,
+                      mem_opts=mem_opts, explain_binding=False, diagnose=False)
+    except InfeasibleError:
+        return None
+    return max((p.batch for p in result.front), default=None)
 
 
 SLA_SIZES = 2  # larger world sizes an SLA remedy asks the planner about
