@@ -467,7 +467,7 @@ def test_the_memory_remedy_names_only_smaller_weight_formats_the_hardware_takes(
 
     with pytest.raises(InfeasibleError) as err:
         run_solve("deepseek-v3", "h100_sxm", 8, Scenario(isl=16, osl=16), explain_binding=False)
-    text = str(err.value)
+    text = str(err.value.remedy)
     assert "smaller weights (--weight-dtype int4/fp4)" in text and "int8" not in text and "fp8" not in text
     assert "a shorter sequence" not in text  # the weights alone overflow: one token does not fit either
 

@@ -5,7 +5,8 @@ a shorter sequence), each confirmed by the planner where a screen cannot tell.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from dataclasses import replace
+from typing import Callable, Sequence
 
 from solver.errors import InfeasibleError, three_figures
 from solver.estimate.memory_options import MemoryOptions
@@ -16,6 +17,7 @@ from solver.plan.table_build import attention_rejections, attention_tuples
 from solver.plan.tables import Tables
 from solver.space.domains import Space, build_space, largest_tp, redundant_for
 from solver.space.placement import as_launched, device_of, equal_split_sizes, launchable_sizes, split_text
+from solver.estimate.memory import memory_per_rank
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -81,7 +83,13 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
         memory = _memory_remedies(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts,
                                   sizes_only=bool(empty) and "B.memory_per_rank" not in binding)
     slas = [b for b in binding if b.startswith("SLA")]
-    sla = _sla_reach(planner, tables, world, slas, together=jointly) + "; or add cards" if slas else None
+    sla = None
+    if slas:
+        sla = _sla_reach(planner, tables, world, slas, together=jointly)
+        more = _sla_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
+        sla += f"; or {more} cards (the planner meets the SLA there)" if more else ""
+        fewer = _sla_concurrency(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
+        sla += f"; or --concurrency {fewer:,} (the planner meets the SLA there)" if fewer else ""
     if jointly and memory and sla:
         # families that free a configuration only relaxed together: one memory remedy and the SLA, not either
         remedies.append(f"relaxed together, as neither suffices alone: memory ({' or '.join(memory)}) and the "
@@ -99,8 +107,32 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"
     why = names if empty else f"{names} {'bind' if len(binding) > 1 else 'binds'}" + (
         " together (no one of them relaxed alone frees a configuration)" if jointly else "")
+    if "B.memory_per_rank" in binding:
+        why += f" ({memory_terms(model, hw, prec, world, scenario, mem_opts)})"
     return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",
                            binding, "what would fit: " + "; ".join(remedies) if remedies else None)
+
+
+def memory_terms(model: ModelSpec, hw: Hardware, prec: Precision, world: int, scenario: Scenario,
+                 mem_opts: MemoryOptions | None) -> str:
+    """The memory that binds in the model's terms: its whole weights, and the cache of the requests held at the
+    longest sequence, against the cards' memory within the per-rank limit, all ranks together. Where the sum fits
+    the pool, what no layout can split (replicated modules, per-rank activations and buffers) is what overflows."""
+    load = scenario.concurrency or 1
+    r = memory_per_rank(model, hw, ParallelConfig(world_size=1), prec, load, scenario.max_seq_len, mem_opts,
+                        mtp_layers=scenario.mtp)
+    pool = world * r.limit_bytes
+    fmts = sorted({prec.fmt(g).name for g in ("attention", "dense", "experts") if g in prec.weights})
+    weights = f"{model.name}'s weights, {r.weights_total / 1e9:,.1f} GB in {'/'.join(fmts)}"
+    cards = f"{world} x {r.limit_bytes / 1e9:.1f} GB = {pool / 1e9:,.1f} GB usable on {hw.name}"
+    if r.weights_total > pool:
+        return f"{weights}, exceed {cards}"
+    held = f"{load:,} request{'s' if load > 1 else ''} of {scenario.max_seq_len:,} tokens"
+    cache = f"the cache of {held}, {r.cache_total / 1e9:,.1f} GB"
+    if r.weights_total + r.cache_total > pool:
+        return f"{weights}, and {cache}, exceed {cards}"
+    return (f"{weights}, and {cache}, fit {cards} only in sum: what each rank holds whole (replicated modules, "
+            "activations, buffers) does not fit beside its share")
 
 
 def _batch_reach(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
@@ -173,6 +205,39 @@ def _sla_reach(planner: cpsat.Planner, tables: Tables, world: int, slas: list[st
             f"({knobs}) shows {shown}")
 
 
+def _sla_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+               scenario: Scenario, params: SolverParams, allow_cross_node: bool,
+               mem_opts: MemoryOptions | None) -> int | None:
+    """The nearest larger world size (of the two nearest) at which the planner meets the SLAs, or None: more
+    cards are offered only where they reach the SLA (a TPOT below one layer's communication floor does not come
+    down with cards)."""
+    larger = [w for w in _remedy_worlds(world, model, hw, fw) if w > world][:SLA_SIZES]
+    return first_that_plans(model, hw, prec, fw, larger, scenario, params, allow_cross_node, mem_opts)[0]
+
+
+def _sla_concurrency(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                     scenario: Scenario, params: SolverParams, allow_cross_node: bool,
+                     mem_opts: MemoryOptions | None) -> int | None:
+    """Under a fixed --concurrency, the most requests below it at which the planner meets the SLAs on these cards
+    (the largest concurrency on its front with the concurrency left to it), or None: an SLA that fewer requests
+    meet is met by serving fewer at once."""
+    from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
+
+    c = scenario.concurrency
+    if not c or c <= 1:
+        return None
+    quick = SolverParams(workers=params.workers, seed=params.seed,
+                         time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
+    fewer = scenario.model_copy(update={"concurrency": None, "max_concurrency": c - 1})
+    try:
+        result = plan(model, hw, prec, fw, world, fewer, quick, top=1, allow_cross_node=allow_cross_node,
+                      mem_opts=mem_opts, explain_binding=False, diagnose=False)
+    except InfeasibleError:
+        return None
+    return max((p.batch for p in result.front), default=None)
+
+
+SLA_SIZES = 2  # larger world sizes an SLA remedy asks the planner about
 REMEDY_SIZES = 12  # world sizes a diagnosis screens for one that fits
 REMEDY_PLANS = 3  # of those, how many it may confirm with the planner (each is a small solve)
 REMEDY_TIME_LIMIT_S = 5.0  # the most --time-limit each of those small solves takes
@@ -203,8 +268,6 @@ def might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProf
     scenario's longest sequence (or `seq_len`). Attention is screened both ways the node's ranks can shard it:
     by heads (TP) and by requests (attention DP, or KVP over the same ranks where the engine has it), since a
     cache that heads do not split (MLA's latent, one K/V head) is least per rank with the requests spread."""
-    from solver.estimate.memory import memory_per_rank
-
     tp = largest_tp(w, hw, model)
     stages = [1] + [w // tp] * (1 < w // tp <= model.num_layers)
     kvp = tp if "kvp_size" in fw.knobs else 1
@@ -264,7 +327,7 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
         out.append("a smaller --concurrency")
     if scenario.max_seq_len > 1 and might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=1):
         out.append("a shorter sequence")
-    cheaper = cheaper_weights(model, hw, prec)
+    cheaper = cheaper_weights(model, hw, prec, lambda p: might_fit(model, hw, p, fw, world, scenario, mem_opts))
     if cheaper:
         out.append(f"smaller weights ({cheaper})")
     return out
@@ -274,18 +337,32 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
 WEIGHT_REMEDIES = ("fp8", "int8", "int4", "fp4")
 
 
-def cheaper_weights(model: ModelSpec, hw: Hardware, prec: Precision) -> str:
+def with_weights(prec: Precision, name: str, groups: Sequence[str]) -> Precision:
+    """`prec` with `groups` stored in format `name` where that has fewer bits (a flag never grows a group the
+    deployment already holds smaller: --moe-weight-dtype int4 stays under --weight-dtype fp8)."""
+    f = number_format(name)
+    return replace(prec, weights={g: f if g in groups and f.bits < w.bits else w for g, w in prec.weights.items()})
+
+
+# the groups each weight flag stores (resolve_precision: --weight-dtype every linear layer, routed experts included)
+WEIGHT_FLAGS = {"--weight-dtype": ("attention", "dense", "experts"), "--moe-weight-dtype": ("experts",)}
+
+
+def cheaper_weights(model: ModelSpec, hw: Hardware, prec: Precision,
+                    fits: Callable[[Precision], bool] | None = None) -> str:
     """The weight flags and formats with fewer bits than this deployment's, that the hardware computes in or
-    keeps weight-only (resolve_precision accepts them), '' when none."""
-    def smaller(than: float) -> list[str]:
+    keeps weight-only (resolve_precision accepts them) and, given `fits`, under which the deployment's memory
+    screen passes (a format that still does not hold the weights is no remedy); '' when none."""
+    def smaller(than: float, flag: str) -> list[str]:
         return [n for n in WEIGHT_REMEDIES if (f := number_format(n)).bits < than
-                and (hw.supports(f.compute) or f.compute in hw.weight_only_formats)]
+                and (hw.supports(f.compute) or f.compute in hw.weight_only_formats)
+                and (fits is None or fits(with_weights(prec, n, WEIGHT_FLAGS[flag])))]
 
     parts = []
-    dense = smaller(max(prec.fmt(g).bits for g in ("attention", "dense")))
+    dense = smaller(max(prec.fmt(g).bits for g in ("attention", "dense")), "--weight-dtype")
     if dense:
         parts.append(f"--weight-dtype {'/'.join(dense)}")
-    experts = smaller(prec.fmt("experts").bits) if model.is_moe else []
+    experts = smaller(prec.fmt("experts").bits, "--moe-weight-dtype") if model.is_moe else []
     if experts and experts != dense:
         parts.append(f"--moe-weight-dtype {'/'.join(experts)}")
     return ", ".join(parts)

@@ -212,7 +212,8 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
     if all(might_fit(job.model, job.hw, job.prec, job.fw, largest, _smallest_load(scenario, ph), job.mem_opts,
                       seq_len=1) for ph in missing):
         out.append("a shorter sequence")
-    cheaper = cheaper_weights(job.model, job.hw, job.prec)
+    cheaper = cheaper_weights(job.model, job.hw, job.prec, lambda p: all(
+        might_fit(job.model, job.hw, p, job.fw, largest, _smallest_load(scenario, ph), job.mem_opts) for ph in missing))
     if cheaper:
         out.append(f"smaller weights ({cheaper})")
     return out
