@@ -277,27 +277,23 @@ def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], 
                         [*input_notes(spec, hw, prec, timed=False, max_len=seq_len), *notes], asked=str(model))
 
 
-def _est(e, prompt_len: int | None = None) -> dict:
-    """The figures of one estimate; `prompt_len`: a prefill-only workload's prompt length, whose throughput is
-    the prompt tokens (one token is emitted a prompt), as `estimate` and `solve` show it."""
-    if e is None:
-        return {}
-    prompts = ({"input_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank * prompt_len, 1)}
-               if prompt_len is not None and not e.has_tpot else {})
-    return {"ttft_ms": round(e.ttft_s * 1e3, 2) if e.has_ttft else None,
-            "tpot_ms": round(e.tpot_s * 1e3, 3) if e.has_tpot else None,
-            "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
-            "memory_per_rank_gb": round(e.memory.model_bytes / 1e9, 2),
-            "memory_limit_gb": round(e.memory.limit_bytes / 1e9, 2), "memory_feasible": e.memory.feasible,
-            "params_per_card_gb": round(e.memory.weights_total / 1e9, 2),
-            "kv_cache_per_card_gb": round(e.memory.cache_total / 1e9, 2), **prompts}
+def _est(e, concurrency: int, cross_node: bool | None, prompt_len: int | None = None) -> dict:
+    """The figures of one estimate in solve's `estimation` keys (report.candidates.estimate_figures), so a
+    candidate checked back compares key by key; `prompt_len`: a prefill-only workload's prompt length, whose
+    throughput is the prompt tokens. {} where there is no estimate (a config the review refused)."""
+    from solver.report.candidates import estimate_figures
+
+    return {} if e is None else estimate_figures(e, concurrency, cross_node, prompt_len)
 
 
-def review_dict(r: Review, pc: ParallelConfig, knobs: tuple[str, ...] = KNOBS, prompt_len: int | None = None) -> dict:
+def review_dict(r: Review, pc: ParallelConfig, concurrency: int, cross_node: bool | None,
+                knobs: tuple[str, ...] = KNOBS, prompt_len: int | None = None) -> dict:
+    """`cross_node`: whether the config's TP groups leave the node (the estimate's `cross_node_comm`); the
+    comparisons' configs are others, so theirs is not given."""
     return {"valid": r.valid, "parallel_config": pc.model_view(knobs),
             "violations": r.violations, "warnings": r.warnings, "common_errors": r.common_errors,
-            "notes": r.notes, "estimation": _est(r.estimate, prompt_len),
-            "comparisons": {k: _est(v, prompt_len) for k, v in r.comparisons.items()}}
+            "notes": r.notes, "estimation": _est(r.estimate, concurrency, cross_node, prompt_len),
+            "comparisons": {k: _est(v, concurrency, None, prompt_len) for k, v in r.comparisons.items()}}
 
 
 @dataclass
@@ -318,10 +314,15 @@ class CheckResult:
 
     def as_dict(self) -> dict[str, Any]:
         """What `shardplan check --format json` prints."""
+        from solver.rank.select import cross_node
+        from solver.space.placement import as_launched
         from solver.specs.parallel import model_knobs
 
-        return review_dict(self.review, self.parallel_config, model_knobs(self.model),
-                           self.workload.seq_len if self.workload.kind == "prefill" else None)
+        pc = self.parallel_config
+        placed = as_launched(self.hardware, self.framework, pc.world_size)  # as the review estimated it
+        return review_dict(self.review, pc, self.workload.sequences,
+                           cross_node(pc, placed, self.framework.kvp_splits_attention_weights),
+                           model_knobs(self.model), self.workload.seq_len if self.workload.kind == "prefill" else None)
 
 
 def check_deployment(dep: Deployment, model: str, hardware: str, world: int, framework: str | None,

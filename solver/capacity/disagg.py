@@ -78,10 +78,10 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
     aggregated sweep counts its tasks (sweep.run_tasks)."""
     from solver.entry import run_disagg
     from solver.specs.hardware_catalog import load_hardware
-    from solver.specs.model_catalog import load_model
+    from solver.specs.model_catalog import load_model, model_names
 
     _unsupported(**{"--jobs": jobs != 1, "--plot": plot, "--explain-binding": explain_binding})
-    model_name = load_model(model).name
+    model_name = model_names(model, load_model(model).name)[0]  # the sweep's `model` column, as aggregated rows
     if concurrency is not None and concurrency < 1:
         raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
 
@@ -132,9 +132,14 @@ class DisaggRecommendation:
     options: list[dict[str, Any]]  # per hardware: the first cluster size whose plan carries the load, or why none
     best: dict[str, Any] | None
     basis: str  # as Recommendation.basis: "cost per hour" | "cards" | "only one met" | "none met"
+    config: str | None = None  # as Recommendation.config
+
+    @property
+    def title(self) -> str:
+        return self.model if self.config is None else f"{self.model} (config {self.config})"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "serving": "disagg", "target_output_tokens_per_s": self.target_output_tokens_per_s,
+        return {"model": self.model, **({"config": self.config} if self.config else {}), "serving": "disagg", "target_output_tokens_per_s": self.target_output_tokens_per_s,
                 "recommended": _record(self.best), "basis": self.basis,
                 "options": [_record(o) for o in self.options]}
 
@@ -147,7 +152,7 @@ class DisaggRecommendation:
 
         if fmt in ("json", "yaml"):
             return dump(self.as_dict(), fmt).rstrip("\n") + "\n"
-        lines = [f"{self.model}: {self.target_output_tokens_per_s:,.0f} output tokens/s, disaggregated"]
+        lines = [f"{self.title}: {self.target_output_tokens_per_s:,.0f} output tokens/s, disaggregated"]
         for o in self.options:
             if not o["met"]:
                 lines.append(f"  {o['hardware']}: {o['note']}")
@@ -210,9 +215,10 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
         options.append(_priced(o, price.get(hw), tok_s))
     best, basis = choose(options, lambda o: o["met"], lambda o: o["cost_per_hour"],
                          lambda o: (o["cards"], -o["output_tokens_per_s"]))
-    from solver.specs.model_catalog import load_model
+    from solver.specs.model_catalog import load_model, model_names
 
-    return DisaggRecommendation(load_model(model).name, tok_s, options, best, basis)
+    name, config = model_names(model, load_model(model).name)
+    return DisaggRecommendation(name, tok_s, options, best, basis, config)
 
 
 def _unrounded(d: DisaggPlan, tok_s: float) -> dict[str, float]:

@@ -111,6 +111,12 @@ class Recommendation:
     basis: str  # "cost per hour" | "cards" | "only one met" (of several hardware) | "none met"
     notes: list[str] = field(default_factory=list)  # the sweep plan's input notes (SweepPlan.notes)
     max_copies: int | None = None  # the bound on copies per hardware; None: no bound
+    config: str | None = None  # the config `model` reads where its name differs (model_catalog.model_names)
+
+    @property
+    def title(self) -> str:
+        """The model as a header names it: `llama-3.3-70b (config Meta-Llama-3.1-70B)`."""
+        return self.model if self.config is None else f"{self.model} (config {self.config})"
 
     def to_frame(self) -> pd.DataFrame:
         """One row per option: FRAME_COLUMNS (Option's figures; `recommended` last), the configuration's knobs
@@ -137,6 +143,7 @@ class Recommendation:
     def as_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
+            **({"config": self.config} if self.config else {}),  # as estimate's and solve's JSON name it
             "target": {"output_tokens_per_s": self.target_output_tokens_per_s,
                        "requests_per_s": self.target_requests_per_s, "isl": self.isl, "osl": self.osl,
                        "ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms},
@@ -280,8 +287,11 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
                                      progress, widen=max_concurrency is None, max_copies=max_copies))
     best, basis = choose(options, lambda o: o.met, lambda o: o.cost_per_hour,
                          lambda o: (o.total_cards, o.copies, -(o.total_output_tokens_per_s or 0)))
-    return Recommendation(plan.model_name, tok_s, tok_s / osl, isl, osl, ttft_ms, tpot_ms, options, best, basis,
-                          plan.notes, max_copies)
+    from solver.specs.model_catalog import load_model, model_names
+
+    name, config = model_names(model, load_model(model).name)
+    return Recommendation(name, tok_s, tok_s / osl, isl, osl, ttft_ms, tpot_ms, options, best, basis,
+                          plan.notes, max_copies, config)
 
 
 def _solved(t: Task, tok_s: float, widen: bool, progress: Callable[[str], None] | None

@@ -143,8 +143,10 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
 
         if executor != "local" or address is not None:
             raise InputError("--executor", "runs aggregated sweeps only; --serving disagg solves on this machine")
-        if fmt not in (None, "csv"):
-            raise InputError("--format", f"{fmt} is not available with --serving disagg (the table is CSV)")
+        if fmt == "table":
+            raise InputError("--format", "table is not available with --serving disagg (no summary: the rows go "
+                                         "out as csv or json)")
+        _format_with_out(fmt, out)
         if out is not None:
             check_writable(out, "--out")
         notes = _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, seq_lens, framework,
@@ -157,7 +159,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
                           allow_cross_node=allow_cross_node, concurrency=concurrency, method=method, jobs=jobs,
                           plot=plot, explain_binding=explain_binding, checked=lambda: _say(notes))
         if out is None:
-            sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
+            _to_stdout(df, fmt)
         else:
             write_table(df, out)
             combos = df.groupby(["hardware", "cards", "scenario", "isl", "osl"], sort=False).ngroups
@@ -168,8 +170,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     from solver.capacity.sweep import build_plan, recommended_figures, run_tasks, sweep_rows
     from solver.capacity.table import check_writable, to_frame, write_table
 
-    if out is not None and fmt not in (None, "table"):
-        raise InputError("--format", f"{fmt} with --out: the extension of {out} sets the file's format")
+    _format_with_out(fmt, out)
     sp = build_plan(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl, osl=osl,
                     seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms, concurrency=concurrency,
                     max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, framework=framework,
@@ -189,12 +190,10 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
         rows = sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address))
     df, figures = to_frame(rows), recommended_figures(rows)
     wall = time.perf_counter() - start
-    if out is None and fmt == "json":
-        sys.stdout.write(df.to_json(orient="records", indent=1) + "\n")
-    elif out is None and fmt == "table":
+    if out is None and fmt == "table":
         _print_summary(df, sp.model_name, None, figures)
     elif out is None:
-        sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
+        _to_stdout(df, fmt)
     else:
         write_table(df, out)
     if plot is not None:
@@ -211,6 +210,20 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     n = len(sp.tasks)
     click.echo(f"wrote {len(df)} rows ({n} combination{'s' if n != 1 else ''}, {infeasible} infeasible) to {out}"
                + (f" and a plot to {plot}" if plot else "") + f" in {wall:.1f} s", err=True)
+
+
+def _format_with_out(fmt: str | None, out: str | None) -> None:
+    """With --out the file's extension sets its format: a --format csv/json beside it would be dropped unread."""
+    if out is not None and fmt not in (None, "table"):
+        raise InputError("--format", f"{fmt} with --out: the extension of {out} sets the file's format")
+
+
+def _to_stdout(df, fmt: str | None) -> None:
+    """The table without --out: the CSV (the default), or JSON records (--format json), as --out writes them."""
+    if fmt == "json":
+        sys.stdout.write(df.to_json(orient="records", indent=1) + "\n")
+    else:
+        sys.stdout.write(df.to_csv(index=False, lineterminator="\n"))
 
 
 def _say(notes: list[str]) -> None:
@@ -317,7 +330,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
         if rec.best is None:
             notes = "; ".join(f"{o['hardware']}: {o['note']}" for o in rec.options)
             raise InfeasibleError(f"no cluster size tried carries {rec.target_output_tokens_per_s:,.0f} output "
-                                  f"tokens/s for {rec.model} disaggregated ({notes})", [o["note"] for o in rec.options])
+                                  f"tokens/s for {rec.title} disaggregated ({notes})", [o["note"] for o in rec.options])
         return
     from solver.capacity.recommend import recommend
 
@@ -337,7 +350,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
     if rec.best is None:
         notes = "; ".join(f"{o.hardware}: {o.note}" for o in rec.options)
         raise InfeasibleError(f"no cluster size tried meets {rec.target_output_tokens_per_s:,.0f} output tokens/s "
-                              f"for {rec.model} ({notes})", [o.note for o in rec.options])
+                              f"for {rec.title} ({notes})", [o.note for o in rec.options])
 
 
 def _print_recommendation(rec) -> None:
@@ -346,7 +359,7 @@ def _print_recommendation(rec) -> None:
     con = console()
     sla = ", ".join(s for s in ((f"TTFT <= {rec.ttft_ms:g} ms" if rec.ttft_ms else ""),
                                 (f"TPOT <= {rec.tpot_ms:g} ms" if rec.tpot_ms else "")) if s) or "no SLA"
-    title = (f"{rec.model}: {rec.target_output_tokens_per_s:,.0f} output tokens/s "
+    title = (f"{rec.title}: {rec.target_output_tokens_per_s:,.0f} output tokens/s "
              f"({rec.target_requests_per_s:,.2f} requests/s at ISL {rec.isl} / OSL {rec.osl}), {sla}")
     rows = []
     for o in rec.options:

@@ -101,20 +101,21 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         click.echo(launch_text(cands, launches), nl=False)
         return
     prompt_len = scenario.isl if scenario.phase == "prefill" else None  # its throughput is prompt tokens
+    # the deployment the candidates are for (the YAML's header, the JSON's `deployment`): check and launch read it
+    quant = {k: v for k, v in (("weights", weight_dtype), ("moe_weights", moe_weight_dtype),
+                               ("kv_cache", kv_dtype)) if v is not None}
+    deployment = {"model": model, "hardware": hardware, "framework": framework, "world_size": cards,
+                  **({"quant": quant} if quant else {}), **({"mtp": mtp} if mtp else {}),
+                  **({"mtp_accept": mtp_accept} if mtp_accept is not None else {})}
+    if fw.launch is not None and fw.launch.splits_weights_online():
+        deployment[ONLINE_SPLIT_KEY] = True  # as its launch sets it: check reads the same
     if fmt == "json":
-        data = result_dict(result, cands, launches, replica_knobs, prompt_len)
+        data = result_dict(result, cands, launches, replica_knobs, prompt_len, deployment, scenario)
         if explain:
             data["explain"] = why
         click.echo(dump(data, "json"))
         return
     if fmt == "yaml":
-        quant = {k: v for k, v in (("weights", weight_dtype), ("moe_weights", moe_weight_dtype),
-                                   ("kv_cache", kv_dtype)) if v is not None}
-        deployment = {"model": model, "hardware": hardware, "framework": framework, "world_size": cards,
-                      **({"quant": quant} if quant else {}), **({"mtp": mtp} if mtp else {}),
-                      **({"mtp_accept": mtp_accept} if mtp_accept is not None else {})}
-        if fw.launch is not None and fw.launch.splits_weights_online():
-            deployment[ONLINE_SPLIT_KEY] = True  # as its launch sets it: check reads the same
         click.echo(seed_yaml(result, cands, replica_knobs, prompt_len, deployment, scenario, fw.fixed_knobs),
                    nl=False)
         if explain:

@@ -29,7 +29,14 @@ def own_config(pc, knobs: tuple[str, ...]) -> dict[str, int]:
 def estimation(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]:
     """The candidate's figures; `prompt_len`: a prefill-only plan's prompt length, whose useful throughput is
     the prompt tokens (it emits one token per prompt), shown as `estimate` shows it."""
-    e = c.planned.estimate
+    return estimate_figures(c.planned.estimate, c.planned.batch, c.cross_node, prompt_len, c.planned.sla_edge_from)
+
+
+def estimate_figures(e, concurrency: int, cross_node: bool | None, prompt_len: int | None = None,
+                     sla_edge_from: int | None = None) -> dict[str, Any]:
+    """One estimate's `estimation` block, the one home of its keys and rounding: solve's candidates and check's
+    estimate print the same keys, so a candidate written by solve and read back by check compares key by key.
+    `cross_node`: None where it is not known (check's comparisons), then the key is absent."""
     m = e.memory
     out = {
         "params_per_card_gb": round(m.weights_total / GB, 2),
@@ -37,26 +44,25 @@ def estimation(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]:
         "memory_per_rank_gb": round(m.model_bytes / GB, 2),  # the runtime reserve aside, as the limit counts it
         "memory_limit_gb": round(m.limit_bytes / GB, 2),
         "memory_feasible": m.feasible,
-        "cross_node_comm": c.cross_node,
-        "concurrency": c.planned.batch,
+        **({"cross_node_comm": cross_node} if cross_node is not None else {}),
+        "concurrency": concurrency,
         # at an SLA edge: the power of two its concurrency was found from (the sweep's column; absent elsewhere)
-        **({"sla_edge_from": c.planned.sla_edge_from} if c.planned.sla_edge_from is not None else {}),
+        **({"sla_edge_from": sla_edge_from} if sla_edge_from is not None else {}),
         "ttft_ms": round(e.ttft_s * 1e3, 2) if e.has_ttft else None,  # None: the phase has no such figure
         "tpot_ms": round(e.tpot_s * 1e3, 3) if e.has_tpot else None,
         "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
         "output_tokens_per_s": round(e.output_tokens_per_s, 1),
         "tokens_per_s_per_user": round(e.tokens_per_s_per_user, 2) if e.has_tpot else None,
     }
-    prompt_rate = _prompt_rate(c, prompt_len)
+    prompt_rate = _prompt_rate(e, prompt_len)
     if prompt_rate is not None:
         out["input_tokens_per_s_per_rank"] = round(prompt_rate, 1)
     return out
 
 
-def _prompt_rate(c: Candidate, prompt_len: int | None) -> float | None:
+def _prompt_rate(e, prompt_len: int | None) -> float | None:
     """A prefill-only plan's prompt tokens/s per rank (it emits one token per prompt of `prompt_len`); None for a
     plan with a TPOT, whose useful rate is its output tokens."""
-    e = c.planned.estimate
     return e.output_tokens_per_s_per_rank * prompt_len if prompt_len is not None and not e.has_tpot else None
 
 
@@ -65,7 +71,7 @@ def table_figures(c: Candidate, prompt_len: int | None = None) -> dict[str, Any]
     (render.fmt_cell), so it must not re-print the YAML's rounding (tok/s/rank to 0.1 shown as 89.30 where the
     same configuration's `estimate` shows 89.27)."""
     e = c.planned.estimate
-    rate = _prompt_rate(c, prompt_len)
+    rate = _prompt_rate(e, prompt_len)
     return {"concurrency": c.planned.batch, "memory_per_rank_gb": e.memory.model_bytes / GB,
             "memory_feasible": e.memory.feasible,
             "ttft_ms": e.ttft_s * 1e3 if e.has_ttft else None, "tpot_ms": e.tpot_s * 1e3 if e.has_tpot else None,
@@ -96,13 +102,19 @@ def candidate_dict(c: Candidate, knobs: tuple[str, ...] = KNOBS, replica_knobs: 
 
 
 def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict] | None = None,
-                replica_knobs: tuple[str, ...] = (), prompt_len: int | None = None) -> dict[str, Any]:
+                replica_knobs: tuple[str, ...] = (), prompt_len: int | None = None,
+                deployment: dict[str, Any] | None = None, scenario: Scenario | None = None) -> dict[str, Any]:
     """`launches`: one engine command per candidate (solver.launch), carried as each candidate's `launch`;
-    `prompt_len`: a prefill-only plan's prompt length (estimation)."""
+    `prompt_len`: a prefill-only plan's prompt length (estimation); `deployment` and `scenario`: what seed_yaml
+    writes at the top and as each candidate's `workload`, so the JSON carries what the YAML does."""
     out = [candidate_dict(c, result.knobs, replica_knobs, prompt_len) for c in cands]
+    for d, c in zip(out, cands):
+        if scenario is not None:
+            d["workload"] = candidate_workload(scenario, c.planned.batch)
     for d, launch in zip(out, launches or []):
         d["launch"] = launch
     return {
+        **({"deployment": deployment} if deployment else {}),
         "candidates": out,
         "binding_constraints": result.binding,
         "pruned_values": result.pruned,
