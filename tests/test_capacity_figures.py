@@ -3,7 +3,8 @@ import pytest
 from click.testing import CliRunner
 
 from solver.capacity.sweep import UNROUNDED, build_plan, recommended_figures, solve_task
-from solver.capacity.table import DIGITS, to_frame
+from solver.capacity.table import to_frame
+from solver.report.digits import DIGITS
 from solver.cli.main import main
 from solver.plan.points import SolverParams
 

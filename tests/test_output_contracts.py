@@ -78,10 +78,11 @@ def test_disaggregated_sweep_json_on_stdout_is_the_json_file_out_writes(tmp_path
     table is CSV" on the disaggregated path while the file was JSON)."""
     args = ["sweep", "gpt-oss-120b", "--hardware", "b200_sxm", "--cards", "8", "--scenarios", "latency",
             "--serving", "disagg"]
-    printed = json.loads(_run(*args, "--format", "json"))
+    text = _run(*args, "--format", "json")
+    printed = json.loads(text)
     out = tmp_path / "front.json"
     _run(*args, "--out", str(out))
-    assert printed == json.loads(out.read_text())
+    assert out.read_text() == text  # byte for byte, the final newline included
     assert printed and all(isinstance(r["ttft_ms"], float) for r in printed if r["feasible"])
 
 
@@ -94,3 +95,19 @@ def test_a_format_beside_out_is_refused_on_both_sweep_paths(tmp_path: Path) -> N
         assert r.exit_code == 2, (serving, r.output)
         assert r.stderr.strip().splitlines() == [
             f"error: --format: csv with --out: the extension of {tmp_path / 'x.json'} sets the file's format"]
+
+
+def test_a_small_rate_keeps_its_digits_in_every_file() -> None:
+    # 1.3549 tok/s per rank (a large cluster's) is written 1.355 (report.digits: three decimals), as the sweep
+    # writes it, not 1.4; the memory figure 57.8349 GB as 57.835
+    from types import SimpleNamespace
+
+    from solver.report.candidates import estimate_figures
+
+    memory = SimpleNamespace(weights_total=56.86e9, cache_total=0.34e9, model_bytes=57.8349e9, limit_bytes=64.96e9,
+                             feasible=True)
+    e = SimpleNamespace(memory=memory, ttft_s=0.81654, tpot_s=0.0586212, has_ttft=True, has_tpot=True,
+                        output_tokens_per_s_per_rank=1.3549, output_tokens_per_s=1040.5, tokens_per_s_per_user=17.0586)
+    f = estimate_figures(e, 32, False)
+    assert f["output_tokens_per_s_per_rank"] == 1.355 and f["memory_per_rank_gb"] == 57.835
+    assert f["ttft_ms"] == 816.54 and f["tpot_ms"] == 58.6212 and f["tokens_per_s_per_user"] == 17.0586

@@ -18,10 +18,10 @@ def _candidate(tok_s_rank: float, has_tpot: bool = True) -> SimpleNamespace:
 
 
 def test_solve_table_prints_the_estimates_figure_not_the_yaml_rounding():
-    """tok/s/rank 89.266: the YAML rounds it to 89.3 (one decimal); the table cell, formatted with two
-    decimals between 1 and 100, must read 89.27 as `estimate` does, not 89.30 (the YAML's 89.3 re-printed)."""
-    c = _candidate(89.266)
-    assert estimation(c)["output_tokens_per_s_per_rank"] == 89.3
+    """tok/s/rank 89.2664: the YAML rounds it to 89.266 (report.digits: three decimals); the table cell,
+    formatted with two decimals between 1 and 100, must read 89.27 as `estimate` does."""
+    c = _candidate(89.2664)
+    assert estimation(c)["output_tokens_per_s_per_rank"] == 89.266
     assert fmt_cell(table_figures(c)["tokens_per_s_per_rank"]) == "89.27"
     assert fmt_cell(table_figures(c)["ttft_ms"]) == "155"  # 154.65 ms: at or above 100 no decimals
 

@@ -100,3 +100,17 @@ def test_picks_of_inverts_config() -> None:
         checked += 1
     assert checked > 20
     assert t.picks_of({"attn_tp_size": 3}) is None  # not a choice of this space
+
+
+def test_one_degree_on_two_world_sizes_is_named_as_a_share_of_each() -> None:
+    # CP16 on 32 ranks against v32-d16's CP16 on all its 16: the distance counts the knob (16 vs W), and the line
+    # names the two worlds, not "cp_size 16 vs 16"
+    from solver.rank.select import reference_distance
+    from solver.specs.parallel import ParallelConfig
+
+    r = _ref("v32-d16")
+    pc = ParallelConfig(world_size=32, cp_size=16, o_proj_tp_size=r.config().o_proj_tp_size,
+                        lmhead_tp_size=32)
+    _, _, diffs = reference_distance(pc, load_model(r.model), load_hardware(r.hardware), r, load_model(r.model).name)
+    assert "cp_size 16 of 32 ranks vs 16 of 16" in diffs
+    assert not any(d.startswith("cp_size 16 vs 16") for d in diffs)

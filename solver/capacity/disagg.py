@@ -28,6 +28,7 @@ from solver.capacity.table import to_disagg_frame
 from solver.errors import InfeasibleError, InputError
 from solver.plan.points import SolverParams
 from solver.plan.disagg import DisaggPlan
+from solver.report.digits import rounded
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
 
@@ -48,10 +49,10 @@ def _row(d: DisaggPlan, knobs: tuple[str, ...], replica_knobs: tuple[str, ...] =
         view = pc.model_view(knobs, replica_knobs)
         out.update({f"{pool.phase}_{k}": view[k] for k in ("attn_dp_size", "moe_ep_size") if k in view})
     out.update(ranks_used=d.cards, concurrency=e.concurrency,
-               ttft_ms=round(e.ttft_s * 1e3, 2), tpot_ms=round(e.tpot_s * 1e3, 3),
-               output_tokens_per_s=round(e.output_tokens_per_s, 1),
-               output_tokens_per_s_per_rank=round(e.output_tokens_per_s_per_rank, 1),
-               input_tokens_per_s=round(e.input_tokens_per_s, 1), kv_transfer_ms=round(e.transfer.time_s * 1e3, 3),
+               ttft_ms=rounded(e.ttft_s * 1e3, "ttft_ms"), tpot_ms=rounded(e.tpot_s * 1e3, "tpot_ms"),
+               output_tokens_per_s=rounded(e.output_tokens_per_s, "output_tokens_per_s"),
+               output_tokens_per_s_per_rank=rounded(e.output_tokens_per_s_per_rank, "output_tokens_per_s_per_rank"),
+               input_tokens_per_s=rounded(e.input_tokens_per_s, "input_tokens_per_s"), kv_transfer_ms=round(e.transfer.time_s * 1e3, 3),
                kv_transfer_tier=e.transfer.tier, prefill_utilization=round(e.times.prefill_utilization, 3),
                feasible=True, note="")
     return out
@@ -113,7 +114,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
         else:
             agg = rep.aggregated.planned.estimate.output_tokens_per_s_per_rank if rep.aggregated else None
             for rank, d in enumerate([rep.plan, *rep.alternatives], 1):
-                extra = ({"agg_output_tokens_per_s_per_rank": None if agg is None else round(agg, 1),
+                extra = ({"agg_output_tokens_per_s_per_rank": None if agg is None else rounded(agg, "output_tokens_per_s_per_rank"),
                           "winner": rep.comparison.winner} if rank == 1 else {})
                 rows.append({**key, "rank": rank, **_row(d, rep.knobs, rep.replica_knobs), **extra})
         if progress:

@@ -15,7 +15,6 @@ cluster; rows are put back in task order, so the table is identical to a serial 
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
@@ -24,7 +23,8 @@ import pandas as pd
 
 from solver.capacity import executors
 from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens, per_hardware, scenario_for
-from solver.capacity.table import DIGITS, to_frame
+from solver.capacity.table import to_frame
+from solver.report.digits import rounded
 from solver.errors import InfeasibleError, InputError, ShardplanError
 from solver.plan.points import SolverParams
 from solver.specs.parallel import KNOBS, model_knobs
@@ -161,7 +161,7 @@ def hardware_list(hardware: str | Sequence[str]) -> list[str]:
 
 
 def _r(value: float, col: str) -> float:
-    return round(float(value), DIGITS[col]) if math.isfinite(value) else float(value)
+    return rounded(value, col)
 
 
 def _base_row(t: Task, model_name: str, placement: str) -> dict[str, Any]:

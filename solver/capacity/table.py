@@ -31,9 +31,6 @@ FLOAT_COLUMNS = ("memory_per_rank_gb", "ttft_ms", "tpot_ms", "output_tokens_per_
                  "tokens_per_s_per_user", "ttft_sla_ms", "tpot_sla_ms", "request_latency_ms", "requests_per_s")
 BOOL_COLUMNS = ("feasible", "on_front", "memory_feasible")
 STR_COLUMNS = ("hardware", "scenario", "binding_constraint", "model", "pattern", "weight_dtype", "note", "placement")
-# Rounding on output: far below the estimator's accuracy, and it keeps files stable and readable.
-DIGITS = {"memory_per_rank_gb": 3, "ttft_ms": 3, "tpot_ms": 4, "output_tokens_per_s_per_rank": 3,
-          "output_tokens_per_s": 2, "tokens_per_s_per_user": 4, "request_latency_ms": 3, "requests_per_s": 4}
 
 
 # The disaggregated sweep's columns (capacity.disagg: one row per xPyD plan), in order; docs/disagg.md documents
@@ -122,8 +119,9 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
         check_writable(path)  # the pyarrow check
 
     def write(tmp: str) -> None:
-        if fmt == "json":
-            df.to_json(tmp, orient="records", indent=1)
+        if fmt == "json":  # the text stdout's --format json prints, its final newline included
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(df.to_json(orient="records", indent=1) + "\n")
         elif fmt == "parquet":
             df.to_parquet(tmp, index=False)
         else:

@@ -90,7 +90,9 @@ def reference_distance(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: 
         mine = getattr(pc, k)
         theirs = ref.parallel_config.as_dict().get(k, 1)
         if _norm(mine, pc.world_size) != _norm(theirs, ref.world_size):
-            diffs.append(f"{k} {mine} vs {theirs}")
+            # one degree on two world sizes differs as a share of the world (16 of 32 against all 16): say so
+            diffs.append(f"{k} {mine} vs {theirs}" if mine != theirs else
+                         f"{k} {mine} of {pc.world_size} ranks vs {theirs} of {ref.world_size}")
     d = float(len(diffs))
     if ref_model_name != model.name:
         d += 2.0

@@ -8,6 +8,7 @@ import yaml
 
 from solver.plan.solve import PlanResult
 from solver.rank.select import ORDERING, Candidate
+from solver.report.digits import rounded
 from solver.specs.launch_spec import ONLINE_SPLIT_KEY
 from solver.specs.knobs import nondefault_label
 from solver.specs.parallel import KNOBS
@@ -41,22 +42,22 @@ def estimate_figures(e, concurrency: int, cross_node: bool | None, prompt_len: i
     out = {
         "params_per_card_gb": round(m.weights_total / GB, 2),
         "kv_cache_per_card_gb": round(m.cache_total / GB, 2),
-        "memory_per_rank_gb": round(m.model_bytes / GB, 2),  # the runtime reserve aside, as the limit counts it
+        "memory_per_rank_gb": rounded(m.model_bytes / GB, "memory_per_rank_gb"),  # the runtime reserve aside, as the limit counts it
         "memory_limit_gb": round(m.limit_bytes / GB, 2),
         "memory_feasible": m.feasible,
         **({"cross_node_comm": cross_node} if cross_node is not None else {}),
         "concurrency": concurrency,
         # at an SLA edge: the power of two its concurrency was found from (the sweep's column; absent elsewhere)
         **({"sla_edge_from": sla_edge_from} if sla_edge_from is not None else {}),
-        "ttft_ms": round(e.ttft_s * 1e3, 2) if e.has_ttft else None,  # None: the phase has no such figure
-        "tpot_ms": round(e.tpot_s * 1e3, 3) if e.has_tpot else None,
-        "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
-        "output_tokens_per_s": round(e.output_tokens_per_s, 1),
-        "tokens_per_s_per_user": round(e.tokens_per_s_per_user, 2) if e.has_tpot else None,
+        "ttft_ms": rounded(e.ttft_s * 1e3, "ttft_ms") if e.has_ttft else None,  # None: the phase has no such figure
+        "tpot_ms": rounded(e.tpot_s * 1e3, "tpot_ms") if e.has_tpot else None,
+        "output_tokens_per_s_per_rank": rounded(e.output_tokens_per_s_per_rank, "output_tokens_per_s_per_rank"),
+        "output_tokens_per_s": rounded(e.output_tokens_per_s, "output_tokens_per_s"),
+        "tokens_per_s_per_user": rounded(e.tokens_per_s_per_user, "tokens_per_s_per_user") if e.has_tpot else None,
     }
     prompt_rate = _prompt_rate(e, prompt_len)
     if prompt_rate is not None:
-        out["input_tokens_per_s_per_rank"] = round(prompt_rate, 1)
+        out["input_tokens_per_s_per_rank"] = rounded(prompt_rate, "input_tokens_per_s_per_rank")
     return out
 
 
@@ -132,9 +133,10 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
             {"parallel_config": own_config(p.config, result.knobs),
              "concurrency": p.batch,
              **({"sla_edge_from": p.sla_edge_from} if p.sla_edge_from is not None else {}),
-             "ttft_ms": round(p.estimate.ttft_s * 1e3, 2) if p.estimate.has_ttft else None,
-             "tpot_ms": round(p.estimate.tpot_s * 1e3, 3) if p.estimate.has_tpot else None,
-             "output_tokens_per_s_per_rank": round(p.estimate.output_tokens_per_s_per_rank, 1)}
+             "ttft_ms": rounded(p.estimate.ttft_s * 1e3, "ttft_ms") if p.estimate.has_ttft else None,
+             "tpot_ms": rounded(p.estimate.tpot_s * 1e3, "tpot_ms") if p.estimate.has_tpot else None,
+             "output_tokens_per_s_per_rank": rounded(p.estimate.output_tokens_per_s_per_rank,
+                                                             "output_tokens_per_s_per_rank")}
             for p in result.front
         ],
     }

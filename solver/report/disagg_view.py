@@ -18,6 +18,7 @@ import yaml
 from solver.plan.disagg import DisaggPlan
 from solver.rank.select import Candidate
 from solver.report.candidates import candidate_dict
+from solver.report.digits import rounded
 from solver.specs.knobs import nondefault_label
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
@@ -119,7 +120,7 @@ def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> d
     t = e.times
     out = {
         "concurrency": e.concurrency,
-        "ttft_ms": round(e.ttft_s * 1e3, 2),
+        "ttft_ms": rounded(e.ttft_s * 1e3, "ttft_ms"),
         "ttft_parts_ms": {"prefill_wait": round(t.prefill_wait_s * 1e3, 2), "prefill": round(t.prefill_s * 1e3, 2),
                           "kv_transfer": round(t.transfer_s * 1e3, 3),
                           "first_decode_step": round(t.first_decode_s * 1e3, 3),
@@ -133,11 +134,11 @@ def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> d
                           "first_wave_share": round((t.ttft_s - t.slot_wait_s - t.ttft_steady_s)
                                                     / (t.ttft_first_wave_s - t.ttft_steady_s), 4)
                           if t.ttft_first_wave_s != t.ttft_steady_s else 0.0},
-        "tpot_ms": round(e.tpot_s * 1e3, 3),
-        "output_tokens_per_s": round(e.output_tokens_per_s, 1),
-        "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1),
-        "input_tokens_per_s": round(e.input_tokens_per_s, 1),
-        "tokens_per_s_per_user": round(e.tokens_per_s_per_user, 2),
+        "tpot_ms": rounded(e.tpot_s * 1e3, "tpot_ms"),
+        "output_tokens_per_s": rounded(e.output_tokens_per_s, "output_tokens_per_s"),
+        "output_tokens_per_s_per_rank": rounded(e.output_tokens_per_s_per_rank, "output_tokens_per_s_per_rank"),
+        "input_tokens_per_s": rounded(e.input_tokens_per_s, "input_tokens_per_s"),
+        "tokens_per_s_per_user": rounded(e.tokens_per_s_per_user, "tokens_per_s_per_user"),
         "kv_transfer": {"tier": e.transfer.tier, "bytes_per_request": round(e.transfer.bytes_per_request),
                         "recv_bytes_per_rank": round(e.transfer.recv_bytes_per_rank)},
         "rate_match": {"decode_demand_requests_per_s": round(d.demand_rps, 3),
@@ -215,8 +216,8 @@ def _brief(d: DisaggPlan, knobs: tuple[str, ...], replica_knobs: tuple[str, ...]
                for k, v in (("workers", pool.workers), ("ranks_per_worker", pool.planned.config.world_size),
                             ("parallel_config", pool.planned.config.model_view(knobs, replica_knobs)))},
             "ranks_used": d.cards,
-            "ttft_ms": round(e.ttft_s * 1e3, 2), "tpot_ms": round(e.tpot_s * 1e3, 3),
-            "output_tokens_per_s_per_rank": round(e.output_tokens_per_s_per_rank, 1)}
+            "ttft_ms": rounded(e.ttft_s * 1e3, "ttft_ms"), "tpot_ms": rounded(e.tpot_s * 1e3, "tpot_ms"),
+            "output_tokens_per_s_per_rank": rounded(e.output_tokens_per_s_per_rank, "output_tokens_per_s_per_rank")}
 
 
 def report_dict(r: DisaggReport, ranks_per_node: int | None = None) -> dict[str, Any]:
