@@ -1,0 +1,39 @@
+"""The communication a step pays, checked against hand arithmetic (estimate/comm.py's formulas)."""
+from __future__ import annotations
+
+import pytest
+
+from solver.estimate import comm
+from solver.specs.hardware_catalog import load_hardware
+
+MI355X = load_hardware("mi355x")
+H100 = load_hardware("h100_sxm")
+
+
+def test_a_pair_on_a_full_mesh_moves_over_one_link():
+    """MI355X: Infinity Fabric full mesh, 7 links summing to 448 GB/s, efficiency 0.7. A TP 2 ring all-reduce
+    of 1 MB reaches one peer, over one 64 GB/s link: 2 x (10 us + 1/2 x 1e6 / (64e9 x 0.7)) = 2 x (10 + 11.16)
+    us = 42.32 us; the aggregate rate would have given 2 x (10 + 1.59) = 23.2 us."""
+    assert comm.all_reduce_s(MI355X, 2, 1e6) == pytest.approx(2 * (10e-6 + 0.5 * 1e6 / (64e9 * 0.7)))
+
+
+def test_eight_ranks_on_a_full_mesh_drive_all_seven_links():
+    """TP 8 on the same node reaches 7 peers over all 7 links: 2 x (10 us + 7/8 x 1e6 / (448e9 x 0.7))."""
+    assert comm.all_reduce_s(MI355X, 8, 1e6) == pytest.approx(2 * (10e-6 + 7 / 8 * 1e6 / (448e9 * 0.7)))
+
+
+def test_a_switched_fabric_gives_one_peer_the_whole_rate():
+    """H100's NVSwitch: a TP 2 ring all-reduce of 1 MB runs at the full 450 GB/s x 0.82:
+    2 x (10 us + 1/2 x 1e6 / 369e9)."""
+    assert comm.all_reduce_s(H100, 2, 1e6) == pytest.approx(2 * (10e-6 + 0.5 * 1e6 / (450e9 * 0.82)))
+
+
+def test_a_point_to_point_send_on_a_mesh_uses_one_link():
+    """A PP boundary inside an MI355X node: 10 us + 8 MB / (64e9 x 0.7) = 10 + 187.5 us."""
+    assert comm.send_recv_s(MI355X, 8.4e6) == pytest.approx(10e-6 + 8.4e6 / (64e9 * 0.7))
+
+
+def test_an_all_to_all_on_a_mesh_spreads_over_the_links_it_reaches():
+    """EP 4 inside an MI355X node: each rank sends 3/4 of 4 MB to 3 peers over 3 links (192 GB/s x 0.7):
+    10 us + 4e6 x 3/4 / (192e9 x 0.7) = 10 + 22.32 us."""
+    assert comm.all_to_all_s(MI355X, 4, 4e6) == pytest.approx(10e-6 + 4e6 * 3 / 4 / (192e9 * 0.7))
