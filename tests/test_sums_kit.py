@@ -64,11 +64,11 @@ def test_the_head_collectives_are_the_primitives_own() -> None:
     pc = ParallelConfig(world_size=32, embed_tp_size=16, lmhead_tp_size=32)
     w = Work("decode", 64, 4096.0, 64, 64)
     got = {c.name: c for c in head_comms(m, h, pc, f, w)}
-    assert set(got) == {"embed_allreduce", "lmhead_gather", "logits_exchange"}
+    assert set(got) == {"embed_allreduce", "lmhead_gather", "logits_gather"}
     e = got["embed_allreduce"]
     assert e.time_s == e.exposed_s == comm.all_reduce_s(h, 16, e.bytes, 1, f.comm, comm.CustomAllReduce.of(f))
     assert got["lmhead_gather"].time_s == comm.all_gather_s(h, 32, got["lmhead_gather"].bytes, 1, f.comm)
-    assert got["logits_exchange"].time_s == comm.all_to_all_s(h, 32, got["logits_exchange"].bytes, 1, f.comm)
+    assert got["logits_gather"].time_s == comm.all_gather_s(h, 32, got["logits_gather"].bytes, 1, f.comm)
     assert all(c.tier == comm.crosses(h, c.group) for c in got.values())
     assert _head_colls(m, pc, w, lambda *a: collective(h, f, *a)) == list(got.values())
 

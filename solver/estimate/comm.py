@@ -5,7 +5,8 @@ domain, and beyond; adjacent tiers with identical link figures are one fabric an
 trays, an Atlas A3 SuperPoD's nodes: topology.group_levels). Collectives run hierarchically (reduce-scatter
 inside, then across, as NCCL/HCCL do for multi-node groups): each level moves its share of the bytes over that
 level's link. Each level costs an
-offset (its latency) plus bytes / (line rate x achieved efficiency). All-to-all sends to every peer at once,
+offset (its latency) plus bytes / (line rate x achieved efficiency); on a switchless full mesh (Infinity Fabric,
+HCCS: Tier.mesh_links) the line rate is that of the links to the level's peers only, one link per peer. All-to-all sends to every peer at once,
 so its levels run in parallel and the slowest one decides.
 
 Small all-reduces (decode: batch x hidden x 2 bytes, tens of KB) do not run as NCCL rings in the serving engines:
@@ -37,12 +38,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.specs.hardware import Hardware
+from solver.specs.hardware import Hardware, Tier
 from solver.specs.topology import Level, crosses, group_levels  # noqa: F401  (crosses/Level re-exported)
 
 
+def peer_rate_Bps(tier: Tier, peers: int) -> float:
+    """Line rate a rank drives toward `peers` peers over `tier`: all of it on a switched fabric; on a full mesh
+    (Tier.mesh_links) one link per peer, so a TP 2 pair on an 8-GPU Infinity Fabric node moves at 1/7 of the
+    aggregate (facts/hardware.md: 7 links x ~64 GB/s)."""
+    if tier.mesh_links <= 0:
+        return tier.bandwidth_Bps
+    return tier.bandwidth_Bps * min(max(peers, 1), tier.mesh_links) / tier.mesh_links
+
+
 def _bw(level: Level, comm_eff: float) -> float:
-    return level.tier.bandwidth_Bps * level.tier.efficiency * comm_eff
+    return peer_rate_Bps(level.tier, level.members - 1) * level.tier.efficiency * comm_eff
 
 
 def reduce_scatter_s(hw: Hardware, n: int, bytes_in: float, stride: int = 1, comm_eff: float = 1.0) -> float:
@@ -167,5 +177,6 @@ def ep_all_to_all_s(hw: Hardware, n: int, bytes_sent: float, stride: int = 1, co
 
 
 def send_recv_s(hw: Hardware, nbytes: float, tier_name: str = "intra_node", comm_eff: float = 1.0) -> float:
+    """Point-to-point send of `nbytes` to one peer over `tier_name` (a PP stage boundary)."""
     tier = hw.tiers.get(tier_name) or hw.tiers["intra_node"]  # type: ignore[call-overload]
-    return tier.latency_s + nbytes / (tier.bandwidth_Bps * tier.efficiency * comm_eff)
+    return tier.latency_s + nbytes / (peer_rate_Bps(tier, 1) * tier.efficiency * comm_eff)

@@ -54,9 +54,18 @@ def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
         # PCP group's all_gather, on the step's stream, before the LM head)
         out.append(coll("cp_hidden_allgather", "lm_head", "all_gather", w.cp_copies,
                         w.cp_copies * w.new_tokens * h * ACT_BYTES, pc.attn_group_size))
-    if lt > 1:  # gather hidden states of the group, then exchange vocab slices of the logits
-        out.append(coll("lmhead_gather", "lm_head", "all_gather", lt, lt * u_logit * h * ACT_BYTES))
-        out.append(coll("logits_exchange", "lm_head", "all_to_all", lt, u_logit * v * 4))
+    if lt > 1:
+        # the vocab-parallel head computes every row of the group for its 1/lt of the vocabulary, then
+        # all-gathers the logits in the head's output dtype, so every rank holds the group's rows x the whole
+        # vocabulary (vLLM 0.34.0 model_executor/layers/logits_processor.py _gather_logits:
+        # tensor_model_parallel_all_gather, use_all_gather True on every platform; sglang 0.5.23
+        # layers/logits_processor.py _get_logits: do_tensor_parallel_all_gather). Its hidden rows are gathered
+        # first only where the group reaches past the ranks that share them (attention TP x KVP: the same rows
+        # after the o_proj all-reduce): attention-DP or SP ranks each hold their own (sglang's
+        # _gather_dp_attn_hidden_states, under do_tensor_parallel_all_gather_dp_attn)
+        if lt > pc.attn_tp_size * pc.kvp_size:
+            out.append(coll("lmhead_gather", "lm_head", "all_gather", lt, lt * u_logit * h * ACT_BYTES))
+        out.append(coll("logits_gather", "lm_head", "all_gather", lt, lt * u_logit * v * ACT_BYTES))
     return out
 
 

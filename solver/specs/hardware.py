@@ -45,6 +45,10 @@ class Tier(BaseModel):
         True, description="ranks on this link read each other's memory directly (NVLink, Infinity Fabric, UB), "
         "what the engines' custom all-reduce kernels need; false for a PCIe-only node, where vLLM and SGLang "
         "switch the kernel off past two GPUs and NCCL's ring runs (the outer RDMA tiers never have it)")
+    mesh_links: int = Field(
+        0, ge=0, le=1024, description="peer links of a switchless full mesh (Infinity Fabric, HCCS): "
+        "bandwidth_Bps is their sum, each peer reached over one link, so a group reaching k peers over this tier "
+        "drives k of them; 0 = a switched fabric, where one peer gets the whole rate")
 
 
 class Efficiency(BaseModel):

@@ -95,7 +95,8 @@ def _levels(tiers: tuple[tuple[int, str, Tier], ...], n: int, stride: int) -> tu
 
 
 def _same_link(a: Tier, b: Tier) -> bool:
-    return (a.bandwidth_Bps, a.latency_s, a.efficiency) == (b.bandwidth_Bps, b.latency_s, b.efficiency)
+    return ((a.bandwidth_Bps, a.latency_s, a.efficiency, a.mesh_links)
+            == (b.bandwidth_Bps, b.latency_s, b.efficiency, b.mesh_links))
 
 
 def _one_level_per_fabric(levels: list[tuple[int, Level]]) -> list[Level]:
