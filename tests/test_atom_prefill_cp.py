@@ -80,11 +80,13 @@ def test_each_pcp_rank_projects_half_of_a_v4_prompt_and_gathers_the_others_compr
 
 def test_pcp2_lowers_v4_pros_64k_prefill_on_8_mi355x(tmp_path) -> None:
     """The same 8 ranks, -tp 4 -pcp 2 against -tp 8: the per-layer savings above (the replicated projections,
-    the indexer of the ratio-4 layers and the all-reduce halved) shorten the 64K prompt's prefill."""
+    the indexer of the ratio-4 layers and the all-reduce halved) shorten the 64K prompt's prefill, by less than
+    the halved all-reduce alone would say: TP4's all-reduce rides the links to its 3 peers, 3 of the node's 7
+    (comm.peer_rate_Bps), TP8's all 7 (1,925 against 2,121 ms at the stop-43 factors)."""
     r8, tp8 = _run("check", _dep(tmp_path, "deepseek-v4-pro", TP8))
     r2, pcp = _run("check", _dep(tmp_path, "deepseek-v4-pro", TP4_PCP2))
     assert (r8.exit_code, r2.exit_code) == (0, 0), (r8.stdout, r2.stdout)
-    assert pcp["estimation"]["ttft_ms"] < 0.85 * tp8["estimation"]["ttft_ms"]
+    assert pcp["estimation"]["ttft_ms"] < 0.95 * tp8["estimation"]["ttft_ms"]
 
 
 def test_atoms_pcp_ranks_each_keep_the_whole_kv_cache() -> None:

@@ -60,12 +60,15 @@ def test_a_tensor_parallel_lm_head_all_gathers_the_logits_of_every_row():
     assert lg.time_s == pytest.approx(10e-6 + 7 / 8 * 256 * 128256 * 2 / (450e9 * 0.82))
 
 
-def test_hidden_rows_the_attention_tp_group_shares_are_not_gathered_again():
-    """Under attention TP 8 the o_proj all-reduce leaves every rank of the LM head's group the same 256 rows:
-    no hidden-state all-gather runs before the head."""
+def test_the_hidden_gather_beside_attention_tp_is_charged_as_the_planners_tables_cost_it():
+    """Under attention TP 8 the o_proj all-reduce leaves every rank of the LM head's group the same 256 rows, so the
+    engines run no hidden-state gather there; the estimate charges it all the same (the planner's tables cost the
+    head beside the layout's group size, where KVP and SP read alike): 8 x 32 rows x 8192 x 2 = 4,194,304 bytes,
+    h / V = 8192 / 128256 = 6.4% of the logits' gather beside it."""
     got = _head("llama-3.3-70b", ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8,
                                                 lmhead_tp_size=8), 256)
-    assert "lmhead_gather" not in got
+    assert got["lmhead_gather"].bytes == 8 * 32 * 8192 * 2
+    assert got["lmhead_gather"].bytes / got["logits_gather"].bytes == pytest.approx(8192 / 128256)
 
 
 def test_attention_dp_ranks_gather_their_hidden_rows_before_a_shared_lm_head():

@@ -9,6 +9,7 @@ import yaml
 from click.testing import CliRunner
 
 from solver.cli.main import main
+from solver.report.digits import rounded
 
 V32_PREFILL = ["deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "64", "--weight-dtype", "int8",
                "--isl", "65536", "--phase", "prefill"]
@@ -34,7 +35,7 @@ def test_a_prefill_only_solve_shows_prompt_tokens_per_s_as_estimate_does(tmp_pat
     est = _run("estimate", "deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "64", "--weight-dtype", "int8",
                "--framework", "cann-recipes", "--phase", "prefill", "--batch", str(e["concurrency"]),
                "--seq-len", "65536", *knobs, "--format", "json")
-    assert e["input_tokens_per_s_per_rank"] == round(est["input_tokens_per_s_per_rank"], 1) > 1000
+    assert e["input_tokens_per_s_per_rank"] == rounded(est["input_tokens_per_s_per_rank"], "input_tokens_per_s_per_rank") > 1000
     assert e["tpot_ms"] is None
     dep = tmp_path / "dep.yaml"
     dep.write_text(json.dumps({"model": "deepseek-v3.2", "hardware": "atlas_a3", "framework": "cann-recipes",

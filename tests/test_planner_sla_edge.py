@@ -186,7 +186,7 @@ def test_the_verified_deployment_moves_to_its_own_edge_keeping_its_configuration
 
 
 def test_solves_json_names_the_power_each_point_at_an_sla_edge_came_from() -> None:
-    """solve --format json carries sla_edge_from as the sweep's column does: TP8 at 123 and the two candidates at
+    """solve --format json carries sla_edge_from as the sweep's column does: TP8 at 122 and the two candidates at
     their own edges (112, 80) came from 64; a front point at a power carries none."""
     import json
 
@@ -199,6 +199,6 @@ def test_solves_json_names_the_power_each_point_at_an_sla_edge_came_from() -> No
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert [(c["estimation"]["concurrency"], c["estimation"].get("sla_edge_from")) for c in data["candidates"]] == [
-        (123, 64), (112, 64), (80, 64)]
+        (122, 64), (112, 64), (80, 64)]
     front = {p["concurrency"]: p.get("sla_edge_from") for p in data["pareto_front"]}
-    assert front[123] == 64 and front[64] is None
+    assert front[122] == 64 and front[64] is None

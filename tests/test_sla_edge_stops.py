@@ -57,9 +57,11 @@ def test_an_optimum_that_meets_the_next_power_has_no_edge_below_it_and_costs_no_
 
 
 def test_the_plain_optimum_of_2048_runs_at_its_edge_where_only_cp32_meets_4096() -> None:
-    """The front holds the plain configuration of 2,048 at its own SLA edge between 2,048 and 4,096: within 40 ms
-    there, over it one request later (by hand from the estimate: 39.5 ms at 3,904 against 23.4 at 2,048), and
-    more output per rank than at 2,048 (1,462 against 1,292 tok/s per rank) or than CP32 at 4,096 (869)."""
+    """The front holds the plain pattern of 2,048 at its own SLA edge between 2,048 and 4,096: within 40 ms there,
+    over it one request later (by hand from the estimate: 39.6 ms at 3,904 against 23.5 at 2,048), and more output
+    per rank than at 2,048 (1,461 against 1,289 tok/s per rank) or than CP32 at 4,096 (869). The edge is planned
+    like any concurrency, so its optimum may split the LM head otherwise (TP2 there, TP4 at 2,048: the logits'
+    all-gather grows with the head's group) but keeps the pattern: no CP, no SP, attention DP, MoE EP."""
     result, _ = run_solve(*QWEN_64_H100, TPOT_40, "generic", explain_binding=False)
     at_edge = [p for p in result.front if p.sla_edge_from == 2048]
     assert len(at_edge) == 1
@@ -67,7 +69,8 @@ def test_the_plain_optimum_of_2048_runs_at_its_edge_where_only_cp32_meets_4096()
     assert 2048 < edge.batch < 4096
     assert edge.estimate.tpot_s * 1e3 <= 40.0 < _estimate(edge.config, edge.batch + 1).tpot_s * 1e3
     plain = next(p for p in result.front if p.batch == 2048)
-    assert edge.config == plain.config
+    others = {k: v for k, v in plain.config.knobs().items() if k != "lmhead_tp_size"}
+    assert {k: v for k, v in edge.config.knobs().items() if k != "lmhead_tp_size"} == others
     assert edge.estimate.output_tokens_per_s > plain.estimate.output_tokens_per_s
 
 

@@ -60,11 +60,11 @@ def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
         # vocabulary (vLLM 0.34.0 model_executor/layers/logits_processor.py _gather_logits:
         # tensor_model_parallel_all_gather, use_all_gather True on every platform; sglang 0.5.23
         # layers/logits_processor.py _get_logits: do_tensor_parallel_all_gather). Its hidden rows are gathered
-        # first only where the group reaches past the ranks that share them (attention TP x KVP: the same rows
-        # after the o_proj all-reduce): attention-DP or SP ranks each hold their own (sglang's
-        # _gather_dp_attn_hidden_states, under do_tensor_parallel_all_gather_dp_attn)
-        if lt > pc.attn_tp_size * pc.kvp_size:
-            out.append(coll("lmhead_gather", "lm_head", "all_gather", lt, lt * u_logit * h * ACT_BYTES))
+        # first (sglang's _gather_dp_attn_hidden_states under attention DP; SP and CP ranks hold their own rows
+        # too); on attention TP x KVP ranks, which share them after the o_proj all-reduce, that gather is not run
+        # and is charged all the same: the planner's tables cost the head beside the layout's group size, where
+        # KVP and SP read alike (plan.table_inputs.outside), and it is h / V of the logits' gather
+        out.append(coll("lmhead_gather", "lm_head", "all_gather", lt, lt * u_logit * h * ACT_BYTES))
         out.append(coll("logits_gather", "lm_head", "all_gather", lt, lt * u_logit * v * ACT_BYTES))
     return out
 
