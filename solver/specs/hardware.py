@@ -29,6 +29,9 @@ MAX_LATENCY_S = 1.0
 PLATFORMS = ("cuda", "rocm", "cann")
 Platform = Literal[PLATFORMS]  # type: ignore[valid-type]
 VENDOR = re.compile(r"[a-z][a-z0-9_-]*")  # a vendor name as device files and engine profiles write it
+# a device name as the outputs label it and the per-hardware options take it (`--price NAME=USD`, `--weight-dtype
+# NAME=DTYPE`): no blank, no `=` or `,` that those options split on
+DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 
 class Tier(BaseModel):
@@ -169,6 +172,15 @@ class Hardware(BaseModel):
                                        f"must exceed the {inner} ranks of the tiers inside it, got {span}")
                 inner = span
         return self
+
+    @field_validator("name")
+    @classmethod
+    def _name_token(cls, value: str) -> str:
+        if not DEVICE_NAME.fullmatch(value):
+            raise ValueError("a device name of letters, digits and _ . + - (such as my_accel_8x), starting with a "
+                             "letter or digit: outputs label the device by it and --price / --weight-dtype take "
+                             "NAME=VALUE")
+        return value
 
     @field_validator("vendor")
     @classmethod

@@ -64,6 +64,27 @@ class FrameworkScheduler(BaseModel):
     )
     source: str = ""
 
+    @model_validator(mode="after")
+    def _one_reading(self) -> "FrameworkScheduler":
+        from solver.specs.validation import FieldProblem
+
+        # two tiers at one threshold leave the budget to their order, silently
+        seen: set[float] = set()
+        for i, tier in enumerate(self.token_budget_tiers):
+            if tier.min_memory_gib in seen:
+                raise FieldProblem(f"token_budget_tiers.{i}.min_memory_gib",
+                                   f"{tier.min_memory_gib:g} GiB given twice; keep one tier per threshold")
+            seen.add(tier.min_memory_gib)
+        # matched against the lower-cased device name: an upper-case word would never match, an empty one always
+        for word, budget in self.token_budget_by_device_name.items():
+            if not word.strip() or word != word.lower():
+                raise FieldProblem(f"token_budget_by_device_name.{word}", "a non-empty lower-case word of the "
+                                   "device's name or description (matched against them lower-cased)")
+            if not 0 < budget <= MAX_TOKENS:
+                raise FieldProblem(f"token_budget_by_device_name.{word}", f"{budget} tokens is outside "
+                                                                          f"[1, {MAX_TOKENS}]")
+        return self
+
     def token_budget_for(self, device_name: str, memory_bytes: float | None) -> int:
         """The default budget on a device named `device_name` (its file's name and description) with
         `memory_bytes` of HBM (None: unknown)."""
