@@ -182,3 +182,16 @@ def test_the_pipeline_parallel_feature_agrees_with_the_pp_size_knob(tmp_path):
     knobs = [k for k in _vllm_copy()["knobs"] if k != "pp_size"]
     with pytest.raises(InputError, match=r"features\.pipeline_parallel\.supported: true, but pp_size is not among"):
         load_framework(_write(tmp_path, "fw.yaml", _vllm_copy(name="my-vllm", knobs=knobs)))
+
+
+def test_a_one_shot_limit_past_the_custom_all_reduce_range_is_refused(tmp_path):
+    """A vLLM build without the custom all-reduce: both byte limits 0 and the per-ranks map left as vLLM's
+    ({2: 8 MiB, ...}) would keep a one-shot limit no kernel reads; emptied, the profile loads."""
+    serving = {**_vllm_copy()["serving"], "allreduce_oneshot_max_bytes": 0, "allreduce_custom_max_bytes": 0}
+    with pytest.raises(InputError, match=r"allreduce_oneshot_max_bytes_by_ranks: 2: 8388608 needs .* at most "
+                                         r"allreduce_custom_max_bytes \(0"):
+        load_framework(_write(tmp_path, "partial.yaml", _vllm_copy(name="my-vllm", serving=serving)))
+    off = load_framework(_write(tmp_path, "off.yaml", _vllm_copy(
+        name="my-vllm", serving={**serving, "allreduce_oneshot_max_bytes_by_ranks": {}})))
+    factors = off.serving_factors("nvidia")
+    assert (factors["allreduce_custom_max_bytes"], factors["allreduce_oneshot_max_bytes_by_ranks"]) == (0.0, ())

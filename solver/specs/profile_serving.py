@@ -160,6 +160,12 @@ class FrameworkServing(BaseModel):
                 raise ValueError(f"graph_batches: stop {r.stop} < start {r.start}")
         if self.allreduce_custom_max_bytes < self.allreduce_oneshot_max_bytes:
             raise ValueError("allreduce_custom_max_bytes must be >= allreduce_oneshot_max_bytes")
+        # a one-shot limit past the kernel's own range would be read by nothing (no custom kernel runs there)
+        for ranks, nbytes in sorted(self.allreduce_oneshot_max_bytes_by_ranks.items()):
+            if ranks < 2 or not 0 <= nbytes <= self.allreduce_custom_max_bytes:
+                raise ValueError(f"allreduce_oneshot_max_bytes_by_ranks: {ranks}: {nbytes} needs a group of >= 2 "
+                                 f"ranks and at most allreduce_custom_max_bytes ({self.allreduce_custom_max_bytes}; "
+                                 "a build without the custom all-reduce leaves this map empty)")
         if any(r < 2 for r in self.allreduce_custom_ranks):
             raise ValueError(f"allreduce_custom_ranks: {min(self.allreduce_custom_ranks)} is not a group size (>= 2)")
         odd = [v for v in self.allreduce_custom_vendors if not VENDOR.fullmatch(v)]
