@@ -195,3 +195,15 @@ def test_a_one_shot_limit_past_the_custom_all_reduce_range_is_refused(tmp_path):
         name="my-vllm", serving={**serving, "allreduce_oneshot_max_bytes_by_ranks": {}})))
     factors = off.serving_factors("nvidia")
     assert (factors["allreduce_custom_max_bytes"], factors["allreduce_oneshot_max_bytes_by_ranks"]) == (0.0, ())
+
+
+def test_a_hardware_file_that_is_not_there_is_named_under_the_field_that_gave_it(tmp_path):
+    """As a profile path is (`framework: file not found`): a deployment file's `hardware:` names its own key."""
+    with pytest.raises(InputError, match=r"^hardware: file not found: .*nothere\.yaml$"):
+        load_hardware(str(tmp_path / "nothere.yaml"))
+    deployment = _write(tmp_path, "dep.yaml", {
+        "model": "qwen3-8b", "hardware": str(tmp_path / "nothere.yaml"), "framework": "generic", "world_size": 1,
+        "workload": {"phase": "decode", "batch": 1, "seq_len": 128}})
+    res = CliRunner().invoke(main, ["check", deployment])
+    assert res.exit_code == 2
+    assert f"{deployment}: hardware: file not found: " in res.stderr

@@ -55,6 +55,9 @@ def _checked_user_file(path: Path) -> Hardware:
     """A user's hardware file, refused where it would be read as something else: a vendor that misspells a catalog
     vendor, or a catalog device's name on other figures (factors are fitted per device name, so the catalog
     device's calibration would price this file's figures)."""
+    if not path.is_file():  # under the field that named it, as a misspelt catalog name is
+        raise InputError("hardware", f"{path}: a folder, not a hardware YAML" if path.is_dir()
+                         else f"file not found: {path}")
     hw = load_hardware_file(path)
     meant = vendor_slip(hw.vendor)
     if meant is not None:
