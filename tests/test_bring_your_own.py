@@ -207,3 +207,21 @@ def test_a_hardware_file_that_is_not_there_is_named_under_the_field_that_gave_it
     res = CliRunner().invoke(main, ["check", deployment])
     assert res.exit_code == 2
     assert f"{deployment}: hardware: file not found: " in res.stderr
+
+
+def _notes(path: str) -> list[str]:
+    res = CliRunner().invoke(main, ["estimate", "qwen3-8b", "--hardware", path, "--cards", "1", "--phase", "decode",
+                                    "--batch", "1", "--seq-len", "128", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)["notes"]
+
+
+def test_an_uncalibrated_device_note_names_the_efficiencies_given_without_a_source(tmp_path):
+    """PCIE4 gives no `sources`: its four efficiencies are assumptions, and the note names them; one that sources
+    all four is pointed to its sources."""
+    bare = [n for n in _notes(_write(tmp_path, "bare.yaml", PCIE4)) if "calibration rows measured no" in n]
+    assert len(bare) == 1 and ("no source given for efficiency.gemm, efficiency.attention, efficiency.hbm, "
+                               "efficiency.kernel_overhead_s: assumptions until measured") in bare[0]
+    sourced = {**PCIE4, "sources": {f"efficiency.{k}": "assumption: as H100" for k in Efficiency.model_fields}}
+    said = [n for n in _notes(_write(tmp_path, "sourced.yaml", sourced)) if "calibration rows measured no" in n]
+    assert len(said) == 1 and "its sources say which are assumptions" in said[0]

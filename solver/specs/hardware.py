@@ -241,6 +241,10 @@ class Hardware(BaseModel):
                                                       "list each dtype in one of them")
         return self
 
+    def unsourced_efficiencies(self) -> list[str]:
+        """The efficiency fields the file gives no source for: assumptions until calibration measures them."""
+        return [f"efficiency.{k}" for k in Efficiency.model_fields if f"efficiency.{k}" not in self.sources]
+
     def supports(self, dtype: str) -> bool:
         return dtype in self.peak_flops
 
