@@ -37,7 +37,7 @@ def _yaml(tmp_path: Path, name: str, data) -> str:
 
 def _hardware(tmp_path: Path, **changes) -> str:
     data = yaml.safe_load((REPO / "hardware" / "h100_sxm.yaml").read_text())
-    data.update(changes)
+    data.update({"name": "my_h100", **changes})  # other figures under the catalog's name are refused
     return _yaml(tmp_path, "hw.yaml", data)
 
 

@@ -85,6 +85,11 @@ class FrameworkProfile(BaseModel):
         default_factory=dict, description="engine features the planner does not model yet (pipeline_parallel, "
         "redundant_experts, ...), with flag and source")
     serving: FrameworkServing = Field(default_factory=FrameworkServing)
+    fitted_as: str | None = Field(
+        None, pattern=r"^[a-z0-9][a-z0-9-]*$", description="the engine whose fitted factors "
+        "(fitted/factors.yaml, keyed by profile name) this profile carries: a fork or a copy of that engine that runs "
+        "its kernels (an in-house vLLM with another token budget: `vllm`); None: its own name's, and a name the "
+        "fit never saw carries only the grouped-GEMM and weight-only fractions")
     fixed_redundant_experts: int | None = Field(
         None, ge=0, le=2**17, description="redundant experts the engine always places (None: the planner picks "
         "the fewest that make EP divide the experts, when features.redundant_experts is supported)")
@@ -165,9 +170,20 @@ class FrameworkProfile(BaseModel):
         if self.cp_decode_repeats_batch and not self.cp_replicates_kv_cache:
             raise FieldProblem("cp_decode_repeats_batch", "set without cp_replicates_kv_cache (CP ranks that each "
                                                           "decode the whole batch keep the whole cache)")
+        pp = self.features.get("pipeline_parallel")
+        if pp is not None and pp.supported != ("pp_size" in self.knobs):
+            # the planner plans stages through the pp_size knob alone: the feature saying otherwise would be
+            # read by nothing
+            raise FieldProblem("features.pipeline_parallel.supported",
+                               f"{str(pp.supported).lower()}, but pp_size is {'not ' if pp.supported else ''}among "
+                               "the knobs (the planner plans pipeline stages through the pp_size knob); make the two "
+                               "agree")
         for name, feature in self.features.items():
             if feature.knob is not None and feature.knob not in KNOBS:
                 raise FieldProblem(f"features.{name}.knob", f"{feature.knob!r} is not a knob ({', '.join(KNOBS)})")
+        if self.fitted_as is not None and self.fitted_as not in fitted_factors():
+            raise FieldProblem("fitted_as", f"{self.fitted_as!r} has no fitted factors; fitted engines: "
+                                            f"{', '.join(sorted(fitted_factors())) or 'none'}")
         seen: set[str] = set()
         for i, rule in enumerate(self.rules):
             if rule.id in seen:
@@ -237,8 +253,9 @@ class FrameworkProfile(BaseModel):
         if base.kernel_overhead_s is not None:
             out["kernel_overhead_s"] = base.kernel_overhead_s
         # a pair without its own fit still carries the factors fitted once over every pair (fitted_global)
-        shared = fitted_global(vendor, framework=self.name)
-        out = apply_fitted(out, pair_factors(fitted_factors(), shared, self.name, name))
+        fitted = self.fitted_as or self.name
+        shared = fitted_global(vendor, framework=fitted)
+        out = apply_fitted(out, pair_factors(fitted_factors(), shared, fitted, name))
         out["token_budget"] = float(self.scheduler.token_budget_for(device_name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         # the budget the command sets, where it sets one: the estimate prices what the launched engine gets
@@ -363,6 +380,21 @@ def _norm(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
+def _checked_vendors(fw: FrameworkProfile, path: Path) -> FrameworkProfile:
+    """A user's profile whose vendor lists misspell no catalog vendor (nvdia): the engine would run on no device of
+    the vendor meant, or build its all-reduce kernel for none. A new vendor's name (intel) is taken as written."""
+    from solver.specs.hardware_catalog import catalog_vendors, vendor_slip
+
+    for field, names in (("vendors", fw.vendors), ("serving.allreduce_custom_vendors",
+                                                   fw.serving.allreduce_custom_vendors)):
+        for i, vendor in enumerate(names):
+            meant = vendor_slip(vendor)
+            if meant is not None:
+                raise InputError(f"{path}: {field}.{i}", f"{vendor!r} is no catalog vendor; did you mean {meant}? "
+                                                         f"(known: {', '.join(catalog_vendors())})")
+    return fw
+
+
 def list_frameworks() -> list[str]:
     """Names of the shipped profiles, sorted."""
     return sorted(p.stem for p in frameworks_dir().glob("*.yaml"))
@@ -389,7 +421,7 @@ def load_framework(name_or_path: str | Path) -> FrameworkProfile:
         if not path.is_file():
             raise InputError("framework", f"{name_or_path}: a folder, not a profile YAML" if path.is_dir()
                              else f"file not found: {name_or_path}")
-        return load_framework_file(path)
+        return _checked_vendors(load_framework_file(path), path)
     candidate = frameworks_dir() / f"{_norm(str(name_or_path))}.yaml"
     if not candidate.is_file():
         raise InputError("framework", f"unknown framework '{name_or_path}'; known: {', '.join(list_frameworks())}")

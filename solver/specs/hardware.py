@@ -29,6 +29,9 @@ MAX_LATENCY_S = 1.0
 PLATFORMS = ("cuda", "rocm", "cann")
 Platform = Literal[PLATFORMS]  # type: ignore[valid-type]
 VENDOR = re.compile(r"[a-z][a-z0-9_-]*")  # a vendor name as device files and engine profiles write it
+# a device name as the outputs label it and the per-hardware options take it (`--price NAME=USD`, `--weight-dtype
+# NAME=DTYPE`): no blank, no `=` or `,` that those options split on
+DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 
 class Tier(BaseModel):
@@ -174,6 +177,15 @@ class Hardware(BaseModel):
                 inner = span
         return self
 
+    @field_validator("name")
+    @classmethod
+    def _name_token(cls, value: str) -> str:
+        if not DEVICE_NAME.fullmatch(value):
+            raise ValueError("a device name of letters, digits and _ . + - (such as my_accel_8x), starting with a "
+                             "letter or digit: outputs label the device by it and --price / --weight-dtype take "
+                             "NAME=VALUE")
+        return value
+
     @field_validator("vendor")
     @classmethod
     def _vendor_token(cls, value: str) -> str:
@@ -232,6 +244,10 @@ class Hardware(BaseModel):
             raise FieldProblem("weight_only_formats", f"{', '.join(native)} also in peak_flops (native compute); "
                                                       "list each dtype in one of them")
         return self
+
+    def unsourced_efficiencies(self) -> list[str]:
+        """The efficiency fields the file gives no source for: assumptions until calibration measures them."""
+        return [f"efficiency.{k}" for k in Efficiency.model_fields if f"efficiency.{k}" not in self.sources]
 
     def supports(self, dtype: str) -> bool:
         return dtype in self.peak_flops

@@ -21,12 +21,61 @@ def list_hardware() -> list[str]:
 def load_hardware(name_or_path: str) -> Hardware:
     """A catalog device ('h200-sxm', 'Atlas_A3', ...) or a user's hardware YAML file."""
     if _is_path(name_or_path):
-        return load_hardware_file(Path(name_or_path).expanduser())
+        return _checked_user_file(Path(name_or_path).expanduser())
     key = _normalize(name_or_path)
     names = list_hardware()
     if key not in names:
         raise InputError("hardware", _unknown_message(name_or_path, key, names))
     return _load_catalog_entry(key)
+
+
+def catalog_vendors() -> tuple[str, ...]:
+    """The vendors the catalog's devices name, sorted: the spellings engine profiles and calibration use."""
+    return _catalog_vendors(tuple(list_hardware()))
+
+
+@lru_cache(maxsize=4)
+def _catalog_vendors(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted({_load_catalog_entry(n).vendor for n in names}))
+
+
+def vendor_slip(vendor: str) -> str | None:
+    """The catalog vendor `vendor` misspells (nvdia -> nvidia), or None: a catalog vendor, or a new one (intel)
+    no catalog vendor is close to. A slip would pair the device with no engine of its vendor and no calibration."""
+    import difflib
+
+    known = catalog_vendors()
+    if vendor in known:
+        return None
+    close = difflib.get_close_matches(vendor, known, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def _checked_user_file(path: Path) -> Hardware:
+    """A user's hardware file, refused where it would be read as something else: a vendor that misspells a catalog
+    vendor, or a catalog device's name on other figures (factors are fitted per device name, so the catalog
+    device's calibration would price this file's figures)."""
+    if not path.is_file():  # under the field that named it, as a misspelt catalog name is
+        raise InputError("hardware", f"{path}: a folder, not a hardware YAML" if path.is_dir()
+                         else f"file not found: {path}")
+    hw = load_hardware_file(path)
+    meant = vendor_slip(hw.vendor)
+    if meant is not None:
+        raise InputError(f"{path}: vendor", f"{hw.vendor!r} is no catalog vendor; did you mean {meant}? (known: "
+                                            f"{', '.join(catalog_vendors())}; a new vendor's name is taken as "
+                                            "written)")
+    key = _normalize(hw.name)
+    if key in list_hardware():
+        shipped = _load_catalog_entry(key)
+        ignored = {"name", "description", "sources"}  # words, not figures
+        mine, theirs = hw.model_dump(exclude=ignored), shipped.model_dump(exclude=ignored)
+        differ = [k for k in mine if mine[k] != theirs[k]]
+        if differ:
+            raise InputError(f"{path}: name", f"{hw.name} is the catalog's device, and this file gives other "
+                                              f"figures ({', '.join(differ)}): give it a name of its own (factors "
+                                              f"are fitted per device name, so {key}'s calibration would price "
+                                              "these figures)")
+    return hw
 
 
 def _is_path(text: str) -> bool:

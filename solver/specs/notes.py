@@ -19,14 +19,22 @@ def device_notes(hw: Hardware, prec: Precision, timed: bool = True) -> list[str]
     vendors = calibrated_vendors()
     if timed and vendors and hw.vendor not in vendors:
         out.append(f"the calibration rows measured no {hw.vendor} device: the figures on {hw.name} use its file's "
-                   f"efficiencies (its sources say which are assumptions) and the grouped-GEMM fraction fitted "
+                   f"efficiencies ({_assumed(hw)}) and the grouped-GEMM fraction fitted "
                    f"on {', '.join(vendors)} devices")
     elif timed and vendors and hw.name not in calibrated_devices():
         shared = ", ".join(sorted(fitted_global(hw.vendor)))
-        out.append(f"the calibration rows measured no {hw.name}: its figures use its file's efficiencies (its "
-                   f"sources say which are assumptions) and the factors fitted over other {hw.vendor} devices "
+        out.append(f"the calibration rows measured no {hw.name}: its figures use its file's efficiencies "
+                   f"({_assumed(hw)}) and the factors fitted over other {hw.vendor} devices "
                    f"({shared}, and the engine's own where it has them)")
     return out
+
+
+def _assumed(hw: Hardware) -> str:
+    """Where the device's efficiencies are assumptions: the file's sources say, or it gives none for some."""
+    missing = hw.unsourced_efficiencies()
+    if not missing:
+        return "its sources say which are assumptions"
+    return f"no source given for {', '.join(missing)}: assumptions until measured"
 
 
 def past_position_table(model: ModelSpec, max_len: int | None) -> str | None:

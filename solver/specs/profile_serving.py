@@ -64,6 +64,27 @@ class FrameworkScheduler(BaseModel):
     )
     source: str = ""
 
+    @model_validator(mode="after")
+    def _one_reading(self) -> "FrameworkScheduler":
+        from solver.specs.validation import FieldProblem
+
+        # two tiers at one threshold leave the budget to their order, silently
+        seen: set[float] = set()
+        for i, tier in enumerate(self.token_budget_tiers):
+            if tier.min_memory_gib in seen:
+                raise FieldProblem(f"token_budget_tiers.{i}.min_memory_gib",
+                                   f"{tier.min_memory_gib:g} GiB given twice; keep one tier per threshold")
+            seen.add(tier.min_memory_gib)
+        # matched against the lower-cased device name: an upper-case word would never match, an empty one always
+        for word, budget in self.token_budget_by_device_name.items():
+            if not word.strip() or word != word.lower():
+                raise FieldProblem(f"token_budget_by_device_name.{word}", "a non-empty lower-case word of the "
+                                   "device's name or description (matched against them lower-cased)")
+            if not 0 < budget <= MAX_TOKENS:
+                raise FieldProblem(f"token_budget_by_device_name.{word}", f"{budget} tokens is outside "
+                                                                          f"[1, {MAX_TOKENS}]")
+        return self
+
     def token_budget_for(self, device_name: str, memory_bytes: float | None) -> int:
         """The default budget on a device named `device_name` (its file's name and description) with
         `memory_bytes` of HBM (None: unknown)."""
@@ -139,6 +160,12 @@ class FrameworkServing(BaseModel):
                 raise ValueError(f"graph_batches: stop {r.stop} < start {r.start}")
         if self.allreduce_custom_max_bytes < self.allreduce_oneshot_max_bytes:
             raise ValueError("allreduce_custom_max_bytes must be >= allreduce_oneshot_max_bytes")
+        # a one-shot limit past the kernel's own range would be read by nothing (no custom kernel runs there)
+        for ranks, nbytes in sorted(self.allreduce_oneshot_max_bytes_by_ranks.items()):
+            if ranks < 2 or not 0 <= nbytes <= self.allreduce_custom_max_bytes:
+                raise ValueError(f"allreduce_oneshot_max_bytes_by_ranks: {ranks}: {nbytes} needs a group of >= 2 "
+                                 f"ranks and at most allreduce_custom_max_bytes ({self.allreduce_custom_max_bytes}; "
+                                 "a build without the custom all-reduce leaves this map empty)")
         if any(r < 2 for r in self.allreduce_custom_ranks):
             raise ValueError(f"allreduce_custom_ranks: {min(self.allreduce_custom_ranks)} is not a group size (>= 2)")
         odd = [v for v in self.allreduce_custom_vendors if not VENDOR.fullmatch(v)]
