@@ -227,6 +227,20 @@ def candidate_key(candidate: str) -> str:
     return f"candidate_{c}"
 
 
+# the keys `solve --serving disagg` writes (--format yaml: the two pools; json: also `serving: disagg`)
+DISAGG_PLAN_KEYS = ("prefill_pool", "decode_pool")
+
+
+def refuse_disagg_plan(data: dict, origin: str) -> None:
+    """A disaggregated plan is two deployments priced together (the rate match, the KV transfer) and carries
+    neither model, hardware, engine nor workload: read as one deployment it would be checked half-way, so it is
+    named and the command that launches its pools given instead."""
+    if data.get("serving") == "disagg" or any(k in data for k in DISAGG_PLAN_KEYS):
+        raise InputError(origin, "a disaggregated plan (solve --serving disagg), not a deployment file: for its pools' "
+                                 "commands run the same solve with --framework ENGINE --format launch; to check one pool, write its "
+                                 "parallel_config with model, hardware, world_size and workload into a file of its own")
+
+
 def load_deployment(path: str | Path, candidate: str | None = None) -> Deployment:
     """`candidate`: the candidate_x block to read from a file of several (solve --format yaml writes one per
     candidate, each with its parallel_config and workload, the deployment's model / hardware / world size at
@@ -234,6 +248,7 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
     data = load_yaml(Path(path))
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a mapping of the seed's parallel_config keys")
+    refuse_disagg_plan(data, str(path))
     from solver.specs.reference import deployment_data, is_reference_record, load_reference_file
 
     if is_reference_record(data):  # a verified deployment (references/*.yaml) reads as the deployment it ran
