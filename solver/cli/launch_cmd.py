@@ -94,6 +94,8 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     try:
         launch = emit_launch(fw, spec, hw, pc, inputs)
     except InputError as exc:  # the file's knobs the model cannot run: named under the file, as check names them
+        if exc.field == "--engine" and not engine:  # a profile the file named: under its key
+            raise InputError(f"{config}: framework", exc.problem) from None
         if exc.field != "parallel_config":
             raise
         raise InputError(f"{config}: parallel_config", exc.problem) from None

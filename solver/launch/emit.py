@@ -313,6 +313,15 @@ def _pool_checks(fw: FrameworkProfile, pool: DisaggLaunch, role: str, env: Mappi
         raise InputError(f"--engine {fw.name}", f"cannot pair these pools ({sizes}): [{check.id}] {check.message}")
 
 
+def no_command_template(fw: FrameworkProfile) -> str:
+    """Why a profile without a `launch:` section gives no command, and the two ways to get one."""
+    from solver.specs.framework import list_frameworks, load_framework
+
+    engines = [n for n in list_frameworks() if load_framework(n).launch is not None]
+    return (f"its profile ({fw.name}) gives no command template (no launch section): name a profile that has one "
+            f"({', '.join(engines)}), or add a launch section to it (docs/bring-your-own.md)")
+
+
 def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: ParallelConfig,
                 inputs: LaunchInputs, role: str | None = None,
                 pools: Mapping[str, ParallelConfig] | None = None) -> dict[str, Any]:
@@ -321,7 +330,7 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
     parallel_config by role (this one's is `pc`), which a transfer that names both pools' sizes needs."""
     spec = fw.launch
     if spec is None:
-        raise InputError("--engine", f"{fw.name} has no launch section: it is not an engine")
+        raise InputError("--engine", no_command_template(fw))
     fw.check_vendor(hw.name, hw.vendor, "--engine")
     # the nodes as this engine's launch uses them (an equal share of part-filled ones: space.placement), which
     # --nnodes, the per-node counts and the placement comments below read

@@ -200,7 +200,8 @@ def launch_text(r: DisaggReport) -> str:
         title = (f"{v.phase} pool: {v.workers} worker(s) of {pc.world_size} ranks, {v.candidate.pattern}; run once "
                  f"per worker, each on its own cards" + (" and its own ${HEAD_NODE_ADDR}" if multi else ""))
         if v.launch is None:
-            out.append(f"# {title}\n# error: the framework profile has no launch section (not an engine)\n")
+            out.append(f"# {title}\n# error: the framework profile gives no command template (no launch "
+                       "section): name a profile that has one, or add one (docs/bring-your-own.md)\n")
         elif "error" in v.launch:
             out.append(f"# {title}\n# error: {v.launch['error']}\n")
         else:
