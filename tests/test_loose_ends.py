@@ -10,6 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from solver.cli.main import main
+from test_bring_your_own import PCIE4
 
 
 def _write(path: Path, data: dict) -> str:
@@ -63,3 +64,57 @@ def test_launch_of_a_profile_without_a_launch_section_says_it_gives_no_command_t
         assert res.stderr.startswith(f"error: {field}: its profile (no-template) gives no command template "
                                      "(no launch section): name a profile that has one (")
         assert "vllm" in res.stderr and "not an engine" not in res.stderr
+
+
+def test_relative_paths_in_a_deployment_file_resolve_against_its_folder_and_catalog_names_stay_names(tmp_path):
+    """sub/dep.yaml names `hardware: pcie4.yaml` and `framework: my.yaml`, both in sub/; read from the
+    repository root (the tests' directory), check and launch find them beside the file. `qwen3-8b` is a catalog
+    name and stays one (no sub/qwen3-8b is looked for)."""
+    sub = tmp_path / "sub"
+    _write(sub / "pcie4.yaml", PCIE4)
+    root = Path(__file__).resolve().parents[1]
+    (sub / "my.yaml").write_text((root / "solver" / "frameworks" / "vllm.yaml").read_text())
+    dep = _decode_deployment(sub / "dep.yaml", hardware="pcie4.yaml", framework="my.yaml")
+    assert not Path("pcie4.yaml").exists() and not Path("my.yaml").exists()
+    res = _run("check", dep, "--format", "json")
+    assert res.exit_code == 0, res.output
+    res = _run("launch", dep)
+    assert res.exit_code == 0, res.output
+    assert "vllm serve" in res.stdout
+
+
+def test_a_relative_path_missing_beside_the_deployment_file_is_named_with_that_folder(tmp_path):
+    """`hardware: nothere.yaml` in sub/dep.yaml is looked for as sub/nothere.yaml, and the error names it."""
+    dep = _decode_deployment(tmp_path / "sub" / "dep.yaml", hardware="nothere.yaml")
+    res = _run("check", dep)
+    assert res.exit_code == 2
+    assert f"hardware: file not found: {tmp_path / 'sub' / 'nothere.yaml'}" in res.stderr
+
+
+def test_a_hub_id_and_a_catalog_name_in_a_deployment_file_are_not_read_as_paths(tmp_path):
+    """`Qwen/Qwen3-8B` (one separator, nothing of that name in the folder) stays a hub id; `h100_sxm` stays a
+    catalog name; `./cfg/config.json` becomes FOLDER/cfg/config.json."""
+    from solver.specs.deployment import beside
+
+    assert beside("Qwen/Qwen3-8B", tmp_path, hub_ids=True) == "Qwen/Qwen3-8B"
+    assert beside("h100_sxm", tmp_path) == "h100_sxm"
+    assert beside("./cfg/config.json", tmp_path, hub_ids=True) == str(tmp_path / "cfg" / "config.json")
+
+
+def test_a_relative_system_path_in_a_calibration_csv_resolves_against_the_csvs_folder(tmp_path):
+    """estimate --from-csv sub/rows.csv whose row names `system: pcie4.yaml` (in sub/) predicts the row; the output
+    keeps the cell as written."""
+    import csv
+
+    sub = tmp_path / "sub"
+    _write(sub / "pcie4.yaml", PCIE4)
+    row = {"model": "qwen3-8b", "system": "pcie4.yaml", "isl": "128", "osl": "16", "concurrency": "1", "tp": "1"}
+    src = sub / "rows.csv"
+    with src.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(row))
+        writer.writeheader()
+        writer.writerow(row)
+    res = _run("estimate", "--from-csv", str(src), "--out", "-")
+    assert res.exit_code == 0, res.output
+    out = list(csv.DictReader(res.stdout.splitlines()))
+    assert out[0]["error"] == "" and float(out[0]["tpot_ms_pred"]) > 0 and out[0]["system"] == "pcie4.yaml"

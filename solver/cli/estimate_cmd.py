@@ -44,6 +44,7 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
     the notes say which conventions stood in for cells the rows leave blank where that changes the prediction."""
     from solver.measured import REQUIRED_COLUMNS, predict_row
     from solver.outfile import atomic_write, check_extension, check_writable
+    from solver.specs.deployment import beside
     from solver.specs.framework import load_framework
 
     if framework is not None:  # a profile every row would fail on is bad input, not N row errors
@@ -86,7 +87,10 @@ def run_csv(path_in: str, path_out: str, framework: str | None) -> tuple[int, in
                 given = len(header) + len(extra or ()) - sum(v is None for v in row.values())
                 raise InputError(f"line {line}", f"{given} cells for {len(header)} columns; a cell was added or "
                                                  "lost (an unquoted comma?)")
-            est = predict_row(row, framework)
+            # a row's file names (model config, hardware or profile YAML) are read beside the CSV, as a
+            # deployment file's are
+            est = predict_row({**row, **{c: beside(row[c], src.parent, hub_ids=c == "model")
+                                         for c in ("model", "system", "backend") if row.get(c)}}, framework)
             rec.update(ttft_ms_pred=_fmt_num(est.ttft_s * 1e3), tpot_ms_pred=_fmt_num(est.tpot_s * 1e3), error="")
         except ShardplanError as exc:
             errors += 1

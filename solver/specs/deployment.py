@@ -227,6 +227,28 @@ def candidate_key(candidate: str) -> str:
     return f"candidate_{c}"
 
 
+# what marks a value as a file rather than a catalog name (a catalog name has neither a separator nor a suffix)
+_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def beside(value: str | None, folder: Path, hub_ids: bool = False) -> str | None:
+    """A relative path a file names, resolved against that file's folder (so the file reads the same from any
+    directory); a catalog name stays a name. `hub_ids`: the value may also be a hub id (org/name, one
+    separator), which stays an id unless the folder holds it."""
+    if value is None:
+        return None
+    text = value.strip()
+    if Path(text).expanduser().is_absolute() or text.startswith("~"):
+        return value
+    if not (text.lower().endswith(_FILE_SUFFIXES) or "/" in text or "\\" in text):
+        return value  # a catalog name
+    resolved = folder / text
+    if hub_ids and text.count("/") == 1 and not text.startswith(("./", "../")) and not resolved.exists() \
+            and not text.lower().endswith(_FILE_SUFFIXES):
+        return value
+    return str(resolved)
+
+
 # the keys `solve --serving disagg` writes (--format yaml: the two pools; json: also `serving: disagg`)
 DISAGG_PLAN_KEYS = ("prefill_pool", "decode_pool")
 
@@ -321,6 +343,10 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
     if top:
         data["parallel_config"] = {**(nested or {}), **top}
     dep = validate_model(Deployment, data, str(path))
+    folder = Path(path).parent
+    dep.model = beside(dep.model, folder, hub_ids=True)
+    dep.hardware = beside(dep.hardware, folder)
+    dep.framework = beside(dep.framework, folder)  # type: ignore[assignment]  # "generic" stays a name
     # errors about a format name the key the file used (weight_dtype at the top level, else quant.weights)
     spelled = {k: k if flat_quant else f"quant.{v}" for k, v in FLAT_QUANT.items()}
     dep._fields = {**{k: f"{path}: {v}" for k, v in spelled.items()},
