@@ -118,3 +118,20 @@ def test_a_relative_system_path_in_a_calibration_csv_resolves_against_the_csvs_f
     assert res.exit_code == 0, res.output
     out = list(csv.DictReader(res.stdout.splitlines()))
     assert out[0]["error"] == "" and float(out[0]["tpot_ms_pred"]) > 0 and out[0]["system"] == "pcie4.yaml"
+
+
+def test_a_deployment_beyond_the_outermost_tiers_span_is_refused_naming_the_field(tmp_path):
+    """PCIE4's outermost tier is inter_node with span_ranks 1,024: 2,048 ranks (an embedding all-reduce over all
+    of them) are refused in one line naming tiers.inter_node.span_ranks; 1,024 ranks are priced."""
+    hw = _write(tmp_path / "pcie4.yaml", PCIE4)
+    assert PCIE4["tiers"]["inter_node"]["span_ranks"] == 1024 and "inter_rack" not in PCIE4["tiers"]
+    for cards, code in (("2048", 2), ("1024", 0)):
+        res = _run("estimate", "qwen3-8b", "--hardware", hw, "--cards", cards, "--embed-tp", cards, "--phase",
+                   "decode", "--batch", "2048", "--seq-len", "1024", "--format", "json")
+        assert res.exit_code == code, res.output
+    assert json.loads(res.stdout)["tpot_ms"] > 0
+    res = _run("estimate", "qwen3-8b", "--hardware", hw, "--cards", "2048", "--phase", "decode", "--batch", "2048",
+               "--seq-len", "1024")
+    assert res.stderr.strip().splitlines() == [
+        "error: my_pcie4: tiers.inter_node.span_ranks: 1,024 ranks, the most its outermost tier connects, but the "
+        "deployment spans 2,048: give at most 1,024 cards, or raise span_ranks to what the fabric reaches"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from solver.memo import IdentityMemo
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
+from solver.specs.topology import check_reach
 
 _PLACED = IdentityMemo(256)  # one placed device per (device, share): the estimate's caches key on identity
 
@@ -40,8 +41,10 @@ def as_launched(hw: Hardware, fw: FrameworkProfile, ranks: int) -> Hardware:
     nodes in rank order), or, for an engine whose launch runs equal ranks on every node and ranks that leave a
     node part-filled, the same device with `share` ranks a node (the tiers' spans and the scale-up domain in
     those nodes follow). Where no equal share exists the device is returned as is and the profile's rule (the
-    launch's own check) refuses the size. Idempotent: a placed device is placed again from its file."""
+    launch's own check) refuses the size. More ranks than the outermost tier connects: InputError
+    (topology.check_reach). Idempotent: a placed device is placed again from its file."""
     dev = device_of(hw)
+    check_reach(dev, ranks)  # a deployment its fabric does not connect is not placed at all
     rpn = dev.ranks_per_node
     if not fw.equal_ranks_per_node or ranks <= rpn or ranks % rpn == 0:
         return dev

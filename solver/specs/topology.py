@@ -10,6 +10,9 @@ ports at 900 GB/s per GPU; Atlas A3: one UB domain of 768 dies at 196 GB/s per d
 rank reaches every peer of the group over those same ports, so the levels merge into one, named by the
 outermost tier the group reaches: its bandwidth is shared over all the group's peers (as one level's is), and
 a collective over it is one hop, not a ring per level (comm.py: the custom all-reduce applies).
+
+Reach: the outermost tier's span_ranks is the largest deployment the device file says its fabric connects; a
+deployment of more ranks is refused (check_reach) rather than priced as if that tier stretched further.
 """
 from __future__ import annotations
 
@@ -40,6 +43,23 @@ def _tiers_by_span(hw: Hardware) -> list[tuple[int, str, Tier]]:
     else:
         out[-1] = (1 << 40, out[-1][1], out[-1][2])
     return out
+
+
+def outermost_tier(hw: Hardware) -> tuple[str, int]:
+    """The outermost tier the file gives (inter_rack, else inter_node) and its span_ranks."""
+    name = next(n for n in ("inter_rack", "inter_node") if n in hw.tiers)
+    return name, hw.tiers[name].span_ranks
+
+
+def check_reach(hw: Hardware, ranks: int) -> None:
+    """InputError where `ranks` exceed what the outermost tier connects (module docstring: Reach)."""
+    from solver.errors import InputError
+
+    name, span = outermost_tier(hw)
+    if ranks > span:
+        raise InputError(f"{hw.name}: tiers.{name}.span_ranks",
+                         f"{span:,} ranks, the most its outermost tier connects, but the deployment spans {ranks:,}: "
+                         f"give at most {span:,} cards, or raise span_ranks to what the fabric reaches")
 
 
 _GROUPS: dict[tuple[int, int, int], tuple[Hardware, tuple]] = {}
