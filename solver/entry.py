@@ -17,6 +17,7 @@ from solver.specs.hardware import Hardware
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.limits import PLAN_METHODS
 from solver.specs.model_catalog import load_model, resolve_model_file
+from solver.specs.notes import engine_notes
 from solver.specs.precision import resolve_precision
 from solver.specs.reference import list_references
 from solver.specs.scenario import Scenario
@@ -60,6 +61,8 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     result = plan(spec, hw, prec, fw, cards, scenario, params, method=method, top=max(top, CORE_CANDIDATES),
                   allow_cross_node=allow_cross_node, explain_binding=explain_binding, diagnose=diagnose,
                   verified=verified_for(spec.name, hw.name, cards, scenario.phase, refs))
+    # the engine's notes beside the plan's input notes (once: a remembered plan comes back with them)
+    result.input_notes = (*result.input_notes, *(n for n in engine_notes(fw) if n not in result.input_notes))
     cands = rank_candidates(result.candidates, spec, as_launched(hw, fw, cards), scenario, refs, _ref_models(),
                             top=top, kvp_in_tp=fw.kvp_splits_attention_weights,
                             cp_replicates_kv=fw.cp_replicates_kv_cache, fw=fw)
@@ -225,7 +228,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     asked, config = model_names(model, spec.name) if isinstance(model, str) else (spec.name, None)
     return DisaggReport(asked, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
                         compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights), res.skipped,
-                        input_notes(spec, hw, prec, max_len=scenario.max_seq_len), model_knobs(spec),
+                        input_notes(spec, hw, prec, max_len=scenario.max_seq_len, fw=fw), model_knobs(spec),
                         fw.kvp_splits_attention_weights, fw.replica_knobs, config)
 
 

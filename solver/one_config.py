@@ -210,7 +210,7 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
     hw = as_launched(load_hardware(hardware), fw, pc.world_size)  # the nodes as the engine's launch uses them
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     check_mtp(spec, wl.mtp)
-    notes = [*input_notes(spec, hw, prec, max_len=wl.context_len),
+    notes = [*input_notes(spec, hw, prec, max_len=wl.context_len, fw=fw),
              *knob_rules(fw, spec, hw, pc, wl.sequences, wl.mtp),
              *filter(None, [placement_note(hw, fw, pc.world_size)])]
     est = estimate(spec, hw, pc, prec, factors_for(hw, fw.efficiency_for(hw)), wl)
@@ -336,7 +336,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
-    from solver.specs.notes import context_notes
+    from solver.specs.notes import context_notes, engine_notes
     from solver.specs.parallel import ParallelConfig, make_parallel_config
     from solver.specs.precision import resolve_precision
 
@@ -376,7 +376,8 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
                              fields=dep.fields)
     r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
     # what runs in which precision (weight-only W4A16 / W8A16, a format served as bf16), as estimate and memory say
-    r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len))
+    r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len)) \
+        + [n for n in engine_notes(fw) if n not in r.notes]
     kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too
     if kv_refusal:
         r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")

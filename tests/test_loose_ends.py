@@ -135,3 +135,30 @@ def test_a_deployment_beyond_the_outermost_tiers_span_is_refused_naming_the_fiel
     assert res.stderr.strip().splitlines() == [
         "error: my_pcie4: tiers.inter_node.span_ranks: 1,024 ranks, the most its outermost tier connects, but the "
         "deployment spans 2,048: give at most 1,024 cards, or raise span_ranks to what the fabric reaches"]
+
+
+def _estimate_notes(framework: str) -> list[str]:
+    res = _run("estimate", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--phase", "decode", "--batch",
+               "8", "--seq-len", "1024", "--framework", framework, "--format", "json")
+    assert res.exit_code == 0, res.output
+    return [n for n in json.loads(res.stdout)["notes"] if "no factors are fitted" in n]
+
+
+def test_a_renamed_engine_copy_without_fitted_as_carries_a_note_that_its_fitted_factors_are_not_used(tmp_path):
+    """vllm.yaml renamed my-vllm: the fitted factors are keyed by name (sglang, trtllm, vllm are fitted), so the
+    answer says my-vllm has none and how to carry vLLM's (`fitted_as`); with `fitted_as: vllm`, or the shipped
+    vllm, nothing is said."""
+    root = Path(__file__).resolve().parents[1]
+    data = yaml.safe_load((root / "solver" / "frameworks" / "vllm.yaml").read_text())
+    plain = _write(tmp_path / "plain.yaml", {**data, "name": "my-vllm"})
+    fork = _write(tmp_path / "fork.yaml", {**data, "name": "my-vllm", "fitted_as": "vllm"})
+    said = _estimate_notes(plain)
+    assert len(said) == 1
+    assert said[0].startswith("no factors are fitted for the engine name my-vllm: ")
+    assert "`fitted_as: NAME`" in said[0] and "vllm" in said[0]
+    assert _estimate_notes(fork) == [] and _estimate_notes("vllm") == []
+    # check reads the same note (it estimates the deployment as estimate does)
+    dep = _decode_deployment(tmp_path / "dep.yaml", framework=plain)
+    res = _run("check", dep, "--format", "json")
+    assert res.exit_code == 0, res.output
+    assert [n for n in json.loads(res.stdout)["notes"] if "no factors are fitted" in n] == said

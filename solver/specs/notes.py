@@ -2,13 +2,19 @@
 calibrate), so that none of them drops a note another shows. The model's warnings (a family read by convention,
 a config field not read), the precision's notes (weights kept in the checkpoint's format), and, where figures
 are timed, a device of a vendor no calibration row measured (its efficiencies are its file's, several of them
-assumptions)."""
+assumptions), and an engine profile of the user's whose name no fit knows (a renamed copy of a fitted engine
+loses that engine's factors unless it says `fitted_as`)."""
 from __future__ import annotations
 
-from solver.specs.fitted import calibrated_devices, calibrated_vendors, fitted_global
+from typing import TYPE_CHECKING
+
+from solver.specs.fitted import calibrated_devices, calibrated_vendors, fitted_factors, fitted_global
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.precision import Precision
+
+if TYPE_CHECKING:
+    from solver.specs.framework import FrameworkProfile
 
 
 def device_notes(hw: Hardware, prec: Precision, timed: bool = True) -> list[str]:
@@ -27,6 +33,21 @@ def device_notes(hw: Hardware, prec: Precision, timed: bool = True) -> list[str]
                    f"({_assumed(hw)}) and the factors fitted over other {hw.vendor} devices "
                    f"({shared}, and the engine's own where it has them)")
     return out
+
+
+def engine_notes(fw: FrameworkProfile) -> list[str]:
+    """A profile file of the user's (not a shipped profile) whose name, or `fitted_as`, has no fitted factors:
+    the fitted factors are keyed by engine name, so the figures use none of an engine's own; said, with how a
+    copy of a fitted engine carries them."""
+    from solver.specs.framework import list_frameworks
+
+    fitted = fitted_factors()
+    key = fw.fitted_as or fw.name
+    if not fitted or key in fitted or fw.name in list_frameworks():
+        return []
+    return [f"no factors are fitted for the engine name {key}: its figures use the profile's own efficiencies and "
+            f"the factors shared over every engine, none of an engine's own; a copy of a fitted engine "
+            f"({', '.join(sorted(fitted))}) carries that engine's with `fitted_as: NAME` (docs/bring-your-own.md)"]
 
 
 def _assumed(hw: Hardware) -> str:
@@ -89,7 +110,8 @@ def context_notes(model: ModelSpec, max_len: int | None) -> list[str]:
 
 
 def input_notes(model: ModelSpec, hw: Hardware, prec: Precision, timed: bool = True,
-                max_len: int | None = None) -> tuple[str, ...]:
+                max_len: int | None = None, fw: FrameworkProfile | None = None) -> tuple[str, ...]:
     """The model's warnings, the sequence against the model's context (`max_len`: the longest sequence the
-    answer serves) and the device's notes, in that order."""
-    return (*model.warnings, *context_notes(model, max_len), *device_notes(hw, prec, timed))
+    answer serves), the device's notes and (`timed`, `fw` given) the engine's, in that order."""
+    engine = engine_notes(fw) if timed and fw is not None else []
+    return (*model.warnings, *context_notes(model, max_len), *device_notes(hw, prec, timed), *engine)
