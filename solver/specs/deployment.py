@@ -344,9 +344,10 @@ def load_deployment(path: str | Path, candidate: str | None = None) -> Deploymen
         data["parallel_config"] = {**(nested or {}), **top}
     dep = validate_model(Deployment, data, str(path))
     folder = Path(path).parent
-    dep.model = beside(dep.model, folder, hub_ids=True)
-    dep.hardware = beside(dep.hardware, folder)
-    dep.framework = beside(dep.framework, folder)  # type: ignore[assignment]  # "generic" stays a name
+    for key in ("model", "hardware", "framework"):
+        resolved = beside(getattr(dep, key), folder, hub_ids=key == "model")
+        if resolved != getattr(dep, key):  # set only where it moves: an unset key (framework) stays unset
+            setattr(dep, key, resolved)
     # errors about a format name the key the file used (weight_dtype at the top level, else quant.weights)
     spelled = {k: k if flat_quant else f"quant.{v}" for k, v in FLAT_QUANT.items()}
     dep._fields = {**{k: f"{path}: {v}" for k, v in spelled.items()},
