@@ -63,7 +63,8 @@ KV transfer: the request's cache (every cached layer, indexer keys included, and
 linear-attention / SSM state, conv tails, image K/V) moves from the prefill worker's attention group to the
 decode worker's. A decode rank receives what it will hold (kv_bytes_per_token_layer at
 its attention TP: GQA heads split, an MLA latent whole on every TP rank); the prefill ranks share the sending.
-The slower side sets the time, at the tier's per-rank bandwidth x efficiency plus its latency. The tier is the
+The slower side sets the time, at the tier's per-rank rate toward the peers that side exchanges with
+(comm.peer_rate_Bps: on a full mesh one link per peer) x efficiency plus its latency. The tier is the
 slowest the deployment spans (transfer_tier: the router pairs any prefill worker with any decode worker).
 """
 from __future__ import annotations
@@ -71,6 +72,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.estimate import comm
 from solver.estimate.compute import Factors
 from solver.estimate.memory import MemoryReport, memory_per_rank
 from solver.estimate.memory_options import MemoryOptions, engine_options
@@ -152,10 +154,16 @@ def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode:
     cp_shards = 1 if cp_replicates_kv else decode.cp_size
     recv = (kv_bytes_per_request(model, kv_bytes, isl, a, mtp_layers) / (cp_shards * decode.kvp_size)
             + constant_state_per_request(model, kv_bytes, a, decode.attn_tp_group(kvp_splits_weights)))
-    traffic = recv * decode.attn_group_size  # every receiving rank's share, copies counted
-    send = traffic / prefill.attn_group_size
+    senders, receivers = prefill.attn_group_size, decode.attn_group_size
+    traffic = recv * receivers  # every receiving rank's share, copies counted
+    send = traffic / senders
     name, tier = transfer_tier(hw, prefill.world_size, decode.world_size, prefill_workers, decode_workers)
-    time_s = tier.latency_s + max(send, recv) / (tier.bandwidth_Bps * tier.efficiency)
+    # each side drives the links to the peers it exchanges with (comm.peer_rate_Bps: all of a switched fabric,
+    # one link per peer on a full mesh): a sending rank reaches the receivers its share spreads over, a
+    # receiving rank the senders its share comes from
+    send_peers, recv_peers = math.ceil(receivers / senders), math.ceil(senders / receivers)
+    time_s = tier.latency_s + max(send / comm.peer_rate_Bps(tier, send_peers),
+                                  recv / comm.peer_rate_Bps(tier, recv_peers)) / tier.efficiency
     return Transfer(name, whole, send, recv, time_s)
 
 
