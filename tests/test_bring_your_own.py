@@ -114,6 +114,24 @@ def test_a_user_file_with_a_catalog_name_and_other_figures_is_refused(tmp_path):
     assert load_hardware(renamed).hbm_bandwidth_Bps == 6.7e12
 
 
+def test_a_renamed_device_variant_carries_the_catalog_devices_calibration_only_with_fitted_as(tmp_path):
+    """Fitted factors are keyed by device name: vllm x h100_sxm has its own fit. A copy of h100_sxm.yaml with 1.5x
+    its memory under a name of its own takes the nvidia devices' shared factors; with `fitted_as: h100_sxm` it
+    takes the H100's own, as the catalog device does (memory enters no fitted factor); a fitted_as the catalog lacks
+    is refused."""
+    shipped = yaml.safe_load((ROOT / "hardware" / "h100_sxm.yaml").read_text())
+    roomy = {**shipped, "name": "my_h100_120g", "memory_bytes": int(shipped["memory_bytes"] * 1.5)}
+    vllm = load_framework("vllm")
+    own = vllm.efficiency_for(load_hardware("h100_sxm"))
+    carried = load_hardware(_write(tmp_path, "carried.yaml", {**roomy, "fitted_as": "h100_sxm"}))
+    plain = load_hardware(_write(tmp_path, "plain.yaml", roomy))
+    assert carried.fitted_name == "h100_sxm" and plain.fitted_name == "my_h100_120g"
+    assert vllm.efficiency_for(carried) == own
+    assert vllm.efficiency_for(plain) != own
+    with pytest.raises(InputError, match=r"bad\.yaml: fitted_as: 'h100' is no catalog device"):
+        load_hardware(_write(tmp_path, "bad.yaml", {**roomy, "fitted_as": "h100"}))
+
+
 def test_a_vendor_that_misspells_a_catalog_vendor_is_refused_and_a_new_vendor_is_taken(tmp_path):
     with pytest.raises(InputError, match=r"vendor: 'nvdia' is no catalog vendor; did you mean nvidia\?"):
         load_hardware(_write(tmp_path, "typo.yaml", {**PCIE4, "vendor": "nvdia"}))

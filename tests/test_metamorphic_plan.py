@@ -257,12 +257,13 @@ def test_no_configuration_estimated_at_a_fixed_concurrency_beats_the_first_candi
 
 @pytest.fixture(scope="module")
 def roomy(tmp_path_factory) -> dict[str, str]:
-    """Each case's device as a user file with 1.5 x its memory (same name, so the same fitted factors)."""
+    """Each case's device as a user file with 1.5 x its memory, named apart and fitted as the catalog device (so the
+    same fitted factors)."""
     out = {}
     root = Path(__file__).resolve().parent.parent / "hardware"
     for hw in {c[1] for c in CASES + DEEP}:
         data = yaml.safe_load((root / f"{hw}.yaml").read_text())
-        data["memory_bytes"] = int(data["memory_bytes"] * 1.5)
+        data.update(name=f"{hw}_roomy", fitted_as=hw, memory_bytes=int(data["memory_bytes"] * 1.5))
         path = tmp_path_factory.mktemp("hw") / f"{hw}.yaml"
         path.write_text(yaml.safe_dump(data))
         out[hw] = str(path)

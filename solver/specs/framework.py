@@ -255,7 +255,8 @@ class FrameworkProfile(BaseModel):
         # a pair without its own fit still carries the factors fitted once over every pair (fitted_global)
         fitted = self.fitted_as or self.name
         shared = fitted_global(vendor, framework=fitted)
-        out = apply_fitted(out, pair_factors(fitted_factors(), shared, fitted, name))
+        device = hardware if isinstance(hardware, str) else hardware.fitted_name
+        out = apply_fitted(out, pair_factors(fitted_factors(), shared, fitted, device))
         out["token_budget"] = float(self.scheduler.token_budget_for(device_name, memory))
         out["budget_split_by_attention_dp"] = 1.0 if self.scheduler.budget_split_by_attention_dp else 0.0
         # the budget the command sets, where it sets one: the estimate prices what the launched engine gets

@@ -87,6 +87,10 @@ class Hardware(BaseModel):
     platform: Platform | None = Field(None, description="the software platform the engines run the device on "
                                       "(cuda, rocm, cann): a rule may limit a feature to one (rule_env's on_* "
                                       "flags); unstated, no platform-limited rule refuses the device")
+    fitted_as: str | None = Field(None, description="the catalog device whose fitted factors (fitted/factors.yaml, "
+                                  "keyed by device name) this file carries: a variant of it measured alike (more "
+                                  "memory, a clock apart); unset, the file's own name, which no fit knows for a "
+                                  "device of the user's")
     memory_bytes: int = Field(gt=0, le=MAX_BYTES, description="HBM per rank")
     hbm_bandwidth_Bps: float = Field(ge=MIN_BPS, le=MAX_BPS, description="peak HBM bandwidth per rank")
     peak_flops: dict[Dtype, float] = Field(description="dense peak FLOP/s (or OP/s) per rank by dtype")
@@ -176,6 +180,11 @@ class Hardware(BaseModel):
                                        f"must exceed the {inner} ranks of the tiers inside it, got {span}")
                 inner = span
         return self
+
+    @property
+    def fitted_name(self) -> str:
+        """The device name the fitted factors are looked up by: `fitted_as`, else the file's own."""
+        return self.fitted_as or self.name
 
     @field_validator("name")
     @classmethod

@@ -64,6 +64,9 @@ def _checked_user_file(path: Path) -> Hardware:
         raise InputError(f"{path}: vendor", f"{hw.vendor!r} is no catalog vendor; did you mean {meant}? (known: "
                                             f"{', '.join(catalog_vendors())}; a new vendor's name is taken as "
                                             "written)")
+    if hw.fitted_as is not None and _normalize(hw.fitted_as) not in list_hardware():
+        raise InputError(f"{path}: fitted_as", f"{hw.fitted_as!r} is no catalog device (known: "
+                                               f"{', '.join(list_hardware())})")
     key = _normalize(hw.name)
     if key in list_hardware():
         shipped = _load_catalog_entry(key)
@@ -74,7 +77,8 @@ def _checked_user_file(path: Path) -> Hardware:
             raise InputError(f"{path}: name", f"{hw.name} is the catalog's device, and this file gives other "
                                               f"figures ({', '.join(differ)}): give it a name of its own (factors "
                                               f"are fitted per device name, so {key}'s calibration would price "
-                                              "these figures)")
+                                              f"these figures; `fitted_as: {key}` carries them to a variant "
+                                              "measured alike)")
     return hw
 
 
