@@ -90,3 +90,13 @@ def test_kvp_decode_merges_lse_then_reduce_scatters_the_partial_outputs() -> Non
     assert got["lse_merge_gather"] == 80 * 8_192
     assert got["lse_merge"] == 80 * 262_144
     assert got["kvp_hidden_allgather"] == 80 * 1_048_576
+
+
+def test_dsa_topk_merge_gathers_every_kvp_ranks_candidates() -> None:
+    """DeepSeek-V3.2 decoding 64 sequences at attention DP with KVP 8 (its own ranks): each rank picks its local
+    top-2048 keys and the group all-gathers every rank's (fp32 score, id) candidates, 8 B each (vLLM 0.34.0
+    sparse_attn_indexer._merge_dcp_topk_global): the buffer out holds 8 ranks x 64 tokens x 2048 x 8 B =
+    8,388,608 B per layer, x 61 layers."""
+    pc = make_parallel_config(8, kvp_size=8, o_proj_tp_size=8, moe_tp_size=1)
+    w = Work("decode", 64, 8192, 64, 64)
+    assert _step_comms("deepseek-v3.2", "h200_sxm", pc, w)["topk_merge"] == 61 * 8 * 64 * 2048 * 8

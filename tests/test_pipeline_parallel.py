@@ -84,15 +84,37 @@ def test_pipeline_step_is_the_stage_microbatch_cost_times_the_slots(llama, h100)
     pc = tp8_pp2()
     w = Work("prefill", 8 * 2048, 1024.5, 8, 8)
     step = step_cost(llama, h100, pc, prec, f, w)
-    # M = 2 microbatches of 4 prompts; 3 slots of (slowest stage + hand-off)
+    # M = 2 microbatches of 4 prompts; 3 slots of the slowest stage, and 2 hand-offs between them (the last
+    # stage forwards nothing), each of 1/8 of the microbatch's rows per TP8 rank, all-gathered on the next stage
     micro = Work("prefill", 4 * 2048, 1024.5, 4, 4)
     stage_s = []
     for st in stages(llama, 2):
         sc = step_cost(st.model, h100, pc.stage(), prec, f, micro)
         stage_s.append(sum(o.time_s for o in sc.ops if o.module not in st.absent_modules)
                        + sum(c.exposed_s for c in sc.comms if c.module not in st.absent_modules))
-    hand_off = send_s(h100, 8, 2, 4 * 2048, 16384, f.comm)
-    assert step.time_s == pytest.approx(3 * (max(stage_s) + hand_off) + f.step_overhead_s, rel=1e-9)
+    hand_off = send_s(h100, 8, 2, 4 * 2048, 16384, f.comm, split=8)
+    assert step.time_s == pytest.approx(3 * max(stage_s) + 2 * hand_off + f.step_overhead_s, rel=1e-9)
+
+
+def test_a_tp_group_sends_its_slices_over_the_stage_boundary_and_all_gathers_them(h100):
+    """TP8 stages of 8 H100s at PP2: each rank sends 1/8 of the 2048 x 16,384 x 2 B = 64 MiB hand-off over the
+    scale-out link (8 MiB), and the receiving stage's TP group all-gathers the 64 MiB over NVLink; the whole
+    tensor over the scale-out link would take 8x its bytes there."""
+    from solver.estimate.comm import all_gather_s
+    t = h100.tiers[send_tier(h100, 8, 2)]
+    nbytes = 2048 * 16384 * 2
+    assert send_s(h100, 8, 2, 2048, 16384, 1.0, split=8) == pytest.approx(
+        t.latency_s + nbytes / 8 / (t.bandwidth_Bps * t.efficiency) + all_gather_s(h100, 8, nbytes))
+    assert send_s(h100, 8, 2, 2048, 16384, 1.0, split=8) < send_s(h100, 8, 2, 2048, 16384, 1.0)
+
+
+def test_a_prefill_hands_off_between_its_slots_and_a_decode_after_each():
+    """One prompt at PP2: 2 slots, 1 hand-off (stage 0 to stage 1); 3 microbatches at PP4 prefill: 6 slots, 5
+    hand-offs; decode circulates max(m, pp) slots, a hand-off after each."""
+    from solver.estimate.pipeline import sends
+    assert (slots("prefill", 2, 1), sends("prefill", 2, 1)) == (2, 1)
+    assert (slots("prefill", 4, 3), sends("prefill", 4, 3)) == (6, 5)
+    assert (slots("decode", 4, 2), sends("decode", 4, 2)) == (4, 4)
 
 
 def test_stage_hand_off_crosses_nodes_when_stages_are_whole_nodes(h100):

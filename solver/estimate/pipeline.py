@@ -103,6 +103,13 @@ def slots(phase: str, pp: int, m: int) -> int:
     return m + pp - 1 if phase == "prefill" else max(m, pp)
 
 
+def sends(phase: str, pp: int, m: int) -> int:
+    """Hand-offs on a step's path: between a prefill's slots (every slot but the last ends with some stage handing
+    a microbatch on; after the last the last stage forwards nothing), after each of a decode's (at every slot some
+    stage hands its microbatch on)."""
+    return slots(phase, pp, m) - 1 if phase == "prefill" else slots(phase, pp, m)
+
+
 def prefill_traversal(pp: int, prompts: int) -> float:
     """A prompt's way through a prefill step of `prompts` prompts, in prompt shares of the step (P_n / n): one
     prompt is one microbatch and crosses all pp stages, pp slots, while the step's P_n spreads its
@@ -125,12 +132,18 @@ def send_tier(hw, stage_world: int, pp: int) -> str:
     return max(tier_of(k * stage_world - 1, k * stage_world) for k in range(1, max(pp, 2)))[1]
 
 
-def send_s(hw, stage_world: int, pp: int, tokens: float, width: int, comm_eff: float) -> float:
+def send_s(hw, stage_world: int, pp: int, tokens: float, width: int, comm_eff: float, split: int = 1) -> float:
     """One stage boundary's activation hand-off: tokens x width (hidden x residual streams:
-    ModelSpec.residual_width) x bf16 point to point (each rank of a stage sends to its peer in the next, in
-    parallel, so the per-rank line rate carries one copy), over the slowest boundary's tier (send_tier)."""
-    return comm.send_recv_s(hw, tokens * width * ACT_BYTES, send_tier(hw, stage_world, pp), comm_eff)
+    ModelSpec.residual_width) x bf16, over the slowest boundary's tier (send_tier). The ranks of an attention TP
+    group (`split`) hold the same rows, so each sends its 1/split slice to its peer in the next stage, in parallel,
+    and the receiving group all-gathers them (vLLM 0.34.0 distributed/parallel_state.py send_tensor_dict with
+    all_gather_group = the TP group, v1/worker/gpu_worker.py; sglang 0.5.23 managers/scheduler_pp_mixin.py,
+    all_gather_group = the attention TP group; vllm-ascend 0.23.0 worker/worker.py): the slow boundary carries
+    1/split of the tensor."""
+    nbytes = tokens * width * ACT_BYTES
+    t = comm.send_recv_s(hw, nbytes / max(1, split), send_tier(hw, stage_world, pp), comm_eff)
+    return t + (comm.all_gather_s(hw, split, nbytes, comm_eff=comm_eff) if split > 1 else 0.0)
 
 
-__all__ = ["Stage", "stages", "distinct_stages", "microbatches", "slots", "prefill_traversal", "send_s",
+__all__ = ["Stage", "stages", "distinct_stages", "microbatches", "slots", "sends", "prefill_traversal", "send_s",
            "send_tier", "replace"]

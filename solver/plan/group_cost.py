@@ -57,16 +57,16 @@ _new = tuple.__new__
 
 @dataclass(frozen=True)
 class Pipeline:
-    """How a layout's stages make one step: GPU = slots x max_s stage + slots x hand-off + step overhead;
+    """How a layout's stages make one step: GPU = slots x max_s stage + the hand-offs + step overhead;
     kernels launched = slots x max_s stage launches (step.pipeline_step)."""
 
     stages: int  # distinct stages costed
     slots: int  # 1 without PP
-    send_s: float  # one hand-off (0 without PP)
+    handoff_s: float  # the step's hand-offs: pipeline.sends x one (0 without PP)
     overhead_s: float
 
     def gpu_s(self, per_stage: tuple[float, ...]) -> float:
-        return self.slots * (max(per_stage) + self.send_s) + self.overhead_s
+        return self.slots * max(per_stage) + self.handoff_s + self.overhead_s
 
     def kernels(self, per_stage: tuple[float, ...], f: Factors) -> float:
         """Kernels the step launches (engine_step.kernels_launched) from the stages' kernel overhead seconds."""
@@ -80,8 +80,10 @@ def pipeline_of(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, 
     pp, spc = pc.pp_size, pc.stage()
     m, micro = micro_work(pp, w)
     k = pipeline.slots(w.phase, pp, m)
-    send = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, model.residual_width, f.comm)
-    return Pipeline(len(pipeline.distinct_stages(model, pp)), k, send, f.step_overhead_s)
+    send = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, model.residual_width, f.comm,
+                           spc.attn_tp_group(f.kvp_splits_attention_weights))
+    return Pipeline(len(pipeline.distinct_stages(model, pp)), k, pipeline.sends(w.phase, pp, m) * send,
+                    f.step_overhead_s)
 
 
 def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors, w: Work,

@@ -83,7 +83,7 @@ def _step_var(m: cp_model.CpModel, name: str, gpu_terms, launch_terms, pipe, eag
     hi = exact(MAX_STEP_S * TIME_SCALE, "a step time")
     top = m.new_int_var(0, hi, f"{name}_stage")
     m.add_max_equality(top, gpu)
-    const = exact((pipe.slots * pipe.send_s + pipe.overhead_s) * TIME_SCALE, "a step overhead")
+    const = exact((pipe.handoff_s + pipe.overhead_s) * TIME_SCALE, "a step overhead")
     out = m.new_int_var(0, hi * max(1, pipe.slots) + const, name)
     if eager and f.kernel_overhead_s > 0 and f.eager_launch_s > 0:
         ratio = f.eager_launch_s / f.kernel_overhead_s

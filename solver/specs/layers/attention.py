@@ -407,8 +407,9 @@ def sequence_attention_comms(cx: CostKit, hide_s: float, *, hidden: int, heads: 
         # reduce-scattered in the activation dtype (vLLM DCP cp_lse_ag_out_rs)
         if merge:
             out += lse_merge_comms(cx, pc.kvp_size, T * heads / a, merge_width, stride=a)
-        if topk:
-            out.append(cx.coll("topk_merge", "indexer", "all_gather", pc.kvp_size, T * topk * 8, stride=a))
+        if topk:  # each rank's local top-k (fp32 score, id) gathered: kvp x T x topk x 8 bytes out
+            out.append(cx.coll("topk_merge", "indexer", "all_gather", pc.kvp_size, pc.kvp_size * T * topk * 8,
+                               stride=a))
         # after the merge each rank holds a 1/kvp share of the layer output: the next input is all-gathered
         out.append(cx.coll("kvp_hidden_allgather", "attention", "all_gather", pc.kvp_size,
                            T * hidden * ACT_BYTES, stride=a))
@@ -436,8 +437,9 @@ def kvp_reusing_tp_comms(cx: CostKit, *, heads: int, cache_bpt: float, merge_wid
         return [cx.coll("kvp_context_allgather", "attention", "all_gather", kvp, w.sequences * prior * cache_bpt)]
     out = [cx.coll("kvp_query_allgather", "attention", "all_gather", kvp, T * heads / a * query_width * ACT_BYTES)]
     out += lse_merge_comms(cx, kvp, T * heads / a, merge_width)
-    if topk:
-        out.append(cx.coll("topk_merge", "indexer", "all_gather", kvp, T * topk * 8))
+    if topk:  # each rank's local top-k candidates, (score, id) in fp32, all-gathered: kvp x T x topk x 8 bytes out
+        # (vLLM 0.34.0 model_executor/layers/sparse_attn_indexer.py _merge_dcp_topk_global)
+        out.append(cx.coll("topk_merge", "indexer", "all_gather", kvp, kvp * T * topk * 8))
     return out
 
 
