@@ -44,8 +44,8 @@ def test_an_engine_rule_that_leaves_no_attention_layout_is_named_in_the_engines_
     gives the rule's own message and the ranks against the node, and offers 8 cards, where ATOM plans."""
     r = _run("solve", "deepseek-v3", "--hardware", "mi355x", "--cards", "16", "--framework", "atom")
     assert r.exit_code == 1
-    assert ("no attn layout is left on 16 ranks (mi355x nodes of 8): B.tp_within_node: removes attn_tp_size 16; "
-            "C.single_node: ATOM runs on one node") in r.stderr
+    assert ("no attn layout is left (B.tp_within_node, C.single_node) on 16 ranks (mi355x nodes of 8): "
+            "B.tp_within_node removes attn_tp_size 16; C.single_node: ATOM runs on one node") in r.stderr
     assert "what would fit: 8 cards fit" in r.stderr
     assert _run("solve", "deepseek-v3", "--hardware", "mi355x", "--cards", "8", "--framework", "atom").exit_code == 0
 
@@ -68,3 +68,14 @@ def test_the_api_raises_the_error_the_command_line_prints():
         api.solve("deepseek-v3", "mi355x", 16, framework="atom")
     assert err.value.exit_code == 1
     assert f"error: {err.value}" == r.stderr.strip()
+
+
+def test_a_disaggregated_worker_too_small_for_the_sequence_names_the_longest_isl_its_worker_holds():
+    """Qwen3-8B in int4 disaggregated on 2 H100: a worker has 1 rank, which at ISL 1,000,000 holds neither pool's
+    request; the decode worker's sequence binds (ISL + OSL), so the longest prompt is the aggregated one on 1 card,
+    507,889 (test above), and each pool's planner finds a 1-rank worker there."""
+    r = _run("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "2", "--serving", "disagg", "--isl", "1000000",
+             "--weight-dtype", "int4")
+    assert r.exit_code == 1 and "a shorter sequence" not in r.stderr
+    assert ("--isl 507,889 or shorter (the longest prompt a prefill and decode worker of 1 rank holds at OSL 256; "
+            "the planner found such a worker there, the pools' rate match aside)") in r.stderr

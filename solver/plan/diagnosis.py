@@ -67,8 +67,8 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
         if g == "attn":
             rules += [r for r in attention_rejections(space, model, fw, world, hw, scenario) if r not in rules]
         binding.append(f"no {g} layout is left" + (f" ({', '.join(rules)})" if rules else ""))
-        terms.append(f"no {g} layout is left on {world} ranks ({hw.name} nodes of {hw.ranks_per_node}): "
-                     + "; ".join(rule_terms(r, g, fw, space) for r in rules))
+        terms.append(f"{binding[-1]} on {world} ranks ({hw.name} nodes of {hw.ranks_per_node})"
+                     + (": " + "; ".join(rule_terms(r, g, fw, space) for r in rules) if rules else ""))
     stalled = [t for t in planner.timeouts.values() if not t.found]
     remedies = []
     launchable = launchable_sizes(hw, fw, world)
@@ -126,12 +126,12 @@ def rule_terms(rule: str, group: str, fw: FrameworkProfile, space: Space) -> str
     a one-knob rule of the space, the values of the group's knobs it removed."""
     try:
         text = fw.rule(rule).message
-    except KeyError:
+    except KeyError:  # a one-knob rule of the space, not the engine's
         removed: dict[str, list[int]] = {}
         for p in space.pruned:
             if p.rule == rule and p.knob in GROUPS[group]:
                 removed.setdefault(p.knob, []).append(p.value)
-        text = "removes " + ", ".join(f"{k} {'/'.join(map(str, v))}" for k, v in removed.items())
+        return f"{rule} removes " + ", ".join(f"{k} {'/'.join(map(str, v))}" for k, v in removed.items())
     return f"{rule}: {text}"
 
 
@@ -365,17 +365,10 @@ def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkP
     where what the screen leaves out (activations of the chunk, a layout the rules turn away) still binds."""
     from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
 
-    tail = scenario.max_seq_len - scenario.isl  # the output tokens the sequence holds past the prompt
     question = memory_question(scenario)
-    if scenario.isl <= 1 or not might_fit(model, hw, prec, fw, world, question, mem_opts, seq_len=tail + 1):
+    lo = longest_isl_screened(model, hw, prec, fw, world, question, mem_opts)
+    if lo is None:
         return None
-    lo, hi = 1, scenario.isl - 1  # lo fits (screened above); the ISL given does not
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if might_fit(model, hw, prec, fw, world, question, mem_opts, seq_len=tail + mid):
-            lo = mid
-        else:
-            hi = mid - 1
     quick = SolverParams(workers=params.workers, seed=params.seed,
                          time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
     isl = lo
@@ -393,6 +386,23 @@ def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkP
                    f"{scenario.osl:,}" if isl == lo else f"the memory screen's longest, {lo:,}, the planner turned away")
         return f"--isl {isl:,} or shorter ({longest}; the planner found a configuration there)"
     return None
+
+
+def longest_isl_screened(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                         scenario: Scenario, mem_opts: MemoryOptions | None) -> int | None:
+    """The longest ISL below the scenario's (its OSL kept) that the memory screen (might_fit) passes on `world`
+    ranks, or None where one prompt token does not pass: the screen only grows with the sequence, so a bisection."""
+    tail = scenario.max_seq_len - scenario.isl  # the output tokens the sequence holds past the prompt
+    if scenario.isl <= 1 or not might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=tail + 1):
+        return None
+    lo, hi = 1, scenario.isl - 1  # lo passes (screened above); the ISL given does not
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=tail + mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 ISL_BACKOFF = 0.9  # each next ISL the planner is asked about, as a share of the last, where the screen's longest fails
