@@ -79,3 +79,12 @@ def test_a_disaggregated_worker_too_small_for_the_sequence_names_the_longest_isl
     assert r.exit_code == 1 and "a shorter sequence" not in r.stderr
     assert ("--isl 507,889 or shorter (the longest prompt a prefill and decode worker of 1 rank holds at OSL 256; "
             "the planner found such a worker there, the pools' rate match aside)") in r.stderr
+
+
+def test_a_disaggregated_worker_that_memory_binds_names_the_weights_against_its_ranks():
+    """DeepSeek-V3 (fp8_block, 673.2 GB) disaggregated on 8 H100: a worker has at most 4 ranks, 4 x 81.6 = 326.4 GB,
+    which the weights alone exceed; the line says so for the decode worker (the longer sequence)."""
+    r = _run("solve", "deepseek-v3", "--hardware", "h100_sxm", "--cards", "8", "--serving", "disagg")
+    assert r.exit_code == 1
+    assert ("B.memory_per_rank binds at 4 ranks; in a decode worker, DeepSeek-V3's weights, 673.2 GB in fp8_block, "
+            "exceed 4 x 81.6 GB = 326.4 GB usable on h100_sxm)") in r.stderr

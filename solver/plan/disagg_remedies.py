@@ -11,7 +11,7 @@ from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_m
 from solver.plan.disagg_pools import cards_for, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import (SLA_FLAGS, cheaper_weights, first_that_plans, longest_isl_screened,
-                                   memory_question, might_fit, relax_slas)
+                                   memory_question, memory_terms, might_fit, relax_slas)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
@@ -57,10 +57,15 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         where = f" at {largest} ranks" if at_largest else ""
         memory = _memory_remedies(job, scenario, smallest, missing) if (
             "B.memory_per_rank" in at_largest or not at_largest) else []
+        # the memory in the model's terms, for the last pool missing (decode's sequence is the longer)
+        terms = memory_terms(model, hw, job.prec, largest, _smallest_load(scenario, missing[-1]), job.mem_opts) \
+            if "B.memory_per_rank" in at_largest else None
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: no "
                                f"{' or '.join(missing)} worker of at most {largest} ranks is feasible "
-                               f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}{where})", binding,
-                               _what_would_fit(_sla_floor(job, scenario, sorted(at_largest)), memory))
+                               f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}{where}"
+                               + (f"; in a {missing[-1]} worker, {terms}" if terms else "") + ")", binding,
+                               _what_would_fit(_sla_floor(job, scenario, sorted(at_largest)), memory),
+                               terms=f"in a {missing[-1]} worker, {terms}" if terms else None)
     need = cards_for(model, hw, smallest["prefill"], smallest["decode"])
     if need > cards:
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the smallest "
