@@ -46,16 +46,19 @@ class InfeasibleError(ShardplanError):
     """No configuration satisfies the constraints. Exit code 1.
 
     `binding` names the constraint(s) that bind; `remedy` says what would make it feasible. `proven`: the search
-    showed that nothing fits (False where a time limit or the planner's cut budget stopped it first).
+    showed that nothing fits (False where a time limit or the planner's cut budget stopped it first). `terms`: what
+    binds in the model's terms (its weights and cache against the cards' memory, a rule in the engine's words),
+    as the message states it, for a caller that shows the binding families and the remedy apart (a sweep row).
     """
 
     exit_code = 1
 
     def __init__(self, message: str, binding: list[str] | None = None, remedy: str | None = None,
-                 proven: bool = True):
+                 proven: bool = True, terms: str | None = None):
         self.binding = binding or []
         self.remedy = remedy
         self.proven = proven
+        self.terms = terms
         text = message
         if remedy:
             text += f"; {remedy}"

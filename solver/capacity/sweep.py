@@ -8,7 +8,8 @@ What a sweep holds, for every combination it solves:
   `rank` is the position in that combination sorted by output tokens/s per rank, best first; `candidate` is
   the recommendation rank (1 = what `shardplan solve` recommends) or empty.
 - infeasible (no configuration fits or meets the SLA): one row with feasible=False, the binding constraint
-  families in `binding_constraint` and the planner's remedy in `note`; the knob and figure columns are empty.
+  families in `binding_constraint` and, in `note`, what binds in the model's terms and the planner's remedy;
+  the knob and figure columns are empty.
 
 Solves are independent, so `jobs > 1` runs them in worker processes, and `executor="ray"|"dask"` on an existing
 cluster; rows are put back in task order, so the table is identical to a serial run.
@@ -194,7 +195,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         row = _base_row(t, _model_name(t.model), placed)
         row.update(feasible=False, on_front=False, memory_feasible=None,
                    binding_constraint="; ".join(err.binding) or "memory and framework rules combined",
-                   note=(err.remedy or str(err)))
+                   note=("; ".join(t for t in (err.terms, err.remedy) if t) or str(err)))
         return [row]
     except ShardplanError as err:
         return [{"__error__": type(err).__name__, "field": getattr(err, "field", ""),

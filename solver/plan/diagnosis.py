@@ -48,6 +48,7 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
     together, then all), a parallel group the rules left empty with the rules that emptied it, and what would fit
     (an even split over nodes, a concurrency the batch rules run, the memory remedies, the SLAs within reach)."""
     binding: list[str] = []
+    terms: list[str] = []  # what binds, in the model's and the engine's own words
     empty = [g for g, opts in tables.choices.items() if not opts]
     # a group with no allowed layout leaves no model to relax: name it and the rules that emptied it
     names = [] if empty else sorted({n for b in tables.batches for n in planner.families(b)})
@@ -66,6 +67,8 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
         if g == "attn":
             rules += [r for r in attention_rejections(space, model, fw, world, hw, scenario) if r not in rules]
         binding.append(f"no {g} layout is left" + (f" ({', '.join(rules)})" if rules else ""))
+        terms.append(f"{binding[-1]} on {world} ranks ({hw.name} nodes of {hw.ranks_per_node})"
+                     + (": " + "; ".join(rule_terms(r, g, fw, space) for r in rules) if rules else ""))
     stalled = [t for t in planner.timeouts.values() if not t.found]
     remedies = []
     launchable = launchable_sizes(hw, fw, world)
@@ -105,12 +108,31 @@ def explain_infeasible(model: ModelSpec, hw: Hardware, prec: Precision, fw: Fram
                         f"({', '.join(map(str, stopped[:6]))}) after {planner.max_cuts} configurations the full "
                         "estimate rejected, so a fitting one may exist there; a fixed --concurrency searches one")
     names = ", ".join(binding) if binding else "the combination of memory and framework rules"
-    why = names if empty else f"{names} {'bind' if len(binding) > 1 else 'binds'}" + (
+    why = f"{names} {'bind' if len(binding) > 1 else 'binds'}" + (
         " together (no one of them relaxed alone frees a configuration)" if jointly else "")
     if "B.memory_per_rank" in binding:
-        why += f" ({memory_terms(model, hw, prec, world, scenario, mem_opts)})"
+        terms.append(memory_terms(model, hw, prec, world, scenario, mem_opts))
+    if empty:  # the emptied groups' lines name their rules themselves
+        why = "; ".join(terms)
+    elif terms:
+        why += f" ({'; '.join(terms)})"
     return InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {why}",
-                           binding, "what would fit: " + "; ".join(remedies) if remedies else None)
+                           binding, "what would fit: " + "; ".join(remedies) if remedies else None,
+                           terms="; ".join(terms) or None)
+
+
+def rule_terms(rule: str, group: str, fw: FrameworkProfile, space: Space) -> str:
+    """A rule that emptied a group, in its own words: an engine rule's message, with the world and node it read;
+    a one-knob rule of the space, the values of the group's knobs it removed."""
+    try:
+        text = fw.rule(rule).message
+    except KeyError:  # a one-knob rule of the space, not the engine's
+        removed: dict[str, list[int]] = {}
+        for p in space.pruned:
+            if p.rule == rule and p.knob in GROUPS[group]:
+                removed.setdefault(p.knob, []).append(p.value)
+        return f"{rule} removes " + ", ".join(f"{k} {'/'.join(map(str, v))}" for k, v in removed.items())
+    return f"{rule}: {text}"
 
 
 def memory_terms(model: ModelSpec, hw: Hardware, prec: Precision, world: int, scenario: Scenario,
@@ -325,12 +347,65 @@ def _memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
         return out
     if scenario.concurrency:
         out.append("a smaller --concurrency")
-    if scenario.max_seq_len > 1 and might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=1):
-        out.append("a shorter sequence")
+    shorter = _longest_isl(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
+    if shorter:
+        out.append(shorter)
     cheaper = cheaper_weights(model, hw, prec, lambda p: might_fit(model, hw, p, fw, world, scenario, mem_opts))
     if cheaper:
         out.append(f"smaller weights ({cheaper})")
     return out
+
+
+def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                 scenario: Scenario, params: SolverParams, allow_cross_node: bool,
+                 mem_opts: MemoryOptions | None) -> str | None:
+    """The longest --isl (the OSL kept) at which these cards hold the model, as a remedy the planner confirms, or
+    None: the memory screen (might_fit) only grows with the sequence, so a bisection finds its longest sequence;
+    the planner then checks that ISL, and up to REMEDY_PLANS - 1 shorter ones (each ISL_BACKOFF of the last)
+    where what the screen leaves out (activations of the chunk, a layout the rules turn away) still binds."""
+    from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
+
+    question = memory_question(scenario)
+    lo = longest_isl_screened(model, hw, prec, fw, world, question, mem_opts)
+    if lo is None:
+        return None
+    quick = SolverParams(workers=params.workers, seed=params.seed,
+                         time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
+    isl = lo
+    for _ in range(REMEDY_PLANS):
+        try:
+            plan(model, hw, prec, fw, world, question.model_copy(update={"isl": isl}), quick, top=1,
+                 allow_cross_node=allow_cross_node, mem_opts=mem_opts, explain_binding=False, diagnose=False)
+        except InfeasibleError:
+            isl = int(isl * ISL_BACKOFF)
+            if isl < 1:
+                return None
+            continue
+        held = f"{scenario.concurrency:,} requests" if scenario.concurrency else "one request"
+        longest = (f"the longest prompt {world} x {hw.name} hold{'s' * (world == 1)} with {held} at OSL "
+                   f"{scenario.osl:,}" if isl == lo else f"the memory screen's longest, {lo:,}, the planner turned away")
+        return f"--isl {isl:,} or shorter ({longest}; the planner found a configuration there)"
+    return None
+
+
+def longest_isl_screened(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                         scenario: Scenario, mem_opts: MemoryOptions | None) -> int | None:
+    """The longest ISL below the scenario's (its OSL kept) that the memory screen (might_fit) passes on `world`
+    ranks, or None where one prompt token does not pass: the screen only grows with the sequence, so a bisection."""
+    tail = scenario.max_seq_len - scenario.isl  # the output tokens the sequence holds past the prompt
+    if scenario.isl <= 1 or not might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=tail + 1):
+        return None
+    lo, hi = 1, scenario.isl - 1  # lo passes (screened above); the ISL given does not
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=tail + mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+ISL_BACKOFF = 0.9  # each next ISL the planner is asked about, as a share of the last, where the screen's longest fails
 
 
 # the weight formats a remedy may name, by the flag's spelling

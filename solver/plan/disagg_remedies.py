@@ -10,8 +10,8 @@ from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_misses, ttft_order
 from solver.plan.disagg_pools import cards_for, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
-from solver.plan.diagnosis import (SLA_FLAGS, cheaper_weights, first_that_plans, memory_question, might_fit,
-                                   relax_slas)
+from solver.plan.diagnosis import (SLA_FLAGS, cheaper_weights, first_that_plans, longest_isl_screened,
+                                   memory_question, memory_terms, might_fit, relax_slas)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario
@@ -57,10 +57,15 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         where = f" at {largest} ranks" if at_largest else ""
         memory = _memory_remedies(job, scenario, smallest, missing) if (
             "B.memory_per_rank" in at_largest or not at_largest) else []
+        # the memory in the model's terms, for the last pool missing (decode's sequence is the longer)
+        terms = memory_terms(model, hw, job.prec, largest, _smallest_load(scenario, missing[-1]), job.mem_opts) \
+            if "B.memory_per_rank" in at_largest else None
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: no "
                                f"{' or '.join(missing)} worker of at most {largest} ranks is feasible "
-                               f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}{where})", binding,
-                               _what_would_fit(_sla_floor(job, scenario, sorted(at_largest)), memory))
+                               f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}{where}"
+                               + (f"; in a {missing[-1]} worker, {terms}" if terms else "") + ")", binding,
+                               _what_would_fit(_sla_floor(job, scenario, sorted(at_largest)), memory),
+                               terms=f"in a {missing[-1]} worker, {terms}" if terms else None)
     need = cards_for(model, hw, smallest["prefill"], smallest["decode"])
     if need > cards:
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the smallest "
@@ -188,8 +193,8 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
 def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | None], missing: list[str]
                      ) -> list[str]:
     """What would make the missing pools' workers fit, for the deployment as a whole: the cards a worker of each
-    pool needs together where the planner finds one (a pool that has workers keeps its smallest), a shorter
-    sequence where the weights and one token fit the largest worker, smaller weight formats. No smaller
+    pool needs together where the planner finds one (a pool that has workers keeps its smallest), the
+    longest prompt the largest worker holds (_longest_isl), smaller weight formats. No smaller
     --concurrency: the phase plans that failed do not depend on it."""
     largest = max(job.sizes)
     sizes = dict(smallest)
@@ -209,14 +214,34 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
     else:
         out = [f"no worker of {largest + 1} to {largest * WORKER_GROWTH} ranks holds the weights and the smallest "
                f"batch{wide}"]
-    if all(might_fit(job.model, job.hw, job.prec, job.fw, largest, _smallest_load(scenario, ph), job.mem_opts,
-                      seq_len=1) for ph in missing):
-        out.append("a shorter sequence")
+    shorter = _longest_isl(job, scenario, missing, largest)
+    if shorter:
+        out.append(shorter)
     cheaper = cheaper_weights(job.model, job.hw, job.prec, lambda p: all(
         might_fit(job.model, job.hw, p, job.fw, largest, _smallest_load(scenario, ph), job.mem_opts) for ph in missing))
     if cheaper:
         out.append(f"smaller weights ({cheaper})")
     return out
+
+
+def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: int) -> str | None:
+    """The longest --isl (the OSL kept) at which a worker of `largest` ranks of every missing pool holds one
+    request, by the memory screen (longest_isl_screened, the least over the pools), that the planner confirms for
+    each pool's worker at that size (whether the rate-matched pools then fit the cards is the next question, which
+    the deployment's own error answers); None where one prompt token does not pass or the planner finds none there."""
+    isls = [longest_isl_screened(job.model, job.hw, job.prec, job.fw, largest, _smallest_load(scenario, ph),
+                                 job.mem_opts) for ph in missing]
+    if None in isls:
+        return None
+    isl = min(isls)
+    shorter = scenario.model_copy(update={"isl": isl})
+    for ph in missing:
+        if first_that_plans(job.model, job.hw, job.prec, job.fw, [largest], _smallest_load(shorter, ph), job.params,
+                            job.allow_cross_node, job.mem_opts, job.method)[0] is None:
+            return None
+    pools = " and ".join(missing)
+    return (f"--isl {isl:,} or shorter (the longest prompt a {pools} worker of {largest} rank{'s' * (largest > 1)} "
+            f"holds at OSL {scenario.osl:,}; the planner found such a worker there, the pools' rate match aside)")
 
 
 WORKER_GROWTH = 32  # how far past the largest worker tried a memory remedy looks for one that fits
