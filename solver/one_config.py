@@ -197,6 +197,7 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
     """`shardplan estimate` of one config: `knobs` by their parallel_config names (unset: the knob's default)."""
     from solver.estimate.compute import factors_for
     from solver.estimate.serving import estimate
+    from solver.rank.review import hardware_placement
     from solver.space.placement import as_launched, placement_note
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
@@ -212,7 +213,10 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
     check_mtp(spec, wl.mtp)
     notes = [*input_notes(spec, hw, prec, max_len=wl.context_len, fw=fw),
              *knob_rules(fw, spec, hw, pc, wl.sequences, wl.mtp),
-             *filter(None, [placement_note(hw, fw, pc.world_size)])]
+             *filter(None, [placement_note(hw, fw, pc.world_size)]),
+             # the seed's class B placement (TP past the node, experts past the dispatch path's cap): figures the
+             # estimate computes all the same, said as `check` reports them and `launch` notes them
+             *(f"placement: {p}" for p in hardware_placement(spec, hw, pc, fw.kvp_splits_attention_weights)[1])]
     est = estimate(spec, hw, pc, prec, factors_for(hw, fw.efficiency_for(hw)), wl)
     if not est.memory.feasible:
         notes.append(est.memory.misfit())

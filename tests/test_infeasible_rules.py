@@ -88,3 +88,29 @@ def test_a_disaggregated_worker_that_memory_binds_names_the_weights_against_its_
     assert r.exit_code == 1
     assert ("B.memory_per_rank binds at 4 ranks; in a decode worker, DeepSeek-V3's weights, 673.2 GB in fp8_block, "
             "exceed 4 x 81.6 GB = 326.4 GB usable on h100_sxm)") in r.stderr
+
+
+def test_an_moe_tp_past_the_world_is_a_violation_to_report_not_a_crash(tmp_path) -> None:
+    """dsv3-h200-ep16.yaml with moe_tp_size 32 on 16 ranks: 16 // 32 = 0 ranks of EP. check lists the knob's own
+    divisibility (class A) instead of dividing the experts by an EP of 0 (it raised ZeroDivisionError, exit 3)."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    text = (Path(__file__).resolve().parents[1] / "docs" / "examples" / "dsv3-h200-ep16.yaml").read_text()
+    assert "moe_tp_size: 1," in text
+    bad = tmp_path / "b3.yaml"
+    bad.write_text(text.replace("moe_tp_size: 1,", "moe_tp_size: 32,"))
+    r = CliRunner().invoke(main, ["check", str(bad)])
+    assert r.exit_code in (0, 1), r.output
+    assert "world_size 16 % moe_tp_size = 32 != 0" in r.output
+
+
+def test_estimate_notes_experts_past_the_dispatch_paths_cap() -> None:
+    """DeepSeek-V3 on 8 Atlas A2 at EP8: 256 / 8 = 32 routed experts per rank, past the MC2 dispatch path's 24
+    (hardware/atlas_a2.yaml max_experts_per_rank): estimate prices it and says so, as check reports it."""
+    from solver import api
+    r = api.estimate("deepseek-v3", hardware="atlas_a2", cards=8, framework="cann-recipes", weight_dtype="int4",
+                     isl=4096, osl=256, concurrency=8)
+    assert any(n.startswith("placement: 32 experts per rank > 24 (atlas_a2 dispatch path") for n in r.notes)

@@ -93,7 +93,8 @@ def model_problems(model: ModelSpec, pc: ParallelConfig, fw: FrameworkProfile) -
     if fw.splits_kv_heads and model.num_key_value_heads % pc.attn_tp_size:
         out.append(f"num_key_value_heads {model.num_key_value_heads} % attn_tp_size {pc.attn_tp_size} != 0 "
                    f"({fw.name} splits KV heads)")
-    if model.is_moe and pc.expert_slots(model.num_experts) % pc.moe_ep_size:
+    # an MoE TP past the stage's ranks leaves no EP group (moe_ep_size 0): the knob's own divisibility says so
+    if model.is_moe and pc.moe_ep_size >= 1 and pc.expert_slots(model.num_experts) % pc.moe_ep_size:
         r = pc.redundant_experts
         slots = f"num_experts {model.num_experts}" + (f" + redundant_experts {r}" if r else "")
         # the fewest copies that make the slots divide, where the engine places redundant experts and the copies
