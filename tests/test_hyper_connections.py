@@ -11,7 +11,7 @@ import pytest
 
 from solver.estimate.compute import Kit, Work, factors_for
 from solver.estimate.activations import activation_terms
-from solver.estimate.pipeline import slots
+from solver.estimate.pipeline import sends
 from solver.estimate.step import micro_work, step_cost
 from solver.specs.config.read import parse_model_config
 from solver.specs.framework import load_framework
@@ -106,9 +106,10 @@ def test_pipeline_hand_off_sends_every_stream(v4):
     w = Work("prefill", new_tokens=8192, context=4096, sequences=1, logits_tokens=1)
     m, micro = micro_work(2, w)
     send = next(c for c in step_cost(v4, hw, pc, prec, f, w).comms if c.name == "pp_send_recv")
-    # 8192 tokens x 4 streams x 7168 x bf16 = 469,762,048 B a boundary crossing, over the step's slots
+    # 8192 tokens x 4 streams x 7168 x bf16 = 469,762,048 B a boundary crossing, 1/8 of it per TP8 rank, over the
+    # step's hand-offs (one: a prompt through two stages)
     assert micro.new_tokens * 4 * 7168 * 2 == 469_762_048
-    assert send.bytes == 469_762_048 * slots("prefill", 2, m)
+    assert send.bytes == 469_762_048 / 8 * sends("prefill", 2, m) == 58_720_256
 
 
 def test_a_model_without_hyper_connections_keeps_one_stream():
