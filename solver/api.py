@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from numpy import bool_ as np_bool
 
 from solver import entry
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.entry import _ref_models, refuse_unlaunchable_kv, verified_for  # noqa: F401
 from solver.errors import InputError
 from solver.plan.points import SolverParams
@@ -368,7 +369,7 @@ _WORKLOAD_DOC = """Workload: serving (isl, osl, concurrency), one phase (phase "
 def _estimate(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, *, isl: int | None = None,
               osl: int | None = None, concurrency: int | None = None, phase: str | None = None,
               batch: int | None = None, seq_len: int | None = None, mtp: int = 0, mtp_accept: float | None = None,
-              framework: str | os.PathLike = "generic", weight_dtype: str | None = None,
+              framework: str | os.PathLike = DEFAULT_FRAMEWORK, weight_dtype: str | None = None,
               moe_weight_dtype: str | None = None, kv_dtype: str | None = None, **knobs: int) -> EstimateResult:
     """`shardplan estimate` of one parallel_config: memory, TTFT, TPOT and throughput with their breakdowns.
     `knobs`: attn_tp_size, dense_tp_size, moe_tp_size, ... by their parallel_config names (unset: 1;
@@ -382,7 +383,7 @@ def _estimate(model: str | os.PathLike, hardware: str | os.PathLike, cards: int,
 
 def _memory(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, batch: int, seq_len: int, *,
             mtp: int = 0, prefill_chunk: int | None = None, mem_fraction: float | None = None,
-            framework: str | os.PathLike = "generic", weight_dtype: str | None = None,
+            framework: str | os.PathLike = DEFAULT_FRAMEWORK, weight_dtype: str | None = None,
             moe_weight_dtype: str | None = None, kv_dtype: str | None = None, **knobs: int) -> MemoryResult:
     """`shardplan memory` of one parallel_config: per-rank memory of `batch` sequences of `seq_len` tokens,
     feasible or not, and the largest batch that fits. `knobs` as estimate() takes them. Returns a
@@ -440,7 +441,7 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
     spec = WorkloadSpec(**{k: v for k, v in (("isl", isl), ("osl", osl), ("concurrency", concurrency),
                                              ("phase", phase), ("batch", batch), ("seq_len", seq_len)) if v is not None})
     dtypes = {"weight_dtype": weight_dtype, "moe_weight_dtype": moe_weight_dtype, "kv_dtype": kv_dtype}
-    dep = Deployment(model=model, hardware=hardware, framework=framework or "generic", world_size=cards,
+    dep = Deployment(model=model, hardware=hardware, framework=framework or DEFAULT_FRAMEWORK, world_size=cards,
                      parallel_config=knobs, workload=spec, quant={FLAT_QUANT[k]: v for k, v in dtypes.items()},
                      mtp=mtp, mtp_accept=mtp_accept)
     dep._fields = {k: k for k in (*FLAT_QUANT, *CONFIG_KEYS)}  # a refusal names the keyword

@@ -20,6 +20,10 @@ def catalog_dir(name: str) -> Path:
     raise FileNotFoundError(f"catalog folder {name!r} not found beside the package")
 
 
+# the framework profile an answer uses where none is named: every knob, only divisibility rules (the method's own)
+DEFAULT_FRAMEWORK = "generic"
+
+
 def frameworks_dir() -> Path:
     """Framework profiles ship as package data."""
     return _PACKAGE / "frameworks"

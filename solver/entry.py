@@ -7,6 +7,7 @@ import shlex
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InputError
 from solver.plan.points import SolverParams
 from solver.plan.solve import CORE_CANDIDATES, PlanResult, plan
@@ -37,7 +38,7 @@ def _ref_models() -> dict[str, str]:
     return out
 
 
-def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
+def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
               weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
               method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
               allow_cross_node: bool = False, explain_binding: bool = True,
@@ -151,7 +152,7 @@ def verified_for(model_name: str, hardware: str, cards: int, phase: str, refs) -
 
 
 def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, cand: Candidate,
-                     framework: str = "generic", weight_dtype: str | None = None,
+                     framework: str = DEFAULT_FRAMEWORK, weight_dtype: str | None = None,
                      moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
                      candidates: list[Candidate] = ()) -> list[str]:
     """The score of every candidate, and why the seed's main alternative patterns lost to `cand` (numbers from
@@ -184,7 +185,7 @@ def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_repl
                            cp_replicates_kv=cp_replicates_kv, fw=fw)[0]
 
 
-def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = "generic",
+def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
                weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
                params: SolverParams | None = None, top: int = 3, allow_cross_node: bool = False,
                compare_aggregated: bool = True, method: str = "cpsat") -> "DisaggReport":

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InputError
 from solver.estimate.compute import Factors
 from solver.estimate.serving import DEFAULT_REQUEST_OVERHEAD_S, Estimate, Workload, estimate
@@ -204,7 +205,7 @@ def case_from_row(row: Mapping[str, Any], framework: str | None = None, waves: i
         hw = load_hardware(str(row["system"]).strip())
     except InputError as exc:
         raise _column_error("system", exc) from None
-    fw_name = framework or _text(row, "backend") or "generic"
+    fw_name = framework or _text(row, "backend") or DEFAULT_FRAMEWORK
     try:
         fw = _framework(fw_name)
     except InputError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InputError
 from solver.specs.knobs import CONFIG_FLAGS, DERIVED, KNOB_FLAGS, KNOBS
 
@@ -193,7 +194,7 @@ class EstimateResult:
 
 def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], wl: Workload,
                     weight_dtype: str | None = None, moe_weight_dtype: str | None = None,
-                    kv_dtype: str | None = None, framework: str = "generic") -> EstimateResult:
+                    kv_dtype: str | None = None, framework: str = DEFAULT_FRAMEWORK) -> EstimateResult:
     """`shardplan estimate` of one config: `knobs` by their parallel_config names (unset: the knob's default)."""
     from solver.estimate.compute import factors_for
     from solver.estimate.serving import estimate
@@ -253,8 +254,8 @@ class MemoryResult:
 
 def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], batch: int, seq_len: int,
                   mtp: int = 0, prefill_chunk: int | None = None, mem_fraction: float | None = None,
-                  framework: str = "generic", weight_dtype: str | None = None, moe_weight_dtype: str | None = None,
-                  kv_dtype: str | None = None) -> MemoryResult:
+                  framework: str = DEFAULT_FRAMEWORK, weight_dtype: str | None = None,
+                  moe_weight_dtype: str | None = None, kv_dtype: str | None = None) -> MemoryResult:
     """`shardplan memory` of one config (`mem_fraction` None: MemoryOptions' default usable fraction)."""
     from solver.estimate.memory import max_batch, memory_per_rank
     from solver.estimate.memory_options import MemoryOptions, framework_options

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InputError
 from solver.specs import limits
 from solver.specs.deployment import DEPLOYMENT_ONLY, flatten_nested_keys
@@ -53,7 +54,7 @@ class ProfiledConfig:
     seq_len: int | None = None  # effective: prompt length (prefill) or context length (decode)
     isl: int | None = None
     osl: int | None = None
-    framework: str = "generic"
+    framework: str = DEFAULT_FRAMEWORK
     weight_dtype: str | None = None
     moe_weight_dtype: str | None = None
     kv_dtype: str | None = None
@@ -190,7 +191,7 @@ def parse_profiled_config(data: Any, origin: str, trace_world: int | None = None
         raise InputError(f"{origin}: description", "must be text")
     return ProfiledConfig(
         source=origin, parallel=pc, world_from=world_from, phase=phase, batch=nums.get("batch"), seq_len=seq_len,
-        isl=nums.get("isl"), osl=nums.get("osl"), framework=extra.get("framework", "generic"),
+        isl=nums.get("isl"), osl=nums.get("osl"), framework=extra.get("framework", DEFAULT_FRAMEWORK),
         weight_dtype=extra.get("weight_dtype"), moe_weight_dtype=extra.get("moe_weight_dtype"),
         kv_dtype=extra.get("kv_dtype"),
     )

@@ -25,6 +25,7 @@ from solver.capacity.recommend import (BASIS_LABELS, choose, cost_text, costs, n
 from solver.capacity.executors import ProgressFn
 from solver.capacity.sweep import UNROUNDED, input_notes
 from solver.capacity.table import to_disagg_frame
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InfeasibleError, InputError
 from solver.plan.points import SolverParams
 from solver.plan.disagg import DisaggPlan
@@ -68,7 +69,7 @@ def _unsupported(**given: Any) -> None:
 def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None, *, isl: int = 4096,
                  osl: int = 256, seq_lens: str | None = None, ttft_ms: float | None = None,
                  tpot_ms: float | None = None, max_concurrency: int | None = None, mtp: int = 0,
-                 mtp_accept: float | None = None, framework: str = "generic",
+                 mtp_accept: float | None = None, framework: str = DEFAULT_FRAMEWORK,
                  weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
                  top: int = TOP, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
@@ -177,7 +178,7 @@ class DisaggRecommendation:
 def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_tokens_per_s: float | None = None,
                      target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
                      ttft_ms: float | None = None, tpot_ms: float | None = None, cards: str | None = None,
-                     framework: str = "generic", weight_dtype=None, moe_weight_dtype=None, kv_dtype=None,
+                     framework: str = DEFAULT_FRAMEWORK, weight_dtype=None, moe_weight_dtype=None, kv_dtype=None,
                      mtp: int = 0, mtp_accept: float | None = None, max_concurrency: int | None = None,
                      allow_cross_node: bool = False,
                      params: SolverParams | None = None, prices: Sequence[str] | None = None,

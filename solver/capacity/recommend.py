@@ -28,6 +28,7 @@ the cluster is paid for whether busy or not), and at capacity (the copies' own t
 """
 from __future__ import annotations
 
+from solver.catalog import DEFAULT_FRAMEWORK
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
@@ -240,7 +241,7 @@ def price_note(basis: str, several: bool, met_prices: Mapping[str, float | None]
 def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens_per_s: float | None = None,
               target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
               ttft_ms: float | None = None, tpot_ms: float | None = None, prices: Any = None,
-              cards: str | Iterable[int] | None = None, framework: str = "generic", weight_dtype: Any = None,
+              cards: str | Iterable[int] | None = None, framework: str = DEFAULT_FRAMEWORK, weight_dtype: Any = None,
               moe_weight_dtype: Any = None, kv_dtype: Any = None, mtp: int = 0, mtp_accept: float | None = None,
               max_concurrency: int | None = None,
               allow_cross_node: bool = False, params: SolverParams | None = None, max_copies: int | None = None,

@@ -16,6 +16,7 @@ cluster; rows are put back in task order, so the table is identical to a serial 
 """
 from __future__ import annotations
 
+from solver.catalog import DEFAULT_FRAMEWORK
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
@@ -84,7 +85,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                scenarios: Any = None, *, isl: int = 4096, osl: int = 256, seq_lens: Any = None,
                ttft_ms: float | None = None, tpot_ms: float | None = None, concurrency: int | None = None,
                max_concurrency: int | None = None, mtp: int = 0, mtp_accept: float | None = None,
-               framework: str = "generic",
+               framework: str = DEFAULT_FRAMEWORK,
                weight_dtype: Any = None, moe_weight_dtype: Any = None, kv_dtype: Any = None,
                method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
                allow_cross_node: bool = False, explain_binding: bool = False) -> SweepPlan:
@@ -139,7 +140,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
 
 
 def input_notes(model: str, hardware: str | Sequence[str], cards: str | int | Iterable[int] | None, *,
-                isl: int = 4096, osl: int = 256, seq_lens: Any = None, framework: str = "generic",
+                isl: int = 4096, osl: int = 256, seq_lens: Any = None, framework: str = DEFAULT_FRAMEWORK,
                 weight_dtype: Any = None, moe_weight_dtype: Any = None, kv_dtype: Any = None) -> list[str]:
     """What reading the inputs notes (the model's warnings, each device's, a sequence past the model's context),
     as build_plan collects them for the aggregated sweep, without solving: the disaggregated paths say the same."""

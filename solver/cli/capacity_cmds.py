@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import (CONCURRENCY, COPIES, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
                                 DEFAULT_FORMAT, given, mtp_accept_option)
 from solver.errors import InfeasibleError, InputError
@@ -38,7 +39,8 @@ def _common(func: Callable) -> Callable:
                           "falls short at it]"),
         click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth"),
         mtp_accept_option,
-        click.option("--framework", type=NAME, default="generic", show_default=True, help="framework profile name or YAML path"),
+        click.option("--framework", type=NAME, default=DEFAULT_FRAMEWORK, show_default=True,
+                     help="framework profile name or YAML path"),
         click.option("--weight-dtype", multiple=True, help="weights of every linear layer: " + _DTYPE_HELP),
         click.option("--moe-weight-dtype", multiple=True, help="routed-expert weights: " + _DTYPE_HELP),
         click.option("--kv-dtype", multiple=True, help="KV-cache dtype: " + _DTYPE_HELP),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, command_imports, dtype_options,
                                 format_option, knob_options)
 from solver.report.render import console, dump, table
@@ -106,7 +107,7 @@ def inspect_cmd(model: str, download: bool, fmt: str) -> None:
 @click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth; 0 = off")
 @click.option("--prefill-chunk", type=TOKENS, default=None, help="tokens per attention replica in one prefill step")
 @click.option("--mem-fraction", type=FRACTION, default=None, help="usable fraction of capacity (default 0.95)")
-@click.option("--framework", type=NAME, default="generic", show_default=True,
+@click.option("--framework", type=NAME, default=DEFAULT_FRAMEWORK, show_default=True,
               help="framework profile whose rules the knobs must satisfy (name or YAML path)")
 @dtype_options
 @format_option()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, Deferred, dtype_options,
                                 format_option, given, knob_options)
 from solver.errors import InputError, ShardplanError
@@ -194,7 +195,8 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
 
     # the default rate is no rate given: refused only where one given would be read by nothing
     wl = workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept if given("mtp_accept") else None)
-    _single(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework or "generic", fmt)
+    _single(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework or DEFAULT_FRAMEWORK,
+            fmt)
 
 
 COMMANDS = [estimate_cmd]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
                                 command_imports, dtype_options, format_option, mtp_accept_option,
                                 scenario_from_options)
@@ -30,7 +31,8 @@ from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
 @click.option("--tpot-ms", type=MS, default=None, help="SLA: time per output token, ms")
 @click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth")
 @mtp_accept_option
-@click.option("--framework", type=NAME, default="generic", show_default=True, help="framework profile name or YAML path")
+@click.option("--framework", type=NAME, default=DEFAULT_FRAMEWORK, show_default=True,
+              help="framework profile name or YAML path")
 @dtype_options
 @click.option("--method", type=click.Choice(PLAN_METHODS), default="cpsat", show_default=True,
               help="cpsat: the CP-SAT planner; exhaustive: enumerate every configuration (a cross-check, slower: "

@@ -22,6 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, model_validator
 
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
 from solver.specs.parallel import CONFIG_KEYS, SETTINGS, replica_group
@@ -115,7 +116,7 @@ class Deployment(BaseModel):
 
     model: str | None = None
     hardware: str | None = None
-    framework: str = "generic"
+    framework: str = DEFAULT_FRAMEWORK
     world_size: int | None = Field(None, gt=0, le=MAX_CARDS)
     parallel_config: dict[str, StrictInt] = Field(default_factory=dict)
     workload: WorkloadSpec | None = None
