@@ -31,7 +31,11 @@ published decode figures leave ~33 us per call on H800 once the bytes are taken 
 
     t = L_ep(n) + slowest level's bytes / bw,    L_ep(n) = latency + per_doubling x log2 n   (Hardware.ep_a2a)
 
-fitted by benchmarks/fit_ep_a2a.py; a device without `ep_a2a` keeps the plain all-to-all.
+fitted by benchmarks/fit_ep_a2a.py; a device without `ep_a2a` keeps the plain all-to-all. That is the exchange
+of an engine launched with such kernels (FrameworkServing.ep_exchange a2a_kernel). An engine whose command keeps
+its default exchange prices what that runs instead (specs/layers/moe.py): an all-gather of the MoE group's tokens
+and a reduce-scatter of the outputs over it (allgather_reducescatter), or the collective library's all-to-all of
+every token-expert pair at both phases (all_to_all).
 """
 from __future__ import annotations
 

@@ -72,6 +72,8 @@ class Factors:
     allreduce_custom_ranks: tuple[int, ...] = ()
     # the kernel runs across the nodes of one peer-access domain (false: inside one node only)
     allreduce_custom_spans_nodes: bool = True
+    # the EP token exchange the engine's command runs under attention DP (FrameworkServing.ep_exchange)
+    ep_exchange: str = "a2a_kernel"
 
 
 # the framework's switches (FrameworkProfile.efficiency_for writes each as 1.0 / 0.0): off where unset
@@ -119,4 +121,5 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
             (int(r), float(b)) for r, b in s.get("allreduce_oneshot_max_bytes_by_ranks", ())),  # type: ignore[union-attr]
         allreduce_custom_ranks=tuple(int(r) for r in s.get("allreduce_custom_ranks", ())),  # type: ignore[union-attr]
         allreduce_custom_spans_nodes=bool(s.get("allreduce_custom_spans_nodes", 1.0)),
+        ep_exchange=str(s.get("ep_exchange", "a2a_kernel")),
     )

@@ -279,7 +279,8 @@ class FrameworkProfile(BaseModel):
                "decode_first_synced": 1.0 if dp_policy == "decode_first" else 0.0,
                "first_token_iterations": s.first_token_iterations,
                "graph_sizes": sizes,  # type: ignore[dict-item]  (a tuple: Factors.graph_sizes)
-               "eager_launch_s": s.eager_launch_s}
+               "eager_launch_s": s.eager_launch_s,
+               "ep_exchange": s.ep_exchange}  # type: ignore[dict-item]  (a name: Factors.ep_exchange)
         if vendor and s.allreduce_custom_vendors and vendor not in s.allreduce_custom_vendors:
             return out
         out.update({"allreduce_oneshot_max_bytes": float(s.allreduce_oneshot_max_bytes),

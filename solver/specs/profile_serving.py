@@ -151,6 +151,12 @@ class FrameworkServing(BaseModel):
     allreduce_custom_spans_nodes: bool = Field(
         True, description="the custom all-reduce runs across the nodes of one peer-access scale-up domain (an NVL72 "
         "rack's trays); false: only inside one node, a group spanning nodes runs the ring")
+    ep_exchange: Literal["a2a_kernel", "allgather_reducescatter", "all_to_all"] = Field(
+        "a2a_kernel", description="how the default command exchanges tokens between attention-DP ranks and the "
+        "expert-parallel group (comm.py): a2a_kernel: dispatch / combine kernels (DeepEP low-latency class at "
+        "decode, throughput kernels at prefill); allgather_reducescatter: every rank gathers the whole MoE group's "
+        "tokens, runs its experts on them and a reduce-scatter sums the outputs back; all_to_all: the collective "
+        "library's plain all-to-all of each token-expert pair")
     source: str = ""
 
     @model_validator(mode="after")

@@ -251,6 +251,18 @@ class MoE(Block):
                 out += cx.tp_module("shared_tp", "shared_experts", d, cx.group_tokens(d) * h * ACT_BYTES, d != a)
             return out
         fused = bool(self.shared_inter) and d == t
+        if ep > 1 and cx.f.ep_exchange == "allgather_reducescatter":
+            # the engine's default exchange (FrameworkServing.ep_exchange): every rank gathers the whole MoE
+            # group's tokens (the busiest attention groups' share, 8-bit where the GEMM quantizes first), runs its
+            # experts on them, and one reduce-scatter sums every rank's partial outputs back, the MoE TP partial
+            # sums (and fused shared experts') with them: no separate MoE TP all-reduce
+            tokens = cx.group_tokens(g) * h
+            disp_b = 1 if prec.activation in ("fp8", "int8", "fp4") else ACT_BYTES
+            out.append(cx.coll("ep_dispatch", "routed_experts", "all_gather", g, tokens * disp_b))
+            out.append(cx.coll("ep_combine", "routed_experts", "reduce_scatter", g, tokens * ACT_BYTES))
+            if self.shared_inter and d > 1 and not fused:
+                out += cx.tp_module("shared_tp", "shared_experts", d, cx.group_tokens(d) * h * ACT_BYTES, d != a)
+            return out
         if t > 1:
             # the shared experts' partial sums ride in the same buffer when they share the TP group
             out += cx.tp_module("moe_tp", "routed_experts", t, cx.group_tokens(t) * h * ACT_BYTES, t != a)
@@ -261,9 +273,12 @@ class MoE(Block):
             disp_b = 1 if prec.activation in ("fp8", "int8", "fp4") else ACT_BYTES
             send = t * cx.group_tokens(1) * self.real_topk * self.expert_width
             # the published kernel latency is the decode (low-latency) kernels'; prefill runs the engines'
-            # throughput kernels, which have no published per-call figure: a plain all-to-all there
-            a2a = "ep_all_to_all" if cx.w.phase == "decode" else "all_to_all"
-            if a2a == "all_to_all":
+            # throughput kernels, which have no published per-call figure: a plain all-to-all there. An engine
+            # whose exchange is the collective library's all-to-all (ep_exchange all_to_all) runs it at both
+            # phases, every token-expert pair sent as it is
+            kernel = cx.f.ep_exchange == "a2a_kernel"
+            a2a = "ep_all_to_all" if kernel and cx.w.phase == "decode" else "all_to_all"
+            if kernel and a2a == "all_to_all":
                 # RDMA once per remote NVLink domain hit: scaling the whole send makes the RDMA level's bytes
                 # exact; the NVLink level it also scales stays well below it (an order of magnitude faster link)
                 send *= rdma_copies_share(cx.hw, ep, t, self.real_topk)
