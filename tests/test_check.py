@@ -94,7 +94,7 @@ def test_seed_process_errors_never_fire_on_solves_own_recommendation(tmp_path):
     # choosing without the comparison; solve's candidate 1 is the comparison's answer. Each deployment below
     # recommends the pattern, and check weighs it (a note) instead of flagging it
     cases = [(("llama-3.3-70b", "h100_sxm", 8, "vllm", "latency"), "default all-TP"),
-             (("qwen3-30b-a3b", "h100_sxm", 8, "sglang", "latency"), "small-scale MoE with only TP considered"),
+             (("qwen3-30b-a3b", "h100_sxm", 8, "generic", "latency"), "small-scale MoE with only TP considered"),
              (("deepseek-v3.2", "atlas_a3", 64, "cann-recipes", "latency", "--weight-dtype", "int8"),
               "attention TP on an MLA model")]
     for args, error in cases:

@@ -179,9 +179,9 @@ def test_explain_names_what_the_generic_profiles_best_changes_when_it_shares_the
 
 
 def test_explain_names_the_concurrency_when_the_generic_profiles_best_runs_at_another():
-    lines = _explain("qwen3.5-122b-a10b", "--hardware", "b200_sxm", "--cards", "8", "--framework", "vllm")
+    lines = _explain("gpt-oss-120b", "--hardware", "b200_sxm", "--cards", "8", "--framework", "vllm")
     line = next(x for x in lines if x.startswith("generic profile's best"))
-    assert "concurrency 128 vs 32" in line
+    assert "concurrency 64 vs 128" in line
 
 
 def test_explain_prices_a_seed_pattern_with_the_vocabulary_degrees_the_engine_ties():
@@ -347,9 +347,9 @@ def test_explain_says_why_candidate_1_stands_ahead_of_a_better_scoring_one():
 
 
 def test_explain_says_when_what_the_engine_cannot_express_costs_nothing():
-    # Qwen3.5-122B-A10B on 8 B200 under vllm: the generic profile's best is worse by vllm's own factors than
-    # vllm's pick; the line said only "would change ... +x%"
-    lines = _explain("qwen3.5-122b-a10b", "--hardware", "b200_sxm", "--cards", "8", "--framework", "vllm")
+    # gpt-oss-120b on 8 B200 under vllm: the generic profile's best (attention DP + CP2, MoE TP8) is worse by
+    # vllm's own factors than vllm's pick (attention DP + MoE EP); the line said only "would change ... +x%"
+    lines = _explain("gpt-oss-120b", "--hardware", "b200_sxm", "--cards", "8", "--framework", "vllm")
     line = next(x for x in lines if x.startswith("generic profile's best"))
     assert "so what vllm cannot express costs nothing here: by its own factors its pick scores better (+" in line
     atom = _explain("qwen3.5-122b-a10b", "--hardware", "mi355x", "--cards", "8", "--framework", "atom")

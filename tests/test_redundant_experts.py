@@ -152,11 +152,14 @@ def test_redundant_experts_setting_is_checked_as_input():
 
 
 def test_planner_places_redundant_experts_for_ep72(v3):
+    """256 experts over EP72: (-256) mod 72 = 32 copies make 288 = 4 per rank. TensorRT-LLM (its EP exchange the
+    dispatch kernels) plans EP72; SGLang's default exchange, an all-gather of every rank's tokens over the EP group,
+    makes 9 nodes of it cost more than PP3 x EP24 there (profile_serving.ep_exchange)."""
     from solver.api import run_solve
     from solver.plan.points import SolverParams
 
     scenario = Scenario(kind="throughput", phase="decode", isl=2048, osl=256)
-    result, cands = run_solve("deepseek-v3", "h100_sxm", 72, scenario, "sglang", top=3, explain_binding=False,
+    result, cands = run_solve("deepseek-v3", "h100_sxm", 72, scenario, "trtllm", top=3, explain_binding=False,
                               params=SolverParams(time_limit_s=10.0))
     ep = [c.planned.config for c in cands if c.planned.config.moe_ep_size == 72]
     assert ep and all(pc.redundant_experts == 32 for pc in ep)
