@@ -104,8 +104,8 @@ def test_the_table_explain_lists_the_front_a_candidate_is_called_off() -> None:
     assert len(lines) == len(result.front) > 0
     p = result.front[0]
     e = p.estimate
-    assert lines[0].endswith(f"at concurrency {p.batch}: TTFT {e.ttft_s * 1e3:,.1f} ms, TPOT {e.tpot_s * 1e3:.2f} ms, "
-                             f"{e.output_tokens_per_s_per_rank:,.1f} tok/s/rank")
+    assert lines[0].endswith(f"at concurrency {p.batch}: TTFT {fmt_cell(e.ttft_s * 1e3)} ms, "
+                             f"TPOT {fmt_cell(e.tpot_s * 1e3)} ms, {fmt_cell(e.output_tokens_per_s_per_rank)} tok/s/rank")
     assert any(not c.planned.on_front for c in cands)
     for c in cands:
         if c.planned.on_front:

@@ -34,6 +34,34 @@ ADDON_KNOBS = (("cp_size", "CP"), ("kvp_size", "KVP"), ("attn_sp_size", "SP"))
 ADDON_FROM_SEQ = 4096
 
 
+# the weight modules a rank holds at attention TP (weights_bytes keys), and those an engine's rule may tie to it,
+# with the knob that splits them
+ATTENTION_MODULES = ("attention", "o_proj")
+TIED_MODULES = (("dense_ffn", "dense_tp_size", "dense FFN"), ("embedding", "embed_tp_size", "embedding"),
+                ("lm_head", "lmhead_tp_size", "lm_head"))
+
+
+def dp_weights_over_limit(pc: ParallelConfig, mem: MemoryReport | None, ties: Mapping[str, str] | None) -> str | None:
+    """Why the throughput branch's attn_tp=1 is out of reach, where memory is why: the weights a rank would hold
+    with attention (and o_proj where it follows attention TP) at TP1, and each module an engine's rule ties to
+    attention TP (`ties`, at attention TP's degree) at TP1 too: each module's bytes times its degree (a TP d
+    shard is 1/d of the module). None where they fit the limit (then the estimate chose), or without `mem`."""
+    a = pc.attn_tp_size
+    if mem is None or a <= 1:
+        return None
+    ties = ties or {}
+    w = mem.weights_bytes
+    grown = sum(w.get(m, 0.0) for m in ATTENTION_MODULES if m != "o_proj" or pc.o_proj_tp_size == 1) * (a - 1)
+    tied = [(m, name) for m, k, name in TIED_MODULES if ties.get(k) and getattr(pc, k) == a and w.get(m, 0.0) > 0]
+    grown += sum(w[m] for m, _ in tied) * (a - 1)
+    held = mem.weights_total + grown
+    if held <= mem.limit_bytes:
+        return None
+    also = "".join(f", {name}" for _, name in tied)
+    return (f"attn_tp=1 would hold {held / 1e9:.1f} GB of weights per rank (attention{also} unsplit), over the "
+            f"limit of {mem.limit_bytes / 1e9:.1f} GB")
+
+
 def asks_addon(model: ModelSpec, seq: int) -> bool:
     """Layer 3 asks for an add-on at this maximum sequence: past 4K, on a model with attention whose KV is not
     bounded by a window every layer keeps below the sequence."""
@@ -129,8 +157,10 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         expect = "between the throughput and latency branches"
         follows = True
     chose = f"TP{g} with DCP{pc.kvp_size} (attn_tp={a} x kvp={pc.kvp_size})" if g != a else f"attn_tp={a}"
+    unheld = dp_weights_over_limit(pc, mem, ties) if scenario.kind == "throughput" and not follows else None
     lines.append(f"Layer 2 ({scenario.kind}): seed suggests {expect}; chose {chose}"
-                 + ("" if follows else " — departs because the estimate favours it (see estimation)"))
+                 + ("" if follows else f" — departs: {unheld}" if unheld
+                    else " — departs because the estimate favours it (see estimation)"))
     seq = scenario.max_seq_len
     addon = [n for k, n in ADDON_KNOBS if getattr(pc, k) > 1]
     if model.attention_kind == "none":  # the seed's Layer 3 splits attention by sequence: nothing to split here

@@ -9,6 +9,7 @@ import yaml
 from solver.plan.solve import PlanResult
 from solver.rank.select import ORDERING, Candidate
 from solver.report.digits import rounded
+from solver.report.render import fmt_cell
 from solver.specs.launch_spec import ONLINE_SPLIT_KEY
 from solver.specs.knobs import nondefault_label
 from solver.specs.parallel import KNOBS
@@ -144,14 +145,16 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
 
 def front_lines(result: PlanResult) -> list[str]:
     """The Pareto front as the table's --explain prints it, one point a line (the knobs above 1, as the table's
-    column, the concurrency and the figures): the "off the front" a candidate's score line says is checkable
-    against it, as the YAML's commented pareto_front block is."""
+    column, the concurrency and the figures, written as the table's cells write them, so a point that is a
+    candidate reads the same in both, and a small rate keeps its digits: 0.232 tok/s/rank, not 0.2): the "off
+    the front" a candidate's score line says is checkable against it, as the YAML's commented pareto_front
+    block is."""
     out = []
     for p in result.front:
         e = p.estimate
-        figs = ([f"TTFT {e.ttft_s * 1e3:,.1f} ms"] if e.has_ttft else []) + \
-               ([f"TPOT {e.tpot_s * 1e3:.2f} ms"] if e.has_tpot else []) + \
-               [f"{e.output_tokens_per_s_per_rank:,.1f} tok/s/rank"]
+        figs = ([f"TTFT {fmt_cell(e.ttft_s * 1e3)} ms"] if e.has_ttft else []) + \
+               ([f"TPOT {fmt_cell(e.tpot_s * 1e3)} ms"] if e.has_tpot else []) + \
+               [f"{fmt_cell(e.output_tokens_per_s_per_rank)} tok/s/rank"]
         edge = f" (SLA edge from {p.sla_edge_from})" if p.sla_edge_from is not None else ""
         out.append(f"  {nondefault_label(own_config(p.config, result.knobs))} at concurrency {p.batch}{edge}: "
                    + ", ".join(figs))
