@@ -28,13 +28,13 @@ def test_a_sequence_too_long_for_memory_names_the_longest_isl_that_fits_and_it_p
     """Qwen3-8B in int4 on 1 H100 at ISL 1,000,000: the card's limit is 81,604,378,624 B (0.95 x 85,899,345,920);
     less 6,071,333,520 B of weights and 603,979,776 B of activations leaves 74,929,065,328 B, over 147,456 B of K and
     V per token (36 layers x 8 KV heads x 128 x 2 x 2 B) = 508,145.25, so 508,145 tokens: ISL 508,145 - 256 =
-    507,889. The planner finds a configuration there."""
+    507,889. The planner finds a configuration there; the remedy spells the flag as it is typed (--isl 507889)."""
     args = ("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "1", "--max-concurrency", "1",
             "--weight-dtype", "int4")
     r = _run(*args, "--isl", "1000000")
     assert r.exit_code == 1
     assert "a shorter sequence" not in r.stderr
-    assert ("--isl 507,889 or shorter (the longest prompt 1 x h100_sxm holds with one request at OSL 256; the planner "
+    assert ("--isl 507889 or shorter (the longest prompt 1 x h100_sxm holds with one request at OSL 256; the planner "
             "found a configuration there)") in r.stderr
     assert _run(*args, "--isl", "507889").exit_code == 0
 
@@ -77,7 +77,7 @@ def test_a_disaggregated_worker_too_small_for_the_sequence_names_the_longest_isl
     r = _run("solve", "qwen3-8b", "--hardware", "h100_sxm", "--cards", "2", "--serving", "disagg", "--isl", "1000000",
              "--weight-dtype", "int4")
     assert r.exit_code == 1 and "a shorter sequence" not in r.stderr
-    assert ("--isl 507,889 or shorter (the longest prompt a prefill and decode worker of 1 rank holds at OSL 256; "
+    assert ("--isl 507889 or shorter (the longest prompt a prefill and decode worker of 1 rank holds at OSL 256; "
             "the planner found such a worker there, the pools' rate match aside)") in r.stderr
 
 

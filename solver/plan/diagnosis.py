@@ -384,7 +384,7 @@ def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkP
         held = f"{scenario.concurrency:,} requests" if scenario.concurrency else "one request"
         longest = (f"the longest prompt {world} x {hw.name} hold{'s' * (world == 1)} with {held} at OSL "
                    f"{scenario.osl:,}" if isl == lo else f"the memory screen's longest, {lo:,}, the planner turned away")
-        return f"--isl {isl:,} or shorter ({longest}; the planner found a configuration there)"
+        return f"--isl {isl} or shorter ({longest}; the planner found a configuration there)"
     return None
 
 

@@ -240,7 +240,7 @@ def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: i
                             job.allow_cross_node, job.mem_opts, job.method)[0] is None:
             return None
     pools = " and ".join(missing)
-    return (f"--isl {isl:,} or shorter (the longest prompt a {pools} worker of {largest} rank{'s' * (largest > 1)} "
+    return (f"--isl {isl} or shorter (the longest prompt a {pools} worker of {largest} rank{'s' * (largest > 1)} "
             f"holds at OSL {scenario.osl:,}; the planner found such a worker there, the pools' rate match aside)")
 
 
