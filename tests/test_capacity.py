@@ -386,14 +386,15 @@ def test_a_size_that_is_not_whole_nodes_records_its_placement_in_every_row() -> 
 
 
 def test_recommend_names_the_placement_of_a_size_that_is_not_whole_nodes() -> None:
-    """The recommended 12 H100s under vLLM run as 2 nodes x 6: the option carries it and the answer says it."""
+    """The recommended 12 H100s under vLLM (one deployment: --max-copies 1; three copies of 4 on one host each
+    would win the tie in cards) run as 2 nodes x 6: the option carries it and the answer says it."""
     r = _run("recommend", "qwen3-32b", "--hardware", "h100_sxm", "--framework", "vllm", "--cards", "4,12",
-             "--target-output-tokens-per-s", "3500", "--format", "json")
+             "--target-output-tokens-per-s", "3500", "--max-copies", "1", "--format", "json")
     assert r.exit_code == 0, r.output
     opt = json.loads(r.stdout)["options"][0]
     assert (opt["cards"], opt["placement"]) == (12, "2 nodes x 6")
     table = _run("recommend", "qwen3-32b", "--hardware", "h100_sxm", "--framework", "vllm", "--cards", "4,12",
-                 "--target-output-tokens-per-s", "3500")
+                 "--target-output-tokens-per-s", "3500", "--max-copies", "1")
     assert "12 x h100_sxm as 2 nodes x 6" in table.stdout
 
 

@@ -91,3 +91,14 @@ def test_the_sweep_summary_notes_name_the_lengths_they_are_of(tmp_path: Path) ->
     assert r.exit_code == 0, r.output
     notes = re.findall(r"note: h100_sxm x 1 throughput (\d+/\d+): the best score is at the largest", r.output)
     assert notes == ["1024/256", "2048/256"]
+
+
+def test_copies_on_one_host_win_a_tie_in_cards_over_copies_spanning_hosts() -> None:
+    """Llama-3.3-70B on H100 (8 per host), 20,000 output tok/s at TPOT <= 50 ms under vLLM: one TP4 replica
+    carries 501.2 tok/s at its SLA edge, so 8 cards (TP4 x DP2, 1,002.4 tok/s) need 20 copies and 16 cards (TP4 x
+    DP4, 2,004.8) 10: 160 cards either way. The 16-card copy is a two-host launch, so the 8-card copies win the
+    tie (one host each), ahead of the count of engines (10 against 20) that picked 16 before."""
+    from solver import api
+    o = api.recommend("llama-3.3-70b", hardware="h100_sxm", target_output_tokens_per_s=20000, tpot_ms=50,
+                      framework="vllm", cards="8,16").best
+    assert (o.cards, o.copies, o.total_cards) == (8, 20, 160)

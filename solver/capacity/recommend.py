@@ -8,9 +8,10 @@ latency vs throughput per rank, SLA constraints enforced) is re-estimated; the f
 N = ceil(target / the most output tokens/s one copy reaches within the SLA), and of the configurations that carry
 target / N the one with the lowest request latency is the copy's (it meets its share of the load with the best
 user experience; `headroom` says how much load the N copies have to spare). The answer is the fewest cards in all
-(N x W), ties broken by fewer engines (fewer moving parts: N, or N x W where a copy is W whole-model replicas,
-replicas_per_copy), so one deployment (N = 1) is chosen wherever it needs no more cards than copies of a smaller
-one, and copies of the one-card engine over copies of pure DP replicas of it (the same engines). A size W is
+(N x W), ties broken by copies on one host over copies spanning several (each a multi-host launch), then by fewer
+engines (fewer moving parts: N, or N x W where a copy is W whole-model replicas, replicas_per_copy), so one
+deployment (N = 1) is chosen wherever it needs no more cards than copies of a smaller one on as few hosts, and
+copies of the one-card engine over copies of pure DP replicas of it (the same engines). A size W is
 tried only while one copy of it could still win (W below the best total found), so no more sizes are solved than
 the first size that carries the load alone. `max_copies` bounds N (1: one deployment, DP inside the
 configuration its only scale-out).
@@ -327,6 +328,14 @@ def replicas_per_copy(row: Mapping[str, Any], cards: int) -> int:
     return 1 if split else cards
 
 
+def _ranks_per_node(hardware: str) -> int:
+    """Ranks one host of the hardware (a catalog name or a file, as given) holds: a copy past it launches on
+    several hosts."""
+    from solver.specs.hardware_catalog import load_hardware
+
+    return load_hardware(hardware).ranks_per_node
+
+
 def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | None,
                   progress: Callable[[str], None] | None, widen: bool = False,
                   max_copies: int | None = None) -> Option:
@@ -338,10 +347,11 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
     best_in_cap: tuple[float, int, int, float] | None = None
     last_binding, last_remedy = "", None  # the largest infeasible size's binding constraint and the planner's remedy
     infeasible: list[tuple[int, str]] = []  # (cards, binding) of the sizes with no feasible configuration
-    # total cards, engines (copies x replicas_per_copy), copies, task, row, range start
-    chosen: tuple[int, int, int, Task, dict[str, Any], int] | None = None
+    # total cards, a copy spanning hosts (0 / 1), engines (copies x replicas_per_copy), copies, task, row, range start
+    chosen: tuple[int, int, int, int, Task, dict[str, Any], int] | None = None
+    node = _ranks_per_node(tasks[0].hardware) if tasks else 1
     for t in tasks:
-        if chosen is not None and (t.cards, 1) >= chosen[:2]:
+        if chosen is not None and (t.cards, int(t.cards > node), 1) >= chosen[:3]:
             break  # one copy of this size or a larger one needs as many cards as the answer found, or more
         if progress:
             progress(f"{hw_name}: {t.cards} cards")
@@ -373,10 +383,10 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         meets = [r for r in ok if r["output_tokens_per_s"] * n >= tok_s]
         r = min(meets, key=lambda r: (r["request_latency_ms"], -r["output_tokens_per_s"], r["rank"]))
         engines = n * replicas_per_copy(r, t.cards)
-        if chosen is None or (t.cards * n, engines) < chosen[:2]:
-            chosen = (t.cards * n, engines, n, t, r, start)
+        if chosen is None or (t.cards * n, int(t.cards > node), engines) < chosen[:3]:
+            chosen = (t.cards * n, int(t.cards > node), engines, n, t, r, start)
     if chosen is not None:
-        total, _, n, t, r, start = chosen
+        total, _, _, n, t, r, start = chosen
         opt = _met(opt, total, n, t, r, start, tok_s, price)
         if t.cards > 1 and replicas_per_copy(r, t.cards) == t.cards:  # fewer cards than the one-card copies
             same = (f"each copy's {t.cards} cards are {t.cards} whole-model replicas (nothing split): the same "
