@@ -68,3 +68,17 @@ def test_throughput_departure_is_the_estimates_where_attention_dp_fits() -> None
 
     pc = ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
     assert dp_weights_over_limit(pc, _tp8_memory(), {}) is None
+
+
+def test_a_prefill_only_front_writes_prompt_tokens_as_the_table_does() -> None:
+    """A prefill-only plan's useful rate is its prompt tokens (the table's 'prompt tok/s/rank' column): the
+    --explain front writes each point's rate in the same unit, the table's cell for candidate 1 among them."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+    r = CliRunner().invoke(main, ["solve", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--phase",
+                                  "prefill", "--isl", "8192", "--explain"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    front = r.output.split("Pareto front")[1].splitlines()[1:]
+    points = [x for x in front if x.startswith("  ")]
+    assert points and all(x.endswith(" prompt tok/s/rank") for x in points)

@@ -162,7 +162,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         con.print(line if line.startswith(("score:", "#", "MTP ")) else f"why not {line}", markup=False)
     if explain and result.front:
         con.print("Pareto front (request latency against tokens/s per rank):", markup=False)
-        for line in front_lines(result):
+        for line in front_lines(result, prompt_len):
             con.print(line, markup=False)
 
 

@@ -143,18 +143,21 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
     }
 
 
-def front_lines(result: PlanResult) -> list[str]:
+def front_lines(result: PlanResult, prompt_len: int | None = None) -> list[str]:
     """The Pareto front as the table's --explain prints it, one point a line (the knobs above 1, as the table's
     column, the concurrency and the figures, written as the table's cells write them, so a point that is a
     candidate reads the same in both, and a small rate keeps its digits: 0.232 tok/s/rank, not 0.2): the "off
     the front" a candidate's score line says is checkable against it, as the YAML's commented pareto_front
-    block is."""
+    block is. `prompt_len`: a prefill-only plan's prompt length, whose rate is prompt tokens (the table's
+    column)."""
     out = []
     for p in result.front:
         e = p.estimate
+        prompts = _prompt_rate(e, prompt_len)
+        rate = f"{fmt_cell(prompts)} prompt tok/s/rank" if prompts is not None else \
+            f"{fmt_cell(e.output_tokens_per_s_per_rank)} tok/s/rank"
         figs = ([f"TTFT {fmt_cell(e.ttft_s * 1e3)} ms"] if e.has_ttft else []) + \
-               ([f"TPOT {fmt_cell(e.tpot_s * 1e3)} ms"] if e.has_tpot else []) + \
-               [f"{fmt_cell(e.output_tokens_per_s_per_rank)} tok/s/rank"]
+               ([f"TPOT {fmt_cell(e.tpot_s * 1e3)} ms"] if e.has_tpot else []) + [rate]
         edge = f" (SLA edge from {p.sla_edge_from})" if p.sla_edge_from is not None else ""
         out.append(f"  {nondefault_label(own_config(p.config, result.knobs))} at concurrency {p.batch}{edge}: "
                    + ", ".join(figs))
