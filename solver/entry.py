@@ -66,7 +66,7 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     result.input_notes = (*result.input_notes, *(n for n in engine_notes(fw) if n not in result.input_notes))
     cands = rank_candidates(result.candidates, spec, as_launched(hw, fw, cards), scenario, refs, _ref_models(),
                             top=top, kvp_in_tp=fw.kvp_splits_attention_weights,
-                            cp_replicates_kv=fw.cp_replicates_kv_cache, fw=fw)
+                            cp_replicates_kv=fw.cp_replicates_kv_cache, fw=fw, prec=prec)
     if copies_hint and cands:
         result.copies_note = _copies_note(model, hardware, cards, scenario, framework, weight_dtype,
                                           moe_weight_dtype, kv_dtype, method, params, allow_cross_node, refs,

@@ -239,6 +239,80 @@ def rules_broken(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario:
             + config_violations(model, hw, fw, pc, scenario, allow_cross_node=True))
 
 
+def expressed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, pc: ParallelConfig,
+              batch: int) -> tuple[ParallelConfig, list[str]]:
+    """The pattern of `pc` as the engine can express it at concurrency `batch`: `pc` itself where it breaks
+    nothing, else of it and its side variants (the vocabulary / o_proj degrees engines tie) the one breaking
+    least, with what it breaks."""
+    broken = rules_broken(model, hw, fw, scenario, pc, batch)
+    if broken:
+        pc, broken = min(((v, rules_broken(model, hw, fw, scenario, v, batch))
+                          for v in [pc, *side_variants(pc, model)]), key=lambda vb: len(vb[1]))
+    return pc, broken
+
+
+def admitted(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
+             scenario: Scenario, pc: ParallelConfig, batch: int) -> tuple[Estimate | None, str]:
+    """The full estimate of `pc` at concurrency `batch` and '' where it may run there, else None and the first
+    thing that rules it out, as the planner checks it: a rule or limit (rules_broken's ids), memory (the
+    estimate's, or the busiest replica at the longest context: layout_memory.assumed_memory), an SLA."""
+    broken = rules_broken(model, hw, fw, scenario, pc, batch)
+    if broken:
+        return None, f"violates {', '.join(dict.fromkeys(broken))}"
+    e = estimate(model, hw, pc, prec, f, Workload.for_scenario(scenario, batch))
+    mem = assumed_memory(model, hw, pc, prec, scenario, batch)
+    if not (e.memory.feasible and mem.feasible):
+        over, where = (e.memory, "") if not e.memory.feasible else (mem, " at the longest context")
+        return None, (f"does not fit ({over.model_bytes / 1e9:.1f} GB per rank{where}, limit "
+                      f"{over.limit_bytes / 1e9:.1f} GB)")
+    misses = scenario.sla_misses(e.ttft_s, e.tpot_s)
+    if misses:
+        return None, f"misses {', '.join(misses)} (TTFT {e.ttft_s * 1e3:,.0f} ms, TPOT {e.tpot_s * 1e3:.2f} ms)"
+    return e, ""
+
+
+def figures_vs(e: Estimate, ref: Estimate) -> str:
+    """The table's figures of `ref` -> `e` that the phase has (TTFT, TPOT, tokens/s per rank)."""
+    parts = [f"TTFT {ref.ttft_s * 1e3:,.0f} -> {e.ttft_s * 1e3:,.0f} ms"] if e.has_ttft else []
+    parts += [f"TPOT {ref.tpot_s * 1e3:.2f} -> {e.tpot_s * 1e3:.2f} ms"] if e.has_tpot else []
+    return ", ".join(parts + [f"tok/s per rank {ref.output_tokens_per_s_per_rank:,.4g} -> "
+                              f"{e.output_tokens_per_s_per_rank:,.4g}"])
+
+
+def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
+                      scenario: Scenario, est: Estimate, batch: int,
+                      seeds: list[tuple[str, ParallelConfig | str]], role: str = "") -> str:
+    """Why a configuration (estimated `est` at concurrency `batch`, listed for `role`, Planned.role) departs from
+    the seed's value for one of its choices, in one clause: the seed's value(s) (`seeds`: label -> the
+    configuration with that value, the rest unchanged, or the space's refusal of it) as the engine expresses them,
+    priced by the full estimate at the same concurrency (the best of them where the seed suggests several: its
+    score against the configuration, Scenario.score, and the table's figures), and what rules out the others
+    (admitted); where the seed's value scores better, the role the configuration is listed for."""
+    priced, refused = [], {}
+    for label, pc in seeds:
+        if isinstance(pc, str):
+            refused.setdefault(pc, []).append(label)
+            continue
+        v, broken = expressed(model, hw, fw, scenario, pc, batch)
+        e, why = (None, f"violates {', '.join(dict.fromkeys(broken))}") if broken else admitted(
+            model, hw, fw, prec, f, scenario, v, batch)
+        if e is None:
+            refused.setdefault(why, []).append(label)
+        else:
+            priced.append((score_vs(scenario, e, est), label, e))
+    def together(labels: list[str]) -> str:  # "attn_tp=2/4/8": the knob once
+        return labels[0] + "".join("/" + lb.rpartition("=")[2] for lb in labels[1:])
+
+    at = f"at the same backbone and concurrency {batch}"
+    out = "; ".join(f"{together(labels)}: {why}" for why, labels in refused.items())
+    if not priced:
+        return f"the seed's {out}, {at}"
+    s, label, e = min(priced, key=lambda x: x[0])
+    of = f" (the best of {together([lb for _, lb, _ in priced])})" if len(priced) > 1 else ""
+    return (f"the seed's {label}{of} {at} scores {s:+.3f} ({'worse' if s >= 0 else 'better'}) against it: "
+            f"{figures_vs(e, est)}" + (f"; {out}" if out else "") + (f"; listed for its role ({role})" if s < 0 and role else ""))
+
+
 def concurrency_neighbours(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
                            scenario: Scenario, cfg: ParallelConfig, best_est: Estimate, batch: int) -> list[str]:
     """Why #1 runs at its concurrency: the same configuration at half and at twice it, scored against #1 (the
@@ -256,21 +330,9 @@ def concurrency_neighbours(model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
         if b > scenario.max_concurrency:
             lines.append(head + f"above --max-concurrency {scenario.max_concurrency}")
             continue
-        broken = rules_broken(model, hw, fw, scenario, cfg, b)
-        if broken:
-            lines.append(head + f"violates {', '.join(dict.fromkeys(broken))}")
-            continue
-        e = estimate(model, hw, cfg, prec, f, Workload.for_scenario(scenario, b))
-        mem = assumed_memory(model, hw, cfg, prec, scenario, b)
-        if not (e.memory.feasible and mem.feasible):
-            over, where = (e.memory, "") if not e.memory.feasible else (mem, " at the longest context")
-            lines.append(head + f"does not fit ({over.model_bytes / 1e9:.1f} GB per rank{where}, limit "
-                                f"{over.limit_bytes / 1e9:.1f} GB)")
-            continue
-        misses = scenario.sla_misses(e.ttft_s, e.tpot_s)
-        if misses:
-            lines.append(head + f"misses {', '.join(misses)} (TTFT {e.ttft_s * 1e3:,.0f} ms, TPOT "
-                                f"{e.tpot_s * 1e3:.2f} ms)")
+        e, why = admitted(model, hw, fw, prec, f, scenario, cfg, b)
+        if e is None:
+            lines.append(head + why)
             continue
         tie = (f"; within the {PERF_TIE:.0%} tie band, where #1 is ordered first as closer to a verified deployment"
                if score_vs(scenario, e, best_est) < 0 else "")
@@ -311,11 +373,9 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
         if pc.knobs() == best_cfg.knobs() or pattern_name(pc, model, fw.kvp_splits_attention_weights) == best_pattern:
             continue  # the recommendation itself (or the same pattern with other vocabulary/o_proj degrees)
 
-        broken = rules_broken(model, hw, fw, scenario, pc, batch)
-        if broken:  # the pattern may still be expressible with the vocabulary / o_proj degrees the engine ties;
-            # else what the pattern itself breaks (the variant breaking least)
-            pc, broken = min(((v, rules_broken(model, hw, fw, scenario, v, batch))
-                              for v in [pc, *side_variants(pc, model)]), key=lambda vb: len(vb[1]))
+        # the pattern may still be expressible with the vocabulary / o_proj degrees the engine ties; else what
+        # the pattern itself breaks (the variant breaking least)
+        pc, broken = expressed(model, hw, fw, scenario, pc, batch)
         k = shown.get(pattern_name(pc, model, fw.kvp_splits_attention_weights))
         if broken:
             # a listed candidate is admissible at its own concurrency: what it breaks here is #1's batch

@@ -3,7 +3,7 @@ scenario, Layer 3 the add-ons a long sequence asks for), the branches a configur
 and why Layer 3's add-on is not in it where the sequence asks for one."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 from solver.estimate.memory import MemoryReport
 from solver.rank.kv_split import kv_splitters
@@ -62,6 +62,47 @@ def dp_weights_over_limit(pc: ParallelConfig, mem: MemoryReport | None, ties: Ma
             f"limit of {mem.limit_bytes / 1e9:.1f} GB")
 
 
+# the seed's Layer 2 for MLA in the latency branch: a small attention TP
+MLA_LATENCY_TP = (2, 4)
+
+
+def seed_attention(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware,
+                   kvp_in_tp: bool = False) -> list[tuple[str, ParallelConfig | str]]:
+    """The seed's Layer 2 value(s) where `pc` departs from its branch, each as `pc` with that attention TP and
+    the rest of the backbone unchanged (o_proj's TP following attention where it did; with `kvp_in_tp` the
+    engine's TP is attn_tp x kvp, so throughput's TP1 has no DCP): throughput attn_tp=1; latency 2/4 for MLA and
+    every degree from 2 to the largest in-node TP (domains.largest_tp) for GQA, those dividing the stage and the
+    heads; in place of the configuration,
+    the space's refusal where it admits none with that value (the attention group no longer divides the world).
+    Empty where `pc` follows the branch, or no such degree divides the stage and the heads."""
+    from solver.errors import ShardplanError
+    from solver.space.domains import largest_tp
+    from solver.specs.parallel import make_parallel_config
+
+    g = pc.attn_tp_group(kvp_in_tp)
+    if scenario.kind == "throughput" and g > 1:
+        values = [1]
+    elif scenario.kind == "latency" and g == 1:
+        top = largest_tp(pc.stage_world, hw, model)
+        # a degree attention TP can take at all: dividing the stage and the heads, inside the node
+        values = [d for d in (MLA_LATENCY_TP if model.has_mla else range(2, top + 1))
+                  if d <= top and pc.stage_world % d == 0 and model.num_attention_heads % d == 0]
+    else:
+        return []
+    out = []
+    for d in values:
+        knobs = {**pc.knobs(), "attn_tp_size": d}
+        if kvp_in_tp and d == 1:
+            knobs["kvp_size"] = 1
+        if pc.o_proj_tp_size == pc.attn_tp_size:
+            knobs["o_proj_tp_size"] = d
+        try:
+            out.append((f"attn_tp={d}", make_parallel_config(pc.world_size, **knobs)))
+        except ShardplanError as exc:
+            out.append((f"attn_tp={d}", getattr(exc, "problem", str(exc))))
+    return out
+
+
 def asks_addon(model: ModelSpec, seq: int) -> bool:
     """Layer 3 asks for an add-on at this maximum sequence: past 4K, on a model with attention whose KV is not
     bounded by a window every layer keeps below the sequence."""
@@ -72,13 +113,15 @@ def asks_addon(model: ModelSpec, seq: int) -> bool:
 def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware,
                          mem: MemoryReport | None = None, kvp_in_tp: bool = False,
                          cp_replicates_kv: bool = False, ties: Mapping[str, str] | None = None,
-                         refused: Mapping[str, str] | None = None) -> str:
+                         refused: Mapping[str, str] | None = None,
+                         price: Callable[[list[tuple[str, ParallelConfig | str]]], str] | None = None) -> str:
     """Name the seed's Step 2 branches this config follows and where it departs (`mem`: the config's memory at
     its concurrency, for whether memory binds; `kvp_in_tp`: the engine's DCP reuses its TP ranks, so the
     attention choice is said as the engine's TP and its DCP; `cp_replicates_kv`: the engine's CP ranks each keep
     the whole cache, so only KVP splits it; `ties`: knob -> the engine's rules that hold it at its value
     (ties.profile_ties), said as what set it instead of the estimate; `refused`: addon_refusals', why Layer 3's
-    add-on is not in the config where the sequence asks for one)."""
+    add-on is not in the config where the sequence asks for one; `price`: the seed's Layer 2 values
+    (seed_attention) -> why the config departs from them, in figures (explain.seed_value_priced))."""
     ties = ties or {}
     W = pc.world_size
     lines = []
@@ -157,9 +200,16 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         expect = "between the throughput and latency branches"
         follows = True
     chose = f"TP{g} with DCP{pc.kvp_size} (attn_tp={a} x kvp={pc.kvp_size})" if g != a else f"attn_tp={a}"
-    unheld = dp_weights_over_limit(pc, mem, ties) if scenario.kind == "throughput" and not follows else None
+    why = None
+    if not follows:
+        why = dp_weights_over_limit(pc, mem, ties) if scenario.kind == "throughput" else None
+        if why is None and price is not None:
+            seeds = seed_attention(pc, model, scenario, hw, kvp_in_tp)
+            why = price(seeds) if seeds else (f"no attn_tp the seed suggests divides this backbone's "
+                                              f"{pc.stage_world}-rank {'stage' if pc.pp_size > 1 else 'world'} "
+                                              f"and the {model.num_attention_heads} heads")
     lines.append(f"Layer 2 ({scenario.kind}): seed suggests {expect}; chose {chose}"
-                 + ("" if follows else f" — departs: {unheld}" if unheld
+                 + ("" if follows else f" — departs: {why}" if why
                     else " — departs because the estimate favours it (see estimation)"))
     seq = scenario.max_seq_len
     addon = [n for k, n in ADDON_KNOBS if getattr(pc, k) > 1]

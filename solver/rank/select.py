@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.estimate.compute import factors_for
 from solver.space.domains import cross_node_tp
 from solver.plan.solve import Planned
 from solver.rank.reason import tradeoff_label, TIED_REASON_KNOBS, decision_tree_reason, addon_refusals
@@ -13,6 +14,7 @@ from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig
+from solver.specs.precision import Precision
 from solver.specs.reference import Reference
 from solver.specs.scenario import PERF_TIE, Scenario
 
@@ -159,10 +161,13 @@ def _shown(rows: list, top: int) -> list:
 def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scenario: Scenario,
                     refs: list[Reference], ref_models: dict[str, str], top: int | None = None,
                     kvp_in_tp: bool = False, cp_replicates_kv: bool = False,
-                    fw: FrameworkProfile | None = None) -> list[Candidate]:
+                    fw: FrameworkProfile | None = None, prec: Precision | None = None) -> list[Candidate]:
     """The candidates in the seed's order (ORDERING), one per pattern (the first of a pattern in that order
     stays), the first `top` of them (`kvp_in_tp`: pattern_name's; `cp_replicates_kv`: decision_tree_reason's;
-    `fw`: the engine whose rules may hold a knob the reason would otherwise credit to the estimate)."""
+    `fw`: the engine whose rules may hold a knob the reason would otherwise credit to the estimate; `fw` and
+    `prec`, the planned precision: a departure from the seed's Layer 2 is priced, explain.seed_value_priced)."""
+    from solver.rank.explain import seed_value_priced  # explain names patterns by this module
+
     if not planned:
         return []
     # the full serving estimate each candidate shows, not the planner's additive proxy: the proxy leaves out
@@ -196,6 +201,8 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
             continue
         shown.setdefault(name, verified)
         kept.append(r)
+    # the factors the planner estimated with (plan.solve), for pricing the seed's values beside the candidates
+    factors = factors_for(hw, fw.efficiency_for(hw)) if fw is not None and prec is not None else None
     out = []
     for i, (p, score, ref, dist, diff, xnode, lat_p, inv_p) in enumerate(_shown(kept, top)):
         e = p.estimate
@@ -207,7 +214,13 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
         ties = (profile_ties(fw, model, hw, p.config, TIED_REASON_KNOBS, p.batch, scenario.mtp)
                 if fw is not None else None)
         refused = addon_refusals(p.config, model, hw, scenario, p.batch, fw)
-        reason = decision_tree_reason(p.config, model, scenario, hw, mem, kvp_in_tp, cp_replicates_kv, ties, refused)
+        price = None
+        if fw is not None and prec is not None:
+            def price(seeds, p=p):
+                return seed_value_priced(model, hw, fw, prec, factors, scenario, p.estimate, p.batch, seeds,
+                                         p.role)
+        reason = decision_tree_reason(p.config, model, scenario, hw, mem, kvp_in_tp, cp_replicates_kv, ties, refused,
+                                      price)
         if p.verified is not None:
             reason = f"{adoption_note(p.verified, score - best_score)}; {reason}"
         out.append(Candidate(
