@@ -27,22 +27,28 @@ def _solve(model: str, framework: str, kind: str):
     return run_solve(model, "h100_sxm", 8, Scenario(kind=kind), framework)[1]
 
 
-def _reprice(model: str, framework: str, kind: str, i: int, attn_tp: int) -> tuple[float, str]:
-    """A second, independent estimate of candidate i with the seed's attention TP: (its score against the
-    candidate, the clause's figures), the same arithmetic the reason must show."""
+def _reprice(model: str, framework: str, kind: str, i: int, attn_tp: int | None = None,
+             **knobs: int) -> tuple[float, str]:
+    """A second, independent estimate of candidate i with the seed's attention TP (or the knobs given): (its score
+    against the candidate, the clause's figures), the same arithmetic the reason must show."""
     cand = _solve(model, framework, kind)[i]
     spec, fw = load_model(model), load_framework(framework)
     hw = as_launched(load_hardware("h100_sxm"), fw, 8)
     prec = resolve_precision(spec, hw, None, None, None)
     p = cand.planned
-    (label, pc), = [(lb, c) for lb, c in seed_attention(p.config, spec, Scenario(kind=kind), hw,
-                                                         fw.kvp_splits_attention_weights) if lb == f"attn_tp={attn_tp}"]
+    if attn_tp is not None:
+        (label, pc), = [(lb, c) for lb, c in seed_attention(p.config, spec, Scenario(kind=kind), hw,
+                                                             fw.kvp_splits_attention_weights)
+                        if lb == f"attn_tp={attn_tp}"]
+    else:
+        pc = ParallelConfig(world_size=8, **{**p.config.knobs(), **knobs})
     pc, broken = expressed(spec, hw, fw, Scenario(kind=kind), pc, p.batch)
     assert not broken
     e = estimate(spec, hw, pc, prec, factors_for(hw, fw.efficiency_for(hw)),
                  Workload.for_scenario(Scenario(kind=kind), p.batch))
     s = score_vs(Scenario(kind=kind), e, p.estimate)
-    return s, (f"TTFT {p.estimate.ttft_s * 1e3:,.0f} -> {e.ttft_s * 1e3:,.0f} ms, "
+    return s, (f"mem {p.estimate.memory.model_bytes / 1e9:.2f} -> {e.memory.model_bytes / 1e9:.2f} GB, "
+               f"TTFT {p.estimate.ttft_s * 1e3:,.0f} -> {e.ttft_s * 1e3:,.0f} ms, "
                f"TPOT {p.estimate.tpot_s * 1e3:.2f} -> {e.tpot_s * 1e3:.2f} ms")
 
 
@@ -105,7 +111,7 @@ def test_a_seed_value_every_rule_refuses_is_named_with_the_rules() -> None:
                                factors_for(hw, fw.efficiency_for(hw)), sc, _solve("qwen3-30b-a3b", "sglang",
                                                                                   "latency")[1].planned.estimate,
                                4, [*tp4, seeds[2]])
-    assert clause == (f"the seed's attn_tp=4: violates {', '.join(dict.fromkeys(broken))}; attn_tp=8: {seeds[2][1]}, "
+    assert clause == (f"attn_tp=4: violates {', '.join(dict.fromkeys(broken))}; attn_tp=8: {seeds[2][1]}, "
                       "at the same backbone and concurrency 4")
 
 
@@ -123,9 +129,48 @@ def test_a_backbone_without_room_for_attention_tp_says_so() -> None:
 
 def test_a_configuration_following_the_branch_prices_nothing() -> None:
     """A balanced scenario's Layer 2 is met by any attention TP, and a throughput pick at attn_tp=1 follows its
-    branch: neither departs, so nothing is priced."""
+    branch: neither departs, so no attention TP is priced."""
     spec, hw = load_model("llama-3.3-70b"), load_hardware("h100_sxm")
-    no = lambda seeds: pytest.fail("priced a configuration that follows the seed")  # noqa: E731
+    priced: list[str] = []
     for kind, pc in (("balanced", ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8)),
                      ("throughput", ParallelConfig(world_size=8, dense_tp_size=8))):
-        assert "departs" not in decision_tree_reason(pc, spec, Scenario(kind=kind), hw, price=no)
+        reason = decision_tree_reason(pc, spec, Scenario(kind=kind), hw,
+                                      price=lambda seeds: priced.extend(lb for lb, _ in seeds) or "priced")
+        assert "departs" not in reason
+    assert not [lb for lb in priced if lb.startswith("attn_tp")]  # only the replicated tables were priced
+
+
+def test_a_replicated_vocabulary_table_prices_its_tp_within_the_node() -> None:
+    """Llama-3.3-70B on 8 x H100, generic profile (balanced): #1 (Pure TP8) keeps the embedding whole where the
+    seed allows TP within the node: embed_tp=8 at #1's backbone and concurrency is priced (the memory it frees and
+    the score its all-gather costs), in place of an unpriced "its all-reduce would cost more"."""
+    c = _solve("llama-3.3-70b", "generic", "balanced")[0]
+    assert c.planned.config.embed_tp_size == 1
+    s, figures = _reprice("llama-3.3-70b", "generic", "balanced", 0, embed_tp_size=8)
+    assert (f"embed replicated (2.1 GB per rank, and memory does not bind; embed_tp=8 at the same backbone and "
+            f"concurrency {c.planned.batch} scores {s:+.3f} ({'worse' if s >= 0 else 'better'}) against it: "
+            f"{figures}") in c.reason
+    assert "would cost more than the memory" not in c.reason
+
+
+def test_replicated_shared_experts_price_the_tp_the_node_allows() -> None:
+    """Qwen3.5-122B-A10B at attention DP8 + EP8 on 8 x MI355X: the shared experts replicated are priced at the
+    node's TP (dense_tp=8, the widest divisor of the 8-rank stage within the 8-rank node)."""
+    model, hw = load_model("qwen3.5-122b-a10b"), load_hardware("mi355x")
+    pc = ParallelConfig(world_size=8)
+    seen = []
+
+    def price(seeds):
+        seen.extend(lb for lb, _ in seeds)
+        return "PRICED"
+
+    reason = decision_tree_reason(pc, model, Scenario(kind="balanced"), hw, ties={}, price=price)
+    assert "shared experts replicated (seed allows TP within the node: PRICED)" in reason
+    assert seen[0] == "dense_tp=8"
+
+
+def test_a_one_rank_stage_has_no_split_to_price() -> None:
+    """A stage of one rank (PP8 on 8) has nothing to split a table over: seed_split offers nothing."""
+    from solver.rank.reason import seed_split
+
+    assert seed_split(ParallelConfig(world_size=8, pp_size=8), ("embed_tp_size",), load_hardware("h100_sxm")) == []

@@ -272,8 +272,9 @@ def admitted(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisi
 
 
 def figures_vs(e: Estimate, ref: Estimate) -> str:
-    """The table's figures of `ref` -> `e` that the phase has (TTFT, TPOT, tokens/s per rank)."""
-    parts = [f"TTFT {ref.ttft_s * 1e3:,.0f} -> {e.ttft_s * 1e3:,.0f} ms"] if e.has_ttft else []
+    """The table's figures of `ref` -> `e` that the phase has (mem GB, TTFT, TPOT, tokens/s per rank)."""
+    parts = [f"mem {ref.memory.model_bytes / 1e9:.2f} -> {e.memory.model_bytes / 1e9:.2f} GB"]
+    parts += [f"TTFT {ref.ttft_s * 1e3:,.0f} -> {e.ttft_s * 1e3:,.0f} ms"] if e.has_ttft else []
     parts += [f"TPOT {ref.tpot_s * 1e3:.2f} -> {e.tpot_s * 1e3:.2f} ms"] if e.has_tpot else []
     return ", ".join(parts + [f"tok/s per rank {ref.output_tokens_per_s_per_rank:,.4g} -> "
                               f"{e.output_tokens_per_s_per_rank:,.4g}"])
@@ -283,7 +284,7 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
                       scenario: Scenario, est: Estimate, batch: int,
                       seeds: list[tuple[str, ParallelConfig | str]], role: str = "") -> str:
     """Why a configuration (estimated `est` at concurrency `batch`, listed for `role`, Planned.role) departs from
-    the seed's value for one of its choices, in one clause: the seed's value(s) (`seeds`: label -> the
+    a value the seed suggests or allows for one of its choices, in one clause: the value(s) (`seeds`: label -> the
     configuration with that value, the rest unchanged, or the space's refusal of it) as the engine expresses them,
     priced by the full estimate at the same concurrency (the best of them where the seed suggests several: its
     score against the configuration, Scenario.score, and the table's figures), and what rules out the others
@@ -306,10 +307,10 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
     at = f"at the same backbone and concurrency {batch}"
     out = "; ".join(f"{together(labels)}: {why}" for why, labels in refused.items())
     if not priced:
-        return f"the seed's {out}, {at}"
+        return f"{out}, {at}"
     s, label, e = min(priced, key=lambda x: x[0])
     of = f" (the best of {together([lb for _, lb, _ in priced])})" if len(priced) > 1 else ""
-    return (f"the seed's {label}{of} {at} scores {s:+.3f} ({'worse' if s >= 0 else 'better'}) against it: "
+    return (f"{label}{of} {at} scores {s:+.3f} ({'worse' if s >= 0 else 'better'}) against it: "
             f"{figures_vs(e, est)}" + (f"; {out}" if out else "") + (f"; listed for its role ({role})" if s < 0 and role else ""))
 
 

@@ -103,6 +103,32 @@ def seed_attention(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw:
     return out
 
 
+def seed_split(pc: ParallelConfig, knobs: tuple[str, ...], hw: Hardware) -> list[tuple[str, ParallelConfig | str]]:
+    """The TP within the node the seed allows a module `pc` replicates (the dense FFN / shared experts, a vocabulary
+    table: `knobs`, set together where one table is tied): `pc` with them at the widest TP the node holds
+    (domains.tp_domain) that divides the stage, the rest unchanged; the space's refusal in its place where it
+    admits none. Empty where the stage has one rank."""
+    from solver.errors import ShardplanError
+    from solver.space.domains import tp_domain
+    from solver.specs.parallel import make_parallel_config
+
+    d = max(x for x in range(1, min(tp_domain(hw), pc.stage_world) + 1) if pc.stage_world % x == 0)
+    if d == 1:
+        return []
+    label = "=".join(k.removesuffix("_size") for k in knobs) + f"={d}"
+    try:
+        return [(label, make_parallel_config(pc.world_size, **{**pc.knobs(), **{k: d for k in knobs}}))]
+    except ShardplanError as exc:
+        return [(label, getattr(exc, "problem", str(exc)))]
+
+
+def _split_priced(pc: ParallelConfig, knobs: tuple[str, ...], hw: Hardware, price: Callable | None,
+                  unpriced: str) -> str:
+    """The clause on a replicated module: its TP within the node priced (seed_split, `price`), else `unpriced`."""
+    seeds = seed_split(pc, knobs, hw) if price is not None else []
+    return price(seeds) if seeds else unpriced
+
+
 def asks_addon(model: ModelSpec, seq: int) -> bool:
     """Layer 3 asks for an add-on at this maximum sequence: past 4K, on a model with attention whose KV is not
     bounded by a window every layer keeps below the sequence."""
@@ -154,7 +180,9 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         lines.append(f"{mods} TP{pc.dense_tp_size}" if pc.dense_tp_size > 1 and not held else
                      f"{mods} {f'TP{pc.dense_tp_size}' if pc.dense_tp_size > 1 else 'replicated'} (set by {held})"
                      if held else
-                     f"{mods} replicated (seed allows TP within the node; the estimate prefers no all-reduce here)")
+                     f"{mods} replicated (seed allows TP within the node: "
+                     + _split_priced(pc, ("dense_tp_size",), hw, price, "the estimate prefers no all-reduce here")
+                     + ")")
     if model.has_large_vocab:
         # a replicated table's bytes on the rank as the memory report holds them (its format's, the embedding's
         # share with the per-layer input table where the model has one), else at bf16, the tables' format unless a
@@ -179,9 +207,11 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
             size = f"{gb:.1f} GB per rank" if degree == 1 else ""
             by = (f"{size}, {memory}" if held == SINGLE_RANK else f"{size}; set by {held}, {memory}" if size
                   else f"set by {held}")
+            own = (("embed_tp_size", "lmhead_tp_size") if len(tables) == 1 else (knob,))
             parts.append(f"{name} {split} ({by})" if held else f"{name} TP{degree}" if degree > 1 else
-                         f"{name} replicated ({gb:.1f} GB per rank: its all-reduce would cost more than "
-                         f"the memory it frees, {memory})")
+                         f"{name} replicated ({gb:.1f} GB per rank, {memory}; "
+                         + _split_priced(pc, own, hw, price, "its all-reduce would cost more than the memory it "
+                                                             "frees") + ")")
         # the seed sets the tables independently of the backbone; an engine whose rules hold both does not
         held = [bool(ties.get(k)) for k in ("embed_tp_size", "lmhead_tp_size")]
         single = all(ties.get(k) == SINGLE_RANK for k in ("embed_tp_size", "lmhead_tp_size"))
@@ -205,7 +235,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         why = dp_weights_over_limit(pc, mem, ties) if scenario.kind == "throughput" else None
         if why is None and price is not None:
             seeds = seed_attention(pc, model, scenario, hw, kvp_in_tp)
-            why = price(seeds) if seeds else (f"no attn_tp the seed suggests divides this backbone's "
+            why = f"the seed's {price(seeds)}" if seeds else (f"no attn_tp the seed suggests divides this backbone's "
                                               f"{pc.stage_world}-rank {'stage' if pc.pp_size > 1 else 'world'} "
                                               f"and the {model.num_attention_heads} heads")
     lines.append(f"Layer 2 ({scenario.kind}): seed suggests {expect}; chose {chose}"

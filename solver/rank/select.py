@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 from solver.estimate.compute import factors_for
 from solver.space.domains import cross_node_tp
@@ -214,11 +215,9 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
         ties = (profile_ties(fw, model, hw, p.config, TIED_REASON_KNOBS, p.batch, scenario.mtp)
                 if fw is not None else None)
         refused = addon_refusals(p.config, model, hw, scenario, p.batch, fw)
-        price = None
-        if fw is not None and prec is not None:
-            def price(seeds, p=p):
-                return seed_value_priced(model, hw, fw, prec, factors, scenario, p.estimate, p.batch, seeds,
-                                         p.role)
+        # the seed's values this candidate departs from, priced at its backbone and concurrency
+        price = (partial(seed_value_priced, model, hw, fw, prec, factors, scenario, p.estimate, p.batch, role=p.role)
+                 if factors is not None else None)
         reason = decision_tree_reason(p.config, model, scenario, hw, mem, kvp_in_tp, cp_replicates_kv, ties, refused,
                                       price)
         if p.verified is not None:
