@@ -111,7 +111,6 @@ class GraphBatchRange(BaseModel):
     step: int = Field(1, gt=0)
 
 
-EP_EXCHANGES = ("a2a_kernel", "allgather_reducescatter", "all_to_all")
 EpExchange = Literal["a2a_kernel", "allgather_reducescatter", "all_to_all"]
 # the names an EP-kernel condition may read: the MoE group's own sizes, the layout the planner's MoE table sees
 # beside it (attention DP, the stage's ranks, PP) and the device's (ranks per node, platform). A condition on
