@@ -176,3 +176,19 @@ def test_deepseek_v3_on_72_h100_under_sglang() -> None:
     ws = Work("decode", new_tokens=4096 / 24, context=2176, sequences=4096 / 24, logits_tokens=4096 / 24)
     assert f.ep_exchange_for(stage, H100) == "a2a_kernel"
     assert exchange_s(f, stage, ws) > exchange_s(replace(f, ep_kernels_when=""), stage, ws)
+
+
+def test_the_72_h100_sglang_plan_keeps_the_all_gather_where_it_prices_below_the_kernels() -> None:
+    """The planner on the case above: its best plan is PP3 with MoE TP 2 x EP12 a stage (moe_tp 2: outside the
+    condition, the default command's all-gather), since at 171 tokens a rank the kernels price above the
+    all-gather over a 24-rank stage, and EP72 (now priced with the kernels) still trails at 9 nodes."""
+    from solver.api import run_solve
+    from solver.plan.points import SolverParams
+    from solver.specs.scenario import Scenario
+
+    scenario = Scenario(kind="throughput", phase="decode", isl=2048, osl=256)
+    _, cands = run_solve("deepseek-v3", "h100_sxm", 72, scenario, "sglang", top=3, explain_binding=False,
+                         params=SolverParams(time_limit_s=10.0))
+    best = cands[0].planned.config
+    assert (best.pp_size, best.moe_tp_size) == (3, 2)
+    assert _factors().ep_exchange_for(best, H100) == "allgather_reducescatter"
