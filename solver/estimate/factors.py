@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.specs.hardware import Hardware
+from typing import TYPE_CHECKING
+
+from solver.specs.hardware import PLATFORMS, Hardware
 from solver.specs.knobs import LAYOUT_SWITCHES
+from solver.specs.profile_serving import ep_kernels_hold
+
+if TYPE_CHECKING:
+    from solver.specs.parallel import ParallelConfig
 
 @dataclass(frozen=True)
 class Factors:
@@ -74,6 +80,19 @@ class Factors:
     allreduce_custom_spans_nodes: bool = True
     # the EP token exchange the engine's command runs under attention DP (FrameworkServing.ep_exchange)
     ep_exchange: str = "a2a_kernel"
+    # the exchange the command switches to where its condition holds (FrameworkServing.ep_kernels; "" = none)
+    ep_kernels_exchange: str = ""
+    ep_kernels_when: str = ""
+
+    def ep_exchange_for(self, pc: "ParallelConfig", hw: Hardware) -> str:
+        """The EP exchange a step under `pc` on `hw` runs: the kernels where the profile's condition holds at the
+        MoE group's view (profile_serving.EP_KERNEL_NAMES), else the default command's."""
+        if not self.ep_kernels_when:
+            return self.ep_exchange
+        env = {"moe_ep_size": pc.moe_ep_size, "moe_tp_size": pc.moe_tp_size, "attn_dp_size": pc.attn_dp_size,
+               "world": pc.stage_world, "pp_size": pc.pp_size, "ranks_per_node": hw.ranks_per_node,
+               **{f"on_{p}": hw.platform == p for p in PLATFORMS}}
+        return self.ep_kernels_exchange if ep_kernels_hold(self.ep_kernels_when, env) else self.ep_exchange
 
 
 # the framework's switches (FrameworkProfile.efficiency_for writes each as 1.0 / 0.0): off where unset
@@ -122,4 +141,6 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         allreduce_custom_ranks=tuple(int(r) for r in s.get("allreduce_custom_ranks", ())),  # type: ignore[union-attr]
         allreduce_custom_spans_nodes=bool(s.get("allreduce_custom_spans_nodes", 1.0)),
         ep_exchange=str(s.get("ep_exchange", "a2a_kernel")),
+        ep_kernels_exchange=str(s.get("ep_kernels_exchange", "")),
+        ep_kernels_when=str(s.get("ep_kernels_when", "")),
     )

@@ -24,6 +24,7 @@ from solver.errors import InputError
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.profile_rules import KNOB_NAMES
+from solver.specs.profile_serving import ep_kernels_hold
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
 from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
@@ -389,6 +390,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "memory_fraction": memory_fraction(hw),
         "remote_code": model.remote_code,
         "past_context": model.max_position_embeddings is not None and inputs.max_model_len > model.max_position_embeddings,
+        # the condition the estimate prices the profile's EP kernels under, read at this config and device
+        "ep_kernels": fw.serving.ep_kernels is not None and ep_kernels_hold(fw.serving.ep_kernels.when, env),
         **(fw.pool_figures(pools) if pool is not None else {}),
     }
     if any({"static_fraction", "free_fraction"} & _reads(a) for a in args):

@@ -281,6 +281,9 @@ class FrameworkProfile(BaseModel):
                "graph_sizes": sizes,  # type: ignore[dict-item]  (a tuple: Factors.graph_sizes)
                "eager_launch_s": s.eager_launch_s,
                "ep_exchange": s.ep_exchange}  # type: ignore[dict-item]  (a name: Factors.ep_exchange)
+        if s.ep_kernels is not None:  # names and a condition: Factors.ep_exchange_for reads them
+            out.update({"ep_kernels_exchange": s.ep_kernels.exchange,  # type: ignore[dict-item]
+                        "ep_kernels_when": s.ep_kernels.when})  # type: ignore[dict-item]
         if vendor and s.allreduce_custom_vendors and vendor not in s.allreduce_custom_vendors:
             return out
         out.update({"allreduce_oneshot_max_bytes": float(s.allreduce_oneshot_max_bytes),

@@ -50,6 +50,8 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
     "remote_code",       # 1 when the model's config names code of its own (auto_map): the engine's trust switch
     "replica_batch",     # the planned requests of one attention replica: max(1, ceil(batch x attn_group_size / world))
     "past_context",      # 1 when max_model_len exceeds the model's config context (ModelSpec.max_position_embeddings)
+    "ep_kernels",        # 1 where the profile's EP-kernel condition holds (serving.ep_kernels.when): the estimate
+                         # prices its exchange there, so the args selecting it read this
 })
 # replica_batch over the rule names (the profile's attn_group_size: its own product of knobs, group_products).
 # `world` is one pipeline stage's ranks (rule_env), so this is batch / ParallelConfig.attn_replicas, the requests the
@@ -59,7 +61,8 @@ REPLICA_BATCH = "max(1, (batch * attn_group_size + world - 1) // world)"
 # the names a `step_budget` value may read: the estimate knows them at any workload (workload.token_budget)
 STEP_BUDGET_NAMES = frozenset({"token_budget", "replica_batch", "mtp"})
 # the launch names that are yes/no (a `when` may be one of them alone)
-LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "prefill_role", "remote_code", "past_context"})
+LAUNCH_FLAGS = frozenset({"weight_dtype_set", "kv_dtype_set", "prefill_role", "remote_code", "past_context",
+                          "ep_kernels"})
 # text names: placeholders the user replaces, documented in README ("Launch commands")
 # role: "prefill" or "decode" (disaggregated serving; `map` spells it); node_addr: the address of the node this
 # command runs on (the head's for node 0)

@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from solver.specs.hardware import VENDOR
+from solver.specs.expr import NOT_A_CONDITION, compile_expr, is_condition
+from solver.specs.hardware import PLATFORMS, VENDOR
 from solver.specs.limits import MAX_TOKENS
 
 class FrameworkEfficiency(BaseModel):
@@ -110,6 +111,49 @@ class GraphBatchRange(BaseModel):
     step: int = Field(1, gt=0)
 
 
+EpExchange = Literal["a2a_kernel", "allgather_reducescatter", "all_to_all"]
+# the names an EP-kernel condition may read: the MoE group's own sizes, the layout the planner's MoE table sees
+# beside it (attention DP, the stage's ranks, PP) and the device's (ranks per node, platform). A condition on
+# anything else (the dense FFN's TP, the batch) would make the MoE group's cost depend on another group's choice
+# and the planner's tables stop being sums of per-group terms
+EP_KERNEL_NAMES = frozenset({"moe_ep_size", "moe_tp_size", "attn_dp_size", "world", "pp_size", "ranks_per_node",
+                             *(f"on_{p}" for p in PLATFORMS)})
+
+
+class EpKernels(BaseModel):
+    """The engine's fast EP exchange (dispatch / combine kernels) and the one condition under which its command
+    selects it: the estimate prices `exchange` where `when` holds (Factors.ep_exchange_for) and the launch emits
+    the args that read the launch name `ep_kernels` exactly there (launch/emit.py)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    exchange: EpExchange = "a2a_kernel"
+    when: str = Field(description="a condition over EP_KERNEL_NAMES (rule-env names: moe_ep_size, moe_tp_size, "
+                                  "attn_dp_size, world (one stage's ranks), pp_size, ranks_per_node, on_<platform>)")
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _a_condition_on_the_moe_groups_view(self) -> "EpKernels":
+        from solver.errors import InputError
+
+        try:
+            expr = compile_expr(self.when)
+        except InputError as exc:
+            raise ValueError(f"when: {exc}") from None
+        odd = sorted(expr.names - EP_KERNEL_NAMES)
+        if odd:
+            raise ValueError(f"when: reads {', '.join(odd)}; an EP-kernel condition reads only what the MoE "
+                             f"group's cost sees: {', '.join(sorted(EP_KERNEL_NAMES))}")
+        if not is_condition(expr, {n for n in EP_KERNEL_NAMES if n.startswith("on_")}):
+            raise ValueError(f"when: {expr.text!r} {NOT_A_CONDITION}")
+        return self
+
+
+def ep_kernels_hold(when: str, env: dict[str, int | bool]) -> bool:
+    """Whether the EP-kernel condition `when` holds at `env` (EP_KERNEL_NAMES' values); "" never holds."""
+    return bool(when) and bool(compile_expr(when).evaluate(env))
+
+
 class FrameworkServing(BaseModel):
     """How the engine's serving loop spends time outside the kernels (engine_step.py, closed_loop.py, scheduler.py): which work
     its scheduler puts in a forward step, the CUDA-graph batch sizes it captures, what runs eagerly, and its
@@ -151,12 +195,15 @@ class FrameworkServing(BaseModel):
     allreduce_custom_spans_nodes: bool = Field(
         True, description="the custom all-reduce runs across the nodes of one peer-access scale-up domain (an NVL72 "
         "rack's trays); false: only inside one node, a group spanning nodes runs the ring")
-    ep_exchange: Literal["a2a_kernel", "allgather_reducescatter", "all_to_all"] = Field(
+    ep_exchange: EpExchange = Field(
         "a2a_kernel", description="how the default command exchanges tokens between attention-DP ranks and the "
         "expert-parallel group (comm.py): a2a_kernel: dispatch / combine kernels (DeepEP low-latency class at "
         "decode, throughput kernels at prefill); allgather_reducescatter: every rank gathers the whole MoE group's "
         "tokens, runs its experts on them and a reduce-scatter sums the outputs back; all_to_all: the collective "
         "library's plain all-to-all of each token-expert pair")
+    ep_kernels: EpKernels | None = Field(
+        None, description="the exchange the command switches to where a condition holds (its launch args read "
+        "`ep_kernels`); None: ep_exchange everywhere")
     source: str = ""
 
     @model_validator(mode="after")

@@ -251,7 +251,9 @@ class MoE(Block):
                 out += cx.tp_module("shared_tp", "shared_experts", d, cx.group_tokens(d) * h * ACT_BYTES, d != a)
             return out
         fused = bool(self.shared_inter) and d == t
-        if ep > 1 and cx.f.ep_exchange == "allgather_reducescatter":
+        # the exchange the command runs at this layout (the profile's EP kernels where their condition holds)
+        exchange = cx.f.ep_exchange_for(pc, cx.hw)
+        if ep > 1 and exchange == "allgather_reducescatter":
             # the engine's default exchange (FrameworkServing.ep_exchange): every rank gathers the whole MoE
             # group's tokens (the busiest attention groups' share, 8-bit where the GEMM quantizes first), runs its
             # experts on them, and one reduce-scatter sums every rank's partial outputs back, the MoE TP partial
@@ -276,7 +278,7 @@ class MoE(Block):
             # throughput kernels, which have no published per-call figure: a plain all-to-all there. An engine
             # whose exchange is the collective library's all-to-all (ep_exchange all_to_all) runs it at both
             # phases, every token-expert pair sent as it is
-            kernel = cx.f.ep_exchange == "a2a_kernel"
+            kernel = exchange == "a2a_kernel"
             a2a = "ep_all_to_all" if kernel and cx.w.phase == "decode" else "all_to_all"
             if kernel and a2a == "all_to_all":
                 # RDMA once per remote NVLink domain hit: scaling the whole send makes the RDMA level's bytes
