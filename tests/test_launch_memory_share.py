@@ -113,7 +113,7 @@ def _row(cards: int, tok_s: float, attn_tp: int = 1) -> dict:
 
 def _fewest(monkeypatch, rows: dict[int, dict], tok_s: float) -> rec.Option:
     scenario = SimpleNamespace(max_concurrency=4096)
-    tasks = [SimpleNamespace(cards=w, hardware_name="h", scenario=scenario) for w in sorted(rows)]
+    tasks = [SimpleNamespace(cards=w, hardware="h100_sxm", hardware_name="h", scenario=scenario) for w in sorted(rows)]
     monkeypatch.setattr(rec, "_solved", lambda t, *a: (t, [rows[t.cards]]))
     monkeypatch.setattr(rec, "range_note", lambda *a, **k: None)
     return rec._fewest_cards("h", tasks, tok_s, None, None)
