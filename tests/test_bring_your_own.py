@@ -132,6 +132,17 @@ def test_a_renamed_device_variant_carries_the_catalog_devices_calibration_only_w
         load_hardware(_write(tmp_path, "bad.yaml", {**roomy, "fitted_as": "h100"}))
 
 
+def test_a_device_fitted_as_a_catalog_name_spelt_otherwise_carries_its_calibration(tmp_path):
+    """`fitted_as: H100-SXM` names the catalog's h100_sxm as `--hardware H100-SXM` does, so it carries vllm x
+    h100_sxm's fit, not the shared factors a name the fit never saw would get."""
+    shipped = yaml.safe_load((ROOT / "hardware" / "h100_sxm.yaml").read_text())
+    roomy = {**shipped, "name": "my_h100_120g", "memory_bytes": int(shipped["memory_bytes"] * 1.5)}
+    carried = load_hardware(_write(tmp_path, "carried.yaml", {**roomy, "fitted_as": "H100-SXM"}))
+    assert carried.fitted_name == "h100_sxm"
+    vllm = load_framework("vllm")
+    assert vllm.efficiency_for(carried) == vllm.efficiency_for(load_hardware("h100_sxm"))
+
+
 def test_a_vendor_that_misspells_a_catalog_vendor_is_refused_and_a_new_vendor_is_taken(tmp_path):
     with pytest.raises(InputError, match=r"vendor: 'nvdia' is no catalog vendor; did you mean nvidia\?"):
         load_hardware(_write(tmp_path, "typo.yaml", {**PCIE4, "vendor": "nvdia"}))

@@ -29,13 +29,13 @@ the cluster is paid for whether busy or not), and at capacity (the copies' own t
 """
 from __future__ import annotations
 
-from solver.catalog import DEFAULT_FRAMEWORK
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import pandas as pd
 
+from solver.catalog import DEFAULT_FRAMEWORK
 from solver.capacity.inputs import DEFAULT_SCENARIOS, default_cards, hardware_key, parse_cards
 from solver.capacity.sweep import UNROUNDED, Task, build_plan, hardware_list, solve_task, sweep_rows
 from solver.errors import InputError

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from solver.errors import InfeasibleError, three_figures
+from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import MemoryOptions
 from solver.plan import cpsat
 from solver.plan.groups import GROUPS
@@ -17,7 +18,6 @@ from solver.plan.table_build import attention_rejections, attention_tuples
 from solver.plan.tables import Tables
 from solver.space.domains import Space, build_space, largest_tp, redundant_for
 from solver.space.placement import as_launched, device_of, equal_split_sizes, launchable_sizes, split_text
-from solver.estimate.memory import memory_per_rank
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware

@@ -58,14 +58,14 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
         memory = _memory_remedies(job, scenario, smallest, missing) if (
             "B.memory_per_rank" in at_largest or not at_largest) else []
         # the memory in the model's terms, for the last pool missing (decode's sequence is the longer)
-        terms = memory_terms(model, hw, job.prec, largest, _smallest_load(scenario, missing[-1]), job.mem_opts) \
-            if "B.memory_per_rank" in at_largest else None
+        terms = (f"in a {missing[-1]} worker, "
+                 + memory_terms(model, hw, job.prec, largest, _smallest_load(scenario, missing[-1]), job.mem_opts)
+                 if "B.memory_per_rank" in at_largest else None)
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: no "
                                f"{' or '.join(missing)} worker of at most {largest} ranks is feasible "
                                f"({', '.join(binding)} {'bind' if len(binding) > 1 else 'binds'}{where}"
-                               + (f"; in a {missing[-1]} worker, {terms}" if terms else "") + ")", binding,
-                               _what_would_fit(_sla_floor(job, scenario, sorted(at_largest)), memory),
-                               terms=f"in a {missing[-1]} worker, {terms}" if terms else None)
+                               + (f"; {terms}" if terms else "") + ")", binding,
+                               _what_would_fit(_sla_floor(job, scenario, sorted(at_largest)), memory), terms=terms)
     need = cards_for(model, hw, smallest["prefill"], smallest["decode"])
     if need > cards:
         return InfeasibleError(f"no disaggregated deployment of {model.name} on {cards} x {hw.name}: the smallest "

@@ -294,13 +294,13 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
         if isinstance(pc, str):
             refused.setdefault(pc, []).append(label)
             continue
-        v, broken = expressed(model, hw, fw, scenario, pc, batch)
-        e, why = (None, f"violates {', '.join(dict.fromkeys(broken))}") if broken else admitted(
-            model, hw, fw, prec, f, scenario, v, batch)
+        v, _ = expressed(model, hw, fw, scenario, pc, batch)
+        e, why = admitted(model, hw, fw, prec, f, scenario, v, batch)  # a rule `v` still breaks comes first
         if e is None:
             refused.setdefault(why, []).append(label)
         else:
             priced.append((score_vs(scenario, e, est), label, e))
+
     def together(labels: list[str]) -> str:  # "attn_tp=2/4/8": the knob once
         return labels[0] + "".join("/" + lb.rpartition("=")[2] for lb in labels[1:])
 
@@ -311,7 +311,8 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
     s, label, e = min(priced, key=lambda x: x[0])
     of = f" (the best of {together([lb for _, lb, _ in priced])})" if len(priced) > 1 else ""
     return (f"{label}{of} {at} scores {s:+.3f} ({'worse' if s >= 0 else 'better'}) against it: "
-            f"{figures_vs(e, est)}" + (f"; {out}" if out else "") + (f"; listed for its role ({role})" if s < 0 and role else ""))
+            f"{figures_vs(e, est)}" + (f"; {out}" if out else "")
+            + (f"; listed for its role ({role})" if s < 0 and role else ""))
 
 
 def concurrency_neighbours(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,

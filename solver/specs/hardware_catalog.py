@@ -64,9 +64,13 @@ def _checked_user_file(path: Path) -> Hardware:
         raise InputError(f"{path}: vendor", f"{hw.vendor!r} is no catalog vendor; did you mean {meant}? (known: "
                                             f"{', '.join(catalog_vendors())}; a new vendor's name is taken as "
                                             "written)")
-    if hw.fitted_as is not None and _normalize(hw.fitted_as) not in list_hardware():
-        raise InputError(f"{path}: fitted_as", f"{hw.fitted_as!r} is no catalog device (known: "
-                                               f"{', '.join(list_hardware())})")
+    if hw.fitted_as is not None:
+        carried = _normalize(hw.fitted_as)
+        if carried not in list_hardware():
+            raise InputError(f"{path}: fitted_as", f"{hw.fitted_as!r} is no catalog device (known: "
+                                                   f"{', '.join(list_hardware())})")
+        # spelt as the fit keys it (the catalog device's own name), as a catalog name is read however it is cased
+        hw = hw.model_copy(update={"fitted_as": _load_catalog_entry(carried).name})
     key = _normalize(hw.name)
     if key in list_hardware():
         shipped = _load_catalog_entry(key)
