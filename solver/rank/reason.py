@@ -62,7 +62,8 @@ def dp_weights_over_limit(pc: ParallelConfig, mem: MemoryReport | None, ties: Ma
             f"limit of {mem.limit_bytes / 1e9:.1f} GB")
 
 
-# the seed's Layer 2 for MLA in the latency branch: a small attention TP
+# the seed's Layer 2 for MLA in the latency branch: a small attention TP kept as a candidate, "如 2/4" (seed 003,
+# the decision tree's latency branch, MLA line)
 MLA_LATENCY_TP = (2, 4)
 
 
