@@ -43,12 +43,13 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
               method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
               allow_cross_node: bool = False, explain_binding: bool = True,
               references: list | None = None, copies_hint: bool = False,
-              diagnose: bool = True) -> tuple[PlanResult, list[Candidate]]:
+              diagnose: bool = True, priced_reasons: bool = True) -> tuple[PlanResult, list[Candidate]]:
     """Library entry point shared by the CLI, sweeps and notebooks. `references`: the verified deployments the
     planner may adopt and the ranking measures closeness to (default: every one in references/). `copies_hint`:
     where the answer is bound by what a smaller world lifts, plan copies of smaller deployments and say in
     PlanResult.copies_note when they would carry clearly more per rank (plan.copies; `solve` asks for it).
-    `diagnose` False: no configuration raises without the diagnosis of why."""
+    `diagnose` False: no configuration raises without the diagnosis of why. `priced_reasons` False: a departure
+    from the seed is named, not priced (a caller that shows no reason, a sweep's rows, skips the estimates)."""
     if cards < 1:
         raise InputError("--cards", f"must be >= 1, got {cards}")
     refuse_unknown_method(method)
@@ -66,7 +67,8 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     result.input_notes = (*result.input_notes, *(n for n in engine_notes(fw) if n not in result.input_notes))
     cands = rank_candidates(result.candidates, spec, as_launched(hw, fw, cards), scenario, refs, _ref_models(),
                             top=top, kvp_in_tp=fw.kvp_splits_attention_weights,
-                            cp_replicates_kv=fw.cp_replicates_kv_cache, fw=fw, prec=prec)
+                            cp_replicates_kv=fw.cp_replicates_kv_cache, fw=fw,
+                            prec=prec if priced_reasons else None)
     if copies_hint and cands:
         result.copies_note = _copies_note(model, hardware, cards, scenario, framework, weight_dtype,
                                           moe_weight_dtype, kv_dtype, method, params, allow_cross_node, refs,

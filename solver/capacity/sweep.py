@@ -191,7 +191,7 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         kvp_in_tp = fw.kvp_splits_attention_weights
         result, cands = run_solve(t.model, t.hardware, t.cards, t.scenario, t.framework, t.weight_dtype,
                                   t.moe_weight_dtype, t.kv_dtype, t.method, t.params, t.top, t.allow_cross_node,
-                                  explain_binding=t.explain_binding)
+                                  explain_binding=t.explain_binding, priced_reasons=False)  # rows carry no reason
     except InfeasibleError as err:
         row = _base_row(t, _model_name(t.model), placed)
         row.update(feasible=False, on_front=False, memory_feasible=None,

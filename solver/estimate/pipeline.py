@@ -132,6 +132,9 @@ def send_tier(hw, stage_world: int, pp: int) -> str:
     return max(tier_of(k * stage_world - 1, k * stage_world) for k in range(1, max(pp, 2)))[1]
 
 
+_SENDS = IdentityMemo(65_536)  # send_s per device and hand-off: the planner's pipelines ask the same ones again
+
+
 def send_s(hw, stage_world: int, pp: int, tokens: float, width: int, comm_eff: float, split: int = 1) -> float:
     """One stage boundary's activation hand-off: tokens x width (hidden x residual streams:
     ModelSpec.residual_width) x bf16, over the slowest boundary's tier (send_tier). The ranks of an attention TP
@@ -140,7 +143,11 @@ def send_s(hw, stage_world: int, pp: int, tokens: float, width: int, comm_eff: f
     all_gather_group = the TP group, v1/worker/gpu_worker.py; sglang 0.5.23 managers/scheduler_pp_mixin.py,
     all_gather_group = the attention TP group; vllm-ascend 0.23.0 worker/worker.py): the slow boundary carries
     1/split of the tensor."""
-    nbytes = tokens * width * ACT_BYTES
+    return _SENDS.get((hw,), (stage_world, pp, tokens, width, comm_eff, split),
+                      lambda: _send_s(hw, stage_world, pp, tokens * width * ACT_BYTES, comm_eff, split))
+
+
+def _send_s(hw, stage_world: int, pp: int, nbytes: float, comm_eff: float, split: int) -> float:
     t = comm.send_recv_s(hw, nbytes / max(1, split), send_tier(hw, stage_world, pp), comm_eff)
     return t + (comm.all_gather_s(hw, split, nbytes, comm_eff=comm_eff) if split > 1 else 0.0)
 
