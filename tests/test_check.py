@@ -136,13 +136,13 @@ def test_large_vocab_with_neither_table_split_and_memory_to_spare_is_not_flagged
 
 
 def test_solves_recommendation_with_one_vocabulary_table_split_is_not_flagged(tmp_path):
-    # the README's first example: candidate 1 keeps the embedding replicated on purpose, lm_head at TP8
+    # the README's first example: candidate 1 keeps the embedding replicated on purpose, lm_head at TP16
     solve = ["solve", "deepseek-v3.2", "--hardware", "atlas_a3", "--cards", "64", "--scenario", "throughput",
              "--framework", "cann-recipes", "--weight-dtype", "int8", "--isl", "4096", "--osl", "256", "--format",
              "json"]
     best = json.loads(CliRunner().invoke(main, solve).stdout)["candidates"][0]
     pc = best["parallel_config"]
-    assert pc["embed_tp_size"] == 1 and pc["lmhead_tp_size"] == 8
+    assert pc["embed_tp_size"] == 1 and pc["lmhead_tp_size"] == 16
     data = {"model": "deepseek-v3.2", "hardware": "atlas_a3", "framework": "cann-recipes", "world_size": 64,
             "parallel_config": {k: v for k, v in pc.items() if k not in ("attn_dp_size", "moe_ep_size")},
             "workload": {"isl": 4096, "osl": 256, "concurrency": best["estimation"]["concurrency"]},

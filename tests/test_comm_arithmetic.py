@@ -78,3 +78,27 @@ def test_attention_dp_ranks_gather_their_hidden_rows_before_a_shared_lm_head():
     got = _head("deepseek-v3", ParallelConfig(world_size=8, lmhead_tp_size=8), 32)
     assert got["lmhead_gather"].bytes == 256 * 7168 * 2
     assert got["logits_gather"].bytes == 256 * 129280 * 2
+
+
+def test_an_lmhead_tp_engine_sends_each_rank_its_own_rows_logits():
+    """vllm-ascend's lmhead TP (ops/vocab_parallel_embedding.py _get_logits_lmheadtp; its profile's
+    serving.logits_exchange all_to_all): DeepSeek-V3 at attention DP 16 with the LM head TP16, 32 sequences a
+    replica: the hidden rows are all-gathered (16 x 32 x 7168 x 2 = 7,340,032 B out), each rank computes its
+    1/16 of the vocabulary for all 512 rows, and an all-to-all gives each rank its own 32 rows over the whole
+    vocabulary: 32 x 129,280 x 2 = 8,273,920 B a rank, where vLLM's all-gather hands every rank all 512 rows
+    (16x that)."""
+    from solver.estimate.compute import Work
+    from solver.estimate.step_parts import head_comms
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.estimate.factors import factors_for
+    model, hw = load_model("deepseek-v3"), load_hardware("atlas_a3")
+    pc = ParallelConfig(world_size=16, lmhead_tp_size=16)
+    w = Work("decode", 32, 4096, 32, 32)
+    ascend = {c.name: c for c in head_comms(model, hw, pc, factors_for(hw, load_framework("vllm-ascend")
+                                                                          .efficiency_for(hw)), w)}
+    vllm = {c.name: c for c in head_comms(model, hw, pc, factors_for(hw), w)}
+    assert ascend["lmhead_gather"].bytes == 16 * 32 * 7168 * 2
+    assert (ascend["logits_exchange"].primitive, ascend["logits_exchange"].bytes) == ("all_to_all", 32 * 129280 * 2)
+    assert vllm["logits_gather"].bytes == 16 * ascend["logits_exchange"].bytes

@@ -79,6 +79,8 @@ class Factors:
     allreduce_custom_spans_nodes: bool = True
     # the EP token exchange the engine's command runs under attention DP (FrameworkServing.ep_exchange)
     ep_exchange: str = "a2a_kernel"
+    # how a vocabulary-parallel LM head's logits reach the rows' ranks (FrameworkServing.logits_exchange)
+    logits_exchange: str = "all_gather"
     # the exchange the command switches to where its condition holds (FrameworkServing.ep_kernels; "" = none)
     ep_kernels_exchange: str = ""
     ep_kernels_when: str = ""
@@ -140,6 +142,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         allreduce_custom_ranks=tuple(int(r) for r in s.get("allreduce_custom_ranks", ())),  # type: ignore[union-attr]
         allreduce_custom_spans_nodes=bool(s.get("allreduce_custom_spans_nodes", 1.0)),
         ep_exchange=str(s.get("ep_exchange", "a2a_kernel")),
+        logits_exchange=str(s.get("logits_exchange", "all_gather")),
         ep_kernels_exchange=str(s.get("ep_kernels_exchange", "")),
         ep_kernels_when=str(s.get("ep_kernels_when", "")),
     )

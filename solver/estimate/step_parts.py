@@ -29,15 +29,15 @@ def hiding_s(name: str, compute_s: float, memory_s: float) -> float:
 
 
 def head_comms(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, w: Work) -> list[CommCost]:
-    return _head_colls(model, pc, w, lambda *a: collective(hw, f, *a))
+    return _head_colls(model, pc, w, lambda *a: collective(hw, f, *a), f.logits_exchange)
 
 
 def kit_head_comms(model: ModelSpec, kit: Kit) -> list:
     """head_comms as `kit`'s records."""
-    return _head_colls(model, kit.pc, kit.w, kit.coll)
+    return _head_colls(model, kit.pc, kit.w, kit.coll, kit.f.logits_exchange)
 
 
-def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
+def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll, logits_exchange: str = "all_gather") -> list:
     """The embedding's and LM head's collectives, made by `coll` (a Kit's record maker); the rows the embedding
     returns and the hidden states the head reads are the embedding's width (narrower than the stack's in OPT-350m)."""
     h, v = model.embed_width, model.vocab_size
@@ -55,17 +55,22 @@ def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll) -> list:
         out.append(coll("cp_hidden_allgather", "lm_head", "all_gather", w.cp_copies,
                         w.cp_copies * w.new_tokens * h * ACT_BYTES, pc.attn_group_size))
     if lt > 1:
-        # the vocab-parallel head computes every row of the group for its 1/lt of the vocabulary, then
+        # the vocab-parallel head computes every row of the group for its 1/lt of the vocabulary, then either
         # all-gathers the logits in the head's output dtype, so every rank holds the group's rows x the whole
-        # vocabulary (vLLM 0.34.0 model_executor/layers/logits_processor.py _gather_logits:
-        # tensor_model_parallel_all_gather, use_all_gather True on every platform; sglang 0.5.23
-        # layers/logits_processor.py _get_logits: do_tensor_parallel_all_gather). Its hidden rows are gathered
+        # vocabulary (logits_exchange all_gather: vLLM 0.34.0 model_executor/layers/logits_processor.py
+        # _gather_logits: tensor_model_parallel_all_gather, use_all_gather True on every platform; sglang 0.5.23
+        # layers/logits_processor.py _get_logits: do_tensor_parallel_all_gather), or sends each rank its own rows'
+        # slices (all_to_all: vllm-ascend 0.23.0 ops/vocab_parallel_embedding.py _get_logits_lmheadtp), each
+        # rank then holding its rows x the whole vocabulary. Its hidden rows are gathered
         # first (sglang's _gather_dp_attn_hidden_states under attention DP; SP and CP ranks hold their own rows
         # too); on attention TP x KVP ranks, which share them after the o_proj all-reduce, that gather is not run
         # and is charged all the same: the planner's tables cost the head beside the layout's group size, where
         # KVP and SP read alike (plan.table_inputs.outside), and it is h / V of the logits' gather
         out.append(coll("lmhead_gather", "lm_head", "all_gather", lt, lt * u_logit * h * ACT_BYTES))
-        out.append(coll("logits_gather", "lm_head", "all_gather", lt, lt * u_logit * v * ACT_BYTES))
+        if logits_exchange == "all_to_all":
+            out.append(coll("logits_exchange", "lm_head", "all_to_all", lt, u_logit * v * ACT_BYTES))
+        else:
+            out.append(coll("logits_gather", "lm_head", "all_gather", lt, lt * u_logit * v * ACT_BYTES))
     return out
 
 

@@ -280,7 +280,8 @@ class FrameworkProfile(BaseModel):
                "first_token_iterations": s.first_token_iterations,
                "graph_sizes": sizes,  # type: ignore[dict-item]  (a tuple: Factors.graph_sizes)
                "eager_launch_s": s.eager_launch_s,
-               "ep_exchange": s.ep_exchange}  # type: ignore[dict-item]  (a name: Factors.ep_exchange)
+               "ep_exchange": s.ep_exchange,  # type: ignore[dict-item]  (a name: Factors.ep_exchange)
+               "logits_exchange": s.logits_exchange}  # type: ignore[dict-item]  (a name: Factors.logits_exchange)
         if s.ep_kernels is not None:  # names and a condition: Factors.ep_exchange_for reads them
             out.update({"ep_kernels_exchange": s.ep_kernels.exchange,  # type: ignore[dict-item]
                         "ep_kernels_when": s.ep_kernels.when})  # type: ignore[dict-item]

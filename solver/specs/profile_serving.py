@@ -201,6 +201,11 @@ class FrameworkServing(BaseModel):
         "decode, throughput kernels at prefill); allgather_reducescatter: every rank gathers the whole MoE group's "
         "tokens, runs its experts on them and a reduce-scatter sums the outputs back; all_to_all: the collective "
         "library's plain all-to-all of each token-expert pair")
+    logits_exchange: Literal["all_gather", "all_to_all"] = Field(
+        "all_gather", description="how a vocabulary-parallel LM head's logits reach the rows' ranks: all_gather: "
+        "every rank of the head's group receives every row's logits over the whole vocabulary (vLLM's and SGLang's "
+        "logits processors); all_to_all: each rank receives its own rows' logits over the whole vocabulary "
+        "(vllm-ascend's lmhead TP)")
     ep_kernels: EpKernels | None = Field(
         None, description="the exchange the command switches to where a condition holds (its launch args read "
         "`ep_kernels`); None: ep_exchange everywhere")
