@@ -4,7 +4,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from solver.cli.main import main
-from solver.plan.diagnosis import cheaper_weights
+from solver.plan.memory_remedies import cheaper_weights
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.precision import resolve_precision

@@ -5,7 +5,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from solver.cli.main import main
-from solver.plan.diagnosis import rules_leaving_no_layout
+from solver.plan.memory_remedies import rules_leaving_no_layout
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model

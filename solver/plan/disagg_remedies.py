@@ -10,8 +10,9 @@ from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_misses, ttft_order
 from solver.plan.disagg_pools import cards_for, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
-from solver.plan.diagnosis import (SLA_FLAGS, cheaper_weights, first_that_plans, longest_isl_screened,
-                                   memory_question, memory_terms, might_fit, relax_slas)
+from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
+from solver.plan.memory_remedies import (cheaper_weights, first_that_plans, longest_isl_screened, memory_question,
+                                         might_fit)
 from solver.specs.launch_spec import POOL_NAMES, pool_role
 from solver.specs.limits import MAX_CONCURRENCY
 from solver.specs.scenario import Scenario

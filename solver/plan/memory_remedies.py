@@ -1,0 +1,271 @@
+"""What would make a deployment that memory rules out fit, each remedy checked or screened before it is offered:
+the nearest world sizes the planner confirms (a memory screen first: might_fit), a smaller concurrency, the longest
+prompt that fits, weight formats smaller than the current ones that the hardware takes. plan.diagnosis and
+plan.disagg_remedies read them."""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Callable, Sequence
+
+from solver.errors import InfeasibleError
+from solver.estimate.memory import memory_per_rank
+from solver.estimate.memory_options import MemoryOptions
+from solver.plan.groups import GROUPS
+from solver.plan.points import SolverParams
+from solver.plan.table_build import attention_rejections, attention_tuples
+from solver.space.domains import build_space, largest_tp, redundant_for
+from solver.space.placement import as_launched, device_of, equal_split_sizes
+from solver.specs.dtypes import number_format
+from solver.specs.framework import FrameworkProfile
+from solver.specs.hardware import Hardware
+from solver.specs.limits import MAX_CARDS
+from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import Precision
+from solver.specs.scenario import Scenario
+
+
+REMEDY_SIZES = 12  # world sizes a diagnosis screens for one that fits
+REMEDY_PLANS = 3  # of those, how many it may confirm with the planner (each is a small solve)
+REMEDY_TIME_LIMIT_S = 5.0  # the most --time-limit each of those small solves takes
+
+
+def remedy_worlds(world: int, model: ModelSpec, hw: Hardware, fw: FrameworkProfile) -> list[int]:
+    """World sizes to try, nearest first (by ratio), larger before smaller at the same distance: multiples
+    carry more memory, and divisors can be what makes the experts divide (384 experts on 4096 ranks do not).
+    Past one node, a world that leaves a node part-filled also tries the whole-node sizes either side (12 on
+    8-rank nodes: 8 and 16) and, under an engine whose launch runs equal ranks per node, the nearest sizes that
+    spread evenly over their nodes (11: 10 and 12)."""
+    sizes = {world * k for k in (2, 3, 4, 6, 8, 16, 32)} | {world // k for k in (2, 4, 8, 16, 32, 64, 128)
+                                                             if world % k == 0}
+    rpn = device_of(hw).ranks_per_node
+    if world > rpn and world % rpn:
+        sizes |= {world // rpn * rpn, -(-world // rpn) * rpn}
+        if fw.equal_ranks_per_node:
+            sizes |= set(equal_split_sizes(world, rpn))
+    sizes = {w for w in sizes if 1 <= w <= MAX_CARDS and w != world}
+    return sorted(sizes, key=lambda w: (abs(math.log(w / world)), -w))[:REMEDY_SIZES]
+
+
+def might_fit(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, w: int, scenario: Scenario,
+               mem_opts: MemoryOptions | None, seq_len: int | None = None) -> bool:
+    """A cheap screen before the planner is asked: the most sharded layouts with TP inside the node (MoE TP as
+    small as lets EP hold the experts, with the redundant copies the engine would place), without and with
+    pipeline stages across the rest of the ranks (at most one per layer), hold the smallest batch at the
+    scenario's longest sequence (or `seq_len`). Attention is screened both ways the node's ranks can shard it:
+    by heads (TP) and by requests (attention DP, or KVP over the same ranks where the engine has it), since a
+    cache that heads do not split (MLA's latent, one K/V head) is least per rank with the requests spread."""
+    tp = largest_tp(w, hw, model)
+    stages = [1] + [w // tp] * (1 < w // tp <= model.num_layers)
+    kvp = tp if "kvp_size" in fw.knobs else 1
+    attention = [(tp, 1)] + [(1, kvp)] * (tp > 1)
+    for pp in stages:
+        stage = w // pp
+        moe_tps = [1] if not model.is_moe else [t for t in (1, 2, 4, 8, 16, 32) if t <= tp and stage % t == 0
+                                                and redundant_for(model, fw, stage // t) is not None]
+        if not moe_tps:
+            continue
+        t = moe_tps[0] if model.is_moe else tp
+        for a_tp, a_kvp in attention:
+            pc = ParallelConfig(world_size=w, attn_tp_size=a_tp, kvp_size=a_kvp, dense_tp_size=tp, embed_tp_size=tp,
+                                lmhead_tp_size=tp, moe_tp_size=t, pp_size=pp,
+                                redundant_experts=(redundant_for(model, fw, stage // t) or 0) if model.is_moe else 0)
+            if memory_per_rank(model, hw, pc, prec, scenario.concurrency or 1, seq_len or scenario.max_seq_len,
+                               mem_opts, mtp_layers=scenario.mtp).feasible:
+                return True
+    return False
+
+
+def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                     scenario: Scenario, params: SolverParams, allow_cross_node: bool,
+                     mem_opts: MemoryOptions | None, sizes_only: bool = False) -> list[str]:
+    """What would make a deployment that memory rules out fit, each remedy checked or screened: a world size the
+    planner confirms, a smaller concurrency, a shorter sequence (where the screen passes at one token), weight
+    formats smaller than the current ones that the hardware takes. `sizes_only`: the world size alone (a group
+    the rules leave empty, which no sequence, batch or format refills)."""
+    out = []
+    ruled: dict[int, list[str]] = {}
+    fits, planned = _fitting_world(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts, ruled)
+    # the flag matters only where a size tried spans nodes
+    spans = any(w > device_of(as_launched(hw, fw, w)).ranks_per_node for w in planned)
+    wide = "" if allow_cross_node or not spans else " with TP inside a node (try --allow-cross-node)"
+    if fits is not None:
+        aside = ", SLAs aside" if scenario.ttft_ms is not None or scenario.tpot_ms is not None else ""
+        out.append(f"{fits} cards fit (the planner found a configuration there{aside})")
+    elif planned:
+        out.append(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory screen "
+                   f"passes){wide}")
+    else:
+        near = [w for w in remedy_worlds(world, model, hw, fw) if w not in ruled]
+        load = f"{scenario.concurrency:,} sequences" if scenario.concurrency else "the smallest batch"
+        # where the engine's rules leave only sizes below `world`, "none of them holds the weights" says nothing:
+        # fewer cards hold more weights a rank
+        if near and (max(near) > world or not ruled or sizes_only):
+            out.append(f"no size from {min(near)} to {max(near)} cards holds the weights and {load}{wide}")
+    larger = sorted(w for w in ruled if w > world)
+    if fits is None and larger:
+        # sizes the engine's rules run no configuration at, whatever the flags: said, not offered as a remedy
+        rules = sorted({r for w in larger for r in ruled[w]})
+        at = ", ".join(map(str, larger)) if len(larger) <= 3 else f"{larger[0]} to {larger[-1]}"
+        out.append(f"{fw.name} runs no larger size ({', '.join(rules)} at {at} cards)")
+    if sizes_only:
+        return out
+    if scenario.concurrency:
+        out.append("a smaller --concurrency")
+    shorter = _longest_isl(model, hw, prec, fw, world, scenario, params, allow_cross_node, mem_opts)
+    if shorter:
+        out.append(shorter)
+    cheaper = cheaper_weights(model, hw, prec, lambda p: might_fit(model, hw, p, fw, world, scenario, mem_opts))
+    if cheaper:
+        out.append(f"smaller weights ({cheaper})")
+    return out
+
+
+def _longest_isl(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                 scenario: Scenario, params: SolverParams, allow_cross_node: bool,
+                 mem_opts: MemoryOptions | None) -> str | None:
+    """The longest --isl (the OSL kept) at which these cards hold the model, as a remedy the planner confirms, or
+    None: the memory screen (might_fit) only grows with the sequence, so a bisection finds its longest sequence;
+    the planner then checks that ISL, and up to REMEDY_PLANS - 1 shorter ones (each ISL_BACKOFF of the last)
+    where what the screen leaves out (activations of the chunk, a layout the rules turn away) still binds."""
+    from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
+
+    question = memory_question(scenario)
+    lo = longest_isl_screened(model, hw, prec, fw, world, question, mem_opts)
+    if lo is None:
+        return None
+    quick = SolverParams(workers=params.workers, seed=params.seed,
+                         time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
+    isl = lo
+    for _ in range(REMEDY_PLANS):
+        try:
+            plan(model, hw, prec, fw, world, question.model_copy(update={"isl": isl}), quick, top=1,
+                 allow_cross_node=allow_cross_node, mem_opts=mem_opts, explain_binding=False, diagnose=False)
+        except InfeasibleError:
+            isl = int(isl * ISL_BACKOFF)
+            if isl < 1:
+                return None
+            continue
+        held = f"{scenario.concurrency:,} requests" if scenario.concurrency else "one request"
+        longest = (f"the longest prompt {world} x {hw.name} hold{'s' * (world == 1)} with {held} at OSL "
+                   f"{scenario.osl:,}" if isl == lo else f"the memory screen's longest, {lo:,}, the planner turned away")
+        return f"--isl {isl} or shorter ({longest}; the planner found a configuration there)"
+    return None
+
+
+def longest_isl_screened(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                         scenario: Scenario, mem_opts: MemoryOptions | None) -> int | None:
+    """The longest ISL below the scenario's (its OSL kept) that the memory screen (might_fit) passes on `world`
+    ranks, or None where one prompt token does not pass: the screen only grows with the sequence, so a bisection."""
+    tail = scenario.max_seq_len - scenario.isl  # the output tokens the sequence holds past the prompt
+    if scenario.isl <= 1 or not might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=tail + 1):
+        return None
+    lo, hi = 1, scenario.isl - 1  # lo passes (screened above); the ISL given does not
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if might_fit(model, hw, prec, fw, world, scenario, mem_opts, seq_len=tail + mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+ISL_BACKOFF = 0.9  # each next ISL the planner is asked about, as a share of the last, where the screen's longest fails
+
+
+# the weight formats a remedy may name, by the flag's spelling
+WEIGHT_REMEDIES = ("fp8", "int8", "int4", "fp4")
+
+
+def with_weights(prec: Precision, name: str, groups: Sequence[str]) -> Precision:
+    """`prec` with `groups` stored in format `name` where that has fewer bits (a flag never grows a group the
+    deployment already holds smaller: --moe-weight-dtype int4 stays under --weight-dtype fp8)."""
+    f = number_format(name)
+    return replace(prec, weights={g: f if g in groups and f.bits < w.bits else w for g, w in prec.weights.items()})
+
+
+# the groups each weight flag stores (resolve_precision: --weight-dtype every linear layer, routed experts included)
+WEIGHT_FLAGS = {"--weight-dtype": ("attention", "dense", "experts"), "--moe-weight-dtype": ("experts",)}
+
+
+def cheaper_weights(model: ModelSpec, hw: Hardware, prec: Precision,
+                    fits: Callable[[Precision], bool] | None = None) -> str:
+    """The weight flags and formats with fewer bits than this deployment's, that the hardware computes in or
+    keeps weight-only (resolve_precision accepts them) and, given `fits`, under which the deployment's memory
+    screen passes (a format that still does not hold the weights is no remedy); '' when none."""
+    def smaller(than: float, flag: str) -> list[str]:
+        return [n for n in WEIGHT_REMEDIES if (f := number_format(n)).bits < than
+                and (hw.supports(f.compute) or f.compute in hw.weight_only_formats)
+                and (fits is None or fits(with_weights(prec, n, WEIGHT_FLAGS[flag])))]
+
+    parts = []
+    dense = smaller(max(prec.fmt(g).bits for g in ("attention", "dense")), "--weight-dtype")
+    if dense:
+        parts.append(f"--weight-dtype {'/'.join(dense)}")
+    experts = smaller(prec.fmt("experts").bits, "--moe-weight-dtype") if model.is_moe else []
+    if experts and experts != dense:
+        parts.append(f"--moe-weight-dtype {'/'.join(experts)}")
+    return ", ".join(parts)
+
+
+def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                   scenario: Scenario, params: SolverParams, allow_cross_node: bool,
+                   mem_opts: MemoryOptions | None, ruled: dict[int, list[str]] | None = None
+                   ) -> tuple[int | None, list[int]]:
+    """(the nearest world size at which the planner itself finds a configuration, the sizes it was asked about):
+    the remedy is checked (first_that_plans; `ruled` as there)."""
+    return first_that_plans(model, hw, prec, fw, remedy_worlds(world, model, hw, fw), memory_question(scenario),
+                            params, allow_cross_node, mem_opts, ruled=ruled)
+
+
+def rules_leaving_no_layout(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int,
+                            scenario: Scenario) -> list[str]:
+    """The rules under which no attention layout runs on `world` ranks whatever the flags (the space with TP across
+    nodes allowed): ATOM's C.single_node past one node. [] where one runs."""
+    hw = as_launched(hw, fw, world)
+    space = build_space(model, hw, fw, world, scenario, allow_cross_node=True)
+    if attention_tuples(space, model, fw, world, hw, scenario):
+        return []
+    return (attention_rejections(space, model, fw, world, hw, scenario)
+            or sorted({p.rule for p in space.pruned if p.knob in GROUPS["attn"]}))
+
+
+def memory_question(scenario: Scenario) -> Scenario:
+    """The scenario a memory remedy is checked at: the smallest concurrency (a fixed one stays), the SLAs set aside
+    (memory is the question; a binding SLA has its own remedy)."""
+    return scenario.model_copy(update={"ttft_ms": None, "tpot_ms": None}
+                               | ({} if scenario.concurrency else {"max_concurrency": 1}))
+
+
+def first_that_plans(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, sizes: Sequence[int],
+                     scenario: Scenario, params: SolverParams | None, allow_cross_node: bool,
+                     mem_opts: MemoryOptions | None, method: str = "cpsat",
+                     ruled: dict[int, list[str]] | None = None) -> tuple[int | None, list[int]]:
+    """(the first of `sizes` at which the planner finds a configuration for `scenario`, the sizes it was asked
+    about): a size the engine's rules run nothing at is passed over (into `ruled`, with the rules:
+    rules_leaving_no_layout), each other passes the memory screen (might_fit) first, and at most REMEDY_PLANS are
+    planned, each within REMEDY_TIME_LIMIT_S."""
+    from solver.plan.solve import plan  # late: solve imports this module for its diagnosis
+
+    params = params or SolverParams()
+    quick = SolverParams(workers=params.workers, seed=params.seed, time_limit_s=min(params.time_limit_s, REMEDY_TIME_LIMIT_S))
+    planned: list[int] = []
+    for w in sizes:
+        rules = rules_leaving_no_layout(model, hw, fw, w, scenario)
+        if rules:
+            if ruled is not None:
+                ruled[w] = rules
+            continue
+        if not might_fit(model, as_launched(hw, fw, w), prec, fw, w, scenario, mem_opts):
+            continue
+        planned.append(w)
+        try:
+            plan(model, hw, prec, fw, w, scenario, quick, method=method, top=1, allow_cross_node=allow_cross_node,
+                 mem_opts=mem_opts, explain_binding=False, diagnose=False)
+        except InfeasibleError:
+            if len(planned) >= REMEDY_PLANS:
+                break
+            continue
+        return w, planned
+    return None, planned
