@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from solver.specs.hardware import PLATFORMS, Hardware
+from solver.specs.hardware import Hardware
 from solver.specs.knobs import LAYOUT_SWITCHES
 from solver.specs.profile_serving import ep_kernels_hold
 
@@ -90,10 +90,7 @@ class Factors:
         MoE group's view (profile_serving.EP_KERNEL_NAMES), else the default command's."""
         if not self.ep_kernels_when:
             return self.ep_exchange
-        env = {"moe_ep_size": pc.moe_ep_size, "moe_tp_size": pc.moe_tp_size, "attn_dp_size": pc.attn_dp_size,
-               "world": pc.stage_world, "pp_size": pc.pp_size, "ranks_per_node": hw.ranks_per_node,
-               **{f"on_{p}": hw.platform == p for p in PLATFORMS}}
-        return self.ep_kernels_exchange if ep_kernels_hold(self.ep_kernels_when, env) else self.ep_exchange
+        return self.ep_kernels_exchange if ep_kernels_hold(self.ep_kernels_when, pc, hw) else self.ep_exchange
 
 
 # the framework's switches (FrameworkProfile.efficiency_for writes each as 1.0 / 0.0): off where unset

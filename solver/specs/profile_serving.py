@@ -3,13 +3,17 @@ the serving features (CUDA-graph batch ranges, ...) the estimator reads (specs/f
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from solver.specs.expr import NOT_A_CONDITION, compile_expr, is_condition
 from solver.specs.hardware import PLATFORMS, VENDOR
 from solver.specs.limits import MAX_TOKENS
+
+if TYPE_CHECKING:
+    from solver.specs.hardware import Hardware
+    from solver.specs.parallel import ParallelConfig
 
 class FrameworkEfficiency(BaseModel):
     """Per-framework multipliers on the hardware's achieved-vs-peak factors; fitted later, 1.0 until then."""
@@ -149,9 +153,17 @@ class EpKernels(BaseModel):
         return self
 
 
-def ep_kernels_hold(when: str, env: dict[str, int | bool]) -> bool:
-    """Whether the EP-kernel condition `when` holds at `env` (EP_KERNEL_NAMES' values); "" never holds."""
-    return bool(when) and bool(compile_expr(when).evaluate(env))
+def ep_kernel_env(pc: "ParallelConfig", hw: "Hardware") -> dict[str, int | bool]:
+    """EP_KERNEL_NAMES' values at a config on a device: the one reading the estimate (Factors.ep_exchange_for) and
+    the launch (launch/emit.py) both evaluate an EP-kernel condition at."""
+    return {"moe_ep_size": pc.moe_ep_size, "moe_tp_size": pc.moe_tp_size, "attn_dp_size": pc.attn_dp_size,
+            "world": pc.stage_world, "pp_size": pc.pp_size, "ranks_per_node": hw.ranks_per_node,
+            **{f"on_{p}": hw.platform == p for p in PLATFORMS}}
+
+
+def ep_kernels_hold(when: str, pc: "ParallelConfig", hw: "Hardware") -> bool:
+    """Whether the EP-kernel condition `when` holds at `pc` on `hw` (ep_kernel_env); "" never holds."""
+    return bool(when) and bool(compile_expr(when).evaluate(ep_kernel_env(pc, hw)))
 
 
 class FrameworkServing(BaseModel):
