@@ -70,7 +70,7 @@ def test_the_head_collectives_are_the_primitives_own() -> None:
     assert got["lmhead_gather"].time_s == comm.all_gather_s(h, 32, got["lmhead_gather"].bytes, 1, f.comm)
     assert got["logits_gather"].time_s == comm.all_gather_s(h, 32, got["logits_gather"].bytes, 1, f.comm)
     assert all(c.tier == comm.crosses(h, c.group) for c in got.values())
-    assert _head_colls(m, pc, w, lambda *a: collective(h, f, *a)) == list(got.values())
+    assert _head_colls(m, pc, w, lambda *a: collective(h, f, *a), f.logits_exchange) == list(got.values())
 
 
 def test_the_collective_memo_tells_its_arguments_apart() -> None:

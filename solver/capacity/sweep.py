@@ -162,10 +162,6 @@ def hardware_list(hardware: str | Sequence[str]) -> list[str]:
 # --------------------------------------------------------------------------------------------- solving
 
 
-def _r(value: float, col: str) -> float:
-    return rounded(value, col)
-
-
 def _base_row(t: Task, model_name: str, placement: str) -> dict[str, Any]:
     return {"hardware": t.hardware_name, "cards": t.cards, "scenario": t.scenario_label, "model": model_name,
             "isl": t.scenario.isl, "osl": t.scenario.osl, "ttft_sla_ms": t.scenario.ttft_ms,
@@ -220,15 +216,15 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         row.update(
             attn_dp_size=p.config.attn_dp(fw.replica_knobs),  # the engine's DP: none inside a TP8 -dcp 8 group
             moe_ep_size=p.config.moe_ep_size if "moe_tp_size" in own else None,
-            memory_per_rank_gb=_r(e.memory.model_bytes / GB, "memory_per_rank_gb"),
-            ttft_ms=_r(e.ttft_s * 1e3, "ttft_ms"), tpot_ms=_r(e.tpot_s * 1e3, "tpot_ms"),
-            output_tokens_per_s_per_rank=_r(e.output_tokens_per_s_per_rank, "output_tokens_per_s_per_rank"),
-            output_tokens_per_s=_r(e.output_tokens_per_s, "output_tokens_per_s"),
-            tokens_per_s_per_user=_r(e.tokens_per_s_per_user, "tokens_per_s_per_user"),
+            memory_per_rank_gb=rounded(e.memory.model_bytes / GB, "memory_per_rank_gb"),
+            ttft_ms=rounded(e.ttft_s * 1e3, "ttft_ms"), tpot_ms=rounded(e.tpot_s * 1e3, "tpot_ms"),
+            output_tokens_per_s_per_rank=rounded(e.output_tokens_per_s_per_rank, "output_tokens_per_s_per_rank"),
+            output_tokens_per_s=rounded(e.output_tokens_per_s, "output_tokens_per_s"),
+            tokens_per_s_per_user=rounded(e.tokens_per_s_per_user, "tokens_per_s_per_user"),
             feasible=not misses, binding_constraint="; ".join(binding),
-            concurrency=p.batch, request_latency_ms=_r(sc.request_latency(e.ttft_s, e.tpot_s) * 1e3,
+            concurrency=p.batch, request_latency_ms=rounded(sc.request_latency(e.ttft_s, e.tpot_s) * 1e3,
                                                        "request_latency_ms"),
-            requests_per_s=_r(e.output_tokens_per_s / per_request, "requests_per_s"),
+            requests_per_s=rounded(e.output_tokens_per_s / per_request, "requests_per_s"),
             on_front=p.on_front, candidate=cand_rank.get(key), pattern=pattern_name(p.config, spec, kvp_in_tp),
             memory_feasible=e.memory.feasible,
             note="; ".join(e.memory.notes) if misses else _candidate_note(p, cand_rank.get(key), result.range_note, sc),

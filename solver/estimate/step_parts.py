@@ -37,7 +37,7 @@ def kit_head_comms(model: ModelSpec, kit: Kit) -> list:
     return _head_colls(model, kit.pc, kit.w, kit.coll, kit.f.logits_exchange)
 
 
-def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll, logits_exchange: str = "all_gather") -> list:
+def _head_colls(model: ModelSpec, pc: ParallelConfig, w: Work, coll, logits_exchange: str) -> list:
     """The embedding's and LM head's collectives, made by `coll` (a Kit's record maker); the rows the embedding
     returns and the hidden states the head reads are the embedding's width (narrower than the stack's in OPT-350m)."""
     h, v = model.embed_width, model.vocab_size
