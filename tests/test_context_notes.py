@@ -128,7 +128,7 @@ def test_solve_gemma_at_1m_says_why_its_tp8_candidate_has_no_add_on() -> None:
     r = CliRunner().invoke(main, ["solve", "gemma-3-27b", "--hardware", "h200_sxm", "--cards", "8", "--isl",
                                   "1048576", "--osl", "1024", "--format", "json"])
     assert r.exit_code == 0, r.output
-    reasons = [c["reason"] for c in json.loads(r.output)["candidates"] if "no add-on" in c["reason"]]
+    reasons = [c["reason"] for c in json.loads(r.stdout)["candidates"] if "no add-on" in c["reason"]]
     assert reasons and all("no add-on (CP2/KVP2/SP2: attention group" in x for x in reasons)
 
 

@@ -4,6 +4,7 @@ its wrapper, the family's defaults where the config leaves a field out (family_d
 stack (outside.py) and the checkpoint's formats (quant.py)."""
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ from solver.specs.validation import load_yaml
 
 
 _DEFAULTS_PATH = Path(__file__).parent / "family_defaults.yaml"
+# each family's transformers configuration class and file (generated: docs/family_classes_from_wheel.py)
+_CLASSES_PATH = Path(__file__).parent / "family_classes.yaml"
 # where the longest position the model was built for is written, first given wins
 CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len", "max_context_length")
 # wrapper keys whose values belong to the whole checkpoint, lifted into the text config when it lacks them; not
@@ -108,12 +111,15 @@ def _default_text_config(wrapper: dict[str, Any], wrapper_type: str, text_type: 
 
 
 def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False,
-                    taken: list[str] | None = None) -> tuple[dict[str, Any], bool]:
+                    taken: list[str] | None = None,
+                    filled: dict[str, str] | None = None) -> tuple[dict[str, Any], bool]:
     """The family's defaults where the config leaves a field out. A language model nested in a wrapper takes
     its own class's defaults first (transformers builds a nested dict as TextClass(**text_config): Llava's Mistral
     text config leaving intermediate_size out is MistralConfig's 14336), then the wrapper's default text config
     (its _text_config_defaults: LlamaConfig() for LLaVA; Voxtral's init_kwargs, which VoxtralConfig merges under a
-    given one) where the nested config is of that class, then the wrapper's line."""
+    given one) where the nested config is of that class, then the wrapper's line. `taken` gets the fields the
+    wrapper's default text config gave, `filled` the Hugging Face fields a family line gave (field -> its
+    model_type)."""
     table = _family_defaults()
     known = False
     out = dict(cfg)
@@ -140,7 +146,41 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
                     continue
                 if not any(cfg.get(a) is not None for a in aliases.get(k, ())):
                     out[k] = v
+                    if filled is not None and not str(k).startswith("_"):
+                        filled[k] = t
     return out, known
+
+
+@lru_cache(maxsize=1)
+def _family_classes() -> dict[str, Any]:
+    return load_yaml(_CLASSES_PATH, own=True) or {}
+
+
+def default_notes(filled: dict[str, str], defaulted: dict[str, Any], read: set, nested: dict[str, str],
+                  prefix: str) -> list[str]:
+    """One note per field the config leaves out and the reader took at its class's default (`filled`: field ->
+    the model_type whose line gave it), naming the class and its file where transformers has it
+    (family_classes.yaml; a line key that is no field of the class is a fact of its modeling code, not said),
+    else the family line. Only fields the reader looked up (`read`) and no nested block
+    gave (`nested`, _lift_nested's); what the family's class derives from other fields (derive_defaults) is no
+    default taken, so it is not here."""
+    classes = _family_classes()
+    version = classes.get("_transformers", "")
+    out = []
+    for k, family in filled.items():
+        # a value another step set since (a nested block; derive_defaults over a null default) is not the default
+        if k not in read or k in nested or defaulted.get(k) != (_family_defaults().get(family) or {}).get(k):
+            continue
+        value = json.dumps(defaulted[k])
+        value = value if len(value) <= 60 else value[:57] + "..."
+        cls = classes.get(family)
+        if cls and k not in cls[2]:  # a fact of the modeling code (Qwen3's use_qk_norm), no field to write
+            continue
+        where = (f"{cls[0]}'s default {value} (transformers {version} {cls[1].split('/')[-1]})" if cls else
+                 f"the model_type {family} line's default {value} (family_defaults.yaml; its class is not in "
+                 f"transformers {version})")
+        out.append(f"{prefix}{k} absent from config.json: read at {where}")
+    return out
 
 
 # PretrainedConfig's attributes about the config object itself (transformers configuration_utils.py: saving,
@@ -317,7 +357,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     wrapper_type = str(raw.get("model_type") or "")
     text_built = prefix == "text_config." and "text_config" not in raw
     from_wrapper: list[str] = []  # fields the nested config leaves to the wrapper's default text config
-    defaulted, known = _apply_defaults(text, wrapper_type, nested=text is not raw, taken=from_wrapper)
+    filled: dict[str, str] = {}  # fields a family line gave the config: field -> the line's model_type
+    defaulted, known = _apply_defaults(text, wrapper_type, nested=text is not raw, taken=from_wrapper, filled=filled)
     derive_defaults(defaulted)  # what the family's class derives from the other fields (its __post_init__)
     # what the family's line (or the wrapper's default text config) supplied, not the config: an unread one of them
     # drops nothing the user gave (Llama-4's shared-expert count in a dense Llama-Guard-4)
@@ -480,6 +521,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     if read:
         warnings.append(f"{prefix}{', '.join(read)}: not written; read as {wrapper_type}'s default text config "
                         "(a nested config is written as its difference from that default)")
+    warnings += default_notes(filled, defaulted, set(cfg.looked_up), cfg.nested, prefix)
     other_mixers = parallel_ssm or any(s.mixer in ("linear", "mamba", "conv", "rglru") for s in layer_slots)
     check_unread(f, cfg, model_type, known, warnings, other_mixers, supplied)
     return ModelSpec(

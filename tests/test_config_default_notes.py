@@ -1,0 +1,63 @@
+"""A config that leaves out a field its family's transformers class has a default for is read at that default, and
+the answer says so: one note per field so read (ModelSpec.warnings, which `inspect` and `solve` print), naming the
+class and its file (family_classes.yaml, generated from the transformers 5.25.0 wheel). What the reader derives by
+the family's own rule (head_dim = hidden / heads) and facts of the modeling code that are no field of the class
+(Qwen3's q / k norms, use_qk_norm in its family line) are no default taken: no note."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from solver.specs.config.read import parse_model_config
+
+ROOT = Path(__file__).resolve().parent.parent
+QWEN3_8B = ROOT / "models" / "Qwen--Qwen3-8B.json"
+LLAMA_8B = ROOT / "models" / "meta-llama--Meta-Llama-3.1-8B.json"
+GEMMA3_4B = ROOT / "models" / "google--gemma-3-4b-it.json"
+
+
+def _read(path: Path, *drop: str):
+    cfg = json.loads(path.read_text())
+    for key in drop:
+        del cfg[key]
+    return parse_model_config(cfg, path.stem)
+
+
+def _default_notes(spec) -> list[str]:
+    return [w for w in spec.warnings if "absent from config.json" in w]
+
+
+def test_qwen3_without_num_hidden_layers_is_read_at_the_class_default_and_says_so() -> None:
+    spec = _read(QWEN3_8B, "num_hidden_layers")
+    assert len(spec.layers) == 32  # Qwen3Config.num_hidden_layers = 32, not the config's 36
+    assert _default_notes(spec) == ["num_hidden_layers absent from config.json: read at Qwen3Config's default 32 "
+                                    "(transformers 5.25.0 configuration_qwen3.py)"]
+
+
+def test_one_note_per_field_taken_at_its_default() -> None:
+    """Qwen3-8B without num_hidden_layers and head_dim: two notes (head_dim 128 is Qwen3Config's, also 4096 / 32)."""
+    notes = _default_notes(_read(QWEN3_8B, "num_hidden_layers", "head_dim"))
+    assert [n.split(" ", 1)[0] for n in notes] == ["num_hidden_layers", "head_dim"]
+    assert "Qwen3Config's default 128" in notes[1]
+
+
+def test_a_complete_config_gets_no_note() -> None:
+    """Qwen3-8B as released writes every Qwen3Config field the reader reads; its family line's use_qk_norm is a
+    fact of Qwen3Attention (q / k norms), no field of the class: not noted either."""
+    assert _default_notes(_read(QWEN3_8B)) == []
+    assert _default_notes(_read(LLAMA_8B)) == []
+
+
+def test_a_field_the_reader_derives_gets_no_note() -> None:
+    """Llama-3.1-8B writes no head_dim: hidden 4096 / 32 heads = 128, the family's own rule, not a guess."""
+    spec = _read(LLAMA_8B)
+    assert "head_dim" not in json.loads(LLAMA_8B.read_text())
+    assert spec.layers[0].mixer.head_dim == 128
+    assert _default_notes(spec) == []
+
+
+def test_a_nested_language_model_names_its_own_class() -> None:
+    """Gemma-3-4B's text_config leaves num_attention_heads out: Gemma3TextConfig's default 8, named under the block."""
+    notes = _default_notes(_read(GEMMA3_4B))
+    assert ("text_config.num_attention_heads absent from config.json: read at Gemma3TextConfig's default 8 "
+            "(transformers 5.25.0 configuration_gemma3.py)") in notes
