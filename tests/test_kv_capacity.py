@@ -89,3 +89,13 @@ def test_linear_attention_keeps_a_constant_state_per_sequence_split_by_tp() -> N
     assert m.state_bytes == pytest.approx(533_504 * 36 * SEQS)
     assert long.state_bytes == pytest.approx(m.state_bytes)
     assert m.kv_cache_bytes == pytest.approx(12_288 * TOKENS)
+
+
+def test_fp8_sparse_mla_rows_carry_their_scales_and_a_bf16_rope_key() -> None:
+    """DeepSeek-V3.2 at TP8 with an fp8 KV cache: each latent row is 512 fp8 values + 512 / 128 = 4 fp32 scales
+    + 64 bf16 rope values = 512 + 16 + 128 = 656 B (vLLM v1/attention/backends/mla/flashmla_sparse.py:86-94,
+    which serves any fp8 dtype so: mla_attention.py:367-383; vllm-ascend's packed C8 row the same,
+    attention/utils.py:35-36), not 576; the indexer keys stay 132 B. 61 x 656 = 40,016 B per token."""
+    m = _mem("deepseek-v3.2", H200, {"dense_tp_size": 8, "moe_tp_size": 8}, 8, kv_dtype="fp8")
+    assert m.kv_cache_bytes == pytest.approx(40_016 * TOKENS)
+    assert m.indexer_cache_bytes == pytest.approx(8_052 * TOKENS)
