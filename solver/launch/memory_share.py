@@ -21,8 +21,11 @@ SHARE_DECIMALS = 4
 
 def memory_fraction(hw: "Hardware") -> float:
     """The share of a rank's memory the deployment was planned to use: the memory model's limit,
-    min(0.95 x capacity, capacity - runtime reserve), over the capacity, rounded down at SHARE_DECIMALS (an
-    engine given this share holds what the estimate fits; at a lower default it may not: vLLM's is 0.9)."""
+    min(0.95 x capacity, capacity - runtime reserve), over the capacity, rounded down at SHARE_DECIMALS (at a
+    lower default an engine holds less than the estimate fits: vLLM's is 0.9). vLLM sizes its KV pool as this
+    share of the device's total less the weights, the profiled activations, non-torch memory and its CUDA-graph
+    estimate (v1/worker/gpu_worker.py determine_available_memory): the graphs, part of the runtime reserve here,
+    come out of the share, so its pool is smaller than the plan's by their size."""
     from solver.estimate.memory_options import TOTAL_FRACTION, memory_limit
 
     return _floor_share(memory_limit(hw.memory_bytes, hw.reserved_bytes, TOTAL_FRACTION) / hw.memory_bytes)
