@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 
 from solver import api
+from solver.errors import InputError
+from solver.specs.expr import compile_expr
 from solver.launch.emit import LaunchInputs, emit_launch
 from solver.plan.points import SolverParams
 from solver.plan.solve import plan
@@ -39,10 +41,24 @@ def _violations(batch: int, mtp: int = 0) -> list[str]:
 
 
 def test_the_rule_reads_the_condition_the_launch_selects_deepep_at() -> None:
-    """The cap is the DeepEP dispatcher's: the rule applies exactly where the command runs it."""
+    """The cap is the DeepEP dispatcher's: the rule applies exactly where the command runs it. It reads the
+    profile's named condition `ep_kernels` (serving.ep_kernels.when, compiled in place: the names it reads are the
+    EP condition's) and `replica_batch`, not copies of their texts."""
     rule = next(r for r in SGL.rules if r.id == RULE)
     assert SGL.serving.ep_kernels is not None
-    assert rule.when == SGL.serving.ep_kernels.when
+    assert rule.when == "ep_kernels" and "replica_batch" in rule.require
+    assert rule.when_names == compile_expr(SGL.serving.ep_kernels.when).names
+    assert {"batch", "mtp", "world"} <= rule.names
+
+
+def test_a_profile_without_ep_kernels_reads_the_condition_false() -> None:
+    """A profile without serving.ep_kernels never runs them: a rule on `ep_kernels` never applies there."""
+    assert dict(load_framework("trtllm").rule_aliases)["ep_kernels"] == "false"
+
+
+def test_a_named_expression_naming_itself_is_refused() -> None:
+    with pytest.raises(InputError, match="through itself"):
+        compile_expr("a > 1", (("a", "a + 1"),))
 
 
 def test_a_decode_batch_at_the_cap_passes_check() -> None:

@@ -83,13 +83,29 @@ class _MissingName(Exception):
 class _Compiler:
     """Turns a whitelisted AST into nested closures; anything off the whitelist is an InputError."""
 
-    def __init__(self, text: str, products: Mapping[str, tuple[str, ...]] | None = None):
+    def __init__(self, text: str, products: Mapping[str, tuple[str, ...] | str] | None = None):
         self.text = text
         self.names: set[str] = set()
         self.products = products or {}
+        self._expanding: set[str] = set()  # the named expressions being compiled (one naming itself is refused)
 
     def reject(self, what: str) -> InputError:
         return InputError(f"expression {self.text!r}", f"{what} is not allowed")
+
+    def _named(self, name: str) -> _Eval:
+        """A name standing for an expression of its own (a profile's `ep_kernels` condition): compiled in place, so
+        the names it reads are the outer expression's."""
+        if name in self._expanding:
+            raise self.reject(f"'{name}' defined through itself")
+        try:
+            tree = ast.parse(self.products[name].strip(), mode="eval")
+        except SyntaxError as exc:
+            raise InputError(f"expression {self.products[name]!r} (named {name})", f"not valid syntax ({exc.msg})") from None
+        self._expanding.add(name)
+        try:
+            return self.compile(tree.body)
+        finally:
+            self._expanding.discard(name)
 
     def compile(self, node: ast.AST) -> _Eval:
         if isinstance(node, ast.Constant):
@@ -103,6 +119,8 @@ class _Compiler:
                 return lambda env, v=_CONSTANT_NAMES[node.id]: v
             if node.id in FUNCTIONS:
                 raise self.reject(f"function name '{node.id}' used as a value")
+            if isinstance(self.products.get(node.id), str):  # a named expression reads what its text reads
+                return self._named(node.id)
             if node.id in self.products:  # a named product reads its factors: the expression depends on them
                 factors = self.products[node.id]
                 self.names.update(factors)
@@ -222,10 +240,11 @@ def is_condition(expr: Expr, flags: frozenset[str] | set[str]) -> bool:
 
 
 @lru_cache(maxsize=1024)
-def compile_expr(text: str, products: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> Expr:
+def compile_expr(text: str, products: tuple[tuple[str, tuple[str, ...] | str], ...] = ()) -> Expr:
     """Parse and whitelist-check `text`; raises InputError naming the expression on anything unsupported.
     `products`: names that stand for the product of other names (a profile's tp_group_size), read as that
-    product: the Expr's `names` hold the factors, not the name."""
+    product, or (a string) for an expression of their own (a profile's ep_kernels), read as it: the Expr's `names`
+    hold the factors and the names read, not the name."""
     if not isinstance(text, str):
         raise InputError("expression", f"expected a string, got {type(text).__name__}")
     source = text.strip()

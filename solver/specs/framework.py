@@ -21,7 +21,7 @@ from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS, LAYOUT_SWITCHES
 from solver.specs.expr import Value, compile_expr
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.hardware import VENDOR
-from solver.specs.launch_spec import POOL_FIGURES, Feature, FeatureName, LaunchSpec, PairCheck
+from solver.specs.launch_spec import POOL_FIGURES, REPLICA_BATCH, Feature, FeatureName, LaunchSpec, PairCheck
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import FrameworkEfficiency, FrameworkScheduler, FrameworkServing
 
@@ -126,6 +126,14 @@ class FrameworkProfile(BaseModel):
         return tuple((name, tuple(k for k in knobs if k in self.knobs))
                      for name, knobs in (("tp_group_size", self.tp_group_knobs), ("attn_group_size", ATTN_GROUP_KNOBS)))
 
+    @property
+    def rule_aliases(self) -> tuple[tuple[str, tuple[str, ...] | str], ...]:
+        """What the names a rule reads by the profile's definition stand for: the group names (group_products) and
+        the named expressions (profile_rules.NAMED_EXPRESSIONS), each the one text its command is built from."""
+        ep = self.serving.ep_kernels
+        return (*self.group_products, ("ep_kernels", ep.when if ep is not None and ep.when else "false"),
+                ("replica_batch", REPLICA_BATCH))
+
     def pool_figures(self, pools: Mapping[str, "ParallelConfig"]) -> dict[str, int]:
         """Each pool's sizes as the launch names `<role>_<figure>` (launch_spec.POOL_NAMES): its world (one pipeline
         stage's ranks, as the rules and its own command read `world`: rule_env), pp_size, and the profile's group
@@ -191,7 +199,7 @@ class FrameworkProfile(BaseModel):
             seen.add(rule.id)
         products = self.group_products
         for rule in self.rules:
-            rule.bind(products)
+            rule.bind(self.rule_aliases)
         if self.launch is not None:
             self.launch.bind(products)
         return self

@@ -29,11 +29,16 @@ MODEL_NAMES = (
 # ranks, tp_group_knobs); attn_group_size, the ranks one attention group spans, TP x CP x KVP x SP
 # (ParallelConfig.attn_group_size; the engine's DP is world // it)
 GROUP_NAMES = ("tp_group_size", "attn_group_size")
+# Names a profile defines by an expression over the other names (FrameworkProfile.rule_aliases), so that a rule
+# reads the very condition or figure its command is built from: ep_kernels, the condition under which the command
+# runs the engine's EP kernels (serving.ep_kernels.when; false without one), and replica_batch, one engine
+# instance's share of the batch (launch_spec.REPLICA_BATCH)
+NAMED_EXPRESSIONS = ("ep_kernels", "replica_batch")
 RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, *DEPLOYMENT_NAMES, *MODEL_NAMES,
-                                        *GROUP_NAMES))
+                                        *GROUP_NAMES, *NAMED_EXPRESSIONS))
 # the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers
 RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "has_recurrent_mixer",
-                                        *PLATFORM_FLAGS))
+                                        "ep_kernels", *PLATFORM_FLAGS))
 
 
 # Every model of a profile is strict, as a device file is (specs/hardware.py): true is not an efficiency of 1.0 or
@@ -88,8 +93,9 @@ class Rule(BaseModel):
         self._read = tuple(sorted(self._when.names | self._require.names))
         return self
 
-    def bind(self, products: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
-        """Read the group names (GROUP_NAMES) as the profile's products of knobs: `names` then holds the knobs."""
+    def bind(self, products: tuple[tuple[str, tuple[str, ...] | str], ...]) -> None:
+        """Read the group names (GROUP_NAMES) as the profile's products of knobs and the named expressions
+        (NAMED_EXPRESSIONS) as the profile's expressions: `names` then holds the knobs and names they read."""
         self._when = compile_expr(self.when, products)
         self._require = compile_expr(self.require, products)
         self._read = tuple(sorted(self._when.names | self._require.names))
