@@ -123,6 +123,16 @@ def seed_split(pc: ParallelConfig, knobs: tuple[str, ...], hw: Hardware) -> list
         return [(label, getattr(exc, "problem", str(exc)))]
 
 
+def node_reach(hw: Hardware) -> str:
+    """The seed's "within the node" as the planner reads it on this hardware (domains.tp_domain): the node, or
+    the scale-up domain where its links run at the node's rate, said so where it spans more than one node."""
+    from solver.space.domains import tp_domain
+
+    dom = tp_domain(hw)
+    return ("the node" if dom <= hw.ranks_per_node else
+            f"the node, here the {dom}-rank scale-up domain at the node's link rate ({hw.ranks_per_node} per node)")
+
+
 def _split_priced(pc: ParallelConfig, knobs: tuple[str, ...], hw: Hardware, price: Callable | None,
                   unpriced: str) -> str:
     """The clause on a replicated module: its TP within the node priced (seed_split, `price`), else `unpriced`."""
@@ -181,7 +191,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         lines.append(f"{mods} TP{pc.dense_tp_size}" if pc.dense_tp_size > 1 and not held else
                      f"{mods} {f'TP{pc.dense_tp_size}' if pc.dense_tp_size > 1 else 'replicated'} (set by {held})"
                      if held else
-                     f"{mods} replicated (seed allows TP within the node: "
+                     f"{mods} replicated (seed allows TP within {node_reach(hw)}: "
                      + _split_priced(pc, ("dense_tp_size",), hw, price, "the estimate prefers no all-reduce here")
                      + ")")
     if model.has_large_vocab:
