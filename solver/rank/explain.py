@@ -8,7 +8,7 @@ from solver.estimate.compute import Factors
 from solver.estimate.serving import Estimate, Workload, estimate, mtp_tokens_per_step
 from solver.estimate.step import StepCost
 from solver.plan.layout_memory import assumed_memory
-from solver.report.render import fmt_cell
+from solver.rank.cell import fmt_cell
 from solver.rank.select import knobs_differ, pattern_name  # noqa: F401 (knobs_differ: imported from here too)
 from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile
@@ -355,8 +355,9 @@ def concurrency_neighbours(model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
     """Why #1 runs at its concurrency: the same configuration at half and at twice it, scored against #1 (the
     scenario's trade of request latency for tokens/s per rank along the concurrency axis), or what stops it there
     (--max-concurrency, a rule at that concurrency, memory at the longest context as the planner checks it, an
-    SLA). One that scores better than #1 can only be inside the tie band, where the seed orders by closeness to a
-    verified deployment (candidate 1 is the best score outside it). Nothing where the user fixed the concurrency."""
+    SLA). One that scores better than #1 is said to (score_word: inside the tie band or beyond it); the same
+    configuration has one verified deployment at every concurrency, so closeness to it is not why #1 stands
+    first. Nothing where the user fixed the concurrency."""
     if scenario.concurrency is not None:
         return []
     lines = []
@@ -371,8 +372,10 @@ def concurrency_neighbours(model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
         if e is None:
             lines.append(head + why)
             continue
-        tie = (f"; within the {PERF_TIE:.0%} tie band, where #1 is ordered first as closer to a verified deployment"
-               if score_vs(scenario, e, best_est) < 0 else "")
+        # the same configuration has the same verified deployment at every concurrency, so closeness to one
+        # cannot be why #1 stands first: say only where the score lies
+        s = score_vs(scenario, e, best_est)
+        tie = f"; {score_word(s)} against #1" if s < 0 else ""
         lines.append(head + _scored(scenario, e, best_est) + tie)
     return lines
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from solver.rank.cell import fmt_cell  # the sentences beside a table write figures as its cells do
+
 if TYPE_CHECKING:  # rich and yaml load when output is written, not when a command module is imported
     from rich.console import Console
     from rich.table import Table
@@ -48,22 +50,6 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], jus
     for row in rows:
         t.add_row(*[fmt_cell(v) for v in row])
     return t
-
-
-def fmt_cell(value: Any) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        if value == 0:
-            return "0"
-        if abs(value) >= 100:
-            return f"{value:,.0f}"
-        if abs(value) >= 1:
-            return f"{value:.2f}"
-        return f"{value:.3g}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return "" if value is None else str(value)
 
 
 def console() -> Console:
