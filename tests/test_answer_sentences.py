@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from solver.entry import _ref_models
 from solver.rank.explain import _pct, ahead_by_tie, concurrency_vs_first, figures_vs, score_word
-from solver.rank.reason import node_reach
+from solver.rank.reason import latency_follows, node_reach, seed_attention
 from solver.rank.select import distance_terms, reference_distance
 from solver.report.disagg_view import Comparison
 from solver.specs.hardware_catalog import load_hardware
@@ -118,3 +118,19 @@ def test_a_disagg_win_inside_the_tie_band_says_it_is_a_tie() -> None:
     assert Comparison("disagg", 0.72, (), gap).tied()
     assert not Comparison("disagg", 0.72, (), -0.05).tied()
     assert not Comparison("disagg", None, ()).tied()
+
+
+def test_an_mla_model_at_attention_tp_wider_than_the_seeds_two_or_four_departs_in_the_latency_branch() -> None:
+    """The seed's latency branch asks for a small attention TP (2/4) on MLA and a moderate one on GQA. So on
+    DeepSeek-V3.2 (MLA) attn_tp=8 departs from it, and the reason then prices attn_tp=2/4: on 8 x H200 under
+    SGLang, attn_tp=4 at #1's backbone and concurrency 1 reproduces with `estimate --attn-tp 4 --dense-tp 8
+    --lmhead-tp 4 --concurrency 1 --isl 4096 --osl 256` (TTFT 392 ms, TPOT 11.09 ms). Before the fix the line
+    read 'chose attn_tp=8' with no departure. On GQA (Llama-3.3-70B) attn_tp=8 follows the branch."""
+    mla, gqa = load_model("deepseek-v3.2"), load_model("llama-3.3-70b")
+    assert not latency_follows(8, mla) and latency_follows(4, mla) and latency_follows(2, mla)
+    assert not latency_follows(1, mla)
+    assert latency_follows(8, gqa) and not latency_follows(1, gqa)
+    hw = load_hardware("h200_sxm")
+    seeds = seed_attention(ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8,
+                                          lmhead_tp_size=8), mla, Scenario(kind="latency"), hw)
+    assert [label for label, _ in seeds] == ["attn_tp=2", "attn_tp=4"]

@@ -67,13 +67,19 @@ def dp_weights_over_limit(pc: ParallelConfig, mem: MemoryReport | None, ties: Ma
 MLA_LATENCY_TP = (2, 4)
 
 
+def latency_follows(g: int, model: ModelSpec) -> bool:
+    """The latency branch's attention TP (the ranks splitting the heads, `g`): for MLA the seed's small values
+    (MLA_LATENCY_TP: a wider TP replicates the latent cache on more ranks), for GQA any TP above 1."""
+    return g in MLA_LATENCY_TP if model.has_mla else g > 1
+
+
 def seed_attention(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware,
                    kvp_in_tp: bool = False) -> list[tuple[str, ParallelConfig | str]]:
     """The seed's Layer 2 value(s) where `pc` departs from its branch, each as `pc` with that attention TP and
     the rest of the backbone unchanged (o_proj's TP following attention where it did; with `kvp_in_tp` the
     engine's TP is attn_tp x kvp, so throughput's TP1 has no DCP): throughput attn_tp=1; latency 2/4 for MLA and
     every degree from 2 to the largest in-node TP (domains.largest_tp) for GQA, those dividing the stage and the
-    heads; in place of the configuration,
+    heads (for MLA also where `pc` runs a wider TP than 2/4); in place of the configuration,
     the space's refusal where it admits none with that value (the attention group no longer divides the world).
     Empty where `pc` follows the branch, or no such degree divides the stage and the heads."""
     from solver.errors import ShardplanError
@@ -83,7 +89,7 @@ def seed_attention(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw:
     g = pc.attn_tp_group(kvp_in_tp)
     if scenario.kind == "throughput" and g > 1:
         values = [1]
-    elif scenario.kind == "latency" and g == 1:
+    elif scenario.kind == "latency" and not latency_follows(g, model):
         top = largest_tp(pc.stage_world, hw, model)
         # a degree attention TP can take at all: dividing the stage and the heads, inside the node
         values = [d for d in (MLA_LATENCY_TP if model.has_mla else range(2, top + 1))
@@ -236,7 +242,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         follows = g == 1
     elif scenario.kind == "latency":
         expect = "small attn_tp (2/4) for MLA, moderate attn_tp for GQA"
-        follows = g > 1
+        follows = latency_follows(g, model)
     else:
         expect = "between the throughput and latency branches"
         follows = True

@@ -4,8 +4,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from solver.rank.cell import fmt_cell  # the sentences beside a table write figures as its cells do
-
 if TYPE_CHECKING:  # rich and yaml load when output is written, not when a command module is imported
     from rich.console import Console
     from rich.table import Table
@@ -50,6 +48,14 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], jus
     for row in rows:
         t.add_row(*[fmt_cell(v) for v in row])
     return t
+
+
+def fmt_cell(value: Any) -> str:
+    """A table cell as rank.cell writes it (its one home: the sentences beside a table write figures so too); loaded
+    here when a table is written, so a cold CLI start does not load the rank package."""
+    from solver.rank.cell import fmt_cell as cell
+
+    return cell(value)
 
 
 def console() -> Console:
