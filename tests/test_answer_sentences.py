@@ -10,7 +10,7 @@ from solver.entry import _ref_models
 from solver.rank.explain import _pct, ahead_by_tie, concurrency_vs_first, figures_vs, score_word
 from solver.rank.reason import latency_follows, node_reach, seed_attention
 from solver.rank.select import distance_terms, reference_distance
-from solver.report.disagg_view import Comparison
+from solver.report.disagg_view import Comparison, each_worker
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig
@@ -134,3 +134,11 @@ def test_an_mla_model_at_attention_tp_wider_than_the_seeds_two_or_four_departs_i
     seeds = seed_attention(ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8,
                                           lmhead_tp_size=8), mla, Scenario(kind="latency"), hw)
     assert [label for label, _ in seeds] == ["attn_tp=2", "attn_tp=4"]
+
+
+def test_a_pool_of_several_workers_counts_its_replicas_per_worker() -> None:
+    """Llama-3.3-70B on 16 x H100 disaggregated as 2P1D: the prefill pool is 2 workers of Pure TP4, so 2 attention
+    replicas in all. 'prefill 4-way attention TP x 1 replica' alone would read as one; the layout says it is one in
+    each of 2 workers. A pool of one worker adds nothing."""
+    assert each_worker(2) == " in each of 2 workers"
+    assert each_worker(1) == ""

@@ -80,6 +80,12 @@ def replicas(n: int) -> str:
     return "1 replica" if n == 1 else f"{n} replicas"
 
 
+def each_worker(workers: int) -> str:
+    """A pool's replicas are counted in one worker: where the pool has several, say so (2 workers of TP4 are 2
+    replicas, not the '1 replica' one worker has)."""
+    return f" in each of {workers} workers" if workers > 1 else ""
+
+
 def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int,
             kvp_in_tp: bool = False) -> Comparison:
     """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why."""
@@ -112,8 +118,8 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
     pc_p, pc_d, pc_a = d.prefill.planned.config, d.decode.planned.config, agg.planned.config
     # attention TP as the engine counts it (TP x DCP where its DCP reuses the TP ranks)
     why.append(f"each pool has its own layout: prefill {pc_p.attn_tp_group(kvp_in_tp)}-way attention TP "
-               f"x {replicas(pc_p.attn_replicas)}, decode "
-               f"{pc_d.attn_tp_group(kvp_in_tp)}-way x {replicas(pc_d.attn_replicas)} "
+               f"x {replicas(pc_p.attn_replicas)}{each_worker(d.prefill.workers)}, decode "
+               f"{pc_d.attn_tp_group(kvp_in_tp)}-way x {replicas(pc_d.attn_replicas)}{each_worker(d.decode.workers)} "
                f"(aggregated: {pc_a.attn_tp_group(kvp_in_tp)}-way x {pc_a.attn_replicas}); decode runs "
                f"{e.shape.running} sequences per replica (aggregated {a.running_per_replica:g})")
     why.append(f"disaggregation pays {e.transfer.time_s * 1e3:.2f} ms of KV transfer per request "
