@@ -342,7 +342,9 @@ def test_explain_says_why_candidate_1_stands_ahead_of_a_better_scoring_one():
     lines = _explain("llama-3.1-8b", "--hardware", "h100_sxm", "--cards", "2", "--scenario", "latency")
     first = next(x for x in lines if x.startswith("#1 "))
     assert "ahead of #2, which scores better, because the two are within the 3% tie band" in first
-    assert "closer to a verified deployment: oss-20b (2 knobs differ) vs oss-20b (3 knobs differ)" in first
+    # the distances: 2 (or 3) knobs + another model 2 + other hardware 1 = 5 (6)
+    assert ("closer to a verified deployment: oss-20b (distance 5.00: 2 knobs differ (+2), GPT-OSS-20B (another "
+            "model, +2), atlas_a2 (other hardware, +1)) vs oss-20b (distance 6.00: 3 knobs differ (+3)") in first
     assert not any("ahead of" in x for x in lines if x.startswith("#2 ") or x.startswith("#3 "))
 
 

@@ -1,12 +1,15 @@
 """`solve --explain`: why the seed's main alternative patterns lost to the recommendation, in numbers."""
 from __future__ import annotations
 
+import math
+
 from solver.errors import ShardplanError
 from solver.estimate.compute import Factors
 from solver.estimate.serving import Estimate, Workload, estimate, mtp_tokens_per_step
 from solver.estimate.step import StepCost
 from solver.plan.layout_memory import assumed_memory
-from solver.rank.select import pattern_name
+from solver.rank.cell import fmt_cell
+from solver.rank.select import knobs_differ, pattern_name  # noqa: F401 (knobs_differ: imported from here too)
 from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile
 from solver.specs.rule_env import device_facts, model_env
@@ -105,7 +108,23 @@ def _main_step(e: Estimate, scenario: Scenario) -> tuple[str, StepCost | None]:
 
 
 def _pct(new: float, old: float) -> str:
-    return f"{new / old - 1:+.0%}" if old else "n/a"
+    """The change from `old` to `new` in whole percent; one below half a percent keeps a decimal (-0.2%, not
+    -0%, which reads as no change in one direction), and none at all is 0%."""
+    if not old:
+        return "n/a"
+    r = new / old - 1
+    whole = f"{r:+.0%}"
+    if whole not in ("+0%", "-0%"):
+        return whole
+    return f"{r:+.1%}" if f"{r:+.1%}" not in ("+0.0%", "-0.0%") else "0%"
+
+
+def score_word(s: float) -> str:
+    """A score against a configuration in words the ordering agrees with (select.ORDERING): within the tie band
+    the two count as tied, whatever the sign."""
+    if abs(s) <= math.log(1 + PERF_TIE):
+        return f"within the {PERF_TIE:.0%} tie band"
+    return "worse" if s > 0 else "better"
 
 
 def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
@@ -143,10 +162,10 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
     if best_batch is not None and best_batch != g.batch:
         differs.append(f"concurrency {g.batch} vs {best_batch}")
     # a phase without a first token (decode only) or without decoding (prefill only) has no such figure
-    changes = ([f"TTFT {_pct(e.ttft_s, best_est.ttft_s)} ({best_est.ttft_s * 1e3:.0f} -> {e.ttft_s * 1e3:.0f} ms)"]
-               if e.has_ttft else [])
-    changes += ([f"TPOT {_pct(e.tpot_s, best_est.tpot_s)} ({best_est.tpot_s * 1e3:.1f} -> {e.tpot_s * 1e3:.1f} ms)"]
-                if e.has_tpot else [])
+    changes = ([f"TTFT {_pct(e.ttft_s, best_est.ttft_s)} ({fmt_cell(best_est.ttft_s * 1e3)} -> "
+                f"{fmt_cell(e.ttft_s * 1e3)} ms)"] if e.has_ttft else [])
+    changes += ([f"TPOT {_pct(e.tpot_s, best_est.tpot_s)} ({fmt_cell(best_est.tpot_s * 1e3)} -> "
+                 f"{fmt_cell(e.tpot_s * 1e3)} ms)"] if e.has_tpot else [])
     rate = "output tokens/s per rank" if e.has_tpot else "prompt tokens/s per rank"  # prefill: one token a prompt
     changes += [f"request latency {_pct(lat, best_lat)}",
                 f"{rate} {_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)}"]
@@ -184,14 +203,12 @@ def _scored(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
             f"tokens/s per rank {_pct(thr, thr0)})")
 
 
-def knobs_differ(n: int) -> str:
-    """How far a configuration is from its verified deployment, in words that agree with the count."""
-    return "same knobs" if n == 0 else ("1 knob differs" if n == 1 else f"{n} knobs differ")
-
-
 def ahead_by_tie(scenario: Scenario, candidates: list, i: int) -> str:
-    """Why candidate i stands ahead of a later one with a better score (the seed's ranking: within the tie band
-    the configuration closer to a verified deployment comes first), in one clause; '' where none scores better."""
+    """Why candidate i stands ahead of a later one with a better score, in one clause, by the first key of the
+    ranking's order (select.rank_candidates) that puts it there: a core candidate (planned whatever --top asks)
+    ahead of one that is not, one that fits ahead of one that does not, one with TP in the node ahead of one
+    that leaves it, and within the tie band the configuration closer to a verified deployment (the distance
+    and its terms); '' where none scores better."""
     from solver.rank.select import PERF_TIE
 
     mine = candidates[i]
@@ -200,12 +217,29 @@ def ahead_by_tie(scenario: Scenario, candidates: list, i: int) -> str:
     if not better:
         return ""
     j, c = better[0]
+    head = f"; ahead of #{j + 1}, which scores better, because "
+    if mine.planned.core and not c.planned.core:
+        return head + f"it is one of the core candidates, planned whatever --top asks, and #{j + 1} is not"
+    if mine.planned.estimate.memory.feasible and not c.planned.estimate.memory.feasible:
+        return head + f"it fits in memory and #{j + 1} does not"
+    if not mine.cross_node and c.cross_node:
+        return head + f"its TP groups stay in the node and #{j + 1}'s leave it"
 
     def near(x) -> str:
-        return f"{x.reference} ({knobs_differ(len(x.reference_diff))})" if x.reference != "none" else "none"
+        if x.reference == "none":
+            return "none"
+        return f"{x.reference} (distance {x.reference_distance:.2f}: {', '.join(x.reference_terms)})"
 
-    return (f"; ahead of #{j + 1}, which scores better, because the two are within the {PERF_TIE:.0%} tie band and "
-            f"the seed then prefers the configuration closer to a verified deployment: {near(mine)} vs {near(c)}")
+    return (head + f"the two are within the {PERF_TIE:.0%} tie band and the seed then prefers the configuration "
+            f"closer to a verified deployment: {near(mine)} vs {near(c)}")
+
+
+def concurrency_vs_first(candidates: list, i: int) -> str:
+    """Where candidate i runs at another concurrency than #1, the clause saying so: its score and figures
+    against #1's compare two operating points, not two configurations at one load."""
+    if i == 0 or candidates[i].planned.batch == candidates[0].planned.batch:
+        return ""
+    return f"; at concurrency {candidates[i].planned.batch}, #1 at {candidates[0].planned.batch}"
 
 
 def candidate_scores(scenario: Scenario, candidates: list[tuple[str, Estimate, str]]) -> list[str]:
@@ -267,17 +301,18 @@ def admitted(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisi
                       f"{over.limit_bytes / 1e9:.1f} GB)")
     misses = scenario.sla_misses(e.ttft_s, e.tpot_s)
     if misses:
-        return None, f"misses {', '.join(misses)} (TTFT {e.ttft_s * 1e3:,.0f} ms, TPOT {e.tpot_s * 1e3:.2f} ms)"
+        return None, (f"misses {', '.join(misses)} (TTFT {fmt_cell(e.ttft_s * 1e3)} ms, "
+                      f"TPOT {fmt_cell(e.tpot_s * 1e3)} ms)")
     return e, ""
 
 
 def figures_vs(e: Estimate, ref: Estimate) -> str:
     """The table's figures of `ref` -> `e` that the phase has (mem GB, TTFT, TPOT, tokens/s per rank)."""
-    parts = [f"mem {ref.memory.model_bytes / 1e9:.2f} -> {e.memory.model_bytes / 1e9:.2f} GB"]
-    parts += [f"TTFT {ref.ttft_s * 1e3:,.0f} -> {e.ttft_s * 1e3:,.0f} ms"] if e.has_ttft else []
-    parts += [f"TPOT {ref.tpot_s * 1e3:.2f} -> {e.tpot_s * 1e3:.2f} ms"] if e.has_tpot else []
-    return ", ".join(parts + [f"tok/s per rank {ref.output_tokens_per_s_per_rank:,.4g} -> "
-                              f"{e.output_tokens_per_s_per_rank:,.4g}"])
+    parts = [f"mem {ref.memory.model_bytes / 1e9:.2f} -> {e.memory.model_bytes / 1e9:.2f} GB"]  # as the YAML, finer than a cell
+    parts += [f"TTFT {fmt_cell(ref.ttft_s * 1e3)} -> {fmt_cell(e.ttft_s * 1e3)} ms"] if e.has_ttft else []
+    parts += [f"TPOT {fmt_cell(ref.tpot_s * 1e3)} -> {fmt_cell(e.tpot_s * 1e3)} ms"] if e.has_tpot else []
+    return ", ".join(parts + [f"tok/s per rank {fmt_cell(ref.output_tokens_per_s_per_rank)} -> "
+                              f"{fmt_cell(e.output_tokens_per_s_per_rank)}"])
 
 
 def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
@@ -310,7 +345,7 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
         return f"{out}, {at}"
     s, label, e = min(priced, key=lambda x: x[0])
     of = f" (the best of {together([lb for _, lb, _ in priced])})" if len(priced) > 1 else ""
-    return (f"{label}{of} {at} scores {s:+.3f} ({'worse' if s >= 0 else 'better'}) against it: "
+    return (f"{label}{of} {at} scores {s:+.3f} ({score_word(s)}) against it: "
             f"{figures_vs(e, est)}" + (f"; {out}" if out else "")
             + (f"; listed for its role ({role})" if s < 0 and role else ""))
 
@@ -320,8 +355,9 @@ def concurrency_neighbours(model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
     """Why #1 runs at its concurrency: the same configuration at half and at twice it, scored against #1 (the
     scenario's trade of request latency for tokens/s per rank along the concurrency axis), or what stops it there
     (--max-concurrency, a rule at that concurrency, memory at the longest context as the planner checks it, an
-    SLA). One that scores better than #1 can only be inside the tie band, where the seed orders by closeness to a
-    verified deployment (candidate 1 is the best score outside it). Nothing where the user fixed the concurrency."""
+    SLA). One that scores better than #1 is said to (score_word: inside the tie band or beyond it); the same
+    configuration has one verified deployment at every concurrency, so closeness to it is not why #1 stands
+    first. Nothing where the user fixed the concurrency."""
     if scenario.concurrency is not None:
         return []
     lines = []
@@ -336,8 +372,10 @@ def concurrency_neighbours(model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
         if e is None:
             lines.append(head + why)
             continue
-        tie = (f"; within the {PERF_TIE:.0%} tie band, where #1 is ordered first as closer to a verified deployment"
-               if score_vs(scenario, e, best_est) < 0 else "")
+        # the same configuration has the same verified deployment at every concurrency, so closeness to one
+        # cannot be why #1 stands first: say only where the score lies
+        s = score_vs(scenario, e, best_est)
+        tie = f"; {score_word(s)} against #1" if s < 0 else ""
         lines.append(head + _scored(scenario, e, best_est) + tie)
     return lines
 

@@ -67,13 +67,19 @@ def dp_weights_over_limit(pc: ParallelConfig, mem: MemoryReport | None, ties: Ma
 MLA_LATENCY_TP = (2, 4)
 
 
+def latency_follows(g: int, model: ModelSpec) -> bool:
+    """The latency branch's attention TP (the ranks splitting the heads, `g`): for MLA the seed's small values
+    (MLA_LATENCY_TP: a wider TP replicates the latent cache on more ranks), for GQA any TP above 1."""
+    return g in MLA_LATENCY_TP if model.has_mla else g > 1
+
+
 def seed_attention(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw: Hardware,
                    kvp_in_tp: bool = False) -> list[tuple[str, ParallelConfig | str]]:
     """The seed's Layer 2 value(s) where `pc` departs from its branch, each as `pc` with that attention TP and
     the rest of the backbone unchanged (o_proj's TP following attention where it did; with `kvp_in_tp` the
     engine's TP is attn_tp x kvp, so throughput's TP1 has no DCP): throughput attn_tp=1; latency 2/4 for MLA and
     every degree from 2 to the largest in-node TP (domains.largest_tp) for GQA, those dividing the stage and the
-    heads; in place of the configuration,
+    heads (for MLA also where `pc` runs a wider TP than 2/4); in place of the configuration,
     the space's refusal where it admits none with that value (the attention group no longer divides the world).
     Empty where `pc` follows the branch, or no such degree divides the stage and the heads."""
     from solver.errors import ShardplanError
@@ -83,7 +89,7 @@ def seed_attention(pc: ParallelConfig, model: ModelSpec, scenario: Scenario, hw:
     g = pc.attn_tp_group(kvp_in_tp)
     if scenario.kind == "throughput" and g > 1:
         values = [1]
-    elif scenario.kind == "latency" and g == 1:
+    elif scenario.kind == "latency" and not latency_follows(g, model):
         top = largest_tp(pc.stage_world, hw, model)
         # a degree attention TP can take at all: dividing the stage and the heads, inside the node
         values = [d for d in (MLA_LATENCY_TP if model.has_mla else range(2, top + 1))
@@ -121,6 +127,16 @@ def seed_split(pc: ParallelConfig, knobs: tuple[str, ...], hw: Hardware) -> list
         return [(label, make_parallel_config(pc.world_size, **{**pc.knobs(), **{k: d for k in knobs}}))]
     except ShardplanError as exc:
         return [(label, getattr(exc, "problem", str(exc)))]
+
+
+def node_reach(hw: Hardware) -> str:
+    """The seed's "within the node" as the planner reads it on this hardware (domains.tp_domain): the node, or
+    the scale-up domain where its links run at the node's rate, said so where it spans more than one node."""
+    from solver.space.domains import tp_domain
+
+    dom = tp_domain(hw)
+    return ("the node" if dom <= hw.ranks_per_node else
+            f"the node, here the {dom}-rank scale-up domain at the node's link rate ({hw.ranks_per_node} per node)")
 
 
 def _split_priced(pc: ParallelConfig, knobs: tuple[str, ...], hw: Hardware, price: Callable | None,
@@ -181,7 +197,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         lines.append(f"{mods} TP{pc.dense_tp_size}" if pc.dense_tp_size > 1 and not held else
                      f"{mods} {f'TP{pc.dense_tp_size}' if pc.dense_tp_size > 1 else 'replicated'} (set by {held})"
                      if held else
-                     f"{mods} replicated (seed allows TP within the node: "
+                     f"{mods} replicated (seed allows TP within {node_reach(hw)}: "
                      + _split_priced(pc, ("dense_tp_size",), hw, price, "the estimate prefers no all-reduce here")
                      + ")")
     if model.has_large_vocab:
@@ -226,7 +242,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
         follows = g == 1
     elif scenario.kind == "latency":
         expect = "small attn_tp (2/4) for MLA, moderate attn_tp for GQA"
-        follows = g > 1
+        follows = latency_follows(g, model)
     else:
         expect = "between the throughput and latency branches"
         follows = True

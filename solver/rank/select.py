@@ -38,6 +38,9 @@ class Candidate:
     comparative_testing: bool
     # the closest verified deployment itself (None: none): it can be another model's, on other hardware
     reference_deployment: Reference | None = None
+    # the distance the ranking orders tied candidates by (closest_reference), and its terms in words
+    reference_distance: float = math.inf
+    reference_terms: tuple[str, ...] = ()
 
 
 def pattern_name(pc: ParallelConfig, model: ModelSpec, kvp_in_tp: bool = False) -> str:
@@ -103,6 +106,28 @@ def reference_distance(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: 
         d += 1.0
     scale = abs(math.log2(pc.world_size) - math.log2(ref.world_size)) * 0.25
     return d + scale, scale, diffs
+
+
+def knobs_differ(n: int) -> str:
+    """How far a configuration is from its verified deployment, in words that agree with the count."""
+    return "same knobs" if n == 0 else ("1 knob differs" if n == 1 else f"{n} knobs differ")
+
+
+def distance_terms(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: Reference, ref_model_name: str | None,
+                   diffs: list[str]) -> tuple[str, ...]:
+    """The terms of closest_reference's distance in words, each with its weight (reference_distance): a reader
+    comparing two candidates' references sees why 2 knobs apart can be closer than 1 (the other is another
+    model's)."""
+    n = len(diffs)
+    terms = [knobs_differ(n) + (f" (+{n})" if n else "")]
+    if ref_model_name != model.name:
+        terms.append(f"{ref.model_name} (another model, +2)")
+    if ref.hardware != hw.name:
+        terms.append(f"{ref.hardware} (other hardware, +1)")
+    if ref_model_name == model.name and ref.world_size != pc.world_size:
+        scale = abs(math.log2(pc.world_size) - math.log2(ref.world_size)) * 0.25
+        terms.append(f"{ref.world_size} ranks vs {pc.world_size} (+{scale:.2f})")
+    return tuple(terms)
 
 
 def closest_reference(pc: ParallelConfig, model: ModelSpec, hw: Hardware, refs: list[Reference],
@@ -226,7 +251,8 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
             rank=i + 1, planned=p, pattern=pattern_name(p.config, model, kvp_in_tp),
             reason=reason,
             reference=(ref.id if ref else "none"), reference_diff=diff,
-            reference_deployment=ref,
+            reference_deployment=ref, reference_distance=dist,
+            reference_terms=(distance_terms(p.config, model, hw, ref, ref_models.get(ref.id), diff) if ref else ()),
             tradeoff={"throughput": tradeoff_label(inv_p, min(inv)), "latency": tradeoff_label(lat_p, min(lat)),
                       "long_context": long_ctx},
             cross_node=xnode, comparative_testing=comparative,

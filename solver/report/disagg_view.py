@@ -10,6 +10,7 @@ prints both as shell text.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ from solver.report.candidates import candidate_dict
 from solver.report.digits import rounded
 from solver.specs.knobs import nondefault_label
 from solver.specs.parallel import KNOBS
-from solver.specs.scenario import Scenario
+from solver.specs.scenario import PERF_TIE, Scenario
 
 GB = 1e9
 
@@ -39,6 +40,13 @@ class Comparison:
     winner: str  # "disagg" | "agg" | "none" (no aggregated plan fits)
     throughput_ratio: float | None  # disagg / agg output tokens/s per rank
     why: tuple[str, ...]
+    # disagg's score minus agg's (Scenario.score, lower wins); within the tie band the ranking counts them as tied
+    score_gap: float | None = None
+
+    def tied(self) -> bool:
+        """The two within the tie band (select.ORDERING): the winner is the sign of a gap the estimate does not
+        resolve."""
+        return self.score_gap is not None and abs(self.score_gap) <= math.log(1 + PERF_TIE)
 
 
 @dataclass
@@ -72,6 +80,12 @@ def replicas(n: int) -> str:
     return "1 replica" if n == 1 else f"{n} replicas"
 
 
+def each_worker(workers: int) -> str:
+    """A pool's replicas are counted in one worker: where the pool has several, say so (2 workers of TP4 are 2
+    replicas, not the '1 replica' one worker has)."""
+    return f" in each of {workers} workers" if workers > 1 else ""
+
+
 def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int,
             kvp_in_tp: bool = False) -> Comparison:
     """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why."""
@@ -90,19 +104,22 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
     # the same ISL / OSL and SLAs; the concurrency is each plan's own unless --concurrency fixed it
     load = (f"both at --concurrency {scenario.concurrency:,}" if scenario.concurrency else
             f"concurrency {e.concurrency:,} vs {agg.planned.batch:,}, each the load its own plan picks")
+    tie = (f" (within the {PERF_TIE:.0%} tie band, where the ranking counts two configurations as tied)"
+           if abs(sd - sa) <= math.log(1 + PERF_TIE) else "")
     why = [f"on the {scenario.kind} score ({w_lat:g} x log request latency + {w_inv:g} x log 1 / output tokens/s "
            f"per rank, lower wins): output tokens/s per rank: disagg {e.output_tokens_per_s_per_rank:,.1f} vs "
            f"aggregated {a.output_tokens_per_s_per_rank:,.1f} ({(ratio - 1) * 100:+.0f}%); TTFT "
            f"{e.ttft_s * 1e3:,.0f} vs {a.ttft_s * 1e3:,.0f} ms; TPOT {e.tpot_s * 1e3:.1f} vs {a.tpot_s * 1e3:.1f} "
-           f"ms; {load}"]
+           f"ms; request latency {lat_d * 1e3:,.0f} vs {lat_a * 1e3:,.0f} ms; score {sd - sa:+.3f} for disagg "
+           f"against aggregated{tie}; {load}"]
     if a.prefill_share > 0:
         why.append(f"aggregated decode steps carry the prefills: {a.prefill_share:.0%} of its time is prefill, "
                    f"which stretches every decode step by {1 / (1 - a.prefill_share):.2f}x; the decode pool has none")
     pc_p, pc_d, pc_a = d.prefill.planned.config, d.decode.planned.config, agg.planned.config
     # attention TP as the engine counts it (TP x DCP where its DCP reuses the TP ranks)
     why.append(f"each pool has its own layout: prefill {pc_p.attn_tp_group(kvp_in_tp)}-way attention TP "
-               f"x {replicas(pc_p.attn_replicas)}, decode "
-               f"{pc_d.attn_tp_group(kvp_in_tp)}-way x {replicas(pc_d.attn_replicas)} "
+               f"x {replicas(pc_p.attn_replicas)}{each_worker(d.prefill.workers)}, decode "
+               f"{pc_d.attn_tp_group(kvp_in_tp)}-way x {replicas(pc_d.attn_replicas)}{each_worker(d.decode.workers)} "
                f"(aggregated: {pc_a.attn_tp_group(kvp_in_tp)}-way x {pc_a.attn_replicas}); decode runs "
                f"{e.shape.running} sequences per replica (aggregated {a.running_per_replica:g})")
     why.append(f"disaggregation pays {e.transfer.time_s * 1e3:.2f} ms of KV transfer per request "
@@ -112,7 +129,7 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
         why.append(f"the disaggregated plan uses {d.cards} of the {cards} cards (the rate match leaves the rest "
                    "idle); its per-rank figures count only the ranks used")
     winner = "disagg" if sd < sa else "agg"
-    return Comparison(winner, ratio, tuple(why))
+    return Comparison(winner, ratio, tuple(why), sd - sa)
 
 
 def serving_estimation(d: DisaggPlan, hw_ranks_per_node: int | None = None) -> dict[str, Any]:
@@ -236,6 +253,8 @@ def report_dict(r: DisaggReport, ranks_per_node: int | None = None) -> dict[str,
         "alternatives": [_brief(d, r.knobs, r.replica_knobs) for d in r.alternatives],
         "aggregated": agg if agg is not None else {"infeasible": r.aggregated_error},
         "comparison": {"winner": r.comparison.winner,
+                       **({"score_disagg_minus_agg": round(r.comparison.score_gap, 4),
+                           "within_tie_band": r.comparison.tied()} if r.comparison.score_gap is not None else {}),
                        "throughput_per_rank_ratio": None if r.comparison.throughput_ratio is None
                        else round(r.comparison.throughput_ratio, 3),
                        "why": list(r.comparison.why)},
@@ -289,7 +308,8 @@ def render(r: DisaggReport, fmt: str, ranks_per_node: int | None = None) -> str:
                  f"input {e['input_tokens_per_s']:,.0f} tok/s; prefill utilisation "
                  f"{utilisation(e['rate_match']['prefill_utilization'])}")
     c = data["comparison"]
-    lines.append(f"  vs aggregated: {c['winner']} wins" + (f" (throughput per rank disagg / agg "
+    tied = f", within the {PERF_TIE:.0%} tie band" if c.get("within_tie_band") else ""
+    lines.append(f"  vs aggregated: {c['winner']} wins{tied}" + (f" (throughput per rank disagg / agg "
                                                             f"{c['throughput_per_rank_ratio']:.2f}x)"
                                                             if c["throughput_per_rank_ratio"] else ""))
     lines += [f"    - {w}" for w in c["why"]]

@@ -51,19 +51,11 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], jus
 
 
 def fmt_cell(value: Any) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        if value == 0:
-            return "0"
-        if abs(value) >= 100:
-            return f"{value:,.0f}"
-        if abs(value) >= 1:
-            return f"{value:.2f}"
-        return f"{value:.3g}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return "" if value is None else str(value)
+    """A table cell as rank.cell writes it (its one home: the sentences beside a table write figures so too); loaded
+    here when a table is written, so a cold CLI start does not load the rank package."""
+    from solver.rank.cell import fmt_cell as cell
+
+    return cell(value)
 
 
 def console() -> Console:

@@ -1,0 +1,144 @@
+"""Rules for the sentences `solve` prints next to its figures: each one must agree with those figures. That covers
+comparisons against the tie band, percentages, the reasons for the ordering, concurrencies, what "within the node"
+means, and numbers written the way the table writes them."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+from solver.entry import _ref_models
+from solver.rank.explain import _pct, ahead_by_tie, concurrency_vs_first, figures_vs, score_word
+from solver.rank.reason import latency_follows, node_reach, seed_attention
+from solver.rank.select import distance_terms, reference_distance
+from solver.report.disagg_view import Comparison, each_worker
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import ParallelConfig
+from solver.specs.reference import list_references
+from solver.specs.scenario import Scenario
+
+
+def _est(ttft_ms: float, tpot_ms: float, tok_s_rank: float, mem_gb: float = 50.0, fits: bool = True):
+    """An estimate as the sentences read it: TTFT, TPOT, tokens/s per rank, memory."""
+    return SimpleNamespace(ttft_s=ttft_ms / 1e3, tpot_s=tpot_ms / 1e3, output_tokens_per_s_per_rank=tok_s_rank,
+                           has_ttft=True, has_tpot=True,
+                           memory=SimpleNamespace(model_bytes=mem_gb * 1e9, feasible=fits))
+
+
+def _cand(est, batch: int = 16, core: bool = True, cross_node: bool = False, ref: str = "none",
+          distance: float = math.inf, terms: tuple[str, ...] = ()):
+    return SimpleNamespace(planned=SimpleNamespace(estimate=est, batch=batch, core=core), cross_node=cross_node,
+                           reference=ref, reference_distance=distance, reference_terms=terms)
+
+
+def test_a_score_inside_the_tie_band_is_called_a_tie_not_worse_or_better() -> None:
+    """The ordering counts two scores within ln(1.03) = 0.0296 of each other as tied. So +0.002 and -0.011 are
+    'within the 3% tie band', +0.032 is 'worse' and -0.058 is 'better'. Before the fix, +0.000 was printed as
+    '(worse)'."""
+    assert score_word(0.002) == score_word(-0.011) == "within the 3% tie band"
+    assert score_word(0.032) == "worse"
+    assert score_word(-0.058) == "better"
+
+
+def test_a_change_below_half_a_percent_keeps_a_decimal() -> None:
+    """488 against 489 is -0.2%, which '-0%' would read as no change with a sign. No change at all is '0%', and
+    +50% stays whole."""
+    assert _pct(488.0, 489.0) == "-0.2%"
+    assert _pct(1.0, 1.0) == "0%"
+    assert _pct(1.5, 1.0) == "+50%"
+
+
+def test_figures_in_a_sentence_are_written_as_the_table_cells() -> None:
+    """TTFT 2369 -> 3603 ms is written '2,369 -> 3,603' as in the table's TTFT column. A tokens/s rate of 12,345.6
+    is written '12,346', not the '1.235e+04' that ',.4g' gave. TPOT 45.99 keeps two decimals, as its cell does."""
+    text = figures_vs(_est(3603, 78.75, 12345.6, 51.0), _est(2369, 45.99, 10000.0, 50.0))
+    assert text == "mem 50.00 -> 51.00 GB, TTFT 2,369 -> 3,603 ms, TPOT 45.99 -> 78.75 ms, tok/s per rank 10,000 -> 12,346"
+
+
+def test_a_candidate_at_another_concurrency_than_the_first_says_so() -> None:
+    """#2 at concurrency 8 against #1 at 16 compares two loads, so its score line says 'at concurrency 8, #1 at
+    16'. A candidate at #1's own concurrency has nothing to add."""
+    cands = [_cand(_est(489, 23.36, 79.4), batch=16), _cand(_est(393, 22.87, 41.1), batch=8),
+             _cand(_est(400, 23.0, 70.0), batch=16)]
+    assert concurrency_vs_first(cands, 1) == "; at concurrency 8, #1 at 16"
+    assert concurrency_vs_first(cands, 2) == ""
+    assert concurrency_vs_first(cands, 0) == ""
+
+
+def test_the_ordering_reason_names_the_key_that_put_a_lower_score_first() -> None:
+    """#1 (request latency 1000 + 256 x 40 = 11,240 ms, 20 tok/s/rank) is ahead of #2 (1000 + 256 x 39 =
+    11,000 ms, 21 tok/s/rank), which scores better. The reason is the first key of the ranking that separates
+    them: #1 is a core candidate and #2 is not; #1 fits and #2 does not; #1's TP groups stay in the node and #2's
+    do not. Only when none of these separates them is the tie band and the distance to a verified deployment the
+    reason."""
+    bal = Scenario(kind="balanced")
+    first, better = _est(1000, 40, 20.0), _est(1000, 39, 21.0)
+    assert "it is one of the core candidates" in ahead_by_tie(bal, [_cand(first), _cand(better, core=False)], 0)
+    assert "it fits in memory and #2 does not" in ahead_by_tie(bal, [_cand(first), _cand(_est(1000, 39, 21.0,
+                                                                                            fits=False))], 0)
+    assert "stay in the node" in ahead_by_tie(bal, [_cand(first), _cand(better, cross_node=True)], 0)
+    tied = ahead_by_tie(bal, [_cand(first, ref="a", distance=3.75, terms=("2 knobs differ (+2)",)),
+                              _cand(better, ref="b", distance=4.0, terms=("1 knob differs (+1)",))], 0)
+    assert "within the 3% tie band" in tied and "a (distance 3.75: 2 knobs differ (+2)) vs b (distance 4.00" in tied
+
+
+def test_the_distance_terms_add_up_to_the_distance_the_ordering_reads() -> None:
+    """Attn DP + CP8 for DeepSeek-V3.2 on 8 x H200, against each verified deployment: the terms printed
+    ('N knobs differ (+N)', 'another model, +2', 'other hardware, +1', 'R ranks vs 8 (+0.25 x |log2 R/8|)', the last
+    only for this model's deployments) add up to the distance the ranking orders by. For v32-p64-q that is
+    2 + 1 + 0.25 x log2(64 / 8) = 3.75, so '2 knobs differ' can be closer than another model's '1 knob differs'
+    (1 + 2 + 1 = 4)."""
+    model, hw = load_model("deepseek-v3.2"), load_hardware("h200_sxm")
+    pc = ParallelConfig(world_size=8, cp_size=8)
+    names = _ref_models()
+    for ref in list_references():
+        d, scale, diffs = reference_distance(pc, model, hw, ref, names.get(ref.id))
+        if names.get(ref.id) != model.name:
+            d -= scale  # closest_reference: another model's world size is not counted
+        terms = distance_terms(pc, model, hw, ref, names.get(ref.id), diffs)
+        weights = [float(t.rsplit("+", 1)[1].rstrip(")")) for t in terms if "+" in t]
+        assert math.isclose(sum(weights), d), (ref.id, terms, d)
+
+
+def test_tp_within_the_node_names_the_scale_up_domain_where_it_spans_nodes() -> None:
+    """On Atlas A3 the node has 16 ranks but the 768-rank UB domain runs at the node's 196 GB/s, so the planner's
+    'within the node' (domains.tp_domain) reaches 768 ranks. A dense_tp=128 priced as 'within the node' must say
+    that domain. On H100 (8 per node, a scale-up domain of 8) it is simply the node."""
+    assert node_reach(load_hardware("atlas_a3")) == ("the node, here the 768-rank scale-up domain at the node's link "
+                                                     "rate (16 per node)")
+    assert node_reach(load_hardware("h100_sxm")) == "the node"
+
+
+def test_a_disagg_win_inside_the_tie_band_says_it_is_a_tie() -> None:
+    """DeepSeek-V3.2 on 16 x H200 under SGLang: disagg scores 0.5 x ln(39,542 / 57,230) + 0.5 x ln(286.3 / 207.2)
+    = -0.185 + 0.162 = -0.023 against aggregated. That is within ln(1.03) = 0.0296, so 'disagg wins' is qualified.
+    A gap of -0.05 is not."""
+    gap = 0.5 * math.log(39542 / 57230) + 0.5 * math.log(286.3 / 207.2)
+    assert round(gap, 3) == -0.023
+    assert Comparison("disagg", 0.72, (), gap).tied()
+    assert not Comparison("disagg", 0.72, (), -0.05).tied()
+    assert not Comparison("disagg", None, ()).tied()
+
+
+def test_an_mla_model_at_attention_tp_wider_than_the_seeds_two_or_four_departs_in_the_latency_branch() -> None:
+    """The seed's latency branch asks for a small attention TP (2/4) on MLA and a moderate one on GQA. So on
+    DeepSeek-V3.2 (MLA) attn_tp=8 departs from it, and the reason then prices attn_tp=2/4: on 8 x H200 under
+    SGLang, attn_tp=4 at #1's backbone and concurrency 1 reproduces with `estimate --attn-tp 4 --dense-tp 8
+    --lmhead-tp 4 --concurrency 1 --isl 4096 --osl 256` (TTFT 392 ms, TPOT 11.09 ms). Before the fix the line
+    read 'chose attn_tp=8' with no departure. On GQA (Llama-3.3-70B) attn_tp=8 follows the branch."""
+    mla, gqa = load_model("deepseek-v3.2"), load_model("llama-3.3-70b")
+    assert not latency_follows(8, mla) and latency_follows(4, mla) and latency_follows(2, mla)
+    assert not latency_follows(1, mla)
+    assert latency_follows(8, gqa) and not latency_follows(1, gqa)
+    hw = load_hardware("h200_sxm")
+    seeds = seed_attention(ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8,
+                                          lmhead_tp_size=8), mla, Scenario(kind="latency"), hw)
+    assert [label for label, _ in seeds] == ["attn_tp=2", "attn_tp=4"]
+
+
+def test_a_pool_of_several_workers_counts_its_replicas_per_worker() -> None:
+    """Llama-3.3-70B on 16 x H100 disaggregated as 2P1D: the prefill pool is 2 workers of Pure TP4, so 2 attention
+    replicas in all. 'prefill 4-way attention TP x 1 replica' alone would read as one; the layout says it is one in
+    each of 2 workers. A pool of one worker adds nothing."""
+    assert each_worker(2) == " in each of 2 workers"
+    assert each_worker(1) == ""
