@@ -169,3 +169,43 @@ def test_recommend_line_keeps_the_hit():
     line = recommend_command("llama-3.3-70b", "h100_sxm", [8], 1000, Scenario(prefix_hit=0.5), "vllm", None, None,
                              None, False)
     assert "--prefix-hit 0.5" in line
+
+
+def test_planner_tables_sum_to_the_full_estimate_at_a_hit():
+    """The planner's tables read the hit through the same Work (step_plan): Qwen3-30B-A3B on 4 x H200, vLLM, serving
+    4096 / 128 with 75% of each prompt cached. Every configuration the memory cap admits (first 40, at two batches)
+    has the TTFT, TPOT and throughput of the full estimate, and a TTFT below the same configuration's at no hit."""
+    import itertools
+
+    from solver.plan.layout_memory import assumed_memory
+    from solver.plan.table_build import build_tables
+    from solver.space.domains import build_space
+    from solver.specs.parallel import ParallelConfig
+
+    m, h, fw = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), load_framework("vllm")
+    prec, fac = resolve_precision(m, h), factors_for(h, fw.efficiency_for(h))
+
+    def tables(hit: float):
+        sc = Scenario(isl=4096, osl=128, max_concurrency=16, prefix_hit=hit)
+        return sc, build_tables(m, h, prec, fac, fw, build_space(m, h, fw, 4, sc), sc)
+
+    sc, t = tables(0.75)
+    _, t0 = tables(0.0)
+    groups = list(t.choices)
+    checked = 0
+    for b in t.batches[:2]:
+        for idx in itertools.islice(itertools.product(*(range(len(t.choices[g])) for g in groups)), 40):
+            picks = dict(zip(groups, idx))
+            if len({t.choices[g][i][-1] for g, i in picks.items()}) > 1:
+                continue
+            pc = ParallelConfig(world_size=4, **t.config(picks))
+            if not assumed_memory(m, h, pc, prec, sc, b).feasible:
+                continue
+            e = estimate(m, h, pc, prec, fac, Workload.for_scenario(sc, b))
+            fig = t.figures(b, picks)
+            assert fig.ttft_s == pytest.approx(e.ttft_s, rel=1e-9)
+            assert fig.tpot_s == pytest.approx(e.tpot_s, rel=1e-9)
+            assert fig.output_tokens_per_s == pytest.approx(e.output_tokens_per_s, rel=1e-9)
+            assert fig.ttft_s < t0.figures(b, picks).ttft_s
+            checked += 1
+    assert checked > 0
