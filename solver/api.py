@@ -71,7 +71,8 @@ _NAMES = ("model", "framework", "config")  # a catalog name or a path
 # arguments that are one of a few words (the command line's click.Choice)
 _CHOICES: dict[str, tuple[str, ...]] = {"phase": ("prefill", "decode"), "serving": ("agg", "disagg")}
 # what solve() builds its Scenario from, as sweep and recommend take them
-_SCENARIO_KEYS = ("isl", "osl", "ttft_ms", "tpot_ms", "concurrency", "max_concurrency", "mtp", "mtp_accept")
+_SCENARIO_KEYS = ("isl", "osl", "ttft_ms", "tpot_ms", "concurrency", "max_concurrency", "mtp", "mtp_accept",
+                  "prefix_hit")
 _DTYPES = ("weight_dtype", "moe_weight_dtype", "kv_dtype")
 _FLAG = re.compile(r"--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 
@@ -287,8 +288,8 @@ def _solve(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, sc
            **kwargs: Any) -> list[Candidate]:
     """Ranked candidates for one deployment (see run_solve for the keyword arguments). `scenario`: a Scenario or
     its kind ("throughput", "latency", "balanced"; default balanced); with a kind (or none), isl, osl, ttft_ms,
-    tpot_ms, concurrency, max_concurrency, mtp and mtp_accept are its fields, as sweep and recommend take them
-    (a Scenario and those keywords together are refused: the Scenario holds its own)."""
+    tpot_ms, concurrency, max_concurrency, mtp, mtp_accept and prefix_hit are its fields, as sweep and recommend
+    take them (a Scenario and those keywords together are refused: the Scenario holds its own)."""
     return entry.run_solve(model, hardware, cards, scenario or Scenario(), **kwargs)[1]
 
 
@@ -369,15 +370,17 @@ _WORKLOAD_DOC = """Workload: serving (isl, osl, concurrency), one phase (phase "
 def _estimate(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, *, isl: int | None = None,
               osl: int | None = None, concurrency: int | None = None, phase: str | None = None,
               batch: int | None = None, seq_len: int | None = None, mtp: int = 0, mtp_accept: float | None = None,
-              framework: str | os.PathLike = DEFAULT_FRAMEWORK, weight_dtype: str | None = None,
-              moe_weight_dtype: str | None = None, kv_dtype: str | None = None, **knobs: int) -> EstimateResult:
+              prefix_hit: float = 0.0, framework: str | os.PathLike = DEFAULT_FRAMEWORK,
+              weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
+              **knobs: int) -> EstimateResult:
     """`shardplan estimate` of one parallel_config: memory, TTFT, TPOT and throughput with their breakdowns.
     `knobs`: attn_tp_size, dense_tp_size, moe_tp_size, ... by their parallel_config names (unset: 1;
     redundant_experts: 0). Returns a solver.one_config.EstimateResult: `.estimate` (an Estimate), `.notes`,
-    `.as_dict()` (the command's JSON). `mtp_accept` None: the default acceptance rate."""
+    `.as_dict()` (the command's JSON). `mtp_accept` None: the default acceptance rate. `prefix_hit`: the share of
+    each prompt's tokens in the engine's prefix cache, in [0, 1) (Workload.prompt_tokens)."""
     from solver.one_config import estimate_config, workload_of
 
-    wl = workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept)
+    wl = workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept, prefix_hit)
     return estimate_config(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework)
 
 

@@ -121,6 +121,7 @@ def recommend_command(model: str, hardware: str, sizes: list[int], target: int, 
             ("--target-output-tokens-per-s", target), ("--isl", scenario.isl), ("--osl", scenario.osl),
             ("--ttft-ms", scenario.ttft_ms), ("--tpot-ms", scenario.tpot_ms),
             ("--mtp", scenario.mtp or None), ("--mtp-accept", scenario.mtp_accept if scenario.mtp else None),
+            ("--prefix-hit", scenario.prefix_hit or None),
             ("--max-concurrency", scenario.max_concurrency
              if scenario.max_concurrency != DEFAULT_MAX_CONCURRENCY else None),
             ("--framework", framework), ("--weight-dtype", weight_dtype),
@@ -188,6 +189,16 @@ def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_repl
                            cp_replicates_kv=cp_replicates_kv, fw=fw)[0]
 
 
+def refuse_disagg_hit(prefix_hit: float) -> None:
+    """A prefix-cache hit rate is priced by the aggregated estimate only: refused where a disaggregated plan would
+    drop it."""
+    if prefix_hit:
+        from solver.errors import InputError
+
+        raise InputError("--prefix-hit", "the disaggregated plan (--serving disagg) does not price prefix-cache hits; "
+                                         "drop --prefix-hit, or plan aggregated serving (--serving agg)")
+
+
 def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
                weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
                params: SolverParams | None = None, top: int = 3, allow_cross_node: bool = False,
@@ -203,6 +214,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     from solver.specs.parallel import model_knobs
 
     refuse_unknown_method(method)
+    refuse_disagg_hit(scenario.prefix_hit)
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,

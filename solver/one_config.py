@@ -153,18 +153,27 @@ PREFILL_ACCEPT_UNREAD = ("a prefill-only workload decodes nothing, so it accepts
 
 
 def workload_of(isl: int | None, osl: int | None, concurrency: int | None, phase: str | None, batch: int | None,
-                seq_len: int | None, mtp: int, mtp_accept: float | None) -> Workload:
+                seq_len: int | None, mtp: int, mtp_accept: float | None, prefix_hit: float = 0.0) -> Workload:
     """`estimate`'s workload with its acceptance rate checked: None is the default rate (DEFAULT_MTP_ACCEPT); a
-    rate given is refused where nothing reads it (no MTP depth, a prefill step)."""
-    from solver.specs.scenario import DEFAULT_MTP_ACCEPT, accept_unread
+    rate given is refused where nothing reads it (no MTP depth, a prefill step). `prefix_hit`: the share of each
+    prompt's tokens in the prefix cache (Workload.prompt_tokens), refused on a decode step, which has no prompt."""
+    from dataclasses import replace
+
+    from solver.specs.scenario import DEFAULT_MTP_ACCEPT, accept_unread, prefix_hit_of
 
     unread = accept_unread(mtp, mtp_accept)
     if unread:
         raise InputError("--mtp-accept", unread)
     if mtp_accept is not None and phase == "prefill":
         raise InputError("--mtp-accept", PREFILL_ACCEPT_UNREAD)
-    return workload_from_options(isl, osl, concurrency, phase, batch, seq_len, mtp,
-                                 DEFAULT_MTP_ACCEPT if mtp_accept is None else mtp_accept)
+    hit = prefix_hit_of(prefix_hit)
+    wl = workload_from_options(isl, osl, concurrency, phase, batch, seq_len, mtp,
+                               DEFAULT_MTP_ACCEPT if mtp_accept is None else mtp_accept)
+    if not hit:
+        return wl
+    if wl.kind == "decode":
+        raise InputError("--prefix-hit", "a decode step prefills no prompt, so no hit rate is read; drop --prefix-hit")
+    return replace(wl, prefix_hit=hit)
 
 
 @dataclass
@@ -198,6 +207,7 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
     """`shardplan estimate` of one config: `knobs` by their parallel_config names (unset: the knob's default)."""
     from solver.estimate.compute import factors_for
     from solver.estimate.serving import estimate
+    from solver.estimate.workload import prefix_hit_note
     from solver.rank.review import hardware_placement
     from solver.space.placement import as_launched, placement_note
     from solver.specs.framework import load_framework
@@ -221,6 +231,7 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
     est = estimate(spec, hw, pc, prec, factors_for(hw, fw.efficiency_for(hw)), wl)
     if not est.memory.feasible:
         notes.append(est.memory.misfit())
+    notes += filter(None, [prefix_hit_note(wl.prefix_hit)])
     return EstimateResult(spec, hw, fw, pc, prec, wl, est, notes, asked=str(model))
 
 

@@ -244,7 +244,7 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
               ttft_ms: float | None = None, tpot_ms: float | None = None, prices: Any = None,
               cards: str | Iterable[int] | None = None, framework: str = DEFAULT_FRAMEWORK, weight_dtype: Any = None,
               moe_weight_dtype: Any = None, kv_dtype: Any = None, mtp: int = 0, mtp_accept: float | None = None,
-              max_concurrency: int | None = None,
+              prefix_hit: float = 0.0, max_concurrency: int | None = None,
               allow_cross_node: bool = False, params: SolverParams | None = None, max_copies: int | None = None,
               progress: Callable[[str], None] | None = None) -> Recommendation:
     """See the module docstring. Exactly one of the two targets; `prices` maps hardware to a price per card-hour;
@@ -274,7 +274,7 @@ def recommend(model: str, hardware: str | Sequence[str], *, target_output_tokens
     # one planner task per (hardware, cards); validation of every input happens here, before any solve
     plan = build_plan(model, hardware, card_list, [DEFAULT_SCENARIOS[2]], isl=isl, osl=osl, ttft_ms=ttft_ms,
                       tpot_ms=tpot_ms, max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY, mtp=mtp,
-                      mtp_accept=mtp_accept,
+                      mtp_accept=mtp_accept, prefix_hit=prefix_hit,
                       framework=framework,
                       weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype,
                       params=params, allow_cross_node=allow_cross_node)

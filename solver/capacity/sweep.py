@@ -85,11 +85,12 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                scenarios: Any = None, *, isl: int = 4096, osl: int = 256, seq_lens: Any = None,
                ttft_ms: float | None = None, tpot_ms: float | None = None, concurrency: int | None = None,
                max_concurrency: int | None = None, mtp: int = 0, mtp_accept: float | None = None,
-               framework: str = DEFAULT_FRAMEWORK,
+               prefix_hit: float = 0.0, framework: str = DEFAULT_FRAMEWORK,
                weight_dtype: Any = None, moe_weight_dtype: Any = None, kv_dtype: Any = None,
                method: str = "cpsat", params: SolverParams | None = None, top: int = 3,
                allow_cross_node: bool = False, explain_binding: bool = False) -> SweepPlan:
     from solver.entry import refuse_unknown_method, refuse_unlaunchable_kv
+    from solver.estimate.workload import prefix_hit_note
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model, model_title
@@ -125,7 +126,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                                                                                  kvd[h.name]))]
     params = params or SolverParams()
     overrides = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "concurrency": concurrency, "mtp": mtp,
-                 "max_concurrency": max_concurrency, "mtp_accept": mtp_accept}
+                 "max_concurrency": max_concurrency, "mtp_accept": mtp_accept, "prefix_hit": prefix_hit or None}
     out = SweepPlan(model_title(model, spec.name), names, card_list, notes=notes)
     for h_arg, h in zip(hw_list, hws):
         for i, o in lengths:
@@ -133,6 +134,8 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                 for k in kinds:
                     sc = scenario_for(k, i, o, **overrides)
                     label = k if isinstance(k, str) else sc.kind
+                    if not out.tasks:  # the hit rate assumed, said once (every scenario carries the same)
+                        out.notes += filter(None, [prefix_hit_note(sc.prefix_hit)])
                     out.tasks.append(Task(len(out.tasks), model, h_arg, h.name, w, sc, label, framework,
                                           wd[h.name], mwd[h.name], kvd[h.name], method, params, top,
                                           allow_cross_node, explain_binding))

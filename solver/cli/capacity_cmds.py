@@ -11,7 +11,8 @@ import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import (CONCURRENCY, COPIES, JOBS, MS, MTP, NAME, RATE, SECONDS, SEED, TOKENS, TOP,
-                                DEFAULT_FORMAT, given, mtp_accept_option)
+                                DEFAULT_FORMAT, given, mtp_accept_option,
+                                prefix_hit_option)
 from solver.errors import InfeasibleError, InputError
 from solver.one_config import check_mtp
 from solver.specs.knobs import nondefault_label
@@ -39,6 +40,7 @@ def _common(func: Callable) -> Callable:
                           "falls short at it]"),
         click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth"),
         mtp_accept_option,
+        prefix_hit_option,
         click.option("--framework", type=NAME, default=DEFAULT_FRAMEWORK, show_default=True,
                      help="framework profile name or YAML path"),
         click.option("--weight-dtype", multiple=True, help="weights of every linear layer: " + _DTYPE_HELP),
@@ -131,13 +133,15 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
 @click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
               help="disagg: plan prefill and decode pools (xPyD) per combination (solver.capacity.disagg)")
 def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, osl, ttft_ms, tpot_ms,
-              max_concurrency, mtp, mtp_accept, framework, weight_dtype, moe_weight_dtype, kv_dtype, allow_cross_node,
+              max_concurrency, mtp, mtp_accept, prefix_hit, framework, weight_dtype, moe_weight_dtype, kv_dtype,
+              allow_cross_node,
               time_limit, seed, concurrency, method, top, explain_binding, jobs, executor, address, out,
               plot, fmt, serving) -> None:
     """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
     _seq_lens_replace_isl(seq_lens)
     check_mtp(model, mtp)
+    _refuse_disagg_hit(serving, prefix_hit)
     start = time.perf_counter()
     if serving == "disagg":  # one row per disaggregated plan (solver.capacity.disagg)
         from solver.capacity.disagg import sweep_disagg
@@ -175,8 +179,8 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     _format_with_out(fmt, out)
     sp = build_plan(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl, osl=osl,
                     seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms, concurrency=concurrency,
-                    max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, framework=framework,
-                    weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
+                    max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, prefix_hit=prefix_hit,
+                    framework=framework, weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                     kv_dtype=_dtype(kv_dtype), method=method, params=_params(time_limit, seed), top=top,
                     allow_cross_node=allow_cross_node, explain_binding=explain_binding)
     if out is not None:
@@ -212,6 +216,13 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     n = len(sp.tasks)
     click.echo(f"wrote {len(df)} rows ({n} combination{'s' if n != 1 else ''}, {infeasible} infeasible) to {out}"
                + (f" and a plot to {plot}" if plot else "") + f" in {wall:.1f} s", err=True)
+
+
+def _refuse_disagg_hit(serving: str, prefix_hit: float) -> None:
+    if serving == "disagg":
+        from solver.entry import refuse_disagg_hit
+
+        refuse_disagg_hit(prefix_hit)
 
 
 def _format_with_out(fmt: str | None, out: str | None) -> None:
@@ -306,12 +317,14 @@ def _cards_cell(cards: int, placement: Any) -> int | str:
 @click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
               help="disagg: plan prefill and decode pools (xPyD) per combination (solver.capacity.disagg)")
 def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, target_requests_per_s, prices, cards,
-                  max_copies, isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, mtp_accept, framework, weight_dtype,
+                  max_copies, isl, osl, ttft_ms, tpot_ms, max_concurrency, mtp, mtp_accept, prefix_hit, framework,
+                  weight_dtype,
                   moe_weight_dtype, kv_dtype, allow_cross_node, time_limit, seed, fmt, serving) -> None:
     """The fewest cards (and the configuration) that carry a load within the SLA, as copies of one deployment
     behind a load balancer; with several hardware and prices per card-hour, the cheapest, with its cost per million
     output tokens."""
     check_mtp(model, mtp)
+    _refuse_disagg_hit(serving, prefix_hit)
     if serving == "disagg":  # the fewest cards whose xPyD plan carries the load (solver.capacity.disagg)
         if max_copies is not None:  # the disaggregated answer is one xPyD deployment
             raise InputError("--max-copies", "not available with --serving disagg (one xPyD deployment is planned)")
@@ -342,7 +355,8 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                         target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
                         tpot_ms=tpot_ms, prices=list(prices) or None, cards=cards, framework=framework,
                         weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
-                        kv_dtype=_dtype(kv_dtype), mtp=mtp, mtp_accept=mtp_accept, max_concurrency=max_concurrency,
+                        kv_dtype=_dtype(kv_dtype), mtp=mtp, mtp_accept=mtp_accept, prefix_hit=prefix_hit,
+                        max_concurrency=max_concurrency,
                         allow_cross_node=allow_cross_node, params=_params(time_limit, seed), max_copies=max_copies,
                         progress=(lambda label: progress(0, 0, label)) if progress else None)
     if fmt in ("json", "yaml"):

@@ -10,7 +10,7 @@ import click
 
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import (CARDS, CONCURRENCY, FRACTION, MTP, NAME, TOKENS, Deferred, dtype_options,
-                                format_option, given, knob_options)
+                                format_option, given, knob_options, prefix_hit_option)
 from solver.errors import InputError, ShardplanError
 from solver.report.render import console, dump
 from solver.specs.knobs import CONFIG_FLAGS
@@ -154,13 +154,14 @@ def _mtp_accept() -> float:
 @click.option("--mtp", type=MTP, default=0, show_default=True, help="MTP (next-n) depth; 0 = off")
 @click.option("--mtp-accept", type=FRACTION, default=_mtp_accept, show_default=True, cls=Deferred,
               help="acceptance rate of each draft token")
+@prefix_hit_option
 @dtype_options
 @click.option("--framework", type=NAME, default=None,
               help="framework profile name or YAML (default generic; CSV mode: the row's backend column)")
 @click.option("--from-csv", "from_csv", type=NAME, default=None, help="evaluate every row of a calibration-style CSV")
 @click.option("--out", "out", type=NAME, default=None, help="with --from-csv: output CSV path ('-' = stdout)")
 @format_option()
-def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept,
+def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept, prefix_hit,
                  weight_dtype, moe_weight_dtype, kv_dtype, framework, from_csv, out, fmt, **knobs) -> None:
     """Memory, TTFT, TPOT and throughput of one parallel_config, with a breakdown by module and by kind.
 
@@ -173,7 +174,8 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
                   "--concurrency": concurrency, "--phase": phase, "--batch": batch, "--seq-len": seq_len,
                   "--weight-dtype": weight_dtype, "--moe-weight-dtype": moe_weight_dtype, "--kv-dtype": kv_dtype,
                   **{flag: True for flag, name in (("--mtp", "mtp"), ("--mtp-accept", "mtp_accept"),
-                                                   ("--format", "fmt")) if given(name)},
+                                                   ("--prefix-hit", "prefix_hit"), ("--format", "fmt"))
+                     if given(name)},
                   **{CONFIG_FLAGS[k]: v for k, v in knobs.items()}}
         extra = [k for k, v in single.items() if v is not None]
         if extra:
@@ -194,7 +196,8 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
     from solver.one_config import workload_of
 
     # the default rate is no rate given: refused only where one given would be read by nothing
-    wl = workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept if given("mtp_accept") else None)
+    wl = workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept if given("mtp_accept") else None,
+                     prefix_hit)
     _single(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework or DEFAULT_FRAMEWORK,
             fmt)
 

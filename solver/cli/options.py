@@ -269,3 +269,13 @@ def _mtp_accept_help() -> str:
 def mtp_accept_option(func: Callable) -> Callable:
     """--mtp-accept of the planning commands (solve, sweep, recommend); None: the Scenario's default."""
     return click.option("--mtp-accept", type=FRACTION, default=None, cls=Deferred, help_fn=_mtp_accept_help)(func)
+
+
+PREFIX_HIT_HELP = ("share of each prompt's tokens the engine finds in its prefix cache (its own metrics: vLLM "
+                   "prefix_cache_hits / prefix_cache_queries, SGLang's cache hit rate), in [0, 1): a prefill computes "
+                   "the rest; memory and decode unchanged")
+
+
+def prefix_hit_option(func: Callable) -> Callable:
+    """--prefix-hit of estimate, solve, sweep and recommend; its range is checked by Scenario (one rule)."""
+    return click.option("--prefix-hit", type=float, default=0.0, show_default=True, help=PREFIX_HIT_HELP)(func)

@@ -6,7 +6,7 @@ import click
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.cli.options import (CARDS, CONCURRENCY, MS, MTP, NAME, SECONDS, SEED, TOKENS, TOP, WORKERS,
                                 command_imports, dtype_options, format_option, mtp_accept_option,
-                                scenario_from_options)
+                                prefix_hit_option, scenario_from_options)
 from solver.errors import InputError
 from solver.one_config import check_mtp
 from solver.report.render import console, dump, table
@@ -31,6 +31,7 @@ from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
 @click.option("--tpot-ms", type=MS, default=None, help="SLA: time per output token, ms")
 @click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth")
 @mtp_accept_option
+@prefix_hit_option
 @click.option("--framework", type=NAME, default=DEFAULT_FRAMEWORK, show_default=True,
               help="framework profile name or YAML path")
 @dtype_options
@@ -50,11 +51,12 @@ from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, PLAN_METHODS
 @format_option(extra=("launch",), help="output format; launch: the engine command per candidate (--framework "
                "names the engine)")
 def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurrency, phase, ttft_ms, tpot_ms, mtp,
-              mtp_accept, framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed, time_limit, top,
-              allow_cross_node, explain, serving, fmt) -> None:
+              mtp_accept, prefix_hit, framework, weight_dtype, moe_weight_dtype, kv_dtype, method, workers, seed,
+              time_limit, top, allow_cross_node, explain, serving, fmt) -> None:
     """Recommend the top 2-3 parallel_configs (seed Step 4 format)."""
     with command_imports():
         from solver.entry import explain_solution, run_solve
+        from solver.estimate.workload import prefix_hit_note
         from solver.plan.points import SolverParams
         from solver.rank.select import ORDERING
         from solver.report.candidates import front_lines, result_dict, seed_yaml, table_figures
@@ -62,7 +64,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
 
     scenario = scenario_from_options(kind=kind, isl=isl, osl=osl, concurrency=concurrency,
                                      max_concurrency=max_concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
-                                     mtp_accept=mtp_accept, phase=phase)
+                                     mtp_accept=mtp_accept, phase=phase, prefix_hit=prefix_hit)
     check_mtp(model, mtp)
     if explain and fmt == "launch":  # the engine commands are the whole output: the reasons would be dropped
         raise InputError("--explain", "not shown with --format launch (the engine commands only); use --format "
@@ -88,7 +90,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     replica_knobs = fw.replica_knobs  # attn_dp_size as the engine's DP
     note = result.timeout_note()
     for line in (*result.input_notes, note, result.cut_note(), result.range_note, result.edge_note,
-                 result.copies_note):
+                 result.copies_note, prefix_hit_note(scenario.prefix_hit)):
         if line:
             click.echo(f"note: {line}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,

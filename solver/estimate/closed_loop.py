@@ -10,12 +10,15 @@ simulation and the derivation of the closed forms used here):
             replicas are independent, R = 1)
     C_r   = ceil(C / replicas)                       requests in flight on the busiest replica
     B     = min(C_r, B_kv, max_running)              running sequences; B_kv = KV-cache capacity (memory.py)
-    n     = clamp(floor(room / ISL), 1, B)           prompts per prefill step; room = the budget (the scheduler's
+    n     = clamp(floor(room / U), 1, B)             prompts per prefill step; U = the prompt's tokens not in the
+                                                     prefix cache (ISL at no hit, Workload.prompt_tokens);
+                                                     room = the budget (the scheduler's
                                                      tokens per forward step: the one the framework's command
                                                      sets, else its default, workload.token_budget), less the
                                                      other B - 1 sequences' 1 + mtp decode tokens under
                                                      decode_first (prompt_room)
-    P_n   [s] = prefill step time of n prompts (a prompt longer than the room: all its chunks)
+    P_n   [s] = prefill step time of n prompts (a prompt longer than the room: all its chunks): U new tokens each,
+                attending to the whole ISL context (its cached prefix's keys included)
     tau   [s] = decode step time of the batch B at mean context ISL + OSL/2
 
 Both step times are the steps as the engine runs them: GPU time plus the serving loop's costs outside the
@@ -106,7 +109,7 @@ class ServingShape:
     per_replica: int  # C_r
     running: int  # B
     prompts_per_step: int  # n
-    chunks: int  # ceil(ISL / budget)
+    chunks: int  # ceil(U / room): U the prompt's uncached tokens
     synced_ranks: int = 1  # R: attention-DP ranks that step together (1 = independent replicas)
     graph_batch: int = 0  # batch the decode step runs on the GPU (padded to a CUDA graph); 0 = `running`
     eager_decode: bool = False  # the running batch exceeds the largest captured graph
@@ -154,8 +157,9 @@ def serving_shape(wl: Workload, replicas: int, kv_capacity_per_replica: float, s
         running = min(running, wl.max_running)
     budget = wl.token_budget if wl.token_budget is not None else DEFAULT_TOKEN_BUDGET
     room = prompt_room(budget, running, wl.mtp) if decode_first else max(1, budget)
-    n = max(1, min(running, room // max(1, wl.isl)))
-    chunks = max(1, math.ceil(wl.isl / room))
+    new = wl.prompt_tokens[0]  # the budget counts a prompt's uncached tokens only
+    n = max(1, min(running, room // max(1, new)))
+    chunks = max(1, math.ceil(new / room))
     padded, eager = graph_batch(running, graph_sizes)
     return ServingShape(per_replica, running, n, chunks, max(1, synced_ranks), padded, eager,
                         pipeline.prefill_traversal(pp, n))

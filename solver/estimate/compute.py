@@ -59,6 +59,15 @@ class Work:
     # 1: each rank reads its requests' whole cache
     kv_shards: int = 1
 
+    @classmethod
+    def prefill(cls, new: float, cached: float, prompts: float, busy_replicas: float = 0.0) -> "Work":
+        """A prefill step of `prompts` prompts of `new` tokens each after `cached` ones: their queries sit at
+        positions cached + 1 .. cached + new (prior_tokens = cached), so each attends to `cached` keys more than a
+        fresh prompt of `new` tokens would, while every other op sees only the new tokens. cached = 0: a whole
+        prompt of `new` tokens."""
+        return cls("prefill", new_tokens=new * prompts, context=cached + (new + 1) / 2, sequences=prompts,
+                   logits_tokens=prompts, busy_replicas=busy_replicas)
+
 
 @dataclass(frozen=True)
 class OpCost:

@@ -85,8 +85,7 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
         # fewer prompts than attention replicas: the others have no prompt (at most an engine's dummy step), so
         # the MoE and every group spanning replicas see these prompts' tokens only (Work.busy_replicas)
         busy = float(wl.batch) if wl.batch < replicas else 0.0
-        work = Work("prefill", new_tokens=wl.seq_len * per, context=(wl.seq_len + 1) / 2, sequences=per,
-                    logits_tokens=per, busy_replicas=busy)
+        work = Work.prefill(*wl.prompt_tokens, per, busy)
         pmtp = prompt_draft_passes(mtp_layers)
         return StepPlan("prefill", pc.world_size, replicas, per, work, None, 0, wl, pre_seqs=per,
                         pre_layers=step_layers(model, pc, "prefill", per, pmtp), pre_mtp_layers=pmtp)
@@ -106,7 +105,7 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
     shape = serving_shape(wl, replicas, cap, synced, f.graph_sizes, pc.pp_size,
                           ServingPolicy.of(f).decode_first_for(synced))
     n = shape.prompts_per_step
-    pre = Work("prefill", new_tokens=wl.isl * n, context=(wl.isl + 1) / 2, sequences=n, logits_tokens=n)
+    pre = Work.prefill(*wl.prompt_tokens, n)
     b = shape.graph_batch or shape.running
     dec = Work("decode", new_tokens=b * (1 + wl.mtp), context=wl.isl + wl.osl / 2, sequences=b,
                logits_tokens=b * (1 + wl.mtp), span=wl.decode_span)

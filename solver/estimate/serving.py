@@ -95,11 +95,11 @@ class Estimate:
 
 
 def prefill_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, f: Factors,
-                 prompt_len: int, prompts_per_replica: float, mtp: int = 0) -> StepCost:
+                 prompt_len: int, prompts_per_replica: float, mtp: int = 0, cached: int = 0) -> StepCost:
     """`mtp`: the MTP depth (0: off); on, the step also runs the MTP module over the prompts
-    (workload.prompt_draft_passes)."""
-    w = Work("prefill", new_tokens=prompt_len * prompts_per_replica, context=(prompt_len + 1) / 2,
-             sequences=prompts_per_replica, logits_tokens=prompts_per_replica)
+    (workload.prompt_draft_passes). `cached`: tokens of each prompt found in the prefix cache, ahead of its
+    `prompt_len` new ones (Workload.prompt_tokens)."""
+    w = Work.prefill(prompt_len, cached, prompts_per_replica)
     return step_cost(model, hw, pc, prec, f, w, mtp_layers=prompt_draft_passes(mtp if model.num_mtp_layers else 0))
 
 
@@ -122,7 +122,8 @@ def serving_steps(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     """(prefill step of n prompts, decode step of the running batch padded to its CUDA graph) for the
     serving formulas; GPU time only (`step_time` adds what the engine's loop adds). The padded rows are
     charged like real ones (their attention too: a small overestimate at the padding's share)."""
-    pre = prefill_step(model, hw, pc, prec, f, wl.isl, shape.prompts_per_step, wl.mtp)
+    new, cached = wl.prompt_tokens
+    pre = prefill_step(model, hw, pc, prec, f, new, shape.prompts_per_step, wl.mtp, cached)
     dec = decode_step(model, hw, pc, prec, f, shape.graph_batch or shape.running, wl.isl + wl.osl / 2, wl.mtp,
                       wl.decode_span)
     return pre, dec

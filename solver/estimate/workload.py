@@ -5,6 +5,7 @@ closed_loop.py; serving.estimate runs one.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -48,6 +49,8 @@ class Workload:
     # the default
     request_overhead_s: float | None = None
     max_running: int = 0  # framework cap on running sequences per replica (max_num_seqs); 0 = memory decides
+    # prefill and serving: the share of each prompt's tokens found in the engine's prefix cache (prompt_tokens)
+    prefix_hit: float = 0.0
 
     @classmethod
     def for_scenario(cls, scenario: Scenario, batch: int) -> "Workload":
@@ -56,11 +59,12 @@ class Workload:
         the deployment holds the MTP layers' weights (as `check`, `estimate` and a disaggregated prefill pool
         count them), though its step runs no draft."""
         if scenario.phase == "prefill":
-            return cls("prefill", batch=batch, seq_len=scenario.isl, mtp=scenario.mtp, mtp_accept=scenario.mtp_accept)
+            return cls("prefill", batch=batch, seq_len=scenario.isl, mtp=scenario.mtp, mtp_accept=scenario.mtp_accept,
+                       prefix_hit=scenario.prefix_hit)
         if scenario.phase == "decode":
             return cls.decode_of(batch, scenario.isl, scenario.osl, scenario.mtp, scenario.mtp_accept)
         return cls("serving", isl=scenario.isl, osl=scenario.osl, concurrency=batch, mtp=scenario.mtp,
-                   mtp_accept=scenario.mtp_accept)
+                   mtp_accept=scenario.mtp_accept, prefix_hit=scenario.prefix_hit)
 
     @classmethod
     def decode_of(cls, batch: int, isl: int, osl: int, mtp: int = 0,
@@ -76,6 +80,21 @@ class Workload:
         return self.seq_len
 
     @property
+    def prompt_tokens(self) -> tuple[int, int]:
+        """(new, cached) tokens of one prompt (prefill: seq_len, serving: ISL): the cached ones, floor(L x
+        prefix_hit), are the prefix the engine finds in its prefix cache, whose K/V it reads but does not compute;
+        the new ones, L - cached >= 1, run through every layer (GEMMs, MoE, the exchange, activations) with their
+        attention over the whole context: positions cached + 1 .. L (compute.Work.prefill). The scheduler's
+        token budget counts the new ones only (the engines count cached tokens as computed: vLLM 0.34.0
+        v1/core/sched/scheduler.py num_new_tokens = num_tokens - num_computed_tokens), so they also set the prompts
+        per step and the chunks (closed_loop.serving_shape). The cache a request holds is unchanged, L + OSL
+        tokens: nothing is assumed shared across requests (a shared prefix's blocks would be held once), and
+        the activations are sized for a prompt that misses. At prefix_hit 0: (L, 0)."""
+        length = self.isl if self.kind == "serving" else self.seq_len
+        cached = math.floor(length * self.prefix_hit)
+        return length - cached, cached
+
+    @property
     def decode_span(self) -> int:
         """Positions the running sequences of a decode step spread over (compute.Work.span): OSL where the
         workload knows it (steady serving holds sequences evenly at ISL + 1 .. ISL + OSL), else 0 (all at the
@@ -85,6 +104,16 @@ class Workload:
     @property
     def sequences(self) -> int:
         return self.concurrency if self.kind == "serving" else self.batch
+
+
+def prefix_hit_note(prefix_hit: float) -> str | None:
+    """What an answer assumed of the prefix cache (Workload.prompt_tokens), said once; None at no hit."""
+    if not prefix_hit:
+        return None
+    return (f"prefix cache: {prefix_hit:.0%} of each prompt's tokens assumed cached (--prefix-hit {prefix_hit:g}): a "
+            f"prefill computes the other {1 - prefix_hit:.0%}, attending over the whole prompt; the KV cache still "
+            "holds ISL + OSL tokens per request (no prefix assumed shared across requests) and memory is sized for "
+            "a prompt that misses; decode is unchanged")
 
 
 def request_overhead(wl: Workload, f: Factors) -> float:

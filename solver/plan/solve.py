@@ -152,12 +152,12 @@ _CACHE: OrderedDict[tuple, tuple[tuple, Any]] = OrderedDict()
 def _tables_key(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
                 allow_cross_node: bool, mem_opts: MemoryOptions | None) -> tuple:
     """What the space, the tables and the full estimates read of a scenario (space.domains: concurrency, phase;
-    plan.tables: lengths, MTP, latency terms; estimate.serving.Workload.for_scenario:
-    phase, lengths, MTP): not its kind or weights, which only rank the front. The objects themselves are
+    plan.tables: lengths, MTP, latency terms; estimate.serving.Workload.for_scenario: phase, lengths, MTP, the
+    prefix-cache hit rate): not its kind or weights, which only rank the front. The objects themselves are
     compared by _cached."""
     return (model.name, hw.name, fw.name, world, allow_cross_node, mem_opts, scenario.isl, scenario.osl,
             scenario.mtp, scenario.mtp_accept, scenario.phase, scenario.concurrency, scenario.max_concurrency,
-            scenario.max_seq_len, scenario.latency_terms, scenario.prefill_per_output_token)
+            scenario.max_seq_len, scenario.latency_terms, scenario.prefill_per_output_token, scenario.prefix_hit)
 
 
 def _cached(key: tuple, inputs: tuple, build: Callable[[], Any]) -> Any:

@@ -5,7 +5,7 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from solver.errors import InputError
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CONCURRENCY, MAX_MTP, MAX_SLA_MS, MAX_TOKENS
@@ -35,6 +35,25 @@ def accept_unread(mtp: int, mtp_accept: float | None, mtp_name: str = "--mtp") -
     return None
 
 
+# the share of each prompt's tokens found in the engine's prefix cache (its own metrics: vLLM's prefix_cache_hits /
+# prefix_cache_queries, SGLang's cache hit rate): a fraction in [0, 1), 0 = every prompt prefilled whole. At 1 no
+# prompt token would be computed, which no engine does (vLLM recomputes the last token of a fully cached prompt)
+PrefixHit = Annotated[float, Field(ge=0, lt=1)]
+
+
+def prefix_hit_of(value: float) -> float:
+    """`value` as a prefix-cache hit rate, or one line naming --prefix-hit (the estimate path, which builds no
+    Scenario, checks it here, under the same rule as Scenario.prefix_hit)."""
+    try:
+        return TypeAdapter(PrefixHit).validate_python(value, strict=False)
+    except ValidationError as exc:
+        raise InputError("--prefix-hit", _hit_message(exc.errors()[0].get("msg", "invalid"), value)) from None
+
+
+def _hit_message(msg: str, value: Any) -> str:
+    return f"a prefix-cache hit rate is a fraction in [0, 1), got {value}"
+
+
 # two scores (Scenario.score) within 3% count as tied: inside that band the seed orders the candidates by memory,
 # cross-node risk and closeness to a verified configuration, not by the score (rank.select; plan.solve plans every
 # pattern inside the band so that the first candidate does not depend on how many are shown)
@@ -55,6 +74,7 @@ class Scenario(BaseModel):
     mtp: int = Field(0, ge=0, le=MAX_MTP)
     mtp_accept: AcceptRate = DEFAULT_MTP_ACCEPT
     phase: Literal["serving", "prefill", "decode"] = "serving"
+    prefix_hit: PrefixHit = 0.0  # share of each prompt's tokens already in the prefix cache (workload.Workload)
     weights: tuple[float, float] | None = None  # (latency, inverse throughput) override
 
     @model_validator(mode="after")
@@ -70,6 +90,9 @@ class Scenario(BaseModel):
         if self.phase == "decode" and self.ttft_ms is not None:
             raise ValueError("ttft_ms: a decode-only deployment has no TTFT (its prompts are prefilled elsewhere); "
                              "drop the TTFT bound")
+        if self.phase == "decode" and self.prefix_hit:
+            raise ValueError("prefix_hit: a decode-only deployment prefills no prompt, so no hit rate is read; "
+                             "drop --prefix-hit")
         if self.phase == "prefill" and self.tpot_ms is not None:
             raise ValueError("tpot_ms: a prefill-only deployment decodes no tokens; drop the TPOT bound")
         return self
@@ -141,4 +164,6 @@ def scenario_of(fallback_flag: str = "--scenario", **fields: Any) -> Scenario:
             if head and head.group(1) in Scenario.model_fields:
                 loc = [head.group(1)]
                 msg = msg[head.end():] if head.group(2) else msg
+        if loc[:1] == ["prefix_hit"] and err.get("type") != "value_error":
+            msg = _hit_message(msg, fields.get("prefix_hit"))
         raise InputError("--" + loc[0].replace("_", "-") if loc else fallback_flag, msg) from None

@@ -1,0 +1,211 @@
+"""Prefix-cache hits (--prefix-hit F): one rule per test, hand-computed.
+
+A prompt of L tokens with F of them in the engine's prefix cache computes L - floor(L F) new tokens whose attention
+reads the whole context; the scheduler's budget counts the new ones; memory and decode are unchanged.
+"""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from solver.cli.main import main
+from solver.errors import InputError
+from solver.estimate.closed_loop import serving_shape
+from solver.estimate.compute import Work, factors_for, layer_ops
+from solver.estimate.figures import step_plan
+from solver.estimate.serving import Workload, estimate, prefill_step
+from solver.estimate.workload import prefix_hit_note
+from solver.one_config import workload_of
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import make_parallel_config
+from solver.specs.precision import resolve_precision
+from solver.specs.scenario import Scenario, scenario_of
+
+H100 = load_hardware("h100_sxm")
+LLAMA70 = load_model("llama-3.3-70b")
+PREC = resolve_precision(LLAMA70, H100)
+VLLM = load_framework("vllm")
+F_VLLM = factors_for(H100, VLLM.efficiency_for(H100))
+TP8 = make_parallel_config(8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+
+
+def _serving(hit: float, concurrency: int = 32) -> Workload:
+    return Workload("serving", isl=8192, osl=256, concurrency=concurrency, prefix_hit=hit)
+
+
+def _est(hit: float, concurrency: int = 32):
+    return estimate(LLAMA70, H100, TP8, PREC, F_VLLM, _serving(hit, concurrency))
+
+
+def test_cached_tokens_are_the_floor_of_the_hit_share():
+    """ISL 8192: F 0.5 caches 4096 and computes 4096; F 0.9 caches floor(7372.8) = 7372 and computes 820; F 0 computes
+    all 8192. A prefill workload splits its seq_len the same way."""
+    assert _serving(0.0).prompt_tokens == (8192, 0)
+    assert _serving(0.5).prompt_tokens == (4096, 4096)
+    assert _serving(0.9).prompt_tokens == (820, 7372)
+    assert Workload("prefill", batch=1, seq_len=1000, prefix_hit=0.25).prompt_tokens == (750, 250)
+
+
+def test_no_hit_builds_the_fresh_prompt_step():
+    """F = 0: the prefill Work is the whole-prompt step, field for field (new 8192 x n, context (8192 + 1) / 2)."""
+    assert Work.prefill(8192, 0, 3) == Work("prefill", new_tokens=8192 * 3, context=(8192 + 1) / 2, sequences=3,
+                                            logits_tokens=3)
+    assert _est(0.0) == estimate(LLAMA70, H100, TP8, PREC, F_VLLM,
+                                 Workload("serving", isl=8192, osl=256, concurrency=32))
+
+
+def test_cached_prefix_sits_before_the_new_queries():
+    """4096 new tokens after 4096 cached: the queries sit at 4097 .. 8192, mean context 4096 + 4097 / 2 = 6144.5."""
+    w = Work.prefill(4096, 4096, 1)
+    assert (w.new_tokens, w.context, w.sequences, w.logits_tokens) == (4096, 6144.5, 1, 1)
+
+
+def test_dense_flops_scale_by_the_uncached_share_while_attention_reads_the_whole_prompt():
+    """One prompt of 8192, half cached. Every GEMM (QKV, O, the MLP) sees 4096 tokens instead of 8192: half the FLOPs.
+    The attention core's query-key pairs: fresh 8192 x 4096.5 (mean keys (8192 + 1) / 2); hit 4096 x 6144.5 (keys
+    of positions 4097 .. 8192, the cached 4096 included); ratio 6144.5 / 8193 = 0.74997, not 0.5."""
+    fresh = layer_ops(LLAMA70, H100, TP8, PREC, F_VLLM, Work.prefill(8192, 0, 1))
+    hit = layer_ops(LLAMA70, H100, TP8, PREC, F_VLLM, Work.prefill(4096, 4096, 1))
+    for kind in ("attention", "dense"):
+        for a, b in zip(fresh[kind], hit[kind]):
+            want = 6144.5 / 8193 if a.name == "attention_core" else 0.5
+            assert b.flops == pytest.approx(a.flops * want, rel=1e-12), a.name
+    assert any(o.name == "attention_core" for o in fresh["attention"])
+
+
+def test_scheduler_budget_counts_only_the_uncached_tokens():
+    """Budget 8192, prefill-first (the room is the budget): ISL 8192 fits 8192 // 8192 = 1 prompt a step, half
+    cached 8192 // 4096 = 2. ISL 16384 takes ceil(16384 / 8192) = 2 chunks fresh, ceil(8192 / 8192) = 1 half cached."""
+    def shape(isl: int, hit: float):
+        wl = Workload("serving", isl=isl, osl=256, concurrency=8, token_budget=8192, prefix_hit=hit)
+        return serving_shape(wl, 1, 8.0)
+
+    assert (shape(8192, 0.0).prompts_per_step, shape(8192, 0.5).prompts_per_step) == (1, 2)
+    assert (shape(16384, 0.0).chunks, shape(16384, 0.5).chunks) == (2, 1)
+
+
+def test_ttft_and_the_prefill_share_fall_with_the_hit_rate():
+    """Llama-3.3-70B, H100 x8 TP8, vLLM, 32 requests of 8192 / 256: fewer tokens to prefill shorten the prefill step,
+    so TTFT, the share of GPU time spent prefilling, and TPOT (whose steps carry the arrivals' prefills) all fall."""
+    e0, e5, e9 = _est(0.0), _est(0.5), _est(0.9)
+    assert e0.ttft_s > e5.ttft_s > e9.ttft_s
+    assert e0.prefill_share > e5.prefill_share > e9.prefill_share
+    assert e0.tpot_s > e5.tpot_s > e9.tpot_s
+    # one prompt's step: 8192 fresh, 4096 after 4096 cached, 820 after 7372 cached
+    one = [prefill_step(LLAMA70, H100, TP8, PREC, F_VLLM, new, 1, 0, cached).time_s
+           for new, cached in (_serving(h).prompt_tokens for h in (0.0, 0.5, 0.9))]
+    assert one[0] > one[1] > one[2]
+
+
+def test_memory_and_the_decode_step_are_unchanged():
+    """The cache holds ISL + OSL per request whatever the hit (nothing shared across requests) and the decode step
+    reads the same context: both equal to the fresh prompt's."""
+    e0, e9 = _est(0.0), _est(0.9)
+    assert e9.memory == e0.memory
+    assert e9.decode == e0.decode
+
+
+def test_planner_workload_carries_the_scenario_hit():
+    """Workload.for_scenario passes the hit to the planner's step plans: serving at ISL 4096, F 0.75, 4 requests on
+    TP8 (one replica): n = min(4, budget // 1024) prompts of 1024 new tokens after 3072 cached."""
+    sc = Scenario(isl=4096, osl=256, prefix_hit=0.75)
+    wl = Workload.for_scenario(sc, 4)
+    assert (wl.prefix_hit, wl.prompt_tokens) == (0.75, (1024, 3072))
+    sp = step_plan(LLAMA70, TP8, F_VLLM, wl)
+    n = sp.pre_work.sequences
+    assert (sp.pre_work.new_tokens, sp.pre_work.context) == (1024 * n, 3072 + 1025 / 2)
+    pre = Workload.for_scenario(Scenario(isl=4096, osl=1, phase="prefill", prefix_hit=0.75), 2)
+    assert pre.prompt_tokens == (1024, 3072)
+
+
+@pytest.mark.parametrize("value", [1.0, -0.1, 1.5, float("nan")])
+def test_hit_outside_zero_to_one_is_refused_naming_the_flag(value):
+    with pytest.raises(InputError) as exc:
+        scenario_of(prefix_hit=value)
+    assert exc.value.field == "--prefix-hit" and "[0, 1)" in exc.value.problem
+    with pytest.raises(InputError) as exc:
+        workload_of(8192, 256, 4, None, None, None, 0, None, value)
+    assert exc.value.field == "--prefix-hit"
+
+
+def test_decode_only_refuses_a_hit_it_would_not_read():
+    with pytest.raises(InputError) as exc:
+        scenario_of(phase="decode", prefix_hit=0.5)
+    assert exc.value.field == "--prefix-hit"
+    with pytest.raises(InputError) as exc:
+        workload_of(None, None, None, "decode", 4, 1024, 0, None, 0.5)
+    assert exc.value.field == "--prefix-hit"
+
+
+def test_disaggregated_plan_refuses_a_hit_it_does_not_price():
+    r = CliRunner().invoke(main, ["solve", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8",
+                                  "--serving", "disagg", "--prefix-hit", "0.5"])
+    assert r.exit_code == 2 and "--prefix-hit" in r.output and "disagg" in r.output
+
+
+def test_cli_out_of_range_is_one_line_exit_2():
+    r = CliRunner().invoke(main, ["estimate", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8",
+                                  "--attn-tp", "8", "--isl", "8192", "--osl", "256", "--concurrency", "1",
+                                  "--prefix-hit", "1"])
+    assert r.exit_code == 2
+    assert [line for line in r.output.splitlines() if line.strip()] == \
+        ["error: --prefix-hit: a prefix-cache hit rate is a fraction in [0, 1), got 1.0"]
+
+
+def test_answer_notes_the_hit_rate_assumed():
+    assert prefix_hit_note(0.0) is None
+    assert "90%" in prefix_hit_note(0.9) and "ISL + OSL" in prefix_hit_note(0.9)
+    r = CliRunner().invoke(main, ["estimate", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8",
+                                  "--attn-tp", "8", "--dense-tp", "8", "--isl", "8192", "--osl", "256",
+                                  "--concurrency", "1", "--prefix-hit", "0.9", "--format", "json"])
+    assert r.exit_code == 0 and "prefix cache: 90%" in r.output
+
+
+def test_recommend_line_keeps_the_hit():
+    from solver.entry import recommend_command
+
+    line = recommend_command("llama-3.3-70b", "h100_sxm", [8], 1000, Scenario(prefix_hit=0.5), "vllm", None, None,
+                             None, False)
+    assert "--prefix-hit 0.5" in line
+
+
+def test_planner_tables_sum_to_the_full_estimate_at_a_hit():
+    """The planner's tables read the hit through the same Work (step_plan): Qwen3-30B-A3B on 4 x H200, vLLM, serving
+    4096 / 128 with 75% of each prompt cached. Every configuration the memory cap admits (first 40, at two batches)
+    has the TTFT, TPOT and throughput of the full estimate, and a TTFT below the same configuration's at no hit."""
+    import itertools
+
+    from solver.plan.layout_memory import assumed_memory
+    from solver.plan.table_build import build_tables
+    from solver.space.domains import build_space
+    from solver.specs.parallel import ParallelConfig
+
+    m, h, fw = load_model("qwen3-30b-a3b"), load_hardware("h200_sxm"), load_framework("vllm")
+    prec, fac = resolve_precision(m, h), factors_for(h, fw.efficiency_for(h))
+
+    def tables(hit: float):
+        sc = Scenario(isl=4096, osl=128, max_concurrency=16, prefix_hit=hit)
+        return sc, build_tables(m, h, prec, fac, fw, build_space(m, h, fw, 4, sc), sc)
+
+    sc, t = tables(0.75)
+    _, t0 = tables(0.0)
+    groups = list(t.choices)
+    checked = 0
+    for b in t.batches[:2]:
+        for idx in itertools.islice(itertools.product(*(range(len(t.choices[g])) for g in groups)), 40):
+            picks = dict(zip(groups, idx))
+            if len({t.choices[g][i][-1] for g, i in picks.items()}) > 1:
+                continue
+            pc = ParallelConfig(world_size=4, **t.config(picks))
+            if not assumed_memory(m, h, pc, prec, sc, b).feasible:
+                continue
+            e = estimate(m, h, pc, prec, fac, Workload.for_scenario(sc, b))
+            fig = t.figures(b, picks)
+            assert fig.ttft_s == pytest.approx(e.ttft_s, rel=1e-9)
+            assert fig.tpot_s == pytest.approx(e.tpot_s, rel=1e-9)
+            assert fig.output_tokens_per_s == pytest.approx(e.output_tokens_per_s, rel=1e-9)
+            assert fig.ttft_s < t0.figures(b, picks).ttft_s
+            checked += 1
+    assert checked > 0
