@@ -98,8 +98,18 @@ class State:
 
     per_token_bytes: float = 0.0  # KV bytes per cached token
     window: int | None = None  # tokens kept at most (sliding / chunked); None = the whole sequence
-    index_per_token_bytes: float = 0.0  # DSA indexer keys per cached token
+    index_per_token_bytes: float = 0.0  # DSA indexer keys per cached token, in the layer's own format
     constant_bytes: float = 0.0  # recurrent / conv state, independent of the sequence length
+    # the index key values per cached token where an engine may cache them unquantised (index_bytes); None: the
+    # layer's own format under every engine
+    index_values_per_token: int | None = None
+
+    def index_bytes(self, unquantised: bool) -> float:
+        """Index key bytes per cached token as the engine caches them: `unquantised`
+        (FrameworkProfile.indexer_keys_unquantised), each value in the activation dtype without a scale."""
+        if unquantised and self.index_values_per_token is not None:
+            return self.index_values_per_token * ACT_BYTES
+        return self.index_per_token_bytes
 
     @property
     def grows(self) -> bool:
