@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from solver.cli.main import main
 from solver.errors import InputError
 from solver.estimate.compute import Work, factors_for, layer_ops
+from solver.estimate.disagg import kv_transfer
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import engine_options, framework_options
 from solver.estimate.params import count_params
@@ -143,6 +144,19 @@ def test_vllm_ascend_memory_prices_the_engines_indexer_keys() -> None:
     prec = resolve_precision(V32, A3, "int8")
     mem = memory_per_rank(V32, A3, pc, prec, 16, 4352, framework_options(ASCEND))
     assert mem.kv_cache_bytes + mem.indexer_cache_bytes == LAYERS * 4352 * 1408 == 373_784_576
+
+
+def test_a_decode_rank_receives_the_indexer_keys_as_its_engine_keeps_them() -> None:
+    """Disaggregated hand-off of a 4,096-token V3.2 request to a TP2 x DCP8 decode rank: the latent arrives split,
+    61 x 4,096 x 1,152 / 8 = 35,979,264 B; vllm-ascend's indexer keys whole and unquantised, 61 x 4,096 x 256 =
+    63,963,136 B (vLLM's: 61 x 4,096 x 132 / 8 = 4,122,624 B). The whole request: 61 x 4,096 x 1,408 =
+    351,797,248 B."""
+    pre, dec = make_parallel_config(16, moe_tp_size=1), make_parallel_config(16, attn_tp_size=2, kvp_size=8,
+                                                                              moe_tp_size=1)
+    t = kv_transfer(V32, A3, pre, dec, 2, 4096, layout=framework_options(ASCEND).cache_layout)
+    assert t.recv_bytes_per_rank == 35_979_264 + 63_963_136
+    assert t.bytes_per_request == LAYERS * 4096 * 1408 == 351_797_248
+    assert kv_transfer(V32, A3, pre, dec, 2, 4096).recv_bytes_per_rank == 35_979_264 + 4_122_624
 
 
 def test_replicated_indexer_keys_need_kvp_among_the_knobs(tmp_path) -> None:
