@@ -100,15 +100,15 @@ class State:
     window: int | None = None  # tokens kept at most (sliding / chunked); None = the whole sequence
     index_per_token_bytes: float = 0.0  # DSA indexer keys per cached token, in the layer's own format
     constant_bytes: float = 0.0  # recurrent / conv state, independent of the sequence length
-    # the index key values per cached token where an engine may cache them unquantised (index_bytes); None: the
-    # layer's own format under every engine
-    index_values_per_token: int | None = None
+    # the index keys per cached token where an engine caches them unquantised (dsa.Indexer.cached_bytes); None:
+    # the layer's own format under every engine
+    index_unquantised_per_token_bytes: float | None = None
 
     def index_bytes(self, unquantised: bool) -> float:
-        """Index key bytes per cached token as the engine caches them: `unquantised`
-        (FrameworkProfile.indexer_keys_unquantised), each value in the activation dtype without a scale."""
-        if unquantised and self.index_values_per_token is not None:
-            return self.index_values_per_token * ACT_BYTES
+        """Index key bytes per cached token as the engine caches them (`unquantised`:
+        FrameworkProfile.indexer_keys_unquantised)."""
+        if unquantised and self.index_unquantised_per_token_bytes is not None:
+            return self.index_unquantised_per_token_bytes
         return self.index_per_token_bytes
 
     @property

@@ -1,7 +1,8 @@
 """DSA lightning indexer (DeepSeek-V3.2, GLM-5): scores every past key per query in FP8 and keeps the top-k.
 
 Its projections are replicated under attention TP in every shipped implementation, so each TP rank repeats
-the whole indexer; SP / CP split its tokens and KVP its keys. Its key cache holds index_head_dim FP8 values
+the whole indexer; SP / CP split its tokens and KVP its keys (unless the engine keeps every key on each KVP rank:
+FrameworkProfile.kvp_replicates_indexer_keys). Its key cache holds index_head_dim FP8 values
 plus one FP32 scale per token (132 B for V3.2; facts/attention-variants.md), unless the engine caches them unquantised
 beside the latent (FrameworkProfile.indexer_keys_unquantised: 128 bf16 values, 256 B; `cached_bytes`).
 

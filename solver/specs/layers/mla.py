@@ -119,7 +119,10 @@ class MLA(Block):
         kv_cache_configurator.calculate_mla_kv_cache_dim for DSA models, vllm-ascend 0.23.0.post1
         attention/utils.get_sfa_qsfa_packed_head_dim). A dense MLA cache at 8 bits is the plain 576 values, one
         byte each, in every engine read (vLLM mla_attention.py:556-563 "standard fp8 KV cache format", SGLang
-        calculate_mla_kv_cache_dim "for non-DSA models ... kv_lora_rank + qk_rope_head_dim")."""
+        calculate_mla_kv_cache_dim "for non-DSA models ... kv_lora_rank + qk_rope_head_dim"). Not modelled: the
+        sparse backends that keep the plain row for a DSA layer at fp8, chosen per device (vLLM's
+        FLASHINFER_MLA_SPARSE, first for an fp8 cache on SM10x: platforms/cuda.py:95-103; SGLang's trtllm DSA
+        backend: calculate_mla_kv_cache_dim)."""
         lora, rope = self.kv_lora_rank, self.qk_rope_head_dim
         if kv_bytes == 1 and self.indexer is not None:
             return lora + 4 * math.ceil(lora / 128) + 2 * rope
@@ -131,10 +134,10 @@ class MLA(Block):
 
     @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
-        idx = self.indexer.bytes_per_token if self.indexer else 0.0
+        idx = self.index_bytes(False)
         own = 0.0 if self.kv_shared else self.kv_bytes_per_token(kv_bytes, attn_tp)
         return State(per_token_bytes=own, window=self.window, index_per_token_bytes=idx,
-                      index_values_per_token=self.indexer.values_per_token if self.indexer else None)
+                     index_unquantised_per_token_bytes=self.index_bytes(True) if self.indexer else None)
 
     def ops(self, cx: CostKit) -> list:
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
