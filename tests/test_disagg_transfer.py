@@ -17,9 +17,10 @@ def test_mla_request_bytes_are_latent_plus_rope_per_layer() -> None:
     assert kv_bytes_per_request(load_model(R1), 2, 2048) == 1152 * 61 * 2048 == 143_917_056
 
 
-def test_fp8_mla_request_bytes_use_the_flashmla_layout() -> None:
-    # 512 fp8 + 4 fp32 scales (one per 128) + 64 bf16 rope = 656 B per token per layer
-    assert kv_bytes_per_request(load_model(R1), 1, 2048) == 656 * 61 * 2048
+def test_fp8_dense_mla_request_bytes_are_the_plain_fp8_row() -> None:
+    # a dense MLA cache at fp8: (512 + 64) values of 1 B = 576 B per token per layer (the 656 B scaled row is the
+    # sparse DSA kernels'; tests/test_engine_kv_layout.py)
+    assert kv_bytes_per_request(load_model(R1), 1, 2048) == 576 * 61 * 2048
 
 
 def test_gqa_request_bytes_are_k_and_v_of_every_kv_head() -> None:

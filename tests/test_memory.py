@@ -54,10 +54,10 @@ def test_llama_70b_bf16_kv_is_4096_bytes_per_token_layer() -> None:
     assert kv_bytes_per_token_layer(load_model("llama-3.1-70b"), 2) == 4096
 
 
-def test_deepseek_v3_mla_kv_is_1152_bytes_bf16_and_656_fp8() -> None:
+def test_deepseek_v3_mla_kv_is_1152_bytes_bf16_and_576_fp8() -> None:
     model = load_model("deepseek-v3")
     assert kv_bytes_per_token_layer(model, 2) == 1152  # (512 latent + 64 rope) x 2
-    assert kv_bytes_per_token_layer(model, 1) == 656  # 512 fp8 + 4 fp32 scales + 64 bf16 rope
+    assert kv_bytes_per_token_layer(model, 1) == 576  # dense MLA: (512 + 64) fp8 values, no scales (the 656 B row is DSA's)
 
 
 def test_deepseek_v32_indexer_cache_is_132_bytes_per_token_layer() -> None:

@@ -259,8 +259,10 @@ def test_a_linear_layers_request_state_is_independent_of_the_context(kind) -> No
     # DeepSeek-V3 MLA: latent 512 + rope key 64, bf16 -> 1152 B, whatever the attention TP
     ("deepseek-v3", 2, 1, (512 + 64) * 2),
     ("deepseek-v3", 2, 8, (512 + 64) * 2),
-    # FP8 FlashMLA layout: 512 fp8 + 4 fp32 scales (one per 128) + 64 bf16 rope -> 512 + 16 + 128 = 656 B
-    ("deepseek-v3", 1, 1, 512 + 4 * 4 + 64 * 2),
+    # dense MLA at FP8: the plain row, (512 + 64) x 1 B = 576 B
+    ("deepseek-v3", 1, 1, 512 + 64),
+    # sparse (DSA) MLA at FP8: the sparse kernels' row, 512 fp8 + 4 fp32 scales (one per 128) + 64 bf16 rope = 656 B
+    ("deepseek-v3.2", 1, 1, 512 + 4 * 4 + 64 * 2),
     # gpt-oss-20b sliding and full GQA layers alike: 8 KV heads x (64 + 64) x 2 B = 2048 B
     ("gpt-oss-20b", 2, 1, 8 * 128 * 2),
 ])

@@ -18,7 +18,7 @@ from solver.cli.main import main
 from solver.estimate.compute import Work, factors_for, layer_ops
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import MemoryOptions, engine_options
-from solver.estimate.request_state import cache_per_rank
+from solver.estimate.request_state import CacheLayout, cache_per_rank
 from solver.estimate.params import count_params
 from solver.estimate.step import layer_comms
 from solver.specs.framework import load_framework
@@ -93,7 +93,7 @@ def test_vllms_pcp_ranks_each_keep_the_whole_kv_cache() -> None:
     prec = resolve_precision(LLAMA70, H100)
     assert VLLM.cp_replicates_kv_cache and F_VLLM.cp_replicates_kv_cache
     whole = 80 * 131072 * 512
-    assert cache_per_rank(LLAMA70, pc, prec, 1, S, cp_replicates_kv=True)[0] == pytest.approx(whole)
+    assert cache_per_rank(LLAMA70, pc, prec, 1, S, layout=CacheLayout(cp_replicates_kv=True))[0] == pytest.approx(whole)
     assert cache_per_rank(LLAMA70, pc, prec, 1, S)[0] == pytest.approx(whole / 2)
     mem = memory_per_rank(LLAMA70, H100, pc, prec, 1, S, engine_options(MemoryOptions(), F_VLLM))
     assert mem.kv_cache_bytes == pytest.approx(whole)

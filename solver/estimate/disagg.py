@@ -77,6 +77,8 @@ from solver.estimate.compute import Factors
 from solver.estimate.memory import MemoryReport, memory_per_rank
 from solver.estimate.memory_options import MemoryOptions, engine_options
 from solver.estimate.request_state import (
+    SEED_LAYOUT,
+    CacheLayout,
     cached_tokens_per_layer_sum,
     indexer_bytes_per_token_layer,
     kv_bytes_per_token_layer,
@@ -102,13 +104,20 @@ DECODE_ADMISSION_STEPS = 1.5
 
 
 def kv_bytes_per_request(model: ModelSpec, kv_bytes: int, tokens: int, attn_tp: int = 1,
-                         mtp_layers: int = 0) -> float:
+                         mtp_layers: int = 0, index_unquantised: bool = False) -> float:
     """Cache bytes `tokens` tokens of one request occupy on one rank of an attention group with TP `attn_tp`
     (attn_tp = 1: the whole request). Every cached layer (local-window layers capped at their window), the MTP
-    layers' cache when they run, and DSA indexer keys, which attention TP does not split."""
+    layers' cache when they run, and DSA indexer keys, which attention TP does not split (in the engine's format:
+    `index_unquantised`, CacheLayout.index_unquantised)."""
+    return sum(_request_caches(model, kv_bytes, tokens, attn_tp, mtp_layers, index_unquantised))
+
+
+def _request_caches(model: ModelSpec, kv_bytes: int, tokens: int, attn_tp: int, mtp_layers: int,
+                    index_unquantised: bool) -> tuple[float, float]:
+    """(KV, indexer keys) of kv_bytes_per_request."""
     layer_tokens = cached_tokens_per_layer_sum(model, tokens) + mtp_layers * tokens
-    per_token_layer = kv_bytes_per_token_layer(model, kv_bytes, attn_tp) + indexer_bytes_per_token_layer(model)
-    return layer_tokens * per_token_layer
+    return (layer_tokens * kv_bytes_per_token_layer(model, kv_bytes, attn_tp),
+            layer_tokens * indexer_bytes_per_token_layer(model, index_unquantised))
 
 
 def constant_state_per_request(model: ModelSpec, kv_bytes: int, attn_tp: int = 1, group: int | None = None) -> float:
@@ -143,16 +152,21 @@ def transfer_tier(hw: Hardware, prefill_ranks: int, decode_ranks: int, prefill_w
 
 def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode: ParallelConfig, kv_bytes: int,
                 isl: int, mtp_layers: int = 0, kvp_splits_weights: bool = False, prefill_workers: int = 1,
-                decode_workers: int = 1, cp_replicates_kv: bool = False) -> Transfer:
+                decode_workers: int = 1, layout: CacheLayout = SEED_LAYOUT) -> Transfer:
     """Bytes and seconds of one request's KV transfer (module docstring). The decode side's CP x KVP split the
     tokens across its ranks; the replicated copies of a latent (MLA) are each sent once per receiving rank.
     `kvp_splits_weights`: the decode engine's KVP layout (its constant state split over TP x KVP); the worker
-    counts: the deployment whose span sets the tier (transfer_tier). `cp_replicates_kv`: the decode engine's CP
-    ranks each keep the whole cache (MemoryOptions.cp_replicates_kv_cache), so each receives it whole."""
-    whole = kv_bytes_per_request(model, kv_bytes, isl, 1, mtp_layers) + constant_state_per_request(model, kv_bytes)
+    counts: the deployment whose span sets the tier (transfer_tier). `layout`: the decode engine's cache layout
+    (MemoryOptions.cache_layout): CP ranks that each keep the whole cache receive it whole, KVP ranks that each
+    keep every indexer key receive them all, and the indexer keys travel in the engine's format."""
+    unq = layout.index_unquantised
+    whole = (kv_bytes_per_request(model, kv_bytes, isl, 1, mtp_layers, unq)
+             + constant_state_per_request(model, kv_bytes))
     a = decode.attn_tp_size
-    cp_shards = 1 if cp_replicates_kv else decode.cp_size
-    recv = (kv_bytes_per_request(model, kv_bytes, isl, a, mtp_layers) / (cp_shards * decode.kvp_size)
+    cp_shards = 1 if layout.cp_replicates_kv else decode.cp_size
+    kv, idx = _request_caches(model, kv_bytes, isl, a, mtp_layers, unq)
+    recv = (kv / (cp_shards * decode.kvp_size)
+            + idx / (cp_shards * (1 if layout.kvp_replicates_index else decode.kvp_size))
             + constant_state_per_request(model, kv_bytes, a, decode.attn_tp_group(kvp_splits_weights)))
     senders, receivers = prefill.attn_group_size, decode.attn_group_size
     traffic = recv * receivers  # every receiving rank's share, copies counted
@@ -401,7 +415,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     mtp_layers = model.num_mtp_layers if wl.mtp else 0
     xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers,
                        dec_opts.kvp_splits_attention_weights, wl.prefill_workers, wl.decode_workers,
-                       cp_replicates_kv=dec_opts.cp_replicates_kv_cache)
+                       layout=dec_opts.cache_layout)
     # the front end's cost (HTTP, tokenizer, router) is paid where the request enters: the prefill server's
     overhead = request_overhead(Workload("serving", request_overhead_s=wl.request_overhead_s), f_prefill)
     t = disagg_times(shape, pre_s, dec_s, xfer.time_s, wl.concurrency, wl.osl, overhead, wl.benchmark_waves,

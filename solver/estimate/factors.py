@@ -44,6 +44,12 @@ class Factors:
     # the framework's CP cache layout (FrameworkProfile.cp_replicates_kv_cache): every CP rank keeps the whole KV;
     # the memory model reads it from MemoryOptions
     cp_replicates_kv_cache: bool = False
+    # the framework's indexer key format (FrameworkProfile.indexer_keys_unquantised): cached, read and scored in the
+    # activation dtype; the memory model reads it from MemoryOptions
+    indexer_keys_unquantised: bool = False
+    # the framework's KVP indexer layout (FrameworkProfile.kvp_replicates_indexer_keys): every KVP rank keeps and
+    # scores every token's indexer key; the memory model reads it from MemoryOptions
+    kvp_replicates_indexer_keys: bool = False
     # the framework's SP decode form (FrameworkProfile.sp_decode_repeats_batch): every SP rank decodes its
     # replica's whole batch (step_parts.decode_layout)
     sp_decode_repeats_batch: bool = False
@@ -108,7 +114,8 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
     before this fix it was silently ignored and only a `kernel_overhead` multiplier was read).
     `grouped_gemm` and `dequant_gemm` are fractions of the GEMM efficiency (capped at 1); `token_budget` and
     `budget_split_by_attention_dp` are the framework's scheduler defaults, `kvp_splits_attention_weights` its
-    KVP layout, `cp_replicates_kv_cache` its CP cache layout and `sp_decode_repeats_batch` its SP decode form,
+    KVP layout, `cp_replicates_kv_cache` its CP cache layout, `indexer_keys_unquantised` and
+    `kvp_replicates_indexer_keys` its indexer key layout and `sp_decode_repeats_batch` its SP decode form,
     passed through.
     """
     s = scale or {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from solver.estimate.factors import Factors
+from solver.estimate.request_state import CacheLayout
 from solver.specs.framework import FrameworkProfile
 from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
 
@@ -34,27 +35,48 @@ class MemoryOptions:
     # the engine's CP cache layout (FrameworkProfile.cp_replicates_kv_cache): every CP rank keeps each request's
     # whole KV (vLLM's prefill context parallel), so CP does not divide the cache
     cp_replicates_kv_cache: bool = False
+    # the engine's indexer key format (FrameworkProfile.indexer_keys_unquantised): the activation dtype, no scale
+    indexer_keys_unquantised: bool = False
+    # the engine's KVP indexer layout (FrameworkProfile.kvp_replicates_indexer_keys): every KVP rank keeps every
+    # token's indexer key, so KVP does not divide them
+    kvp_replicates_indexer_keys: bool = False
+
+    @property
+    def cache_layout(self) -> CacheLayout:
+        """The engine's cache layout as request_state reads it."""
+        return CacheLayout(cp_replicates_kv=self.cp_replicates_kv_cache,
+                           index_unquantised=self.indexer_keys_unquantised,
+                           kvp_replicates_index=self.kvp_replicates_indexer_keys)
+
+
+# the engine's layout facts a memory estimate reads: fields of the same name on FrameworkProfile, Factors and
+# MemoryOptions (the profile's YAML, the step costs, the memory side)
+MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "indexer_keys_unquantised",
+                 "kvp_replicates_indexer_keys")
 
 
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
     """`opts` with the engine's layout facts the step costs read from `f`, so that one configuration's memory
     and step costs price one layout. Whoever holds the engine's factors passes them here."""
-    return _with_layout(opts, f.kvp_splits_attention_weights, f.cp_replicates_kv_cache)
+    return _with_layout(opts, f)
 
 
 def framework_options(fw: FrameworkProfile, opts: MemoryOptions | None = None) -> MemoryOptions:
     """`opts` under the engine's layout read from its profile (the KVP split of attention weights, the CP cache
-    replication): what engine_options gives from the engine's factors, for a caller holding the profile alone
-    (a launch, a memory answer), so that its memory is the estimate's."""
-    return _with_layout(opts, fw.kvp_splits_attention_weights, fw.cp_replicates_kv_cache)
+    replication, the indexer keys' format and KVP replication): what engine_options gives from the engine's
+    factors, for a caller holding the profile alone (a launch, a memory answer), so that its memory is the
+    estimate's."""
+    return _with_layout(opts, fw)
 
 
-def _with_layout(opts: MemoryOptions | None, kvp_splits: bool, cp_replicates: bool) -> MemoryOptions:
-    """`opts` (default ones where None) with the engine's KVP and CP layout; the same object where it has it."""
+def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) -> MemoryOptions:
+    """`opts` (default ones where None) with the layout facts (MEMORY_LAYOUT) of `src`; the same object where it
+    has them."""
     opts = opts or MemoryOptions()
-    if (opts.kvp_splits_attention_weights, opts.cp_replicates_kv_cache) == (kvp_splits, cp_replicates):
+    layout = {k: bool(getattr(src, k)) for k in MEMORY_LAYOUT}
+    if all(getattr(opts, k) == v for k, v in layout.items()):
         return opts
-    return replace(opts, kvp_splits_attention_weights=kvp_splits, cp_replicates_kv_cache=cp_replicates)
+    return replace(opts, **layout)
 
 
 def memory_limit(capacity_bytes: float, reserved_bytes: float, total_fraction: float) -> float:

@@ -26,10 +26,27 @@ def kv_bytes_per_token_layer(model: ModelSpec, kv_bytes: int, attn_tp: int = 1) 
     return a.state(kv_bytes, attn_tp).per_token_bytes if a is not None else 0.0
 
 
-def indexer_bytes_per_token_layer(model: ModelSpec) -> float:
-    """DSA indexer key cache: index_head_dim FP8 values + one FP32 scale (132 B for V3.2)."""
+def indexer_bytes_per_token_layer(model: ModelSpec, unquantised: bool = False) -> float:
+    """DSA indexer key cache: index_head_dim FP8 values + one FP32 scale (132 B for V3.2); `unquantised` (the
+    engine's CacheLayout.index_unquantised): the values in the activation dtype, no scale (256 B)."""
     a = _primary(model)
-    return a.state(2, 1).index_per_token_bytes if a is not None else 0.0
+    return a.state(2, 1).index_bytes(unquantised) if a is not None else 0.0
+
+
+@dataclass(frozen=True)
+class CacheLayout:
+    """How the engine lays each request's cache out on its ranks (its profile's layout fields, carried by
+    MemoryOptions.cache_layout): the memory side's view of what the step costs read from Factors."""
+
+    # every CP rank keeps each request's whole KV (FrameworkProfile.cp_replicates_kv_cache): CP does not divide it
+    cp_replicates_kv: bool = False
+    # indexer keys cached in the activation dtype without a scale (FrameworkProfile.indexer_keys_unquantised)
+    index_unquantised: bool = False
+    # every KVP rank keeps every token's indexer key (FrameworkProfile.kvp_replicates_indexer_keys)
+    kvp_replicates_index: bool = False
+
+
+SEED_LAYOUT = CacheLayout()  # the seed's: CP and KVP shard every growing cache, indexer keys in the layer's format
 
 
 @dataclass(frozen=True)
@@ -42,9 +59,10 @@ class StateBytes:
 
 
 def state_of_layers(layers: list, kv_bytes: int, attn_tp: int, seq_len: float,
-                    group: int | None = None) -> StateBytes:
+                    group: int | None = None, index_unquantised: bool = False) -> StateBytes:
     """Per-request state of (layer, count) pairs holding `seq_len` tokens; `group`: the attention-TP group
-    (ParallelConfig.attn_tp_group; None: attention TP), which splits the heads of the blocks KVP does not split."""
+    (ParallelConfig.attn_tp_group; None: attention TP), which splits the heads of the blocks KVP does not split;
+    `index_unquantised`: the engine caches indexer keys in the activation dtype (State.index_bytes)."""
     group = group or attn_tp
     kv = idx = const = 0.0
     for layer, n in layers:
@@ -52,7 +70,7 @@ def state_of_layers(layers: list, kv_bytes: int, attn_tp: int, seq_len: float,
             st = block.state(kv_bytes, heads_split(block, attn_tp, group))
             held = st.tokens_held(seq_len)
             kv += n * st.per_token_bytes * held
-            idx += n * st.index_per_token_bytes * held
+            idx += n * st.index_bytes(index_unquantised) * held
             const += n * st.constant_bytes
     return StateBytes(kv, idx, const)
 
@@ -81,20 +99,23 @@ _REQUEST_STATE = IdentityMemo(65_536)
 
 
 def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int,
-                  mtp_layers: int = 0, kvp_splits_weights: bool = False, cp_replicates_kv: bool = False) -> StateBytes:
+                  mtp_layers: int = 0, kvp_splits_weights: bool = False,
+                  layout: CacheLayout = SEED_LAYOUT) -> StateBytes:
     """One request's state on one rank: growing parts split by CP x KVP, constant parts by the attention-TP group
     only (attention TP, or TP x KVP where KVP reuses the TP ranks: `kvp_splits_weights`, the engine's layout).
-    `cp_replicates_kv`: the engine's CP ranks each keep the whole cache (MemoryOptions.cp_replicates_kv_cache),
-    so only KVP splits it."""
-    shards = (1 if cp_replicates_kv else pc.cp_size) * pc.kvp_size
+    `layout`: the engine's cache layout: CP ranks each keeping the whole cache (only KVP splits it), indexer keys
+    unquantised, or kept whole on every KVP rank (KVP does not split them)."""
+    cp = 1 if layout.cp_replicates_kv else pc.cp_size
+    shards, index_shards = cp * pc.kvp_size, cp * (1 if layout.kvp_replicates_index else pc.kvp_size)
     group = pc.attn_tp_group(kvp_splits_weights)
 
     def build() -> StateBytes:
         st = state_of_layers(model.layer_groups + _mtp_layers(model, mtp_layers), prec.kv_bytes, pc.attn_tp_size,
-                             seq_len, group)
-        return StateBytes(st.kv / shards, st.index / shards, st.constant)
+                             seq_len, group, layout.index_unquantised)
+        return StateBytes(st.kv / shards, st.index / index_shards, st.constant)
 
-    return _REQUEST_STATE.get((model,), (pc.attn_tp_size, group, shards, prec.kv_bytes, seq_len, mtp_layers), build)
+    key = (pc.attn_tp_size, group, shards, index_shards, layout.index_unquantised, prec.kv_bytes, seq_len, mtp_layers)
+    return _REQUEST_STATE.get((model,), key, build)
 
 
 def held_per_replica(batch: float, pc: ParallelConfig) -> int:
@@ -104,12 +125,12 @@ def held_per_replica(batch: float, pc: ParallelConfig) -> int:
 
 
 def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
-                   mtp_layers: int = 0, cp_replicates_kv: bool = False) -> tuple[float, float, float]:
+                   mtp_layers: int = 0, layout: CacheLayout = SEED_LAYOUT) -> tuple[float, float, float]:
     """(KV bytes, indexer bytes, sequences per rank). CP and KVP shard tokens (CP not where the engine's CP ranks
-    each keep the whole cache: `cp_replicates_kv`); TP shards GQA heads only. Constant per-request state
-    (linear / SSM layers): `state_per_rank`."""
+    each keep the whole cache, KVP not the indexer keys where its ranks each keep them all: `layout`); TP shards
+    GQA heads only. Constant per-request state (linear / SSM layers): `state_per_rank`."""
     seqs = held_per_replica(batch, pc)
-    st = request_state(model, pc, prec, seq_len, mtp_layers, cp_replicates_kv=cp_replicates_kv)
+    st = request_state(model, pc, prec, seq_len, mtp_layers, layout=layout)
     return seqs * st.kv, seqs * st.index, seqs
 
 

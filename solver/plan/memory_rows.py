@@ -98,7 +98,7 @@ def _caches(model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryO
     """(KV + indexer, state, sequences per rank) of the held sequences, under the engine's KVP and CP layouts."""
     mtp_cache = model.num_mtp_layers if mtp_layers else 0
     kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
-                                   cp_replicates_kv=opts.cp_replicates_kv_cache)
+                                   layout=opts.cache_layout)
     state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
                            kvp_splits_weights=opts.kvp_splits_attention_weights)
     return kv + idx, state, seqs

@@ -50,6 +50,15 @@ class FrameworkProfile(BaseModel):
         False, description="its context-parallel ranks each keep every request's whole KV cache (vLLM's prefill "
         "context parallel all-gathers the K/V its ranks compute into a complete replica on each): CP splits a "
         "prompt's compute, not the cache; false: the seed's CP, each CP rank holding its share of the tokens")
+    indexer_keys_unquantised: bool = Field(
+        False, description="it caches a sparse-attention (DSA) indexer's keys in the activation dtype without a "
+        "scale, beside the latent in one cache entry (vllm-ascend's AscendMLAAttentionSpec: head_size kv_lora_rank + "
+        "qk_rope_head_dim + index_head_dim in the cache dtype), so they are read and scored at that precision; "
+        "false: the layer's own format (DSA's fp8 keys plus one fp32 scale)")
+    kvp_replicates_indexer_keys: bool = Field(
+        False, description="each of its KV-parallel ranks keeps every token's indexer key and scores them all "
+        "(vllm-ascend's sfa_dcp_replicated_indexer_size, SGLang's DSA index buffer of (size + page) x dcp - page "
+        "slots), while KVP splits the latent by tokens; false: KVP splits the indexer keys as it splits the cache")
     sp_decode_repeats_batch: bool = Field(
         False, description="its attention sequence-parallel ranks (attn_sp_size) each decode their attention "
         "replica's whole batch with the attention weights whole (SGLang's attention CP: prefill splits a prompt's "
@@ -164,6 +173,8 @@ class FrameworkProfile(BaseModel):
         if self.kvp_splits_attention_weights and "kvp_size" not in self.knobs:
             raise FieldProblem("kvp_splits_attention_weights", "set without kvp_size among the knobs (KVP is fixed "
                                                                "at 1)")
+        if self.kvp_replicates_indexer_keys and "kvp_size" not in self.knobs:
+            raise FieldProblem("kvp_replicates_indexer_keys", "set without kvp_size among the knobs (KVP is fixed at 1)")
         if self.cp_replicates_kv_cache and "cp_size" not in self.knobs:
             raise FieldProblem("cp_replicates_kv_cache", "set without cp_size among the knobs (CP is fixed at 1)")
         if self.cp_decode_shards_kv and "cp_size" not in self.knobs:

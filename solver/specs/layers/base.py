@@ -98,8 +98,18 @@ class State:
 
     per_token_bytes: float = 0.0  # KV bytes per cached token
     window: int | None = None  # tokens kept at most (sliding / chunked); None = the whole sequence
-    index_per_token_bytes: float = 0.0  # DSA indexer keys per cached token
+    index_per_token_bytes: float = 0.0  # DSA indexer keys per cached token, in the layer's own format
     constant_bytes: float = 0.0  # recurrent / conv state, independent of the sequence length
+    # the index keys per cached token where an engine caches them unquantised (dsa.Indexer.cached_bytes); None:
+    # the layer's own format under every engine
+    index_unquantised_per_token_bytes: float | None = None
+
+    def index_bytes(self, unquantised: bool) -> float:
+        """Index key bytes per cached token as the engine caches them (`unquantised`:
+        FrameworkProfile.indexer_keys_unquantised)."""
+        if unquantised and self.index_unquantised_per_token_bytes is not None:
+            return self.index_unquantised_per_token_bytes
+        return self.index_per_token_bytes
 
     @property
     def grows(self) -> bool:

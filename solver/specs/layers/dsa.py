@@ -1,8 +1,10 @@
 """DSA lightning indexer (DeepSeek-V3.2, GLM-5): scores every past key per query in FP8 and keeps the top-k.
 
 Its projections are replicated under attention TP in every shipped implementation, so each TP rank repeats
-the whole indexer; SP / CP split its tokens and KVP its keys. Its key cache holds index_head_dim FP8 values
-plus one FP32 scale per token (132 B for V3.2; facts/attention-variants.md).
+the whole indexer; SP / CP split its tokens and KVP its keys (unless the engine keeps every key on each KVP rank:
+FrameworkProfile.kvp_replicates_indexer_keys). Its key cache holds index_head_dim FP8 values
+plus one FP32 scale per token (132 B for V3.2; facts/attention-variants.md), unless the engine caches them unquantised
+beside the latent (FrameworkProfile.indexer_keys_unquantised: 128 bf16 values, 256 B; `cached_bytes`).
 
 A block-selecting indexer (`block` > 1: MiniMax-M3's MiniMaxM3VLIndexer) scores every past key the same way, max-pools
 the scores over blocks of `block` consecutive keys and keeps the top-k blocks; the local blocks it always keeps are
@@ -50,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from solver.specs.layers.base import CostKit, Part, Share, per_object
+from solver.specs.layers.base import ACT_BYTES, CostKit, Part, Share, per_object
 
 INDEXER_SCALE_BYTES = 4  # one fp32 scale per cached indexer key
 LOGIT_BYTES = 4  # fp32 indexer logits per (query, key) pair
@@ -89,13 +91,23 @@ class Indexer:
             raise ValueError(f"prefill_forms {self.prefill_forms}: each must be one of {PREFILL_FORMS}")
 
     @property
-    def bytes_per_token(self) -> float:
-        """Index keys this layer caches per token: none where it scores the attention's own cached keys."""
+    def values_per_token(self) -> int:
+        """Index key values this layer caches per token: none where it scores the attention's own cached keys."""
         if self.own_heads or not self.selects:
-            return 0.0
+            return 0
         # a pooled-key indexer packs the key, its head_dim gate scores and a valid flag (Glm5NextTextIndexer)
-        values = 2 * self.head_dim + 1 if self.gated_pool else self.head_dim
-        return values * self.key_bytes + self.key_scale_bytes
+        return 2 * self.head_dim + 1 if self.gated_pool else self.head_dim
+
+    @property
+    def bytes_per_token(self) -> float:
+        """Index key bytes this layer caches per token in its own format (key_bytes a value plus its scale)."""
+        values = self.values_per_token
+        return values * self.key_bytes + self.key_scale_bytes if values else 0.0
+
+    def cached_bytes(self, unquantised: bool) -> float:
+        """Index key bytes per token as the engine caches them: the layer's format, or, `unquantised` (the
+        engine's FrameworkProfile.indexer_keys_unquantised), each value in the activation dtype without a scale."""
+        return self.values_per_token * ACT_BYTES if unquantised else self.bytes_per_token
 
     @property
     def gated_pool(self) -> bool:
@@ -154,22 +166,27 @@ class Indexer:
         forms = {"gathered": gathered, "dense": dense}
         return min((forms[name] for name in self.prefill_forms), key=lambda fb: cx.op_seconds(*fb, peak, eff))
 
-    def ops(self, cx: CostKit, hidden: int, q_lora_rank: int | None, key_share: float = 1.0) -> list:
-        """`key_share`: the fraction of past tokens the indexer scores (1 / ratio over compressed entries)."""
+    def ops(self, cx: CostKit, hidden: int, q_lora_rank: int | None, key_share: float = 1.0,
+            unquantised: bool = False, kvp_replicated: bool = False) -> list:
+        """`key_share`: the fraction of past tokens the indexer scores (1 / ratio over compressed entries).
+        `unquantised`: the engine caches the keys in the activation dtype (cached_bytes), so they are read and
+        scored at that precision; `kvp_replicated`: every KVP rank keeps every token's key and scores them all
+        (FrameworkProfile.kvp_replicates_indexer_keys), so KVP does not split the scoring."""
         if not self.selects:
             return []
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
         T = w.new_tokens
         t_a = T / pc.token_shards
         ctx = max(w.context, 1.0) * key_share
-        pair_shards = pc.token_shards * pc.kvp_size * w.kv_shards  # Work.kv_shards: a sharded-cache CP decode
+        kvp = 1 if kvp_replicated else pc.kvp_size
+        pair_shards = pc.token_shards * kvp * w.kv_shards  # Work.kv_shards: a sharded-cache CP decode
         # weights multiplied by every token (the pool position table is added per pooled key, not multiplied)
         params = sum(p.params for p in self.parts(hidden, q_lora_rank)) - self.pool_table_params
-        fp8 = self.key_bytes == 1  # the scores run at the cached keys' precision
+        fp8 = self.key_bytes == 1 and not unquantised  # the scores run at the cached keys' precision
         peak = (hw.flops("fp8") if fp8 and hw.supports("fp8") else hw.flops("int8") if fp8 and hw.supports("int8")
                 else hw.flops("bf16"))
         # a key scored: the indexer's own cached key, or key head 0 of the attention's cache
-        key_bpt = self.head_dim * prec.kv_bytes if self.own_heads else self.bytes_per_token
+        key_bpt = self.head_dim * prec.kv_bytes if self.own_heads else self.cached_bytes(unquantised)
         decode = w.phase == "decode"
         ops = []
         if params:

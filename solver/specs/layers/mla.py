@@ -113,17 +113,31 @@ class MLA(Block):
         return tuple(out)
 
     def kv_bytes_per_token(self, kv_bytes: int, attn_tp: int = 1) -> float:
-        """Latent + rope key; FP8 uses the FlashMLA layout: 512 fp8 + 4 fp32 scales + 64 bf16 rope."""
+        """Latent + rope key, each value at `kv_bytes`. An 8-bit cache of a sparse (DSA) layer is the sparse
+        kernels' scaled row instead: the latent in fp8 with one fp32 scale per 128 values and the rope key in bf16,
+        512 + 16 + 128 = 656 B for V3.2 (vLLM 0.34.0 flashmla_sparse.py:86-94, SGLang 0.5.23
+        kv_cache_configurator.calculate_mla_kv_cache_dim for DSA models, vllm-ascend 0.23.0.post1
+        attention/utils.get_sfa_qsfa_packed_head_dim). A dense MLA cache at 8 bits is the plain 576 values, one
+        byte each, in every engine read (vLLM mla_attention.py:556-563 "standard fp8 KV cache format", SGLang
+        calculate_mla_kv_cache_dim "for non-DSA models ... kv_lora_rank + qk_rope_head_dim"). Not modelled: the
+        sparse backends that keep the plain row for a DSA layer at fp8, chosen per device (vLLM's
+        FLASHINFER_MLA_SPARSE, first for an fp8 cache on SM10x: platforms/cuda.py:95-103; SGLang's trtllm DSA
+        backend: calculate_mla_kv_cache_dim)."""
         lora, rope = self.kv_lora_rank, self.qk_rope_head_dim
-        if kv_bytes == 1:
+        if kv_bytes == 1 and self.indexer is not None:
             return lora + 4 * math.ceil(lora / 128) + 2 * rope
         return (lora + rope) * kv_bytes
 
+    def index_bytes(self, unquantised: bool) -> float:
+        """The indexer's cached key bytes per token as the engine lays them out (Indexer.cached_bytes)."""
+        return self.indexer.cached_bytes(unquantised) if self.indexer else 0.0
+
     @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
-        idx = self.indexer.bytes_per_token if self.indexer else 0.0
+        idx = self.index_bytes(False)
         own = 0.0 if self.kv_shared else self.kv_bytes_per_token(kv_bytes, attn_tp)
-        return State(per_token_bytes=own, window=self.window, index_per_token_bytes=idx)
+        return State(per_token_bytes=own, window=self.window, index_per_token_bytes=idx,
+                     index_unquantised_per_token_bytes=self.index_bytes(True) if self.indexer else None)
 
     def ops(self, cx: CostKit) -> list:
         pc, w, f, hw, prec = cx.pc, cx.w, cx.f, cx.hw, cx.prec
@@ -155,13 +169,14 @@ class MLA(Block):
         ops.append(cx.op("attention_core", "attention", flops, nbytes + t_a * h * ACT_BYTES, hw.flops("bf16"),
                          eff, kernels=2))
         if self.indexer:
-            ops += self.indexer.ops(cx, self.hidden, self.q_lora_rank)
+            ops += self.indexer.ops(cx, self.hidden, self.q_lora_rank, unquantised=f.indexer_keys_unquantised,
+                                    kvp_replicated=f.kvp_replicates_indexer_keys)
         ops.append(o_proj_op(cx, self.o_dim, h))
         return ops
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
         absorbed = cx.w.phase == "decode" or self.indexer is not None
-        idx = self.indexer.bytes_per_token if self.indexer else 0.0
+        idx = self.index_bytes(cx.f.indexer_keys_unquantised)
         return sequence_attention_comms(
             cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
             cache_bpt=(0.0 if self.kv_shared else self.kv_bytes_per_token(cx.prec.kv_bytes, cx.pc.attn_tp_size)) + idx,
