@@ -142,3 +142,29 @@ def test_a_pool_of_several_workers_counts_its_replicas_per_worker() -> None:
     each of 2 workers. A pool of one worker adds nothing."""
     assert each_worker(2) == " in each of 2 workers"
     assert each_worker(1) == ""
+
+
+def test_the_seeds_value_is_priced_at_the_best_scoring_form_the_engine_runs() -> None:
+    """DeepSeek-V3.2 on 8 x H200 under SGLang, latency, #1 = attn_tp=8 dense_tp=8 embed_tp=8 lmhead_tp=8 at
+    concurrency 1. The seed's attn_tp=4 as it stands breaks SGLang's embedding rule; the forms SGLang runs replicate
+    the embedding and keep lm_head at 4 or 8. `estimate --attn-tp 4 --dense-tp 8 --lmhead-tp 8 --concurrency 1`
+    gives TPOT 11.03 ms, `--lmhead-tp 4` 11.09 ms: the first runnable form (lm_head 4) priced the seed's value
+    slightly worse than it is. The price is the best-scoring form's (11.03), the lowest score of the runnable forms,
+    and the sentence says which degrees it changed (embed_tp=1; lm_head stays at 8, so it is not named)."""
+    from solver.estimate.factors import factors_for
+    from solver.estimate.serving import Workload, estimate
+    from solver.rank.explain import admitted, runnable, score_vs, seed_value_priced
+    from solver.specs.framework import load_framework
+    from solver.specs.precision import resolve_precision
+
+    model, hw, fw = load_model("deepseek-v3.2"), load_hardware("h200_sxm"), load_framework("sglang")
+    sc, prec, f = Scenario(kind="latency"), resolve_precision(model, hw), factors_for(hw, fw.efficiency_for(hw))
+    best = ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+    est = estimate(model, hw, best, prec, f, Workload.for_scenario(sc, 1))
+    seed = ParallelConfig(world_size=8, attn_tp_size=4, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+    forms = runnable(model, hw, fw, sc, seed, 1)
+    assert {v.lmhead_tp_size for v in forms} == {4, 8} and {v.embed_tp_size for v in forms} == {1}
+    lowest = min(score_vs(sc, admitted(model, hw, fw, prec, f, sc, v, 1)[0], est) for v in forms)
+    text = seed_value_priced(model, hw, fw, prec, f, sc, est, 1, [("attn_tp=4", seed)])
+    assert text.startswith("attn_tp=4 (with embed_tp=1, the form sglang runs that scores best)")
+    assert f"scores {lowest:+.3f}" in text and "TPOT 8.61 -> 11.03 ms" in text

@@ -285,6 +285,27 @@ def expressed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Sc
     return pc, broken
 
 
+def runnable(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, pc: ParallelConfig,
+             batch: int) -> list[ParallelConfig]:
+    """Every form of `pc`'s pattern the engine runs at concurrency `batch` as it is: `pc` itself where it breaks
+    nothing, else each of its side variants (the vocabulary / o_proj degrees engines tie) that breaks nothing,
+    once per set of knobs; empty where none does (expressed then says what the least-breaking one breaks)."""
+    if not rules_broken(model, hw, fw, scenario, pc, batch):
+        return [pc]
+    out: dict[tuple, ParallelConfig] = {}
+    for v in side_variants(pc, model):
+        if not rules_broken(model, hw, fw, scenario, v, batch):
+            out.setdefault(tuple(sorted(v.knobs().items())), v)
+    return list(out.values())
+
+
+def side_change(pc: ParallelConfig, v: ParallelConfig, model: ModelSpec) -> str:
+    """The vocabulary / o_proj degrees `v` sets otherwise than `pc` ("embed_tp=1 lmhead_tp=8"), '' where none."""
+    present = [k for k in SIDE_KNOBS if k in model_knobs(model)]
+    a, b = pc.knobs(), v.knobs()
+    return " ".join(f"{k.replace('_size', '')}={b[k]}" for k in present if a.get(k) != b.get(k))
+
+
 def admitted(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
              scenario: Scenario, pc: ParallelConfig, batch: int) -> tuple[Estimate | None, str]:
     """The full estimate of `pc` at concurrency `batch` and '' where it may run there, else None and the first
@@ -329,12 +350,21 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
         if isinstance(pc, str):
             refused.setdefault(pc, []).append(label)
             continue
-        v, _ = expressed(model, hw, fw, scenario, pc, batch)
-        e, why = admitted(model, hw, fw, prec, f, scenario, v, batch)  # a rule `v` still breaks comes first
-        if e is None:
-            refused.setdefault(why, []).append(label)
+        # of the forms the engine runs, the one scoring best: the first would price the value against itself
+        forms = runnable(model, hw, fw, scenario, pc, batch) or [expressed(model, hw, fw, scenario, pc, batch)[0]]
+        # (forms scoring alike: the one changing fewest degrees from the seed's value)
+        ran, why = [], ""
+        for v in forms:
+            e, no = admitted(model, hw, fw, prec, f, scenario, v, batch)  # a rule `v` still breaks comes first
+            if e is None:
+                why = why or no
+            else:
+                side = side_change(pc, v, model)
+                ran.append((score_vs(scenario, e, est), label, e, side, len(side.split())))
+        if ran:
+            priced.append(min(ran, key=lambda x: (x[0], x[4]))[:4])
         else:
-            priced.append((score_vs(scenario, e, est), label, e))
+            refused.setdefault(why, []).append(label)
 
     def together(labels: list[str]) -> str:  # "attn_tp=2/4/8": the knob once
         return labels[0] + "".join("/" + lb.rpartition("=")[2] for lb in labels[1:])
@@ -343,8 +373,10 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
     out = "; ".join(f"{together(labels)}: {why}" for why, labels in refused.items())
     if not priced:
         return f"{out}, {at}"
-    s, label, e = min(priced, key=lambda x: x[0])
-    of = f" (the best of {together([lb for _, lb, _ in priced])})" if len(priced) > 1 else ""
+    s, label, e, side = min(priced, key=lambda x: x[0])
+    notes = ([f"the best of {together([x[1] for x in priced])}"] if len(priced) > 1 else []) + (
+        [f"with {side}, the form {fw.name} runs that scores best"] if side else [])
+    of = f" ({'; '.join(notes)})" if notes else ""
     return (f"{label}{of} {at} scores {s:+.3f} ({score_word(s)}) against it: "
             f"{figures_vs(e, est)}" + (f"; {out}" if out else "")
             + (f"; listed for its role ({role})" if s < 0 and role else ""))
