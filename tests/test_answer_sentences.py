@@ -168,3 +168,14 @@ def test_the_seeds_value_is_priced_at_the_best_scoring_form_the_engine_runs() ->
     text = seed_value_priced(model, hw, fw, prec, f, sc, est, 1, [("attn_tp=4", seed)])
     assert text.startswith("attn_tp=4 (with embed_tp=1, the form sglang runs that scores best)")
     assert f"scores {lowest:+.3f}" in text and "TPOT 8.61 -> 11.03 ms" in text
+
+
+def test_a_figure_over_its_limit_prints_enough_digits_to_differ_from_it() -> None:
+    """64.94 GB against a 64.86 GB limit reads '64.9, limit 64.9' at one decimal; at two it reads 64.94 and 64.86.
+    Values one decimal already tells apart keep one (91.3 vs 143.8), and equal values stay at one (50.0 and 50.0)."""
+    from solver.report.digits import apart
+
+    assert apart(64.94, 64.86) == ("64.94", "64.86")
+    assert apart(64.9004, 64.9001) == ("64.9004", "64.9001")
+    assert apart(91.29, 143.83) == ("91.3", "143.8")
+    assert apart(50.0, 50.0) == ("50.0", "50.0")

@@ -10,6 +10,7 @@ from solver.estimate.step import StepCost
 from solver.plan.layout_memory import assumed_memory
 from solver.rank.cell import fmt_cell
 from solver.rank.select import knobs_differ, pattern_name  # noqa: F401 (knobs_differ: imported from here too)
+from solver.report.digits import apart
 from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile
 from solver.specs.rule_env import device_facts, model_env
@@ -318,8 +319,8 @@ def admitted(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisi
     mem = assumed_memory(model, hw, pc, prec, scenario, batch)
     if not (e.memory.feasible and mem.feasible):
         over, where = (e.memory, "") if not e.memory.feasible else (mem, " at the longest context")
-        return None, (f"does not fit ({over.model_bytes / 1e9:.1f} GB per rank{where}, limit "
-                      f"{over.limit_bytes / 1e9:.1f} GB)")
+        used, limit = apart(over.model_bytes / 1e9, over.limit_bytes / 1e9)
+        return None, f"does not fit ({used} GB per rank{where}, limit {limit} GB)"
     misses = scenario.sla_misses(e.ttft_s, e.tpot_s)
     if misses:
         return None, (f"misses {', '.join(misses)} (TTFT {fmt_cell(e.ttft_s * 1e3)} ms, "
@@ -460,8 +461,8 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             name += f" [listed as #{k} at its own concurrency]"
         e = estimate(model, hw, pc, prec, f, wl)
         if not e.memory.feasible:
-            lines.append(f"{name}: does not fit ({e.memory.model_bytes / 1e9:.1f} GB per rank, limit "
-                         f"{e.memory.limit_bytes / 1e9:.1f} GB) at concurrency {batch}")
+            used, limit = apart(e.memory.model_bytes / 1e9, e.memory.limit_bytes / 1e9)
+            lines.append(f"{name}: does not fit ({used} GB per rank, limit {limit} GB) at concurrency {batch}")
             continue
         label, step = _main_step(e, scenario)
         # compare the same phase of the recommendation

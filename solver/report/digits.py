@@ -13,3 +13,12 @@ DIGITS = {"memory_per_rank_gb": 3, "ttft_ms": 3, "tpot_ms": 4, "output_tokens_pe
 def rounded(value: float, figure: str) -> float:
     """`value` at `figure`'s decimals (DIGITS); a non-finite value as it is."""
     return round(float(value), DIGITS[figure]) if math.isfinite(value) else float(value)
+
+
+def apart(a: float, b: float, decimals: int = 1, most: int = 6) -> tuple[str, str]:
+    """`a` and `b` written at `decimals`, or at the fewest more (up to `most`) that tell two different values
+    apart: a sentence comparing 64.94 with its limit 64.86 must not read "64.9, limit 64.9"."""
+    d = decimals
+    while d < most and a != b and f"{a:.{d}f}" == f"{b:.{d}f}":
+        d += 1
+    return f"{a:.{d}f}", f"{b:.{d}f}"
