@@ -7,9 +7,10 @@ import math
 from types import SimpleNamespace
 
 from solver.entry import _ref_models
-from solver.rank.explain import _pct, ahead_by_tie, concurrency_vs_first, figures_vs, score_word
+from solver.rank.explain import ahead_by_tie, concurrency_vs_first, figures_vs, score_word
 from solver.rank.reason import latency_follows, node_reach, seed_attention
 from solver.rank.select import distance_terms, reference_distance
+from solver.report.digits import change_pct
 from solver.report.disagg_view import Comparison, each_worker
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -43,9 +44,9 @@ def test_a_score_inside_the_tie_band_is_called_a_tie_not_worse_or_better() -> No
 def test_a_change_below_half_a_percent_keeps_a_decimal() -> None:
     """488 against 489 is -0.2%, which '-0%' would read as no change with a sign. No change at all is '0%', and
     +50% stays whole."""
-    assert _pct(488.0, 489.0) == "-0.2%"
-    assert _pct(1.0, 1.0) == "0%"
-    assert _pct(1.5, 1.0) == "+50%"
+    assert change_pct(488.0, 489.0) == "-0.2%"
+    assert change_pct(1.0, 1.0) == "0%"
+    assert change_pct(1.5, 1.0) == "+50%"
 
 
 def test_figures_in_a_sentence_are_written_as_the_table_cells() -> None:
@@ -179,3 +180,17 @@ def test_a_figure_over_its_limit_prints_enough_digits_to_differ_from_it() -> Non
     assert apart(64.9004, 64.9001) == ("64.9004", "64.9001")
     assert apart(91.29, 143.83) == ("91.3", "143.8")
     assert apart(50.0, 50.0) == ("50.0", "50.0")
+
+
+def test_checks_comparison_says_a_small_change_with_its_decimals() -> None:
+    """`check`'s comparison sentences (rank/compared.py) write changes by the rule solve's do: 100 -> 99.8 is
+    -0.2% (not '-0%'), 1000 -> 1000.4 is +0.04%, 1e6 -> 1e6 + 1 is +<0.001%, and only no change at all is 0%."""
+    import inspect
+
+    from solver.rank import compared
+
+    assert change_pct(99.8, 100.0) == "-0.2%"
+    assert change_pct(1000.4, 1000.0) == "+0.04%"
+    assert change_pct(1e6 + 1, 1e6) == "+<0.001%"
+    assert change_pct(7.0, 7.0) == "0%"
+    assert ":+.0%" not in inspect.getsource(compared) and "change_pct(" in inspect.getsource(compared)

@@ -10,7 +10,7 @@ from solver.estimate.step import StepCost
 from solver.plan.layout_memory import assumed_memory
 from solver.rank.cell import fmt_cell
 from solver.rank.select import knobs_differ, pattern_name  # noqa: F401 (knobs_differ: imported from here too)
-from solver.report.digits import apart
+from solver.report.digits import apart, change_pct
 from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile
 from solver.specs.rule_env import device_facts, model_env
@@ -108,18 +108,6 @@ def _main_step(e: Estimate, scenario: Scenario) -> tuple[str, StepCost | None]:
     return "decode step", e.decode
 
 
-def _pct(new: float, old: float) -> str:
-    """The change from `old` to `new` in whole percent; one below half a percent keeps a decimal (-0.2%, not
-    -0%, which reads as no change in one direction), and none at all is 0%."""
-    if not old:
-        return "n/a"
-    r = new / old - 1
-    whole = f"{r:+.0%}"
-    if whole not in ("+0%", "-0%"):
-        return whole
-    return f"{r:+.1%}" if f"{r:+.1%}" not in ("+0.0%", "-0.0%") else "0%"
-
-
 def score_word(s: float) -> str:
     """A score against a configuration in words the ordering agrees with (select.ORDERING): within the tie band
     the two count as tied, whatever the sign."""
@@ -163,13 +151,13 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
     if best_batch is not None and best_batch != g.batch:
         differs.append(f"concurrency {g.batch} vs {best_batch}")
     # a phase without a first token (decode only) or without decoding (prefill only) has no such figure
-    changes = ([f"TTFT {_pct(e.ttft_s, best_est.ttft_s)} ({fmt_cell(best_est.ttft_s * 1e3)} -> "
+    changes = ([f"TTFT {change_pct(e.ttft_s, best_est.ttft_s)} ({fmt_cell(best_est.ttft_s * 1e3)} -> "
                 f"{fmt_cell(e.ttft_s * 1e3)} ms)"] if e.has_ttft else [])
-    changes += ([f"TPOT {_pct(e.tpot_s, best_est.tpot_s)} ({fmt_cell(best_est.tpot_s * 1e3)} -> "
+    changes += ([f"TPOT {change_pct(e.tpot_s, best_est.tpot_s)} ({fmt_cell(best_est.tpot_s * 1e3)} -> "
                  f"{fmt_cell(e.tpot_s * 1e3)} ms)"] if e.has_tpot else [])
     rate = "output tokens/s per rank" if e.has_tpot else "prompt tokens/s per rank"  # prefill: one token a prompt
-    changes += [f"request latency {_pct(lat, best_lat)}",
-                f"{rate} {_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)}"]
+    changes += [f"request latency {change_pct(lat, best_lat)}",
+                f"{rate} {change_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)}"]
     return [f"generic profile's best: {name} ({shown}, concurrency {g.batch}; differs from "
             f"{fw.name}'s pick in {', '.join(differs) or 'nothing shown'}); {ruled_out(fw.name, blocked)}. With {fw.name}'s own factors it would change {', '.join(changes)} "
             f"vs {fw.name}'s {best_pattern}"
@@ -200,8 +188,8 @@ def score_vs(scenario: Scenario, e: Estimate, ref: Estimate) -> float:
 def _scored(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
     lat, lat0 = (scenario.request_latency(x.ttft_s, x.tpot_s) for x in (e, ref))
     thr, thr0 = e.output_tokens_per_s_per_rank, ref.output_tokens_per_s_per_rank
-    return (f"score {score_vs(scenario, e, ref):+.3f} (request latency {_pct(lat, lat0)}, "
-            f"tokens/s per rank {_pct(thr, thr0)})")
+    return (f"score {score_vs(scenario, e, ref):+.3f} (request latency {change_pct(lat, lat0)}, "
+            f"tokens/s per rank {change_pct(thr, thr0)})")
 
 
 def ahead_by_tie(scenario: Scenario, candidates: list, i: int) -> str:
@@ -260,9 +248,9 @@ def _costs(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
     phase has: the score alone does not say where the difference lies."""
     parts = [f"mem {e.memory.model_bytes / 1e9:.2f} vs {ref.memory.model_bytes / 1e9:.2f} GB"]
     if scenario.phase != "decode":
-        parts.append(f"TTFT {_pct(e.ttft_s, ref.ttft_s)}")
+        parts.append(f"TTFT {change_pct(e.ttft_s, ref.ttft_s)}")
     if scenario.phase != "prefill":
-        parts.append(f"TPOT {_pct(e.tpot_s, ref.tpot_s)}")
+        parts.append(f"TPOT {change_pct(e.tpot_s, ref.tpot_s)}")
     return "; against #1: " + ", ".join(parts)
 
 

@@ -22,3 +22,18 @@ def apart(a: float, b: float, decimals: int = 1, most: int = 6) -> tuple[str, st
     while d < most and a != b and f"{a:.{d}f}" == f"{b:.{d}f}":
         d += 1
     return f"{a:.{d}f}", f"{b:.{d}f}"
+
+
+def change_pct(new: float, old: float) -> str:
+    """The change from `old` to `new` in whole percent; one below half a percent keeps the decimals that show it
+    (-0.2%, +0.04%: not -0%, which reads as no change in one direction), and only none at all is 0%."""
+    if not old:
+        return "n/a"
+    r = new / old - 1
+    if r == 0:
+        return "0%"
+    for d in range(4):
+        text = f"{r:+.{d}%}"
+        if text.strip("+-0.%"):
+            return text
+    return f"{'+' if r > 0 else '-'}<0.001%"
