@@ -194,3 +194,23 @@ def test_checks_comparison_says_a_small_change_with_its_decimals() -> None:
     assert change_pct(1e6 + 1, 1e6) == "+<0.001%"
     assert change_pct(7.0, 7.0) == "0%"
     assert ":+.0%" not in inspect.getsource(compared) and "change_pct(" in inspect.getsource(compared)
+
+
+def test_a_fixed_knob_note_names_no_model() -> None:
+    """A profile's note on a knob it fixes is printed for whatever model is asked about (Qwen3.5-35B-A3B with
+    attn_sp_size 2 under ATOM read 'no attention sequence parallel for DeepSeek-V3.2'), so it names no model of
+    the catalog: no model's family-and-version ('deepseek-v3.2', 'deepseek-v4', 'qwen3.5-35b'), whatever the case."""
+    import re
+    from pathlib import Path
+
+    from solver.specs.framework import load_framework_file
+    from solver.specs.model_catalog import list_models
+
+    stems = {"-".join(a.lower().split("-")[:2]) for _, aliases in list_models() for a in aliases
+             if "/" not in a and "-" in a}
+    for path in sorted(Path("solver/frameworks").glob("*.yaml")):
+        fw = load_framework_file(path)
+        for f in fw.features.values():
+            if f.knob in fw.fixed_knobs and f.note:
+                named = [s for s in stems if re.search(rf"(?<![\w.-]){re.escape(s)}(?![\w.])", f.note.lower())]
+                assert not named, (fw.name, f.knob, named)
