@@ -214,3 +214,18 @@ def test_a_fixed_knob_note_names_no_model() -> None:
             if f.knob in fw.fixed_knobs and f.note:
                 named = [s for s in stems if re.search(rf"(?<![\w.-]){re.escape(s)}(?![\w.])", f.note.lower())]
                 assert not named, (fw.name, f.knob, named)
+
+
+def test_the_ordering_line_says_core_candidates_come_first_only_where_that_ordered_them() -> None:
+    """Keys as the ranking orders by them: (not core, not fits, leaves the node, tie bucket, ...). A core candidate
+    (0, 0, 0, 1, 0.2) ahead of a non-core one (1, 0, 0, 0, 0.0), which the keys after the first would put ahead
+    (0, 0, 0, 0.0 < 0, 0, 1, 0.2), stands there because it is core: the line leads with that. A core candidate ahead of
+    a non-core one it beats anyway (0, 0, 0, 0, 0.0 vs 1, 0, 0, 1, 0.3), or candidates all core, leave the line as
+    it was."""
+    from solver.rank.select import CORE_FIRST, ORDERING, core_ahead, ordering
+
+    assert core_ahead([(False, False, False, 1, 0.2), (True, False, False, 0, 0.0)]) == {0}
+    assert core_ahead([(False, False, False, 0, 0.0), (True, False, False, 1, 0.3)]) == set()
+    assert core_ahead([(False, False, False, 0, 0.0), (False, False, False, 1, 0.3)]) == set()
+    assert ordering([SimpleNamespace(core_first=False), SimpleNamespace(core_first=True)]) == CORE_FIRST + ORDERING
+    assert ordering([SimpleNamespace(core_first=False)]) == ORDERING
