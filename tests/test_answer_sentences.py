@@ -7,10 +7,10 @@ import math
 from types import SimpleNamespace
 
 from solver.entry import _ref_models
+from solver.rank.cell import change_pct
 from solver.rank.explain import ahead_by_tie, concurrency_vs_first, figures_vs, score_word
 from solver.rank.reason import latency_follows, node_reach, seed_attention
 from solver.rank.select import distance_terms, reference_distance
-from solver.report.digits import change_pct
 from solver.report.disagg_view import Comparison, each_worker
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -174,7 +174,7 @@ def test_the_seeds_value_is_priced_at_the_best_scoring_form_the_engine_runs() ->
 def test_a_figure_over_its_limit_prints_enough_digits_to_differ_from_it() -> None:
     """64.94 GB against a 64.86 GB limit reads '64.9, limit 64.9' at one decimal; at two it reads 64.94 and 64.86.
     Values one decimal already tells apart keep one (91.3 vs 143.8), and equal values stay at one (50.0 and 50.0)."""
-    from solver.report.digits import apart
+    from solver.rank.cell import apart
 
     assert apart(64.94, 64.86) == ("64.94", "64.86")
     assert apart(64.9004, 64.9001) == ("64.9004", "64.9001")

@@ -12,7 +12,7 @@ from solver.estimate.compute import comm_knob
 from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.estimate.step import StepCost
-from solver.report.digits import change_pct
+from solver.rank.cell import change_pct
 from solver.space.domains import TP_KNOBS
 from solver.specs.framework import FrameworkProfile
 from solver.specs.profile_rules import Rule

@@ -8,9 +8,8 @@ from solver.estimate.compute import Factors
 from solver.estimate.serving import Estimate, Workload, estimate, mtp_tokens_per_step
 from solver.estimate.step import StepCost
 from solver.plan.layout_memory import assumed_memory
-from solver.rank.cell import fmt_cell
+from solver.rank.cell import apart, change_pct, fmt_cell
 from solver.rank.select import knobs_differ, pattern_name  # noqa: F401 (knobs_differ: imported from here too)
-from solver.report.digits import apart, change_pct
 from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile
 from solver.specs.rule_env import device_facts, model_env

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from solver.estimate.memory import MemoryReport
+from solver.rank.cell import apart
 from solver.rank.kv_split import kv_splitters
 from solver.rank.ties import SINGLE_RANK
-from solver.report.digits import apart
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
