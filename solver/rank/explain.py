@@ -329,18 +329,19 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
                       seeds: list[tuple[str, ParallelConfig | str]], role: str = "") -> str:
     """Why a configuration (estimated `est` at concurrency `batch`, listed for `role`, Planned.role) departs from
     a value the seed suggests or allows for one of its choices, in one clause: the value(s) (`seeds`: label -> the
-    configuration with that value, the rest unchanged, or the space's refusal of it) as the engine expresses them,
-    priced by the full estimate at the same concurrency (the best of them where the seed suggests several: its
-    score against the configuration, Scenario.score, and the table's figures), and what rules out the others
+    configuration with that value, the rest unchanged, or the space's refusal of it) in the best-scoring form the
+    engine runs (runnable; the degrees it changes said), priced by the full estimate at the same concurrency (the
+    best of them where the seed suggests several: its score against the configuration, Scenario.score, and the
+    table's figures), and what rules out the others
     (admitted); where the seed's value scores better, the role the configuration is listed for."""
     priced, refused = [], {}
     for label, pc in seeds:
         if isinstance(pc, str):
             refused.setdefault(pc, []).append(label)
             continue
-        # of the forms the engine runs, the one scoring best: the first would price the value against itself
+        # of the forms the engine runs, the best-scoring one (the first found may score worse than another the
+        # engine runs as well); of forms scoring alike, the one changing fewest degrees from the seed's value
         forms = runnable(model, hw, fw, scenario, pc, batch) or [expressed(model, hw, fw, scenario, pc, batch)[0]]
-        # (forms scoring alike: the one changing fewest degrees from the seed's value)
         ran, why = [], ""
         for v in forms:
             e, no = admitted(model, hw, fw, prec, f, scenario, v, batch)  # a rule `v` still breaks comes first
