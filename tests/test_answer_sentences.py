@@ -7,7 +7,8 @@ import math
 from types import SimpleNamespace
 
 from solver.entry import _ref_models
-from solver.rank.explain import _pct, ahead_by_tie, concurrency_vs_first, figures_vs, score_word
+from solver.rank.cell import change_pct
+from solver.rank.explain import ahead_by_tie, concurrency_vs_first, figures_vs, score_word
 from solver.rank.reason import latency_follows, node_reach, seed_attention
 from solver.rank.select import distance_terms, reference_distance
 from solver.report.disagg_view import Comparison, each_worker
@@ -43,9 +44,9 @@ def test_a_score_inside_the_tie_band_is_called_a_tie_not_worse_or_better() -> No
 def test_a_change_below_half_a_percent_keeps_a_decimal() -> None:
     """488 against 489 is -0.2%, which '-0%' would read as no change with a sign. No change at all is '0%', and
     +50% stays whole."""
-    assert _pct(488.0, 489.0) == "-0.2%"
-    assert _pct(1.0, 1.0) == "0%"
-    assert _pct(1.5, 1.0) == "+50%"
+    assert change_pct(488.0, 489.0) == "-0.2%"
+    assert change_pct(1.0, 1.0) == "0%"
+    assert change_pct(1.5, 1.0) == "+50%"
 
 
 def test_figures_in_a_sentence_are_written_as_the_table_cells() -> None:
@@ -142,3 +143,89 @@ def test_a_pool_of_several_workers_counts_its_replicas_per_worker() -> None:
     each of 2 workers. A pool of one worker adds nothing."""
     assert each_worker(2) == " in each of 2 workers"
     assert each_worker(1) == ""
+
+
+def test_the_seeds_value_is_priced_at_the_best_scoring_form_the_engine_runs() -> None:
+    """DeepSeek-V3.2 on 8 x H200 under SGLang, latency, #1 = attn_tp=8 dense_tp=8 embed_tp=8 lmhead_tp=8 at
+    concurrency 1. The seed's attn_tp=4 as it stands breaks SGLang's embedding rule; the forms SGLang runs replicate
+    the embedding and keep lm_head at 4 or 8. `estimate --attn-tp 4 --dense-tp 8 --lmhead-tp 8 --concurrency 1`
+    gives TPOT 11.03 ms, `--lmhead-tp 4` 11.09 ms: the first runnable form (lm_head 4) priced the seed's value
+    slightly worse than it is. The price is the best-scoring form's (11.03), the lowest score of the runnable forms,
+    and the sentence says which degrees it changed (embed_tp=1; lm_head stays at 8, so it is not named)."""
+    from solver.estimate.factors import factors_for
+    from solver.estimate.serving import Workload, estimate
+    from solver.rank.explain import admitted, runnable, score_vs, seed_value_priced
+    from solver.specs.framework import load_framework
+    from solver.specs.precision import resolve_precision
+
+    model, hw, fw = load_model("deepseek-v3.2"), load_hardware("h200_sxm"), load_framework("sglang")
+    sc, prec, f = Scenario(kind="latency"), resolve_precision(model, hw), factors_for(hw, fw.efficiency_for(hw))
+    best = ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+    est = estimate(model, hw, best, prec, f, Workload.for_scenario(sc, 1))
+    seed = ParallelConfig(world_size=8, attn_tp_size=4, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8)
+    forms = runnable(model, hw, fw, sc, seed, 1)
+    assert {v.lmhead_tp_size for v in forms} == {4, 8} and {v.embed_tp_size for v in forms} == {1}
+    lowest = min(score_vs(sc, admitted(model, hw, fw, prec, f, sc, v, 1)[0], est) for v in forms)
+    text = seed_value_priced(model, hw, fw, prec, f, sc, est, 1, [("attn_tp=4", seed)])
+    assert text.startswith("attn_tp=4 (with embed_tp=1, the form sglang runs that scores best)")
+    assert f"scores {lowest:+.3f}" in text and "TPOT 8.61 -> 11.03 ms" in text
+
+
+def test_a_figure_over_its_limit_prints_enough_digits_to_differ_from_it() -> None:
+    """64.94 GB against a 64.86 GB limit reads '64.9, limit 64.9' at one decimal; at two it reads 64.94 and 64.86.
+    Values one decimal already tells apart keep one (91.3 vs 143.8), and equal values stay at one (50.0 and 50.0)."""
+    from solver.rank.cell import apart
+
+    assert apart(64.94, 64.86) == ("64.94", "64.86")
+    assert apart(64.9004, 64.9001) == ("64.9004", "64.9001")
+    assert apart(91.29, 143.83) == ("91.3", "143.8")
+    assert apart(50.0, 50.0) == ("50.0", "50.0")
+
+
+def test_checks_comparison_says_a_small_change_with_its_decimals() -> None:
+    """`check`'s comparison sentences (rank/compared.py) write changes by the rule solve's do: 100 -> 99.8 is
+    -0.2% (not '-0%'), 1000 -> 1000.4 is +0.04%, 1e6 -> 1e6 + 1 is +<0.001%, and only no change at all is 0%."""
+    import inspect
+
+    from solver.rank import compared
+
+    assert change_pct(99.8, 100.0) == "-0.2%"
+    assert change_pct(1000.4, 1000.0) == "+0.04%"
+    assert change_pct(1e6 + 1, 1e6) == "+<0.001%"
+    assert change_pct(7.0, 7.0) == "0%"
+    assert ":+.0%" not in inspect.getsource(compared) and "change_pct(" in inspect.getsource(compared)
+
+
+def test_a_fixed_knob_note_names_no_model() -> None:
+    """A profile's note on a knob it fixes is printed for whatever model is asked about (Qwen3.5-35B-A3B with
+    attn_sp_size 2 under ATOM read 'no attention sequence parallel for DeepSeek-V3.2'), so it names no model of
+    the catalog: no model's family-and-version ('deepseek-v3.2', 'deepseek-v4', 'qwen3.5-35b'), whatever the case."""
+    import re
+    from pathlib import Path
+
+    from solver.specs.framework import load_framework_file
+    from solver.specs.model_catalog import list_models
+
+    stems = {"-".join(a.lower().split("-")[:2]) for _, aliases in list_models() for a in aliases
+             if "/" not in a and "-" in a}
+    for path in sorted(Path("solver/frameworks").glob("*.yaml")):
+        fw = load_framework_file(path)
+        for f in fw.features.values():
+            if f.knob in fw.fixed_knobs and f.note:
+                named = [s for s in stems if re.search(rf"(?<![\w.-]){re.escape(s)}(?![\w.])", f.note.lower())]
+                assert not named, (fw.name, f.knob, named)
+
+
+def test_the_ordering_line_says_core_candidates_come_first_only_where_that_ordered_them() -> None:
+    """Keys as the ranking orders by them: (not core, not fits, leaves the node, tie bucket, ...). A core candidate
+    (0, 0, 0, 1, 0.2) ahead of a non-core one (1, 0, 0, 0, 0.0), which the keys after the first would put ahead
+    (0, 0, 0, 0.0 < 0, 0, 1, 0.2), stands there because it is core: the line leads with that. A core candidate ahead of
+    a non-core one it beats anyway (0, 0, 0, 0, 0.0 vs 1, 0, 0, 1, 0.3), or candidates all core, leave the line as
+    it was."""
+    from solver.rank.select import CORE_FIRST, ORDERING, core_ahead, ordering
+
+    assert core_ahead([(False, False, False, 1, 0.2), (True, False, False, 0, 0.0)]) == {0}
+    assert core_ahead([(False, False, False, 0, 0.0), (True, False, False, 1, 0.3)]) == set()
+    assert core_ahead([(False, False, False, 0, 0.0), (False, False, False, 1, 0.3)]) == set()
+    assert ordering([SimpleNamespace(core_first=False), SimpleNamespace(core_first=True)]) == CORE_FIRST + ORDERING
+    assert ordering([SimpleNamespace(core_first=False)]) == ORDERING

@@ -58,7 +58,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         from solver.entry import explain_solution, run_solve
         from solver.estimate.workload import prefix_hit_note
         from solver.plan.points import SolverParams
-        from solver.rank.select import ORDERING
+        from solver.rank.select import ordering
         from solver.report.candidates import front_lines, result_dict, seed_yaml, table_figures
         from solver.specs.launch_spec import ONLINE_SPLIT_KEY
 
@@ -153,7 +153,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         con.print(f"[bold]{c.rank}. {c.pattern}[/bold]: {c.reason}")
     con.print("binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
     con.print(f"solver status: {result.status}" + (f" ({note})" if note else ""))
-    con.print(f"ordering: {ORDERING}")
+    con.print(f"ordering: {ordering(cands)}")
     if cands:
         mem = cands[0].planned.estimate.memory  # one hardware, one limit for every candidate
         con.print(f"mem GB: per rank, the runtime reserve aside; fits: mem GB within the limit "

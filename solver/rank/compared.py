@@ -12,6 +12,7 @@ from solver.estimate.compute import comm_knob
 from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.estimate.step import StepCost
+from solver.rank.cell import change_pct
 from solver.space.domains import TP_KNOBS
 from solver.specs.framework import FrameworkProfile
 from solver.specs.profile_rules import Rule
@@ -157,10 +158,10 @@ def tp_comm_over_compute(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, p
             e = estimate(model, hw, alt, prec, f, wl, mem_opts)
             if e.memory.feasible and beats(e, own, scenario, PERF_TIE):
                 la, lo = (scenario.request_latency(x.ttft_s, x.tpot_s) for x in (e, own))
-                thr = e.output_tokens_per_s_per_rank / own.output_tokens_per_s_per_rank - 1
+                thr = change_pct(e.output_tokens_per_s_per_rank, own.output_tokens_per_s_per_rank)
                 change = " ".join(f"{k.replace('_size', '')}={n}" for k, n in knobs.items())
-                return [f"{head}: {change} fits and does better by the estimate (request latency {la / lo - 1:+.0%}, "
-                        f"output tokens/s per rank {thr:+.0%})"], []
+                return [f"{head}: {change} fits and does better by the estimate (request latency "
+                        f"{change_pct(la, lo)}, output tokens/s per rank {thr})"], []
     return [], [f"{head}: weighed against each smaller {top} the engine accepts (alone or with the knobs at the same "
                 f"degree); none that fits is more than {PERF_TIE:.0%} better by the estimate, so the seed's "
                 "adjustment does not apply"]
@@ -223,6 +224,6 @@ def judge_process_errors(errors: list[ProcessError], model: ModelSpec, hw: Hardw
         thr, p_thr = own.output_tokens_per_s_per_rank, p.estimate.output_tokens_per_s_per_rank
         found.append(
             f"{e.name}: {e.why}. The planner's analysis of {where} finds {pattern_name(p.config, model, fw.kvp_splits_attention_weights)} "
-            f"({knobs}): request latency {latency(p.estimate) / latency(own) - 1:+.0%}, output "
-            f"tokens/s per rank {p_thr / thr - 1:+.0%}" + ("" if own.memory.feasible else ", and it fits in memory"))
+            f"({knobs}): request latency {change_pct(latency(p.estimate), latency(own))}, output "
+            f"tokens/s per rank {change_pct(p_thr, thr)}" + ("" if own.memory.feasible else ", and it fits in memory"))
     return found, notes

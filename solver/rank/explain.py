@@ -8,7 +8,7 @@ from solver.estimate.compute import Factors
 from solver.estimate.serving import Estimate, Workload, estimate, mtp_tokens_per_step
 from solver.estimate.step import StepCost
 from solver.plan.layout_memory import assumed_memory
-from solver.rank.cell import fmt_cell
+from solver.rank.cell import apart, change_pct, fmt_cell
 from solver.rank.select import knobs_differ, pattern_name  # noqa: F401 (knobs_differ: imported from here too)
 from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile
@@ -107,18 +107,6 @@ def _main_step(e: Estimate, scenario: Scenario) -> tuple[str, StepCost | None]:
     return "decode step", e.decode
 
 
-def _pct(new: float, old: float) -> str:
-    """The change from `old` to `new` in whole percent; one below half a percent keeps a decimal (-0.2%, not
-    -0%, which reads as no change in one direction), and none at all is 0%."""
-    if not old:
-        return "n/a"
-    r = new / old - 1
-    whole = f"{r:+.0%}"
-    if whole not in ("+0%", "-0%"):
-        return whole
-    return f"{r:+.1%}" if f"{r:+.1%}" not in ("+0.0%", "-0.0%") else "0%"
-
-
 def score_word(s: float) -> str:
     """A score against a configuration in words the ordering agrees with (select.ORDERING): within the tie band
     the two count as tied, whatever the sign."""
@@ -162,13 +150,13 @@ def engine_margin(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Pr
     if best_batch is not None and best_batch != g.batch:
         differs.append(f"concurrency {g.batch} vs {best_batch}")
     # a phase without a first token (decode only) or without decoding (prefill only) has no such figure
-    changes = ([f"TTFT {_pct(e.ttft_s, best_est.ttft_s)} ({fmt_cell(best_est.ttft_s * 1e3)} -> "
+    changes = ([f"TTFT {change_pct(e.ttft_s, best_est.ttft_s)} ({fmt_cell(best_est.ttft_s * 1e3)} -> "
                 f"{fmt_cell(e.ttft_s * 1e3)} ms)"] if e.has_ttft else [])
-    changes += ([f"TPOT {_pct(e.tpot_s, best_est.tpot_s)} ({fmt_cell(best_est.tpot_s * 1e3)} -> "
+    changes += ([f"TPOT {change_pct(e.tpot_s, best_est.tpot_s)} ({fmt_cell(best_est.tpot_s * 1e3)} -> "
                  f"{fmt_cell(e.tpot_s * 1e3)} ms)"] if e.has_tpot else [])
     rate = "output tokens/s per rank" if e.has_tpot else "prompt tokens/s per rank"  # prefill: one token a prompt
-    changes += [f"request latency {_pct(lat, best_lat)}",
-                f"{rate} {_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)}"]
+    changes += [f"request latency {change_pct(lat, best_lat)}",
+                f"{rate} {change_pct(e.output_tokens_per_s_per_rank, best_est.output_tokens_per_s_per_rank)}"]
     return [f"generic profile's best: {name} ({shown}, concurrency {g.batch}; differs from "
             f"{fw.name}'s pick in {', '.join(differs) or 'nothing shown'}); {ruled_out(fw.name, blocked)}. With {fw.name}'s own factors it would change {', '.join(changes)} "
             f"vs {fw.name}'s {best_pattern}"
@@ -199,8 +187,8 @@ def score_vs(scenario: Scenario, e: Estimate, ref: Estimate) -> float:
 def _scored(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
     lat, lat0 = (scenario.request_latency(x.ttft_s, x.tpot_s) for x in (e, ref))
     thr, thr0 = e.output_tokens_per_s_per_rank, ref.output_tokens_per_s_per_rank
-    return (f"score {score_vs(scenario, e, ref):+.3f} (request latency {_pct(lat, lat0)}, "
-            f"tokens/s per rank {_pct(thr, thr0)})")
+    return (f"score {score_vs(scenario, e, ref):+.3f} (request latency {change_pct(lat, lat0)}, "
+            f"tokens/s per rank {change_pct(thr, thr0)})")
 
 
 def ahead_by_tie(scenario: Scenario, candidates: list, i: int) -> str:
@@ -259,9 +247,9 @@ def _costs(scenario: Scenario, e: Estimate, ref: Estimate) -> str:
     phase has: the score alone does not say where the difference lies."""
     parts = [f"mem {e.memory.model_bytes / 1e9:.2f} vs {ref.memory.model_bytes / 1e9:.2f} GB"]
     if scenario.phase != "decode":
-        parts.append(f"TTFT {_pct(e.ttft_s, ref.ttft_s)}")
+        parts.append(f"TTFT {change_pct(e.ttft_s, ref.ttft_s)}")
     if scenario.phase != "prefill":
-        parts.append(f"TPOT {_pct(e.tpot_s, ref.tpot_s)}")
+        parts.append(f"TPOT {change_pct(e.tpot_s, ref.tpot_s)}")
     return "; against #1: " + ", ".join(parts)
 
 
@@ -285,6 +273,27 @@ def expressed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Sc
     return pc, broken
 
 
+def runnable(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, scenario: Scenario, pc: ParallelConfig,
+             batch: int) -> list[ParallelConfig]:
+    """Every form of `pc`'s pattern the engine runs at concurrency `batch` as it is: `pc` itself where it breaks
+    nothing, else each of its side variants (the vocabulary / o_proj degrees engines tie) that breaks nothing,
+    once per set of knobs; empty where none does (expressed then says what the least-breaking one breaks)."""
+    if not rules_broken(model, hw, fw, scenario, pc, batch):
+        return [pc]
+    out: dict[tuple, ParallelConfig] = {}
+    for v in side_variants(pc, model):
+        if not rules_broken(model, hw, fw, scenario, v, batch):
+            out.setdefault(tuple(sorted(v.knobs().items())), v)
+    return list(out.values())
+
+
+def side_change(pc: ParallelConfig, v: ParallelConfig, model: ModelSpec) -> str:
+    """The vocabulary / o_proj degrees `v` sets otherwise than `pc` ("embed_tp=1 lmhead_tp=8"), '' where none."""
+    present = [k for k in SIDE_KNOBS if k in model_knobs(model)]
+    a, b = pc.knobs(), v.knobs()
+    return " ".join(f"{k.replace('_size', '')}={b[k]}" for k in present if a.get(k) != b.get(k))
+
+
 def admitted(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
              scenario: Scenario, pc: ParallelConfig, batch: int) -> tuple[Estimate | None, str]:
     """The full estimate of `pc` at concurrency `batch` and '' where it may run there, else None and the first
@@ -297,8 +306,8 @@ def admitted(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisi
     mem = assumed_memory(model, hw, pc, prec, scenario, batch)
     if not (e.memory.feasible and mem.feasible):
         over, where = (e.memory, "") if not e.memory.feasible else (mem, " at the longest context")
-        return None, (f"does not fit ({over.model_bytes / 1e9:.1f} GB per rank{where}, limit "
-                      f"{over.limit_bytes / 1e9:.1f} GB)")
+        used, limit = apart(over.model_bytes / 1e9, over.limit_bytes / 1e9)
+        return None, f"does not fit ({used} GB per rank{where}, limit {limit} GB)"
     misses = scenario.sla_misses(e.ttft_s, e.tpot_s)
     if misses:
         return None, (f"misses {', '.join(misses)} (TTFT {fmt_cell(e.ttft_s * 1e3)} ms, "
@@ -320,21 +329,31 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
                       seeds: list[tuple[str, ParallelConfig | str]], role: str = "") -> str:
     """Why a configuration (estimated `est` at concurrency `batch`, listed for `role`, Planned.role) departs from
     a value the seed suggests or allows for one of its choices, in one clause: the value(s) (`seeds`: label -> the
-    configuration with that value, the rest unchanged, or the space's refusal of it) as the engine expresses them,
-    priced by the full estimate at the same concurrency (the best of them where the seed suggests several: its
-    score against the configuration, Scenario.score, and the table's figures), and what rules out the others
+    configuration with that value, the rest unchanged, or the space's refusal of it) in the best-scoring form the
+    engine runs (runnable; the degrees it changes said), priced by the full estimate at the same concurrency (the
+    best of them where the seed suggests several: its score against the configuration, Scenario.score, and the
+    table's figures), and what rules out the others
     (admitted); where the seed's value scores better, the role the configuration is listed for."""
     priced, refused = [], {}
     for label, pc in seeds:
         if isinstance(pc, str):
             refused.setdefault(pc, []).append(label)
             continue
-        v, _ = expressed(model, hw, fw, scenario, pc, batch)
-        e, why = admitted(model, hw, fw, prec, f, scenario, v, batch)  # a rule `v` still breaks comes first
-        if e is None:
-            refused.setdefault(why, []).append(label)
+        # of the forms the engine runs, the best-scoring one (the first found may score worse than another the
+        # engine runs as well); of forms scoring alike, the one changing fewest degrees from the seed's value
+        forms = runnable(model, hw, fw, scenario, pc, batch) or [expressed(model, hw, fw, scenario, pc, batch)[0]]
+        ran, why = [], ""
+        for v in forms:
+            e, no = admitted(model, hw, fw, prec, f, scenario, v, batch)  # a rule `v` still breaks comes first
+            if e is None:
+                why = why or no
+            else:
+                side = side_change(pc, v, model)
+                ran.append((score_vs(scenario, e, est), label, e, side, len(side.split())))
+        if ran:
+            priced.append(min(ran, key=lambda x: (x[0], x[4]))[:4])
         else:
-            priced.append((score_vs(scenario, e, est), label, e))
+            refused.setdefault(why, []).append(label)
 
     def together(labels: list[str]) -> str:  # "attn_tp=2/4/8": the knob once
         return labels[0] + "".join("/" + lb.rpartition("=")[2] for lb in labels[1:])
@@ -343,8 +362,10 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
     out = "; ".join(f"{together(labels)}: {why}" for why, labels in refused.items())
     if not priced:
         return f"{out}, {at}"
-    s, label, e = min(priced, key=lambda x: x[0])
-    of = f" (the best of {together([lb for _, lb, _ in priced])})" if len(priced) > 1 else ""
+    s, label, e, side = min(priced, key=lambda x: x[0])
+    notes = ([f"the best of {together([x[1] for x in priced])}"] if len(priced) > 1 else []) + (
+        [f"with {side}, the form {fw.name} runs that scores best"] if side else [])
+    of = f" ({'; '.join(notes)})" if notes else ""
     return (f"{label}{of} {at} scores {s:+.3f} ({score_word(s)}) against it: "
             f"{figures_vs(e, est)}" + (f"; {out}" if out else "")
             + (f"; listed for its role ({role})" if s < 0 and role else ""))
@@ -428,8 +449,8 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
             name += f" [listed as #{k} at its own concurrency]"
         e = estimate(model, hw, pc, prec, f, wl)
         if not e.memory.feasible:
-            lines.append(f"{name}: does not fit ({e.memory.model_bytes / 1e9:.1f} GB per rank, limit "
-                         f"{e.memory.limit_bytes / 1e9:.1f} GB) at concurrency {batch}")
+            used, limit = apart(e.memory.model_bytes / 1e9, e.memory.limit_bytes / 1e9)
+            lines.append(f"{name}: does not fit ({used} GB per rank, limit {limit} GB) at concurrency {batch}")
             continue
         label, step = _main_step(e, scenario)
         # compare the same phase of the recommendation

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from solver.estimate.memory import MemoryReport
+from solver.rank.cell import apart
 from solver.rank.kv_split import kv_splitters
 from solver.rank.ties import SINGLE_RANK
 from solver.specs.framework import FrameworkProfile
@@ -58,8 +59,9 @@ def dp_weights_over_limit(pc: ParallelConfig, mem: MemoryReport | None, ties: Ma
     if held <= mem.limit_bytes:
         return None
     also = "".join(f", {name}" for _, name in tied)
-    return (f"attn_tp=1 would hold {held / 1e9:.1f} GB of weights per rank (attention{also} unsplit), over the "
-            f"limit of {mem.limit_bytes / 1e9:.1f} GB")
+    over, limit = apart(held / 1e9, mem.limit_bytes / 1e9)
+    return (f"attn_tp=1 would hold {over} GB of weights per rank (attention{also} unsplit), over the "
+            f"limit of {limit} GB")
 
 
 # the seed's Layer 2 for MLA in the latency branch: a small attention TP kept as a candidate, "如 2/4" (seed 003,

@@ -23,6 +23,20 @@ from solver.specs.scenario import PERF_TIE, Scenario
 ORDERING = (f"fitting and in-node first; candidates within {PERF_TIE:.0%} of the best score (the scenario's "
             "weighted log-ratio of request latency and inverse throughput) count as tied and are ordered by "
             "closeness to a verified deployment")
+CORE_FIRST = "core candidates (planned whatever --top asks) first; among them and among the rest, "
+
+
+def core_ahead(keys: list[tuple]) -> set[int]:
+    """The positions, in an order by `keys` (each led by `not core`, as rank_candidates' order), of the core
+    candidates standing ahead of a later one that is not core which the rest of the key would put ahead."""
+    return {i for i, k in enumerate(keys) for later in keys[i + 1:]
+            if not k[0] and later[0] and later[1:] < k[1:]}
+
+
+def ordering(candidates: list["Candidate"]) -> str:
+    """ORDERING, led by the core candidates' precedence where that is what put one candidate ahead of another
+    (Candidate.core_first): said elsewhere, it would name a key that ordered nothing."""
+    return (CORE_FIRST + ORDERING) if any(c.core_first for c in candidates) else ORDERING
 
 
 @dataclass
@@ -41,6 +55,8 @@ class Candidate:
     # the distance the ranking orders tied candidates by (closest_reference), and its terms in words
     reference_distance: float = math.inf
     reference_terms: tuple[str, ...] = ()
+    # a core candidate standing ahead of a shown one that is not, which the rest of the order puts ahead of it
+    core_first: bool = False
 
 
 def pattern_name(pc: ParallelConfig, model: ModelSpec, kvp_in_tp: bool = False) -> str:
@@ -230,7 +246,9 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
     # the factors the planner estimated with (plan.solve), for pricing the seed's values beside the candidates
     factors = factors_for(hw, fw.efficiency_for(hw)) if fw is not None and prec is not None else None
     out = []
-    for i, (p, score, ref, dist, diff, xnode, lat_p, inv_p) in enumerate(_shown(kept, top)):
+    shown_rows = _shown(kept, top)
+    core_first = core_ahead([order(r) for r in shown_rows])
+    for i, (p, score, ref, dist, diff, xnode, lat_p, inv_p) in enumerate(shown_rows):
         e = p.estimate
         mem = e.memory
         long_ctx = ("advantage" if (p.config.cp_size * p.config.kvp_size * p.config.attn_sp_size > 1
@@ -255,6 +273,6 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
             reference_terms=(distance_terms(p.config, model, hw, ref, ref_models.get(ref.id), diff) if ref else ()),
             tradeoff={"throughput": tradeoff_label(inv_p, min(inv)), "latency": tradeoff_label(lat_p, min(lat)),
                       "long_context": long_ctx},
-            cross_node=xnode, comparative_testing=comparative,
+            cross_node=xnode, comparative_testing=comparative, core_first=i in core_first,
         ))
     return out

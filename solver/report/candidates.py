@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from solver.plan.solve import PlanResult
-from solver.rank.select import ORDERING, Candidate
+from solver.rank.select import Candidate, ordering
 from solver.report.digits import rounded
 from solver.report.render import fmt_cell
 from solver.specs.launch_spec import ONLINE_SPLIT_KEY
@@ -129,7 +129,7 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
         # where k copies of a smaller deployment would carry clearly more per rank (plan.copies): absent elsewhere
         **({"copies_note": result.copies_note} if result.copies_note else {}),
         "input_notes": list(result.input_notes),
-        "ordering": ORDERING,
+        "ordering": ordering(cands),
         "pareto_front": [
             {"parallel_config": own_config(p.config, result.knobs),
              "concurrency": p.batch,
@@ -224,7 +224,7 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[s
     out.append("# binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
     out.append(f"# solver status: {result.status}" + (f" ({result.timeout_note()})" if result.timeout_note() else ""))
     out.extend(f"# note: {n}" for n in (*result.input_notes, *(n for n in (result.range_note, result.edge_note, result.copies_note) if n)))
-    out.append(f"# ordering: {ORDERING}")
+    out.append(f"# ordering: {ordering(cands)}")
     for rule, values in result.pruned.items():
         out.append(f"# search space: {rule} removed {', '.join(values)}")
     return "\n".join(out) + "\n"
