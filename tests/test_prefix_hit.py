@@ -352,3 +352,13 @@ def test_dsa_indexer_prefill_reads_the_cached_keys():
         return next(o for o in ops if o.name == "indexer_score").bytes
 
     assert score(3072) - score(0) == 2 * 3072 * 132 + 2048 * 3072 * 4 == 25_976_832
+
+
+def test_disaggregated_recommendation_notes_the_hit_only_where_given():
+    """The xPyD recommendation says the hit its plans assumed (JSON `notes`, a note line); at F 0 it says nothing."""
+    from solver.capacity.disagg import DisaggRecommendation
+
+    fresh = DisaggRecommendation("m", 1000.0, [], None, "none met")
+    hit = DisaggRecommendation("m", 1000.0, [], None, "none met", prefix_hit=0.8)
+    assert "notes" not in fresh.as_dict() and "note:" not in fresh.render("table")
+    assert "prefix cache: 80%" in hit.as_dict()["notes"][0] and "note: prefix cache: 80%" in hit.render("table")

@@ -137,15 +137,23 @@ class DisaggRecommendation:
     best: dict[str, Any] | None
     basis: str  # as Recommendation.basis: "cost per hour" | "cards" | "only one met" | "none met"
     config: str | None = None  # as Recommendation.config
+    prefix_hit: float = 0.0  # the prefix-cache hit every plan assumed (estimate.disagg.disagg_hit_note)
 
     @property
     def title(self) -> str:
         return self.model if self.config is None else f"{self.model} (config {self.config})"
 
+    @property
+    def notes(self) -> list[str]:
+        """What the answer assumed beyond its target: the prefix-cache hit, where one is given."""
+        from solver.estimate.disagg import disagg_hit_note
+
+        return list(filter(None, [disagg_hit_note(self.prefix_hit)]))
+
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, **({"config": self.config} if self.config else {}), "serving": "disagg", "target_output_tokens_per_s": self.target_output_tokens_per_s,
                 "recommended": _record(self.best), "basis": self.basis,
-                "options": [_record(o) for o in self.options]}
+                "options": [_record(o) for o in self.options], **({"notes": self.notes} if self.notes else {})}
 
     def price_note(self) -> str | None:
         return price_note(self.basis, len(self.options) > 1,
@@ -174,6 +182,7 @@ class DisaggRecommendation:
             note = self.price_note()
             if note:
                 lines.append(f"note: {note}")
+        lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
 
@@ -222,7 +231,7 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     from solver.specs.model_catalog import load_model, model_names
 
     name, config = model_names(model, load_model(model).name)
-    return DisaggRecommendation(name, tok_s, options, best, basis, config)
+    return DisaggRecommendation(name, tok_s, options, best, basis, config, sc.prefix_hit)
 
 
 def _unrounded(d: DisaggPlan, tok_s: float) -> dict[str, float]:
