@@ -189,16 +189,6 @@ def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_repl
                            cp_replicates_kv=cp_replicates_kv, fw=fw)[0]
 
 
-def refuse_disagg_hit(prefix_hit: float) -> None:
-    """A prefix-cache hit rate is priced by the aggregated estimate only: refused where a disaggregated plan would
-    drop it."""
-    if prefix_hit:
-        from solver.errors import InputError
-
-        raise InputError("--prefix-hit", "the disaggregated plan (--serving disagg) does not price prefix-cache hits; "
-                                         "drop --prefix-hit, or plan aggregated serving (--serving agg)")
-
-
 def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
                weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
                params: SolverParams | None = None, top: int = 3, allow_cross_node: bool = False,
@@ -207,6 +197,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     pool's configuration ranked like an aggregated candidate, the best aggregated plan on the same cards and SLA
     for the comparison; report.disagg_view renders the result."""
     from solver.errors import InfeasibleError
+    from solver.estimate.disagg import disagg_hit_note
     from solver.launch.candidates import pool_launch
     from solver.plan.disagg import DisaggResult, plan_disagg
     from solver.report.disagg_view import DisaggReport, PoolView, compare
@@ -214,7 +205,6 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     from solver.specs.parallel import model_knobs
 
     refuse_unknown_method(method)
-    refuse_disagg_hit(scenario.prefix_hit)
     spec, hw, fw = load_model(model), load_hardware(hardware), load_framework(framework)
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     res: DisaggResult = plan_disagg(spec, hw, prec, fw, cards, scenario, params, allow_cross_node, top=top,
@@ -244,7 +234,8 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
     asked, config = model_names(model, spec.name) if isinstance(model, str) else (spec.name, None)
     return DisaggReport(asked, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
                         compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights), res.skipped,
-                        input_notes(spec, hw, prec, max_len=scenario.max_seq_len, fw=fw), model_knobs(spec),
+                        [*input_notes(spec, hw, prec, max_len=scenario.max_seq_len, fw=fw),
+                         *filter(None, [disagg_hit_note(scenario.prefix_hit)])], model_knobs(spec),
                         fw.kvp_splits_attention_weights, fw.replica_knobs, config)
 
 

@@ -69,7 +69,7 @@ def _unsupported(**given: Any) -> None:
 def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None, *, isl: int = 4096,
                  osl: int = 256, seq_lens: str | None = None, ttft_ms: float | None = None,
                  tpot_ms: float | None = None, max_concurrency: int | None = None, mtp: int = 0,
-                 mtp_accept: float | None = None, framework: str = DEFAULT_FRAMEWORK,
+                 mtp_accept: float | None = None, prefix_hit: float = 0.0, framework: str = DEFAULT_FRAMEWORK,
                  weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
                  top: int = TOP, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
@@ -79,6 +79,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
     there, so bad input stays one line). `progress(done, total, label)` after each combination's plan, as the
     aggregated sweep counts its tasks (sweep.run_tasks)."""
     from solver.entry import run_disagg
+    from solver.estimate.disagg import disagg_hit_note
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model, model_names
 
@@ -97,7 +98,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
     # every scenario is built (and a cross-field refusal raised) before the notes are said: bad input is one line
     scenarios_of = {(kind, i, o): scenario_for(kind, i, o, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                                                max_concurrency=max_concurrency, mtp=mtp, concurrency=concurrency,
-                                               mtp_accept=mtp_accept) for kind in kinds for i, o in lengths}
+                                               mtp_accept=mtp_accept, prefix_hit=prefix_hit) for kind in kinds for i, o in lengths}
     if checked:
         checked()
     rows = []
@@ -105,7 +106,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
     for done, (hw, w, kind, i, o) in enumerate(combos, 1):
         sc = scenarios_of[(kind, i, o)]
         key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o, "model": model_name,
-               "ttft_sla_ms": sc.ttft_ms, "tpot_sla_ms": sc.tpot_ms, "weight_dtype": dt["--weight-dtype"][hw] or ""}
+               "ttft_sla_ms": sc.ttft_ms, "tpot_sla_ms": sc.tpot_ms, "prefix_hit": sc.prefix_hit, "weight_dtype": dt["--weight-dtype"][hw] or ""}
         try:
             rep = run_disagg(model, hw, w, sc, framework, dt["--weight-dtype"][hw], dt["--moe-weight-dtype"][hw],
                              dt["--kv-dtype"][hw], params, top, allow_cross_node, method=method)
@@ -122,8 +123,9 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
             progress(done, len(combos), f"{hw} x {w} {sc.kind} {i}/{o}")
     df = to_disagg_frame(rows)
     # what reading the inputs noted, as the aggregated sweep's frame carries it (sweep.sweep)
-    df.attrs["notes"] = input_notes(model, hardware, cards, isl=isl, osl=osl, seq_lens=seq_lens, framework=framework,
-                                    weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype)
+    df.attrs["notes"] = [*input_notes(model, hardware, cards, isl=isl, osl=osl, seq_lens=seq_lens, framework=framework,
+                                      weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype),
+                         *filter(None, [disagg_hit_note(prefix_hit)])]
     return df
 
 
@@ -135,15 +137,23 @@ class DisaggRecommendation:
     best: dict[str, Any] | None
     basis: str  # as Recommendation.basis: "cost per hour" | "cards" | "only one met" | "none met"
     config: str | None = None  # as Recommendation.config
+    prefix_hit: float = 0.0  # the prefix-cache hit every plan assumed (estimate.disagg.disagg_hit_note)
 
     @property
     def title(self) -> str:
         return self.model if self.config is None else f"{self.model} (config {self.config})"
 
+    @property
+    def notes(self) -> list[str]:
+        """What the answer assumed beyond its target: the prefix-cache hit, where one is given."""
+        from solver.estimate.disagg import disagg_hit_note
+
+        return list(filter(None, [disagg_hit_note(self.prefix_hit)]))
+
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, **({"config": self.config} if self.config else {}), "serving": "disagg", "target_output_tokens_per_s": self.target_output_tokens_per_s,
                 "recommended": _record(self.best), "basis": self.basis,
-                "options": [_record(o) for o in self.options]}
+                "options": [_record(o) for o in self.options], **({"notes": self.notes} if self.notes else {})}
 
     def price_note(self) -> str | None:
         return price_note(self.basis, len(self.options) > 1,
@@ -172,6 +182,7 @@ class DisaggRecommendation:
             note = self.price_note()
             if note:
                 lines.append(f"note: {note}")
+        lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
 
@@ -179,8 +190,8 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                      target_requests_per_s: float | None = None, isl: int = 4096, osl: int = 256,
                      ttft_ms: float | None = None, tpot_ms: float | None = None, cards: str | None = None,
                      framework: str = DEFAULT_FRAMEWORK, weight_dtype=None, moe_weight_dtype=None, kv_dtype=None,
-                     mtp: int = 0, mtp_accept: float | None = None, max_concurrency: int | None = None,
-                     allow_cross_node: bool = False,
+                     mtp: int = 0, mtp_accept: float | None = None, prefix_hit: float = 0.0,
+                     max_concurrency: int | None = None, allow_cross_node: bool = False,
                      params: SolverParams | None = None, prices: Sequence[str] | None = None,
                      progress: Callable[[str], None] | None = None,
                      checked: Callable[[], None] | None = None) -> DisaggRecommendation:
@@ -202,7 +213,7 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
     sc = make_scenario(kind="throughput", isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-                       max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept)
+                       max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, prefix_hit=prefix_hit)
     # one card cannot hold a worker per pool; without --cards, each hardware's own sizes (inputs.default_cards)
     sizes = {h.name: [w for w in (parse_cards(cards) if cards is not None else default_cards(h.scale_up_domain))
                       if w >= 2] for h in hws}
@@ -220,7 +231,7 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     from solver.specs.model_catalog import load_model, model_names
 
     name, config = model_names(model, load_model(model).name)
-    return DisaggRecommendation(name, tok_s, options, best, basis, config)
+    return DisaggRecommendation(name, tok_s, options, best, basis, config, sc.prefix_hit)
 
 
 def _unrounded(d: DisaggPlan, tok_s: float) -> dict[str, float]:

@@ -168,7 +168,8 @@ def hardware_list(hardware: str | Sequence[str]) -> list[str]:
 def _base_row(t: Task, model_name: str, placement: str) -> dict[str, Any]:
     return {"hardware": t.hardware_name, "cards": t.cards, "scenario": t.scenario_label, "model": model_name,
             "isl": t.scenario.isl, "osl": t.scenario.osl, "ttft_sla_ms": t.scenario.ttft_ms,
-            "tpot_sla_ms": t.scenario.tpot_ms, "weight_dtype": t.weight_dtype or "", "placement": placement}
+            "tpot_sla_ms": t.scenario.tpot_ms, "prefix_hit": t.scenario.prefix_hit, "weight_dtype": t.weight_dtype or "",
+            "placement": placement}
 
 
 def solve_task(t: Task) -> list[dict[str, Any]]:

@@ -141,7 +141,6 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
     _seq_lens_replace_isl(seq_lens)
     check_mtp(model, mtp)
-    _refuse_disagg_hit(serving, prefix_hit)
     start = time.perf_counter()
     if serving == "disagg":  # one row per disaggregated plan (solver.capacity.disagg)
         from solver.capacity.disagg import sweep_disagg
@@ -159,8 +158,8 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
                              weight_dtype, moe_weight_dtype, kv_dtype)
         df = sweep_disagg(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl,
                           osl=osl, seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-                          max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, framework=framework,
-                          weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
+                          max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, prefix_hit=prefix_hit,
+                          framework=framework, weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                           kv_dtype=_dtype(kv_dtype), params=_params(time_limit, seed), top=top,
                           allow_cross_node=allow_cross_node, concurrency=concurrency, method=method, jobs=jobs,
                           plot=plot, explain_binding=explain_binding, checked=lambda: _say(notes))
@@ -216,13 +215,6 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     n = len(sp.tasks)
     click.echo(f"wrote {len(df)} rows ({n} combination{'s' if n != 1 else ''}, {infeasible} infeasible) to {out}"
                + (f" and a plot to {plot}" if plot else "") + f" in {wall:.1f} s", err=True)
-
-
-def _refuse_disagg_hit(serving: str, prefix_hit: float) -> None:
-    if serving == "disagg":
-        from solver.entry import refuse_disagg_hit
-
-        refuse_disagg_hit(prefix_hit)
 
 
 def _format_with_out(fmt: str | None, out: str | None) -> None:
@@ -324,7 +316,6 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
     behind a load balancer; with several hardware and prices per card-hour, the cheapest, with its cost per million
     output tokens."""
     check_mtp(model, mtp)
-    _refuse_disagg_hit(serving, prefix_hit)
     if serving == "disagg":  # the fewest cards whose xPyD plan carries the load (solver.capacity.disagg)
         if max_copies is not None:  # the disaggregated answer is one xPyD deployment
             raise InputError("--max-copies", "not available with --serving disagg (one xPyD deployment is planned)")
@@ -337,7 +328,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
                                tpot_ms=tpot_ms, cards=cards, framework=framework, weight_dtype=_dtype(weight_dtype),
                                moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
-                               mtp_accept=mtp_accept,
+                               mtp_accept=mtp_accept, prefix_hit=prefix_hit,
                                max_concurrency=max_concurrency, allow_cross_node=allow_cross_node,
                                params=_params(time_limit, seed), prices=list(prices) or None,
                                checked=lambda: _say(notes))

@@ -3,8 +3,12 @@
 x prefill workers (each one parallel_config of W_p ranks, R_p attention replicas) and y decode workers (W_d
 ranks, R_d replicas) serve a closed loop of C client requests of ISL / OSL tokens. Symbols and units:
 
-    n        prompts per prefill step on one attention replica (the engine's prefill batch, or the token budget)
-    P_n [s]  prefill step of n prompts of ISL tokens on one replica (all replicas of a worker step together)
+    n        prompts per prefill step on one attention replica (the engine's prefill batch, or the token budget
+             over a prompt's new tokens)
+    P_n [s]  prefill step of n prompts of ISL tokens on one replica (all replicas of a worker step together); at a
+             prefix-cache hit F each computes ISL - floor(ISL F) new tokens attending over the whole prompt
+             (DisaggWorkload.prompt_tokens), so mu rises and fewer prefill workers match a decode pool, while
+             T_kv still moves all ISL tokens' cache
     mu  [1/s] = x R_p n / P_n               requests per second the prefill pool can start
     B        running sequences per decode replica = min(ceil(C / (y R_d)), KV capacity, engine cap)
     tau [s]  decode step of B sequences at mean context ISL + OSL/2 (no prefill in it: that is the point)
@@ -88,7 +92,8 @@ from solver.estimate.closed_loop import ServingPolicy, first_wave_groups, synced
 from solver.estimate.engine_step import graph_batch, kernels_launched, step_layers, step_time
 from solver.estimate.serving import decode_step, kv_capacity_per_replica, prefill_step
 from solver.estimate.workload import (
-    DEFAULT_BENCHMARK_WAVES, Workload, mtp_tokens_per_step, prompt_draft_passes, request_overhead, token_budget,
+    DEFAULT_BENCHMARK_WAVES, Workload, mtp_tokens_per_step, prefix_hit_note, prompt_draft_passes, request_overhead,
+    token_budget,
 )
 from solver.estimate.step import StepCost
 from solver.specs.hardware import Hardware, Tier
@@ -326,6 +331,20 @@ class DisaggWorkload:
     benchmark_waves: int = DEFAULT_BENCHMARK_WAVES
     request_overhead_s: float | None = None  # None: the fitted value of the framework x hardware, else default
     burst_share: float | None = None  # share waiting in a burst; None: the first wave's, 1 / benchmark_waves
+    # share of each prompt's tokens the prefill worker finds in its prefix cache (prompt_tokens)
+    prefix_hit: float = 0.0
+
+    @property
+    def prompt_tokens(self) -> tuple[int, int]:
+        """(new, cached) tokens of one prompt, as aggregated serving counts them (workload.Workload.prompt_tokens):
+        the prefill worker computes the new ones after reading the cached ones' K/V. The hand-off still moves the
+        whole prompt's cache (kv_transfer at ISL): the decode worker needs every token's K/V, and the connectors
+        send the prefill worker's cached prefix like the rest, skipping only what the decode worker's own cache
+        holds (vLLM 0.34.0 distributed/kv_transfer/kv_connector/v1/nixl/pull_scheduler.py:59-63, count = prompt -
+        the decode side's num_computed_tokens; SGLang 0.5.23 srt/disaggregation/prefill.py:437-448, start_send_idx
+        = the decode side's decode_prefix_len, and :1460-1499, the prefill worker's cached prefix sent first),
+        which is not assumed here."""
+        return Workload("serving", isl=self.isl, prefix_hit=self.prefix_hit).prompt_tokens
 
 
 @dataclass(frozen=True)
@@ -370,12 +389,22 @@ class DisaggEstimate:
 
     @property
     def input_tokens_per_s(self) -> float:
-        """Prompt tokens the prefill pool processes per second at the operating point."""
+        """Prompt tokens the prefill pool serves per second at the operating point (cached ones included)."""
         return self.requests_per_s * self.isl
 
     @property
     def memory_feasible(self) -> bool:
         return self.prefill_memory.feasible and self.decode_memory.feasible
+
+
+def disagg_hit_note(prefix_hit: float) -> str | None:
+    """What a disaggregated answer assumed of the prefix cache (DisaggWorkload.prompt_tokens), said once; None at
+    no hit."""
+    note = prefix_hit_note(prefix_hit)
+    if note is None:
+        return None
+    return (f"{note}; disaggregated: the prefill pool computes only the uncached tokens (fewer prefill workers per "
+            "decode worker), and the KV hand-off still moves the whole prompt's cache to the decode pool")
 
 
 def prompts_per_step(wl: DisaggWorkload, f: Factors, synced: int, replica_batch: int = 1) -> int:
@@ -386,7 +415,7 @@ def prompts_per_step(wl: DisaggWorkload, f: Factors, synced: int, replica_batch:
         return wl.prefill_batch
     budget = token_budget(Workload("serving", isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency, mtp=wl.mtp), f,
                           synced, replica_batch)
-    return max(1, budget // wl.isl)
+    return max(1, budget // wl.prompt_tokens[0])  # the budget counts a prompt's uncached tokens only
 
 
 def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, decode_pc: ParallelConfig,
@@ -403,7 +432,8 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
                                         math.ceil(wl.concurrency / (wl.prefill_workers * prefill_pc.attn_replicas))),
                        wl.decode_workers, decode_pc.attn_replicas,
                        cap, wl.decode_batch or 0, f_decode.graph_sizes, synced)
-    pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, wl.isl, shape.prompts_per_step, wl.mtp)
+    new, cached = wl.prompt_tokens
+    pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, new, shape.prompts_per_step, wl.mtp, cached)
     dec_batch = shape.graph_batch or shape.running  # the decode step runs the padded batch
     dec = decode_step(model, hw, decode_pc, prec, f_decode, dec_batch, wl.isl + wl.osl / 2, wl.mtp, wl.osl)
     pre_s = step_time(pre.time_s, kernels_launched(pre, f_prefill), shape.prompts_per_step, True, f_prefill,
@@ -432,7 +462,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
 
 
 __all__ = [
-    "DisaggWorkload", "DisaggEstimate", "estimate_disagg", "prompts_per_step", "kv_bytes_per_request",
+    "DisaggWorkload", "DisaggEstimate", "estimate_disagg", "prompts_per_step", "disagg_hit_note", "kv_bytes_per_request",
            "constant_state_per_request",
     "kv_transfer", "transfer_tier", "Transfer", "PoolShape", "pool_shape", "DisaggTimes", "disagg_times",
     "workers_to_match", "DECODE_ADMISSION_STEPS", "prefill_queue_wait", "closed_loop_rate", "LOOP_BISECTION_STEPS"

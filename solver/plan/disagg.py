@@ -123,7 +123,8 @@ class _Job:
         wl = DisaggWorkload(isl=scenario.isl, osl=scenario.osl, concurrency=t.conc, prefill_workers=t.x,
                             decode_workers=t.y, prefill_batch=prompts_per_replica(t.p),
                             decode_batch=max(1, math.ceil(t.d.batch / t.d.config.attn_replicas)), mtp=scenario.mtp,
-                            mtp_accept=scenario.mtp_accept, burst_share=burst_share(self.fw.name, self.hw.name))
+                            mtp_accept=scenario.mtp_accept, burst_share=burst_share(self.fw.name, self.hw.name),
+                            prefix_hit=scenario.prefix_hit)
         e = estimate_disagg(self.model, self.hw, t.p.config, t.d.config, self.prec, f, f, wl, self.mem_opts)
         return DisaggPlan(Pool("prefill", t.x, t.p), Pool("decode", t.y, t.d), e, t.demand, t.mu_w)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from solver.errors import InfeasibleError
+from solver.estimate.workload import Workload
 from solver.memo import IdentityMemo
 from solver.plan.solve import Planned, PlanResult, plan
 from solver.specs.framework import FrameworkProfile
@@ -79,12 +80,13 @@ def worker_sizes(model: ModelSpec, hw: Hardware, cards: int) -> list[int]:
     return sorted(sizes)
 
 
-def prefill_batches(isl: int, world: int) -> list[int]:
+def prefill_batches(new_tokens: int, world: int) -> list[int]:
     """Prompts per prefill step of one worker the prefill plans try: the divisors of W (each is one prompt per
     replica for the layouts of that many replicas, the least step they run, and a few per replica for layouts of
-    fewer: at most one prompt's tokens per rank), then W x 2^k up to the token cap."""
+    fewer: at most one prompt's tokens per rank), then W x 2^k up to the token cap, counted in the tokens a step
+    computes: `new_tokens` per prompt (ISL less its prefix-cache hit, Workload.prompt_tokens)."""
     out, b = [d for d in range(1, world + 1) if world % d == 0], 2 * world
-    while b * isl <= PREFILL_TOKENS_PER_RANK_MAX * world:
+    while b * new_tokens <= PREFILL_TOKENS_PER_RANK_MAX * world:
         out.append(b)
         b *= 2
     return out
@@ -94,11 +96,12 @@ def phase_scenario(scenario: Scenario, phase: str, batch: int | None = None) -> 
     """The scenario a pool is planned for: prefill keeps the TTFT SLA (its step must fit in it) at `batch`
     prompts per step, decode the TPOT SLA with the concurrency the planner's to choose. Both keep the MTP depth:
     the prefill worker runs the MTP layers too (its command enables them, and it builds their cache, which the
-    KV transfer carries: estimate.disagg), so it holds their weights."""
+    KV transfer carries: estimate.disagg), so it holds their weights. Prefill keeps the prefix-cache hit (its step
+    computes the uncached tokens: Workload.prompt_tokens); decode has no prompt to hit."""
     if phase == "prefill":
         return Scenario(kind=scenario.kind, isl=scenario.isl, osl=scenario.osl, concurrency=batch,
                         max_concurrency=scenario.max_concurrency, ttft_ms=scenario.ttft_ms, mtp=scenario.mtp,
-                        mtp_accept=scenario.mtp_accept, phase="prefill")
+                        mtp_accept=scenario.mtp_accept, phase="prefill", prefix_hit=scenario.prefix_hit)
     return Scenario(kind=scenario.kind, isl=scenario.isl, osl=scenario.osl, max_concurrency=scenario.max_concurrency,
                     tpot_ms=scenario.tpot_ms, mtp=scenario.mtp, mtp_accept=scenario.mtp_accept, phase="decode")
 
@@ -131,7 +134,8 @@ def pool_fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, 
         else:
             # a step never holds more prompts than requests are in flight (the given concurrency, else its cap)
             most = scenario.concurrency or scenario.max_concurrency
-            batches = [b for b in prefill_batches(scenario.isl, w) if b <= most] or [1]
+            new = Workload.for_scenario(scenario, 1).prompt_tokens[0]
+            batches = [b for b in prefill_batches(new, w) if b <= most] or [1]
             pts, failure = _prefill_points(phase_plan, w, batches, fw, pool_fw, diagnose, screen)
         if failure is not None:
             skipped[f"{phase} W={w}"] = failure

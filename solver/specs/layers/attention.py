@@ -58,7 +58,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object, prior_tokens
+from solver.specs.layers.base import (ACT_BYTES, Block, CostKit, Part, Share, State, per_object, prefill_read_tokens,
+                                      prior_tokens)
 from solver.specs.layers.dsa import Indexer
 
 LSE_BYTES = 4  # the attention kernels return their log-sum-exp in fp32
@@ -307,14 +308,16 @@ class Attention(Block):
         kv_bpt = self.kv_bytes_per_token(prec.kv_bytes, a)
         pair_flops = 2 * self.heads / a * T * (self.head_dim + self.map_v_width) / pair_shards  # per key a query reads
         flops = pair_flops * keys
-        read_tokens = w.sequences * keys if w.phase == "decode" else T
+        # a prefill reads its new tokens' K/V and every cached token's it attends to: [tokens]
+        read_tokens = w.sequences * keys if w.phase == "decode" else prefill_read_tokens(w, self.window, self.chunked)
         if self.indexer:  # each query's selection gathered on its own (dsa.Indexer.gathered_entries)
             read_tokens = self.indexer.gathered_entries(w, keys)
         eff = f.attention if w.phase == "prefill" else f.gemm
         nbytes = read_tokens * kv_bpt / pair_shards
         if self.indexer and w.phase == "prefill":  # the gathered form, or the dense one masked by the selection
             flops, nbytes = self.indexer.prefill_core(cx, (flops, nbytes), (pair_flops * self.dense_keys(cx),
-                                                      T * kv_bpt / pair_shards), hw.flops("bf16"), eff)
+                                                      prefill_read_tokens(w) * kv_bpt / pair_shards),
+                                                      hw.flops("bf16"), eff)
         ops.append(cx.op("attention_core", "attention", flops, nbytes + t_a * h * ACT_BYTES, hw.flops("bf16"),
                          eff, kernels=2))
         if self.indexer:

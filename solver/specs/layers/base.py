@@ -131,6 +131,19 @@ def prior_tokens(w: Any) -> float:
     return max(0.0, max(w.context, 1.0) - (n + 1) / 2)
 
 
+def prefill_read_tokens(w: Any, window: float | None = None, chunked: bool = False) -> float:
+    """Tokens whose cached entries a prefill step's attention reads from HBM, counted per layer: its new tokens'
+    (each K/V tile read once as the kernel walks it) and each sequence's prior ones (prior_tokens: a prefix found
+    in the prefix cache), read once per sequence; a sliding `window` reads the last `window` of them, a chunked
+    one those of the first new token's chunk (prior mod chunk). Multiply by the cache's bytes per token per rank
+    for bytes. The prior count is whole tokens (Workload.prompt_tokens floors it), so it is rounded: a fresh
+    prompt adds exactly 0."""
+    prior = float(round(prior_tokens(w)))
+    if window:
+        prior = prior % window if chunked else min(prior, float(window))
+    return w.new_tokens + w.sequences * prior
+
+
 def heads_split(block: "Block", attn_tp: int, group: int) -> int:
     """Ranks splitting `block`'s heads, its per-request state and its transients: attention TP for a block whose
     keys KVP splits (Block.kvp_splits_keys; KVP splits its cache by tokens instead), else `group`, the ranks

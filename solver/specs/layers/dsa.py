@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from solver.specs.layers.base import ACT_BYTES, CostKit, Part, Share, per_object
+from solver.specs.layers.base import ACT_BYTES, CostKit, Part, Share, per_object, prior_tokens
 
 INDEXER_SCALE_BYTES = 4  # one fp32 scale per cached indexer key
 LOGIT_BYTES = 4  # fp32 indexer logits per (query, key) pair
@@ -188,6 +188,9 @@ class Indexer:
         # a key scored: the indexer's own cached key, or key head 0 of the attention's cache
         key_bpt = self.head_dim * prec.kv_bytes if self.own_heads else self.cached_bytes(unquantised)
         decode = w.phase == "decode"
+        # keys a prefill step reads: its new tokens' and, after a cached prefix (prior_tokens), each sequence's
+        # cached ones at `key_share` (compressed entries), once per sequence [keys]
+        prefill_keys = T + w.sequences * round(prior_tokens(w)) * key_share
         ops = []
         if params:
             ops.append(cx.op("indexer_proj", "indexer", 2 * t_a * params,
@@ -197,7 +200,7 @@ class Indexer:
             blocks = ctx / self.pool_block
             pool_logits = T * blocks * LOGIT_BYTES / pair_shards
             ops += [cx.op("indexer_pool_score", "indexer", 2 * self.heads * self.head_dim * T * blocks / pair_shards,
-                          (w.sequences * ctx if decode else T) * key_bpt / pair_shards + pool_logits, peak,
+                          (w.sequences * ctx if decode else prefill_keys) * key_bpt / pair_shards + pool_logits, peak,
                           f.attention, kernels=2),
                     cx.op("indexer_pool_topk", "indexer", 0.0,
                           pool_logits + T * self.pool / self.pool_block * 4 / pair_shards, peak, f.attention,
@@ -207,7 +210,7 @@ class Indexer:
         # candidates scored: each key, or each pool of kpool keys; every cached key is still read
         candidates = scored / self.kpool if self.kpool else scored
         score_flops = 2 * self.heads * self.head_dim * T * candidates / pair_shards
-        read = (w.sequences * scored if decode else T) * key_bpt
+        read = (w.sequences * scored if decode else prefill_keys) * key_bpt
         if self.kpool:
             # pooling a key, once per key a step reads: gated, its gate score plus the table entry, the softmax's
             # exp and the weighted sum (about 4 FLOPs a channel); a mean, one add a channel

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from solver.specs.layers.attention import o_proj_op, sequence_attention_comms
-from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object
+from solver.specs.layers.base import ACT_BYTES, Block, CostKit, Part, Share, State, per_object, prefill_read_tokens
 from solver.specs.layers.dsa import Indexer
 
 
@@ -157,14 +157,17 @@ class MLA(Block):
             nbytes = self.indexer.gathered_entries(w, keys) * kv_bpt / pair_shards
             if w.phase == "prefill":  # or the dense (non-absorbed MHA) form masked by the selection
                 dense = 2 * heads * T * ctx * (self.head_dim + self.v_head_dim) / pair_shards
-                flops, nbytes = self.indexer.prefill_core(cx, (flops, nbytes), (dense, T * kv_bpt / pair_shards),
+                flops, nbytes = self.indexer.prefill_core(cx, (flops, nbytes),
+                                                          (dense, prefill_read_tokens(w) * kv_bpt / pair_shards),
                                                           hw.flops("bf16"), f.attention)
         else:
             # a window caps the keys (the mean over the step's queries, as softmax attention's window does)
             keys = cx.mean_keys_capped(self.window) if self.window else ctx
             dk, dv = (absorbed_dk, absorbed_dv) if w.phase == "decode" else (self.head_dim, self.v_head_dim)
             flops = 2 * heads * T * keys * (dk + dv) / pair_shards
-            nbytes = (w.sequences * keys if w.phase == "decode" else T) * kv_bpt / pair_shards
+            # a prefill reads its new tokens' latents and every cached token's it attends to: [tokens]
+            nbytes = (w.sequences * keys if w.phase == "decode" else prefill_read_tokens(w, self.window)
+                      ) * kv_bpt / pair_shards
         eff = f.attention if w.phase == "prefill" else f.gemm
         ops.append(cx.op("attention_core", "attention", flops, nbytes + t_a * h * ACT_BYTES, hw.flops("bf16"),
                          eff, kernels=2))
