@@ -5,8 +5,8 @@ For each published layout: `solve` the same model, hardware, cards, engine (the 
 is named), precision, workload and concurrency, in the scenario the row implies (concurrency 1 = latency; 'max
 load' and the blogs' max-throughput configs = throughput; a moderate fixed concurrency whose source reports TTFT
 and TPOT beside throughput = balanced), then price the published layout with the estimator at the same workload
-(the planner's, Workload.for_scenario; at a 'max load' row the published layout runs at its own KV capacity
-capped by the benchmark's prompts, published_rows.published_case) and report:
+(the planner's, Workload.for_scenario; at a 'max load' row the published layout runs at its own KV capacity,
+or at the benchmark's prompts sent at once in one wave (#12), published_rows.published_case) and report:
 
 - the published pattern (verified_agreement.pattern: attention TP, CP, KVP, MoE TP, dense TP on/off) and whether
   it is in the planner's top 3; whether its exact knobs (the model's own knobs the engine sets) are;
@@ -76,7 +76,7 @@ def scenario_for(dep: Deployment, isl: int | None = None, osl: int | None = None
     conc = int(row["concurrency"])
     kind = ("latency" if conc == 1 else "throughput" if not conc or dep.pub.source_row in THROUGHPUT_ROWS
             else "balanced")
-    extra = {"max_concurrency": int(row["max_concurrency"])} if not conc and row.get("max_concurrency") else {}
+    extra = {"max_concurrency": int(row["burst"])} if not conc and row.get("burst") else {}
     return Scenario(kind=kind, isl=isl or int(row["isl"]), osl=osl or int(row["osl"]), concurrency=conc or None,
                     mtp=int(row.get("mtp", 0)), **extra)
 
@@ -216,7 +216,7 @@ def main() -> None:
           f"{args.top} or published layout within 10% of #1 by the objective: {near}/{n}; median solve "
           f"{sorted(r['seconds'] for r in rows)[len(rows) // 2]:.2f} s")
     if only is None or 12 in only:
-        print("\n#12 side by side (total tok/s, 'max load' = KV capacity capped by 1,000 prompts):")
+        print("\n#12 side by side (total tok/s, 'max load' = 1,000 prompts at once, one wave):")
         print("ShareGPT assumed 220/200:")
         print("\n".join(side_by_side()))
         print("sensitivity, 1024/1024:")

@@ -49,7 +49,7 @@ SHAREGPT_ISL, SHAREGPT_OSL, SHAREGPT_PROMPTS = 220, 200, 1000
 
 def _v32_sharegpt(backend: str, tp: int, dp: int, moe_tp: int, moe_ep: int, **extra: Any) -> dict[str, Any]:
     return _srv("deepseek-ai/DeepSeek-V3.2", "h200_sxm", backend, "", SHAREGPT_ISL, SHAREGPT_OSL, 0, tp, dp, moe_tp,
-                moe_ep, max_concurrency=SHAREGPT_PROMPTS, **extra)
+                moe_ep, burst=SHAREGPT_PROMPTS, **extra)
 
 
 R1, L70, Q235, OSS = "deepseek-ai/DeepSeek-R1", "meta-llama/Meta-Llama-3.1-70B", "Qwen/Qwen3-235B-A22B", \
@@ -83,7 +83,9 @@ PUBLISHED: tuple[Published, ...] = (
                                        mtp=3), "tpot_ms", 3.23, "MTP3 at the default acceptance (0.7 per draft)"),
     # #12: one 8xH200 box, four launches, ShareGPT through the engines' benchmark_serving ('total token
     # throughput' = input + output tok/s). ISL/OSL are not published: SHAREGPT_ISL / SHAREGPT_OSL. The client
-    # sends every prompt at once (request rate inf), so 'max load' is the KV capacity capped by the prompt count.
+    # sends every prompt at once (vLLM 0.34.0 benchmarks/serve.py: --request-rate default inf, --max-concurrency
+    # default None, --num-prompts default 1000), so the run is one burst: C = the prompt count, one wave (k = 1),
+    # and the engine runs what its KV cache and running cap admit while the rest wait (closed_loop's slot wait).
     # SGLang TP8 + DP8 attention at its defaults: --moe-dense-tp-size unset (dense MLP TP over all 8), no
     # --enable-dp-lm-head (LM head TP8), no --ep-size (MoE TP8); sglang.yaml's header.
     Published(12, "V3.2 8xH200 vLLM TP8 ShareGPT max load", _v32_sharegpt("vllm", 8, 1, 8, 1), "tok_s_all", 5714),
@@ -122,23 +124,25 @@ PUBLISHED: tuple[Published, ...] = (
 def published_case(pub: Published) -> tuple[Case, Workload, str]:
     """The row as the estimator runs it: its case (the published layout, with the row's `knobs` overrides of
     what the engine's defaults set beyond the CSV columns), its workload (MTP depth, max running requests; 'max
-    load' = the KV-cache capacity the estimator computes, capped by `max_concurrency` where the benchmark sends
-    no more requests than that) and a note."""
+    load' = the KV-cache capacity the estimator computes; a `burst` of N prompts sent at once = C = N in one
+    wave, k = 1: the benchmark sends no request after them) and a note."""
     row = dict(pub.row)
     mtp = int(row.pop("mtp", 0))
     max_running = int(row.pop("max_running", 0))
     knobs = row.pop("knobs", {})
-    cap_c = int(row.pop("max_concurrency", 0))
+    burst = int(row.pop("burst", 0))
     note = pub.note
-    if not row["concurrency"]:  # 'max load': the KV-cache capacity of the deployment
+    if burst:  # every prompt in flight at once; the engine admits what it can and the rest wait
+        row["concurrency"] = burst
+        note = f"{note}; C = {burst} at once, one wave".lstrip("; ")
+    elif not row["concurrency"]:  # 'max load': the KV-cache capacity of the deployment
         probe = _with_knobs(case_from_row({**row, "concurrency": 1}), knobs)
         cap = kv_capacity_per_replica(probe.model, probe.hw, probe.pc, probe.prec, probe.workload.context_len)
         row["concurrency"] = max(1, int(cap) * probe.pc.attn_replicas)
-        if cap_c and row["concurrency"] > cap_c:
-            row["concurrency"] = cap_c
         note = f"{note}; C = {row['concurrency']}".lstrip("; ")
     case = _with_knobs(case_from_row(row), knobs)
-    return case, replace(case.workload, mtp=mtp, max_running=max_running), note
+    wl = replace(case.workload, mtp=mtp, max_running=max_running)
+    return case, (replace(wl, benchmark_waves=1) if burst else wl), note
 
 
 def _with_knobs(case: Case, knobs: dict[str, int]) -> Case:
