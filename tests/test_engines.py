@@ -540,10 +540,10 @@ def test_a_knob_the_engine_has_but_the_planner_does_not_model_says_so() -> None:
 def test_a_knob_the_engine_lacks_says_the_profiles_note_on_the_missing_feature() -> None:
     """ATOM has no attention sequence parallel for DeepSeek-V3.2 (the RFC, seed 000, asks for it): a file setting
     attn_sp_size is told so, with what the profile records instead (-pcp is DeepSeek-V4 only; which profiles set
-    the knob), not only that the knob is fixed at 1."""
+    the knob), not only that the knob is fixed at 1; the note speaks of the attention kind, not of one model."""
     (atom,) = _limits("atom", "deepseek-v3.2", attn_sp_size=8)
     assert atom.startswith("attn_sp_size = 8 but atom has no such knob (fixed at 1): ")
-    assert "-pcp is DeepSeek-V4 only" in atom and "sglang" in atom
+    assert "-pcp runs on compressed sparse attention only" in atom and "sglang" in atom
 
 
 def test_a_feature_names_a_knob_of_the_vocabulary() -> None:
