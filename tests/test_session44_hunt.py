@@ -101,3 +101,26 @@ def test_disaggregated_sweep_notes_the_hit_rate_once():
     assert "disaggregated: the prefill pool computes only the uncached tokens" in hit.stderr
     none = CliRunner().invoke(main, [*args, "--prefix-hit", "0"])
     assert "prefix cache" not in none.stderr
+
+
+@pytest.mark.parametrize("model, field, value", [
+    ("deepseek-ai--DeepSeek-V3.2.json", "index_topk", 2048),     # DeepseekV32Config index_topk: int = 2048
+    ("deepseek-ai--DeepSeek-V3.2.json", "index_n_heads", 64),    # DeepseekV32Config index_n_heads: int = 64
+    ("zai-org--GLM-5.json", "index_topk", 2048),                 # GlmMoeDsaConfig index_topk: int = 2048
+    ("zai-org--GLM-5.json", "index_n_heads", 32),                # GlmMoeDsaConfig index_n_heads: int = 32
+])
+def test_dsa_indexer_field_left_out_is_read_at_its_class_default_with_a_note(tmp_path, model, field, value):
+    """A DSA config without an indexer size is read at its transformers class's default (5.25.0), as every other
+    field its class fills, and says so once: not taken silently from a default in the reader's code."""
+    import json
+    from pathlib import Path
+
+    from solver.specs.model_catalog import load_model
+
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "models" / model).read_text())
+    del cfg[field]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    spec = load_model(str(tmp_path / "config.json"))
+    assert getattr(spec, field) == value
+    notes = [n for n in spec.warnings if n.startswith(f"{field} absent from config.json")]
+    assert len(notes) == 1 and f"default {value} (transformers 5.25.0" in notes[0]
