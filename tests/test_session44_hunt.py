@@ -124,3 +124,24 @@ def test_dsa_indexer_field_left_out_is_read_at_its_class_default_with_a_note(tmp
     assert getattr(spec, field) == value
     notes = [n for n in spec.warnings if n.startswith(f"{field} absent from config.json")]
     assert len(notes) == 1 and f"default {value} (transformers 5.25.0" in notes[0]
+
+
+def test_disaggregated_recommendation_json_carries_the_input_notes(tmp_path):
+    """recommend --serving disagg --format json keeps what reading the inputs noted (a Qwen3 config without
+    num_hidden_layers: read at Qwen3Config's default 32) in its notes, once, beside the hit it assumed, as the
+    aggregated answer's JSON does; stderr does not repeat them."""
+    import json
+    from pathlib import Path
+
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "models" / "Qwen--Qwen3-8B.json").read_text())
+    del cfg["num_hidden_layers"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = CliRunner().invoke(main, ["recommend", str(tmp_path / "config.json"), "--hardware", "h200_sxm", "--isl",
+                                  "4096", "--osl", "512", "--serving", "disagg", "--prefix-hit", "0.5",
+                                  "--target-output-tokens-per-s", "2000", "--cards", "2,4", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    notes = json.loads(r.stdout)["notes"]
+    absent = [n for n in notes if n.startswith("num_hidden_layers absent from config.json")]
+    assert len(absent) == 1 and "Qwen3Config's default 32" in absent[0]
+    assert sum(n.startswith("prefix cache: 50%") for n in notes) == 1
+    assert "num_hidden_layers absent" not in r.stderr
