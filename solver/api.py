@@ -423,7 +423,7 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
     given = {"model": model, "hardware": hardware, "framework": framework}
     if config is not None:
         inline = {"isl": isl, "osl": osl, "concurrency": concurrency, "phase": phase, "batch": batch,
-                  "seq_len": seq_len, "mtp": mtp or None, "mtp_accept": mtp_accept, "prefix_hit": prefix_hit or None,
+                  "seq_len": seq_len, "mtp": mtp or None, "mtp_accept": mtp_accept, "prefix_hit": None if prefix_hit == 0 else prefix_hit,
                   "weight_dtype": weight_dtype,
                   "moe_weight_dtype": moe_weight_dtype, "kv_dtype": kv_dtype, **knobs}
         for key, value in inline.items():

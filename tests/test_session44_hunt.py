@@ -145,3 +145,24 @@ def test_disaggregated_recommendation_json_carries_the_input_notes(tmp_path):
     assert len(absent) == 1 and "Qwen3Config's default 32" in absent[0]
     assert sum(n.startswith("prefix cache: 50%") for n in notes) == 1
     assert "num_hidden_layers absent" not in r.stderr
+
+
+@pytest.mark.parametrize("command", ["sweep", "recommend"])
+def test_an_empty_text_hit_rate_is_refused_not_read_as_none(command):
+    """prefix_hit "" is no fraction: sweep and recommend refuse it as estimate and solve do (before, `"" or None`
+    left it at no hit, silently)."""
+    with pytest.raises(InputError, match="prefix_hit: a prefix-cache hit rate is a fraction in"):
+        if command == "sweep":
+            api.sweep("qwen3-8b", "h200_sxm", [1], isl=2048, osl=256, prefix_hit="")
+        else:
+            api.recommend("qwen3-8b", "h200_sxm", target_output_tokens_per_s=2000, isl=2048, osl=256, cards="1",
+                          prefix_hit="")
+
+
+def test_check_of_a_file_refuses_a_hit_rate_keyword_the_file_would_override(tmp_path):
+    """With config=, the workload is the file's: a prefix_hit keyword beside it (even "") is refused, not dropped;
+    0 is no keyword given."""
+    path = _deployment(tmp_path, SERVING)
+    with pytest.raises(InputError, match="prefix_hit: given by the file"):
+        api.check(config=path, prefix_hit="")
+    assert api.check(config=path, prefix_hit=0).valid
