@@ -166,3 +166,18 @@ def test_check_of_a_file_refuses_a_hit_rate_keyword_the_file_would_override(tmp_
     with pytest.raises(InputError, match="prefix_hit: given by the file"):
         api.check(config=path, prefix_hit="")
     assert api.check(config=path, prefix_hit=0).valid
+
+
+def test_a_negative_zero_hit_reads_as_no_hit():
+    """--prefix-hit -0 is F = 0: the sweep's prefix_hit column writes 0.0, not -0.0 (F = 0 writes what no flag
+    writes), in the scenario, estimate's check and a deployment file alike."""
+    import math
+
+    from solver.specs.scenario import prefix_hit_of
+
+    assert math.copysign(1, Scenario(prefix_hit=-0.0).prefix_hit) == 1
+    assert math.copysign(1, prefix_hit_of(-0.0)) == 1
+    assert math.copysign(1, WorkloadSpec(**SERVING, prefix_hit=-0.0).prefix_hit) == 1
+    args = ["sweep", "qwen3-8b", "--hardware", "h200_sxm", "--cards", "1", "--isl", "2048", "--osl", "256",
+            "--scenarios", "throughput"]
+    assert CliRunner().invoke(main, [*args, "--prefix-hit", "-0"]).stdout == CliRunner().invoke(main, args).stdout
