@@ -405,14 +405,15 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
                   cards: int | None = None, *, config: str | os.PathLike | None = None, candidate: str | int | None = None,
                   isl: int | None = None, osl: int | None = None, concurrency: int | None = None,
                   phase: str | None = None, batch: int | None = None, seq_len: int | None = None, mtp: int = 0,
-                  mtp_accept: float | None = None, framework: str | os.PathLike | None = None,
+                  mtp_accept: float | None = None, prefix_hit: float = 0.0,
+                  framework: str | os.PathLike | None = None,
                   weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
                   **knobs: int) -> CheckResult:
     """`shardplan check`: a parallel_config reviewed by class A/B/C (model, hardware, framework), its common
     errors flagged and the config estimated. Either `config`, a deployment file (as the command reads it;
     `candidate` picks a candidate_x block, and model / hardware / cards / framework override the file's), or the
-    deployment as keywords: model, hardware, cards, `knobs` as estimate() takes them, the workload, mtp,
-    mtp_accept, framework and dtypes. Returns a solver.one_config.CheckResult: `.valid`, `.review` (violations,
+    deployment as keywords: model, hardware, cards, `knobs` as estimate() takes them, the workload (prefix_hit
+    included), mtp, mtp_accept, framework and dtypes. Returns a solver.one_config.CheckResult: `.valid`, `.review` (violations,
     warnings, common errors, notes, the estimate), `.as_dict()` (the command's JSON). An invalid config is a
     result (`valid` False), not an exception."""
     from solver.one_config import check_deployment, workload_of
@@ -422,7 +423,8 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
     given = {"model": model, "hardware": hardware, "framework": framework}
     if config is not None:
         inline = {"isl": isl, "osl": osl, "concurrency": concurrency, "phase": phase, "batch": batch,
-                  "seq_len": seq_len, "mtp": mtp or None, "mtp_accept": mtp_accept, "weight_dtype": weight_dtype,
+                  "seq_len": seq_len, "mtp": mtp or None, "mtp_accept": mtp_accept, "prefix_hit": None if prefix_hit == 0 else prefix_hit,
+                  "weight_dtype": weight_dtype,
                   "moe_weight_dtype": moe_weight_dtype, "kv_dtype": kv_dtype, **knobs}
         for key, value in inline.items():
             if value is not None:
@@ -440,9 +442,11 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
     for key, value in (("model", model), ("hardware", hardware), ("cards", cards)):
         if value is None:
             raise InputError(key, "missing: give it, or a deployment file as config=")
-    workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept)  # one complete workload, or refused
+    # one complete workload, or refused; the hit rate as it reads it ("0.5" given as text)
+    hit = workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept, prefix_hit).prefix_hit
     spec = WorkloadSpec(**{k: v for k, v in (("isl", isl), ("osl", osl), ("concurrency", concurrency),
-                                             ("phase", phase), ("batch", batch), ("seq_len", seq_len)) if v is not None})
+                                             ("phase", phase), ("batch", batch), ("seq_len", seq_len)) if v is not None},
+                        prefix_hit=hit)
     dtypes = {"weight_dtype": weight_dtype, "moe_weight_dtype": moe_weight_dtype, "kv_dtype": kv_dtype}
     dep = Deployment(model=model, hardware=hardware, framework=framework or DEFAULT_FRAMEWORK, world_size=cards,
                      parallel_config=knobs, workload=spec, quant={FLAT_QUANT[k]: v for k, v in dtypes.items()},

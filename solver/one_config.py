@@ -352,6 +352,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
+    from solver.estimate.workload import prefix_hit_note
     from solver.specs.notes import context_notes, engine_notes
     from solver.specs.parallel import ParallelConfig, make_parallel_config
     from solver.specs.precision import resolve_precision
@@ -374,11 +375,11 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
         raise InputError(at("mtp_accept"), PREFILL_ACCEPT_UNREAD)
     mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {})}
     if w.phase == "serving":
-        wl = Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, **mtp)
+        wl = Workload("serving", isl=w.isl, osl=w.osl, concurrency=w.concurrency, prefix_hit=w.prefix_hit, **mtp)
     elif w.phase == "decode" and w.isl is not None:
         wl = Workload.decode_of(w.batch, w.isl, w.osl, **mtp)  # type: ignore[arg-type]
-    else:
-        wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, **mtp)
+    else:  # a decode's prefix_hit is refused by WorkloadSpec
+        wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, prefix_hit=w.prefix_hit, **mtp)
     try:
         pc = make_parallel_config(world, fields=dep.fields, **dep.parallel_config)
     except InputError as exc:
@@ -393,7 +394,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
     # what runs in which precision (weight-only W4A16 / W8A16, a format served as bf16), as estimate and memory say
     r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len)) \
-        + [n for n in engine_notes(fw) if n not in r.notes]
+        + [n for n in engine_notes(fw) if n not in r.notes] + list(filter(None, [prefix_hit_note(wl.prefix_hit)]))
     kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too
     if kv_refusal:
         r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")

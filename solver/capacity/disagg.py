@@ -138,6 +138,7 @@ class DisaggRecommendation:
     basis: str  # as Recommendation.basis: "cost per hour" | "cards" | "only one met" | "none met"
     config: str | None = None  # as Recommendation.config
     prefix_hit: float = 0.0  # the prefix-cache hit every plan assumed (estimate.disagg.disagg_hit_note)
+    input_notes: tuple[str, ...] = ()  # what reading the inputs noted (sweep.input_notes), as Recommendation.notes
 
     @property
     def title(self) -> str:
@@ -145,10 +146,11 @@ class DisaggRecommendation:
 
     @property
     def notes(self) -> list[str]:
-        """What the answer assumed beyond its target: the prefix-cache hit, where one is given."""
+        """What reading the inputs noted (a config field read at its class default, a device's format) and what
+        the answer assumed beyond its target: the prefix-cache hit, where one is given."""
         from solver.estimate.disagg import disagg_hit_note
 
-        return list(filter(None, [disagg_hit_note(self.prefix_hit)]))
+        return [*self.input_notes, *filter(None, [disagg_hit_note(self.prefix_hit)])]
 
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, **({"config": self.config} if self.config else {}), "serving": "disagg", "target_output_tokens_per_s": self.target_output_tokens_per_s,
@@ -231,7 +233,9 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     from solver.specs.model_catalog import load_model, model_names
 
     name, config = model_names(model, load_model(model).name)
-    return DisaggRecommendation(name, tok_s, options, best, basis, config, sc.prefix_hit)
+    said = input_notes(model, hardware, cards, isl=isl, osl=osl, framework=framework, weight_dtype=weight_dtype,
+                       moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype)
+    return DisaggRecommendation(name, tok_s, options, best, basis, config, sc.prefix_hit, tuple(said))
 
 
 def _unrounded(d: DisaggPlan, tok_s: float) -> dict[str, float]:

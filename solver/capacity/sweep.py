@@ -126,7 +126,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                                                                                  kvd[h.name]))]
     params = params or SolverParams()
     overrides = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "concurrency": concurrency, "mtp": mtp,
-                 "max_concurrency": max_concurrency, "mtp_accept": mtp_accept, "prefix_hit": prefix_hit or None}
+                 "max_concurrency": max_concurrency, "mtp_accept": mtp_accept, "prefix_hit": prefix_hit}
     out = SweepPlan(model_title(model, spec.name), names, card_list, notes=notes)
     for h_arg, h in zip(hw_list, hws):
         for i, o in lengths:

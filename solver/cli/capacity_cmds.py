@@ -154,8 +154,11 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
         _format_with_out(fmt, out)
         if out is not None:
             check_writable(out, "--out")
-        notes = _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, seq_lens, framework,
-                             weight_dtype, moe_weight_dtype, kv_dtype)
+        from solver.estimate.disagg import disagg_hit_note
+
+        # the hit rate assumed, said once as the frame's notes carry it (sweep_disagg's df.attrs)
+        notes = [*_input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, seq_lens, framework,
+                               weight_dtype, moe_weight_dtype, kv_dtype), *filter(None, [disagg_hit_note(prefix_hit)])]
         df = sweep_disagg(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl,
                           osl=osl, seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                           max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, prefix_hit=prefix_hit,
@@ -321,8 +324,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
             raise InputError("--max-copies", "not available with --serving disagg (one xPyD deployment is planned)")
         from solver.capacity.disagg import recommend_disagg
 
-        notes = _input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, None, framework,
-                             weight_dtype, moe_weight_dtype, kv_dtype)
+        # the input notes are the answer's (rec.notes: its JSON and its note lines), as the aggregated answer's
         rec = recommend_disagg(model, _hardware(hardware, more_hardware),
                                target_output_tokens_per_s=target_output_tokens_per_s,
                                target_requests_per_s=target_requests_per_s, isl=isl, osl=osl, ttft_ms=ttft_ms,
@@ -330,8 +332,7 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
                                mtp_accept=mtp_accept, prefix_hit=prefix_hit,
                                max_concurrency=max_concurrency, allow_cross_node=allow_cross_node,
-                               params=_params(time_limit, seed), prices=list(prices) or None,
-                               checked=lambda: _say(notes))
+                               params=_params(time_limit, seed), prices=list(prices) or None)
         click.echo(rec.render(fmt), nl=False)
         if rec.best is None:
             notes = "; ".join(f"{o['hardware']}: {o['note']}" for o in rec.options)

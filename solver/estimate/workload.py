@@ -106,12 +106,22 @@ class Workload:
         return self.concurrency if self.kind == "serving" else self.batch
 
 
+def _share(x: float) -> str:
+    """`x` in whole percent, or with the decimals that keep a share strictly between 0 and 1 from reading 0% or
+    100% (a 0.999 hit computes 0.1% of the prompt, not "the other 0%")."""
+    for d in range(4):
+        text = f"{x:.{d}%}"
+        if x in (0, 1) or text not in (f"{0:.{d}%}", f"{1:.{d}%}"):
+            return text
+    return "<0.001%" if x < 0.5 else ">99.999%"
+
+
 def prefix_hit_note(prefix_hit: float) -> str | None:
     """What an answer assumed of the prefix cache (Workload.prompt_tokens), said once; None at no hit."""
     if not prefix_hit:
         return None
-    return (f"prefix cache: {prefix_hit:.0%} of each prompt's tokens assumed cached (--prefix-hit {prefix_hit:g}): a "
-            f"prefill computes the other {1 - prefix_hit:.0%}, attending over the whole prompt; the KV cache still "
+    return (f"prefix cache: {_share(prefix_hit)} of each prompt's tokens assumed cached (--prefix-hit {prefix_hit:g}): "
+            f"a prefill computes the other {_share(1 - prefix_hit)}, attending over the whole prompt; the KV cache still "
             "holds ISL + OSL tokens per request (no prefix assumed shared across requests) and memory is sized for "
             "a prompt that misses; decode is unchanged")
 

@@ -167,11 +167,12 @@ def front_lines(result: PlanResult, prompt_len: int | None = None) -> list[str]:
 def candidate_workload(scenario: Scenario, batch: int) -> dict[str, Any]:
     """A candidate's workload in the deployment file's keys (`check` / `launch` read it back): serving at its
     concurrency, or the one phase it was planned for at its batch."""
-    if scenario.phase == "prefill":
-        return {"phase": "prefill", "batch": batch, "seq_len": scenario.isl}
     if scenario.phase == "decode":
         return {"phase": "decode", "batch": batch, "isl": scenario.isl, "osl": scenario.osl}
-    return {"isl": scenario.isl, "osl": scenario.osl, "concurrency": batch}
+    hit = {"prefix_hit": scenario.prefix_hit} if scenario.prefix_hit else {}  # the figures assumed it: check reads it
+    if scenario.phase == "prefill":
+        return {"phase": "prefill", "batch": batch, "seq_len": scenario.isl, **hit}
+    return {"isl": scenario.isl, "osl": scenario.osl, "concurrency": batch, **hit}
 
 
 def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[str, ...] = (),

@@ -47,6 +47,8 @@ def workload_data(wl: Workload) -> dict[str, Any]:
             d.update(isl=wl.isl, osl=wl.osl)
     if wl.mtp:
         d.update(mtp=wl.mtp, mtp_accept=wl.mtp_accept)
+    if wl.prefix_hit:
+        d.update(prefix_hit=wl.prefix_hit)
     return d
 
 

@@ -7,6 +7,7 @@
     world_size: 64                # (or --cards)
     parallel_config: {attn_tp_size: 1, dense_tp_size: 4, moe_tp_size: 1, embed_tp_size: 16, ...}
     workload: {phase: decode, batch: 64, seq_len: 65536}   # or {isl: 4096, osl: 256, concurrency: 64}
+    # serving and prefill may add prefix_hit: 0.5 (the share of each prompt in the prefix cache, as --prefix-hit)
     # a decode may name its prompt and output lengths instead of seq_len: {phase: decode, batch: 64, isl: 4096, osl: 1024}
     quant: {weights: int8, moe_weights: int8, kv_cache: int8}
     mtp: 0
@@ -26,7 +27,7 @@ from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
 from solver.specs.parallel import CONFIG_KEYS, SETTINGS, replica_group
-from solver.specs.scenario import AcceptRate, accept_unread
+from solver.specs.scenario import AcceptRate, PrefixHit, accept_unread
 # the derived sizes a seed YAML may state; each must equal world_size // its tp size
 from solver.specs.knobs import DERIVED
 from solver.specs.validation import FieldProblem, load_yaml, validate_model
@@ -63,9 +64,12 @@ class WorkloadSpec(BaseModel):
     isl: int | None = Field(None, gt=0, le=MAX_TOKENS)
     osl: int | None = Field(None, gt=0, le=MAX_TOKENS)
     concurrency: int | None = Field(None, gt=0, le=MAX_CONCURRENCY)
+    prefix_hit: PrefixHit = 0.0  # the share of each prompt found in the prefix cache (solve --prefix-hit writes it)
 
     @model_validator(mode="after")
     def _complete(self) -> "WorkloadSpec":
+        if self.phase == "decode" and self.prefix_hit:
+            raise ValueError("prefix_hit: a decode step prefills no prompt, so no hit rate is read; drop prefix_hit")
         lengths = self.isl is not None or self.osl is not None
         if self.phase == "decode" and lengths:
             # decode steps over the output of ISL-token prompts: costed at ISL + OSL/2, memory holding ISL + OSL

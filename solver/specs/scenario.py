@@ -5,7 +5,7 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from solver.errors import InputError
 from solver.specs.limits import DEFAULT_MAX_CONCURRENCY, MAX_CONCURRENCY, MAX_MTP, MAX_SLA_MS, MAX_TOKENS
@@ -38,7 +38,8 @@ def accept_unread(mtp: int, mtp_accept: float | None, mtp_name: str = "--mtp") -
 # the share of each prompt's tokens found in the engine's prefix cache (its own metrics: vLLM's prefix_cache_hits /
 # prefix_cache_queries, SGLang's cache hit rate): a fraction in [0, 1), 0 = every prompt prefilled whole. At 1 no
 # prompt token would be computed, which no engine does (vLLM recomputes the last token of a fully cached prompt)
-PrefixHit = Annotated[float, Field(ge=0, lt=1)]
+# (-0.0 read as 0.0: a table writes what no flag writes)
+PrefixHit = Annotated[float, Field(ge=0, lt=1), AfterValidator(lambda v: v + 0.0)]
 
 
 def prefix_hit_of(value: float) -> float:
