@@ -232,3 +232,74 @@ def test_the_ordering_line_says_core_candidates_come_first_only_where_that_order
     assert core_ahead([(False, False, False, 0, 0.0), (False, False, False, 1, 0.3)]) == set()
     assert ordering([SimpleNamespace(core_first=False), SimpleNamespace(core_first=True)]) == CORE_FIRST + ORDERING
     assert ordering([SimpleNamespace(core_first=False)]) == ORDERING
+
+
+def _explained(model_name: str, hw_name: str, cards: int, framework: str, kind: str, weight_dtype: str | None = None):
+    """`solve MODEL --hardware HW --cards N --framework F --scenario KIND --explain` as the command runs it: #1, the
+    explanation's lines, and what pricing a form needs (the launched hardware, precision, factors)."""
+    from solver.entry import as_launched, explain_solution, run_solve
+    from solver.estimate.factors import factors_for
+    from solver.specs.framework import load_framework
+    from solver.specs.precision import resolve_precision
+
+    sc = Scenario(kind=kind)
+    _, cands = run_solve(model_name, hw_name, cards, sc, framework, weight_dtype)
+    lines = explain_solution(model_name, hw_name, cards, sc, cands[0], framework, weight_dtype, candidates=cands)
+    model, fw = load_model(model_name), load_framework(framework)
+    hw = as_launched(load_hardware(hw_name), fw, cards)
+    return (sc, model, hw, fw, resolve_precision(model, hw, weight_dtype), factors_for(hw, fw.efficiency_for(hw)),
+            cands[0].planned, lines)
+
+
+def _form_prices(sc, model, hw, fw, prec, f, p, name: str):
+    """The seed's alternative `name` at #1's concurrency: each form the engine runs (runnable), as the planner
+    admits it (estimate or reason), with the degrees it changes and its score against #1."""
+    from solver.rank.explain import admitted, alternatives, runnable, score_vs, side_change
+    from solver.specs.parallel import make_parallel_config
+
+    pc = make_parallel_config(p.config.world_size, **alternatives(model, hw, p.config.world_size, sc)[name])
+    out = []
+    for v in runnable(model, hw, fw, sc, pc, p.batch):
+        e, why = admitted(model, hw, fw, prec, f, sc, v, p.batch)
+        out.append((None if e is None else score_vs(sc, e, p.estimate), side_change(pc, v, model), why))
+    return out
+
+
+def test_explains_alternatives_are_priced_at_the_best_scoring_form_the_engine_runs() -> None:
+    """DeepSeek-V3.2 on 8 x H200 under SGLang, latency (--explain). The seed's 'Attn DP + MoE EP' (attn_tp=1,
+    moe_tp=1, embedding and LM head at TP8) breaks SGLang's rules as it stands: under DP attention SGLang replicates
+    the embedding and the LM head, so the form it runs sets embed_tp=1 lmhead_tp=1. Its line prices that form, the
+    lowest score of the runnable forms (score_vs of each form's admitted estimate against #1), and names the two
+    degrees; 'all-TP8' runs as it stands, so it names none."""
+    sc, model, hw, fw, prec, f, p, lines = _explained("deepseek-v3.2", "h200_sxm", 8, "sglang", "latency")
+    forms = _form_prices(sc, model, hw, fw, prec, f, p, "Attn DP + MoE EP")
+    assert forms and all(side == "embed_tp=1 lmhead_tp=1" for _, side, _ in forms)
+    score, side, _ = min((x for x in forms if x[0] is not None), key=lambda x: x[0])
+    head = (f"Attn DP + MoE EP (at #1's concurrency {p.batch}; with {side}, the form sglang runs that scores best)"
+            f": score {score:+.3f}")
+    assert any(line.startswith(head) for line in lines), lines
+    (tp_score, tp_side, _), = _form_prices(sc, model, hw, fw, prec, f, p, "all-TP8")
+    assert tp_side == ""
+    assert any(line.startswith(f"all-TP8 (at #1's concurrency {p.batch})") and f": score {tp_score:+.3f}" in line
+               for line in lines), lines
+
+
+def test_explains_alternatives_say_what_rules_out_each_form_as_the_planner_does() -> None:
+    """DeepSeek-V3.2 (int8 weights) on 16 Atlas A3 under vllm-ascend. Latency: 'all-TP16' and 'Attn DP + MoE EP' run
+    as they stand (vllm-ascend sets the embedding and LM head degrees apart), so they are priced as themselves and
+    name no degree. Throughput: at #1's concurrency the alternatives that do not fit say so with admitted's reason
+    (the estimate's memory, or the busiest replica at the longest context), once, after the concurrency."""
+    sc, model, hw, fw, prec, f, p, lines = _explained("deepseek-v3.2", "atlas_a3", 16, "vllm-ascend", "latency",
+                                                      "int8")
+    for name in ("all-TP16", "Attn DP + MoE EP"):
+        (score, side, _), = _form_prices(sc, model, hw, fw, prec, f, p, name)
+        assert side == ""
+        assert any(line.startswith(f"{name} (at #1's concurrency {p.batch}): score {score:+.3f}")
+                   for line in lines), lines
+    sc, model, hw, fw, prec, f, p, lines = _explained("deepseek-v3.2", "atlas_a3", 16, "vllm-ascend", "throughput",
+                                                      "int8")
+    refused = [(name, why) for name in ("all-TP16", "Attn DP + MoE EP")
+               for score, _, why in _form_prices(sc, model, hw, fw, prec, f, p, name) if score is None]
+    assert refused and all(why.startswith("does not fit (") for _, why in refused)
+    for name, why in refused:
+        assert f"{name} (at #1's concurrency {p.batch}): {why}" in lines, lines

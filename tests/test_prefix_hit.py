@@ -362,3 +362,25 @@ def test_disaggregated_recommendation_notes_the_hit_only_where_given():
     hit = DisaggRecommendation("m", 1000.0, [], None, "none met", prefix_hit=0.8)
     assert "notes" not in fresh.as_dict() and "note:" not in fresh.render("table")
     assert "prefix cache: 80%" in hit.as_dict()["notes"][0] and "note: prefix cache: 80%" in hit.render("table")
+
+
+def test_disaggregated_sweep_says_the_hit_once_before_solving_as_the_aggregated_sweep():
+    """`sweep --serving disagg --prefix-hit 0.5` says the hit it assumed once on stderr (as the aggregated sweep
+    does, whatever the number of combinations: two scenarios here), with the disaggregated clause (the hand-off
+    moves the whole prompt's cache), and the frame's notes carry the same line once; stdout stays the JSON rows."""
+    import json
+
+    from solver.capacity.disagg import sweep_disagg
+    from solver.estimate.disagg import disagg_hit_note
+
+    note = disagg_hit_note(0.5)
+    r = CliRunner().invoke(main, ["sweep", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8",
+                                  "--scenarios", "throughput,latency", "--serving", "disagg", "--prefix-hit", "0.5",
+                                  "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr.splitlines().count(f"note: {note}") == 1, r.stderr
+    rows = json.loads(r.stdout)
+    assert {row["scenario"] for row in rows} == {"throughput", "latency"} and {row["prefix_hit"] for row in rows} == {0.5}
+    df = sweep_disagg("llama-3.3-70b", ["h100_sxm"], "8", ["throughput"], prefix_hit=0.5)
+    assert df.attrs["notes"].count(note) == 1
+    assert "prefix cache" not in " ".join(sweep_disagg("llama-3.3-70b", ["h100_sxm"], "8", ["throughput"]).attrs["notes"])

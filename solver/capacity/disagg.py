@@ -74,9 +74,10 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                  top: int = TOP, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
                  progress: ProgressFn | None = None,
-                 checked: Callable[[], None] | None = None) -> pd.DataFrame:
-    """`checked`: called once the inputs are checked, before the first solve (the command says its input notes
-    there, so bad input stays one line). `progress(done, total, label)` after each combination's plan, as the
+                 checked: Callable[[list[str]], None] | None = None) -> pd.DataFrame:
+    """`checked`: called once the inputs are checked, before the first solve, with what reading them noted (the
+    command says those notes there, once, so bad input stays one line; the frame carries them in
+    `df.attrs["notes"]`). `progress(done, total, label)` after each combination's plan, as the
     aggregated sweep counts its tasks (sweep.run_tasks)."""
     from solver.entry import run_disagg
     from solver.estimate.disagg import disagg_hit_note
@@ -99,8 +100,12 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
     scenarios_of = {(kind, i, o): scenario_for(kind, i, o, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                                                max_concurrency=max_concurrency, mtp=mtp, concurrency=concurrency,
                                                mtp_accept=mtp_accept, prefix_hit=prefix_hit) for kind in kinds for i, o in lengths}
+    # what reading the inputs noted, as the aggregated sweep's plan carries it (sweep.build_plan): the hit once
+    notes = [*input_notes(model, hardware, cards, isl=isl, osl=osl, seq_lens=seq_lens, framework=framework,
+                          weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype),
+             *filter(None, [disagg_hit_note(prefix_hit)])]
     if checked:
-        checked()
+        checked(notes)
     rows = []
     combos = [(hw, w, kind, i, o) for hw in hw_names for w in card_list for kind in kinds for i, o in lengths]
     for done, (hw, w, kind, i, o) in enumerate(combos, 1):
@@ -122,10 +127,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
         if progress:
             progress(done, len(combos), f"{hw} x {w} {sc.kind} {i}/{o}")
     df = to_disagg_frame(rows)
-    # what reading the inputs noted, as the aggregated sweep's frame carries it (sweep.sweep)
-    df.attrs["notes"] = [*input_notes(model, hardware, cards, isl=isl, osl=osl, seq_lens=seq_lens, framework=framework,
-                                      weight_dtype=weight_dtype, moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype),
-                         *filter(None, [disagg_hit_note(prefix_hit)])]
+    df.attrs["notes"] = notes  # as the aggregated sweep's frame carries them (sweep.sweep)
     return df
 
 
@@ -199,7 +201,8 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                      checked: Callable[[], None] | None = None) -> DisaggRecommendation:
     """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries
     the target output tokens/s within the SLA; the recommendation over the hardware as the module docstring says
-    (`prices`: HARDWARE=PRICE items or a mapping, as parse_prices reads them; `checked`: as sweep_disagg's)."""
+    (`prices`: HARDWARE=PRICE items or a mapping, as parse_prices reads them; `checked`: called once the
+    inputs are checked, before the first solve)."""
     from solver.specs.hardware_catalog import load_hardware
 
     if (target_output_tokens_per_s is None) == (target_requests_per_s is None):

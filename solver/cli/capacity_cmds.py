@@ -154,18 +154,13 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
         _format_with_out(fmt, out)
         if out is not None:
             check_writable(out, "--out")
-        from solver.estimate.disagg import disagg_hit_note
-
-        # the hit rate assumed, said once as the frame's notes carry it (sweep_disagg's df.attrs)
-        notes = [*_input_notes(model, _hardware(hardware, more_hardware), cards, isl, osl, seq_lens, framework,
-                               weight_dtype, moe_weight_dtype, kv_dtype), *filter(None, [disagg_hit_note(prefix_hit)])]
         df = sweep_disagg(model, _hardware(hardware, more_hardware), cards, list(scenarios) or None, isl=isl,
                           osl=osl, seq_lens=seq_lens, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                           max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, prefix_hit=prefix_hit,
                           framework=framework, weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                           kv_dtype=_dtype(kv_dtype), params=_params(time_limit, seed), top=top,
                           allow_cross_node=allow_cross_node, concurrency=concurrency, method=method, jobs=jobs,
-                          plot=plot, explain_binding=explain_binding, checked=lambda: _say(notes))
+                          plot=plot, explain_binding=explain_binding, checked=_say)
         if out is None:
             _to_stdout(df, fmt)
         else:

@@ -324,6 +324,28 @@ def figures_vs(e: Estimate, ref: Estimate) -> str:
                               f"{fmt_cell(e.output_tokens_per_s_per_rank)}"])
 
 
+def best_form(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
+              scenario: Scenario, pc: ParallelConfig, forms: list[ParallelConfig], batch: int,
+              ref: Estimate) -> tuple[ParallelConfig, Estimate | None, str, str]:
+    """Of `forms` (forms of `pc`'s pattern: runnable's, or expressed's where none runs), the one the planner admits
+    at concurrency `batch` (admitted) that scores best against `ref` (score_vs; the first found may score worse
+    than another the engine runs as well), of forms scoring alike the one changing fewest degrees from `pc`: the
+    form, its full estimate, the degrees it sets otherwise than `pc` (side_change) and ''; where none is admitted,
+    the first form, None, '' and what rules it out."""
+    ran, first = [], None
+    for v in forms:
+        e, no = admitted(model, hw, fw, prec, f, scenario, v, batch)
+        if e is None:
+            first = first or (v, None, "", no)
+        else:
+            side = side_change(pc, v, model)
+            ran.append((score_vs(scenario, e, ref), len(side.split()), v, e, side))
+    if not ran:
+        return first
+    _, _, v, e, side = min(ran, key=lambda x: (x[0], x[1]))
+    return v, e, side, ""
+
+
 def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
                       scenario: Scenario, est: Estimate, batch: int,
                       seeds: list[tuple[str, ParallelConfig | str]], role: str = "") -> str:
@@ -339,21 +361,12 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
         if isinstance(pc, str):
             refused.setdefault(pc, []).append(label)
             continue
-        # of the forms the engine runs, the best-scoring one (the first found may score worse than another the
-        # engine runs as well); of forms scoring alike, the one changing fewest degrees from the seed's value
         forms = runnable(model, hw, fw, scenario, pc, batch) or [expressed(model, hw, fw, scenario, pc, batch)[0]]
-        ran, why = [], ""
-        for v in forms:
-            e, no = admitted(model, hw, fw, prec, f, scenario, v, batch)  # a rule `v` still breaks comes first
-            if e is None:
-                why = why or no
-            else:
-                side = side_change(pc, v, model)
-                ran.append((score_vs(scenario, e, est), label, e, side, len(side.split())))
-        if ran:
-            priced.append(min(ran, key=lambda x: (x[0], x[4]))[:4])
-        else:
+        _, e, side, why = best_form(model, hw, fw, prec, f, scenario, pc, forms, batch, est)
+        if e is None:
             refused.setdefault(why, []).append(label)
+        else:
+            priced.append((score_vs(scenario, e, est), label, e, side))
 
     def together(labels: list[str]) -> str:  # "attn_tp=2/4/8": the knob once
         return labels[0] + "".join("/" + lb.rpartition("=")[2] for lb in labels[1:])
@@ -434,23 +447,26 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
         if pc.knobs() == best_cfg.knobs() or pattern_name(pc, model, fw.kvp_splits_attention_weights) == best_pattern:
             continue  # the recommendation itself (or the same pattern with other vocabulary/o_proj degrees)
 
-        # the pattern may still be expressible with the vocabulary / o_proj degrees the engine ties; else what
-        # the pattern itself breaks (the variant breaking least)
-        pc, broken = expressed(model, hw, fw, scenario, pc, batch)
-        k = shown.get(pattern_name(pc, model, fw.kvp_splits_attention_weights))
-        if broken:
+        # the pattern may still be expressible with the vocabulary / o_proj degrees the engine ties (priced at the
+        # best-scoring such form, as the seed's values are); else what the pattern itself breaks (the variant
+        # breaking least)
+        forms = runnable(model, hw, fw, scenario, pc, batch)
+        if not forms:
+            v, broken = expressed(model, hw, fw, scenario, pc, batch)
+            k = shown.get(pattern_name(v, model, fw.kvp_splits_attention_weights))
             # a listed candidate is admissible at its own concurrency: what it breaks here is #1's batch
             # (cann-recipes' batch % DP), so say where, not that the pattern cannot run
             where = f" at #1's concurrency {batch} [listed as #{k} at its own concurrency]" if k is not None else ""
             lines.append(f"{name}: violates {', '.join(dict.fromkeys(broken))}{where}")  # a rule once, not per knob
             continue
-        name = f"{name} (at #1's concurrency {batch})"
+        v, e, side, why = best_form(model, hw, fw, prec, f, scenario, pc, forms, batch, best_est)
+        k = shown.get(pattern_name(v, model, fw.kvp_splits_attention_weights))
+        name += f" (at #1's concurrency {batch}" + (f"; with {side}, the form {fw.name} runs that scores best"
+                                                    if side else "") + ")"
         if k is not None:
             name += f" [listed as #{k} at its own concurrency]"
-        e = estimate(model, hw, pc, prec, f, wl)
-        if not e.memory.feasible:
-            used, limit = apart(e.memory.model_bytes / 1e9, e.memory.limit_bytes / 1e9)
-            lines.append(f"{name}: does not fit ({used} GB per rank, limit {limit} GB) at concurrency {batch}")
+        if e is None:  # memory (the estimate's, or at the longest context) or an SLA, as the planner checks it
+            lines.append(f"{name}: {why}")
             continue
         label, step = _main_step(e, scenario)
         # compare the same phase of the recommendation
