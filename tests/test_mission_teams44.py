@@ -86,3 +86,21 @@ def test_memory_of_a_gqa_model_names_its_heads_share_and_no_sequence_split() -> 
     cache = res.as_dict()["cache"]
     assert cache == {"kv_bytes_per_token_layer": 512, "kv_split": 1}
     assert cache_line(cache, res.parallel_config).endswith("KV 512 B, no CP / KVP split")
+
+
+def test_solve_files_say_the_prefix_hit_their_figures_assumed() -> None:
+    """A chat team plans at --prefix-hit 0.5: the figures written are at half of each prompt cached, and the
+    deployment file has no key for it, so each YAML block says so beside its estimation (a `check` of the file
+    estimates with no cached prefix), and the JSON carries the hit; at no hit neither says anything."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    args = ["solve", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--framework", "vllm"]
+    run = CliRunner()
+    yml = run.invoke(main, [*args, "--prefix-hit", "0.5", "--format", "yaml"]).stdout
+    said = "# estimation: each prompt 50% cached (--prefix-hit 0.5); `check` of this file estimates with no cached prefix"
+    assert yml.count(said) == yml.count("  estimation:\n") > 0
+    assert "prefix" not in run.invoke(main, [*args, "--format", "yaml"]).stdout
+    import json
+    assert json.loads(run.invoke(main, [*args, "--prefix-hit", "0.5", "--format", "json"]).stdout)["prefix_hit"] == 0.5
