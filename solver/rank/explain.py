@@ -25,7 +25,7 @@ from solver.specs.scenario import PERF_TIE, Scenario
 def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario) -> dict[str, dict[str, int]]:
     """The seed's baseline patterns for this model and world size (Step 2 quick reference), in the model's
     own knobs: MoE EP only for a model with routed experts, o_proj's own TP only for MLA. Past 64K with a decode
-    to serve, the ultra-long row's KVP at the widest in-node degree with o_proj TP equal to it, and the dense FFN
+    to serve, the ultra-long row's KVP at the widest TP on the fast fabric with o_proj TP equal to it, and the dense FFN
     at the same TP as the verified KVP deployment runs it (lc-ep32-kvp8: dense_tp = o_proj_tp = kvp_size)."""
     tp = largest_tp(world, hw, model)
     present = model_knobs(model)
