@@ -259,7 +259,7 @@ class MemoryResult:
         from solver.specs.model_catalog import with_model_names
 
         data = memory_data(self.model, self.hardware, self.parallel_config, self.precision, self.report,
-                           self.max_batch, self.batch, self.seq_len)
+                           self.max_batch, self.batch, self.seq_len, self.options)
         return data if self.asked is None else with_model_names(data, self.asked)
 
 

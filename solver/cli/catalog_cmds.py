@@ -115,6 +115,7 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
                moe_weight_dtype, kv_dtype, fmt, **knobs) -> None:
     """Per-rank memory of a parallel_config: feasible or not, and the largest batch that fits."""
     from solver.one_config import memory_config
+    from solver.report.model_view import cache_line
     from solver.specs.model_catalog import model_title
 
     res = memory_config(model, hardware, cards, knobs, batch, seq_len, mtp, prefill_chunk, mem_fraction, framework,
@@ -138,6 +139,7 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
               f"{verdict}; weights+KV {data['weights_kv_share']:.0%} of capacity"
               f"{' (above the seed 0.8 mark)' if data['tight'] else ''}; max batch at {seq_len} tokens: "
               f"{data['max_batch']}")
+    con.print(cache_line(data["cache"], res.parallel_config))
 
 
 COMMANDS = [models_cmd, hardware_cmd, inspect_cmd, memory_cmd]

@@ -9,6 +9,7 @@ from solver.estimate.serving import Estimate, Workload, estimate, mtp_tokens_per
 from solver.estimate.step import StepCost
 from solver.plan.layout_memory import assumed_memory
 from solver.rank.cell import apart, change_pct, fmt_cell
+from solver.rank.reason import ULTRA_LONG_FROM_SEQ
 from solver.rank.select import knobs_differ, pattern_name  # noqa: F401 (knobs_differ: imported from here too)
 from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile
@@ -23,7 +24,9 @@ from solver.specs.scenario import PERF_TIE, Scenario
 
 def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario) -> dict[str, dict[str, int]]:
     """The seed's baseline patterns for this model and world size (Step 2 quick reference), in the model's
-    own knobs: MoE EP only for a model with routed experts, o_proj's own TP only for MLA."""
+    own knobs: MoE EP only for a model with routed experts, o_proj's own TP only for MLA. Past 64K with a decode
+    to serve, the ultra-long row's KVP at the widest TP on the fast fabric with o_proj TP equal to it, and the dense FFN
+    at the same TP as the verified KVP deployment runs it (lc-ep32-kvp8: dense_tp = o_proj_tp = kvp_size)."""
     tp = largest_tp(world, hw, model)
     present = model_knobs(model)
 
@@ -42,6 +45,11 @@ def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario)
     if scenario.max_seq_len > 4096 and scenario.phase != "decode" and "cp_size" in present:
         alts[f"Attn DP + CP{world}{moe}"] = own({"cp_size": world, "moe_tp_size": 1, "embed_tp_size": tp,
                                                   "lmhead_tp_size": tp})
+    # KVP shards a decode's cache by tokens; a prefill-only plan has no decode for it to split
+    if scenario.max_seq_len > ULTRA_LONG_FROM_SEQ and scenario.phase != "prefill" and "kvp_size" in present:
+        alts[f"{'Attn DP' if moe else 'DP'} + KVP{tp}{moe}"] = own({
+            "attn_tp_size": 1, "moe_tp_size": 1, "kvp_size": tp, "o_proj_tp_size": tp, "dense_tp_size": tp,
+            "embed_tp_size": tp, "lmhead_tp_size": tp})
     return alts
 
 

@@ -33,6 +33,9 @@ TIED_REASON_KNOBS = ("dense_tp_size", "embed_tp_size", "lmhead_tp_size")
 ADDON_KNOBS = (("cp_size", "CP"), ("kvp_size", "KVP"), ("attn_sp_size", "SP"))
 # the seed's Layer 3 (seed 003, Step 2): a sequence up to 4K asks for no add-on
 ADDON_FROM_SEQ = 4096
+# past 64K the seed's Layer 3 adds CP, and an ultra-long decode may stack KVP (quick reference: "Ultra-long
+# Sequence: Add KVP, +kvp_size, oproj_tp=kvp_size")
+ULTRA_LONG_FROM_SEQ = 65536
 
 
 # the weight modules a rank holds at attention TP (weights_bytes keys), and those an engine's rule may tie to it,
@@ -270,7 +273,7 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
               "a sequence split only shares the prompt's compute")
     elif seq <= ADDON_FROM_SEQ:
         l3 = "<=4K: no add-on"
-    elif seq <= 65536:
+    elif seq <= ULTRA_LONG_FROM_SEQ:
         l3 = "4K-64K: check prefill split"
     else:
         l3 = "64K+: +CP, ultra-long decode may add KVP"

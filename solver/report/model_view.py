@@ -9,6 +9,7 @@ from solver.specs.precision import held_groups
 
 if TYPE_CHECKING:  # types of `memory` only: `inspect` loads neither the memory estimator nor the hardware specs
     from solver.estimate.memory import MemoryReport
+    from solver.estimate.memory_options import MemoryOptions
     from solver.specs.hardware import Hardware
     from solver.specs.parallel import ParallelConfig
     from solver.specs.precision import Precision
@@ -180,8 +181,54 @@ def inspect_data(m: ModelSpec) -> dict[str, Any]:
     }
 
 
+def cache_layout_data(m: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int,
+                      opts: MemoryOptions) -> dict[str, Any]:
+    """What one token's cache holds in one layer of the primary attention (bytes; the MLA row's latent and rope
+    values), and how many ways the engine's layout splits each part over a request's ranks: the request's whole
+    state over what request_state puts on one rank, so the split is the estimate's own (CP x KVP, less what the
+    engine keeps whole on each rank: `opts.cache_layout`)."""
+    from solver.estimate.request_state import (indexer_bytes_per_token_layer, kv_bytes_per_token_layer,
+                                               request_state, state_of_layers)
+
+    layout = opts.cache_layout
+    whole = state_of_layers(m.layer_groups, prec.kv_bytes, pc.attn_tp_size, seq_len,
+                            pc.attn_tp_group(opts.kvp_splits_attention_weights), layout.index_unquantised)
+    rank = request_state(m, pc, prec, seq_len, kvp_splits_weights=opts.kvp_splits_attention_weights, layout=layout)
+    out: dict[str, Any] = {"kv_bytes_per_token_layer": kv_bytes_per_token_layer(m, prec.kv_bytes, pc.attn_tp_size),
+                           "kv_split": round(whole.kv / rank.kv) if rank.kv else 1}
+    if m.has_mla:
+        out["kv_holds"] = {"latent": m.kv_lora_rank, "rope": m.qk_rope_head_dim}
+    if m.has_dsa:
+        out["index_bytes_per_token_layer"] = indexer_bytes_per_token_layer(m, layout.index_unquantised)
+        out["index_values"] = m.index_head_dim
+        out["index_split"] = round(whole.index / rank.index) if rank.index else 1
+    return out
+
+
+def cache_line(cache: dict[str, Any], pc: ParallelConfig) -> str:
+    """cache_layout_data in a sentence: each part's bytes per token per layer and the ways it is split on the
+    CP x KVP ranks of a request ('whole on each' where the engine keeps it so)."""
+    shards = pc.cp_size * pc.kvp_size
+
+    def split(n: int) -> str:
+        if shards == 1:
+            return "no CP / KVP split"
+        return f"split {n} ways over CP x KVP {shards}" if n > 1 else f"whole on each of the {shards} CP x KVP ranks"
+
+    holds = cache.get("kv_holds")
+    kv = f"KV {cache['kv_bytes_per_token_layer']:,.0f} B" + (
+        f" (latent {holds['latent']} + rope {holds['rope']} values)" if holds else "")
+    parts = [f"{kv}, {split(cache['kv_split'])}"]
+    if "index_bytes_per_token_layer" in cache:
+        parts.append(f"indexer keys {cache['index_bytes_per_token_layer']:,.0f} B ({cache['index_values']} values), "
+                     f"{split(cache['index_split'])}")
+    return "cache per token per layer on one attention-TP rank: " + "; ".join(parts)
+
+
 def memory_data(m: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, rep: MemoryReport,
-                best_batch: int, batch: int, seq_len: int) -> dict[str, Any]:
+                best_batch: int, batch: int, seq_len: int, opts: MemoryOptions | None = None) -> dict[str, Any]:
+    from solver.estimate.memory_options import MemoryOptions
+
     breakdown = {f"weights.{k}": v / GB for k, v in rep.weights_bytes.items()}
     breakdown.update({"kv_cache": rep.kv_cache_bytes / GB, "indexer_cache": rep.indexer_cache_bytes / GB,
                       "constant_state": rep.state_bytes / GB,  # per request: linear / SSM state, conv tails, image K/V
@@ -202,4 +249,5 @@ def memory_data(m: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision,
         "weights_kv_share": (rep.weights_total + rep.cache_total) / rep.capacity_bytes,
         "sequences_per_rank": rep.sequences_per_rank,
         "max_batch": best_batch, "breakdown": breakdown, "notes": list(rep.notes),
+        "cache": cache_layout_data(m, pc, prec, seq_len, opts or MemoryOptions()),
     }
