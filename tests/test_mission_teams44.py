@@ -89,9 +89,11 @@ def test_memory_of_a_gqa_model_names_its_heads_share_and_no_sequence_split() -> 
 
 
 def test_solve_files_say_the_prefix_hit_their_figures_assumed() -> None:
-    """A chat team plans at --prefix-hit 0.5: the figures written are at half of each prompt cached, and the
-    deployment file has no key for it, so each YAML block says so beside its estimation (a `check` of the file
-    estimates with no cached prefix), and the JSON carries the hit; at no hit neither says anything."""
+    """A chat team plans at --prefix-hit 0.5: each candidate's workload in the written file carries the hit its
+    figures assumed (so `check` of the file re-reads it: tests/test_session44_hunt.py), as the JSON's candidates'
+    workloads do; at no hit neither says anything."""
+    import json
+
     from click.testing import CliRunner
 
     from solver.cli.main import main
@@ -99,8 +101,7 @@ def test_solve_files_say_the_prefix_hit_their_figures_assumed() -> None:
     args = ["solve", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--framework", "vllm"]
     run = CliRunner()
     yml = run.invoke(main, [*args, "--prefix-hit", "0.5", "--format", "yaml"]).stdout
-    said = "# estimation: each prompt 50% cached (--prefix-hit 0.5); `check` of this file estimates with no cached prefix"
-    assert yml.count(said) == yml.count("  estimation:\n") > 0
+    assert yml.count("    prefix_hit: 0.5\n") == yml.count("  estimation:\n") > 0
     assert "prefix" not in run.invoke(main, [*args, "--format", "yaml"]).stdout
-    import json
-    assert json.loads(run.invoke(main, [*args, "--prefix-hit", "0.5", "--format", "json"]).stdout)["prefix_hit"] == 0.5
+    cands = json.loads(run.invoke(main, [*args, "--prefix-hit", "0.5", "--format", "json"]).stdout)["candidates"]
+    assert {c["workload"]["prefix_hit"] for c in cands} == {0.5}

@@ -117,8 +117,6 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
         d["launch"] = launch
     return {
         **({"deployment": deployment} if deployment else {}),
-        # the prefix-cache hit every estimation assumed (the YAML says it beside each block)
-        **({"prefix_hit": scenario.prefix_hit} if scenario is not None and scenario.prefix_hit else {}),
         "candidates": out,
         "binding_constraints": result.binding,
         "pruned_values": result.pruned,
@@ -205,11 +203,6 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[s
             body["workload"] = candidate_workload(scenario, c.planned.batch)
         block = {f"candidate_{letter}": {**body, "estimation": d["estimation"], "tradeoff": d["tradeoff"]}}
         text = yaml.safe_dump(block, sort_keys=False)
-        if scenario is not None and scenario.prefix_hit:
-            # the deployment file has no prefix-cache key: say what the figures assumed that a re-read drops
-            text = text.replace("  estimation:\n", f"  # estimation: each prompt {scenario.prefix_hit:.0%} cached "
-                                f"(--prefix-hit {scenario.prefix_hit:g}); `check` of this file estimates with no "
-                                "cached prefix\n  estimation:\n", 1)
         pc = c.planned.config
         text = text.replace("    attn_tp_size: ", f"    # attn_dp_size = {pc.attn_dp(replica_knobs)}\n    attn_tp_size: ")
         text = text.replace("    moe_tp_size: ", f"    # moe_ep_size = {pc.moe_ep_size}\n    moe_tp_size: ")
