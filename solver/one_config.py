@@ -231,7 +231,7 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
     est = estimate(spec, hw, pc, prec, factors_for(hw, fw.efficiency_for(hw)), wl)
     if not est.memory.feasible:
         notes.append(est.memory.misfit())
-    notes += filter(None, [prefix_hit_note(wl.prefix_hit)])
+    notes += filter(None, [prefix_hit_note(wl.prefix_hit, wl.kind)])
     return EstimateResult(spec, hw, fw, pc, prec, wl, est, notes, asked=str(model))
 
 
@@ -394,7 +394,7 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
     # what runs in which precision (weight-only W4A16 / W8A16, a format served as bf16), as estimate and memory say
     r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len)) \
-        + [n for n in engine_notes(fw) if n not in r.notes] + list(filter(None, [prefix_hit_note(wl.prefix_hit)]))
+        + [n for n in engine_notes(fw) if n not in r.notes] + list(filter(None, [prefix_hit_note(wl.prefix_hit, wl.kind)]))
     kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too
     if kv_refusal:
         r.violations["C"].append(f"quant.kv_cache: {kv_refusal}; launch refuses it and solve does not plan it")

@@ -384,3 +384,14 @@ def test_disaggregated_sweep_says_the_hit_once_before_solving_as_the_aggregated_
     df = sweep_disagg("llama-3.3-70b", ["h100_sxm"], "8", ["throughput"], prefix_hit=0.5)
     assert df.attrs["notes"].count(note) == 1
     assert "prefix cache" not in " ".join(sweep_disagg("llama-3.3-70b", ["h100_sxm"], "8", ["throughput"]).attrs["notes"])
+
+
+def test_the_hit_note_speaks_of_the_phase_planned_and_names_no_flag():
+    """A prefill-only answer holds the prompt's cache and runs no decode: its note says so, not "ISL + OSL" and
+    "decode is unchanged"; the note names the input (prefix_hit), which a file or the API may have given."""
+    from solver.estimate.workload import prefix_hit_note
+
+    serving, prefill = prefix_hit_note(0.5), prefix_hit_note(0.5, "prefill")
+    assert "ISL + OSL" in serving and serving.endswith("decode is unchanged")
+    assert "the prompt's tokens per request" in prefill and "decode" not in prefill
+    assert "(prefix_hit 0.5)" in serving and "--prefix-hit" not in serving + prefill

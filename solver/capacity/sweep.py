@@ -135,7 +135,7 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                     sc = scenario_for(k, i, o, **overrides)
                     label = k if isinstance(k, str) else sc.kind
                     if not out.tasks:  # the hit rate assumed, said once (every scenario carries the same)
-                        out.notes += filter(None, [prefix_hit_note(sc.prefix_hit)])
+                        out.notes += filter(None, [prefix_hit_note(sc.prefix_hit, sc.phase)])
                     out.tasks.append(Task(len(out.tasks), model, h_arg, h.name, w, sc, label, framework,
                                           wd[h.name], mwd[h.name], kvd[h.name], method, params, top,
                                           allow_cross_node, explain_binding))

@@ -90,7 +90,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     replica_knobs = fw.replica_knobs  # attn_dp_size as the engine's DP
     note = result.timeout_note()
     for line in (*result.input_notes, note, result.cut_note(), result.range_note, result.edge_note,
-                 result.copies_note, prefix_hit_note(scenario.prefix_hit)):
+                 result.copies_note, prefix_hit_note(scenario.prefix_hit, scenario.phase)):
         if line:
             click.echo(f"note: {line}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,

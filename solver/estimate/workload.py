@@ -116,14 +116,17 @@ def _share(x: float) -> str:
     return "<0.001%" if x < 0.5 else ">99.999%"
 
 
-def prefix_hit_note(prefix_hit: float) -> str | None:
-    """What an answer assumed of the prefix cache (Workload.prompt_tokens), said once; None at no hit."""
+def prefix_hit_note(prefix_hit: float, phase: str = "serving") -> str | None:
+    """What an answer assumed of the prefix cache (Workload.prompt_tokens), said once; None at no hit. `phase`: a
+    prefill-only answer holds the prompt's cache alone and runs no decode."""
     if not prefix_hit:
         return None
-    return (f"prefix cache: {_share(prefix_hit)} of each prompt's tokens assumed cached (--prefix-hit {prefix_hit:g}): "
+    held = "the prompt's" if phase == "prefill" else "ISL + OSL"
+    decode = "" if phase == "prefill" else "; decode is unchanged"
+    return (f"prefix cache: {_share(prefix_hit)} of each prompt's tokens assumed cached (prefix_hit {prefix_hit:g}): "
             f"a prefill computes the other {_share(1 - prefix_hit)}, attending over the whole prompt; the KV cache still "
-            "holds ISL + OSL tokens per request (no prefix assumed shared across requests) and memory is sized for "
-            "a prompt that misses; decode is unchanged")
+            f"holds {held} tokens per request (no prefix assumed shared across requests) and memory is sized for "
+            f"a prompt that misses{decode}")
 
 
 def request_overhead(wl: Workload, f: Factors) -> float:
