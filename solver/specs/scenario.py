@@ -59,6 +59,12 @@ def _hit_message(msg: str, value: Any) -> str:
 # cross-node risk and closeness to a verified configuration, not by the score (rank.select; plan.solve plans every
 # pattern inside the band so that the first candidate does not depend on how many are shown)
 PERF_TIE = 0.03
+TIE_SCORE = math.log(1 + PERF_TIE)  # the band on the score's log scale
+
+
+def within_tie(gap: float) -> bool:
+    """Two scores `gap` apart (either way) count as tied."""
+    return abs(gap) <= TIE_SCORE
 
 class Scenario(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=False)
