@@ -171,7 +171,7 @@ def scenario_of(wl: Workload) -> Scenario:
     """The planning scenario whose workload at its fixed concurrency is `wl` (Workload.for_scenario's inverse):
     a decode step's context is ISL + OSL // 2, so a decode known only by its context S is ISL = S with one
     output token. A prompt's prefix-cache hit goes with it (a decode has none), so that the alternatives are
-    priced at the hit the configuration was."""
+    priced at the configuration's own hit."""
     if wl.kind == "serving":
         return Scenario(isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency, mtp=wl.mtp, mtp_accept=wl.mtp_accept,
                         prefix_hit=wl.prefix_hit)
