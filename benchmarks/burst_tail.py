@@ -27,7 +27,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from published_rows import PUBLISHED, SHAREGPT_PROMPTS, metric_value, published_case  # noqa: E402
+from published_rows import PUBLISHED, SHAREGPT_OSL, SHAREGPT_PROMPTS, metric_value, published_case  # noqa: E402
 from solver.estimate.serving import estimate  # noqa: E402
 from solver.measured import factors  # noqa: E402
 
@@ -53,7 +53,7 @@ def main() -> int:
         print(f"{pub.label:<52}{pub.value:>10.0f}{value:>9.0f}{value / pub.value - 1:>+7.0%}{d_pub:>9.1f}"
               f"{d_est:>9.1f}{tau_1 * 1e3:>9.2f}{bound:>11.0f}{bound / pub.value - 1:>+7.0%}{needed:>12.0f}")
     print(f"tail bound: the estimate with the longest output at the sampler's cap ({OSL_MAX} tokens); tail needed: "
-          f"extra steps at tau_1 the published duration implies (the sampler allows at most {OSL_MAX - wl.osl})")
+          f"extra steps at tau_1 the published duration implies (the sampler allows at most {OSL_MAX - SHAREGPT_OSL})")
     return 0
 
 

@@ -413,9 +413,9 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
     errors flagged and the config estimated. Either `config`, a deployment file (as the command reads it;
     `candidate` picks a candidate_x block, and model / hardware / cards / framework override the file's), or the
     deployment as keywords: model, hardware, cards, `knobs` as estimate() takes them, the workload (prefix_hit
-    included), mtp, mtp_accept, framework and dtypes. Returns a solver.one_config.CheckResult: `.valid`, `.review` (violations,
-    warnings, common errors, notes, the estimate), `.as_dict()` (the command's JSON). An invalid config is a
-    result (`valid` False), not an exception."""
+    included), mtp, mtp_accept, framework and dtypes. Returns a solver.one_config.CheckResult: `.valid`, `.review`
+    (violations, warnings, common errors, notes, the estimate), `.as_dict()` (the command's JSON). An invalid
+    config is a result (`valid` False), not an exception."""
     from solver.one_config import check_deployment, workload_of
     from solver.specs.deployment import FLAT_QUANT, Deployment, WorkloadSpec, load_deployment
     from solver.specs.parallel import CONFIG_KEYS
@@ -423,8 +423,8 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
     given = {"model": model, "hardware": hardware, "framework": framework}
     if config is not None:
         inline = {"isl": isl, "osl": osl, "concurrency": concurrency, "phase": phase, "batch": batch,
-                  "seq_len": seq_len, "mtp": mtp or None, "mtp_accept": mtp_accept, "prefix_hit": None if prefix_hit == 0 else prefix_hit,
-                  "weight_dtype": weight_dtype,
+                  "seq_len": seq_len, "mtp": mtp or None, "mtp_accept": mtp_accept,
+                  "prefix_hit": None if prefix_hit == 0 else prefix_hit, "weight_dtype": weight_dtype,
                   "moe_weight_dtype": moe_weight_dtype, "kv_dtype": kv_dtype, **knobs}
         for key, value in inline.items():
             if value is not None:

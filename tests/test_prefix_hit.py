@@ -125,6 +125,18 @@ def test_planner_workload_carries_the_scenario_hit():
     assert pre.prompt_tokens == (1024, 3072)
 
 
+def test_check_plans_its_alternatives_at_the_configuration_hit():
+    """check's comparisons re-plan the workload it estimated (rank.compared.scenario_of, Workload.for_scenario's
+    inverse): the hit goes both ways, so an alternative is never priced at a whole prompt beside a configuration
+    priced at 3,072 of 4,096 tokens cached."""
+    from solver.rank.compared import scenario_of as planned_scenario
+
+    for wl in (Workload("serving", isl=4096, osl=256, concurrency=4, prefix_hit=0.75),
+               Workload("prefill", batch=2, seq_len=4096, prefix_hit=0.75)):
+        assert Workload.for_scenario(planned_scenario(wl), wl.sequences) == wl
+    assert planned_scenario(Workload.decode_of(8, 4096, 256)).prefix_hit == 0.0
+
+
 @pytest.mark.parametrize("value", [1.0, -0.1, 1.5, float("nan")])
 def test_hit_outside_zero_to_one_is_refused_naming_the_flag(value):
     with pytest.raises(InputError) as exc:

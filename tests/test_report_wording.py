@@ -38,7 +38,7 @@ def test_prefill_table_rate_is_prompt_tokens_per_rank():
 def test_tie_note_counts_differing_knobs_in_agreeing_words():
     """The tie note names each candidate's distance to its verified deployment: 0 -> 'same knobs' (as the YAML's
     reference line says), 1 -> '1 knob differs', 3 -> '3 knobs differ' (not '0 knobs differ', '1 knobs differ')."""
-    from solver.rank.explain import knobs_differ
+    from solver.rank.select import knobs_differ
 
     assert [knobs_differ(n) for n in (0, 1, 3)] == ["same knobs", "1 knob differs", "3 knobs differ"]
 

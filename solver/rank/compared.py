@@ -170,14 +170,17 @@ def tp_comm_over_compute(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, p
 def scenario_of(wl: Workload) -> Scenario:
     """The planning scenario whose workload at its fixed concurrency is `wl` (Workload.for_scenario's inverse):
     a decode step's context is ISL + OSL // 2, so a decode known only by its context S is ISL = S with one
-    output token."""
+    output token. A prompt's prefix-cache hit goes with it (a decode has none), so that the alternatives are
+    priced at the configuration's own hit."""
     if wl.kind == "serving":
-        return Scenario(isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency, mtp=wl.mtp, mtp_accept=wl.mtp_accept)
+        return Scenario(isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency, mtp=wl.mtp, mtp_accept=wl.mtp_accept,
+                        prefix_hit=wl.prefix_hit)
     if wl.kind == "decode" and wl.osl:
         return Scenario(phase="decode", isl=wl.isl, osl=wl.osl, concurrency=wl.batch, mtp=wl.mtp,
                         mtp_accept=wl.mtp_accept)
     return Scenario(phase=wl.kind, isl=wl.seq_len, osl=1, concurrency=wl.batch,
-                    mtp=wl.mtp if wl.kind == "decode" else 0, mtp_accept=wl.mtp_accept)
+                    mtp=wl.mtp if wl.kind == "decode" else 0, mtp_accept=wl.mtp_accept,
+                    prefix_hit=wl.prefix_hit if wl.kind == "prefill" else 0.0)
 
 
 def beats(a: Estimate, b: Estimate, scenario: Scenario, tie: float) -> bool:

@@ -1,8 +1,6 @@
 """`solve --explain`: why the seed's main alternative patterns lost to the recommendation, in numbers."""
 from __future__ import annotations
 
-import math
-
 from solver.errors import ShardplanError
 from solver.estimate.compute import Factors
 from solver.estimate.serving import Estimate, Workload, estimate, mtp_tokens_per_step
@@ -10,7 +8,7 @@ from solver.estimate.step import StepCost
 from solver.plan.layout_memory import assumed_memory
 from solver.rank.cell import apart, change_pct, fmt_cell
 from solver.rank.reason import ULTRA_LONG_FROM_SEQ
-from solver.rank.select import knobs_differ, pattern_name  # noqa: F401 (knobs_differ: imported from here too)
+from solver.rank.select import pattern_name
 from solver.space.domains import config_violations, largest_tp
 from solver.specs.framework import FrameworkProfile
 from solver.specs.rule_env import device_facts, model_env
@@ -19,7 +17,7 @@ from solver.specs.knobs import nondefault_label
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig, make_parallel_config, model_knobs
 from solver.specs.precision import Precision
-from solver.specs.scenario import PERF_TIE, Scenario
+from solver.specs.scenario import PERF_TIE, Scenario, within_tie
 
 
 def alternatives(model: ModelSpec, hw: Hardware, world: int, scenario: Scenario) -> dict[str, dict[str, int]]:
@@ -118,7 +116,7 @@ def _main_step(e: Estimate, scenario: Scenario) -> tuple[str, StepCost | None]:
 def score_word(s: float) -> str:
     """A score against a configuration in words the ordering agrees with (select.ORDERING): within the tie band
     the two count as tied, whatever the sign."""
-    if abs(s) <= math.log(1 + PERF_TIE):
+    if within_tie(s):
         return f"within the {PERF_TIE:.0%} tie band"
     return "worse" if s > 0 else "better"
 

@@ -17,7 +17,7 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig
 from solver.specs.precision import Precision
 from solver.specs.reference import Reference
-from solver.specs.scenario import PERF_TIE, Scenario
+from solver.specs.scenario import PERF_TIE, TIE_SCORE, Scenario
 
 # how the candidates are ordered, stated with every result (the tie band is otherwise invisible)
 ORDERING = (f"fitting and in-node first; candidates within {PERF_TIE:.0%} of the best score (the scenario's "
@@ -102,6 +102,17 @@ def _norm(value: int, world: int) -> str:
     return "1" if value == 1 else ("W" if value == world else str(value))
 
 
+# the weights of reference_distance past one per differing knob: a deployment of another model, on other hardware,
+# and per doubling of the world size away from the deployment's
+OTHER_MODEL_DISTANCE = 2.0
+OTHER_HARDWARE_DISTANCE = 1.0
+DISTANCE_PER_DOUBLING = 0.25
+
+
+def _scale_distance(pc: ParallelConfig, ref: Reference) -> float:
+    return abs(math.log2(pc.world_size) - math.log2(ref.world_size)) * DISTANCE_PER_DOUBLING
+
+
 def reference_distance(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: Reference,
                        ref_model_name: str | None) -> tuple[float, float, list[str]]:
     """(distance, the part of it that is scale, the knobs that differ): knobs that differ (as 1 / W / degree),
@@ -117,10 +128,10 @@ def reference_distance(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: 
                          f"{k} {mine} of {pc.world_size} ranks vs {theirs} of {ref.world_size}")
     d = float(len(diffs))
     if ref_model_name != model.name:
-        d += 2.0
+        d += OTHER_MODEL_DISTANCE
     if ref.hardware != hw.name:
-        d += 1.0
-    scale = abs(math.log2(pc.world_size) - math.log2(ref.world_size)) * 0.25
+        d += OTHER_HARDWARE_DISTANCE
+    scale = _scale_distance(pc, ref)
     return d + scale, scale, diffs
 
 
@@ -137,12 +148,11 @@ def distance_terms(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: Refe
     n = len(diffs)
     terms = [knobs_differ(n) + (f" (+{n})" if n else "")]
     if ref_model_name != model.name:
-        terms.append(f"{ref.model_name} (another model, +2)")
+        terms.append(f"{ref.model_name} (another model, +{OTHER_MODEL_DISTANCE:g})")
     if ref.hardware != hw.name:
-        terms.append(f"{ref.hardware} (other hardware, +1)")
+        terms.append(f"{ref.hardware} (other hardware, +{OTHER_HARDWARE_DISTANCE:g})")
     if ref_model_name == model.name and ref.world_size != pc.world_size:
-        scale = abs(math.log2(pc.world_size) - math.log2(ref.world_size)) * 0.25
-        terms.append(f"{ref.world_size} ranks vs {pc.world_size} (+{scale:.2f})")
+        terms.append(f"{ref.world_size} ranks vs {pc.world_size} (+{_scale_distance(pc, ref):.2f})")
     return tuple(terms)
 
 
@@ -172,7 +182,7 @@ def adoption_note(ref_id: str, behind: float) -> str:
     the best, the log-ratio of ORDERING)."""
     head = (f"the verified deployment {ref_id} of this model, hardware, world size and phase (the seed adopts "
             "validated values that fit in memory with TP inside the node)")
-    if behind <= math.log(1 + PERF_TIE):
+    if behind <= TIE_SCORE:
         return f"{head}: within {PERF_TIE:.0%} of the best score, so adopted ahead of what the planner derived"
     return f"{head}: {math.exp(behind) - 1:.0%} behind the best score by the estimate"
 
@@ -228,7 +238,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
 
     def order(r):
         p, score, _, dist, _, xnode, _, _ = r
-        perf_bucket = 0 if score <= best_score + math.log(1 + PERF_TIE) else 1
+        perf_bucket = 0 if score <= best_score + TIE_SCORE else 1
         # the core candidates first (plan.solve.CORE_CANDIDATES: planned whatever --top asks), so the first
         # candidate does not depend on how many are shown
         return (not p.core, not p.estimate.memory.feasible, xnode, perf_bucket, score if perf_bucket else 0.0,
@@ -254,7 +264,7 @@ def rank_candidates(planned: list[Planned], model: ModelSpec, hw: Hardware, scen
         long_ctx = ("advantage" if (p.config.cp_size * p.config.kvp_size * p.config.attn_sp_size > 1
                                     or mem.kv_share_of_available < 0.25)
                     else "risk" if mem.kv_share_of_available > 0.5 else "neutral")
-        comparative = i == 0 and dist >= 4 and score <= best_score + math.log(1 + PERF_TIE)
+        comparative = i == 0 and dist >= 4 and score <= best_score + TIE_SCORE
         ties = (profile_ties(fw, model, hw, p.config, TIED_REASON_KNOBS, p.batch, scenario.mtp)
                 if fw is not None else None)
         refused = addon_refusals(p.config, model, hw, scenario, p.batch, fw)

@@ -10,7 +10,6 @@ prints both as shell text.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +21,7 @@ from solver.report.candidates import candidate_dict
 from solver.report.digits import rounded
 from solver.specs.knobs import nondefault_label
 from solver.specs.parallel import KNOBS
-from solver.specs.scenario import PERF_TIE, Scenario
+from solver.specs.scenario import PERF_TIE, Scenario, within_tie
 
 GB = 1e9
 
@@ -46,7 +45,7 @@ class Comparison:
     def tied(self) -> bool:
         """The two within the tie band (select.ORDERING): the winner is the sign of a gap the estimate does not
         resolve."""
-        return self.score_gap is not None and abs(self.score_gap) <= math.log(1 + PERF_TIE)
+        return self.score_gap is not None and within_tie(self.score_gap)
 
 
 @dataclass
@@ -105,7 +104,7 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
     load = (f"both at --concurrency {scenario.concurrency:,}" if scenario.concurrency else
             f"concurrency {e.concurrency:,} vs {agg.planned.batch:,}, each the load its own plan picks")
     tie = (f" (within the {PERF_TIE:.0%} tie band, where the ranking counts two configurations as tied)"
-           if abs(sd - sa) <= math.log(1 + PERF_TIE) else "")
+           if within_tie(sd - sa) else "")
     why = [f"on the {scenario.kind} score ({w_lat:g} x log request latency + {w_inv:g} x log 1 / output tokens/s "
            f"per rank, lower wins): output tokens/s per rank: disagg {e.output_tokens_per_s_per_rank:,.1f} vs "
            f"aggregated {a.output_tokens_per_s_per_rank:,.1f} ({(ratio - 1) * 100:+.0f}%); TTFT "

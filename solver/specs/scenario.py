@@ -48,10 +48,11 @@ def prefix_hit_of(value: float) -> float:
     try:
         return TypeAdapter(PrefixHit).validate_python(value, strict=False)
     except ValidationError as exc:
-        raise InputError("--prefix-hit", _hit_message(exc.errors()[0].get("msg", "invalid"), value)) from None
+        raise InputError("--prefix-hit", _hit_message(value)) from None
 
 
-def _hit_message(msg: str, value: Any) -> str:
+def _hit_message(value: Any) -> str:
+    """The refusal of any hit rate outside [0, 1) (pydantic's own message names the bound crossed, not the rule)."""
     return f"a prefix-cache hit rate is a fraction in [0, 1), got {value}"
 
 
@@ -59,6 +60,12 @@ def _hit_message(msg: str, value: Any) -> str:
 # cross-node risk and closeness to a verified configuration, not by the score (rank.select; plan.solve plans every
 # pattern inside the band so that the first candidate does not depend on how many are shown)
 PERF_TIE = 0.03
+TIE_SCORE = math.log(1 + PERF_TIE)  # the band on the score's log scale
+
+
+def within_tie(gap: float) -> bool:
+    """Two scores `gap` apart (either way) count as tied."""
+    return abs(gap) <= TIE_SCORE
 
 class Scenario(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=False)
@@ -166,5 +173,5 @@ def scenario_of(fallback_flag: str = "--scenario", **fields: Any) -> Scenario:
                 loc = [head.group(1)]
                 msg = msg[head.end():] if head.group(2) else msg
         if loc[:1] == ["prefix_hit"] and err.get("type") != "value_error":
-            msg = _hit_message(msg, fields.get("prefix_hit"))
+            msg = _hit_message(fields.get("prefix_hit"))
         raise InputError("--" + loc[0].replace("_", "-") if loc else fallback_flag, msg) from None
