@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from solver.cli.main import main
 from solver.errors import InputError
-from solver.estimate.compute import Work, factors_for, layer_ops
+from solver.estimate.compute import Kit, Work, factors_for, layer_ops
 from solver.estimate.disagg import kv_transfer
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import engine_options, framework_options
@@ -206,3 +206,28 @@ def test_a_dense_models_bf16_cache_is_left_to_auto(tmp_path) -> None:
     r = CliRunner().invoke(main, ["launch", path, "--format", "json"])
     assert r.exit_code == 0, r.stderr
     assert "--kv-cache-dtype" not in json.loads(r.stdout)["nodes"][0]["argv"]
+
+
+def test_a_compressed_attention_indexer_follows_the_engines_layout_in_memory_and_step() -> None:
+    """DeepSeek-V4-Pro's compressed sparse attention keeps one indexer key per 4 tokens (ratio 4, index_head_dim
+    128): 132 / 4 = 33 B per token in fp8 + scale, 256 / 4 = 64 B where the engine caches keys unquantised. Under
+    attention TP4 x KVP2 an engine that replicates the keys over KVP holds twice a split layout's per rank, and its
+    decode step scores and reads twice as many (memory and the step price one layout, as for DSA)."""
+    v4, h200 = load_model("deepseek-v4-pro"), load_hardware("h200_sxm")
+    (csa,) = {b for b, _ in v4.block_groups if type(b).__name__ == "CompressedAttention" and b.indexer is not None}
+    st = csa.state(2, 1)
+    assert (st.index_bytes(False), st.index_bytes(True)) == (132 / 4, 256 / 4) == (33, 64)
+    pc = make_parallel_config(8, attn_tp_size=4, kvp_size=2, moe_tp_size=1)
+    prec = resolve_precision(v4, h200)
+    split = cache_per_rank(v4, pc, prec, 1, 65536, layout=CacheLayout())[1]
+    whole = cache_per_rank(v4, pc, prec, 1, 65536, layout=CacheLayout(kvp_replicates_index=True))[1]
+    assert whole == pytest.approx(2 * split)
+    f = factors_for(h200, VLLM.efficiency_for(h200))
+    w = _decode(8, 65536)
+
+    def score(ff):
+        (op,) = [o for o in csa.ops(Kit(h200, pc, prec, ff, w)) if o.name == "indexer_score"]
+        return op.flops, op.bytes
+
+    (f0, b0), (f1, b1) = score(f), score(replace(f, kvp_replicates_indexer_keys=True))
+    assert f1 == pytest.approx(2 * f0) and b1 > 1.9 * b0

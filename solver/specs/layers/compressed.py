@@ -96,8 +96,12 @@ class CompressedAttention(Block):
 
     @per_object
     def state(self, kv_bytes: int, attn_tp: int) -> State:
+        # the indexer keeps one key per compressed entry, in the layout the engine caches it (Indexer.cached_bytes):
+        # memory and the step read the same one (ops passes the engine's layout flags as MLA's does)
         idx = self.indexer.bytes_per_token / self.ratio if self.indexer and self.ratio else 0.0
+        raw = self.indexer.cached_bytes(True) / self.ratio if self.indexer and self.ratio else None
         return State(per_token_bytes=self.kv_bytes_per_token(kv_bytes), index_per_token_bytes=idx,
+                     index_unquantised_per_token_bytes=raw,
                      constant_bytes=self.window * self.head_dim * kv_bytes + self.compressor_state_bytes())
 
     def compressed_keys(self, cx: CostKit) -> float:
@@ -137,7 +141,9 @@ class CompressedAttention(Block):
                          kernels=2))
         if self.indexer:
             # the indexer scores compressed entries only (ctx / ratio keys per query)
-            ops += self.indexer.ops(cx, h, self.q_lora_rank, key_share=1 / self.ratio)
+            ops += self.indexer.ops(cx, h, self.q_lora_rank, key_share=1 / self.ratio,
+                                    unquantised=cx.f.indexer_keys_unquantised,
+                                    kvp_replicated=cx.f.kvp_replicates_indexer_keys)
         o = self.o_dim * self.o_lora_rank + self.o_groups * self.o_lora_rank * h
         d = cx.oproj_shards
         ops.append(cx.op("o_proj", "o_proj", 2 * cx.group_tokens(d) * o / d, o / d * bpp, gemm, gemm_eff, kernels=2,
@@ -145,7 +151,7 @@ class CompressedAttention(Block):
         return ops
 
     def comms(self, cx: CostKit, hide_s: float) -> list:
-        idx = self.state(cx.prec.kv_bytes, 1).index_per_token_bytes
+        idx = self.state(cx.prec.kv_bytes, 1).index_bytes(cx.f.indexer_keys_unquantised)
         return sequence_attention_comms(
             cx, hide_s, hidden=self.hidden, heads=self.heads, o_dim=self.o_dim,
             cache_bpt=self.kv_bytes_per_token(cx.prec.kv_bytes) + idx, merge_width=self.head_dim,
