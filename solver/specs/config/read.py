@@ -4,7 +4,6 @@ its wrapper, the family's defaults where the config leaves a field out (family_d
 stack (outside.py) and the checkpoint's formats (quant.py)."""
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
 from solver.specs.config.decoder_only import headless_note, refuse_non_decoder
+from solver.specs.config.default_notes import default_notes
 from solver.specs.config.derived import derive_defaults, refuse_overwritten
 from solver.specs.config.encoders import ENCODER_KEYS, TOWER_FACTS, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
@@ -33,8 +33,6 @@ from solver.specs.validation import load_yaml
 
 
 _DEFAULTS_PATH = Path(__file__).parent / "family_defaults.yaml"
-# each family's transformers configuration class and file (generated: docs/family_classes_from_wheel.py)
-_CLASSES_PATH = Path(__file__).parent / "family_classes.yaml"
 # where the longest position the model was built for is written, first given wins
 CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len", "max_context_length")
 # wrapper keys whose values belong to the whole checkpoint, lifted into the text config when it lacks them; not
@@ -149,38 +147,6 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
                     if filled is not None and not str(k).startswith("_"):
                         filled[k] = t
     return out, known
-
-
-@lru_cache(maxsize=1)
-def _family_classes() -> dict[str, Any]:
-    return load_yaml(_CLASSES_PATH, own=True) or {}
-
-
-def default_notes(filled: dict[str, str], defaulted: dict[str, Any], read: set, nested: dict[str, str],
-                  prefix: str) -> list[str]:
-    """One note per field the config leaves out and the reader took at its class's default (`filled`: field ->
-    the model_type whose line gave it), naming the class and its file where transformers has it
-    (family_classes.yaml; a line key that is no field of the class is a fact of its modeling code, not said),
-    else the family line. Only fields the reader looked up (`read`) and no nested block
-    gave (`nested`, _lift_nested's); what the family's class derives from other fields (derive_defaults) is no
-    default taken, so it is not here."""
-    classes = _family_classes()
-    version = classes.get("_transformers", "")
-    out = []
-    for k, family in filled.items():
-        # a value another step set since (a nested block; derive_defaults over a null default) is not the default
-        if k not in read or k in nested or defaulted.get(k) != (_family_defaults().get(family) or {}).get(k):
-            continue
-        value = json.dumps(defaulted[k])
-        value = value if len(value) <= 60 else value[:57] + "..."
-        cls = classes.get(family)
-        if cls and k not in cls[2]:  # a fact of the modeling code (Qwen3's use_qk_norm), no field to write
-            continue
-        where = (f"{cls[0]}'s default {value} (transformers {version} {cls[1].split('/')[-1]})" if cls else
-                 f"the model_type {family} line's default {value} (family_defaults.yaml; its class is not in "
-                 f"transformers {version})")
-        out.append(f"{prefix}{k} absent from config.json: read at {where}")
-    return out
 
 
 # PretrainedConfig's attributes about the config object itself (transformers configuration_utils.py: saving,
@@ -521,7 +487,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     if read:
         warnings.append(f"{prefix}{', '.join(read)}: not written; read as {wrapper_type}'s default text config "
                         "(a nested config is written as its difference from that default)")
-    warnings += default_notes(filled, defaulted, set(cfg.looked_up), cfg.nested, prefix)
+    warnings += default_notes(filled, defaulted, set(cfg.looked_up), cfg.nested, prefix, _family_defaults())
     other_mixers = parallel_ssm or any(s.mixer in ("linear", "mamba", "conv", "rglru") for s in layer_slots)
     check_unread(f, cfg, model_type, known, warnings, other_mixers, supplied)
     return ModelSpec(
