@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from solver.cli.main import main
@@ -38,6 +39,7 @@ def test_world_bound_rules_are_those_reading_the_world_size():
     assert bound == ["C.eplb_placement_within_experts", "C.moe_tp_world_or_ep"]
 
 
+@pytest.mark.slow  # a plan of hundreds of dies (CI's slow suite runs it)
 def test_copies_hint_when_the_experts_rule_binds_the_world():
     """768 A3 dies, 256 experts: EP768 needs 512 redundant copies the EPLB placement cannot place, EP256 needs
     PP3 and runs about 2 tok/s per rank. Two copies of 384 (EP384, 128 redundant experts, which the placement
@@ -62,6 +64,7 @@ def test_no_copies_hint_where_one_deployment_is_the_better():
     assert result.copies_note is None
 
 
+@pytest.mark.slow  # a plan of hundreds of dies (CI's slow suite runs it)
 def test_copies_hint_in_the_json_and_on_stderr():
     """The CLI says the note on stderr and carries it in the JSON (copies_note); the answer stays the one
     deployment of 768."""

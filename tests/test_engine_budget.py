@@ -127,6 +127,7 @@ def test_the_prefill_steps_layers_count_the_prompts_mtp_pass() -> None:
     assert step_plan(m, pc, f, _serving(64, 0)).pre_layers == 36
 
 
+@pytest.mark.slow  # a whole plan per question (CI's slow suite runs it)
 def test_the_planner_floors_at_the_prompts_mtp_pass_stay_floors() -> None:
     """DeepSeek-V3.2 (one MTP layer) at MTP 1 on 32 Atlas A3 dies, generic engine: the floors key each step's
     tables at the MTP passes they were costed at (the prompt's one pass, the decode's drafts), so a floor is a table

@@ -160,6 +160,7 @@ def _questions(p: cpsat.Planner) -> list:
     return out
 
 
+@pytest.mark.slow  # two whole plans per case (CI's slow suite runs it)
 @pytest.mark.parametrize("case", PLANS)
 def test_the_lazy_order_visits_the_layouts_the_sorted_order_does(case):
     lazy, eager = _planner(*case, lazy=True), _planner(*case, lazy=False)
