@@ -159,7 +159,7 @@ def workload_of(isl: int | None, osl: int | None, concurrency: int | None, phase
     prompt's tokens in the prefix cache (Workload.prompt_tokens), refused on a decode step, which has no prompt."""
     from dataclasses import replace
 
-    from solver.specs.scenario import DEFAULT_MTP_ACCEPT, accept_unread, prefix_hit_of
+    from solver.specs.scenario import DEFAULT_MTP_ACCEPT, accept_unread, hit_unread, prefix_hit_of
 
     unread = accept_unread(mtp, mtp_accept)
     if unread:
@@ -171,8 +171,9 @@ def workload_of(isl: int | None, osl: int | None, concurrency: int | None, phase
                                DEFAULT_MTP_ACCEPT if mtp_accept is None else mtp_accept)
     if not hit:
         return wl
-    if wl.kind == "decode":
-        raise InputError("--prefix-hit", "a decode step prefills no prompt, so no hit rate is read; drop --prefix-hit")
+    unread = hit_unread(wl.kind, hit)
+    if unread:
+        raise InputError("--prefix-hit", unread)
     return replace(wl, prefix_hit=hit)
 
 

@@ -27,7 +27,7 @@ from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InputError
 from solver.specs.limits import MAX_CARDS, MAX_CONCURRENCY, MAX_MTP, MAX_TOKENS
 from solver.specs.parallel import CONFIG_KEYS, SETTINGS, replica_group
-from solver.specs.scenario import AcceptRate, PrefixHit, accept_unread
+from solver.specs.scenario import AcceptRate, PrefixHit, accept_unread, hit_unread
 # the derived sizes a seed YAML may state; each must equal world_size // its tp size
 from solver.specs.knobs import DERIVED
 from solver.specs.validation import FieldProblem, load_yaml, validate_model
@@ -68,8 +68,9 @@ class WorkloadSpec(BaseModel):
 
     @model_validator(mode="after")
     def _complete(self) -> "WorkloadSpec":
-        if self.phase == "decode" and self.prefix_hit:
-            raise ValueError("prefix_hit: a decode step prefills no prompt, so no hit rate is read; drop prefix_hit")
+        unread = hit_unread(self.phase, self.prefix_hit, "prefix_hit")
+        if unread:
+            raise ValueError(f"prefix_hit: {unread}")
         lengths = self.isl is not None or self.osl is not None
         if self.phase == "decode" and lengths:
             # decode steps over the output of ISL-token prompts: costed at ISL + OSL/2, memory holding ISL + OSL

@@ -35,6 +35,14 @@ def accept_unread(mtp: int, mtp_accept: float | None, mtp_name: str = "--mtp") -
     return None
 
 
+def hit_unread(phase: str, prefix_hit: float, hit_name: str = "--prefix-hit") -> str | None:
+    """Why a prefix-cache hit rate given would be dropped unread: a decode step prefills no prompt (`hit_name`: how
+    the input is spelt, a flag or a file's key); None where it is read."""
+    if phase == "decode" and prefix_hit:
+        return f"a decode step prefills no prompt, so no hit rate is read; drop {hit_name}"
+    return None
+
+
 # the share of each prompt's tokens found in the engine's prefix cache (its own metrics: vLLM's prefix_cache_hits /
 # prefix_cache_queries, SGLang's cache hit rate): a fraction in [0, 1), 0 = every prompt prefilled whole. At 1 no
 # prompt token would be computed, which no engine does (vLLM recomputes the last token of a fully cached prompt)
@@ -98,9 +106,9 @@ class Scenario(BaseModel):
         if self.phase == "decode" and self.ttft_ms is not None:
             raise ValueError("ttft_ms: a decode-only deployment has no TTFT (its prompts are prefilled elsewhere); "
                              "drop the TTFT bound")
-        if self.phase == "decode" and self.prefix_hit:
-            raise ValueError("prefix_hit: a decode-only deployment prefills no prompt, so no hit rate is read; "
-                             "drop --prefix-hit")
+        unread = hit_unread(self.phase, self.prefix_hit)
+        if unread:
+            raise ValueError(f"prefix_hit: {unread}")
         if self.phase == "prefill" and self.tpot_ms is not None:
             raise ValueError("tpot_ms: a prefill-only deployment decodes no tokens; drop the TPOT bound")
         return self
