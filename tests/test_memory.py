@@ -193,6 +193,38 @@ def test_max_batch_bisects_a_configuration_once_per_length(monkeypatch) -> None:
     assert len(calls) > asked
 
 
+@pytest.mark.parametrize("answer,guess", [(1, 2), (1, 1000), (7, 2), (7, 7), (7, 8), (1000, 3), (1000, 999),
+                                          (1000, 1001), (1000, 5000), (1 << 24, 2)])
+def test_the_largest_fitting_count_is_found_from_any_guess(answer: int, guess: int) -> None:
+    """fits(u) is u <= answer: the galloped bracket and its bisection land on the answer wherever they start."""
+    from solver.estimate.memory import _largest_fitting
+
+    assert _largest_fitting(lambda u: u <= answer, guess) == answer
+
+
+@pytest.mark.parametrize("name,knobs,seq_len", [
+    ("llama-3.1-70b", dict(attn_tp_size=2, dense_tp_size=2), 32768),
+    ("llama-3.1-70b", dict(attn_tp_size=8, dense_tp_size=8), 1024),
+    ("deepseek-v3", dict(attn_tp_size=1), 5120),
+    ("deepseek-v3", dict(attn_tp_size=8, moe_tp_size=8), 131072),
+    ("qwen3.5-35b-a3b", dict(attn_tp_size=4, dense_tp_size=4), 4096),
+    ("gpt-oss-120b", dict(attn_tp_size=2), 65536),
+])
+def test_max_batch_is_the_largest_multiple_of_the_replicas_that_fits(name: str, knobs: dict, seq_len: int) -> None:
+    """The largest batch found is the scan's answer: it fits and the next multiple of the attention replicas
+    does not (dense, MLA with attention DP, a hybrid, sliding windows; short and long contexts)."""
+    model = load_model(name)
+    pc = make_parallel_config(8, **knobs)  # MoE at TP 1: EP 8
+    prec = resolve_precision(model, H200)
+    best, step = max_batch(model, H200, pc, prec, seq_len), pc.attn_replicas
+    if best == 0:
+        assert not memory_per_rank(model, H200, pc, prec, step, seq_len).feasible
+        return
+    assert best % step == 0
+    assert memory_per_rank(model, H200, pc, prec, best, seq_len).feasible
+    assert not memory_per_rank(model, H200, pc, prec, best + step, seq_len).feasible
+
+
 def test_mtp_weights_count_only_when_mtp_layers_positive() -> None:
     model = load_model("deepseek-v3")
     pc = make_parallel_config(16)
