@@ -11,8 +11,8 @@ project's machine) the checkout's own modules are compiled from source on every 
 every module's bytecode goes to a private PYTHONPYCACHEPREFIX per root, filled by one untimed run per command.
 
 --phases splits the cold solve (wall, CPU in brackets; medians): the interpreter's start and the CLI's import,
-the imports the solve command makes (solver.api and what it pulls in, rich), the specs and the plan
-(api.run_solve: load the model, hardware and profile, plan, rank), the report (the rest of main), and the exit
+the imports the solve command makes (solver.api, solver.entry and what they pull in, rich), the specs and the
+plan (entry.run_solve: load the model, hardware and profile, plan, rank), the report (the rest of main), and the exit
 (from the end of main, marked by an atexit callback, to the process's end: the interpreter's teardown).
 """
 from __future__ import annotations
@@ -47,16 +47,16 @@ def save():
 atexit.register(save)
 from solver.cli.main import main
 mark("cli import")
-import solver.api, solver.cli.solve_cmd, rich.console, rich.table
+import solver.api, solver.entry, solver.cli.solve_cmd, rich.console, rich.table
 mark("solve imports")
-run_solve = solver.api.run_solve
+run_solve = solver.entry.run_solve
 def timed(*args, **kwargs):
     mark("run_solve start")
     try:
         return run_solve(*args, **kwargs)
     finally:
         mark("run_solve")
-solver.api.run_solve = timed
+solver.entry.run_solve = timed  # what solve_cmd imports when it runs
 main(prog_name="shardplan")
 """
 
