@@ -122,3 +122,15 @@ def test_a_class_default_transformers_would_refuse_is_refused_naming_the_field(t
     with pytest.raises(InputError, match=r"num_hidden_layers: missing beside layer_types' 24 entries: the class's "
                                          r"default 36"):
         _without_layer_count("openai--gpt-oss-20b", tmp_path)
+
+
+def test_a_layer_count_written_under_the_class_alias_is_read_not_the_default() -> None:
+    """EXAONE-3.5-7.8B writes num_layers 32, which ExaoneConfig's attribute_map reads as num_hidden_layers: the
+    family line's default (ExaoneConfig's 32) is not taken beside it, so no note says it was."""
+    path = ROOT / "tests" / "data" / "configs_unseen" / "text" / "LGAI-EXAONE--EXAONE-3.5-7.8B-Instruct.json"
+    cfg = json.loads(path.read_text())
+    assert "num_hidden_layers" not in cfg and cfg["num_layers"] == 32
+    cfg["num_layers"] = 4  # not the default: the written count is the one read
+    spec = parse_model_config(cfg, path.stem)
+    assert len(spec.layers) == 4
+    assert _default_notes(spec) == []
