@@ -141,3 +141,20 @@ def test_the_deployment_keeps_the_acceptance_rate_given_as_the_command_does():
     assert dump(got, "json") + "\n" == stdout
     assert got["deployment"]["mtp"] == 1 and got["deployment"]["mtp_accept"] == 0.7
     assert "mtp_accept" not in api.solve("qwen3.5-9b", "h100_sxm", 2, framework="sglang", mtp=1).as_dict()["deployment"]
+
+
+def test_sweep_and_recommend_carry_the_notes_their_commands_print(tmp_path):
+    """sweep()'s df.attrs["notes"] and recommend()'s .notes are the note lines of `sweep` and the JSON notes of
+    `recommend` for the same question (the class default read and the prefix cache assumed)."""
+    model = _model_without_layers(tmp_path)
+    common = [model, "--hardware", "h200_sxm", "--cards", "8", "--isl", "2048", "--osl", "128", "--prefix-hit", "0.5"]
+    r = CliRunner().invoke(cli, ["sweep", *common, "--scenarios", "balanced", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    printed = [line.removeprefix("note: ") for line in r.stderr.splitlines() if line.startswith("note: ")]
+    df = api.sweep(model, "h200_sxm", [8], "balanced", isl=2048, osl=128, prefix_hit=0.5)
+    assert df.attrs["notes"] == printed and len(printed) == 2
+    r = CliRunner().invoke(cli, ["recommend", *common, "--target-output-tokens-per-s", "5000", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    rec = api.recommend(model, "h200_sxm", cards=[8], isl=2048, osl=128, prefix_hit=0.5,
+                        target_output_tokens_per_s=5000)
+    assert rec.notes == json.loads(r.stdout)["notes"] == printed
