@@ -26,7 +26,7 @@ from solver.rank.select import Candidate
 from solver.specs import limits
 from solver.specs.knobs import CONFIG_FLAGS
 from solver.specs.parallel import KNOBS, SETTINGS
-from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario
+from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario, prefix_hit_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from solver.capacity.recommend import Recommendation
     from solver.one_config import CheckResult, EstimateResult, MemoryResult
 
-__all__ = ["run_solve", "run_disagg", "solve", "Scenario", "SolverParams", "sweep", "recommend",
+__all__ = ["run_solve", "run_disagg", "solve", "Solution", "Scenario", "SolverParams", "sweep", "recommend",
            "explain_solution", "estimate", "memory", "check", "refuse_unlaunchable_kv", "verified_for"]
 
 
@@ -86,7 +86,7 @@ def _per_hardware(value: Any) -> bool:
     return isinstance(value, Mapping) or isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
 
 
-_BOOLS = ("allow_cross_node", "explain_binding", "compare_aggregated")
+_BOOLS = ("allow_cross_node", "explain_binding", "compare_aggregated", "copies_hint", "diagnose", "priced_reasons")
 _CALLABLES = ("progress",)
 
 
@@ -109,6 +109,11 @@ def _check(args: dict[str, Any], hardware_lists: bool, cards_lists: bool,
     for key, value in args.items():
         if value is None and (key in _OPTIONAL or key in optional):
             continue
+        if value is None and key == "prefix_hit":  # no hit is 0: None is refused (the rate's rule), not read as 0
+            try:
+                prefix_hit_of(value)
+            except InputError as exc:
+                raise InputError(key, exc.problem) from None
         if key in _INTS and not (key == "cards" and cards_lists and not isinstance(value, Integral)):
             lo, hi = _INTS[key]
             if isinstance(value, (bool, np_bool)) or not isinstance(value, Integral):
@@ -238,7 +243,7 @@ def _api(name: str, runner: Callable[..., Any], takes: Callable[[], set[str]], h
                 raise InputError(_keyword(exc.field, set(scenario_keys) | {"scenario"}), exc.problem) from None
             checked["scenario"] = given["scenario"] = made
         extra = next((k for k, p in sig.parameters.items() if p.kind is inspect.Parameter.VAR_KEYWORD), None)
-        if fields or kind:  # the fields are the Scenario's now, not the runner's arguments
+        if fields or kind or any(k in given for k in scenario_keys):  # the Scenario's fields, no runner argument
             for k in scenario_keys:
                 checked.pop(k, None)
                 given.pop(k, None)
@@ -284,13 +289,38 @@ def _recommend_keys() -> set[str]:
     return _params_of(_recommend)
 
 
+class Solution(list):
+    """solve()'s answer: the ranked candidates (a list of Candidate) with what `shardplan solve` says beside them.
+    `.notes`: every note the command prints (report.candidates.answer_notes: the config's class defaults, the
+    engine's, the concurrency range, the SLA edge, the copies hint, the prefix cache assumed); `.result`: the
+    PlanResult (binding constraints, pruned values, the Pareto front); `.as_dict()`: the command's `--format
+    json` (each candidate's reason, departures from the seed and engine command included)."""
+
+    def __init__(self, cands: list[Candidate], result: Any, notes: list[str], as_dict: Callable[[], dict]) -> None:
+        super().__init__(cands)
+        self.result, self.notes, self._as_dict = result, notes, as_dict
+
+    def as_dict(self) -> dict[str, Any]:
+        return self._as_dict()
+
+
 def _solve(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, scenario: Scenario | str | None = None,
-           **kwargs: Any) -> list[Candidate]:
-    """Ranked candidates for one deployment (see run_solve for the keyword arguments). `scenario`: a Scenario or
-    its kind ("throughput", "latency", "balanced"; default balanced); with a kind (or none), isl, osl, ttft_ms,
-    tpot_ms, concurrency, max_concurrency, mtp, mtp_accept and prefix_hit are its fields, as sweep and recommend
-    take them (a Scenario and those keywords together are refused: the Scenario holds its own)."""
-    return entry.run_solve(model, hardware, cards, scenario or Scenario(), **kwargs)[1]
+           framework: str | os.PathLike = DEFAULT_FRAMEWORK, weight_dtype: str | None = None,
+           moe_weight_dtype: str | None = None, kv_dtype: str | None = None, copies_hint: bool = True,
+           **kwargs: Any) -> Solution:
+    """Ranked candidates for one deployment, a Solution (see run_solve for the keyword arguments; `copies_hint`
+    on, as the command asks). `scenario`: a Scenario or its kind ("throughput", "latency", "balanced"; default
+    balanced); with a kind (or none), isl, osl, ttft_ms, tpot_ms, concurrency, max_concurrency, mtp, mtp_accept
+    and prefix_hit are its fields, as sweep and recommend take them (a Scenario and those keywords together are
+    refused: the Scenario holds its own)."""
+    from solver.report.candidates import answer_notes
+
+    scenario = scenario or Scenario()
+    dtypes = (weight_dtype, moe_weight_dtype, kv_dtype)
+    result, cands = entry.run_solve(model, hardware, cards, scenario, framework, *dtypes, copies_hint=copies_hint,
+                                    **kwargs)
+    return Solution(cands, result, answer_notes(result, scenario),
+                    lambda: entry.solve_dict(model, hardware, cards, scenario, framework, *dtypes, result, cands))
 
 
 def _sweep(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str | os.PathLike],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InputError
@@ -130,6 +130,42 @@ def recommend_command(model: str, hardware: str, sizes: list[int], target: int, 
                      *(f"{k} {v:g}" if isinstance(v, float) else f"{k} {shlex.quote(str(v))}"
                        for k, v in opts if v is not None)]
                     + (["--allow-cross-node"] if allow_cross_node else []))
+
+
+def solve_deployment(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
+                     weight_dtype: str | None = None, moe_weight_dtype: str | None = None,
+                     kv_dtype: str | None = None) -> dict[str, Any]:
+    """The deployment a solve's candidates are for, as its YAML's header and its JSON's `deployment` write it
+    (check and launch read it): the names as given, the dtypes and MTP given (an acceptance rate only where the
+    scenario was given one: Scenario.model_fields_set)."""
+    from solver.specs.launch_spec import ONLINE_SPLIT_KEY
+
+    quant = {k: v for k, v in (("weights", weight_dtype), ("moe_weights", moe_weight_dtype),
+                               ("kv_cache", kv_dtype)) if v is not None}
+    out = {"model": model, "hardware": hardware, "framework": framework, "world_size": cards,
+           **({"quant": quant} if quant else {}), **({"mtp": scenario.mtp} if scenario.mtp else {}),
+           **({"mtp_accept": scenario.mtp_accept} if "mtp_accept" in scenario.model_fields_set else {})}
+    fw = load_framework(framework)
+    if fw.launch is not None and fw.launch.splits_weights_online():
+        out[ONLINE_SPLIT_KEY] = True  # as its launch sets it: check reads the same
+    return out
+
+
+def solve_dict(model: str, hardware: str, cards: int, scenario: Scenario, framework: str, weight_dtype: str | None,
+               moe_weight_dtype: str | None, kv_dtype: str | None, result: PlanResult, cands: list[Candidate],
+               launches: list[dict] | None = None) -> dict[str, Any]:
+    """`solve --format json` of run_solve's answer (report.candidates.result_dict): each candidate's engine
+    command (`launches`, or made here), the deployment, each candidate's workload."""
+    from solver.launch.candidates import candidate_launches
+    from solver.report.candidates import result_dict
+
+    if launches is None:
+        launches = candidate_launches(model, hardware, framework, cands, scenario, weight_dtype, moe_weight_dtype,
+                                      kv_dtype)
+    prompt_len = scenario.isl if scenario.phase == "prefill" else None  # its throughput is prompt tokens
+    return result_dict(result, cands, launches, load_framework(framework).replica_knobs, prompt_len,
+                       solve_deployment(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
+                                        kv_dtype), scenario)
 
 
 def refuse_unknown_method(method: str) -> None:

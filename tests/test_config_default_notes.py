@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from solver.errors import InputError
 from solver.specs.config.read import parse_model_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,3 +64,73 @@ def test_a_nested_language_model_names_its_own_class() -> None:
     notes = _default_notes(_read(GEMMA3_4B))
     assert ("text_config.num_attention_heads absent from config.json: read at Gemma3TextConfig's default 8 "
             "(transformers 5.25.0 configuration_gemma3.py)") in notes
+
+
+# --- num_hidden_layers, family by family: one rule. Where the family's transformers class has a default, a config
+# leaving the field out is read at it with one note naming the class; where the family ships its own code (no class
+# in transformers) or transformers itself refuses the default, one line naming the field.
+
+
+def _without_layer_count(name: str, tmp_path: Path):
+    """models/<name>.json with num_hidden_layers deleted wherever it is written (a nested text_config's too),
+    read from a copy in a tmp dir, as a user's file is."""
+    cfg = json.loads((ROOT / "models" / f"{name}.json").read_text())
+
+    def drop(block: dict) -> None:
+        block.pop("num_hidden_layers", None)
+        for value in block.values():
+            if isinstance(value, dict):
+                drop(value)
+
+    drop(cfg)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return parse_model_config(json.loads(path.read_text()), name)
+
+
+# (file, where the note says it, class, its file, its default = the layers read): the defaults are the classes'
+# `num_hidden_layers: int = N` in transformers 5.25.0 (configuration_<type>.py)
+READ_AT_DEFAULT = [
+    ("Qwen--Qwen3-8B", "", "Qwen3Config", "configuration_qwen3.py", 32),
+    ("Qwen--Qwen3-30B-A3B", "", "Qwen3MoeConfig", "configuration_qwen3_moe.py", 24),
+    ("Qwen--Qwen3.5-35B-A3B", "text_config.", "Qwen3_5MoeTextConfig", "configuration_qwen3_5_moe.py", 40),
+    ("Qwen--Qwen3.5-9B", "text_config.", "Qwen3_5TextConfig", "configuration_qwen3_5.py", 32),
+    ("deepseek-ai--DeepSeek-V3.2", "", "DeepseekV32Config", "configuration_deepseek_v32.py", 61),
+    ("meta-llama--Meta-Llama-3.1-8B", "", "LlamaConfig", "configuration_llama.py", 32),
+    ("zai-org--GLM-5", "", "GlmMoeDsaConfig", "configuration_glm_moe_dsa.py", 78),
+]
+
+
+@pytest.mark.parametrize("name, where, cls, file, layers", READ_AT_DEFAULT, ids=[r[0] for r in READ_AT_DEFAULT])
+def test_a_family_class_with_a_layer_count_default_is_read_at_it_with_one_note(name, where, cls, file, layers,
+                                                                              tmp_path) -> None:
+    spec = _without_layer_count(name, tmp_path)
+    assert len(spec.layers) == layers
+    assert _default_notes(spec) == [f"{where}num_hidden_layers absent from config.json: read at {cls}'s default "
+                                    f"{layers} (transformers 5.25.0 {file})"]
+
+
+def test_a_family_without_a_transformers_class_is_refused_naming_the_field(tmp_path) -> None:
+    """Kimi-K2 (model_type kimi_k2) ships its own code: no class default to read, so the field is required."""
+    with pytest.raises(InputError, match=r"^[^\n]*: num_hidden_layers: missing \(required to size the model\)$"):
+        _without_layer_count("moonshotai--Kimi-K2-Instruct", tmp_path)
+
+
+def test_a_class_default_transformers_would_refuse_is_refused_naming_the_field(tmp_path) -> None:
+    """gpt-oss-20b writes 24 layer_types: GptOssConfig's default 36 layers would not match them, and transformers
+    refuses that config, so the reader does too, in one line naming the field."""
+    with pytest.raises(InputError, match=r"num_hidden_layers: missing beside layer_types' 24 entries: the class's "
+                                         r"default 36"):
+        _without_layer_count("openai--gpt-oss-20b", tmp_path)
+
+
+def test_a_layer_count_written_under_the_class_alias_is_read_not_the_default() -> None:
+    """EXAONE-3.5-7.8B writes num_layers 32, which ExaoneConfig's attribute_map reads as num_hidden_layers: the
+    family line's default (ExaoneConfig's 32) is not taken beside it, so no note says it was."""
+    path = ROOT / "tests" / "data" / "configs_unseen" / "text" / "LGAI-EXAONE--EXAONE-3.5-7.8B-Instruct.json"
+    cfg = json.loads(path.read_text())
+    assert "num_hidden_layers" not in cfg and cfg["num_layers"] == 32
+    cfg["num_layers"] = 4  # not the default: the written count is the one read
+    spec = parse_model_config(cfg, path.stem)
+    assert len(spec.layers) == 4
+    assert _default_notes(spec) == []

@@ -55,12 +55,10 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
               time_limit, top, allow_cross_node, explain, serving, fmt) -> None:
     """Recommend the top 2-3 parallel_configs (seed Step 4 format)."""
     with command_imports():
-        from solver.entry import explain_solution, run_solve
-        from solver.estimate.workload import prefix_hit_note
+        from solver.entry import explain_solution, run_solve, solve_deployment, solve_dict
         from solver.plan.points import SolverParams
         from solver.rank.select import ordering
-        from solver.report.candidates import front_lines, result_dict, seed_yaml, table_figures
-        from solver.specs.launch_spec import ONLINE_SPLIT_KEY
+        from solver.report.candidates import answer_notes, front_lines, result_dict, seed_yaml, table_figures
 
     scenario = scenario_from_options(kind=kind, isl=isl, osl=osl, concurrency=concurrency,
                                      max_concurrency=max_concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, mtp=mtp,
@@ -89,10 +87,8 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     fw = load_framework(framework)
     replica_knobs = fw.replica_knobs  # attn_dp_size as the engine's DP
     note = result.timeout_note()
-    for line in (*result.input_notes, note, result.cut_note(), result.range_note, result.edge_note,
-                 result.copies_note, prefix_hit_note(scenario.prefix_hit, scenario.phase)):
-        if line:
-            click.echo(f"note: {line}", err=True)
+    for line in answer_notes(result, scenario):
+        click.echo(f"note: {line}", err=True)
     why = (explain_solution(model, hardware, cards, scenario, cands[0], framework, weight_dtype,
                             moe_weight_dtype, kv_dtype, cands) if explain and cands else [])
     launches = None
@@ -105,16 +101,10 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
         click.echo(launch_text(cands, launches), nl=False)
         return
     prompt_len = scenario.isl if scenario.phase == "prefill" else None  # its throughput is prompt tokens
-    # the deployment the candidates are for (the YAML's header, the JSON's `deployment`): check and launch read it
-    quant = {k: v for k, v in (("weights", weight_dtype), ("moe_weights", moe_weight_dtype),
-                               ("kv_cache", kv_dtype)) if v is not None}
-    deployment = {"model": model, "hardware": hardware, "framework": framework, "world_size": cards,
-                  **({"quant": quant} if quant else {}), **({"mtp": mtp} if mtp else {}),
-                  **({"mtp_accept": mtp_accept} if mtp_accept is not None else {})}
-    if fw.launch is not None and fw.launch.splits_weights_online():
-        deployment[ONLINE_SPLIT_KEY] = True  # as its launch sets it: check reads the same
+    deployment = solve_deployment(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype, kv_dtype)
     if fmt == "json":
-        data = result_dict(result, cands, launches, replica_knobs, prompt_len, deployment, scenario)
+        data = solve_dict(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype, kv_dtype,
+                          result, cands, launches)
         if explain:
             data["explain"] = why
         click.echo(dump(data, "json"))

@@ -6,6 +6,7 @@ from typing import Any
 
 import yaml
 
+from solver.estimate.workload import prefix_hit_note
 from solver.plan.solve import PlanResult
 from solver.rank.select import Candidate, ordering
 from solver.report.digits import rounded
@@ -128,6 +129,9 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
         "edge_note": result.edge_note,
         # where k copies of a smaller deployment would carry clearly more per rank (plan.copies): absent elsewhere
         **({"copies_note": result.copies_note} if result.copies_note else {}),
+        # what the answer assumed of the prefix cache: absent at no hit
+        **({"prefix_hit_note": hit} if scenario is not None and (hit := prefix_hit_note(scenario.prefix_hit,
+                                                                                         scenario.phase)) else {}),
         "input_notes": list(result.input_notes),
         "ordering": ordering(cands),
         "pareto_front": [
@@ -141,6 +145,15 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
             for p in result.front
         ],
     }
+
+
+def answer_notes(result: PlanResult, scenario: Scenario) -> list[str]:
+    """Every note of a solve's answer, in the order `solve` prints them (its stderr; the JSON keeps each under its
+    key, result_dict): the inputs' and the engine's, the search's time limit and cut loop, the concurrency range,
+    the SLA edge, the copies hint and the prefix cache assumed."""
+    return [n for n in (*result.input_notes, result.timeout_note(), result.cut_note(), result.range_note,
+                        result.edge_note, result.copies_note, prefix_hit_note(scenario.prefix_hit, scenario.phase))
+            if n]
 
 
 def front_lines(result: PlanResult, prompt_len: int | None = None) -> list[str]:

@@ -325,6 +325,12 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     from_wrapper: list[str] = []  # fields the nested config leaves to the wrapper's default text config
     filled: dict[str, str] = {}  # fields a family line gave the config: field -> the line's model_type
     defaulted, known = _apply_defaults(text, wrapper_type, nested=text is not raw, taken=from_wrapper, filled=filled)
+    unread_alias = defaulted.get("_read_instead") or {}  # a name the class never reads (Mamba's n_layer)
+    if filled.get("num_hidden_layers") and any(text.get(k) is not None and k not in unread_alias
+                                               for k in _LAYER_COUNT_FIELDS):
+        # a count written under another name (EXAONE-3's num_layers, an attribute_map alias) is the class's
+        # num_hidden_layers: its default is not taken beside it
+        del defaulted["num_hidden_layers"], filled["num_hidden_layers"]
     derive_defaults(defaulted)  # what the family's class derives from the other fields (its __post_init__)
     # what the family's line (or the wrapper's default text config) supplied, not the config: an unread one of them
     # drops nothing the user gave (Llama-4's shared-expert count in a dense Llama-Guard-4)
