@@ -112,10 +112,11 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
                     taken: list[str] | None = None,
                     filled: dict[str, str] | None = None) -> tuple[dict[str, Any], bool]:
     """The family's defaults where the config leaves a field out. A language model nested in a wrapper takes
-    its own class's defaults first (transformers builds a nested dict as TextClass(**text_config): Llava's Mistral
-    text config leaving intermediate_size out is MistralConfig's 14336), then the wrapper's default text config
-    (its _text_config_defaults: LlamaConfig() for LLaVA; Voxtral's init_kwargs, which VoxtralConfig merges under a
-    given one) where the nested config is of that class, then the wrapper's line. `taken` gets the fields the
+    the wrapper's default text config first where the nested config is of that class (its _text_config_defaults:
+    LlamaConfig() for LLaVA; Voxtral's and GLM-ASR's init_kwargs, which the wrapper merges under a given one before
+    the class reads it: GLM-ASR's 28 layers, not LlamaConfig's 32), then its own class's defaults (transformers
+    builds a nested dict as TextClass(**text_config): Llava's Mistral text config leaving intermediate_size out is
+    MistralConfig's 14336), then the wrapper's line. `taken` gets the fields the
     wrapper's default text config gave, `filled` the Hugging Face fields a family line gave (field -> its
     model_type)."""
     table = _family_defaults()
@@ -123,7 +124,7 @@ def _apply_defaults(cfg: dict[str, Any], wrapper_type: str, nested: bool = False
     out = dict(cfg)
     text_type = str(cfg.get("model_type") or "")
     wrapper = (table.get(wrapper_type) or {}) if nested else {}
-    for t in (text_type, "_text_config_defaults", wrapper_type):
+    for t in ("_text_config_defaults", text_type, wrapper_type):
         if t == "_text_config_defaults":
             for k, v in _default_text_config(wrapper, wrapper_type, text_type).items():
                 if k not in out:
