@@ -19,7 +19,7 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.limits import PLAN_METHODS
 from solver.specs.model_catalog import load_model, resolve_model_file
 from solver.specs.notes import engine_notes
-from solver.specs.precision import resolve_precision
+from solver.specs.precision import Precision, resolve_precision
 from solver.specs.reference import list_references
 from solver.specs.scenario import Scenario
 
@@ -180,13 +180,15 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
 
 
 def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_replicates_kv: bool = False,
-                    fw: FrameworkProfile | None = None) -> Candidate:
-    """A disaggregated pool's configuration in the seed's candidate format, ranked at the pool's own phase."""
+                    fw: FrameworkProfile | None = None, prec: Precision | None = None) -> Candidate:
+    """A disaggregated pool's configuration in the seed's candidate format, ranked at the pool's own phase; with
+    `fw` and `prec` (the planned precision) its departures from the seed are priced as an aggregated
+    candidate's are (rank_candidates)."""
     from solver.plan.disagg_pools import phase_scenario
 
     return rank_candidates([pool.planned], spec, hw, phase_scenario(scenario, pool.phase, pool.planned.batch),
                            list_references(), _ref_models(), kvp_in_tp=kvp_in_tp,
-                           cp_replicates_kv=cp_replicates_kv, fw=fw)[0]
+                           cp_replicates_kv=cp_replicates_kv, fw=fw, prec=prec)[0]
 
 
 def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
@@ -213,7 +215,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
 
     def view(pool) -> PoolView:
         cand = _pool_candidate(pool, spec, hw, scenario, fw.kvp_splits_attention_weights, fw.cp_replicates_kv_cache,
-                               fw)
+                               fw, prec)
         launch = (pool_launch(fw, spec, hw, cand, pool.phase, scenario.max_seq_len, scenario.mtp, weight_dtype,
                               moe_weight_dtype, kv_dtype, configs) if fw.launch is not None else None)
         return PoolView(pool.phase, pool.workers, cand, launch)

@@ -352,6 +352,12 @@ def best_form(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precis
     return v, e, side, ""
 
 
+def seed_knobs(label: str) -> tuple[str, ...]:
+    """The knobs a seed value's label sets ("attn_tp=4", "embed_tp=lmhead_tp=8": reason.seed_attention /
+    seed_split), as ParallelConfig names them."""
+    return tuple(n + "_size" for n in label.rpartition("=")[0].split("="))
+
+
 def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
                       scenario: Scenario, est: Estimate, batch: int,
                       seeds: list[tuple[str, ParallelConfig | str]], role: str = "") -> str:
@@ -367,7 +373,13 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
         if isinstance(pc, str):
             refused.setdefault(pc, []).append(label)
             continue
-        forms = runnable(model, hw, fw, scenario, pc, batch) or [expressed(model, hw, fw, scenario, pc, batch)[0]]
+        # a form that sets the seed's own knob back (the replicated table's side variant) is the configuration
+        # itself, not the seed's value: where no form keeps the value, what rules the value out is said
+        def keeps(forms: list[ParallelConfig]) -> list[ParallelConfig]:
+            return [v for v in forms if all(v.knobs()[k] == pc.knobs()[k] for k in seed_knobs(label))]
+
+        forms = (keeps(runnable(model, hw, fw, scenario, pc, batch))
+                 or keeps([expressed(model, hw, fw, scenario, pc, batch)[0]]) or [pc])
         _, e, side, why = best_form(model, hw, fw, prec, f, scenario, pc, forms, batch, est)
         if e is None:
             refused.setdefault(why, []).append(label)
