@@ -183,11 +183,14 @@ def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_repl
                     fw: FrameworkProfile | None = None, prec: Precision | None = None) -> Candidate:
     """A disaggregated pool's configuration in the seed's candidate format, ranked at the pool's own phase; with
     `fw` and `prec` (the planned precision) its departures from the seed are priced as an aggregated
-    candidate's are (rank_candidates)."""
+    candidate's are (rank_candidates). Its reference is a verified deployment of the same phase: a published
+    prefill instance for the prefill pool, a decode instance for the decode pool (a decode layout says nothing
+    of how a prefill pool is cut)."""
     from solver.plan.disagg_pools import phase_scenario
 
+    refs = [r for r in list_references() if r.phase == pool.phase]
     return rank_candidates([pool.planned], spec, hw, phase_scenario(scenario, pool.phase, pool.planned.batch),
-                           list_references(), _ref_models(), kvp_in_tp=kvp_in_tp,
+                           refs, _ref_models(), kvp_in_tp=kvp_in_tp,
                            cp_replicates_kv=cp_replicates_kv, fw=fw, prec=prec)[0]
 
 

@@ -77,3 +77,20 @@ def test_a_seed_value_the_engine_runs_only_set_back_is_named_with_its_rule() -> 
     clause = seed_value_priced(spec, hw, fw, prec, f, sc, est, 512, seeds)
     assert clause == (f"lmhead_tp=8: violates {', '.join(dict.fromkeys(broken))}, "
                       "at the same backbone and concurrency 512")
+
+
+def test_a_pools_reference_is_a_verified_deployment_of_its_own_phase() -> None:
+    """The published disaggregated deployments are prefill instances and decode instances (references/*-p*, *-d*):
+    the prefill pool of that answer is compared with the closest prefill instance, the decode pool with the
+    closest decode instance. Its prefill pool (attention DP + SP8 + MoE EP on 8 ranks) sat closest to a decode
+    instance (r1-d16-ep) when every phase was offered, which says nothing of how a prefill pool is cut."""
+    from solver.entry import _ref_models
+    from solver.rank.select import closest_reference
+    from solver.specs.reference import list_references
+
+    spec, hw = load_model("deepseek-v3.2"), load_hardware("h200_sxm")
+    for pool in _disagg().pools:
+        ref = pool.candidate.reference_deployment
+        assert ref is not None and ref.phase == pool.phase
+        same = [r for r in list_references() if r.phase == pool.phase]
+        assert ref.id == closest_reference(pool.candidate.planned.config, spec, hw, same, _ref_models())[0].id

@@ -120,7 +120,8 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
                f"x {replicas(pc_p.attn_replicas)}{each_worker(d.prefill.workers)}, decode "
                f"{pc_d.attn_tp_group(kvp_in_tp)}-way x {replicas(pc_d.attn_replicas)}{each_worker(d.decode.workers)} "
                f"(aggregated: {pc_a.attn_tp_group(kvp_in_tp)}-way x {pc_a.attn_replicas}); decode runs "
-               f"{e.shape.running} sequences per replica (aggregated {a.running_per_replica:g})")
+               f"{e.shape.running} sequence{'' if e.shape.running == 1 else 's'} per replica (aggregated "
+               f"{a.running_per_replica:g})")
     why.append(f"disaggregation pays {e.transfer.time_s * 1e3:.2f} ms of KV transfer per request "
                f"({e.transfer.bytes_per_request / 1e6:.1f} MB over {e.transfer.tier}) and keeps "
                f"{d.prefill.ranks} of {d.cards} ranks on prefill (utilisation {utilisation(e.times.prefill_utilization)})")
