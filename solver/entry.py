@@ -238,7 +238,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
 
     asked, config = model_names(model, spec.name) if isinstance(model, str) else (spec.name, None)
     return DisaggReport(asked, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
-                        compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights), res.skipped,
+                        compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights, agg_err), res.skipped,
                         [*input_notes(spec, hw, prec, max_len=scenario.max_seq_len, fw=fw),
                          *filter(None, [disagg_hit_note(scenario.prefix_hit)])], model_knobs(spec),
                         fw.kvp_splits_attention_weights, fw.replica_knobs, config)

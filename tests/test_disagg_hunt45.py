@@ -94,3 +94,15 @@ def test_a_pools_reference_is_a_verified_deployment_of_its_own_phase() -> None:
         assert ref is not None and ref.phase == pool.phase
         same = [r for r in list_references() if r.phase == pool.phase]
         assert ref.id == closest_reference(pool.candidate.planned.config, spec, hw, same, _ref_models())[0].id
+
+
+def test_a_win_by_default_says_why_no_aggregated_plan_fits() -> None:
+    """Where the aggregated plan on the same cards and SLA has no configuration, the disaggregated answer wins
+    by default: the comparison says so with the aggregated planner's own refusal beside it (as the YAML's
+    `aggregated: infeasible` carries it), not a bare 'fits nothing'."""
+    from solver.report.disagg_view import compare
+
+    refusal = "no feasible parallel_config for DeepSeek-V3.2 on 32 x h200_sxm: SLA.tpot, SLA.ttft bind"
+    c = compare(_disagg().plan, None, SCENARIO, 32, agg_error=refusal)
+    assert c.winner == "disagg" and c.throughput_ratio is None
+    assert c.why == (f"no aggregated configuration fits these cards and SLA: {refusal}",)

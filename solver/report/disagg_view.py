@@ -86,11 +86,14 @@ def each_worker(workers: int) -> str:
 
 
 def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int,
-            kvp_in_tp: bool = False) -> Comparison:
-    """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why."""
+            kvp_in_tp: bool = False, agg_error: str | None = None) -> Comparison:
+    """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why
+    (`agg_error`: why the aggregated plan on the same cards and SLA has no configuration, said beside the
+    verdict, so a disaggregated win by default reads as one)."""
     e = d.estimate
     if agg is None:
-        return Comparison("disagg", None, ("no aggregated configuration fits these cards and SLA",))
+        return Comparison("disagg", None, ("no aggregated configuration fits these cards and SLA"
+                                           + (f": {agg_error}" if agg_error else ""),))
     # the aggregated deployment uses every card; the disaggregated one may leave some idle
     a = agg.planned.estimate
     ratio = e.output_tokens_per_s_per_rank / a.output_tokens_per_s_per_rank
