@@ -46,7 +46,9 @@ def test_a_pools_replicated_module_is_priced_at_the_pools_phase_and_concurrency(
     s = score_vs(sc, e, p.estimate)
     assert (f"dense_tp=8 at the same backbone and concurrency {p.batch} scores {s:+.3f} ({score_word(s)}) "
             f"against it: mem {p.estimate.memory.model_bytes / 1e9:.2f} -> {e.memory.model_bytes / 1e9:.2f} GB, "
-            f"TTFT {fmt_cell(p.estimate.ttft_s * 1e3)} -> {fmt_cell(e.ttft_s * 1e3)} ms") in pool.candidate.reason
+            f"TTFT {fmt_cell(p.estimate.ttft_s * 1e3)} -> {fmt_cell(e.ttft_s * 1e3)} ms, prompt tok/s per rank "
+            f"{fmt_cell(p.estimate.output_tokens_per_s_per_rank * 4096)} -> "
+            f"{fmt_cell(e.output_tokens_per_s_per_rank * 4096)})") in pool.candidate.reason
     assert "the estimate prefers no all-reduce here" not in pool.candidate.reason
 
 
@@ -106,3 +108,18 @@ def test_a_win_by_default_says_why_no_aggregated_plan_fits() -> None:
     c = compare(_disagg().plan, None, SCENARIO, 32, agg_error=refusal)
     assert c.winner == "disagg" and c.throughput_ratio is None
     assert c.why == (f"no aggregated configuration fits these cards and SLA: {refusal}",)
+
+
+def test_a_prefill_figures_rate_is_in_prompt_tokens_as_the_table_shows_it() -> None:
+    """A prefill-only estimate emits one token per prompt, so its output tokens/s per rank is prompts/s per rank;
+    the table's column for that phase is prompt tokens/s per rank (x ISL = 4096 here). The priced clause says the
+    same figure: the prefill pool's rate x 4096, not the one-token-per-prompt rate (0.423 tok/s per rank read
+    beside a table of thousands)."""
+    from solver.rank.explain import figures_vs
+
+    e = next(v for v in _disagg().pools if v.phase == "prefill").candidate.planned.estimate
+    assert not e.has_tpot
+    rate = fmt_cell(e.output_tokens_per_s_per_rank * 4096)
+    assert figures_vs(e, e, 4096).endswith(f"prompt tok/s per rank {rate} -> {rate}")
+    assert figures_vs(e, e).endswith(f"tok/s per rank {fmt_cell(e.output_tokens_per_s_per_rank)} -> "
+                                     f"{fmt_cell(e.output_tokens_per_s_per_rank)}")

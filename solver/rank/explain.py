@@ -321,11 +321,16 @@ def admitted(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisi
     return e, ""
 
 
-def figures_vs(e: Estimate, ref: Estimate) -> str:
-    """The table's figures of `ref` -> `e` that the phase has (mem GB, TTFT, TPOT, tokens/s per rank)."""
+def figures_vs(e: Estimate, ref: Estimate, prompt_len: int | None = None) -> str:
+    """The table's figures of `ref` -> `e` that the phase has (mem GB, TTFT, TPOT, tokens/s per rank); a
+    prefill-only estimate's rate in prompt tokens (`prompt_len` per prompt, one output token each), the table's
+    column for that phase, not the one token per prompt it emits."""
     parts = [f"mem {ref.memory.model_bytes / 1e9:.2f} -> {e.memory.model_bytes / 1e9:.2f} GB"]  # as the YAML, finer than a cell
     parts += [f"TTFT {fmt_cell(ref.ttft_s * 1e3)} -> {fmt_cell(e.ttft_s * 1e3)} ms"] if e.has_ttft else []
     parts += [f"TPOT {fmt_cell(ref.tpot_s * 1e3)} -> {fmt_cell(e.tpot_s * 1e3)} ms"] if e.has_tpot else []
+    if prompt_len is not None and not e.has_tpot:
+        return ", ".join(parts + [f"prompt tok/s per rank {fmt_cell(ref.output_tokens_per_s_per_rank * prompt_len)} "
+                                  f"-> {fmt_cell(e.output_tokens_per_s_per_rank * prompt_len)}"])
     return ", ".join(parts + [f"tok/s per rank {fmt_cell(ref.output_tokens_per_s_per_rank)} -> "
                               f"{fmt_cell(e.output_tokens_per_s_per_rank)}"])
 
@@ -398,7 +403,8 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
         [f"with {side}, the form {fw.name} runs that scores best"] if side else [])
     of = f" ({'; '.join(notes)})" if notes else ""
     return (f"{label}{of} {at} scores {s:+.3f} ({score_word(s)}) against it: "
-            f"{figures_vs(e, est)}" + (f"; {out}" if out else "")
+            f"{figures_vs(e, est, scenario.isl if scenario.phase == 'prefill' else None)}"
+            + (f"; {out}" if out else "")
             + (f"; listed for its role ({role})" if s < 0 and role else ""))
 
 
