@@ -19,7 +19,7 @@ from solver.specs.hardware_catalog import load_hardware
 from solver.specs.limits import PLAN_METHODS
 from solver.specs.model_catalog import load_model, resolve_model_file
 from solver.specs.notes import engine_notes
-from solver.specs.precision import resolve_precision
+from solver.specs.precision import Precision, resolve_precision
 from solver.specs.reference import list_references
 from solver.specs.scenario import Scenario
 
@@ -216,13 +216,18 @@ def explain_solution(model: str, hardware: str, cards: int, scenario: Scenario, 
 
 
 def _pool_candidate(pool, spec, hw, scenario: Scenario, kvp_in_tp: bool, cp_replicates_kv: bool = False,
-                    fw: FrameworkProfile | None = None) -> Candidate:
-    """A disaggregated pool's configuration in the seed's candidate format, ranked at the pool's own phase."""
+                    fw: FrameworkProfile | None = None, prec: Precision | None = None) -> Candidate:
+    """A disaggregated pool's configuration in the seed's candidate format, ranked at the pool's own phase; with
+    `fw` and `prec` (the planned precision) its departures from the seed are priced as an aggregated
+    candidate's are (rank_candidates). Its reference is a verified deployment of the same phase: a published
+    prefill instance for the prefill pool, a decode instance for the decode pool (a decode layout says nothing
+    of how a prefill pool is cut)."""
     from solver.plan.disagg_pools import phase_scenario
 
+    refs = [r for r in list_references() if r.phase == pool.phase]
     return rank_candidates([pool.planned], spec, hw, phase_scenario(scenario, pool.phase, pool.planned.batch),
-                           list_references(), _ref_models(), kvp_in_tp=kvp_in_tp,
-                           cp_replicates_kv=cp_replicates_kv, fw=fw)[0]
+                           refs, _ref_models(), kvp_in_tp=kvp_in_tp,
+                           cp_replicates_kv=cp_replicates_kv, fw=fw, prec=prec)[0]
 
 
 def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
@@ -249,7 +254,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
 
     def view(pool) -> PoolView:
         cand = _pool_candidate(pool, spec, hw, scenario, fw.kvp_splits_attention_weights, fw.cp_replicates_kv_cache,
-                               fw)
+                               fw, prec)
         launch = (pool_launch(fw, spec, hw, cand, pool.phase, scenario.max_seq_len, scenario.mtp, weight_dtype,
                               moe_weight_dtype, kv_dtype, configs) if fw.launch is not None else None)
         return PoolView(pool.phase, pool.workers, cand, launch)
@@ -269,7 +274,7 @@ def run_disagg(model: str, hardware: str, cards: int, scenario: Scenario, framew
 
     asked, config = model_names(model, spec.name) if isinstance(model, str) else (spec.name, None)
     return DisaggReport(asked, hw.name, cards, scenario, best, pools, res.alternatives, agg, agg_err,
-                        compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights), res.skipped,
+                        compare(best, agg, scenario, cards, fw.kvp_splits_attention_weights, agg_err), res.skipped,
                         [*input_notes(spec, hw, prec, max_len=scenario.max_seq_len, fw=fw),
                          *filter(None, [disagg_hit_note(scenario.prefix_hit)])], model_knobs(spec),
                         fw.kvp_splits_attention_weights, fw.replica_knobs, config)

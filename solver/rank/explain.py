@@ -321,11 +321,16 @@ def admitted(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisi
     return e, ""
 
 
-def figures_vs(e: Estimate, ref: Estimate) -> str:
-    """The table's figures of `ref` -> `e` that the phase has (mem GB, TTFT, TPOT, tokens/s per rank)."""
+def figures_vs(e: Estimate, ref: Estimate, prompt_len: int | None = None) -> str:
+    """The table's figures of `ref` -> `e` that the phase has (mem GB, TTFT, TPOT, tokens/s per rank); a
+    prefill-only estimate's rate in prompt tokens (`prompt_len` per prompt, one output token each), the table's
+    column for that phase, not the one token per prompt it emits."""
     parts = [f"mem {ref.memory.model_bytes / 1e9:.2f} -> {e.memory.model_bytes / 1e9:.2f} GB"]  # as the YAML, finer than a cell
     parts += [f"TTFT {fmt_cell(ref.ttft_s * 1e3)} -> {fmt_cell(e.ttft_s * 1e3)} ms"] if e.has_ttft else []
     parts += [f"TPOT {fmt_cell(ref.tpot_s * 1e3)} -> {fmt_cell(e.tpot_s * 1e3)} ms"] if e.has_tpot else []
+    if prompt_len is not None and not e.has_tpot:
+        return ", ".join(parts + [f"prompt tok/s per rank {fmt_cell(ref.output_tokens_per_s_per_rank * prompt_len)} "
+                                  f"-> {fmt_cell(e.output_tokens_per_s_per_rank * prompt_len)}"])
     return ", ".join(parts + [f"tok/s per rank {fmt_cell(ref.output_tokens_per_s_per_rank)} -> "
                               f"{fmt_cell(e.output_tokens_per_s_per_rank)}"])
 
@@ -352,6 +357,12 @@ def best_form(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precis
     return v, e, side, ""
 
 
+def seed_knobs(label: str) -> tuple[str, ...]:
+    """The knobs a seed value's label sets ("attn_tp=4", "embed_tp=lmhead_tp=8": reason.seed_attention /
+    seed_split), as ParallelConfig names them."""
+    return tuple(n + "_size" for n in label.rpartition("=")[0].split("="))
+
+
 def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
                       scenario: Scenario, est: Estimate, batch: int,
                       seeds: list[tuple[str, ParallelConfig | str]], role: str = "") -> str:
@@ -367,7 +378,13 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
         if isinstance(pc, str):
             refused.setdefault(pc, []).append(label)
             continue
-        forms = runnable(model, hw, fw, scenario, pc, batch) or [expressed(model, hw, fw, scenario, pc, batch)[0]]
+        # a form that sets the seed's own knob back (the replicated table's side variant) is the configuration
+        # itself, not the seed's value: where no form keeps the value, what rules the value out is said
+        def keeps(forms: list[ParallelConfig]) -> list[ParallelConfig]:
+            return [v for v in forms if all(v.knobs()[k] == pc.knobs()[k] for k in seed_knobs(label))]
+
+        forms = (keeps(runnable(model, hw, fw, scenario, pc, batch))
+                 or keeps([expressed(model, hw, fw, scenario, pc, batch)[0]]) or [pc])
         _, e, side, why = best_form(model, hw, fw, prec, f, scenario, pc, forms, batch, est)
         if e is None:
             refused.setdefault(why, []).append(label)
@@ -386,7 +403,8 @@ def seed_value_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec
         [f"with {side}, the form {fw.name} runs that scores best"] if side else [])
     of = f" ({'; '.join(notes)})" if notes else ""
     return (f"{label}{of} {at} scores {s:+.3f} ({score_word(s)}) against it: "
-            f"{figures_vs(e, est)}" + (f"; {out}" if out else "")
+            f"{figures_vs(e, est, scenario.isl if scenario.phase == 'prefill' else None)}"
+            + (f"; {out}" if out else "")
             + (f"; listed for its role ({role})" if s < 0 and role else ""))
 
 

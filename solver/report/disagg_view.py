@@ -86,11 +86,14 @@ def each_worker(workers: int) -> str:
 
 
 def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int,
-            kvp_in_tp: bool = False) -> Comparison:
-    """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why."""
+            kvp_in_tp: bool = False, agg_error: str | None = None) -> Comparison:
+    """Which wins on the scenario's score (request latency vs output tokens/s per rank), by how much, why
+    (`agg_error`: why the aggregated plan on the same cards and SLA has no configuration, said beside the
+    verdict, so a disaggregated win by default reads as one)."""
     e = d.estimate
     if agg is None:
-        return Comparison("disagg", None, ("no aggregated configuration fits these cards and SLA",))
+        return Comparison("disagg", None, ("no aggregated configuration fits these cards and SLA"
+                                           + (f": {agg_error}" if agg_error else ""),))
     # the aggregated deployment uses every card; the disaggregated one may leave some idle
     a = agg.planned.estimate
     ratio = e.output_tokens_per_s_per_rank / a.output_tokens_per_s_per_rank
@@ -120,7 +123,8 @@ def compare(d: DisaggPlan, agg: Candidate | None, scenario: Scenario, cards: int
                f"x {replicas(pc_p.attn_replicas)}{each_worker(d.prefill.workers)}, decode "
                f"{pc_d.attn_tp_group(kvp_in_tp)}-way x {replicas(pc_d.attn_replicas)}{each_worker(d.decode.workers)} "
                f"(aggregated: {pc_a.attn_tp_group(kvp_in_tp)}-way x {pc_a.attn_replicas}); decode runs "
-               f"{e.shape.running} sequences per replica (aggregated {a.running_per_replica:g})")
+               f"{e.shape.running} sequence{'' if e.shape.running == 1 else 's'} per replica (aggregated "
+               f"{a.running_per_replica:g})")
     why.append(f"disaggregation pays {e.transfer.time_s * 1e3:.2f} ms of KV transfer per request "
                f"({e.transfer.bytes_per_request / 1e6:.1f} MB over {e.transfer.tier}) and keeps "
                f"{d.prefill.ranks} of {d.cards} ranks on prefill (utilisation {utilisation(e.times.prefill_utilization)})")
