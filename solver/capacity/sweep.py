@@ -4,7 +4,9 @@ row per configuration, as a pandas DataFrame (and CSV / JSON / Parquet on disk).
 What a sweep holds, for every combination it solves:
 - feasible: every configuration of the planner's Pareto front (request latency vs throughput per rank), each
   realised by the full estimator, plus any of the recommended candidates that is not on the front (the
-  planner fills the top 2-3 with other patterns when the front has fewer; those rows have on_front=False).
+  planner fills the top 2-3 with other patterns when the front has fewer; those rows have on_front=False, but
+  for a candidate at its own SLA edge that no point beats: the deployment's front holds it, in every scenario,
+  share_front).
   `rank` is the position in that combination sorted by output tokens/s per rank, best first; `candidate` is
   the recommendation rank (1 = what `shardplan solve` recommends) or empty.
 - infeasible (no configuration fits or meets the SLA): one row with feasible=False, the binding constraint
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 
 GB = 1e9
 UNROUNDED = "unrounded"  # a row's key holding its figures before DIGITS' rounding (solve_task)
+PLANNER_FRONT = "planner_front"  # a row's key: the planner put its point on the front (solve_task, share_front)
+PLAIN_NOTE = "plain_note"  # a row's key: its note as a row that is no candidate (share_front's copies)
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -239,13 +243,22 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         row[UNROUNDED] = {"ttft_ms": e.ttft_s * 1e3, "tpot_ms": e.tpot_s * 1e3,
                           "output_tokens_per_s_per_rank": e.output_tokens_per_s_per_rank,
                           "output_tokens_per_s": e.output_tokens_per_s}
+        # what share_front needs to show this point in another scenario's rows (not columns either)
+        row[PLANNER_FRONT] = p.on_front
+        row[PLAIN_NOTE] = row["note"] if misses else _candidate_note(p, None, result.range_note, sc)
         rows.append(row)
+    rank_rows(rows)
+    mark_front(rows)
+    return rows
+
+
+def rank_rows(rows: list[dict[str, Any]]) -> None:
+    """Sorted by output tokens/s per rank, best first (ties: lower latency, fewer requests, the knobs), and `rank`
+    numbered 1..n in that order."""
     rows.sort(key=lambda r: (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"], r["concurrency"],
                              tuple(r.get(k) or 0 for k in KNOBS)))
     for i, r in enumerate(rows, 1):
         r["rank"] = i
-    mark_front(rows)
-    return rows
 
 
 def _candidate_note(p: Planned, candidate: int | None, range_note: str | None, scenario: Scenario) -> str:
@@ -253,8 +266,8 @@ def _candidate_note(p: Planned, candidate: int | None, range_note: str | None, s
     that it is (its throughput per rank is held down by the range, not by the cards: the front's best row of a
     large cluster often sits there), a row at an SLA edge where its concurrency comes from (in every scenario: the
     edge is a front point whichever row a scenario recommends; a candidate at its own edge, the power it came
-    from), and a candidate off the front only as a tie saying so (on_front marks the front's one configuration
-    per point, the same in every scenario)."""
+    from), and a candidate tied with a front point saying so (on_front marks the front's one configuration per
+    point, the same in every scenario: share_front)."""
     from solver.plan.sla_edge import sla_edge_note  # imported late, as full_estimate_misses above
     from solver.space.domains import range_note as top_note
 
@@ -320,8 +333,53 @@ def deployment_groups(tasks: Sequence[Task]) -> list[TaskGroup]:
 
 
 def solve_group(g: TaskGroup) -> list[list[dict[str, Any]]]:
-    """Rows of each of the group's tasks, solved in order in this process (a worker's unit when jobs > 1)."""
-    return [solve_task(t) for t in g.tasks]
+    """Rows of each of the group's tasks, solved in order in this process (a worker's unit when jobs > 1), with
+    one front for the deployment (share_front)."""
+    per_task = [solve_task(t) for t in g.tasks]
+    share_front(per_task)
+    return per_task
+
+
+def _point(r: dict[str, Any]) -> tuple:
+    return (*(r.get(k) for k in KNOBS), r["concurrency"])
+
+
+def share_front(per_task: list[list[dict[str, Any]]]) -> None:
+    """One Pareto front per deployment (hardware, cards, lengths), whatever the scenario: the scenario only picks
+    the recommended point. A scenario's candidates other than the front's points (a candidate moved to its own SLA
+    edge, plan.sla_edge) are points the other scenarios never planned; where one is dominated by no point of the
+    deployment it is on the front, so it goes on in every scenario (in the others as a row that is no candidate),
+    and a front point one of them dominates leaves it in every scenario. A candidate with exactly the figures of a
+    point already on the front stays off it (one configuration per point, its note says it is tied). In place;
+    the scenarios' rows ranked again."""
+    solved = [rows for rows in per_task if rows and "__error__" not in rows[0] and any(r["feasible"] for r in rows)]
+    pool: dict[tuple, dict[str, Any]] = {}
+    for rows in solved:
+        for r in rows:
+            if r["feasible"]:
+                pool.setdefault(_point(r), r)
+    points = sorted(pool.values(), key=lambda r: (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"],
+                                                  r["concurrency"], tuple(r.get(k) or 0 for k in KNOBS)))
+    front = [r for r in points if r.get(PLANNER_FRONT) and not any(dominates(o, r) for o in points)]
+    for r in points:  # the other scenarios' points, best first, so a tie between two of them keeps the first
+        if not r.get(PLANNER_FRONT) and not any(dominates(o, r) for o in points) and not any(
+                _same_figures(f, r) for f in front):
+            front.append(r)
+    on = {_point(r) for r in front}
+    for rows in solved:
+        have = {_point(r) for r in rows}
+        for r in front:
+            if _point(r) not in have:
+                rows.append({**r, "scenario": rows[0]["scenario"], "candidate": None, "binding_constraint": "",
+                             "note": r[PLAIN_NOTE]})
+        for r in rows:
+            r["on_front"] = bool(r["feasible"]) and _point(r) in on
+        rank_rows(rows)
+
+
+def _same_figures(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (a["request_latency_ms"] == b["request_latency_ms"]
+            and a["output_tokens_per_s_per_rank"] == b["output_tokens_per_s_per_rank"])
 
 
 def run_tasks(tasks: Sequence[Task], jobs: int = 1, progress: ProgressFn | None = None, *,

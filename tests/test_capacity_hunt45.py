@@ -1,0 +1,96 @@
+"""Capacity planning as a team reads it: a sweep's Pareto front is one set per deployment (hardware, cards,
+lengths) whatever the scenario, and it holds every point no other point of the deployment dominates."""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from solver import api
+from solver.capacity.sweep import PLAIN_NOTE, PLANNER_FRONT, share_front
+from solver.specs.parallel import KNOBS
+
+
+def _row(scenario: str, tp: int, conc: int, lat: float, tps: float, planner_front: bool,
+         candidate: int | None = None) -> dict[str, Any]:
+    return {**{k: 1 for k in KNOBS}, "attn_tp_size": tp, "concurrency": conc, "scenario": scenario,
+            "feasible": True, "request_latency_ms": lat, "output_tokens_per_s_per_rank": tps,
+            "on_front": planner_front, "candidate": candidate, "binding_constraint": "", "note": f"as #{candidate}",
+            PLANNER_FRONT: planner_front, PLAIN_NOTE: "plain", "rank": None}
+
+
+def _front(rows: list[dict[str, Any]]) -> set[tuple[int, int]]:
+    return {(r["attn_tp_size"], r["concurrency"]) for r in rows if r["on_front"]}
+
+
+def test_a_candidate_no_point_dominates_is_on_the_front_of_every_scenario() -> None:
+    """The planner's front: P1 (TP1 at 64: 10 ms, 100 tok/s/rank) and P2 (TP1 at 128: 20 ms, 150).
+    Throughput's candidate C (TP2 at 96: 15 ms, 120) is beaten by neither (P1 is faster but carries less, P2
+    carries more but is slower): on the front, in latency's rows too, there no candidate.
+    Throughput's candidate D (TP4 at 120: 25 ms, 140): P2 has 20 <= 25 ms and 150 >= 140: off, and only its own.
+    Latency's candidate E (TP8 at 128: 20 ms, 150) has P2's figures exactly: a tie, off the front."""
+    thr = [_row("throughput", 1, 64, 10, 100, True), _row("throughput", 1, 128, 20, 150, True),
+           _row("throughput", 2, 96, 15, 120, False, 1), _row("throughput", 4, 120, 25, 140, False, 2)]
+    lat = [_row("latency", 1, 64, 10, 100, True, 1), _row("latency", 1, 128, 20, 150, True),
+           _row("latency", 8, 128, 20, 150, False, 2)]
+    share_front([thr, lat])
+    assert _front(thr) == _front(lat) == {(1, 64), (1, 128), (2, 96)}
+    copied = next(r for r in lat if r["attn_tp_size"] == 2)
+    assert copied["scenario"] == "latency" and copied["candidate"] is None and copied["note"] == "plain"
+    assert [r["attn_tp_size"] for r in lat].count(4) == 0  # a dominated candidate stays its scenario's own
+    # ranks by tok/s per rank: latency's rows 150 (P2), 150 (E: the knobs break the tie), 120 (C), 100 (P1)
+    assert [(r["attn_tp_size"], r["rank"]) for r in lat] == [(1, 1), (8, 2), (2, 3), (1, 4)]
+
+
+def test_a_front_point_a_scenarios_candidate_dominates_leaves_the_front_of_every_scenario() -> None:
+    """Latency's candidate F (TP2 at 64: 9 ms, 110 tok/s/rank) beats P1 (10 ms, 100) on both axes: P1 is off the
+    front in throughput's rows as well, and F is on it in both."""
+    thr = [_row("throughput", 1, 64, 10, 100, True, 1), _row("throughput", 1, 128, 20, 150, True)]
+    lat = [_row("latency", 1, 64, 10, 100, True), _row("latency", 1, 128, 20, 150, True),
+           _row("latency", 2, 64, 9, 110, False, 1)]
+    share_front([thr, lat])
+    assert _front(thr) == _front(lat) == {(1, 128), (2, 64)}
+
+
+def _beats(o: dict[str, Any], r: dict[str, Any]) -> bool:
+    return (o["request_latency_ms"] <= r["request_latency_ms"]
+            and o["output_tokens_per_s_per_rank"] >= r["output_tokens_per_s_per_rank"]
+            and (o["request_latency_ms"] < r["request_latency_ms"]
+                 or o["output_tokens_per_s_per_rank"] > r["output_tokens_per_s_per_rank"]))
+
+
+def _ties(o: dict[str, Any], r: dict[str, Any]) -> bool:
+    return (o["request_latency_ms"] == r["request_latency_ms"]
+            and o["output_tokens_per_s_per_rank"] == r["output_tokens_per_s_per_rank"])
+
+
+@pytest.mark.parametrize("hardware, cards", [("b200_sxm", 16), ("h200_sxm", 16)])
+def test_the_sweeps_front_is_every_undominated_point_and_the_same_in_every_scenario(hardware, cards) -> None:
+    """Qwen3.5-122B-A10B under TTFT <= 2 s and TPOT <= 50 ms: the throughput scenario's #2 and #3 run at their own
+    SLA edges, points the other scenarios never plan; where no point beats them they are on the front (one set
+    per deployment), in every scenario's rows. Within each scenario a front row is beaten by no row, and a row off
+    the front is beaten by a row, or has a front row's figures exactly."""
+    df = api.sweep("qwen3.5-122b-a10b", hardware=[hardware], cards=str(cards),
+                   scenarios="throughput,latency,balanced", ttft_ms=2000, tpot_ms=50)
+    ok = df[df["feasible"].astype(bool)]
+    point = [*KNOBS, "concurrency"]
+
+    def front_of(g) -> frozenset:
+        return frozenset(g[g["on_front"].astype(bool)][point].fillna(0).itertuples(index=False))
+
+    fronts = {s: front_of(g) for s, g in ok.groupby("scenario")}
+    assert len(set(fronts.values())) == 1, fronts
+    for _, g in ok.groupby("scenario"):
+        rows = g.to_dict("records")
+        for r in rows:
+            if r["on_front"]:
+                assert not any(_beats(o, r) for o in rows), r
+            else:
+                assert any(_beats(o, r) or (o["on_front"] and _ties(o, r)) for o in rows), r
+    thr = ok[ok["scenario"] == "throughput"].to_dict("records")
+    own_edges = [r for r in thr if r["candidate"] in (2, 3) and not pd.isna(r["sla_edge_from"])
+                 and not any(_beats(o, r) or _ties(o, r) for o in thr if o is not r)]
+    assert own_edges  # the case at hand: throughput's #2/#3 at their own edges, beaten by no point
+    lat = front_of(ok[ok["scenario"] == "latency"])
+    assert {tuple(0 if pd.isna(r[k]) else r[k] for k in point) for r in own_edges} <= lat
