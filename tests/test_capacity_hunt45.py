@@ -94,3 +94,19 @@ def test_the_sweeps_front_is_every_undominated_point_and_the_same_in_every_scena
     assert own_edges  # the case at hand: throughput's #2/#3 at their own edges, beaten by no point
     lat = front_of(ok[ok["scenario"] == "latency"])
     assert {tuple(0 if pd.isna(r[k]) else r[k] for k in point) for r in own_edges} <= lat
+
+
+def test_a_recommendations_counts_stay_integers_beside_an_option_not_met() -> None:
+    """gpt-oss-120b at 5 requests/s on 1 or 2 cards: Atlas A3 serves its experts as bf16 (no fp4 there), 233.7 GB
+    of weights, over 2 x 65.0 GB usable: not met, its counts empty. H200 holds it on one card. The cards, copies,
+    concurrency and knobs of the H200 row are integers (nullable), as in the sweep's table, not 1.0."""
+    from solver.capacity.recommend import COUNT_FIELDS
+
+    rec = api.recommend("gpt-oss-120b", ["atlas_a3", "h200_sxm"], target_requests_per_s=5, cards="1,2")
+    frame = rec.to_frame()
+    assert frame["met"].tolist() == [False, True]
+    for col in (*COUNT_FIELDS, "attn_dp_size", "moe_ep_size"):
+        assert str(frame[col].dtype) == "Int64", col
+        assert pd.isna(frame[col].iloc[0])
+    h200 = rec.options[1]
+    assert frame["total_cards"].iloc[1] == h200.copies * h200.cards == h200.total_cards
