@@ -110,3 +110,16 @@ def test_a_recommendations_counts_stay_integers_beside_an_option_not_met() -> No
         assert pd.isna(frame[col].iloc[0])
     h200 = rec.options[1]
     assert frame["total_cards"].iloc[1] == h200.copies * h200.cards == h200.total_cards
+
+
+def test_the_front_is_shared_only_by_scenarios_of_one_workload() -> None:
+    """Two Scenarios given as objects, the same kind and lengths but TPOT <= 50 ms and no SLA: two workloads, two
+    fronts. Without the SLA the front runs past 50 ms (its largest concurrency's TPOT), with it no row does."""
+    from solver.specs.scenario import Scenario
+
+    loose, tight = (Scenario(kind="throughput", isl=4096, osl=256, tpot_ms=t) for t in (None, 50))
+    df = api.sweep("qwen3.5-122b-a10b", hardware=["b200_sxm"], cards="16", scenarios=[loose, tight])
+    front = df[df["on_front"].astype(bool)]
+    assert front[front["tpot_sla_ms"].isna()]["tpot_ms"].max() > 50
+    assert front[front["tpot_sla_ms"] == 50]["tpot_ms"].max() <= 50
+    assert not df.duplicated().any()

@@ -336,8 +336,17 @@ def solve_group(g: TaskGroup) -> list[list[dict[str, Any]]]:
     """Rows of each of the group's tasks, solved in order in this process (a worker's unit when jobs > 1), with
     one front for the deployment (share_front)."""
     per_task = [solve_task(t) for t in g.tasks]
-    share_front(per_task)
+    workloads: dict[str, list[list[dict[str, Any]]]] = {}
+    for t, rows in zip(g.tasks, per_task):  # Scenarios given as objects may differ in more than their kind
+        workloads.setdefault(workload_key(t.scenario), []).append(rows)
+    for same in workloads.values():
+        share_front(same)
     return per_task
+
+
+def workload_key(sc: Scenario) -> str:
+    """What a scenario's front depends on: everything but the kind and the weights, which only pick a point."""
+    return sc.model_dump_json(exclude={"kind", "weights"})
 
 
 def _point(r: dict[str, Any]) -> tuple:
