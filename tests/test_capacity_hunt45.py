@@ -113,13 +113,40 @@ def test_a_recommendations_counts_stay_integers_beside_an_option_not_met() -> No
 
 
 def test_the_front_is_shared_only_by_scenarios_of_one_workload() -> None:
-    """Two Scenarios given as objects, the same kind and lengths but TPOT <= 50 ms and no SLA: two workloads, two
-    fronts. Without the SLA the front runs past 50 ms (its largest concurrency's TPOT), with it no row does."""
+    """Two Scenarios given as objects, the same lengths, throughput with no SLA and latency with TPOT <= 50 ms: two
+    workloads, two fronts. Without the SLA the front runs past 50 ms (its largest concurrency's TPOT), with it no
+    row does."""
     from solver.specs.scenario import Scenario
 
-    loose, tight = (Scenario(kind="throughput", isl=4096, osl=256, tpot_ms=t) for t in (None, 50))
+    loose, tight = Scenario(kind="throughput", isl=4096, osl=256), Scenario(kind="latency", isl=4096, osl=256,
+                                                                            tpot_ms=50)
     df = api.sweep("qwen3.5-122b-a10b", hardware=["b200_sxm"], cards="16", scenarios=[loose, tight])
     front = df[df["on_front"].astype(bool)]
-    assert front[front["tpot_sla_ms"].isna()]["tpot_ms"].max() > 50
-    assert front[front["tpot_sla_ms"] == 50]["tpot_ms"].max() <= 50
+    assert front[front["scenario"] == "throughput"]["tpot_ms"].max() > 50
+    assert front[front["scenario"] == "latency"]["tpot_ms"].max() <= 50
     assert not df.duplicated().any()
+
+
+@pytest.mark.parametrize("beside", [{"tpot_ms": 5}, {"seq_lens": "2048,4096"}, {"prefix_hit": 0.5}])
+def test_a_workload_option_beside_a_scenario_object_is_refused_not_dropped(beside) -> None:
+    """A Scenario object carries its own lengths and SLAs: tpot_ms=5 beside it went unread (every row's
+    tpot_sla_ms empty), seq_lens="2048,4096" ran it twice at its own 1024/128 (11 duplicated rows)."""
+    from solver.errors import InputError
+    from solver.specs.scenario import Scenario
+
+    with pytest.raises(InputError) as err:
+        api.sweep("llama-3.1-8b", "h200_sxm", [1], scenarios=[Scenario(kind="throughput", isl=1024, osl=128)],
+                  **beside)
+    assert err.value.field == next(iter(beside))
+
+
+def test_two_scenarios_labelling_the_same_rows_are_refused() -> None:
+    """Two throughput Scenarios of 1024/128 (TPOT 20 and 40 ms) would both write rows labelled `throughput
+    1024/128`, with two candidate-1 rows where a combination has one."""
+    from solver.errors import InputError
+    from solver.specs.scenario import Scenario
+
+    two = [Scenario(kind="throughput", isl=1024, osl=128, tpot_ms=t) for t in (20, 40)]
+    with pytest.raises(InputError) as err:
+        api.sweep("llama-3.1-8b", "h200_sxm", [1], scenarios=two)
+    assert err.value.field == "scenarios" and "throughput 1024/128" in str(err.value)  # the API names its keyword

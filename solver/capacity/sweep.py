@@ -112,6 +112,14 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     if concurrency is not None and concurrency < 1:
         raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
     refuse_unknown_method(method)
+    if any(isinstance(k, Scenario) for k in kinds):  # it carries its own workload: these would go unread by it
+        given = [name for name, v in (("seq_lens", seq_lens), ("ttft_ms", ttft_ms), ("tpot_ms", tpot_ms),
+                                      ("concurrency", concurrency), ("max_concurrency", max_concurrency),
+                                      ("mtp", mtp or None), ("mtp_accept", mtp_accept), ("prefix_hit", prefix_hit or None))
+                 if v is not None]
+        if given:
+            raise InputError(given[0], "a Scenario given in scenarios carries its own lengths, SLAs and load; set "
+                                       f"{given[0]} in it (or give the scenarios as kinds)")
     lengths = parse_seq_lens(seq_lens, osl) or [(isl, osl)]
     spec = load_model(model)
     hws = [load_hardware(h) for h in hw_list]
@@ -143,6 +151,11 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                     out.tasks.append(Task(len(out.tasks), model, h_arg, h.name, w, sc, label, framework,
                                           wd[h.name], mwd[h.name], kvd[h.name], method, params, top,
                                           allow_cross_node, explain_binding))
+    combos = [(t.hardware_name, t.cards, t.scenario_label, t.scenario.isl, t.scenario.osl) for t in out.tasks]
+    twice = next((c for i, c in enumerate(combos) if c in combos[:i]), None)
+    if twice is not None:  # its rows, its candidate 1 and its summary line would mix with the other's
+        raise InputError("--scenarios", f"two scenarios label the same rows ({twice[2]} {twice[3]}/{twice[4]}): "
+                                        "give each Scenario its own kind or lengths, or sweep them one at a time")
     return out
 
 
