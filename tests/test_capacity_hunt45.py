@@ -150,3 +150,24 @@ def test_two_scenarios_labelling_the_same_rows_are_refused() -> None:
     with pytest.raises(InputError) as err:
         api.sweep("llama-3.1-8b", "h200_sxm", [1], scenarios=two)
     assert err.value.field == "scenarios" and "throughput 1024/128" in str(err.value)  # the API names its keyword
+
+
+def test_the_frontier_plot_draws_front_points_that_differ_only_in_pipeline_stages() -> None:
+    """16 cards, TP8 for attention and dense layers, 8 requests, PP1 (1,000 ms, 80 tok/s/rank) and PP2 (900 ms, 60): neither beats
+    the other, both on the front, in two scenarios each. The curve of 16 cards has two points, not one (the plot
+    told front points apart by every knob but pp_size)."""
+    from solver.capacity.plots import plot_sweep
+    from solver.capacity.table import to_frame
+
+    def row(scenario: str, pp: int, lat: float, tps: float) -> dict[str, Any]:
+        return {"hardware": "h100_sxm", "cards": 16, "scenario": scenario, "model": "m", "isl": 4096, "osl": 256,
+                **{k: 1 for k in KNOBS}, "attn_tp_size": 8, "dense_tp_size": 8, "pp_size": pp,
+                "concurrency": 8, "request_latency_ms": lat, "output_tokens_per_s_per_rank": tps,
+                "output_tokens_per_s": tps * 16, "feasible": True, "on_front": True,
+                "candidate": 1 if pp == 1 else None}
+
+    df = to_frame([row(s, pp, lat, tps) for s in ("throughput", "latency")
+                   for pp, lat, tps in ((1, 1000.0, 80.0), (2, 900.0, 60.0))])
+    fig = plot_sweep(df)
+    curve = next(ln for ln in fig.axes[0].get_lines() if ln.get_label() == "16 cards")
+    assert sorted(curve.get_xdata()) == [900.0, 1000.0]
