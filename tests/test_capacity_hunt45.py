@@ -153,9 +153,9 @@ def test_two_scenarios_labelling_the_same_rows_are_refused() -> None:
 
 
 def test_the_frontier_plot_draws_front_points_that_differ_only_in_pipeline_stages() -> None:
-    """16 cards, TP8 for attention and dense layers, 8 requests, PP1 (1,000 ms, 80 tok/s/rank) and PP2 (900 ms, 60): neither beats
-    the other, both on the front, in two scenarios each. The curve of 16 cards has two points, not one (the plot
-    told front points apart by every knob but pp_size)."""
+    """16 cards, TP8 for attention and dense layers, 8 requests, PP1 (1,000 ms, 80 tok/s/rank) and PP2 (900 ms,
+    60): neither beats the other, both on the front, in two scenarios each. The curve of 16 cards has two
+    points, not one (the plot told front points apart by every knob but pp_size)."""
     from solver.capacity.plots import plot_sweep
     from solver.capacity.table import to_frame
 

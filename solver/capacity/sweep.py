@@ -115,7 +115,8 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     if any(isinstance(k, Scenario) for k in kinds):  # it carries its own workload: these would go unread by it
         given = [name for name, v in (("seq_lens", seq_lens), ("ttft_ms", ttft_ms), ("tpot_ms", tpot_ms),
                                       ("concurrency", concurrency), ("max_concurrency", max_concurrency),
-                                      ("mtp", mtp or None), ("mtp_accept", mtp_accept), ("prefix_hit", prefix_hit or None))
+                                      ("mtp", mtp or None), ("mtp_accept", mtp_accept),
+                                      ("prefix_hit", prefix_hit or None))
                  if v is not None]
         if given:
             raise InputError(given[0], "a Scenario given in scenarios carries its own lengths, SLAs and load; set "
@@ -268,10 +269,14 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
 def rank_rows(rows: list[dict[str, Any]]) -> None:
     """Sorted by output tokens/s per rank, best first (ties: lower latency, fewer requests, the knobs), and `rank`
     numbered 1..n in that order."""
-    rows.sort(key=lambda r: (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"], r["concurrency"],
-                             tuple(r.get(k) or 0 for k in KNOBS)))
+    rows.sort(key=_rank_key)
     for i, r in enumerate(rows, 1):
         r["rank"] = i
+
+
+def _rank_key(r: dict[str, Any]) -> tuple:
+    return (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"], r["concurrency"],
+            tuple(r.get(k) or 0 for k in KNOBS))
 
 
 def _candidate_note(p: Planned, candidate: int | None, range_note: str | None, scenario: Scenario) -> str:
@@ -380,8 +385,7 @@ def share_front(per_task: list[list[dict[str, Any]]]) -> None:
         for r in rows:
             if r["feasible"]:
                 pool.setdefault(_point(r), r)
-    points = sorted(pool.values(), key=lambda r: (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"],
-                                                  r["concurrency"], tuple(r.get(k) or 0 for k in KNOBS)))
+    points = sorted(pool.values(), key=_rank_key)
     front = [r for r in points if r.get(PLANNER_FRONT) and not any(dominates(o, r) for o in points)]
     for r in points:  # the other scenarios' points, best first, so a tie between two of them keeps the first
         if not r.get(PLANNER_FRONT) and not any(dominates(o, r) for o in points) and not any(
