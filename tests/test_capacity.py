@@ -617,7 +617,7 @@ def _front_rows() -> pd.DataFrame:
     df["tokens_per_s_per_user"] = 1e3 / df["tpot_ms"]
     df["output_tokens_per_s"] = df["output_tokens_per_s_per_rank"] * 8
     for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size", "o_proj_tp_size",
-              "cp_size", "kvp_size", "attn_sp_size"):
+              "cp_size", "kvp_size", "attn_sp_size", "pp_size"):
         df[k] = 1
     df["concurrency"] = [64, 16, 4]
     df = df.assign(hardware="h200_sxm", cards=8, scenario="throughput", isl=2048, osl=100, feasible=True,

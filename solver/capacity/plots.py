@@ -17,13 +17,13 @@ from typing import Any
 import pandas as pd
 
 from solver.errors import InputError
+from solver.specs.parallel import KNOBS
 
 PLOT_EXTENSIONS = (".png", ".svg", ".pdf")  # what save_figure writes, by extension
 FRONT_X = "request_latency_ms"  # the front's own axis beside tokens/s per rank (sweep.on_front)
 SCENARIO_MARKERS = {"throughput": "s", "latency": "^", "balanced": "o"}
 # a configuration on the front is drawn once whatever scenarios share it: these columns tell configurations apart
-KNOB_COLUMNS = ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size", "lmhead_tp_size",
-                "o_proj_tp_size", "cp_size", "kvp_size", "attn_sp_size", "concurrency")
+KNOB_COLUMNS = (*KNOBS, "concurrency")
 # the sweep table's columns the plots read (capacity.table.COLUMNS)
 PLOTTED_COLUMNS = ("hardware", "cards", "scenario", "isl", "osl", "feasible", "on_front", "candidate", "model",
                    FRONT_X, "output_tokens_per_s_per_rank", "output_tokens_per_s", *KNOB_COLUMNS)

@@ -47,6 +47,8 @@ from solver.specs.parallel import KNOBS
 # an option's price and costs: None without prices (to_frame: NaN in a float column)
 COST_FIELDS = ("price_per_card_hour", "cost_per_hour", "cost_per_million_output_tokens",
                "cost_per_million_output_tokens_at_capacity")
+# an option's counts: None where it is not met (to_frame: a nullable integer column), as its knobs
+COUNT_FIELDS = ("cards", "copies", "total_cards", "concurrency")
 WIDEN = 4  # how much wider the concurrency range is planned again where a count falls short at its top
 
 
@@ -134,8 +136,11 @@ class Recommendation:
             rows.append(d)
         frame = pd.DataFrame(rows, columns=None if rows else list(FRAME_COLUMNS))
         knobs = [c for c in frame.columns if c not in FRAME_COLUMNS]
-        # the costs are empty without prices: NaN in a float column, not None in an object one
-        return frame[[*FRAME_COLUMNS[:-1], *knobs, FRAME_COLUMNS[-1]]].astype({**{c: "float64" for c in COST_FIELDS}, "recommended": bool})
+        # the costs are empty without prices: NaN in a float column, not None in an object one; the counts stay
+        # integers beside an option not met (nullable, as the sweep's table has them), not floats
+        return frame[[*FRAME_COLUMNS[:-1], *knobs, FRAME_COLUMNS[-1]]].astype(
+            {**{c: "float64" for c in COST_FIELDS}, **{c: "Int64" for c in (*COUNT_FIELDS, *knobs)},
+             "recommended": bool})
 
     def price_note(self) -> str | None:
         """What the prices given leave open (module-level price_note), as DisaggRecommendation.price_note."""

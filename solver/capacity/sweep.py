@@ -4,7 +4,9 @@ row per configuration, as a pandas DataFrame (and CSV / JSON / Parquet on disk).
 What a sweep holds, for every combination it solves:
 - feasible: every configuration of the planner's Pareto front (request latency vs throughput per rank), each
   realised by the full estimator, plus any of the recommended candidates that is not on the front (the
-  planner fills the top 2-3 with other patterns when the front has fewer; those rows have on_front=False).
+  planner fills the top 2-3 with other patterns when the front has fewer; those rows have on_front=False, but
+  for a candidate at its own SLA edge that no point beats: the deployment's front holds it, in every scenario,
+  share_front).
   `rank` is the position in that combination sorted by output tokens/s per rank, best first; `candidate` is
   the recommendation rank (1 = what `shardplan solve` recommends) or empty.
 - infeasible (no configuration fits or meets the SLA): one row with feasible=False, the binding constraint
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 
 GB = 1e9
 UNROUNDED = "unrounded"  # a row's key holding its figures before DIGITS' rounding (solve_task)
+PLANNER_FRONT = "planner_front"  # a row's key: the planner put its point on the front (solve_task, share_front)
+PLAIN_NOTE = "plain_note"  # a row's key: its note as a row that is no candidate (share_front's copies)
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -108,6 +112,15 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
     if concurrency is not None and concurrency < 1:
         raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
     refuse_unknown_method(method)
+    if any(isinstance(k, Scenario) for k in kinds):  # it carries its own workload: these would go unread by it
+        given = [name for name, v in (("seq_lens", seq_lens), ("ttft_ms", ttft_ms), ("tpot_ms", tpot_ms),
+                                      ("concurrency", concurrency), ("max_concurrency", max_concurrency),
+                                      ("mtp", mtp or None), ("mtp_accept", mtp_accept),
+                                      ("prefix_hit", prefix_hit or None))
+                 if v is not None]
+        if given:
+            raise InputError(given[0], "a Scenario given in scenarios carries its own lengths, SLAs and load; set "
+                                       f"{given[0]} in it (or give the scenarios as kinds)")
     lengths = parse_seq_lens(seq_lens, osl) or [(isl, osl)]
     spec = load_model(model)
     hws = [load_hardware(h) for h in hw_list]
@@ -139,6 +152,11 @@ def build_plan(model: str, hardware: str | Sequence[str], cards: str | int | Ite
                     out.tasks.append(Task(len(out.tasks), model, h_arg, h.name, w, sc, label, framework,
                                           wd[h.name], mwd[h.name], kvd[h.name], method, params, top,
                                           allow_cross_node, explain_binding))
+    combos = [(t.hardware_name, t.cards, t.scenario_label, t.scenario.isl, t.scenario.osl) for t in out.tasks]
+    twice = next((c for i, c in enumerate(combos) if c in combos[:i]), None)
+    if twice is not None:  # its rows, its candidate 1 and its summary line would mix with the other's
+        raise InputError("--scenarios", f"two scenarios label the same rows ({twice[2]} {twice[3]}/{twice[4]}): "
+                                        "give each Scenario its own kind or lengths, or sweep them one at a time")
     return out
 
 
@@ -239,13 +257,26 @@ def solve_task(t: Task) -> list[dict[str, Any]]:
         row[UNROUNDED] = {"ttft_ms": e.ttft_s * 1e3, "tpot_ms": e.tpot_s * 1e3,
                           "output_tokens_per_s_per_rank": e.output_tokens_per_s_per_rank,
                           "output_tokens_per_s": e.output_tokens_per_s}
+        # what share_front needs to show this point in another scenario's rows (not columns either)
+        row[PLANNER_FRONT] = p.on_front
+        row[PLAIN_NOTE] = row["note"] if misses else _candidate_note(p, None, result.range_note, sc)
         rows.append(row)
-    rows.sort(key=lambda r: (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"], r["concurrency"],
-                             tuple(r.get(k) or 0 for k in KNOBS)))
-    for i, r in enumerate(rows, 1):
-        r["rank"] = i
+    rank_rows(rows)
     mark_front(rows)
     return rows
+
+
+def rank_rows(rows: list[dict[str, Any]]) -> None:
+    """Sorted by output tokens/s per rank, best first (ties: lower latency, fewer requests, the knobs), and `rank`
+    numbered 1..n in that order."""
+    rows.sort(key=_rank_key)
+    for i, r in enumerate(rows, 1):
+        r["rank"] = i
+
+
+def _rank_key(r: dict[str, Any]) -> tuple:
+    return (-r["output_tokens_per_s_per_rank"], r["request_latency_ms"], r["concurrency"],
+            tuple(r.get(k) or 0 for k in KNOBS))
 
 
 def _candidate_note(p: Planned, candidate: int | None, range_note: str | None, scenario: Scenario) -> str:
@@ -253,8 +284,8 @@ def _candidate_note(p: Planned, candidate: int | None, range_note: str | None, s
     that it is (its throughput per rank is held down by the range, not by the cards: the front's best row of a
     large cluster often sits there), a row at an SLA edge where its concurrency comes from (in every scenario: the
     edge is a front point whichever row a scenario recommends; a candidate at its own edge, the power it came
-    from), and a candidate off the front only as a tie saying so (on_front marks the front's one configuration
-    per point, the same in every scenario)."""
+    from), and a candidate tied with a front point saying so (on_front marks the front's one configuration per
+    point, the same in every scenario: share_front)."""
     from solver.plan.sla_edge import sla_edge_note  # imported late, as full_estimate_misses above
     from solver.space.domains import range_note as top_note
 
@@ -320,8 +351,61 @@ def deployment_groups(tasks: Sequence[Task]) -> list[TaskGroup]:
 
 
 def solve_group(g: TaskGroup) -> list[list[dict[str, Any]]]:
-    """Rows of each of the group's tasks, solved in order in this process (a worker's unit when jobs > 1)."""
-    return [solve_task(t) for t in g.tasks]
+    """Rows of each of the group's tasks, solved in order in this process (a worker's unit when jobs > 1), with
+    one front for the deployment (share_front)."""
+    per_task = [solve_task(t) for t in g.tasks]
+    workloads: dict[str, list[list[dict[str, Any]]]] = {}
+    for t, rows in zip(g.tasks, per_task):  # Scenarios given as objects may differ in more than their kind
+        workloads.setdefault(workload_key(t.scenario), []).append(rows)
+    for same in workloads.values():
+        share_front(same)
+    return per_task
+
+
+def workload_key(sc: Scenario) -> str:
+    """What a scenario's front depends on: everything but the kind and the weights, which only pick a point."""
+    return sc.model_dump_json(exclude={"kind", "weights"})
+
+
+def _point(r: dict[str, Any]) -> tuple:
+    return (*(r.get(k) for k in KNOBS), r["concurrency"])
+
+
+def share_front(per_task: list[list[dict[str, Any]]]) -> None:
+    """One Pareto front per deployment (hardware, cards, lengths), whatever the scenario: the scenario only picks
+    the recommended point. A scenario's candidates other than the front's points (a candidate moved to its own SLA
+    edge, plan.sla_edge) are points the other scenarios never planned; where one is dominated by no point of the
+    deployment it is on the front, so it goes on in every scenario (in the others as a row that is no candidate),
+    and a front point one of them dominates leaves it in every scenario. A candidate with exactly the figures of a
+    point already on the front stays off it (one configuration per point, its note says it is tied). In place;
+    the scenarios' rows ranked again."""
+    solved = [rows for rows in per_task if rows and "__error__" not in rows[0] and any(r["feasible"] for r in rows)]
+    pool: dict[tuple, dict[str, Any]] = {}
+    for rows in solved:
+        for r in rows:
+            if r["feasible"]:
+                pool.setdefault(_point(r), r)
+    points = sorted(pool.values(), key=_rank_key)
+    front = [r for r in points if r.get(PLANNER_FRONT) and not any(dominates(o, r) for o in points)]
+    for r in points:  # the other scenarios' points, best first, so a tie between two of them keeps the first
+        if not r.get(PLANNER_FRONT) and not any(dominates(o, r) for o in points) and not any(
+                _same_figures(f, r) for f in front):
+            front.append(r)
+    on = {_point(r) for r in front}
+    for rows in solved:
+        have = {_point(r) for r in rows}
+        for r in front:
+            if _point(r) not in have:
+                rows.append({**r, "scenario": rows[0]["scenario"], "candidate": None, "binding_constraint": "",
+                             "note": r[PLAIN_NOTE]})
+        for r in rows:
+            r["on_front"] = bool(r["feasible"]) and _point(r) in on
+        rank_rows(rows)
+
+
+def _same_figures(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (a["request_latency_ms"] == b["request_latency_ms"]
+            and a["output_tokens_per_s_per_rank"] == b["output_tokens_per_s_per_rank"])
 
 
 def run_tasks(tasks: Sequence[Task], jobs: int = 1, progress: ProgressFn | None = None, *,
