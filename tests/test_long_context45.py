@@ -5,6 +5,11 @@ from __future__ import annotations
 import pytest
 
 from solver import api
+from solver.rank.reason import decision_tree_reason
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import make_parallel_config
+from solver.specs.scenario import Scenario
 
 
 def test_sliding_layers_hold_their_window_and_full_layers_the_prompt() -> None:
@@ -52,3 +57,18 @@ def test_dsa_indexer_prefill_scores_the_causal_half() -> None:
     gflops = e["breakdown"]["prefill"]["by_module"]["indexer"]["gflops"]
     expected = 61 * (2 * t * 13_959_424 + 2 * 64 * 128 * t * (t + 1) / 2)
     assert gflops * 1e9 == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("world, pp, sp, cp", [(16, 1, 1, 16), (16, 2, 2, 4), (32, 4, 1, 8)])
+def test_decode_cp_advice_names_a_cp_size_that_divides_the_stage(world: int, pp: int, sp: int, cp: int) -> None:
+    """A decode plan at attention DP (attn_tp 1, kvp 1) past 4K tokens is told which cp_size would let the same
+    ranks prefill the prompts. The attention group attn_tp*cp*kvp*sp must divide one stage's ranks (world / pp),
+    so CP takes what SP leaves: 16 / 1 / 1 = 16; 16 / 2 / 2 = 4; 32 / 4 / 1 = 8 (the world size, 32, is refused
+    at pp 4: the group of 32 does not divide the stage of 8). DeepSeek-V3.2, 1,000,000 + 4,096 tokens."""
+    model, hw = load_model("deepseek-v3.2"), load_hardware("h200_sxm")
+    pc = make_parallel_config(world, pp_size=pp, attn_sp_size=sp, dense_tp_size=8, moe_tp_size=8,
+                              lmhead_tp_size=8, o_proj_tp_size=8)
+    reason = decision_tree_reason(pc, model, Scenario(kind="throughput", isl=1_000_000, osl=4096, phase="decode"), hw)
+    assert f"set cp_size={cp} if these ranks also prefill" in reason
+    api.estimate("deepseek-v3.2", "h200_sxm", world, phase="decode", batch=world, seq_len=65536, pp_size=pp,
+                 attn_sp_size=sp, cp_size=cp, dense_tp_size=8, moe_tp_size=8, lmhead_tp_size=8, o_proj_tp_size=8)
