@@ -72,3 +72,18 @@ def test_decode_cp_advice_names_a_cp_size_that_divides_the_stage(world: int, pp:
     assert f"set cp_size={cp} if these ranks also prefill" in reason
     api.estimate("deepseek-v3.2", "h200_sxm", world, phase="decode", batch=world, seq_len=65536, pp_size=pp,
                  attn_sp_size=sp, cp_size=cp, dense_tp_size=8, moe_tp_size=8, lmhead_tp_size=8, o_proj_tp_size=8)
+
+
+def test_chunked_attention_layers_attend_within_their_chunk_and_global_layers_the_causal_prefix() -> None:
+    """Llama-4-Scout prefill of T = 16,384 tokens on one rank: 48 layers, q 40 x 128, k / v 8 x 128 from hidden
+    5120 (2 T x (26,214,400 + 10,485,760) projection FLOPs a layer); the core's QK and PV cost 4 x 40 x 128 =
+    20,480 FLOPs per (query, key). 12 global layers see the causal prefix, T (T + 1) / 2 pairs; 36 chunked layers
+    (attention_chunk_size 8192) see their chunk's earlier keys: two chunks of 8192 x 8193 / 2 pairs.
+    Total 48 x 2 T x 36,700,160 + 20,480 x (12 x 134,225,920 + 36 x 67,112,960) = 1.402e14 FLOPs."""
+    t = 16384
+    e = api.estimate("llama-4-scout", "h100_sxm", 8, phase="prefill", batch=1, seq_len=t,
+                     lmhead_tp_size=8).as_dict()
+    gflops = e["breakdown"]["prefill"]["by_module"]["attention"]["gflops"]
+    proj = 48 * 2 * t * (5120 * 40 * 128 + 2 * 5120 * 8 * 128)
+    core = 20480 * (12 * t * (t + 1) / 2 + 36 * 2 * 8192 * 8193 / 2)
+    assert gflops * 1e9 == pytest.approx(proj + core, rel=1e-9)
