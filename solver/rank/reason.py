@@ -171,7 +171,6 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
     add-on is not in the config where the sequence asks for one; `price`: the seed's Layer 2 values
     (seed_attention) -> why the config departs from them, in figures (explain.seed_value_priced))."""
     ties = ties or {}
-    W = pc.world_size
     lines = []
     if model.is_moe:
         ep = pc.moe_ep_size
@@ -287,9 +286,10 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
     lines.append(f"Layer 3 (max sequence {seq:,}, {l3}): " + (f"+{'/'.join(addon)}" if addon else
                                                                "no add-on" + _no_addon_why(refused or {})))
     if scenario.phase == "decode" and seq > ADDON_FROM_SEQ and pc.attn_tp_size == 1 and pc.kvp_size == 1:
+        # the attention group attn_tp*cp*kvp*sp must divide one stage's ranks: CP takes the stage's share SP leaves
         lines.append(f"CP splits prompts and leaves this decode step unchanged (its ranks decode as attention "
-                     f"DP): set cp_size={W} if these ranks also prefill the prompts, as cann-recipes decode "
-                     f"configs do")
+                     f"DP): set cp_size={pc.stage_world // pc.attn_sp_size} if these ranks also prefill the "
+                     f"prompts, as cann-recipes decode configs do")
     if model.has_mla and a > 1:
         # the latent cache is one head: attention TP replicates it, only CP / KVP split it by tokens (KVP alone
         # where the engine's CP ranks keep the whole cache: vLLM's -pcp)
