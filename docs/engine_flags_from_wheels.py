@@ -1,0 +1,230 @@
+"""Write solver/launch/engine_flags.yaml: each engine's command-line flags as its own parser builds them (flag ->
+kind, value type, choices, nargs), and the keys each JSON-valued flag's document takes (the fields of the engine's
+config dataclass it is parsed into), which tests/test_launch_parse.py checks every printed command against.
+
+    VLLM_TARGET_DEVICE=cpu PYTHONPATH=DEPS:VLLM_SRC /tmp/tfvenv/bin/python docs/engine_flags_from_wheels.py \\
+        --vllm-ascend /tmp/va/vllm_ascend-0.23.0.post1
+
+Run it in a throwaway environment (never the project's venv) where `vllm` (the 0.34.0 sdist's source tree: its
+argument module needs no compiled part) and `sglang` (the 0.5.23 wheel) import, with torch CPU, transformers and
+the pure-Python packages their argument modules import installed `--no-deps` beside them; VLLM_TARGET_DEVICE=cpu
+lets vLLM's config defaults resolve a platform on a machine without a GPU.
+
+- vLLM: EngineArgs.add_cli_args on a FlexibleArgumentParser (the parser `vllm serve` uses, less the frontend's
+  server flags, which are added from entrypoints/openai/cli_args.py make_arg_parser where it imports).
+- SGLang: ServerArgs.add_cli_args on an argparse.ArgumentParser (srt/server_args.py).
+- vllm-ascend: vLLM's parser (the plugin adds no flag) and the --additional-config keys the plugin reads: every
+  `additional_config.get("<key>")` / `additional_config["<key>"]` in vllm_ascend/ (read with ast).
+
+A value type is what the parser's `type` callable returns for probe strings (int, float, str, json, bool), so a
+converter of the engine's own (vLLM's optional_type, a JSON loader) is classified by what it accepts. `choices`
+are what the parser refuses anything else of; `known` (vLLM's Literal | str fields, shown as the metavar) the values
+the engine's config knows, another string passing the parser to fail the config's own check (or name a plugin's).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "solver" / "launch" / "engine_flags.yaml"
+
+
+def _value_type(action: argparse.Action) -> str:
+    """The type of value a flag takes, probed through its parser's converter."""
+    t = action.type
+    if t is None:
+        return "str"
+    if t in (int, float, str):
+        return t.__name__
+    results = {}
+    for probe in ("7", "1.5", '{"a": 1}', "abc", "true"):
+        try:
+            results[probe] = t(probe)
+        except Exception:  # the converter refuses the probe: that is what is being measured
+            results[probe] = None
+    if isinstance(results['{"a": 1}'], dict):
+        return "json"
+    if isinstance(results["7"], bool) or isinstance(results["true"], bool):
+        return "bool"
+    if isinstance(results["7"], int) and results["1.5"] is None:
+        return "int"
+    if isinstance(results["1.5"], float):
+        return "float"
+    return "str"
+
+
+def _kind(action: argparse.Action) -> str:
+    if isinstance(action, argparse.BooleanOptionalAction):
+        return "boolean_optional"
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._StoreConstAction)):
+        return "switch"
+    if action.nargs == 0:  # an engine's own zero-argument action (a deprecated switch)
+        return "switch"
+    return "value"
+
+
+def _flags(parser: argparse.ArgumentParser) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for action in parser._actions:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        kind = _kind(action)
+        entry: dict[str, Any] = {"kind": kind, "dest": action.dest}
+        if kind == "value":
+            entry["type"] = _value_type(action)
+            if action.choices is not None:
+                entry["choices"] = sorted(str(c) for c in action.choices)
+            elif isinstance(action.metavar, (list, tuple)):  # vLLM: a Literal | str field lists its known values
+                entry["known"] = sorted(str(c) for c in action.metavar)
+            if action.nargs not in (None, 1):
+                entry["nargs"] = str(action.nargs)
+        for flag in action.option_strings:  # a negation (--no-x, vLLM's --disable-x) sets the value to False
+            if kind == "boolean_optional" and flag.startswith(("--no-", "--disable-")):
+                out[flag] = {"kind": "switch", "dest": action.dest}
+            else:
+                out[flag] = entry
+    return dict(sorted(out.items()))
+
+
+def _fields(cls: type) -> list[str]:
+    return sorted(f.name for f in dataclasses.fields(cls))
+
+
+def _vllm() -> dict[str, Any]:
+    from vllm import __version__
+    from vllm.config import CompilationConfig, EPLBConfig, KVTransferConfig, SpeculativeConfig
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = FlexibleArgumentParser()
+    source = "vllm/engine/arg_utils.py EngineArgs.add_cli_args"
+    try:  # the server's own flags (--port, --host ...) where the frontend imports
+        from vllm.entrypoints.common.cli_args import make_arg_parser
+        parser = make_arg_parser(parser)
+        source += " + vllm/entrypoints/common/cli_args.py make_arg_parser"
+    except Exception as exc:  # noqa: BLE001 the engine flags stand alone; the file says which parser it read
+        EngineArgs.add_cli_args(parser)
+        source += f" (server flags not read: {type(exc).__name__})"
+    return {
+        "version": __version__, "read": "parser object", "source": source,
+        # the `serve` subcommand (entrypoints/cli/serve.py) parses the rest with make_arg_parser's parser
+        "program": ["vllm", "serve"],
+        "flags": _flags(parser),
+        "json_keys": {
+            "--speculative-config": {"class": "vllm/config/speculative.py SpeculativeConfig",
+                                     "keys": _fields(SpeculativeConfig)},
+            "--kv-transfer-config": {"class": "vllm/config/kv_transfer.py KVTransferConfig",
+                                     "keys": _fields(KVTransferConfig)},
+            "--compilation-config": {"class": "vllm/config/compilation.py CompilationConfig",
+                                     "keys": _fields(CompilationConfig)},
+            "--eplb-config": {"class": "vllm/config/parallel.py EPLBConfig", "keys": _fields(EPLBConfig)},
+        },
+    }
+
+
+def _sglang() -> dict[str, Any]:
+    from sglang.srt.server_args import ServerArgs
+    from sglang.version import __version__
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    # launch_server.py parses its argv with prepare_server_args (ServerArgs.add_cli_args' parser)
+    return {"version": __version__, "read": "parser object",
+            "source": "sglang/srt/server_args.py ServerArgs.add_cli_args",
+            "program": ["python3", "-m", "sglang.launch_server"], "flags": _flags(parser)}
+
+
+def _additional_config_keys(pkg: Path) -> list[str]:
+    """Every key the plugin reads off additional_config: `<x>.additional_config.get("k")`, `additional_config["k"]`;
+    and a sub-document's keys as "k.sub": `.get("sub")` on a variable named k, or, where k's dict is handed to a
+    class of the same file (`EplbConfig(eplb_config)`), that class's `_defaults` keys and its __init__'s
+    `<param>.get("sub")` reads."""
+    top: set[str] = set()
+    sub: dict[str, set[str]] = {}
+    handed: list[tuple[str, ast.ClassDef]] = []
+
+    def named(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "additional_config") or \
+            (isinstance(node, ast.Attribute) and node.attr == "additional_config")
+
+    def get_key(node: ast.AST) -> tuple[ast.AST, str] | None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            return node.func.value, node.args[0].value
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            return node.value, node.slice.value
+        return None
+
+    trees = [ast.parse(path.read_text(), str(path)) for path in sorted(pkg.rglob("*.py"))]
+    for tree in trees:
+        for node in ast.walk(tree):
+            got = get_key(node)
+            if got is not None and named(got[0]):
+                top.add(got[1])
+    for tree in trees:
+        classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        for node in ast.walk(tree):
+            got = get_key(node)
+            if got is not None and isinstance(got[0], ast.Name) and got[0].id in top:
+                sub.setdefault(got[0].id, set()).add(got[1])
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes \
+                    and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in top:
+                handed.append((node.args[0].id, classes[node.func.id]))
+    for key, cls in handed:
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_defaults" \
+                    and isinstance(node.value, ast.Dict):
+                sub.setdefault(key, set()).update(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                params = {a.arg for a in node.args.args[1:]}
+                for inner in ast.walk(node):
+                    got = get_key(inner)
+                    if got is not None and isinstance(got[0], ast.Name) and got[0].id in params:
+                        sub.setdefault(key, set()).add(got[1])
+    return sorted(top) + sorted(f"{k}.{s}" for k, subs in sub.items() for s in subs)
+
+
+def _vllm_ascend(tree: Path, vllm: dict[str, Any]) -> dict[str, Any]:
+    version = next((line.split(":", 1)[1].strip() for line in (tree / "PKG-INFO").read_text().splitlines()
+                    if line.startswith("Version:")), "unknown")
+    return {
+        "version": version, "read": f"vLLM {vllm['version']}'s parser object (the plugin adds no flag) + ast of "
+                                    "vllm_ascend/ for --additional-config",
+        "source": vllm["source"] + "; vllm_ascend/**/*.py additional_config.get(...)",
+        "program": vllm["program"], "flags_of": "vllm",
+        "json_keys": {**vllm["json_keys"],
+                      "--additional-config": {"class": "vllm_ascend (ascend_config.py and others) additional_config keys",
+                                              "keys": _additional_config_keys(tree / "vllm_ascend")}},
+    }
+
+
+class _NoAliases(yaml.SafeDumper):
+    """Every flag's entry written out in full (an alias's too), no YAML anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--vllm-ascend", type=Path, required=True, help="an unpacked vllm-ascend sdist")
+    a = ap.parse_args(argv)
+    vllm = _vllm()
+    doc = {"vllm": vllm, "sglang": _sglang(), "vllm-ascend": _vllm_ascend(a.vllm_ascend, vllm)}
+    header = ("# Written by docs/engine_flags_from_wheels.py (its docstring says how to rerun it): each engine's\n"
+              "# flags as its own parser builds them, and the keys its JSON-valued flags take. Do not edit.\n")
+    OUT.write_text(header + yaml.dump(doc, Dumper=_NoAliases, sort_keys=False, width=120))
+    print(f"wrote {OUT}: " + ", ".join(f"{k} {v['version']} ({len(doc[v.get('flags_of', k)]['flags'])} flags)"
+                                       for k, v in doc.items()))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
