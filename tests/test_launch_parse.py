@@ -4,6 +4,7 @@ by docs/engine_flags_from_wheels.py): each flag exists, a switch carries no valu
 is among its choices, and a JSON value's keys are fields of the engine's config class."""
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -153,3 +154,33 @@ def test_the_flag_data_names_the_engine_versions_it_was_read_from() -> None:
     data = engine_flags()
     assert (data["vllm"]["version"], data["sglang"]["version"], data["vllm-ascend"]["version"]) == \
         ("0.34.0", "0.5.23", "0.23.0.post1")
+
+
+def _named_in_engines_md() -> set[str]:
+    """Every flag or key the facts' engines.md spells (its backticked names, dashes and YAML braces stripped)."""
+    text = (ROOT.parent / "shared" / "facts" / "engines.md").read_text() if (ROOT.parent / "shared").exists() else ""
+    text = text or Path("/work/shared/facts/engines.md").read_text()
+    names = set()
+    for quoted in re.findall(r"`([^`]+)`", text):
+        for part in re.split(r"[\s/,]+", quoted):
+            names.add(part.strip("-{}:'\"").strip())
+    return names - {""}
+
+
+@pytest.mark.parametrize("engine", ["trtllm", "atom"])
+def test_a_flag_or_key_the_facts_do_not_name_is_marked_unverified(engine) -> None:
+    """TRT-LLM's and ATOM's parsers are not read here (TRT-LLM's PyPI sdist is a stub): every flag and extra-YAML
+    key their commands carry is one engines.md names (the whole dotted key, or its last part: `num_slots` for
+    moe_config.load_balancer.num_slots), or the argument names the source it was read from (`source`: mpirun's
+    -n / -H), or it says it is unverified (`unsourced`, printed as a note)."""
+    named = _named_in_engines_md()
+    spec = load_framework(engine).launch
+    args = spec.args + (spec.disagg.args if spec.disagg is not None else [])
+    unnamed = []
+    for a in args:
+        name = a.key or (a.flag or "").lstrip("-")
+        if not name or a.unsourced is not None or a.source:
+            continue
+        if name not in named and name.rsplit(".", 1)[-1] not in named:
+            unnamed.append(a.key or a.flag)
+    assert unnamed == []
