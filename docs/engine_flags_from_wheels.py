@@ -13,6 +13,8 @@ lets vLLM's config defaults resolve a platform on a machine without a GPU.
 - vLLM: EngineArgs.add_cli_args on a FlexibleArgumentParser (the parser `vllm serve` uses, less the frontend's
   server flags, which are added from entrypoints/openai/cli_args.py make_arg_parser where it imports).
 - SGLang: ServerArgs.add_cli_args on an argparse.ArgumentParser (srt/server_args.py).
+- Environment variables (`env`): vLLM's envs.environment_variables, SGLang's srt/environ.py Envs attributes, and
+  for vllm-ascend vLLM's plus vllm_ascend/envs.py env_variables (ast).
 - vllm-ascend: vLLM's parser (the plugin adds no flag) and the --additional-config keys the plugin reads: every
   `additional_config.get("<key>")` / `additional_config["<key>"]` in vllm_ascend/ (read with ast).
 
@@ -113,8 +115,11 @@ def _vllm() -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 the engine flags stand alone; the file says which parser it read
         EngineArgs.add_cli_args(parser)
         source += f" (server flags not read: {type(exc).__name__})"
+    import vllm.envs
+
     return {
         "version": __version__, "read": "parser object", "source": source,
+        "env": sorted(vllm.envs.environment_variables),
         # the `serve` subcommand (entrypoints/cli/serve.py) parses the rest with make_arg_parser's parser
         "program": ["vllm", "serve"],
         "flags": _flags(parser),
@@ -134,12 +139,15 @@ def _sglang() -> dict[str, Any]:
     from sglang.srt.server_args import ServerArgs
     from sglang.version import __version__
 
+    from sglang.srt.environ import Envs
+
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
+    env = sorted(k for k in vars(Envs) if k.isupper())
     # launch_server.py parses its argv with prepare_server_args (ServerArgs.add_cli_args' parser)
     return {"version": __version__, "read": "parser object",
             "source": "sglang/srt/server_args.py ServerArgs.add_cli_args",
-            "program": ["python3", "-m", "sglang.launch_server"], "flags": _flags(parser)}
+            "program": ["python3", "-m", "sglang.launch_server"], "env": env, "flags": _flags(parser)}
 
 
 def _additional_config_keys(pkg: Path) -> list[str]:
@@ -192,6 +200,15 @@ def _additional_config_keys(pkg: Path) -> list[str]:
     return sorted(top) + sorted(f"{k}.{s}" for k, subs in sub.items() for s in subs)
 
 
+def _ascend_env(path: Path) -> list[str]:
+    """The keys of vllm_ascend/envs.py's env_variables dict: the variables the plugin reads."""
+    for node in ast.parse(path.read_text()).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        if getattr(target, "id", "") == "env_variables" and isinstance(node.value, ast.Dict):
+            return [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+    raise SystemExit(f"env_variables not found in {path}")
+
+
 def _vllm_ascend(tree: Path, vllm: dict[str, Any]) -> dict[str, Any]:
     version = next((line.split(":", 1)[1].strip() for line in (tree / "PKG-INFO").read_text().splitlines()
                     if line.startswith("Version:")), "unknown")
@@ -199,7 +216,8 @@ def _vllm_ascend(tree: Path, vllm: dict[str, Any]) -> dict[str, Any]:
         "version": version, "read": f"vLLM {vllm['version']}'s parser object (the plugin adds no flag) + ast of "
                                     "vllm_ascend/ for --additional-config",
         "source": vllm["source"] + "; vllm_ascend/**/*.py additional_config.get(...)",
-        "program": vllm["program"], "flags_of": "vllm",
+        "program": vllm["program"], "env": sorted(set(vllm["env"]) | set(_ascend_env(tree / "vllm_ascend" / "envs.py"))),
+        "flags_of": "vllm",
         "json_keys": {**vllm["json_keys"],
                       "--additional-config": {"class": "vllm_ascend (ascend_config.py and others) additional_config keys",
                                               "keys": _additional_config_keys(tree / "vllm_ascend")}},

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from solver.cli.main import main
 from solver.launch import LaunchInputs, emit_launch
-from solver.launch.engine_flags import argv_problems, engine_flags
+from solver.launch.engine_flags import argv_problems, engine_flags, env_problems
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -48,6 +48,8 @@ AGG = [
      LaunchInputs(batch=8, max_model_len=9216)),
     # past the config's 131,072 positions: the engines' override env var beside the length flag
     ("long context", "llama-3.1-8b", "h100_sxm", _pc(1), LaunchInputs(batch=1, max_model_len=262144)),
+    # 4096 requests over 16 DP ranks: 256 a rank, past DeepEP's default dispatch cap (SGLang's env var raises it)
+    ("DeepEP dispatch cap", "deepseek-v3", "h200_sxm", _pc(16, **DPEP), LaunchInputs(batch=4096, max_model_len=2048)),
     ("redundant experts", "deepseek-v3", "h200_sxm", _pc(16, **DPEP, redundant_experts=16),
      LaunchInputs(batch=128, max_model_len=4352)),
 ]
@@ -65,6 +67,9 @@ def _cases():
                            LaunchInputs(batch=8, max_model_len=9217), "prefill", id=f"{engine}-prefill pool CP")
         yield pytest.param(engine, "deepseek-v3", device or "h200_sxm", _pc(16, **DPEP),
                            LaunchInputs(batch=128, max_model_len=9216), "decode", id=f"{engine}-decode pool")
+        if engine in DSA_CP:  # DSA attention context parallel (vLLM has none: engines.md)
+            yield pytest.param(engine, "deepseek-v3.2", device or "h200_sxm", DSA_CP[engine],
+                               LaunchInputs(batch=8, max_model_len=9216), None, id=f"{engine}-DSA attention CP")
 
 
 PREFILL_CP = {
@@ -74,6 +79,13 @@ PREFILL_CP = {
                   o_proj_tp_size=1),
 }
 PREFILL_CP["vllm-ascend"] = PREFILL_CP["sglang"]
+# SGLang's --attn-cp-size over TP 8; vllm-ascend's enable_dsa_cp (--additional-config), o_proj following TP x SP
+DSA_CP = {
+    "sglang": _pc(8, attn_tp_size=1, attn_sp_size=8, moe_tp_size=1, embed_tp_size=8, lmhead_tp_size=8,
+                  dense_tp_size=8, o_proj_tp_size=1),
+    "vllm-ascend": _pc(8, attn_tp_size=1, attn_sp_size=8, moe_tp_size=1, embed_tp_size=8, lmhead_tp_size=8,
+                       dense_tp_size=8, o_proj_tp_size=8),
+}
 
 
 def _emit(engine, model, hw, pc, inputs, role):
@@ -85,6 +97,17 @@ def _emit(engine, model, hw, pc, inputs, role):
 def test_every_printed_command_parses_under_the_engines_own_parser(engine, model, hw, pc, inputs, role) -> None:
     for node in _emit(engine, model, hw, pc, inputs, role)["nodes"]:
         assert argv_problems(engine, node["argv"]) == [], (node["node_rank"], node["argv"])
+        assert env_problems(engine, node["env"]) == [], node["env"]
+
+
+def test_an_environment_variable_the_engine_does_not_read_is_refused() -> None:
+    """VLLM_ALLOW_LONG_MAX_MODEL_LEN is vLLM's (envs.py); SGLang spells its override SGLANG_ALLOW_OVERWRITE_LONGER_
+    CONTEXT_LEN; DYNAMIC_EPLB is vllm-ascend's own (vllm_ascend/envs.py), not vLLM's."""
+    assert env_problems("vllm", {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}) == []
+    assert env_problems("sglang", {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}) == \
+        ["VLLM_ALLOW_LONG_MAX_MODEL_LEN: sglang 0.5.23 reads no such environment variable"]
+    assert env_problems("vllm-ascend", {"DYNAMIC_EPLB": "true"}) == []
+    assert env_problems("vllm", {"DYNAMIC_EPLB": "true"}) != []
 
 
 def test_solve_format_launch_prints_commands_that_parse() -> None:

@@ -1,7 +1,8 @@
 """Whether a launch command's argv parses under its engine's own command-line parser, as engine_flags.yaml records
 it (docs/engine_flags_from_wheels.py reads the parsers): every flag exists, a switch carries no value, a value has
 the flag's type and is among its choices (or the values the engine's config knows), no flag is given twice, and a
-JSON value parses with its keys fields of the engine's config class."""
+JSON value parses with its keys fields of the engine's config class; and every environment variable the command
+sets is one the engine reads."""
 from __future__ import annotations
 
 import json
@@ -53,6 +54,13 @@ def _json_problems(flag: str, value: str, keys: list[str]) -> list[str]:
         elif k in nested and isinstance(v, dict):
             out += [f"{flag}: key {k}.{s} is not a field the engine reads" for s in v if f"{k}.{s}" not in known]
     return out
+
+
+def env_problems(engine: str, env: dict[str, str]) -> list[str]:
+    """One line per variable of a launch node's environment that the engine does not read."""
+    data = engine_flags()[engine]
+    return [f"{name}: {engine} {data['version']} reads no such environment variable" for name in sorted(env)
+            if name not in set(data["env"])]
 
 
 def _is_flag(token: str) -> bool:
