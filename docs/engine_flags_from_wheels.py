@@ -2,20 +2,23 @@
 kind, value type, choices, nargs), and the keys each JSON-valued flag's document takes (the fields of the engine's
 config dataclass it is parsed into), which tests/test_launch_parse.py checks every printed command against.
 
-    VLLM_TARGET_DEVICE=cpu PYTHONPATH=DEPS:VLLM_SRC /tmp/tfvenv/bin/python docs/engine_flags_from_wheels.py \\
-        --vllm-ascend /tmp/va/vllm_ascend-0.23.0.post1
+    VLLM_TARGET_DEVICE=cpu PYTHONPATH=DEPS:VLLM34_SRC python docs/engine_flags_from_wheels.py vllm
+    PYTHONPATH=DEPS python docs/engine_flags_from_wheels.py sglang
+    PYTHONPATH=VLLM023:DEPS python docs/engine_flags_from_wheels.py vllm-ascend --vllm-ascend VLLM_ASCEND_SDIST
 
-Run it in a throwaway environment (never the project's venv) where `vllm` (the 0.34.0 sdist's source tree: its
-argument module needs no compiled part) and `sglang` (the 0.5.23 wheel) import, with torch CPU, transformers and
-the pure-Python packages their argument modules import installed `--no-deps` beside them; VLLM_TARGET_DEVICE=cpu
-lets vLLM's config defaults resolve a platform on a machine without a GPU.
+Each run rewrites one engine's entry. Run it in a throwaway environment (never the project's venv) where `vllm`
+(the 0.34.0 sdist's source tree; for vllm-ascend 0.23.0.post1 the vLLM 0.23.0 wheel it is released against: their
+argument modules need no compiled part) or `sglang` (the 0.5.23 wheel) imports, with torch CPU, transformers and
+the pure-Python packages their argument modules import installed `--no-deps` in DEPS; the script names the CPU
+platform so vLLM's config defaults resolve on a machine without a GPU.
 
 - vLLM: EngineArgs.add_cli_args on a FlexibleArgumentParser (the parser `vllm serve` uses, less the frontend's
-  server flags, which are added from entrypoints/openai/cli_args.py make_arg_parser where it imports).
+  server flags, which are added from entrypoints/common/cli_args.py (openai/cli_args.py before) make_arg_parser).
 - SGLang: ServerArgs.add_cli_args on an argparse.ArgumentParser (srt/server_args.py).
 - Environment variables (`env`): vLLM's envs.environment_variables, SGLang's srt/environ.py Envs attributes, and
   for vllm-ascend vLLM's plus vllm_ascend/envs.py env_variables (ast).
-- vllm-ascend: vLLM's parser (the plugin adds no flag) and the --additional-config keys the plugin reads: every
+- vllm-ascend: the parser of the vLLM it is released against (docs/source/community/versioning_policy.md; the
+  plugin adds no flag) and the --additional-config keys the plugin reads: every
   `additional_config.get("<key>")` / `additional_config["<key>"]` in vllm_ascend/ (read with ast).
 
 A value type is what the parser's `type` callable returns for probe strings (int, float, str, json, bool), so a
@@ -101,6 +104,10 @@ def _fields(cls: type) -> list[str]:
 
 
 def _vllm() -> dict[str, Any]:
+    import vllm.platforms
+
+    # the argument defaults resolve a platform; an older vLLM finds the CPU one only in a CPU build: name it
+    vllm.platforms.builtin_platform_plugins["cpu"] = lambda: "vllm.platforms.cpu.CpuPlatform"
     from vllm import __version__
     from vllm.config import CompilationConfig, EPLBConfig, KVTransferConfig, SpeculativeConfig
     from vllm.engine.arg_utils import EngineArgs
@@ -108,13 +115,18 @@ def _vllm() -> dict[str, Any]:
 
     parser = FlexibleArgumentParser()
     source = "vllm/engine/arg_utils.py EngineArgs.add_cli_args"
-    try:  # the server's own flags (--port, --host ...) where the frontend imports
-        from vllm.entrypoints.common.cli_args import make_arg_parser
-        parser = make_arg_parser(parser)
-        source += " + vllm/entrypoints/common/cli_args.py make_arg_parser"
-    except Exception as exc:  # noqa: BLE001 the engine flags stand alone; the file says which parser it read
+    import importlib
+
+    for module in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.cli_args"):
+        try:  # the server's own flags (--port, --headless ...): their module moved between versions
+            parser = importlib.import_module(module).make_arg_parser(parser)
+            source += f" + {module.replace('.', '/')}.py make_arg_parser"
+            break
+        except ModuleNotFoundError:
+            continue
+    else:  # the engine flags stand alone; the file says which parser it read
         EngineArgs.add_cli_args(parser)
-        source += f" (server flags not read: {type(exc).__name__})"
+        source += " (server flags not read)"
     import vllm.envs
 
     return {
@@ -209,15 +221,33 @@ def _ascend_env(path: Path) -> list[str]:
     raise SystemExit(f"env_variables not found in {path}")
 
 
-def _vllm_ascend(tree: Path, vllm: dict[str, Any]) -> dict[str, Any]:
+def _paired_vllm(tree: Path, version: str) -> str:
+    """The vLLM version vllm-ascend `version` is released against (docs/source/community/versioning_policy.md,
+    its release table's row: | v<version> | v<vLLM> | ...)."""
+    table = (tree / "docs" / "source" / "community" / "versioning_policy.md").read_text()
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) > 1 and cells[0] == f"v{version}":
+            return cells[1].lstrip("v")
+    raise SystemExit(f"vllm-ascend {version}: no row in versioning_policy.md")
+
+
+def _vllm_ascend(tree: Path) -> dict[str, Any]:
+    """vllm-ascend's parser is vLLM's (the plugin adds no flag), of the vLLM it is released against: this process
+    must import that one (a second run of the script, its wheel first on the path)."""
     version = next((line.split(":", 1)[1].strip() for line in (tree / "PKG-INFO").read_text().splitlines()
                     if line.startswith("Version:")), "unknown")
+    vllm = _vllm()
+    paired = _paired_vllm(tree, version)
+    if vllm["version"] != paired:
+        raise SystemExit(f"vllm-ascend {version} runs on vLLM {paired}; this process imports vLLM {vllm['version']}")
     return {
-        "version": version, "read": f"vLLM {vllm['version']}'s parser object (the plugin adds no flag) + ast of "
-                                    "vllm_ascend/ for --additional-config",
+        "version": version, "vllm": paired,
+        "read": f"vLLM {paired}'s parser object (the plugin adds no flag) + ast of vllm_ascend/ for "
+                "--additional-config and envs.py",
         "source": vllm["source"] + "; vllm_ascend/**/*.py additional_config.get(...)",
         "program": vllm["program"], "env": sorted(set(vllm["env"]) | set(_ascend_env(tree / "vllm_ascend" / "envs.py"))),
-        "flags_of": "vllm",
+        "flags": vllm["flags"],
         "json_keys": {**vllm["json_keys"],
                       "--additional-config": {"class": "vllm_ascend (ascend_config.py and others) additional_config keys",
                                               "keys": _additional_config_keys(tree / "vllm_ascend")}},
@@ -233,15 +263,23 @@ class _NoAliases(yaml.SafeDumper):
 
 def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--vllm-ascend", type=Path, required=True, help="an unpacked vllm-ascend sdist")
+    ap.add_argument("engine", choices=["vllm", "sglang", "vllm-ascend"], help="the entry to (re)write")
+    ap.add_argument("--vllm-ascend", type=Path, help="an unpacked vllm-ascend sdist (engine vllm-ascend)")
     a = ap.parse_args(argv)
-    vllm = _vllm()
-    doc = {"vllm": vllm, "sglang": _sglang(), "vllm-ascend": _vllm_ascend(a.vllm_ascend, vllm)}
+    doc = yaml.safe_load(OUT.read_text()) if OUT.exists() else {}
+    if a.engine == "vllm":
+        doc["vllm"] = _vllm()
+    elif a.engine == "sglang":
+        doc["sglang"] = _sglang()
+    else:
+        if a.vllm_ascend is None:
+            raise SystemExit("vllm-ascend: give --vllm-ascend TREE (an unpacked sdist)")
+        doc["vllm-ascend"] = _vllm_ascend(a.vllm_ascend)
+    doc = {k: doc[k] for k in ("vllm", "sglang", "vllm-ascend") if k in doc}
     header = ("# Written by docs/engine_flags_from_wheels.py (its docstring says how to rerun it): each engine's\n"
               "# flags as its own parser builds them, and the keys its JSON-valued flags take. Do not edit.\n")
     OUT.write_text(header + yaml.dump(doc, Dumper=_NoAliases, sort_keys=False, width=120))
-    print(f"wrote {OUT}: " + ", ".join(f"{k} {v['version']} ({len(doc[v.get('flags_of', k)]['flags'])} flags)"
-                                       for k, v in doc.items()))
+    print(f"wrote {OUT} {a.engine}: {doc[a.engine]['version']} ({len(doc[a.engine]['flags'])} flags)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Every command `launch` prints parses under its engine's own command-line parser (solver/launch/engine_flags.yaml,
-read from vLLM 0.34.0's and SGLang 0.5.23's parser objects and vllm-ascend 0.23.0.post1's --additional-config reads
-by docs/engine_flags_from_wheels.py): each flag exists, a switch carries no value, a value has the flag's type and
+read from vLLM 0.34.0's and SGLang 0.5.23's parser objects, and for vllm-ascend 0.23.0.post1 the parser of vLLM
+0.23.0, which it is released against, and the plugin's --additional-config reads, by
+docs/engine_flags_from_wheels.py): each flag exists, a switch carries no value, a value has the flag's type and
 is among its choices, and a JSON value's keys are fields of the engine's config class."""
 from __future__ import annotations
 
@@ -174,9 +175,11 @@ def test_a_json_value_names_only_fields_of_the_engines_config() -> None:
 
 
 def test_the_flag_data_names_the_engine_versions_it_was_read_from() -> None:
+    """vllm-ascend 0.23.0.post1 is released against vLLM 0.23.0 (its versioning_policy.md): its flags are that
+    vLLM's, not 0.34.0's."""
     data = engine_flags()
-    assert (data["vllm"]["version"], data["sglang"]["version"], data["vllm-ascend"]["version"]) == \
-        ("0.34.0", "0.5.23", "0.23.0.post1")
+    assert (data["vllm"]["version"], data["sglang"]["version"], data["vllm-ascend"]["version"],
+            data["vllm-ascend"]["vllm"]) == ("0.34.0", "0.5.23", "0.23.0.post1", "0.23.0")
 
 
 def _named_in_engines_md() -> set[str]:

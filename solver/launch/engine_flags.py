@@ -17,13 +17,8 @@ DATA = Path(__file__).with_name("engine_flags.yaml")
 
 @lru_cache(maxsize=1)
 def engine_flags() -> dict[str, dict[str, Any]]:
-    """engine name -> {version, read, source, flags, json_keys}; an engine that shares another's parser
-    (`flags_of`) gets that one's flags."""
-    doc = yaml.safe_load(DATA.read_text())
-    for entry in doc.values():
-        if "flags_of" in entry:
-            entry["flags"] = doc[entry["flags_of"]]["flags"]
-    return doc
+    """engine name -> {version, read, source, program, env, flags, json_keys}."""
+    return yaml.safe_load(DATA.read_text())
 
 
 def _typed(kind: str, value: str) -> bool:
