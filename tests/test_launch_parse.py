@@ -101,6 +101,18 @@ def test_every_printed_command_parses_under_the_engines_own_parser(engine, model
         assert env_problems(engine, node["env"]) == [], node["env"]
 
 
+@pytest.mark.parametrize("engine, variable", [("vllm", "VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
+                                              ("vllm-ascend", "VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
+                                              ("sglang", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN")])
+def test_a_length_past_the_configs_context_sets_the_engines_override(engine, variable) -> None:
+    """Llama-3.1-8B at 262,144 tokens, past its config's 131,072: each engine refuses that --max-model-len /
+    --context-length unless its override variable is set (vLLM 0.23.0 and 0.34.0 config/model.py
+    _get_and_verify_max_len; SGLang 0.5.23 _derive_context_length), so the command sets it."""
+    device = ENGINES[engine] or "h100_sxm"
+    launch = _emit(engine, "llama-3.1-8b", device, _pc(1), LaunchInputs(batch=1, max_model_len=262144), None)
+    assert launch["nodes"][0]["env"].get(variable) == "1"
+
+
 def test_an_environment_variable_the_engine_does_not_read_is_refused() -> None:
     """VLLM_ALLOW_LONG_MAX_MODEL_LEN is vLLM's (envs.py); SGLang spells its override SGLANG_ALLOW_OVERWRITE_LONGER_
     CONTEXT_LEN; DYNAMIC_EPLB is vllm-ascend's own (vllm_ascend/envs.py), not vLLM's."""
