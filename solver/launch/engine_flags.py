@@ -1,0 +1,126 @@
+"""Whether a launch command's argv parses under its engine's own command-line parser, as engine_flags.yaml records
+it (docs/engine_flags_from_wheels.py reads the parsers): every flag exists, a switch carries no value, a value has
+the flag's type and is among its choices (or the values the engine's config knows), no flag is given twice, and a
+JSON value parses with its keys fields of the engine's config class; and every environment variable the command
+sets is one the engine reads."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DATA = Path(__file__).with_name("engine_flags.yaml")
+
+
+@lru_cache(maxsize=1)
+def engine_flags() -> dict[str, dict[str, Any]]:
+    """engine name -> {version, read, source, program, env, flags, json_keys}."""
+    return yaml.safe_load(DATA.read_text())
+
+
+def _typed(kind: str, value: str) -> bool:
+    try:
+        if kind == "int":
+            int(value)
+        elif kind == "float":
+            float(value)
+        elif kind == "json":
+            json.loads(value)
+        elif kind == "bool":
+            return value.lower() in ("true", "false", "1", "0", "yes", "no")
+    except ValueError:
+        return False
+    return True
+
+
+def _json_problems(flag: str, value: str, keys: list[str]) -> list[str]:
+    doc = json.loads(value)
+    if not isinstance(doc, dict):
+        return [f"{flag}: {value} is not a JSON object"]
+    known = set(keys)
+    nested = {k.split(".", 1)[0] for k in keys if "." in k}
+    out = []
+    for k, v in doc.items():
+        if k not in known:
+            out.append(f"{flag}: key {k} is not a field the engine reads")
+        elif k in nested and isinstance(v, dict):
+            out += [f"{flag}: key {k}.{s} is not a field the engine reads" for s in v if f"{k}.{s}" not in known]
+    return out
+
+
+def env_problems(engine: str, env: dict[str, str]) -> list[str]:
+    """One line per variable of a launch node's environment that the engine does not read."""
+    data = engine_flags()[engine]
+    return [f"{name}: {engine} {data['version']} reads no such environment variable" for name in sorted(env)
+            if name not in set(data["env"])]
+
+
+def _is_flag(token: str) -> bool:
+    """A token the parser reads as an option: a dash and no number (argparse takes `-1` as a value)."""
+    if not token.startswith("-"):
+        return False
+    try:
+        float(token)
+    except ValueError:
+        return True
+    return False
+
+
+def argv_problems(engine: str, argv: list[str]) -> list[str]:
+    """One line per token of `argv` (a launch node's) that the engine's parser refuses or misreads; [] when it
+    parses. The argv starts with the engine's program (`program`); the tokens after it and before the first flag are
+    positional arguments (vLLM's model)."""
+    data = engine_flags()[engine]
+    flags, json_keys, program = data["flags"], data.get("json_keys", {}), data["program"]
+    out: list[str] = []
+    if argv[:len(program)] != program:
+        out.append(f"{' '.join(argv[:len(program)])}: not {engine}'s program ({' '.join(program)})")
+    seen: set[str] = set()
+    i = next((j for j, t in enumerate(argv) if j >= len(program) and _is_flag(t)), len(argv))
+    while i < len(argv):
+        token = argv[i]
+        if not _is_flag(token):
+            out.append(f"{token}: a value no flag takes (after {argv[i - 1]})")
+            i += 1
+            continue
+        flag, eq, inline = token.partition("=")
+        spec = flags.get(flag)
+        i += 1
+        if spec is None:
+            out.append(f"{flag}: {engine} {data['version']} has no such flag")
+            while i < len(argv) and not _is_flag(argv[i]):
+                i += 1
+            continue
+        if spec["dest"] in seen:
+            out.append(f"{flag}: given twice (the parser keeps the last)")
+        seen.add(spec["dest"])
+        if spec["kind"] != "value":
+            if eq or (i < len(argv) and not _is_flag(argv[i])):
+                out.append(f"{flag}: a switch, given a value ({inline or argv[i]})")
+                i += 0 if eq else 1
+            continue
+        if eq:
+            values = [inline]
+        elif spec.get("nargs") in ("+", "*"):
+            values = []
+            while i < len(argv) and not _is_flag(argv[i]):
+                values.append(argv[i])
+                i += 1
+        else:
+            values = argv[i:i + 1]
+            i += len(values)
+        if not values:
+            out.append(f"{flag}: takes a value, given none")
+        for v in values:
+            if not _typed(spec["type"], v):
+                out.append(f"{flag}: {v} is not a {spec['type']}")
+            elif "choices" in spec and v not in spec["choices"]:
+                out.append(f"{flag}: {v} is not one of {', '.join(spec['choices'])}")
+            elif "known" in spec and v not in spec["known"]:
+                out.append(f"{flag}: {v} is none of the values {engine}'s config knows ({', '.join(spec['known'])})")
+            elif spec["type"] == "json" and flag in json_keys:
+                out += _json_problems(flag, v, json_keys[flag]["keys"])
+    return out
