@@ -124,7 +124,7 @@ def prepare(row: Mapping[str, Any], index: int = 0, waves: int | None = None) ->
         dec_d = decode_step(d.model, d.hw, d.pc, d.prec, replace(base, dequant_gemm=DEQUANT_PROBE), batch,
                             wl.isl + wl.osl / 2, wl.mtp)
     xfer = kv_transfer(d.model, d.hw, p.pc, d.pc, d.prec.kv_bytes, wl.isl, prefill_workers=wl.prefill_workers,
-                       decode_workers=wl.decode_workers)
+                       decode_workers=wl.decode_workers, over_nics=d.framework.kv_handoff_over_nics)
     complete = is_complete(row)
     draft = wl.mtp if d.model.num_mtp_layers else 0
     layers_p = step_layers(d.model, p.pc, "prefill", shape.prompts_per_step)

@@ -121,3 +121,31 @@ def test_the_state_that_does_not_grow_is_handed_over_with_the_kv() -> None:
     assert kv_transfer(nano, hw, one, two, 2, 2048).recv_bytes_per_rank == kv_bytes_per_request(nano, 2, 2048) / 2 + state
     # an all-attention model hands over its KV alone
     assert constant_state_per_request(load_model(L70), 2) == 0
+
+
+def test_a_handoff_over_the_nics_is_priced_on_the_rdma_tier_whatever_the_pools_span() -> None:
+    # SGLang's mooncake transfer engine speaks rdma unless NVLink is opted into (profile kv_handoff_over_nics):
+    # 4 + 8 ranks inside one NVL72 rack still cross the inter-rack NICs, 4 + 4 inside one H100 node the inter-node
+    h100, gb200 = load_hardware("h100_sxm"), load_hardware("gb200")
+    assert transfer_tier(gb200, 4, 8, over_nics=True)[0] == "inter_rack"
+    assert transfer_tier(h100, 4, 4, over_nics=True)[0] == "inter_node"
+    assert transfer_tier(h100, 8, 8, 2, 2, over_nics=True)[0] == "inter_node"
+
+
+def test_sglang_prices_its_kv_handoff_on_the_nics_and_vllm_on_the_span() -> None:
+    # the same 1P1D of Llama-3.1-70B on one H100 node: NIXL's span (NVLink) under vLLM, mooncake's RDMA under SGLang
+    from solver.estimate.disagg import DisaggWorkload, estimate_disagg
+    from solver.estimate.factors import factors_for
+    from solver.specs.framework import load_framework
+    from solver.specs.precision import resolve_precision
+
+    model, h100 = load_model(L70), load_hardware("h100_sxm")
+    pc = make_parallel_config(4, attn_tp_size=4, dense_tp_size=4, embed_tp_size=4, lmhead_tp_size=4)
+    prec = resolve_precision(model, h100)
+    wl = DisaggWorkload(isl=4096, osl=256, concurrency=8)
+    tiers = {}
+    for name in ("vllm", "sglang"):
+        fw = load_framework(name)
+        f = factors_for(h100, fw.efficiency_for(h100))
+        tiers[name] = estimate_disagg(model, h100, pc, pc, prec, f, f, wl).transfer.tier
+    assert tiers == {"vllm": "intra_node", "sglang": "inter_node"}

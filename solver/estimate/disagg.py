@@ -145,25 +145,30 @@ class Transfer:
 
 
 def transfer_tier(hw: Hardware, prefill_ranks: int, decode_ranks: int, prefill_workers: int = 1,
-                  decode_workers: int = 1) -> tuple[str, Tier]:
+                  decode_workers: int = 1, over_nics: bool = False) -> tuple[str, Tier]:
     """The tier the KV crosses: the slowest tier the deployment's ranks span (NVLink inside a node or an NVL72
     rack, UB inside a SuperPoD, else RDMA). One worker per pool: the two placed side by side. More: the router
     sends a request to any prefill worker and any decode worker, so when the pools together leave one domain some
     transfers cross it whatever the placement, and that crossing is the one costed (an upper bound on the mean
-    where some pairs share a node)."""
-    name = hw.tier_for_group(prefill_workers * prefill_ranks + decode_workers * decode_ranks)
+    where some pairs share a node). `over_nics` (the engine's FrameworkProfile.kv_handoff_over_nics): the RDMA tier
+    whatever the span, the one a group one rank past the node and the scale-up domain crosses."""
+    ranks = prefill_workers * prefill_ranks + decode_workers * decode_ranks
+    if over_nics:
+        ranks = max(ranks, max(hw.ranks_per_node, hw.scale_up_domain) + 1)
+    name = hw.tier_for_group(ranks)
     return name, hw.tiers[name]
 
 
 def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode: ParallelConfig, kv_bytes: int,
                 isl: int, mtp_layers: int = 0, kvp_splits_weights: bool = False, prefill_workers: int = 1,
-                decode_workers: int = 1, layout: CacheLayout = SEED_LAYOUT) -> Transfer:
+                decode_workers: int = 1, layout: CacheLayout = SEED_LAYOUT, over_nics: bool = False) -> Transfer:
     """Bytes and seconds of one request's KV transfer (module docstring). The decode side's CP x KVP split the
     tokens across its ranks; the replicated copies of a latent (MLA) are each sent once per receiving rank.
     `kvp_splits_weights`: the decode engine's KVP layout (its constant state split over TP x KVP); the worker
     counts: the deployment whose span sets the tier (transfer_tier). `layout`: the decode engine's cache layout
     (MemoryOptions.cache_layout): CP ranks that each keep the whole cache receive it whole, KVP ranks that each
-    keep every indexer key receive them all, and the indexer keys travel in the engine's format."""
+    keep every indexer key receive them all, and the indexer keys travel in the engine's format. `over_nics`:
+    the engine's transport (transfer_tier)."""
     unq = layout.index_unquantised
     whole = (kv_bytes_per_request(model, kv_bytes, isl, 1, mtp_layers, unq)
              + constant_state_per_request(model, kv_bytes))
@@ -176,7 +181,7 @@ def kv_transfer(model: ModelSpec, hw: Hardware, prefill: ParallelConfig, decode:
     senders, receivers = prefill.attn_group_size, decode.attn_group_size
     traffic = recv * receivers  # every receiving rank's share, copies counted
     send = traffic / senders
-    name, tier = transfer_tier(hw, prefill.world_size, decode.world_size, prefill_workers, decode_workers)
+    name, tier = transfer_tier(hw, prefill.world_size, decode.world_size, prefill_workers, decode_workers, over_nics)
     # each side drives the links to the peers it exchanges with (comm.peer_rate_Bps: all of a switched fabric,
     # one link per peer on a full mesh): a sending rank reaches the receivers its share spreads over, a
     # receiving rank the senders its share comes from
@@ -445,7 +450,7 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     mtp_layers = model.num_mtp_layers if wl.mtp else 0
     xfer = kv_transfer(model, hw, prefill_pc, decode_pc, prec.kv_bytes, wl.isl, mtp_layers,
                        dec_opts.kvp_splits_attention_weights, wl.prefill_workers, wl.decode_workers,
-                       layout=dec_opts.cache_layout)
+                       layout=dec_opts.cache_layout, over_nics=f_decode.kv_handoff_over_nics)
     # the front end's cost (HTTP, tokenizer, router) is paid where the request enters: the prefill server's
     overhead = request_overhead(Workload("serving", request_overhead_s=wl.request_overhead_s), f_prefill)
     t = disagg_times(shape, pre_s, dec_s, xfer.time_s, wl.concurrency, wl.osl, overhead, wl.benchmark_waves,

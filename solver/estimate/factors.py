@@ -50,6 +50,9 @@ class Factors:
     # the framework's KVP indexer layout (FrameworkProfile.kvp_replicates_indexer_keys): every KVP rank keeps and
     # scores every token's indexer key; the memory model reads it from MemoryOptions
     kvp_replicates_indexer_keys: bool = False
+    # the framework's disaggregated KV transport (FrameworkProfile.kv_handoff_over_nics): over the RDMA NICs
+    # whatever the pools span (estimate.disagg.transfer_tier)
+    kv_handoff_over_nics: bool = False
     # the framework's SP decode form (FrameworkProfile.sp_decode_repeats_batch): every SP rank decodes its
     # replica's whole batch (step_parts.decode_layout)
     sp_decode_repeats_batch: bool = False

@@ -75,6 +75,11 @@ class FrameworkProfile(BaseModel):
         "each decode the attention replica's whole batch over their shard, the partial outputs merged by "
         "log-sum-exp over the CP group (vllm-ascend's PCP: each rank stores max_model_len / pcp tokens, decode "
         "requests duplicated on every PCP rank, output and lse all-gathered); excludes cp_replicates_kv_cache")
+    kv_handoff_over_nics: bool = Field(
+        False, description="its disaggregated KV hand-off runs over the RDMA NICs whatever the pools span (SGLang's "
+        "mooncake transfer engine: protocol rdma unless SGLANG_MOONCAKE_CUSTOM_MEM_POOL opts into NVLink), so it is "
+        "priced on the tier a group one rank past the scale-up domain crosses; false: on the slowest tier the two "
+        "pools' ranks span (NVLink inside a node or an NVL72 rack)")
     sp_in_tp_group: bool = Field(
         False, description="its attention sequence-parallel ranks (attn_sp_size) are TP ranks: its tensor-parallel "
         "size counts them (vllm-ascend's enable_dsa_cp splits the tokens over the TP group, the attention weights "
