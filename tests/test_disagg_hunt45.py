@@ -216,3 +216,28 @@ def test_a_decode_mode_label_says_what_the_pool_runs() -> None:
     assert mode(attn_tp_size=32, moe_tp_size=32) == "TP"
     assert mode(attn_tp_size=8) == "attention DP + EP32"
     assert mode("llama-3.1-70b") == "attention DP"  # a dense model has no experts to split
+
+
+def test_a_tie_on_the_score_goes_to_the_deployment_serving_more_on_the_cards() -> None:
+    """DeepSeek-R1 on 96 H100 (SGLang), 2K / 1K, TPOT <= 50 ms: 1P1D (16 + 24 ranks) and 2P2D (the same pools
+    twice, 80 ranks) have the same figures per rank and the same latency, so the same score (a difference of
+    scores is w_lat log(lat_a / lat_b) + w_inv log(inv_a / inv_b), whatever the references: 0 here). The answer is
+    the one serving more output tokens/s on the 96 cards, not the one evaluated first."""
+    import math
+
+    from solver.entry import run_disagg
+    from solver.plan.disagg import SCORE_DIGITS
+
+    sc = Scenario(kind="throughput", isl=2048, osl=1024, tpot_ms=50, max_concurrency=65536)
+    rep = run_disagg("deepseek-r1", "h100_sxm", 96, sc, "sglang", compare_aggregated=False)
+    w_lat, w_inv = sc.objective_weights
+
+    def terms(d) -> tuple[float, float]:
+        e = d.estimate
+        return sc.request_latency(e.ttft_s, e.tpot_s), 1 / e.output_tokens_per_s_per_rank
+
+    (lb, ib) = terms(rep.plan)
+    tied = [d for d in rep.alternatives
+            if round(w_lat * math.log(lb / terms(d)[0]) + w_inv * math.log(ib / terms(d)[1]), SCORE_DIGITS) == 0]
+    assert tied  # the premise: a scaled copy of the pools ties
+    assert all(rep.plan.estimate.output_tokens_per_s > d.estimate.output_tokens_per_s for d in tied)

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 SHORTLIST = 40  # pool pairs meeting the SLA that the scenario's score chooses among
 MAX_EVALUATED = 400  # pool pairs evaluated with the full serving model at most per order (a few ms each)
+SCORE_DIGITS = 9  # a score (a log-ratio) equal to this many digits is a tie: float noise, not a difference
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,11 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     lat = [scenario.request_latency(c.estimate.ttft_s, c.estimate.tpot_s) for c in evaluated]
     inv = [1.0 / c.estimate.output_tokens_per_s_per_rank for c in evaluated]
     lat_ref, inv_ref = min(lat), min(inv)
-    order = sorted(range(len(evaluated)), key=lambda i: scenario.score(lat[i], inv[i], lat_ref, inv_ref))
+    # a tie on the score (the same pools scaled: 2P2D as 1P1D per rank) goes to the one serving more on the cards;
+    # the score is rounded past the float noise of the same per-rank figures
+    order = sorted(range(len(evaluated)), key=lambda i: (round(scenario.score(lat[i], inv[i], lat_ref, inv_ref),
+                                                               SCORE_DIGITS),
+                                                         -evaluated[i].estimate.output_tokens_per_s))
     ranked = [evaluated[i] for i in order]
     alts, seen = [], {_key(ranked[0])}
     for c in ranked[1:]:
