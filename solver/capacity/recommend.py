@@ -509,5 +509,5 @@ def _cards(n: int) -> str:
     return f"{n} card" + ("" if n == 1 else "s")
 
 
-__all__ = ["BASIS_LABELS", "Option", "Recommendation", "choose", "copies_needed", "copies_within", "cost_text", "costs", "parse_prices",
-           "price_note", "recommend"]
+__all__ = ["BASIS_LABELS", "Option", "Recommendation", "choose", "copies_needed", "copies_within", "cost_text",
+           "costs", "parse_prices", "price_note", "recommend"]

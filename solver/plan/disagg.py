@@ -11,11 +11,11 @@ pool could finish (estimate.disagg.workers_to_match), within the cards.
 A cheap ratio estimate ranks the pairs: the closed loop the full estimate solves (estimate.disagg.closed_loop_rate:
 the C clients' rate with the prefill step and the prefill queue in each cycle), transfer and fixed costs aside,
 gives the request latency and the ranks per output token/s, and the scenario's score on them orders the pairs
-(so that the order and the figures agree); in that order each is evaluated by the full serving model at concurrency C and judged by
-the SLA, until SHORTLIST meet it (or MAX_EVALUATED have been tried, so that a tight TTFT SLA still finds the pairs
-the ratio ranks lower); where none of those meets a TTFT SLA, the MAX_EVALUATED pairs of lowest TTFT estimate
-are tried next (where the remedy looks for the SLA's floor). The scenario's score on the full estimates picks the
-winner.
+(so that the order and the figures agree). In that order each is evaluated by the full serving model at
+concurrency C and judged by the SLA, until SHORTLIST meet it (or MAX_EVALUATED have been tried, so that a tight
+TTFT SLA still finds the pairs the ratio ranks lower); where none of those meets a TTFT SLA, the MAX_EVALUATED
+pairs of lowest TTFT estimate are tried next (where the remedy looks for the SLA's floor). The scenario's score
+on the full estimates picks the winner.
 """
 from __future__ import annotations
 
