@@ -528,13 +528,17 @@ def table(prepared: Sequence[Prepared], et: np.ndarray, ep: np.ndarray, title: s
 
 
 def decode_mode(p: Prepared) -> str:
-    """The decode pool's parallel mode: attention DP + EP, TP + EP, TP (the EP all-to-all runs in the first)."""
+    """The decode pool's parallel mode: its attention (DP across replicas, else TP) and its experts (EP, else the
+    MoE TP they are split by; none for a dense model). The EP all-to-all runs in the EP modes."""
     pc = p.case.decode.pc
-    if pc.moe_ep_size > 1 and pc.attn_replicas > 1:
-        return f"attention DP + EP{pc.moe_ep_size}"
+    attn = "attention DP" if pc.attn_replicas > 1 else ("TP" if pc.attn_tp_size > 1 else "TP 1")
+    if not p.case.decode.model.is_moe:
+        return attn
     if pc.moe_ep_size > 1:
-        return f"TP + EP{pc.moe_ep_size}"
-    return "TP" if pc.attn_tp_size > 1 else "TP 1"
+        return f"{attn} + EP{pc.moe_ep_size}"
+    if pc.moe_tp_size > 1 and pc.moe_tp_size != pc.attn_tp_size:
+        return f"{attn} + MoE TP{pc.moe_tp_size}"
+    return attn
 
 
 def errors(prepared: Sequence[Prepared], params_of: Callable[[Prepared], Mapping[str, float]]

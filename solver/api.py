@@ -373,18 +373,14 @@ def _recommend(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[
     `.options`, `.to_frame()`). Keyword arguments: target_output_tokens_per_s or target_requests_per_s, isl,
     osl, ttft_ms, tpot_ms, prices ({hardware: price per card-hour}), cards (per copy), max_copies (None: no
     bound; 1: one deployment), framework, weight_dtype, ...
-    `serving="disagg"`: the fewest cards whose one xPyD deployment carries the load, as `recommend --serving
-    disagg` answers it: a solver.capacity.disagg.DisaggRecommendation (`.best`, `.options`, `.as_dict()`);
-    max_copies is refused there.
+    `serving="disagg"`: the fewest cards whose copies of an xPyD deployment carry the load, as `recommend
+    --serving disagg` answers it: a solver.capacity.disagg.DisaggRecommendation (`.best`, `.options`,
+    `.as_dict()`).
     """
     if serving == "disagg":
         from solver.capacity.disagg import recommend_disagg
         from solver.one_config import check_mtp
 
-        if kwargs.get("max_copies") is not None:  # the disaggregated answer is one xPyD deployment
-            raise InputError("max_copies", "not available with recommend(serving='disagg') (one xPyD deployment "
-                             "is planned)")
-        kwargs.pop("max_copies", None)
         _not_disagg("recommend", {k: k in kwargs for k in set(kwargs) - _params_of(recommend_disagg)})
         check_mtp(model, kwargs.get("mtp", 0))
         return recommend_disagg(model, _hardware_list(hardware), **kwargs)

@@ -102,8 +102,8 @@ def test_recommend_serving_disagg_is_the_commands_json() -> None:
                                   "--osl", "128")
 
 
-def test_recommend_serving_disagg_refuses_max_copies_and_an_unknown_serving() -> None:
-    assert _field(lambda: api.recommend(MODEL, HW, serving="disagg", max_copies=2,
+def test_recommend_serving_disagg_refuses_no_copies_and_an_unknown_serving() -> None:
+    assert _field(lambda: api.recommend(MODEL, HW, serving="disagg", max_copies=0,
                                         target_output_tokens_per_s=1e3)) == "max_copies"
     assert _field(lambda: api.recommend(MODEL, HW, serving="split", target_output_tokens_per_s=1e3)) == "serving"
 

@@ -503,7 +503,7 @@ def test_recommend_says_the_copies_in_the_table_and_the_json_and_refuses_them_di
     assert (data["max_copies"], opt["copies"], opt["cards"], opt["total_cards"]) == (None, 6, 16, 96)
     one = json.loads(_run(*args, "--max-copies", "1", "--format", "json").stdout)
     assert one["max_copies"] == 1 and one["recommended"] is None
-    for bad in (["--max-copies", "0"], ["--max-copies", "2", "--serving", "disagg"]):
+    for bad in (["--max-copies", "0"], ["--max-copies", "0", "--serving", "disagg"]):
         r = _run(*args, *bad)
         assert r.exit_code == 2 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, (bad, r.output)
         assert "--max-copies" in r.stderr

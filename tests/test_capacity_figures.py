@@ -112,9 +112,10 @@ def test_disaggregated_recommend_text_prints_unrounded_figures_and_json_keeps_th
 
     from solver.capacity.disagg import DisaggRecommendation
 
-    o = {"hardware": "h200_sxm", "met": True, "cards": 16, "ratio": "2P1D", "prefill_workers": 2,
-         "prefill_ranks_per_worker": 4, "decode_workers": 1, "decode_ranks_per_worker": 8, "ranks_used": 16,
-         "output_tokens_per_s": 10754.0, "ttft_ms": 900.0, "tpot_ms": 36.655, "headroom": 1.075,
+    o = {"hardware": "h200_sxm", "met": True, "cards": 16, "copies": 1, "total_cards": 16, "ratio": "2P1D",
+         "prefill_workers": 2, "prefill_ranks_per_worker": 4, "decode_workers": 1, "decode_ranks_per_worker": 8,
+         "ranks_used": 16, "output_tokens_per_s": 10754.0, "total_output_tokens_per_s": 10754.0, "ttft_ms": 900.0,
+         "tpot_ms": 36.655, "headroom": 1.075,
          "cost_per_hour": None, "price_per_card_hour": None, UNROUNDED: {"headroom": 1.0754, "tpot_ms": 36.6549}}
     rec = DisaggRecommendation("m", 10000.0, [o], o, "cards")
     assert "headroom 1.08" in rec.render("table") and "TPOT 36.7 ms" in rec.render("table")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 
+import pytest
+
 from solver.estimate.compute import factors_for
 from solver.estimate.serving import Workload, estimate
 from solver.plan.disagg_pools import phase_scenario
@@ -123,3 +125,119 @@ def test_a_prefill_figures_rate_is_in_prompt_tokens_as_the_table_shows_it() -> N
     assert figures_vs(e, e, 4096).endswith(f"prompt tok/s per rank {rate} -> {rate}")
     assert figures_vs(e, e).endswith(f"tok/s per rank {fmt_cell(e.output_tokens_per_s_per_rank)} -> "
                                      f"{fmt_cell(e.output_tokens_per_s_per_rank)}")
+
+
+def test_a_pairs_prefill_workers_run_from_one_to_the_rate_match_each_by_the_closed_loop() -> None:
+    """A decode point of 8 sequences per worker at TPOT 50 ms and a prefill point of one prompt per 200 ms step
+    (5 prompts/s), OSL 28, on cards enough for three workers of one rank. The decode demand with no prefill in a
+    cycle is 8 / (28 x 0.05) = 5.71 requests/s, so the rate match is ceil(5.71 / 5) = 2 prefill workers: the
+    pairs take x = 1 and 2, not 3. Each is ranked by the closed loop the full estimate solves (cycle Z = 0.2 +
+    28 x 0.05 = 1.6 s, M/D/1 wait at each prefill rank): at x = 1 the rate is 4 requests/s, as
+    4 x (1.6 + W_q) = 8 with rho = 4 / 5 = 0.8 and W_q = 0.8 x 0.2 / (2 x 0.2) = 0.4 s; the request latency is
+    TTFT 0.2 + 0.4 + 0.05 plus 27 x 0.05 = 2.0 s, and 2 ranks / (4 x 28 tokens/s) = 1/56 rank per token/s."""
+    from types import SimpleNamespace
+
+    from solver.plan.disagg import pool_pairs
+
+    sc = Scenario(kind="throughput", isl=1024, osl=28)
+    cfg = ParallelConfig(world_size=1)
+    d = SimpleNamespace(batch=8, config=cfg, estimate=SimpleNamespace(tpot_s=0.05))
+    p = SimpleNamespace(batch=1, config=cfg, estimate=SimpleNamespace(ttft_s=0.2, output_tokens_per_s=5.0))
+    pairs = [t for t in pool_pairs(sc, 10, 1, [p], 1, d) if t.y == 1]
+    assert [t.x for t in pairs] == [1, 2]
+    one = pairs[0]
+    assert one.lat == pytest.approx(2.0, rel=1e-9) and one.inv == pytest.approx(1 / 56, rel=1e-9)
+    # more prefill workers: a shorter queue, more ranks
+    assert pairs[1].lat < one.lat
+
+
+def test_a_long_prompts_prefill_pool_is_sized_by_the_closed_loop_not_the_decode_demand() -> None:
+    """DeepSeek-V3.2 on 96 Atlas A3 (cann-recipes), 64K / 256, INT8: a request's cycle is mostly its prefill, so
+    the decode demand C / (OSL TPOT) oversizes the prefill pool: at the answer's own pools and concurrency it asks
+    for workers_to_match(demand, mu_w) prefill workers, more than run. The answer's prefill pool is the one the
+    closed loop sizes: fewer workers, its rate below their capacity, the queue's wait in its TTFT."""
+    from solver.entry import run_disagg
+    from solver.estimate.disagg import workers_to_match
+
+    sc = Scenario(kind="throughput", isl=65536, osl=256)
+    best = run_disagg("deepseek-v3.2", "atlas_a3", 96, sc, "cann-recipes", "int8", None, "int8",
+                      compare_aggregated=False).plan
+    t = best.estimate.times
+    assert best.prefill.workers < workers_to_match(best.demand_rps, best.prefill_rps_per_worker)
+    assert t.request_rate < t.prefill_capacity and t.prefill_wait_s > 0
+
+
+def test_a_disaggregated_recommend_weighs_copies_of_each_plan_as_the_aggregated_does() -> None:
+    """DeepSeek-V3.2 on H200 (SGLang), 4K / 1K, TPOT <= 50 ms, 20 requests/s = 20,480 output tokens/s over sizes
+    16 and 32: for each size and each plan the sweep lists, copies = ceil(20,480 / the plan's output tokens/s)
+    (recommend.copies_needed); the answer is the fewest cards in all (copies x size), then fewer copies, and its
+    copies together carry the load. One copy only (--max-copies 1): no size carries it alone."""
+    import math
+
+    from solver.capacity.disagg import TOP, recommend_disagg
+    from solver.entry import run_disagg
+
+    target = 20 * 1024
+    sc = Scenario(kind="throughput", isl=4096, osl=1024, tpot_ms=50)
+    fewest = []
+    for w in (16, 32):
+        rep = run_disagg("deepseek-v3.2", "h200_sxm", w, sc, "sglang", None, None, None, None, TOP, False,
+                         compare_aggregated=False)
+        for d in [rep.plan, *rep.alternatives]:
+            rate = round(d.estimate.output_tokens_per_s, 2)  # the figure the sweep writes
+            fewest.append((w * math.ceil(target / rate), math.ceil(target / rate)))
+    rec = recommend_disagg("deepseek-v3.2", ["h200_sxm"], target_requests_per_s=20, isl=4096, osl=1024, tpot_ms=50,
+                           cards="16,32", framework="sglang")
+    o = rec.best
+    assert o is not None and (o["total_cards"], o["copies"]) == min(fewest)
+    assert o["total_cards"] == o["copies"] * o["cards"]
+    assert o["copies"] == math.ceil(target / o["output_tokens_per_s"])
+    assert o["total_output_tokens_per_s"] == pytest.approx(o["copies"] * o["output_tokens_per_s"], abs=0.01)
+    assert o["total_output_tokens_per_s"] >= target
+    one = recommend_disagg("deepseek-v3.2", ["h200_sxm"], target_requests_per_s=20, isl=4096, osl=1024,
+                           tpot_ms=50, cards="16,32", framework="sglang", max_copies=1)
+    assert one.best is None and one.as_dict()["max_copies"] == 1
+
+
+def test_a_decode_mode_label_says_what_the_pool_runs() -> None:
+    """accuracy_disagg groups rows by the decode pool's mode: attention DP with the experts split by MoE TP32 (no
+    EP) is that, not 'TP 1' (the attention TP of each replica); the EP modes keep their labels."""
+    from types import SimpleNamespace
+
+    from benchmarks.accuracy_disagg import decode_mode
+
+    def mode(model: str = "deepseek-v3.2", **knobs) -> str:
+        pc = ParallelConfig(world_size=32, **knobs)
+        side = SimpleNamespace(pc=pc, model=load_model(model))
+        return decode_mode(SimpleNamespace(case=SimpleNamespace(decode=side)))
+
+    assert mode(moe_tp_size=32) == "attention DP + MoE TP32"
+    assert mode() == "attention DP + EP32"
+    assert mode(attn_tp_size=32, moe_tp_size=32) == "TP"
+    assert mode(attn_tp_size=8) == "attention DP + EP32"
+    assert mode("llama-3.1-70b") == "attention DP"  # a dense model has no experts to split
+
+
+def test_a_tie_on_the_score_goes_to_the_deployment_serving_more_on_the_cards() -> None:
+    """DeepSeek-R1 on 96 H100 (SGLang), 2K / 1K, TPOT <= 50 ms: 1P1D (16 + 24 ranks) and 2P2D (the same pools
+    twice, 80 ranks) have the same figures per rank and the same latency, so the same score (a difference of
+    scores is w_lat log(lat_a / lat_b) + w_inv log(inv_a / inv_b), whatever the references: 0 here). The answer is
+    the one serving more output tokens/s on the 96 cards, not the one evaluated first."""
+    import math
+
+    from solver.entry import run_disagg
+    from solver.plan.disagg import SCORE_DIGITS
+
+    sc = Scenario(kind="throughput", isl=2048, osl=1024, tpot_ms=50, max_concurrency=65536)
+    rep = run_disagg("deepseek-r1", "h100_sxm", 96, sc, "sglang", compare_aggregated=False)
+    w_lat, w_inv = sc.objective_weights
+
+    def terms(d) -> tuple[float, float]:
+        e = d.estimate
+        return sc.request_latency(e.ttft_s, e.tpot_s), 1 / e.output_tokens_per_s_per_rank
+
+    (lb, ib) = terms(rep.plan)
+    tied = [d for d in rep.alternatives
+            if round(w_lat * math.log(lb / terms(d)[0]) + w_inv * math.log(ib / terms(d)[1]), SCORE_DIGITS) == 0]
+    assert tied  # the premise: a scaled copy of the pools ties
+    assert all(rep.plan.estimate.output_tokens_per_s > d.estimate.output_tokens_per_s for d in tied)

@@ -2,8 +2,8 @@
 aggregated recommend follows (recommend.choose), with the cost on the prefill and decode pools' ranks.
 
 The runs: Qwen3-8B at ISL 1024 / OSL 256, 5,000 output tokens/s, cluster sizes 2, 4 and 8 (one solve per size
-and hardware, well under a second each). There H200 carries the load on 2 cards and L40S needs 8, of which its
-pools use 7 (a rate match that leaves one card idle).
+and hardware, well under a second each), one deployment each (--max-copies 1). There H200 carries the load on 2
+cards and L40S needs 8, of which its pools use 7 (a rate match that leaves one card idle).
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from solver.cli.main import main
 from solver.errors import InputError
 
 LOAD = 5000.0
-RUN = dict(target_output_tokens_per_s=LOAD, cards="2,4,8", isl=1024, osl=256)
+RUN = dict(target_output_tokens_per_s=LOAD, cards="2,4,8", isl=1024, osl=256, max_copies=1)  # one deployment each
 ARGV = ["recommend", "qwen3-8b", "l40s", "h200_sxm", "--target-output-tokens-per-s", "5000", "--cards", "2,4,8",
-        "--isl", "1024", "--osl", "256", "--serving", "disagg"]
+        "--isl", "1024", "--osl", "256", "--serving", "disagg", "--max-copies", "1"]
 
 
 def _by_hw(rec) -> dict:

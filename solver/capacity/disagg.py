@@ -5,11 +5,14 @@ Sweep table: one row per plan (the recommended one, rank 1, and its alternatives
 combination, in the columns of table.DISAGG_COLUMNS (documented in docs/disagg.md); rank-1 rows also carry the
 best aggregated plan's output tokens/s per rank on the same cards (empty when none fits) and the winner.
 
-Recommend tries the cluster sizes upwards and takes the first on which one of the plans the sweep lists for that
-size (rank 1 and its alternatives, `TOP` of them) carries the load, so the two answer alike for the same size.
-Over the hardware it chooses as the aggregated recommend does (recommend.choose): with a price per card-hour for
-every hardware that carries the load, the cheapest per hour, where the cards paid for are the prefill and decode
-pools' ranks (`ranks_used`: a card the rate match leaves idle is not deployed); else the fewest cards.
+Recommend weighs copies of a deployment as the aggregated recommend does: for each cluster size (upwards) and each
+plan the sweep lists for it (rank 1 and its alternatives, `TOP` of them, so the two answer alike for the same
+size), the fewest copies of that plan that carry the load between them (recommend.copies_within, within
+`max_copies` and the cards a cluster may have); the answer is the fewest cards in all, ties to fewer copies, then
+to the lowest request latency. A size is solved only while one copy of it could still win. Over the hardware it
+chooses as the aggregated recommend does (recommend.choose): with a price per card-hour for every hardware that
+carries the load, the cheapest per hour, where the cards paid for are the copies' prefill and decode pools' ranks
+(`ranks_used`: a card the rate match leaves idle is not deployed); else the fewest cards.
 """
 from __future__ import annotations
 
@@ -20,8 +23,8 @@ import pandas as pd
 
 from solver.capacity.inputs import (default_cards, make_scenario, parse_cards, parse_scenarios, parse_seq_lens,
                                     per_hardware, scenario_for)
-from solver.capacity.recommend import (BASIS_LABELS, choose, cost_text, costs, no_fit_note, parse_prices, price_note,
-                                       shortfall_note)
+from solver.capacity.recommend import (BASIS_LABELS, choose, cluster_cap_note, copies_within, cost_text, costs,
+                                       no_fit_note, parse_prices, price_note, shortfall_note)
 from solver.capacity.executors import ProgressFn
 from solver.capacity.sweep import UNROUNDED, input_notes
 from solver.capacity.table import to_disagg_frame
@@ -30,6 +33,7 @@ from solver.errors import InfeasibleError, InputError
 from solver.plan.points import SolverParams
 from solver.plan.disagg import DisaggPlan
 from solver.report.digits import rounded
+from solver.specs.limits import MAX_CARDS
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
 
@@ -135,12 +139,13 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
 class DisaggRecommendation:
     model: str
     target_output_tokens_per_s: float
-    options: list[dict[str, Any]]  # per hardware: the first cluster size whose plan carries the load, or why none
+    options: list[dict[str, Any]]  # per hardware: the copies of a plan that carry the load on fewest cards, or why none
     best: dict[str, Any] | None
     basis: str  # as Recommendation.basis: "cost per hour" | "cards" | "only one met" | "none met"
     config: str | None = None  # as Recommendation.config
     prefix_hit: float = 0.0  # the prefix-cache hit every plan assumed (estimate.disagg.disagg_hit_note)
     input_notes: tuple[str, ...] = ()  # what reading the inputs noted (sweep.input_notes), as Recommendation.notes
+    max_copies: int | None = None  # the bound on copies per hardware; None: no bound
 
     @property
     def title(self) -> str:
@@ -155,7 +160,8 @@ class DisaggRecommendation:
         return [*self.input_notes, *filter(None, [disagg_hit_note(self.prefix_hit)])]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"model": self.model, **({"config": self.config} if self.config else {}), "serving": "disagg", "target_output_tokens_per_s": self.target_output_tokens_per_s,
+        return {"model": self.model, **({"config": self.config} if self.config else {}), "serving": "disagg",
+                "target_output_tokens_per_s": self.target_output_tokens_per_s, "max_copies": self.max_copies,
                 "recommended": _record(self.best), "basis": self.basis,
                 "options": [_record(o) for o in self.options], **({"notes": self.notes} if self.notes else {})}
 
@@ -174,10 +180,14 @@ class DisaggRecommendation:
                 lines.append(f"  {o['hardware']}: {o['note']}")
                 continue
             mark = "*" if o is self.best else " "
-            lines.append(f"{mark} {o['hardware']}: {o['cards']} cards, {o['ratio']} (prefill {o['prefill_workers']} x "
+            copies = (f"{o['copies']} copies x {o['cards']} cards ({o['total_cards']} in all)" if o["copies"] > 1
+                      else f"{o['cards']} cards")
+            lines.append(f"{mark} {o['hardware']}: {copies}, {o['ratio']} (prefill {o['prefill_workers']} x "
                          f"{o['prefill_ranks_per_worker']}, decode {o['decode_workers']} x "
                          f"{o['decode_ranks_per_worker']}; {o['ranks_used']} used), "
-                         f"{_shown(o, 'output_tokens_per_s'):,.0f} tok/s, TTFT {_shown(o, 'ttft_ms'):,.0f} ms, "
+                         f"{_shown(o, 'output_tokens_per_s'):,.0f} tok/s"
+                         + (f" each, {_shown(o, 'total_output_tokens_per_s'):,.0f} together" if o["copies"] > 1 else "")
+                         + f", TTFT {_shown(o, 'ttft_ms'):,.0f} ms, "
                          f"TPOT {_shown(o, 'tpot_ms'):.1f} ms, headroom {_shown(o, 'headroom'):.2f}" + (
                              "; " + cost_text(*(_shown(o, k) for k in COST_KEYS))
                              if o["cost_per_hour"] is not None else ""))
@@ -197,12 +207,12 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                      mtp: int = 0, mtp_accept: float | None = None, prefix_hit: float = 0.0,
                      max_concurrency: int | None = None, allow_cross_node: bool = False,
                      params: SolverParams | None = None, prices: Sequence[str] | None = None,
-                     progress: Callable[[str], None] | None = None,
+                     max_copies: int | None = None, progress: Callable[[str], None] | None = None,
                      checked: Callable[[], None] | None = None) -> DisaggRecommendation:
     """Per hardware, the fewest cards (tried upwards) whose disaggregated plan for a throughput scenario carries
     the target output tokens/s within the SLA; the recommendation over the hardware as the module docstring says
-    (`prices`: HARDWARE=PRICE items or a mapping, as parse_prices reads them; `checked`: called once the
-    inputs are checked, before the first solve)."""
+    (`prices`: HARDWARE=PRICE items or a mapping, as parse_prices reads them; `max_copies`: the most copies of
+    one deployment, None: no bound; `checked`: called once the inputs are checked, before the first solve)."""
     from solver.specs.hardware_catalog import load_hardware
 
     if (target_output_tokens_per_s is None) == (target_requests_per_s is None):
@@ -211,6 +221,9 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                   else target_requests_per_s * osl)
     if tok_s <= 0:
         raise InputError("--target-output-tokens-per-s", f"must be > 0, got {tok_s}")
+    if max_copies is not None and (isinstance(max_copies, bool) or not isinstance(max_copies, int)
+                                   or max_copies < 1):
+        raise InputError("--max-copies", f"must be an integer >= 1, got {max_copies!r}")
     hws = [load_hardware(h) for h in hardware]
     hw_names = [h.name for h in hws]
     price = parse_prices(prices, hw_names)
@@ -229,23 +242,26 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     options = []
     for hw in hw_names:
         o = _first_that_carries(model, hw, sizes[hw], sc, tok_s, framework, dt["--weight-dtype"][hw],
-                                dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params, allow_cross_node, progress)
+                                dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params, allow_cross_node, progress,
+                                max_copies)
         options.append(_priced(o, price.get(hw), tok_s))
     best, basis = choose(options, lambda o: o["met"], lambda o: o["cost_per_hour"],
-                         lambda o: (o["cards"], -o["output_tokens_per_s"]))
+                         lambda o: (o["total_cards"], o["copies"], -o["total_output_tokens_per_s"]))
     from solver.specs.model_catalog import load_model, model_names
 
     name, config = model_names(model, load_model(model).name)
     said = input_notes(model, hardware, cards, isl=isl, osl=osl, framework=framework, weight_dtype=weight_dtype,
                        moe_weight_dtype=moe_weight_dtype, kv_dtype=kv_dtype)
-    return DisaggRecommendation(name, tok_s, options, best, basis, config, sc.prefix_hit, tuple(said))
+    return DisaggRecommendation(name, tok_s, options, best, basis, config, sc.prefix_hit, tuple(said), max_copies)
 
 
-def _unrounded(d: DisaggPlan, tok_s: float) -> dict[str, float]:
-    """The plan's figures before _row's rounding, for the text view (which formats its own precision)."""
+def _unrounded(d: DisaggPlan, tok_s: float, copies: int = 1) -> dict[str, float]:
+    """The plan's figures before _row's rounding (`copies` of it together), for the text view (which formats its
+    own precision)."""
     e = d.estimate
     return {"ttft_ms": e.ttft_s * 1e3, "tpot_ms": e.tpot_s * 1e3, "output_tokens_per_s": e.output_tokens_per_s,
-            "headroom": e.output_tokens_per_s / tok_s}
+            "total_output_tokens_per_s": e.output_tokens_per_s * copies,
+            "headroom": e.output_tokens_per_s * copies / tok_s}
 
 
 def _shown(o: dict[str, Any], key: str) -> Any:
@@ -260,26 +276,33 @@ def _record(o: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _priced(o: dict[str, Any], price: float | None, tok_s: float) -> dict[str, Any]:
     """The option with its price per card-hour and, where it carries the load and has a price, its costs on the
-    pools' ranks (module docstring); None where not known, so every option has the same fields."""
+    copies' pools' ranks (module docstring); None where not known, so every option has the same fields."""
     out = {**o, "price_per_card_hour": price, "cost_per_hour": None, "cost_per_million_output_tokens": None,
            "cost_per_million_output_tokens_at_capacity": None}
     if o["met"] and price is not None:
-        out.update(costs(o["ranks_used"], price, tok_s, o["output_tokens_per_s"]))
+        paid = o["ranks_used"] * o["copies"]
+        out.update(costs(paid, price, tok_s, o["total_output_tokens_per_s"]))
         u = o[UNROUNDED]
-        out[UNROUNDED] = {**u, **costs(o["ranks_used"], price, tok_s, u["output_tokens_per_s"], None)}
+        out[UNROUNDED] = {**u, **costs(paid, price, tok_s, u["total_output_tokens_per_s"], None)}
     return out
 
 
 def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok_s: float, framework: str,
                         weight_dtype, moe_weight_dtype, kv_dtype, params: SolverParams | None,
-                        allow_cross_node: bool, progress: Callable[[str], None] | None) -> dict[str, Any]:
-    """The first size on which a plan the sweep lists (rank 1 or an alternative) carries the load; of those that
-    do, the lowest request latency (as the aggregated recommend). None does: why, as the aggregated says it."""
+                        allow_cross_node: bool, progress: Callable[[str], None] | None,
+                        max_copies: int | None = None) -> dict[str, Any]:
+    """Of the sizes (increasing) and the plans the sweep lists for each (rank 1 and its alternatives), the copies
+    of one that carry the load on the fewest cards in all, ties to fewer copies, then to the lowest request
+    latency (as the aggregated recommend). None does: why, as the aggregated says it."""
     from solver.entry import run_disagg
 
-    most: tuple[float, int] | None = None  # the most output tokens/s seen, and on how many cards
+    most: tuple[float, int] | None = None  # the most output tokens/s of one copy seen, and on how many cards
+    best_in_cap: tuple[float, int, int, float] | None = None  # as recommend._fewest_cards': the most MAX_CARDS carry
     last: InfeasibleError | None = None
+    chosen: tuple[tuple, dict[str, Any]] | None = None  # ((total cards, copies, latency, -tok/s), option)
     for w in sizes:
+        if chosen is not None and w > chosen[0][0]:
+            break  # one copy of this size or a larger one needs more cards than the answer found
         if progress:
             progress(f"{hw} x {w}")
         try:
@@ -288,21 +311,30 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
         except InfeasibleError as exc:
             last = exc
             continue
-        # on the figures the sweep writes
-        plans = [rep.plan, *rep.alternatives]
-        rows = [{**_row(d, rep.knobs, rep.replica_knobs), UNROUNDED: _unrounded(d, tok_s)} for d in plans]
-        top = max(r["output_tokens_per_s"] for r in rows)
-        if most is None or top > most[0]:
-            most = (top, w)
-        carry = [r for r in rows if r["output_tokens_per_s"] >= tok_s]
-        if carry:
-            r = min(carry, key=lambda r: (sc.request_latency(r["ttft_ms"] / 1e3, r["tpot_ms"] / 1e3),
-                                          -r["output_tokens_per_s"]))
-            return {"hardware": hw, "met": True, "cards": w, **r,
-                    "headroom": round(r["output_tokens_per_s"] / tok_s, 3)}
+        for d in [rep.plan, *rep.alternatives]:
+            r = _row(d, rep.knobs, rep.replica_knobs)  # on the figures the sweep writes
+            one = r["output_tokens_per_s"]
+            if most is None or one > most[0]:
+                most = (one, w)
+            fit = MAX_CARDS // w
+            if best_in_cap is None or one * fit > best_in_cap[0]:
+                best_in_cap = (one * fit, fit, w, one)
+            n = copies_within(one, tok_s, w, max_copies)
+            if n is None:
+                continue
+            key = (w * n, n, sc.request_latency(r["ttft_ms"] / 1e3, r["tpot_ms"] / 1e3), -one)
+            if chosen is None or key < chosen[0]:
+                chosen = (key, {"hardware": hw, "met": True, "cards": w, "copies": n, "total_cards": w * n, **r,
+                                "total_output_tokens_per_s": round(one * n, 2),
+                                "headroom": round(one * n / tok_s, 3), UNROUNDED: _unrounded(d, tok_s, n)})
+    if chosen is not None:
+        return chosen[1]
     if most is None:
         note = no_fit_note("disaggregated deployment", sizes[-1], "; ".join(last.binding) if last else "",
                            last.remedy if last else None)
     else:
-        note = shortfall_note(most[0], most[1], tok_s, sc.ttft_ms is not None or sc.tpot_ms is not None)
+        note = shortfall_note(most[0], most[1], tok_s, sc.ttft_ms is not None or sc.tpot_ms is not None,
+                              max_copies=max_copies)
+        if max_copies is None and best_in_cap is not None and best_in_cap[0] < tok_s:
+            note += "; " + cluster_cap_note(*best_in_cap, tok_s)
     return {"hardware": hw, "met": False, "note": note}

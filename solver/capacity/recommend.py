@@ -325,6 +325,14 @@ def copies_needed(most: float, tok_s: float) -> int:
     return n - 1 if n > 1 and most * (n - 1) >= tok_s else n  # a quotient a hair above a whole number (2.1 / 0.3)
 
 
+def copies_within(most: float, tok_s: float, cards: int, max_copies: int | None) -> int | None:
+    """copies_needed of a deployment of `cards` cards whose most output tokens/s is `most`, or None where they
+    pass the copies allowed (`max_copies`; None: no bound) or the cards a cluster may have in all (MAX_CARDS,
+    --cards' own bound)."""
+    n = copies_needed(most, tok_s)
+    return None if (max_copies is not None and n > max_copies) or cards * n > MAX_CARDS else n
+
+
 def replicas_per_copy(row: Mapping[str, Any], cards: int) -> int:
     """The whole-model engines one copy of a sweep row's configuration runs: `cards` where nothing is split (every
     knob 1 and no expert parallel: each rank an attention-DP replica holding the whole model, the same engine as
@@ -382,9 +390,9 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
         fit = MAX_CARDS // t.cards
         if best_in_cap is None or top["output_tokens_per_s"] * fit > best_in_cap[0]:
             best_in_cap = (top["output_tokens_per_s"] * fit, fit, t.cards, top["output_tokens_per_s"])
-        n = copies_needed(top["output_tokens_per_s"], tok_s)
-        if (max_copies is not None and n > max_copies) or t.cards * n > MAX_CARDS:
-            continue  # the copies allowed, and the cards a cluster may have (--cards' own bound), in all
+        n = copies_within(top["output_tokens_per_s"], tok_s, t.cards, max_copies)
+        if n is None:
+            continue
         meets = [r for r in ok if r["output_tokens_per_s"] * n >= tok_s]
         r = min(meets, key=lambda r: (r["request_latency_ms"], -r["output_tokens_per_s"], r["rank"]))
         engines = n * replicas_per_copy(r, t.cards)
@@ -501,5 +509,5 @@ def _cards(n: int) -> str:
     return f"{n} card" + ("" if n == 1 else "s")
 
 
-__all__ = ["BASIS_LABELS", "Option", "Recommendation", "choose", "copies_needed", "cost_text", "costs", "parse_prices",
-           "price_note", "recommend"]
+__all__ = ["BASIS_LABELS", "Option", "Recommendation", "choose", "copies_needed", "copies_within", "cost_text",
+           "costs", "parse_prices", "price_note", "recommend"]

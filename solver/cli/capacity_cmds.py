@@ -315,8 +315,6 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
     output tokens."""
     check_mtp(model, mtp)
     if serving == "disagg":  # the fewest cards whose xPyD plan carries the load (solver.capacity.disagg)
-        if max_copies is not None:  # the disaggregated answer is one xPyD deployment
-            raise InputError("--max-copies", "not available with --serving disagg (one xPyD deployment is planned)")
         from solver.capacity.disagg import recommend_disagg
 
         # the input notes are the answer's (rec.notes: its JSON and its note lines), as the aggregated answer's
@@ -327,7 +325,8 @@ def recommend_cmd(model, more_hardware, hardware, target_output_tokens_per_s, ta
                                moe_weight_dtype=_dtype(moe_weight_dtype), kv_dtype=_dtype(kv_dtype), mtp=mtp,
                                mtp_accept=mtp_accept, prefix_hit=prefix_hit,
                                max_concurrency=max_concurrency, allow_cross_node=allow_cross_node,
-                               params=_params(time_limit, seed), prices=list(prices) or None)
+                               params=_params(time_limit, seed), prices=list(prices) or None,
+                               max_copies=max_copies)
         click.echo(rec.render(fmt), nl=False)
         if rec.best is None:
             notes = "; ".join(f"{o['hardware']}: {o['note']}" for o in rec.options)

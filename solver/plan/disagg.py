@@ -2,17 +2,20 @@
 and the KV-transfer cost (estimate.disagg), not a second planner. This module pairs the pools' points
 (plan.disagg_pools: the fronts per worker size) and picks the deployment.
 
-A pool pair (prefill point, decode point) and a decode worker count y fix the demand: the decode pool finishes
-lambda = C / (OSL TPOT) requests/s (C = y B_w with B_w running sequences per decode worker, or the scenario's
-fixed concurrency); the rate match takes the fewest prefill workers whose capacity x n_w / P (n_w prompts per
-step per worker, P the step) meets it, within the cards (estimate.disagg.workers_to_match).
+A pool pair (prefill point, decode point), a decode worker count y and a prefill worker count x fix the
+deployment: the decode pool holds C clients (C = y B_w with B_w running sequences per decode worker, or the
+scenario's fixed concurrency); x runs from one to the rate match at the decode demand C / (OSL TPOT), the fewest
+prefill workers whose capacity x n_w / P (n_w prompts per step per worker, P the step) meets the most the decode
+pool could finish (estimate.disagg.workers_to_match), within the cards.
 
-A cheap ratio estimate (request latency without queueing, ranks per output token/s at the demand) ranks the pairs
-by the scenario's score; in that order each is evaluated by the full serving model at concurrency C and judged by
-the SLA, until SHORTLIST meet it (or MAX_EVALUATED have been tried, so that a tight TTFT SLA still finds the pairs
-the ratio ranks lower); where none of those meets a TTFT SLA, the MAX_EVALUATED pairs of lowest TTFT estimate
-are tried next (where the remedy looks for the SLA's floor). The scenario's score on the full estimates picks the
-winner.
+A cheap ratio estimate ranks the pairs: the closed loop the full estimate solves (estimate.disagg.closed_loop_rate:
+the C clients' rate with the prefill step and the prefill queue in each cycle), transfer and fixed costs aside,
+gives the request latency and the ranks per output token/s, and the scenario's score on them orders the pairs
+(so that the order and the figures agree). In that order each is evaluated by the full serving model at
+concurrency C and judged by the SLA, until SHORTLIST meet it (or MAX_EVALUATED have been tried, so that a tight
+TTFT SLA still finds the pairs the ratio ranks lower); where none of those meets a TTFT SLA, the MAX_EVALUATED
+pairs of lowest TTFT estimate are tried next (where the remedy looks for the SLA's floor). The scenario's score
+on the full estimates picks the winner.
 """
 from __future__ import annotations
 
@@ -23,7 +26,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from solver.errors import InfeasibleError, InputError
 from solver.estimate.compute import factors_for
-from solver.estimate.disagg import DisaggEstimate, DisaggWorkload, estimate_disagg, workers_to_match
+from solver.estimate.closed_loop import synced_ranks
+from solver.estimate.disagg import (DisaggEstimate, DisaggWorkload, closed_loop_rate, estimate_disagg,
+                                    workers_to_match)
 from solver.estimate.memory_options import MemoryOptions
 from solver.plan import points
 from solver.plan.disagg_pools import pool_fronts, worker_sizes
@@ -40,6 +45,7 @@ if TYPE_CHECKING:
 
 SHORTLIST = 40  # pool pairs meeting the SLA that the scenario's score chooses among
 MAX_EVALUATED = 400  # pool pairs evaluated with the full serving model at most per order (a few ms each)
+SCORE_DIGITS = 9  # a score (a log-ratio) equal to this many digits is a tie: float noise, not a difference
 
 
 @dataclass(frozen=True)
@@ -130,9 +136,10 @@ class _Job:
 
 
 class _Pair(NamedTuple):
-    """A rate-matched pool pair before the full serving model: its ratio estimate (request latency without
-    queueing or transfer, ranks per output token/s), the two phase points, x and y workers, the decode demand
-    (requests/s), one prefill worker's capacity (prompts/s) and the concurrency."""
+    """A pool pair before the full serving model: its ratio estimate (request latency and ranks per output token/s
+    in the closed loop, transfer and fixed costs aside: pool_pairs), the two phase points, x and y workers, the
+    decode demand (requests/s with no prefill in a cycle), one prefill worker's capacity (prompts/s) and the
+    concurrency."""
 
     lat: float
     inv: float
@@ -157,7 +164,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     job = _Job(model, hw, prec, fw, cards, params, allow_cross_node, mem_opts, sizes or worker_sizes(model, hw, cards),
                method)
     fronts, skipped = job.fronts(scenario)
-    pairs = _pairs(scenario, fronts, cards, fw)
+    pairs = _pairs(scenario, fronts, cards, fw, model)
     if not pairs:
         from solver.plan.disagg_remedies import no_pair, unpairable  # they import this module: imported where asked
 
@@ -181,7 +188,11 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     lat = [scenario.request_latency(c.estimate.ttft_s, c.estimate.tpot_s) for c in evaluated]
     inv = [1.0 / c.estimate.output_tokens_per_s_per_rank for c in evaluated]
     lat_ref, inv_ref = min(lat), min(inv)
-    order = sorted(range(len(evaluated)), key=lambda i: scenario.score(lat[i], inv[i], lat_ref, inv_ref))
+    # a tie on the score (the same pools scaled: 2P2D as 1P1D per rank) goes to the one serving more on the cards;
+    # the score is rounded past the float noise of the same per-rank figures
+    order = sorted(range(len(evaluated)), key=lambda i: (round(scenario.score(lat[i], inv[i], lat_ref, inv_ref),
+                                                               SCORE_DIGITS),
+                                                         -evaluated[i].estimate.output_tokens_per_s))
     ranked = [evaluated[i] for i in order]
     alts, seen = [], {_key(ranked[0])}
     for c in ranked[1:]:
@@ -210,27 +221,32 @@ def _shortlist(job: _Job, scenario: Scenario, pairs: list[_Pair]) -> tuple[list[
     return evaluated, rejected
 
 
-def ttft_order(t: _Pair) -> tuple[float, int]:
+def ttft_order(t: _Pair) -> tuple[float, int, int]:
     """A pair's TTFT estimate without queueing or transfer (prefill step + one decode step), then its
-    concurrency: the order a TTFT SLA's floor is searched in."""
-    return t.p.estimate.ttft_s + t.d.estimate.tpot_s, t.conc
+    concurrency, then the most prefill workers (the least queueing): the order a TTFT SLA's floor is searched in."""
+    return t.p.estimate.ttft_s + t.d.estimate.tpot_s, t.conc, -t.x
 
 
-def _pairs(scenario: Scenario, fronts: dict, cards: int, fw: FrameworkProfile | None = None) -> list[_Pair]:
-    """Every (prefill point, decode point, y) whose rate match fits the cards, with its ratio estimate; with `fw`,
-    of the pools its KV transfer can pair (FrameworkProfile.unpaired)."""
+def _pairs(scenario: Scenario, fronts: dict, cards: int, fw: FrameworkProfile | None = None,
+           model: ModelSpec | None = None) -> list[_Pair]:
+    """Every (prefill point, decode point, y, x) that fits the cards, with its ratio estimate (pool_pairs); with
+    `fw`, of the pools its KV transfer can pair (FrameworkProfile.unpaired)."""
     out = []
     for wp, pre_pts in fronts["prefill"].items():
         for wd, dec_pts in fronts["decode"].items():
             for d in dec_pts:
-                out += pool_pairs(scenario, cards, wp, pre_pts, wd, d, fw)
+                out += pool_pairs(scenario, cards, wp, pre_pts, wd, d, fw, model)
     return out
 
 
 def pool_pairs(scenario: Scenario, cards: int, wp: int, pre_pts: list[Planned], wd: int, d: Planned,
-               fw: FrameworkProfile | None = None) -> list[_Pair]:
-    """The pairs of decode point `d` (workers of `wd` ranks) with the prefill points `pre_pts` (of `wp`), y
-    then the prefill point in order: those of _pairs."""
+               fw: FrameworkProfile | None = None, model: ModelSpec | None = None) -> list[_Pair]:
+    """The pairs of decode point `d` (workers of `wd` ranks) with the prefill points `pre_pts` (of `wp`), y, the
+    prefill point, then x in order: those of _pairs. x runs from 1 to the rate match at the decode demand (the
+    most prefill workers the decode pool could keep busy, as no request's cycle is shorter than its decode); each
+    pair's ratio estimate is the closed loop the full estimate solves (estimate.disagg.closed_loop_rate): C
+    clients cycling through the prefill step, their decode and the prefill queue's wait, transfer and fixed costs
+    aside. `model`: whose prefill ranks step together (closed_loop.synced_ranks); None: each rank alone."""
     out = []
     if fw is not None:  # pools the engine's KV transfer cannot pair are no deployment (the launch refuses them)
         pre_pts = [p for p in pre_pts if fw.unpaired(p.config, d.config) is None]
@@ -240,14 +256,19 @@ def pool_pairs(scenario: Scenario, cards: int, wp: int, pre_pts: list[Planned], 
         # a fixed concurrency makes the planner's bound moot (Scenario)
         if conc is None or (scenario.concurrency is None and conc > scenario.max_concurrency):
             continue
-        demand = conc / (scenario.osl * tpot)
+        demand = conc / (scenario.osl * tpot)  # the decode pool's rate with no prefill in a request's cycle
         for p in pre_pts:
             mu_w = p.estimate.output_tokens_per_s  # prompts/s: one token per prompt
-            x = workers_to_match(demand, mu_w)
-            if x * wp + y * wd > cards:
-                continue
-            lat = scenario.request_latency(p.estimate.ttft_s + tpot, tpot)  # no queueing, no transfer
-            out.append(_Pair(lat, (x * wp + y * wd) / (demand * scenario.osl), p, d, x, y, demand, mu_w, conc))
+            step = p.estimate.ttft_s
+            cycle = step + scenario.osl * tpot  # prefill, first decode step, the rest: no queueing, no transfer
+            synced = synced_ranks(model, p.config) if model is not None else 1
+            for x in range(1, workers_to_match(demand, mu_w) + 1):
+                if x * wp + y * wd > cards:
+                    break
+                rate = closed_loop_rate(conc, cycle, x * mu_w, step, synced)
+                wait = max(0.0, conc / rate - cycle)  # W_q at the root (Little's law, as disagg_times)
+                lat = scenario.request_latency(step + wait + tpot, tpot)
+                out.append(_Pair(lat, (x * wp + y * wd) / (rate * scenario.osl), p, d, x, y, demand, mu_w, conc))
     return out
 
 

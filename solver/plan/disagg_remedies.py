@@ -75,7 +75,8 @@ def no_pair(job: "_Job", scenario: Scenario, fronts: dict, skipped: dict[str, In
     # the pools fit: the load does not. The most requests the pairs serve within the SLAs (the full estimate's
     # verdict, as plan_disagg's), the planner's range set aside as a fixed concurrency sets it aside
     free = scenario.model_copy(update={"concurrency": None, "max_concurrency": MAX_CONCURRENCY})
-    served = _first_served(job, scenario, sorted(_pairs(free, fronts, cards, job.fw), key=lambda t: -t.conc))
+    served = _first_served(job, scenario, sorted(_pairs(free, fronts, cards, job.fw, job.model),
+                                                      key=lambda t: (-t.conc, -t.x)))
     most = served.conc if served else None
     if scenario.concurrency:
         sla = f" at TPOT <= {scenario.tpot_ms:g} ms" if scenario.tpot_ms is not None else ""
@@ -172,7 +173,7 @@ def _sla_floor(job: "_Job", scenario: Scenario, binding: list[str]) -> str | Non
     # are not planned (disagg_floor); a TPOT floor reads every prefill point's pairs
     screen = PrefillScreen(job, relaxed) if slas == ["SLA.ttft"] else None
     pairs = _pairs(relaxed, job.fronts(relaxed, diagnose=False, screen=screen)[0], job.cards,  # failures unread
-                   job.fw)
+                   job.fw, job.model)
     estimates: dict[int, DisaggEstimate] = {}  # pair index -> its full estimate (each evaluated once)
     lows = []
     for b in slas:
