@@ -3,13 +3,16 @@ cards hold the weights and the least cache (least_world), and of the sizes from 
 memory screen passes (heads, experts with the engine's redundant copies, the node) and the planner confirms."""
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from solver import api
 from solver.cli.main import main
 from solver.plan.memory_remedies import least_world
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
+from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.precision import resolve_precision
 from solver.specs.scenario import Scenario
 
@@ -57,3 +60,31 @@ def test_an_ascend_remedy_is_a_size_the_engines_rules_run(framework: str) -> Non
     12 holds 22 (264 = 12 x 22) and plans under either engine, cann-recipes' attention DP at a batch it divides."""
     assert _remedy("deepseek-v3.2", "--hardware", "atlas_a3", "--weight-dtype", "int8", "--cards", "4",
                    "--framework", framework).startswith("12 cards fit")
+
+
+# solve's front is the deployment's: the same set as the sweep's on_front rows, whatever the kind asked
+
+def _solve_front(model: str, hardware: str, cards: int, kind: str, **sla: int) -> set[tuple]:
+    """solve's front as (the model's own knobs, concurrency), the other knobs None as the sweep writes them."""
+    own = model_knobs(load_model(model))
+    front = api.solve(model, hardware, cards, kind, **sla).result.front
+    return {(*(p.config.knobs()[k] if k in own else None for k in KNOBS), p.batch) for p in front}
+
+
+def _sweep_front(rows: pd.DataFrame) -> set[tuple]:
+    on = rows[rows["on_front"].fillna(False).astype(bool)]
+    return {(*(None if pd.isna(r[k]) else int(r[k]) for k in KNOBS), int(r["concurrency"]))
+            for r in on.to_dict("records")}
+
+
+@pytest.mark.parametrize("model, hardware, cards, sla", [
+    # TTFT <= 2 s, TPOT <= 50 ms: throughput's #2 and #3 move to their own SLA edges (928 and 912 from 512), points
+    # no power holds; no point beats them, so they are on the front, whatever kind solve is asked for
+    ("qwen3.5-122b-a10b", "b200_sxm", 16, {"ttft_ms": 2000, "tpot_ms": 50}),
+    ("llama-3.1-8b", "h200_sxm", 2, {}),
+    ("qwen3.5-35b-a3b", "h100_sxm", 4, {"tpot_ms": 30}),
+])
+def test_solves_front_is_the_sweeps_front_for_the_same_deployment(model, hardware, cards, sla) -> None:
+    df = api.sweep(model, hardware=[hardware], cards=str(cards), scenarios="throughput,latency,balanced", **sla)
+    for kind, rows in df.groupby("scenario"):
+        assert _solve_front(model, hardware, cards, str(kind), **sla) == _sweep_front(rows), kind
