@@ -1,5 +1,6 @@
 """What would make a deployment that memory rules out fit, each remedy checked or screened before it is offered:
-the nearest world sizes the planner confirms (a memory screen first: might_fit), a smaller concurrency, the longest
+the smallest world size the planner confirms where more cards are needed (the nearest where the rules, not the
+card count, bind; a memory screen first: might_fit), a smaller concurrency, the longest
 prompt that fits, weight formats smaller than the current ones that the hardware takes. plan.diagnosis and
 plan.disagg_remedies read them."""
 from __future__ import annotations
