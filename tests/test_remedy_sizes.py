@@ -22,10 +22,10 @@ def test_a_size_past_a_single_node_engines_node_is_ruled_out_by_its_rule():
 
 def test_a_memory_remedy_names_the_rule_for_sizes_the_engine_cannot_run():
     """Kimi-K3 (about 1T parameters in BF16) on 8 MI300X under ATOM: memory binds; more cards would be the remedy,
-    but ATOM runs no size past one node, so the line says so instead of offering 16-32 cards and
-    --allow-cross-node; the smaller weight formats stay."""
+    but ATOM runs no size past one node (the least that holds 1,560.8 GB is 10), so the line says so instead of
+    offering 10-25 cards and --allow-cross-node; the smaller weight formats stay."""
     r = CliRunner().invoke(main, ["solve", "kimi-k3", "--hardware", "mi300x", "--cards", "8", "--framework", "atom"])
     assert r.exit_code == 1
-    assert "atom runs no larger size (C.single_node at 16 to 256 cards)" in r.stderr
+    assert "atom runs no larger size (C.single_node at 10 to 25 cards)" in r.stderr
     assert "--allow-cross-node" not in r.stderr and "the planner found none" not in r.stderr
     assert "smaller weights" in r.stderr

@@ -2,11 +2,11 @@
 row per configuration, as a pandas DataFrame (and CSV / JSON / Parquet on disk).
 
 What a sweep holds, for every combination it solves:
-- feasible: every configuration of the planner's Pareto front (request latency vs throughput per rank), each
-  realised by the full estimator, plus any of the recommended candidates that is not on the front (the
-  planner fills the top 2-3 with other patterns when the front has fewer; those rows have on_front=False, but
-  for a candidate at its own SLA edge that no point beats: the deployment's front holds it, in every scenario,
-  share_front).
+- feasible: every configuration of the deployment's Pareto front (request latency vs throughput per rank), each
+  realised by the full estimator, as solve's front reads it (plan.deployment_front: the planner's points and
+  every scenario kind's candidates none beats, a candidate at its own SLA edge among them), plus any of the
+  recommended candidates that is not on the front (the planner fills the top 2-3 with other patterns when the
+  front has fewer; those rows have on_front=False).
   `rank` is the position in that combination sorted by output tokens/s per rank, best first; `candidate` is
   the recommendation rank (1 = what `shardplan solve` recommends) or empty.
 - infeasible (no configuration fits or meets the SLA): one row with feasible=False, the binding constraint
@@ -377,8 +377,9 @@ def share_front(per_task: list[list[dict[str, Any]]]) -> None:
     edge, plan.sla_edge) are points the other scenarios never planned; where one is dominated by no point of the
     deployment it is on the front, so it goes on in every scenario (in the others as a row that is no candidate),
     and a front point one of them dominates leaves it in every scenario. A candidate with exactly the figures of a
-    point already on the front stays off it (one configuration per point, its note says it is tied). In place;
-    the scenarios' rows ranked again."""
+    point already on the front stays off it (one configuration per point, its note says it is tied). solve's
+    front already holds every kind's candidates (plan.deployment_front), so for the kinds this keeps the front
+    as read; it adds what scenarios given their own weights pick. In place; the scenarios' rows ranked again."""
     solved = [rows for rows in per_task if rows and "__error__" not in rows[0] and any(r["feasible"] for r in rows)]
     pool: dict[tuple, dict[str, Any]] = {}
     for rows in solved:

@@ -1,5 +1,6 @@
 """What would make a deployment that memory rules out fit, each remedy checked or screened before it is offered:
-the nearest world sizes the planner confirms (a memory screen first: might_fit), a smaller concurrency, the longest
+the smallest world size the planner confirms where more cards are needed (the nearest where the rules, not the
+card count, bind; a memory screen first: might_fit), a smaller concurrency, the longest
 prompt that fits, weight formats smaller than the current ones that the hardware takes. plan.diagnosis and
 plan.disagg_remedies read them."""
 from __future__ import annotations
@@ -97,7 +98,7 @@ def memory_remedies(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewo
         out.append(f"the planner found none at {', '.join(map(str, planned))} cards (the sizes a memory screen "
                    f"passes){wide}")
     else:
-        near = [w for w in remedy_worlds(world, model, hw, fw) if w not in ruled]
+        near = [w for w in remedy_sizes(world, model, hw, prec, fw, scenario, mem_opts) if w not in ruled]
         load = f"{scenario.concurrency:,} sequences" if scenario.concurrency else "the smallest batch"
         # where the engine's rules leave only sizes below `world`, "none of them holds the weights" says nothing:
         # fewer cards hold more weights a rank
@@ -213,10 +214,50 @@ def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewor
                    scenario: Scenario, params: SolverParams, allow_cross_node: bool,
                    mem_opts: MemoryOptions | None, ruled: dict[int, list[str]] | None = None
                    ) -> tuple[int | None, list[int]]:
-    """(the nearest world size at which the planner itself finds a configuration, the sizes it was asked about):
-    the remedy is checked (first_that_plans; `ruled` as there)."""
-    return first_that_plans(model, hw, prec, fw, remedy_worlds(world, model, hw, fw), memory_question(scenario),
+    """(the smallest world size other than `world` at which the planner itself finds a configuration, the sizes
+    it was asked about): the remedy is checked (first_that_plans over smallest_worlds; `ruled` as there)."""
+    sizes = remedy_sizes(world, model, hw, prec, fw, scenario, mem_opts)
+    # planned over the scenario's own concurrencies (the SLAs aside): an engine whose attention DP splits the
+    # batch runs a size only at a batch its DP divides, which one request is not
+    return first_that_plans(model, hw, prec, fw, sizes, scenario.model_copy(update={"ttft_ms": None, "tpot_ms": None}),
                             params, allow_cross_node, mem_opts, ruled=ruled)
+
+
+def remedy_sizes(world: int, model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
+                 scenario: Scenario, mem_opts: MemoryOptions | None) -> list[int]:
+    """The sizes a remedy tries, in order: where memory needs more cards than `world` (the smallest size the
+    screen passes is larger), those smallest sizes ascending, so the remedy is the same whatever size was asked;
+    otherwise (the engine's rules or the layout, not the card count, rule `world` out) the nearest (remedy_worlds)."""
+    smallest = smallest_worlds(model, hw, prec, fw, memory_question(scenario), mem_opts)
+    return smallest if smallest and smallest[0] > world else remedy_worlds(world, model, hw, fw)
+
+
+SCAN_SIZES = 256  # the most world sizes smallest_worlds screens past its lower bound
+
+
+def least_world(model: ModelSpec, hw: Hardware, prec: Precision, scenario: Scenario,
+                mem_opts: MemoryOptions | None) -> int:
+    """No fewer cards hold the model: the weights and the least cache (the scenario's smallest batch at its longest
+    sequence) on one rank, over one card's usable memory. Sharding divides each at best by the world size, and
+    what every rank keeps whole (norms, a replicated embedding, activations) only adds."""
+    one = memory_per_rank(model, hw, ParallelConfig(world_size=1), prec, scenario.concurrency or 1,
+                          scenario.max_seq_len, mem_opts, mtp_layers=scenario.mtp)
+    return max(1, math.ceil((one.weights_total + one.cache_total) / one.limit_bytes))
+
+
+def smallest_worlds(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, scenario: Scenario,
+                    mem_opts: MemoryOptions | None) -> list[int]:
+    """The smallest world sizes, ascending (at most REMEDY_SIZES), at which the memory screen (might_fit, with the
+    heads, experts and node sizes it shards by) passes, from least_world up (at most SCAN_SIZES sizes screened):
+    the same sizes whatever size the deployment asked for."""
+    lo = least_world(model, hw, prec, scenario, mem_opts)
+    out: list[int] = []
+    for w in range(lo, min(lo + SCAN_SIZES, MAX_CARDS + 1)):
+        if might_fit(model, as_launched(hw, fw, w), prec, fw, w, scenario, mem_opts):
+            out.append(w)
+            if len(out) >= REMEDY_SIZES:
+                break
+    return out
 
 
 def rules_leaving_no_layout(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int,

@@ -19,6 +19,7 @@ from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
 from solver.plan.points import CutStop, Point, SolverParams, SolveStatus, attention_family, pareto, pattern_key
 from solver.plan import rule_tables
+from solver.plan.deployment_front import deployment_front, on_front_keys
 from solver.plan.diagnosis import binding_constraints, explain_infeasible
 from solver.plan.exhaustive import OutOfTime, enumerate_points
 from solver.plan.layout_memory import assumed_memory
@@ -34,7 +35,7 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import KNOBS, ParallelConfig, model_knobs
 from solver.specs.precision import Precision
 from solver.specs.rule_env import unstated_platform_note
-from solver.specs.scenario import Scenario
+from solver.specs.scenario import SCENARIO_WEIGHTS, Scenario
 
 
 # the candidates the ranking orders first, whatever --top asks (the seed's 2-3 best configurations: the best score,
@@ -205,8 +206,33 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     """`verified`: (id, knobs) of the verified deployments of this model, hardware, world size and phase; the
     best-scoring one the planner admits is offered as one more candidate (`verified_candidate`)."""
     with _collector_paused():
-        return _plan(model, hw, prec, fw, world, scenario, params, method, top, allow_cross_node, mem_opts,
-                     explain_binding, diagnose, verified)
+        result = _plan(model, hw, prec, fw, world, scenario, params, method, top, allow_cross_node, mem_opts,
+                       explain_binding, diagnose, verified)
+        # the front is the deployment's, whatever the kind: every kind's candidates join the planner's points
+        others = [c for k in SCENARIO_WEIGHTS if k != scenario.kind or scenario.weights is not None
+                  for c in _kind_candidates(model, hw, prec, fw, world, scenario.model_copy(
+                      update={"kind": k, "weights": None}), params, method, top, allow_cross_node, mem_opts, verified)]
+        result.front = deployment_front(result.front, [*result.candidates, *others])
+        on = on_front_keys(result.front)
+        result.candidates = [tie_marked(replace(c, on_front=(tuple(c.config.knobs().values()), c.batch) in on,
+                                                ties_front=False), result.front) for c in result.candidates]
+        return result
+
+
+def _kind_candidates(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int,
+                     scenario: Scenario, params: SolverParams | None, method: str, top: int, allow_cross_node: bool,
+                     mem_opts: MemoryOptions | None, verified: Sequence[tuple[str, dict[str, int]]]
+                     ) -> list[Planned]:
+    """The candidates the planner picks for `scenario`'s kind (no binding explained, no diagnosis), once per
+    deployment and kind: the sweep asks each kind's front, and each asks the other kinds' candidates."""
+    def build() -> list[Planned]:
+        try:
+            return _plan(model, hw, prec, fw, world, scenario, params, method, top, allow_cross_node, mem_opts,
+                         False, False, verified).candidates
+        except InfeasibleError:
+            return []
+    return _cached(("kind candidates", model.name, hw.name, fw.name, world, scenario.model_dump_json()),
+                   (model, hw, prec, fw, mem_opts, params, method, top, allow_cross_node, list(verified)), build)
 
 
 POSITION_TABLE_RULE = "A.sequence_within_position_table"
