@@ -146,14 +146,20 @@ def sla_tests(tables: Tables, model: ModelSpec, hw: Hardware, prec: Precision, f
     return meets, runs
 
 
+def edges_planned(scenario: Scenario) -> bool:
+    """A serving plan under SLAs whose concurrency the planner decides: only there do SLA edges exist (the
+    powers' optima's and each candidate's own)."""
+    return (scenario.concurrency is None and scenario.phase == "serving"
+            and (scenario.ttft_ms is not None or scenario.tpot_ms is not None))
+
+
 def planned_sla_edges(classes: dict[tuple[int, float], Point], tables: Tables, scenario: Scenario,
                       meets: Callable[[Point, int], bool], runs: Callable[[Point, int], bool]) -> dict[int, int]:
     """sla_edges for a serving plan under SLAs whose concurrency the planner decides, else none."""
-    if scenario.concurrency is not None or scenario.phase != "serving" or (
-            scenario.ttft_ms is None and scenario.tpot_ms is None):
+    if not edges_planned(scenario):
         return {}
     return sla_edges(classes, tables.batches, meets, runs)
 
 
-__all__ = ["at_own_edges", "full_estimate_misses", "planned_sla_edges", "power_edge", "sla_edge_note", "sla_edges",
+__all__ = ["at_own_edges", "edges_planned", "full_estimate_misses", "planned_sla_edges", "power_edge", "sla_edge_note", "sla_edges",
            "sla_tests"]

@@ -23,7 +23,8 @@ from solver.plan.deployment_front import deployment_front, on_front_keys
 from solver.plan.diagnosis import binding_constraints, explain_infeasible
 from solver.plan.exhaustive import OutOfTime, enumerate_points
 from solver.plan.layout_memory import assumed_memory
-from solver.plan.sla_edge import at_own_edges, full_estimate_misses, planned_sla_edges, sla_edge_note, sla_tests
+from solver.plan.sla_edge import (at_own_edges, edges_planned, full_estimate_misses, planned_sla_edges, sla_edge_note,
+                                   sla_tests)
 from solver.plan.table_build import build_tables
 from solver.plan.tables import Tables
 from solver.plan.verified import verified_candidate
@@ -208,10 +209,14 @@ def plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, 
     with _collector_paused():
         result = _plan(model, hw, prec, fw, world, scenario, params, method, top, allow_cross_node, mem_opts,
                        explain_binding, diagnose, verified)
-        # the front is the deployment's, whatever the kind: every kind's candidates join the planner's points
+        # the front is the deployment's, whatever the kind: every kind's candidates join the planner's points.
+        # A candidate off the planner's points is one moved to its own SLA edge; without SLA edges every kind's
+        # candidates are planned points, on the front or beaten by (or tied with) a class optimum on it, so the
+        # other kinds are not planned for nothing (they cost a sixth of a plan)
         others = [c for k in SCENARIO_WEIGHTS if k != scenario.kind or scenario.weights is not None
                   for c in _kind_candidates(model, hw, prec, fw, world, scenario.model_copy(
-                      update={"kind": k, "weights": None}), params, method, top, allow_cross_node, mem_opts, verified)]
+                      update={"kind": k, "weights": None}), params, method, top, allow_cross_node, mem_opts, verified)
+                  ] if edges_planned(scenario) else []
         result.front = deployment_front(result.front, [*result.candidates, *others])
         on = on_front_keys(result.front)
         result.candidates = [tie_marked(replace(c, on_front=(tuple(c.config.knobs().values()), c.batch) in on,
