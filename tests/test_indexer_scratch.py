@@ -92,3 +92,15 @@ def test_the_bound_reaches_memory_through_the_engine_factors():
     f = factors_for(hw, fw.efficiency_for(hw))
     assert f.indexer_logits_max_bytes == 512 * MIB
     assert engine_options(None, f) == framework_options(fw)
+
+
+def test_a_compressed_indexer_scores_the_compressed_entries():
+    """DeepSeek-V4's CSA layers (ratio 4) score one compressed entry per 4 keys: at 128K, 8192 rows x
+    131072 / 4 keys x 4 B = 1,073,741,824 bytes unbounded; vLLM's 512 MiB holds 512 MiB / (32768 x 4 B) = 4096
+    rows = 536,870,912 bytes."""
+    m = load_model("deepseek-v4-pro")
+    pc = ParallelConfig(world_size=1)
+    csa = next(b for layer, _ in m.layer_groups for b in layer.blocks
+               if getattr(b, "ratio", 0) == 4 and getattr(b, "indexer", None) is not None)
+    assert csa.scratch(pc, 8192, CTX, None) == 1_073_741_824
+    assert csa.scratch(pc, 8192, CTX, 512 * MIB) == 536_870_912
