@@ -9,17 +9,22 @@ from solver.specs.parallel import ParallelConfig
 
 
 def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float,
-                     kvp_splits_weights: bool = False) -> dict[str, float]:
+                     kvp_splits_weights: bool = False, keys: float | None = None,
+                     logits_max_bytes: float | None = None) -> dict[str, float]:
     """Peak transient bytes of one forward over `tokens` tokens of one attention replica, by the knob that sizes
     each part (Block.activation_knob; the logits: lmhead_tp_size): the residual stream plus the largest
     intermediate of those blocks. Layers run one after another, so the peak is the largest term
     (activation_per_rank); the planner constrains each term on its own (plan.layout_memory.StageMemory).
-    `kvp_splits_weights`: the engine's KVP layout (the heads of the mixers KVP does not split: base.heads_split)."""
-    return _terms(model, pc, tokens, sequences, None, kvp_splits_weights)
+    `kvp_splits_weights`: the engine's KVP layout (the heads of the mixers KVP does not split: base.heads_split).
+    `keys`: the keys each query scores in a block's scratch (Block.scratch: an indexer's logits; None: the forward's
+    own tokens), its logits bounded by the engine's `logits_max_bytes` (MemoryOptions.indexer_logits_max_bytes)."""
+    return _terms(model, pc, tokens, sequences, None, kvp_splits_weights,
+                  tokens if keys is None else keys, logits_max_bytes)
 
 
 def _terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float,
-           knobs: frozenset[str] | tuple[str, ...] | None, kvp_splits_weights: bool) -> dict[str, float]:
+           knobs: frozenset[str] | tuple[str, ...] | None, kvp_splits_weights: bool, keys: float,
+           logits_max_bytes: float | None) -> dict[str, float]:
     """activation_terms, only the terms of `knobs` (None: all): the same blocks in the same order, the others
     not evaluated (the planner's memory rows ask for one group's terms per choice)."""
     a, group = pc.attn_tp_size, pc.attn_tp_group(kvp_splits_weights)
@@ -33,7 +38,9 @@ def _terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequences: float
         for b in layer.blocks:
             k = b.activation_knob
             if knobs is None or k in knobs:
-                largest[k] = max(largest.get(k, 0.0), b.activation(pc, tokens, heads_split(b, a, group)))
+                held = b.activation(pc, tokens, heads_split(b, a, group)) + b.scratch(pc, tokens, keys,
+                                                                                       logits_max_bytes)
+                largest[k] = max(largest.get(k, 0.0), held)
     if knobs is None or "lmhead_tp_size" in knobs:
         logits = max(sequences, 1.0) * model.vocab_size / pc.lmhead_tp_size * 4
         largest["lmhead_tp_size"] = max(largest.get("lmhead_tp_size", 0.0), logits)
@@ -68,8 +75,12 @@ def activation_peak_of(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions
 def _peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float,
                 knobs: frozenset[str] | tuple[str, ...] | None) -> dict[str, float]:
     chunk = prefill_chunk(opts, seq_len, seqs)
-    pre = _terms(model, pc, chunk, max(1.0, chunk / max(seq_len, 1)), knobs, opts.kvp_splits_attention_weights)
-    dec = _terms(model, pc, seqs, seqs, knobs, opts.kvp_splits_attention_weights)
+    cap, kvp_layout = opts.indexer_logits_max_bytes, opts.kvp_splits_attention_weights
+    # the keys a query scores: at prefill the chunk's gathered keys, its prompt up to the chunk's end (the last
+    # chunk's: the whole prompt) or, where the chunk packs several prompts, theirs together (one ragged matrix);
+    # at decode each sequence's own context
+    pre = _terms(model, pc, chunk, max(1.0, chunk / max(seq_len, 1)), knobs, kvp_layout, max(seq_len, chunk), cap)
+    dec = _terms(model, pc, seqs, seqs, knobs, kvp_layout, max(seq_len, 1), cap)
     return {k: max(pre.get(k, 0.0), dec.get(k, 0.0)) for k in pre.keys() | dec.keys()}
 
 

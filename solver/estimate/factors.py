@@ -50,6 +50,9 @@ class Factors:
     # the framework's KVP indexer layout (FrameworkProfile.kvp_replicates_indexer_keys): every KVP rank keeps and
     # scores every token's indexer key; the memory model reads it from MemoryOptions
     kvp_replicates_indexer_keys: bool = False
+    # the framework's bound on one indexer logits matrix (FrameworkProfile.indexer_logits_max_bytes; None: the
+    # whole matrix); the memory model reads it from MemoryOptions
+    indexer_logits_max_bytes: float | None = None
     # the framework's disaggregated KV transport (FrameworkProfile.kv_handoff_over_nics): over the RDMA NICs
     # whatever the pools span (estimate.disagg.transfer_tier)
     kv_handoff_over_nics: bool = False
@@ -152,4 +155,5 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         logits_exchange=str(s.get("logits_exchange", "all_gather")),
         ep_kernels_exchange=str(s.get("ep_kernels_exchange", "")),
         ep_kernels_when=str(s.get("ep_kernels_when", "")),
+        indexer_logits_max_bytes=s.get("indexer_logits_max_bytes"),
     )

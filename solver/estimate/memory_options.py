@@ -40,6 +40,9 @@ class MemoryOptions:
     # the engine's KVP indexer layout (FrameworkProfile.kvp_replicates_indexer_keys): every KVP rank keeps every
     # token's indexer key, so KVP does not divide them
     kvp_replicates_indexer_keys: bool = False
+    # the engine's bound on one indexer logits matrix (FrameworkProfile.indexer_logits_max_bytes; None: the whole
+    # matrix), read by the indexer's scratch (activations)
+    indexer_logits_max_bytes: float | None = None
 
     @property
     def cache_layout(self) -> CacheLayout:
@@ -53,6 +56,8 @@ class MemoryOptions:
 # MemoryOptions (the profile's YAML, the step costs, the memory side)
 MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "indexer_keys_unquantised",
                  "kvp_replicates_indexer_keys")
+# the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
+MEMORY_AMOUNTS = ("indexer_logits_max_bytes",)
 
 
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
@@ -70,10 +75,11 @@ def framework_options(fw: FrameworkProfile, opts: MemoryOptions | None = None) -
 
 
 def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) -> MemoryOptions:
-    """`opts` (default ones where None) with the layout facts (MEMORY_LAYOUT) of `src`; the same object where it
+    """`opts` (default ones where None) with the layout facts (MEMORY_LAYOUT, MEMORY_AMOUNTS) of `src`; the same object where it
     has them."""
     opts = opts or MemoryOptions()
     layout = {k: bool(getattr(src, k)) for k in MEMORY_LAYOUT}
+    layout.update({k: getattr(src, k) for k in MEMORY_AMOUNTS})
     if all(getattr(opts, k) == v for k, v in layout.items()):
         return opts
     return replace(opts, **layout)

@@ -59,6 +59,12 @@ class FrameworkProfile(BaseModel):
         False, description="each of its KV-parallel ranks keeps every token's indexer key and scores them all "
         "(vllm-ascend's sfa_dcp_replicated_indexer_size, SGLang's DSA index buffer of (size + page) x dcp - page "
         "slots), while KVP splits the latent by tokens; false: KVP splits the indexer keys as it splits the cache")
+    indexer_logits_max_bytes: float | None = Field(
+        None, ge=0, description="the most bytes one sparse-attention indexer's fp32 logits matrix (query rows x "
+        "the keys they score) takes: the engine splits the rows so each piece fits, never below one row (vLLM's "
+        "VLLM_SPARSE_INDEXER_MAX_LOGITS_MB); 0: the matrix takes no memory the plan holds (an op fusing the top-k, "
+        "or a budget carved from what is free at the step), one row charged; unset: the whole matrix, the "
+        "physical upper bound")
     sp_decode_repeats_batch: bool = Field(
         False, description="its attention sequence-parallel ranks (attn_sp_size) each decode their attention "
         "replica's whole batch with the attention weights whole (SGLang's attention CP: prefill splits a prompt's "
@@ -288,6 +294,8 @@ class FrameworkProfile(BaseModel):
         if rule is not None:
             out["token_budget_rule"] = rule  # type: ignore[assignment]
         out.update({k: 1.0 if getattr(self, k) else 0.0 for k in LAYOUT_SWITCHES})
+        if self.indexer_logits_max_bytes is not None:
+            out["indexer_logits_max_bytes"] = float(self.indexer_logits_max_bytes)
         out.update(self.serving_factors(vendor))
         return out
 

@@ -337,7 +337,11 @@ class Attention(Block):
         t = tokens / pc.token_shards
         q = self.heads / split * self.head_dim
         kv = 0 if self.kv_shared else 2 * kv_heads_per_rank(self.kv_heads, split) * self.head_dim
-        return t * (q + kv) * ACT_BYTES + (self.indexer.activation(t, tokens) if self.indexer else 0.0)
+        return t * (q + kv) * ACT_BYTES
+
+    def scratch(self, pc, tokens: float, keys: float, logits_max_bytes: float | None) -> float:
+        # the indexer's logits: this rank's queries against every key of the context
+        return self.indexer.logits_scratch(tokens / pc.token_shards, keys, logits_max_bytes) if self.indexer else 0.0
 
 
 def o_proj_op(cx: CostKit, o_dim: int, hidden: int):

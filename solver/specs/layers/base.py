@@ -238,6 +238,12 @@ class Block(ABC):
     def activation(self, pc: Any, tokens: float, split: int) -> float:
         return 0.0
 
+    def scratch(self, pc: Any, tokens: float, keys: float, logits_max_bytes: float | None) -> float:
+        """Transient bytes beside `activation` that grow with the `keys` each of the forward's queries scores (a
+        sparse-attention indexer's logits, dsa.Indexer.logits_scratch), bounded by the engine's
+        `logits_max_bytes`; none for most blocks."""
+        return 0.0
+
     @property
     def params(self) -> int:
         return sum(s.params for s in self.shares())

@@ -159,7 +159,10 @@ class CompressedAttention(Block):
 
     def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards
-        act = t * self.heads / split * 2 * self.head_dim * ACT_BYTES
-        if self.indexer:
-            act += self.indexer.activation(t, tokens / max(self.ratio, 1))
-        return act
+        return t * self.heads / split * 2 * self.head_dim * ACT_BYTES
+
+    def scratch(self, pc, tokens: float, keys: float, logits_max_bytes: float | None) -> float:
+        # the indexer's logits: this rank's queries against every compressed entry of the context
+        if not self.indexer:
+            return 0.0
+        return self.indexer.logits_scratch(tokens / pc.token_shards, keys / max(self.ratio, 1), logits_max_bytes)

@@ -224,6 +224,24 @@ class Indexer:
                       cx.op("indexer_topk", "indexer", 0.0, logits + T * self.topk * 4 / pair_shards, peak,
                             f.attention, kernels=1)]
 
-    def activation(self, t: float, tokens: float) -> float:
-        # logits for this rank's queries against the context, fp32, chunked per query block
-        return t * min(tokens, 4096) * LOGIT_BYTES if self.selects else 0.0
+    def logits_scratch(self, rows: float, keys: float, max_bytes: float | None) -> float:
+        """Bytes of the fp32 logits one scoring pass holds: `rows` query rows of this rank against the `keys` they
+        score (its candidates: kpool pools, at most `pool` keys after a pool stage, whose own logits score the
+        key blocks). The engine splits the rows so that a piece stays within `max_bytes`
+        (FrameworkProfile.indexer_logits_max_bytes; vLLM 0.34.0 dense_logits_rows: max(1, budget // row bytes)
+        rows), never below one row; None: the whole matrix."""
+        if not self.selects:
+            return 0.0
+        scored = min(keys, self.pool) if self.pool else keys
+        widths = [scored / self.kpool if self.kpool else scored]
+        if self.pool and self.pool_source and keys > self.pool:
+            widths.append(keys / self.pool_block)
+        return max(_row_pieces(rows, w * LOGIT_BYTES, max_bytes) for w in widths)
+
+
+def _row_pieces(rows: float, row_bytes: float, max_bytes: float | None) -> float:
+    """Bytes of `rows` rows of `row_bytes` each, split into pieces of whole rows within `max_bytes` (at least one
+    row a piece; None: unsplit)."""
+    if max_bytes is None or row_bytes <= 0:
+        return rows * row_bytes
+    return min(rows, max(1, max_bytes // row_bytes)) * row_bytes

@@ -203,10 +203,11 @@ class MLA(Block):
     def activation(self, pc, tokens: float, split: int) -> float:
         t = tokens / pc.token_shards
         # non-absorbed prefill: q and k at nope+rope per head, v at v_head_dim
-        act = t * self.heads / split * (2 * self.head_dim + self.v_head_dim) * ACT_BYTES
-        if self.indexer:
-            act += self.indexer.activation(t, tokens)
-        return act
+        return t * self.heads / split * (2 * self.head_dim + self.v_head_dim) * ACT_BYTES
+
+    def scratch(self, pc, tokens: float, keys: float, logits_max_bytes: float | None) -> float:
+        # the indexer's logits: this rank's queries against every key of the context
+        return self.indexer.logits_scratch(tokens / pc.token_shards, keys, logits_max_bytes) if self.indexer else 0.0
 
 
 def latent_projection_op(block: Block, cx: CostKit):
