@@ -656,10 +656,11 @@ def test_dcp_on_gqa_is_admitted_and_advised_within_the_kv_heads_replicas(framewo
     ok = model_env(_gqa_pc(4, 2, True).settings(), qwen, 8, world=8, batch=64)
     assert fw.check(ok) == []  # 4 KV heads over TP 8: two replicas, DCP 2 within them
     past = model_env(_gqa_pc(4, 2, False).settings(), llama, 8, world=8, batch=64)
-    # 8 KV heads over TP 8: dcp <= 1, the advice where the engine admits it, an error in vLLM 0.34.0
-    advice = "error" if framework == "vllm" else "warning"
-    assert [r.id for r in fw.violated(past, advice)] == (["C.dcp_gqa_within_kv_replicas"] if framework == "vllm"
-                                                         else ["C.dcp_gqa_advice"])
+    # 8 KV heads over TP 8: dcp <= 1, the advice where the engine admits it, an error in vLLM 0.34.0 and in the
+    # vLLM 0.23.0 vllm-ascend runs (config/model.py:1209-1224)
+    refused = framework in ("vllm", "vllm-ascend")
+    assert [r.id for r in fw.violated(past, "error" if refused else "warning")] == (
+        ["C.dcp_gqa_within_kv_replicas"] if refused else ["C.dcp_gqa_advice"])
 
 
 @pytest.mark.parametrize("framework, hardware, tp, dcp, dp", [
