@@ -3,14 +3,18 @@ prompt up to the chunk at prefill, each sequence's context at decode), split by 
 (FrameworkProfile.indexer_logits_max_bytes), never below one row."""
 from __future__ import annotations
 
-from solver.estimate.activations import activation_peak_terms
+from dataclasses import replace
+
+from solver.estimate.activations import activation_peak, activation_peak_terms, prefill_chunk
 from solver.estimate.compute import factors_for
+from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import MemoryOptions, engine_options, framework_options
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.layers.dsa import Indexer
 from solver.specs.model_catalog import load_model
 from solver.specs.parallel import ParallelConfig
+from solver.specs.precision import resolve_precision
 
 MIB = 1024 * 1024
 CTX = 131072  # a 128K prompt
@@ -104,3 +108,72 @@ def test_a_compressed_indexer_scores_the_compressed_entries():
                if getattr(b, "ratio", 0) == 4 and getattr(b, "indexer", None) is not None)
     assert csa.scratch(pc, 8192, CTX, None) == 1_073_741_824
     assert csa.scratch(pc, 8192, CTX, 512 * MIB) == 536_870_912
+
+
+def _kvp2() -> ParallelConfig:
+    return ParallelConfig(world_size=8, attn_tp_size=8, dense_tp_size=8, moe_tp_size=8, embed_tp_size=8,
+                          lmhead_tp_size=8, kvp_size=2)
+
+
+def _scratch_above_one_row(pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float) -> float:
+    """The attention term under `opts` less the same under a one-row bound: the logits beyond one row."""
+    whole = activation_peak_terms(load_model("deepseek-v3.2"), pc, opts, seq_len, seqs)["attn_tp_size"]
+    row = activation_peak_terms(load_model("deepseek-v3.2"), pc, replace(opts, indexer_logits_max_bytes=0), seq_len,
+                                seqs)["attn_tp_size"]
+    return whole - row
+
+
+def test_kvp_splits_the_scored_keys_where_the_engine_splits_the_indexer_keys():
+    """KVP 2 (vLLM's DCP stripes the indexer keys): 64 sequences at 128K each score their 131072 / 2 = 65536 local
+    keys, (64 - 1) x 65536 x 4 = 16,515,072 bytes above one row."""
+    opts = MemoryOptions(prefill_chunk=16)
+    assert _scratch_above_one_row(_kvp2(), opts, CTX, 64.0) == (64 - 1) * 65536 * 4 == 16_515_072
+
+
+def test_kvp_ranks_replicating_the_indexer_keys_score_them_all():
+    """SGLang / vllm-ascend keep every indexer key on each KVP rank: (64 - 1) x 131072 x 4 = 33,030,144 bytes."""
+    opts = MemoryOptions(prefill_chunk=16, kvp_replicates_indexer_keys=True)
+    assert framework_options(load_framework("sglang")).kvp_replicates_indexer_keys
+    assert _scratch_above_one_row(_kvp2(), opts, CTX, 64.0) == (64 - 1) * CTX * 4 == 33_030_144
+
+
+def test_prefill_scores_the_prompt_without_the_output_tokens():
+    """A request of a 128K prompt and 4,096 output tokens (seq_len 135168), one sequence, 8,192-token chunks:
+    its last prefill chunk scores the 131072 prompt keys, (8192 - 1) x 131072 x 4 = 4,294,443,008 bytes above one
+    row, not (8192 - 1) x 135168 x 4 (the output tokens are not there yet)."""
+    opts = MemoryOptions(prefill_chunk=8192, prompt_tokens=CTX)
+    assert _scratch_above_one_row(_tp8(), opts, CTX + 4096, 1.0) == (8192 - 1) * CTX * 4 == 4_294_443_008
+
+
+def test_a_prefill_packing_short_prompts_holds_their_tokens_not_their_outputs():
+    """Prompts of 1,000 tokens with 3,000 output tokens each, 4 sequences, an 8,192-token budget: one prefill
+    forward holds 4 x 1000 = 4,000 tokens (not min(8192, 4 x 4000) = 8,192)."""
+    assert prefill_chunk(MemoryOptions(prefill_chunk=8192, prompt_tokens=1000), 4000, 4) == 4000
+    assert prefill_chunk(MemoryOptions(prefill_chunk=8192), 4000, 4) == 8192  # no prompt named: seq_len
+
+
+def test_decode_with_mtp_scores_the_draft_rows():
+    """64 sequences at 128K with one draft token each (MTP next_n 2): 64 x 2 = 128 rows a step,
+    (128 - 1) x 131072 x 4 = 66,584,576 bytes above one row."""
+    opts = MemoryOptions(prefill_chunk=16, decode_drafts=1)
+    assert _scratch_above_one_row(_tp8(), opts, CTX, 64.0) == (128 - 1) * CTX * 4 == 66_584_576
+
+
+def test_memory_per_rank_decodes_its_mtp_drafts():
+    """memory_per_rank with mtp_layers 1 holds the activations of a decode step of 1 + 1 rows per sequence."""
+    m, pc, hw = load_model("deepseek-v3.2"), _tp8(), load_hardware("h200_sxm")
+    opts = MemoryOptions(prefill_chunk=16)
+    got = memory_per_rank(m, hw, pc, resolve_precision(m, hw), 64, CTX, opts, mtp_layers=1).activation_bytes
+    assert got == activation_peak(m, pc, replace(opts, decode_drafts=1), CTX, 64.0)
+    assert got > activation_peak(m, pc, opts, CTX, 64.0)
+
+
+def test_vllm_holds_the_whole_decode_matrix():
+    """vLLM bounds the prefill's logits only: 2,048 decoding sequences at 128K hold 2048 x 131072 x 4 = 1 GiB of
+    logits, not the 512 MiB a bounded decode would: 1,073,741,824 - 536,870,912 = 536,870,912 bytes more."""
+    vllm = framework_options(load_framework("vllm"), MemoryOptions(prefill_chunk=16))
+    assert vllm.indexer_decode_logits_unbounded
+    held = activation_peak_terms(load_model("deepseek-v3.2"), _tp8(), vllm, CTX, 2048.0)["attn_tp_size"]
+    bounded = activation_peak_terms(load_model("deepseek-v3.2"), _tp8(),
+                                    replace(vllm, indexer_decode_logits_unbounded=False), CTX, 2048.0)["attn_tp_size"]
+    assert held - bounded == 2048 * CTX * 4 - 512 * MIB == 536_870_912

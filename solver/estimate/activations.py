@@ -16,8 +16,8 @@ def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequen
     intermediate of those blocks. Layers run one after another, so the peak is the largest term
     (activation_per_rank); the planner constrains each term on its own (plan.layout_memory.StageMemory).
     `kvp_splits_weights`: the engine's KVP layout (the heads of the mixers KVP does not split: base.heads_split).
-    `keys`: the keys each query scores in a block's scratch (Block.scratch: an indexer's logits; None: the forward's
-    own tokens), its logits bounded by the engine's `logits_max_bytes` (MemoryOptions.indexer_logits_max_bytes)."""
+    `keys`: the keys each query scores on this rank in a block's scratch (Block.scratch: an indexer's logits; None:
+    the forward's own tokens), its logits bounded by the engine's `logits_max_bytes` (MemoryOptions.indexer_logits_max_bytes)."""
     return _terms(model, pc, tokens, sequences, None, kvp_splits_weights,
                   tokens if keys is None else keys, logits_max_bytes)
 
@@ -54,8 +54,9 @@ def activation_per_rank(model: ModelSpec, pc: ParallelConfig, tokens: float,
 
 
 def prefill_chunk(opts: MemoryOptions, seq_len: int, seqs: float) -> float:
-    """Tokens of one prefill forward: the chunk, or all the prompts a rank holds when they are fewer."""
-    return min(opts.prefill_chunk, max(seq_len, 1) * max(seqs, 1))
+    """Tokens of one prefill forward: the chunk, or all the prompts a rank holds when they are fewer (a prompt:
+    MemoryOptions.prompt_of, the request's tokens less its output)."""
+    return min(opts.prefill_chunk, max(opts.prompt_of(seq_len), 1) * max(seqs, 1))
 
 
 def activation_peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int,
@@ -75,12 +76,21 @@ def activation_peak_of(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions
 def _peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float,
                 knobs: frozenset[str] | tuple[str, ...] | None) -> dict[str, float]:
     chunk = prefill_chunk(opts, seq_len, seqs)
+    prompt = max(opts.prompt_of(seq_len), 1)
     cap, kvp_layout = opts.indexer_logits_max_bytes, opts.kvp_splits_attention_weights
+    # a rank scores the indexer keys it holds: KVP splits them as the cache does, unless the engine keeps every
+    # key on each KVP rank (CacheLayout.kvp_replicates_index)
+    key_shards = 1 if opts.cache_layout.kvp_replicates_index else pc.kvp_size
     # the keys a query scores: at prefill the chunk's gathered keys, its prompt up to the chunk's end (the last
     # chunk's: the whole prompt) or, where the chunk packs several prompts, theirs together (one ragged matrix);
     # at decode each sequence's own context
-    pre = _terms(model, pc, chunk, max(1.0, chunk / max(seq_len, 1)), knobs, kvp_layout, max(seq_len, chunk), cap)
-    dec = _terms(model, pc, seqs, seqs, knobs, kvp_layout, max(seq_len, 1), cap)
+    pre = _terms(model, pc, chunk, max(1.0, chunk / prompt), knobs, kvp_layout, max(prompt, chunk) / key_shards,
+                 cap)
+    # a decode step runs each sequence's token and its draft tokens (MTP: 1 + drafts rows, each scored and
+    # given logits); the engine's prefill bound may not hold there (MemoryOptions.indexer_decode_logits_unbounded)
+    rows = seqs * (1 + opts.decode_drafts)
+    dec = _terms(model, pc, rows, rows, knobs, kvp_layout, max(seq_len, 1) / key_shards,
+                 None if opts.indexer_decode_logits_unbounded else cap)
     return {k: max(pre.get(k, 0.0), dec.get(k, 0.0)) for k in pre.keys() | dec.keys()}
 
 

@@ -53,6 +53,9 @@ class Factors:
     # the framework's bound on one indexer logits matrix (FrameworkProfile.indexer_logits_max_bytes; None: the
     # whole matrix); the memory model reads it from MemoryOptions
     indexer_logits_max_bytes: float | None = None
+    # the framework's decode indexer logits (FrameworkProfile.indexer_decode_logits_unbounded): the whole matrix;
+    # the memory model reads it from MemoryOptions
+    indexer_decode_logits_unbounded: bool = False
     # the framework's disaggregated KV transport (FrameworkProfile.kv_handoff_over_nics): over the RDMA NICs
     # whatever the pools span (estimate.disagg.transfer_tier)
     kv_handoff_over_nics: bool = False

@@ -102,6 +102,8 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
     """Per-rank memory for `batch` concurrent sequences holding `seq_len` tokens of context each. Under
     pipeline parallel: the largest stage's (stage_memory)."""
     opts = opts or MemoryOptions()
+    if mtp_layers and model.num_mtp_layers and opts.decode_drafts != mtp_layers:  # every stage decodes the drafts
+        opts = replace(opts, decode_drafts=mtp_layers)
     if pc.pp_size > 1:
         return max(stage_memory(model, hw, pc, prec, batch, seq_len, opts, mtp_layers), key=lambda r: r.total)
     report = count_params(model)

@@ -43,6 +43,19 @@ class MemoryOptions:
     # the engine's bound on one indexer logits matrix (FrameworkProfile.indexer_logits_max_bytes; None: the whole
     # matrix), read by the indexer's scratch (activations)
     indexer_logits_max_bytes: float | None = None
+    # the engine's decode indexer logits (FrameworkProfile.indexer_decode_logits_unbounded): the whole matrix, the
+    # bound above held to prefill
+    indexer_decode_logits_unbounded: bool = False
+    # the prompt tokens a prefill of one request holds, its output aside (the workload's ISL; None: the whole
+    # seq_len, where the caller knows no split): the prefill's tokens and the keys its queries score
+    prompt_tokens: int | None = None
+    # draft tokens a decode step verifies per sequence beside its own (MTP depth; memory_per_rank sets it from its
+    # mtp_layers): the decode step's rows
+    decode_drafts: int = 0
+
+    def prompt_of(self, seq_len: int) -> int:
+        """The prompt tokens of a request holding `seq_len` tokens: `prompt_tokens`, never above seq_len."""
+        return seq_len if self.prompt_tokens is None else min(self.prompt_tokens, seq_len)
 
     @property
     def cache_layout(self) -> CacheLayout:
@@ -55,7 +68,7 @@ class MemoryOptions:
 # the engine's layout facts a memory estimate reads: fields of the same name on FrameworkProfile, Factors and
 # MemoryOptions (the profile's YAML, the step costs, the memory side)
 MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "indexer_keys_unquantised",
-                 "kvp_replicates_indexer_keys")
+                 "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
 MEMORY_AMOUNTS = ("indexer_logits_max_bytes",)
 
@@ -83,6 +96,16 @@ def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) ->
     if all(getattr(opts, k) == v for k, v in layout.items()):
         return opts
     return replace(opts, **layout)
+
+
+def workload_options(opts: MemoryOptions, prompt_tokens: int, drafts: int | None = None) -> MemoryOptions:
+    """`opts` for requests of `prompt_tokens` prompt tokens decoding with `drafts` draft tokens a step (None: as
+    `opts` has it): what a caller holding the workload passes on, so that the planner's tables and
+    memory_per_rank size one prefill and one decode step."""
+    drafts = opts.decode_drafts if drafts is None else drafts
+    if opts.prompt_tokens == prompt_tokens and opts.decode_drafts == drafts:
+        return opts
+    return replace(opts, prompt_tokens=prompt_tokens, decode_drafts=drafts)
 
 
 def memory_limit(capacity_bytes: float, reserved_bytes: float, total_fraction: float) -> float:

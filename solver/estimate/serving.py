@@ -33,7 +33,7 @@ from solver.estimate.compute import Factors, Work
 from solver.estimate.engine_step import graph_batch, kernels_launched, step_layers, step_time
 from solver.estimate.figures import figures, step_plan
 from solver.estimate.memory import MemoryReport, max_batch, memory_per_rank
-from solver.estimate.memory_options import MemoryOptions, engine_options
+from solver.estimate.memory_options import MemoryOptions, engine_options, workload_options
 from solver.estimate.params import count_params
 from solver.estimate.step import StepCost, step_cost
 from solver.estimate.workload import (
@@ -139,6 +139,8 @@ def estimate(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     and the figures the serving formulas make of them (figures.figures): the same two halves the planner's
     tables sum, so what the planner optimises is what this shows."""
     mem_opts = engine_options(mem_opts, f)  # memory under the engine's layout, as the steps are costed
+    if wl.isl:  # the prompt a prefill of one request holds, where the workload names it
+        mem_opts = workload_options(mem_opts, wl.isl)
     memory = memory_per_rank(model, hw, pc, prec, wl.sequences, wl.context_len, mem_opts, mtp_layers=wl.mtp)
     cap = (kv_capacity_per_replica(model, hw, pc, prec, wl.context_len, mem_opts, wl.mtp)
            if wl.kind == "serving" else math.inf)

@@ -14,7 +14,7 @@ from solver.errors import InfeasibleError, InputError, InternalError, three_figu
 from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TIME_LIMIT_S, MAX_TOP
 from solver.estimate.compute import factors_for
-from solver.estimate.memory_options import MemoryOptions, engine_options
+from solver.estimate.memory_options import MemoryOptions, engine_options, workload_options
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
 from solver.plan.points import CutStop, Point, SolverParams, SolveStatus, attention_family, pareto, pattern_key
@@ -265,7 +265,8 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     hw = as_launched(hw, fw, world)
     f = factors_for(hw, fw.efficiency_for(hw))
     # the tables, the full estimates and the memory checks all price the engine's layout (memory_options.engine_options)
-    mem_opts = engine_options(mem_opts, f)
+    # one request's prefill holds its prompt; a decode step runs its drafts (memory_options.workload_options)
+    mem_opts = workload_options(engine_options(mem_opts, f), scenario.isl, scenario.mtp if model.num_mtp_layers else 0)
     space = build_space(model, hw, fw, world, scenario, allow_cross_node)
     same = (model, hw, prec, f, fw, space, mem_opts)
     tables = _cached(("tables", *_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts)), same,

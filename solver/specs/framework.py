@@ -65,6 +65,11 @@ class FrameworkProfile(BaseModel):
         "VLLM_SPARSE_INDEXER_MAX_LOGITS_MB); 0: the matrix takes no memory the plan holds (an op fusing the top-k, "
         "or a budget carved from what is free at the step), one row charged; unset: the whole matrix, the "
         "physical upper bound")
+    indexer_decode_logits_unbounded: bool = Field(
+        False, description="its decode step holds the whole indexer logits matrix (its rows, 1 + the draft tokens "
+        "per sequence, against each one's keys), indexer_logits_max_bytes bounding the prefill's only (vLLM 0.34.0 "
+        "sizes the decode logits max_num_seqs x (1 + speculative tokens) x max_model_len beside the prefill "
+        "budget); false: the bound holds at decode too")
     sp_decode_repeats_batch: bool = Field(
         False, description="its attention sequence-parallel ranks (attn_sp_size) each decode their attention "
         "replica's whole batch with the attention weights whole (SGLang's attention CP: prefill splits a prompt's "
