@@ -73,21 +73,13 @@ def test_prefill_scores_the_prompt_not_the_chunk():
     """V3.2 at TP8, an 8,192-token chunk of a 128K prompt: the attention term under no bound less the one under a
     one-row bound is (8192 - 1) rows x 131072 keys x 4 B = 4,294,443,008 bytes (the queries are the chunk's,
     the keys the prompt's; the decode step of one sequence is smaller)."""
-    m, pc = load_model("deepseek-v3.2"), _tp8()
-    whole = activation_peak_terms(m, pc, MemoryOptions(prefill_chunk=8192), CTX, 1.0)["attn_tp_size"]
-    row = activation_peak_terms(m, pc, MemoryOptions(prefill_chunk=8192, indexer_logits_max_bytes=0), CTX,
-                                1.0)["attn_tp_size"]
-    assert whole - row == (8192 - 1) * CTX * 4
+    assert _scratch_above_one_row(_tp8(), MemoryOptions(prefill_chunk=8192), CTX, 1.0) == (8192 - 1) * CTX * 4
 
 
 def test_decode_scores_each_sequence_context():
     """64 decoding sequences at 128K with a 16-token prefill chunk (the decode step is the larger): one row per
     sequence against its own 131072 keys, (64 - 1) x 131072 x 4 = 33,030,144 bytes above the one-row floor."""
-    m, pc = load_model("deepseek-v3.2"), _tp8()
-    whole = activation_peak_terms(m, pc, MemoryOptions(prefill_chunk=16), CTX, 64.0)["attn_tp_size"]
-    row = activation_peak_terms(m, pc, MemoryOptions(prefill_chunk=16, indexer_logits_max_bytes=0), CTX,
-                                64.0)["attn_tp_size"]
-    assert whole - row == (64 - 1) * CTX * 4
+    assert _scratch_above_one_row(_tp8(), MemoryOptions(prefill_chunk=16), CTX, 64.0) == (64 - 1) * CTX * 4
 
 
 def test_the_bound_reaches_memory_through_the_engine_factors():
