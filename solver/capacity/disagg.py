@@ -234,7 +234,6 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
     hws = [load_hardware(h) for h in hardware]
     hw_names = [h.name for h in hws]
     price = parse_prices(prices, hw_names)
-    price = sweep_prices(prices, hw_names)
     dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
