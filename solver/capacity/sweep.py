@@ -13,6 +13,9 @@ What a sweep holds, for every combination it solves:
   families in `binding_constraint` and, in `note`, what binds in the model's terms and the planner's remedy;
   the knob and figure columns are empty.
 
+With prices per card-hour (`prices`, capacity.pricing) every row also carries `usd_per_hour` (its cards) and
+`usd_per_million_output_tokens` (at its own output tokens/s), empty where it is infeasible.
+
 Solves are independent, so `jobs > 1` runs them in worker processes, and `executor="ray"|"dask"` on an existing
 cluster; rows are put back in task order, so the table is identical to a serial run.
 """
