@@ -336,8 +336,11 @@ def _sweep(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str 
     weight_dtype, moe_weight_dtype, kv_dtype (a dtype, or {hardware: dtype}), method, params, top, allow_cross_node,
     explain_binding. `jobs` > 1 solves in worker processes; `executor="ray"|"dask"` with `address` (or a Dask
     Client) on an existing cluster (same table either way). Columns: solver.capacity.sweep.COLUMNS.
+    `prices` (a price per card-hour for every hardware: {"h200_sxm": 3.5} or ["h200_sxm=3.5"], as recommend
+    takes them) adds `usd_per_hour` and `usd_per_million_output_tokens` to every row (solver.capacity.pricing).
     `df.attrs`: "wall_s" (seconds the sweep took), "combinations" (the solves it ran), "notes" (what reading
-    the inputs noted: a dtype the hardware lacks, a context past the model's).
+    the inputs noted: a dtype the hardware lacks, a context past the model's), "cheapest" (with prices: the
+    cheapest front row per hardware, as the command's note lines say it).
     `serving="disagg"`: one row per disaggregated (xPyD) plan instead, as `sweep --serving disagg` writes it
     (solver.capacity.disagg.sweep_disagg: the columns of table.DISAGG_COLUMNS; jobs 1, no executor).
     """

@@ -23,8 +23,9 @@ import pandas as pd
 
 from solver.capacity.inputs import (default_cards, make_scenario, parse_cards, parse_scenarios, parse_seq_lens,
                                     per_hardware, scenario_for)
-from solver.capacity.recommend import (BASIS_LABELS, choose, cluster_cap_note, copies_within, cost_text, costs,
-                                       no_fit_note, parse_prices, price_note, shortfall_note)
+from solver.capacity.pricing import cheapest_notes, costs, parse_prices, price_rows, sweep_prices
+from solver.capacity.recommend import (BASIS_LABELS, choose, cluster_cap_note, copies_within, cost_text,
+                                       no_fit_note, price_note, shortfall_note)
 from solver.capacity.executors import ProgressFn
 from solver.capacity.sweep import UNROUNDED, input_notes
 from solver.capacity.table import to_disagg_frame
@@ -77,9 +78,11 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                  weight_dtype=None, moe_weight_dtype=None, kv_dtype=None, params: SolverParams | None = None,
                  top: int = TOP, allow_cross_node: bool = False, concurrency: int | None = None,
                  method: str = "cpsat", jobs: int = 1, plot: str | None = None, explain_binding: bool = False,
-                 progress: ProgressFn | None = None,
+                 progress: ProgressFn | None = None, prices=None,
                  checked: Callable[[list[str]], None] | None = None) -> pd.DataFrame:
-    """`checked`: called once the inputs are checked, before the first solve, with what reading them noted (the
+    """`prices`: a price per card-hour for every hardware (capacity.pricing.sweep_prices): the rows gain
+    `usd_per_hour` (the pools' `ranks_used`, the cards a plan deploys) and `usd_per_million_output_tokens`, and
+    `df.attrs["cheapest"]` the cheapest plan per hardware. `checked`: called once the inputs are checked, before the first solve, with what reading them noted (the
     command says those notes there, once, so bad input stays one line; the frame carries them in
     `df.attrs["notes"]`). `progress(done, total, label)` after each combination's plan, as the
     aggregated sweep counts its tasks (sweep.run_tasks)."""
@@ -97,6 +100,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
     card_list = parse_cards(cards)
     kinds = parse_scenarios(scenarios)
     lengths = parse_seq_lens(seq_lens, osl) if seq_lens else [(isl, osl)]
+    price = sweep_prices(prices, hw_names)
     dt = {f: per_hardware(v, f, hw_names) for f, v in (("--weight-dtype", weight_dtype),
                                                         ("--moe-weight-dtype", moe_weight_dtype),
                                                         ("--kv-dtype", kv_dtype))}
@@ -130,8 +134,11 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                 rows.append({**key, "rank": rank, **_row(d, rep.knobs, rep.replica_knobs), **extra})
         if progress:
             progress(done, len(combos), f"{hw} x {w} {sc.kind} {i}/{o}")
-    df = to_disagg_frame(rows)
+    if price is not None:
+        rows = price_rows(rows, price, cards_key="ranks_used")
+    df = to_disagg_frame(rows, priced=price is not None)
     df.attrs["notes"] = notes  # as the aggregated sweep's frame carries them (sweep.sweep)
+    df.attrs["cheapest"] = cheapest_notes(df, front_only=False)
     return df
 
 

@@ -36,7 +36,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 import pandas as pd
 
 from solver.catalog import DEFAULT_FRAMEWORK
-from solver.capacity.inputs import DEFAULT_SCENARIOS, default_cards, hardware_key, parse_cards
+from solver.capacity.inputs import DEFAULT_SCENARIOS, default_cards, parse_cards
+from solver.capacity.pricing import costs, parse_prices
 from solver.capacity.sweep import UNROUNDED, Task, build_plan, hardware_list, solve_task, sweep_rows
 from solver.errors import InputError
 from solver.plan.points import SolverParams
@@ -162,38 +163,6 @@ class Recommendation:
         }
 
 
-def parse_prices(value: str | Mapping[str, float] | Iterable[str] | None, hardware: Sequence[str]) -> dict[str, float]:
-    """`H=3.5` items (or a dict) -> {canonical hardware name: price per card-hour}."""
-    if value is None:
-        return {}
-    if isinstance(value, Mapping):
-        items = [(str(k), v) for k, v in value.items()]
-    else:
-        parts = value.split(",") if isinstance(value, str) else [p for v in value for p in str(v).split(",")]
-        items = []
-        for part in parts:
-            part = part.strip()
-            if not part:
-                continue
-            key, sep, val = part.partition("=")
-            if not sep or not key.strip():
-                raise InputError("--price", f"expected HARDWARE=PRICE_PER_CARD_HOUR, got {part!r}")
-            items.append((key.strip(), val.strip()))
-    out: dict[str, float] = {}
-    for key, val in items:
-        try:
-            price = float(val)
-        except (TypeError, ValueError):
-            raise InputError("--price", f"not a number: {key}={val}") from None
-        if not math.isfinite(price) or price <= 0:
-            raise InputError("--price", f"must be > 0, got {key}={val}")
-        name = hardware_key(key, hardware, "--price")
-        if out.get(name, price) != price:  # the last one would win unread
-            raise InputError("--price", f"two prices for {name}: {out[name]:g} and {price:g}; give one")
-        out[name] = price
-    return out
-
-
 T = TypeVar("T")
 
 # what each basis of the choice says in a table
@@ -214,17 +183,6 @@ def choose(options: Sequence[T], met: Callable[[T], bool], cost_per_hour: Callab
     if len(ok) > 1 and all(cost_per_hour(o) is not None for o in ok):
         return min(ok, key=lambda o: (cost_per_hour(o), *fewest(o))), "cost per hour"
     return min(ok, key=fewest), "cards"
-
-
-def costs(cards: int, price: float, tok_s: float, capacity_tok_s: float, digits: int | None = 4
-          ) -> dict[str, float]:
-    """What `cards` cards at `price` per card-hour cost per hour, and per million output tokens at the target load
-    `tok_s` and at the deployment's capacity (module docstring); rounded to `digits` (None: unrounded)."""
-    per_hour = cards * price
-    out = {"cost_per_hour": per_hour,
-           "cost_per_million_output_tokens": per_hour / (tok_s * 3600) * 1e6,
-           "cost_per_million_output_tokens_at_capacity": per_hour / (capacity_tok_s * 3600) * 1e6}
-    return out if digits is None else {k: round(v, digits) for k, v in out.items()}
 
 
 def cost_text(per_hour: float, per_million: float, per_million_at_capacity: float) -> str:

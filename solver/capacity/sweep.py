@@ -13,6 +13,9 @@ What a sweep holds, for every combination it solves:
   families in `binding_constraint` and, in `note`, what binds in the model's terms and the planner's remedy;
   the knob and figure columns are empty.
 
+With prices per card-hour (`prices`, capacity.pricing) every row also carries `usd_per_hour` (its cards) and
+`usd_per_million_output_tokens` (at its own output tokens/s), empty where it is infeasible.
+
 Solves are independent, so `jobs > 1` runs them in worker processes, and `executor="ray"|"dask"` on an existing
 cluster; rows are put back in task order, so the table is identical to a serial run.
 """
@@ -450,14 +453,22 @@ def recommended_figures(rows: Iterable[dict[str, Any]]) -> dict[tuple, dict[str,
 
 def sweep(model: str, hardware: str | Sequence[str], cards: str | int | Iterable[int], scenarios: Any = None,
           *, jobs: int = 1, progress: ProgressFn | None = None, executor: str = "local", address: Any = None,
-          **kwargs: Any) -> pd.DataFrame:
+          prices: Any = None, **kwargs: Any) -> pd.DataFrame:
     """The Pareto table of every combination (see the module docstring). Keyword arguments are those of
-    `build_plan` (isl, osl, seq_lens, ttft_ms, tpot_ms, framework, weight_dtype, ...). The wall time in seconds
-    is in `df.attrs["wall_s"]`, what reading the inputs noted in `df.attrs["notes"]`."""
+    `build_plan` (isl, osl, seq_lens, ttft_ms, tpot_ms, framework, weight_dtype, ...). `prices`: a price per
+    card-hour for every hardware ({hardware: USD} or HARDWARE=USD items, capacity.pricing): the rows gain
+    `usd_per_hour` and `usd_per_million_output_tokens`. The wall time in seconds is in `df.attrs["wall_s"]`;
+    what reading the inputs noted in `df.attrs["notes"]`; with prices, the cheapest front row per hardware in
+    `df.attrs["cheapest"]` (capacity.pricing.cheapest_notes)."""
+    from solver.capacity.pricing import cheapest_notes, price_rows, sweep_prices
+
     start = time.perf_counter()
     sp = build_plan(model, hardware, cards, scenarios, **kwargs)
-    df = to_frame(sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address)))
+    price = sweep_prices(prices, sp.hardware)
+    rows = sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address))
+    df = to_frame(rows if price is None else price_rows(rows, price), priced=price is not None)
     df.attrs["wall_s"] = time.perf_counter() - start
     df.attrs["combinations"] = len(sp.tasks)
     df.attrs["notes"] = list(sp.notes)
+    df.attrs["cheapest"] = cheapest_notes(df)
     return df

@@ -15,6 +15,9 @@ from solver.errors import InputError
 from solver.outfile import check_extension
 from solver.specs.parallel import KNOBS
 
+# a sweep's cost columns, last and only with --price (capacity.pricing.price_rows fills them)
+PRICE_COLUMNS = ("usd_per_hour", "usd_per_million_output_tokens")
+
 # The table's columns, in order. The first block is the documented schema (README "Capacity planning").
 COLUMNS: tuple[str, ...] = (
     "hardware", "cards", "scenario", "rank",
@@ -73,16 +76,19 @@ def _typed(rows: Iterable[dict[str, Any]], columns, ints, floats, bools, strs) -
     return df
 
 
-def to_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """Rows to a DataFrame with the documented columns and dtypes (nullable integers: empty for infeasible rows)."""
-    return _typed(rows, COLUMNS, INT_COLUMNS, FLOAT_COLUMNS, BOOL_COLUMNS, STR_COLUMNS)
+def to_frame(rows: Iterable[dict[str, Any]], priced: bool = False) -> pd.DataFrame:
+    """Rows to a DataFrame with the documented columns and dtypes (nullable integers: empty for infeasible rows);
+    `priced`: PRICE_COLUMNS last (a sweep given --price)."""
+    extra = PRICE_COLUMNS if priced else ()
+    return _typed(rows, (*COLUMNS, *extra), INT_COLUMNS, (*FLOAT_COLUMNS, *extra), BOOL_COLUMNS, STR_COLUMNS)
 
 
-def to_disagg_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+def to_disagg_frame(rows: Iterable[dict[str, Any]], priced: bool = False) -> pd.DataFrame:
     """Disaggregated rows to a DataFrame with DISAGG_COLUMNS in their order and dtypes, whatever keys the first
-    row has (an infeasible one has no pool columns)."""
-    return _typed(rows, DISAGG_COLUMNS, DISAGG_INT_COLUMNS, DISAGG_FLOAT_COLUMNS, DISAGG_BOOL_COLUMNS,
-                  DISAGG_STR_COLUMNS)
+    row has (an infeasible one has no pool columns); `priced`: PRICE_COLUMNS last."""
+    extra = PRICE_COLUMNS if priced else ()
+    return _typed(rows, (*DISAGG_COLUMNS, *extra), DISAGG_INT_COLUMNS, (*DISAGG_FLOAT_COLUMNS, *extra),
+                  DISAGG_BOOL_COLUMNS, DISAGG_STR_COLUMNS)
 
 
 def is_disagg(columns: Iterable[str]) -> bool:
@@ -151,4 +157,9 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
         raise InputError("path", f"{os.fspath(path)}: not a sweep table; it lacks the column"
                          f"{'s' if len(missing) > 1 else ''} {', '.join(missing[:5])}"
                          f"{f' and {len(missing) - 5} more' if len(missing) > 5 else ''}")
-    return (to_disagg_frame if disagg else to_frame)(df.to_dict("records"))
+    # a priced sweep's columns (--price): both or neither, typed as the sweep wrote them
+    priced = [c for c in PRICE_COLUMNS if c in df.columns]
+    if priced and len(priced) < len(PRICE_COLUMNS):
+        raise InputError("path", f"{os.fspath(path)}: a priced sweep table has both of {', '.join(PRICE_COLUMNS)}; "
+                         f"it has only {priced[0]}")
+    return (to_disagg_frame if disagg else to_frame)(df.to_dict("records"), priced=bool(priced))

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 SWEEP_FORMATS = ("csv", "json", "table")
 _HW_HELP = "hardware name or YAML path; repeat it, or list several (--hardware atlas_a3 h200_sxm, or a,b)"
 _DTYPE_HELP = "for every hardware (int8) or per hardware (atlas_a3=int8); repeatable"
+_PRICE_HELP = "price per card-hour, HARDWARE=PRICE (repeatable)"
 
 
 def _common(func: Callable) -> Callable:
@@ -132,11 +133,14 @@ def _progress(description: str) -> Iterator[Callable[[int, int, str], None] | No
                    "table (the summary); with --out the file's extension sets its format and the summary is shown")
 @click.option("--serving", type=click.Choice(["agg", "disagg"]), default="agg", show_default=True,
               help="disagg: plan prefill and decode pools (xPyD) per combination (solver.capacity.disagg)")
+@click.option("--price", "prices", multiple=True,
+              help=_PRICE_HELP + "; one for every hardware swept: adds usd_per_hour and "
+                   "usd_per_million_output_tokens to every row")
 def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, osl, ttft_ms, tpot_ms,
               max_concurrency, mtp, mtp_accept, prefix_hit, framework, weight_dtype, moe_weight_dtype, kv_dtype,
               allow_cross_node,
               time_limit, seed, concurrency, method, top, explain_binding, jobs, executor, address, out,
-              plot, fmt, serving) -> None:
+              plot, fmt, serving, prices) -> None:
     """Capacity planning across cluster sizes: the Pareto front of every (hardware, cards, scenario), one row per
     configuration (every knob, memory, TTFT, TPOT, throughput), or the binding constraint when none fits."""
     _seq_lens_replace_isl(seq_lens)
@@ -160,16 +164,19 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
                           framework=framework, weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                           kv_dtype=_dtype(kv_dtype), params=_params(time_limit, seed), top=top,
                           allow_cross_node=allow_cross_node, concurrency=concurrency, method=method, jobs=jobs,
-                          plot=plot, explain_binding=explain_binding, checked=_say)
+                          plot=plot, explain_binding=explain_binding, prices=list(prices) or None, checked=_say)
         if out is None:
             _to_stdout(df, fmt)
+            _say(df.attrs["cheapest"])
         else:
             write_table(df, out)
             combos = df.groupby(["hardware", "cards", "scenario", "isl", "osl"], sort=False).ngroups
             infeasible = int(df["rank"].isna().sum())
             click.echo(f"wrote {len(df)} rows ({combos} combination{'s' if combos != 1 else ''}, {infeasible} "
                        f"infeasible) to {out} in {time.perf_counter() - start:.1f} s", err=True)
+            _say(df.attrs["cheapest"])
         return
+    from solver.capacity.pricing import cheapest_notes, price_rows, sweep_prices
     from solver.capacity.sweep import build_plan, recommended_figures, run_tasks, sweep_rows
     from solver.capacity.table import check_writable, to_frame, write_table
 
@@ -180,6 +187,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
                     framework=framework, weight_dtype=_dtype(weight_dtype), moe_weight_dtype=_dtype(moe_weight_dtype),
                     kv_dtype=_dtype(kv_dtype), method=method, params=_params(time_limit, seed), top=top,
                     allow_cross_node=allow_cross_node, explain_binding=explain_binding)
+    price = sweep_prices(list(prices) or None, sp.hardware)
     if out is not None:
         check_writable(out, "--out")
     if plot is not None:
@@ -191,7 +199,8 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
     _say(sp.notes)  # after every input check: bad input stays one line
     with _progress(f"sweep {sp.model_name}") as progress:
         rows = sweep_rows(run_tasks(sp.tasks, jobs, progress, executor=executor, address=address))
-    df, figures = to_frame(rows), recommended_figures(rows)
+    df = to_frame(rows if price is None else price_rows(rows, price), priced=price is not None)
+    figures = recommended_figures(rows)
     wall = time.perf_counter() - start
     if out is None and fmt == "table":
         _print_summary(df, sp.model_name, None, figures)
@@ -206,6 +215,7 @@ def sweep_cmd(model, more_hardware, hardware, cards, scenarios, seq_lens, isl, o
             plot_sweep(df, plot)
         else:
             click.echo("note: no combination is feasible; no plot drawn", err=True)
+    _say(cheapest_notes(df))
     if out is None:
         return
     _print_summary(df, sp.model_name, out, figures)
@@ -255,6 +265,11 @@ def _print_summary(df, model_name: str, out: str | None, figures: dict[tuple, di
     """One line per combination: the recommended configuration (its unrounded `figures`, as `solve` prints
     them), or why none fits; the title says where the whole front is (`out`, the file written; None: only
     --format csv or json prints it)."""
+    from solver.capacity.table import PRICE_COLUMNS
+
+    priced = [c for c in PRICE_COLUMNS if c in df.columns]  # a sweep given --price: its costs too
+    import pandas as pd
+
     rows, notes = [], []
     for (hw, w, kind, i, o), g in df.groupby(["hardware", "cards", "scenario", "isl", "osl"], sort=False):
         rec = g[g["candidate"] == 1]
@@ -263,7 +278,7 @@ def _print_summary(df, model_name: str, out: str | None, figures: dict[tuple, di
             notes.append(f"note: {hw} x {int(w)} {kind} {int(i)}/{int(o)}: {rec.iloc[0]['note']}")
         if rec.empty:
             rows.append([hw, int(w), kind, f"{i}/{o}", "-", "infeasible: " + str(g["binding_constraint"].iloc[0]),
-                         None, None, None, None, None])
+                         None, None, None, None, None, *(None for _ in priced)])
             continue
         r = rec.iloc[0]
         fig = figures.get((hw, int(w), kind, int(i), int(o)), r)
@@ -271,11 +286,13 @@ def _print_summary(df, model_name: str, out: str | None, figures: dict[tuple, di
         rows.append([hw, _cards_cell(int(w), r.get("placement")), kind, f"{i}/{o}", front, r["pattern"],
                      int(r["concurrency"]),
                      *(float(fig[c]) for c in ("ttft_ms", "tpot_ms", "output_tokens_per_s_per_rank",
-                                               "output_tokens_per_s"))])
+                                               "output_tokens_per_s")),
+                     *(None if pd.isna(r[c]) else float(r[c]) for c in priced)])
     where = f"full front in {out}" if out is not None else "full front: --format csv or json, or --out FILE"
     console().print(table(f"{model_name}: recommended configuration per combination ({where})",
                           ["hardware", "cards", "scenario", "ISL/OSL", "front", "recommended pattern", "conc.",
-                           "TTFT ms", "TPOT ms", "tok/s/rank", "tok/s total"], rows))
+                           "TTFT ms", "TPOT ms", "tok/s/rank", "tok/s total",
+                           *(["$/hour", "$/M tokens"] if priced else [])], rows))
     for line in notes:
         click.echo(line, err=True)
 
@@ -294,7 +311,7 @@ def _cards_cell(cards: int, placement: Any) -> int | str:
 @click.option("--hardware", "hardware", type=NAME, multiple=True, help=_HW_HELP)
 @click.option("--target-output-tokens-per-s", type=RATE, default=None, help="load: output tokens/s in total")
 @click.option("--target-requests-per-s", type=RATE, default=None, help="load: requests/s (x OSL output tokens)")
-@click.option("--price", "prices", multiple=True, help="price per card-hour, HARDWARE=PRICE (repeatable)")
+@click.option("--price", "prices", multiple=True, help=_PRICE_HELP)
 @click.option("--cards", default=None, help="deployment sizes to try, cards per copy: a list or a range (its ends "
               "and the powers of two between) [default: 1..1024, and each hardware's whole scale-up domains: 72, "
               "144, 288, 576 on an NVL72]")
