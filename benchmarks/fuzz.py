@@ -10,7 +10,9 @@ as "model-config, layers branch": model-field parsing is that work's.
 
 Each case runs through solver.cli.main in a long-lived worker process (the command line's own entry point,
 without paying Python's start-up per case); a case over --hang-s seconds is a hang: its worker is killed and
-replaced. Cases are drawn by hypothesis (derandomized by --seed, no shrinking).
+replaced. Cases are drawn by hypothesis (derandomized by --seed, no shrinking): without --only, the strategies of
+earlier runs give the first 70% (a seed's earlier cases, in order) and those added since (tests/fuzz_cases.py
+NEW_SHARE) the rest.
 """
 from __future__ import annotations
 
@@ -93,7 +95,7 @@ class Pool:
             s["proc"].join(timeout=5)
 
 
-def draw_cases(fx, n: int, seed: int, only: str | None = None) -> list:
+def draw_cases(fx, n: int, seed: int, only: str | None = None, group: str | None = None) -> list:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hyp_seed
 
@@ -102,12 +104,26 @@ def draw_cases(fx, n: int, seed: int, only: str | None = None) -> list:
     @hyp_seed(seed)
     @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(fc.cases(fx, only=only))
+    @given(fc.cases(fx, only=only, group=group))
     def collect(case):
         out.append(case)
 
     collect()
     return out
+
+
+def distinct_cases(fx, n: int, seed0: int, only: str | None = None, group: str | None = None,
+                   known: set | None = None, per_batch: int | None = None) -> list:
+    """n distinct command lines: hypothesis draws small cases often, so draw batches (of per_batch, default n) under
+    seeds seed0, seed0 + 1, ... until enough."""
+    seen: dict = {}
+    for batch in range(40):
+        for case in draw_cases(fx, per_batch or n, seed0 + batch, only, group):
+            if case.argv not in (known or ()):
+                seen.setdefault(case.argv, case)
+        if len(seen) >= n:
+            break
+    return list(seen.values())[:n]
 
 
 def main() -> None:
@@ -117,18 +133,18 @@ def main() -> None:
     ap.add_argument("--hang-s", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fixtures", default=None, help="fixture folder (default: a new temporary one)")
-    ap.add_argument("--only", default=None, help="draw from one strategy of tests/fuzz_cases.py (family, topology, ...)")
+    ap.add_argument("--only", default=None, help="draw from one strategy of tests/fuzz_cases.py (family, topology, "
+                    "sweep_price, disagg_copies, disagg_sla, no_layers, long_dsa_memory, launch_solved, ...)")
     args = ap.parse_args()
     folder = Path(args.fixtures) if args.fixtures else Path(tempfile.mkdtemp(prefix="shardplan-fuzz-"))
     fx = fc.build_fixtures(folder)
-    # distinct command lines: hypothesis draws small cases often, so draw batches under new seeds until enough
-    seen: dict = {}
-    for batch in range(40):
-        for case in draw_cases(fx, args.cases, args.seed * 1000 + batch, args.only):
-            seen.setdefault(case.argv, case)
-        if len(seen) >= args.cases:
-            break
-    cases = list(seen.values())[: args.cases]
+    if args.only:
+        cases = distinct_cases(fx, args.cases, args.seed * 1000, args.only)
+    else:  # the strategies of earlier runs first (a seed's cases as they were), then the ones added since
+        n_new = round(args.cases * fc.NEW_SHARE)
+        cases = distinct_cases(fx, args.cases - n_new, args.seed * 1000, group="old", per_batch=args.cases)
+        cases += distinct_cases(fx, n_new, args.seed * 1000 + 500, group="new",
+                                known={c.argv for c in cases})
     print(f"{len(cases)} distinct cases, {args.workers} workers, "
           f"hang limit {args.hang_s:g} s, fixtures in {folder}", flush=True)
     results: list = []

@@ -103,6 +103,8 @@ class Fixtures:
     topologies: list[tuple[str, str, str]] = field(default_factory=list)  # device files of other node shapes
     config_dirs: list[tuple[str, str, str]] = field(default_factory=list)  # a model as a config.json path / folder
     families: list[tuple[str, str, str]] = field(default_factory=list)  # quantized and looped configs, and variants
+    no_layers: list[tuple[str, str, str]] = field(default_factory=list)  # catalog configs without num_hidden_layers
+    engine_solves: list[tuple[str, str, str]] | None = None  # solve's yaml per engine (path, engine, why), lazily
 
 
 def _dump_yaml(path: Path, data: Any) -> str:
@@ -347,7 +349,7 @@ def build_fixtures(folder: Path) -> Fixtures:
     csvs += _odd_csvs(folder, header, body)
     return Fixtures(folder, hardware, frameworks, models, deployments, traces, csvs, configs, _solve_files(folder),
                     outs, csv_outs, _topologies(folder, hw), _config_dirs(folder),
-                    _family_configs(folder))
+                    _family_configs(folder), _no_layer_configs(folder))
 
 
 def _topologies(folder: Path, hw: dict) -> list[tuple[str, str, str]]:
@@ -1208,18 +1210,262 @@ def batch_rule_cases(draw) -> Case:
     return b.case(slow=True)
 
 
-def cases(fx: Fixtures, fast: bool = False, only: str | None = None) -> st.SearchStrategy[Case]:
+# ------------------------------------------------------------------------------------ this session's inputs
+
+PRICE_MODELS = ("qwen3-8b", "llama-3.1-8b")
+
+
+@st.composite
+def _price_items(draw, b: _Builder, swept: list[str]) -> None:
+    """--price items for a sweep of `swept` (README, sweep --help: "one for every hardware swept"; recommend
+    --help: HARDWARE=PRICE, a price per card-hour). Valid: each swept hardware priced once (or twice alike), by
+    its catalog name in another case, comma-separated in one --price. Invalid: a hardware not swept, one swept
+    left unpriced, a price not a number, <= 0, inf (1e400 too) or nan, two different prices for one hardware, an
+    item without '=' or without a hardware, an empty item."""
+    items = [[f"{h}={draw(st.sampled_from(['2.5', '3', '0.75', '12']))}"] for h in swept]
+    fault = None if b.clean else draw(st.sampled_from(
+        [None, "not-swept", "missing", "word", "negative", "zero", "inf", "nan", "twice-differ", "twice-same",
+         "no-equals", "upper", "comma", "empty-key", "overflow", "empty-item"]))
+    why = f"--price {fault}"
+    label = "invalid"
+    if fault == "not-swept":
+        other = "b200_sxm" if "h200_sxm" in swept else "h200_sxm"
+        items.append([f"{other}=4"])
+    elif fault == "missing":
+        items = items[:-1] if len(items) > 1 else []
+        if not items:  # no --price at all is a sweep without prices: valid; price another hardware instead
+            items = [["mi355x=2"]]
+    elif fault in ("word", "negative", "zero", "inf", "nan", "overflow"):
+        value = {"word": "cheap", "negative": "-1", "zero": "0", "inf": "inf", "nan": "nan", "overflow": "1e400"}[fault]
+        items[-1] = [f"{swept[-1]}={value}"]
+    elif fault in ("twice-differ", "twice-same"):
+        first = items[0][0]
+        again = first if fault == "twice-same" else first.split("=")[0] + "=99"
+        items.append([again])
+        label = "valid" if fault == "twice-same" else "invalid"  # the same price twice says one thing
+    elif fault == "no-equals":
+        items[-1] = [swept[-1]]
+    elif fault == "upper":  # a catalog name in another case names the same hardware
+        items[0] = [items[0][0].upper()]
+        label = "valid"
+    elif fault == "comma":  # HARDWARE=PRICE items comma-separated in one --price
+        items = [[",".join(i[0] for i in items)]]
+        label = "valid"
+    elif fault == "empty-key":
+        items[-1] = ["=3"]
+    elif fault == "empty-item":  # a trailing comma: an item meant and not written
+        items[-1] = [items[-1][0] + ","]
+    else:
+        label = "valid"
+    for item in items:
+        b.add(["--price", *item], "valid")
+    b.add([], label, why if label == "invalid" else "")
+
+
+@st.composite
+def sweep_price_cases(draw, fx: Fixtures) -> Case:
+    """sweep --price over one or two hardware, aggregated or disaggregated (--serving disagg prices its rows
+    too); a bad price is refused before any solve."""
+    b = _Builder("sweep", draw)
+    swept = draw(st.sampled_from([["h100_sxm"], ["h100_sxm", "h200_sxm"], ["h200_sxm"]]))
+    b.add([draw(st.sampled_from(PRICE_MODELS)), *[a for h in swept for a in ("--hardware", h)], "--cards",
+           draw(st.sampled_from(["1,2", "2"])), "--scenarios", "latency", "--max-concurrency", "16", "--time-limit",
+           "2"], "valid")
+    if draw(st.floats(0, 1)) < 0.3:  # a card per pool: the sizes swept start at 2
+        b.argv[b.argv.index("--cards") + 1] = draw(st.sampled_from(["2,4", "2"]))
+        b.add(["--serving", "disagg", "--format", "json"], "valid")
+    draw(_price_items(b, swept))
+    return b.case(slow=True)
+
+
+GOOD_BAD["copies"] = ([("1", True), ("2", True), ("4", True), ("65536", True)],
+                      [("0", False), ("-1", False), ("x", False), ("65537", False), ("1.5", False), ("", False)])
+GOOD_BAD["prefix"] = ([("0", True), ("0.5", True), ("0.9", True), ("0.999", True)],
+                      [("1", False), ("1.0", False), ("-0.1", False), ("nan", False), ("inf", False), ("x", False),
+                       ("2", False)])
+
+
+@st.composite
+def disagg_copies_cases(draw, fx: Fixtures) -> Case:
+    """recommend --serving disagg --max-copies N (recommend --help: "most copies of one deployment behind a load
+    balancer", an integer >= 1 up to the largest cluster), with a target, SLAs and prices now and then."""
+    b = _Builder("recommend", draw)
+    b.add([draw(st.sampled_from(SMALL_MODELS)), "--hardware", draw(st.sampled_from(SMALL_HW)), "--cards",
+           draw(st.sampled_from(["2..8", "2,4", "4"])), "--serving", "disagg", "--max-concurrency", "16",
+           "--time-limit", "2", "--target-output-tokens-per-s", draw(st.sampled_from(["500", "5000", "50000"]))],
+          "valid")
+    b.opt(draw, "--max-copies", "copies", 0.5)
+    if draw(st.booleans()):
+        b.add(draw(st.sampled_from([["--ttft-ms", "2000"], ["--tpot-ms", "50"], ["--tpot-ms", "0.5"]])), "valid")
+    if draw(st.floats(0, 1)) < 0.3:
+        b.opt(draw, "--prefix-hit", "prefix", 0.4)
+    return b.case(slow=True)
+
+
+@st.composite
+def disagg_sla_cases(draw, fx: Fixtures) -> Case:
+    """solve / sweep --serving disagg under SLAs and --prefix-hit (--help: a share in [0, 1)); disaggregated
+    serving needs a card per pool (solve on 1 card is bad input)."""
+    b = _Builder(draw(st.sampled_from(["solve", "sweep"])), draw)
+    b.add([draw(st.sampled_from(SMALL_MODELS)), "--hardware", draw(st.sampled_from(SMALL_HW)), "--serving", "disagg",
+           "--max-concurrency", "16", "--time-limit", "2"], "valid")
+    if b.cmd == "solve":
+        cards = draw(st.sampled_from([1, 2, 4, 8]))
+        b.add(["--cards", str(cards)], "valid" if cards > 1 else "invalid", "disagg on 1 card (one per pool)")
+        b.add(["--framework", draw(st.sampled_from(["generic", "vllm", "sglang"]))], "valid")
+    else:
+        b.add(["--cards", draw(st.sampled_from(["2,4", "2..8", "4"])), "--scenarios",
+               draw(st.sampled_from(["latency", "throughput", "balanced"])), "--format", "json"], "valid")
+    b.add(draw(st.sampled_from([[], ["--ttft-ms", "2000"], ["--tpot-ms", "30"], ["--ttft-ms", "500", "--tpot-ms", "20"],
+                                ["--ttft-ms", "1"], ["--tpot-ms", "0.5"]])), "valid")
+    b.opt(draw, "--prefix-hit", "prefix", 0.4)
+    if draw(st.booleans()):
+        b.add(["--isl", draw(st.sampled_from(["1024", "8192"])), "--osl", "256"], "valid")
+    return b.case(slow=True)
+
+
+# catalog configs whose class defaults num_hidden_layers (transformers' config classes, as the reader's notes
+# name them), and gpt-oss, whose layer_types list then disagrees with the class's 36 (refused, README: nothing
+# guessed)
+NO_LAYERS = (("Qwen--Qwen3-8B", "valid"), ("meta-llama--Meta-Llama-3.1-8B", "valid"),
+             ("mistralai--Mixtral-8x7B-v0.1", "valid"), ("deepseek-ai--DeepSeek-V3", "valid"),
+             ("google--gemma-3-4b-it", "valid"), ("zai-org--GLM-5", "valid"), ("openai--gpt-oss-20b", "invalid"))
+
+
+def _drop_layers(node: Any) -> None:
+    if isinstance(node, dict):
+        node.pop("num_hidden_layers", None)
+        for v in node.values():
+            _drop_layers(v)
+
+
+def _no_layer_configs(folder: Path) -> list[tuple[str, str, str]]:
+    out = []
+    for stem, label in NO_LAYERS:
+        data = json.loads((REPO / "models" / f"{stem}.json").read_text())
+        _drop_layers(data)
+        p = folder / f"nolayers-{stem}.json"
+        p.write_text(json.dumps(data))
+        out.append((str(p), label, f"{stem} without num_hidden_layers"))
+    return out
+
+
+@st.composite
+def no_layers_cases(draw, fx: Fixtures) -> Case:
+    """A config without num_hidden_layers (fx.no_layers) through inspect, memory, estimate and solve: read at its
+    class's default where the class has one and nothing contradicts it."""
+    b = _Builder(draw(st.sampled_from(["inspect", "memory", "estimate", "solve"])), draw)
+    path, label, why = draw(st.sampled_from(fx.no_layers))
+    b.add([path], label, why, "model-config")
+    if b.cmd == "inspect":
+        return b.case()
+    hw = draw(st.sampled_from(["h200_sxm", "b200_sxm"]))
+    b.add(["--hardware", hw, "--cards", "8"], "valid")
+    if b.cmd == "memory":
+        b.add(["--attn-tp", "8", "--batch", "8", "--seq-len", "4096"], "valid")
+    elif b.cmd == "estimate":
+        b.add(["--attn-tp", "8", "--isl", "2048", "--osl", "256", "--concurrency", "16"], "valid")
+    else:
+        b.add(["--max-concurrency", "16", "--time-limit", "2"], "valid")
+    return b.case(slow=b.cmd == "solve")
+
+
+DSA_MODELS = ("deepseek-v3.2", "glm-5", "deepseek-v4-pro")
+ENGINES = ("generic", "vllm", "sglang", "trtllm", "atom", "vllm-ascend", "cann-recipes")
+
+
+@st.composite
+def long_dsa_memory_cases(draw, fx: Fixtures) -> Case:
+    """memory at 128K to 1M tokens on the sparse-attention (DSA) models under every --framework, with every
+    module TP over one node's 8 cards (a layout each engine runs on one node; on two, "any"); a context past the model's is the user's to ask
+    (memory reports; exit 1 where it does not fit)."""
+    b = _Builder("memory", draw)
+    cards = draw(st.sampled_from([8, 16]))
+    engine = draw(st.sampled_from(ENGINES))
+    b.add([draw(st.sampled_from(DSA_MODELS)), "--hardware", draw(st.sampled_from(["h200_sxm", "b200_sxm"])),
+           "--cards", str(cards), "--attn-tp", "8", "--dense-tp", "8", "--embed-tp", "8", "--lmhead-tp", "8",
+           "--batch", draw(st.sampled_from(["1", "4", "32"])),
+           "--seq-len", draw(st.sampled_from(["131072", "163840", "262144", "524288", "1048576"])),
+           "--framework", engine], "valid")
+    if cards > 8 and engine != "generic":  # two nodes, TP within one: an engine's rules may refuse the layout
+        b.add([], "any", f"{engine} on two nodes")
+    if draw(st.booleans()):
+        b.add(["--kv-dtype", draw(st.sampled_from(["bf16", "fp8"]))], "valid")
+    if draw(st.floats(0, 1)) < 0.3:
+        b.add(["--format", "json"], "valid")
+    return b.case()
+
+
+# solve --format yaml under each engine, the file read by launch (built on first use: a solve each)
+ENGINE_SOLVES = (("qwen3-30b-a3b", "8"), ("llama-3.1-8b", "2"), ("deepseek-v3.2", "16"))
+ENGINE_HW = {"vllm-ascend": "atlas_a3", "cann-recipes": "atlas_a3", "atom": "mi355x"}
+
+
+def _engine_solves(fx: Fixtures) -> list[tuple[str, str, str]]:
+    if fx.engine_solves is None:
+        from click.testing import CliRunner
+
+        from solver.cli.main import main
+
+        fx.engine_solves = []
+        for engine in ENGINES:
+            hw = ENGINE_HW.get(engine, "h200_sxm")
+            for model, cards in ENGINE_SOLVES:
+                r = CliRunner().invoke(main, ["solve", model, "--hardware", hw, "--cards", cards, "--framework",
+                                              engine, "--max-concurrency", "16", "--time-limit", "2", "--format",
+                                              "yaml"])
+                if r.exit_code != 0:
+                    continue  # nothing to launch (an infeasible plan): no case
+                p = fx.folder / f"solved-{engine}-{model}-{cards}.yaml"
+                p.write_text(r.stdout)
+                fx.engine_solves.append((str(p), engine, f"solve {model} on {cards} {hw} under {engine}"))
+    return fx.engine_solves
+
+
+@st.composite
+def launch_solved_cases(draw, fx: Fixtures) -> Case:
+    """launch of a file solve wrote under an engine: each candidate solve planned under that engine is one it
+    expresses (valid, with --engine E or none); under another engine "any" (its rules may refuse the knobs)."""
+    b = _Builder("launch", draw)
+    solved = _engine_solves(fx)
+    if not solved:
+        b.add(["no-solve-output.yaml"], "invalid", "no solve output to launch")
+        return b.case()
+    path, engine, why = draw(st.sampled_from(solved))
+    held = sorted(k.removeprefix("candidate_") for k in yaml.safe_load(Path(path).read_text())
+                  if k.startswith("candidate_"))
+    b.add([path, "--candidate", draw(st.sampled_from(held))], "valid", why)
+    other = draw(st.sampled_from([None, engine, *ENGINES]))
+    if other is not None:
+        b.add(["--engine", other], "valid" if other == engine else "any", f"--engine {other}")
+    if draw(st.booleans()):
+        b.add(["--format", draw(st.sampled_from(["shell", "json", "yaml"]))], "valid")
+    return b.case()
+
+
+NEW_SHARE = 0.3  # of a long run's cases drawn from the "new" group (benchmarks/fuzz.py appends them)
+
+
+def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str | None = None
+          ) -> st.SearchStrategy[Case]:
     """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each); `only` draws
-    from one strategy (its function's name without _cases: "family", "topology", ...)."""
+    from one strategy (its function's name without _cases: "family", "topology", ...); `group` "old" draws from
+    the strategies earlier runs drew from (so a seed's cases stay as they were), "new" from the ones added since,
+    None from both."""
     strategies = {"catalog": catalog_cases(), "inspect": inspect_cases(fx), "memory": memory_cases(fx),
                   "estimate": estimate_cases(fx), "solve": solve_cases(fx), "check": check_cases(fx),
                   "launch": launch_cases(fx), "sweep": sweep_cases(fx), "recommend": recommend_cases(fx),
                   "calibrate": calibrate_cases(fx), "solve_edge": solve_edge_cases(), "format": format_cases(fx),
                   "solve_file": solve_file_cases(fx), "topology": topology_cases(fx), "family": family_cases(fx),
                   "batch_rule": batch_rule_cases()}
-    if only is not None and only not in strategies:
-        raise ValueError(f"unknown strategy {only!r} (known: {', '.join(strategies)})")
-    s = strategies[only] if only else st.one_of(*strategies.values())
+    new = {"sweep_price": sweep_price_cases(fx), "disagg_copies": disagg_copies_cases(fx),
+           "disagg_sla": disagg_sla_cases(fx), "no_layers": no_layers_cases(fx),
+           "long_dsa_memory": long_dsa_memory_cases(fx), "launch_solved": launch_solved_cases(fx)}
+    strategies_all = {**strategies, **new}
+    if only is not None and only not in strategies_all:
+        raise ValueError(f"unknown strategy {only!r} (known: {', '.join(strategies_all)})")
+    pools = {"old": strategies, "new": new, None: strategies_all}
+    s = strategies_all[only] if only else st.one_of(*pools[group].values())
     return s.filter(lambda c: not c.slow) if fast else s
 
 

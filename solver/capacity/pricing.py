@@ -30,8 +30,8 @@ def parse_prices(value: str | Mapping[str, float] | Iterable[str] | None, hardwa
         items = []
         for part in parts:
             part = part.strip()
-            if not part:
-                continue
+            if not part:  # "a,,b", a trailing comma or an empty --price: a price meant and not written
+                raise InputError("--price", "an empty item: give HARDWARE=PRICE_PER_CARD_HOUR items, comma-separated")
             key, sep, val = part.partition("=")
             if not sep or not key.strip():
                 raise InputError("--price", f"expected HARDWARE=PRICE_PER_CARD_HOUR, got {part!r}")
@@ -44,7 +44,9 @@ def parse_prices(value: str | Mapping[str, float] | Iterable[str] | None, hardwa
             price = float(val)
         except (TypeError, ValueError):
             raise InputError("--price", f"not a number: {key}={val}") from None
-        if not math.isfinite(price) or price <= 0:
+        if math.isinf(price):  # 1e400 reads as inf: not a price
+            raise InputError("--price", f"must be a finite number, got {key}={val}")
+        if not price > 0:  # nan too
             raise InputError("--price", f"must be > 0, got {key}={val}")
         name = hardware_key(key, hardware, "--price")
         if out.get(name, price) != price:  # the last one would win unread
