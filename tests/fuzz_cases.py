@@ -1236,7 +1236,8 @@ def _price_items(draw, b: _Builder, swept: list[str]) -> None:
         if not items:  # no --price at all is a sweep without prices: valid; price another hardware instead
             items = [["mi355x=2"]]
     elif fault in ("word", "negative", "zero", "inf", "nan", "overflow"):
-        value = {"word": "cheap", "negative": "-1", "zero": "0", "inf": "inf", "nan": "nan", "overflow": "1e400"}[fault]
+        value = {"word": "cheap", "negative": "-1", "zero": "0", "inf": "inf", "nan": "nan",
+                 "overflow": "1e400"}[fault]
         items[-1] = [f"{swept[-1]}={value}"]
     elif fault in ("twice-differ", "twice-same"):
         first = items[0][0]
@@ -1316,8 +1317,8 @@ def disagg_sla_cases(draw, fx: Fixtures) -> Case:
     else:
         b.add(["--cards", draw(st.sampled_from(["2,4", "2..8", "4"])), "--scenarios",
                draw(st.sampled_from(["latency", "throughput", "balanced"])), "--format", "json"], "valid")
-    b.add(draw(st.sampled_from([[], ["--ttft-ms", "2000"], ["--tpot-ms", "30"], ["--ttft-ms", "500", "--tpot-ms", "20"],
-                                ["--ttft-ms", "1"], ["--tpot-ms", "0.5"]])), "valid")
+    b.add(draw(st.sampled_from([[], ["--ttft-ms", "2000"], ["--tpot-ms", "30"], ["--ttft-ms", "1"],
+                                ["--ttft-ms", "500", "--tpot-ms", "20"], ["--tpot-ms", "0.5"]])), "valid")
     b.opt(draw, "--prefix-hit", "prefix", 0.4)
     if draw(st.booleans()):
         b.add(["--isl", draw(st.sampled_from(["1024", "8192"])), "--osl", "256"], "valid")
@@ -1377,8 +1378,8 @@ ENGINES = ("generic", "vllm", "sglang", "trtllm", "atom", "vllm-ascend", "cann-r
 @st.composite
 def long_dsa_memory_cases(draw, fx: Fixtures) -> Case:
     """memory at 128K to 1M tokens on the sparse-attention (DSA) models under every --framework, with every
-    module TP over one node's 8 cards (a layout each engine runs on one node; on two, "any"); a context past the model's is the user's to ask
-    (memory reports; exit 1 where it does not fit)."""
+    module TP over one node's 8 cards (a layout each engine runs on one node; on two, "any"); a context past the
+    model's is the user's to ask (memory reports; exit 1 where it does not fit)."""
     b = _Builder("memory", draw)
     cards = draw(st.sampled_from([8, 16]))
     engine = draw(st.sampled_from(ENGINES))
@@ -1396,9 +1397,12 @@ def long_dsa_memory_cases(draw, fx: Fixtures) -> Case:
     return b.case()
 
 
-# solve --format yaml under each engine, the file read by launch (built on first use: a solve each)
-ENGINE_SOLVES = (("qwen3-30b-a3b", "8"), ("llama-3.1-8b", "2"), ("deepseek-v3.2", "16"))
+# solve --format yaml under each engine, the file read by launch (built on first use: a solve each); the DSA
+# model on the fewest cards of each device that hold its 1.34 TB of bf16 weights (solve's remedy on atlas_a3: 24)
+ENGINE_SOLVES = (("qwen3-30b-a3b", "8"), ("llama-3.1-8b", "2"), ("deepseek-v3.2", None))
 ENGINE_HW = {"vllm-ascend": "atlas_a3", "cann-recipes": "atlas_a3", "atom": "mi355x"}
+DSA_CARDS = {"h200_sxm": "16", "atlas_a3": "32", "mi355x": "8"}
+DISAGG_ENGINES = ("sglang", "vllm", "generic")  # solve --serving disagg: a plan of two pools, which launch refuses
 
 
 def _engine_solves(fx: Fixtures) -> list[tuple[str, str, str]]:
@@ -1411,27 +1415,36 @@ def _engine_solves(fx: Fixtures) -> list[tuple[str, str, str]]:
         for engine in ENGINES:
             hw = ENGINE_HW.get(engine, "h200_sxm")
             for model, cards in ENGINE_SOLVES:
-                r = CliRunner().invoke(main, ["solve", model, "--hardware", hw, "--cards", cards, "--framework",
-                                              engine, "--max-concurrency", "16", "--time-limit", "2", "--format",
-                                              "yaml"])
-                if r.exit_code != 0:
-                    continue  # nothing to launch (an infeasible plan): no case
-                p = fx.folder / f"solved-{engine}-{model}-{cards}.yaml"
-                p.write_text(r.stdout)
-                fx.engine_solves.append((str(p), engine, f"solve {model} on {cards} {hw} under {engine}"))
+                cards = cards or DSA_CARDS[hw]
+                for serving in ("agg", "disagg") if engine in DISAGG_ENGINES else ("agg",):
+                    r = CliRunner().invoke(main, ["solve", model, "--hardware", hw, "--cards", cards, "--framework",
+                                                  engine, "--max-concurrency", "16", "--time-limit", "2", "--format",
+                                                  "yaml", "--serving", serving])
+                    if r.exit_code != 0:
+                        continue  # nothing to launch (an infeasible plan): no case
+                    p = fx.folder / f"solved-{engine}-{model}-{cards}-{serving}.yaml"
+                    p.write_text(r.stdout)
+                    fx.engine_solves.append((str(p), engine, f"solve {model} on {cards} {hw} under {engine}"
+                                             + (", disaggregated" if serving == "disagg" else "")))
     return fx.engine_solves
 
 
 @st.composite
 def launch_solved_cases(draw, fx: Fixtures) -> Case:
     """launch of a file solve wrote under an engine: each candidate solve planned under that engine is one it
-    expresses (valid, with --engine E or none); under another engine "any" (its rules may refuse the knobs)."""
+    expresses (valid, with --engine E or none); under another engine "any" (its rules may refuse the knobs); a
+    disaggregated plan (two pools, not a deployment) is refused."""
     b = _Builder("launch", draw)
     solved = _engine_solves(fx)
     if not solved:
         b.add(["no-solve-output.yaml"], "invalid", "no solve output to launch")
         return b.case()
     path, engine, why = draw(st.sampled_from(solved))
+    if why.endswith("disaggregated"):  # README: launch reads a deployment; a two-pool plan's commands are solve's
+        b.add([path], "invalid", why, "file")
+        if draw(st.booleans()):
+            b.add(["--engine", engine], "valid")
+        return b.case()
     held = sorted(k.removeprefix("candidate_") for k in yaml.safe_load(Path(path).read_text())
                   if k.startswith("candidate_"))
     b.add([path, "--candidate", draw(st.sampled_from(held))], "valid", why)
