@@ -1,0 +1,67 @@
+"""Rules the session's new behaviour broke when tried as a user would, each checked on hand arithmetic or on a
+relation the physics fixes (more cards under the same SLA never carry less)."""
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from solver import api
+from solver.plan.disagg import _Pair, burst_ttft
+
+ROOT = Path(__file__).resolve().parent.parent
+QWEN3_8B = ROOT / "models" / "Qwen--Qwen3-8B.json"
+QWEN3_DEFAULT_NOTE = ("num_hidden_layers absent from config.json: read at Qwen3Config's default 32 "
+                      "(transformers 5.25.0 configuration_qwen3.py)")
+
+
+@pytest.fixture(scope="module")
+def qwen3_without_layers(tmp_path_factory) -> Path:
+    cfg = json.loads(QWEN3_8B.read_text())
+    del cfg["num_hidden_layers"]
+    path = tmp_path_factory.mktemp("cfg") / "qwen3-no-layers.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def test_a_solution_pickles_with_its_notes_result_and_json(qwen3_without_layers) -> None:
+    """api.solve's Solution crosses a process boundary (worker pools, caches): the candidates, .notes, .result and
+    .as_dict() come back the same."""
+    sol = api.solve(qwen3_without_layers, "h100_sxm", 8, isl=2048, osl=256)
+    back = pickle.loads(pickle.dumps(sol))
+    assert type(back) is type(sol) and list(back) == list(sol)
+    assert back.notes == sol.notes == [QWEN3_DEFAULT_NOTE]
+    assert back.result.front == sol.result.front
+    assert back.as_dict() == sol.as_dict()
+
+
+def test_check_says_a_field_read_at_its_class_default_once(qwen3_without_layers) -> None:
+    """`check` of a config leaving num_hidden_layers out says it was read at Qwen3Config's 32, once, as solve,
+    estimate and memory do (ModelSpec.warnings)."""
+    r = api.check(qwen3_without_layers, "h100_sxm", 8, isl=2048, osl=128, concurrency=8, dense_tp_size=8)
+    assert r.review.notes.count(QWEN3_DEFAULT_NOTE) == 1
+    assert json.dumps(r.as_dict()).count("num_hidden_layers absent") == 1
+
+
+def test_a_pairs_burst_ttft_weighs_the_first_wave_by_the_burst_share() -> None:
+    """x = 2 prefill workers of 40 prompts/s at a 0.1 s step: 2 x 40 x 0.1 = 8 prompts a step; 64 clients in a
+    burst wait mean(ceil(i / 8), i = 1..64) = 8 x (1 + ... + 8) / 64 = 4.5 steps = 0.45 s; with phi = 0.2 and a
+    steady TTFT of 0.3 s: 0.2 x 0.45 + 0.8 x 0.3 = 0.33 s."""
+    pair = _Pair(0.0, 0.0, SimpleNamespace(estimate=SimpleNamespace(ttft_s=0.1)), None, 2, 1, 0.0, 40.0, 64, 0.3)
+    assert burst_ttft(pair, 0.2) == pytest.approx(0.33)
+
+
+def test_more_cards_under_the_same_ttft_sla_never_carry_less() -> None:
+    """DeepSeek-V3 on GB200 under SGLang, 4K/1K, TTFT 2 s and TPOT 50 ms: 64 cards hold four copies of the 16-card
+    plan (1P1D of 8 + 8 ranks), so they carry at least its output tokens/s. The densest pairs' first-wave burst is
+    past 2 s; the plan was the lowest-TTFT pairs (1 sequence a replica: 1,099 tok/s on 64 vs 9,969 on 16)."""
+    sc = api.Scenario(kind="throughput", isl=4096, osl=1024, ttft_ms=2000, tpot_ms=50)
+    from solver.entry import run_disagg
+
+    small = run_disagg("deepseek-v3", "gb200", 16, sc, "sglang", compare_aggregated=False).plan
+    large = run_disagg("deepseek-v3", "gb200", 64, sc, "sglang", compare_aggregated=False).plan
+    assert large.estimate.ttft_s <= 2.0
+    assert large.estimate.output_tokens_per_s >= small.estimate.output_tokens_per_s
