@@ -261,6 +261,8 @@ class MemoryResult:
 
         data = memory_data(self.model, self.hardware, self.parallel_config, self.precision, self.report,
                            self.max_batch, self.batch, self.seq_len, self.options)
+        # what the inputs noted (the config's class defaults, the context, the engine's rules) before the report's
+        data["notes"] = [*self.notes, *(n for n in data["notes"] if n not in self.notes)]
         return data if self.asked is None else with_model_names(data, self.asked)
 
 

@@ -65,3 +65,10 @@ def test_more_cards_under_the_same_ttft_sla_never_carry_less() -> None:
     large = run_disagg("deepseek-v3", "gb200", 64, sc, "sglang", compare_aggregated=False).plan
     assert large.estimate.ttft_s <= 2.0
     assert large.estimate.output_tokens_per_s >= small.estimate.output_tokens_per_s
+
+
+def test_memory_json_carries_what_the_inputs_noted(qwen3_without_layers) -> None:
+    """`memory --format json` (MemoryResult.as_dict) says the config's class default as `estimate --format json`
+    does, once, beside the report's own notes."""
+    r = api.memory(qwen3_without_layers, "h100_sxm", 8, 8, 4096, dense_tp_size=8)
+    assert r.as_dict()["notes"].count(QWEN3_DEFAULT_NOTE) == 1
