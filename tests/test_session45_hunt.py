@@ -72,3 +72,39 @@ def test_memory_json_carries_what_the_inputs_noted(qwen3_without_layers) -> None
     does, once, beside the report's own notes."""
     r = api.memory(qwen3_without_layers, "h100_sxm", 8, 8, 4096, dense_tp_size=8)
     assert r.as_dict()["notes"].count(QWEN3_DEFAULT_NOTE) == 1
+
+
+def test_fp8_weights_beside_int8_activations_run_at_the_devices_int8_rate() -> None:
+    """DeepSeek-V4-Pro on A100 (bf16 312, int8 624 TFLOP/s; no FP8, no FP4): the MXFP4 experts are weight-only and
+    set 8-bit activations, INT8 the device's (resolve_precision); the FP8 attention and dense weights, weight-only
+    too, convert in the kernel to those activations: 624 TFLOP/s, not a KeyError for an FP8 rate A100 lacks."""
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.precision import resolve_precision
+
+    hw = load_hardware("a100_sxm")
+    prec = resolve_precision(load_model("deepseek-v4-pro"), hw, None, None, None)
+    assert prec.activation == "int8"
+    assert prec.gemm_dtype("attention") == prec.gemm_dtype("dense") == "int8"
+    assert hw.flops(prec.gemm_dtype("attention")) == pytest.approx(624e12)
+
+
+@pytest.mark.parametrize("moe_dtype", [None, "nvfp4", "mxfp4"])
+def test_every_gemm_runs_at_a_rate_the_device_has(moe_dtype) -> None:
+    """Every catalog model on every catalog device, with its checkpoint's formats or 4-bit experts: each GEMM
+    group's dtype (Precision.gemm_dtype) is one of the device's peak rates."""
+    from solver.errors import InputError
+    from solver.specs.hardware_catalog import list_hardware, load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.precision import resolve_precision
+
+    for path in sorted((ROOT / "models").glob("*.json")):
+        model = load_model(str(path))
+        for name in list_hardware():
+            hw = load_hardware(name)
+            try:
+                prec = resolve_precision(model, hw, None, moe_dtype, None)
+            except InputError:
+                continue  # a format no engine on the device loads: refused, not priced
+            for group in ("attention", "dense", "experts"):
+                assert prec.gemm_dtype(group) in hw.peak_flops, (path.stem, name, group)
