@@ -319,8 +319,10 @@ def _solve(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, sc
     dtypes = (weight_dtype, moe_weight_dtype, kv_dtype)
     result, cands = entry.run_solve(model, hardware, cards, scenario, framework, *dtypes, copies_hint=copies_hint,
                                     **kwargs)
+    # a partial of module-level function, not a closure: the Solution pickles (worker processes, caches)
     return Solution(cands, result, answer_notes(result, scenario),
-                    lambda: entry.solve_dict(model, hardware, cards, scenario, framework, *dtypes, result, cands))
+                    functools.partial(entry.solve_dict, model, hardware, cards, scenario, framework, *dtypes, result,
+                                      list(cands)))
 
 
 def _sweep(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str | os.PathLike],

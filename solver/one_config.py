@@ -261,6 +261,8 @@ class MemoryResult:
 
         data = memory_data(self.model, self.hardware, self.parallel_config, self.precision, self.report,
                            self.max_batch, self.batch, self.seq_len, self.options)
+        # what the inputs noted (the config's class defaults, the context, the engine's rules) before the report's
+        data["notes"] = [*self.notes, *(n for n in data["notes"] if n not in self.notes)]
         return data if self.asked is None else with_model_names(data, self.asked)
 
 
@@ -394,6 +396,8 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
                              fields=dep.fields)
     r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
     # what runs in which precision (weight-only W4A16 / W8A16, a format served as bf16), as estimate and memory say
+    # the config's own warnings (a field read at its class default) first, as every other command says them
+    r.notes[:0] = [n for n in spec.warnings if n not in r.notes]
     r.notes += [n for n in prec.notes if n not in r.notes] + list(context_notes(spec, wl.context_len)) \
         + [n for n in engine_notes(fw) if n not in r.notes] + list(filter(None, [prefix_hit_note(wl.prefix_hit, wl.kind)]))
     kv_refusal = fw.kv_dtype_refusal(dep.quant.kv_cache)  # the engine cannot run it: launch refuses, solve too

@@ -46,8 +46,12 @@ class Precision:
         w = self.weights[group].compute
         if group in self.a16:
             return "bf16"
-        if w in ("fp8", "int8") and self.activation in ("fp8", "int8", "fp4"):
+        if w in ("fp8", "int8") and self.activation == "fp4":
             return w
+        if w in ("fp8", "int8") and self.activation in ("fp8", "int8"):
+            # the activations' 8-bit format is one the device computes; the other 8-bit weight format is held
+            # weight-only and converted in the kernel (FP8 weights beside INT8 W4A8 experts on A100, no FP8 rate)
+            return self.activation
         if w in ("fp4", "int4") and self.activation in ("fp8", "int8"):
             return self.activation
         if w == "fp4" and self.activation == "fp4":
