@@ -294,7 +294,9 @@ class Solution(list):
     `.notes`: every note the command prints (report.candidates.answer_notes: the config's class defaults, the
     engine's, the concurrency range, the SLA edge, the copies hint, the prefix cache assumed); `.result`: the
     PlanResult (binding constraints, pruned values, the Pareto front); `.as_dict()`: the command's `--format
-    json` (each candidate's reason, departures from the seed and engine command included)."""
+    json` (each candidate's reason, departures from the seed and engine command included). A slice (`sol[:2]`)
+    or a copy is a plain list of candidates: the notes, result and JSON are of the whole answer (candidate 1's SLA
+    edge, the copies hint, every candidate's reason), not of the candidates a slice keeps, so they stay here."""
 
     def __init__(self, cands: list[Candidate], result: Any, notes: list[str], as_dict: Callable[[], dict]) -> None:
         super().__init__(cands)

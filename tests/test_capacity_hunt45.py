@@ -171,3 +171,71 @@ def test_the_frontier_plot_draws_front_points_that_differ_only_in_pipeline_stage
     fig = plot_sweep(df)
     curve = next(ln for ln in fig.axes[0].get_lines() if ln.get_label() == "16 cards")
     assert sorted(curve.get_xdata()) == [900.0, 1000.0]
+
+
+@pytest.mark.parametrize("command", ["sweep", "recommend"])
+@pytest.mark.parametrize("cards", ["1,2", "1..4", [1, 8]])
+def test_a_size_under_two_cards_is_refused_by_both_disaggregated_commands(command, cards) -> None:
+    """A disaggregated deployment needs a worker per pool, so 1 card cannot run at all: both commands refuse the
+    size in one line naming it, as any command refuses a size under one card, before the first solve (recommend
+    tried 2 alone and said nothing of the 1)."""
+    from solver.capacity.disagg import recommend_disagg, sweep_disagg
+    from solver.errors import InputError
+
+    said: list[Any] = []
+    with pytest.raises(InputError) as err:
+        if command == "sweep":
+            sweep_disagg("deepseek-v3.2", ["h200_sxm"], cards, ["throughput"], checked=said.append)
+        else:
+            recommend_disagg("deepseek-v3.2", ["h200_sxm"], target_output_tokens_per_s=1000, cards=cards,
+                             checked=lambda: said.append(True))
+    assert err.value.field == "--cards" and str(err.value).endswith("(one per pool), got 1"), str(err.value)
+    assert said == []  # refused before the inputs' notes are said and anything is solved
+
+
+def test_a_disaggregated_recommendations_frame_holds_each_options_record_typed_as_the_aggregated_one() -> None:
+    """gpt-oss-120b at 5 requests/s (1,280 output tokens/s at OSL 256) on 2 cards, priced: Atlas A3's two dies
+    cannot hold the bf16 experts (not met: its counts, pools and costs empty), H200 runs a 1P1D pair. Each row is
+    its option's record (`feasible` aside, `met` says it) under FRAME_COLUMNS with both pools' columns before
+    `recommended`; counts and pools nullable integers, figures and costs floats, as Recommendation.to_frame."""
+    from solver.capacity.disagg import FRAME_COLUMNS
+    from solver.capacity.recommend import COST_FIELDS, COUNT_FIELDS
+
+    rec = api.recommend("gpt-oss-120b", ["atlas_a3", "h200_sxm"], target_requests_per_s=5, cards="2",
+                        serving="disagg", prices=["atlas_a3=2", "h200_sxm=3.5"])
+    frame = rec.to_frame()
+    a3, h200 = rec.options
+    assert not a3["met"] and h200["met"] and rec.best is h200
+    pools = [c for c in frame.columns if c.startswith(("prefill_", "decode_")) and c != "prefill_utilization"]
+    assert list(frame.columns) == [*FRAME_COLUMNS[:-1], *pools, "recommended"]
+    assert {"prefill_workers", "decode_ranks_per_worker", "prefill_attn_tp_size", "decode_moe_ep_size"} <= set(pools)
+    assert frame["recommended"].tolist() == [False, True] and frame["met"].tolist() == [False, True]
+    row = frame.iloc[1]
+    for key, value in h200.items():
+        if key not in ("feasible", "unrounded"):
+            assert row[key] == value, key
+    # the cards paid for are the pools' ranks: 2 used x 1 copy x $3.5
+    assert row["cost_per_hour"] == h200["ranks_used"] * h200["copies"] * 3.5
+    for col in (*COUNT_FIELDS, "ranks_used", *pools):
+        assert str(frame[col].dtype) == "Int64", col
+        assert pd.isna(frame[col].iloc[0]), col
+    for col in (*COST_FIELDS, "ttft_ms", "headroom", "kv_transfer_ms"):
+        assert str(frame[col].dtype) == "float64", col
+    assert pd.isna(frame["cost_per_hour"].iloc[0]) and frame["note"].iloc[0] == a3["note"]
+
+
+def test_a_disaggregated_recommendation_with_no_option_has_the_frame_columns_and_no_row() -> None:
+    """As the aggregated frame: no option, the fixed columns and no row (no pool's columns: no knob is known)."""
+    from solver.capacity.disagg import FRAME_COLUMNS, DisaggRecommendation
+
+    frame = DisaggRecommendation("m", 1000.0, [], None, "none met").to_frame()
+    assert list(frame.columns) == list(FRAME_COLUMNS) and frame.empty
+
+
+def test_a_slice_of_a_solution_is_a_plain_list_of_its_candidates() -> None:
+    """solve()'s notes, result and JSON are of the whole answer; a slice keeps candidates only, as a list."""
+    sol = api.solve("llama-3.1-8b", "h200_sxm", 2)
+    assert len(sol) >= 2
+    head = sol[:1]
+    assert type(head) is list and head == [sol[0]]
+    assert not hasattr(head, "notes") and isinstance(sol.notes, list) and sol.result is not None

@@ -24,8 +24,9 @@ import pandas as pd
 from solver.capacity.inputs import (default_cards, make_scenario, parse_cards, parse_scenarios, parse_seq_lens,
                                     per_hardware, scenario_for)
 from solver.capacity.pricing import cheapest_notes, costs, parse_prices, price_rows, sweep_prices
-from solver.capacity.recommend import (BASIS_LABELS, choose, cluster_cap_note, copies_within, cost_text,
-                                       no_fit_note, price_note, shortfall_note)
+from solver.capacity.recommend import (BASIS_LABELS, COST_FIELDS, COUNT_FIELDS, choose, cluster_cap_note,
+                                       copies_within, cost_text, no_fit_note, options_frame, price_note,
+                                       shortfall_note)
 from solver.capacity.executors import ProgressFn
 from solver.capacity.sweep import UNROUNDED, input_notes
 from solver.capacity.table import to_disagg_frame
@@ -40,6 +41,13 @@ from solver.specs.scenario import Scenario
 
 COST_KEYS = ("cost_per_hour", "cost_per_million_output_tokens", "cost_per_million_output_tokens_at_capacity")
 TOP = 3  # plans per combination: the sweep's default --top, and the plans recommend tests against the load
+# DisaggRecommendation.to_frame's columns, the pools' aside (each pool's workers, ranks per worker, the model's
+# knobs, attention DP and MoE EP, as the sweep's table names them, table.POOL_COLUMNS): an option's fields
+# (`feasible` aside: `met` says it), then whether it is the recommendation
+FRAME_FIGURES = ("ttft_ms", "tpot_ms", "output_tokens_per_s", "output_tokens_per_s_per_rank", "input_tokens_per_s",
+                 "total_output_tokens_per_s", "headroom", "kv_transfer_ms", "prefill_utilization")
+FRAME_COLUMNS = ("hardware", "met", "cards", "copies", "total_cards", "ratio", "ranks_used", "concurrency",
+                 *FRAME_FIGURES, "kv_transfer_tier", *COST_FIELDS, "note", "recommended")
 
 
 def _row(d: DisaggPlan, knobs: tuple[str, ...], replica_knobs: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -62,6 +70,20 @@ def _row(d: DisaggPlan, knobs: tuple[str, ...], replica_knobs: tuple[str, ...] =
                kv_transfer_tier=e.transfer.tier, prefill_utilization=round(e.times.prefill_utilization, 3),
                feasible=True, note="")
     return out
+
+
+MIN_DISAGG_CARDS = 2  # a worker per pool, one card at least each
+
+
+def disagg_cards(cards: str | int | Sequence[int]) -> list[int]:
+    """--cards as both disaggregated commands read them: parse_cards' sizes, each of which must hold a worker per
+    pool. A smaller size cannot run at all, so it is refused in one line, as parse_cards refuses a size under one
+    card, not dropped."""
+    sizes = parse_cards(cards)
+    if sizes[0] < MIN_DISAGG_CARDS:
+        raise InputError("--cards", f"disaggregated serving needs at least {MIN_DISAGG_CARDS} cards (one per pool), "
+                                    f"got {sizes[0]}")
+    return sizes
 
 
 def _unsupported(**given: Any) -> None:
@@ -97,7 +119,7 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
         raise InputError("--concurrency", f"must be >= 1, got {concurrency}")
 
     hw_names = [load_hardware(h).name for h in hardware]
-    card_list = parse_cards(cards)
+    card_list = disagg_cards(cards)
     kinds = parse_scenarios(scenarios)
     lengths = parse_seq_lens(seq_lens, osl) if seq_lens else [(isl, osl)]
     price = sweep_prices(prices, hw_names)
@@ -172,6 +194,15 @@ class DisaggRecommendation:
                 "recommended": _record(self.best), "basis": self.basis,
                 "options": [_record(o) for o in self.options], **({"notes": self.notes} if self.notes else {})}
 
+    def to_frame(self) -> pd.DataFrame:
+        """One row per option, as Recommendation.to_frame: FRAME_COLUMNS (`recommended` last) and before
+        `recommended` both pools' columns (empty where an option is not met; none where no option is). No
+        options: FRAME_COLUMNS and no row."""
+        rows = [{**{k: v for k, v in _record(o).items() if k != "feasible"}, "recommended": o is self.best}
+                for o in self.options]
+        return options_frame(rows, FRAME_COLUMNS, (*COUNT_FIELDS, "ranks_used"), FRAME_FIGURES,
+                             ("ratio", "kv_transfer_tier", "note"))
+
     def price_note(self) -> str | None:
         return price_note(self.basis, len(self.options) > 1,
                           {o["hardware"]: o["price_per_card_hour"] for o in self.options if o["met"]})
@@ -239,11 +270,10 @@ def recommend_disagg(model: str, hardware: Sequence[str], *, target_output_token
                                                         ("--kv-dtype", kv_dtype))}
     sc = make_scenario(kind="throughput", isl=isl, osl=osl, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                        max_concurrency=max_concurrency, mtp=mtp, mtp_accept=mtp_accept, prefix_hit=prefix_hit)
-    # one card cannot hold a worker per pool; without --cards, each hardware's own sizes (inputs.default_cards)
-    sizes = {h.name: [w for w in (parse_cards(cards) if cards is not None else default_cards(h.scale_up_domain))
-                      if w >= 2] for h in hws}
-    if not any(sizes.values()):
-        raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")
+    # without --cards, each hardware's own sizes (inputs.default_cards) that hold a worker per pool
+    given = disagg_cards(cards) if cards is not None else None
+    sizes = {h.name: given if given is not None else [w for w in default_cards(h.scale_up_domain)
+                                                      if w >= MIN_DISAGG_CARDS] for h in hws}
     if checked:
         checked()
     options = []

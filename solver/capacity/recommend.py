@@ -135,13 +135,7 @@ class Recommendation:
             d.update(cfg)
             d["recommended"] = o is self.best
             rows.append(d)
-        frame = pd.DataFrame(rows, columns=None if rows else list(FRAME_COLUMNS))
-        knobs = [c for c in frame.columns if c not in FRAME_COLUMNS]
-        # the costs are empty without prices: NaN in a float column, not None in an object one; the counts stay
-        # integers beside an option not met (nullable, as the sweep's table has them), not floats
-        return frame[[*FRAME_COLUMNS[:-1], *knobs, FRAME_COLUMNS[-1]]].astype(
-            {**{c: "float64" for c in COST_FIELDS}, **{c: "Int64" for c in (*COUNT_FIELDS, *knobs)},
-             "recommended": bool})
+        return options_frame(rows, FRAME_COLUMNS, COUNT_FIELDS)
 
     def price_note(self) -> str | None:
         """What the prices given leave open (module-level price_note), as DisaggRecommendation.price_note."""
@@ -161,6 +155,22 @@ class Recommendation:
             "options": [o.record() for o in self.options],
             "notes": list(self.notes),
         }
+
+
+def options_frame(rows: list[dict[str, Any]], columns: Sequence[str], counts: Sequence[str],
+                  floats: Sequence[str] = (), strs: Sequence[str] = ()) -> pd.DataFrame:
+    """A recommendation's options as a frame (Recommendation.to_frame, DisaggRecommendation.to_frame): `columns`
+    in order, `recommended` last, and before it the configuration's columns the rows carry beyond them (the
+    knobs: none where no option is met). Typed as the sweep's table: the costs and `floats` float64 (NaN where
+    empty, not None in an object column); `counts` and the knobs nullable integers (empty beside an option not
+    met, not 1.0); `strs` empty strings where an option has none."""
+    frame = pd.DataFrame(rows, columns=None if rows else list(columns))
+    knobs = [c for c in frame.columns if c not in columns]
+    frame = frame.reindex(columns=[*columns[:-1], *knobs, columns[-1]])
+    for c in strs:
+        frame[c] = frame[c].map(lambda v: "" if v is None or v is pd.NA or v != v else v).astype(object)
+    return frame.astype({**{c: "float64" for c in (*COST_FIELDS, *floats)},
+                         **{c: "Int64" for c in (*counts, *knobs)}, "met": bool, "recommended": bool})
 
 
 T = TypeVar("T")
