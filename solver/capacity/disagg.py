@@ -33,7 +33,7 @@ from solver.capacity.table import to_disagg_frame
 from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InfeasibleError, InputError
 from solver.plan.points import SolverParams
-from solver.plan.disagg import DisaggPlan
+from solver.plan.disagg import MIN_DISAGG_CARDS, DisaggPlan, refuse_too_few_cards
 from solver.report.digits import rounded
 from solver.specs.limits import MAX_CARDS
 from solver.specs.parallel import KNOBS
@@ -72,17 +72,12 @@ def _row(d: DisaggPlan, knobs: tuple[str, ...], replica_knobs: tuple[str, ...] =
     return out
 
 
-MIN_DISAGG_CARDS = 2  # a worker per pool, one card at least each
-
-
 def disagg_cards(cards: str | int | Sequence[int]) -> list[int]:
     """--cards as both disaggregated commands read them: parse_cards' sizes, each of which must hold a worker per
-    pool. A smaller size cannot run at all, so it is refused in one line, as parse_cards refuses a size under one
-    card, not dropped."""
+    pool. A smaller size cannot run at all, so it is refused in one line (plan.disagg.refuse_too_few_cards), as
+    parse_cards refuses a size under one card, not dropped."""
     sizes = parse_cards(cards)
-    if sizes[0] < MIN_DISAGG_CARDS:
-        raise InputError("--cards", f"disaggregated serving needs at least {MIN_DISAGG_CARDS} cards (one per pool), "
-                                    f"got {sizes[0]}")
+    refuse_too_few_cards(sizes[0])
     return sizes
 
 

@@ -160,13 +160,22 @@ class _Pair(NamedTuple):
     steady_ttft: float = 0.0  # the ratio estimate's TTFT in the steady loop: prefill step, its queue, a decode step
 
 
+MIN_DISAGG_CARDS = 2  # a worker per pool, one card at least each
+
+
+def refuse_too_few_cards(cards: int) -> None:
+    """A size smaller than a worker per pool cannot run at all: refused in one line naming --cards."""
+    if cards < MIN_DISAGG_CARDS:
+        raise InputError("--cards", f"disaggregated serving needs at least {MIN_DISAGG_CARDS} cards (one per pool), "
+                                    f"got {cards}")
+
+
 def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, cards: int,
                 scenario: Scenario, params: points.SolverParams | None = None, allow_cross_node: bool = False,
                 mem_opts: MemoryOptions | None = None, sizes: list[int] | None = None,
                 top: int = 3, method: str = "cpsat") -> DisaggResult:
     """The best disaggregated deployment within `cards` ranks for the scenario and SLA (module docstring)."""
-    if cards < 2:
-        raise InputError("--cards", f"disaggregated serving needs at least 2 cards (one per pool), got {cards}")
+    refuse_too_few_cards(cards)
     if scenario.phase != "serving":
         raise InputError("--phase", "disaggregated planning plans both phases; use --phase serving")
     job = _Job(model, hw, prec, fw, cards, params, allow_cross_node, mem_opts, sizes or worker_sizes(model, hw, cards),
