@@ -99,7 +99,7 @@ def argv_problems(engine: str, argv: list[str]) -> list[str]:
         seen.add(spec["dest"])
         if spec["kind"] != "value":
             if eq or (i < len(argv) and not _is_flag(argv[i])):
-                out.append(f"{flag}: a switch, given a value ({inline or argv[i]})")
+                out.append(f"{flag}: a switch, given a value ({inline if eq else argv[i]})")
                 i += 0 if eq else 1
             continue
         if eq:
