@@ -82,10 +82,10 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                  checked: Callable[[list[str]], None] | None = None) -> pd.DataFrame:
     """`prices`: a price per card-hour for every hardware (capacity.pricing.sweep_prices): the rows gain
     `usd_per_hour` (the pools' `ranks_used`, the cards a plan deploys) and `usd_per_million_output_tokens`, and
-    `df.attrs["cheapest"]` the cheapest plan per hardware. `checked`: called once the inputs are checked, before the first solve, with what reading them noted (the
-    command says those notes there, once, so bad input stays one line; the frame carries them in
-    `df.attrs["notes"]`). `progress(done, total, label)` after each combination's plan, as the
-    aggregated sweep counts its tasks (sweep.run_tasks)."""
+    `df.attrs["cheapest"]` the cheapest plan per hardware. `checked`: called once the inputs are checked, before
+    the first solve, with what reading them noted (the command says those notes there, once, so bad input stays
+    one line; the frame carries them in `df.attrs["notes"]`). `progress(done, total, label)` after each
+    combination's plan, as the aggregated sweep counts its tasks (sweep.run_tasks)."""
     from solver.entry import run_disagg
     from solver.estimate.disagg import disagg_hit_note
     from solver.specs.hardware_catalog import load_hardware
