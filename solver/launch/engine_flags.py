@@ -116,7 +116,7 @@ def argv_problems(engine: str, argv: list[str]) -> list[str]:
             out.append(f"{flag}: takes a value, given none")
         for v in values:
             if not _typed(spec["type"], v):
-                out.append(f"{flag}: {v} is not a {spec['type']}")
+                out.append(f"{flag}: {v} is not of type {spec['type']}")
             elif "choices" in spec and v not in spec["choices"]:
                 out.append(f"{flag}: {v} is not one of {', '.join(spec['choices'])}")
             elif "known" in spec and v not in spec["known"]:
