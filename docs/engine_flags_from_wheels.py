@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Any
