@@ -214,8 +214,9 @@ def _fitting_world(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framewor
                    scenario: Scenario, params: SolverParams, allow_cross_node: bool,
                    mem_opts: MemoryOptions | None, ruled: dict[int, list[str]] | None = None
                    ) -> tuple[int | None, list[int]]:
-    """(the smallest world size other than `world` at which the planner itself finds a configuration, the sizes
-    it was asked about): the remedy is checked (first_that_plans over smallest_worlds; `ruled` as there)."""
+    """(the first of remedy_sizes at which the planner itself finds a configuration: the smallest where memory
+    needs more cards, else the nearest; the sizes it was asked about): the remedy is checked (first_that_plans;
+    `ruled` as there)."""
     sizes = remedy_sizes(world, model, hw, prec, fw, scenario, mem_opts)
     # planned over the scenario's own concurrencies (the SLAs aside): an engine whose attention DP splits the
     # batch runs a size only at a batch its DP divides, which one request is not
