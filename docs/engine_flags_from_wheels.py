@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -179,7 +178,8 @@ def _additional_config_keys(pkg: Path) -> list[str]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
                 and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             return node.func.value, node.args[0].value
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        if (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                and isinstance(node.slice.value, str)):
             return node.value, node.slice.value
         return None
 
@@ -215,7 +215,8 @@ def _additional_config_keys(pkg: Path) -> list[str]:
 def _ascend_env(path: Path) -> list[str]:
     """The keys of vllm_ascend/envs.py's env_variables dict: the variables the plugin reads."""
     for node in ast.parse(path.read_text()).body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        target = (node.target if isinstance(node, ast.AnnAssign)
+                  else node.targets[0] if isinstance(node, ast.Assign) else None)
         if getattr(target, "id", "") == "env_variables" and isinstance(node.value, ast.Dict):
             return [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
     raise SystemExit(f"env_variables not found in {path}")
@@ -246,11 +247,13 @@ def _vllm_ascend(tree: Path) -> dict[str, Any]:
         "read": f"vLLM {paired}'s parser object (the plugin adds no flag) + ast of vllm_ascend/ for "
                 "--additional-config and envs.py",
         "source": vllm["source"] + "; vllm_ascend/**/*.py additional_config.get(...)",
-        "program": vllm["program"], "env": sorted(set(vllm["env"]) | set(_ascend_env(tree / "vllm_ascend" / "envs.py"))),
+        "program": vllm["program"],
+        "env": sorted(set(vllm["env"]) | set(_ascend_env(tree / "vllm_ascend" / "envs.py"))),
         "flags": vllm["flags"],
         "json_keys": {**vllm["json_keys"],
-                      "--additional-config": {"class": "vllm_ascend (ascend_config.py and others) additional_config keys",
-                                              "keys": _additional_config_keys(tree / "vllm_ascend")}},
+                      "--additional-config": {
+                          "class": "vllm_ascend (ascend_config.py and others) additional_config keys",
+                          "keys": _additional_config_keys(tree / "vllm_ascend")}},
     }
 
 

@@ -565,6 +565,17 @@ def test_a_load_past_the_cluster_cap_names_the_cap_and_the_load_that_fits() -> N
     assert "a target up to 94,568,448 (the load split over 6 clusters)" in note
 
 
+def test_the_most_within_the_cluster_cap_is_the_size_whose_copies_carry_most() -> None:
+    """Copies of 8 cards at 100 tok/s: 65,536 // 8 = 8,192 of them carry 819,200 tok/s. 16 cards at 150: 4,096
+    copies, 614,400, less: the 8-card copies stay. 16 cards at 250: 1,024,000, more: they replace them."""
+    from solver.capacity.recommend import most_in_cap
+
+    best = most_in_cap(None, 100.0, 8)
+    assert best == (819_200.0, 8_192, 8, 100.0)
+    assert most_in_cap(best, 150.0, 16) == best
+    assert most_in_cap(best, 250.0, 16) == (1_024_000.0, 4_096, 16, 250.0)
+
+
 def test_recommend_past_the_cluster_cap_takes_the_size_that_carries_most_per_card() -> None:
     """Llama-3.1-8B on H100 at 1e9 tok/s: the cap binds. Its figure is the best copies of any size tried within
     the cap (most per card), not copies of the size with the most tok/s alone."""

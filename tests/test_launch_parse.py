@@ -152,8 +152,18 @@ def test_a_switch_given_a_value_is_refused() -> None:
     assert argv_problems("vllm", ["vllm", "serve", "m", "--disable-expert-parallel"]) == []
 
 
+def test_a_switch_given_an_empty_inline_value_is_refused_as_that_value() -> None:
+    """`--enable-expert-parallel=` gives the switch the empty value: the line names it, not the next token (and
+    the check does not fail when the switch is the last token)."""
+    assert argv_problems("vllm", ["vllm", "serve", "m", "--enable-expert-parallel="]) == \
+        ["--enable-expert-parallel: a switch, given a value ()"]
+    assert argv_problems("vllm", ["vllm", "serve", "m", "--enable-expert-parallel=", "-tp", "8"]) == \
+        ["--enable-expert-parallel: a switch, given a value ()"]
+
+
 def test_a_value_of_the_wrong_type_is_refused() -> None:
-    assert argv_problems("sglang", ["python3", "-m", "sglang.launch_server", "--tp-size", "8.5"]) == ["--tp-size: 8.5 is not a int"]
+    assert argv_problems("sglang", ["python3", "-m", "sglang.launch_server", "--tp-size", "8.5"]) == \
+        ["--tp-size: 8.5 is not of type int"]
     assert argv_problems("sglang", ["python3", "-m", "sglang.launch_server", "--mem-fraction-static", "0.9"]) == []
 
 
@@ -180,7 +190,7 @@ def test_a_json_value_names_only_fields_of_the_engines_config() -> None:
     assert argv_problems("vllm", ["vllm", "serve", "m", "--speculative-config", '{"depth":2}']) == \
         ["--speculative-config: key depth is not a field the engine reads"]
     assert argv_problems("vllm", ["vllm", "serve", "m", "--speculative-config", "{depth:2}"]) == \
-        ["--speculative-config: {depth:2} is not a json"]
+        ["--speculative-config: {depth:2} is not of type json"]
     assert argv_problems("vllm-ascend", ["vllm", "serve", "m", "--additional-config",
                                          '{"eplb_config":{"redundant":16}}']) == \
         ["--additional-config: key eplb_config.redundant is not a field the engine reads"]

@@ -25,7 +25,7 @@ from solver.capacity.inputs import (default_cards, make_scenario, parse_cards, p
                                     per_hardware, scenario_for)
 from solver.capacity.pricing import cheapest_notes, costs, parse_prices, price_rows, sweep_prices
 from solver.capacity.recommend import (BASIS_LABELS, COST_FIELDS, COUNT_FIELDS, choose, cluster_cap_note,
-                                       copies_within, cost_text, no_fit_note, options_frame, price_note,
+                                       copies_within, cost_text, most_in_cap, no_fit_note, options_frame, price_note,
                                        shortfall_note)
 from solver.capacity.executors import ProgressFn
 from solver.capacity.sweep import UNROUNDED, input_notes
@@ -35,7 +35,6 @@ from solver.errors import InfeasibleError, InputError
 from solver.plan.points import SolverParams
 from solver.plan.disagg import MIN_DISAGG_CARDS, DisaggPlan, refuse_too_few_cards
 from solver.report.digits import rounded
-from solver.specs.limits import MAX_CARDS
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
 
@@ -99,10 +98,10 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                  checked: Callable[[list[str]], None] | None = None) -> pd.DataFrame:
     """`prices`: a price per card-hour for every hardware (capacity.pricing.sweep_prices): the rows gain
     `usd_per_hour` (the pools' `ranks_used`, the cards a plan deploys) and `usd_per_million_output_tokens`, and
-    `df.attrs["cheapest"]` the cheapest plan per hardware. `checked`: called once the inputs are checked, before the first solve, with what reading them noted (the
-    command says those notes there, once, so bad input stays one line; the frame carries them in
-    `df.attrs["notes"]`). `progress(done, total, label)` after each combination's plan, as the
-    aggregated sweep counts its tasks (sweep.run_tasks)."""
+    `df.attrs["cheapest"]` the cheapest plan per hardware. `checked`: called once the inputs are checked, before
+    the first solve, with what reading them noted (the command says those notes there, once, so bad input stays
+    one line; the frame carries them in `df.attrs["notes"]`). `progress(done, total, label)` after each
+    combination's plan, as the aggregated sweep counts its tasks (sweep.run_tasks)."""
     from solver.entry import run_disagg
     from solver.estimate.disagg import disagg_hit_note
     from solver.specs.hardware_catalog import load_hardware
@@ -329,7 +328,7 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
     from solver.entry import run_disagg
 
     most: tuple[float, int] | None = None  # the most output tokens/s of one copy seen, and on how many cards
-    best_in_cap: tuple[float, int, int, float] | None = None  # as recommend._fewest_cards': the most MAX_CARDS carry
+    best_in_cap: tuple[float, int, int, float] | None = None  # the most MAX_CARDS carry (recommend.most_in_cap)
     last: InfeasibleError | None = None
     chosen: tuple[tuple, dict[str, Any]] | None = None  # ((total cards, copies, latency, -tok/s), option)
     for w in sizes:
@@ -348,9 +347,7 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
             one = r["output_tokens_per_s"]
             if most is None or one > most[0]:
                 most = (one, w)
-            fit = MAX_CARDS // w
-            if best_in_cap is None or one * fit > best_in_cap[0]:
-                best_in_cap = (one * fit, fit, w, one)
+            best_in_cap = most_in_cap(best_in_cap, one, w)
             n = copies_within(one, tok_s, w, max_copies)
             if n is None:
                 continue

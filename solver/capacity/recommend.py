@@ -355,9 +355,7 @@ def _fewest_cards(hw_name: str, tasks: list[Task], tok_s: float, price: float | 
                                f"{top['output_tokens_per_s']:,.0f} output tokens/s on {_cards(t.cards)}",
                                "a larger one may carry the load on fewer cards")
             opt.note = short or opt.note
-        fit = MAX_CARDS // t.cards
-        if best_in_cap is None or top["output_tokens_per_s"] * fit > best_in_cap[0]:
-            best_in_cap = (top["output_tokens_per_s"] * fit, fit, t.cards, top["output_tokens_per_s"])
+        best_in_cap = most_in_cap(best_in_cap, top["output_tokens_per_s"], t.cards)
         n = copies_within(top["output_tokens_per_s"], tok_s, t.cards, max_copies)
         if n is None:
             continue
@@ -461,6 +459,14 @@ def shortfall_note(most: float, cards: int, tok_s: float, sla: bool, range_remed
     remedy = range_remedy or more
     where = _cards(cards) + (f" ({most * max_copies:,.0f} in {max_copies} copies)" if copied else "")
     return f"the most found is {most:,.0f} output tokens/s on {where}, below the target {tok_s:,.0f}; {remedy}"
+
+
+def most_in_cap(best: tuple[float, int, int, float] | None, per_copy: float, cards: int
+                ) -> tuple[float, int, int, float]:
+    """`best` or copies of `cards` cards at `per_copy` output tokens/s, whichever carry more within MAX_CARDS
+    cards: (tokens/s together, copies, cards, per_copy), cluster_cap_note's arguments."""
+    fit = MAX_CARDS // cards
+    return best if best is not None and per_copy * fit <= best[0] else (per_copy * fit, fit, cards, per_copy)
 
 
 def cluster_cap_note(most: float, copies: int, cards: int, per_copy: float, tok_s: float) -> str:

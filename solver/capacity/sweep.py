@@ -33,6 +33,7 @@ from solver.capacity.inputs import parse_cards, parse_scenarios, parse_seq_lens,
 from solver.capacity.table import to_frame
 from solver.report.digits import rounded
 from solver.errors import InfeasibleError, InputError, ShardplanError
+from solver.plan.deployment_front import undominated
 from solver.plan.points import SolverParams
 from solver.specs.parallel import KNOBS, model_knobs
 from solver.specs.scenario import Scenario
@@ -390,11 +391,8 @@ def share_front(per_task: list[list[dict[str, Any]]]) -> None:
             if r["feasible"]:
                 pool.setdefault(_point(r), r)
     points = sorted(pool.values(), key=_rank_key)
-    front = [r for r in points if r.get(PLANNER_FRONT) and not any(dominates(o, r) for o in points)]
-    for r in points:  # the other scenarios' points, best first, so a tie between two of them keeps the first
-        if not r.get(PLANNER_FRONT) and not any(dominates(o, r) for o in points) and not any(
-                _same_figures(f, r) for f in front):
-            front.append(r)
+    front = undominated(points, lambda r: bool(r.get(PLANNER_FRONT)),
+                        lambda r: (r["request_latency_ms"], r["output_tokens_per_s_per_rank"]))
     on = {_point(r) for r in front}
     for rows in solved:
         have = {_point(r) for r in rows}
@@ -405,11 +403,6 @@ def share_front(per_task: list[list[dict[str, Any]]]) -> None:
         for r in rows:
             r["on_front"] = bool(r["feasible"]) and _point(r) in on
         rank_rows(rows)
-
-
-def _same_figures(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return (a["request_latency_ms"] == b["request_latency_ms"]
-            and a["output_tokens_per_s_per_rank"] == b["output_tokens_per_s_per_rank"])
 
 
 def run_tasks(tasks: Sequence[Task], jobs: int = 1, progress: ProgressFn | None = None, *,

@@ -265,11 +265,11 @@ def _print_summary(df, model_name: str, out: str | None, figures: dict[tuple, di
     """One line per combination: the recommended configuration (its unrounded `figures`, as `solve` prints
     them), or why none fits; the title says where the whole front is (`out`, the file written; None: only
     --format csv or json prints it)."""
+    import pandas as pd
+
     from solver.capacity.table import PRICE_COLUMNS
 
     priced = [c for c in PRICE_COLUMNS if c in df.columns]  # a sweep given --price: its costs too
-    import pandas as pd
-
     rows, notes = [], []
     for (hw, w, kind, i, o), g in df.groupby(["hardware", "cards", "scenario", "isl", "osl"], sort=False):
         rec = g[g["candidate"] == 1]

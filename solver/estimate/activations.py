@@ -17,7 +17,8 @@ def activation_terms(model: ModelSpec, pc: ParallelConfig, tokens: float, sequen
     (activation_per_rank); the planner constrains each term on its own (plan.layout_memory.StageMemory).
     `kvp_splits_weights`: the engine's KVP layout (the heads of the mixers KVP does not split: base.heads_split).
     `keys`: the keys each query scores on this rank in a block's scratch (Block.scratch: an indexer's logits; None:
-    the forward's own tokens), its logits bounded by the engine's `logits_max_bytes` (MemoryOptions.indexer_logits_max_bytes)."""
+    the forward's own tokens), its logits bounded by the engine's `logits_max_bytes`
+    (MemoryOptions.indexer_logits_max_bytes)."""
     return _terms(model, pc, tokens, sequences, None, kvp_splits_weights,
                   tokens if keys is None else keys, logits_max_bytes)
 

@@ -151,8 +151,8 @@ def stage_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Preci
 
 
 # max_batch per (model, hardware, configuration, precision; length, options, MTP): a disaggregated plan's pairs
-# share a few decode configurations, and each full estimate of a pair asks for its KV capacity (a bisection of some
-# 17 memory_per_rank calls): 770 pairs of GLM-5 on 256 H200 spent 4 of 6 CPU s there
+# share a few decode configurations, and each full estimate of a pair asks for its KV capacity (a search of some
+# 6 memory_per_rank calls, _max_batch): unmemoised, 770 pairs of GLM-5 on 256 H200 spent 4 of 6 CPU s there
 _MAX_BATCH = IdentityMemo(4096)
 
 

@@ -88,8 +88,8 @@ def framework_options(fw: FrameworkProfile, opts: MemoryOptions | None = None) -
 
 
 def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) -> MemoryOptions:
-    """`opts` (default ones where None) with the layout facts (MEMORY_LAYOUT, MEMORY_AMOUNTS) of `src`; the same object where it
-    has them."""
+    """`opts` (default ones where None) with the layout facts (MEMORY_LAYOUT, MEMORY_AMOUNTS) of `src`; the same
+    object where it has them."""
     opts = opts or MemoryOptions()
     layout = {k: bool(getattr(src, k)) for k in MEMORY_LAYOUT}
     layout.update({k: getattr(src, k) for k in MEMORY_AMOUNTS})

@@ -99,7 +99,7 @@ def argv_problems(engine: str, argv: list[str]) -> list[str]:
         seen.add(spec["dest"])
         if spec["kind"] != "value":
             if eq or (i < len(argv) and not _is_flag(argv[i])):
-                out.append(f"{flag}: a switch, given a value ({inline or argv[i]})")
+                out.append(f"{flag}: a switch, given a value ({inline if eq else argv[i]})")
                 i += 0 if eq else 1
             continue
         if eq:
@@ -116,7 +116,7 @@ def argv_problems(engine: str, argv: list[str]) -> list[str]:
             out.append(f"{flag}: takes a value, given none")
         for v in values:
             if not _typed(spec["type"], v):
-                out.append(f"{flag}: {v} is not a {spec['type']}")
+                out.append(f"{flag}: {v} is not of type {spec['type']}")
             elif "choices" in spec and v not in spec["choices"]:
                 out.append(f"{flag}: {v} is not one of {', '.join(spec['choices'])}")
             elif "known" in spec and v not in spec["known"]:

@@ -6,7 +6,7 @@ come from here (the sweep reads solve's front)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TypeVar
 
 if TYPE_CHECKING:  # solve imports this module
     from solver.plan.solve import Planned
@@ -16,16 +16,30 @@ def _key(p: Planned) -> tuple:
     return (tuple(p.config.knobs().values()), p.batch)
 
 
-def _beats(a: Planned, b: Planned) -> bool:
-    """a dominates b: no slower request and no fewer output tokens/s per rank, better in one (full estimates)."""
-    la, lb = a.latency_s, b.latency_s
-    ta, tb = a.estimate.output_tokens_per_s_per_rank, b.estimate.output_tokens_per_s_per_rank
-    return la <= lb and ta >= tb and (la < lb or ta > tb)
+T = TypeVar("T")
 
 
-def _same_figures(a: Planned, b: Planned) -> bool:
-    return (a.latency_s == b.latency_s
-            and a.estimate.output_tokens_per_s_per_rank == b.estimate.output_tokens_per_s_per_rank)
+def undominated(points: Sequence[T], planned: Callable[[T], bool], figures: Callable[[T], tuple[float, float]]
+                ) -> list[T]:
+    """The front of `points` (one per configuration and concurrency, best first; `figures`: request latency and
+    output tokens/s per rank): the `planned` points no point beats (no slower request and no fewer tokens/s per
+    rank, better in one), then the others none beats, but for one with exactly the figures of a point already on
+    (one configuration per point: a tie keeps the first). solve's front (deployment_front) and the sweep's rows
+    (capacity.sweep.share_front) both take it."""
+    def beats(a: T, b: T) -> bool:
+        (la, ta), (lb, tb) = figures(a), figures(b)
+        return la <= lb and ta >= tb and (la < lb or ta > tb)
+
+    out = [p for p in points if planned(p) and not any(beats(o, p) for o in points)]
+    for p in points:
+        if not planned(p) and not any(beats(o, p) for o in points) and not any(
+                figures(f) == figures(p) for f in out):
+            out.append(p)
+    return out
+
+
+def _figures(p: Planned) -> tuple[float, float]:
+    return p.latency_s, p.estimate.output_tokens_per_s_per_rank
 
 
 def deployment_front(front: list[Planned], candidates: Iterable[Planned]) -> list[Planned]:
@@ -39,12 +53,7 @@ def deployment_front(front: list[Planned], candidates: Iterable[Planned]) -> lis
     points = sorted(pool.values(), key=lambda p: (-p.estimate.output_tokens_per_s_per_rank, p.latency_s, p.batch,
                                                   tuple(p.config.knobs().values())))
     planned = {_key(p) for p in front}
-    out = [p for p in points if _key(p) in planned and not any(_beats(o, p) for o in points)]
-    for p in points:  # best first, so a tie between two candidates keeps the first
-        if _key(p) not in planned and not any(_beats(o, p) for o in points) and not any(
-                _same_figures(f, p) for f in out):
-            out.append(p)
-    on = {_key(p) for p in out}
+    on = {_key(p) for p in undominated(points, lambda p: _key(p) in planned, _figures)}
     return [replace(p, on_front=True, ties_front=False) for p in points if _key(p) in on]
 
 

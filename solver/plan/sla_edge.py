@@ -161,5 +161,5 @@ def planned_sla_edges(classes: dict[tuple[int, float], Point], tables: Tables, s
     return sla_edges(classes, tables.batches, meets, runs)
 
 
-__all__ = ["at_own_edges", "edges_planned", "full_estimate_misses", "planned_sla_edges", "power_edge", "sla_edge_note", "sla_edges",
-           "sla_tests"]
+__all__ = ["at_own_edges", "edges_planned", "full_estimate_misses", "planned_sla_edges", "power_edge", "sla_edge_note",
+           "sla_edges", "sla_tests"]
