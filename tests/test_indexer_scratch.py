@@ -8,7 +8,7 @@ from dataclasses import replace
 from solver.estimate.activations import activation_peak, activation_peak_terms, prefill_chunk
 from solver.estimate.compute import factors_for
 from solver.estimate.memory import memory_per_rank
-from solver.estimate.memory_options import MemoryOptions, engine_options, framework_options
+from solver.estimate.memory_options import MemoryOptions, device_options, engine_options, framework_options
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.layers.dsa import Indexer
@@ -83,11 +83,12 @@ def test_decode_scores_each_sequence_context():
 
 
 def test_the_bound_reaches_memory_through_the_engine_factors():
-    """The step costs' factors carry the profile's bound, so engine_options gives the memory side the same."""
+    """The step costs' factors carry the profile's bound, so engine_options gives the memory side the same (with
+    the device's flags, which memory_per_rank gives a profile's options: device_options)."""
     fw, hw = load_framework("vllm"), load_hardware("h200_sxm")
     f = factors_for(hw, fw.efficiency_for(hw))
     assert f.indexer_logits_max_bytes == 512 * MIB
-    assert engine_options(None, f) == framework_options(fw)
+    assert engine_options(None, f) == device_options(framework_options(fw), hw)
 
 
 def test_a_compressed_indexer_scores_the_compressed_entries():

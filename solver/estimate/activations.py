@@ -3,7 +3,9 @@ chunk and at a decode step."""
 from __future__ import annotations
 
 from solver.estimate.memory_options import MemoryOptions
+from solver.specs.expr import compile_expr
 from solver.specs.layers.base import heads_split
+from solver.specs.rule_env import DEVICE_FLAGS
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 
@@ -91,8 +93,26 @@ def _peak_terms(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_l
     # given logits); the engine's prefill bound may not hold there (MemoryOptions.indexer_decode_logits_unbounded)
     rows = seqs * (1 + opts.decode_drafts)
     dec = _terms(model, pc, rows, rows, knobs, kvp_layout, max(seq_len, 1) / key_shards,
-                 None if opts.indexer_decode_logits_unbounded else cap)
+                 decode_logits_bound(model, pc, opts))
     return {k: max(pre.get(k, 0.0), dec.get(k, 0.0)) for k in pre.keys() | dec.keys()}
+
+
+def decode_logits_bound(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions) -> float | None:
+    """The bound on a decode step's indexer logits piece at `pc` (None: the whole matrix): the prefill's
+    (indexer_logits_max_bytes), unless the engine holds the decode's whole (indexer_decode_logits_unbounded); then
+    its decode bound where that bound's condition holds at every indexer's top-k, on this rank's KVP and CP sizes
+    and the device's flags (MemoryOptions.device_flags)."""
+    if not opts.indexer_decode_logits_unbounded:
+        return opts.indexer_logits_max_bytes
+    if opts.indexer_decode_bound_max_bytes is None or not opts.indexer_decode_bound_when:
+        return None
+    topks = {b.indexer.topk for layer, _ in model.layer_groups for b in layer.blocks
+             if getattr(b, "indexer", None) is not None}
+    expr = compile_expr(opts.indexer_decode_bound_when)
+    env = {"kvp_size": pc.kvp_size, "cp_size": pc.cp_size, **{f: f in opts.device_flags for f in DEVICE_FLAGS}}
+    if topks and all(expr.evaluate({**env, "index_topk": k}) for k in topks):
+        return opts.indexer_decode_bound_max_bytes
+    return None
 
 
 def activation_peak(model: ModelSpec, pc: ParallelConfig, opts: MemoryOptions, seq_len: int, seqs: float) -> float:

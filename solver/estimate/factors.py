@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import LAYOUT_SWITCHES
 from solver.specs.profile_serving import ep_kernels_hold
+from solver.specs.rule_env import true_device_flags
 
 if TYPE_CHECKING:
     from solver.specs.parallel import ParallelConfig
@@ -56,6 +57,11 @@ class Factors:
     # the framework's decode indexer logits (FrameworkProfile.indexer_decode_logits_unbounded): the whole matrix;
     # the memory model reads it from MemoryOptions
     indexer_decode_logits_unbounded: bool = False
+    # the framework's decode indexer bound (FrameworkProfile.indexer_decode_logits_bound: bytes, condition) and the
+    # device flags its condition reads (rule_env.device_flags, the true ones); the memory model reads them
+    indexer_decode_bound_max_bytes: float | None = None
+    indexer_decode_bound_when: str = ""
+    device_flags: frozenset[str] = frozenset()
     # the framework's disaggregated KV transport (FrameworkProfile.kv_handoff_over_nics): over the RDMA NICs
     # whatever the pools span (estimate.disagg.transfer_tier)
     kv_handoff_over_nics: bool = False
@@ -159,4 +165,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         ep_kernels_exchange=str(s.get("ep_kernels_exchange", "")),
         ep_kernels_when=str(s.get("ep_kernels_when", "")),
         indexer_logits_max_bytes=s.get("indexer_logits_max_bytes"),
+        indexer_decode_bound_max_bytes=s.get("indexer_decode_bound_max_bytes"),
+        indexer_decode_bound_when=str(s.get("indexer_decode_bound_when", "")),
+        device_flags=true_device_flags(hw),
     )

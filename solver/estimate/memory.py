@@ -12,7 +12,7 @@ from typing import Callable
 
 from solver.estimate.activations import activation_peak
 from solver.estimate.buffers import comm_buffers_per_rank, staging_tokens
-from solver.estimate.memory_options import MemoryOptions, memory_limit
+from solver.estimate.memory_options import MemoryOptions, device_options, memory_limit
 from solver.estimate.params import count_params
 from solver.estimate.request_state import cache_per_rank, state_per_rank
 from solver.estimate.weights import weights_per_rank
@@ -101,7 +101,7 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
                     seq_len: int, opts: MemoryOptions | None = None, mtp_layers: int | None = None) -> MemoryReport:
     """Per-rank memory for `batch` concurrent sequences holding `seq_len` tokens of context each. Under
     pipeline parallel: the largest stage's (stage_memory)."""
-    opts = opts or MemoryOptions()
+    opts = device_options(opts or MemoryOptions(), hw)  # the device's flags, which a device-limited bound reads
     if mtp_layers and model.num_mtp_layers and opts.decode_drafts != mtp_layers:  # every stage decodes the drafts
         opts = replace(opts, decode_drafts=mtp_layers)
     if pc.pp_size > 1:

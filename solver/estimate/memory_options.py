@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 from solver.estimate.factors import Factors
 from solver.estimate.request_state import CacheLayout
 from solver.specs.framework import FrameworkProfile
+from solver.specs.hardware import Hardware
+from solver.specs.rule_env import true_device_flags
 from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
 
 TOTAL_FRACTION = 0.95  # seed 3.4: total memory > capacity x 0.95 -> increase parallelism or reduce batch
@@ -46,6 +48,12 @@ class MemoryOptions:
     # the engine's decode indexer logits (FrameworkProfile.indexer_decode_logits_unbounded): the whole matrix, the
     # bound above held to prefill
     indexer_decode_logits_unbounded: bool = False
+    # the engine's decode indexer bound and its condition (FrameworkProfile.indexer_decode_logits_bound), read at
+    # each configuration (activations.decode_logits_bound) with the device's flags that hold (rule_env.
+    # true_device_flags: the Factors' or memory_per_rank's device; none known, no condition on one holds)
+    indexer_decode_bound_max_bytes: float | None = None
+    indexer_decode_bound_when: str = ""
+    device_flags: frozenset[str] = frozenset()
     # the prompt tokens a prefill of one request holds, its output aside (the workload's ISL; None: the whole
     # seq_len, where the caller knows no split): the prefill's tokens and the keys its queries score
     prompt_tokens: int | None = None
@@ -93,9 +101,22 @@ def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) ->
     opts = opts or MemoryOptions()
     layout = {k: bool(getattr(src, k)) for k in MEMORY_LAYOUT}
     layout.update({k: getattr(src, k) for k in MEMORY_AMOUNTS})
+    if isinstance(src, Factors):
+        layout.update(indexer_decode_bound_max_bytes=src.indexer_decode_bound_max_bytes,
+                      indexer_decode_bound_when=src.indexer_decode_bound_when, device_flags=src.device_flags)
+    else:  # the profile knows no device: the caller's (memory_per_rank: device_options) stays
+        bound = src.indexer_decode_logits_bound
+        layout.update(indexer_decode_bound_max_bytes=bound.max_bytes if bound else None,
+                      indexer_decode_bound_when=bound.when if bound else "")
     if all(getattr(opts, k) == v for k, v in layout.items()):
         return opts
     return replace(opts, **layout)
+
+
+def device_options(opts: MemoryOptions, hw: Hardware) -> MemoryOptions:
+    """`opts` with the flags of `hw` (rule_env.true_device_flags), which a device-limited engine fact reads."""
+    flags = true_device_flags(hw)
+    return opts if opts.device_flags == flags else replace(opts, device_flags=flags)
 
 
 def workload_options(opts: MemoryOptions, prompt_tokens: int, drafts: int | None = None) -> MemoryOptions:

@@ -18,16 +18,48 @@ from solver.catalog import frameworks_dir
 from solver.errors import InputError, quoted
 from solver.specs.limits import MAX_MTP
 from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS, LAYOUT_SWITCHES
-from solver.specs.expr import Value, compile_expr
+from solver.specs.expr import NOT_A_CONDITION, Value, compile_expr, is_condition
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.hardware import VENDOR
 from solver.specs.launch_spec import POOL_FIGURES, REPLICA_BATCH, Feature, FeatureName, LaunchSpec, PairCheck
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import FrameworkEfficiency, FrameworkScheduler, FrameworkServing
+from solver.specs.rule_env import DEVICE_FLAGS
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
     from solver.specs.parallel import ParallelConfig
+
+
+# what a decode indexer bound's condition reads (IndexerDecodeBound.when): the rank's KV-parallel and context-parallel
+# sizes, the indexer's top-k and the device's flags (rule_env.DEVICE_FLAGS)
+DECODE_BOUND_NAMES = frozenset({"kvp_size", "cp_size", "index_topk", *DEVICE_FLAGS})
+
+
+class IndexerDecodeBound(BaseModel):
+    """A bound the engine holds its decode indexer logits to where a condition holds (vLLM 0.34.0's
+    VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB, on SM100 without DCP or PCP and a top-k its kernel takes)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    max_bytes: float = Field(gt=0, description="the most bytes one decode logits piece takes (rows split to fit, "
+                             "never below one row)")
+    when: str = Field(description="the condition it applies under, over kvp_size, cp_size, index_topk and the "
+                      "device's on_<platform> / on_<capability> flags")
+
+    @model_validator(mode="after")
+    def _a_condition_on_what_it_reads(self) -> "IndexerDecodeBound":
+        try:
+            expr = compile_expr(self.when)
+        except InputError as exc:
+            raise ValueError(f"when: {exc}") from None
+        odd = sorted(expr.names - DECODE_BOUND_NAMES)
+        if odd:
+            raise ValueError(f"when: reads {', '.join(odd)}; a decode bound reads only "
+                             f"{', '.join(sorted(DECODE_BOUND_NAMES))}")
+        if not is_condition(expr, set(DEVICE_FLAGS)):
+            raise ValueError(f"when: {expr.text!r} {NOT_A_CONDITION}")
+        return self
 
 
 class FrameworkProfile(BaseModel):
@@ -70,6 +102,9 @@ class FrameworkProfile(BaseModel):
         "per sequence, against each one's keys), indexer_logits_max_bytes bounding the prefill's only (vLLM 0.34.0 "
         "sizes the decode logits max_num_seqs x (1 + speculative tokens) x max_model_len beside the prefill "
         "budget); false: the bound holds at decode too")
+    indexer_decode_logits_bound: IndexerDecodeBound | None = Field(
+        None, description="where its condition holds, the decode indexer logits are split to this bound although "
+        "indexer_decode_logits_unbounded (vLLM 0.34.0: SM100 without DCP / PCP); unset: none")
     sp_decode_repeats_batch: bool = Field(
         False, description="its attention sequence-parallel ranks (attn_sp_size) each decode their attention "
         "replica's whole batch with the attention weights whole (SGLang's attention CP: prefill splits a prompt's "
@@ -301,6 +336,9 @@ class FrameworkProfile(BaseModel):
         out.update({k: 1.0 if getattr(self, k) else 0.0 for k in LAYOUT_SWITCHES})
         if self.indexer_logits_max_bytes is not None:
             out["indexer_logits_max_bytes"] = float(self.indexer_logits_max_bytes)
+        if self.indexer_decode_logits_bound is not None:  # a figure and a condition: Factors carries both
+            out["indexer_decode_bound_max_bytes"] = self.indexer_decode_logits_bound.max_bytes
+            out["indexer_decode_bound_when"] = self.indexer_decode_logits_bound.when  # type: ignore[assignment]
         out.update(self.serving_factors(vendor))
         return out
 

@@ -28,6 +28,13 @@ MAX_LATENCY_S = 1.0
 # platform branch reads the runtime's (sglang: get_platform().is_hip / is_cuda / is_npu)
 PLATFORMS = ("cuda", "rocm", "cann")
 Platform = Literal[PLATFORMS]  # type: ignore[valid-type]
+# the device capability families an engine's kernel choice reads (rule_env: a flag on_<capability> per one), with
+# the platform each runs on. CUDA: the compute capability's major version, as vLLM's is_device_capability_family
+# tests it (8.9 is sm80, 10.3 is sm100); ROCm: the LLVM target; Ascend: the chip
+CAPABILITY_PLATFORM: dict[str, str] = {"sm80": "cuda", "sm90": "cuda", "sm100": "cuda", "sm120": "cuda",
+                                       "gfx942": "rocm", "gfx950": "rocm", "ascend910b": "cann", "ascend910c": "cann"}
+CAPABILITIES = tuple(CAPABILITY_PLATFORM)
+Capability = Literal[CAPABILITIES]  # type: ignore[valid-type]
 VENDOR = re.compile(r"[a-z][a-z0-9_-]*")  # a vendor name as device files and engine profiles write it
 # a device name as the outputs label it and the per-hardware options take it (`--price NAME=USD`, `--weight-dtype
 # NAME=DTYPE`): no blank, no `=` or `,` that those options split on
@@ -87,6 +94,10 @@ class Hardware(BaseModel):
     platform: Platform | None = Field(None, description="the software platform the engines run the device on "
                                       "(cuda, rocm, cann): a rule may limit a feature to one (rule_env's on_* "
                                       "flags); unstated, no platform-limited rule refuses the device")
+    capability: Capability | None = Field(None, description="the device's capability family, which engines choose "
+                                          "kernels and defaults by (sm80, sm90, sm100, sm120, gfx942, gfx950, "
+                                          "ascend910b, ascend910c): a rule reads it as on_<capability>; unstated, "
+                                          "no rule limited to one is applied, and a note says so")
     fitted_as: str | None = Field(None, description="the catalog device whose fitted factors (fitted/factors.yaml, "
                                   "keyed by device name) this file carries: a variant of it measured alike (more "
                                   "memory, a clock apart); unset, the file's own name, which no fit knows for a "
@@ -129,6 +140,13 @@ class Hardware(BaseModel):
     # the device as its file gives it, when this one is that device with fewer ranks a node: the share an engine
     # whose launch runs equal ranks on every node places (space.placement.as_launched); None: the file's own
     _placed_from: "Hardware | None" = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _capability_on_platform(self) -> "Hardware":
+        if self.capability is not None and self.platform != CAPABILITY_PLATFORM[self.capability]:
+            raise ValueError(f"capability {self.capability} runs on platform {CAPABILITY_PLATFORM[self.capability]}, "
+                             f"the file states {self.platform or 'none'}")
+        return self
 
     @field_validator("peak_flops")
     @classmethod

@@ -11,14 +11,14 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from solver.errors import InputError
 from solver.specs.expr import NOT_A_CONDITION, Expr, Value, compile_expr, is_condition
 from solver.specs.knobs import DERIVED, DERIVED_NAMES, KNOBS, SETTINGS
-from solver.specs.rule_env import PLATFORM_FLAGS
+from solver.specs.rule_env import DEVICE_FLAGS
 
 KNOB_NAMES: tuple[str, ...] = KNOBS  # re-exported: the registry's knob names (specs.knobs)
 KnobName = Literal[KNOBS]  # type: ignore[valid-type]
 
 # What a rule may read. Model facts come from the model's config.json; `afd` (attention-FFN disaggregation)
 # is a deployment switch, not a knob, but one framework rule depends on it.
-DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd", *PLATFORM_FLAGS)
+DEPLOYMENT_NAMES = ("world", "batch", "mtp", "ranks_per_node", "afd", *DEVICE_FLAGS)
 # parallel_config settings that are not group sizes (parallel.SETTINGS): the redundant expert copies (EPLB)
 MODEL_NAMES = (
     "num_attention_heads", "num_key_value_heads", "n_routed_experts", "has_mla", "has_dsa", "has_csa", "is_moe",
@@ -38,7 +38,7 @@ RULE_NAMES: frozenset[str] = frozenset((*KNOB_NAMES, *SETTINGS, *DERIVED_NAMES, 
                                         *GROUP_NAMES, *NAMED_EXPRESSIONS))
 # the rule names that are yes/no (a `when` or `require` may be one of them alone); the others are numbers
 RULE_FLAGS: frozenset[str] = frozenset(("has_mla", "has_dsa", "has_csa", "is_moe", "afd", "has_recurrent_mixer",
-                                        "ep_kernels", *PLATFORM_FLAGS))
+                                        "ep_kernels", *DEVICE_FLAGS))
 
 
 # Every model of a profile is strict, as a device file is (specs/hardware.py): true is not an efficiency of 1.0 or

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from solver.specs.expr import NOT_A_CONDITION, compile_expr, is_condition
-from solver.specs.hardware import PLATFORMS, VENDOR
+from solver.specs.hardware import VENDOR
 from solver.specs.limits import MAX_TOKENS
+from solver.specs.rule_env import DEVICE_FLAGS, device_flags
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
@@ -117,11 +118,11 @@ class GraphBatchRange(BaseModel):
 
 EpExchange = Literal["a2a_kernel", "allgather_reducescatter", "all_to_all"]
 # the names an EP-kernel condition may read: the MoE group's own sizes, the layout the planner's MoE table sees
-# beside it (attention DP, the stage's ranks, PP) and the device's (ranks per node, platform). A condition on
+# beside it (attention DP, the stage's ranks, PP) and the device's (ranks per node, platform and capability flags). A condition on
 # anything else (the dense FFN's TP, the batch) would make the MoE group's cost depend on another group's choice
 # and the planner's tables stop being sums of per-group terms
 EP_KERNEL_NAMES = frozenset({"moe_ep_size", "moe_tp_size", "attn_dp_size", "world", "pp_size", "ranks_per_node",
-                             *(f"on_{p}" for p in PLATFORMS)})
+                             *DEVICE_FLAGS})
 
 
 class EpKernels(BaseModel):
@@ -158,7 +159,7 @@ def ep_kernel_env(pc: "ParallelConfig", hw: "Hardware") -> dict[str, int | bool]
     the launch (launch/emit.py) both evaluate an EP-kernel condition at."""
     return {"moe_ep_size": pc.moe_ep_size, "moe_tp_size": pc.moe_tp_size, "attn_dp_size": pc.attn_dp_size,
             "world": pc.stage_world, "pp_size": pc.pp_size, "ranks_per_node": hw.ranks_per_node,
-            **{f"on_{p}": hw.platform == p for p in PLATFORMS}}
+            **device_flags(hw.platform, hw.capability)}
 
 
 def ep_kernels_hold(when: str, pc: "ParallelConfig", hw: "Hardware") -> bool:

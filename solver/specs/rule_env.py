@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from solver.errors import InputError
 from solver.specs.expr import Value
-from solver.specs.hardware import PLATFORMS
+from solver.specs.hardware import CAPABILITIES, PLATFORMS
 from solver.specs.knobs import KNOBS as KNOB_NAMES
 from solver.specs.knobs import DERIVED, FOLLOWS, SETTINGS
 
@@ -20,6 +20,21 @@ if TYPE_CHECKING:
 
 # the device's platform (Hardware.platform) as the flags a rule reads: on_rocm is true on a ROCm device
 PLATFORM_FLAGS: tuple[str, ...] = tuple(f"on_{p}" for p in PLATFORMS)
+# the device's capability family (Hardware.capability) as flags the same way: on_sm100 is true on a B200 or B300
+CAPABILITY_FLAGS: tuple[str, ...] = tuple(f"on_{c}" for c in CAPABILITIES)
+# every flag a device gives a rule
+DEVICE_FLAGS: tuple[str, ...] = PLATFORM_FLAGS + CAPABILITY_FLAGS
+
+
+def device_flags(platform: str | None, capability: str | None) -> dict[str, bool]:
+    """DEVICE_FLAGS' values on a device of `platform` and `capability` (None, unstated: every one of its kind
+    false): the one home of the flags every rule environment reads."""
+    return {**{f"on_{p}": platform == p for p in PLATFORMS}, **{f"on_{c}": capability == c for c in CAPABILITIES}}
+
+
+def true_device_flags(hw: "Hardware") -> frozenset[str]:
+    """The device flags that hold on `hw`: what a caller carrying a device's facts without the device keeps."""
+    return frozenset(k for k, v in device_flags(hw.platform, hw.capability).items() if v)
 
 
 class RuleEnv(dict):
@@ -46,6 +61,7 @@ def rule_env(
     has_recurrent_mixer: bool = False,
     ranks_per_node: int,
     platform: str | None = None,
+    capability: str | None = None,
     afd: bool = False,
     absent: tuple[str, ...] = (),
 ) -> dict[str, Value]:
@@ -55,7 +71,8 @@ def rule_env(
     DeepSeek-V4's layer kind), which an engine feature may be limited to. `has_recurrent_mixer`: a mixer
     carries a state from token to token (ModelSpec.recurrent_mixers: Mamba, linear attention, ...), which an
     engine's token split may not run. `platform`: the device's (Hardware.platform), read as the flags on_<platform>
-    (None, a device that states none: every one false).
+    (None, a device that states none: every one false); `capability`, its capability family (Hardware.capability),
+    read as the flags on_<capability> the same way.
     For MLA models pass num_key_value_heads = num_attention_heads (their configs may omit it); o_proj_dim is
     num_attention_heads * v_head_dim. `absent`: knobs of modules the model lacks (parallel.absent_knobs); a
     tied one (o_proj outside MLA) takes its attention value, the others are free.
@@ -85,7 +102,7 @@ def rule_env(
         "mtp": mtp,
         "ranks_per_node": ranks_per_node,
         "afd": bool(afd),
-        **{f"on_{p}": platform == p for p in PLATFORMS},
+        **device_flags(platform, capability),
         "num_attention_heads": num_attention_heads,
         "num_key_value_heads": num_key_value_heads,
         "n_routed_experts": n_routed_experts,
@@ -102,27 +119,29 @@ def rule_env(
 
 
 def model_env(config: Mapping[str, int], model: "ModelSpec", ranks_per_node: int, *, world: int, batch: int = 1,
-              mtp: int = 0, platform: str | None = None) -> dict[str, Value]:
+              mtp: int = 0, platform: str | None = None, capability: str | None = None) -> dict[str, Value]:
     """rule_env with the model facts read from a ModelSpec, and its absent knobs."""
     return rule_env(config, world=world, batch=batch, mtp=mtp, ranks_per_node=ranks_per_node, platform=platform,
-                    **model_facts(model))
+                    capability=capability, **model_facts(model))
 
 
 def device_facts(hw: "Hardware") -> dict:
-    """The rule_env arguments a device gives: its ranks per node and its platform."""
-    return dict(ranks_per_node=hw.ranks_per_node, platform=hw.platform)
+    """The rule_env arguments a device gives: its ranks per node, its platform and its capability family."""
+    return dict(ranks_per_node=hw.ranks_per_node, platform=hw.platform, capability=hw.capability)
 
 
 def unstated_platform_note(hw: "Hardware", fw: "FrameworkProfile") -> str | None:
-    """A device that states no platform reads every on_<platform> flag false, so the engine's rules limited to a
-    platform hold on it unchecked: said, with what would check them; None where none is left unchecked."""
-    if hw.platform is not None:
-        return None
-    unread = [r.id for r in fw.rules if r.names & set(PLATFORM_FLAGS)]
-    if not unread:
-        return None
-    return (f"{hw.name} states no platform ({', '.join(PLATFORMS)}): {fw.name}'s rules limited to one "
-            f"({', '.join(unread)}) were not applied; set `platform:` in the device file to apply them")
+    """A device that states no platform (or no capability) reads every on_<platform> (on_<capability>) flag false,
+    so the engine's rules limited to one hold on it unchecked: said, with what would check them; None where none
+    is left unchecked."""
+    notes = []
+    for field, value, kinds, flags in (("platform", hw.platform, PLATFORMS, PLATFORM_FLAGS),
+                                       ("capability", hw.capability, CAPABILITIES, CAPABILITY_FLAGS)):
+        unread = [r.id for r in fw.rules if r.names & set(flags)] if value is None else []
+        if unread:
+            notes.append(f"{hw.name} states no {field} ({', '.join(kinds)}): {fw.name}'s rules limited to one "
+                         f"({', '.join(unread)}) were not applied; set `{field}:` in the device file to apply them")
+    return "; ".join(notes) or None
 
 
 def model_facts(model: "ModelSpec") -> dict:
