@@ -170,3 +170,25 @@ def test_vllm_holds_the_whole_decode_matrix():
     bounded = activation_peak_terms(load_model("deepseek-v3.2"), _tp8(),
                                     replace(vllm, indexer_decode_logits_unbounded=False), CTX, 2048.0)["attn_tp_size"]
     assert held - bounded == 2048 * CTX * 4 - 512 * MIB == 536_870_912
+
+
+def test_a_disaggregated_decode_pool_scores_the_prompts_keys_as_its_planner_tables_do():
+    """estimate_disagg sizes each pool's memory for requests of the workload's prompt (workload_options), as the
+    aggregated estimate and the planner's tables do: DeepSeek-V3.2 TP8 on 8 H200 (generic: the whole matrix),
+    32K prompts and 8K outputs: the decode pool's activations equal memory_per_rank's with prompt_tokens 32768,
+    not the 40K sequence's (by hand the difference would be 8,192 rows x 8,192 keys x 4 B = 268,435,456 B)."""
+    from solver.estimate.disagg import DisaggWorkload, estimate_disagg
+    from solver.estimate.memory import memory_per_rank
+    from solver.estimate.memory_options import engine_options, workload_options
+    from solver.specs.precision import resolve_precision
+
+    m, hw, pc = load_model("deepseek-v3.2"), load_hardware("h200_sxm"), _tp8()
+    fw = load_framework("generic")
+    f = factors_for(hw, fw.efficiency_for(hw))
+    prec = resolve_precision(m, hw)
+    est = estimate_disagg(m, hw, pc, pc, prec, f, f, DisaggWorkload(isl=32768, osl=8192, concurrency=8))
+    sequences = est.decode_memory.sequences_per_rank * pc.attn_replicas
+    prompt = memory_per_rank(m, hw, pc, prec, sequences, 32768 + 8192, workload_options(engine_options(None, f), 32768))
+    whole = memory_per_rank(m, hw, pc, prec, sequences, 32768 + 8192, engine_options(None, f))
+    assert est.decode_memory.activation_bytes == prompt.activation_bytes
+    assert whole.activation_bytes - prompt.activation_bytes == 8192 * 8192 * 4

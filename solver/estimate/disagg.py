@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from solver.estimate import comm
 from solver.estimate.compute import Factors
 from solver.estimate.memory import MemoryReport, memory_per_rank
-from solver.estimate.memory_options import MemoryOptions, engine_options
+from solver.estimate.memory_options import MemoryOptions, engine_options, workload_options
 from solver.estimate.request_state import (
     SEED_LAYOUT,
     CacheLayout,
@@ -429,7 +429,8 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     """Step times from the step-cost model (serving.prefill_step / decode_step) run by each pool's serving loop
     (engine_step.step_time: CUDA-graph padding, eager launch floor, per-sequence cost), then `disagg_times`."""
     # each pool's memory under its engine's layout (memory_options.engine_options), as its steps are costed
-    pre_opts, dec_opts = engine_options(mem_opts, f_prefill), engine_options(mem_opts, f_decode)
+    # and for requests of this prompt (memory_options.workload_options), as the pools' planner tables size them
+    pre_opts, dec_opts = (workload_options(engine_options(mem_opts, f), wl.isl) for f in (f_prefill, f_decode))
     cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, dec_opts, wl.mtp)
     synced = synced_ranks(model, prefill_pc)
     shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,
