@@ -179,12 +179,15 @@ def test_prefill_cp_rocm_csa_only(tmp_path) -> None:
 
 
 def test_a_device_stating_no_platform_says_the_platform_rules_were_not_applied(tmp_path) -> None:
-    """The same MI355X without its `platform:` line reads every on_<platform> flag false: the ROCm refusal above
-    cannot fire, and check, launch and solve say so, naming the rule, instead of passing it silently."""
+    """The same MI355X without its `platform:` line (nor its capability, which names a platform) reads every
+    on_<platform> flag false: the ROCm refusal above cannot fire, and check, launch and solve say so, naming the
+    rule, instead of passing it silently."""
     text = (Path(__file__).parents[1] / "hardware" / "mi355x.yaml").read_text()
     assert "platform: rocm\n" in text
     device = tmp_path / "my_mi355x.yaml"
-    device.write_text(text.replace("platform: rocm\n", "").replace("name: mi355x", "name: my_mi355x"))
+    kept = [ln for ln in text.replace("platform: rocm\n", "").splitlines(keepends=True)
+            if not ln.lstrip().startswith("capability:")]
+    device.write_text("".join(kept).replace("name: mi355x", "name: my_mi355x"))
     pc = {"attn_tp_size": 4, "cp_size": 2, "moe_tp_size": 8, "embed_tp_size": 8, "lmhead_tp_size": 8}
     code, out = _check(tmp_path, "qwen3-235b-a22b-fp8", pc, hardware=str(device))
     said = "my_mi355x states no platform"
