@@ -239,6 +239,22 @@ def is_condition(expr: Expr, flags: frozenset[str] | set[str]) -> bool:
     return cond(expr.tree.body)
 
 
+def condition_over(text: str, names: frozenset[str] | set[str], reads: str) -> Expr:
+    """A profile's `when` condition that may read only `names` (its yes/no names those starting with on_, the
+    device flags): compiled, or ValueError naming what is wrong, for a pydantic validator. `reads` says, in the
+    error, what the condition is for ("a decode bound", ...)."""
+    try:
+        expr = compile_expr(text)
+    except InputError as exc:
+        raise ValueError(f"when: {exc}") from None
+    odd = sorted(expr.names - set(names))
+    if odd:
+        raise ValueError(f"when: reads {', '.join(odd)}; {reads} reads only {', '.join(sorted(names))}")
+    if not is_condition(expr, {n for n in names if n.startswith("on_")}):
+        raise ValueError(f"when: {expr.text!r} {NOT_A_CONDITION}")
+    return expr
+
+
 @lru_cache(maxsize=1024)
 def compile_expr(text: str, products: tuple[tuple[str, tuple[str, ...] | str], ...] = ()) -> Expr:
     """Parse and whitelist-check `text`; raises InputError naming the expression on anything unsupported.

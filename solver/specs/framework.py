@@ -18,7 +18,7 @@ from solver.catalog import frameworks_dir
 from solver.errors import InputError, quoted
 from solver.specs.limits import MAX_MTP
 from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS, LAYOUT_SWITCHES
-from solver.specs.expr import NOT_A_CONDITION, Value, compile_expr, is_condition
+from solver.specs.expr import Value, compile_expr, condition_over
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.hardware import VENDOR
 from solver.specs.launch_spec import POOL_FIGURES, REPLICA_BATCH, Feature, FeatureName, LaunchSpec, PairCheck
@@ -49,16 +49,7 @@ class IndexerDecodeBound(BaseModel):
 
     @model_validator(mode="after")
     def _a_condition_on_what_it_reads(self) -> "IndexerDecodeBound":
-        try:
-            expr = compile_expr(self.when)
-        except InputError as exc:
-            raise ValueError(f"when: {exc}") from None
-        odd = sorted(expr.names - DECODE_BOUND_NAMES)
-        if odd:
-            raise ValueError(f"when: reads {', '.join(odd)}; a decode bound reads only "
-                             f"{', '.join(sorted(DECODE_BOUND_NAMES))}")
-        if not is_condition(expr, set(DEVICE_FLAGS)):
-            raise ValueError(f"when: {expr.text!r} {NOT_A_CONDITION}")
+        condition_over(self.when, DECODE_BOUND_NAMES, "a decode bound")
         return self
 
 

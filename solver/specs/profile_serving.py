@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from solver.specs.expr import NOT_A_CONDITION, compile_expr, is_condition
+from solver.specs.expr import compile_expr, condition_over
 from solver.specs.hardware import VENDOR
 from solver.specs.limits import MAX_TOKENS
 from solver.specs.rule_env import DEVICE_FLAGS, device_flags
@@ -139,18 +139,7 @@ class EpKernels(BaseModel):
 
     @model_validator(mode="after")
     def _a_condition_on_the_moe_groups_view(self) -> "EpKernels":
-        from solver.errors import InputError
-
-        try:
-            expr = compile_expr(self.when)
-        except InputError as exc:
-            raise ValueError(f"when: {exc}") from None
-        odd = sorted(expr.names - EP_KERNEL_NAMES)
-        if odd:
-            raise ValueError(f"when: reads {', '.join(odd)}; an EP-kernel condition reads only what the MoE "
-                             f"group's cost sees: {', '.join(sorted(EP_KERNEL_NAMES))}")
-        if not is_condition(expr, {n for n in EP_KERNEL_NAMES if n.startswith("on_")}):
-            raise ValueError(f"when: {expr.text!r} {NOT_A_CONDITION}")
+        condition_over(self.when, EP_KERNEL_NAMES, "an EP-kernel condition (what the MoE group's cost sees)")
         return self
 
 
