@@ -167,6 +167,7 @@ def test_a_long_prompts_prefill_pool_is_sized_by_the_closed_loop_not_the_decode_
     assert t.request_rate < t.prefill_capacity and t.prefill_wait_s > 0
 
 
+@pytest.mark.slow  # whole disaggregated recommends (4.5 s)
 def test_a_disaggregated_recommend_weighs_copies_of_each_plan_as_the_aggregated_does() -> None:
     """DeepSeek-V3.2 on H200 (SGLang), 4K / 1K, TPOT <= 50 ms, 20 requests/s = 20,480 output tokens/s over sizes
     16 and 32: for each size and each plan the sweep lists, copies = ceil(20,480 / the plan's output tokens/s)
@@ -218,6 +219,7 @@ def test_a_decode_mode_label_says_what_the_pool_runs() -> None:
     assert mode("llama-3.1-70b") == "attention DP"  # a dense model has no experts to split
 
 
+@pytest.mark.slow  # a 96-card disaggregated plan (7 s)
 def test_a_tie_on_the_score_goes_to_the_deployment_serving_more_on_the_cards() -> None:
     """DeepSeek-R1 on 96 H100 (SGLang), 2K / 1K, TPOT <= 50 ms: 1P1D (16 + 24 ranks) and 2P2D (the same pools
     twice, 80 ranks) have the same figures per rank and the same latency, so the same score (a difference of

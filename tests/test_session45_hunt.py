@@ -54,6 +54,7 @@ def test_a_pairs_burst_ttft_weighs_the_first_wave_by_the_burst_share() -> None:
     assert burst_ttft(pair, 0.2) == pytest.approx(0.33)
 
 
+@pytest.mark.slow  # two GB200 disaggregated plans under SLAs (3.4 s)
 def test_more_cards_under_the_same_ttft_sla_never_carry_less() -> None:
     """DeepSeek-V3 on GB200 under SGLang, 4K/1K, TTFT 2 s and TPOT 50 ms: 64 cards hold four copies of the 16-card
     plan (1P1D of 8 + 8 ranks), so they carry at least its output tokens/s. The densest pairs' first-wave burst is
