@@ -104,14 +104,15 @@ def decode_logits_bound(model: ModelSpec, pc: ParallelConfig, opts: MemoryOption
     and the device's flags (MemoryOptions.device_flags)."""
     if not opts.indexer_decode_logits_unbounded:
         return opts.indexer_logits_max_bytes
-    if opts.indexer_decode_bound_max_bytes is None or not opts.indexer_decode_bound_when:
+    bound = opts.indexer_decode_logits_bound
+    if bound is None:
         return None
     topks = {b.indexer.topk for layer, _ in model.layer_groups for b in layer.blocks
              if getattr(b, "indexer", None) is not None}
-    expr = compile_expr(opts.indexer_decode_bound_when)
+    expr = compile_expr(bound.when)
     env = {"kvp_size": pc.kvp_size, "cp_size": pc.cp_size, **{f: f in opts.device_flags for f in DEVICE_FLAGS}}
     if topks and all(expr.evaluate({**env, "index_topk": k}) for k in topks):
-        return opts.indexer_decode_bound_max_bytes
+        return bound.max_bytes
     return None
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from solver.estimate.factors import Factors
 from solver.estimate.request_state import CacheLayout
-from solver.specs.framework import FrameworkProfile
+from solver.specs.framework import FrameworkProfile, IndexerDecodeBound
 from solver.specs.hardware import Hardware
 from solver.specs.rule_env import true_device_flags
 from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
@@ -51,8 +51,7 @@ class MemoryOptions:
     # the engine's decode indexer bound and its condition (FrameworkProfile.indexer_decode_logits_bound), read at
     # each configuration (activations.decode_logits_bound) with the device's flags that hold (rule_env.
     # true_device_flags: the Factors' or memory_per_rank's device; none known, no condition on one holds)
-    indexer_decode_bound_max_bytes: float | None = None
-    indexer_decode_bound_when: str = ""
+    indexer_decode_logits_bound: IndexerDecodeBound | None = None
     device_flags: frozenset[str] = frozenset()
     # the prompt tokens a prefill of one request holds, its output aside (the workload's ISL; None: the whole
     # seq_len, where the caller knows no split): the prefill's tokens and the keys its queries score
@@ -78,7 +77,7 @@ class MemoryOptions:
 MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "indexer_keys_unquantised",
                  "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
-MEMORY_AMOUNTS = ("indexer_logits_max_bytes",)
+MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound")
 
 
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:
@@ -101,13 +100,8 @@ def _with_layout(opts: MemoryOptions | None, src: Factors | FrameworkProfile) ->
     opts = opts or MemoryOptions()
     layout = {k: bool(getattr(src, k)) for k in MEMORY_LAYOUT}
     layout.update({k: getattr(src, k) for k in MEMORY_AMOUNTS})
-    if isinstance(src, Factors):
-        layout.update(indexer_decode_bound_max_bytes=src.indexer_decode_bound_max_bytes,
-                      indexer_decode_bound_when=src.indexer_decode_bound_when, device_flags=src.device_flags)
-    else:  # the profile knows no device: the caller's (memory_per_rank: device_options) stays
-        bound = src.indexer_decode_logits_bound
-        layout.update(indexer_decode_bound_max_bytes=bound.max_bytes if bound else None,
-                      indexer_decode_bound_when=bound.when if bound else "")
+    if isinstance(src, Factors):  # the profile knows no device: the caller's (memory_per_rank: device_options) stays
+        layout["device_flags"] = src.device_flags
     if all(getattr(opts, k) == v for k, v in layout.items()):
         return opts
     return replace(opts, **layout)

@@ -327,9 +327,8 @@ class FrameworkProfile(BaseModel):
         out.update({k: 1.0 if getattr(self, k) else 0.0 for k in LAYOUT_SWITCHES})
         if self.indexer_logits_max_bytes is not None:
             out["indexer_logits_max_bytes"] = float(self.indexer_logits_max_bytes)
-        if self.indexer_decode_logits_bound is not None:  # a figure and a condition: Factors carries both
-            out["indexer_decode_bound_max_bytes"] = self.indexer_decode_logits_bound.max_bytes
-            out["indexer_decode_bound_when"] = self.indexer_decode_logits_bound.when  # type: ignore[assignment]
+        if self.indexer_decode_logits_bound is not None:  # a figure and a condition: Factors carries the bound
+            out["indexer_decode_logits_bound"] = self.indexer_decode_logits_bound  # type: ignore[assignment]
         out.update(self.serving_factors(vendor))
         return out
 
