@@ -298,12 +298,21 @@ def disagg_times(shape: PoolShape, prefill_s: float, decode_s: float, transfer_s
     wait = max(0.0, flowing / rate - cycle)  # = W_q(rho) at the root (Little's law over the loop)
     steady = base + wait
     first = overhead_s + prefill_s * first_wave_groups(concurrency, per_step) + transfer_s + admit
-    phi = 1.0 / max(1, waves) if burst_share is None else burst_share
-    served = phi * first + (1.0 - phi) * steady
+    served = burst_blend(burst_weight(burst_share, waves), first, steady)
     slot_wait = max(0, shape.per_replica - shape.running) / shape.running * (served + decode_after_s)
     ttft = served + slot_wait
     return DisaggTimes(ttft, tpot, ttft + decode_after_s, first, steady, wait, prefill_s, transfer_s, admit,
                        slot_wait, rho, rate, mu, tau)
+
+
+def burst_weight(burst_share: float | None, waves: int) -> float:
+    """phi, the share of requests that wait in a burst: `burst_share` where given, else the first wave's, 1 / k."""
+    return 1.0 / max(1, waves) if burst_share is None else burst_share
+
+
+def burst_blend(phi: float, first_s: float, steady_s: float) -> float:
+    """The mean TTFT over the run: phi waiting in the first wave's burst, the rest in the steady loop. Seconds."""
+    return phi * first_s + (1.0 - phi) * steady_s
 
 
 def workers_to_match(decode_rate: float, prefill_rate_per_worker: float, utilization: float = 1.0) -> int:
@@ -471,5 +480,6 @@ __all__ = [
     "DisaggWorkload", "DisaggEstimate", "estimate_disagg", "prompts_per_step", "disagg_hit_note", "kv_bytes_per_request",
            "constant_state_per_request",
     "kv_transfer", "transfer_tier", "Transfer", "PoolShape", "pool_shape", "DisaggTimes", "disagg_times",
-    "workers_to_match", "DECODE_ADMISSION_STEPS", "prefill_queue_wait", "closed_loop_rate", "LOOP_BISECTION_STEPS"
+    "workers_to_match", "DECODE_ADMISSION_STEPS", "prefill_queue_wait", "closed_loop_rate", "LOOP_BISECTION_STEPS",
+    "burst_weight", "burst_blend",
 ]

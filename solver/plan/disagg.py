@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from solver.errors import InfeasibleError, InputError
 from solver.estimate.compute import factors_for
 from solver.estimate.closed_loop import first_wave_groups, synced_ranks
-from solver.estimate.disagg import (DisaggEstimate, DisaggWorkload, closed_loop_rate, estimate_disagg,
-                                    workers_to_match)
+from solver.estimate.disagg import (DisaggEstimate, DisaggWorkload, burst_blend, burst_weight, closed_loop_rate,
+                                    estimate_disagg, workers_to_match)
 from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.workload import DEFAULT_BENCHMARK_WAVES
 from solver.plan import points
@@ -123,8 +123,7 @@ class _Job:
     @cached_property
     def burst_phi(self) -> float:
         """The share of requests that wait in the first wave's burst, as evaluate's workload sets it."""
-        phi = burst_share(self.fw.name, self.hw.name)
-        return 1.0 / DEFAULT_BENCHMARK_WAVES if phi is None else phi
+        return burst_weight(burst_share(self.fw.name, self.hw.name), DEFAULT_BENCHMARK_WAVES)
 
     @cached_property
     def factors(self):
@@ -253,7 +252,7 @@ def burst_ttft(t: _Pair, phi: float) -> float:
     prompts per step, a step a group) + (1 - phi) x the steady loop's TTFT. Seconds."""
     step = t.p.estimate.ttft_s
     per_step = max(1, round(t.x * t.mu_w * step))  # the pool's prompts per step: its rate x the step
-    return phi * step * first_wave_groups(t.conc, per_step) + (1.0 - phi) * t.steady_ttft
+    return burst_blend(phi, step * first_wave_groups(t.conc, per_step), t.steady_ttft)
 
 
 def ttft_order(t: _Pair) -> tuple[float, int, int]:
