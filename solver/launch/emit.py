@@ -390,8 +390,11 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "memory_fraction": memory_fraction(hw),
         "remote_code": model.remote_code,
         "past_context": model.max_position_embeddings is not None and inputs.max_model_len > model.max_position_embeddings,
-        # the condition the estimate prices the profile's EP kernels under, read at this config and device
-        "ep_kernels": fw.serving.ep_kernels is not None and ep_kernels_hold(fw.serving.ep_kernels.when, pc, hw),
+        # the condition the estimate prices the profile's EP kernels under, read at this config and device; a
+        # model without routed experts dispatches no tokens (a dense model's moe_ep_size is its world), so its
+        # command names no MoE exchange
+        "ep_kernels": model.is_moe and fw.serving.ep_kernels is not None
+        and ep_kernels_hold(fw.serving.ep_kernels.when, pc, hw),
         **(fw.pool_figures(pools) if pool is not None else {}),
     }
     if any({"static_fraction", "free_fraction"} & _reads(a) for a in args):
