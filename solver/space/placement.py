@@ -123,5 +123,5 @@ def placement_note(hw: Hardware, fw: FrameworkProfile, ranks: int) -> str | None
         return (f"placement: none; {fw.name}'s multi-node launch runs the same number of ranks on every node, and "
                 f"{ranks} ranks do not divide over {nodes} nodes of {rpn}: {sizes} ranks do")
     return (f"placement: {ranks} ranks as {nodes} nodes x {share} ({fw.name}'s multi-node launch runs world / "
-            f"nnodes ranks on every node, on its first {share} of {rpn} devices): TP groups stay inside a node's {share} "
-            "ranks, a pipeline stage is whole nodes or tiles one")
+            f"nnodes ranks on every node, on its first {share} of {rpn} devices): a TP group or pipeline stage that does "
+            f"not tile {share} ranks crosses a node boundary")
