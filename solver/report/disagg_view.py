@@ -208,6 +208,13 @@ def launch_gaps(r: DisaggReport) -> list[str]:
     return seen
 
 
+def _reads_head(launch: dict[str, Any]) -> bool:
+    """Whether any node's argv or environment names the head node's address placeholder."""
+    from solver.launch import HEAD_ADDR
+
+    return any(HEAD_ADDR in t for n in launch.get("nodes", ()) for t in (*n["argv"], *n["env"].values()))
+
+
 def launch_text(r: DisaggReport) -> str:
     """`solve --serving disagg --format launch`: one worker's command per pool, run once per worker."""
     from solver.launch.shell import render_shell
@@ -215,8 +222,9 @@ def launch_text(r: DisaggReport) -> str:
     out = []
     for v in r.pools:
         pc = v.candidate.planned.config
-        # a worker that spans nodes (its launch places ranks per node) runs with its own head node's address
-        multi = v.launch is not None and "placement" in v.launch
+        # a worker whose command reads the head node's address (one that spans nodes, or a one-node worker's KV
+        # side channel) runs with its own: the pool's workers are on different nodes
+        multi = v.launch is not None and _reads_head(v.launch)
         title = (f"{v.phase} pool: {v.workers} worker(s) of {pc.world_size} ranks, {v.candidate.pattern}; run once "
                  f"per worker, each on its own cards" + (" and its own ${HEAD_NODE_ADDR}" if multi else ""))
         if v.launch is None:
