@@ -162,3 +162,25 @@ def test_a_one_node_pool_worker_that_reads_the_head_address_is_told_to_use_its_o
                            candidate=SimpleNamespace(pattern="Attn DP + MoE EP", planned=SimpleNamespace(config=pc)))
     (header,) = [line for line in launch_text(SimpleNamespace(pools=[pool])).splitlines() if " pool: " in line]
     assert header.endswith("each on its own cards and its own ${HEAD_NODE_ADDR}")
+
+
+def test_one_mpi_command_over_several_nodes_is_run_once_on_the_head() -> None:
+    """TensorRT-LLM's launch is one command for every node (`per_node: false`). Pasted on each of the 2 nodes, as
+    the per-node engines' commands are, it would start a second 12-rank MPI world; its -H list names both hosts,
+    so the launch says to run it once, on the head."""
+    launch = _launch("trtllm", "llama-3.1-70b", "h100_sxm", 12, _tp(4, pp=3))
+    assert ("run this command once, on the head node (${HEAD_NODE_ADDR}), not on each node: mpirun starts the "
+            "ranks on all 2 hosts it lists, which must reach each other as its launcher needs") in launch["notes"]
+
+
+def test_one_command_without_a_host_list_leaves_its_multi_node_start_to_its_launcher() -> None:
+    """cann-recipes' one command (${CANN_RECIPES_RUN} and its file) for DeepSeek-V3 on 32 A3 dies, 2 nodes of 16:
+    it lists no hosts and the facts do not say how the recipe's script reaches the second node, so the launch
+    says so instead of implying that the one line starts both nodes."""
+    launch = _launch("cann-recipes", "deepseek-v3", "atlas_a3", 32, _tp(1, moe_tp=1))
+    assert ("one command for 2 nodes: it names no host list, and the profile does not say how ${CANN_RECIPES_RUN} "
+            "starts the ranks on the other nodes (once on the head, or on each node): check the launcher's own "
+            "instructions before running it") in launch["notes"]
+    # a one-node command says neither
+    one = _launch("trtllm", "llama-3.1-70b", "h100_sxm", 8, _tp(8))
+    assert not [n for n in one.get("notes", ()) if "once, on the head" in n or "one command for" in n]

@@ -298,6 +298,20 @@ def _unsourced_notes(fw: FrameworkProfile, args: list[LaunchArg], names: Mapping
     return [f"{', '.join(dict.fromkeys(k))}: {why}" for why, k in keys.items()]
 
 
+def _one_command_note(args: list[LaunchArg], names: Mapping[str, Any], argv: list[str], nnodes: int,
+                      head: str) -> str:
+    """Where the one command of a launch over several nodes (`per_node: false`) runs. One that lists every host
+    (an argument reads `hosts`: an MPI launcher's host:slots) starts all ranks from one node, so it is run once,
+    not pasted on each node (a second copy would start a second world); one that lists none leaves reaching the
+    other nodes to its launcher, which the profile does not describe: said, not guessed."""
+    if any("hosts" in _reads(a) and a.when_expr.evaluate(names) for a in args):
+        return (f"run this command once, on the head node ({head}), not on each node: {argv[0]} starts the ranks "
+                f"on all {nnodes} hosts it lists, which must reach each other as its launcher needs")
+    return (f"one command for {nnodes} nodes: it names no host list, and the profile does not say how "
+            f"{argv[0]} starts the ranks on the other nodes (once on the head, or on "
+            "each node): check the launcher's own instructions before running it")
+
+
 def _pool_checks(fw: FrameworkProfile, pool: DisaggLaunch, role: str, env: Mapping[str, Any],
                  names: Mapping[str, Any]) -> None:
     """InputError where this pool's config breaks the transfer's rules for its role, or the two pools break a
@@ -451,6 +465,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
             else:
                 argv += [d.flag or "", json.dumps(docs[name], separators=(",", ":"))]
         nodes.append({"node_rank": rank, "argv": argv, "env": envs})
+    if nnodes > 1 and not spec.per_node and nodes[0]["argv"]:  # a profile that writes only files runs no command
+        notes.append(_one_command_note(args, {**base, "node_rank": 0}, nodes[0]["argv"], nnodes, inputs.head_addr))
     out: dict[str, Any] = {"engine": fw.name, "nodes": nodes, "files": files}
     if nnodes > 1:  # what the command assumes of each node, said rather than left to the engine's default
         out["placement"] = [{"node_rank": i, "ranks": [sum(counts[:i]), sum(counts[:i + 1]) - 1], "devices": n}
