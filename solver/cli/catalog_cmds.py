@@ -17,7 +17,7 @@ def _warn(lines) -> None:
 @click.command("models")
 @format_option()
 def models_cmd(fmt: str) -> None:
-    """List the model catalog (file and aliases)."""
+    """List the model catalog: file, architecture, total and active parameters, aliases."""
     from solver.estimate.params import count_params
     from solver.specs.model_catalog import list_models, load_model
 
@@ -38,7 +38,7 @@ def models_cmd(fmt: str) -> None:
 @click.command("hardware")
 @format_option()
 def hardware_cmd(fmt: str) -> None:
-    """List the hardware catalog."""
+    """List the hardware catalog: memory, HBM bandwidth, peak FLOP/s, ranks per node, scale-up domain."""
     from solver.specs.hardware_catalog import list_hardware, load_hardware
 
     rows = []
@@ -105,8 +105,10 @@ def inspect_cmd(model: str, download: bool, fmt: str) -> None:
 @click.option("--batch", type=CONCURRENCY, required=True, help="concurrent sequences across the deployment")
 @click.option("--seq-len", type=TOKENS, required=True, help="context tokens held per sequence")
 @click.option("--mtp", type=MTP, default=0, show_default=True, help="next-n (MTP) depth; 0 = off")
-@click.option("--prefill-chunk", type=TOKENS, default=None, help="tokens per attention replica in one prefill step")
-@click.option("--mem-fraction", type=FRACTION, default=None, help="usable fraction of capacity (default 0.95)")
+@click.option("--prefill-chunk", type=TOKENS, default=None,
+              help="tokens per attention replica in one prefill step, which sizes the activations (default 8192)")
+@click.option("--mem-fraction", type=FRACTION, default=None,
+              help="F of the limit min(F x capacity, capacity - reserve) (default 0.95)")
 @click.option("--framework", type=NAME, default=DEFAULT_FRAMEWORK, show_default=True,
               help="framework profile whose rules the knobs must satisfy (name or YAML path)")
 @dtype_options
