@@ -465,8 +465,8 @@ def test_max_copies_bounds_the_copies_and_a_shortfall_names_it() -> None:
     assert "more copies (--max-copies)" in short.note
 
 
-# Qwen3-235B W8A8 on Atlas A3 at TPOT <= 50 ms reaches 1,264 output tok/s on 16 dies, 2,970 on 32 and 6,433 on 64
-# (79, 93, 101 per die: a larger deployment carries more per die).
+# Qwen3-235B W8A8 on Atlas A3 at TPOT <= 50 ms reaches 1,261 output tok/s on 16 dies, 2,962 on 32 and 6,416 on 64
+# (79, 93, 100 per die: a larger deployment carries more per die).
 A3 = dict(model="qwen3-235b-a22b-fp8", hardware="atlas_a3", weight_dtype="int8", tpot_ms=50)
 
 
