@@ -383,18 +383,28 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
         wl = Workload.decode_of(w.batch, w.isl, w.osl, **mtp)  # type: ignore[arg-type]
     else:  # a decode's prefix_hit is refused by WorkloadSpec
         wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, prefix_hit=w.prefix_hit, **mtp)
+    estimator, side = None, world  # AFD: each half is a config of world/2 ranks, estimated by estimate.afd
+    if dep.afd:
+        from solver.specs.afd import check_afd
+
+        check_afd(fw, spec, hw, dep.parallel_config, world, wl.kind, wl.sequences, dep.mtp, at)
+        estimator, side = _afd_estimator(world), world // 2
     try:
-        pc = make_parallel_config(world, fields=dep.fields, **dep.parallel_config)
+        pc = make_parallel_config(side, fields=dep.fields, **dep.parallel_config)
     except InputError as exc:
         # a knob that does not divide the world is a class A violation to report, not bad input
-        pc = ParallelConfig(world_size=world, **dep.parallel_config)
+        pc = ParallelConfig(world_size=side, **dep.parallel_config)
         note = str(exc)
     else:
         note = None
     prev = ParallelConfig(world_size=world, **dep.previous_parallel_config) if dep.previous_parallel_config else None
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache,
                              fields=dep.fields)
-    r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
+    r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev, estimator=estimator)
+    if dep.afd and r.estimate is not None:
+        from solver.estimate.afd import afd_notes
+
+        r.notes += afd_notes(r.estimate)
     # what runs in which precision (weight-only W4A16 / W8A16, a format served as bf16), as estimate and memory say
     # the config's own warnings (a field read at its class default) first, as every other command says them
     r.notes[:0] = [n for n in spec.warnings if n not in r.notes]
@@ -406,3 +416,16 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     if note and not r.violations["A"]:  # else the model check already names it, in the file's own keys
         r.violations["A"].insert(0, note)
     return CheckResult(spec, hw, fw, pc, wl, r)
+
+
+def _afd_estimator(world: int):
+    """serving.estimate's stand-in for an attention-FFN disaggregated deployment of `world` ranks: review passes
+    it the half-world config each side runs (estimate.afd)."""
+    from solver.estimate.afd import afd_estimate
+    from solver.specs.parallel import ParallelConfig
+
+    def run(model, hw, half, prec, f, wl, mem_opts=None):
+        whole = ParallelConfig(**{**half.model_dump(), "world_size": world})
+        return afd_estimate(model, hw, whole, prec, f, wl, mem_opts)
+
+    return run
