@@ -129,7 +129,8 @@ def test_tp_not_dividing_half_the_world_is_refused(tmp_path):
     """lmhead_tp_size 128 divides the world (128) but not a half (64): cann-recipes' AFD rule."""
     r = _check(tmp_path, parallel_config={"lmhead_tp_size": 128})
     assert r.exit_code == 2
-    assert "parallel_config: [C.afd_tp_divides_half_world]" in r.stderr
+    assert ("parallel_config.lmhead_tp_size: [C.afd_tp_divides_half_world] with attention-FFN disaggregation every "
+            "TP size must divide half the world size: lmhead_tp_size 128 of 64") in r.stderr
 
 
 def test_afd_prefill_is_refused(tmp_path):
@@ -142,3 +143,26 @@ def test_afd_launch_is_refused(tmp_path):
     r = CliRunner().invoke(main, ["launch", LC_AFD, "--engine", "cann-recipes"])
     assert r.exit_code == 2
     assert "afd: launch does not write attention-FFN disaggregated commands" in r.stderr
+
+
+ESTIMATE = ["estimate", "longcat-flash", "--hardware", "atlas_a3", "--cards", "128", "--framework", "cann-recipes",
+            "--dense-tp", "8", "--lmhead-tp", "16", "--oproj-tp", "8", "--phase", "decode", "--batch", "256",
+            "--isl", "4608", "--osl", "128", "--weight-dtype", "int8", "--kv-dtype", "bf16"]
+
+
+def test_estimate_afd_is_checks_estimate_of_the_same_deployment():
+    """`estimate --afd` with lc-afd's knobs and workload prints what `check references/lc-afd.yaml` estimates:
+    the same TPOT, over all 128 cards, its knobs one half's (attention DP and MoE EP 64)."""
+    r = CliRunner().invoke(main, [*ESTIMATE, "--afd", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    c = json.loads(CliRunner().invoke(main, ["check", LC_AFD, "--format", "json"]).stdout)["estimation"]
+    assert d["afd"] and d["cards"] == 128
+    assert (d["parallel_config"]["attn_dp_size"], d["parallel_config"]["moe_ep_size"]) == (64, 64)
+    assert d["tpot_ms"] == pytest.approx(c["tpot_ms"], rel=1e-4)
+
+
+def test_estimate_afd_refusal_names_the_flag():
+    r = CliRunner().invoke(main, [*ESTIMATE[:-8], "--lmhead-tp", "128", *ESTIMATE[-8:], "--afd"])
+    assert r.exit_code == 2
+    assert "--lmhead-tp: [C.afd_tp_divides_half_world]" in r.stderr

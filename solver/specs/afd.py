@@ -25,10 +25,10 @@ def check_afd(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, knobs: Mappi
 
     if not fw.has_feature(FEATURE):
         raise InputError(at("afd"), f"framework {fw.name} does not run attention-FFN disaggregation (its profile's "
-                                    f"features.{FEATURE} is not supported); use a framework that does, or drop afd")
+                                    f"features.{FEATURE} is not supported); use a framework that does, or drop it")
     if phase != "decode":
         raise InputError(at("afd"), f"attention-FFN disaggregation is estimated for a decode workload only, got "
-                                    f"{phase}: give workload.phase decode")
+                                    f"{phase}: give a decode workload")
     if mtp:
         raise InputError(at("mtp"), "the attention-FFN disaggregated step has no MTP draft passes: set it to 0")
     if not any(block.role == "ffn" for block, _ in model.block_groups):
@@ -36,7 +36,11 @@ def check_afd(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, knobs: Mappi
     env = {**model_env(dict(knobs), model, **device_facts(hw), world=world, batch=batch, mtp=mtp), "afd": True}
     broken = [r for r in fw.violated(env, "error") if "afd" in r.names]
     if broken:
-        raise InputError(at("parallel_config"), f"[{broken[0].id}] {broken[0].message} ({world // 2} here)")
+        # the knobs that do not divide a half, named so the line says what to change
+        bad = [f"{k} {v}" for k, v in knobs.items() if v > 1 and (world // 2) % v] if world % 2 == 0 else []
+        field = f"parallel_config.{bad[0].split()[0]}" if bad else "parallel_config"
+        why = f": {', '.join(bad)} of {world // 2}" if bad else f" ({world} is odd)" if world % 2 else ""
+        raise InputError(at(field), f"[{broken[0].id}] {broken[0].message}{why}")
     if world % 2:
         raise InputError(at("world_size"), f"attention-FFN disaggregation splits the world in two halves: "
                                            f"{world} is odd")
