@@ -80,6 +80,24 @@ def test_memory_per_side():
     assert "routed_experts" not in mem.attention.weights_bytes and "router" in mem.attention.weights_bytes
 
 
+def test_activation_terms_split_by_side_and_lose_none():
+    """Each side keeps the activation terms of its own blocks (the FFN side the MoE's, sized by moe_tp_size; the
+    attention side the mixer's and the logits'): the larger of the two is the half-world rank's whole peak."""
+    from solver.estimate.activations import activation_peak_of
+    from solver.estimate.memory import memory_per_rank
+    from solver.estimate.memory_options import MemoryOptions, device_options
+
+    m = _tiny()
+    hw = load_hardware("atlas_a3")
+    prec = resolve_precision(m, hw, None, None, None)
+    mem = afd_memory(m, hw, ParallelConfig(world_size=8), prec, 8, 100)
+    half = memory_per_rank(m, hw, ParallelConfig(world_size=4), prec, 8, 100)
+    opts = device_options(MemoryOptions(), hw)
+    assert mem.ffn.activation_bytes == activation_peak_of(m, ParallelConfig(world_size=4), opts, 100, 2,
+                                                          ("moe_tp_size",))
+    assert max(mem.attention.activation_bytes, mem.ffn.activation_bytes) == half.activation_bytes
+
+
 def test_bytes_per_token_each_way():
     """Per token per step: 2 MoE layers x top 2 x MoE TP 1 x width 64 x 2 B (bf16 activations) = 512 B to the
     FFN side and 512 B back; with 8-bit activations the send is 1 B a value: 256 B, the return stays bf16."""
@@ -89,17 +107,12 @@ def test_bytes_per_token_each_way():
 
 
 def _check(tmp_path, **change):
-    data = yaml.safe_load(open(LC_AFD))
+    """`check` of lc-afd as a deployment file with `change` made (parallel_config: the knobs it changes)."""
     from solver.specs.reference import Reference, deployment_data
 
-    dep = deployment_data(Reference(**data))
-    for k, v in change.items():
-        if k == "parallel_config":
-            dep[k] = {**dep[k], **v}
-        elif k == "workload":
-            dep[k] = v
-        else:
-            dep[k] = v
+    dep = deployment_data(Reference(**yaml.safe_load(open(LC_AFD))))
+    knobs = change.pop("parallel_config", {})
+    dep = {**dep, **change, "parallel_config": {**dep["parallel_config"], **knobs}}
     path = tmp_path / "afd.yaml"
     path.write_text(yaml.safe_dump(dep))
     return CliRunner().invoke(main, ["check", str(path), "--format", "json"])
@@ -150,7 +163,7 @@ ESTIMATE = ["estimate", "longcat-flash", "--hardware", "atlas_a3", "--cards", "1
             "--isl", "4608", "--osl", "128", "--weight-dtype", "int8", "--kv-dtype", "bf16"]
 
 
-def test_estimate_afd_is_checks_estimate_of_the_same_deployment():
+def test_estimate_afd_gives_checks_estimate_of_the_same_deployment():
     """`estimate --afd` with lc-afd's knobs and workload prints what `check references/lc-afd.yaml` estimates:
     the same TPOT, over all 128 cards, its knobs one half's (attention DP and MoE EP 64)."""
     r = CliRunner().invoke(main, [*ESTIMATE, "--afd", "--format", "json"])

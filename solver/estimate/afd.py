@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 from solver.estimate.comm import send_recv_s
 from solver.estimate.compute import CommCost, Factors, OpCost, Work
 from solver.estimate.memory import MemoryReport, memory_per_rank
-from solver.estimate.memory_options import MemoryOptions
+from solver.estimate.activations import activation_peak_terms
+from solver.estimate.memory_options import MemoryOptions, device_options
 from solver.estimate.pipeline import send_tier
 from solver.estimate.step import StepCost, micro_work, step_cost
 from solver.estimate.step_parts import block_modules
@@ -188,7 +189,7 @@ def afd_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
 @dataclass(frozen=True)
 class AfdMemory:
     """Per-rank memory of each side: the attention side holds its modules' weights, the KV cache of its sequences
-    and the activations; the FFN side its modules' weights, the activations and the EP staging buffers."""
+    and its blocks' activations; the FFN side its modules' weights, its blocks' activations and the buffers."""
 
     attention: MemoryReport
     ffn: MemoryReport
@@ -201,15 +202,21 @@ class AfdMemory:
 
 def afd_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
                opts: MemoryOptions | None = None, mtp_layers: int | None = None) -> AfdMemory:
-    """Each side's rank: memory_per_rank on the half-world config, its weights split by module (side_of); the
-    KV cache stays on the attention side. Both keep the activation peak (each runs its own part of a layer on
-    the same tokens: an upper bound) and the communication buffers (each sends and receives the hand-offs)."""
-    whole = memory_per_rank(model, hw, half_config(pc), prec, batch, seq_len, opts, mtp_layers)
+    """Each side's rank: memory_per_rank on the half-world config, its weights split by module (side_of) and its
+    activation peak by the knob that sizes each term (activations.activation_peak_terms: the FFN blocks' terms on
+    the FFN side, the others on the attention side); the KV cache stays on the attention side. Both keep the
+    communication buffers (each sends and receives the hand-offs)."""
+    half = half_config(pc)
+    whole = memory_per_rank(model, hw, half, prec, batch, seq_len, opts, mtp_layers)
     ffn = ffn_modules(model)
     by = {s: {k: v for k, v in whole.weights_bytes.items() if side_of(k, ffn) == s} for s in SIDES}
-    attention = replace(whole, weights_bytes=by["attention"])
+    ffn_knobs = {block.activation_knob for block, _ in model.block_groups if block.role == "ffn"}
+    terms = activation_peak_terms(model, half, device_options(opts or MemoryOptions(), hw), seq_len,
+                                  whole.sequences_per_rank)
+    act = {s: max((v for k, v in terms.items() if (k in ffn_knobs) == (s == "ffn")), default=0.0) for s in SIDES}
+    attention = replace(whole, weights_bytes=by["attention"], activation_bytes=act["attention"])
     ffn_side = replace(whole, weights_bytes=by["ffn"], kv_cache_bytes=0.0, indexer_cache_bytes=0.0, state_bytes=0.0,
-                       sequences_per_rank=0.0)
+                       sequences_per_rank=0.0, activation_bytes=act["ffn"])
     return AfdMemory(attention, ffn_side)
 
 
