@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from solver.estimate.activations import activation_peak_terms
 from solver.estimate.comm import send_recv_s
 from solver.estimate.compute import CommCost, Factors, OpCost, Work
 from solver.estimate.memory import MemoryReport, memory_per_rank
-from solver.estimate.activations import activation_peak_terms
 from solver.estimate.memory_options import MemoryOptions, device_options
 from solver.estimate.pipeline import send_tier
 from solver.estimate.step import StepCost, micro_work, step_cost
@@ -44,7 +44,8 @@ SIDES = ("attention", "ffn")
 SENDER_MODULES = frozenset({"router"})
 # the FFN block's exchange the AFD transfers replace (the MoE dispatch and combine between attention and experts)
 REPLACED_COMMS = frozenset({"ep_dispatch", "ep_combine"})
-# the micro-batches ping-ponging between the two sides (one per side, as the seed's overlap needs)
+# the micro-batches ping-ponging between the two sides: the fewest that keep both sides busy at once, which the
+# seed's overlap needs (an assumption: the facts do not state how many cann-recipes' LongCat AFD runs)
 MICRO_BATCHES = 2
 
 
@@ -155,13 +156,14 @@ def afd_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     m, micro = micro_work(MICRO_BATCHES, w)
     sc = step_cost(model, hw, half, prec, f, micro)
     ffn = ffn_modules(model)
-    head = frozenset({"embedding", "lm_head"})
     h = hand_offs(model)
     embed_s = _side_s(sc.ops, sc.comms, "attention", ffn, frozenset({"embedding"}))
     head_s = _side_s(sc.ops, sc.comms, "attention", ffn, frozenset({"lm_head"}))
     attn_all = _side_s(sc.ops, sc.comms, "attention", ffn)
     ffn_all = _side_s(sc.ops, sc.comms, "ffn", ffn)
-    # each rank of an attention TP group holds the same rows: it sends its 1/split slice (pipeline.send_s)
+    # each rank of an attention TP group holds the same rows: it sends its 1/split slice (pipeline.send_s), through
+    # its own port at one peer's line rate (comm.send_recv_s), over the tier joining the two halves; A and F are
+    # each side's step work spread evenly over the hand-offs
     split = half.attn_tp_group(f.kvp_splits_attention_weights)
     tokens = micro.new_tokens / split
     out_b, back_b = copies_per_token(model, half, prec.activation in ("fp8", "int8", "fp4"))
