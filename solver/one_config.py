@@ -191,6 +191,8 @@ class EstimateResult:
     estimate: Estimate
     notes: list[str] = field(default_factory=list)
     asked: str | None = None  # the model as the caller named it (model_catalog.model_names); None: the config's name
+    # attention-FFN disaggregated over these cards: parallel_config is then one half's (its derived sizes a side's)
+    afd_cards: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """What `shardplan estimate --format json` prints."""
@@ -199,13 +201,17 @@ class EstimateResult:
 
         data = estimate_data(self.model, self.hardware, self.parallel_config, self.precision, self.framework,
                              self.workload, self.estimate, self.notes)
+        if self.afd_cards is not None:  # the deployment's cards, both halves; `afd` says the knobs are a half's
+            data["cards"], data["afd"] = self.afd_cards, True
         return data if self.asked is None else with_model_names(data, self.asked)
 
 
 def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], wl: Workload,
                     weight_dtype: str | None = None, moe_weight_dtype: str | None = None,
-                    kv_dtype: str | None = None, framework: str = DEFAULT_FRAMEWORK) -> EstimateResult:
-    """`shardplan estimate` of one config: `knobs` by their parallel_config names (unset: the knob's default)."""
+                    kv_dtype: str | None = None, framework: str = DEFAULT_FRAMEWORK, afd: bool = False
+                    ) -> EstimateResult:
+    """`shardplan estimate` of one config: `knobs` by their parallel_config names (unset: the knob's default).
+    `afd`: attention-FFN disaggregated (estimate.afd): the knobs hold within each half of the `cards`."""
     from solver.estimate.compute import factors_for
     from solver.estimate.serving import estimate
     from solver.estimate.workload import prefix_hit_note
@@ -219,8 +225,13 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
 
     spec = load_model(model)
     fw = load_framework(framework)
-    pc = parallel_from_options(cards, knobs)
-    hw = as_launched(load_hardware(hardware), fw, pc.world_size)  # the nodes as the engine's launch uses them
+    if afd:
+        from solver.specs.afd import check_afd
+
+        check_afd(fw, spec, load_hardware(hardware), {k: v for k, v in knobs.items() if v is not None}, cards,
+                  wl.kind, wl.sequences, wl.mtp, _afd_flag)
+    pc = parallel_from_options(cards // 2 if afd else cards, knobs)  # AFD: each half's config
+    hw = as_launched(load_hardware(hardware), fw, cards)  # the nodes as the engine's launch uses them
     prec = resolve_precision(spec, hw, weight_dtype, moe_weight_dtype, kv_dtype)
     check_mtp(spec, wl.mtp)
     notes = [*input_notes(spec, hw, prec, max_len=wl.context_len, fw=fw),
@@ -229,11 +240,18 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
              # the seed's class B placement (TP past the node, experts past the dispatch path's cap): figures the
              # estimate computes all the same, said as `check` reports them and `launch` notes them
              *(f"placement: {p}" for p in hardware_placement(spec, hw, pc, fw.kvp_splits_attention_weights)[1])]
-    est = estimate(spec, hw, pc, prec, factors_for(hw, fw.efficiency_for(hw)), wl)
+    f = factors_for(hw, fw.efficiency_for(hw))
+    if afd:
+        from solver.estimate.afd import afd_notes
+
+        est = _afd_estimator(cards)(spec, hw, pc, prec, f, wl)
+        notes += afd_notes(est)
+    else:
+        est = estimate(spec, hw, pc, prec, f, wl)
     if not est.memory.feasible:
         notes.append(est.memory.misfit())
     notes += filter(None, [prefix_hit_note(wl.prefix_hit, wl.kind)])
-    return EstimateResult(spec, hw, fw, pc, prec, wl, est, notes, asked=str(model))
+    return EstimateResult(spec, hw, fw, pc, prec, wl, est, notes, asked=str(model), afd_cards=cards if afd else None)
 
 
 @dataclass
@@ -383,18 +401,28 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
         wl = Workload.decode_of(w.batch, w.isl, w.osl, **mtp)  # type: ignore[arg-type]
     else:  # a decode's prefix_hit is refused by WorkloadSpec
         wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, prefix_hit=w.prefix_hit, **mtp)
+    estimator, side = None, world  # AFD: each half is a config of world/2 ranks, estimated by estimate.afd
+    if dep.afd:
+        from solver.specs.afd import check_afd
+
+        check_afd(fw, spec, hw, dep.parallel_config, world, wl.kind, wl.sequences, dep.mtp, at)
+        estimator, side = _afd_estimator(world), world // 2
     try:
-        pc = make_parallel_config(world, fields=dep.fields, **dep.parallel_config)
+        pc = make_parallel_config(side, fields=dep.fields, **dep.parallel_config)
     except InputError as exc:
         # a knob that does not divide the world is a class A violation to report, not bad input
-        pc = ParallelConfig(world_size=world, **dep.parallel_config)
+        pc = ParallelConfig(world_size=side, **dep.parallel_config)
         note = str(exc)
     else:
         note = None
     prev = ParallelConfig(world_size=world, **dep.previous_parallel_config) if dep.previous_parallel_config else None
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache,
                              fields=dep.fields)
-    r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev)
+    r = review(spec, hw, fw, pc, prec, wl, dep.mtp, dep.enable_online_split_weight, prev, estimator=estimator)
+    if dep.afd and r.estimate is not None:
+        from solver.estimate.afd import afd_notes
+
+        r.notes += afd_notes(r.estimate)
     # what runs in which precision (weight-only W4A16 / W8A16, a format served as bf16), as estimate and memory say
     # the config's own warnings (a field read at its class default) first, as every other command says them
     r.notes[:0] = [n for n in spec.warnings if n not in r.notes]
@@ -406,3 +434,27 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     if note and not r.violations["A"]:  # else the model check already names it, in the file's own keys
         r.violations["A"].insert(0, note)
     return CheckResult(spec, hw, fw, pc, wl, r)
+
+
+def _afd_flag(key: str) -> str:
+    """The command-line flag of a key an AFD refusal names (specs.afd.check_afd)."""
+    knob = key.removeprefix("parallel_config.")
+    return {"afd": "--afd", "mtp": "--mtp", "world_size": "--cards"}.get(key) or CONFIG_FLAGS.get(knob, key)
+
+
+def _whole(pc: ParallelConfig, world: int) -> ParallelConfig:
+    """An AFD half's config over the whole deployment's `world` ranks."""
+    from solver.specs.parallel import ParallelConfig
+
+    return ParallelConfig(**{**pc.model_dump(), "world_size": world})
+
+
+def _afd_estimator(world: int):
+    """serving.estimate's stand-in for an attention-FFN disaggregated deployment of `world` ranks: review passes
+    it the half-world config each side runs (estimate.afd)."""
+    from solver.estimate.afd import afd_estimate
+
+    def run(model, hw, half, prec, f, wl, mem_opts=None):
+        return afd_estimate(model, hw, _whole(half, world), prec, f, wl, mem_opts)
+
+    return run

@@ -8,7 +8,6 @@ from click.testing import CliRunner
 
 from solver.catalog import catalog_dir
 from solver.cli.main import main
-from solver.errors import InputError
 from solver.specs.deployment import load_deployment
 
 
@@ -45,15 +44,11 @@ def test_check_passes_a_verified_reference_within_the_die() -> None:
     assert d["estimation"]["memory_per_rank_gb"] < d["estimation"]["memory_limit_gb"] < 68.72
 
 
-def test_an_afd_reference_is_refused_naming_afd() -> None:
-    """lc-afd runs attention and FFN on separate halves of the ranks, which a deployment file cannot say: the
-    one line names the afd field instead of reviewing another deployment."""
-    try:
-        load_deployment(_ref("lc-afd"))
-    except InputError as exc:
-        assert exc.field.endswith("lc-afd.yaml: afd")
-    else:
-        raise AssertionError("lc-afd read as a deployment")
+def test_an_afd_reference_reads_as_an_afd_deployment() -> None:
+    """lc-afd runs attention and FFN on separate halves of the ranks: it reads as a deployment with afd set (check
+    estimates it with estimate.afd: tests/test_afd46g.py)."""
+    dep = load_deployment(_ref("lc-afd"))
+    assert dep.afd and dep.world_size == 128
 
 
 def _solve_yaml(framework: str) -> str:

@@ -22,11 +22,12 @@ PRED_COLUMNS = ("ttft_ms_pred", "tpot_ms_pred", "error")
 
 
 def _single(model_name: str, hardware: str, cards: int, knobs: dict[str, Any], wl: Workload, weight_dtype,
-            moe_weight_dtype, kv_dtype, framework: str, fmt: str) -> None:
+            moe_weight_dtype, kv_dtype, framework: str, fmt: str, afd: bool = False) -> None:
     from solver.one_config import estimate_config
     from solver.report.estimate_view import render_estimate
 
-    res = estimate_config(model_name, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework)
+    res = estimate_config(model_name, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework,
+                          afd)
     for line in res.notes:
         click.echo(f"note: {line}", err=True)
     data = res.as_dict()
@@ -158,11 +159,14 @@ def _mtp_accept() -> float:
 @dtype_options
 @click.option("--framework", type=NAME, default=None,
               help="framework profile name or YAML (default generic; CSV mode: the row's backend column)")
+@click.option("--afd", is_flag=True, default=False,
+              help="attention-FFN disaggregation: half the cards attention, half FFN, the knobs within each half "
+                   "(a decode; the framework's profile must support it)")
 @click.option("--from-csv", "from_csv", type=NAME, default=None, help="evaluate every row of a calibration-style CSV")
 @click.option("--out", "out", type=NAME, default=None, help="with --from-csv: output CSV path ('-' = stdout)")
 @format_option()
 def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept, prefix_hit,
-                 weight_dtype, moe_weight_dtype, kv_dtype, framework, from_csv, out, fmt, **knobs) -> None:
+                 weight_dtype, moe_weight_dtype, kv_dtype, framework, afd, from_csv, out, fmt, **knobs) -> None:
     """Memory, TTFT, TPOT and throughput of one parallel_config, with a breakdown by module and by kind.
 
     \b
@@ -173,6 +177,7 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
         single = {"MODEL": model, "--hardware": hardware, "--cards": cards, "--isl": isl, "--osl": osl,
                   "--concurrency": concurrency, "--phase": phase, "--batch": batch, "--seq-len": seq_len,
                   "--weight-dtype": weight_dtype, "--moe-weight-dtype": moe_weight_dtype, "--kv-dtype": kv_dtype,
+                  "--afd": True if afd else None,
                   **{flag: True for flag, name in (("--mtp", "mtp"), ("--mtp-accept", "mtp_accept"),
                                                    ("--prefix-hit", "prefix_hit"), ("--format", "fmt"))
                      if given(name)},
@@ -199,7 +204,7 @@ def estimate_cmd(model, hardware, cards, isl, osl, concurrency, phase, batch, se
     wl = workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept if given("mtp_accept") else None,
                      prefix_hit)
     _single(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework or DEFAULT_FRAMEWORK,
-            fmt)
+            fmt, afd)
 
 
 COMMANDS = [estimate_cmd]

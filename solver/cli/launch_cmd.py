@@ -60,6 +60,9 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     from solver.specs.precision import resolve_precision
 
     dep = load_deployment(config, candidate)
+    if dep.afd:  # check estimates it (estimate.afd); no profile has an AFD command to write
+        raise InputError(f"{config}: afd", "launch does not write attention-FFN disaggregated commands; "
+                                           "`shardplan check` reviews and estimates this deployment")
     flags = {"model": "--model" if model else None, "hardware": "--hardware" if hardware else None}
     model, hardware, world = model or dep.model, hardware or dep.hardware, cards or dep.world_size
     for flag, value in (("model", model), ("hardware", hardware), ("world_size", world)):

@@ -118,7 +118,11 @@ def vocabulary_splits(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: 
 
 def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig, prec: Precision,
            wl: Workload, mtp: int = 0, online_split: bool | None = None,
-           previous: ParallelConfig | None = None, mem_opts: MemoryOptions | None = None) -> Review:
+           previous: ParallelConfig | None = None, mem_opts: MemoryOptions | None = None,
+           estimator=None) -> Review:
+    """`estimator`: what estimates `pc` and its comparisons (serving.estimate's signature; None: it), so an
+    attention-FFN disaggregated deployment is reviewed on its own step (estimate.afd)."""
+    estimate_ = estimator or estimate
     r = Review()
     # the nodes as the engine's launch uses them (an equal share of part-filled ones): the rules, the estimate
     # and the placement checks read that; the note names it
@@ -140,7 +144,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
 
     f = factors_for(hw, fw.efficiency_for(hw))
     if not r.violations["A"]:
-        r.estimate = estimate(model, hw, pc, prec, f, wl, mem_opts)
+        r.estimate = estimate_(model, hw, pc, prec, f, wl, mem_opts)
         mem = r.estimate.memory
         if not mem.feasible:
             r.violations["B"].append(f"memory per rank {mem.model_bytes / 1e9:.2f} GB (the runtime reserve aside) "
@@ -202,7 +206,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
     if SMALL_MOE_TP_ONLY in process and r.estimate is not None:
         alt = ParallelConfig(**{**pc.model_dump(), "moe_tp_size": 1})
         if alt.expert_slots(model.num_experts) % alt.moe_ep_size == 0:
-            r.comparisons["moe_ep"] = estimate(model, hw, alt, prec, f, wl, mem_opts)
+            r.comparisons["moe_ep"] = estimate_(model, hw, alt, prec, f, wl, mem_opts)
     if process and r.estimate is not None:
         found, notes = judge_process_errors(process, model, hw, fw, pc, prec, wl, mem_opts, r.estimate)
         r.common_errors += found

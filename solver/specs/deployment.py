@@ -129,6 +129,7 @@ class Deployment(BaseModel):
     mtp: int = Field(0, ge=0, le=MAX_MTP)
     mtp_accept: AcceptRate | None = Field(None, description="acceptance of each draft token (None: default)")
     enable_online_split_weight: bool | None = None
+    afd: bool = Field(False, description="attention-FFN disaggregation: half the ranks attention, half FFN")
     previous_parallel_config: dict[str, StrictInt] | None = None
     derived: dict[str, StrictInt] = Field(default_factory=dict, description="attn_dp_size / moe_ep_size as stated")
     # where the file states each dtype and knob, for errors: "FILE: quant.weights" (load_deployment sets it)

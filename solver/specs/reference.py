@@ -165,11 +165,8 @@ def is_reference_record(data: dict) -> bool:
 def deployment_data(ref: Reference) -> dict:
     """The reference as a deployment file's mapping (specs.deployment): its framework, world, knobs, workload
     (a prefill's batch of input_len prompts; a decode's batch over input_len + output_len), formats and MTP
-    depth, so `check` reviews and estimates a verified deployment as it ran."""
-    if ref.afd:
-        raise InputError(f"references/{ref.id}.yaml: afd", "attention-FFN disaggregation (half the ranks attention, "
-                                                          "half FFN) is not a deployment-file setting: check "
-                                                          "cannot review this reference as it ran")
+    depth, attention-FFN disaggregation where it ran it, so `check` reviews and estimates a verified deployment as it
+    ran."""
     workload = ({"phase": "prefill", "batch": ref.batch, "seq_len": ref.input_len} if ref.phase == "prefill"
                 else {"phase": "decode", "batch": ref.batch, "isl": ref.input_len, "osl": ref.output_len})
     q = ref.quant
@@ -177,7 +174,7 @@ def deployment_data(ref: Reference) -> dict:
              **({"moe_weights": q.spelled(q.moe_weights)} if q.moe_weights else {})}
     return {"model": ref.model, "hardware": ref.hardware, "framework": REFERENCE_FRAMEWORK,
             "world_size": ref.world_size, "parallel_config": ref.knobs, "workload": workload, "quant": quant,
-            "mtp": ref.mtp}
+            "mtp": ref.mtp, **({"afd": True} if ref.afd else {})}
 
 
 def references_dir() -> Path:

@@ -1,0 +1,46 @@
+"""Whether a deployment can run attention-FFN disaggregated (estimate.afd): each refusal is one line naming the
+field that breaks it."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Mapping
+
+from solver.errors import InputError
+
+if TYPE_CHECKING:
+    from solver.specs.framework import FrameworkProfile
+    from solver.specs.hardware import Hardware
+    from solver.specs.model import ModelSpec
+
+FEATURE = "attention_ffn_disaggregation"
+
+
+def check_afd(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, knobs: Mapping[str, int], world: int,
+              phase: str, batch: int, mtp: int, at: Callable[[str], str]) -> None:
+    """Refuse AFD where the framework's profile does not support it (features.attention_ffn_disaggregation), on a
+    workload other than a decode (the verified AFD deployment decodes; the estimate has no AFD prefill), with MTP
+    (the AFD step has no draft passes), an odd world or MoE-less model, or where a profile rule on `afd` fails
+    (cann-recipes C.afd_tp_divides_half_world: every TP size divides world/2). `at(key)`: the key as the
+    deployment names it ("FILE: afd")."""
+    from solver.specs.rule_env import device_facts, model_env
+
+    if not fw.has_feature(FEATURE):
+        raise InputError(at("afd"), f"framework {fw.name} does not run attention-FFN disaggregation (its profile's "
+                                    f"features.{FEATURE} is not supported); use a framework that does, or drop it")
+    if phase != "decode":
+        raise InputError(at("afd"), f"attention-FFN disaggregation is estimated for a decode workload only, got "
+                                    f"{phase}: give a decode workload")
+    if mtp:
+        raise InputError(at("mtp"), "the attention-FFN disaggregated step has no MTP draft passes: set it to 0")
+    if not any(block.role == "ffn" for block, _ in model.block_groups):
+        raise InputError(at("afd"), f"{model.name} has no FFN block to put on the FFN side")
+    env = {**model_env(dict(knobs), model, **device_facts(hw), world=world, batch=batch, mtp=mtp), "afd": True}
+    broken = [r for r in fw.violated(env, "error") if "afd" in r.names]
+    if broken:
+        # the knobs that do not divide a half, named so the line says what to change
+        bad = [f"{k} {v}" for k, v in knobs.items() if v > 1 and (world // 2) % v] if world % 2 == 0 else []
+        field = f"parallel_config.{bad[0].split()[0]}" if bad else "parallel_config"
+        why = f": {', '.join(bad)} of {world // 2}" if bad else f" ({world} is odd)" if world % 2 else ""
+        raise InputError(at(field), f"[{broken[0].id}] {broken[0].message}{why}")
+    if world % 2:
+        raise InputError(at("world_size"), f"attention-FFN disaggregation splits the world in two halves: "
+                                           f"{world} is odd")
