@@ -65,6 +65,9 @@ class Factors:
     # the framework's disaggregated KV transport (FrameworkProfile.kv_handoff_over_nics): over the RDMA NICs
     # whatever the pools span (estimate.disagg.transfer_tier)
     kv_handoff_over_nics: bool = False
+    # the framework's rank order (FrameworkProfile.rank_order): dp_major numbers ranks DP x PP x the attention
+    # group's; estimate.stage_ranks places a stage's ranks by it
+    dp_major_ranks: bool = False
     # the framework's SP decode form (FrameworkProfile.sp_decode_repeats_batch): every SP rank decodes its
     # replica's whole batch (step_parts.decode_layout)
     sp_decode_repeats_batch: bool = False
@@ -106,6 +109,11 @@ class Factors:
     ep_kernels_exchange: str = ""
     ep_kernels_when: str = ""
 
+    @property
+    def rank_order(self) -> str:
+        """The engine's rank order (stage_ranks.RANK_ORDERS)."""
+        return "dp_major" if self.dp_major_ranks else "stage_major"
+
     def ep_exchange_for(self, pc: "ParallelConfig", hw: Hardware) -> str:
         """The EP exchange a step under `pc` on `hw` runs: the kernels where the profile's condition holds at the
         MoE group's view (profile_serving.EP_KERNEL_NAMES), else the default command's."""
@@ -115,7 +123,7 @@ class Factors:
 
 
 # the framework's switches (FrameworkProfile.efficiency_for writes each as 1.0 / 0.0): off where unset
-SWITCHES = ("budget_split_by_attention_dp", *LAYOUT_SWITCHES)
+SWITCHES = ("budget_split_by_attention_dp", "dp_major_ranks", *LAYOUT_SWITCHES)
 # the serving loop's and custom all-reduce's figures (FrameworkProfile.serving_factors): 0 where unset
 AMOUNTS = ("first_token_iterations", "eager_launch_s", "seq_overhead_s", "seq_layer_s", "allreduce_oneshot_max_bytes",
            "allreduce_custom_max_bytes")
