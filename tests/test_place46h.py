@@ -129,3 +129,61 @@ def test_vllm_plans_moe_dp_under_pp_whose_stage_is_part_of_a_node(h100) -> None:
     assert len(argvs) == 2
     for argv in argvs:
         assert argv_problems("vllm", argv) == [], argv
+
+
+def test_the_estimate_prices_the_ep_exchange_the_command_runs(h100) -> None:
+    """vLLM's command adds the DeepEP kernels where EP exceeds a node's ranks (serving.ep_kernels, read on the
+    device it launches on): EP8 on 8-GPU nodes does not, so TP4 x PP2 x DP2 runs the default all-gather /
+    reduce-scatter exchange, priced over the two nodes the stage's ranks sit on, though the stage sees 4 ranks a
+    node."""
+    launch = emit_launch(load_framework("vllm"), load_model("deepseek-v3"), h100,
+                         make_parallel_config(16, **_tp(4, 2, moe_tp=1)), LaunchInputs(batch=64, max_model_len=4352))
+    assert all("--all2all-backend" not in n["argv"] for n in launch["nodes"])
+    m = load_model("deepseek-v3")
+    f = factors_for(h100, load_framework("vllm").efficiency_for(h100))
+    step = step_cost(m, h100, make_parallel_config(16, **_tp(4, 2, moe_tp=1)), resolve_precision(m, h100), f, DECODE)
+    assert {(c.name, c.primitive, c.tier) for c in step.comms if c.name.startswith("ep_")} == \
+        {("ep_dispatch", "all_gather", "inter_node"), ("ep_combine", "reduce_scatter", "inter_node")}
+
+
+def test_an_unknown_rank_order_is_one_line_naming_the_field(tmp_path) -> None:
+    from solver.errors import InputError
+    from solver.specs.framework import load_framework_file
+    from solver.catalog import frameworks_dir
+
+    text = (frameworks_dir() / "vllm.yaml").read_text().replace("rank_order: dp_major", "rank_order: dp_first")
+    (tmp_path / "mine.yaml").write_text(text)
+    with pytest.raises(InputError) as err:
+        load_framework_file(tmp_path / "mine.yaml")
+    assert "rank_order: Input should be 'stage_major' or 'dp_major', got 'dp_first'" in str(err.value)
+
+
+def test_the_planners_tables_sum_to_the_estimate_under_dp_major_dp_x_pp() -> None:
+    """The planner's per-group tables cost a stage on the same view of the device as the full estimate: every
+    DP x PP configuration of Mixtral-8x7B on 16 H100 under vLLM (the first 12 the space holds) gets the same
+    TTFT, TPOT and throughput from both."""
+    import itertools
+
+    from test_planner_exact import _configs, _instance
+
+    from solver.estimate.serving import Workload, estimate
+    from solver.plan.layout_memory import assumed_memory
+    from solver.specs.parallel import ParallelConfig
+
+    m, h, f, prec, fac, sc, t = _instance("mixtral-8x7b", "h100_sxm", "vllm", 16, "decode", 512)
+    b = t.batches[len(t.batches) // 2]
+    checked = 0
+    for picks in itertools.islice(_configs(t, b), 4000):
+        pc = ParallelConfig(world_size=16, **t.config(picks))
+        if pc.pp_size == 1 or pc.attn_group_size == pc.stage_world:
+            continue  # the orders agree
+        if not assumed_memory(m, h, pc, prec, sc, b).feasible:
+            continue
+        e = estimate(m, h, pc, prec, fac, Workload.for_scenario(sc, b))
+        fig = t.figures(b, picks)
+        assert (fig.ttft_s, fig.tpot_s) == (pytest.approx(e.ttft_s, rel=1e-9), pytest.approx(e.tpot_s, rel=1e-9))
+        assert fig.output_tokens_per_s == pytest.approx(e.output_tokens_per_s, rel=1e-9)
+        checked += 1
+        if checked == 12:
+            break
+    assert checked > 0

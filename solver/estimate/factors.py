@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import LAYOUT_SWITCHES
+from solver.estimate.stage_ranks import launched_device
 from solver.specs.profile_serving import ep_kernels_hold
 from solver.specs.rule_env import true_device_flags
 
@@ -119,6 +120,8 @@ class Factors:
         MoE group's view (profile_serving.EP_KERNEL_NAMES), else the default command's."""
         if not self.ep_kernels_when:
             return self.ep_exchange
+        # a stage's view of the device (stage_ranks): the command's condition reads the device it launches on
+        hw = launched_device(hw)
         return self.ep_kernels_exchange if ep_kernels_hold(self.ep_kernels_when, pc, hw) else self.ep_exchange
 
 

@@ -45,12 +45,25 @@ def stage_device(hw: Hardware, order: str, pp: int, engine: int, stage_world: in
     return _VIEWS.get((hw,), (pp, engine), lambda: _view(hw, pp, engine))
 
 
+def launched_device(hw: Hardware) -> Hardware:
+    """The device a stage view was cut from (the device itself otherwise): what the engine's command conditions
+    read (an EP-kernel switch's ranks_per_node), so the estimate prices the exchange the launch emits."""
+    hit = _BASES.get(id(hw))
+    return hit[1] if hit is not None and hit[0] is hw else hw
+
+
+_BASES: dict[int, tuple[Hardware, Hardware]] = {}  # id(view) -> (view, the device it was cut from)
+
+
 def _view(hw: Hardware, pp: int, engine: int) -> Hardware:
     tiers = {name: t.model_copy(update={"span_ranks": stage_span(t.span_ranks, pp, engine)})
              for name, t in hw.tiers.items()}
     out = hw.model_copy(update={"ranks_per_node": stage_span(hw.ranks_per_node, pp, engine),
                                 "scale_up_domain": stage_span(hw.scale_up_domain, pp, engine), "tiers": tiers})
     out._placed_from = hw._placed_from or hw  # the device as its file gives it, as space.placement keeps it
+    if len(_BASES) > 4096:
+        _BASES.clear()
+    _BASES[id(out)] = (out, hw)
     return out
 
 
@@ -62,4 +75,5 @@ def global_rank(order: str, pp: int, stage_world: int, engine: int, stage: int, 
     return (d * pp + stage) * engine + e
 
 
-__all__ = ["RANK_ORDERS", "STAGE_MAJOR", "DP_MAJOR", "stage_span", "stage_device", "global_rank"]
+__all__ = ["RANK_ORDERS", "STAGE_MAJOR", "DP_MAJOR", "stage_span", "stage_device", "launched_device",
+           "global_rank"]

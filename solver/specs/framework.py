@@ -128,7 +128,7 @@ class FrameworkProfile(BaseModel):
         "order, the last one part-filled (one MPI world)")
     rank_order: Literal["stage_major", "dp_major"] = Field(
         "stage_major", description="how the engine numbers a deployment's ranks (estimate.stage_ranks): stage_major, "
-        "PP outermost, each pipeline stage's ranks consecutive (SGLang, TRT-LLM: attention DP inside the TP group); "
+        "PP outermost, each pipeline stage's ranks consecutive (SGLang: attention DP inside the TP group); "
         "dp_major, DP outermost, then PP, then one attention group's TP x CP ranks (vLLM: ExternalDP x DP x PP x "
         "PCP x TP), so a stage's DP engines sit PP x their size apart and each engine's stages are neighbours. The "
         "estimate prices the stage hand-off and every group of a stage on the ranks it holds under this order")
