@@ -187,3 +187,18 @@ def test_the_planners_tables_sum_to_the_estimate_under_dp_major_dp_x_pp() -> Non
         if checked == 12:
             break
     assert checked > 0
+
+
+def test_vllm_ascend_runs_dp_engines_of_tp_x_pp_over_whole_nodes_as_vllm_0_23_infers_them() -> None:
+    """DeepSeek-V3 TP16 x PP2 x DP2 on 4 Atlas A3 nodes of 16 dies: each engine is 32 ranks, two nodes
+    (nnodes_within_dp = 4 // (2 / 1) = 2); every node gets --nnodes 4 and its DP rank node_rank x 16 // 32 =
+    0, 0, 1, 1 (vLLM 0.23.0 engine/arg_utils.py:1844-1846), the worker nodes headless; each parses."""
+    launch = emit_launch(load_framework("vllm-ascend"), load_model("deepseek-v3"), load_hardware("atlas_a3"),
+                         make_parallel_config(64, **{**_tp(16, 2, moe_tp=1), "o_proj_tp_size": 16}),
+                         LaunchInputs(batch=64, max_model_len=4352))
+    argvs = [n["argv"] for n in launch["nodes"]]
+    assert [a[a.index("--nnodes") + 1] for a in argvs] == ["4"] * 4
+    assert [a[a.index("--data-parallel-start-rank") + 1] for a in argvs[1:]] == ["0", "1", "1"]
+    assert ["--headless" in a for a in argvs] == [False, True, True, True]
+    for argv in argvs:
+        assert argv_problems("vllm-ascend", argv) == [], argv
