@@ -28,11 +28,18 @@ CASES = [
      ["C.dp_engine_inside_node_or_whole_nodes"]),
     ("vllm-dp-under-pp", "vllm", "llama-3.1-70b", 16,
      dict(attn_tp_size=4, dense_tp_size=4, embed_tp_size=4, lmhead_tp_size=4, pp_size=2), []),
-    ("vllm-dp-under-pp-moe-stage-whole-nodes", "vllm", "deepseek-v3", 16,
-     dict(attn_tp_size=4, dense_tp_size=4, moe_tp_size=1, embed_tp_size=4, lmhead_tp_size=4, pp_size=2),
-     ["C.pp_dp_moe_stage_whole_nodes"]),
+    # each engine's stage (TP4) is half a node: the stage's MoE group spans both nodes, priced so (stage_ranks)
+    ("vllm-dp-under-pp-moe", "vllm", "deepseek-v3", 16,
+     dict(attn_tp_size=4, dense_tp_size=4, moe_tp_size=1, embed_tp_size=4, lmhead_tp_size=4, pp_size=2), []),
     ("vllm-pp-tp8-pp2", "vllm", "llama-3.1-70b", 16,
      dict(attn_tp_size=8, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8, pp_size=2), []),
+    # vLLM 0.23.0's launcher (nnodes_within_dp) runs DP engines of TP x PP ranks inside a node or over whole nodes:
+    # TP4 x PP2 x DP2 on 8-rank nodes is two engines of 8; TP4 x PP3 x DP2 on 24 is engines of 12, neither
+    ("vllm-ascend-dp-under-pp", "vllm-ascend", "deepseek-v3", 16,
+     dict(attn_tp_size=4, dense_tp_size=4, moe_tp_size=1, embed_tp_size=4, lmhead_tp_size=4, pp_size=2), []),
+    ("vllm-ascend-dp-engine-inside-a-node-or-over-whole-nodes", "vllm-ascend", "llama-3.1-70b", 24,
+     dict(attn_tp_size=4, dense_tp_size=4, embed_tp_size=4, lmhead_tp_size=4, pp_size=3),
+     ["C.dp_engine_inside_node_or_whole_nodes"]),
     ("vllm-ascend-finegrained-tp-under-attention-dp", "vllm-ascend", "deepseek-v3", 8,
      dict(attn_tp_size=1, o_proj_tp_size=4, dense_tp_size=4, moe_tp_size=1, embed_tp_size=8, lmhead_tp_size=8), []),
     ("vllm-ascend-finegrained-tp-beside-tp-is-conservative", "vllm-ascend", "deepseek-v3", 8,

@@ -91,16 +91,6 @@ def test_an_engine_neither_inside_a_node_nor_over_whole_nodes_is_refused_with_vl
     assert "--nnodes must be divisible by --data-parallel-size / --data-parallel-size-local" in str(err.value)
 
 
-def test_moe_dp_under_pp_whose_stage_is_part_of_a_node_is_not_planned() -> None:
-    """DeepSeek-V3 TP4 x PP2 x DP2 (EP over TP x DP = 8) on 2 H100 nodes: vLLM lays ranks DP x PP x PCP x TP, so
-    stage 0's MoE group is ranks 0-3 and 8-11, over both nodes, where the estimate prices ranks 0-7 in one node:
-    conservative, refused. At TP8 each engine's stage is a whole node and the two agree."""
-    with pytest.raises(InputError) as err:
-        _argvs("deepseek-v3", "h100_sxm", 16, _tp(4, pp=2, moe_tp=1))
-    assert "[C.pp_dp_moe_stage_whole_nodes]" in str(err.value)
-    assert len(_argvs("deepseek-v3", "h100_sxm", 32, _tp(8, pp=2, moe_tp=1))) == 4
-
-
 @pytest.mark.parametrize("model, hardware, world, knobs", [
     ("llama-3.1-70b", "gb200", 16, _tp(8)), ("llama-3.1-70b", "h100_sxm", 32, _tp(16)),
     ("llama-3.1-70b", "h100_sxm", 32, _tp(8, pp=2)), ("llama-3.1-70b", "h100_sxm", 16, _tp(4, pp=2)),

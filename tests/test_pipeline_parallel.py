@@ -127,9 +127,10 @@ def test_stage_hand_off_crosses_nodes_when_stages_are_whole_nodes(h100):
 
 
 def test_the_hand_off_is_priced_at_the_slowest_boundary_it_crosses(h100):
-    """Four stages of 4 H100s on 16 ranks: the boundaries at ranks 3|4 and 11|12 stay in a node, 7|8 crosses to the
-    next, so the pipeline's hand-off is the scale-out tier's (two stages of 4 alone share one node). 144 GB200 at
-    PP4: stages of 36, and 71|72 crosses from one NVL72 rack to the other (72 ranks a rack)."""
+    """Four stages of 4 H100s on 16 ranks: each rank hands off to its peer 4 on; 0 -> 4 and 8 -> 12 stay in a
+    node, 4 -> 8 crosses to the next, so the pipeline's hand-off is the scale-out tier's (two stages of 4 alone
+    share one node). 144 GB200 at PP4: stages of 36, and 36 -> 72 crosses from one NVL72 rack to the other (72
+    ranks a rack)."""
     assert send_tier(h100, 4, 4) == send_tier(h100, 8, 2) != "intra_node"
     gb200 = load_hardware("gb200")
     assert send_tier(gb200, 36, 2) == "scale_up"  # one rack

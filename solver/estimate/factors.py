@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import LAYOUT_SWITCHES
+from solver.estimate.stage_ranks import launched_device
 from solver.specs.profile_serving import ep_kernels_hold
 from solver.specs.rule_env import true_device_flags
 
@@ -65,6 +66,9 @@ class Factors:
     # the framework's disaggregated KV transport (FrameworkProfile.kv_handoff_over_nics): over the RDMA NICs
     # whatever the pools span (estimate.disagg.transfer_tier)
     kv_handoff_over_nics: bool = False
+    # the framework's rank order (FrameworkProfile.rank_order): dp_major numbers ranks DP x PP x the attention
+    # group's; estimate.stage_ranks places a stage's ranks by it
+    dp_major_ranks: bool = False
     # the framework's SP decode form (FrameworkProfile.sp_decode_repeats_batch): every SP rank decodes its
     # replica's whole batch (step_parts.decode_layout)
     sp_decode_repeats_batch: bool = False
@@ -106,16 +110,23 @@ class Factors:
     ep_kernels_exchange: str = ""
     ep_kernels_when: str = ""
 
+    @property
+    def rank_order(self) -> str:
+        """The engine's rank order (stage_ranks.RANK_ORDERS)."""
+        return "dp_major" if self.dp_major_ranks else "stage_major"
+
     def ep_exchange_for(self, pc: "ParallelConfig", hw: Hardware) -> str:
         """The EP exchange a step under `pc` on `hw` runs: the kernels where the profile's condition holds at the
         MoE group's view (profile_serving.EP_KERNEL_NAMES), else the default command's."""
         if not self.ep_kernels_when:
             return self.ep_exchange
+        # a stage's view of the device (stage_ranks): the command's condition reads the device it launches on
+        hw = launched_device(hw)
         return self.ep_kernels_exchange if ep_kernels_hold(self.ep_kernels_when, pc, hw) else self.ep_exchange
 
 
 # the framework's switches (FrameworkProfile.efficiency_for writes each as 1.0 / 0.0): off where unset
-SWITCHES = ("budget_split_by_attention_dp", *LAYOUT_SWITCHES)
+SWITCHES = ("budget_split_by_attention_dp", "dp_major_ranks", *LAYOUT_SWITCHES)
 # the serving loop's and custom all-reduce's figures (FrameworkProfile.serving_factors): 0 where unset
 AMOUNTS = ("first_token_iterations", "eager_launch_s", "seq_overhead_s", "seq_layer_s", "allreduce_oneshot_max_bytes",
            "allreduce_custom_max_bytes")

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, replace
 
 from solver.estimate import comm
+from solver.estimate.stage_ranks import STAGE_MAJOR, global_rank
 from solver.memo import IdentityMemo
 from solver.specs.layers.base import ACT_BYTES
 from solver.specs.model import ModelSpec
@@ -119,36 +120,56 @@ def prefill_traversal(pp: int, prompts: int) -> float:
     return pp * m / slots("prefill", pp, m)
 
 
-def send_tier(hw, stage_world: int, pp: int) -> str:
-    """The tier between consecutive stages: of the pp - 1 boundaries (stage k holds ranks k x S .. (k+1) x S - 1),
-    the slowest the hand-off crosses, each boundary the narrowest tier whose span holds both its ranks. Stages of
-    whole nodes talk across nodes, or over the scale-up fabric inside an NVL72 rack; 144 GB200 at PP4 (stages of
-    36) hand off from rank 71 to 72 across the two racks."""
+def send_tier(hw, stage_world: int, pp: int, order: str = STAGE_MAJOR, engine: int = 0) -> str:
+    """The tier between consecutive stages: each rank hands its activations to its peer in the next stage (the
+    rank of the same place in it: vLLM's and SGLang's PP groups), and the slowest of those pairs' tiers sets the
+    hand-off, each pair's the narrowest tier whose span holds both. Where the peers sit follows the engine's
+    rank order (stage_ranks.global_rank; `engine`: the ranks of one attention group of a stage): stage-major
+    stages of whole nodes talk across nodes, or over the scale-up fabric inside an NVL72 rack (144 GB200 at PP4,
+    stages of 36: rank 36 hands off to 72, across the two racks); under vLLM's DP-major order TP4 x PP2 x DP2 on
+    2 x 8 H100 keeps each engine's two stages in one node (rank 0 hands off to 4), inside the node."""
+    return _TIERS.get((hw,), (stage_world, pp, order, engine), lambda: _send_tier(hw, stage_world, pp, order, engine))
+
+
+_TIERS = IdentityMemo(65_536)
+
+
+def _send_tier(hw, stage_world: int, pp: int, order: str, engine: int) -> str:
     tiers = sorted((t.span_ranks, name) for name, t in hw.tiers.items())
-
-    def tier_of(a: int, b: int) -> tuple[int, str]:
-        return next(((span, name) for span, name in tiers if a // span == b // span), tiers[-1])
-
-    return max(tier_of(k * stage_world - 1, k * stage_world) for k in range(1, max(pp, 2)))[1]
+    engine = engine or stage_world
+    worst = (0, tiers[0][1])
+    for k in range(max(pp, 2) - 1):
+        for r in range(stage_world):
+            a = global_rank(order, pp, stage_world, engine, k, r)
+            b = global_rank(order, pp, stage_world, engine, k + 1, r)
+            tier = next(((span, name) for span, name in tiers if a // span == b // span), tiers[-1])
+            worst = max(worst, tier)
+            if worst == tiers[-1]:
+                return worst[1]
+    return worst[1]
 
 
 _SENDS = IdentityMemo(65_536)  # send_s per device and hand-off: the planner's pipelines ask the same ones again
 
 
-def send_s(hw, stage_world: int, pp: int, tokens: float, width: int, comm_eff: float, split: int = 1) -> float:
+def send_s(hw, stage_world: int, pp: int, tokens: float, width: int, comm_eff: float, split: int = 1,
+           order: str = STAGE_MAJOR, engine: int = 0) -> float:
     """One stage boundary's activation hand-off: tokens x width (hidden x residual streams:
-    ModelSpec.residual_width) x bf16, over the slowest boundary's tier (send_tier). The ranks of an attention TP
+    ModelSpec.residual_width) x bf16, over the slowest boundary's tier (send_tier, under the engine's rank
+    `order`). The ranks of an attention TP
     group (`split`) hold the same rows, so each sends its 1/split slice to its peer in the next stage, in parallel,
     and the receiving group all-gathers them (vLLM 0.34.0 distributed/parallel_state.py send_tensor_dict with
     all_gather_group = the TP group, v1/worker/gpu_worker.py; sglang 0.5.23 managers/scheduler_pp_mixin.py,
     all_gather_group = the attention TP group; vllm-ascend 0.23.0 worker/worker.py): the slow boundary carries
     1/split of the tensor."""
-    return _SENDS.get((hw,), (stage_world, pp, tokens, width, comm_eff, split),
-                      lambda: _send_s(hw, stage_world, pp, tokens * width * ACT_BYTES, comm_eff, split))
+    return _SENDS.get((hw,), (stage_world, pp, tokens, width, comm_eff, split, order, engine),
+                      lambda: _send_s(hw, stage_world, pp, tokens * width * ACT_BYTES, comm_eff, split, order,
+                                      engine))
 
 
-def _send_s(hw, stage_world: int, pp: int, nbytes: float, comm_eff: float, split: int) -> float:
-    t = comm.send_recv_s(hw, nbytes / max(1, split), send_tier(hw, stage_world, pp), comm_eff)
+def _send_s(hw, stage_world: int, pp: int, nbytes: float, comm_eff: float, split: int, order: str,
+            engine: int) -> float:
+    t = comm.send_recv_s(hw, nbytes / max(1, split), send_tier(hw, stage_world, pp, order, engine), comm_eff)
     return t + (comm.all_gather_s(hw, split, nbytes, comm_eff=comm_eff) if split > 1 else 0.0)
 
 

@@ -25,6 +25,7 @@ from functools import lru_cache
 from solver.estimate import pipeline
 from solver.estimate.compute import CommCost, Factors, Kit, OpCost, Work, head_ops
 from solver.estimate.params import ParamReport
+from solver.estimate.stage_ranks import stage_device
 from solver.estimate.step_parts import (
     block_cost, draft_records, draft_work, engine_decode_layout, head_comms, selected_blocks,
 )
@@ -163,11 +164,13 @@ def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     slots, plus `pp_send_recv`: what a caller sums per module is what the step takes."""
     pp, spc = pc.pp_size, pc.stage()
     m, micro = micro_work(pp, w)
+    # the stage's groups priced on the ranks they hold under the engine's rank order (stage_ranks)
+    shw = stage_device(hw, f.rank_order, pp, spc.attn_group_size, spc.world_size)
     pacing: StepCost | None = None
     pacing_s = 0.0
     launched = 0.0  # the most kernel-launch overhead any stage carries
     for st in pipeline.distinct_stages(model, pp):
-        sc = step_cost(st.model, hw, spc, prec, f, micro, mtp_layers=mtp_layers if st.last else 0,
+        sc = step_cost(st.model, shw, spc, prec, f, micro, mtp_layers=mtp_layers if st.last else 0,
                        attention_only=attention_only, modules=modules)
         gone = st.absent_modules
         sc.ops = [o for o in sc.ops if o.module not in gone]
@@ -187,9 +190,10 @@ def pipeline_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
     # a rank forwards its slice of its attention replica's hidden states (every residual stream) of the
     # microbatch, its TP group all-gathering them on the next stage; not overlapped (assumption)
     split = spc.attn_tp_group(f.kvp_splits_attention_weights)
-    t = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, model.residual_width, f.comm, split)
+    t = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, model.residual_width, f.comm, split,
+                        f.rank_order, spc.attn_group_size)
     n = pipeline.sends(w.phase, pp, m)
-    tier = pipeline.send_tier(hw, spc.world_size, pp)
+    tier = pipeline.send_tier(hw, spc.world_size, pp, f.rank_order, spc.attn_group_size)
     out.comms.append(CommCost("pp_send_recv", "pipeline", "send_recv", 2,
                               micro.new_tokens * model.residual_width * ACT_BYTES / split * n, t * n, t * n, tier))
     return out

@@ -17,6 +17,7 @@ from operator import add as _add, sub as _sub
 
 from solver.estimate import pipeline
 from solver.estimate.compute import Factors, Work
+from solver.estimate.stage_ranks import stage_device
 from solver.estimate.step import micro_work
 from solver.estimate.step_sums import SumsPlan, head_key, kit_plan_sums, mixer_key, plan_kit, sums_plan
 from solver.specs.hardware import Hardware
@@ -81,7 +82,7 @@ def pipeline_of(model: ModelSpec, hw: Hardware, pc: ParallelConfig, f: Factors, 
     m, micro = micro_work(pp, w)
     k = pipeline.slots(w.phase, pp, m)
     send = pipeline.send_s(hw, spc.world_size, pp, micro.new_tokens, model.residual_width, f.comm,
-                           spc.attn_tp_group(f.kvp_splits_attention_weights))
+                           spc.attn_tp_group(f.kvp_splits_attention_weights), f.rank_order, spc.attn_group_size)
     return Pipeline(len(pipeline.distinct_stages(model, pp)), k, pipeline.sends(w.phase, pp, m) * send,
                     f.step_overhead_s)
 
@@ -96,6 +97,8 @@ def shares(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, 
         spc, sw = pc, w
     else:  # every stage runs the same stage config on the same microbatch: their sums in one pass
         spc, sw = pc.stage(), micro_work(pc.pp_size, w)[1]
+        # the stage's groups priced on the ranks they hold under the engine's rank order (stage_ranks)
+        hw = stage_device(hw, f.rank_order, pc.pp_size, spc.attn_group_size, spc.world_size)
     # attention only: the mixers' kit; the embedding and LM head alone (a recipe of no block): the head's
     kit, store = plan_kit(hw, spc, prec, f, sw, mixer_key if attention_only else None if recipe[0].blocks else head_key)
     # configs whose steps run under one kit (CP's decode layout, the stage of several pipelines) add the same

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -126,6 +126,12 @@ class FrameworkProfile(BaseModel):
         "SGLang's --nnodes: world / nnodes a node), so ranks that leave a node part-filled spread evenly over the "
         "fewest nodes that hold them (12 on 8-GPU nodes: 2 x 6; space.placement); false: nodes fill in rank "
         "order, the last one part-filled (one MPI world)")
+    rank_order: Literal["stage_major", "dp_major"] = Field(
+        "stage_major", description="how the engine numbers a deployment's ranks (estimate.stage_ranks): stage_major, "
+        "PP outermost, each pipeline stage's ranks consecutive (SGLang: attention DP inside the TP group); "
+        "dp_major, DP outermost, then PP, then one attention group's TP x CP ranks (vLLM: ExternalDP x DP x PP x "
+        "PCP x TP), so a stage's DP engines sit PP x their size apart and each engine's stages are neighbours. The "
+        "estimate prices the stage hand-off and every group of a stage on the ranks it holds under this order")
     vendors: list[str] = Field(default_factory=list, description="device vendors the engine runs on (hardware "
                                "files' `vendor`); empty: any (the generic profile, a user's own)")
     rules: list[Rule] = Field(default_factory=list)
@@ -325,6 +331,7 @@ class FrameworkProfile(BaseModel):
         if rule is not None:
             out["token_budget_rule"] = rule  # type: ignore[assignment]
         out.update({k: 1.0 if getattr(self, k) else 0.0 for k in LAYOUT_SWITCHES})
+        out["dp_major_ranks"] = 1.0 if self.rank_order == "dp_major" else 0.0
         if self.indexer_logits_max_bytes is not None:
             out["indexer_logits_max_bytes"] = float(self.indexer_logits_max_bytes)
         if self.indexer_decode_logits_bound is not None:  # a figure and a condition: Factors carries the bound
