@@ -12,7 +12,8 @@ Relations (R1-R5; a pair the product refuses on input, exit 2, is not checked):
                     every token it gathers, where EP receives the routed ones: weights only for those two;
      dtype          memory per rank never grows when the weight (bf16 -> fp8 -> fp4) or KV dtype (bf16 -> fp8)
                     narrows;
-     shrink         memory per rank never grows when the batch or the sequence halves.
+     shrink         memory per rank never grows when the batch or the sequence halves;
+     max_batch      `memory`'s largest batch that fits fits, and one more does not.
   R2 figures of a fixed config (`estimate`, serving):
      ttft_isl       TTFT does not fall when the ISL doubles;
      tpot_conc      TPOT does not fall when the concurrency doubles;
@@ -30,7 +31,9 @@ Relations (R1-R5; a pair the product refuses on input, exit 2, is not checked):
      candidates join; first_within_tie): neither may score worse than the old one past the band; an SLA looser than a feasible one stays feasible; a feasible
      deployment stays feasible at 2W under the throughput scenario (a refusal naming the node size or a
      divisibility rule is the stated exception).
-     `sweep --format json` holds the CSV's rows with the same figures.
+     `sweep --format json` holds the CSV's rows with the same figures; `sweep --cards W,2W` holds the rows of
+     `sweep --cards W` unchanged (sweep_rows_independent); the figures keep their definitions (total tok/s = per
+     rank x ranks, tok/s per user = 1 / TPOT, fits = memory within the limit: figures_by_definition).
   R5 launch: every node's argv of candidate 1 passes engine_flags.argv_problems, and the knobs read back from it
      (tests/test_engine_roundtrip.py's parser, written from engines.md) are candidate 1's; `launch` of the file
      `solve --format yaml` wrote gives solve's own launch document (argv, env, files).
@@ -137,11 +140,24 @@ class Case:
     kind: str
     isl: int
     osl: int
+    kv_dtype: str | None = None
+    mtp: int = 0
+    prefix_hit: float = 0.0
+
+    @property
+    def options(self) -> list[str]:
+        """The options every command of the case takes (solve, sweep, estimate): KV dtype, MTP, prefix hit."""
+        return [*(["--kv-dtype", self.kv_dtype] if self.kv_dtype else []), *(["--mtp", str(self.mtp)] if self.mtp else []),
+                *(["--prefix-hit", str(self.prefix_hit)] if self.prefix_hit else [])]
+
+    @property
+    def api_options(self) -> dict[str, Any]:
+        return {"kv_dtype": self.kv_dtype, "mtp": self.mtp, "prefix_hit": self.prefix_hit}
 
     def solve_argv(self, cards: int | None = None, kind: str | None = None, extra: tuple[str, ...] = ()) -> list[str]:
         return ["solve", self.model, "--hardware", self.hardware, "--cards", str(cards or self.cards), "--scenario",
                 kind or self.kind, "--isl", str(self.isl), "--osl", str(self.osl), "--framework", self.framework,
-                "--time-limit", "5", *extra]
+                "--time-limit", "5", *self.options, *extra]
 
 
 def draw(rng: random.Random) -> Case:
@@ -151,15 +167,25 @@ def draw(rng: random.Random) -> Case:
         hw = rng.choice(hws)
         fws = [f for f in list_frameworks() if load_framework(f).runs_on(load_hardware(hw).vendor)]
         isl, osl = rng.choice(SEQS)
-        return Case(rng.choice(models), hw, rng.choice(fws), rng.choice(CARDS), rng.choice(KINDS), isl, osl)
+        model = rng.choice(models)
+        # a third of the cases with an fp8 KV cache, MTP (where the checkpoint has MTP layers), a prefix hit
+        kv = "fp8" if rng.random() < 1 / 3 else None
+        mtp = 1 if load_model(model).num_mtp_layers and rng.random() < 1 / 3 else 0
+        hit = 0.5 if rng.random() < 1 / 3 else 0.0
+        return Case(model, hw, rng.choice(fws), rng.choice(CARDS), rng.choice(KINDS), isl, osl, kv, mtp, hit)
 
 
 # ---------------------------------------------------------------- R1 memory
 
 
+def _mem_opts(case: Case) -> dict[str, Any]:
+    return {k: v for k, v in (("kv_dtype", case.kv_dtype), ("mtp", case.mtp)) if v}
+
+
 def _mem(case: Case, knobs: dict[str, int], batch: int, seq: int, **dt: str) -> Any | None:
+    opts = {"kv_dtype": case.kv_dtype, "mtp": case.mtp, **dt}
     try:
-        return api.memory(case.model, case.hardware, case.cards, batch, seq, framework=case.framework, **dt,
+        return api.memory(case.model, case.hardware, case.cards, batch, seq, framework=case.framework, **opts,
                           **knobs).report
     except InputError:
         return None
@@ -179,9 +205,9 @@ def r1_memory(case: Case, knobs: dict[str, int], batch: int, seq: int, rng: rand
         if big is None:
             continue
         cmd = (_kw_shell("memory", (case.model, case.hardware, case.cards, batch, seq),
-                         {"framework": case.framework, **knobs}),
+                         {"framework": case.framework, **_mem_opts(case), **knobs}),
                _kw_shell("memory", (case.model, case.hardware, case.cards, batch, seq),
-                         {"framework": case.framework, **up}))
+                         {"framework": case.framework, **_mem_opts(case), **up}))
         record("R1 tp_weights", big.weights_total <= base.weights_total * (1 + REL),
                f"{k} x2: weights {base.weights_total / 1e9:.4f} -> {big.weights_total / 1e9:.4f} GB", *cmd)
         if k not in ("attn_tp_size", "moe_tp_size"):
@@ -195,9 +221,9 @@ def r1_memory(case: Case, knobs: dict[str, int], batch: int, seq: int, rng: rand
             record("R1 dtype", r2.total <= r1.total * (1 + REL),
                    f"{key} {d1} -> {d2}: memory {r1.total / 1e9:.4f} -> {r2.total / 1e9:.4f} GB",
                    _kw_shell("memory", (case.model, case.hardware, case.cards, batch, seq),
-                             {"framework": case.framework, key: d1, **knobs}),
+                             {"framework": case.framework, **_mem_opts(case), key: d1, **knobs}),
                    _kw_shell("memory", (case.model, case.hardware, case.cards, batch, seq),
-                             {"framework": case.framework, key: d2, **knobs}))
+                             {"framework": case.framework, **_mem_opts(case), key: d2, **knobs}))
     for b2, s2 in ((max(1, batch // 2), seq), (batch, max(1, seq // 2))):
         small = _mem(case, knobs, b2, s2)
         if small is not None:
@@ -205,9 +231,31 @@ def r1_memory(case: Case, knobs: dict[str, int], batch: int, seq: int, rng: rand
                    f"batch {batch} seq {seq} -> batch {b2} seq {s2}: memory {base.total / 1e9:.4f} -> "
                    f"{small.total / 1e9:.4f} GB",
                    _kw_shell("memory", (case.model, case.hardware, case.cards, batch, seq),
-                             {"framework": case.framework, **knobs}),
+                             {"framework": case.framework, **_mem_opts(case), **knobs}),
                    _kw_shell("memory", (case.model, case.hardware, case.cards, b2, s2),
-                             {"framework": case.framework, **knobs}))
+                             {"framework": case.framework, **_mem_opts(case), **knobs}))
+
+
+def r1_max_batch(case: Case, knobs: dict[str, int], seq: int) -> None:
+    """`memory`'s max_batch is the largest batch that fits: it fits, one more does not (where it is below the
+    command's bound)."""
+    try:
+        res = api.memory(case.model, case.hardware, case.cards, 1, seq, framework=case.framework, **_mem_opts(case),
+                         **knobs)
+    except InputError:
+        return
+    top = res.max_batch
+    if not top:
+        return
+    at, past = _mem(case, knobs, top, seq), _mem(case, knobs, top + 1, seq)
+    if at is None or past is None:
+        return
+    record("R1 max_batch_is_the_edge", at.feasible and not past.feasible,
+           f"max_batch {top}: fits {at.feasible}, {top + 1} fits {past.feasible}",
+           _kw_shell("memory", (case.model, case.hardware, case.cards, top, seq),
+                     {"framework": case.framework, **_mem_opts(case), **knobs}),
+           _kw_shell("memory", (case.model, case.hardware, case.cards, top + 1, seq),
+                     {"framework": case.framework, **_mem_opts(case), **knobs}))
 
 
 # ---------------------------------------------------------------- R2 figures of one config
@@ -216,7 +264,7 @@ def r1_memory(case: Case, knobs: dict[str, int], batch: int, seq: int, rng: rand
 def _est(case: Case, knobs: dict[str, int], isl: int, osl: int, conc: int) -> dict | None:
     try:
         return api.estimate(case.model, case.hardware, case.cards, isl=isl, osl=osl, concurrency=conc,
-                            framework=case.framework, **knobs).as_dict()
+                            framework=case.framework, **case.api_options, **knobs).as_dict()
     except InputError:
         return None
 
@@ -224,7 +272,7 @@ def _est(case: Case, knobs: dict[str, int], isl: int, osl: int, conc: int) -> di
 def _est_cmd(case: Case, knobs: dict[str, int], isl: int, osl: int, conc: int) -> str:
     return shell(["estimate", case.model, "--hardware", case.hardware, "--cards", str(case.cards), *_knob_args(knobs),
                   "--isl", str(isl), "--osl", str(osl), "--concurrency", str(conc), "--framework", case.framework,
-                  "--format", "json"])
+                  *case.options, "--format", "json"])
 
 
 def r2_figures(case: Case, knobs: dict[str, int], conc: int) -> None:
@@ -280,6 +328,17 @@ def r3_agree(case: Case, doc: dict, table_out: str, workdir: Path) -> None:
     c1 = doc["candidates"][0]
     est, pc = c1["estimation"], c1["parallel_config"]
     argv = case.solve_argv()
+    # the figures' definitions: total = per rank x ranks; per user = 1 / TPOT; fits = within the limit
+    bad = []
+    # each figure printed rounded: per rank to 3 decimals (x ranks), the total to 2
+    if abs(est["output_tokens_per_s_per_rank"] * case.cards - est["output_tokens_per_s"]) > \
+            5e-4 * case.cards + 5e-3 + 1e-9 * est["output_tokens_per_s"]:
+        bad.append(f"tok/s {est['output_tokens_per_s']} vs {est['output_tokens_per_s_per_rank']} x {case.cards}")
+    if abs(est["tokens_per_s_per_user"] - 1e3 / est["tpot_ms"]) > 1e-3 * est["tokens_per_s_per_user"]:
+        bad.append(f"tok/s/user {est['tokens_per_s_per_user']} vs 1000 / TPOT {1e3 / est['tpot_ms']:.4f}")
+    if est["memory_feasible"] != (est["memory_per_rank_gb"] <= est["memory_limit_gb"] + 1e-3):
+        bad.append(f"fits {est['memory_feasible']} at {est['memory_per_rank_gb']} GB of {est['memory_limit_gb']}")
+    record("R3 figures_by_definition", not bad, "; ".join(bad), shell([*argv, "--format", "json"]))
     row = _table_row(table_out)
     if row is not None:
         pairs = (("mem GB", "memory_per_rank_gb"), ("TTFT ms", "ttft_ms"), ("TPOT ms", "tpot_ms"),
@@ -289,7 +348,8 @@ def r3_agree(case: Case, doc: dict, table_out: str, workdir: Path) -> None:
         record("R3 json=table", not bad, "; ".join(bad), shell(argv), shell([*argv, "--format", "json"]))
     # sweep at the same W and scenario
     sw = ["sweep", case.model, "--hardware", case.hardware, "--cards", str(case.cards), "--scenario", case.kind,
-          "--isl", str(case.isl), "--osl", str(case.osl), "--framework", case.framework, "--time-limit", "5"]
+          "--isl", str(case.isl), "--osl", str(case.osl), "--framework", case.framework, "--time-limit", "5",
+          *case.options]
     code, out = run(sw)
     if code == 0:
         rows = [r for r in csv.DictReader(io.StringIO(out[out.index("hardware,"):])) if r["candidate"] == "1"]
@@ -300,6 +360,17 @@ def r3_agree(case: Case, doc: dict, table_out: str, workdir: Path) -> None:
             record("R3 sweep=solve", not bad, "; ".join(bad), shell(sw), shell([*argv, "--format", "json"]))
         else:
             record("R3 sweep=solve", False, "sweep marks no candidate 1", shell(sw), shell([*argv, "--format", "json"]))
+        both = [*sw]
+        both[both.index("--cards") + 1] = f"{case.cards},{2 * case.cards}"
+        code_b, out_b = run(both)
+        if code_b == 0:
+            alone = [r for r in csv.DictReader(io.StringIO(out[out.index("hardware,"):]))]
+            together = [r for r in csv.DictReader(io.StringIO(out_b[out_b.index("hardware,"):]))
+                        if r["cards"] == str(case.cards)]
+            record("R3 sweep_rows_independent", alone == together,
+                   f"{len(alone)} rows alone, {len(together)} beside {2 * case.cards} cards"
+                   + next((f"; row {i}: {a} vs {b}" for i, (a, b) in enumerate(zip(alone, together)) if a != b), ""),
+                   shell(sw), shell(both))
         code_j, out_j = run([*sw, "--format", "json"])
         if code_j == 0:
             recs = json.loads(out_j[out_j.index("["):])
@@ -468,6 +539,7 @@ def one_case(case: Case, rng: random.Random, workdir: Path) -> str:
         knobs = {k: v for k, v in c1["parallel_config"].items() if k not in ("attn_dp_size", "moe_ep_size")}
         conc = int(c1["estimation"]["concurrency"])
         r1_memory(case, knobs, max(1, conc), case.isl + case.osl, rng)
+        r1_max_batch(case, knobs, case.isl + case.osl)
         r2_figures(case, knobs, max(1, conc // 2))
     r4_more_cards(case, code == 0)
     return "solved" if code == 0 else f"exit {code}"
@@ -488,7 +560,8 @@ def main(argv: list[str] | None = None) -> None:
             what = one_case(case, rng, Path(tmp))
             outcomes[what] = outcomes.get(what, 0) + 1
             print(f"[{i + 1}/{args.cases}] {case.model} {case.hardware} x{case.cards} {case.framework} {case.kind} "
-                  f"{case.isl}/{case.osl}: {what} ({time.perf_counter() - t:.1f} s)", flush=True)
+                  f"{case.isl}/{case.osl} {' '.join(case.options)}: {what} ({time.perf_counter() - t:.1f} s)",
+                  flush=True)
     print(f"\n{args.cases} cases, seed {args.seed}, {time.perf_counter() - t0:.0f} s; "
           + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
     print(f"{'relation':32} {'checked':>8} {'violated':>9}")

@@ -34,3 +34,28 @@ def test_launch_of_solves_yaml_gives_solves_own_launch_document(tmp_path: Path) 
     assert from_file.get("files") == from_solve.get("files")
     argv = from_file["nodes"][0]["argv"]
     assert argv[argv.index("--mem-fraction-static") + 1] == "0.9468"
+
+
+def test_a_group_without_any_choice_leaves_no_least_memory_configuration() -> None:
+    """A module the model has that no layout runs (an empty choice list) means no configuration exists at any
+    stage count: least_memory answers None, not a configuration missing that group (which the memory model then
+    cannot price)."""
+    from solver.plan.memory_edge import least_memory
+
+    choices = {"attn": [(1, 1)], "moe": []}
+    rows = {("attn", 0): 1.0}
+    assert least_memory(choices, rows, 1) is None
+    assert least_memory(choices, rows, 1, attn=0) is None
+    # with a choice at the stage count, every group is picked
+    assert least_memory({"attn": [(1, 1)], "moe": [(1, 0, 1)]}, {("attn", 0): 1.0, ("moe", 0): 2.0}, 1) == \
+        {"attn": 0, "moe": 0}
+
+
+def test_a_model_past_the_cards_is_answered_infeasible_with_what_would_fit_not_an_internal_error() -> None:
+    """Nemotron-3-Ultra (550B, 1,098.6 GB of bf16 weights) on 2 Atlas A2 (2 x 65.0 GB usable): exit 1 naming
+    the memory and the cards that fit. The search for what would fit plans larger worlds, where the MoE group may
+    have no layout at all; the memory edge there raised KeyError 'moe' (exit 3)."""
+    res = RUNNER.invoke(main, ["solve", "nemotron-3-ultra", "--hardware", "atlas_a2", "--cards", "2", "--scenario",
+                               "throughput", "--isl", "512", "--osl", "128"])
+    assert res.exit_code == 1, res.output
+    assert "B.memory_per_rank binds" in res.output and "what would fit" in res.output
