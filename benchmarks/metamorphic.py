@@ -2,7 +2,8 @@
 scenarios; seeded) and, for each, pairs of questions whose answers physics or a definition ties together. Prints
 each relation's checked / violated counts and its first violating commands (shell lines to rerun).
 
-Relations (R1-R5; a pair the product refuses on input, exit 2, is not checked):
+Relations (R0-R5; a pair the product refuses on input, exit 2, is not checked):
+  R0 no_internal_error: no command the relations run exits 3 (an internal error).
   R1 memory per rank of a fixed config (`memory`):
      tp_weights     weights per rank never grow when a TP knob doubles (same world: the DP size halves);
      tp_memory      memory per rank, communicator buffers aside, never grows when a dense, embedding or lm_head TP
@@ -114,9 +115,11 @@ RUNNER = CliRunner(env={"COLUMNS": "400"})
 def run(argv: list[str]) -> tuple[int, str]:
     """(exit code, stdout): notes and errors go to stderr, which an exit other than 0 appends."""
     res = RUNNER.invoke(cli, argv, catch_exceptions=True)
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
+    code = 3 if res.exception is not None and not isinstance(res.exception, SystemExit) else res.exit_code
+    record("R0 no_internal_error", code != 3, f"exit 3: {res.output.strip()[-300:]}", shell(argv))
+    if code == 3:
         return 3, f"{res.output}\n{res.exception!r}"
-    return res.exit_code, res.stdout if res.exit_code == 0 else res.output
+    return code, res.stdout if code == 0 else res.output
 
 
 def _knob_args(knobs: dict[str, int]) -> list[str]:
