@@ -47,7 +47,7 @@ def _head_addr() -> str:
 def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, candidate, fmt) -> None:
     """Print the engine command (per node) and files for CONFIG's parallel_config (the `check` file format)."""
     from solver.estimate.memory import memory_per_rank
-    from solver.estimate.memory_options import framework_options
+    from solver.estimate.memory_options import framework_options, workload_options
     from solver.launch import LaunchInputs, emit_launch, model_len, render_shell
     from solver.rank.review import hardware_placement, straddling_groups
     from solver.space.placement import as_launched
@@ -90,7 +90,11 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     prec = resolve_precision(spec, hw, dep.quant.weights, dep.quant.moe_weights, dep.quant.kv_cache,
                              fields=dep.fields)
     engine_len = model_len(w.phase, max_len)  # a prefill-only instance still emits its one token
-    memory = memory_per_rank(spec, hw, pc, prec, batch, max_len, framework_options(fw), mtp_layers=dep.mtp)
+    # priced as the serving estimate prices the plan's memory (estimate.serving.estimate): under the engine's
+    # layout, and with one request's prompt where the workload names it, so the share is the one solve prints
+    opts = framework_options(fw)
+    memory = memory_per_rank(spec, hw, pc, prec, batch, max_len, workload_options(opts, w.isl) if w.isl else opts,
+                             mtp_layers=dep.mtp)
     inputs = LaunchInputs(batch=batch, max_model_len=engine_len, mtp=dep.mtp, weight_dtype=dep.quant.weights,
                           moe_weight_dtype=dep.quant.moe_weights, kv_dtype=dep.quant.kv_cache,
                           model_path=model_path, head_addr=head_addr, memory=memory)

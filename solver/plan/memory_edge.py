@@ -85,10 +85,11 @@ def _runnable_edge(edge: int, fitting: int, checks: list[Rule], choices: dict[st
 def least_memory(choices: dict[str, list[tuple[int, ...]]], rows: Rows, stages: int,
                  attn: int | None = None) -> dict[str, int] | None:
     """Every group's least-memory choice at this stage count (the last entry of every choice), by the memory rows
-    at one concurrency; `attn` fixes the attention choice. None where a group with choices has none at it."""
+    at one concurrency; `attn` fixes the attention choice. None where a group has no choice at it, one with no
+    choice at all included (a module the model has that no layout runs: no configuration exists)."""
     picks = {} if attn is None else {"attn": attn}
     for g, opts in choices.items():
-        if g in picks or not opts:
+        if g in picks:
             continue
         at = [j for j, o in enumerate(opts) if o[-1] == stages]
         if not at:
