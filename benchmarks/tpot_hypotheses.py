@@ -23,7 +23,7 @@ Variants (the term; where it is fitted):
                      (the decode attention kernel's work units split by attention TP) instead of per layer
   heads_kv_extra, heads_q_extra   that per-head cost beside the per-layer one, once per engine
   vocab_engine       a per-sequence cost per vocabulary entry (sampling over the full vocabulary), once per engine
-Runtime about 40-90 s per variant on one core.
+Runtime about 40-90 s per variant (all thirteen: 13 min on a shared 2-core machine).
 
 Measured on measured_agg_calibration.csv (313 rows; TPOT / TTFT median and p90 |error|, TP 1 TPOT median bias):
 
