@@ -151,7 +151,7 @@ def solve_cmd(model, hardware, cards, kind, isl, osl, concurrency, max_concurren
     for line in why:
         # the candidates' scores first (rank/explain.candidate_scores), what MTP does (mtp_clause), then why each
         # alternative lost
-        con.print(line if line.startswith(("score:", "#", "MTP ")) else f"why not {line}", markup=False)
+        con.print(line if line.startswith(("score:", "#", "MTP ", "note:")) else f"why not {line}", markup=False)
     if explain and result.front:
         con.print("Pareto front (request latency against tokens/s per rank):", markup=False)
         for line in front_lines(result, prompt_len):

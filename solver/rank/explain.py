@@ -454,6 +454,60 @@ def mtp_clause(model: ModelSpec, wl: Workload) -> list[str]:
     return [decode if wl.kind == "decode" else f"{decode}; {prefill}"]
 
 
+AFD_NAME = "+AFD"  # the seed's quick reference: "Advanced High-throughput: +AFD+EPLB+MTP", "Large-scale (AFD)"
+
+
+def afd_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
+               scenario: Scenario, pc: ParallelConfig, best_est: Estimate, batch: int) -> list[str]:
+    """The seed's AFD baseline beside #1, where the engine runs attention-FFN disaggregation (its profile's feature)
+    and the plan is a decode: #1's knobs over each half of its world (afd: true in its deployment file), estimated
+    by estimate.afd at #1's concurrency, or the first thing that refuses it as `check` would (specs.afd.check_afd,
+    the engine's rules on a half, memory on the binding side, an SLA). Priced: its score against #1, the side that
+    binds (each side's busy time over the step, the transfer left exposed) and, where it scores better, a note
+    saying how to review it. The planner does not enumerate AFD (its front stays exact for what it plans)."""
+    from solver.errors import InputError
+    from solver.estimate.afd import AfdStepCost, afd_estimate
+    from solver.specs.afd import FEATURE, check_afd
+
+    if not fw.has_feature(FEATURE) or scenario.phase != "decode":
+        return []
+    half = pc.world_size // 2
+    name = (f"{AFD_NAME} (the seed's high-throughput baseline: #1's knobs over each half, {half} attention ranks + "
+            f"{half} FFN ranks, at #1's concurrency {batch})")
+    try:
+        check_afd(fw, model, hw, pc.knobs(), pc.world_size, scenario.phase, batch, scenario.mtp, lambda k: k)
+    except InputError as exc:
+        return [f"{name}: refused ({exc})"]
+    side = ParallelConfig(**{**pc.model_dump(), "world_size": half})
+    broken = rules_broken(model, hw, fw, scenario, side, batch)
+    if broken:
+        return [f"{name}: a half violates {', '.join(dict.fromkeys(broken))}"]
+    e = afd_estimate(model, hw, pc, prec, f, Workload.for_scenario(scenario, batch))
+    step = e.decode
+    if not isinstance(step, AfdStepCost) or step.memory_sides is None:
+        return []
+    if not e.memory.feasible:
+        worst = "attention" if e.memory is step.memory_sides.attention else "FFN"
+        used, limit = apart(e.memory.model_bytes / 1e9, e.memory.limit_bytes / 1e9)
+        return [f"{name}: does not fit ({used} GB per rank on the {worst} side, limit {limit} GB)"]
+    misses = scenario.sla_misses(e.ttft_s, e.tpot_s)
+    if misses:
+        return [f"{name}: misses {', '.join(misses)} (TPOT {fmt_cell(e.tpot_s * 1e3)} ms)"]
+    busy = {"attention": step.side_busy_s["attention"], "FFN": step.side_busy_s["ffn"]}
+    binds = max(busy, key=busy.get)
+    other = "FFN" if binds == "attention" else "attention"
+    s = score_vs(scenario, e, best_est)
+    lines = [f"{name}: {_scored(scenario, e, best_est)}, {score_word(s)} against #1; "
+             f"{figures_vs(e, best_est)}; the {binds} side binds: busy {fmt_cell(busy[binds] * 1e3)} ms of the "
+             f"{fmt_cell(step.step_s * 1e3)} ms step ({other} side {fmt_cell(busy[other] * 1e3)} ms), transfer "
+             f"exposed {fmt_cell(step.exposed_transfer_s * 1e3)} ms"]
+    if s < 0:
+        lines.append(f"note: the AFD form of #1 scores {s:+.3f} ({score_word(s)}) against #1 by the estimate; the "
+                     f"planner does not enumerate AFD: write #1's deployment file (--format yaml), set its field "
+                     f"`afd: true` and run `shardplan check FILE` to review it")
+    return lines
+
+
 def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precision, f: Factors,
             scenario: Scenario, best_cfg: ParallelConfig, best_est: Estimate, batch: int, wl: Workload,
             best_pattern: str, candidates: list[tuple[str, Estimate, str]] = ()) -> list[str]:
@@ -461,6 +515,7 @@ def explain(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Precisio
     lines += mtp_clause(model, wl)
     lines += engine_margin(model, hw, fw, prec, f, scenario, best_cfg, best_est, best_pattern, best_batch=batch)
     lines += concurrency_neighbours(model, hw, fw, prec, f, scenario, best_cfg, best_est, batch)
+    lines += afd_priced(model, hw, fw, prec, f, scenario, best_cfg, best_est, batch)
     shown = {pattern: i + 1 for i, (pattern, _, _) in reversed(list(enumerate(candidates)))}
     for name, knobs in alternatives(model, hw, best_cfg.world_size, scenario).items():
         try:

@@ -107,6 +107,9 @@ def _norm(value: int, world: int) -> str:
 OTHER_MODEL_DISTANCE = 2.0
 OTHER_HARDWARE_DISTANCE = 1.0
 DISTANCE_PER_DOUBLING = 0.25
+# an attention-FFN disaggregated deployment (Reference.afd) against a candidate that is not, or the reverse: another
+# deployment shape (half the ranks attention, half FFN), weighed as one knob that differs
+AFD_DISTANCE = 1.0
 
 
 def _scale_distance(pc: ParallelConfig, ref: Reference) -> float:
@@ -114,9 +117,10 @@ def _scale_distance(pc: ParallelConfig, ref: Reference) -> float:
 
 
 def reference_distance(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: Reference,
-                       ref_model_name: str | None) -> tuple[float, float, list[str]]:
+                       ref_model_name: str | None, afd: bool = False) -> tuple[float, float, list[str]]:
     """(distance, the part of it that is scale, the knobs that differ): knobs that differ (as 1 / W / degree),
-    model and hardware mismatch penalties, and a quarter per doubling of the world size away from the
+    model and hardware mismatch penalties, AFD on one side and off the other (`afd`: whether pc is attention-FFN
+    disaggregated; the planner's candidates are not), and a quarter per doubling of the world size away from the
     deployment's."""
     diffs = []
     for k in KNOBS:
@@ -131,6 +135,8 @@ def reference_distance(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: 
         d += OTHER_MODEL_DISTANCE
     if ref.hardware != hw.name:
         d += OTHER_HARDWARE_DISTANCE
+    if ref.afd != afd:
+        d += AFD_DISTANCE
     scale = _scale_distance(pc, ref)
     return d + scale, scale, diffs
 
@@ -141,7 +147,7 @@ def knobs_differ(n: int) -> str:
 
 
 def distance_terms(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: Reference, ref_model_name: str | None,
-                   diffs: list[str]) -> tuple[str, ...]:
+                   diffs: list[str], afd: bool = False) -> tuple[str, ...]:
     """The terms of closest_reference's distance in words, each with its weight (reference_distance): a reader
     comparing two candidates' references sees why 2 knobs apart can be closer than 1 (the other is another
     model's)."""
@@ -151,19 +157,23 @@ def distance_terms(pc: ParallelConfig, model: ModelSpec, hw: Hardware, ref: Refe
         terms.append(f"{ref.model_name} (another model, +{OTHER_MODEL_DISTANCE:g})")
     if ref.hardware != hw.name:
         terms.append(f"{ref.hardware} (other hardware, +{OTHER_HARDWARE_DISTANCE:g})")
+    if ref.afd != afd:
+        shape = "attention-FFN disaggregated vs not" if ref.afd else "not attention-FFN disaggregated vs disaggregated"
+        terms.append(f"{shape} (+{AFD_DISTANCE:g})")
     if ref_model_name == model.name and ref.world_size != pc.world_size:
         terms.append(f"{ref.world_size} ranks vs {pc.world_size} (+{_scale_distance(pc, ref):.2f})")
     return tuple(terms)
 
 
 def closest_reference(pc: ParallelConfig, model: ModelSpec, hw: Hardware, refs: list[Reference],
-                      ref_models: dict[str, str]) -> tuple[Reference | None, float, list[str]]:
-    """The verified deployment closest to pc, and the distance the ranking orders tied candidates by: the scale
-    term counts only for a deployment of this model (the size another model was verified at says nothing of this
-    one's, so two candidates as close in knobs to two other models' deployments are ordered by their scores)."""
+                      ref_models: dict[str, str], afd: bool = False) -> tuple[Reference | None, float, list[str]]:
+    """The verified deployment closest to pc (`afd`: attention-FFN disaggregated), and the distance the ranking
+    orders tied candidates by: the scale term counts only for a deployment of this model (the size another model
+    was verified at says nothing of this one's, so two candidates as close in knobs to two other models'
+    deployments are ordered by their scores)."""
     best, best_d, best_scale, best_diff = None, math.inf, 0.0, []
     for ref in refs:
-        d, scale, diff = reference_distance(pc, model, hw, ref, ref_models.get(ref.id))
+        d, scale, diff = reference_distance(pc, model, hw, ref, ref_models.get(ref.id), afd)
         if d < best_d:
             best, best_d, best_scale, best_diff = ref, d, scale, diff
     if best is not None and ref_models.get(best.id) != model.name:
