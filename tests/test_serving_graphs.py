@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from solver.estimate.engine_step import graph_sizes_at
 from solver.estimate.factors import factors_for
 from solver.estimate.figures import step_plan
 from solver.estimate.serving import (
@@ -37,7 +38,10 @@ def test_no_graphs_means_no_padding_and_no_eager_floor() -> None:
 
 
 def test_vllm_graph_sizes_step_by_8_then_16() -> None:
-    sizes = load_framework("vllm").serving.graph_sizes()
+    # the default cap on an H100 (not a 10.x device): 512 (serving.graph_max_batch), without the command's lift
+    hw, fw = load_hardware("h100_sxm"), load_framework("vllm")
+    f = replace(factors_for(hw, fw.efficiency_for(hw)), graph_cap_lift=False)
+    sizes = graph_sizes_at(f, make_parallel_config(1), 0, planned=1)
     assert sizes[:5] == (1, 2, 4, 8, 16)
     assert graph_batch(249, sizes) == (256, False)
     assert graph_batch(257, sizes) == (272, False)

@@ -89,7 +89,7 @@ from solver.estimate.request_state import (
     state_of_layers,
 )
 from solver.estimate.closed_loop import ServingPolicy, first_wave_groups, synced_ranks
-from solver.estimate.engine_step import graph_batch, kernels_launched, step_layers, step_time
+from solver.estimate.engine_step import graph_batch, graph_sizes_at, kernels_launched, step_layers, step_time
 from solver.estimate.serving import decode_step, kv_capacity_per_replica, prefill_step
 from solver.estimate.workload import (
     DEFAULT_BENCHMARK_WAVES, Workload, mtp_tokens_per_step, prefix_hit_note, prompt_draft_passes, request_overhead,
@@ -442,11 +442,13 @@ def estimate_disagg(model: ModelSpec, hw: Hardware, prefill_pc: ParallelConfig, 
     pre_opts, dec_opts = (workload_options(engine_options(mem_opts, f), wl.isl) for f in (f_prefill, f_decode))
     cap = kv_capacity_per_replica(model, hw, decode_pc, prec, wl.isl + wl.osl, dec_opts, wl.mtp)
     synced = synced_ranks(model, prefill_pc)
+    # the decode worker's per-rank batch as its command caps it (--max-running-requests: decode_batch, else its share)
+    planned = wl.decode_batch or math.ceil(wl.concurrency / (wl.decode_workers * decode_pc.attn_replicas))
     shape = pool_shape(wl.concurrency, wl.prefill_workers, prefill_pc.attn_replicas,
                        prompts_per_step(wl, f_prefill, synced,
                                         math.ceil(wl.concurrency / (wl.prefill_workers * prefill_pc.attn_replicas))),
                        wl.decode_workers, decode_pc.attn_replicas,
-                       cap, wl.decode_batch or 0, f_decode.graph_sizes, synced)
+                       cap, wl.decode_batch or 0, graph_sizes_at(f_decode, decode_pc, model.num_experts, planned), synced)
     new, cached = wl.prompt_tokens
     pre = prefill_step(model, hw, prefill_pc, prec, f_prefill, new, shape.prompts_per_step, wl.mtp, cached)
     dec_batch = shape.graph_batch or shape.running  # the decode step runs the padded batch

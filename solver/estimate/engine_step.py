@@ -25,6 +25,8 @@ from solver.estimate.compute import Factors
 from solver.estimate.step import StepCost
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
+from solver.specs.profile_serving import GraphCap, graph_cap_at, graph_cap_env
+from solver.specs.rule_env import DEVICE_FLAGS
 
 
 def graph_batch(running: int, sizes: tuple[int, ...]) -> tuple[int, bool]:
@@ -37,6 +39,22 @@ def graph_batch(running: int, sizes: tuple[int, ...]) -> tuple[int, bool]:
         if b >= running:
             return b, False
     return running, True
+
+
+def graph_sizes_at(f: Factors, pc: ParallelConfig, n_routed_experts: int, planned: int) -> tuple[int, ...]:
+    """The decode batches the engine captures at `pc`: f.graph_sizes cut at its default cap there (the first
+    serving.graph_max_batch entry holding at profile_serving.graph_cap_env's names), the cap itself captured, as
+    the engine appends it. Where the command lifts the cap (graph_max_batch_lift) and the plan's per-rank batch
+    `planned` exceeds it, the cap is that batch. No entry holding: every listed size."""
+    if not f.graph_caps or not f.graph_sizes:
+        return f.graph_sizes
+    env = graph_cap_env(pc, f.memory_gib, {k: k in f.device_flags for k in DEVICE_FLAGS}, n_routed_experts)
+    cap = graph_cap_at([GraphCap(when=w, value=v) for w, v in f.graph_caps], env)
+    if cap is None:
+        return f.graph_sizes
+    if f.graph_cap_lift:
+        cap = max(cap, planned)
+    return tuple(b for b in f.graph_sizes if b < cap) + (cap,)
 
 
 def kernels_launched(step: StepCost, f: Factors) -> float:

@@ -85,6 +85,11 @@ class Factors:
     decode_first_synced: bool = True  # the policy when attention-DP ranks step together
     first_token_iterations: float = 0.0  # engine iterations between a prompt's prefill and its streamed token
     graph_sizes: tuple[int, ...] = ()  # captured CUDA-graph decode batches; () = none
+    # the engine's default largest decode graph (FrameworkServing.graph_max_batch: (condition, cap), first holding
+    # applies) and whether its command lifts it to the per-rank batch (graph_max_batch_lift); engine_step reads them
+    graph_caps: tuple[tuple[str, int], ...] = ()
+    graph_cap_lift: bool = False
+    memory_gib: float = 0.0  # the device's memory per rank [GiB], which a graph-cap condition reads
     eager_launch_s: float = 0.0  # host time per eagerly launched kernel
     seq_overhead_s: float = 0.0  # host time per running sequence per step (schedule, sample, detokenize)
     # time per running sequence per layer the step runs (engine_step.step_layers): the per-sequence work inside
@@ -166,6 +171,9 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         decode_first_synced=bool(s.get("decode_first_synced", s.get("decode_first", 1.0))),
         **{k: float(s.get(k, 0.0)) for k in AMOUNTS},
         graph_sizes=tuple(int(b) for b in s.get("graph_sizes", ())),  # type: ignore[union-attr]
+        graph_caps=tuple((str(w), int(v)) for w, v in s.get("graph_caps", ())),  # type: ignore[union-attr]
+        graph_cap_lift=bool(s.get("graph_cap_lift", 0.0)),
+        memory_gib=hw.memory_bytes / 2**30,
         allreduce_latency_s=s.get("allreduce_latency_s"),
         allreduce_oneshot_max_bytes_by_ranks=tuple(
             (int(r), float(b)) for r, b in s.get("allreduce_oneshot_max_bytes_by_ranks", ())),  # type: ignore[union-attr]

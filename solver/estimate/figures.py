@@ -20,7 +20,7 @@ from solver.estimate.compute import Factors, Work
 from solver.estimate.closed_loop import (ServingKit, ServingPolicy, ServingShape, ServingTimes, serving_figures,
                                         serving_kit, serving_shape, synced_ranks)
 from solver.estimate.closed_loop import ttft_floor as serving_ttft_floor
-from solver.estimate.engine_step import graph_batch, launch_floor_s, sequence_cost_s, step_layers
+from solver.estimate.engine_step import graph_batch, graph_sizes_at, launch_floor_s, sequence_cost_s, step_layers
 from solver.estimate.workload import (Workload, mtp_tokens_per_step, prompt_draft_passes, request_overhead,
                                       token_budget)
 from solver.specs.model import ModelSpec
@@ -91,7 +91,7 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
                         pre_layers=step_layers(model, pc, "prefill", per, pmtp), pre_mtp_layers=pmtp)
     if wl.kind == "decode":
         per = max(1.0, wl.batch / replicas)
-        padded, eager = graph_batch(math.ceil(per), f.graph_sizes)
+        padded, eager = graph_batch(math.ceil(per), graph_sizes_at(f, pc, model.num_experts, math.ceil(per)))
         seqs = max(per, float(padded))
         work = Work("decode", new_tokens=seqs * (1 + wl.mtp), context=wl.seq_len, sequences=seqs,
                     logits_tokens=seqs * (1 + wl.mtp), span=wl.decode_span)
@@ -102,7 +102,8 @@ def step_plan(model: ModelSpec, pc: ParallelConfig, f: Factors, wl: Workload,
     wl = replace(wl, token_budget=token_budget(wl, f, synced, math.ceil(wl.concurrency / replicas)),
                  request_overhead_s=request_overhead(wl, f))
     cap = kv_capacity_per_replica if math.isfinite(kv_capacity_per_replica) else float(wl.concurrency)
-    shape = serving_shape(wl, replicas, cap, synced, f.graph_sizes, pc.pp_size,
+    sizes = graph_sizes_at(f, pc, model.num_experts, math.ceil(wl.concurrency / replicas))
+    shape = serving_shape(wl, replicas, cap, synced, sizes, pc.pp_size,
                           ServingPolicy.of(f).decode_first_for(synced))
     n = shape.prompts_per_step
     pre = Work.prefill(*wl.prompt_tokens, n)

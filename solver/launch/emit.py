@@ -24,9 +24,9 @@ from solver.errors import InputError
 from solver.specs.dtypes import number_format
 from solver.specs.framework import FrameworkProfile
 from solver.specs.profile_rules import KNOB_NAMES
-from solver.specs.profile_serving import ep_kernels_hold
+from solver.specs.profile_serving import ep_kernels_hold, graph_cap_at, graph_cap_env
 from solver.specs.knobs import DERIVED_NAMES, SETTINGS
-from solver.specs.rule_env import device_facts, model_env, unstated_platform_note
+from solver.specs.rule_env import device_facts, device_flags, model_env, unstated_platform_note
 from solver.specs.hardware import Hardware
 from solver.specs.launch_spec import DISAGG_ROLES, POOL_NAMES, REPLICA_BATCH, DisaggLaunch, LaunchArg, pool_role
 from solver.specs.expr import compile_expr
@@ -390,6 +390,8 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         "nnodes": nnodes, "gpus_per_node": gpus, "max_model_len": inputs.max_model_len,
         # one engine instance's share of the planned concurrency: a DP rank's, or a dense model's replica's
         "replica_batch": int(compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)),
+        "graph_cap": graph_cap_at(fw.serving.graph_max_batch, graph_cap_env(
+            pc, hw.memory_bytes / 2**30, device_flags(hw.platform, hw.capability), model.num_experts)) or 0,
         "token_budget": fw.scheduler.token_budget_for(f"{hw.name} {hw.description}", float(hw.memory_bytes)),
         # one format for every linear layer: a quantization flag names one method, so a mixed checkpoint (its
         # routed experts in another format) carries its own and the flag is left out (the notes say so)

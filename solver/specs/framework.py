@@ -351,6 +351,8 @@ class FrameworkProfile(BaseModel):
                "decode_first_synced": 1.0 if dp_policy == "decode_first" else 0.0,
                "first_token_iterations": s.first_token_iterations,
                "graph_sizes": sizes,  # type: ignore[dict-item]  (a tuple: Factors.graph_sizes)
+               "graph_caps": tuple((c.when, c.value) for c in s.graph_max_batch),  # type: ignore[dict-item]
+               "graph_cap_lift": 1.0 if s.graph_max_batch_lift else 0.0,
                "eager_launch_s": s.eager_launch_s,
                "ep_exchange": s.ep_exchange,  # type: ignore[dict-item]  (a name: Factors.ep_exchange)
                "logits_exchange": s.logits_exchange}  # type: ignore[dict-item]  (a name: Factors.logits_exchange)

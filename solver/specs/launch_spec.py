@@ -49,6 +49,7 @@ LAUNCH_NAMES = POOL_NAMES | frozenset({
                          # caches may take, down at 1e-4 (launch/memory_share.free_fraction)
     "remote_code",       # 1 when the model's config names code of its own (auto_map): the engine's trust switch
     "replica_batch",     # the planned requests of one attention replica: max(1, ceil(batch x attn_group_size / world))
+    "graph_cap",         # the engine's default largest decode graph at this config (serving.graph_max_batch; 0: none)
     "past_context",      # 1 when max_model_len exceeds the model's config context (ModelSpec.max_position_embeddings)
     "ep_kernels",        # 1 where the profile's EP-kernel condition holds (serving.ep_kernels.when): the estimate
                          # prices its exchange there, so the args selecting it read this

@@ -116,6 +116,46 @@ class GraphBatchRange(BaseModel):
     step: int = Field(1, gt=0)
 
 
+# the names a graph-cap condition may read: the device's memory per rank in GiB (Hardware.memory_bytes / 2^30), the
+# stage's ranks, one attention replica's ranks, the model's routed experts (0: dense) and the device flags: what an
+# engine's default largest decode graph depends on at a config (engine_step.graph_sizes_at)
+GRAPH_CAP_NAMES = frozenset({"memory_gib", "world", "attn_group_size", "n_routed_experts", *DEVICE_FLAGS})
+
+
+class GraphCap(BaseModel):
+    """The engine's default largest captured decode batch where `when` holds (serving.graph_max_batch: the first
+    entry that holds applies; "" always holds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    when: str = ""
+    value: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _a_condition_over_the_cap_names(self) -> "GraphCap":
+        if self.when:
+            condition_over(self.when, GRAPH_CAP_NAMES, "a graph-cap condition")
+        return self
+
+
+def graph_cap_env(pc: "ParallelConfig", memory_gib: float, flags: dict[str, bool],
+                  n_routed_experts: int) -> dict[str, int | float | bool]:
+    """GRAPH_CAP_NAMES' values at a config on a device of `memory_gib` per rank and device flags `flags`
+    (rule_env.device_flags): the estimate (engine_step.graph_sizes_at) and the launch (launch/emit.py,
+    `graph_cap`) both evaluate a graph-cap condition at."""
+    return {"memory_gib": memory_gib, "world": pc.stage_world, "attn_group_size": pc.attn_group_size,
+            "n_routed_experts": n_routed_experts, **flags}
+
+
+def graph_cap_at(caps: "tuple[GraphCap, ...] | list[GraphCap]", env: dict[str, int | float | bool]) -> int | None:
+    """The first cap whose condition holds in `env` (graph_cap_env); None: no entry holds (no cap: every
+    listed size is captured)."""
+    for c in caps:
+        if not c.when or compile_expr(c.when).evaluate(env):
+            return c.value
+    return None
+
+
 EpExchange = Literal["a2a_kernel", "allgather_reducescatter", "all_to_all"]
 # the names an EP-kernel condition may read: the MoE group's own sizes, the layout the planner's MoE table sees
 # beside it (attention DP, the stage's ranks, PP) and the device's (ranks per node, platform and capability flags). A condition on
@@ -176,6 +216,14 @@ class FrameworkServing(BaseModel):
     graph_batches: list[GraphBatchRange] = Field(
         default_factory=list, description="decode batch sizes captured as CUDA graphs (a batch runs padded to "
         "the next one); empty = no graphs; past the largest, decode runs eagerly")
+    graph_max_batch: list[GraphCap] = Field(
+        default_factory=list, description="the engine's default largest captured decode batch at a config (the "
+        "first entry whose condition holds): graph_batches cut there, the cap itself captured; empty or none "
+        "holding: every graph_batches size")
+    graph_max_batch_lift: bool = Field(
+        False, description="the command raises the cap to the plan's per-rank batch where the default is below "
+        "it (a launch arg reading `graph_cap`), so the estimate prices graphs up to that batch; false: past the "
+        "default cap decode runs eagerly")
     eager_launch_s: float = Field(
         0.0, ge=0, description="host time per kernel launched eagerly (prefill, decode past the largest graph): "
         "an eager step takes at least kernels x this")
@@ -218,6 +266,10 @@ class FrameworkServing(BaseModel):
         for r in self.graph_batches:
             if r.stop < r.start:
                 raise ValueError(f"graph_batches: stop {r.stop} < start {r.start}")
+        if self.graph_max_batch and not self.graph_batches:
+            raise ValueError("graph_max_batch: caps no graphs (graph_batches is empty)")
+        if self.graph_max_batch_lift and not self.graph_max_batch:
+            raise ValueError("graph_max_batch_lift: lifts no cap (graph_max_batch is empty)")
         if self.allreduce_custom_max_bytes < self.allreduce_oneshot_max_bytes:
             raise ValueError("allreduce_custom_max_bytes must be >= allreduce_oneshot_max_bytes")
         # a one-shot limit past the kernel's own range would be read by nothing (no custom kernel runs there)
