@@ -1633,6 +1633,9 @@ MULTINODE = [
     ("trtllm", "llama-3.1-70b", "h100_sxm", 12, _tp_knobs(4, pp=3), "valid", "TRT-LLM TP4 x PP3, one MPI world"),
     ("cann-recipes", "deepseek-v3", "atlas_a3", 32, _tp_knobs(1, moe_tp=1), "valid", "cann-recipes DP32 + EP32"),
 ]
+# the shapes whose commands read no head address (launch refuses --head-addr there): cann-recipes' one command
+# names no host list (tests/test_launch46d.py)
+HEAD_UNREAD = ("cann-recipes DP32 + EP32",)
 MULTINODE_WORKLOAD = {"isl": 4096, "osl": 256, "concurrency": 64}
 
 
@@ -1649,7 +1652,8 @@ def _multinode_files(folder: Path) -> list[tuple[str, str, str, str]]:
 def multinode_launch_cases(draw, fx: Fixtures) -> Case:
     """`launch` of a deployment past one node (fx.multinode_files) under its engine (--engine E or the file's):
     the shapes pinned as commands are valid, the shapes vLLM refuses invalid; under another engine "any" (its rules
-    may refuse the knobs); --head-addr other than a host, an IP address or a shell variable is invalid."""
+    may refuse the knobs); --head-addr other than a host, an IP address or a shell variable, or where no command
+    reads it, is invalid."""
     b = _Builder("launch", draw)
     path, engine, label, why = draw(st.sampled_from(fx.multinode_files))
     b.add([path], label, why, "file")
@@ -1663,7 +1667,9 @@ def multinode_launch_cases(draw, fx: Fixtures) -> Case:
         head = draw(st.sampled_from([("10.0.0.1", "valid"), ("node-0.cluster", "valid"), ("${MY_HEAD}", "valid"),
                                      ("", "invalid"), ("a b", "invalid"), ("$(hostname)", "invalid"),
                                      ("10.0.0.1:80", "invalid"), ("-x", "invalid")]))
-        b.add(["--head-addr", head[0]], head[1], f"--head-addr {head[0]!r}")
+        unread = why in HEAD_UNREAD and other in (None, engine)
+        b.add(["--head-addr", head[0]], "invalid" if unread else head[1],
+              f"--head-addr {head[0]!r}" + (" read by no command" if unread else ""))
     if draw(st.floats(0, 1)) < 0.2:
         b.add(["--model-path", draw(st.sampled_from(["/models/x", "org/model"]))], "valid")
     if draw(st.booleans()):

@@ -2,6 +2,7 @@
 afd_estimate_cases / afd_check_cases): each AFD refusal is one line naming the field at fault."""
 from __future__ import annotations
 
+import yaml
 from click.testing import CliRunner
 
 from solver.cli.main import main
@@ -42,3 +43,16 @@ def test_a_tp_over_half_the_world_is_named_without_the_redundant_experts_beside_
     line = _error(*LC_AFD_ESTIMATE, "--cards", "128", "--lmhead-tp", "128", "--redundant-experts", "3")
     assert line.startswith("error: --lmhead-tp: [C.afd_tp_divides_half_world]"), line
     assert line.endswith(": lmhead_tp_size 128 of 64"), line
+
+
+def test_an_unread_head_address_is_refused_counting_the_nodes_the_placement_spans(tmp_path) -> None:
+    """cann-recipes starts DeepSeek-V3 on 32 A3 dies (2 nodes of 16) with one command that reads no head address:
+    the refusal counts the 2 nodes and the 1 command (it said "launches on 1 node", counting commands)."""
+    dep = {"model": "deepseek-v3", "hardware": "atlas_a3", "framework": "cann-recipes", "world_size": 32,
+           "parallel_config": {"attn_tp_size": 1, "dense_tp_size": 1, "embed_tp_size": 1, "lmhead_tp_size": 1,
+                               "moe_tp_size": 1},
+           "workload": {"isl": 4096, "osl": 256, "concurrency": 64}}
+    path = tmp_path / "dsv3-a3-32.yaml"
+    path.write_text(yaml.safe_dump(dep))
+    assert _error("launch", str(path), "--head-addr", "10.0.0.1").endswith(
+        "launches on 2 nodes from 1 command: no command reads a head node address; drop --head-addr")
