@@ -10,9 +10,9 @@ as "model-config, layers branch": model-field parsing is that work's.
 
 Each case runs through solver.cli.main in a long-lived worker process (the command line's own entry point,
 without paying Python's start-up per case); a case over --hang-s seconds is a hang: its worker is killed and
-replaced. Cases are drawn by hypothesis (derandomized by --seed, no shrinking): without --only, the strategies of
-earlier runs give the first 70% (a seed's earlier cases, in order) and those added since (tests/fuzz_cases.py
-NEW_SHARE) the rest.
+replaced. Cases are drawn by hypothesis (derandomized by --seed, no shrinking): without --only, by strategy group
+(tests/fuzz_cases.py GROUPS): the strategies of earlier runs first (a seed's earlier cases, in order), then the
+previous session's, then those added since.
 """
 from __future__ import annotations
 
@@ -134,17 +134,19 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fixtures", default=None, help="fixture folder (default: a new temporary one)")
     ap.add_argument("--only", default=None, help="draw from one strategy of tests/fuzz_cases.py (family, topology, "
-                    "sweep_price, disagg_copies, disagg_sla, no_layers, long_dsa_memory, launch_solved, ...)")
+                    "sweep_price, disagg_copies, disagg_sla, no_layers, long_dsa_memory, launch_solved, afd_check, "
+                    "afd_estimate, afd_launch, vllm_wide_solve, vllm_wide_launch, multinode_launch, ...)")
     args = ap.parse_args()
     folder = Path(args.fixtures) if args.fixtures else Path(tempfile.mkdtemp(prefix="shardplan-fuzz-"))
     fx = fc.build_fixtures(folder)
     if args.only:
         cases = distinct_cases(fx, args.cases, args.seed * 1000, args.only)
     else:  # the strategies of earlier runs first (a seed's cases as they were), then the ones added since
-        n_new = round(args.cases * fc.NEW_SHARE)
-        cases = distinct_cases(fx, args.cases - n_new, args.seed * 1000, group="old", per_batch=args.cases)
-        cases += distinct_cases(fx, n_new, args.seed * 1000 + 500, group="new",
-                                known={c.argv for c in cases})
+        cases = []
+        for i, (group, share, offset, batch) in enumerate(fc.GROUPS):
+            n = args.cases - len(cases) if i == len(fc.GROUPS) - 1 else round(args.cases * share)
+            cases += distinct_cases(fx, n, args.seed * 1000 + offset, group=group,
+                                    known={c.argv for c in cases}, per_batch=round(args.cases * batch))
     print(f"{len(cases)} distinct cases, {args.workers} workers, "
           f"hang limit {args.hang_s:g} s, fixtures in {folder}", flush=True)
     results: list = []

@@ -105,6 +105,9 @@ class Fixtures:
     families: list[tuple[str, str, str]] = field(default_factory=list)  # quantized and looped configs, and variants
     no_layers: list[tuple[str, str, str]] = field(default_factory=list)  # catalog configs without num_hidden_layers
     engine_solves: list[tuple[str, str, str]] | None = None  # solve's yaml per engine (path, engine, why), lazily
+    afd_files: list[tuple[str, str, str]] = field(default_factory=list)  # lc-afd as a deployment file, edited
+    multinode_files: list[tuple[str, str, str, str]] = field(default_factory=list)  # (path, engine, label, why)
+    vllm_wide_solves: list[tuple[str, str]] | None = None  # solve --framework vllm past a node (path, why), lazily
 
 
 def _dump_yaml(path: Path, data: Any) -> str:
@@ -349,7 +352,8 @@ def build_fixtures(folder: Path) -> Fixtures:
     csvs += _odd_csvs(folder, header, body)
     return Fixtures(folder, hardware, frameworks, models, deployments, traces, csvs, configs, _solve_files(folder),
                     outs, csv_outs, _topologies(folder, hw), _config_dirs(folder),
-                    _family_configs(folder), _no_layer_configs(folder))
+                    _family_configs(folder), _no_layer_configs(folder), afd_files=_afd_files(folder),
+                    multinode_files=_multinode_files(folder))
 
 
 def _topologies(folder: Path, hw: dict) -> list[tuple[str, str, str]]:
@@ -1456,28 +1460,317 @@ def launch_solved_cases(draw, fx: Fixtures) -> Case:
     return b.case()
 
 
-NEW_SHARE = 0.3  # of a long run's cases drawn from the "new" group (benchmarks/fuzz.py appends them)
+# ------------------------------------------------------------------- session 46: AFD, wide vLLM DP, multi-node launch
+
+AFD_REF = REPO / "references" / "lc-afd.yaml"
+# estimate's form of lc-afd (tests/test_afd46g.py ESTIMATE): its knobs and workload over both halves' 128 cards
+AFD_ESTIMATE = ["longcat-flash", "--hardware", "atlas_a3", "--framework", "cann-recipes", "--dense-tp", "8",
+                "--oproj-tp", "8", "--weight-dtype", "int8", "--kv-dtype", "bf16"]
+AFD_DECODE = ["--phase", "decode", "--batch", "256", "--isl", "4608", "--osl", "128"]
+# world sizes for lc-afd's knobs (dense 8, o_proj 8, lmhead 16): every TP must divide half the world
+# (cann-recipes C.afd_tp_divides_half_world) and the world (so no class-A finding comes first)
+AFD_GOOD_CARDS = ("32", "64", "128")  # halves 16, 32, 64: 16 divides each, and the EP of a half the 512 experts
+AFD_BAD_CARDS = ("48", "80")  # halves 24, 40: lmhead_tp 16 divides neither (it divides 48 and 80)
+
+
+def _afd_files(folder: Path) -> list[tuple[str, str, str]]:
+    """lc-afd (the verified AFD deployment) as a deployment file, and edited by the rules docs/bring-your-own.md
+    and specs/afd.py state: a framework whose profile lacks the feature, a workload other than a decode, MTP, a TP
+    not dividing half the world, an afd value not a boolean are refused; half the world still divided by every TP,
+    afd false, another TP that divides the half are valid."""
+    if not AFD_REF.is_file():
+        return []
+    from solver.specs.reference import Reference, deployment_data
+
+    dep = deployment_data(Reference(**yaml.safe_load(AFD_REF.read_text())))
+    pc = "parallel_config"
+    edits = [
+        ("asis", dep, "valid", "lc-afd as it ran"),
+        ("ws64", _set(dep, "world_size", 64), "valid", "world_size 64 (halves of 32: every TP divides them)"),
+        ("lm64", _set(dep, f"{pc}.lmhead_tp_size", 64), "valid", "lmhead_tp_size 64 (divides the half, 64)"),
+        ("off", _set(dep, "afd", False), "valid", "afd false (one world, not two halves)"),
+        ("nokey", _set(dep, "afd", _DELETE), "valid", "afd left out (false)"),
+        ("vllm-ascend", _set(dep, "framework", "vllm-ascend"), "invalid", "afd under vllm-ascend (no AFD)"),
+        ("generic", _set(dep, "framework", "generic"), "invalid", "afd under generic (no AFD)"),
+        ("sglang", _set(dep, "framework", "sglang"), "invalid", "afd under sglang (no AFD)"),
+        ("prefill", _set(dep, "workload", {"phase": "prefill", "batch": 64, "seq_len": 4096}), "invalid",
+         "afd on a prefill"),
+        ("serving", _set(dep, "workload", {"isl": 4608, "osl": 128, "concurrency": 256}), "invalid",
+         "afd on a serving workload"),
+        ("mtp", _set(dep, "mtp", 1), "invalid", "afd with mtp 1"),
+        ("lm128", _set(dep, f"{pc}.lmhead_tp_size", 128), "invalid", "lmhead_tp_size 128 of a 64-rank half"),
+        ("op128", _set(dep, f"{pc}.o_proj_tp_size", 128), "invalid", "o_proj_tp_size 128 of a 64-rank half"),
+        ("ws48", _set(dep, "world_size", 48), "invalid", "world_size 48: lmhead_tp_size 16 of a 24-rank half"),
+        ("yes", _set(dep, "afd", "yes"), "invalid", "afd: 'yes'"),
+        ("one", _set(dep, "afd", 1), "invalid", "afd: 1"),
+        ("null", _set(dep, "afd", None), "invalid", "afd: null"),
+        ("list", _set(dep, "afd", [True]), "invalid", "afd: [true]"),
+    ]
+    out = []
+    for name, data, label, why in edits:
+        out.append((_dump_yaml(folder / f"afd-{name}.yaml", data), label, why))
+    return out
+
+
+@st.composite
+def afd_check_cases(draw, fx: Fixtures) -> Case:
+    """`check` of an AFD deployment file (fx.afd_files), now and then with --cards (a world size whose half every
+    TP divides: valid; else, or an odd one, invalid), --framework (only cann-recipes runs AFD), --format."""
+    b = _Builder("check", draw)
+    if not fx.afd_files:
+        b.add(["no-afd-reference.yaml"], "invalid", "no lc-afd reference")
+        return b.case()
+    path, label, why = draw(st.sampled_from(fx.afd_files))
+    b.add([path], label, why, "file")
+    afd_on = path.endswith(("afd-asis.yaml", "afd-lm64.yaml", "afd-ws64.yaml"))
+    if afd_on and draw(st.floats(0, 1)) < 0.3:
+        cards = draw(st.sampled_from(AFD_GOOD_CARDS + AFD_BAD_CARDS + ("127",)))
+        lm = 64 if path.endswith("afd-lm64.yaml") else 16
+        ok = int(cards) % 2 == 0 and (int(cards) // 2) % lm == 0
+        b.add(["--cards", cards], "valid" if ok else "invalid", f"--cards {cards}: lmhead_tp_size {lm} of a "
+              f"{int(cards) // 2}-rank half")
+    if afd_on and draw(st.floats(0, 1)) < 0.2:
+        fw = draw(st.sampled_from(["cann-recipes", "vllm-ascend", "generic"]))
+        b.add(["--framework", fw], "valid" if fw == "cann-recipes" else "invalid", f"afd under --framework {fw}")
+    if draw(st.booleans()):
+        b.add(["--format", draw(st.sampled_from(["table", "json", "yaml"]))], "valid")
+    return b.case()
+
+
+@st.composite
+def afd_estimate_cases(draw) -> Case:
+    """`estimate --afd` (its --help: half the cards attention, half FFN, the knobs within each half; a decode; the
+    framework's profile must support it) on lc-afd's knobs: cards whose half lmhead TP divides (valid) or not, an
+    lmhead TP over the half, an odd world, a framework without AFD, a prefill or serving workload, MTP, --from-csv
+    (invalid)."""
+    b = _Builder("estimate", draw)
+    fault = draw(st.sampled_from([None, None, None, "cards", "lmhead", "framework", "prefill", "serving", "mtp",
+                                  "csv", "odd"]))
+    lm = draw(st.sampled_from(["16", "32"]))
+    cards = draw(st.sampled_from(AFD_BAD_CARDS if fault == "cards" else AFD_GOOD_CARDS))
+    argv = [*AFD_ESTIMATE, "--cards", cards, "--lmhead-tp", lm, *AFD_DECODE, "--afd"]
+    # every TP divides the world and its half (dense and o_proj 8 divide every half drawn)
+    tiles = int(cards) % int(lm) == 0 and (int(cards) // 2) % int(lm) == 0
+    label, why = ("valid", "") if tiles else ("invalid", f"--lmhead-tp {lm} of a {int(cards) // 2}-rank half")
+    if fault == "cards":
+        pass
+    elif fault == "lmhead":
+        argv[argv.index("--lmhead-tp") + 1] = cards
+        label, why = "invalid", f"--lmhead-tp {cards} of a {int(cards) // 2}-rank half"
+    elif fault == "framework":  # a CUDA engine on atlas_a3 is refused too: invalid either way
+        fw = draw(st.sampled_from(["vllm-ascend", "generic", "vllm", "sglang"]))
+        argv[argv.index("--framework") + 1] = fw
+        label, why = "invalid", f"--afd under {fw}"
+    elif fault == "prefill":
+        i = argv.index("--phase")
+        argv[i:i + 8] = ["--phase", "prefill", "--batch", "8", "--seq-len", "4096"]
+        label, why = "invalid", "--afd on a prefill"
+    elif fault == "serving":
+        i = argv.index("--phase")
+        argv[i:i + 8] = ["--isl", "4608", "--osl", "128", "--concurrency", "256"]
+        label, why = "invalid", "--afd on a serving workload"
+    elif fault == "mtp":
+        argv += ["--mtp", "1"]
+        label, why = "invalid", "--afd with --mtp 1"
+    elif fault == "odd":  # no two halves (whatever the profile's rules on a half say)
+        cards = draw(st.sampled_from(["127", "3", "1"]))
+        argv[argv.index("--cards") + 1] = cards
+        label, why = "invalid", f"--afd on {cards} cards (odd)"
+    elif fault == "csv":
+        argv = ["--from-csv", "rows.csv", "--out", "-", "--afd"]
+        label, why = "invalid", "--afd with --from-csv"
+    b.add(argv, label, why)
+    if draw(st.booleans()):
+        b.add(["--format", draw(st.sampled_from(["table", "json", "yaml"]))], "valid")
+    return b.case()
+
+
+@st.composite
+def afd_launch_cases(draw, fx: Fixtures) -> Case:
+    """`launch` of an AFD deployment file: README/launch refuses afd (no profile writes AFD commands) under every
+    engine; afd false is an ordinary deployment the engine may or may not express ("any")."""
+    b = _Builder("launch", draw)
+    if not fx.afd_files:
+        b.add(["no-afd-reference.yaml"], "invalid", "no lc-afd reference")
+        return b.case()
+    path, label, why = draw(st.sampled_from(fx.afd_files))
+    if label == "valid":
+        label = "any" if path.endswith(("afd-off.yaml", "afd-nokey.yaml")) else "invalid"
+        why = why if label == "any" else f"launch of an AFD deployment ({why})"
+    b.add([path], label, why, "file")
+    b.add(["--engine", draw(st.sampled_from(["cann-recipes", "vllm-ascend", "generic"]))], "any")
+    if draw(st.booleans()):
+        b.add(["--format", draw(st.sampled_from(["shell", "json", "yaml"]))], "valid")
+    return b.case()
+
+
+def _tp_knobs(tp: int, pp: int = 1, moe_tp: int | None = None) -> dict:
+    knobs = {"attn_tp_size": tp, "dense_tp_size": tp, "embed_tp_size": tp, "lmhead_tp_size": tp, "pp_size": pp}
+    return knobs if moe_tp is None else {**knobs, "moe_tp_size": moe_tp}
+
+
+# (engine, model, hardware, world, knobs, label, why): the multi-node shapes tests/test_launch46d.py and
+# tests/test_feat46f.py pin as commands each engine starts (valid), the two vLLM refuses (invalid)
+MULTINODE = [
+    ("vllm", "deepseek-v3", "h200_sxm", 16, _tp_knobs(1, moe_tp=1), "valid", "vLLM attention DP16 + EP16, 2 nodes"),
+    ("vllm", "llama-3.1-405b", "h100_sxm", 16, _tp_knobs(8, pp=2), "valid", "vLLM TP8 x PP2, --nnodes 2"),
+    ("vllm", "llama-3.1-70b", "h100_sxm", 12, _tp_knobs(2), "valid", "vLLM TP2 x DP6 on 12 cards"),
+    ("vllm", "deepseek-v3", "gb200", 16, _tp_knobs(1, moe_tp=1), "valid", "vLLM DP16 + EP on GB200 trays"),
+    ("vllm", "llama-3.1-70b", "gb200", 16, _tp_knobs(8), "valid", "vLLM TP8 x DP2 over GB200 trays"),
+    ("vllm", "llama-3.1-70b", "h100_sxm", 32, _tp_knobs(16), "valid", "vLLM TP16 x DP2 on 4 nodes"),
+    ("vllm", "llama-3.1-70b", "h100_sxm", 32, _tp_knobs(8, pp=2), "valid", "vLLM TP8 x PP2 x DP2"),
+    ("vllm", "llama-3.1-70b", "h100_sxm", 16, _tp_knobs(4, pp=2), "valid", "vLLM TP4 x PP2 x DP2, engine a node"),
+    ("vllm", "deepseek-v3", "h100_sxm", 32, _tp_knobs(8, pp=2, moe_tp=1), "valid", "vLLM MoE TP8 x PP2 x DP2"),
+    ("vllm", "llama-3.1-70b", "h100_sxm", 12, _tp_knobs(4, pp=3), "valid", "vLLM TP4 x PP3 on 2 x 6"),
+    ("vllm", "llama-3.1-70b", "h100_sxm", 24, _tp_knobs(4, pp=3), "invalid",
+     "vLLM TP4 x PP3 x DP2 on 3 nodes (--nnodes not divisible)"),
+    ("vllm", "deepseek-v3", "h100_sxm", 16, _tp_knobs(4, pp=2, moe_tp=1), "invalid",
+     "vLLM MoE TP4 x PP2 x DP2 (a stage's MoE group over two nodes)"),
+    ("sglang", "llama-3.1-405b", "gb200", 16, _tp_knobs(8, pp=2), "valid", "SGLang TP8 x PP2 on 4 trays"),
+    ("sglang", "llama-3.1-70b", "gb200", 12, _tp_knobs(4, pp=3), "valid", "SGLang TP4 x PP3 on 3 trays"),
+    ("sglang", "deepseek-v3", "gb200", 16, _tp_knobs(1, moe_tp=1), "valid", "SGLang attention DP16 on 4 trays"),
+    ("sglang", "llama-3.1-70b", "h100_sxm", 16, _tp_knobs(4, pp=4), "valid", "SGLang TP4 x PP4 on 2 nodes"),
+    ("trtllm", "llama-3.1-70b", "h100_sxm", 12, _tp_knobs(4, pp=3), "valid", "TRT-LLM TP4 x PP3, one MPI world"),
+    ("cann-recipes", "deepseek-v3", "atlas_a3", 32, _tp_knobs(1, moe_tp=1), "valid", "cann-recipes DP32 + EP32"),
+]
+# the shapes whose commands read no head address (launch refuses --head-addr there): cann-recipes' one command
+# names no host list (tests/test_launch46d.py)
+HEAD_UNREAD = ("cann-recipes DP32 + EP32",)
+MULTINODE_WORKLOAD = {"isl": 4096, "osl": 256, "concurrency": 64}
+
+
+def _multinode_files(folder: Path) -> list[tuple[str, str, str, str]]:
+    out = []
+    for i, (engine, model, hw, world, knobs, label, why) in enumerate(MULTINODE):
+        data = {"model": model, "hardware": hw, "framework": engine, "world_size": world, "parallel_config": knobs,
+                "workload": MULTINODE_WORKLOAD}
+        out.append((_dump_yaml(folder / f"multinode-{i}.yaml", data), engine, label, why))
+    return out
+
+
+@st.composite
+def multinode_launch_cases(draw, fx: Fixtures) -> Case:
+    """`launch` of a deployment past one node (fx.multinode_files) under its engine (--engine E or the file's):
+    the shapes pinned as commands are valid, the shapes vLLM refuses invalid; under another engine "any" (its rules
+    may refuse the knobs); --head-addr other than a host, an IP address or a shell variable, or where no command
+    reads it, is invalid."""
+    b = _Builder("launch", draw)
+    path, engine, label, why = draw(st.sampled_from(fx.multinode_files))
+    b.add([path], label, why, "file")
+    other = draw(st.sampled_from([None, engine, engine, *ENGINES]))
+    if other not in (None, engine) and label == "invalid":
+        b.parts[-1] = ("any", "file", why + f", under {other}")  # refused by vLLM's rules, not necessarily another's
+    if other is not None:
+        b.add(["--engine", other], "valid" if other == engine else "any", f"--engine {other}")
+    if draw(st.floats(0, 1)) < 0.3:
+        # launch --help: a host name, an IP address or a shell variable; no port, nothing empty or flag-like
+        head = draw(st.sampled_from([("10.0.0.1", "valid"), ("node-0.cluster", "valid"), ("${MY_HEAD}", "valid"),
+                                     ("", "invalid"), ("a b", "invalid"), ("$(hostname)", "invalid"),
+                                     ("10.0.0.1:80", "invalid"), ("-x", "invalid")]))
+        unread = why in HEAD_UNREAD and other in (None, engine)
+        b.add(["--head-addr", head[0]], "invalid" if unread else head[1],
+              f"--head-addr {head[0]!r}" + (" read by no command" if unread else ""))
+    if draw(st.floats(0, 1)) < 0.2:
+        b.add(["--model-path", draw(st.sampled_from(["/models/x", "org/model"]))], "valid")
+    if draw(st.booleans()):
+        b.add(["--format", draw(st.sampled_from(["shell", "json", "yaml"]))], "valid")
+    return b.case()
+
+
+WIDE_MODELS = ("llama-3.1-70b", "qwen3-30b-a3b", "qwen3-8b")
+
+
+@st.composite
+def vllm_wide_solve_cases(draw) -> Case:
+    """`solve --framework vllm` at 12-64 cards on H100 nodes of 8 and GB200 trays of 4, where DP engines wider than
+    a node and DP x PP are in the search: valid (exit 0, or 1 with a reason)."""
+    b = _Builder("solve", draw)
+    b.add([draw(st.sampled_from(WIDE_MODELS)), "--hardware", draw(st.sampled_from(["h100_sxm", "gb200"])),
+           "--framework", "vllm", "--cards", draw(st.sampled_from(["12", "16", "24", "32", "48", "64"])),
+           "--max-concurrency", "64", "--time-limit", "2"], "valid")
+    if draw(st.booleans()):
+        b.add(["--isl", draw(st.sampled_from(["1024", "4096"])), "--osl", "256"], "valid")
+    if draw(st.floats(0, 1)) < 0.3:
+        b.add(["--scenario", draw(st.sampled_from(["latency", "throughput", "balanced"]))], "valid")
+    if draw(st.floats(0, 1)) < 0.3:
+        b.add(["--format", draw(st.sampled_from(["json", "yaml"]))], "valid")
+    return b.case(slow=True)
+
+
+# solve --framework vllm past one node, the file launch reads (built on first use)
+WIDE_SOLVES = (("llama-3.1-70b", "h100_sxm", "16"), ("llama-3.1-70b", "h100_sxm", "32"),
+               ("llama-3.1-70b", "gb200", "16"), ("qwen3-30b-a3b", "h100_sxm", "24"))
+
+
+def _vllm_wide_solves(fx: Fixtures) -> list[tuple[str, str]]:
+    if fx.vllm_wide_solves is None:
+        from click.testing import CliRunner
+
+        from solver.cli.main import main
+
+        fx.vllm_wide_solves = []
+        for model, hw, cards in WIDE_SOLVES:
+            r = CliRunner().invoke(main, ["solve", model, "--hardware", hw, "--cards", cards, "--framework", "vllm",
+                                          "--max-concurrency", "64", "--time-limit", "2", "--format", "yaml"])
+            if r.exit_code != 0:
+                continue
+            p = fx.folder / f"wide-vllm-{model}-{hw}-{cards}.yaml"
+            p.write_text(r.stdout)
+            fx.vllm_wide_solves.append((str(p), f"solve {model} on {cards} {hw} under vllm"))
+    return fx.vllm_wide_solves
+
+
+@st.composite
+def vllm_wide_launch_cases(draw, fx: Fixtures) -> Case:
+    """`launch` of what `solve --framework vllm` wrote past one node: every candidate is one vLLM starts (valid),
+    with --engine vllm or none; --cards other than the file's is "any" (the knobs may not tile it)."""
+    b = _Builder("launch", draw)
+    solved = _vllm_wide_solves(fx)
+    if not solved:
+        b.add(["no-solve-output.yaml"], "invalid", "no solve output to launch")
+        return b.case()
+    path, why = draw(st.sampled_from(solved))
+    held = sorted(k.removeprefix("candidate_") for k in yaml.safe_load(Path(path).read_text())
+                  if k.startswith("candidate_"))
+    b.add([path, "--candidate", draw(st.sampled_from(held))], "valid", why)
+    if draw(st.booleans()):
+        b.add(["--engine", "vllm"], "valid")
+    if draw(st.floats(0, 1)) < 0.2:
+        b.add(["--cards", draw(st.sampled_from(["8", "24", "64"]))], "any", "--cards other than the plan's")
+    if draw(st.booleans()):
+        b.add(["--format", draw(st.sampled_from(["shell", "json", "yaml"]))], "valid")
+    return b.case()
+
+
+# A long run's cases by strategy group, in the order benchmarks/fuzz.py draws them: (group, share, seed offset,
+# batch share). Each group's cases are a prefix of what it drew when it was last "new" or the whole run: "old" in
+# batches of the whole run (its first 50% are the first 50% it drew at 70%), "s45" (the previous session's) in
+# batches of 30% of the run under the seed offset it was drawn with then; "new" (this session's) after them.
+GROUPS = (("old", 0.5, 0, 1.0), ("s45", 0.2, 500, 0.3), ("new", 0.3, 700, 0.3))
 
 
 def cases(fx: Fixtures, fast: bool = False, only: str | None = None, group: str | None = None
           ) -> st.SearchStrategy[Case]:
     """Every subcommand; `fast` leaves out the valid solves, sweeps and recommends (seconds each); `only` draws
     from one strategy (its function's name without _cases: "family", "topology", ...); `group` "old" draws from
-    the strategies earlier runs drew from (so a seed's cases stay as they were), "new" from the ones added since,
-    None from both."""
+    the strategies earlier runs drew from (so a seed's cases stay as they were), "s45" from the previous session's,
+    "new" from the ones added since, None from all (GROUPS)."""
     strategies = {"catalog": catalog_cases(), "inspect": inspect_cases(fx), "memory": memory_cases(fx),
                   "estimate": estimate_cases(fx), "solve": solve_cases(fx), "check": check_cases(fx),
                   "launch": launch_cases(fx), "sweep": sweep_cases(fx), "recommend": recommend_cases(fx),
                   "calibrate": calibrate_cases(fx), "solve_edge": solve_edge_cases(), "format": format_cases(fx),
                   "solve_file": solve_file_cases(fx), "topology": topology_cases(fx), "family": family_cases(fx),
                   "batch_rule": batch_rule_cases()}
-    new = {"sweep_price": sweep_price_cases(fx), "disagg_copies": disagg_copies_cases(fx),
+    s45 = {"sweep_price": sweep_price_cases(fx), "disagg_copies": disagg_copies_cases(fx),
            "disagg_sla": disagg_sla_cases(fx), "no_layers": no_layers_cases(fx),
            "long_dsa_memory": long_dsa_memory_cases(fx), "launch_solved": launch_solved_cases(fx)}
-    strategies_all = {**strategies, **new}
+    new = {"afd_check": afd_check_cases(fx), "afd_estimate": afd_estimate_cases(), "afd_launch": afd_launch_cases(fx),
+           "vllm_wide_solve": vllm_wide_solve_cases(), "vllm_wide_launch": vllm_wide_launch_cases(fx),
+           "multinode_launch": multinode_launch_cases(fx)}
+    strategies_all = {**strategies, **s45, **new}
     if only is not None and only not in strategies_all:
         raise ValueError(f"unknown strategy {only!r} (known: {', '.join(strategies_all)})")
-    pools = {"old": strategies, "new": new, None: strategies_all}
+    pools = {"old": strategies, "s45": s45, "new": new, None: strategies_all}
     s = strategies_all[only] if only else st.one_of(*pools[group].values())
     return s.filter(lambda c: not c.slow) if fast else s
 

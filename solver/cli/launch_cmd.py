@@ -110,10 +110,12 @@ def launch_cmd(config, engine, model, hardware, cards, model_path, head_addr, ca
     # commands show whether any argument reads it
     mark = "shardplan.head.addr.mark"
     if given("head_addr") and mark not in dump(emit_launch(fw, spec, hw, pc, replace(inputs, head_addr=mark)), "json"):
-        nodes = len(launch.get("nodes", ()))
-        raise InputError("--head-addr", f"{model_title(model, spec.name)} on {world} x {hw.name} ({fw.name}) launches on {nodes} "
-                                        f"node{'s' if nodes != 1 else ''}: no command reads a head node address; "
-                                        "drop --head-addr")
+        # the nodes the placement spans, and the commands where fewer (one command for several nodes)
+        nodes, cmds = len(launch.get("placement") or launch.get("nodes", ())), len(launch.get("nodes", ()))
+        spans = f"{nodes} node{'s' if nodes != 1 else ''}" + (
+            f" from {cmds} command{'s' if cmds != 1 else ''}" if cmds and cmds != nodes else "")
+        raise InputError("--head-addr", f"{model_title(model, spec.name)} on {world} x {hw.name} ({fw.name}) "
+                                        f"launches on {spans}: no command reads a head node address; drop --head-addr")
     # the engine would fail to allocate what the memory model does not fit: said, not refused (the command is
     # what the user asked for; `check` reports it as a violation)
     misfit = memory.misfit()

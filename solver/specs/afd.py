@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from solver.errors import InputError
+from solver.specs.knobs import SETTINGS
 
 if TYPE_CHECKING:
     from solver.specs.framework import FrameworkProfile
@@ -18,7 +19,8 @@ def check_afd(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, knobs: Mappi
               phase: str, batch: int, mtp: int, at: Callable[[str], str]) -> None:
     """Refuse AFD where the framework's profile does not support it (features.attention_ffn_disaggregation), on a
     workload other than a decode (the verified AFD deployment decodes; the estimate has no AFD prefill), with MTP
-    (the AFD step has no draft passes), an odd world or MoE-less model, or where a profile rule on `afd` fails
+    (the AFD step has no draft passes), a model without FFN blocks, an odd world (named as the world size, before
+    any profile rule), or where a profile rule on `afd` fails
     (cann-recipes C.afd_tp_divides_half_world: every TP size divides world/2). `at(key)`: the key as the
     deployment names it ("FILE: afd")."""
     from solver.specs.rule_env import device_facts, model_env
@@ -33,14 +35,15 @@ def check_afd(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, knobs: Mappi
         raise InputError(at("mtp"), "the attention-FFN disaggregated step has no MTP draft passes: set it to 0")
     if not any(block.role == "ffn" for block, _ in model.block_groups):
         raise InputError(at("afd"), f"{model.name} has no FFN block to put on the FFN side")
+    if world % 2:  # before the profile's rules: an odd world is the world size's fault, whatever they say
+        raise InputError(at("world_size"), f"attention-FFN disaggregation splits the world in two halves: "
+                                           f"{world} is odd")
     env = {**model_env(dict(knobs), model, **device_facts(hw), world=world, batch=batch, mtp=mtp), "afd": True}
     broken = [r for r in fw.violated(env, "error") if "afd" in r.names]
     if broken:
-        # the knobs that do not divide a half, named so the line says what to change
-        bad = [f"{k} {v}" for k, v in knobs.items() if v > 1 and (world // 2) % v] if world % 2 == 0 else []
+        # the group sizes that do not divide a half, named so the line says what to change (a setting such as
+        # redundant_experts is a count of copies, not a group over ranks)
+        bad = [f"{k} {v}" for k, v in knobs.items() if k not in SETTINGS and v > 1 and (world // 2) % v]
         field = f"parallel_config.{bad[0].split()[0]}" if bad else "parallel_config"
-        why = f": {', '.join(bad)} of {world // 2}" if bad else f" ({world} is odd)" if world % 2 else ""
+        why = f": {', '.join(bad)} of {world // 2}" if bad else ""
         raise InputError(at(field), f"[{broken[0].id}] {broken[0].message}{why}")
-    if world % 2:
-        raise InputError(at("world_size"), f"attention-FFN disaggregation splits the world in two halves: "
-                                           f"{world} is odd")
