@@ -1,0 +1,50 @@
+"""How each engine allocates a hybrid model's constant state beside its KV (FrameworkProfile.hybrid_state), for
+Qwen3.5-35B-A3B on H100 at attention TP 2: 10 full-attention layers of 1024 B a token per rank (2 KV heads x 256
+x 2 B x K,V / 2 ranks) and 30 Gated DeltaNet layers of 1 073 152 B state per rank."""
+from __future__ import annotations
+
+from solver.estimate.request_state import CacheLayout, request_state
+from solver.specs.framework import load_framework
+from solver.specs.hardware_catalog import load_hardware
+from solver.specs.model_catalog import load_model
+from solver.specs.parallel import make_parallel_config
+from solver.specs.precision import resolve_precision
+
+MODEL = load_model("Qwen/Qwen3.5-35B-A3B")
+PREC = resolve_precision(MODEL, load_hardware("h100_sxm"))
+PC = make_parallel_config(2, attn_tp_size=2)
+VLLM = CacheLayout(block_alignment=16, state_pages=3)
+SGLANG = CacheLayout(state_pool_share=0.9 / 1.9, state_pages=3)
+
+
+def test_vllm_raises_the_block_so_a_page_holds_one_state():
+    """block = 16 x ceil(1 073 152 / (16 x 1024)) = 16 x 66 = 1056 tokens, page 1056 x 1024 = 1 081 344 B:
+    4224 tokens hold 4 pages a layer (10 x 4 x 1 081 344 = 43 253 760 B), 4225 a fifth (54 067 200 B)."""
+    assert request_state(MODEL, PC, PREC, 4224, layout=VLLM).kv == 43_253_760
+    assert request_state(MODEL, PC, PREC, 4225, layout=VLLM).kv == 54_067_200
+    assert request_state(MODEL, PC, PREC, 4096, layout=VLLM).kv == 43_253_760  # 4096 and 4097: 4 pages too
+    assert request_state(MODEL, PC, PREC, 4097, layout=VLLM).kv == 43_253_760
+
+
+def test_vllm_pads_each_state_to_a_page_and_holds_three():
+    """30 state layers x 3 pages (align mode: 2 + 1 prefill checkpoint) x 1 081 344 B = 97 320 960 B."""
+    assert request_state(MODEL, PC, PREC, 4096, layout=VLLM).constant == 97_320_960
+
+
+def test_sglang_request_costs_the_pool_it_fills_first():
+    """KV 10 x 1024 x 4096 = 41 943 040 B, state 30 x 1 073 152 = 32 194 560 B, 3 slots: the state pool (9/19 of
+    the cache) binds: 3 x 32 194 560 x 19 / 9 = 203 898 880 B of cache, 10/19 of it KV pool (107 315 200 B) and
+    9/19 state pool (96 583 680 B)."""
+    st = request_state(MODEL, PC, PREC, 4096, layout=SGLANG)
+    assert round(st.kv) == 107_315_200 and round(st.constant) == 96_583_680
+
+
+def test_seed_form_keeps_exact_kv_and_one_state():
+    """No engine: 41 943 040 B of KV and 32 194 560 B of state, as before."""
+    st = request_state(MODEL, PC, PREC, 4096)
+    assert (st.kv, st.constant) == (41_943_040, 32_194_560)
+
+
+def test_profiles_carry_the_layouts():
+    assert load_framework("vllm").hybrid_state.block_alignment == 16
+    assert load_framework("sglang").hybrid_state.state_pool_share is not None
