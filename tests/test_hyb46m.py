@@ -48,3 +48,33 @@ def test_seed_form_keeps_exact_kv_and_one_state():
 def test_profiles_carry_the_layouts():
     assert load_framework("vllm").hybrid_state.block_alignment == 16
     assert load_framework("sglang").hybrid_state.state_pool_share is not None
+
+
+def test_each_draft_token_holds_one_more_state_page():
+    """vLLM's num_speculative_blocks: MTP 2 gives 3 + 2 = 5 pages a state layer: 30 x 5 x 1 081 344 B
+    = 162 201 600 B."""
+    from solver.estimate.memory_options import MemoryOptions
+    opts = MemoryOptions(hybrid_state=load_framework("vllm").hybrid_state, decode_drafts=2)
+    assert request_state(MODEL, PC, PREC, 4096, layout=opts.cache_layout).constant == 162_201_600
+
+
+def test_memory_reads_the_engine_layout_from_its_profile():
+    """memory_per_rank under vLLM's profile: 8 sequences on one attention replica (TP 2) hold
+    8 x 43 253 760 B of KV and 8 x 97 320 960 B of state; the planner's rows (memory_rows._caches) the same."""
+    from solver.estimate.memory import memory_per_rank
+    from solver.estimate.memory_options import framework_options
+    from solver.plan.memory_rows import _caches
+    opts = framework_options(load_framework("vllm"))
+    r = memory_per_rank(MODEL, load_hardware("h100_sxm"), PC, PREC, 8, 4096, opts)
+    assert (r.kv_cache_bytes, r.state_bytes) == (8 * 43_253_760, 8 * 97_320_960)
+    assert _caches(MODEL, PC, PREC, opts, 8, 4096, 0)[:2] == (8 * 43_253_760, 8 * 97_320_960)
+
+
+def test_a_layout_names_exactly_one_form():
+    import pytest
+    from pydantic import ValidationError
+    from solver.specs.framework import HybridStateLayout
+    with pytest.raises(ValidationError, match="one of block_alignment"):
+        HybridStateLayout(block_alignment=16, state_pool_share=0.5, source="x")
+    with pytest.raises(ValidationError, match="one of block_alignment"):
+        HybridStateLayout(source="x")

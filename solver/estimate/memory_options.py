@@ -73,7 +73,7 @@ class MemoryOptions:
         return CacheLayout(cp_replicates_kv=self.cp_replicates_kv_cache,
                            index_unquantised=self.indexer_keys_unquantised,
                            kvp_replicates_index=self.kvp_replicates_indexer_keys,
-                           **hybrid_fields(self.hybrid_state))
+                           **hybrid_fields(self.hybrid_state, self.decode_drafts))
 
 
 # the engine's layout facts a memory estimate reads: fields of the same name on FrameworkProfile, Factors and

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from solver.memo import IdentityMemo
 from solver.specs.layers.base import heads_split
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
+
+if TYPE_CHECKING:
+    from solver.specs.framework import HybridStateLayout
 
 
 def _primary(model: ModelSpec):
@@ -50,16 +54,18 @@ class CacheLayout:
     # a hybrid model's state in a pool of its own with this share of the cache memory (hybrid_state.
     # state_pool_share), the KV pool the rest
     state_pool_share: float | None = None
-    # state pages / pool slots a running request holds per state layer (hybrid_state.state_pages)
+    # state pages / pool slots a running request holds per state layer (hybrid_state.state_pages, and
+    # pages_per_draft for each draft token it verifies)
     state_pages: int = 1
 
 
-def hybrid_fields(hybrid) -> dict:
-    """CacheLayout's fields from the engine's HybridStateLayout (None: the seed's)."""
+def hybrid_fields(hybrid: "HybridStateLayout | None", drafts: int = 0) -> dict:
+    """CacheLayout's fields from the engine's HybridStateLayout (None: the seed's) for requests verifying `drafts`
+    draft tokens a step."""
     if hybrid is None:
         return {}
     return {"block_alignment": hybrid.block_alignment, "state_pool_share": hybrid.state_pool_share,
-            "state_pages": hybrid.state_pages}
+            "state_pages": hybrid.state_pages + drafts * hybrid.pages_per_draft}
 
 
 SEED_LAYOUT = CacheLayout()  # the seed's: CP and KVP shard every growing cache, indexer keys in the layer's format

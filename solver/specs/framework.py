@@ -50,6 +50,8 @@ class HybridStateLayout(BaseModel):
                                         "smallest layer count of a type (vLLM's hybrid KV cache manager)")
     state_pages: int = Field(1, ge=1, description="state pages (block_alignment) or pool slots "
                              "(state_pool_share) one running request holds per state layer")
+    pages_per_draft: int = Field(0, ge=0, description="more state pages / slots a request holds per draft "
+                                 "token it verifies (a state kept per draft position)")
     state_pool_share: float | None = Field(None, gt=0, lt=1, description="a separate state pool sized to this "
                                            "share of the cache memory, the KV pool the rest (SGLang's "
                                            "mamba_full_memory_ratio r: r / (1 + r))")
