@@ -78,3 +78,14 @@ def test_a_layout_names_exactly_one_form():
         HybridStateLayout(block_alignment=16, state_pool_share=0.5, source="x")
     with pytest.raises(ValidationError, match="one of block_alignment"):
         HybridStateLayout(source="x")
+
+
+def test_the_step_factors_carry_the_layout_to_the_planner():
+    """The planner builds its memory rows from engine_options(the engine's Factors): the same layout as the
+    profile's memory answer (framework_options)."""
+    from solver.estimate.factors import factors_for
+    from solver.estimate.memory_options import engine_options, framework_options
+    fw, hw = load_framework("sglang"), load_hardware("h100_sxm")
+    f = factors_for(hw, fw.efficiency_for(hw))
+    assert engine_options(None, f).cache_layout == framework_options(fw).cache_layout
+    assert framework_options(fw).cache_layout.state_pool_share == fw.hybrid_state.state_pool_share
