@@ -89,3 +89,19 @@ def test_the_step_factors_carry_the_layout_to_the_planner():
     f = factors_for(hw, fw.efficiency_for(hw))
     assert engine_options(None, f).cache_layout == framework_options(fw).cache_layout
     assert framework_options(fw).cache_layout.state_pool_share == fw.hybrid_state.state_pool_share
+
+
+def test_vllm_aligns_an_mla_hybrids_block_to_128():
+    """Kimi-K3 (MLA + KDA) under vLLM with TP 2 x DCP 4: a KDA layer's state is 3 366 912 / 8 = 420 864 B a rank,
+    a token's latent (512 + 64) x 2 = 1152 B; the block is 128 x ceil(420 864 / (128 x 1152)) = 384 tokens (not
+    16 x 23 = 368), the page 384 x 1152 = 442 368 B; 24 MLA layers set the group size, so the 69 KDA layers fill
+    3 groups of 24 (72 with padding): 72 x 3 pages x 442 368 = 95 551 488 B."""
+    from solver.estimate.memory_options import framework_options
+    from solver.specs.parallel import ParallelConfig
+    m = load_model("moonshotai/Kimi-K3")
+    pc = ParallelConfig(world_size=64, attn_tp_size=2, dense_tp_size=8, embed_tp_size=8, lmhead_tp_size=8,
+                        o_proj_tp_size=8, kvp_size=4)
+    prec = resolve_precision(m, load_hardware("h200_sxm"), weight_dtype="bf16")
+    opts = framework_options(load_framework("vllm"))
+    st = request_state(m, pc, prec, 4096, kvp_splits_weights=True, layout=opts.cache_layout)
+    assert st.constant == 95_551_488

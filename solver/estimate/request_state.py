@@ -51,6 +51,8 @@ class CacheLayout:
     # a hybrid model's state in the KV pages of one pool (FrameworkProfile.hybrid_state.block_alignment): the
     # attention block raised to a multiple of this many tokens whose page holds one layer's state
     block_alignment: int | None = None
+    # the same where the attention layers cache a latent (MLA), if larger (hybrid_state.latent_block_alignment)
+    latent_block_alignment: int | None = None
     # a hybrid model's state in a pool of its own with this share of the cache memory (hybrid_state.
     # state_pool_share), the KV pool the rest
     state_pool_share: float | None = None
@@ -64,7 +66,8 @@ def hybrid_fields(hybrid: "HybridStateLayout | None", drafts: int = 0) -> dict:
     draft tokens a step."""
     if hybrid is None:
         return {}
-    return {"block_alignment": hybrid.block_alignment, "state_pool_share": hybrid.state_pool_share,
+    return {"block_alignment": hybrid.block_alignment, "latent_block_alignment": hybrid.latent_block_alignment,
+            "state_pool_share": hybrid.state_pool_share,
             "state_pages": hybrid.state_pages + drafts * hybrid.pages_per_draft}
 
 
@@ -141,19 +144,19 @@ def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
         if layout.block_alignment is not None:
             layers = model.layer_groups + _mtp_layers(model, mtp_layers)
             paged = shared_pages(layers, prec.kv_bytes, pc.attn_tp_size, group, seq_len / shards,
-                                 layout.block_alignment, layout.state_pages)
+                                 layout.block_alignment, layout.state_pages, layout.latent_block_alignment)
             return st if paged is None else StateBytes(paged.kv, st.index, paged.constant)
         if layout.state_pool_share is not None and st.kv > 0 and st.constant > 0:
             return state_pool(st, layout.state_pool_share, layout.state_pages)
         return st
 
     key = (pc.attn_tp_size, group, shards, index_shards, layout.index_unquantised, prec.kv_bytes, seq_len, mtp_layers,
-           layout.block_alignment, layout.state_pool_share, layout.state_pages)
+           layout.block_alignment, layout.latent_block_alignment, layout.state_pool_share, layout.state_pages)
     return _REQUEST_STATE.get((model,), key, engine)
 
 
 def shared_pages(layers: list, kv_bytes: int, attn_tp: int, group: int, tokens: float, alignment: int,
-                 state_pages: int) -> StateBytes | None:
+                 state_pages: int, latent_alignment: int | None = None) -> StateBytes | None:
     """One request's KV and state on a rank where both live in pages of one pool (vLLM 0.34.0's hybrid KV cache
     manager); None where the layers are not hybrid (no state, or no growing cache).
 
@@ -163,18 +166,24 @@ def shared_pages(layers: list, kv_bytes: int, attn_tp: int, group: int, tokens: 
     groups of the smallest type's layer count, or the largest's where it is under 1.5 x the smallest, the last
     group of a type padded (v1/core/kv_cache_planning.py _get_kv_cache_groups_uniform_page_size). A request
     holds ceil(tokens / block) pages per attention layer (the window's tokens for a windowed one) and
-    `state_pages` per state layer (MambaSpec.max_memory_usage_bytes), padding layers included."""
+    `state_pages` per state layer (MambaSpec.max_memory_usage_bytes), padding layers included. Attention layers
+    caching a latent (a kv_lora_rank: MLA) align to `latent_alignment` where it is larger (the MLA decode
+    kernels' block multiple)."""
     grow, const = [], []  # (per-token bytes, tokens held) / constant bytes, per layer
+    latent = False
     for layer, n in layers:
         for block in layer.blocks:
             st = block.state(kv_bytes, heads_split(block, attn_tp, group))
             if st.grows and st.per_token_bytes > 0:
                 grow += [(st.per_token_bytes, st.tokens_held(tokens))] * n
+                latent = latent or getattr(block, "kv_lora_rank", 0) > 0
             if st.constant_bytes > 0:
                 const += [st.constant_bytes] * n
     if not grow or not const:
         return None
     token_page = max(b for b, _ in grow)
+    if latent and latent_alignment:
+        alignment = max(alignment, latent_alignment)
     block = alignment * math.ceil(max(const) / (alignment * token_page))
     page = block * token_page
     size = min(len(grow), len(const))

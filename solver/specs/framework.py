@@ -48,6 +48,9 @@ class HybridStateLayout(BaseModel):
                                         "tokens x one layer's KV per token) holds one layer's state, each state "
                                         "layer's page padded to it, layers grouped so every group has the "
                                         "smallest layer count of a type (vLLM's hybrid KV cache manager)")
+    latent_block_alignment: int | None = Field(None, ge=1, description="with block_alignment: the alignment "
+                                               "where the attention layers cache a latent (MLA), if larger "
+                                               "(vLLM: 128, its MLA decode kernels' block multiple)")
     state_pages: int = Field(1, ge=1, description="state pages (block_alignment) or pool slots "
                              "(state_pool_share) one running request holds per state layer")
     pages_per_draft: int = Field(0, ge=0, description="more state pages / slots a request holds per draft "
