@@ -212,9 +212,11 @@ def test_under_vllms_dcp_kimi_k3s_kda_weights_per_rank_are_split_over_tp_x_dcp()
 
 def test_under_vllms_dcp_kimi_k3s_kda_state_per_rank_is_split_over_tp_x_dcp() -> None:
     """One sequence per rank (batch 4 over 8 attention replicas holds ceil(4 / 8) = 1): 96 / 8 = 12 heads' state
-    per KDA layer, where the seed's KVP keeps 96 / 2 = 48 on every KVP rank."""
+    per KDA layer, where the seed's KVP keeps 96 / 2 = 48 on every KVP rank (the state itself, before vLLM pads
+    it to its KV pages: hybrid_state, tests/test_hyb46m.py)."""
     m, h, prec, f = _kimi("vllm")
-    assert memory_per_rank(m, h, _wide(), prec, 4, 4096, engine_options(None, f)).state_bytes \
+    opts = _replace(engine_options(None, f), hybrid_state=None)
+    assert memory_per_rank(m, h, _wide(), prec, 4, 4096, opts).state_bytes \
         == KDA_STATE // 8 * KDA_LAYERS == 29_039_616
     m, h, prec, g = _kimi("generic")
     assert memory_per_rank(m, h, _wide(), prec, 4, 4096, engine_options(None, g)).state_bytes \

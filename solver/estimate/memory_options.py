@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from solver.estimate.factors import Factors
-from solver.estimate.request_state import CacheLayout
-from solver.specs.framework import FrameworkProfile, IndexerDecodeBound
+from solver.estimate.request_state import CacheLayout, hybrid_fields
+from solver.specs.framework import FrameworkProfile, HybridStateLayout, IndexerDecodeBound
 from solver.specs.hardware import Hardware
 from solver.specs.rule_env import true_device_flags
 from solver.specs.profile_serving import DEFAULT_TOKEN_BUDGET
@@ -52,6 +52,9 @@ class MemoryOptions:
     # each configuration (activations.decode_logits_bound) with the device's flags that hold (rule_env.
     # true_device_flags: the Factors' or memory_per_rank's device; none known, no condition on one holds)
     indexer_decode_logits_bound: IndexerDecodeBound | None = None
+    # how the engine allocates a hybrid model's constant state beside the KV (FrameworkProfile.hybrid_state; None:
+    # the seed's, each request's exact state and KV)
+    hybrid_state: HybridStateLayout | None = None
     device_flags: frozenset[str] = frozenset()
     # the prompt tokens a prefill of one request holds, its output aside (the workload's ISL; None: the whole
     # seq_len, where the caller knows no split): the prefill's tokens and the keys its queries score
@@ -69,7 +72,8 @@ class MemoryOptions:
         """The engine's cache layout as request_state reads it."""
         return CacheLayout(cp_replicates_kv=self.cp_replicates_kv_cache,
                            index_unquantised=self.indexer_keys_unquantised,
-                           kvp_replicates_index=self.kvp_replicates_indexer_keys)
+                           kvp_replicates_index=self.kvp_replicates_indexer_keys,
+                           **hybrid_fields(self.hybrid_state, self.decode_drafts))
 
 
 # the engine's layout facts a memory estimate reads: fields of the same name on FrameworkProfile, Factors and
@@ -77,7 +81,7 @@ class MemoryOptions:
 MEMORY_LAYOUT = ("kvp_splits_attention_weights", "cp_replicates_kv_cache", "indexer_keys_unquantised",
                  "kvp_replicates_indexer_keys", "indexer_decode_logits_unbounded")
 # the engine's amounts a memory estimate reads, the same way (None where the engine sets none)
-MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound")
+MEMORY_AMOUNTS = ("indexer_logits_max_bytes", "indexer_decode_logits_bound", "hybrid_state")
 
 
 def engine_options(opts: MemoryOptions | None, f: Factors) -> MemoryOptions:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from solver.memo import IdentityMemo
 from solver.specs.layers.base import heads_split
 from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
+
+if TYPE_CHECKING:
+    from solver.specs.framework import HybridStateLayout
 
 
 def _primary(model: ModelSpec):
@@ -44,6 +48,27 @@ class CacheLayout:
     index_unquantised: bool = False
     # every KVP rank keeps every token's indexer key (FrameworkProfile.kvp_replicates_indexer_keys)
     kvp_replicates_index: bool = False
+    # a hybrid model's state in the KV pages of one pool (FrameworkProfile.hybrid_state.block_alignment): the
+    # attention block raised to a multiple of this many tokens whose page holds one layer's state
+    block_alignment: int | None = None
+    # the same where the attention layers cache a latent (MLA), if larger (hybrid_state.latent_block_alignment)
+    latent_block_alignment: int | None = None
+    # a hybrid model's state in a pool of its own with this share of the cache memory (hybrid_state.
+    # state_pool_share), the KV pool the rest
+    state_pool_share: float | None = None
+    # state pages / pool slots a running request holds per state layer (hybrid_state.state_pages, and
+    # pages_per_draft for each draft token it verifies)
+    state_pages: int = 1
+
+
+def hybrid_fields(hybrid: "HybridStateLayout | None", drafts: int = 0) -> dict:
+    """CacheLayout's fields from the engine's HybridStateLayout (None: the seed's) for requests verifying `drafts`
+    draft tokens a step."""
+    if hybrid is None:
+        return {}
+    return {"block_alignment": hybrid.block_alignment, "latent_block_alignment": hybrid.latent_block_alignment,
+            "state_pool_share": hybrid.state_pool_share,
+            "state_pages": hybrid.state_pages + drafts * hybrid.pages_per_draft}
 
 
 SEED_LAYOUT = CacheLayout()  # the seed's: CP and KVP shard every growing cache, indexer keys in the layer's format
@@ -114,8 +139,69 @@ def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
                              seq_len, group, layout.index_unquantised)
         return StateBytes(st.kv / shards, st.index / index_shards, st.constant)
 
-    key = (pc.attn_tp_size, group, shards, index_shards, layout.index_unquantised, prec.kv_bytes, seq_len, mtp_layers)
-    return _REQUEST_STATE.get((model,), key, build)
+    def engine() -> StateBytes:
+        st = build()
+        if layout.block_alignment is not None:
+            layers = model.layer_groups + _mtp_layers(model, mtp_layers)
+            paged = shared_pages(layers, prec.kv_bytes, pc.attn_tp_size, group, seq_len / shards,
+                                 layout.block_alignment, layout.state_pages, layout.latent_block_alignment)
+            return st if paged is None else StateBytes(paged.kv, st.index, paged.constant)
+        if layout.state_pool_share is not None and st.kv > 0 and st.constant > 0:
+            return state_pool(st, layout.state_pool_share, layout.state_pages)
+        return st
+
+    key = (pc.attn_tp_size, group, shards, index_shards, layout.index_unquantised, prec.kv_bytes, seq_len, mtp_layers,
+           layout.block_alignment, layout.latent_block_alignment, layout.state_pool_share, layout.state_pages)
+    return _REQUEST_STATE.get((model,), key, engine)
+
+
+def shared_pages(layers: list, kv_bytes: int, attn_tp: int, group: int, tokens: float, alignment: int,
+                 state_pages: int, latent_alignment: int | None = None) -> StateBytes | None:
+    """One request's KV and state on a rank where both live in pages of one pool (vLLM 0.34.0's hybrid KV cache
+    manager); None where the layers are not hybrid (no state, or no growing cache).
+
+    The attention block is the least multiple of `alignment` tokens whose page (block x the KV one token adds
+    to one layer) holds the largest layer state (platforms/interface.py _align_hybrid_block_size: block =
+    a x ceil(state / (a x kv_token))); every state layer's page is padded to it. Layers are grouped by type into
+    groups of the smallest type's layer count, or the largest's where it is under 1.5 x the smallest, the last
+    group of a type padded (v1/core/kv_cache_planning.py _get_kv_cache_groups_uniform_page_size). A request
+    holds ceil(tokens / block) pages per attention layer (the window's tokens for a windowed one) and
+    `state_pages` per state layer (MambaSpec.max_memory_usage_bytes), padding layers included. Attention layers
+    caching a latent (a kv_lora_rank: MLA) align to `latent_alignment` where it is larger (the MLA decode
+    kernels' block multiple)."""
+    grow, const = [], []  # (per-token bytes, tokens held) / constant bytes, per layer
+    latent = False
+    for layer, n in layers:
+        for block in layer.blocks:
+            st = block.state(kv_bytes, heads_split(block, attn_tp, group))
+            if st.grows and st.per_token_bytes > 0:
+                grow += [(st.per_token_bytes, st.tokens_held(tokens))] * n
+                latent = latent or getattr(block, "kv_lora_rank", 0) > 0
+            if st.constant_bytes > 0:
+                const += [st.constant_bytes] * n
+    if not grow or not const:
+        return None
+    token_page = max(b for b, _ in grow)
+    if latent and latent_alignment:
+        alignment = max(alignment, latent_alignment)
+    block = alignment * math.ceil(max(const) / (alignment * token_page))
+    page = block * token_page
+    size = min(len(grow), len(const))
+    if max(len(grow), len(const)) < 1.5 * size:
+        size = max(len(grow), len(const))
+    pad_grow = math.ceil(len(grow) / size) * size / len(grow)
+    pad_const = math.ceil(len(const) / size) * size
+    kv = pad_grow * sum(math.ceil(held / block) * page for _, held in grow)
+    return StateBytes(kv, 0.0, pad_const * state_pages * page)
+
+
+def state_pool(st: StateBytes, share: float, slots: int) -> StateBytes:
+    """One request's share of a KV pool and a state pool of fixed sizes (SGLang 0.5.23's HybridReqToTokenPool:
+    the state pool `share` of the cache memory, `slots` state slots a running request): the pools a batch needs
+    are those that fit both, so a request costs its KV over the KV pool's share or its slots over the state
+    pool's, whichever is more, split between the pools at the engine's ratio."""
+    need = max(st.kv / (1 - share), slots * st.constant / share)
+    return StateBytes(need * (1 - share), st.index, need * share)
 
 
 def held_per_replica(batch: float, pc: ParallelConfig) -> int:
@@ -135,8 +221,9 @@ def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch:
 
 
 def state_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
-                   mtp_layers: int = 0, kvp_splits_weights: bool = False) -> float:
+                   mtp_layers: int = 0, kvp_splits_weights: bool = False, layout: CacheLayout = SEED_LAYOUT) -> float:
     """Constant per-request state (linear attention, SSM) of the sequences a rank holds, under the engine's KVP
-    layout (`kvp_splits_weights`: MemoryOptions.kvp_splits_attention_weights)."""
+    layout (`kvp_splits_weights`: MemoryOptions.kvp_splits_attention_weights) and its hybrid state allocation
+    (`layout`)."""
     seqs = held_per_replica(batch, pc)
-    return seqs * request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights).constant
+    return seqs * request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights, layout).constant

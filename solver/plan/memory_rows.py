@@ -100,5 +100,5 @@ def _caches(model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryO
     kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
                                    layout=opts.cache_layout)
     state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
-                           kvp_splits_weights=opts.kvp_splits_attention_weights)
+                           kvp_splits_weights=opts.kvp_splits_attention_weights, layout=opts.cache_layout)
     return kv + idx, state, seqs

@@ -36,6 +36,38 @@ if TYPE_CHECKING:
 DECODE_BOUND_NAMES = frozenset({"kvp_size", "cp_size", "index_topk", *DEVICE_FLAGS})
 
 
+class HybridStateLayout(BaseModel):
+    """How the engine allocates a hybrid model's constant per-request state (linear attention, SSM) beside its
+    growing KV: in the KV pages of one shared pool (`block_alignment`), or in a pool of its own taking a fixed
+    share of the cache memory (`state_pool_share`). Read by request_state (CacheLayout) for models with both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    block_alignment: int | None = Field(None, ge=1, description="one pool of equal pages: the attention block "
+                                        "is raised to the least multiple of this many tokens whose page (block "
+                                        "tokens x one layer's KV per token) holds one layer's state, each state "
+                                        "layer's page padded to it, layers grouped so every group has the "
+                                        "smallest layer count of a type (vLLM's hybrid KV cache manager)")
+    latent_block_alignment: int | None = Field(None, ge=1, description="with block_alignment: the alignment "
+                                               "where the attention layers cache a latent (MLA), if larger "
+                                               "(vLLM: 128, its MLA decode kernels' block multiple)")
+    state_pages: int = Field(1, ge=1, description="state pages (block_alignment) or pool slots "
+                             "(state_pool_share) one running request holds per state layer")
+    pages_per_draft: int = Field(0, ge=0, description="more state pages / slots a request holds per draft "
+                                 "token it verifies (a state kept per draft position)")
+    state_pool_share: float | None = Field(None, gt=0, lt=1, description="a separate state pool sized to this "
+                                           "share of the cache memory, the KV pool the rest (SGLang's "
+                                           "mamba_full_memory_ratio r: r / (1 + r))")
+    source: str = Field(description="where the engine does it")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "HybridStateLayout":
+        if (self.block_alignment is None) == (self.state_pool_share is None):
+            raise ValueError("set one of block_alignment (shared pages) and state_pool_share "
+                               "(a state pool of its own)")
+        return self
+
+
 class IndexerDecodeBound(BaseModel):
     """A bound the engine holds its decode indexer logits to where a condition holds (vLLM 0.34.0's
     VLLM_SPARSE_INDEXER_MAX_DECODE_LOGITS_MB, on SM100 without DCP or PCP and a top-k its kernel takes)."""
@@ -93,6 +125,9 @@ class FrameworkProfile(BaseModel):
         "per sequence, against each one's keys), indexer_logits_max_bytes bounding the prefill's only (vLLM 0.34.0 "
         "sizes the decode logits max_num_seqs x (1 + speculative tokens) x max_model_len beside the prefill "
         "budget); false: the bound holds at decode too")
+    hybrid_state: HybridStateLayout | None = Field(
+        None, description="how it allocates a hybrid model's constant per-request state beside the KV "
+        "(HybridStateLayout); unset: the seed's, each request's state counted once beside its exact KV")
     indexer_decode_logits_bound: IndexerDecodeBound | None = Field(
         None, description="where its condition holds, the decode indexer logits are split to this bound although "
         "indexer_decode_logits_unbounded (vLLM 0.34.0: SM100 without DCP / PCP); unset: none")
@@ -336,6 +371,8 @@ class FrameworkProfile(BaseModel):
             out["indexer_logits_max_bytes"] = float(self.indexer_logits_max_bytes)
         if self.indexer_decode_logits_bound is not None:  # a figure and a condition: Factors carries the bound
             out["indexer_decode_logits_bound"] = self.indexer_decode_logits_bound  # type: ignore[assignment]
+        if self.hybrid_state is not None:
+            out["hybrid_state"] = self.hybrid_state  # type: ignore[assignment]
         out.update(self.serving_factors(vendor))
         return out
 
