@@ -89,6 +89,7 @@ def _held_note(model: str, hardware: str, cards: int, scenario: Scenario, framew
     configuration holds more requests below the next planned concurrency and scores better there."""
     from solver.plan import config_edge
     from solver.plan.solve import plan_inputs
+    from solver.rank import held_note
 
     p = first.planned
     if (scenario.phase != "serving" or scenario.concurrency is not None or p.sla_edge_from is not None
@@ -99,11 +100,11 @@ def _held_note(model: str, hardware: str, cards: int, scenario: Scenario, framew
         return None  # nothing planned above: the range ends here (--max-concurrency), or nothing holds more
     hw_l, f, mem_opts = plan_inputs(spec, hw, fw, cards, scenario)
     edge = config_edge.held_edge(spec, hw_l, p.config, prec, f, fw, scenario, mem_opts, p.batch, upper)
-    if edge is None or not config_edge.scores_better(scenario, p.estimate, edge.estimate):
+    if edge is None or not held_note.scores_better(scenario, p.estimate, edge.estimate):
         return None
     cmd = solve_command(model, hardware, cards, edge.requests, scenario, framework, weight_dtype, moe_weight_dtype,
                         kv_dtype, method, allow_cross_node)
-    return config_edge.held_note(edge, p.estimate, cmd)
+    return held_note.held_note(edge, p.estimate, cmd)
 
 
 def solve_command(model: str, hardware: str, cards: int, concurrency: int, scenario: Scenario, framework: str,

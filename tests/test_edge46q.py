@@ -1,5 +1,5 @@
 """The note on what #1's own configuration holds past the power of two it was planned at (plan.config_edge,
-entry._held_note): one test per rule.
+rank.held_note, entry._held_note): one test per rule.
 
 The case: qwen3-30b-a3b on 4 x H100 under vLLM, ISL 8192, OSL 2048, throughput. #1 is planned at 128 requests, the
 next planned concurrency is 256; its configuration's KV cache holds 248 (memory's max batch at the workload, a
@@ -14,7 +14,7 @@ import pytest
 
 from solver.entry import _held_note, run_solve
 from solver.estimate.memory import max_batch
-from solver.plan.config_edge import gain_score
+from solver.rank.held_note import gain_score
 from solver.plan.solve import plan_inputs
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware

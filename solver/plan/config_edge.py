@@ -3,8 +3,8 @@ The planner plans the powers of two and the deployment's edges (plan.memory_edge
 configuration's own memory edge (its cost: benchmarks/README.md, "Stop 36"), so a configuration whose KV cache holds
 more than the power it was planned at is shown there. This finds the count it holds, between its concurrency and the
 next one planned, under the tests the planner's `verify` applies (plan.solve: the full estimate's memory and SLAs,
-and room for what the figures assume, layout_memory.assumed_memory) and the engine's batch rules; the note says so
-where the figures there score better than the candidate's beyond the ranking's tie band.
+and room for what the figures assume, layout_memory.assumed_memory) and the engine's batch rules (rank.held_note says
+so where the figures there score better than the candidate's beyond the ranking's tie band).
 """
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from solver.estimate.memory import max_batch
 from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan.memory_edge import bisect_edge
-from solver.rank.cell import fmt_cell
 from solver.plan.sla_edge import full_estimate_misses
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
@@ -24,7 +23,7 @@ from solver.specs.model import ModelSpec
 from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 from solver.specs.rule_env import device_facts, model_env
-from solver.specs.scenario import TIE_SCORE, Scenario
+from solver.specs.scenario import Scenario
 
 
 @dataclass(frozen=True)
@@ -74,31 +73,4 @@ def held_edge(model: ModelSpec, hw: Hardware, cfg: ParallelConfig, prec: Precisi
     bound = ("the engine's batch rules" if n < top else "the SLAs" if top < hi
              else "memory" if hi == mem_cap else "the next planned concurrency")
     return HeldEdge(n, full(n), bound)
-
-
-def gain_score(scenario: Scenario, here: Estimate, there: Estimate) -> float:
-    """The scenario's score of `there` against `here` as the reference (rank.select's weighted log-ratio of
-    request latency and inverse throughput per rank): below -TIE_SCORE, it is better beyond the tie band."""
-    def lat(e: Estimate) -> float:
-        return max(scenario.request_latency(e.ttft_s, e.tpot_s), 1e-12)
-
-    def inv(e: Estimate) -> float:
-        return 1.0 / max(e.output_tokens_per_s_per_rank, 1e-12)
-    return scenario.score(lat(there), inv(there), lat(here), inv(here))
-
-
-def scores_better(scenario: Scenario, here: Estimate, there: Estimate) -> bool:
-    return gain_score(scenario, here, there) < -TIE_SCORE
-
-
-def held_note(edge: HeldEdge, here: Estimate, solve_cmd: str) -> str:
-    """The note on #1: the count its configuration holds, its figures there against #1's, the command that plans
-    there (the figures written as the table's cells write them)."""
-    e = edge.estimate
-    tps, base = e.output_tokens_per_s_per_rank, here.output_tokens_per_s_per_rank
-    figs = [f"{fmt_cell(float(tps))} tok/s per rank ({tps / base - 1:+.0%})"]
-    figs += [f"TTFT {fmt_cell(float(e.ttft_s * 1e3))} ms"] if e.has_ttft else []
-    figs += [f"TPOT {fmt_cell(float(e.tpot_s * 1e3))} ms"] if e.has_tpot else []
-    return (f"#1's configuration holds {edge.requests:,} requests ({edge.bound}): at {edge.requests:,} it runs "
-            f"{', '.join(figs)}; `{solve_cmd}` plans there")
 
