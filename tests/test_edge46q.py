@@ -77,7 +77,28 @@ def test_no_note_at_a_fixed_concurrency():
     assert result.held_note is None
 
 
+LLAMA_TPOT = ("llama-3.1-70b", "h100_sxm", 8, Scenario(kind="throughput", isl=4096, osl=256, tpot_ms=30), "vllm")
+
+
+def test_the_held_count_stays_within_the_slas():
+    """llama-3.1-70b on 8 H100 under vLLM, TPOT <= 30 ms: the planner's SLA edge from 16 is 22, #1 there (TPOT
+    29.8 ms). Its configuration searched from 16 below 32 stops at the same 22, bound by the SLAs, not memory."""
+    from solver.plan.config_edge import held_edge
+
+    model, hw_name, cards, sc, fw_name = LLAMA_TPOT
+    result, cands = run_solve(model, hw_name, cards, sc, fw_name, copies_hint=True)
+    p = cands[0].planned
+    assert (p.batch, p.sla_edge_from) == (22, 16)
+    spec, fw, hw = load_model(model), load_framework(fw_name), load_hardware(hw_name)
+    prec = resolve_precision(spec, hw, None, None, None)
+    hw_l, f, mem_opts = plan_inputs(spec, hw, fw, cards, sc)
+    edge = held_edge(spec, hw_l, p.config, prec, f, fw, sc, mem_opts, 16, 32)
+    assert (edge.requests, edge.bound) == (22, "the SLAs") and edge.estimate.tpot_s * 1e3 <= 30
+    assert result.held_note is None  # #1 stands at that SLA edge
+
+
 def test_no_note_at_an_sla_edge(solved):
+    """The candidate that gains the note at 128, marked as standing at an SLA edge, gains none."""
     result, cands = solved
     spec, fw, hw = load_model(MODEL), load_framework(FW), load_hardware(HW)
     prec = resolve_precision(spec, hw, None, None, None)
