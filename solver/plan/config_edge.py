@@ -9,8 +9,6 @@ so where the figures there score better than the candidate's beyond the ranking'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
-
 from solver.estimate.factors import Factors
 from solver.estimate.memory import max_batch
 from solver.estimate.memory_options import MemoryOptions
@@ -30,7 +28,8 @@ from solver.specs.scenario import Scenario
 class HeldEdge:
     requests: int  # the most requests the configuration holds and runs in the range
     estimate: Estimate  # its full estimate there
-    bound: str  # what stops it there: "memory", "the SLAs", "the engine's batch rules" or "the next planned concurrency"
+    # what stops it there: "memory", "the SLAs", "the engine's batch rules" or "the next planned concurrency"
+    bound: str
 
 
 def is_power_of_two(n: int) -> bool:
@@ -50,9 +49,10 @@ def held_edge(model: ModelSpec, hw: Hardware, cfg: ParallelConfig, prec: Precisi
     if hi <= batch:
         return None
     knobs = cfg.knobs()
-    runs: Callable[[int], bool] = lambda c: all(
-        r.holds(model_env(knobs, model, **device_facts(hw), world=cfg.world_size, batch=c, mtp=scenario.mtp))
-        for r in fw.batch_rules)
+
+    def runs(c: int) -> bool:  # the engine's batch rules (a batch a multiple of the attention DP size)
+        env = model_env(knobs, model, **device_facts(hw), world=cfg.world_size, batch=c, mtp=scenario.mtp)
+        return all(r.holds(env) for r in fw.batch_rules)
     seen: dict[int, Estimate] = {}
 
     def full(c: int) -> Estimate:
