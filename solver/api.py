@@ -292,9 +292,10 @@ def _recommend_keys() -> set[str]:
 class Solution(list):
     """solve()'s answer: the ranked candidates (a list of Candidate) with what `shardplan solve` says beside them.
     `.notes`: every note the command prints (report.candidates.answer_notes: the config's class defaults, the
-    engine's, the concurrency range, the SLA edge, the copies hint, the prefix cache assumed); `.result`: the
-    PlanResult (binding constraints, pruned values, the Pareto front); `.as_dict()`: the command's `--format
-    json` (each candidate's reason, departures from the seed and engine command included). A slice (`sol[:2]`)
+    engine's, the concurrency range, the SLA edge, what #1's own configuration holds, the copies hint, the prefix
+    cache assumed); `.result`: the PlanResult (binding constraints, pruned values, the Pareto front);
+    `.as_dict()`: the command's `--format json` (each candidate's reason, departures from the seed and engine
+    command included). A slice (`sol[:2]`)
     or a copy is a plain list of candidates: the notes, result and JSON are of the whole answer (candidate 1's SLA
     edge, the copies hint, every candidate's reason), not of the candidates a slice keeps, so they stay here."""
 
@@ -311,8 +312,9 @@ def _solve(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, sc
            moe_weight_dtype: str | None = None, kv_dtype: str | None = None, copies_hint: bool = True,
            **kwargs: Any) -> Solution:
     """Ranked candidates for one deployment, a Solution (see run_solve for the keyword arguments; `copies_hint`
-    on, as the command asks). `scenario`: a Scenario or its kind ("throughput", "latency", "balanced"; default
-    balanced); with a kind (or none), isl, osl, ttft_ms, tpot_ms, concurrency, max_concurrency, mtp, mtp_accept
+    on, as the command asks: the copies and held-requests notes). `scenario`: a Scenario or its kind
+    ("throughput", "latency", "balanced"; default balanced); with a kind (or none), isl, osl, ttft_ms, tpot_ms,
+    concurrency, max_concurrency, mtp, mtp_accept
     and prefix_hit are its fields, as sweep and recommend take them (a Scenario and those keywords together are
     refused: the Scenario holds its own)."""
     from solver.report.candidates import answer_notes
@@ -344,7 +346,9 @@ def _sweep(model: str | os.PathLike, hardware: str | os.PathLike | Iterable[str 
     takes them) adds `usd_per_hour` and `usd_per_million_output_tokens` to every row (solver.capacity.pricing).
     `df.attrs`: "wall_s" (seconds the sweep took), "combinations" (the solves it ran), "notes" (what reading
     the inputs noted: a dtype the hardware lacks, a context past the model's), "cheapest" (with prices: the
-    cheapest front row per hardware, as the command's note lines say it).
+    cheapest front row per hardware, as the command's note lines say it). A row's notes leave out solve's hints
+    (k copies of a smaller deployment, the requests #1's own configuration holds past its power of two): each costs
+    estimates or plans per row; `solve` at the row's deployment says them.
     `serving="disagg"`: one row per disaggregated (xPyD) plan instead, as `sweep --serving disagg` writes it
     (solver.capacity.disagg.sweep_disagg: the columns of table.DISAGG_COLUMNS; jobs 1, no executor).
     """

@@ -47,7 +47,9 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
     """Library entry point shared by the CLI, sweeps and notebooks. `references`: the verified deployments the
     planner may adopt and the ranking measures closeness to (default: every one in references/). `copies_hint`:
     where the answer is bound by what a smaller world lifts, plan copies of smaller deployments and say in
-    PlanResult.copies_note when they would carry clearly more per rank (plan.copies; `solve` asks for it).
+    PlanResult.copies_note when they would carry clearly more per rank (plan.copies; `solve` asks for it), and
+    where #1's own configuration holds more requests than the power of two it was planned at and scores better
+    there, say so in PlanResult.held_note (plan.config_edge: a few estimates).
     `diagnose` False: no configuration raises without the diagnosis of why. `priced_reasons` False: a departure
     from the seed is named, not priced (a caller that shows no reason, a sweep's rows, skips the estimates)."""
     if cards < 1:
@@ -73,7 +75,55 @@ def run_solve(model: str, hardware: str, cards: int, scenario: Scenario, framewo
         result.copies_note = _copies_note(model, hardware, cards, scenario, framework, weight_dtype,
                                           moe_weight_dtype, kv_dtype, method, params, allow_cross_node, refs,
                                           hw, fw, result, cands[0])
+        result.held_note = _held_note(model, hardware, cards, scenario, framework, weight_dtype, moe_weight_dtype,
+                                      kv_dtype, method, allow_cross_node, spec, hw, prec, fw, result, cands[0])
     return result, cands
+
+
+def _held_note(model: str, hardware: str, cards: int, scenario: Scenario, framework: str,
+               weight_dtype: str | None, moe_weight_dtype: str | None, kv_dtype: str | None, method: str,
+               allow_cross_node: bool, spec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
+               result: PlanResult, first: Candidate) -> str | None:
+    """plan.config_edge's note on #1: only for a serving plan whose planner picked the concurrency, #1 at a planned
+    power of two (not at an SLA or memory edge, nor at a --max-concurrency between powers), where its own
+    configuration holds more requests below the next planned concurrency and scores better there."""
+    from solver.plan import config_edge
+    from solver.plan.solve import plan_inputs
+    from solver.rank import held_note
+
+    p = first.planned
+    if (scenario.phase != "serving" or scenario.concurrency is not None or p.sla_edge_from is not None
+            or not config_edge.is_power_of_two(p.batch)):
+        return None
+    upper = next((b for b in result.planned_batches if b > p.batch), None)
+    if upper is None:
+        return None  # nothing planned above: the range ends here (--max-concurrency), or nothing holds more
+    hw_l, f, mem_opts = plan_inputs(spec, hw, fw, cards, scenario)
+    edge = config_edge.held_edge(spec, hw_l, p.config, prec, f, fw, scenario, mem_opts, p.batch, upper)
+    if edge is None or not held_note.scores_better(scenario, p.estimate, edge.estimate):
+        return None
+    cmd = solve_command(model, hardware, cards, edge.requests, scenario, framework, weight_dtype, moe_weight_dtype,
+                        kv_dtype, method, allow_cross_node)
+    return held_note.held_note(edge, p.estimate, cmd)
+
+
+def solve_command(model: str, hardware: str, cards: int, concurrency: int, scenario: Scenario, framework: str,
+                  weight_dtype: str | None, moe_weight_dtype: str | None, kv_dtype: str | None, method: str,
+                  allow_cross_node: bool) -> str:
+    """The `shardplan solve` line that plans this deployment at a fixed concurrency under the scenario's kind,
+    lengths, SLAs, MTP and engine (a value at its default left out)."""
+    opts = [("--hardware", hardware), ("--cards", cards), ("--scenario", scenario.kind), ("--isl", scenario.isl),
+            ("--osl", scenario.osl), ("--concurrency", concurrency),
+            ("--ttft-ms", scenario.ttft_ms), ("--tpot-ms", scenario.tpot_ms),
+            ("--mtp", scenario.mtp or None), ("--mtp-accept", scenario.mtp_accept if scenario.mtp else None),
+            ("--prefix-hit", scenario.prefix_hit or None),
+            ("--framework", framework), ("--weight-dtype", weight_dtype),
+            ("--moe-weight-dtype", moe_weight_dtype), ("--kv-dtype", kv_dtype),
+            ("--method", method if method != "cpsat" else None)]
+    return " ".join(["shardplan solve", shlex.quote(model),
+                     *(f"{k} {v:g}" if isinstance(v, float) else f"{k} {shlex.quote(str(v))}"
+                       for k, v in opts if v is not None)]
+                    + (["--allow-cross-node"] if allow_cross_node else []))
 
 
 def _copies_note(model: str, hardware: str, cards: int, scenario: Scenario, framework: str,

@@ -617,7 +617,8 @@ def test_the_yaml_footer_derives_dp_from_the_engines_tp_group() -> None:
     from solver.report.candidates import seed_yaml
     from solver.specs.parallel import KNOBS
     result = SimpleNamespace(knobs=KNOBS, binding=[], status="OPTIMAL", timeout_note=lambda: "", input_notes=(),
-                             range_note="", edge_note=None, copies_note=None, pruned={})
+                             range_note="", edge_note=None, copies_note=None, held_note=None,
+                             pruned={})
     assert "attn_dp_size = world_size // (attn_tp_size x kvp_size)" in seed_yaml(result, [], replica_knobs=("kvp_size",))
     assert "attn_dp_size = world_size // attn_tp_size," in seed_yaml(result, [])
 

@@ -14,6 +14,7 @@ from solver.errors import InfeasibleError, InputError, InternalError, three_figu
 from solver.specs.notes import input_notes, past_position_table
 from solver.specs.limits import MAX_CARDS, MAX_TIME_LIMIT_S, MAX_TOP
 from solver.estimate.compute import factors_for
+from solver.estimate.factors import Factors
 from solver.estimate.memory_options import MemoryOptions, engine_options, workload_options
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan import cpsat
@@ -122,6 +123,11 @@ class PlanResult:
     copies_note: str | None = None
     # a candidate runs at the SLA edge, a concurrency between the powers of two (plan.sla_edge)
     edge_note: str | None = None
+    # #1's own configuration holds more requests than the power of two it was planned at, and scores better there
+    # (plan.config_edge; entry.run_solve's copies_hint)
+    held_note: str | None = None
+    # the concurrencies planned: the powers of two, the memory edge, the SLA edges
+    planned_batches: tuple[int, ...] = ()
     # what reading the inputs noted (specs/notes.input_notes: a field the config reader did not read, weights
     # kept in the checkpoint's format, a device no calibration row measured); shown with the answer
     input_notes: tuple[str, ...] = ()
@@ -243,6 +249,20 @@ def _kind_candidates(model: ModelSpec, hw: Hardware, prec: Precision, fw: Framew
 POSITION_TABLE_RULE = "A.sequence_within_position_table"
 
 
+def plan_inputs(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,
+                mem_opts: MemoryOptions | None = None) -> tuple[Hardware, Factors, MemoryOptions]:
+    """The hardware, factors and memory options a plan prices its configurations with (a caller re-estimating a
+    planned configuration, plan.config_edge, prices it alike)."""
+    # the nodes as the engine's launch uses them: 12 ranks under an equal-ranks-per-node launcher run 6 on each of
+    # 2 nodes, so the space, the tables and the estimates all read 6 ranks a node (space.placement)
+    hw = as_launched(hw, fw, world)
+    f = factors_for(hw, fw.efficiency_for(hw))
+    # the tables, the full estimates and the memory checks all price the engine's layout (memory_options.engine_options)
+    # one request's prefill holds its prompt; a decode step runs its drafts (memory_options.workload_options)
+    return hw, f, workload_options(engine_options(mem_opts, f), scenario.isl,
+                                   scenario.mtp if model.num_mtp_layers else 0)
+
+
 def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile, world: int, scenario: Scenario,
           params: SolverParams | None, method: str, top: int, allow_cross_node: bool,
           mem_opts: MemoryOptions | None, explain_binding: bool, diagnose: bool,
@@ -260,13 +280,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
         raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {table_cap}",
                               [POSITION_TABLE_RULE],
                               f"what would fit: --isl + --osl within {model.max_position_embeddings:,} tokens")
-    # the nodes as the engine's launch uses them: 12 ranks under an equal-ranks-per-node launcher run 6 on each of
-    # 2 nodes, so the space, the tables and the estimates all read 6 ranks a node (space.placement)
-    hw = as_launched(hw, fw, world)
-    f = factors_for(hw, fw.efficiency_for(hw))
-    # the tables, the full estimates and the memory checks all price the engine's layout (memory_options.engine_options)
-    # one request's prefill holds its prompt; a decode step runs its drafts (memory_options.workload_options)
-    mem_opts = workload_options(engine_options(mem_opts, f), scenario.isl, scenario.mtp if model.num_mtp_layers else 0)
+    hw, f, mem_opts = plan_inputs(model, hw, fw, world, scenario, mem_opts)
     space = build_space(model, hw, fw, world, scenario, allow_cross_node)
     same = (model, hw, prec, f, fw, space, mem_opts)
     tables = _cached(("tables", *_tables_key(model, hw, fw, world, scenario, allow_cross_node, mem_opts)), same,
@@ -458,6 +472,7 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     bad = [c for c in result.candidates if full_estimate_misses(c.estimate, scenario)]
     if bad:  # verify() cut these off; reaching here is a fault of the planner, not of the input
         raise InternalError(f"candidate {bad[0].config.knobs()} misses {full_estimate_misses(bad[0].estimate, scenario)}")
+    result.planned_batches = tuple(sorted(tables.batches))
     result.range_note = range_note(chosen[0].batch, scenario)
     # the note names the plan's edge the first candidate there stands at (the plan's others at theirs, as own edges)
     edge = next((p.batch for p in chosen if p.batch in edges), None)

@@ -129,6 +129,8 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
         "edge_note": result.edge_note,
         # where k copies of a smaller deployment would carry clearly more per rank (plan.copies): absent elsewhere
         **({"copies_note": result.copies_note} if result.copies_note else {}),
+        # where #1's own configuration holds more requests and scores better there (plan.config_edge): absent elsewhere
+        **({"held_note": result.held_note} if result.held_note else {}),
         # what the answer assumed of the prefix cache: absent at no hit
         **({"prefix_hit_note": hit} if scenario is not None and (hit := prefix_hit_note(scenario.prefix_hit,
                                                                                          scenario.phase)) else {}),
@@ -150,9 +152,10 @@ def result_dict(result: PlanResult, cands: list[Candidate], launches: list[dict]
 def answer_notes(result: PlanResult, scenario: Scenario) -> list[str]:
     """Every note of a solve's answer, in the order `solve` prints them (its stderr; the JSON keeps each under its
     key, result_dict): the inputs' and the engine's, the search's time limit and cut loop, the concurrency range,
-    the SLA edge, the copies hint and the prefix cache assumed."""
+    the SLA edge, what #1's own configuration holds, the copies hint and the prefix cache assumed."""
     return [n for n in (*result.input_notes, result.timeout_note(), result.cut_note(), result.range_note,
-                        result.edge_note, result.copies_note, prefix_hit_note(scenario.prefix_hit, scenario.phase))
+                        result.edge_note, result.held_note, result.copies_note,
+                        prefix_hit_note(scenario.prefix_hit, scenario.phase))
             if n]
 
 
@@ -237,7 +240,8 @@ def seed_yaml(result: PlanResult, cands: list[Candidate], replica_knobs: tuple[s
         out.append(f"# not keys of {where} (fixed at 1): {', '.join(unset)}")
     out.append("# binding constraints: " + ("; ".join(result.binding) if result.binding else "none"))
     out.append(f"# solver status: {result.status}" + (f" ({result.timeout_note()})" if result.timeout_note() else ""))
-    out.extend(f"# note: {n}" for n in (*result.input_notes, *(n for n in (result.range_note, result.edge_note, result.copies_note) if n)))
+    out.extend(f"# note: {n}" for n in (*result.input_notes, *(n for n in (
+        result.range_note, result.edge_note, result.held_note, result.copies_note) if n)))
     out.append(f"# ordering: {ordering(cands)}")
     for rule, values in result.pruned.items():
         out.append(f"# search space: {rule} removed {', '.join(values)}")
