@@ -76,7 +76,8 @@ def copies_per_token(model: ModelSpec, pc: ParallelConfig, eight_bit: bool) -> t
     """(bytes sent attention -> FFN, bytes sent back) per token per step over all hand-offs: a dense FFN block
     receives the token's hidden state once (its TP group gathers it, as without AFD); a MoE block one copy per
     real routed expert per MoE TP rank of its width, sent in the GEMM's 8-bit format where it has one and returned
-    in bf16 (the dispatch / combine rule of layers/moe.py, now over the AFD link)."""
+    in bf16 (the dispatch / combine rule of layers/moe.py, now over the AFD link), plus, where it has shared
+    experts (which run on the FFN side: ffn_modules), one hidden state each way for them, as a dense block."""
     out = back = 0.0
     for block, n in model.block_groups:
         if block.role != "ffn":
@@ -85,7 +86,7 @@ def copies_per_token(model: ModelSpec, pc: ParallelConfig, eight_bit: bool) -> t
             copies = block.real_topk * pc.moe_tp_size * block.expert_width
             out += n * copies * (1 if eight_bit else ACT_BYTES)
             back += n * copies * ACT_BYTES
-        else:
+        if not getattr(block, "real_topk", 0) or getattr(block, "shared_inter", 0):
             out += n * block.hidden * ACT_BYTES
             back += n * block.hidden * ACT_BYTES
     return out, back
@@ -133,10 +134,29 @@ class AfdStepCost(StepCost):
     side_busy_s: dict[str, float] = field(default_factory=dict)  # each side's work over the step
     hand_offs: int = 0
     memory_sides: "AfdMemory | None" = None  # afd_estimate sets it
+    ffn: frozenset[str] = frozenset()  # the FFN side's modules (ffn_modules)
 
     @property
     def time_s(self) -> float:  # type: ignore[override]
         return self.step_s
+
+    @property
+    def pacing_side(self) -> str:
+        """The side busy longer over the step (the one the other waits on)."""
+        return max(SIDES, key=lambda s: self.side_busy_s.get(s, 0.0))
+
+    def split(self) -> dict[str, float]:
+        """The step by kind on the pacing side (both sides run at once, so the sum over both exceeds the step):
+        its compute- and memory-bound ops, its exposed collectives plus the exposed AFD transfer, the fixed
+        overhead, and `waiting_s`, the time it waits on the other side (its first micro-batch and the last
+        return): the five add up to the step."""
+        side = self.pacing_side
+        ops = [o for o in self.ops if side_of(o.module, self.ffn) == side]
+        comm = sum(c.exposed_s for c in self.comms if c.module != "afd" and side_of(c.module, self.ffn) == side)
+        out = {"compute_s": sum(o.time_s for o in ops if o.bound == "compute"),
+               "memory_s": sum(o.time_s for o in ops if o.bound == "memory"),
+               "communication_s": comm + self.exposed_transfer_s, "overhead_s": self.overhead_s}
+        return {**out, "waiting_s": max(0.0, self.step_s - sum(out.values()))}
 
 
 def _side_s(ops: list[OpCost], comms: list[CommCost], side: str, ffn: frozenset[str],
@@ -185,7 +205,7 @@ def afd_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     return AfdStepCost(ops, comms, f.step_overhead_s,
                        kernels / f.kernel_overhead_s if f.kernel_overhead_s > 0 else 0.0,
                        step_s=gpu + f.step_overhead_s, sides=times, micro_batches=m, exposed_transfer_s=exposed,
-                       side_busy_s=busy, hand_offs=h)
+                       side_busy_s=busy, hand_offs=h, ffn=ffn)
 
 
 @dataclass(frozen=True)
