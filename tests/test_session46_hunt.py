@@ -116,3 +116,38 @@ def test_sglang_rank_order_is_stage_major():
     assert load_framework("sglang").rank_order == "stage_major"
     assert all(min(t.span_ranks for t in load_hardware(h).tiers.values()) >= load_hardware(h).ranks_per_node
                for h in ("h100_sxm", "gb200", "mi300x", "l40s"))
+
+
+API_LC = dict(phase="decode", batch=256, isl=4608, osl=128, framework="cann-recipes", dense_tp_size=8,
+              lmhead_tp_size=16, o_proj_tp_size=8, weight_dtype="int8", kv_dtype="bf16")
+
+
+def test_api_estimate_and_check_take_afd_as_the_command_line_does():
+    """api.estimate(afd=True) is `estimate --afd`, api.check(afd=True) a file's `afd: true`: lc-afd's knobs and
+    workload give check's TPOT of references/lc-afd.yaml."""
+    from solver import api
+
+    want = api.check(config=LC_AFD).review.estimate.tpot_s
+    assert api.estimate("longcat-flash", "atlas_a3", 128, afd=True, **API_LC).estimate.tpot_s == pytest.approx(want)
+    assert api.check("longcat-flash", "atlas_a3", 128, afd=True, **API_LC).review.estimate.tpot_s == \
+        pytest.approx(want)
+
+
+def test_api_check_names_a_knob_an_afd_rule_refuses_by_its_keyword():
+    """lmhead_tp_size 128 does not divide a half (64): the refusal names the keyword, as the flag on the CLI."""
+    from solver import api
+    from solver.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        api.check("longcat-flash", "atlas_a3", 128, afd=True, **{**API_LC, "lmhead_tp_size": 128})
+    assert str(exc.value).startswith("lmhead_tp_size: [C.afd_tp_divides_half_world]")
+
+
+def test_api_afd_is_a_boolean_and_a_files_own_with_config():
+    from solver import api
+    from solver.errors import InputError
+
+    with pytest.raises(InputError, match="afd: must be True or False"):
+        api.estimate("longcat-flash", "atlas_a3", 128, afd="yes", **API_LC)
+    with pytest.raises(InputError, match="afd: given by the file"):
+        api.check(config=LC_AFD, afd=True)
