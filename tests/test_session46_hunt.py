@@ -151,3 +151,30 @@ def test_api_afd_is_a_boolean_and_a_files_own_with_config():
         api.estimate("longcat-flash", "atlas_a3", 128, afd="yes", **API_LC)
     with pytest.raises(InputError, match="afd: given by the file"):
         api.check(config=LC_AFD, afd=True)
+
+
+def test_a_disagg_remedy_plans_the_worker_under_its_pools_rules():
+    """Llama-3.1-405B (811.7 GB of bf16 weights) on 64 H100 under vLLM, disaggregated: vLLM's NIXL consumer runs no
+    decode PP, so a decode worker splits the weights at most TP 8 ways inside a node: 811.7 / 8 = 101.5 GB a rank
+    > 81.6 GB, at any worker size. The remedies are what frees it (cross-node TP, smaller weights), not a shorter
+    prompt or more cards, which a worker planned without the pool's rule (TP8 x PP4: 25 GB a rank) would offer."""
+    r = CliRunner().invoke(main, ["solve", "llama-3.1-405b", "--hardware", "h100_sxm", "--cards", "64",
+                                  "--framework", "vllm", "--serving", "disagg"])
+    assert r.exit_code == 1
+    err = " ".join(r.stderr.split())
+    assert "no decode worker of at most 32 ranks is feasible" in err
+    assert "--isl" not in err and "cards in total" not in err
+    assert "(try --allow-cross-node)" in err and "smaller weights (--weight-dtype fp8" in err
+
+
+def test_a_decode_workers_rules_are_its_kv_transfers():
+    """phase_framework: the decode worker holds vLLM's NIXL consumer rule (no decode PP); the prefill worker the
+    profile's rules and its transfer's prefill rules, without the batch rule a pool's step adds."""
+    from solver.plan.disagg_pools import FILLS_REPLICAS, decode_framework, phase_framework
+
+    fw = load_framework("vllm")
+    assert phase_framework(fw, "decode") is decode_framework(fw)
+    extra = {r.id for r in phase_framework(fw, "decode").rules} - {r.id for r in fw.rules}
+    assert "C.nixl_decode_no_pp" in extra
+    pre = {r.id for r in phase_framework(fw, "prefill").rules}
+    assert FILLS_REPLICAS.id not in pre and {r.id for r in fw.rules} <= pre
