@@ -178,3 +178,23 @@ def test_a_decode_workers_rules_are_its_kv_transfers():
     assert "C.nixl_decode_no_pp" in extra
     pre = {r.id for r in phase_framework(fw, "prefill").rules}
     assert FILLS_REPLICAS.id not in pre and {r.id for r in fw.rules} <= pre
+
+
+def test_afd_under_cp_decode_sends_each_ranks_own_tokens():
+    """cann-recipes decodes a CP group as attention DP (its decode layout), so with cp_size 64 over a 64-rank half
+    each attention rank still holds 256 / 64 = 4 sequences, 2 a micro-batch, and sends those: the AFD send is the
+    cp_size 1 deployment's, not the whole group's 128 tokens (64 times the bytes)."""
+    model, fw = load_model("longcat-flash"), load_framework("cann-recipes")
+    hw = as_launched(load_hardware("atlas_a3"), fw, 128)
+    prec = resolve_precision(model, hw, "int8")
+    f = factors_for(hw, fw.efficiency_for(hw))
+    wl = Workload.decode_of(256, 4608, 128)
+
+    def sent(cp: int):
+        d = afd_estimate(model, hw, ParallelConfig(world_size=128, **{**LC_KNOBS, "cp_size": cp}), prec, f, wl).decode
+        return d.sides.to_ffn_s, next(c.bytes for c in d.comms if c.name == "afd_send")
+
+    one, group = sent(1), sent(64)
+    assert group == pytest.approx(one)
+    # 2 micro-batches x 2 tokens x 2,064,384 B (copies_per_token, 8-bit) = 8,257,536 B a step
+    assert one[1] == pytest.approx(2 * 2 * 2_064_384)

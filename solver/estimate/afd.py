@@ -28,7 +28,7 @@ from solver.estimate.memory import MemoryReport, memory_per_rank
 from solver.estimate.memory_options import MemoryOptions, device_options
 from solver.estimate.pipeline import send_tier
 from solver.estimate.step import StepCost, micro_work, step_cost
-from solver.estimate.step_parts import block_modules
+from solver.estimate.step_parts import block_modules, engine_decode_layout
 from solver.specs.hardware import Hardware
 from solver.specs.layers.base import ACT_BYTES
 from solver.specs.model import ModelSpec
@@ -183,9 +183,11 @@ def afd_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     ffn_all = _side_s(sc.ops, sc.comms, "ffn", ffn)
     # each rank of an attention TP group holds the same rows: it sends its 1/split slice (pipeline.send_s), through
     # its own port at one peer's line rate (comm.send_recv_s), over the tier joining the two halves; A and F are
-    # each side's step work spread evenly over the hand-offs
-    split = half.attn_tp_group(f.kvp_splits_attention_weights)
-    tokens = micro.new_tokens / split
+    # each side's step work spread evenly over the hand-offs. The rows are those of the decode's own layout (a CP
+    # group that decodes as attention DP sends each replica's tokens, not the group's: engine_decode_layout)
+    lay, lay_w = engine_decode_layout(half, micro, f)
+    split = lay.attn_tp_group(f.kvp_splits_attention_weights)
+    tokens = lay_w.new_tokens / split
     out_b, back_b = copies_per_token(model, half, prec.activation in ("fp8", "int8", "fp4"))
     tier = send_tier(hw, half.world_size, 2)  # the boundary between rank world/2 - 1 and world/2
     to_f = send_recv_s(hw, tokens * out_b / h, tier, f.comm)
