@@ -1,13 +1,15 @@
-"""Rules found by trying this session's features as a user: attention-FFN disaggregation (estimate.afd,
-specs.afd, check's review of an AFD file) and the SGLang rank order."""
+"""Rules found by trying this session's features as a user: attention-FFN disaggregation (estimate.afd, specs.afd,
+check's review of an AFD file, the API), the disaggregated pools' remedies and the SGLang rank order."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
+import solver
 from solver.catalog import catalog_dir
 from solver.cli.main import main
 from solver.estimate.afd import afd_estimate, copies_per_token
@@ -198,3 +200,20 @@ def test_afd_under_cp_decode_sends_each_ranks_own_tokens():
     assert group == pytest.approx(one)
     # 2 micro-batches x 2 tokens x 2,064,384 B (copies_per_token, 8-bit) = 8,257,536 B a step
     assert one[1] == pytest.approx(2 * 2 * 2_064_384)
+
+
+def test_afd_with_pipeline_stages_is_refused_naming_the_knob(tmp_path):
+    """A bring-your-own profile may offer both AFD and PP (cann-recipes' with pp_size a knob): the AFD step has no
+    pipeline stages, so pp_size 2 is refused, named by its flag, instead of an estimate that mixes the two."""
+    src = (Path(solver.__file__).parent / "frameworks" / "cann-recipes.yaml").read_text()
+    prof = yaml.safe_load(src)
+    prof["name"] = "afd-and-pp"
+    prof["knobs"] = [*prof["knobs"], "pp_size"]
+    prof["features"]["pipeline_parallel"] = {"supported": True, "flag": "pp", "source": "test"}
+    path = tmp_path / "afd-and-pp.yaml"
+    path.write_text(yaml.safe_dump(prof))
+    r = CliRunner().invoke(main, ["estimate", "longcat-flash", "--hardware", "atlas_a3", "--cards", "128", "--afd",
+                                  "--framework", str(path), "--phase", "decode", "--batch", "256", "--seq-len",
+                                  "4672", "--pp", "2"])
+    assert r.exit_code == 2
+    assert "--pp: the attention-FFN disaggregated step has no pipeline stages" in r.stderr
