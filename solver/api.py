@@ -86,7 +86,8 @@ def _per_hardware(value: Any) -> bool:
     return isinstance(value, Mapping) or isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
 
 
-_BOOLS = ("allow_cross_node", "explain_binding", "compare_aggregated", "copies_hint", "diagnose", "priced_reasons")
+_BOOLS = ("allow_cross_node", "explain_binding", "compare_aggregated", "copies_hint", "diagnose", "priced_reasons",
+          "afd")
 _CALLABLES = ("progress",)
 
 
@@ -409,16 +410,18 @@ def _estimate(model: str | os.PathLike, hardware: str | os.PathLike, cards: int,
               batch: int | None = None, seq_len: int | None = None, mtp: int = 0, mtp_accept: float | None = None,
               prefix_hit: float = 0.0, framework: str | os.PathLike = DEFAULT_FRAMEWORK,
               weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
-              **knobs: int) -> EstimateResult:
+              afd: bool = False, **knobs: int) -> EstimateResult:
     """`shardplan estimate` of one parallel_config: memory, TTFT, TPOT and throughput with their breakdowns.
     `knobs`: attn_tp_size, dense_tp_size, moe_tp_size, ... by their parallel_config names (unset: 1;
     redundant_experts: 0). Returns a solver.one_config.EstimateResult: `.estimate` (an Estimate), `.notes`,
     `.as_dict()` (the command's JSON). `mtp_accept` None: the default acceptance rate. `prefix_hit`: the share of
-    each prompt's tokens in the engine's prefix cache, in [0, 1) (Workload.prompt_tokens)."""
+    each prompt's tokens in the engine's prefix cache, in [0, 1) (Workload.prompt_tokens). `afd`: attention-FFN
+    disaggregated (--afd): half the cards attention, half FFN, the knobs within each half."""
     from solver.one_config import estimate_config, workload_of
 
     wl = workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept, prefix_hit)
-    return estimate_config(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework)
+    return estimate_config(model, hardware, cards, knobs, wl, weight_dtype, moe_weight_dtype, kv_dtype, framework,
+                           afd)
 
 
 def _memory(model: str | os.PathLike, hardware: str | os.PathLike, cards: int, batch: int, seq_len: int, *,
@@ -445,12 +448,12 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
                   mtp_accept: float | None = None, prefix_hit: float = 0.0,
                   framework: str | os.PathLike | None = None,
                   weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
-                  **knobs: int) -> CheckResult:
+                  afd: bool = False, **knobs: int) -> CheckResult:
     """`shardplan check`: a parallel_config reviewed by class A/B/C (model, hardware, framework), its common
     errors flagged and the config estimated. Either `config`, a deployment file (as the command reads it;
     `candidate` picks a candidate_x block, and model / hardware / cards / framework override the file's), or the
     deployment as keywords: model, hardware, cards, `knobs` as estimate() takes them, the workload (prefix_hit
-    included), mtp, mtp_accept, framework and dtypes. Returns a solver.one_config.CheckResult: `.valid`, `.review`
+    included), mtp, mtp_accept, framework, dtypes and afd (a file's `afd: true`). Returns a solver.one_config.CheckResult: `.valid`, `.review`
     (violations, warnings, common errors, notes, the estimate), `.as_dict()` (the command's JSON). An invalid
     config is a result (`valid` False), not an exception."""
     from solver.one_config import check_deployment, workload_of
@@ -462,7 +465,7 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
         inline = {"isl": isl, "osl": osl, "concurrency": concurrency, "phase": phase, "batch": batch,
                   "seq_len": seq_len, "mtp": mtp or None, "mtp_accept": mtp_accept,
                   "prefix_hit": None if prefix_hit == 0 else prefix_hit, "weight_dtype": weight_dtype,
-                  "moe_weight_dtype": moe_weight_dtype, "kv_dtype": kv_dtype, **knobs}
+                  "moe_weight_dtype": moe_weight_dtype, "kv_dtype": kv_dtype, "afd": afd or None, **knobs}
         for key, value in inline.items():
             if value is not None:
                 raise InputError(key, f"given by the file {config}: with config=, only "
@@ -487,7 +490,7 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
     dtypes = {"weight_dtype": weight_dtype, "moe_weight_dtype": moe_weight_dtype, "kv_dtype": kv_dtype}
     dep = Deployment(model=model, hardware=hardware, framework=framework or DEFAULT_FRAMEWORK, world_size=cards,
                      parallel_config=knobs, workload=spec, quant={FLAT_QUANT[k]: v for k, v in dtypes.items()},
-                     mtp=mtp, mtp_accept=mtp_accept)
+                     mtp=mtp, mtp_accept=mtp_accept, afd=afd)
     dep._fields = {k: k for k in (*FLAT_QUANT, *CONFIG_KEYS)}  # a refusal names the keyword
     return check_deployment(dep, model, hardware, cards, framework, None, {k: k for k in given})
 

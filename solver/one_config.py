@@ -378,8 +378,8 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     from solver.specs.parallel import ParallelConfig, make_parallel_config
     from solver.specs.precision import resolve_precision
 
-    def at(key: str) -> str:
-        return f"{origin}: {key}" if origin else key
+    def at(key: str) -> str:  # built from keywords, a knob is named by its keyword (api.check's lmhead_tp_size)
+        return f"{origin}: {key}" if origin else key.removeprefix("parallel_config.")
 
     if dep.workload is None:
         raise InputError("workload", f"missing{f' in {origin}' if origin else ''}: phase/batch/seq_len or "

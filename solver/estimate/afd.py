@@ -28,7 +28,7 @@ from solver.estimate.memory import MemoryReport, memory_per_rank
 from solver.estimate.memory_options import MemoryOptions, device_options
 from solver.estimate.pipeline import send_tier
 from solver.estimate.step import StepCost, micro_work, step_cost
-from solver.estimate.step_parts import block_modules
+from solver.estimate.step_parts import block_modules, engine_decode_layout
 from solver.specs.hardware import Hardware
 from solver.specs.layers.base import ACT_BYTES
 from solver.specs.model import ModelSpec
@@ -76,7 +76,8 @@ def copies_per_token(model: ModelSpec, pc: ParallelConfig, eight_bit: bool) -> t
     """(bytes sent attention -> FFN, bytes sent back) per token per step over all hand-offs: a dense FFN block
     receives the token's hidden state once (its TP group gathers it, as without AFD); a MoE block one copy per
     real routed expert per MoE TP rank of its width, sent in the GEMM's 8-bit format where it has one and returned
-    in bf16 (the dispatch / combine rule of layers/moe.py, now over the AFD link)."""
+    in bf16 (the dispatch / combine rule of layers/moe.py, now over the AFD link), plus, where it has shared
+    experts (which run on the FFN side: ffn_modules), one hidden state each way for them, as a dense block."""
     out = back = 0.0
     for block, n in model.block_groups:
         if block.role != "ffn":
@@ -85,7 +86,7 @@ def copies_per_token(model: ModelSpec, pc: ParallelConfig, eight_bit: bool) -> t
             copies = block.real_topk * pc.moe_tp_size * block.expert_width
             out += n * copies * (1 if eight_bit else ACT_BYTES)
             back += n * copies * ACT_BYTES
-        else:
+        if not getattr(block, "real_topk", 0) or getattr(block, "shared_inter", 0):
             out += n * block.hidden * ACT_BYTES
             back += n * block.hidden * ACT_BYTES
     return out, back
@@ -133,10 +134,29 @@ class AfdStepCost(StepCost):
     side_busy_s: dict[str, float] = field(default_factory=dict)  # each side's work over the step
     hand_offs: int = 0
     memory_sides: "AfdMemory | None" = None  # afd_estimate sets it
+    ffn: frozenset[str] = frozenset()  # the FFN side's modules (ffn_modules)
 
     @property
     def time_s(self) -> float:  # type: ignore[override]
         return self.step_s
+
+    @property
+    def pacing_side(self) -> str:
+        """The side busy longer over the step (the one the other waits on)."""
+        return max(SIDES, key=lambda s: self.side_busy_s.get(s, 0.0))
+
+    def split(self) -> dict[str, float]:
+        """The step by kind on the pacing side (both sides run at once, so the sum over both exceeds the step):
+        its compute- and memory-bound ops, its exposed collectives plus the exposed AFD transfer, the fixed
+        overhead, and `waiting_s`, the time it waits on the other side (its first micro-batch and the last
+        return): the five add up to the step."""
+        side = self.pacing_side
+        ops = [o for o in self.ops if side_of(o.module, self.ffn) == side]
+        comm = sum(c.exposed_s for c in self.comms if c.module != "afd" and side_of(c.module, self.ffn) == side)
+        out = {"compute_s": sum(o.time_s for o in ops if o.bound == "compute"),
+               "memory_s": sum(o.time_s for o in ops if o.bound == "memory"),
+               "communication_s": comm + self.exposed_transfer_s, "overhead_s": self.overhead_s}
+        return {**out, "waiting_s": max(0.0, self.step_s - sum(out.values()))}
 
 
 def _side_s(ops: list[OpCost], comms: list[CommCost], side: str, ffn: frozenset[str],
@@ -163,9 +183,11 @@ def afd_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     ffn_all = _side_s(sc.ops, sc.comms, "ffn", ffn)
     # each rank of an attention TP group holds the same rows: it sends its 1/split slice (pipeline.send_s), through
     # its own port at one peer's line rate (comm.send_recv_s), over the tier joining the two halves; A and F are
-    # each side's step work spread evenly over the hand-offs
-    split = half.attn_tp_group(f.kvp_splits_attention_weights)
-    tokens = micro.new_tokens / split
+    # each side's step work spread evenly over the hand-offs. The rows are those of the decode's own layout (a CP
+    # group that decodes as attention DP sends each replica's tokens, not the group's: engine_decode_layout)
+    lay, lay_w = engine_decode_layout(half, micro, f)
+    split = lay.attn_tp_group(f.kvp_splits_attention_weights)
+    tokens = lay_w.new_tokens / split
     out_b, back_b = copies_per_token(model, half, prec.activation in ("fp8", "int8", "fp4"))
     tier = send_tier(hw, half.world_size, 2)  # the boundary between rank world/2 - 1 and world/2
     to_f = send_recv_s(hw, tokens * out_b / h, tier, f.comm)
@@ -185,7 +207,7 @@ def afd_step(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision
     return AfdStepCost(ops, comms, f.step_overhead_s,
                        kernels / f.kernel_overhead_s if f.kernel_overhead_s > 0 else 0.0,
                        step_s=gpu + f.step_overhead_s, sides=times, micro_batches=m, exposed_transfer_s=exposed,
-                       side_busy_s=busy, hand_offs=h)
+                       side_busy_s=busy, hand_offs=h, ffn=ffn)
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,9 @@ def memory_terms(model: ModelSpec, hw: Hardware, prec: Precision, world: int, sc
                  mem_opts: MemoryOptions | None) -> str:
     """The memory that binds in the model's terms: its whole weights, and the cache of the requests held at the
     longest sequence, against the cards' memory within the per-rank limit, all ranks together. Where the sum fits
-    the pool, what no layout can split (replicated modules, per-rank activations and buffers) is what overflows."""
+    the pool, the layouts the rules leave do not split them finely enough (a rule may cap a split: TP inside a
+    node, no PP in a decode pool) beside what no layout splits (replicated modules, per-rank activations and
+    buffers)."""
     load = scenario.concurrency or 1
     r = memory_per_rank(model, hw, ParallelConfig(world_size=1), prec, load, scenario.max_seq_len, mem_opts,
                         mtp_layers=scenario.mtp)
@@ -149,8 +151,8 @@ def memory_terms(model: ModelSpec, hw: Hardware, prec: Precision, world: int, sc
     cache = f"the cache of {held}, {r.cache_total / 1e9:,.1f} GB"
     if r.weights_total + r.cache_total > pool:
         return f"{weights}, and {cache}, exceed {cards}"
-    return (f"{weights}, and {cache}, fit {cards} only in sum: what each rank holds whole (replicated modules, "
-            "activations, buffers) does not fit beside its share")
+    return (f"{weights}, and {cache}, fit {cards} only in sum: no layout the rules leave splits them finely "
+            "enough for a rank's share and what it holds whole (replicated modules, activations, buffers) to fit")
 
 
 def _batch_reach(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, world: int, scenario: Scenario,

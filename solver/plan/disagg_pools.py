@@ -72,6 +72,19 @@ def decode_framework(fw: FrameworkProfile) -> FrameworkProfile:
     return _DECODE_FW.get((fw,), None, lambda: fw.model_copy(update={"rules": [*fw.rules, *extra]})) if extra else fw
 
 
+_PREFILL_FW = IdentityMemo(64)  # profile -> its rules and its KV transfer's prefill rules
+
+
+def phase_framework(fw: FrameworkProfile, phase: str) -> FrameworkProfile:
+    """The rules a worker of `phase` holds at any batch: decode_framework's for decode; for prefill the profile's and
+    its KV transfer's prefill rules (FILLS_REPLICAS aside: it reads the step's batch, which the pools try several
+    of). What a question about one worker size (disagg_remedies) plans with, so its answer is a pool's."""
+    if phase == "decode":
+        return decode_framework(fw)
+    extra = _transfer_rules(fw, "prefill")
+    return _PREFILL_FW.get((fw,), None, lambda: fw.model_copy(update={"rules": [*fw.rules, *extra]})) if extra else fw
+
+
 def worker_sizes(model: ModelSpec, hw: Hardware, cards: int) -> list[int]:
     """Sizes a worker may take: powers of two and multiples of a node that divide the cards, below the cards
     (the other pool needs at least one rank)."""

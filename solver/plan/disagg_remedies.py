@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from solver.errors import InfeasibleError
 from solver.estimate.disagg import DisaggEstimate, workers_to_match
 from solver.plan.disagg import MAX_EVALUATED, _Pair, _concurrency, _pairs, sla_misses, ttft_order
-from solver.plan.disagg_pools import cards_for, phase_scenario
+from solver.plan.disagg_pools import cards_for, phase_framework, phase_scenario
 from solver.plan.disagg_floor import PrefillScreen
 from solver.plan.diagnosis import SLA_FLAGS, memory_terms, relax_slas
 from solver.plan.memory_remedies import (cheaper_weights, first_that_plans, longest_isl_screened, memory_question,
@@ -220,7 +220,8 @@ def _memory_remedies(job: "_Job", scenario: Scenario, smallest: dict[str, int | 
     if shorter:
         out.append(shorter)
     cheaper = cheaper_weights(job.model, job.hw, job.prec, lambda p: all(
-        might_fit(job.model, job.hw, p, job.fw, largest, _smallest_load(scenario, ph), job.mem_opts) for ph in missing))
+        might_fit(job.model, job.hw, p, phase_framework(job.fw, ph), largest, _smallest_load(scenario, ph), job.mem_opts)
+        for ph in missing))
     if cheaper:
         out.append(f"smaller weights ({cheaper})")
     return out
@@ -231,15 +232,16 @@ def _longest_isl(job: "_Job", scenario: Scenario, missing: list[str], largest: i
     request, by the memory screen (longest_isl_screened, the least over the pools), that the planner confirms for
     each pool's worker at that size (whether the rate-matched pools then fit the cards is the next question, which
     the deployment's own error answers); None where one prompt token does not pass or the planner finds none there."""
-    isls = [longest_isl_screened(job.model, job.hw, job.prec, job.fw, largest, _smallest_load(scenario, ph),
-                                 job.mem_opts) for ph in missing]
+    isls = [longest_isl_screened(job.model, job.hw, job.prec, phase_framework(job.fw, ph), largest,
+                                 _smallest_load(scenario, ph), job.mem_opts) for ph in missing]
     if None in isls:
         return None
     isl = min(isls)
     shorter = scenario.model_copy(update={"isl": isl})
     for ph in missing:
-        if first_that_plans(job.model, job.hw, job.prec, job.fw, [largest], _smallest_load(shorter, ph), job.params,
-                            job.allow_cross_node, job.mem_opts, job.method)[0] is None:
+        if first_that_plans(job.model, job.hw, job.prec, phase_framework(job.fw, ph), [largest],
+                            _smallest_load(shorter, ph), job.params, job.allow_cross_node, job.mem_opts,
+                            job.method)[0] is None:
             return None
     pools = " and ".join(missing)
     return (f"--isl {isl} or shorter (the longest prompt a {pools} worker of {largest} rank{'s' * (largest > 1)} "
@@ -260,5 +262,6 @@ def _fitting_worker(job: "_Job", scenario: Scenario, phase: str, above: int) -> 
     rpn = job.hw.ranks_per_node
     sizes = sorted({1 << k for k in range((above * WORKER_GROWTH).bit_length()) if (1 << k) > above}
                    | set(range(rpn * (above // rpn + 1), above * WORKER_GROWTH + 1, rpn)))
-    return first_that_plans(job.model, job.hw, job.prec, job.fw, sizes, _smallest_load(scenario, phase),
+    return first_that_plans(job.model, job.hw, job.prec, phase_framework(job.fw, phase), sizes,
+                            _smallest_load(scenario, phase),
                             job.params, job.allow_cross_node, job.mem_opts, job.method)

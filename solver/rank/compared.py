@@ -4,7 +4,7 @@ its [B] rule that decode's attention TP is no larger than needed, and its 3.4 ru
 the compute means the TP degree is too large."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from solver.errors import ShardplanError
@@ -69,11 +69,13 @@ PROCESS_ERRORS = (ALL_TP, SMALL_MOE_TP_ONLY, MLA_ATTENTION_TP)
 
 def decode_attn_tp_needed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig,
                           prec: Precision, f, wl: Workload, mem_opts: MemoryOptions | None,
-                          own: Estimate) -> tuple[ParallelConfig, Estimate] | None:
+                          own: Estimate, estimator: Callable[..., Estimate] | None = None
+                          ) -> tuple[ParallelConfig, Estimate] | None:
     """The seed's [B] "in the Decode phase, attn_tp is not greater than the necessary value": the smallest
     attention TP (a divisor of this one; the knobs the engine ties to it, dense FFN and the vocabulary / o_proj
     degrees, following where they must) that the engine accepts, that fits, and whose decode step is no slower;
-    None when this attention TP is that value."""
+    None when this attention TP is that value. `estimator`: what estimated `own` (serving.estimate's signature;
+    None: it), so each alternative is priced the same way (an AFD deployment's by estimate.afd)."""
     from solver.rank.explain import side_variants  # explain and select load the planner (OR-Tools): only here
 
     for a in (d for d in range(1, pc.attn_tp_size) if pc.attn_tp_size % d == 0):
@@ -96,7 +98,7 @@ def decode_attn_tp_needed(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, 
                                 mtp=wl.mtp)
                 if model_problems(model, v, fw) or fw.check(env, severity="error"):
                     continue
-                e = estimate(model, hw, v, prec, f, wl, mem_opts)
+                e = (estimator or estimate)(model, hw, v, prec, f, wl, mem_opts)
                 if e.memory.feasible and e.tpot_s <= own.tpot_s:
                     return v, e
     return None
@@ -115,13 +117,15 @@ def _tp_comm_by_knob(step: StepCost) -> dict[str, float]:
 
 def tp_comm_over_compute(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig,
                          prec: Precision, f, wl: Workload, mem_opts: MemoryOptions | None,
-                         own: Estimate) -> tuple[list[str], list[str]]:
+                         own: Estimate, estimator: Callable[..., Estimate] | None = None
+                         ) -> tuple[list[str], list[str]]:
     """The seed's 3.4 communication feasibility: "estimated communication time > computation time -> TP degree
     too large, reduce TP or switch to EP". The step of the workload (prefill, decode) whose TP communication
     most exceeds its compute names the TP knob that carries most of it; the seed's adjustment is then weighed as
     the process errors are: each smaller degree of that knob (1 = DP, or EP for moe_tp_size), alone or with
     every knob the engine ties to it, that the engine accepts and that fits. A warning where one beats this
-    configuration by more than the tie band, else a note that it was weighed: (warnings, notes)."""
+    configuration by more than the tie band, else a note that it was weighed: (warnings, notes). `estimator`:
+    as decode_attn_tp_needed's."""
     from solver.rank.select import PERF_TIE  # select loads the planner (OR-Tools): only here
 
     over = []
@@ -155,7 +159,7 @@ def tp_comm_over_compute(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, p
                             mtp=wl.mtp)
             if model_problems(model, alt, fw) or fw.check(env, severity="error"):
                 continue
-            e = estimate(model, hw, alt, prec, f, wl, mem_opts)
+            e = (estimator or estimate)(model, hw, alt, prec, f, wl, mem_opts)
             if e.memory.feasible and beats(e, own, scenario, PERF_TIE):
                 la, lo = (scenario.request_latency(x.ttft_s, x.tpot_s) for x in (e, own))
                 thr = change_pct(e.output_tokens_per_s_per_rank, own.output_tokens_per_s_per_rank)
@@ -192,9 +196,12 @@ def beats(a: Estimate, b: Estimate, scenario: Scenario, tie: float) -> bool:
 
 def judge_process_errors(errors: list[ProcessError], model: ModelSpec, hw: Hardware, fw: FrameworkProfile,
                          pc: ParallelConfig, prec: Precision, wl: Workload, mem_opts: MemoryOptions | None,
-                         own: Estimate) -> tuple[list[str], list[str]]:
+                         own: Estimate, estimator: Callable[..., Estimate] | None = None
+                         ) -> tuple[list[str], list[str]]:
     """Each ProcessError the configuration has (see there) becomes a common error, naming the configuration the
-    analysis prefers and by how much, or a note that it was weighed: (common errors, notes)."""
+    analysis prefers and by how much, or a note that it was weighed: (common errors, notes). `estimator`: what
+    estimated `own` (None: serving.estimate, as the planner does); given, the planner's configurations are priced
+    by it before they are weighed, so an AFD deployment meets the same knobs disaggregated."""
     from solver.plan.solve import plan
     from solver.rank.select import PERF_TIE, pattern_name
 
@@ -216,7 +223,12 @@ def judge_process_errors(errors: list[ProcessError], model: ModelSpec, hw: Hardw
             notes.append(f"{e.name}: weighed against the planner's analysis of {where}; no configuration "
                            f"without it fits under {fw.name} ({exc}), so the seed's common error does not apply")
             continue
-        better = [p for p in front if beats(p.estimate, own, scenario, PERF_TIE)]
+        if estimator is not None:
+            from solver.estimate.factors import factors_for
+
+            f = factors_for(hw, fw.efficiency_for(hw))
+            front = [replace(p, estimate=estimator(model, hw, p.config, prec, f, wl, mem_opts)) for p in front]
+        better = [p for p in front if p.estimate.memory.feasible and beats(p.estimate, own, scenario, PERF_TIE)]
         if not better:
             notes.append(f"{e.name}: weighed against the planner's analysis of {where}; no configuration "
                            f"without it is more than {PERF_TIE:.0%} better, so the seed's common error does not "

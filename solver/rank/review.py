@@ -171,7 +171,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
                                    "collectives cross the scale-out links the estimate prices at the domain's")
 
     if wl.kind == "decode" and pc.attn_tp_size > 1 and r.estimate is not None and r.estimate.memory.feasible:
-        need = decode_attn_tp_needed(model, hw, fw, pc, prec, f, wl, mem_opts, r.estimate)
+        need = decode_attn_tp_needed(model, hw, fw, pc, prec, f, wl, mem_opts, r.estimate, estimator)
         if need is not None:
             smaller, e = need
             r.warnings["B"].append(
@@ -180,7 +180,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
                 f"GB) and decodes no slower (TPOT {e.tpot_s * 1e3:.3g} vs {r.estimate.tpot_s * 1e3:.3g} ms); the "
                 "wider attention TP only adds all-reduce at one token per step")
     if r.estimate is not None and r.estimate.memory.feasible:
-        found, notes = tp_comm_over_compute(model, hw, fw, pc, prec, f, wl, mem_opts, r.estimate)
+        found, notes = tp_comm_over_compute(model, hw, fw, pc, prec, f, wl, mem_opts, r.estimate, estimator)
         r.warnings["B"] += found
         r.notes += notes
     # the seed's common errors
@@ -208,7 +208,7 @@ def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelCon
         if alt.expert_slots(model.num_experts) % alt.moe_ep_size == 0:
             r.comparisons["moe_ep"] = estimate_(model, hw, alt, prec, f, wl, mem_opts)
     if process and r.estimate is not None:
-        found, notes = judge_process_errors(process, model, hw, fw, pc, prec, wl, mem_opts, r.estimate)
+        found, notes = judge_process_errors(process, model, hw, fw, pc, prec, wl, mem_opts, r.estimate, estimator)
         r.common_errors += found
         r.notes += notes
     if wl.kind == "decode" and pc.cp_size > 1:

@@ -19,9 +19,10 @@ def check_afd(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, knobs: Mappi
               phase: str, batch: int, mtp: int, at: Callable[[str], str]) -> None:
     """Refuse AFD where the framework's profile does not support it (features.attention_ffn_disaggregation), on a
     workload other than a decode (the verified AFD deployment decodes; the estimate has no AFD prefill), with MTP
-    (the AFD step has no draft passes), a model without FFN blocks, an odd world (named as the world size, before
-    any profile rule), or where a profile rule on `afd` fails
-    (cann-recipes C.afd_tp_divides_half_world: every TP size divides world/2). `at(key)`: the key as the
+    (the AFD step has no draft passes) or pipeline stages (a profile may offer both; lc-afd runs none), a model
+    without routed experts (the facts verify AFD on a MoE, lc-afd, whose sides meet where the router sends tokens
+    to experts), an odd world (named as the world size, before any profile rule), or where a profile rule on `afd`
+    fails (cann-recipes C.afd_tp_divides_half_world: every TP size divides world/2). `at(key)`: the key as the
     deployment names it ("FILE: afd")."""
     from solver.specs.rule_env import device_facts, model_env
 
@@ -33,8 +34,12 @@ def check_afd(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, knobs: Mappi
                                     f"{phase}: give a decode workload")
     if mtp:
         raise InputError(at("mtp"), "the attention-FFN disaggregated step has no MTP draft passes: set it to 0")
-    if not any(block.role == "ffn" for block, _ in model.block_groups):
-        raise InputError(at("afd"), f"{model.name} has no FFN block to put on the FFN side")
+    if knobs.get("pp_size", 1) > 1:  # a profile may run both (bring-your-own); no fact says how they interleave
+        raise InputError(at("parallel_config.pp_size"), "the attention-FFN disaggregated step has no pipeline "
+                                                        "stages (lc-afd runs none): set it to 1")
+    if not model.is_moe:
+        raise InputError(at("afd"), f"{model.name} has no routed experts: attention-FFN disaggregation is verified "
+                                    f"for a MoE model only (lc-afd, verified-configs.md); drop it")
     if world % 2:  # before the profile's rules: an odd world is the world size's fault, whatever they say
         raise InputError(at("world_size"), f"attention-FFN disaggregation splits the world in two halves: "
                                            f"{world} is odd")
