@@ -12,6 +12,7 @@ from click.testing import CliRunner
 import solver
 from solver.catalog import catalog_dir
 from solver.cli.main import main
+from solver.errors import InputError
 from solver.estimate.afd import afd_estimate, copies_per_token
 from solver.estimate.factors import factors_for
 from solver.estimate.serving import Workload
@@ -138,7 +139,6 @@ def test_api_estimate_and_check_take_afd_as_the_command_line_does():
 def test_api_check_names_a_knob_an_afd_rule_refuses_by_its_keyword():
     """lmhead_tp_size 128 does not divide a half (64): the refusal names the keyword, as the flag on the CLI."""
     from solver import api
-    from solver.errors import InputError
 
     with pytest.raises(InputError) as exc:
         api.check("longcat-flash", "atlas_a3", 128, afd=True, **{**API_LC, "lmhead_tp_size": 128})
@@ -147,7 +147,6 @@ def test_api_check_names_a_knob_an_afd_rule_refuses_by_its_keyword():
 
 def test_api_afd_is_a_boolean_and_a_files_own_with_config():
     from solver import api
-    from solver.errors import InputError
 
     with pytest.raises(InputError, match="afd: must be True or False"):
         api.estimate("longcat-flash", "atlas_a3", 128, afd="yes", **API_LC)
@@ -217,3 +216,30 @@ def test_afd_with_pipeline_stages_is_refused_naming_the_knob(tmp_path):
                                   "4672", "--pp", "2"])
     assert r.exit_code == 2
     assert "--pp: the attention-FFN disaggregated step has no pipeline stages" in r.stderr
+
+
+def test_an_afd_group_that_does_not_divide_a_half_is_named_as_the_half_whatever_the_profile_rules() -> None:
+    """A profile with AFD but without cann-recipes' half-world rule: attn_tp 16 on 16 cards runs within one half of
+    8 ranks, so the line names --attn-tp and the half's 8 (not 'the world size 8', which the user never typed)."""
+    from solver.specs.afd import check_afd
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+
+    fw = load_framework("cann-recipes")
+    fw = fw.model_copy(update={"rules": [r for r in fw.rules if r.id != "C.afd_tp_divides_half_world"]})
+    with pytest.raises(InputError) as err:
+        check_afd(fw, load_model("qwen3-30b-a3b"), load_hardware("atlas_a3"), {"attn_tp_size": 16}, 16, "decode",
+                  64, 0, lambda k: k)
+    assert err.value.field == "parallel_config.attn_tp_size"
+    assert "attn_tp_size 16 does not divide one half's 8 ranks" in str(err.value)
+
+
+def test_one_afd_micro_batch_is_said_in_the_singular() -> None:
+    """lc-afd's knobs at 64 sequences over 64 attention ranks: one sequence a rank, so one micro-batch."""
+    r = CliRunner().invoke(main, ["estimate", "longcat-flash", "--hardware", "atlas_a3", "--cards", "128",
+                                  "--framework", "cann-recipes", "--afd", "--dense-tp", "8", "--lmhead-tp", "16",
+                                  "--oproj-tp", "8", "--phase", "decode", "--batch", "64", "--isl", "4608", "--osl",
+                                  "128", "--weight-dtype", "int8"])
+    assert r.exit_code == 0, r.output
+    assert "1 micro-batch over" in r.output and "1 micro-batches" not in r.output

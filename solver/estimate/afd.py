@@ -280,7 +280,8 @@ def afd_notes(e: "Estimate") -> list[str]:
     t = d.sides
     return [f"attention-FFN disaggregation: {half} attention ranks + {half} FFN ranks; memory per rank: "
             f"{'; '.join(mem)}; limit {d.memory_sides.attention.limit_bytes / gb:.2f} GB",
-            f"AFD decode step {d.step_s * 1e3:.3g} ms: {d.micro_batches} micro-batches over {d.hand_offs} "
+            f"AFD decode step {d.step_s * 1e3:.3g} ms: {d.micro_batches} "
+            f"micro-batch{'es' if d.micro_batches != 1 else ''} over {d.hand_offs} "
             f"hand-offs, each micro-batch's hand-off attention {t.attention_s * us:.3g} us, FFN {t.ffn_s * us:.3g} us, "
             f"send {t.to_ffn_s * us:.3g} us and back {t.to_attention_s * us:.3g} us; transfer exposed "
             f"{d.exposed_transfer_s * 1e3:.3g} ms; sides busy attention {d.side_busy_s['attention'] * 1e3:.3g} ms, "

@@ -45,10 +45,14 @@ def check_afd(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, knobs: Mappi
                                            f"{world} is odd")
     env = {**model_env(dict(knobs), model, **device_facts(hw), world=world, batch=batch, mtp=mtp), "afd": True}
     broken = [r for r in fw.violated(env, "error") if "afd" in r.names]
+    # the group sizes that do not divide a half, named so the line says what to change (a setting such as
+    # redundant_experts is a count of copies, not a group over ranks)
+    bad = [f"{k} {v}" for k, v in knobs.items() if k not in SETTINGS and v > 1 and (world // 2) % v]
     if broken:
-        # the group sizes that do not divide a half, named so the line says what to change (a setting such as
-        # redundant_experts is a count of copies, not a group over ranks)
-        bad = [f"{k} {v}" for k, v in knobs.items() if k not in SETTINGS and v > 1 and (world // 2) % v]
         field = f"parallel_config.{bad[0].split()[0]}" if bad else "parallel_config"
         why = f": {', '.join(bad)} of {world // 2}" if bad else ""
         raise InputError(at(field), f"[{broken[0].id}] {broken[0].message}{why}")
+    if bad:  # a profile without that rule: a group still runs within one half's ranks
+        raise InputError(at(f"parallel_config.{bad[0].split()[0]}"),
+                         f"{', '.join(bad)} does not divide one half's {world // 2} ranks (attention-FFN "
+                         f"disaggregation runs each group within a half of the {world})")
