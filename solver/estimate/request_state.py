@@ -59,6 +59,8 @@ class CacheLayout:
     # state pages / pool slots a running request holds per state layer (hybrid_state.state_pages, and
     # pages_per_draft for each draft token it verifies)
     state_pages: int = 1
+    # the block's K half holds the SSM state, every page K + V + the conv state (hybrid_state.key_page_holds_ssm)
+    key_page_holds_ssm: bool = False
 
 
 def hybrid_fields(hybrid: "HybridStateLayout | None", drafts: int = 0) -> dict:
@@ -68,7 +70,9 @@ def hybrid_fields(hybrid: "HybridStateLayout | None", drafts: int = 0) -> dict:
         return {}
     return {"block_alignment": hybrid.block_alignment, "latent_block_alignment": hybrid.latent_block_alignment,
             "state_pool_share": hybrid.state_pool_share,
-            "state_pages": hybrid.state_pages + drafts * hybrid.pages_per_draft}
+            "state_pages": hybrid.state_pages + drafts * hybrid.pages_per_draft
+            + (hybrid.pages_when_drafting if drafts else 0),
+            "key_page_holds_ssm": hybrid.key_page_holds_ssm}
 
 
 SEED_LAYOUT = CacheLayout()  # the seed's: CP and KVP shard every growing cache, indexer keys in the layer's format
@@ -144,19 +148,22 @@ def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
         if layout.block_alignment is not None:
             layers = model.layer_groups + _mtp_layers(model, mtp_layers)
             paged = shared_pages(layers, prec.kv_bytes, pc.attn_tp_size, group, seq_len / shards,
-                                 layout.block_alignment, layout.state_pages, layout.latent_block_alignment)
+                                 layout.block_alignment, layout.state_pages, layout.latent_block_alignment,
+                                 layout.key_page_holds_ssm)
             return st if paged is None else StateBytes(paged.kv, st.index, paged.constant)
         if layout.state_pool_share is not None and st.kv > 0 and st.constant > 0:
             return state_pool(st, layout.state_pool_share, layout.state_pages)
         return st
 
     key = (pc.attn_tp_size, group, shards, index_shards, layout.index_unquantised, prec.kv_bytes, seq_len, mtp_layers,
-           layout.block_alignment, layout.latent_block_alignment, layout.state_pool_share, layout.state_pages)
+           layout.block_alignment, layout.latent_block_alignment, layout.state_pool_share, layout.state_pages,
+           layout.key_page_holds_ssm)
     return _REQUEST_STATE.get((model,), key, engine)
 
 
 def shared_pages(layers: list, kv_bytes: int, attn_tp: int, group: int, tokens: float, alignment: int,
-                 state_pages: int, latent_alignment: int | None = None) -> StateBytes | None:
+                 state_pages: int, latent_alignment: int | None = None,
+                 key_page_holds_ssm: bool = False) -> StateBytes | None:
     """One request's KV and state on a rank where both live in pages of one pool (vLLM 0.34.0's hybrid KV cache
     manager); None where the layers are not hybrid (no state, or no growing cache).
 
@@ -168,24 +175,39 @@ def shared_pages(layers: list, kv_bytes: int, attn_tp: int, group: int, tokens: 
     holds ceil(tokens / block) pages per attention layer (the window's tokens for a windowed one) and
     `state_pages` per state layer (MambaSpec.max_memory_usage_bytes), padding layers included. Attention layers
     caching a latent (a kv_lora_rank: MLA) align to `latent_alignment` where it is larger (the MLA decode
-    kernels' block multiple)."""
-    grow, const = [], []  # (per-token bytes, tokens held) / constant bytes, per layer
+    kernels' block multiple).
+
+    `key_page_holds_ssm` (vllm-ascend 0.23.0.post1 patch/platform/patch_mamba_config.py): the block is the least
+    multiple of `alignment` whose K half (block x one token's K: half a GQA token's K + V, an MLA token's latent
+    without the rope key) holds the larger state part (the SSM state; a conv-only layer's conv state), and every
+    page is block x the token's K + V plus the smaller part (the conv state; none for a state without one):
+    worker/model_runner_v1.py lays a state page out as [conv | SSM | padding] over an attention page's
+    [padding | K | V]. The engine asserts K x block equals the SSM state exactly."""
+    grow, const = [], []  # (per-token bytes, tokens held) / (constant bytes, larger part, conv part), per layer
     latent = False
+    key_page = 0.0  # one token's K in one layer (key_page_holds_ssm)
     for layer, n in layers:
         for block in layer.blocks:
             st = block.state(kv_bytes, heads_split(block, attn_tp, group))
             if st.grows and st.per_token_bytes > 0:
                 grow += [(st.per_token_bytes, st.tokens_held(tokens))] * n
-                latent = latent or getattr(block, "kv_lora_rank", 0) > 0
+                rank = getattr(block, "kv_lora_rank", 0)
+                latent = latent or rank > 0
+                key_page = max(key_page, rank * kv_bytes if rank else st.per_token_bytes / 2)
             if st.constant_bytes > 0:
-                const += [st.constant_bytes] * n
+                parts = [p for p in (st.ssm_bytes, st.conv_bytes) if p > 0]
+                const += [(st.constant_bytes, max(parts), min(parts) if st.conv_bytes > 0 else 0.0)] * n
     if not grow or not const:
         return None
     token_page = max(b for b, _ in grow)
     if latent and latent_alignment:
         alignment = max(alignment, latent_alignment)
-    block = alignment * math.ceil(max(const) / (alignment * token_page))
-    page = block * token_page
+    if key_page_holds_ssm:
+        block = alignment * math.ceil(max(c[1] for c in const) / (alignment * key_page))
+        page = block * token_page + max(c[2] for c in const)
+    else:
+        block = alignment * math.ceil(max(c[0] for c in const) / (alignment * token_page))
+        page = block * token_page
     size = min(len(grow), len(const))
     if max(len(grow), len(const)) < 1.5 * size:
         size = max(len(grow), len(const))
