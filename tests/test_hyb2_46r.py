@@ -75,3 +75,29 @@ def test_memory_reads_vllm_ascends_layout_from_its_profile():
     opts = framework_options(load_framework("vllm-ascend"))
     r = memory_per_rank(MODEL, load_hardware("h100_sxm"), PC, PREC, 8, 4096, opts)
     assert (r.kv_cache_bytes, r.state_bytes) == (8 * 42_434_560, 8 * 63_651_840)
+
+
+def test_vllm_groups_the_whole_models_layers_under_pipeline_parallel():
+    """PP 3 (stages of 14, 13, 13 layers): vLLM groups all 10 attention and 30 GDN layers (groups of 10: one
+    attention group, GDN groups GDN[i::3]), then projects them on each stage. Stage 0 (layers 0-13) holds 3
+    attention layers and GDN 0-10: 4, 4 and 3 of the GDN groups, so 4 tensors of pages. Block 1056 tokens, page
+    1 081 344 B (as without PP): 4096 tokens hold 4 blocks of the attention group, 4 x 4 x 1 081 344
+    = 17 301 504 B (grouped per stage, 3 layers: 12 976 128 B); 3 GDN groups x 3 pages x 4 x 1 081 344
+    = 38 928 384 B."""
+    from solver.estimate.pipeline import stages
+    st = request_state(stages(MODEL, 3)[0].model, PC, PREC, 4096, layout=_layout("vllm"))
+    assert (st.kv, st.constant) == (17_301_504, 38_928_384)
+
+
+def test_drafting_puts_the_mtp_layers_in_every_stages_grouping():
+    """PP 2 with MTP 1: 11 attention layers (the MTP layer's too) set the group size, 30 GDN layers fill 3 groups
+    of 10; stage 0 (layers 0-19) holds 5 of each group: 4 blocks x 5 x 1 081 344 = 21 626 880 B of KV and
+    3 groups x (3 + 1 draft) pages x 5 x 1 081 344 = 64 880 640 B of state; the last stage's attention group holds
+    5 + the MTP layer = 6 tensors: 25 952 256 B and 77 856 768 B."""
+    from solver.estimate.pipeline import stages
+    first, last = stages(MODEL, 2)
+    lay = _layout("vllm", 1)
+    st = request_state(first.model, PC, PREC, 4096, layout=lay)
+    assert (st.kv, st.constant) == (21_626_880, 64_880_640)
+    st = request_state(last.model, PC, PREC, 4096, mtp_layers=1, layout=lay)
+    assert (st.kv, st.constant) == (25_952_256, 77_856_768)
