@@ -173,10 +173,7 @@ def _engine_layers(model: ModelSpec, mtp_layers: int, drafting: bool) -> tuple[l
     whole, start = origin if origin is not None else (model, 0)
     mtp = [layer for layer, _ in _mtp_layers(whole, mtp_layers or (whole.num_mtp_layers if drafting else 0))]
     ordered = list(whole.layers) + mtp
-    stop = start + len(model.layers) + (len(mtp) if mtp_layers else 0)
-    if mtp_layers and start + len(model.layers) < len(whole.layers):
-        raise ValueError("MTP layers held by a stage other than the last")
-    return ordered, range(start, stop)
+    return ordered, range(start, start + len(model.layers) + (len(mtp) if mtp_layers else 0))
 
 
 def shared_pages(layers: list, kv_bytes: int, attn_tp: int, group: int, tokens: float, alignment: int,
