@@ -20,7 +20,7 @@ from solver.estimate.disagg import kv_transfer
 from solver.estimate.memory import memory_per_rank
 from solver.estimate.memory_options import engine_options, framework_options
 from solver.estimate.params import count_params
-from solver.estimate.request_state import CacheLayout, cache_per_rank, kv_bytes_per_token_layer
+from solver.estimate.request_state import CacheLayout, hybrid_fields, cache_per_rank, kv_bytes_per_token_layer
 from solver.specs.framework import load_framework
 from solver.specs.hardware_catalog import load_hardware
 from solver.specs.model_catalog import load_model
@@ -133,7 +133,8 @@ def test_memory_and_step_price_one_indexer_layout() -> None:
         hw = A3 if fw is ASCEND else B200
         f = factors_for(hw, fw.efficiency_for(hw))
         assert engine_options(None, f).cache_layout == framework_options(fw).cache_layout
-    assert framework_options(ASCEND).cache_layout == CacheLayout(False, True, True)
+    ascend_hybrid = hybrid_fields(ASCEND.hybrid_state)
+    assert framework_options(ASCEND).cache_layout == CacheLayout(False, True, True, **ascend_hybrid)
 
 
 def test_vllm_ascend_memory_prices_the_engines_indexer_keys() -> None:

@@ -59,9 +59,26 @@ def stages(model: ModelSpec, pp: int) -> tuple[Stage, ...]:
         return hit[1]
     if len(_STAGES) > 1024:
         _STAGES.clear()
+        _ORIGIN.clear()
     out = _build_stages(model, pp)
     _STAGES[(id(model), pp)] = (model, out)
+    start = 0
+    for st in out:
+        _ORIGIN[id(st.model)] = (st.model, model, start)
+        start += len(st.model.layers)
     return out
+
+
+# each stage's model -> (itself, the whole model, its first layer's index): an engine grouping a hybrid's layers
+# over the whole model (request_state.shared_pages) reads where a stage sits in it
+_ORIGIN: dict[int, tuple[ModelSpec, ModelSpec, int]] = {}
+
+
+def stage_origin(model: ModelSpec) -> tuple[ModelSpec, int] | None:
+    """(the whole model, the index of the stage's first layer) where `model` is a pipeline stage built by
+    `stages`; None otherwise."""
+    hit = _ORIGIN.get(id(model))
+    return (hit[1], hit[2]) if hit is not None and hit[0] is model else None
 
 
 _DISTINCT = IdentityMemo(1024)

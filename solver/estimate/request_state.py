@@ -59,6 +59,11 @@ class CacheLayout:
     # state pages / pool slots a running request holds per state layer (hybrid_state.state_pages, and
     # pages_per_draft for each draft token it verifies)
     state_pages: int = 1
+    # the block's K half holds the SSM state, every page K + V + the conv state (hybrid_state.key_page_holds_ssm)
+    key_page_holds_ssm: bool = False
+    # requests verify draft tokens: the MTP layers are in the model the engine groups its pages over, on every
+    # pipeline stage (block_alignment)
+    drafting: bool = False
 
 
 def hybrid_fields(hybrid: "HybridStateLayout | None", drafts: int = 0) -> dict:
@@ -68,7 +73,9 @@ def hybrid_fields(hybrid: "HybridStateLayout | None", drafts: int = 0) -> dict:
         return {}
     return {"block_alignment": hybrid.block_alignment, "latent_block_alignment": hybrid.latent_block_alignment,
             "state_pool_share": hybrid.state_pool_share,
-            "state_pages": hybrid.state_pages + drafts * hybrid.pages_per_draft}
+            "state_pages": hybrid.state_pages + drafts * hybrid.pages_per_draft
+            + (hybrid.pages_when_drafting if drafts else 0),
+            "key_page_holds_ssm": hybrid.key_page_holds_ssm, "drafting": drafts > 0}
 
 
 SEED_LAYOUT = CacheLayout()  # the seed's: CP and KVP shard every growing cache, indexer keys in the layer's format
@@ -142,57 +149,98 @@ def request_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
     def engine() -> StateBytes:
         st = build()
         if layout.block_alignment is not None:
-            layers = model.layer_groups + _mtp_layers(model, mtp_layers)
-            paged = shared_pages(layers, prec.kv_bytes, pc.attn_tp_size, group, seq_len / shards,
-                                 layout.block_alignment, layout.state_pages, layout.latent_block_alignment)
+            ordered, held = _engine_layers(model, mtp_layers, layout.drafting)
+            paged = shared_pages(ordered, prec.kv_bytes, pc.attn_tp_size, group, seq_len / shards,
+                                 layout.block_alignment, layout.state_pages, layout.latent_block_alignment,
+                                 layout.key_page_holds_ssm, held)
             return st if paged is None else StateBytes(paged.kv, st.index, paged.constant)
         if layout.state_pool_share is not None and st.kv > 0 and st.constant > 0:
             return state_pool(st, layout.state_pool_share, layout.state_pages)
         return st
 
     key = (pc.attn_tp_size, group, shards, index_shards, layout.index_unquantised, prec.kv_bytes, seq_len, mtp_layers,
-           layout.block_alignment, layout.latent_block_alignment, layout.state_pool_share, layout.state_pages)
+           layout.block_alignment, layout.latent_block_alignment, layout.state_pool_share, layout.state_pages,
+           layout.key_page_holds_ssm, layout.drafting)
     return _REQUEST_STATE.get((model,), key, engine)
 
 
+def _engine_layers(model: ModelSpec, mtp_layers: int, drafting: bool) -> tuple[list, range]:
+    """The whole model's layers in order, its MTP modules' after them (where `mtp_layers` or the requests draft),
+    and the indices of those this rank holds: a pipeline stage's (pipeline.stage_origin) and, on the stage
+    holding them, the MTP layers; all of them without PP."""
+    from solver.estimate.pipeline import stage_origin
+    origin = stage_origin(model)
+    whole, start = origin if origin is not None else (model, 0)
+    mtp = [layer for layer, _ in _mtp_layers(whole, mtp_layers or (whole.num_mtp_layers if drafting else 0))]
+    ordered = list(whole.layers) + mtp
+    return ordered, range(start, start + len(model.layers) + (len(mtp) if mtp_layers else 0))
+
+
 def shared_pages(layers: list, kv_bytes: int, attn_tp: int, group: int, tokens: float, alignment: int,
-                 state_pages: int, latent_alignment: int | None = None) -> StateBytes | None:
+                 state_pages: int, latent_alignment: int | None = None, key_page_holds_ssm: bool = False,
+                 held: range | None = None) -> StateBytes | None:
     """One request's KV and state on a rank where both live in pages of one pool (vLLM 0.34.0's hybrid KV cache
-    manager); None where the layers are not hybrid (no state, or no growing cache).
+    manager); None where the layers are not hybrid (no state, or no growing cache). `layers`: the whole model's
+    layers in order; `held`: the indices of those on this rank (a pipeline stage's; None: all).
 
     The attention block is the least multiple of `alignment` tokens whose page (block x the KV one token adds
     to one layer) holds the largest layer state (platforms/interface.py _align_hybrid_block_size: block =
-    a x ceil(state / (a x kv_token))); every state layer's page is padded to it. Layers are grouped by type into
-    groups of the smallest type's layer count, or the largest's where it is under 1.5 x the smallest, the last
-    group of a type padded (v1/core/kv_cache_planning.py _get_kv_cache_groups_uniform_page_size). A request
-    holds ceil(tokens / block) pages per attention layer (the window's tokens for a windowed one) and
-    `state_pages` per state layer (MambaSpec.max_memory_usage_bytes), padding layers included. Attention layers
-    caching a latent (a kv_lora_rank: MLA) align to `latent_alignment` where it is larger (the MLA decode
-    kernels' block multiple)."""
-    grow, const = [], []  # (per-token bytes, tokens held) / constant bytes, per layer
+    a x ceil(state / (a x kv_token))); every state layer's page is padded to it. The engine groups the whole
+    model's layers (every pipeline stage's specs merged: v1/core/kv_cache_planning.py get_global_kv_cache_groups)
+    by type, full attention (the MTP layers' too) and state, into groups of the smallest type's layer count, or
+    the largest's where it is under 1.5 x the smallest, a type's i-th group its layers[i::groups]
+    (_get_kv_cache_groups_uniform_page_size). A request holds ceil(tokens / block) blocks in each attention
+    group (the window's tokens for a windowed layer) and `state_pages` in each state group
+    (MambaSpec.max_memory_usage_bytes), and a block is one page in each of the rank's tensors: as many as the
+    most layers of one group the rank holds (the groups projected on a stage: _project_kv_cache_groups_to_worker,
+    _get_kv_cache_bytes_per_block). Attention layers caching a latent (a kv_lora_rank: MLA) align to
+    `latent_alignment` where it is larger (the MLA decode kernels' block multiple).
+
+    `key_page_holds_ssm` (vllm-ascend 0.23.0.post1 patch/platform/patch_mamba_config.py): the block is the least
+    multiple of `alignment` whose K half (block x one token's K: half a GQA token's K + V, an MLA token's latent
+    without the rope key) holds the larger state part (the SSM state; a conv-only layer's conv state), and every
+    page is block x the token's K + V plus the smaller part (the conv state; none for a state without one):
+    worker/model_runner_v1.py lays a state page out as [conv | SSM | padding] over an attention page's
+    [padding | K | V]. The engine asserts K x block equals the SSM state exactly."""
+    grow, const = [], []  # (index, per-token bytes, tokens held) / (index, constant bytes, larger part, conv part)
     latent = False
-    for layer, n in layers:
+    key_page = 0.0  # one token's K in one layer (key_page_holds_ssm)
+    for i, layer in enumerate(layers):
         for block in layer.blocks:
             st = block.state(kv_bytes, heads_split(block, attn_tp, group))
             if st.grows and st.per_token_bytes > 0:
-                grow += [(st.per_token_bytes, st.tokens_held(tokens))] * n
-                latent = latent or getattr(block, "kv_lora_rank", 0) > 0
+                grow.append((i, st.per_token_bytes, st.tokens_held(tokens)))
+                rank = getattr(block, "kv_lora_rank", 0)
+                latent = latent or rank > 0
+                key_page = max(key_page, rank * kv_bytes if rank else st.per_token_bytes / 2)
             if st.constant_bytes > 0:
-                const += [st.constant_bytes] * n
-    if not grow or not const:
+                parts = [p for p in (st.ssm_bytes, st.conv_bytes) if p > 0]
+                const.append((i, st.constant_bytes, max(parts), min(parts) if st.conv_bytes > 0 else 0.0))
+    held = range(len(layers)) if held is None else held
+    if not grow or not const or not any(g[0] in held for g in grow + const):
         return None
-    token_page = max(b for b, _ in grow)
+    token_page = max(g[1] for g in grow)
     if latent and latent_alignment:
         alignment = max(alignment, latent_alignment)
-    block = alignment * math.ceil(max(const) / (alignment * token_page))
-    page = block * token_page
+    if key_page_holds_ssm:
+        block = alignment * math.ceil(max(c[2] for c in const) / (alignment * key_page))
+        page = block * token_page + max(c[3] for c in const)
+    else:
+        block = alignment * math.ceil(max(c[1] for c in const) / (alignment * token_page))
+        page = block * token_page
     size = min(len(grow), len(const))
     if max(len(grow), len(const)) < 1.5 * size:
         size = max(len(grow), len(const))
-    pad_grow = math.ceil(len(grow) / size) * size / len(grow)
-    pad_const = math.ceil(len(const) / size) * size
-    kv = pad_grow * sum(math.ceil(held / block) * page for _, held in grow)
-    return StateBytes(kv, 0.0, pad_const * state_pages * page)
+    grow_groups, const_groups = _strided(grow, size), _strided(const, size)
+    tensors = max(sum(1 for m in g if m[0] in held) for g in grow_groups + const_groups)
+    kv_blocks = sum(max(math.ceil(m[2] / block) for m in g) for g in grow_groups)
+    return StateBytes(kv_blocks * tensors * page, 0.0, len(const_groups) * state_pages * tensors * page)
+
+
+def _strided(layers: list, size: int) -> list[list]:
+    """A type's layers in groups of `size`, the i-th of n groups its layers[i::n] (the last short ones padded)."""
+    n = math.ceil(len(layers) / size)
+    return [layers[i::n] for i in range(n)]
 
 
 def state_pool(st: StateBytes, share: float, slots: int) -> StateBytes:

@@ -55,6 +55,15 @@ class HybridStateLayout(BaseModel):
                              "(state_pool_share) one running request holds per state layer")
     pages_per_draft: int = Field(0, ge=0, description="more state pages / slots a request holds per draft "
                                  "token it verifies (a state kept per draft position)")
+    pages_when_drafting: int = Field(0, ge=0, description="more state pages / slots a request holds once "
+                                     "while it drafts at all (SGLang: one intermediate state per verified "
+                                     "token, speculative_num_draft_tokens = depth + 1, so one beyond "
+                                     "pages_per_draft's)")
+    key_page_holds_ssm: bool = Field(False, description="with block_alignment: the block sized so its K half "
+                                     "(block x one token's K in one layer) holds the SSM state exactly, every "
+                                     "page (attention and state) the attention page (K + V) plus the conv state "
+                                     "(vllm-ascend's contiguous layout: [kv padding | conv], [K | SSM], [V | "
+                                     "padding]); false: the page holds the whole state (vLLM)")
     state_pool_share: float | None = Field(None, gt=0, lt=1, description="a separate state pool sized to this "
                                            "share of the cache memory, the KV pool the rest (SGLang's "
                                            "mamba_full_memory_ratio r: r / (1 + r))")
@@ -65,6 +74,8 @@ class HybridStateLayout(BaseModel):
         if (self.block_alignment is None) == (self.state_pool_share is None):
             raise ValueError("set one of block_alignment (shared pages) and state_pool_share "
                                "(a state pool of its own)")
+        if self.key_page_holds_ssm and self.block_alignment is None:
+            raise ValueError("key_page_holds_ssm needs block_alignment (pages shared with the KV)")
         return self
 
 

@@ -100,9 +100,17 @@ class State:
     window: int | None = None  # tokens kept at most (sliding / chunked); None = the whole sequence
     index_per_token_bytes: float = 0.0  # DSA indexer keys per cached token, in the layer's own format
     constant_bytes: float = 0.0  # recurrent / conv state, independent of the sequence length
+    # of constant_bytes, the convolution tail (the rest: the recurrent / SSM state), for engines that page the two
+    # apart (HybridStateLayout.key_page_holds_ssm)
+    conv_bytes: float = 0.0
     # the index keys per cached token where an engine caches them unquantised (dsa.Indexer.cached_bytes); None:
     # the layer's own format under every engine
     index_unquantised_per_token_bytes: float | None = None
+
+    @property
+    def ssm_bytes(self) -> float:
+        """The recurrent / SSM part of constant_bytes (the seed counts the parts' sum)."""
+        return self.constant_bytes - self.conv_bytes
 
     def index_bytes(self, unquantised: bool) -> float:
         """Index key bytes per cached token as the engine caches them (`unquantised`:

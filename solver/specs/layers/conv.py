@@ -45,7 +45,8 @@ class ShortConv(RecurrentMixer):
 
     def state(self, kv_bytes: int, split: int) -> State:
         share = math.ceil(self.hidden / split) / self.hidden
-        return State(constant_bytes=max(0, self.kernel - 1) * self.hidden * ACT_BYTES * share)
+        tail = max(0, self.kernel - 1) * self.hidden * ACT_BYTES * share
+        return State(constant_bytes=tail, conv_bytes=tail)
 
     def ops(self, cx: CostKit) -> list:
         a, h = cx.attn_tp_group, self.hidden  # the ranks splitting the channels (heads_split)

@@ -45,7 +45,7 @@ class _Linear(RecurrentMixer):
         share = math.ceil(heads / split) / heads
         ssm = heads * dk * dv * self.state_dtype_bytes
         conv = max(0, self.conv_kernel - 1) * self.conv_channels() * 2  # conv tail in the activation dtype
-        return State(constant_bytes=(ssm + conv) * share)
+        return State(constant_bytes=(ssm + conv) * share, conv_bytes=conv * share)
 
     def ops(self, cx: CostKit) -> list:
         heads, dk, dv = self.head_shape()

@@ -91,7 +91,7 @@ class Mamba2(RecurrentMixer):
         # the conv tail over x splits with the heads, over B/C with the groups (one group: whole on every rank)
         bc = 2 * self.groups * self.state_size / self._bc_ranks(split)
         conv = (self.conv_kernel - 1) * (self.d_inner * share + bc) * 2
-        return State(constant_bytes=ssm * share + conv)
+        return State(constant_bytes=ssm * share + conv, conv_bytes=conv)
 
     def ops(self, cx: CostKit) -> list:
         a = cx.attn_tp_group
@@ -149,7 +149,7 @@ class Mamba1(RecurrentMixer):
         share = math.ceil(self.d_inner / split) / self.d_inner
         ssm = self.d_inner * self.state_size * self.state_dtype_bytes
         conv = (self.conv_kernel - 1) * self.d_inner * 2
-        return State(constant_bytes=(ssm + conv) * share)
+        return State(constant_bytes=(ssm + conv) * share, conv_bytes=conv * share)
 
     def ops(self, cx: CostKit) -> list:
         proj = sum(p.params for p in self.parts())
