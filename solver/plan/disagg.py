@@ -32,7 +32,7 @@ from solver.estimate.disagg import (DisaggEstimate, DisaggWorkload, burst_blend,
 from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.workload import DEFAULT_BENCHMARK_WAVES
 from solver.plan import points
-from solver.plan.disagg_pools import pool_fronts, worker_sizes
+from solver.plan.disagg_pools import active_group, pool_fronts, worker_sizes
 from solver.plan.solve import Planned
 from solver.specs.disagg_fitted import burst_share
 from solver.specs.framework import FrameworkProfile
@@ -115,10 +115,12 @@ class _Job:
     sizes: list[int]
     method: str
     plans: dict = field(default_factory=dict, compare=False, repr=False)  # phase plans: disagg_pools._memo_plan
+    together: tuple[Scenario, ...] = field(default=(), compare=False, repr=False)  # disagg_pools.PlanGroup
 
     def fronts(self, scenario: Scenario, diagnose: bool = True, screen: "PrefillScreen | None" = None):
         return pool_fronts(self.model, self.hw, self.prec, self.fw, self.cards, scenario, self.params,
-                       self.allow_cross_node, self.mem_opts, self.sizes, self.method, diagnose, self.plans, screen)
+                       self.allow_cross_node, self.mem_opts, self.sizes, self.method, diagnose, self.plans, screen,
+                       self.together)
 
     @cached_property
     def burst_phi(self) -> float:
@@ -177,8 +179,11 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     refuse_too_few_cards(cards)
     if scenario.phase != "serving":
         raise InputError("--phase", "disaggregated planning plans both phases; use --phase serving")
+    group = active_group()  # a sweep's kinds on this deployment share the phase plans (disagg_pools.PlanGroup)
+    plans, together = (group.plans_for((model, hw, prec, fw, params, allow_cross_node, mem_opts, method))
+                       if group is not None else ({}, ()))
     job = _Job(model, hw, prec, fw, cards, params, allow_cross_node, mem_opts, sizes or worker_sizes(model, hw, cards),
-               method)
+               method, plans, together)
     fronts, skipped = job.fronts(scenario)
     pairs = _pairs(scenario, fronts, cards, fw, model)
     if not pairs:
