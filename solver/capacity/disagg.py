@@ -134,13 +134,13 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
         checked(notes)
     rows = []
     combos = [(hw, w, kind, i, o) for hw in hw_names for w in card_list for kind in kinds for i, o in lengths]
-    # the kinds of one hardware, size and workload share their pools' phase plans (disagg_pools.PlanGroup),
-    # each group dropped after its last combination
-    left = Counter((hw, w, i, o) for hw, w, _, i, o in combos)
+    # the kinds and sizes of one hardware and workload share their pools' phase plans (disagg_pools.PlanGroup:
+    # a phase plan reads the worker's size, not the cards), each group dropped after its last combination
+    left = Counter((hw, i, o) for hw, _, _, i, o in combos)
     groups: dict[tuple, PlanGroup] = {}
     for done, (hw, w, kind, i, o) in enumerate(combos, 1):
         sc = scenarios_of[(kind, i, o)]
-        g = (hw, w, i, o)
+        g = (hw, i, o)
         if g not in groups:
             groups[g] = PlanGroup([scenarios_of[(k, i, o)] for k in kinds])
         key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o, "model": model_name,
@@ -345,14 +345,16 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
     best_in_cap: tuple[float, int, int, float] | None = None  # the most MAX_CARDS carry (recommend.most_in_cap)
     last: InfeasibleError | None = None
     chosen: tuple[tuple, dict[str, Any]] | None = None  # ((total cards, copies, latency, -tok/s), option)
+    group = PlanGroup([sc])  # the sizes share their pools' phase plans (a worker's size recurs on more cards)
     for w in sizes:
         if chosen is not None and w > chosen[0][0]:
             break  # one copy of this size or a larger one needs more cards than the answer found
         if progress:
             progress(f"{hw} x {w}")
         try:
-            rep = run_disagg(model, hw, w, sc, framework, weight_dtype, moe_weight_dtype, kv_dtype, params, TOP,
-                             allow_cross_node, compare_aggregated=False)
+            with planned_together(group):
+                rep = run_disagg(model, hw, w, sc, framework, weight_dtype, moe_weight_dtype, kv_dtype, params, TOP,
+                                 allow_cross_node, compare_aggregated=False)
         except InfeasibleError as exc:
             last = exc
             continue

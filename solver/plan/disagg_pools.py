@@ -109,12 +109,13 @@ def phase_scenario(scenario: Scenario, phase: str, batch: int | None = None) -> 
 
 
 class PlanGroup:
-    """The phase plans the disaggregated solves of one deployment share across scenarios that differ only in what
-    ranks the plans (a sweep's kinds on one hardware, size and workload): one memo of phase plans (_memo_plan)
-    for them all, and a phase plan one of them asks is planned for every scenario of the group at once, while
-    the planner's reused tables and planners (plan.solve._cached, a small LRU that one solve's pools overflow)
-    still hold it, so that the other kinds' plans reuse them instead of planning again. A plan's result is the
-    same whichever kind's solve asks it first (the planner's cache is shared by kinds by design)."""
+    """The phase plans the disaggregated solves of one model, hardware and workload share across cluster sizes
+    (a phase plan reads the worker's size, never the cards) and across scenarios that differ only in what ranks
+    the plans (a sweep's kinds): one memo of phase plans (_memo_plan) for them all, and a phase plan one of them
+    asks is planned for every scenario of the group at once, while the planner's reused tables and planners
+    (plan.solve._cached, a small LRU that one solve's pools overflow) still hold it, so that the other kinds'
+    plans reuse them instead of planning again. A plan's result is the same whichever solve asks it first (the
+    planner's cache is shared by kinds by design)."""
 
     def __init__(self, scenarios: Sequence[Scenario]) -> None:
         self.scenarios = tuple(scenarios)
