@@ -37,8 +37,8 @@ from solver.plan.solve import Planned
 from solver.specs.disagg_fitted import burst_share
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
-from solver.specs.parallel import ParallelConfig
 from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
@@ -180,7 +180,7 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     refuse_too_few_cards(cards)
     if scenario.phase != "serving":
         raise InputError("--phase", "disaggregated planning plans both phases; use --phase serving")
-    group = active_group()  # a sweep's kinds on this deployment share the phase plans (disagg_pools.PlanGroup)
+    group = active_group()  # a sweep's kinds and sizes share the phase plans (disagg_pools.PlanGroup)
     plans, together = (group.plans_for((model, hw, prec, fw, params, allow_cross_node, mem_opts, method))
                        if group is not None else ({}, ()))
     job = _Job(model, hw, prec, fw, cards, params, allow_cross_node, mem_opts, sizes or worker_sizes(model, hw, cards),

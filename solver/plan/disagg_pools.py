@@ -174,6 +174,7 @@ def pool_fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, 
         if plans is None:
             return run()
         key = (phase, w, id(rules), phase_scenario(scenario, phase, b))
+        plans.setdefault(("rules", id(rules)), rules)  # the keys name the rules by identity: kept alive with them
         if others and key not in plans:
             # the scenario's own plan first (its solve plans as it would alone), then the group's others while
             # the planner's caches hold it
@@ -225,7 +226,8 @@ def pool_fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, 
 
 
 def _memo_plan(plans: dict, key: tuple, diagnosed: bool, run) -> PlanResult:
-    """The plan of `key` (phase, W, the rules' identity, the phase scenario), planned once per solve: a pool's
+    """The plan of `key` (phase, W, the rules' identity, the phase scenario), planned once per solve (per
+    PlanGroup within one; the memo holds the rules, which its keys name by identity, alive): a pool's
     plans repeat across the solve's scenarios wherever its phase scenario stays (a TTFT SLA set aside leaves the
     decode plans as they were, a TPOT SLA the prefill ones). A failure planned undiagnosed is planned again
     where a diagnosis is asked for."""
