@@ -16,6 +16,7 @@ carries the load, the cheapest per hour, where the cards paid for are the copies
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -34,6 +35,7 @@ from solver.catalog import DEFAULT_FRAMEWORK
 from solver.errors import InfeasibleError, InputError
 from solver.plan.points import SolverParams
 from solver.plan.disagg import MIN_DISAGG_CARDS, DisaggPlan, refuse_too_few_cards
+from solver.plan.disagg_pools import PlanGroup, planned_together
 from solver.report.digits import rounded
 from solver.specs.parallel import KNOBS
 from solver.specs.scenario import Scenario
@@ -132,13 +134,22 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
         checked(notes)
     rows = []
     combos = [(hw, w, kind, i, o) for hw in hw_names for w in card_list for kind in kinds for i, o in lengths]
+    # the kinds and sizes of one hardware and workload share their pools' phase plans (disagg_pools.PlanGroup:
+    # a phase plan reads the worker's size, not the cards), each group dropped after its last combination
+    left = Counter((hw, i, o) for hw, _, _, i, o in combos)
+    groups: dict[tuple, PlanGroup] = {}
     for done, (hw, w, kind, i, o) in enumerate(combos, 1):
         sc = scenarios_of[(kind, i, o)]
+        g = (hw, i, o)
+        if g not in groups:
+            groups[g] = PlanGroup([scenarios_of[(k, i, o)] for k in kinds])
         key = {"hardware": hw, "cards": w, "scenario": sc.kind, "isl": i, "osl": o, "model": model_name,
                "ttft_sla_ms": sc.ttft_ms, "tpot_sla_ms": sc.tpot_ms, "prefix_hit": sc.prefix_hit, "weight_dtype": dt["--weight-dtype"][hw] or ""}
         try:
-            rep = run_disagg(model, hw, w, sc, framework, dt["--weight-dtype"][hw], dt["--moe-weight-dtype"][hw],
-                             dt["--kv-dtype"][hw], params, top, allow_cross_node, method=method)
+            with planned_together(groups[g]):
+                rep = run_disagg(model, hw, w, sc, framework, dt["--weight-dtype"][hw],
+                                 dt["--moe-weight-dtype"][hw], dt["--kv-dtype"][hw], params, top, allow_cross_node,
+                                 method=method)
         except InfeasibleError as exc:
             rows.append({**key, "rank": None, "feasible": False,
                          "binding_constraint": "; ".join(exc.binding), "note": str(exc)})
@@ -148,6 +159,9 @@ def sweep_disagg(model: str, hardware: Sequence[str], cards: str, scenarios=None
                 extra = ({"agg_output_tokens_per_s_per_rank": None if agg is None else rounded(agg, "output_tokens_per_s_per_rank"),
                           "winner": rep.comparison.winner} if rank == 1 else {})
                 rows.append({**key, "rank": rank, **_row(d, rep.knobs, rep.replica_knobs), **extra})
+        left[g] -= 1
+        if not left[g]:
+            del groups[g]
         if progress:
             progress(done, len(combos), f"{hw} x {w} {sc.kind} {i}/{o}")
     if price is not None:
@@ -331,14 +345,16 @@ def _first_that_carries(model: str, hw: str, sizes: list[int], sc: Scenario, tok
     best_in_cap: tuple[float, int, int, float] | None = None  # the most MAX_CARDS carry (recommend.most_in_cap)
     last: InfeasibleError | None = None
     chosen: tuple[tuple, dict[str, Any]] | None = None  # ((total cards, copies, latency, -tok/s), option)
+    group = PlanGroup([sc])  # the sizes share their pools' phase plans (a worker's size recurs on more cards)
     for w in sizes:
         if chosen is not None and w > chosen[0][0]:
             break  # one copy of this size or a larger one needs more cards than the answer found
         if progress:
             progress(f"{hw} x {w}")
         try:
-            rep = run_disagg(model, hw, w, sc, framework, weight_dtype, moe_weight_dtype, kv_dtype, params, TOP,
-                             allow_cross_node, compare_aggregated=False)
+            with planned_together(group):
+                rep = run_disagg(model, hw, w, sc, framework, weight_dtype, moe_weight_dtype, kv_dtype, params, TOP,
+                                 allow_cross_node, compare_aggregated=False)
         except InfeasibleError as exc:
             last = exc
             continue

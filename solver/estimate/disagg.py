@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from solver.estimate import comm
 from solver.estimate.compute import Factors
@@ -259,16 +260,30 @@ def prefill_queue_wait(rho: float, prefill_s: float, ranks_per_worker: int) -> f
 LOOP_BISECTION_STEPS = 60
 
 
+@lru_cache(maxsize=1 << 16)  # a sweep's kinds pair the same pools: the same loops, solved once
 def closed_loop_rate(flowing: float, cycle_s: float, mu: float, prefill_s: float, ranks_per_worker: int) -> float:
     """lambda [1/s] with lambda (cycle_s + W_q(lambda / mu)) = flowing: `flowing` clients each cycling through
     cycle_s (Z) plus the prefill queue's wait. The left side rises from 0 to inf on (0, mu), so the root is
-    unique; bisection keeps it pure and cheap (LOOP_BISECTION_STEPS evaluations)."""
+    unique; bisection keeps it pure and cheap (LOOP_BISECTION_STEPS evaluations). The pair search calls it tens
+    of thousands of times a solve, so prefill_queue_wait is written out here, operation for operation (the same
+    floats), and the steps stop once the bracket no longer moves (every later step would leave it so too)."""
     lo, hi = 0.0, mu
+    others = max(0, ranks_per_worker - 1)
     for _ in range(LOOP_BISECTION_STEPS):
         lam = 0.5 * (lo + hi)
-        if lam * (cycle_s + prefill_queue_wait(lam / mu, prefill_s, ranks_per_worker)) > flowing:
+        rho = lam / mu
+        if rho >= 1.0:
+            wait = math.inf
+        else:
+            idle = 1.0 - rho
+            wait = rho * prefill_s / (2.0 * idle) + idle * (1.0 - idle ** others) * prefill_s / 2.0
+        if lam * (cycle_s + wait) > flowing:
+            if hi == lam:
+                break
             hi = lam
         else:
+            if lo == lam:
+                break
             lo = lam
     return lo
 

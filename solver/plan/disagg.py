@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from solver.errors import InfeasibleError, InputError
 from solver.estimate.compute import factors_for
@@ -32,12 +32,13 @@ from solver.estimate.disagg import (DisaggEstimate, DisaggWorkload, burst_blend,
 from solver.estimate.memory_options import MemoryOptions
 from solver.estimate.workload import DEFAULT_BENCHMARK_WAVES
 from solver.plan import points
-from solver.plan.disagg_pools import pool_fronts, worker_sizes
+from solver.plan.disagg_pools import active_group, pool_fronts, worker_sizes
 from solver.plan.solve import Planned
 from solver.specs.disagg_fitted import burst_share
 from solver.specs.framework import FrameworkProfile
 from solver.specs.hardware import Hardware
 from solver.specs.model import ModelSpec
+from solver.specs.parallel import ParallelConfig
 from solver.specs.precision import Precision
 from solver.specs.scenario import Scenario
 
@@ -115,10 +116,12 @@ class _Job:
     sizes: list[int]
     method: str
     plans: dict = field(default_factory=dict, compare=False, repr=False)  # phase plans: disagg_pools._memo_plan
+    together: tuple[Scenario, ...] = field(default=(), compare=False, repr=False)  # disagg_pools.PlanGroup
 
     def fronts(self, scenario: Scenario, diagnose: bool = True, screen: "PrefillScreen | None" = None):
         return pool_fronts(self.model, self.hw, self.prec, self.fw, self.cards, scenario, self.params,
-                       self.allow_cross_node, self.mem_opts, self.sizes, self.method, diagnose, self.plans, screen)
+                       self.allow_cross_node, self.mem_opts, self.sizes, self.method, diagnose, self.plans, screen,
+                       self.together)
 
     @cached_property
     def burst_phi(self) -> float:
@@ -177,8 +180,11 @@ def plan_disagg(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkPr
     refuse_too_few_cards(cards)
     if scenario.phase != "serving":
         raise InputError("--phase", "disaggregated planning plans both phases; use --phase serving")
+    group = active_group()  # a sweep's kinds and sizes share the phase plans (disagg_pools.PlanGroup)
+    plans, together = (group.plans_for((model, hw, prec, fw, params, allow_cross_node, mem_opts, method))
+                       if group is not None else ({}, ()))
     job = _Job(model, hw, prec, fw, cards, params, allow_cross_node, mem_opts, sizes or worker_sizes(model, hw, cards),
-               method)
+               method, plans, together)
     fronts, skipped = job.fronts(scenario)
     pairs = _pairs(scenario, fronts, cards, fw, model)
     if not pairs:
@@ -266,24 +272,41 @@ def _pairs(scenario: Scenario, fronts: dict, cards: int, fw: FrameworkProfile | 
     """Every (prefill point, decode point, y, x) that fits the cards, with its ratio estimate (pool_pairs); with
     `fw`, of the pools its KV transfer can pair (FrameworkProfile.unpaired)."""
     out = []
+    paired = _pair_check(fw) if fw is not None else None
     for wp, pre_pts in fronts["prefill"].items():
         for wd, dec_pts in fronts["decode"].items():
             for d in dec_pts:
-                out += pool_pairs(scenario, cards, wp, pre_pts, wd, d, fw, model)
+                out += pool_pairs(scenario, cards, wp, pre_pts, wd, d, fw, model, paired)
     return out
 
 
+def _pair_check(fw: FrameworkProfile) -> Callable[[ParallelConfig, ParallelConfig], bool]:
+    """fw.unpaired(prefill, decode) is None, once per pair of layouts (a front repeats a layout at each batch)."""
+    memo: dict[tuple[ParallelConfig, ParallelConfig], bool] = {}
+
+    def paired(pc: ParallelConfig, dc: ParallelConfig) -> bool:
+        hit = memo.get((pc, dc))
+        if hit is None:
+            hit = memo[(pc, dc)] = fw.unpaired(pc, dc) is None
+        return hit
+    return paired
+
+
 def pool_pairs(scenario: Scenario, cards: int, wp: int, pre_pts: list[Planned], wd: int, d: Planned,
-               fw: FrameworkProfile | None = None, model: ModelSpec | None = None) -> list[_Pair]:
+               fw: FrameworkProfile | None = None, model: ModelSpec | None = None,
+               paired: Callable[[ParallelConfig, ParallelConfig], bool] | None = None) -> list[_Pair]:
     """The pairs of decode point `d` (workers of `wd` ranks) with the prefill points `pre_pts` (of `wp`), y, the
     prefill point, then x in order: those of _pairs. x runs from 1 to the rate match at the decode demand (the
     most prefill workers the decode pool could keep busy, as no request's cycle is shorter than its decode); each
     pair's ratio estimate is the closed loop the full estimate solves (estimate.disagg.closed_loop_rate): C
     clients cycling through the prefill step, their decode and the prefill queue's wait, transfer and fixed costs
-    aside. `model`: whose prefill ranks step together (closed_loop.synced_ranks); None: each rank alone."""
+    aside. `model`: whose prefill ranks step together (closed_loop.synced_ranks); None: each rank alone.
+    `paired`: fw's pair check, memoized (_pair_check)."""
     out = []
     if fw is not None:  # pools the engine's KV transfer cannot pair are no deployment (the launch refuses them)
-        pre_pts = [p for p in pre_pts if fw.unpaired(p.config, d.config) is None]
+        paired = paired or _pair_check(fw)
+        pre_pts = [p for p in pre_pts if paired(p.config, d.config)]
+    synced_of = [synced_ranks(model, p.config) if model is not None else 1 for p in pre_pts]
     tpot = d.estimate.tpot_s
     for y in range(1, (cards - wp) // wd + 1):
         conc = _concurrency(scenario, d.batch, y)
@@ -291,11 +314,10 @@ def pool_pairs(scenario: Scenario, cards: int, wp: int, pre_pts: list[Planned], 
         if conc is None or (scenario.concurrency is None and conc > scenario.max_concurrency):
             continue
         demand = conc / (scenario.osl * tpot)  # the decode pool's rate with no prefill in a request's cycle
-        for p in pre_pts:
+        for p, synced in zip(pre_pts, synced_of):
             mu_w = p.estimate.output_tokens_per_s  # prompts/s: one token per prompt
             step = p.estimate.ttft_s
             cycle = step + scenario.osl * tpot  # prefill, first decode step, the rest: no queueing, no transfer
-            synced = synced_ranks(model, p.config) if model is not None else 1
             for x in range(1, workers_to_match(demand, mu_w) + 1):
                 if x * wp + y * wd > cards:
                     break

@@ -10,7 +10,9 @@ some layout (the divisors of W) besides the larger steps (prefill_batches).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from solver.errors import InfeasibleError
 from solver.estimate.workload import Workload
@@ -119,15 +121,60 @@ def phase_scenario(scenario: Scenario, phase: str, batch: int | None = None) -> 
                     tpot_ms=scenario.tpot_ms, mtp=scenario.mtp, mtp_accept=scenario.mtp_accept, phase="decode")
 
 
+class PlanGroup:
+    """The phase plans the disaggregated solves of one model, hardware and workload share across cluster sizes
+    (a phase plan reads the worker's size, never the cards) and across scenarios that differ only in what ranks
+    the plans (a sweep's kinds): one memo of phase plans (_memo_plan) for them all, and a phase plan one of them
+    asks is planned for every scenario of the group at once, while the planner's reused tables and planners
+    (plan.solve._cached, a small LRU that one solve's pools overflow) still hold it, so that the other kinds'
+    plans reuse them instead of planning again. A plan's result is the same whichever solve asks it first (the
+    planner's cache is shared by kinds by design)."""
+
+    def __init__(self, scenarios: Sequence[Scenario]) -> None:
+        self.scenarios = tuple(scenarios)
+        self._inputs: tuple | None = None
+        self._plans: dict = {}
+
+    def plans_for(self, inputs: tuple) -> tuple[dict, tuple[Scenario, ...]]:
+        """(the memo of phase plans, the scenarios planned together) for a solve of these job inputs (model,
+        hardware, precision, framework, solver parameters, cross-node, memory options, method): the group's
+        for the inputs it was first asked for, a memo of its own for any other (nothing is shared)."""
+        if self._inputs is None:
+            self._inputs = inputs
+        if len(inputs) == len(self._inputs) and all(a is b or a == b for a, b in zip(inputs, self._inputs)):
+            return self._plans, self.scenarios
+        return {}, ()
+
+
+_GROUP: ContextVar[PlanGroup | None] = ContextVar("disagg_plan_group", default=None)
+
+
+@contextmanager
+def planned_together(group: PlanGroup) -> Iterator[None]:
+    """Within: the disaggregated solves share `group`'s phase plans (PlanGroup)."""
+    token = _GROUP.set(group)
+    try:
+        yield
+    finally:
+        _GROUP.reset(token)
+
+
+def active_group() -> PlanGroup | None:
+    return _GROUP.get()
+
+
 def pool_fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, mem_opts, sizes, method,
-            diagnose: bool = True, plans: dict | None = None, screen: "PrefillScreen | None" = None):
+            diagnose: bool = True, plans: dict | None = None, screen: "PrefillScreen | None" = None,
+            together: Sequence[Scenario] = ()):
     """(the prefill and decode fronts per worker size, 'phase W=size' -> why that pool has no point).
     `diagnose`: explain those failures (the caller reads them). A prefill batch below W that fails is passed over
     (FILLS_REPLICAS admits more layouts at a larger one); from W on a failure ends the batches. Only a pool with
     no point is diagnosed (a diagnosis re-plans with each constraint family relaxed): _prefill_failure.
     `plans`: a memo of the phase plans (_memo_plan) shared by the calls of one solve. `screen`: the decode fronts
     are planned first, and a prefill step the screen passes over (its points all lie past what the caller reads,
-    disagg_floor) is not planned: the fronts hold the same points but those."""
+    disagg_floor) is not planned: the fronts hold the same points but those. `together`: the scenarios whose
+    phase plans are planned with the scenario's own (PlanGroup), into `plans`; only where `scenario` is one of
+    them."""
     fronts: dict[str, dict[int, list[Planned]]] = {"prefill": {}, "decode": {}}
     skipped: dict[str, InfeasibleError] = {}
     pool_fw = pool_framework(fw)
@@ -139,7 +186,20 @@ def pool_fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, 
                         diagnose=diagnosed)
         if plans is None:
             return run()
-        return _memo_plan(plans, (phase, w, id(rules), phase_scenario(scenario, phase, b)), diagnosed, run)
+        key = (phase, w, id(rules), phase_scenario(scenario, phase, b))
+        plans.setdefault(("rules", id(rules)), rules)  # the keys name the rules by identity: kept alive with them
+        if others and key not in plans:
+            # the scenario's own plan first (its solve plans as it would alone), then the group's others while
+            # the planner's caches hold it
+            _memo_plan_quiet(plans, key, diagnosed, run)
+            for other in others:
+                sc = phase_scenario(other, phase, b)
+                _memo_plan_quiet(plans, (phase, w, id(rules), sc), diagnosed, lambda sc=sc: plan(
+                    model, hw, prec, rules, w, sc, params, method=method, allow_cross_node=allow_cross_node,
+                    mem_opts=mem_opts, explain_binding=False, diagnose=diagnosed))
+        return _memo_plan(plans, key, diagnosed, run)
+
+    others = [s for s in together if s != scenario] if plans is not None and scenario in together else []
 
     def add(phase: str, w: int) -> None:
         if phase == "decode":
@@ -179,7 +239,8 @@ def pool_fronts(model, hw, prec, fw, cards, scenario, params, allow_cross_node, 
 
 
 def _memo_plan(plans: dict, key: tuple, diagnosed: bool, run) -> PlanResult:
-    """The plan of `key` (phase, W, the rules' identity, the phase scenario), planned once per solve: a pool's
+    """The plan of `key` (phase, W, the rules' identity, the phase scenario), planned once per solve (per
+    PlanGroup within one; the memo holds the rules, which its keys name by identity, alive): a pool's
     plans repeat across the solve's scenarios wherever its phase scenario stays (a TTFT SLA set aside leaves the
     decode plans as they were, a TPOT SLA the prefill ones). A failure planned undiagnosed is planned again
     where a diagnosis is asked for."""
@@ -193,6 +254,14 @@ def _memo_plan(plans: dict, key: tuple, diagnosed: bool, run) -> PlanResult:
     if isinstance(hit[0], InfeasibleError):
         raise hit[0]
     return hit[0]
+
+
+def _memo_plan_quiet(plans: dict, key: tuple, diagnosed: bool, run) -> None:
+    """_memo_plan, its failure kept in the memo and not raised."""
+    try:
+        _memo_plan(plans, key, diagnosed, run)
+    except InfeasibleError:
+        pass
 
 
 def _points(res: PlanResult) -> list[Planned]:
