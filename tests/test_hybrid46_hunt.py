@@ -18,8 +18,8 @@ NANO_STATE = 23 * (64 * 64 * 128 * 4 + 3 * (4096 + 2 * 8 * 128) * 2)  # 49 082 3
 
 
 def _state(framework: str, hardware: str = "h100_sxm", model: str = "nemotron-3-nano", seq_len: int = 5120,
-           cards: int = 1, **knobs) -> tuple[dict, str]:
-    res = memory_config(model, hardware, cards, knobs, 8, seq_len, 0, None, None, framework, None, None, None)
+           cards: int = 1, mtp: int = 0, **knobs) -> tuple[dict, str]:
+    res = memory_config(model, hardware, cards, knobs, 8, seq_len, mtp, None, None, framework, None, None, None)
     cache = res.as_dict()["cache"]
     return cache["state"], cache_line(cache, res.parallel_config)
 
@@ -82,3 +82,11 @@ def test_solve_held_note_names_the_state_pool_where_it_stops_the_requests():
     bound = {name: _memory_bound(model, pc, prec, 5120, 0, framework_options(load_framework(name), MemoryOptions()))
              for name in ("sglang", "vllm")}
     assert bound == {"sglang": "memory: the engine's state pool binds", "vllm": "memory"}
+
+
+def test_memory_counts_the_draft_slots_it_sized_the_batch_with():
+    """Qwen3.5-35B-A3B at TP2 under SGLang with MTP 2: 3 slots + 1 a draft token (2) + 1 while drafting = 6 slots
+    of 30 x 1 073 152 = 32 194 560 B: 193 167 360 B held (the memory the batch was sized with)."""
+    st, line = _state("sglang", model="qwen3.5-35b-a3b", cards=2, mtp=2, attn_tp_size=2, dense_tp_size=2,
+                      moe_tp_size=2, embed_tp_size=2, lmhead_tp_size=2)
+    assert st["slots"] == 6 and round(st["held_bytes"]) == 6 * 32_194_560 == 193_167_360
