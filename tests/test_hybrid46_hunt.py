@@ -90,3 +90,14 @@ def test_memory_counts_the_draft_slots_it_sized_the_batch_with():
     st, line = _state("sglang", model="qwen3.5-35b-a3b", cards=2, mtp=2, attn_tp_size=2, dense_tp_size=2,
                       moe_tp_size=2, embed_tp_size=2, lmhead_tp_size=2)
     assert st["slots"] == 6 and round(st["held_bytes"]) == 6 * 32_194_560 == 193_167_360
+
+
+def test_kv_share_warning_counts_the_growing_cache_not_the_constant_state():
+    """Seed 3.4 (KV above half the memory left after weights: consider KVP / CP) reads the KV and indexer keys,
+    which those knobs split; Nemotron-3-Nano under vLLM at 57 x 5120 tokens: KV 2.20 GB against 8.81 GB of state
+    pages: the share is kv / (limit - weights) alone."""
+    res = memory_config("nemotron-3-nano", "h100_sxm", 1, {}, 57, 5120, 0, None, None, "vllm", None, None, None)
+    rep = res.report
+    avail = rep.limit_bytes - rep.weights_total
+    assert rep.state_bytes > rep.kv_cache_bytes > 0 and rep.indexer_cache_bytes == 0
+    assert rep.kv_share_of_available == rep.kv_cache_bytes / avail < 0.5 < rep.cache_total / avail

@@ -92,9 +92,11 @@ class MemoryReport:
 
     @property
     def kv_share_of_available(self) -> float:
-        """Seed 3.4: KV share of the memory left after weights (> 50%: rank.kv_split.kv_share_warning)."""
+        """Seed 3.4: KV share of the memory left after weights (> 50%: rank.kv_split.kv_share_warning). The
+        growing caches only (KV, indexer keys), what CP / KVP split and a longer context grows: a hybrid's
+        constant state is neither."""
         avail = self.limit_bytes - self.weights_total
-        return self.cache_total / avail if avail > 0 else math.inf
+        return (self.kv_cache_bytes + self.indexer_cache_bytes) / avail if avail > 0 else math.inf
 
 
 def drafting_options(opts: MemoryOptions, model: ModelSpec, mtp_layers: int | None) -> MemoryOptions:
