@@ -289,7 +289,7 @@ def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], 
                   framework: str = DEFAULT_FRAMEWORK, weight_dtype: str | None = None,
                   moe_weight_dtype: str | None = None, kv_dtype: str | None = None) -> MemoryResult:
     """`shardplan memory` of one config (`mem_fraction` None: MemoryOptions' default usable fraction)."""
-    from solver.estimate.memory import max_batch, memory_per_rank
+    from solver.estimate.memory import drafting_options, max_batch, memory_per_rank
     from solver.estimate.memory_options import MemoryOptions, framework_options
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
@@ -310,6 +310,8 @@ def memory_config(model: str, hardware: str, cards: int, knobs: dict[str, Any], 
                                                   if v is not None}))
     rep = memory_per_rank(spec, hw, pc, prec, batch, seq_len, opts, mtp_layers=mtp)
     best = max_batch(spec, hw, pc, prec, seq_len, opts, mtp_layers=mtp)
+    # the options the report was sized under (the drafts' state pages), which its cache line describes
+    opts = drafting_options(opts, spec, mtp)
     return MemoryResult(spec, hw, pc, prec, opts, rep, best, batch, seq_len,
                         [*input_notes(spec, hw, prec, timed=False, max_len=seq_len), *notes], asked=str(model))
 

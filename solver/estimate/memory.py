@@ -92,18 +92,26 @@ class MemoryReport:
 
     @property
     def kv_share_of_available(self) -> float:
-        """Seed 3.4: KV share of the memory left after weights (> 50%: rank.kv_split.kv_share_warning)."""
+        """Seed 3.4: KV share of the memory left after weights (> 50%: rank.kv_split.kv_share_warning). The
+        growing caches only (KV, indexer keys), what CP / KVP split and a longer context grows: a hybrid's
+        constant state is neither."""
         avail = self.limit_bytes - self.weights_total
-        return self.cache_total / avail if avail > 0 else math.inf
+        return (self.kv_cache_bytes + self.indexer_cache_bytes) / avail if avail > 0 else math.inf
+
+
+def drafting_options(opts: MemoryOptions, model: ModelSpec, mtp_layers: int | None) -> MemoryOptions:
+    """`opts` with the draft tokens each request verifies a decode step (MTP depth, where the model has MTP
+    layers): every stage decodes them, and the engine's hybrid state keeps pages / slots for them."""
+    if mtp_layers and model.num_mtp_layers and opts.decode_drafts != mtp_layers:
+        return replace(opts, decode_drafts=mtp_layers)
+    return opts
 
 
 def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, batch: float,
                     seq_len: int, opts: MemoryOptions | None = None, mtp_layers: int | None = None) -> MemoryReport:
     """Per-rank memory for `batch` concurrent sequences holding `seq_len` tokens of context each. Under
     pipeline parallel: the largest stage's (stage_memory)."""
-    opts = device_options(opts or MemoryOptions(), hw)  # the device's flags, which a device-limited bound reads
-    if mtp_layers and model.num_mtp_layers and opts.decode_drafts != mtp_layers:  # every stage decodes the drafts
-        opts = replace(opts, decode_drafts=mtp_layers)
+    opts = drafting_options(device_options(opts or MemoryOptions(), hw), model, mtp_layers)
     if pc.pp_size > 1:
         return max(stage_memory(model, hw, pc, prec, batch, seq_len, opts, mtp_layers), key=lambda r: r.total)
     report = count_params(model)

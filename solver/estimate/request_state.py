@@ -3,7 +3,7 @@ state, per layer, per request and for the sequences a rank holds."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from solver.memo import IdentityMemo
@@ -250,6 +250,21 @@ def state_pool(st: StateBytes, share: float, slots: int) -> StateBytes:
     pool's, whichever is more, split between the pools at the engine's ratio."""
     need = max(st.kv / (1 - share), slots * st.constant / share)
     return StateBytes(need * (1 - share), st.index, need * share)
+
+
+def state_pool_binds(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int, mtp_layers: int = 0,
+                     kvp_splits_weights: bool = False, layout: CacheLayout = SEED_LAYOUT) -> bool | None:
+    """Whether the engine's state pool, not its KV pool, bounds the requests a rank holds at `seq_len` tokens
+    (state_pool: slots x state over the state share against the KV over the rest); None where the engine keeps
+    no state pool of its own for this model (no hybrid of growing KV and constant state, or shared pages)."""
+    if layout.state_pool_share is None:
+        return None
+    bare = request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights,
+                         replace(layout, block_alignment=None, state_pool_share=None))
+    if bare.kv <= 0 or bare.constant <= 0:
+        return None
+    share = layout.state_pool_share
+    return layout.state_pages * bare.constant / share >= bare.kv / (1 - share)
 
 
 def held_per_replica(batch: float, pc: ParallelConfig) -> int:

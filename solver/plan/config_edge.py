@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from solver.estimate.factors import Factors
 from solver.estimate.memory import max_batch
 from solver.estimate.memory_options import MemoryOptions
+from solver.estimate.request_state import state_pool_binds
 from solver.estimate.serving import Estimate, Workload, estimate
 from solver.plan.memory_edge import bisect_edge
 from solver.plan.sla_edge import full_estimate_misses
@@ -71,6 +72,16 @@ def held_edge(model: ModelSpec, hw: Hardware, cfg: ParallelConfig, prec: Precisi
     if n is None:
         return None
     bound = ("the engine's batch rules" if n < top else "the SLAs" if top < hi
-             else "memory" if hi == mem_cap else "the next planned concurrency")
+             else _memory_bound(model, cfg, prec, scenario.max_seq_len, mtp_layers, mem_opts) if hi == mem_cap
+             else "the next planned concurrency")
     return HeldEdge(n, full(n), bound)
 
+
+
+def _memory_bound(model: ModelSpec, cfg: ParallelConfig, prec: Precision, seq_len: int, mtp_layers: int,
+                  mem_opts: MemoryOptions) -> str:
+    """'memory', naming the engine's state pool where it, not the KV pool, bounds the requests (a hybrid model
+    under an engine that keeps its state in a pool of its own: request_state.state_pool_binds)."""
+    binds = state_pool_binds(model, cfg, prec, seq_len, mtp_layers, mem_opts.kvp_splits_attention_weights,
+                             mem_opts.cache_layout)
+    return "memory: the engine's state pool binds" if binds else "memory"

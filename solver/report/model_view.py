@@ -202,6 +202,31 @@ def cache_layout_data(m: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len
         out["index_bytes_per_token_layer"] = indexer_bytes_per_token_layer(m, layout.index_unquantised)
         out["index_values"] = m.index_head_dim
         out["index_split"] = round(whole.index / rank.index) if rank.index else 1
+    if rank.constant > 0:
+        out["state"] = _state_data(m, pc, prec, seq_len, opts, rank)
+    return out
+
+
+def _state_data(m: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int, opts: MemoryOptions,
+                rank: Any) -> dict[str, Any]:
+    """One request's constant state (linear attention, SSM) on one rank and what the engine's hybrid allocation
+    holds for it (request_state under the engine's layout): pages padded to the attention page, or slots of a
+    state pool of a fixed share, and there which pool bounds the batch."""
+    from dataclasses import replace
+
+    from solver.estimate.request_state import request_state, state_pool_binds
+
+    layout, kvp = opts.cache_layout, opts.kvp_splits_attention_weights
+    bare = request_state(m, pc, prec, seq_len, kvp_splits_weights=kvp,
+                         layout=replace(layout, block_alignment=None, state_pool_share=None))
+    out: dict[str, Any] = {"bytes": bare.constant, "held_bytes": rank.constant}
+    if layout.block_alignment is not None and bare.kv > 0:
+        out |= {"form": "pages", "pages": layout.state_pages,
+                "padding_bytes": max(0.0, rank.constant - layout.state_pages * bare.constant)}
+    elif (state_binds := state_pool_binds(m, pc, prec, seq_len, kvp_splits_weights=kvp,
+                                          layout=layout)) is not None:
+        out |= {"form": "pool", "slots": layout.state_pages, "share": layout.state_pool_share,
+                "binds": "state" if state_binds else "kv"}
     return out
 
 
@@ -222,7 +247,23 @@ def cache_line(cache: dict[str, Any], pc: ParallelConfig) -> str:
     if "index_bytes_per_token_layer" in cache:
         parts.append(f"indexer keys {cache['index_bytes_per_token_layer']:,.0f} B ({cache['index_values']} values), "
                      f"{split(cache['index_split'])}")
+    if "state" in cache:
+        parts.append(_state_words(cache["state"]))
     return "cache per token per layer on one attention-TP rank: " + "; ".join(parts)
+
+
+def _state_words(st: dict[str, Any]) -> str:
+    """_state_data in words (MB = 1e6 bytes)."""
+    words = f"constant state {st['bytes'] / 1e6:,.2f} MB a request"
+    if st.get("form") == "pages":
+        words += (f", held in {st['pages']} page(s) per state layer group of the shared KV pool: "
+                  f"{st['held_bytes'] / 1e6:,.2f} MB, {st['padding_bytes'] / 1e6:,.2f} MB of it padding")
+    elif st.get("form") == "pool":
+        bound = ("the state pool binds the batch" if st["binds"] == "state"
+                 else "the KV pool binds the batch, state slots left idle")
+        words += (f", {st['slots']} slots in a state pool of {st['share']:.1%} of the cache memory: "
+                  f"{st['held_bytes'] / 1e6:,.2f} MB held; {bound}")
+    return words
 
 
 def memory_data(m: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision, rep: MemoryReport,
