@@ -225,6 +225,9 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
 
     spec = load_model(model)
     fw = load_framework(framework)
+    no_hit = fw.prefix_hit_refusal(spec, wl.prefix_hit)
+    if no_hit:
+        raise InputError("--prefix-hit", no_hit)
     if afd:
         from solver.specs.afd import check_afd
 
@@ -394,6 +397,9 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
     dep.check_derived(world, origin or "parallel_config", fw.replica_knobs)  # attn_dp_size may be the engine's DP
     check_mtp(spec, dep.mtp, at("mtp"))
     w = dep.workload
+    no_hit = fw.prefix_hit_refusal(spec, w.prefix_hit)
+    if no_hit:
+        raise InputError(at("workload.prefix_hit"), no_hit)
     if w.phase == "prefill" and dep.mtp_accept is not None:  # as estimate --phase prefill refuses --mtp-accept
         raise InputError(at("mtp_accept"), PREFILL_ACCEPT_UNREAD)
     mtp = {"mtp": dep.mtp, **({"mtp_accept": dep.mtp_accept} if dep.mtp_accept is not None else {})}

@@ -120,7 +120,8 @@ def memory_per_rank(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Pr
     # next-n depth > 1 reuses the checkpoint's MTP layer(s): weights and cache are those layers only
     mtp_cache = model.num_mtp_layers if mtp > 0 else 0
     kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
-                                   layout=opts.cache_layout)
+                                   layout=opts.cache_layout,
+                                   kvp_splits_weights=opts.kvp_splits_attention_weights)
     state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
                            kvp_splits_weights=opts.kvp_splits_attention_weights, layout=opts.cache_layout)
     act = activation_peak(model, pc, opts, seq_len, seqs)

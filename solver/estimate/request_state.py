@@ -59,6 +59,8 @@ class CacheLayout:
     # state pages / pool slots a running request holds per state layer (hybrid_state.state_pages, and
     # pages_per_draft for each draft token it verifies)
     state_pages: int = 1
+    # state-pool slots a rank keeps beyond its requests', their draft states counted (hybrid_state.spare_slots)
+    spare_slots: int = 0
     # the block's K half holds the SSM state, every page K + V + the conv state (hybrid_state.key_page_holds_ssm)
     key_page_holds_ssm: bool = False
     # requests verify draft tokens: the MTP layers are in the model the engine groups its pages over, on every
@@ -75,6 +77,9 @@ def hybrid_fields(hybrid: "HybridStateLayout | None", drafts: int = 0) -> dict:
             "state_pool_share": hybrid.state_pool_share,
             "state_pages": hybrid.state_pages + drafts * hybrid.pages_per_draft
             + (hybrid.pages_when_drafting if drafts else 0),
+            # a spare slot keeps a request's draft states beside it (SGLang's intermediate pool: capped_reqs + 1)
+            "spare_slots": hybrid.spare_slots * (1 + drafts * hybrid.pages_per_draft
+                                                 + (hybrid.pages_when_drafting if drafts else 0)),
             "key_page_holds_ssm": hybrid.key_page_holds_ssm, "drafting": drafts > 0}
 
 
@@ -252,16 +257,42 @@ def state_pool(st: StateBytes, share: float, slots: int) -> StateBytes:
     return StateBytes(need * (1 - share), st.index, need * share)
 
 
+def _bare(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int, mtp_layers: int,
+          kvp_splits_weights: bool, layout: CacheLayout) -> StateBytes | None:
+    """One request's KV and state before the engine's pools; None where it keeps no state pool of its own for
+    this model (no hybrid of growing KV and constant state, or shared pages)."""
+    if layout.state_pool_share is None:
+        return None
+    bare = request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights,
+                         replace(layout, block_alignment=None, state_pool_share=None))
+    return bare if bare.kv > 0 and bare.constant > 0 else None
+
+
+def spare_pool(model: ModelSpec, pc: ParallelConfig, prec: Precision, seqs: int, seq_len: int,
+               mtp_layers: int = 0, kvp_splits_weights: bool = False,
+               layout: CacheLayout = SEED_LAYOUT) -> float:
+    """Bytes the two pools of a rank holding `seqs` requests take beyond `seqs` x state_pool's figure, for the
+    state pool's spare slots (layout.spare_slots; SGLang 0.5.23 kv_cache_configurator.py _handle_max_mamba_cache:
+    max_mamba_cache_size = (budget - per_slot) // per_slot, the pool's padding slot): the pools need the larger
+    of the requests' KV over the KV share and their slots plus the spare over the state share, so the spare
+    costs where the state pool binds, or comes within a spare of binding, and nothing where the KV pool does."""
+    bare = _bare(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights, layout) if layout.spare_slots else None
+    if bare is None:
+        return 0.0
+    share = layout.state_pool_share
+    kv_need = seqs * bare.kv / (1 - share)
+    state_need = seqs * layout.state_pages * bare.constant / share
+    spare = layout.spare_slots * bare.constant / share
+    return max(kv_need, state_need + spare) - max(kv_need, state_need)
+
+
 def state_pool_binds(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int, mtp_layers: int = 0,
                      kvp_splits_weights: bool = False, layout: CacheLayout = SEED_LAYOUT) -> bool | None:
     """Whether the engine's state pool, not its KV pool, bounds the requests a rank holds at `seq_len` tokens
     (state_pool: slots x state over the state share against the KV over the rest); None where the engine keeps
     no state pool of its own for this model (no hybrid of growing KV and constant state, or shared pages)."""
-    if layout.state_pool_share is None:
-        return None
-    bare = request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights,
-                         replace(layout, block_alignment=None, state_pool_share=None))
-    if bare.kv <= 0 or bare.constant <= 0:
+    bare = _bare(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights, layout)
+    if bare is None:
         return None
     share = layout.state_pool_share
     return layout.state_pages * bare.constant / share >= bare.kv / (1 - share)
@@ -274,19 +305,24 @@ def held_per_replica(batch: float, pc: ParallelConfig) -> int:
 
 
 def cache_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
-                   mtp_layers: int = 0, layout: CacheLayout = SEED_LAYOUT) -> tuple[float, float, float]:
+                   mtp_layers: int = 0, layout: CacheLayout = SEED_LAYOUT,
+                   kvp_splits_weights: bool = False) -> tuple[float, float, float]:
     """(KV bytes, indexer bytes, sequences per rank). CP and KVP shard tokens (CP not where the engine's CP ranks
     each keep the whole cache, KVP not the indexer keys where its ranks each keep them all: `layout`); TP shards
-    GQA heads only. Constant per-request state (linear / SSM layers): `state_per_rank`."""
+    GQA heads only; the KV pool's share of a state pool's spare slots (spare_pool). Constant per-request state
+    (linear / SSM layers): `state_per_rank`."""
     seqs = held_per_replica(batch, pc)
-    st = request_state(model, pc, prec, seq_len, mtp_layers, layout=layout)
-    return seqs * st.kv, seqs * st.index, seqs
+    st = request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights, layout)
+    spare = spare_pool(model, pc, prec, seqs, seq_len, mtp_layers, kvp_splits_weights, layout)
+    return seqs * st.kv + spare * (1 - (layout.state_pool_share or 0.0)), seqs * st.index, seqs
 
 
 def state_per_rank(model: ModelSpec, pc: ParallelConfig, prec: Precision, batch: float, seq_len: int,
                    mtp_layers: int = 0, kvp_splits_weights: bool = False, layout: CacheLayout = SEED_LAYOUT) -> float:
     """Constant per-request state (linear attention, SSM) of the sequences a rank holds, under the engine's KVP
     layout (`kvp_splits_weights`: MemoryOptions.kvp_splits_attention_weights) and its hybrid state allocation
-    (`layout`)."""
+    (`layout`), with the state pool's share of its spare slots (spare_pool)."""
     seqs = held_per_replica(batch, pc)
-    return seqs * request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights, layout).constant
+    spare = spare_pool(model, pc, prec, seqs, seq_len, mtp_layers, kvp_splits_weights, layout)
+    return (seqs * request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights, layout).constant
+            + spare * (layout.state_pool_share or 0.0))

@@ -98,7 +98,8 @@ def _caches(model: ModelSpec, pc: ParallelConfig, prec: Precision, opts: MemoryO
     """(KV + indexer, state, sequences per rank) of the held sequences, under the engine's KVP and CP layouts."""
     mtp_cache = model.num_mtp_layers if mtp_layers else 0
     kv, idx, seqs = cache_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
-                                   layout=opts.cache_layout)
+                                   layout=opts.cache_layout,
+                                   kvp_splits_weights=opts.kvp_splits_attention_weights)
     state = state_per_rank(model, pc, prec, batch, seq_len, mtp_layers=mtp_cache,
                            kvp_splits_weights=opts.kvp_splits_attention_weights, layout=opts.cache_layout)
     return kv + idx, state, seqs

@@ -275,6 +275,9 @@ def _plan(model: ModelSpec, hw: Hardware, prec: Precision, fw: FrameworkProfile,
     too_deep = fw.mtp_past_max(scenario.mtp)
     if too_deep:
         raise InputError("--mtp", too_deep)
+    no_hit = fw.prefix_hit_refusal(model, scenario.prefix_hit)
+    if no_hit:
+        raise InputError("--prefix-hit", no_hit)
     table_cap = past_position_table(model, scenario.max_seq_len)
     if table_cap:
         raise InfeasibleError(f"no feasible parallel_config for {model.name} on {world} x {hw.name}: {table_cap}",

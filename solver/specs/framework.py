@@ -18,16 +18,17 @@ from solver.catalog import frameworks_dir
 from solver.errors import InputError, quoted
 from solver.specs.limits import MAX_MTP
 from solver.specs.knobs import ATTN_GROUP_KNOBS, FOLLOWS, KNOBS, LAYOUT_SWITCHES
-from solver.specs.expr import Value, compile_expr, condition_over
+from solver.specs.expr import Value, compile_expr, condition_over, is_condition
 from solver.specs.fitted import apply_fitted, fitted_factors, fitted_global, pair_factors
 from solver.specs.hardware import VENDOR
 from solver.specs.launch_spec import POOL_FIGURES, REPLICA_BATCH, Feature, FeatureName, LaunchSpec, PairCheck
 from solver.specs.profile_rules import KNOB_NAMES, KnobName, Rule
 from solver.specs.profile_serving import FrameworkEfficiency, FrameworkScheduler, FrameworkServing
-from solver.specs.rule_env import DEVICE_FLAGS
+from solver.specs.rule_env import DEVICE_FLAGS, model_facts
 
 if TYPE_CHECKING:
     from solver.specs.hardware import Hardware
+    from solver.specs.model import ModelSpec
     from solver.specs.parallel import ParallelConfig
 
 
@@ -67,6 +68,9 @@ class HybridStateLayout(BaseModel):
     state_pool_share: float | None = Field(None, gt=0, lt=1, description="a separate state pool sized to this "
                                            "share of the cache memory, the KV pool the rest (SGLang's "
                                            "mamba_full_memory_ratio r: r / (1 + r))")
+    spare_slots: int = Field(0, ge=0, description="with state_pool_share: slots the state pool keeps on each "
+                             "rank beyond its running requests', each with a request's draft states while it drafts "
+                             "(SGLang: one padding slot, the pool sized budget // slot - 1)")
     source: str = Field(description="where the engine does it")
 
     @model_validator(mode="after")
@@ -76,6 +80,37 @@ class HybridStateLayout(BaseModel):
                                "(a state pool of its own)")
         if self.key_page_holds_ssm and self.block_alignment is None:
             raise ValueError("key_page_holds_ssm needs block_alignment (pages shared with the KV)")
+        if self.spare_slots and self.state_pool_share is None:
+            raise ValueError("spare_slots needs state_pool_share (a state pool of its own)")
+        return self
+
+
+# what a no-prefix-cache condition reads (NoPrefixCache.when): the model's yes/no facts (rule_env.model_facts)
+PREFIX_CACHE_NAMES = frozenset({"has_mla", "has_dsa", "has_csa", "has_recurrent_mixer"})
+
+
+class NoPrefixCache(BaseModel):
+    """Models the engine, as its command launches it, serves without a prefix cache (vLLM 0.23.0 turns prefix
+    caching off by default for hybrid models): a prefix hit assumed for one is refused, never priced."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    when: str = Field(description="the condition, over the model's has_mla, has_dsa, has_csa and "
+                      "has_recurrent_mixer")
+    why: str = Field(min_length=1, description="what the engine does, said in the refusal")
+
+    @model_validator(mode="after")
+    def _a_condition_on_model_facts(self) -> "NoPrefixCache":
+        try:
+            expr = compile_expr(self.when)
+        except InputError as exc:
+            raise ValueError(f"when: {exc}") from None
+        odd = sorted(expr.names - PREFIX_CACHE_NAMES)
+        if odd:
+            raise ValueError(f"when: reads {', '.join(odd)}; no_prefix_cache reads only "
+                             f"{', '.join(sorted(PREFIX_CACHE_NAMES))}")
+        if not is_condition(expr, PREFIX_CACHE_NAMES):
+            raise ValueError(f"when: {expr.text!r} is not a yes/no condition")
         return self
 
 
@@ -139,6 +174,9 @@ class FrameworkProfile(BaseModel):
     hybrid_state: HybridStateLayout | None = Field(
         None, description="how it allocates a hybrid model's constant per-request state beside the KV "
         "(HybridStateLayout); unset: the seed's, each request's state counted once beside its exact KV")
+    no_prefix_cache: NoPrefixCache | None = Field(
+        None, description="the models it serves without a prefix cache as launched (NoPrefixCache); unset: its "
+        "launch caches prefixes for every model")
     indexer_decode_logits_bound: IndexerDecodeBound | None = Field(
         None, description="where its condition holds, the decode indexer logits are split to this bound although "
         "indexer_decode_logits_unbounded (vLLM 0.34.0: SM100 without DCP / PCP); unset: none")
@@ -339,6 +377,18 @@ class FrameworkProfile(BaseModel):
         command)."""
         if not self.runs_on(vendor):
             raise InputError(field, f"{self.name} runs on {'/'.join(self.vendors)} devices; {hardware} is {vendor}")
+
+    def prefix_hit_refusal(self, model: "ModelSpec", hit: float) -> str | None:
+        """Why a prefix-cache hit of `hit` cannot be priced on `model` under this engine (no_prefix_cache: its
+        launch keeps no prefix cache for the model, so no prompt token is found cached); None where it can."""
+        off = self.no_prefix_cache
+        if not hit or off is None:
+            return None
+        facts = model_facts(model)
+        if not compile_expr(off.when).evaluate({k: bool(facts[k]) for k in PREFIX_CACHE_NAMES}):
+            return None
+        return (f"{self.name} serves {model.name} without a prefix cache ({off.why}), so no prompt token is found "
+                f"cached; drop the prefix hit or pick another framework")
 
     def kv_dtype_refusal(self, kv_dtype: str | None) -> str | None:
         """Why this engine's command cannot ask for KV-cache format `kv_dtype` (LaunchSpec.kv_dtype_refusal;
