@@ -64,27 +64,22 @@ def pool_framework(fw: FrameworkProfile) -> FrameworkProfile:
         update={"rules": [*fw.rules, *_transfer_rules(fw, "prefill"), FILLS_REPLICAS]}))
 
 
-_DECODE_FW = IdentityMemo(64)  # profile -> decode_framework(profile)
+_PHASE_FW = IdentityMemo(128)  # (profile, phase) -> phase_framework(profile, phase)
 
 
 def decode_framework(fw: FrameworkProfile) -> FrameworkProfile:
     """The framework's rules and its KV transfer's decode rules (vllm-ascend's Mooncake connector: no decode PP):
     what a decode pool's plans hold; the profile itself where the transfer adds none."""
-    extra = _transfer_rules(fw, "decode")
-    return _DECODE_FW.get((fw,), None, lambda: fw.model_copy(update={"rules": [*fw.rules, *extra]})) if extra else fw
-
-
-_PREFILL_FW = IdentityMemo(64)  # profile -> its rules and its KV transfer's prefill rules
+    return phase_framework(fw, "decode")
 
 
 def phase_framework(fw: FrameworkProfile, phase: str) -> FrameworkProfile:
-    """The rules a worker of `phase` holds at any batch: decode_framework's for decode; for prefill the profile's and
-    its KV transfer's prefill rules (FILLS_REPLICAS aside: it reads the step's batch, which the pools try several
-    of). What a question about one worker size (disagg_remedies) plans with, so its answer is a pool's."""
-    if phase == "decode":
-        return decode_framework(fw)
-    extra = _transfer_rules(fw, "prefill")
-    return _PREFILL_FW.get((fw,), None, lambda: fw.model_copy(update={"rules": [*fw.rules, *extra]})) if extra else fw
+    """The rules a worker of `phase` holds at any batch: the profile's and its KV transfer's rules for that role
+    (for prefill FILLS_REPLICAS aside: it reads the step's batch, which the pools try several of); the profile
+    itself where the transfer adds none. What a question about one worker size (disagg_remedies) plans with, so
+    its answer is a pool's."""
+    extra = _transfer_rules(fw, phase)
+    return _PHASE_FW.get((fw,), phase, lambda: fw.model_copy(update={"rules": [*fw.rules, *extra]})) if extra else fw
 
 
 def worker_sizes(model: ModelSpec, hw: Hardware, cards: int) -> list[int]:
