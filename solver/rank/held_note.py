@@ -6,18 +6,14 @@ from __future__ import annotations
 from solver.estimate.serving import Estimate
 from solver.plan.config_edge import HeldEdge
 from solver.rank.cell import fmt_cell
+from solver.rank.explain import score_vs
 from solver.specs.scenario import TIE_SCORE, Scenario
 
 
 def gain_score(scenario: Scenario, here: Estimate, there: Estimate) -> float:
-    """The scenario's score of `there` against `here` as the reference (rank.select's weighted log-ratio of
-    request latency and inverse throughput per rank): below -TIE_SCORE, it is better beyond the tie band."""
-    def lat(e: Estimate) -> float:
-        return max(scenario.request_latency(e.ttft_s, e.tpot_s), 1e-12)
-
-    def inv(e: Estimate) -> float:
-        return 1.0 / max(e.output_tokens_per_s_per_rank, 1e-12)
-    return scenario.score(lat(there), inv(there), lat(here), inv(here))
+    """The scenario's score of `there` against `here` as the reference (rank.explain.score_vs): below
+    -TIE_SCORE, it is better beyond the tie band."""
+    return score_vs(scenario, there, here)
 
 
 def scores_better(scenario: Scenario, here: Estimate, there: Estimate) -> bool:
@@ -34,4 +30,3 @@ def held_note(edge: HeldEdge, here: Estimate, solve_cmd: str) -> str:
     figs += [f"TPOT {fmt_cell(float(e.tpot_s * 1e3))} ms"] if e.has_tpot else []
     return (f"#1's configuration holds {edge.requests:,} requests ({edge.bound}): at {edge.requests:,} it runs "
             f"{', '.join(figs)}; `{solve_cmd}` plans there")
-
