@@ -466,7 +466,7 @@ def afd_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Preci
     binds (each side's busy time over the step, the transfer left exposed) and, where it scores better, a note
     saying how to review it. The planner does not enumerate AFD (its front stays exact for what it plans)."""
     from solver.errors import InputError
-    from solver.estimate.afd import AfdStepCost, afd_estimate
+    from solver.estimate.afd import AfdStepCost, afd_estimate, half_config
     from solver.specs.afd import FEATURE, check_afd
 
     if not fw.has_feature(FEATURE) or scenario.phase != "decode":
@@ -478,8 +478,7 @@ def afd_priced(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, prec: Preci
         check_afd(fw, model, hw, pc.knobs(), pc.world_size, scenario.phase, batch, scenario.mtp, lambda k: k)
     except InputError as exc:
         return [f"{name}: refused ({exc})"]
-    side = ParallelConfig(**{**pc.model_dump(), "world_size": half})
-    broken = rules_broken(model, hw, fw, scenario, side, batch)
+    broken = rules_broken(model, hw, fw, scenario, half_config(pc), batch)
     if broken:
         return [f"{name}: a half violates {', '.join(dict.fromkeys(broken))}"]
     e = afd_estimate(model, hw, pc, prec, f, Workload.for_scenario(scenario, batch))
