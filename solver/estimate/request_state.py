@@ -73,13 +73,11 @@ def hybrid_fields(hybrid: "HybridStateLayout | None", drafts: int = 0) -> dict:
     draft tokens a step."""
     if hybrid is None:
         return {}
+    draft_pages = drafts * hybrid.pages_per_draft + (hybrid.pages_when_drafting if drafts else 0)
     return {"block_alignment": hybrid.block_alignment, "latent_block_alignment": hybrid.latent_block_alignment,
-            "state_pool_share": hybrid.state_pool_share,
-            "state_pages": hybrid.state_pages + drafts * hybrid.pages_per_draft
-            + (hybrid.pages_when_drafting if drafts else 0),
+            "state_pool_share": hybrid.state_pool_share, "state_pages": hybrid.state_pages + draft_pages,
             # a spare slot keeps a request's draft states beside it (SGLang's intermediate pool: capped_reqs + 1)
-            "spare_slots": hybrid.spare_slots * (1 + drafts * hybrid.pages_per_draft
-                                                 + (hybrid.pages_when_drafting if drafts else 0)),
+            "spare_slots": hybrid.spare_slots * (1 + draft_pages),
             "key_page_holds_ssm": hybrid.key_page_holds_ssm, "drafting": drafts > 0}
 
 
