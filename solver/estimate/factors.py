@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from solver.specs.hardware import Hardware
 from solver.specs.knobs import LAYOUT_SWITCHES
-from solver.estimate.stage_ranks import launched_device
+from solver.estimate.stage_ranks import DP_MAJOR, STAGE_MAJOR, launched_device
 from solver.specs.profile_serving import ep_kernels_hold
 from solver.specs.rule_env import true_device_flags
 
@@ -120,7 +120,7 @@ class Factors:
     @property
     def rank_order(self) -> str:
         """The engine's rank order (stage_ranks.RANK_ORDERS)."""
-        return "dp_major" if self.dp_major_ranks else "stage_major"
+        return DP_MAJOR if self.dp_major_ranks else STAGE_MAJOR
 
     def ep_exchange_for(self, pc: "ParallelConfig", hw: Hardware) -> str:
         """The EP exchange a step under `pc` on `hw` runs: the kernels where the profile's condition holds at the

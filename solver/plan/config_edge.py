@@ -77,7 +77,6 @@ def held_edge(model: ModelSpec, hw: Hardware, cfg: ParallelConfig, prec: Precisi
     return HeldEdge(n, full(n), bound)
 
 
-
 def _memory_bound(model: ModelSpec, cfg: ParallelConfig, prec: Precision, seq_len: int, mtp_layers: int,
                   mem_opts: MemoryOptions) -> str:
     """'memory', naming the engine's state pool where it, not the KV pool, bounds the requests (a hybrid model
