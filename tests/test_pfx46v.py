@@ -13,7 +13,6 @@ import pytest
 from click.testing import CliRunner
 
 from solver.cli.main import main
-from solver.errors import InputError
 from solver.estimate.memory import max_batch, memory_per_rank
 from solver.estimate.request_state import hybrid_fields, request_state, spare_pool
 from solver.one_config import memory_config

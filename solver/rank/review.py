@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from solver.estimate.compute import factors_for
 from solver.estimate.memory_options import MemoryOptions
@@ -119,7 +120,7 @@ def vocabulary_splits(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: 
 def review(model: ModelSpec, hw: Hardware, fw: FrameworkProfile, pc: ParallelConfig, prec: Precision,
            wl: Workload, mtp: int = 0, online_split: bool | None = None,
            previous: ParallelConfig | None = None, mem_opts: MemoryOptions | None = None,
-           estimator=None) -> Review:
+           estimator: Callable[..., Estimate] | None = None) -> Review:
     """`estimator`: what estimates `pc` and its comparisons (serving.estimate's signature; None: it), so an
     attention-FFN disaggregated deployment is reviewed on its own step (estimate.afd)."""
     estimate_ = estimator or estimate
