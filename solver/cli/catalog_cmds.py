@@ -45,7 +45,7 @@ def hardware_cmd(fmt: str) -> None:
     for name in list_hardware():
         hw = load_hardware(name)
         rows.append({"name": name, "description": hw.description, "memory_gb": hw.memory_bytes / 1e9,
-                     "memory_gib": hw.memory_bytes / 2**30,
+                     "memory_gib": hw.memory_gib,
                      "hbm_tb_s": hw.hbm_bandwidth_Bps / 1e12,
                      "peak_tflops": {k: v / 1e12 for k, v in hw.peak_flops.items()},
                      "ranks_per_node": hw.ranks_per_node, "scale_up_domain": hw.scale_up_domain})

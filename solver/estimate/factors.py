@@ -175,7 +175,7 @@ def factors_for(hw: Hardware, scale: dict[str, float] | None = None) -> Factors:
         graph_sizes=tuple(int(b) for b in s.get("graph_sizes", ())),  # type: ignore[union-attr]
         graph_caps=tuple((str(w), int(v)) for w, v in s.get("graph_caps", ())),  # type: ignore[union-attr]
         graph_cap_lift=bool(s.get("graph_cap_lift", 0.0)),
-        memory_gib=hw.memory_bytes / 2**30,
+        memory_gib=hw.memory_gib,
         allreduce_latency_s=s.get("allreduce_latency_s"),
         allreduce_oneshot_max_bytes_by_ranks=tuple(
             (int(r), float(b)) for r, b in s.get("allreduce_oneshot_max_bytes_by_ranks", ())),  # type: ignore[union-attr]

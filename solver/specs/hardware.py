@@ -204,6 +204,11 @@ class Hardware(BaseModel):
         """The device name the fitted factors are looked up by: `fitted_as`, else the file's own."""
         return self.fitted_as or self.name
 
+    @property
+    def memory_gib(self) -> float:
+        """HBM per rank in GiB: what a graph-cap condition (profile_serving.GRAPH_CAP_NAMES) and the catalog read."""
+        return self.memory_bytes / 2**30
+
     @field_validator("name")
     @classmethod
     def _name_token(cls, value: str) -> str:
