@@ -47,12 +47,13 @@ def check_afd(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, knobs: Mappi
     broken = [r for r in fw.violated(env, "error") if "afd" in r.names]
     # the group sizes that do not divide a half, named so the line says what to change (a setting such as
     # redundant_experts is a count of copies, not a group over ranks)
-    bad = [f"{k} {v}" for k, v in knobs.items() if k not in SETTINGS and v > 1 and (world // 2) % v]
+    bad = [k for k, v in knobs.items() if k not in SETTINGS and v > 1 and (world // 2) % v]
+    sizes = ", ".join(f"{k} {knobs[k]}" for k in bad)
     if broken:
-        field = f"parallel_config.{bad[0].split()[0]}" if bad else "parallel_config"
-        why = f": {', '.join(bad)} of {world // 2}" if bad else ""
+        field = f"parallel_config.{bad[0]}" if bad else "parallel_config"
+        why = f": {sizes} of {world // 2}" if bad else ""
         raise InputError(at(field), f"[{broken[0].id}] {broken[0].message}{why}")
     if bad:  # a profile without that rule: a group still runs within one half's ranks
-        raise InputError(at(f"parallel_config.{bad[0].split()[0]}"),
-                         f"{', '.join(bad)} does not divide one half's {world // 2} ranks (attention-FFN "
+        raise InputError(at(f"parallel_config.{bad[0]}"),
+                         f"{sizes} does not divide one half's {world // 2} ranks (attention-FFN "
                          f"disaggregation runs each group within a half of the {world})")
