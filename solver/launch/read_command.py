@@ -192,15 +192,20 @@ def launch_reading(fw: FrameworkProfile, launch: dict[str, Any]) -> Reading:
     """The head node's emitted command read as a user's is."""
     node = launch["nodes"][0]
     switches, valued = _switches(fw)
-    return reading(fw, parse_argv(node["argv"], switches, valued), node["env"], launch["files"])
+    argv, prog = node["argv"], program(fw)
+    start = next((i for i in range(len(argv)) if argv[i:i + len(prog)] == prog), 0)
+    argv = argv[:start] + argv[start + len(prog):]
+    return reading(fw, parse_argv(argv, switches, valued), node["env"], launch["files"])
 
 
 def world_candidates(fw: FrameworkProfile, user: Reading, hw: Hardware) -> list[int]:
     """The world sizes the command's parallel numbers allow: the products of the integer values of its parallel
     flags (every subset: a flag may be a factor of the world, the world itself, or a group inside it), within the
     cards any hardware describes."""
-    slots = {slot_of(fw, a) for a in (fw.launch.args if fw.launch else ()) if is_parallel(fw, a)}
-    numbers = sorted({int(v) for s, v in user.values.items() if s in slots and v.isdigit() and int(v) > 1})
+    # a size, not a constant (a port): the arguments whose value reads the configuration
+    slots = {slot_of(fw, a) for a in (fw.launch.args if fw.launch else ()) if is_parallel(fw, a)
+             and a.value_expr is not None and a.value_expr.names & config_names(fw)}
+    numbers = sorted(int(v) for s, v in user.values.items() if s in slots and v.isdigit() and int(v) > 1)
     numbers = numbers[:MAX_WORLD_FACTORS]
     worlds = {math.prod(c) for n in range(len(numbers) + 1) for c in itertools.combinations(numbers, n)}
     return sorted(w for w in worlds if w <= MAX_CARDS)
@@ -319,7 +324,9 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
         if problems:
             raise InputError("--command", ("\n  " if len(problems) > 1 else "") + "\n  ".join(problems))
     switches, valued = _switches(fw)
-    user = reading(fw, parse_argv(cmd.argv, switches, valued), cmd.env, cmd.files)
+    # the program's own tokens (`python3 -m x`) are no flags of the engine's
+    user = reading(fw, parse_argv(cmd.argv[:start] + cmd.argv[start + len(prog):], switches, valued), cmd.env,
+                   cmd.files)
     name, spec = resolve_model(_model_token(fw, user), model)
     args = fw.launch.args if fw.launch else []
     parallel = {slot_of(fw, a) for a in args if is_parallel(fw, a)} - {None}
