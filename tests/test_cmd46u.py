@@ -102,3 +102,17 @@ def test_a_setting_other_than_the_launchs_is_reported_beside_the_check():
     assert out is not None, r.output
     assert "--gpu-memory-utilization: 0.8, the launch's 0.95" in out["command"]["notes"]
     assert out["estimation"]["concurrency"] == 64  # the cap read as the concurrency
+
+
+def test_the_api_reads_a_command_as_the_command_line_does():
+    from solver import api
+
+    res = api.check(command=f"vllm serve {DSV3} --tensor-parallel-size 8 --max-num-seqs 64", hardware="h200_sxm",
+                    isl=1024, osl=1024)
+    assert res.command.parallel_config["attn_tp_size"] == 8 and res.workload.concurrency == 64
+
+
+def test_a_flag_spelt_by_its_alias_reads_as_the_profiles_flag():
+    """vLLM's parser takes -tp for --tensor-parallel-size (the same destination): read as TP 8, not as unread."""
+    r = read_command(f"vllm serve {DSV3} -tp 8", H200)
+    assert r.parallel_config["attn_tp_size"] == 8 and r.not_read == []

@@ -101,6 +101,19 @@ def _switches(fw: FrameworkProfile) -> tuple[set[str], set[str]]:
     return switches, valued
 
 
+def aliases(fw: FrameworkProfile) -> dict[str, str]:
+    """Each spelling the engine's parser takes for a flag the profile prints (the same destination in its record,
+    engine_flags.yaml: vLLM's -tp for --tensor-parallel-size) -> the profile's spelling."""
+    from solver.launch.engine_flags import engine_flags
+
+    record = engine_flags().get(fw.name, {}).get("flags", {})
+    own = {a.flag for a in (fw.launch.args if fw.launch else ()) if a.flag}
+    dest = {record[f]["dest"]: f for f in own if f in record}
+    # a --no-X switch sets the same destination the other way: not a spelling of X
+    return {f: dest[s["dest"]] for f, s in record.items() if s["dest"] in dest and f not in own
+            and not f.startswith("--no-")}
+
+
 def config_names(fw: FrameworkProfile) -> set[str]:
     """The names whose value is the parallel configuration's: knobs, derived sizes, settings, the profile's group
     products and the world."""
@@ -153,6 +166,9 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
 
     spec = fw.launch
     out = Reading(flags=dict(parsed.flags), positional=list(parsed.positional))
+    spelt = aliases(fw)
+    parsed.flags = {spelt.get(f, f): v for f, v in parsed.flags.items()}
+    out.flags = dict(parsed.flags)
     for flag, v in parsed.flags.items():
         out.values[("flag", flag)] = _norm(v)
     for name, v in env.items():
@@ -351,6 +367,8 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             printed_by = launch_reading(fw, launch)
             if all(printed_by.values.get(s) == user.values.get(s) for s in parallel):
                 matches.append((world, cfg))
+        if matches:  # the smallest world size the flags fit: a larger one is a factor more, said below
+            break
     given = {_slot_name(s, fw): user.values[s] for s in sorted(parallel, key=str) if s in user.values}
     if not matches:
         shown = ", ".join(f"{k} {v}" for k, v in given.items()) or "no parallel flag"
@@ -361,9 +379,10 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     world, cfg = matches[0]
     pc = ParallelConfig(world_size=world, **cfg)
     others = [c for w, c in matches[1:] if w == world]
-    if len({w for w, _ in matches}) > 1:
-        notes.append("the flags fit several world sizes (" + ", ".join(str(w) for w in sorted({w for w, _ in matches}))
-                     + f"); read at {world}: give --cards to choose")
+    larger = [w for w in worlds if w > world]
+    if not cards and larger:
+        notes.append(f"read at {world} ranks, the smallest world size these flags are printed at (not tried: "
+                     f"{', '.join(map(str, larger))}); give --cards for another")
     if others:
         notes.append(f"{len(others)} other configuration(s) print the same parallel flags; read as the first")
     # the settings the profile derives from the workload: read back where it says what they mean
