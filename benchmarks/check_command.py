@@ -9,8 +9,9 @@ from __future__ import annotations
 import statistics
 import time
 
-from solver.launch.check_command import check_command
+from solver.launch.check_command import GIVEN_AS, command_deployment
 from solver.launch.read_command import read_command
+from solver.one_config import check_deployment
 from solver.specs.hardware_catalog import load_hardware
 
 DSV3 = "deepseek-ai/DeepSeek-V3"
@@ -21,9 +22,6 @@ COMMANDS = {
     "vllm 64 cards (TP8 x DP8 + EP, head node)": f"vllm serve {DSV3} --tensor-parallel-size 8 --data-parallel-size 8 "
     "--enable-expert-parallel --data-parallel-size-local 1 --data-parallel-address 10.0.0.1 "
     "--data-parallel-rpc-port 13345 --max-num-seqs 64",
-    "sglang 64 cards (TP64, DP-attention 64 + EP, head node)": f"python3 -m sglang.launch_server --model-path {DSV3} "
-    "--tp-size 64 --dp-size 64 --enable-dp-attention --ep-size 64 --nnodes 8 --node-rank 0 "
-    "--dist-init-addr 10.0.0.1:5000",
 }
 
 
@@ -46,7 +44,11 @@ def main() -> None:
             print(f"{name}: {exc}")
             continue
         read_s = _median(lambda: read_command(cmd, hw))
-        check_s = _median(lambda: check_command(cmd, "h200_sxm", isl=1024, osl=1024), n=3)
+        def whole() -> None:
+            read, dep = command_deployment(cmd, "h200_sxm", isl=1024, osl=1024)
+            check_deployment(dep, read.model, "h200_sxm", read.world, read.framework, None, GIVEN_AS)
+
+        check_s = _median(whole)
         print(f"{name}: world {r.world}, read {read_s:.3f} s, whole check {check_s:.3f} s (median of 3)")
 
 

@@ -461,7 +461,7 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
     from solver.one_config import check_deployment, workload_of
 
     if command is not None:
-        from solver.launch.check_command import check_command
+        from solver.launch.check_command import GIVEN_AS, command_deployment
 
         rest = {"config": config, "candidate": candidate, "phase": phase, "batch": batch, "seq_len": seq_len,
                 "mtp_accept": mtp_accept, "weight_dtype": weight_dtype, "moe_weight_dtype": moe_weight_dtype,
@@ -471,9 +471,10 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
                 raise InputError(key, "given with command=, which the command sets or check --command does not read")
         if hardware is None:
             raise InputError("hardware", "missing: give it with command=")
-        read, res = check_command(command, str(hardware), cards, None if framework is None else str(framework),
-                                  None if model is None else str(model), isl, osl, concurrency, mtp or None)
-        res.command = read
+        read, dep = command_deployment(command, str(hardware), cards, None if framework is None else str(framework),
+                                       None if model is None else str(model), isl, osl, concurrency, mtp or None)
+        res = check_deployment(dep, read.model, str(hardware), read.world, read.framework, None, GIVEN_AS)
+        res.command = read  # type: ignore[attr-defined]
         return res
     from solver.specs.deployment import FLAT_QUANT, Deployment, WorkloadSpec, load_deployment
     from solver.specs.parallel import CONFIG_KEYS

@@ -38,14 +38,15 @@ def check_cmd(config, command, model, hardware, cards, framework, candidate, isl
 
     read = None
     if command is not None:
-        from solver.launch.check_command import check_command
+        from solver.launch.check_command import GIVEN_AS, command_deployment
 
         if config is not None or candidate is not None:
             raise InputError("--command", f"reads the command instead of {config or '--candidate'}: give one")
         if hardware is None:
             raise InputError("--hardware", "missing (required with --command)")
-        read, res = check_command(command, hardware, cards, framework, model, isl, osl, concurrency, mtp)
+        read, dep = command_deployment(command, hardware, cards, framework, model, isl, osl, concurrency, mtp)
         model, world = read.model, read.world
+        res = check_deployment(dep, model, hardware, world, read.framework, None, GIVEN_AS)
     else:
         if config is None:
             raise InputError("CONFIG", "missing: give a deployment file, or --command with the engine command")

@@ -1,6 +1,6 @@
 """`check --command`: the command read back (read_command), the workload it implies completed by the user's flags,
-then the same review a deployment file gets (one_config.check_deployment), and the settings the command gives that
-differ from what the launch of the configuration prints at that workload, said beside it."""
+as the deployment the review of a file gets (one_config.check_deployment, which the caller runs), and the settings
+the command gives that differ from what the launch of the configuration prints at that workload, said beside it."""
 from __future__ import annotations
 
 from typing import Any
@@ -41,11 +41,10 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
     return out
 
 
-def check_command(command: str, hardware: str, cards: int | None = None, framework: str | None = None,
-                  model: str | None = None, isl: int | None = None, osl: int | None = None,
-                  concurrency: int | None = None, mtp: int | None = None) -> tuple[CommandReading, Any]:
-    """(the command read back, the check of its configuration at the workload: one_config.CheckResult)."""
-    from solver.one_config import check_deployment
+def command_deployment(command: str, hardware: str, cards: int | None = None, framework: str | None = None,
+                       model: str | None = None, isl: int | None = None, osl: int | None = None,
+                       concurrency: int | None = None, mtp: int | None = None) -> tuple[CommandReading, Any]:
+    """(the command read back, the Deployment of its configuration at the workload: what check reviews)."""
     from solver.specs.deployment import Deployment, WorkloadSpec
     from solver.specs.hardware_catalog import load_hardware
 
@@ -70,6 +69,8 @@ def check_command(command: str, hardware: str, cards: int | None = None, framewo
     dep = Deployment(model=r.model, hardware=hardware, framework=r.framework, world_size=r.world,
                      parallel_config=r.parallel_config, mtp=depth,
                      workload=WorkloadSpec(isl=isl, osl=osl, concurrency=concurrency))
-    res = check_deployment(dep, r.model, hardware, r.world, r.framework, None,
-                           {"model": "--model", "hardware": "--hardware", "framework": "--command"})
-    return r, res
+    return r, dep
+
+
+# the flags check_deployment names where a refusal is about the model, hardware or engine a command gave
+GIVEN_AS = {"model": "--model", "hardware": "--hardware", "framework": "--command"}
