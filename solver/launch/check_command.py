@@ -1,0 +1,76 @@
+"""`check --command`: the command read back (read_command), the workload it implies completed by the user's flags,
+as the deployment the review of a file gets (one_config.check_deployment, which the caller runs), and the settings
+the command gives that differ from what the launch of the configuration prints at that workload, said beside it."""
+from __future__ import annotations
+
+from typing import Any
+
+from solver.errors import InputError
+from solver.launch.read_command import CommandReading, _slot_name, launch_reading, read_command, slot_of
+
+
+def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concurrency: int, mtp: int) -> list[str]:
+    """One line per setting (a non-parallel argument of the profile) the command gives otherwise than the launch
+    of its configuration at this workload, or leaves out where the launch sets it."""
+    from solver.launch.emit import LaunchInputs, emit_launch, model_len
+    from solver.launch.read_command import is_parallel
+    from solver.specs.framework import load_framework
+    from solver.specs.hardware_catalog import load_hardware
+    from solver.specs.model_catalog import load_model
+    from solver.specs.parallel import ParallelConfig
+
+    fw, hw, spec = load_framework(r.framework), load_hardware(hardware), load_model(r.model)
+    pc = ParallelConfig(world_size=r.world, **r.parallel_config)
+    try:
+        launch = emit_launch(fw, spec, hw, pc, LaunchInputs(batch=concurrency, mtp=mtp,
+                                                            max_model_len=model_len("serving", isl + osl)))
+    except InputError as exc:
+        return [f"the launch of this configuration at this workload: {exc}"]
+    printed = launch_reading(fw, launch).values
+    out = []
+    for arg in fw.launch.args if fw.launch else ():
+        slot = slot_of(fw, arg)
+        if slot is None or is_parallel(fw, arg) or slot not in printed and slot not in r.given:
+            continue
+        mine, plan = r.given.get(slot), printed.get(slot)
+        line = f"{_slot_name(slot, fw)}: " + (f"not given; the launch sets {plan}" if mine is None else
+                                              f"{mine}, the launch's {plan}" if plan is not None else
+                                              f"{mine}, which the launch leaves at the engine's default")
+        if mine != plan and line not in out:
+            out.append(line)
+    return out
+
+
+def command_deployment(command: str, hardware: str, cards: int | None = None, framework: str | None = None,
+                       model: str | None = None, isl: int | None = None, osl: int | None = None,
+                       concurrency: int | None = None, mtp: int | None = None) -> tuple[CommandReading, Any]:
+    """(the command read back, the Deployment of its configuration at the workload: what check reviews)."""
+    from solver.specs.deployment import Deployment, WorkloadSpec
+    from solver.specs.hardware_catalog import load_hardware
+
+    r = read_command(command, load_hardware(hardware), cards, framework, model, concurrency,
+                     None if isl is None or osl is None else isl + osl, mtp)
+    concurrency = concurrency or r.concurrency_cap
+    if concurrency is None:
+        raise InputError("--concurrency", "missing: give it (the command sets no running-request cap to read it from)")
+    for flag, value in (("--isl", isl), ("--osl", osl)):
+        if value is None:
+            bound = f" (the command's maximum model length {r.max_model_len:,} bounds ISL + OSL)" if r.max_model_len \
+                else ""
+            raise InputError(flag, f"missing: give --isl and --osl{bound}")
+    depth = mtp if mtp is not None else r.mtp or 0
+    if r.max_model_len is not None and isl + osl > r.max_model_len:  # type: ignore[operator]
+        r.notes.append(f"ISL + OSL = {isl + osl:,} exceeds the command's maximum model length "  # type: ignore[operator]
+                       f"{r.max_model_len:,}: the engine refuses such requests")
+    if r.concurrency_cap is not None and concurrency > r.concurrency_cap:
+        r.notes.append(f"concurrency {concurrency:,} exceeds the {r.concurrency_cap:,} requests the command's cap "
+                       "runs at once: the rest wait")
+    r.notes += _settings_notes(r, hardware, isl, osl, concurrency, depth)  # type: ignore[arg-type]
+    dep = Deployment(model=r.model, hardware=hardware, framework=r.framework, world_size=r.world,
+                     parallel_config=r.parallel_config, mtp=depth,
+                     workload=WorkloadSpec(isl=isl, osl=osl, concurrency=concurrency))
+    return r, dep
+
+
+# the flags check_deployment names where a refusal is about the model, hardware or engine a command gave
+GIVEN_AS = {"model": "--model", "hardware": "--hardware", "framework": "--command"}

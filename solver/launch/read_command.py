@@ -1,0 +1,422 @@
+"""`check --command`: an engine command read back into the parallel_config that prints it, by the forward path.
+
+No parser per engine: the engine is the profile whose launch program (its unconditional literal tokens, `vllm
+serve`) the command runs; the model is the token (or flag) the profile writes `{model_path}` into, resolved in the
+catalog; the parallel configuration is found among those the space admits for that engine at each world size the
+command's numbers allow (or --cards): the ones whose emitted launch (emit.emit_launch) prints the same values for
+every parallel argument (one that reads a knob, a derived size or the world and no workload figure). Flags the
+engine's parser refuses are refused (engine_flags.argv_problems), flags the profile never prints are listed as not
+read, and the values the profile derives from the workload are read back where the argument's value is a function
+of the concurrency (a cap: the largest concurrency it prints no more than) or is the maximum model length or the
+MTP depth, and reported beside the launch's own where they differ.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from solver.errors import InputError
+from solver.launch.command_text import CommandText, ParsedArgv, parse_argv, read_text
+from solver.launch.emit import LaunchInputs, emit_launch
+from solver.specs.framework import FrameworkProfile
+from solver.specs.hardware import Hardware
+from solver.specs.knobs import DERIVED_NAMES, FOLLOWS, KNOBS, SETTINGS
+from solver.specs.launch_spec import REPLICA_BATCH, LaunchArg
+from solver.specs.limits import MAX_CARDS
+from solver.specs.model import ModelSpec
+
+# what an argument reads that is the workload's or the node's, not the parallel configuration's: an argument
+# reading one of them is a setting (read back or reported), never a parallel flag the configuration is matched on
+NOT_PARALLEL = frozenset({"batch", "replica_batch", "max_model_len", "token_budget", "graph_cap", "memory_fraction",
+                          "static_fraction", "free_fraction", "mtp", "ep_kernels", "prefill_role", "role",
+                          "model_path", "head_addr", "node_addr", "hosts", "weight_dtype_set", "kv_dtype_set",
+                          "weight_dtype", "kv_dtype", "moe_weight_dtype", "remote_code", "past_context", "node_rank"})
+# the most flag values whose products are tried as world sizes (2^n subsets)
+MAX_WORLD_FACTORS = 8
+
+Slot = tuple[str, ...]  # ("flag", --x) | ("doc", document, dotted key) | ("env", NAME)
+
+
+def _reads(arg: LaunchArg) -> set[str]:
+    from solver.launch.emit import _reads as reads
+
+    return reads(arg)
+
+
+def program(fw: FrameworkProfile) -> list[str]:
+    """The profile's program: the literal positional tokens its launch always writes (no flag, no placeholder)."""
+    if fw.launch is None:
+        return []
+    return [a.text for a in fw.launch.args if a.text and a.flag is None and a.doc is None and a.env is None
+            and a.when == "true" and "{" not in a.text]
+
+
+def _runs(argv: list[str], prog: list[str]) -> bool:
+    return bool(prog) and any(argv[i:i + len(prog)] == prog for i in range(len(argv) - len(prog) + 1))
+
+
+def find_engine(argv: list[str], hw: Hardware, framework: str | None) -> FrameworkProfile:
+    """The profile whose program the command runs (of those that run on `hw`, or `framework` where given)."""
+    from solver.specs.framework import list_frameworks, load_framework
+
+    profiles = [load_framework(framework)] if framework else \
+        [fw for fw in map(load_framework, list_frameworks()) if fw.launch is not None]
+    running = [fw for fw in profiles if _runs(argv, program(fw))]
+    if not running:
+        known = "; ".join(f"{' '.join(program(fw))} ({fw.name})" for fw in profiles if program(fw))
+        what = f"{framework}'s profile launches {known or 'no program'}" if framework else \
+            f"no engine profile launches it (they launch: {known})"
+        raise InputError("--command", f"{' '.join(argv[:3])}: {what}")
+    on_hw = []
+    for fw in running:
+        try:
+            fw.check_vendor(hw.name, hw.vendor)
+        except InputError:
+            continue
+        on_hw.append(fw)
+    if len(on_hw) != 1:
+        names = ", ".join(fw.name for fw in (on_hw or running))
+        why = f"several profiles launch it on {hw.name} ({names})" if on_hw else f"{names} do not run on {hw.name}"
+        raise InputError("--command", f"{' '.join(program(running[0]))}: {why}; name one with --framework")
+    return on_hw[0]
+
+
+def _switches(fw: FrameworkProfile) -> tuple[set[str], set[str]]:
+    """The flags the engine takes as switches and as flags with a value: its parser's record where there is one
+    (engine_flags.yaml), with the profile's own arguments."""
+    from solver.launch.engine_flags import engine_flags
+
+    record = engine_flags().get(fw.name, {}).get("flags", {})
+    switches = {f for f, s in record.items() if s["kind"] != "value"}
+    valued = {f for f, s in record.items() if s["kind"] == "value"}
+    args = fw.launch.args if fw.launch else []
+    switches |= {a.flag for a in args if a.switch and a.flag}
+    valued |= {a.flag for a in args if not a.switch and a.flag and a.doc is None}
+    valued |= {d.flag for d in (fw.launch.documents.values() if fw.launch else ()) if d.flag}
+    return switches, valued
+
+
+def aliases(fw: FrameworkProfile) -> dict[str, str]:
+    """Each spelling the engine's parser takes for a flag the profile prints (the same destination in its record,
+    engine_flags.yaml: vLLM's -tp for --tensor-parallel-size) -> the profile's spelling."""
+    from solver.launch.engine_flags import engine_flags
+
+    record = engine_flags().get(fw.name, {}).get("flags", {})
+    own = {a.flag for a in (fw.launch.args if fw.launch else ()) if a.flag}
+    dest = {record[f]["dest"]: f for f in own if f in record}
+    # a --no-X switch sets the same destination the other way: not a spelling of X
+    return {f: dest[s["dest"]] for f, s in record.items() if s["dest"] in dest and f not in own
+            and not f.startswith("--no-")}
+
+
+def config_names(fw: FrameworkProfile) -> set[str]:
+    """The names whose value is the parallel configuration's: knobs, derived sizes, settings, the profile's group
+    products and the world."""
+    return {*KNOBS, *DERIVED_NAMES, *SETTINGS, "world", *(name for name, _ in fw.group_products)}
+
+
+def is_parallel(fw: FrameworkProfile, arg: LaunchArg) -> bool:
+    reads = _reads(arg)
+    return bool(reads & config_names(fw)) and not reads & NOT_PARALLEL
+
+
+def slot_of(fw: FrameworkProfile, arg: LaunchArg) -> Slot | None:
+    if arg.doc is not None:
+        return ("doc", arg.doc, arg.key or "")
+    if arg.env is not None:
+        return ("env", arg.env)
+    return ("flag", arg.flag) if arg.flag else None
+
+
+def _norm(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _dotted(doc: dict, key: str) -> Any:
+    for part in key.split("."):
+        if not isinstance(doc, dict) or part not in doc:
+            return None
+        doc = doc[part]
+    return doc
+
+
+@dataclass
+class Reading:
+    """What a command (or an emitted launch) sets, slot by slot; `unread`: documents whose text is not at hand."""
+
+    values: dict[Slot, str] = field(default_factory=dict)
+    flags: dict[str, str | bool] = field(default_factory=dict)
+    positional: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+
+
+def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files: dict[str, str]) -> Reading:
+    """Every slot of the profile's arguments as the command sets it: its flags, its environment, and the keys of
+    its documents (a JSON flag's value, or a file the text writes or that exists on disk)."""
+    from pathlib import Path
+
+    spec = fw.launch
+    out = Reading(flags=dict(parsed.flags), positional=list(parsed.positional))
+    spelt = aliases(fw)
+    parsed.flags = {spelt.get(f, f): v for f, v in parsed.flags.items()}
+    out.flags = dict(parsed.flags)
+    for flag, v in parsed.flags.items():
+        out.values[("flag", flag)] = _norm(v)
+    for name, v in env.items():
+        out.values[("env", name)] = v
+    docs: dict[str, dict] = {}
+    for name, d in (spec.documents.items() if spec else ()):
+        text = None
+        if d.file is None:
+            raw = parsed.flags.get(d.flag or "")
+            text = raw if isinstance(raw, str) else None
+        else:
+            fname = parsed.flags.get(d.flag) if d.flag else next((p for p in parsed.positional if p.endswith(d.file)),
+                                                                 None)
+            if isinstance(fname, str):
+                if fname in files:
+                    text = files[fname]
+                elif Path(fname).is_file():
+                    text = Path(fname).read_text()
+                else:
+                    out.unread.append(f"{d.flag or ''} {fname}".strip())
+        if text is None:
+            continue
+        try:
+            doc = json.loads(text) if d.format == "json" else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise InputError("--command", f"{d.flag or d.file}: does not parse as {d.format} ({exc})") from None
+        docs[name] = doc if isinstance(doc, dict) else {}
+    for arg in (spec.args if spec else ()):
+        if arg.doc is not None and arg.doc in docs:
+            v = _dotted(docs[arg.doc], arg.key or "")
+            if v is not None:
+                out.values[("doc", arg.doc, arg.key or "")] = _norm(v)
+    return out
+
+
+def launch_reading(fw: FrameworkProfile, launch: dict[str, Any]) -> Reading:
+    """The head node's emitted command read as a user's is."""
+    node = launch["nodes"][0]
+    switches, valued = _switches(fw)
+    argv, prog = node["argv"], program(fw)
+    start = next((i for i in range(len(argv)) if argv[i:i + len(prog)] == prog), 0)
+    argv = argv[:start] + argv[start + len(prog):]
+    return reading(fw, parse_argv(argv, switches, valued), node["env"], launch["files"])
+
+
+def world_candidates(fw: FrameworkProfile, user: Reading, hw: Hardware) -> list[int]:
+    """The world sizes the command's parallel numbers allow: the products of the integer values of its parallel
+    flags (every subset: a flag may be a factor of the world, the world itself, or a group inside it), within the
+    cards any hardware describes."""
+    # a size, not a constant (a port): the arguments whose value reads the configuration
+    slots = {slot_of(fw, a) for a in (fw.launch.args if fw.launch else ()) if is_parallel(fw, a)
+             and a.value_expr is not None and a.value_expr.names & config_names(fw)}
+    numbers = sorted(int(v) for s, v in user.values.items() if s in slots and v.isdigit() and int(v) > 1)
+    numbers = numbers[:MAX_WORLD_FACTORS]
+    worlds = {math.prod(c) for n in range(len(numbers) + 1) for c in itertools.combinations(numbers, n)}
+    return sorted(w for w in worlds if w <= MAX_CARDS)
+
+
+@dataclass
+class CommandReading:
+    """A command read back: the engine, model and world, the parallel_config that prints it (and any other that
+    prints the same), the workload figures it sets, and what was not read."""
+
+    framework: str
+    model: str
+    world: int
+    parallel_config: dict[str, int]
+    also: list[dict[str, int]]            # other configurations whose launch prints the same parallel flags
+    concurrency_cap: int | None           # the largest concurrency the command's batch caps print
+    max_model_len: int | None
+    mtp: int | None
+    read: dict[str, str]                  # the parallel flags matched, as given
+    not_read: list[str]                   # flags and variables the profile never prints
+    notes: list[str] = field(default_factory=list)
+    given: dict[Slot, str] = field(default_factory=dict, repr=False)  # every slot the command sets
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"engine": self.framework, "model": self.model, "world_size": self.world,
+                               "parallel_config": self.parallel_config, "read": self.read}
+        if self.also:
+            out["also_printed_by"] = self.also
+        for key in ("concurrency_cap", "max_model_len", "mtp"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.not_read:
+            out["not_read"] = self.not_read
+        if self.notes:
+            out["notes"] = self.notes
+        return out
+
+
+def _slot_name(slot: Slot, fw: FrameworkProfile) -> str:
+    if slot[0] == "doc":
+        d = fw.launch.documents[slot[1]] if fw.launch else None
+        return f"{(d.flag or d.file) if d else slot[1]} {slot[2]}"
+    return slot[1]
+
+
+def resolve_model(token: str | None, override: str | None) -> tuple[str, ModelSpec]:
+    """The model the command serves: --model where given, else its model token in the catalog (an alias or a
+    Hugging Face id); an unknown one is refused naming close catalog names."""
+    from solver.specs.model_catalog import _index, _norm, load_model
+
+    name = override or token
+    if name is None or name.startswith("$"):
+        raise InputError("--model", f"missing: the command names no model ({token or 'no model token'}); give --model")
+    try:
+        return name, load_model(name)
+    except InputError as exc:
+        if override:
+            raise
+        from solver.specs.close_names import close_names
+
+        close = close_names(_norm(name), _index(), limit=5, cutoff=0.5)
+        hint = f"close names: {', '.join(close)}" if close else "see `shardplan models`"
+        raise InputError("--command", f"model {name}: not in the catalog ({hint}); or give --model") from exc
+
+
+def _model_token(fw: FrameworkProfile, user: Reading) -> str | None:
+    spec = fw.launch
+    arg = next((a for a in (spec.args if spec else ()) if a.text and "{model_path}" in a.text), None)
+    if arg is None:
+        return None
+    if arg.flag:
+        v = user.flags.get(arg.flag)
+        return v if isinstance(v, str) else None
+    literal = set(program(fw)) | {a.text for a in spec.args if a.text and a.flag is None and "{" not in a.text}
+    rest = [p for p in user.positional if p not in literal]
+    return rest[0] if rest else None
+
+
+def _cap(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc, world: int, arg: LaunchArg, given: int,
+         mtp: int) -> int | None:
+    """The largest concurrency whose value of `arg` (a function of the batch and the configuration) is at most
+    `given`: what a per-engine or per-rank cap admits over the deployment. None where the argument reads more."""
+    from solver.specs.expr import compile_expr
+    from solver.specs.limits import MAX_CONCURRENCY
+    from solver.specs.rule_env import device_facts, model_env
+
+    def value(batch: int) -> float:
+        env = dict(model_env(pc.settings(), model, **device_facts(hw), world=world, batch=batch, mtp=mtp))
+        env["replica_batch"] = compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)
+        return float(arg.value_expr.evaluate(env))  # type: ignore[union-attr]
+
+    if value(1) > given:
+        return None
+    lo, hi = 1, MAX_CONCURRENCY
+    while lo < hi:  # the values are non-decreasing in the batch
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if value(mid) <= given else (lo, mid - 1)
+    return lo
+
+
+def read_command(text: str, hw: Hardware, cards: int | None = None, framework: str | None = None,
+                 model: str | None = None, concurrency: int | None = None, max_model_len: int | None = None,
+                 mtp: int | None = None) -> CommandReading:
+    """The command `text` read back (module docstring); InputError naming what cannot be read."""
+    from solver.launch.config_search import admitted
+    from solver.launch.engine_flags import argv_problems, engine_flags
+    from solver.specs.parallel import ParallelConfig
+    from solver.specs.scenario import Scenario
+
+    cmd: CommandText = read_text(text)
+    fw = find_engine(cmd.argv, hw, framework)
+    prog = program(fw)
+    start = next(i for i in range(len(cmd.argv)) if cmd.argv[i:i + len(prog)] == prog)
+    if fw.name in engine_flags():
+        problems = argv_problems(fw.name, cmd.argv[start:])
+        if problems:
+            raise InputError("--command", ("\n  " if len(problems) > 1 else "") + "\n  ".join(problems))
+    switches, valued = _switches(fw)
+    # the program's own tokens (`python3 -m x`) are no flags of the engine's
+    user = reading(fw, parse_argv(cmd.argv[:start] + cmd.argv[start + len(prog):], switches, valued), cmd.env,
+                   cmd.files)
+    name, spec = resolve_model(_model_token(fw, user), model)
+    args = fw.launch.args if fw.launch else []
+    parallel = {slot_of(fw, a) for a in args if is_parallel(fw, a)} - {None}
+    printed = {slot_of(fw, a) for a in args} | {("flag", d.flag) for d in fw.launch.documents.values() if d.flag}
+    not_read = [_slot_name(s, fw) for s in user.values if s not in printed]
+    notes = [f"{u}: not read (the file is not in the text nor on disk)" for u in user.unread]
+    if cmd.more_commands:
+        notes.append(f"read the first command; the {cmd.more_commands} after it (other nodes) are not read")
+    worlds = [cards] if cards else world_candidates(fw, user, hw)
+    mtp_read = mtp or 0
+    matches: list[tuple[int, dict[str, int]]] = []
+    for world in worlds:
+        scenario = Scenario(concurrency=concurrency or world, mtp=mtp_read)
+        batch = concurrency or world
+        for cfg in admitted(spec, hw, fw, world, scenario, batch):
+            pc = ParallelConfig(world_size=world, **cfg)
+            try:
+                launch = emit_launch(fw, spec, hw, pc, LaunchInputs(batch=batch, max_model_len=max_model_len or 2,
+                                                                  mtp=mtp_read))
+            except InputError:
+                continue
+            printed_by = launch_reading(fw, launch)
+            if all(printed_by.values.get(s) == user.values.get(s) for s in parallel):
+                matches.append((world, cfg))
+        if matches:  # the smallest world size the flags fit: a larger one is a factor more, said below
+            break
+    given = {_slot_name(s, fw): user.values[s] for s in sorted(parallel, key=str) if s in user.values}
+    if not matches:
+        shown = ", ".join(f"{k} {v}" for k, v in given.items()) or "no parallel flag"
+        at = f"{cards} cards" if cards else f"any world size its numbers allow ({', '.join(map(str, worlds))})"
+        raise InputError("--command", f"{shown}: no configuration {fw.name} admits for {spec.name} on {hw.name} at "
+                                      f"{at} prints these parallel flags")
+    matches = _distinct(matches)
+    world, cfg = matches[0]
+    pc = ParallelConfig(world_size=world, **cfg)
+    others = [c for w, c in matches[1:] if w == world]
+    larger = [w for w in worlds if w > world]
+    if not cards and larger:
+        notes.append(f"read at {world} ranks, the smallest world size these flags are printed at (not tried: "
+                     f"{', '.join(map(str, larger))}); give --cards for another")
+    if others:
+        notes.append(f"{len(others)} other configuration(s) print the same parallel flags; read as the first")
+    # the settings the profile derives from the workload: read back where it says what they mean
+    cap = read_len = read_mtp = None
+    for arg in args:
+        slot = slot_of(fw, arg)
+        if slot is None or slot in parallel or slot not in user.values or arg.value_expr is None:
+            continue
+        reads = _reads(arg)
+        raw = user.values[slot]
+        if not raw.replace(".", "", 1).isdigit():
+            continue
+        if arg.value_expr.names == {"max_model_len"}:
+            read_len = int(float(raw))
+        elif arg.value_expr.names == {"mtp"}:
+            read_mtp = int(float(raw))
+        elif reads & {"batch", "replica_batch"} and not reads & (NOT_PARALLEL - {"batch", "replica_batch"}):
+            cap = _cap(fw, spec, hw, pc, world, arg, int(float(raw)), mtp_read)
+    order = [*KNOBS, *SETTINGS]
+    return CommandReading(fw.name, name, world, {k: cfg[k] for k in order}, [{k: c[k] for k in order} for c in others],
+                          cap, read_len, read_mtp, given, not_read, notes, dict(user.values))
+
+
+def _distinct(matches: list[tuple[int, dict[str, int]]]) -> list[tuple[int, dict[str, int]]]:
+    """The matches less those that differ from another only in a knob set to the value it follows (knobs.FOLLOWS:
+    o_proj TP equal to attention TP is the same split as 1, the spelling solve writes)."""
+    def canonical(cfg: dict[str, int]) -> dict[str, int]:
+        return {**cfg, **{k: 1 for k, base in FOLLOWS.items() if cfg[k] == cfg[base]}}
+
+    keys = [(w, tuple(sorted(c.items()))) for w, c in matches]
+    out = []
+    for w, c in matches:
+        same = canonical(c)
+        if same != c and (w, tuple(sorted(same.items()))) in keys:
+            continue
+        out.append((w, c))
+    return out

@@ -1,0 +1,118 @@
+"""`check --command`: an engine command read back, through the profile's own launch, to the parallel_config that
+prints it (solver/launch/read_command.py), then checked as a deployment file is."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from solver.cli.main import main
+from solver.errors import InputError
+from solver.launch.read_command import read_command
+from solver.specs.hardware_catalog import load_hardware
+from tests.deployment_files import run_json
+
+DSV3 = "deepseek-ai/DeepSeek-V3"
+H200 = load_hardware("h200_sxm")
+
+
+def test_a_vllm_tp8_command_reads_as_tensor_parallel_8_over_every_module():
+    """vLLM's --tensor-parallel-size 8 without --enable-expert-parallel: one engine of 8 ranks, every module split
+    8 ways (vLLM ties dense, embedding and lm_head TP to TP; its MoE without EP is TP over the world). One replica,
+    so --max-num-seqs 64 caps the concurrency at 64 x 1 = 64."""
+    r = read_command(f"vllm serve {DSV3} --tensor-parallel-size 8 --max-num-seqs 64", H200)
+    assert (r.framework, r.model, r.world) == ("vllm", DSV3, 8)
+    assert {k: r.parallel_config[k] for k in ("attn_tp_size", "dense_tp_size", "moe_tp_size", "embed_tp_size",
+                                              "lmhead_tp_size", "cp_size", "kvp_size", "pp_size")} == \
+        {"attn_tp_size": 8, "dense_tp_size": 8, "moe_tp_size": 8, "embed_tp_size": 8, "lmhead_tp_size": 8,
+         "cp_size": 1, "kvp_size": 1, "pp_size": 1}
+    assert r.also == [] and r.concurrency_cap == 64
+
+
+def test_a_vllm_dp8_ep_command_reads_as_attention_dp_and_expert_parallel():
+    """--data-parallel-size 8 --enable-expert-parallel: 8 engines of 1 rank (attention TP 1), experts over all 8
+    (MoE TP 1, EP 8); --max-num-seqs 8 is one engine's cap, 8 x 8 replicas = 64 requests."""
+    r = read_command(f"vllm serve {DSV3} --data-parallel-size 8 --enable-expert-parallel --max-num-seqs 8 "
+                     "--max-model-len 2048", H200)
+    assert r.world == 8
+    assert all(v == 1 for k, v in r.parallel_config.items() if k != "redundant_experts")
+    assert (r.concurrency_cap, r.max_model_len) == (64, 2048)
+
+
+def _blocks(launch_text: str) -> list[str]:
+    return re.split(r"(?m)^(?=# candidate \d+:)", launch_text)[1:]
+
+
+@pytest.mark.parametrize("framework,hardware,cards", [("vllm", "h200_sxm", 8), ("vllm", "h200_sxm", 16),
+                                                      ("trtllm", "h200_sxm", 8), ("atom", "mi300x", 8)])
+def test_solves_launch_reads_back_to_the_knobs_and_figures_of_solves_yaml(tmp_path, framework, hardware, cards):
+    """Round trip: each candidate's command of `solve --format launch`, given to `check --command`, is the
+    configuration `check` of solve's YAML reviews: the same knobs and the same estimate."""
+    solve = ["solve", DSV3, "--hardware", hardware, "--cards", str(cards), "--isl", "1024", "--osl", "1024",
+             "--concurrency", "64", "--framework", framework]
+    runner = CliRunner()
+    launch = runner.invoke(main, [*solve, "--format", "launch"]).stdout
+    path = tmp_path / "solve.yaml"
+    path.write_text(runner.invoke(main, [*solve, "--format", "yaml"]).stdout)
+    blocks = _blocks(launch)
+    assert blocks
+    for letter, block in zip("abc", blocks):
+        _, mine = run_json("check", "--command", block, "--hardware", hardware, "--model", DSV3, "--isl", "1024",
+                           "--osl", "1024", "--concurrency", "64")
+        _, theirs = run_json("check", str(path), "--candidate", letter)
+        assert mine is not None and theirs is not None, block
+        assert mine["parallel_config"] == theirs["parallel_config"], block
+        assert mine["estimation"] == theirs["estimation"], block
+
+
+def test_an_unknown_flag_is_refused_naming_it():
+    with pytest.raises(InputError, match="--tensor-paralel-size: vllm .* has no such flag"):
+        read_command(f"vllm serve {DSV3} --tensor-paralel-size 8", H200)
+
+
+def test_a_flag_the_profile_never_prints_is_listed_as_not_read():
+    """--enforce-eager is vLLM's (its parser knows it) but no argument of the profile prints it."""
+    r = read_command(f"vllm serve {DSV3} --tensor-parallel-size 8 --enforce-eager", H200)
+    assert r.not_read == ["--enforce-eager"]
+
+
+def test_a_command_of_an_engine_without_a_profile_is_refused_in_one_line():
+    with pytest.raises(InputError, match="no engine profile launches it") as exc:
+        read_command(f"ollama serve {DSV3} --tp 8", H200)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_model_not_in_the_catalog_is_refused_with_close_names():
+    with pytest.raises(InputError, match=r"deepseek-ai/DeepSeek-V9: not in the catalog \(close names: .*deepseek-v3"):
+        read_command("vllm serve deepseek-ai/DeepSeek-V9 --tensor-parallel-size 8", H200)
+
+
+def test_a_command_no_admitted_configuration_prints_is_refused():
+    """TP 3 divides no world of 8 a DeepSeek-V3 launch uses (128 heads): no configuration prints it."""
+    with pytest.raises(InputError, match="no configuration vllm admits"):
+        read_command(f"vllm serve {DSV3} --tensor-parallel-size 3", H200, cards=8)
+
+
+def test_a_setting_other_than_the_launchs_is_reported_beside_the_check():
+    """--gpu-memory-utilization 0.8: the launch of the configuration prints the memory model's limit (0.95 on
+    H200: min(0.95, 1 - reserve / capacity)), so the difference is said, not read as a knob."""
+    r, out = run_json("check", "--command", f"vllm serve {DSV3} --tensor-parallel-size 8 --max-num-seqs 64 "
+                      "--gpu-memory-utilization 0.8", "--hardware", "h200_sxm", "--isl", "1024", "--osl", "1024")
+    assert out is not None, r.output
+    assert "--gpu-memory-utilization: 0.8, the launch's 0.95" in out["command"]["notes"]
+    assert out["estimation"]["concurrency"] == 64  # the cap read as the concurrency
+
+
+def test_the_api_reads_a_command_as_the_command_line_does():
+    from solver import api
+
+    res = api.check(command=f"vllm serve {DSV3} --tensor-parallel-size 8 --max-num-seqs 64", hardware="h200_sxm",
+                    isl=1024, osl=1024)
+    assert res.command.parallel_config["attn_tp_size"] == 8 and res.workload.concurrency == 64
+
+
+def test_a_flag_spelt_by_its_alias_reads_as_the_profiles_flag():
+    """vLLM's parser takes -tp for --tensor-parallel-size (the same destination): read as TP 8, not as unread."""
+    r = read_command(f"vllm serve {DSV3} -tp 8", H200)
+    assert r.parallel_config["attn_tp_size"] == 8 and r.not_read == []
