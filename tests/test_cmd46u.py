@@ -45,7 +45,8 @@ def _blocks(launch_text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("framework,hardware,cards", [("vllm", "h200_sxm", 8), ("vllm", "h200_sxm", 16),
-                                                      ("trtllm", "h200_sxm", 8), ("atom", "mi300x", 8)])
+                                                      ("trtllm", "h200_sxm", 8), ("atom", "mi300x", 8),
+                                                      ("sglang", "h200_sxm", 8)])
 def test_solves_launch_reads_back_to_the_knobs_and_figures_of_solves_yaml(tmp_path, framework, hardware, cards):
     """Round trip: each candidate's command of `solve --format launch`, given to `check --command`, is the
     configuration `check` of solve's YAML reviews: the same knobs and the same estimate."""
@@ -116,3 +117,13 @@ def test_a_flag_spelt_by_its_alias_reads_as_the_profiles_flag():
     """vLLM's parser takes -tp for --tensor-parallel-size (the same destination): read as TP 8, not as unread."""
     r = read_command(f"vllm serve {DSV3} -tp 8", H200)
     assert r.parallel_config["attn_tp_size"] == 8 and r.not_read == []
+
+
+def test_a_cap_spelt_by_two_arguments_reads_through_the_one_the_configuration_prints():
+    """SGLang spells --max-running-requests twice (sglang.yaml: the whole server's batch for a MoE model or one
+    TP group, a dense replica's share otherwise). DeepSeek-V3 under DP attention 8 prints the whole server's: 1,024
+    requests read as 1,024, not 8 x 1,024 (the dense form's replica share, which this configuration does not print)."""
+    cmd = ("python3 -m sglang.launch_server --model-path ${MODEL_PATH} --trust-remote-code --tp-size 8 "
+           "--attn-dp-size 8 --ep-size 8 --moe-dense-tp-size 1 --enable-dp-lm-head --max-running-requests 1024 "
+           "--chunked-prefill-size 8192 --context-length 2048")
+    assert read_command(cmd, load_hardware("h200_sxm"), model=DSV3).concurrency_cap == 1024

@@ -65,6 +65,9 @@ class LaunchInputs:
     # the estimate's memory of one rank at this batch (None: the emitter computes it, memory_per_rank, where an
     # argument reads static_fraction)
     memory: "MemoryReport | None" = None
+    # False: the memory shares (static_fraction, free_fraction) left at 0 and unchecked, for a caller that compares
+    # only the parallel flags (launch.read_command's first pass over many configurations); the rest as emitted
+    with_memory: bool = True
 
 
 def model_len(phase: str, longest: int) -> int:
@@ -413,7 +416,9 @@ def emit_launch(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc: Parall
         and ep_kernels_hold(fw.serving.ep_kernels.when, pc, hw),
         **(fw.pool_figures(pools) if pool is not None else {}),
     }
-    if any({"static_fraction", "free_fraction"} & _reads(a) for a in args):
+    if not inputs.with_memory:
+        base["static_fraction"] = base["free_fraction"] = 0.0
+    elif any({"static_fraction", "free_fraction"} & _reads(a) for a in args):
         mem = _plan_memory(fw, model, hw, pc, inputs)
         refusal = static_fraction_refusal(mem)
         if refusal:

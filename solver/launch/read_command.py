@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -308,11 +308,19 @@ def _cap(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc, world: int, a
     from solver.specs.limits import MAX_CONCURRENCY
     from solver.specs.rule_env import device_facts, model_env
 
-    def value(batch: int) -> float:
+    def env_at(batch: int) -> dict:
         env = dict(model_env(pc.settings(), model, **device_facts(hw), world=world, batch=batch, mtp=mtp))
         env["replica_batch"] = compile_expr(REPLICA_BATCH, fw.group_products).evaluate(env)
-        return float(arg.value_expr.evaluate(env))  # type: ignore[union-attr]
+        return env
 
+    def value(batch: int) -> float:
+        return float(arg.value_expr.evaluate(env_at(batch)))  # type: ignore[union-attr]
+
+    try:  # a flag spelled by several arguments (each under its own `when`): the one this configuration prints
+        if not arg.when_expr.evaluate(env_at(1)):
+            return None
+    except InputError:  # a condition over the launch's own figures (no value here): not a cap it can judge
+        return None
     if value(1) > given:
         return None
     lo, hi = 1, MAX_CONCURRENCY
@@ -357,16 +365,19 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     for world in worlds:
         scenario = Scenario(concurrency=concurrency or world, mtp=mtp_read)
         batch = concurrency or world
+        inputs = LaunchInputs(batch=batch, max_model_len=max_model_len or 2, mtp=mtp_read)
         for cfg in admitted(spec, hw, fw, world, scenario, batch):
             pc = ParallelConfig(world_size=world, **cfg)
+            # the parallel flags first, without the memory shares (a memory estimate per configuration); the
+            # launch in full only for a configuration that prints them, as its refusals still apply
             try:
-                launch = emit_launch(fw, spec, hw, pc, LaunchInputs(batch=batch, max_model_len=max_model_len or 2,
-                                                                  mtp=mtp_read))
+                printed_by = launch_reading(fw, emit_launch(fw, spec, hw, pc, replace(inputs, with_memory=False)))
+                if not all(printed_by.values.get(s) == user.values.get(s) for s in parallel):
+                    continue
+                emit_launch(fw, spec, hw, pc, inputs)
             except InputError:
                 continue
-            printed_by = launch_reading(fw, launch)
-            if all(printed_by.values.get(s) == user.values.get(s) for s in parallel):
-                matches.append((world, cfg))
+            matches.append((world, cfg))
         if matches:  # the smallest world size the flags fit: a larger one is a factor more, said below
             break
     given = {_slot_name(s, fw): user.values[s] for s in sorted(parallel, key=str) if s in user.values}
@@ -400,7 +411,7 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
         elif arg.value_expr.names == {"mtp"}:
             read_mtp = int(float(raw))
         elif reads & {"batch", "replica_batch"} and not reads & (NOT_PARALLEL - {"batch", "replica_batch"}):
-            cap = _cap(fw, spec, hw, pc, world, arg, int(float(raw)), mtp_read)
+            cap = _cap(fw, spec, hw, pc, world, arg, int(float(raw)), mtp_read) or cap
     order = [*KNOBS, *SETTINGS]
     return CommandReading(fw.name, name, world, {k: cfg[k] for k in order}, [{k: c[k] for k in order} for c in others],
                           cap, read_len, read_mtp, given, not_read, notes, dict(user.values))
