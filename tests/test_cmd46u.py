@@ -127,3 +127,21 @@ def test_a_cap_spelt_by_two_arguments_reads_through_the_one_the_configuration_pr
            "--attn-dp-size 8 --ep-size 8 --moe-dense-tp-size 1 --enable-dp-lm-head --max-running-requests 1024 "
            "--chunked-prefill-size 8192 --context-length 2048")
     assert read_command(cmd, load_hardware("h200_sxm"), model=DSV3).concurrency_cap == 1024
+
+
+def test_a_command_carries_no_weight_format_so_check_reads_the_given_one_or_says_it_read_the_checkpoints():
+    """vllm-ascend serves an int8 checkpoint with no format flag: `check --command` reads the weights as given by
+    --weight-dtype (Qwen3-235B's 235B params in int8 over 16 ranks of EP / DP: the memory check of solve's own YAML
+    of the same candidate), and without it says the format was read as the checkpoint's."""
+    solve = ["solve", "qwen3-235b-a22b", "--hardware", "atlas_a3", "--cards", "16", "--framework", "vllm-ascend",
+             "--weight-dtype", "int8", "--isl", "2048", "--osl", "512", "--concurrency", "64"]
+    runner = CliRunner()
+    block = _blocks(runner.invoke(main, [*solve, "--format", "launch"]).stdout)[0]
+    base = ["check", "--command", block, "--model", "qwen3-235b-a22b", "--hardware", "atlas_a3", "--framework",
+            "vllm-ascend", "--isl", "2048",
+            "--osl", "512", "--concurrency", "64"]
+    _, given = run_json(*base, "--weight-dtype", "int8")
+    _, unsaid = run_json(*base)
+    assert given["estimation"]["params_per_card_gb"] < unsaid["estimation"]["params_per_card_gb"]
+    assert any("--weight-dtype and --kv-dtype not given" in n for n in unsaid["command"]["notes"])
+    assert not any("--weight-dtype" in n for n in given["command"]["notes"])

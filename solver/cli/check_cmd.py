@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from solver.cli.options import CARDS, CONCURRENCY, MTP, NAME, TOKENS, format_option
+from solver.cli.options import CARDS, CONCURRENCY, MTP, NAME, TOKENS, dtype_options, format_option
 from solver.errors import InputError
 from solver.report.render import console, dump
 
@@ -27,9 +27,10 @@ from solver.report.render import console, dump
 @click.option("--concurrency", type=CONCURRENCY, default=None,
               help="with --command: requests in flight (default: what the command's running-request cap admits)")
 @click.option("--mtp", type=MTP, default=None, help="with --command: next-n (MTP) depth (default: the command's)")
+@dtype_options
 @format_option()
 def check_cmd(config, command, model, hardware, cards, framework, candidate, isl, osl, concurrency, mtp,
-              fmt) -> None:
+              weight_dtype, moe_weight_dtype, kv_dtype, fmt) -> None:
     """Validate a parallel_config (the seed's YAML keys, solve's YAML, or a verified deployment in references/) by
     class A/B/C, flag common errors, estimate it. Exit 1 when a hard constraint is violated."""
     from solver.one_config import check_deployment
@@ -44,15 +45,18 @@ def check_cmd(config, command, model, hardware, cards, framework, candidate, isl
             raise InputError("--command", f"reads the command instead of {config or '--candidate'}: give one")
         if hardware is None:
             raise InputError("--hardware", "missing (required with --command)")
-        read, dep = command_deployment(command, hardware, cards, framework, model, isl, osl, concurrency, mtp)
+        read, dep = command_deployment(command, hardware, cards, framework, model, isl, osl, concurrency, mtp,
+                                       weight_dtype, moe_weight_dtype, kv_dtype)
         model, world = read.model, read.world
         res = check_deployment(dep, model, hardware, world, read.framework, None, GIVEN_AS)
     else:
         if config is None:
             raise InputError("CONFIG", "missing: give a deployment file, or --command with the engine command")
-        for flag, value in (("--isl", isl), ("--osl", osl), ("--concurrency", concurrency), ("--mtp", mtp)):
+        for flag, value in (("--isl", isl), ("--osl", osl), ("--concurrency", concurrency), ("--mtp", mtp),
+                            ("--weight-dtype", weight_dtype), ("--moe-weight-dtype", moe_weight_dtype),
+                            ("--kv-dtype", kv_dtype)):
             if value is not None:
-                raise InputError(flag, f"reads with --command only; {config} gives the workload")
+                raise InputError(flag, f"reads with --command only; {config} gives the workload and formats")
         res, model, world = _check_file(config, model, hardware, cards, framework, candidate)
     spec, hw, fw, r = res.model, res.hardware, res.framework, res.review
     data = res.as_dict()

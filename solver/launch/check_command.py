@@ -43,9 +43,13 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
 
 def command_deployment(command: str, hardware: str, cards: int | None = None, framework: str | None = None,
                        model: str | None = None, isl: int | None = None, osl: int | None = None,
-                       concurrency: int | None = None, mtp: int | None = None) -> tuple[CommandReading, Any]:
-    """(the command read back, the Deployment of its configuration at the workload: what check reviews)."""
-    from solver.specs.deployment import Deployment, WorkloadSpec
+                       concurrency: int | None = None, mtp: int | None = None, weight_dtype: str | None = None,
+                       moe_weight_dtype: str | None = None, kv_dtype: str | None = None
+                       ) -> tuple[CommandReading, Any]:
+    """(the command read back, the Deployment of its configuration at the workload: what check reviews). The
+    number formats are the given ones, else the checkpoint's (a command names a served checkpoint, not its
+    format): a note says which were read so."""
+    from solver.specs.deployment import Deployment, QuantSpecIn, WorkloadSpec
     from solver.specs.hardware_catalog import load_hardware
 
     r = read_command(command, load_hardware(hardware), cards, framework, model, concurrency,
@@ -66,8 +70,14 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
         r.notes.append(f"concurrency {concurrency:,} exceeds the {r.concurrency_cap:,} requests the command's cap "
                        "runs at once: the rest wait")
     r.notes += _settings_notes(r, hardware, isl, osl, concurrency, depth)  # type: ignore[arg-type]
+    unsaid = [flag for flag, v in (("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)) if v is None]
+    if unsaid:
+        r.notes.append(f"{' and '.join(unsaid)} not given: read as the checkpoint's own format where the device runs "
+                       f"it; give {'them' if len(unsaid) > 1 else 'it'} for a checkpoint stored in another (an int8 or fp8 "
+                       "model path)")
     dep = Deployment(model=r.model, hardware=hardware, framework=r.framework, world_size=r.world,
                      parallel_config=r.parallel_config, mtp=depth,
+                     quant=QuantSpecIn(weights=weight_dtype, moe_weights=moe_weight_dtype, kv_cache=kv_dtype),
                      workload=WorkloadSpec(isl=isl, osl=osl, concurrency=concurrency))
     return r, dep
 
