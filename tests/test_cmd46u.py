@@ -145,3 +145,17 @@ def test_a_command_carries_no_weight_format_so_check_reads_the_given_one_or_says
     assert given["estimation"]["params_per_card_gb"] < unsaid["estimation"]["params_per_card_gb"]
     assert any("--weight-dtype and --kv-dtype not given" in n for n in unsaid["command"]["notes"])
     assert not any("--weight-dtype" in n for n in given["command"]["notes"])
+
+
+def test_the_api_takes_the_number_formats_with_a_command_as_the_command_line_does():
+    """api.check(command=..., weight_dtype=...) reads the weights in the given format, as `check --command
+    --weight-dtype` does: DeepSeek-V3's fp8 checkpoint served in bf16 holds 2 bytes a parameter, not 1, so its
+    parameters per card grow; without it the note says the checkpoint's format was read."""
+    from solver import api
+
+    cmd = f"vllm serve {DSV3} --tensor-parallel-size 8 --max-num-seqs 64"
+    own = api.check(command=cmd, hardware="h200_sxm", isl=1024, osl=1024)
+    bf16 = api.check(command=cmd, hardware="h200_sxm", isl=1024, osl=1024, weight_dtype="bf16")
+    assert bf16.as_dict()["estimation"]["params_per_card_gb"] > own.as_dict()["estimation"]["params_per_card_gb"]
+    assert not any("--weight-dtype" in n for n in bf16.command.notes)
+    assert any("--weight-dtype and --kv-dtype not given" in n for n in own.command.notes)
