@@ -159,3 +159,25 @@ def test_the_api_takes_the_number_formats_with_a_command_as_the_command_line_doe
     assert bf16.as_dict()["estimation"]["params_per_card_gb"] > own.as_dict()["estimation"]["params_per_card_gb"]
     assert not any("--weight-dtype" in n for n in bf16.command.notes)
     assert any("--weight-dtype and --kv-dtype not given" in n for n in own.command.notes)
+
+
+def test_the_shells_redirections_and_a_wrapper_before_the_program_are_not_read_as_the_engines_and_are_said():
+    """`nohup vllm serve M -tp 8 > log 2>&1 &`, as run in the background: `nohup` runs the program, `> log`,
+    `2>&1` and `&` are the shell's. The engine's arguments are `M -tp 8` (TP 8); the rest is named in a note."""
+    r = read_command(f"nohup vllm serve {DSV3} -tp 8 > serve.log 2>&1 &", H200)
+    assert (r.model, r.world, r.parallel_config["attn_tp_size"]) == (DSV3, 8, 8)
+    assert "nohup ... > serve.log 2>&1 &: the shell's or a wrapper's, not vllm's: not read" in r.notes
+
+
+def test_export_lines_before_the_command_are_its_environment():
+    """A script that exports a variable on its own line, then runs the engine: the command is the engine's (not
+    `export`), and the variable is its environment (listed as not read: the vLLM launch prints no VLLM_X)."""
+    r = read_command(f"#!/bin/bash\nexport VLLM_X=1 VLLM_Y=2\nvllm serve {DSV3} \\\n  --tensor-parallel-size 8\n", H200)
+    assert r.parallel_config["attn_tp_size"] == 8 and r.not_read == ["VLLM_X", "VLLM_Y"]
+
+
+def test_a_python_program_runs_under_any_interpreter_name():
+    """`python -m sglang.launch_server` is the program the SGLang profile writes as `python3 -m ...`: read as SGLang
+    (TP 8 over 8 ranks)."""
+    r = read_command(f"/usr/bin/python -m sglang.launch_server --model-path {DSV3} --tp-size 8", H200)
+    assert (r.framework, r.world, r.parallel_config["attn_tp_size"]) == ("sglang", 8, 8)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -56,8 +57,19 @@ def program(fw: FrameworkProfile) -> list[str]:
             and a.when == "true" and "{" not in a.text]
 
 
-def _runs(argv: list[str], prog: list[str]) -> bool:
-    return bool(prog) and any(argv[i:i + len(prog)] == prog for i in range(len(argv) - len(prog) + 1))
+# a Python interpreter however the command names it (python, python3, python3.12, /usr/bin/python3): the program
+# `python3 -m x` is run by any of them
+_PYTHON = re.compile(r"^(?:.*/)?python(?:\d+(?:\.\d+)?)?$")
+
+
+def _same(token: str, literal: str) -> bool:
+    return token == literal or bool(_PYTHON.match(token) and _PYTHON.match(literal))
+
+
+def program_at(argv: list[str], prog: list[str]) -> int | None:
+    """Where in `argv` the program `prog` starts (after a wrapper such as `nohup`); None where it is not run."""
+    n = len(prog)
+    return next((i for i in range(len(argv) - n + 1) if n and all(map(_same, argv[i:i + n], prog))), None)
 
 
 def find_engine(argv: list[str], hw: Hardware, framework: str | None) -> FrameworkProfile:
@@ -66,7 +78,7 @@ def find_engine(argv: list[str], hw: Hardware, framework: str | None) -> Framewo
 
     profiles = [load_framework(framework)] if framework else \
         [fw for fw in map(load_framework, list_frameworks()) if fw.launch is not None]
-    running = [fw for fw in profiles if _runs(argv, program(fw))]
+    running = [fw for fw in profiles if program_at(argv, program(fw)) is not None]
     if not running:
         known = "; ".join(f"{' '.join(program(fw))} ({fw.name})" for fw in profiles if program(fw))
         what = f"{framework}'s profile launches {known or 'no program'}" if framework else \
@@ -209,7 +221,7 @@ def launch_reading(fw: FrameworkProfile, launch: dict[str, Any]) -> Reading:
     node = launch["nodes"][0]
     switches, valued = _switches(fw)
     argv, prog = node["argv"], program(fw)
-    start = next((i for i in range(len(argv)) if argv[i:i + len(prog)] == prog), 0)
+    start = program_at(argv, prog) or 0
     argv = argv[:start] + argv[start + len(prog):]
     return reading(fw, parse_argv(argv, switches, valued), node["env"], launch["files"])
 
@@ -342,21 +354,23 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     cmd: CommandText = read_text(text)
     fw = find_engine(cmd.argv, hw, framework)
     prog = program(fw)
-    start = next(i for i in range(len(cmd.argv)) if cmd.argv[i:i + len(prog)] == prog)
+    start = program_at(cmd.argv, prog) or 0
+    after = cmd.argv[start + len(prog):]  # the engine's arguments
     if fw.name in engine_flags():
-        problems = argv_problems(fw.name, cmd.argv[start:])
+        problems = argv_problems(fw.name, prog + after)
         if problems:
             raise InputError("--command", ("\n  " if len(problems) > 1 else "") + "\n  ".join(problems))
     switches, valued = _switches(fw)
-    # the program's own tokens (`python3 -m x`) are no flags of the engine's
-    user = reading(fw, parse_argv(cmd.argv[:start] + cmd.argv[start + len(prog):], switches, valued), cmd.env,
-                   cmd.files)
+    user = reading(fw, parse_argv(after, switches, valued), cmd.env, cmd.files)
     name, spec = resolve_model(_model_token(fw, user), model)
     args = fw.launch.args if fw.launch else []
     parallel = {slot_of(fw, a) for a in args if is_parallel(fw, a)} - {None}
     printed = {slot_of(fw, a) for a in args} | {("flag", d.flag) for d in fw.launch.documents.values() if d.flag}
     not_read = [_slot_name(s, fw) for s in user.values if s not in printed]
     notes = [f"{u}: not read (the file is not in the text nor on disk)" for u in user.unread]
+    if cmd.argv[:start] or cmd.shell:
+        shell = " ".join(cmd.argv[:start]) + (" ... " if cmd.argv[:start] else "... ") + " ".join(cmd.shell)
+        notes.append(f"{shell.strip()}: the shell's or a wrapper's, not {fw.name}'s: not read")
     if cmd.more_commands:
         notes.append(f"read the first command; the {cmd.more_commands} after it (other nodes) are not read")
     worlds = [cards] if cards else world_candidates(fw, user, hw)
