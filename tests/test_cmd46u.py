@@ -181,3 +181,12 @@ def test_a_python_program_runs_under_any_interpreter_name():
     (TP 8 over 8 ranks)."""
     r = read_command(f"/usr/bin/python -m sglang.launch_server --model-path {DSV3} --tp-size 8", H200)
     assert (r.framework, r.world, r.parallel_config["attn_tp_size"]) == ("sglang", 8, 8)
+
+
+def test_a_negative_number_is_a_flags_value_to_the_flag_checker_and_the_reader_alike():
+    """`--seed -1`: argparse takes `-1` as a value (a dash and a number), so the checker finds no stray token and
+    the reader lists --seed (no argument of the vLLM profile prints it) as not read, with no `-1` flag."""
+    from solver.launch.engine_flags import argv_problems
+
+    assert argv_problems("vllm", ["vllm", "serve", DSV3, "--seed", "-1"]) == []
+    assert read_command(f"vllm serve {DSV3} -tp 8 --seed -1", H200).not_read == ["--seed"]
