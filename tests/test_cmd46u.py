@@ -190,3 +190,10 @@ def test_a_negative_number_is_a_flags_value_to_the_flag_checker_and_the_reader_a
 
     assert argv_problems("vllm", ["vllm", "serve", DSV3, "--seed", "-1"]) == []
     assert read_command(f"vllm serve {DSV3} -tp 8 --seed -1", H200).not_read == ["--seed"]
+
+
+def test_a_command_whose_launch_is_refused_says_why_not_only_that_nothing_prints_it():
+    """SGLang with no parallel flag is one rank; DeepSeek-V3's 671B fp8 weights (about 673 GB with the KV) exceed
+    one H200's limit, so the launch that prints no parallel flag is refused on memory: the refusal names it."""
+    with pytest.raises(InputError, match=r"refused \(world size 1: weights \+ KV .* exceed the limit"):
+        read_command(f"python3 -m sglang.launch_server --model-path {DSV3}", H200)

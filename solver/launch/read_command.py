@@ -376,6 +376,7 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     worlds = [cards] if cards else world_candidates(fw, user, hw)
     mtp_read = mtp or 0
     matches: list[tuple[int, dict[str, int]]] = []
+    refused: list[str] = []  # why the launch of a configuration that prints the flags is refused
     for world in worlds:
         scenario = Scenario(concurrency=concurrency or world, mtp=mtp_read)
         batch = concurrency or world
@@ -386,10 +387,14 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             # launch in full only for a configuration that prints them, as its refusals still apply
             try:
                 printed_by = launch_reading(fw, emit_launch(fw, spec, hw, pc, replace(inputs, with_memory=False)))
-                if not all(printed_by.values.get(s) == user.values.get(s) for s in parallel):
-                    continue
-                emit_launch(fw, spec, hw, pc, inputs)
             except InputError:
+                continue
+            if not all(printed_by.values.get(s) == user.values.get(s) for s in parallel):
+                continue
+            try:
+                emit_launch(fw, spec, hw, pc, inputs)
+            except InputError as exc:
+                refused.append(f"world size {world}: {exc.problem}")
                 continue
             matches.append((world, cfg))
         if matches:  # the smallest world size the flags fit: a larger one is a factor more, said below
@@ -398,8 +403,9 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     if not matches:
         shown = ", ".join(f"{k} {v}" for k, v in given.items()) or "no parallel flag"
         at = f"{cards} cards" if cards else f"any world size its numbers allow ({', '.join(map(str, worlds))})"
+        why = f"; the launch that prints them is refused ({refused[0]})" if refused else ""
         raise InputError("--command", f"{shown}: no configuration {fw.name} admits for {spec.name} on {hw.name} at "
-                                      f"{at} prints these parallel flags")
+                                      f"{at} prints these parallel flags{why}")
     matches = _distinct(matches)
     world, cfg = matches[0]
     pc = ParallelConfig(world_size=world, **cfg)
