@@ -197,3 +197,10 @@ def test_a_command_whose_launch_is_refused_says_why_not_only_that_nothing_prints
     one H200's limit, so the launch that prints no parallel flag is refused on memory: the refusal names it."""
     with pytest.raises(InputError, match=r"refused \(world size 1: weights \+ KV .* exceed the limit"):
         read_command(f"python3 -m sglang.launch_server --model-path {DSV3}", H200)
+
+
+def test_a_flag_given_at_the_engines_default_reads_as_the_flag_left_out():
+    """`-tp 1 -dp 8 --enable-expert-parallel`: vLLM's TP defaults to 1 (vllm.yaml `default: 1`), so the launch of
+    attention DP 8 + EP leaves --tensor-parallel-size out; the user's explicit 1 is the same command (8 ranks)."""
+    r = read_command(f"vllm serve {DSV3} -tp 1 -dp 8 --enable-expert-parallel", H200)
+    assert r.world == 8 and all(v == 1 for k, v in r.parallel_config.items() if k != "redundant_experts")

@@ -365,6 +365,8 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     name, spec = resolve_model(_model_token(fw, user), model)
     args = fw.launch.args if fw.launch else []
     parallel = {slot_of(fw, a) for a in args if is_parallel(fw, a)} - {None}
+    # a flag given at the engine's own default (`-tp 1`) is the flag left out, which is how the launch prints it
+    default = {slot_of(fw, a): str(a.default) for a in args if a.default is not None}
     printed = {slot_of(fw, a) for a in args} | {("flag", d.flag) for d in fw.launch.documents.values() if d.flag}
     not_read = [_slot_name(s, fw) for s in user.values if s not in printed]
     notes = [f"{u}: not read (the file is not in the text nor on disk)" for u in user.unread]
@@ -389,7 +391,8 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
                 printed_by = launch_reading(fw, emit_launch(fw, spec, hw, pc, replace(inputs, with_memory=False)))
             except InputError:
                 continue
-            if not all(printed_by.values.get(s) == user.values.get(s) for s in parallel):
+            if not all(printed_by.values.get(s, default.get(s)) == user.values.get(s, default.get(s))
+                       for s in parallel):
                 continue
             try:
                 emit_launch(fw, spec, hw, pc, inputs)
