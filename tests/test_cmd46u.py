@@ -204,3 +204,12 @@ def test_a_flag_given_at_the_engines_default_reads_as_the_flag_left_out():
     attention DP 8 + EP leaves --tensor-parallel-size out; the user's explicit 1 is the same command (8 ranks)."""
     r = read_command(f"vllm serve {DSV3} -tp 1 -dp 8 --enable-expert-parallel", H200)
     assert r.world == 8 and all(v == 1 for k, v in r.parallel_config.items() if k != "redundant_experts")
+
+
+def test_the_table_says_the_figures_the_command_sets_beside_its_configuration():
+    """The text output names the cap the concurrency is read from: --max-num-seqs 32 per engine x 2 DP engines =
+    64 requests at once, and --max-model-len 2048."""
+    r = CliRunner().invoke(main, ["check", "--command", f"vllm serve {DSV3} -tp 4 -dp 2 --enable-expert-parallel "
+                                  "--max-num-seqs 32 --max-model-len 2048", "--hardware", "h200_sxm", "--isl", "1024",
+                                  "--osl", "1024"])
+    assert "the command's own figures: 64 requests at once, a model length of 2,048" in r.output, r.output

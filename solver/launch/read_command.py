@@ -177,11 +177,10 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
     from pathlib import Path
 
     spec = fw.launch
-    out = Reading(flags=dict(parsed.flags), positional=list(parsed.positional))
     spelt = aliases(fw)
-    parsed.flags = {spelt.get(f, f): v for f, v in parsed.flags.items()}
-    out.flags = dict(parsed.flags)
-    for flag, v in parsed.flags.items():
+    flags = {spelt.get(f, f): v for f, v in parsed.flags.items()}  # in the profile's spelling
+    out = Reading(flags=flags, positional=list(parsed.positional))
+    for flag, v in flags.items():
         out.values[("flag", flag)] = _norm(v)
     for name, v in env.items():
         out.values[("env", name)] = v
@@ -189,10 +188,10 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
     for name, d in (spec.documents.items() if spec else ()):
         text = None
         if d.file is None:
-            raw = parsed.flags.get(d.flag or "")
+            raw = flags.get(d.flag or "")
             text = raw if isinstance(raw, str) else None
         else:
-            fname = parsed.flags.get(d.flag) if d.flag else next((p for p in parsed.positional if p.endswith(d.file)),
+            fname = flags.get(d.flag) if d.flag else next((p for p in parsed.positional if p.endswith(d.file)),
                                                                  None)
             if isinstance(fname, str):
                 if fname in files:
