@@ -145,3 +145,71 @@ def test_a_command_carries_no_weight_format_so_check_reads_the_given_one_or_says
     assert given["estimation"]["params_per_card_gb"] < unsaid["estimation"]["params_per_card_gb"]
     assert any("--weight-dtype and --kv-dtype not given" in n for n in unsaid["command"]["notes"])
     assert not any("--weight-dtype" in n for n in given["command"]["notes"])
+
+
+def test_the_api_takes_the_number_formats_with_a_command_as_the_command_line_does():
+    """api.check(command=..., weight_dtype=...) reads the weights in the given format, as `check --command
+    --weight-dtype` does: DeepSeek-V3's fp8 checkpoint served in bf16 holds 2 bytes a parameter, not 1, so its
+    parameters per card grow; without it the note says the checkpoint's format was read."""
+    from solver import api
+
+    cmd = f"vllm serve {DSV3} --tensor-parallel-size 8 --max-num-seqs 64"
+    own = api.check(command=cmd, hardware="h200_sxm", isl=1024, osl=1024)
+    bf16 = api.check(command=cmd, hardware="h200_sxm", isl=1024, osl=1024, weight_dtype="bf16")
+    assert bf16.as_dict()["estimation"]["params_per_card_gb"] > own.as_dict()["estimation"]["params_per_card_gb"]
+    assert not any("--weight-dtype" in n for n in bf16.command.notes)
+    assert any("--weight-dtype and --kv-dtype not given" in n for n in own.command.notes)
+
+
+def test_the_shells_redirections_and_a_wrapper_before_the_program_are_not_read_as_the_engines_and_are_said():
+    """`nohup vllm serve M -tp 8 > log 2>&1 &`, as run in the background: `nohup` runs the program, `> log`,
+    `2>&1` and `&` are the shell's. The engine's arguments are `M -tp 8` (TP 8); the rest is named in a note."""
+    r = read_command(f"nohup vllm serve {DSV3} -tp 8 > serve.log 2>&1 &", H200)
+    assert (r.model, r.world, r.parallel_config["attn_tp_size"]) == (DSV3, 8, 8)
+    assert "nohup ... > serve.log 2>&1 &: the shell's or a wrapper's, not vllm's: not read" in r.notes
+
+
+def test_export_lines_before_the_command_are_its_environment():
+    """A script that exports a variable on its own line, then runs the engine: the command is the engine's (not
+    `export`), and the variable is its environment (listed as not read: the vLLM launch prints no VLLM_X)."""
+    r = read_command(f"#!/bin/bash\nexport VLLM_X=1 VLLM_Y=2\nvllm serve {DSV3} \\\n  --tensor-parallel-size 8\n", H200)
+    assert r.parallel_config["attn_tp_size"] == 8 and r.not_read == ["VLLM_X", "VLLM_Y"]
+
+
+def test_a_python_program_runs_under_any_interpreter_name():
+    """`python -m sglang.launch_server` is the program the SGLang profile writes as `python3 -m ...`: read as SGLang
+    (TP 8 over 8 ranks)."""
+    r = read_command(f"/usr/bin/python -m sglang.launch_server --model-path {DSV3} --tp-size 8", H200)
+    assert (r.framework, r.world, r.parallel_config["attn_tp_size"]) == ("sglang", 8, 8)
+
+
+def test_a_negative_number_is_a_flags_value_to_the_flag_checker_and_the_reader_alike():
+    """`--seed -1`: argparse takes `-1` as a value (a dash and a number), so the checker finds no stray token and
+    the reader lists --seed (no argument of the vLLM profile prints it) as not read, with no `-1` flag."""
+    from solver.launch.engine_flags import argv_problems
+
+    assert argv_problems("vllm", ["vllm", "serve", DSV3, "--seed", "-1"]) == []
+    assert read_command(f"vllm serve {DSV3} -tp 8 --seed -1", H200).not_read == ["--seed"]
+
+
+def test_a_command_whose_launch_is_refused_says_why_not_only_that_nothing_prints_it():
+    """SGLang with no parallel flag is one rank; DeepSeek-V3's 671B fp8 weights (about 673 GB with the KV) exceed
+    one H200's limit, so the launch that prints no parallel flag is refused on memory: the refusal names it."""
+    with pytest.raises(InputError, match=r"refused \(world size 1: weights \+ KV .* exceed the limit"):
+        read_command(f"python3 -m sglang.launch_server --model-path {DSV3}", H200)
+
+
+def test_a_flag_given_at_the_engines_default_reads_as_the_flag_left_out():
+    """`-tp 1 -dp 8 --enable-expert-parallel`: vLLM's TP defaults to 1 (vllm.yaml `default: 1`), so the launch of
+    attention DP 8 + EP leaves --tensor-parallel-size out; the user's explicit 1 is the same command (8 ranks)."""
+    r = read_command(f"vllm serve {DSV3} -tp 1 -dp 8 --enable-expert-parallel", H200)
+    assert r.world == 8 and all(v == 1 for k, v in r.parallel_config.items() if k != "redundant_experts")
+
+
+def test_the_table_says_the_figures_the_command_sets_beside_its_configuration():
+    """The text output names the cap the concurrency is read from: --max-num-seqs 32 per engine x 2 DP engines =
+    64 requests at once, and --max-model-len 2048."""
+    r = CliRunner().invoke(main, ["check", "--command", f"vllm serve {DSV3} -tp 4 -dp 2 --enable-expert-parallel "
+                                  "--max-num-seqs 32 --max-model-len 2048", "--hardware", "h200_sxm", "--isl", "1024",
+                                  "--osl", "1024"])
+    assert "the command's own figures: 64 requests at once, a model length of 2,048" in r.output, r.output

@@ -88,9 +88,15 @@ def check_cmd(config, command, model, hardware, cards, framework, candidate, isl
 
 
 def _print_read(con, read) -> None:
-    """What the command was read as: engine, world, the parallel_config, and what was not read."""
+    """What the command was read as: engine, world, the parallel_config, the workload figures it sets (its
+    running-request cap, the concurrency where --concurrency is not given), and what was not read."""
     knobs = ", ".join(f"{k}={v}" for k, v in read.parallel_config.items())
     con.print(f"read: {read.framework} command, {read.world} ranks: {knobs}")
+    figures = [f"{read.concurrency_cap:,} requests at once" if read.concurrency_cap else "",
+               f"a model length of {read.max_model_len:,}" if read.max_model_len else "",
+               f"MTP depth {read.mtp}" if read.mtp else ""]
+    if any(figures):
+        con.print(f"  the command's own figures: {', '.join(f for f in figures if f)}")
     for other in read.also:
         con.print("  also printed by: " + ", ".join(f"{k}={v}" for k, v in other.items()))
     if read.not_read:

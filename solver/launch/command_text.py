@@ -11,6 +11,10 @@ from solver.errors import InputError
 
 _HEREDOC = re.compile(r"^cat\s+>\s*(\S+)\s+<<\s*'?(\w+)'?\s*$")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# the shell's, not the program's: a token ending the command (a background `&`, a pipe, a list) and a redirection
+# (`> log`, `2>&1`, `>>log`), the target in the next token where the operator stands alone
+_ENDS = frozenset({"&", "|", "|&", ";", "&&", "||"})
+_REDIRECT = re.compile(r"^\d*(?:&>>?|>>?|<|>&)(.*)$")
 
 
 @dataclass(frozen=True)
@@ -22,14 +26,16 @@ class CommandText:
     env: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
     more_commands: int = 0
+    shell: list[str] = field(default_factory=list)  # the shell's tokens after the program's: redirections, `&`
 
 
 def read_text(text: str) -> CommandText:
-    """The first command of `text` with the files written before it; InputError where there is none or its
-    quoting does not parse."""
+    """The first command of `text` with the files written before it and the environment its `export NAME=value`
+    lines set; InputError where there is none or its quoting does not parse."""
     lines = text.replace("\\\n", " ").splitlines()
     files: dict[str, str] = {}
     commands: list[str] = []
+    exported: dict[str, str] = {}
     i = 0
     while i < len(lines):
         line = lines[i].strip()
@@ -45,20 +51,49 @@ def read_text(text: str) -> CommandText:
             i += 1
             files[doc.group(1).strip("'\"")] = "\n".join(body) + "\n"
             continue
+        words = _split(line)
+        if not commands and words[:1] == ["export"] and words[1:] and all(_ENV.match(w) for w in words[1:]):
+            exported.update(w.partition("=")[::2] for w in words[1:])  # the environment of the command after it
+            continue
         commands.append(line)
     if not commands:
         raise InputError("--command", "no command in it (only comments, blank lines or files)")
-    try:
-        tokens = shlex.split(commands[0])
-    except ValueError as exc:
-        raise InputError("--command", f"its quoting does not parse ({exc})") from None
-    env = {}
+    tokens, shell = _program_tokens(_split(commands[0]))
+    env = dict(exported)
     while tokens and _ENV.match(tokens[0]):
         name, _, value = tokens.pop(0).partition("=")
         env[name] = value
     if not tokens:
         raise InputError("--command", "only environment assignments, no program")
-    return CommandText(tokens, env, files, len(commands) - 1)
+    return CommandText(tokens, env, files, len(commands) - 1, shell)
+
+
+def _split(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:
+        raise InputError("--command", f"its quoting does not parse ({exc})") from None
+
+
+def _program_tokens(tokens: list[str]) -> tuple[list[str], list[str]]:
+    """(the tokens the program is given, the shell's: its redirections and everything from a token that ends the
+    command on)."""
+    argv: list[str] = []
+    shell: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token in _ENDS:
+            return argv, shell + tokens[i:]
+        redirect = _REDIRECT.match(token)
+        if redirect:
+            take = 1 if redirect.group(1) else 2
+            shell += tokens[i:i + take]
+            i += take
+            continue
+        argv.append(token)
+        i += 1
+    return argv, shell
 
 
 def is_flag(token: str) -> bool:

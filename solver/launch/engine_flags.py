@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from solver.launch.command_text import is_flag
+
 DATA = Path(__file__).with_name("engine_flags.yaml")
 
 
@@ -58,17 +60,6 @@ def env_problems(engine: str, env: dict[str, str]) -> list[str]:
             if name not in set(data["env"])]
 
 
-def _is_flag(token: str) -> bool:
-    """A token the parser reads as an option: a dash and no number (argparse takes `-1` as a value)."""
-    if not token.startswith("-"):
-        return False
-    try:
-        float(token)
-    except ValueError:
-        return True
-    return False
-
-
 def argv_problems(engine: str, argv: list[str]) -> list[str]:
     """One line per token of `argv` (a launch node's) that the engine's parser refuses or misreads; [] when it
     parses. The argv starts with the engine's program (`program`); the tokens after it and before the first flag are
@@ -79,10 +70,10 @@ def argv_problems(engine: str, argv: list[str]) -> list[str]:
     if argv[:len(program)] != program:
         out.append(f"{' '.join(argv[:len(program)])}: not {engine}'s program ({' '.join(program)})")
     seen: set[str] = set()
-    i = next((j for j, t in enumerate(argv) if j >= len(program) and _is_flag(t)), len(argv))
+    i = next((j for j, t in enumerate(argv) if j >= len(program) and is_flag(t)), len(argv))
     while i < len(argv):
         token = argv[i]
-        if not _is_flag(token):
+        if not is_flag(token):
             out.append(f"{token}: a value no flag takes (after {argv[i - 1]})")
             i += 1
             continue
@@ -91,14 +82,14 @@ def argv_problems(engine: str, argv: list[str]) -> list[str]:
         i += 1
         if spec is None:
             out.append(f"{flag}: {engine} {data['version']} has no such flag")
-            while i < len(argv) and not _is_flag(argv[i]):
+            while i < len(argv) and not is_flag(argv[i]):
                 i += 1
             continue
         if spec["dest"] in seen:
             out.append(f"{flag}: given twice (the parser keeps the last)")
         seen.add(spec["dest"])
         if spec["kind"] != "value":
-            if eq or (i < len(argv) and not _is_flag(argv[i])):
+            if eq or (i < len(argv) and not is_flag(argv[i])):
                 out.append(f"{flag}: a switch, given a value ({inline if eq else argv[i]})")
                 i += 0 if eq else 1
             continue
@@ -106,7 +97,7 @@ def argv_problems(engine: str, argv: list[str]) -> list[str]:
             values = [inline]
         elif spec.get("nargs") in ("+", "*"):
             values = []
-            while i < len(argv) and not _is_flag(argv[i]):
+            while i < len(argv) and not is_flag(argv[i]):
                 values.append(argv[i])
                 i += 1
         else:

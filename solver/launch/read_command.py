@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -56,8 +57,19 @@ def program(fw: FrameworkProfile) -> list[str]:
             and a.when == "true" and "{" not in a.text]
 
 
-def _runs(argv: list[str], prog: list[str]) -> bool:
-    return bool(prog) and any(argv[i:i + len(prog)] == prog for i in range(len(argv) - len(prog) + 1))
+# a Python interpreter however the command names it (python, python3, python3.12, /usr/bin/python3): the program
+# `python3 -m x` is run by any of them
+_PYTHON = re.compile(r"^(?:.*/)?python(?:\d+(?:\.\d+)?)?$")
+
+
+def _same(token: str, literal: str) -> bool:
+    return token == literal or bool(_PYTHON.match(token) and _PYTHON.match(literal))
+
+
+def program_at(argv: list[str], prog: list[str]) -> int | None:
+    """Where in `argv` the program `prog` starts (after a wrapper such as `nohup`); None where it is not run."""
+    n = len(prog)
+    return next((i for i in range(len(argv) - n + 1) if n and all(map(_same, argv[i:i + n], prog))), None)
 
 
 def find_engine(argv: list[str], hw: Hardware, framework: str | None) -> FrameworkProfile:
@@ -66,7 +78,7 @@ def find_engine(argv: list[str], hw: Hardware, framework: str | None) -> Framewo
 
     profiles = [load_framework(framework)] if framework else \
         [fw for fw in map(load_framework, list_frameworks()) if fw.launch is not None]
-    running = [fw for fw in profiles if _runs(argv, program(fw))]
+    running = [fw for fw in profiles if program_at(argv, program(fw)) is not None]
     if not running:
         known = "; ".join(f"{' '.join(program(fw))} ({fw.name})" for fw in profiles if program(fw))
         what = f"{framework}'s profile launches {known or 'no program'}" if framework else \
@@ -165,11 +177,10 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
     from pathlib import Path
 
     spec = fw.launch
-    out = Reading(flags=dict(parsed.flags), positional=list(parsed.positional))
     spelt = aliases(fw)
-    parsed.flags = {spelt.get(f, f): v for f, v in parsed.flags.items()}
-    out.flags = dict(parsed.flags)
-    for flag, v in parsed.flags.items():
+    flags = {spelt.get(f, f): v for f, v in parsed.flags.items()}  # in the profile's spelling
+    out = Reading(flags=flags, positional=list(parsed.positional))
+    for flag, v in flags.items():
         out.values[("flag", flag)] = _norm(v)
     for name, v in env.items():
         out.values[("env", name)] = v
@@ -177,10 +188,10 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
     for name, d in (spec.documents.items() if spec else ()):
         text = None
         if d.file is None:
-            raw = parsed.flags.get(d.flag or "")
+            raw = flags.get(d.flag or "")
             text = raw if isinstance(raw, str) else None
         else:
-            fname = parsed.flags.get(d.flag) if d.flag else next((p for p in parsed.positional if p.endswith(d.file)),
+            fname = flags.get(d.flag) if d.flag else next((p for p in parsed.positional if p.endswith(d.file)),
                                                                  None)
             if isinstance(fname, str):
                 if fname in files:
@@ -209,7 +220,7 @@ def launch_reading(fw: FrameworkProfile, launch: dict[str, Any]) -> Reading:
     node = launch["nodes"][0]
     switches, valued = _switches(fw)
     argv, prog = node["argv"], program(fw)
-    start = next((i for i in range(len(argv)) if argv[i:i + len(prog)] == prog), 0)
+    start = program_at(argv, prog) or 0
     argv = argv[:start] + argv[start + len(prog):]
     return reading(fw, parse_argv(argv, switches, valued), node["env"], launch["files"])
 
@@ -342,26 +353,31 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     cmd: CommandText = read_text(text)
     fw = find_engine(cmd.argv, hw, framework)
     prog = program(fw)
-    start = next(i for i in range(len(cmd.argv)) if cmd.argv[i:i + len(prog)] == prog)
+    start = program_at(cmd.argv, prog) or 0
+    after = cmd.argv[start + len(prog):]  # the engine's arguments
     if fw.name in engine_flags():
-        problems = argv_problems(fw.name, cmd.argv[start:])
+        problems = argv_problems(fw.name, prog + after)
         if problems:
             raise InputError("--command", ("\n  " if len(problems) > 1 else "") + "\n  ".join(problems))
     switches, valued = _switches(fw)
-    # the program's own tokens (`python3 -m x`) are no flags of the engine's
-    user = reading(fw, parse_argv(cmd.argv[:start] + cmd.argv[start + len(prog):], switches, valued), cmd.env,
-                   cmd.files)
+    user = reading(fw, parse_argv(after, switches, valued), cmd.env, cmd.files)
     name, spec = resolve_model(_model_token(fw, user), model)
     args = fw.launch.args if fw.launch else []
     parallel = {slot_of(fw, a) for a in args if is_parallel(fw, a)} - {None}
+    # a flag given at the engine's own default (`-tp 1`) is the flag left out, which is how the launch prints it
+    default = {slot_of(fw, a): str(a.default) for a in args if a.default is not None}
     printed = {slot_of(fw, a) for a in args} | {("flag", d.flag) for d in fw.launch.documents.values() if d.flag}
     not_read = [_slot_name(s, fw) for s in user.values if s not in printed]
     notes = [f"{u}: not read (the file is not in the text nor on disk)" for u in user.unread]
+    if cmd.argv[:start] or cmd.shell:
+        shell = " ".join(cmd.argv[:start]) + (" ... " if cmd.argv[:start] else "... ") + " ".join(cmd.shell)
+        notes.append(f"{shell.strip()}: the shell's or a wrapper's, not {fw.name}'s: not read")
     if cmd.more_commands:
         notes.append(f"read the first command; the {cmd.more_commands} after it (other nodes) are not read")
     worlds = [cards] if cards else world_candidates(fw, user, hw)
     mtp_read = mtp or 0
     matches: list[tuple[int, dict[str, int]]] = []
+    refused: list[str] = []  # why the launch of a configuration that prints the flags is refused
     for world in worlds:
         scenario = Scenario(concurrency=concurrency or world, mtp=mtp_read)
         batch = concurrency or world
@@ -372,10 +388,15 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             # launch in full only for a configuration that prints them, as its refusals still apply
             try:
                 printed_by = launch_reading(fw, emit_launch(fw, spec, hw, pc, replace(inputs, with_memory=False)))
-                if not all(printed_by.values.get(s) == user.values.get(s) for s in parallel):
-                    continue
-                emit_launch(fw, spec, hw, pc, inputs)
             except InputError:
+                continue
+            if not all(printed_by.values.get(s, default.get(s)) == user.values.get(s, default.get(s))
+                       for s in parallel):
+                continue
+            try:
+                emit_launch(fw, spec, hw, pc, inputs)
+            except InputError as exc:
+                refused.append(f"world size {world}: {exc.problem}")
                 continue
             matches.append((world, cfg))
         if matches:  # the smallest world size the flags fit: a larger one is a factor more, said below
@@ -384,8 +405,9 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     if not matches:
         shown = ", ".join(f"{k} {v}" for k, v in given.items()) or "no parallel flag"
         at = f"{cards} cards" if cards else f"any world size its numbers allow ({', '.join(map(str, worlds))})"
+        why = f"; the launch that prints them is refused ({refused[0]})" if refused else ""
         raise InputError("--command", f"{shown}: no configuration {fw.name} admits for {spec.name} on {hw.name} at "
-                                      f"{at} prints these parallel flags")
+                                      f"{at} prints these parallel flags{why}")
     matches = _distinct(matches)
     world, cfg = matches[0]
     pc = ParallelConfig(world_size=world, **cfg)
