@@ -245,9 +245,9 @@ def estimate_config(model: str, hardware: str, cards: int, knobs: dict[str, Any]
              *(f"placement: {p}" for p in hardware_placement(spec, hw, pc, fw.kvp_splits_attention_weights)[1])]
     f = factors_for(hw, fw.efficiency_for(hw))
     if afd:
-        from solver.estimate.afd import afd_notes
+        from solver.estimate.afd import afd_estimator, afd_notes
 
-        est = _afd_estimator(cards)(spec, hw, pc, prec, f, wl)
+        est = afd_estimator(cards)(spec, hw, pc, prec, f, wl)
         notes += afd_notes(est)
     else:
         est = estimate(spec, hw, pc, prec, f, wl)
@@ -411,10 +411,11 @@ def check_deployment(dep: Deployment, model: str, hardware: str, world: int, fra
         wl = Workload(w.phase, batch=w.batch, seq_len=w.seq_len, prefix_hit=w.prefix_hit, **mtp)
     estimator, side = None, world  # AFD: each half is a config of world/2 ranks, estimated by estimate.afd
     if dep.afd:
+        from solver.estimate.afd import afd_estimator
         from solver.specs.afd import check_afd
 
         check_afd(fw, spec, hw, dep.parallel_config, world, wl.kind, wl.sequences, dep.mtp, at)
-        estimator, side = _afd_estimator(world), world // 2
+        estimator, side = afd_estimator(world), world // 2
     try:
         pc = make_parallel_config(side, fields=dep.fields, **dep.parallel_config)
     except InputError as exc:
@@ -448,21 +449,3 @@ def _afd_flag(key: str) -> str:
     """The command-line flag of a key an AFD refusal names (specs.afd.check_afd)."""
     knob = key.removeprefix("parallel_config.")
     return {"afd": "--afd", "mtp": "--mtp", "world_size": "--cards"}.get(key) or CONFIG_FLAGS.get(knob, key)
-
-
-def _whole(pc: ParallelConfig, world: int) -> ParallelConfig:
-    """An AFD half's config over the whole deployment's `world` ranks."""
-    from solver.specs.parallel import ParallelConfig
-
-    return ParallelConfig(**{**pc.model_dump(), "world_size": world})
-
-
-def _afd_estimator(world: int):
-    """serving.estimate's stand-in for an attention-FFN disaggregated deployment of `world` ranks: review passes
-    it the half-world config each side runs (estimate.afd)."""
-    from solver.estimate.afd import afd_estimate
-
-    def run(model, hw, half, prec, f, wl, mem_opts=None):
-        return afd_estimate(model, hw, _whole(half, world), prec, f, wl, mem_opts)
-
-    return run

@@ -54,6 +54,20 @@ def half_config(pc: ParallelConfig) -> ParallelConfig:
     return ParallelConfig(**{**pc.model_dump(), "world_size": pc.world_size // 2})
 
 
+def whole_config(half: ParallelConfig, world: int) -> ParallelConfig:
+    """half_config's inverse: a half's knobs over the whole deployment's `world` ranks."""
+    return ParallelConfig(**{**half.model_dump(), "world_size": world})
+
+
+def afd_estimator(world: int):
+    """serving.estimate's stand-in for an AFD deployment of `world` ranks, for callers that hand it the half-world
+    config each side runs (rank.review, one_config)."""
+    def run(model, hw, half, prec, f, wl, mem_opts=None):
+        return afd_estimate(model, hw, whole_config(half, world), prec, f, wl, mem_opts)
+
+    return run
+
+
 def ffn_modules(model: ModelSpec) -> frozenset[str]:
     """The modules the FFN side holds: those of the model's FFN blocks, the router aside (SENDER_MODULES)."""
     out: set[str] = set()
