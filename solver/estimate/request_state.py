@@ -255,14 +255,21 @@ def state_pool(st: StateBytes, share: float, slots: int) -> StateBytes:
     return StateBytes(need * (1 - share), st.index, need * share)
 
 
+def unpooled_state(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int, mtp_layers: int = 0,
+                   kvp_splits_weights: bool = False, layout: CacheLayout = SEED_LAYOUT) -> StateBytes:
+    """One request's KV and state before the engine's hybrid pools (no page alignment, no state pool): what the
+    pools are sized from, and what `memory` shows beside what they hold."""
+    return request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights,
+                         replace(layout, block_alignment=None, state_pool_share=None))
+
+
 def _bare(model: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int, mtp_layers: int,
           kvp_splits_weights: bool, layout: CacheLayout) -> StateBytes | None:
-    """One request's KV and state before the engine's pools; None where it keeps no state pool of its own for
-    this model (no hybrid of growing KV and constant state, or shared pages)."""
+    """unpooled_state where the engine keeps a state pool of its own for this model; None where it does not (no
+    hybrid of growing KV and constant state, or shared pages)."""
     if layout.state_pool_share is None:
         return None
-    bare = request_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights,
-                         replace(layout, block_alignment=None, state_pool_share=None))
+    bare = unpooled_state(model, pc, prec, seq_len, mtp_layers, kvp_splits_weights, layout)
     return bare if bare.kv > 0 and bare.constant > 0 else None
 
 

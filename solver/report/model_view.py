@@ -212,13 +212,10 @@ def _state_data(m: ModelSpec, pc: ParallelConfig, prec: Precision, seq_len: int,
     """One request's constant state (linear attention, SSM) on one rank and what the engine's hybrid allocation
     holds for it (request_state under the engine's layout): pages padded to the attention page, or slots of a
     state pool of a fixed share, and there which pool bounds the batch."""
-    from dataclasses import replace
-
-    from solver.estimate.request_state import request_state, state_pool_binds
+    from solver.estimate.request_state import state_pool_binds, unpooled_state
 
     layout, kvp = opts.cache_layout, opts.kvp_splits_attention_weights
-    bare = request_state(m, pc, prec, seq_len, kvp_splits_weights=kvp,
-                         layout=replace(layout, block_alignment=None, state_pool_share=None))
+    bare = unpooled_state(m, pc, prec, seq_len, kvp_splits_weights=kvp, layout=layout)
     out: dict[str, Any] = {"bytes": bare.constant, "held_bytes": rank.constant}
     if layout.block_alignment is not None and bare.kv > 0:
         out |= {"form": "pages", "pages": layout.state_pages,
