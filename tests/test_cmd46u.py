@@ -213,3 +213,13 @@ def test_the_table_says_the_figures_the_command_sets_beside_its_configuration():
                                   "--max-num-seqs 32 --max-model-len 2048", "--hardware", "h200_sxm", "--isl", "1024",
                                   "--osl", "1024"])
     assert "the command's own figures: 64 requests at once, a model length of 2,048" in r.output, r.output
+
+
+def test_a_pipeline_flag_at_the_engines_default_reads_as_leaving_it_out():
+    """vLLM's --pipeline-parallel-size defaults to 1 (config/parallel.py:148; vllm.yaml records `default: 1`):
+    `-tp 8 -pp 1` is the configuration `-tp 8` is."""
+    hw = load_hardware("h200_sxm")
+    a = read_command("vllm serve deepseek-ai/DeepSeek-V3 -tp 8 -pp 1 --max-num-seqs 64", hw)
+    b = read_command("vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --max-num-seqs 64", hw)
+    assert (a.world, a.parallel_config) == (b.world, b.parallel_config)
+    assert a.parallel_config["pp_size"] == 1 and a.parallel_config["attn_tp_size"] == 8
