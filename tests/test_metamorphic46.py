@@ -2,6 +2,8 @@
 deployment it found: the two commands are run and compared."""
 from __future__ import annotations
 
+import pytest
+
 import json
 from pathlib import Path
 
@@ -51,6 +53,7 @@ def test_a_group_without_any_choice_leaves_no_least_memory_configuration() -> No
         {"attn": 0, "moe": 0}
 
 
+@pytest.mark.slow  # a whole plan of several cluster sizes (~2.5 s)
 def test_a_model_past_the_cards_is_answered_infeasible_with_what_would_fit_not_an_internal_error() -> None:
     """Nemotron-3-Ultra (550B, 1,098.6 GB of bf16 weights) on 2 Atlas A2 (2 x 65.0 GB usable): exit 1 naming
     the memory and the cards that fit. The search for what would fit plans larger worlds, where the MoE group may

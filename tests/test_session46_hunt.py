@@ -154,6 +154,7 @@ def test_api_afd_is_a_boolean_and_a_files_own_with_config():
         api.check(config=LC_AFD, afd=True)
 
 
+@pytest.mark.slow  # a whole plan of several cluster sizes (~2.5 s)
 def test_a_disagg_remedy_plans_the_worker_under_its_pools_rules():
     """Llama-3.1-405B (811.7 GB of bf16 weights) on 64 H100 under vLLM, disaggregated: vLLM's NIXL consumer runs no
     decode PP, so a decode worker splits the weights at most TP 8 ways inside a node: 811.7 / 8 = 101.5 GB a rank
