@@ -41,12 +41,13 @@ def test_world_bound_rules_are_those_reading_the_world_size():
 
 @pytest.mark.slow  # a plan of hundreds of dies (CI's slow suite runs it)
 def test_copies_hint_when_the_experts_rule_binds_the_world():
-    """768 A3 dies, 256 experts: EP768 needs 512 redundant copies the EPLB placement cannot place, EP256 needs
-    PP3 and runs about 2 tok/s per rank. Two copies of 384 (EP384, 128 redundant experts, which the placement
-    holds) run about 80: past MARGIN (1.2x), and the note names the copies, the rule and the command."""
+    """768 A3 dies, 256 experts: EP768 needs 512 redundant copies the EPLB placement cannot place, so the 768
+    dies run in pipeline stages (DP engines under PP, as vLLM 0.23.0 starts them: PP2 of EP384, about 40 tok/s per
+    rank). Two copies of 384 (EP384, 128 redundant experts, which the placement holds) run about 80: past MARGIN
+    (1.2x), and the note names the copies, the rule and the command."""
     result, cands = _solve(768)
     here = cands[0].planned.estimate.output_tokens_per_s_per_rank
-    assert cands[0].planned.config.pp_size == 3 and here < 5
+    assert cands[0].planned.config.pp_size > 1
     note = result.copies_note
     assert note is not None and note.startswith("2 copies of 384 x atlas_a3 (")
     assert "C.eplb_placement_within_experts" in note
