@@ -89,6 +89,7 @@ def _miscounts(paths: list[Path]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.skipif(not (WHEEL / "models").is_dir(), reason="needs the unzipped transformers 5.25.0 wheel")
+@pytest.mark.slow  # every catalog class (~6 s)
 def test_every_left_out_field_of_each_catalog_class_counts_as_its_class_default() -> None:
     # one catalog model per configuration class (29 of the 42 catalog configs, a fifth of the whole sweep's time)
     assert _miscounts(one_catalog_config_per_class()) == []

@@ -216,6 +216,7 @@ SLOW_OK = [HealthCheck.too_slow, HealthCheck.filter_too_much]
 
 @settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=SLOW_OK)  # 200 in the slow pass
 @given(CASES)
+@pytest.mark.slow  # every engine x shape round trip (~10 s)
 def test_every_printed_candidate_passes_check_and_launches_as_printed(case):
     solved = check_roundtrip(*case)
     event("solved" if solved else "infeasible: nothing printed")

@@ -42,6 +42,7 @@ def test_fuzzed_command_lines_never_trace_back_nor_accept_invalid_input(fixtures
     one()
 
 
+@pytest.mark.slow  # the generator drawn over every subcommand (~13 s)
 def test_the_generator_labels_every_subcommand_both_ways(fixtures: fc.Fixtures) -> None:
     """The labels must mean something: each subcommand gets valid and invalid cases."""
     seen: dict[str, set[str]] = {}

@@ -1,6 +1,8 @@
 """Inputs the tool accepted but should refuse, and names it printed wrong: one rule per test."""
 from __future__ import annotations
 
+import pytest
+
 import yaml
 from click.testing import CliRunner
 
@@ -62,6 +64,7 @@ def test_estimate_and_memory_of_an_alias_name_the_alias():
     assert (data["model"], data["config"]) == ("llama-3.3-70b", "Meta-Llama-3.1-70B")
 
 
+@pytest.mark.slow  # a disaggregated plan (~4 s)
 def test_a_disaggregated_answer_of_an_alias_names_the_alias():
     args = ["solve", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "16", "--isl", "1024", "--osl", "128",
             "--serving", "disagg"]

@@ -84,6 +84,7 @@ def _silent(paths: list[Path]) -> set[tuple[str, str]]:
 
 
 @pytest.mark.skipif(not (WHEEL / "models").is_dir(), reason="needs the unzipped transformers 5.25.0 wheel")
+@pytest.mark.slow  # every catalog class (~4 s)
 def test_every_shape_field_of_each_catalog_class_s_modeling_code_is_read_or_known() -> None:
     assert _silent(one_catalog_config_per_class()) - _NOT_MISCOUNTS == set()
 
