@@ -20,9 +20,9 @@ node) are priced as if aligned, as stage-major stages are.
 from __future__ import annotations
 
 from solver.memo import IdentityMemo
+from solver.specs.framework import DP_MAJOR, STAGE_MAJOR  # the profile field's values, defined there
 from solver.specs.hardware import Hardware
 
-STAGE_MAJOR, DP_MAJOR = "stage_major", "dp_major"
 RANK_ORDERS = (STAGE_MAJOR, DP_MAJOR)
 
 _VIEWS = IdentityMemo(1024)  # one device view per (device, pp, engine ranks): the estimate's caches key on identity

@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 DECODE_BOUND_NAMES = frozenset({"kvp_size", "cp_size", "index_topk", *DEVICE_FLAGS})
 
 
+
+# how an engine numbers a deployment's ranks (FrameworkProfile.rank_order; estimate.stage_ranks reads them)
+STAGE_MAJOR, DP_MAJOR = "stage_major", "dp_major"
+
 class HybridStateLayout(BaseModel):
     """How the engine allocates a hybrid model's constant per-request state (linear attention, SSM) beside its
     growing KV: in the KV pages of one shared pool (`block_alignment`), or in a pool of its own taking a fixed
@@ -210,8 +214,8 @@ class FrameworkProfile(BaseModel):
         "SGLang's --nnodes: world / nnodes a node), so ranks that leave a node part-filled spread evenly over the "
         "fewest nodes that hold them (12 on 8-GPU nodes: 2 x 6; space.placement); false: nodes fill in rank "
         "order, the last one part-filled (one MPI world)")
-    rank_order: Literal["stage_major", "dp_major"] = Field(
-        "stage_major", description="how the engine numbers a deployment's ranks (estimate.stage_ranks): stage_major, "
+    rank_order: Literal[STAGE_MAJOR, DP_MAJOR] = Field(  # type: ignore[valid-type]
+        STAGE_MAJOR, description="how the engine numbers a deployment's ranks (estimate.stage_ranks): stage_major, "
         "PP outermost, each pipeline stage's ranks consecutive (SGLang: attention DP inside the TP group); "
         "dp_major, DP outermost, then PP, then one attention group's TP x CP ranks (vLLM: ExternalDP x DP x PP x "
         "PCP x TP), so a stage's DP engines sit PP x their size apart and each engine's stages are neighbours. The "
