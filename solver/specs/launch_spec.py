@@ -274,6 +274,18 @@ class DisaggLaunch(BaseModel):
         return names & POOL_NAMES
 
 
+class OtherProgram(BaseModel):
+    """Another program that runs the same server with the same flags (vLLM's `python3 -m
+    vllm.entrypoints.openai.api_server` beside `vllm serve`): a pasted command running it is read as the launch's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    argv: list[str] = Field(min_length=1, description="its tokens before the engine's arguments")
+    positional_model: bool = Field(description="it serves a positional model token (false: by the launch's "
+                                   "model_flag only, a positional one parsed and ignored)")
+    source: str = Field(min_length=1)
+
+
 ONLINE_SPLIT_KEY = "enable_online_split_weight"  # the seed's deployment key (specs.deployment.Deployment)
 
 
@@ -297,6 +309,14 @@ class LaunchSpec(BaseModel):
     # config override that raises the factor), with its source: said in the launch's note beside the args that
     # read `past_context` (the engine's switch that allows a longer maximum model length)
     long_context: str = ""
+    # What a pasted command (check --command) may carry that the launch does not print the same way. site_flags:
+    # the flags whose value is the site's (an address, a port, a node's rank, a worker node's switch), whether the
+    # launch prints them or not: read as site settings, compared with nothing. model_flag: the flag the engine's
+    # parser also takes the model by, beside the positional token the launch writes. programs: other programs that
+    # run the same server with the same flags.
+    site_flags: list[str] = Field(default_factory=list)
+    model_flag: str | None = None
+    programs: list[OtherProgram] = Field(default_factory=list)
 
     def splits_weights_online(self) -> bool:
         """The command always sets the seed's `enable_online_split_weight` true: the runtime splits the checkpoint
@@ -344,6 +364,14 @@ class LaunchSpec(BaseModel):
                 raise ValueError(f"argument {a.flag or a.key}: unknown document {a.doc}")
         if sum(a.step_budget for a in self.args) > 1:
             raise ValueError("at most one argument sets the step_budget")
+        bad = [f for f in (*self.site_flags, *([self.model_flag] if self.model_flag else ())) if not f.startswith("-")]
+        if bad:
+            raise ValueError(f"site_flags / model_flag: {', '.join(bad)} is not a flag (it starts with -)")
+        model_arg = next((a for a in self.args if a.text and "{model_path}" in a.text), None)
+        if self.model_flag is not None and (model_arg is None or model_arg.flag is not None):
+            raise ValueError("model_flag: the launch writes no positional {model_path} for it to stand beside")
+        if any(not p.positional_model for p in self.programs) and self.model_flag is None:
+            raise ValueError("programs: one reads the model by flag only (positional_model false): give model_flag")
         if self.disagg is not None:
             clash = sorted(set(self.disagg.documents) & set(self.documents))
             if clash:
