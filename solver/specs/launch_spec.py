@@ -286,6 +286,19 @@ class OtherProgram(BaseModel):
     source: str = Field(min_length=1)
 
 
+class Respelling(BaseModel):
+    """Another spelling the engine's parser resolves to one of the launch's flags: `flag`'s value, where switch
+    `with_switch` is on, is `reads_as`'s (SGLang's deprecated `--dp-size N --enable-dp-attention`, its
+    `--attn-dp-size N`); the switch is spent either way, and a command giving `reads_as` keeps `flag` as it is."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    flag: str
+    with_switch: str
+    reads_as: str
+    source: str = Field(min_length=1)
+
+
 ONLINE_SPLIT_KEY = "enable_online_split_weight"  # the seed's deployment key (specs.deployment.Deployment)
 
 
@@ -313,10 +326,11 @@ class LaunchSpec(BaseModel):
     # the flags whose value is the site's (an address, a port, a node's rank, a worker node's switch), whether the
     # launch prints them or not: read as site settings, compared with nothing. model_flag: the flag the engine's
     # parser also takes the model by, beside the positional token the launch writes. programs: other programs that
-    # run the same server with the same flags.
+    # run the same server with the same flags. respellings: older spellings the parser resolves to the launch's.
     site_flags: list[str] = Field(default_factory=list)
     model_flag: str | None = None
     programs: list[OtherProgram] = Field(default_factory=list)
+    respellings: list[Respelling] = Field(default_factory=list)
 
     def splits_weights_online(self) -> bool:
         """The command always sets the seed's `enable_online_split_weight` true: the runtime splits the checkpoint
