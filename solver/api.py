@@ -444,7 +444,7 @@ _CHECK_FILE_KEYS = ("model", "hardware", "cards", "framework")  # what overrides
 def _check_config(model: str | os.PathLike | None = None, hardware: str | os.PathLike | None = None,
                   cards: int | None = None, *, config: str | os.PathLike | None = None, candidate: str | int | None = None,
                   isl: int | None = None, osl: int | None = None, concurrency: int | None = None,
-                  phase: str | None = None, batch: int | None = None, seq_len: int | None = None, mtp: int = 0,
+                  phase: str | None = None, batch: int | None = None, seq_len: int | None = None, mtp: int | None = None,
                   mtp_accept: float | None = None, prefix_hit: float = 0.0,
                   framework: str | os.PathLike | None = None,
                   weight_dtype: str | None = None, moe_weight_dtype: str | None = None, kv_dtype: str | None = None,
@@ -472,7 +472,7 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
         if hardware is None:
             raise InputError("hardware", "missing: give it with command=")
         read, dep = command_deployment(command, str(hardware), cards, None if framework is None else str(framework),
-                                       None if model is None else str(model), isl, osl, concurrency, mtp or None,
+                                       None if model is None else str(model), isl, osl, concurrency, mtp,
                                        weight_dtype, moe_weight_dtype, kv_dtype)
         res = check_deployment(dep, read.model, str(hardware), read.world, read.framework, None, GIVEN_AS)
         res.command = read  # type: ignore[attr-defined]
@@ -503,6 +503,7 @@ def _check_config(model: str | os.PathLike | None = None, hardware: str | os.Pat
         if value is None:
             raise InputError(key, "missing: give it, or a deployment file as config=")
     # one complete workload, or refused; the hit rate as it reads it ("0.5" given as text)
+    mtp = mtp or 0  # none given: no draft tokens (with command=, None reads the command's depth)
     hit = workload_of(isl, osl, concurrency, phase, batch, seq_len, mtp, mtp_accept, prefix_hit).prefix_hit
     spec = WorkloadSpec(**{k: v for k, v in (("isl", isl), ("osl", osl), ("concurrency", concurrency),
                                              ("phase", phase), ("batch", batch), ("seq_len", seq_len)) if v is not None},
@@ -522,7 +523,7 @@ def _knob_keys() -> set[str]:
 # what estimate / memory / check may be given as None: the workload's fields and the knobs (unset); check's
 # deployment too, which a file may give instead
 _ONE_CONFIG_OPTIONAL = frozenset({"isl", "osl", "concurrency", "phase", "batch", "seq_len", *CONFIG_FLAGS})
-_CHECK_OPTIONAL = _ONE_CONFIG_OPTIONAL | {"model", "hardware", "cards", "config", "candidate", "framework"}
+_CHECK_OPTIONAL = _ONE_CONFIG_OPTIONAL | {"model", "hardware", "cards", "config", "candidate", "framework", "mtp"}
 
 run_solve = _api("run_solve", entry.run_solve, _run_solve_keys)
 run_disagg = _api("run_disagg", entry.run_disagg, lambda: _params_of(entry.run_disagg))

@@ -99,6 +99,9 @@ def _print_read(con, read) -> None:
         con.print(f"  the command's own figures: {', '.join(f for f in figures if f)}")
     for other in read.also:
         con.print("  also printed by: " + ", ".join(f"{k}={v}" for k, v in other.items()))
+    if read.site:
+        con.print("  read as the site's (compared with nothing): "
+                  + ", ".join(f"{k} {v}" if v != "true" else k for k, v in read.site.items()))
     if read.not_read:
         con.print(f"  not read (the {read.framework} launch never prints them): {', '.join(read.not_read)}")
     for n in read.notes:

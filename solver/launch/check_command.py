@@ -13,7 +13,7 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
     """One line per setting (a non-parallel argument of the profile) the command gives otherwise than the launch
     of its configuration at this workload, or leaves out where the launch sets it."""
     from solver.launch.emit import LaunchInputs, emit_launch, model_len
-    from solver.launch.read_command import is_parallel
+    from solver.launch.read_command import is_parallel, site_flags
     from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
     from solver.specs.model_catalog import load_model
@@ -30,7 +30,9 @@ def _settings_notes(r: CommandReading, hardware: str, isl: int, osl: int, concur
     out = []
     for arg in fw.launch.args if fw.launch else ():
         slot = slot_of(fw, arg)
-        if slot is None or is_parallel(fw, arg) or slot not in printed and slot not in r.given:
+        if slot is None or is_parallel(fw, arg) or slot not in printed and slot not in r.given \
+                or slot[0] == "flag" and slot[1] in site_flags(fw) \
+                or "{model_path}" in (arg.text or ""):  # the site's, compared with nothing; the model, read
             continue
         mine, plan = r.given.get(slot), printed.get(slot)
         line = f"{_slot_name(slot, fw)}: " + (f"not given; the launch sets {plan}" if mine is None else
@@ -50,6 +52,7 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
     number formats are the given ones, else the checkpoint's (a command names a served checkpoint, not its
     format): a note says which were read so."""
     from solver.specs.deployment import Deployment, QuantSpecIn, WorkloadSpec
+    from solver.specs.framework import load_framework
     from solver.specs.hardware_catalog import load_hardware
 
     r = read_command(command, load_hardware(hardware), cards, framework, model, concurrency,
@@ -62,6 +65,15 @@ def command_deployment(command: str, hardware: str, cards: int | None = None, fr
             bound = f" (the command's maximum model length {r.max_model_len:,} bounds ISL + OSL)" if r.max_model_len \
                 else ""
             raise InputError(flag, f"missing: give --isl and --osl{bound}")
+    # the command's depth: what it sets, or none where the profile spells the depth and the command leaves it out
+    fw = load_framework(r.framework)
+    spells = any(a.value_expr is not None and a.value_expr.names == {"mtp"} for a in fw.launch.args) \
+        if fw.launch else False
+    own = r.mtp if r.mtp is not None else 0 if spells else None
+    if mtp is not None and own is not None and mtp != own:
+        raise InputError("--mtp", f"{mtp}, while the command runs MTP depth {own}"
+                                  f"{'' if r.mtp else ' (it sets no draft tokens)'}: leave --mtp out to check the "
+                                  "command's depth, or change the command")
     depth = mtp if mtp is not None else r.mtp or 0
     if r.max_model_len is not None and isl + osl > r.max_model_len:  # type: ignore[operator]
         r.notes.append(f"ISL + OSL = {isl + osl:,} exceeds the command's maximum model length "  # type: ignore[operator]

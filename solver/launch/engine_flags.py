@@ -23,6 +23,16 @@ def engine_flags() -> dict[str, dict[str, Any]]:
     return yaml.safe_load(DATA.read_text())
 
 
+def flag_read_as(flags: dict[str, Any], flag: str) -> list[str]:
+    """The recorded flags a parser reads `flag` as: itself where recorded, else every recorded long flag it begins
+    (argparse's allow_abbrev, on unless a parser turns it off: SGLang 0.5.23 server_args.py:679 builds a plain
+    argparse.ArgumentParser, vLLM 0.23.0 utils/argparse_utils.py:113-134 FlexibleArgumentParser passes no
+    allow_abbrev; so SGLang takes `--tp 8` as `--tp-size 8`). One: that flag; several: ambiguous; none: unknown."""
+    if flag in flags:
+        return [flag]
+    return [f for f in flags if f.startswith(flag)] if flag.startswith("--") and len(flag) > 2 else []
+
+
 def _typed(kind: str, value: str) -> bool:
     try:
         if kind == "int":
@@ -78,10 +88,13 @@ def argv_problems(engine: str, argv: list[str]) -> list[str]:
             i += 1
             continue
         flag, eq, inline = token.partition("=")
-        spec = flags.get(flag)
+        read_as = flag_read_as(flags, flag)
+        spec = flags[read_as[0]] if len(read_as) == 1 else None
         i += 1
         if spec is None:
-            out.append(f"{flag}: {engine} {data['version']} has no such flag")
+            shown = ", ".join(read_as[:4]) + (f" and {len(read_as) - 4} more" if len(read_as) > 4 else "")
+            out.append(f"{flag}: ambiguous in {engine} {data['version']}'s parser (it begins {shown})"
+                       if read_as else f"{flag}: {engine} {data['version']} has no such flag")
             while i < len(argv) and not is_flag(argv[i]):
                 i += 1
             continue

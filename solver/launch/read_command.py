@@ -72,30 +72,55 @@ def program_at(argv: list[str], prog: list[str]) -> int | None:
     return next((i for i in range(len(argv) - n + 1) if n and all(map(_same, argv[i:i + n], prog))), None)
 
 
-def find_engine(argv: list[str], hw: Hardware, framework: str | None) -> FrameworkProfile:
-    """The profile whose program the command runs (of those that run on `hw`, or `framework` where given)."""
+@dataclass(frozen=True)
+class Run:
+    """Which of the profile's programs a command runs, where, and whether that program reads a positional model."""
+
+    program: list[str]
+    start: int
+    positional_model: bool
+
+
+def run_of(argv: list[str], fw: FrameworkProfile) -> Run | None:
+    """The first of the profile's programs (its launch's, then launch.programs) that `argv` runs; None: none."""
+    spec = fw.launch
+    progs = [(program(fw), True)] + [(p.argv, p.positional_model) for p in (spec.programs if spec else ())]
+    return next((Run(prog, at, positional) for prog, positional in progs
+                 if (at := program_at(argv, prog)) is not None), None)
+
+
+def find_engine(argv: list[str], hw: Hardware, framework: str | None) -> tuple[FrameworkProfile, str | None]:
+    """The profile whose program the command runs (of those that run on `hw`, or `framework` where given), and a
+    note where another profile runs it there too."""
     from solver.specs.framework import list_frameworks, load_framework
 
     profiles = [load_framework(framework)] if framework else \
         [fw for fw in map(load_framework, list_frameworks()) if fw.launch is not None]
-    running = [fw for fw in profiles if program_at(argv, program(fw)) is not None]
+    running = [fw for fw in profiles if run_of(argv, fw) is not None]
     if not running:
         known = "; ".join(f"{' '.join(program(fw))} ({fw.name})" for fw in profiles if program(fw))
         what = f"{framework}'s profile launches {known or 'no program'}" if framework else \
             f"no engine profile launches it (they launch: {known})"
         raise InputError("--command", f"{' '.join(argv[:3])}: {what}")
-    on_hw = []
-    for fw in running:
-        try:
-            fw.check_vendor(hw.name, hw.vendor)
-        except InputError:
-            continue
-        on_hw.append(fw)
+    on_hw = [fw for fw in running if fw.runs_on(hw.vendor)]
+    # several run the program here: the one made for this vendor's devices alone is what the program is there (vLLM
+    # on an Ascend die runs through vllm-ascend, the profile whose vendors are [huawei])
+    own = [fw for fw in on_hw if list(fw.vendors) == [hw.vendor]]
+    if len(on_hw) > 1 and len(own) == 1:
+        others = ", ".join(fw.name for fw in on_hw if fw is not own[0])
+        return own[0], (f"read as {own[0].name}, the profile for {hw.vendor} devices alone ({others} also runs "
+                        f"the program there: --framework {others.split(',')[0]} reads it so)")
     if len(on_hw) != 1:
         names = ", ".join(fw.name for fw in (on_hw or running))
         why = f"several profiles launch it on {hw.name} ({names})" if on_hw else f"{names} do not run on {hw.name}"
-        raise InputError("--command", f"{' '.join(program(running[0]))}: {why}; name one with --framework")
-    return on_hw[0]
+        raise InputError("--command", f"{' '.join(run_of(argv, running[0]).program)}: {why}; "  # type: ignore[union-attr]
+                                      "name one with --framework")
+    return on_hw[0], None
+
+
+def site_flags(fw: FrameworkProfile) -> set[str]:
+    """The flags whose value is the site's (launch.site_flags): read, compared with nothing."""
+    return set(fw.launch.site_flags) if fw.launch else set()
 
 
 def _switches(fw: FrameworkProfile) -> tuple[set[str], set[str]]:
@@ -119,7 +144,9 @@ def aliases(fw: FrameworkProfile) -> dict[str, str]:
     from solver.launch.engine_flags import engine_flags
 
     record = engine_flags().get(fw.name, {}).get("flags", {})
-    own = {a.flag for a in (fw.launch.args if fw.launch else ()) if a.flag}
+    spec = fw.launch
+    own = {a.flag for a in (spec.args if spec else ()) if a.flag} | site_flags(fw) | \
+        ({spec.model_flag} if spec and spec.model_flag else set())
     dest = {record[f]["dest"]: f for f in own if f in record}
     # a --no-X switch sets the same destination the other way: not a spelling of X
     return {f: dest[s["dest"]] for f, s in record.items() if s["dest"] in dest and f not in own
@@ -133,8 +160,10 @@ def config_names(fw: FrameworkProfile) -> set[str]:
 
 
 def is_parallel(fw: FrameworkProfile, arg: LaunchArg) -> bool:
+    """The argument spells the parallel configuration: it reads a knob, a derived size or the world, no workload
+    figure, and is no site flag (a port printed only for some configurations still reads the world in its when)."""
     reads = _reads(arg)
-    return bool(reads & config_names(fw)) and not reads & NOT_PARALLEL
+    return bool(reads & config_names(fw)) and not reads & NOT_PARALLEL and arg.flag not in site_flags(fw)
 
 
 def slot_of(fw: FrameworkProfile, arg: LaunchArg) -> Slot | None:
@@ -168,7 +197,9 @@ class Reading:
     values: dict[Slot, str] = field(default_factory=dict)
     flags: dict[str, str | bool] = field(default_factory=dict)
     positional: list[str] = field(default_factory=list)
-    unread: list[str] = field(default_factory=list)
+    unread: dict[str, str] = field(default_factory=dict)  # document name -> `flag file: why it is not read`
+    documents: set[str] = field(default_factory=set)       # the documents read
+    respelt: list[str] = field(default_factory=list)       # flags read in another spelling (launch.respellings)
 
 
 def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files: dict[str, str]) -> Reading:
@@ -176,10 +207,25 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
     its documents (a JSON flag's value, or a file the text writes or that exists on disk)."""
     from pathlib import Path
 
+    from solver.launch.engine_flags import engine_flags, flag_read_as
+
     spec = fw.launch
     spelt = aliases(fw)
-    flags = {spelt.get(f, f): v for f, v in parsed.flags.items()}  # in the profile's spelling
+    record = engine_flags().get(fw.name, {}).get("flags", {})
+
+    def full(flag: str) -> str:  # the recorded flag a unique prefix stands for (`--tp` for `--tp-size`)
+        read_as = flag_read_as(record, flag)
+        return read_as[0] if len(read_as) == 1 else flag
+
+    flags = {spelt.get(full(f), full(f)): v for f, v in parsed.flags.items()}  # in the profile's spelling
     out = Reading(flags=flags, positional=list(parsed.positional))
+    for r in (spec.respellings if spec else ()):
+        if flags.get(r.with_switch) is True:
+            del flags[r.with_switch]
+            if r.flag in flags and r.reads_as not in flags:
+                flags[r.reads_as] = flags.pop(r.flag)
+                out.respelt.append(f"{r.flag} {flags[r.reads_as]} {r.with_switch}: read as {r.reads_as} "
+                                   f"{flags[r.reads_as]}, the spelling {fw.name}'s parser resolves it to")
     for flag, v in flags.items():
         out.values[("flag", flag)] = _norm(v)
     for name, v in env.items():
@@ -194,12 +240,16 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
             fname = flags.get(d.flag) if d.flag else next((p for p in parsed.positional if p.endswith(d.file)),
                                                                  None)
             if isinstance(fname, str):
+                said = f"{d.flag or ''} {fname}".strip()
                 if fname in files:
                     text = files[fname]
-                elif Path(fname).is_file():
-                    text = Path(fname).read_text()
+                elif not Path(fname).is_file():
+                    out.unread[name] = f"{said}: not in the text nor a file on disk"
                 else:
-                    out.unread.append(f"{d.flag or ''} {fname}".strip())
+                    try:
+                        text = Path(fname).read_text()
+                    except (OSError, UnicodeDecodeError) as exc:
+                        out.unread[name] = f"{said}: cannot be read ({getattr(exc, 'strerror', None) or exc})"
         if text is None:
             continue
         try:
@@ -207,6 +257,7 @@ def reading(fw: FrameworkProfile, parsed: ParsedArgv, env: dict[str, str], files
         except (ValueError, yaml.YAMLError) as exc:
             raise InputError("--command", f"{d.flag or d.file}: does not parse as {d.format} ({exc})") from None
         docs[name] = doc if isinstance(doc, dict) else {}
+        out.documents.add(name)
     for arg in (spec.args if spec else ()):
         if arg.doc is not None and arg.doc in docs:
             v = _dotted(docs[arg.doc], arg.key or "")
@@ -253,6 +304,7 @@ class CommandReading:
     mtp: int | None
     read: dict[str, str]                  # the parallel flags matched, as given
     not_read: list[str]                   # flags and variables the profile never prints
+    site: dict[str, str] = field(default_factory=dict)  # the site's flags (launch.site_flags), as given
     notes: list[str] = field(default_factory=list)
     given: dict[Slot, str] = field(default_factory=dict, repr=False)  # every slot the command sets
 
@@ -264,6 +316,8 @@ class CommandReading:
         for key in ("concurrency_cap", "max_model_len", "mtp"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.site:
+            out["site_settings"] = self.site
         if self.not_read:
             out["not_read"] = self.not_read
         if self.notes:
@@ -298,7 +352,9 @@ def resolve_model(token: str | None, override: str | None) -> tuple[str, ModelSp
         raise InputError("--command", f"model {name}: not in the catalog ({hint}); or give --model") from exc
 
 
-def _model_token(fw: FrameworkProfile, user: Reading) -> str | None:
+def _model_token(fw: FrameworkProfile, user: Reading, run: Run, notes: list[str]) -> str | None:
+    """The model the command names: the flag the launch writes it after, or its positional token, else the
+    profile's model_flag (a positional token first where the program reads both, as the engine's parser does)."""
     spec = fw.launch
     arg = next((a for a in (spec.args if spec else ()) if a.text and "{model_path}" in a.text), None)
     if arg is None:
@@ -308,7 +364,21 @@ def _model_token(fw: FrameworkProfile, user: Reading) -> str | None:
         return v if isinstance(v, str) else None
     literal = set(program(fw)) | {a.text for a in spec.args if a.text and a.flag is None and "{" not in a.text}
     rest = [p for p in user.positional if p not in literal]
-    return rest[0] if rest else None
+    flag = spec.model_flag if spec else None
+    by_flag = user.flags.get(flag) if flag else None
+    by_flag = by_flag if isinstance(by_flag, str) else None
+    if not run.positional_model:
+        if rest and by_flag is None:
+            raise InputError("--command", f"{' '.join(run.program)} serves the model given by {flag} only (a "
+                                          f"positional {rest[0]} is parsed and ignored: the engine would serve its "
+                                          f"default model); write {flag} {rest[0]}")
+        if rest:
+            notes.append(f"{rest[0]}: a positional model {' '.join(run.program)} ignores; read {flag} {by_flag}")
+        return by_flag
+    if rest and by_flag:  # vLLM 0.23.0 argparse_utils.py:251-281 moves --model to the positional's place: two
+        raise InputError("--command", f"the model is given twice ({rest[0]}, and {flag} {by_flag}): "
+                                      f"{' '.join(run.program)}'s parser takes one; give one")
+    return rest[0] if rest else by_flag
 
 
 def _cap(fw: FrameworkProfile, model: ModelSpec, hw: Hardware, pc, world: int, arg: LaunchArg, given: int,
@@ -351,24 +421,35 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     from solver.specs.scenario import Scenario
 
     cmd: CommandText = read_text(text)
-    fw = find_engine(cmd.argv, hw, framework)
-    prog = program(fw)
-    start = program_at(cmd.argv, prog) or 0
-    after = cmd.argv[start + len(prog):]  # the engine's arguments
-    if fw.name in engine_flags():
-        problems = argv_problems(fw.name, prog + after)
+    fw, picked = find_engine(cmd.argv, hw, framework)
+    run = run_of(cmd.argv, fw)
+    if run is None:  # find_engine found one of its programs
+        raise InputError("--command", f"{' '.join(cmd.argv[:3])}: not {fw.name}'s program")
+    start = run.start
+    after = cmd.argv[start + len(run.program):]  # the engine's arguments
+    record = engine_flags().get(fw.name)
+    if record:  # checked as the recorded program's (another program of the profile takes the same flags)
+        problems = argv_problems(fw.name, list(record["program"]) + after)
         if problems:
             raise InputError("--command", ("\n  " if len(problems) > 1 else "") + "\n  ".join(problems))
     switches, valued = _switches(fw)
     user = reading(fw, parse_argv(after, switches, valued), cmd.env, cmd.files)
-    name, spec = resolve_model(_model_token(fw, user), model)
     args = fw.launch.args if fw.launch else []
     parallel = {slot_of(fw, a) for a in args if is_parallel(fw, a)} - {None}
+    _documents_needed(fw, user, parallel)
+    notes: list[str] = ([picked] if picked else []) + user.respelt
+    name, spec = resolve_model(_model_token(fw, user, run, notes), model)
     # a flag given at the engine's own default (`-tp 1`) is the flag left out, which is how the launch prints it
     default = {slot_of(fw, a): str(a.default) for a in args if a.default is not None}
     printed = {slot_of(fw, a) for a in args} | {("flag", d.flag) for d in fw.launch.documents.values() if d.flag}
-    not_read = [_slot_name(s, fw) for s in user.values if s not in printed]
-    notes = [f"{u}: not read (the file is not in the text nor on disk)" for u in user.unread]
+    site = {s[1]: user.values[s] for s in user.values if s[0] == "flag" and s[1] in site_flags(fw)}
+    model_flag = fw.launch.model_flag if fw.launch else None
+    not_read = [_slot_name(s, fw) for s in user.values if s not in printed
+                and not (s[0] == "flag" and (s[1] in site or s[1] == model_flag))]
+    notes += [f"{u} (not read)" for u in user.unread.values()]
+    if not_read and not record:
+        notes.append(f"{fw.name}'s parser is not recorded here (solver/launch/engine_flags.yaml): a flag it does "
+                     "not take is listed as not read, not refused")
     if cmd.argv[:start] or cmd.shell:
         shell = " ".join(cmd.argv[:start]) + (" ... " if cmd.argv[:start] else "... ") + " ".join(cmd.shell)
         notes.append(f"{shell.strip()}: the shell's or a wrapper's, not {fw.name}'s: not read")
@@ -378,6 +459,7 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
     mtp_read = mtp or 0
     matches: list[tuple[int, dict[str, int]]] = []
     refused: list[str] = []  # why the launch of a configuration that prints the flags is refused
+    unset: set[Slot] = set()  # document keys a configuration prints that the command's document leaves out
     for world in worlds:
         scenario = Scenario(concurrency=concurrency or world, mtp=mtp_read)
         batch = concurrency or world
@@ -390,8 +472,11 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
                 printed_by = launch_reading(fw, emit_launch(fw, spec, hw, pc, replace(inputs, with_memory=False)))
             except InputError:
                 continue
-            if not all(printed_by.values.get(s, default.get(s)) == user.values.get(s, default.get(s))
-                       for s in parallel):
+            differ = [s for s in parallel if printed_by.values.get(s, default.get(s)) != user.values.get(s, default.get(s))]
+            if differ:
+                # a key the document leaves out is the engine's default, which the profile does not record
+                if all(s[0] == "doc" and s not in user.values and s not in default for s in differ):
+                    unset.update(differ)
                 continue
             try:
                 emit_launch(fw, spec, hw, pc, inputs)
@@ -406,6 +491,10 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
         shown = ", ".join(f"{k} {v}" for k, v in given.items()) or "no parallel flag"
         at = f"{cards} cards" if cards else f"any world size its numbers allow ({', '.join(map(str, worlds))})"
         why = f"; the launch that prints them is refused ({refused[0]})" if refused else ""
+        if unset and not refused:
+            keys = ", ".join(sorted(_slot_name(s, fw) for s in unset))
+            why = (f"; the command leaves {keys} out, which {fw.name}'s launch sets for the configurations these "
+                   "flags fit, and the profile records no default for them: write them")
         raise InputError("--command", f"{shown}: no configuration {fw.name} admits for {spec.name} on {hw.name} at "
                                       f"{at} prints these parallel flags{why}")
     matches = _distinct(matches)
@@ -430,13 +519,30 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
             continue
         if arg.value_expr.names == {"max_model_len"}:
             read_len = int(float(raw))
-        elif arg.value_expr.names == {"mtp"}:
+        elif arg.value == "mtp":  # the depth itself (SGLang's --speculative-num-draft-tokens is mtp + 1)
             read_mtp = int(float(raw))
         elif reads & {"batch", "replica_batch"} and not reads & (NOT_PARALLEL - {"batch", "replica_batch"}):
             cap = _cap(fw, spec, hw, pc, world, arg, int(float(raw)), mtp_read) or cap
     order = [*KNOBS, *SETTINGS]
     return CommandReading(fw.name, name, world, {k: cfg[k] for k in order}, [{k: c[k] for k in order} for c in others],
-                          cap, read_len, read_mtp, given, not_read, notes, dict(user.values))
+                          cap, read_len, read_mtp, given, not_read, site, notes, dict(user.values))
+
+
+def _documents_needed(fw: FrameworkProfile, user: Reading, parallel: set[Slot]) -> None:
+    """Refuse a command that does not give the profile a document holding parallel keys the launch always sets
+    (TensorRT-LLM's --extra_llm_api_options file: enable_attention_dp, moe_expert_parallel_size): without it the
+    keys are the engine's defaults, which the profile does not record. One line naming the file and its keys."""
+    spec = fw.launch
+    for name, d in (spec.documents.items() if spec else ()):
+        keys = [a.key for a in spec.args if a.doc == name and ("doc", name, a.key or "") in parallel]
+        always = [a.key for a in spec.args if a.doc == name and a.when == "true" and a.key in keys]
+        if name in user.documents or not keys or (name not in user.unread and (not always or d.when != "true")):
+            continue
+        what = user.unread.get(name) or f"no {d.flag or d.file} given"
+        where = f"write it on disk or in the text before the command (cat > {d.file} <<'EOF' ... EOF)" if d.file \
+            else f"give {d.flag}"
+        raise InputError("--command", f"{what}: it holds {', '.join(k for k in keys if k)}, the parallel keys "
+                                      f"{fw.name}'s launch sets there (no default recorded for them); {where}")
 
 
 def _distinct(matches: list[tuple[int, dict[str, int]]]) -> list[tuple[int, dict[str, int]]]:
