@@ -331,6 +331,8 @@ class LaunchSpec(BaseModel):
     model_flag: str | None = None
     programs: list[OtherProgram] = Field(default_factory=list)
     respellings: list[Respelling] = Field(default_factory=list)
+    # the parser reads `_` in a long flag's name as `-` (vLLM's FlexibleArgumentParser: --max_num_seqs)
+    underscore_flags: bool = False
 
     def splits_weights_online(self) -> bool:
         """The command always sets the seed's `enable_online_split_weight` true: the runtime splits the checkpoint
