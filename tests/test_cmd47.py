@@ -186,3 +186,14 @@ def test_a_pasted_multi_line_command_with_env_and_equals_reads():
             "  --max-num-seqs=64 --trust-remote-code")
     r = read_command(text, H200)
     assert (r.world, r.parallel_config["attn_tp_size"], r.concurrency_cap) == (8, 8, 64)
+
+
+def test_vllms_parser_reads_underscores_in_a_flags_name_as_dashes():
+    """`--tensor_parallel_size 8 --max_num_seqs=64` is vLLM's `--tensor-parallel-size 8 --max-num-seqs=64`."""
+    r = read_command(f"vllm serve {DSV3} --tensor_parallel_size 8 --max_num_seqs=64", H200)
+    assert (r.world, r.parallel_config["attn_tp_size"], r.concurrency_cap) == (8, 8, 64)
+
+
+def test_sglangs_parser_takes_no_underscore_spelling():
+    with pytest.raises(InputError, match="--tp_size: sglang .* has no such flag"):
+        read_command(f"python3 -m sglang.launch_server --model-path {DSV3} --tp_size 8", H200)

@@ -118,6 +118,15 @@ def find_engine(argv: list[str], hw: Hardware, framework: str | None) -> tuple[F
     return on_hw[0], None
 
 
+def _dashed(token: str) -> str:
+    """A long flag's name with `_` read as `-` (its value after `=`, and a dotted JSON key after `.`, kept)."""
+    if not token.startswith("--"):
+        return token
+    name, eq, value = token.partition("=")
+    head, dot, tail = name.partition(".")
+    return head.replace("_", "-") + dot + tail + eq + value
+
+
 def site_flags(fw: FrameworkProfile) -> set[str]:
     """The flags whose value is the site's (launch.site_flags): read, compared with nothing."""
     return set(fw.launch.site_flags) if fw.launch else set()
@@ -427,6 +436,8 @@ def read_command(text: str, hw: Hardware, cards: int | None = None, framework: s
         raise InputError("--command", f"{' '.join(cmd.argv[:3])}: not {fw.name}'s program")
     start = run.start
     after = cmd.argv[start + len(run.program):]  # the engine's arguments
+    if fw.launch is not None and fw.launch.underscore_flags:  # `--max_num_seqs=8` is `--max-num-seqs=8` there
+        after = [_dashed(t) for t in after]
     record = engine_flags().get(fw.name)
     if record:  # checked as the recorded program's (another program of the profile takes the same flags)
         problems = argv_problems(fw.name, list(record["program"]) + after)
