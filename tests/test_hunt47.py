@@ -37,3 +37,30 @@ def test_a_moe_stage_of_several_ranks_still_says_its_ep_choice(oss, h100):
     """Two ranks in one stage: EP2 (64 experts a rank) is a choice against MoE TP2, and the reason says so."""
     two = decision_tree_reason(ParallelConfig(world_size=2), oss, SCEN, h100)
     assert "EP and TP compared; chose EP (64 experts per rank)" in two
+
+
+@pytest.mark.parametrize("framework", ["sglang", "vllm"])
+def test_memory_cache_line_under_pp_is_the_reported_stages(framework):
+    """`memory ... --pp 2` reports the largest stage, yet its cache line said the whole model's state a request on
+    one rank (Qwen3.5-122B-A10B, SGLang, TP4 x PP2 on 8 MI355X, 64 x 32K: 38.41 MB, 362.39 MB held, against the
+    breakdown's 11.60 GB / 64 = 181 MB). The line now speaks for the stage: held x batch = the breakdown's state,
+    and a request's state is the TP8 rank's (the stage holds half the layers on twice the heads)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    def mem(*knobs: str) -> dict:
+        r = CliRunner().invoke(main, ["memory", "qwen3.5-122b-a10b", "--hardware", "mi355x", "--cards", "8",
+                                      "--framework", framework, "--batch", "64", "--seq-len", "32768",
+                                      "--format", "json", *knobs])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+
+    pp = mem("--pp", "2", "--attn-tp", "4", "--dense-tp", "4", "--moe-tp", "4", "--embed-tp", "4",
+             "--lmhead-tp", "4")
+    held = pp["cache"]["state"]["held_bytes"] * 64 / 1e9
+    assert held == pytest.approx(pp["breakdown"]["constant_state"], rel=1e-6)
+    tp8 = mem("--attn-tp", "8", "--dense-tp", "8", "--moe-tp", "8", "--embed-tp", "8", "--lmhead-tp", "8")
+    assert pp["cache"]["state"]["bytes"] == pytest.approx(tp8["cache"]["state"]["bytes"], rel=1e-6)
