@@ -64,3 +64,18 @@ def test_memory_cache_line_under_pp_is_the_reported_stages(framework):
     assert held == pytest.approx(pp["breakdown"]["constant_state"], rel=1e-6)
     tp8 = mem("--attn-tp", "8", "--dense-tp", "8", "--moe-tp", "8", "--embed-tp", "8", "--lmhead-tp", "8")
     assert pp["cache"]["state"]["bytes"] == pytest.approx(tp8["cache"]["state"]["bytes"], rel=1e-6)
+
+
+def test_memory_table_under_pp_names_the_stage_it_reports():
+    """Under PP `memory` reports the largest stage; the table now says which (the JSON's notes did, the table
+    not): Llama-3.3-70B PP4 on 8 H100, stage 0 (the embedding's) of 4."""
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    args = ["memory", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--batch", "64", "--seq-len", "2048"]
+    r = CliRunner().invoke(main, [*args, "--pp", "4"])
+    assert r.exit_code == 0, r.output
+    assert "pipeline stage 0 of 4 (the largest), total" in r.output
+    flat = CliRunner().invoke(main, [*args, "--attn-tp", "8", "--dense-tp", "8", "--embed-tp", "8", "--lmhead-tp", "8"])
+    assert "pipeline stage" not in flat.output
