@@ -79,3 +79,20 @@ def test_memory_table_under_pp_names_the_stage_it_reports():
     assert "pipeline stage 0 of 4 (the largest), total" in r.output
     flat = CliRunner().invoke(main, [*args, "--attn-tp", "8", "--dense-tp", "8", "--embed-tp", "8", "--lmhead-tp", "8"])
     assert "pipeline stage" not in flat.output
+
+
+def test_estimate_under_pp_names_the_stage_its_memory_is():
+    """`estimate --pp 4`'s memory row is the largest stage's: the table and the JSON say which."""
+    import json
+
+    from click.testing import CliRunner
+
+    from solver.cli.main import main
+
+    args = ["estimate", "llama-3.3-70b", "--hardware", "h100_sxm", "--cards", "8", "--pp", "4", "--phase", "decode",
+            "--batch", "64", "--seq-len", "2048"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert "memory per rank (pipeline stage 0 of 4, the largest)" in r.output
+    data = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
+    assert data["memory"]["pipeline_stage"] == 0

@@ -288,7 +288,7 @@ def memory_data(m: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision,
         "sequences_per_rank": rep.sequences_per_rank,
         "max_batch": best_batch, "breakdown": breakdown, "notes": list(rep.notes),
         "cache": _reported_cache(m, pc, prec, rep, seq_len, opts or MemoryOptions()),
-    }
+    } | ({"pipeline_stage": rep.stage} if rep.stage is not None else {})  # under PP: the largest stage's figures
 
 
 def _reported_cache(m: ModelSpec, pc: ParallelConfig, prec: Precision, rep: MemoryReport, seq_len: int,
