@@ -135,7 +135,10 @@ def memory_cmd(model, hardware, cards, batch, seq_len, mtp, prefill_chunk, mem_f
                     [[k, v] for k, v in data["breakdown"].items()]))
     verdict = "[green]feasible[/green]" if data["feasible"] else "[red]does not fit[/red]"
     reserve, cap = data["reserve_gb"], data["capacity_gb"]
-    con.print(f"total {data['total_gb']:.2f} GB of {cap:.2f} GB ({cap * 1e9 / 2**30:.1f} GiB) = "
+    # under PP the figures are the largest stage's (memory_per_rank): say which, as the JSON's notes do
+    where = (f"pipeline stage {data['pipeline_stage']} of {res.parallel_config.pp_size} (the largest), "
+             if "pipeline_stage" in data else "")
+    con.print(f"{where}total {data['total_gb']:.2f} GB of {cap:.2f} GB ({cap * 1e9 / 2**30:.1f} GiB) = "
               f"{data['model_gb']:.2f} GB model + {reserve:.2f} GB runtime reserve; the model's limit is "
               f"{data['limit_gb']:.2f} GB = min({opts.total_fraction:g} x capacity, capacity - reserve): "
               f"{verdict}; weights+KV {data['weights_kv_share']:.0%} of capacity"

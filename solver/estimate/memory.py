@@ -37,6 +37,7 @@ class MemoryReport:
     sequences_per_rank: float
     notes: tuple[str, ...] = field(default=())
     state_bytes: float = 0.0  # constant per-request state (linear attention, SSM) of the sequences held
+    stage: int | None = None  # under pipeline parallel, the index of the stage these figures are (stages())
 
     @property
     def weights_total(self) -> float:
@@ -155,7 +156,7 @@ def stage_memory(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Preci
         r = memory_per_rank(st.model, hw, pc.stage(), prec, batch, seq_len, opts, mtp_layers if st.last else 0)
         weights = {k: v for k, v in r.weights_bytes.items() if k not in st.absent_modules}
         notes = r.notes + (f"pipeline stage {st.index} of {pc.pp_size}: {len(st.model.layers)} layers",)
-        out.append(replace(r, weights_bytes=weights, notes=notes))
+        out.append(replace(r, weights_bytes=weights, notes=notes, stage=st.index))
     return out
 
 

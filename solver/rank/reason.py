@@ -175,12 +175,18 @@ def decision_tree_reason(pc: ParallelConfig, model: ModelSpec, scenario: Scenari
     if model.is_moe:
         ep = pc.moe_ep_size
         per_rank = pc.expert_slots(model.num_experts) // max(ep, 1)
-        lines.append("Layer 1 (MoE backbone): EP and TP compared; chose "
-                     + ("EP" if pc.moe_tp_size == 1 else f"TP{pc.moe_tp_size} x EP{ep}")
-                     + f" ({per_rank} expert{'' if per_rank == 1 else 's'} per rank"
-                     + (f"; {model.num_experts} experts + {pc.redundant_experts} redundant copies, so that EP{ep} "
-                        f"divides them: each copy is one more expert's weights on its rank)"
-                        if pc.redundant_experts else ")"))
+        if pc.stage_world == 1:
+            # one rank per stage: neither EP nor MoE TP exists to compare, so no choice is claimed
+            where = "each stage's rank" if pc.pp_size > 1 else "the one rank"
+            lines.append(f"Layer 1 (MoE backbone): {where} holds all {per_rank} experts of its layers "
+                         "(no EP or MoE TP on one rank)")
+        else:
+            lines.append("Layer 1 (MoE backbone): EP and TP compared; chose "
+                         + ("EP" if pc.moe_tp_size == 1 else f"TP{pc.moe_tp_size} x EP{ep}")
+                         + f" ({per_rank} expert{'' if per_rank == 1 else 's'} per rank"
+                         + (f"; {model.num_experts} experts + {pc.redundant_experts} redundant copies, so that "
+                            f"EP{ep} divides them: each copy is one more expert's weights on its rank)"
+                            if pc.redundant_experts else ")"))
     else:
         # the seed's dense branch: a model one card holds starts from DP, a larger one from TP within the node
         tp = max(pc.attn_tp_group(kvp_in_tp), pc.dense_tp_size)

@@ -77,7 +77,8 @@ def estimate_data(model: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Prec
         "feasible": est.memory.feasible,
         "memory": {k: mem[k] for k in ("params_per_card_gb", "kv_cache_per_card_gb", "model_gb", "reserve_gb",
                                        "limit_gb", "total_gb", "capacity_gb", "feasible", "tight",
-                                       "weights_kv_share", "sequences_per_rank", "breakdown")},
+                                       "weights_kv_share", "sequences_per_rank", "breakdown", "pipeline_stage")
+                   if k in mem},
         "breakdown": breakdown,
         "notes": notes,
     }
@@ -107,7 +108,10 @@ def render_estimate(data: dict[str, Any], con: Console) -> None:
     if "input_tokens_per_s_per_rank" in data:
         rows.append(["prompt tok/s per rank", data["input_tokens_per_s_per_rank"]])
     m = data["memory"]
-    rows += [["memory per rank", f"{data['memory_per_rank_gb']:.2f} GB of limit {m['limit_gb']:.2f} GB "
+    # under PP the figures are the largest stage's: say which
+    stage = (f" (pipeline stage {m['pipeline_stage']} of {data['parallel_config']['pp_size']}, the largest)"
+             if "pipeline_stage" in m else "")
+    rows += [[f"memory per rank{stage}", f"{data['memory_per_rank_gb']:.2f} GB of limit {m['limit_gb']:.2f} GB "
                                  f"(+ {m['reserve_gb']:.2f} GB runtime reserve = {m['total_gb']:.2f} of "
                                  f"{m['capacity_gb']:.2f} GB capacity)"],
              ["feasible", data["feasible"]]]

@@ -287,5 +287,16 @@ def memory_data(m: ModelSpec, hw: Hardware, pc: ParallelConfig, prec: Precision,
         "weights_kv_share": (rep.weights_total + rep.cache_total) / rep.capacity_bytes,
         "sequences_per_rank": rep.sequences_per_rank,
         "max_batch": best_batch, "breakdown": breakdown, "notes": list(rep.notes),
-        "cache": cache_layout_data(m, pc, prec, seq_len, opts or MemoryOptions()),
-    }
+        "cache": _reported_cache(m, pc, prec, rep, seq_len, opts or MemoryOptions()),
+    } | ({"pipeline_stage": rep.stage} if rep.stage is not None else {})  # under PP: the largest stage's figures
+
+
+def _reported_cache(m: ModelSpec, pc: ParallelConfig, prec: Precision, rep: MemoryReport, seq_len: int,
+                    opts: MemoryOptions) -> dict[str, Any]:
+    """cache_layout_data of the ranks the report's figures are: under pipeline parallel its stage's layers on
+    the stage's ranks (a request's state per rank halves over PP2, as the breakdown's), else the whole model."""
+    if rep.stage is None:
+        return cache_layout_data(m, pc, prec, seq_len, opts)
+    from solver.estimate.pipeline import stages
+
+    return cache_layout_data(stages(m, pc.pp_size)[rep.stage].model, pc.stage(), prec, seq_len, opts)
