@@ -230,7 +230,9 @@ class Planner(LayoutBounds, DominanceSearch):
                 self.funnel["dropped by the complete bound"] += 1
                 continue
             self.funnel["searched"] += 1
-            if not self._solve_view(b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state):
+            excluded = self._excluded_pairs(key, exclude_patterns)
+            if not self._solve_view(b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state,
+                                    lambda inc: self._settled(vc, screens[key], excluded, relaxed, inc)):
                 break  # the time limit: the incumbent stands, reported through self.timeouts
         asked = ("another attention backbone" if exclude_families else
                  "another pattern" if exclude_patterns else "the front")
@@ -242,6 +244,26 @@ class Planner(LayoutBounds, DominanceSearch):
             self._answers[state["best"][2].key()] = dict(state["best"][2].picks)
             return state["best"][2]
         return None
+
+    def _settled(self, vc, screen, excluded: frozenset[tuple[int, int]], relaxed: frozenset[str], inc: tuple
+                 ) -> bool:
+        """Whether no configuration of the layout (complete view vc, under this question's screen and excluded
+        pairs) can replace the incumbent `inc`, which only a lower (rounded latency, simplicity) does: the
+        layout's exact complete bound rounds above the incumbent's latency, or to it and its configurations
+        simpler than the incumbent's bound (_simpler_bound) round above it. Rounding is monotone, so a bound
+        rounding above the latency is above every rounded latency it bounds. Most layout searches find their
+        answer in the first solve and spend the others proving it (stop 47)."""
+        lat = inc[2].latency
+
+        def above(bound_s: float) -> bool:  # an infinite bound: no configuration of the kind is left
+            return not math.isfinite(bound_s) or round(bound_s * TIME_SCALE) > lat
+
+        low = self._bound(vc, attention_only=False, screen=screen, excluded=excluded, relaxed=relaxed)[0]
+        if above(low):
+            return True
+        if round(low * TIME_SCALE) < lat:
+            return False
+        return above(self._simpler_bound(vc, screen, excluded, relaxed, inc[1] - 1))
 
     def _seed(self, b: int, exclude_patterns, relaxed: frozenset[str], exclude_families, served) -> tuple | None:
         """A first incumbent: the answers found at other concurrencies, scored here, if one is admissible (the

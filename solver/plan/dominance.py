@@ -37,10 +37,13 @@ class DominanceSearch:
         s.parameters.cp_model_presolve = False
         return s
 
-    def _solve_view(self, b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state) -> bool:
+    def _solve_view(self, b, key, vc, pe_lo, te_lo, exclude_patterns, relaxed, exclude_families, state,
+                    settled: Callable[[tuple], bool] = lambda inc: False) -> bool:
         """Search layout `key` at concurrency b (its complete view vc, its step bounds pe_lo, te_lo) until
         nothing left in it can beat the incumbent (state["best"], updated here). False where the time limit or
-        the full estimate's rejections (more than max_cuts) stopped it, and the question stops with it."""
+        the full estimate's rejections (more than max_cuts) stopped it, and the question stops with it.
+        `settled(incumbent)`: whether the layout's bounds alone show nothing in it can replace that incumbent
+        (Planner._settled): the search ends there, before the solves that would prove it."""
         vm = self.view_model(b, key)
         work = vm.model.clone()
         lits = [lit for name, lit in vm.families.items() if name not in relaxed]
@@ -77,9 +80,13 @@ class DominanceSearch:
             cut = self._ttft_floor_cut(vc)
             if math.isfinite(cut):
                 work.add(vm.pe <= math.ceil(cut * TIME_SCALE) + vm.slack)
-        cut_for = None
+        cut_for = checked = None
         for _ in range(self.max_rounds):
             inc = state["best"]
+            if inc is not None and inc is not checked:
+                checked = inc
+                if settled(inc):
+                    return True
             if inc is not None and cut_for != inc[0]:
                 cut_for = inc[0]
                 # points whose one step alone already reaches the incumbent's L cannot beat it

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import bisect
 import math
+from operator import add
 from typing import Callable
 
 from solver.estimate.figures import ttft_floor
-from solver.plan.bound import (Sums, combined, corner_figure, joint_part, minimum_unless_below, option_part,
-                               sums_of_parts)
+from solver.plan.bound import (MAX_SUMS, Sums, combined, corner_figure, joint_part, minimum_unless_below,
+                               nondominated, option_part, sums_of_parts)
 from solver.plan.floor import FLOOR_GROUPS, JOINT
 from solver.plan.group_cost import Share
 from solver.plan.groups import GROUPS
+from solver.plan.points import choice_simplicity
 from solver.plan.tables import ViewCosts
 from solver.plan.view_model import memory_cap, memory_coef
 
@@ -160,6 +162,45 @@ class LayoutBounds:
             return latency(None, None), pe, te, True
         value, exact = minimum_unless_below(sums, latency, at_least)
         return value, pe, te, exact
+
+    def _simpler_bound(self, vc, screen: dict[str, set[int]] | None, excluded: frozenset[tuple[int, int]],
+                       relaxed: frozenset[str], most: int) -> float:
+        """A lower bound on the latency [s] of the layout's configurations (complete view vc) whose simplicity
+        (points.picks_simplicity) is at most `most`: the complete bound's minimum (_bound_of) over the Pareto
+        sums with the simplicity as one more coordinate, the sums above `most` left out (simplicity adds up over
+        the groups, as the GPU seconds do); infinite where none is left."""
+        t = self.t
+        parts = []
+        other = vc.other if screen is None else {g: _kept(opts, screen[g]) for g, opts in vc.other.items()}
+        attn = vc.attn if screen is None else _kept(vc.attn, screen["attn"])
+        groups = [("attn", attn)] + [(g, opts) for g, opts in other.items()
+                                     if not (g in ("dense", "moe") and "dense" in other and "moe" in other)]
+        if "dense" in other and "moe" in other:
+            part = joint_part(other["dense"], other["moe"], vc.pairs, excluded)
+            if part is None:
+                return math.inf
+            simp = [choice_simplicity(t, "dense", jd) + choice_simplicity(t, "moe", jm)
+                    for jd in other["dense"] for jm in other["moe"] if not (excluded and (jd, jm) in excluded)]
+            parts.append(part._replace(vectors=[(*v, s) for v, s in zip(part.vectors, simp)]))
+        for g, opts in groups:
+            if not opts:
+                return math.inf
+            part = option_part(list(opts.values()))
+            parts.append(part._replace(vectors=[(*v, choice_simplicity(t, g, j)) for v, j in zip(part.vectors, opts)]))
+        # the Pareto sums group by group, as bound.sums_of_parts builds them (past MAX_SUMS a group enters as
+        # its per-coordinate minimum: a lower bound still), with the simplicity the last coordinate
+        points: list[tuple] = []
+        for part in parts:
+            own = nondominated(part.vectors)
+            if points and len(own) * len(points) > MAX_SUMS:
+                own = [tuple(map(min, zip(*own)))]
+            points = own if not points else nondominated(tuple(map(add, p, o)) for p in points for o in own)
+        launch = [tuple(map(sum, zip(*(getattr(p, f) for p in parts)))) for f in ("launch_pre", "launch_dec")]
+        latency = self._latency_fn(vc, self._caps(relaxed))
+        n, has_pre, has_dec = parts[0].n_pre, parts[0].has_pre, parts[0].has_dec
+        return min((latency(Share(v[:n], launch[0]) if has_pre else None,
+                            Share(v[n:-1], launch[1]) if has_dec else None)
+                    for v in points if v[-1] <= most), default=math.inf)
 
     def _floor_drops(self, vc, key: tuple, screen: dict[str, set[int]] | None, relaxed: frozenset[str],
                      inc: tuple | None, before_view: bool = False) -> bool:
