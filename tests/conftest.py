@@ -85,3 +85,14 @@ def _fresh_planner_cache(request):
     if not getattr(request.module, "SHARES_PLANS", False):
         _clear_planner_cache()
     yield
+
+
+def pytest_runtest_teardown(item, nextitem) -> None:
+    """At the end of each test module, what the suite still holds (catalogs, memos, fixtures) joins the collector's
+    permanent generation: later full collections then walk only what later modules make, not the whole suite's heap
+    (the planner freezes its own tables the same way, solver/plan/solve.py). Measured on 8 heavy files: 4.9 s of
+    collections down to 1.6 s."""
+    import gc
+
+    if nextitem is None or nextitem.module is not item.module:
+        gc.freeze()

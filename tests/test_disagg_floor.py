@@ -30,8 +30,9 @@ def _first_pairs(scenario: Scenario, fronts: dict, cards: int) -> list[tuple]:
              pairs[i].y, pairs[i].conc) for i in first]
 
 
+# the vLLM case plans the most pairs (2.5-4.5 s): the slow suite; the default suite keeps trtllm and sglang
 @pytest.mark.parametrize("model,hw,fw,cards,scenario", [
-    ("qwen3-30b-a3b", "h100_sxm", "vllm", 32, {"isl": 1024, "osl": 256}),
+    pytest.param("qwen3-30b-a3b", "h100_sxm", "vllm", 32, {"isl": 1024, "osl": 256}, marks=pytest.mark.slow),
     ("mixtral-8x7b", "b200_sxm", "trtllm", 64, {"isl": 16384, "osl": 512, "max_concurrency": 32}),
     ("llama-3.1-8b", "h200_sxm", "sglang", 16, {"isl": 4096, "osl": 1024, "concurrency": 64}),
 ])

@@ -49,6 +49,7 @@ def _pc(m, pp: int, tp: int, kvp: int, degree: int) -> ParallelConfig | None:
         return None
 
 
+@pytest.mark.slow  # 400 drawn pairs of shares (~5 s): CI's slow suite
 @settings(max_examples=400, deadline=None)
 @given(model=st.sampled_from(MODELS), engine=st.sampled_from(ENGINES), phase=st.sampled_from(["prefill", "decode"]),
        pp=st.sampled_from([1, 2]), tp=st.sampled_from([1, 2, 4, 8]), kvp=st.sampled_from([1, 2]),

@@ -159,6 +159,8 @@ def test_the_csv_without_price_is_the_priced_one_less_its_two_last_columns() -> 
     assert "cheapest per million output tokens" in costed.stderr and "cheapest" not in plain.stderr
 
 
+# two sweeps (~3.5 s): the slow suite; test_capacity's jobs-2 test keeps the unpriced bytes in the default suite
+@pytest.mark.slow
 def test_jobs_2_writes_the_same_priced_bytes_as_jobs_1(tmp_path) -> None:
     args = ["sweep", "qwen3-30b-a3b", "--hardware", "h200_sxm", "--cards", "1,2,4", "--scenarios",
             "balanced,throughput", "--price", "h200_sxm=3.5"]
