@@ -11,7 +11,7 @@ from typing import Any
 from solver.errors import InputError
 from solver.specs.config.blocks import BlockReader
 from solver.specs.config.decoder_only import headless_note, refuse_non_decoder
-from solver.specs.config.default_notes import default_notes
+from solver.specs.config.default_notes import default_sources
 from solver.specs.config.derived import derive_defaults, refuse_overwritten
 from solver.specs.config.encoders import ENCODER_KEYS, TOWER_FACTS, read_encoders
 from solver.specs.config.fields import MAX_LAYERS, Fields, ReadRecorder
@@ -349,6 +349,7 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
             raise InputError(origin, f"model_type: {wrapper_type!r}: {cfg['_refused']}")
         raise f.err("model_type", f"{model_type!r}: {cfg['_refused']}")
     _lift_nested(cfg, f, text)
+    cfg.defaults_from = default_sources(filled, defaulted, cfg.nested, _family_defaults())
     _refuse_values(cfg, f, raw)
     refuse_uncountable(f)
     if prefix:  # the wrapper's own fields too (Emu3's vq_config beside its text_config)
@@ -494,7 +495,8 @@ def parse_model_config(raw: Any, name: str, origin: str | None = None) -> ModelS
     if read:
         warnings.append(f"{prefix}{', '.join(read)}: not written; read as {wrapper_type}'s default text config "
                         "(a nested config is written as its difference from that default)")
-    warnings += default_notes(filled, defaulted, set(cfg.looked_up), cfg.nested, prefix, _family_defaults())
+    warnings += [f"{prefix}{k} absent from config.json: read at {where}"
+                 for k, where in cfg.defaults_from.items() if k in cfg.looked_up]
     other_mixers = parallel_ssm or any(s.mixer in ("linear", "mamba", "conv", "rglru") for s in layer_slots)
     check_unread(f, cfg, model_type, known, warnings, other_mixers, supplied)
     return ModelSpec(

@@ -1,0 +1,35 @@
+"""Stop 47's user-level hunt: a team bringing its own model config, device file, engine profile and measurements.
+One test per rule found broken and fixed (benchmarks/README.md, "Stop 47: bringing your own ...")."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from solver.errors import InputError
+from solver.specs.config.read import parse_model_config
+
+ROOT = Path(__file__).resolve().parent.parent
+QWEN3_8B = ROOT / "models" / "Qwen--Qwen3-8B.json"
+
+
+def test_a_refused_value_the_config_left_out_names_the_default_it_was_read_at() -> None:
+    # a Qwen3-style 14B (40 heads) without num_key_value_heads: Qwen3Config's default 32 does not divide 40; the
+    # refusal says the 32 is the class's default, not a value the user wrote
+    cfg = json.loads(QWEN3_8B.read_text())
+    cfg.update(hidden_size=5120, num_attention_heads=40, num_hidden_layers=40, intermediate_size=17408)
+    del cfg["num_key_value_heads"]
+    with pytest.raises(InputError) as e:
+        parse_model_config(cfg, "byo14b")
+    assert e.value.field == "byo14b: num_key_value_heads"
+    assert "32 must divide num_attention_heads (40)" in e.value.problem
+    assert "absent from config.json, read at Qwen3Config's default 32" in e.value.problem
+
+
+def test_a_refused_value_the_config_wrote_names_no_default() -> None:
+    cfg = json.loads(QWEN3_8B.read_text())
+    cfg.update(num_key_value_heads=7)
+    with pytest.raises(InputError) as e:
+        parse_model_config(cfg, "byo")
+    assert e.value.problem == "7 must divide num_attention_heads (32)"
