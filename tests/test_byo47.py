@@ -33,3 +33,28 @@ def test_a_refused_value_the_config_wrote_names_no_default() -> None:
     with pytest.raises(InputError) as e:
         parse_model_config(cfg, "byo")
     assert e.value.problem == "7 must divide num_attention_heads (32)"
+
+
+def _device(tmp_path: Path, memory: str) -> Path:
+    text = (ROOT / "hardware" / "h100_sxm.yaml").read_text().replace("name: h100_sxm", "name: byo_card")
+    lines = [f"memory_bytes: {memory}" if line.startswith("memory_bytes:") else line for line in text.splitlines()]
+    path = tmp_path / "byo_card.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("written", ["96e9", "96.0e9", "9.6e+10", "9.6E+10"])
+def test_a_byte_count_in_exponent_form_reads_as_its_integer_whatever_the_exponent_sign(tmp_path: Path,
+                                                                                      written: str) -> None:
+    # 9.6e+10 (PyYAML's own float form, what yaml.safe_dump writes for 96e9) was refused "should be a valid integer"
+    from solver.specs.hardware import load_hardware_file
+
+    assert load_hardware_file(_device(tmp_path, written)).memory_bytes == 96_000_000_000
+
+
+def test_a_fractional_byte_count_in_exponent_form_is_still_refused(tmp_path: Path) -> None:
+    from solver.specs.hardware import load_hardware_file
+
+    with pytest.raises(InputError) as e:
+        load_hardware_file(_device(tmp_path, "9.65e-1"))
+    assert "memory_bytes" in str(e.value)
