@@ -58,3 +58,34 @@ def test_a_fractional_byte_count_in_exponent_form_is_still_refused(tmp_path: Pat
     with pytest.raises(InputError) as e:
         load_hardware_file(_device(tmp_path, "9.65e-1"))
     assert "memory_bytes" in str(e.value)
+
+
+_HEADER = ("id,backend,backend_version,model,system,precision,gemm_quant_mode,moe_quant_mode,isl,osl,concurrency,tp,pp,"
+           "attention_dp,moe_tp,moe_ep,ttft_ms,tpot_ms")
+
+
+def _csv_notes(tmp_path: Path, *cells: str) -> list[str]:
+    from solver.cli.estimate_cmd import run_csv
+
+    src = tmp_path / "mine.csv"
+    src.write_text("\n".join([_HEADER] + [f"r{i},vllm,0.23.0,Qwen/Qwen3-32B,h100_sxm,bf16,bf16,bf16,2048,512,16,4,1,1,"
+                                         f"1,1,{c}" for i, c in enumerate(cells)]) + "\n")
+    return run_csv(str(src), str(tmp_path / "out.csv"), None)[2]
+
+
+def test_a_measured_time_a_thousand_times_below_its_prediction_is_named_as_seconds_in_an_ms_column(
+        tmp_path: Path) -> None:
+    notes = _csv_notes(tmp_path, "0.35,0.022", "350,22")
+    assert any(n.startswith("ttft_ms is below 1/100 of the prediction in 1 evaluated row(s) (first: line 2, 0.35")
+               and "seconds written in a milliseconds column?" in n for n in notes)
+    assert any(n.startswith("tpot_ms is below 1/100 of the prediction in 1 evaluated row(s)") for n in notes)
+
+
+def test_a_measured_cell_that_is_no_number_is_named(tmp_path: Path) -> None:
+    notes = _csv_notes(tmp_path, "abc,22")
+    assert notes == ["ttft_ms is no number in 1 evaluated row(s) (first: line 2, 'abc'): the output carries it beside "
+                     "the prediction, and no comparison can read it"]
+
+
+def test_measured_cells_in_ms_as_the_calibration_csv_writes_them_get_no_note(tmp_path: Path) -> None:
+    assert _csv_notes(tmp_path, "350,22", ",") == []
