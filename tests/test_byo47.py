@@ -89,3 +89,17 @@ def test_a_measured_cell_that_is_no_number_is_named(tmp_path: Path) -> None:
 
 def test_measured_cells_in_ms_as_the_calibration_csv_writes_them_get_no_note(tmp_path: Path) -> None:
     assert _csv_notes(tmp_path, "350,22", ",") == []
+
+
+def test_a_config_without_model_type_says_no_family_defaults_apply() -> None:
+    # before: read by convention with no word, where a config of an unknown model_type is told so
+    cfg = json.loads((ROOT / "models" / "deepseek-ai--DeepSeek-V3.json").read_text())
+    del cfg["model_type"]
+    spec = parse_model_config(cfg, "byo")
+    assert ("model_type: absent, so no family's defaults apply; sizes read from the config's own fields by "
+            "convention") in spec.warnings
+
+
+def test_a_config_of_a_known_model_type_gets_no_such_note() -> None:
+    spec = parse_model_config(json.loads(QWEN3_8B.read_text()), "byo")
+    assert not any("model_type" in w for w in spec.warnings)
