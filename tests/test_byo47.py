@@ -103,3 +103,21 @@ def test_a_config_without_model_type_says_no_family_defaults_apply() -> None:
 def test_a_config_of_a_known_model_type_gets_no_such_note() -> None:
     spec = parse_model_config(json.loads(QWEN3_8B.read_text()), "byo")
     assert not any("model_type" in w for w in spec.warnings)
+
+
+# the key as the file writes it (the first tier's line is intra_node's) -> the field the refusal names
+@pytest.mark.parametrize(("key", "field"), [("hbm_bandwidth_Bps", "hbm_bandwidth_Bps"),
+                                            ("    bandwidth_Bps", "tiers.intra_node.bandwidth_Bps")])
+def test_a_bandwidth_written_in_tb_or_gb_per_second_is_refused_naming_the_unit(tmp_path: Path, key: str,
+                                                                               field: str) -> None:
+    from solver.specs.hardware import load_hardware_file
+
+    text = (ROOT / "hardware" / "h100_sxm.yaml").read_text().replace("name: h100_sxm", "name: byo_card")
+    lines = text.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith(key + ":"))
+    lines[at] = f"{key}: 3.35"
+    path = tmp_path / "byo_card.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as e:
+        load_hardware_file(path)
+    assert f"{field}: below 1 MB/s: the field is in bytes per second" in str(e.value)
